@@ -1,0 +1,230 @@
+"""goldwatch configuration: read once, validated, frozen, passed down.
+
+Sources, highest priority first: keyword overrides (CLI flags), ``GOLDWATCH_*`` environment
+variables (nested with ``__``, e.g. ``GOLDWATCH_EVAL__K='[1,10]'``), the YAML file, defaults.
+Only :func:`load_settings` builds a :class:`Settings`; everything else receives it.
+
+A bad value fails at start with :class:`ConfigError`, naming the field path and the problem.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+RetrieverKind = Literal["bm25", "tfidf", "hybrid", "http", "entrypoint"]
+BUILTIN_RETRIEVERS: tuple[str, ...] = ("bm25", "tfidf", "hybrid")
+
+
+class ConfigError(ValueError):
+    """Raised when the configuration file or environment holds an invalid value.
+
+    The message names the file (when there is one), each offending field path and the problem;
+    it never includes the offending value (it may be a secret).
+    """
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RetrieverConfig(_Frozen):
+    """One retriever goldwatch can query.
+
+    Attributes:
+        name: unique name used on the CLI, in reports and as a metric label.
+        kind: ``bm25`` | ``tfidf`` | ``hybrid`` (built in, over the corpus), ``http`` (POST
+            ``{"question","k"}`` → ``{"results":[{"id","score"}]}``) or ``entrypoint``
+            (``module:callable`` taking ``(question, k)``).
+        url: endpoint for ``http``.
+        entrypoint: ``module:callable`` for ``entrypoint``.
+        members: names of the retrievers fused by ``hybrid`` (default ``["bm25", "tfidf"]``).
+        rrf_k: the constant of reciprocal-rank fusion, ``1 / (rrf_k + rank)`` (Cormack et al. 2009).
+        timeout_s: per-request timeout in seconds (``http``).
+        retries: retries after the first attempt (``http``), with exponential backoff.
+        backoff_s: first backoff in seconds; doubles each retry, with jitter.
+        params: extra keyword arguments for the retriever's constructor.
+    """
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.\-]+$")
+    kind: RetrieverKind
+    url: str | None = None
+    entrypoint: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+    members: tuple[str, ...] = ("bm25", "tfidf")
+    rrf_k: int = Field(default=60, ge=1)
+    timeout_s: float = Field(default=5.0, gt=0, le=300)
+    retries: int = Field(default=2, ge=0, le=10)
+    backoff_s: float = Field(default=0.2, ge=0, le=60)
+    headers: dict[str, str] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _kind_needs(self) -> RetrieverConfig:
+        if self.kind == "http" and not self.url:
+            raise ValueError("kind 'http' needs 'url'")
+        if self.kind == "http" and self.url and not self.url.startswith(("http://", "https://")):
+            raise ValueError("'url' must start with http:// or https://")
+        if self.kind == "entrypoint" and not self.entrypoint:
+            raise ValueError("kind 'entrypoint' needs 'entrypoint' as 'module:callable'")
+        return self
+
+
+class EvalConfig(_Frozen):
+    """Settings of ``goldwatch eval``.
+
+    Attributes:
+        k: cut-offs for recall@k, hit rate@k, precision@k, nDCG@k and MRR@k (each ≥ 1).
+        depth: how many results to ask each retriever for (≥ max(k)).
+        batch_size: questions per retrieval batch.
+        history: JSONL file that gets one row per retriever per run (``None`` disables it).
+        misses: JSONL file the misses are written to (``None`` disables it).
+        relevance_level: minimum qrels level counted as relevant (trec_eval ``-l``).
+    """
+
+    k: tuple[int, ...] = (1, 5, 10, 20)
+    depth: int = Field(default=100, ge=1, le=10_000)
+    batch_size: int = Field(default=256, ge=1)
+    history: Path | None = Path("goldwatch-runs.jsonl")
+    misses: Path | None = Path("goldwatch-misses.jsonl")
+    relevance_level: int = Field(default=1, ge=1)
+
+    @field_validator("k")
+    @classmethod
+    def _k_positive(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if not value:
+            raise ValueError("needs at least one cut-off")
+        if any(k < 1 for k in value):
+            raise ValueError("every cut-off must be >= 1")
+        return tuple(sorted(set(value)))
+
+    @model_validator(mode="after")
+    def _depth_covers_k(self) -> EvalConfig:
+        if self.depth < max(self.k):
+            raise ValueError(f"depth ({self.depth}) must be >= the largest k ({max(self.k)})")
+        return self
+
+
+class Settings(BaseSettings):
+    """The whole goldwatch configuration (frozen).
+
+    Attributes:
+        gold_set: gold-set JSONL file (``None``: the embedded demo gold set).
+        corpus: corpus JSONL file (``None``: the embedded demo corpus).
+        retrievers: declared retrievers; the built-in ``bm25``, ``tfidf`` and ``hybrid`` exist
+            without being declared.
+        eval: settings of ``goldwatch eval``.
+    """
+
+    model_config = SettingsConfigDict(
+        frozen=True,
+        extra="forbid",
+        env_prefix="GOLDWATCH_",
+        env_nested_delimiter="__",
+    )
+
+    gold_set: Path | None = None
+    corpus: Path | None = None
+    retrievers: tuple[RetrieverConfig, ...] = ()
+    eval: EvalConfig = EvalConfig()
+
+    @field_validator("retrievers")
+    @classmethod
+    def _unique_names(cls, value: tuple[RetrieverConfig, ...]) -> tuple[RetrieverConfig, ...]:
+        names = [r.name for r in value]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate retriever names: {', '.join(dupes)}")
+        return value
+
+    def retriever(self, name: str) -> RetrieverConfig:
+        """Return the retriever config called ``name``; built-ins get a default config.
+
+        Raises:
+            KeyError: ``name`` is neither declared nor built in.
+        """
+        for config in self.retrievers:
+            if config.name == name:
+                return config
+        if name in BUILTIN_RETRIEVERS:
+            return RetrieverConfig(name=name, kind=name)  # type: ignore[arg-type]
+        known = sorted({r.name for r in self.retrievers} | set(BUILTIN_RETRIEVERS))
+        raise KeyError(f"unknown retriever {name!r}; known: {', '.join(known)}")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        yaml_file = _YAML_FILE.get("path")
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if yaml_file is not None:
+            sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=yaml_file))
+        return tuple(sources)
+
+
+# The YAML path is passed to settings_customise_sources through this slot; load_settings
+# sets and clears it around construction (pydantic-settings has no per-instance hook).
+_YAML_FILE: dict[str, Path | None] = {"path": None}
+
+
+def _format_errors(error: ValidationError, origin: str) -> str:
+    lines = [f"invalid configuration ({origin}):"]
+    for item in error.errors():
+        loc = ".".join(str(part) for part in item["loc"]) or "<root>"
+        lines.append(f"  {loc}: {item['msg']}")
+    return "\n".join(lines)
+
+
+def load_settings(path: Path | str | None = None, **overrides: Any) -> Settings:
+    """Read, validate and freeze the configuration.
+
+    Args:
+        path: YAML file, or ``None`` for defaults plus environment.
+        **overrides: values that win over file and environment (CLI flags).
+
+    Returns:
+        A frozen :class:`Settings`.
+
+    Raises:
+        ConfigError: the file is missing, is not YAML, is not a mapping, or a field is invalid.
+    """
+    origin = str(path) if path is not None else "environment and defaults"
+    yaml_path: Path | None = None
+    if path is not None:
+        yaml_path = Path(path)
+        if not yaml_path.is_file():
+            raise ConfigError(f"config file not found: {yaml_path}")
+        try:
+            loaded = yaml.safe_load(yaml_path.read_text(encoding="utf-8"))
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{yaml_path}: not valid YAML ({type(exc).__name__})") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"{yaml_path}: the top level must be a mapping")
+    _YAML_FILE["path"] = yaml_path
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(exc, origin)) from None
+    finally:
+        _YAML_FILE["path"] = None
+
+
+def effective_config(settings: Settings) -> dict[str, Any]:
+    """Return the settings as plain JSON-able data, with header values masked."""
+    data = settings.model_dump(mode="json")
+    for retriever in data.get("retrievers", []):
+        retriever["headers"] = {key: "***" for key in retriever.get("headers", {})}
+    return data
