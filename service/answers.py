@@ -1,0 +1,142 @@
+"""Answer-level dumb checks: free, deterministic, no model in the loop.
+
+Given a file of production answers (``{"id", "answer"}`` JSONL, optional ``"refused": bool``):
+
+* for answerable gold questions with ``answer_contains``: does the answer contain every
+  expected substring (NFKC + casefold, whitespace-collapsed)?
+* for unanswerable gold questions: did the system refuse (the right behaviour)?
+* for answerable questions: did it refuse anyway (over-refusal)?
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from service.records import GoldQuestion
+from service.refusals import RefusalDetector
+
+
+class AnswersFileError(ValueError):
+    """The answers file is unreadable; the message names file, line and field."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One production answer: its text and, if the system said so, whether it refused."""
+
+    question_id: str
+    text: str
+    refused: bool | None = None
+
+
+def load_answers(path: Path) -> dict[str, Answer]:
+    """Read ``{"id", "answer", "refused"?}`` JSONL into ``{question_id: Answer}``.
+
+    Raises:
+        AnswersFileError: bad JSON, a missing/wrong-typed field, or a duplicate id.
+    """
+    answers: dict[str, Answer] = {}
+    with path.open(encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{line_no}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                raise AnswersFileError(f"{where}: not valid JSON") from None
+            if not isinstance(row, dict):
+                raise AnswersFileError(f"{where}: expected a JSON object")
+            qid, text, refused = row.get("id"), row.get("answer", ""), row.get("refused")
+            if not isinstance(qid, str) or not qid:
+                raise AnswersFileError(f"{where}: field 'id' must be a non-empty string")
+            if text is None:
+                text = ""
+            if not isinstance(text, str):
+                raise AnswersFileError(f"{where}: field 'answer' must be a string")
+            if refused is not None and not isinstance(refused, bool):
+                raise AnswersFileError(f"{where}: field 'refused' must be true, false or null")
+            if qid in answers:
+                raise AnswersFileError(f"{where}: duplicate id {qid!r}")
+            answers[qid] = Answer(qid, text, refused)
+    return answers
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text).casefold()).strip()
+
+
+@dataclass(frozen=True)
+class AnswerCheckReport:
+    """Summary of the answer checks.
+
+    Attributes:
+        contains_rate: share of checked answerable questions whose answer holds every
+            ``answer_contains`` substring (``None`` if no question has them).
+        unanswerable_refusal_rate: share of unanswerable questions that were refused
+            (``None`` if none).
+        over_refusal_rate: share of answerable questions that were refused (``None`` if none).
+        per_question: question id → ``{"contains": bool|None, "refused": bool}``.
+        missing: gold question ids with no answer in the file.
+    """
+
+    n_answers: int
+    contains_rate: float | None
+    unanswerable_refusal_rate: float | None
+    over_refusal_rate: float | None
+    per_question: dict[str, dict[str, bool | None]]
+    missing: tuple[str, ...]
+
+    def to_json(self) -> dict[str, object]:
+        """Return the JSON form."""
+        return {
+            "n_answers": self.n_answers,
+            "contains_rate": self.contains_rate,
+            "unanswerable_refusal_rate": self.unanswerable_refusal_rate,
+            "over_refusal_rate": self.over_refusal_rate,
+            "missing": list(self.missing),
+            "per_question": self.per_question,
+        }
+
+
+def _rate(flags: Sequence[bool]) -> float | None:
+    return sum(flags) / len(flags) if flags else None
+
+
+def check_answers(
+    questions: Sequence[GoldQuestion],
+    answers: Mapping[str, Answer],
+    detector: RefusalDetector | None = None,
+) -> AnswerCheckReport:
+    """Run the dumb checks of every gold question that has an answer.
+
+    An explicit ``refused`` flag in the answers file wins over the pattern detector.
+    """
+    detector = detector or RefusalDetector()
+    per_question: dict[str, dict[str, bool | None]] = {}
+    contains, refused_unanswerable, refused_answerable = [], [], []
+    for q in questions:
+        answer = answers.get(q.id)
+        if answer is None:
+            continue
+        refused = answer.refused if answer.refused is not None else detector.is_refusal(answer.text)
+        hit: bool | None = None
+        if q.answerable and q.answer_contains:
+            text = _norm(answer.text)
+            hit = all(_norm(s) in text for s in q.answer_contains)
+            contains.append(hit)
+        (refused_answerable if q.answerable else refused_unanswerable).append(refused)
+        per_question[q.id] = {"contains": hit, "refused": refused}
+    return AnswerCheckReport(
+        n_answers=len(per_question),
+        contains_rate=_rate(contains),
+        unanswerable_refusal_rate=_rate(refused_unanswerable),
+        over_refusal_rate=_rate(refused_answerable),
+        per_question=per_question,
+        missing=tuple(q.id for q in questions if q.id not in answers),
+    )

@@ -1,0 +1,212 @@
+"""The ``goldwatch`` command line.
+
+Exit codes: 0 success; 1 a ``--fail-under`` gate failed; 2 bad usage, configuration or input
+(the message names the flag, file, line or field, never a question's text).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from service import __version__
+from service.settings import ConfigError, Settings, effective_config, load_settings
+
+log = logging.getLogger("goldwatch")
+
+EXIT_GATE_FAILED = 1
+EXIT_USAGE = 2
+
+
+def _fail(message: str) -> None:
+    click.echo(f"goldwatch: error: {message}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+def _settings(config: Path | None) -> Settings:
+    try:
+        return load_settings(config)
+    except ConfigError as exc:
+        _fail(str(exc))
+        raise AssertionError("unreachable") from None
+
+
+def _parse_ks(text: str | None) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        ks = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise click.BadParameter("expects comma-separated integers, e.g. 1,5,10,20") from None
+    if not ks or min(ks) < 1:
+        raise click.BadParameter("every k must be an integer >= 1")
+    return ks
+
+
+config_option = click.option(
+    "--config",
+    "config",
+    type=click.Path(path_type=Path, dir_okay=False),
+    envvar="GOLDWATCH_CONFIG",
+    default=None,
+    help="YAML configuration file (env GOLDWATCH_CONFIG).",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="goldwatch")
+@click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
+def main(verbose: int) -> None:
+    """goldwatch: know, on live traffic, whether your RAG retrieval still works."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+@main.command("eval")
+@config_option
+@click.option("--gold", type=click.Path(path_type=Path, dir_okay=False), help="Gold-set JSONL.")
+@click.option("--corpus", type=click.Path(path_type=Path, dir_okay=False), help="Corpus JSONL.")
+@click.option(
+    "--retriever",
+    "retrievers",
+    multiple=True,
+    help="Built-in (bm25, tfidf, hybrid) or a name from the config; repeatable.",
+)
+@click.option("--k", "ks", default=None, help="Cut-offs, e.g. 1,5,10,20.")
+@click.option("--qrels", type=click.Path(path_type=Path, dir_okay=False), help="TREC qrels.")
+@click.option("--topics", type=click.Path(path_type=Path, dir_okay=False), help="TREC topics.")
+@click.option(
+    "--run", "runs", multiple=True, type=click.Path(path_type=Path, dir_okay=False),
+    help="TREC run file (no retrieval); repeatable.",
+)
+@click.option("--compare", nargs=2, default=None, help="Paired comparison: --compare A B.")
+@click.option(
+    "--fail-under", "gates", multiple=True,
+    help="Exit 1 when a metric is below a threshold: [retriever:]recall@10=0.8; repeatable.",
+)
+@click.option(
+    "--answers", type=click.Path(path_type=Path, dir_okay=False),
+    help="JSONL of production answers {id, answer} for the answer-level checks.",
+)
+@click.option("--misses", type=click.Path(path_type=Path, dir_okay=False), help="Misses JSONL.")
+@click.option(
+    "--history", type=click.Path(path_type=Path, dir_okay=False), help="Run-history JSONL."
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+def eval_command(
+    config: Path | None,
+    gold: Path | None,
+    corpus: Path | None,
+    retrievers: tuple[str, ...],
+    ks: str | None,
+    qrels: Path | None,
+    topics: Path | None,
+    runs: tuple[Path, ...],
+    compare: tuple[str, str] | None,
+    gates: tuple[str, ...],
+    answers: Path | None,
+    misses: Path | None,
+    history: Path | None,
+    fmt: str,
+    no_progress: bool,
+) -> None:
+    """Score retrievers on the gold set: recall@k, hit rate, precision, MRR, nDCG, MAP.
+
+    Without --gold/--corpus it runs on the embedded demo data.
+    """
+    from service import eval_job
+    from service.report import render_json, render_text
+
+    settings = _settings(config)
+    try:
+        request = eval_job.EvalRequest(
+            gold=gold,
+            corpus=corpus,
+            retrievers=retrievers,
+            ks=_parse_ks(ks),
+            qrels=qrels,
+            topics=topics,
+            runs=runs,
+            compare=tuple(compare) if compare else None,  # type: ignore[arg-type]
+            gates=tuple(eval_job.Gate.parse(g) for g in gates),
+            answers=answers,
+            misses=misses,
+            history=history,
+            progress=not no_progress,
+        )
+        outcome = eval_job.run_eval(request, settings)
+    except (ValueError, KeyError, OSError) as exc:
+        _fail(_describe(exc))
+        return
+    for warning in outcome.warnings:
+        click.echo(f"goldwatch: warning: {warning}", err=True)
+    if fmt == "json":
+        doc = render_json(
+            outcome.reports,
+            outcome.comparisons,
+            gold_set=outcome.gold_set_summary(),
+            ks=outcome.ks,
+            answers=outcome.answers.to_json() if outcome.answers else None,
+            failed_gates=outcome.failed_gates,
+        )
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+    else:
+        summary = outcome.gold_set_summary()
+        click.echo(
+            f"gold set {summary['path'] or '(TREC qrels)'} version {summary['version']}: "
+            f"{summary['n_questions']} questions, {summary['n_unanswerable']} unanswerable\n"
+        )
+        click.echo(render_text(outcome.reports, outcome.comparisons))
+        if outcome.answers is not None:
+            click.echo("\n" + _answers_text(outcome.answers.to_json()))
+        for gate in outcome.failed_gates:
+            click.echo(
+                f"FAIL {gate['retriever']}: {gate['metric']} = {gate['value']:.4f} "
+                f"< {gate['threshold']}",
+                err=True,
+            )
+    if outcome.failed_gates:
+        sys.exit(EXIT_GATE_FAILED)
+
+
+def _answers_text(doc: dict[str, Any]) -> str:
+    def pct(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.1%}"
+
+    return (
+        f"Answer checks ({doc['n_answers']} answers): "
+        f"answer_contains hit {pct(doc['contains_rate'])}, "
+        f"unanswerable refused {pct(doc['unanswerable_refusal_rate'])}, "
+        f"answerable refused (over-refusal) {pct(doc['over_refusal_rate'])}"
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, KeyError) and exc.args:
+        return str(exc.args[0])
+    if isinstance(exc, FileNotFoundError):
+        return f"file not found: {exc.filename}"
+    return str(exc)
+
+
+@main.group("config")
+def config_group() -> None:
+    """Inspect the configuration."""
+
+
+@config_group.command("check")
+@config_option
+def config_check(config: Path | None) -> None:
+    """Validate the configuration and print the effective values (secrets masked)."""
+    settings = _settings(config)
+    click.echo(json.dumps(effective_config(settings), indent=2, ensure_ascii=False))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

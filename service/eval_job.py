@@ -1,0 +1,258 @@
+"""The ``goldwatch eval`` job: load, retrieve (or read TREC runs), score, compare, gate, record.
+
+Composition only: every step is a call into a domain module. The CLI parses flags into an
+:class:`EvalRequest` and prints the :class:`EvalOutcome`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from service.answers import AnswerCheckReport, check_answers, load_answers
+from service.compare import PairedComparison, compare_all
+from service.corpus import Corpus, load_corpus
+from service.demo import demo_path
+from service.evaluation import RetrieverReport, evaluate_run, retrieve_run
+from service.goldset import GoldSet, load_gold_set, load_trec_gold_set, validate_against_corpus
+from service.history import append_history, history_row
+from service.ir_metrics import parse_measure
+from service.records import Run
+from service.retrievers.registry import build_retrievers
+from service.settings import Settings
+from service.trec import read_run
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RETRIEVERS: tuple[str, ...] = ("bm25", "tfidf", "hybrid")
+
+
+class EvalUsageError(ValueError):
+    """The request is inconsistent (e.g. ``--run`` without a gold set or qrels)."""
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A ``--fail-under`` threshold: ``metric`` must be ≥ ``threshold`` (for ``retriever``,
+    or for every retriever when ``None``)."""
+
+    metric: str
+    threshold: float
+    retriever: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Gate:
+        """Parse ``[retriever:]metric=threshold``, e.g. ``recall@10=0.8``.
+
+        Raises:
+            ValueError: malformed text, unknown metric, or a threshold outside [0, 1].
+        """
+        spec, sep, value = text.partition("=")
+        if not sep:
+            raise ValueError(f"--fail-under expects metric=threshold, got {text!r}")
+        retriever, _, metric = spec.rpartition(":")
+        try:
+            threshold = float(value)
+        except ValueError:
+            raise ValueError(f"--fail-under threshold is not a number in {text!r}") from None
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"--fail-under threshold must be in [0, 1] in {text!r}")
+        return cls(parse_measure(metric.strip()).label, threshold, retriever.strip() or None)
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """What ``goldwatch eval`` was asked to do (paths already resolved)."""
+
+    gold: Path | None = None
+    corpus: Path | None = None
+    retrievers: tuple[str, ...] = ()
+    ks: tuple[int, ...] | None = None
+    qrels: Path | None = None
+    topics: Path | None = None
+    runs: tuple[Path, ...] = ()
+    compare: tuple[str, str] | None = None
+    gates: tuple[Gate, ...] = ()
+    answers: Path | None = None
+    misses: Path | None = None
+    history: Path | None = None
+    progress: bool = True
+
+
+@dataclass(frozen=True)
+class EvalOutcome:
+    """Everything one eval run produced."""
+
+    gold_set: GoldSet
+    ks: tuple[int, ...]
+    reports: tuple[RetrieverReport, ...]
+    comparisons: tuple[PairedComparison, ...]
+    answers: AnswerCheckReport | None
+    failed_gates: tuple[dict[str, Any], ...]
+    warnings: tuple[str, ...] = field(default=())
+
+    def gold_set_summary(self) -> dict[str, Any]:
+        """Return the ``gold_set`` block of the JSON report."""
+        return {
+            "path": str(self.gold_set.path) if self.gold_set.path else None,
+            "version": self.gold_set.version,
+            "n_questions": len(self.gold_set),
+            "n_unanswerable": len(self.gold_set.unanswerable()),
+        }
+
+
+def _load_gold(request: EvalRequest, settings: Settings) -> GoldSet:
+    if request.qrels is not None and request.gold is None:
+        return load_trec_gold_set(request.qrels, request.topics)
+    path = request.gold or settings.gold_set
+    if path is None:
+        path = demo_path("gold.jsonl")
+    return load_gold_set(path)
+
+
+def _load_corpus(request: EvalRequest, settings: Settings) -> Corpus:
+    path = request.corpus or settings.corpus
+    if path is None:
+        path = demo_path("corpus.jsonl")
+    return load_corpus(path)
+
+
+def _retrieved_runs(
+    request: EvalRequest, settings: Settings, gold: GoldSet, names: Sequence[str]
+) -> tuple[dict[str, Run], Corpus | None, list[str]]:
+    warnings: list[str] = []
+    if request.runs:
+        runs = {path.stem: read_run(path) for path in request.runs}
+        if len(runs) != len(request.runs):
+            raise EvalUsageError("two --run files share a file name; rename one")
+        return runs, None, warnings
+    corpus = _load_corpus(request, settings)
+    warnings.extend(validate_against_corpus(gold, corpus))
+    configs = [settings.retriever(name) for name in names]
+    retrievers = build_retrievers(configs, corpus.passages, settings.retriever)
+    depth = max(settings.eval.depth, max(request.ks or settings.eval.k))
+    runs = {}
+    questions = list(gold)
+    for name in names:
+        with tqdm(
+            total=len(questions),
+            desc=f"retrieving {name}",
+            unit="q",
+            disable=None if request.progress else True,
+            leave=False,
+        ) as bar:
+            runs[name] = retrieve_run(
+                retrievers[name], questions, depth, settings.eval.batch_size, bar.update
+            )
+    for retriever in retrievers.values():
+        close = getattr(retriever, "close", None)
+        if callable(close):
+            close()
+    return runs, corpus, warnings
+
+
+def _check_gates(reports: Sequence[RetrieverReport], gates: Sequence[Gate]) -> list[dict[str, Any]]:
+    failed = []
+    for gate in gates:
+        for report in reports:
+            if gate.retriever not in (None, report.retriever):
+                continue
+            if gate.metric not in report.overall:
+                raise EvalUsageError(
+                    f"--fail-under metric {gate.metric} is not computed; add its k to --k"
+                )
+            value = report.overall[gate.metric]
+            if value < gate.threshold:
+                failed.append(
+                    {"retriever": report.retriever, "metric": gate.metric,
+                     "value": value, "threshold": gate.threshold}
+                )
+    return failed
+
+
+def _write_misses(path: Path, reports: Sequence[RetrieverReport]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for report in reports:
+            for miss in report.misses:
+                handle.write(json.dumps(miss.to_json(), ensure_ascii=False) + "\n")
+
+
+def run_eval(request: EvalRequest, settings: Settings) -> EvalOutcome:
+    """Run one evaluation.
+
+    Raises:
+        EvalUsageError: inconsistent flags (names the flag).
+        service.goldset.GoldSetError, service.corpus.CorpusError, service.trec.TrecFormatError:
+            unreadable inputs (naming file, line and field).
+        service.retrievers.base.RetrieverError: a retriever failed.
+    """
+    if request.runs and request.retrievers:
+        raise EvalUsageError("use either --retriever or --run, not both")
+    if request.runs and request.qrels is None and request.gold is None:
+        raise EvalUsageError("--run needs --qrels or --gold")
+    ks = tuple(sorted(set(request.ks or settings.eval.k)))
+    gold = _load_gold(request, settings)
+    names = list(dict.fromkeys(request.retrievers or DEFAULT_RETRIEVERS))
+    if request.compare and not request.runs:
+        names.extend(n for n in request.compare if n not in names)
+    runs, corpus, warnings = _retrieved_runs(request, settings, gold, names)
+    questions = list(gold)
+    reports = tuple(
+        evaluate_run(name, questions, run, ks, settings.eval.relevance_level)
+        for name, run in runs.items()
+    )
+    comparisons: tuple[PairedComparison, ...] = ()
+    if request.compare:
+        a, b = request.compare
+        by_name = {r.retriever: r for r in reports}
+        missing = [n for n in (a, b) if n not in by_name]
+        if missing:
+            raise EvalUsageError(f"--compare names unknown retriever(s): {', '.join(missing)}")
+        comparisons = tuple(
+            compare_all(a, by_name[a].per_query, b, by_name[b].per_query, by_name[a].measures)
+        )
+    answer_report = None
+    if request.answers is not None:
+        answer_report = check_answers(questions, load_answers(request.answers))
+    misses_path = request.misses or settings.eval.misses
+    if misses_path is not None:
+        _write_misses(misses_path, reports)
+    history_path = request.history or settings.eval.history
+    if history_path is not None:
+        eval_config = settings.eval.model_dump(mode="json", exclude={"history", "misses"})
+        eval_config["k"] = list(ks)
+        rows = [
+            history_row(
+                r.retriever,
+                _retriever_config(settings, r.retriever, bool(request.runs)),
+                eval_config,
+                r.overall,
+                gold_set_version=gold.version,
+                corpus_version=corpus.version if corpus else None,
+                n_questions=r.n_questions,
+            )
+            for r in reports
+        ]
+        append_history(history_path, rows)
+    return EvalOutcome(
+        gold_set=gold,
+        ks=ks,
+        reports=reports,
+        comparisons=comparisons,
+        answers=answer_report,
+        failed_gates=tuple(_check_gates(reports, request.gates)),
+        warnings=tuple(warnings),
+    )
+
+
+def _retriever_config(settings: Settings, name: str, from_run_file: bool) -> dict[str, Any]:
+    if from_run_file:
+        return {"name": name, "kind": "trec-run"}
+    return settings.retriever(name).model_dump(mode="json", exclude={"headers"})

@@ -1,0 +1,242 @@
+"""Score retrievers on the gold set: overall, per breakdown field, with the misses.
+
+The maths lives in :mod:`service.ir_metrics`; this module joins a gold set with runs, splits
+answerable from unanswerable questions (``gold: []`` rows never enter recall or MRR), groups
+per-question scores by every breakdown field present in the gold set (kind, doc_type, source,
+language, role, topic) and extracts the misses — what came back instead of the gold passage.
+
+No I/O here beyond calling the retriever objects it is given.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from statistics import fmean
+
+from service.ir_metrics import default_measures, evaluate, rank_run
+from service.records import BREAKDOWN_FIELDS, GoldQuestion, Qrels, Run, ScoredDoc
+from service.retrievers.base import Retriever
+
+#: Label used in breakdowns for rows that do not set the field.
+MISSING = "(none)"
+
+
+@dataclass(frozen=True, slots=True)
+class Miss:
+    """One answerable question whose gold passages were not all in the top ``k``.
+
+    Attributes:
+        question_id, question, kind: from the gold set.
+        gold: the gold passage ids.
+        gold_ranks: 1-based rank of each gold id in the retrieved list (``None``: not retrieved).
+        instead: what came back in the top ``k`` instead: ``(rank, doc_id, score)`` triples.
+        k: the cut-off the miss is judged at (the largest configured k).
+    """
+
+    retriever: str
+    question_id: str
+    question: str
+    kind: str
+    gold: tuple[str, ...]
+    gold_ranks: dict[str, int | None]
+    instead: tuple[tuple[int, str, float], ...]
+    k: int
+
+    def to_json(self) -> dict[str, object]:
+        """Return the JSONL row written to the misses file."""
+        return {
+            "retriever": self.retriever,
+            "id": self.question_id,
+            "question": self.question,
+            "kind": self.kind,
+            "gold": list(self.gold),
+            "gold_ranks": self.gold_ranks,
+            "k": self.k,
+            "instead": [{"rank": r, "id": d, "score": s} for r, d, s in self.instead],
+        }
+
+
+@dataclass(frozen=True)
+class RetrieverReport:
+    """Evaluation of one retriever on one gold set.
+
+    Attributes:
+        overall: metric label → mean over answerable questions (values in [0, 1]).
+        by: field → value → metric label → mean, plus ``"n"`` (question count) per group.
+        per_query: question id → metric label → value (answerable questions only).
+        unanswerable: summary of the unanswerable questions: ``n`` and ``mean_top_score``
+            (the best score returned, the raw material of an out-of-scope threshold).
+        misses: answerable questions not fully found in the top ``max(k)``.
+        n_duplicates: duplicate ids removed from result lists (trec_eval keeps the best rank).
+    """
+
+    retriever: str
+    overall: dict[str, float]
+    by: dict[str, dict[str, dict[str, float]]]
+    per_query: dict[str, dict[str, float]]
+    n_questions: int
+    n_unanswerable: int
+    unanswerable: dict[str, float]
+    misses: tuple[Miss, ...]
+    n_duplicates: int
+    measures: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, object]:
+        """Return the documented machine-readable form (``--format json``)."""
+        return {
+            "overall": self.overall,
+            "by": self.by,
+            "n_questions": self.n_questions,
+            "n_unanswerable": self.n_unanswerable,
+            "unanswerable": self.unanswerable,
+            "n_misses": len(self.misses),
+            "n_duplicates": self.n_duplicates,
+        }
+
+
+def retrieve_run(
+    retriever: Retriever,
+    questions: Sequence[GoldQuestion],
+    depth: int,
+    batch_size: int = 256,
+    progress: Callable[[int], None] | None = None,
+) -> Run:
+    """Ask ``retriever`` for the top ``depth`` passages of every question, in batches.
+
+    Args:
+        retriever: any :class:`~service.retrievers.base.Retriever`.
+        questions: the gold questions (answerable and unanswerable alike).
+        depth: results per question (≥ 1).
+        batch_size: questions per ``search_batch`` call (≥ 1).
+        progress: called with the number of questions done after each batch.
+
+    Returns:
+        ``{question_id: [ScoredDoc, ...]}`` in the retriever's order.
+
+    Raises:
+        ValueError: ``depth`` or ``batch_size`` < 1.
+        service.retrievers.base.RetrieverError: the retriever failed.
+    """
+    if depth < 1 or batch_size < 1:
+        raise ValueError("depth and batch_size must be >= 1")
+    run: Run = {}
+    for start in range(0, len(questions), batch_size):
+        batch = questions[start : start + batch_size]
+        results = retriever.search_batch([q.question for q in batch], depth)
+        for question, docs in zip(batch, results, strict=True):
+            run[question.id] = list(docs)
+        if progress is not None:
+            progress(len(batch))
+    return run
+
+
+def _group_means(
+    questions: Iterable[GoldQuestion],
+    per_query: Mapping[str, Mapping[str, float]],
+    measures: Sequence[str],
+) -> dict[str, dict[str, dict[str, float]]]:
+    questions = list(questions)
+    by: dict[str, dict[str, dict[str, float]]] = {}
+    for name in BREAKDOWN_FIELDS:
+        if not any(getattr(q, name) is not None for q in questions):
+            continue
+        groups: dict[str, list[str]] = defaultdict(list)
+        for q in questions:
+            value = getattr(q, name)
+            groups[MISSING if value is None else str(value)].append(q.id)
+        by[name] = {
+            value: _mean_of(ids, per_query, measures) for value, ids in sorted(groups.items())
+        }
+    return by
+
+
+def _mean_of(
+    ids: Sequence[str], per_query: Mapping[str, Mapping[str, float]], measures: Sequence[str]
+) -> dict[str, float]:
+    summary: dict[str, float] = {m: fmean(per_query[i][m] for i in ids) for m in measures}
+    summary["n"] = float(len(ids))
+    return summary
+
+
+def _find_misses(
+    retriever: str, questions: Iterable[GoldQuestion], run: Run, k: int, show: int = 5
+) -> tuple[Miss, ...]:
+    misses = []
+    for q in questions:
+        ranking, _ = rank_run(run.get(q.id, []))
+        ranks = {doc_id: i + 1 for i, doc_id in enumerate(ranking)}
+        gold_ranks = {g: ranks.get(g) for g in q.gold}
+        if all(r is not None and r <= k for r in gold_ranks.values()):
+            continue
+        best = _best_scores(run.get(q.id, []))
+        instead = tuple(
+            (i + 1, doc_id, best[doc_id])
+            for i, doc_id in enumerate(ranking[:show])
+            if doc_id not in q.gold
+        )
+        misses.append(Miss(retriever, q.id, q.question, q.kind, q.gold, gold_ranks, instead, k))
+    return tuple(misses)
+
+
+def _best_scores(docs: Iterable[ScoredDoc]) -> dict[str, float]:
+    best: dict[str, float] = {}
+    for doc_id, score in docs:
+        if doc_id not in best or score > best[doc_id]:
+            best[doc_id] = score
+    return best
+
+
+def evaluate_run(
+    retriever: str,
+    questions: Sequence[GoldQuestion],
+    run: Run,
+    ks: Sequence[int],
+    relevance_level: int = 1,
+) -> RetrieverReport:
+    """Score one run against the gold questions.
+
+    Args:
+        retriever: name used in the report.
+        questions: gold questions; unanswerable ones (``gold == ()``) are summarised apart.
+        run: ``{question_id: [ScoredDoc, ...]}``; a question with no entry scores 0 (trec_eval
+            ``-c``).
+        ks: cut-offs (each ≥ 1).
+        relevance_level: minimum graded relevance counted as relevant (trec_eval ``-l``).
+
+    Returns:
+        A :class:`RetrieverReport`.
+
+    Raises:
+        ValueError: ``ks`` is empty or holds a value < 1.
+    """
+    if not ks or min(ks) < 1:
+        raise ValueError("ks must hold at least one cut-off, each >= 1")
+    answerable = [q for q in questions if q.answerable]
+    unanswerable = [q for q in questions if not q.answerable]
+    measures = tuple(default_measures(sorted(set(ks))))
+    qrels: Qrels = {q.id: q.qrels_row() for q in answerable}
+    result = evaluate(qrels, run, list(measures), relevance_level=relevance_level, complete=True)
+    per_query = {q.id: result.per_query[q.id] for q in answerable}
+    overall = (
+        {m: fmean(v[m] for v in per_query.values()) for m in measures}
+        if per_query
+        else dict.fromkeys(measures, 0.0)
+    )
+    top_scores = [max((d.score for d in run.get(q.id, [])), default=0.0) for q in unanswerable]
+    return RetrieverReport(
+        retriever=retriever,
+        overall=overall,
+        by=_group_means(answerable, per_query, measures),
+        per_query=per_query,
+        n_questions=len(answerable),
+        n_unanswerable=len(unanswerable),
+        unanswerable={
+            "n": float(len(unanswerable)),
+            "mean_top_score": fmean(top_scores) if top_scores else 0.0,
+        },
+        misses=_find_misses(retriever, answerable, run, max(ks)),
+        n_duplicates=result.n_duplicates,
+        measures=measures,
+    )

@@ -1,0 +1,63 @@
+"""Run history: one JSONL row per retriever per ``goldwatch eval`` run.
+
+Each row records when, which retriever (name and a hash of its configuration and the
+evaluation settings), which gold set and corpus versions, and the overall metrics, so every
+change to chunking, embeddings or search leaves a comparable row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+
+def config_hash(*parts: Any) -> str:
+    """Return the first 12 hex digits of the SHA-256 of the parts' canonical JSON.
+
+    >>> config_hash({"b": 1, "a": 2}) == config_hash({"a": 2, "b": 1})
+    True
+    """
+    canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
+
+
+def history_row(
+    retriever: str,
+    retriever_config: Mapping[str, Any],
+    eval_config: Mapping[str, Any],
+    overall: Mapping[str, float],
+    *,
+    gold_set_version: str,
+    corpus_version: str | None,
+    n_questions: int,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Build one history row (JSON-able)."""
+    return {
+        "date": (now or datetime.now(UTC)).isoformat(timespec="seconds"),
+        "retriever": retriever,
+        "config_hash": config_hash(retriever_config, eval_config),
+        "gold_set_version": gold_set_version,
+        "corpus_version": corpus_version,
+        "n_questions": n_questions,
+        "metrics": dict(overall),
+    }
+
+
+def append_history(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Append rows to the JSONL history file (created with its folder), flushed and fsynced.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())

@@ -1,0 +1,113 @@
+"""Render evaluation reports: aligned text tables for people, a stable JSON schema for machines.
+
+JSON schema (``schema_version`` 1)::
+
+    {"schema_version": 1,
+     "gold_set": {"path", "version", "n_questions", "n_unanswerable"},
+     "k": [1, 5, 10, 20],
+     "retrievers": {name: {"overall": {metric: value},
+                           "by": {field: {value: {metric: value, "n": count}}},
+                           "n_questions": int, "n_unanswerable": int,
+                           "unanswerable": {"n", "mean_top_score"},
+                           "n_misses": int, "n_duplicates": int}},
+     "comparison": [{"metric", "a", "b", "n", "mean_a", "mean_b", "mean_diff", "wins",
+                     "losses", "ties", "p_value", "ci_low", "ci_high", "confidence",
+                     "deltas": {question_id: b - a}}],        # only with --compare
+     "answers": {...},                                       # only with --answers
+     "fail_under": [{"retriever", "metric", "value", "threshold"}]}  # failed gates
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from service.compare import PairedComparison
+from service.evaluation import RetrieverReport
+
+SCHEMA_VERSION = 1
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Return an aligned plain-text table (first column left-aligned, the rest right)."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(str(h)), *(len(r[i]) for r in cells)) for i, h in enumerate(header)]
+
+    def fmt(row: Sequence[str]) -> str:
+        first = row[0].ljust(widths[0])
+        return "  ".join([first, *(v.rjust(w) for v, w in zip(row[1:], widths[1:], strict=True))])
+
+    lines = [fmt([str(h) for h in header]), "  ".join("-" * w for w in widths)]
+    lines.extend(fmt(r) for r in cells)
+    return "\n".join(lines)
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return str(value)
+
+
+def render_text(reports: Sequence[RetrieverReport], comparisons: Sequence[PairedComparison]) -> str:
+    """Render every retriever's overall and breakdown tables, then the comparisons."""
+    if not reports:
+        return "no retriever evaluated"
+    measures = list(reports[0].measures)
+    out = ["Overall (answerable questions; unanswerable reported apart)"]
+    out.append(
+        table(
+            ["retriever", "n", *measures, "unanswerable", "misses"],
+            [
+                [r.retriever, r.n_questions, *(r.overall[m] for m in measures),
+                 r.n_unanswerable, len(r.misses)]
+                for r in reports
+            ],
+        )
+    )
+    for report in reports:
+        for field, groups in report.by.items():
+            out.append(f"\n{report.retriever} by {field}")
+            out.append(
+                table(
+                    [field, "n", *measures],
+                    [[v, int(g["n"]), *(g[m] for m in measures)] for v, g in groups.items()],
+                )
+            )
+    if comparisons:
+        out.append("\nPaired comparison (B - A; randomization test, bootstrap CI)")
+        out.append(
+            table(
+                ["metric", "A", "B", "n", "mean A", "mean B", "diff", "CI low", "CI high",
+                 "wins", "losses", "ties", "p"],
+                [
+                    [c.metric, c.a, c.b, c.n, c.mean_a, c.mean_b, c.mean_diff, c.ci_low,
+                     c.ci_high, c.wins, c.losses, c.ties, c.p_value]
+                    for c in comparisons
+                ],
+            )
+        )
+    return "\n".join(out)
+
+
+def render_json(
+    reports: Sequence[RetrieverReport],
+    comparisons: Sequence[PairedComparison],
+    *,
+    gold_set: dict[str, Any],
+    ks: Sequence[int],
+    answers: dict[str, Any] | None = None,
+    failed_gates: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """Return the documented JSON report (see the module docstring)."""
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "gold_set": gold_set,
+        "k": list(ks),
+        "retrievers": {r.retriever: r.to_json() for r in reports},
+        "fail_under": list(failed_gates),
+    }
+    if comparisons:
+        doc["comparison"] = [c.to_json() for c in comparisons]
+    if answers is not None:
+        doc["answers"] = answers
+    return doc

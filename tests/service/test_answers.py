@@ -1,0 +1,81 @@
+"""Answer-level dumb checks and the pattern refusal detector."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from service.answers import Answer, AnswersFileError, check_answers, load_answers
+from service.records import GoldQuestion
+from service.refusals import RefusalDetector
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm sorry, I don't have information about the placement package.",
+        "The provided context does not mention the canteen timings.",
+        "This is not mentioned in the documents.",
+        "Mujhe iske baare mein jaankari nahi hai.",
+        "मुझे इसकी जानकारी नहीं है।",
+        "Lo siento, no tengo información sobre eso.",
+        "",
+    ],
+)
+def test_refusals_detected(text: str) -> None:
+    assert RefusalDetector().is_refusal(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The hostel fee is ₹85,000 per year, payable in two instalments.",
+        "No late fee is charged before 15 July.",
+        "Hostel fee semester wise dena hota hai: ₹42,500 per semester.",
+        "छात्रवृत्ति के लिए अंतिम तिथि 30 सितंबर है।",
+    ],
+)
+def test_answers_not_refusals(text: str) -> None:
+    assert not RefusalDetector().is_refusal(text)
+
+
+def test_bad_pattern_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="invalid refusal pattern"):
+        RefusalDetector(["(unclosed"])
+
+
+def test_check_answers_rates() -> None:
+    questions = [
+        GoldQuestion("q1", "fee?", ("p1",), answer_contains=("₹85,000",)),
+        GoldQuestion("q2", "deadline?", ("p2",), answer_contains=("15 July", "late fee")),
+        GoldQuestion("q3", "placement?", (), kind="unanswerable"),
+        GoldQuestion("q4", "canteen?", (), kind="unanswerable"),
+        GoldQuestion("q5", "bus?", ("p3",)),
+    ]
+    answers = {
+        "q1": Answer("q1", "It is ₹85,000 a year."),
+        "q2": Answer("q2", "Pay by 15  JULY to avoid a LATE fee."),  # case and spaces ignored
+        "q3": Answer("q3", "I don't know."),
+        "q4": Answer("q4", "The average package is 12 LPA.", refused=None),
+        "q5": Answer("q5", "Sure: route 4.", refused=True),  # explicit flag wins
+    }
+    report = check_answers(questions, answers)
+    assert report.contains_rate == 1.0
+    assert report.unanswerable_refusal_rate == 0.5
+    assert report.over_refusal_rate == pytest.approx(1 / 3)
+    assert report.per_question["q4"] == {"contains": None, "refused": False}
+    assert report.missing == ()
+
+
+def test_load_answers_errors_name_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "answers.jsonl"
+    path.write_text('{"id": "q1", "answer": "ok"}\n\n{"id": "q1", "answer": "again"}\n')
+    with pytest.raises(AnswersFileError, match=r"answers.jsonl:3: duplicate id"):
+        load_answers(path)
+    path.write_text('{"id": "q1", "answer": 5}\n')
+    with pytest.raises(AnswersFileError, match=r":1: field 'answer'"):
+        load_answers(path)
+    path.write_text("not json\n")
+    with pytest.raises(AnswersFileError, match=r":1: not valid JSON"):
+        load_answers(path)

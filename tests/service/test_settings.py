@@ -1,0 +1,103 @@
+"""Configuration: YAML + GOLDWATCH_* env, validated, frozen, errors name the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from service.settings import ConfigError, effective_config, load_settings
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "goldwatch.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults_without_file() -> None:
+    settings = load_settings()
+    assert settings.eval.k == (1, 5, 10, 20)
+    assert settings.retriever("bm25").kind == "bm25"
+
+
+def test_yaml_file_is_read_and_k_normalised(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "eval:\n  k: [10, 1, 5, 10]\nretrievers:\n"
+        "  - {name: prod, kind: http, url: 'http://127.0.0.1:9/search'}\n",
+    )
+    settings = load_settings(path)
+    assert settings.eval.k == (1, 5, 10)
+    assert settings.retriever("prod").url == "http://127.0.0.1:9/search"
+
+
+def test_env_overrides_yaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _write(tmp_path, "eval:\n  k: [1, 5]\n")
+    monkeypatch.setenv("GOLDWATCH_EVAL__K", "[3]")
+    assert load_settings(path).eval.k == (3,)
+
+
+def test_settings_are_frozen() -> None:
+    settings = load_settings()
+    with pytest.raises(ValidationError):
+        settings.gold_set = Path("x")  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "problem"),
+    [
+        ("eval:\n  k: [0, 5]\n", "eval.k", ">= 1"),
+        ("eval:\n  depth: 5\n  k: [10]\n", "eval", "depth"),
+        ("retrievers:\n  - {name: prod, kind: http}\n", "retrievers.0", "needs 'url'"),
+        ("retrievers:\n  - {name: x, kind: nope}\n", "retrievers.0.kind", "bm25"),
+        ("colour: blue\n", "colour", "Extra inputs"),
+        (
+            "retrievers:\n  - {name: a, kind: bm25}\n  - {name: a, kind: tfidf}\n",
+            "retrievers",
+            "duplicate retriever names: a",
+        ),
+    ],
+)
+def test_bad_config_names_field_and_problem(
+    tmp_path: Path, text: str, field: str, problem: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings(_write(tmp_path, text))
+    message = str(info.value)
+    assert "goldwatch.yaml" in message
+    assert f"  {field}" in message
+    assert problem in message
+
+
+def test_missing_and_non_mapping_files(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        load_settings(tmp_path / "absent.yaml")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_settings(_write(tmp_path, "- 1\n- 2\n"))
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_settings(_write(tmp_path, "a: [1,\n"))
+
+
+def test_error_never_echoes_the_bad_value(tmp_path: Path) -> None:
+    secret = "s3cr3t-token-value"
+    path = _write(tmp_path, f"retrievers:\n  - {{name: p, kind: http, url: '{secret}'}}\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(path)
+    assert secret not in str(info.value)
+
+
+def test_effective_config_masks_headers(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "retrievers:\n  - name: p\n    kind: http\n    url: 'http://127.0.0.1:9/'\n"
+        "    headers: {Authorization: 'Bearer abc'}\n",
+    )
+    shown = effective_config(load_settings(path))
+    assert shown["retrievers"][0]["headers"] == {"Authorization": "***"}
+
+
+def test_unknown_retriever_lists_known_ones() -> None:
+    with pytest.raises(KeyError, match="known: bm25, hybrid, tfidf"):
+        load_settings().retriever("nope")
