@@ -1,0 +1,250 @@
+"""Durable state of the live path: one SQLite file of namespaced JSON blobs.
+
+What is kept (keys are ``<namespace>/<name>``; values are any JSON-able data):
+
+* ``stage/<stage name>`` — a pipeline stage's snapshot (e.g. ``stage/dedup``: the list of the
+  last W event ids, oldest first; ``stage/count``: running totals).
+* ``source/<source key>`` — a source's resume position (e.g. ``source/file:/abs/path.jsonl``:
+  ``{"offset": bytes, "line": n, "head": sha256-hex}``).
+* later: drift windows, baselines, harvest candidates under their own namespaces.
+
+Schema (version 1)::
+
+    meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)         -- schema_version = "1"
+    state(key TEXT PRIMARY KEY, value TEXT NOT NULL,        -- value is JSON text
+          updated_at REAL NOT NULL)                         -- Unix time, seconds
+
+The file is opened in WAL mode with ``synchronous=FULL``: once :meth:`StateStore.checkpoint`
+returns, the update survives a crash or power loss. A checkpoint is one transaction: all of
+its keys change, or none do.
+
+Opening never repairs or recreates: a corrupt, foreign or unreadable file raises
+:class:`StateError`, whose message names the file and tells the user to move it aside.
+
+>>> store = StateStore.in_memory()
+>>> store.checkpoint({"stage/count": {"processed": 3}})
+>>> store.get("stage/count")
+{'processed': 3}
+>>> store.get("stage/missing", default={})
+{}
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+SCHEMA_VERSION = "1"
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS state ("
+    "key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at REAL NOT NULL)",
+)
+
+
+class StateError(RuntimeError):
+    """The state file cannot be opened, read or written.
+
+    The message names the file and says what to do (move a corrupt file aside, free disk
+    space, make the directory writable). goldwatch never overwrites or recreates it silently.
+    """
+
+
+def _move_aside_hint(path: str) -> str:
+    return (
+        f"move it aside (e.g. `mv {path} {path}.broken`) to start with empty state, "
+        "or restore it from a backup"
+    )
+
+
+def _write_error(path: str, exc: sqlite3.Error) -> StateError:
+    text = str(exc).lower()
+    if "full" in text:
+        why = "the disk is full (free some space, then restart)"
+    elif "readonly" in text or "read-only" in text or "unable to open" in text:
+        why = "the file or its directory is not writable (check permissions and mounts)"
+    else:
+        why = f"{type(exc).__name__}: {exc}"
+    return StateError(f"cannot write state file {path}: {why}")
+
+
+class StateStore:
+    """Namespaced JSON blobs in one SQLite file, updated atomically.
+
+    Build with :meth:`open` (a file) or :meth:`in_memory` (tests). Thread-safe: one lock
+    guards the connection, so the API thread may read while the consumer thread checkpoints.
+
+    Raises:
+        StateError: from every method, when SQLite reports an error; nothing else leaks.
+    """
+
+    def __init__(self, connection: sqlite3.Connection, label: str) -> None:
+        self._conn = connection
+        self._label = label
+        self._lock = threading.Lock()
+
+    @property
+    def label(self) -> str:
+        """The file path (or ``:memory:``) this store writes to."""
+        return self._label
+
+    @classmethod
+    def open(cls, path: Path | str) -> StateStore:
+        """Open or create the state file at ``path`` and check its integrity.
+
+        Raises:
+            StateError: the directory is missing or not writable, the file is not a SQLite
+                database, fails ``PRAGMA integrity_check``, or has another schema version.
+        """
+        file = Path(path)
+        label = str(file)
+        if not file.parent.is_dir():
+            raise StateError(f"cannot open state file {label}: directory {file.parent} missing")
+        if file.exists() and not file.is_file():
+            raise StateError(f"cannot open state file {label}: it is not a regular file")
+        try:
+            conn = sqlite3.connect(label, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise _write_error(label, exc) from exc
+        try:
+            _check_integrity(conn, label)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            _init_schema(conn, label)
+        except BaseException:
+            conn.close()
+            raise
+        return cls(conn, label)
+
+    @classmethod
+    def in_memory(cls) -> StateStore:
+        """Return a store that lives in memory only (tests, ``goldwatch replay``)."""
+        conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        _init_schema(conn, ":memory:")
+        return cls(conn, ":memory:")
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Return the JSON value stored at ``key``, or ``default`` when absent."""
+        values = self.get_many([key])
+        return values.get(key, default)
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
+        """Return ``{key: value}`` for the ``keys`` that are present."""
+        wanted = list(keys)
+        if not wanted:
+            return {}
+        marks = ",".join("?" * len(wanted))
+        rows = self._read(f"SELECT key, value FROM state WHERE key IN ({marks})", wanted)
+        return {key: json.loads(value) for key, value in rows}
+
+    def keys(self, prefix: str = "") -> list[str]:
+        """Return the stored keys that start with ``prefix`` (e.g. ``"stage/"``), sorted."""
+        rows = self._read("SELECT key FROM state ORDER BY key", [])
+        return [key for (key,) in rows if key.startswith(prefix)]
+
+    def checkpoint(self, updates: Mapping[str, Any]) -> None:
+        """Write all ``updates`` in one durable transaction; a ``None`` value deletes its key.
+
+        Raises:
+            TypeError: a value is not JSON-serialisable (nothing is written).
+            StateError: SQLite failed (disk full, read-only); the transaction is rolled back,
+                so the previous checkpoint stays intact.
+        """
+        now = time.time()
+        rows = [(k, _dumps(v), now) for k, v in updates.items() if v is not None]
+        deleted = [(k,) for k, v in updates.items() if v is None]
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._conn.executemany(
+                    "INSERT INTO state(key, value, updated_at) VALUES (?, ?, ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value=excluded.value, "
+                    "updated_at=excluded.updated_at",
+                    rows,
+                )
+                self._conn.executemany("DELETE FROM state WHERE key = ?", deleted)
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                _rollback(self._conn)
+                raise _write_error(self._label, exc) from exc
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> StateStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _read(self, sql: str, params: list[str]) -> list[tuple[str, ...]]:
+        with self._lock:
+            try:
+                return list(self._conn.execute(sql, params))
+            except sqlite3.Error as exc:
+                raise StateError(
+                    f"cannot read state file {self._label}: {exc}; {_move_aside_hint(self._label)}"
+                ) from exc
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    try:
+        conn.execute("ROLLBACK")
+    except sqlite3.Error:
+        pass  # no transaction was open
+
+
+def _check_integrity(conn: sqlite3.Connection, label: str) -> None:
+    try:
+        result = conn.execute("PRAGMA integrity_check").fetchall()
+    except sqlite3.Error as exc:
+        raise StateError(
+            f"state file {label} is corrupt or not a goldwatch state database ({exc}); "
+            f"{_move_aside_hint(label)}"
+        ) from exc
+    if result != [("ok",)]:
+        problems = "; ".join(str(row[0]) for row in result[:3])
+        raise StateError(
+            f"state file {label} failed its integrity check ({problems}); {_move_aside_hint(label)}"
+        )
+
+
+def _init_schema(conn: sqlite3.Connection, label: str) -> None:
+    try:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        if tables and not {"meta", "state"} <= tables:
+            raise StateError(
+                f"{label} is a SQLite database but not a goldwatch state file "
+                f"(tables: {', '.join(sorted(tables))}); {_move_aside_hint(label)}"
+            )
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        conn.execute(
+            "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
+            (SCHEMA_VERSION,),
+        )
+        (version,) = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    except sqlite3.Error as exc:
+        raise _write_error(label, exc) from exc
+    if version != SCHEMA_VERSION:
+        raise StateError(
+            f"state file {label} has schema version {version}, this goldwatch reads "
+            f"{SCHEMA_VERSION}; {_move_aside_hint(label)}"
+        )
