@@ -1,0 +1,238 @@
+"""Corpus passages: the :class:`Corpus` record and JSONL loading with validation.
+
+Corpus row (one JSON object per line, UTF-8, blank lines skipped)::
+
+    {"id": "p-0412", "text": "...", "doc": "fee-circular-2026.pdf", "doc_type": "scanned_pdf",
+     "acl": ["student", "parent", "staff"]}
+
+``id`` and ``text`` are required non-blank strings; ``doc`` and ``doc_type`` optional strings;
+``acl`` an optional list of role strings (empty = everyone). Unknown fields are ignored.
+
+This module also holds the JSONL reading helpers the gold-set loader shares: every problem of
+a file is collected as ``"<file>, line <n>[ (id '<id>')], field '<name>': <what>"`` and raised
+once. Messages name files, lines, fields and ids, never a row's text (it may hold personal data).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from service.records import Passage
+
+#: How many problems an error message lists before ``"... and N more"``.
+MAX_LISTED_PROBLEMS = 20
+
+_JSON_TYPE_NAMES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
+
+
+class DataFileError(ValueError):
+    """Every problem found in one data file, raised once after the whole file was read.
+
+    Attributes:
+        path: the file.
+        problems: one string per problem, ``"<file>, line <n>, field '<name>': <what>"``.
+
+    The message lists the first :data:`MAX_LISTED_PROBLEMS` and ends with ``"... and N more"``.
+    """
+
+    def __init__(self, path: Path | str, problems: Sequence[str]) -> None:
+        self.path = Path(path)
+        self.problems: tuple[str, ...] = tuple(problems)
+        super().__init__(format_problems(self.path, self.problems))
+
+
+class CorpusError(DataFileError):
+    """A corpus file is malformed (bad JSON, missing/blank id or text, wrong types, dup ids)."""
+
+
+def format_problems(path: Path | str, problems: Sequence[str]) -> str:
+    """Return ``"<n> problem(s) in <file>:"`` followed by at most 20 problems, one per line."""
+    shown = [f"  - {p}" for p in problems[:MAX_LISTED_PROBLEMS]]
+    if len(problems) > MAX_LISTED_PROBLEMS:
+        shown.append(f"  ... and {len(problems) - MAX_LISTED_PROBLEMS} more")
+    return "\n".join([f"{len(problems)} problem(s) in {path}:", *shown])
+
+
+def where(path: Path | str, lineno: int, row_id: object = None) -> str:
+    """Return ``"<file>, line <n>"``, plus ``" (id '<id>')"`` when ``row_id`` is a string."""
+    text = f"{path}, line {lineno}"
+    if isinstance(row_id, str) and row_id.strip():
+        text += f" (id {row_id[:80]!r})"
+    return text
+
+
+def read_jsonl_objects(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line number, object)`` for each non-blank line of a JSONL file.
+
+    Lines that are not UTF-8, not JSON or not a JSON object are reported into ``problems``
+    (``"<file>, line <n>: invalid JSON (<reason> at column <c>)"``) and skipped. A UTF-8 BOM
+    is tolerated. Raises ``OSError`` (e.g. ``FileNotFoundError``) when the file can't be read.
+    """
+    with path.open("rb") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                problems.append(f"{where(path, lineno)}: not valid UTF-8 (byte {exc.start})")
+                continue
+            line = line.removeprefix("\ufeff") if lineno == 1 else line
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                problems.append(
+                    f"{where(path, lineno)}: invalid JSON ({exc.msg} at column {exc.colno})"
+                )
+                continue
+            if not isinstance(obj, dict):
+                kind = _JSON_TYPE_NAMES.get(type(obj), "null")
+                problems.append(f"{where(path, lineno)}: expected a JSON object, got {kind}")
+                continue
+            yield lineno, obj
+
+
+def validation_problems(path: Path, lineno: int, row_id: object, exc: ValidationError) -> list[str]:
+    """Turn a pydantic error into ``"<file>, line <n>, field '<name>': <what>"`` strings.
+
+    Pydantic messages are used without the offending input, so row text is never echoed.
+    """
+    out = []
+    for err in exc.errors(include_url=False, include_input=False, include_context=False):
+        name = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+        msg = "is required" if err["type"] == "missing" else err["msg"]
+        msg = msg.removeprefix("Value error, ")
+        if err["type"] == "literal_error":
+            msg = f"unknown value, {msg[:1].lower()}{msg[1:]}"
+        out.append(f"{where(path, lineno, row_id)}, field '{name.lstrip('.') or '?'}': {msg}")
+    return out
+
+
+def duplicate_problem(path: Path, lineno: int, row_id: str, first_line: int) -> str:
+    """Return the problem string for an id already seen on ``first_line``."""
+    return (
+        f"{where(path, lineno, row_id)}, field 'id': duplicate id "
+        f"(first on line {first_line}, again on line {lineno})"
+    )
+
+
+def non_blank(value: str) -> str:
+    """Pydantic validator body: reject empty or whitespace-only strings (no echo of value)."""
+    if not value.strip():
+        raise ValueError("must not be empty or blank")
+    return value
+
+
+class _PassageRow(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+
+    id: str
+    text: str
+    doc: str | None = None
+    doc_type: str | None = None
+    acl: list[str] = Field(default_factory=list)
+
+    _check_non_blank = field_validator("id", "text")(non_blank)
+
+    @field_validator("acl")
+    @classmethod
+    def _check_acl(cls, value: list[str]) -> list[str]:
+        for index, role in enumerate(value):
+            if not role.strip():
+                raise ValueError(f"role at position {index} must not be empty or blank")
+        return value
+
+
+def content_version(rows: list[Any]) -> str:
+    """Return the first 12 hex chars of the sha256 of ``rows`` as canonical JSON."""
+    canonical = json.dumps(rows, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """The passages a gold set refers to, in file order, with unique ids.
+
+    Attributes:
+        passages: the :class:`~service.records.Passage` records.
+        path: the file it was loaded from, if any.
+        by_id: ``{passage id: Passage}`` (derived).
+        ids: passage ids in file order (derived).
+        version: first 12 hex chars of the sha256 of the canonical content (sorted by id,
+            acl order ignored), so re-ordering the file keeps the version.
+
+    Raises:
+        ValueError: two passages share an id.
+
+    >>> corpus = Corpus((Passage("p-1", "Fees are due in July."), Passage("p-2", "Hostel rules.")))
+    >>> "p-1" in corpus, "p-9" in corpus, len(corpus), corpus.ids
+    (True, False, 2, ('p-1', 'p-2'))
+    >>> len(corpus.version)
+    12
+    """
+
+    passages: tuple[Passage, ...]
+    path: Path | None = None
+    by_id: Mapping[str, Passage] = field(init=False, repr=False, compare=False)
+    ids: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    version: str = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        passages = tuple(self.passages)
+        by_id: dict[str, Passage] = {}
+        for passage in passages:
+            if passage.id in by_id:
+                raise ValueError(f"duplicate passage id {passage.id!r}")
+            by_id[passage.id] = passage
+        rows = [[p.id, p.text, p.doc, p.doc_type, sorted(p.acl)] for p in passages]
+        object.__setattr__(self, "passages", passages)
+        object.__setattr__(self, "by_id", by_id)
+        object.__setattr__(self, "ids", tuple(by_id))
+        object.__setattr__(self, "version", content_version(sorted(rows)))
+
+    def __contains__(self, passage_id: object) -> bool:
+        return passage_id in self.by_id
+
+    def __len__(self) -> int:
+        return len(self.passages)
+
+    def __iter__(self) -> Iterator[Passage]:
+        return iter(self.passages)
+
+
+def load_corpus(path: Path | str) -> Corpus:
+    """Read a corpus JSONL file (format in the module docstring) into a :class:`Corpus`.
+
+    Raises:
+        CorpusError: listing every problem as ``"<file>, line <n>, field '<name>': <what>"`` —
+            bad JSON, non-object rows, missing/blank ``id`` or ``text``, wrong types, ``acl``
+            not a list of non-blank strings, duplicate ids (naming both lines), or no rows.
+        OSError: the file can't be read.
+    """
+    path = Path(path)
+    problems: list[str] = []
+    passages: list[Passage] = []
+    first_line: dict[str, int] = {}
+    for lineno, obj in read_jsonl_objects(path, problems):
+        try:
+            row = _PassageRow.model_validate(obj)
+        except ValidationError as exc:
+            problems.extend(validation_problems(path, lineno, obj.get("id"), exc))
+            continue
+        if row.id in first_line:
+            problems.append(duplicate_problem(path, lineno, row.id, first_line[row.id]))
+            continue
+        first_line[row.id] = lineno
+        passages.append(Passage(row.id, row.text, row.doc, row.doc_type, tuple(row.acl)))
+    if not passages and not problems:
+        problems.append(f"{path}: contains no passages")
+    if problems:
+        raise CorpusError(path, problems)
+    return Corpus(tuple(passages), path=path)

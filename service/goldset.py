@@ -1,0 +1,307 @@
+"""The gold set: loading (JSONL or TREC qrels + topics), validation, writing, versioning.
+
+Gold-set row (one JSON object per line, UTF-8, blank lines skipped)::
+
+    {"id": "q-017", "question": "...", "gold": ["p-0412"], "kind": "plain",
+     "answer_contains": ["semester"], "reference_answer": "...", "source": "real",
+     "doc_type": "scanned_pdf", "role": "parent", "language": "hi-Latn", "topic": "fees"}
+
+* ``id``, ``question``: required non-blank strings. ``gold``: required list of passage ids;
+  ``[]`` marks an unanswerable question. Graded relevance may be given as an object
+  ``{"p-0412": 2}`` (every value ``> 0``).
+* ``kind`` defaults to ``"unanswerable"`` when ``gold`` is empty, ``"plain"`` otherwise; an
+  explicit ``"unanswerable"`` with non-empty ``gold`` is an error.
+* ``source`` is one of ``real``, ``written``, ``generated``. Unknown fields are ignored.
+* The shape ``{"id", "question", "relevantDocs", "answerContains"}`` is accepted too.
+
+Errors name the file, line, field and id — never the question text (it may hold personal data).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from service.corpus import (
+    MAX_LISTED_PROBLEMS,
+    Corpus,
+    DataFileError,
+    content_version,
+    duplicate_problem,
+    non_blank,
+    read_jsonl_objects,
+    validation_problems,
+    where,
+)
+from service.records import GoldQuestion, Qrels
+from service.trec import read_qrels, read_topics
+
+logger = logging.getLogger(__name__)
+
+_OPTIONAL_FIELDS = ("reference_answer", "source", "doc_type", "role", "language", "topic")
+
+
+class GoldSetError(DataFileError):
+    """A gold-set file is malformed; ``problems`` lists ``"<file>, line <n>, field '<f>': ..."``."""
+
+
+class _GoldRow(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+
+    id: str
+    question: str
+    gold: dict[str, int] = Field(validation_alias=AliasChoices("gold", "relevantDocs"))
+    kind: str | None = None
+    answer_contains: list[str] = Field(
+        default_factory=list, validation_alias=AliasChoices("answer_contains", "answerContains")
+    )
+    reference_answer: str | None = None
+    source: Literal["real", "written", "generated"] | None = None
+    doc_type: str | None = None
+    role: str | None = None
+    language: str | None = None
+    topic: str | None = None
+
+    _check_non_blank = field_validator("id", "question", "kind")(non_blank)
+
+    @field_validator("gold", mode="plain")
+    @classmethod
+    def _parse_gold(cls, value: object) -> dict[str, int]:
+        items: list[tuple[object, object]]
+        if isinstance(value, list):
+            items = [(doc_id, 1) for doc_id in value]
+        elif isinstance(value, dict):
+            items = list(value.items())
+        else:
+            raise ValueError("must be a list of passage ids or an object {passage id: relevance}")
+        out: dict[str, int] = {}
+        for pos, (doc_id, rel) in enumerate(items):
+            if not isinstance(doc_id, str) or not doc_id.strip():
+                raise ValueError(f"item {pos} must be a non-empty string passage id")
+            if isinstance(rel, bool) or not isinstance(rel, int) or rel <= 0:
+                raise ValueError(f"relevance of item {pos} must be an integer > 0")
+            if doc_id in out:
+                raise ValueError(f"item {pos} repeats passage id {doc_id!r}")
+            out[doc_id] = rel
+        return out
+
+    @field_validator("answer_contains")
+    @classmethod
+    def _check_answer_contains(cls, value: list[str]) -> list[str]:
+        for pos, needle in enumerate(value):
+            if not needle.strip():
+                raise ValueError(f"item {pos} must not be empty or blank")
+        return value
+
+    def to_question(self) -> GoldQuestion:
+        kind = self.kind or ("plain" if self.gold else "unanswerable")
+        graded = any(rel != 1 for rel in self.gold.values())
+        optional = {name: getattr(self, name) for name in _OPTIONAL_FIELDS}
+        return GoldQuestion(
+            id=self.id,
+            question=self.question,
+            gold=tuple(self.gold),
+            kind=kind,
+            relevance=dict(self.gold) if graded else {},
+            answer_contains=tuple(self.answer_contains),
+            **optional,
+        )
+
+
+def _canonical_row(question: GoldQuestion) -> dict[str, Any]:
+    row: dict[str, Any] = {"id": question.id, "question": question.question}
+    qrels_row = question.qrels_row()
+    graded = any(rel != 1 for rel in qrels_row.values())
+    row["gold"] = qrels_row if graded else list(question.gold)
+    row["kind"] = question.kind
+    if question.answer_contains:
+        row["answer_contains"] = list(question.answer_contains)
+    for name in _OPTIONAL_FIELDS:
+        if getattr(question, name) is not None:
+            row[name] = getattr(question, name)
+    return row
+
+
+@dataclass(frozen=True)
+class GoldSet:
+    """An immutable gold set: questions in file order, with unique ids.
+
+    Attributes:
+        questions: the :class:`~service.records.GoldQuestion` records.
+        path: the file it came from, if any.
+        by_id: ``{question id: GoldQuestion}`` (derived).
+        version: the ``gold_set_version`` — first 12 hex chars of the sha256 of the canonical
+            content (rows sorted by id, gold ids sorted), independent of file order and shape.
+
+    Raises:
+        ValueError: two questions share an id.
+
+    >>> gs = GoldSet((GoldQuestion("q-1", "When are fees due?", ("p-1",)),
+    ...               GoldQuestion("q-2", "Who won in 1990?", (), kind="unanswerable")))
+    >>> len(gs), [q.id for q in gs.unanswerable()], gs.qrels()
+    (2, ['q-2'], {'q-1': {'p-1': 1}})
+    """
+
+    questions: tuple[GoldQuestion, ...]
+    path: Path | None = None
+    by_id: Mapping[str, GoldQuestion] = field(init=False, repr=False, compare=False)
+    version: str = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        questions = tuple(self.questions)
+        by_id: dict[str, GoldQuestion] = {}
+        for question in questions:
+            if question.id in by_id:
+                raise ValueError(f"duplicate question id {question.id!r}")
+            by_id[question.id] = question
+        rows = [
+            {**_canonical_row(q), "gold": dict(sorted(q.qrels_row().items()))}
+            for q in sorted(questions, key=lambda q: q.id)
+        ]
+        object.__setattr__(self, "questions", questions)
+        object.__setattr__(self, "by_id", by_id)
+        object.__setattr__(self, "version", content_version(rows))
+
+    def __len__(self) -> int:
+        return len(self.questions)
+
+    def __iter__(self) -> Iterator[GoldQuestion]:
+        return iter(self.questions)
+
+    def answerable(self) -> tuple[GoldQuestion, ...]:
+        """Questions with at least one gold passage, in order."""
+        return tuple(q for q in self.questions if q.answerable)
+
+    def unanswerable(self) -> tuple[GoldQuestion, ...]:
+        """Questions with ``gold == ()``, in order (reported apart from recall / MRR)."""
+        return tuple(q for q in self.questions if not q.answerable)
+
+    def qrels(self) -> Qrels:
+        """``{question id: {passage id: relevance}}`` for answerable questions (graded kept)."""
+        return {q.id: q.qrels_row() for q in self.questions if q.answerable}
+
+
+def _row_problems(path: Path, lineno: int, row: _GoldRow) -> list[str]:
+    if row.kind == "unanswerable" and row.gold:
+        return [
+            f"{where(path, lineno, row.id)}, field 'kind': 'unanswerable' but gold is not empty"
+        ]
+    return []
+
+
+def load_gold_set(path: Path | str) -> GoldSet:
+    """Read a gold-set JSONL file (format in the module docstring) into a :class:`GoldSet`.
+
+    Raises:
+        GoldSetError: listing every problem as ``"<file>, line <n> (id '<id>'), field '<f>':
+            <what>"`` (first 20, then ``"... and N more"``): invalid JSON, non-object rows,
+            missing/blank ``id`` or ``question``, missing ``gold``, wrong types, unknown
+            ``source``, ``kind`` unanswerable with gold, duplicate ids (naming both lines),
+            or an empty file.
+        OSError: the file can't be read.
+    """
+    path = Path(path)
+    problems: list[str] = []
+    questions: list[GoldQuestion] = []
+    first_line: dict[str, int] = {}
+    for lineno, obj in read_jsonl_objects(path, problems):
+        try:
+            row = _GoldRow.model_validate(obj)
+        except ValidationError as exc:
+            problems.extend(validation_problems(path, lineno, obj.get("id"), exc))
+            continue
+        if row.id in first_line:
+            problems.append(duplicate_problem(path, lineno, row.id, first_line[row.id]))
+            continue
+        first_line[row.id] = lineno
+        row_problems = _row_problems(path, lineno, row)
+        problems.extend(row_problems)
+        if not row_problems:
+            questions.append(row.to_question())
+    if not questions and not problems:
+        problems.append(f"{path}: contains no questions")
+    if problems:
+        raise GoldSetError(path, problems)
+    return GoldSet(tuple(questions), path=path)
+
+
+def write_gold_set(questions: GoldSet | Iterable[GoldQuestion], path: Path | str) -> None:
+    """Write questions as gold-set JSONL that :func:`load_gold_set` reads back identically.
+
+    ``gold`` is a list, or an object ``{id: relevance}`` when any relevance differs from 1;
+    ``None`` optional fields and empty ``answer_contains`` are left out.
+    """
+    lines = [json.dumps(_canonical_row(q), ensure_ascii=False) + "\n" for q in questions]
+    Path(path).write_text("".join(lines), encoding="utf-8")
+
+
+def load_trec_gold_set(
+    qrels_path: Path | str, topics_path: Path | str, *, topic_field: str = "title"
+) -> GoldSet:
+    """Build a gold set from TREC qrels and topics (see :mod:`service.trec` for formats).
+
+    Every topic becomes one question (text = its ``topic_field``), in topics-file order. Its
+    gold is the docs judged ``rel > 0``, with graded relevance kept in ``relevance``; a topic
+    whose judgments are all ``rel <= 0`` (or that has none, logged as a warning) is
+    ``kind="unanswerable"``. Judgments with ``rel <= 0`` are otherwise dropped.
+
+    Raises:
+        GoldSetError: qrels judge topics that the topics file lacks.
+        TrecFormatError: either file is malformed.
+    """
+    topics = read_topics(topics_path, field=topic_field)
+    qrels = read_qrels(qrels_path)
+    orphans = [qid for qid in qrels if qid not in topics]
+    if orphans:
+        problems = [
+            f"{qrels_path}: topic {qid!r} is judged but missing from {topics_path}"
+            for qid in orphans
+        ]
+        raise GoldSetError(qrels_path, problems)
+    unjudged = [qid for qid in topics if qid not in qrels]
+    if unjudged:
+        logger.warning(
+            "%d topic(s) have no judgments, treated as unanswerable: %s",
+            len(unjudged),
+            ", ".join(unjudged[:MAX_LISTED_PROBLEMS]),
+        )
+    questions = []
+    for qid, text in topics.items():
+        relevant = {doc: rel for doc, rel in qrels.get(qid, {}).items() if rel > 0}
+        kind = "plain" if relevant else "unanswerable"
+        questions.append(GoldQuestion(qid, text, tuple(relevant), kind, relevance=relevant))
+    return GoldSet(tuple(questions), path=Path(qrels_path))
+
+
+def validate_against_corpus(gold_set: GoldSet, corpus: Corpus) -> list[str]:
+    """Return one warning per question whose gold ids are absent from ``corpus``; log them.
+
+    Warning format: ``"question 'q-1': gold id(s) not in corpus <version>: 'p-9', 'p-10'"``.
+    Missing ids are not fatal (the corpus may lag the gold set) but such questions can never
+    be retrieved, so recall is capped. One summary warning is logged (first 20 listed).
+    """
+    warnings = []
+    for question in gold_set:
+        missing = [doc_id for doc_id in question.gold if doc_id not in corpus]
+        if missing:
+            ids = ", ".join(repr(doc_id) for doc_id in missing)
+            warnings.append(
+                f"question {question.id!r}: gold id(s) not in corpus {corpus.version}: {ids}"
+            )
+    if warnings:
+        shown = "\n  ".join(warnings[:MAX_LISTED_PROBLEMS])
+        more = len(warnings) - MAX_LISTED_PROBLEMS
+        tail = f"\n  ... and {more} more" if more > 0 else ""
+        logger.warning(
+            "%d gold question(s) cite passages missing from the corpus:\n  %s%s",
+            len(warnings),
+            shown,
+            tail,
+        )
+    return warnings
