@@ -195,7 +195,9 @@ class Corpus:
         object.__setattr__(self, "passages", passages)
         object.__setattr__(self, "by_id", by_id)
         object.__setattr__(self, "ids", tuple(by_id))
-        object.__setattr__(self, "version", content_version(sorted(rows)))
+        object.__setattr__(
+            self, "version", content_version(sorted(rows, key=lambda row: str(row[0])))
+        )
 
     def __contains__(self, passage_id: object) -> bool:
         return passage_id in self.by_id
