@@ -1,0 +1,247 @@
+"""The micro-batch pipeline: an ordered list of stages run over each batch of decoded events.
+
+A :class:`Batch` carries the events of one poll plus one annotation dict per event, so later
+stages (PII scrub, language, topic, refusal, drift windows, shadow, harvest) add fields
+without touching the sources or the loop. A stage may drop events (e.g. duplicates); the
+batch counts drops by reason so the loop's totals stay exact::
+
+    consumed == processed + dead_lettered + sum(dropped.values())
+
+Stages that keep state expose it as JSON-able data through ``state_snapshot()`` and take it
+back through ``restore()``; the loop persists it under ``stage/<name>`` at each checkpoint.
+
+>>> from datetime import datetime, timezone
+>>> from types import SimpleNamespace
+>>> at = datetime(2026, 11, 29, tzinfo=timezone.utc)
+>>> events = [SimpleNamespace(event_id="e-1", timestamp=at)] * 2
+>>> pipeline = Pipeline([DedupStage(window=10), CountingStage()])
+>>> batch = pipeline.process(events, source="file")
+>>> len(batch), dict(batch.dropped)
+(1, {'duplicate': 1})
+>>> pipeline.snapshot()["stage/dedup"]
+['e-1']
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.dedup import DedupStage
+
+if TYPE_CHECKING:
+    from service.events import QueryLogEvent
+
+__all__ = [
+    "Batch",
+    "CountingStage",
+    "DedupStage",
+    "Pipeline",
+    "PipelineConfig",
+    "Stage",
+    "StageError",
+    "StatelessStage",
+    "state_key",
+]
+
+
+class PipelineConfig(BaseModel):
+    """Settings of the live path (frozen).
+
+    Attributes:
+        max_batch_size: most messages per poll (N); also the micro-batch size.
+        max_batch_wait_ms: longest a poll waits for its first message (T), in milliseconds.
+        dedup_window: how many recent event ids the dedup stage remembers (W).
+        max_event_bytes: larger messages are dead-lettered as ``too_large``, in bytes.
+        commit_interval_s: checkpoint state and commit at most this often, in seconds
+            (0: after every batch); stop and end of input always checkpoint.
+        commit_every: also checkpoint once this many messages are pending.
+        status_interval_s: how often the loop samples ``source.status()`` (lag, rebalances).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_batch_size: int = Field(default=500, ge=1, le=100_000)
+    max_batch_wait_ms: int = Field(default=1_000, ge=0, le=60_000)
+    dedup_window: int = Field(default=100_000, ge=1, le=10_000_000)
+    max_event_bytes: int = Field(default=1_048_576, ge=64)
+    commit_interval_s: float = Field(default=5.0, ge=0, le=3_600)
+    commit_every: int = Field(default=10_000, ge=1)
+    status_interval_s: float = Field(default=5.0, ge=0, le=3_600)
+
+
+@dataclass(eq=False)
+class Batch:
+    """The events of one micro-batch, mutable while the stages run.
+
+    Attributes:
+        source: the source's name (``kafka``, ``file``, ``stdin``), for labels.
+        events: surviving events, in arrival order.
+        annotations: one dict per surviving event (same index), filled by stages.
+        dropped: how many events each stage removed, by reason (e.g. ``duplicate``).
+    """
+
+    source: str
+    events: list[QueryLogEvent]
+    annotations: list[dict[str, Any]]
+    dropped: Counter[str] = field(default_factory=Counter)
+
+    @classmethod
+    def of(cls, events: Sequence[QueryLogEvent], source: str) -> Batch:
+        """Return a batch of ``events`` with empty annotations."""
+        return cls(source=source, events=list(events), annotations=[{} for _ in events])
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def keep(self, mask: Sequence[bool], reason: str) -> int:
+        """Keep the events whose ``mask`` entry is true; count the others under ``reason``.
+
+        Returns:
+            How many events were dropped.
+
+        Raises:
+            ValueError: ``mask`` is not as long as the batch.
+        """
+        if len(mask) != len(self.events):
+            raise ValueError(f"mask has {len(mask)} entries, batch has {len(self.events)}")
+        kept = [i for i, flag in enumerate(mask) if flag]
+        dropped = len(self.events) - len(kept)
+        if dropped:
+            self.events = [self.events[i] for i in kept]
+            self.annotations = [self.annotations[i] for i in kept]
+            self.dropped[reason] += dropped
+        return dropped
+
+
+@runtime_checkable
+class Stage(Protocol):
+    """One step of the pipeline.
+
+    ``process`` reads and annotates (or drops from) the batch in place. ``state_snapshot``
+    returns JSON-able data to persist, or ``None`` for a stateless stage; ``restore`` gets back
+    what was persisted (``None`` on a first start).
+    """
+
+    name: str
+
+    def process(self, batch: Batch) -> None: ...
+
+    def state_snapshot(self) -> Any: ...
+
+    def restore(self, state: Any) -> None: ...
+
+
+class StatelessStage:
+    """Base class giving a stage the no-op state hooks."""
+
+    name: str = "stateless"
+
+    def process(self, batch: Batch) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def state_snapshot(self) -> Any:
+        """Nothing to persist."""
+        return None
+
+    def restore(self, state: Any) -> None:
+        """Nothing to restore."""
+
+
+class CountingStage:
+    """Counts the events that reach it and remembers the newest event time.
+
+    State: ``{"processed": int, "last_event_timestamp": float | None}`` (Unix seconds).
+    """
+
+    name = "count"
+
+    def __init__(self) -> None:
+        self.processed = 0
+        self.last_event_timestamp: float | None = None
+
+    def process(self, batch: Batch) -> None:
+        self.processed += len(batch)
+        newest = max((e.timestamp.timestamp() for e in batch.events), default=None)
+        if newest is not None and (self.last_event_timestamp or 0.0) < newest:
+            self.last_event_timestamp = newest
+
+    def state_snapshot(self) -> Any:
+        return {"processed": self.processed, "last_event_timestamp": self.last_event_timestamp}
+
+    def restore(self, state: Any) -> None:
+        if state:
+            self.processed = int(state.get("processed", 0))
+            self.last_event_timestamp = state.get("last_event_timestamp")
+
+
+class StageError(RuntimeError):
+    """A stage raised while processing a batch; ``stage`` names it, ``__cause__`` is the error."""
+
+    def __init__(self, stage: str, cause: BaseException) -> None:
+        super().__init__(f"stage {stage!r} failed: {type(cause).__name__}: {cause}")
+        self.stage = stage
+
+
+def state_key(stage_name: str) -> str:
+    """Return the state-store key of a stage's snapshot: ``stage/<name>``."""
+    return f"stage/{stage_name}"
+
+
+class Pipeline:
+    """Runs stages, in order, over each micro-batch.
+
+    Raises:
+        ValueError: two stages share a name, or a stage has an empty name.
+    """
+
+    def __init__(self, stages: Sequence[Stage]) -> None:
+        names = [stage.name for stage in stages]
+        if any(not name for name in names):
+            raise ValueError("every stage needs a non-empty name")
+        dupes = sorted({name for name in names if names.count(name) > 1})
+        if dupes:
+            raise ValueError(f"duplicate stage names: {', '.join(dupes)}")
+        self._stages = tuple(stages)
+
+    @classmethod
+    def default(cls, config: PipelineConfig, extra: Sequence[Stage] = ()) -> Pipeline:
+        """Return dedup → ``extra`` stages → count, the live path's built-in pipeline."""
+        return cls([DedupStage(config.dedup_window), *extra, CountingStage()])
+
+    @property
+    def stages(self) -> tuple[Stage, ...]:
+        """The stages, in run order."""
+        return self._stages
+
+    def process(self, events: Sequence[QueryLogEvent], source: str) -> Batch:
+        """Run every stage over a new batch of ``events`` and return it.
+
+        Raises:
+            StageError: a stage raised; earlier stages' effects on their own state remain.
+        """
+        batch = Batch.of(events, source)
+        for stage in self._stages:
+            try:
+                stage.process(batch)
+            except Exception as exc:
+                raise StageError(stage.name, exc) from exc
+        return batch
+
+    def state_keys(self) -> list[str]:
+        """Return the state-store keys of every stage, ``stage/<name>``."""
+        return [state_key(stage.name) for stage in self._stages]
+
+    def snapshot(self) -> dict[str, Any]:
+        """Return ``{"stage/<name>": snapshot}`` for the stages that have state."""
+        snapshots = {state_key(s.name): s.state_snapshot() for s in self._stages}
+        return {key: value for key, value in snapshots.items() if value is not None}
+
+    def restore(self, states: Mapping[str, Any]) -> None:
+        """Give each stage its persisted state (``None`` when there is none)."""
+        for stage in self._stages:
+            stage.restore(states.get(state_key(stage.name)))

@@ -1,0 +1,83 @@
+"""The bounded recent-id window and the dedup stage, including across a restart."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from service.dedup import DedupStage, RecentIds
+from service.pipeline import Batch, Pipeline
+from service.state import StateStore
+
+AT = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
+
+
+def events(*ids: str) -> list[SimpleNamespace]:
+    return [SimpleNamespace(event_id=i, timestamp=AT) for i in ids]
+
+
+def test_capacity_evicts_oldest() -> None:
+    recent = RecentIds(3)
+    for event_id in ["a", "b", "c", "d"]:
+        assert recent.add(event_id)
+    assert recent.snapshot() == ["b", "c", "d"]
+    assert "a" not in recent
+    assert recent.add("a")  # forgotten, so new again
+
+
+def test_repeat_refreshes() -> None:
+    recent = RecentIds(2, ["a", "b"])
+    assert not recent.add("a")
+    recent.add("c")
+    assert recent.snapshot() == ["a", "c"]
+
+
+def test_bad_capacity() -> None:
+    with pytest.raises(ValueError, match="capacity"):
+        RecentIds(0)
+
+
+@given(st.lists(st.sampled_from("abcdefghij"), max_size=60), st.integers(1, 12))
+def test_window_never_exceeds_capacity_and_keeps_newest(ids: list[str], capacity: int) -> None:
+    recent = RecentIds(capacity)
+    for event_id in ids:
+        recent.add(event_id)
+    newest_first = list(dict.fromkeys(reversed(ids)))
+    assert recent.snapshot() == list(reversed(newest_first[:capacity]))
+
+
+def test_stage_drops_in_batch_and_cross_batch_duplicates() -> None:
+    stage = DedupStage(window=10)
+    first = Batch.of(events("a", "b", "a"), source="file")
+    stage.process(first)
+    assert [e.event_id for e in first.events] == ["a", "b"]
+    second = Batch.of(events("b", "c"), source="file")
+    stage.process(second)
+    assert [e.event_id for e in second.events] == ["c"]
+    assert first.dropped["duplicate"] == 1 and second.dropped["duplicate"] == 1
+
+
+def test_redelivery_after_restart_is_not_counted_twice(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    pipeline = Pipeline([DedupStage(window=100)])
+    pipeline.process(events("e-1", "e-2", "e-3"), source="kafka")
+    with StateStore.open(path) as store:
+        store.checkpoint(pipeline.snapshot())
+    # crash before the source committed; a new process replays the same batch
+    restarted = Pipeline([DedupStage(window=100)])
+    with StateStore.open(path) as store:
+        restarted.restore(store.get_many(restarted.state_keys()))
+    batch = restarted.process(events("e-1", "e-2", "e-3", "e-4"), source="kafka")
+    assert [e.event_id for e in batch.events] == ["e-4"]
+    assert batch.dropped["duplicate"] == 3
+
+
+def test_restore_into_smaller_window_keeps_newest() -> None:
+    stage = DedupStage(window=2)
+    stage.restore(["a", "b", "c"])
+    assert stage.state_snapshot() == ["b", "c"]
