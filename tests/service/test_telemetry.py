@@ -1,0 +1,148 @@
+"""Metrics: names, pre-initialised labels, bounded labels, batch updates, promtool lint."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+
+from service.telemetry import (
+    DEAD_LETTER_REASONS,
+    OTHER,
+    SOURCES,
+    BatchCounts,
+    Metrics,
+    bounded_label,
+    build_metrics,
+    source_label,
+)
+
+
+def fresh(**kwargs: object) -> tuple[CollectorRegistry, Metrics]:
+    registry = CollectorRegistry()
+    return registry, build_metrics(registry, **kwargs)  # type: ignore[arg-type]
+
+
+def test_every_reason_is_pre_initialised_for_every_source() -> None:
+    registry, _ = fresh()
+    for source in SOURCES:
+        for reason in DEAD_LETTER_REASONS:
+            labels = {"source": source, "reason": reason}
+            assert registry.get_sample_value("goldwatch_events_dead_lettered_total", labels) == 0
+        for name in ("consumed", "processed", "duplicate"):
+            sample = registry.get_sample_value(f"goldwatch_events_{name}_total", {"source": source})
+            assert sample == 0
+
+
+def test_reasons_match_the_decoder() -> None:
+    from consumers.decoding import REASONS
+
+    assert set(REASONS) <= set(DEAD_LETTER_REASONS)
+
+
+def test_observe_batch_updates_once() -> None:
+    registry, metrics = fresh()
+    metrics.observe_batch(
+        BatchCounts(
+            source="kafka:queries",
+            consumed=10,
+            processed=6,
+            dead_lettered={"not_json": 2, "made_up_reason": 1},
+            duplicates=1,
+            seconds=0.02,
+            newest_event_s=1_795_946_400.0,
+        )
+    )
+
+    def value(name: str, **labels: str) -> float | None:
+        return registry.get_sample_value(name, labels)
+
+    assert value("goldwatch_events_consumed_total", source="kafka") == 10
+    assert value("goldwatch_events_processed_total", source="kafka") == 6
+    assert value("goldwatch_events_duplicate_total", source="kafka") == 1
+    assert value("goldwatch_events_dead_lettered_total", source="kafka", reason="not_json") == 2
+    assert value("goldwatch_events_dead_lettered_total", source="kafka", reason=OTHER) == 1
+    assert value("goldwatch_batch_size_count") == 1
+    assert value("goldwatch_batch_size_sum") == 10
+    assert value("goldwatch_batch_processing_seconds_count") == 1
+    assert value("goldwatch_last_event_timestamp_seconds") == 1_795_946_400.0
+
+
+def test_observe_status_mirrors_counter_deltas_and_bounded_lag() -> None:
+    registry, metrics = fresh(topics=["queries"])
+    first = {
+        "commits": 3,
+        "commit_failures": 1,
+        "rebalances": 1,
+        "lag": [
+            {"topic": "queries", "partition": 0, "lag": 5},
+            {"topic": "secret-topic", "partition": 1, "lag": 7},
+            {"topic": "queries", "partition": 2, "lag": None},
+        ],
+    }
+    metrics.observe_status(first, {})
+    metrics.observe_status({**first, "commits": 5, "lag": []}, first)
+    assert registry.get_sample_value("goldwatch_commits_total") == 5
+    assert registry.get_sample_value("goldwatch_commit_failures_total") == 1
+    assert registry.get_sample_value("goldwatch_rebalances_total") == 1
+    lag = "goldwatch_consumer_lag"
+    assert registry.get_sample_value(lag, {"topic": "queries", "partition": "0"}) == 5
+    assert registry.get_sample_value(lag, {"topic": OTHER, "partition": "1"}) == 7
+    assert registry.get_sample_value(lag, {"topic": "queries", "partition": "2"}) is None
+
+
+def test_build_info() -> None:
+    registry, _ = fresh(version="9.9.9")
+    text = generate_latest(registry).decode()
+    assert 'goldwatch_build_info{python="' in text
+    assert 'version="9.9.9"' in text
+
+
+def test_bounded_label_helpers() -> None:
+    assert bounded_label("file", SOURCES) == "file"
+    assert bounded_label("What is my fee?", SOURCES) == OTHER
+    assert bounded_label(None, SOURCES) == OTHER
+    assert source_label("kafka:queries") == "kafka"
+    assert source_label("stdin") == "stdin"
+
+
+def test_every_name_is_namespaced_and_counters_end_in_total() -> None:
+    registry, _ = fresh()
+    for family in registry.collect():
+        assert family.name.startswith("goldwatch_")
+        for sample in family.samples:
+            if family.type == "counter" and not sample.name.endswith("_created"):
+                assert sample.name.endswith("_total")
+
+
+def test_building_twice_on_one_registry_fails() -> None:
+    registry, _ = fresh()
+    with pytest.raises(ValueError):
+        build_metrics(registry)
+
+
+def test_promtool_check_metrics_accepts_the_exposition() -> None:
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        if os.environ.get("GOLDWATCH_ALLOW_NO_PROMTOOL"):
+            pytest.skip("promtool not on PATH and GOLDWATCH_ALLOW_NO_PROMTOOL is set")
+        pytest.fail(
+            "promtool is not on PATH: install it (`apt-get install -y prometheus`) "
+            "or set GOLDWATCH_ALLOW_NO_PROMTOOL=1 to skip this check locally"
+        )
+    registry, metrics = fresh(topics=["queries"])
+    metrics.observe_batch(BatchCounts("file", 3, 2, {"not_json": 1}, 0, 0.01, 1.7e9))
+    metrics.observe_status({"lag": [{"topic": "queries", "partition": 0, "lag": 4}]}, {})
+    result = subprocess.run(
+        [promtool, "check", "metrics"],
+        input=generate_latest(registry),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    problems = (result.stdout + result.stderr).decode()
+    assert result.returncode == 0, problems
+    assert problems.strip() == "", problems
