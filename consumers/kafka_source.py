@@ -1,0 +1,358 @@
+"""Kafka source: one member of a consumer group, reading the query-log topic.
+
+Thread model: every method except :meth:`KafkaSource.status` and :meth:`KafkaSource.ready`
+runs on the one consumer thread (kafka-python's consumer is not thread safe); those two only
+read snapshots and may be called from the API thread.
+
+Delivery: at least once. ``commit(messages)`` stores ``offset`` per partition and commits
+``last + 1`` every ``commit_interval_s`` seconds (or with ``force=True``), only for partitions
+still assigned. A failed commit (``CommitFailedError``, rebalance in progress, timeout) is
+counted and logged, never raised: the next owner replays, and duplicates are removed
+downstream by ``event_id``. Revoked partitions get their processed offsets committed by
+:class:`~consumers.rebalance.CommitOnRevoke`, unless :meth:`KafkaSource.mark_failed` was called.
+
+Time budget: the loop must call ``poll`` again within ``max_poll_interval_ms``, so keep
+``max_poll_records`` x (per-message processing time, shadow timeouts included) well under it
+(e.g. 500 records x 50 ms = 25 s < 300 s default).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from kafka import KafkaConsumer, KafkaProducer
+from kafka.errors import KafkaError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+
+from consumers.base import DeadLetter, Origin, RawMessage
+from consumers.checkpoint import Checkpoint
+from consumers.errors import DeadLetterError, SourceUnavailable
+from consumers.lag import LagSampler
+from consumers.rebalance import CommitOnRevoke, PartitionHook, to_kafka_offsets
+
+log = logging.getLogger(__name__)
+
+
+class KafkaSourceConfig(BaseModel):
+    """Frozen Kafka source settings; times in ms unless the name ends in ``_s`` (seconds).
+
+    ``dlq_topic`` defaults to ``<topic>.dlq``. Security settings are passed through to
+    kafka-python; ``sasl_password`` is a ``SecretStr`` and is never logged.
+
+    :raises pydantic.ValidationError: inconsistent timeouts or incomplete SASL settings.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    bootstrap_servers: str | list[str]
+    topic: str = Field(min_length=1)
+    consumer_group: str = Field(min_length=1)
+    client_id: str = "goldwatch"
+    auto_offset_reset: Literal["earliest", "latest"] = "earliest"
+    max_poll_records: int = Field(500, ge=1)
+    session_timeout_ms: int = Field(45_000, gt=0)
+    heartbeat_interval_ms: int = Field(3_000, gt=0)
+    max_poll_interval_ms: int = Field(300_000, gt=0)
+    request_timeout_ms: int = Field(30_000, gt=0)
+    dlq_topic: str = ""
+    commit_interval_s: float = Field(5.0, ge=0)
+    lag_interval_s: float = Field(5.0, ge=0)
+    probe_interval_s: float = Field(2.0, gt=0)
+    probe_timeout_ms: int = Field(1_000, gt=0)
+    ready_stale_after_s: float = Field(10.0, gt=0)
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_dlq(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.get("dlq_topic") and data.get("topic"):
+            data = {**data, "dlq_topic": f"{data['topic']}.dlq"}
+        return data
+
+    @model_validator(mode="after")
+    def _check(self) -> KafkaSourceConfig:
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ValueError("heartbeat_interval_ms must be < session_timeout_ms")
+        if self.security_protocol.startswith("SASL") and not (
+            self.sasl_mechanism and self.sasl_username and self.sasl_password
+        ):
+            raise ValueError("SASL needs sasl_mechanism, sasl_username and sasl_password")
+        return self
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """Connection and security kwargs shared by the consumer and the DLQ producer."""
+        kwargs: dict[str, Any] = {
+            "bootstrap_servers": self.bootstrap_servers,
+            "client_id": self.client_id,
+            "request_timeout_ms": self.request_timeout_ms,
+            "security_protocol": self.security_protocol,
+        }
+        optional = {
+            "sasl_mechanism": self.sasl_mechanism,
+            "sasl_plain_username": self.sasl_username,
+            "sasl_plain_password": (
+                self.sasl_password.get_secret_value() if self.sasl_password else None
+            ),
+            "ssl_cafile": self.ssl_cafile,
+            "ssl_certfile": self.ssl_certfile,
+            "ssl_keyfile": self.ssl_keyfile,
+        }
+        kwargs.update({k: v for k, v in optional.items() if v is not None})
+        return kwargs
+
+    def consumer_kwargs(self) -> dict[str, Any]:
+        """All ``KafkaConsumer`` kwargs (auto commit off)."""
+        return {
+            **self.client_kwargs(),
+            "group_id": self.consumer_group,
+            "enable_auto_commit": False,
+            "auto_offset_reset": self.auto_offset_reset,
+            "max_poll_records": self.max_poll_records,
+            "session_timeout_ms": self.session_timeout_ms,
+            "heartbeat_interval_ms": self.heartbeat_interval_ms,
+            "max_poll_interval_ms": self.max_poll_interval_ms,
+        }
+
+
+def dead_letter_value(letter: DeadLetter) -> bytes:
+    """The DLQ message value: UTF-8 JSON with reason, detail, origin and base64 bytes."""
+    msg = letter.message
+
+    def b64(raw: bytes | None) -> str | None:
+        return None if raw is None else base64.b64encode(raw).decode("ascii")
+
+    body = {
+        "reason": letter.reason,
+        "detail": letter.detail,
+        "origin": {
+            "topic": msg.origin.topic,
+            "partition": msg.origin.partition,
+            "offset": msg.origin.offset,
+        },
+        "value_b64": b64(msg.value),
+        "key_b64": b64(msg.key),
+        "timestamp_ms": msg.timestamp_ms,
+    }
+    return json.dumps(body, separators=(",", ":")).encode("utf-8")
+
+
+class KafkaSource:
+    """A :class:`~consumers.base.Source` over a Kafka consumer group (kafka-python).
+
+    :param config: the frozen source settings.
+    :param on_assign: hook run on kafka-python's I/O thread after an assignment.
+    :param on_revoke: hook run on kafka-python's I/O thread after a revocation.
+    :raises SourceUnavailable: the brokers cannot be reached at construction.
+    """
+
+    def __init__(
+        self,
+        config: KafkaSourceConfig,
+        on_assign: PartitionHook | None = None,
+        on_revoke: PartitionHook | None = None,
+    ) -> None:
+        self.config = config
+        self.name = f"kafka:{config.topic}"
+        self._checkpoint = Checkpoint(config.commit_interval_s)
+        self._lag = LagSampler(config.lag_interval_s, config.probe_timeout_ms)
+        self._failed = False
+        self._closed = False
+        self._producer: KafkaProducer | None = None
+        self._last_ok = float("-inf")
+        self._last_probe = float("-inf")
+        self.commits = 0
+        self.commit_failures = 0
+        self.dead_letters = 0
+        try:
+            self._consumer = KafkaConsumer(**config.consumer_kwargs())
+        except KafkaError as exc:
+            raise SourceUnavailable(f"cannot reach {config.bootstrap_servers}: {exc!r}") from exc
+        self._listener = CommitOnRevoke(
+            self._consumer, self._checkpoint, self._lag, lambda: self._failed, on_assign, on_revoke
+        )
+        self._consumer.subscribe([config.topic], listener=self._listener)
+        log.info(
+            "kafka source topic=%s group=%s servers=%s",
+            config.topic,
+            config.consumer_group,
+            config.bootstrap_servers,
+        )
+
+    def poll(self, max_records: int, timeout_ms: int) -> list[RawMessage]:
+        """Return up to ``max_records`` messages, waiting at most ``timeout_ms`` ms.
+
+        Also samples lag and probes the broker when due. Retriable Kafka errors give ``[]``.
+
+        :raises SourceUnavailable: on a non-retriable Kafka error.
+        """
+        try:
+            batches = self._consumer.poll(timeout_ms=timeout_ms, max_records=max_records)
+        except KafkaError as exc:
+            if getattr(exc, "retriable", False):
+                log.warning("poll failed (retriable): %r", exc)
+                return []
+            raise SourceUnavailable(f"poll failed: {exc!r}") from exc
+        messages = [_to_raw(record) for records in batches.values() for record in records]
+        if messages:
+            self._last_ok = time.monotonic()
+        self._maybe_probe()
+        return messages
+
+    def _maybe_probe(self) -> None:
+        now = time.monotonic()
+        probe_due = now - max(self._last_ok, self._last_probe) >= self.config.probe_interval_s
+        assigned = self._listener.assigned()
+        if not assigned or not (probe_due or self._lag.due()):
+            return
+        self._last_probe = now
+        if self._lag.sample(self._consumer, assigned):
+            self._last_ok = time.monotonic()
+
+    def commit(self, messages: Sequence[RawMessage], force: bool = False) -> None:
+        """Store the offsets of processed ``messages``; commit ``last + 1`` when due.
+
+        A commit happens when ``commit_interval_s`` passed since the last one, or ``force``.
+        Kafka commit errors are counted and logged, never raised.
+
+        :raises InvalidStoredOffset: an offset is not greater than one stored before.
+        """
+        last: dict[tuple[str, int], int] = {}
+        for msg in messages:
+            o = msg.origin
+            if o.topic is not None and o.partition is not None and o.offset is not None:
+                key = (o.topic, o.partition)
+                last[key] = max(last.get(key, -1), o.offset)
+        for (topic, partition), offset in last.items():
+            self._checkpoint.store(topic, partition, offset)
+        if force or self._checkpoint.due():
+            self._commit_stored()
+
+    def _commit_stored(self) -> None:
+        offsets = self._checkpoint.to_commit(self._listener.assigned())
+        if not offsets:
+            self._checkpoint.mark_committed({})
+            return
+        try:
+            self._consumer.commit(
+                to_kafka_offsets(offsets), timeout_ms=self.config.request_timeout_ms
+            )
+        except KafkaError as exc:
+            self.commit_failures += 1
+            for (t, p), off in sorted(offsets.items()):
+                log.warning(
+                    "commit failed %s[%d] offset=%d (next owner replays): %r", t, p, off, exc
+                )
+            return
+        self._checkpoint.mark_committed(offsets)
+        self._lag.set_committed(offsets)
+        self._last_ok = time.monotonic()
+        self.commits += 1
+
+    def dead_letter(self, letters: Sequence[DeadLetter]) -> None:
+        """Produce ``letters`` to ``dlq_topic`` (acks=all, key = original key) and flush.
+
+        :raises DeadLetterError: a dead letter was not acknowledged within
+            ``request_timeout_ms``; the batch must then not be committed.
+        """
+        if not letters:
+            return
+        producer = self._dlq_producer()
+        try:
+            futures = [
+                producer.send(self.config.dlq_topic, value=dead_letter_value(x), key=x.message.key)
+                for x in letters
+            ]
+            producer.flush(timeout=self.config.request_timeout_ms / 1000)
+            for future in futures:
+                future.get(timeout=self.config.request_timeout_ms / 1000)
+        except KafkaError as exc:
+            raise DeadLetterError(f"{len(letters)} dead letters not written: {exc!r}") from exc
+        self.dead_letters += len(letters)
+
+    def _dlq_producer(self) -> KafkaProducer:
+        if self._producer is None:
+            self._producer = KafkaProducer(
+                **self.config.client_kwargs(),
+                acks="all",
+                max_block_ms=self.config.request_timeout_ms,
+            )
+        return self._producer
+
+    def mark_failed(self) -> None:
+        """Mark the source failed (after a crash): revoke and close commit nothing more."""
+        self._failed = True
+
+    def lag(self) -> list[dict[str, Any]]:
+        """Per partition ``{topic, partition, end_offset, committed_offset, position, lag}``
+        from the last sample (``lag`` is ``None`` when unknown). Thread-safe."""
+        return [p.as_dict() for p in self._lag.snapshot()]
+
+    def refresh_lag(self) -> bool:
+        """Sample lag now (consumer thread only); ``True`` when the broker answered."""
+        ok = self._lag.sample(self._consumer, self._listener.assigned())
+        if ok:
+            self._last_ok = time.monotonic()
+        return ok
+
+    def ready(self) -> bool:
+        """True when partitions are assigned and the broker answered within
+        ``ready_stale_after_s`` seconds. Thread-safe."""
+        fresh = time.monotonic() - self._last_ok < self.config.ready_stale_after_s
+        return fresh and bool(self._listener.assigned())
+
+    def status(self) -> dict[str, Any]:
+        """JSON-able status: assignment, commit/rebalance counters, lag. Thread-safe."""
+        assigned = sorted(self._listener.assigned())
+        return {
+            "source": self.name,
+            "topic": self.config.topic,
+            "consumer_group": self.config.consumer_group,
+            "ready": self.ready(),
+            "failed": self._failed,
+            "assigned_partitions": [p for _, p in assigned],
+            "assigned_count": len(assigned),
+            "commits": self.commits + self._listener.revoke_commits,
+            "commit_failures": self.commit_failures + self._listener.revoke_commit_failures,
+            "rebalances": self._listener.rebalances,
+            "dead_letters": self.dead_letters,
+            "committed_offsets": {
+                f"{t}[{p}]": off for (t, p), off in sorted(self._checkpoint.committed().items())
+            },
+            "lag": self.lag(),
+        }
+
+    def close(self) -> None:
+        """Leave the group and release connections.
+
+        Commits nothing the loop did not hand to :meth:`commit`: offsets already stored are
+        committed by the revoke listener (skipped after :meth:`mark_failed`); positions of
+        fetched but unprocessed messages never are (``close(autocommit=False)``).
+        """
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._consumer.close(autocommit=False, timeout_ms=self.config.request_timeout_ms)
+        finally:
+            if self._producer is not None:
+                self._producer.close(timeout=self.config.request_timeout_ms / 1000)
+
+
+def _to_raw(record: Any) -> RawMessage:
+    return RawMessage(
+        value=record.value,
+        origin=Origin(topic=record.topic, partition=record.partition, offset=record.offset),
+        key=record.key,
+        timestamp_ms=record.timestamp,
+    )

@@ -1,0 +1,194 @@
+"""Consumer lag: ``lag = end_offset - committed_offset`` per partition, sampled.
+
+Sampling calls the broker (ListOffsets, OffsetFetch), so it runs on the consumer thread
+only (kafka-python's consumer is not thread safe) and at most every ``interval_s`` seconds;
+readers on other threads get the last sample through :meth:`LagSampler.snapshot`.
+
+Committed offsets are fetched once per assignment and then tracked locally: in a consumer
+group only the owner of a partition commits it. When nothing is committed yet, the
+consumer's position stands in for the committed offset. Unknown values give ``lag=None``.
+
+Tansu quirk: its ListOffsets(latest) answers the base offset of the last record batch + 1,
+not the high watermark, so the end offset is ``max(end_offsets, highwater)`` where the
+highwater (from fetch responses) is known.
+
+>>> compute_lag(end_offset=250, committed_offset=200, position=None)
+50
+>>> compute_lag(end_offset=250, committed_offset=None, position=240)
+10
+>>> compute_lag(end_offset=1, committed_offset=250, position=None)
+0
+>>> compute_lag(end_offset=None, committed_offset=3, position=None) is None
+True
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kafka import TopicPartition
+from kafka.errors import KafkaError
+
+log = logging.getLogger(__name__)
+
+
+class OffsetsClient(Protocol):
+    """The part of ``kafka.KafkaConsumer`` lag sampling uses."""
+
+    def end_offsets(self, partitions: list[Any], timeout_ms: int | None = None) -> Any: ...
+
+    def committed(
+        self, partition: Any, metadata: bool = False, timeout_ms: int | None = None
+    ) -> Any: ...
+
+    def position(self, partition: Any, timeout_ms: int | None = None) -> Any: ...
+
+    def highwater(self, partition: Any) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLag:
+    """One partition's offsets at the last sample; ``lag`` is ``None`` when unknown."""
+
+    topic: str
+    partition: int
+    end_offset: int | None
+    committed_offset: int | None
+    position: int | None
+    lag: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-able form for ``status()``."""
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "end_offset": self.end_offset,
+            "committed_offset": self.committed_offset,
+            "position": self.position,
+            "lag": self.lag,
+        }
+
+
+def compute_lag(
+    end_offset: int | None, committed_offset: int | None, position: int | None
+) -> int | None:
+    """``end_offset - (committed_offset or position)``, never negative; ``None`` if unknown."""
+    base = committed_offset if committed_offset is not None else position
+    if end_offset is None or base is None:
+        return None
+    return max(0, end_offset - base)
+
+
+class LagSampler:
+    """Samples end offsets and tracks committed offsets of the assigned partitions.
+
+    :param interval_s: minimum seconds between broker samples (``0`` = every call).
+    :param timeout_ms: timeout of each broker request of a sample, in milliseconds.
+    :param clock: monotonic clock in seconds.
+    """
+
+    def __init__(
+        self,
+        interval_s: float = 5.0,
+        timeout_ms: int = 1000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if interval_s < 0 or timeout_ms <= 0:
+            raise ValueError("interval_s must be >= 0 and timeout_ms > 0")
+        self._interval = interval_s
+        self._timeout_ms = timeout_ms
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._end: dict[tuple[str, int], int] = {}
+        self._committed: dict[tuple[str, int], int | None] = {}
+        self._position: dict[tuple[str, int], int | None] = {}
+        self._partitions: set[tuple[str, int]] = set()
+        self._last_sample = float("-inf")
+
+    def due(self) -> bool:
+        """True when ``interval_s`` seconds passed since the last sample attempt."""
+        return self._clock() - self._last_sample >= self._interval
+
+    def sample(self, consumer: OffsetsClient, partitions: Iterable[tuple[str, int]]) -> bool:
+        """Refresh end offsets (and unknown committed offsets) of ``partitions``.
+
+        Consumer thread only. Returns ``True`` when the broker answered, ``False`` on a
+        Kafka error or timeout (the previous values are kept). Never raises ``KafkaError``.
+        """
+        self._last_sample = self._clock()
+        keys = sorted(partitions)
+        tps = [TopicPartition(t, p) for t, p in keys]
+        try:
+            ends = {
+                (tp.topic, tp.partition): off
+                for tp, off in consumer.end_offsets(tps, self._timeout_ms).items()
+            }
+            committed = {
+                k: self._fetch_committed(consumer, tp) for k, tp in zip(keys, tps, strict=True)
+            }
+        except KafkaError as exc:
+            log.warning("lag sample failed for %d partitions: %r", len(tps), exc)
+            return False
+        positions = {k: self._position_of(consumer, tp) for k, tp in zip(keys, tps, strict=True)}
+        for k, tp in zip(keys, tps, strict=True):
+            high = consumer.highwater(tp)
+            if high is not None and ends.get(k) is not None:
+                ends[k] = max(ends[k], high)
+        with self._lock:
+            self._partitions = set(keys)
+            self._end.update({k: v for k, v in ends.items() if v is not None})
+            self._committed.update(committed)
+            self._position.update(positions)
+        return True
+
+    def _fetch_committed(self, consumer: OffsetsClient, tp: TopicPartition) -> int | None:
+        key = (tp.topic, tp.partition)
+        with self._lock:
+            if key in self._committed:
+                return self._committed[key]
+        offset = consumer.committed(tp, timeout_ms=self._timeout_ms)
+        return None if offset is None else int(offset)
+
+    def _position_of(self, consumer: OffsetsClient, tp: TopicPartition) -> int | None:
+        try:
+            return int(consumer.position(tp, timeout_ms=self._timeout_ms))
+        except (KafkaError, TypeError, ValueError):
+            return None
+
+    def set_committed(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        """Record offsets this member committed successfully (``last + 1``)."""
+        with self._lock:
+            self._committed.update(offsets)
+
+    def drop(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """Forget revoked partitions; their committed offset is fetched again if reassigned."""
+        with self._lock:
+            for key in partitions:
+                self._partitions.discard(key)
+                self._end.pop(key, None)
+                self._committed.pop(key, None)
+                self._position.pop(key, None)
+
+    def snapshot(self) -> list[PartitionLag]:
+        """The last sample, one :class:`PartitionLag` per partition, sorted. Thread-safe."""
+        with self._lock:
+            return [
+                PartitionLag(
+                    topic=t,
+                    partition=p,
+                    end_offset=self._end.get((t, p)),
+                    committed_offset=self._committed.get((t, p)),
+                    position=self._position.get((t, p)),
+                    lag=compute_lag(
+                        self._end.get((t, p)),
+                        self._committed.get((t, p)),
+                        self._position.get((t, p)),
+                    ),
+                )
+                for t, p in sorted(self._partitions)
+            ]

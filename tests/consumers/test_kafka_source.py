@@ -1,0 +1,303 @@
+"""KafkaSource against a real Tansu broker: offsets, redelivery, groups, DLQ, lag, faults."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+from kafka import KafkaConsumer
+
+from consumers.base import DeadLetter, RawMessage
+from consumers.kafka_source import KafkaSource, KafkaSourceConfig
+from tests.kafka_broker import TansuBroker
+
+pytestmark = pytest.mark.kafka
+
+N_MESSAGES = 1000
+N_PARTITIONS = 4
+
+MakeConfig = Callable[..., KafkaSourceConfig]
+OpenSource = Callable[[KafkaSourceConfig], KafkaSource]
+
+
+def values(n: int = N_MESSAGES, prefix: str = "m") -> list[bytes]:
+    return [f'{{"event_id": "{prefix}-{i}"}}'.encode() for i in range(n)]
+
+
+def drain(
+    source: KafkaSource,
+    expected: int,
+    timeout_s: float = 15.0,
+    commit: bool = True,
+) -> list[RawMessage]:
+    """Poll until ``expected`` messages arrived (or timeout), committing each batch."""
+    got: list[RawMessage] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < expected and time.monotonic() < deadline:
+        batch = source.poll(max_records=200, timeout_ms=200)
+        got.extend(batch)
+        if commit and batch:
+            source.commit(batch)
+    return got
+
+
+def poll_for(source: KafkaSource, seconds: float) -> list[RawMessage]:
+    """Poll for ``seconds`` and return whatever arrived (no commit)."""
+    got: list[RawMessage] = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        got.extend(source.poll(max_records=200, timeout_ms=200))
+    return got
+
+
+def wait_assigned(source: KafkaSource, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not source.status()["assigned_count"] and time.monotonic() < deadline:
+        source.poll(max_records=1, timeout_ms=100)
+    assert source.status()["assigned_count"], "no assignment"
+
+
+def ids(messages: list[RawMessage]) -> set[tuple[int | None, int | None]]:
+    return {(m.origin.partition, m.origin.offset) for m in messages}
+
+
+def test_consume_all_commit_and_new_member_sees_nothing(
+    kafka_broker: TansuBroker,
+    make_topic: Callable[[int], str],
+    source_config: MakeConfig,
+    open_source: OpenSource,
+    consumer_group: str,
+) -> None:
+    topic = make_topic(N_PARTITIONS)
+    kafka_broker.produce(topic, values())
+    source = open_source(source_config())
+    got = drain(source, N_MESSAGES)
+    assert len(got) == N_MESSAGES and len(ids(got)) == N_MESSAGES
+    assert {m.origin.topic for m in got} == {topic}
+    status = source.status()
+    assert status["commits"] >= 1 and status["commit_failures"] == 0
+    source.close()
+
+    end = kafka_broker.end_offsets(topic)
+    assert sum(end.values()) == N_MESSAGES
+    assert kafka_broker.committed(topic, consumer_group) == end
+
+    again = open_source(source_config())
+    wait_assigned(again)
+    assert poll_for(again, 1.0) == []
+
+
+def test_restart_redelivers_exactly_the_uncommitted(
+    kafka_broker: TansuBroker,
+    make_topic: Callable[[int], str],
+    source_config: MakeConfig,
+    open_source: OpenSource,
+) -> None:
+    topic = make_topic(N_PARTITIONS)
+    kafka_broker.produce(topic, values())
+    first = open_source(source_config())
+    got = drain(first, N_MESSAGES, commit=False)
+    assert len(got) == N_MESSAGES
+    half = got[: N_MESSAGES // 2]  # poll order keeps each partition's prefix
+    first.commit(half, force=True)
+    first.close()
+
+    second = open_source(source_config())
+    replayed = drain(second, N_MESSAGES // 2)
+    assert ids(replayed) == ids(got) - ids(half)
+    assert poll_for(second, 0.5) == []
+
+
+def test_close_commits_stored_offsets_unless_failed(
+    kafka_broker: TansuBroker,
+    make_topic: Callable[[int], str],
+    source_config: MakeConfig,
+    open_source: OpenSource,
+    consumer_group: str,
+) -> None:
+    topic = make_topic(2)
+    kafka_broker.produce(topic, values(100))
+    slow_commits = source_config(commit_interval_s=3600.0)
+
+    failed = open_source(slow_commits)
+    got = drain(failed, 100, commit=False)
+    failed.commit(got[:10])  # stored, not due: nothing committed yet
+    failed.mark_failed()
+    failed.close()  # after a crash the revoke listener must not commit
+    assert kafka_broker.committed(topic, consumer_group) == {0: None, 1: None}
+
+    healthy = open_source(slow_commits)
+    got = drain(healthy, 100, commit=False)
+    healthy.commit(got)  # stored, not due
+    healthy.close()  # the revoke listener commits the stored offsets
+    assert kafka_broker.committed(topic, consumer_group) == kafka_broker.end_offsets(topic)
+
+
+class Member(threading.Thread):
+    """One group member polling and committing on its own thread until stopped."""
+
+    def __init__(self, source: KafkaSource) -> None:
+        super().__init__(daemon=True)
+        self.source = source
+        self.got: list[RawMessage] = []
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                batch = self.source.poll(max_records=100, timeout_ms=100)
+                self.got.extend(batch)
+                self.source.commit(batch)
+            self.source.close()
+        except BaseException as exc:  # reported by the test
+            self.error = exc
+
+
+def test_two_members_split_partitions(
+    kafka_broker: TansuBroker,
+    make_topic: Callable[[int], str],
+    source_config: MakeConfig,
+    open_source: OpenSource,
+) -> None:
+    topic = make_topic(N_PARTITIONS)
+    members = [Member(open_source(source_config(client_id=f"member-{i}"))) for i in range(2)]
+    for m in members:
+        m.start()
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            parts = [set(m.source.status()["assigned_partitions"]) for m in members]
+            if all(parts) and len(parts[0] | parts[1]) == N_PARTITIONS:
+                break
+            time.sleep(0.1)
+        assert all(parts) and not parts[0] & parts[1]
+        assert parts[0] | parts[1] == set(range(N_PARTITIONS))
+
+        kafka_broker.produce(topic, values())
+        deadline = time.monotonic() + 15
+        while sum(len(m.got) for m in members) < N_MESSAGES and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)  # anything extra (a duplicate) would show up now
+    finally:
+        for m in members:
+            m.stop.set()
+        for m in members:
+            m.join(timeout=15)
+    assert [m.error for m in members] == [None, None]
+    both = members[0].got + members[1].got
+    assert len(both) == N_MESSAGES and len(ids(both)) == N_MESSAGES
+    for member, own in zip(members, parts, strict=True):
+        assert {msg.origin.partition for msg in member.got} == own
+
+
+def test_dead_letters_land_on_dlq_topic(
+    kafka_broker: TansuBroker,
+    make_topic: Callable[[int], str],
+    source_config: MakeConfig,
+    open_source: OpenSource,
+) -> None:
+    topic = make_topic(2)
+    kafka_broker.create_topic(f"{topic}.dlq", 1)
+    poison = [b"\xff\xfe not utf8", b"{not json"]
+    kafka_broker.produce(topic, poison, partition=1, keys=[b"k1", None])
+    source = open_source(source_config())
+    got = drain(source, 2)
+    letters = [DeadLetter(m, reason="not_json", detail="line 1: expected value") for m in got]
+    source.dead_letter(letters)
+    assert source.status()["dead_letters"] == 2
+
+    reader = KafkaConsumer(
+        f"{topic}.dlq",
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=5000,
+    )
+    try:
+        records = [r for _, r in zip(range(2), reader, strict=False)]
+    finally:
+        reader.close()
+    assert [r.key for r in records] == [b"k1", None]
+    bodies = [json.loads(r.value) for r in records]
+    assert [base64.b64decode(b["value_b64"]) for b in bodies] == poison
+    assert bodies[0]["key_b64"] == base64.b64encode(b"k1").decode()
+    assert {b["reason"] for b in bodies} == {"not_json"}
+    assert [b["origin"] for b in bodies] == [
+        {"topic": topic, "partition": 1, "offset": 0},
+        {"topic": topic, "partition": 1, "offset": 1},
+    ]
+
+
+def test_lag_is_end_minus_committed(
+    kafka_broker: TansuBroker,
+    make_topic: Callable[[int], str],
+    source_config: MakeConfig,
+    open_source: OpenSource,
+) -> None:
+    topic = make_topic(N_PARTITIONS)
+    kafka_broker.produce(topic, values())
+    source = open_source(source_config())
+    got = drain(source, N_MESSAGES, commit=False)
+    per_partition = {p: [m for m in got if m.origin.partition == p] for p in range(N_PARTITIONS)}
+    done = {p: 10 * (p + 1) for p in range(N_PARTITIONS)}  # commit 10, 20, 30, 40 messages
+    source.commit([m for p, ms in per_partition.items() for m in ms[: done[p]]], force=True)
+    assert source.refresh_lag()
+    end = kafka_broker.end_offsets(topic)
+    lag = {row["partition"]: row for row in source.lag()}
+    assert {p: row["lag"] for p, row in lag.items()} == {p: end[p] - done[p] for p in end}
+    assert {p: row["committed_offset"] for p, row in lag.items()} == done
+
+    source.commit(got, force=True)
+    assert {row["lag"] for row in source.lag()} == {0}
+    assert source.status()["lag"] == source.lag()
+
+
+def test_broker_pause_turns_not_ready_and_resume_loses_nothing(
+    kafka_broker: TansuBroker,
+    make_topic: Callable[[int], str],
+    source_config: MakeConfig,
+    open_source: OpenSource,
+) -> None:
+    topic = make_topic(N_PARTITIONS)
+    kafka_broker.produce(topic, values(200, "before"))
+    source = open_source(source_config())
+    got = drain(source, 200)
+    assert source.ready()
+
+    kafka_broker.pause()
+    try:
+        paused_at = time.monotonic()
+        while source.ready() and time.monotonic() - paused_at < 10:
+            got.extend(source.poll(max_records=100, timeout_ms=200))
+        not_ready_after = time.monotonic() - paused_at
+        assert not source.ready()
+        assert not_ready_after < 2.0 + 2.0  # ready_stale_after_s + one probe timeout and poll
+    finally:
+        kafka_broker.resume()
+
+    resumed_at = time.monotonic()
+    while not source.ready() and time.monotonic() - resumed_at < 15:
+        got.extend(source.poll(max_records=100, timeout_ms=200))
+    assert source.ready()
+    kafka_broker.produce(topic, values(200, "after"))
+    got.extend(drain(source, 400 - len(got), timeout_s=15))
+    assert sorted(m.value for m in got) == sorted(values(200, "before") + values(200, "after"))
+    assert len(ids(got)) == 400
+
+
+def test_tombstone_is_delivered_with_value_none(
+    kafka_broker: TansuBroker,
+    make_topic: Callable[[int], str],
+    source_config: MakeConfig,
+    open_source: OpenSource,
+) -> None:
+    topic = make_topic(1)
+    kafka_broker.produce(topic, [b"{}", None], keys=[b"a", b"a"])
+    source = open_source(source_config())
+    got = drain(source, 2)
+    assert [(m.key, m.value) for m in got] == [(b"a", b"{}"), (b"a", None)]
+    assert got[1].origin.offset == 1 and got[1].timestamp_ms is not None
