@@ -301,3 +301,64 @@ def test_tombstone_is_delivered_with_value_none(
     got = drain(source, 2)
     assert [(m.key, m.value) for m in got] == [(b"a", b"{}"), (b"a", None)]
     assert got[1].origin.offset == 1 and got[1].timestamp_ms is not None
+
+
+def test_rebalance_commits_stored_offsets_of_revoked_partitions(
+    kafka_broker: TansuBroker,
+    make_topic: Callable[[int], str],
+    source_config: MakeConfig,
+    open_source: OpenSource,
+    consumer_group: str,
+) -> None:
+    topic = make_topic(N_PARTITIONS)
+    kafka_broker.produce(topic, values())
+    slow_commits = source_config(commit_interval_s=3600.0)  # store only: never due
+    first = Member(open_source(slow_commits))
+    first.start()
+    second = Member(open_source(slow_commits))
+    try:
+        deadline = time.monotonic() + 15
+        while len(first.got) < N_MESSAGES and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(first.got) == N_MESSAGES
+        assert set(kafka_broker.committed(topic, consumer_group).values()) == {None}
+
+        second.start()  # joining revokes everything from the first member, which commits
+        deadline = time.monotonic() + 15
+        while not second.source.status()["assigned_count"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)
+        assert second.got == []  # nothing processed by the first member is replayed
+        assert kafka_broker.committed(topic, consumer_group) == kafka_broker.end_offsets(topic)
+        assert first.source.status()["rebalances"] >= 2
+    finally:
+        for m in (first, second):
+            m.stop.set()
+        for m in (first, second):
+            m.join(timeout=15)
+    assert [first.error, second.error] == [None, None]
+
+
+def test_commit_failure_is_counted_not_raised_and_retried(
+    kafka_broker: TansuBroker,
+    make_topic: Callable[[int], str],
+    source_config: MakeConfig,
+    open_source: OpenSource,
+    consumer_group: str,
+) -> None:
+    topic = make_topic(2)
+    kafka_broker.produce(topic, values(100))
+    source = open_source(source_config(request_timeout_ms=2000))
+    got = drain(source, 100, commit=False)
+    kafka_broker.pause()
+    try:
+        source.commit(got, force=True)  # times out: logged and counted, the loop goes on
+    finally:
+        kafka_broker.resume()
+    status = source.status()
+    assert status["commit_failures"] == 1 and status["committed_offsets"] == {}
+    deadline = time.monotonic() + 10
+    while source.status()["committed_offsets"] == {} and time.monotonic() < deadline:
+        source.poll(max_records=10, timeout_ms=200)
+        source.commit([], force=True)  # the stored offsets are still pending: retried
+    assert kafka_broker.committed(topic, consumer_group) == kafka_broker.end_offsets(topic)

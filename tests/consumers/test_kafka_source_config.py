@@ -1,0 +1,94 @@
+"""KafkaSourceConfig validation, secrets handling and the DLQ record (no broker)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from consumers.base import DeadLetter, Origin, RawMessage
+from consumers.errors import default_on_error, suppress_on_error
+from consumers.kafka_source import KafkaSourceConfig, dead_letter_value
+
+BASE: dict[str, Any] = {"bootstrap_servers": "k:9092", "topic": "queries", "consumer_group": "g"}
+SASL: dict[str, Any] = {
+    **BASE,
+    "security_protocol": "SASL_SSL",
+    "sasl_mechanism": "SCRAM-SHA-512",
+    "sasl_username": "goldwatch",
+    "sasl_password": "s3cret-pw",
+    "ssl_cafile": "/etc/ca.pem",
+}
+
+
+def test_defaults_and_dlq_topic() -> None:
+    cfg = KafkaSourceConfig(**BASE)
+    assert cfg.dlq_topic == "queries.dlq"
+    assert cfg.auto_offset_reset == "earliest"
+    assert KafkaSourceConfig(**BASE, dlq_topic="dead").dlq_topic == "dead"
+    kwargs = cfg.consumer_kwargs()
+    assert kwargs["enable_auto_commit"] is False and kwargs["group_id"] == "g"
+    assert "sasl_plain_password" not in kwargs
+
+
+def test_config_is_frozen() -> None:
+    cfg = KafkaSourceConfig(**BASE)
+    with pytest.raises(ValidationError):
+        cfg.topic = "other"  # type: ignore[misc]
+
+
+def test_secrets_are_passed_through_but_never_printed() -> None:
+    cfg = KafkaSourceConfig(**SASL)
+    kwargs = cfg.client_kwargs()
+    assert kwargs["sasl_plain_password"] == "s3cret-pw"
+    assert kwargs["sasl_plain_username"] == "goldwatch"
+    assert kwargs["security_protocol"] == "SASL_SSL" and kwargs["ssl_cafile"] == "/etc/ca.pem"
+    for text in (repr(cfg), str(cfg), cfg.model_dump_json(), str(cfg.model_dump())):
+        assert "s3cret-pw" not in text
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"security_protocol": "SASL_PLAINTEXT"},  # no mechanism/credentials
+        {"heartbeat_interval_ms": 3000, "session_timeout_ms": 3000},
+        {"max_poll_records": 0},
+        {"security_protocol": "TLS"},
+        {"sasl_mechanism": "GSSAPI"},
+        {"unknown_field": 1},
+    ],
+)
+def test_invalid_settings_are_rejected(overrides: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        KafkaSourceConfig(**{**BASE, **overrides})
+
+
+def test_dead_letter_value_carries_reason_origin_and_base64_bytes() -> None:
+    msg = RawMessage(
+        value=b"\xff{", origin=Origin("queries", 3, 17), key=b"u-7", timestamp_ms=1700000000000
+    )
+    body = json.loads(dead_letter_value(DeadLetter(msg, "not_utf8", "byte 0 invalid")))
+    assert body == {
+        "reason": "not_utf8",
+        "detail": "byte 0 invalid",
+        "origin": {"topic": "queries", "partition": 3, "offset": 17},
+        "value_b64": base64.b64encode(b"\xff{").decode(),
+        "key_b64": base64.b64encode(b"u-7").decode(),
+        "timestamp_ms": 1700000000000,
+    }
+    tombstone = RawMessage(value=None, origin=Origin("queries", 0, 1))
+    body = json.loads(dead_letter_value(DeadLetter(tombstone, "tombstone", "value is null")))
+    assert body["value_b64"] is None and body["key_b64"] is None
+
+
+def test_error_callbacks_log_topic_partition_offset(caplog: pytest.LogCaptureFixture) -> None:
+    msg = RawMessage(value=b"x", origin=Origin("queries", 2, 5))
+    logger = logging.getLogger("goldwatch.test")
+    with caplog.at_level(logging.WARNING, logger="goldwatch.test"):
+        assert default_on_error(ValueError("bad"), msg, logger) is False
+        assert suppress_on_error(ValueError("bad"), None, logger) is True
+    assert 'partition="queries[2]" offset=5' in caplog.text
