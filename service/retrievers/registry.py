@@ -1,0 +1,151 @@
+"""Build retrievers from their :class:`~service.settings.RetrieverConfig`.
+
+``config.params`` become keyword arguments of the retriever's constructor, e.g.
+``{"k1": 1.2, "stopwords": true}`` for bm25, ``{"word_weight": 0.5}`` for tfidf,
+``{"depth": 200}`` for hybrid, ``{"concurrency": 8, "max_response_bytes": 1048576}`` for http.
+
+>>> from service.records import Passage
+>>> from service.settings import RetrieverConfig
+>>> corpus = [Passage("a", "cats purr"), Passage("b", "dogs bark")]
+>>> configs = {"bm25": RetrieverConfig(name="bm25", kind="bm25"),
+...            "tfidf": RetrieverConfig(name="tfidf", kind="tfidf"),
+...            "hybrid": RetrieverConfig(name="hybrid", kind="hybrid")}
+>>> built = build_retrievers(["hybrid", "bm25"], configs.__getitem__, corpus)
+>>> built["hybrid"].members[0] is built["bm25"]  # one bm25 index, shared
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+from service.records import Passage
+from service.retrievers.base import Retriever
+from service.retrievers.bm25 import BM25Retriever
+from service.retrievers.entrypoint import EntrypointRetriever
+from service.retrievers.http import HttpRetriever
+from service.retrievers.hybrid import HybridRetriever
+from service.retrievers.tfidf import TfidfRetriever
+from service.settings import BUILTIN_RETRIEVERS, RetrieverConfig
+
+Resolve = Callable[[str], Retriever]
+
+
+class SettingsLike(Protocol):
+    """Anything with ``retriever(name) -> RetrieverConfig``, such as ``Settings``."""
+
+    def retriever(self, name: str) -> RetrieverConfig: ...
+
+
+def _construct(
+    config: RetrieverConfig, factory: Callable[..., Retriever], *args: Any, **fixed: Any
+) -> Retriever:
+    """Call ``factory(*args, name=..., **fixed, **config.params)``; bad params → ValueError."""
+    try:
+        return factory(*args, name=config.name, **fixed, **config.params)
+    except TypeError as exc:
+        keys = ", ".join(sorted(config.params)) or "none"
+        raise ValueError(
+            f"retriever {config.name!r} (kind {config.kind}): bad params ({keys}): {exc}"
+        ) from exc
+
+
+def _default_resolve(corpus: Sequence[Passage] | None) -> Resolve:
+    """Resolve only the built-in names, with default configs (used when none is given)."""
+
+    def resolve(name: str) -> Retriever:
+        if name not in BUILTIN_RETRIEVERS or name == "hybrid":
+            raise ValueError(f"hybrid member {name!r} needs a resolver (use build_retrievers)")
+        return build_retriever(RetrieverConfig(name=name, kind=name), corpus)  # type: ignore[arg-type]
+
+    return resolve
+
+
+def build_retriever(
+    config: RetrieverConfig,
+    corpus: Sequence[Passage] | None,
+    resolve: Resolve | None = None,
+) -> Retriever:
+    """Build one retriever.
+
+    Args:
+        config: what to build.
+        corpus: the passages the built-ins (bm25, tfidf) index; may be ``None`` otherwise.
+        resolve: maps a hybrid member name to its retriever; default: build ``bm25`` /
+            ``tfidf`` with default settings (other member names then fail).
+
+    Returns:
+        A :class:`Retriever` named ``config.name``. HTTP retrievers hold a connection pool:
+        call their ``close()`` when done.
+
+    Raises:
+        ValueError: a built-in without a corpus, bad params, an unloadable entry point, or an
+            unresolvable hybrid member.
+    """
+    kind = config.kind
+    if kind in ("bm25", "tfidf"):
+        if corpus is None:
+            raise ValueError(
+                f"retriever {config.name!r} (kind {kind}) is built over the corpus, "
+                "but no corpus was given"
+            )
+        factory = BM25Retriever if kind == "bm25" else TfidfRetriever
+        return _construct(config, factory, corpus)
+    if kind == "hybrid":
+        resolver = resolve if resolve is not None else _default_resolve(corpus)
+        members = [resolver(member) for member in config.members]
+        return _construct(config, HybridRetriever, members, rrf_k=config.rrf_k)
+    if kind == "http":
+        return _construct(
+            config,
+            HttpRetriever,
+            config.url,
+            timeout_s=config.timeout_s,
+            retries=config.retries,
+            backoff_s=config.backoff_s,
+            headers=config.headers,
+        )
+    if kind == "entrypoint":
+        return _construct(config, EntrypointRetriever, config.entrypoint)
+    raise ValueError(f"retriever {config.name!r}: unknown kind {kind!r}")
+
+
+def build_retrievers(
+    names: Iterable[str],
+    lookup: Callable[[str], RetrieverConfig] | SettingsLike,
+    corpus: Sequence[Passage] | None,
+) -> dict[str, Retriever]:
+    """Build the named retrievers, each at most once.
+
+    Hybrid members are resolved through the same cache, so a ``bm25`` index used both
+    directly and inside ``hybrid`` is built once and shared.
+
+    Args:
+        names: the retrievers wanted (e.g. from the CLI).
+        lookup: ``name -> RetrieverConfig`` — a function, or an object with a ``retriever``
+            method such as :class:`~service.settings.Settings` (which knows the built-ins).
+        corpus: the passages for the built-ins; ``None`` if none is needed.
+
+    Returns:
+        ``{name: retriever}`` for ``names``, in their order.
+
+    Raises:
+        KeyError: ``lookup`` does not know a name.
+        ValueError: as :func:`build_retriever`, or hybrid members that form a cycle.
+    """
+    config_of = lookup.retriever if hasattr(lookup, "retriever") else lookup
+    built: dict[str, Retriever] = {}
+    building: list[str] = []
+
+    def resolve(name: str) -> Retriever:
+        if name in built:
+            return built[name]
+        if name in building:
+            raise ValueError(f"hybrid members form a cycle: {' -> '.join([*building, name])}")
+        building.append(name)
+        built[name] = build_retriever(config_of(name), corpus, resolve)
+        building.pop()
+        return built[name]
+
+    return {name: resolve(name) for name in names}
