@@ -3,10 +3,12 @@
 Scoring is bm25s's default "lucene" variant (Robertson & Zaragoza 2009, "The Probabilistic
 Relevance Framework: BM25 and Beyond"; Lù 2024, "BM25S", arXiv:2407.03618)::
 
-    score(q, d) = Σ_{t ∈ q} idf(t) · tf(t,d) · (k1 + 1) / (tf(t,d) + k1 · (1 - b + b · |d| / avgdl))
+    score(q, d) = Σ_{t ∈ q} idf(t) · tf(t,d) / (tf(t,d) + k1 · (1 - b + b · |d| / avgdl))
     idf(t)      = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))          (always > 0)
 
-with ``k1 = 1.5``, ``b = 0.75`` by default. Tokens come from :func:`.text.tokenize`.
+with ``k1 = 1.5``, ``b = 0.75`` by default. Like Lucene ≥ 8 it drops the classic ``(k1 + 1)``
+numerator factor (a constant per query, so rankings are unchanged; scores are smaller).
+Tokens come from :func:`.text.tokenize`; a question token repeated counts once per occurrence.
 
 Why bm25s and not rank-bm25 — measured on XQuAD English (240 paragraphs, 1190 questions,
 k = 10, same tokeniser, no stop words; one CPU core, numpy backend, ``benchmarks/
