@@ -1,0 +1,101 @@
+"""EntrypointRetriever: a module written to tmp_path, imported through sys.path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from service.records import ScoredDoc
+from service.retrievers.base import RetrieverError
+from service.retrievers.entrypoint import EntrypointRetriever
+
+MODULE = """
+from service.records import ScoredDoc
+
+def tuples(question, k):
+    return [("a", 1.0), ("b", 3.0), ("c", 2)]  # ignores k: the wrapper cuts
+
+def dicts(question, k):
+    return [{"id": "a", "score": 2}, {"id": 9, "score": 1.5, "extra": True}]
+
+def scored(question, k):
+    return [ScoredDoc("z", 0.25), ScoredDoc("y", 0.75)]
+
+def boom(question, k):
+    raise RuntimeError("cannot answer " + question)
+
+def bad_score(question, k):
+    return [("a", "high")]
+
+def not_a_list(question, k):
+    return {"a": 1.0}
+
+class Searcher:
+    def __init__(self, bonus=0.0):
+        self.bonus = bonus
+        self.batches = 0
+
+    def search(self, question, k):
+        return [("s", 1.0 + self.bonus)]
+
+    def search_batch(self, questions, k):
+        self.batches += 1
+        return [[("b", float(len(q)))] for q in questions]
+
+searcher = Searcher()
+"""
+
+
+@pytest.fixture
+def module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    (tmp_path / "gw_entry_fixture.py").write_text(MODULE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "gw_entry_fixture"
+
+
+def test_tuples_are_sorted_and_cut(module: str) -> None:
+    retriever = EntrypointRetriever(f"{module}:tuples", name="mine")
+    assert retriever.search("q", 2) == [ScoredDoc("b", 3.0), ScoredDoc("c", 2.0)]
+    assert retriever.search("q", 5) == [("b", 3.0), ("c", 2.0), ("a", 1.0)]
+    assert retriever.search_batch(["q1", "q2"], 1) == [[("b", 3.0)], [("b", 3.0)]]
+
+
+def test_dicts_and_scored_docs(module: str) -> None:
+    assert EntrypointRetriever(f"{module}:dicts").search("q", 5) == [("a", 2.0), ("9", 1.5)]
+    assert EntrypointRetriever(f"{module}:scored").search("q", 5) == [("y", 0.75), ("z", 0.25)]
+
+
+def test_an_object_with_search_batch_is_used_for_batches(module: str) -> None:
+    retriever = EntrypointRetriever(f"{module}:searcher")
+    assert retriever.search("q", 3) == [ScoredDoc("s", 1.0)]
+    assert retriever.search_batch(["ab", "abcd"], 3) == [[("b", 2.0)], [("b", 4.0)]]
+    import gw_entry_fixture  # type: ignore[import-not-found]
+
+    assert gw_entry_fixture.searcher.batches == 1
+
+
+def test_a_class_is_built_with_params(module: str) -> None:
+    retriever = EntrypointRetriever(f"{module}:Searcher", bonus=1.5)
+    assert retriever.search("q", 1) == [ScoredDoc("s", 2.5)]
+    with pytest.raises(ValueError, match="not a class"):
+        EntrypointRetriever(f"{module}:tuples", bonus=1.0)
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["gw_no_such_module_xyz:f", "json:no_such_callable", "no_colon_here", ":f", "json:"],
+)
+def test_bad_paths_raise_value_error_naming_the_entrypoint(path: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        EntrypointRetriever(path)
+    assert repr(path) in str(caught.value)
+
+
+def test_errors_from_the_callable_never_echo_the_question(module: str) -> None:
+    question = "salary of Jane Doe"
+    for attribute, match in [("boom", "raised RuntimeError"), ("bad_score", "not a number"),
+                             ("not_a_list", "expected a list")]:  # fmt: skip
+        with pytest.raises(RetrieverError, match=match) as caught:
+            EntrypointRetriever(f"{module}:{attribute}").search(question, 3)
+        assert question not in str(caught.value)
