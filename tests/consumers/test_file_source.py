@@ -1,0 +1,253 @@
+"""The JSONL file / stdin source: lines, positions, resume, follow, rotation, DLQ, speed."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from consumers.base import DeadLetter, Origin, RawMessage
+from consumers.errors import SourceUnavailable
+from consumers.file_source import FileSource, TokenBucket, message_factory
+
+
+def lines_of(messages: list[RawMessage]) -> list[tuple[int | None, bytes | None]]:
+    return [(m.origin.line, m.value) for m in messages]
+
+
+def drain(source: FileSource, batch: int = 1000) -> list[RawMessage]:
+    """Poll until end of file (a throttled poll may return [] before it)."""
+    out: list[RawMessage] = []
+    while (chunk := source.poll(batch, 0)) or not source.at_eof:
+        out.extend(chunk)
+    return out
+
+
+def test_one_message_per_line_blank_lines_counted(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"a":1}\n\n   \n{"a":2}\r\n{"a":3}')  # no trailing newline
+    source = FileSource(path)
+    messages = drain(source, batch=2)
+    assert lines_of(messages) == [(1, b'{"a":1}'), (4, b'{"a":2}\r'), (5, b'{"a":3}')]
+    assert messages[0].origin == Origin(file=str(path), line=1)
+    assert source.at_eof
+    assert source.poll(10, 0) == []
+    assert source.position_after(messages) == {
+        "offset": path.stat().st_size,
+        "line": 5,
+        "head": source.position_after(messages)["head"],
+    }
+
+
+def test_small_chunks_split_lines_correctly(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    rows = [json.dumps({"i": i, "pad": "x" * (i % 13)}).encode() for i in range(300)]
+    path.write_bytes(b"\n".join(rows) + b"\n")
+    messages = drain(FileSource(path, chunk_bytes=7), batch=17)
+    assert [m.value for m in messages] == rows
+
+
+def test_fast_message_factory_builds_equal_messages() -> None:
+    made = message_factory("q.jsonl")(b"{}", 7)
+    assert made == RawMessage(b"{}", Origin(file="q.jsonl", line=7))
+    assert hash(made.origin) == hash(Origin(file="q.jsonl", line=7))
+    assert made.origin.describe() == "q.jsonl:7"
+
+
+def test_missing_file() -> None:
+    with pytest.raises(SourceUnavailable, match="cannot open"):
+        FileSource("/nonexistent/queries.jsonl")
+
+
+def test_resume_after_crash_no_loss_no_double(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"".join(b'{"i":%d}\n' % i for i in range(10)))
+    first = FileSource(path)
+    batch = first.poll(4, 0)
+    stored = first.position_after(batch)  # what the loop checkpoints
+    first.commit(batch)
+    first.poll(3, 0)  # read but never committed: the process crashes here
+    first.close()
+
+    second = FileSource(path)
+    second.restore(json.loads(json.dumps(stored)))
+    rest = drain(second)
+    assert [m.origin.line for m in batch + rest] == list(range(1, 11))
+
+
+def test_truncated_file_starts_over(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"i":1}\n{"i":2}\n{"i":3}\n')
+    first = FileSource(path)
+    stored = first.position_after(first.poll(3, 0))
+    path.write_bytes(b'{"i":9}\n')
+    second = FileSource(path)
+    second.restore(stored)
+    assert lines_of(drain(second)) == [(1, b'{"i":9}')]
+    assert "truncated or rotated" in caplog.text
+
+
+def test_replaced_file_same_size_starts_over(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"i":1}\n{"i":2}\n')
+    first = FileSource(path)
+    stored = first.position_after(first.poll(1, 0))
+    path.write_bytes(b'{"i":7}\n{"i":8}\n')
+    second = FileSource(path)
+    second.restore(stored)
+    assert [m.origin.line for m in drain(second)] == [1, 2]
+
+
+def test_follow_picks_up_appended_lines_and_waits_for_partial(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"i":1}\n')
+    source = FileSource(path, follow=True, poll_interval_s=0.01)
+    assert lines_of(source.poll(10, 0)) == [(1, b'{"i":1}')]
+    started = time.monotonic()
+    assert source.poll(10, 100) == []
+    assert time.monotonic() - started >= 0.09
+    with path.open("ab") as handle:
+        handle.write(b'{"i":2}\n{"i":')
+        handle.flush()
+        assert lines_of(source.poll(10, 500)) == [(2, b'{"i":2}')]
+        assert source.poll(10, 50) == []  # partial line is not emitted
+        handle.write(b"3}\n")
+    assert lines_of(source.poll(10, 500)) == [(3, b'{"i":3}')]
+
+
+def test_follow_detects_truncation(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"i":1}\n{"i":2}\n')
+    source = FileSource(path, follow=True, poll_interval_s=0.01)
+    assert len(source.poll(10, 0)) == 2
+    path.write_bytes(b'{"n":1}\n')
+    assert lines_of(source.poll(10, 500)) == [(1, b'{"n":1}')]
+    assert "truncated or rotated" in caplog.text
+
+
+def test_follow_follows_rotation(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"i":1}\n')
+    source = FileSource(path, follow=True, poll_interval_s=0.01)
+    assert len(source.poll(10, 0)) == 1
+    path.rename(tmp_path / "log.jsonl.1")
+    path.write_bytes(b'{"new":1}\n{"new":2}\n')
+    assert lines_of(source.poll(10, 500)) == [(1, b'{"new":1}'), (2, b'{"new":2}')]
+
+
+def test_overlong_line_is_cut_and_positions_stay_exact(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"a":1}\n' + b"x" * 5000 + b'\n{"a":2}\n' + b"y" * 100)
+    source = FileSource(path, chunk_bytes=64, max_line_bytes=100)
+    messages = drain(source)
+    assert [(m.origin.line, len(m.value or b"")) for m in messages] == [
+        (1, 7),
+        (2, 101),
+        (3, 7),
+        (4, 100),
+    ]
+    assert source.position_after(messages[:2])["offset"] == 8 + 5001
+
+
+def test_dead_letters_written_as_jsonl(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"not json\n")
+    source = FileSource(path)
+    (message,) = source.poll(10, 0)
+    tomb = RawMessage(None, Origin(file=str(path), line=9))
+    source.dead_letter([DeadLetter(message, "not_json", "expected a JSON object")])
+    source.dead_letter([DeadLetter(tomb, "tombstone", "null")])
+    source.close()
+    rows = [json.loads(x) for x in (tmp_path / "log.jsonl.dlq.jsonl").read_text().splitlines()]
+    assert rows[0] == {
+        "reason": "not_json",
+        "detail": "expected a JSON object",
+        "origin": {"file": str(path), "line": 1},
+        "value_b64": base64.b64encode(b"not json").decode(),
+    }
+    assert rows[1]["value_b64"] is None
+
+
+def test_stdin_pipe_does_not_block_and_reads_to_eof(tmp_path: Path) -> None:
+    read_fd, write_fd = os.pipe()
+    with os.fdopen(read_fd, "rb") as reader, os.fdopen(write_fd, "wb") as writer:
+        source = FileSource("-", stream=reader, dlq_path=tmp_path / "dlq.jsonl")
+        assert source.name == "stdin" and source.state_key is None
+        started = time.monotonic()
+        assert source.poll(10, 50) == []
+        assert time.monotonic() - started < 1
+        assert not source.at_eof
+        writer.write(b'{"i":1}\n{"i":2}\n')
+        writer.flush()
+        assert lines_of(source.poll(10, 500)) == [(1, b'{"i":1}'), (2, b'{"i":2}')]
+        threading.Timer(0.05, writer.close).start()
+        assert source.poll(10, 2000) == []
+        assert source.at_eof
+        assert source.status()["read_line"] == 2
+
+
+def test_rate_limit_throttles() -> None:
+    bucket = TokenBucket(rate=100)
+    taken, started = 0, time.monotonic()
+    while taken < 30:
+        n = bucket.wait(10, time.monotonic() + 1)
+        bucket.spend(n)
+        taken += n
+    assert time.monotonic() - started >= 0.25
+    with pytest.raises(ValueError, match="rate"):
+        TokenBucket(0)
+
+
+def test_rate_limited_source(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"i":1}\n' * 40)
+    source = FileSource(path, rate=200)
+    started = time.monotonic()
+    assert len(drain(source, batch=100)) == 40
+    assert time.monotonic() - started >= 0.15
+
+
+def test_commit_and_status(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"i":1}\n{"i":2}\n')
+    source = FileSource(path)
+    batch = source.poll(1, 0)
+    source.commit(batch)
+    status = source.status()
+    assert (status["offset"], status["line"], status["commits"]) == (8, 1, 1)
+    with pytest.raises(ValueError, match="not pending"):
+        source.position_after(batch)
+    assert source.ready()
+    source.close()
+    assert not source.ready()
+
+
+def test_raw_throughput_at_least_200k_lines_per_second(tmp_path: Path) -> None:
+    """Best of three reads of 200k real-shaped lines; the floor is overridable on slow hosts."""
+    floor = float(os.environ.get("GOLDWATCH_MIN_FILE_LINES_PER_S", "200000"))
+    row = json.dumps(
+        {
+            "event_id": "e-000123",
+            "timestamp": "2026-11-29T10:00:00Z",
+            "question": "Hostel ka fee semester wise dena hai ya yearly?",
+        }
+    ).encode()
+    n = 200_000
+    path = tmp_path / "big.jsonl"
+    path.write_bytes((row + b"\n") * n)
+    rates = []
+    for _ in range(3):
+        source = FileSource(path)
+        started, count = time.perf_counter(), 0
+        while batch := source.poll(5000, 0):
+            count += len(batch)
+            source.commit(batch)
+        rates.append(count / (time.perf_counter() - started))
+        assert count == n
+    print(f"file source raw throughput: {max(rates):,.0f} lines/s (best of 3)")
+    assert max(rates) >= floor
