@@ -43,8 +43,9 @@ class BM25Retriever:
     """BM25 ranking of ``corpus`` passages.
 
     Only passages sharing at least one token with the question are returned (score > 0), so a
-    question whose tokens are all unknown gets ``[]``. Equal scores are ordered by corpus
-    position.
+    question whose tokens are all unknown gets ``[]``. Equal scores inside the returned list are
+    ordered by corpus position; which of several passages tied at place ``k`` make the cut is
+    bm25s's (deterministic) choice.
 
     Args:
         corpus: the passages to index (non-empty, unique ids).
