@@ -223,6 +223,7 @@ class KafkaSource:
         """Store the offsets of processed ``messages``; commit ``last + 1`` when due.
 
         A commit happens when ``commit_interval_s`` passed since the last one, or ``force``.
+        Messages of partitions no longer assigned are skipped (their new owner replays them).
         Kafka commit errors are counted and logged, never raised.
 
         :raises InvalidStoredOffset: an offset is not greater than one stored before.
@@ -233,8 +234,14 @@ class KafkaSource:
             if o.topic is not None and o.partition is not None and o.offset is not None:
                 key = (o.topic, o.partition)
                 last[key] = max(last.get(key, -1), o.offset)
+        assigned = self._listener.assigned()
         for (topic, partition), offset in last.items():
-            self._checkpoint.store(topic, partition, offset)
+            if (topic, partition) in assigned:
+                self._checkpoint.store(topic, partition, offset)
+            else:
+                log.info(
+                    "not storing %s[%d] offset=%d: partition revoked", topic, partition, offset
+                )
         if force or self._checkpoint.due():
             self._commit_stored()
 
