@@ -24,7 +24,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
+from operator import eq, itemgetter
 from typing import NamedTuple
 
 from service.records import Qrels, Run, ScoredDoc
@@ -45,6 +45,7 @@ __all__ = [
     "reciprocal_rank",
 ]
 
+_SCORE = itemgetter(1)
 _SCORE_THEN_ID = itemgetter(1, 0)
 _DOC_ID = itemgetter(0)
 
@@ -58,11 +59,20 @@ def _ensure_discounts(max_rank: int) -> None:
         _DISCOUNT.append(1.0 / math.log2(r + 1))
 
 
+def _ordered(docs: Iterable[ScoredDoc]) -> list[ScoredDoc]:
+    """Sort by score descending, ties by doc id descending (trec_eval ``comp_sim_docno``)."""
+    ordered = sorted(docs, key=_SCORE, reverse=True)  # float keys: the fast path
+    scores = list(map(_SCORE, ordered))
+    if any(map(eq, scores, scores[1:])):  # ties (or duplicates): break them by doc id
+        ordered.sort(key=_SCORE_THEN_ID, reverse=True)
+    return ordered
+
+
 def rank_run(docs: Iterable[ScoredDoc]) -> tuple[list[str], int]:
     """Order one result list the trec_eval way and drop duplicate ids.
 
     Args:
-        docs: ``(doc_id, score)`` pairs in any order.
+        docs: ``(doc_id, score)`` pairs in any order; scores must not be NaN.
 
     Returns:
         ``(ranking, n_duplicates)``: the doc ids by score descending, ties by id descending,
@@ -72,14 +82,14 @@ def rank_run(docs: Iterable[ScoredDoc]) -> tuple[list[str], int]:
     ...           ScoredDoc("a", 0.5)])
     (['b', 'c', 'a'], 1)
     """
-    ordered = sorted(docs, key=_SCORE_THEN_ID, reverse=True)
+    ordered = _ordered(docs)
     unique = list(dict.fromkeys(map(_DOC_ID, ordered)))
     return unique, len(ordered) - len(unique)
 
 
 def _rank_map(docs: Iterable[ScoredDoc]) -> tuple[dict[str, int], int]:
     """``({doc_id: rank}, n_duplicates)`` for one result list; same rule as :func:`rank_run`."""
-    ids = list(map(_DOC_ID, sorted(docs, key=_SCORE_THEN_ID, reverse=True)))
+    ids = list(map(_DOC_ID, _ordered(docs)))
     n = len(ids)
     rank_of = dict(zip(reversed(ids), range(n, 0, -1), strict=True))  # first occurrence wins
     n_duplicates = n - len(rank_of)
