@@ -427,7 +427,8 @@ def evaluate(
     Args:
         qrels: query id → ``{doc_id: rel}``.
         run: query id → ``ScoredDoc`` list in any order.
-        measures: labels accepted by :func:`parse_measure`; duplicates are scored once.
+        measures: labels accepted by :func:`parse_measure` (or one label as a ``str``);
+            duplicates are scored once.
         relevance_level: smallest relevant ``rel`` (trec_eval ``-l``), >= 1.
         complete: evaluate qrels queries missing from the run (trec_eval ``-c``).
 
@@ -440,7 +441,8 @@ def evaluate(
     ({'recall@5': 0.5, 'mrr': 1.0}, 1)
     """
     _check_level(relevance_level)
-    parsed = list(dict.fromkeys(parse_measure(m) for m in measures))
+    names = [measures] if isinstance(measures, str) else measures
+    parsed = list(dict.fromkeys(parse_measure(m) for m in names))
     if not parsed:
         raise ValueError("evaluate needs at least one measure")
     plan = [(m.label, _KERNELS[m.name], m.k) for m in parsed]

@@ -199,6 +199,19 @@ def test_k_larger_than_list() -> None:
     assert ndcg_at_k(qrel, ranking, 50) == pytest.approx(1 / (1 + 1 / math.log2(3) + 0.5))
 
 
+def test_long_ranking_beyond_the_precomputed_discounts() -> None:
+    ranking = [f"d{i}" for i in range(1, 3001)]  # gold "d2500" at rank 2500
+    # DCG = 1/log2(2501); IDCG = 1/log2(2) = 1
+    assert ndcg_at_k({"d2500": 1}, ranking) == pytest.approx(1 / math.log2(2501))
+    assert ndcg_at_k({"d2500": 1}, ranking, 2499) == 0.0
+    assert average_precision({"d2500": 1}, ranking) == pytest.approx(1 / 2500)
+
+
+def test_a_single_measure_string_is_one_measure() -> None:
+    result = evaluate({"q": {"a": 1}}, {"q": [ScoredDoc("a", 1)]}, "ndcg@10")
+    assert result.mean == {"ndcg@10": 1.0}
+
+
 def test_first_hit_beyond_k_gives_mrr_at_k_zero() -> None:
     qrel = {"p": 1}
     ranking = ["a", "b", "c", "p"]
