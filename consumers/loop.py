@@ -1,0 +1,340 @@
+"""The poll loop: source → decode → pipeline → dead letters → checkpoint → commit.
+
+One iteration handles one micro-batch, on the one consumer thread::
+
+    messages = source.poll(max_batch_size, max_batch_wait_ms)
+    decoded, dead = decode(messages)              # bad messages become dead letters
+    batch = pipeline.process(events)              # stages; duplicates dropped and counted
+    source.dead_letter(dead)                      # durable before anything is committed
+    when due: state.checkpoint(stage states + source position); source.commit(pending)
+    metrics.observe_batch(...)                    # once per batch, never per event
+
+Guarantees:
+
+* Back-pressure by construction: the source is not polled again until the batch is done.
+* Commit only after effects: offsets/positions are committed after the dead letters are
+  durable and the state holding the same batches is checkpointed. A checkpoint is due every
+  ``commit_interval_s`` seconds or ``commit_every`` messages, and always at stop / end of
+  input. A crash replays at most what followed the last checkpoint, and the dedup window
+  (checkpointed with it) drops what was already counted. Dead letters are at-least-once.
+* Never dies on a bad message. A stage exception goes to ``on_error`` (quix-style,
+  ``(exc, message, logger) -> suppress?``); the default logs ``topic[partition] offset`` and
+  re-raises. A suppressed batch is dead-lettered as ``processing_failed``, never lost.
+* Graceful stop: set ``stop_event``; the loop finishes the current batch, checkpoints,
+  commits and closes the source within ``max_batch_wait_ms`` plus one batch.
+* After a crash (any exception) the source is marked failed (if it supports it) and closed
+  without committing anything further.
+
+Counts are exact: ``consumed == processed + dead_lettered + duplicates + other drops``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Protocol, runtime_checkable
+
+from prometheus_client import CollectorRegistry
+
+from consumers.base import DeadLetter, RawMessage, Source
+from consumers.decoding import decode_batch
+from consumers.errors import ErrorCallback, default_on_error
+from service.dedup import DUPLICATE
+from service.events import FieldMapping, QueryLogEvent
+from service.pipeline import Batch, Pipeline, PipelineConfig, StageError
+from service.state import StateStore
+from service.telemetry import BatchCounts, Metrics, build_metrics
+
+log = logging.getLogger(__name__)
+
+PROCESSING_FAILED = "processing_failed"
+
+Decoder = Callable[
+    [Sequence[RawMessage]], tuple[list[tuple[RawMessage, QueryLogEvent]], list[DeadLetter]]
+]
+
+
+def make_decoder(mapping: FieldMapping | None = None, max_event_bytes: int = 1_048_576) -> Decoder:
+    """Return ``decode_batch`` bound to a field mapping and a size limit (bytes)."""
+    return partial(decode_batch, mapping=mapping or FieldMapping(), max_event_bytes=max_event_bytes)
+
+
+@runtime_checkable
+class Resumable(Protocol):
+    """A source whose position lives in the state store (files); Kafka keeps its own offsets.
+
+    ``state_key`` is ``None`` when the position cannot be resumed (stdin).
+    """
+
+    state_key: str | None
+
+    def position_after(self, messages: Sequence[RawMessage]) -> dict[str, Any]: ...
+
+    def restore(self, state: dict[str, Any] | None) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """Counts of a run. ``dead_lettered`` and ``dropped`` are by reason."""
+
+    consumed: int
+    processed: int
+    dead_lettered: dict[str, int]
+    duplicates: int
+    dropped: dict[str, int]
+    batches: int
+    checkpoints: int
+
+    @property
+    def dead_lettered_total(self) -> int:
+        return sum(self.dead_lettered.values())
+
+    @property
+    def balanced(self) -> bool:
+        """True when every consumed message is accounted for exactly once."""
+        accounted = self.processed + self.dead_lettered_total + self.duplicates
+        return self.consumed == accounted + sum(self.dropped.values())
+
+
+@dataclass
+class _Tally:
+    consumed: int = 0
+    processed: int = 0
+    duplicates: int = 0
+    batches: int = 0
+    checkpoints: int = 0
+    dead_lettered: dict[str, int] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def add(self, counts: BatchCounts, dropped: dict[str, int]) -> None:
+        self.batches += 1
+        self.consumed += counts.consumed
+        self.processed += counts.processed
+        self.duplicates += counts.duplicates
+        for target, source in ((self.dead_lettered, counts.dead_lettered), (self.dropped, dropped)):
+            for reason, n in source.items():
+                target[reason] = target.get(reason, 0) + n
+
+    def report(self) -> Report:
+        return Report(
+            self.consumed,
+            self.processed,
+            dict(self.dead_lettered),
+            self.duplicates,
+            dict(self.dropped),
+            self.batches,
+            self.checkpoints,
+        )
+
+
+def _commit_key(message: RawMessage) -> tuple[Any, ...]:
+    origin = message.origin
+    return (origin.topic, origin.partition, origin.file)
+
+
+class _Loop:
+    """The state of one :func:`run`; every method runs on the consumer thread."""
+
+    def __init__(
+        self,
+        source: Source,
+        pipeline: Pipeline,
+        state: StateStore,
+        metrics: Metrics,
+        decode: Decoder,
+        config: PipelineConfig,
+        on_error: ErrorCallback,
+    ) -> None:
+        self.source, self.pipeline, self.state, self.metrics = source, pipeline, state, metrics
+        self.decode, self.config, self.on_error = decode, config, on_error
+        self.tally = _Tally()
+        self.pending: dict[tuple[Any, ...], RawMessage] = {}  # last message per partition/file
+        self.pending_count = 0
+        self.last_checkpoint = self.last_status = time.monotonic()
+        self.status: dict[str, Any] = {}
+
+    def restore(self) -> None:
+        self.pipeline.restore(self.state.get_many(self.pipeline.state_keys()))
+        if isinstance(self.source, Resumable) and self.source.state_key:
+            self.source.restore(self.state.get(self.source.state_key))
+
+    def handle(self, messages: list[RawMessage]) -> None:
+        """Process one polled batch end to end and update the metrics once."""
+        started = time.perf_counter()
+        batch, dead = self._process(messages)
+        self.source.dead_letter(dead)
+        for message in messages:
+            self.pending[_commit_key(message)] = message
+        self.pending_count += len(messages)
+        self.maybe_checkpoint()
+        dropped = dict(batch.dropped) if batch is not None else {}
+        counts = BatchCounts(
+            source=self.source.name,
+            consumed=len(messages),
+            processed=len(batch) if batch is not None else 0,
+            dead_lettered=_by_reason(dead),
+            duplicates=dropped.pop(DUPLICATE, 0),
+            seconds=time.perf_counter() - started,
+            newest_event_s=_newest(batch),
+        )
+        self.metrics.observe_batch(counts)
+        self.tally.add(counts, dropped)
+
+    def _process(self, messages: list[RawMessage]) -> tuple[Batch | None, list[DeadLetter]]:
+        try:
+            decoded, dead = self.decode(messages)
+            return self.pipeline.process([e for _, e in decoded], self.source.name), dead
+        except Exception as exc:
+            if not self.on_error(exc, messages[0], log):
+                raise
+            where = f"{messages[0].origin.describe()} .. {messages[-1].origin.describe()}"
+            log.warning(
+                "dead-lettering %d messages (%s) as %s", len(messages), where, PROCESSING_FAILED
+            )
+            detail = _failure_detail(exc)
+            return None, [DeadLetter(m, PROCESSING_FAILED, detail) for m in messages]
+
+    def maybe_checkpoint(self) -> None:
+        elapsed = time.monotonic() - self.last_checkpoint
+        if self.pending_count >= self.config.commit_every or (
+            self.pending and elapsed >= self.config.commit_interval_s
+        ):
+            self.checkpoint()
+        if time.monotonic() - self.last_status >= self.config.status_interval_s:
+            self.sample_status()
+
+    def checkpoint(self, final: bool = False) -> None:
+        """Checkpoint stage states and the source position, then commit the pending messages."""
+        messages = list(self.pending.values())
+        if messages:
+            updates = self.pipeline.snapshot()
+            if isinstance(self.source, Resumable) and self.source.state_key:
+                updates[self.source.state_key] = self.source.position_after(messages)
+            self.state.checkpoint(updates)
+            _commit(self.source, messages, final)
+            self.tally.checkpoints += 1
+        self.pending.clear()
+        self.pending_count = 0
+        self.last_checkpoint = time.monotonic()
+        self.sample_status()
+
+    def sample_status(self) -> None:
+        status = self.source.status()
+        self.metrics.observe_status(status, self.status)
+        self.status, self.last_status = status, time.monotonic()
+
+
+def _commit(source: Source, messages: list[RawMessage], final: bool) -> None:
+    """Commit; on the final commit ask sources that batch commits (Kafka) to commit now."""
+    if final and "force" in inspect.signature(source.commit).parameters:
+        source.commit(messages, force=True)  # type: ignore[call-arg]
+    else:
+        source.commit(messages)
+
+
+def _by_reason(dead: Sequence[DeadLetter]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for letter in dead:
+        counts[letter.reason] = counts.get(letter.reason, 0) + 1
+    return counts
+
+
+def _newest(batch: Batch | None) -> float | None:
+    if not batch or not batch.events:
+        return None
+    return max(event.timestamp for event in batch.events).timestamp()
+
+
+def _failure_detail(exc: Exception) -> str:
+    """Name the stage and exception types only: the message may echo event content."""
+    if isinstance(exc, StageError) and exc.__cause__ is not None:
+        return f"stage {exc.stage!r} raised {type(exc.__cause__).__name__}; error suppressed"
+    return f"{type(exc).__name__} while processing the batch; error suppressed"
+
+
+def run(
+    source: Source,
+    pipeline: Pipeline,
+    state: StateStore,
+    metrics: Metrics,
+    stop_event: threading.Event,
+    *,
+    decode: Decoder | None = None,
+    config: PipelineConfig | None = None,
+    on_error: ErrorCallback = default_on_error,
+    until_eof: bool = False,
+) -> Report:
+    """Consume ``source`` through ``pipeline`` until ``stop_event`` is set (or end of input).
+
+    :param decode: raw messages → ``(decoded, dead)``; default :func:`make_decoder` with the
+        default field mapping and ``config.max_event_bytes``.
+    :param config: batch size, poll wait, checkpoint cadence (default :class:`PipelineConfig`).
+    :param on_error: called with ``(exc, first message of the batch, logger)`` when decoding or
+        a stage raises; ``True`` dead-letters the batch as ``processing_failed`` and goes on.
+    :param until_eof: stop at the first empty poll at end of input (sources without an
+        ``at_eof`` attribute: the first empty poll).
+    :returns: the run's counts.
+    :raises StateError: the state cannot be read or written (nothing more is committed).
+    :raises Exception: whatever ``on_error`` did not suppress, or the source raised.
+    """
+    config = config or PipelineConfig()
+    loop = _Loop(
+        source,
+        pipeline,
+        state,
+        metrics,
+        decode or make_decoder(max_event_bytes=config.max_event_bytes),
+        config,
+        on_error,
+    )
+    try:
+        loop.restore()
+        while not stop_event.is_set():
+            messages = source.poll(config.max_batch_size, config.max_batch_wait_ms)
+            if messages:
+                loop.handle(messages)
+            elif until_eof and getattr(source, "at_eof", True):
+                break
+            else:
+                loop.maybe_checkpoint()
+        loop.checkpoint(final=True)
+    except BaseException:
+        mark_failed = getattr(source, "mark_failed", None)
+        if callable(mark_failed):
+            mark_failed()
+        raise
+    finally:
+        source.close()
+    return loop.tally.report()
+
+
+def replay(
+    source: Source,
+    pipeline: Pipeline,
+    *,
+    decode: Decoder | None = None,
+    state: StateStore | None = None,
+    metrics: Metrics | None = None,
+    config: PipelineConfig | None = None,
+    on_error: ErrorCallback = default_on_error,
+) -> Report:
+    """Run ``source`` to its end and return the counts (``goldwatch replay``).
+
+    State defaults to an in-memory store (a fresh start) and metrics to a private registry.
+    """
+    return run(
+        source,
+        pipeline,
+        state if state is not None else StateStore.in_memory(),
+        metrics if metrics is not None else build_metrics(CollectorRegistry()),
+        threading.Event(),
+        decode=decode,
+        config=config,
+        on_error=on_error,
+        until_eof=True,
+    )

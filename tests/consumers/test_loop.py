@@ -1,0 +1,441 @@
+"""The poll loop over fakes at the Source port, real files, real SQLite, a real registry."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry
+
+from consumers.base import DeadLetter, Origin, RawMessage
+from consumers.errors import suppress_on_error
+from consumers.file_source import FileSource
+from consumers.loop import PROCESSING_FAILED, Report, replay, run
+from service.pipeline import Batch, CountingStage, Pipeline, PipelineConfig, StageError
+from service.state import StateError, StateStore
+from service.telemetry import Metrics, build_metrics
+
+EVERY_BATCH = PipelineConfig(
+    max_batch_size=4, max_batch_wait_ms=20, commit_interval_s=0, status_interval_s=0
+)
+
+
+def event(i: int, event_id: str | None = None) -> bytes:
+    body = {"event_id": event_id or f"e-{i}", "timestamp": 1_795_946_400 + i, "question": f"q{i}"}
+    return json.dumps(body).encode()
+
+
+def kafka_messages(values: Sequence[bytes | None], start: int = 0) -> list[RawMessage]:
+    return [
+        RawMessage(v, Origin(topic="queries", partition=0, offset=start + n))
+        for n, v in enumerate(values)
+    ]
+
+
+class FakeSource:
+    """A Source over fixed batches; records the order of calls into ``calls``."""
+
+    name = "kafka:queries"
+
+    def __init__(self, batches: list[list[RawMessage]], calls: list[str] | None = None) -> None:
+        self.batches = list(batches)
+        self.calls = calls if calls is not None else []
+        self.committed: list[RawMessage] = []
+        self.dead: list[DeadLetter] = []
+        self.closed = self.failed = False
+        self.commit_error: Exception | None = None
+        self.stop_on_poll: threading.Event | None = None
+
+    @property
+    def at_eof(self) -> bool:
+        return not self.batches
+
+    def poll(self, max_records: int, timeout_ms: int) -> list[RawMessage]:
+        self.calls.append("poll")
+        if self.stop_on_poll is not None:
+            self.stop_on_poll.set()  # a stop request arrives while this batch is in flight
+        return self.batches.pop(0) if self.batches else []
+
+    def dead_letter(self, letters: Sequence[DeadLetter]) -> None:
+        self.calls.append("dead_letter")
+        self.dead.extend(letters)
+
+    def commit(self, messages: Sequence[RawMessage]) -> None:
+        self.calls.append("commit")
+        if self.commit_error is not None:
+            raise self.commit_error
+        self.committed.extend(messages)
+
+    def status(self) -> dict[str, Any]:
+        return {"commits": self.calls.count("commit"), "rebalances": 0}
+
+    def ready(self) -> bool:
+        return not self.closed
+
+    def mark_failed(self) -> None:
+        self.failed = True
+
+    def close(self) -> None:
+        self.calls.append("close")
+        self.closed = True
+
+
+class RecordingState(StateStore):
+    calls: list[str]
+
+    def checkpoint(self, updates: Any) -> None:
+        self.calls.append("checkpoint")
+        super().checkpoint(updates)
+
+
+def recording_state(calls: list[str]) -> RecordingState:
+    store = StateStore.in_memory()
+    recorder = RecordingState(store._conn, ":memory:")
+    recorder.calls = calls
+    return recorder
+
+
+def fresh_metrics() -> tuple[CollectorRegistry, Metrics]:
+    registry = CollectorRegistry()
+    return registry, build_metrics(registry, topics=["queries"])
+
+
+def pipeline(window: int = 1000) -> Pipeline:
+    return Pipeline.default(PipelineConfig(dedup_window=window))
+
+
+def test_counts_are_exact_and_bad_messages_are_dead_letters() -> None:
+    batches = [
+        kafka_messages([event(1), b"not json", event(2), None], 0),
+        kafka_messages([event(1), b"[1]", b'{"event_id": "x"}', event(3)], 4),
+        kafka_messages([event(3), event(4)], 8),
+    ]
+    source = FakeSource(batches)
+    registry, metrics = fresh_metrics()
+    report = run(
+        source,
+        pipeline(),
+        StateStore.in_memory(),
+        metrics,
+        threading.Event(),
+        config=EVERY_BATCH,
+        until_eof=True,
+    )
+    assert report == Report(
+        consumed=10,
+        processed=4,
+        dead_lettered={"not_json": 1, "tombstone": 1, "not_object": 1, "missing_field": 1},
+        duplicates=2,
+        dropped={},
+        batches=3,
+        checkpoints=3,
+    )
+    assert report.balanced
+    assert [d.reason for d in source.dead] == [
+        "not_json",
+        "tombstone",
+        "not_object",
+        "missing_field",
+    ]
+    assert len(source.committed) == 3  # the newest message of partition 0, per checkpoint
+    assert source.committed[-1].origin.offset == 9
+    value = registry.get_sample_value
+    assert value("goldwatch_events_consumed_total", {"source": "kafka"}) == 10
+    assert value("goldwatch_events_processed_total", {"source": "kafka"}) == 4
+    assert value("goldwatch_events_duplicate_total", {"source": "kafka"}) == 2
+    dead = {"source": "kafka", "reason": "not_json"}
+    assert value("goldwatch_events_dead_lettered_total", dead) == 1
+    assert value("goldwatch_commits_total") == 3
+    assert value("goldwatch_last_event_timestamp_seconds") == 1_795_946_404
+
+
+def test_metrics_update_once_per_batch() -> None:
+    source = FakeSource(
+        [kafka_messages([event(i) for i in range(4)], 0)] * 1
+        + [kafka_messages([event(i) for i in range(4, 7)], 4)]
+    )
+    registry, metrics = fresh_metrics()
+    run(
+        source,
+        pipeline(),
+        StateStore.in_memory(),
+        metrics,
+        threading.Event(),
+        config=EVERY_BATCH,
+        until_eof=True,
+    )
+    assert registry.get_sample_value("goldwatch_batch_size_count") == 2
+    assert registry.get_sample_value("goldwatch_batch_size_sum") == 7
+    assert registry.get_sample_value("goldwatch_batch_processing_seconds_count") == 2
+
+
+def test_commit_only_after_dead_letters_and_checkpoint_and_no_poll_during_batch() -> None:
+    calls: list[str] = []
+    source = FakeSource([kafka_messages([event(1), b"x"], 0), kafka_messages([event(2)], 2)], calls)
+    run(
+        source,
+        pipeline(),
+        recording_state(calls),
+        fresh_metrics()[1],
+        threading.Event(),
+        config=EVERY_BATCH,
+        until_eof=True,
+    )
+    assert calls == [
+        "poll",
+        "dead_letter",
+        "checkpoint",
+        "commit",
+        "poll",
+        "dead_letter",
+        "checkpoint",
+        "commit",
+        "poll",
+        "close",
+    ]
+
+
+def test_checkpoints_on_a_schedule_and_at_the_end() -> None:
+    calls: list[str] = []
+    batches = [kafka_messages([event(i)], i) for i in range(5)]
+    config = PipelineConfig(commit_interval_s=3600, commit_every=2, status_interval_s=3600)
+    source = FakeSource(batches, calls)
+    report = run(
+        source,
+        pipeline(),
+        recording_state(calls),
+        fresh_metrics()[1],
+        threading.Event(),
+        config=config,
+        until_eof=True,
+    )
+    assert calls.count("checkpoint") == calls.count("commit") == 3  # after 2, after 4, final
+    assert report.checkpoints == 3
+    assert source.committed[-1].origin.offset == 4
+
+
+def test_redelivery_after_crash_between_checkpoint_and_commit(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    values = [event(i) for i in range(6)]
+    crashing = FakeSource([kafka_messages(values[:3], 0), kafka_messages(values[3:], 3)])
+    crashing.commit_error = RuntimeError("killed after the checkpoint")
+    with StateStore.open(path) as state, pytest.raises(RuntimeError, match="killed"):
+        run(
+            crashing,
+            pipeline(),
+            state,
+            fresh_metrics()[1],
+            threading.Event(),
+            config=EVERY_BATCH,
+            until_eof=True,
+        )
+    assert crashing.failed and crashing.closed and crashing.committed == []
+
+    # the broker redelivers everything since the last commit (nothing was committed)
+    redelivered = FakeSource([kafka_messages(values[:3], 0), kafka_messages(values[3:], 3)])
+    restarted = pipeline()
+    with StateStore.open(path) as state:
+        report = run(
+            redelivered,
+            restarted,
+            state,
+            fresh_metrics()[1],
+            threading.Event(),
+            config=EVERY_BATCH,
+            until_eof=True,
+        )
+        assert state.get("stage/count")["processed"] == 6
+    assert (report.consumed, report.processed, report.duplicates) == (6, 3, 3), report
+
+
+def write_events(path: Path, ids: range) -> None:
+    with path.open("ab") as handle:
+        handle.write(b"".join(event(i) + b"\n" for i in ids))
+
+
+class Crash(Exception):
+    pass
+
+
+class CrashAt:
+    """A stage that raises on its n-th batch (simulates the process dying mid-run)."""
+
+    name = "crash"
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def process(self, batch: Batch) -> None:
+        self.n -= 1
+        if self.n == 0:
+            raise Crash("power cut")
+
+    def state_snapshot(self) -> Any:
+        return None
+
+    def restore(self, state: Any) -> None:
+        pass
+
+
+def test_file_resume_after_crash_no_loss_no_double_count(tmp_path: Path) -> None:
+    log_file, state_file = tmp_path / "queries.jsonl", tmp_path / "state.db"
+    write_events(log_file, range(30))
+    config = PipelineConfig(max_batch_size=4, commit_interval_s=0, status_interval_s=0)
+    first = Pipeline([CrashAt(3), CountingStage()])
+    with StateStore.open(state_file) as state, pytest.raises(StageError, match="power cut"):
+        run(
+            FileSource(log_file), first, state, fresh_metrics()[1], threading.Event(), config=config
+        )
+    with StateStore.open(state_file) as state:
+        assert state.get("stage/count")["processed"] == 8  # two batches checkpointed
+        stored = state.get(FileSource(log_file).state_key)
+        assert stored["line"] == 8
+        second = Pipeline.default(config)
+        report = run(
+            FileSource(log_file),
+            second,
+            state,
+            fresh_metrics()[1],
+            threading.Event(),
+            config=config,
+            until_eof=True,
+        )
+        assert state.get("stage/count")["processed"] == 30
+    assert (report.consumed, report.processed, report.duplicates) == (22, 22, 0)
+
+
+def test_default_error_policy_reraises_and_marks_failed() -> None:
+    class Boom(CrashAt):
+        name = "boom"
+
+    source = FakeSource([kafka_messages([event(1)], 0)])
+    with pytest.raises(StageError, match="boom"):
+        run(
+            source,
+            Pipeline([Boom(1)]),
+            StateStore.in_memory(),
+            fresh_metrics()[1],
+            threading.Event(),
+            config=EVERY_BATCH,
+        )
+    assert source.failed and source.closed and source.committed == []
+
+
+def test_suppressed_stage_error_dead_letters_the_batch() -> None:
+    source = FakeSource([kafka_messages([event(1), b"bad"], 0), kafka_messages([event(2)], 2)])
+    registry, metrics = fresh_metrics()
+    report = run(
+        source,
+        Pipeline([CrashAt(1), CountingStage()]),
+        StateStore.in_memory(),
+        metrics,
+        threading.Event(),
+        config=EVERY_BATCH,
+        on_error=suppress_on_error,
+        until_eof=True,
+    )
+    assert report.dead_lettered == {PROCESSING_FAILED: 2}
+    assert report.processed == 1 and report.balanced
+    assert "CrashAt" not in source.dead[0].detail and "'crash'" in source.dead[0].detail
+    labels = {"source": "kafka", "reason": PROCESSING_FAILED}
+    assert registry.get_sample_value("goldwatch_events_dead_lettered_total", labels) == 2
+
+
+def test_stop_event_finishes_the_current_batch() -> None:
+    stop = threading.Event()
+    source = FakeSource([kafka_messages([event(1), event(2)], 0), kafka_messages([event(3)], 2)])
+    source.stop_on_poll = stop
+    config = PipelineConfig(commit_interval_s=3600, status_interval_s=3600)
+    report = run(
+        source, pipeline(), StateStore.in_memory(), fresh_metrics()[1], stop, config=config
+    )
+    assert report.consumed == report.processed == 2
+    assert [m.origin.offset for m in source.committed] == [1]
+    assert source.calls == ["poll", "dead_letter", "commit", "close"]
+    assert not source.failed
+
+
+def test_follow_mode_picks_up_appended_lines_and_stops_in_bounded_time(tmp_path: Path) -> None:
+    log_file = tmp_path / "queries.jsonl"
+    write_events(log_file, range(3))
+    stop, state = threading.Event(), StateStore.open(tmp_path / "state.db")
+    config = PipelineConfig(max_batch_wait_ms=200, commit_interval_s=0, status_interval_s=0)
+    registry, metrics = fresh_metrics()
+    reports: list[Report] = []
+    source = FileSource(log_file, follow=True, poll_interval_s=0.01)
+    worker = threading.Thread(
+        target=lambda: reports.append(run(source, pipeline(), state, metrics, stop, config=config))
+    )
+    worker.start()
+    processed = "goldwatch_events_processed_total"
+    wait_for(lambda: registry.get_sample_value(processed, {"source": "file"}) == 3)
+    write_events(log_file, range(3, 7))
+    wait_for(lambda: registry.get_sample_value(processed, {"source": "file"}) == 7)
+    started = time.monotonic()
+    stop.set()
+    worker.join(timeout=5)
+    assert not worker.is_alive()
+    assert time.monotonic() - started < 1.0
+    assert reports[0].processed == 7
+    assert state.get(source.state_key)["line"] == 7
+    state.close()
+
+
+def wait_for(condition: Any, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_state_error_stops_before_commit(tmp_path: Path) -> None:
+    state = StateStore.open(tmp_path / "state.db")
+    state._conn.execute("PRAGMA query_only=ON")
+    source = FakeSource([kafka_messages([event(1)], 0)])
+    with pytest.raises(StateError, match="not writable"):
+        run(source, pipeline(), state, fresh_metrics()[1], threading.Event(), config=EVERY_BATCH)
+    assert source.committed == [] and source.failed
+    state.close()
+
+
+def test_replay_reports_counts_of_a_file(tmp_path: Path) -> None:
+    log_file = tmp_path / "queries.jsonl"
+    write_events(log_file, range(5))
+    with log_file.open("ab") as handle:
+        handle.write(event(0) + b"\n" + b"{oops\n\n" + b'{"event_id":"z","question":"q"}\n')
+    report = replay(FileSource(log_file), pipeline())
+    assert report.consumed == 8
+    assert (report.processed, report.duplicates) == (5, 1)
+    assert report.dead_lettered == {"not_json": 1, "missing_field": 1}
+    assert report.balanced
+    dlq = (tmp_path / "queries.jsonl.dlq.jsonl").read_text().splitlines()
+    assert [json.loads(row)["origin"]["line"] for row in dlq] == [7, 9]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.one_of(st.integers(0, 15), st.sampled_from([b"{", b"[]", b"", None])), max_size=40),
+    st.integers(1, 7),
+    st.integers(1, 10),
+)
+def test_every_message_is_accounted_for_once(
+    items: list[int | bytes | None], batch_size: int, window: int
+) -> None:
+    values = [event(x) if isinstance(x, int) else x for x in items]
+    messages = kafka_messages(values)
+    batches = [messages[i : i + batch_size] for i in range(0, len(messages), batch_size)]
+    registry, metrics = fresh_metrics()
+    report = replay(FakeSource(batches), pipeline(window), metrics=metrics, config=EVERY_BATCH)
+    assert report.balanced and report.consumed == len(messages)
+    total = sum(
+        registry.get_sample_value(f"goldwatch_events_{name}_total", {"source": "kafka"}) or 0
+        for name in ("processed", "duplicate")
+    ) + sum(report.dead_lettered.values())
+    assert total == len(messages)
