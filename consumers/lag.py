@@ -109,6 +109,7 @@ class LagSampler:
         self._position: dict[tuple[str, int], int | None] = {}
         self._partitions: set[tuple[str, int]] = set()
         self._last_sample = float("-inf")
+        self._failing = False  # log the first failure of a run as a warning, the rest at debug
 
     def due(self) -> bool:
         """True when ``interval_s`` seconds passed since the last sample attempt."""
@@ -132,8 +133,13 @@ class LagSampler:
                 k: self._fetch_committed(consumer, tp) for k, tp in zip(keys, tps, strict=True)
             }
         except KafkaError as exc:
-            log.warning("lag sample failed for %d partitions: %r", len(tps), exc)
+            level = logging.DEBUG if self._failing else logging.WARNING
+            log.log(level, "lag sample failed for %d partitions: %r", len(tps), exc)
+            self._failing = True
             return False
+        if self._failing:
+            log.info("lag sample succeeded again")
+            self._failing = False
         positions = {k: self._position_of(consumer, tp) for k, tp in zip(keys, tps, strict=True)}
         for k, tp in zip(keys, tps, strict=True):
             high = consumer.highwater(tp)
