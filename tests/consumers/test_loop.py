@@ -439,3 +439,37 @@ def test_every_message_is_accounted_for_once(
         for name in ("processed", "duplicate")
     ) + sum(report.dead_lettered.values())
     assert total == len(messages)
+
+
+@pytest.mark.kafka
+def test_loop_over_a_real_broker_commits_everything_it_counted(
+    kafka_broker: Any, make_topic: Any, source_config: Any, consumer_group: str
+) -> None:
+    from consumers.kafka_source import KafkaSource
+
+    topic = make_topic(2)
+    values = [event(i) for i in range(20)] + [b"not json", None] + [event(3), event(7)]
+    keys = [b"k-%d" % n for n in range(len(values))]  # a tombstone needs a key
+    kafka_broker.produce(topic, values, keys=keys)
+    registry = CollectorRegistry()
+    metrics = build_metrics(registry, topics=[topic])
+    stop, reports = threading.Event(), []
+    source = KafkaSource(source_config())
+    config = PipelineConfig(max_batch_wait_ms=200, commit_interval_s=0, status_interval_s=0)
+    worker = threading.Thread(
+        target=lambda: reports.append(
+            run(source, pipeline(), StateStore.in_memory(), metrics, stop, config=config)
+        )
+    )
+    worker.start()
+    consumed = "goldwatch_events_consumed_total"
+    wait_for(lambda: registry.get_sample_value(consumed, {"source": "kafka"}) == 24, 30)
+    stop.set()
+    worker.join(timeout=30)
+    assert not worker.is_alive()
+    (report,) = reports
+    assert (report.consumed, report.processed, report.duplicates) == (24, 20, 2)
+    assert report.dead_lettered == {"not_json": 1, "tombstone": 1} and report.balanced
+    assert kafka_broker.committed(topic, consumer_group) == kafka_broker.end_offsets(topic)
+    assert (registry.get_sample_value("goldwatch_commits_total") or 0) >= 1
+    assert (registry.get_sample_value("goldwatch_rebalances_total") or 0) >= 1
