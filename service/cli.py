@@ -65,6 +65,9 @@ def main(verbose: int) -> None:
     """goldwatch: know, on live traffic, whether your RAG retrieval still works."""
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Keep third-party chatter (HTTP clients, Kafka internals) at INFO or quieter.
+    for name in ("httpx", "httpcore", "kafka"):
+        logging.getLogger(name).setLevel(max(level, logging.INFO))
 
 
 @main.command("eval")
@@ -81,16 +84,22 @@ def main(verbose: int) -> None:
 @click.option("--qrels", type=click.Path(path_type=Path, dir_okay=False), help="TREC qrels.")
 @click.option("--topics", type=click.Path(path_type=Path, dir_okay=False), help="TREC topics.")
 @click.option(
-    "--run", "runs", multiple=True, type=click.Path(path_type=Path, dir_okay=False),
+    "--run",
+    "runs",
+    multiple=True,
+    type=click.Path(path_type=Path, dir_okay=False),
     help="TREC run file (no retrieval); repeatable.",
 )
 @click.option("--compare", nargs=2, default=None, help="Paired comparison: --compare A B.")
 @click.option(
-    "--fail-under", "gates", multiple=True,
+    "--fail-under",
+    "gates",
+    multiple=True,
     help="Exit 1 when a metric is below a threshold: [retriever:]recall@10=0.8; repeatable.",
 )
 @click.option(
-    "--answers", type=click.Path(path_type=Path, dir_okay=False),
+    "--answers",
+    type=click.Path(path_type=Path, dir_okay=False),
     help="JSONL of production answers {id, answer} for the answer-level checks.",
 )
 @click.option("--misses", type=click.Path(path_type=Path, dir_okay=False), help="Misses JSONL.")

@@ -134,8 +134,7 @@ def _retrieved_runs(
         return runs, None, warnings
     corpus = _load_corpus(request, settings)
     warnings.extend(validate_against_corpus(gold, corpus))
-    configs = [settings.retriever(name) for name in names]
-    retrievers = build_retrievers(configs, corpus.passages, settings.retriever)
+    retrievers = build_retrievers(names, settings, corpus.passages)
     depth = max(settings.eval.depth, max(request.ks or settings.eval.k))
     runs = {}
     questions = list(gold)
@@ -159,7 +158,12 @@ def _retrieved_runs(
 
 def _check_gates(reports: Sequence[RetrieverReport], gates: Sequence[Gate]) -> list[dict[str, Any]]:
     failed = []
+    names = {r.retriever for r in reports}
     for gate in gates:
+        if gate.retriever is not None and gate.retriever not in names:
+            raise EvalUsageError(
+                f"--fail-under names retriever {gate.retriever!r}, which was not evaluated"
+            )
         for report in reports:
             if gate.retriever not in (None, report.retriever):
                 continue
@@ -170,8 +174,12 @@ def _check_gates(reports: Sequence[RetrieverReport], gates: Sequence[Gate]) -> l
             value = report.overall[gate.metric]
             if value < gate.threshold:
                 failed.append(
-                    {"retriever": report.retriever, "metric": gate.metric,
-                     "value": value, "threshold": gate.threshold}
+                    {
+                        "retriever": report.retriever,
+                        "metric": gate.metric,
+                        "value": value,
+                        "threshold": gate.threshold,
+                    }
                 )
     return failed
 

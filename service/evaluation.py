@@ -15,12 +15,26 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
 
-from service.ir_metrics import default_measures, evaluate, rank_run
+from service.ir_metrics import evaluate, rank_run
 from service.records import BREAKDOWN_FIELDS, GoldQuestion, Qrels, Run, ScoredDoc
 from service.retrievers.base import Retriever
 
 #: Label used in breakdowns for rows that do not set the field.
 MISSING = "(none)"
+
+
+def report_measures(ks: Sequence[int]) -> list[str]:
+    """Return the measures ``goldwatch eval`` reports for cut-offs ``ks``.
+
+    For every k: ``recall@k``, ``hit_rate@k``, ``precision@k``, ``mrr@k``, ``ndcg@k``; then
+    the uncut ``mrr``, ``ndcg`` and ``map``.
+
+    >>> report_measures([5, 1])
+    ['recall@1', 'recall@5', 'hit_rate@1', 'hit_rate@5', 'precision@1', 'precision@5', \
+'mrr@1', 'mrr@5', 'ndcg@1', 'ndcg@5', 'mrr', 'ndcg', 'map']
+    """
+    cut = ("recall", "hit_rate", "precision", "mrr", "ndcg")
+    return [f"{name}@{k}" for name in cut for k in sorted(set(ks))] + ["mrr", "ndcg", "map"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +229,7 @@ def evaluate_run(
         raise ValueError("ks must hold at least one cut-off, each >= 1")
     answerable = [q for q in questions if q.answerable]
     unanswerable = [q for q in questions if not q.answerable]
-    measures = tuple(default_measures(sorted(set(ks))))
+    measures = tuple(report_measures(ks))
     qrels: Qrels = {q.id: q.qrels_row() for q in answerable}
     result = evaluate(qrels, run, list(measures), relevance_level=relevance_level, complete=True)
     per_query = {q.id: result.per_query[q.id] for q in answerable}

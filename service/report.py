@@ -48,45 +48,77 @@ def _cell(value: object) -> str:
     return str(value)
 
 
+def text_measures(measures: Sequence[str]) -> list[str]:
+    """Pick the columns of the text table: recall@k and hit_rate@k for every k, MRR, nDCG at
+    the largest k ≤ 10 (else the smallest k) and MAP. JSON output carries every measure."""
+    ks = sorted({int(m.split("@")[1]) for m in measures if m.startswith("recall@")})
+    ndcg_k = max((k for k in ks if k <= 10), default=ks[0] if ks else None)
+    chosen = [f"recall@{k}" for k in ks] + [f"hit_rate@{k}" for k in ks]
+    chosen += ["mrr", f"ndcg@{ndcg_k}", "map"]
+    return [m for m in chosen if m in measures]
+
+
 def render_text(reports: Sequence[RetrieverReport], comparisons: Sequence[PairedComparison]) -> str:
-    """Render every retriever's overall and breakdown tables, then the comparisons."""
+    """Render one table per retriever (overall, then every breakdown group), then the
+    paired comparisons. Unanswerable questions are counted apart, never in the means."""
     if not reports:
         return "no retriever evaluated"
-    measures = list(reports[0].measures)
-    out = ["Overall (answerable questions; unanswerable reported apart)"]
-    out.append(
-        table(
-            ["retriever", "n", *measures, "unanswerable", "misses"],
-            [
-                [r.retriever, r.n_questions, *(r.overall[m] for m in measures),
-                 r.n_unanswerable, len(r.misses)]
-                for r in reports
-            ],
+    columns = text_measures(reports[0].measures)
+    out: list[str] = []
+    for r in reports:
+        out.append(
+            f"== {r.retriever}: {r.n_questions} answerable questions, "
+            f"{r.n_unanswerable} unanswerable (mean best score "
+            f"{r.unanswerable['mean_top_score']:.3f}), {len(r.misses)} misses =="
         )
-    )
-    for report in reports:
-        for field, groups in report.by.items():
-            out.append(f"\n{report.retriever} by {field}")
-            out.append(
-                table(
-                    [field, "n", *measures],
-                    [[v, int(g["n"]), *(g[m] for m in measures)] for v, g in groups.items()],
-                )
+        rows: list[list[object]] = [["all", r.n_questions, *(r.overall[m] for m in columns)]]
+        for field, groups in r.by.items():
+            rows.extend(
+                [f"{field}={value}", int(g["n"]), *(g[m] for m in columns)]
+                for value, g in groups.items()
             )
+        out.append(table(["questions", "n", *columns], rows))
+        out.append("")
     if comparisons:
-        out.append("\nPaired comparison (B - A; randomization test, bootstrap CI)")
+        out.append("Paired comparison (B - A; randomization test, bootstrap CI)")
         out.append(
             table(
-                ["metric", "A", "B", "n", "mean A", "mean B", "diff", "CI low", "CI high",
-                 "wins", "losses", "ties", "p"],
                 [
-                    [c.metric, c.a, c.b, c.n, c.mean_a, c.mean_b, c.mean_diff, c.ci_low,
-                     c.ci_high, c.wins, c.losses, c.ties, c.p_value]
+                    "metric",
+                    "A",
+                    "B",
+                    "n",
+                    "mean A",
+                    "mean B",
+                    "diff",
+                    "CI low",
+                    "CI high",
+                    "wins",
+                    "losses",
+                    "ties",
+                    "p",
+                ],
+                [
+                    [
+                        c.metric,
+                        c.a,
+                        c.b,
+                        c.n,
+                        c.mean_a,
+                        c.mean_b,
+                        c.mean_diff,
+                        c.ci_low,
+                        c.ci_high,
+                        c.wins,
+                        c.losses,
+                        c.ties,
+                        c.p_value,
+                    ]
                     for c in comparisons
                 ],
             )
         )
-    return "\n".join(out)
+    return "\n".join(out).rstrip()
 
 
 def render_json(

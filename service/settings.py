@@ -226,5 +226,5 @@ def effective_config(settings: Settings) -> dict[str, Any]:
     """Return the settings as plain JSON-able data, with header values masked."""
     data = settings.model_dump(mode="json")
     for retriever in data.get("retrievers", []):
-        retriever["headers"] = {key: "***" for key in retriever.get("headers", {})}
+        retriever["headers"] = dict.fromkeys(retriever.get("headers", {}), "***")
     return data

@@ -91,12 +91,12 @@ def read_run(path: Path | str) -> Run:
 
     Raises:
         TrecFormatError: a line has fewer than 6 columns, a non-integer rank, a non-finite
-            or non-numeric score, or repeats a docno within a topic (naming both lines).
+            or non-numeric score. A docno repeated within a topic is kept (the metrics
+            keep its best rank and count the duplicates).
         OSError: the file can't be read.
     """
     path = Path(path)
     run: Run = {}
-    seen: dict[tuple[str, str], int] = {}
     problems: list[str] = []
     for lineno, cols in _data_lines(path):
         here = f"{path}, line {lineno}"
@@ -117,13 +117,8 @@ def read_run(path: Path | str) -> Run:
         if not math.isfinite(score):
             problems.append(f"{here}: score (column 5) must be finite")
             continue
-        if (qid, docno) in seen:
-            first = seen[(qid, docno)]
-            problems.append(
-                f"{here}: duplicate document {docno} for topic {qid} (first on line {first})"
-            )
-            continue
-        seen[(qid, docno)] = lineno
+        # A repeated docno is kept: the metrics keep its best rank and count the
+        # duplicates (goldwatch's rule; trec_eval itself stops with an error).
         run.setdefault(qid, []).append(ScoredDoc(docno, score))
     if problems:
         raise TrecFormatError(path, problems)

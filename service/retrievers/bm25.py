@@ -30,6 +30,7 @@ With stop words removed recall@10 is 0.990, so stop words stay in by default.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import bm25s
@@ -37,6 +38,9 @@ import numpy as np
 
 from service.records import Passage, ScoredDoc
 from service.retrievers.text import check_k, corpus_ids, tokenize
+
+# bm25s sets its logger to DEBUG on import; leave the level to the application.
+logging.getLogger("bm25s").setLevel(logging.NOTSET)
 
 
 class BM25Retriever:

@@ -12,11 +12,26 @@ from service.history import append_history, config_hash, history_row
 def test_rows_append_and_hash_changes_with_config(tmp_path: Path) -> None:
     path = tmp_path / "deep" / "runs.jsonl"
     when = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
-    row1 = history_row("bm25", {"kind": "bm25"}, {"k": [10]}, {"recall@10": 0.5},
-                       gold_set_version="abc", corpus_version="def", n_questions=4, now=when)
-    row2 = history_row("bm25", {"kind": "bm25", "params": {"k1": 1.2}}, {"k": [10]},
-                       {"recall@10": 0.6}, gold_set_version="abc", corpus_version="def",
-                       n_questions=4, now=when)
+    row1 = history_row(
+        "bm25",
+        {"kind": "bm25"},
+        {"k": [10]},
+        {"recall@10": 0.5},
+        gold_set_version="abc",
+        corpus_version="def",
+        n_questions=4,
+        now=when,
+    )
+    row2 = history_row(
+        "bm25",
+        {"kind": "bm25", "params": {"k1": 1.2}},
+        {"k": [10]},
+        {"recall@10": 0.6},
+        gold_set_version="abc",
+        corpus_version="def",
+        n_questions=4,
+        now=when,
+    )
     append_history(path, [row1])
     append_history(path, [row2])
     rows = [json.loads(line) for line in path.read_text().splitlines()]

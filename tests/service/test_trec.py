@@ -60,6 +60,11 @@ def test_write_qrels_rejects_whitespace_ids(tmp_path: Path) -> None:
         write_qrels({"q 1": {"a": 1}}, tmp_path / "x")
 
 
+def test_read_run_keeps_repeated_docnos_for_the_metrics(tmp_path: Path) -> None:
+    path = write(tmp_path / "run", "301 Q0 d1 1 3.0 t\n301 Q0 d1 2 1.0 t\n")
+    assert read_run(path) == {"301": [ScoredDoc("d1", 3.0), ScoredDoc("d1", 1.0)]}
+
+
 def test_read_run_tolerates_junk_after_sixth_column(tmp_path: Path) -> None:
     path = write(tmp_path / "run", "301 Q0 d1 1 2.5 tagA junk here\n301\tQ0\td2\t2\t 1.0\ttagA\n")
     assert read_run(path) == {"301": [ScoredDoc("d1", 2.5), ScoredDoc("d2", 1.0)]}
@@ -72,7 +77,6 @@ def test_read_run_tolerates_junk_after_sixth_column(tmp_path: Path) -> None:
         ("301 Q0 d9 x 2.0 t", "rank (column 4) must be an integer"),
         ("301 Q0 d9 1 high t", "score (column 5) a number"),
         ("301 Q0 d9 1 nan t", "score (column 5) must be finite"),
-        ("301 Q0 d1 3 1.0 t", "duplicate document d1 for topic 301 (first on line 1)"),
     ],
 )
 def test_read_run_errors_name_file_and_line(tmp_path: Path, line: str, what: str) -> None:

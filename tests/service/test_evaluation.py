@@ -1,0 +1,99 @@
+"""Joining a gold set with runs: unanswerable apart, breakdowns, misses — values by hand."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from service.evaluation import MISSING, evaluate_run, retrieve_run
+from service.records import GoldQuestion, ScoredDoc
+
+QUESTIONS = [
+    # two gold passages, one found at rank 2 -> recall@5 = 1/2, first hit rank 2 -> RR 1/2
+    GoldQuestion("q1", "fee and exception?", ("p1", "p2"), kind="multi-passage", source="real"),
+    # gold at rank 1
+    GoldQuestion("q2", "hostel fee?", ("p3",), kind="plain", source="written", language="en"),
+    # gold at rank 6 -> beyond k=5: recall@5 = 0, MRR@5 = 0, uncut RR = 1/6
+    GoldQuestion("q3", "exam date?", ("p4",), kind="plain", source="real", language="hi-Latn"),
+    # unanswerable: never enters recall
+    GoldQuestion("q4", "placement package?", (), kind="unanswerable"),
+]
+
+RUN = {
+    "q1": [ScoredDoc("p9", 3.0), ScoredDoc("p1", 2.0), ScoredDoc("p8", 1.0)],
+    "q2": [ScoredDoc("p3", 9.0), ScoredDoc("p3", 1.0)],  # duplicate keeps best rank
+    "q3": [ScoredDoc(f"x{i}", 10.0 - i) for i in range(5)] + [ScoredDoc("p4", 1.0)],
+    "q4": [ScoredDoc("p1", 0.7), ScoredDoc("p2", 0.2)],
+}
+
+
+def test_overall_excludes_unanswerable() -> None:
+    report = evaluate_run("bm25", QUESTIONS, RUN, [1, 5])
+    assert report.n_questions == 3
+    assert report.n_unanswerable == 1
+    assert report.overall["recall@5"] == pytest.approx((0.5 + 1.0 + 0.0) / 3)
+    assert report.overall["hit_rate@5"] == pytest.approx(2 / 3)
+    assert report.overall["recall@1"] == pytest.approx(1 / 3)
+    assert report.overall["mrr"] == pytest.approx((1 / 2 + 1 + 1 / 6) / 3)
+    assert report.unanswerable == {"n": 1.0, "mean_top_score": 0.7}
+    assert report.n_duplicates == 1
+
+
+def test_breakdowns_cover_every_present_field() -> None:
+    report = evaluate_run("bm25", QUESTIONS, RUN, [5])
+    assert set(report.by) == {"kind", "source", "language"}
+    assert report.by["kind"]["plain"]["n"] == 2
+    assert report.by["kind"]["plain"]["recall@5"] == pytest.approx(0.5)
+    assert report.by["kind"]["multi-passage"]["recall@5"] == pytest.approx(0.5)
+    assert report.by["source"]["real"]["recall@5"] == pytest.approx(0.25)
+    assert report.by["language"][MISSING]["n"] == 1
+    assert "unanswerable" not in report.by["kind"]
+
+
+def test_misses_say_what_came_back_instead() -> None:
+    report = evaluate_run("bm25", QUESTIONS, RUN, [1, 5])
+    misses = {m.question_id: m for m in report.misses}
+    assert set(misses) == {"q1", "q3"}
+    assert misses["q1"].gold_ranks == {"p1": 2, "p2": None}
+    assert [d for _, d, _ in misses["q1"].instead] == ["p9", "p8"]
+    assert misses["q3"].gold_ranks == {"p4": 6}
+    assert misses["q3"].instead[0] == (1, "x0", 10.0)
+    assert misses["q3"].to_json()["k"] == 5
+
+
+def test_question_missing_from_run_scores_zero() -> None:
+    report = evaluate_run("bm25", QUESTIONS[:2], {"q2": RUN["q2"]}, [5])
+    assert report.per_query["q1"]["recall@5"] == 0.0
+    assert report.overall["recall@5"] == pytest.approx(0.5)
+
+
+def test_bad_ks() -> None:
+    with pytest.raises(ValueError):
+        evaluate_run("bm25", QUESTIONS, RUN, [])
+    with pytest.raises(ValueError):
+        evaluate_run("bm25", QUESTIONS, RUN, [0])
+
+
+class _Echo:
+    name = "echo"
+
+    def __init__(self) -> None:
+        self.batches: list[int] = []
+
+    def search(self, question: str, k: int) -> list[ScoredDoc]:
+        return self.search_batch([question], k)[0]
+
+    def search_batch(self, questions: Sequence[str], k: int) -> list[list[ScoredDoc]]:
+        self.batches.append(len(questions))
+        return [[ScoredDoc(q, 1.0)][:k] for q in questions]
+
+
+def test_retrieve_run_batches_and_reports_progress() -> None:
+    retriever, done = _Echo(), []
+    run = retrieve_run(retriever, QUESTIONS, depth=3, batch_size=3, progress=done.append)
+    assert retriever.batches == [3, 1]
+    assert done == [3, 1]
+    assert run["q2"] == [ScoredDoc("hostel fee?", 1.0)]
+    with pytest.raises(ValueError):
+        retrieve_run(retriever, QUESTIONS, depth=0)
