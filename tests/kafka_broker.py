@@ -14,6 +14,7 @@ Usage::
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import socket
@@ -75,6 +76,7 @@ class TansuBroker:
                 env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
             )
         broker = cls(port=port, process=process, log_path=log)
+        atexit.register(broker.stop)  # no orphan broker when a script or session crashes
         broker.wait_ready(timeout_s)
         return broker
 
