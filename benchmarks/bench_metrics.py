@@ -159,5 +159,10 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
     )
 
 
-if __name__ == "__main__":
+def main() -> None:
+    """Run the scoring benchmark and print its table."""
     _print_table(run())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,15 +1,11 @@
 """Benchmark the built-in retrievers on XQuAD (240 English paragraphs, 1190 questions).
 
-Two tables:
-
-* **speed** — index time (seconds) and questions per second at k = 10, median of ``repeats``
-  runs on one process. ``bm25s`` and ``rank-bm25`` are timed as libraries on the same
-  pre-tokenised input (our tokeniser, no stop words; rank-bm25 top-k by ``np.argpartition``),
-  then goldwatch's ``bm25``, ``tfidf`` and ``hybrid`` end to end (tokenising included).
-* **quality** — recall@1/5/10/20 and MRR (reciprocal rank of the gold paragraph within the
-  top 100, else 0) for bm25, tfidf and hybrid, with English, Spanish, Hindi and Chinese
-  questions against the English paragraphs. Computed here with a tiny local function;
-  the official metrics live elsewhere.
+Index time (seconds) and questions per second at k = 10, median of ``repeats``
+runs on one process. ``bm25s`` and ``rank-bm25`` are timed as libraries on the same
+pre-tokenised input (our tokeniser, no stop words; rank-bm25 top-k by ``np.argpartition``),
+then goldwatch's ``bm25``, ``tfidf`` and ``hybrid`` end to end (tokenising included).
+Retrieval quality (recall@k, MRR per question language) is measured through ``goldwatch
+eval`` itself in :mod:`benchmarks.xquad_eval`.
 
 Run: ``python -m benchmarks.bench_retrievers`` (from the repository root).
 """
@@ -27,7 +23,6 @@ from rank_bm25 import BM25Okapi
 
 from benchmarks.datasets import load_xquad
 from service.records import Passage
-from service.retrievers.base import Retriever
 from service.retrievers.bm25 import BM25Retriever
 from service.retrievers.hybrid import HybridRetriever
 from service.retrievers.text import tokenize
@@ -99,37 +94,11 @@ def builtin_speed(passages: Sequence[Passage], questions: list[str], repeats: in
     return rows
 
 
-def ranking_quality(ranked: list[list[str]], gold: list[str]) -> dict[str, float]:
-    """Recall@k (one gold paragraph per question, so = hit rate@k) and MRR over ``ranked``."""
-    ranks = [ids.index(g) + 1 if g in ids else None for ids, g in zip(ranked, gold, strict=True)]
-    row = {f"recall@{k}": sum(r is not None and r <= k for r in ranks) / len(gold) for k in CUTOFFS}
-    row["mrr"] = sum(1 / r for r in ranks if r is not None) / len(gold)
-    return {key: round(value, 4) for key, value in row.items()}
-
-
-def quality(passages: Sequence[Passage], languages: Sequence[str]) -> list[dict[str, Any]]:
-    """Recall@k and MRR of bm25, tfidf and hybrid per question language (English passages)."""
-    bm25, tfidf = BM25Retriever(passages), TfidfRetriever(passages)
-    retrievers: list[Retriever] = [bm25, tfidf, HybridRetriever([bm25, tfidf])]
-    rows = []
-    for lang in languages:
-        _, questions = load_xquad(lang)
-        texts, gold = [q[1] for q in questions], [q[2] for q in questions]
-        for retriever in retrievers:
-            ranked = [[d.doc_id for d in r] for r in retriever.search_batch(texts, DEPTH)]
-            metrics = ranking_quality(ranked, gold)
-            rows.append(
-                {"table": "quality", "retriever": retriever.name, "questions": lang, **metrics}
-            )
-    return rows
-
-
-def run(repeats: int = 3, languages: Sequence[str] = LANGUAGES) -> list[dict[str, Any]]:
-    """Run both tables; return one dict per row (``table`` is ``speed`` or ``quality``)."""
+def run(repeats: int = 3) -> list[dict[str, Any]]:
+    """Time the libraries and the built-ins; return one dict per row."""
     passages, questions = load_xquad("en")
     texts = [q[1] for q in questions]
-    rows = library_speed(passages, texts, repeats) + builtin_speed(passages, texts, repeats)
-    return rows + quality(passages, languages)
+    return library_speed(passages, texts, repeats) + builtin_speed(passages, texts, repeats)
 
 
 def _print_table(rows: list[dict[str, Any]]) -> None:
@@ -140,9 +109,11 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
         print("  ".join(str(row[c]).ljust(w) for c, w in zip(columns, widths, strict=True)))
 
 
+def main() -> None:
+    """Run the speed benchmark and print its table."""
+    _print_table(run())
+
+
 if __name__ == "__main__":
-    results = run()
     print("XQuAD en: 240 paragraphs, 1190 questions, k=10\n")
-    _print_table([row for row in results if row["table"] == "speed"])
-    print("\nQuestions in <lang> against the 240 English paragraphs (depth 100)\n")
-    _print_table([row for row in results if row["table"] == "quality"])
+    main()

@@ -128,7 +128,7 @@ def _retrieved_runs(
 ) -> tuple[dict[str, Run], Corpus | None, list[str]]:
     warnings: list[str] = []
     if request.runs:
-        runs = {path.stem: read_run(path) for path in request.runs}
+        runs = {path.name: read_run(path) for path in request.runs}
         if len(runs) != len(request.runs):
             raise EvalUsageError("two --run files share a file name; rename one")
         return runs, None, warnings

@@ -242,11 +242,12 @@ def write_gold_set(questions: GoldSet | Iterable[GoldQuestion], path: Path | str
 
 
 def load_trec_gold_set(
-    qrels_path: Path | str, topics_path: Path | str, *, topic_field: str = "title"
+    qrels_path: Path | str, topics_path: Path | str | None = None, *, topic_field: str = "title"
 ) -> GoldSet:
     """Build a gold set from TREC qrels and topics (see :mod:`service.trec` for formats).
 
-    Every topic becomes one question (text = its ``topic_field``), in topics-file order. Its
+    Every topic becomes one question (text = its ``topic_field``), in topics-file order;
+    without a topics file, every judged topic becomes a question whose text is its id. Its
     gold is the docs judged ``rel > 0``, with graded relevance kept in ``relevance``; a topic
     whose judgments are all ``rel <= 0`` (or that has none, logged as a warning) is
     ``kind="unanswerable"``. Judgments with ``rel <= 0`` are otherwise dropped.
@@ -255,8 +256,11 @@ def load_trec_gold_set(
         GoldSetError: qrels judge topics that the topics file lacks.
         TrecFormatError: either file is malformed.
     """
-    topics = read_topics(topics_path, field=topic_field)
     qrels = read_qrels(qrels_path)
+    if topics_path is None:
+        topics = {qid: qid for qid in qrels}
+    else:
+        topics = read_topics(topics_path, field=topic_field)
     orphans = [qid for qid in qrels if qid not in topics]
     if orphans:
         problems = [

@@ -1,0 +1,66 @@
+"""Write the real data sets of ``../shared/data`` as goldwatch gold-set and corpus JSONL.
+
+Used by the acceptance tests and by ``python -m benchmarks.xquad_eval`` so both run the very
+same ``goldwatch eval`` path a user runs on their own files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from benchmarks.datasets import SHARED_DATA, load_xquad
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
+    with path.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return path
+
+
+def write_xquad(out: Path, question_lang: str, corpus_lang: str = "en") -> tuple[Path, Path]:
+    """Write ``(gold.jsonl, corpus.jsonl)``: ``question_lang`` questions over the
+    ``corpus_lang`` paragraphs (ids ``title#index``, shared by every language)."""
+    passages, _ = load_xquad(corpus_lang)
+    _, questions = load_xquad(question_lang)
+    out.mkdir(parents=True, exist_ok=True)
+    corpus = _write_jsonl(
+        out / "corpus.jsonl",
+        [{"id": p.id, "text": p.text, "doc": p.doc, "doc_type": "wikipedia"} for p in passages],
+    )
+    gold = _write_jsonl(
+        out / f"gold.{question_lang}.jsonl",
+        [
+            {"id": qid, "question": text, "gold": [gold_id], "kind": "plain",
+             "source": "written", "language": question_lang}
+            for qid, text, gold_id in questions
+        ],
+    )  # fmt: skip
+    return gold, corpus
+
+
+def write_squad2(out: Path, root: Path | None = None) -> tuple[Path, Path]:
+    """Write ``(gold.jsonl, corpus.jsonl)`` from the SQuAD 2.0 dev sample: one passage per
+    distinct context (id ``ctx-`` + 12 hex digits of its SHA-256); unanswerable questions
+    (``is_impossible``) get ``gold: []``."""
+    base = (root if root is not None else SHARED_DATA) / "squad2-dev-sample500"
+    queries = json.loads((base / "queries.json").read_text(encoding="utf-8"))["queries"]
+    truth = json.loads((base / "ground_truth.json").read_text(encoding="utf-8"))
+    contexts: dict[str, str] = {}
+    rows: list[dict[str, object]] = []
+    for query in queries:
+        ctx_id = "ctx-" + hashlib.sha256(query["context"].encode("utf-8")).hexdigest()[:12]
+        contexts[ctx_id] = query["context"]
+        impossible = bool(truth[query["id"]]["is_impossible"])
+        rows.append(
+            {"id": query["id"], "question": query["question"],
+             "gold": [] if impossible else [ctx_id],
+             "kind": "unanswerable" if impossible else "plain", "source": "written"}
+        )  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    corpus = _write_jsonl(
+        out / "corpus.jsonl", [{"id": cid, "text": text} for cid, text in contexts.items()]
+    )
+    return _write_jsonl(out / "gold.jsonl", rows), corpus

@@ -1,0 +1,172 @@
+"""``goldwatch eval`` end to end, through the real console entry point (subprocess).
+
+Expected values come from outside the code: trec_eval's own printed output
+(``../shared/data/trec_eval-tests/out.test.aq`` / ``out.test.aqc``) and the demo gold set's
+documented composition (``service/demo/README.md``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+GOLDWATCH = [sys.executable, "-m", "service.cli"]
+
+
+def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*GOLDWATCH, *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def test_demo_eval_json_schema_history_and_misses(tmp_path: Path) -> None:
+    result = run(["eval", "--format", "json", "--no-progress", "--k", "1,5,10"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["schema_version"] == 1
+    assert doc["k"] == [1, 5, 10]
+    assert set(doc["retrievers"]) == {"bm25", "tfidf", "hybrid"}
+    bm25 = doc["retrievers"]["bm25"]
+    # the demo gold set: 59 rows, 12 with gold: [] (9 unanswerable + 3 role-restricted)
+    assert doc["gold_set"]["n_questions"] == 59
+    assert (bm25["n_questions"], bm25["n_unanswerable"]) == (47, 12)
+    assert set(bm25["by"]) == {"kind", "doc_type", "source", "language", "role", "topic"}
+    assert set(bm25["by"]["source"]) == {"real", "written", "generated"}
+    assert "unanswerable" not in bm25["by"]["kind"]
+    for name in ("recall@10", "hit_rate@10", "precision@10", "mrr@10", "ndcg@10", "mrr", "map"):
+        assert 0.0 <= bm25["overall"][name] <= 1.0
+    history = [json.loads(line) for line in (tmp_path / "goldwatch-runs.jsonl").open()]
+    assert [row["retriever"] for row in history] == ["bm25", "tfidf", "hybrid"]
+    assert len({row["config_hash"] for row in history}) == 3
+    misses = [json.loads(line) for line in (tmp_path / "goldwatch-misses.jsonl").open()]
+    assert len(misses) == sum(r["n_misses"] for r in doc["retrievers"].values())
+    assert all(set(m) >= {"question", "gold", "gold_ranks", "instead"} for m in misses)
+
+
+def test_second_run_appends_a_row(tmp_path: Path) -> None:
+    for _ in range(2):
+        assert run(["eval", "--retriever", "bm25", "--no-progress"], tmp_path).returncode == 0
+    assert len((tmp_path / "goldwatch-runs.jsonl").read_text().splitlines()) == 2
+
+
+def test_fail_under_gate_exit_codes(tmp_path: Path) -> None:
+    ok = run(["eval", "--retriever", "bm25", "--fail-under", "recall@10=0.5"], tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    failed = run(["eval", "--retriever", "bm25", "--fail-under", "bm25:recall@1=1.0"], tmp_path)
+    assert failed.returncode == 1
+    assert "FAIL bm25: recall@1" in failed.stderr
+    unknown = run(["eval", "--retriever", "bm25", "--fail-under", "prod:recall@1=0.1"], tmp_path)
+    assert unknown.returncode == 2
+    assert "not evaluated" in unknown.stderr
+
+
+def test_compare_and_answers(tmp_path: Path) -> None:
+    demo = Path(__file__).resolve().parents[2] / "service" / "demo"
+    result = run(
+        [
+            "eval",
+            "--compare",
+            "bm25",
+            "tfidf",
+            "--answers",
+            str(demo / "answers.jsonl"),
+            "--format",
+            "json",
+            "--no-progress",
+        ],
+        tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    recall = next(c for c in doc["comparison"] if c["metric"] == "recall@10")
+    assert recall["wins"] + recall["losses"] + recall["ties"] == recall["n"] == 47
+    assert 0.0 <= recall["p_value"] <= 1.0
+    answers = doc["answers"]
+    # demo/README.md: 42 of 47 answerable answers hold their substrings (5 planted wrong,
+    # but one of those, q-028, is a refusal without answer_contains miss counted separately)
+    assert answers["n_answers"] == 59
+    # 12 no-gold questions: 8 refused, 4 answered anyway (3 hallucinations + 1 ACL leak)
+    assert answers["unanswerable_refusal_rate"] == pytest.approx(8 / 12)
+
+
+def test_trec_files_match_trec_eval_all_row(tmp_path: Path, shared_data: Path) -> None:
+    fixtures = shared_data / "trec_eval-tests"
+    result = run(
+        [
+            "eval",
+            "--qrels",
+            str(fixtures / "qrels.test"),
+            "--run",
+            str(fixtures / "results.test"),
+            "--run",
+            str(fixtures / "results.trunc"),
+            "--k",
+            "5,10",
+            "--format",
+            "json",
+        ],
+        tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    # `all` rows printed by trec_eval -q (out.test.aq) and -q -c on results.trunc (out.test.aqc)
+    expected = {
+        "results.test": {"map": 0.1785, "mrr": 0.4064, "precision@5": 0.2667, "recall@10": 0.0317,
+                    "ndcg": 0.4021, "ndcg@10": 0.3016, "hit_rate@10": 0.6667},
+        "results.trunc": {"map": 0.1016, "mrr": 0.1667, "precision@5": 0.2000,
+                          "recall@10": 0.1347, "ndcg": 0.2105, "ndcg@10": 0.1717,
+                          "hit_rate@10": 0.6667},
+    }  # fmt: skip
+    for run_name, values in expected.items():
+        overall = doc["retrievers"][run_name]["overall"]
+        for metric, value in values.items():
+            assert overall[metric] == pytest.approx(value, abs=5e-5), (run_name, metric)
+
+
+def test_bad_gold_file_names_file_line_and_never_echoes_text(tmp_path: Path) -> None:
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(
+        '{"id": "q1", "question": "call me at alice@example.com", "gold": ["p-0001"]}\n'
+        '{"id": "q1", "question": "my PAN is ABCDE1234F", "gold": 5}\n',
+        encoding="utf-8",
+    )
+    result = run(["eval", "--gold", str(gold)], tmp_path)
+    assert result.returncode == 2
+    assert "gold.jsonl, line 2" in result.stderr
+    assert "alice@example.com" not in result.stderr
+    assert "ABCDE1234F" not in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--k", "0,5"], "every k must be"),
+        (["--retriever", "nope"], "unknown retriever 'nope'"),
+        (["--run", "x.txt"], "--run needs --qrels or --gold"),
+        (["--fail-under", "recall@10"], "metric=threshold"),
+        (["--fail-under", "recall@10=7"], "[0, 1]"),
+        (["--gold", "missing.jsonl"], "missing.jsonl"),
+    ],
+)
+def test_usage_errors_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    result = run(["eval", "--no-progress", *args], tmp_path)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_config_check_prints_effective_config(tmp_path: Path) -> None:
+    config = tmp_path / "goldwatch.yaml"
+    config.write_text("eval:\n  k: [3]\n")
+    result = run(["config", "check", "--config", str(config)], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["eval"]["k"] == [3]
+    config.write_text("eval:\n  k: [0]\n")
+    bad = run(["config", "check", "--config", str(config)], tmp_path)
+    assert bad.returncode == 2
+    assert "eval.k" in bad.stderr
