@@ -1,0 +1,321 @@
+"""The query-log event, schema v1 (design.md, "Data contracts"), and the field mapping.
+
+An event is one Kafka message value or one JSONL line. Only ``event_id``, ``timestamp`` and
+``question`` are required; every other field may be absent or ``null``. Unknown fields are
+ignored (accepted, not stored). :func:`consumers.decoding.decode` turns bytes into a
+:class:`QueryLogEvent`; this module only defines the shapes and their validation.
+
+Type rules (chosen to surface producer bugs instead of guessing):
+
+* Strings must be JSON strings and numbers JSON numbers (``"35"`` is not a latency);
+  ``true``/``false`` are never numbers. Floats must be finite.
+* Identifiers (``event_id``, ``user.id``, result ``id``, ``citations``) accept a string or a
+  JSON integer; integers become their decimal string (``12345`` -> ``"12345"``), because
+  auto-increment and vector-store ids are often numbers. Floats and booleans are rejected.
+* ``timestamp`` accepts an RFC 3339 string (``Z``, ``+05:30`` or ``+0530`` offsets; a space
+  instead of ``T``; fractional seconds; a leap second ``:60`` is read as ``:59.999999``) or a
+  Unix epoch number. A string without an offset is read as UTC (``datetime.utcnow()``
+  producers). Epoch units go by magnitude: ``< 1e11`` seconds, ``< 1e14`` milliseconds,
+  ``< 1e17`` microseconds, else nanoseconds (so millisecond stamps before March 1973 would be
+  misread). The result is always an aware UTC datetime between 1970-01-01 and 9999-12-31;
+  outside that (e.g. Go's zero time ``0001-01-01``) is an ``invalid_value``.
+
+Validation errors carry bounded codes (``wrong_type``, ``invalid_value``) as their pydantic
+error type, and messages that name the expected type, never the input value.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    PrivateAttr,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    StringConstraints,
+    field_validator,
+)
+from pydantic_core import PydanticCustomError
+
+#: Longest accepted ``event_id`` in characters.
+MAX_EVENT_ID_CHARS = 256
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?"
+    r"(?:[Zz]|([+-])(\d{2}):?(\d{2}))?",
+    re.ASCII,
+)
+#: (upper bound, ticks per second): seconds, then milliseconds, microseconds, nanoseconds.
+_EPOCH_UNITS = ((1e11, 1), (1e14, 1_000), (1e17, 10**6), (math.inf, 10**9))
+TIMESTAMP_EXPECTED = "RFC 3339 string or epoch seconds/milliseconds number"
+
+
+def _wrong_type(expected: str) -> PydanticCustomError:
+    return PydanticCustomError("wrong_type", "expected {expected}", {"expected": expected})
+
+
+def _invalid(problem: str) -> PydanticCustomError:
+    return PydanticCustomError("invalid_value", "{problem}", {"problem": problem})
+
+
+def to_id(value: Any) -> str:
+    """Return an identifier as ``str``: strings unchanged, JSON integers as decimal strings.
+
+    Raises:
+        PydanticCustomError: ``wrong_type`` for anything else (floats, booleans, null, ...).
+
+    >>> to_id(412), to_id("p-0412")
+    ('412', 'p-0412')
+    """
+    if type(value) is str:
+        return value
+    if type(value) is int:
+        return str(value)
+    raise _wrong_type("string or integer")
+
+
+def _event_id(value: Any) -> str:
+    text = to_id(value)
+    if not text.strip():
+        raise _invalid("must not be blank")
+    if len(text) > MAX_EVENT_ID_CHARS:
+        raise _invalid(f"longer than {MAX_EVENT_ID_CHARS} characters")
+    return text
+
+
+def parse_timestamp(value: Any) -> datetime:
+    """Return ``value`` as an aware UTC datetime (rules in the module docstring).
+
+    Accepts an RFC 3339 string, an epoch ``int``/``float`` (unit by magnitude) or a
+    ``datetime`` (naive means UTC).
+
+    Raises:
+        PydanticCustomError: ``wrong_type`` (not a string/number, or a string not shaped like
+            RFC 3339) or ``invalid_value`` (impossible date, bad offset, negative or non-finite
+            epoch, outside 1970-01-01 .. 9999-12-31).
+
+    >>> parse_timestamp("2026-11-29T15:30:00+05:30").isoformat()
+    '2026-11-29T10:00:00+00:00'
+    >>> parse_timestamp(1_795_946_400_000) == parse_timestamp(1_795_946_400)
+    True
+    """
+    kind = type(value)
+    if kind is str:
+        return _from_rfc3339(value)
+    if kind is int or kind is float:
+        return _from_epoch(value)
+    if isinstance(value, datetime):
+        return _in_range(value if value.tzinfo else value.replace(tzinfo=UTC))
+    raise _wrong_type(TIMESTAMP_EXPECTED)
+
+
+def _from_rfc3339(text: str) -> datetime:
+    match = _RFC3339.fullmatch(text)
+    if match is None:
+        raise _wrong_type(TIMESTAMP_EXPECTED)
+    try:
+        stamp = datetime.fromisoformat(text)  # fast, exact for the common spellings
+    except ValueError:
+        stamp = _from_groups(match)  # leap seconds, lowercase t/z; classifies the rest
+    return _in_range(stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC))
+
+
+def _from_groups(match: re.Match[str]) -> datetime:
+    year, month, day, hour, minute, second, frac, sign, off_h, off_m = match.groups()
+    micros = int((frac or "0")[:6].ljust(6, "0"))
+    if second == "60":
+        second, micros = "59", 999_999
+    tz = UTC
+    if sign is not None:
+        if int(off_h) > 23 or int(off_m) > 59:
+            raise _invalid("UTC offset out of range")
+        offset = timedelta(hours=int(off_h), minutes=int(off_m))
+        tz = timezone(-offset if sign == "-" else offset)
+    try:
+        parts = (int(year), int(month), int(day), int(hour), int(minute), int(second))
+        return datetime(*parts, micros, tzinfo=tz)
+    except ValueError:
+        raise _invalid("not a valid calendar date and time") from None
+
+
+def _from_epoch(number: float) -> datetime:
+    if not math.isfinite(number) or number < 0:
+        raise _invalid("epoch must be a finite number >= 0")
+    ticks = next(per_second for limit, per_second in _EPOCH_UNITS if number < limit)
+    try:
+        if type(number) is int:
+            return _EPOCH + timedelta(microseconds=number * 10**6 // ticks)
+        return _EPOCH + timedelta(seconds=number / ticks)
+    except OverflowError:
+        raise _invalid("timestamp outside 1970-01-01 .. 9999-12-31") from None
+
+
+def _in_range(stamp: datetime) -> datetime:
+    try:
+        stamp = stamp.astimezone(UTC)
+    except OverflowError:
+        raise _invalid("timestamp outside 1970-01-01 .. 9999-12-31") from None
+    if stamp < _EPOCH:
+        raise _invalid("timestamp outside 1970-01-01 .. 9999-12-31")
+    return stamp
+
+
+Id = Annotated[str, PlainValidator(to_id)]
+Number = StrictFloat
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore", allow_inf_nan=False)
+
+
+class User(_Record):
+    """Who asked: ``id``, ``role`` (e.g. ``"parent"``), ``tenant``; all optional."""
+
+    id: Id | None = None
+    role: StrictStr | None = None
+    tenant: StrictStr | None = None
+
+
+class RetrievedPassage(_Record):
+    """One passage the production retriever returned.
+
+    Attributes:
+        id: passage id (required; a JSON integer becomes its decimal string).
+        score: retriever score, unitless, comparable within one query only; finite.
+        rank: 1-based position in the result list.
+        doc, doc_type: source document and its type (e.g. ``"scanned_pdf"``).
+    """
+
+    id: Id
+    score: Number | None = None
+    rank: StrictInt | None = Field(default=None, ge=1)
+    doc: StrictStr | None = None
+    doc_type: StrictStr | None = None
+
+
+class Retrieval(_Record):
+    """What the production retriever did: its name, latency in milliseconds (>= 0), results."""
+
+    retriever: StrictStr | None = None
+    latency_ms: Number | None = Field(default=None, ge=0)
+    results: tuple[RetrievedPassage, ...] = ()
+
+
+class Answer(_Record):
+    """The generated answer: ``text``, whether it was a refusal (``None``: unknown), citations."""
+
+    text: StrictStr | None = None
+    refused: StrictBool | None = None
+    citations: tuple[Id, ...] = ()
+
+
+class Feedback(_Record):
+    """User feedback: ``rating`` is a finite number on the producer's own scale (e.g. -1/+1)."""
+
+    rating: Number | None = None
+
+
+class QueryLogEvent(_Record):
+    """One production query, schema v1 (frozen; unknown fields ignored).
+
+    Attributes:
+        event_id: unique id, 1..256 characters, not blank (an integer becomes a string).
+        timestamp: when the query was asked, aware UTC datetime (see :func:`parse_timestamp`).
+        question: the user's question, not blank; stored exactly as sent.
+        user, channel, retrieval, answer, feedback: optional context, ``None`` when absent.
+
+    Raises:
+        pydantic.ValidationError: on construction from invalid data; error types are
+            ``missing``, pydantic's ``*_type`` errors, ``wrong_type`` or ``invalid_value``.
+
+    >>> e = QueryLogEvent(event_id=7, timestamp="2026-11-29T10:00:00Z", question="¿cuánto sale?")
+    >>> e.event_id, e.timestamp.isoformat(), e.retrieval
+    ('7', '2026-11-29T10:00:00+00:00', None)
+    """
+
+    event_id: Annotated[str, PlainValidator(_event_id)]
+    timestamp: Annotated[datetime, PlainValidator(parse_timestamp)]
+    question: Annotated[StrictStr, StringConstraints(pattern=r"\S")]
+    user: User | None = None
+    channel: StrictStr | None = None
+    retrieval: Retrieval | None = None
+    answer: Answer | None = None
+    feedback: Feedback | None = None
+
+
+Alias = Annotated[str, Field(min_length=1, max_length=128)]
+
+
+class FieldMapping(BaseModel):
+    """Other spellings of the canonical fields, tried in order when the canonical one is absent.
+
+    A canonical field that is present and not ``null`` always wins. An alias is a top-level key
+    or a dotted path into nested objects (``"meta.request_id"``); a key that literally
+    contains the dot is tried first.
+
+    Attributes:
+        event_id, timestamp, question: aliases of the required fields.
+        answer: aliases of ``answer``; a string value (here or in ``answer`` itself) becomes
+            ``answer.text``, an object is read as an :class:`Answer`.
+        results: aliases of ``retrieval.results``: a top-level list of result objects or
+            strings, e.g. ``contexts`` / ``documents``.
+        passage_id: aliases of ``id`` inside each result object.
+        string_results: what a string item of an aliased results list means. ``"ignore"``
+            (default): drop it, because ``contexts`` lists are usually passage *texts*, which
+            cannot be scored against gold ids. ``"ids"``: it is a passage id, ranked by
+            position (rank 1 first).
+
+    Raises:
+        pydantic.ValidationError: an alias is empty, too long, or listed for two fields.
+
+    >>> FieldMapping(question=("query", "my_q")).question
+    ('query', 'my_q')
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    event_id: tuple[Alias, ...] = ("id", "request_id")
+    timestamp: tuple[Alias, ...] = ("ts", "time", "created_at")
+    question: tuple[Alias, ...] = ("query", "input", "prompt")
+    answer: tuple[Alias, ...] = ("response", "output")
+    results: tuple[Alias, ...] = ("contexts", "documents")
+    passage_id: tuple[Alias, ...] = ("doc_id", "passage_id", "chunk_id")
+    string_results: Literal["ignore", "ids"] = "ignore"
+    _guards: tuple[bytes, ...] = PrivateAttr(default=())
+
+    @field_validator("event_id", "timestamp", "question", "answer", "results")
+    @classmethod
+    def _not_canonical(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        clash = set(value) & set(QueryLogEvent.model_fields)
+        if clash:
+            raise ValueError(f"aliases may not be canonical field names: {sorted(clash)}")
+        return value
+
+    def model_post_init(self, context: Any, /) -> None:
+        top = (self.event_id, self.timestamp, self.question, self.answer, self.results)
+        flat = [alias for aliases in top for alias in aliases]
+        dupes = sorted({a for a in flat if flat.count(a) > 1})
+        if dupes:
+            raise ValueError(f"aliases listed for more than one field: {dupes}")
+        aliases = (*self.answer, *self.results)
+        keys = sorted({*aliases, *(alias.split(".", 1)[0] for alias in aliases)})
+        # A key spelled with JSON escapes escapes the plain search: any "\u" (or any
+        # backslash, for keys holding characters JSON may escape short-hand) sends the event
+        # to the slow path when answer/results are empty.
+        escaped = any(c in '"\\/' or c < " " for key in keys for c in key)
+        self._guards = (b"\\" if escaped else b"\\u", *(f'"{key}"'.encode() for key in keys))
+
+    @property
+    def optional_guards(self) -> tuple[bytes, ...]:
+        """Byte strings whose presence may mean an alias feeds ``answer`` or ``results``."""
+        return self._guards

@@ -1,0 +1,386 @@
+"""decode / decode_batch: every reason code, every alias, timestamps, and detail privacy."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from consumers.base import DeadLetter, Origin, RawMessage
+from consumers.decoding import REASONS, DecodeError, _decode_slow, decode, decode_batch
+from service.events import FieldMapping, QueryLogEvent
+
+MAPPING = FieldMapping()
+LIMIT = 1_000_000
+SECRET = "alice@example.com"
+BASE: dict[str, Any] = {"event_id": "e-1", "timestamp": "2026-11-29T10:00:00Z", "question": "q?"}
+TEN_UTC = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
+
+# The example event of design.md, "Data contracts (version 1)", verbatim.
+DESIGN_EXAMPLE = b"""{"event_id": "e-000123", "timestamp": "2026-11-29T10:00:00Z",
+ "question": "Hostel ka fee semester wise dena hai ya yearly?",
+ "user": {"id": "u-77", "role": "parent", "tenant": "college-a"},
+ "channel": "web",
+ "retrieval": {"retriever": "prod-v3", "latency_ms": 35,
+               "results": [{"id": "p-0412", "score": 12.3, "rank": 1,
+                            "doc": "fee-circular-2026.pdf", "doc_type": "scanned_pdf"}]},
+ "answer": {"text": "...", "refused": null, "citations": ["p-0412"]},
+ "feedback": {"rating": -1}}"""
+
+
+def raw(value: bytes | None) -> RawMessage:
+    return RawMessage(value, Origin(topic="queries", partition=0, offset=7))
+
+
+def encode(obj: object) -> bytes:
+    return json.dumps(obj).encode()
+
+
+def ok(obj: object, mapping: FieldMapping = MAPPING) -> QueryLogEvent:
+    value = obj if isinstance(obj, bytes) else encode(obj)
+    event = decode(raw(value), mapping, LIMIT)
+    assert _decode_slow(value, mapping) == event  # the fast path never changes the answer
+    return event
+
+
+def fail(value: bytes | None, mapping: FieldMapping = MAPPING, limit: int = LIMIT) -> DecodeError:
+    with pytest.raises(DecodeError) as info:
+        decode(raw(value), mapping, limit)
+    assert info.value.reason in REASONS
+    return info.value
+
+
+def test_design_example_decodes_exactly() -> None:
+    event = ok(DESIGN_EXAMPLE)
+    assert event.event_id == "e-000123"
+    assert event.timestamp == TEN_UTC
+    assert event.question == "Hostel ka fee semester wise dena hai ya yearly?"
+    assert event.user is not None
+    assert (event.user.id, event.user.role, event.user.tenant) == ("u-77", "parent", "college-a")
+    assert event.channel == "web"
+    assert event.retrieval is not None
+    assert event.retrieval.retriever == "prod-v3"
+    assert event.retrieval.latency_ms == 35.0
+    [passage] = event.retrieval.results
+    assert (passage.id, passage.score, passage.rank) == ("p-0412", 12.3, 1)
+    assert (passage.doc, passage.doc_type) == ("fee-circular-2026.pdf", "scanned_pdf")
+    assert event.answer is not None
+    assert (event.answer.text, event.answer.refused) == ("...", None)
+    assert event.answer.citations == ("p-0412",)
+    assert event.feedback is not None and event.feedback.rating == -1.0
+
+
+def test_reasons_are_the_documented_codes() -> None:
+    assert REASONS == (
+        "tombstone", "too_large", "not_utf8", "not_json", "not_object",
+        "missing_field", "wrong_type", "invalid_value",
+    )  # fmt: skip
+
+
+def test_tombstone() -> None:
+    assert fail(None).reason == "tombstone"
+
+
+def test_too_large_is_checked_before_decoding() -> None:
+    value = encode(BASE)
+    assert decode(raw(value), MAPPING, len(value)).event_id == "e-1"  # limit is inclusive
+    error = fail(value, limit=len(value) - 1)
+    assert error.reason == "too_large"
+    assert error.detail == f"message is {len(value)} bytes; limit is {len(value) - 1}"
+    assert fail(b"\xff" * 100, limit=10).reason == "too_large"  # not_utf8 never looked at
+
+
+def test_max_event_bytes_below_one_is_a_programming_error() -> None:
+    with pytest.raises(ValueError, match="max_event_bytes"):
+        decode(raw(b"{}"), MAPPING, 0)
+
+
+@pytest.mark.parametrize(
+    "value", [b"\xff{}", b'{"question": "\xc3"}', b'{"q": "\xed\xa0\x80"}', b"\xc0\xaf"]
+)
+def test_not_utf8(value: bytes) -> None:
+    error = fail(value)
+    assert error.reason == "not_utf8"
+    assert error.detail.startswith("invalid UTF-8 at byte ")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [b"", b"   ", b"{", b'{"a": 1} {"b": 2}', b"{'a': 1}", b'{"a": 1,}', b"nan", b"[1",
+     b'{"a": "\x01"}', b"[" * 100_000 + b"]" * 100_000, b"[" + b"9" * 5000 + b"]"],
+)  # fmt: skip
+def test_not_json(value: bytes) -> None:
+    assert fail(value).reason == "not_json"
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [(b"[]", "array"), (b'"q"', "string"), (b"1", "number"), (b"null", "null"),
+     (b"true", "boolean"), (b"-Infinity", "number")],
+)  # fmt: skip
+def test_not_object(value: bytes, kind: str) -> None:
+    error = fail(value)
+    assert (error.reason, error.detail) == ("not_object", f"expected a JSON object, got {kind}")
+
+
+@pytest.mark.parametrize("name", ["event_id", "timestamp", "question"])
+def test_missing_required_field_absent_or_null(name: str) -> None:
+    for obj in ({k: v for k, v in BASE.items() if k != name}, {**BASE, name: None}):
+        error = fail(encode(obj))
+        assert error.reason == "missing_field"
+        assert error.detail.startswith(f"missing required field '{name}' (aliases tried: ")
+
+
+def test_missing_result_id_names_the_path() -> None:
+    error = fail(encode({**BASE, "retrieval": {"results": [{"id": "a"}, {"score": 1}]}}))
+    assert error.reason == "missing_field"
+    assert "'retrieval.results[1].id'" in error.detail
+    assert "doc_id, passage_id, chunk_id" in error.detail
+
+
+@pytest.mark.parametrize(
+    ("fields", "detail"),
+    [
+        ({"timestamp": True},
+         "field 'timestamp': expected RFC 3339 string or epoch seconds/milliseconds number"),
+        ({"timestamp": "garbage"},
+         "field 'timestamp': expected RFC 3339 string or epoch seconds/milliseconds number"),
+        ({"event_id": 1.5}, "field 'event_id': expected string or integer"),
+        ({"question": ["q"]}, "field 'question': expected string"),
+        ({"user": "u-1"}, "field 'user': expected object or null"),
+        ({"user": {"role": 3}}, "field 'user.role': expected string"),
+        ({"retrieval": {"latency_ms": "35"}},
+         "field 'retrieval.latency_ms': expected number or null"),
+        ({"retrieval": {"results": {"id": "p"}}},
+         "field 'retrieval.results': expected list of objects"),
+        ({"retrieval": {"results": ["p-1"]}}, "field 'retrieval.results[0]': expected object"),
+        ({"retrieval": {"results": [{"id": "p", "rank": "1"}]}},
+         "field 'retrieval.results[0].rank': expected integer or null"),
+        ({"answer": 5}, "field 'answer': expected object, string or null"),
+        ({"answer": {"refused": "no"}}, "field 'answer.refused': expected boolean or null"),
+        ({"answer": {"citations": [1.5]}},
+         "field 'answer.citations[0]': expected string or integer"),
+        ({"feedback": {"rating": "up"}}, "field 'feedback.rating': expected number or null"),
+    ],
+)  # fmt: skip
+def test_wrong_type_names_field_and_expected_type(fields: dict[str, Any], detail: str) -> None:
+    error = fail(encode({**BASE, **fields}))
+    assert (error.reason, error.detail) == ("wrong_type", detail)
+
+
+@pytest.mark.parametrize(
+    ("fields", "detail"),
+    [
+        ({"question": " \t"}, "field 'question': must not be blank"),
+        ({"event_id": ""}, "field 'event_id': must not be blank"),
+        ({"event_id": "e" * 257}, "field 'event_id': longer than 256 characters"),
+        ({"timestamp": "2026-02-30T10:00:00Z"},
+         "field 'timestamp': not a valid calendar date and time"),
+        ({"timestamp": "0001-01-01T00:00:00Z"},
+         "field 'timestamp': timestamp outside 1970-01-01 .. 9999-12-31"),
+        ({"timestamp": -5}, "field 'timestamp': epoch must be a finite number >= 0"),
+        ({"retrieval": {"latency_ms": -1}}, "field 'retrieval.latency_ms': must be >= 0"),
+        ({"retrieval": {"results": [{"id": "p", "rank": 0}]}},
+         "field 'retrieval.results[0].rank': must be >= 1"),
+    ],
+)  # fmt: skip
+def test_invalid_value_names_field_and_problem(fields: dict[str, Any], detail: str) -> None:
+    error = fail(encode({**BASE, **fields}))
+    assert (error.reason, error.detail) == ("invalid_value", detail)
+
+
+def test_several_problems_report_the_first_and_count_the_rest() -> None:
+    error = fail(encode({**BASE, "question": 1, "channel": 2, "feedback": 3}))
+    assert error.detail == "field 'question': expected string (and 2 more problems)"
+
+
+def test_nan_and_infinity_are_rejected_where_read_and_ignored_elsewhere() -> None:
+    text = '{"event_id": "e", "timestamp": 0, "question": "q", "x": [NaN, -Infinity]}'
+    assert ok(text.encode()).event_id == "e"
+    bad = text.replace('"x"', '"feedback": {"rating": NaN}, "y"').encode()
+    error = fail(bad)
+    assert (error.reason, error.detail) == (
+        "invalid_value", "field 'feedback.rating': must be a finite number"
+    )  # fmt: skip
+    assert fail(bad.replace(b"NaN}", b"1e999}")).reason == "invalid_value"
+
+
+@pytest.mark.parametrize(
+    ("stamp", "expected"),
+    [
+        ("2026-11-29T10:00:00Z", TEN_UTC),
+        ("2026-11-29T15:30:00+05:30", TEN_UTC),
+        ("2026-11-29T10:00:00", TEN_UTC),
+        (1_795_946_400, TEN_UTC),
+        (1_795_946_400_000, TEN_UTC),
+        (1_795_946_400.25, TEN_UTC.replace(microsecond=250_000)),
+        (1_795_946_400_250.5, TEN_UTC.replace(microsecond=250_500)),
+    ],
+)
+def test_timestamps(stamp: object, expected: datetime) -> None:
+    assert ok({**BASE, "timestamp": stamp}).timestamp == expected
+
+
+@pytest.mark.parametrize("stamp", ["garbage", "2026-11-29", "", [], {}, False, "1795946400"])
+def test_garbage_timestamps_are_wrong_type(stamp: object) -> None:
+    assert fail(encode({**BASE, "timestamp": stamp})).reason == "wrong_type"
+
+
+@pytest.mark.parametrize(
+    ("alias", "field", "value"),
+    [("query", "question", "q?"), ("input", "question", "q?"), ("prompt", "question", "q?"),
+     ("id", "event_id", "e-1"), ("request_id", "event_id", "e-1"),
+     ("ts", "timestamp", "2026-11-29T10:00:00Z"), ("time", "timestamp", 1_795_946_400),
+     ("created_at", "timestamp", "2026-11-29T10:00:00Z")],
+)  # fmt: skip
+def test_required_field_aliases(alias: str, field: str, value: object) -> None:
+    obj = {k: v for k, v in BASE.items() if k != field} | {alias: value}
+    event = ok(obj)
+    assert (event.event_id, event.timestamp, event.question) == ("e-1", TEN_UTC, "q?")
+
+
+@pytest.mark.parametrize("alias", ["response", "output"])
+def test_answer_aliases_take_a_string_or_an_object(alias: str) -> None:
+    assert ok({**BASE, alias: "It is yearly."}).answer.text == "It is yearly."  # type: ignore[union-attr]
+    answer = ok({**BASE, alias: {"text": "No.", "refused": True}}).answer
+    assert answer is not None and (answer.text, answer.refused) == ("No.", True)
+    assert ok({**BASE, "answer": "plain"}).answer.text == "plain"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("alias", ["contexts", "documents"])
+def test_results_aliases(alias: str) -> None:
+    items = [{"id": "p-1", "score": 2.0}, {"doc_id": 7}, "a passage text"]
+    retrieval = ok({**BASE, alias: items}).retrieval
+    assert retrieval is not None
+    assert [(p.id, p.score) for p in retrieval.results] == [("p-1", 2.0), ("7", None)]
+    as_ids = ok({**BASE, alias: ["p-3", "p-1"]}, FieldMapping(string_results="ids")).retrieval
+    assert as_ids is not None
+    assert [(p.id, p.rank) for p in as_ids.results] == [("p-3", 1), ("p-1", 2)]
+
+
+@pytest.mark.parametrize("alias", ["doc_id", "passage_id", "chunk_id"])
+def test_passage_id_aliases(alias: str) -> None:
+    retrieval = ok({**BASE, "retrieval": {"results": [{alias: "p-9", "rank": 1}]}}).retrieval
+    assert retrieval is not None and retrieval.results[0].id == "p-9"
+
+
+def test_string_contexts_are_dropped_by_default_but_the_event_is_kept() -> None:
+    retrieval = ok({**BASE, "contexts": ["text one", "text two"]}).retrieval
+    assert retrieval is not None and retrieval.results == ()
+
+
+def test_canonical_fields_win_over_aliases() -> None:
+    obj = {**BASE, "query": "alias", "id": "x", "ts": 0, "response": "alias answer",
+           "answer": {"text": "canonical"}, "contexts": [{"id": "alias"}],
+           "retrieval": {"results": [{"id": "canonical", "doc_id": "alias"}]}}  # fmt: skip
+    event = ok(obj)
+    assert (event.question, event.event_id, event.timestamp) == ("q?", "e-1", TEN_UTC)
+    assert event.answer is not None and event.answer.text == "canonical"
+    assert event.retrieval is not None and event.retrieval.results[0].id == "canonical"
+
+
+def test_null_canonical_falls_back_to_aliases_and_keeps_the_rest_of_retrieval() -> None:
+    obj = {**BASE, "question": None, "prompt": "from prompt", "answer": None, "output": "out",
+           "retrieval": {"retriever": "prod", "results": None},
+           "contexts": [{"id": "p"}]}  # fmt: skip
+    event = ok(obj)
+    assert event.question == "from prompt"
+    assert event.answer is not None and event.answer.text == "out"
+    assert event.retrieval is not None
+    assert (event.retrieval.retriever, event.retrieval.results[0].id) == ("prod", "p")
+
+
+def test_user_configured_and_dotted_aliases() -> None:
+    mapping = FieldMapping(
+        question=("query", "input", "prompt", "my_q"), event_id=("meta.request_id",),
+        answer=("llm.reply",), results=("hits",), passage_id=("metadata.id",),
+    )  # fmt: skip
+    obj = {"my_q": "q?", "meta": {"request_id": 5}, "timestamp": 0, "llm": {"reply": "r"},
+           "hits": [{"metadata": {"id": "p-1"}}]}  # fmt: skip
+    event = ok(obj, mapping)
+    assert (event.question, event.event_id) == ("q?", "5")
+    assert event.answer is not None and event.answer.text == "r"
+    assert event.retrieval is not None and event.retrieval.results[0].id == "p-1"
+    assert ok({**BASE, "a.b": "literal key wins"}, FieldMapping(answer=("a.b",))).answer
+
+
+def test_alias_key_spelled_with_escapes_is_still_found() -> None:
+    value = encode(BASE)[:-1] + b', "cont\\u0065xts": [{"id": "p"}], "outp\\u0075t": "a"}'
+    event = ok(value)
+    assert event.retrieval is not None and event.retrieval.results[0].id == "p"
+    assert event.answer is not None and event.answer.text == "a"
+
+
+def test_detail_says_which_alias_the_bad_value_came_from() -> None:
+    error = fail(encode({**{k: v for k, v in BASE.items() if k != "question"}, "query": 3}))
+    assert error.detail == "field 'question' (read from 'query'): expected string"
+    error = fail(encode({**BASE, "contexts": [{"id": "p", "rank": -1}]}))
+    assert error.detail == "field 'retrieval.results[0].rank' (read from 'contexts'): must be >= 1"
+
+
+def test_json_details() -> None:
+    assert fail(b'{"a": 1,}').detail == "invalid JSON: Expecting property name enclosed in " \
+        "double quotes at line 1 column 9"  # fmt: skip
+    assert fail(b"[" * 100_000).detail in {
+        "invalid JSON: nesting too deep", "invalid JSON: Expecting value at line 1 column 100001"
+    }  # fmt: skip
+
+
+def test_bom_duplicate_keys_and_surrogates() -> None:
+    assert ok(b"\xef\xbb\xbf" + encode(BASE)).event_id == "e-1"
+    assert (
+        ok(b'{"event_id": "a", "event_id": "b", "timestamp": 0, "question": "q"}').event_id == "b"
+    )
+    lone = ok(encode(BASE)[:-1] + b', "channel": "\\ud83d", "extra": "\\udc00"}')
+    assert lone.channel == "\ufffd"  # a JS producer cut an emoji in half
+    pair = ok(encode(BASE)[:-1] + b', "channel": "\\ud83d\\ude00"}')
+    assert pair.channel == "😀"
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"question": 12345, "x": SECRET},
+        {"question": [SECRET]},
+        {"question": {"email": SECRET}},
+        {"timestamp": SECRET},
+        {"timestamp": f"2026-02-30T10:00:00Z{SECRET}"},
+        {"event_id": SECRET * 20},
+        {"event_id": {"email": SECRET}},
+        {"user": SECRET},
+        {"user": {"id": [SECRET], "role": SECRET}},
+        {"channel": [SECRET]},
+        {"retrieval": {"retriever": [SECRET], "results": [SECRET]}},
+        {"retrieval": {"results": [{"id": SECRET, "rank": SECRET}]}},
+        {"answer": {"text": [SECRET], "refused": SECRET, "citations": SECRET}},
+        {"feedback": {"rating": SECRET}},
+        {"question": None, "query": [SECRET]},
+        {"question": "   ", SECRET: SECRET},
+    ],
+)
+def test_details_never_echo_message_content(fields: dict[str, Any]) -> None:
+    for mapping in (MAPPING, FieldMapping(string_results="ids")):
+        error = fail(encode({**BASE, **fields}), mapping)
+        assert SECRET not in error.detail
+        assert "alice" not in str(error)
+
+
+def test_json_error_detail_does_not_echo_content() -> None:
+    for value in (f'{{"q": "{SECRET}\\x"}}', f'{{"{SECRET}": ]}}', f"{SECRET}"):
+        error = fail(value.encode())
+        assert error.reason == "not_json" and SECRET not in error.detail
+
+
+def test_decode_batch_splits_good_and_dead_in_order() -> None:
+    messages = [raw(encode(BASE)), raw(None), raw(b"[]"), raw(encode({**BASE, "event_id": "e-2"}))]
+    decoded, dead = decode_batch(messages, MAPPING, LIMIT)
+    assert [(m, e.event_id) for m, e in decoded] == [(messages[0], "e-1"), (messages[3], "e-2")]
+    assert dead == [
+        DeadLetter(messages[1], "tombstone", "message value is null (tombstone)"),
+        DeadLetter(messages[2], "not_object", "expected a JSON object, got array"),
+    ]
+    assert decode_batch([], MAPPING, LIMIT) == ([], [])
+    with pytest.raises(ValueError):
+        decode_batch(messages, MAPPING, 0)

@@ -1,0 +1,195 @@
+"""Schema v1 of the query-log event: types, timestamps, ids, and the field mapping."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from pydantic import ValidationError
+
+from service.events import (
+    MAX_EVENT_ID_CHARS,
+    Answer,
+    FieldMapping,
+    QueryLogEvent,
+    RetrievedPassage,
+    parse_timestamp,
+    to_id,
+)
+from service.records import ScoredDoc
+
+BASE = {"event_id": "e-1", "timestamp": "2026-11-29T10:00:00Z", "question": "q?"}
+TEN_UTC = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
+
+
+def error_type(**fields: object) -> str:
+    with pytest.raises(ValidationError) as info:
+        QueryLogEvent.model_validate({**BASE, **fields})
+    return str(info.value.errors()[0]["type"])
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("2026-11-29T10:00:00Z", TEN_UTC),
+        ("2026-11-29t10:00:00z", TEN_UTC),
+        ("2026-11-29T15:30:00+05:30", TEN_UTC),
+        ("2026-11-29T15:30:00+0530", TEN_UTC),
+        ("2026-11-29T05:00:00-05:00", TEN_UTC),
+        ("2026-11-29 10:00:00Z", TEN_UTC),
+        ("2026-11-29T10:00:00", TEN_UTC),  # naive: read as UTC
+        ("2026-11-29T10:00:00.25Z", TEN_UTC.replace(microsecond=250_000)),
+        ("2026-11-29T10:00:00.123456789Z", TEN_UTC.replace(microsecond=123_456)),
+        ("2016-12-31T23:59:60Z", datetime(2016, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC)),
+        (1_795_946_400, TEN_UTC),  # epoch seconds
+        (1_795_946_400.5, TEN_UTC.replace(microsecond=500_000)),  # float seconds
+        (1_795_946_400_000, TEN_UTC),  # milliseconds
+        (1_795_946_400_250.0, TEN_UTC.replace(microsecond=250_000)),  # float ms
+        (1_795_946_400_000_000, TEN_UTC),  # microseconds
+        (1_795_946_400_000_000_000, TEN_UTC),  # nanoseconds
+        (0, datetime(1970, 1, 1, tzinfo=UTC)),
+        (datetime(2026, 11, 29, 10, 0), TEN_UTC),
+    ],
+)
+def test_timestamps_become_aware_utc(raw: object, expected: datetime) -> None:
+    stamp = parse_timestamp(raw)
+    assert stamp == expected
+    assert stamp.tzinfo is UTC
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["yesterday", "", "2026-11-29", "2026-11-29T10:00Z", "29/11/2026 10:00:00", "1795946400",
+     "２０２６-11-29T10:00:00Z", True, False, None, [1], {"s": 1}],
+)  # fmt: skip
+def test_timestamp_of_the_wrong_shape_is_wrong_type(raw: object) -> None:
+    assert error_type(timestamp=raw) == "wrong_type"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z", "2026-11-29T24:00:00Z",
+     "2026-11-29T10:00:00+24:00", "0001-01-01T00:00:00Z", "1969-12-31T23:59:59Z",
+     -1, float("inf"), float("nan"), 10**30],
+)  # fmt: skip
+def test_impossible_or_out_of_range_timestamp_is_invalid_value(raw: object) -> None:
+    assert error_type(timestamp=raw) == "invalid_value"
+
+
+def test_ids_accept_strings_and_integers_only() -> None:
+    assert (to_id("p-1"), to_id(0), to_id(-3), to_id(10**20)) == ("p-1", "0", "-3", str(10**20))
+    for bad in (1.0, True, None, ["p"], {"id": 1}):
+        with pytest.raises(ValueError):  # PydanticCustomError is a ValueError
+            to_id(bad)
+    event = QueryLogEvent.model_validate(
+        {**BASE, "event_id": 12345, "user": {"id": 77},
+         "retrieval": {"results": [{"id": 412}]}, "answer": {"citations": [412, "p-9"]}}
+    )  # fmt: skip
+    assert event.event_id == "12345"
+    assert event.user is not None and event.user.id == "77"
+    assert event.retrieval is not None and event.retrieval.results[0].id == "412"
+    assert event.answer is not None and event.answer.citations == ("412", "p-9")
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"event_id": ""}, "invalid_value"),
+        ({"event_id": "  \t"}, "invalid_value"),
+        ({"event_id": "e" * (MAX_EVENT_ID_CHARS + 1)}, "invalid_value"),
+        ({"event_id": 1.5}, "wrong_type"),
+        ({"event_id": False}, "wrong_type"),
+        ({"question": ""}, "string_pattern_mismatch"),
+        ({"question": " \n\u3000"}, "string_pattern_mismatch"),
+        ({"question": 42}, "string_type"),
+        ({"retrieval": {"latency_ms": -1}}, "greater_than_equal"),
+        ({"retrieval": {"latency_ms": "35"}}, "float_type"),
+        ({"retrieval": {"latency_ms": True}}, "float_type"),
+        ({"retrieval": {"results": [{"id": "p", "rank": 0}]}}, "greater_than_equal"),
+        ({"retrieval": {"results": [{"id": "p", "rank": 1.0}]}}, "int_type"),
+        ({"retrieval": {"results": [{"id": "p", "score": float("nan")}]}}, "finite_number"),
+        ({"answer": {"refused": "yes"}}, "bool_type"),
+        ({"feedback": {"rating": float("inf")}}, "finite_number"),
+        ({"channel": 3}, "string_type"),
+        ({"user": "alice"}, "model_type"),
+    ],
+)
+def test_field_constraints(fields: dict[str, object], expected: str) -> None:
+    assert error_type(**fields) == expected
+
+
+def test_event_id_at_the_length_limit_is_accepted() -> None:
+    event = QueryLogEvent.model_validate({**BASE, "event_id": "e" * MAX_EVENT_ID_CHARS})
+    assert len(event.event_id) == MAX_EVENT_ID_CHARS
+
+
+def test_question_is_stored_exactly_as_sent() -> None:
+    text = "  Hostel ka fee\u200d\u0301 semester wise? 🏠\n"
+    assert QueryLogEvent.model_validate({**BASE, "question": text}).question == text
+
+
+def test_unknown_fields_are_ignored_and_not_stored() -> None:
+    event = QueryLogEvent.model_validate(
+        {**BASE, "extra": 1, "user": {"email": "alice@example.com"}, "retrieval": {"x": []}}
+    )
+    assert "extra" not in event.model_dump()
+    assert event.user is not None and "email" not in event.user.model_dump()
+
+
+def test_events_are_frozen_and_hashable_records() -> None:
+    event = QueryLogEvent.model_validate({**BASE, "retrieval": {"results": [{"id": "p"}]}})
+    with pytest.raises(ValidationError):
+        event.question = "other"  # type: ignore[misc]
+    assert event.retrieval is not None and isinstance(event.retrieval.results, tuple)
+    assert event == QueryLogEvent.model_validate({**BASE, "retrieval": {"results": [{"id": "p"}]}})
+
+
+def test_optional_parts_default_to_none_or_empty() -> None:
+    event = QueryLogEvent.model_validate(BASE)
+    assert (event.user, event.channel, event.retrieval, event.answer, event.feedback) == (
+        (None,) * 5
+    )
+    assert Answer().citations == ()
+    assert RetrievedPassage(id="p").rank is None
+
+
+def test_passage_maps_onto_scored_doc() -> None:
+    passage = RetrievedPassage(id="p-0412", score=12.3, rank=1)
+    assert ScoredDoc(passage.id, passage.score or 0.0) == ScoredDoc("p-0412", 12.3)
+
+
+def test_field_mapping_defaults_and_user_aliases() -> None:
+    mapping = FieldMapping()
+    assert mapping.question == ("query", "input", "prompt")
+    assert mapping.event_id == ("id", "request_id")
+    assert mapping.timestamp == ("ts", "time", "created_at")
+    assert mapping.results == ("contexts", "documents")
+    assert mapping.answer == ("response", "output")
+    assert mapping.string_results == "ignore"
+    custom = FieldMapping.model_validate({"question": ["query", "input", "prompt", "my_q"]})
+    assert custom.question[-1] == "my_q"
+    with pytest.raises(ValidationError):
+        custom.question = ()  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"question": ["question"]},  # a canonical name
+        {"question": ["id"]},  # already an event_id alias
+        {"question": [""]},
+        {"results": ["x" * 129]},
+        {"string_results": "texts"},
+        {"questions": ["q"]},  # unknown key
+    ],
+)
+def test_field_mapping_rejects_bad_config(config: dict[str, object]) -> None:
+    with pytest.raises(ValidationError):
+        FieldMapping.model_validate(config)
+
+
+def test_field_mapping_guards_cover_literal_dotted_and_escaped_keys() -> None:
+    guards = FieldMapping(answer=("meta.answer",), results=("docs",)).optional_guards
+    assert guards[0] == b"\\u"
+    assert {b'"meta"', b'"meta.answer"', b'"docs"'} <= set(guards)
+    assert FieldMapping(results=("a/b",)).optional_guards[0] == b"\\"
