@@ -134,7 +134,7 @@ class FileSource:
             return
         if self._dlq is None:
             self._dlq = open(self.dlq_path, "ab")  # noqa: SIM115 - kept open until close()
-        self._dlq.write(b"".join(_dead_letter_line(letter) for letter in letters))
+        self._dlq.write(b"".join(dead_letter_line(letter) for letter in letters))
         self._dlq.flush()
         os.fsync(self._dlq.fileno())
         self.dead_letters += len(letters)
@@ -351,7 +351,7 @@ def message_factory(file: str) -> Callable[[bytes, int], RawMessage]:
     return make
 
 
-def _dead_letter_line(letter: DeadLetter) -> bytes:
+def dead_letter_line(letter: DeadLetter) -> bytes:
     origin = letter.message.origin
     value = letter.message.value
     record = {

@@ -23,106 +23,19 @@ import json
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.errors import KafkaError
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from consumers.base import DeadLetter, Origin, RawMessage
 from consumers.checkpoint import Checkpoint
+from consumers.config import KafkaSourceConfig
 from consumers.errors import DeadLetterError, SourceUnavailable
 from consumers.lag import LagSampler
 from consumers.rebalance import CommitOnRevoke, PartitionHook, to_kafka_offsets
 
 log = logging.getLogger(__name__)
-
-
-class KafkaSourceConfig(BaseModel):
-    """Frozen Kafka source settings; times in ms unless the name ends in ``_s`` (seconds).
-
-    ``dlq_topic`` defaults to ``<topic>.dlq``. Security settings are passed through to
-    kafka-python; ``sasl_password`` is a ``SecretStr`` and is never logged.
-
-    :raises pydantic.ValidationError: inconsistent timeouts or incomplete SASL settings.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    bootstrap_servers: str | list[str]
-    topic: str = Field(min_length=1)
-    consumer_group: str = Field(min_length=1)
-    client_id: str = "goldwatch"
-    auto_offset_reset: Literal["earliest", "latest"] = "earliest"
-    max_poll_records: int = Field(500, ge=1)
-    session_timeout_ms: int = Field(45_000, gt=0)
-    heartbeat_interval_ms: int = Field(3_000, gt=0)
-    max_poll_interval_ms: int = Field(300_000, gt=0)
-    request_timeout_ms: int = Field(30_000, gt=0)
-    dlq_topic: str = ""
-    commit_interval_s: float = Field(5.0, ge=0)
-    lag_interval_s: float = Field(5.0, ge=0)
-    probe_interval_s: float = Field(2.0, gt=0)
-    probe_timeout_ms: int = Field(1_000, gt=0)
-    ready_stale_after_s: float = Field(10.0, gt=0)
-    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
-    sasl_username: str | None = None
-    sasl_password: SecretStr | None = None
-    ssl_cafile: str | None = None
-    ssl_certfile: str | None = None
-    ssl_keyfile: str | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _default_dlq(cls, data: Any) -> Any:
-        if isinstance(data, dict) and not data.get("dlq_topic") and data.get("topic"):
-            data = {**data, "dlq_topic": f"{data['topic']}.dlq"}
-        return data
-
-    @model_validator(mode="after")
-    def _check(self) -> KafkaSourceConfig:
-        if self.heartbeat_interval_ms >= self.session_timeout_ms:
-            raise ValueError("heartbeat_interval_ms must be < session_timeout_ms")
-        if self.security_protocol.startswith("SASL") and not (
-            self.sasl_mechanism and self.sasl_username and self.sasl_password
-        ):
-            raise ValueError("SASL needs sasl_mechanism, sasl_username and sasl_password")
-        return self
-
-    def client_kwargs(self) -> dict[str, Any]:
-        """Connection and security kwargs shared by the consumer and the DLQ producer."""
-        kwargs: dict[str, Any] = {
-            "bootstrap_servers": self.bootstrap_servers,
-            "client_id": self.client_id,
-            "request_timeout_ms": self.request_timeout_ms,
-            "security_protocol": self.security_protocol,
-        }
-        optional = {
-            "sasl_mechanism": self.sasl_mechanism,
-            "sasl_plain_username": self.sasl_username,
-            "sasl_plain_password": (
-                self.sasl_password.get_secret_value() if self.sasl_password else None
-            ),
-            "ssl_cafile": self.ssl_cafile,
-            "ssl_certfile": self.ssl_certfile,
-            "ssl_keyfile": self.ssl_keyfile,
-        }
-        kwargs.update({k: v for k, v in optional.items() if v is not None})
-        return kwargs
-
-    def consumer_kwargs(self) -> dict[str, Any]:
-        """All ``KafkaConsumer`` kwargs (auto commit off)."""
-        return {
-            **self.client_kwargs(),
-            "group_id": self.consumer_group,
-            "enable_auto_commit": False,
-            "auto_offset_reset": self.auto_offset_reset,
-            "max_poll_records": self.max_poll_records,
-            "session_timeout_ms": self.session_timeout_ms,
-            "heartbeat_interval_ms": self.heartbeat_interval_ms,
-            "max_poll_interval_ms": self.max_poll_interval_ms,
-        }
 
 
 def dead_letter_value(letter: DeadLetter) -> bytes:

@@ -34,29 +34,25 @@ import inspect
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
 from prometheus_client import CollectorRegistry
 
-from consumers.base import DeadLetter, RawMessage, Source
+from consumers.base import RawMessage, Source
 from consumers.decoding import decode_batch
+from consumers.engine import PROCESSING_FAILED, Decoder, Engine
 from consumers.errors import ErrorCallback, default_on_error
-from service.dedup import DUPLICATE
-from service.events import FieldMapping, QueryLogEvent
-from service.pipeline import Batch, Pipeline, PipelineConfig, StageError
+from service.events import FieldMapping
+from service.pipeline import Pipeline, PipelineConfig
 from service.state import StateStore
 from service.telemetry import BatchCounts, Metrics, build_metrics
 
 log = logging.getLogger(__name__)
 
-PROCESSING_FAILED = "processing_failed"
-
-Decoder = Callable[
-    [Sequence[RawMessage]], tuple[list[tuple[RawMessage, QueryLogEvent]], list[DeadLetter]]
-]
+__all__ = ["PROCESSING_FAILED", "Decoder", "Report", "make_decoder", "replay", "run"]
 
 
 def make_decoder(mapping: FieldMapping | None = None, max_event_bytes: int = 1_048_576) -> Decoder:
@@ -140,18 +136,8 @@ def _commit_key(message: RawMessage) -> tuple[Any, ...]:
 class _Loop:
     """The state of one :func:`run`; every method runs on the consumer thread."""
 
-    def __init__(
-        self,
-        source: Source,
-        pipeline: Pipeline,
-        state: StateStore,
-        metrics: Metrics,
-        decode: Decoder,
-        config: PipelineConfig,
-        on_error: ErrorCallback,
-    ) -> None:
-        self.source, self.pipeline, self.state, self.metrics = source, pipeline, state, metrics
-        self.decode, self.config, self.on_error = decode, config, on_error
+    def __init__(self, source: Source, engine: Engine, config: PipelineConfig) -> None:
+        self.source, self.engine, self.config = source, engine, config
         self.tally = _Tally()
         self.pending: dict[tuple[Any, ...], RawMessage] = {}  # last message per partition/file
         self.pending_count = 0
@@ -159,45 +145,20 @@ class _Loop:
         self.status: dict[str, Any] = {}
 
     def restore(self) -> None:
-        self.pipeline.restore(self.state.get_many(self.pipeline.state_keys()))
+        self.engine.restore()
         if isinstance(self.source, Resumable) and self.source.state_key:
-            self.source.restore(self.state.get(self.source.state_key))
+            self.source.restore(self.engine.state.get(self.source.state_key))
 
     def handle(self, messages: list[RawMessage]) -> None:
-        """Process one polled batch end to end and update the metrics once."""
-        started = time.perf_counter()
-        batch, dead = self._process(messages)
-        self.source.dead_letter(dead)
+        """Process one polled batch end to end (metrics are updated once, by the engine)."""
+        with self.engine.lock:  # dead letters durable before anyone can checkpoint the batch
+            outcome = self.engine.process(messages, self.source.name)
+            self.source.dead_letter(outcome.dead)
         for message in messages:
             self.pending[_commit_key(message)] = message
         self.pending_count += len(messages)
         self.maybe_checkpoint()
-        dropped = dict(batch.dropped) if batch is not None else {}
-        counts = BatchCounts(
-            source=self.source.name,
-            consumed=len(messages),
-            processed=len(batch) if batch is not None else 0,
-            dead_lettered=_by_reason(dead),
-            duplicates=dropped.pop(DUPLICATE, 0),
-            seconds=time.perf_counter() - started,
-            newest_event_s=_newest(batch),
-        )
-        self.metrics.observe_batch(counts)
-        self.tally.add(counts, dropped)
-
-    def _process(self, messages: list[RawMessage]) -> tuple[Batch | None, list[DeadLetter]]:
-        try:
-            decoded, dead = self.decode(messages)
-            return self.pipeline.process([e for _, e in decoded], self.source.name), dead
-        except Exception as exc:
-            if not self.on_error(exc, messages[0], log):
-                raise
-            where = f"{messages[0].origin.describe()} .. {messages[-1].origin.describe()}"
-            log.warning(
-                "dead-lettering %d messages (%s) as %s", len(messages), where, PROCESSING_FAILED
-            )
-            detail = _failure_detail(exc)
-            return None, [DeadLetter(m, PROCESSING_FAILED, detail) for m in messages]
+        self.tally.add(outcome.counts, outcome.dropped)
 
     def maybe_checkpoint(self) -> None:
         elapsed = time.monotonic() - self.last_checkpoint
@@ -212,10 +173,10 @@ class _Loop:
         """Checkpoint stage states and the source position, then commit the pending messages."""
         messages = list(self.pending.values())
         if messages:
-            updates = self.pipeline.snapshot()
+            extra = {}
             if isinstance(self.source, Resumable) and self.source.state_key:
-                updates[self.source.state_key] = self.source.position_after(messages)
-            self.state.checkpoint(updates)
+                extra[self.source.state_key] = self.source.position_after(messages)
+            self.engine.checkpoint(extra)
             _commit(self.source, messages, final)
             self.tally.checkpoints += 1
         self.pending.clear()
@@ -225,7 +186,7 @@ class _Loop:
 
     def sample_status(self) -> None:
         status = self.source.status()
-        self.metrics.observe_status(status, self.status)
+        self.engine.metrics.observe_status(status, self.status)
         self.status, self.last_status = status, time.monotonic()
 
 
@@ -235,26 +196,6 @@ def _commit(source: Source, messages: list[RawMessage], final: bool) -> None:
         source.commit(messages, force=True)  # type: ignore[call-arg]
     else:
         source.commit(messages)
-
-
-def _by_reason(dead: Sequence[DeadLetter]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for letter in dead:
-        counts[letter.reason] = counts.get(letter.reason, 0) + 1
-    return counts
-
-
-def _newest(batch: Batch | None) -> float | None:
-    if not batch or not batch.events:
-        return None
-    return max(event.timestamp for event in batch.events).timestamp()
-
-
-def _failure_detail(exc: Exception) -> str:
-    """Name the stage and exception types only: the message may echo event content."""
-    if isinstance(exc, StageError) and exc.__cause__ is not None:
-        return f"stage {exc.stage!r} raised {type(exc.__cause__).__name__}; error suppressed"
-    return f"{type(exc).__name__} while processing the batch; error suppressed"
 
 
 def run(
@@ -268,6 +209,7 @@ def run(
     config: PipelineConfig | None = None,
     on_error: ErrorCallback = default_on_error,
     until_eof: bool = False,
+    engine: Engine | None = None,
 ) -> Report:
     """Consume ``source`` through ``pipeline`` until ``stop_event`` is set (or end of input).
 
@@ -278,20 +220,18 @@ def run(
         a stage raises; ``True`` dead-letters the batch as ``processing_failed`` and goes on.
     :param until_eof: stop at the first empty poll at end of input (sources without an
         ``at_eof`` attribute: the first empty poll).
+    :param engine: a shared :class:`~consumers.engine.Engine` (the service shares one with
+        HTTP ingest); when given, its pipeline, state, metrics and decoder are used and the
+        ``pipeline``/``state``/``metrics``/``decode``/``on_error`` arguments are ignored.
     :returns: the run's counts.
     :raises StateError: the state cannot be read or written (nothing more is committed).
     :raises Exception: whatever ``on_error`` did not suppress, or the source raised.
     """
     config = config or PipelineConfig()
-    loop = _Loop(
-        source,
-        pipeline,
-        state,
-        metrics,
-        decode or make_decoder(max_event_bytes=config.max_event_bytes),
-        config,
-        on_error,
-    )
+    if engine is None:
+        decoder = decode or make_decoder(max_event_bytes=config.max_event_bytes)
+        engine = Engine(pipeline, state, metrics, decoder, on_error)
+    loop = _Loop(source, engine, config)
     try:
         loop.restore()
         while not stop_event.is_set():

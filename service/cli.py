@@ -204,6 +204,121 @@ def _describe(exc: BaseException) -> str:
     return str(exc)
 
 
+@main.command("serve")
+@config_option
+@click.option("--host", default=None, help="Override api.host.")
+@click.option("--port", type=int, default=None, help="Override api.port.")
+def serve_command(config: Path | None, host: str | None, port: int | None) -> None:
+    """Run the service: the configured source, the pipeline, /metrics and the HTTP API.
+
+    Stops cleanly on SIGTERM/SIGINT: the current batch finishes, state is checkpointed and
+    offsets committed.
+    """
+    import uvicorn
+
+    from service.api.app import create_app
+    from service.api.runtime import Runtime
+    from service.state import StateError
+
+    settings = _settings(config)
+    overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
+    if overrides:
+        settings = settings.model_copy(update={"api": settings.api.model_copy(update=overrides)})
+    try:
+        runtime = Runtime(settings)
+    except (StateError, ValueError, OSError) as exc:
+        _fail(str(exc))
+        return
+    app = create_app(settings, runtime)
+    click.echo(
+        f"goldwatch {__version__}: source {settings.source.kind}; API, docs and metrics on "
+        f"http://{settings.api.host}:{settings.api.port} (/docs, /metrics, /v1/status)",
+        err=True,
+    )
+    uvicorn.run(
+        app,
+        host=settings.api.host,
+        port=settings.api.port,
+        log_level="warning",
+        timeout_graceful_shutdown=20,
+    )
+
+
+@main.command("replay")
+@config_option
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True))
+@click.option(
+    "--state",
+    "state_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Resume from / checkpoint to this state file (default: none).",
+)
+@click.option(
+    "--dlq",
+    "dlq_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Dead-letter JSONL (default <FILE>.dlq.jsonl).",
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def replay_command(
+    config: Path | None, file: Path, state_path: Path | None, dlq_path: Path | None, fmt: str
+) -> None:
+    """Process a whole JSONL query log (or - for stdin) with the live pipeline, print the
+    report and exit.
+
+    Without --state every replay starts fresh, and so does its dead-letter file.
+    """
+    from prometheus_client import CollectorRegistry
+
+    from consumers.file_source import FileSource
+    from consumers.loop import make_decoder, replay
+    from service.api.runtime import build_pipeline
+    from service.state import StateError, StateStore
+    from service.telemetry import build_metrics
+
+    settings = _settings(config)
+    try:
+        state = StateStore.open(state_path) if state_path else StateStore.in_memory()
+        source = FileSource(str(file), dlq_path=dlq_path or settings.source.dlq_path)
+        if state_path is None and source.dlq_path.exists():
+            source.dlq_path.write_bytes(b"")  # a fresh replay starts a fresh dead-letter file
+        report = replay(
+            source,
+            build_pipeline(settings),
+            decode=make_decoder(settings.events, settings.pipeline.max_event_bytes),
+            state=state,
+            metrics=build_metrics(CollectorRegistry()),
+            config=settings.pipeline,
+        )
+    except (StateError, ValueError, OSError) as exc:
+        _fail(_describe(exc))
+        return
+    doc = {
+        "file": str(file),
+        "consumed": report.consumed,
+        "processed": report.processed,
+        "dead_lettered": report.dead_lettered,
+        "dead_lettered_total": report.dead_lettered_total,
+        "duplicates": report.duplicates,
+        "dropped": report.dropped,
+        "batches": report.batches,
+        "dlq_path": str(source.dlq_path),
+    }
+    if fmt == "json":
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+        return
+    click.echo(
+        f"{file}: {report.consumed} consumed, {report.processed} processed, "
+        f"{report.duplicates} duplicates, {report.dead_lettered_total} dead-lettered"
+    )
+    for reason, n in sorted(report.dead_lettered.items()):
+        click.echo(f"  dead-lettered {reason}: {n}")
+    if report.dead_lettered_total:
+        click.echo(f"dead letters in {source.dlq_path}")
+
+
 @main.group("config")
 def config_group() -> None:
     """Inspect the configuration."""

@@ -61,6 +61,8 @@ class PipelineConfig(BaseModel):
             (0: after every batch); stop and end of input always checkpoint.
         commit_every: also checkpoint once this many messages are pending.
         status_interval_s: how often the loop samples ``source.status()`` (lag, rebalances).
+        extra_stages: custom stages, ``module:Class`` built with no arguments, run after the
+            built-in analytics and before counting.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -72,6 +74,9 @@ class PipelineConfig(BaseModel):
     commit_interval_s: float = Field(default=5.0, ge=0, le=3_600)
     commit_every: int = Field(default=10_000, ge=1)
     status_interval_s: float = Field(default=5.0, ge=0, le=3_600)
+    extra_stages: tuple[str, ...] = Field(
+        default=(), description="Custom stages as 'module:Class' (built with no arguments)."
+    )
 
 
 @dataclass(eq=False)

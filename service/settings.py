@@ -13,13 +13,25 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     YamlConfigSettingsSource,
 )
+
+from consumers.config import KafkaSourceConfig
+from service.events import FieldMapping
+from service.pipeline import PipelineConfig
 
 RetrieverKind = Literal["bm25", "tfidf", "hybrid", "http", "entrypoint"]
 BUILTIN_RETRIEVERS: tuple[str, ...] = ("bm25", "tfidf", "hybrid")
@@ -113,6 +125,60 @@ class EvalConfig(_Frozen):
         return self
 
 
+class SourceConfig(_Frozen):
+    """Where the live query log comes from.
+
+    Attributes:
+        kind: ``kafka`` (the ``kafka`` section), ``file`` (a JSONL file), ``stdin``, or
+            ``none`` (events only arrive through ``POST /v1/events``).
+        path: the JSONL file for ``file``.
+        follow: keep reading as the file grows (``tail -f``).
+        rate: events per second to replay at (demos); ``None``: as fast as possible.
+        dlq_path: dead-letter JSONL file (default ``<file>.dlq.jsonl``; for stdin and HTTP
+            ingest, ``<state dir>/goldwatch.dlq.jsonl``).
+    """
+
+    kind: Literal["kafka", "file", "stdin", "none"] = "none"
+    path: Path | None = None
+    follow: bool = False
+    rate: float | None = Field(default=None, gt=0)
+    dlq_path: Path | None = None
+
+    @model_validator(mode="after")
+    def _file_needs_path(self) -> SourceConfig:
+        if self.kind == "file" and self.path is None:
+            raise ValueError("kind 'file' needs 'path'")
+        return self
+
+
+class StateConfig(_Frozen):
+    """Where state that must survive a restart lives (one SQLite file, WAL mode).
+
+    Attributes:
+        path: the SQLite file; its folder is created if missing.
+    """
+
+    path: Path = Path("goldwatch-state/state.sqlite")
+
+
+class ApiConfig(_Frozen):
+    """The HTTP API (FastAPI served by uvicorn).
+
+    Attributes:
+        host, port: where to listen.
+        token: bearer token required on every mutating endpoint (``POST``); ``None`` refuses
+            every mutating request (set ``GOLDWATCH_API__TOKEN``). Never printed.
+        max_request_bytes: larger request bodies get 413.
+        max_events_per_request: larger ``POST /v1/events`` batches get 413.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    token: SecretStr | None = None
+    max_request_bytes: int = Field(default=4 * 1_048_576, ge=1024)
+    max_events_per_request: int = Field(default=1_000, ge=1)
+
+
 class Settings(BaseSettings):
     """The whole goldwatch configuration (frozen).
 
@@ -122,6 +188,8 @@ class Settings(BaseSettings):
         retrievers: declared retrievers; the built-in ``bm25``, ``tfidf`` and ``hybrid`` exist
             without being declared.
         eval: settings of ``goldwatch eval``.
+        source, kafka, pipeline, events, state, api: the live path (``goldwatch serve`` and
+            ``goldwatch replay``).
     """
 
     model_config = SettingsConfigDict(
@@ -135,6 +203,18 @@ class Settings(BaseSettings):
     corpus: Path | None = None
     retrievers: tuple[RetrieverConfig, ...] = ()
     eval: EvalConfig = EvalConfig()
+    source: SourceConfig = SourceConfig()
+    kafka: KafkaSourceConfig | None = None
+    pipeline: PipelineConfig = PipelineConfig()
+    events: FieldMapping = FieldMapping()
+    state: StateConfig = StateConfig()
+    api: ApiConfig = ApiConfig()
+
+    @model_validator(mode="after")
+    def _kafka_source_needs_section(self) -> Settings:
+        if self.source.kind == "kafka" and self.kafka is None:
+            raise ValueError("source.kind 'kafka' needs the 'kafka' section")
+        return self
 
     @field_validator("retrievers")
     @classmethod
@@ -223,8 +303,12 @@ def load_settings(path: Path | str | None = None, **overrides: Any) -> Settings:
 
 
 def effective_config(settings: Settings) -> dict[str, Any]:
-    """Return the settings as plain JSON-able data, with header values masked."""
+    """Return the settings as plain JSON-able data, with secrets and header values masked."""
     data = settings.model_dump(mode="json")
+    if data["api"].get("token"):
+        data["api"]["token"] = "***"
+    if data.get("kafka") and data["kafka"].get("sasl_password"):
+        data["kafka"]["sasl_password"] = "***"
     for retriever in data.get("retrievers", []):
         retriever["headers"] = dict.fromkeys(retriever.get("headers", {}), "***")
     return data

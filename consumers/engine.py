@@ -1,0 +1,239 @@
+"""The engine: decode → pipeline → metrics → persisted totals, shared by every ingest path.
+
+The poll loop (Kafka, file, stdin) and HTTP ingest (``POST /v1/events``) both hand raw
+messages to one :class:`Engine`; its lock serialises them, so the stages (which are not thread
+safe) see one batch at a time.
+
+Exactly-once effects for Kafka redeliveries: the engine remembers, per ``(topic, partition)``,
+the last offset it applied, and checkpoints it with the stage states and the totals in one
+transaction. After a crash the state and the remembered offsets roll back together, the
+broker redelivers from the last commit, and a redelivered offset at or below the remembered
+one is counted as ``redelivered`` (a duplicate) instead of being applied twice. Events sent
+twice under the same ``event_id`` are caught by the dedup stage.
+
+All-time totals (``consumed``, ``processed``, ``dead_lettered`` by reason, ``duplicates``,
+``redelivered``) are persisted under ``totals`` so they survive restarts; Prometheus counters
+restart at zero with the process, as counters do.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from consumers.base import DeadLetter, RawMessage
+from consumers.errors import ErrorCallback, default_on_error
+from service.dedup import DUPLICATE
+from service.events import QueryLogEvent
+from service.pipeline import Batch, Pipeline, StageError
+from service.state import StateStore
+from service.telemetry import BatchCounts, Metrics
+
+PROCESSING_FAILED = "processing_failed"
+REDELIVERED = "redelivered"
+TOTALS_KEY = "totals"
+APPLIED_KEY = "source/kafka-applied-offsets"
+
+log = logging.getLogger(__name__)
+
+Decoder = Callable[
+    [Sequence[RawMessage]], tuple[list[tuple[RawMessage, QueryLogEvent]], list[DeadLetter]]
+]
+
+
+@dataclass
+class Totals:
+    """All-time counts; ``consumed == processed + Σ dead_lettered + duplicates + Σ dropped``
+    (``duplicates`` includes the ``redelivered`` ones)."""
+
+    consumed: int = 0
+    processed: int = 0
+    duplicates: int = 0
+    redelivered: int = 0
+    dead_lettered: dict[str, int] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def add(self, counts: BatchCounts, redelivered: int, dropped: Mapping[str, int]) -> None:
+        """Add one batch's counts."""
+        self.consumed += counts.consumed
+        self.processed += counts.processed
+        self.duplicates += counts.duplicates
+        self.redelivered += redelivered
+        _merge(self.dead_lettered, counts.dead_lettered)
+        _merge(self.dropped, dropped)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return a JSON-able copy."""
+        return {
+            "consumed": self.consumed,
+            "processed": self.processed,
+            "duplicates": self.duplicates,
+            "redelivered": self.redelivered,
+            "dead_lettered": dict(self.dead_lettered),
+            "dropped": dict(self.dropped),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> Totals:
+        """Rebuild from :meth:`to_json` output (``None``: zeros)."""
+        if not data:
+            return cls()
+        return cls(
+            int(data.get("consumed", 0)),
+            int(data.get("processed", 0)),
+            int(data.get("duplicates", 0)),
+            int(data.get("redelivered", 0)),
+            {str(k): int(v) for k, v in dict(data.get("dead_lettered", {})).items()},
+            {str(k): int(v) for k, v in dict(data.get("dropped", {})).items()},
+        )
+
+
+def _merge(target: dict[str, int], source: Mapping[str, int]) -> None:
+    for reason, n in source.items():
+        target[reason] = target.get(reason, 0) + n
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one :meth:`Engine.process` call did with its messages."""
+
+    batch: Batch | None
+    dead: list[DeadLetter]
+    counts: BatchCounts
+    redelivered: int
+    dropped: dict[str, int]
+
+
+class Engine:
+    """Pipeline, state, metrics and totals behind one lock.
+
+    Args:
+        pipeline: the stages.
+        state: the state store (checkpoints go there).
+        metrics: Prometheus metrics, updated once per batch.
+        decode: raw messages → ``(decoded, dead letters)``.
+        on_error: quix-style error callback for decode/stage exceptions; ``True`` means
+            dead-letter the batch as ``processing_failed`` and go on.
+    """
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        state: StateStore,
+        metrics: Metrics,
+        decode: Decoder,
+        on_error: ErrorCallback = default_on_error,
+    ) -> None:
+        self.pipeline, self.state, self.metrics = pipeline, state, metrics
+        self.decode, self.on_error = decode, on_error
+        self.lock = threading.RLock()
+        self.totals = Totals()
+        self._applied: dict[tuple[str, int], int] = {}
+
+    def restore(self) -> None:
+        """Load stage states, totals and applied offsets from the state store."""
+        with self.lock:
+            self.pipeline.restore(self.state.get_many(self.pipeline.state_keys()))
+            self.totals = Totals.from_json(self.state.get(TOTALS_KEY))
+            applied = self.state.get(APPLIED_KEY) or {}
+            self._applied = {
+                (topic, int(part)): int(off)
+                for topic, parts in applied.items()
+                for part, off in parts.items()
+            }
+
+    def process(self, messages: Sequence[RawMessage], source: str) -> Outcome:
+        """Decode and run one micro-batch; update metrics and totals.
+
+        Dead letters are returned, not written: the caller makes them durable before it
+        checkpoints or commits.
+
+        Raises:
+            Exception: whatever ``on_error`` did not suppress.
+        """
+        with self.lock:
+            started = time.perf_counter()
+            fresh = self._drop_redelivered(messages)
+            redelivered = len(messages) - len(fresh)
+            batch, dead = self._run(fresh, source)
+            dropped = dict(batch.dropped) if batch is not None else {}
+            counts = BatchCounts(
+                source=source,
+                consumed=len(messages),
+                processed=len(batch) if batch is not None else 0,
+                dead_lettered=_by_reason(dead),
+                duplicates=dropped.pop(DUPLICATE, 0) + redelivered,
+                seconds=time.perf_counter() - started,
+                newest_event_s=_newest(batch),
+            )
+            self.metrics.observe_batch(counts)
+            self.totals.add(counts, redelivered, dropped)
+            return Outcome(batch, dead, counts, redelivered, dropped)
+
+    def checkpoint(self, extra: Mapping[str, Any] | None = None) -> None:
+        """Write stage states, totals, applied offsets and ``extra`` in one transaction.
+
+        Raises:
+            service.state.StateError: the state cannot be written.
+        """
+        with self.lock:
+            updates = self.pipeline.snapshot()
+            updates[TOTALS_KEY] = self.totals.to_json()
+            applied: dict[str, dict[str, int]] = {}
+            for (topic, part), offset in self._applied.items():
+                applied.setdefault(topic, {})[str(part)] = offset
+            updates[APPLIED_KEY] = applied
+            updates.update(extra or {})
+            self.state.checkpoint(updates)
+
+    def _drop_redelivered(self, messages: Sequence[RawMessage]) -> list[RawMessage]:
+        fresh = []
+        for message in messages:
+            origin = message.origin
+            if origin.topic is None or origin.partition is None or origin.offset is None:
+                fresh.append(message)
+                continue
+            key = (origin.topic, origin.partition)
+            if origin.offset <= self._applied.get(key, -1):
+                continue
+            self._applied[key] = origin.offset
+            fresh.append(message)
+        return fresh
+
+    def _run(
+        self, messages: list[RawMessage], source: str
+    ) -> tuple[Batch | None, list[DeadLetter]]:
+        if not messages:
+            return None, []
+        try:
+            decoded, dead = self.decode(messages)
+            return self.pipeline.process([event for _, event in decoded], source), dead
+        except Exception as exc:
+            if not self.on_error(exc, messages[0], log):
+                raise
+            detail = _failure_detail(exc)
+            return None, [DeadLetter(m, PROCESSING_FAILED, detail) for m in messages]
+
+
+def _by_reason(dead: Sequence[DeadLetter]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for letter in dead:
+        counts[letter.reason] = counts.get(letter.reason, 0) + 1
+    return counts
+
+
+def _newest(batch: Batch | None) -> float | None:
+    if not batch or not batch.events:
+        return None
+    return max(event.timestamp for event in batch.events).timestamp()
+
+
+def _failure_detail(exc: Exception) -> str:
+    """Name the stage and exception types only: the message may echo event content."""
+    if isinstance(exc, StageError) and exc.__cause__ is not None:
+        return f"stage {exc.stage!r} raised {type(exc.__cause__).__name__}; error suppressed"
+    return f"{type(exc).__name__} while processing the batch; error suppressed"

@@ -1,0 +1,1 @@
+"""The HTTP API (FastAPI) and the process runtime it starts: ``create_app(settings)``."""

@@ -1,0 +1,97 @@
+"""Routes: health, readiness, status and HTTP ingest (``/metrics`` is mounted in app.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request, status
+from fastapi.responses import JSONResponse
+
+from service.api.deps import RuntimeDep, TokenDep
+from service.api.schemas import Health, IngestResult, Readiness, Rejected, Status
+
+router = APIRouter()
+
+
+@router.get("/healthz", response_model=Health, tags=["ops"])
+def healthz() -> Health:
+    """The process is alive (no dependency is checked)."""
+    return Health()
+
+
+@router.get(
+    "/readyz",
+    response_model=Readiness,
+    responses={503: {"model": Readiness}},
+    tags=["ops"],
+)
+def readyz(runtime: RuntimeDep) -> Any:
+    """Ready when the configuration and state are loaded and the source is open / assigned."""
+    ready, reasons = runtime.ready()
+    body = Readiness(ready=ready, reasons=reasons)
+    if ready:
+        return body
+    return JSONResponse(body.model_dump(), status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
+
+
+@router.get("/v1/status", response_model=Status, tags=["ops"])
+def get_status(runtime: RuntimeDep) -> dict[str, Any]:
+    """Sources, offsets, lag, persisted totals, uptime."""
+    return runtime.status()
+
+
+def _split_events(body: bytes, limit: int) -> list[bytes]:
+    """A JSON array becomes one message per element; anything else is one message."""
+    try:
+        parsed = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return [body]  # the decoder dead-letters it with its precise reason
+    if not isinstance(parsed, list):
+        return [body]
+    if len(parsed) > limit:
+        raise HTTPException(
+            status.HTTP_413_CONTENT_TOO_LARGE,
+            f"at most {limit} events per request",
+        )
+    return [json.dumps(item, ensure_ascii=False).encode("utf-8") for item in parsed]
+
+
+@router.post(
+    "/v1/events",
+    response_model=IngestResult,
+    responses={
+        400: {"description": "nothing in the body could be used (all dead-lettered)"},
+        401: {"description": "no bearer token"},
+        403: {"description": "wrong token, or ingest disabled"},
+        413: {"description": "body or batch too large"},
+        415: {"description": "not application/json"},
+    },
+    tags=["ingest"],
+)
+async def post_events(request: Request, runtime: RuntimeDep, _: TokenDep) -> Any:
+    """Ingest one event object or a JSON array of them, through the live pipeline.
+
+    Unusable events are dead-lettered (with their reason) and reported by index; the
+    response never echoes their content.
+    """
+    content_type = request.headers.get("content-type", "")
+    if content_type.split(";")[0].strip().lower() != "application/json":
+        raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, "use application/json")
+    body = await request.body()
+    values = _split_events(body, runtime.settings.api.max_events_per_request)
+    outcome = runtime.ingest(values)
+    rejected = [
+        Rejected(index=(letter.message.origin.line or 1) - 1, reason=letter.reason,
+                 detail=letter.detail)
+        for letter in outcome.dead
+    ]  # fmt: skip
+    result = IngestResult(
+        received=len(values),
+        accepted=outcome.counts.processed,
+        duplicates=outcome.counts.duplicates,
+        dead_lettered=rejected,
+    )
+    if values and len(rejected) == len(values):
+        return JSONResponse(result.model_dump(), status_code=status.HTTP_400_BAD_REQUEST)
+    return result

@@ -1,0 +1,227 @@
+"""What one goldwatch process runs: the engine, its source and the consumer thread.
+
+Process model (see ``style.md``): one uvicorn worker serves the API; one consumer thread,
+started and stopped by the app's lifespan, runs the poll loop. All Kafka calls stay on that
+thread. HTTP ingest shares the engine (and its lock) with the loop.
+
+The consumer thread never dies on a fault it can outlive: a broker that is unreachable at
+start or goes away, or a state store that cannot be written, is logged and retried with
+capped exponential backoff while the API keeps serving (``/readyz`` says not-ready); nothing
+is committed past what was applied and checkpointed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from consumers.base import DeadLetter, Origin, RawMessage, Source
+from consumers.engine import Engine, Outcome
+from consumers.file_source import FileSource, dead_letter_line
+from consumers.loop import make_decoder, run
+from service import __version__
+from service.pipeline import Pipeline, Stage
+from service.settings import Settings
+from service.state import StateStore
+from service.telemetry import build_metrics
+
+log = logging.getLogger(__name__)
+
+HTTP_SOURCE = "http"
+MAX_BACKOFF_S = 30.0
+
+
+def load_stage(spec: str) -> Stage:
+    """Build a custom stage from ``module:Class`` (called with no arguments).
+
+    Raises:
+        ValueError: the spec is malformed or the object cannot be imported or built.
+    """
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"stage {spec!r}: expected 'module:Class'")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+        return factory()  # type: ignore[no-any-return]
+    except (ImportError, AttributeError, TypeError) as exc:
+        raise ValueError(f"stage {spec!r} cannot be built: {type(exc).__name__}") from None
+
+
+def build_pipeline(settings: Settings, extra: Sequence[Stage] = ()) -> Pipeline:
+    """Return the live pipeline: dedup → built-in stages → custom stages → count."""
+    custom = [load_stage(spec) for spec in settings.pipeline.extra_stages]
+    return Pipeline.default(settings.pipeline, extra=[*extra, *custom])
+
+
+class JsonlDeadLetters:
+    """Dead letters of HTTP ingest (and stdin), appended to a JSONL file and fsynced."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    def write(self, letters: Sequence[DeadLetter]) -> None:
+        """Append ``letters`` durably (flush + fsync)."""
+        if not letters:
+            return
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("ab") as handle:
+                handle.write(b"".join(dead_letter_line(letter) for letter in letters))
+                handle.flush()
+                os.fsync(handle.fileno())
+
+
+class Runtime:
+    """The engine, the configured source and the consumer thread of one process.
+
+    Args:
+        settings: the frozen configuration.
+        registry: where the metrics live (a fresh one per process or test).
+        stages: built-in analytics stages to run between dedup and counting.
+
+    Raises:
+        service.state.StateError: the state file is corrupt or unreadable (the message names
+            it and says to move it aside).
+        ValueError: a custom stage cannot be built.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        registry: CollectorRegistry | None = None,
+        stages: Sequence[Stage] = (),
+    ) -> None:
+        self.settings = settings
+        self.registry = registry or CollectorRegistry()
+        topics = [settings.kafka.topic] if settings.kafka else []
+        self.metrics = build_metrics(self.registry, topics=topics)
+        settings.state.path.parent.mkdir(parents=True, exist_ok=True)
+        self.state = StateStore.open(settings.state.path)
+        decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes)
+        self.engine = Engine(build_pipeline(settings, stages), self.state, self.metrics, decoder)
+        self.engine.restore()
+        dlq = settings.source.dlq_path or settings.state.path.parent / "goldwatch.dlq.jsonl"
+        self.http_dead_letters = JsonlDeadLetters(dlq)
+        self.started_at = time.time()
+        self.stop_event = threading.Event()
+        self._source: Source | None = None
+        self._thread: threading.Thread | None = None
+        self._finished = False
+        self.last_error: str | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the consumer thread (no thread for ``source.kind: none``)."""
+        if self.settings.source.kind == "none":
+            return
+        self._thread = threading.Thread(target=self._consume, name="goldwatch-consumer")
+        self._thread.daemon = True
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 15.0) -> None:
+        """Ask the loop to finish its batch, checkpoint, commit and close; wait ``timeout_s``."""
+        self.stop_event.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            if self._thread.is_alive():
+                log.error("consumer thread did not stop within %.1f s", timeout_s)
+        self.state.close()
+
+    def _consume(self) -> None:
+        backoff = 0.5
+        while not self.stop_event.is_set():
+            try:
+                source = self._open_source()
+                self._source = source
+                report = run(
+                    source,
+                    self.engine.pipeline,
+                    self.state,
+                    self.metrics,
+                    self.stop_event,
+                    config=self.settings.pipeline,
+                    until_eof=not self.settings.source.follow
+                    and self.settings.source.kind != "kafka",
+                    engine=self.engine,
+                )
+                self.last_error = None
+                if not self.stop_event.is_set():
+                    log.info("input finished: %d consumed", report.consumed)
+                    self._finished = True
+                return
+            except Exception as exc:  # the API keeps serving; retry with backoff
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                log.error("consumer stopped (%s); retrying in %.1f s", self.last_error, backoff)
+                self._source = None
+                self.stop_event.wait(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF_S)
+
+    def _open_source(self) -> Source:
+        config = self.settings.source
+        if config.kind == "kafka":
+            from consumers.kafka_source import KafkaSource
+
+            assert self.settings.kafka is not None  # guaranteed by Settings validation
+            # The loop schedules commits (after each checkpoint); the source commits at once.
+            return KafkaSource(self.settings.kafka.model_copy(update={"commit_interval_s": 0.0}))
+        path = str(config.path) if config.kind == "file" else "-"
+        dlq = config.dlq_path or (None if config.kind == "file" else self.http_dead_letters.path)
+        return FileSource(path, follow=config.follow, rate=config.rate, dlq_path=dlq)
+
+    # -- queries -------------------------------------------------------------------------
+
+    def ready(self) -> tuple[bool, list[str]]:
+        """Return ``(ready, reasons it is not)``: state open, source open/assigned."""
+        reasons = []
+        if self.settings.source.kind != "none" and not self._finished:
+            source = self._source
+            if source is None:
+                reasons.append("source not connected")
+            elif not source.ready():
+                reasons.append("source not ready (no assignment or broker unreachable)")
+        if self.last_error is not None:
+            reasons.append("consumer error; retrying")
+        return not reasons, reasons
+
+    def status(self) -> dict[str, Any]:
+        """Return the JSON body of ``GET /v1/status``."""
+        source = self._source
+        ready, reasons = self.ready()
+        with self.engine.lock:
+            totals = self.engine.totals.to_json()
+        return {
+            "version": __version__,
+            "ready": ready,
+            "not_ready_reasons": reasons,
+            "uptime_s": round(time.time() - self.started_at, 3),
+            "source_kind": self.settings.source.kind,
+            "source": source.status() if source is not None else None,
+            "input_finished": self._finished,
+            "totals": totals,
+            "last_error": self.last_error,
+        }
+
+    # -- HTTP ingest ---------------------------------------------------------------------
+
+    def ingest(self, values: Sequence[bytes]) -> Outcome:
+        """Process events posted over HTTP: dead letters are made durable and the state is
+        checkpointed before this returns (so an acknowledged event is never lost)."""
+        messages = [
+            RawMessage(value, Origin(file=HTTP_SOURCE, line=i + 1))
+            for i, value in enumerate(values)
+        ]
+        with self.engine.lock:
+            outcome = self.engine.process(messages, HTTP_SOURCE)
+            self.http_dead_letters.write(outcome.dead)
+            self.engine.checkpoint()
+        return outcome

@@ -1,0 +1,72 @@
+"""Public response models of the HTTP API (they define the OpenAPI schema)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class Health(BaseModel):
+    """``GET /healthz``: the process is alive."""
+
+    status: str = "ok"
+
+
+class Readiness(BaseModel):
+    """``GET /readyz``: ready to consume (200) or not (503), with the reasons."""
+
+    ready: bool
+    reasons: list[str] = Field(default_factory=list)
+
+
+class Rejected(BaseModel):
+    """One posted event that was dead-lettered: its position in the request and why.
+
+    ``detail`` names the field and the problem, never the submitted value.
+    """
+
+    index: int = Field(description="0-based position in the posted batch")
+    reason: str
+    detail: str
+
+
+class IngestResult(BaseModel):
+    """``POST /v1/events``: what happened to the posted events."""
+
+    received: int
+    accepted: int = Field(description="processed by the pipeline")
+    duplicates: int = Field(description="already seen (same event_id)")
+    dead_lettered: list[Rejected]
+
+
+class Totals(BaseModel):
+    """All-time counts, persisted in the state store (they survive restarts)."""
+
+    consumed: int
+    processed: int
+    duplicates: int
+    redelivered: int
+    dead_lettered: dict[str, int]
+    dropped: dict[str, int]
+
+
+class Status(BaseModel):
+    """``GET /v1/status``: source, offsets, lag, counts, uptime."""
+
+    version: str
+    ready: bool
+    not_ready_reasons: list[str]
+    uptime_s: float
+    source_kind: str
+    source: dict[str, Any] | None
+    input_finished: bool
+    totals: Totals
+    last_error: str | None
+
+
+class Problem(BaseModel):
+    """An error body: a code and a message that never echoes submitted content."""
+
+    error: str
+    detail: str | list[dict[str, Any]]

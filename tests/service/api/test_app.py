@@ -1,0 +1,164 @@
+"""The HTTP API over real HTTP: a uvicorn server on a free port, httpx as the client."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from service.api.app import create_app
+from service.api.runtime import Runtime
+from service.settings import Settings, load_settings
+
+TOKEN = "t0ken-for-tests"
+SECRET = "carol.secret@example.com"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _event(event_id: str, question: str = "When is the hostel fee due?") -> dict[str, object]:
+    return {"event_id": event_id, "timestamp": "2026-11-29T10:00:00Z", "question": question}
+
+
+class Server:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.runtime = Runtime(settings)
+        config = uvicorn.Config(
+            create_app(settings, self.runtime),
+            host="127.0.0.1",
+            port=settings.api.port,
+            log_level="warning",
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.base = f"http://127.0.0.1:{settings.api.port}"
+
+    def __enter__(self) -> Server:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(self.base + "/healthz", timeout=0.5).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        raise RuntimeError("server did not start")
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+    def post(self, body: object, token: str | None = TOKEN, **kwargs: object) -> httpx.Response:
+        headers = {"content-type": "application/json"}
+        if token is not None:
+            headers["authorization"] = f"Bearer {token}"
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        return httpx.post(self.base + "/v1/events", content=data, headers=headers, **kwargs)
+
+
+@pytest.fixture()
+def server(tmp_path: Path) -> Iterator[Server]:
+    settings = load_settings(
+        state={"path": tmp_path / "state.sqlite"},
+        api={"port": _free_port(), "token": TOKEN, "max_request_bytes": 4096,
+             "max_events_per_request": 5},
+        pipeline={"max_event_bytes": 1024},
+    )  # fmt: skip
+    with Server(settings) as running:
+        yield running
+
+
+def test_health_ready_and_docs(server: Server) -> None:
+    assert httpx.get(server.base + "/healthz").json() == {"status": "ok"}
+    ready = httpx.get(server.base + "/readyz")
+    assert ready.status_code == 200 and ready.json()["ready"] is True
+    spec = httpx.get(server.base + "/openapi.json").json()
+    assert {"/v1/events", "/v1/status", "/readyz", "/healthz", "/metrics"} <= set(spec["paths"])
+
+
+def test_ingest_counts_duplicates_and_dead_letters(server: Server, tmp_path: Path) -> None:
+    response = server.post([_event("a"), _event("a"), _event("b"), {"event_id": "c"}, 5])
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["received"], body["accepted"], body["duplicates"]) == (5, 2, 1)
+    assert [(r["index"], r["reason"]) for r in body["dead_lettered"]] == [
+        (3, "missing_field"),
+        (4, "not_object"),
+    ]
+    status = httpx.get(server.base + "/v1/status").json()
+    assert status["totals"]["consumed"] == 5
+    assert status["totals"]["processed"] == 2
+    assert status["totals"]["dead_lettered"] == {"missing_field": 1, "not_object": 1}
+    metrics = httpx.get(server.base + "/metrics").text
+    assert 'goldwatch_events_processed_total{source="http"} 2.0' in metrics
+    assert 'goldwatch_events_dead_lettered_total{reason="not_object",source="http"} 1.0' in metrics
+    dlq = [json.loads(line) for line in (tmp_path / "goldwatch.dlq.jsonl").open()]
+    assert [row["reason"] for row in dlq] == ["missing_field", "not_object"]
+
+
+def test_totals_survive_a_restart(tmp_path: Path) -> None:
+    settings = load_settings(
+        state={"path": tmp_path / "state.sqlite"}, api={"port": _free_port(), "token": TOKEN}
+    )
+    with Server(settings) as first:
+        assert first.post(_event("x")).json()["accepted"] == 1
+    with Server(settings) as second:
+        # the dedup window was checkpointed with the totals: the resend is a duplicate
+        assert second.post(_event("x")).json()["duplicates"] == 1
+        totals = httpx.get(second.base + "/v1/status").json()["totals"]
+        assert (totals["consumed"], totals["processed"], totals["duplicates"]) == (2, 1, 1)
+
+
+def test_auth_on_ingest(server: Server) -> None:
+    missing = server.post(_event("a"), token=None)
+    assert missing.status_code == 401
+    assert missing.headers["www-authenticate"] == "Bearer"
+    assert server.post(_event("a"), token="wrong").status_code == 403
+    assert server.post(_event("a"), token=TOKEN + "x").status_code == 403
+
+
+def test_ingest_disabled_without_a_configured_token(tmp_path: Path) -> None:
+    settings = load_settings(state={"path": tmp_path / "s.sqlite"}, api={"port": _free_port()})
+    with Server(settings) as running:
+        response = running.post(_event("a"), token="anything")
+        assert response.status_code == 403
+        assert "api.token" in response.json()["detail"]
+
+
+def test_oversized_binary_and_wrong_type_bodies(server: Server) -> None:
+    assert server.post(b"x" * 5000).status_code == 413
+    assert server.post([_event(str(i)) for i in range(6)]).status_code == 413
+    binary = httpx.post(
+        server.base + "/v1/events",
+        content=b"\x00\xff\xfe",
+        headers={"content-type": "application/octet-stream", "authorization": f"Bearer {TOKEN}"},
+    )
+    assert binary.status_code == 415
+    garbage = server.post(b"\xff\xfe not json")
+    assert garbage.status_code == 400
+    assert garbage.json()["dead_lettered"][0]["reason"] == "not_utf8"
+
+
+def test_errors_never_echo_submitted_text(server: Server) -> None:
+    bad = {"event_id": "p1", "timestamp": SECRET, "question": SECRET}
+    response = server.post([bad, {"event_id": SECRET, "question": 5}])
+    assert response.status_code == 400
+    assert SECRET not in response.text
+    big = server.post(_event("big", SECRET * 40))  # over max_event_bytes
+    assert big.json()["dead_lettered"][0]["reason"] == "too_large"
+    assert SECRET not in big.text
+    unknown = httpx.get(server.base + f"/v1/{SECRET}")
+    assert unknown.status_code == 404
+    assert SECRET not in unknown.text
