@@ -40,40 +40,28 @@ from pydantic import ValidationError
 from pydantic_core import from_json
 
 from consumers.base import DeadLetter, RawMessage
-from service.events import TIMESTAMP_EXPECTED, FieldMapping, QueryLogEvent
+from service.events import EVENT_FIELDS, TIMESTAMP_EXPECTED, FieldMapping, QueryLogEvent
 
 #: Every reason code :func:`decode` can raise, in check order (pre-initialise metric labels).
 REASONS: tuple[str, ...] = (
-    "tombstone",
-    "too_large",
-    "not_utf8",
-    "not_json",
-    "not_object",
-    "missing_field",
-    "wrong_type",
-    "invalid_value",
-)
+    "tombstone", "too_large", "not_utf8", "not_json", "not_object",
+    "missing_field", "wrong_type", "invalid_value",
+)  # fmt: skip
 
 _BOM = "\ufeff"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-_EXPECTED = {
-    "event_id": "string or integer",
-    "id": "string or integer",
-    "citations": "list of strings or integers",
-    "timestamp": TIMESTAMP_EXPECTED,
-    "user": "object or null",
-    "retrieval": "object or null",
-    "answer": "object, string or null",
-    "feedback": "object or null",
-    "results": "list of objects",
-    "latency_ms": "number or null",
-    "score": "number or null",
-    "rating": "number or null",
-    "rank": "integer or null",
-    "refused": "boolean or null",
-}
-_CANONICAL = tuple(QueryLogEvent.model_fields)
+_EXPECTED = {  # field name -> the JSON type(s) it takes, for wrong_type details
+    "event_id": "string or integer", "id": "string or integer", "timestamp": TIMESTAMP_EXPECTED,
+    "citations": "list of strings or integers", "results": "list of objects",
+    "user": "object or null", "retrieval": "object or null", "feedback": "object or null",
+    "answer": "object, string or null", "refused": "boolean or null", "rank": "integer or null",
+    "latency_ms": "number or null", "score": "number or null", "rating": "number or null",
+}  # fmt: skip
+_CONSTRAINTS = {
+    "finite_number": "must be a finite number", "string_pattern_mismatch": "must not be blank",
+    "string_too_short": "too short", "string_too_long": "too long",
+}  # fmt: skip
 _JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
 
 
@@ -211,7 +199,7 @@ def _parse_json(text: str) -> Any:
 def _repair_surrogates(obj: dict[str, Any]) -> None:
     """Replace lone surrogates by U+FFFD in every string under the canonical fields."""
     try:
-        for key in _CANONICAL:
+        for key in EVENT_FIELDS:
             if key in obj:
                 obj[key] = _replace_surrogates(obj[key])
     except RecursionError:
@@ -335,14 +323,6 @@ def _expected(loc: tuple[int | str, ...], kind: str) -> str:
         return "object" if "results" in loc else "string or integer"
     name = str(loc[-1]) if loc else ""
     return _EXPECTED.get(name, kind.removesuffix("_type").removesuffix("_parsing"))
-
-
-_CONSTRAINTS = {
-    "finite_number": "must be a finite number",
-    "string_pattern_mismatch": "must not be blank",
-    "string_too_short": "too short",
-    "string_too_long": "too long",
-}
 
 
 def _path(loc: tuple[int | str, ...]) -> str:
