@@ -1,15 +1,36 @@
 """Refusal detection over answer text: "does this reply decline to answer?".
 
-A deterministic, multilingual pattern classifier (English; Hindi in Devanagari and romanized;
-Spanish), case- and accent-insensitive after Unicode NFKC + casefold. It is the free, "dumb"
-check used by ``goldwatch eval --answers``; the live refusal tracking builds on it.
+Three sources of truth, in this order of precedence:
+
+1. the producer's explicit flag (``answer.refused`` in an event, ``refused`` in an answers
+   file) — always wins;
+2. an optional :class:`RefusalModel` (TF-IDF + logistic regression) trained on the user's own
+   labelled replies — when given, it decides (``combine="model"``, the default), or it is
+   OR-ed with the patterns (``combine="any"``: more recall, less precision);
+3. the deterministic multilingual patterns below, matched anywhere in the NFKC-casefolded
+   text: English; Hindi in Devanagari and romanized (Hinglish); Spanish; and the other XQuAD
+   languages (ar, de, el, ro, ru, th, tr, vi, zh) plus French. ``extra_patterns`` adds more.
+
+Why the model decides when present: the user's examples encode their own system's phrasing and
+its false friends ("No late fee is charged" is an answer), which generic patterns can't know.
+
+Measured on the real replies of 11 LLMs in NoMIRACL (``tests/service/test_refusals.py``; label
+= NoMIRACL's own reading of each reply as "I don't know" / "Yes, answer is present", replies it
+calls invalid left out): see the test for the precision / recall bounds per language.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from service.pipeline import Batch, StatelessStage
+
+if TYPE_CHECKING:
+    from service.events import QueryLogEvent
 
 #: Default refusal patterns (regular expressions over NFKC-casefolded text).
 DEFAULT_PATTERNS: tuple[str, ...] = (
@@ -17,56 +38,259 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     r"\bi (?:do not|don't|dont) (?:have|know|find)\b",
     r"\bi (?:cannot|can't|cant|am unable to|am not able to) (?:answer|help|find|provide|say)",
     r"\b(?:no|not enough|insufficient) (?:relevant )?(?:information|context|data)\b",
-    r"\bnot (?:mentioned|provided|specified|stated|available|covered) in the "
-    r"(?:context|passages?|documents?|sources?|text)",
+    r"\bnot (?:mentioned|provided|specified|stated|available|covered|present|found) in the "
+    r"(?:given |provided )?(?:context|passages?|documents?|sources?|text)",
     r"\b(?:the )?(?:context|passages?|documents?) (?:does|do) not (?:contain|mention|provide|say)",
+    r"\bnone of the (?:given |provided )?(?:contexts?|passages?|documents?|sources?) "
+    r"(?:\w+ )?(?:answers?|contains?|mentions?|provides?)",
+    r"\b(?:the )?answer is not (?:present|available|known|given)\b",
     r"\bi'?m (?:sorry|afraid)\b.*\b(?:not|no|unable|cannot|can't)\b",
     r"\bunable to (?:answer|determine|find)\b",
     r"\bno answer\b",
     # Hindi, Devanagari
     r"जानकारी (?:नहीं|उपलब्ध नहीं)",
     r"(?:पता|मालूम) नहीं",
-    r"उत्तर (?:नहीं|देने में असमर्थ)",
-    r"क्षमा करें",
+    r"(?:उत्तर|जवाब)(?: \S+){0,2} (?:नहीं|देने में असमर्थ)",
+    r"क्षमा करें|माफ़ कीजिए|माफ कीजिए",
     # Hindi, romanized
-    r"\bjaankari nahi\b|\bjankari nahi\b|\bjaankari nahin\b|\bjankari nahin\b",
-    r"\bpata nahi\b|\bpata nahin\b|\bmaloom nahi\b|\bmalum nahi\b",
+    r"\bjaa?nkari nahi?n?\b",
+    r"\bpata nahi?n?\b|\bmaa?lu?m nahi?n?\b",
+    r"\b(?:jawab|uttar) nahi?n?\b|\bmaaf (?:kijiye|karein|karen|kijie)\b",
     # Spanish
     r"\bno (?:tengo|dispongo de|hay) (?:suficiente )?informaci[oó]n\b",
     r"\bno (?:puedo|es posible) (?:responder|contestar|ayudar)",
+    r"\bno (?:lo )?sé\b|\bno lo se\b",
+    r"\bno se (?:menciona|especifica|indica)\b",
     r"\blo siento\b",
+    # French
+    r"\bje ne (?:le )?sais pas\b|\bje ne peux pas r[ée]pondre\b",
+    r"\b(?:pas|aucune?) (?:d'|de |assez d')?informations?\b",
+    r"\bn'est pas (?:mentionn[ée]|indiqu[ée]|pr[ée]cis[ée])|\bd[ée]sol[ée]\b",
+    # German (casefold: ß → ss)
+    r"\bich weiss (?:es |das )?nicht\b|\bkeine (?:ausreichenden |genauen )?informationen\b",
+    r"\b(?:kann|können) (?:ich |wir )?(?:die|diese|ihre) frage nicht beantworten\b",
+    r"\bnicht (?:im|in den) (?:kontext|text|dokumenten?|quellen) (?:erwähnt|enthalten)",
+    # Russian
+    r"\bя не знаю\b|\bне могу ответить\b|\bнет (?:информации|данных|ответа)\b",
+    r"\bнедостаточно (?:информации|данных)\b|\bне (?:упоминается|указано|указан)\b|извините",
+    # Arabic
+    r"لا (?:أعرف|اعرف|أعلم|اعلم|أدري|ادري)|لا (?:أستطيع|استطيع|يمكنني) (?:الإجابة|الاجابة)",
+    r"لا (?:توجد|يوجد) (?:معلومات|إجابة|اجابة)|(?:عذرا|عذراً|آسف)",
+    # Chinese (no word boundaries)
+    r"我不知道|不清楚|无法(?:回答|确定|找到)|無法(?:回答|確定)|没有(?:相关|足够)?(?:的)?(?:信息|资料|答案)",
+    r"沒有(?:相關)?(?:資訊|資料|答案)|(?:未|没有)(?:提及|提到)|抱歉",
+    # Greek (casefold: final ς → σ)
+    r"\bδεν (?:γνωρίζω|ξέρω)\b|\bδεν μπορώ να απαντήσω\b|\bδεν υπάρχουν πληροφορ",
+    # Romanian (ș and ş spellings)
+    r"\bnu (?:[sșş]tiu|pot (?:s[aă] )?r[aă]spunde)\b|\bnu (?:exist[aă]|am) informa[țţt]ii\b",
+    # Turkish
+    r"\bbilmiyorum\b|\bcevap veremiyorum\b|\byan[ıi]t veremiyorum\b|\bbilgi(?:m)? yok\b",
+    # Vietnamese
+    r"\btôi không biết\b|\bkhông có thông tin\b|\bkhông thể trả lời\b",
+    # Thai (no word boundaries)
+    r"ไม่ทราบ|ไม่มีข้อมูล|ไม่สามารถตอบ|ขออภัย",
 )
+
+#: Openings that mark a reply as an answer even when it later says part of the question is not
+#: covered ("Yes, answer is present in [1]; no answer in the other contexts").
+DEFAULT_ANSWER_OPENINGS: tuple[str, ...] = (
+    r"^\W*(?:yes|sí|si|oui|ja|да|haa?n|हाँ|हां)\b",
+    r"^\W*(?:the )?answer is\b(?! not)",
+)
+
+Combine = Literal["model", "any"]
 
 
 def _normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold().replace("’", "'")
 
 
+def _compile(patterns: Iterable[str]) -> re.Pattern[str]:
+    try:
+        return re.compile("|".join(f"(?:{p})" for p in patterns))
+    except re.error as exc:
+        raise ValueError(f"invalid refusal pattern: {exc}") from None
+
+
 class RefusalDetector:
-    """Pattern-based refusal classifier.
+    """Refusal classifier: multilingual patterns, optionally with a trained model.
 
     Args:
         patterns: regular expressions (matched anywhere, against NFKC-casefolded text);
             defaults to :data:`DEFAULT_PATTERNS`.
+        extra_patterns: added to ``patterns`` (e.g. the system's own refusal template).
+        answer_openings: patterns matched at the start of the text that make it an answer
+            whatever follows; defaults to :data:`DEFAULT_ANSWER_OPENINGS` (``()`` disables).
+        model: a fitted :class:`RefusalModel`; see the module docstring for precedence.
+        combine: ``"model"`` (the model decides) or ``"any"`` (model OR patterns).
 
     Raises:
-        ValueError: a pattern is not a valid regular expression (the message names it).
+        ValueError: a pattern is not a valid regular expression (the message names it), or
+            ``combine`` is unknown.
 
     >>> RefusalDetector().is_refusal("I'm sorry, I don't have information about that.")
     True
     >>> RefusalDetector().is_refusal("The hostel fee is ₹85,000 per year.")
     False
+    >>> RefusalDetector().is_refusal_many(["Ich weiß es nicht.", "Paris.", None])
+    [True, False, True]
     """
 
-    def __init__(self, patterns: Iterable[str] | None = None) -> None:
+    def __init__(
+        self,
+        patterns: Iterable[str] | None = None,
+        *,
+        extra_patterns: Iterable[str] = (),
+        answer_openings: Iterable[str] | None = None,
+        model: RefusalModel | None = None,
+        combine: Combine = "model",
+    ) -> None:
+        if combine not in ("model", "any"):
+            raise ValueError(f"combine must be 'model' or 'any', got {combine!r}")
         chosen = tuple(patterns) if patterns is not None else DEFAULT_PATTERNS
-        try:
-            self._regex = re.compile("|".join(f"(?:{p})" for p in chosen))
-        except re.error as exc:
-            raise ValueError(f"invalid refusal pattern: {exc}") from None
+        self._regex = _compile((*chosen, *extra_patterns))
+        openings = tuple(DEFAULT_ANSWER_OPENINGS if answer_openings is None else answer_openings)
+        self._opening = _compile(openings) if openings else None
+        self.model = model
+        self.combine = combine
+
+    def matches_pattern(self, text: str) -> bool:
+        """True when a refusal pattern matches ``text`` and no answer opening does (no model,
+        no empty-answer rule)."""
+        text = _normalise(text)
+        if self._opening is not None and self._opening.match(text):
+            return False
+        return self._regex.search(text) is not None
 
     def is_refusal(self, text: str | None) -> bool:
         """True when ``text`` declines to answer; an empty or missing answer counts as one."""
-        if text is None or not text.strip():
-            return True
-        return self._regex.search(_normalise(text)) is not None
+        return self.is_refusal_many([text])[0]
+
+    def is_refusal_many(self, texts: Sequence[str | None]) -> list[bool]:
+        """:meth:`is_refusal` for each text, in order; one model call for the whole list."""
+        blank = [t is None or not t.strip() for t in texts]
+        result = [b or self.matches_pattern(t or "") for t, b in zip(texts, blank, strict=True)]
+        if self.model is None:
+            return result
+        todo = [i for i, b in enumerate(blank) if not b]
+        votes = self.model.predict_many([texts[i] or "" for i in todo])
+        for i, vote in zip(todo, votes, strict=True):
+            result[i] = vote or (self.combine == "any" and result[i])
+        return result
+
+
+class RefusalModel:
+    """A refusal classifier learnt from the user's labelled replies.
+
+    TF-IDF (word 1-2 grams ⊕ char_wb 2-5 grams, sublinear tf, NFKC-casefolded input) →
+    logistic regression with balanced class weights. Saved as a versioned artefact (the same
+    format as :class:`service.topics.TopicModel`).
+
+    Attributes:
+        version: hash of the training texts, labels and scikit-learn version.
+
+    >>> texts = ["I don't know.", "No information.", "It is 42.", "Paris, in 1889."] * 3
+    >>> model = RefusalModel.fit(texts, [True, True, False, False] * 3)
+    >>> model.predict_many(["I don't know that.", "It is 1889."])
+    [True, False]
+    """
+
+    def __init__(self, pipeline: Any, version: str) -> None:
+        self._pipeline = pipeline
+        self.version = version
+
+    @classmethod
+    def fit(cls, texts: Sequence[str], labels: Sequence[bool]) -> RefusalModel:
+        """Train on replies ``texts`` with ``labels`` (True = refusal).
+
+        Raises:
+            ValueError: lengths differ, or the labels are not of two classes.
+        """
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import FeatureUnion, make_pipeline
+
+        from service.topics import TOKEN_PATTERN, data_version
+
+        if len(texts) != len(labels):
+            raise ValueError(f"{len(labels)} labels for {len(texts)} texts")
+        if len({bool(label) for label in labels}) != 2:
+            raise ValueError("need examples of both refusals and answers")
+        features = FeatureUnion(
+            [
+                ("words", TfidfVectorizer(
+                    token_pattern=TOKEN_PATTERN, ngram_range=(1, 2), sublinear_tf=True,
+                    preprocessor=_normalise,
+                )),
+                ("chars", TfidfVectorizer(
+                    analyzer="char_wb", ngram_range=(2, 5), sublinear_tf=True,
+                    preprocessor=_normalise,
+                )),
+            ]
+        )  # fmt: skip
+        classifier = LogisticRegression(C=10.0, class_weight="balanced", max_iter=1000)
+        pipeline = make_pipeline(features, classifier)
+        pipeline.fit(list(texts), [bool(label) for label in labels])
+        return cls(pipeline, data_version(texts, [bool(x) for x in labels], {"kind": "refusal"}))
+
+    def predict_proba_many(self, texts: Sequence[str]) -> list[float]:
+        """Probability of refusal per text, in [0, 1]; one ``predict_proba`` call."""
+        if not texts:
+            return []
+        column = list(self._pipeline.classes_).index(True)
+        return self._pipeline.predict_proba(list(texts))[:, column].tolist()
+
+    def predict_many(self, texts: Sequence[str], threshold: float = 0.5) -> list[bool]:
+        """True where the refusal probability is ``>= threshold``."""
+        return [p >= threshold for p in self.predict_proba_many(texts)]
+
+    def save(self, path: Path | str) -> None:
+        """Write the model as a versioned joblib artefact."""
+        from service.topics import save_artefact
+
+        save_artefact(path, "refusal", self.version, self._pipeline)
+
+    @classmethod
+    def load(cls, path: Path | str) -> RefusalModel:
+        """Read a model written by :meth:`save`.
+
+        Raises:
+            service.topics.ArtefactError: not a refusal model, or incompatible scikit-learn.
+        """
+        from service.topics import load_artefact
+
+        header, pipeline = load_artefact(path, "refusal")
+        return cls(pipeline, str(header["version"]))
+
+
+def answer_text(event: QueryLogEvent) -> tuple[bool, str | None, bool | None]:
+    """Return ``(has_answer, text, explicit_flag)`` of an event's answer.
+
+    ``has_answer`` is False when the event carries no answer object, or one with neither text
+    nor flag (e.g. a log of retrieval only).
+    """
+    answer = event.answer
+    if answer is None or (answer.text is None and answer.refused is None):
+        return False, None, None
+    return True, answer.text, answer.refused
+
+
+class RefusalStage(StatelessStage):
+    """Pipeline stage writing ``annotations[i]["refused"]``: ``True``/``False``, or ``None``
+    when the event has no answer at all. ``answer.refused`` wins when set; otherwise the
+    detector reads ``answer.text`` (empty text counts as a refusal), one batched call.
+    """
+
+    name = "refusal"
+
+    def __init__(self, detector: RefusalDetector | None = None) -> None:
+        self.detector = detector or RefusalDetector()
+
+    def process(self, batch: Batch) -> None:
+        parsed = [answer_text(event) for event in batch.events]
+        todo = [i for i, (has, _, flag) in enumerate(parsed) if has and flag is None]
+        verdicts = self.detector.is_refusal_many([parsed[i][1] for i in todo])
+        for notes, (has, _, flag) in zip(batch.annotations, parsed, strict=True):
+            notes["refused"] = flag if has else None
+        for i, verdict in zip(todo, verdicts, strict=True):
+            batch.annotations[i]["refused"] = verdict

@@ -1,0 +1,204 @@
+"""Refusal detection: multilingual patterns, the trained model, the stage, and NoMIRACL replies.
+
+NoMIRACL ground truth: the prompt asks every model to reply "Yes, answer is present" or
+"I don't know". Each reply is labelled the way NoMIRACL's own evaluation reads it
+(``nomiracl/prompts/template.py``, ``VanillaTemplate.postprocess``, re-implemented here):
+lower-cased, "i don't know" and "yes, answer is present" both present → an answer if the
+latter occurs more than once, else invalid; only "i don't know" → refusal; "(yes, )answer is
+present" → answer; "answer is not present" → refusal; anything else → invalid. Invalid,
+empty and null replies are left out. The label keys on the canonical refusal string, which
+the default patterns also cover, so recall here mostly checks that nothing else interferes;
+precision is the informative figure (mixed replies, per-context listings, echoed prompts).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.events import QueryLogEvent
+from service.pipeline import Pipeline, Stage
+from service.refusals import RefusalDetector, RefusalModel, RefusalStage
+from service.topics import ArtefactError
+
+REFUSALS = {
+    "en": "The provided passages do not contain that information.",
+    "en-none": "None of the contexts mention the fee.",
+    "hi": "मुझे इस बारे में जानकारी नहीं है।",
+    "hi-answer": "इस प्रश्न का उत्तर नहीं दिया जा सकता।",
+    "hi-Latn": "Sorry, mujhe iska jawab nahi pata.",
+    "es": "No sé la respuesta.",
+    "fr": "Je ne sais pas.",
+    "de": "Dazu habe ich keine Informationen.",
+    "ru": "Я не знаю ответа на этот вопрос.",
+    "ar": "لا أعرف الإجابة.",
+    "zh": "抱歉，我不知道。",
+    "el": "Δεν γνωρίζω την απάντηση.",
+    "ro": "Nu știu răspunsul.",
+    "tr": "Bu konuda bilgim yok.",
+    "vi": "Tôi không biết.",
+    "th": "ขออภัย ไม่มีข้อมูล",
+}
+ANSWERS = {
+    "en": "The hostel fee is ₹85,000 per year.",
+    "en-mixed": "Yes, answer is present in [1]. No answer is present in the other contexts.",
+    "es": "No se cobra recargo antes del 15 de julio.",
+    "de": "Die Gebühr beträgt 300 Euro.",
+    "zh": "学费是每年五千元。",
+    "hi": "छात्रावास शुल्क 85,000 रुपये प्रति वर्ष है।",
+}
+
+
+@pytest.mark.parametrize("lang", sorted(REFUSALS))
+def test_multilingual_refusals(lang: str) -> None:
+    assert RefusalDetector().is_refusal(REFUSALS[lang])
+
+
+@pytest.mark.parametrize("lang", sorted(ANSWERS))
+def test_multilingual_answers(lang: str) -> None:
+    assert not RefusalDetector().is_refusal(ANSWERS[lang])
+
+
+def test_extra_patterns_and_batch_api() -> None:
+    detector = RefusalDetector(extra_patterns=[r"please contact the office"])
+    texts = ["Please contact the office.", "Route 4.", "", None, "I don't know."]
+    assert detector.is_refusal_many(texts) == [True, False, True, True, True]
+    assert not RefusalDetector().is_refusal("Please contact the office.")
+    with pytest.raises(ValueError, match="combine"):
+        RefusalDetector(combine="all")  # type: ignore[arg-type]
+
+
+TRAIN = [
+    ("Please contact the admissions office for that.", True),
+    ("That is outside what I can help with; please contact the office.", True),
+    ("Kindly reach out to the office for this query.", True),
+    ("Sorry, please contact the office.", True),
+    ("No late fee is charged before 15 July.", False),
+    ("The fee is ₹85,000 per year.", False),
+    ("Route 4 leaves at 8 am.", False),
+    ("Results are announced in June.", False),
+]
+
+
+@pytest.fixture(scope="module")
+def model() -> RefusalModel:
+    texts, labels = zip(*(TRAIN * 2), strict=True)
+    return RefusalModel.fit(list(texts), list(labels))
+
+
+def test_model_learns_the_systems_own_phrasing(model: RefusalModel) -> None:
+    probe = ["Please contact the office about hostels.", "No late fee is charged in June."]
+    assert model.predict_many(probe) == [True, False]
+    detector = RefusalDetector(model=model)
+    assert detector.is_refusal_many([*probe, "", None]) == [True, False, True, True]
+    # The model decides by default; "any" also lets the patterns fire.
+    assert not detector.is_refusal("I don't know.") or model.predict_many(["I don't know."])[0]
+    assert RefusalDetector(model=model, combine="any").is_refusal("I don't know.")
+
+
+def test_model_save_load_and_errors(model: RefusalModel, tmp_path: Path) -> None:
+    path = tmp_path / "refusal.joblib"
+    model.save(path)
+    loaded = RefusalModel.load(path)
+    assert loaded.version == model.version
+    texts = ["Please contact the office.", "Route 4."]
+    assert loaded.predict_proba_many(texts) == pytest.approx(model.predict_proba_many(texts))
+    with pytest.raises(ArtefactError, match="not 'topics'"):
+        from service.topics import TopicModel
+
+        TopicModel.load(path)
+    with pytest.raises(ValueError, match="both refusals and answers"):
+        RefusalModel.fit(["a", "b"], [True, True])
+    with pytest.raises(ValueError, match="1 labels for 2 texts"):
+        RefusalModel.fit(["a", "b"], [True])
+
+
+def _event(i: int, answer: dict[str, Any] | None) -> QueryLogEvent:
+    at = datetime(2026, 11, 29, tzinfo=UTC)
+    return QueryLogEvent(event_id=f"e-{i}", timestamp=at, question="fee?", answer=answer)
+
+
+def test_stage_flag_wins_and_missing_answer_is_none() -> None:
+    answers = [
+        {"text": "I don't know.", "refused": None},
+        {"text": "Route 4.", "refused": True},  # explicit flag wins
+        {"text": "I don't know.", "refused": False},
+        {"text": "The fee is ₹85,000."},
+        {"text": ""},  # an empty reply counts as a refusal
+        None,  # no answer logged
+        {"citations": ["p-1"]},  # neither text nor flag
+    ]
+    stage = RefusalStage()
+    assert isinstance(stage, Stage)
+    batch = Pipeline([stage]).process([_event(i, a) for i, a in enumerate(answers)], "file")
+    assert [n["refused"] for n in batch.annotations] == [
+        True, True, False, False, True, None, None,
+    ]  # fmt: skip
+
+
+NO, YES = "i don't know", "yes, answer is present"
+
+
+def nomiracl_label(reply: str) -> bool | None:
+    """True = declines, False = answers, None = invalid (see the module docstring)."""
+    text = reply.replace("\n", " ").replace("\t", " ").lower()
+    if NO in text and YES in text:
+        return False if text.count(YES) > 1 else None
+    if NO in text:
+        return True
+    if "answer is present" in text:
+        return False
+    if "answer is not present" in text:
+        return True
+    return None
+
+
+def nomiracl_replies(root: Path, lang: str) -> list[tuple[str, bool]]:
+    rows = []
+    for subset in ("non_relevant", "relevant"):
+        path = root / "nomiracl-baselines" / subset / f"{lang}.test.vanilla_prompt.jsonl"
+        for line in path.read_text(encoding="utf-8").splitlines():
+            for reply in json.loads(line)["results"].values():
+                label = nomiracl_label(reply) if reply and reply.strip() else None
+                if label is not None:
+                    rows.append((reply, label))
+    return rows
+
+
+def precision_recall(predicted: list[bool], truth: list[bool]) -> tuple[float, float]:
+    hits = sum(p and t for p, t in zip(predicted, truth, strict=True))
+    return hits / sum(predicted), hits / sum(truth)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("lang", "min_precision", "min_recall"),
+    [("en", 0.97, 0.99), ("hi", 0.99, 0.99)],  # measured: en 0.984 / 1.000, hi 0.999 / 0.997
+)
+def test_nomiracl_pattern_precision_recall(
+    shared_data: Path, lang: str, min_precision: float, min_recall: float
+) -> None:
+    rows = nomiracl_replies(shared_data, lang)
+    assert len(rows) > 4000
+    texts, truth = zip(*rows, strict=True)
+    predicted = RefusalDetector().is_refusal_many(list(texts))
+    precision, recall = precision_recall(predicted, list(truth))
+    assert precision >= min_precision
+    assert recall >= min_recall
+
+
+@pytest.mark.slow
+def test_nomiracl_model_trained_on_english_transfers_to_hindi(shared_data: Path) -> None:
+    """A model fitted on the English-question replies, scored on the Hindi-question ones."""
+    train = nomiracl_replies(shared_data, "en")
+    test = nomiracl_replies(shared_data, "hi")
+    texts, labels = zip(*train, strict=True)
+    model = RefusalModel.fit(list(texts), list(labels))
+    predicted = model.predict_many([text for text, _ in test])
+    precision, recall = precision_recall(predicted, [label for _, label in test])
+    assert precision >= 0.95
+    assert recall >= 0.95
