@@ -227,9 +227,11 @@ def test_commit_and_status(tmp_path: Path) -> None:
     assert not source.ready()
 
 
-def test_raw_throughput_at_least_200k_lines_per_second(tmp_path: Path) -> None:
-    """Best of three reads of 200k real-shaped lines; the floor is overridable on slow hosts."""
-    floor = float(os.environ.get("GOLDWATCH_MIN_FILE_LINES_PER_S", "200000"))
+def test_streams_a_large_file_in_chunks(tmp_path: Path) -> None:
+    """200k lines read in small chunks: every line once, in order, nothing held whole.
+
+    (Throughput is measured in ``benchmarks/bench_pipeline.py``, not asserted here.)
+    """
     row = json.dumps(
         {
             "event_id": "e-000123",
@@ -240,14 +242,11 @@ def test_raw_throughput_at_least_200k_lines_per_second(tmp_path: Path) -> None:
     n = 200_000
     path = tmp_path / "big.jsonl"
     path.write_bytes((row + b"\n") * n)
-    rates = []
-    for _ in range(3):
-        source = FileSource(path)
-        started, count = time.perf_counter(), 0
-        while batch := source.poll(5000, 0):
-            count += len(batch)
-            source.commit(batch)
-        rates.append(count / (time.perf_counter() - started))
-        assert count == n
-    print(f"file source raw throughput: {max(rates):,.0f} lines/s (best of 3)")
-    assert max(rates) >= floor
+    source = FileSource(path, chunk_bytes=64 * 1024)
+    count, last_line = 0, 0
+    while batch := source.poll(5000, 0):
+        assert batch[0].origin.line == last_line + 1
+        last_line = batch[-1].origin.line or 0
+        count += len(batch)
+        source.commit(batch)
+    assert (count, last_line) == (n, n)
