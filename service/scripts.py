@@ -21,7 +21,7 @@ question words, articles and prepositions of each language (en es de ro tr vi fr
 >>> dominant_script("1234 !?") is None
 True
 >>> latin_cues("Wie groß ist München?")
-{'de': 2.0, 'tr': 0.5}
+{'de': 3.0, 'tr': 0.5}
 
 Errors: none; any ``str`` (empty, digits only, lone surrogates) is accepted.
 """

