@@ -1,0 +1,116 @@
+"""Benchmark: :func:`service.pii.scrub` speed on real questions, one core.
+
+Question sets (real text from ``../shared/data``): NQ-open dev (search-engine questions),
+banking77 test (support questions), CLINC150 test + out-of-scope test, Hinglish-TOP test
+(code-switched), XQuAD Hindi (Devanagari); plus synthetic questions that each carry one
+personal item (``pii-laden``) and one 100 kB message. Each set is scrubbed whole, best of
+``repeat`` runs. Columns: questions, µs per question, questions per second, share of questions
+that left the fast path (hold a digit, ``@``, ``://`` or ``www.``), share with something
+scrubbed (on real sets these are the false-positive candidates, printed by ``--show``).
+Target: ≥ 50,000 short questions/s (≤ 20 µs each). Usage: ``python -m benchmarks.bench_pii``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks.datasets import SHARED_DATA
+from service.pii import _TRIGGER, scrub, scrub_many
+
+PII_LADEN = (
+    "my email is rahul.sharma{n}@example.com, is the fee paid?",
+    "call me on +91 98765 4{n:04d} about hostel",
+    "Aadhaar 2341 2341 2346 not linked, roll {n}",
+    "card 4111 1111 1111 1111 was charged twice for order {n}",
+    "reset link https://portal.example.edu/reset?token=abc{n} expired",
+    "PAN ABCPE1234F mismatch in form {n}",
+    "मेरा नंबर ९८७६५४३२१० है, फीस {n} कब तक?",
+    "server 10.0.{m}.1 refused the upload",
+)
+
+
+def _lines(name: str, read: Callable[[Path], list[str]]) -> tuple[str, list[str]]:
+    return name, read(SHARED_DATA)
+
+
+def load_sets() -> list[tuple[str, list[str]]]:
+    """Return ``[(name, questions)]`` for every real set plus the synthetic ones."""
+    nq = SHARED_DATA / "nq-open" / "NQ-open.dev.jsonl"
+    clinc = json.loads((SHARED_DATA / "clinc150" / "data_full.json").read_text("utf-8"))
+    with open(SHARED_DATA / "banking77" / "test.csv", encoding="utf-8") as handle:
+        banking = [row["text"] for row in csv.DictReader(handle)]
+    with open(SHARED_DATA / "hinglish-top" / "test.tsv", encoding="utf-8") as handle:
+        hinglish = [row["cs_query"] for row in csv.DictReader(handle, delimiter="\t")]
+    xquad = json.loads((SHARED_DATA / "xquad" / "xquad.hi.json").read_text("utf-8"))
+    hindi = [
+        qa["question"]
+        for article in xquad["data"]
+        for paragraph in article["paragraphs"]
+        for qa in paragraph["qas"]
+    ]
+    laden = [PII_LADEN[n % len(PII_LADEN)].format(n=n, m=n % 250) for n in range(4_000)]
+    return [
+        ("nq-open", [json.loads(line)["question"] for line in nq.open(encoding="utf-8")]),
+        ("banking77", banking),
+        ("clinc150", [text for text, _ in clinc["test"] + clinc["oos_test"]]),
+        ("hinglish-top", hinglish),
+        ("xquad-hi", hindi),
+        ("pii-laden", laden),
+    ]
+
+
+def _best_of(fn: Callable[[], Any], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def run(repeat: int = 5) -> list[dict[str, Any]]:
+    """Time every set; one row per set (keys as in :func:`main`'s table)."""
+    rows: list[dict[str, Any]] = []
+    big = ("Lorem ipsum dolor sit amet 2026, call 9876543210 " * 2_100)[:100_000]
+    for name, texts in [*load_sets(), ("100 kB message", [big])]:
+        seconds = _best_of(lambda texts=texts: scrub_many(texts), repeat)
+        results = scrub_many(texts)
+        rows.append(
+            {
+                "set": name,
+                "questions": len(texts),
+                "us_per_question": seconds / len(texts) * 1e6,
+                "questions_per_s": len(texts) / seconds,
+                "slow_path_pct": 100
+                * sum(_TRIGGER.search(t) is not None for t in texts)
+                / len(texts),
+                "scrubbed_pct": 100 * sum(bool(r.counts) for r in results) / len(texts),
+            }
+        )
+    return rows
+
+
+def main() -> None:
+    rows = run()
+    print(f"{'set':<16}{'questions':>10}{'µs/q':>9}{'q/s':>11}{'slow path':>11}{'scrubbed':>10}")
+    for r in rows:
+        print(
+            f"{r['set']:<16}{r['questions']:>10}{r['us_per_question']:>9.2f}"
+            f"{r['questions_per_s']:>11,.0f}{r['slow_path_pct']:>10.1f}%{r['scrubbed_pct']:>9.1f}%"
+        )
+    if "--show" in sys.argv:
+        for name, texts in load_sets()[:-1]:
+            for text in texts:
+                found = scrub(text)
+                if found.counts:
+                    print(f"{name}: {text!r} -> {found.text!r}")
+
+
+if __name__ == "__main__":
+    main()

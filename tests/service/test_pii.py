@@ -1,0 +1,417 @@
+"""PII scrubbing: every type and its formats, look-alikes that must survive, checksums, stage."""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import Any
+
+import pytest
+
+from service.events import QueryLogEvent
+from service.pii import (
+    PII_TYPES,
+    PiiScrubStage,
+    Scrubbed,
+    luhn_valid,
+    scrub,
+    scrub_event,
+    scrub_many,
+    verhoeff_valid,
+)
+from service.pipeline import Batch, Pipeline, Stage, StatelessStage
+
+# -- checksums -------------------------------------------------------------------------------
+
+
+def _d5(j: int, k: int) -> int:
+    """Dihedral group D5 product from its definition (rotations 0-4, reflections 5-9)."""
+    if j < 5:
+        return (j + k) % 5 if k < 5 else 5 + (j + k) % 5
+    return 5 + (j - k) % 5 if k < 5 else (j - k) % 5
+
+
+_SIGMA = (1, 5, 7, 6, 2, 8, 3, 0, 9, 4)  # Verhoeff's position permutation
+
+
+def reference_verhoeff(digits: str) -> bool:
+    """Independent Verhoeff: D5 by formula, position permutation by repeated application."""
+    check = 0
+    for i, char in enumerate(reversed(digits)):
+        n = int(char)
+        for _ in range(i % 8):
+            n = _SIGMA[n]
+        check = _d5(check, n)
+    return check == 0
+
+
+@pytest.mark.parametrize(
+    "digits",
+    ["2363", "123451", "1428570", "1234567890120", "234123412346", "499118665246"],
+)
+def test_verhoeff_accepts_known_valid_numbers(digits: str) -> None:
+    # 236 -> 3, 12345 -> 1, 142857 -> 0, 123456789012 -> 0 (Wikipedia / Rosetta Code vectors)
+    assert verhoeff_valid(digits) and reference_verhoeff(digits)
+
+
+@pytest.mark.parametrize("digits", ["2364", "123455", "1428571", "234123412345", "324123412346"])
+def test_verhoeff_rejects_known_invalid_numbers(digits: str) -> None:
+    assert not verhoeff_valid(digits)
+
+
+def test_verhoeff_matches_reference_and_catches_single_errors_and_transpositions() -> None:
+    rng = random.Random(1969)
+    for _ in range(2_000):
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 14)))
+        assert verhoeff_valid(digits) == reference_verhoeff(digits), digits
+    for _ in range(300):
+        body = "".join(rng.choice("0123456789") for _ in range(11))
+        valid = next(body + d for d in "0123456789" if verhoeff_valid(body + d))
+        i = rng.randrange(12)
+        changed = valid[:i] + str((int(valid[i]) + rng.randint(1, 9)) % 10) + valid[i + 1 :]
+        assert not verhoeff_valid(changed)
+        j = rng.randrange(11)
+        if valid[j] != valid[j + 1]:
+            assert not verhoeff_valid(valid[:j] + valid[j + 1] + valid[j] + valid[j + 2 :])
+
+
+TEST_CARDS = [
+    "4111111111111111",  # Visa
+    "4012888888881881",  # Visa
+    "4222222222222",  # Visa, 13 digits
+    "5555555555554444",  # Mastercard
+    "5105105105105100",  # Mastercard
+    "378282246310005",  # American Express
+    "371449635398431",  # American Express
+    "6011111111111117",  # Discover
+    "3530111333300000",  # JCB
+    "30569309025904",  # Diners Club
+    "4000000000000000006",  # 19 digits
+]
+
+
+@pytest.mark.parametrize("digits", [*TEST_CARDS, "79927398713"])
+def test_luhn_accepts_standard_test_numbers(digits: str) -> None:
+    assert luhn_valid(digits)
+
+
+@pytest.mark.parametrize("digits", ["4111111111111112", "79927398710", "1234567812345678"])
+def test_luhn_rejects_invalid_numbers(digits: str) -> None:
+    assert not luhn_valid(digits)
+
+
+@pytest.mark.parametrize("bad", ["", "12a4", "१२३", " 123"])
+@pytest.mark.parametrize("check", [luhn_valid, verhoeff_valid])
+def test_checksums_reject_non_digit_input(check: Any, bad: str) -> None:
+    with pytest.raises(ValueError, match="ASCII digits"):
+        check(bad)
+
+
+# -- every type, several formats -------------------------------------------------------------
+
+POSITIVES: list[tuple[str, str, str]] = [
+    # (type, text, expected)
+    ("email", "write to rahul.sharma@example.com", "write to <EMAIL>"),
+    ("email", "RAHUL+fees@college.ac.in?", "<EMAIL>?"),
+    ("email", "<a_b-c@sub.domain.co.uk>", "<<EMAIL>>"),
+    ("email", "mailto:priya99@gmail.com.", "mailto:<EMAIL>."),
+    ("email", "राहुल@उदाहरण.भारत पर लिखें", "<EMAIL> पर लिखें"),
+    ("email", "full-width rahul＠example.com", "full-width <EMAIL>"),
+    ("phone", "call 9876543210", "call <PHONE>"),
+    ("phone", "call +91 98765 43210 now", "call <PHONE> now"),
+    ("phone", "+91-98765-43210", "<PHONE>"),
+    ("phone", "0091 9876543210", "<PHONE>"),
+    ("phone", "09876543210", "<PHONE>"),
+    ("phone", "0 98765 43210", "<PHONE>"),
+    ("phone", "(+91) 98765-43210", "<PHONE>"),
+    ("phone", "+919876543210", "<PHONE>"),
+    ("phone", "91 9876543210", "<PHONE>"),
+    ("phone", "987.654.3210", "<PHONE>"),
+    ("phone", "987-654-3210", "<PHONE>"),
+    ("phone", "(987) 654-3210", "<PHONE>"),
+    ("phone", "9876 543 210", "<PHONE>"),
+    ("phone", "Ph.9876543210, Mob:8123456789", "Ph.<PHONE>, Mob:<PHONE>"),
+    ("phone", "9876543210,9123456780", "<PHONE>,<PHONE>"),
+    ("phone", "pay 9876543210@ybl", "pay <PHONE>@ybl"),
+    ("phone", "office 0712-2561234", "office <PHONE>"),
+    ("phone", "022 2345 6789", "<PHONE>"),
+    ("phone", "+1 (555) 010-0199", "<PHONE>"),
+    ("phone", "+44 20 7946 0958", "<PHONE>"),
+    ("phone", "0044 20 7946 0958", "<PHONE>"),
+    ("phone", "+971 50 123 4567", "<PHONE>"),
+    ("phone", "+1.555.010.0199", "<PHONE>"),
+    ("phone", "98765\u00a043210", "<PHONE>"),
+    ("aadhaar", "Aadhaar 2341 2341 2346", "Aadhaar <AADHAAR>"),
+    ("aadhaar", "2341-2341-2346", "<AADHAAR>"),
+    ("aadhaar", "uid 499118665246.", "uid <AADHAAR>."),
+    ("aadhaar", "२३४१ २३४१ २३४६", "<AADHAAR>"),
+    ("pan", "my PAN is ABCPE1234F", "my PAN is <PAN>"),
+    ("pan", "AAACB1234Z (company)", "<PAN> (company)"),
+    ("pan", "PAN:BNZPM2501F", "PAN:<PAN>"),
+    ("pan", "AAFFT9876Q", "<PAN>"),
+    ("card", "card 4111 1111 1111 1111", "card <CARD>"),
+    ("card", "4111-1111-1111-1111", "<CARD>"),
+    ("card", "4111111111111111 charged", "<CARD> charged"),
+    ("card", "5555 5555 5555 4444", "<CARD>"),
+    ("card", "amex 3782 822463 10005", "amex <CARD>"),
+    ("card", "diners 3056 930902 5904", "diners <CARD>"),
+    ("card", "4000 0000 0000 0000 006", "<CARD>"),
+    ("card", "४१११ ११११ ११११ ११११", "<CARD>"),
+    ("ip", "ping 10.0.0.1", "ping <IP>"),
+    ("ip", "from 192.168.1.254:8080", "from <IP>:8080"),
+    ("ip", "8.8.8.8 and 255.255.255.255.", "<IP> and <IP>."),
+    ("ip", "http://172.16.0.9/admin", "http://<IP>/admin"),
+    ("ip", "v6 2001:db8::1", "v6 <IP>"),
+    ("ip", "fe80::1ff:fe23:4567:890a", "<IP>"),
+    ("ip", "loopback ::1", "loopback <IP>"),
+    ("ip", "2001:0db8:85a3:0000:0000:8a2e:0370:7334", "<IP>"),
+    ("ip", "::ffff:192.0.2.128", "<IP>"),
+    ("url", "reset https://portal.example.edu/reset?token=abc123.", "reset <URL>."),
+    ("url", "https://x.com/cb?state=1&code=4/0AX", "<URL>"),
+    ("url", "db https://user:hunter2@db.example.com/", "db <URL>"),
+    ("url", "http://x.com/?API_KEY=zzz", "<URL>"),
+    ("url", "https://s3.amazonaws.com/b/o?X-Amz-Signature=ab", "<URL>"),
+    ("url", "(www.example.com/login#access_token=xyz)", "(<URL>)"),
+    ("url", "https://example.com/a?session=s3cr3t&x=1", "<URL>"),
+    ("url", "https://example.com/a?sig=1&password=2", "<URL>"),
+    ("url", "ftp://anonymous@files.example.org/pub", "<URL>"),
+]
+
+
+@pytest.mark.parametrize(("kind", "text", "expected"), POSITIVES)
+def test_each_type_is_scrubbed_in_several_formats(kind: str, text: str, expected: str) -> None:
+    result = scrub(text)
+    assert result.text == expected
+    assert set(result.counts) == {kind}
+
+
+def test_every_type_has_positives() -> None:
+    assert {kind for kind, _, _ in POSITIVES} == set(PII_TYPES)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "९८७६५४३२१०",
+        "٩٨٧٦٥٤٣٢١٠",
+        "۹۸۷۶۵۴۳۲۱۰",
+        "９８７６５４３２１０",
+        "+९१ ९८७६५ ४३२१०",
+        "＋９１－９８７６５－４３２１０",
+    ],
+)
+def test_phone_in_non_ascii_digits_is_replaced_in_the_original_text(text: str) -> None:
+    result = scrub(f"मेरा नंबर {text} है")
+    assert result == Scrubbed("मेरा नंबर <PHONE> है", {"phone": 1})
+
+
+# -- look-alikes that must survive -----------------------------------------------------------
+
+LOOK_ALIKES = [
+    "exam on 2026-11-29",
+    "due 29/11/2026",
+    "due 29.11.2026",
+    "2026-11-29T10:00:00Z",
+    "class at 10:30",
+    "10:30 am to 11:45 pm",
+    "timer 23:59:59",
+    "version 1.2.3",
+    "v1.2.3",
+    "python 3.11.4",
+    "release v10.0.0.1",
+    "version 1.2.3.4",
+    "see section 4.2.1.3 of the rules",
+    "Rule 10.2.3.1 applies",
+    "3.14159",
+    "10.0.0 is not an address",
+    "256.1.1.1",
+    "999.999.999.999",
+    "MAC 00:1A:2B:3C:4D:5E",
+    "order #123456789",
+    "INV-2026-000123",
+    "ORD-9876543210",
+    "ref 20261129-0001",
+    "fee ₹1,20,000",
+    "Rs. 85000",
+    "1,00,000 per year",
+    "85,000.50",
+    "Rs.9876543210.50",
+    "year 2026",
+    "2019-2026",
+    "2019 - 2026",
+    "2026-27 academic year",
+    "roll no 21BCE1234",
+    "Room 304",
+    "room B-214",
+    "Aadhaar 2345 6789 0123",  # 4-4-4, fails Verhoeff
+    "id 234567890123",  # 12 digits, fails Verhoeff
+    "uid 1234 5678 9012",  # first digit 1 is never issued
+    "card 4111 1111 1111 1112",  # fails Luhn
+    "4111111111111112",
+    "1234 5678 9012 3456",
+    "ISBN 978-3-16-148410-0",
+    "ISBN 9780110000039",  # Luhn-valid ISBN-13
+    "ISBN-13: 9780110000039",
+    "ISBN 0-306-40615-2",
+    "pin 440001",
+    "Nagpur 440001",
+    "dial 112",
+    "phone: 12345",
+    "987654321",
+    "12345678901",
+    "toll free 1800-180-1234",
+    "99.5%",
+    "CGPA 8.75",
+    "marks 450/500",
+    "C++ 17 and std::map",
+    "section 498A IPC",
+    "ABCDE1234F",  # 4th letter D is not a PAN status
+    "abcpe1234f",  # PANs are written upper case
+    "BATCH2026",
+    "Lat 21.1458, Long 79.0882",
+    "user@localhost",
+    "follow @rahul_s",
+    "http://example.com/page?id=5",
+    "https://example.com/search?q=keyboard&monkey=1",
+    "tokenization in NLP",
+    "https://web.archive.org/web/20150721065141/http://x.org",  # Luhn-valid time stamp
+    "2 + 2 = 4",
+    "score +5 marks",
+]
+
+
+def test_look_alike_table_is_large_enough() -> None:
+    assert len(LOOK_ALIKES) >= 40
+    assert not verhoeff_valid("234567890123") and not verhoeff_valid("234567890123")
+    assert not luhn_valid("4111111111111112") and not luhn_valid("1234567890123456")
+
+
+@pytest.mark.parametrize("text", LOOK_ALIKES)
+def test_look_alikes_are_not_scrubbed(text: str) -> None:
+    assert scrub(text) == Scrubbed(text, {})
+
+
+# -- mixed text, counts, idempotence, API ----------------------------------------------------
+
+MIXED = (
+    "Hi, I'm Priya (priya.k@gmail.com, +91 98765 43210 / ९८७६५४३२११). Aadhaar 2341 2341 2346, "
+    "PAN ABCPE1234F, paid ₹1,20,000 on 29/11/2026 with 4111-1111-1111-1111 from 10.0.0.1; "
+    "reset link https://portal.example.edu/reset?token=abc123 expired. Roll 21BCE1234, "
+    "INV-2026-000123, version 1.2.3."
+)
+MIXED_SCRUBBED = (
+    "Hi, I'm Priya (<EMAIL>, <PHONE> / <PHONE>). Aadhaar <AADHAAR>, "
+    "PAN <PAN>, paid ₹1,20,000 on 29/11/2026 with <CARD> from <IP>; "
+    "reset link <URL> expired. Roll 21BCE1234, "
+    "INV-2026-000123, version 1.2.3."
+)
+
+
+def test_mixed_text_gives_exact_output_and_counts() -> None:
+    result = scrub(MIXED)
+    assert result.text == MIXED_SCRUBBED
+    assert result.counts == {
+        "url": 1,
+        "email": 1,
+        "card": 1,
+        "aadhaar": 1,
+        "pan": 1,
+        "ip": 1,
+        "phone": 2,
+    }
+
+
+def test_neighbours_freed_by_a_replacement_are_scrubbed_too() -> None:
+    assert scrub("4111111111111111 9876543210") == Scrubbed(
+        "<CARD> <PHONE>", {"card": 1, "phone": 1}
+    )
+
+
+@pytest.mark.parametrize("text", [MIXED, *LOOK_ALIKES, *(t for _, t, _ in POSITIVES)])
+def test_scrub_is_idempotent(text: str) -> None:
+    once = scrub(text)
+    assert scrub(once.text) == Scrubbed(once.text, {})
+
+
+def test_fast_path_and_api_shapes() -> None:
+    assert scrub("Hostel ka fee semester wise dena hai ya yearly?").counts == {}
+    assert scrub("") == Scrubbed("", {})
+    assert scrub_many(["a@b.co", "no pii"]) == [
+        Scrubbed("<EMAIL>", {"email": 1}),
+        Scrubbed("no pii", {}),
+    ]
+    assert PII_TYPES == ("url", "email", "card", "aadhaar", "pan", "ip", "phone")
+    with pytest.raises(TypeError, match="expects str"):
+        scrub(b"9876543210")  # type: ignore[arg-type]
+
+
+def test_url_without_secret_is_kept_but_items_inside_are_scrubbed() -> None:
+    text = "see https://example.com/users?email=priya@gmail.com&page=2"
+    assert scrub(text).text == "see https://example.com/users?email=<EMAIL>&page=2"
+
+
+# -- the pipeline stage ----------------------------------------------------------------------
+
+
+def _event(event_id: str, question: str, answer: str | None = None) -> QueryLogEvent:
+    data: dict[str, Any] = {
+        "event_id": event_id,
+        "timestamp": "2026-11-29T10:00:00Z",
+        "question": question,
+        "user": {"id": "u-77", "role": "parent", "tenant": "college-a"},
+        "retrieval": {"retriever": "prod-v3", "results": [{"id": "p-0412", "rank": 1}]},
+        "feedback": {"rating": -1},
+    }
+    if answer is not None:
+        data["answer"] = {"text": answer, "refused": False, "citations": ["p-0412"]}
+    return QueryLogEvent.model_validate(data)
+
+
+class Snoop(StatelessStage):
+    name = "snoop"
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def process(self, batch: Batch) -> None:
+        for event in batch.events:
+            self.texts.append(event.question)
+            if event.answer and event.answer.text:
+                self.texts.append(event.answer.text)
+
+
+def test_stage_scrubs_events_before_later_stages(caplog: pytest.LogCaptureFixture) -> None:
+    clean = _event("e-1", "Hostel ka fee semester wise dena hai ya yearly?", "Semester wise.")
+    dirty = _event(
+        "e-2",
+        "My number 9876543210 and mail rahul@example.com, fee for 2026?",
+        "We will call +91 98765 43210 about PAN ABCPE1234F.",
+    )
+    snoop = Snoop()
+    stage = PiiScrubStage()
+    assert isinstance(stage, Stage)
+    with caplog.at_level(logging.DEBUG):
+        batch = Pipeline([stage, snoop]).process([clean, dirty], source="file")
+    assert batch.events[0] is clean
+    scrubbed = batch.events[1]
+    assert scrubbed.question == "My number <PHONE> and mail <EMAIL>, fee for 2026?"
+    assert (
+        scrubbed.answer is not None
+        and scrubbed.answer.text == "We will call <PHONE> about PAN <PAN>."
+    )
+    assert scrubbed.answer.citations == ("p-0412",) and scrubbed.user == dirty.user
+    assert scrubbed.event_id == "e-2" and scrubbed.timestamp == dirty.timestamp
+    assert batch.annotations == [{"pii": {}}, {"pii": {"email": 1, "pan": 1, "phone": 2}}]
+    assert all("9876543210" not in text and "rahul@" not in text for text in snoop.texts)
+    assert "9876543210" not in caplog.text and "rahul@" not in caplog.text
+    assert stage.state_snapshot() is None
+    stage.restore(None)
+
+
+def test_scrub_event_alone_keeps_identity_when_clean_and_handles_missing_answer() -> None:
+    event = _event("e-3", "call 9876543210")
+    clean, counts = scrub_event(event)
+    assert clean.question == "call <PHONE>" and clean.answer is None and counts == {"phone": 1}
+    same = _event("e-4", "nothing here", answer="")
+    assert scrub_event(same) == (same, {})
+    assert event.question == "call 9876543210"  # the original (frozen) event is untouched

@@ -1,0 +1,120 @@
+"""Hypothesis fuzz of :func:`service.pii.scrub`: never raises, idempotent, planted items vanish."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from service.pii import PII_TYPES, luhn_valid, scrub
+
+TRICKY = [
+    "\u200f",  # right-to-left mark
+    "\u200e",  # left-to-right mark
+    "\u202e",  # right-to-left override
+    "\u200d",  # zero-width joiner
+    "\u200b",  # zero-width space
+    "\u0301",  # combining acute accent
+    "\u093e",  # Devanagari vowel sign aa
+    "\x00",
+    "\ufeff",
+    "👩\u200d💻",
+    "🇮🇳",
+    "९",
+    "٣",
+    "５",
+    "＋",
+    "＠",
+    "\u00a0",
+    "\u2013",
+    "@",
+    "://",
+    "www.",
+    "?token=",
+    ".",
+    ":",
+    "-",
+    " ",
+    "+91",
+    "<PHONE>",
+]
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+noise = st.lists(
+    st.one_of(st.text(max_size=12), st.sampled_from(TRICKY), st.from_regex(r"[0-9 .:-]{1,8}")),
+    max_size=20,
+).map("".join)
+
+
+def _card(prefix: str) -> str:
+    return next(prefix + d for d in "0123456789" if luhn_valid(prefix + d))
+
+
+emails = st.builds(
+    "{}{}@{}.{}".format,
+    st.from_regex(r"[a-z][a-z0-9]{0,10}", fullmatch=True),
+    st.sampled_from(["", ".k", "+fees", "_99"]),
+    st.from_regex(r"[a-z]{2,10}(\.[a-z]{2,6})?", fullmatch=True),
+    st.sampled_from(["com", "in", "org", "co.uk"]),
+)
+mobiles = st.from_regex(r"[6-9][0-9]{9}", fullmatch=True)
+phones = st.one_of(
+    mobiles,
+    mobiles.map(lambda m: f"+91 {m[:5]} {m[5:]}"),
+    mobiles.map(lambda m: f"0091-{m}"),
+    mobiles.map(lambda m: f"0{m}"),
+    mobiles.map(lambda m: f"{m[:3]}.{m[3:6]}.{m[6:]}"),
+    mobiles.map(lambda m: m.translate(str.maketrans("0123456789", "०१२३४५६७८९"))),
+    st.from_regex(r"\+44 20 [0-9]{4} [0-9]{4}", fullmatch=True),
+)
+cards = st.one_of(
+    st.from_regex(r"4[0-9]{14}", fullmatch=True).map(_card),
+    st.from_regex(r"5[1-5][0-9]{13}", fullmatch=True)
+    .map(_card)
+    .map(lambda c: " ".join(c[i : i + 4] for i in range(0, 16, 4))),
+    st.from_regex(r"3[47][0-9]{12}", fullmatch=True)
+    .map(_card)
+    .map(lambda c: f"{c[:4]}-{c[4:10]}-{c[10:]}"),
+)
+planted = st.one_of(emails, phones, cards)
+
+
+@SETTINGS
+@given(st.text())
+def test_arbitrary_unicode_never_raises(text: str) -> None:
+    result = scrub(text)
+    assert isinstance(result.text, str)
+    assert set(result.counts) <= set(PII_TYPES) and all(n > 0 for n in result.counts.values())
+
+
+@SETTINGS
+@given(st.lists(st.one_of(noise, planted), max_size=8).map(" ".join))
+def test_scrub_is_idempotent_on_noisy_text(text: str) -> None:
+    once = scrub(text)
+    assert scrub(once.text).counts == {}
+    assert scrub(once.text).text == once.text
+
+
+@SETTINGS
+@given(noise, planted, noise, st.sampled_from(["\n", " \n", "\t", " | "]))
+def test_planted_items_never_survive(before: str, item: str, after: str, gap: str) -> None:
+    result = scrub(f"{before}{gap}{item}{gap}{after}")
+    assert item not in result.text
+    assert sum(result.counts.values()) >= 1
+
+
+def test_100_kb_of_random_unicode_with_planted_items() -> None:
+    rng = random.Random(7812)
+    alphabet = [chr(c) for c in range(0x20, 0x3000) if not 0xD800 <= c <= 0xDFFF] + TRICKY
+    items = ["rahul.sharma@example.com", "+91 98765 43210", "4111 1111 1111 1111"]
+    pieces: list[str] = []
+    while sum(map(len, pieces)) < 100_000:
+        pieces.append("".join(rng.choices(alphabet, k=rng.randint(1, 200))))
+        pieces.append(f"\n{rng.choice(items)}\n")
+    text = "".join(pieces)
+    result = scrub(text)
+    assert not any(item in result.text for item in items)
+    assert scrub(result.text).counts == {}
+    assert scrub("\x00" * 100_000 + "9" * 100_000).counts == {}
+    assert scrub("1 " * 50_000).counts == {}
