@@ -31,7 +31,7 @@ whose odd spaces, dashes, ``＋`` and ``＠`` become ASCII; folding keeps every 
 so spans are replaced in the ORIGINAL text. A span overlapping an earlier one is skipped.
 Numbers glued to words, codes (``INV-``), decimals or longer digit groups are left alone.
 Replacing can free a neighbour (``4111111111111111 9876543210``): passes repeat until one
-finds nothing (at most :data:`MAX_PASSES`), so ``scrub(scrub(x).text) == scrub(x.text)``.
+finds nothing (at most :data:`MAX_PASSES`), so ``scrub(scrub(x).text).text == scrub(x).text``.
 Text with no digit, ``@``, ``://`` or ``www.`` returns at once (the fast path).
 
 >>> found = scrub("Mail rahul@example.com or call +91 98765 43210, Aadhaar 2341 2341 2346")
@@ -264,10 +264,6 @@ _DETECTORS: tuple[tuple[str, re.Pattern[str], _Accept, _Gate], ...] = (
 _ASCII_DIGITS = b"0123456789"
 
 
-def _utf8(text: str) -> bytes:
-    return text.encode("utf-8", "surrogatepass")
-
-
 def _clean_fast(text: str) -> bool:
     """True if ``text`` surely holds nothing to scrub (no digit, ``@``, ``://``, ``www.``)."""
     if not text.isascii():
@@ -283,7 +279,7 @@ def _find(text: str) -> list[tuple[int, int, str]]:
     if _clean_fast(text):
         return []
     norm = text if text.isascii() else text.translate(_FOLD)
-    raw = _utf8(norm)
+    raw = norm.encode("utf-8", "surrogatepass")  # lone surrogates may come from JSON
     n_digits = len(raw) - len(raw.translate(None, _ASCII_DIGITS))
     taken = bytearray(len(norm))
     spans: list[tuple[int, int, str]] = []

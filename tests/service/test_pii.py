@@ -336,6 +336,7 @@ def test_scrub_is_idempotent(text: str) -> None:
 def test_fast_path_and_api_shapes() -> None:
     assert scrub("Hostel ka fee semester wise dena hai ya yearly?").counts == {}
     assert scrub("") == Scrubbed("", {})
+    assert scrub("\ud800 9876543210 \udfff") == Scrubbed("\ud800 <PHONE> \udfff", {"phone": 1})
     assert scrub_many(["a@b.co", "no pii"]) == [
         Scrubbed("<EMAIL>", {"email": 1}),
         Scrubbed("no pii", {}),
