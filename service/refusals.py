@@ -16,7 +16,11 @@ its false friends ("No late fee is charged" is an answer), which generic pattern
 
 Measured on the real replies of 11 LLMs in NoMIRACL (``tests/service/test_refusals.py``; label
 = NoMIRACL's own reading of each reply as "I don't know" / "Yes, answer is present", replies it
-calls invalid left out): see the test for the precision / recall bounds per language.
+calls invalid left out): patterns, English questions (4,727 replies, 1,076 refusals)
+precision 0.984 / recall 1.000; Hindi questions (4,464 replies, 1,261 refusals; the replies
+are mostly English) 0.999 / 0.997. A :class:`RefusalModel` fitted on the English-question
+replies scores 0.997 / 0.998 on the Hindi-question ones. Recall is near 1 partly by
+construction: the label keys on "I don't know", which the patterns cover.
 """
 
 from __future__ import annotations

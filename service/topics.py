@@ -333,7 +333,9 @@ def _by_label(
     return names, assigned, _unit_rows(sums)
 
 
-def _top_terms(vectoriser: Any, svd: TruncatedSVD, centroids: np.ndarray, n_terms: int) -> list:
+def _top_terms(
+    vectoriser: Any, svd: TruncatedSVD, centroids: np.ndarray, n_terms: int
+) -> list[tuple[str, ...]]:
     """Project centroids back to term space; keep the ``n_terms`` heaviest word features."""
     features = vectoriser.get_feature_names_out()
     is_word = np.char.startswith(features.astype(str), "words__")
