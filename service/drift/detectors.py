@@ -1,0 +1,431 @@
+"""River-shaped drift detectors over event-time windows: categories and binary rates.
+
+Each detector keeps per-minute buckets of event-time traffic (:class:`WindowConfig`) and,
+every ``test_every_s`` seconds of event time (default 300 s; one test per period, whatever
+the batching), compares a *current* window with
+
+* ``reference`` — a fixed sample such as the gold set's counts (optional), using the last
+  ``reference_window_s`` (default 24 h: "is the gold set still representative?"), and
+* ``baseline`` — earlier traffic, using the last ``window_s`` (default 1 h: "did the traffic
+  just change?"): ``"frozen"`` (the first ``warmup_s`` of traffic, default
+  6 h, frozen once it holds ``min_count`` events; :meth:`rebaseline` starts a new warm-up),
+  ``"previous"`` (the window just before the current one), or ``"none"``.
+
+Alarm rule, per comparison (state ``ok`` → ``drift``), all of:
+
+1. enough data: ``n_current ≥ min_count`` and ``n_reference ≥ min_reference_count``
+   (otherwise the state is ``insufficient_data``, never an alarm);
+2. significance: ``p < alpha / (n_comparisons × n_dimensions × windows_per_period)`` —
+   ``alpha`` (default 0.01) is the false-alarm budget per ``alpha_period_s`` (default one
+   day) of a family of ``n_dimensions`` detectors, split by Bonferroni over their
+   comparisons and over the disjoint windows of a period (24 one-hour windows, one 24-hour
+   window); testing once per ``test_every_s`` keeps the overlapping tests few;
+3. effect size, judged by the 95 % CI bound nearest zero so a small window's noise cannot
+   pass: categorical — ``JSD ≥ min_jsd`` or some category's share change ≥
+   ``min_share_change``; rate — ``|rate change| ≥ min_change``.
+
+Hysteresis: ``drift`` clears only when the effect falls below the lower ``clear_*``
+thresholds (significance plays no part in clearing). Unlike river detectors, nothing resets
+after an alarm: the state says whether the drift is still there.
+
+>>> det = RateDriftDetector(reference=(5, 100), min_count=50,
+...     windows=WindowConfig(window_s=600, test_every_s=60, baseline="none"))
+>>> _ = det.update_many([True] * 8, [float(t) for t in range(8)])
+>>> det.state  # a window of 8 events never alarms
+'insufficient_data'
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Self
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from service.drift.distances import (
+    Counts,
+    js_divergence_from_shares,
+    psi_from_shares,
+)
+from service.drift.stats_tests import (
+    ShareChange,
+    chi2_from_table,
+    contingency_table,
+    share_changes_from_table,
+    two_proportion_test,
+)
+from service.drift.windows import CategoryWindow, ComparisonWindows, WindowConfig
+
+__all__ = [
+    "CategoricalDriftDetector",
+    "CategoricalDriftReport",
+    "RateDriftDetector",
+    "RateDriftReport",
+    "State",
+    "WindowConfig",
+]
+
+State = Literal["ok", "drift", "insufficient_data"]
+_INSUFFICIENT: State = "insufficient_data"
+_DEFAULT_WINDOWS = WindowConfig()
+
+
+@dataclass(frozen=True)
+class CategoricalDriftReport:
+    """One comparison's latest test. Shares in [0, 1]; ``timestamp``: watermark, seconds."""
+
+    comparison: str
+    state: State
+    timestamp: float
+    n_reference: int
+    n_current: int
+    js_divergence: float = math.nan
+    psi: float = math.nan
+    p_value: float = 1.0
+    alpha: float = 0.0
+    method: str = "none"
+    rising: tuple[ShareChange, ...] = ()  # CI of the share change above 0, largest first
+    falling: tuple[ShareChange, ...] = ()
+    new_categories: tuple[str, ...] = ()  # absent from the reference side
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (``ShareChange`` rows become dicts)."""
+        out = {k: v for k, v in self.__dict__.items() if k not in ("rising", "falling")}
+        out["rising"] = [s._asdict() for s in self.rising]
+        out["falling"] = [s._asdict() for s in self.falling]
+        out["new_categories"] = list(self.new_categories)
+        return out
+
+
+@dataclass(frozen=True)
+class RateDriftReport:
+    """One comparison's latest test of a binary rate (e.g. refusals / questions)."""
+
+    comparison: str
+    state: State
+    timestamp: float
+    n_reference: int
+    n_current: int
+    rate_reference: float = math.nan
+    rate_current: float = math.nan
+    ci_low: float = math.nan  # Newcombe CI of rate_current − rate_reference
+    ci_high: float = math.nan
+    p_value: float = 1.0
+    alpha: float = 0.0
+    method: str = "none"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        return dict(self.__dict__)
+
+
+class _WindowedDetector:
+    """State machine, counters and snapshots shared by both detectors."""
+
+    def __init__(
+        self,
+        has_reference: bool,
+        windows: WindowConfig,
+        min_count: int,
+        min_reference_count: int,
+        alpha: float,
+        n_dimensions: int,
+        confidence: float,
+    ) -> None:
+        if not has_reference and windows.baseline == "none":
+            raise ValueError("nothing to compare with: give a reference or a baseline")
+        if not (0 < alpha < 1 and 0 < confidence < 1):
+            raise ValueError("alpha and confidence must be in (0, 1)")
+        if min(n_dimensions, min_count, min_reference_count) < 1:
+            raise ValueError("n_dimensions, min_count and min_reference_count must be >= 1")
+        names = ["reference"] * has_reference + ["baseline"] * (windows.baseline != "none")
+        self._windows = ComparisonWindows(windows, min_count, has_reference)
+        self.min_count, self.min_reference_count = min_count, min_reference_count
+        self.alpha, self.confidence = alpha, confidence
+        self._family = len(names) * n_dimensions
+        self._states: dict[str, State] = dict.fromkeys(names, _INSUFFICIENT)
+        self._reports: dict[str, Any] = {}
+        self.n_alarms = 0  # transitions into drift, over all comparisons
+        self.n_tests = 0  # test times (ticks) so far
+
+    @property
+    def drift_detected(self) -> bool:
+        """True while some comparison is in ``drift`` (read-only)."""
+        return "drift" in self._states.values()
+
+    @property
+    def state(self) -> State:
+        """``drift`` if any comparison drifts, else ``ok`` if any is ok, else insufficient."""
+        values = self._states.values()
+        return "drift" if "drift" in values else "ok" if "ok" in values else _INSUFFICIENT
+
+    @property
+    def states(self) -> dict[str, State]:
+        """State per comparison (``reference``, ``baseline``)."""
+        return dict(self._states)
+
+    @property
+    def window(self) -> CategoryWindow:
+        """The current window (read it, don't update it)."""
+        return self._windows.window
+
+    def alpha_per_test(self, comparison: str) -> float:
+        """The level a ``comparison``'s p-value is held to now (see the module docstring)."""
+        periods = self._windows.windows_per_period(reference=comparison == "reference")
+        return self.alpha / (self._family * periods)
+
+    def rebaseline(self) -> Self:
+        """Start a new warm-up now (``frozen`` baseline), e.g. after accepting a drift."""
+        self._windows.rebaseline()
+        return self
+
+    def _ingest(self, categories: Sequence[str], timestamps: ArrayLike, now: float | None) -> None:
+        self._windows.ingest(categories, timestamps, now, self._evaluate)
+
+    def _evaluate(self) -> None:
+        self.n_tests += 1
+        t = float(self.window.watermark or 0.0)
+        for name, before in self._states.items():
+            current = self._windows.current(reference=name == "reference")
+            n_cur = sum(current.values())
+            ref = self._reference if name == "reference" else self._windows.baseline()
+            n_ref = sum(ref.values()) if ref is not None else 0
+            if ref is None or n_ref < self.min_reference_count or n_cur < self.min_count:
+                self._states[name] = _INSUFFICIENT
+                self._reports[name] = self._empty_report(name, t, n_ref, n_cur)
+                continue
+            report = self._assess(name, ref, current, before, t, self.alpha_per_test(name))
+            self.n_alarms += report.state == "drift" and before != "drift"
+            self._states[name], self._reports[name] = report.state, report
+
+    _reference: dict[str, int] | None
+
+    def _assess(
+        self, name: str, ref: Counts, cur: Counts, before: State, t: float, alpha: float
+    ) -> Any:
+        raise NotImplementedError  # pragma: no cover - overridden
+
+    def _empty_report(self, name: str, t: float, n_ref: int, n_cur: int) -> Any:
+        raise NotImplementedError  # pragma: no cover - overridden
+
+    def snapshot(self) -> dict[str, Any]:
+        """JSON-able state for the state store: windows, baseline, states, counters."""
+        return {
+            "version": 1,
+            "windows": self._windows.snapshot(),
+            "states": dict(self._states),
+            "n_alarms": self.n_alarms,
+            "n_tests": self.n_tests,
+        }
+
+    def restore(self, state: dict[str, Any] | None) -> Self:
+        """Take back a :meth:`snapshot` (``None``: keep the fresh state). Reports are rebuilt
+        at the next test time.
+
+        Raises:
+            ValueError: another version, or a malformed snapshot.
+        """
+        if state is None:
+            return self
+        if state.get("version") != 1 or not isinstance(state.get("windows"), dict):
+            raise ValueError("detector snapshot has another version or is malformed")
+        self._windows.restore(state["windows"])
+        for name, value in state.get("states", {}).items():
+            if name in self._states and value in ("ok", "drift", _INSUFFICIENT):
+                self._states[name] = value
+        self.n_alarms, self.n_tests = int(state["n_alarms"]), int(state["n_tests"])
+        return self
+
+
+def _conservative(ci_low: float, ci_high: float) -> float:
+    """Distance of a CI from 0 (0 when it contains 0)."""
+    return max(ci_low, -ci_high, 0.0)
+
+
+class CategoricalDriftDetector(_WindowedDetector):
+    """Drift of a categorical distribution (languages, topics); see the module docstring.
+
+    Args:
+        reference: fixed reference counts, e.g. the gold set's ``{"en": 180, "hi": 20}``
+            (counts, not shares: the test needs its size), or ``None``.
+        windows: windowing, test schedule and baseline (:class:`WindowConfig`).
+        min_count: events the current window and the baseline need (≥ 1).
+        min_reference_count: events the reference needs (≥ 1).
+        alpha: false-alarm budget per ``alpha_period_s``, (0, 1); n_dimensions: family size.
+        min_jsd, clear_jsd: JSD (base 2, [0, 1]) alarm and clear thresholds.
+        min_share_change, clear_share_change: share-change thresholds, [0, 1], judged on
+            the CI bound nearest 0 of each category's share change.
+        confidence: level of the share-change CIs, (0, 1).
+
+    Raises:
+        ValueError: an argument is out of range, or a ``clear_*`` exceeds its ``min_*``.
+
+    >>> det = CategoricalDriftDetector({"en": 90, "es": 10}, min_count=100,
+    ...     windows=WindowConfig(window_s=600, test_every_s=60, baseline="none"))
+    >>> _ = det.update_many(["hi"] * 90 + ["en"] * 90, [float(t) for t in range(180)])
+    >>> det.drift_detected, [s.category for s in det.reports["reference"].rising]
+    (True, ['hi'])
+    """
+
+    def __init__(
+        self,
+        reference: Counts | None = None,
+        *,
+        windows: WindowConfig = _DEFAULT_WINDOWS,
+        min_count: int = 100,
+        min_reference_count: int = 30,
+        alpha: float = 0.01,
+        n_dimensions: int = 1,
+        min_jsd: float = 0.05,
+        clear_jsd: float = 0.025,
+        min_share_change: float = 0.05,
+        clear_share_change: float = 0.025,
+        confidence: float = 0.95,
+    ) -> None:
+        if not (
+            0 <= clear_jsd <= min_jsd <= 1 and 0 <= clear_share_change <= min_share_change <= 1
+        ):
+            raise ValueError("need 0 <= clear_jsd <= min_jsd <= 1, same for share changes")
+        has_ref = reference is not None
+        args = (min_count, min_reference_count, alpha, n_dimensions, confidence)
+        super().__init__(has_ref, windows, *args)
+        self._reference = {str(k): int(v) for k, v in (reference or {}).items() if v > 0}
+        if not has_ref:
+            self._reference = None
+        self.min_jsd, self.clear_jsd = min_jsd, clear_jsd
+        self.min_share_change, self.clear_share_change = min_share_change, clear_share_change
+
+    @property
+    def reports(self) -> dict[str, CategoricalDriftReport]:
+        """The latest report per comparison."""
+        return dict(self._reports)
+
+    def update(self, x: str, timestamp: float, now: float | None = None) -> Self:
+        """Add one event of category ``x`` at ``timestamp`` (Unix seconds)."""
+        return self.update_many([x], [timestamp], now)
+
+    def update_many(
+        self, categories: Sequence[str], timestamps: ArrayLike, now: float | None = None
+    ) -> Self:
+        """Add a micro-batch (``categories[i]`` at ``timestamps[i]``, Unix seconds); tests run
+        as event time crosses each ``test_every_s`` mark. ``now``: see :class:`CategoryWindow`.
+
+        Raises:
+            ValueError: lengths differ or a timestamp is not finite.
+        """
+        self._ingest(list(categories), timestamps, now)
+        return self
+
+    def _empty_report(self, name: str, t: float, n_ref: int, n_cur: int) -> CategoricalDriftReport:
+        return CategoricalDriftReport(
+            name, _INSUFFICIENT, t, n_ref, n_cur, alpha=self.alpha_per_test(name)
+        )
+
+    def _assess(
+        self, name: str, ref: Counts, cur: Counts, before: State, t: float, alpha: float
+    ) -> CategoricalDriftReport:
+        cats, table = contingency_table(ref, cur)
+        p, q = table[0] / table[0].sum(), table[1] / table[1].sum()
+        jsd = js_divergence_from_shares(p, q)
+        changes = share_changes_from_table(cats, table, self.confidence)
+        effect = max(_conservative(s.ci_low, s.ci_high) for s in changes)
+        strong = jsd >= self.min_jsd or effect >= self.min_share_change
+        exact = strong and before != "drift"  # the p-value decides only then: exact test
+        mode: Literal["auto", "asymptotic"] = "auto" if exact else "asymptotic"
+        resamples = min(200_000, max(1999, math.ceil(20 / alpha)))
+        chi = chi2_from_table(cats, table, mode, n_resamples=resamples)
+        if before == "drift":
+            weak = jsd < self.clear_jsd and effect < self.clear_share_change
+            state: State = "ok" if weak else "drift"
+        else:
+            state = "drift" if strong and chi.p_value < alpha else "ok"
+        rising = tuple(s for s in changes if s.ci_low > 0)
+        falling = tuple(sorted((s for s in changes if s.ci_high < 0), key=lambda s: s.change))
+        return CategoricalDriftReport(
+            name, state, t, chi.n_reference, chi.n_current, jsd, psi_from_shares(p, q),
+            chi.p_value, alpha, chi.method, rising, falling, chi.new_categories,
+        )  # fmt: skip
+
+
+class RateDriftDetector(_WindowedDetector):
+    """Drift of a binary rate (e.g. refused yes/no); see the module docstring.
+
+    Args:
+        reference: a fixed sample ``(positives, total)``, or ``None``.
+        min_change, clear_change: alarm and clear thresholds of the absolute rate change,
+            [0, 1] (default 5 and 2.5 percentage points), judged on the Newcombe CI bound
+            nearest 0.
+        other arguments: as :class:`CategoricalDriftDetector`.
+
+    Raises:
+        ValueError: an argument is out of range.
+    """
+
+    def __init__(
+        self,
+        reference: tuple[int, int] | None = None,
+        *,
+        windows: WindowConfig = _DEFAULT_WINDOWS,
+        min_count: int = 100,
+        min_reference_count: int = 30,
+        alpha: float = 0.01,
+        n_dimensions: int = 1,
+        min_change: float = 0.05,
+        clear_change: float = 0.025,
+        confidence: float = 0.95,
+    ) -> None:
+        if not 0 <= clear_change <= min_change <= 1:
+            raise ValueError("need 0 <= clear_change <= min_change <= 1")
+        if reference is not None and not 0 <= reference[0] <= reference[1]:
+            raise ValueError("reference must be (positives, total), 0 <= positives <= total")
+        args = (min_count, min_reference_count, alpha, n_dimensions, confidence)
+        super().__init__(reference is not None, windows, *args)
+        self._reference = None
+        if reference is not None:
+            self._reference = {"1": int(reference[0]), "0": int(reference[1] - reference[0])}
+        self.min_change, self.clear_change = min_change, clear_change
+
+    @property
+    def reports(self) -> dict[str, RateDriftReport]:
+        """The latest report per comparison."""
+        return dict(self._reports)
+
+    def update(self, x: bool, timestamp: float, now: float | None = None) -> Self:
+        """Add one event (``x``: positive, e.g. refused) at ``timestamp`` (Unix seconds)."""
+        return self.update_many([x], [timestamp], now)
+
+    def update_many(
+        self, values: ArrayLike, timestamps: ArrayLike, now: float | None = None
+    ) -> Self:
+        """Add a micro-batch of booleans; see :meth:`CategoricalDriftDetector.update_many`.
+
+        Raises:
+            ValueError: lengths differ or a timestamp is not finite.
+        """
+        flags = np.asarray(values, dtype=bool).reshape(-1)
+        self._ingest(np.where(flags, "1", "0").tolist(), timestamps, now)
+        return self
+
+    def _empty_report(self, name: str, t: float, n_ref: int, n_cur: int) -> RateDriftReport:
+        return RateDriftReport(
+            name, _INSUFFICIENT, t, n_ref, n_cur, alpha=self.alpha_per_test(name)
+        )
+
+    def _assess(
+        self, name: str, ref: Counts, cur: Counts, before: State, t: float, alpha: float
+    ) -> RateDriftReport:
+        n_ref, n_cur = int(sum(ref.values())), int(sum(cur.values()))
+        x_cur, x_ref = int(cur.get("1", 0)), int(ref.get("1", 0))
+        test = two_proportion_test(x_cur, n_cur, x_ref, n_ref, self.confidence)
+        effect = _conservative(test.ci_low, test.ci_high)
+        if before == "drift":
+            state: State = "ok" if effect < self.clear_change else "drift"
+        else:
+            state = "drift" if effect >= self.min_change and test.p_value < alpha else "ok"
+        return RateDriftReport(
+            name, state, t, n_ref, n_cur, test.rate_reference, test.rate_current,
+            test.ci_low, test.ci_high, test.p_value, alpha, test.method,
+        )  # fmt: skip

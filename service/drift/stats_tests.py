@@ -1,0 +1,358 @@
+"""Statistical tests for drift: two-sample homogeneity, share CIs, two proportions, gaps.
+
+All functions are pure, vectorised with numpy, and never raise on empty or degenerate data:
+they return a documented neutral result (``p_value = 1.0`` and a ``degenerate`` flag, or an
+interval of ``(0, 1)``). They raise ``ValueError`` only on invalid arguments.
+
+Small expected counts: the chi-square approximation needs every expected count ≥ 5
+(Cochran 1954). When one is smaller, :func:`chi2_homogeneity` (``method="auto"``) switches to
+a Monte-Carlo test that is exact conditional on both margins — the approach of R's
+``chisq.test(simulate.p.value=TRUE)`` (Hope 1968): the reference row is redrawn from the
+multivariate hypergeometric distribution of the column totals, up to ``n_resamples`` times,
+with Besag & Clifford's (1991) sequential stopping: once ``h = 10`` resampled statistics
+reach the observed one, after ``L`` draws, ``p = h / L``; otherwise ``p = (1 + #{T_b ≥
+T_obs}) / (n_resamples + 1)``. Clearly non-significant tables thus cost a few hundred draws.
+A G-test was rejected: it shares the chi-square's small-sample problem. Seeded, so results
+are reproducible; the smallest possible p-value is ``1 / (n_resamples + 1)``, so choose
+``n_resamples ≫ 1 / alpha``.
+
+>>> r = chi2_homogeneity({"en": 40, "hi": 10}, {"en": 400, "hi": 100})
+>>> round(r.p_value, 6), r.method
+(1.0, 'asymptotic')
+>>> [round(float(b), 4) for b in newcombe_interval(56, 70, 48, 80)]  # Newcombe 1998 (a)
+[0.0524, 0.3339]
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from typing import Literal, NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import special, stats
+
+from service.drift.distances import Counts, union_categories
+
+__all__ = [
+    "Chi2Result",
+    "CoverageGap",
+    "ProportionTest",
+    "ShareChange",
+    "chi2_from_table",
+    "chi2_homogeneity",
+    "contingency_table",
+    "coverage_gaps",
+    "newcombe_interval",
+    "share_changes_from_table",
+    "share_differences",
+    "two_proportion_test",
+    "wilson_interval",
+]
+
+FloatArray = NDArray[np.float64]
+
+
+class Chi2Result(NamedTuple):
+    """Outcome of :func:`chi2_homogeneity` (2 × K table: reference row, current row)."""
+
+    statistic: float
+    p_value: float
+    dof: int
+    method: Literal["asymptotic", "monte_carlo", "degenerate"]
+    n_reference: int
+    n_current: int
+    new_categories: tuple[str, ...]  # count 0 in reference, > 0 in current
+    low_expected: bool  # some expected count < min_expected
+    degenerate: bool  # < 2 non-empty categories or an empty side: p = 1
+
+
+@functools.lru_cache(maxsize=16)
+def _z(confidence: float) -> float:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    return float(special.ndtri(0.5 + confidence / 2))
+
+
+def wilson_interval(
+    successes: ArrayLike, n: ArrayLike, confidence: float = 0.95
+) -> tuple[FloatArray, FloatArray]:
+    """Wilson score interval for a proportion ``successes / n`` (Wilson 1927; Newcombe 1998
+    method 3): ``(p̂ + z²/2n ± z √(p̂(1−p̂)/n + z²/4n²)) / (1 + z²/n)``.
+
+    Vectorised over broadcastable ``successes`` and ``n``; ``n = 0`` gives ``(0, 1)``.
+    Matches ``scipy.stats.binomtest(k, n).proportion_ci(method="wilson")``.
+    """
+    z2 = _z(confidence) ** 2
+    x, m = np.asarray(successes, dtype=float), np.asarray(n, dtype=float)
+    empty = m <= 0
+    safe = np.where(empty, 1.0, m)
+    p = x / safe
+    centre = (p + z2 / (2 * safe)) / (1 + z2 / safe)
+    half = np.sqrt(z2 * p * (1 - p) / safe + z2 * z2 / (4 * safe * safe)) / (1 + z2 / safe)
+    lo = np.where(empty, 0.0, np.maximum(centre - half, 0.0))
+    hi = np.where(empty, 1.0, np.minimum(centre + half, 1.0))
+    return lo, hi
+
+
+def newcombe_interval(
+    x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLike, confidence: float = 0.95
+) -> tuple[FloatArray, FloatArray]:
+    """Hybrid score interval for ``x1/n1 − x2/n2`` (Newcombe 1998, "Interval estimation for
+    the difference between independent proportions", Stat. Med. 17, method 10):
+    ``(d − √((p1−l1)² + (u2−p2)²), d + √((u1−p1)² + (p2−l2)²))`` from the Wilson intervals
+    ``(l, u)`` of each proportion. Vectorised; in [−1, 1].
+    """
+    a1, m1 = np.asarray(x1, dtype=float), np.asarray(n1, dtype=float)
+    a2, m2 = np.asarray(x2, dtype=float), np.asarray(n2, dtype=float)
+    p1 = a1 / np.where(m1 > 0, m1, np.inf)  # 0 when n = 0
+    p2 = a2 / np.where(m2 > 0, m2, np.inf)
+    l1, u1 = wilson_interval(a1, m1, confidence)
+    l2, u2 = wilson_interval(a2, m2, confidence)
+    d = p1 - p2
+    lo = d - np.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
+    hi = d + np.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+    return np.maximum(lo, -1.0), np.minimum(hi, 1.0)
+
+
+def contingency_table(reference: Counts, current: Counts) -> tuple[list[str], FloatArray]:
+    """Return ``(categories, table)``: the sorted union of categories and the 2 × K table
+    (row 0: reference, row 1: current) used by the ``*_from_table`` functions.
+
+    Raises:
+        ValueError: a count is negative or not finite.
+    """
+    cats = union_categories(reference, current)
+    table = np.array(
+        [[float(reference.get(c, 0)) for c in cats], [float(current.get(c, 0)) for c in cats]]
+    ).reshape(2, len(cats))
+    if not np.all(np.isfinite(table)) or np.any(table < 0):
+        raise ValueError("counts must be finite and non-negative")
+    return cats, table
+
+
+def _chi2_stat(observed: FloatArray, expected: FloatArray) -> FloatArray:
+    return np.asarray(((observed - expected) ** 2 / expected).sum(axis=(-2, -1)))
+
+
+def _monte_carlo_p(
+    cols: FloatArray, n_ref: int, expected: FloatArray, observed: float, n_max: int, seed: int
+) -> float:
+    """Sequential Monte-Carlo p-value (Besag & Clifford 1991, h = 10); see the module doc."""
+    rng, h, drawn, hits = np.random.default_rng(seed), 10, 0, 0
+    colors = cols.round().astype(np.int64)
+    while drawn < n_max:
+        size = min(2000, n_max - drawn)
+        draws = rng.multivariate_hypergeometric(colors, n_ref, size).astype(float)
+        t = _chi2_stat(np.stack([draws, colors - draws], axis=1), expected)
+        exceed = np.cumsum(t >= observed * (1 - 1e-9))
+        if hits + exceed[-1] >= h:
+            return h / (drawn + 1 + int(np.searchsorted(exceed, h - hits)))
+        drawn, hits = drawn + size, hits + int(exceed[-1])
+    return (1 + hits) / (n_max + 1)
+
+
+def chi2_homogeneity(
+    reference: Counts,
+    current: Counts,
+    *,
+    method: Literal["auto", "asymptotic", "monte_carlo"] = "auto",
+    min_expected: float = 5.0,
+    n_resamples: int = 1999,
+    seed: int = 0,
+) -> Chi2Result:
+    """Chi-square test that two samples of categories come from one distribution.
+
+    A test of homogeneity on the 2 × K table over the union of categories — both samples'
+    sizes count, unlike a goodness-of-fit test against fixed shares, so a 200-row gold set
+    is not treated as exact. Categories with 0 on both sides are dropped. Statistic
+    ``Σ (O − E)² / E`` with ``E = row total × column total / N``, ``dof = K − 1``, no Yates
+    correction: equals ``scipy.stats.chi2_contingency(table, correction=False)``.
+    ``method="auto"`` uses the Monte-Carlo test (module docstring) when some expected count
+    is below ``min_expected``. Degenerate tables (an empty side, or < 2 non-empty categories)
+    give ``statistic = 0, p_value = 1, degenerate = True``.
+
+    Raises:
+        ValueError: negative or non-finite counts, ``n_resamples < 1``.
+    """
+    cats, table = contingency_table(reference, current)
+    return chi2_from_table(cats, table, method, min_expected, n_resamples, seed)
+
+
+def chi2_from_table(
+    categories: Sequence[str],
+    table: FloatArray,
+    method: Literal["auto", "asymptotic", "monte_carlo"] = "auto",
+    min_expected: float = 5.0,
+    n_resamples: int = 1999,
+    seed: int = 0,
+) -> Chi2Result:
+    """:func:`chi2_homogeneity` on a :func:`contingency_table` (2 × K)."""
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    new = tuple(c for c, r, q in zip(categories, table[0], table[1], strict=True) if r == 0 < q)
+    table = table[:, table.sum(axis=0) > 0]
+    rows = table.sum(axis=1)
+    n_ref, n_cur = int(round(rows[0])), int(round(rows[1]))
+    if table.shape[1] < 2 or rows.min() <= 0:
+        return Chi2Result(0.0, 1.0, 0, "degenerate", n_ref, n_cur, new, False, True)
+    cols = table.sum(axis=0)
+    expected = np.outer(rows, cols) / rows.sum()
+    statistic = float(_chi2_stat(table, expected))
+    dof = table.shape[1] - 1
+    low = bool(expected.min() < min_expected)
+    if method == "monte_carlo" or (method == "auto" and low):
+        p = _monte_carlo_p(cols, n_ref, expected, statistic, n_resamples, seed)
+        return Chi2Result(statistic, p, dof, "monte_carlo", n_ref, n_cur, new, low, False)
+    p = float(special.chdtrc(dof, statistic))  # = scipy.stats.chi2.sf
+    return Chi2Result(statistic, p, dof, "asymptotic", n_ref, n_cur, new, low, False)
+
+
+class ShareChange(NamedTuple):
+    """One category's share in both samples and the Newcombe CI of ``current − reference``."""
+
+    category: str
+    reference_count: float
+    current_count: float
+    reference_share: float
+    current_share: float
+    change: float  # current_share − reference_share, in [−1, 1]
+    ci_low: float
+    ci_high: float
+
+    @property
+    def conservative_change(self) -> float:
+        """The CI bound nearest 0 (signed), or 0 when the CI contains 0."""
+        if self.ci_low > 0:
+            return self.ci_low
+        return self.ci_high if self.ci_high < 0 else 0.0
+
+
+def share_differences(
+    reference: Counts, current: Counts, confidence: float = 0.95
+) -> list[ShareChange]:
+    """Per-category share change with its Newcombe (method 10) confidence interval.
+
+    Over the union of categories; sorted by ``|change|``, largest first, then by name. Each
+    interval is marginal (not adjusted for K categories). Empty input gives ``[]``; an empty
+    side has shares 0 and CIs from ``n = 0`` (i.e. ±1-wide).
+    """
+    cats, table = contingency_table(reference, current)
+    return share_changes_from_table(cats, table, confidence)
+
+
+def share_changes_from_table(
+    categories: Sequence[str], table: FloatArray, confidence: float = 0.95
+) -> list[ShareChange]:
+    """:func:`share_differences` on a :func:`contingency_table` (2 × K)."""
+    n_ref, n_cur = table.sum(axis=1) if len(categories) else (0.0, 0.0)
+    p = table[0] / (n_ref if n_ref > 0 else np.inf)
+    q = table[1] / (n_cur if n_cur > 0 else np.inf)
+    lo, hi = newcombe_interval(table[1], n_cur, table[0], n_ref, confidence)
+    rows = [
+        ShareChange(c, float(r), float(k), float(a), float(b), float(b - a), float(x), float(y))
+        for c, r, k, a, b, x, y in zip(categories, table[0], table[1], p, q, lo, hi, strict=True)
+    ]
+    return sorted(rows, key=lambda s: (-abs(s.change), s.category))
+
+
+class ProportionTest(NamedTuple):
+    """Outcome of :func:`two_proportion_test`."""
+
+    rate_reference: float
+    rate_current: float
+    difference: float  # rate_current − rate_reference
+    ci_low: float  # Newcombe hybrid score interval of the difference
+    ci_high: float
+    p_value: float
+    method: Literal["z", "fisher", "degenerate"]
+
+
+def two_proportion_test(
+    x_current: int,
+    n_current: int,
+    x_reference: int,
+    n_reference: int,
+    confidence: float = 0.95,
+    min_expected: float = 5.0,
+) -> ProportionTest:
+    """Two-sided test that two binomial rates are equal (e.g. refusals / questions).
+
+    Pooled z-test, ``z = (p1 − p2) / √(p̄(1 − p̄)(1/n1 + 1/n2))`` (its z² equals the
+    uncorrected chi-square of the 2 × 2 table), or Fisher's exact test
+    (``scipy.stats.fisher_exact``) when an expected cell is below ``min_expected``. An empty
+    side gives ``p_value = 1, method = "degenerate"``.
+
+    Raises:
+        ValueError: a count is negative or ``x > n``.
+    """
+    if min(x_current, x_reference) < 0 or x_current > n_current or x_reference > n_reference:
+        raise ValueError("need 0 <= x <= n for both samples")
+    lo, hi = newcombe_interval(x_current, n_current, x_reference, n_reference, confidence)
+    r_cur = x_current / n_current if n_current else 0.0
+    r_ref = x_reference / n_reference if n_reference else 0.0
+    base = (r_ref, r_cur, r_cur - r_ref, float(lo), float(hi))
+    if n_current == 0 or n_reference == 0:
+        return ProportionTest(*base, 1.0, "degenerate")
+    table = np.array([[x_current, n_current - x_current], [x_reference, n_reference - x_reference]])
+    expected = np.outer(table.sum(axis=1), table.sum(axis=0)) / table.sum()
+    if expected.min() < min_expected:
+        return ProportionTest(*base, float(stats.fisher_exact(table).pvalue), "fisher")
+    pooled = (x_current + x_reference) / (n_current + n_reference)
+    se = math.sqrt(pooled * (1 - pooled) * (1 / n_current + 1 / n_reference))
+    p = float(2 * special.ndtr(-abs(r_cur - r_ref) / se))  # = 2 · scipy.stats.norm.sf
+    return ProportionTest(*base, p, "z")
+
+
+class CoverageGap(NamedTuple):
+    """A category much more common in live traffic than in the gold set."""
+
+    category: str
+    live_share: float
+    gold_share: float
+    ratio: float  # live_share / gold_share; inf when the gold set lacks the category
+    difference: float  # live_share − gold_share
+    ci_low: float  # Newcombe CI of the difference
+    ci_high: float
+
+
+def coverage_gaps(
+    live_counts: Counts,
+    gold_counts: Counts,
+    *,
+    min_ratio: float = 2.0,
+    min_difference: float = 0.02,
+    confidence: float = 0.95,
+) -> list[CoverageGap]:
+    """Categories the gold set under-covers, for harvesting gold questions.
+
+    A category is a gap when ``live_share ≥ min_ratio × gold_share`` AND the lower Newcombe
+    bound of ``live_share − gold_share`` is ≥ ``min_difference`` (so a 1-row difference in a
+    50-row gold set is not a gap). Sorted by the lower bound, largest first. Empty live
+    counts give ``[]``; an empty gold set makes every well-supported live category a gap.
+
+    Raises:
+        ValueError: ``min_ratio < 1`` or ``min_difference`` not in [0, 1).
+    """
+    if min_ratio < 1:
+        raise ValueError(f"min_ratio must be >= 1, got {min_ratio}")
+    if not 0 <= min_difference < 1:
+        raise ValueError(f"min_difference must be in [0, 1), got {min_difference}")
+    gaps = [
+        CoverageGap(
+            s.category,
+            s.current_share,
+            s.reference_share,
+            s.current_share / s.reference_share if s.reference_share > 0 else math.inf,
+            s.change,
+            s.ci_low,
+            s.ci_high,
+        )
+        for s in share_differences(gold_counts, live_counts, confidence)
+        if s.current_count > 0
+        and s.current_share >= min_ratio * s.reference_share
+        and s.ci_low >= min_difference
+    ]
+    return sorted(gaps, key=lambda g: (-g.ci_low, g.category))

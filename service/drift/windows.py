@@ -1,0 +1,425 @@
+"""Event-time windows of category counts: per-bucket counts in a bounded ring.
+
+Events are ``(category, timestamp)`` pairs; timestamps are Unix seconds of EVENT time (when the
+question was asked), never arrival time. Each accepted event is counted in the bucket
+``floor(timestamp / bucket_s)``. The *watermark* is the largest accepted timestamp so far; a
+window of ``window_s`` ending at the watermark is the sum of the ``ceil(window_s / bucket_s)``
+buckets up to and including the watermark's bucket (so it slides one bucket at a time).
+
+Arrival rules (counts always balance: ``accepted + late + future == events seen``):
+
+* out of order is fine: an event older than the watermark is counted in its own bucket;
+* late: an event older than ``watermark − allowed_lateness_s`` (the watermark as it was when
+  the event arrived) is counted under ``late`` and NOT added; it does not move the watermark;
+* future: when the caller passes ``now`` (wall clock, seconds), an event newer than
+  ``now + future_tolerance_s`` is counted under ``future`` and REJECTED, not clamped — one bad
+  clock must not drag the watermark ahead and turn every later event into a late one.
+  Without ``now`` event times are trusted.
+
+Memory is bounded: ``ceil(retention_s / bucket_s) + 1`` buckets × at most
+``max_categories + 1`` columns (categories beyond ``max_categories`` are counted as
+:data:`OTHER`).
+
+>>> w = CategoryWindow(window_s=120, bucket_s=60, allowed_lateness_s=60)
+>>> _ = w.update_many(["en", "hi", "en"], [0.0, 61.0, 125.0])
+>>> w.current()  # buckets 1 and 2
+{'en': 1, 'hi': 1}
+>>> w.update("en", 1.0).late
+1
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple, Self
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = [
+    "OTHER",
+    "CategoryWindow",
+    "ComparisonWindows",
+    "WindowConfig",
+    "WindowUpdate",
+    "running_watermark",
+]
+
+OTHER = "__other__"
+"""Column that absorbs categories beyond ``max_categories``."""
+
+_EMPTY = np.iinfo(np.int64).min
+SNAPSHOT_VERSION = 1
+
+
+class WindowUpdate(NamedTuple):
+    """How many events of one update were accepted, late (dropped) or future (rejected)."""
+
+    accepted: int
+    late: int
+    future: int
+
+
+def running_watermark(
+    timestamps: NDArray[np.float64],
+    prior: float | None,
+    now: float | None = None,
+    future_tolerance_s: float = math.inf,
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """Return ``(watermark after each event, future mask)``, shapes ``(n,)``.
+
+    Future events (``> now + future_tolerance_s``) do not move the watermark; before any
+    event the watermark is ``prior`` (``-inf`` when ``None``).
+    """
+    future = timestamps > (now + future_tolerance_s) if now is not None else timestamps > math.inf
+    start = -math.inf if prior is None else prior
+    moves = np.where(future, -math.inf, timestamps)
+    return np.maximum.accumulate(np.concatenate([[start], moves]))[1:], future
+
+
+class CategoryWindow:
+    """Sliding event-time window of category counts (see the module docstring).
+
+    Args:
+        window_s: window length in seconds (> 0; rounded up to whole buckets).
+        bucket_s: bucket length in seconds (> 0), e.g. 60 for per-minute buckets.
+        allowed_lateness_s: how far behind the watermark an event may be, seconds (≥ 0,
+            ≤ retention_s).
+        future_tolerance_s: how far ahead of ``now`` an event may be, seconds (≥ 0).
+        retention_s: how much history to keep, seconds (≥ window_s; default window_s), e.g.
+            2 × window_s to also read the previous window.
+        max_categories: distinct categories kept before the rest go to :data:`OTHER` (≥ 1).
+
+    Raises:
+        ValueError: an argument is out of range.
+    """
+
+    def __init__(
+        self,
+        window_s: float = 3600.0,
+        bucket_s: float = 60.0,
+        *,
+        allowed_lateness_s: float = 300.0,
+        future_tolerance_s: float = 60.0,
+        retention_s: float | None = None,
+        max_categories: int = 500,
+    ) -> None:
+        retention = window_s if retention_s is None else retention_s
+        if not (bucket_s > 0 and window_s > 0 and math.isfinite(window_s + bucket_s)):
+            raise ValueError("window_s and bucket_s must be finite and > 0")
+        if not (math.isfinite(retention) and retention >= window_s):
+            raise ValueError(f"retention_s must be finite and >= window_s, got {retention}")
+        if not 0 <= allowed_lateness_s <= retention:
+            raise ValueError("allowed_lateness_s must be in [0, retention_s]")
+        if future_tolerance_s < 0 or max_categories < 1:
+            raise ValueError("future_tolerance_s must be >= 0 and max_categories >= 1")
+        self.window_s, self.bucket_s = float(window_s), float(bucket_s)
+        self.allowed_lateness_s = float(allowed_lateness_s)
+        self.future_tolerance_s = float(future_tolerance_s)
+        self.retention_s, self.max_categories = float(retention), max_categories
+        self._n_slots = math.ceil(retention / bucket_s) + 1
+        self._reset()
+
+    def _reset(self) -> None:
+        self._names: list[str] = []
+        self._codes: dict[str, int] = {}
+        self._counts = np.zeros((self._n_slots, 8), dtype=np.int64)
+        self._slot_bucket = np.full(self._n_slots, _EMPTY, dtype=np.int64)
+        self.watermark: float | None = None
+        self.accepted = self.late = self.future = 0
+
+    def _code(self, category: str) -> int:
+        code = self._codes.get(category)
+        if code is None:
+            name = category if len(self._names) < self.max_categories else OTHER
+            code = self._codes.get(name)
+            if code is None:
+                code = self._codes[name] = len(self._names)
+                self._names.append(name)
+                if code >= self._counts.shape[1]:
+                    grown = np.zeros((self._n_slots, 2 * self._counts.shape[1]), np.int64)
+                    grown[:, : self._counts.shape[1]] = self._counts
+                    self._counts = grown
+            self._codes[category] = code
+        return code
+
+    def update(self, category: str, timestamp: float, now: float | None = None) -> WindowUpdate:
+        """Add one event; see :meth:`update_many`."""
+        return self.update_many([category], [timestamp], now)
+
+    def update_many(
+        self, categories: Sequence[str], timestamps: ArrayLike, now: float | None = None
+    ) -> WindowUpdate:
+        """Add a micro-batch: ``categories[i]`` happened at ``timestamps[i]`` (Unix seconds).
+
+        Raises:
+            ValueError: lengths differ or a timestamp is not finite.
+        """
+        ts = np.asarray(timestamps, dtype=np.float64).reshape(-1)
+        if len(categories) != len(ts) or not np.all(np.isfinite(ts)):
+            raise ValueError("need one finite timestamp per category")
+        if len(ts) == 0:
+            return WindowUpdate(0, 0, 0)
+        marks, future = running_watermark(ts, self.watermark, now, self.future_tolerance_s)
+        before = np.concatenate([[-math.inf if self.watermark is None else self.watermark], marks])
+        late = ~future & (ts < before[:-1] - self.allowed_lateness_s)
+        ok = ~future & ~late
+        if ok.any():
+            self.watermark = float(marks[-1])
+            codes = np.array([self._code(c) for c, k in zip(categories, ok, strict=True) if k])
+            self._add(np.floor(ts[ok] / self.bucket_s).astype(np.int64), codes)
+        result = WindowUpdate(int(ok.sum()), int(late.sum()), int(future.sum()))
+        self.accepted += result.accepted
+        self.late += result.late
+        self.future += result.future
+        return result
+
+    def _add(self, buckets: NDArray[np.int64], codes: NDArray[np.int64]) -> None:
+        slots = buckets % self._n_slots
+        for bucket in np.unique(buckets):
+            slot = bucket % self._n_slots
+            if self._slot_bucket[slot] < bucket:
+                self._counts[slot] = 0
+                self._slot_bucket[slot] = bucket
+        live = self._slot_bucket[slots] == buckets  # False: older than the retained history
+        np.add.at(self._counts, (slots[live], codes[live]), 1)
+
+    def _sum(self, span_s: float, offset_s: float) -> NDArray[np.int64]:
+        if self.watermark is None:
+            return np.zeros(0, dtype=np.int64)
+        hi = math.floor(self.watermark / self.bucket_s) - math.ceil(offset_s / self.bucket_s)
+        lo = hi - math.ceil(span_s / self.bucket_s) + 1
+        mask = (self._slot_bucket >= lo) & (self._slot_bucket <= hi)
+        return self._counts[mask, : len(self._names)].sum(axis=0)
+
+    def counts(self, span_s: float | None = None, offset_s: float = 0.0) -> dict[str, int]:
+        """Counts of the ``span_s`` seconds (default ``window_s``) ending ``offset_s`` seconds
+        before the watermark's bucket; only categories with a count > 0. Spans beyond
+        ``retention_s`` see only what is retained.
+        """
+        totals = self._sum(self.window_s if span_s is None else span_s, offset_s)
+        return {self._names[i]: int(n) for i, n in enumerate(totals) if n > 0}
+
+    def current(self) -> dict[str, int]:
+        """Counts of the current window (the last ``window_s`` up to the watermark)."""
+        return self.counts()
+
+    def previous(self) -> dict[str, int]:
+        """Counts of the window before the current one (needs ``retention_s ≥ 2·window_s``)."""
+        return self.counts(self.window_s, self.window_s)
+
+    def snapshot(self) -> dict[str, Any]:
+        """JSON-able state: config checks, counters, watermark and the non-empty buckets."""
+        buckets: dict[str, dict[str, int]] = {}
+        for slot in np.argsort(self._slot_bucket):
+            if self._slot_bucket[slot] != _EMPTY:
+                row = self._counts[slot, : len(self._names)]
+                cells = {self._names[i]: int(n) for i, n in enumerate(row) if n > 0}
+                if cells:
+                    buckets[str(int(self._slot_bucket[slot]))] = cells
+        return {
+            "version": SNAPSHOT_VERSION,
+            "bucket_s": self.bucket_s,
+            "watermark": self.watermark,
+            "accepted": self.accepted,
+            "late": self.late,
+            "future": self.future,
+            "buckets": buckets,
+        }
+
+    def restore(self, state: dict[str, Any] | None) -> Self:
+        """Replace this window's state by a :meth:`snapshot` (``None``: start empty).
+
+        Buckets older than ``retention_s`` are dropped, so ``window_s`` may change between
+        runs; ``bucket_s`` may not.
+
+        Raises:
+            ValueError: another snapshot version or ``bucket_s``, or a malformed snapshot.
+        """
+        self._reset()
+        if state is None:
+            return self
+        if state.get("version") != SNAPSHOT_VERSION or state.get("bucket_s") != self.bucket_s:
+            raise ValueError("window snapshot has another version or bucket_s")
+        try:
+            for bucket, cells in sorted(state["buckets"].items(), key=lambda kv: int(kv[0])):
+                codes = np.repeat([self._code(c) for c in cells], [int(n) for n in cells.values()])
+                self._add(np.full(len(codes), int(bucket), dtype=np.int64), codes)
+            wm = state["watermark"]
+            self.watermark = None if wm is None else float(wm)
+            self.accepted, self.late = int(state["accepted"]), int(state["late"])
+            self.future = int(state["future"])
+        except (KeyError, TypeError, ValueError) as exc:
+            self._reset()
+            raise ValueError(f"malformed window snapshot: {exc}") from exc
+        return self
+
+
+@dataclass(frozen=True)
+class WindowConfig:
+    """Windowing of a drift detector (frozen). All durations in seconds of event time.
+
+    Attributes:
+        window_s: the current window compared with the baseline (default 1 h: a change is
+            seen within the hour); bucket_s: the buckets of all windows (default 1 min).
+        reference_window_s: the current window compared with a fixed reference such as the
+            gold set (default 24 h). Longer, because the reference is one fixed, often small
+            sample: against a short, noisy window, repeated tests would sooner or later
+            catch the window's noise on top of the reference's own sampling error.
+        test_every_s: one test each time the watermark crosses a multiple of this (5 min).
+        baseline: ``"frozen"`` (the first ``warmup_s`` of traffic, kept), ``"previous"``
+            (the window just before the current one) or ``"none"``.
+        warmup_s: warm-up of a frozen baseline (default 6 h).
+        alpha_period_s: a detector's ``alpha`` is its false-alarm budget per this much event
+            time (default one day); see :meth:`ComparisonWindows.windows_per_period`.
+        allowed_lateness_s, future_tolerance_s, max_categories: see :class:`CategoryWindow`.
+
+    Raises:
+        ValueError: a duration is not > 0 (lateness, tolerance: ≥ 0) or baseline is unknown.
+    """
+
+    window_s: float = 3600.0
+    bucket_s: float = 60.0
+    reference_window_s: float = 86_400.0
+    test_every_s: float = 300.0
+    baseline: Literal["frozen", "previous", "none"] = "frozen"
+    warmup_s: float = 21_600.0
+    alpha_period_s: float = 86_400.0
+    allowed_lateness_s: float = 300.0
+    future_tolerance_s: float = 60.0
+    max_categories: int = 500
+
+    def __post_init__(self) -> None:
+        if self.baseline not in ("frozen", "previous", "none"):
+            raise ValueError(f"baseline must be frozen, previous or none: {self.baseline!r}")
+        durations = (self.test_every_s, self.warmup_s, self.reference_window_s, self.alpha_period_s)
+        if min(durations) <= 0:
+            raise ValueError("test_every_s, warmup_s, reference_window_s, alpha_period_s: > 0")
+        self.window(True)  # validates the rest
+
+    def retention_s(self, has_reference: bool) -> float:
+        """History to keep: the reference window, 2 windows (previous), warm-up (frozen)."""
+        needs = [self.window_s, self.reference_window_s if has_reference else 0.0]
+        needs.append(2 * self.window_s if self.baseline == "previous" else 0.0)
+        needs.append(self.warmup_s if self.baseline == "frozen" else 0.0)
+        return max(needs)
+
+    def window(self, has_reference: bool) -> CategoryWindow:
+        """A new, empty window with this configuration."""
+        retention = self.retention_s(has_reference)
+        return CategoryWindow(
+            self.window_s,
+            self.bucket_s,
+            allowed_lateness_s=min(self.allowed_lateness_s, retention),
+            future_tolerance_s=self.future_tolerance_s,
+            retention_s=retention,
+            max_categories=self.max_categories,
+        )
+
+
+class ComparisonWindows:
+    """The current window, its baseline, and the event-time test schedule.
+
+    :meth:`ingest` splits each micro-batch where the watermark crosses a multiple of
+    ``test_every_s`` and calls ``on_tick`` there (after adding the crossing event), so the
+    tests — and their results — do not depend on how events were batched.
+    A frozen baseline starts its warm-up at the first tick and freezes at the first tick
+    at least ``warmup_s`` later whose last ``warmup_s`` hold ``min_count`` events.
+    """
+
+    def __init__(self, config: WindowConfig, min_count: int, has_reference: bool) -> None:
+        self.config, self.min_count = config, min_count
+        self.window = config.window(has_reference)
+        self._frozen: dict[str, int] | None = None
+        self._warmup_start: float | None = None
+        self._last_tick: float | None = None
+        self._start: float | None = None  # watermark at the first tick
+
+    def ingest(
+        self,
+        categories: Sequence[str],
+        timestamps: ArrayLike,
+        now: float | None,
+        on_tick: Callable[[], None],
+    ) -> None:
+        """Add a micro-batch, calling ``on_tick()`` at each test time it crosses.
+
+        Raises:
+            ValueError: lengths differ or a timestamp is not finite.
+        """
+        ts = np.asarray(timestamps, dtype=np.float64).reshape(-1)
+        if len(ts) != len(categories) or not np.all(np.isfinite(ts)):
+            raise ValueError("need one finite timestamp per event")
+        tol = self.window.future_tolerance_s
+        marks, _ = running_watermark(ts, self.window.watermark, now, tol)
+        ticks = np.floor(marks / self.config.test_every_s)
+        previous = np.concatenate(
+            [[-math.inf if self._last_tick is None else self._last_tick], ticks[:-1]]
+        )
+        start = 0
+        for i in np.flatnonzero(np.isfinite(ticks) & (ticks > previous)):
+            self.window.update_many(categories[start : i + 1], ts[start : i + 1], now)
+            start, self._last_tick = i + 1, float(ticks[i])
+            self._start = self.window.watermark if self._start is None else self._start
+            on_tick()
+        self.window.update_many(categories[start:], ts[start:], now)
+
+    def current(self, reference: bool = False) -> dict[str, int]:
+        """Counts of the current window: the one compared with the fixed reference
+        (``reference_window_s``) or with the baseline (``window_s``)."""
+        return self.window.counts(self.config.reference_window_s if reference else None)
+
+    def windows_per_period(self, reference: bool = False) -> float:
+        """How many disjoint current windows fit in ``alpha_period_s`` (≥ 1).
+
+        A window counts as long as the history seen so far when that is shorter. Tests of one
+        window overlap and are strongly correlated, so one test per disjoint window is the
+        Bonferroni count used (an approximation for the overlapping ones).
+        """
+        span = self.config.reference_window_s if reference else self.config.window_s
+        if self.window.watermark is not None and self._start is not None:
+            span = min(span, self.window.watermark - self._start + self.config.bucket_s)
+        return max(1.0, self.config.alpha_period_s / span)
+
+    def baseline(self) -> dict[str, int] | None:
+        """Counts of the baseline, or ``None`` while it is not ready (or ``"none"``)."""
+        mode, w = self.config.baseline, self.window
+        if mode == "previous":
+            return w.previous()
+        if mode == "none" or self._frozen is not None or w.watermark is None:
+            return self._frozen
+        if self._warmup_start is None:
+            self._warmup_start = w.watermark
+        if w.watermark - self._warmup_start >= self.config.warmup_s:
+            counts = w.counts(self.config.warmup_s)
+            if sum(counts.values()) >= self.min_count:
+                self._frozen = counts
+        return self._frozen
+
+    def rebaseline(self) -> None:
+        """Drop a frozen baseline and start a new warm-up at the watermark."""
+        self._frozen, self._warmup_start = None, self.window.watermark
+
+    def snapshot(self) -> dict[str, Any]:
+        """JSON-able state: the window, the frozen baseline, warm-up start, last tick."""
+        return {
+            "window": self.window.snapshot(),
+            "frozen": self._frozen,
+            "warmup_start": self._warmup_start,
+            "last_tick": self._last_tick,
+            "start": self._start,
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Take back a :meth:`snapshot`.
+
+        Raises:
+            ValueError: malformed snapshot.
+        """
+        self.window.restore(state.get("window"))
+        frozen = state.get("frozen")
+        self._frozen = None if frozen is None else {str(k): int(v) for k, v in frozen.items()}
+        self._warmup_start, self._last_tick = state.get("warmup_start"), state.get("last_tick")
+        self._start = state.get("start")
