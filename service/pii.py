@@ -160,9 +160,10 @@ _USERINFO = re.compile(r"[a-z][a-z0-9+.\-]*://[^/?#\s]*@", re.IGNORECASE)
 _URL_TAIL = ".,;:!?)]}'\""
 
 _W = r"\w\u0300-\u036f\u0900-\u0dff"  # word characters, with Indic vowel signs and viramas
-_NUM_L = r"(?<![\w+])(?<!\w-)(?<!\d\.)"  # not glued to a word, a code prefix or a decimal
+# A leading look-ahead on the first character makes the scan ~2x faster than the look-behinds.
+_NUM_L = r"(?=[0-9+(])(?<![\w+])(?<!\w-)(?<!\d\.)"  # not glued to a word, code prefix, decimal
 _NUM_R = r"(?!\w|\.\d)"
-_GROUP_L = _NUM_L + r"(?<![/])(?<!\d[ -])"  # ... nor in a URL path, nor continuing a group
+_GROUP_L = _NUM_L + r"(?<!/)(?<!\d[ -])"  # ... nor in a URL path, nor continuing a group
 _GROUP_R = r"(?!\w|\.\d|[ -]\d)"
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _MOBILE = (
@@ -180,15 +181,16 @@ _CARD = re.compile(
     r"|\d{6}(?P=s)\d{4,5}))" + _GROUP_R
 )
 _AADHAAR = re.compile(_GROUP_L + r"[2-9]\d{3}(?P<s>[ -]?)\d{4}(?P=s)\d{4}" + _GROUP_R)
-_PAN = re.compile(r"(?<!\w)[A-Z]{3}[PCHFATBLJG][A-Z]\d{4}[A-Z](?!\w)")
-_IPV4 = re.compile(rf"(?<![\w.]){_OCTET}(?:\.{_OCTET}){{3}}(?!\w|\.\d)")
+_PAN = re.compile(r"(?=[A-Z])(?<!\w)[A-Z]{3}[PCHFATBLJG][A-Z]\d{4}[A-Z](?!\w)")
+_IPV4 = re.compile(rf"(?=[0-9])(?<![\w.]){_OCTET}(?:\.{_OCTET}){{3}}(?!\w|\.\d)")
 #: Words after which a dotted quad or a Luhn-valid number is a version, section or ISBN.
 _NOT_IP_AFTER = re.compile(
     r"(?:version|release|ver\.|section|sec\.|clause|rule|para|article|chapter|§)\s*$", re.I
 )
 _NOT_CARD_AFTER = re.compile(r"isbn(?:-1[03])?[\s:-]*$", re.IGNORECASE)
 _IPV6 = re.compile(
-    r"(?<![\w:.])(?:[0-9a-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9a-f]{0,4})(?![\w:]|\.\d)",
+    r"(?=[0-9a-f:])(?<![\w:.])(?:[0-9a-f]{0,4}:){2,7}"
+    r"(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9a-f]{0,4})(?![\w:]|\.\d)",
     re.IGNORECASE,
 )
 _LANDLINE = r"\(?0[1-9]\d{1,3}\)?[ -]?\d{3,4}[ -]?\d{3,4}"
@@ -314,7 +316,7 @@ def scrub(text: str) -> Scrubbed:
         raise TypeError(f"scrub() expects str, got {type(text).__name__}")
     if _clean_fast(text):
         return Scrubbed(text, {})
-    counts: Counter[str] = Counter()
+    counts = dict.fromkeys(PII_TYPES, 0)
     for _ in range(MAX_PASSES):
         spans = _find(text)
         if not spans:
@@ -323,10 +325,10 @@ def scrub(text: str) -> Scrubbed:
         pos = 0
         for start, end, kind in spans:
             parts += (text[pos:start], PLACEHOLDERS[kind])
+            counts[kind] += 1
             pos = end
         text = "".join((*parts, text[pos:]))
-        counts.update(kind for _, _, kind in spans)
-    return Scrubbed(text, {kind: counts[kind] for kind in PII_TYPES if counts[kind]})
+    return Scrubbed(text, {kind: n for kind, n in counts.items() if n})
 
 
 def scrub_many(texts: Iterable[str]) -> list[Scrubbed]:
