@@ -31,7 +31,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["STRONG_WORDS", "WEAK_WORDS", "hinglish_score", "is_hinglish", "tokens"]
+__all__ = [
+    "STRONG_WORDS",
+    "WEAK_WORDS",
+    "hinglish_score",
+    "hinglish_words",
+    "is_hinglish",
+    "tokens",
+]
 
 #: Romanized Hindi words that are (almost) never words of English or other Latin-script
 #: languages; spellings vary (``mujhe``/``muje``, ``hai``/``hain``, ``baje``/``bajhe``).
@@ -92,7 +99,11 @@ def is_hinglish(text: str, min_strong: int = 1, min_share: float = 0.12) -> bool
         min_strong: fewest strong lexicon words needed (>= 1).
         min_share: fewest points (strong 1, weak 0.5) per token, in [0, 1].
     """
-    words = tokens(text)
+    return hinglish_words(tokens(text), min_strong, min_share)
+
+
+def hinglish_words(words: Sequence[str], min_strong: int = 1, min_share: float = 0.12) -> bool:
+    """:func:`is_hinglish` on already split, lower-case ``words`` (see :func:`tokens`)."""
     if not words:
         return False
     strong, weak = hinglish_score(words)

@@ -42,14 +42,13 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.hinglish import is_hinglish, tokens
+from service.hinglish import hinglish_words, tokens
 from service.pipeline import Batch, StatelessStage
 from service.scripts import (
     SCRIPT_LANGUAGES,
-    dominant_script,
     function_word_scores,
     latin_cues,
-    script_counts,
+    script_and_letters,
 )
 
 __all__ = [
@@ -202,7 +201,6 @@ def make_backend(name: BackendName | None = None) -> Backend:
         return LangdetectBackend("langdetect")
 
 
-_SPACES = re.compile(r"\s+")
 #: langdetect's own URL and e-mail patterns (``langdetect/detector.py``).
 _URLS_AND_MAILS = re.compile(
     r"https?://[-_.?&~;+=/#0-9A-Za-z]{1,2076}"
@@ -212,7 +210,9 @@ _URLS_AND_MAILS = re.compile(
 
 def normalise(text: str) -> str:
     """The cache key: NFC, whitespace runs as one space, stripped (case kept)."""
-    return _SPACES.sub(" ", unicodedata.normalize("NFC", text)).strip()
+    if not unicodedata.is_normalized("NFC", text):
+        text = unicodedata.normalize("NFC", text)
+    return " ".join(text.split())
 
 
 class LanguageDetector:
@@ -252,22 +252,21 @@ class LanguageDetector:
     def _detect(self, text: str) -> str:
         if "@" in text or "://" in text:  # langdetect drops them too: no evidence
             text = _URLS_AND_MAILS.sub(" ", text)
-        script = dominant_script(text)
+        script, letters = script_and_letters(text)
         if script is None:
             return UNDETERMINED
         pool = self._pools[script]
-        if script == "Latn" and self._hinglish and text.isascii() and is_hinglish(text):
+        words = tokens(text) if script == "Latn" else []
+        if words and self._hinglish and text.isascii() and hinglish_words(words):
             return HINGLISH
         if len(pool) == 1:
             return pool[0]
-        if sum(script_counts(text).values()) < self.config.min_letters:
+        if letters < self.config.min_letters:
             return UNDETERMINED
-        probs = self._restricted(text, pool)
         scores = dict.fromkeys(pool, 0.0)
-        for lang, prob in probs.items():
-            scores[lang] = prob
-        if script == "Latn":
-            self._add_latin_evidence(text, pool, scores)
+        scores.update(self._restricted(text, pool))
+        if words:
+            self._add_latin_evidence(text, words, pool, scores)
         best = max(scores, key=scores.__getitem__)
         return best if scores[best] > 0.0 else UNDETERMINED
 
@@ -279,9 +278,11 @@ class LanguageDetector:
             return {lang: p / mass for lang, p in probs.items() if lang in pool}
         return self.backend.probabilities(text, restrict=pool)
 
-    def _add_latin_evidence(self, text: str, pool: Sequence[str], scores: dict[str, float]):
+    def _add_latin_evidence(
+        self, text: str, words: Sequence[str], pool: Sequence[str], scores: dict[str, float]
+    ) -> None:
         config = self.config
-        for lang, share in function_word_scores(tokens(text), pool).items():
+        for lang, share in function_word_scores(words, pool).items():
             scores[lang] += config.lexicon_weight * share
         for lang, cue in latin_cues(text).items():
             if lang in scores:

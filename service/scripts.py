@@ -37,6 +37,7 @@ __all__ = [
     "dominant_script",
     "function_word_scores",
     "latin_cues",
+    "script_and_letters",
     "script_counts",
 ]
 
@@ -87,16 +88,21 @@ _TABLE: dict[int, str] = {
 }
 _CJK_WEIGHT = {"Hani": 4, "Kana": 3, "Hang": 3}
 _OTHER_WEIGHT = 3  # a non-Latin letter outweighs the Latin names quoted in its question
-_ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_ASCII_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_ASCII_RUNS = re.compile(r"[\x00-\x7f]+")
 
 
 def script_counts(text: str) -> Counter[str]:
     """Count the letters of each script in ``text``: ``{"Latn": 12, "Hani": 3, ...}``."""
-    if text.isascii():
-        letters = sum(1 for ch in text if ch in _ASCII_LETTERS)
-        return Counter({"Latn": letters}) if letters else Counter()
-    counts = Counter(text.translate(_TABLE))
-    return Counter({_NAME[code]: n for code, n in counts.items() if code in _NAME})
+    ascii_part = text.encode("ascii", "ignore")
+    letters = len(ascii_part) - len(ascii_part.translate(None, _ASCII_LETTERS))
+    counts: Counter[str] = Counter()
+    if len(ascii_part) < len(text):  # translate only the non-ASCII characters
+        found = Counter(_ASCII_RUNS.sub("", text).translate(_TABLE))
+        counts.update({_NAME[code]: n for code, n in found.items() if code in _NAME})
+    if letters:
+        counts["Latn"] += letters
+    return counts
 
 
 def dominant_script(text: str) -> str | None:
@@ -105,9 +111,22 @@ def dominant_script(text: str) -> str | None:
     CJK text comes back as its language (``ko``, ``ja``, ``zh``). Returns None when ``text``
     has no letter of a known script (digits, punctuation, emoji, unknown scripts).
     """
+    return script_and_letters(text)[0]
+
+
+def script_and_letters(text: str) -> tuple[str | None, int]:
+    """Return ``(dominant_script(text), number of letters of known scripts)`` in one pass."""
     counts = script_counts(text)
     if not counts:
-        return None
+        return None, 0
+    return _dominant(counts), sum(counts.values())
+
+
+def _dominant(counts: Counter[str]) -> str | None:
+    if len(counts) == 1:
+        (only,) = counts
+        if only not in _CJK_WEIGHT:
+            return only
     cjk = sum(counts.get(name, 0) * weight for name, weight in _CJK_WEIGHT.items())
     best, best_count = max(
         (
@@ -154,6 +173,7 @@ _TURKISH_SUFFIX = re.compile(
     r"(?:\w{3,}|\d)['’](?:n?[ıiuü]n|[ıiuü]|y?[ae]|[dt][ae]n?|l[ae]r\w*|s[ıiuü])\b"
 )
 _CUE_OF: dict[str, dict[str, float]] = {ch: w for chars, w in _CUES for ch in chars}
+_CUE_LETTERS = frozenset(_CUE_OF)
 
 
 def latin_cues(text: str) -> dict[str, float]:
@@ -165,12 +185,14 @@ def latin_cues(text: str) -> dict[str, float]:
     not outweigh a short one by repetition. Returns ``{}`` for plain ASCII text.
     """
     scores: dict[str, float] = {}
-    if _TURKISH_SUFFIX.search(text):  # Luther'in, Broncos'un, 1520'de: tr case endings
+    if ("'" in text or "’" in text) and _TURKISH_SUFFIX.search(
+        text
+    ):  # Luther'in, Broncos'un, 1520'de: tr case endings
         scores["tr"] = 2.0
     if text.isascii():
         return scores
-    for ch in set(text.lower()):
-        for lang, weight in _CUE_OF.get(ch, {}).items():
+    for ch in _CUE_LETTERS.intersection(text.lower()):
+        for lang, weight in _CUE_OF[ch].items():
             scores[lang] = scores.get(lang, 0.0) + weight
     return scores
 
@@ -221,8 +243,8 @@ def function_word_scores(words: Sequence[str], pool: Collection[str]) -> dict[st
     {'en': 0.6666666666666666}
     """
     scores: dict[str, float] = {}
-    for word in words:
-        langs = [lang for lang in _WORD_LANGS.get(word, ()) if lang in pool]
+    for word in [word for word in words if word in _WORD_LANGS]:
+        langs = [lang for lang in _WORD_LANGS[word] if lang in pool]
         for lang in langs:
             scores[lang] = scores.get(lang, 0.0) + 1.0 / len(langs)
     return {lang: hits / len(words) for lang, hits in scores.items()}
