@@ -246,7 +246,9 @@ def serve_command(config: Path | None, host: str | None, port: int | None) -> No
 
 @main.command("replay")
 @config_option
-@click.argument("file", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True))
+@click.argument(
+    "file", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True), required=False
+)
 @click.option(
     "--state",
     "state_path",
@@ -263,22 +265,31 @@ def serve_command(config: Path | None, host: str | None, port: int | None) -> No
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 def replay_command(
-    config: Path | None, file: Path, state_path: Path | None, dlq_path: Path | None, fmt: str
+    config: Path | None,
+    file: Path | None,
+    state_path: Path | None,
+    dlq_path: Path | None,
+    fmt: str,
 ) -> None:
     """Process a whole JSONL query log (or - for stdin) with the live pipeline, print the
     report and exit.
 
-    Without --state every replay starts fresh, and so does its dead-letter file.
+    Without FILE it replays the embedded demo query log (three days of a college bot's
+    traffic). Without --state every replay starts fresh, and so does its dead-letter file.
     """
     from prometheus_client import CollectorRegistry
 
     from consumers.file_source import FileSource
     from consumers.loop import make_decoder, replay
     from service.api.runtime import build_pipeline
+    from service.demo import demo_path
     from service.state import StateError, StateStore
     from service.telemetry import build_metrics
 
     settings = _settings(config)
+    if file is None:
+        file = demo_path("querylog.jsonl")
+        dlq_path = dlq_path or Path("goldwatch-demo.dlq.jsonl")
     try:
         state = StateStore.open(state_path) if state_path else StateStore.in_memory()
         source = FileSource(str(file), dlq_path=dlq_path or settings.source.dlq_path)
@@ -317,6 +328,58 @@ def replay_command(
         click.echo(f"  dead-lettered {reason}: {n}")
     if report.dead_lettered_total:
         click.echo(f"dead letters in {source.dlq_path}")
+
+
+@main.group("topics")
+def topics_group() -> None:
+    """Fit and inspect the topic model drift is measured with."""
+
+
+@topics_group.command("fit")
+@config_option
+@click.option("--gold", type=click.Path(path_type=Path, dir_okay=False), help="Gold-set JSONL.")
+@click.option(
+    "--corpus",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also fit on the corpus passages.",
+)
+@click.option("--n-topics", type=int, default=None, help="Clusters (default: sqrt rule, <= 50).")
+@click.option(
+    "--use-gold-topics/--cluster",
+    default=True,
+    help="Use the gold set's own 'topic' labels when every answerable row has one.",
+)
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True)
+def topics_fit(
+    config: Path | None,
+    gold: Path | None,
+    corpus: Path | None,
+    n_topics: int | None,
+    use_gold_topics: bool,
+    out: Path,
+) -> None:
+    """Fit the topic model on the gold set and save it as a versioned artefact."""
+    from service.analytics import fit_topic_model
+    from service.corpus import load_corpus
+    from service.demo import demo_path
+    from service.goldset import load_gold_set
+
+    settings = _settings(config)
+    try:
+        gold_set = load_gold_set(gold or settings.gold_set or demo_path("gold.jsonl"))
+        passages = load_corpus(corpus).passages if corpus else ()
+        topic_config = settings.analytics.topics
+        if n_topics is not None:
+            topic_config = topic_config.model_copy(update={"n_topics": n_topics})
+        model = fit_topic_model(gold_set, passages, topic_config, use_gold_topics)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        model.save(out)
+    except (ValueError, OSError) as exc:
+        _fail(_describe(exc))
+        return
+    click.echo(f"topic model {model.version}: {len(model.topics)} topics -> {out}")
+    for index, topic in enumerate(model.topics):
+        click.echo(f"  {index:>3}  {topic.name:<24} n={topic.size:<5} {' '.join(topic.top_terms)}")
 
 
 @main.group("config")
