@@ -1,0 +1,310 @@
+"""Throughput of the live path (no analytics stages): events per second, file and Kafka.
+
+Each goldwatch figure is set against a baseline that does the least anyone could do with the
+same input, measured in the same run on the same data, so the ratio survives a noisy machine:
+
+* file: ``consumers.loop.replay`` over a JSONL file (FileSource → decode/validate → dedup →
+  count → fsynced dead letters → SQLite checkpoints) vs a loop that only ``json.loads`` each
+  line of the same file.
+* Kafka: ``consumers.loop.run`` over a :class:`~consumers.kafka_source.KafkaSource` (consumer
+  group, dead letters produced to ``<topic>.dlq``, checkpoint-then-commit every second) vs a
+  raw kafka-python consumer that only counts the same topic's records. Target ratio ≥ 0.5.
+
+The stream is ``benchmarks.streams.mixed_stream`` (real NQ-open/CLINC150 questions, 1 % poison
+pills of every kind). Kafka times run from the first record received to the end of the last
+batch (group join and connection set-up excluded for both sides). A Tansu broker is started
+for the run (``tests/kafka_broker.py``); the topic is produced with normal batching, since
+end offsets are not needed here.
+
+Run: ``python -m benchmarks.bench_pipeline [--events 100000] [--skip-kafka]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from prometheus_client import CollectorRegistry
+
+from benchmarks.streams import TEST_MAX_EVENT_BYTES, file_stream, mixed_stream, write_jsonl
+from consumers.base import DeadLetter, RawMessage
+from consumers.file_source import FileSource
+from consumers.kafka_source import KafkaSource, KafkaSourceConfig
+from consumers.loop import Report, make_decoder, replay
+from consumers.loop import run as run_loop
+from service.pipeline import Pipeline, PipelineConfig
+from service.state import StateStore
+from service.telemetry import build_metrics
+
+DEFAULT_EVENTS = 100_000
+PARTITIONS = 4
+CONFIG = PipelineConfig(
+    max_batch_size=500,
+    max_batch_wait_ms=200,
+    commit_interval_s=1.0,
+    dedup_window=100_000,
+    max_event_bytes=TEST_MAX_EVENT_BYTES,
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table: what ran, how many events, how long (s)."""
+
+    path: str
+    what: str
+    events: int
+    seconds: float
+
+    @property
+    def rate(self) -> float:
+        return self.events / self.seconds if self.seconds > 0 else float("inf")
+
+
+# -- file ---------------------------------------------------------------------------------------
+
+
+def json_only(path: Path) -> Row:
+    """Baseline: read the file line by line and ``json.loads`` each line (errors counted)."""
+    started = time.perf_counter()
+    n = 0
+    with path.open("rb") as lines:
+        for line in lines:
+            try:
+                json.loads(line)
+            except ValueError:
+                pass
+            n += 1
+    return Row("file", "json.loads per line (baseline)", n, time.perf_counter() - started)
+
+
+def decode_only(path: Path) -> Row:
+    """goldwatch's decoder alone (validation to v1 events), no source, stages or state."""
+    source = FileSource(path, dlq_path=path.with_suffix(".decode-only.dlq"))
+    decode = make_decoder(max_event_bytes=CONFIG.max_event_bytes)
+    started = time.perf_counter()
+    n = 0
+    while batch := source.poll(CONFIG.max_batch_size, 0):
+        decode(batch)
+        n += len(batch)
+    source.close()
+    return Row("file", "FileSource + decode only", n, time.perf_counter() - started)
+
+
+def file_pipeline(path: Path, state_dir: Path) -> tuple[Row, Report]:
+    """goldwatch replay: the whole live path over the file, state in SQLite."""
+    dlq = path.with_suffix(".dlq.jsonl")
+    dlq.unlink(missing_ok=True)
+    state = StateStore.open(state_dir / f"file-{uuid.uuid4().hex[:6]}.sqlite")
+    source = FileSource(path, dlq_path=dlq)
+    started = time.perf_counter()
+    report = replay(source, Pipeline.default(CONFIG), state=state, config=CONFIG)
+    seconds = time.perf_counter() - started
+    state.close()
+    return Row("file", "goldwatch replay (dedup+count, SQLite)", report.consumed, seconds), report
+
+
+# -- Kafka --------------------------------------------------------------------------------------
+
+
+def produce_topic(bootstrap: str, topic: str, values: Sequence[bytes | None]) -> None:
+    """Produce ``values`` round-robin over the partitions, batched, keyed (tombstones legal)."""
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap,
+        acks="all",
+        linger_ms=5,
+        batch_size=256 * 1024,
+        max_request_size=4 << 20,
+    )
+    try:
+        for i, value in enumerate(values):
+            producer.send(topic, value=value, key=b"k-%d" % i, partition=i % PARTITIONS)
+        producer.flush(timeout=300)
+    finally:
+        producer.close()
+
+
+def raw_consume(bootstrap: str, topic: str, n: int, timeout_s: float = 300) -> Row:
+    """Baseline: a kafka-python consumer (assigned, no group) counting ``n`` records."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        max_poll_records=CONFIG.max_batch_size,
+    )
+    consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
+    count, first = 0, None
+    deadline = time.monotonic() + timeout_s
+    try:
+        while count < n and time.monotonic() < deadline:
+            batches = consumer.poll(
+                timeout_ms=CONFIG.max_batch_wait_ms, max_records=CONFIG.max_batch_size
+            )
+            got = sum(len(records) for records in batches.values())
+            if got and first is None:
+                first = time.perf_counter()
+            count += got
+        end = time.perf_counter()
+    finally:
+        consumer.close()
+    return Row("kafka", "kafka-python poll only (baseline)", count, end - (first or end))
+
+
+class TimedSource:
+    """A Source wrapper that stops the loop after ``n`` messages and times first → last."""
+
+    def __init__(self, inner: KafkaSource, n: int, stop: threading.Event) -> None:
+        self.inner, self.n, self.stop = inner, n, stop
+        self.name = inner.name
+        self.count = 0
+        self.first: float | None = None
+        self.done: float | None = None
+
+    def poll(self, max_records: int, timeout_ms: int) -> list[RawMessage]:
+        if self.count >= self.n and self.done is None:
+            self.done = time.perf_counter()  # the previous batch is fully handled
+        messages = self.inner.poll(max_records, timeout_ms)
+        if messages and self.first is None:
+            self.first = time.perf_counter()
+        self.count += len(messages)
+        if self.count >= self.n:
+            self.stop.set()
+        return messages
+
+    def dead_letter(self, letters: Sequence[DeadLetter]) -> None:
+        self.inner.dead_letter(letters)
+
+    def commit(self, messages: Sequence[RawMessage], force: bool = False) -> None:
+        self.inner.commit(messages, force=force)
+        if force and self.done is None:
+            self.done = time.perf_counter()  # the final checkpoint-and-commit returned
+
+    def status(self) -> dict[str, Any]:
+        return self.inner.status()
+
+    def ready(self) -> bool:
+        return self.inner.ready()
+
+    def mark_failed(self) -> None:
+        self.inner.mark_failed()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def kafka_pipeline(bootstrap: str, topic: str, n: int, state_dir: Path) -> tuple[Row, Report]:
+    """goldwatch's poll loop over a KafkaSource (group member) until ``n`` messages."""
+    source_config = KafkaSourceConfig(
+        bootstrap_servers=bootstrap,
+        topic=topic,
+        consumer_group=f"bench-{uuid.uuid4().hex[:8]}",
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=600,
+        max_poll_interval_ms=60_000,
+        request_timeout_ms=10_000,
+        commit_interval_s=0.0,
+        max_poll_records=CONFIG.max_batch_size,
+    )
+    stop = threading.Event()
+    source = TimedSource(KafkaSource(source_config), n, stop)
+    state = StateStore.open(state_dir / f"kafka-{uuid.uuid4().hex[:6]}.sqlite")
+    report = run_loop(
+        source,
+        Pipeline.default(CONFIG),
+        state,
+        build_metrics(CollectorRegistry()),
+        stop,
+        config=CONFIG,
+    )
+    state.close()
+    end = source.done or time.perf_counter()
+    seconds = end - (source.first or end)
+    return Row(
+        "kafka", "goldwatch loop (dedup+count, DLQ, SQLite)", report.consumed, seconds
+    ), report
+
+
+# -- driver -------------------------------------------------------------------------------------
+
+
+def run_file(n: int, workdir: Path) -> list[Row]:
+    path = workdir / "events.jsonl"
+    lines = write_jsonl(path, file_stream(n, poison_share=0.01, seed=42))
+    rows = [json_only(path), decode_only(path)]
+    row, report = file_pipeline(path, workdir)
+    good = sum(1 for _, reason in lines if reason is None)
+    if report.processed != good or report.consumed != len(lines):
+        raise RuntimeError(f"file replay counts wrong: {report} vs {good} good of {len(lines)}")
+    return [*rows, row]
+
+
+def run_kafka(n: int, workdir: Path) -> list[Row]:
+    from tests.kafka_broker import TansuBroker
+
+    broker = TansuBroker.start()
+    try:
+        topic = f"bench-{uuid.uuid4().hex[:8]}"
+        broker.create_topic(topic, PARTITIONS)
+        items = mixed_stream(n, poison_share=0.01, seed=43)
+        started = time.perf_counter()
+        produce_topic(broker.bootstrap_servers, topic, [value for value, _ in items])
+        produce_s = time.perf_counter() - started
+        raw = raw_consume(broker.bootstrap_servers, topic, n)
+        row, report = kafka_pipeline(broker.bootstrap_servers, topic, n, workdir)
+        raw_again = raw_consume(broker.bootstrap_servers, topic, n)  # the broker warmed up
+        good = sum(1 for _, reason in items if reason is None)
+        if report.processed != good or report.consumed != n:
+            raise RuntimeError(f"kafka counts wrong: {report} vs {good} good of {n}")
+        produced = Row("kafka", "produce (batched, acks=all; setup)", n, produce_s)
+        return [produced, raw, row, raw_again]
+    finally:
+        broker.stop()
+
+
+def render(rows: Sequence[Row]) -> str:
+    """The table: per path, each row's rate and its ratio to that path's first baseline."""
+    lines = [f"{'path':6} {'what':44} {'events':>8} {'seconds':>8} {'events/s':>10} {'ratio':>6}"]
+    baselines: dict[str, float] = {}
+    for row in rows:
+        if "baseline" in row.what:
+            baselines[row.path] = max(baselines.get(row.path, 0.0), row.rate)
+    for row in rows:
+        base = baselines.get(row.path)
+        ratio = f"{row.rate / base:6.2f}" if base and "produce" not in row.what else ""
+        lines.append(
+            f"{row.path:6} {row.what:44} {row.events:8d} {row.seconds:8.2f} "
+            f"{row.rate:10,.0f} {ratio:>6}"
+        )
+    lines.append("ratio = events/s / the faster baseline of the same path (same data, same run)")
+    return "\n".join(lines)
+
+
+def run(n: int = DEFAULT_EVENTS, kafka: bool = True) -> list[Row]:
+    """Run the benchmark and return its rows (file rows, then Kafka rows)."""
+    with tempfile.TemporaryDirectory(prefix="gw-bench-") as tmp:
+        workdir = Path(tmp)
+        rows = run_file(n, workdir)
+        if kafka:
+            rows += run_kafka(n, workdir)
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=DEFAULT_EVENTS)
+    parser.add_argument("--skip-kafka", action="store_true")
+    args = parser.parse_args(argv)
+    print(render(run(args.events, kafka=not args.skip_kafka)))
+
+
+if __name__ == "__main__":
+    main()
