@@ -16,7 +16,7 @@ Alarm rule, per comparison (state ``ok`` → ``drift``), all of:
 1. enough data: ``n_current ≥ min_count`` and ``n_reference ≥ min_reference_count``
    (otherwise the state is ``insufficient_data``, never an alarm);
 2. significance: ``p < alpha / (n_comparisons × n_dimensions × windows_per_period)`` —
-   ``alpha`` (default 0.01) is the false-alarm budget per ``alpha_period_s`` (default one
+   ``alpha`` (default 0.001) is the false-alarm budget per ``alpha_period_s`` (default one
    day) of a family of ``n_dimensions`` detectors, split by Bonferroni over their
    comparisons and over the disjoint windows of a period (24 one-hour windows, one 24-hour
    window); testing once per ``test_every_s`` keeps the overlapping tests few;
@@ -277,7 +277,7 @@ class CategoricalDriftDetector(_WindowedDetector):
         windows: WindowConfig = _DEFAULT_WINDOWS,
         min_count: int = 100,
         min_reference_count: int = 30,
-        alpha: float = 0.01,
+        alpha: float = 0.001,
         n_dimensions: int = 1,
         min_jsd: float = 0.05,
         clear_jsd: float = 0.025,
@@ -335,7 +335,7 @@ class CategoricalDriftDetector(_WindowedDetector):
         strong = jsd >= self.min_jsd or effect >= self.min_share_change
         exact = strong and before != "drift"  # the p-value decides only then: exact test
         mode: Literal["auto", "asymptotic"] = "auto" if exact else "asymptotic"
-        resamples = min(200_000, max(1999, math.ceil(20 / alpha)))
+        resamples = min(20_000, max(1999, math.ceil(20 / alpha)))  # only for tiny samples
         chi = chi2_from_table(cats, table, mode, n_resamples=resamples)
         if before == "drift":
             weak = jsd < self.clear_jsd and effect < self.clear_share_change
@@ -371,7 +371,7 @@ class RateDriftDetector(_WindowedDetector):
         windows: WindowConfig = _DEFAULT_WINDOWS,
         min_count: int = 100,
         min_reference_count: int = 30,
-        alpha: float = 0.01,
+        alpha: float = 0.001,
         n_dimensions: int = 1,
         min_change: float = 0.05,
         clear_change: float = 0.025,

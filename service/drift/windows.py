@@ -326,7 +326,8 @@ class ComparisonWindows:
     ``test_every_s`` and calls ``on_tick`` there (after adding the crossing event), so the
     tests — and their results — do not depend on how events were batched.
     A frozen baseline starts its warm-up at the first tick and freezes at the first tick
-    at least ``warmup_s`` later whose last ``warmup_s`` hold ``min_count`` events.
+    at least ``warmup_s`` later whose last ``warmup_s`` hold ``min_count`` events (it is then
+    the counts of those last ``warmup_s``).
     """
 
     def __init__(self, config: WindowConfig, min_count: int, has_reference: bool) -> None:
@@ -363,6 +364,7 @@ class ComparisonWindows:
             self.window.update_many(categories[start : i + 1], ts[start : i + 1], now)
             start, self._last_tick = i + 1, float(ticks[i])
             self._start = self.window.watermark if self._start is None else self._start
+            self._freeze()
             on_tick()
         self.window.update_many(categories[start:], ts[start:], now)
 
@@ -381,22 +383,23 @@ class ComparisonWindows:
         span = self.config.reference_window_s if reference else self.config.window_s
         if self.window.watermark is not None and self._start is not None:
             span = min(span, self.window.watermark - self._start + self.config.bucket_s)
+        span = max(span, self.config.test_every_s)  # never more than one per test
         return max(1.0, self.config.alpha_period_s / span)
 
     def baseline(self) -> dict[str, int] | None:
         """Counts of the baseline, or ``None`` while it is not ready (or ``"none"``)."""
-        mode, w = self.config.baseline, self.window
-        if mode == "previous":
-            return w.previous()
-        if mode == "none" or self._frozen is not None or w.watermark is None:
-            return self._frozen
+        return self.window.previous() if self.config.baseline == "previous" else self._frozen
+
+    def _freeze(self) -> None:
+        w = self.window
+        if self.config.baseline != "frozen" or self._frozen is not None or w.watermark is None:
+            return
         if self._warmup_start is None:
             self._warmup_start = w.watermark
         if w.watermark - self._warmup_start >= self.config.warmup_s:
             counts = w.counts(self.config.warmup_s)
             if sum(counts.values()) >= self.min_count:
                 self._frozen = counts
-        return self._frozen
 
     def rebaseline(self) -> None:
         """Drop a frozen baseline and start a new warm-up at the watermark."""

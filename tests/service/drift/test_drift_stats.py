@@ -1,0 +1,191 @@
+"""Chi-square homogeneity, Wilson/Newcombe CIs, two proportions, coverage gaps."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from service.drift.stats_tests import (
+    chi2_homogeneity,
+    coverage_gaps,
+    newcombe_interval,
+    share_differences,
+    two_proportion_test,
+    wilson_interval,
+)
+
+positive_rows = st.integers(2, 8).flatmap(
+    lambda k: st.tuples(
+        st.lists(st.integers(1, 5000), min_size=k, max_size=k),
+        st.lists(st.integers(1, 5000), min_size=k, max_size=k),
+    )
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(positive_rows)
+def test_chi2_equals_scipy_on_tables_without_zero_columns(rows: tuple) -> None:
+    ref, cur = rows
+    names = [f"c{i}" for i in range(len(ref))]
+    result = chi2_homogeneity(
+        dict(zip(names, ref, strict=True)), dict(zip(names, cur, strict=True)), method="asymptotic"
+    )
+    expected = stats.chi2_contingency(np.array([ref, cur]), correction=False)
+    assert result.statistic == pytest.approx(expected.statistic, rel=1e-9, abs=1e-9)
+    assert result.p_value == pytest.approx(expected.pvalue, rel=1e-6, abs=1e-12)
+    assert result.dof == expected.dof
+    assert not result.degenerate
+
+
+def test_auto_pools_rare_categories_when_expected_counts_are_small() -> None:
+    ref = {"en": 30, "hi": 8, "fr": 2, "de": 1}
+    cur = {"en": 300, "hi": 150, "fr": 40, "zh": 30}
+    auto = chi2_homogeneity(ref, cur)
+    assert auto.method == "pooled" and auto.low_expected
+    assert auto.pooled == ("de", "fr", "zh") and auto.new_categories == ("zh",)
+    table = np.array([[30, 8, 3], [300, 150, 70]])  # en, hi, pooled
+    expected = stats.chi2_contingency(table, correction=False)
+    assert auto.statistic == pytest.approx(expected.statistic)
+    assert auto.p_value == pytest.approx(expected.pvalue)
+    assert stats.contingency.expected_freq(table).min() >= 5
+
+
+def test_a_handful_of_rows_falls_back_to_monte_carlo() -> None:
+    ref, cur = {"en": 3, "hi": 1}, {"en": 300, "hi": 150, "fr": 40, "zh": 30}
+    result = chi2_homogeneity(ref, cur)
+    assert result.method == "monte_carlo" and result.pooled == ("fr", "hi", "zh")
+    assert result == chi2_homogeneity(ref, cur)  # seeded: reproducible
+    assert 0.0 < result.p_value <= 1.0
+
+
+def test_monte_carlo_agrees_with_asymptotic_on_large_tables() -> None:
+    ref, cur = {"a": 400, "b": 300, "c": 300}, {"a": 450, "b": 280, "c": 270}
+    mc = chi2_homogeneity(ref, cur, method="monte_carlo", n_resamples=20_000)
+    assert mc.p_value == pytest.approx(chi2_homogeneity(ref, cur).p_value, abs=0.01)
+
+
+def test_monte_carlo_and_pooling_hold_their_level_under_the_null() -> None:
+    rng = np.random.default_rng(3)
+    shares = [0.6, 0.3, 0.07, 0.03]
+    rejections = pooled_rejections = 0
+    for i in range(200):
+        a, b = rng.multinomial(40, shares), rng.multinomial(400, shares)
+        cats = ["en", "hi", "fr", "zh"]
+        ref, cur = dict(zip(cats, a, strict=True)), dict(zip(cats, b, strict=True))
+        result = chi2_homogeneity(ref, cur, method="monte_carlo", seed=i)
+        rejections += result.p_value < 0.05
+        pooled_rejections += chi2_homogeneity(ref, cur).p_value < 0.05
+    assert rejections <= 20 and pooled_rejections <= 20  # 5 % of 200 is 10
+
+
+def test_new_categories_flagged_and_zero_columns_dropped() -> None:
+    result = chi2_homogeneity({"en": 50, "hi": 50, "zz": 0}, {"en": 50, "hi": 40, "zh": 10})
+    assert result.new_categories == ("zh",)
+    assert result.dof == 2  # zz (0 on both sides) is dropped
+    same = chi2_homogeneity({"en": 50, "hi": 50}, {"en": 50, "hi": 40, "zh": 10})
+    assert same.statistic == pytest.approx(result.statistic)
+
+
+@pytest.mark.parametrize(
+    "ref, cur",
+    [({}, {}), ({}, {"en": 5}), ({"en": 5}, {}), ({"en": 5}, {"en": 50}), ({"en": 0}, {"hi": 0})],
+)
+def test_degenerate_tables_give_p_one_and_a_flag(ref: dict, cur: dict) -> None:
+    result = chi2_homogeneity(ref, cur)
+    assert result.degenerate and result.p_value == 1.0 and result.statistic == 0.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 2000).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
+def test_wilson_matches_scipy(kn: tuple) -> None:
+    k, n = kn
+    lo, hi = wilson_interval(k, n)
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    assert float(lo) == pytest.approx(ci.low, abs=1e-9)
+    assert float(hi) == pytest.approx(ci.high, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    "x1, n1, x2, n2, low, high",
+    [  # Newcombe (1998), Stat. Med. 17:873-890, Table II, method 10
+        (56, 70, 48, 80, 0.0524, 0.3339),
+        (9, 10, 3, 10, 0.1705, 0.8090),
+        (6, 7, 2, 7, 0.0582, 0.8062),
+        (5, 56, 0, 29, -0.0381, 0.1926),
+        (0, 10, 0, 20, -0.1611, 0.2775),
+        (0, 10, 0, 10, -0.2775, 0.2775),
+        (10, 10, 0, 20, 0.6791, 1.0),
+        (10, 10, 0, 10, 0.6075, 1.0),
+    ],
+)
+def test_newcombe_matches_the_paper(x1, n1, x2, n2, low, high) -> None:  # noqa: ANN001
+    lo, hi = newcombe_interval(x1, n1, x2, n2)
+    assert (round(float(lo), 4), round(float(hi), 4)) == (low, high)
+
+
+def test_empty_samples_give_the_widest_intervals() -> None:
+    assert [float(v) for v in wilson_interval(0, 0)] == [0.0, 1.0]
+    lo, hi = newcombe_interval(0, 0, 0, 0)
+    assert -1.0 <= float(lo) < 0 < float(hi) <= 1.0
+
+
+def test_share_differences() -> None:
+    rows = share_differences({"en": 80, "hi": 20}, {"en": 50, "hi": 30, "zh": 20})
+    assert [r.category for r in rows] == ["en", "zh", "hi"]
+    assert sum(r.change for r in rows) == pytest.approx(0.0, abs=1e-12)
+    for r in rows:
+        assert r.ci_low <= r.change <= r.ci_high
+    assert rows[0].conservative_change == rows[0].ci_high < 0
+    assert rows[1].conservative_change == rows[1].ci_low > 0
+    assert share_differences({}, {}) == []
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(5, 60), st.integers(100, 400), st.integers(5, 60), st.integers(100, 400))
+def test_two_proportion_z_equals_uncorrected_chi_square(x1, n1, x2, n2) -> None:  # noqa: ANN001
+    result = two_proportion_test(x1, n1, x2, n2)
+    table = np.array([[x1, n1 - x1], [x2, n2 - x2]])
+    expected = stats.chi2_contingency(table, correction=False)
+    if result.method == "z":
+        assert result.p_value == pytest.approx(expected.pvalue, rel=1e-6)
+    else:
+        assert result.p_value == pytest.approx(stats.fisher_exact(table).pvalue)
+    assert result.ci_low <= result.difference <= result.ci_high
+
+
+def test_two_proportion_small_counts_use_fisher_and_empty_is_degenerate() -> None:
+    small = two_proportion_test(3, 8, 1, 10)
+    assert small.method == "fisher"
+    assert small.p_value == pytest.approx(stats.fisher_exact([[3, 5], [1, 9]]).pvalue)
+    empty = two_proportion_test(0, 0, 5, 100)
+    assert empty.method == "degenerate" and empty.p_value == 1.0
+    with pytest.raises(ValueError):
+        two_proportion_test(5, 3, 1, 10)
+
+
+def test_coverage_gaps() -> None:
+    live = {"en": 500, "hi": 300, "fr": 20, "zh": 60}
+    gold = {"en": 170, "hi": 20, "fr": 10}
+    gaps = coverage_gaps(live, gold)
+    assert [g.category for g in gaps] == ["hi", "zh"]
+    assert math.isinf(gaps[1].ratio) and gaps[1].gold_share == 0.0
+    assert all(g.ci_low >= 0.02 for g in gaps)
+    assert coverage_gaps({}, gold) == []
+    assert coverage_gaps({"en": 100}, {}) == []  # nothing can be shown against 0 rows
+    with pytest.raises(ValueError):
+        coverage_gaps(live, gold, min_ratio=0.5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 300), st.integers(0, 300), st.integers(0, 300), st.integers(0, 300))
+def test_two_proportion_ci_is_the_vectorised_newcombe_interval(a, b, c, d) -> None:  # noqa: ANN001
+    x1, n1, x2, n2 = min(a, b), max(a, b), min(c, d), max(c, d)
+    result = two_proportion_test(x1, n1, x2, n2)
+    lo, hi = newcombe_interval(x1, n1, x2, n2)
+    assert result.ci_low == pytest.approx(float(lo), abs=1e-12)
+    assert result.ci_high == pytest.approx(float(hi), abs=1e-12)
