@@ -118,6 +118,8 @@ class Engine:
         decode: raw messages → ``(decoded, dead letters)``.
         on_error: quix-style error callback for decode/stage exceptions; ``True`` means
             dead-letter the batch as ``processing_failed`` and go on.
+        on_batch: called with every processed batch (the analytics metrics read its
+            annotations), under the lock.
     """
 
     def __init__(
@@ -127,9 +129,10 @@ class Engine:
         metrics: Metrics,
         decode: Decoder,
         on_error: ErrorCallback = default_on_error,
+        on_batch: Callable[[Batch], None] | None = None,
     ) -> None:
         self.pipeline, self.state, self.metrics = pipeline, state, metrics
-        self.decode, self.on_error = decode, on_error
+        self.decode, self.on_error, self.on_batch = decode, on_error, on_batch
         self.lock = threading.RLock()
         self.totals = Totals()
         self._applied: dict[tuple[str, int], int] = {}
@@ -171,6 +174,8 @@ class Engine:
                 newest_event_s=_newest(batch),
             )
             self.metrics.observe_batch(counts)
+            if batch is not None and self.on_batch is not None:
+                self.on_batch(batch)
             self.totals.add(counts, redelivered, dropped)
             return Outcome(batch, dead, counts, redelivered, dropped)
 

@@ -277,57 +277,23 @@ def replay_command(
     Without FILE it replays the embedded demo query log (three days of a college bot's
     traffic). Without --state every replay starts fresh, and so does its dead-letter file.
     """
-    from prometheus_client import CollectorRegistry
-
-    from consumers.file_source import FileSource
-    from consumers.loop import make_decoder, replay
-    from service.api.runtime import build_pipeline
     from service.demo import demo_path
-    from service.state import StateError, StateStore
-    from service.telemetry import build_metrics
+    from service.replay_job import render_text, run_replay
+    from service.state import StateError
 
     settings = _settings(config)
     if file is None:
         file = demo_path("querylog.jsonl")
         dlq_path = dlq_path or Path("goldwatch-demo.dlq.jsonl")
     try:
-        state = StateStore.open(state_path) if state_path else StateStore.in_memory()
-        source = FileSource(str(file), dlq_path=dlq_path or settings.source.dlq_path)
-        if state_path is None and source.dlq_path.exists():
-            source.dlq_path.write_bytes(b"")  # a fresh replay starts a fresh dead-letter file
-        report = replay(
-            source,
-            build_pipeline(settings),
-            decode=make_decoder(settings.events, settings.pipeline.max_event_bytes),
-            state=state,
-            metrics=build_metrics(CollectorRegistry()),
-            config=settings.pipeline,
-        )
+        doc = run_replay(settings, file, state_path, dlq_path)
     except (StateError, ValueError, OSError) as exc:
         _fail(_describe(exc))
         return
-    doc = {
-        "file": str(file),
-        "consumed": report.consumed,
-        "processed": report.processed,
-        "dead_lettered": report.dead_lettered,
-        "dead_lettered_total": report.dead_lettered_total,
-        "duplicates": report.duplicates,
-        "dropped": report.dropped,
-        "batches": report.batches,
-        "dlq_path": str(source.dlq_path),
-    }
     if fmt == "json":
-        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
-        return
-    click.echo(
-        f"{file}: {report.consumed} consumed, {report.processed} processed, "
-        f"{report.duplicates} duplicates, {report.dead_lettered_total} dead-lettered"
-    )
-    for reason, n in sorted(report.dead_lettered.items()):
-        click.echo(f"  dead-lettered {reason}: {n}")
-    if report.dead_lettered_total:
-        click.echo(f"dead letters in {source.dlq_path}")
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False, default=str))
+    else:
+        click.echo(render_text(doc))
 
 
 @main.group("topics")

@@ -72,14 +72,19 @@ def calibrate_threshold(
     answerable: Sequence[float | None],
     unanswerable: Sequence[float | None],
     retriever: str | None = None,
+    min_tpr: float = 0.0,
 ) -> ScopeCalibration:
-    """Choose the threshold maximising Youden's J on two best-score samples.
+    """Choose the threshold maximising Youden's J on two best-score samples, among the
+    thresholds that keep at least ``min_tpr`` of the answerable questions in scope.
 
     A missing score (``None``: nothing retrieved) counts as the lowest score. Ties between
     thresholds go to the highest one (fewest unanswerable questions let through).
+    ``min_tpr`` guards against a threshold that flags in-scope traffic: live questions are
+    typed in users' words and score lower than gold questions, which often reuse the
+    passage's words (design brief, idea 3).
 
     Raises:
-        ValueError: either sample is empty.
+        ValueError: either sample is empty, or ``min_tpr`` is outside [0, 1].
 
     >>> cal = calibrate_threshold([9.0, 8.0, 7.5, 3.0], [2.0, 4.0, None])
     >>> cal.threshold, cal.tpr, cal.fpr, cal.balanced_accuracy
@@ -87,13 +92,15 @@ def calibrate_threshold(
     """
     if not answerable or not unanswerable:
         raise ValueError("calibration needs answerable and unanswerable questions")
+    if not 0.0 <= min_tpr <= 1.0:
+        raise ValueError(f"min_tpr must be in [0, 1], got {min_tpr}")
     raw = [*answerable, *unanswerable]
     finite = [s for s in raw if s is not None]
     floor = (min(finite) - 1.0) if finite else 0.0
     scores = np.array([floor if s is None else s for s in raw], dtype=float)
     truth = np.r_[np.ones(len(answerable)), np.zeros(len(unanswerable))]
     fpr, tpr, thresholds = roc_curve(truth, scores, drop_intermediate=False)
-    usable = np.isfinite(thresholds)
+    usable = np.isfinite(thresholds) & (tpr >= min_tpr - 1e-12)
     best = int(np.argmax(np.where(usable, tpr - fpr, -np.inf)))
     threshold = float(thresholds[best])
     return ScopeCalibration(
@@ -109,7 +116,7 @@ def calibrate_threshold(
 
 
 def calibrate_from_run(
-    questions: Iterable[GoldQuestion], run: Run, retriever: str | None = None
+    questions: Iterable[GoldQuestion], run: Run, retriever: str | None = None, min_tpr: float = 0.0
 ) -> ScopeCalibration:
     """Calibrate from a retriever's gold-set run (``{question id: [ScoredDoc]}``).
 
@@ -122,16 +129,16 @@ def calibrate_from_run(
     for question in questions:
         score = best_score(run.get(question.id))
         (answerable if question.answerable else unanswerable).append(score)
-    return calibrate_threshold(answerable, unanswerable, retriever)
+    return calibrate_threshold(answerable, unanswerable, retriever, min_tpr)
 
 
 def calibrate_with_retriever(
-    questions: Sequence[GoldQuestion], retriever: Retriever, k: int = 10
+    questions: Sequence[GoldQuestion], retriever: Retriever, k: int = 10, min_tpr: float = 0.0
 ) -> ScopeCalibration:
     """Run ``retriever`` over the gold questions (one batch call) and calibrate on it."""
     results = retriever.search_batch([q.question for q in questions], k)
     run = {q.id: list(found) for q, found in zip(questions, results, strict=True)}
-    return calibrate_from_run(questions, run, retriever.name)
+    return calibrate_from_run(questions, run, retriever.name, min_tpr)
 
 
 def event_score(event: QueryLogEvent, retriever: str | None = None) -> float | None:

@@ -31,7 +31,9 @@ from pydantic_settings import (
 
 from consumers.config import KafkaSourceConfig
 from service.events import FieldMapping
+from service.language import LanguageConfig
 from service.pipeline import PipelineConfig
+from service.topic_config import TopicConfig
 
 RetrieverKind = Literal["bm25", "tfidf", "hybrid", "http", "entrypoint"]
 BUILTIN_RETRIEVERS: tuple[str, ...] = ("bm25", "tfidf", "hybrid")
@@ -179,6 +181,76 @@ class ApiConfig(_Frozen):
     max_events_per_request: int = Field(default=1_000, ge=1)
 
 
+class DriftSettings(_Frozen):
+    """Drift windows (event time, seconds) and the alarm rule's thresholds.
+
+    Attributes:
+        window_s: current window compared with the baseline of earlier traffic.
+        reference_window_s: current window compared with the gold set.
+        bucket_s: bucket width of all windows.
+        test_every_s: one test per this much event time.
+        baseline: ``frozen`` (the first ``warmup_s`` of traffic), ``previous`` (the window
+            before the current one) or ``none``.
+        warmup_s: warm-up of a frozen baseline.
+        allowed_lateness_s: events older than the watermark minus this are counted as late,
+            not added.
+        future_tolerance_s: events this far ahead of the watermark are clamped.
+        min_count: events a window needs before it is tested (below: ``insufficient_data``).
+        alpha: false-alarm budget per day for the whole family of detectors.
+        min_jsd, min_share_change, min_rate_change: effect sizes an alarm needs (JSD base 2;
+            shares and rates as fractions), judged on the CI bound nearest zero.
+    """
+
+    window_s: float = Field(default=3600.0, gt=0)
+    reference_window_s: float = Field(default=86_400.0, gt=0)
+    bucket_s: float = Field(default=60.0, gt=0)
+    test_every_s: float = Field(default=300.0, gt=0)
+    baseline: Literal["frozen", "previous", "none"] = "frozen"
+    warmup_s: float = Field(default=21_600.0, gt=0)
+    allowed_lateness_s: float = Field(default=300.0, ge=0)
+    future_tolerance_s: float = Field(default=60.0, ge=0)
+    min_count: int = Field(default=200, ge=1)
+    alpha: float = Field(default=0.001, gt=0, lt=1)
+    min_jsd: float = Field(default=0.05, ge=0, le=1)
+    min_share_change: float = Field(default=0.05, ge=0, le=1)
+    min_rate_change: float = Field(default=0.05, ge=0, le=1)
+
+
+class AnalyticsConfig(_Frozen):
+    """The live analytics stages (PII, language, topic, refusal, out-of-scope, drift).
+
+    Attributes:
+        enabled: run the analytics stages at all (off: the bare pipeline).
+        pii: scrub personal data first, before anything is stored, logged or labelled.
+        language: the language detector; the gold set's languages are added to its
+            candidates.
+        language_label_limit: most languages with their own metric label (rest: ``other``).
+        topics_model: artefact from ``goldwatch topics fit``; ``None``: fitted on the gold
+            set at start.
+        topics: topic-model settings used when fitting at start.
+        use_gold_topics: use the gold set's own ``topic`` labels when every answerable row
+            has one.
+        refusal_patterns: extra refusal patterns (regular expressions).
+        scope_retriever: built-in retriever (``bm25``, ``tfidf``, ``hybrid``) whose best score
+            judges out-of-scope, calibrated on the gold set; ``None``: no out-of-scope.
+        scope_min_tpr: the calibrated threshold keeps at least this share of the gold set's
+            answerable questions in scope (then maximises Youden's J).
+        drift: windows and thresholds of the drift detectors.
+    """
+
+    enabled: bool = True
+    pii: bool = True
+    language: LanguageConfig = LanguageConfig()
+    language_label_limit: int = Field(default=16, ge=1, le=100)
+    topics_model: Path | None = None
+    topics: TopicConfig = TopicConfig()
+    use_gold_topics: bool = True
+    refusal_patterns: tuple[str, ...] = ()
+    scope_retriever: Literal["bm25", "tfidf", "hybrid"] | None = "tfidf"
+    scope_min_tpr: float = Field(default=0.95, ge=0, le=1)
+    drift: DriftSettings = DriftSettings()
+
+
 class Settings(BaseSettings):
     """The whole goldwatch configuration (frozen).
 
@@ -190,6 +262,7 @@ class Settings(BaseSettings):
         eval: settings of ``goldwatch eval``.
         source, kafka, pipeline, events, state, api: the live path (``goldwatch serve`` and
             ``goldwatch replay``).
+        analytics: the live analytics stages and drift detection.
     """
 
     model_config = SettingsConfigDict(
@@ -209,6 +282,7 @@ class Settings(BaseSettings):
     events: FieldMapping = FieldMapping()
     state: StateConfig = StateConfig()
     api: ApiConfig = ApiConfig()
+    analytics: AnalyticsConfig = AnalyticsConfig()
 
     @model_validator(mode="after")
     def _kafka_source_needs_section(self) -> Settings:

@@ -292,3 +292,225 @@ def build_metrics(
             metrics.events_dead_lettered.labels(source=source, reason=reason)
     metrics.build_info.labels(version=version, python=platform.python_version()).set(1)
     return metrics
+
+
+# -- live analytics (PII, language, topic, refusal, out-of-scope, drift) ----------------------
+
+#: Drift dimensions and comparisons (bounded label values).
+DRIFT_DIMENSIONS: tuple[str, ...] = ("language", "topic", "refusal", "out_of_scope")
+DRIFT_COMPARISONS: tuple[str, ...] = ("reference", "baseline")
+DRIFT_STATES: tuple[str, ...] = ("ok", "drift", "insufficient_data")
+PII_TYPES: tuple[str, ...] = ("url", "email", "card", "aadhaar", "pan", "ip", "phone")
+
+
+@dataclass(frozen=True, slots=True)
+class AnalyticsMetrics:
+    """Metrics of the analytics stages; build with :func:`build_analytics_metrics`.
+
+    ============================================ ======= ===============================
+    name                                         type    labels
+    ============================================ ======= ===============================
+    goldwatch_pii_scrubbed_total                 counter type
+    goldwatch_questions_by_language_total        counter language (allow-list + other)
+    goldwatch_questions_by_topic_total           counter topic (model topics + novel)
+    goldwatch_answers_total                      counter (events with an answer)
+    goldwatch_refusals_total                     counter (answers that refused)
+    goldwatch_scope_scored_total                 counter (questions with a scope score)
+    goldwatch_out_of_scope_total                 counter (questions judged out of scope)
+    goldwatch_over_refusals_total                counter (refused while in scope)
+    goldwatch_under_refusals_total               counter (answered while out of scope)
+    goldwatch_gold_share_ratio                   gauge   dimension, category
+    goldwatch_drift_js_divergence                gauge   dimension, comparison
+    goldwatch_drift_psi                          gauge   dimension, comparison
+    goldwatch_drift_p_value                      gauge   dimension, comparison
+    goldwatch_drift_state                        gauge   dimension, comparison, state (1/0)
+    goldwatch_drift_rate_ratio                   gauge   dimension, window (current/compared)
+    goldwatch_coverage_gap_ratio                 gauge   dimension, category
+    ============================================ ======= ===============================
+    """
+
+    pii_scrubbed: Counter
+    questions_by_language: Counter
+    questions_by_topic: Counter
+    answers: Counter
+    refusals: Counter
+    scope_scored: Counter
+    out_of_scope: Counter
+    over_refusals: Counter
+    under_refusals: Counter
+    gold_share: Gauge
+    drift_js_divergence: Gauge
+    drift_psi: Gauge
+    drift_p_value: Gauge
+    drift_state: Gauge
+    drift_rate: Gauge
+    coverage_gap: Gauge
+    language_labels: tuple[str, ...]
+    topic_labels: tuple[str, ...]
+
+    def observe_annotations(self, annotations: Sequence[Mapping[str, Any]]) -> None:
+        """Count one batch's annotations (one ``inc`` per label value, not per event)."""
+        pii: dict[str, int] = {}
+        languages: dict[str, int] = {}
+        topics: dict[str, int] = {}
+        flags = dict.fromkeys(("answers", "refusals", "scored", "oos", "over", "under"), 0)
+        for notes in annotations:
+            for kind, n in (notes.get("pii") or {}).items():
+                pii[kind] = pii.get(kind, 0) + n
+            language = bounded_label(notes.get("language_label", notes.get("language")),
+                                     self.language_labels)  # fmt: skip
+            languages[language] = languages.get(language, 0) + 1
+            topic = bounded_label(notes.get("topic"), self.topic_labels)
+            topics[topic] = topics.get(topic, 0) + 1
+            refused, out = notes.get("refused"), notes.get("out_of_scope")
+            flags["answers"] += refused is not None
+            flags["refusals"] += refused is True
+            flags["scored"] += out is not None
+            flags["oos"] += out is True
+            flags["over"] += notes.get("over_refusal") is True
+            flags["under"] += notes.get("under_refusal") is True
+        for kind, n in pii.items():
+            self.pii_scrubbed.labels(type=bounded_label(kind, PII_TYPES)).inc(n)
+        for language, n in languages.items():
+            self.questions_by_language.labels(language=language).inc(n)
+        for topic, n in topics.items():
+            self.questions_by_topic.labels(topic=topic).inc(n)
+        for key, counter in (
+            ("answers", self.answers),
+            ("refusals", self.refusals),
+            ("scored", self.scope_scored),
+            ("oos", self.out_of_scope),
+            ("over", self.over_refusals),
+            ("under", self.under_refusals),
+        ):
+            counter.inc(flags[key])  # fmt: skip
+
+    def observe_drift(self, report: Mapping[str, Any]) -> None:
+        """Mirror a :meth:`service.drift.stage.DriftStage.report` into the drift gauges."""
+        for dimension, body in report.items():
+            if dimension not in DRIFT_DIMENSIONS:
+                continue
+            for comparison, test in (body.get("comparisons") or {}).items():
+                if comparison not in DRIFT_COMPARISONS:
+                    continue
+                labels = {"dimension": dimension, "comparison": comparison}
+                for gauge, key in (
+                    (self.drift_js_divergence, "js_divergence"),
+                    (self.drift_psi, "psi"),
+                    (self.drift_p_value, "p_value"),
+                ):
+                    if key in test:
+                        gauge.labels(**labels).set(_finite(test[key]))  # fmt: skip
+                for state in DRIFT_STATES:
+                    self.drift_state.labels(**labels, state=state).set(test["state"] == state)
+                if "rate_current" in test:
+                    self.drift_rate.labels(dimension=dimension, window="current").set(
+                        _finite(test["rate_current"])
+                    )
+                    self.drift_rate.labels(dimension=dimension, window=comparison).set(
+                        _finite(test["rate_reference"])
+                    )
+            allowed = self._allowed(dimension)
+            for gap in body.get("coverage_gaps") or ():
+                category = bounded_label(gap["category"], allowed)
+                self.coverage_gap.labels(dimension=dimension, category=category).set(
+                    max(0.0, float(gap["ci_low"]))
+                )
+
+    def set_gold_shares(self, gold_counts: Mapping[str, Mapping[str, int]]) -> None:
+        """Export the gold set's share of every category (the drift references)."""
+        for dimension, counts in gold_counts.items():
+            total = sum(counts.values())
+            allowed = self._allowed(dimension)
+            for category, n in counts.items():
+                label = bounded_label(category, allowed)
+                self.gold_share.labels(dimension=dimension, category=label).set(
+                    n / total if total else 0.0
+                )
+
+    def _allowed(self, dimension: str) -> tuple[str, ...]:
+        return self.language_labels if dimension == "language" else self.topic_labels
+
+
+def _finite(value: Any) -> float:
+    number = float(value)
+    return number if number == number and abs(number) != float("inf") else float("nan")
+
+
+def build_analytics_metrics(
+    registry: CollectorRegistry,
+    *,
+    language_labels: Sequence[str] = ("und", OTHER),
+    topic_labels: Sequence[str] = ("novel", "und", OTHER),
+) -> AnalyticsMetrics:
+    """Register the analytics metrics on ``registry`` and pre-initialise bounded label sets.
+
+    Args:
+        language_labels: every language label value (allow-list, ``und``, ``other``).
+        topic_labels: every topic label value (model topics, ``novel``, ``und``, ``other``).
+
+    Raises:
+        ValueError: already registered on ``registry``.
+    """
+
+    def counter(name: str, doc: str, labels: Sequence[str] = ()) -> Counter:
+        return Counter(_name(name), doc, list(labels), registry=registry)
+
+    def gauge(name: str, doc: str, labels: Sequence[str]) -> Gauge:
+        return Gauge(_name(name), doc, list(labels), registry=registry)
+
+    languages = tuple(dict.fromkeys([*language_labels, "und", OTHER]))
+    topics = tuple(dict.fromkeys([*topic_labels, "und", OTHER]))
+    metrics = AnalyticsMetrics(
+        pii_scrubbed=counter("pii_scrubbed", "Personal-data items scrubbed, by type.", ["type"]),
+        questions_by_language=counter(
+            "questions_by_language", "Questions by detected language.", ["language"]
+        ),
+        questions_by_topic=counter("questions_by_topic", "Questions by topic.", ["topic"]),
+        answers=counter("answers", "Events that carried an answer."),
+        refusals=counter("refusals", "Answers that declined to answer."),
+        scope_scored=counter("scope_scored", "Questions given an out-of-scope score."),
+        out_of_scope=counter("out_of_scope", "Questions judged out of scope."),
+        over_refusals=counter("over_refusals", "Refusals of questions judged in scope."),
+        under_refusals=counter("under_refusals", "Answers to questions judged out of scope."),
+        gold_share=gauge(
+            "gold_share_ratio", "The gold set's share of a category.", ["dimension", "category"]
+        ),
+        drift_js_divergence=gauge(
+            "drift_js_divergence",
+            "Jensen-Shannon divergence (base 2) of the current window vs the comparison.",
+            ["dimension", "comparison"],
+        ),
+        drift_psi=gauge(
+            "drift_psi", "Population stability index, current vs comparison.",
+            ["dimension", "comparison"],
+        ),
+        drift_p_value=gauge(
+            "drift_p_value", "p-value of the latest drift test.", ["dimension", "comparison"]
+        ),
+        drift_state=gauge(
+            "drift_state", "1 for the current state of the drift test (ok, drift, "
+            "insufficient_data), 0 for the others.", ["dimension", "comparison", "state"],
+        ),
+        drift_rate=gauge(
+            "drift_rate_ratio", "Rate (refusals, out-of-scope) in the current window and in "
+            "the window it is compared with.", ["dimension", "window"],
+        ),
+        coverage_gap=gauge(
+            "coverage_gap_ratio", "Lower CI bound of live share minus gold-set share, for "
+            "categories the gold set under-covers.", ["dimension", "category"],
+        ),
+        language_labels=languages,
+        topic_labels=topics,
+    )  # fmt: skip
+    for kind in PII_TYPES:
+        metrics.pii_scrubbed.labels(type=kind)
+    for language in languages:
+        metrics.questions_by_language.labels(language=language)
+    for topic in topics:
+        metrics.questions_by_topic.labels(topic=topic)
+    for dimension in DRIFT_DIMENSIONS:
+        for comparison in DRIFT_COMPARISONS:
+            for state in DRIFT_STATES:
+                metrics.drift_state.labels(dimension=dimension, comparison=comparison, state=state)
+    return metrics

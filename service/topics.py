@@ -42,7 +42,6 @@ from typing import Any, NamedTuple
 import joblib
 import numpy as np
 import sklearn
-from pydantic import BaseModel, ConfigDict, Field
 from sklearn.cluster import KMeans
 from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import TfidfVectorizer
@@ -50,6 +49,7 @@ from sklearn.pipeline import FeatureUnion, make_pipeline
 from sklearn.preprocessing import Normalizer
 
 from service.pipeline import Batch, StatelessStage
+from service.topic_config import TopicConfig
 
 #: Topic name given to a question far from every topic.
 NOVEL = "novel"
@@ -101,34 +101,6 @@ def data_version(texts: Sequence[str], labels: Sequence[Any] | None, params: Any
     """First 12 hex chars of sha256 over the training data, params and scikit-learn version."""
     blob = json.dumps([list(texts), labels and list(labels), params, sklearn.__version__])
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
-
-
-class TopicConfig(BaseModel):
-    """Topic-model settings (frozen).
-
-    Attributes:
-        n_topics: clusters to fit; ``None`` means ``min(max_topics, round(sqrt(n)))``, at
-            least 2. Ignored in supervised mode.
-        max_topics: upper bound for the default rule.
-        svd_components: LSA dimensions (capped at ``features - 1`` and ``n - 1``).
-        novelty_percentile: percentile of the training texts' leave-one-out nearest-neighbour
-            similarities used as the novelty threshold, in [0, 50]; 0 disables novelty.
-        max_reference: most training vectors kept for the nearest-neighbour novelty check.
-        names: ``{cluster index: name}`` for unsupervised topics.
-        n_terms: top terms kept per topic.
-        seed: random state of SVD, KMeans and the reference sample.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    n_topics: int | None = Field(default=None, ge=2, le=1000)
-    max_topics: int = Field(default=50, ge=2, le=1000)
-    svd_components: int = Field(default=150, ge=2, le=2000)
-    novelty_percentile: float = Field(default=5.0, ge=0, le=50)
-    max_reference: int = Field(default=20_000, ge=10, le=1_000_000)
-    names: dict[int, str] = Field(default_factory=dict)
-    n_terms: int = Field(default=8, ge=1, le=50)
-    seed: int = 0
 
 
 class TopicInfo(NamedTuple):

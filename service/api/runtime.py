@@ -18,6 +18,7 @@ import os
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +29,14 @@ from consumers.engine import Engine, Outcome
 from consumers.file_source import FileSource, dead_letter_line
 from consumers.loop import make_decoder, run
 from service import __version__
-from service.pipeline import Pipeline, Stage
+from service.analytics import Analytics, build_analytics
+from service.corpus import load_corpus
+from service.demo import demo_path
+from service.goldset import load_gold_set
+from service.pipeline import Batch, Pipeline, Stage
 from service.settings import Settings
 from service.state import StateStore
-from service.telemetry import build_metrics
+from service.telemetry import AnalyticsMetrics, build_analytics_metrics, build_metrics
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +66,47 @@ def build_pipeline(settings: Settings, extra: Sequence[Stage] = ()) -> Pipeline:
     return Pipeline.default(settings.pipeline, extra=[*extra, *custom])
 
 
+@dataclass
+class Live:
+    """The live pipeline with its analytics and the batch observer that exports them."""
+
+    pipeline: Pipeline
+    analytics: Analytics
+    analytics_metrics: AnalyticsMetrics | None
+
+    def observe(self, batch: Batch) -> None:
+        """Export one batch's analytics (counters per batch, drift gauges from the report)."""
+        if self.analytics_metrics is None:
+            return
+        self.analytics_metrics.observe_annotations(batch.annotations)
+        if self.analytics.drift is not None:
+            self.analytics_metrics.observe_drift(self.analytics.drift.report())
+
+
+def build_live(settings: Settings, registry: CollectorRegistry) -> Live:
+    """Build the pipeline with the analytics stages of ``settings.analytics``, against the
+    configured gold set and corpus (default: the embedded demo data).
+
+    Raises:
+        ValueError, OSError: the gold set, corpus, topic model or a custom stage is unusable
+            (the message names the file and problem).
+    """
+    analytics = Analytics(stages=[])
+    metrics = None
+    if settings.analytics.enabled:
+        gold = load_gold_set(settings.gold_set or demo_path("gold.jsonl"))
+        corpus = load_corpus(settings.corpus or demo_path("corpus.jsonl"))
+        analytics = build_analytics(settings.analytics, gold, corpus)
+        labeler = analytics.language_labeler
+        metrics = build_analytics_metrics(
+            registry,
+            language_labels=labeler.labels() if labeler else (),
+            topic_labels=analytics.topic_labels,
+        )
+        metrics.set_gold_shares(analytics.gold_counts)
+    return Live(build_pipeline(settings, analytics.stages), analytics, metrics)
+
+
 class JsonlDeadLetters:
     """Dead letters of HTTP ingest (and stdin), appended to a JSONL file and fsynced."""
 
@@ -86,7 +132,7 @@ class Runtime:
     Args:
         settings: the frozen configuration.
         registry: where the metrics live (a fresh one per process or test).
-        stages: built-in analytics stages to run between dedup and counting.
+        stages: further stages to run before the analytics stages (tests).
 
     Raises:
         service.state.StateError: the state file is corrupt or unreadable (the message names
@@ -107,7 +153,13 @@ class Runtime:
         settings.state.path.parent.mkdir(parents=True, exist_ok=True)
         self.state = StateStore.open(settings.state.path)
         decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes)
-        self.engine = Engine(build_pipeline(settings, stages), self.state, self.metrics, decoder)
+        self.live = build_live(settings, self.registry)
+        pipeline = self.live.pipeline
+        if stages:
+            pipeline = build_pipeline(settings, [*stages, *self.live.analytics.stages])
+        self.engine = Engine(
+            pipeline, self.state, self.metrics, decoder, on_batch=self.live.observe
+        )
         self.engine.restore()
         dlq = settings.source.dlq_path or settings.state.path.parent / "goldwatch.dlq.jsonl"
         self.http_dead_letters = JsonlDeadLetters(dlq)

@@ -1,0 +1,183 @@
+"""Compose the live analytics stages from the configuration and the gold set.
+
+Order matters: PII scrubbing first (nothing downstream ever sees the raw text), then language,
+topic, refusal, out-of-scope (which needs the refusal flag), then drift (which reads every
+annotation). The gold set gives the references: its languages (the rows' ``language`` field,
+else detected), its topics (its own ``topic`` labels, else the fitted model's assignment of its
+questions) and, for out-of-scope, the calibration of a built-in retriever's best score on its
+answerable vs unanswerable questions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from service.corpus import Corpus
+from service.drift.stage import DriftStage
+from service.drift.windows import WindowConfig
+from service.goldset import GoldSet
+from service.language import LanguageConfig, LanguageDetector, LanguageLabeler, LanguageStage
+from service.pii import PiiScrubStage
+from service.pipeline import Stage
+from service.records import Passage
+from service.refusals import RefusalDetector, RefusalStage
+from service.retrievers.registry import build_retrievers
+from service.scope import ScopeCalibration, ScopeStage, calibrate_with_retriever
+from service.settings import AnalyticsConfig, DriftSettings, RetrieverConfig
+from service.topic_config import TopicConfig
+from service.topics import NOVEL, TopicModel, TopicStage
+
+log = logging.getLogger(__name__)
+
+UNDETERMINED = "und"
+
+
+@dataclass
+class Analytics:
+    """The built stages and what telemetry and the API need to read them.
+
+    Attributes:
+        stages: in run order (PII, language, topic, refusal, scope, drift).
+        drift: the drift stage (its :meth:`~service.drift.stage.DriftStage.report`).
+        language_labels, topic_labels: every bounded label value (pre-initialised series).
+        scope: the out-of-scope calibration, or ``None``.
+        gold_counts: the gold set's category counts per dimension.
+    """
+
+    stages: list[Stage]
+    drift: DriftStage | None = None
+    language_labeler: LanguageLabeler | None = None
+    topic_labels: tuple[str, ...] = ()
+    scope: ScopeCalibration | None = None
+    topic_model_version: str | None = None
+    gold_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def language_label(self, language: str | None) -> str:
+        """Bounded label of a language (``und`` when missing)."""
+        if self.language_labeler is None or language is None:
+            return UNDETERMINED
+        return self.language_labeler.label(language)
+
+    def topic_label(self, topic: str | None) -> str:
+        """Bounded label of a topic: a known topic, ``novel``, else ``other``."""
+        if topic is None:
+            return UNDETERMINED
+        return topic if topic in self.topic_labels else "other"
+
+
+def fit_topic_model(
+    gold: GoldSet,
+    passages: Sequence[Passage] = (),
+    config: TopicConfig | None = None,
+    use_gold_topics: bool = True,
+) -> TopicModel:
+    """Fit the topic model on the gold questions (plus passages when given).
+
+    With ``use_gold_topics`` and a ``topic`` on every gold row, those labels are the topics
+    (supervised); passages are then not used, having no label.
+
+    Raises:
+        ValueError: too few texts to fit (from :meth:`TopicModel.fit`).
+    """
+    questions = list(gold)
+    labels = [q.topic for q in questions]
+    if use_gold_topics and questions and all(labels):
+        return TopicModel.fit([q.question for q in questions], config, labels=labels)  # type: ignore[arg-type]
+    texts = [q.question for q in questions] + [p.text for p in passages]
+    return TopicModel.fit(texts, config)
+
+
+def _language_counts(gold: GoldSet, detector: LanguageDetector) -> dict[str, int]:
+    rows = list(gold)
+    missing = [q.question for q in rows if not q.language]
+    detected = iter(detector.detect_many(missing))
+    return dict(Counter(q.language or next(detected) for q in rows))
+
+
+def _topic_counts(gold: GoldSet, model: TopicModel) -> dict[str, int]:
+    assigned = model.assign_many([q.question for q in gold])
+    if model.supervised:
+        return dict(Counter(q.topic or a.topic for q, a in zip(gold, assigned, strict=True)))
+    return dict(Counter(a.topic for a in assigned))
+
+
+def _window_config(drift: DriftSettings) -> WindowConfig:
+    return WindowConfig(
+        window_s=drift.window_s,
+        bucket_s=drift.bucket_s,
+        reference_window_s=drift.reference_window_s,
+        test_every_s=drift.test_every_s,
+        baseline=drift.baseline,
+        warmup_s=drift.warmup_s,
+        allowed_lateness_s=drift.allowed_lateness_s,
+        future_tolerance_s=drift.future_tolerance_s,
+    )
+
+
+def _scope_stage(
+    config: AnalyticsConfig, gold: GoldSet, corpus: Corpus
+) -> tuple[ScopeStage | None, ScopeCalibration | None]:
+    if config.scope_retriever is None:
+        return None, None
+    if not gold.unanswerable() or not gold.answerable():
+        log.warning("out-of-scope needs answerable and unanswerable gold questions; disabled")
+        return None, None
+    name = config.scope_retriever
+    retriever = build_retrievers(
+        [name],
+        lambda n: RetrieverConfig(name=n, kind=n),
+        corpus.passages,  # type: ignore[arg-type]
+    )[name]
+    calibration = calibrate_with_retriever(list(gold), retriever, min_tpr=config.scope_min_tpr)
+    return ScopeStage(calibration, retriever), calibration
+
+
+def build_analytics(config: AnalyticsConfig, gold: GoldSet, corpus: Corpus) -> Analytics:
+    """Build the analytics stages for ``config`` against the gold set and corpus.
+
+    Raises:
+        ValueError: a topic model or refusal pattern cannot be built; the message says which.
+        service.topics.ArtefactError: ``topics_model`` cannot be loaded.
+    """
+    if not config.enabled:
+        return Analytics(stages=[])
+    stages: list[Stage] = [PiiScrubStage()] if config.pii else []
+    gold_languages = sorted({q.language for q in gold if q.language})
+    candidates = tuple(dict.fromkeys([*config.language.candidates, *gold_languages]))
+    detector = LanguageDetector(LanguageConfig(**{**config.language.model_dump(),
+                                                  "candidates": candidates}))  # fmt: skip
+    language_counts = _language_counts(gold, detector)
+    labeler = LanguageLabeler(language_counts, limit=config.language_label_limit)
+    stages.append(LanguageStage(detector, labeler))
+    if config.topics_model is not None:
+        model = TopicModel.load(config.topics_model)
+    else:
+        model = fit_topic_model(gold, (), config.topics, config.use_gold_topics)
+    stages.append(TopicStage(model))
+    stages.append(RefusalStage(RefusalDetector(extra_patterns=config.refusal_patterns)))
+    scope_stage, calibration = _scope_stage(config, gold, corpus)
+    if scope_stage is not None:
+        stages.append(scope_stage)
+    gold_counts = {"language": language_counts, "topic": _topic_counts(gold, model)}
+    drift = DriftStage(
+        gold_counts,
+        windows=_window_config(config.drift),
+        min_count=config.drift.min_count,
+        alpha=config.drift.alpha,
+        min_jsd=config.drift.min_jsd,
+        min_share_change=config.drift.min_share_change,
+        min_rate_change=config.drift.min_rate_change,
+    )
+    stages.append(drift)
+    return Analytics(
+        stages=stages,
+        drift=drift,
+        language_labeler=labeler,
+        topic_labels=(*model.names, NOVEL),
+        scope=calibration,
+        topic_model_version=model.version,
+        gold_counts=gold_counts,
+    )

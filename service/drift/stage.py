@@ -1,0 +1,191 @@
+"""The drift stage: feed each micro-batch's annotations to the drift detectors.
+
+Dimensions (each with its own detector, windows over event time):
+
+* ``language`` — categorical, reference = the gold set's language counts;
+* ``topic`` — categorical, reference = the gold set's topic counts;
+* ``refusal`` — binary rate of refused answers (events with an answer only);
+* ``out_of_scope`` — binary rate of questions judged out of scope (events with a score).
+
+Each is compared with the reference (when there is one) and with a baseline of earlier
+traffic (:mod:`service.drift.detectors`). The stage also keeps all-time counts per category
+for the coverage-gap report. Its state (detectors and counts) is persisted with the other
+stages, so a restart keeps the windows and baselines.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from service.drift.detectors import (
+    CategoricalDriftDetector,
+    RateDriftDetector,
+    WindowConfig,
+)
+from service.drift.distances import Counts
+from service.drift.stats_tests import coverage_gaps
+from service.pipeline import Batch
+
+CATEGORICAL = ("language", "topic")
+RATES = {"refusal": "refused", "out_of_scope": "out_of_scope"}
+DIMENSIONS = (*CATEGORICAL, *RATES)
+MAX_ALARMS = 100
+
+
+class DriftStage:
+    """Pipeline stage updating one detector per dimension from the annotations.
+
+    Args:
+        gold_counts: ``{"language": {...}, "topic": {...}}`` category counts of the gold set
+            (the fixed references); a missing dimension has no reference.
+        windows: windowing shared by the detectors.
+        min_count: events a window needs before it is tested.
+        alpha: false-alarm budget per day for the whole family of detectors.
+        min_jsd, min_share_change, min_rate_change: effect-size thresholds.
+
+    Raises:
+        ValueError: a threshold is out of range (from the detectors).
+    """
+
+    name = "drift"
+
+    def __init__(
+        self,
+        gold_counts: Mapping[str, Counts],
+        *,
+        windows: WindowConfig | None = None,
+        min_count: int = 200,
+        alpha: float = 0.001,
+        min_jsd: float = 0.05,
+        min_share_change: float = 0.05,
+        min_rate_change: float = 0.05,
+    ) -> None:
+        windows = windows or WindowConfig()
+        common = {"windows": windows, "min_count": min_count, "alpha": alpha,
+                  "n_dimensions": len(DIMENSIONS)}  # fmt: skip
+        self.gold_counts = {dim: dict(counts) for dim, counts in gold_counts.items()}
+        self.categorical = {
+            dim: CategoricalDriftDetector(
+                self.gold_counts.get(dim),
+                min_jsd=min_jsd,
+                min_share_change=min_share_change,
+                **common,  # type: ignore[arg-type]
+            )
+            for dim in CATEGORICAL
+        }
+        self.rates = {
+            dim: RateDriftDetector(None, min_change=min_rate_change, **common)  # type: ignore[arg-type]
+            for dim in RATES
+        }
+        self.live_counts: dict[str, Counter[str]] = {dim: Counter() for dim in CATEGORICAL}
+        self.events_seen = 0
+        self.alarms: list[dict[str, Any]] = []  # the last MAX_ALARMS state changes to drift
+        self._last_state: dict[str, str] = {}
+
+    def process(self, batch: Batch) -> None:
+        """Add the batch's annotated events to every detector (one call per dimension)."""
+        if not batch.events:
+            return
+        stamps = [event.timestamp.timestamp() for event in batch.events]
+        for dim, detector in self.categorical.items():
+            values = [str(notes.get(dim) or "und") for notes in batch.annotations]
+            detector.update_many(values, stamps)
+            self.live_counts[dim].update(values)
+        for dim, key in RATES.items():
+            pairs = [
+                (bool(notes[key]), stamp)
+                for notes, stamp in zip(batch.annotations, stamps, strict=True)
+                if notes.get(key) is not None
+            ]
+            if pairs:
+                self.rates[dim].update_many([p for p, _ in pairs], [t for _, t in pairs])
+        self.events_seen += len(batch.events)
+        self._record_alarms()
+
+    def _record_alarms(self) -> None:
+        """Remember each comparison's move into ``drift`` (and out of it) with what moved."""
+        for dim, det in {**self.categorical, **self.rates}.items():
+            for name, report in det.reports.items():
+                key = f"{dim}/{name}"
+                before, now = self._last_state.get(key), report.state
+                self._last_state[key] = now
+                if now == before or "drift" not in (now, before):
+                    continue
+                entry = {
+                    "dimension": dim,
+                    "comparison": name,
+                    "state": now,
+                    "after_events": self.events_seen,
+                    "timestamp": report.timestamp,
+                }
+                entry.update(_what_moved(report.to_dict()))  # fmt: skip
+                self.alarms = [*self.alarms, entry][-MAX_ALARMS:]
+
+    def states(self) -> dict[str, str]:
+        """Overall state per dimension: ``drift`` if any comparison drifts, else ``ok`` if
+        any comparison could be tested, else ``insufficient_data``."""
+        detectors = {**self.categorical, **self.rates}
+        return {dim: det.state for dim, det in detectors.items()}
+
+    def report(self) -> dict[str, Any]:
+        """JSON-able drift report: per dimension its state, each comparison's latest test,
+        the live and gold shares and the coverage gaps (categorical dimensions)."""
+        out: dict[str, Any] = {}
+        for dim, det in self.categorical.items():
+            live = dict(self.live_counts[dim])
+            gold = self.gold_counts.get(dim, {})
+            out[dim] = {
+                "state": det.state,
+                "comparisons": {name: r.to_dict() for name, r in det.reports.items()},
+                "live_counts": live,
+                "gold_counts": gold,
+                "coverage_gaps": [g._asdict() for g in coverage_gaps(live, gold)] if gold else [],
+            }
+        for dim, rate in self.rates.items():
+            out[dim] = {
+                "state": rate.state,
+                "comparisons": {name: r.to_dict() for name, r in rate.reports.items()},
+            }
+        out["alarms"] = list(self.alarms)
+        out["events_seen"] = self.events_seen
+        return out
+
+    def state_snapshot(self) -> Any:
+        """Detectors, live counts and alarm history, JSON-able."""
+        return {
+            "events_seen": self.events_seen,
+            "alarms": self.alarms,
+            "last_state": self._last_state,
+            "detectors": {
+                dim: det.snapshot() for dim, det in {**self.categorical, **self.rates}.items()
+            },
+            "live_counts": {dim: dict(c) for dim, c in self.live_counts.items()},
+        }
+
+    def restore(self, state: Any) -> None:
+        """Restore :meth:`state_snapshot` output (``None``: keep the fresh state)."""
+        if not state:
+            return
+        for dim, det in {**self.categorical, **self.rates}.items():
+            det.restore(state.get("detectors", {}).get(dim))
+        self.events_seen = int(state.get("events_seen", 0))
+        self.alarms = list(state.get("alarms", []))[-MAX_ALARMS:]
+        self._last_state = dict(state.get("last_state", {}))
+        for dim, counts in state.get("live_counts", {}).items():
+            if dim in self.live_counts:
+                self.live_counts[dim] = Counter({str(k): int(v) for k, v in counts.items()})
+
+
+def _what_moved(test: Mapping[str, Any]) -> dict[str, Any]:
+    """The categories that rose / fell (categorical) or the two rates (binary)."""
+    if "rate_current" in test:
+        return {"rate_current": test["rate_current"], "rate_compared": test["rate_reference"],
+                "p_value": test["p_value"]}  # fmt: skip
+    return {
+        "rising": [row["category"] for row in test.get("rising", ())],
+        "falling": [row["category"] for row in test.get("falling", ())],
+        "js_divergence": test.get("js_divergence"),
+        "p_value": test.get("p_value"),
+    }

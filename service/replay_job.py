@@ -1,0 +1,146 @@
+"""The ``goldwatch replay`` job: a whole query log through the live pipeline, and its report.
+
+The report (``--format json``)::
+
+    {"file", "consumed", "processed", "duplicates", "dead_lettered": {reason: n},
+     "dead_lettered_total", "dropped", "batches", "dlq_path",
+     "analytics": {"languages": {lang: n}, "topics": {topic: n},
+                   "refusals": {"answers", "refused", "rate"},
+                   "out_of_scope": {"scored", "out_of_scope", "share", "over_refusals",
+                                    "under_refusals", "calibration": {...}},
+                   "pii_scrubbed": {type: n},
+                   "drift": {dimension: {"state", "comparisons", ...}, "alarms": [...]}}}
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from consumers.engine import Engine
+from consumers.file_source import FileSource
+from consumers.loop import make_decoder, run
+from service.api.runtime import Live, build_live
+from service.scope import describe
+from service.settings import Settings
+from service.state import StateStore
+from service.telemetry import PII_TYPES, build_metrics
+
+
+def run_replay(
+    settings: Settings, file: Path, state_path: Path | None, dlq_path: Path | None
+) -> dict[str, Any]:
+    """Replay ``file`` (``-``: stdin) to its end and return the report.
+
+    Without ``state_path`` the replay starts fresh, and so does its dead-letter file.
+
+    Raises:
+        service.state.StateError: the state file is unusable.
+        ValueError, OSError: an input or the analytics set-up is unusable.
+    """
+    registry = CollectorRegistry()
+    live = build_live(settings, registry)
+    state = StateStore.open(state_path) if state_path else StateStore.in_memory()
+    source = FileSource(str(file), dlq_path=dlq_path or settings.source.dlq_path)
+    if state_path is None and source.dlq_path.exists():
+        source.dlq_path.write_bytes(b"")
+    decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes)
+    engine = Engine(live.pipeline, state, build_metrics(registry), decoder, on_batch=live.observe)
+    report = run(
+        source,
+        live.pipeline,
+        state,
+        engine.metrics,
+        threading.Event(),
+        config=settings.pipeline,
+        until_eof=True,
+        engine=engine,
+    )
+    return {
+        "file": str(file),
+        "consumed": report.consumed,
+        "processed": report.processed,
+        "duplicates": report.duplicates,
+        "dead_lettered": report.dead_lettered,
+        "dead_lettered_total": report.dead_lettered_total,
+        "dropped": report.dropped,
+        "batches": report.batches,
+        "dlq_path": str(source.dlq_path),
+        "analytics": analytics_report(live, registry),
+    }
+
+
+def analytics_report(live: Live, registry: CollectorRegistry) -> dict[str, Any] | None:
+    """Summarise the analytics of a run from the drift stage and the metrics registry."""
+    drift = live.analytics.drift
+    if drift is None:
+        return None
+
+    def value(name: str, labels: dict[str, str] | None = None) -> int:
+        return int(registry.get_sample_value(f"goldwatch_{name}_total", labels or {}) or 0)
+
+    answers, refused = value("answers"), value("refusals")
+    scored, out = value("scope_scored"), value("out_of_scope")
+    calibration = live.analytics.scope
+    return {
+        "languages": dict(drift.live_counts["language"].most_common()),
+        "topics": dict(drift.live_counts["topic"].most_common()),
+        "refusals": {"answers": answers, "refused": refused,
+                     "rate": refused / answers if answers else None},
+        "out_of_scope": {
+            "scored": scored, "out_of_scope": out, "share": out / scored if scored else None,
+            "over_refusals": value("over_refusals"), "under_refusals": value("under_refusals"),
+            "calibration": describe(calibration) if calibration else None,
+        },
+        "pii_scrubbed": {t: value("pii_scrubbed", {"type": t}) for t in PII_TYPES},
+        "drift": drift.report(),
+    }  # fmt: skip
+
+
+def render_text(doc: dict[str, Any]) -> str:
+    """A short human summary of :func:`run_replay`'s report."""
+    lines = [
+        f"{doc['file']}: {doc['consumed']} consumed, {doc['processed']} processed, "
+        f"{doc['duplicates']} duplicates, {doc['dead_lettered_total']} dead-lettered"
+    ]
+    lines += [f"  dead-lettered {r}: {n}" for r, n in sorted(doc["dead_lettered"].items())]
+    if doc["dead_lettered_total"]:
+        lines.append(f"dead letters in {doc['dlq_path']}")
+    analytics = doc.get("analytics")
+    if not analytics:
+        return "\n".join(lines)
+    total = sum(analytics["languages"].values()) or 1
+    langs = ", ".join(f"{k} {v / total:.0%}" for k, v in list(analytics["languages"].items())[:6])
+    topics = ", ".join(f"{k} {v / total:.0%}" for k, v in list(analytics["topics"].items())[:6])
+    refusals = analytics["refusals"]
+    lines += [f"languages: {langs}", f"topics: {topics}"]
+    if refusals["rate"] is not None:
+        lines.append(f"refusals: {refusals['refused']}/{refusals['answers']} "
+                     f"({refusals['rate']:.1%})")  # fmt: skip
+    scope = analytics["out_of_scope"]
+    if scope["share"] is not None:
+        lines.append(
+            f"out of scope: {scope['out_of_scope']}/{scope['scored']} ({scope['share']:.1%}); "
+            f"over-refusals {scope['over_refusals']}, under-refusals {scope['under_refusals']}"
+        )
+    scrubbed = {k: v for k, v in analytics["pii_scrubbed"].items() if v}
+    if scrubbed:
+        lines.append(
+            "personal data scrubbed: " + ", ".join(f"{k} {v}" for k, v in scrubbed.items())
+        )
+    drift = analytics["drift"]
+    states = ", ".join(f"{dim} {drift[dim]['state']}" for dim in
+                       ("language", "topic", "refusal", "out_of_scope"))  # fmt: skip
+    lines.append(f"drift now: {states}")
+    for alarm in drift["alarms"]:
+        moved = alarm.get("rising") or (
+            f"{alarm.get('rate_compared', 0):.1%} -> {alarm.get('rate_current', 0):.1%}"
+        )
+        lines.append(
+            f"  {alarm['state'].upper():<5} {alarm['dimension']} vs {alarm['comparison']} "
+            f"after {alarm['after_events']} events: {moved}"
+        )
+    return "\n".join(lines)
