@@ -15,14 +15,22 @@ Alarm rule, per comparison (state ``ok`` → ``drift``), all of:
 
 1. enough data: ``n_current ≥ min_count`` and ``n_reference ≥ min_reference_count``
    (otherwise the state is ``insufficient_data``, never an alarm);
-2. significance: ``p < alpha / (n_comparisons × n_dimensions × windows_per_period)`` —
+2. significance — chi-square test of homogeneity between the two samples (rare categories
+   pooled; :func:`~service.drift.stats_tests.chi2_homogeneity`) or two-proportion test —
+   ``p < alpha / (n_comparisons × n_dimensions × windows_per_period)`` —
    ``alpha`` (default 0.001) is the false-alarm budget per ``alpha_period_s`` (default one
    day) of a family of ``n_dimensions`` detectors, split by Bonferroni over their
    comparisons and over the disjoint windows of a period (24 one-hour windows, one 24-hour
    window); testing once per ``test_every_s`` keeps the overlapping tests few;
-3. effect size, judged by the 95 % CI bound nearest zero so a small window's noise cannot
-   pass: categorical — ``JSD ≥ min_jsd`` or some category's share change ≥
-   ``min_share_change``; rate — ``|rate change| ≥ min_change``.
+3. effect size: categorical — ``JSD ≥ min_jsd`` (0.05) or some category's share change ≥
+   ``min_share_change`` (5 points); rate — the rate change ≥ ``min_change`` (5 points).
+   Changes are judged by their 95 % Newcombe CI bound nearest zero, so a small window's
+   noise cannot pass, and a huge window's tiny, significant change does not either.
+
+Measured on seeded pilot-sized streams (a question every ~10 s; tests/service/drift):
+4 new languages taking 30 % alarm after 100–190 events, 2 new topics taking 40 % after
+100–130, refusals 5 % → 20 % after 160–280; 16 stationary streams of 100,000 events
+(~185 days) raised 2 false alarms with 3 topics and 0 with 10 languages or refusals.
 
 Hysteresis: ``drift`` clears only when the effect falls below the lower ``clear_*``
 thresholds (significance plays no part in clearing). Unlike river detectors, nothing resets

@@ -113,7 +113,7 @@ def test_insufficient_reference_never_alarms() -> None:
 def test_hysteresis_holds_between_the_thresholds_then_clears() -> None:
     config = WindowConfig(window_s=600, reference_window_s=600, test_every_s=60, baseline="none")
 
-    def phase(det: RateDriftDetector, start: float, rate: float, seed: int) -> None:
+    def phase(det: RateDriftDetector, start: float, rate: float) -> None:
         """Exactly ``rate`` refused, spread evenly (no sampling noise); 2,400 per window."""
         t = start + np.arange(0, 1200, 0.25)
         det.update_many(
@@ -121,14 +121,14 @@ def test_hysteresis_holds_between_the_thresholds_then_clears() -> None:
         )
 
     det = RateDriftDetector(reference=(500, 10_000), windows=config)  # 5 %
-    phase(det, 0, 0.30, 0)
+    phase(det, 0, 0.30)
     assert det.drift_detected and det.n_alarms == 1
-    phase(det, 1200, 0.10, 1)  # +5 points: CI bound ~ +3.7, between clear (2.5) and alarm (5)
+    phase(det, 1200, 0.10)  # +5 points: CI bound ~ +3.7, between clear (2.5) and alarm (5)
     assert det.drift_detected and det.n_alarms == 1
     fresh = RateDriftDetector(reference=(500, 10_000), windows=config)
-    phase(fresh, 1200, 0.10, 1)
+    phase(fresh, 1200, 0.10)
     assert fresh.state == "ok"  # the same traffic does not raise a new alarm
-    phase(det, 2400, 0.05, 2)
+    phase(det, 2400, 0.05)
     assert det.state == "ok" and det.n_alarms == 1
 
 
