@@ -281,10 +281,11 @@ def replay_command(
     from service.replay_job import render_text, run_replay
     from service.state import StateError
 
-    settings = _settings(config)
     if file is None:
         file = demo_path("querylog.jsonl")
         dlq_path = dlq_path or Path("goldwatch-demo.dlq.jsonl")
+        config = config or demo_path("goldwatch.yaml")
+    settings = _settings(config)
     try:
         doc = run_replay(settings, file, state_path, dlq_path)
     except (StateError, ValueError, OSError) as exc:

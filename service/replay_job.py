@@ -136,11 +136,14 @@ def render_text(doc: dict[str, Any]) -> str:
                        ("language", "topic", "refusal", "out_of_scope"))  # fmt: skip
     lines.append(f"drift now: {states}")
     for alarm in drift["alarms"]:
-        moved = alarm.get("rising") or (
-            f"{alarm.get('rate_compared', 0):.1%} -> {alarm.get('rate_current', 0):.1%}"
+        where = (
+            f"{alarm['dimension']} vs {alarm['comparison']} after {alarm['after_events']} events"
         )
-        lines.append(
-            f"  {alarm['state'].upper():<5} {alarm['dimension']} vs {alarm['comparison']} "
-            f"after {alarm['after_events']} events: {moved}"
-        )
+        if alarm["state"] != "drift":
+            lines.append(f"  ended  {where} ({alarm['state']})")
+        elif "rate_current" in alarm:
+            rates = f"{alarm['rate_compared']:.1%} -> {alarm['rate_current']:.1%}"
+            lines.append(f"  DRIFT  {where}: {rates}")
+        else:
+            lines.append(f"  DRIFT  {where}: rising {', '.join(alarm['rising']) or '-'}")
     return "\n".join(lines)

@@ -32,6 +32,9 @@ CATEGORICAL = ("language", "topic")
 RATES = {"refusal": "refused", "out_of_scope": "out_of_scope"}
 DIMENSIONS = (*CATEGORICAL, *RATES)
 MAX_ALARMS = 100
+#: Events fed to the detectors at a time, so an alarm is attributed within this many events
+#: even when a replayed batch spans hours of event time.
+ALARM_RESOLUTION = 100
 
 
 class DriftStage:
@@ -85,24 +88,28 @@ class DriftStage:
         self._last_state: dict[str, str] = {}
 
     def process(self, batch: Batch) -> None:
-        """Add the batch's annotated events to every detector (one call per dimension)."""
-        if not batch.events:
-            return
+        """Add the batch's annotated events to every detector, ``ALARM_RESOLUTION`` events
+        at a time (the detectors' results do not depend on the split)."""
         stamps = [event.timestamp.timestamp() for event in batch.events]
+        for start in range(0, len(stamps), ALARM_RESOLUTION):
+            end = start + ALARM_RESOLUTION
+            self._update(batch.annotations[start:end], stamps[start:end])
+            self.events_seen += len(stamps[start:end])
+            self._record_alarms()
+
+    def _update(self, annotations: list[dict[str, Any]], stamps: list[float]) -> None:
         for dim, detector in self.categorical.items():
-            values = [str(notes.get(dim) or "und") for notes in batch.annotations]
+            values = [str(notes.get(dim) or "und") for notes in annotations]
             detector.update_many(values, stamps)
             self.live_counts[dim].update(values)
         for dim, key in RATES.items():
             pairs = [
                 (bool(notes[key]), stamp)
-                for notes, stamp in zip(batch.annotations, stamps, strict=True)
+                for notes, stamp in zip(annotations, stamps, strict=True)
                 if notes.get(key) is not None
             ]
             if pairs:
                 self.rates[dim].update_many([p for p, _ in pairs], [t for _, t in pairs])
-        self.events_seen += len(batch.events)
-        self._record_alarms()
 
     def _record_alarms(self) -> None:
         """Remember each comparison's move into ``drift`` (and out of it) with what moved."""
