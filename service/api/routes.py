@@ -41,6 +41,32 @@ def get_status(runtime: RuntimeDep) -> dict[str, Any]:
     return runtime.status()
 
 
+@router.get("/v1/drift", tags=["analytics"])
+def get_drift(runtime: RuntimeDep) -> dict[str, Any]:
+    """Drift per dimension (language, topic, refusal, out-of-scope): state, latest test of
+    each comparison (gold set, baseline), live vs gold counts, coverage gaps, alarm history."""
+    report = runtime.analytics_report()
+    if report is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "analytics are disabled")
+    return dict(report["drift"])
+
+
+@router.get("/v1/refusals", tags=["analytics"])
+def get_refusals(runtime: RuntimeDep) -> dict[str, Any]:
+    """Refusals in both directions: the refusal rate and its drift, out-of-scope share,
+    over-refusals (refused while in scope) and under-refusals (answered while out of scope),
+    with the out-of-scope calibration."""
+    report = runtime.analytics_report()
+    if report is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "analytics are disabled")
+    drift = report["drift"]
+    return {
+        "refusals": report["refusals"],
+        "out_of_scope": report["out_of_scope"],
+        "drift": {dim: drift[dim] for dim in ("refusal", "out_of_scope")},
+    }
+
+
 def _split_events(body: bytes, limit: int) -> list[bytes]:
     """A JSON array becomes one message per element; anything else is one message."""
     try:

@@ -263,6 +263,13 @@ class Runtime:
             "last_error": self.last_error,
         }
 
+    def analytics_report(self) -> dict[str, Any] | None:
+        """The analytics summary (as in ``goldwatch replay``), or ``None`` when disabled."""
+        from service.replay_job import analytics_report
+
+        with self.engine.lock:
+            return analytics_report(self.live, self.registry)
+
     # -- HTTP ingest ---------------------------------------------------------------------
 
     def ingest(self, values: Sequence[bytes]) -> Outcome:

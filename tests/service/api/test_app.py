@@ -75,6 +75,7 @@ def server(tmp_path: Path) -> Iterator[Server]:
         api={"port": _free_port(), "token": TOKEN, "max_request_bytes": 4096,
              "max_events_per_request": 5},
         pipeline={"max_event_bytes": 1024},
+        analytics={"enabled": False},
     )  # fmt: skip
     with Server(settings) as running:
         yield running
@@ -110,7 +111,9 @@ def test_ingest_counts_duplicates_and_dead_letters(server: Server, tmp_path: Pat
 
 def test_totals_survive_a_restart(tmp_path: Path) -> None:
     settings = load_settings(
-        state={"path": tmp_path / "state.sqlite"}, api={"port": _free_port(), "token": TOKEN}
+        state={"path": tmp_path / "state.sqlite"},
+        api={"port": _free_port(), "token": TOKEN},
+        analytics={"enabled": False},
     )
     with Server(settings) as first:
         assert first.post(_event("x")).json()["accepted"] == 1
@@ -130,7 +133,11 @@ def test_auth_on_ingest(server: Server) -> None:
 
 
 def test_ingest_disabled_without_a_configured_token(tmp_path: Path) -> None:
-    settings = load_settings(state={"path": tmp_path / "s.sqlite"}, api={"port": _free_port()})
+    settings = load_settings(
+        state={"path": tmp_path / "s.sqlite"},
+        api={"port": _free_port()},
+        analytics={"enabled": False},
+    )
     with Server(settings) as running:
         response = running.post(_event("a"), token="anything")
         assert response.status_code == 403
@@ -162,3 +169,30 @@ def test_errors_never_echo_submitted_text(server: Server) -> None:
     unknown = httpx.get(server.base + f"/v1/{SECRET}")
     assert unknown.status_code == 404
     assert SECRET not in unknown.text
+
+
+def test_analytics_endpoints_and_metrics(tmp_path: Path) -> None:
+    """With analytics on (embedded demo gold set): PII scrubbed, language, refusals, drift."""
+    settings = load_settings(
+        state={"path": tmp_path / "state.sqlite"}, api={"port": _free_port(), "token": TOKEN}
+    )
+    events = [
+        {**_event("a1", f"Hostel ka fee kitna hai? mail me at {SECRET}"),
+         "answer": {"text": "Mujhe iske baare mein jaankari nahi hai."}},
+        {**_event("a2", "When does the odd semester exam start?"),
+         "answer": {"text": "The end-semester examinations start on 1 December 2026."}},
+    ]  # fmt: skip
+    with Server(settings) as running:
+        assert running.post(events).json()["accepted"] == 2
+        refusals = httpx.get(running.base + "/v1/refusals").json()
+        assert refusals["refusals"] == {"answers": 2, "refused": 1, "rate": 0.5}
+        drift = httpx.get(running.base + "/v1/drift").json()
+        assert drift["language"]["live_counts"] == {"hi-Latn": 1, "en": 1}
+        assert drift["language"]["state"] == "insufficient_data"  # 2 events never alarm
+        assert drift["language"]["gold_counts"]["en"] == 48  # demo gold set: 48 en rows
+        metrics = httpx.get(running.base + "/metrics").text
+        assert 'goldwatch_pii_scrubbed_total{type="email"} 1.0' in metrics
+        assert 'goldwatch_questions_by_language_total{language="hi-Latn"} 1.0' in metrics
+        assert "goldwatch_refusals_total 1.0" in metrics
+        assert SECRET not in metrics
+        assert SECRET not in httpx.get(running.base + "/v1/drift").text
