@@ -1,7 +1,8 @@
 """The ``goldwatch`` command line.
 
 Exit codes: 0 success; 1 a ``--fail-under`` gate failed; 2 bad usage, configuration or input
-(the message names the flag, file, line or field, never a question's text).
+(the message names the flag, file, line or field, never a question's text); 3 a retriever
+failed while answering (unreachable, timed out, bad response).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ log = logging.getLogger("goldwatch")
 
 EXIT_GATE_FAILED = 1
 EXIT_USAGE = 2
+EXIT_RETRIEVER_FAILED = 3
 
 
 def _fail(message: str) -> None:
@@ -42,9 +44,11 @@ def _parse_ks(text: str | None) -> tuple[int, ...] | None:
     try:
         ks = tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
-        raise click.BadParameter("expects comma-separated integers, e.g. 1,5,10,20") from None
+        raise click.BadParameter(
+            "expects comma-separated integers, e.g. 1,5,10,20", param_hint="--k"
+        ) from None
     if not ks or min(ks) < 1:
-        raise click.BadParameter("every k must be an integer >= 1")
+        raise click.BadParameter("every k must be an integer >= 1", param_hint="--k")
     return ks
 
 
@@ -131,7 +135,12 @@ def eval_command(
     """
     from service import eval_job
     from service.report import render_json, render_text
+    from service.retrievers.base import RetrieverError
 
+    # Entry-point retrievers live in the user's project: import them from the current
+    # folder, as uvicorn and pytest do.
+    if "" not in sys.path and "." not in sys.path:
+        sys.path.insert(0, "")
     settings = _settings(config)
     try:
         request = eval_job.EvalRequest(
@@ -150,11 +159,17 @@ def eval_command(
             progress=not no_progress,
         )
         outcome = eval_job.run_eval(request, settings)
+    except RetrieverError as exc:
+        click.echo(f"goldwatch: error: {exc}", err=True)
+        sys.exit(EXIT_RETRIEVER_FAILED)
     except (ValueError, KeyError, OSError) as exc:
         _fail(_describe(exc))
         return
     for warning in outcome.warnings:
         click.echo(f"goldwatch: warning: {warning}", err=True)
+    for label, path in (("misses", outcome.misses_path), ("run history", outcome.history_path)):
+        if path is not None:
+            click.echo(f"goldwatch: {label} written to {path}", err=True)
     if fmt == "json":
         doc = render_json(
             outcome.reports,
@@ -201,6 +216,10 @@ def _describe(exc: BaseException) -> str:
         return str(exc.args[0])
     if isinstance(exc, FileNotFoundError):
         return f"file not found: {exc.filename}"
+    if isinstance(exc, IsADirectoryError):
+        return f"expected a file, got a folder: {exc.filename}"
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.filename}: {exc.strerror}"
     return str(exc)
 
 
@@ -357,9 +376,23 @@ def config_group() -> None:
 @config_group.command("check")
 @config_option
 def config_check(config: Path | None) -> None:
-    """Validate the configuration and print the effective values (secrets masked)."""
+    """Validate the configuration and print the effective values (secrets masked).
+
+    Also checks that the files it names exist. Exit 2 on any problem.
+    """
     settings = _settings(config)
+    missing = [
+        f"{name}: file not found: {path}"
+        for name, path in (("gold_set", settings.gold_set), ("corpus", settings.corpus),
+                           ("analytics.topics_model", settings.analytics.topics_model))
+        if path is not None and not Path(path).is_file()
+    ]  # fmt: skip
+    if settings.source.kind == "file" and not Path(str(settings.source.path)).is_file():
+        missing.append(f"source.path: file not found: {settings.source.path}")
+    click.echo(f"# configuration from {config or 'defaults and environment'}", err=True)
     click.echo(json.dumps(effective_config(settings), indent=2, ensure_ascii=False))
+    if missing:
+        _fail("; ".join(missing))
 
 
 if __name__ == "__main__":  # pragma: no cover

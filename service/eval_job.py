@@ -96,6 +96,8 @@ class EvalOutcome:
     answers: AnswerCheckReport | None
     failed_gates: tuple[dict[str, Any], ...]
     warnings: tuple[str, ...] = field(default=())
+    misses_path: Path | None = None
+    history_path: Path | None = None
 
     def gold_set_summary(self) -> dict[str, Any]:
         """Return the ``gold_set`` block of the JSON report."""
@@ -205,6 +207,12 @@ def run_eval(request: EvalRequest, settings: Settings) -> EvalOutcome:
         raise EvalUsageError("use either --retriever or --run, not both")
     if request.runs and request.qrels is None and request.gold is None:
         raise EvalUsageError("--run needs --qrels or --gold")
+    if request.qrels is not None and request.gold is not None:
+        raise EvalUsageError("use either --qrels or --gold, not both")
+    if request.qrels is not None and not request.runs:
+        raise EvalUsageError("--qrels scores TREC run files: add --run (one or more)")
+    if request.topics is not None and request.qrels is None:
+        raise EvalUsageError("--topics goes with --qrels")
     ks = tuple(sorted(set(request.ks or settings.eval.k)))
     gold = _load_gold(request, settings)
     names = list(dict.fromkeys(request.retrievers or DEFAULT_RETRIEVERS))
@@ -257,6 +265,8 @@ def run_eval(request: EvalRequest, settings: Settings) -> EvalOutcome:
         answers=answer_report,
         failed_gates=tuple(_check_gates(reports, request.gates)),
         warnings=tuple(warnings),
+        misses_path=misses_path,
+        history_path=history_path,
     )
 
 

@@ -81,7 +81,8 @@ class RetrieverReport:
         by: field → value → metric label → mean, plus ``"n"`` (question count) per group.
         per_query: question id → metric label → value (answerable questions only).
         unanswerable: summary of the unanswerable questions: ``n`` and ``mean_top_score``
-            (the best score returned, the raw material of an out-of-scope threshold).
+            (the best score returned, the raw material of an out-of-scope threshold;
+            ``None`` when there are none).
         misses: answerable questions not fully found in the top ``max(k)``.
         n_duplicates: duplicate ids removed from result lists (trec_eval keeps the best rank).
     """
@@ -92,7 +93,7 @@ class RetrieverReport:
     per_query: dict[str, dict[str, float]]
     n_questions: int
     n_unanswerable: int
-    unanswerable: dict[str, float]
+    unanswerable: dict[str, float | None]
     misses: tuple[Miss, ...]
     n_duplicates: int
     measures: tuple[str, ...] = field(default=())
@@ -170,7 +171,7 @@ def _mean_of(
     ids: Sequence[str], per_query: Mapping[str, Mapping[str, float]], measures: Sequence[str]
 ) -> dict[str, float]:
     summary: dict[str, float] = {m: fmean(per_query[i][m] for i in ids) for m in measures}
-    summary["n"] = float(len(ids))
+    summary["n"] = len(ids)
     return summary
 
 
@@ -247,8 +248,8 @@ def evaluate_run(
         n_questions=len(answerable),
         n_unanswerable=len(unanswerable),
         unanswerable={
-            "n": float(len(unanswerable)),
-            "mean_top_score": fmean(top_scores) if top_scores else 0.0,
+            "n": len(unanswerable),
+            "mean_top_score": fmean(top_scores) if top_scores else None,
         },
         misses=_find_misses(retriever, answerable, run, max(ks)),
         n_duplicates=result.n_duplicates,

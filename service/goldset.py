@@ -296,13 +296,14 @@ def validate_against_corpus(gold_set: GoldSet, corpus: Corpus) -> list[str]:
         if missing:
             ids = ", ".join(repr(doc_id) for doc_id in missing)
             warnings.append(
-                f"question {question.id!r}: gold id(s) not in corpus {corpus.version}: {ids}"
+                f"question {question.id!r}: gold id(s) not in corpus "
+                f"{corpus.path or corpus.version}: {ids}"
             )
     if warnings:
         shown = "\n  ".join(warnings[:MAX_LISTED_PROBLEMS])
         more = len(warnings) - MAX_LISTED_PROBLEMS
         tail = f"\n  ... and {more} more" if more > 0 else ""
-        logger.warning(
+        logger.info(
             "%d gold question(s) cite passages missing from the corpus:\n  %s%s",
             len(warnings),
             shown,

@@ -48,6 +48,11 @@ def _cell(value: object) -> str:
     return str(value)
 
 
+def max_k(measures: Sequence[str]) -> int:
+    """The largest cut-off among ``measures`` (0 when none has one)."""
+    return max((int(m.split("@")[1]) for m in measures if "@" in m), default=0)
+
+
 def text_measures(measures: Sequence[str]) -> list[str]:
     """Pick the columns of the text table: recall@k and hit_rate@k for every k, MRR, nDCG at
     the largest k ≤ 10 (else the smallest k) and MAP. JSON output carries every measure."""
@@ -60,16 +65,23 @@ def text_measures(measures: Sequence[str]) -> list[str]:
 
 def render_text(reports: Sequence[RetrieverReport], comparisons: Sequence[PairedComparison]) -> str:
     """Render one table per retriever (overall, then every breakdown group), then the
-    paired comparisons. Unanswerable questions are counted apart, never in the means."""
+    paired comparisons. Unanswerable questions are counted apart, never in the means.
+    The text table shows recall@k, hit rate@k, MRR, nDCG and MAP; ``--format json`` also
+    carries precision@k, MRR@k, every nDCG@k and the uncut nDCG."""
     if not reports:
         return "no retriever evaluated"
     columns = text_measures(reports[0].measures)
     out: list[str] = []
     for r in reports:
+        mean_top = r.unanswerable["mean_top_score"]
+        unanswerable = f"{r.n_unanswerable} unanswerable" + (
+            f" (mean best score {mean_top:.3f})" if mean_top is not None else ""
+        )
+        misses = f"{len(r.misses)} miss" + ("" if len(r.misses) == 1 else "es")
+        duplicates = f", {r.n_duplicates} duplicate ids in result lists" if r.n_duplicates else ""
         out.append(
-            f"== {r.retriever}: {r.n_questions} answerable questions, "
-            f"{r.n_unanswerable} unanswerable (mean best score "
-            f"{r.unanswerable['mean_top_score']:.3f}), {len(r.misses)} misses =="
+            f"== {r.retriever}: {r.n_questions} answerable questions, {unanswerable}, "
+            f"{misses} (a gold passage outside the top {max_k(r.measures)}){duplicates} =="
         )
         rows: list[list[object]] = [["all", r.n_questions, *(r.overall[m] for m in columns)]]
         for field, groups in r.by.items():

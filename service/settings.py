@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 from pydantic import (
@@ -26,6 +27,7 @@ from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     YamlConfigSettingsSource,
 )
 
@@ -297,6 +299,20 @@ class Settings(BaseSettings):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"duplicate retriever names: {', '.join(dupes)}")
+        for r in value:
+            if r.name in BUILTIN_RETRIEVERS and r.kind != r.name:
+                raise ValueError(
+                    f"retriever {r.name!r} would hide the built-in {r.name!r}; rename it"
+                )
+        known = set(names) | set(BUILTIN_RETRIEVERS)
+        for r in value:
+            if r.kind != "hybrid":
+                continue
+            unknown = [m for m in r.members if m not in known]
+            if unknown:
+                raise ValueError(f"hybrid {r.name!r} has unknown members: {', '.join(unknown)}")
+            if r.name in r.members:
+                raise ValueError(f"hybrid {r.name!r} lists itself as a member")
         return value
 
     def retriever(self, name: str) -> RetrieverConfig:
@@ -335,10 +351,11 @@ _YAML_FILE: dict[str, Path | None] = {"path": None}
 
 
 def _format_errors(error: ValidationError, origin: str) -> str:
-    lines = [f"invalid configuration ({origin}):"]
+    lines = [f"invalid configuration ({origin}; GOLDWATCH_* variables override it):"]
     for item in error.errors():
         loc = ".".join(str(part) for part in item["loc"]) or "<root>"
-        lines.append(f"  {loc}: {item['msg']}")
+        message = str(item["msg"]).removeprefix("Value error, ")
+        lines.append(f"  {loc}: {message}")
     return "\n".join(lines)
 
 
@@ -364,7 +381,10 @@ def load_settings(path: Path | str | None = None, **overrides: Any) -> Settings:
         try:
             loaded = yaml.safe_load(yaml_path.read_text(encoding="utf-8"))
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{yaml_path}: not valid YAML ({type(exc).__name__})") from None
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            problem = getattr(exc, "problem", None) or type(exc).__name__
+            raise ConfigError(f"{yaml_path}: not valid YAML{where} ({problem})") from None
         if loaded is not None and not isinstance(loaded, dict):
             raise ConfigError(f"{yaml_path}: the top level must be a mapping")
     _YAML_FILE["path"] = yaml_path
@@ -372,12 +392,48 @@ def load_settings(path: Path | str | None = None, **overrides: Any) -> Settings:
         return Settings(**overrides)
     except ValidationError as exc:
         raise ConfigError(_format_errors(exc, origin)) from None
+    except SettingsError as exc:
+        # A GOLDWATCH_* variable that is not valid JSON for a list or mapping field.
+        raise ConfigError(
+            f"invalid configuration (environment): {exc}; list and mapping values in "
+            "GOLDWATCH_* variables are JSON, e.g. GOLDWATCH_EVAL__K='[1, 5, 10]'"
+        ) from None
     finally:
         _YAML_FILE["path"] = None
 
 
+SECRET_WORDS = ("token", "key", "secret", "password", "passwd", "pwd", "sig", "auth", "session",
+                "credential")  # fmt: skip
+
+
+def _secret_name(name: str) -> bool:
+    return any(word in name.lower() for word in SECRET_WORDS)
+
+
+def mask_url(url: str) -> str:
+    """Mask the password of a URL's userinfo and the values of secret-looking query keys.
+
+    >>> mask_url("http://u:pw@h:8/s?api_key=abc&q=1")
+    'http://u:***@h:8/s?api_key=***&q=1'
+    """
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, host = netloc.rpartition("@")
+        user = userinfo.split(":", 1)[0]
+        netloc = f"{user}:***@{host}" if ":" in userinfo else f"***@{host}"
+    query = "&".join(
+        f"{k}=***" if _secret_name(k) else f"{k}={v}" if v or "=" in pair else k
+        for pair in parts.query.split("&") if pair
+        for k, _, v in [pair.partition("=")]
+    )  # fmt: skip
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
 def effective_config(settings: Settings) -> dict[str, Any]:
-    """Return the settings as plain JSON-able data, with secrets and header values masked."""
+    """Return the settings as plain JSON-able data, with secrets masked: header values,
+    URL passwords and secret-looking query and ``params`` values, the API token and the
+    Kafka SASL password."""
     data = settings.model_dump(mode="json")
     if data["api"].get("token"):
         data["api"]["token"] = "***"
@@ -385,4 +441,9 @@ def effective_config(settings: Settings) -> dict[str, Any]:
         data["kafka"]["sasl_password"] = "***"
     for retriever in data.get("retrievers", []):
         retriever["headers"] = dict.fromkeys(retriever.get("headers", {}), "***")
+        if retriever.get("url"):
+            retriever["url"] = mask_url(retriever["url"])
+        retriever["params"] = {
+            k: "***" if _secret_name(k) else v for k, v in retriever.get("params", {}).items()
+        }
     return data

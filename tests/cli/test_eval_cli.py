@@ -170,3 +170,72 @@ def test_config_check_prints_effective_config(tmp_path: Path) -> None:
     bad = run(["config", "check", "--config", str(config)], tmp_path)
     assert bad.returncode == 2
     assert "eval.k" in bad.stderr
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_failing_retriever_exits_3_without_traceback(tmp_path: Path) -> None:
+    config = tmp_path / "goldwatch.yaml"
+    config.write_text(
+        "retrievers:\n"
+        f"  - {{name: prod, kind: http, url: 'http://127.0.0.1:{_closed_port()}/search',"
+        " retries: 0, timeout_s: 1}\n"
+    )
+    result = run(["eval", "--config", str(config), "--retriever", "prod", "--no-progress"],
+                 tmp_path)  # fmt: skip
+    assert result.returncode == 3
+    assert "retriever 'prod'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_entrypoint_retriever_from_the_current_folder(tmp_path: Path) -> None:
+    (tmp_path / "my_search.py").write_text(
+        "def top_k(question, k):\n    return [('p-0001', 2.0), ('p-0002', 1.0)][:k]\n"
+    )
+    config = tmp_path / "goldwatch.yaml"
+    config.write_text(
+        "retrievers:\n  - {name: mine, kind: entrypoint, entrypoint: 'my_search:top_k'}\n"
+    )
+    result = run(["eval", "--config", str(config), "--retriever", "mine", "--format", "json"],
+                 tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["retrievers"]["mine"]["n_questions"] == 47
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--qrels", "q.txt"], "add --run"),
+        (["--qrels", "q.txt", "--gold", "g.jsonl", "--run", "r.txt"], "either --qrels or --gold"),
+    ],
+)
+def test_qrels_mode_conflicts(tmp_path: Path, args: list[str], message: str) -> None:
+    result = run(["eval", *args], tmp_path)
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
+def test_config_check_masks_secrets_and_checks_files(tmp_path: Path) -> None:
+    config = tmp_path / "goldwatch.yaml"
+    config.write_text(
+        "retrievers:\n"
+        "  - {name: prod, kind: http, url: 'http://user:s3cretpw@127.0.0.1:9/s?api_key=abc123',"
+        " params: {token: tok-SECRET-3, concurrency: 2}}\n"
+        "api: {token: hunter2}\n"
+    )
+    result = run(["config", "check", "--config", str(config)], tmp_path)
+    assert result.returncode == 0, result.stderr
+    for secret in ("s3cretpw", "abc123", "tok-SECRET-3", "hunter2"):
+        assert secret not in result.stdout
+    shown = json.loads(result.stdout)
+    assert shown["retrievers"][0]["params"]["concurrency"] == 2
+    config.write_text("gold_set: nowhere.jsonl\n")
+    missing = run(["config", "check", "--config", str(config)], tmp_path)
+    assert missing.returncode == 2
+    assert "gold_set: file not found" in missing.stderr

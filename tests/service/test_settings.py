@@ -101,3 +101,29 @@ def test_effective_config_masks_headers(tmp_path: Path) -> None:
 def test_unknown_retriever_lists_known_ones() -> None:
     with pytest.raises(KeyError, match="known: bm25, hybrid, tfidf"):
         load_settings().retriever("nope")
+
+
+def test_env_value_that_is_not_json_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GOLDWATCH_EVAL__K", "1,5")
+    with pytest.raises(ConfigError, match=r"GOLDWATCH_EVAL__K='\[1, 5, 10\]'"):
+        load_settings()
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("retrievers:\n  - {name: h, kind: hybrid, members: [bm25, nothere]}\n",
+         "unknown members: nothere"),
+        ("retrievers:\n  - {name: h, kind: hybrid, members: [h, bm25]}\n", "lists itself"),
+        ("retrievers:\n  - {name: bm25, kind: http, url: 'http://x:1/'}\n",
+         "would hide the built-in"),
+    ],
+)  # fmt: skip
+def test_retriever_graph_is_checked_at_load(tmp_path: Path, text: str, problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        load_settings(_write(tmp_path, text))
+
+
+def test_yaml_error_names_line_and_column(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not valid YAML at line 3, column 1"):
+        load_settings(_write(tmp_path, "eval:\n  k: [1,\n"))  # the list never closes
