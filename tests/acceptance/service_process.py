@@ -99,10 +99,11 @@ class ServiceProcess:
         config = {**config, "api": {"host": "127.0.0.1", "token": TOKEN, **config.get("api", {})}}
         config["api"].setdefault("port", free_port())
         config_path = write_config(workdir / "goldwatch.yaml", config)
+        hooks = _stack_dump_hook(workdir)
         full_env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join(
-                filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])
+                filter(None, [str(hooks), str(REPO_ROOT), os.environ.get("PYTHONPATH")])
             ),
             "PYTHONUNBUFFERED": "1",
             **(env or {}),
@@ -151,6 +152,17 @@ class ServiceProcess:
                     f"serve ignored SIGTERM for {timeout_s}s{self.log_tail()}"
                 ) from None
         return int(self.process.returncode)
+
+    def dump_stacks(self) -> None:
+        """Have the process write every thread's stack to its log (SIGUSR1, faulthandler)."""
+        if self.alive:
+            self.process.send_signal(signal.SIGUSR1)
+            time.sleep(0.5)
+
+    def diagnose(self, chars: int = 6000) -> str:
+        """Thread stacks, then the log tail: for the message of a failed wait."""
+        self.dump_stacks()
+        return self.log_tail(chars)
 
     def log_tail(self, chars: int = 3000) -> str:
         """The end of the process log, prefixed by a newline (for assertion messages)."""
@@ -244,8 +256,18 @@ class ServiceProcess:
         totals = last.get("totals") if last else None
         source = {k: v for k, v in ((last or {}).get("source") or {}).items() if k != "lag"}
         raise AssertionError(
-            f"{what} not reached in {timeout_s}s; totals={totals}; source={source}{self.log_tail()}"
+            f"{what} not reached in {timeout_s}s; totals={totals}; source={source}{self.diagnose()}"
         )
+
+
+def _stack_dump_hook(workdir: Path) -> Path:
+    """A ``sitecustomize`` that makes SIGUSR1 dump all thread stacks (test diagnostics only)."""
+    hooks = workdir / "_hooks"
+    hooks.mkdir(exist_ok=True)
+    (hooks / "sitecustomize.py").write_text(
+        "import faulthandler, signal\nfaulthandler.register(signal.SIGUSR1, all_threads=True)\n"
+    )
+    return hooks
 
 
 def accounted(totals: Mapping[str, Any]) -> int:
