@@ -264,9 +264,26 @@ class KafkaSource:
         self._closed = True
         try:
             self._consumer.close(autocommit=False, timeout_ms=self.config.request_timeout_ms)
+        except KafkaError as exc:
+            log.warning("consumer close failed (%s); connections dropped", type(exc).__name__)
         finally:
-            if self._producer is not None:
-                self._producer.close(timeout=self.config.request_timeout_ms / 1000)
+            self._close_producer()
+
+    def _close_producer(self) -> None:
+        """Close the DLQ producer; if the broker is gone, drop its unsent batches rather than
+        leave a sender thread retrying them forever (they were never acknowledged, so the
+        offsets behind them were never committed and the messages will be redelivered)."""
+        if self._producer is None:
+            return
+        producer, self._producer = self._producer, None
+        try:
+            producer.close(timeout=self.config.request_timeout_ms / 1000)
+        except KafkaError as exc:
+            log.warning("DLQ producer close timed out (%s); closing now", type(exc).__name__)
+            try:
+                producer.close(timeout=0)
+            except KafkaError:
+                log.warning("DLQ producer could not close cleanly; abandoned")
 
 
 def _to_raw(record: Any) -> RawMessage:

@@ -39,18 +39,24 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
+from kafka.errors import KafkaError
 from prometheus_client import CollectorRegistry
 
-from consumers.base import RawMessage, Source
+from consumers.base import DeadLetter, RawMessage, Source
 from consumers.decoding import decode_batch
 from consumers.engine import PROCESSING_FAILED, Decoder, Engine
-from consumers.errors import ErrorCallback, default_on_error
+from consumers.errors import ErrorCallback, GoldwatchConsumerError, default_on_error
 from service.events import FieldMapping
 from service.pipeline import Pipeline, PipelineConfig
 from service.state import StateStore
 from service.telemetry import BatchCounts, Metrics, build_metrics
 
 log = logging.getLogger(__name__)
+
+
+class DeadLetterWriteAborted(GoldwatchConsumerError):
+    """The loop was stopped while dead letters could not be written; nothing was committed."""
+
 
 __all__ = ["PROCESSING_FAILED", "Decoder", "Report", "make_decoder", "replay", "run"]
 
@@ -136,8 +142,15 @@ def _commit_key(message: RawMessage) -> tuple[Any, ...]:
 class _Loop:
     """The state of one :func:`run`; every method runs on the consumer thread."""
 
-    def __init__(self, source: Source, engine: Engine, config: PipelineConfig) -> None:
+    def __init__(
+        self,
+        source: Source,
+        engine: Engine,
+        config: PipelineConfig,
+        stop_event: threading.Event | None = None,
+    ) -> None:
         self.source, self.engine, self.config = source, engine, config
+        self.stop_event = stop_event or threading.Event()
         self.tally = _Tally()
         self.pending: dict[tuple[Any, ...], RawMessage] = {}  # last message per partition/file
         self.pending_count = 0
@@ -153,12 +166,36 @@ class _Loop:
         """Process one polled batch end to end (metrics are updated once, by the engine)."""
         with self.engine.lock:  # dead letters durable before anyone can checkpoint the batch
             outcome = self.engine.process(messages, self.source.name)
-            self.source.dead_letter(outcome.dead)
+            self.write_dead_letters(outcome.dead)
         for message in messages:
             self.pending[_commit_key(message)] = message
         self.pending_count += len(messages)
         self.maybe_checkpoint()
         self.tally.add(outcome.counts, outcome.dropped)
+
+    def write_dead_letters(self, dead: list[DeadLetter]) -> None:
+        """Make ``dead`` durable, retrying in place with capped backoff while the destination
+        is down (a broker pause must not tear the consumer down). On stop, give up: the batch
+        is then neither checkpointed nor committed, and is redelivered after a restart.
+
+        :raises DeadLetterWriteAborted: stopped before the dead letters were written.
+        """
+        backoff = 0.5
+        while True:
+            try:
+                self.source.dead_letter(dead)
+                return
+            except (GoldwatchConsumerError, KafkaError, OSError) as exc:
+                if self.stop_event.is_set():
+                    raise DeadLetterWriteAborted("stopped while dead letters were pending") from exc
+                log.warning(
+                    "writing %d dead letters failed (%s); retrying in %.1f s",
+                    len(dead),
+                    type(exc).__name__,
+                    backoff,
+                )
+                self.stop_event.wait(backoff)
+                backoff = min(backoff * 2, 10.0)
 
     def maybe_checkpoint(self) -> None:
         elapsed = time.monotonic() - self.last_checkpoint
@@ -231,7 +268,7 @@ def run(
     if engine is None:
         decoder = decode or make_decoder(max_event_bytes=config.max_event_bytes)
         engine = Engine(pipeline, state, metrics, decoder, on_error)
-    loop = _Loop(source, engine, config)
+    loop = _Loop(source, engine, config, stop_event)
     try:
         loop.restore()
         while not stop_event.is_set():

@@ -473,3 +473,47 @@ def test_loop_over_a_real_broker_commits_everything_it_counted(
     assert kafka_broker.committed(topic, consumer_group) == kafka_broker.end_offsets(topic)
     assert (registry.get_sample_value("goldwatch_commits_total") or 0) >= 1
     assert (registry.get_sample_value("goldwatch_rebalances_total") or 0) >= 1
+
+
+class FlakyDeadLetters(FakeSource):
+    """Its dead-letter destination fails ``failures`` times (a paused broker), then works."""
+
+    def __init__(self, batches: list[list[RawMessage]], failures: int) -> None:
+        super().__init__(batches)
+        self.failures = failures
+
+    def dead_letter(self, letters: Sequence[DeadLetter]) -> None:
+        if letters and self.failures > 0:
+            self.failures -= 1
+            self.calls.append("dead_letter_failed")
+            raise OSError("destination unavailable")
+        super().dead_letter(letters)
+
+
+def test_dead_letters_are_retried_in_place_until_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threading.Event, "wait", lambda self, timeout=None: self.is_set())
+    source = FlakyDeadLetters([kafka_messages([event(1), b"not json", event(2)])], failures=2)
+    _, metrics = fresh_metrics()
+    report = run(source, pipeline(), StateStore.in_memory(), metrics, threading.Event(),
+                 config=PipelineConfig(commit_interval_s=0), until_eof=True)  # fmt: skip
+    assert source.calls.count("dead_letter_failed") == 2
+    assert [d.reason for d in source.dead] == ["not_json"]
+    assert (report.processed, report.dead_lettered_total) == (2, 1)
+    # the loop commits the last message of each partition (offset 2 here: all three done)
+    assert [m.origin.offset for m in source.committed] == [2] and not source.failed
+
+
+def test_stop_while_dead_letters_fail_commits_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    stop = threading.Event()
+
+    def wait(self: threading.Event, timeout: float | None = None) -> bool:
+        stop.set()  # the operator stops the service during the outage
+        return True
+
+    monkeypatch.setattr(threading.Event, "wait", wait)
+    source = FlakyDeadLetters([kafka_messages([b"not json"])], failures=10**6)
+    _, metrics = fresh_metrics()
+    with pytest.raises(Exception, match="stopped while dead letters were pending"):
+        run(source, pipeline(), StateStore.in_memory(), metrics, stop,
+            config=PipelineConfig(commit_interval_s=0))  # fmt: skip
+    assert source.committed == [] and source.failed and source.closed
