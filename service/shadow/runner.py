@@ -1,0 +1,575 @@
+"""Run candidate retrievers on live questions in background threads, never on the live path.
+
+:meth:`ShadowRunner.offer` decides per candidate, in O(1) and without blocking, whether an
+event is shadow-run; the first gate that refuses names the skip reason:
+
+1. ``filtered`` — the event's language (annotation), channel or user role is not in the
+   candidate's filter (an empty filter admits all; a missing value fails a non-empty one);
+2. ``not_sampled`` — ``h(salt, event_id) >= sample_rate``, ``h`` = the first 8 bytes of
+   BLAKE2b as a fraction of 2^64: deterministic, so a replay samples the same events, and
+   shared by all candidates, so their samples are paired;
+3. ``no_production`` — the event carries no production ranking (``require_production``);
+4. ``breaker_open`` — the candidate's circuit breaker refuses (:mod:`.breaker`);
+5. ``rate_limited`` — its token bucket (``max_rps``) is empty;
+6. ``queue_full`` — its bounded queue (``queue_size``) is full.
+
+Each candidate has its own queue and ``max_concurrency`` worker threads, so a dead candidate
+fills only its own queue. A worker calls ``retriever.search(question, k)``, retrying
+``timeout``/``http_error`` failures up to ``retries`` times after a jittered backoff
+(uniform in ``[b/2, b]``, ``b = backoff_s · 2^n``) that must fit in the remaining budget.
+
+**Timeouts.** Python threads cannot be killed. Each call has a deadline (``timeout_s`` after
+it starts, retries included); a watchdog thread checks deadlines every ``tick``
+(``timeout_s / 10``, within 5–100 ms) and *abandons* a late call: it records the result as
+``timeout``, tells the breaker, and starts a replacement worker so capacity is kept. The
+abandoned thread runs on; when its call returns, its result is discarded and the thread
+rejoins the pool if it is short of workers, or exits. Threads per candidate are bounded by
+``max_concurrency + max_abandoned``: once ``max_abandoned`` calls hang, no replacement is
+started, the queue fills and the breaker opens. Give remote retrievers their own client
+timeout (``RetrieverConfig.timeout_s`` ≤ ``timeout_s``, ``retries: 0``) so abandoned
+threads come back. (A ``future.result(timeout)`` guard would bound the wait the same way
+but costs a thread hand-off per call; the watchdog keeps the happy path a direct call.)
+
+Results (:class:`ShadowResult`) go to a bounded buffer that the live path empties with
+:meth:`ShadowRunner.drain`; when it is full the oldest result is dropped and counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from service.events import QueryLogEvent
+from service.retrievers.base import Retriever, RetrieverError
+from service.shadow.agreement import Agreement, compare, unique
+from service.shadow.breaker import CircuitBreaker, TokenBucket
+
+__all__ = [
+    "ERROR_REASONS",
+    "SKIP_REASONS",
+    "CandidateConfig",
+    "ShadowConfig",
+    "ShadowResult",
+    "ShadowRunner",
+    "classify_error",
+    "production_ranking",
+    "sample_fraction",
+]
+
+SKIP_REASONS = (
+    "filtered", "not_sampled", "no_production", "breaker_open", "rate_limited", "queue_full",
+)  # fmt: skip
+ERROR_REASONS = ("timeout", "http_error", "bad_response", "exception")
+_RETRIED = frozenset({"timeout", "http_error"})
+_NAME = r"^[A-Za-z0-9_.\-]+$"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CandidateConfig(_Frozen):
+    """One candidate retriever shadow-run on live traffic.
+
+    Attributes:
+        name: the candidate's name (reports, metric label ``retriever``).
+        retriever: the retriever to run (a ``RetrieverConfig`` name or built-in); default
+            ``name``.
+        k: passages asked for; agreement is measured at ``min(k, production depth)``.
+        sample_rate: share of events run, in [0, 1] (deterministic per ``event_id``).
+        timeout_s: deadline of one shadow call in seconds, retries included.
+        max_concurrency: worker threads (parallel calls).
+        max_abandoned: hung calls tolerated before capacity shrinks (threads stay bounded by
+            ``max_concurrency + max_abandoned``).
+        queue_size: events waiting for a worker; more are skipped as ``queue_full``.
+        max_rps: calls per second admitted (token bucket), ``None``: unlimited.
+        burst: token-bucket size; default one second's worth.
+        languages, channels, roles: run only on these (empty: all).
+        retries: retries of ``timeout``/``http_error`` failures within ``timeout_s``.
+        backoff_s: first retry backoff in seconds (doubles, jittered).
+        failure_threshold, cooldown_s, half_open_probes: the circuit breaker (N, seconds, M).
+    """
+
+    name: str = Field(min_length=1, max_length=64, pattern=_NAME)
+    retriever: str | None = Field(default=None, min_length=1, max_length=64, pattern=_NAME)
+    k: int = Field(default=10, ge=1, le=1_000)
+    sample_rate: float = Field(default=1.0, ge=0, le=1)
+    timeout_s: float = Field(default=2.0, gt=0, le=300)
+    max_concurrency: int = Field(default=2, ge=1, le=64)
+    max_abandoned: int = Field(default=4, ge=0, le=256)
+    queue_size: int = Field(default=1_000, ge=1, le=1_000_000)
+    max_rps: float | None = Field(default=None, gt=0)
+    burst: float | None = Field(default=None, ge=1)
+    languages: frozenset[str] = frozenset()
+    channels: frozenset[str] = frozenset()
+    roles: frozenset[str] = frozenset()
+    retries: int = Field(default=0, ge=0, le=5)
+    backoff_s: float = Field(default=0.05, ge=0, le=10)
+    failure_threshold: int = Field(default=5, ge=1, le=10_000)
+    cooldown_s: float = Field(default=30.0, gt=0, le=86_400)
+    half_open_probes: int = Field(default=1, ge=1, le=100)
+
+    @property
+    def retriever_name(self) -> str:
+        """The retriever this candidate runs."""
+        return self.retriever or self.name
+
+
+class ShadowConfig(_Frozen):
+    """Shadow evaluation (no candidates: off).
+
+    Attributes:
+        candidates: the candidates, unique names.
+        rbo_p: RBO persistence ``p`` in (0, 1).
+        sample_salt: mixed into the sampling hash (change it to draw another sample).
+        require_production: skip events without a production ranking (nothing to compare).
+        max_results: finished results buffered until drained; beyond, the oldest is dropped.
+        max_disagreements: lowest-RBO events kept per candidate in the report.
+        max_label_values: languages/topics broken down per candidate (the rest: ``other``).
+    """
+
+    candidates: tuple[CandidateConfig, ...] = ()
+    rbo_p: float = Field(default=0.9, gt=0, lt=1)
+    sample_salt: str = Field(default="", max_length=256)
+    require_production: bool = True
+    max_results: int = Field(default=10_000, ge=1, le=10_000_000)
+    max_disagreements: int = Field(default=20, ge=0, le=10_000)
+    max_label_values: int = Field(default=32, ge=1, le=1_000)
+
+    @field_validator("candidates")
+    @classmethod
+    def _unique(cls, value: tuple[CandidateConfig, ...]) -> tuple[CandidateConfig, ...]:
+        names = [c.name for c in value]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate shadow candidate names: {', '.join(dupes)}")
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class ShadowResult:
+    """One finished shadow call.
+
+    Attributes:
+        candidate: candidate name.
+        event_id, timestamp, question: from the event (the question as the pipeline holds
+            it, i.e. after PII scrubbing).
+        language, topic, channel, role: breakdown labels (``None`` when unknown).
+        production: production's ranking (passage ids, best first), from the event.
+        ranking: the candidate's ranking; ``()`` on error.
+        agreement: measures at ``min(k, len(production))``; ``None`` on error or when
+            production returned nothing.
+        latency_s: call duration in seconds, retries included (≈ ``timeout_s`` on timeout).
+        queue_s: seconds the event waited in the queue.
+        attempts: calls made (1 + retries used; 0 when abandoned before any returned).
+        error: ``None`` or one of :data:`ERROR_REASONS`.
+    """
+
+    candidate: str
+    event_id: str
+    timestamp: datetime
+    question: str
+    language: str | None
+    topic: str | None
+    channel: str | None
+    role: str | None
+    production: tuple[str, ...]
+    ranking: tuple[str, ...]
+    agreement: Agreement | None
+    latency_s: float
+    queue_s: float
+    attempts: int
+    error: str | None
+
+
+def sample_fraction(event_id: str, salt: str = "") -> float:
+    """Return the event's sampling draw in [0, 1): BLAKE2b-64 of ``salt\\0event_id`` / 2^64.
+
+    >>> sample_fraction("e-1") == sample_fraction("e-1") != sample_fraction("e-2")
+    True
+    """
+    digest = hashlib.blake2b(f"{salt}\0{event_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+def production_ranking(event: QueryLogEvent) -> tuple[str, ...]:
+    """Return production's passage ids, best first: by ``rank`` when every result has one,
+    else by ``score`` descending when every result has one, else in logged order; repeated
+    ids keep their best place."""
+    results = event.retrieval.results if event.retrieval is not None else ()
+    ordered = list(results)
+    if all(r.rank is not None for r in ordered):
+        ordered.sort(key=lambda r: r.rank or 0)
+    elif all(r.score is not None for r in ordered):
+        ordered.sort(key=lambda r: -(r.score or 0.0))
+    return tuple(unique([r.id for r in ordered]))
+
+
+class _BadResponse(Exception):
+    """The retriever returned something that is not a list of scored passages."""
+
+
+def classify_error(exc: BaseException) -> str:
+    """Map a failure to one of :data:`ERROR_REASONS` (never reads the question).
+
+    ``RetrieverError`` messages from :mod:`service.retrievers.http` name the cause: "timed
+    out" → ``timeout``; "bad response"/"larger than" → ``bad_response``; anything else it
+    reports (transport error, HTTP status) → ``http_error``. Other exceptions: ``exception``.
+    """
+    if isinstance(exc, TimeoutError):
+        return "timeout"
+    if isinstance(exc, _BadResponse):
+        return "bad_response"
+    if isinstance(exc, RetrieverError):
+        message = str(exc)
+        if "timed out" in message:
+            return "timeout"
+        if "bad response" in message or "larger than" in message:
+            return "bad_response"
+        return "http_error"
+    return "exception"
+
+
+def _ids(docs: Any) -> tuple[str, ...]:
+    if not isinstance(docs, list | tuple):
+        raise _BadResponse("not a list")
+    try:
+        return tuple(unique([str(doc.doc_id) for doc in docs]))
+    except AttributeError:
+        raise _BadResponse("an item has no doc_id") from None
+
+
+@dataclass(eq=False, slots=True)
+class _Job:
+    event: QueryLogEvent
+    language: str | None
+    topic: str | None
+    enqueued: float
+
+
+@dataclass(eq=False, slots=True)
+class _Ticket:
+    job: _Job
+    started: float
+    deadline: float
+    attempts: int = 0
+    state: str = "running"  # running → done | abandoned
+
+
+@dataclass(eq=False)
+class _Lane:
+    """One candidate's queue, workers and admission control (all fields under ``lock``)."""
+
+    config: CandidateConfig
+    retriever: Retriever
+    breaker: CircuitBreaker
+    bucket: TokenBucket | None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    jobs: deque[_Job] = field(default_factory=deque)
+    inflight: set[_Ticket] = field(default_factory=set)
+    threads: list[threading.Thread] = field(default_factory=list)
+    live: int = 0
+    zombies: int = 0
+    abandoned_total: int = 0
+    stopping: bool = False
+
+    def __post_init__(self) -> None:
+        self.ready = threading.Condition(self.lock)
+
+    def put(self, job: _Job) -> bool:
+        with self.lock:
+            if self.stopping or len(self.jobs) >= self.config.queue_size:
+                return False
+            self.jobs.append(job)
+            self.ready.notify()
+            return True
+
+    def take(self, now: Callable[[], float]) -> _Ticket | None:
+        with self.lock:
+            while not self.jobs and not self.stopping:
+                self.ready.wait()
+            if self.stopping:
+                return None
+            start = now()
+            ticket = _Ticket(self.jobs.popleft(), start, start + self.config.timeout_s)
+            self.inflight.add(ticket)
+            return ticket
+
+    def finish(self, ticket: _Ticket) -> bool:
+        """Mark a returned call done (True), or see that it was abandoned (False)."""
+        with self.lock:
+            if ticket.state == "running":
+                ticket.state = "done"
+                self.inflight.discard(ticket)
+                return True
+            self.zombies -= 1
+            return False
+
+    def rejoin(self) -> bool:
+        with self.lock:
+            if self.stopping or self.live >= self.config.max_concurrency:
+                return False
+            self.live += 1
+            return True
+
+    def expire(self, now: float) -> list[_Ticket]:
+        with self.lock:
+            late = [t for t in self.inflight if t.deadline <= now]
+            for ticket in late:
+                ticket.state = "abandoned"
+                self.inflight.discard(ticket)
+            self.live -= len(late)
+            self.zombies += len(late)
+            self.abandoned_total += len(late)
+            return late
+
+    def vacancies(self) -> int:
+        """Reserve and return the worker threads to start now."""
+        cap = self.config.max_concurrency + self.config.max_abandoned
+        with self.lock:
+            wanted = 0
+            while (
+                not self.stopping
+                and self.live < self.config.max_concurrency
+                and self.live + self.zombies < cap
+            ):
+                self.live += 1
+                wanted += 1
+            return wanted
+
+
+Outcome = tuple[tuple[str, ...], str | None]
+
+
+class ShadowRunner:
+    """Shadow-run candidates on offered events, in background worker threads.
+
+    Workers start at construction; call :meth:`close` (or use ``with``) to stop them.
+
+    Args:
+        config: the shadow section.
+        retrievers: ``{retriever name: Retriever}`` covering every candidate's
+            :attr:`CandidateConfig.retriever_name` (e.g. from ``build_retrievers``).
+        clock: monotonic seconds, for deadlines, breakers and buckets.
+
+    Raises:
+        KeyError: a candidate's retriever is missing from ``retrievers``.
+
+    Thread safety: :meth:`offer`/:meth:`submit` and :meth:`drain` may be called from any
+    thread; neither waits for a candidate.
+    """
+
+    def __init__(
+        self,
+        config: ShadowConfig,
+        retrievers: Mapping[str, Retriever],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self._clock = clock
+        self._lanes: dict[str, _Lane] = {}
+        for c in config.candidates:
+            if c.retriever_name not in retrievers:
+                raise KeyError(f"shadow candidate {c.name!r}: no retriever {c.retriever_name!r}")
+            breaker = CircuitBreaker(c.failure_threshold, c.cooldown_s, c.half_open_probes, clock)
+            bucket = TokenBucket(c.max_rps, c.burst, clock) if c.max_rps is not None else None
+            self._lanes[c.name] = _Lane(c, retrievers[c.retriever_name], breaker, bucket)
+        self._results: deque[ShadowResult] = deque()
+        self._results_lock = threading.Lock()
+        self.results_dropped = 0
+        self._stop = threading.Event()
+        timeouts = [c.timeout_s for c in config.candidates] or [1.0]
+        self.tick_s = min(0.1, max(0.005, min(timeouts) / 10))
+        for lane in self._lanes.values():
+            self._staff(lane)
+        self._watchdog = threading.Thread(target=self._watch, name="shadow-watchdog", daemon=True)
+        self._watchdog.start()
+
+    @property
+    def candidates(self) -> tuple[str, ...]:
+        """The candidate names, in configuration order."""
+        return tuple(self._lanes)
+
+    def __enter__(self) -> ShadowRunner:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def offer(self, event: QueryLogEvent, annotations: Mapping[str, Any]) -> dict[str, str]:
+        """Queue ``event`` for each candidate that admits it; never blocks.
+
+        Returns:
+            ``{candidate: "queued" | skip reason}`` (reasons: :data:`SKIP_REASONS`).
+        """
+        language, topic = annotations.get("language"), annotations.get("topic")
+        role = event.user.role if event.user is not None else None
+        draw = sample_fraction(event.event_id, self.config.sample_salt)
+        has_production = event.retrieval is not None and bool(event.retrieval.results)
+        outcomes: dict[str, str] = {}
+        for name, lane in self._lanes.items():
+            c = lane.config
+            if (
+                (c.languages and language not in c.languages)
+                or (c.channels and event.channel not in c.channels)
+                or (c.roles and role not in c.roles)
+            ):
+                outcomes[name] = "filtered"
+            elif draw >= c.sample_rate:
+                outcomes[name] = "not_sampled"
+            elif self.config.require_production and not has_production:
+                outcomes[name] = "no_production"
+            elif not lane.breaker.allow():
+                outcomes[name] = "breaker_open"
+            elif lane.bucket is not None and not lane.bucket.try_take():
+                lane.breaker.release()
+                outcomes[name] = "rate_limited"
+            elif not lane.put(_Job(event, _label(language), _label(topic), self._clock())):
+                lane.breaker.release()
+                outcomes[name] = "queue_full"
+            else:
+                outcomes[name] = "queued"
+        return outcomes
+
+    def submit(self, event: QueryLogEvent, annotations: Mapping[str, Any]) -> bool:
+        """Like :meth:`offer`; returns whether any candidate queued the event."""
+        return "queued" in self.offer(event, annotations).values()
+
+    def drain(self) -> list[ShadowResult]:
+        """Return and clear the finished results, oldest first."""
+        with self._results_lock:
+            results = list(self._results)
+            self._results.clear()
+        return results
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        """Return per candidate: ``queue_depth``, ``workers``, ``abandoned_running``,
+        ``abandoned_total``, ``breaker_state``, ``breaker_opened_total``."""
+        out: dict[str, dict[str, Any]] = {}
+        for name, lane in self._lanes.items():
+            with lane.lock:
+                row = {
+                    "queue_depth": len(lane.jobs),
+                    "workers": lane.live,
+                    "abandoned_running": lane.zombies,
+                    "abandoned_total": lane.abandoned_total,
+                }
+            row["breaker_state"] = lane.breaker.state
+            row["breaker_opened_total"] = lane.breaker.opened_total
+            out[name] = row
+        return out
+
+    def close(self, timeout: float = 5.0) -> bool:
+        """Stop the workers, dropping queued events; wait up to ``timeout`` seconds.
+
+        Returns:
+            True when every worker except abandoned (hung) ones has exited. Threads are
+            daemons: a hung call never blocks interpreter exit.
+        """
+        deadline = time.monotonic() + timeout
+        self._stop.set()
+        for lane in self._lanes.values():
+            with lane.lock:
+                lane.stopping = True
+                lane.jobs.clear()
+                lane.ready.notify_all()
+        self._watchdog.join(max(0.0, deadline - time.monotonic()))
+        clean = True
+        for lane in self._lanes.values():
+            for thread in lane.threads:
+                thread.join(max(0.0, deadline - time.monotonic()))
+            alive = sum(thread.is_alive() for thread in lane.threads)
+            clean = clean and alive <= lane.zombies
+        return clean
+
+    def _staff(self, lane: _Lane) -> None:
+        for _ in range(lane.vacancies()):
+            number = len(lane.threads)
+            thread = threading.Thread(
+                target=self._work, args=(lane,), name=f"shadow-{lane.config.name}-{number}"
+            )
+            thread.daemon = True
+            lane.threads = [t for t in lane.threads if t.is_alive()] + [thread]
+            thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.tick_s):
+            now = self._clock()
+            for lane in self._lanes.values():
+                for ticket in lane.expire(now):
+                    self._record(lane, ticket, ((), "timeout"), now)
+                self._staff(lane)
+
+    def _work(self, lane: _Lane) -> None:
+        while True:
+            ticket = lane.take(self._clock)
+            if ticket is None:
+                return
+            outcome = self._call(lane, ticket)
+            if lane.finish(ticket):
+                self._record(lane, ticket, outcome, self._clock())
+            elif not lane.rejoin():
+                return
+
+    def _call(self, lane: _Lane, ticket: _Ticket) -> Outcome:
+        c = lane.config
+        while True:
+            ticket.attempts += 1
+            try:
+                return _ids(lane.retriever.search(ticket.job.event.question, c.k)), None
+            except Exception as exc:  # a candidate's failure must never escape a worker
+                reason = classify_error(exc)
+            delay = random.uniform(0.5, 1.0) * c.backoff_s * 2 ** (ticket.attempts - 1)
+            budget = ticket.deadline - self._clock()
+            if reason not in _RETRIED or ticket.attempts > c.retries or delay >= budget:
+                return (), reason
+            time.sleep(delay)
+
+    def _record(self, lane: _Lane, ticket: _Ticket, outcome: Outcome, now: float) -> None:
+        ranking, error = outcome
+        if error is None:
+            lane.breaker.record_success()
+        else:
+            lane.breaker.record_failure()
+        job, event = ticket.job, ticket.job.event
+        production = production_ranking(event)
+        agreement = None
+        if error is None and production:
+            cited = event.answer.citations if event.answer is not None else ()
+            depth = min(lane.config.k, len(production))
+            agreement = compare(production, ranking, depth, p=self.config.rbo_p, cited=cited)
+        result = ShadowResult(
+            candidate=lane.config.name,
+            event_id=event.event_id,
+            timestamp=event.timestamp,
+            question=event.question,
+            language=job.language,
+            topic=job.topic,
+            channel=event.channel,
+            role=event.user.role if event.user is not None else None,
+            production=production,
+            ranking=ranking,
+            agreement=agreement,
+            latency_s=max(0.0, now - ticket.started),
+            queue_s=max(0.0, ticket.started - job.enqueued),
+            attempts=ticket.attempts,
+            error=error,
+        )
+        with self._results_lock:
+            if len(self._results) >= self.config.max_results:
+                self._results.popleft()
+                self.results_dropped += 1
+            self._results.append(result)
+
+
+def _label(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
