@@ -1,0 +1,282 @@
+"""The shadow stage: offer each event to the candidates, then aggregate finished results.
+
+Per batch, :meth:`ShadowStage.process` offers every event (with its ``language``/``topic``
+annotations) to the :class:`~service.shadow.runner.ShadowRunner` — O(1) per event and
+candidate, never waiting — writes ``annotations[i]["shadow"] = {candidate: outcome}``
+(``"queued"`` or a skip reason), then drains the results finished since the last batch
+(from earlier events: shadow calls are asynchronous) into per-candidate aggregates:
+
+* counters: ``offered``, ``queued``, ``skipped`` by reason, ``completed`` (answered),
+  ``errors`` by reason;
+* latency: count, sum and max in seconds (means in the report, values for histograms);
+* agreement means of ``overlap``, ``jaccard``, ``rbo``, ``kendall_tau``, ``top1`` (as 0/1)
+  and ``citation_recall``, each over the results where it is defined (``counts``);
+* the same means per language and per topic (at most ``max_label_values`` each; the rest
+  are merged under ``other``, a missing label is ``unknown``);
+* ``disagreements``: the ``max_disagreements`` results with the lowest RBO, with both
+  rankings, the question (PII-scrubbed upstream), event id and timestamp.
+
+:meth:`ShadowStage.pending_observations` hands the telemetry layer what happened since its
+last call (counter increments, latency and agreement values for histograms, runner gauges),
+so Prometheus metrics are fed per batch without this module importing prometheus_client.
+
+Persistence: the aggregates (not the queues, not in-flight calls) are the stage snapshot, so
+means and disagreements survive a restart; results in flight at a stop are lost, which only
+thins the sample. Candidates no longer configured are dropped on restore.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from service.pipeline import Batch
+from service.shadow.runner import SKIP_REASONS, ShadowResult, ShadowRunner
+
+__all__ = ["METRICS", "ShadowStage"]
+
+#: Agreement measures aggregated, in report order.
+METRICS: tuple[str, ...] = ("overlap", "jaccard", "rbo", "kendall_tau", "top1", "citation_recall")
+_VERSION = 1
+
+
+class _Means:
+    """Running sums and counts of each agreement measure (JSON round-trip via ``state``)."""
+
+    def __init__(self, state: Mapping[str, list[float]] | None = None) -> None:
+        self.sums = {m: list(state.get(m, [0.0, 0])) if state else [0.0, 0] for m in METRICS}
+
+    def add(self, values: Mapping[str, Any]) -> None:
+        for metric in METRICS:
+            value = values.get(metric)
+            if value is not None:
+                self.sums[metric][0] += float(value)
+                self.sums[metric][1] += 1
+
+    def means(self) -> dict[str, float | None]:
+        return {m: (s / n if n else None) for m, (s, n) in self.sums.items()}
+
+    def counts(self) -> dict[str, int]:
+        return {m: int(n) for m, (_, n) in self.sums.items()}
+
+
+class _Candidate:
+    """Everything aggregated for one candidate."""
+
+    def __init__(self, max_labels: int, max_disagreements: int) -> None:
+        self.max_labels, self.max_disagreements = max_labels, max_disagreements
+        self.offers: Counter[str] = Counter()
+        self.errors: Counter[str] = Counter()
+        self.completed = 0
+        self.latency = [0, 0.0, 0.0]  # count, sum, max (seconds)
+        self.means = _Means()
+        self.by: dict[str, dict[str, _Means]] = {"language": {}, "topic": {}}
+        self.worst: list[tuple[float, int, dict[str, Any]]] = []  # max-heap on rbo via -rbo
+        self._seq = itertools.count()
+
+    def add(self, result: ShadowResult) -> dict[str, Any] | None:
+        """Fold one result in; return its agreement values (``None`` on error)."""
+        self.latency[0] += 1
+        self.latency[1] += result.latency_s
+        self.latency[2] = max(self.latency[2], result.latency_s)
+        if result.error is not None:
+            self.errors[result.error] += 1
+            return None
+        self.completed += 1
+        if result.agreement is None:
+            return None
+        values = result.agreement.as_dict()
+        self.means.add(values)
+        for dimension, label in (("language", result.language), ("topic", result.topic)):
+            self._bucket(dimension, label).add(values)
+        if values["rbo"] is not None and self.max_disagreements:
+            self._keep(_disagreement(result, values))
+        return values
+
+    def _bucket(self, dimension: str, label: str | None) -> _Means:
+        table = self.by[dimension]
+        key = label or "unknown"
+        if key not in table and len(table) >= self.max_labels - 1:
+            key = "other"  # one slot stays free for "other"
+        return table.setdefault(key, _Means())
+
+    def _keep(self, row: dict[str, Any]) -> None:
+        heapq.heappush(self.worst, (-row["rbo"], next(self._seq), row))
+        if len(self.worst) > self.max_disagreements:
+            heapq.heappop(self.worst)  # drops the highest RBO
+
+    def report(self) -> dict[str, Any]:
+        count, total, peak = self.latency
+        skipped = {r: self.offers[r] for r in SKIP_REASONS if self.offers[r]}
+        rows = sorted((row for _, _, row in self.worst), key=lambda r: (r["rbo"], r["event_id"]))
+        return {
+            "offered": sum(self.offers.values()),
+            "queued": self.offers["queued"],
+            "skipped": skipped,
+            "completed": self.completed,
+            "errors": dict(self.errors),
+            "latency_seconds": {
+                "count": count,
+                "mean": total / count if count else None,
+                "max": peak if count else None,
+            },
+            "agreement": self.means.means(),
+            "counts": self.means.counts(),
+            "by_language": _table(self.by["language"]),
+            "by_topic": _table(self.by["topic"]),
+            "disagreements": rows,
+        }
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "offers": dict(self.offers),
+            "errors": dict(self.errors),
+            "completed": self.completed,
+            "latency": self.latency,
+            "means": self.means.sums,
+            "by": {d: {k: m.sums for k, m in t.items()} for d, t in self.by.items()},
+            "worst": [row for _, _, row in self.worst],
+        }
+
+    def load(self, state: Mapping[str, Any]) -> None:
+        self.offers.update(state.get("offers", {}))
+        self.errors.update(state.get("errors", {}))
+        self.completed = int(state.get("completed", 0))
+        self.latency = list(state.get("latency", self.latency))
+        self.means = _Means(state.get("means"))
+        for dimension, table in state.get("by", {}).items():
+            self.by[dimension] = {k: _Means(v) for k, v in table.items()}
+        for row in state.get("worst", []):
+            self._keep(row)
+
+
+def _table(table: Mapping[str, _Means]) -> dict[str, dict[str, Any]]:
+    return {
+        label: {"n": means.counts()["rbo"], **means.means()}
+        for label, means in sorted(table.items())
+    }
+
+
+def _disagreement(result: ShadowResult, values: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "event_id": result.event_id,
+        "timestamp": result.timestamp.isoformat(),
+        "question": result.question,
+        "language": result.language,
+        "topic": result.topic,
+        "rbo": values["rbo"],
+        "overlap": values["overlap"],
+        "production": list(result.production),
+        "candidate": list(result.ranking),
+    }
+
+
+class ShadowStage:
+    """Pipeline stage feeding a :class:`ShadowRunner` and aggregating its results.
+
+    Args:
+        runner: the running shadow runner (its lifecycle belongs to the caller: call
+            ``runner.close()`` at shutdown).
+
+    The configuration's ``max_disagreements`` and ``max_label_values`` bound the report.
+    """
+
+    name = "shadow"
+
+    def __init__(self, runner: ShadowRunner) -> None:
+        self.runner = runner
+        config = runner.config
+        self._candidates = {
+            name: _Candidate(config.max_label_values, config.max_disagreements)
+            for name in runner.candidates
+        }
+        self._pending = self._empty_pending()
+        self._dropped_seen = 0
+
+    def _empty_pending(self) -> dict[str, Any]:
+        names = self._candidates
+        return {
+            "offers": {name: Counter() for name in names},
+            "completed": dict.fromkeys(names, 0),
+            "errors": {name: Counter() for name in names},
+            "latency_seconds": {name: [] for name in names},
+            "agreement": {name: {m: [] for m in METRICS} for name in names},
+        }
+
+    def process(self, batch: Batch) -> None:
+        """Offer every event of ``batch``, then fold in the results finished so far."""
+        offers = self._pending["offers"]
+        for event, notes in zip(batch.events, batch.annotations, strict=True):
+            outcomes = self.runner.offer(event, notes)
+            notes["shadow"] = outcomes
+            for name, outcome in outcomes.items():
+                self._candidates[name].offers[outcome] += 1
+                offers[name][outcome] += 1
+        self.collect()
+
+    def collect(self) -> int:
+        """Fold in the results finished since the last call; return how many."""
+        results = self.runner.drain()
+        pending = self._pending
+        for result in results:
+            name = result.candidate
+            values = self._candidates[name].add(result)
+            pending["latency_seconds"][name].append(result.latency_s)
+            if result.error is not None:
+                pending["errors"][name][result.error] += 1
+                continue
+            pending["completed"][name] += 1
+            for metric, value in (values or {}).items():
+                if metric in METRICS and value is not None:
+                    pending["agreement"][name][metric].append(float(value))
+        return len(results)
+
+    def pending_observations(self) -> dict[str, Any]:
+        """Return and clear what happened since the last call, for the telemetry layer.
+
+        Returns:
+            ``{"offers": {cand: {outcome: n}}, "completed": {cand: n},
+            "errors": {cand: {reason: n}}, "latency_seconds": {cand: [s, ...]},
+            "agreement": {cand: {metric: [value, ...]}}, "results_dropped": n,
+            "runner": ShadowRunner.stats()}`` — counts are increments, lists are values to
+            observe, ``runner`` holds gauges (queue depth, workers, breaker state).
+        """
+        pending = self._pending
+        self._pending = self._empty_pending()
+        dropped = self.runner.results_dropped
+        pending["results_dropped"] = dropped - self._dropped_seen
+        self._dropped_seen = dropped
+        pending["offers"] = {name: dict(c) for name, c in pending["offers"].items()}
+        pending["errors"] = {name: dict(c) for name, c in pending["errors"].items()}
+        pending["runner"] = self.runner.stats()
+        return pending
+
+    def report(self) -> dict[str, Any]:
+        """Return the aggregates as JSON-able data (shape in the module docstring)."""
+        stats = self.runner.stats()
+        candidates = {}
+        for name, aggregate in self._candidates.items():
+            candidates[name] = {**aggregate.report(), "runner": stats.get(name, {})}
+        return {
+            "rbo_p": self.runner.config.rbo_p,
+            "results_dropped": self.runner.results_dropped,
+            "candidates": candidates,
+        }
+
+    def state_snapshot(self) -> Any:
+        """Return the aggregates of every candidate (JSON-able)."""
+        return {
+            "version": _VERSION,
+            "candidates": {name: agg.state() for name, agg in self._candidates.items()},
+        }
+
+    def restore(self, state: Any) -> None:
+        """Load aggregates saved by :meth:`state_snapshot`; other versions are ignored."""
+        if not isinstance(state, Mapping) or state.get("version") != _VERSION:
+            return
+        for name, saved in state.get("candidates", {}).items():
+            if name in self._candidates:
+                self._candidates[name].load(saved)

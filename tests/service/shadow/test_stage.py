@@ -1,0 +1,146 @@
+"""ShadowStage: annotations, aggregates, bounded breakdowns and disagreements, persistence."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from service.pipeline import Batch, Pipeline, Stage
+from service.records import ScoredDoc
+from service.shadow.runner import CandidateConfig, ShadowConfig, ShadowRunner
+from service.shadow.stage import METRICS, ShadowStage
+from tests.service.shadow.shadow_fakes import PRODUCTION, Fixed, Switch, docs, make_event, wait_for
+
+
+class Rotating(Fixed):
+    """Rotates production's ranking by the question's number mod 5 (varying agreement)."""
+
+    def search(self, question: str, k: int) -> list[ScoredDoc]:
+        shift = int(question.split()[2].rstrip("?")) % 5
+        return docs((PRODUCTION[shift:] + PRODUCTION[:shift])[:k])
+
+
+def build(max_disagreements: int = 3, max_label_values: int = 3, **more: Any) -> ShadowStage:
+    config = ShadowConfig(
+        candidates=(CandidateConfig(name="same"), CandidateConfig(name="rot", **more)),
+        max_disagreements=max_disagreements,
+        max_label_values=max_label_values,
+    )
+    return ShadowStage(ShadowRunner(config, {"same": Fixed(), "rot": Rotating()}))
+
+
+def run_batch(stage: ShadowStage, n: int, languages: Sequence[str] = ("en",)) -> Batch:
+    batch = Batch.of([make_event(i) for i in range(n)], source="test")
+    for i, notes in enumerate(batch.annotations):
+        notes["language"] = languages[i % len(languages)]
+        notes["topic"] = "fees"
+    stage.process(batch)
+    return batch
+
+
+def settle(stage: ShadowStage, expected: int) -> None:
+    done = [0]
+
+    def finished() -> bool:
+        done[0] += stage.collect()
+        return done[0] >= expected
+
+    assert wait_for(finished)
+
+
+@pytest.fixture
+def stage() -> Any:
+    built = build()
+    yield built
+    built.runner.close()
+
+
+def test_is_a_stage_and_annotates_each_event(stage: ShadowStage) -> None:
+    assert isinstance(stage, Stage)
+    batch = Pipeline([stage]).process([make_event(1)], source="test")
+    assert batch.annotations[0]["shadow"] == {"same": "queued", "rot": "queued"}
+
+
+def test_report_means_counts_and_breakdowns(stage: ShadowStage) -> None:
+    run_batch(stage, 50, languages=("en", "hi", "es", "de", "zh"))
+    settle(stage, 100)
+    report = stage.report()
+    json.dumps(report, allow_nan=False)  # JSON-able, no NaN
+    same, rot = report["candidates"]["same"], report["candidates"]["rot"]
+    assert same["offered"] == same["queued"] == same["completed"] == 50
+    assert same["agreement"]["rbo"] == pytest.approx(1.0)
+    assert same["agreement"]["top1"] == 1.0 and same["counts"]["rbo"] == 50
+    assert rot["agreement"]["top1"] == pytest.approx(10 / 50)  # shift 0 for one question in 5
+    assert rot["agreement"]["overlap"] == 1.0  # a rotation keeps the same set
+    assert rot["agreement"]["rbo"] < 1.0 and rot["errors"] == {}
+    # max_label_values = 3: two languages plus "other".
+    assert set(rot["by_language"]) == {"en", "hi", "other"}
+    assert sum(row["n"] for row in rot["by_language"].values()) == 50
+    assert set(rot["by_topic"]) == {"fees"}
+    assert same["latency_seconds"]["count"] == 50 and same["runner"]["workers"] >= 1
+
+
+def test_disagreements_keep_the_lowest_rbo(stage: ShadowStage) -> None:
+    run_batch(stage, 50)
+    settle(stage, 100)
+    rows = stage.report()["candidates"]["rot"]["disagreements"]
+    assert len(rows) == 3
+    lowest = min(row["rbo"] for row in rows)
+    assert [row["rbo"] for row in rows] == sorted(row["rbo"] for row in rows)
+    assert all(row["rbo"] == pytest.approx(lowest) for row in rows)  # all from one worst shift
+    row = rows[0]
+    assert row["production"] == list(PRODUCTION) and row["candidate"] != list(PRODUCTION)
+    assert row["question"].startswith("question number") and row["timestamp"].startswith("2026")
+
+
+def test_pending_observations_are_increments(stage: ShadowStage) -> None:
+    run_batch(stage, 20)
+    settle(stage, 40)
+    first = stage.pending_observations()
+    assert first["offers"]["same"] == {"queued": 20}
+    assert first["completed"]["rot"] == 20 and len(first["latency_seconds"]["rot"]) == 20
+    assert len(first["agreement"]["rot"]["rbo"]) == 20
+    assert set(first["agreement"]["same"]) == set(METRICS)
+    assert first["results_dropped"] == 0 and "breaker_state" in first["runner"]["rot"]
+    second = stage.pending_observations()
+    assert second["offers"]["same"] == {} and second["latency_seconds"]["same"] == []
+
+
+def test_errors_and_skips_are_counted() -> None:
+    config = ShadowConfig(
+        candidates=(CandidateConfig(name="bad", failure_threshold=2, sample_rate=0.5),)
+    )
+    stage = ShadowStage(ShadowRunner(config, {"bad": Switch()}))
+    stage.process(Batch.of([make_event(i) for i in range(200)], source="test"))
+    queued = stage.report()["candidates"]["bad"]["queued"]
+    settle(stage, queued)  # the breaker learns of failures only as results come back
+    stage.process(Batch.of([make_event(i) for i in range(200, 300)], source="test"))
+    report = stage.report()["candidates"]["bad"]
+    stage.runner.close()
+    assert 80 < queued < 120 and report["queued"] == queued
+    assert report["errors"] == {"http_error": queued} and report["completed"] == 0
+    assert report["offered"] == 300
+    assert report["skipped"]["not_sampled"] + report["skipped"]["breaker_open"] == 300 - queued
+    assert report["skipped"]["breaker_open"] > 30
+    assert report["agreement"]["rbo"] is None  # nothing compared: undefined, not NaN
+
+
+def test_snapshot_round_trip(stage: ShadowStage) -> None:
+    run_batch(stage, 30, languages=("en", "hi"))
+    settle(stage, 60)
+    saved = json.loads(json.dumps(stage.state_snapshot()))
+    restored = build()
+    restored.restore(saved)
+    restored.restore(None)  # a first start: nothing to load
+    before, after = stage.report(), restored.report()
+    restored.runner.close()
+    for name in ("same", "rot"):
+        for section in ("agreement", "counts", "by_language", "disagreements", "skipped"):
+            assert after["candidates"][name][section] == before["candidates"][name][section]
+    restored_again = build()
+    restored_again.restore({"version": 999, "candidates": {}})  # unknown version: ignored
+    assert restored_again.report()["candidates"]["rot"]["offered"] == 0
+    restored_again.runner.close()
