@@ -135,6 +135,7 @@ class Engine:
         self.decode, self.on_error, self.on_batch = decode, on_error, on_batch
         self.lock = threading.RLock()
         self.totals = Totals()
+        self._totals_view: dict[str, Any] = self.totals.to_json()
         self._applied: dict[tuple[str, int], int] = {}
 
     def restore(self) -> None:
@@ -142,6 +143,7 @@ class Engine:
         with self.lock:
             self.pipeline.restore(self.state.get_many(self.pipeline.state_keys()))
             self.totals = Totals.from_json(self.state.get(TOTALS_KEY))
+            self._totals_view = self.totals.to_json()
             applied = self.state.get(APPLIED_KEY) or {}
             self._applied = {
                 (topic, int(part)): int(off)
@@ -177,7 +179,13 @@ class Engine:
             if batch is not None and self.on_batch is not None:
                 self.on_batch(batch)
             self.totals.add(counts, redelivered, dropped)
+            self._totals_view = self.totals.to_json()
             return Outcome(batch, dead, counts, redelivered, dropped)
+
+    def totals_view(self) -> dict[str, Any]:
+        """The totals after the last processed batch, without waiting for the lock (the API
+        must answer while the loop is busy, e.g. retrying dead letters during an outage)."""
+        return self._totals_view
 
     def checkpoint(self, extra: Mapping[str, Any] | None = None) -> None:
         """Write stage states, totals, applied offsets and ``extra`` in one transaction.

@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from service import __version__
 from service.api.routes import router
-from service.api.runtime import Runtime
+from service.api.runtime import EngineBusy, Runtime
 from service.settings import Settings
 
 
@@ -92,6 +92,12 @@ def _add_error_handlers(app: FastAPI) -> None:
             for err in exc.errors()
         ]
         return _problem(422, "validation_error", detail)
+
+    @app.exception_handler(EngineBusy)
+    async def engine_busy(request: Request, exc: EngineBusy) -> JSONResponse:
+        response = _problem(503, "busy", str(exc))
+        response.headers["Retry-After"] = "5"
+        return response
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -7,6 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, status
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 
 from service.api.deps import RuntimeDep, TokenDep
 from service.api.schemas import Health, IngestResult, Readiness, Rejected, Status
@@ -106,7 +107,8 @@ async def post_events(request: Request, runtime: RuntimeDep, _: TokenDep) -> Any
         raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, "use application/json")
     body = await request.body()
     values = _split_events(body, runtime.settings.api.max_events_per_request)
-    outcome = runtime.ingest(values)
+    # ingest may wait for the consumer's batch: keep it off the event loop
+    outcome = await run_in_threadpool(runtime.ingest, values)
     rejected = [
         Rejected(index=(letter.message.origin.line or 1) - 1, reason=letter.reason,
                  detail=letter.detail)

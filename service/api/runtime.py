@@ -42,6 +42,11 @@ log = logging.getLogger(__name__)
 
 HTTP_SOURCE = "http"
 MAX_BACKOFF_S = 30.0
+LOCK_TIMEOUT_S = 5.0
+
+
+class EngineBusy(RuntimeError):
+    """The pipeline stayed busy longer than the API waits; the client should retry (503)."""
 
 
 def load_stage(spec: str) -> Stage:
@@ -249,8 +254,7 @@ class Runtime:
         """Return the JSON body of ``GET /v1/status``."""
         source = self._source
         ready, reasons = self.ready()
-        with self.engine.lock:
-            totals = self.engine.totals.to_json()
+        totals = self.engine.totals_view()
         return {
             "version": __version__,
             "ready": ready,
@@ -267,8 +271,12 @@ class Runtime:
         """The analytics summary (as in ``goldwatch replay``), or ``None`` when disabled."""
         from service.replay_job import analytics_report
 
-        with self.engine.lock:
+        if not self.engine.lock.acquire(timeout=LOCK_TIMEOUT_S):
+            raise EngineBusy("the pipeline is busy (the consumer is waiting on its source)")
+        try:
             return analytics_report(self.live, self.registry)
+        finally:
+            self.engine.lock.release()
 
     # -- HTTP ingest ---------------------------------------------------------------------
 
@@ -279,8 +287,12 @@ class Runtime:
             RawMessage(value, Origin(file=HTTP_SOURCE, line=i + 1))
             for i, value in enumerate(values)
         ]
-        with self.engine.lock:
+        if not self.engine.lock.acquire(timeout=LOCK_TIMEOUT_S):
+            raise EngineBusy("the pipeline is busy (the consumer is waiting on its source)")
+        try:
             outcome = self.engine.process(messages, HTTP_SOURCE)
             self.http_dead_letters.write(outcome.dead)
             self.engine.checkpoint()
+        finally:
+            self.engine.lock.release()
         return outcome
