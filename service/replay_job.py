@@ -49,16 +49,19 @@ def run_replay(
         source.dlq_path.write_bytes(b"")
     decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes)
     engine = Engine(live.pipeline, state, build_metrics(registry), decoder, on_batch=live.observe)
-    report = run(
-        source,
-        live.pipeline,
-        state,
-        engine.metrics,
-        threading.Event(),
-        config=settings.pipeline,
-        until_eof=True,
-        engine=engine,
-    )
+    try:
+        report = run(
+            source,
+            live.pipeline,
+            state,
+            engine.metrics,
+            threading.Event(),
+            config=settings.pipeline,
+            until_eof=True,
+            engine=engine,
+        )
+    finally:
+        state.close()
     return {
         "file": str(file),
         "consumed": report.consumed,
