@@ -132,7 +132,7 @@ def _scope_stage(
         corpus.passages,  # type: ignore[arg-type]
     )[name]
     calibration = calibrate_with_retriever(list(gold), retriever, min_tpr=config.scope_min_tpr)
-    return ScopeStage(calibration, retriever), calibration
+    return ScopeStage(calibration, retriever, k=1), calibration
 
 
 def build_analytics(config: AnalyticsConfig, gold: GoldSet, corpus: Corpus) -> Analytics:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from sklearn.metrics import roc_auc_score, roc_curve
 
+from service.batch_cache import BatchCache
 from service.pipeline import Batch, StatelessStage
 from service.records import GoldQuestion, Run, ScoredDoc
 
@@ -196,13 +197,18 @@ class ScopeStage(StatelessStage):
         self.calibration = calibration
         self.retriever = retriever
         self.k = k
+        self.cache: BatchCache[float | None] = BatchCache()
 
     def scores(self, events: Sequence[QueryLogEvent]) -> list[float | None]:
         """Best score per event, from the built-in retriever or the events themselves."""
         if self.retriever is None:
             return [event_score(e, self.calibration.retriever) for e in events]
-        found = self.retriever.search_batch([e.question for e in events], self.k) if events else []
-        return [best_score(results) for results in found]
+        retriever, k = self.retriever, self.k
+
+        def best(questions: list[str]) -> list[float | None]:
+            return [best_score(found) for found in retriever.search_batch(questions, k)]
+
+        return self.cache.get_many([e.question for e in events], best) if events else []
 
     def process(self, batch: Batch) -> None:
         for notes, score in zip(batch.annotations, self.scores(batch.events), strict=True):

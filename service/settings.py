@@ -248,7 +248,7 @@ class AnalyticsConfig(_Frozen):
     topics: TopicConfig = TopicConfig()
     use_gold_topics: bool = True
     refusal_patterns: tuple[str, ...] = ()
-    scope_retriever: Literal["bm25", "tfidf", "hybrid"] | None = "tfidf"
+    scope_retriever: Literal["bm25", "tfidf", "hybrid"] | None = "bm25"
     scope_min_tpr: float = Field(default=0.95, ge=0, le=1)
     drift: DriftSettings = DriftSettings()
 

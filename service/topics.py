@@ -48,6 +48,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.pipeline import FeatureUnion, make_pipeline
 from sklearn.preprocessing import Normalizer
 
+from service.batch_cache import BatchCache
 from service.pipeline import Batch, StatelessStage
 from service.topic_config import TopicConfig
 
@@ -324,11 +325,13 @@ class TopicStage(StatelessStage):
 
     name = "topic"
 
-    def __init__(self, model: TopicModel) -> None:
+    def __init__(self, model: TopicModel, cache_size: int = 65_536) -> None:
         self.model = model
+        self.cache: BatchCache[TopicAssignment] = BatchCache(cache_size)
 
     def process(self, batch: Batch) -> None:
-        assignments = self.model.assign_many([event.question for event in batch.events])
+        questions = [event.question for event in batch.events]
+        assignments = self.cache.get_many(questions, self.model.assign_many)
         for notes, found in zip(batch.annotations, assignments, strict=True):
             notes["topic"] = found.topic
             notes["topic_similarity"] = found.similarity

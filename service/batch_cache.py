@@ -1,0 +1,74 @@
+"""An LRU cache for per-question results computed in batches.
+
+Live traffic repeats itself (the same questions, the same typos): the stages that cost the
+most per question (topic assignment, out-of-scope scoring) compute each distinct question of a
+micro-batch once, and remember recent answers across batches.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
+
+V = TypeVar("V")
+
+
+class BatchCache(Generic[V]):
+    """Memoise ``compute(distinct_keys) -> values`` over batches, least recently used out.
+
+    Args:
+        size: most keys remembered (0 disables the cache; each batch is still de-duplicated).
+
+    Raises:
+        ValueError: ``size < 0``.
+
+    >>> calls = []
+    >>> cache = BatchCache[int](size=10)
+    >>> def lengths(keys):
+    ...     calls.append(list(keys))
+    ...     return [len(k) for k in keys]
+    >>> cache.get_many(["ab", "c", "ab"], lengths), cache.get_many(["c", "def"], lengths)
+    ([2, 1, 2], [1, 3])
+    >>> calls
+    [['ab', 'c'], ['def']]
+    """
+
+    def __init__(self, size: int = 65_536) -> None:
+        if size < 0:
+            raise ValueError(f"size must be >= 0, got {size}")
+        self.size = size
+        self._data: OrderedDict[str, V] = OrderedDict()
+        self.hits = self.misses = 0
+
+    def get_many(self, keys: Sequence[str], compute: Callable[[list[str]], Sequence[V]]) -> list[V]:
+        """Return one value per key, calling ``compute`` once on the distinct unknown keys.
+
+        Raises:
+            ValueError: ``compute`` returned a different number of values than keys.
+        """
+        found: dict[str, V] = {}
+        missing: list[str] = []
+        for key in dict.fromkeys(keys):
+            if key in self._data:
+                self._data.move_to_end(key)
+                found[key] = self._data[key]
+            else:
+                missing.append(key)
+        if missing:
+            values = list(compute(missing))
+            if len(values) != len(missing):
+                raise ValueError("compute returned a different number of values than keys")
+            found.update(zip(missing, values, strict=True))
+            self._remember(missing, values)
+        self.hits += len(keys) - len(missing)
+        self.misses += len(missing)
+        return [found[key] for key in keys]
+
+    def _remember(self, keys: list[str], values: list[V]) -> None:
+        if not self.size:
+            return
+        for key, value in zip(keys, values, strict=True):
+            self._data[key] = value
+        while len(self._data) > self.size:
+            self._data.popitem(last=False)
