@@ -1,0 +1,374 @@
+"""goldwatch / overview: traffic, languages, topics, refusals, drift, coverage, ingestion health.
+
+Global numbers come from the recording rules (``goldwatch:*``, all replicas summed); the
+service's own detectors (``goldwatch_drift_*``) are per replica and shown with ``max``/``min``
+across replicas.
+"""
+
+from __future__ import annotations
+
+from dashboards.grafana import (
+    RATE,
+    SEL,
+    Panel,
+    bargauge,
+    row,
+    stat,
+    state_timeline,
+    summed,
+    table,
+    timeseries,
+)
+
+
+def _traffic() -> list[Panel | list[Panel]]:
+    return [
+        row("Traffic"),
+        [
+            timeseries(
+                "Events consumed per second by source",
+                "Query-log messages read per second by goldwatch, summed over replicas, by "
+                "source (kafka, file, stdin, http). It should follow your RAG system's traffic. "
+                "A drop to zero while the RAG system serves means the producer or the consumer "
+                "is broken (alert NoEventsReceived); a sustained rise beyond what the replicas "
+                "process shows up as consumer lag below.",
+                [(summed("goldwatch:events_consumed:rate5m", "source"), "{{source}}")],
+                "eps",
+            ),
+            timeseries(
+                "Personal data scrubbed per second by type",
+                "E-mail addresses, phone numbers, Aadhaar and PAN numbers, cards, IPs and "
+                "secret-bearing URLs replaced before anything is stored, by type. A jump means "
+                "users paste personal data (a new form, a new channel): check the upstream UI, "
+                "and that the scrubbed share stays plausible (a detector gone wild scrubs "
+                "ordinary numbers).",
+                [(f"sum by (type) (rate(goldwatch_pii_scrubbed_total{{{SEL}}}[{RATE}]))",
+                  "{{type}}")],
+                "cps",
+            ),
+        ],
+        [
+            timeseries(
+                "Question languages (share of the last hour)",
+                "Share of each detected language among the last hour's questions, all replicas "
+                "(goldwatch:language_share:ratio_rate1h; hi-Latn is romanized Hindi/Hinglish, "
+                "und means no evidence). Compare with the gold set's shares in the table "
+                "below: a language that grows here but is rare in the gold set makes gold-set "
+                "scores stale — add gold questions in it (alerts LanguageDrift, CoverageGap).",
+                [(f"goldwatch:language_share:ratio_rate1h{{{SEL}}}", "{{language}}")],
+                "percentunit", stack=True, maximum=1,
+            ),
+            timeseries(
+                "Question topics (share of the last hour)",
+                "Share of each topic among the last hour's questions, all replicas "
+                "(goldwatch:topic_share:ratio_rate1h). 'novel' counts questions far from "
+                "every gold question: traffic the gold set does not cover. A growing topic or "
+                "novel share calls for new gold questions (alerts TopicDrift, CoverageGap).",
+                [(f"goldwatch:topic_share:ratio_rate1h{{{SEL}}}", "{{topic}}")],
+                "percentunit", stack=True, maximum=1,
+            ),
+        ],
+    ]  # fmt: skip
+
+
+def _refusals() -> list[Panel | list[Panel]]:
+    return [
+        row("Refusals and scope"),
+        [
+            timeseries(
+                "Refusal rate and its baseline",
+                "Share of answers that were refusals: over 5 minutes, over the last hour, and "
+                "over the 24 hours before the last hour (the baseline of alert "
+                "RefusalRateMoved), all replicas; plus the service's own windows "
+                "(goldwatch_drift_rate_ratio: current vs baseline/reference, per replica, "
+                "averaged). Up: the assistant declines more (check recent deploys, retrieval, "
+                "over-refusals). Down: it stopped declining (check under-refusals).",
+                [
+                    (f"goldwatch:refusal:ratio_rate5m{{{SEL}}}", "5 min"),
+                    (f"goldwatch:refusal:ratio_rate1h{{{SEL}}}", "last hour"),
+                    (f"goldwatch:refusal:ratio_rate1d_offset1h{{{SEL}}}",
+                     "baseline (24 h before the last hour)"),
+                    (f'avg by (window) (goldwatch_drift_rate_ratio{{{SEL}, '
+                     f'dimension="refusal"}})', "service window: {{window}}"),
+                ],
+                "percentunit", maximum=1,
+            ),
+            stat(
+                "Refusal change: z statistic",
+                "Two-proportion z statistic of the last hour's refusal rate against the 24 "
+                "hours before it (goldwatch:refusal:zscore1h). |z| >= 4 with a move of 5 points "
+                "and at least 200 answers fires RefusalRateMoved; |z| below 2 is noise. Empty "
+                "when there were no answers.",
+                [(f"goldwatch:refusal:zscore1h{{{SEL}}}", "{{job}}")],
+                "none", ((None, "green"), (2, "orange"), (4, "red")),
+            ),
+        ],
+        [
+            timeseries(
+                "Over- and under-refusals (last hour)",
+                "Over-refusal: refused questions judged in scope, per in-scope question. "
+                "Under-refusal: answered questions judged out of scope, per out-of-scope "
+                "question. Both come from a retriever-score threshold, so read them as trends. "
+                "A rising over-refusal rate points at retrieval or prompt regressions "
+                "(OverRefusal); a rising under-refusal rate at made-up answers (UnderRefusal).",
+                [
+                    (f"goldwatch:over_refusal:ratio_rate1h{{{SEL}}}", "over-refusal"),
+                    (f"goldwatch:under_refusal:ratio_rate1h{{{SEL}}}", "under-refusal"),
+                ],
+                "percentunit", maximum=1,
+            ),
+            timeseries(
+                "Out-of-scope share and its baseline",
+                "Share of scored questions judged out of scope in the last hour, all replicas, "
+                "and the service's windows (current vs baseline, averaged over replicas). A "
+                "rise means users ask what the corpus does not cover: look at topics, novel "
+                "questions and coverage gaps; add documents or mark the questions as "
+                "unanswerable in the gold set.",
+                [
+                    (f"goldwatch:out_of_scope:ratio_rate1h{{{SEL}}}", "last hour"),
+                    (f'avg by (window) (goldwatch_drift_rate_ratio{{{SEL}, '
+                     f'dimension="out_of_scope"}})', "service window: {{window}}"),
+                ],
+                "percentunit", maximum=1,
+            ),
+        ],
+        timeseries(
+            "Answers, refusals and scope judgements per second",
+            "The counts behind the ratios above, all replicas: events with an answer, refusals, "
+            "questions given a scope score, judged out of scope, over- and under-refusals. "
+            "Ratios over few answers are noise; alerts need at least 100-200 in the hour.",
+            [
+                (f"sum (rate(goldwatch_answers_total{{{SEL}}}[{RATE}]))", "answers"),
+                (f"sum (rate(goldwatch_refusals_total{{{SEL}}}[{RATE}]))", "refusals"),
+                (f"sum (rate(goldwatch_scope_scored_total{{{SEL}}}[{RATE}]))", "scope scored"),
+                (f"sum (rate(goldwatch_out_of_scope_total{{{SEL}}}[{RATE}]))", "out of scope"),
+                (f"sum (rate(goldwatch_over_refusals_total{{{SEL}}}[{RATE}]))",
+                 "over-refusals"),
+                (f"sum (rate(goldwatch_under_refusals_total{{{SEL}}}[{RATE}]))",
+                 "under-refusals"),
+            ],
+            "eps",
+        ),
+    ]  # fmt: skip
+
+
+def _drift() -> list[Panel | list[Panel]]:
+    by = "dimension, comparison"
+    return [
+        row("Drift against the gold set and the baseline"),
+        [
+            state_timeline(
+                "Drift alarm state per dimension (service detectors)",
+                "State of the service's drift detectors per dimension (language, topic, "
+                "refusal, out_of_scope) and comparison (reference = the gold set, baseline = "
+                "earlier traffic): drift if any replica's detector alarms (chi-square or "
+                "two-proportion test at a per-day false-alarm budget, plus an effect size), "
+                "insufficient data below min_count. Drift: open the matching panel below and "
+                "the runbook of LanguageDrift/TopicDrift/RefusalRateMoved.",
+                [(f'2 * max by ({by}) (goldwatch_drift_state{{{SEL}, state="drift"}}) '
+                  f'+ max by ({by}) (goldwatch_drift_state{{{SEL}, '
+                  f'state="insufficient_data"}})', "{{dimension}} vs {{comparison}}")],
+                {"0": ("ok", "green"), "1": ("insufficient data", "text"),
+                 "2": ("drift", "red"), "3": ("drift", "red")},
+            ),
+            timeseries(
+                "Jensen-Shannon divergence against the gold set (all replicas)",
+                "JSD (base 2: 0 same shares, 1 disjoint) of the last hour's language and topic "
+                "shares against the gold set's, computed in PromQL from the summed counters "
+                "(goldwatch:*:js_divergence_vs_gold_1h). Dashed line: 0.05, the alert level "
+                "(with at least 200 questions an hour; below that, sampling noise alone gives "
+                "about 0.01-0.03). Above it, the gold set no longer looks like the traffic.",
+                [
+                    (f"goldwatch:language:js_divergence_vs_gold_1h{{{SEL}}}", "language"),
+                    (f"goldwatch:topic:js_divergence_vs_gold_1h{{{SEL}}}", "topic"),
+                ],
+                "none", threshold=0.05,
+            ),
+        ],
+        [
+            timeseries(
+                "JSD per dimension and comparison (service detectors)",
+                "Jensen-Shannon divergence (base 2) of each replica's current window against "
+                "the gold set (reference, 24 h) and against the frozen baseline of early traffic "
+                "(1 h window), highest replica. Moves before the alarm state does; the state "
+                "also needs significance and enough events.",
+                [(f"max by ({by}) (goldwatch_drift_js_divergence{{{SEL}}})",
+                  "{{dimension}} vs {{comparison}}")],
+                "none", threshold=0.05,
+            ),
+            timeseries(
+                "PSI per dimension and comparison (service detectors)",
+                "Population stability index of the current window against the comparison, "
+                "highest replica. Rule of thumb: below 0.1 stable, 0.1-0.25 moderate, above "
+                "0.25 a real shift — confirm with the JSD and the alarm state before acting.",
+                [(f"max by ({by}) (goldwatch_drift_psi{{{SEL}}})",
+                  "{{dimension}} vs {{comparison}}")],
+                "none", threshold=0.25,
+            ),
+            timeseries(
+                "Drift test p-value (service detectors)",
+                "p-value of the latest drift test per dimension and comparison, lowest replica "
+                "(log scale). An alarm needs it below the Bonferroni-split alpha (0.001 per day "
+                "by default) and an effect size; a low p-value with a small JSD is a real but "
+                "small shift — no action.",
+                [(f"min by ({by}) (goldwatch_drift_p_value{{{SEL}}})",
+                  "{{dimension}} vs {{comparison}}")],
+                "none", log=True,
+            ),
+        ],
+        [
+            bargauge(
+                "Coverage gaps: categories the gold set under-covers",
+                "Lower 95 % bound of (live share - gold-set share) for the languages and topics "
+                "live traffic asks about more than the gold set covers, highest replica. Orange "
+                "from 5 points (alert CoverageGap after an hour). Add gold questions for these "
+                "categories, starting with the harvested suggestions.",
+                [(f"max by (dimension, category) (goldwatch_coverage_gap_ratio{{{SEL}}}) > 0",
+                  "{{dimension}}: {{category}}")],
+                "percentunit", ((None, "green"), (0.05, "orange"), (0.15, "red")),
+            ),
+            table(
+                "Gold-set shares (the drift reference)",
+                "The gold set's share of each language and topic, the reference every drift "
+                "number compares with. It changes only when the gold set does; if a category "
+                "you see in live traffic is missing here, the gold set has no question for it.",
+                [(f"max by (dimension, category) (goldwatch_gold_share_ratio{{{SEL}}})", "")],
+                "percentunit",
+            ),
+            timeseries(
+                "Harvested gold-question suggestions (per hour, by reason)",
+                "Real production questions proposed as new gold questions in the last hour, by "
+                "why they were picked (a miss, a novel topic, an uncovered language...), "
+                "pending review. A steady flow is healthy; review and label them regularly — a "
+                "growing backlog means the gold set is falling behind the traffic.",
+                [(f"sum by (reason) (increase(goldwatch_gold_candidates_total{{{SEL}}}[1h]))",
+                  "{{reason}}")],
+                "short",
+            ),
+        ],
+    ]  # fmt: skip
+
+
+def _ingestion() -> list[Panel | list[Panel]]:
+    batch = f"goldwatch_batch_processing_seconds_bucket{{{SEL}}}[{RATE}]"
+    size = f"goldwatch_batch_size_bucket{{{SEL}}}[{RATE}]"
+    return [
+        row("Ingestion health"),
+        [
+            timeseries(
+                "Consumer lag by partition",
+                "Messages between the consumer group's committed offset and the end of each "
+                "partition (a partition counted once even while two replicas report it during a "
+                "rebalance), and the total per topic. Flat near zero is healthy; a steady climb "
+                "means goldwatch cannot keep up (ConsumerLagHigh): scale replicas up to the "
+                "partition count or fix slow batches.",
+                [
+                    (f"max by (topic, partition) (goldwatch_consumer_lag{{{SEL}}})",
+                     "{{topic}}[{{partition}}]"),
+                    (f"sum by (topic) (goldwatch:consumer_lag:sum{{{SEL}}})", "{{topic}} total"),
+                ],
+                "short",
+            ),
+            timeseries(
+                "Throughput: consumed, processed, duplicates, dead letters",
+                "Messages per second through the pipeline, all replicas: consumed = processed + "
+                "dead-lettered + duplicates (+ other drops). Processed falling behind consumed "
+                "means messages are being rejected: see dead letters; many duplicates mean the "
+                "producer retries or the topic was replayed.",
+                [
+                    (summed("goldwatch:events_consumed:rate5m"), "consumed"),
+                    (summed("goldwatch:events_processed:rate5m"), "processed"),
+                    (summed("goldwatch:events_duplicate:rate5m"), "duplicates"),
+                    (summed("goldwatch:events_dead_lettered:rate5m"), "dead-lettered"),
+                ],
+                "eps",
+            ),
+            timeseries(
+                "Dead letters per second by reason",
+                "Messages sent to the dead-letter queue (<topic>.dlq) per second, all replicas, "
+                "by reason. not_json/not_utf8/missing_field/wrong_type: the producer or the "
+                "field mapping changed; too_large: raise pipeline.max_event_bytes or fix the "
+                "producer; processing_failed: a goldwatch stage error (read the logs). Alert "
+                "DeadLetterRateHigh above 1 % of consumed.",
+                [(summed("goldwatch:events_dead_lettered:rate5m", "reason"), "{{reason}}")],
+                "eps",
+            ),
+        ],
+        [
+            timeseries(
+                "Batch processing time (decode to commit)",
+                "Wall time per micro-batch from decoding to the checkpoint and offset commit, "
+                "all replicas: median and 99th percentile. It must stay well below the Kafka "
+                "max_poll_interval_ms, or the broker evicts the consumer (rebalances). A rise "
+                "usually comes from slow shadow retrievers or a slow topic model.",
+                [
+                    (f"histogram_quantile(0.5, sum by (le) (rate({batch})))", "p50"),
+                    (f"histogram_quantile(0.99, sum by (le) (rate({batch})))", "p99"),
+                ],
+                "s",
+            ),
+            timeseries(
+                "Batch size",
+                "Messages per polled micro-batch: median, 99th percentile and mean. Small "
+                "batches at high traffic cost throughput (raise pipeline.max_batch_wait_ms); "
+                "batches at pipeline.max_batch_size all the time mean a backlog.",
+                [
+                    (f"histogram_quantile(0.5, sum by (le) (rate({size})))", "p50"),
+                    (f"histogram_quantile(0.99, sum by (le) (rate({size})))", "p99"),
+                    (f"sum (rate(goldwatch_batch_size_sum{{{SEL}}}[{RATE}])) / "
+                     f"sum (rate(goldwatch_batch_size_count{{{SEL}}}[{RATE}]))", "mean"),
+                ],
+                "short",
+            ),
+            timeseries(
+                "Commits, commit failures and rebalances",
+                "Offset commits per second (one per checkpoint, every few seconds per replica), "
+                "failed commits and consumer-group rebalances. Failures or rebalances that keep "
+                "coming mean broker trouble, session timeouts or batches slower than "
+                "max_poll_interval_ms: check batch time and broker health.",
+                [
+                    (f"sum (rate(goldwatch_commits_total{{{SEL}}}[{RATE}]))", "commits"),
+                    (f"sum (rate(goldwatch_commit_failures_total{{{SEL}}}[{RATE}]))",
+                     "commit failures"),
+                    (f"sum (rate(goldwatch_rebalances_total{{{SEL}}}[{RATE}]))", "rebalances"),
+                ],
+                "ops",
+            ),
+        ],
+        [
+            stat(
+                "Event-time freshness",
+                "Seconds between now and the timestamp of the newest processed event, newest "
+                "replica. Small (seconds to minutes) on live traffic; growing means the "
+                "consumer is stuck or lagging, or the producer stamps events late. Large by "
+                "design while replaying an old file.",
+                [(f"time() - max (goldwatch_last_event_timestamp_seconds{{{SEL}}})", "")],
+                "s", ((None, "green"), (600, "orange"), (1800, "red")),
+            ),
+            stat(
+                "Replicas up",
+                "goldwatch targets Prometheus scrapes successfully. Fewer than the deployment's "
+                "replicas: a pod is down (GoldwatchDown) and its partitions move to the others.",
+                [('sum (up{job=~"$job", namespace=~"$namespace"})', "")],
+                "short", ((None, "red"), (1, "green")),
+            ),
+            table(
+                "Versions running",
+                "Replicas per goldwatch and Python version (goldwatch_build_info). More than "
+                "one row outside a rollout means a stuck rollout: replicas may disagree.",
+                [(f"count by (version, python) (goldwatch_build_info{{{SEL}}})", "")],
+                "short",
+            ),
+        ],
+    ]  # fmt: skip
+
+
+def dashboard() -> Panel:
+    """The overview dashboard as Grafana JSON (a dict)."""
+    from dashboards.grafana import dashboard as build
+
+    return build("goldwatch-overview", "goldwatch / overview",
+                 "Live traffic against the gold set: languages, topics, refusals, drift, "
+                 "coverage gaps and the health of ingestion. Needs the recording rules of "
+                 "dashboards/rules/goldwatch.rules.yaml.",
+                 [*_traffic(), *_refusals(), *_drift(), *_ingestion()], [])  # fmt: skip
