@@ -104,9 +104,10 @@ def test_every_query_is_valid_promql(promtool: str, tmp_path: Path) -> None:
 
 
 def test_provisioning_files() -> None:
-    provider = yaml.safe_load((opsfiles.DASHBOARDS / "provisioning" / "dashboards.yaml").read_text())
+    folder = opsfiles.DASHBOARDS / "provisioning"
+    provider = yaml.safe_load((folder / "dashboards.yaml").read_text())
     assert provider["apiVersion"] == 1 and provider["providers"][0]["type"] == "file"
-    sources = opsfiles.DASHBOARDS / "provisioning" / "datasources.example.yaml"
+    sources = folder / "datasources.example.yaml"
     assert yaml.safe_load(sources.read_text())["datasources"][0]["type"] == "prometheus"
 
 

@@ -17,8 +17,16 @@ from scipy.spatial.distance import jensenshannon
 from tests.ops import opsfiles
 
 #: Alerts with a minimum-count guard: each needs a silent test on a small sample.
-SAMPLE_GUARDED = ("RefusalRateMoved", "OverRefusal", "UnderRefusal", "LanguageDrift",
-                  "TopicDrift", "CoverageGap", "ShadowCandidateFailing", "DeadLetterRateHigh")  # fmt: skip
+SAMPLE_GUARDED = (
+    "RefusalRateMoved",
+    "OverRefusal",
+    "UnderRefusal",
+    "LanguageDrift",
+    "TopicDrift",
+    "CoverageGap",
+    "ShadowCandidateFailing",
+    "DeadLetterRateHigh",
+)
 SEVERITIES = ("info", "warning", "critical")
 
 
