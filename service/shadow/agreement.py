@@ -47,7 +47,7 @@ Measures, with ``A_k``/``B_k`` the top-``k`` sets:
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 __all__ = [
     "Agreement",
@@ -165,7 +165,11 @@ def kendall_tau_shared(a: Sequence[str], b: Sequence[str], k: int) -> float | No
     """
     _check_k(k)
     rank_b = {item: rank for rank, item in enumerate(unique(b)[:k])}
-    ranks = [rank_b[item] for item in unique(a)[:k] if item in rank_b]  # in a's order
+    return _tau([rank_b[item] for item in unique(a)[:k] if item in rank_b])
+
+
+def _tau(ranks: Sequence[int]) -> float | None:
+    """Kendall's τ of ``ranks`` (b's ranks of the shared items, listed in a's order)."""
     n = len(ranks)
     if n < 2:
         return None
@@ -225,7 +229,7 @@ class Agreement:
 
     def as_dict(self) -> dict[str, float | int | bool | None]:
         """Return the measures as a JSON-able dict."""
-        return asdict(self)
+        return {name: getattr(self, name) for name in self.__slots__}
 
 
 def compare(
@@ -246,13 +250,18 @@ def compare(
     """
     _check_k(k)
     top_a, top_b = unique(production)[:k], unique(candidate)[:k]
+    set_a, set_b = set(top_a), set(top_b)
+    shared = len(set_a & set_b)
+    union = len(set_a | set_b)
+    wanted = set(cited)
+    rank_b = {item: rank for rank, item in enumerate(top_b)}
     return Agreement(
         depth=k,
-        shared=len(set(top_a) & set(top_b)),
-        overlap=overlap_at_k(top_a, top_b, k),
-        jaccard=jaccard_at_k(top_a, top_b, k),
+        shared=shared,
+        overlap=shared / k if union else None,
+        jaccard=shared / union if union else None,
         rbo=rbo_ext(top_a, top_b, p),
-        kendall_tau=kendall_tau_shared(top_a, top_b, k),
+        kendall_tau=_tau([rank_b[item] for item in top_a if item in rank_b]),
         top1=top1_agreement(top_a, top_b),
-        citation_recall=citation_recall(cited, top_b, k),
+        citation_recall=len(wanted & set_b) / len(wanted) if wanted else None,
     )

@@ -170,7 +170,7 @@ class ShadowResult:
             production returned nothing.
         latency_s: call duration in seconds, retries included (≈ ``timeout_s`` on timeout).
         queue_s: seconds the event waited in the queue.
-        attempts: calls made (1 + retries used; 0 when abandoned before any returned).
+        attempts: calls started (1 + retries used).
         error: ``None`` or one of :data:`ERROR_REASONS`.
     """
 
@@ -411,6 +411,8 @@ class ShadowRunner:
         Returns:
             ``{candidate: "queued" | skip reason}`` (reasons: :data:`SKIP_REASONS`).
         """
+        if not self._lanes:
+            return {}
         language, topic = annotations.get("language"), annotations.get("topic")
         role = event.user.role if event.user is not None else None
         draw = sample_fraction(event.event_id, self.config.sample_salt)
@@ -433,7 +435,9 @@ class ShadowRunner:
             elif lane.bucket is not None and not lane.bucket.try_take():
                 lane.breaker.release()
                 outcomes[name] = "rate_limited"
-            elif not lane.put(_Job(event, _label(language), _label(topic), self._clock())):
+            elif len(lane.jobs) >= c.queue_size or not lane.put(  # unlocked pre-check: cheap
+                _Job(event, _label(language), _label(topic), self._clock())
+            ):
                 lane.breaker.release()
                 outcomes[name] = "queue_full"
             else:
@@ -469,7 +473,9 @@ class ShadowRunner:
         return out
 
     def close(self, timeout: float = 5.0) -> bool:
-        """Stop the workers, dropping queued events; wait up to ``timeout`` seconds.
+        """Stop the workers; wait up to ``timeout`` seconds. Queued events are dropped
+        uncounted and later offers are refused as ``queue_full``; results not yet drained stay
+        drainable.
 
         Returns:
             True when every worker except abandoned (hung) ones has exited. Threads are

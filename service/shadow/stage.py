@@ -50,11 +50,13 @@ class _Means:
         self.sums = {m: list(state.get(m, [0.0, 0])) if state else [0.0, 0] for m in METRICS}
 
     def add(self, values: Mapping[str, Any]) -> None:
+        sums = self.sums
         for metric in METRICS:
-            value = values.get(metric)
+            value = values[metric]
             if value is not None:
-                self.sums[metric][0] += float(value)
-                self.sums[metric][1] += 1
+                cell = sums[metric]
+                cell[0] += value  # a bool (top1) adds 0 or 1
+                cell[1] += 1
 
     def means(self) -> dict[str, float | None]:
         return {m: (s / n if n else None) for m, (s, n) in self.sums.items()}
@@ -92,8 +94,11 @@ class _Candidate:
         self.means.add(values)
         for dimension, label in (("language", result.language), ("topic", result.topic)):
             self._bucket(dimension, label).add(values)
-        if values["rbo"] is not None and self.max_disagreements:
-            self._keep(_disagreement(result, values))
+        rbo = values["rbo"]
+        worst = self.worst
+        if rbo is not None and self.max_disagreements:
+            if len(worst) < self.max_disagreements or rbo < -worst[0][0]:
+                self._keep(_disagreement(result, values))
         return values
 
     def _bucket(self, dimension: str, label: str | None) -> _Means:
