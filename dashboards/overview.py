@@ -220,10 +220,12 @@ def _drift() -> list[Panel | list[Panel]]:
             bargauge(
                 "Coverage gaps: categories the gold set under-covers",
                 "Lower 95 % bound of (live share - gold-set share) for the languages and topics "
-                "live traffic asks about more than the gold set covers, highest replica. Orange "
+                "live traffic asks about more than the gold set covers, highest replica (top 10; "
+                "0 means no gap). Orange "
                 "from 5 points (alert CoverageGap after an hour). Add gold questions for these "
                 "categories, starting with the harvested suggestions.",
-                [(f"max by (dimension, category) (goldwatch_coverage_gap_ratio{{{SEL}}}) > 0",
+                [(f"topk(10, max by (dimension, category) "
+                  f"(goldwatch_coverage_gap_ratio{{{SEL}}}))",
                   "{{dimension}}: {{category}}")],
                 "percentunit", ((None, "green"), (0.05, "orange"), (0.15, "red")),
             ),

@@ -411,22 +411,26 @@ class AnalyticsMetrics:
                         _finite(test["rate_reference"])
                     )
             allowed = self._allowed(dimension)
-            for gap in body.get("coverage_gaps") or ():
+            if "coverage_gaps" not in body:
+                continue
+            gaps: dict[str, float] = dict.fromkeys(allowed, 0.0)  # closed gaps go back to 0
+            for gap in body["coverage_gaps"]:
                 category = bounded_label(gap["category"], allowed)
-                self.coverage_gap.labels(dimension=dimension, category=category).set(
-                    max(0.0, float(gap["ci_low"]))
-                )
+                gaps[category] = max(gaps.get(category, 0.0), float(gap["ci_low"]))
+            for category, value in gaps.items():
+                self.coverage_gap.labels(dimension=dimension, category=category).set(value)
 
     def set_gold_shares(self, gold_counts: Mapping[str, Mapping[str, int]]) -> None:
         """Export the gold set's share of every category (the drift references)."""
         for dimension, counts in gold_counts.items():
             total = sum(counts.values())
             allowed = self._allowed(dimension)
-            for category, n in counts.items():
+            shares: dict[str, float] = {}
+            for category, n in counts.items():  # categories outside the labels sum into other
                 label = bounded_label(category, allowed)
-                self.gold_share.labels(dimension=dimension, category=label).set(
-                    n / total if total else 0.0
-                )
+                shares[label] = shares.get(label, 0.0) + (n / total if total else 0.0)
+            for label, share in shares.items():
+                self.gold_share.labels(dimension=dimension, category=label).set(share)
 
     def _allowed(self, dimension: str) -> tuple[str, ...]:
         return self.language_labels if dimension == "language" else self.topic_labels

@@ -146,3 +146,20 @@ def test_promtool_check_metrics_accepts_the_exposition() -> None:
     problems = (result.stdout + result.stderr).decode()
     assert result.returncode == 0, problems
     assert problems.strip() == "", problems
+
+
+def test_coverage_gaps_reset_and_gold_shares_sum_into_other() -> None:
+    from service.telemetry import build_analytics_metrics
+
+    registry = CollectorRegistry()
+    metrics = build_analytics_metrics(registry, language_labels=["en", "hi"])
+    gap = {"category": "hi", "ci_low": 0.2}
+    metrics.observe_drift({"language": {"comparisons": {}, "coverage_gaps": [gap]}})
+    labels = {"dimension": "language", "category": "hi"}
+    assert registry.get_sample_value("goldwatch_coverage_gap_ratio", labels) == 0.2
+    metrics.observe_drift({"language": {"comparisons": {}, "coverage_gaps": []}})
+    assert registry.get_sample_value("goldwatch_coverage_gap_ratio", labels) == 0.0
+    # es and fr are not labels: their shares (1/4 each) add up under "other"
+    metrics.set_gold_shares({"language": {"en": 2, "es": 1, "fr": 1}})
+    other = {"dimension": "language", "category": "other"}
+    assert registry.get_sample_value("goldwatch_gold_share_ratio", other) == 0.5
