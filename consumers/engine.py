@@ -30,7 +30,7 @@ from consumers.errors import ErrorCallback, default_on_error
 from service.dedup import DUPLICATE
 from service.events import QueryLogEvent
 from service.pipeline import Batch, Pipeline, StageError
-from service.state import StateStore
+from service.state import StateError, StateStore
 from service.telemetry import BatchCounts, Metrics
 
 PROCESSING_FAILED = "processing_failed"
@@ -139,17 +139,29 @@ class Engine:
         self._applied: dict[tuple[str, int], int] = {}
 
     def restore(self) -> None:
-        """Load stage states, totals and applied offsets from the state store."""
+        """Load stage states, totals and applied offsets from the state store.
+
+        Raises:
+            service.state.StateError: a stored value has the wrong shape (names the file).
+        """
         with self.lock:
-            self.pipeline.restore(self.state.get_many(self.pipeline.state_keys()))
-            self.totals = Totals.from_json(self.state.get(TOTALS_KEY))
+            try:
+                self.pipeline.restore(self.state.get_many(self.pipeline.state_keys()))
+                self.totals = Totals.from_json(self.state.get(TOTALS_KEY))
+                applied = self.state.get(APPLIED_KEY) or {}
+                self._applied = {
+                    (topic, int(part)): int(off)
+                    for topic, parts in applied.items()
+                    for part, off in parts.items()
+                }
+            except StateError:
+                raise
+            except (AttributeError, KeyError, TypeError, ValueError) as exc:
+                raise StateError(
+                    f"state file {self.state.label} holds a value of the wrong shape "
+                    f"({type(exc).__name__}); move it aside to start afresh"
+                ) from None
             self._totals_view = self.totals.to_json()
-            applied = self.state.get(APPLIED_KEY) or {}
-            self._applied = {
-                (topic, int(part)): int(off)
-                for topic, parts in applied.items()
-                for part, off in parts.items()
-            }
 
     def process(self, messages: Sequence[RawMessage], source: str) -> Outcome:
         """Decode and run one micro-batch; update metrics and totals.

@@ -55,7 +55,12 @@ log = logging.getLogger(__name__)
 
 
 class DeadLetterWriteAborted(GoldwatchConsumerError):
-    """The loop was stopped while dead letters could not be written; nothing was committed."""
+    """Dead letters could not be written (stopped during an outage, or a disk that keeps
+    failing); nothing of the batch was checkpointed or committed."""
+
+
+#: Attempts at a dead-letter file before giving up (a broker outage is retried until stop).
+MAX_DISK_ATTEMPTS = 3
 
 
 __all__ = ["PROCESSING_FAILED", "Decoder", "Report", "make_decoder", "replay", "run"]
@@ -180,7 +185,7 @@ class _Loop:
 
         :raises DeadLetterWriteAborted: stopped before the dead letters were written.
         """
-        backoff = 0.5
+        backoff, disk_failures = 0.5, 0
         while True:
             try:
                 self.source.dead_letter(dead)
@@ -188,6 +193,13 @@ class _Loop:
             except (GoldwatchConsumerError, KafkaError, OSError) as exc:
                 if self.stop_event.is_set():
                     raise DeadLetterWriteAborted("stopped while dead letters were pending") from exc
+                if isinstance(exc, OSError):
+                    disk_failures += 1
+                    if disk_failures >= MAX_DISK_ATTEMPTS:  # a full or read-only disk stays so
+                        where = getattr(self.source, "dlq_path", "the dead-letter file")
+                        raise DeadLetterWriteAborted(
+                            f"cannot write dead letters to {where}: {exc.strerror or exc}"
+                        ) from None
                 log.warning(
                     "writing %d dead letters failed (%s); retrying in %.1f s",
                     len(dead),

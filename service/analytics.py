@@ -147,8 +147,10 @@ def build_analytics(config: AnalyticsConfig, gold: GoldSet, corpus: Corpus) -> A
     stages: list[Stage] = [PiiScrubStage()] if config.pii else []
     gold_languages = sorted({q.language for q in gold if q.language})
     candidates = tuple(dict.fromkeys([*config.language.candidates, *gold_languages]))
+    preferred = config.language.preferred or tuple(gold_languages)
     detector = LanguageDetector(LanguageConfig(**{**config.language.model_dump(),
-                                                  "candidates": candidates}))  # fmt: skip
+                                                  "candidates": candidates,
+                                                  "preferred": preferred}))  # fmt: skip
     language_counts = _language_counts(gold, detector)
     labeler = LanguageLabeler(language_counts, limit=config.language_label_limit)
     stages.append(LanguageStage(detector, labeler))

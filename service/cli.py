@@ -296,6 +296,7 @@ def replay_command(
     Without FILE it replays the embedded demo query log (three days of a college bot's
     traffic). Without --state every replay starts fresh, and so does its dead-letter file.
     """
+    from consumers.errors import GoldwatchConsumerError
     from service.demo import demo_path
     from service.replay_job import render_text, run_replay
     from service.state import StateError
@@ -307,11 +308,11 @@ def replay_command(
     settings = _settings(config)
     try:
         doc = run_replay(settings, file, state_path, dlq_path)
-    except (StateError, ValueError, OSError) as exc:
+    except (StateError, ValueError, OSError, GoldwatchConsumerError) as exc:
         _fail(_describe(exc))
         return
     if fmt == "json":
-        click.echo(json.dumps(doc, indent=2, ensure_ascii=False, default=str))
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False, default=str, allow_nan=False))
     else:
         click.echo(render_text(doc))
 

@@ -88,6 +88,12 @@ class LanguageConfig(BaseModel):
         min_letters: texts with fewer letters are ``und``.
         lexicon_weight: weight of the function-word share against langdetect's probability.
         cue_weight: weight of the character cues (each about 1-3 points).
+        preferred: languages expected most (the gold set's); on Latin-script text each gets
+            ``prior_weight`` added to its score, so a short, ambiguous question ("hostel
+            fee?", which langdetect calls Dutch) goes to the expected language while clear
+            evidence for another language still wins.
+        prior_weight: the bonus of a preferred language (langdetect probabilities are in
+            [0, 1]).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -98,6 +104,8 @@ class LanguageConfig(BaseModel):
     min_letters: int = Field(default=2, ge=1)
     lexicon_weight: float = Field(default=3.0, ge=0)
     cue_weight: float = Field(default=1.0, ge=0)
+    preferred: tuple[str, ...] = ()
+    prior_weight: float = Field(default=0.5, ge=0, le=5)
 
 
 class Backend(Protocol):
@@ -267,6 +275,9 @@ class LanguageDetector:
         scores.update(self._restricted(text, pool))
         if words:
             self._add_latin_evidence(text, words, pool, scores)
+            for lang in self.config.preferred:
+                if lang in scores:
+                    scores[lang] += self.config.prior_weight
         best = max(scores, key=scores.__getitem__)
         return best if scores[best] > 0.0 else UNDETERMINED
 

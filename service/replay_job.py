@@ -14,7 +14,9 @@ The report (``--format json``)::
 
 from __future__ import annotations
 
+import math
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -62,18 +64,20 @@ def run_replay(
         )
     finally:
         state.close()
-    return {
-        "file": str(file),
-        "consumed": report.consumed,
-        "processed": report.processed,
-        "duplicates": report.duplicates,
-        "dead_lettered": report.dead_lettered,
-        "dead_lettered_total": report.dead_lettered_total,
-        "dropped": report.dropped,
-        "batches": report.batches,
-        "dlq_path": str(source.dlq_path),
-        "analytics": analytics_report(live, registry),
-    }
+    return json_safe(
+        {
+            "file": str(file),
+            "consumed": report.consumed,
+            "processed": report.processed,
+            "duplicates": report.duplicates,
+            "dead_lettered": report.dead_lettered,
+            "dead_lettered_total": report.dead_lettered_total,
+            "dropped": report.dropped,
+            "batches": report.batches,
+            "dlq_path": str(source.dlq_path),
+            "analytics": analytics_report(live, registry),
+        }
+    )
 
 
 def analytics_report(live: Live, registry: CollectorRegistry) -> dict[str, Any] | None:
@@ -101,6 +105,17 @@ def analytics_report(live: Live, registry: CollectorRegistry) -> dict[str, Any] 
         "pii_scrubbed": {t: value("pii_scrubbed", {"type": t}) for t in PII_TYPES},
         "drift": drift.report(),
     }  # fmt: skip
+
+
+def json_safe(value: Any) -> Any:
+    """Replace NaN and infinities (not JSON) with ``None``, recursively."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
 
 
 def render_text(doc: dict[str, Any]) -> str:
@@ -137,13 +152,21 @@ def render_text(doc: dict[str, Any]) -> str:
     drift = analytics["drift"]
     states = ", ".join(f"{dim} {drift[dim]['state']}" for dim in
                        ("language", "topic", "refusal", "out_of_scope"))  # fmt: skip
-    lines.append(f"drift now: {states}")
+    lines.append(f"drift now (worst of gold set and baseline comparisons): {states}")
+    late, future = drift["event_time"]["late"], drift["event_time"]["future"]
+    if late or future:
+        lines.append(
+            f"  kept out of the drift windows: {late} late events, {future} stamped in the future"
+        )
     for alarm in drift["alarms"]:
+        when = datetime.fromtimestamp(alarm["timestamp"], UTC).strftime("%Y-%m-%d %H:%M")
         where = (
-            f"{alarm['dimension']} vs {alarm['comparison']} after {alarm['after_events']} events"
+            f"{alarm['dimension']} vs {alarm['comparison']} at {when} UTC "
+            f"(after {alarm['after_events']} events)"
         )
         if alarm["state"] != "drift":
-            lines.append(f"  ended  {where} ({alarm['state']})")
+            why = "too few events to test" if alarm["state"] == "insufficient_data" else "cleared"
+            lines.append(f"  ended  {where}: {why}")
         elif "rate_current" in alarm:
             rates = f"{alarm['rate_compared']:.1%} -> {alarm['rate_current']:.1%}"
             lines.append(f"  DRIFT  {where}: {rates}")

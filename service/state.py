@@ -135,13 +135,26 @@ class StateStore:
         return values.get(key, default)
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
-        """Return ``{key: value}`` for the ``keys`` that are present."""
+        """Return ``{key: value}`` for the ``keys`` that are present.
+
+        Raises:
+            StateError: a stored value is not valid JSON (naming the file and key).
+        """
         wanted = list(keys)
         if not wanted:
             return {}
         marks = ",".join("?" * len(wanted))
         rows = self._read(f"SELECT key, value FROM state WHERE key IN ({marks})", wanted)
-        return {key: json.loads(value) for key, value in rows}
+        values = {}
+        for key, value in rows:
+            try:
+                values[key] = json.loads(value)
+            except (ValueError, TypeError):
+                raise StateError(
+                    f"state file {self.label} has a damaged value under {key!r}; "
+                    + _move_aside_hint(self.label)
+                ) from None
+        return values
 
     def keys(self, prefix: str = "") -> list[str]:
         """Return the stored keys that start with ``prefix`` (e.g. ``"stage/"``), sorted."""

@@ -269,12 +269,12 @@ class Runtime:
 
     def analytics_report(self) -> dict[str, Any] | None:
         """The analytics summary (as in ``goldwatch replay``), or ``None`` when disabled."""
-        from service.replay_job import analytics_report
+        from service.replay_job import analytics_report, json_safe
 
         if not self.engine.lock.acquire(timeout=LOCK_TIMEOUT_S):
             raise EngineBusy("the pipeline is busy (the consumer is waiting on its source)")
         try:
-            return analytics_report(self.live, self.registry)
+            return json_safe(analytics_report(self.live, self.registry))  # type: ignore[no-any-return]
         finally:
             self.engine.lock.release()
 

@@ -15,8 +15,9 @@ stages, so a restart keeps the windows and baselines.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from service.drift.detectors import (
@@ -47,6 +48,9 @@ class DriftStage:
         min_count: events a window needs before it is tested.
         alpha: false-alarm budget per day for the whole family of detectors.
         min_jsd, min_share_change, min_rate_change: effect-size thresholds.
+        clock: wall clock (Unix seconds); events stamped further in its future than the
+            windows' ``future_tolerance_s`` are counted and rejected, so one bad clock cannot
+            drag the watermark years ahead.
 
     Raises:
         ValueError: a threshold is out of range (from the detectors).
@@ -64,8 +68,10 @@ class DriftStage:
         min_jsd: float = 0.05,
         min_share_change: float = 0.05,
         min_rate_change: float = 0.05,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         windows = windows or WindowConfig()
+        self.clock = clock
         common = {"windows": windows, "min_count": min_count, "alpha": alpha,
                   "n_dimensions": len(DIMENSIONS)}  # fmt: skip
         self.gold_counts = {dim: dict(counts) for dim, counts in gold_counts.items()}
@@ -98,9 +104,10 @@ class DriftStage:
             self._record_alarms()
 
     def _update(self, annotations: list[dict[str, Any]], stamps: list[float]) -> None:
+        now = self.clock()
         for dim, detector in self.categorical.items():
             values = [str(notes.get(dim) or "und") for notes in annotations]
-            detector.update_many(values, stamps)
+            detector.update_many(values, stamps, now)
             self.live_counts[dim].update(values)
         for dim, key in RATES.items():
             pairs = [
@@ -109,7 +116,7 @@ class DriftStage:
                 if notes.get(key) is not None
             ]
             if pairs:
-                self.rates[dim].update_many([p for p, _ in pairs], [t for _, t in pairs])
+                self.rates[dim].update_many([p for p, _ in pairs], [t for _, t in pairs], now)
 
     def _record_alarms(self) -> None:
         """Remember each comparison's move into ``drift`` (and out of it) with what moved."""
@@ -157,6 +164,10 @@ class DriftStage:
             }
         out["alarms"] = list(self.alarms)
         out["events_seen"] = self.events_seen
+        window = self.categorical["language"].window
+        # events outside the allowed lateness / ahead of the wall clock stay out of the windows
+        out["event_time"] = {"late": window.late, "future": window.future,
+                             "watermark": window.watermark}  # fmt: skip
         return out
 
     def state_snapshot(self) -> Any:

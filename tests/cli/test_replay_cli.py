@@ -1,0 +1,74 @@
+"""``goldwatch replay`` end to end through the console entry point (subprocess)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from tests.cli.test_eval_cli import run
+
+GOOD = '{"event_id": "e%d", "timestamp": "2026-11-20T10:%02d:00Z", "question": "hostel fee?"}'
+
+
+def _log(tmp_path: Path, lines: list[str]) -> Path:
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_demo_replay_reports_the_planted_shifts(tmp_path: Path) -> None:
+    result = run(["replay", "--format", "json"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)  # strict JSON: no NaN
+    assert (doc["consumed"], doc["processed"], doc["dead_lettered_total"]) == (3000, 3000, 0)
+    alarms = {(a["dimension"], a["state"]) for a in doc["analytics"]["drift"]["alarms"]}
+    # service/demo/README.md: Hinglish and exam questions rise in phase B, refusals in C
+    assert {("language", "drift"), ("topic", "drift"), ("refusal", "drift")} <= alarms
+    first = {a["dimension"]: a for a in reversed(doc["analytics"]["drift"]["alarms"])}
+    assert "hi-Latn" in first["language"]["rising"] and "exams" in first["topic"]["rising"]
+    assert first["language"]["after_events"] > 1350  # never before phase B starts
+    assert first["refusal"]["after_events"] > 2250  # never before phase C starts
+    scrubbed = doc["analytics"]["pii_scrubbed"]  # 8 planted events, 9 items
+    assert sum(scrubbed.values()) == 9
+
+
+def test_counts_dead_letters_and_bad_inputs(tmp_path: Path) -> None:
+    log = _log(tmp_path, [GOOD % (1, 1), GOOD % (1, 1), "not json", GOOD % (2, 2)])
+    result = run(["replay", str(log), "--format", "json"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert (doc["consumed"], doc["processed"], doc["duplicates"]) == (4, 2, 1)
+    assert doc["dead_lettered"] == {"not_json": 1}
+    rows = [json.loads(x) for x in (tmp_path / "events.jsonl.dlq.jsonl").read_text().splitlines()]
+    assert [(r["reason"], r["origin"]["line"]) for r in rows] == [("not_json", 3)]
+    missing = run(["replay", "nowhere.jsonl"], tmp_path)
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert "nowhere.jsonl" in missing.stderr
+    unwritable = run(["replay", str(log), "--dlq", "/proc/no/such/dir/x.jsonl"], tmp_path)
+    assert unwritable.returncode == 2
+    assert "cannot write dead letters to /proc/no/such/dir/x.jsonl" in unwritable.stderr
+
+
+def test_a_future_timestamp_does_not_freeze_drift(tmp_path: Path) -> None:
+    future = '{"event_id": "f", "timestamp": "2099-01-01T00:00:00Z", "question": "hostel fee?"}'
+    log = _log(tmp_path, [future] + [GOOD % (i, i) for i in range(1, 6)])
+    doc = json.loads(run(["replay", str(log), "--format", "json"], tmp_path).stdout)
+    event_time = doc["analytics"]["drift"]["event_time"]
+    assert (event_time["future"], event_time["late"]) == (1, 0)
+    assert doc["analytics"]["drift"]["language"]["live_counts"] == {"en": 6}
+
+
+def test_damaged_state_value_is_a_clear_error(tmp_path: Path) -> None:
+    log = _log(tmp_path, [GOOD % (1, 1)])
+    state = tmp_path / "state.sqlite"
+    assert run(["replay", str(log), "--state", str(state)], tmp_path).returncode == 0
+    with sqlite3.connect(state) as conn:
+        conn.execute("UPDATE state SET value = '{broken' WHERE key = 'totals'")
+    result = run(["replay", str(log), "--state", str(state)], tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert str(state) in result.stderr and "'totals'" in result.stderr
+    with sqlite3.connect(state) as conn:
+        conn.execute("UPDATE state SET value = '[1, 2]' WHERE key = 'totals'")
+    shape = run(["replay", str(log), "--state", str(state)], tmp_path)
+    assert shape.returncode == 2 and "wrong shape" in shape.stderr
