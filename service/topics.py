@@ -31,22 +31,26 @@ True
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
 import math
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import joblib
 import numpy as np
+import scipy.sparse as sp
 import sklearn
 from sklearn.cluster import KMeans
 from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.pipeline import FeatureUnion, make_pipeline
 from sklearn.preprocessing import Normalizer
+from threadpoolctl import ThreadpoolController
 
 from service.batch_cache import BatchCache
 from service.pipeline import Batch, StatelessStage
@@ -150,6 +154,101 @@ def _vectoriser() -> Any:
     return FeatureUnion([("words", words), ("chars", chars)])
 
 
+class _FastLSA:
+    """``pipeline.transform`` of :func:`_vectoriser` → SVD → Normalizer, same numbers, cheaper.
+
+    scikit-learn's ``char_wb`` analysis and ``_count_vocab`` run per n-gram in Python (with a
+    ``KeyError`` per n-gram unseen in training, most of them); this counts with
+    :class:`collections.Counter` and keeps only the known n-grams by a set intersection, then
+    applies the fitted idf weights, sublinear tf and L2 norms itself and projects both blocks
+    with the SVD components. Built from a fitted pipeline; :meth:`build` returns ``None`` for
+    any other structure (the caller then uses the pipeline as it is).
+    """
+
+    def __init__(self, words: Any, chars: Any, components: np.ndarray) -> None:
+        self._words = words.build_analyzer()
+        self._word_vocab = dict(words.vocabulary_)
+        self._word_keys = self._word_vocab.keys()
+        self._word_idf = np.asarray(words.idf_, dtype=np.float64)
+        self._char_vocab = dict(chars.vocabulary_)
+        self._char_keys = self._char_vocab.keys()
+        self._char_idf = np.asarray(chars.idf_, dtype=np.float64)
+        self._white = chars._white_spaces
+        self._char_lo, self._char_hi = chars.ngram_range
+        n_words = len(self._word_vocab)
+        self._word_proj = np.ascontiguousarray(components[:, :n_words].T)
+        self._char_proj = np.ascontiguousarray(components[:, n_words:].T)
+
+    @classmethod
+    def build(cls, pipeline: Any) -> _FastLSA | None:
+        try:
+            union, lsa = (step for _, step in pipeline.steps)
+            (wname, words), (cname, chars) = union.transformer_list
+            svd, normalizer = (step for _, step in lsa.steps)
+        except (AttributeError, TypeError, ValueError):
+            return None
+        expected = (
+            wname == "words" and cname == "chars"
+            and isinstance(words, TfidfVectorizer) and isinstance(chars, TfidfVectorizer)
+            and isinstance(svd, TruncatedSVD) and isinstance(normalizer, Normalizer)
+            and chars.analyzer == "char_wb" and chars.lowercase and chars.strip_accents is None
+            and chars.preprocessor is None and chars.binary is False
+            and words.binary is False and union.transformer_weights is None
+            and all(v.sublinear_tf and v.use_idf and v.norm == "l2" and v.dtype == np.float64
+                    for v in (words, chars))
+            and normalizer.norm == "l2"
+            and svd.components_.shape[1] == len(words.vocabulary_) + len(chars.vocabulary_)
+        )  # fmt: skip
+        return cls(words, chars, svd.components_) if expected else None
+
+    def _char_grams(self, text: str) -> list[str]:
+        """sklearn's ``_char_wb_ngrams`` of the lower-cased text, plus grams spanning two
+        words (they hold two spaces in a row, which no fitted n-gram does, so they never
+        count). Each word is padded with a space on both sides, as sklearn does; a word
+        shorter than ``n`` then has no ``n``-gram of its own, as in sklearn."""
+        joined = f" {'  '.join(self._white.sub(' ', text.lower()).split())} "
+        size = len(joined)
+        grams: list[str] = []
+        for n in range(self._char_lo, self._char_hi + 1):
+            grams.extend([joined[i : i + n] for i in range(size - n + 1)])
+        return grams
+
+    @staticmethod
+    def _block(rows: list[Counter[str]], vocab: dict[str, int], keys: Any, idf: np.ndarray,
+               ) -> sp.csr_matrix:  # fmt: skip
+        indices: list[int] = []
+        counts: list[int] = []
+        indptr = [0]
+        for counter in rows:
+            known = keys & counter.keys()
+            indices.extend(map(vocab.__getitem__, known))
+            counts.extend(map(counter.__getitem__, known))
+            indptr.append(len(indices))
+        cols = np.asarray(indices, dtype=np.int64)
+        data = (np.log(np.asarray(counts, dtype=np.float64)) + 1.0) * idf[cols]
+        matrix = sp.csr_matrix((data, cols, np.asarray(indptr)), shape=(len(rows), len(idf)))
+        sq = np.add.reduceat(np.r_[data * data, 0.0], matrix.indptr[:-1]) if len(data) else None
+        if sq is not None:
+            lengths = np.diff(matrix.indptr)
+            norms = np.sqrt(np.where(lengths > 0, sq, 1.0))
+            matrix.data /= np.repeat(norms, lengths)
+        return matrix
+
+    def transform(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit LSA vectors of ``texts``, (n,) → (n, d)."""
+        words = self._block([Counter(self._words(t)) for t in texts], self._word_vocab,
+                            self._word_keys, self._word_idf)  # fmt: skip
+        chars = self._block([Counter(self._char_grams(t)) for t in texts], self._char_vocab,
+                            self._char_keys, self._char_idf)  # fmt: skip
+        vectors = np.asarray(words @ self._word_proj) + np.asarray(chars @ self._char_proj)
+        return _unit_rows(vectors)
+
+
+@functools.cache
+def _blas() -> Any:
+    return ThreadpoolController()
+
+
 def _unit_rows(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix / np.where(norms == 0, 1.0, norms)
@@ -171,6 +270,7 @@ class TopicModel:
         self.threshold = state.threshold
         self.supervised = state.supervised
         self.version = version
+        self._fast = _FastLSA.build(state.pipeline)
 
     @classmethod
     def fit(
@@ -223,11 +323,17 @@ class TopicModel:
         """
         if not texts:
             return []
-        vectors = self._state.pipeline.transform(list(texts))  # (n, d)
-        sims = vectors @ self._state.centroids.T  # (n, topics)
-        best = sims.argmax(axis=1)
-        top = sims[np.arange(len(best)), best]
-        neighbour = (vectors.astype(np.float32) @ self._state.reference.T).max(axis=1)
+        texts = list(texts)
+        if self._fast is not None:
+            vectors = self._fast.transform(texts)  # (n, d)
+        else:
+            vectors = self._state.pipeline.transform(texts)
+        # Small products: OpenBLAS threads only contend with the process's other work.
+        with _blas().limit(limits=1, user_api="blas"):
+            sims = vectors @ self._state.centroids.T  # (n, topics)
+            best = sims.argmax(axis=1)
+            top = sims[np.arange(len(best)), best]
+            neighbour = (vectors.astype(np.float32) @ self._state.reference.T).max(axis=1)
         names = self.names
         rows = zip(best.tolist(), top.tolist(), neighbour.tolist(), strict=True)
         return [
