@@ -204,8 +204,11 @@ class ScopeStage(StatelessStage):
         if self.retriever is None:
             return [event_score(e, self.calibration.retriever) for e in events]
         retriever, k = self.retriever, self.k
+        fast = getattr(retriever, "best_scores", None)
 
         def best(questions: list[str]) -> list[float | None]:
+            if fast is not None:  # the best score without building result lists
+                return list(fast(questions))
             return [best_score(found) for found in retriever.search_batch(questions, k)]
 
         return self.cache.get_many([e.question for e in events], best) if events else []

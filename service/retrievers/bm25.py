@@ -35,6 +35,7 @@ from collections.abc import Sequence
 
 import bm25s
 import numpy as np
+import scipy.sparse as sp
 
 from service.records import Passage, ScoredDoc
 from service.retrievers.text import check_k, corpus_ids, tokenize
@@ -83,6 +84,39 @@ class BM25Retriever:
         self._index = bm25s.BM25(k1=k1, b=b, backend="numpy")
         tokens = [tokenize(passage.text, stopwords=stopwords) for passage in corpus]
         self._index.index(tokens, show_progress=False)
+        scores = self._index.scores
+        self._vocab: dict[str, int] = dict(self._index.vocab_dict)
+        # bm25s's precomputed (token, doc) scores as a CSR matrix, one row per token.
+        self._scores = sp.csr_matrix(
+            (scores["data"], scores["indices"], scores["indptr"]),
+            shape=(len(scores["indptr"]) - 1, scores["num_docs"]),
+        )
+        self._dtype = np.dtype(self._index.dtype)
+
+    def best_scores(self, questions: Sequence[str]) -> list[float | None]:
+        """The score of each question's best passage (``None``: no passage shares a token),
+        i.e. the first score of :meth:`search_batch`, for all questions in one sparse product.
+
+        Each question is a row with a 1 per occurrence of a known token, in question order,
+        multiplied by the (token, doc) score matrix: the per-document sums are accumulated in
+        the same order and precision as bm25s's, so the scores are the same.
+        """
+        vocab = self._vocab
+        indices: list[int] = []
+        indptr = [0]
+        for question in questions:
+            indices.extend([vocab[t] for t in tokenize(question, stopwords=self.stopwords)
+                            if t in vocab])  # fmt: skip
+            indptr.append(len(indices))
+        if not questions:
+            return []
+        rows = sp.csr_matrix(
+            (np.ones(len(indices), dtype=self._dtype), np.asarray(indices, dtype=np.int64),
+             np.asarray(indptr, dtype=np.int64)),
+            shape=(len(questions), self._scores.shape[0]),
+        )  # fmt: skip
+        best = (rows @ self._scores).max(axis=1).toarray().ravel()
+        return [float(score) if score > 0 else None for score in best.tolist()]
 
     def search(self, question: str, k: int) -> list[ScoredDoc]:
         """Return at most ``k`` passages for ``question``, best first (see the class doc)."""

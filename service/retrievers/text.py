@@ -114,9 +114,14 @@ def tokenize(text: str, *, stopwords: bool = False) -> list[str]:
     Returns:
         Normalised tokens; ``[]`` when ``text`` has no word characters.
     """
-    tokens: list[str] = []
-    for word in _word_pattern().findall(normalise(text)):
-        tokens.extend(_split_word(word))
+    text = normalise(text)
+    words: list[str] = _word_pattern().findall(text)
+    if not _NO_SPACE_RUN.search(text):  # the common case: every word is a token
+        tokens = words
+    else:
+        tokens = []
+        for word in words:
+            tokens.extend(_split_word(word))
     if stopwords:
         tokens = [token for token in tokens if token not in STOPWORDS]
     return tokens
