@@ -223,6 +223,11 @@ def normalise(text: str) -> str:
     return " ".join(text.split())
 
 
+#: A lead of the non-langdetect evidence above this is decisive: langdetect's probabilities
+#: are in [0, 1] (the margin covers their rounding).
+_DECIDED = 1.0 + 1e-6
+
+
 class LanguageDetector:
     """Label questions with a language (see the module docstring for the steps).
 
@@ -271,13 +276,27 @@ class LanguageDetector:
             return pool[0]
         if letters < self.config.min_letters:
             return UNDETERMINED
+        if not words:
+            scores = dict.fromkeys(pool, 0.0)
+            scores.update(self._restricted(text, pool))
+            best = max(scores, key=scores.__getitem__)
+            return best if scores[best] > 0.0 else UNDETERMINED
+        lexicon, cues, prior = self._latin_evidence(text, words, pool)
+        evidence = dict.fromkeys(pool, 0.0)
+        for part in (lexicon, cues, prior):
+            for lang, value in part:
+                evidence[lang] += value
+        first, second = sorted(evidence.values(), reverse=True)[:2]
+        lead = max(evidence, key=evidence.__getitem__)
+        if first > 0.0 and first - second > _DECIDED:
+            # langdetect adds a probability in [0, 1] to each language: it cannot change the
+            # winner, so skip it (the label is the same as with it).
+            return lead
         scores = dict.fromkeys(pool, 0.0)
         scores.update(self._restricted(text, pool))
-        if words:
-            self._add_latin_evidence(text, words, pool, scores)
-            for lang in self.config.preferred:
-                if lang in scores:
-                    scores[lang] += self.config.prior_weight
+        for part in (lexicon, cues, prior):  # the same additions in the same order as ever
+            for lang, value in part:
+                scores[lang] += value
         best = max(scores, key=scores.__getitem__)
         return best if scores[best] > 0.0 else UNDETERMINED
 
@@ -289,15 +308,18 @@ class LanguageDetector:
             return {lang: p / mass for lang, p in probs.items() if lang in pool}
         return self.backend.probabilities(text, restrict=pool)
 
-    def _add_latin_evidence(
-        self, text: str, words: Sequence[str], pool: Sequence[str], scores: dict[str, float]
-    ) -> None:
+    def _latin_evidence(
+        self, text: str, words: Sequence[str], pool: Sequence[str]
+    ) -> tuple[list[tuple[str, float]], ...]:
+        """What Latin-script text adds to langdetect's probabilities, by kind: function-word
+        lexicon, character cues, preferred-language prior (pool languages only)."""
         config = self.config
-        for lang, share in function_word_scores(words, pool).items():
-            scores[lang] += config.lexicon_weight * share
-        for lang, cue in latin_cues(text).items():
-            if lang in scores:
-                scores[lang] += config.cue_weight * cue
+        lexicon = {lang: config.lexicon_weight * share
+                   for lang, share in function_word_scores(words, pool).items()}  # fmt: skip
+        cues = {lang: config.cue_weight * cue for lang, cue in latin_cues(text).items()
+                if lang in pool}  # fmt: skip
+        prior = [(lang, config.prior_weight) for lang in config.preferred if lang in pool]
+        return list(lexicon.items()), list(cues.items()), prior
 
 
 OTHER = "other"
