@@ -158,10 +158,11 @@ class _FastLSA:
     """``pipeline.transform`` of :func:`_vectoriser` → SVD → Normalizer, same numbers, cheaper.
 
     scikit-learn's ``char_wb`` analysis and ``_count_vocab`` run per n-gram in Python (with a
-    ``KeyError`` per n-gram unseen in training, most of them); this counts with
-    :class:`collections.Counter` and keeps only the known n-grams by a set intersection, then
-    applies the fitted idf weights, sublinear tf and L2 norms itself and projects both blocks
-    with the SVD components. Built from a fitted pipeline; :meth:`build` returns ``None`` for
+    ``KeyError`` per n-gram unseen in training, most of them); this counts the char n-grams
+    of a whole batch with numpy (64-bit hashes, see :meth:`_char_block`) and the word n-grams
+    with :class:`collections.Counter` (known ones by a set intersection), then applies the
+    fitted idf weights, sublinear tf and L2 norms itself and projects both blocks with the SVD
+    components. Built from a fitted pipeline; :meth:`build` returns ``None`` for
     any other structure (the caller then uses the pipeline as it is).
     """
 
@@ -170,8 +171,10 @@ class _FastLSA:
         self._word_vocab = dict(words.vocabulary_)
         self._word_keys = self._word_vocab.keys()
         self._word_idf = np.asarray(words.idf_, dtype=np.float64)
-        self._char_vocab = dict(chars.vocabulary_)
-        self._char_keys = self._char_vocab.keys()
+        hashes = np.array([_hash(gram) for gram in chars.vocabulary_], dtype=np.uint64)
+        order = np.argsort(hashes)
+        self._char_hashes = hashes[order]
+        self._char_columns = np.fromiter(chars.vocabulary_.values(), dtype=np.int64)[order]
         self._char_idf = np.asarray(chars.idf_, dtype=np.float64)
         self._white = chars._white_spaces
         self._char_lo, self._char_hi = chars.ngram_range
@@ -199,19 +202,49 @@ class _FastLSA:
             and normalizer.norm == "l2"
             and svd.components_.shape[1] == len(words.vocabulary_) + len(chars.vocabulary_)
         )  # fmt: skip
-        return cls(words, chars, svd.components_) if expected else None
+        if not expected:
+            return None
+        fast = cls(words, chars, svd.components_)
+        if len(np.unique(fast._char_hashes)) != len(fast._char_hashes):
+            return None  # two fitted n-grams share a hash (never seen): stay exact
+        return fast
 
-    def _char_grams(self, text: str) -> list[str]:
-        """sklearn's ``_char_wb_ngrams`` of the lower-cased text, plus grams spanning two
-        words (they hold two spaces in a row, which no fitted n-gram does, so they never
-        count). Each word is padded with a space on both sides, as sklearn does; a word
-        shorter than ``n`` then has no ``n``-gram of its own, as in sklearn."""
-        joined = f" {'  '.join(self._white.sub(' ', text.lower()).split())} "
-        size = len(joined)
-        grams: list[str] = []
+    def _char_grams(self, text: str) -> str:
+        """The lower-cased words of ``text`` padded with a space each side and joined with
+        nothing between them: its ``n``-grams are sklearn's ``_char_wb_ngrams`` plus grams
+        spanning two words, which hold two spaces in a row (no fitted n-gram does, so they
+        never count); a word shorter than ``n`` has no ``n``-gram of its own, as in sklearn."""
+        return f" {'  '.join(self._white.sub(' ', text.lower()).split())} "
+
+    def _char_block(self, texts: Sequence[str]) -> sp.csr_matrix:
+        """Counts of the fitted char n-grams of each text, all texts at once: every n-gram
+        of the texts (joined with a space, so no fitted n-gram crosses two texts) is hashed
+        to 64 bits and looked up among the fitted n-grams' hashes with ``searchsorted``."""
+        pieces = [self._char_grams(text) + " " for text in texts]
+        sizes = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+        starts = np.cumsum(sizes) - sizes
+        codes = np.frombuffer("".join(pieces).encode("utf-32-le", "surrogatepass"),
+                              dtype=np.uint32).astype(np.uint64)  # fmt: skip
+        found_docs = [np.zeros(0, dtype=np.int64)]
+        found_cols = [np.zeros(0, dtype=np.int64)]
         for n in range(self._char_lo, self._char_hi + 1):
-            grams.extend([joined[i : i + n] for i in range(size - n + 1)])
-        return grams
+            count = len(codes) - n + 1
+            if count <= 0:
+                continue
+            hashes = np.full(count, n, dtype=np.uint64)
+            for k in range(n):
+                hashes = hashes * _HASH_MULTIPLIER + codes[k : k + count]
+            where = np.searchsorted(self._char_hashes, hashes)
+            where[where == len(self._char_hashes)] = 0
+            hit = self._char_hashes[where] == hashes
+            found_cols.append(self._char_columns[where[hit]])
+            found_docs.append(np.searchsorted(starts, np.flatnonzero(hit), side="right") - 1)
+        width = len(self._char_idf)
+        pairs = np.concatenate(found_docs) * width + np.concatenate(found_cols)
+        keys, counts = np.unique(pairs, return_counts=True)
+        docs, cols = np.divmod(keys, width)
+        indptr = np.r_[0, np.cumsum(np.bincount(docs, minlength=len(texts)))]
+        return _weighted(indptr, cols, counts, self._char_idf)
 
     @staticmethod
     def _block(rows: list[Counter[str]], vocab: dict[str, int], keys: Any, idf: np.ndarray,
@@ -224,24 +257,42 @@ class _FastLSA:
             indices.extend(map(vocab.__getitem__, known))
             counts.extend(map(counter.__getitem__, known))
             indptr.append(len(indices))
-        cols = np.asarray(indices, dtype=np.int64)
-        data = (np.log(np.asarray(counts, dtype=np.float64)) + 1.0) * idf[cols]
-        matrix = sp.csr_matrix((data, cols, np.asarray(indptr)), shape=(len(rows), len(idf)))
-        sq = np.add.reduceat(np.r_[data * data, 0.0], matrix.indptr[:-1]) if len(data) else None
-        if sq is not None:
-            lengths = np.diff(matrix.indptr)
-            norms = np.sqrt(np.where(lengths > 0, sq, 1.0))
-            matrix.data /= np.repeat(norms, lengths)
-        return matrix
+        return _weighted(np.asarray(indptr), np.asarray(indices, dtype=np.int64),
+                         np.asarray(counts), idf)  # fmt: skip
 
     def transform(self, texts: Sequence[str]) -> np.ndarray:
         """Unit LSA vectors of ``texts``, (n,) → (n, d)."""
         words = self._block([Counter(self._words(t)) for t in texts], self._word_vocab,
                             self._word_keys, self._word_idf)  # fmt: skip
-        chars = self._block([Counter(self._char_grams(t)) for t in texts], self._char_vocab,
-                            self._char_keys, self._char_idf)  # fmt: skip
+        chars = self._char_block(texts)
         vectors = np.asarray(words @ self._word_proj) + np.asarray(chars @ self._char_proj)
         return _unit_rows(vectors)
+
+
+#: Odd 64-bit multiplier of the n-gram hash (the golden-ratio constant).
+_HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+_MASK = (1 << 64) - 1
+
+
+def _hash(gram: str) -> int:
+    """The 64-bit hash :meth:`_FastLSA._char_block` computes with numpy, for one n-gram."""
+    value = len(gram)
+    for char in gram:
+        value = (value * int(_HASH_MULTIPLIER) + ord(char)) & _MASK
+    return value
+
+
+def _weighted(indptr: np.ndarray, cols: np.ndarray, counts: np.ndarray, idf: np.ndarray
+              ) -> sp.csr_matrix:  # fmt: skip
+    """TfidfVectorizer's rows from raw counts: sublinear tf times idf, L2-normalised."""
+    data = (np.log(counts.astype(np.float64)) + 1.0) * idf[cols]
+    matrix = sp.csr_matrix((data, cols, indptr), shape=(len(indptr) - 1, len(idf)))
+    if len(data):
+        lengths = np.diff(matrix.indptr)
+        sq = np.add.reduceat(np.r_[data * data, 0.0], matrix.indptr[:-1])
+        norms = np.sqrt(np.where(lengths > 0, sq, 1.0))
+        matrix.data /= np.repeat(norms, lengths)
+    return matrix
 
 
 @functools.cache
