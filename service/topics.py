@@ -36,7 +36,6 @@ import hashlib
 import io
 import json
 import math
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -159,8 +158,8 @@ class _FastLSA:
 
     scikit-learn's ``char_wb`` analysis and ``_count_vocab`` run per n-gram in Python (with a
     ``KeyError`` per n-gram unseen in training, most of them); this counts the char n-grams
-    of a whole batch with numpy (64-bit hashes, see :meth:`_char_block`) and the word n-grams
-    with :class:`collections.Counter` (known ones by a set intersection), then applies the
+    of a whole batch with numpy (64-bit hashes, see :meth:`_char_block`) and looks the word
+    n-grams of scikit-learn's own analyzer up in the vocabulary, then applies the
     fitted idf weights, sublinear tf and L2 norms itself and projects both blocks with the SVD
     components. Built from a fitted pipeline; :meth:`build` returns ``None`` for
     any other structure (the caller then uses the pipeline as it is).
@@ -169,7 +168,6 @@ class _FastLSA:
     def __init__(self, words: Any, chars: Any, components: np.ndarray) -> None:
         self._words = words.build_analyzer()
         self._word_vocab = dict(words.vocabulary_)
-        self._word_keys = self._word_vocab.keys()
         self._word_idf = np.asarray(words.idf_, dtype=np.float64)
         hashes = np.array([_hash(gram) for gram in chars.vocabulary_], dtype=np.uint64)
         order = np.argsort(hashes)
@@ -239,31 +237,24 @@ class _FastLSA:
             hit = self._char_hashes[where] == hashes
             found_cols.append(self._char_columns[where[hit]])
             found_docs.append(np.searchsorted(starts, np.flatnonzero(hit), side="right") - 1)
-        width = len(self._char_idf)
-        pairs = np.concatenate(found_docs) * width + np.concatenate(found_cols)
-        keys, counts = np.unique(pairs, return_counts=True)
-        docs, cols = np.divmod(keys, width)
-        indptr = np.r_[0, np.cumsum(np.bincount(docs, minlength=len(texts)))]
-        return _weighted(indptr, cols, counts, self._char_idf)
+        return _counted(np.concatenate(found_docs), np.concatenate(found_cols), len(texts),
+                        self._char_idf)  # fmt: skip
 
-    @staticmethod
-    def _block(rows: list[Counter[str]], vocab: dict[str, int], keys: Any, idf: np.ndarray,
-               ) -> sp.csr_matrix:  # fmt: skip
-        indices: list[int] = []
-        counts: list[int] = []
-        indptr = [0]
-        for counter in rows:
-            known = keys & counter.keys()
-            indices.extend(map(vocab.__getitem__, known))
-            counts.extend(map(counter.__getitem__, known))
-            indptr.append(len(indices))
-        return _weighted(np.asarray(indptr), np.asarray(indices, dtype=np.int64),
-                         np.asarray(counts), idf)  # fmt: skip
+    def _word_block(self, texts: Sequence[str]) -> sp.csr_matrix:
+        """Counts of the fitted word n-grams of each text (sklearn's own analyzer)."""
+        vocab, analyse = self._word_vocab, self._words
+        cols: list[int] = []
+        sizes: list[int] = []
+        for text in texts:
+            found = [vocab[gram] for gram in analyse(text) if gram in vocab]
+            cols.extend(found)
+            sizes.append(len(found))
+        return _counted(np.repeat(np.arange(len(texts)), sizes), np.asarray(cols, dtype=np.int64),
+                        len(texts), self._word_idf)  # fmt: skip
 
     def transform(self, texts: Sequence[str]) -> np.ndarray:
         """Unit LSA vectors of ``texts``, (n,) → (n, d)."""
-        words = self._block([Counter(self._words(t)) for t in texts], self._word_vocab,
-                            self._word_keys, self._word_idf)  # fmt: skip
+        words = self._word_block(texts)
         chars = self._char_block(texts)
         vectors = np.asarray(words @ self._word_proj) + np.asarray(chars @ self._char_proj)
         return _unit_rows(vectors)
@@ -280,6 +271,15 @@ def _hash(gram: str) -> int:
     for char in gram:
         value = (value * int(_HASH_MULTIPLIER) + ord(char)) & _MASK
     return value
+
+
+def _counted(docs: np.ndarray, cols: np.ndarray, n_docs: int, idf: np.ndarray) -> sp.csr_matrix:
+    """TfidfVectorizer's rows from one ``(doc, column)`` pair per occurrence."""
+    width = len(idf)
+    keys, counts = np.unique(docs * width + cols, return_counts=True)  # sorted by doc, column
+    rows, columns = np.divmod(keys, width)
+    indptr = np.r_[0, np.cumsum(np.bincount(rows, minlength=n_docs))]
+    return _weighted(indptr, columns, counts, idf)
 
 
 def _weighted(indptr: np.ndarray, cols: np.ndarray, counts: np.ndarray, idf: np.ndarray
