@@ -93,7 +93,7 @@ class LanguageConfig(BaseModel):
             fee?", which langdetect calls Dutch) goes to the expected language while clear
             evidence for another language still wins.
         prior_weight: the bonus of a preferred language (langdetect probabilities are in
-            [0, 1]).
+            [0, 1]); doubled for questions of at most three words.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -105,7 +105,7 @@ class LanguageConfig(BaseModel):
     lexicon_weight: float = Field(default=3.0, ge=0)
     cue_weight: float = Field(default=1.0, ge=0)
     preferred: tuple[str, ...] = ()
-    prior_weight: float = Field(default=0.5, ge=0, le=5)
+    prior_weight: float = Field(default=0.6, ge=0, le=5)
 
 
 class Backend(Protocol):
@@ -318,11 +318,16 @@ class LanguageDetector:
                    for lang, share in function_word_scores(words, pool).items()}  # fmt: skip
         cues = {lang: config.cue_weight * cue for lang, cue in latin_cues(text).items()
                 if lang in pool}  # fmt: skip
-        prior = [(lang, config.prior_weight) for lang in config.preferred if lang in pool]
+        # langdetect is unreliable on one to three words ("hostel fee?" comes out Dutch with
+        # p = 0.99999): there the prior counts double, enough to outweigh it.
+        weight = config.prior_weight * (2.0 if len(words) <= SHORT_WORDS else 1.0)
+        prior = [(lang, weight) for lang in config.preferred if lang in pool]
         return list(lexicon.items()), list(cues.items()), prior
 
 
 OTHER = "other"
+#: Questions of at most this many words get a double preferred-language prior.
+SHORT_WORDS = 3
 #: Languages most often seen in RAG traffic, allow-listed after the gold set's own.
 DEFAULT_FREQUENT: tuple[str, ...] = ("en", "es", "hi-Latn", "hi", "fr", "de", "pt", "zh", "ar")
 
