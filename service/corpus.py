@@ -20,11 +20,13 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from service.records import Passage
+
+RowT = TypeVar("RowT", bound=BaseModel)
 
 #: How many problems an error message lists before ``"... and N more"``.
 MAX_LISTED_PROBLEMS = 20
@@ -121,6 +123,27 @@ def duplicate_problem(path: Path, lineno: int, row_id: str, first_line: int) -> 
         f"{where(path, lineno, row_id)}, field 'id': duplicate id "
         f"(first on line {first_line}, again on line {lineno})"
     )
+
+
+def validated_rows(
+    path: Path, model: type[RowT], problems: list[str]
+) -> Iterator[tuple[int, RowT]]:
+    """Yield ``(line, row)`` for each JSONL object of ``path`` that validates as ``model`` and
+    whose ``id`` was not seen on an earlier line; every other line adds to ``problems``
+    (invalid JSON, wrong fields, duplicate id naming both lines)."""
+    first_line: dict[str, int] = {}
+    for lineno, obj in read_jsonl_objects(path, problems):
+        try:
+            row = model.model_validate(obj)
+        except ValidationError as exc:
+            problems.extend(validation_problems(path, lineno, obj.get("id"), exc))
+            continue
+        row_id = row.id  # type: ignore[attr-defined]
+        if row_id in first_line:
+            problems.append(duplicate_problem(path, lineno, row_id, first_line[row_id]))
+            continue
+        first_line[row_id] = lineno
+        yield lineno, row
 
 
 def non_blank(value: str) -> str:
@@ -220,19 +243,10 @@ def load_corpus(path: Path | str) -> Corpus:
     """
     path = Path(path)
     problems: list[str] = []
-    passages: list[Passage] = []
-    first_line: dict[str, int] = {}
-    for lineno, obj in read_jsonl_objects(path, problems):
-        try:
-            row = _PassageRow.model_validate(obj)
-        except ValidationError as exc:
-            problems.extend(validation_problems(path, lineno, obj.get("id"), exc))
-            continue
-        if row.id in first_line:
-            problems.append(duplicate_problem(path, lineno, row.id, first_line[row.id]))
-            continue
-        first_line[row.id] = lineno
-        passages.append(Passage(row.id, row.text, row.doc, row.doc_type, tuple(row.acl)))
+    passages = [
+        Passage(row.id, row.text, row.doc, row.doc_type, tuple(row.acl))
+        for _, row in validated_rows(path, _PassageRow, problems)
+    ]
     if not passages and not problems:
         problems.append(f"{path}: contains no passages")
     if problems:

@@ -26,17 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from service.corpus import (
     MAX_LISTED_PROBLEMS,
     Corpus,
     DataFileError,
     content_version,
-    duplicate_problem,
     non_blank,
-    read_jsonl_objects,
-    validation_problems,
+    validated_rows,
     where,
 )
 from service.records import GoldQuestion, Qrels
@@ -209,17 +207,7 @@ def load_gold_set(path: Path | str) -> GoldSet:
     path = Path(path)
     problems: list[str] = []
     questions: list[GoldQuestion] = []
-    first_line: dict[str, int] = {}
-    for lineno, obj in read_jsonl_objects(path, problems):
-        try:
-            row = _GoldRow.model_validate(obj)
-        except ValidationError as exc:
-            problems.extend(validation_problems(path, lineno, obj.get("id"), exc))
-            continue
-        if row.id in first_line:
-            problems.append(duplicate_problem(path, lineno, row.id, first_line[row.id]))
-            continue
-        first_line[row.id] = lineno
+    for lineno, row in validated_rows(path, _GoldRow, problems):
         row_problems = _row_problems(path, lineno, row)
         problems.extend(row_problems)
         if not row_problems:
