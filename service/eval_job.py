@@ -109,7 +109,13 @@ class EvalOutcome:
         }
 
 
-def _load_gold(request: EvalRequest, settings: Settings) -> GoldSet:
+def load_gold(request: EvalRequest, settings: Settings) -> GoldSet:
+    """Return the gold set the request names (qrels/topics, ``--gold``, the configured one,
+    else the embedded demo gold set).
+
+    Raises:
+        service.goldset.GoldSetError, service.trec.TrecFormatError: unreadable file.
+    """
     if request.qrels is not None and request.gold is None:
         return load_trec_gold_set(request.qrels, request.topics)
     path = request.gold or settings.gold_set
@@ -118,23 +124,35 @@ def _load_gold(request: EvalRequest, settings: Settings) -> GoldSet:
     return load_gold_set(path)
 
 
-def _load_corpus(request: EvalRequest, settings: Settings) -> Corpus:
+def load_corpus_for(request: EvalRequest, settings: Settings) -> Corpus:
+    """Return the corpus the request names (``--corpus``, configured, else the demo corpus).
+
+    Raises:
+        service.corpus.CorpusError: unreadable file.
+    """
     path = request.corpus or settings.corpus
     if path is None:
         path = demo_path("corpus.jsonl")
     return load_corpus(path)
 
 
-def _retrieved_runs(
+def retrieved_runs(
     request: EvalRequest, settings: Settings, gold: GoldSet, names: Sequence[str]
 ) -> tuple[dict[str, Run], Corpus | None, list[str]]:
+    """Return ``(runs, corpus, warnings)``: each named retriever's run over the gold set
+    (``settings.eval.depth`` deep), or the request's TREC run files (corpus ``None``).
+
+    Raises:
+        EvalUsageError: two run files share a name.
+        service.retrievers.base.RetrieverError: a retriever failed.
+    """
     warnings: list[str] = []
     if request.runs:
         runs = {path.name: read_run(path) for path in request.runs}
         if len(runs) != len(request.runs):
             raise EvalUsageError("two --run files share a file name; rename one")
         return runs, None, warnings
-    corpus = _load_corpus(request, settings)
+    corpus = load_corpus_for(request, settings)
     warnings.extend(validate_against_corpus(gold, corpus))
     retrievers = build_retrievers(names, settings, corpus.passages)
     depth = max(settings.eval.depth, max(request.ks or settings.eval.k))
@@ -214,11 +232,11 @@ def run_eval(request: EvalRequest, settings: Settings) -> EvalOutcome:
     if request.topics is not None and request.qrels is None:
         raise EvalUsageError("--topics goes with --qrels")
     ks = tuple(sorted(set(request.ks or settings.eval.k)))
-    gold = _load_gold(request, settings)
+    gold = load_gold(request, settings)
     names = list(dict.fromkeys(request.retrievers or DEFAULT_RETRIEVERS))
     if request.compare and not request.runs:
         names.extend(n for n in request.compare if n not in names)
-    runs, corpus, warnings = _retrieved_runs(request, settings, gold, names)
+    runs, corpus, warnings = retrieved_runs(request, settings, gold, names)
     questions = list(gold)
     reports = tuple(
         evaluate_run(name, questions, run, ks, settings.eval.relevance_level)
@@ -247,7 +265,7 @@ def run_eval(request: EvalRequest, settings: Settings) -> EvalOutcome:
         rows = [
             history_row(
                 r.retriever,
-                _retriever_config(settings, r.retriever, bool(request.runs)),
+                retriever_config(settings, r.retriever, bool(request.runs)),
                 eval_config,
                 r.overall,
                 gold_set_version=gold.version,
@@ -270,7 +288,8 @@ def run_eval(request: EvalRequest, settings: Settings) -> EvalOutcome:
     )
 
 
-def _retriever_config(settings: Settings, name: str, from_run_file: bool) -> dict[str, Any]:
+def retriever_config(settings: Settings, name: str, from_run_file: bool) -> dict[str, Any]:
+    """The retriever's configuration as recorded in the run history (headers left out)."""
     if from_run_file:
         return {"name": name, "kind": "trec-run"}
     return settings.retriever(name).model_dump(mode="json", exclude={"headers"})

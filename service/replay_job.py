@@ -62,7 +62,9 @@ def run_replay(
             until_eof=True,
             engine=engine,
         )
+        live.finish()
     finally:
+        live.close()
         state.close()
     return json_safe(
         {
@@ -76,8 +78,18 @@ def run_replay(
             "batches": report.batches,
             "dlq_path": str(source.dlq_path),
             "analytics": analytics_report(live, registry),
+            **live_reports(live),
         }
     )
+
+
+def live_reports(live: Live) -> dict[str, Any]:
+    """The shadow (and live-quality) reports of ``live``, keyed as in the replay report;
+    empty when those stages are off."""
+    reports: dict[str, Any] = {}
+    if live.shadow is not None:
+        reports["shadow"] = live.shadow.report()
+    return reports
 
 
 def analytics_report(live: Live, registry: CollectorRegistry) -> dict[str, Any] | None:
@@ -127,6 +139,7 @@ def render_text(doc: dict[str, Any]) -> str:
     lines += [f"  dead-lettered {r}: {n}" for r, n in sorted(doc["dead_lettered"].items())]
     if doc["dead_lettered_total"]:
         lines.append(f"dead letters in {doc['dlq_path']}")
+    lines += _shadow_lines(doc.get("shadow"))
     analytics = doc.get("analytics")
     if not analytics:
         return "\n".join(lines)
@@ -173,3 +186,24 @@ def render_text(doc: dict[str, Any]) -> str:
         else:
             lines.append(f"  DRIFT  {where}: rising {', '.join(alarm['rising']) or '-'}")
     return "\n".join(lines)
+
+
+def _shadow_lines(shadow: dict[str, Any] | None) -> list[str]:
+    if not shadow:
+        return []
+    lines = []
+    for name, body in shadow["candidates"].items():
+        agreement = body["agreement"]
+        skipped = ", ".join(f"{r} {n}" for r, n in body["skipped"].items()) or "none"
+        errors = ", ".join(f"{r} {n}" for r, n in body["errors"].items()) or "none"
+
+        def fmt(key: str, agreement: dict[str, Any] = agreement) -> str:
+            value = agreement.get(key)
+            return "-" if value is None else f"{value:.3f}"
+
+        lines.append(
+            f"shadow {name}: {body['completed']} compared of {body['offered']} offered; "
+            f"overlap@k {fmt('overlap')}, RBO {fmt('rbo')}, citation recall "
+            f"{fmt('citation_recall')}; skipped: {skipped}; errors: {errors}"
+        )
+    return lines

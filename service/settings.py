@@ -35,6 +35,7 @@ from consumers.config import KafkaSourceConfig
 from service.events import FieldMapping
 from service.language import LanguageConfig
 from service.pipeline import PipelineConfig
+from service.shadow.runner import ShadowConfig
 from service.topic_config import TopicConfig
 
 RetrieverKind = Literal["bm25", "tfidf", "hybrid", "http", "entrypoint"]
@@ -253,6 +254,32 @@ class AnalyticsConfig(_Frozen):
     drift: DriftSettings = DriftSettings()
 
 
+class ShadowSettings(ShadowConfig):
+    """Shadow evaluation: candidates run on live traffic, and gold-set runs on a schedule.
+
+    Extends :class:`~service.shadow.runner.ShadowConfig` (candidates, ``rbo_p``, sampling
+    salt, bounds) with:
+
+    Attributes:
+        production: the retriever that *is* production, callable for gold-set runs (e.g. an
+            ``http`` retriever in front of the live system); ``None``: gold-set runs score
+            only the candidates.
+        evaluate_every_s: seconds between scheduled gold-set runs of production and every
+            candidate (``None``: on demand only, ``POST /v1/shadow/evaluate``).
+        evaluate_on_start: run the gold set once when the service starts.
+        known_threshold: character n-gram cosine similarity, in (0, 1], from which a live
+            question counts as a near-duplicate ("known question") of a gold question.
+        history: JSONL run history of scheduled/on-demand gold-set runs (``None``: the
+            ``eval.history`` file).
+    """
+
+    production: str | None = Field(default=None, min_length=1, max_length=64)
+    evaluate_every_s: float | None = Field(default=None, ge=10, le=7 * 86_400)
+    evaluate_on_start: bool = False
+    known_threshold: float = Field(default=0.9, gt=0, le=1)
+    history: Path | None = None
+
+
 class Settings(BaseSettings):
     """The whole goldwatch configuration (frozen).
 
@@ -265,6 +292,7 @@ class Settings(BaseSettings):
         source, kafka, pipeline, events, state, api: the live path (``goldwatch serve`` and
             ``goldwatch replay``).
         analytics: the live analytics stages and drift detection.
+        shadow: candidate retrievers shadow-run on live traffic, gold-set runs on a schedule.
     """
 
     model_config = SettingsConfigDict(
@@ -285,11 +313,27 @@ class Settings(BaseSettings):
     state: StateConfig = StateConfig()
     api: ApiConfig = ApiConfig()
     analytics: AnalyticsConfig = AnalyticsConfig()
+    shadow: ShadowSettings = ShadowSettings()
 
     @model_validator(mode="after")
     def _kafka_source_needs_section(self) -> Settings:
         if self.source.kind == "kafka" and self.kafka is None:
             raise ValueError("source.kind 'kafka' needs the 'kafka' section")
+        return self
+
+    @model_validator(mode="after")
+    def _shadow_retrievers_known(self) -> Settings:
+        fields = [
+            (f"shadow.candidates[{i}].retriever", c.retriever_name)
+            for i, c in enumerate(self.shadow.candidates)
+        ]
+        if self.shadow.production is not None:
+            fields.append(("shadow.production", self.shadow.production))
+        for where, name in fields:
+            try:
+                self.retriever(name)
+            except KeyError as exc:
+                raise ValueError(f"{where}: {exc.args[0]}") from None
         return self
 
     @field_validator("retrievers")

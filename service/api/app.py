@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from service import __version__
 from service.api.routes import router
 from service.api.runtime import EngineBusy, Runtime
+from service.api.shadow_routes import router as shadow_router
 from service.settings import Settings
 
 
@@ -44,6 +45,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.include_router(router)
+    app.include_router(shadow_router)
     _add_metrics_route(app)
     _add_body_limit(app, settings.api.max_request_bytes)
     _add_error_handlers(app)

@@ -34,9 +34,19 @@ from service.corpus import load_corpus
 from service.demo import demo_path
 from service.goldset import load_gold_set
 from service.pipeline import Batch, Pipeline, Stage
+from service.retrievers.registry import build_retrievers
 from service.settings import Settings
+from service.shadow.gold_runs import GoldRuns
+from service.shadow.runner import ShadowRunner
+from service.shadow.stage import ShadowStage
 from service.state import StateStore
-from service.telemetry import AnalyticsMetrics, build_analytics_metrics, build_metrics
+from service.telemetry import (
+    AnalyticsMetrics,
+    ShadowMetrics,
+    build_analytics_metrics,
+    build_metrics,
+    build_shadow_metrics,
+)
 
 log = logging.getLogger(__name__)
 
@@ -73,34 +83,75 @@ def build_pipeline(settings: Settings, extra: Sequence[Stage] = ()) -> Pipeline:
 
 @dataclass
 class Live:
-    """The live pipeline with its analytics and the batch observer that exports them."""
+    """The live pipeline with its analytics, shadow stage and the batch observer that
+    exports them.
+
+    Attributes:
+        pipeline: dedup → analytics → shadow → custom stages → count.
+        analytics: the analytics stages and their labels.
+        analytics_metrics: their metrics (``None`` when analytics are off).
+        shadow: the shadow stage (``None`` without candidates); its runner's worker threads
+            run until :meth:`close`.
+        shadow_metrics: shadow, gold-run, known-question and ACL metrics.
+    """
 
     pipeline: Pipeline
     analytics: Analytics
     analytics_metrics: AnalyticsMetrics | None
+    shadow: ShadowStage | None = None
+    shadow_metrics: ShadowMetrics | None = None
 
     def observe(self, batch: Batch) -> None:
-        """Export one batch's analytics (counters per batch, drift gauges from the report)."""
-        if self.analytics_metrics is None:
-            return
-        self.analytics_metrics.observe_annotations(batch.annotations)
-        if self.analytics.drift is not None:
-            self.analytics_metrics.observe_drift(self.analytics.drift.report())
+        """Export one batch's analytics (counters per batch, drift gauges from the report)
+        and what the shadow stage collected since the last batch."""
+        if self.analytics_metrics is not None:
+            self.analytics_metrics.observe_annotations(batch.annotations)
+            if self.analytics.drift is not None:
+                self.analytics_metrics.observe_drift(self.analytics.drift.report())
+        self.export_shadow()
+
+    def export_shadow(self) -> None:
+        """Hand the shadow stage's pending observations to the metrics."""
+        if self.shadow is not None and self.shadow_metrics is not None:
+            self.shadow_metrics.observe_shadow(self.shadow.pending_observations())
+
+    def collect_shadow(self) -> None:
+        """Fold in shadow results finished since the last batch and export them (call with
+        the engine lock held: the stage is not thread-safe)."""
+        if self.shadow is not None:
+            self.shadow.collect()
+            self.export_shadow()
+
+    def finish(self, timeout_s: float = 30.0) -> None:
+        """End of a replay: wait for the shadow calls in flight, fold them in, export."""
+        if self.shadow is not None:
+            self.shadow.flush(timeout_s)
+            self.export_shadow()
+
+    def close(self) -> None:
+        """Stop the shadow runner's worker threads."""
+        if self.shadow is not None:
+            self.shadow.runner.close()
 
 
 def build_live(settings: Settings, registry: CollectorRegistry) -> Live:
-    """Build the pipeline with the analytics stages of ``settings.analytics``, against the
-    configured gold set and corpus (default: the embedded demo data).
+    """Build the pipeline with the analytics stages of ``settings.analytics`` and the shadow
+    stage of ``settings.shadow``, against the configured gold set and corpus (default: the
+    embedded demo data).
 
     Raises:
         ValueError, OSError: the gold set, corpus, topic model or a custom stage is unusable
             (the message names the file and problem).
+        service.retrievers.base.RetrieverError: a shadow candidate cannot be built.
     """
     analytics = Analytics(stages=[])
     metrics = None
+    candidates = settings.shadow.candidates
+    if not settings.analytics.enabled and not candidates:
+        return Live(build_pipeline(settings), analytics, None)
+    gold = load_gold_set(settings.gold_set or demo_path("gold.jsonl"))
+    corpus = load_corpus(settings.corpus or demo_path("corpus.jsonl"))
     if settings.analytics.enabled:
-        gold = load_gold_set(settings.gold_set or demo_path("gold.jsonl"))
-        corpus = load_corpus(settings.corpus or demo_path("corpus.jsonl"))
         analytics = build_analytics(settings.analytics, gold, corpus)
         labeler = analytics.language_labeler
         metrics = build_analytics_metrics(
@@ -109,7 +160,23 @@ def build_live(settings: Settings, registry: CollectorRegistry) -> Live:
             topic_labels=analytics.topic_labels,
         )
         metrics.set_gold_shares(analytics.gold_counts)
-    return Live(build_pipeline(settings, analytics.stages), analytics, metrics)
+    stages: list[Stage] = list(analytics.stages)
+    shadow_stage = None
+    roles = sorted({role for passage in corpus for role in passage.acl})
+    shadow_metrics = build_shadow_metrics(
+        registry,
+        candidates=[c.name for c in candidates],
+        production=settings.shadow.production,
+        language_labels=metrics.language_labels if metrics else (),
+        topic_labels=metrics.topic_labels if metrics else (),
+        role_labels=roles,
+    )
+    if candidates:
+        names = list(dict.fromkeys(c.retriever_name for c in candidates))
+        retrievers = build_retrievers(names, settings, corpus.passages)
+        shadow_stage = ShadowStage(ShadowRunner(settings.shadow, retrievers))
+        stages.append(shadow_stage)
+    return Live(build_pipeline(settings, stages), analytics, metrics, shadow_stage, shadow_metrics)
 
 
 class JsonlDeadLetters:
@@ -161,13 +228,17 @@ class Runtime:
         self.live = build_live(settings, self.registry)
         pipeline = self.live.pipeline
         if stages:
-            pipeline = build_pipeline(settings, [*stages, *self.live.analytics.stages])
+            shadow = [self.live.shadow] if self.live.shadow is not None else []
+            pipeline = build_pipeline(settings, [*stages, *self.live.analytics.stages, *shadow])
         self.engine = Engine(
             pipeline, self.state, self.metrics, decoder, on_batch=self.live.observe
         )
         self.engine.restore()
         dlq = settings.source.dlq_path or settings.state.path.parent / "goldwatch.dlq.jsonl"
         self.http_dead_letters = JsonlDeadLetters(dlq)
+        self.gold_runs = GoldRuns(
+            settings, on_run=self._gold_run_finished, on_failure=self._gold_run_failed
+        )
         self.started_at = time.time()
         self.stop_event = threading.Event()
         self._source: Source | None = None
@@ -178,7 +249,9 @@ class Runtime:
     # -- lifecycle -----------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the consumer thread (no thread for ``source.kind: none``)."""
+        """Start the gold-set schedule and the consumer thread (no consumer thread for
+        ``source.kind: none``)."""
+        self.gold_runs.schedule()
         if self.settings.source.kind == "none":
             return
         self._thread = threading.Thread(target=self._consume, name="goldwatch-consumer")
@@ -188,10 +261,12 @@ class Runtime:
     def stop(self, timeout_s: float = 15.0) -> None:
         """Ask the loop to finish its batch, checkpoint, commit and close; wait ``timeout_s``."""
         self.stop_event.set()
+        self.gold_runs.stop()
         if self._thread is not None:
             self._thread.join(timeout_s)
             if self._thread.is_alive():
                 log.error("consumer thread did not stop within %.1f s", timeout_s)
+        self.live.close()
         self.state.close()
 
     def _consume(self) -> None:
@@ -277,6 +352,39 @@ class Runtime:
             return json_safe(analytics_report(self.live, self.registry))  # type: ignore[no-any-return]
         finally:
             self.engine.lock.release()
+
+    def shadow_report(self) -> dict[str, Any] | None:
+        """The shadow stage's report after folding in the results finished so far (``None``
+        without candidates), with the latest gold-set run."""
+        if self.live.shadow is None:
+            return None
+        if not self.engine.lock.acquire(timeout=LOCK_TIMEOUT_S):
+            raise EngineBusy("the pipeline is busy (the consumer is waiting on its source)")
+        try:
+            self.live.collect_shadow()
+            report = self.live.shadow.report()
+        finally:
+            self.engine.lock.release()
+        return report
+
+    def gold_run_status(self) -> dict[str, Any]:
+        """The latest gold-set run and whether one is running."""
+        return {
+            "enabled": self.gold_runs.enabled,
+            "running": self.gold_runs.running,
+            "runs": self.gold_runs.runs,
+            "last_error": self.gold_runs.last_error,
+            "latest": self.gold_runs.latest,
+        }
+
+    def _gold_run_finished(self, run: Any) -> None:
+        if self.live.shadow_metrics is not None:
+            self.live.shadow_metrics.observe_gold_run(run)
+            self.live.shadow_metrics.gold_runs.labels(outcome="ok").inc()
+
+    def _gold_run_failed(self, reason: str) -> None:
+        if self.live.shadow_metrics is not None:
+            self.live.shadow_metrics.gold_runs.labels(outcome="failed").inc()
 
     # -- HTTP ingest ---------------------------------------------------------------------
 

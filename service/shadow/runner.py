@@ -455,6 +455,22 @@ class ShadowRunner:
             self._results.clear()
         return results
 
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        """Wait up to ``timeout`` seconds until no candidate has a queued or running call
+        (abandoned calls do not count); return whether that happened. Never called on the
+        live path (replays that end use it to collect the last results)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            busy = False
+            for lane in self._lanes.values():
+                with lane.lock:
+                    busy = busy or bool(lane.jobs) or bool(lane.inflight)
+            if not busy:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+
     def stats(self) -> dict[str, dict[str, Any]]:
         """Return per candidate: ``queue_depth``, ``workers``, ``abandoned_running``,
         ``abandoned_total``, ``breaker_state``, ``breaker_opened_total``."""

@@ -30,16 +30,18 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from service.pipeline import Batch
 from service.shadow.runner import SKIP_REASONS, ShadowResult, ShadowRunner
 
-__all__ = ["METRICS", "ShadowStage"]
+__all__ = ["BREAKDOWN_METRICS", "METRICS", "ShadowStage"]
 
 #: Agreement measures aggregated, in report order.
 METRICS: tuple[str, ...] = ("overlap", "jaccard", "rbo", "kendall_tau", "top1", "citation_recall")
+#: Measures handed to telemetry per language and topic (bounded series).
+BREAKDOWN_METRICS: tuple[str, ...] = ("overlap", "rbo", "citation_recall")
 _VERSION = 1
 
 
@@ -185,14 +187,22 @@ class ShadowStage:
     Args:
         runner: the running shadow runner (its lifecycle belongs to the caller: call
             ``runner.close()`` at shutdown).
+        listeners: called with every finished result, in order, on the pipeline's thread
+            (e.g. the live-quality stage's ACL and known-question checks, the harvester's
+            disagreement reason). A listener must not raise.
 
     The configuration's ``max_disagreements`` and ``max_label_values`` bound the report.
     """
 
     name = "shadow"
 
-    def __init__(self, runner: ShadowRunner) -> None:
+    def __init__(
+        self,
+        runner: ShadowRunner,
+        listeners: Sequence[Callable[[ShadowResult], None]] = (),
+    ) -> None:
         self.runner = runner
+        self.listeners = list(listeners)
         config = runner.config
         self._candidates = {
             name: _Candidate(config.max_label_values, config.max_disagreements)
@@ -209,6 +219,8 @@ class ShadowStage:
             "errors": {name: Counter() for name in names},
             "latency_seconds": {name: [] for name in names},
             "agreement": {name: {m: [] for m in METRICS} for name in names},
+            "by_language": [],
+            "by_topic": [],
         }
 
     def process(self, batch: Batch) -> None:
@@ -229,6 +241,8 @@ class ShadowStage:
         for result in results:
             name = result.candidate
             values = self._candidates[name].add(result)
+            for listener in self.listeners:
+                listener(result)
             pending["latency_seconds"][name].append(result.latency_s)
             if result.error is not None:
                 pending["errors"][name][result.error] += 1
@@ -237,7 +251,19 @@ class ShadowStage:
             for metric, value in (values or {}).items():
                 if metric in METRICS and value is not None:
                     pending["agreement"][name][metric].append(float(value))
+                    if metric in BREAKDOWN_METRICS:
+                        row = {"candidate": name, "measure": metric, "value": float(value)}
+                        pending["by_language"].append({**row, "label": result.language})
+                        pending["by_topic"].append({**row, "label": result.topic})
         return len(results)
+
+    def flush(self, timeout_s: float = 30.0) -> bool:
+        """Wait (up to ``timeout_s``) until the runner has no queued or running call, then
+        fold in every result; return whether it went idle. For replays that end: the live
+        path never calls this."""
+        idle = self.runner.wait_idle(timeout_s)
+        self.collect()
+        return idle
 
     def pending_observations(self) -> dict[str, Any]:
         """Return and clear what happened since the last call, for the telemetry layer.
@@ -245,9 +271,11 @@ class ShadowStage:
         Returns:
             ``{"offers": {cand: {outcome: n}}, "completed": {cand: n},
             "errors": {cand: {reason: n}}, "latency_seconds": {cand: [s, ...]},
-            "agreement": {cand: {metric: [value, ...]}}, "results_dropped": n,
+            "agreement": {cand: {metric: [value, ...]}}, "by_language": [{"candidate",
+            "label", "measure", "value"}, ...], "by_topic": [...], "results_dropped": n,
             "runner": ShadowRunner.stats()}`` — counts are increments, lists are values to
-            observe, ``runner`` holds gauges (queue depth, workers, breaker state).
+            observe (breakdowns only for :data:`BREAKDOWN_METRICS`), ``runner`` holds
+            gauges (queue depth, workers, breaker state).
         """
         pending = self._pending
         self._pending = self._empty_pending()

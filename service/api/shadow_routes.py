@@ -1,0 +1,78 @@
+"""Shadow evaluation routes: agreement with production, disagreements, gold-set runs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, status
+
+from service.api.deps import RuntimeDep, TokenDep
+
+router = APIRouter(prefix="/v1/shadow", tags=["shadow"])
+
+
+def _report(runtime: Any) -> dict[str, Any]:
+    report = runtime.shadow_report()
+    if report is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no shadow candidates are configured")
+    return report  # type: ignore[no-any-return]
+
+
+@router.get("")
+def get_shadow(runtime: RuntimeDep) -> dict[str, Any]:
+    """Per candidate: offers by outcome (queued or skip reason), completed calls, errors by
+    reason, latency, agreement with production (overlap@k, Jaccard@k, RBO_ext, Kendall's tau,
+    top-1, citation recall: means and counts), the same by language and topic, circuit
+    breaker and queue; plus the latest gold-set run."""
+    report = _report(runtime)
+    candidates = {
+        name: {k: v for k, v in body.items() if k != "disagreements"}
+        for name, body in report["candidates"].items()
+    }
+    return {**report, "candidates": candidates, "gold": runtime.gold_run_status()}
+
+
+@router.get("/disagreements")
+def get_disagreements(
+    runtime: RuntimeDep,
+    candidate: Annotated[str | None, Query(max_length=64)] = None,
+    limit: Annotated[int, Query(ge=1, le=1_000)] = 20,
+) -> dict[str, Any]:
+    """The live events with the lowest RBO per candidate (both rankings, the scrubbed
+    question), lowest first; ``candidate`` restricts to one."""
+    report = _report(runtime)
+    rows = {
+        name: body["disagreements"][:limit]
+        for name, body in report["candidates"].items()
+        if candidate is None or name == candidate
+    }
+    if candidate is not None and not rows:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "unknown candidate")
+    return {"rbo_p": report["rbo_p"], "candidates": rows}
+
+
+@router.get("/evaluate")
+def get_gold_run(runtime: RuntimeDep) -> dict[str, Any]:
+    """The latest gold-set run of production and the candidates (recall@k, hit rate, MRR,
+    nDCG per retriever and kind; paired comparisons; ACL violations), and whether one is
+    running."""
+    return runtime.gold_run_status()
+
+
+@router.post(
+    "/evaluate",
+    status_code=status.HTTP_202_ACCEPTED,
+    responses={
+        401: {"description": "no bearer token"},
+        403: {"description": "wrong token, or mutating endpoints disabled"},
+        404: {"description": "no production retriever and no candidates configured"},
+        409: {"description": "a gold-set run is already in progress"},
+    },
+)
+def post_gold_run(runtime: RuntimeDep, _: TokenDep) -> Any:
+    """Start a gold-set run now, in the background; poll ``GET /v1/shadow/evaluate``."""
+    if not runtime.gold_runs.enabled:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no retriever to evaluate")
+    if not runtime.gold_runs.start("on_demand"):
+        raise HTTPException(status.HTTP_409_CONFLICT, "a gold-set run is already in progress")
+    return {"started": True}
