@@ -61,6 +61,14 @@ config_option = click.option(
     help="YAML configuration file (env GOLDWATCH_CONFIG).",
 )
 
+html_option = click.option(
+    "--html",
+    "html_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Also write a self-contained HTML report (charts inline, opens offline).",
+)
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="goldwatch")
@@ -111,6 +119,7 @@ def main(verbose: int) -> None:
     "--history", type=click.Path(path_type=Path, dir_okay=False), help="Run-history JSONL."
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@html_option
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def eval_command(
     config: Path | None,
@@ -127,6 +136,7 @@ def eval_command(
     misses: Path | None,
     history: Path | None,
     fmt: str,
+    html_path: Path | None,
     no_progress: bool,
 ) -> None:
     """Score retrievers on the gold set: recall@k, hit rate, precision, MRR, nDCG, MAP.
@@ -170,6 +180,10 @@ def eval_command(
     for label, path in (("misses", outcome.misses_path), ("run history", outcome.history_path)):
         if path is not None:
             click.echo(f"goldwatch: {label} written to {path}", err=True)
+    if html_path is not None:
+        from service.html import render_eval_html
+
+        _write_html(html_path, render_eval_html(outcome))
     if fmt == "json":
         doc = render_json(
             outcome.reports,
@@ -221,6 +235,15 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.filename:
         return f"{exc.filename}: {exc.strerror}"
     return str(exc)
+
+
+def _write_html(path: Path, page: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        _fail(_describe(exc))
+    click.echo(f"goldwatch: HTML report written to {path}", err=True)
 
 
 @main.command("serve")
@@ -283,12 +306,14 @@ def serve_command(config: Path | None, host: str | None, port: int | None) -> No
     help="Dead-letter JSONL (default <FILE>.dlq.jsonl).",
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@html_option
 def replay_command(
     config: Path | None,
     file: Path | None,
     state_path: Path | None,
     dlq_path: Path | None,
     fmt: str,
+    html_path: Path | None,
 ) -> None:
     """Process a whole JSONL query log (or - for stdin) with the live pipeline, print the
     report and exit.
@@ -311,6 +336,10 @@ def replay_command(
     except (StateError, ValueError, OSError, GoldwatchConsumerError) as exc:
         _fail(_describe(exc))
         return
+    if html_path is not None:
+        from service.html import render_replay_html
+
+        _write_html(html_path, render_replay_html(doc))
     if fmt == "json":
         click.echo(json.dumps(doc, indent=2, ensure_ascii=False, default=str, allow_nan=False))
     else:

@@ -1,0 +1,131 @@
+"""The ``drift`` section: each comparison's latest test and the alarm history, with the
+alarms marked on a time line.
+
+Reads the ``drift`` block of :func:`service.replay_job.analytics_report` (the shape of
+:meth:`service.drift.stage.DriftStage.report`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from service.html import plots
+from service.html.page import Safe, badge, figure, num, para, pct, section, table, when
+
+DIMENSIONS = ("language", "topic", "refusal", "out_of_scope")
+
+
+def drift_section(drift: Mapping[str, Any]) -> Safe:
+    """Build the section from a drift report (keys: the four dimensions, ``alarms``,
+    ``events_seen``, ``event_time``).
+
+    Raises:
+        KeyError: a dimension is missing from ``drift``.
+    """
+    rows = []
+    for dim in DIMENSIONS:
+        for name, test in drift[dim]["comparisons"].items():
+            moved = _moved(test)
+            effect = (
+                f"JSD {num(test.get('js_divergence'))}"
+                if "js_divergence" in test
+                else f"{pct(test.get('rate_reference'))} → {pct(test.get('rate_current'))}"
+            )
+            rows.append(
+                [
+                    dim,
+                    name,
+                    badge(test["state"]),
+                    when(test.get("timestamp")),
+                    test.get("n_reference"),
+                    test.get("n_current"),
+                    effect,
+                    test.get("p_value"),
+                    test.get("alpha"),
+                    moved,
+                ]
+            )
+    parts: list[str] = [
+        table(
+            [
+                "dimension",
+                "compared with",
+                "state",
+                "tested at",
+                "n compared",
+                "n current",
+                "effect",
+                "p",
+                "alpha",
+                "what moved",
+            ],
+            rows,
+            text_columns=(9,),
+        ),
+    ]
+    alarms = drift.get("alarms") or []
+    if alarms:
+        marks = [(a["dimension"], float(a["timestamp"]), a["state"] == "drift") for a in alarms]
+        svg = plots.timeline(list(DIMENSIONS), marks, title="Drift alarms")
+        parts.append(figure(svg, "Filled: a comparison entered drift; hollow: it left."))
+        parts.append(
+            table(
+                ["time", "dimension", "compared with", "state", "after events", "what moved"],
+                [
+                    [
+                        when(a["timestamp"]),
+                        a["dimension"],
+                        a["comparison"],
+                        badge(a["state"]),
+                        a["after_events"],
+                        _moved_alarm(a),
+                    ]
+                    for a in alarms
+                ],
+                text_columns=(5,),
+            )
+        )
+    else:
+        parts.append(para("No drift alarm so far.", "muted"))
+    seen = drift.get("events_seen")
+    timing = drift.get("event_time") or {}
+    parts.append(
+        para(
+            f"{seen} events seen; kept out of the windows: {timing.get('late', 0)} "
+            f"late, {timing.get('future', 0)} stamped in the future.",
+            "muted",
+        )
+    )
+    return section("drift", "Drift", *parts)
+
+
+def _moved(test: Mapping[str, Any]) -> str:
+    up = [
+        f"{r['category']} {r['reference_share']:.0%}→{r['current_share']:.0%}"
+        for r in test.get("rising", ())
+    ]
+    down = [
+        f"{r['category']} {r['reference_share']:.0%}→{r['current_share']:.0%}"
+        for r in test.get("falling", ())
+    ]
+    new = test.get("new_categories") or []
+    parts = (
+        ([f"rising: {', '.join(up)}"] if up else [])
+        + ([f"falling: {', '.join(down)}"] if down else [])
+        + ([f"new: {', '.join(new)}"] if new else [])
+    )
+    return "; ".join(parts) or "–"
+
+
+def _moved_alarm(alarm: Mapping[str, Any]) -> str:
+    if "rate_current" in alarm:
+        return f"{pct(alarm['rate_compared'])} → {pct(alarm['rate_current'])}"
+    rising, falling = alarm.get("rising") or [], alarm.get("falling") or []
+    return (
+        "; ".join(
+            ([f"rising: {', '.join(rising)}"] if rising else [])
+            + ([f"falling: {', '.join(falling)}"] if falling else [])
+        )
+        or "–"
+    )

@@ -1,0 +1,205 @@
+"""Optional sections: shadow agreement and harvested gold-question suggestions.
+
+Both are rendered only when the report carries them (``shadow``: the shape of
+:meth:`service.shadow.stage.ShadowStage.report`; ``gold_candidates``: a list of suggestion
+dicts, or a dict holding that list under ``suggestions``, ``candidates`` or ``questions``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from service.html import plots
+from service.html.page import Safe, esc, figure, num, para, section, table
+
+#: Agreement measures, in the shadow stage's report order.
+AGREEMENT = ("overlap", "jaccard", "rbo", "kendall_tau", "top1", "citation_recall")
+#: Disagreements listed per candidate, and suggestions listed.
+MAX_DISAGREEMENTS = 10
+MAX_SUGGESTIONS = 20
+#: Suggestion fields shown (in this order) when present, after the question.
+SUGGESTION_FIELDS = (
+    "count",
+    "n",
+    "occurrences",
+    "language",
+    "topic",
+    "reason",
+    "score",
+    "refused",
+    "first_seen",
+    "last_seen",
+    "event_id",
+    "id",
+)
+
+
+def find_extra(key: str, *docs: Mapping[str, Any] | None) -> Any:
+    """The first non-``None`` ``key`` among ``docs`` (``None`` when none has it).
+
+    >>> find_extra("shadow", None, {"shadow": {"candidates": {}}})
+    {'candidates': {}}
+    """
+    for doc in docs:
+        if doc is not None and doc.get(key) is not None:
+            return doc[key]
+    return None
+
+
+def shadow_section(shadow: Mapping[str, Any]) -> Safe:
+    """Agreement of each shadow candidate with production: means, per language, and the
+    questions where they disagreed most (lowest RBO)."""
+    candidates: Mapping[str, Mapping[str, Any]] = shadow.get("candidates") or {}
+    if not candidates:
+        return section("shadow", "Shadow agreement", para("No shadow candidate.", "muted"))
+    rows = []
+    for name, c in candidates.items():
+        latency = (c.get("latency_seconds") or {}).get("mean")
+        rows.append(
+            [
+                name,
+                c.get("offered"),
+                c.get("completed"),
+                sum((c.get("errors") or {}).values()),
+                None if latency is None else latency * 1000.0,
+                *((c.get("agreement") or {}).get(m) for m in AGREEMENT),
+            ]
+        )
+    parts: list[str] = [
+        figure(
+            plots.grouped_bars(
+                list(AGREEMENT),
+                {
+                    n: [(c.get("agreement") or {}).get(m) or 0.0 for m in AGREEMENT]
+                    for n, c in candidates.items()
+                },
+                title="Agreement with production (means)",
+                xlabel="agreement",
+            ),
+            f"Rank-biased overlap with p = {shadow.get('rbo_p', '–')}; top1: same first passage.",
+        ),
+        table(["candidate", "offered", "completed", "errors", "mean latency ms", *AGREEMENT], rows),
+    ]
+    parts.append(_by_label(candidates, "by_language", "language"))
+    parts.append(_by_label(candidates, "by_topic", "topic"))
+    for name, c in candidates.items():
+        parts.append(_disagreements(name, c.get("disagreements") or []))
+    return section("shadow", "Shadow agreement", *parts)
+
+
+def _by_label(candidates: Mapping[str, Mapping[str, Any]], key: str, label: str) -> Safe:
+    tables = {name: c.get(key) or {} for name, c in candidates.items()}
+    values = sorted({v for t in tables.values() for v in t})
+    if not values:
+        return Safe("")
+    svg = plots.grouped_bars(
+        values,
+        {n: [(t.get(v) or {}).get("rbo") or 0.0 for v in values] for n, t in tables.items()},
+        title=f"RBO with production by {label}",
+        xlabel="RBO",
+    )
+    rows = [
+        [
+            v,
+            *(
+                x
+                for t in tables.values()
+                for x in (
+                    (t.get(v) or {}).get("n"),
+                    (t.get(v) or {}).get("rbo"),
+                    (t.get(v) or {}).get("top1"),
+                )
+            ),
+        ]
+        for v in values
+    ]
+    header = [label, *(f"{n} {c}" for n in tables for c in ("n", "rbo", "top1"))]
+    return Safe(f"<h3>By {label}</h3>" + figure(svg, f"Mean RBO per {label}") + table(header, rows))
+
+
+def _disagreements(name: str, rows: Sequence[Mapping[str, Any]]) -> Safe:
+    if not rows:
+        return Safe("")
+    body = [
+        [
+            r.get("question", ""),
+            r.get("language"),
+            r.get("topic"),
+            r.get("rbo"),
+            r.get("overlap"),
+            _ids(r.get("production")),
+            _ids(r.get("candidate")),
+            r.get("event_id"),
+        ]
+        for r in rows[:MAX_DISAGREEMENTS]
+    ]
+    return Safe(
+        f"<details><summary>Largest disagreements: {esc(name)}</summary>"
+        + table(
+            [
+                "question",
+                "language",
+                "topic",
+                "rbo",
+                "overlap",
+                "production top",
+                "candidate top",
+                "event",
+            ],
+            body,
+            text_columns=(0, 5, 6),
+        )
+        + "</details>"
+    )
+
+
+def _ids(ranking: Any, show: int = 5) -> str:
+    if not ranking:
+        return "–"
+    return ", ".join(str(d[0] if isinstance(d, list | tuple) else d) for d in list(ranking)[:show])
+
+
+def suggestion_rows(candidates: Any) -> list[Mapping[str, Any]]:
+    """Normalise ``gold_candidates`` to a list of dicts (strings become ``{"question": s}``).
+
+    >>> suggestion_rows({"suggestions": ["Hostel ka fee?", {"question": "Exam date?"}]})
+    [{'question': 'Hostel ka fee?'}, {'question': 'Exam date?'}]
+    """
+    if isinstance(candidates, Mapping):
+        for key in ("suggestions", "candidates", "questions"):
+            if isinstance(candidates.get(key), list):
+                candidates = candidates[key]
+                break
+        else:
+            return []
+    if not isinstance(candidates, list):
+        return []
+    return [c if isinstance(c, Mapping) else {"question": str(c)} for c in candidates]
+
+
+def candidates_section(candidates: Any) -> Safe:
+    """The top suggested gold questions (real production questions worth adding)."""
+    rows = suggestion_rows(candidates)
+    if not rows:
+        return section(
+            "gold-candidates", "Suggested gold questions", para("No suggestion yet.", "muted")
+        )
+    shown = rows[:MAX_SUGGESTIONS]
+    fields = [f for f in SUGGESTION_FIELDS if any(f in r for r in shown)]
+    body = [
+        [r.get("question") or r.get("text") or "", *(_cell(r.get(f)) for f in fields)]
+        for r in shown
+    ]
+    parts: list[str] = [table(["question", *fields], body, text_columns=(0,))]
+    if len(rows) > len(shown):
+        parts.append(para(f"{len(rows) - len(shown)} more suggestions not shown.", "muted"))
+    return section("gold-candidates", "Suggested gold questions", *parts)
+
+
+def _cell(value: Any) -> object:
+    if isinstance(value, list | tuple):
+        return ", ".join(map(str, value))
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={num(v)}" for k, v in value.items())
+    return value

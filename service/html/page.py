@@ -1,0 +1,161 @@
+"""HTML building blocks shared by the reports: escaping, tables, sections and the page shell.
+
+Every string that can come from a user (questions, ids, labels, file names) goes through
+:func:`esc`. Fragments that are already HTML are wrapped in :class:`Safe` so the helpers
+know not to escape them again. The page is self-contained: inline CSS, no script, no link to
+anything outside the file.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+
+CSS = """
+:root { --fg: #1d2430; --muted: #5b6577; --line: #d9dee7; --bg: #ffffff; --band: #f4f6fa;
+        --bad: #b42318; --ok: #1a7f37; --warn: #9a6700; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
+       color: var(--fg); background: var(--bg); margin: 0 auto; max-width: 1180px;
+       padding: 16px 24px 48px; }
+h1 { font-size: 22px; margin: 8px 0 4px; }
+h2 { font-size: 18px; margin: 28px 0 8px; padding-top: 12px; border-top: 1px solid var(--line); }
+h3 { font-size: 15px; margin: 18px 0 6px; }
+p.meta, .muted { color: var(--muted); }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; margin: 6px 0 14px; font-variant-numeric: tabular-nums; }
+th, td { border-bottom: 1px solid var(--line); padding: 3px 9px; text-align: right;
+         vertical-align: top; }
+th { background: var(--band); font-weight: 600; }
+th:first-child, td:first-child, td.text { text-align: left; }
+td.text { max-width: 520px; overflow-wrap: anywhere; }
+figure { margin: 8px 0 16px; }
+figure svg { max-width: 100%; height: auto; }
+figcaption { color: var(--muted); font-size: 12px; }
+.badge { display: inline-block; padding: 0 7px; border-radius: 9px; font-size: 12px;
+         font-weight: 600; color: #fff; background: var(--muted); }
+.badge.drift, .badge.fail { background: var(--bad); }
+.badge.ok { background: var(--ok); }
+.badge.insufficient_data { background: var(--warn); }
+details { margin: 4px 0 10px; }
+summary { cursor: pointer; font-weight: 600; }
+ul.notes { margin: 4px 0; padding-left: 20px; }
+code { font-size: 12px; }
+"""
+
+
+class Safe(str):
+    """A string that is already HTML: the helpers insert it as is."""
+
+    __slots__ = ()
+
+
+def esc(value: object) -> Safe:
+    """Escape ``value`` for HTML text and attribute values (``Safe`` passes through).
+
+    >>> esc('<script>alert("x")</script>')
+    '&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;'
+    """
+    if isinstance(value, Safe):
+        return value
+    return Safe(html.escape(str(value), quote=True))
+
+
+def num(value: object, digits: int = 3) -> str:
+    """Format a number for a table cell: floats with ``digits`` decimals, ``None`` as ``–``.
+
+    >>> num(0.5), num(None), num(12), num(0.00001234)
+    ('0.500', '–', '12', '1.23e-05')
+    """
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        if value != 0 and abs(value) < 10**-digits:
+            return f"{value:.2e}"
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def pct(value: float | None, digits: int = 1) -> str:
+    """Format a proportion in [0, 1] as a percentage (``None`` as ``–``).
+
+    >>> pct(0.10933), pct(None)
+    ('10.9%', '–')
+    """
+    return "–" if value is None else f"{value:.{digits}%}"
+
+
+def badge(state: str) -> Safe:
+    """A coloured state badge (``drift``, ``ok``, ``insufficient_data``, ``fail``...)."""
+    return Safe(f'<span class="badge {esc(state)}">{esc(state)}</span>')
+
+
+def table(
+    header: Sequence[object], rows: Iterable[Sequence[object]], text_columns: Sequence[int] = ()
+) -> Safe:
+    """An HTML table; every cell is escaped unless it is :class:`Safe`.
+
+    Args:
+        header: column titles.
+        rows: the cells; floats are formatted with :func:`num`.
+        text_columns: indices of long free-text columns (left-aligned, wrapped).
+    """
+    head = "".join(f"<th>{esc(h)}</th>" for h in header)
+    body = []
+    for row in rows:
+        cells = []
+        for i, cell in enumerate(row):
+            value = cell if isinstance(cell, Safe) else esc(num(cell) if _is_num(cell) else cell)
+            klass = ' class="text"' if i in text_columns else ""
+            cells.append(f"<td{klass}>{value}</td>")
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    return Safe(
+        f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def _is_num(cell: object) -> bool:
+    return cell is None or (isinstance(cell, int | float) and not isinstance(cell, bool))
+
+
+def section(anchor: str, title: str, *parts: str) -> Safe:
+    """An ``<h2>`` section with id ``anchor``; ``parts`` must already be HTML."""
+    return Safe(f'<section id="{esc(anchor)}"><h2>{esc(title)}</h2>{"".join(parts)}</section>')
+
+
+def figure(svg: str, caption: str) -> Safe:
+    """Wrap an inline SVG (from :mod:`service.html.plots`) with an escaped caption."""
+    return Safe(f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>")
+
+
+def para(text: str, klass: str = "") -> Safe:
+    """An escaped paragraph."""
+    attr = f' class="{esc(klass)}"' if klass else ""
+    return Safe(f"<p{attr}>{esc(text)}</p>")
+
+
+def document(title: str, body: Iterable[str], head_extra: str = "") -> str:
+    """The whole page: doctype, UTF-8, inline CSS, ``title`` (escaped) and ``body`` (HTML).
+
+    ``head_extra`` is trusted HTML for the ``<head>`` (e.g. a meta refresh).
+    """
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title>{head_extra}<style>{CSS}</style></head>"
+        f"<body>{''.join(body)}</body></html>\n"
+    )
+
+
+def when(timestamp: float | None) -> str:
+    """Unix seconds as ``YYYY-MM-DD HH:MM UTC`` (``–`` for ``None``).
+
+    >>> when(0.0)
+    '1970-01-01 00:00 UTC'
+    """
+    if timestamp is None:
+        return "–"
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M UTC")

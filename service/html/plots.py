@@ -1,0 +1,252 @@
+"""Charts rendered server-side with matplotlib (Agg/SVG backend) as inline ``<svg>`` strings.
+
+matplotlib is imported on first use, so importing :mod:`service.html` stays cheap. Every
+function returns one ``<svg>…</svg>`` element without XML prolog or metadata, ready to be
+pasted into an HTML page. Text is drawn as paths (``svg.fonttype = "path"``), so labels taken
+from user data can never inject markup, and mathtext is off, so a ``$`` in a label is just a
+dollar sign. Element ids are salted with a constant: the same chart gives the same bytes.
+
+All functions raise ``ValueError`` when given no data to draw.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+#: matplotlib's date unit: days since 1970-01-01 (its default epoch).
+DAY_S = 86400.0
+
+#: Line / bar colours, in series order (colour-blind-safe Tableau 10 subset).
+PALETTE = (
+    "#4e79a7",
+    "#f28e2b",
+    "#59a14f",
+    "#e15759",
+    "#76b7b2",
+    "#b07aa1",
+    "#edc948",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+)
+GOLD_COLOUR = "#8c6d00"
+ALARM_COLOUR = "#b42318"
+
+_RC = {
+    "svg.fonttype": "path",
+    "svg.hashsalt": "goldwatch",
+    "text.parse_math": False,
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "figure.dpi": 96,
+}
+_PROLOG = re.compile(r"^.*?(?=<svg\b)", re.DOTALL)
+_METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.DOTALL)
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _style() -> AbstractContextManager[None]:
+    import matplotlib
+
+    return matplotlib.rc_context(_RC)  # type: ignore[no-any-return]
+
+
+def to_svg(fig: Any) -> str:
+    """Serialise a matplotlib figure to an inline ``<svg>`` element and close the figure."""
+    plt = _pyplot()
+    buffer = io.StringIO()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # missing glyphs for rare scripts: boxes, not noise
+            fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    finally:
+        plt.close(fig)
+    return _METADATA.sub("", _PROLOG.sub("", buffer.getvalue(), count=1), count=1).strip()
+
+
+def _require(condition: bool, what: str) -> None:
+    if not condition:
+        raise ValueError(f"nothing to plot: {what}")
+
+
+def k_curves(ks: Sequence[int], panels: Mapping[str, Mapping[str, Sequence[float]]]) -> str:
+    """Metric@k against k, one line per retriever, one panel per metric.
+
+    Args:
+        ks: the cut-offs (x axis), ascending.
+        panels: metric name → retriever → one value in [0, 1] per k.
+    """
+    _require(bool(ks) and bool(panels), "no cut-offs or metrics")
+    plt = _pyplot()
+    with _style():
+        fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.0), squeeze=False)
+        for ax, (metric, lines) in zip(axes[0], panels.items(), strict=True):
+            for i, (name, values) in enumerate(lines.items()):
+                colour = PALETTE[i % len(PALETTE)]
+                ax.plot(ks, values, marker="o", color=colour, label=name)
+            ax.set(title=f"{metric} by k", xlabel="k", ylabel=metric, ylim=(0, 1.02))
+            ax.set_xscale("log")
+            ax.set_xticks(list(ks), [str(k) for k in ks])
+            ax.minorticks_off()
+        axes[0][-1].legend(loc="lower right", fontsize=8)
+        return to_svg(fig)
+
+
+def grouped_bars(
+    categories: Sequence[str],
+    series: Mapping[str, Sequence[float]],
+    *,
+    title: str,
+    xlabel: str,
+    colours: Mapping[str, str] | None = None,
+) -> str:
+    """Horizontal grouped bars: one group per category, one bar per series.
+
+    Args:
+        categories: group labels, drawn top to bottom.
+        series: series name → one value per category.
+        colours: series name → colour (default: :data:`PALETTE` in order).
+    """
+    _require(bool(categories) and bool(series), title)
+    plt = _pyplot()
+    n, width = len(series), 0.8 / max(len(series), 1)
+    with _style():
+        height = 0.8 + 0.16 * len(categories) * (n + 0.5)
+        fig, ax = plt.subplots(figsize=(6.0, min(height, 14.0)))
+        positions = list(range(len(categories)))
+        for i, (name, values) in enumerate(series.items()):
+            offsets = [p - 0.4 + width * (i + 0.5) for p in positions]
+            colour = (colours or {}).get(name, PALETTE[i % len(PALETTE)])
+            ax.barh(offsets, values, height=width, color=colour, label=name)
+        ax.set_yticks(positions, list(categories))
+        ax.invert_yaxis()
+        ax.set(title=title, xlabel=xlabel)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+        return to_svg(fig)
+
+
+def intervals(
+    labels: Sequence[str],
+    values: Sequence[float],
+    lows: Sequence[float],
+    highs: Sequence[float],
+    *,
+    title: str,
+    xlabel: str,
+    zero: float | None = 0.0,
+) -> str:
+    """A forest plot: a point and its interval per label, with a vertical line at ``zero``."""
+    _require(bool(labels), title)
+    plt = _pyplot()
+    with _style():
+        fig, ax = plt.subplots(figsize=(7.0, 0.9 + 0.32 * len(labels)))
+        positions = list(range(len(labels)))
+        errors = [
+            [v - lo for v, lo in zip(values, lows, strict=True)],
+            [hi - v for v, hi in zip(values, highs, strict=True)],
+        ]
+        ax.errorbar(values, positions, xerr=errors, fmt="o", color=PALETTE[0], capsize=3)
+        if zero is not None:
+            ax.axvline(zero, color="#555555", linewidth=1)
+        ax.set_yticks(positions, list(labels))
+        ax.invert_yaxis()
+        ax.set(title=title, xlabel=xlabel)
+        return to_svg(fig)
+
+
+def timeline(
+    rows: Sequence[str],
+    marks: Sequence[tuple[str, float, bool]],
+    *,
+    title: str,
+    span: tuple[float, float] | None = None,
+) -> str:
+    """Alarm marks over time: one row per dimension; a filled red triangle where a
+    comparison entered drift, a hollow grey one where it left.
+
+    Args:
+        rows: row labels (dimensions), top to bottom.
+        marks: ``(row, unix_seconds, entered_drift)``.
+        span: the x range to show (Unix seconds); default: the marks' own range.
+    """
+    _require(bool(rows), title)
+    plt = _pyplot()
+    import matplotlib.dates as mdates
+
+    with _style():
+        fig, ax = plt.subplots(figsize=(7.0, 0.9 + 0.35 * len(rows)))
+        index = {row: i for i, row in enumerate(rows)}
+        for entered in (True, False):
+            xs = [t / DAY_S for r, t, e in marks if e is entered and r in index]
+            ys = [index[r] for r, _, e in marks if e is entered and r in index]
+            ax.scatter(
+                xs,
+                ys,
+                marker="v",
+                s=70,
+                zorder=3,
+                color=ALARM_COLOUR if entered else "none",
+                edgecolors=ALARM_COLOUR if entered else "#777777",
+                label="entered drift" if entered else "left drift",
+            )
+        if span is not None:
+            ax.set_xlim(span[0] / DAY_S, span[1] / DAY_S)
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M"))
+        ax.set_yticks(list(range(len(rows))), list(rows))
+        ax.set_ylim(len(rows) - 0.5, -0.5)
+        ax.set(title=title, xlabel="event time (UTC)")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+        return to_svg(fig)
+
+
+def shares_over_time(
+    times: Sequence[float],
+    shares: Mapping[str, Sequence[float]],
+    *,
+    title: str,
+    gold: Mapping[str, float] | None = None,
+    alarms: Sequence[float] = (),
+) -> str:
+    """Category shares per time bucket (lines), the gold set's share of each category as a
+    dashed line of the same colour, and alarm times as red vertical lines.
+
+    Args:
+        times: bucket start times (Unix seconds), ascending.
+        shares: category → share in [0, 1] per bucket.
+        gold: category → the gold set's share.
+        alarms: Unix seconds at which drift was declared.
+    """
+    _require(len(times) > 0 and bool(shares), title)
+    plt = _pyplot()
+    import matplotlib.dates as mdates
+
+    days = [t / DAY_S for t in times]
+    with _style():
+        fig, ax = plt.subplots(figsize=(7.0, 3.0))
+        for i, (category, values) in enumerate(shares.items()):
+            colour = PALETTE[i % len(PALETTE)]
+            ax.plot(days, values, color=colour, label=category, linewidth=1.6)
+            if gold and category in gold:
+                ax.axhline(gold[category], color=colour, linestyle="--", linewidth=1)
+        for t in alarms:
+            ax.axvline(t / DAY_S, color=ALARM_COLOUR, linewidth=1.2, alpha=0.8)
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M"))
+        ax.set(title=title, ylabel="share", ylim=(0, 1.02), xlabel="event time (UTC)")
+        ax.legend(loc="upper left", fontsize=7, ncols=3)
+        return to_svg(fig)

@@ -1,0 +1,134 @@
+"""The ``refusals`` section: refusal and out-of-scope rates against their baseline windows.
+
+Reads :func:`service.replay_job.analytics_report`'s ``refusals``, ``out_of_scope`` and the
+``refusal`` / ``out_of_scope`` entries of its drift report; with a ``series`` (see
+:mod:`service.html.replay_page`) it also draws the refusal rate per time bucket.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from service.html import plots
+from service.html.page import Safe, badge, figure, num, para, pct, section, table
+
+RATES = (
+    ("refusal", "refusals", "rate", "refused answers"),
+    ("out_of_scope", "out_of_scope", "share", "out-of-scope questions"),
+)
+
+
+def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | None) -> Safe:
+    """Build the section.
+
+    Args:
+        analytics: the analytics report (keys ``refusals``, ``out_of_scope``, ``drift``).
+        series: the optional time series (``buckets`` with ``answers`` and ``refused``).
+    """
+    drift = analytics["drift"]
+    labels, overall, baseline, current, rows = [], [], [], [], []
+    for dim, key, field, label in RATES:
+        test = drift[dim]["comparisons"].get("baseline") or {}
+        rate = analytics[key][field]
+        labels.append(label)
+        overall.append(rate or 0.0)
+        baseline.append(test.get("rate_reference") or 0.0)
+        current.append(test.get("rate_current") or 0.0)
+        change = (
+            f"{test['ci_low']:+.1%} … {test['ci_high']:+.1%}"
+            if test.get("ci_low") is not None
+            else "–"
+        )
+        rows.append(
+            [
+                label,
+                pct(rate),
+                pct(test.get("rate_reference")),
+                pct(test.get("rate_current")),
+                change,
+                test.get("p_value"),
+                badge(drift[dim]["state"]),
+            ]
+        )
+    parts: list[str] = []
+    buckets = (series or {}).get("buckets") or []
+    if buckets:
+        parts.append(_over_time(buckets, baseline[0], drift))
+    svg = plots.grouped_bars(
+        labels,
+        {"all events": overall, "baseline window": baseline, "current window": current},
+        title="Refusal and out-of-scope rates",
+        xlabel="rate",
+    )
+    parts.append(
+        figure(
+            svg,
+            "The current window is tested against the baseline window of "
+            "earlier traffic (two-proportion test).",
+        )
+    )
+    parts.append(
+        table(
+            [
+                "rate",
+                "all events",
+                "baseline window",
+                "current window",
+                "change (interval)",
+                "p",
+                "state",
+            ],
+            rows,
+        )
+    )
+    parts.append(_both_directions(analytics))
+    return section("refusals", "Refusals", *parts)
+
+
+def _both_directions(analytics: Mapping[str, Any]) -> Safe:
+    refusals, scope = analytics["refusals"], analytics["out_of_scope"]
+    rows: list[list[object]] = [
+        ["answers seen", refusals["answers"]],
+        ["refused", refusals["refused"]],
+        ["questions scored for scope", scope["scored"]],
+        ["judged out of scope", scope["out_of_scope"]],
+        ["over-refusals (refused while in scope)", scope["over_refusals"]],
+        ["under-refusals (answered while out of scope)", scope["under_refusals"]],
+    ]
+    calibration = scope.get("calibration") or {}
+    for key in ("threshold", "auc", "tpr", "fpr", "retriever"):
+        if calibration.get(key) is not None:
+            value = calibration[key]
+            rows.append([f"scope calibration: {key}", num(value) if key != "retriever" else value])
+    note = para(
+        "Refusals are judged in both directions: out-of-scope questions should be "
+        "refused, in-scope questions answered.",
+        "muted",
+    )
+    return Safe(table(["refusals in both directions", "value"], rows) + note)
+
+
+def _over_time(buckets: Any, baseline: float, drift: Mapping[str, Any]) -> Safe:
+    times, rates = [], []
+    for bucket in buckets:
+        answers = bucket.get("answers") or 0
+        times.append(float(bucket["start"]))
+        rates.append((bucket.get("refused") or 0) / answers if answers else 0.0)
+    alarms = [
+        a["timestamp"]
+        for a in drift.get("alarms", ())
+        if a["dimension"] == "refusal" and a["state"] == "drift"
+    ]
+    svg = plots.shares_over_time(
+        times,
+        {"refusal rate": rates},
+        title="Refusal rate over time",
+        gold={"refusal rate": baseline},
+        alarms=alarms,
+    )
+    return figure(
+        svg,
+        "Solid: refusal rate per time bucket; dashed: the baseline window's "
+        "rate; red lines: drift declared.",
+    )

@@ -1,0 +1,229 @@
+"""``goldwatch replay --html``: the replay report (see :mod:`service.replay_job`) as a page.
+
+Sections: ``ingest`` (consumed, processed, dead letters), then the analytics sections shared
+with the status page (:func:`analytics_sections`): ``languages`` and ``topics`` (live shares
+against the gold set's, over time when the report carries a ``series``), ``drift`` (each
+comparison's latest test and the alarm history, with alarm marks on a time line),
+``refusals`` (refusal and out-of-scope rates against their baseline windows), ``shadow``
+and ``gold-candidates`` (only when the report has them).
+
+Optional time series, read from ``analytics["series"]`` when present::
+
+    {"bucket_s": 3600,
+     "buckets": [{"start": unix_s, "languages": {lang: n}, "topics": {topic: n},
+                  "answers": n, "refused": n}, ...]}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from service.html import plots
+from service.html.drift_section import drift_section
+from service.html.extras import candidates_section, find_extra, shadow_section
+from service.html.page import (
+    Safe,
+    badge,
+    document,
+    figure,
+    para,
+    pct,
+    section,
+    table,
+)
+from service.html.rates import refusals_section
+
+#: Categories drawn per dimension; the rest are summed under ``other``.
+TOP_CATEGORIES = 12
+
+
+def render_replay_html(report: Mapping[str, Any]) -> str:
+    """Render :func:`service.replay_job.run_replay`'s report as a self-contained page.
+
+    Args:
+        report: the replay report (``analytics`` may be ``None`` when analytics are off;
+            ``shadow`` and ``gold_candidates`` are read at the top level or in
+            ``analytics``, and skipped when absent).
+
+    Returns:
+        The page (UTF-8 text; no script, no external resource).
+
+    Raises:
+        KeyError: a required key of the documented report shape is missing.
+    """
+    body: list[str] = [
+        Safe("<h1>goldwatch — query-log replay</h1>"),
+        para(f"{report['file']}: {report['consumed']} events consumed.", "meta"),
+        _ingest(report),
+    ]
+    body += analytics_sections(report.get("analytics"), report)
+    return document("goldwatch replay report", body)
+
+
+def analytics_sections(
+    analytics: Mapping[str, Any] | None, outer: Mapping[str, Any] | None = None
+) -> list[Safe]:
+    """The analytics sections, shared by the replay report and the status page.
+
+    Args:
+        analytics: :func:`service.replay_job.analytics_report`'s dict, or ``None``.
+        outer: a containing document that may carry ``shadow`` / ``gold_candidates``.
+    """
+    shadow = find_extra("shadow", analytics, outer)
+    candidates = find_extra("gold_candidates", analytics, outer)
+    parts: list[Safe] = []
+    if analytics is None:
+        parts.append(section("analytics", "Analytics", para("Analytics are disabled.", "muted")))
+    else:
+        drift = analytics["drift"]
+        series = analytics.get("series")
+        parts += [
+            _shares("languages", "Languages", drift["language"], series, "languages", drift),
+            _shares("topics", "Topics", drift["topic"], series, "topics", drift),
+            drift_section(drift),
+            refusals_section(analytics, series),
+        ]
+    if shadow is not None:
+        parts.append(shadow_section(shadow))
+    if candidates is not None:
+        parts.append(candidates_section(candidates))
+    return parts
+
+
+def share_rows(
+    live: Mapping[str, int], gold: Mapping[str, int], top: int = TOP_CATEGORIES
+) -> list[tuple[str, int, float, int, float]]:
+    """``(category, live n, live share, gold n, gold share)`` rows, largest first.
+
+    Categories are ranked by the larger of their two shares; past ``top`` they are summed
+    into one ``other`` row. Shares are 0.0 when a side is empty.
+
+    >>> share_rows({"en": 3, "hi": 1}, {"en": 1, "fr": 1}, top=2)
+    [('en', 3, 0.75, 1, 0.5), ('fr', 0, 0.0, 1, 0.5), ('other', 1, 0.25, 0, 0.0)]
+    """
+    n_live, n_gold = sum(live.values()), sum(gold.values())
+
+    def share(n: int, total: int) -> float:
+        return n / total if total else 0.0
+
+    cats = sorted(
+        set(live) | set(gold),
+        key=lambda c: (-max(share(live.get(c, 0), n_live), share(gold.get(c, 0), n_gold)), c),
+    )
+    rows = [
+        (
+            c,
+            live.get(c, 0),
+            share(live.get(c, 0), n_live),
+            gold.get(c, 0),
+            share(gold.get(c, 0), n_gold),
+        )
+        for c in cats[:top]
+    ]
+    rest = cats[top:]
+    if rest:
+        rest_live, rest_gold = sum(live.get(c, 0) for c in rest), sum(gold.get(c, 0) for c in rest)
+        rows.append(
+            ("other", rest_live, share(rest_live, n_live), rest_gold, share(rest_gold, n_gold))
+        )
+    return rows
+
+
+def _ingest(report: Mapping[str, Any]) -> Safe:
+    rows = [
+        ["consumed", report["consumed"]],
+        ["processed", report["processed"]],
+        ["duplicates", report["duplicates"]],
+        ["dead-lettered", report["dead_lettered_total"]],
+        ["batches", report.get("batches", 0)],
+    ]
+    rows += [
+        [f"dead-lettered: {reason}", n] for reason, n in sorted(report["dead_lettered"].items())
+    ]
+    dropped = report.get("dropped") or {}
+    rows += [[f"dropped: {reason}", n] for reason, n in sorted(dict(dropped).items())]
+    parts: list[str] = [table(["events", "n"], rows)]
+    if report["dead_lettered_total"]:
+        parts.append(para(f"Dead letters (with their reasons) in {report['dlq_path']}.", "muted"))
+    scrubbed = (report.get("analytics") or {}).get("pii_scrubbed") or {}
+    if any(scrubbed.values()):
+        parts.append(
+            table(["personal data scrubbed", "n"], [[k, v] for k, v in scrubbed.items() if v])
+        )
+    return section("ingest", "Ingest", *parts)
+
+
+def _shares(
+    anchor: str,
+    title: str,
+    dim: Mapping[str, Any],
+    series: Mapping[str, Any] | None,
+    series_key: str,
+    drift: Mapping[str, Any],
+) -> Safe:
+    rows = share_rows(dim.get("live_counts", {}), dim.get("gold_counts", {}))
+    if not rows:
+        return section(anchor, title, para("No events yet.", "muted"))
+    name = anchor.rstrip("s")
+    parts: list[str] = [Safe(f"<p>Drift state: {badge(dim['state'])}</p>")]
+    alarms = [
+        a["timestamp"]
+        for a in drift.get("alarms", ())
+        if a["dimension"] == name and a["state"] == "drift"
+    ]
+    buckets = (series or {}).get("buckets") or []
+    if buckets:
+        parts.append(_shares_over_time(title, buckets, series_key, rows, alarms))
+    bars = {"live traffic (all time)": [r[2] for r in rows]}
+    if dim.get("gold_counts"):
+        bars["gold set"] = [r[4] for r in rows]
+    svg = plots.grouped_bars(
+        [r[0] for r in rows],
+        bars,
+        xlabel="share",
+        title=f"{title}: live share against the gold set",
+        colours={"gold set": plots.GOLD_COLOUR},
+    )
+    caption = "Share of live questions (all time) and of gold-set questions per category."
+    parts.append(figure(svg, caption))
+    parts.append(
+        table(
+            [name, "live n", "live share", "gold n", "gold share", "live − gold"],
+            [[c, ln, pct(ls), gn, pct(gs), f"{ls - gs:+.1%}"] for c, ln, ls, gn, gs in rows],
+        )
+    )
+    gaps = dim.get("coverage_gaps") or []
+    if gaps:
+        keys = list(gaps[0])
+        parts += [
+            Safe("<h3>Coverage gaps (the gold set under-covers these)</h3>"),
+            table(keys, [[g[k] for k in keys] for g in gaps]),
+        ]
+    return section(anchor, title, *parts)
+
+
+def _shares_over_time(
+    title: str,
+    buckets: Sequence[Mapping[str, Any]],
+    key: str,
+    rows: Sequence[tuple[str, int, float, int, float]],
+    alarms: Sequence[float],
+) -> Safe:
+    cats = [r[0] for r in rows if r[0] != "other"][:6]
+    times = [float(b["start"]) for b in buckets]
+    shares: dict[str, list[float]] = {c: [] for c in cats}
+    for bucket in buckets:
+        counts = bucket.get(key) or {}
+        total = sum(counts.values())
+        for c in cats:
+            shares[c].append(counts.get(c, 0) / total if total else 0.0)
+    gold = {r[0]: r[4] for r in rows if r[3]}
+    svg = plots.shares_over_time(
+        times, shares, title=f"{title}: share over time", gold=gold, alarms=alarms
+    )
+    return figure(
+        svg,
+        "Solid: live share per time bucket; dashed: the gold set's share; "
+        "red lines: drift declared.",
+    )

@@ -1,0 +1,99 @@
+"""The service's built-in status page (``GET /``): process status and the live analytics.
+
+Rendered on the server at each request and reloaded by the browser every ``refresh_s``
+seconds through a ``<meta http-equiv="refresh">`` (no script). The analytics sections are
+those of the replay report (:func:`service.html.replay_page.analytics_sections`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from service.html.page import Safe, badge, document, esc, para, section, table
+from service.html.replay_page import analytics_sections
+
+#: Same-origin endpoints linked from the page.
+LINKS = (("/v1/status", "status JSON"), ("/v1/drift", "drift JSON"),
+         ("/v1/refusals", "refusals JSON"), ("/metrics", "Prometheus metrics"),
+         ("/docs", "API docs"))  # fmt: skip
+
+
+def render_status_page(
+    status: Mapping[str, Any],
+    analytics: Mapping[str, Any] | None,
+    *,
+    refresh_s: int = 15,
+    busy: bool = False,
+) -> str:
+    """Render the status page.
+
+    Args:
+        status: the body of ``GET /v1/status`` (:meth:`service.api.runtime.Runtime.status`).
+        analytics: :meth:`~service.api.runtime.Runtime.analytics_report` (``None`` when
+            analytics are disabled or ``busy``).
+        refresh_s: seconds between reloads (≥ 1; 0 turns the reload off).
+        busy: the pipeline held its lock too long to read the analytics this time.
+
+    Raises:
+        ValueError: ``refresh_s`` < 0.
+    """
+    if refresh_s < 0:
+        raise ValueError("refresh_s must be >= 0")
+    head = f'<meta http-equiv="refresh" content="{int(refresh_s)}">' if refresh_s else ""
+    links = " · ".join(f'<a href="{href}">{esc(label)}</a>' for href, label in LINKS)
+    body: list[str] = [
+        Safe("<h1>goldwatch — live status</h1>"),
+        Safe(f'<p class="meta">{links}'
+             + (f" · reloads every {int(refresh_s)} s" if refresh_s else "") + "</p>"),
+        _process(status),
+    ]  # fmt: skip
+    if busy:
+        body.append(
+            section("analytics", "Analytics",
+                    para("The pipeline is busy; the analytics show at the next reload.", "muted"))
+        )  # fmt: skip
+    else:
+        body += analytics_sections(analytics)
+    return document("goldwatch status", body, head_extra=head)
+
+
+def _process(status: Mapping[str, Any]) -> Safe:
+    ready = badge("ok" if status["ready"] else "fail")
+    rows: list[list[object]] = [
+        ["version", status["version"]],
+        ["ready", Safe(f"{ready} {esc('; '.join(status.get('not_ready_reasons') or []))}")],
+        ["uptime", f"{float(status['uptime_s']):.0f} s"],
+        ["source", status["source_kind"]],
+        ["input finished", "yes" if status.get("input_finished") else "no"],
+        ["last error", status.get("last_error") or "–"],
+    ]
+    parts: list[str] = [table(["process", ""], rows, text_columns=(1,))]
+    totals = status.get("totals") or {}
+    if totals:
+        parts.append(table(["totals (all time)", "n"], _flatten(totals)))
+    source = status.get("source") or {}
+    if source:
+        parts.append(table(["source", ""], _flatten(source), text_columns=(1,)))
+    return section("process", "Process", *parts)
+
+
+def _flatten(doc: Mapping[str, Any]) -> list[list[object]]:
+    """One row per key; a nested mapping of numbers becomes ``key: sub`` rows, any other
+    structure is shown as compact JSON (escaped by the table).
+
+    >>> _flatten({"consumed": 3, "dead_lettered": {"bad_json": 1}, "lag": [1, 2]})
+    [['consumed', 3], ['dead_lettered: bad_json', 1], ['lag', '[1, 2]']]
+    """
+    rows: list[list[object]] = []
+    for key, value in doc.items():
+        if isinstance(value, Mapping) and all(isinstance(v, int | float) for v in value.values()):
+            rows += [[f"{key}: {sub}", n] for sub, n in value.items()]
+        elif isinstance(value, Mapping | list | tuple):
+            rows.append([key, json.dumps(value, ensure_ascii=False, default=str)])
+        elif isinstance(value, bool):
+            rows.append([key, "yes" if value else "no"])
+        else:
+            rows.append([key, "–" if value is None else value])
+    return rows
