@@ -1,8 +1,9 @@
 """goldwatch / retrieval quality: gold-set scores per retriever and kind, shadow agreement with
 production, shadow latency and errors, ACL violations.
 
-The shadow and gold-set metrics are listed in ``dashboards/pending_metrics.txt`` until the
-shadow runner exports them (their assumed shapes are stated there).
+Shadow agreement is exported as histograms (``goldwatch_shadow_agreement{retriever,measure}``)
+so that means over all replicas are ``sum(rate(_sum)) / sum(rate(_count))``; the gold-set
+scores are gauges set by each gold-set run.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ VARIABLES = [
     query_variable("k", "k", f"label_values(goldwatch_gold_recall{{{SEL}}}, k)"),
     query_variable("kind", "Kind", f"label_values(goldwatch_gold_recall{{{SEL}}}, kind)"),
     query_variable("candidate", "Shadow candidate",
-                   f"label_values(goldwatch_shadow_overlap{{{SEL}}}, retriever)"),
+                   f"label_values(goldwatch_shadow_offers_total{{{SEL}}}, retriever)"),
 ]  # fmt: skip
 
 
@@ -47,6 +48,33 @@ def _gold() -> list[Panel | list[Panel]]:
                 "percentunit", maximum=1,
             ),
         ],
+        [
+            timeseries(
+                "Gold-set hit rate@k and nDCG@k (all kinds)",
+                "Hit rate: share of answerable gold questions with at least one gold passage "
+                "in the top k. nDCG@k: graded, position-discounted gain (trec_eval "
+                "ndcg_cut). Hit rate steady while recall falls: multi-passage questions lose "
+                "their second passage.",
+                [(f'max by (retriever, k) (goldwatch_gold_hit_rate{{{SEL}, '
+                  f'retriever=~"$retriever", k=~"$k", kind="all"}})',
+                  "{{retriever}} hit rate@{{k}}"),
+                 (f'max by (retriever, k) (goldwatch_gold_ndcg{{{SEL}, '
+                  f'retriever=~"$retriever", k=~"$k", kind="all"}})',
+                  "{{retriever}} nDCG@{{k}}")],
+                "percentunit", maximum=1,
+            ),
+            timeseries(
+                "Age of the latest gold-set run, and failed runs",
+                "Seconds since each retriever's latest gold-set run finished, and failed runs "
+                "in the last hour. The age grows past shadow.evaluate_every_s when runs fail "
+                "(see GET /v1/shadow/evaluate: last_error) — the gold gauges are then stale.",
+                [(f'time() - max by (retriever) (goldwatch_gold_run_timestamp_seconds{{{SEL}, '
+                  f'retriever=~"$retriever"}})', "{{retriever}} age"),
+                 (f'sum(increase(goldwatch_gold_runs_total{{{SEL}, outcome="failed"}}[1h]))',
+                  "failed runs / h")],
+                "s",
+            ),
+        ],
         table(
             "Latest recall@k: retriever x kind",
             "The latest gold-set recall@k per retriever, k and kind, side by side. Use it to "
@@ -56,6 +84,27 @@ def _gold() -> list[Panel | list[Panel]]:
             "percentunit",
         ),
     ]  # fmt: skip
+
+
+def _mean(measure: str) -> str:
+    """Mean of one agreement measure over the rate window, all replicas."""
+    sel = f'{SHADOW}, measure="{measure}"'
+    return (f"sum by (retriever) (rate(goldwatch_shadow_agreement_sum{{{sel}}}[{RATE}]))"
+            f" / sum by (retriever) (rate(goldwatch_shadow_agreement_count{{{sel}}}[{RATE}]))")
+
+
+def _by_language(measure: str) -> str:
+    sel = f'{SHADOW}, measure="{measure}"'
+    metric = "goldwatch_shadow_agreement_by_language"
+    return (f"sum by (retriever, language) (rate({metric}_sum{{{sel}}}[{RATE}]))"
+            f" / sum by (retriever, language) (rate({metric}_count{{{sel}}}[{RATE}]))")
+
+
+def _by_topic(measure: str) -> str:
+    sel = f'{SHADOW}, measure="{measure}"'
+    metric = "goldwatch_shadow_agreement_by_topic"
+    return (f"sum by (retriever, topic) (rate({metric}_sum{{{sel}}}[{RATE}]))"
+            f" / sum by (retriever, topic) (rate({metric}_count{{{sel}}}[{RATE}]))")
 
 
 def _agreement() -> list[Panel | list[Panel]]:
@@ -68,8 +117,7 @@ def _agreement() -> list[Panel | list[Panel]]:
                 "same live questions (mean over the recent window). Low overlap is not bad by "
                 "itself — a better retriever disagrees — but a sudden fall means the candidate "
                 "changed or broke: check its errors and its gold-set recall.",
-                [(f"max by (retriever) (goldwatch_shadow_overlap{{{SHADOW}}})",
-                  "{{retriever}}")],
+                [(_mean("overlap"), "{{retriever}}")],
                 "percentunit", maximum=1,
             ),
             timeseries(
@@ -77,7 +125,7 @@ def _agreement() -> list[Panel | list[Panel]]:
                 "Rank-biased overlap of the candidate's ranking with production's (top-weighted "
                 "agreement, 1 = same order). Read with the overlap: same passages but low RBO "
                 "means a different order, which changes what the model reads first.",
-                [(f"max by (retriever) (goldwatch_shadow_rbo{{{SHADOW}}})", "{{retriever}}")],
+                [(_mean("rbo"), "{{retriever}}")],
                 "percentunit", maximum=1,
             ),
             timeseries(
@@ -85,9 +133,52 @@ def _agreement() -> list[Panel | list[Panel]]:
                 "Share of the passages production's answer cited that the candidate also "
                 "retrieves. The closest live proxy of gold recall: if it falls, the candidate "
                 "would have lost passages the answers actually used.",
-                [(f"max by (retriever) (goldwatch_shadow_citation_recall{{{SHADOW}}})",
+                [(_mean("citation_recall"), "{{retriever}}")],
+                "percentunit", maximum=1,
+            ),
+        ],
+        [
+            timeseries(
+                "RBO with production by question language",
+                "Rank-biased overlap per candidate and language of the live question. A "
+                "candidate that handles cross-lingual questions differently from production "
+                "shows low RBO on those languages only: check its gold-set recall for them "
+                "before reading it as worse.",
+                [(_by_language("rbo"), "{{retriever}} {{language}}")],
+                "percentunit", maximum=1,
+            ),
+            timeseries(
+                "RBO with production by topic",
+                "Rank-biased overlap per candidate and topic of the live question. A topic "
+                "where only one candidate disagrees is where its index or chunking differs: "
+                "read that topic's disagreements (GET /v1/shadow/disagreements).",
+                [(_by_topic("rbo"), "{{retriever}} {{topic}}")],
+                "percentunit", maximum=1,
+            ),
+        ],
+        [
+            timeseries(
+                "Live recall on known questions",
+                "Live questions that near-duplicate a gold question, scored against that "
+                "gold row's passages: mean recall@k per retriever over the window (production "
+                "and candidates). The gold set's verdict on real traffic; a drop here with a "
+                "steady gold-set run means the live system differs from what is evaluated.",
+                [(f"sum by (retriever) (rate(goldwatch_known_recall_sum{{{SEL}}}[{RATE}]))"
+                  f" / sum by (retriever) (rate(goldwatch_known_recall_count{{{SEL}}}[{RATE}]))",
                   "{{retriever}}")],
                 "percentunit", maximum=1,
+            ),
+            timeseries(
+                "Known questions per second, and refusal mistakes on them",
+                "Live questions matched to a gold question (per retriever scored), and among "
+                "them refusals of answerable gold questions and answers to unanswerable ones. "
+                "Either mistake on a question the gold set already covers is a regression "
+                "the gold-set run should also show.",
+                [(f"sum by (retriever) (rate(goldwatch_known_questions_total{{{SEL}}}[{RATE}]))",
+                  "known: {{retriever}}"),
+                 (f"sum by (kind) (rate(goldwatch_known_refusals_total{{{SEL}}}[{RATE}]))",
+                  "{{kind}}")],
+                "reqps",
             ),
         ],
     ]  # fmt: skip
@@ -125,6 +216,35 @@ def _health() -> list[Panel | list[Panel]]:
         ],
         [
             timeseries(
+                "Skipped shadow offers per second by reason",
+                "Live events not shadow-run, by candidate and reason: not_sampled and filtered "
+                "are configuration; queue_full, rate_limited and breaker_open mean the "
+                "candidate cannot keep up or is failing (the live path never waits for it).",
+                [(f'sum by (retriever, outcome) (rate(goldwatch_shadow_offers_total{{{SHADOW}, '
+                  f'outcome!="queued"}}[{RATE}]))', "{{retriever}}: {{outcome}}")],
+                "reqps",
+            ),
+            timeseries(
+                "Shadow queue depth, workers and open breakers",
+                "Events waiting per candidate, its worker threads, and 1 while its circuit "
+                "breaker is open (after consecutive failures; half-open probes close it). A "
+                "full queue drops offers as queue_full; dropped results mean the pipeline "
+                "collects slower than the candidates answer.",
+                [(f"sum by (retriever) (goldwatch_shadow_queue_depth{{{SHADOW}}})",
+                  "{{retriever}} queued"),
+                 (f"sum by (retriever) (goldwatch_shadow_workers{{{SHADOW}}})",
+                  "{{retriever}} workers"),
+                 (f'max by (retriever) (goldwatch_shadow_breaker_state{{{SHADOW}, '
+                  f'state="open"}})', "{{retriever}} breaker open"),
+                 (f"sum by (retriever) (increase(goldwatch_shadow_breaker_opened_total"
+                  f"{{{SHADOW}}}[1h]))", "{{retriever}} breaker openings / h"),
+                 (f"sum(increase(goldwatch_shadow_results_dropped_total{{{SEL}}}[1h]))",
+                  "results dropped / h")],
+                "short",
+            ),
+        ],
+        [
+            timeseries(
                 "Shadow error share per candidate",
                 "Failed shadow calls per call, all replicas. Above 5 % with 50 calls in 15 "
                 "minutes fires ShadowCandidateFailing; the candidate's agreement numbers then "
@@ -151,7 +271,9 @@ def _health() -> list[Panel | list[Panel]]:
                 "incident; a candidate: block its rollout.",
                 [(f"sum by (retriever, role) "
                   f"(increase(goldwatch_acl_violations_total{{{SEL}}}[1h]))",
-                  "{{retriever}} / {{role}}")],
+                  "{{retriever}} / {{role}}"),
+                 (f"max by (retriever, role) (goldwatch_gold_acl_violations{{{SEL}}})",
+                  "gold-set run: {{retriever}} / {{role}}")],
                 "short", threshold=1,
             ),
         ],

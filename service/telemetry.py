@@ -534,9 +534,11 @@ SHADOW_OUTCOMES: tuple[str, ...] = (
 )  # fmt: skip
 SHADOW_ERRORS: tuple[str, ...] = ("timeout", "http_error", "bad_response", "exception")
 BREAKER_STATES: tuple[str, ...] = ("closed", "open", "half_open")
-#: Agreement buckets: Kendall's tau reaches -1, the other measures live in [0, 1].
+#: Agreement buckets. Kendall's tau reaches -1, but a negative bucket would make
+#: client_python drop ``_sum`` (OpenMetrics), and the mean needs it: tau <= 0 all land in
+#: ``le="0.0"``.
 AGREEMENT_BUCKETS: tuple[float, ...] = (
-    -0.5, 0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0,
+    0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0,
 )  # fmt: skip
 SHADOW_SECONDS_BUCKETS: tuple[float, ...] = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
@@ -817,7 +819,13 @@ def build_shadow_metrics(
         metrics.gold_runs.labels(outcome=outcome_label)
     for kind in KNOWN_REFUSAL_KINDS:
         metrics.known_refusals.labels(kind=kind)
+    for name in (*candidates, *extra, PRODUCTION):
+        metrics.known_questions.labels(retriever=name)
+        metrics.known_recall.labels(retriever=name)
     for name in candidates:
+        for outcome in SHADOW_OUTCOMES:
+            metrics.offers.labels(retriever=name, outcome=outcome)
+        metrics.breaker_opened.labels(retriever=name)
         for reason in SHADOW_ERRORS:
             metrics.errors.labels(retriever=name, reason=reason)
         metrics.request_duration.labels(retriever=name)

@@ -162,7 +162,8 @@ def build_live(settings: Settings, registry: CollectorRegistry) -> Live:
         metrics.set_gold_shares(analytics.gold_counts)
     stages: list[Stage] = list(analytics.stages)
     shadow_stage = None
-    roles = sorted({role for passage in corpus for role in passage.acl})
+    roles = sorted({role for passage in corpus for role in passage.acl}
+                   | {q.role for q in gold if q.role})  # fmt: skip
     shadow_metrics = build_shadow_metrics(
         registry,
         candidates=[c.name for c in candidates],

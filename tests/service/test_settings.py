@@ -127,3 +127,27 @@ def test_retriever_graph_is_checked_at_load(tmp_path: Path, text: str, problem: 
 def test_yaml_error_names_line_and_column(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not valid YAML at line 3, column 1"):
         load_settings(_write(tmp_path, "eval:\n  k: [1,\n"))  # the list never closes
+
+
+def test_shadow_candidates_must_name_known_retrievers() -> None:
+    from service.settings import ConfigError, load_settings
+
+    with pytest.raises(
+        ConfigError, match=r"shadow\.candidates\[1\]\.retriever: unknown retriever 'dense'"
+    ):
+        load_settings(
+            shadow={"candidates": [{"name": "tfidf"}, {"name": "x", "retriever": "dense"}]}
+        )
+    with pytest.raises(ConfigError, match=r"shadow\.production: unknown retriever 'prod'"):
+        load_settings(shadow={"production": "prod"})
+    with pytest.raises(ConfigError, match="duplicate shadow candidate names: a"):
+        load_settings(
+            shadow={
+                "candidates": [
+                    {"name": "a", "retriever": "bm25"},
+                    {"name": "a", "retriever": "tfidf"},
+                ]
+            }
+        )
+    with pytest.raises(ConfigError, match="shadow.candidates.0.sample_rate"):
+        load_settings(shadow={"candidates": [{"name": "bm25", "sample_rate": 1.5}]})

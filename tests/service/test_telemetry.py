@@ -163,3 +163,46 @@ def test_coverage_gaps_reset_and_gold_shares_sum_into_other() -> None:
     metrics.set_gold_shares({"language": {"en": 2, "es": 1, "fr": 1}})
     other = {"dimension": "language", "category": "other"}
     assert registry.get_sample_value("goldwatch_gold_share_ratio", other) == 0.5
+
+
+def test_shadow_metrics_export_a_stage_batch() -> None:
+    """ShadowStage.pending_observations() shape in, additive series out."""
+    from service.shadow.stage import METRICS
+    from service.telemetry import SHADOW_MEASURES, build_shadow_metrics
+
+    assert SHADOW_MEASURES == METRICS
+    registry = CollectorRegistry()
+    metrics = build_shadow_metrics(registry, candidates=["cand"], language_labels=["en"])
+    pending = {
+        "offers": {"cand": {"queued": 3, "queue_full": 1}, "ghost": {"queued": 2}},
+        "errors": {"cand": {"timeout": 1, "weird": 1}},
+        "latency_seconds": {"cand": [0.01, 0.2, 2.0]},
+        "agreement": {"cand": {"rbo": [0.5, 1.0], "overlap": [0.4, 0.6]}},
+        "by_language": [{"candidate": "cand", "label": "en", "measure": "rbo", "value": 0.5},
+                        {"candidate": "cand", "label": "xx", "measure": "rbo", "value": 1.0}],
+        "by_topic": [],
+        "results_dropped": 2,
+        "runner": {"cand": {"queue_depth": 7, "workers": 2, "breaker_state": "open",
+                            "breaker_opened_total": 1}},
+    }  # fmt: skip
+    metrics.observe_shadow(pending)
+    metrics.observe_shadow({"runner": {"cand": {"breaker_state": "closed", "queue_depth": 7,
+                                                "breaker_opened_total": 1}}})  # fmt: skip
+    value = registry.get_sample_value
+    assert value("goldwatch_shadow_offers_total", {"retriever": "cand", "outcome": "queued"}) == 3
+    assert value("goldwatch_shadow_offers_total", {"retriever": "other", "outcome": "queued"}) == 2
+    assert value("goldwatch_shadow_errors_total", {"retriever": "cand", "reason": "other"}) == 1
+    assert value("goldwatch_shadow_request_duration_seconds_count", {"retriever": "cand"}) == 3
+    assert value("goldwatch_shadow_request_duration_seconds_bucket",
+                 {"retriever": "cand", "le": "0.25"}) == 2  # fmt: skip
+    assert value("goldwatch_shadow_agreement_sum", {"retriever": "cand", "measure": "rbo"}) == 1.5
+    assert value("goldwatch_shadow_agreement_bucket",
+                 {"retriever": "cand", "measure": "overlap", "le": "0.5"}) == 1  # fmt: skip
+    assert value("goldwatch_shadow_agreement_by_language_count",
+                 {"retriever": "cand", "language": "other", "measure": "rbo"}) == 1  # fmt: skip
+    assert value("goldwatch_shadow_results_dropped_total") == 2
+    assert value("goldwatch_shadow_queue_depth", {"retriever": "cand"}) == 7
+    assert value("goldwatch_shadow_breaker_state", {"retriever": "cand", "state": "closed"}) == 1
+    assert value("goldwatch_shadow_breaker_state", {"retriever": "cand", "state": "open"}) == 0
+    # the runner's cumulative count is turned into increments, never double counted
+    assert value("goldwatch_shadow_breaker_opened_total", {"retriever": "cand"}) == 1
