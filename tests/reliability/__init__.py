@@ -1,0 +1,1 @@
+"""Reliability and security suite: faults and hostile input against the real service."""

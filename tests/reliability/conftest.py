@@ -1,0 +1,251 @@
+"""Fixtures and checks of the reliability suite: a real Tansu broker, ``goldwatch serve``
+subprocesses (``tests/acceptance/service_process.py``), a monitor that samples every running
+service's counters and flags any that went backwards, and the accounting invariant.
+
+The invariant, checked after every fault::
+
+    processed + Σ dead_lettered + (duplicates − redelivered) == produced
+    consumed == processed + Σ dead_lettered + duplicates + Σ dropped
+
+(``duplicates`` counts both events seen twice under one ``event_id`` and Kafka redeliveries of
+offsets the state already holds, ``redelivered``; the streams here repeat no ``event_id`` unless
+a test says so.)
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from benchmarks.streams import mixed_stream
+from tests.acceptance.conftest import FAST_KAFKA, PIPELINE, Produced, produce
+from tests.acceptance.service_process import ServiceProcess, metric_by, metric_sum, parse_metrics
+from tests.kafka_broker import TansuBroker
+
+#: Counters (full sample names) that must never decrease within one process life.
+COUNTERS = (
+    "goldwatch_events_consumed_total",
+    "goldwatch_events_processed_total",
+    "goldwatch_events_dead_lettered_total",
+    "goldwatch_events_duplicate_total",
+    "goldwatch_commits_total",
+)
+#: Persisted totals that must never decrease within one process life.
+TOTALS = ("consumed", "processed", "duplicates", "redelivered")
+
+
+@dataclass
+class Monitor:
+    """Samples ``/v1/status`` totals and ``/metrics`` counters of watched services every
+    ``interval_s`` on a background thread and records every decrease within one process
+    (keyed by pid). Counters restart at zero with a new process, as Prometheus expects."""
+
+    interval_s: float = 0.25
+    services: list[ServiceProcess] = field(default_factory=list)
+    last: dict[tuple[int, str], float] = field(default_factory=dict)
+    violations: list[str] = field(default_factory=list)
+    samples_taken: int = 0
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def watch(self, service: ServiceProcess) -> ServiceProcess:
+        """Add ``service`` to the watched ones; return it."""
+        self.services.append(service)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="monitor", daemon=True)
+            self._thread.start()
+        return service
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            for service in list(self.services):
+                if service.alive:
+                    self.sample(service)
+
+    def sample(self, service: ServiceProcess) -> None:
+        """Take one sample of ``service`` (ignored when it does not answer)."""
+        pid = service.process.pid
+        values: dict[str, float] = {}
+        try:
+            status = httpx.get(service.base_url + "/v1/status", timeout=2).json()
+            text = httpx.get(service.base_url + "/metrics", timeout=2).text
+        except (httpx.HTTPError, ValueError):
+            return
+        totals = status.get("totals") or {}
+        for name in TOTALS:
+            values[f"totals.{name}"] = float(totals.get(name, 0))
+        values["totals.dead_lettered"] = float(sum((totals.get("dead_lettered") or {}).values()))
+        samples = parse_metrics(text)
+        for name in COUNTERS:
+            for (sample, labels), value in samples.items():
+                if sample == name:
+                    values[f"{name}{sorted(labels)}"] = value
+        for key, value in values.items():
+            before = self.last.get((pid, key))
+            if before is not None and value < before:
+                self.violations.append(f"pid {pid}: {key} went from {before} to {value}")
+            self.last[(pid, key)] = value
+        self.samples_taken += 1
+
+    def stop(self) -> None:
+        """Stop sampling."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def assert_monotonic(self) -> None:
+        """Fail if any counter or total went backwards within one process."""
+        assert not self.violations, "counters went backwards:\n" + "\n".join(self.violations)
+
+
+def assert_invariant(totals: Mapping[str, Any], produced: int, repeated_ids: int = 0) -> None:
+    """``processed + dead + deduplicated == produced`` and ``consumed`` balances.
+
+    :param repeated_ids: events the stream itself repeats under an ``event_id`` already sent.
+    """
+    dead = sum(int(n) for n in totals["dead_lettered"].values())
+    dropped = sum(int(n) for n in totals["dropped"].values())
+    dup, redelivered = int(totals["duplicates"]), int(totals["redelivered"])
+    assert totals["consumed"] == totals["processed"] + dead + dup + dropped, totals
+    assert totals["processed"] + dead + (dup - redelivered) == produced + repeated_ids, totals
+    assert dup - redelivered == repeated_ids, totals
+
+
+def metric_totals(samples: Any, source: str) -> dict[str, float]:
+    """The event counters of one ``/metrics`` scrape for ``source``."""
+    return {
+        "consumed": metric_sum(samples, "goldwatch_events_consumed_total", source=source),
+        "processed": metric_sum(samples, "goldwatch_events_processed_total", source=source),
+        "duplicates": metric_sum(samples, "goldwatch_events_duplicate_total", source=source),
+        "dead": sum(
+            metric_by(samples, "goldwatch_events_dead_lettered_total", "reason", source=source)
+            .values()
+        ),
+    }  # fmt: skip
+
+
+def assert_metrics_balance(samples: Any, source: str) -> dict[str, float]:
+    """Within one process: consumed counter == processed + dead + duplicates counters."""
+    m = metric_totals(samples, source)
+    assert m["consumed"] == m["processed"] + m["dead"] + m["duplicates"], m
+    return m
+
+
+def wait_for(
+    predicate: Callable[[], bool], timeout_s: float, what: str, interval_s: float = 0.2
+) -> None:
+    """Poll ``predicate`` until true; fail after ``timeout_s`` naming ``what``."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"{what} not reached in {timeout_s}s"
+        time.sleep(interval_s)
+
+
+def wait_committed(broker: TansuBroker, topic: str, group: str, timeout_s: float = 30) -> None:
+    """Wait until ``group``'s committed offsets equal the topic's end offsets."""
+    ends = broker.end_offsets(topic)
+    deadline = time.monotonic() + timeout_s
+    while (committed := broker.committed(topic, group)) != ends:
+        assert time.monotonic() < deadline, f"committed {committed} != end offsets {ends}"
+        time.sleep(0.3)
+
+
+def kafka_serve_config(
+    broker: TansuBroker | str,
+    topic: str,
+    state: Path,
+    group: str | None = None,
+    pipeline: Mapping[str, Any] | None = None,
+    analytics: bool = False,
+    **kafka: Any,
+) -> dict[str, Any]:
+    """A serve config reading ``topic`` with the fast group timings of the acceptance tests.
+
+    Analytics are off unless asked for: the faults are about accounting, and off keeps each
+    test's start-up and processing short on two cores.
+    """
+    servers = broker if isinstance(broker, str) else broker.bootstrap_servers
+    return {
+        "source": {"kind": "kafka"},
+        "kafka": {
+            "bootstrap_servers": servers,
+            "topic": topic,
+            "consumer_group": group or f"gw-rel-{uuid.uuid4().hex[:10]}",
+            **FAST_KAFKA,
+            **kafka,
+        },
+        "pipeline": {**PIPELINE, **(pipeline or {})},
+        "state": {"path": str(state)},
+        "analytics": {"enabled": analytics},
+    }
+
+
+def new_topic(broker: TansuBroker, prefix: str, partitions: int = 4) -> str:
+    """Create a fresh topic and return its name."""
+    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic, partitions)
+    return topic
+
+
+def produce_stream(
+    broker: TansuBroker, topic: str, n: int, seed: int, start: int = 0, partitions: int = 4
+) -> Produced:
+    """Produce ``n`` messages (1 % poison pills) and return what was produced."""
+    items = mixed_stream(n, poison_share=0.01, seed=seed)
+    return Produced(topic, items, produce(broker, topic, items, start, partitions))
+
+
+@pytest.fixture(scope="session")
+def broker() -> Iterator[TansuBroker]:
+    """One Tansu broker for the suite (each test uses its own topics and groups)."""
+    started = TansuBroker.start()
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+@pytest.fixture
+def monitor() -> Iterator[Monitor]:
+    """A :class:`Monitor`; it is stopped at teardown (tests call ``assert_monotonic``)."""
+    running = Monitor()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def services() -> Iterator[list[ServiceProcess]]:
+    """Serve processes of the test; all are killed at teardown."""
+    started: list[ServiceProcess] = []
+    yield started
+    for service in started:
+        service.kill()
+
+
+StartService = Callable[..., ServiceProcess]
+
+
+@pytest.fixture
+def start_service(services: list[ServiceProcess], monitor: Monitor) -> StartService:
+    """``start_service(workdir, config, env=None, wait=True)``: started, watched by the
+    monitor, killed at teardown."""
+
+    def start(
+        workdir: Path,
+        config: dict[str, Any],
+        env: dict[str, str] | None = None,
+        wait: bool = True,
+    ) -> ServiceProcess:
+        service = ServiceProcess.start(workdir, config, env=env, wait=wait)
+        services.append(service)
+        return monitor.watch(service)
+
+    return start
