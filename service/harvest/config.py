@@ -1,0 +1,134 @@
+"""Settings of harvesting (a leaf module: pydantic only), and the reasons a question is picked.
+
+Reasons, in report order (:data:`REASONS`), with what triggers each on one event:
+
+=========================  ======================================================================
+``coverage_gap``           its topic or language is under-represented in the gold set: live
+                           share minus gold share ≥ ``min_gap`` after ``min_live_events``
+``novel``                  the topic stage found it far from every gold topic (``"novel"``)
+``refused``                the answer was a refusal (``annotations["refused"]``)
+``answered_out_of_scope``  answered although out of scope (``annotations["under_refusal"]``)
+``low_confidence``         production retrieved nothing, or its best score is in the lowest
+                           ``low_confidence_quantile`` of the recent scores
+``shadow_disagreement``    a shadow candidate's RBO with production is below ``max_rbo``
+``negative_feedback``      ``feedback.rating`` < ``negative_rating``
+``cited_not_retrieved``    the answer cites a passage absent from the retrieved list
+``acl_violation``          the quality stage listed passages the asker may not see
+=========================  ======================================================================
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+REASONS: tuple[str, ...] = (
+    "coverage_gap",
+    "novel",
+    "refused",
+    "answered_out_of_scope",
+    "low_confidence",
+    "shadow_disagreement",
+    "negative_feedback",
+    "cited_not_retrieved",
+    "acl_violation",
+)
+
+#: Default weight of each reason in the priority (a failure the user saw weighs most).
+DEFAULT_WEIGHTS: MappingProxyType[str, float] = MappingProxyType({
+    "coverage_gap": 1.0,
+    "novel": 1.5,
+    "refused": 2.0,
+    "answered_out_of_scope": 2.5,
+    "low_confidence": 1.0,
+    "shadow_disagreement": 1.0,
+    "negative_feedback": 2.0,
+    "cited_not_retrieved": 1.5,
+    "acl_violation": 3.0,
+})  # fmt: skip
+
+
+def _check_reason_keys(value: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(value) - set(REASONS))
+    if unknown:
+        raise ValueError(f"unknown reasons {unknown}; known: {list(REASONS)}")
+    return value
+
+
+class HarvestConfig(BaseModel):
+    """Harvesting of real production questions as gold candidates (frozen).
+
+    Attributes:
+        enabled: run the harvest stage.
+        weights: reason → weight ≥ 0 in the priority; missing reasons use
+            :data:`DEFAULT_WEIGHTS`; weight 0 turns a reason off.
+        quotas: reason → largest share in (0, 1] of a selection whose *primary* reason (the
+            heaviest) it may be; missing reasons are uncapped.
+        min_gap: live share − gold share (fractions) from which a topic or language is a
+            coverage gap.
+        min_live_events: events counted before coverage gaps and score quantiles are used.
+        low_confidence_quantile: best production scores below this quantile of the last
+            ``score_window`` scores are low-confidence, in [0, 0.5].
+        score_window: recent best scores kept for that quantile.
+        max_rbo: shadow results with RBO below this are disagreements, in [0, 1].
+        negative_rating: feedback ratings below this are negative (-1/+1 scale: 0).
+        similarity: character-trigram Jaccard from which two questions are near-duplicates,
+            in (0, 1].
+        num_perm: MinHash permutations of the LSH index.
+        max_variants: scrubbed wordings kept per suggestion.
+        pool_k: passages pooled per retriever (top k of production and of each candidate).
+        max_pool: most passages kept in one suggestion's pool.
+        max_suggestions: suggestions held; beyond, the lowest-priority ones are evicted.
+        flush_interval_s: changed suggestions go to the sinks at most this often (seconds;
+            0: after every batch).
+        generated_channels: events from these channels are model-generated questions
+            (``source: "generated"``), everything else is ``"real"``.
+        topic: Kafka topic of the suggestions (compacted; used by the Kafka sink only).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = True
+    weights: dict[str, float] = Field(default_factory=dict)
+    quotas: dict[str, float] = Field(default_factory=lambda: {"coverage_gap": 0.4})
+    min_gap: float = Field(default=0.05, ge=0, le=1)
+    min_live_events: int = Field(default=200, ge=1)
+    low_confidence_quantile: float = Field(default=0.1, ge=0, le=0.5)
+    score_window: int = Field(default=2_000, ge=10, le=1_000_000)
+    max_rbo: float = Field(default=0.5, ge=0, le=1)
+    negative_rating: float = 0.0
+    similarity: float = Field(default=0.6, gt=0, le=1)
+    num_perm: int = Field(default=64, ge=16, le=512)
+    max_variants: int = Field(default=3, ge=1, le=20)
+    pool_k: int = Field(default=10, ge=1, le=100)
+    max_pool: int = Field(default=40, ge=1, le=1_000)
+    max_suggestions: int = Field(default=5_000, ge=10, le=1_000_000)
+    flush_interval_s: float = Field(default=5.0, ge=0, le=3_600)
+    generated_channels: frozenset[str] = frozenset({"generated", "synthetic"})
+    topic: str = Field(default="goldwatch.gold-candidates", min_length=1, max_length=249)
+
+    @field_validator("weights")
+    @classmethod
+    def _weights(cls, value: dict[str, float]) -> dict[str, float]:
+        if any(w < 0 for w in value.values()):
+            raise ValueError("weights must be >= 0")
+        return _check_reason_keys(value)
+
+    @field_validator("quotas")
+    @classmethod
+    def _quotas(cls, value: dict[str, float]) -> dict[str, float]:
+        if any(not 0 < q <= 1 for q in value.values()):
+            raise ValueError("quotas must be shares in (0, 1]")
+        return _check_reason_keys(value)
+
+    @model_validator(mode="after")
+    def _some_reason_on(self) -> HarvestConfig:
+        if self.enabled and not any(self.weight(r) > 0 for r in REASONS):
+            raise ValueError("every reason has weight 0: nothing can be harvested")
+        return self
+
+    def weight(self, reason: str) -> float:
+        """The weight of ``reason`` (configured, else the default; 0 = off)."""
+        return float(self.weights.get(reason, DEFAULT_WEIGHTS[reason]))

@@ -1,0 +1,70 @@
+"""Export undecided suggestions as gold-set JSONL rows for labelling outside goldwatch.
+
+One row per suggestion, in selection order (:func:`service.harvest.ranking.select`)::
+
+    {"id": "c-…", "question": "…", "gold": [], "source": "real", "status": "suggested",
+     "reasons": ["refused", "coverage_gap"], "pool": [{"id": "p-1", "by": {"production": 1}}],
+     "language": "hi-Latn", "topic": "fees", "role": "parent", "count": 7,
+     "first_seen": "…Z", "last_seen": "…Z", "variants": ["…"], "priority": 12.5}
+
+``gold`` stays ``[]`` and ``kind`` is left out until a labeller fills them; ``load_gold_set``
+reads such a file (it ignores the extra fields), but treats every row as unanswerable until
+then. ``source`` is ``generated`` for generated questions, else ``real``. Every text is
+scrubbed again (:func:`service.pii.scrub`) on the way out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from service.harvest.config import REASONS, HarvestConfig
+from service.harvest.ranking import priority, select
+from service.harvest.store import CandidateRepository
+from service.harvest.suggestion import Suggestion
+from service.pii import scrub
+
+__all__ = ["export_rows", "write_jsonl"]
+
+
+def _row(suggestion: Suggestion, config: HarvestConfig) -> dict[str, Any]:
+    reasons = sorted(suggestion.reasons, key=lambda r: (-config.weight(r), REASONS.index(r)))
+    row: dict[str, Any] = {
+        "id": suggestion.id,
+        "question": scrub(suggestion.question).text,
+        "gold": [],
+        "source": "generated" if suggestion.source == "generated" else "real",
+        "status": "suggested",
+        "reasons": reasons,
+        "pool": suggestion.pool_rows(),
+    }
+    for name in ("language", "topic", "role"):
+        value = getattr(suggestion, name)
+        if value is not None:
+            row[name] = value
+    row.update(
+        count=suggestion.count,
+        first_seen=suggestion.first_seen,
+        last_seen=suggestion.last_seen,
+        variants=[scrub(v).text for v in suggestion.variants],
+        priority=round(priority(suggestion, config), 6),
+    )
+    return row
+
+
+def export_rows(
+    repository: CandidateRepository, config: HarvestConfig, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """The undecided suggestions of ``repository`` as export rows, best ``limit`` first."""
+    decided = set(repository.decisions())
+    pending = [Suggestion.from_json(r) for r in repository.all() if r["id"] not in decided]
+    return [_row(s, config) for s in select(pending, config, limit)]
+
+
+def write_jsonl(rows: Iterable[dict[str, Any]], path: Path | str) -> int:
+    """Write ``rows`` as UTF-8 JSONL (replacing the file); return how many."""
+    lines = [json.dumps(row, ensure_ascii=False) + "\n" for row in rows]
+    Path(path).write_text("".join(lines), encoding="utf-8")
+    return len(lines)

@@ -1,0 +1,274 @@
+"""Labelling suggestions: list them with their status, accept one into the gold set, reject one.
+
+* **List** (:meth:`Labelling.list`): records of the repository joined with their decisions
+  (``status``: ``suggested``, ``accepted`` or ``rejected``), filtered, then in balanced
+  selection order (:func:`service.harvest.ranking.select`), then paginated.
+* **Accept** (:meth:`Labelling.accept`): appends one row to the gold-set JSONL file — a fresh
+  id, the scrubbed question, the labeller's gold passage ids and kind, ``source`` (``real``
+  unless the suggestion was a generated question), its ``language``, ``topic`` (unless
+  ``novel``) and ``role``, and ``harvest_id`` (the suggestion id) — and keeps the decision.
+  Existing rows are never rewritten. If a crash came between the append and the decision, a
+  retry finds the ``harvest_id`` already in the file and does not append again.
+* **Reject** (:meth:`Labelling.reject`): keeps the decision with a scrubbed reason.
+
+A suggestion is decided once; a second decision raises :class:`AlreadyDecided`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import threading
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from service.harvest.config import REASONS, HarvestConfig
+from service.harvest.ranking import select
+from service.harvest.store import CandidateRepository
+from service.harvest.suggestion import Suggestion
+from service.pii import scrub
+from service.records import KINDS, GoldQuestion
+
+__all__ = [
+    "STATUSES",
+    "AlreadyDecided",
+    "CandidateNotFound",
+    "Labelling",
+    "LabellingError",
+    "Page",
+    "fresh_gold_id",
+]
+
+STATUSES = ("suggested", "accepted", "rejected")
+MAX_REASON_CHARS = 500
+_NUMBERED = re.compile(r"^q-(\d+)$")
+
+
+class LabellingError(ValueError):
+    """A request cannot be applied; the message never quotes user text."""
+
+
+class CandidateNotFound(LabellingError, LookupError):
+    """No suggestion has this id."""
+
+
+class AlreadyDecided(LabellingError):
+    """The suggestion was already accepted or rejected (``status`` says which)."""
+
+    def __init__(self, status: str) -> None:
+        super().__init__(f"this suggestion is already {status}")
+        self.status = status
+
+
+class Page(NamedTuple):
+    """One page of suggestions: ``total`` after filtering, ``items`` of this page."""
+
+    total: int
+    items: list[dict[str, Any]]
+
+
+def fresh_gold_id(existing: set[str]) -> str:
+    """The next ``q-N`` id: one more than the largest numbered id, zero-padded to its width
+    (at least 3 digits), skipping ids in use.
+
+    >>> fresh_gold_id({"q-007", "q-012", "x-1"}), fresh_gold_id(set()), fresh_gold_id({"q-0999"})
+    ('q-013', 'q-001', 'q-1000')
+    """
+    numbers = [m.group(1) for i in existing if (m := _NUMBERED.match(i))]
+    width = max([3, *(len(n) for n in numbers)])
+    n = max((int(x) for x in numbers), default=0) + 1
+    while f"q-{n:0{width}d}" in existing:
+        n += 1
+    return f"q-{n:0{width}d}"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _check_labels(gold: Sequence[str], kind: str) -> None:
+    if kind not in KINDS:
+        raise LabellingError(f"kind must be one of {', '.join(KINDS)}")
+    if any(not isinstance(p, str) or not p.strip() or len(p) > 256 for p in gold):
+        raise LabellingError("gold passage ids must be non-blank strings of at most 256 chars")
+    if len(set(gold)) != len(gold):
+        raise LabellingError("gold passage ids repeat")
+    if (kind == "unanswerable") != (not gold):
+        raise LabellingError("gold [] goes with kind 'unanswerable', and only with it")
+
+
+class Labelling:
+    """The labelling use cases over a repository and a gold-set file.
+
+    Args:
+        repository: records and decisions.
+        gold_path: the gold-set JSONL file accepted rows are appended to (created if missing).
+        config: weights and quotas for the listing order.
+        on_accept: called with each accepted row (e.g. to refresh the topic model and the
+            gold distributions).
+        clock: returns the decision time as RFC 3339 UTC.
+    """
+
+    def __init__(
+        self,
+        repository: CandidateRepository,
+        gold_path: Path | str,
+        config: HarvestConfig | None = None,
+        on_accept: Callable[[GoldQuestion], None] | None = None,
+        clock: Callable[[], str] = _now,
+    ) -> None:
+        self.repository = repository
+        self.gold_path = Path(gold_path)
+        self.config = config or HarvestConfig()
+        self.on_accept = on_accept
+        self.clock = clock
+        self._lock = threading.Lock()
+
+    def list(
+        self,
+        reason: str | None = None,
+        language: str | None = None,
+        topic: str | None = None,
+        status: str | None = None,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> Page:
+        """Suggestions matching every given filter, in selection order, ``limit`` from
+        ``offset``. Each item is the record plus ``status``, ``decision``, ``reasons`` (a
+        list, heaviest first), ``reason_counts``, and ``pool`` as labeller rows.
+
+        Raises:
+            LabellingError: unknown ``reason`` or ``status``, negative offset or limit.
+        """
+        if reason is not None and reason not in REASONS:
+            raise LabellingError(f"reason must be one of {', '.join(REASONS)}")
+        if status is not None and status not in STATUSES:
+            raise LabellingError(f"status must be one of {', '.join(STATUSES)}")
+        if offset < 0 or limit < 0:
+            raise LabellingError("offset and limit must be >= 0")
+        decisions = self.repository.decisions()
+        rows = {}
+        for row in self.repository.all():
+            decision = decisions.get(row["id"])
+            row_status = decision["status"] if decision else "suggested"
+            if (
+                (reason is None or reason in row.get("reasons", {}))
+                and (language is None or row.get("language") == language)
+                and (topic is None or row.get("topic") == topic)
+                and (status is None or row_status == status)
+            ):
+                rows[row["id"]] = (row, row_status, decision)
+        ordered = select((Suggestion.from_json(r) for r, _, _ in rows.values()), self.config)
+        page = ordered[offset : offset + limit]
+        return Page(len(ordered), [self._item(*rows[s.id], s) for s in page])
+
+    def _item(
+        self, row: dict[str, Any], status: str, decision: Any, suggestion: Suggestion
+    ) -> dict[str, Any]:
+        counts = row.get("reasons", {})
+        order = sorted(counts, key=lambda r: (-self.config.weight(r), REASONS.index(r)))
+        skip = {"normalised", "reasons", "pool", "events"}
+        return {
+            **{k: v for k, v in row.items() if k not in skip},
+            "status": status,
+            "decision": decision,
+            "reasons": order,
+            "reason_counts": {r: counts[r] for r in order},
+            "pool": suggestion.pool_rows(),
+        }
+
+    def accept(self, candidate_id: str, gold: Sequence[str], kind: str) -> dict[str, Any]:
+        """Append the suggestion to the gold set and keep the decision; return the decision
+        ``{"status": "accepted", "gold_id", "gold", "kind", "decided_at"}``.
+
+        Raises:
+            CandidateNotFound, AlreadyDecided, LabellingError: see the class docstrings
+                (bad kind, blank or repeated ids, ``[]`` with a kind other than
+                ``unanswerable``).
+            OSError: the gold-set file cannot be written.
+        """
+        _check_labels(gold, kind)
+        with self._lock:
+            row = self._undecided(candidate_id)
+            gold_row = self._append(row, list(gold), kind)
+            decision = {"status": "accepted", "gold_id": gold_row["id"], "gold": list(gold),
+                        "kind": kind, "decided_at": self.clock()}  # fmt: skip
+            self.repository.decide(candidate_id, decision)
+        if self.on_accept is not None:
+            self.on_accept(_question(gold_row))
+        return decision
+
+    def reject(self, candidate_id: str, reason: str) -> dict[str, Any]:
+        """Keep a rejection ``{"status": "rejected", "reason", "decided_at"}`` (the reason
+        scrubbed and at most 500 characters) and return it.
+
+        Raises:
+            CandidateNotFound, AlreadyDecided, LabellingError (blank or too long reason).
+        """
+        if not reason.strip() or len(reason) > MAX_REASON_CHARS:
+            raise LabellingError(f"reason must be 1..{MAX_REASON_CHARS} non-blank characters")
+        with self._lock:
+            self._undecided(candidate_id)
+            decision = {"status": "rejected", "reason": scrub(reason.strip()).text,
+                        "decided_at": self.clock()}  # fmt: skip
+            self.repository.decide(candidate_id, decision)
+        return decision
+
+    def _undecided(self, candidate_id: str) -> dict[str, Any]:
+        row = self.repository.get(candidate_id)
+        if row is None:
+            raise CandidateNotFound("no suggestion has this id")
+        decision = self.repository.decision(candidate_id)
+        if decision is not None:
+            raise AlreadyDecided(str(decision.get("status")))
+        return row
+
+    def _append(self, row: dict[str, Any], gold: list[str], kind: str) -> dict[str, Any]:
+        self.gold_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.gold_path.open("a+b") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)  # another process may append too
+            handle.seek(0)
+            content = handle.read()
+            existing: dict[str, dict[str, Any]] = {}
+            for line in content.splitlines():
+                try:
+                    parsed = json.loads(line)
+                except ValueError:
+                    continue  # the loader reports malformed lines; appending is still safe
+                if isinstance(parsed, dict) and isinstance(parsed.get("id"), str):
+                    existing[parsed["id"]] = parsed
+            for parsed in existing.values():
+                if parsed.get("harvest_id") == row["id"]:
+                    return parsed  # appended before a crash, decision not kept: reuse it
+            gold_row = _gold_row(fresh_gold_id(set(existing)), row, gold, kind)
+            line = json.dumps(gold_row, ensure_ascii=False).encode("utf-8") + b"\n"
+            if content and not content.endswith(b"\n"):
+                line = b"\n" + line
+            handle.write(line)
+            handle.flush()
+            os.fsync(handle.fileno())
+        return gold_row
+
+
+def _gold_row(gold_id: str, row: dict[str, Any], gold: list[str], kind: str) -> dict[str, Any]:
+    source = "generated" if row.get("source") == "generated" else "real"
+    out: dict[str, Any] = {"id": gold_id, "question": scrub(row["question"]).text,
+                           "gold": gold, "kind": kind, "source": source}  # fmt: skip
+    for name in ("language", "topic", "role"):
+        value = row.get(name)
+        if value and not (name == "topic" and value == "novel"):
+            out[name] = value
+    out["harvest_id"] = row["id"]
+    return out
+
+
+def _question(row: dict[str, Any]) -> GoldQuestion:
+    return GoldQuestion(
+        id=row["id"], question=row["question"], gold=tuple(row["gold"]), kind=row["kind"],
+        source=row.get("source"), role=row.get("role"), language=row.get("language"),
+        topic=row.get("topic"),
+    )  # fmt: skip

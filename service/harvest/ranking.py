@@ -1,0 +1,91 @@
+"""Priority of a suggestion and a balanced selection of the best ones.
+
+Priority (unitless, ≥ 0)::
+
+    priority = W · (1 + log2(count)) · (1 + gap)
+
+``W`` is the sum of the weights of the reasons the suggestion has had (each once), ``count``
+the events merged into it (≥ 1), ``gap`` its coverage gap in [0, 1]. A question asked 4 times
+counts 3× one asked once: frequency matters, but less than what went wrong.
+
+Selection (:func:`select`) spreads a budget of ``limit`` suggestions over the gaps instead of
+repeating the commonest question:
+
+1. Rank by priority (descending; ties by id). Group into strata by ``(topic, language)``,
+   strata ordered by their best suggestion.
+2. Round robin over the strata, one suggestion per stratum per round, best first; a
+   suggestion whose *primary* reason (its heaviest; ties in ``REASONS`` order) has used its
+   quota (``floor(quota · limit)``, at least 1) is set aside.
+3. If the budget is not used up, fill it with the set-aside ones by priority.
+
+>>> from service.harvest.config import HarvestConfig
+>>> s = Suggestion("c-1", "q", "q", count=4, reasons={"refused": 4, "novel": 1}, gap=0.5)
+>>> priority(s, HarvestConfig())  # (2.0 + 1.5) * (1 + 2) * (1 + 0.5)
+15.75
+>>> primary_reason(s, HarvestConfig())
+'refused'
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Iterable
+
+from service.harvest.config import REASONS, HarvestConfig
+from service.harvest.suggestion import Suggestion
+
+__all__ = ["primary_reason", "priority", "select"]
+
+
+def priority(suggestion: Suggestion, config: HarvestConfig) -> float:
+    """The priority of ``suggestion`` (formula in the module docstring)."""
+    weight = sum(config.weight(r) for r in suggestion.reasons)
+    frequency = 1.0 + math.log2(max(1, suggestion.count))
+    return weight * frequency * (1.0 + suggestion.gap)
+
+
+def primary_reason(suggestion: Suggestion, config: HarvestConfig) -> str | None:
+    """The heaviest reason of ``suggestion`` (``None`` when it has none)."""
+    present = [r for r in REASONS if r in suggestion.reasons]
+    return max(present, key=lambda r: config.weight(r)) if present else None
+
+
+def select(
+    suggestions: Iterable[Suggestion], config: HarvestConfig, limit: int | None = None
+) -> list[Suggestion]:
+    """The best ``limit`` suggestions (all when ``None``), balanced over strata and capped by
+    reason quotas as the module docstring describes, in selection order.
+
+    Raises:
+        ValueError: ``limit < 0``.
+    """
+    ranked = sorted(suggestions, key=lambda s: (-priority(s, config), s.id))
+    budget = len(ranked) if limit is None else limit
+    if budget < 0:
+        raise ValueError(f"limit must be >= 0, got {limit}")
+    strata: dict[tuple[str, str], deque[Suggestion]] = {}
+    for suggestion in ranked:
+        key = (suggestion.topic or "und", suggestion.language or "und")
+        strata.setdefault(key, deque()).append(suggestion)
+    caps = {r: max(1, math.floor(q * budget)) for r, q in config.quotas.items()}
+    used: dict[str, int] = dict.fromkeys(caps, 0)
+    chosen: list[Suggestion] = []
+    aside: list[Suggestion] = []
+    queues = list(strata.values())
+    while queues and len(chosen) < budget:
+        for queue in queues:
+            while queue and len(chosen) < budget:
+                candidate = queue.popleft()
+                reason = primary_reason(candidate, config)
+                if reason in caps and used[reason] >= caps[reason]:
+                    aside.append(candidate)
+                    continue
+                if reason in used:
+                    used[reason] += 1
+                chosen.append(candidate)
+                break
+        queues = [queue for queue in queues if queue]
+    aside.sort(key=lambda s: (-priority(s, config), s.id))
+    chosen.extend(aside[: budget - len(chosen)])
+    return chosen

@@ -1,0 +1,169 @@
+"""What makes one live event worth a gold question: its reasons (see :mod:`.config`).
+
+:func:`event_reasons` reads an event and the annotations of the earlier stages; the two
+trackers give it the context a single event lacks:
+
+* :class:`CoverageTracker` — live counts of topics and languages against the gold set's, so
+  ``gap(dimension, label) = max(0, live share − gold share)``, in [0, 1];
+* :class:`ScoreWindow` — the last N best production scores per retriever, so a score can be
+  placed in their distribution (scores of different retrievers never compare).
+
+>>> coverage = CoverageTracker({"language": {"en": 3, "hi": 1}}, min_live_events=2)
+>>> coverage.update([{"language": "hi"}, {"language": "hi"}])
+>>> coverage.gap("language", "hi"), coverage.gap("language", "en"), coverage.gap("topic", "x")
+(0.75, 0.0, 0.0)
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter, deque
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from service.events import QueryLogEvent
+from service.harvest.config import HarvestConfig
+
+__all__ = ["DIMENSIONS", "CoverageTracker", "ScoreWindow", "event_reasons", "production_score"]
+
+DIMENSIONS = ("topic", "language")
+_MAX_RETRIEVERS = 16
+
+
+class CoverageTracker:
+    """Live category counts per dimension against fixed gold counts.
+
+    Args:
+        gold_counts: ``{dimension: {label: count}}`` of the gold set; a dimension without
+            counts has no reference and never has a gap.
+        min_live_events: live events needed before any gap is reported (``gap`` gives 0).
+    """
+
+    def __init__(self, gold_counts: Mapping[str, Mapping[str, int]], min_live_events: int = 200):
+        self.gold = {dim: dict(counts) for dim, counts in gold_counts.items()}
+        self._gold_total = {dim: sum(c.values()) for dim, c in self.gold.items()}
+        self.min_live_events = min_live_events
+        self.live: dict[str, Counter[str]] = {dim: Counter() for dim in DIMENSIONS}
+        self.events = 0
+
+    def update(self, annotations: Iterable[Mapping[str, Any]]) -> None:
+        """Count each event's ``topic`` and ``language`` annotation (missing ones: ``und``)."""
+        for notes in annotations:
+            self.events += 1
+            for dim in DIMENSIONS:
+                self.live[dim][str(notes.get(dim) or "und")] += 1
+
+    def gap(self, dimension: str, label: str | None) -> float:
+        """``max(0, live share − gold share)`` of ``label``; 0 before ``min_live_events``."""
+        gold_total = self._gold_total.get(dimension, 0)
+        if self.events < self.min_live_events or not gold_total:
+            return 0.0
+        key = str(label or "und")
+        live_share = self.live[dimension][key] / self.events
+        gold_share = self.gold[dimension].get(key, 0) / gold_total
+        return max(0.0, live_share - gold_share)
+
+    def gaps(self) -> dict[str, dict[str, float]]:
+        """``{dimension: {label: gap}}`` of every live label with a positive gap."""
+        return {
+            dim: {label: g for label in sorted(self.live[dim]) if (g := self.gap(dim, label))}
+            for dim in DIMENSIONS
+        }
+
+    def state(self) -> dict[str, Any]:
+        return {"events": self.events, "live": {d: dict(c) for d, c in self.live.items()}}
+
+    def load(self, state: Mapping[str, Any]) -> None:
+        self.events = int(state.get("events", 0))
+        for dim, counts in state.get("live", {}).items():
+            if dim in self.live:
+                self.live[dim] = Counter({k: int(v) for k, v in counts.items()})
+
+
+class ScoreWindow:
+    """The last ``size`` best scores of each retriever, kept sorted for quantile look-ups.
+
+    >>> window = ScoreWindow(size=4, min_count=4)
+    >>> [window.is_low("r", s, 0.25) for s in (4.0, 3.0, 2.0, 1.0, 0.5, 3.5)]
+    [False, False, False, False, True, False]
+    """
+
+    def __init__(self, size: int = 2_000, min_count: int = 200) -> None:
+        self.size, self.min_count = size, min_count
+        self._recent: dict[str, deque[float]] = {}
+        self._sorted: dict[str, list[float]] = {}
+
+    def is_low(self, retriever: str, score: float, quantile: float) -> bool:
+        """Whether fewer than ``quantile`` of the window's scores are below ``score`` (i.e.
+        ``score`` is in the lowest ``quantile``), judged before ``score`` joins the window;
+        ``False`` until ``min_count`` scores were seen."""
+        ordered = self._sorted.get(retriever)
+        if ordered is None:
+            if len(self._sorted) >= _MAX_RETRIEVERS:
+                return False
+            ordered = self._sorted[retriever] = []
+            self._recent[retriever] = deque()
+        low = len(ordered) >= self.min_count and (
+            bisect.bisect_left(ordered, score) < quantile * len(ordered)
+        )
+        recent = self._recent[retriever]
+        recent.append(score)
+        bisect.insort(ordered, score)
+        if len(recent) > self.size:
+            del ordered[bisect.bisect_left(ordered, recent.popleft())]
+        return low
+
+    def state(self) -> dict[str, list[float]]:
+        return {name: list(scores) for name, scores in self._recent.items()}
+
+    def load(self, state: Mapping[str, Iterable[float]]) -> None:
+        for name, scores in state.items():
+            for score in scores:
+                self.is_low(name, float(score), 0.0)
+
+
+def production_score(event: QueryLogEvent) -> tuple[str, float | None] | None:
+    """``(retriever, best score)`` of the production retrieval: score ``None`` when it
+    returned nothing (or nothing scored); ``None`` when the event logs no retrieval."""
+    retrieval = event.retrieval
+    if retrieval is None:
+        return None
+    scores = [r.score for r in retrieval.results if r.score is not None]
+    return retrieval.retriever or "production", (max(scores) if scores else None)
+
+
+def event_reasons(
+    event: QueryLogEvent,
+    notes: Mapping[str, Any],
+    config: HarvestConfig,
+    gap: float = 0.0,
+    low_confidence: bool = False,
+) -> tuple[str, ...]:
+    """The reasons (in :data:`~service.harvest.config.REASONS` order) that apply to one event.
+
+    Args:
+        notes: the event's annotations (``topic``, ``refused``, ``under_refusal``,
+            ``acl_violations``); missing keys mean "unknown", never a reason.
+        gap: the larger coverage gap of its topic and language (reason from ``min_gap``).
+        low_confidence: the caller's verdict from :class:`ScoreWindow`.
+
+    Reasons with weight 0 are left out.
+    """
+    answer, retrieval, feedback = event.answer, event.retrieval, event.feedback
+    cited_missing = False
+    if answer is not None and retrieval is not None and answer.citations:
+        retrieved = {r.id for r in retrieval.results}
+        cited_missing = any(c not in retrieved for c in answer.citations)
+    rating = feedback.rating if feedback is not None else None
+    flags = {
+        "coverage_gap": gap > 0 and gap >= config.min_gap,
+        "novel": notes.get("topic") == "novel",
+        "refused": notes.get("refused") is True,
+        "answered_out_of_scope": notes.get("under_refusal") is True,
+        "low_confidence": low_confidence,
+        "shadow_disagreement": False,  # from shadow results, see HarvestStage.observe_shadow
+        "negative_feedback": rating is not None and rating < config.negative_rating,
+        "cited_not_retrieved": cited_missing,
+        "acl_violation": bool(notes.get("acl_violations")),
+    }
+    return tuple(r for r, on in flags.items() if on and config.weight(r) > 0)

@@ -1,0 +1,317 @@
+"""The harvest stage: pick live questions worth a gold question, merge near-duplicates, pool.
+
+Runs after the analytics, quality, shadow and drift stages and reads their annotations
+(``topic``, ``language``, ``refused``, ``under_refusal``, ``known``, ``acl_violations``). Per
+batch, :meth:`HarvestStage.process`:
+
+1. counts every event's topic and language (coverage gaps, :class:`CoverageTracker`) and
+   places its best production score among the recent ones (:class:`ScoreWindow`);
+2. keeps the events with at least one reason (:func:`event_reasons`) whose question is not
+   a *known* question: ``annotations["known"]`` set by the quality stage, or — when that key
+   is absent — a near-duplicate of a gold question given at construction;
+3. merges each into the suggestion with the same normalised text, else the most similar one
+   (:class:`NearDupIndex`), else a new suggestion with id ``candidate_id(normalised)``;
+   pools production's top ``pool_k`` passages under the name ``"production"``;
+4. hands changed suggestions to the sinks at most every ``flush_interval_s`` seconds (a
+   failing sink is logged by type and retried at the next flush).
+
+Shadow results arrive after their event (shadow calls are asynchronous): the caller passes
+each to :meth:`HarvestStage.observe_shadow`, which adds the candidate's ranking to the pool
+of the event's suggestion, and a ``shadow_disagreement`` reason when RBO < ``max_rbo`` — a
+disagreement on an event that was not picked starts or joins a suggestion of its own.
+
+Idempotency: the snapshot (suggestions, trackers, recent event → suggestion ids) is written
+with the source offsets in one checkpoint, so after a crash the replayed events rebuild the
+same suggestions; sinks get whole records keyed by id, never increments. Beyond
+``max_suggestions`` the lowest-priority suggestions are evicted from memory (records already
+published stay in the sinks).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from service.harvest.config import HarvestConfig
+from service.harvest.neardup import NearDupIndex, Probe
+from service.harvest.ranking import priority
+from service.harvest.signals import CoverageTracker, ScoreWindow, event_reasons, production_score
+from service.harvest.store import CandidateSink, record
+from service.harvest.suggestion import Occurrence, Suggestion
+from service.harvest.text import candidate_id, normalise
+from service.pipeline import Batch
+from service.records import GoldQuestion
+from service.shadow.runner import ShadowResult, production_ranking
+
+__all__ = ["PRODUCTION", "HarvestStage"]
+
+log = logging.getLogger(__name__)
+
+#: Pool name of the production retriever.
+PRODUCTION = "production"
+_GOLD = "gold:"
+_VERSION = 1
+_RECENT_EVENTS = 50_000
+_SNAPSHOT_RECENT = 5_000
+_EXACT_CACHE = 200_000
+
+
+class HarvestStage:
+    """Pipeline stage harvesting gold-question suggestions (module docstring).
+
+    Args:
+        config: thresholds, weights, bounds.
+        gold_counts: ``{"topic": {...}, "language": {...}}`` of the gold set (as the drift
+            stage gets them); without, no coverage gaps.
+        known_questions: gold questions; used to skip known questions only when an event
+            has no ``known`` annotation.
+        sinks: where changed suggestions are published.
+        clock: monotonic seconds, for ``flush_interval_s``.
+    """
+
+    name = "harvest"
+
+    def __init__(
+        self,
+        config: HarvestConfig,
+        gold_counts: Mapping[str, Mapping[str, int]] | None = None,
+        known_questions: Iterable[GoldQuestion] = (),
+        sinks: Sequence[CandidateSink] = (),
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self.sinks = list(sinks)
+        self.clock = clock
+        self.coverage = CoverageTracker(gold_counts or {}, config.min_live_events)
+        self.scores = ScoreWindow(config.score_window, config.min_live_events)
+        self.index = NearDupIndex(config.similarity, config.num_perm)
+        self.suggestions: dict[str, Suggestion] = {}
+        self._exact: dict[str, str] = {}  # normalised text -> suggestion id or gold key
+        self._recent: OrderedDict[str, str] = OrderedDict()  # event id -> suggestion id
+        self._dirty: set[str] = set()
+        self._last_flush = float("-inf")
+        self._pending: dict[str, Counter[str]] = self._empty_pending()
+        gold = [(f"{_GOLD}{q.id}", normalise(q.question)) for q in known_questions]
+        gold = [(key, text) for key, text in gold if text]
+        for (key, _), probe in zip(gold, self.index.probes([t for _, t in gold]), strict=True):
+            self.index.add(key, probe)
+
+    # -- live path -----------------------------------------------------------------------
+
+    def process(self, batch: Batch) -> None:
+        """Pick, merge and pool the batch's events; publish when a flush is due."""
+        self.coverage.update(batch.annotations)
+        picked: list[tuple[Occurrence, bool]] = []
+        for event, notes in zip(batch.events, batch.annotations, strict=True):
+            low = False
+            scored = production_score(event)
+            if scored is not None:
+                retriever, best = scored
+                low = best is None or self.scores.is_low(
+                    retriever, best, self.config.low_confidence_quantile
+                )
+            gap = self._gap(notes.get("topic"), notes.get("language"))
+            reasons = event_reasons(event, notes, self.config, gap, low)
+            if not reasons:
+                continue
+            if notes.get("known"):
+                self._pending["known"]["annotation"] += 1
+                continue
+            occurrence = self._occurrence(event, notes, reasons, gap)
+            if occurrence.normalised:
+                picked.append((occurrence, "known" not in notes))
+        self._merge(picked)
+        self.flush()
+
+    def observe_shadow(self, result: ShadowResult) -> None:
+        """Fold one finished shadow result in (module docstring); errors are ignored."""
+        if result.error is not None or not result.ranking:
+            return
+        rbo = result.agreement.rbo if result.agreement is not None else None
+        disagrees = rbo is not None and rbo < self.config.max_rbo
+        reasons = ("shadow_disagreement",) if disagrees else ()
+        if self.config.weight("shadow_disagreement") <= 0:
+            reasons = ()
+        rankings = {result.candidate: result.ranking}
+        sid = self._recent.get(result.event_id)
+        if sid is not None and sid in self.suggestions:
+            evidence = Occurrence(
+                result.event_id, result.timestamp, result.question, "", reasons, rankings,
+                count=False,
+            )  # fmt: skip
+            self._add(sid, evidence)
+            return
+        if not reasons:
+            return
+        normalised = normalise(result.question)
+        if normalised:
+            occurrence = Occurrence(
+                event_id=result.event_id, timestamp=result.timestamp, question=result.question,
+                normalised=normalised, reasons=reasons,
+                rankings={PRODUCTION: result.production, **rankings},
+                language=result.language, topic=result.topic, role=result.role,
+                gap=self._gap(result.topic, result.language),
+            )  # fmt: skip
+            self._merge([(occurrence, True)])
+
+    def flush(self, force: bool = False) -> int:
+        """Publish changed suggestions when ``flush_interval_s`` has passed (or ``force``);
+        return how many records were published (0 when not due or a sink failed)."""
+        now = self.clock()
+        if not self._dirty or not (force or now - self._last_flush >= self.config.flush_interval_s):
+            return 0
+        records = [record(self.suggestions[sid], self.config)
+                   for sid in sorted(self._dirty) if sid in self.suggestions]  # fmt: skip
+        for sink in self.sinks:
+            try:
+                sink.publish(records)
+            except Exception as exc:  # a sink outage must not stop the live path
+                log.warning("harvest sink %s failed: %s", type(sink).__name__, type(exc).__name__)
+                self._pending["sink_failures"][type(sink).__name__] += 1
+                return 0
+        self._dirty.clear()
+        self._last_flush = now
+        return len(records)
+
+    # -- merging -------------------------------------------------------------------------
+
+    def _gap(self, topic: Any, language: Any) -> float:
+        return max(self.coverage.gap("topic", topic), self.coverage.gap("language", language))
+
+    def _occurrence(
+        self, event: Any, notes: Mapping[str, Any], reasons: tuple[str, ...], gap: float
+    ) -> Occurrence:
+        ranking = production_ranking(event)
+        channel = event.channel
+        return Occurrence(
+            event_id=event.event_id,
+            timestamp=event.timestamp,
+            question=event.question,
+            normalised=normalise(event.question),
+            reasons=reasons,
+            rankings={PRODUCTION: ranking} if ranking else {},
+            language=notes.get("language"),
+            topic=notes.get("topic"),
+            role=event.user.role if event.user is not None else None,
+            source="generated" if channel in self.config.generated_channels else "real",
+            gap=gap,
+        )
+
+    def _merge(self, picked: Sequence[tuple[Occurrence, bool]]) -> None:
+        exact = self._exact
+        fresh = list(dict.fromkeys(o.normalised for o, _ in picked if o.normalised not in exact))
+        probes = dict(zip(fresh, self.index.probes(fresh), strict=True)) if fresh else {}
+        for occurrence, check_gold in picked:
+            sid = self._exact.get(occurrence.normalised)
+            if sid is None:
+                sid = self._place(probes[occurrence.normalised], check_gold)
+            if sid.startswith(_GOLD):
+                self._pending["known"]["gold_set"] += 1
+                continue
+            self._add(sid, occurrence)
+        self._evict()
+
+    def _place(self, probe: Probe, check_gold: bool) -> str:
+        """The gold key or suggestion id a new normalised text belongs to (gold first)."""
+        found = self.index.matches(probe)
+        gold = [key for key, _ in found if key.startswith(_GOLD)]
+        own = [key for key, _ in found if not key.startswith(_GOLD)]
+        if check_gold and gold:
+            sid = gold[0]
+        elif own:
+            sid = own[0]
+        else:
+            sid = candidate_id(probe.text)
+            if sid not in self.index:
+                self.index.add(sid, probe)
+        if len(self._exact) >= _EXACT_CACHE:
+            self._exact.clear()
+        self._exact[probe.text] = sid
+        return sid
+
+    def _add(self, sid: str, occurrence: Occurrence) -> None:
+        suggestion = self.suggestions.get(sid)
+        if suggestion is None:
+            if not occurrence.count:
+                return
+            suggestion = self.suggestions[sid] = Suggestion.start(sid, occurrence)
+            if sid not in self.index:
+                self.index.add(sid, suggestion.normalised)
+            self._pending["new"]["suggestions"] += 1
+        config = self.config
+        if suggestion.add(occurrence, config.max_variants, config.pool_k, config.max_pool):
+            self._dirty.add(sid)
+            self._pending["reasons"].update(occurrence.reasons)
+            if occurrence.count:
+                self._recent[occurrence.event_id] = sid
+                if len(self._recent) > _RECENT_EVENTS:
+                    self._recent.popitem(last=False)
+
+    def _evict(self) -> None:
+        limit = self.config.max_suggestions
+        if len(self.suggestions) <= limit * 1.1:
+            return
+        ranked = sorted(self.suggestions.values(),
+                        key=lambda s: (priority(s, self.config), s.last_seen, s.id))  # fmt: skip
+        for suggestion in ranked[: len(self.suggestions) - limit]:
+            del self.suggestions[suggestion.id]
+            self.index.remove(suggestion.id)
+            self._dirty.discard(suggestion.id)
+        self._exact = {t: s for t, s in self._exact.items()
+                       if s.startswith(_GOLD) or s in self.suggestions}  # fmt: skip
+        self._pending["evicted"]["suggestions"] += len(ranked) - limit
+
+    # -- reports, telemetry, persistence -------------------------------------------------
+
+    @staticmethod
+    def _empty_pending() -> dict[str, Counter[str]]:
+        return {k: Counter() for k in ("reasons", "known", "new", "evicted", "sink_failures")}
+
+    def pending_observations(self) -> dict[str, Any]:
+        """Return and clear the increments since the last call, for the telemetry layer:
+        ``{"reasons": {reason: n}, "known": {"annotation"|"gold_set": n},
+        "new_suggestions": n, "evicted": n, "sink_failures": {sink: n}, "suggestions": n}``
+        (the last is a gauge: suggestions held)."""
+        pending, self._pending = self._pending, self._empty_pending()
+        return {
+            "reasons": dict(pending["reasons"]),
+            "known": dict(pending["known"]),
+            "new_suggestions": pending["new"]["suggestions"],
+            "evicted": pending["evicted"]["suggestions"],
+            "sink_failures": dict(pending["sink_failures"]),
+            "suggestions": len(self.suggestions),
+        }
+
+    def records(self) -> list[dict[str, Any]]:
+        """The current record of every suggestion held, by id."""
+        return [record(self.suggestions[sid], self.config) for sid in sorted(self.suggestions)]
+
+    def state_snapshot(self) -> Any:
+        """Suggestions, trackers and recent event ids, JSON-able."""
+        recent = list(self._recent.items())[-_SNAPSHOT_RECENT:]
+        return {
+            "version": _VERSION,
+            "suggestions": [s.to_json() for s in self.suggestions.values()],
+            "coverage": self.coverage.state(),
+            "scores": self.scores.state(),
+            "recent": recent,
+            "dirty": sorted(self._dirty),
+        }
+
+    def restore(self, state: Any) -> None:
+        """Load a :meth:`state_snapshot`; ``None`` or another version starts empty."""
+        if not isinstance(state, Mapping) or state.get("version") != _VERSION:
+            return
+        rows = [Suggestion.from_json(row) for row in state.get("suggestions", [])]
+        probes = self.index.probes([s.normalised for s in rows]) if rows else []
+        for suggestion, probe in zip(rows, probes, strict=True):
+            self.suggestions[suggestion.id] = suggestion
+            self.index.add(suggestion.id, probe)
+            self._exact[suggestion.normalised] = suggestion.id
+        self.coverage.load(state.get("coverage", {}))
+        self.scores.load(state.get("scores", {}))
+        self._recent = OrderedDict((str(e), str(s)) for e, s in state.get("recent", []))
+        self._dirty = {sid for sid in state.get("dirty", []) if sid in self.suggestions}

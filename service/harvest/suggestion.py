@@ -1,0 +1,163 @@
+"""One gold-question suggestion: a cluster of near-duplicate live questions and its evidence.
+
+A :class:`Suggestion` is built from :class:`Occurrence` records (one per selected event, or per
+disagreeing shadow result) and keeps, bounded:
+
+* ``question`` — the first wording seen (already scrubbed), its ``normalised`` form and
+  ``id`` (:func:`service.harvest.text.candidate_id` of it, stable across replicas);
+* ``count`` — distinct events merged in; ``first_seen``/``last_seen`` (RFC 3339 UTC, event
+  time); ``events`` — the last :data:`RECENT_EVENTS` event ids (an event id seen again is not
+  counted twice);
+* ``reasons`` — ``{reason: occurrences it applied to}`` (a late shadow result adds to the
+  count of its reason without counting its event again);
+* ``variants`` — up to ``max_variants`` distinct wordings, scrubbed again with
+  :func:`service.pii.scrub` before they are kept;
+* ``pool`` — ``{passage id: {retriever: best rank}}`` from the top ``pool_k`` of production
+  and of every shadow candidate, at most ``max_pool`` passages (first come first kept);
+* ``language``, ``topic``, ``role``, ``source`` (``real`` or ``generated``) of the first
+  occurrence, and ``gap`` — the largest coverage gap of its topic or language, in [0, 1].
+
+:meth:`Suggestion.to_json` / :meth:`Suggestion.from_json` round-trip through plain JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from service.harvest.text import normalise
+from service.pii import scrub
+
+__all__ = ["RECENT_EVENTS", "Occurrence", "Suggestion"]
+
+#: Event ids remembered per suggestion to ignore a redelivered event.
+RECENT_EVENTS = 8
+
+
+class Occurrence(NamedTuple):
+    """One live question picked for harvesting.
+
+    Attributes:
+        event_id, timestamp: of the event (aware UTC datetime).
+        question: the (scrubbed) question; ``normalised``: its normalised form.
+        reasons: the reasons that applied, each once.
+        rankings: ``{retriever: passage ids best first}`` (production and/or candidates).
+        language, topic, role: breakdown labels (``None`` unknown).
+        source: ``"real"`` or ``"generated"``.
+        gap: coverage gap of its topic or language at that time, in [0, 1].
+        count: whether this is a new event (``False``: evidence added to a counted event,
+            e.g. a shadow result arriving after its event).
+    """
+
+    event_id: str
+    timestamp: datetime
+    question: str
+    normalised: str
+    reasons: tuple[str, ...]
+    rankings: Mapping[str, Sequence[str]] = {}
+    language: str | None = None
+    topic: str | None = None
+    role: str | None = None
+    source: str = "real"
+    gap: float = 0.0
+    count: bool = True
+
+
+@dataclass
+class Suggestion:
+    """A suggested gold question (shape in the module docstring); mutable while harvested."""
+
+    id: str
+    question: str
+    normalised: str
+    language: str | None = None
+    topic: str | None = None
+    role: str | None = None
+    source: str = "real"
+    count: int = 0
+    first_seen: str = ""
+    last_seen: str = ""
+    events: list[str] = field(default_factory=list)
+    reasons: dict[str, int] = field(default_factory=dict)
+    variants: list[str] = field(default_factory=list)
+    pool: dict[str, dict[str, int]] = field(default_factory=dict)
+    gap: float = 0.0
+
+    @classmethod
+    def start(cls, suggestion_id: str, occurrence: Occurrence) -> Suggestion:
+        """A new suggestion whose representative is ``occurrence`` (not yet added)."""
+        return cls(
+            id=suggestion_id,
+            question=scrub(occurrence.question).text,
+            normalised=occurrence.normalised,
+            language=occurrence.language,
+            topic=occurrence.topic,
+            role=occurrence.role,
+            source=occurrence.source,
+        )
+
+    def add(
+        self, occurrence: Occurrence, max_variants: int = 3, pool_k: int = 10, max_pool: int = 40
+    ) -> bool:
+        """Merge ``occurrence`` in; return ``False`` (and change nothing) when its event id
+        was already counted and it brings no new evidence."""
+        seen = occurrence.event_id in self.events
+        if occurrence.count and not seen:
+            self._count(occurrence, max_variants)
+        elif occurrence.count:
+            return False
+        for reason in occurrence.reasons:
+            self.reasons[reason] = self.reasons.get(reason, 0) + 1
+        for retriever, ranking in occurrence.rankings.items():
+            self._pool(retriever, ranking[:pool_k], max_pool)
+        self.gap = max(self.gap, occurrence.gap) if occurrence.count else self.gap
+        return True
+
+    def _count(self, occurrence: Occurrence, max_variants: int) -> None:
+        self.count += 1
+        stamp = occurrence.timestamp.isoformat().replace("+00:00", "Z")
+        self.first_seen = min(self.first_seen or stamp, stamp)
+        self.last_seen = max(self.last_seen, stamp)
+        self.events = [*self.events, occurrence.event_id][-RECENT_EVENTS:]
+        if len(self.variants) < max_variants and occurrence.normalised not in {
+            normalise(v) for v in self.variants
+        }:
+            self.variants.append(scrub(occurrence.question).text)
+
+    def _pool(self, retriever: str, ranking: Sequence[str], max_pool: int) -> None:
+        for rank, passage in enumerate(ranking, start=1):
+            ranks = self.pool.get(passage)
+            if ranks is None:
+                if len(self.pool) >= max_pool:
+                    continue
+                ranks = self.pool[passage] = {}
+            ranks[retriever] = min(ranks.get(retriever, rank), rank)
+
+    def pool_rows(self) -> list[dict[str, Any]]:
+        """The pool for a labeller: ``[{"id", "by": {retriever: rank}}]``, passages found by
+        more retrievers first, then by best rank, then id."""
+        rows = [{"id": pid, "by": dict(sorted(by.items()))} for pid, by in self.pool.items()]
+        rows.sort(key=lambda r: (-len(r["by"]), min(r["by"].values()), r["id"]))
+        return rows
+
+    def to_json(self) -> dict[str, Any]:
+        """Every field as JSON-able data."""
+        return {
+            "id": self.id, "question": self.question, "normalised": self.normalised,
+            "language": self.language, "topic": self.topic, "role": self.role,
+            "source": self.source, "count": self.count, "first_seen": self.first_seen,
+            "last_seen": self.last_seen, "events": list(self.events),
+            "reasons": dict(self.reasons), "variants": list(self.variants),
+            "pool": {pid: dict(by) for pid, by in self.pool.items()}, "gap": self.gap,
+        }  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Suggestion:
+        """Rebuild from :meth:`to_json` output.
+
+        Raises:
+            KeyError, TypeError: ``data`` lacks ``id``, ``question`` or ``normalised``.
+        """
+        return cls(**{name: data[name] for name in cls.__dataclass_fields__ if name in data})

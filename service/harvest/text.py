@@ -1,0 +1,56 @@
+"""Question text as harvesting compares it: normalised form, its key, its character trigrams.
+
+Normalising (:func:`normalise`): Unicode NFKC, case folding, every run of characters that are
+neither word characters nor combining marks of Indic, Thai or Arabic scripts becomes one
+space, then trimmed. Placeholders of the PII scrubber (``<EMAIL>``) keep their word.
+
+>>> normalise("  When are the FEES due?? ")
+'when are the fees due'
+>>> normalise("Hostel ka fee — semester-wise?")
+'hostel ka fee semester wise'
+>>> candidate_id("when are the fees due")
+'c-a257c880ef82696f'
+>>> sorted(trigrams("ab"))
+[b' ab', b'ab ']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+__all__ = ["candidate_id", "jaccard", "normalise", "trigrams"]
+
+_NOT_WORD = re.compile(r"[^\w\u0300-\u036f\u064b-\u065f\u0900-\u0dff\u0e00-\u0eff]+|_+")
+
+
+def normalise(text: str) -> str:
+    """Return the comparison form of ``text`` (rules in the module docstring); may be ``""``."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return _NOT_WORD.sub(" ", folded).strip()
+
+
+def candidate_id(normalised: str) -> str:
+    """Stable id of a suggestion: ``"c-"`` + 16 hex digits of BLAKE2b-64 of the normalised
+    text (the same in every replica and process, so keys are idempotent)."""
+    digest = hashlib.blake2b(normalised.encode("utf-8"), digest_size=8).hexdigest()
+    return f"c-{digest}"
+
+
+def trigrams(normalised: str) -> frozenset[bytes]:
+    """Character trigrams of ``" " + normalised + " "`` as UTF-8 bytes (``∅`` for ``""``)."""
+    if not normalised:
+        return frozenset()
+    padded = f" {normalised} "
+    return frozenset(padded[i : i + 3].encode("utf-8") for i in range(len(padded) - 2))
+
+
+def jaccard(a: frozenset[bytes], b: frozenset[bytes]) -> float:
+    """``|a ∩ b| / |a ∪ b|`` in [0, 1]; 0 when both are empty.
+
+    >>> jaccard(frozenset({b"a", b"b"}), frozenset({b"b", b"c"}))
+    0.3333333333333333
+    """
+    union = len(a | b)
+    return len(a & b) / union if union else 0.0
