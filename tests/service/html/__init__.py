@@ -1,0 +1,1 @@
+"""Tests of service.html: the HTML reports and the status page."""

@@ -1,0 +1,86 @@
+"""``render_eval_html`` on the hand-built sample (values worked out in ``samples``)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from service.html import render_eval_html
+from tests.service.html import samples
+from tests.service.html.structure import external, parse
+
+
+@pytest.fixture(scope="module")
+def page() -> str:
+    return render_eval_html(samples.eval_outcome())
+
+
+def test_structure_sections_and_charts(page: str) -> None:
+    assert page.startswith("<!DOCTYPE html>\n")
+    parsed = parse(page)
+    assert parsed.unbalanced == []
+    assert parsed.sections == ["overall", "curves", "breakdown", "misses", "comparison"]
+    # recall@k curves 1 + breakdown by kind, source, language 3 + paired comparison 1
+    assert parsed.svgs == 5
+    assert parsed.scripts == 0
+    assert external(parsed.urls) == []
+    assert not re.search(r"url\((?!#)|@import|<link\b", page)  # url(#clip) is in-page
+
+
+def test_planted_script_question_is_escaped(page: str) -> None:
+    assert "<script" not in page
+    assert samples.PLANTED_ESCAPED in page
+    assert "&lt;b&gt;q-9&lt;/b&gt; names an unknown passage" in page  # the warning
+
+
+def test_overall_values(page: str) -> None:
+    # columns: n, recall@1, recall@2, hit_rate@1, hit_rate@2, mrr, ndcg@2, map, misses,
+    # unanswerable, their mean best score (bm25 returned p-7 at 0.5 for q-3)
+    assert ("<tr><td>bm25</td><td>2</td><td>0.500</td><td>0.500</td><td>0.500</td>"
+            "<td>0.500</td><td>0.500</td><td>0.500</td><td>0.500</td><td>1</td><td>1</td>"
+            "<td>0.500</td></tr>") in page  # fmt: skip
+    assert "<tr><td>tfidf</td><td>2</td><td>1.000</td>" in page
+    assert "<td>bm25</td><td>recall@1</td><td>0.500</td><td>0.800</td>" in page  # failed gate
+
+
+def test_breakdown_rows(page: str) -> None:
+    # by kind: expert = q-2 (bm25 misses it), plain = q-1 (bm25 finds it at rank 1)
+    # columns: value, n, bm25 recall@2, hit_rate@2, mrr, tfidf recall@2, hit_rate@2, mrr
+    assert ("<tr><td>expert</td><td>1</td><td>0.000</td><td>0.000</td><td>0.000</td>"
+            "<td>1.000</td><td>1.000</td><td>1.000</td></tr>") in page  # fmt: skip
+    assert "<h3>By kind</h3>" in page and "<h3>By source</h3>" in page
+
+
+def test_misses_show_what_came_back_instead(page: str) -> None:
+    assert "bm25: 1 misses" in page and "tfidf: 0 misses" in page
+    assert "<td>p-2 (not retrieved)</td>" in page
+    assert '<td class="text">1. p-9 (2); 2. p-8 (1)</td>' in page
+
+
+def test_paired_comparison_table(page: str) -> None:
+    # recall@1: bm25 (A) 0.5, tfidf (B) 1.0, one win (q-2), one tie (q-1)
+    assert ("<tr><td>recall@1</td><td>bm25</td><td>tfidf</td><td>2</td><td>0.500</td>"
+            "<td>1.000</td><td>0.500</td>") in page  # fmt: skip
+
+
+def test_without_comparison_says_how_to_get_one() -> None:
+    parsed_page = render_eval_html(samples.eval_outcome(compare=False))
+    assert "No paired comparison: run with --compare A B." in parsed_page
+    assert parse(parsed_page).svgs == 4
+
+
+def test_misses_limit_and_errors() -> None:
+    outcome = samples.eval_outcome()
+    limited = render_eval_html(outcome, max_misses=0)
+    assert "1 more in the misses JSONL (--misses)." in limited
+    with pytest.raises(ValueError, match="max_misses"):
+        render_eval_html(outcome, max_misses=-1)
+    empty = samples.eval_outcome()
+    object.__setattr__(empty, "reports", ())
+    with pytest.raises(ValueError, match="no retriever"):
+        render_eval_html(empty)
+
+
+def test_rendering_is_deterministic(page: str) -> None:
+    assert render_eval_html(samples.eval_outcome()) == page

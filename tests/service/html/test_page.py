@@ -1,0 +1,55 @@
+"""The building blocks: escaping, number formats, tables, share rows, status flattening."""
+
+from __future__ import annotations
+
+from service.html.page import Safe, badge, esc, num, pct, table, when
+from service.html.replay_page import share_rows
+from service.html.status import _flatten
+
+
+def test_esc_escapes_markup_and_quotes_but_passes_safe_fragments() -> None:
+    assert esc("<a href='x'>&</a>") == "&lt;a href=&#x27;x&#x27;&gt;&amp;&lt;/a&gt;"
+    assert esc(Safe("<b>kept</b>")) == "<b>kept</b>"
+    assert esc(3) == "3"
+
+
+def test_num_and_pct() -> None:
+    assert [num(0.5), num(1.0, 1), num(None), num(7), num(0.0)] == ["0.500", "1.0", "–", "7",
+                                                                   "0.000"]  # fmt: skip
+    assert num(0.0004) == "4.00e-04"  # below the shown precision: scientific, not 0.000
+    assert [pct(0.25), pct(1 / 3, 0), pct(None)] == ["25.0%", "33%", "–"]
+    assert when(86400.0 + 3600.0) == "1970-01-02 01:00 UTC"
+
+
+def test_table_escapes_cells_and_headers_and_formats_numbers() -> None:
+    html = table(["<h>", "n"], [["<script>x</script>", 0.5], [Safe("<i>ok</i>"), None]])
+    assert "<th>&lt;h&gt;</th>" in html
+    assert "<td>&lt;script&gt;x&lt;/script&gt;</td><td>0.500</td>" in html
+    assert "<td><i>ok</i></td><td>–</td>" in html
+    assert "<script>" not in html
+
+
+def test_badge_escapes_its_state() -> None:
+    assert badge('x"><script>') == (
+        '<span class="badge x&quot;&gt;&lt;script&gt;">x&quot;&gt;&lt;script&gt;</span>'
+    )
+
+
+def test_share_rows_rank_by_larger_share_and_sum_the_tail_into_other() -> None:
+    live = {"en": 6, "hi-Latn": 3, "fr": 1}
+    gold = {"en": 2, "hi": 2}
+    # shares: en 0.6 / 0.5, hi 0 / 0.5, hi-Latn 0.3 / 0, fr 0.1 / 0
+    assert share_rows(live, gold, top=2) == [
+        ("en", 6, 0.6, 2, 0.5),
+        ("hi", 0, 0.0, 2, 0.5),
+        ("other", 4, 0.4, 0, 0.0),
+    ]
+    assert share_rows({}, {}) == []
+    assert share_rows({"en": 1}, {}) == [("en", 1, 1.0, 0, 0.0)]
+
+
+def test_flatten_status_values() -> None:
+    rows = _flatten({"ready": True, "lag": None, "dead_lettered": {"bad_json": 2, "too_big": 1},
+                     "partitions": [{"p": 0}]})  # fmt: skip
+    assert rows == [["ready", "yes"], ["lag", "–"], ["dead_lettered: bad_json", 2],
+                    ["dead_lettered: too_big", 1], ["partitions", '[{"p": 0}]']]  # fmt: skip

@@ -1,0 +1,110 @@
+"""``render_replay_html`` on the hand-built replay report (values worked out in ``samples``)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from service.html import render_replay_html
+from service.html.extras import suggestion_rows
+from tests.service.html import samples
+from tests.service.html.structure import external, parse
+
+SECTIONS = ["ingest", "languages", "topics", "drift", "refusals", "shadow", "gold-candidates"]
+
+
+@pytest.fixture(scope="module")
+def page() -> str:
+    return render_replay_html(samples.replay_report())
+
+
+def test_structure_sections_and_charts(page: str) -> None:
+    parsed = parse(page)
+    assert parsed.unbalanced == []
+    assert parsed.sections == SECTIONS
+    # languages 1, topics 1, alarm time line 1, refusal rates 1, shadow agreement 1,
+    # shadow by language 1 (by_topic is empty: no chart)
+    assert parsed.svgs == 6
+    assert parsed.scripts == 0
+    assert external(parsed.urls) == []
+    assert not re.search(r"url\((?!#)|@import|<link\b", page)
+
+
+def test_user_text_is_escaped(page: str) -> None:
+    assert "<script" not in page and "<img" not in page and "<i>fee" not in page
+    assert "&lt;script&gt;alert(&#x27;harvest&#x27;)&lt;/script&gt;" in page
+    assert "&lt;img src=x onerror=alert(1)&gt;.jsonl" in page
+    assert "&lt;i&gt;fee&lt;/i&gt; kab tak?" in page
+
+
+def test_language_shares_against_gold(page: str) -> None:
+    # en 6/10 live vs 3/4 gold; hi-Latn 4/10 vs 1/4
+    assert ("<tr><td>en</td><td>6</td><td>60.0%</td><td>3</td><td>75.0%</td>"
+            "<td>-15.0%</td></tr>") in page  # fmt: skip
+    assert ("<tr><td>hi-Latn</td><td>4</td><td>40.0%</td><td>1</td><td>25.0%</td>"
+            "<td>+15.0%</td></tr>") in page  # fmt: skip
+
+
+def test_drift_tests_and_alarms(page: str) -> None:
+    assert "rising: hi-Latn 25%→40%; falling: en 75%→60%" in page
+    assert ('<tr><td>2026-11-18 11:06 UTC</td><td>language</td><td>reference</td>'
+            '<td><span class="badge drift">drift</span></td><td>5</td>') in page  # fmt: skip
+    assert "<td>2026-11-18 11:36 UTC</td><td>refusal</td>" in page
+    assert '<td class="text">10.0% → 40.0%</td>' in page
+    assert "10 events seen; kept out of the windows: 1 late, 0 stamped in the future." in page
+
+
+def test_refusal_rate_with_its_baseline(page: str) -> None:
+    # all events 2/8; baseline window 10 %, current 40 %, change interval +10 % … +50 %
+    assert ("<tr><td>refused answers</td><td>25.0%</td><td>10.0%</td><td>40.0%</td>"
+            "<td>+10.0% … +50.0%</td><td>0.001</td>") in page  # fmt: skip
+    assert "<tr><td>out-of-scope questions</td><td>12.5%</td><td>–</td><td>–</td>" in page
+
+
+def test_shadow_and_suggestions(page: str) -> None:
+    # columns: offered, completed, errors, mean latency ms, overlap, jaccard, rbo, tau, top1, cr
+    assert ("<tr><td>bm25-v2</td><td>10</td><td>9</td><td>1</td><td>12.000</td><td>0.800</td>"
+            "<td>0.700</td><td>0.750</td><td>0.500</td><td>0.900</td><td>–</td></tr>"
+            ) in page  # fmt: skip
+    assert "<tr><td>hi-Latn</td><td>4</td><td>0.550</td><td>0.750</td></tr>" in page
+    assert '<td class="text">p-1, p-2</td><td class="text">p-5, p-1</td>' in page
+    assert "<th>question</th><th>count</th><th>language</th><th>topic</th>" in page
+
+
+def test_extras_absent_are_skipped() -> None:
+    parsed = parse(render_replay_html(samples.replay_report(extras=False)))
+    assert parsed.sections == SECTIONS[:5]
+    assert parsed.svgs == 4
+
+
+def test_extras_inside_analytics_are_found() -> None:
+    report = samples.replay_report(extras=False)
+    report["analytics"]["shadow"] = samples.shadow()
+    assert parse(render_replay_html(report)).sections == SECTIONS[:6]
+
+
+def test_time_series_adds_charts_over_time() -> None:
+    parsed = parse(render_replay_html(samples.replay_report(series=True)))
+    # + languages over time, topics over time, refusal rate over time
+    assert parsed.svgs == 9
+    assert parsed.unbalanced == []
+
+
+def test_analytics_disabled() -> None:
+    report = samples.replay_report(extras=False)
+    report["analytics"] = None
+    page = render_replay_html(report)
+    assert parse(page).sections == ["ingest", "analytics"]
+    assert "Analytics are disabled." in page
+
+
+def test_suggestion_shapes() -> None:
+    assert suggestion_rows([{"question": "a"}, "b"]) == [{"question": "a"}, {"question": "b"}]
+    assert suggestion_rows({"candidates": [{"question": "c", "count": 2}]}) == [
+        {"question": "c", "count": 2}
+    ]
+    assert suggestion_rows({"unknown": 1}) == [] and suggestion_rows(3) == []
+    report = samples.replay_report(extras=False)
+    report["gold_candidates"] = []
+    assert "No suggestion yet." in render_replay_html(report)

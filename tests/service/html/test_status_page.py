@@ -1,0 +1,98 @@
+"""The status page: ``render_status_page`` and the ``GET /`` route (on a stub runtime)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from service.api import status_page
+from service.api.runtime import EngineBusy
+from service.html import render_status_page
+from tests.service.html import samples
+from tests.service.html.structure import external, parse
+
+STATUS: dict[str, Any] = {
+    "version": "1.2.3", "ready": False, "not_ready_reasons": ["source not connected"],
+    "uptime_s": 61.4, "source_kind": "kafka",
+    "source": {"topic": "queries", "lag": {"0": 5}, "assigned": [0, 1]},
+    "input_finished": False,
+    "totals": {"consumed": 12, "processed": 10, "dead_lettered": {"bad_json": 2}},
+    "last_error": "<script>alert('broker')</script>",
+}  # fmt: skip
+
+
+def test_page_sections_refresh_and_escaping() -> None:
+    page = render_status_page(STATUS, samples.replay_report()["analytics"], refresh_s=30)
+    parsed = parse(page)
+    assert parsed.unbalanced == [] and parsed.scripts == 0
+    assert parsed.meta_refresh == "30"
+    assert parsed.sections == ["process", "languages", "topics", "drift", "refusals"]
+    assert parsed.svgs == 4
+    assert external(parsed.urls) == []  # links are same-origin: /v1/status, /metrics...
+    assert "/v1/drift" in parsed.urls
+    assert "&lt;script&gt;alert(&#x27;broker&#x27;)&lt;/script&gt;" in page
+    assert '<span class="badge fail">fail</span> source not connected' in page
+    assert "<tr><td>dead_lettered: bad_json</td><td>2</td></tr>" in page
+    assert '<tr><td>lag: 0</td><td class="text">5</td></tr>' in page  # source table
+    assert '<tr><td>uptime</td><td class="text">61 s</td></tr>' in page
+
+
+def test_busy_and_no_refresh() -> None:
+    page = render_status_page(STATUS, None, refresh_s=0, busy=True)
+    parsed = parse(page)
+    assert parsed.meta_refresh is None
+    assert parsed.sections == ["process", "analytics"]
+    assert "The pipeline is busy" in page
+    with pytest.raises(ValueError, match="refresh_s"):
+        render_status_page(STATUS, None, refresh_s=-1)
+
+
+class StubRuntime:
+    def __init__(self, analytics: dict[str, Any] | None, busy: bool = False) -> None:
+        self.analytics, self.busy = analytics, busy
+
+    def status(self) -> dict[str, Any]:
+        return STATUS
+
+    def analytics_report(self) -> dict[str, Any] | None:
+        if self.busy:
+            raise EngineBusy("busy")
+        return self.analytics
+
+
+def _get(runtime: StubRuntime, params: dict[str, int] | None = None) -> httpx.Response:
+    """GET / on an app holding only the status router, in process (ASGI transport)."""
+    app = FastAPI()
+    app.include_router(status_page.router)
+    app.state.runtime = runtime
+
+    async def get() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            return await client.get("/", params=params)
+
+    return asyncio.run(get())
+
+
+def test_route_serves_the_page() -> None:
+    runtime = StubRuntime(samples.replay_report()["analytics"])
+    response = _get(runtime, {"refresh": 5})
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/html; charset=utf-8"
+    assert response.headers["cache-control"] == "no-store"
+    parsed = parse(response.text)
+    assert parsed.meta_refresh == "5"
+    assert parsed.sections == ["process", "languages", "topics", "drift", "refusals"]
+    assert _get(runtime, {"refresh": 3601}).status_code == 422
+
+
+def test_route_when_busy_or_analytics_off() -> None:
+    busy = _get(StubRuntime(None, busy=True))
+    assert busy.status_code == 200 and "The pipeline is busy" in busy.text
+    off = _get(StubRuntime(None))
+    assert "Analytics are disabled." in off.text
+    assert parse(off.text).meta_refresh == "15"
