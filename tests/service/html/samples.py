@@ -18,9 +18,10 @@ from service.evaluation import evaluate_run
 from service.goldset import GoldSet
 from service.records import GoldQuestion, ScoredDoc
 
-PLANTED = '<script>alert("gold")</script> hostel fee?'
-PLANTED_ESCAPED = "&lt;script&gt;alert(&quot;gold&quot;)&lt;/script&gt; hostel fee?"
-HARVESTED = "<script>alert('harvest')</script>"
+#: Planted markup: if a page ever let it through, Chromium would log "planted" to its console.
+PLANTED = '<script>console.error("planted")</script> hostel fee?'
+PLANTED_ESCAPED = "&lt;script&gt;console.error(&quot;planted&quot;)&lt;/script&gt; hostel fee?"
+HARVESTED = "<script>console.error('harvest')</script>"
 T0 = 1795000000.0  # 2026-11-18 11:06:40 UTC
 
 
@@ -133,7 +134,7 @@ def replay_report(*, extras: bool = True, series: bool = False) -> dict[str, Any
              "topics": {"fees": 1, "exams": 3}, "answers": 3, "refused": 2},
         ]}  # fmt: skip
     report: dict[str, Any] = {
-        "file": "<img src=x onerror=alert(1)>.jsonl", "consumed": 11, "processed": 10,
+        "file": "<img src=x onerror=console.error(1)>.jsonl", "consumed": 11, "processed": 10,
         "duplicates": 1, "dead_lettered": {"bad_json": 0}, "dead_lettered_total": 0,
         "dropped": {}, "batches": 1, "dlq_path": "log.dlq.jsonl", "analytics": analytics,
     }  # fmt: skip
