@@ -42,6 +42,7 @@ from service.harvest.signals import CoverageTracker, ScoreWindow, event_reasons,
 from service.harvest.store import CandidateSink, record
 from service.harvest.suggestion import Occurrence, Suggestion
 from service.harvest.text import candidate_id, normalise
+from service.pii import scrub
 from service.pipeline import Batch
 from service.records import GoldQuestion
 from service.shadow.runner import ShadowResult, production_ranking
@@ -89,7 +90,8 @@ class HarvestStage:
         self.scores = ScoreWindow(config.score_window, config.min_live_events)
         self.index = NearDupIndex(config.similarity, config.num_perm)
         self.suggestions: dict[str, Suggestion] = {}
-        self._exact: dict[str, str] = {}  # normalised text -> suggestion id or gold key
+        self._exact: dict[str, str] = {}  # normalised text -> suggestion id
+        self._known: set[str] = set()  # normalised texts near a gold question
         self._recent: OrderedDict[str, str] = OrderedDict()  # event id -> suggestion id
         self._dirty: set[str] = set()
         self._last_flush = float("-inf")
@@ -146,10 +148,11 @@ class HarvestStage:
             return
         if not reasons:
             return
-        normalised = normalise(result.question)
+        question = scrub(result.question).text
+        normalised = normalise(question)
         if normalised:
             occurrence = Occurrence(
-                event_id=result.event_id, timestamp=result.timestamp, question=result.question,
+                event_id=result.event_id, timestamp=result.timestamp, question=question,
                 normalised=normalised, reasons=reasons,
                 rankings={PRODUCTION: result.production, **rankings},
                 language=result.language, topic=result.topic, role=result.role,
@@ -186,11 +189,12 @@ class HarvestStage:
     ) -> Occurrence:
         ranking = production_ranking(event)
         channel = event.channel
+        question = scrub(event.question).text  # scrubbed upstream; again, defensively
         return Occurrence(
             event_id=event.event_id,
             timestamp=event.timestamp,
-            question=event.question,
-            normalised=normalise(event.question),
+            question=question,
+            normalised=normalise(question),
             reasons=reasons,
             rankings={PRODUCTION: ranking} if ranking else {},
             language=notes.get("language"),
@@ -201,34 +205,37 @@ class HarvestStage:
         )
 
     def _merge(self, picked: Sequence[tuple[Occurrence, bool]]) -> None:
-        exact = self._exact
-        fresh = list(dict.fromkeys(o.normalised for o, _ in picked if o.normalised not in exact))
+        exact, known = self._exact, self._known
+        fresh = list(dict.fromkeys(
+            o.normalised for o, gold in picked
+            if o.normalised not in exact and not (gold and o.normalised in known)
+        ))  # fmt: skip
         probes = dict(zip(fresh, self.index.probes(fresh), strict=True)) if fresh else {}
         for occurrence, check_gold in picked:
-            sid = self._exact.get(occurrence.normalised)
+            text = occurrence.normalised
+            sid = None if check_gold and text in known else exact.get(text)
+            if sid is None and not (check_gold and text in known):
+                sid = self._place(probes[text], check_gold)
             if sid is None:
-                sid = self._place(probes[occurrence.normalised], check_gold)
-            if sid.startswith(_GOLD):
                 self._pending["known"]["gold_set"] += 1
                 continue
             self._add(sid, occurrence)
         self._evict()
 
-    def _place(self, probe: Probe, check_gold: bool) -> str:
-        """The gold key or suggestion id a new normalised text belongs to (gold first)."""
+    def _place(self, probe: Probe, check_gold: bool) -> str | None:
+        """The suggestion id a new normalised text joins or starts; ``None`` when it is a
+        near-duplicate of a gold question (only looked for with ``check_gold``)."""
         found = self.index.matches(probe)
-        gold = [key for key, _ in found if key.startswith(_GOLD)]
-        own = [key for key, _ in found if not key.startswith(_GOLD)]
-        if check_gold and gold:
-            sid = gold[0]
-        elif own:
-            sid = own[0]
-        else:
-            sid = candidate_id(probe.text)
-            if sid not in self.index:
-                self.index.add(sid, probe)
-        if len(self._exact) >= _EXACT_CACHE:
+        if len(self._exact) + len(self._known) >= _EXACT_CACHE:
             self._exact.clear()
+            self._known.clear()
+        if check_gold and any(key.startswith(_GOLD) for key, _ in found):
+            self._known.add(probe.text)
+            return None
+        own = [key for key, _ in found if not key.startswith(_GOLD)]
+        sid = own[0] if own else candidate_id(probe.text)
+        if not own and sid not in self.index:
+            self.index.add(sid, probe)
         self._exact[probe.text] = sid
         return sid
 
@@ -260,8 +267,7 @@ class HarvestStage:
             del self.suggestions[suggestion.id]
             self.index.remove(suggestion.id)
             self._dirty.discard(suggestion.id)
-        self._exact = {t: s for t, s in self._exact.items()
-                       if s.startswith(_GOLD) or s in self.suggestions}  # fmt: skip
+        self._exact = {t: s for t, s in self._exact.items() if s in self.suggestions}
         self._pending["evicted"]["suggestions"] += len(ranked) - limit
 
     # -- reports, telemetry, persistence -------------------------------------------------

@@ -1,0 +1,188 @@
+"""The harvest stage: picking, merging, known questions, pooling, shadow results,
+idempotency across redelivery, restart and replicas, flushing, eviction."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from service.harvest.config import HarvestConfig
+from service.harvest.stage import HarvestStage
+from service.harvest.store import MemoryCandidates
+from service.records import GoldQuestion
+from service.shadow.agreement import compare
+from service.shadow.runner import ShadowResult
+from tests.service.harvest.helpers import T0, batch, event
+
+CONFIG = HarvestConfig(flush_interval_s=0.0)
+REFUSED = {"refused": True, "topic": "fees", "language": "en"}
+
+
+def shadow(event_id: str, question: str, production: tuple[str, ...],
+           ranking: tuple[str, ...], candidate: str = "cand") -> ShadowResult:  # fmt: skip
+    return ShadowResult(
+        candidate=candidate, event_id=event_id, timestamp=T0, question=question,
+        language="en", topic="fees", channel="web", role="student", production=production,
+        ranking=ranking, agreement=compare(production, ranking, k=len(production) or 1),
+        latency_s=0.01, queue_s=0.0, attempts=1, error=None,
+    )  # fmt: skip
+
+
+def test_near_duplicates_merge_into_one_suggestion() -> None:
+    repo = MemoryCandidates()
+    stage = HarvestStage(CONFIG, sinks=[repo])
+    stage.process(batch(
+        [event("e1", "When are the hostel fees due?", minute=0),
+         event("e2", "when are hostel fees due", minute=5),
+         event("e3", "Library opening hours?", minute=9)],
+        [REFUSED, REFUSED, {"refused": False}],
+    ))  # fmt: skip
+    [row] = repo.all()
+    assert row["question"] == "When are the hostel fees due?"
+    assert row["count"] == 2 and row["reasons"] == {"refused": 2}
+    assert row["variants"] == ["When are the hostel fees due?", "when are hostel fees due"]
+    assert (row["first_seen"], row["last_seen"]) == ("2026-11-29T10:00:00Z", "2026-11-29T10:05:00Z")
+    assert row["pool"] == {"p-1": {"production": 1}, "p-2": {"production": 2}}
+    assert row["primary_reason"] == "refused"
+    assert row["priority"] == pytest.approx(2.0 * 2.0)  # weight 2, count 2 -> 1 + log2(2)
+
+
+def test_known_questions_are_not_suggested() -> None:
+    gold = [GoldQuestion("q-1", "When are the hostel fees due?", ("p-1",))]
+    stage = HarvestStage(CONFIG, known_questions=gold)
+    stage.process(batch(
+        [event("e1", "when are hostel fees due"),  # no 'known' key: the gold fallback
+         event("e2", "when are hostel fees due"),  # quality stage says known
+         event("e3", "when are hostel fees due!")],  # quality stage says not known: trusted
+        [REFUSED, {**REFUSED, "known": {"gold_id": "q-1", "similarity": 0.9}},
+         {**REFUSED, "known": None}],
+    ))  # fmt: skip
+    assert [r["count"] for r in stage.records()] == [1]
+    assert stage.pending_observations()["known"] == {"gold_set": 1, "annotation": 1}
+
+
+def test_shadow_results_pool_and_disagree() -> None:
+    stage = HarvestStage(CONFIG)
+    stage.process(batch([event("e1", "hostel fee refund"), event("e2", "bus timings")],
+                        [REFUSED, {}]))  # fmt: skip
+    # agreeing candidate on a picked event: pooled, no new reason
+    stage.observe_shadow(shadow("e1", "hostel fee refund", ("p-1", "p-2"), ("p-1", "p-2")))
+    # disjoint ranking on an event that was not picked: a suggestion of its own
+    stage.observe_shadow(shadow("e2", "bus timings", ("p-1", "p-2"), ("p-8", "p-9")))
+    rows = {r["question"]: r for r in stage.records()}
+    assert rows["hostel fee refund"]["pool"] == {"p-1": {"production": 1, "cand": 1},
+                                                 "p-2": {"production": 2, "cand": 2}}  # fmt: skip
+    assert rows["hostel fee refund"]["reasons"] == {"refused": 1}
+    assert rows["bus timings"]["reasons"] == {"shadow_disagreement": 1}
+    assert rows["bus timings"]["count"] == 1
+    assert set(rows["bus timings"]["pool"]) == {"p-1", "p-2", "p-8", "p-9"}
+    # a disagreeing second candidate on the picked event adds its reason, not a count
+    stage.observe_shadow(shadow("e1", "hostel fee refund", ("p-1", "p-2"), ("p-7",), "other"))
+    row = {r["question"]: r for r in stage.records()}["hostel fee refund"]
+    assert row["count"] == 1 and row["reasons"] == {"refused": 1, "shadow_disagreement": 1}
+    assert row["pool"]["p-7"] == {"other": 1}
+
+
+def _events() -> tuple[list[Any], list[dict[str, Any]]]:
+    questions = ["hostel fee refund", "Hostel fee refund?", "bus timings kamptee",
+                 "scholarship date", "hostel fees refund"]  # fmt: skip
+    events = [event(f"e{i}", q, minute=i) for i, q in enumerate(questions)]
+    return events, [REFUSED] * len(events)
+
+
+def test_redelivered_batch_counts_once() -> None:
+    events, notes = _events()
+    stage = HarvestStage(CONFIG)
+    stage.process(batch(events, notes))
+    first = stage.records()
+    stage.process(batch(events, notes))
+    assert stage.records() == first
+    assert sorted(r["count"] for r in first) == [1, 1, 3]
+
+
+def test_restart_from_checkpoint_and_replay_gives_the_same_records() -> None:
+    events, notes = _events()
+    straight_repo = MemoryCandidates()
+    straight = HarvestStage(CONFIG, sinks=[straight_repo])
+    straight.process(batch(events[:2], notes[:2]))
+    straight.process(batch(events[2:], notes[2:]))
+
+    repo = MemoryCandidates()
+    crashed = HarvestStage(CONFIG, sinks=[repo])
+    crashed.process(batch(events[:2], notes[:2]))
+    saved = json.loads(json.dumps(crashed.state_snapshot()))  # the checkpoint
+    crashed.process(batch(events[2:], notes[2:]))  # published, then the process dies
+    restarted = HarvestStage(CONFIG, sinks=[repo])
+    restarted.restore(saved)
+    restarted.process(batch(events[2:], notes[2:]))  # the source replays from the checkpoint
+    assert repo.all() == straight_repo.all()
+    assert len(repo.all()) == 3
+
+
+def test_two_replicas_never_duplicate_a_suggestion() -> None:
+    events, notes = _events()
+    shared = MemoryCandidates()  # stands for the compacted topic: last record per key wins
+    for part in (slice(0, None, 2), slice(1, None, 2)):
+        replica = HarvestStage(CONFIG, sinks=[shared])
+        replica.process(batch(events[part], notes[part]))
+    ids = [r["id"] for r in shared.all()]
+    assert len(ids) == len(set(ids)) == 3
+
+
+def test_flush_waits_for_its_interval_and_retries_a_failed_sink() -> None:
+    now = [0.0]
+
+    class Flaky:
+        def __init__(self) -> None:
+            self.calls, self.fail = 0, True
+
+        def publish(self, records: Any) -> None:
+            self.calls += 1
+            if self.fail:
+                raise ConnectionError("down")
+
+    flaky, repo = Flaky(), MemoryCandidates()
+    stage = HarvestStage(HarvestConfig(flush_interval_s=10.0), sinks=[repo, flaky],
+                         clock=lambda: now[0])  # fmt: skip
+    stage.process(batch([event("e1", "hostel fee refund")], [REFUSED]))
+    assert flaky.calls == 1 and stage.pending_observations()["sink_failures"] == {"Flaky": 1}
+    now[0] = 5.0
+    assert stage.flush() == 0 and flaky.calls == 2  # failed flushes retry at once
+    flaky.fail = False
+    assert stage.flush() == 1 and flaky.calls == 3
+    now[0] = 6.0
+    stage.process(batch([event("e2", "bus timings")], [REFUSED]))
+    assert flaky.calls == 3  # 1 s since the last flush < 10 s
+    assert stage.flush(force=True) == 1 and len(repo.all()) == 2
+
+
+def test_eviction_keeps_the_highest_priorities() -> None:
+    stage = HarvestStage(HarvestConfig(max_suggestions=10, flush_interval_s=0.0))
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+             "india", "juliet", "kilo"]  # fmt: skip
+    events = [event(f"e{i}", w, minute=i) for i, w in enumerate(words)]
+    notes = [{"acl_violations": ["p"]}] + [REFUSED] * 10  # alpha weighs 3.0, the rest 2.0
+    stage.process(batch(events, notes))
+    assert len(stage.suggestions) == 11  # up to 10 % over the limit: kept
+    stage.process(batch([event("e99", "mike", minute=99)], [{}]))  # no reason
+    stage.process(batch([event("e98", "november", minute=98)], [REFUSED]))
+    kept = sorted(s.normalised for s in stage.suggestions.values())
+    # 12 > 11: back to 10, the lowest priority (2.0) with the oldest last_seen go first
+    assert kept == ["alpha", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
+                    "kilo", "november"]  # fmt: skip
+    assert stage.pending_observations()["evicted"] == 2
+
+
+def test_generated_channel_and_pii_are_kept_apart() -> None:
+    stage = HarvestStage(CONFIG)
+    stage.process(batch(
+        [event("e1", "mail me at rahul@example.com about hostel fees", channel="synthetic"),
+         event("e2", "mail me at priya@example.org about hostel fees")],
+        [REFUSED, REFUSED],
+    ))  # fmt: skip
+    [row] = stage.records()
+    assert row["source"] == "generated"
+    assert row["question"] == "mail me at <EMAIL> about hostel fees"
+    assert "@" not in json.dumps(stage.state_snapshot())

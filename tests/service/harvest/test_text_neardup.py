@@ -1,0 +1,64 @@
+"""Normalising, ids and near-duplicate lookup, on hand-worked trigram counts."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.harvest.neardup import NearDupIndex
+from service.harvest.text import candidate_id, jaccard, normalise, trigrams
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("  Hostel FEES??  ", "hostel fees"),
+        ("fee_structure / 2026", "fee structure 2026"),
+        ("ＦＥＥＳ", "fees"),  # NFKC folds full-width letters
+        ("छात्रावास शुल्क?", "छात्रावास शुल्क"),  # Devanagari vowel signs survive
+        ("Mail <EMAIL> now", "mail email now"),
+        ("???", ""),
+    ],
+)
+def test_normalise(text: str, expected: str) -> None:
+    assert normalise(text) == expected
+
+
+def test_candidate_id_is_stable_and_depends_on_text_only() -> None:
+    assert candidate_id("hostel fees") == candidate_id(normalise("Hostel fees?"))
+    assert candidate_id("hostel fees") != candidate_id("hostel fee")
+    assert candidate_id("hostel fees").startswith("c-") and len(candidate_id("x")) == 18
+
+
+def test_trigrams_and_jaccard_hand_worked() -> None:
+    # " abc " -> " ab", "abc", "bc "; " abd " -> " ab", "abd", "bd ": 1 shared of 5
+    assert trigrams("abc") == {b" ab", b"abc", b"bc "}
+    assert jaccard(trigrams("abc"), trigrams("abd")) == pytest.approx(1 / 5)
+    assert jaccard(frozenset(), frozenset()) == 0.0
+
+
+def test_index_finds_near_duplicate_and_not_distinct_text() -> None:
+    index = NearDupIndex(threshold=0.6)
+    index.add("a", "when are the hostel fees due")
+    index.add("b", "library opening hours")
+    # dropping "the " keeps 24 of the 28 trigrams: 24 / 28
+    assert index.find("when are hostel fees due") == ("a", pytest.approx(24 / 28))
+    assert index.find("what is the bus route to kamptee") is None
+    index.remove("a")
+    assert index.find("when are hostel fees due") is None
+    assert len(index) == 1 and "b" in index
+
+
+def test_threshold_is_checked_exactly() -> None:
+    # "abc" vs "abd" is 1/5 similar: below 0.25, above 0.15
+    strict, loose = NearDupIndex(threshold=0.25), NearDupIndex(threshold=0.15)
+    for index in (strict, loose):
+        index.add("k", "abc")
+    assert strict.find("abd") is None
+    assert loose.find("abd") == ("k", pytest.approx(1 / 5))  # MinHash is seeded: no flakiness
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="threshold"):
+        NearDupIndex(threshold=0)
+    with pytest.raises(ValueError, match="num_perm"):
+        NearDupIndex(num_perm=1)
