@@ -1,0 +1,106 @@
+"""Gold-candidate routes: list harvested suggestions, accept one into the gold set, reject one.
+
+The app must hold a :class:`service.harvest.labelling.Labelling` as ``app.state.harvest``
+(``None``: every route answers 404). Error bodies name the problem, never the submitted text.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, status
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+
+from service.api.deps import TokenDep
+from service.harvest.config import REASONS
+from service.harvest.labelling import (
+    STATUSES,
+    AlreadyDecided,
+    CandidateNotFound,
+    Labelling,
+    LabellingError,
+)
+
+router = APIRouter(prefix="/v1/gold-candidates", tags=["harvest"])
+
+CandidateId = Annotated[str, Path(pattern=r"^c-[0-9a-f]{16}$")]
+Label = Annotated[str | None, Query(min_length=1, max_length=64)]
+
+
+def get_labelling(request: Request) -> Labelling:
+    """The labelling service of the app, or 404 when harvesting is off."""
+    labelling = getattr(request.app.state, "harvest", None)
+    if labelling is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "harvesting is disabled")
+    return labelling  # type: ignore[no-any-return]
+
+
+LabellingDep = Annotated[Labelling, Depends(get_labelling)]
+
+
+class AcceptBody(BaseModel):
+    """The labeller's verdict: gold passage ids (``[]``: unanswerable) and a kind."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gold: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(max_length=100)
+    kind: Literal["plain", "expert", "multi-passage", "unanswerable", "role-restricted"]
+
+
+class RejectBody(BaseModel):
+    """Why the suggestion is not a gold question (scrubbed before it is kept)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(min_length=1, max_length=500)
+
+
+def _error(exc: LabellingError) -> HTTPException:
+    if isinstance(exc, CandidateNotFound):
+        return HTTPException(status.HTTP_404_NOT_FOUND, "unknown gold candidate")
+    if isinstance(exc, AlreadyDecided):
+        return HTTPException(status.HTTP_409_CONFLICT, f"gold candidate already {exc.status}")
+    return HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc))
+
+
+@router.get("")
+def list_candidates(
+    labelling: LabellingDep,
+    reason: Annotated[Literal[REASONS] | None, Query()] = None,  # type: ignore[valid-type]
+    language: Label = None,
+    topic: Label = None,
+    status_: Annotated[Literal[STATUSES] | None, Query(alias="status")] = None,  # type: ignore[valid-type]
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> dict[str, Any]:
+    """Harvested suggestions, best first and balanced over topics and languages: each with
+    its reasons, count, first/last seen, scrubbed variants, pool (passages with who returned
+    them at which rank) and status (``suggested``, ``accepted``, ``rejected``)."""
+    try:
+        page = labelling.list(reason, language, topic, status_, offset, limit)
+    except LabellingError as exc:
+        raise _error(exc) from None
+    return {"total": page.total, "offset": offset, "limit": limit, "items": page.items}
+
+
+@router.post("/{candidate_id}/accept")
+async def accept_candidate(
+    candidate_id: CandidateId, body: AcceptBody, labelling: LabellingDep, _: TokenDep
+) -> dict[str, Any]:
+    """Append the suggestion to the gold-set file with a fresh id; 409 if already decided."""
+    try:
+        return await run_in_threadpool(labelling.accept, candidate_id, body.gold, body.kind)
+    except LabellingError as exc:
+        raise _error(exc) from None
+
+
+@router.post("/{candidate_id}/reject")
+async def reject_candidate(
+    candidate_id: CandidateId, body: RejectBody, labelling: LabellingDep, _: TokenDep
+) -> dict[str, Any]:
+    """Keep a rejection with its (scrubbed) reason; 409 if already decided."""
+    try:
+        return await run_in_threadpool(labelling.reject, candidate_id, body.reason)
+    except LabellingError as exc:
+        raise _error(exc) from None

@@ -1,0 +1,182 @@
+"""Labelling through the API: list with filters and pages, accept into the gold-set file
+(fresh id, existing rows untouched, crash-safe retry), reject, 4xx bodies without user text,
+and the export in the gold-set format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from pydantic import SecretStr
+
+from service.api.app import _add_error_handlers
+from service.api.harvest_routes import router
+from service.goldset import load_gold_set
+from service.harvest.config import HarvestConfig
+from service.harvest.export import export_rows, write_jsonl
+from service.harvest.labelling import AlreadyDecided, Labelling
+from service.harvest.stage import HarvestStage
+from service.harvest.store import StateStoreCandidates
+from service.state import StateStore
+from tests.service.harvest.helpers import batch, event
+
+GOLD_LINES = (
+    '{"id": "q-001", "question": "When are fees due?", "gold": ["p-1"], "kind": "plain"}\n'
+    '{"id": "q-009", "question": "Who won in 1990?", "gold": [], "kind": "unanswerable"}'
+)  # no final newline: appending must add one
+AUTH = {"Authorization": "Bearer secret"}
+
+
+@pytest.fixture
+def harvested(tmp_path: Path) -> tuple[Labelling, Path, StateStore]:
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(GOLD_LINES, encoding="utf-8")
+    store = StateStore.in_memory()
+    repo = StateStoreCandidates(store)
+    stage = HarvestStage(HarvestConfig(flush_interval_s=0), sinks=[repo])
+    stage.process(batch(
+        [event("e1", "hostel fee refund kab milega", minute=1),
+         event("e2", "Hostel fee refund kab milega??", minute=2),
+         event("e3", "call me on +91 98765 43210 about the bus pass", minute=3, rating=-1.0),
+         event("e4", "exam schedule for sem 3", minute=4, citations=["p-9"])],
+        [{"refused": True, "language": "hi-Latn", "topic": "hostel"}, {"refused": True},
+         {"language": "en", "topic": "transport"}, {"language": "en", "topic": "exams"}],
+    ))  # fmt: skip
+    return Labelling(repo, gold, HarvestConfig()), gold, store
+
+
+@pytest.fixture
+def client(harvested: tuple[Labelling, Path, StateStore]) -> TestClient:
+    app = FastAPI()
+    app.include_router(router)
+    _add_error_handlers(app)
+    app.state.harvest = harvested[0]
+    app.state.runtime = SimpleNamespace(
+        settings=SimpleNamespace(api=SimpleNamespace(token=SecretStr("secret")))
+    )
+    return TestClient(app)
+
+
+def ids_by_question(client: TestClient) -> dict[str, str]:
+    items = client.get("/v1/gold-candidates").json()["items"]
+    return {item["question"]: item["id"] for item in items}
+
+
+def test_list_filters_and_pages(client: TestClient) -> None:
+    body = client.get("/v1/gold-candidates").json()
+    assert body["total"] == 3
+    first = body["items"][0]  # refused twice: weight 2 * (1 + log2 2) = 4, the best
+    assert first["question"] == "hostel fee refund kab milega"
+    assert first["count"] == 2 and first["status"] == "suggested"
+    assert first["reasons"] == ["refused"] and first["reason_counts"] == {"refused": 2}
+    assert first["pool"] == [{"id": "p-1", "by": {"production": 1}},
+                             {"id": "p-2", "by": {"production": 2}}]  # fmt: skip
+    only = client.get("/v1/gold-candidates", params={"reason": "cited_not_retrieved"}).json()
+    assert [i["question"] for i in only["items"]] == ["exam schedule for sem 3"]
+    by_lang = client.get("/v1/gold-candidates", params={"language": "en"}).json()
+    assert by_lang["total"] == 2
+    page = client.get("/v1/gold-candidates", params={"offset": 1, "limit": 1}).json()
+    assert page["total"] == 3 and len(page["items"]) == 1
+    assert client.get("/v1/gold-candidates", params={"reason": "bogus"}).status_code == 422
+
+
+def test_accept_appends_a_fresh_row_and_keeps_the_decision(
+    client: TestClient, harvested: tuple[Labelling, Path, StateStore]
+) -> None:
+    _, gold, _ = harvested
+    cid = ids_by_question(client)["hostel fee refund kab milega"]
+    before = gold.read_bytes()
+    answer = client.post(f"/v1/gold-candidates/{cid}/accept", headers=AUTH,
+                         json={"gold": ["p-0415"], "kind": "plain"})  # fmt: skip
+    assert answer.status_code == 200
+    assert answer.json()["gold_id"] == "q-010"  # one more than q-009, same width
+    after = gold.read_bytes()
+    assert after.startswith(before + b"\n")  # existing bytes untouched
+    row = json.loads(after.splitlines()[-1])
+    assert row == {"id": "q-010", "question": "hostel fee refund kab milega", "gold": ["p-0415"],
+                   "kind": "plain", "source": "real", "language": "hi-Latn", "topic": "hostel",
+                   "role": "student", "harvest_id": cid}  # fmt: skip
+    assert [q.id for q in load_gold_set(gold)] == ["q-001", "q-009", "q-010"]
+    again = client.post(f"/v1/gold-candidates/{cid}/accept", headers=AUTH,
+                        json={"gold": [], "kind": "unanswerable"})  # fmt: skip
+    assert again.status_code == 409 and gold.read_bytes() == after
+    statuses = client.get("/v1/gold-candidates", params={"status": "accepted"}).json()
+    assert [i["id"] for i in statuses["items"]] == [cid]
+
+
+def test_accept_after_a_crash_does_not_append_twice(
+    harvested: tuple[Labelling, Path, StateStore],
+) -> None:
+    labelling, gold, _ = harvested
+    cid = labelling.list().items[0]["id"]
+
+    class Crash(Exception):
+        pass
+
+    decide = labelling.repository.decide
+    labelling.repository.decide = lambda *_: (_ for _ in ()).throw(Crash())  # type: ignore[method-assign]
+    with pytest.raises(Crash):
+        labelling.accept(cid, [], "unanswerable")
+    labelling.repository.decide = decide  # type: ignore[method-assign]
+    decision = labelling.accept(cid, [], "unanswerable")
+    assert decision["gold_id"] == "q-010"
+    assert len(gold.read_text().splitlines()) == 3
+    with pytest.raises(AlreadyDecided):
+        labelling.reject(cid, "dup")
+
+
+def test_reject_is_kept_scrubbed_and_needs_the_token(client: TestClient) -> None:
+    cid = ids_by_question(client)["exam schedule for sem 3"]
+    url = f"/v1/gold-candidates/{cid}/reject"
+    assert client.post(url, json={"reason": "x"}).status_code == 401
+    bad = client.post(url, json={"reason": "x"}, headers={"Authorization": "Bearer nope"})
+    assert bad.status_code == 403
+    ok = client.post(url, json={"reason": "asked by rahul@example.com twice"}, headers=AUTH)
+    assert ok.status_code == 200 and ok.json()["reason"] == "asked by <EMAIL> twice"
+    assert client.get("/v1/gold-candidates", params={"status": "rejected"}).json()["total"] == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "payload", "code"),
+    [
+        ("c-0000000000000000/accept", {"gold": ["p-1"], "kind": "plain"}, 404),
+        ("not-an-id/accept", {"gold": ["p-1"], "kind": "plain"}, 422),
+        ("{cid}/accept", {"gold": ["p-1"], "kind": "SECRET-KIND-TEXT"}, 422),
+        ("{cid}/accept", {"gold": [], "kind": "plain"}, 422),
+        ("{cid}/accept", {"gold": ["SECRET-ID", "SECRET-ID"], "kind": "plain"}, 422),
+        ("{cid}/reject", {"reason": "SECRET " * 200}, 422),
+    ],
+)
+def test_errors_never_echo_user_text(
+    client: TestClient, path: str, payload: dict[str, Any], code: int
+) -> None:
+    cid = next(iter(ids_by_question(client).values()))
+    answer = client.post(f"/v1/gold-candidates/{path.format(cid=cid)}", json=payload,
+                         headers=AUTH)  # fmt: skip
+    assert answer.status_code == code
+    assert "SECRET" not in answer.text
+
+
+def test_export_is_gold_set_format_without_personal_data(
+    harvested: tuple[Labelling, Path, StateStore], tmp_path: Path
+) -> None:
+    labelling, _, _ = harvested
+    rows = export_rows(labelling.repository, HarvestConfig())
+    out = tmp_path / "candidates.jsonl"
+    assert write_jsonl(rows, out) == 3
+    first = rows[0]
+    assert {k: first[k] for k in ("gold", "source", "status", "reasons", "count")} == {
+        "gold": [], "source": "real", "status": "suggested", "reasons": ["refused"], "count": 2,
+    }  # fmt: skip
+    assert [q.gold for q in load_gold_set(out)] == [(), (), ()]
+    text = out.read_text()
+    assert "98765" not in text and "<PHONE>" in text
+    limited = export_rows(labelling.repository, HarvestConfig(), limit=1)
+    assert [r["id"] for r in limited] == [first["id"]]
+    labelling.reject(first["id"], "duplicate")  # decided suggestions leave the export
+    assert first["id"] not in {r["id"] for r in export_rows(labelling.repository, HarvestConfig())}
