@@ -1,0 +1,129 @@
+"""Publish gold-question suggestions to a compacted Kafka topic keyed by the normalised question.
+
+Every replica publishes the full current record of each changed suggestion (a
+:class:`service.harvest.store.CandidateSink`); the key is the suggestion's normalised question
+(UTF-8), so log compaction keeps one record per question whichever replica wrote it, and a
+replay or restart overwrites rather than duplicates. The value is the record as compact UTF-8
+JSON; every text in it was scrubbed of personal data by the harvest stage.
+
+The topic is created with ``cleanup.policy=compact`` when missing (an existing topic is used
+as it is; a warning is logged when its policy is not compact).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kafka import KafkaAdminClient, KafkaProducer
+from kafka.admin import ConfigResource, ConfigResourceType
+from kafka.errors import KafkaError, TopicAlreadyExistsError
+
+from consumers.config import KafkaSourceConfig
+from consumers.errors import SourceUnavailable
+
+log = logging.getLogger(__name__)
+
+COMPACT = {"cleanup.policy": "compact"}
+
+
+def candidate_key(record: Mapping[str, Any]) -> bytes:
+    """The message key of a record: its normalised question, UTF-8."""
+    return str(record["normalised"]).encode("utf-8")
+
+
+def candidate_value(record: Mapping[str, Any]) -> bytes:
+    """The message value of a record: compact UTF-8 JSON."""
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+class KafkaCandidateSink:
+    """A candidate sink writing to ``topic`` with an ``acks=all`` producer.
+
+    :param config: connection and security settings (those of the Kafka source).
+    :param topic: the compacted suggestions topic.
+    :param partitions: partitions when the topic is created.
+    :param replication_factor: replicas when the topic is created.
+    :param flush_timeout_s: how long :meth:`publish` waits for the broker, in seconds.
+    :raises SourceUnavailable: the brokers cannot be reached, or the topic cannot be created.
+    """
+
+    def __init__(
+        self,
+        config: KafkaSourceConfig,
+        topic: str,
+        partitions: int = 1,
+        replication_factor: int = 1,
+        flush_timeout_s: float = 10.0,
+    ) -> None:
+        self.topic = topic
+        self.flush_timeout_s = flush_timeout_s
+        self.published = 0
+        try:
+            ensure_compacted_topic(config, topic, partitions, replication_factor)
+            self._producer = KafkaProducer(**config.client_kwargs(), acks="all", linger_ms=50)
+        except KafkaError as exc:
+            raise SourceUnavailable(f"cannot set up topic {topic}: {exc!r}") from exc
+
+    def publish(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """Send ``records`` and wait until the broker has them all.
+
+        :raises kafka.errors.KafkaError: a send failed or timed out (the caller retries).
+        """
+        futures = [
+            self._producer.send(self.topic, key=candidate_key(r), value=candidate_value(r))
+            for r in records
+        ]
+        self._producer.flush(timeout=self.flush_timeout_s)
+        for future in futures:
+            future.get(timeout=self.flush_timeout_s)
+        self.published += len(futures)
+
+    def close(self) -> None:
+        """Flush and close the producer."""
+        self._producer.close(timeout=self.flush_timeout_s)
+
+
+def ensure_compacted_topic(
+    config: KafkaSourceConfig, topic: str, partitions: int = 1, replication_factor: int = 1
+) -> bool:
+    """Create ``topic`` with ``cleanup.policy=compact`` unless it exists; return whether it
+    was created.
+
+    :raises kafka.errors.KafkaError: the admin request failed.
+    """
+    admin = KafkaAdminClient(**config.client_kwargs())
+    try:
+        if topic in set(admin.list_topics()):
+            _warn_unless_compacted(admin, topic)
+            return False
+        try:
+            admin.create_topics({topic: {"num_partitions": partitions,
+                                         "replication_factor": replication_factor,
+                                         "configs": dict(COMPACT)}})  # fmt: skip
+        except TopicAlreadyExistsError:
+            return False  # another replica won the race
+        log.info("created compacted topic %s (%d partitions)", topic, partitions)
+        return True
+    finally:
+        admin.close()
+
+
+def cleanup_policy(admin: KafkaAdminClient, topic: str) -> str | None:
+    """The topic's ``cleanup.policy`` as the broker reports it (``None``: not reported)."""
+    try:
+        found = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)],
+                                       config_filter="all")  # fmt: skip
+        entries = next(iter(found.values()))[topic]
+    except (KafkaError, StopIteration, KeyError, TypeError, AttributeError):
+        return None
+    entry = entries.get("cleanup.policy")
+    value = entry.get("value") if isinstance(entry, Mapping) else entry
+    return None if value is None else str(value)
+
+
+def _warn_unless_compacted(admin: KafkaAdminClient, topic: str) -> None:
+    if cleanup_policy(admin, topic) not in (None, "compact"):
+        log.warning("topic %s is not compacted: replicas' suggestions will pile up", topic)

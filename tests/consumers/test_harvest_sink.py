@@ -1,0 +1,95 @@
+"""The Kafka candidate sink against a real Tansu broker: a compacted topic keyed by the
+normalised question; replays and replicas never add a second key for one suggestion; no
+planted personal data reaches the topic."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+
+from consumers.harvest_sink import KafkaCandidateSink, cleanup_policy, ensure_compacted_topic
+from consumers.kafka_source import KafkaSourceConfig
+from service.harvest.config import HarvestConfig
+from service.harvest.stage import HarvestStage
+from service.pii import PiiScrubStage
+from tests.kafka_broker import TansuBroker
+from tests.service.harvest.helpers import batch, event
+
+pytestmark = pytest.mark.kafka
+
+PLANTED = ["rahul.verma@example.com", "+91 98765 43210", "2341 2341 2346", "ABCPE1234F"]
+QUESTIONS = [
+    f"mail {PLANTED[0]} the hostel fee receipt",
+    "Hostel fee receipt kab milega?",
+    f"call {PLANTED[1]} about the bus pass",
+    f"my aadhaar {PLANTED[2]} and pan {PLANTED[3]} for scholarship",
+    "hostel fee receipt kab milega",
+]
+
+
+def read_all(broker: TansuBroker, topic: str) -> list[tuple[bytes, bytes]]:
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers,
+                             consumer_timeout_ms=1500, auto_offset_reset="earliest")  # fmt: skip
+    try:
+        parts = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+        consumer.assign(parts)
+        consumer.seek_to_beginning(*parts)
+        return [(m.key, m.value) for m in consumer]
+    finally:
+        consumer.close()
+
+
+def run_replica(sink: KafkaCandidateSink, indexes: list[int]) -> None:
+    stage = HarvestStage(HarvestConfig(flush_interval_s=0), sinks=[sink])
+    events = [event(f"e{i}", QUESTIONS[i], minute=i) for i in indexes]
+    scrubbed = batch(events, [{"refused": True} for _ in indexes])
+    PiiScrubStage().process(scrubbed)
+    stage.process(scrubbed)
+
+
+def test_topic_is_created_compacted_and_kept(
+    kafka_broker: TansuBroker, source_config: Callable[..., KafkaSourceConfig], topic_name: str
+) -> None:
+    config = source_config()
+    sink = KafkaCandidateSink(config, topic_name)
+    sink.close()
+    assert topic_name in kafka_broker.list_topics()
+    admin = KafkaAdminClient(bootstrap_servers=kafka_broker.bootstrap_servers)
+    try:
+        assert cleanup_policy(admin, topic_name) == "compact"
+    finally:
+        admin.close()
+    assert ensure_compacted_topic(config, topic_name) is False  # exists: left as it is
+
+
+def test_replays_and_replicas_publish_one_key_per_suggestion_without_personal_data(
+    kafka_broker: TansuBroker, source_config: Callable[..., KafkaSourceConfig], topic_name: str
+) -> None:
+    sink = KafkaCandidateSink(source_config(), topic_name, partitions=2)
+    try:
+        run_replica(sink, [0, 1, 2, 3, 4])  # replica A
+        run_replica(sink, [0, 1, 2, 3, 4])  # replica A replayed from scratch
+        run_replica(sink, [1, 3])  # replica B, its share of the partitions
+    finally:
+        sink.close()
+    messages = read_all(kafka_broker, topic_name)
+    assert len(messages) == 4 + 4 + 2 == sink.published  # whole records, every flush
+    latest = {key: json.loads(value) for key, value in messages}
+    # "mail <EMAIL> the hostel fee receipt" and "hostel fee receipt kab milega" are not
+    # near-duplicates; the two spellings of the second are
+    assert sorted(latest) == [
+        b"call phone about the bus pass",
+        b"hostel fee receipt kab milega",
+        b"mail email the hostel fee receipt",
+        b"my aadhaar aadhaar and pan pan for scholarship",
+    ]
+    assert latest[b"hostel fee receipt kab milega"]["count"] == 1  # replica B wrote it last
+    ids = {key: value["id"] for key, value in latest.items()}
+    assert len(set(ids.values())) == len(ids)
+    for key, value in messages:
+        text = key.decode() + value.decode()
+        assert not any(item in text for item in PLANTED)
+        assert "98765" not in text and "2346" not in text
