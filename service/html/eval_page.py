@@ -11,14 +11,17 @@ and, with ``--answers``, ``answers``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from service.compare import PairedComparison
-from service.eval_job import EvalOutcome
-from service.evaluation import Miss, RetrieverReport
 from service.html import plots
 from service.html.page import Safe, document, esc, figure, num, para, pct, section, table
 from service.records import BREAKDOWN_FIELDS
 from service.report import max_k, text_measures
+
+if TYPE_CHECKING:
+    from service.compare import PairedComparison
+    from service.eval_job import EvalOutcome
+    from service.evaluation import Miss, RetrieverReport
 
 #: Misses listed per retriever (the misses JSONL file has them all).
 MAX_MISSES = 100

@@ -2,12 +2,15 @@
 
 Rendered on the server at each request and reloaded by the browser every ``refresh_s``
 seconds through a ``<meta http-equiv="refresh">`` (no script). The analytics sections are
-those of the replay report (:func:`service.html.replay_page.analytics_sections`).
+those of the replay report (:func:`service.html.replay_page.analytics_sections`); their charts
+cost about a second of CPU, so a :class:`SectionCache` keeps the last rendering and redraws
+only when the analytics changed (one rendering at a time, however many viewers).
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,12 +23,34 @@ LINKS = (("/v1/status", "status JSON"), ("/v1/drift", "drift JSON"),
          ("/docs", "API docs"))  # fmt: skip
 
 
+class SectionCache:
+    """The analytics sections of the last analytics report seen, keyed by its content."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key: str | None = None
+        self._html = ""
+        self.renderings = 0  # how many times the sections were drawn
+
+    def sections(self, analytics: Mapping[str, Any] | None) -> str:
+        """The sections' HTML for ``analytics``, drawn again only when it differs from the
+        previous call's (compared as canonical JSON)."""
+        key = json.dumps(analytics, sort_keys=True, default=str)
+        with self._lock:
+            if key != self._key:
+                self._html = "".join(analytics_sections(analytics))
+                self._key = key
+                self.renderings += 1
+            return self._html
+
+
 def render_status_page(
     status: Mapping[str, Any],
     analytics: Mapping[str, Any] | None,
     *,
     refresh_s: int = 15,
     busy: bool = False,
+    cache: SectionCache | None = None,
 ) -> str:
     """Render the status page.
 
@@ -35,6 +60,7 @@ def render_status_page(
             analytics are disabled or ``busy``).
         refresh_s: seconds between reloads (≥ 1; 0 turns the reload off).
         busy: the pipeline held its lock too long to read the analytics this time.
+        cache: reuse the analytics sections drawn for the same analytics (default: draw).
 
     Raises:
         ValueError: ``refresh_s`` < 0.
@@ -55,7 +81,7 @@ def render_status_page(
                     para("The pipeline is busy; the analytics show at the next reload.", "muted"))
         )  # fmt: skip
     else:
-        body += analytics_sections(analytics)
+        body.append(cache.sections(analytics) if cache else "".join(analytics_sections(analytics)))
     return document("goldwatch status", body, head_extra=head)
 
 

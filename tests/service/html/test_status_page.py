@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from service.api import status_page
 from service.api.runtime import EngineBusy
 from service.html import render_status_page
+from service.html.status import SectionCache
 from tests.service.html import samples
 from tests.service.html.structure import external, parse
 
@@ -64,11 +65,18 @@ class StubRuntime:
         return self.analytics
 
 
-def _get(runtime: StubRuntime, params: dict[str, int] | None = None) -> httpx.Response:
-    """GET / on an app holding only the status router, in process (ASGI transport)."""
+def _app(runtime: StubRuntime) -> FastAPI:
     app = FastAPI()
     app.include_router(status_page.router)
     app.state.runtime = runtime
+    return app
+
+
+def _get(
+    runtime: StubRuntime, params: dict[str, int] | None = None, app: FastAPI | None = None
+) -> httpx.Response:
+    """GET / on an app holding only the status router, in process (ASGI transport)."""
+    app = app or _app(runtime)
 
     async def get() -> httpx.Response:
         transport = httpx.ASGITransport(app=app)
@@ -96,3 +104,22 @@ def test_route_when_busy_or_analytics_off() -> None:
     off = _get(StubRuntime(None))
     assert "Analytics are disabled." in off.text
     assert parse(off.text).meta_refresh == "15"
+
+
+def test_section_cache_redraws_only_when_the_analytics_change() -> None:
+    analytics = samples.replay_report()["analytics"]
+    cache = SectionCache()
+    first = render_status_page(STATUS, analytics, cache=cache)
+    assert render_status_page(STATUS, analytics, cache=cache) == first
+    assert cache.renderings == 1
+    changed = {**analytics, "refusals": {"answers": 9, "refused": 3, "rate": 1 / 3}}
+    assert "33.3%" in render_status_page(STATUS, changed, cache=cache)
+    assert cache.renderings == 2
+    assert render_status_page(STATUS, analytics) == first  # the same page without a cache
+
+
+def test_route_keeps_one_cache_per_app() -> None:
+    runtime = StubRuntime(samples.replay_report()["analytics"])
+    app = _app(runtime)
+    assert _get(runtime, app=app).text == _get(runtime, app=app).text
+    assert app.state.status_page_cache.renderings == 1
