@@ -81,7 +81,7 @@ def _overall(outcome: EvalOutcome) -> Safe:
         ]
         for r in reports
     ]
-    header = ["retriever", "n", *columns, "misses", "unanswerable", "their mean best score"]
+    header = ["retriever", "n", *columns, "misses", "unanswerable", "unans. top score"]
     parts: list[str] = [table(header, rows)]
     if outcome.failed_gates:
         gates = [
