@@ -12,7 +12,7 @@ linear in the entries per lookup. MinHash signatures use CRC-32 of each trigram 
 they are identical in every process and replica, and ``MinHash.bulk`` computes a batch at
 once (about 35 µs per question on this machine).
 
-The LSH is asked for candidates at ``threshold - 0.15`` (at least 0.1) to lower its
+The LSH is asked for candidates at ``threshold - 0.25`` (at least 0.1) to lower its
 false-negative rate around the threshold.
 
 >>> index = NearDupIndex(threshold=0.6)
@@ -35,7 +35,7 @@ from service.harvest.text import jaccard, trigrams
 
 __all__ = ["NearDupIndex", "Probe"]
 
-_LSH_SLACK = 0.15
+_LSH_SLACK = 0.25
 _EMPTY = frozenset({b"   "})
 
 

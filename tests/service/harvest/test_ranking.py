@@ -73,3 +73,17 @@ def test_config_validation() -> None:
     with pytest.raises(ValueError, match="nothing can be harvested"):
         HarvestConfig(weights=dict.fromkeys(REASONS, 0.0))
     assert math.isclose(HarvestConfig().weight("acl_violation"), 3.0)
+
+
+def test_select_drops_near_duplicates_the_index_missed() -> None:
+    config = HarvestConfig(quotas={})
+    rows = [
+        Suggestion("a", "q", "hostel gate closing time", topic="t1", count=2,
+                   reasons={"refused": 2}),
+        Suggestion("b", "q", "hostel gate closing time for this year", topic="t2",
+                   reasons={"refused": 1}),
+        Suggestion("c", "q", "library hours", topic="t3", reasons={"refused": 1}),
+    ]  # fmt: skip
+    # "a" vs "b": 24 shared trigrams of 38 = 0.632 >= 0.6
+    assert [s.id for s in select(rows, config)] == ["a", "c"]
+    assert [s.id for s in select(rows, config, distinct=False)] == ["a", "b", "c"]
