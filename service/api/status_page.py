@@ -1,9 +1,13 @@
 """``GET /``: the built-in status page (HTML, rendered on each request, reloads itself).
 
-Included in the app with ``app.include_router(status_page.router)``.
+Included in the app with ``app.include_router(status_page.router)``. It shows the runtime's
+status and analytics, its shadow report (when the runtime has ``shadow_report``) and the top
+harvested suggestions (when the app holds a labelling service as ``app.state.harvest``).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
@@ -14,15 +18,29 @@ from service.api.runtime import EngineBusy, Runtime
 from service.html.status import SectionCache, render_status_page
 
 router = APIRouter()
+#: Suggestions shown (the full, filterable list is at /v1/gold-candidates).
+SUGGESTIONS = 20
 
 
-def _render(runtime: Runtime, refresh_s: int, cache: SectionCache) -> str:
+def _extras(runtime: Runtime, harvest: Any) -> dict[str, Any]:
+    extras: dict[str, Any] = {}
+    shadow_report = getattr(runtime, "shadow_report", None)
+    if callable(shadow_report):
+        extras["shadow"] = shadow_report()
+    if harvest is not None:
+        extras["gold_candidates"] = harvest.list(status="suggested", limit=SUGGESTIONS).items
+    return extras
+
+
+def _render(runtime: Runtime, refresh_s: int, cache: SectionCache, harvest: Any) -> str:
     status = runtime.status()
     try:
-        analytics, busy = runtime.analytics_report(), False
+        analytics, extras, busy = runtime.analytics_report(), _extras(runtime, harvest), False
     except EngineBusy:
-        analytics, busy = None, True
-    return render_status_page(status, analytics, refresh_s=refresh_s, busy=busy, cache=cache)
+        analytics, extras, busy = None, None, True
+    return render_status_page(
+        status, analytics, refresh_s=refresh_s, busy=busy, extras=extras, cache=cache
+    )
 
 
 @router.get("/", response_class=HTMLResponse, tags=["ops"])
@@ -42,5 +60,6 @@ async def status_page(
     if getattr(state, "status_page_cache", None) is None:
         state.status_page_cache = SectionCache()  # one per app: charts redrawn on change only
     # analytics waits on the pipeline lock and charts take CPU: keep them off the event loop
-    page = await run_in_threadpool(_render, runtime, refresh, state.status_page_cache)
+    harvest = getattr(state, "harvest", None)
+    page = await run_in_threadpool(_render, runtime, refresh, state.status_page_cache, harvest)
     return HTMLResponse(page, headers={"Cache-Control": "no-store"})

@@ -22,15 +22,17 @@ MAX_SUGGESTIONS = 20
 SUGGESTION_FIELDS = (
     "count",
     "n",
-    "occurrences",
+    "reason_counts",
+    "reasons",
+    "reason",
     "language",
     "topic",
-    "reason",
+    "role",
+    "gap",
     "score",
-    "refused",
     "first_seen",
     "last_seen",
-    "event_id",
+    "status",
     "id",
 )
 
@@ -187,6 +189,8 @@ def candidates_section(candidates: Any) -> Safe:
         )
     shown = rows[:MAX_SUGGESTIONS]
     fields = [f for f in SUGGESTION_FIELDS if any(f in r for r in shown)]
+    if "reason_counts" in fields and "reasons" in fields:
+        fields.remove("reasons")  # the labelling API's ordered list repeats the counts' keys
     body = [
         [r.get("question") or r.get("text") or "", *(_cell(r.get(f)) for f in fields)]
         for r in shown

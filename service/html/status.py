@@ -32,13 +32,15 @@ class SectionCache:
         self._html = ""
         self.renderings = 0  # how many times the sections were drawn
 
-    def sections(self, analytics: Mapping[str, Any] | None) -> str:
-        """The sections' HTML for ``analytics``, drawn again only when it differs from the
-        previous call's (compared as canonical JSON)."""
-        key = json.dumps(analytics, sort_keys=True, default=str)
+    def sections(
+        self, analytics: Mapping[str, Any] | None, extras: Mapping[str, Any] | None = None
+    ) -> str:
+        """The sections' HTML for ``analytics`` and ``extras``, drawn again only when they
+        differ from the previous call's (compared as canonical JSON)."""
+        key = json.dumps([analytics, extras], sort_keys=True, default=str)
         with self._lock:
             if key != self._key:
-                self._html = "".join(analytics_sections(analytics))
+                self._html = "".join(analytics_sections(analytics, extras))
                 self._key = key
                 self.renderings += 1
             return self._html
@@ -50,6 +52,7 @@ def render_status_page(
     *,
     refresh_s: int = 15,
     busy: bool = False,
+    extras: Mapping[str, Any] | None = None,
     cache: SectionCache | None = None,
 ) -> str:
     """Render the status page.
@@ -60,6 +63,7 @@ def render_status_page(
             analytics are disabled or ``busy``).
         refresh_s: seconds between reloads (≥ 1; 0 turns the reload off).
         busy: the pipeline held its lock too long to read the analytics this time.
+        extras: ``{"shadow": ..., "gold_candidates": [...]}`` when the service has them.
         cache: reuse the analytics sections drawn for the same analytics (default: draw).
 
     Raises:
@@ -81,7 +85,9 @@ def render_status_page(
                     para("The pipeline is busy; the analytics show at the next reload.", "muted"))
         )  # fmt: skip
     else:
-        body.append(cache.sections(analytics) if cache else "".join(analytics_sections(analytics)))
+        sections = (cache.sections(analytics, extras) if cache
+                    else "".join(analytics_sections(analytics, extras)))  # fmt: skip
+        body.append(sections)
     return document("goldwatch status", body, head_extra=head)
 
 

@@ -123,3 +123,34 @@ def test_route_keeps_one_cache_per_app() -> None:
     app = _app(runtime)
     assert _get(runtime, app=app).text == _get(runtime, app=app).text
     assert app.state.status_page_cache.renderings == 1
+
+
+class ShadowRuntime(StubRuntime):
+    def shadow_report(self) -> dict[str, Any]:
+        return samples.shadow()
+
+
+class StubLabelling:
+    """The slice of ``service.harvest.labelling.Labelling`` the page uses."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str | None, int]] = []
+
+    def list(self, status: str | None = None, limit: int = 50) -> Any:
+        self.calls.append((status, limit))
+        item = {"id": "c-0123456789abcdef", "question": samples.HARVESTED, "count": 4,
+                "reasons": ["refused", "gap"], "reason_counts": {"refused": 3, "gap": 1},
+                "language": "en", "topic": "fees", "status": "suggested"}  # fmt: skip
+        return type("Page", (), {"total": 1, "items": [item]})()
+
+
+def test_route_shows_shadow_and_suggestions_when_the_service_has_them() -> None:
+    runtime = ShadowRuntime(samples.replay_report()["analytics"])
+    app = _app(runtime)
+    app.state.harvest = labelling = StubLabelling()
+    page = _get(runtime, app=app).text
+    assert parse(page).sections == ["process", "languages", "topics", "drift", "refusals",
+                                    "shadow", "gold-candidates"]  # fmt: skip
+    assert labelling.calls == [("suggested", status_page.SUGGESTIONS)]
+    assert "<td>4</td><td>refused=3, gap=1</td><td>en</td><td>fees</td>" in page
+    assert "&lt;script&gt;console.error(&#x27;harvest&#x27;)" in page and "<script" not in page
