@@ -137,14 +137,30 @@ class Engine:
         self.totals = Totals()
         self._totals_view: dict[str, Any] = self.totals.to_json()
         self._applied: dict[tuple[str, int], int] = {}
+        self._loaded = False
+        self._settled = True
+        #: Resume positions of resumable sources (files) after the last settled batch: newer
+        #: than the checkpoint when a checkpoint failed. Cleared when the state is reloaded.
+        self.positions: dict[str, Any] = {}
 
     def restore(self) -> None:
         """Load stage states, totals and applied offsets from the state store.
+
+        Once loaded, a further call keeps the memory when it is *settled* (every batch it
+        applied ran to the end and its dead letters are durable, see :meth:`settle`): it is
+        then the same as or newer than the last checkpoint (a checkpoint that failed on a full
+        or read-only disk, a source that went away), and rolling it back would make the
+        persisted totals go backwards and count the replayed messages twice in the Prometheus
+        counters, which cannot go back. Redelivered Kafka offsets are then absorbed by the
+        applied offsets, and file sources resume from :attr:`positions`. An unsettled memory
+        (a stage raised mid-batch, dead letters not written) is reloaded from the store.
 
         Raises:
             service.state.StateError: a stored value has the wrong shape (names the file).
         """
         with self.lock:
+            if self._loaded and self._settled:
+                return
             try:
                 self.pipeline.restore(self.state.get_many(self.pipeline.state_keys()))
                 self.totals = Totals.from_json(self.state.get(TOTALS_KEY))
@@ -162,6 +178,14 @@ class Engine:
                     f"({type(exc).__name__}); move it aside to start afresh"
                 ) from None
             self._totals_view = self.totals.to_json()
+            self.positions = {}
+            self._loaded = self._settled = True
+
+    def settle(self) -> None:
+        """Record that the dead letters of every processed batch are durable (the poll loop
+        calls this after writing them); see :meth:`restore`."""
+        with self.lock:
+            self._settled = True
 
     def process(self, messages: Sequence[RawMessage], source: str) -> Outcome:
         """Decode and run one micro-batch; update metrics and totals.
@@ -173,6 +197,7 @@ class Engine:
             Exception: whatever ``on_error`` did not suppress.
         """
         with self.lock:
+            self._settled = False  # until the batch ran and its dead letters are durable
             started = time.perf_counter()
             fresh = self._drop_redelivered(messages)
             redelivered = len(messages) - len(fresh)
@@ -192,6 +217,7 @@ class Engine:
                 self.on_batch(batch)
             self.totals.add(counts, redelivered, dropped)
             self._totals_view = self.totals.to_json()
+            self._settled = not dead
             return Outcome(batch, dead, counts, redelivered, dropped)
 
     def totals_view(self) -> dict[str, Any]:

@@ -163,15 +163,23 @@ class _Loop:
         self.status: dict[str, Any] = {}
 
     def restore(self) -> None:
+        """Load the engine (a no-op when its memory is settled and newer, see
+        :meth:`Engine.restore`) and resume a resumable source where that memory ends."""
         self.engine.restore()
         if isinstance(self.source, Resumable) and self.source.state_key:
-            self.source.restore(self.engine.state.get(self.source.state_key))
+            key = self.source.state_key
+            position = self.engine.positions.get(key)
+            self.source.restore(position if position is not None else self.engine.state.get(key))
 
     def handle(self, messages: list[RawMessage]) -> None:
         """Process one polled batch end to end (metrics are updated once, by the engine)."""
         with self.engine.lock:  # dead letters durable before anyone can checkpoint the batch
             outcome = self.engine.process(messages, self.source.name)
             self.write_dead_letters(outcome.dead)
+            if isinstance(self.source, Resumable) and self.source.state_key:
+                key = self.source.state_key
+                self.engine.positions[key] = self.source.position_after(messages)
+            self.engine.settle()
         for message in messages:
             self.pending[_commit_key(message)] = message
         self.pending_count += len(messages)
