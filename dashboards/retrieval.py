@@ -265,13 +265,18 @@ def _health() -> list[Panel | list[Panel]]:
             ),
             timeseries(
                 "ACL violations per hour by retriever and role",
-                "Results returned for a question whose asker's role may not read the passage "
-                "(its ACL excludes the role), per retriever and role, last hour. Must be zero: "
+                "Events whose results hold a passage the asker's role may not read (its ACL "
+                "excludes the role), per retriever and role, last hour; 'leaked in answers' "
+                "counts answers that cited such a passage (the text reached the user); "
+                "'gold-set run' counts them on role-restricted gold questions. Must be zero: "
                 "any violation fires ACLViolation (critical). Production: a data-exposure "
                 "incident; a candidate: block its rollout.",
                 [(f"sum by (retriever, role) "
                   f"(increase(goldwatch_acl_violations_total{{{SEL}}}[1h]))",
                   "{{retriever}} / {{role}}"),
+                 (f"sum by (retriever, role) "
+                  f"(increase(goldwatch_acl_leaks_total{{{SEL}}}[1h]))",
+                  "leaked in answers: {{retriever}} / {{role}}"),
                  (f"max by (retriever, role) (goldwatch_gold_acl_violations{{{SEL}}})",
                   "gold-set run: {{retriever}} / {{role}}")],
                 "short", threshold=1,

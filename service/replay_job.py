@@ -89,6 +89,8 @@ def live_reports(live: Live) -> dict[str, Any]:
     reports: dict[str, Any] = {}
     if live.shadow is not None:
         reports["shadow"] = live.shadow.report()
+    if live.quality is not None:
+        reports["quality"] = live.quality.report()
     return reports
 
 

@@ -269,6 +269,7 @@ class ShadowSettings(ShadowConfig):
         evaluate_on_start: run the gold set once when the service starts.
         known_threshold: character n-gram cosine similarity, in (0, 1], from which a live
             question counts as a near-duplicate ("known question") of a gold question.
+        known_k: cut-off of the live recall@k, hit@k and reciprocal rank on known questions.
         history: JSONL run history of scheduled/on-demand gold-set runs (``None``: the
             ``eval.history`` file).
     """
@@ -277,6 +278,7 @@ class ShadowSettings(ShadowConfig):
     evaluate_every_s: float | None = Field(default=None, ge=10, le=7 * 86_400)
     evaluate_on_start: bool = False
     known_threshold: float = Field(default=0.9, gt=0, le=1)
+    known_k: int = Field(default=10, ge=1, le=1_000)
     history: Path | None = None
 
 

@@ -582,7 +582,8 @@ class ShadowMetrics:
     goldwatch_known_questions_total                   counter   retriever
     goldwatch_known_recall                            summary   retriever (recall@k)
     goldwatch_known_refusals_total                    counter   kind
-    goldwatch_acl_violations_total                    counter   retriever, role
+    goldwatch_acl_violations_total                    counter   retriever, role (events)
+    goldwatch_acl_leaks_total                         counter   retriever, role (events)
     ================================================= ========= ============================
 
     Means across replicas: ``sum(rate(x_sum)) / sum(rate(x_count))`` (histograms and
@@ -612,6 +613,7 @@ class ShadowMetrics:
     known_recall: Summary
     known_refusals: Counter
     acl_violations: Counter
+    acl_leaks: Counter
     retrievers: tuple[str, ...]
     language_labels: tuple[str, ...]
     topic_labels: tuple[str, ...]
@@ -710,11 +712,13 @@ class ShadowMetrics:
                 summary.observe(value)
         for kind in KNOWN_REFUSAL_KINDS:
             self.known_refusals.labels(kind=kind).inc(pending.get(f"known_{kind}", 0))
-        for row in pending.get("acl_violations", ()):
-            self.acl_violations.labels(
-                retriever=self.retriever(row["retriever"]),
-                role=bounded_label(row["role"], self.role_labels),
-            ).inc(row["n"])
+        for key, counter in (("acl_violations", self.acl_violations),
+                             ("acl_leaks", self.acl_leaks)):  # fmt: skip
+            for row in pending.get(key, ()):
+                counter.labels(
+                    retriever=self.retriever(row["retriever"]),
+                    role=bounded_label(row["role"], self.role_labels),
+                ).inc(row["events"])
 
 
 def build_shadow_metrics(
@@ -807,8 +811,11 @@ def build_shadow_metrics(
                              ["retriever"]),
         known_refusals=counter("known_refusals", "Live refusals of answerable gold questions "
                                "and answers to unanswerable ones.", ["kind"]),
-        acl_violations=counter("acl_violations", "Returned passages the asker's role may not "
-                               "read.", ["retriever", "role"]),
+        acl_violations=counter("acl_violations", "Events whose results hold a passage the "
+                               "asker's role may not read.", ["retriever", "role"]),
+        acl_leaks=counter("acl_leaks", "Answers that cited a passage the asker's role may "
+                          "not read (the restricted text reached the user).",
+                          ["retriever", "role"]),
         retrievers=names,
         language_labels=tuple(dict.fromkeys([*language_labels, "und", OTHER])),
         topic_labels=tuple(dict.fromkeys([*topic_labels, "und", OTHER])),

@@ -68,6 +68,19 @@ def get_refusals(runtime: RuntimeDep) -> dict[str, Any]:
     }
 
 
+@router.get("/v1/quality", tags=["analytics"])
+def get_quality(runtime: RuntimeDep) -> dict[str, Any]:
+    """Known questions (live questions that near-duplicate a gold question) scored per
+    retriever — recall@k, hit rate, MRR against the gold row's passages — with refusals of
+    answerable and answers to unanswerable ones; ACL violations (results the asker's role may
+    not read) and leaks (answers citing them) per retriever and role, with scrubbed review
+    rows."""
+    report = runtime.quality_report()
+    if report is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no gold set: quality checks are off")
+    return report
+
+
 def _split_events(body: bytes, limit: int) -> list[bytes]:
     """A JSON array becomes one message per element; anything else is one message."""
     try:

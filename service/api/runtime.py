@@ -29,11 +29,14 @@ from consumers.engine import Engine, Outcome
 from consumers.file_source import FileSource, dead_letter_line
 from consumers.loop import make_decoder, run
 from service import __version__
+from service.acl import AccessPolicy
 from service.analytics import Analytics, build_analytics
 from service.corpus import load_corpus
 from service.demo import demo_path
 from service.goldset import load_gold_set
+from service.known import KnownQuestionIndex
 from service.pipeline import Batch, Pipeline, Stage
+from service.quality import LiveQualityStage
 from service.retrievers.registry import build_retrievers
 from service.settings import Settings
 from service.shadow.gold_runs import GoldRuns
@@ -41,6 +44,7 @@ from service.shadow.runner import ShadowRunner
 from service.shadow.stage import ShadowStage
 from service.state import StateStore
 from service.telemetry import (
+    PRODUCTION,
     AnalyticsMetrics,
     ShadowMetrics,
     build_analytics_metrics,
@@ -93,6 +97,7 @@ class Live:
         shadow: the shadow stage (``None`` without candidates); its runner's worker threads
             run until :meth:`close`.
         shadow_metrics: shadow, gold-run, known-question and ACL metrics.
+        quality: known questions scored live, ACL checks (``None`` without a gold set).
     """
 
     pipeline: Pipeline
@@ -100,6 +105,7 @@ class Live:
     analytics_metrics: AnalyticsMetrics | None
     shadow: ShadowStage | None = None
     shadow_metrics: ShadowMetrics | None = None
+    quality: LiveQualityStage | None = None
 
     def observe(self, batch: Batch) -> None:
         """Export one batch's analytics (counters per batch, drift gauges from the report)
@@ -111,9 +117,13 @@ class Live:
         self.export_shadow()
 
     def export_shadow(self) -> None:
-        """Hand the shadow stage's pending observations to the metrics."""
-        if self.shadow is not None and self.shadow_metrics is not None:
+        """Hand the shadow and live-quality stages' pending observations to the metrics."""
+        if self.shadow_metrics is None:
+            return
+        if self.shadow is not None:
             self.shadow_metrics.observe_shadow(self.shadow.pending_observations())
+        if self.quality is not None:
+            self.shadow_metrics.observe_quality(self.quality.pending_observations())
 
     def collect_shadow(self) -> None:
         """Fold in shadow results finished since the last batch and export them (call with
@@ -172,12 +182,19 @@ def build_live(settings: Settings, registry: CollectorRegistry) -> Live:
         topic_labels=metrics.topic_labels if metrics else (),
         role_labels=roles,
     )
+    index = KnownQuestionIndex(gold, threshold=settings.shadow.known_threshold)
+    quality = LiveQualityStage(
+        index, AccessPolicy.from_corpus(corpus), k=settings.shadow.known_k, production=PRODUCTION
+    )
+    stages.append(quality)
     if candidates:
         names = list(dict.fromkeys(c.retriever_name for c in candidates))
         retrievers = build_retrievers(names, settings, corpus.passages)
-        shadow_stage = ShadowStage(ShadowRunner(settings.shadow, retrievers))
+        runner = ShadowRunner(settings.shadow, retrievers)
+        shadow_stage = ShadowStage(runner, listeners=[quality.observe_candidate])
         stages.append(shadow_stage)
-    return Live(build_pipeline(settings, stages), analytics, metrics, shadow_stage, shadow_metrics)
+    return Live(build_pipeline(settings, stages), analytics, metrics, shadow_stage,
+                shadow_metrics, quality)  # fmt: skip
 
 
 class JsonlDeadLetters:
@@ -229,8 +246,8 @@ class Runtime:
         self.live = build_live(settings, self.registry)
         pipeline = self.live.pipeline
         if stages:
-            shadow = [self.live.shadow] if self.live.shadow is not None else []
-            pipeline = build_pipeline(settings, [*stages, *self.live.analytics.stages, *shadow])
+            own = [st for st in (self.live.quality, self.live.shadow) if st is not None]
+            pipeline = build_pipeline(settings, [*stages, *self.live.analytics.stages, *own])
         self.engine = Engine(
             pipeline, self.state, self.metrics, decoder, on_batch=self.live.observe
         )
@@ -367,6 +384,18 @@ class Runtime:
         finally:
             self.engine.lock.release()
         return report
+
+    def quality_report(self) -> dict[str, Any] | None:
+        """Known questions scored live and ACL checks (``None`` when the stage is off)."""
+        if self.live.quality is None:
+            return None
+        if not self.engine.lock.acquire(timeout=LOCK_TIMEOUT_S):
+            raise EngineBusy("the pipeline is busy (the consumer is waiting on its source)")
+        try:
+            self.live.collect_shadow()
+            return self.live.quality.report()
+        finally:
+            self.engine.lock.release()
 
     def gold_run_status(self) -> dict[str, Any]:
         """The latest gold-set run and whether one is running."""

@@ -8,7 +8,8 @@ One run is ``goldwatch eval`` over the configured gold set and corpus (the same 
 ``{"trigger", "started_at", "finished_at" (Unix s), "duration_s", "gold_set":
 {"version", "n_questions", "n_unanswerable"}, "ks", "retrievers": {label: {"retriever",
 "role": "production"|"candidate", "overall", "by_kind": {kind|"all": {measure: mean}},
-"n_by_kind": {kind|"all": n}, "unanswerable", "n_misses", "misses": [first 20],
+"n_by_kind": {kind|"all": n}, "by_language": {language: {measure: mean, "n"}}
+(when gold rows carry a language), "unanswerable", "n_misses", "misses": [first 20],
 "acl": {"n": violations, "by_role": {role: n}, "questions": [...]}}}, "comparisons":
 {candidate label: [PairedComparison JSON without deltas]}, "warnings"}``.
 
@@ -122,6 +123,7 @@ def run_gold_set(settings: Settings, trigger: str = "on_demand") -> dict[str, An
             "overall": report.overall,
             "by_kind": by_kind,
             "n_by_kind": n_by_kind,
+            "by_language": report.by.get("language", {}),
             "unanswerable": report.unanswerable,
             "n_misses": len(report.misses),
             "misses": [miss.to_json() for miss in report.misses[:MAX_MISSES]],

@@ -30,7 +30,6 @@ EXPECTED_EMPTY = {
     "Refusal change: z statistic/A": "needs the day-long baseline",
     "Consumer lag by partition/A": "a file source has no partitions",
     "Consumer lag by partition/B": "a file source has no partitions",
-    "annotation goldwatch alerts": "no alert fires in 20 seconds",
 }
 
 

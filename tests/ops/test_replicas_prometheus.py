@@ -69,7 +69,10 @@ REFUSAL_RECORDS = ("goldwatch:refusal:ratio_rate1h", "goldwatch:refusal:ratio_ra
                    "goldwatch:refusal:zscore1h", "goldwatch:answers:increase1h",
                    "goldwatch:answers:increase1d_offset1h")  # fmt: skip
 #: Panel queries that may be empty here, and why.
-EXPECTED_EMPTY: dict[str, str] = {}
+EXPECTED_EMPTY: dict[str, str] = {
+    "ACL violations per hour by retriever and role/B":
+        "no answer in this traffic cites a passage its asker may not read (no leak planted)",
+}  # fmt: skip
 
 
 def shortened_rules(text: str) -> str:
