@@ -239,12 +239,33 @@ def _drift() -> list[Panel | list[Panel]]:
             ),
             timeseries(
                 "Harvested gold-question suggestions (per hour, by reason)",
-                "Real production questions proposed as new gold questions in the last hour, by "
-                "why they were picked (a miss, a novel topic, an uncovered language...), "
-                "pending review. A steady flow is healthy; review and label them regularly — a "
-                "growing backlog means the gold set is falling behind the traffic.",
+                "Live events picked as gold-question candidates in the last hour, by why "
+                "(a miss, a novel topic, an uncovered language...; an event counts once per "
+                "reason), and the new distinct suggestions they made after near-duplicate "
+                "merging. A steady flow is healthy; review and label them regularly (GET "
+                "/v1/gold-candidates) — a growing backlog means the gold set is falling behind.",
                 [(f"sum by (reason) (increase(goldwatch_gold_candidates_total{{{SEL}}}[1h]))",
-                  "{{reason}}")],
+                  "{{reason}}"),
+                 (f"sum(increase(goldwatch_gold_candidates_new_total{{{SEL}}}[1h]))",
+                  "new suggestions")],
+                "short",
+            ),
+        ],
+        [
+            timeseries(
+                "Suggestions held, skipped as known, evicted, sink failures",
+                "Suggestions held per replica; picked events skipped because they near-"
+                "duplicate a gold question (known questions); suggestions evicted at "
+                "harvest.max_suggestions (raise it or label faster); failed publications to "
+                "the state store or the compacted Kafka topic (they are retried at the next "
+                "flush; persistent failures: check the broker and the disk).",
+                [(f"sum(goldwatch_gold_candidates_held{{{SEL}}})", "held"),
+                 (f"sum by (via) (increase(goldwatch_gold_candidates_known_total{{{SEL}}}[1h]))",
+                  "known ({{via}}) / h"),
+                 (f"sum(increase(goldwatch_gold_candidates_evicted_total{{{SEL}}}[1h]))",
+                  "evicted / h"),
+                 (f"sum by (sink) (increase(goldwatch_gold_candidate_sink_failures_total"
+                  f"{{{SEL}}}[1h]))", "sink failures ({{sink}}) / h")],
                 "short",
             ),
         ],

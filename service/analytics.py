@@ -183,3 +183,47 @@ def build_analytics(config: AnalyticsConfig, gold: GoldSet, corpus: Corpus) -> A
         topic_model_version=model.version,
         gold_counts=gold_counts,
     )
+
+
+def gold_references(
+    analytics: Analytics, config: AnalyticsConfig, gold: GoldSet
+) -> tuple[TopicModel | None, dict[str, dict[str, int]]]:
+    """Recompute what the analytics derive from the gold set after it changed (an accepted
+    suggestion): the topic model refitted on ``gold`` (the configured saved model is kept),
+    and its language and topic counts. CPU-heavy (a fit): call outside the pipeline lock,
+    then :func:`apply_gold_references` under it.
+
+    Returns:
+        ``(topic model or None when there is no topic stage, gold counts)``.
+
+    Raises:
+        ValueError: the model cannot be fitted (too few questions).
+    """
+    language = next((st for st in analytics.stages if isinstance(st, LanguageStage)), None)
+    topics = next((st for st in analytics.stages if isinstance(st, TopicStage)), None)
+    counts: dict[str, dict[str, int]] = {}
+    if language is not None:
+        counts["language"] = _language_counts(gold, language.detector)
+    model = None
+    if topics is not None:
+        model = topics.model if config.topics_model is not None else fit_topic_model(
+            gold, (), config.topics, config.use_gold_topics
+        )
+        counts["topic"] = _topic_counts(gold, model)
+    return model, counts
+
+
+def apply_gold_references(
+    analytics: Analytics, model: TopicModel | None, counts: dict[str, dict[str, int]]
+) -> None:
+    """Swap in what :func:`gold_references` computed (call with the pipeline lock held):
+    the topic stage's model (its cache cleared) and the drift stage's gold counts."""
+    for stage in analytics.stages:
+        if isinstance(stage, TopicStage) and model is not None:
+            stage.model = model
+            stage.cache.clear()
+    if analytics.drift is not None:
+        analytics.drift.set_gold_counts(counts)
+    analytics.gold_counts = {**analytics.gold_counts, **counts}
+    if model is not None:
+        analytics.topic_model_version = model.version

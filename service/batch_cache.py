@@ -41,6 +41,10 @@ class BatchCache(Generic[V]):
         self._data: OrderedDict[str, V] = OrderedDict()
         self.hits = self.misses = 0
 
+    def clear(self) -> None:
+        """Forget every remembered value (e.g. the model behind ``compute`` changed)."""
+        self._data.clear()
+
     def get_many(self, keys: Sequence[str], compute: Callable[[list[str]], Sequence[V]]) -> list[V]:
         """Return one value per key, calling ``compute`` once on the distinct unknown keys.
 

@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from service import __version__
+from service.cli_candidates import candidates_group
 from service.settings import ConfigError, Settings, effective_config, load_settings
 
 log = logging.getLogger("goldwatch")
@@ -427,3 +428,6 @@ def config_check(config: Path | None) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+main.add_command(candidates_group)

@@ -44,8 +44,8 @@ def run_replay(
         ValueError, OSError: an input or the analytics set-up is unusable.
     """
     registry = CollectorRegistry()
-    live = build_live(settings, registry)
     state = StateStore.open(state_path) if state_path else StateStore.in_memory()
+    live = build_live(settings, registry, state)
     source = FileSource(str(file), dlq_path=dlq_path or settings.source.dlq_path)
     if state_path is None and source.dlq_path.exists():
         source.dlq_path.write_bytes(b"")
@@ -91,7 +91,19 @@ def live_reports(live: Live) -> dict[str, Any]:
         reports["shadow"] = live.shadow.report()
     if live.quality is not None:
         reports["quality"] = live.quality.report()
+    if live.harvest is not None:
+        reports["gold_candidates"] = harvest_summary(live.harvest.records())
     return reports
+
+
+def harvest_summary(records: list[dict[str, Any]], top: int = 20) -> dict[str, Any]:
+    """Suggestion counts by reason and the ``top`` suggestions by priority."""
+    by_reason: dict[str, int] = {}
+    for row in records:
+        for reason in row.get("reasons", ()):
+            by_reason[reason] = by_reason.get(reason, 0) + 1
+    ranked = sorted(records, key=lambda r: (-float(r.get("priority", 0)), str(r.get("id"))))
+    return {"n_suggestions": len(records), "by_reason": by_reason, "top": ranked[:top]}
 
 
 def analytics_report(live: Live, registry: CollectorRegistry) -> dict[str, Any] | None:

@@ -33,6 +33,7 @@ from pydantic_settings import (
 
 from consumers.config import KafkaSourceConfig
 from service.events import FieldMapping
+from service.harvest.config import HarvestConfig
 from service.language import LanguageConfig
 from service.pipeline import PipelineConfig
 from service.shadow.runner import ShadowConfig
@@ -295,6 +296,7 @@ class Settings(BaseSettings):
             ``goldwatch replay``).
         analytics: the live analytics stages and drift detection.
         shadow: candidate retrievers shadow-run on live traffic, gold-set runs on a schedule.
+        harvest: proposing real production questions as new gold questions.
     """
 
     model_config = SettingsConfigDict(
@@ -316,6 +318,7 @@ class Settings(BaseSettings):
     api: ApiConfig = ApiConfig()
     analytics: AnalyticsConfig = AnalyticsConfig()
     shadow: ShadowSettings = ShadowSettings()
+    harvest: HarvestConfig = HarvestConfig()
 
     @model_validator(mode="after")
     def _kafka_source_needs_section(self) -> Settings:

@@ -14,9 +14,13 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from service import __version__
+from service.api import status_page
+from service.api.harvest_routes import router as harvest_router
 from service.api.routes import router
 from service.api.runtime import EngineBusy, Runtime
 from service.api.shadow_routes import router as shadow_router
+from service.harvest import StateStoreCandidates
+from service.harvest.labelling import Labelling
 from service.settings import Settings
 
 
@@ -32,6 +36,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         rt = runtime or Runtime(settings)
         app.state.runtime = rt
+        app.state.harvest = _labelling(settings, rt)
         rt.start()
         try:
             yield
@@ -46,10 +51,21 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> FastAPI:
     )
     app.include_router(router)
     app.include_router(shadow_router)
+    app.include_router(harvest_router)
+    app.include_router(status_page.router)
     _add_metrics_route(app)
     _add_body_limit(app, settings.api.max_request_bytes)
     _add_error_handlers(app)
     return app
+
+
+def _labelling(settings: Settings, runtime: Runtime) -> Labelling | None:
+    """Accept/reject of harvested suggestions: needs harvesting on and a gold-set file of
+    the user's own (the packaged demo gold set is never written to)."""
+    if runtime.live.harvest is None or settings.gold_set is None:
+        return None
+    return Labelling(StateStoreCandidates(runtime.state), settings.gold_set, settings.harvest,
+                     on_accept=runtime.gold_accepted)  # fmt: skip
 
 
 def _add_metrics_route(app: FastAPI) -> None:

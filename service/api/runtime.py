@@ -18,7 +18,7 @@ import os
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,8 @@ from service.analytics import Analytics, build_analytics
 from service.corpus import load_corpus
 from service.demo import demo_path
 from service.goldset import load_gold_set
+from service.harvest import HarvestStage, MemoryCandidates, StateStoreCandidates
+from service.harvest.config import REASONS
 from service.known import KnownQuestionIndex
 from service.pipeline import Batch, Pipeline, Stage
 from service.quality import LiveQualityStage
@@ -46,8 +48,10 @@ from service.state import StateStore
 from service.telemetry import (
     PRODUCTION,
     AnalyticsMetrics,
+    HarvestMetrics,
     ShadowMetrics,
     build_analytics_metrics,
+    build_harvest_metrics,
     build_metrics,
     build_shadow_metrics,
 )
@@ -106,6 +110,9 @@ class Live:
     shadow: ShadowStage | None = None
     shadow_metrics: ShadowMetrics | None = None
     quality: LiveQualityStage | None = None
+    harvest: HarvestStage | None = None
+    harvest_metrics: HarvestMetrics | None = None
+    closers: list[Any] = field(default_factory=list)
 
     def observe(self, batch: Batch) -> None:
         """Export one batch's analytics (counters per batch, drift gauges from the report)
@@ -124,6 +131,8 @@ class Live:
             self.shadow_metrics.observe_shadow(self.shadow.pending_observations())
         if self.quality is not None:
             self.shadow_metrics.observe_quality(self.quality.pending_observations())
+        if self.harvest is not None and self.harvest_metrics is not None:
+            self.harvest_metrics.observe(self.harvest.pending_observations())
 
     def collect_shadow(self) -> None:
         """Fold in shadow results finished since the last batch and export them (call with
@@ -133,21 +142,35 @@ class Live:
             self.export_shadow()
 
     def finish(self, timeout_s: float = 30.0) -> None:
-        """End of a replay: wait for the shadow calls in flight, fold them in, export."""
+        """End of a replay: wait for the shadow calls in flight, fold them in, publish the
+        harvested suggestions, export."""
         if self.shadow is not None:
             self.shadow.flush(timeout_s)
-            self.export_shadow()
+        if self.harvest is not None:
+            self.harvest.flush(force=True)
+        self.export_shadow()
 
     def close(self) -> None:
-        """Stop the shadow runner's worker threads."""
+        """Stop the shadow runner's worker threads, publish the last suggestions, close the
+        suggestion sinks (call before closing the state store)."""
         if self.shadow is not None:
             self.shadow.runner.close()
+        if self.harvest is not None:
+            self.harvest.flush(force=True)
+        for closer in self.closers:
+            try:
+                closer()
+            except Exception as exc:  # closing must not hide the real shutdown
+                log.warning("closing %s failed: %s", closer, type(exc).__name__)
 
 
-def build_live(settings: Settings, registry: CollectorRegistry) -> Live:
+def build_live(
+    settings: Settings, registry: CollectorRegistry, state: StateStore | None = None
+) -> Live:
     """Build the pipeline with the analytics stages of ``settings.analytics`` and the shadow
     stage of ``settings.shadow``, against the configured gold set and corpus (default: the
-    embedded demo data).
+    embedded demo data). Harvested suggestions are kept in ``state`` (in memory without one)
+    and, with the Kafka source, published to the compacted ``harvest.topic``.
 
     Raises:
         ValueError, OSError: the gold set, corpus, topic model or a custom stage is unusable
@@ -187,14 +210,31 @@ def build_live(settings: Settings, registry: CollectorRegistry) -> Live:
         index, AccessPolicy.from_corpus(corpus), k=settings.shadow.known_k, production=PRODUCTION
     )
     stages.append(quality)
+    harvest, harvest_metrics, closers = None, None, []
+    listeners: list[Any] = [quality.observe_candidate]
+    if settings.harvest.enabled and settings.analytics.enabled:
+        sinks: list[Any] = [StateStoreCandidates(state) if state else MemoryCandidates()]
+        if settings.source.kind == "kafka" and settings.kafka is not None:
+            from consumers.harvest_sink import KafkaCandidateSink
+
+            kafka_sink = KafkaCandidateSink(settings.kafka, settings.harvest.topic)
+            sinks.append(kafka_sink)
+            closers.append(kafka_sink.close)
+        harvest = HarvestStage(settings.harvest, analytics.gold_counts, list(gold), sinks=sinks)
+        harvest_metrics = build_harvest_metrics(
+            registry, REASONS, sinks=[type(sink).__name__ for sink in sinks]
+        )
+        listeners.append(harvest.observe_shadow)
     if candidates:
         names = list(dict.fromkeys(c.retriever_name for c in candidates))
         retrievers = build_retrievers(names, settings, corpus.passages)
         runner = ShadowRunner(settings.shadow, retrievers)
-        shadow_stage = ShadowStage(runner, listeners=[quality.observe_candidate])
+        shadow_stage = ShadowStage(runner, listeners=listeners)
         stages.append(shadow_stage)
+    if harvest is not None:
+        stages.append(harvest)
     return Live(build_pipeline(settings, stages), analytics, metrics, shadow_stage,
-                shadow_metrics, quality)  # fmt: skip
+                shadow_metrics, quality, harvest, harvest_metrics, closers)  # fmt: skip
 
 
 class JsonlDeadLetters:
@@ -243,10 +283,11 @@ class Runtime:
         settings.state.path.parent.mkdir(parents=True, exist_ok=True)
         self.state = StateStore.open(settings.state.path)
         decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes)
-        self.live = build_live(settings, self.registry)
+        self.live = build_live(settings, self.registry, self.state)
         pipeline = self.live.pipeline
         if stages:
-            own = [st for st in (self.live.quality, self.live.shadow) if st is not None]
+            own = [st for st in (self.live.quality, self.live.shadow, self.live.harvest)
+                   if st is not None]  # fmt: skip
             pipeline = build_pipeline(settings, [*stages, *self.live.analytics.stages, *own])
         self.engine = Engine(
             pipeline, self.state, self.metrics, decoder, on_batch=self.live.observe
@@ -257,6 +298,7 @@ class Runtime:
         self.gold_runs = GoldRuns(
             settings, on_run=self._gold_run_finished, on_failure=self._gold_run_failed
         )
+        self.gold_refreshes = 0
         self.started_at = time.time()
         self.stop_event = threading.Event()
         self._source: Source | None = None
@@ -384,6 +426,37 @@ class Runtime:
         finally:
             self.engine.lock.release()
         return report
+
+    def gold_accepted(self, question: Any) -> None:
+        """A suggestion was accepted into the gold-set file: reload the gold set, refit the
+        topic model, recompute the gold languages/topics and the known-question index, then
+        swap them in under the pipeline lock (a background thread: the fit takes a while)."""
+        threading.Thread(target=self._refresh_gold, name="goldwatch-gold-refresh",
+                         daemon=True).start()  # fmt: skip
+
+    def _refresh_gold(self) -> None:
+        from service.analytics import apply_gold_references, gold_references
+
+        path = self.settings.gold_set
+        if path is None:
+            return
+        try:
+            gold = load_gold_set(path)
+            model, counts = gold_references(self.live.analytics, self.settings.analytics, gold)
+            index = KnownQuestionIndex(gold, threshold=self.settings.shadow.known_threshold)
+        except Exception as exc:  # the service keeps the old references
+            log.error("gold-set refresh failed: %s", type(exc).__name__)
+            return
+        with self.engine.lock:
+            apply_gold_references(self.live.analytics, model, counts)
+            if self.live.quality is not None:
+                self.live.quality.index = index
+            if self.live.harvest is not None:
+                self.live.harvest.coverage.set_gold(counts)
+            if self.live.analytics_metrics is not None:
+                self.live.analytics_metrics.set_gold_shares(counts)
+        self.gold_refreshes += 1
+        log.info("gold set refreshed: %d questions (version %s)", len(gold), gold.version)
 
     def quality_report(self) -> dict[str, Any] | None:
         """Known questions scored live and ACL checks (``None`` when the stage is off)."""

@@ -306,6 +306,16 @@ class CategoricalDriftDetector(_WindowedDetector):
         self.min_jsd, self.clear_jsd = min_jsd, clear_jsd
         self.min_share_change, self.clear_share_change = min_share_change, clear_share_change
 
+    def set_reference(self, reference: Counts) -> None:
+        """Replace the fixed reference counts (e.g. the gold set after an accepted question).
+
+        Raises:
+            ValueError: the detector was built without a reference comparison.
+        """
+        if self._reference is None:
+            raise ValueError("this detector has no reference comparison")
+        self._reference = {str(k): int(v) for k, v in reference.items() if v > 0}
+
     @property
     def reports(self) -> dict[str, CategoricalDriftReport]:
         """The latest report per comparison."""

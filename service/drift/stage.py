@@ -93,6 +93,14 @@ class DriftStage:
         self.alarms: list[dict[str, Any]] = []  # the last MAX_ALARMS state changes to drift
         self._last_state: dict[str, str] = {}
 
+    def set_gold_counts(self, gold_counts: Mapping[str, Counts]) -> None:
+        """Replace the gold-set reference counts (the gold set grew); live windows are kept,
+        the next tests compare against the new reference."""
+        for dim, counts in gold_counts.items():
+            self.gold_counts[dim] = dict(counts)
+            if dim in self.categorical:
+                self.categorical[dim].set_reference(counts)
+
     def process(self, batch: Batch) -> None:
         """Add the batch's annotated events to every detector, ``ALARM_RESOLUTION`` events
         at a time (the detectors' results do not depend on the split)."""

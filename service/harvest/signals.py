@@ -46,6 +46,12 @@ class CoverageTracker:
         self.live: dict[str, Counter[str]] = {dim: Counter() for dim in DIMENSIONS}
         self.events = 0
 
+    def set_gold(self, gold_counts: Mapping[str, Mapping[str, int]]) -> None:
+        """Replace the gold counts of the dimensions given (the gold set grew)."""
+        for dim, counts in gold_counts.items():
+            self.gold[dim] = dict(counts)
+            self._gold_total[dim] = sum(self.gold[dim].values())
+
     def update(self, annotations: Iterable[Mapping[str, Any]]) -> None:
         """Count each event's ``topic`` and ``language`` annotation (missing ones: ``und``)."""
         for notes in annotations:
