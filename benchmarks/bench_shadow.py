@@ -18,6 +18,9 @@ pure-Python CPU per event) followed by ``ShadowStage.process``:
   (agreement maths, results) sharing the GIL;
 * (c) HTTP candidates served by another process: one that hangs, one that fails 30 % of
   requests with HTTP 500 (unlimited, ``max_rps`` 50 and 20), and both together;
+* rows "default CPU budget": the same with ``shadow.max_cpu_share`` at its default (0.05
+  core-seconds per second for all shadow calls); the other rows turn the budget off to show
+  the raw cost;
 * (b) the built-in BM25 as candidate, 100 % sampled, a queue holding all the traffic, no
   stand-in: completed shadow calls per second (target ≥ 2,000 on one core).
 
@@ -174,6 +177,10 @@ class Burn:
                 pass
 
 
+#: The shadow section's default CPU budget (core-seconds per second for all shadow calls).
+DEFAULT_CPU = ShadowConfig().max_cpu_share
+
+
 def scenario(
     what: str,
     candidates: Sequence[CandidateConfig],
@@ -181,6 +188,7 @@ def scenario(
     work: list[Batch],
     burn: Burn,
     wait_s: float = 0.0,
+    cpu_share: float | None = None,
 ) -> dict[str, Any]:
     """Run ``burn`` + the shadow stage over ``work``; then wait up to ``wait_s`` for calls.
 
@@ -189,7 +197,8 @@ def scenario(
     (``process_time - thread_time``: shadow workers, HTTP clients, watchdog) — on one core
     that CPU is taken from the live path.
     """
-    runner = ShadowRunner(ShadowConfig(candidates=tuple(candidates)), retrievers)
+    config = ShadowConfig(candidates=tuple(candidates), max_cpu_share=cpu_share)
+    runner = ShadowRunner(config, retrievers)
     stage = ShadowStage(runner)
     in_stage = 0.0
     cpu, main_cpu = time.process_time(), time.thread_time()
@@ -267,20 +276,26 @@ def throughput(
         rps50 = flaky_c.model_copy(update={"max_rps": 50.0, "burst": 5.0})
         rps20 = flaky_c.model_copy(update={"max_rps": 20.0, "burst": 5.0})
         specs = [
-            ("(a) no candidates", [], {}),
-            ("(a') instant in-process candidate", [CandidateConfig(name="i")], {"i": Instant()}),
-            ("(c) http: hangs", [hang_c], http),
-            ("(c) http: fails 30 %", [flaky_c], http),
-            ("(c) http: fails 30 %, max_rps 50", [rps50], http),
-            ("(c) http: fails 30 %, max_rps 20", [rps20], http),
-            ("(c) http: hangs + fails 30 %, max_rps 20", [hang_c, rps20], http),
-        ]
+            ("(a) no candidates", [], {}, None),
+            ("(a') instant in-process candidate", [CandidateConfig(name="i")], {"i": Instant()},
+             None),
+            ("(a') instant, default CPU budget 0.05", [CandidateConfig(name="i")],
+             {"i": Instant()}, DEFAULT_CPU),
+            ("(c) http: hangs", [hang_c], http, None),
+            ("(c) http: fails 30 %", [flaky_c], http, None),
+            ("(c) http: fails 30 %, default CPU budget 0.05", [flaky_c], http, DEFAULT_CPU),
+            ("(c) http: fails 30 %, max_rps 50", [rps50], http, None),
+            ("(c) http: fails 30 %, max_rps 20", [rps20], http, None),
+            ("(c) http: hangs + fails 30 %, default CPU budget", [hang_c, flaky_c], http,
+             DEFAULT_CPU),
+        ]  # fmt: skip
         scenario("warm-up", [], {}, batches(traffic, 1), burn)
-        runs: dict[str, list[dict[str, Any]]] = {what: [] for what, _, _ in specs}
+        runs: dict[str, list[dict[str, Any]]] = {what: [] for what, _, _, _ in specs}
         for _ in range(repeats):  # round-robin, so machine noise hits every row alike
-            for what, candidates, retrievers in specs:
+            for what, candidates, retrievers, share in specs:
                 work = batches(traffic, passes)
-                runs[what].append(scenario(what, candidates, retrievers, work, burn))
+                runs[what].append(scenario(what, candidates, retrievers, work, burn,
+                                           cpu_share=share))  # fmt: skip
         rows = [median_row(r) for r in runs.values()]
         bm25_c = CandidateConfig(name="bm25", k=K, queue_size=len(traffic.events), timeout_s=30)
         rows.append(scenario("(b) bm25 candidate, 100 % sampled, no stand-in", [bm25_c],

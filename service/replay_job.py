@@ -37,12 +37,18 @@ def run_replay(
 ) -> dict[str, Any]:
     """Replay ``file`` (``-``: stdin) to its end and return the report.
 
-    Without ``state_path`` the replay starts fresh, and so does its dead-letter file.
+    Without ``state_path`` the replay starts fresh, and so does its dead-letter file. The
+    shadow CPU budget (``shadow.max_cpu_share``) is off: a replay has no live path to
+    protect, so every sampled shadow call runs.
 
     Raises:
         service.state.StateError: the state file is unusable.
         ValueError, OSError: an input or the analytics set-up is unusable.
     """
+    # A replay has no live traffic to protect: every sampled shadow call runs.
+    settings = settings.model_copy(
+        update={"shadow": settings.shadow.model_copy(update={"max_cpu_share": None})}
+    )
     registry = CollectorRegistry()
     state = StateStore.open(state_path) if state_path else StateStore.in_memory()
     live = build_live(settings, registry, state)

@@ -9,9 +9,11 @@ event is shadow-run; the first gate that refuses names the skip reason:
    BLAKE2b as a fraction of 2^64: deterministic, so a replay samples the same events, and
    shared by all candidates, so their samples are paired;
 3. ``no_production`` — the event carries no production ranking (``require_production``);
-4. ``breaker_open`` — the candidate's circuit breaker refuses (:mod:`.breaker`);
-5. ``rate_limited`` — its token bucket (``max_rps``) is empty;
-6. ``queue_full`` — its bounded queue (``queue_size``) is full.
+4. ``cpu_budget`` — the shadow calls used more than ``max_cpu_share`` of a CPU core over
+   the last second (see below);
+5. ``breaker_open`` — the candidate's circuit breaker refuses (:mod:`.breaker`);
+6. ``rate_limited`` — its token bucket (``max_rps``) is empty;
+7. ``queue_full`` — its bounded queue (``queue_size``) is full.
 
 Each candidate has its own queue and ``max_concurrency`` worker threads, so a dead candidate
 fills only its own queue. A worker calls ``retriever.search(question, k)``, retrying
@@ -29,6 +31,16 @@ started, the queue fills and the breaker opens. Give remote retrievers their own
 timeout (``RetrieverConfig.timeout_s`` ≤ ``timeout_s``, ``retries: 0``) so abandoned
 threads come back. (A ``future.result(timeout)`` guard would bound the wait the same way
 but costs a thread hand-off per call; the watchdog keeps the happy path a direct call.)
+
+**CPU budget.** Shadow calls run in this process's threads and share its GIL with the live
+path: a candidate that answers fast (an in-process retriever, an HTTP endpoint failing at
+once) costs the live path the CPU of every call (the HTTP client, the agreement maths). Each
+worker measures its calls' thread CPU time (``time.thread_time``); the watchdog sums it over
+a sliding window of about one second, and while it exceeds ``max_cpu_share`` (core-seconds
+per second, default 0.05) every offer is skipped as ``cpu_budget`` and the workers start no
+queued call (a call in progress finishes). So shadowing can never
+take more than about that share of a core from the live path, however fast or broken the
+candidates are; a hung candidate costs no CPU and is bounded by its queue and breaker.
 
 Results (:class:`ShadowResult`) go to a bounded buffer that the live path empties with
 :meth:`ShadowRunner.drain`; when it is full the oldest result is dropped and counted.
@@ -66,8 +78,11 @@ __all__ = [
 ]
 
 SKIP_REASONS = (
-    "filtered", "not_sampled", "no_production", "breaker_open", "rate_limited", "queue_full",
+    "filtered", "not_sampled", "no_production", "cpu_budget", "breaker_open", "rate_limited",
+    "queue_full",
 )  # fmt: skip
+#: Width of the CPU-budget window in seconds.
+CPU_WINDOW_S = 1.0
 ERROR_REASONS = ("timeout", "http_error", "bad_response", "exception")
 _RETRIED = frozenset({"timeout", "http_error"})
 _NAME = r"^[A-Za-z0-9_.\-]+$"
@@ -135,10 +150,14 @@ class ShadowConfig(_Frozen):
         max_results: finished results buffered until drained; beyond, the oldest is dropped.
         max_disagreements: lowest-RBO events kept per candidate in the report.
         max_label_values: languages/topics broken down per candidate (the rest: ``other``).
+        max_cpu_share: CPU core-seconds per second all shadow calls together may use
+            (``None``: unlimited, e.g. a benchmark of shadow throughput); beyond it offers
+            are skipped as ``cpu_budget``.
     """
 
     candidates: tuple[CandidateConfig, ...] = ()
     rbo_p: float = Field(default=0.9, gt=0, lt=1)
+    max_cpu_share: float | None = Field(default=0.05, gt=0, le=64)
     sample_salt: str = Field(default="", max_length=256)
     require_production: bool = True
     max_results: int = Field(default=10_000, ge=1, le=10_000_000)
@@ -385,6 +404,9 @@ class ShadowRunner:
             self._lanes[c.name] = _Lane(c, retrievers[c.retriever_name], breaker, bucket)
         self._results: deque[ShadowResult] = deque()
         self._results_lock = threading.Lock()
+        self.cpu_s = 0.0  # thread CPU seconds of every shadow call so far (under _results_lock)
+        self._cpu_marks: deque[tuple[float, float]] = deque()  # (monotonic s, cpu_s)
+        self.cpu_throttled = False
         self.results_dropped = 0
         self._stop = threading.Event()
         timeouts = [c.timeout_s for c in config.candidates] or [1.0]
@@ -418,6 +440,7 @@ class ShadowRunner:
         draw = sample_fraction(event.event_id, self.config.sample_salt)
         has_production = event.retrieval is not None and bool(event.retrieval.results)
         outcomes: dict[str, str] = {}
+        throttled = self.cpu_throttled
         for name, lane in self._lanes.items():
             c = lane.config
             if (
@@ -430,6 +453,8 @@ class ShadowRunner:
                 outcomes[name] = "not_sampled"
             elif self.config.require_production and not has_production:
                 outcomes[name] = "no_production"
+            elif throttled:
+                outcomes[name] = "cpu_budget"
             elif not lane.breaker.allow():
                 outcomes[name] = "breaker_open"
             elif lane.bucket is not None and not lane.bucket.try_take():
@@ -473,7 +498,8 @@ class ShadowRunner:
 
     def stats(self) -> dict[str, dict[str, Any]]:
         """Return per candidate: ``queue_depth``, ``workers``, ``abandoned_running``,
-        ``abandoned_total``, ``breaker_state``, ``breaker_opened_total``."""
+        ``abandoned_total``, ``breaker_state``, ``breaker_opened_total``, and the runner's
+        ``cpu_throttled`` (bool)."""
         out: dict[str, dict[str, Any]] = {}
         for name, lane in self._lanes.items():
             with lane.lock:
@@ -485,6 +511,7 @@ class ShadowRunner:
                 }
             row["breaker_state"] = lane.breaker.state
             row["breaker_opened_total"] = lane.breaker.opened_total
+            row["cpu_throttled"] = self.cpu_throttled
             out[name] = row
         return out
 
@@ -523,8 +550,25 @@ class ShadowRunner:
             lane.threads = [t for t in lane.threads if t.is_alive()] + [thread]
             thread.start()
 
+    def _check_cpu(self) -> None:
+        """Update :attr:`cpu_throttled` from the CPU used over the last ~second."""
+        budget = self.config.max_cpu_share
+        if budget is None:
+            return
+        now = time.monotonic()
+        with self._results_lock:
+            used = self.cpu_s
+        marks = self._cpu_marks
+        marks.append((now, used))
+        while len(marks) > 2 and now - marks[1][0] >= CPU_WINDOW_S:
+            marks.popleft()
+        start, used_then = marks[0]
+        elapsed = max(now - start, CPU_WINDOW_S / 10)
+        self.cpu_throttled = (used - used_then) / elapsed > budget
+
     def _watch(self) -> None:
         while not self._stop.wait(self.tick_s):
+            self._check_cpu()
             now = self._clock()
             for lane in self._lanes.values():
                 for ticket in lane.expire(now):
@@ -533,13 +577,20 @@ class ShadowRunner:
 
     def _work(self, lane: _Lane) -> None:
         while True:
+            while self.cpu_throttled and not self._stop.is_set():
+                self._stop.wait(self.tick_s)  # over the CPU budget: queued jobs wait too
             ticket = lane.take(self._clock)
             if ticket is None:
                 return
+            started_cpu = time.thread_time()  # the call and the agreement maths
             outcome = self._call(lane, ticket)
-            if lane.finish(ticket):
+            finished = lane.finish(ticket)
+            if finished:
                 self._record(lane, ticket, outcome, self._clock())
-            elif not lane.rejoin():
+            spent = time.thread_time() - started_cpu
+            with self._results_lock:
+                self.cpu_s += spent
+            if not finished and not lane.rejoin():
                 return
 
     def _call(self, lane: _Lane, ticket: _Ticket) -> Outcome:

@@ -275,3 +275,49 @@ def test_config_validation() -> None:
     with pytest.raises(KeyError):
         ShadowRunner(ShadowConfig(candidates=(CandidateConfig(name="c"),)), {})
     assert CandidateConfig(name="c", retriever="bm25").retriever_name == "bm25"
+
+
+class Burner:
+    """A candidate that answers at once but burns ``cpu_s`` of CPU per call."""
+
+    name = "burner"
+
+    def __init__(self, cpu_s: float) -> None:
+        self.cpu_s = cpu_s
+
+    def search(self, question: str, k: int) -> list[Any]:
+        end = time.thread_time() + self.cpu_s
+        while time.thread_time() < end:
+            pass
+        return Fixed(PRODUCTION).search(question, k)
+
+
+def _offer_for(runner: ShadowRunner, seconds: float) -> Counter[str]:
+    outcomes: Counter[str] = Counter()
+    deadline, i = time.monotonic() + seconds, 0
+    while time.monotonic() < deadline:
+        outcomes.update(runner.offer(make_event(i), {}).values())
+        i += 1
+        time.sleep(0.002)
+    return outcomes
+
+
+def test_cpu_budget_skips_offers_while_shadow_calls_use_too_much_cpu() -> None:
+    # 20 ms of CPU a call against a budget of 0.02 core-s/s: one call a second is the budget,
+    # so after the first calls the watchdog must throttle, and the CPU used stays near it.
+    with runner_for(Burner(0.02), max_cpu_share=0.02, max_concurrency=1) as runner:
+        started = time.monotonic()
+        outcomes = _offer_for(runner, 1.5)
+        elapsed = time.monotonic() - started
+        assert outcomes["cpu_budget"] > 0, outcomes
+        assert outcomes["cpu_budget"] > outcomes["queued"]
+        assert runner.cpu_s < 0.02 * elapsed + 0.3  # budget plus a window's overshoot
+    with runner_for(Burner(0.0), max_cpu_share=0.5) as cheap:
+        assert _offer_for(cheap, 0.5)["cpu_budget"] == 0  # cheap calls are never throttled
+
+
+def test_no_cpu_budget_means_no_throttling() -> None:
+    with runner_for(Burner(0.02), max_cpu_share=None, max_concurrency=1, queue_size=10_000) as r:
+        outcomes = _offer_for(r, 0.6)
+        assert outcomes["cpu_budget"] == 0 and outcomes["queued"] == sum(outcomes.values())
+        assert r.stats()["cand"]["cpu_throttled"] is False
