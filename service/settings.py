@@ -271,8 +271,8 @@ class ShadowSettings(ShadowConfig):
         known_threshold: character n-gram cosine similarity, in (0, 1], from which a live
             question counts as a near-duplicate ("known question") of a gold question.
         known_k: cut-off of the live recall@k, hit@k and reciprocal rank on known questions.
-        history: JSONL run history of scheduled/on-demand gold-set runs (``None``: the
-            ``eval.history`` file).
+        history: JSONL run history of scheduled/on-demand gold-set runs (``None``:
+            ``gold-runs.jsonl`` beside the state file, which is writable in a container).
     """
 
     production: str | None = Field(default=None, min_length=1, max_length=64)

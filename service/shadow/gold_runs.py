@@ -143,7 +143,7 @@ def run_gold_set(settings: Settings, trigger: str = "on_demand") -> dict[str, An
                 {k: v for k, v in pair.to_json().items() if k != "deltas"} for pair in pairs
             ]
     finished = time.time()
-    history = settings.shadow.history or settings.eval.history
+    history = settings.shadow.history or settings.state.path.parent / "gold-runs.jsonl"
     if history is not None:
         eval_config = settings.eval.model_dump(mode="json", exclude={"history", "misses"})
         append_history(history, [

@@ -51,7 +51,8 @@ def settings(tmp_path: Path) -> Settings:
         retrievers=[{"name": "prod", "kind": "entrypoint", "entrypoint": f"{mod}:production"},
                     {"name": "cand", "kind": "entrypoint", "entrypoint": f"{mod}:candidate"}],
         eval={"k": [1, 2], "depth": 2, "history": str(tmp_path / "runs.jsonl"), "misses": None},
-        shadow={"production": "prod", "candidates": [{"name": "new", "retriever": "cand"}]},
+        shadow={"production": "prod", "candidates": [{"name": "new", "retriever": "cand"}],
+                "history": str(tmp_path / "runs.jsonl")},
     )  # fmt: skip
 
 
@@ -101,7 +102,16 @@ def test_history_gets_one_row_per_retriever(settings: Settings, tmp_path: Path) 
 
 def test_nothing_to_run_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no retriever"):
-        run_gold_set(load_settings(eval={"history": None}))
+        run_gold_set(load_settings(state={"path": tmp_path / "state.sqlite"}))
+
+
+def test_history_defaults_to_the_state_folder(settings: Settings, tmp_path: Path) -> None:
+    state = tmp_path / "state" / "state.sqlite"
+    shadow = settings.shadow.model_copy(update={"history": None})
+    moved = settings.model_copy(update={"shadow": shadow,
+                                        "state": settings.state.model_copy(update={"path": state})})
+    run_gold_set(moved)
+    assert len((state.parent / "gold-runs.jsonl").read_text().splitlines()) == 2
 
 
 def test_background_run_feeds_the_gauges(settings: Settings) -> None:
