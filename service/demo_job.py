@@ -403,9 +403,7 @@ def run_live(
         sock.close()
         raise
     app = create_app(settings, runtime)
-    config = uvicorn.Config(
-        app, log_level="warning", timeout_graceful_shutdown=5, lifespan="on"
-    )
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5, lifespan="on")
     server = _make_server(config)
     echo(banner(settings, token, workdir))
     done = threading.Event()
