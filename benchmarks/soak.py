@@ -1,0 +1,232 @@
+"""Soak: sustained replay at a fixed rate into a real ``goldwatch serve`` (every stage on).
+
+A Tansu broker (``tests/kafka_broker.py``) carries a 4-partition topic; one ``goldwatch serve``
+subprocess (``tests/acceptance/service_process.py``) consumes it with the default analytics
+(PII, language, topic, refusal, out-of-scope, drift, harvest ...). A producer thread sends real
+query-log events (``benchmarks/streams.py``) at ``--rate`` events/s, each stamped with the wall
+clock when it is sent. A sampler scrapes ``/metrics`` every ``--scrape-s`` seconds and reads
+the process's RSS from ``/proc``:
+
+* end-to-end latency: when a scrape sees ``goldwatch_last_event_timestamp_seconds`` advance to
+  ``T``, ``scrape time - T`` is one sample (event timestamp -> metrics updated; includes up to
+  one scrape interval);
+* ``/metrics`` response time of every scrape;
+* RSS over time; growth = mean RSS of the last tenth of the run over that of the first tenth.
+
+At the end every produced message must be accounted for (processed + dead-lettered +
+duplicates). Prints a table (``--json`` for machine-readable output).
+
+Run: ``python -m benchmarks.soak --events 1000000 --rate 2000`` (about 8.5 minutes);
+``python -m benchmarks.soak --events 60000 --rate 2000`` for a short run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benchmarks.streams import encode, query_log_events
+from tests.acceptance.conftest import FAST_KAFKA
+from tests.acceptance.service_process import ServiceProcess, accounted, parse_metrics
+from tests.kafka_broker import TansuBroker
+
+PARTITIONS = 4
+POOL = 20_000  # distinct events cycled through (ids stay unique)
+
+
+@dataclass
+class Samples:
+    """What the sampler saw."""
+
+    latency_s: list[float] = field(default_factory=list)
+    scrape_s: list[float] = field(default_factory=list)
+    rss: list[tuple[float, int]] = field(default_factory=list)  # (seconds since start, bytes)
+    errors: int = 0
+
+
+def _rss_bytes(pid: int) -> int:
+    """Resident set size of ``pid`` from ``/proc/<pid>/status`` (0 when gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _produce(broker: TansuBroker, topic: str, events: int, rate: float, done: threading.Event):
+    """Send ``events`` events at ``rate``/s, each stamped with the send time."""
+    from kafka import KafkaProducer
+
+    pool = query_log_events(min(POOL, events), seed=91)
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=5, acks=1)
+    started = time.monotonic()
+    try:
+        for i in range(events):
+            due = started + i / rate
+            delay = due - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            event = dict(pool[i % len(pool)])
+            event["event_id"] = f"soak-{i}"
+            event["timestamp"] = datetime.now(UTC).isoformat(timespec="milliseconds")
+            producer.send(topic, value=encode(event), partition=i % PARTITIONS)
+        producer.flush(timeout=60)
+    finally:
+        producer.close()
+        done.set()
+
+
+def _sample(service: ServiceProcess, every_s: float, stop: threading.Event, out: Samples) -> None:
+    started = time.monotonic()
+    last_seen = 0.0
+    next_rss = 0.0
+    while not stop.is_set():
+        before = time.perf_counter()
+        try:
+            text = httpx.get(service.base_url + "/metrics", timeout=10).text
+        except httpx.HTTPError:
+            out.errors += 1
+            stop.wait(every_s)
+            continue
+        took = time.perf_counter() - before
+        now = time.time()
+        out.scrape_s.append(took)
+        newest = sum(
+            v for (n, _), v in parse_metrics(text).items()
+            if n == "goldwatch_last_event_timestamp_seconds"
+        )  # fmt: skip
+        if newest > last_seen:
+            if last_seen:
+                out.latency_s.append(now - newest)
+            last_seen = newest
+        elapsed = time.monotonic() - started
+        if elapsed >= next_rss:
+            out.rss.append((elapsed, _rss_bytes(service.process.pid)))
+            next_rss = elapsed + 1.0
+        stop.wait(max(0.0, every_s - took))
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def soak(events: int, rate: float, scrape_s: float = 0.25) -> dict[str, Any]:
+    """Run the soak and return its figures (see the module docstring)."""
+    broker = TansuBroker.start()
+    workdir = Path(tempfile.mkdtemp(prefix="goldwatch-soak-"))
+    topic = f"soak-{uuid.uuid4().hex[:8]}"
+    service: ServiceProcess | None = None
+    try:
+        broker.create_topic(topic, PARTITIONS)
+        config = {
+            "source": {"kind": "kafka"},
+            "kafka": {
+                "bootstrap_servers": broker.bootstrap_servers,
+                "topic": topic,
+                "consumer_group": f"soak-{uuid.uuid4().hex[:8]}",
+                **FAST_KAFKA,
+            },
+            "pipeline": {"max_batch_size": 500, "max_batch_wait_ms": 100, "commit_interval_s": 1},
+            "state": {"path": str(workdir / "state.sqlite")},
+        }
+        service = ServiceProcess.start(workdir, config)
+        service.wait_until(lambda s: s["ready"], timeout_s=60, what="ready")
+        samples = Samples()
+        stop, produced = threading.Event(), threading.Event()
+        sampler = threading.Thread(target=_sample, args=(service, scrape_s, stop, samples))
+        producer = threading.Thread(target=_produce, args=(broker, topic, events, rate, produced))
+        started = time.monotonic()
+        sampler.start()
+        producer.start()
+        producer.join()
+        status = service.wait_until(
+            lambda s: accounted(s["totals"]) + s["totals"]["duplicates"] >= events,
+            timeout_s=max(120.0, events / rate),
+            what="every event accounted",
+            interval_s=0.5,
+        )
+        seconds = time.monotonic() - started
+        stop.set()
+        sampler.join()
+    finally:
+        if service is not None:
+            service.terminate()
+        broker.stop()
+    tenth = max(1, len(samples.rss) // 10)
+    first = statistics.fmean(r for _, r in samples.rss[:tenth]) if samples.rss else 0.0
+    last = statistics.fmean(r for _, r in samples.rss[-tenth:]) if samples.rss else 0.0
+    totals = status["totals"]
+    return {
+        "events": events,
+        "rate_target": rate,
+        "rate_achieved": round(events / seconds, 1),
+        "seconds": round(seconds, 1),
+        "accounted": accounted(totals) + totals["duplicates"],
+        "processed": totals["processed"],
+        "dead_lettered": sum(totals["dead_lettered"].values()),
+        "latency_p50_s": round(_pct(samples.latency_s, 0.5), 3),
+        "latency_p99_s": round(_pct(samples.latency_s, 0.99), 3),
+        "latency_max_s": round(max(samples.latency_s, default=float("nan")), 3),
+        "metrics_p50_ms": round(_pct(samples.scrape_s, 0.5) * 1000, 1),
+        "metrics_p99_ms": round(_pct(samples.scrape_s, 0.99) * 1000, 1),
+        "metrics_max_ms": round(max(samples.scrape_s, default=float("nan")) * 1000, 1),
+        "metrics_scrapes": len(samples.scrape_s),
+        "rss_first_tenth_mb": round(first / 2**20, 1),
+        "rss_last_tenth_mb": round(last / 2**20, 1),
+        "rss_growth_pct": round(100 * (last - first) / first, 2) if first else float("nan"),
+        "rss_series_mb": [round(r / 2**20, 1) for _, r in samples.rss[:: max(1, tenth)]],
+        "scrape_errors": samples.errors,
+    }
+
+
+def _table(result: dict[str, Any]) -> str:
+    rows = [
+        ("events (target rate /s)", f"{result['events']:,} ({result['rate_target']:g})"),
+        ("achieved rate /s, seconds", f"{result['rate_achieved']:,} in {result['seconds']} s"),
+        ("accounted / processed / dead",
+         f"{result['accounted']:,} / {result['processed']:,} / {result['dead_lettered']:,}"),
+        ("latency p50 / p99 / max (s)",
+         f"{result['latency_p50_s']} / {result['latency_p99_s']} / {result['latency_max_s']}"),
+        ("/metrics p50 / p99 / max (ms)",
+         f"{result['metrics_p50_ms']} / {result['metrics_p99_ms']} / {result['metrics_max_ms']}"
+         f" ({result['metrics_scrapes']} scrapes)"),
+        ("RSS first / last tenth (MB)",
+         f"{result['rss_first_tenth_mb']} / {result['rss_last_tenth_mb']}"
+         f" ({result['rss_growth_pct']:+} %)"),
+        ("RSS over time (MB)", " ".join(str(x) for x in result["rss_series_mb"])),
+    ]  # fmt: skip
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: ``python -m benchmarks.soak --events N --rate R``."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=60_000)
+    parser.add_argument("--rate", type=float, default=2_000.0)
+    parser.add_argument("--scrape-s", type=float, default=0.25)
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    args = parser.parse_args(argv)
+    result = soak(args.events, args.rate, args.scrape_s)
+    print(json.dumps(result, indent=2) if args.json else _table(result))
+    return 0 if result["accounted"] == args.events else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
