@@ -15,7 +15,14 @@ class KafkaSourceConfig(BaseModel):
     """Frozen Kafka source settings; times in ms unless the name ends in ``_s`` (seconds).
 
     ``dlq_topic`` defaults to ``<topic>.dlq``. Security settings are passed through to
-    kafka-python; ``sasl_password`` is a ``SecretStr`` and is never logged.
+    kafka-python: ``security_protocol``, SASL (``PLAIN``, ``SCRAM-SHA-256``,
+    ``SCRAM-SHA-512``) with ``sasl_username`` and a password, TLS with ``ssl_cafile``,
+    ``ssl_certfile``, ``ssl_keyfile`` (+ ``ssl_password`` for an encrypted key),
+    ``ssl_crlfile`` and ``ssl_check_hostname``. Secrets come from the environment
+    (``GOLDWATCH_KAFKA__SASL_PASSWORD``, ``GOLDWATCH_KAFKA__SSL_PASSWORD``) or from files
+    (``sasl_password_file``, ``ssl_password_file``: a mounted Secret, read when the client is
+    built, one trailing newline stripped); they are ``SecretStr`` or paths and never logged
+    or printed.
 
     :raises pydantic.ValidationError: inconsistent timeouts or incomplete SASL settings.
     """
@@ -45,6 +52,11 @@ class KafkaSourceConfig(BaseModel):
     ssl_cafile: str | None = None
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
+    ssl_password: SecretStr | None = None
+    ssl_crlfile: str | None = None
+    ssl_check_hostname: bool = True
+    sasl_password_file: str | None = None
+    ssl_password_file: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -57,11 +69,35 @@ class KafkaSourceConfig(BaseModel):
     def _check(self) -> KafkaSourceConfig:
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise ValueError("heartbeat_interval_ms must be < session_timeout_ms")
+        if self.sasl_password and self.sasl_password_file:
+            raise ValueError("give sasl_password or sasl_password_file, not both")
+        if self.ssl_password and self.ssl_password_file:
+            raise ValueError("give ssl_password or ssl_password_file, not both")
         if self.security_protocol.startswith("SASL") and not (
-            self.sasl_mechanism and self.sasl_username and self.sasl_password
+            self.sasl_mechanism
+            and self.sasl_username
+            and (self.sasl_password or self.sasl_password_file)
         ):
-            raise ValueError("SASL needs sasl_mechanism, sasl_username and sasl_password")
+            raise ValueError(
+                "SASL needs sasl_mechanism, sasl_username and sasl_password (or sasl_password_file)"
+            )
         return self
+
+    @staticmethod
+    def _secret(value: SecretStr | None, path: str | None, name: str) -> str | None:
+        """The secret from the setting or its file (one trailing newline stripped).
+
+        :raises ValueError: the file cannot be read (the message names the file only).
+        """
+        if value is not None:
+            return value.get_secret_value()
+        if path is None:
+            return None
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return handle.read().removesuffix("\n").removesuffix("\r")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"cannot read {name} from {path}: {type(exc).__name__}") from None
 
     def client_kwargs(self) -> dict[str, Any]:
         """Connection and security kwargs shared by the consumer and the DLQ producer."""
@@ -74,14 +110,20 @@ class KafkaSourceConfig(BaseModel):
         optional = {
             "sasl_mechanism": self.sasl_mechanism,
             "sasl_plain_username": self.sasl_username,
-            "sasl_plain_password": (
-                self.sasl_password.get_secret_value() if self.sasl_password else None
+            "sasl_plain_password": self._secret(
+                self.sasl_password, self.sasl_password_file, "sasl_password_file"
             ),
             "ssl_cafile": self.ssl_cafile,
             "ssl_certfile": self.ssl_certfile,
             "ssl_keyfile": self.ssl_keyfile,
+            "ssl_password": self._secret(
+                self.ssl_password, self.ssl_password_file, "ssl_password_file"
+            ),
+            "ssl_crlfile": self.ssl_crlfile,
         }
         kwargs.update({k: v for k, v in optional.items() if v is not None})
+        if self.security_protocol in ("SSL", "SASL_SSL"):
+            kwargs["ssl_check_hostname"] = self.ssl_check_hostname
         return kwargs
 
     def consumer_kwargs(self) -> dict[str, Any]:
