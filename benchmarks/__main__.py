@@ -1,7 +1,12 @@
-"""Run every benchmark with one command and print the tables: ``python -m benchmarks``.
+"""Run the benchmarks with one command: ``python -m benchmarks [--quick] [--detail]``.
 
-Each figure is printed next to its reference measured in the same run (ratios: these
-machines are noisy). Sections:
+By default it prints the one summary table of issue 10 (``benchmarks/summary.py``): every
+figure next to its reference measured in the same run (ratios: these machines are noisy),
+the absolute figures alongside, the target and whether it is met. About 12 minutes on
+2 cores; ``--quick`` about 4 (smaller sizes, said in the table's notes).
+
+``--detail`` first runs the detail sections below, each printing its own table, and then
+the summary; ``--sections 1,4`` runs only those sections (no summary). Sections:
 
 1. gold-set scoring vs ranx and pytrec_eval (10,000 questions x 100 results);
 2. built-in retriever speed (bm25s vs rank-bm25, goldwatch bm25/tfidf/hybrid) on XQuAD;
@@ -12,13 +17,16 @@ machines are noisy). Sections:
 6. language identification vs plain langdetect; 7. PII scrubbing; 8. topic model quality
    and speed on CLINC150.
 
-``python -m benchmarks --quick`` runs smaller sizes (about 3 minutes).
+Other benchmarks with their own command: ``benchmarks.bench_shadow`` (shadow cost, HTTP
+candidates, agreement), ``benchmarks.bench_rss``, ``benchmarks.bench_startup``,
+``benchmarks.bench_scaleout`` (1 vs 2 serve replicas on a 4-partition topic).
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
+from collections.abc import Callable, Sequence
 
 from benchmarks import (
     bench_analytics,
@@ -28,15 +36,15 @@ from benchmarks import (
     bench_pipeline,
     bench_retrievers,
     bench_topics,
+    summary,
     xquad_eval,
 )
 
 
-def main(argv: list[str] | None = None) -> None:
-    quick = "--quick" in (argv if argv is not None else sys.argv[1:])
+def sections(quick: bool) -> list[tuple[str, Callable[[], None]]]:
+    """The detail sections, numbered 1-8, with their sizes (smaller with ``quick``)."""
     events = "20000" if quick else "100000"
-    started = time.perf_counter()
-    sections = [
+    return [
         ("1. gold-set scoring (ratio = ours / theirs; lower time is better)", bench_metrics.main),
         ("2. built-in retriever speed, XQuAD en (240 paragraphs, 1190 questions, k=10)",
          bench_retrievers.main),
@@ -49,9 +57,29 @@ def main(argv: list[str] | None = None) -> None:
         ("7. PII scrubbing", bench_pii.main),
         ("8. topics on CLINC150", bench_topics.main),
     ]  # fmt: skip
-    for title, section in sections:
-        print(f"\n== {title} ==", flush=True)
-        section()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Parse the flags; run the chosen sections and/or the summary."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks",
+                                     description="goldwatch benchmarks (issue 10)")  # fmt: skip
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (~4 minutes)")
+    parser.add_argument("--detail", action="store_true",
+                        help="run the detail sections 1-8 before the summary")  # fmt: skip
+    parser.add_argument(
+        "--sections", default="", help="comma-separated section numbers to run instead (no summary)"
+    )
+    parser.add_argument("--skip", default="", help="summary rows to skip, e.g. scaleout")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    chosen = {int(n) for n in args.sections.split(",") if n.strip()}
+    if args.detail or chosen:
+        for number, (title, section) in enumerate(sections(args.quick), 1):
+            if not chosen or number in chosen:
+                print(f"\n== {title} ==", flush=True)
+                section()
+    if not chosen:
+        summary.main([*(["--quick"] if args.quick else []), "--skip", args.skip])
     print(f"\ntotal benchmark time {time.perf_counter() - started:.1f} s")
 
 
