@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter, deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from service.events import QueryLogEvent
-from service.harvest.config import HarvestConfig
+from service.harvest.config import REASONS, HarvestConfig
 
 __all__ = ["DIMENSIONS", "CoverageTracker", "ScoreWindow", "event_reasons", "production_score"]
 
@@ -144,6 +144,7 @@ def event_reasons(
     config: HarvestConfig,
     gap: float = 0.0,
     low_confidence: bool = False,
+    active: Collection[str] | None = None,
 ) -> tuple[str, ...]:
     """The reasons (in :data:`~service.harvest.config.REASONS` order) that apply to one event.
 
@@ -152,24 +153,28 @@ def event_reasons(
             ``acl_violations``); missing keys mean "unknown", never a reason.
         gap: the larger coverage gap of its topic and language (reason from ``min_gap``).
         low_confidence: the caller's verdict from :class:`ScoreWindow`.
+        active: the reasons with weight > 0 (computed from ``config`` when ``None``; callers
+            on the live path pass it once computed).
 
     Reasons with weight 0 are left out.
     """
+    if active is None:
+        active = {r for r in REASONS if config.weight(r) > 0}
     answer, retrieval, feedback = event.answer, event.retrieval, event.feedback
     cited_missing = False
     if answer is not None and retrieval is not None and answer.citations:
         retrieved = {r.id for r in retrieval.results}
         cited_missing = any(c not in retrieved for c in answer.citations)
     rating = feedback.rating if feedback is not None else None
-    flags = {
-        "coverage_gap": gap > 0 and gap >= config.min_gap,
-        "novel": notes.get("topic") == "novel",
-        "refused": notes.get("refused") is True,
-        "answered_out_of_scope": notes.get("under_refusal") is True,
-        "low_confidence": low_confidence,
-        "shadow_disagreement": False,  # from shadow results, see HarvestStage.observe_shadow
-        "negative_feedback": rating is not None and rating < config.negative_rating,
-        "cited_not_retrieved": cited_missing,
-        "acl_violation": bool(notes.get("acl_violations")),
-    }
-    return tuple(r for r, on in flags.items() if on and config.weight(r) > 0)
+    flags = (
+        gap > 0 and gap >= config.min_gap,  # coverage_gap
+        notes.get("topic") == "novel",
+        notes.get("refused") is True,
+        notes.get("under_refusal") is True,  # answered_out_of_scope
+        low_confidence,
+        False,  # shadow_disagreement: from shadow results, see HarvestStage.observe_shadow
+        rating is not None and rating < config.negative_rating,
+        cited_missing,
+        bool(notes.get("acl_violations")),
+    )
+    return tuple(r for r, on in zip(REASONS, flags, strict=True) if on and r in active)

@@ -33,15 +33,17 @@ import logging
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import islice
 from typing import Any
 
-from service.harvest.config import HarvestConfig
+from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.neardup import NearDupIndex, Probe
 from service.harvest.ranking import priority
 from service.harvest.signals import CoverageTracker, ScoreWindow, event_reasons, production_score
 from service.harvest.store import CandidateSink, record
 from service.harvest.suggestion import Occurrence, Suggestion
 from service.harvest.text import candidate_id, normalise
+from service.pii import ANNOTATION_KEY as PII_ANNOTATION
 from service.pii import scrub
 from service.pipeline import Batch
 from service.records import GoldQuestion
@@ -96,6 +98,7 @@ class HarvestStage:
         self._dirty: set[str] = set()
         self._last_flush = float("-inf")
         self._pending: dict[str, Counter[str]] = self._empty_pending()
+        self._active = frozenset(r for r in REASONS if config.weight(r) > 0)
         gold = [(f"{_GOLD}{q.id}", normalise(q.question)) for q in known_questions]
         gold = [(key, text) for key, text in gold if text]
         for (key, _), probe in zip(gold, self.index.probes([t for _, t in gold]), strict=True):
@@ -106,17 +109,23 @@ class HarvestStage:
     def process(self, batch: Batch) -> None:
         """Pick, merge and pool the batch's events; publish when a flush is due."""
         self.coverage.update(batch.annotations)
+        config, scores = self.config, self.scores
+        active = self._active
+        gaps: dict[tuple[Any, Any], float] = {}  # the counts are fixed for the whole batch
         picked: list[tuple[Occurrence, bool]] = []
         for event, notes in zip(batch.events, batch.annotations, strict=True):
             low = False
             scored = production_score(event)
             if scored is not None:
                 retriever, best = scored
-                low = best is None or self.scores.is_low(
-                    retriever, best, self.config.low_confidence_quantile
+                low = best is None or scores.is_low(
+                    retriever, best, config.low_confidence_quantile
                 )
-            gap = self._gap(notes.get("topic"), notes.get("language"))
-            reasons = event_reasons(event, notes, self.config, gap, low)
+            labels = (notes.get("topic"), notes.get("language"))
+            gap = gaps.get(labels)
+            if gap is None:
+                gap = gaps[labels] = self._gap(*labels)
+            reasons = event_reasons(event, notes, config, gap, low, active)
             if not reasons:
                 continue
             if notes.get("known"):
@@ -189,7 +198,9 @@ class HarvestStage:
     ) -> Occurrence:
         ranking = production_ranking(event)
         channel = event.channel
-        question = scrub(event.question).text  # scrubbed upstream; again, defensively
+        question = event.question
+        if PII_ANNOTATION not in notes:  # the PII stage did not run on it: scrub here
+            question = scrub(question).text
         return Occurrence(
             event_id=event.event_id,
             timestamp=event.timestamp,
@@ -297,7 +308,7 @@ class HarvestStage:
 
     def state_snapshot(self) -> Any:
         """Suggestions, trackers and recent event ids, JSON-able."""
-        recent = list(self._recent.items())[-_SNAPSHOT_RECENT:]
+        recent = list(islice(reversed(self._recent.items()), _SNAPSHOT_RECENT))[::-1]
         return {
             "version": _VERSION,
             "suggestions": [s.to_json() for s in self.suggestions.values()],

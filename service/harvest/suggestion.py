@@ -121,9 +121,10 @@ class Suggestion:
         self.first_seen = min(self.first_seen or stamp, stamp)
         self.last_seen = max(self.last_seen, stamp)
         self.events = [*self.events, occurrence.event_id][-RECENT_EVENTS:]
-        if len(self.variants) < max_variants and occurrence.normalised not in {
-            normalise(v) for v in self.variants
-        }:
+        text = occurrence.normalised
+        # the first variant is the representative's wording: the same text needs no look
+        if (len(self.variants) < max_variants and not (self.variants and text == self.normalised)
+                and text not in {normalise(v) for v in self.variants}):  # fmt: skip
             self.variants.append(scrub(occurrence.question).text)
 
     def _pool(self, retriever: str, ranking: Sequence[str], max_pool: int) -> None:
