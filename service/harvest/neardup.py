@@ -103,8 +103,13 @@ class NearDupIndex:
         if not self._grams:
             return []
         found = []
+        size = len(probe.grams)
         for key in self._lsh.query(probe.signature):
-            score = jaccard(probe.grams, self._grams[key])
+            grams = self._grams[key]
+            # Jaccard <= smaller / larger set: most LSH candidates fail this without a set op
+            if min(size, len(grams)) < self.threshold * max(size, len(grams)):
+                continue
+            score = jaccard(probe.grams, grams)
             if score >= self.threshold:
                 found.append((key, score))
         found.sort(key=lambda row: (-row[1], row[0]))

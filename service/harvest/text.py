@@ -52,5 +52,6 @@ def jaccard(a: frozenset[bytes], b: frozenset[bytes]) -> float:
     >>> jaccard(frozenset({b"a", b"b"}), frozenset({b"b", b"c"}))
     0.3333333333333333
     """
-    union = len(a | b)
-    return len(a & b) / union if union else 0.0
+    shared = len(a & b)
+    union = len(a) + len(b) - shared
+    return shared / union if union else 0.0
