@@ -486,8 +486,8 @@ def config_check(config: Path | None) -> None:
         _fail("; ".join(missing))
 
 
+main.add_command(candidates_group)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
-
-
-main.add_command(candidates_group)

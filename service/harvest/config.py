@@ -13,7 +13,8 @@ Reasons, in report order (:data:`REASONS`), with what triggers each on one event
 ``shadow_disagreement``    a shadow candidate's RBO with production is below ``max_rbo``
 ``negative_feedback``      ``feedback.rating`` < ``negative_rating``
 ``cited_not_retrieved``    the answer cites a passage absent from the retrieved list
-``acl_violation``          the quality stage listed passages the asker may not see
+``acl_violation``          the answer cited a passage the asker's role may not read (the quality
+                           stage's ``acl_leaks``; retrieval-only violations: GET /v1/quality)
 =========================  ======================================================================
 """
 

@@ -150,7 +150,7 @@ def event_reasons(
 
     Args:
         notes: the event's annotations (``topic``, ``refused``, ``under_refusal``,
-            ``acl_violations``); missing keys mean "unknown", never a reason.
+            ``acl_leaks``); missing keys mean "unknown", never a reason.
         gap: the larger coverage gap of its topic and language (reason from ``min_gap``).
         low_confidence: the caller's verdict from :class:`ScoreWindow`.
         active: the reasons with weight > 0 (computed from ``config`` when ``None``; callers
@@ -175,6 +175,6 @@ def event_reasons(
         False,  # shadow_disagreement: from shadow results, see HarvestStage.observe_shadow
         rating is not None and rating < config.negative_rating,
         cited_missing,
-        bool(notes.get("acl_violations")),
+        bool(notes.get("acl_leaks")),  # an answer cited what the asker may not read
     )
     return tuple(r for r, on in zip(REASONS, flags, strict=True) if on and r in active)

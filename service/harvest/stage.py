@@ -1,7 +1,7 @@
 """The harvest stage: pick live questions worth a gold question, merge near-duplicates, pool.
 
 Runs after the analytics, quality, shadow and drift stages and reads their annotations
-(``topic``, ``language``, ``refused``, ``under_refusal``, ``known``, ``acl_violations``). Per
+(``topic``, ``language``, ``refused``, ``under_refusal``, ``known``, ``acl_leaks``). Per
 batch, :meth:`HarvestStage.process`:
 
 1. counts every event's topic and language (coverage gaps, :class:`CoverageTracker`) and

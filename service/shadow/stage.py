@@ -225,13 +225,16 @@ class ShadowStage:
 
     def process(self, batch: Batch) -> None:
         """Offer every event of ``batch``, then fold in the results finished so far."""
-        offers = self._pending["offers"]
+        offer = self.runner.offer
+        seen: Counter[tuple[str, str]] = Counter()
         for event, notes in zip(batch.events, batch.annotations, strict=True):
-            outcomes = self.runner.offer(event, notes)
+            outcomes = offer(event, notes)
             notes["shadow"] = outcomes
-            for name, outcome in outcomes.items():
-                self._candidates[name].offers[outcome] += 1
-                offers[name][outcome] += 1
+            seen.update(outcomes.items())
+        offers = self._pending["offers"]
+        for (name, outcome), n in seen.items():  # counted once per batch, not per event
+            self._candidates[name].offers[outcome] += n
+            offers[name][outcome] += n
         self.collect()
 
     def collect(self) -> int:

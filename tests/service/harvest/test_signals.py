@@ -25,8 +25,9 @@ def test_plain_event_has_no_reason() -> None:
         ({"rating": 0.0}, {}, ()),
         ({"citations": ["p-1", "p-9"]}, {}, ("cited_not_retrieved",)),
         ({"citations": ["p-1"]}, {}, ()),
-        ({}, {"acl_violations": ["p-7"]}, ("acl_violation",)),
-        ({}, {"acl_violations": []}, ()),
+        ({}, {"acl_leaks": ["p-7"]}, ("acl_violation",)),
+        ({}, {"acl_violations": ["p-7"]}, ()),  # retrieved but not cited: see /v1/quality
+        ({}, {"acl_leaks": []}, ()),
     ],
 )
 def test_each_reason(kwargs: dict, notes: dict, expected: tuple[str, ...]) -> None:

@@ -163,7 +163,7 @@ def test_eviction_keeps_the_highest_priorities() -> None:
     words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
              "india", "juliet", "kilo"]  # fmt: skip
     events = [event(f"e{i}", w, minute=i) for i, w in enumerate(words)]
-    notes = [{"acl_violations": ["p"]}] + [REFUSED] * 10  # alpha weighs 3.0, the rest 2.0
+    notes = [{"acl_leaks": ["p"]}] + [REFUSED] * 10  # alpha weighs 3.0, the rest 2.0
     stage.process(batch(events, notes))
     assert len(stage.suggestions) == 11  # up to 10 % over the limit: kept
     stage.process(batch([event("e99", "mike", minute=99)], [{}]))  # no reason

@@ -40,6 +40,7 @@ class FakeClock:
 
 def runner_for(retriever: Any, clock: Any = time.monotonic, **candidate: Any) -> ShadowRunner:
     shadow = {k: candidate.pop(k) for k in list(candidate) if k in ShadowConfig.model_fields}
+    shadow.setdefault("max_cpu_share", None)  # the CPU budget has its own tests
     config = ShadowConfig(candidates=(CandidateConfig(name="cand", **candidate),), **shadow)
     return ShadowRunner(config, {"cand": retriever}, clock=clock)
 
@@ -133,10 +134,11 @@ def test_failed_probe_reopens() -> None:
 
 def test_sampling_is_deterministic_and_paired() -> None:
     config = ShadowConfig(
+        max_cpu_share=None,
         candidates=(
             CandidateConfig(name="a", sample_rate=0.3),
             CandidateConfig(name="b", sample_rate=0.3),
-        )
+        ),
     )
     events = [make_event(i) for i in range(2_000)]
 

@@ -54,13 +54,14 @@ def test_real_http_candidates(flaky_server: FakeServer, hanging_server: FakeServ
     # This one's client would wait 10 s: the runner's watchdog abandons it at 0.5 s.
     stubborn = HttpRetriever(hanging_server.url, name="stubborn", timeout_s=10, retries=0)
     config = ShadowConfig(
+        max_cpu_share=None,  # the CPU budget has its own tests
         candidates=(
             CandidateConfig(name="flaky", max_concurrency=4, failure_threshold=1_000),
             CandidateConfig(name="polite", timeout_s=1.0, max_concurrency=2, queue_size=4),
             CandidateConfig(
                 name="stubborn", timeout_s=0.5, max_concurrency=2, max_abandoned=2, queue_size=4
             ),
-        )
+        ),
     )
     retrievers = {"flaky": flaky, "polite": polite, "stubborn": stubborn}
     runner = ShadowRunner(config, retrievers)

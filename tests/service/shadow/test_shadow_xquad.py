@@ -19,6 +19,7 @@ def test_production_as_its_own_candidate_agrees_and_tfidf_does_not(shared_data: 
     bm25 = BM25Retriever(passages, name="bm25")
     traffic = build_traffic(bm25, per_language=15)
     config = ShadowConfig(
+        max_cpu_share=None,  # the CPU budget has its own tests
         candidates=(
             CandidateConfig(name="bm25", queue_size=1_000, timeout_s=30),
             CandidateConfig(name="tfidf", queue_size=1_000, timeout_s=30),

@@ -25,6 +25,7 @@ class Rotating(Fixed):
 
 def build(max_disagreements: int = 3, max_label_values: int = 3, **more: Any) -> ShadowStage:
     config = ShadowConfig(
+        max_cpu_share=None,  # the CPU budget has its own tests
         candidates=(CandidateConfig(name="same"), CandidateConfig(name="rot", **more)),
         max_disagreements=max_disagreements,
         max_label_values=max_label_values,
@@ -111,7 +112,8 @@ def test_pending_observations_are_increments(stage: ShadowStage) -> None:
 
 def test_errors_and_skips_are_counted() -> None:
     config = ShadowConfig(
-        candidates=(CandidateConfig(name="bad", failure_threshold=2, sample_rate=0.5),)
+        max_cpu_share=None,  # the CPU budget has its own tests
+        candidates=(CandidateConfig(name="bad", failure_threshold=2, sample_rate=0.5),),
     )
     stage = ShadowStage(ShadowRunner(config, {"bad": Switch()}))
     stage.process(Batch.of([make_event(i) for i in range(200)], source="test"))
