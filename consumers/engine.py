@@ -142,6 +142,9 @@ class Engine:
         #: Resume positions of resumable sources (files) after the last settled batch: newer
         #: than the checkpoint when a checkpoint failed. Cleared when the state is reloaded.
         self.positions: dict[str, Any] = {}
+        #: ``time.monotonic()`` of the last successful checkpoint (``None``: none yet), so a
+        #: caller can tell that an earlier state error has been recovered from.
+        self.last_checkpoint_s: float | None = None
 
     def restore(self) -> None:
         """Load stage states, totals and applied offsets from the state store.
@@ -240,6 +243,7 @@ class Engine:
             updates[APPLIED_KEY] = applied
             updates.update(extra or {})
             self.state.checkpoint(updates)
+            self.last_checkpoint_s = time.monotonic()
 
     def _drop_redelivered(self, messages: Sequence[RawMessage]) -> list[RawMessage]:
         fresh = []
