@@ -25,6 +25,43 @@ class KafkaSourceConfig(BaseModel):
     or printed.
 
     :raises pydantic.ValidationError: inconsistent timeouts or incomplete SASL settings.
+
+    Attributes:
+        bootstrap_servers: ``host:port`` of one or more brokers (a string or a list).
+        topic: the query-log topic to consume.
+        consumer_group: the consumer group; replicas of one deployment share it and split the
+            topic's partitions (replicas beyond the partition count stay idle).
+        client_id: the Kafka client id (broker logs, quotas).
+        auto_offset_reset: where a group without committed offsets starts: ``earliest``
+            (the whole retained log) or ``latest`` (new events only).
+        max_poll_records: most records one poll returns (the micro-batch's upper bound).
+        session_timeout_ms: the broker drops a member silent this long (ms) and rebalances.
+        heartbeat_interval_ms: member heartbeat period (ms), below ``session_timeout_ms``.
+        max_poll_interval_ms: longest gap between polls (ms) before the member is dropped.
+        request_timeout_ms: timeout of one broker request (ms).
+        dlq_topic: dead-letter topic (default ``<topic>.dlq``): each unusable event with its
+            reason in the headers.
+        commit_interval_s: seconds between offset commits (after a state checkpoint); 0
+            commits after every batch.
+        lag_interval_s: seconds between consumer-lag measurements (``goldwatch_consumer_lag``).
+        probe_interval_s: seconds between broker reachability probes (``/readyz``).
+        probe_timeout_ms: timeout of one probe (ms).
+        ready_stale_after_s: ``/readyz`` fails when the last successful poll or probe is
+            older than this (seconds).
+        security_protocol: ``PLAINTEXT``, ``SSL``, ``SASL_PLAINTEXT`` or ``SASL_SSL``.
+        sasl_mechanism: ``PLAIN``, ``SCRAM-SHA-256`` or ``SCRAM-SHA-512`` (with SASL).
+        sasl_username: SASL user name.
+        sasl_password: SASL password (secret: set it with ``GOLDWATCH_KAFKA__SASL_PASSWORD``
+            or use ``sasl_password_file``; never logged, masked by ``config check``).
+        ssl_cafile: CA bundle (PEM) that signed the brokers' certificates.
+        ssl_certfile: client certificate (PEM) for mutual TLS.
+        ssl_keyfile: client private key (PEM) for mutual TLS.
+        ssl_password: password of an encrypted ``ssl_keyfile`` (secret, like
+            ``sasl_password``; ``GOLDWATCH_KAFKA__SSL_PASSWORD``).
+        ssl_crlfile: certificate revocation list (PEM) checked against the brokers.
+        ssl_check_hostname: check that the broker certificate matches its host name.
+        sasl_password_file: read the SASL password from this file (a mounted Secret).
+        ssl_password_file: read the key password from this file (a mounted Secret).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

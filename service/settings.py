@@ -70,6 +70,8 @@ class RetrieverConfig(_Frozen):
         timeout_s: per-request timeout in seconds (``http``).
         retries: retries after the first attempt (``http``), with exponential backoff.
         backoff_s: first backoff in seconds; doubles each retry, with jitter.
+        headers: HTTP headers sent with every request (``http``), e.g. an ``Authorization``
+            header; their values are masked by ``config check`` and never logged.
         params: extra keyword arguments for the retriever's constructor.
     """
 

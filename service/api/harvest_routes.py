@@ -86,7 +86,7 @@ def list_candidates(
 
 @router.post("/{candidate_id}/accept")
 async def accept_candidate(
-    candidate_id: CandidateId, body: AcceptBody, labelling: LabellingDep, _: TokenDep
+    _: TokenDep, candidate_id: CandidateId, body: AcceptBody, labelling: LabellingDep
 ) -> dict[str, Any]:
     """Append the suggestion to the gold-set file with a fresh id; 409 if already decided."""
     try:
@@ -97,7 +97,7 @@ async def accept_candidate(
 
 @router.post("/{candidate_id}/reject")
 async def reject_candidate(
-    candidate_id: CandidateId, body: RejectBody, labelling: LabellingDep, _: TokenDep
+    _: TokenDep, candidate_id: CandidateId, body: RejectBody, labelling: LabellingDep
 ) -> dict[str, Any]:
     """Keep a rejection with its (scrubbed) reason; 409 if already decided."""
     try:

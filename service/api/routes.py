@@ -85,7 +85,7 @@ def _split_events(body: bytes, limit: int) -> list[bytes]:
     """A JSON array becomes one message per element; anything else is one message."""
     try:
         parsed = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return [body]  # the decoder dead-letters it with its precise reason
     if not isinstance(parsed, list):
         return [body]
@@ -94,7 +94,12 @@ def _split_events(body: bytes, limit: int) -> list[bytes]:
             status.HTTP_413_CONTENT_TOO_LARGE,
             f"at most {limit} events per request",
         )
-    return [json.dumps(item, ensure_ascii=False).encode("utf-8") for item in parsed]
+    # ASCII escapes keep a lone surrogate (a producer cut an emoji) encodable: the decoder
+    # turns it into U+FFFD as it does for a single event.
+    try:
+        return [json.dumps(item).encode("ascii") for item in parsed]
+    except RecursionError:
+        return [body]  # too deep to re-encode: dead-lettered whole
 
 
 @router.post(

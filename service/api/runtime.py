@@ -305,6 +305,7 @@ class Runtime:
         self._thread: threading.Thread | None = None
         self._finished = False
         self.last_error: str | None = None
+        self._error_at = 0.0
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -353,6 +354,7 @@ class Runtime:
                 return
             except Exception as exc:  # the API keeps serving; retry with backoff
                 self.last_error = f"{type(exc).__name__}: {exc}"
+                self._error_at = time.monotonic()
                 log.error("consumer stopped (%s); retrying in %.1f s", self.last_error, backoff)
                 self._source = None
                 self.stop_event.wait(backoff)
@@ -372,8 +374,17 @@ class Runtime:
 
     # -- queries -------------------------------------------------------------------------
 
+    def _clear_recovered_error(self) -> None:
+        """A consumer error is over once a checkpoint succeeded after it (a Kafka loop never
+        returns, so the retry's success is seen here, not where ``run`` returns)."""
+        done = self.engine.last_checkpoint_s
+        if self.last_error is not None and done is not None and done > self._error_at:
+            self.last_error = None
+
     def ready(self) -> tuple[bool, list[str]]:
-        """Return ``(ready, reasons it is not)``: state open, source open/assigned."""
+        """Return ``(ready, reasons it is not)``: state open, source open/assigned, no
+        consumer error since the last successful checkpoint."""
+        self._clear_recovered_error()
         reasons = []
         if self.settings.source.kind != "none" and not self._finished:
             source = self._source

@@ -154,12 +154,6 @@ def test_disk_full_then_freed_counts_exactly_and_never_backwards(
     assert processed == run["produced"].good, "replayed events counted twice in /metrics"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="service/api/runtime.py: Runtime._consume clears last_error only when run() "
-    "returns, which a Kafka loop never does, so one recovered error keeps /readyz at 503 "
-    "forever",
-)
 def test_disk_full_then_freed_ready_again(disk_full_run: dict[str, Any]) -> None:
     assert disk_full_run["ready_again"], disk_full_run["log"]
 
