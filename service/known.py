@@ -50,6 +50,7 @@ from scipy import sparse
 from sklearn.feature_extraction.text import HashingVectorizer
 from sklearn.preprocessing import normalize as l2_normalize
 
+from service.batch_cache import BatchCache
 from service.goldset import GoldSet
 from service.ir_metrics import hit_rate_at_k, recall_at_k, reciprocal_rank
 from service.records import GoldQuestion
@@ -101,13 +102,20 @@ class KnownQuestionIndex:
         gold: the gold set (every row, answerable or not, can be matched).
         threshold: smallest cosine similarity, in (0, 1], that counts as a match.
         ngram_range: character n-gram sizes ``(min_n, max_n)``, ``1 <= min_n <= max_n``.
+        cache_size: normalised questions whose match is remembered (live traffic repeats
+            itself; the n-gram transform is the stage's main cost), ``0``: none.
 
     Raises:
-        ValueError: ``threshold`` outside (0, 1], a bad ``ngram_range``, or an empty gold set.
+        ValueError: ``threshold`` outside (0, 1], a bad ``ngram_range``, an empty gold set or
+            ``cache_size < 0``.
     """
 
     def __init__(
-        self, gold: GoldSet, threshold: float = 0.9, ngram_range: tuple[int, int] = (3, 5)
+        self,
+        gold: GoldSet,
+        threshold: float = 0.9,
+        ngram_range: tuple[int, int] = (3, 5),
+        cache_size: int = 65_536,
     ) -> None:
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], got {threshold}")
@@ -137,6 +145,7 @@ class KnownQuestionIndex:
         self._exact: dict[str, int] = {}
         for i, text in enumerate(texts):
             self._exact.setdefault(text, i)
+        self._cache: BatchCache[KnownMatch | None] = BatchCache(cache_size)
 
     def _weigh(self, counts: sparse.csr_matrix) -> sparse.csr_matrix:
         """Return ``counts`` × IDF, each row scaled to unit L2 norm (in place)."""
@@ -163,7 +172,10 @@ class KnownQuestionIndex:
         """
         if not questions:
             return []
-        texts = [normalize(q) for q in questions]
+        return self._cache.get_many([normalize(q) for q in questions], self._match_normalised)
+
+    def _match_normalised(self, texts: list[str]) -> list[KnownMatch | None]:
+        """:meth:`match_many` on distinct normalised texts not in the cache."""
         sims = (self._weigh(self._hasher.transform(texts).tocsr()) @ self._gold_t).toarray()
         best = sims.argmax(axis=1)
         out: list[KnownMatch | None] = []

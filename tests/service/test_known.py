@@ -83,9 +83,8 @@ def test_numbers_must_agree(index: KnownQuestionIndex) -> None:
     assert match is not None and match.gold_id == "q-3"
 
 
-def test_one_transform_and_one_product_per_batch(
-    index: KnownQuestionIndex, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_one_transform_and_one_product_per_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    index = KnownQuestionIndex(gold_set())  # a fresh cache
     calls: list[int] = []
     original = index._hasher.transform
 
@@ -96,9 +95,13 @@ def test_one_transform_and_one_product_per_batch(
     monkeypatch.setattr(index._hasher, "transform", counting)
     questions = [MCA, LIBRARY, "unrelated question", CUP] * 50
     matches = index.match_many(questions)
-    assert calls == [200]
+    assert calls == [4]  # one transform of the batch's distinct questions
     assert [m and m.gold_id for m in matches[:4]] == ["q-1", "q-2", None, "q-3"]
-    assert index.match_many([]) == [] and calls == [200]
+    assert [m and m.gold_id for m in matches] == [m and m.gold_id for m in matches[:4]] * 50
+    assert index.match_many([]) == [] and calls == [4]
+    # remembered: a later batch transforms only the questions it has not seen
+    again = index.match_many([LIBRARY.upper(), "another unrelated one"])
+    assert calls == [4, 1] and again[0] is not None and again[0].gold_id == "q-2"
 
 
 @pytest.mark.parametrize(
