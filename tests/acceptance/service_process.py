@@ -236,7 +236,7 @@ class ServiceProcess:
     def wait_until(
         self,
         predicate: Callable[[dict[str, Any]], bool],
-        timeout_s: float = 60.0,
+        timeout_s: float = 240.0,
         what: str = "condition",
         interval_s: float = 0.05,
     ) -> dict[str, Any]:
