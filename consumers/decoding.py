@@ -98,6 +98,14 @@ def decode(message: RawMessage, mapping: FieldMapping, max_event_bytes: int) -> 
     """
     if max_event_bytes < 1:
         raise ValueError(f"max_event_bytes must be >= 1, got {max_event_bytes}")
+    return _decode(message, mapping, mapping.optional_guards, max_event_bytes)
+
+
+def _decode(
+    message: RawMessage, mapping: FieldMapping, guards: tuple[bytes, ...], max_event_bytes: int
+) -> QueryLogEvent:
+    """:func:`decode` with the mapping's alias guards looked up once by the caller (a
+    pydantic private attribute costs about a microsecond per read)."""
     value = message.value
     if value is None:
         raise DecodeError("tombstone", "message value is null (tombstone)")
@@ -110,7 +118,7 @@ def decode(message: RawMessage, mapping: FieldMapping, max_event_bytes: int) -> 
         event = QueryLogEvent.model_validate_json(value)
     except ValidationError:
         return _decode_slow(value, mapping)  # re-does the work and names the precise problem
-    if _complete(event) or not _may_use_aliases(value, mapping):
+    if _complete(event) or not _may_use_aliases(value, guards):
         return event
     return _decode_slow(value, mapping)
 
@@ -127,11 +135,14 @@ def decode_batch(
     Raises:
         ValueError: ``max_event_bytes < 1``.
     """
+    if max_event_bytes < 1:
+        raise ValueError(f"max_event_bytes must be >= 1, got {max_event_bytes}")
     decoded: list[tuple[RawMessage, QueryLogEvent]] = []
     dead: list[DeadLetter] = []
+    guards = mapping.optional_guards
     for message in messages:
         try:
-            decoded.append((message, decode(message, mapping, max_event_bytes)))
+            decoded.append((message, _decode(message, mapping, guards, max_event_bytes)))
         except DecodeError as error:
             dead.append(DeadLetter(message, error.reason, error.detail))
     return decoded, dead
@@ -149,9 +160,13 @@ def _complete(event: QueryLogEvent) -> bool:
     )
 
 
-def _may_use_aliases(value: bytes, mapping: FieldMapping) -> bool:
-    """True if an alias of ``answer``/``results`` may be present (a ``\\u``-escaped key too)."""
-    return any(guard in value for guard in mapping.optional_guards)
+def _may_use_aliases(value: bytes, guards: tuple[bytes, ...]) -> bool:
+    """True if an alias of ``answer``/``results`` may be present (a ``\\u``-escaped key too);
+    ``guards`` is :attr:`FieldMapping.optional_guards`."""
+    for guard in guards:
+        if guard in value:
+            return True
+    return False
 
 
 def _decode_slow(value: bytes, mapping: FieldMapping) -> QueryLogEvent:
