@@ -25,6 +25,20 @@ with the source offsets in one checkpoint, so after a crash the replayed events 
 same suggestions; sinks get whole records keyed by id, never increments. Beyond
 ``max_suggestions`` the lowest-priority suggestions are evicted from memory (records already
 published stay in the sinks).
+
+Incremental snapshots: when a sink is a :class:`~service.harvest.store.CandidateRepository`
+(the state store's ``harvest/candidate/<id>`` keys in the service), a snapshot lists the ids
+of every suggestion held but carries in full only those whose record there is not their
+current state (the *stale* ones); :meth:`HarvestStage.restore` rebuilds the others from their
+records (:meth:`Suggestion.from_record`). So a checkpoint costs what changed, not all
+``max_suggestions``. The rule that keeps a restore exact: a record the last snapshot relies on
+is never overwritten before the next snapshot carries that suggestion in full. So a
+suggestion clean at the last snapshot and changed since waits (for every sink, at most one
+checkpoint interval); the others are written to the repository by :meth:`state_snapshot`
+itself, just before its checkpoint, so that this snapshot can rely on them (the other sinks
+still get them at the flush interval). ``flush(force=True)`` (at shutdown, after the final
+checkpoint) publishes everything. Without a repository sink every suggestion is carried in
+full, as in snapshot version 1 (still read).
 """
 
 from __future__ import annotations
@@ -40,7 +54,7 @@ from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.neardup import NearDupIndex, Probe
 from service.harvest.ranking import priority
 from service.harvest.signals import CoverageTracker, ScoreWindow, event_reasons, production_score
-from service.harvest.store import CandidateSink, record
+from service.harvest.store import CandidateRepository, CandidateSink, record
 from service.harvest.suggestion import Occurrence, Suggestion
 from service.harvest.text import candidate_id, normalise
 from service.pii import ANNOTATION_KEY as PII_ANNOTATION
@@ -56,7 +70,8 @@ log = logging.getLogger(__name__)
 #: Pool name of the production retriever.
 PRODUCTION = "production"
 _GOLD = "gold:"
-_VERSION = 1
+_VERSION = 2
+_READ_VERSIONS = (1, 2)
 _RECENT_EVENTS = 50_000
 _SNAPSHOT_RECENT = 5_000
 _EXACT_CACHE = 200_000
@@ -95,7 +110,10 @@ class HarvestStage:
         self._exact: dict[str, str] = {}  # normalised text -> suggestion id
         self._known: set[str] = set()  # normalised texts near a gold question
         self._recent: OrderedDict[str, str] = OrderedDict()  # event id -> suggestion id
-        self._dirty: set[str] = set()
+        self._dirty: set[str] = set()  # changed since published to every sink
+        self._stale: set[str] = set()  # changed since published to the repository sink
+        self._held: set[str] = set()  # clean in the last snapshot: it relies on their records
+        self._repository = next((s for s in self.sinks if isinstance(s, CandidateRepository)), None)
         self._last_flush = float("-inf")
         self._pending: dict[str, Counter[str]] = self._empty_pending()
         self._active = frozenset(r for r in REASONS if config.weight(r) > 0)
@@ -171,12 +189,19 @@ class HarvestStage:
 
     def flush(self, force: bool = False) -> int:
         """Publish changed suggestions when ``flush_interval_s`` has passed (or ``force``);
-        return how many records were published (0 when not due or a sink failed)."""
+        return how many records were published (0 when not due or a sink failed).
+
+        Without ``force``, suggestions the last snapshot relies on the records of wait for
+        the next snapshot (module docstring)."""
         now = self.clock()
         if not self._dirty or not (force or now - self._last_flush >= self.config.flush_interval_s):
             return 0
+        held = () if force else self._held
+        due = sorted(sid for sid in self._dirty if sid not in held)
+        if not due:
+            return 0
         records = [record(self.suggestions[sid], self.config)
-                   for sid in sorted(self._dirty) if sid in self.suggestions]  # fmt: skip
+                   for sid in due if sid in self.suggestions]  # fmt: skip
         for sink in self.sinks:
             try:
                 sink.publish(records)
@@ -184,7 +209,8 @@ class HarvestStage:
                 log.warning("harvest sink %s failed: %s", type(sink).__name__, type(exc).__name__)
                 self._pending["sink_failures"][type(sink).__name__] += 1
                 return 0
-        self._dirty.clear()
+        self._dirty.difference_update(due)
+        self._stale.difference_update(due)
         self._last_flush = now
         return len(records)
 
@@ -262,6 +288,7 @@ class HarvestStage:
         config = self.config
         if suggestion.add(occurrence, config.max_variants, config.pool_k, config.max_pool):
             self._dirty.add(sid)
+            self._stale.add(sid)
             self._pending["reasons"].update(occurrence.reasons)
             if occurrence.count:
                 self._recent[occurrence.event_id] = sid
@@ -278,6 +305,7 @@ class HarvestStage:
             del self.suggestions[suggestion.id]
             self.index.remove(suggestion.id)
             self._dirty.discard(suggestion.id)
+            self._stale.discard(suggestion.id)
         self._exact = {t: s for t, s in self._exact.items() if s in self.suggestions}
         self._pending["evicted"]["suggestions"] += len(ranked) - limit
 
@@ -307,11 +335,34 @@ class HarvestStage:
         return [record(self.suggestions[sid], self.config) for sid in sorted(self.suggestions)]
 
     def state_snapshot(self) -> Any:
-        """Suggestions, trackers and recent event ids, JSON-able."""
+        """Trackers, recent event ids, the ids of the suggestions held (in order) and, in
+        full, those whose record in the repository sink is stale (all of them without one);
+        JSON-able.
+
+        First writes to the repository sink the stale records the previous snapshot does not
+        rely on (module docstring), so that this one can rely on them."""
         recent = list(islice(reversed(self._recent.items()), _SNAPSHOT_RECENT))[::-1]
+        repository, stale = self._repository, self._stale
+        if repository is None:
+            full = list(self.suggestions.values())
+            self._held = set()
+        else:
+            ready = [sid for sid in self.suggestions if sid in stale and sid not in self._held]
+            if ready:
+                try:
+                    config = self.config
+                    repository.publish([record(self.suggestions[sid], config) for sid in ready])
+                    stale.difference_update(ready)
+                except Exception as exc:  # the snapshot then carries them in full
+                    name = type(repository).__name__
+                    log.warning("harvest sink %s failed: %s", name, type(exc).__name__)
+                    self._pending["sink_failures"][name] += 1
+            full = [s for sid, s in self.suggestions.items() if sid in stale]
+            self._held = self.suggestions.keys() - stale
         return {
             "version": _VERSION,
-            "suggestions": [s.to_json() for s in self.suggestions.values()],
+            "ids": list(self.suggestions),
+            "suggestions": [s.to_json() for s in full],
             "coverage": self.coverage.state(),
             "scores": self.scores.state(),
             "recent": recent,
@@ -319,10 +370,23 @@ class HarvestStage:
         }
 
     def restore(self, state: Any) -> None:
-        """Load a :meth:`state_snapshot`; ``None`` or another version starts empty."""
-        if not isinstance(state, Mapping) or state.get("version") != _VERSION:
+        """Load a :meth:`state_snapshot` (version 1 or 2); ``None`` or another version
+        starts empty. Suggestions not carried in full are read from the repository sink; one
+        missing there is logged and left out."""
+        if not isinstance(state, Mapping) or state.get("version") not in _READ_VERSIONS:
             return
-        rows = [Suggestion.from_json(row) for row in state.get("suggestions", [])]
+        full = {str(row["id"]): row for row in state.get("suggestions", [])}
+        ids = [str(sid) for sid in state.get("ids", full)]
+        stored = self._stored_records([sid for sid in ids if sid not in full])
+        rows: list[Suggestion] = []
+        for sid in ids:
+            if sid in full:
+                rows.append(Suggestion.from_json(full[sid]))
+            elif sid in stored:
+                rows.append(Suggestion.from_record(stored[sid]))
+        if len(rows) < len(ids):
+            log.warning("harvest restore: %d suggestions had no published record",
+                        len(ids) - len(rows))  # fmt: skip
         probes = self.index.probes([s.normalised for s in rows]) if rows else []
         for suggestion, probe in zip(rows, probes, strict=True):
             self.suggestions[suggestion.id] = suggestion
@@ -332,3 +396,16 @@ class HarvestStage:
         self.scores.load(state.get("scores", {}))
         self._recent = OrderedDict((str(e), str(s)) for e, s in state.get("recent", []))
         self._dirty = {sid for sid in state.get("dirty", []) if sid in self.suggestions}
+        self._stale = {sid for sid in full if sid in self.suggestions}
+        self._held = {sid for sid in stored if sid in self.suggestions}
+
+    def _stored_records(self, ids: Sequence[str]) -> dict[str, Mapping[str, Any]]:
+        """The repository sink's records of ``ids`` that it has."""
+        repository = self._repository
+        if not ids or repository is None:
+            return {}
+        get_many = getattr(repository, "get_many", None)
+        if callable(get_many):
+            return dict(get_many(ids))
+        found = ((sid, repository.get(sid)) for sid in ids)
+        return {sid: row for sid, row in found if row is not None}

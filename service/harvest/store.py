@@ -10,7 +10,8 @@ after a restart, a redelivery, or from two replicas — leaves one entry per id.
 * :class:`CandidateRepository` — records and labelling decisions, read back by id.
   :class:`MemoryCandidates` (tests, replay) and :class:`StateStoreCandidates` (keys
   ``harvest/candidate/<id>`` and ``harvest/decision/<id>`` of the SQLite state store, so
-  ``goldwatch candidates export`` can read a stopped service's state file).
+  ``goldwatch candidates export`` can read a stopped service's state file). Both also have
+  ``get_many(ids)``, which the harvest stage uses to rebuild suggestions on a restart.
 
 A decision is ``{"status": "accepted" | "rejected", "decided_at": RFC 3339, ...}``; accepted
 ones add ``gold_id``, ``gold``, ``kind``; rejected ones ``reason``.
@@ -98,6 +99,12 @@ class MemoryCandidates:
         with self._lock:
             return [dict(row) for _, row in sorted(self._records.items())]
 
+    def get_many(self, candidate_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """``{id: record}`` of the ``candidate_ids`` held."""
+        with self._lock:
+            found = ((cid, self._records.get(cid)) for cid in candidate_ids)
+            return {cid: dict(row) for cid, row in found if row is not None}
+
     def decision(self, candidate_id: str) -> dict[str, Any] | None:
         with self._lock:
             found = self._decisions.get(candidate_id)
@@ -132,6 +139,10 @@ class StateStoreCandidates:
     def all(self) -> list[dict[str, Any]]:
         return list(self._read(CANDIDATE_PREFIX).values())
 
+    def get_many(self, candidate_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """``{id: record}`` of the ``candidate_ids`` stored (read in chunks)."""
+        return self._read(CANDIDATE_PREFIX, [CANDIDATE_PREFIX + cid for cid in candidate_ids])
+
     def decision(self, candidate_id: str) -> dict[str, Any] | None:
         return self.store.get(DECISION_PREFIX + candidate_id)  # type: ignore[no-any-return]
 
@@ -141,8 +152,8 @@ class StateStoreCandidates:
     def decide(self, candidate_id: str, decision: Mapping[str, Any]) -> None:
         self.store.checkpoint({DECISION_PREFIX + candidate_id: dict(decision)})
 
-    def _read(self, prefix: str) -> dict[str, dict[str, Any]]:
-        keys = self.store.keys(prefix)
+    def _read(self, prefix: str, keys: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+        keys = self.store.keys(prefix) if keys is None else keys
         out: dict[str, dict[str, Any]] = {}
         for start in range(0, len(keys), _CHUNK):
             values = self.store.get_many(keys[start : start + _CHUNK])

@@ -17,7 +17,8 @@ disagreeing shadow result) and keeps, bounded:
 * ``language``, ``topic``, ``role``, ``source`` (``real`` or ``generated``) of the first
   occurrence, and ``gap`` — the largest coverage gap of its topic or language, in [0, 1].
 
-:meth:`Suggestion.to_json` / :meth:`Suggestion.from_json` round-trip through plain JSON.
+:meth:`Suggestion.to_json` / :meth:`Suggestion.from_json` round-trip through plain JSON;
+:meth:`Suggestion.from_record` rebuilds one from its published record.
 """
 
 from __future__ import annotations
@@ -67,7 +68,12 @@ class Occurrence(NamedTuple):
 
 @dataclass
 class Suggestion:
-    """A suggested gold question (shape in the module docstring); mutable while harvested."""
+    """A suggested gold question (shape in the module docstring); mutable while harvested.
+
+    ``events`` and ``variants`` are tuples, replaced when they change: thousands of
+    suggestions are held, and tuples of strings (like dictionaries of strings and numbers)
+    are not walked by the garbage collector's full collections, where lists would be.
+    """
 
     id: str
     question: str
@@ -79,9 +85,9 @@ class Suggestion:
     count: int = 0
     first_seen: str = ""
     last_seen: str = ""
-    events: list[str] = field(default_factory=list)
+    events: tuple[str, ...] = ()
     reasons: dict[str, int] = field(default_factory=dict)
-    variants: list[str] = field(default_factory=list)
+    variants: tuple[str, ...] = ()
     pool: dict[str, dict[str, int]] = field(default_factory=dict)
     gap: float = 0.0
 
@@ -120,12 +126,12 @@ class Suggestion:
         stamp = occurrence.timestamp.isoformat().replace("+00:00", "Z")
         self.first_seen = min(self.first_seen or stamp, stamp)
         self.last_seen = max(self.last_seen, stamp)
-        self.events = [*self.events, occurrence.event_id][-RECENT_EVENTS:]
+        self.events = (*self.events, occurrence.event_id)[-RECENT_EVENTS:]
         text = occurrence.normalised
         # the first variant is the representative's wording: the same text needs no look
         if (len(self.variants) < max_variants and not (self.variants and text == self.normalised)
                 and text not in {normalise(v) for v in self.variants}):  # fmt: skip
-            self.variants.append(scrub(occurrence.question).text)
+            self.variants = (*self.variants, scrub(occurrence.question).text)
 
     def _pool(self, retriever: str, ranking: Sequence[str], max_pool: int) -> None:
         for rank, passage in enumerate(ranking, start=1):
@@ -161,4 +167,21 @@ class Suggestion:
         Raises:
             KeyError, TypeError: ``data`` lacks ``id``, ``question`` or ``normalised``.
         """
-        return cls(**{name: data[name] for name in cls.__dataclass_fields__ if name in data})
+        suggestion = cls(**{name: data[name] for name in cls.__dataclass_fields__ if name in data})
+        suggestion.events = tuple(suggestion.events)
+        suggestion.variants = tuple(suggestion.variants)
+        return suggestion
+
+    @classmethod
+    def from_record(cls, data: Mapping[str, Any]) -> Suggestion:
+        """Rebuild from a published record (:func:`service.harvest.store.record`: the
+        :meth:`to_json` fields plus derived ones, which are ignored), copying every container
+        so that merging into the suggestion never changes the record it was read from.
+
+        Raises:
+            KeyError, TypeError: ``data`` lacks ``id``, ``question`` or ``normalised``.
+        """
+        suggestion = cls.from_json(data)
+        suggestion.reasons = dict(suggestion.reasons)
+        suggestion.pool = {pid: dict(by) for pid, by in suggestion.pool.items()}
+        return suggestion

@@ -10,10 +10,11 @@ import pytest
 
 from service.harvest.config import HarvestConfig
 from service.harvest.stage import HarvestStage
-from service.harvest.store import MemoryCandidates
+from service.harvest.store import MemoryCandidates, StateStoreCandidates
 from service.records import GoldQuestion
 from service.shadow.agreement import compare
 from service.shadow.runner import ShadowResult
+from service.state import StateStore
 from tests.service.harvest.helpers import T0, batch, event
 
 CONFIG = HarvestConfig(flush_interval_s=0.0)
@@ -117,6 +118,10 @@ def test_restart_from_checkpoint_and_replay_gives_the_same_records() -> None:
     restarted = HarvestStage(CONFIG, sinks=[repo])
     restarted.restore(saved)
     restarted.process(batch(events[2:], notes[2:]))  # the source replays from the checkpoint
+    # a suggestion the restored snapshot took from its record is republished once the next
+    # checkpoint's snapshot carries it in full
+    restarted.state_snapshot()
+    restarted.flush()
     assert repo.all() == straight_repo.all()
     assert len(repo.all()) == 3
 
@@ -186,3 +191,64 @@ def test_generated_channel_and_pii_are_kept_apart() -> None:
     assert row["source"] == "generated"
     assert row["question"] == "mail me at <EMAIL> about hostel fees"
     assert "@" not in json.dumps(stage.state_snapshot())
+
+
+def test_snapshot_carries_only_changed_suggestions_and_restart_rebuilds_the_rest() -> None:
+    """Records in the state store stand in for the clean suggestions of a checkpoint; a
+    suggestion changed after it is not republished before the next one, so a crash and a
+    replay of more events than a suggestion remembers still count each event once."""
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
+    first = [event(f"a{i}", f"{w} hostel fees", minute=i) for i, w in enumerate(words)]
+    # 12 later events on one question: more than the 8 event ids a suggestion keeps
+    later = [event(f"b{i}", "alpha hostel fees", minute=10 + i) for i in range(12)]
+    later.append(event("b99", "golf hostel fees", minute=30))
+
+    def run_straight() -> list[dict[str, Any]]:
+        repo = MemoryCandidates()
+        stage = HarvestStage(CONFIG, sinks=[repo])
+        stage.process(batch(first, [REFUSED] * len(first)))
+        stage.process(batch(later, [REFUSED] * len(later)))
+        return repo.all()
+
+    with StateStore.in_memory() as store:
+        repo = StateStoreCandidates(store)
+        crashed = HarvestStage(CONFIG, sinks=[repo])
+        crashed.process(batch(first, [REFUSED] * len(first)))  # published: all clean
+        at_checkpoint = crashed.records()
+        store.checkpoint({"stage/harvest": crashed.state_snapshot()})
+        saved = store.get("stage/harvest")
+        assert saved["suggestions"] == [] and len(saved["ids"]) == len(words)
+        crashed.process(batch(later, [REFUSED] * len(later)))  # then the process dies
+        alpha = repo.get(crashed._exact["alpha hostel fees"])
+        assert alpha is not None and alpha["count"] == 1  # held back for the next snapshot
+        assert {r["question"] for r in repo.all()} == {f"{w} hostel fees" for w in [*words, "golf"]}
+
+        restarted = HarvestStage(CONFIG, sinks=[StateStoreCandidates(store)])
+        restarted.restore(store.get("stage/harvest"))
+        assert restarted.records() == at_checkpoint
+        restarted.process(batch(later, [REFUSED] * len(later)))  # replayed from the checkpoint
+        store.checkpoint({"stage/harvest": restarted.state_snapshot()})
+        restarted.flush()
+        assert repo.all() == run_straight()
+        assert {r["question"]: r["count"] for r in repo.all()}["alpha hostel fees"] == 13
+
+
+def test_restore_reads_version_1_snapshots_and_skips_missing_records(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    events, notes = _events()
+    stage = HarvestStage(CONFIG)  # no repository sink: every suggestion in full
+    stage.process(batch(events, notes))
+    snapshot = json.loads(json.dumps(stage.state_snapshot()))
+    version_1 = {k: v for k, v in snapshot.items() if k != "ids"} | {"version": 1}
+    old = HarvestStage(CONFIG)
+    old.restore(version_1)
+    assert old.records() == stage.records()
+
+    clean = HarvestStage(CONFIG, sinks=[MemoryCandidates()])
+    clean.process(batch(events, notes))
+    snapshot = json.loads(json.dumps(clean.state_snapshot()))
+    assert snapshot["suggestions"] == []
+    empty = HarvestStage(CONFIG, sinks=[MemoryCandidates()])  # its records are gone
+    empty.restore(snapshot)
+    assert empty.records() == [] and "3 suggestions had no published record" in caplog.text

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import zlib
 
-from service.harvest.neardup import NearDupIndex
+import numpy as np
+import pytest
+from datasketch import MinHash, MinHashLSH
+
+from service.harvest.neardup import NearDupIndex, signatures
 from service.harvest.text import candidate_id, jaccard, normalise, trigrams
 
 
@@ -62,3 +66,25 @@ def test_bad_arguments() -> None:
         NearDupIndex(threshold=0)
     with pytest.raises(ValueError, match="num_perm"):
         NearDupIndex(num_perm=1)
+
+
+def test_signatures_and_candidates_are_datasketchs() -> None:
+    """The vectorised MinHash and the band tables give what ``MinHash.bulk`` and
+    ``MinHashLSH.query`` give (so the index's recall is datasketch's)."""
+    texts = [normalise(q) for q in (
+        "When are the hostel fees due?", "when are hostel fees due", "hostel fee due date",
+        "Hostel ka fee semester wise dena hai ya yearly?", "hostel fee semester wise",
+        "library opening hours", "library hours on sunday", "छात्रावास शुल्क कब देना है",
+        "¿cuánto sale?", "a", "", "bus route to kamptee", "bus routes kamptee",
+    )]  # fmt: skip
+    sets = [trigrams(t) for t in texts]
+    reference = MinHash.bulk([s or {b"   "} for s in sets], num_perm=64, hashfunc=zlib.crc32)
+    assert (signatures(sets, 64) == np.array([m.hashvalues for m in reference])).all()
+
+    index, lsh = NearDupIndex(threshold=0.6, num_perm=64), MinHashLSH(threshold=0.35, num_perm=64)
+    assert (index.bands, index.rows) == (lsh.b, lsh.r)
+    for key, probe, minhash in zip(texts[:7], index.probes(texts[:7]), reference[:7], strict=True):
+        index.add(key, probe)
+        lsh.insert(key, minhash)
+    for probe, minhash in zip(index.probes(texts), reference, strict=True):
+        assert index.candidates(probe) == set(lsh.query(minhash))
