@@ -9,21 +9,36 @@ character (Unicode category ``P*``) replaced by a space, runs of whitespace coll
 ends stripped. Combining marks (Devanagari vowel signs) are kept.
 
 **Similarity**: cosine of TF-IDF vectors of character n-grams, n = 3..5, taken inside word
-boundaries (scikit-learn ``analyzer="char_wb"``). Character n-grams survive the typos,
-inflections and code-mixing of real traffic ("anual tution fee" keeps most of "annual tuition
-fee"'s n-grams), where word tokens would not. The IDF comes from the gold questions (smooth
-IDF, ``ln((1 + n) / (1 + df)) + 1``, scikit-learn's default) so n-grams shared by every
-question ("what", "the ") weigh little. The n-grams are *hashed* (``HashingVectorizer``,
-2^20 columns) rather than looked up in a vocabulary fitted on the gold set: a vocabulary drops
-a live question's unseen n-grams, which shrinks its norm and inflates the cosine of a long
-question that merely *contains* a gold question; hashed, an unseen n-gram keeps the largest
-IDF and counts against the match. Collisions at 2^20 columns are negligible for short texts.
+boundaries — exactly the n-grams of scikit-learn's ``analyzer="char_wb"``
+(``sklearn.feature_extraction.text._VectorizerMixin._char_wb_ngrams``): each whitespace-split
+word is padded with one space each side and yields all its n-grams for every n of the range;
+a padded word of length ``L <= n`` yields itself once and no longer n-grams (so "a" gives only
+" a ", "ab" gives " ab", "ab " and " ab "). No n-gram spans two words. Character n-grams
+survive the typos, inflections and code-mixing of real traffic ("anual tution fee" keeps most
+of "annual tuition fee"'s n-grams), where word tokens would not. A vector holds raw counts
+times IDF, L2-normalised. The IDF comes from the gold questions (smooth IDF,
+``ln((1 + n) / (1 + df)) + 1``, scikit-learn's default) so n-grams shared by every question
+("what", "the ") weigh little. A live question's n-grams that no gold question has keep their
+weight — ``df = 0``, the largest IDF ``ln(1 + n) + 1`` — in its norm, so they count against
+the match: a vocabulary fitted on the gold set would drop them, shrink the norm and inflate
+the cosine of a long question that merely *contains* a gold question. The result is the
+cosine of scikit-learn's ``CountVectorizer(analyzer="char_wb", lowercase=False)`` counts over
+the union of both vocabularies, weighted as above.
 
-Per batch :meth:`KnownQuestionIndex.match_many` makes one hashing transform and one sparse
-product ``live × goldᵀ``, never a per-question call. A live question equal to a gold one after
-normalisation matches with similarity exactly 1.0 (first such gold row in file order). A
-non-exact match must not write other numbers than its gold question ("2nd year" is not
-"1st year", though nearly all their n-grams agree).
+**Computation** (per batch, numpy and scipy, no per-question or per-n-gram Python): every
+n-gram is identified by a 64-bit polynomial hash of its code points. The batch's distinct
+words are hashed at once (:meth:`KnownQuestionIndex._word_grams`: the padded words are
+concatenated, a rolling hash per n gives every window, and a window counts if it fits in its
+word); each hash is looked up among the gold n-grams' (a direct-mapped table, binary search
+for the few keys not in their home slot), the others are numbered with ``np.unique``. A
+text's counts are its bag of words times its words' n-gram counts, and its similarities are
+``(texts × words) @ ((words × gold n-grams) @ (gold n-grams × gold))``: each distinct word
+meets the gold set once. Distinct n-grams sharing a 64-bit hash would be merged; the
+probability is about 1e-10 per batch, far below anything a similarity rounded to 6 decimals
+shows. A live question equal to a gold one after normalisation matches with similarity
+exactly 1.0 (first such gold row in file order). A non-exact match must not write other
+numbers than its gold question ("2nd year" is not "1st year", though nearly all their
+n-grams agree).
 
 >>> from service.records import GoldQuestion
 >>> from service.goldset import GoldSet
@@ -40,15 +55,16 @@ non-exact match must not write other numbers than its gold question ("2nd year" 
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
+import sys
 import unicodedata
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
 from scipy import sparse
-from sklearn.feature_extraction.text import HashingVectorizer
-from sklearn.preprocessing import normalize as l2_normalize
 
 from service.batch_cache import BatchCache
 from service.goldset import GoldSet
@@ -57,9 +73,30 @@ from service.records import GoldQuestion
 
 __all__ = ["KnownMatch", "KnownQuestionIndex", "live_scores", "normalize"]
 
-_SPACES = re.compile(r"\s+")
 _DIGITS = re.compile(r"\d+")
-_N_FEATURES = 2**20
+#: Seed and odd multiplier of the polynomial n-gram hash (golden-ratio constant), and the odd
+#: multiplier that spreads a hash's low bits into its top bits (table slots, sort keys).
+_SEED = np.uint64(0x2545F4914F6CDD1D)
+_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+#: Largest gold set whose weights are kept dense as well (a faster product).
+_DENSE_GOLD_ROWS = 256
+#: Most entries of a dense (words × gold) similarity block (16 MB).
+_BLOCK = 2**21
+_SPREAD = np.uint64(0xD6E8FEB86659FD93)
+
+
+@functools.cache
+def _punctuation() -> dict[int, int]:
+    """``str.translate`` table: every punctuation code point (category ``P*``) → space, and
+    every other code point below U+3000 → itself (a code point missing from the table is
+    kept too, but ``translate`` finds that out through a slow ``KeyError``)."""
+    table = {cp: cp for cp in range(0x3000)}
+    table.update(
+        (cp, 0x20)
+        for cp in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(cp)).startswith("P")
+    )
+    return table
 
 
 def normalize(text: str) -> str:
@@ -69,8 +106,7 @@ def normalize(text: str) -> str:
     'hostel ka fee semester wise'
     """
     folded = unicodedata.normalize("NFKC", text).casefold()
-    spaced = "".join(" " if unicodedata.category(c).startswith("P") else c for c in folded)
-    return _SPACES.sub(" ", spaced).strip()
+    return " ".join(folded.translate(_punctuation()).split())
 
 
 def _numbers(text: str) -> tuple[str, ...]:
@@ -95,6 +131,79 @@ class KnownMatch(NamedTuple):
     similarity: float
 
 
+def _slots(keys: np.ndarray, bits: int) -> np.ndarray:
+    """Slot of each key in a table of ``2**bits`` slots: the top bits of the spread key."""
+    return ((keys * _SPREAD) >> np.uint64(64 - bits)).astype(np.int64)
+
+
+class _HashTable:
+    """Map from distinct 64-bit keys to ``0..len(keys)-1`` (their order), looked up for a
+    whole array of keys at once.
+
+    Direct-mapped: each key has one home slot (a quarter or less of the slots are used); a
+    key whose home holds another key is found by binary search among the keys (few are).
+
+    >>> table = _HashTable(np.array([7, 2**63 + 5, 42, 0], dtype=np.uint64))
+    >>> table.lookup(np.array([42, 8, 7, 2**63 + 5, 0, 1], dtype=np.uint64)).tolist()
+    [2, -1, 0, 1, 3, -1]
+    """
+
+    def __init__(self, keys: np.ndarray) -> None:
+        self._order = np.argsort(keys)
+        self._sorted = keys[self._order]
+        self._bits = max(4, (4 * len(keys) - 1).bit_length())
+        self._keys = np.zeros(1 << self._bits, dtype=np.uint64)
+        self._values = np.full(1 << self._bits, -1, dtype=np.int64)
+        slots = _slots(keys, self._bits)
+        self._values[slots] = np.arange(len(keys))  # one of the keys sharing a home wins
+        self._keys[slots] = keys[self._values[slots]]
+
+    def lookup(self, keys: np.ndarray) -> np.ndarray:
+        """The value of each key, ``-1`` for keys not in the table."""
+        slots = _slots(keys, self._bits)
+        out = self._values.take(slots)  # -1: empty home, so not a key
+        elsewhere = np.flatnonzero((out >= 0) & (self._keys.take(slots) != keys))
+        if len(elsewhere) and len(self._sorted):
+            wanted = keys[elsewhere]
+            where = np.minimum(np.searchsorted(self._sorted, wanted), len(self._sorted) - 1)
+            found = self._sorted[where] == wanted
+            out[elsewhere] = np.where(found, self._order[where], -1)
+        return out
+
+
+def _bag_of_words(texts: Sequence[str]) -> tuple[sparse.csr_matrix, list[str]]:
+    """Word counts of ``texts`` (whitespace-split, as scikit-learn's char_wb analyzer) and
+    the distinct words, in order of first appearance (the matrix's columns)."""
+    split = [text.split() for text in texts]
+    flat = list(itertools.chain.from_iterable(split))
+    words = list(dict.fromkeys(flat))
+    column = dict(zip(words, range(len(words)), strict=True))
+    sizes = np.fromiter(map(len, split), dtype=np.int64, count=len(split))
+    indices = np.fromiter(map(column.__getitem__, flat), dtype=np.int64, count=len(flat))
+    return sparse.csr_matrix(
+        (np.ones(len(flat)), indices, np.r_[0, np.cumsum(sizes)]), shape=(len(texts), len(words))
+    ), words
+
+
+def _csr_counts(rows: np.ndarray, columns: np.ndarray, height: int, width: int
+                ) -> sparse.csr_matrix:  # fmt: skip
+    """A count matrix from one ``(row, column)`` pair per occurrence, rows ascending
+    (repeated pairs stay separate entries, which sparse products add up)."""
+    indptr = np.r_[0, np.cumsum(np.bincount(rows, minlength=height))]
+    return sparse.csr_matrix((np.ones(len(rows)), columns, indptr), shape=(height, width))
+
+
+def _rows(matrix: sparse.csr_matrix) -> np.ndarray:
+    """The row of each stored entry of ``matrix``."""
+    return np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
+
+
+def _row_sums(matrix: sparse.csr_matrix, values: np.ndarray) -> np.ndarray:
+    """Per row of ``matrix``, the sum of ``values`` (one per stored entry)."""
+    sums = np.bincount(_rows(matrix), weights=values, minlength=matrix.shape[0])
+    return sums.astype(np.float64, copy=False)  # bincount of nothing is int
+
+
 class KnownQuestionIndex:
     """Finds the gold question a live question near-duplicates (method in the module docstring).
 
@@ -103,7 +212,7 @@ class KnownQuestionIndex:
         threshold: smallest cosine similarity, in (0, 1], that counts as a match.
         ngram_range: character n-gram sizes ``(min_n, max_n)``, ``1 <= min_n <= max_n``.
         cache_size: normalised questions whose match is remembered (live traffic repeats
-            itself; the n-gram transform is the stage's main cost), ``0``: none.
+            itself), ``0``: none.
 
     Raises:
         ValueError: ``threshold`` outside (0, 1], a bad ``ngram_range``, an empty gold set or
@@ -126,40 +235,137 @@ class KnownQuestionIndex:
             raise ValueError("the gold set has no questions")
         self.threshold = threshold
         self.gold = gold
+        self._ngram_range = (low, high)
         self._ids = tuple(q.id for q in gold)
-        self._hasher = HashingVectorizer(
-            analyzer="char_wb",
-            ngram_range=ngram_range,
-            n_features=_N_FEATURES,
-            alternate_sign=False,
-            norm=None,
-            lowercase=False,
-        )
         texts = [normalize(q.question) for q in gold]
         self._numbers = tuple(_numbers(text) for text in texts)
-        counts = self._hasher.transform(texts).tocsr()
-        df = np.bincount(counts.indices, minlength=_N_FEATURES)
-        idf = np.log((1.0 + len(gold)) / (1.0 + df)) + 1.0
-        self._idf = idf
-        self._gold_t = self._weigh(counts).T.tocsr()
+        text_words, words = _bag_of_words(texts)
+        word_rows, hashes = self._word_grams(words)
+        self._vocabulary, columns = np.unique(hashes, return_inverse=True)
+        counts = text_words @ _csr_counts(word_rows, columns, len(words), len(self._vocabulary))
+        df = np.bincount(counts.indices, minlength=len(self._vocabulary))
+        self._idf = np.log((1.0 + len(texts)) / (1.0 + df)) + 1.0
+        self._unseen_idf = float(np.log(1.0 + len(texts)) + 1.0)  # df = 0
+        self._table = _HashTable(self._vocabulary)
+        self._gold_t = sparse.csr_matrix(self._weigh(counts, self._idf).T)
+        small = len(texts) <= _DENSE_GOLD_ROWS and self._gold_t.shape[0] * len(texts) <= 2**22
+        # a small gold set's dense block makes the product a plain row-times-matrix sum
+        self._gold_dense = self._gold_t.toarray() if small else None
         self._exact: dict[str, int] = {}
         for i, text in enumerate(texts):
             self._exact.setdefault(text, i)
         self._cache: BatchCache[KnownMatch | None] = BatchCache(cache_size)
 
-    def _weigh(self, counts: sparse.csr_matrix) -> sparse.csr_matrix:
-        """Return ``counts`` × IDF, each row scaled to unit L2 norm (in place)."""
-        counts = counts.astype(np.float64)
-        counts.data *= self._idf[counts.indices]
-        weighted: sparse.csr_matrix = l2_normalize(counts, norm="l2", copy=False)
+    def _word_grams(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Word index and 64-bit hash of every char_wb n-gram occurrence of distinct
+        ``words`` (no whitespace in them), all at once, words in order.
+
+        The words, each padded with a space each side, are concatenated (``" what  is "``)
+        and converted to code points; per n, a rolling polynomial hash gives the hash of the
+        n code points starting at each position, and a position counts if its word has at
+        least n characters left (no n-gram spans two words). A padded word shorter than
+        ``min_n`` yields its whole self once, as in scikit-learn.
+        """
+        low, high = self._ngram_range
+        lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words)) + 2
+        codes = np.frombuffer(
+            f" {'  '.join(words)} ".encode("utf-32-le", "surrogatepass"), dtype=np.uint32
+        ).astype(np.uint64)[: int(lengths.sum())]  # no words: no code
+        total = len(codes)
+        ends = np.cumsum(lengths)
+        starts = ends - lengths
+        word_of = np.repeat(np.arange(len(words), dtype=np.int64), lengths)
+        room = ends.take(word_of) - np.arange(total)  # characters left in the word
+        short = int(low > 3)  # a layer for padded words (>= 3 characters) shorter than min_n
+        layers = high - low + 1 + short
+        grams = np.empty((layers, total), dtype=np.uint64)
+        valid = np.zeros((layers, total), dtype=bool)
+        hashes = np.full(total, _SEED, dtype=np.uint64)
+        for n in range(1, high + 1):
+            count = total - n + 1
+            if count <= 0:
+                break
+            hashes = hashes[:count] * _MULTIPLIER + codes[n - 1 : n - 1 + count]
+            if n >= low:
+                grams[n - low + short, :count] = hashes
+                valid[n - low + short, :count] = room[:count] >= n
+            elif short:
+                at = starts[lengths == n]  # the whole short word, once
+                grams[0, at] = hashes[at]
+                valid[0, at] = True
+        position, layer = np.nonzero(valid.T)  # position-major: words in order
+        return word_of.take(position), grams[layer, position]
+
+    def _word_counts(
+        self, texts: Sequence[str]
+    ) -> tuple[sparse.csr_matrix, sparse.csr_matrix, sparse.csr_matrix, np.ndarray]:
+        """The bag of words of ``texts`` (texts × distinct words) and the raw char_wb n-gram
+        counts of those words: over the gold vocabulary's columns, over the batch's n-grams
+        no gold question has, and the latter's hashes (their columns).
+
+        The n-grams of each distinct word are found once (:meth:`_word_grams`); a text's
+        counts are its word counts times its words' n-gram counts (a sparse product, which
+        also adds up an n-gram shared by two words of a text).
+        """
+        text_words, words = _bag_of_words(texts)
+        word_rows, hashes = self._word_grams(words)
+        columns = self._table.lookup(hashes)
+        seen = columns >= 0
+        unseen = ~seen
+        extra, inverse = np.unique(hashes[unseen], return_inverse=True)
+        known = _csr_counts(word_rows[seen], columns[seen], len(words), len(self._vocabulary))
+        other = _csr_counts(word_rows[unseen], inverse.ravel(), len(words), len(extra))
+        return text_words, known, other, extra
+
+    def _term_counts(
+        self, texts: Sequence[str]
+    ) -> tuple[sparse.csr_matrix, sparse.csr_matrix, np.ndarray]:
+        """Raw char_wb n-gram counts of ``texts``: over the gold vocabulary's columns, over
+        the batch's n-grams no gold question has, and the latter's hashes (their columns)."""
+        text_words, known, other, extra = self._word_counts(texts)
+        return text_words @ known, text_words @ other, extra
+
+    @staticmethod
+    def _weigh(counts: sparse.csr_matrix, idf: np.ndarray) -> sparse.csr_matrix:
+        """``counts`` × ``idf`` per column, each row scaled to unit L2 norm (zero rows stay)."""
+        weighted = sparse.csr_matrix(counts, dtype=np.float64, copy=True)
+        weighted.data *= idf.take(weighted.indices)
+        weighted.data /= np.sqrt(_row_sums(weighted, weighted.data**2)).take(_rows(weighted))
         return weighted
+
+    def _similarities(self, texts: Sequence[str]) -> np.ndarray:
+        """Cosine similarities of normalised ``texts`` to every gold question, (n, len(gold)).
+
+        The product needs only the n-grams the gold set has; the norm also counts the others
+        (``df = 0``). A text without n-grams has similarity 0 to everything.
+        """
+        text_words, word_known, word_unseen, _ = self._word_counts(texts)
+        word_known.data *= self._idf.take(word_known.indices)  # now weights
+        known = text_words @ word_known
+        unseen = text_words @ word_unseen
+        squares = _row_sums(known, known.data**2)
+        squares += _row_sums(unseen, unseen.data**2) * self._unseen_idf**2
+        # (texts × words) @ (words × gold): each distinct word's n-grams meet the gold once
+        sims: np.ndarray
+        if self._gold_dense is not None:
+            sims = np.asarray(text_words @ (word_known @ self._gold_dense))
+        else:  # the (words × gold) block is dense: a few thousand words at a time
+            sims = np.zeros((len(texts), self._gold_t.shape[1]))
+            step = max(1, _BLOCK // self._gold_t.shape[1])
+            by_word = text_words.tocsc()
+            for start in range(0, word_known.shape[0], step):
+                block = (word_known[start : start + step] @ self._gold_t).toarray()
+                sims += by_word[:, start : start + step] @ block
+        norms = np.sqrt(squares)
+        sims /= np.where(norms > 0, norms, 1.0)[:, np.newaxis]
+        return sims
 
     def match_many(self, questions: Sequence[str]) -> list[KnownMatch | None]:
         """Return, per live question, its best gold match at or above the threshold, or None.
 
-        One hashing transform and one sparse product for the whole batch. Ties between gold
-        questions go to the first in file order. Similarities are rounded to 6 decimals and
-        clipped to [0, 1].
+        One n-gram transform and one product for the whole batch's distinct questions not in
+        the cache. Ties between gold questions go to the first in file order. Similarities
+        are rounded to 6 decimals and clipped to [0, 1].
 
         Numbers guard: a match that is not exact must not write other numbers (digit runs,
         as a multiset) than the gold question — "fees for 2nd year" is not "fees for 1st
@@ -169,6 +375,7 @@ class KnownQuestionIndex:
 
         Memory: the similarity block is dense, ``len(questions) × len(gold)`` float64 (500 ×
         2,000 gold questions = 8 MB); char n-grams overlap so widely that it is dense anyway.
+        The intermediate (distinct words × gold) blocks are at most 16 MB each.
         """
         if not questions:
             return []
@@ -176,18 +383,22 @@ class KnownQuestionIndex:
 
     def _match_normalised(self, texts: list[str]) -> list[KnownMatch | None]:
         """:meth:`match_many` on distinct normalised texts not in the cache."""
-        sims = (self._weigh(self._hasher.transform(texts).tocsr()) @ self._gold_t).toarray()
+        sims = self._similarities(texts)
         best = sims.argmax(axis=1)
-        out: list[KnownMatch | None] = []
+        top = sims[np.arange(len(texts)), best]
+        out: list[KnownMatch | None] = [None] * len(texts)
+        # rounding to 6 decimals lifts a score by at most 5e-7: the rest cannot match
+        for row in np.flatnonzero(top >= self.threshold - 1e-6).tolist():
+            gold = int(best[row])
+            score = min(1.0, max(0.0, round(float(top[row]), 6)))
+            close = score >= self.threshold and _same_numbers(
+                _numbers(texts[row]), self._numbers[gold]
+            )
+            out[row] = KnownMatch(self._ids[gold], score) if close else None
         for row, text in enumerate(texts):
             exact = self._exact.get(text)
             if exact is not None:
-                out.append(KnownMatch(self._ids[exact], 1.0))
-                continue
-            gold = int(best[row])
-            score = min(1.0, max(0.0, round(float(sims[row, gold]), 6)))
-            close = score >= self.threshold and _same_numbers(_numbers(text), self._numbers[gold])
-            out.append(KnownMatch(self._ids[gold], score) if close else None)
+                out[row] = KnownMatch(self._ids[exact], 1.0)
         return out
 
 

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.feature_extraction.text import CountVectorizer
+from sklearn.preprocessing import normalize as l2_rows
 
+from service import known
 from service.demo import demo_path
 from service.goldset import GoldSet, load_gold_set
 from service.known import KnownMatch, KnownQuestionIndex, live_scores, normalize
@@ -86,13 +97,13 @@ def test_numbers_must_agree(index: KnownQuestionIndex) -> None:
 def test_one_transform_and_one_product_per_batch(monkeypatch: pytest.MonkeyPatch) -> None:
     index = KnownQuestionIndex(gold_set())  # a fresh cache
     calls: list[int] = []
-    original = index._hasher.transform
+    original = index._word_counts
 
     def counting(texts: Any) -> Any:
         calls.append(len(texts))
         return original(texts)
 
-    monkeypatch.setattr(index._hasher, "transform", counting)
+    monkeypatch.setattr(index, "_word_counts", counting)
     questions = [MCA, LIBRARY, "unrelated question", CUP] * 50
     matches = index.match_many(questions)
     assert calls == [4]  # one transform of the batch's distinct questions
@@ -154,3 +165,178 @@ def test_every_demo_gold_question_finds_itself() -> None:
     matches = index.match_many([q.question for q in gold])
     assert [m.gold_id if m else None for m in matches] == [q.id for q in gold]
     assert all(m is not None and m.similarity == 1.0 for m in matches)
+
+
+# --- exactness against scikit-learn's char_wb analyzer (a vocabulary, no hashing) ---------
+
+_PUNCT = re.compile(r"\s+")
+
+
+def slow_normalize(text: str) -> str:
+    """The original per-character definition of :func:`normalize`."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    spaced = "".join(" " if unicodedata.category(c).startswith("P") else c for c in folded)
+    return _PUNCT.sub(" ", spaced).strip()
+
+
+def exact_similarities(
+    gold: Sequence[str], live: Sequence[str], ngram_range: tuple[int, int] = (3, 5)
+) -> np.ndarray:
+    """Cosines by the module docstring's definition, with sklearn's exact char_wb counts over
+    the vocabulary of gold + live texts; smooth IDF from the gold texts only (df = 0 for an
+    n-gram no gold text has)."""
+    vectorizer = CountVectorizer(analyzer="char_wb", ngram_range=ngram_range, lowercase=False)
+    vectorizer.fit([*gold, *live, "anchor"])  # "anchor": never an empty vocabulary
+    gold_counts = vectorizer.transform(gold).tocsr().astype(np.float64)
+    live_counts = vectorizer.transform(live).tocsr().astype(np.float64)
+    df = np.bincount(gold_counts.indices, minlength=gold_counts.shape[1])
+    idf = np.log((1.0 + len(gold)) / (1.0 + df)) + 1.0
+    gold_w = l2_rows(gold_counts.multiply(idf).tocsr())
+    live_w = l2_rows(live_counts.multiply(idf).tocsr())
+    sims: np.ndarray = (live_w @ gold_w.T).toarray()
+    return sims
+
+
+def exact_matches(index: KnownQuestionIndex, questions: Sequence[str]) -> list[KnownMatch | None]:
+    """:meth:`KnownQuestionIndex.match_many`'s rules applied to :func:`exact_similarities`."""
+    gold_texts = [normalize(q.question) for q in index.gold]
+    texts = [normalize(q) for q in questions]
+    sims = exact_similarities(gold_texts, texts)
+    out: list[KnownMatch | None] = []
+    for row, text in enumerate(texts):
+        if text in gold_texts:
+            out.append(KnownMatch(index.gold.questions[gold_texts.index(text)].id, 1.0))
+            continue
+        best = int(sims[row].argmax())
+        score = min(1.0, max(0.0, round(float(sims[row, best]), 6)))
+        numbers = known._numbers(text), known._numbers(gold_texts[best])
+        ok = score >= index.threshold and known._same_numbers(*numbers)
+        out.append(KnownMatch(index.gold.questions[best].id, score) if ok else None)
+    return out
+
+
+ODD = [
+    "a", "a b c d e", "i", "x y", "ab", "ab cd", "abcdefghij" * 5, "",
+    "???", " !!! ... ", "🙂", "fees 🙂🙂 please", "👍🏽 ok", "हॉस्टल की फीस कितनी है",
+    "क्या लाइब्रेरी रविवार को खुली है?", "btech ki fees kitni hai 1st year ki",
+    "What is the annual tuition fee for the MCA programme? " * 8, "ｆｅｅ　２０２６",
+    "tab\tand\nnewline", "ümlaut straße", "\x00nul\x00", "a\u2028b\u00a0c", "é", "中文问题是什么",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def demo_index() -> KnownQuestionIndex:
+    return KnownQuestionIndex(load_gold_set(demo_path("gold.jsonl")), cache_size=0)
+
+
+@pytest.fixture(scope="module")
+def live_questions() -> list[str]:
+    with demo_path("querylog.jsonl").open(encoding="utf-8") as log:
+        logged = [json.loads(line)["question"] for line in log if line.strip()]
+    return list(dict.fromkeys(logged))[:400] + ODD
+
+
+def test_similarities_equal_the_exact_reference(
+    demo_index: KnownQuestionIndex, live_questions: list[str]
+) -> None:
+    texts = list(dict.fromkeys(normalize(q) for q in live_questions))
+    gold_texts = [normalize(q.question) for q in demo_index.gold]
+    expected = exact_similarities(gold_texts, texts)
+    got = demo_index._similarities(texts)
+    assert got.shape == expected.shape == (len(texts), len(gold_texts))
+    assert np.abs(got - expected).max() <= 1e-9
+    assert (got[texts.index("")] == 0).all()  # no n-gram: similar to nothing
+
+
+def test_sparse_gold_path_in_blocks_equals_the_exact_reference(
+    monkeypatch: pytest.MonkeyPatch, live_questions: list[str]
+) -> None:
+    """Larger gold sets keep their weights sparse and meet the words a block at a time."""
+    monkeypatch.setattr(known, "_DENSE_GOLD_ROWS", 0)
+    monkeypatch.setattr(known, "_BLOCK", 59 * 7)  # 7 words per block
+    index = KnownQuestionIndex(load_gold_set(demo_path("gold.jsonl")), cache_size=0)
+    assert index._gold_dense is None
+    texts = list(dict.fromkeys(normalize(q) for q in live_questions))
+    expected = exact_similarities([normalize(q.question) for q in index.gold], texts)
+    assert np.abs(index._similarities(texts) - expected).max() <= 1e-9
+
+
+def test_matches_equal_the_exact_reference(
+    demo_index: KnownQuestionIndex, live_questions: list[str]
+) -> None:
+    gold_questions = [q.question for q in demo_index.gold]
+    questions = live_questions + gold_questions + [q.upper() + "!" for q in gold_questions]
+    matches = demo_index.match_many(questions)
+    assert matches == exact_matches(demo_index, questions)
+    assert sum(m is not None for m in matches) > len(gold_questions)  # not a vacuous check
+
+
+def _reference_hash(gram: str) -> int:
+    value = int(known._SEED)
+    for char in gram:
+        value = (value * int(known._MULTIPLIER) + ord(char)) % 2**64
+    return value
+
+
+def _sklearn_counts(texts: Sequence[str], ngram_range: tuple[int, int]) -> Counter[Any]:
+    vectorizer = CountVectorizer(analyzer="char_wb", ngram_range=ngram_range, lowercase=False)
+    analyse = vectorizer.build_analyzer()
+    return Counter(
+        (row, _reference_hash(gram)) for row, text in enumerate(texts) for gram in analyse(text)
+    )
+
+
+_TEXT = st.text(
+    alphabet=st.sampled_from("ab c\t\nझ़ि🙂\u00a0\u3000x-?1\ud83d"), max_size=30
+) | st.text(max_size=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    texts=st.lists(_TEXT, max_size=6),
+    low=st.integers(1, 6),
+    extra=st.integers(0, 3),
+)
+def test_ngram_counts_are_sklearns_char_wb(texts: list[str], low: int, extra: int) -> None:
+    """Every text's n-gram counts, for raw (unnormalised) texts too: whitespace of every
+    kind, one-letter words, words shorter than min_n, n-grams shared by two words."""
+    index = KnownQuestionIndex(gold_set(), ngram_range=(low, low + extra))
+    known_counts, unseen_counts, unseen_hashes = index._term_counts(texts)
+    got: Counter[Any] = Counter()
+    for counts, hashes in (known_counts, index._vocabulary), (unseen_counts, unseen_hashes):
+        assert counts.shape == (len(texts), len(hashes))
+        coo = counts.tocoo()
+        for row, col, n in zip(coo.row.tolist(), coo.col.tolist(), coo.data.tolist(), strict=True):
+            got[row, int(hashes[col])] += int(n)
+    assert not set(index._vocabulary.tolist()) & set(unseen_hashes.tolist())
+    assert got == _sklearn_counts(texts, (low, low + extra))
+
+
+_WORDS = st.sampled_from(
+    ["the", "fee", "fees", "a", "i", "mca", "hostel", "library", "कब", "फीस", "🙂", "2026", "x"]
+)
+_QUESTION = st.lists(_WORDS, max_size=10).map(" ".join)
+
+
+@settings(max_examples=100, deadline=None)
+@given(gold=st.lists(_QUESTION, min_size=1, max_size=8), live=st.lists(_QUESTION, max_size=8))
+def test_similarities_property(gold: list[str], live: list[str]) -> None:
+    """Random gold sets and batches: the same cosines as the exact reference, each in
+    [0, 1] up to rounding."""
+    index = KnownQuestionIndex(
+        GoldSet(tuple(GoldQuestion(f"q-{i}", q or "?", ("p",)) for i, q in enumerate(gold))),
+        cache_size=0,
+    )
+    gold_texts = [normalize(q or "?") for q in gold]
+    texts = [normalize(q) for q in live]
+    got = index._similarities(texts)
+    expected = exact_similarities(gold_texts, texts) if texts else np.zeros((0, len(gold)))
+    assert got.shape == expected.shape
+    assert np.abs(got - expected).max(initial=0.0) <= 1e-9
+    assert ((got >= -1e-12) & (got <= 1 + 1e-12)).all()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40))
+def test_normalize_equals_its_per_character_definition(text: str) -> None:
+    assert normalize(text) == slow_normalize(text)
