@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry
 from consumers.engine import Engine
 from consumers.file_source import FileSource
 from consumers.loop import make_decoder, run
-from service.api.runtime import Live, build_live
+from service.api.runtime import Live, build_live, freeze_heap
 from service.scope import describe
 from service.settings import Settings
 from service.state import StateStore
@@ -52,6 +52,7 @@ def run_replay(
     registry = CollectorRegistry()
     state = StateStore.open(state_path) if state_path else StateStore.in_memory()
     live = build_live(settings, registry, state)
+    freeze_heap()
     source = FileSource(str(file), dlq_path=dlq_path or settings.source.dlq_path)
     if state_path is None and source.dlq_path.exists():
         source.dlq_path.write_bytes(b"")
