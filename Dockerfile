@@ -15,13 +15,13 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md requirements.lock ./
 COPY service ./service
 COPY consumers ./consumers
 RUN python -m venv /opt/venv \
  && /opt/venv/bin/pip install --upgrade pip wheel \
  && /opt/venv/bin/pip wheel --no-deps --wheel-dir /wheels . \
- && /opt/venv/bin/pip install /wheels/goldwatch-*.whl \
+ && /opt/venv/bin/pip install -c requirements.lock /wheels/goldwatch-*.whl \
  && /opt/venv/bin/goldwatch --help >/dev/null
 
 FROM ${PYTHON_IMAGE} AS runtime

@@ -200,7 +200,8 @@ class DriftSettings(_Frozen):
         warmup_s: warm-up of a frozen baseline.
         allowed_lateness_s: events older than the watermark minus this are counted as late,
             not added.
-        future_tolerance_s: events this far ahead of the watermark are clamped.
+        future_tolerance_s: seconds an event may be stamped ahead of the wall clock; later
+            ones are kept out of the drift windows and counted as ``future``.
         min_count: events a window needs before it is tested (below: ``insufficient_data``).
         alpha: false-alarm budget per day for the whole family of detectors.
         min_jsd, min_share_change, min_rate_change: effect sizes an alarm needs (JSD base 2;

@@ -32,6 +32,7 @@ Opening never repairs or recreates: a corrupt, foreign or unreadable file raises
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -108,6 +109,13 @@ class StateStore:
             raise StateError(f"cannot open state file {label}: directory {file.parent} missing")
         if file.exists() and not file.is_file():
             raise StateError(f"cannot open state file {label}: it is not a regular file")
+        if not os.access(file.parent, os.W_OK) or (file.exists() and not os.access(file, os.W_OK)):
+            # SQLite's WAL needs to create side files beside the database: a read-only folder
+            # would otherwise surface as a "corrupt" file, and that advice loses the state.
+            raise StateError(
+                f"cannot write state file {label}: the file or its directory is not writable "
+                "(check permissions and mounts)"
+            )
         try:
             conn = sqlite3.connect(label, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:

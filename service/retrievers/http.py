@@ -203,7 +203,7 @@ def parse_results(body: bytes, k: int, name: str) -> list[ScoredDoc]:
 
     try:
         data = json.loads(body)
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise bad("not valid JSON") from None
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise bad("expected an object with a 'results' list")

@@ -62,6 +62,7 @@ def xquad_run(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> di
     settings = load_settings(
         gold_set=gold, corpus=corpus,
         eval={"k": [1, 10], "history": None, "misses": None},
+        state={"path": out / "state" / "state.sqlite"},
         analytics={"scope_retriever": None},
         shadow={"production": "bm25", "max_label_values": 16, "candidates": [
             {"name": "tfidf", **candidate}, {"name": "hybrid", **candidate}]},

@@ -30,7 +30,7 @@ def test_multi_stage_wheel_into_venv_then_slim_runtime() -> None:
     assert stages == ["${PYTHON_IMAGE} AS builder", "${PYTHON_IMAGE} AS runtime"]
     assert "ARG PYTHON_IMAGE=python:3.11-slim" in DOCKERFILE
     assert "pip wheel --no-deps --wheel-dir /wheels ." in DOCKERFILE
-    assert "/opt/venv/bin/pip install /wheels/goldwatch-*.whl" in DOCKERFILE
+    assert "/opt/venv/bin/pip install -c requirements.lock /wheels/goldwatch-*.whl" in DOCKERFILE
     assert "COPY --from=builder /opt/venv /opt/venv" in DOCKERFILE
 
 
@@ -66,7 +66,7 @@ def test_dockerignore_sends_only_the_package() -> None:
     lines = (opsfiles.REPO / ".dockerignore").read_text().split()
     assert lines[lines.index("*")] == "*"
     allowed = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
-    assert allowed == {"pyproject.toml", "README.md", "service", "consumers"}
+    assert allowed == {"pyproject.toml", "README.md", "requirements.lock", "service", "consumers"}
     copied = re.findall(r"^COPY (?!--from)(?!<<)(.+?) \S+$", DOCKERFILE, re.M)
     sources = {part for line in copied for part in line.split()}
     assert sources <= allowed

@@ -391,12 +391,6 @@ def test_threads_stay_bounded_and_memory_flat(shadow_run: dict[str, Any]) -> Non
     assert growth < RSS_GROWTH_BOUND, f"peak RSS grew {growth / 1_048_576:.0f} MiB"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="service/retrievers/http.py parse_results catches (UnicodeDecodeError, ValueError) "
-    "from json.loads but not RecursionError: a deeply nested body under the size cap escapes "
-    "as RecursionError and the shadow runner counts it as 'exception', not 'bad_response'",
-)
 def test_deeply_nested_body_under_the_cap_is_a_bad_response() -> None:
     """A 100 kB body of ``[`` (well under the 8 MiB cap) from a candidate."""
     with pytest.raises(RetrieverError) as caught:

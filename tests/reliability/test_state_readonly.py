@@ -39,11 +39,6 @@ NOBODY = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
 #: A refused start takes about as long as importing the service; a served one never ends.
 EXIT_TIMEOUT_S = 60
 EVENTS = 5
-MISDIAGNOSED = (
-    "service/state.py _check_integrity reports a WAL-mode state file in a read-only folder as "
-    "'corrupt ... move it aside' (SQLite cannot create its -shm file: SQLITE_CANTOPEN); "
-    "the error must say the folder is not writable"
-)
 
 
 def _mount(*args: str) -> bool:
@@ -207,7 +202,6 @@ def test_state_intact_once_the_folder_is_writable(restart: dict[str, Any]) -> No
     assert restart["after"] == restart["before"]
 
 
-@pytest.mark.xfail(strict=True, reason=MISDIAGNOSED)
 def test_restart_on_read_only_folder_says_not_writable(restart: dict[str, Any]) -> None:
     stderr = restart["refused"].stderr
     assert "not writable" in stderr and "move it aside" not in stderr, stderr
