@@ -322,7 +322,7 @@ class Runtime:
     def start(self) -> None:
         """Start the gold-set schedule and the consumer thread (no consumer thread for
         ``source.kind: none``)."""
-        self.gold_runs.schedule()
+        self.gold_runs.schedule(ready=lambda: self.ready()[0])
         if self.settings.source.kind == "none":
             return
         self._thread = threading.Thread(target=self._consume, name="goldwatch-consumer")

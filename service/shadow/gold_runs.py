@@ -235,15 +235,22 @@ class GoldRuns:
         self.runs += 1
         self._on_run(run)
 
-    def schedule(self) -> None:
-        """Start the scheduler thread (``shadow.evaluate_every_s``; a first run at once with
-        ``shadow.evaluate_on_start``). No-op when neither is set or nothing is declared."""
+    def schedule(self, ready: Callable[[], bool] = lambda: True, ready_wait_s: float = 60.0
+                 ) -> None:  # fmt: skip
+        """Start the scheduler thread (``shadow.evaluate_every_s``; a first run with
+        ``shadow.evaluate_on_start`` once ``ready()`` holds or ``ready_wait_s`` passed, so the
+        run's CPU does not delay the service becoming ready). No-op when neither is set or
+        nothing is declared."""
         every = self.settings.shadow.evaluate_every_s
         if not self.enabled or (every is None and not self.settings.shadow.evaluate_on_start):
             return
 
         def loop() -> None:
             if self.settings.shadow.evaluate_on_start:
+                deadline = time.monotonic() + ready_wait_s
+                while not ready() and time.monotonic() < deadline:
+                    if self._stop.wait(0.2):
+                        return
                 self.start("start")
             while every is not None and not self._stop.wait(every):
                 self.start("schedule")
