@@ -9,7 +9,9 @@ Rows, all in the same run on the same file (so the ratio survives a noisy machin
 * ``harvest on`` — the same plus :class:`service.harvest.HarvestStage` (reasons, coverage
   gaps, score quantiles, near-duplicate merging, pools) publishing to the state store;
 * ``harvest on, per-stage timers`` — once more with each stage timed (adds a little overhead),
-  for the harvest stage's own µs per event.
+  for the harvest stage's own µs per event, and what it did: new suggestions and events shed
+  by ``harvest.max_new_per_batch`` (its default: every row measures the shipped
+  configuration).
 
 Each of the first two rows runs ``--repeats`` times, alternating, and keeps its fastest run.
 Start-up (gold set, corpus, topic model, out-of-scope calibration) is excluded from the rates.
@@ -121,6 +123,7 @@ class Row:
     cpu_s: float
     wall_s: float
     stages: dict[str, float] = field(default_factory=dict)
+    harvest: dict[str, int] = field(default_factory=dict)
 
     @property
     def us_per_event(self) -> float:
@@ -158,6 +161,18 @@ def replay_cpu(
         for stage in live.pipeline.stages:
             stage.process = _timed(stage.process, stages, stage.name)  # type: ignore[method-assign]
     observe = _timed(live.observe, stages, "metrics export") if per_stage else live.observe
+    tally: dict[str, int] = {}
+    harvest = live.harvest
+    if per_stage and harvest is not None:
+        pending = harvest.pending_observations
+
+        def counted() -> dict[str, Any]:
+            observed = pending()
+            for key in ("new_suggestions", "shed"):
+                tally[key] = tally.get(key, 0) + int(observed.get(key, 0))
+            return observed
+
+        harvest.pending_observations = counted  # type: ignore[method-assign]
     tag = what.replace(" ", "-").replace(",", "")
     state = StateStore.open(workdir / f"{tag}.sqlite")
     source = FileSource(str(events), dlq_path=workdir / f"{tag}.dlq.jsonl")
@@ -175,7 +190,7 @@ def replay_cpu(
     live.close()
     if report.dead_lettered_total:
         raise RuntimeError(f"{what}: {report.dead_lettered} dead letters in a clean stream")
-    return Row(what, report.processed, startup, cpu, wall, stages)
+    return Row(what, report.processed, startup, cpu, wall, stages, tally)
 
 
 def run(n: int = DEFAULT_EVENTS, stream: str = "demo", repeats: int = DEFAULT_REPEATS,
@@ -239,6 +254,10 @@ def render(rows: Sequence[Row], distinct: int, repeats: int = DEFAULT_REPEATS) -
         rest = timed.cpu_s - sum(timed.stages.values())  # source, decode, state writes
         lines.append(f"  {'loop+checkpoints':16} {rest:7.2f} "
                      f"{1e6 * rest / timed.events:8.1f} {rest / timed.cpu_s:6.1%}")  # fmt: skip
+        if timed.harvest:
+            lines.append(f"harvest: {timed.harvest.get('new_suggestions', 0)} new suggestions, "
+                         f"{timed.harvest.get('shed', 0)} events shed (new questions beyond "
+                         f"harvest.max_new_per_batch)")  # fmt: skip
     return "\n".join(lines)
 
 

@@ -3,7 +3,8 @@
 Modules: :mod:`.config` (settings, reasons), :mod:`.text` (normalising, ids),
 :mod:`.neardup` (MinHash LSH near-duplicates), :mod:`.signals` (reasons of one event,
 coverage gaps, score quantiles), :mod:`.suggestion` (one suggestion), :mod:`.ranking`
-(priority, balanced selection), :mod:`.stage` (the pipeline stage), :mod:`.store` (sink port
+(priority, balanced selection), :mod:`.shedding` (which new questions a batch
+considers), :mod:`.stage` (the pipeline stage), :mod:`.store` (sink port
 and repositories), :mod:`.labelling` (accept / reject), :mod:`.export` (gold-set JSONL).
 No Kafka, HTTP or Prometheus imports: the Kafka sink lives in ``consumers.harvest_sink``.
 """

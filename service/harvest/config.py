@@ -82,6 +82,16 @@ class HarvestConfig(BaseModel):
         pool_k: passages pooled per retriever (top k of production and of each candidate).
         max_pool: most passages kept in one suggestion's pool.
         max_suggestions: suggestions held; beyond, the lowest-priority ones are evicted.
+        max_new_per_batch: load shedding — at most this many distinct *new* normalised
+            questions per pipeline batch go through near-duplicate matching and may start
+            suggestions; the others with a reason are shed (counted, not kept). Questions
+            whose normalised text is already a suggestion or a known question always merge
+            (an exact lookup). The choice is deterministic and stratified over (topic,
+            language) (:mod:`service.harvest.shedding`). Units: distinct texts per batch
+            (batches of up to ``pipeline.max_batch_size`` events, 500 by default: 48 is
+            about 10 % of a full batch); ``None``: no bound. Lower bounds the CPU cost of a
+            flood of new questions (~120 µs each) tighter but considers fewer of them per
+            batch: a shed question is considered again when it recurs.
         flush_interval_s: changed suggestions go to the sinks at most this often (seconds;
             0: after every batch).
         generated_channels: events from these channels are model-generated questions
@@ -106,6 +116,7 @@ class HarvestConfig(BaseModel):
     pool_k: int = Field(default=10, ge=1, le=100)
     max_pool: int = Field(default=40, ge=1, le=1_000)
     max_suggestions: int = Field(default=5_000, ge=10, le=1_000_000)
+    max_new_per_batch: int | None = Field(default=48, ge=1, le=1_000_000)
     flush_interval_s: float = Field(default=5.0, ge=0, le=3_600)
     generated_channels: frozenset[str] = frozenset({"generated", "synthetic"})
     topic: str = Field(default="goldwatch.gold-candidates", min_length=1, max_length=249)

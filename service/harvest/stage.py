@@ -11,7 +11,12 @@ batch, :meth:`HarvestStage.process`:
    is absent — a near-duplicate of a gold question given at construction;
 3. merges each into the suggestion with the same normalised text, else the most similar one
    (:class:`NearDupIndex`), else a new suggestion with id ``candidate_id(normalised)``;
-   pools production's top ``pool_k`` passages under the name ``"production"``;
+   pools production's top ``pool_k`` passages under the name ``"production"``. Load
+   shedding: at most ``max_new_per_batch`` distinct *new* texts (neither a suggestion's nor
+   a known question's) per batch go through the near-duplicate matching, chosen by
+   :func:`service.harvest.shedding.choose` (stratified over topic and language, by reason
+   weight, deterministic); the other new ones are shed and counted
+   (``pending_observations()["shed"]``). Exact-text merges are never shed;
 4. hands changed suggestions to the sinks at most every ``flush_interval_s`` seconds (a
    failing sink is logged by type and retried at the next flush).
 
@@ -53,6 +58,7 @@ from typing import Any
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.neardup import NearDupIndex, Probe
 from service.harvest.ranking import priority
+from service.harvest.shedding import choose
 from service.harvest.signals import CoverageTracker, ScoreWindow, event_reasons, production_score
 from service.harvest.store import CandidateRepository, CandidateSink, record
 from service.harvest.suggestion import Occurrence, Suggestion
@@ -117,6 +123,7 @@ class HarvestStage:
         self._last_flush = float("-inf")
         self._pending: dict[str, Counter[str]] = self._empty_pending()
         self._active = frozenset(r for r in REASONS if config.weight(r) > 0)
+        self._weights = {r: config.weight(r) for r in REASONS}
         gold = [(f"{_GOLD}{q.id}", normalise(q.question)) for q in known_questions]
         gold = [(key, text) for key, text in gold if text]
         for (key, _), probe in zip(gold, self.index.probes([t for _, t in gold]), strict=True):
@@ -152,7 +159,7 @@ class HarvestStage:
             occurrence = self._occurrence(event, notes, reasons, gap)
             if occurrence.normalised:
                 picked.append((occurrence, "known" not in notes))
-        self._merge(picked)
+        self._merge(picked, config.max_new_per_batch)
         self.flush()
 
     def observe_shadow(self, result: ShadowResult) -> None:
@@ -241,15 +248,34 @@ class HarvestStage:
             gap=gap,
         )
 
-    def _merge(self, picked: Sequence[tuple[Occurrence, bool]]) -> None:
-        exact, known = self._exact, self._known
-        fresh = list(dict.fromkeys(
-            o.normalised for o, gold in picked
-            if o.normalised not in exact and not (gold and o.normalised in known)
-        ))  # fmt: skip
-        probes = dict(zip(fresh, self.index.probes(fresh), strict=True)) if fresh else {}
+    def _merge(self, picked: Sequence[tuple[Occurrence, bool]], budget: int | None = None) -> None:
+        """Merge picked occurrences (with whether to look for gold near-duplicates) in
+        order; at most ``budget`` distinct new texts are matched, the others' occurrences
+        are shed (:mod:`service.harvest.shedding`)."""
+        exact, known, weights = self._exact, self._known, self._weights
+        fresh: dict[str, tuple[tuple[Any, Any], float]] = {}
+        for o, gold in picked:
+            text = o.normalised
+            if text in exact or (gold and text in known):
+                continue
+            score = sum(weights[r] for r in o.reasons) * (1.0 + o.gap)
+            seen = fresh.get(text)
+            if seen is None:
+                fresh[text] = ((o.topic, o.language), score)
+            elif score > seen[1]:
+                fresh[text] = (seen[0], score)
+        shed: set[str] = set()
+        if budget is not None and len(fresh) > budget:
+            kept = choose(((t, st, sc) for t, (st, sc) in fresh.items()), budget)
+            shed = fresh.keys() - kept
+            fresh = {t: row for t, row in fresh.items() if t in kept}
+        texts = list(fresh)
+        probes = dict(zip(texts, self.index.probes(texts), strict=True)) if texts else {}
         for occurrence, check_gold in picked:
             text = occurrence.normalised
+            if text in shed:
+                self._pending["shed"]["events"] += 1
+                continue
             sid = None if check_gold and text in known else exact.get(text)
             if sid is None and not (check_gold and text in known):
                 sid = self._place(probes[text], check_gold)
@@ -313,19 +339,22 @@ class HarvestStage:
 
     @staticmethod
     def _empty_pending() -> dict[str, Counter[str]]:
-        return {k: Counter() for k in ("reasons", "known", "new", "evicted", "sink_failures")}
+        keys = ("reasons", "known", "new", "evicted", "sink_failures", "shed")
+        return {k: Counter() for k in keys}
 
     def pending_observations(self) -> dict[str, Any]:
         """Return and clear the increments since the last call, for the telemetry layer:
         ``{"reasons": {reason: n}, "known": {"annotation"|"gold_set": n},
-        "new_suggestions": n, "evicted": n, "sink_failures": {sink: n}, "suggestions": n}``
-        (the last is a gauge: suggestions held)."""
+        "new_suggestions": n, "evicted": n, "shed": n, "sink_failures": {sink: n},
+        "suggestions": n}`` (``shed``: events with a reason whose new question was shed by
+        ``max_new_per_batch``; the last is a gauge: suggestions held)."""
         pending, self._pending = self._pending, self._empty_pending()
         return {
             "reasons": dict(pending["reasons"]),
             "known": dict(pending["known"]),
             "new_suggestions": pending["new"]["suggestions"],
             "evicted": pending["evicted"]["suggestions"],
+            "shed": pending["shed"]["events"],
             "sink_failures": dict(pending["sink_failures"]),
             "suggestions": len(self.suggestions),
         }
