@@ -256,7 +256,9 @@ def _drift() -> list[Panel | list[Panel]]:
                 "Suggestions held, skipped as known, evicted, sink failures",
                 "Suggestions held per replica; picked events skipped because they near-"
                 "duplicate a gold question (known questions); suggestions evicted at "
-                "harvest.max_suggestions (raise it or label faster); failed publications to "
+                "harvest.max_suggestions (raise it or label faster); new questions shed under "
+                "a flood (harvest.max_new_per_batch; they get another chance when they recur); "
+                "failed publications to "
                 "the state store or the compacted Kafka topic (they are retried at the next "
                 "flush; persistent failures: check the broker and the disk).",
                 [(f"sum(goldwatch_gold_candidates_held{{{SEL}}})", "held"),
@@ -264,6 +266,8 @@ def _drift() -> list[Panel | list[Panel]]:
                   "known ({{via}}) / h"),
                  (f"sum(increase(goldwatch_gold_candidates_evicted_total{{{SEL}}}[1h]))",
                   "evicted / h"),
+                 (f"sum(increase(goldwatch_gold_candidates_shed_total{{{SEL}}}[1h]))",
+                  "shed (load) / h"),
                  (f"sum by (sink) (increase(goldwatch_gold_candidate_sink_failures_total"
                   f"{{{SEL}}}[1h]))", "sink failures ({{sink}}) / h")],
                 "short",

@@ -851,6 +851,7 @@ class HarvestMetrics:
     goldwatch_gold_candidates_new_total          counter (new distinct suggestions)
     goldwatch_gold_candidates_known_total        counter via (annotation, gold_set)
     goldwatch_gold_candidates_evicted_total      counter (suggestions dropped at the bound)
+    goldwatch_gold_candidates_shed_total         counter (new questions shed per batch)
     goldwatch_gold_candidate_sink_failures_total counter sink
     goldwatch_gold_candidates_held               gauge   (suggestions held by this replica)
     ============================================ ======= ===============================
@@ -860,6 +861,7 @@ class HarvestMetrics:
     new: Counter
     known: Counter
     evicted: Counter
+    shed: Counter
     sink_failures: Counter
     held: Gauge
     reasons: tuple[str, ...]
@@ -872,6 +874,7 @@ class HarvestMetrics:
             self.known.labels(via=bounded_label(via, HARVEST_KNOWN_VIA)).inc(n)
         self.new.inc(pending.get("new_suggestions", 0))
         self.evicted.inc(pending.get("evicted", 0))
+        self.shed.inc(pending.get("shed", 0))
         for sink, n in pending.get("sink_failures", {}).items():
             self.sink_failures.labels(sink=bounded_label(sink, HARVEST_SINKS)).inc(n)
         if "suggestions" in pending:
@@ -901,6 +904,9 @@ def build_harvest_metrics(
                       "duplicates of a gold question.", ["via"], registry=registry),
         evicted=Counter(_name("gold_candidates_evicted"), "Suggestions dropped because the "
                         "bound on held suggestions was reached.", registry=registry),
+        shed=Counter(_name("gold_candidates_shed"), "Picked live events whose new question "
+                     "was shed by harvest.max_new_per_batch (not near-duplicate-matched, not "
+                     "kept).", registry=registry),
         sink_failures=Counter(_name("gold_candidate_sink_failures"), "Failed publications of "
                               "suggestions (state store, Kafka topic).", ["sink"],
                               registry=registry),
