@@ -204,12 +204,12 @@ def eval_command(
         click.echo(render_text(outcome.reports, outcome.comparisons))
         if outcome.answers is not None:
             click.echo("\n" + _answers_text(outcome.answers.to_json()))
-        for gate in outcome.failed_gates:
-            click.echo(
-                f"FAIL {gate['retriever']}: {gate['metric']} = {gate['value']:.4f} "
-                f"< {gate['threshold']}",
-                err=True,
-            )
+    for gate in outcome.failed_gates:  # on stderr in both formats: CI logs show why
+        click.echo(
+            f"FAIL {gate['retriever']}: {gate['metric']} = {gate['value']:.4f} "
+            f"< {gate['threshold']}",
+            err=True,
+        )
     if outcome.failed_gates:
         sys.exit(EXIT_GATE_FAILED)
 

@@ -37,7 +37,7 @@ from service.corpus import (
     validated_rows,
     where,
 )
-from service.records import GoldQuestion, Qrels
+from service.records import KINDS, GoldQuestion, Qrels
 from service.trec import read_qrels, read_topics
 
 logger = logging.getLogger(__name__)
@@ -185,11 +185,20 @@ class GoldSet:
         return {q.id: q.qrels_row() for q in self.questions if q.answerable}
 
 
+#: Kinds that may have no gold passage: unanswerable, and role-restricted asked by a role
+#: that may read none of the answer.
+_EMPTY_GOLD_KINDS = ("unanswerable", "role-restricted")
+
+
 def _row_problems(path: Path, lineno: int, row: _GoldRow) -> list[str]:
+    here = where(path, lineno, row.id)
+    if row.kind is not None and row.kind not in KINDS:
+        return [f"{here}, field 'kind': must be one of {', '.join(KINDS)}"]
     if row.kind == "unanswerable" and row.gold:
-        return [
-            f"{where(path, lineno, row.id)}, field 'kind': 'unanswerable' but gold is not empty"
-        ]
+        return [f"{here}, field 'kind': 'unanswerable' but gold is not empty"]
+    if row.kind is not None and row.kind not in _EMPTY_GOLD_KINDS and not row.gold:
+        return [f"{here}, field 'gold': empty (unanswerable) but kind is {row.kind!r}; "
+                "use kind 'unanswerable'"]  # fmt: skip
     return []
 
 

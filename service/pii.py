@@ -12,10 +12,14 @@ type          placeholder      shape (after digit folding), check
 ``card``      ``<CARD>``       13-19 digits, contiguous or 4-4-4-4(-3) / 4-6-5 / 4-6-4
                                with one kind of separator; Luhn (ISO/IEC 7812-1 Annex B);
                                not after ``ISBN``
-``aadhaar``   ``<AADHAAR>``    12 digits, first 2-9, contiguous or 4-4-4; Verhoeff (1969)
-                               check digit, as UIDAI issues them
-``pan``       ``<PAN>``        ``AAAPA1234A`` upper case, 4th letter a PAN holder status
-                               (P C H F A T B L J G; Income Tax Department format)
+``aadhaar``   ``<AADHAAR>``    12 digits, contiguous or 4-4-4, whatever the check digit:
+                               people mistype their Aadhaar number, and other 12-digit ids
+                               (roll, account, application numbers) are personal too —
+                               privacy wins over precision (:func:`verhoeff_valid` is kept
+                               for callers that need UIDAI's own check)
+``pan``       ``<PAN>``        ``AAAAA1234A`` upper case: five letters, four digits, a
+                               letter (the Income Tax Department's shape; the 4th letter,
+                               the holder status, is not required: typos count)
 ``ip``        ``<IP>``         IPv4 with octets 0-255 (not after ``version``, ``section``,
                                ``rule`` ...); IPv6 that :class:`ipaddress.IPv6Address`
                                accepts and that holds a digit
@@ -180,8 +184,8 @@ _CARD = re.compile(
     _GROUP_L + r"(?:\d{13,19}|\d{4}(?P<s>[ -])(?:\d{4}(?P=s)\d{4}(?P=s)\d{4}(?:(?P=s)\d{3})?"
     r"|\d{6}(?P=s)\d{4,5}))" + _GROUP_R
 )
-_AADHAAR = re.compile(_GROUP_L + r"[2-9]\d{3}(?P<s>[ -]?)\d{4}(?P=s)\d{4}" + _GROUP_R)
-_PAN = re.compile(r"(?=[A-Z])(?<!\w)[A-Z]{3}[PCHFATBLJG][A-Z]\d{4}[A-Z](?!\w)")
+_AADHAAR = re.compile(_GROUP_L + r"\d{4}(?P<s>[ -]?)\d{4}(?P=s)\d{4}" + _GROUP_R)
+_PAN = re.compile(r"(?=[A-Z])(?<!\w)[A-Z]{5}\d{4}[A-Z](?!\w)")
 _IPV4 = re.compile(rf"(?=[0-9])(?<![\w.]){_OCTET}(?:\.{_OCTET}){{3}}(?!\w|\.\d)")
 #: Words after which a dotted quad or a Luhn-valid number is a version, section or ISBN.
 _NOT_IP_AFTER = re.compile(
@@ -224,10 +228,6 @@ def _ipv4(m: re.Match[str]) -> int | None:
     return None if _after(m, _NOT_IP_AFTER) else m.end()
 
 
-def _aadhaar(m: re.Match[str]) -> int | None:
-    return m.end() if verhoeff_valid(_digits(m.group())) else None
-
-
 def _ipv6(m: re.Match[str]) -> int | None:
     try:
         ipaddress.IPv6Address(m.group())
@@ -257,7 +257,7 @@ _DETECTORS: tuple[tuple[str, re.Pattern[str], _Accept, _Gate], ...] = (
     ("url", _URL, _url, lambda s, n: "://" in s or "www." in s.lower()),
     ("email", _EMAIL, _whole, lambda s, n: "@" in s),
     ("card", _CARD, _card, lambda s, n: n >= 13),
-    ("aadhaar", _AADHAAR, _aadhaar, lambda s, n: n >= 12),
+    ("aadhaar", _AADHAAR, _whole, lambda s, n: n >= 12),
     ("pan", _PAN, _whole, lambda s, n: n >= 4 and not s.islower()),
     ("ip", _IPV6, _ipv6, lambda s, n: n >= 1 and s.count(":") >= 2),
     ("ip", _IPV4, _ipv4, lambda s, n: n >= 4 and s.count(".") >= 3),

@@ -19,6 +19,8 @@ from service.api.harvest_routes import router as harvest_router
 from service.api.routes import router
 from service.api.runtime import EngineBusy, Runtime
 from service.api.shadow_routes import router as shadow_router
+from service.corpus import load_corpus
+from service.demo import demo_path
 from service.harvest import StateStoreCandidates
 from service.harvest.labelling import Labelling
 from service.settings import Settings
@@ -64,8 +66,10 @@ def _labelling(settings: Settings, runtime: Runtime) -> Labelling | None:
     the user's own (the packaged demo gold set is never written to)."""
     if runtime.live.harvest is None or settings.gold_set is None:
         return None
+    corpus = load_corpus(settings.corpus or demo_path("corpus.jsonl"))
     return Labelling(StateStoreCandidates(runtime.state), settings.gold_set, settings.harvest,
-                     on_accept=runtime.gold_accepted)  # fmt: skip
+                     on_accept=runtime.gold_accepted,
+                     passages=[passage.id for passage in corpus])  # fmt: skip
 
 
 def _add_metrics_route(app: FastAPI) -> None:
@@ -132,6 +136,9 @@ def _error_code(status_code: int) -> str:
         403: "forbidden",
         404: "not_found",
         405: "method_not_allowed",
+        409: "conflict",
         413: "too_large",
         415: "unsupported_media_type",
+        422: "unprocessable",
+        503: "unavailable",
     }.get(status_code, "error")

@@ -32,7 +32,11 @@ def get_labelling(request: Request) -> Labelling:
     """The labelling service of the app, or 404 when harvesting is off."""
     labelling = getattr(request.app.state, "harvest", None)
     if labelling is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, "harvesting is disabled")
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND,
+            "no suggestions to label: harvesting needs analytics on, harvest.enabled and a "
+            "gold-set file of your own (gold_set) to append accepted questions to",
+        )
     return labelling  # type: ignore[no-any-return]
 
 

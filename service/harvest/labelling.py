@@ -21,7 +21,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -110,6 +110,8 @@ class Labelling:
         config: weights and quotas for the listing order.
         on_accept: called with each accepted row (e.g. to refresh the topic model and the
             gold distributions).
+        passages: the corpus's passage ids; when given, an accept naming another id is
+            refused (a typo would make a gold question no retriever can ever find).
         clock: returns the decision time as RFC 3339 UTC.
     """
 
@@ -120,12 +122,14 @@ class Labelling:
         config: HarvestConfig | None = None,
         on_accept: Callable[[GoldQuestion], None] | None = None,
         clock: Callable[[], str] = _now,
+        passages: Collection[str] | None = None,
     ) -> None:
         self.repository = repository
         self.gold_path = Path(gold_path)
         self.config = config or HarvestConfig()
         self.on_accept = on_accept
         self.clock = clock
+        self.passages = frozenset(passages) if passages is not None else None
         self._lock = threading.Lock()
 
     def list(
@@ -188,10 +192,14 @@ class Labelling:
         Raises:
             CandidateNotFound, AlreadyDecided, LabellingError: see the class docstrings
                 (bad kind, blank or repeated ids, ``[]`` with a kind other than
-                ``unanswerable``).
+                ``unanswerable``, ids not in ``passages``).
             OSError: the gold-set file cannot be written.
         """
         _check_labels(gold, kind)
+        if self.passages is not None:
+            unknown = sum(1 for passage in gold if passage not in self.passages)
+            if unknown:
+                raise LabellingError(f"{unknown} gold passage id(s) are not in the corpus")
         with self._lock:
             row = self._undecided(candidate_id)
             gold_row = self._append(row, list(gold), kind)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -308,3 +309,28 @@ def test_trec_gold_set_rejects_judged_topics_without_text(tmp_path: Path) -> Non
     topics = write_lines(tmp_path / "topics.tsv", ["401\tfee dates"])
     with pytest.raises(GoldSetError, match="topic '499' is judged but missing"):
         load_trec_gold_set(qrels, topics)
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ({"id": "q1", "question": "Fee?", "gold": ["p1"], "kind": "weird"},
+         "field 'kind': must be one of plain, expert, multi-passage, unanswerable"),
+        ({"id": "q1", "question": "Fee?", "gold": [], "kind": "plain"},
+         "field 'gold': empty (unanswerable) but kind is 'plain'"),
+    ],
+)  # fmt: skip
+def test_kind_is_checked(tmp_path: Path, row: dict[str, object], message: str) -> None:
+    path = tmp_path / "gold.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(GoldSetError, match=re.escape(message)):
+        load_gold_set(path)
+
+
+def test_missing_kind_is_inferred_and_role_restricted_may_be_empty(tmp_path: Path) -> None:
+    path = tmp_path / "gold.jsonl"
+    rows = [{"id": "a", "question": "Fee?", "gold": ["p1"]},
+            {"id": "b", "question": "Salary?", "gold": [], "kind": "role-restricted"},
+            {"id": "c", "question": "Weather?", "gold": []}]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert [q.kind for q in load_gold_set(path)] == ["plain", "role-restricted", "unanswerable"]

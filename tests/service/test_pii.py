@@ -243,9 +243,6 @@ LOOK_ALIKES = [
     "roll no 21BCE1234",
     "Room 304",
     "room B-214",
-    "Aadhaar 2345 6789 0123",  # 4-4-4, fails Verhoeff
-    "id 234567890123",  # 12 digits, fails Verhoeff
-    "uid 1234 5678 9012",  # first digit 1 is never issued
     "card 4111 1111 1111 1112",  # fails Luhn
     "4111111111111112",
     "1234 5678 9012 3456",
@@ -265,7 +262,6 @@ LOOK_ALIKES = [
     "marks 450/500",
     "C++ 17 and std::map",
     "section 498A IPC",
-    "ABCDE1234F",  # 4th letter D is not a PAN status
     "abcpe1234f",  # PANs are written upper case
     "BATCH2026",
     "Lat 21.1458, Long 79.0882",
@@ -280,8 +276,25 @@ LOOK_ALIKES = [
 ]
 
 
+@pytest.mark.parametrize(
+    ("text", "scrubbed", "kind"),
+    [
+        ("Aadhaar 2345 6789 0123", "Aadhaar <AADHAAR>", "aadhaar"),  # fails Verhoeff
+        ("id 234567890123", "id <AADHAAR>", "aadhaar"),  # fails Verhoeff
+        ("uid 1234 5678 9012", "uid <AADHAAR>", "aadhaar"),  # first digit 1 never issued
+        ("roll no 876543210987 hai", "roll no <AADHAAR> hai", "aadhaar"),  # any 12-digit id
+        ("my PAN ABCDE1234F", "my PAN <PAN>", "pan"),  # 4th letter D is not a status
+    ],
+)
+def test_id_shaped_numbers_are_scrubbed_whatever_their_check(
+    text: str, scrubbed: str, kind: str
+) -> None:
+    """Privacy over precision: a mistyped Aadhaar or PAN is still someone's id."""
+    assert scrub(text) == Scrubbed(scrubbed, {kind: 1})
+
+
 def test_look_alike_table_is_large_enough() -> None:
-    assert len(LOOK_ALIKES) >= 40
+    assert len(LOOK_ALIKES) >= 36
     assert not verhoeff_valid("234567890123") and not verhoeff_valid("234567890123")
     assert not luhn_valid("4111111111111112") and not luhn_valid("1234567890123456")
 
