@@ -138,6 +138,7 @@ class HarvestStage:
         active = self._active
         gaps: dict[tuple[Any, Any], float] = {}  # the counts are fixed for the whole batch
         picked: list[tuple[Occurrence, bool]] = []
+        events: list[Any] = []  # picked[i]'s event: its production ranking, if kept
         for event, notes in zip(batch.events, batch.annotations, strict=True):
             low = False
             scored = production_score(event)
@@ -159,7 +160,8 @@ class HarvestStage:
             occurrence = self._occurrence(event, notes, reasons, gap)
             if occurrence.normalised:
                 picked.append((occurrence, "known" not in notes))
-        self._merge(picked, config.max_new_per_batch)
+                events.append(event)
+        self._merge(picked, config.max_new_per_batch, events)
         self.flush()
 
     def observe_shadow(self, result: ShadowResult) -> None:
@@ -229,18 +231,17 @@ class HarvestStage:
     def _occurrence(
         self, event: Any, notes: Mapping[str, Any], reasons: tuple[str, ...], gap: float
     ) -> Occurrence:
-        ranking = production_ranking(event)
         channel = event.channel
         question = event.question
         if PII_ANNOTATION not in notes:  # the PII stage did not run on it: scrub here
             question = scrub(question).text
-        return Occurrence(
+        return Occurrence(  # rankings are filled in by _merge for occurrences it keeps
             event_id=event.event_id,
             timestamp=event.timestamp,
             question=question,
             normalised=normalise(question),
             reasons=reasons,
-            rankings={PRODUCTION: ranking} if ranking else {},
+            rankings={},
             language=notes.get("language"),
             topic=notes.get("topic"),
             role=event.user.role if event.user is not None else None,
@@ -248,10 +249,17 @@ class HarvestStage:
             gap=gap,
         )
 
-    def _merge(self, picked: Sequence[tuple[Occurrence, bool]], budget: int | None = None) -> None:
+    def _merge(
+        self,
+        picked: Sequence[tuple[Occurrence, bool]],
+        budget: int | None = None,
+        events: Sequence[Any] | None = None,
+    ) -> None:
         """Merge picked occurrences (with whether to look for gold near-duplicates) in
         order; at most ``budget`` distinct new texts are matched, the others' occurrences
-        are shed (:mod:`service.harvest.shedding`)."""
+        are shed (:mod:`service.harvest.shedding`). With ``events`` (aligned with
+        ``picked``), a kept occurrence gets its event's production ranking only now: shed
+        ones never pay for it."""
         exact, known, weights = self._exact, self._known, self._weights
         fresh: dict[str, tuple[tuple[Any, Any], float]] = {}
         for o, gold in picked:
@@ -271,11 +279,15 @@ class HarvestStage:
             fresh = {t: row for t, row in fresh.items() if t in kept}
         texts = list(fresh)
         probes = dict(zip(texts, self.index.probes(texts), strict=True)) if texts else {}
-        for occurrence, check_gold in picked:
+        for i, (occurrence, check_gold) in enumerate(picked):
             text = occurrence.normalised
             if text in shed:
                 self._pending["shed"]["events"] += 1
                 continue
+            if events is not None:
+                ranking = production_ranking(events[i])
+                if ranking:
+                    occurrence = occurrence._replace(rankings={PRODUCTION: ranking})
             sid = None if check_gold and text in known else exact.get(text)
             if sid is None and not (check_gold and text in known):
                 sid = self._place(probes[text], check_gold)
