@@ -9,7 +9,10 @@ The report (``--format json``)::
                    "out_of_scope": {"scored", "out_of_scope", "share", "over_refusals",
                                     "under_refusals", "calibration": {...}},
                    "pii_scrubbed": {type: n},
-                   "drift": {dimension: {"state", "comparisons", ...}, "alarms": [...]}}}
+                   "drift": {dimension: {"state", "comparisons", ...}, "alarms": [...]},
+                   "series": {"bucket_s", "buckets": [{"start", "languages", "topics",
+                                                       "answers", "refused"}]}},
+     "shadow": {...}, "quality": {...}, "gold_candidates": {...}}
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ from consumers.engine import Engine
 from consumers.file_source import FileSource
 from consumers.loop import make_decoder, run
 from service.api.runtime import Live, build_live, freeze_heap
+from service.pipeline import Batch
 from service.scope import describe
+from service.series import TimeSeries
 from service.settings import Settings
 from service.state import StateStore
 from service.telemetry import PII_TYPES, build_metrics
@@ -57,7 +62,13 @@ def run_replay(
     if state_path is None and source.dlq_path.exists():
         source.dlq_path.write_bytes(b"")
     decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes)
-    engine = Engine(live.pipeline, state, build_metrics(registry), decoder, on_batch=live.observe)
+    series = TimeSeries()
+
+    def observe(batch: Batch) -> None:
+        live.observe(batch)
+        series.add_batch([e.timestamp.timestamp() for e in batch.events], batch.annotations)
+
+    engine = Engine(live.pipeline, state, build_metrics(registry), decoder, on_batch=observe)
     try:
         report = run(
             source,
@@ -84,10 +95,15 @@ def run_replay(
             "dropped": report.dropped,
             "batches": report.batches,
             "dlq_path": str(source.dlq_path),
-            "analytics": analytics_report(live, registry),
+            "analytics": _with_series(analytics_report(live, registry), series),
             **live_reports(live),
         }
     )
+
+
+def _with_series(analytics: dict[str, Any] | None, series: TimeSeries) -> dict[str, Any] | None:
+    """The analytics report with its counts per event-time bucket (``series``)."""
+    return None if analytics is None else {**analytics, "series": series.report()}
 
 
 def live_reports(live: Live) -> dict[str, Any]:
