@@ -93,44 +93,24 @@ def render_text(reports: Sequence[RetrieverReport], comparisons: Sequence[Paired
         out.append("")
     if comparisons:
         out.append("Paired comparison (B - A; randomization test, bootstrap CI)")
-        out.append(
-            table(
-                [
-                    "metric",
-                    "A",
-                    "B",
-                    "n",
-                    "mean A",
-                    "mean B",
-                    "diff",
-                    "CI low",
-                    "CI high",
-                    "wins",
-                    "losses",
-                    "ties",
-                    "p",
-                ],
-                [
-                    [
-                        c.metric,
-                        c.a,
-                        c.b,
-                        c.n,
-                        c.mean_a,
-                        c.mean_b,
-                        c.mean_diff,
-                        c.ci_low,
-                        c.ci_high,
-                        c.wins,
-                        c.losses,
-                        c.ties,
-                        c.p_value,
-                    ]
-                    for c in comparisons
-                ],
-            )
-        )
+        out.append(table(list(COMPARISON_COLUMNS), comparison_rows(comparisons)))
     return "\n".join(out).rstrip()
+
+
+#: Columns of a paired-comparison table, text and HTML alike.
+COMPARISON_COLUMNS: tuple[str, ...] = (
+    "metric", "A", "B", "n", "mean A", "mean B", "diff", "CI low", "CI high", "wins", "losses",
+    "ties", "p",
+)  # fmt: skip
+
+
+def comparison_rows(comparisons: Sequence[PairedComparison]) -> list[list[object]]:
+    """One row per paired comparison, in :data:`COMPARISON_COLUMNS` order."""
+    return [
+        [c.metric, c.a, c.b, c.n, c.mean_a, c.mean_b, c.mean_diff, c.ci_low, c.ci_high, c.wins,
+         c.losses, c.ties, c.p_value]
+        for c in comparisons
+    ]  # fmt: skip
 
 
 def render_json(

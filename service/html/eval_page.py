@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from service.html import plots
 from service.html.page import Safe, document, esc, figure, num, para, pct, section, table
 from service.records import BREAKDOWN_FIELDS
-from service.report import max_k, text_measures
+from service.report import COMPARISON_COLUMNS, comparison_rows, max_k, text_measures
 
 if TYPE_CHECKING:
     from service.compare import PairedComparison
@@ -198,39 +198,8 @@ def _comparison(comparisons: Sequence[PairedComparison]) -> Safe:
         title=f"{first.b} − {first.a}: mean difference with {first.confidence:.0%} interval",
         xlabel="mean difference (B − A)",
     )
-    rows = [
-        [
-            c.metric,
-            c.a,
-            c.b,
-            c.n,
-            c.mean_a,
-            c.mean_b,
-            c.mean_diff,
-            c.ci_low,
-            c.ci_high,
-            c.wins,
-            c.losses,
-            c.ties,
-            c.p_value,
-        ]
-        for c in comparisons
-    ]
-    header = [
-        "metric",
-        "A",
-        "B",
-        "n",
-        "mean A",
-        "mean B",
-        "B − A",
-        "CI low",
-        "CI high",
-        "wins",
-        "losses",
-        "ties",
-        "p",
-    ]
+    rows = comparison_rows(comparisons)
+    header = ["B − A" if column == "diff" else column for column in COMPARISON_COLUMNS]
     note = para(
         "Paired over the same questions: randomization test for p, bootstrap interval "
         "of the mean difference. Wins: questions where B scores higher.",
