@@ -4,8 +4,13 @@ For one metric, the per-question differences ``d_i = B_i − A_i`` give wins (``
 (``d < 0``) and ties; the two-sided paired randomization (sign-flip permutation) test of
 Fisher, as recommended for IR by Smucker, Allan & Carterette (CIKM 2007), gives the p-value of
 "mean difference = 0"; a percentile bootstrap over questions (Efron & Tibshirani 1993) gives the
-confidence interval of the mean difference. Both come from :mod:`scipy.stats`; with ``n ≤ 13``
-questions scipy enumerates all ``2**n`` sign flips, so the p-value is exact.
+confidence interval of the mean difference. Both come from :mod:`scipy.stats`.
+
+Ties (``d = 0``) do not move the statistic under a sign flip, so the test flips only the ``m``
+non-zero differences (the sum over them is the mean times ``n``: the same test). When
+``2**m ≤ n_resamples`` scipy enumerates every flip and the p-value is exact — e.g. 60 questions
+of which 3 differ by +1 give exactly 2/8 = 0.25, and one differing question gives exactly 1;
+beyond that it is a Monte-Carlo estimate from ``n_resamples`` flips.
 """
 
 from __future__ import annotations
@@ -56,6 +61,10 @@ class PairedComparison:
 
 def _mean_stat(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.mean(x, axis=axis)
+
+
+def _sum_stat(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.sum(x, axis=axis)
 
 
 def paired_comparison(
@@ -130,19 +139,24 @@ def _significance(
     if not diff.any():
         return 1.0, 0.0, 0.0
     rng = np.random.default_rng(seed)
-    test = stats.permutation_test(
-        (diff,),
-        _mean_stat,
-        permutation_type="samples",
-        alternative="two-sided",
-        n_resamples=n_resamples,
-        vectorized=True,
-        random_state=rng,
-    )
+    nonzero = diff[diff != 0]
+    if len(nonzero) == 1:
+        # Both signs of the one non-zero difference reach |sum| = |d|: p = 2/2.
+        p_value = 1.0
+    else:
+        p_value = stats.permutation_test(
+            (nonzero,),
+            _sum_stat,
+            permutation_type="samples",
+            alternative="two-sided",
+            n_resamples=n_resamples,
+            vectorized=True,
+            random_state=rng,
+        ).pvalue
     if len(diff) < 2 or np.all(diff == diff[0]):
         # The bootstrap distribution is degenerate: every resample has the same mean.
         value = float(diff.mean())
-        return float(min(1.0, test.pvalue)), value, value
+        return float(min(1.0, p_value)), value, value
     boot = stats.bootstrap(
         (diff,),
         _mean_stat,
@@ -153,7 +167,7 @@ def _significance(
         random_state=rng,
     )
     low, high = boot.confidence_interval
-    return float(min(1.0, test.pvalue)), float(low), float(high)
+    return float(min(1.0, p_value)), float(low), float(high)
 
 
 def compare_all(

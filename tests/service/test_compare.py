@@ -36,6 +36,25 @@ def test_mixed_differences_exact_p_value() -> None:
     assert result.deltas["q2"] == pytest.approx(-0.5)
 
 
+def test_ties_do_not_make_the_p_value_approximate() -> None:
+    # 60 questions, 3 of them d = +1 and 57 ties. Only the 3 non-zero signs matter: sums
+    # over the 8 flips are {3, 1, 1, 1, -1, -1, -1, -3}; |sum| >= 3 in 2 of 8, so the exact
+    # p = 0.25 (2**60 flips could never be enumerated; a Monte-Carlo estimate would wobble).
+    result = paired_comparison(
+        "a", _scores([0.0] * 60), "b", _scores([1.0] * 3 + [0.0] * 57), "recall@10"
+    )
+    assert (result.wins, result.ties) == (3, 57)
+    assert result.p_value == 0.25
+
+
+def test_one_differing_question_gives_p_one() -> None:
+    # One non-zero d: its two signs both reach |sum| = |d|, so p = 2/2 = 1 exactly.
+    result = paired_comparison(
+        "a", _scores([0.0] * 40), "b", _scores([0.5] + [0.0] * 39), "recall@10"
+    )
+    assert result.p_value == 1.0
+
+
 def test_identical_systems() -> None:
     result = paired_comparison("a", _scores([0.2, 1.0]), "b", _scores([0.2, 1.0]), "recall@10")
     assert result.p_value == 1.0
