@@ -9,6 +9,10 @@ A bad value fails at start with :class:`ConfigError`, naming the field path and 
 
 from __future__ import annotations
 
+import os
+import types
+import typing
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -411,6 +415,68 @@ def _format_errors(error: ValidationError, origin: str) -> str:
     return "\n".join(lines)
 
 
+ENV_PREFIX = "GOLDWATCH_"
+ENV_DELIMITER = "__"
+
+
+def _submodel(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside ``annotation`` (``X``, ``X | None``), or ``None``."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            found = _submodel(arg)
+            if found is not None:
+                return found
+    return None
+
+
+def _is_mapping(annotation: Any) -> bool:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(_is_mapping(arg) for arg in typing.get_args(annotation))
+    return origin in (dict, Mapping) or annotation is dict
+
+
+def unknown_environment_settings(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Names of ``GOLDWATCH_*`` variables that look like settings but name none.
+
+    A variable is a setting when it is ``GOLDWATCH_<field>`` for a top-level field, or
+    ``GOLDWATCH_<a>__<b>…`` (the nested delimiter): every part must then name a field of the
+    section before it, case-insensitively, as pydantic-settings reads them; below a mapping
+    field (e.g. a retriever's ``params``) any key is allowed. Variables without the delimiter
+    that name no top-level field (``GOLDWATCH_LOCKED``, test switches) are not settings and
+    are not reported.
+
+    Args:
+        environ: the environment (default ``os.environ``).
+
+    Returns:
+        The offending variable names, sorted (never their values).
+
+    >>> unknown_environment_settings({"GOLDWATCH_SOURCE__KIDN": "kafka",
+    ...     "GOLDWATCH_SOURCE__KIND": "file", "GOLDWATCH_LOCKED": "1"})
+    ['GOLDWATCH_SOURCE__KIDN']
+    """
+    unknown = []
+    for name in os.environ if environ is None else environ:
+        if not name.upper().startswith(ENV_PREFIX):
+            continue
+        parts = name[len(ENV_PREFIX) :].lower().split(ENV_DELIMITER)
+        if len(parts) == 1:
+            continue  # a top-level field, or not a setting at all
+        model: type[BaseModel] | None = Settings
+        for part in parts:
+            field = model.model_fields.get(part) if model is not None else None
+            if field is None:  # no such field, or a part below a plain value
+                unknown.append(name)
+                break
+            if _is_mapping(field.annotation):
+                break  # any key below a mapping
+            model = _submodel(field.annotation)
+    return sorted(unknown)
+
+
 def load_settings(path: Path | str | None = None, **overrides: Any) -> Settings:
     """Read, validate and freeze the configuration.
 
@@ -422,7 +488,8 @@ def load_settings(path: Path | str | None = None, **overrides: Any) -> Settings:
         A frozen :class:`Settings`.
 
     Raises:
-        ConfigError: the file is missing, is not YAML, is not a mapping, or a field is invalid.
+        ConfigError: the file is missing, is not YAML, is not a mapping, a field is invalid,
+            or a ``GOLDWATCH_<a>__<b>`` variable names no setting.
     """
     origin = str(path) if path is not None else "environment and defaults"
     yaml_path: Path | None = None
@@ -439,6 +506,15 @@ def load_settings(path: Path | str | None = None, **overrides: Any) -> Settings:
             raise ConfigError(f"{yaml_path}: not valid YAML{where} ({problem})") from None
         if loaded is not None and not isinstance(loaded, dict):
             raise ConfigError(f"{yaml_path}: the top level must be a mapping")
+    unknown = unknown_environment_settings()
+    if unknown:
+        raise ConfigError(
+            "invalid configuration (environment): "
+            + ", ".join(unknown)
+            + (" names no setting" if len(unknown) == 1 else " name no setting")
+            + " (sections and fields are joined with '__', e.g. GOLDWATCH_SOURCE__KIND; "
+            "see docs/configuration.md)"
+        )
     _YAML_FILE["path"] = yaml_path
     try:
         return Settings(**overrides)

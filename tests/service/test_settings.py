@@ -151,3 +151,34 @@ def test_shadow_candidates_must_name_known_retrievers() -> None:
         )
     with pytest.raises(ConfigError, match="shadow.candidates.0.sample_rate"):
         load_settings(shadow={"candidates": [{"name": "bm25", "sample_rate": 1.5}]})
+
+
+def test_misspelt_nested_env_variable_fails_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    # pydantic-settings silently ignores GOLDWATCH_SOURCE__KIDN; a typo must not leave the
+    # service running on the default it was meant to override.
+    monkeypatch.setenv("GOLDWATCH_SOURCE__KIDN", "secret-value")
+    with pytest.raises(ConfigError) as error:
+        load_settings()
+    assert "GOLDWATCH_SOURCE__KIDN names no setting" in str(error.value)
+    assert "secret-value" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("names", "unknown"),
+    [
+        # real nested fields, any case; an optional section (kafka) counts
+        (["GOLDWATCH_EVAL__K", "goldwatch_api__token", "GOLDWATCH_KAFKA__SASL_PASSWORD"], []),
+        (["GOLDWATCH_ANALYTICS__DRIFT__WINDOW_S"], []),
+        # tool variables without the delimiter are not settings
+        (["GOLDWATCH_LOCKED", "GOLDWATCH_ARTEFACTS", "GOLDWATCH_EVAL"], []),
+        # a wrong section, a wrong field, a part below a plain value
+        (["GOLDWATCH_SOUCE__KIND"], ["GOLDWATCH_SOUCE__KIND"]),
+        (["GOLDWATCH_ANALYTICS__DRIFT__WINDOWS"], ["GOLDWATCH_ANALYTICS__DRIFT__WINDOWS"]),
+        (["GOLDWATCH_SOURCE__KIND__X", "GOLDWATCH_EVAL__K"], ["GOLDWATCH_SOURCE__KIND__X"]),
+        (["OTHER_SOURCE__KIDN"], []),
+    ],
+)
+def test_unknown_environment_settings(names: list[str], unknown: list[str]) -> None:
+    from service.settings import unknown_environment_settings
+
+    assert unknown_environment_settings(dict.fromkeys(names, "1")) == unknown
