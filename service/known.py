@@ -136,14 +136,14 @@ def _slots(keys: np.ndarray, bits: int) -> np.ndarray:
     return ((keys * _SPREAD) >> np.uint64(64 - bits)).astype(np.int64)
 
 
-class _HashTable:
+class HashTable:
     """Map from distinct 64-bit keys to ``0..len(keys)-1`` (their order), looked up for a
     whole array of keys at once.
 
     Direct-mapped: each key has one home slot (a quarter or less of the slots are used); a
     key whose home holds another key is found by binary search among the keys (few are).
 
-    >>> table = _HashTable(np.array([7, 2**63 + 5, 42, 0], dtype=np.uint64))
+    >>> table = HashTable(np.array([7, 2**63 + 5, 42, 0], dtype=np.uint64))
     >>> table.lookup(np.array([42, 8, 7, 2**63 + 5, 0, 1], dtype=np.uint64)).tolist()
     [2, -1, 0, 1, 3, -1]
     """
@@ -246,7 +246,7 @@ class KnownQuestionIndex:
         df = np.bincount(counts.indices, minlength=len(self._vocabulary))
         self._idf = np.log((1.0 + len(texts)) / (1.0 + df)) + 1.0
         self._unseen_idf = float(np.log(1.0 + len(texts)) + 1.0)  # df = 0
-        self._table = _HashTable(self._vocabulary)
+        self._table = HashTable(self._vocabulary)
         self._gold_t = sparse.csr_matrix(self._weigh(counts, self._idf).T)
         small = len(texts) <= _DENSE_GOLD_ROWS and self._gold_t.shape[0] * len(texts) <= 2**22
         # a small gold set's dense block makes the product a plain row-times-matrix sum

@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
+import itertools
 import json
 import math
 from collections.abc import Sequence
@@ -52,6 +53,7 @@ from sklearn.preprocessing import Normalizer
 from threadpoolctl import ThreadpoolController
 
 from service.batch_cache import BatchCache
+from service.known import HashTable
 from service.pipeline import Batch, StatelessStage
 from service.topic_config import TopicConfig
 
@@ -166,13 +168,16 @@ class _FastLSA:
     """
 
     def __init__(self, words: Any, chars: Any, components: np.ndarray) -> None:
-        self._words = words.build_analyzer()
         self._word_vocab = dict(words.vocabulary_)
         self._word_idf = np.asarray(words.idf_, dtype=np.float64)
         hashes = np.array([_hash(gram) for gram in chars.vocabulary_], dtype=np.uint64)
-        order = np.argsort(hashes)
-        self._char_hashes = hashes[order]
-        self._char_columns = np.fromiter(chars.vocabulary_.values(), dtype=np.int64)[order]
+        self._char_hashes = np.unique(hashes)
+        self._char_table = HashTable(hashes)  # hash -> position in vocabulary_
+        self._char_columns = np.fromiter(chars.vocabulary_.values(), dtype=np.int64)
+        self._word_lower = words.lowercase
+        self._word_tokens = words.build_tokenizer()
+        self._word_stop = words.get_stop_words() or frozenset()
+        self._word_lo, self._word_hi = words.ngram_range
         self._char_idf = np.asarray(chars.idf_, dtype=np.float64)
         self._white = chars._white_spaces
         self._char_lo, self._char_hi = chars.ngram_range
@@ -195,6 +200,9 @@ class _FastLSA:
             and chars.analyzer == "char_wb" and chars.lowercase and chars.strip_accents is None
             and chars.preprocessor is None and chars.binary is False
             and words.binary is False and union.transformer_weights is None
+            and words.analyzer == "word" and words.preprocessor is None
+            and words.strip_accents is None and words.tokenizer is None
+            and words.input == "content" and words.ngram_range[0] >= 1
             and all(v.sublinear_tf and v.use_idf and v.norm == "l2" and v.dtype == np.float64
                     for v in (words, chars))
             and normalizer.norm == "l2"
@@ -203,50 +211,75 @@ class _FastLSA:
         if not expected:
             return None
         fast = cls(words, chars, svd.components_)
-        if len(np.unique(fast._char_hashes)) != len(fast._char_hashes):
+        if len(fast._char_hashes) != len(chars.vocabulary_):
             return None  # two fitted n-grams share a hash (never seen): stay exact
         return fast
 
-    def _char_grams(self, text: str) -> str:
-        """The lower-cased words of ``text`` padded with a space each side and joined with
-        nothing between them: its ``n``-grams are sklearn's ``_char_wb_ngrams`` plus grams
-        spanning two words, which hold two spaces in a row (no fitted n-gram does, so they
-        never count); a word shorter than ``n`` has no ``n``-gram of its own, as in sklearn."""
-        return f" {'  '.join(self._white.sub(' ', text.lower()).split())} "
+    def _char_words(self, text: str) -> list[str]:
+        """The lower-cased words of ``text`` as sklearn's ``char_wb`` analyzer splits them
+        (its white-space characters made spaces, then ``str.split``)."""
+        return self._white.sub(" ", text.lower()).split()
 
     def _char_block(self, texts: Sequence[str]) -> sp.csr_matrix:
-        """Counts of the fitted char n-grams of each text, all texts at once: every n-gram
-        of the texts (joined with a space, so no fitted n-gram crosses two texts) is hashed
-        to 64 bits and looked up among the fitted n-grams' hashes with ``searchsorted``."""
-        pieces = [self._char_grams(text) + " " for text in texts]
+        """Counts of the fitted char n-grams of each text, all texts at once.
+
+        ``char_wb`` n-grams never cross a word, so they are found once per distinct word of
+        the batch (questions share most of their words): the distinct words, each padded with
+        a space either side, are joined with one more space (a gram spanning two words holds
+        two spaces in a row, which no fitted n-gram does, so it never counts); every n-gram
+        of that string is hashed to 64 bits and looked up among the fitted n-grams' hashes
+        in a hash table. A padded word shorter than ``n`` has no ``n``-gram, and one of
+        exactly ``n`` characters counts once, as in sklearn's ``_char_wb_ngrams`` (exact for
+        the fitted ``min_n`` of 3 or less, where no padded word is shorter than ``min_n``).
+        A text's counts are then its word counts times its words' n-gram counts (a sparse
+        product).
+        """
+        split = [self._char_words(text) for text in texts]
+        text_words, words = _bag_of_words(split)
+        pieces = [f" {word}  " for word in words]
         sizes = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
         starts = np.cumsum(sizes) - sizes
         codes = np.frombuffer("".join(pieces).encode("utf-32-le", "surrogatepass"),
                               dtype=np.uint32).astype(np.uint64)  # fmt: skip
-        found_docs = [np.zeros(0, dtype=np.int64)]
+        found_words = [np.zeros(0, dtype=np.int64)]
         found_cols = [np.zeros(0, dtype=np.int64)]
-        for n in range(self._char_lo, self._char_hi + 1):
+        # h_n(i) = n * M**n + sum_k codes[i + k] * M**(n - 1 - k) (mod 2**64): _hash's value,
+        # built up one character at a time from the (n - 1)-gram sums
+        sums = np.zeros(len(codes), dtype=np.uint64)
+        for n in range(1, self._char_hi + 1):
             count = len(codes) - n + 1
             if count <= 0:
+                break
+            sums = sums[:count] * _HASH_MULTIPLIER + codes[n - 1 : n - 1 + count]
+            if n < self._char_lo:
                 continue
-            hashes = np.full(count, n, dtype=np.uint64)
-            for k in range(n):
-                hashes = hashes * _HASH_MULTIPLIER + codes[k : k + count]
-            where = np.searchsorted(self._char_hashes, hashes)
-            where[where == len(self._char_hashes)] = 0
-            hit = self._char_hashes[where] == hashes
-            found_cols.append(self._char_columns[where[hit]])
-            found_docs.append(np.searchsorted(starts, np.flatnonzero(hit), side="right") - 1)
-        return _counted(np.concatenate(found_docs), np.concatenate(found_cols), len(texts),
-                        self._char_idf)  # fmt: skip
+            hashes = sums + np.uint64(n * pow(int(_HASH_MULTIPLIER), n, 1 << 64) & _MASK)
+            where = self._char_table.lookup(hashes)
+            hit = np.flatnonzero(where >= 0)
+            found_cols.append(self._char_columns.take(where.take(hit)))
+            found_words.append(np.searchsorted(starts, hit, side="right") - 1)
+        rows, cols = np.concatenate(found_words), np.concatenate(found_cols)
+        width = len(self._char_idf)
+        word_grams = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(words), width))
+        counts = (text_words @ word_grams).tocsr()
+        counts.sort_indices()
+        return _weighted(counts.indptr, counts.indices, counts.data, self._char_idf)
 
     def _word_block(self, texts: Sequence[str]) -> sp.csr_matrix:
-        """Counts of the fitted word n-grams of each text (sklearn's own analyzer)."""
-        vocab, analyse = self._word_vocab, self._words
+        """Counts of the fitted word n-grams of each text: sklearn's word analyzer (lower
+        case, its tokenizer, stop words dropped, then n-grams of the remaining tokens joined
+        with a space) written out inline, looked up in the vocabulary."""
+        vocab, tokenize, stop = self._word_vocab, self._word_tokens, self._word_stop
+        lo, hi = self._word_lo, self._word_hi
         cols: list[int] = []
         sizes: list[int] = []
         for text in texts:
-            found = [vocab[gram] for gram in analyse(text) if gram in vocab]
+            tokens = [t for t in tokenize(text.lower() if self._word_lower else text)
+                      if t not in stop]  # fmt: skip
+            grams = tokens if lo == 1 else []
+            for n in range(max(lo, 2), min(hi, len(tokens)) + 1):
+                grams = grams + [" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+            found = [vocab[gram] for gram in grams if gram in vocab]
             cols.extend(found)
             sizes.append(len(found))
         return _counted(np.repeat(np.arange(len(texts)), sizes), np.asarray(cols, dtype=np.int64),
@@ -280,6 +313,19 @@ def _counted(docs: np.ndarray, cols: np.ndarray, n_docs: int, idf: np.ndarray) -
     rows, columns = np.divmod(keys, width)
     indptr = np.r_[0, np.cumsum(np.bincount(rows, minlength=n_docs))]
     return _weighted(indptr, columns, counts, idf)
+
+
+def _bag_of_words(split: Sequence[list[str]]) -> tuple[sp.csr_matrix, list[str]]:
+    """Word counts of already split texts (texts × distinct words, float64) and the distinct
+    words, in order of first appearance (the matrix's columns)."""
+    flat = list(itertools.chain.from_iterable(split))
+    words = list(dict.fromkeys(flat))
+    column = dict(zip(words, range(len(words)), strict=True))
+    sizes = np.fromiter(map(len, split), dtype=np.int64, count=len(split))
+    indices = np.fromiter(map(column.__getitem__, flat), dtype=np.int64, count=len(flat))
+    indptr = np.r_[0, np.cumsum(sizes)]
+    matrix = sp.csr_matrix((np.ones(len(flat)), indices, indptr), shape=(len(split), len(words)))
+    return matrix, words
 
 
 def _weighted(indptr: np.ndarray, cols: np.ndarray, counts: np.ndarray, idf: np.ndarray

@@ -161,3 +161,23 @@ def test_clinc150_topic_quality(shared_data: Path) -> None:
     supervised = measure(TopicModel.fit(texts, labels=intents), clinc)
     assert supervised["nmi_intents"] >= 0.78
     assert supervised["purity_intents"] >= 0.65
+
+
+def test_fast_transform_equals_the_sklearn_pipeline(model: TopicModel) -> None:
+    """The numpy transform (char n-grams per distinct word, inline word analyzer, hash-table
+    lookup) gives scikit-learn's own ``pipeline.transform`` vectors: short words, stop words
+    only, repeated words and bigrams, mixed white space, accents, other scripts, empty text."""
+    import numpy as np
+
+    texts = [
+        *FEES, *EXAMS,
+        "fee fee fee hostel hostel", "a I x", "the of and", "", "   ", "exam\thall\n\nticket",
+        "Exam  HALL   ticket", "café naïve fee", "परीक्षा कब है exam", "考试 exam 时间",
+        "fee-refund / exam_hall!!", "hostel fee hostel fee hostel",
+    ]  # fmt: skip
+    fast = model._fast
+    assert fast is not None
+    expected = model._state.pipeline.transform(texts)
+    np.testing.assert_allclose(fast.transform(texts), expected, rtol=0, atol=1e-12)
+    # a batch holding one text gives the same vector as in a larger batch
+    np.testing.assert_allclose(fast.transform([texts[-1]])[0], expected[-1], rtol=0, atol=1e-12)
