@@ -86,8 +86,8 @@ def tokens(text: str) -> list[str]:
 
 def hinglish_score(words: Sequence[str]) -> tuple[int, int]:
     """Return ``(strong, weak)``: how many of ``words`` are strong resp. weak lexicon words."""
-    strong = sum(1 for word in words if word in STRONG_WORDS)
-    weak = sum(1 for word in words if word in WEAK_WORDS)
+    strong = len([word for word in words if word in STRONG_WORDS])
+    weak = len([word for word in words if word in WEAK_WORDS])
     return strong, weak
 
 
@@ -104,7 +104,7 @@ def is_hinglish(text: str, min_strong: int = 1, min_share: float = 0.12) -> bool
 
 def hinglish_words(words: Sequence[str], min_strong: int = 1, min_share: float = 0.12) -> bool:
     """:func:`is_hinglish` on already split, lower-case ``words`` (see :func:`tokens`)."""
-    if not words:
+    if not words or STRONG_WORDS.isdisjoint(words):  # no strong word: never Hinglish
         return False
     strong, weak = hinglish_score(words)
     return strong >= max(min_strong, 1) and (strong + 0.5 * weak) / len(words) >= min_share

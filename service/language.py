@@ -45,8 +45,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from service.hinglish import hinglish_words, tokens
 from service.pipeline import Batch, StatelessStage
 from service.scripts import (
+    _WORD_LANGS,
     SCRIPT_LANGUAGES,
-    function_word_scores,
     latin_cues,
     script_and_letters,
 )
@@ -223,6 +223,20 @@ def normalise(text: str) -> str:
     return " ".join(text.split())
 
 
+_ASCII_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def _word_shares(pool: Sequence[str]) -> dict[str, tuple[tuple[str, float], ...]]:
+    """Each function word of a ``pool`` language: ``((lang, 1 / k), ...)`` over its k pool
+    languages, in :func:`service.scripts.function_word_scores`'s order (same sums)."""
+    out: dict[str, tuple[tuple[str, float], ...]] = {}
+    for word, langs in _WORD_LANGS.items():
+        kept = [lang for lang in langs if lang in pool]
+        if kept:
+            out[word] = tuple((lang, 1.0 / len(kept)) for lang in kept)
+    return out
+
+
 #: A lead of the non-langdetect evidence above this is decisive: langdetect's probabilities
 #: are in [0, 1] (the margin covers their rounding).
 _DECIDED = 1.0 + 1e-6
@@ -244,6 +258,8 @@ class LanguageDetector:
             for script, langs in SCRIPT_LANGUAGES.items()
         }
         self._hinglish = HINGLISH in self._candidates
+        # per pool: function word -> ((language, 1 / its number of pool languages), ...)
+        self._shares = {pool: _word_shares(pool) for pool in set(self._pools.values())}
         size = self.config.cache_size
         self._cached = functools.lru_cache(maxsize=size)(self._detect) if size else self._detect
 
@@ -265,7 +281,12 @@ class LanguageDetector:
     def _detect(self, text: str) -> str:
         if "@" in text or "://" in text:  # langdetect drops them too: no evidence
             text = _URLS_AND_MAILS.sub(" ", text)
-        script, letters = script_and_letters(text)
+        if text.isascii():  # script_and_letters without the Counter: Latin letters or nothing
+            raw = text.encode("ascii")
+            letters = len(raw) - len(raw.translate(None, _ASCII_LETTERS))
+            script: str | None = "Latn" if letters else None
+        else:
+            script, letters = script_and_letters(text)
         if script is None:
             return UNDETERMINED
         pool = self._pools[script]
@@ -282,13 +303,17 @@ class LanguageDetector:
             best = max(scores, key=scores.__getitem__)
             return best if scores[best] > 0.0 else UNDETERMINED
         lexicon, cues, prior = self._latin_evidence(text, words, pool)
-        evidence = dict.fromkeys(pool, 0.0)
+        # the pool's languages all start at 0 and every addition is >= 0: the two highest
+        # totals are those of the languages with evidence, padded with the untouched zeros
+        evidence: dict[str, float] = {}
         for part in (lexicon, cues, prior):
             for lang, value in part:
-                evidence[lang] += value
-        first, second = sorted(evidence.values(), reverse=True)[:2]
-        lead = max(evidence, key=evidence.__getitem__)
+                evidence[lang] = evidence.get(lang, 0.0) + value
+        totals = sorted(evidence.values(), reverse=True)
+        totals += [0.0] * (2 - len(totals))
+        first, second = totals[0], totals[1]
         if first > 0.0 and first - second > _DECIDED:
+            lead = max(evidence, key=evidence.__getitem__)
             # langdetect adds a probability in [0, 1] to each language: it cannot change the
             # winner, so skip it (the label is the same as with it).
             return lead
@@ -314,8 +339,13 @@ class LanguageDetector:
         """What Latin-script text adds to langdetect's probabilities, by kind: function-word
         lexicon, character cues, preferred-language prior (pool languages only)."""
         config = self.config
-        lexicon = {lang: config.lexicon_weight * share
-                   for lang, share in function_word_scores(words, pool).items()}  # fmt: skip
+        hits: dict[str, float] = {}  # scripts.function_word_scores, with the pool's shares
+        shares = self._shares[tuple(pool)]
+        for word in words:
+            for lang, share in shares.get(word, ()):
+                hits[lang] = hits.get(lang, 0.0) + share
+        lexicon = {lang: config.lexicon_weight * (hit / len(words))
+                   for lang, hit in hits.items()}  # fmt: skip
         cues = {lang: config.cue_weight * cue for lang, cue in latin_cues(text).items()
                 if lang in pool}  # fmt: skip
         # langdetect is unreliable on one to three words ("hostel fee?" comes out Dutch with
