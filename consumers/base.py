@@ -71,7 +71,10 @@ class Source(Protocol):
         ...
 
     def dead_letter(self, letters: Sequence[DeadLetter]) -> None:
-        """Write dead letters durably (Kafka ``<topic>.dlq`` or a JSONL file) before commit."""
+        """Write dead letters (Kafka ``<topic>.dlq`` or a JSONL file); they must be durable
+        before the loop checkpoints. A source may defer that to an optional
+        ``sync_dead_letters()`` method, which the loop calls before every checkpoint (the file
+        source fsyncs there); without it, ``dead_letter`` itself must make them durable."""
         ...
 
     def commit(self, messages: Sequence[RawMessage]) -> None:

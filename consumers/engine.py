@@ -190,6 +190,12 @@ class Engine:
         with self.lock:
             self._settled = True
 
+    def unsettle(self) -> None:
+        """Record that dead letters of processed batches may have been lost (a failed sync):
+        the next :meth:`restore` reloads the last checkpoint instead of keeping the memory."""
+        with self.lock:
+            self._settled = False
+
     def process(self, messages: Sequence[RawMessage], source: str) -> Outcome:
         """Decode and run one micro-batch; update metrics and totals.
 

@@ -5,18 +5,24 @@ One iteration handles one micro-batch, on the one consumer thread::
     messages = source.poll(max_batch_size, max_batch_wait_ms)
     decoded, dead = decode(messages)              # bad messages become dead letters
     batch = pipeline.process(events)              # stages; duplicates dropped and counted
-    source.dead_letter(dead)                      # durable before anything is committed
-    when due: state.checkpoint(stage states + source position); source.commit(pending)
+    source.dead_letter(dead)                      # written before anything is committed
+    when due: source.sync_dead_letters() (if any); state.checkpoint(stage states + source
+              position); source.commit(pending)
     metrics.observe_batch(...)                    # once per batch, never per event
 
 Guarantees:
 
 * Back-pressure by construction: the source is not polled again until the batch is done.
 * Commit only after effects: offsets/positions are committed after the dead letters are
-  durable and the state holding the same batches is checkpointed. A checkpoint is due every
-  ``commit_interval_s`` seconds or ``commit_every`` messages, and always at stop / end of
-  input. A crash replays at most what followed the last checkpoint, and the dedup window
-  (checkpointed with it) drops what was already counted. Dead letters are at-least-once.
+  durable and the state holding the same batches is checkpointed. A source may write its
+  dead letters per batch and make them durable in one ``sync_dead_letters()`` that the loop
+  calls before each checkpoint (the file source: one fsync per checkpoint, not per batch).
+  A checkpoint is due every ``commit_interval_s`` seconds or ``commit_every`` messages, and
+  always at stop / end of input. A crash replays at most what followed the last checkpoint,
+  and the dedup window (checkpointed with it) drops what was already counted. Dead letters
+  are at-least-once.
+* Automatic cyclic garbage collection is paused during each poll-and-handle step (see
+  :func:`gc_paused`) and caught up between steps.
 * Never dies on a bad message. A stage exception goes to ``on_error`` (quix-style,
   ``(exc, message, logger) -> suppress?``); the default logs ``topic[partition] offset`` and
   re-raises. A suppressed batch is dead-lettered as ``processing_failed``, never lost.
@@ -30,13 +36,16 @@ Counts are exact: ``consumed == processed + dead_lettered + duplicates + other d
 
 from __future__ import annotations
 
+import gc
 import inspect
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
+from operator import attrgetter
 from typing import Any, Protocol, runtime_checkable
 
 from kafka.errors import KafkaError
@@ -139,9 +148,41 @@ class _Tally:
         )
 
 
-def _commit_key(message: RawMessage) -> tuple[Any, ...]:
-    origin = message.origin
-    return (origin.topic, origin.partition, origin.file)
+#: ``message -> (topic, partition, file)``: where a commit goes (C-level, no Python call).
+_commit_key = attrgetter("origin.topic", "origin.partition", "origin.file")
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause CPython's automatic cyclic garbage collection for one poll-and-handle step.
+
+    A micro-batch keeps thousands of container objects alive at once (about a dozen per
+    event: the event records, tuples, datetimes, messages). With the collector running, a
+    young-generation collection every 700 allocations scans them, the survivors are promoted
+    and end up in full collections of the whole heap: about 18 % of the CPU time of a file
+    replay (measured with ``gc.callbacks``, 30,000 events). Events hold no reference cycles,
+    so the batch is freed by reference counting as soon as the step returns, and the
+    collector, re-enabled then, has nothing of it to scan.
+
+    On exit, if the allocation counts passed their thresholds meanwhile, the oldest
+    generation over its threshold is collected (what the interpreter would have done at the
+    next allocation; a busy loop may allocate nothing between two steps), and the collector
+    is re-enabled. Nothing changes when automatic collection was off on entry.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        counts, thresholds = gc.get_count(), gc.get_threshold()
+        if thresholds[0]:
+            for generation in (2, 1, 0):
+                if counts[generation] > thresholds[generation]:
+                    gc.collect(generation)  # still paused: no automatic one on top of it
+                    break
+        gc.enable()
 
 
 class _Loop:
@@ -171,6 +212,21 @@ class _Loop:
             position = self.engine.positions.get(key)
             self.source.restore(position if position is not None else self.engine.state.get(key))
 
+    def step(self, until_eof: bool) -> bool:
+        """Poll once and handle what came; False when ``until_eof`` and the input has ended.
+
+        Everything of the batch is local here, so it is freed when this returns (before
+        :func:`gc_paused` lets the collector run again).
+        """
+        messages = self.source.poll(self.config.max_batch_size, self.config.max_batch_wait_ms)
+        if messages:
+            self.handle(messages)
+        elif until_eof and getattr(self.source, "at_eof", True):
+            return False
+        else:
+            self.maybe_checkpoint()
+        return True
+
     def handle(self, messages: list[RawMessage]) -> None:
         """Process one polled batch end to end (metrics are updated once, by the engine)."""
         with self.engine.lock:  # dead letters durable before anyone can checkpoint the batch
@@ -180,8 +236,8 @@ class _Loop:
                 key = self.source.state_key
                 self.engine.positions[key] = self.source.position_after(messages)
             self.engine.settle()
-        for message in messages:
-            self.pending[_commit_key(message)] = message
+        # the last message per key wins
+        self.pending.update(zip(map(_commit_key, messages), messages, strict=True))
         self.pending_count += len(messages)
         self.maybe_checkpoint()
         self.tally.add(outcome.counts, outcome.dropped)
@@ -230,6 +286,7 @@ class _Loop:
         """Checkpoint stage states and the source position, then commit the pending messages."""
         messages = list(self.pending.values())
         if messages:
+            self.sync_dead_letters()
             extra = {}
             if isinstance(self.source, Resumable) and self.source.state_key:
                 extra[self.source.state_key] = self.source.position_after(messages)
@@ -240,6 +297,26 @@ class _Loop:
         self.pending_count = 0
         self.last_checkpoint = time.monotonic()
         self.sample_status()
+
+    def sync_dead_letters(self) -> None:
+        """Make the dead letters written since the last checkpoint durable, for sources that
+        defer that (``sync_dead_letters``, the file source's fsync).
+
+        :raises DeadLetterWriteAborted: the sync failed. The letters may be lost, so nothing
+            is checkpointed or committed, and the engine's memory is marked unsettled (a
+            restart reloads the last checkpoint and writes them again).
+        """
+        sync = getattr(self.source, "sync_dead_letters", None)
+        if sync is None:
+            return
+        try:
+            sync()
+        except OSError as exc:
+            self.engine.unsettle()
+            where = getattr(self.source, "dlq_path", "the dead-letter file")
+            raise DeadLetterWriteAborted(
+                f"cannot sync dead letters to {where}: {exc.strerror or exc}"
+            ) from None
 
     def sample_status(self) -> None:
         status = self.source.status()
@@ -292,13 +369,9 @@ def run(
     try:
         loop.restore()
         while not stop_event.is_set():
-            messages = source.poll(config.max_batch_size, config.max_batch_wait_ms)
-            if messages:
-                loop.handle(messages)
-            elif until_eof and getattr(source, "at_eof", True):
-                break
-            else:
-                loop.maybe_checkpoint()
+            with gc_paused():
+                if not loop.step(until_eof):
+                    break
         loop.checkpoint(final=True)
     except BaseException:
         mark_failed = getattr(source, "mark_failed", None)

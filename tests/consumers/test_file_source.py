@@ -173,6 +173,28 @@ def test_dead_letters_written_as_jsonl(tmp_path: Path) -> None:
     assert rows[1]["value_b64"] is None
 
 
+def test_dead_letters_are_flushed_per_batch_and_fsynced_once_per_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"x\ny\n")
+    source = FileSource(path)
+    first, second = source.poll(10, 0)
+    synced: list[int] = []
+    monkeypatch.setattr(os, "fsync", synced.append)
+    source.sync_dead_letters()
+    assert synced == []  # nothing written yet: nothing to sync
+    source.dead_letter([DeadLetter(first, "not_json", "d")])
+    source.dead_letter([DeadLetter(second, "not_json", "d")])
+    # written through to the file (a crash of the process keeps them) before any fsync
+    assert len((tmp_path / "log.jsonl.dlq.jsonl").read_bytes().splitlines()) == 2
+    assert synced == []
+    source.sync_dead_letters()
+    source.sync_dead_letters()
+    assert len(synced) == 1  # one fsync for both batches, none when nothing is new
+    source.close()
+
+
 def test_stdin_pipe_does_not_block_and_reads_to_eof(tmp_path: Path) -> None:
     read_fd, write_fd = os.pipe()
     with os.fdopen(read_fd, "rb") as reader, os.fdopen(write_fd, "wb") as writer:

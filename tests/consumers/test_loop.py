@@ -517,3 +517,74 @@ def test_stop_while_dead_letters_fail_commits_nothing(monkeypatch: pytest.Monkey
         run(source, pipeline(), StateStore.in_memory(), metrics, stop,
             config=PipelineConfig(commit_interval_s=0))  # fmt: skip
     assert source.committed == [] and source.failed and source.closed
+
+
+class DeferredDeadLetters(FakeSource):
+    """Writes dead letters per batch and makes them durable in ``sync_dead_letters``."""
+
+    def __init__(self, batches: list[list[RawMessage]], calls: list[str], fail: bool) -> None:
+        super().__init__(batches, calls)
+        self.fail = fail
+
+    def sync_dead_letters(self) -> None:
+        self.calls.append("sync")
+        if self.fail:
+            raise OSError(5, "Input/output error")
+
+
+def test_deferred_dead_letters_are_synced_before_each_checkpoint() -> None:
+    calls: list[str] = []
+    batches = [kafka_messages([b"x", event(1)], 0), kafka_messages([event(2)], 2)]
+    source = DeferredDeadLetters(batches, calls, fail=False)
+    config = PipelineConfig(commit_interval_s=3600, commit_every=3, status_interval_s=3600)
+    run(source, pipeline(), recording_state(calls), fresh_metrics()[1], threading.Event(),
+        config=config, until_eof=True)  # fmt: skip
+    # one checkpoint for both batches (3 messages): one sync, before it, then the commit
+    assert calls == [
+        "poll", "dead_letter", "poll", "dead_letter", "sync", "checkpoint", "commit", "poll",
+        "close",
+    ]  # fmt: skip
+
+
+def test_failed_dead_letter_sync_checkpoints_and_commits_nothing() -> None:
+    calls: list[str] = []
+    source = DeferredDeadLetters([kafka_messages([b"x", event(1)], 0)], calls, fail=True)
+    state = recording_state(calls)
+    with pytest.raises(Exception, match="cannot sync dead letters.*Input/output error"):
+        run(source, pipeline(), state, fresh_metrics()[1], threading.Event(),
+            config=EVERY_BATCH, until_eof=True)  # fmt: skip
+    assert "checkpoint" not in calls and source.committed == []
+    assert source.failed and source.closed
+    assert state.get("totals") is None  # nothing of the batch reached the state file
+
+
+def test_gc_paused_restores_the_collector_and_catches_up() -> None:
+    import gc
+
+    from consumers.loop import gc_paused
+
+    collected: list[int] = []
+
+    def note(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop":
+            collected.append(info["generation"])
+
+    old = gc.get_threshold()
+    gc.callbacks.append(note)
+    try:
+        gc.set_threshold(50, 1_000_000, 1_000_000)  # gen0 only, after 50 net allocations
+        with gc_paused():
+            assert not gc.isenabled()
+            collected.clear()  # (entering may have triggered one, the collector was still on)
+            kept = [[] for _ in range(200)]  # 200 container objects still alive at exit
+            assert collected == []
+        at_exit = list(collected)
+        assert gc.isenabled() and at_exit == [0] and len(kept) == 200
+        gc.disable()
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # off on entry: left off
+    finally:
+        gc.enable()
+        gc.set_threshold(*old)
+        gc.callbacks.remove(note)
