@@ -34,6 +34,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 from functools import lru_cache
+from itertools import chain
 from typing import NamedTuple
 
 import numpy as np
@@ -71,8 +72,8 @@ def signatures(sets: Sequence[frozenset[bytes]], num_perm: int) -> np.ndarray:
     if not sets:
         return np.empty((0, num_perm), dtype=np.uint32)
     a, b = _permutations(num_perm)
-    crc = zlib.crc32
-    hv = np.fromiter((crc(g) for grams in sets for g in grams), dtype=np.uint32)
+    sizes = [len(grams) for grams in sets]
+    hv = np.fromiter(map(zlib.crc32, chain.from_iterable(sets)), np.uint32, sum(sizes))
     s1, m1, s2, m2 = _FMIX
     hv = hv ^ (hv >> s1)
     hv = hv * m1
@@ -82,7 +83,7 @@ def signatures(sets: Sequence[frozenset[bytes]], num_perm: int) -> np.ndarray:
     phv = np.multiply.outer(a, hv)  # (num_perm, trigrams): uint32 wraps, modulo 2^32
     phv += b[:, None]
     starts = np.zeros(len(sets), dtype=np.intp)
-    np.cumsum([len(grams) for grams in sets[:-1]], out=starts[1:])
+    np.cumsum(sizes[:-1], out=starts[1:])
     return np.ascontiguousarray(np.minimum.reduceat(phv, starts, axis=1).T)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 from collections import Counter, deque
 from collections.abc import Collection, Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from service.events import QueryLogEvent
@@ -28,6 +29,23 @@ __all__ = ["DIMENSIONS", "CoverageTracker", "ScoreWindow", "event_reasons", "pro
 
 DIMENSIONS = ("topic", "language")
 _MAX_RETRIEVERS = 16
+
+_BIT = {reason: 1 << i for i, reason in enumerate(REASONS)}
+_COVERAGE_GAP = _BIT["coverage_gap"]
+_NOVEL = _BIT["novel"]
+_REFUSED = _BIT["refused"]
+_OUT_OF_SCOPE = _BIT["answered_out_of_scope"]
+_LOW_CONFIDENCE = _BIT["low_confidence"]
+_NEGATIVE_FEEDBACK = _BIT["negative_feedback"]
+_CITED_NOT_RETRIEVED = _BIT["cited_not_retrieved"]
+_ACL_VIOLATION = _BIT["acl_violation"]
+
+
+@lru_cache(maxsize=4096)
+def _named(bits: int, active: frozenset[str]) -> tuple[str, ...]:
+    """The reasons of ``bits`` (one bit per reason, :data:`REASONS` order) that are
+    ``active``, in that order; the same tuple object for the same arguments."""
+    return tuple(r for r in REASONS if bits & _BIT[r] and r in active)
 
 
 class CoverageTracker:
@@ -54,10 +72,10 @@ class CoverageTracker:
 
     def update(self, annotations: Iterable[Mapping[str, Any]]) -> None:
         """Count each event's ``topic`` and ``language`` annotation (missing ones: ``und``)."""
-        for notes in annotations:
-            self.events += 1
-            for dim in DIMENSIONS:
-                self.live[dim][str(notes.get(dim) or "und")] += 1
+        rows = annotations if isinstance(annotations, list) else list(annotations)
+        self.events += len(rows)
+        for dim in DIMENSIONS:
+            self.live[dim].update([str(notes.get(dim) or "und") for notes in rows])
 
     def gap(self, dimension: str, label: str | None) -> float:
         """``max(0, live share − gold share)`` of ``label``; 0 before ``min_live_events``."""
@@ -160,21 +178,32 @@ def event_reasons(
     """
     if active is None:
         active = {r for r in REASONS if config.weight(r) > 0}
-    answer, retrieval, feedback = event.answer, event.retrieval, event.feedback
-    cited_missing = False
+    # one bit per reason (REASONS order), then one cached tuple per (bits, active): the
+    # common case allocates nothing (this runs on every live event)
+    bits = 0
+    if gap > 0 and gap >= config.min_gap:
+        bits = _COVERAGE_GAP
+    get = notes.get
+    if get("topic") == "novel":
+        bits |= _NOVEL
+    if get("refused") is True:
+        bits |= _REFUSED
+    if get("under_refusal") is True:
+        bits |= _OUT_OF_SCOPE
+    if low_confidence:
+        bits |= _LOW_CONFIDENCE
+    # shadow_disagreement: from shadow results, see HarvestStage.observe_shadow
+    feedback = event.feedback
+    if feedback is not None and feedback.rating is not None:
+        if feedback.rating < config.negative_rating:
+            bits |= _NEGATIVE_FEEDBACK
+    answer, retrieval = event.answer, event.retrieval
     if answer is not None and retrieval is not None and answer.citations:
         retrieved = {r.id for r in retrieval.results}
-        cited_missing = any(c not in retrieved for c in answer.citations)
-    rating = feedback.rating if feedback is not None else None
-    flags = (
-        gap > 0 and gap >= config.min_gap,  # coverage_gap
-        notes.get("topic") == "novel",
-        notes.get("refused") is True,
-        notes.get("under_refusal") is True,  # answered_out_of_scope
-        low_confidence,
-        False,  # shadow_disagreement: from shadow results, see HarvestStage.observe_shadow
-        rating is not None and rating < config.negative_rating,
-        cited_missing,
-        bool(notes.get("acl_leaks")),  # an answer cited what the asker may not read
-    )
-    return tuple(r for r, on in zip(REASONS, flags, strict=True) if on and r in active)
+        if any(c not in retrieved for c in answer.citations):
+            bits |= _CITED_NOT_RETRIEVED
+    if get("acl_leaks"):  # an answer cited what the asker may not read
+        bits |= _ACL_VIOLATION
+    if not bits:
+        return ()
+    return _named(bits, active if isinstance(active, frozenset) else frozenset(active))

@@ -51,7 +51,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import islice
 from typing import Any
 
@@ -81,6 +81,7 @@ _READ_VERSIONS = (1, 2)
 _RECENT_EVENTS = 50_000
 _SNAPSHOT_RECENT = 5_000
 _EXACT_CACHE = 200_000
+_NORMAL_CACHE = 20_000
 
 
 class HarvestStage:
@@ -124,6 +125,8 @@ class HarvestStage:
         self._pending: dict[str, Counter[str]] = self._empty_pending()
         self._active = frozenset(r for r in REASONS if config.weight(r) > 0)
         self._weights = {r: config.weight(r) for r in REASONS}
+        self._reason_weights: dict[tuple[str, ...], float] = {}  # reasons -> weight sum
+        self._normal: dict[str, str] = {}  # question -> normalised (bounded cache)
         gold = [(f"{_GOLD}{q.id}", normalise(q.question)) for q in known_questions]
         gold = [(key, text) for key, text in gold if text]
         for (key, _), probe in zip(gold, self.index.probes([t for _, t in gold]), strict=True):
@@ -132,36 +135,76 @@ class HarvestStage:
     # -- live path -----------------------------------------------------------------------
 
     def process(self, batch: Batch) -> None:
-        """Pick, merge and pool the batch's events; publish when a flush is due."""
-        self.coverage.update(batch.annotations)
-        config, scores = self.config, self.scores
-        active = self._active
-        gaps: dict[tuple[Any, Any], float] = {}  # the counts are fixed for the whole batch
-        picked: list[tuple[Occurrence, bool]] = []
-        events: list[Any] = []  # picked[i]'s event: its production ranking, if kept
-        for event, notes in zip(batch.events, batch.annotations, strict=True):
+        """Pick, merge and pool the batch's events; publish when a flush is due.
+
+        Cheapest work first: an event costs its reasons (a cached tuple) and, with some,
+        its normalised text (cached by wording); its :class:`Occurrence` (and production
+        ranking) is built only if its question is kept, so a shed event, or one with no
+        reason, allocates nothing that outlives the loop."""
+        annotations = batch.annotations
+        self.coverage.update(annotations)
+        config, scores, active, normal = self.config, self.scores, self._active, self._normal
+        quantile = config.low_confidence_quantile
+        # (topic, language) -> ((topic, language), gap): the counts are fixed for the batch
+        strata: dict[tuple[Any, Any], tuple[tuple[Any, Any], float]] = {}
+        events = batch.events
+        # the picked events, as parallel lists of shared or untracked objects
+        rows: list[int] = []  # index in the batch
+        texts: list[str] = []  # normalised question
+        questions: list[str] = []  # scrubbed question
+        reasons_of: list[tuple[str, ...]] = []
+        strata_of: list[tuple[tuple[Any, Any], float]] = []
+        gold_of: list[bool] = []  # whether to look for a gold near-duplicate
+        known = 0
+        for i, (event, notes) in enumerate(zip(events, annotations, strict=True)):
             low = False
             scored = production_score(event)
             if scored is not None:
                 retriever, best = scored
-                low = best is None or scores.is_low(
-                    retriever, best, config.low_confidence_quantile
-                )
+                low = best is None or scores.is_low(retriever, best, quantile)
             labels = (notes.get("topic"), notes.get("language"))
-            gap = gaps.get(labels)
-            if gap is None:
-                gap = gaps[labels] = self._gap(*labels)
-            reasons = event_reasons(event, notes, config, gap, low, active)
+            stratum = strata.get(labels)
+            if stratum is None:
+                stratum = strata[labels] = (labels, self._gap(*labels))
+            reasons = event_reasons(event, notes, config, stratum[1], low, active)
             if not reasons:
                 continue
             if notes.get("known"):
-                self._pending["known"]["annotation"] += 1
+                known += 1
                 continue
-            occurrence = self._occurrence(event, notes, reasons, gap)
-            if occurrence.normalised:
-                picked.append((occurrence, "known" not in notes))
-                events.append(event)
-        self._merge(picked, config.max_new_per_batch, events)
+            question = event.question
+            if PII_ANNOTATION not in notes:  # the PII stage did not run on it: scrub here
+                question = scrub(question).text
+            text = normal.get(question)
+            if text is None:
+                if len(normal) >= _NORMAL_CACHE:
+                    normal.clear()
+                text = normal[question] = normalise(question)
+            if text:
+                rows.append(i)
+                texts.append(text)
+                questions.append(question)
+                reasons_of.append(reasons)
+                strata_of.append(stratum)
+                gold_of.append("known" not in notes)
+        if known:
+            self._pending["known"]["annotation"] += known
+        generated = config.generated_channels
+
+        def occurrence(k: int) -> Occurrence:
+            event = events[rows[k]]
+            (topic, language), gap = strata_of[k]
+            ranking = production_ranking(event)
+            return Occurrence(
+                event_id=event.event_id, timestamp=event.timestamp, question=questions[k],
+                normalised=texts[k], reasons=reasons_of[k],
+                rankings={PRODUCTION: ranking} if ranking else {},
+                language=language, topic=topic,
+                role=event.user.role if event.user is not None else None,
+                source="generated" if event.channel in generated else "real", gap=gap,
+            )  # fmt: skip
+
+        self._merge(texts, gold_of, strata_of, reasons_of, occurrence, config.max_new_per_batch)
         self.flush()
 
     def observe_shadow(self, result: ShadowResult) -> None:
@@ -194,7 +237,8 @@ class HarvestStage:
                 language=result.language, topic=result.topic, role=result.role,
                 gap=self._gap(result.topic, result.language),
             )  # fmt: skip
-            self._merge([(occurrence, True)])
+            stratum = ((occurrence.topic, occurrence.language), occurrence.gap)
+            self._merge([normalised], [True], [stratum], [reasons], lambda _: occurrence)
 
     def flush(self, force: bool = False) -> int:
         """Publish changed suggestions when ``flush_interval_s`` has passed (or ``force``);
@@ -228,73 +272,67 @@ class HarvestStage:
     def _gap(self, topic: Any, language: Any) -> float:
         return max(self.coverage.gap("topic", topic), self.coverage.gap("language", language))
 
-    def _occurrence(
-        self, event: Any, notes: Mapping[str, Any], reasons: tuple[str, ...], gap: float
-    ) -> Occurrence:
-        channel = event.channel
-        question = event.question
-        if PII_ANNOTATION not in notes:  # the PII stage did not run on it: scrub here
-            question = scrub(question).text
-        return Occurrence(  # rankings are filled in by _merge for occurrences it keeps
-            event_id=event.event_id,
-            timestamp=event.timestamp,
-            question=question,
-            normalised=normalise(question),
-            reasons=reasons,
-            rankings={},
-            language=notes.get("language"),
-            topic=notes.get("topic"),
-            role=event.user.role if event.user is not None else None,
-            source="generated" if channel in self.config.generated_channels else "real",
-            gap=gap,
-        )
-
     def _merge(
         self,
-        picked: Sequence[tuple[Occurrence, bool]],
+        texts: Sequence[str],
+        gold: Sequence[bool],
+        strata: Sequence[tuple[tuple[Any, Any], float]],
+        reasons: Sequence[tuple[str, ...]],
+        occurrence: Callable[[int], Occurrence],
         budget: int | None = None,
-        events: Sequence[Any] | None = None,
     ) -> None:
-        """Merge picked occurrences (with whether to look for gold near-duplicates) in
-        order; at most ``budget`` distinct new texts are matched, the others' occurrences
-        are shed (:mod:`service.harvest.shedding`). With ``events`` (aligned with
-        ``picked``), a kept occurrence gets its event's production ranking only now: shed
-        ones never pay for it."""
-        exact, known, weights = self._exact, self._known, self._weights
-        fresh: dict[str, tuple[tuple[Any, Any], float]] = {}
-        for o, gold in picked:
-            text = o.normalised
-            if text in exact or (gold and text in known):
+        """Merge picked occurrences in order: the ``k``-th has normalised text
+        ``texts[k]``, looks for gold near-duplicates if ``gold[k]``, has stratum and
+        coverage gap ``strata[k]`` = ``((topic, language), gap)`` and ``reasons[k]``, and is
+        built by ``occurrence(k)`` only if it is merged. At most ``budget`` distinct new
+        texts are matched; the others' occurrences are shed (:mod:`.shedding`)."""
+        exact, known, weight_of = self._exact, self._known, self._reason_weights
+        scores: dict[str, float] = {}  # new text -> best score in the batch
+        first: dict[str, tuple[Any, Any]] = {}  # new text -> stratum of its first occurrence
+        for k, text in enumerate(texts):
+            if text in exact or (gold[k] and text in known):
                 continue
-            score = sum(weights[r] for r in o.reasons) * (1.0 + o.gap)
-            seen = fresh.get(text)
+            why = reasons[k]
+            weight = weight_of.get(why)
+            if weight is None:
+                weight = weight_of[why] = sum(self._weights[r] for r in why)
+            score = weight * (1.0 + strata[k][1])
+            seen = scores.get(text)
             if seen is None:
-                fresh[text] = ((o.topic, o.language), score)
-            elif score > seen[1]:
-                fresh[text] = (seen[0], score)
-        shed: set[str] = set()
+                scores[text] = score
+                first[text] = strata[k][0]
+            elif score > seen:
+                scores[text] = score
+        shed: Collection[str] = ()
+        fresh = list(scores)
         if budget is not None and len(fresh) > budget:
-            kept = choose(((t, st, sc) for t, (st, sc) in fresh.items()), budget)
-            shed = fresh.keys() - kept
-            fresh = {t: row for t, row in fresh.items() if t in kept}
-        texts = list(fresh)
-        probes = dict(zip(texts, self.index.probes(texts), strict=True)) if texts else {}
-        for i, (occurrence, check_gold) in enumerate(picked):
-            text = occurrence.normalised
+            kept = choose(((t, first[t], score) for t, score in scores.items()), budget)
+            shed = scores.keys() - kept
+            fresh = [t for t in fresh if t in kept]
+        probes = dict(zip(fresh, self.index.probes(fresh), strict=True)) if fresh else {}
+        shed_events = gold_set = 0
+        for k, text in enumerate(texts):
             if text in shed:
-                self._pending["shed"]["events"] += 1
+                shed_events += 1
                 continue
-            if events is not None:
-                ranking = production_ranking(events[i])
-                if ranking:
-                    occurrence = occurrence._replace(rankings={PRODUCTION: ranking})
-            sid = None if check_gold and text in known else exact.get(text)
-            if sid is None and not (check_gold and text in known):
-                sid = self._place(probes[text], check_gold)
+            check_gold = gold[k]
+            if check_gold and text in known:
+                gold_set += 1
+                continue
+            sid = exact.get(text)
             if sid is None:
-                self._pending["known"]["gold_set"] += 1
-                continue
-            self._add(sid, occurrence)
+                probe = probes.get(text)
+                if probe is None:  # its exact entry went with the cache, in this batch
+                    probe = probes[text] = self.index.probes([text])[0]
+                sid = self._place(probe, check_gold)
+                if sid is None:
+                    gold_set += 1
+                    continue
+            self._add(sid, occurrence(k))
+        if shed_events:
+            self._pending["shed"]["events"] += shed_events
+        if gold_set:
+            self._pending["known"]["gold_set"] += gold_set
         self._evict()
 
     def _place(self, probe: Probe, check_gold: bool) -> str | None:
