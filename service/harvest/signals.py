@@ -199,8 +199,7 @@ def event_reasons(
             bits |= _NEGATIVE_FEEDBACK
     answer, retrieval = event.answer, event.retrieval
     if answer is not None and retrieval is not None and answer.citations:
-        retrieved = {r.id for r in retrieval.results}
-        if any(c not in retrieved for c in answer.citations):
+        if not {r.id for r in retrieval.results}.issuperset(answer.citations):
             bits |= _CITED_NOT_RETRIEVED
     if get("acl_leaks"):  # an answer cited what the asker may not read
         bits |= _ACL_VIOLATION

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from service.harvest.text import normalise
@@ -35,6 +36,9 @@ __all__ = ["RECENT_EVENTS", "Occurrence", "Suggestion"]
 
 #: Event ids remembered per suggestion to ignore a redelivered event.
 RECENT_EVENTS = 8
+
+#: :func:`normalise` of kept variants, cached: every merge compares its text with them.
+_normalised = lru_cache(maxsize=8_192)(normalise)
 
 
 class Occurrence(NamedTuple):
@@ -91,6 +95,10 @@ class Suggestion:
     pool: dict[str, dict[str, int]] = field(default_factory=dict)
     gap: float = 0.0
 
+    def __post_init__(self) -> None:
+        # {retriever: the top ranking last pooled}: not a field, never serialised
+        self._pooled: dict[str, tuple[str, ...]] = {}
+
     @classmethod
     def start(cls, suggestion_id: str, occurrence: Occurrence) -> Suggestion:
         """A new suggestion whose representative is ``occurrence`` (not yet added)."""
@@ -117,7 +125,12 @@ class Suggestion:
         for reason in occurrence.reasons:
             self.reasons[reason] = self.reasons.get(reason, 0) + 1
         for retriever, ranking in occurrence.rankings.items():
-            self._pool(retriever, ranking[:pool_k], max_pool)
+            top = tuple(ranking[:pool_k])
+            # pooling only adds passages and lowers ranks, so the ranking pooled last time
+            # changes nothing (the usual case: the same question, the same retrieval)
+            if self._pooled.get(retriever) != top:
+                self._pool(retriever, top, max_pool)
+                self._pooled[retriever] = top
         self.gap = max(self.gap, occurrence.gap) if occurrence.count else self.gap
         return True
 
@@ -130,7 +143,7 @@ class Suggestion:
         text = occurrence.normalised
         # the first variant is the representative's wording: the same text needs no look
         if (len(self.variants) < max_variants and not (self.variants and text == self.normalised)
-                and text not in {normalise(v) for v in self.variants}):  # fmt: skip
+                and text not in {_normalised(v) for v in self.variants}):  # fmt: skip
             self.variants = (*self.variants, scrub(occurrence.question).text)
 
     def _pool(self, retriever: str, ranking: Sequence[str], max_pool: int) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import re
+import unicodedata
 import zlib
 
 import numpy as np
@@ -21,10 +24,25 @@ from service.harvest.text import candidate_id, jaccard, normalise, trigrams
         ("छात्रावास शुल्क?", "छात्रावास शुल्क"),  # Devanagari vowel signs survive
         ("Mail <EMAIL> now", "mail email now"),
         ("???", ""),
+        # "_" runs and non-word runs are separate matches of the pattern: one space each
+        ("a _ b", "a   b"),
+        ("__init__ file", "init  file"),
+        ("Tab\tand\nnew-line", "tab and new line"),
     ],
 )
 def test_normalise(text: str, expected: str) -> None:
     assert normalise(text) == expected
+
+
+def test_normalise_ascii_fast_path_matches_the_pattern_definition() -> None:
+    # the module docstring's rule, written as the pattern: NFKC, casefold, runs -> " ", strip
+    pattern = re.compile(r"[^\w\u0300-\u036f\u064b-\u065f\u0900-\u0dff\u0e00-\u0eff]+|_+")
+    rng = random.Random(7)
+    alphabet = [chr(c) for c in range(128)] + list("ab_ _.,-") * 8
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 16)))
+        folded = unicodedata.normalize("NFKC", text).casefold()
+        assert normalise(text) == pattern.sub(" ", folded).strip(), repr(text)
 
 
 def test_candidate_id_is_stable_and_depends_on_text_only() -> None:
