@@ -5,7 +5,8 @@ One run is ``goldwatch eval`` over the configured gold set and corpus (the same 
 :func:`service.compare.compare_all`, the run history), for the production retriever
 (``shadow.production``, when declared callable) and every candidate's retriever. Its JSON:
 
-``{"trigger", "started_at", "finished_at" (Unix s), "duration_s", "gold_set":
+``{"trigger", "started_at", "finished_at" (Unix s, wall clock), "duration_s" (monotonic
+clock: never negative when the wall clock is stepped during a run), "gold_set":
 {"version", "n_questions", "n_unanswerable"}, "ks", "retrievers": {label: {"retriever",
 "role": "production"|"candidate", "overall", "by_kind": {kind|"all": {measure: mean}},
 "n_by_kind": {kind|"all": n}, "by_language": {language: {measure: mean, "n"}}
@@ -100,7 +101,7 @@ def run_gold_set(settings: Settings, trigger: str = "on_demand") -> dict[str, An
     labels = _labels(settings)
     if not labels:
         raise ValueError("no retriever to run: declare shadow.production or candidates")
-    started = time.time()
+    started, started_mono = time.time(), time.monotonic()
     request = EvalRequest(progress=False)
     gold = load_gold(request, settings)
     names = list(dict.fromkeys(name for name, _ in labels.values()))
@@ -159,7 +160,7 @@ def run_gold_set(settings: Settings, trigger: str = "on_demand") -> dict[str, An
         "trigger": trigger,
         "started_at": started,
         "finished_at": finished,
-        "duration_s": round(finished - started, 3),
+        "duration_s": round(time.monotonic() - started_mono, 3),
         "gold_set": {"version": gold.version, "n_questions": len(gold),
                      "n_unanswerable": len(gold.unanswerable())},  # fmt: skip
         "ks": list(ks),
