@@ -14,6 +14,7 @@ with each checkpoint, so a batch redelivered after a crash is counted once.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -34,9 +35,11 @@ class RecentIds:
         if capacity < 1:
             raise ValueError(f"capacity must be >= 1, got {capacity}")
         self.capacity = capacity
-        self._ids: dict[str, None] = {}
-        for event_id in ids:
-            self.add(event_id)
+        # An OrderedDict, not a dict: evicting a dict's oldest key (``next(iter(d))``) walks
+        # over every key deleted before it until the next resize, which made a full window
+        # cost about 10 µs per new id (a 100,000-id window); ``popitem(last=False)`` is O(1).
+        self._ids: OrderedDict[str, None] = OrderedDict()
+        self.add_all(ids)
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -46,15 +49,24 @@ class RecentIds:
 
     def add(self, event_id: str) -> bool:
         """Remember ``event_id``; return True if it was new, False if it was a repeat."""
-        ids = self._ids
-        if event_id in ids:
-            del ids[event_id]  # refresh: move to the newest end
+        return self.add_all((event_id,))[0]
+
+    def add_all(self, event_ids: Iterable[str]) -> list[bool]:
+        """:meth:`add` each id in order; return whether each was new (one entry per id)."""
+        ids, capacity = self._ids, self.capacity
+        refresh, evict = ids.move_to_end, ids.popitem
+        fresh: list[bool] = []
+        append = fresh.append
+        for event_id in event_ids:
+            if event_id in ids:
+                refresh(event_id)  # move to the newest end
+                append(False)
+                continue
             ids[event_id] = None
-            return False
-        ids[event_id] = None
-        if len(ids) > self.capacity:
-            del ids[next(iter(ids))]
-        return True
+            if len(ids) > capacity:
+                evict(last=False)
+            append(True)
+        return fresh
 
     def snapshot(self) -> list[str]:
         """Return the ids, oldest first (JSON-able)."""
@@ -78,8 +90,7 @@ class DedupStage:
         self.recent = RecentIds(window)
 
     def process(self, batch: Batch) -> None:
-        add = self.recent.add
-        batch.keep([add(event.event_id) for event in batch.events], DUPLICATE)
+        batch.keep(self.recent.add_all([event.event_id for event in batch.events]), DUPLICATE)
 
     def state_snapshot(self) -> Any:
         return self.recent.snapshot()

@@ -81,3 +81,24 @@ def test_restore_into_smaller_window_keeps_newest() -> None:
     stage = DedupStage(window=2)
     stage.restore(["a", "b", "c"])
     assert stage.state_snapshot() == ["b", "c"]
+
+
+@given(
+    capacity=st.integers(1, 6),
+    ids=st.lists(st.sampled_from("abcdefghij"), max_size=60),
+    split=st.integers(0, 60),
+)
+def test_window_matches_a_plain_list_model(capacity: int, ids: list[str], split: int) -> None:
+    model: list[str] = []  # oldest first
+    expected = []
+    for event_id in ids:
+        expected.append(event_id not in model)
+        if event_id in model:
+            model.remove(event_id)
+        model.append(event_id)
+        del model[:-capacity]
+    recent = RecentIds(capacity)
+    got = recent.add_all(ids[:split]) + [recent.add(i) for i in ids[split:]]
+    assert got == expected
+    assert recent.snapshot() == model and len(recent) == len(model)
+    assert RecentIds(capacity, ids).snapshot() == model
