@@ -36,6 +36,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    GetPydanticSchema,
     PlainValidator,
     PrivateAttr,
     StrictBool,
@@ -47,7 +48,7 @@ from pydantic import (
     field_validator,
 )
 from pydantic.dataclasses import dataclass
-from pydantic_core import PydanticCustomError
+from pydantic_core import PydanticCustomError, core_schema
 
 #: Longest accepted ``event_id`` in characters.
 MAX_EVENT_ID_CHARS = 256
@@ -58,6 +59,8 @@ _RFC3339 = re.compile(
     r"(?:[Zz]|([+-])(\d{2}):?(\d{2}))?",
     re.ASCII,
 )
+_rfc3339_shape = _RFC3339.fullmatch
+_fromisoformat = datetime.fromisoformat
 #: (upper bound, ticks per second): seconds, then milliseconds, microseconds, nanoseconds.
 _EPOCH_UNITS = ((1e11, 1), (1e14, 1_000), (1e17, 10**6), (math.inf, 10**9))
 TIMESTAMP_EXPECTED = "RFC 3339 string or epoch seconds/milliseconds number"
@@ -114,7 +117,15 @@ def parse_timestamp(value: Any) -> datetime:
     """
     kind = type(value)
     if kind is str:
-        return _from_rfc3339(value)
+        if _rfc3339_shape(value) is not None:  # the common "...Z": no conversion, no helpers
+            try:
+                stamp = _fromisoformat(value)
+            except ValueError:
+                pass
+            else:
+                if stamp.tzinfo is UTC and stamp >= _EPOCH:
+                    return stamp
+        return _from_rfc3339(value)  # other offsets, naive, leap seconds; classifies errors
     if kind is int or kind is float:
         return _from_epoch(value)
     if isinstance(value, datetime):
@@ -173,7 +184,22 @@ def _in_range(stamp: datetime) -> datetime:
     return stamp
 
 
-Id = Annotated[str, PlainValidator(to_id)]
+#: :func:`to_id` in pydantic-core: a JSON string as is, a JSON integer as its decimal string,
+#: anything else ``wrong_type`` ("expected string or integer"). Built natively rather than
+#: as ``PlainValidator(to_id)`` because an event carries about ten ids and each Python call
+#: costs more than the check. From Python objects it also takes ``str``/``int`` subclasses
+#: (enums), as plain ``str``; booleans and floats stay rejected.
+_ID_SCHEMA = core_schema.union_schema(
+    [
+        core_schema.str_schema(strict=True),
+        core_schema.no_info_after_validator_function(str, core_schema.int_schema(strict=True)),
+    ],
+    mode="left_to_right",
+    custom_error_type="wrong_type",
+    custom_error_message="expected {expected}",
+    custom_error_context={"expected": "string or integer"},
+)
+Id = Annotated[str, GetPydanticSchema(lambda _type, _handler: _ID_SCHEMA)]
 
 
 _RECORD = ConfigDict(extra="ignore", allow_inf_nan=False)

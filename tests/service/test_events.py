@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from dataclasses import FrozenInstanceError
 from datetime import UTC, datetime
+from enum import IntEnum
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from service.events import (
@@ -210,3 +213,28 @@ def test_field_mapping_guards_cover_literal_dotted_and_escaped_keys() -> None:
     assert guards[0] == b"\\u"
     assert {b'"meta"', b'"meta.answer"', b'"docs"'} <= set(guards)
     assert FieldMapping(results=("a/b",)).optional_guards[0] == b"\\"
+
+
+@given(
+    stamp=st.datetimes(min_value=datetime(1970, 1, 1), max_value=datetime(9999, 12, 31)),
+    spelling=st.sampled_from(["{}Z", "{}+00:00", "{}-00:00", "{}z", "{}+0000"]),
+)
+def test_utc_spellings_parse_to_the_same_instant(stamp: datetime, spelling: str) -> None:
+    text = spelling.format(stamp.isoformat(timespec="microseconds"))
+    parsed = parse_timestamp(text)
+    assert parsed == stamp.replace(tzinfo=UTC) and parsed.tzinfo is UTC
+
+
+def test_ids_from_python_subclasses_become_plain_strings() -> None:
+    class Code(IntEnum):
+        SEVEN = 7
+
+    class Name(str):
+        pass
+
+    event = QueryLogEvent.model_validate({**BASE, "user": {"id": Code.SEVEN},
+                                          "answer": {"citations": [Name("p-1")]}})  # fmt: skip
+    assert event.user is not None and event.answer is not None
+    assert (type(event.user.id), event.user.id) == (str, "7")
+    assert [(type(c), c) for c in event.answer.citations] == [(str, "p-1")]
+    assert error_type(user={"id": 1.5}) == error_type(answer={"citations": [True]}) == "wrong_type"
