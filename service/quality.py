@@ -120,11 +120,15 @@ class LiveQualityStage:
         """Annotate ``known``, ``acl_violations`` and ``acl_leaks``; update the aggregates."""
         index = self.index
         matches = index.match_many([e.question for e in batch.events]) if index else []
+        # without a restricted passage (or an asker's role) nothing can be a violation: the
+        # ranking is then only needed to score a known question
+        acl = self.policy is not None and bool(self.policy.roles)
         with self._lock:
             for i, (event, notes) in enumerate(zip(batch.events, batch.annotations, strict=True)):
                 role = event.user.role if event.user is not None else None
-                ranking = production_ranking(event)
+                check = acl and role is not None
                 match = matches[i] if index is not None else None
+                ranking = production_ranking(event) if check or match is not None else ()
                 notes["known"] = None
                 if match is not None and index is not None:
                     notes["known"] = {"gold_id": match.gold_id, "similarity": match.similarity}
@@ -132,8 +136,8 @@ class LiveQualityStage:
                     question = index.gold.by_id[match.gold_id]
                     self._score(self.production, question, role, ranking)
                     self._count_refusal(question, role, notes.get("refused"))
-                violations = self._violations(ranking, role)
-                cited = event.answer.citations if event.answer is not None else ()
+                violations = self._violations(ranking, role) if check else []
+                cited = event.answer.citations if check and event.answer is not None else ()
                 leaks = self._violations(cited, role) if notes.get("refused") is not True else []
                 notes["acl_violations"], notes["acl_leaks"] = violations, leaks
                 if violations or leaks:
