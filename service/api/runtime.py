@@ -309,7 +309,7 @@ class Runtime:
             settings, on_run=self._gold_run_finished, on_failure=self._gold_run_failed
         )
         self.gold_refreshes = 0
-        self.started_at = time.time()
+        self._started_monotonic = time.monotonic()  # for uptime: immune to clock steps
         self.stop_event = threading.Event()
         self._source: Source | None = None
         self._thread: threading.Thread | None = None
@@ -415,7 +415,7 @@ class Runtime:
             "version": __version__,
             "ready": ready,
             "not_ready_reasons": reasons,
-            "uptime_s": round(time.time() - self.started_at, 3),
+            "uptime_s": round(time.monotonic() - self._started_monotonic, 3),
             "source_kind": self.settings.source.kind,
             "source": source.status() if source is not None else None,
             "input_finished": self._finished,
