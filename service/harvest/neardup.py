@@ -163,8 +163,7 @@ class NearDupIndex:
     def candidates(self, probe: Probe) -> set[str]:
         """The stored keys sharing at least one LSH band with the probe (``MinHashLSH.query``)."""
         found: set[str] = set()
-        for table, band in zip(self._tables, probe.bands, strict=True):
-            hit = table.get(band)
+        for hit in map(dict.get, self._tables, probe.bands):  # one C-level pass
             if hit is None:
                 continue
             if type(hit) is str:
