@@ -353,14 +353,15 @@ def scrub_event(event: QueryLogEvent) -> tuple[QueryLogEvent, dict[str, int]]:
         an identifier other stages join on); schema v1 has no free-text feedback field.
     """
     question = scrub(event.question)
+    answer = event.answer
+    scrubbed = scrub(answer.text) if answer is not None and answer.text else None
+    if not question.counts and (scrubbed is None or not scrubbed.counts):
+        return event, {}  # the common case: nothing found, nothing to copy or count
     counts = Counter(question.counts)
     update: dict[str, Any] = {"question": question.text} if question.counts else {}
-    answer = event.answer
-    if answer is not None and answer.text:
-        scrubbed = scrub(answer.text)
-        if scrubbed.counts:
-            update["answer"] = _with(answer, text=scrubbed.text)
-            counts.update(scrubbed.counts)
+    if answer is not None and scrubbed is not None and scrubbed.counts:
+        update["answer"] = _with(answer, text=scrubbed.text)
+        counts.update(scrubbed.counts)
     clean = _with(event, **update) if update else event
     return clean, {kind: counts[kind] for kind in PII_TYPES if counts[kind]}
 
