@@ -11,7 +11,9 @@ Rows, all in the same run on the same file (so the ratio survives a noisy machin
 * ``harvest on, per-stage timers`` — once more with each stage timed (adds a little overhead),
   for the harvest stage's own µs per event, and what it did: new suggestions and events shed
   by ``harvest.max_new_per_batch`` (its default: every row measures the shipped
-  configuration).
+  configuration). The stage's µs per event over ``harvest off``'s is printed too: on a
+  loaded machine it is steadier than the difference of the first two rows (which also
+  holds what harvesting adds to checkpoints, metrics export and garbage collection).
 
 Each of the first two rows runs ``--repeats`` times, alternating, and keeps its fastest run.
 Start-up (gold set, corpus, topic model, out-of-scope calibration) is excluded from the rates.
@@ -239,8 +241,10 @@ def render(rows: Sequence[Row], distinct: int, repeats: int = DEFAULT_REPEATS) -
         lines.append(f"{row.what:30} {row.events:7d} {row.startup_s:10.2f} {row.cpu_s:7.2f} "
                      f"{row.wall_s:7.2f} {row.rate:9,.0f} {row.us_per_event:9.1f} "
                      f"{row.us_per_event / base.us_per_event:6.3f}")  # fmt: skip
-    lines.append(f"events/s and µs/event in CPU time of the run (best of {repeats} alternating "
-                 f"runs each); ratio = µs/event / harvest off; {distinct} distinct questions")
+    lines.append(
+        f"events/s and µs/event in CPU time of the run (best of {repeats} alternating "
+        f"runs each); ratio = µs/event / harvest off; {distinct} distinct questions"
+    )
     added = rows[1].us_per_event / base.us_per_event - 1
     verdict = "met" if added <= TARGET_OVERHEAD else "NOT met"
     lines.append(f"harvesting adds {added:+.1%} per event (target <= "
@@ -254,6 +258,11 @@ def render(rows: Sequence[Row], distinct: int, repeats: int = DEFAULT_REPEATS) -
         rest = timed.cpu_s - sum(timed.stages.values())  # source, decode, state writes
         lines.append(f"  {'loop+checkpoints':16} {rest:7.2f} "
                      f"{1e6 * rest / timed.events:8.1f} {rest / timed.cpu_s:6.1%}")  # fmt: skip
+        stage = timed.stages.get("harvest")
+        if stage is not None:  # steadier than the difference of two noisy rows
+            us = 1e6 * stage / timed.events
+            lines.append(f"harvest stage alone: {us:.1f} µs/event = "
+                         f"{us / base.us_per_event:.1%} of harvest off's µs/event")  # fmt: skip
         if timed.harvest:
             lines.append(f"harvest: {timed.harvest.get('new_suggestions', 0)} new suggestions, "
                          f"{timed.harvest.get('shed', 0)} events shed (new questions beyond "
