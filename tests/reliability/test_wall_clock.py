@@ -303,6 +303,27 @@ def test_only_events_ahead_of_the_stepped_back_clock_are_future(jump_run: dict[s
     assert jump_run["drift"]["events_seen"] == jump_run["totals"]["processed"]
 
 
-def test_uptime_never_negative(jump_run: dict[str, Any]) -> None:
-    uptimes = [p["after"]["uptime_s"] for p in jump_run["phases"]]
-    assert min(uptimes) >= 0, uptimes
+def test_shadow_limits_and_deadlines_ignore_the_wall_clock(jump_run: dict[str, Any]) -> None:
+    """A token bucket or deadline on the wall clock would starve the candidate after the clock
+    steps back (no refill for days) and time calls out after it steps forward; on monotonic
+    time each phase gets calls and rate-limit skips (its 200 lines arrive faster than 10/s)."""
+    for phase in jump_run["phases"]:
+        before, after = phase["shadow_before"], phase["shadow_after"]
+        assert after["queued"] > before["queued"], phase["spelling"]
+        limited = after["skipped"].get("rate_limited", 0) - before["skipped"].get("rate_limited", 0)
+        assert limited > 0, (phase["spelling"], after["skipped"])
+    twin = jump_run["shadow"]
+    assert twin["errors"] == {}, twin["errors"]
+    assert twin["offered"] == twin["queued"] + sum(twin["skipped"].values()), twin
+    assert twin["completed"] == twin["queued"] > 0, twin
+    latency = twin["latency_seconds"]
+    assert latency["count"] == twin["completed"] and 0 <= latency["mean"] <= latency["max"]
+
+
+def test_uptime_never_negative_nor_jumps(jump_run: dict[str, Any]) -> None:
+    """``uptime_s`` is on the monotonic clock (it went to −172,777 s at −2 d on the wall
+    clock before ``service/api/runtime.py`` was fixed): it only grows, by less than a day."""
+    uptimes = [
+        u for p in jump_run["phases"] for u in (p["before"]["uptime_s"], p["after"]["uptime_s"])
+    ]
+    assert uptimes == sorted(uptimes) and 0 <= uptimes[0] and uptimes[-1] < 86_400, uptimes
