@@ -16,7 +16,11 @@ batch, :meth:`HarvestStage.process`:
    a known question's) per batch go through the near-duplicate matching, chosen by
    :func:`service.harvest.shedding.choose` (stratified over topic and language, by reason
    weight, deterministic); the other new ones are shed and counted
-   (``pending_observations()["shed"]``). Exact-text merges are never shed;
+   (``pending_observations()["shed"]``). Exact-text merges are never shed. Cheapest work
+   first: every event pays for its reasons (a cached tuple per set of reasons) and, with
+   one, a dictionary look-up of its normalised text (itself cached by wording); the
+   :class:`Occurrence` (and production ranking) of an event is built only when its question
+   is merged, never for a shed one;
 4. hands changed suggestions to the sinks at most every ``flush_interval_s`` seconds (a
    failing sink is logged by type and retried at the next flush).
 
