@@ -168,7 +168,12 @@ class CategoryWindow:
         ok = ~future & ~late
         if ok.any():
             self.watermark = float(marks[-1])
-            codes = np.array([self._code(c) for c, k in zip(categories, ok, strict=True) if k])
+            kept = categories if ok.all() else [c for c, k in zip(categories, ok, strict=True) if k]
+            known = self._codes.get
+            found = [known(c) for c in kept]  # categories seen before: one dict look-up each
+            if None in found:
+                found = [self._code(c) for c in kept]
+            codes = np.array(found)
             self._add(np.floor(ts[ok] / self.bucket_s).astype(np.int64), codes)
         result = WindowUpdate(int(ok.sum()), int(late.sum()), int(future.sum()))
         self.accepted += result.accepted
