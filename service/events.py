@@ -313,6 +313,9 @@ class QueryLogEvent:
 
 
 _EVENT: TypeAdapter[QueryLogEvent] = TypeAdapter(QueryLogEvent)
+#: ``QueryLogEvent.model_validate_json`` without its two Python wrappers: pydantic-core's own
+#: ``validate_json(bytes | str) -> QueryLogEvent``, raising ``pydantic.ValidationError``.
+validate_event_json = _EVENT.validator.validate_json
 #: The canonical top-level field names, in schema order.
 EVENT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(QueryLogEvent))
 

@@ -15,8 +15,8 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from consumers.base import Origin, RawMessage
-from consumers.decoding import REASONS, DecodeError, _decode_slow, decode
+from consumers.base import DeadLetter, Origin, RawMessage
+from consumers.decoding import REASONS, DecodeError, _decode_slow, decode, decode_batch
 from service.events import FieldMapping, QueryLogEvent
 
 LIMIT = 1_000_000
@@ -103,9 +103,11 @@ ascii_flags = st.sampled_from([True, True, True, False])
 def check(value: bytes | None, mapping: FieldMapping, limit: int = LIMIT) -> None:
     """The invariants every outcome of decode must satisfy."""
     message = RawMessage(value, Origin(file="fuzz.jsonl", line=1))
+    in_batch = decode_batch([message], mapping, limit)  # its own copy of the fast path
     try:
         decoded = decode(message, mapping, limit)
     except DecodeError as error:
+        assert in_batch == ([], [DeadLetter(message, error.reason, error.detail)])
         event(error.reason)
         assert error.reason in REASONS
         assert MARKER not in error.detail
@@ -119,6 +121,7 @@ def check(value: bytes | None, mapping: FieldMapping, limit: int = LIMIT) -> Non
                 raise AssertionError("fast path rejected what the slow path accepts")
         return
     event("decoded")
+    assert in_batch == ([(message, decoded)], [])
     assert isinstance(decoded, QueryLogEvent)
     assert value is not None and _decode_slow(value, mapping) == decoded
     assert decoded.timestamp.tzinfo is UTC
