@@ -196,9 +196,10 @@ def replay_cpu(
 
 
 def run(n: int = DEFAULT_EVENTS, stream: str = "demo", repeats: int = DEFAULT_REPEATS,
-        profile: bool = False) -> tuple[list[Row], int, str]:  # fmt: skip
+        profile: bool = False) -> tuple[list[Row], int, str, list[float]]:  # fmt: skip
     """Run the benchmark; return ``([off, on, on with per-stage timers], distinct questions,
-    profile text or "")``.
+    profile text or "", paired ratios)`` — the paired ratios: ``harvest on``'s µs per event
+    over ``harvest off``'s of each back-to-back pair of runs, in run order.
 
     Raises:
         ValueError: unknown ``stream`` or ``repeats < 1``.
@@ -214,11 +215,14 @@ def run(n: int = DEFAULT_EVENTS, stream: str = "demo", repeats: int = DEFAULT_RE
         off = settings_for(stream, gold, corpus, harvest=False)
         on = settings_for(stream, gold, corpus, harvest=True)
         best: dict[str, Row] = {}
+        paired: list[float] = []
         for k in range(repeats):
+            pair: dict[str, Row] = {}
             for what, settings in (("harvest off", off), ("harvest on", on)):
-                row = replay_cpu(settings, events, workdir, f"{what} {k}")
+                row = pair[what] = replay_cpu(settings, events, workdir, f"{what} {k}")
                 if what not in best or row.cpu_s < best[what].cpu_s:
                     best[what] = Row(what, row.events, row.startup_s, row.cpu_s, row.wall_s)
+            paired.append(pair["harvest on"].us_per_event / pair["harvest off"].us_per_event)
         timed = replay_cpu(on, events, workdir, "harvest on, per-stage timers", per_stage=True)
         text = ""
         if profile:
@@ -228,12 +232,14 @@ def run(n: int = DEFAULT_EVENTS, stream: str = "demo", repeats: int = DEFAULT_RE
             stats = pstats.Stats(profiler, stream=buffer).sort_stats("cumulative")
             stats.print_stats("service/harvest", 20)
             text = buffer.getvalue()
-    return [best["harvest off"], best["harvest on"], timed], distinct, text
+    return [best["harvest off"], best["harvest on"], timed], distinct, text, paired
 
 
-def render(rows: Sequence[Row], distinct: int, repeats: int = DEFAULT_REPEATS) -> str:
+def render(rows: Sequence[Row], distinct: int, repeats: int = DEFAULT_REPEATS,
+           paired: Sequence[float] = ()) -> str:  # fmt: skip
     """The table (events per CPU second, CPU µs per event, ratio to ``harvest off``, wall
-    seconds), the verdict, and the per-stage CPU costs of the timed row."""
+    seconds), the verdict, the paired ratios with their median (when given), and the
+    per-stage CPU costs of the timed row."""
     base = rows[0]
     lines = [f"{'what':30} {'events':>7} {'start-up s':>10} {'cpu s':>7} {'wall s':>7} "
              f"{'events/s':>9} {'µs/event':>9} {'ratio':>6}"]  # fmt: skip
@@ -249,6 +255,12 @@ def render(rows: Sequence[Row], distinct: int, repeats: int = DEFAULT_REPEATS) -
     verdict = "met" if added <= TARGET_OVERHEAD else "NOT met"
     lines.append(f"harvesting adds {added:+.1%} per event (target <= "
                  f"{TARGET_OVERHEAD:.0%}): {verdict}")  # fmt: skip
+    if paired:  # a pair runs back to back: a load swing between pairs cancels out
+        ratios = sorted(paired)
+        mid = len(ratios) // 2
+        median = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
+        lines.append(f"paired runs (on / off, run order): "
+                     f"{', '.join(f'{r:.3f}' for r in paired)}; median {median:.3f}")  # fmt: skip
     timed = rows[2] if len(rows) > 2 and rows[2].stages else None
     if timed is not None:
         lines.append(f"\nper stage ({timed.what}): CPU seconds, µs per event, share of the run")
@@ -279,8 +291,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="runs of each configuration; the fastest is kept")  # fmt: skip
     parser.add_argument("--profile", action="store_true", help="cProfile one more run")
     args = parser.parse_args(argv)
-    rows, distinct, profile = run(args.events, args.stream, args.repeats, args.profile)
-    print(render(rows, distinct, args.repeats))
+    rows, distinct, profile, paired = run(args.events, args.stream, args.repeats, args.profile)
+    print(render(rows, distinct, args.repeats, paired))
     if profile:
         print("\n" + profile)
 
