@@ -2,16 +2,23 @@
 
 A Tansu broker (``tests/kafka_broker.py``) carries a 4-partition topic; one ``goldwatch serve``
 subprocess (``tests/acceptance/service_process.py``) consumes it with the default analytics
-(PII, language, topic, refusal, out-of-scope, drift, harvest ...). A producer thread sends real
-query-log events (``benchmarks/streams.py``) at ``--rate`` events/s, each stamped with the wall
-clock when it is sent. A sampler scrapes ``/metrics`` every ``--scrape-s`` seconds and reads
-the process's RSS from ``/proc``:
+(PII, language, topic, refusal, out-of-scope, drift, harvest ...). A producer *process* sends
+real query-log events (``benchmarks/streams.py``) at ``--rate`` events/s, each stamped with the
+wall clock when it is sent. A sampler thread scrapes ``/metrics`` every ``--scrape-s`` seconds
+over one kept-alive HTTP connection, as Prometheus does, and reads the process's RSS from
+``/proc``:
 
 * end-to-end latency: when a scrape sees ``goldwatch_last_event_timestamp_seconds`` advance to
   ``T``, ``scrape time - T`` is one sample (event timestamp -> metrics updated; includes up to
   one scrape interval);
-* ``/metrics`` response time of every scrape;
+* ``/metrics`` response time of every scrape (request sent -> body read), and the number of
+  series (sample lines) and bytes of the last scrape;
 * RSS over time; growth = mean RSS of the last tenth of the run over that of the first tenth.
+
+The measuring side must not be what is measured: a new ``httpx`` client per scrape loads the
+CA bundle (20-40 ms of CPU with the GIL held), and a producer thread in the sampler's process
+(pure-Python Kafka client, about half a core at 2,000 events/s) delays the sampler's wake-ups.
+Hence the one connection and the separate producer process.
 
 At the end every produced message must be accounted for (processed + dead-lettered +
 duplicates). Prints a table (``--json`` for machine-readable output).
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import statistics
 import tempfile
 import threading
@@ -38,7 +46,7 @@ import httpx
 
 from benchmarks.streams import encode, query_log_events
 from tests.acceptance.conftest import FAST_KAFKA
-from tests.acceptance.service_process import ServiceProcess, accounted, parse_metrics
+from tests.acceptance.service_process import ServiceProcess, accounted
 from tests.kafka_broker import TansuBroker
 
 PARTITIONS = 4
@@ -53,6 +61,9 @@ class Samples:
     scrape_s: list[float] = field(default_factory=list)
     rss: list[tuple[float, int]] = field(default_factory=list)  # (seconds since start, bytes)
     errors: int = 0
+    series: int = 0  # sample lines in the last scrape
+    size: int = 0  # bytes of the last scrape
+    last_seen: float = 0.0  # newest goldwatch_last_event_timestamp_seconds seen
 
 
 def _rss_bytes(pid: int) -> int:
@@ -66,12 +77,18 @@ def _rss_bytes(pid: int) -> int:
     return 0
 
 
-def _produce(broker: TansuBroker, topic: str, events: int, rate: float, done: threading.Event):
-    """Send ``events`` events at ``rate``/s, each stamped with the send time."""
+def _produce(
+    bootstrap_servers: str, topic: str, events: int, rate: float, ready: Any, go: Any
+) -> None:
+    """Send ``events`` events at ``rate``/s, each stamped with the send time (run in its own
+    process: see the module docstring). Sets ``ready`` once connected, starts on ``go``
+    (both ``multiprocessing`` events)."""
     from kafka import KafkaProducer
 
     pool = query_log_events(min(POOL, events), seed=91)
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=5, acks=1)
+    producer = KafkaProducer(bootstrap_servers=bootstrap_servers, linger_ms=5, acks=1)
+    ready.set()
+    go.wait()
     started = time.monotonic()
     try:
         for i in range(events):
@@ -86,37 +103,56 @@ def _produce(broker: TansuBroker, topic: str, events: int, rate: float, done: th
         producer.flush(timeout=60)
     finally:
         producer.close()
-        done.set()
+
+
+def _last_event_s(text: str) -> float:
+    """Sum of the ``goldwatch_last_event_timestamp_seconds`` samples of an exposition (a
+    line scan: a full parse would cost the sampler more CPU than the scrape it measures)."""
+    prefix = "goldwatch_last_event_timestamp_seconds"
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith(prefix) and line[len(prefix)] in " {"
+    )
 
 
 def _sample(service: ServiceProcess, every_s: float, stop: threading.Event, out: Samples) -> None:
+    """Scrape every ``every_s`` seconds over one kept-alive connection until ``stop``."""
     started = time.monotonic()
-    last_seen = 0.0
     next_rss = 0.0
-    while not stop.is_set():
-        before = time.perf_counter()
-        try:
-            text = httpx.get(service.base_url + "/metrics", timeout=10).text
-        except httpx.HTTPError:
-            out.errors += 1
-            stop.wait(every_s)
-            continue
-        took = time.perf_counter() - before
-        now = time.time()
-        out.scrape_s.append(took)
-        newest = sum(
-            v for (n, _), v in parse_metrics(text).items()
-            if n == "goldwatch_last_event_timestamp_seconds"
-        )  # fmt: skip
-        if newest > last_seen:
-            if last_seen:
-                out.latency_s.append(now - newest)
-            last_seen = newest
-        elapsed = time.monotonic() - started
-        if elapsed >= next_rss:
-            out.rss.append((elapsed, _rss_bytes(service.process.pid)))
-            next_rss = elapsed + 1.0
-        stop.wait(max(0.0, every_s - took))
+    with httpx.Client(base_url=service.base_url, timeout=10) as client:
+        while not stop.is_set():
+            took = _scrape(client, out)
+            elapsed = time.monotonic() - started
+            if elapsed >= next_rss:
+                out.rss.append((elapsed, _rss_bytes(service.process.pid)))
+                next_rss = elapsed + 1.0
+            stop.wait(max(0.0, every_s - (took or 0.0)))
+
+
+def _scrape(client: httpx.Client, out: Samples) -> float | None:
+    """One scrape into ``out``; returns its duration in seconds (``None``: it failed)."""
+    before = time.perf_counter()
+    try:
+        response = client.get("/metrics")
+        text = response.text
+    except httpx.HTTPError:
+        out.errors += 1
+        return None
+    took = time.perf_counter() - before
+    now = time.time()
+    if response.status_code != 200:
+        out.errors += 1
+        return took
+    out.scrape_s.append(took)
+    out.size = len(response.content)
+    out.series = sum(1 for line in text.splitlines() if line and not line.startswith("#"))
+    newest = _last_event_s(text)
+    if newest > out.last_seen:
+        if out.last_seen:
+            out.latency_s.append(now - newest)
+        out.last_seen = newest
+    return took
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -147,14 +183,23 @@ def soak(events: int, rate: float, scrape_s: float = 0.25) -> dict[str, Any]:
         }
         service = ServiceProcess.start(workdir, config)
         service.wait_until(lambda s: s["ready"], timeout_s=60, what="ready")
-        samples = Samples()
-        stop, produced = threading.Event(), threading.Event()
+        samples, stop = Samples(), threading.Event()
         sampler = threading.Thread(target=_sample, args=(service, scrape_s, stop, samples))
-        producer = threading.Thread(target=_produce, args=(broker, topic, events, rate, produced))
-        started = time.monotonic()
-        sampler.start()
+        spawn = multiprocessing.get_context("spawn")
+        ready, go = spawn.Event(), spawn.Event()
+        producer = spawn.Process(
+            target=_produce, args=(broker.bootstrap_servers, topic, events, rate, ready, go)
+        )
         producer.start()
+        if not ready.wait(120):
+            raise RuntimeError("the producer process did not connect")
+        started = time.monotonic()
+        go.set()
+        sampler.start()
         producer.join()
+        produce_s = time.monotonic() - started
+        if producer.exitcode != 0:
+            raise RuntimeError(f"the producer process exited with {producer.exitcode}")
         status = service.wait_until(
             lambda s: accounted(s["totals"]) + s["totals"]["duplicates"] >= events,
             timeout_s=max(120.0, events / rate),
@@ -177,6 +222,7 @@ def soak(events: int, rate: float, scrape_s: float = 0.25) -> dict[str, Any]:
         "rate_target": rate,
         "rate_achieved": round(events / seconds, 1),
         "seconds": round(seconds, 1),
+        "produce_seconds": round(produce_s, 1),
         "accounted": accounted(totals) + totals["duplicates"],
         "processed": totals["processed"],
         "dead_lettered": sum(totals["dead_lettered"].values()),
@@ -187,6 +233,8 @@ def soak(events: int, rate: float, scrape_s: float = 0.25) -> dict[str, Any]:
         "metrics_p99_ms": round(_pct(samples.scrape_s, 0.99) * 1000, 1),
         "metrics_max_ms": round(max(samples.scrape_s, default=float("nan")) * 1000, 1),
         "metrics_scrapes": len(samples.scrape_s),
+        "metrics_series": samples.series,
+        "metrics_bytes": samples.size,
         "rss_first_tenth_mb": round(first / 2**20, 1),
         "rss_last_tenth_mb": round(last / 2**20, 1),
         "rss_growth_pct": round(100 * (last - first) / first, 2) if first else float("nan"),
@@ -198,7 +246,9 @@ def soak(events: int, rate: float, scrape_s: float = 0.25) -> dict[str, Any]:
 def _table(result: dict[str, Any]) -> str:
     rows = [
         ("events (target rate /s)", f"{result['events']:,} ({result['rate_target']:g})"),
-        ("achieved rate /s, seconds", f"{result['rate_achieved']:,} in {result['seconds']} s"),
+        ("achieved rate /s, seconds",
+         f"{result['rate_achieved']:,} in {result['seconds']} s"
+         f" (producer done at {result['produce_seconds']} s)"),
         ("accounted / processed / dead",
          f"{result['accounted']:,} / {result['processed']:,} / {result['dead_lettered']:,}"),
         ("latency p50 / p99 / max (s)",
@@ -206,6 +256,7 @@ def _table(result: dict[str, Any]) -> str:
         ("/metrics p50 / p99 / max (ms)",
          f"{result['metrics_p50_ms']} / {result['metrics_p99_ms']} / {result['metrics_max_ms']}"
          f" ({result['metrics_scrapes']} scrapes)"),
+        ("/metrics series, bytes", f"{result['metrics_series']:,}, {result['metrics_bytes']:,}"),
         ("RSS first / last tenth (MB)",
          f"{result['rss_first_tenth_mb']} / {result['rss_last_tenth_mb']}"
          f" ({result['rss_growth_pct']:+} %)"),

@@ -82,6 +82,7 @@ class ServiceProcess:
     process: subprocess.Popen[bytes]
     port: int
     started_at: float = field(default_factory=time.monotonic)
+    _client: httpx.Client | None = field(default=None, repr=False)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -138,6 +139,7 @@ class ServiceProcess:
         if self.alive:
             self.process.send_signal(signal.SIGKILL)
             self.process.wait(timeout=10)
+        self.close_client()
 
     def terminate(self, timeout_s: float = 20.0) -> int:
         """SIGTERM and wait; returns the exit code (kills after ``timeout_s``)."""
@@ -151,6 +153,7 @@ class ServiceProcess:
                 raise AssertionError(
                     f"serve ignored SIGTERM for {timeout_s}s{self.log_tail()}"
                 ) from None
+        self.close_client()
         return int(self.process.returncode)
 
     def dump_stacks(self) -> None:
@@ -176,8 +179,23 @@ class ServiceProcess:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def client(self) -> httpx.Client:
+        """One kept-alive client per process: ``httpx.get`` builds a client per call, whose
+        CA-bundle load costs 20-40 ms of CPU with the GIL held (it skews what the soak
+        measures and slows every poll)."""
+        if self._client is None:
+            self._client = httpx.Client(base_url=self.base_url)
+        return self._client
+
+    def close_client(self) -> None:
+        """Close the kept-alive client (a later request opens a new one)."""
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
     def get(self, path: str, timeout_s: float = 5.0) -> httpx.Response:
-        return httpx.get(self.base_url + path, timeout=timeout_s)
+        return self.client.get(path, timeout=timeout_s)
 
     def post_events(
         self, body: Any, token: str | None = TOKEN, raw: bytes | None = None
@@ -186,10 +204,8 @@ class ServiceProcess:
         headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
         if raw is not None:
             headers["Content-Type"] = "application/json"
-            return httpx.post(
-                self.base_url + "/v1/events", content=raw, headers=headers, timeout=30
-            )
-        return httpx.post(self.base_url + "/v1/events", json=body, headers=headers, timeout=30)
+            return self.client.post("/v1/events", content=raw, headers=headers, timeout=30)
+        return self.client.post("/v1/events", json=body, headers=headers, timeout=30)
 
     def wait_healthy(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
         """Block until ``GET /healthz`` answers 200; fail with the log if the process died."""
