@@ -79,9 +79,13 @@ WEAK_WORDS: frozenset[str] = (
 _TOKEN = re.compile(r"[^\W\d_]+")
 
 
+_ASCII_TOKEN = re.compile(r"[a-z]+")  # _TOKEN on lower-cased ASCII text, ~2.5x faster
+
+
 def tokens(text: str) -> list[str]:
     """Lower-case letter runs of ``text`` (``"Kya hawaii me?"`` -> kya, hawaii, me)."""
-    return _TOKEN.findall(text.lower())
+    lowered = text.lower()
+    return (_ASCII_TOKEN if lowered.isascii() else _TOKEN).findall(lowered)
 
 
 def hinglish_score(words: Sequence[str]) -> tuple[int, int]:

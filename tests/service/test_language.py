@@ -203,3 +203,32 @@ def test_stage_annotates_every_event() -> None:
     empty = Batch.of([], source="file")
     stage.process(empty)
     assert empty.annotations == []
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=40)
+       | st.text(alphabet="abcXYZ _-1'\u212a\u0130é ", max_size=40))  # fmt: skip
+@settings(max_examples=300, deadline=None)
+def test_tokens_are_the_letter_runs_of_the_lower_cased_text(text: str) -> None:
+    """The ASCII fast path of ``tokens`` finds what the Unicode letter-run pattern finds
+    (also where lower-casing turns a non-ASCII letter into ASCII, as the Kelvin sign)."""
+    import re
+
+    from service.hinglish import tokens
+
+    assert tokens(text) == re.findall(r"[^\W\d_]+", text.lower())
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        ([], False),
+        (["what", "is", "the", "fee"], False),  # no strong word
+        (["kya", "fee", "hai"], True),
+        (["kya"] + ["word"] * 20, False),  # one strong word in 21: share 1/21 < 0.12
+    ],
+)
+def test_hinglish_words_needs_a_strong_word_and_a_share(words: list[str], expected: bool) -> None:
+    from service.hinglish import STRONG_WORDS, WEAK_WORDS, hinglish_words
+
+    assert "kya" in STRONG_WORDS and "word" not in STRONG_WORDS | WEAK_WORDS
+    assert hinglish_words(words) is expected

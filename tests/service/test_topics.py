@@ -174,6 +174,7 @@ def test_fast_transform_equals_the_sklearn_pipeline(model: TopicModel) -> None:
         "fee fee fee hostel hostel", "a I x", "the of and", "", "   ", "exam\thall\n\nticket",
         "Exam  HALL   ticket", "café naïve fee", "परीक्षा कब है exam", "考试 exam 时间",
         "fee-refund / exam_hall!!", "hostel fee hostel fee hostel",
+        "\u212aelvin fee", "İstanbul exam", "exam 2026 fee_2 x1y2", "é\u0301 fee",
     ]  # fmt: skip
     fast = model._fast
     assert fast is not None
