@@ -46,9 +46,28 @@ __all__ = ["DISTINCT_CHECKED", "primary_reason", "priority", "select"]
 DISTINCT_CHECKED = 200
 
 
+#: id(config) -> (config, {reason: weight}): records are built for every changed suggestion
+#: at each flush and checkpoint, and ``config.weight`` is a method call per reason
+_WEIGHTS: dict[int, tuple[HarvestConfig, dict[str, float]]] = {}
+
+
+def _weights(config: HarvestConfig) -> dict[str, float]:
+    """``{reason: config.weight(reason)}`` (configs are frozen: computed once per config)."""
+    entry = _WEIGHTS.get(id(config))
+    if entry is None or entry[0] is not config:
+        if len(_WEIGHTS) >= 64:
+            _WEIGHTS.clear()
+        entry = _WEIGHTS[id(config)] = (config, {r: config.weight(r) for r in REASONS})
+    return entry[1]
+
+
 def priority(suggestion: Suggestion, config: HarvestConfig) -> float:
-    """The priority of ``suggestion`` (formula in the module docstring)."""
-    weight = sum(config.weight(r) for r in suggestion.reasons)
+    """The priority of ``suggestion`` (formula in the module docstring).
+
+    Raises:
+        KeyError: a reason of ``suggestion`` is not one of :data:`REASONS`.
+    """
+    weight = sum(map(_weights(config).__getitem__, suggestion.reasons))
     frequency = 1.0 + math.log2(max(1, suggestion.count))
     return weight * frequency * (1.0 + suggestion.gap)
 
@@ -56,7 +75,7 @@ def priority(suggestion: Suggestion, config: HarvestConfig) -> float:
 def primary_reason(suggestion: Suggestion, config: HarvestConfig) -> str | None:
     """The heaviest reason of ``suggestion`` (``None`` when it has none)."""
     present = [r for r in REASONS if r in suggestion.reasons]
-    return max(present, key=lambda r: config.weight(r)) if present else None
+    return max(present, key=_weights(config).__getitem__) if present else None
 
 
 def select(
