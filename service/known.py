@@ -105,8 +105,16 @@ def normalize(text: str) -> str:
     >>> normalize("  Hostel  KA fee—semester wise?? ")
     'hostel ka fee semester wise'
     """
+    if text.isascii():  # NFKC keeps ASCII as it is, casefold is lower: bytes.translate
+        return " ".join(text.lower().encode().translate(_ASCII_PUNCTUATION).decode().split())
     folded = unicodedata.normalize("NFKC", text).casefold()
     return " ".join(folded.translate(_punctuation()).split())
+
+
+#: ASCII punctuation (category ``P*``) → space, any other byte → itself.
+_ASCII_PUNCTUATION = bytes(
+    0x20 if unicodedata.category(chr(b)).startswith("P") else b for b in range(256)
+)
 
 
 def _numbers(text: str) -> tuple[str, ...]:

@@ -340,3 +340,14 @@ def test_similarities_property(gold: list[str], live: list[str]) -> None:
 @given(st.text(max_size=40))
 def test_normalize_equals_its_per_character_definition(text: str) -> None:
     assert normalize(text) == slow_normalize(text)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
+@settings(max_examples=300, deadline=None)
+def test_normalize_ascii_fast_path_is_the_unicode_rule(text: str) -> None:
+    """ASCII text: NFKC, casefold, every punctuation code point (category P*) a space, white
+    space collapsed — worked out here character by character."""
+    expected = "".join(
+        " " if unicodedata.category(ch).startswith("P") else ch.casefold() for ch in text
+    )
+    assert normalize(text) == " ".join(expected.split())
