@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
 V = TypeVar("V")
+_MISSING: object = object()
 
 
 class BatchCache(Generic[V]):
@@ -51,14 +52,16 @@ class BatchCache(Generic[V]):
         Raises:
             ValueError: ``compute`` returned a different number of values than keys.
         """
+        data = self._data
         found: dict[str, V] = {}
         missing: list[str] = []
         for key in dict.fromkeys(keys):
-            if key in self._data:
-                self._data.move_to_end(key)
-                found[key] = self._data[key]
-            else:
+            value = data.get(key, _MISSING)  # one look-up; values may be None
+            if value is _MISSING:
                 missing.append(key)
+            else:
+                data.move_to_end(key)
+                found[key] = value  # type: ignore[assignment]
         if missing:
             values = list(compute(missing))
             if len(values) != len(missing):
@@ -67,12 +70,16 @@ class BatchCache(Generic[V]):
             self._remember(missing, values)
         self.hits += len(keys) - len(missing)
         self.misses += len(missing)
-        return [found[key] for key in keys]
+        return list(map(found.__getitem__, keys))
 
     def _remember(self, keys: list[str], values: list[V]) -> None:
         if not self.size:
             return
-        for key, value in zip(keys, values, strict=True):
-            self._data[key] = value
-        while len(self._data) > self.size:
-            self._data.popitem(last=False)
+        data = self._data
+        data.update(zip(keys, values, strict=True))  # new keys: all missing, so appended
+        while len(data) > self.size:
+            data.popitem(last=False)
+
+    def __len__(self) -> int:
+        """How many keys are remembered (at most ``size``)."""
+        return len(self._data)
