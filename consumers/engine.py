@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from consumers.base import DeadLetter, RawMessage
@@ -39,6 +40,11 @@ TOTALS_KEY = "totals"
 APPLIED_KEY = "source/kafka-applied-offsets"
 
 log = logging.getLogger(__name__)
+
+# C-level accessors for the per-message passes (no Python call per message)
+_topic_of = attrgetter("origin.topic")
+_event_of = itemgetter(1)
+_timestamp_of = attrgetter("timestamp")
 
 Decoder = Callable[
     [Sequence[RawMessage]], tuple[list[tuple[RawMessage, QueryLogEvent]], list[DeadLetter]]
@@ -252,6 +258,8 @@ class Engine:
             self.last_checkpoint_s = time.monotonic()
 
     def _drop_redelivered(self, messages: Sequence[RawMessage]) -> list[RawMessage]:
+        if set(map(_topic_of, messages)) <= {None}:  # files, stdin, HTTP: no offsets
+            return list(messages)
         fresh = []
         for message in messages:
             origin = message.origin
@@ -272,7 +280,7 @@ class Engine:
             return None, []
         try:
             decoded, dead = self.decode(messages)
-            return self.pipeline.process([event for _, event in decoded], source), dead
+            return self.pipeline.process(list(map(_event_of, decoded)), source), dead
         except Exception as exc:
             if not self.on_error(exc, messages[0], log):
                 raise
@@ -290,7 +298,7 @@ def _by_reason(dead: Sequence[DeadLetter]) -> dict[str, int]:
 def _newest(batch: Batch | None) -> float | None:
     if not batch or not batch.events:
         return None
-    return max(event.timestamp for event in batch.events).timestamp()
+    return max(map(_timestamp_of, batch.events)).timestamp()
 
 
 def _failure_detail(exc: Exception) -> str:
