@@ -357,6 +357,9 @@ class KnownQuestionIndex:
         sims: np.ndarray
         if self._gold_dense is not None:
             sims = np.asarray(text_words @ (word_known @ self._gold_dense))
+        elif word_known.shape[0] <= max(1, _BLOCK // self._gold_t.shape[1]):  # one block
+            text_words.sort_indices()  # words in column order, as the blocked csc product
+            sims = text_words @ (word_known @ self._gold_t).toarray()
         else:  # the (words × gold) block is dense: a few thousand words at a time
             sims = np.zeros((len(texts), self._gold_t.shape[1]))
             step = max(1, _BLOCK // self._gold_t.shape[1])
