@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sqlite3
 import threading
 import time
@@ -222,22 +221,7 @@ class StateStore:
                 ) from exc
 
 
-#: What ``json.dumps(..., ensure_ascii=False)`` escapes inside a string (json.encoder.ESCAPE).
-_NEEDS_ESCAPE = re.compile(r'[\x00-\x1f\\"]')
-
-
 def _dumps(value: Any) -> str:
-    """Compact JSON of ``value``. A list of strings that need no escaping (the dedup window:
-    up to 100,000 ids at every checkpoint) is joined directly, about 10x faster than
-    ``json.dumps`` and byte-for-byte the same text."""
-    if type(value) is list and value:
-        try:
-            joined = '","'.join(value)
-        except TypeError:  # not all strings
-            pass
-        else:
-            if _NEEDS_ESCAPE.search(joined) is None:
-                return f'["{joined}"]'
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 

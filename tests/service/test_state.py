@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from service.state import StateError, StateStore, _dumps
+from service.state import StateError, StateStore
 
 
 def test_round_trip_survives_reopen(tmp_path: Path) -> None:
@@ -92,14 +89,3 @@ def test_unserialisable_value_writes_nothing() -> None:
     with pytest.raises(TypeError):
         store.checkpoint({"stage/a": 1, "stage/b": object()})
     assert store.keys() == []
-
-
-@given(
-    st.one_of(
-        st.lists(st.text()),
-        st.lists(st.text(alphabet='ab"\\\n\x1f\x7fé\u2028'), min_size=1),
-        st.lists(st.one_of(st.text(max_size=3), st.integers(), st.none()), max_size=4),
-    )
-)
-def test_stored_json_is_what_json_dumps_writes(value: list[object]) -> None:
-    assert _dumps(value) == json.dumps(value, separators=(",", ":"), ensure_ascii=False)
