@@ -63,11 +63,14 @@ class RecentIds:
         fresh: list[bool] = []
         append = fresh.append
         for event_id in event_ids:
-            queued = ids.pop(event_id, 0)
-            ids[event_id] = queued + 1  # (re)inserted at the newest end
             queue(event_id)
-            append(not queued)
-            if not queued and len(ids) > capacity:
+            if event_id in ids:
+                ids[event_id] = ids.pop(event_id) + 1  # moved to the newest end
+                append(False)
+                continue
+            ids[event_id] = 1
+            append(True)
+            if len(ids) > capacity:
                 while True:  # drop stale queue entries until the oldest id's last one
                     gone = oldest()
                     left = ids[gone] - 1

@@ -92,7 +92,7 @@ def to_id(value: Any) -> str:
 
 def _event_id(value: Any) -> str:
     text = to_id(value)
-    if not text.strip():
+    if not text or text.isspace():  # what ``not text.strip()`` says, without a copy
         raise _invalid("must not be blank")
     if len(text) > MAX_EVENT_ID_CHARS:
         raise _invalid(f"longer than {MAX_EVENT_ID_CHARS} characters")
