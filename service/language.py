@@ -260,6 +260,8 @@ class LanguageDetector:
         self._hinglish = HINGLISH in self._candidates
         # per pool: function word -> ((language, 1 / its number of pool languages), ...)
         self._shares = {pool: _word_shares(pool) for pool in set(self._pools.values())}
+        self._preferred = {pool: tuple(lang for lang in self.config.preferred if lang in pool)
+                           for pool in set(self._pools.values())}  # fmt: skip
         size = self.config.cache_size
         self._cached = functools.lru_cache(maxsize=size)(self._detect) if size else self._detect
 
@@ -346,13 +348,15 @@ class LanguageDetector:
                 hits[lang] = hits.get(lang, 0.0) + share
         lexicon = {lang: config.lexicon_weight * (hit / len(words))
                    for lang, hit in hits.items()}  # fmt: skip
-        cues = {lang: config.cue_weight * cue for lang, cue in latin_cues(text).items()
-                if lang in pool}  # fmt: skip
+        cues: list[tuple[str, float]] = []
+        if "'" in text or not text.isascii():  # latin_cues of other text is {}
+            cues = [(lang, config.cue_weight * cue) for lang, cue in latin_cues(text).items()
+                    if lang in pool]  # fmt: skip
         # langdetect is unreliable on one to three words ("hostel fee?" comes out Dutch with
         # p = 0.99999): there the prior counts double, enough to outweigh it.
         weight = config.prior_weight * (2.0 if len(words) <= SHORT_WORDS else 1.0)
-        prior = [(lang, weight) for lang in config.preferred if lang in pool]
-        return list(lexicon.items()), list(cues.items()), prior
+        prior = [(lang, weight) for lang in self._preferred[tuple(pool)]]
+        return list(lexicon.items()), cues, prior
 
 
 OTHER = "other"
