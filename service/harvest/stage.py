@@ -369,7 +369,9 @@ class HarvestStage:
         if suggestion.add(occurrence, config.max_variants, config.pool_k, config.max_pool):
             self._dirty.add(sid)
             self._stale.add(sid)
-            self._pending["reasons"].update(occurrence.reasons)
+            counts = self._pending["reasons"]
+            for reason in occurrence.reasons:  # Counter.update: an ABC check per call
+                counts[reason] += 1
             if occurrence.count:
                 self._recent[occurrence.event_id] = sid
                 if len(self._recent) > _RECENT_EVENTS:
