@@ -52,6 +52,12 @@ _NO_SPACE_RUN = re.compile(f"([{_NO_SPACE_CLASS}]+)")
 
 STOPWORDS: frozenset[str] = frozenset(ENGLISH_STOP_WORDS)
 
+#: Word tokens of ASCII text after lower-casing: NFKC leaves ASCII unchanged, ``casefold`` is
+#: ``lower`` on it, ASCII has no combining marks and no no-space script, and ``\w`` on ASCII
+#: is ``[A-Za-z0-9_]`` — so this gives :func:`tokenize`'s tokens ~10x cheaper than the full
+#: pattern (whose class lists every combining mark of Unicode).
+_ASCII_WORD = re.compile(r"[a-z0-9_]+")
+
 
 @cache
 def _word_pattern() -> re.Pattern[str]:
@@ -114,9 +120,14 @@ def tokenize(text: str, *, stopwords: bool = False) -> list[str]:
     Returns:
         Normalised tokens; ``[]`` when ``text`` has no word characters.
     """
+    if text.isascii():
+        tokens: list[str] = _ASCII_WORD.findall(text.lower())
+        if stopwords:
+            tokens = [token for token in tokens if token not in STOPWORDS]
+        return tokens
     text = normalise(text)
     words: list[str] = _word_pattern().findall(text)
-    if not _NO_SPACE_RUN.search(text):  # the common case: every word is a token
+    if not _NO_SPACE_RUN.search(text):  # every word is a token
         tokens = words
     else:
         tokens = []
