@@ -58,7 +58,6 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-import sys
 import unicodedata
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
@@ -70,6 +69,7 @@ from service.batch_cache import BatchCache
 from service.goldset import GoldSet
 from service.ir_metrics import hit_rate_at_k, recall_at_k, reciprocal_rank
 from service.records import GoldQuestion
+from service.unicode_classes import category_ranges
 
 __all__ = ["KnownMatch", "KnownQuestionIndex", "live_scores", "normalize"]
 
@@ -91,11 +91,7 @@ def _punctuation() -> dict[int, int]:
     every other code point below U+3000 → itself (a code point missing from the table is
     kept too, but ``translate`` finds that out through a slow ``KeyError``)."""
     table = {cp: cp for cp in range(0x3000)}
-    table.update(
-        (cp, 0x20)
-        for cp in range(sys.maxunicode + 1)
-        if unicodedata.category(chr(cp)).startswith("P")
-    )
+    table.update((cp, 0x20) for lo, hi in category_ranges("P") for cp in range(lo, hi + 1))
     return table
 
 

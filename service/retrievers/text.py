@@ -25,7 +25,6 @@ The pipeline, applied to questions and passages alike:
 from __future__ import annotations
 
 import re
-import sys
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
@@ -34,6 +33,7 @@ from functools import cache
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from service.records import Passage
+from service.unicode_classes import category_ranges
 
 #: Code-point ranges of scripts written without spaces between words.
 _NO_SPACE_RANGES: tuple[tuple[int, int], ...] = (
@@ -61,15 +61,10 @@ _ASCII_WORD = re.compile(r"[a-z0-9_]+")
 
 @cache
 def _word_pattern() -> re.Pattern[str]:
-    """``[\\w<combining marks>]+``, built once from the Unicode database (~0.2 s)."""
-    ranges: list[tuple[int, int]] = []
-    for code in range(sys.maxunicode + 1):
-        if unicodedata.category(chr(code)) in ("Mn", "Mc", "Me"):
-            if ranges and ranges[-1][1] == code - 1:
-                ranges[-1] = (ranges[-1][0], code)
-            else:
-                ranges.append((code, code))
-    marks = "".join(re.escape(chr(lo)) + "-" + re.escape(chr(hi)) for lo, hi in ranges)
+    """``[\\w<combining marks>]+``, built once from the Unicode database."""
+    marks = "".join(
+        re.escape(chr(lo)) + "-" + re.escape(chr(hi)) for lo, hi in category_ranges("M")
+    )
     return re.compile(f"[\\w{marks}]+")
 
 
