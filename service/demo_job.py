@@ -222,7 +222,8 @@ def _shows(alarm: dict[str, Any], planted: Planted) -> bool:
 
 def render_fast_text(doc: dict[str, Any]) -> str:
     """The ``--fast`` report for people: what was planted and detected, then the replay
-    summary, live quality and the top harvested suggestions."""
+    summary (with the harvested suggestions' count and what harvesting shed), live quality
+    and the top harvested suggestions."""
     from service.replay_job import render_text
 
     lines = ["Planted in the demo log, and what goldwatch detected (drift alarms):"]
@@ -279,11 +280,11 @@ def _quality_lines(quality: dict[str, Any] | None) -> list[str]:
 
 
 def _candidate_lines(summary: dict[str, Any] | None, top: int = 5) -> list[str]:
-    if not summary:
+    """The ``top`` suggestions by priority (their count by reason, and what was shed, are in
+    the replay summary above them)."""
+    if not summary or not summary["top"]:
         return []
-    reasons = ", ".join(f"{r} {n}" for r, n in sorted(summary["by_reason"].items(),
-                                                      key=lambda item: -item[1]))  # fmt: skip
-    lines = [f"harvested gold-question suggestions: {summary['n_suggestions']} ({reasons})"]
+    lines = [f"top {min(top, len(summary['top']))} suggestions by priority:"]
     for row in summary["top"][:top]:
         lines.append(
             f"  {row['id']}  x{row['count']:<3} [{row.get('language')}, {row.get('topic')}] "

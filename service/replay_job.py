@@ -12,7 +12,17 @@ The report (``--format json``)::
                    "drift": {dimension: {"state", "comparisons", ...}, "alarms": [...]},
                    "series": {"bucket_s", "buckets": [{"start", "languages", "topics",
                                                        "answers", "refused"}]}},
-     "shadow": {...}, "quality": {...}, "gold_candidates": {...}}
+     "shadow": {...}, "quality": {...},
+     "gold_candidates": {"n_suggestions", "by_reason": {reason: n}, "top": [record, ...],
+                         "shed", "max_new_per_batch"}}
+
+``gold_candidates.shed`` counts the picked events whose new question harvesting shed
+(``goldwatch_gold_candidates_shed_total``: over ``harvest.max_new_per_batch`` new questions
+in their batch, not kept); ``max_new_per_batch`` is the bound in effect (``None``: none).
+A replay sets no bound unless ``harvest.max_new_per_batch`` is set explicitly (config file,
+environment): it has no live latency to protect, and its full 500-event batches would
+otherwise shed far more than the live service's small ones (the demo log: 218 suggestions
+kept with the bound of 48, 489 without; the live demo keeps 482).
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ from service.pipeline import Batch
 from service.scope import describe
 from service.series import TimeSeries
 from service.settings import Settings
+from service.shed_note import shed_note
 from service.state import StateStore
 from service.telemetry import PII_TYPES, build_metrics
 
@@ -44,15 +55,25 @@ def run_replay(
 
     Without ``state_path`` the replay starts fresh, and so does its dead-letter file. The
     shadow CPU budget (``shadow.max_cpu_share``) is off: a replay has no live path to
-    protect, so every sampled shadow call runs.
+    protect, so every sampled shadow call runs. For the same reason harvesting sheds no new
+    question (``harvest.max_new_per_batch`` is ``None``) unless that setting was given
+    explicitly (in ``settings.harvest.model_fields_set``): the bound is per batch, and a
+    replay's batches are full (``pipeline.max_batch_size``) where the live service's are small.
 
     Raises:
         service.state.StateError: the state file is unusable.
         ValueError, OSError: an input or the analytics set-up is unusable.
     """
-    # A replay has no live traffic to protect: every sampled shadow call runs.
+    # A replay has no live traffic to protect: every sampled shadow call runs, and every new
+    # question is considered by harvesting (unless the bound was asked for explicitly).
+    harvest = settings.harvest
+    if "max_new_per_batch" not in harvest.model_fields_set:
+        harvest = harvest.model_copy(update={"max_new_per_batch": None})
     settings = settings.model_copy(
-        update={"shadow": settings.shadow.model_copy(update={"max_cpu_share": None})}
+        update={
+            "shadow": settings.shadow.model_copy(update={"max_cpu_share": None}),
+            "harvest": harvest,
+        }
     )
     registry = CollectorRegistry()
     state = StateStore.open(state_path) if state_path else StateStore.in_memory()
@@ -96,7 +117,7 @@ def run_replay(
             "batches": report.batches,
             "dlq_path": str(source.dlq_path),
             "analytics": _with_series(analytics_report(live, registry), series),
-            **live_reports(live),
+            **live_reports(live, registry),
         }
     )
 
@@ -106,16 +127,23 @@ def _with_series(analytics: dict[str, Any] | None, series: TimeSeries) -> dict[s
     return None if analytics is None else {**analytics, "series": series.report()}
 
 
-def live_reports(live: Live) -> dict[str, Any]:
-    """The shadow (and live-quality) reports of ``live``, keyed as in the replay report;
-    empty when those stages are off."""
+def live_reports(live: Live, registry: CollectorRegistry | None = None) -> dict[str, Any]:
+    """The shadow, live-quality and harvest reports of ``live``, keyed as in the replay report;
+    empty when those stages are off. With the ``registry`` ``live`` exports to, the harvest
+    summary also carries ``shed`` (read from ``goldwatch_gold_candidates_shed_total``; call
+    after :meth:`Live.finish`, which exports the last counts) and ``max_new_per_batch``."""
     reports: dict[str, Any] = {}
     if live.shadow is not None:
         reports["shadow"] = live.shadow.report()
     if live.quality is not None:
         reports["quality"] = live.quality.report()
     if live.harvest is not None:
-        reports["gold_candidates"] = harvest_summary(live.harvest.records())
+        summary = harvest_summary(live.harvest.records())
+        if registry is not None:
+            shed = registry.get_sample_value("goldwatch_gold_candidates_shed_total")
+            summary["shed"] = int(shed or 0)
+            summary["max_new_per_batch"] = live.harvest.config.max_new_per_batch
+        reports["gold_candidates"] = summary
     return reports
 
 
@@ -179,7 +207,7 @@ def render_text(doc: dict[str, Any]) -> str:
     lines += _shadow_lines(doc.get("shadow"))
     analytics = doc.get("analytics")
     if not analytics:
-        return "\n".join(lines)
+        return "\n".join(lines + harvest_lines(doc.get("gold_candidates")))
     total = sum(analytics["languages"].values()) or 1
     langs = ", ".join(f"{k} {v / total:.0%}" for k, v in list(analytics["languages"].items())[:6])
     topics = ", ".join(f"{k} {v / total:.0%}" for k, v in list(analytics["topics"].items())[:6])
@@ -222,7 +250,21 @@ def render_text(doc: dict[str, Any]) -> str:
             lines.append(f"  DRIFT  {where}: {rates}")
         else:
             lines.append(f"  DRIFT  {where}: rising {', '.join(alarm['rising']) or '-'}")
-    return "\n".join(lines)
+    return "\n".join(lines + harvest_lines(doc.get("gold_candidates")))
+
+
+def harvest_lines(summary: dict[str, Any] | None) -> list[str]:
+    """The harvest summary of the text report: suggestions by reason, then what was shed
+    (:func:`service.shed_note.shed_note`); empty without a summary."""
+    if not summary:
+        return []
+    reasons = ", ".join(f"{r} {n}" for r, n in sorted(summary["by_reason"].items(),
+                                                      key=lambda item: -item[1]))  # fmt: skip
+    lines = [f"harvested gold-question suggestions: {summary['n_suggestions']} ({reasons})"]
+    note = shed_note(summary)
+    if note is not None:
+        lines.append(f"  {note}")
+    return lines
 
 
 def _shadow_lines(shadow: dict[str, Any] | None) -> list[str]:

@@ -2,7 +2,10 @@
 
 Both are rendered only when the report carries them (``shadow``: the shape of
 :meth:`service.shadow.stage.ShadowStage.report`; ``gold_candidates``: a list of suggestion
-dicts, or a dict holding that list under ``suggestions``, ``candidates`` or ``questions``).
+dicts — the status page's, from the labelling API — or the replay report's summary
+(:func:`service.replay_job.harvest_summary`: the list under ``top``, with ``n_suggestions``,
+``by_reason``, ``shed`` and ``max_new_per_batch``), or a dict holding the list under
+``suggestions``, ``candidates`` or ``questions``).
 """
 
 from __future__ import annotations
@@ -12,16 +15,21 @@ from typing import Any
 
 from service.html import plots
 from service.html.page import Safe, esc, figure, num, para, section, table
+from service.shed_note import shed_note
 
 #: Agreement measures, in the shadow stage's report order.
 AGREEMENT = ("overlap", "jaccard", "rbo", "kendall_tau", "top1", "citation_recall")
 #: Disagreements listed per candidate, and suggestions listed.
 MAX_DISAGREEMENTS = 10
 MAX_SUGGESTIONS = 20
+#: Keys of ``gold_candidates`` dicts that hold the suggestion list (``top``: the replay
+#: report's summary).
+LIST_KEYS = ("top", "suggestions", "candidates", "questions")
 #: Suggestion fields shown (in this order) when present, after the question.
 SUGGESTION_FIELDS = (
     "count",
     "n",
+    "priority",
     "reason_counts",
     "reasons",
     "reason",
@@ -167,9 +175,11 @@ def suggestion_rows(candidates: Any) -> list[Mapping[str, Any]]:
 
     >>> suggestion_rows({"suggestions": ["Hostel ka fee?", {"question": "Exam date?"}]})
     [{'question': 'Hostel ka fee?'}, {'question': 'Exam date?'}]
+    >>> suggestion_rows({"n_suggestions": 1, "top": [{"question": "Exam date?"}]})
+    [{'question': 'Exam date?'}]
     """
     if isinstance(candidates, Mapping):
-        for key in ("suggestions", "candidates", "questions"):
+        for key in LIST_KEYS:
             if isinstance(candidates.get(key), list):
                 candidates = candidates[key]
                 break
@@ -181,11 +191,16 @@ def suggestion_rows(candidates: Any) -> list[Mapping[str, Any]]:
 
 
 def candidates_section(candidates: Any) -> Safe:
-    """The top suggested gold questions (real production questions worth adding)."""
+    """The top suggested gold questions (real production questions worth adding), after the
+    replay summary's totals (suggestions by reason, picked events shed) when it has them."""
     rows = suggestion_rows(candidates)
+    summary = _summary(candidates) if isinstance(candidates, Mapping) else []
     if not rows:
         return section(
-            "gold-candidates", "Suggested gold questions", para("No suggestion yet.", "muted")
+            "gold-candidates",
+            "Suggested gold questions",
+            *summary,
+            para("No suggestion yet.", "muted"),
         )
     shown = rows[:MAX_SUGGESTIONS]
     fields = [f for f in SUGGESTION_FIELDS if any(f in r for r in shown)]
@@ -195,10 +210,28 @@ def candidates_section(candidates: Any) -> Safe:
         [r.get("question") or r.get("text") or "", *(_cell(r.get(f)) for f in fields)]
         for r in shown
     ]
-    parts: list[str] = [table(["question", *fields], body, text_columns=(0,))]
-    if len(rows) > len(shown):
-        parts.append(para(f"{len(rows) - len(shown)} more suggestions not shown.", "muted"))
+    parts: list[str] = [*summary, table(["question", *fields], body, text_columns=(0,))]
+    total = candidates.get("n_suggestions") if isinstance(candidates, Mapping) else None
+    hidden = (total if isinstance(total, int) else len(rows)) - len(shown)
+    if hidden > 0:
+        parts.append(para(f"{hidden} more suggestions not shown.", "muted"))
     return section("gold-candidates", "Suggested gold questions", *parts)
+
+
+def _summary(summary: Mapping[str, Any]) -> list[Safe]:
+    """The replay summary's totals: suggestions in all and by reason, then the shed note."""
+    parts: list[Safe] = []
+    total, by_reason = summary.get("n_suggestions"), summary.get("by_reason") or {}
+    if total is not None:
+        reasons = ", ".join(
+            f"{reason} {n}" for reason, n in sorted(by_reason.items(), key=lambda kv: -kv[1])
+        )
+        parts.append(para(f"{total} suggestions" + (f" (by reason: {reasons})" if reasons else "")
+                          + "; the highest-priority ones below.", "meta"))  # fmt: skip
+    note = shed_note(summary)
+    if note is not None:
+        parts.append(para(note[0].upper() + note[1:] + ".", "muted"))
+    return parts
 
 
 def _cell(value: Any) -> object:

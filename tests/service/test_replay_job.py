@@ -1,0 +1,170 @@
+"""``service.replay_job``: the harvest summary of a replay (suggestions, shed events) in the
+JSON, text and HTML reports, and a replay's default of no harvest load shedding.
+
+The hand-made log has one distinct, clearly different question per event, each refused (so
+each is picked by harvesting, with reason ``refused``) and none a gold question. With
+``harvest.max_new_per_batch`` = 1 every batch keeps one new question and sheds the others,
+so ``shed`` = events - batches and one suggestion is started per batch; without a bound
+every question becomes a suggestion and nothing is shed.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.demo import demo_path
+from service.html import render_replay_html
+from service.replay_job import render_text, run_replay
+from service.settings import load_settings
+
+ENV = "GOLDWATCH_HARVEST__MAX_NEW_PER_BATCH"
+#: Distinct questions sharing no wording (no near-duplicates of each other or of the demo
+#: gold set), with characters HTML must escape.
+QUESTIONS = (
+    "Can I bring my <guitar> & amp to the concert hall?",
+    'Who repairs the "broken" treadmill in gym block B?',
+    "zebra crossing near gate 4 painted when",
+    "parking sticker for electric scooter lost, what now",
+    "quantum computing elective offered by physics dept?",
+    "canteen serves jain food on fridays or not",
+    "wifi password for seminar room 12",
+    "lost umbrella found near auditorium, whom to give",
+    "drone club meeting venue this month",
+    "yoga mats available for borrowing at sports office?",
+    "photocopier jammed in library basement again",
+    "how to adopt the campus stray dog officially",
+    "bicycle repair workshop timings saturday",
+    "chess tournament registration closing date",
+    "rooftop garden volunteers needed contact person",
+    "solar panels on hostel roof who maintains",
+    "blood donation camp certificate download link",
+    "vending machine ate my coins near lab 3",
+    "theatre society auditions monologue length",
+    "astronomy night telescope booking procedure",
+)
+BATCH = 5
+
+
+def _log(path: Path) -> Path:
+    rows = [
+        {"event_id": f"h-{i:03d}", "timestamp": f"2026-11-20T10:{i:02d}:00Z", "question": q,
+         "answer": {"text": "Sorry, I cannot help with that.", "refused": True}}
+        for i, q in enumerate(QUESTIONS)
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _replay(out: Path, log: Path, **harvest: Any) -> dict[str, Any]:
+    overrides: dict[str, Any] = {"pipeline": {"max_batch_size": BATCH}}
+    if harvest:
+        overrides["harvest"] = harvest
+    settings = load_settings(None, **overrides)
+    return run_replay(settings, log, None, out / "dlq.jsonl")
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv(ENV, raising=False)  # the defaults under test
+        yield tmp_path_factory.mktemp("replay")
+
+
+@pytest.fixture(scope="module")
+def small(out: Path) -> dict[str, Any]:
+    """The hand-made log replayed with the defaults (no bound for a replay)."""
+    return _replay(out, _log(out / "small.jsonl"))
+
+
+@pytest.fixture(scope="module")
+def small_bounded(out: Path) -> dict[str, Any]:
+    """The hand-made log replayed with ``harvest.max_new_per_batch`` = 1, set explicitly."""
+    return _replay(out, _log(out / "small.jsonl"), max_new_per_batch=1)
+
+
+def test_a_replay_sheds_nothing_by_default(small: dict[str, Any]) -> None:
+    summary = small["gold_candidates"]
+    assert small["processed"] == len(QUESTIONS)
+    assert (summary["shed"], summary["max_new_per_batch"]) == (0, None)
+    assert summary["n_suggestions"] == len(QUESTIONS)
+    assert summary["by_reason"]["refused"] == len(QUESTIONS)
+
+
+def test_an_explicit_bound_sheds_and_the_report_counts_it(
+    small_bounded: dict[str, Any],
+) -> None:
+    summary, batches = small_bounded["gold_candidates"], small_bounded["batches"]
+    assert len(QUESTIONS) / BATCH <= batches < len(QUESTIONS)  # each batch has new questions
+    assert summary["max_new_per_batch"] == 1
+    assert summary["shed"] == len(QUESTIONS) - batches
+    assert summary["n_suggestions"] == batches
+
+
+def test_text_report_says_what_was_shed_and_what_to_raise(
+    small: dict[str, Any], small_bounded: dict[str, Any]
+) -> None:
+    text = render_text(small_bounded)
+    shed = len(QUESTIONS) - small_bounded["batches"]
+    assert f"harvested gold-question suggestions: {small_bounded['batches']} (refused " in text
+    assert f"  shed: {shed} picked events whose new question was over " in text
+    assert "harvest.max_new_per_batch (1 new questions per batch)" in text
+    assert "GOLDWATCH_HARVEST__MAX_NEW_PER_BATCH" in text
+    assert "  shed: 0 (no bound on new questions per batch in this run" in render_text(small)
+
+
+def test_html_lists_the_replayed_suggestions_escaped(small: dict[str, Any]) -> None:
+    page = render_replay_html(small)
+    assert "No suggestion yet." not in page
+    for question in QUESTIONS:
+        assert f'<td class="text">{html.escape(question)}</td>' in page, question
+    assert "<guitar>" not in page
+    assert f'<p class="meta">{len(QUESTIONS)} suggestions (by reason: refused 20)' in page
+    assert "Shed: 0 (no bound on new questions per batch in this run" in page
+
+
+def test_html_shows_the_shed_count(small_bounded: dict[str, Any]) -> None:
+    page = render_replay_html(small_bounded)
+    shed = len(QUESTIONS) - small_bounded["batches"]
+    assert f"Shed: {shed} picked events whose new question was over" in page
+
+
+@pytest.fixture(scope="module")
+def demo(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The demo log replayed with the demo configuration: by default, and with harvest load
+    shedding turned off explicitly (``max_new_per_batch: null``)."""
+    log = demo_path("querylog.jsonl")
+    default = load_settings(demo_path("goldwatch.yaml"))
+    unbounded = load_settings(demo_path("goldwatch.yaml"), harvest={"max_new_per_batch": None})
+    return (
+        run_replay(default, log, None, out / "demo-default.dlq.jsonl"),
+        run_replay(unbounded, log, None, out / "demo-unbounded.dlq.jsonl"),
+    )
+
+
+def test_demo_replay_keeps_as_many_suggestions_as_with_shedding_off(
+    demo: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    default, unbounded = demo[0]["gold_candidates"], demo[1]["gold_candidates"]
+    assert default["shed"] == unbounded["shed"] == 0
+    assert default["n_suggestions"] == unbounded["n_suggestions"]
+    assert default["by_reason"] == unbounded["by_reason"]
+    assert [r["id"] for r in default["top"]] == [r["id"] for r in unbounded["top"]]
+
+
+def test_demo_replay_html_lists_its_top_suggestions(
+    demo: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    report = demo[0]
+    page = render_replay_html(report)
+    top = report["gold_candidates"]["top"]
+    assert len(top) == 20
+    assert "No suggestion yet." not in page
+    for row in top:
+        assert f'<td class="text">{html.escape(row["question"])}</td>' in page
+        assert f"<td>{row['id']}</td>" in page
