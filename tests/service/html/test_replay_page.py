@@ -108,3 +108,24 @@ def test_suggestion_shapes() -> None:
     report = samples.replay_report(extras=False)
     report["gold_candidates"] = []
     assert "No suggestion yet." in render_replay_html(report)
+
+
+def test_replay_summary_shape_lists_top_with_totals() -> None:
+    """The replay report's ``gold_candidates`` (``service.replay_job.harvest_summary`` plus
+    the shed count): the list is under ``top``, 25 suggestions held in all, 2 listed."""
+    report = samples.replay_report(extras=False)
+    top = [
+        {"question": "Fees <b>&</b> dues?", "count": 3, "reasons": {"refused": 3}},
+        {"question": "Exam date?", "count": 1, "reasons": {"coverage_gap": 1}},
+    ]
+    report["gold_candidates"] = {
+        "n_suggestions": 25, "by_reason": {"refused": 4, "coverage_gap": 21}, "top": top,
+        "shed": 7, "max_new_per_batch": 48,
+    }  # fmt: skip
+    page = render_replay_html(report)
+    assert "No suggestion yet." not in page
+    assert '<td class="text">Fees &lt;b&gt;&amp;&lt;/b&gt; dues?</td>' in page
+    assert "<td>refused=3</td>" in page
+    assert "25 suggestions (by reason: coverage_gap 21, refused 4)" in page
+    assert "Shed: 7 picked events whose new question was over harvest.max_new_per_batch" in page
+    assert "23 more suggestions not shown." in page
