@@ -151,6 +151,11 @@ class Engine:
         #: ``time.monotonic()`` of the last successful checkpoint (``None``: none yet), so a
         #: caller can tell that an earlier state error has been recovered from.
         self.last_checkpoint_s: float | None = None
+        #: Called under the lock before every checkpoint (whoever checkpoints: the poll loop
+        #: or HTTP ingest): the poll loop sets it to its source's ``sync_dead_letters`` when
+        #: that source keeps dead letters in memory until then (Kafka), so no checkpoint can
+        #: cover a batch whose dead letters are not durable. It raises when they are not.
+        self.before_checkpoint: Callable[[], None] | None = None
 
     def restore(self) -> None:
         """Load stage states, totals and applied offsets from the state store.
@@ -212,6 +217,7 @@ class Engine:
             Exception: whatever ``on_error`` did not suppress.
         """
         with self.lock:
+            settled = self._settled  # earlier batches' dead letters may still be in flight
             self._settled = False  # until the batch ran and its dead letters are durable
             started = time.perf_counter()
             fresh = self._drop_redelivered(messages)
@@ -232,7 +238,7 @@ class Engine:
                 self.on_batch(batch)
             self.totals.add(counts, redelivered, dropped)
             self._totals_view = self.totals.to_json()
-            self._settled = not dead
+            self._settled = settled and not dead
             return Outcome(batch, dead, counts, redelivered, dropped)
 
     def totals_view(self) -> dict[str, Any]:
@@ -245,8 +251,11 @@ class Engine:
 
         Raises:
             service.state.StateError: the state cannot be written.
+            Exception: whatever :attr:`before_checkpoint` raised (nothing is written).
         """
         with self.lock:
+            if self.before_checkpoint is not None:
+                self.before_checkpoint()
             updates = self.pipeline.snapshot()
             updates[TOTALS_KEY] = self.totals.to_json()
             applied: dict[str, dict[str, int]] = {}

@@ -205,8 +205,14 @@ class _Loop:
 
     def restore(self) -> None:
         """Load the engine (a no-op when its memory is settled and newer, see
-        :meth:`Engine.restore`) and resume a resumable source where that memory ends."""
+        :meth:`Engine.restore`) and resume a resumable source where that memory ends.
+
+        A source that keeps dead letters in memory until ``sync_dead_letters`` (it has
+        ``pending_dead_letters``: Kafka) gets that sync run before every engine checkpoint,
+        HTTP ingest's included, until :meth:`detach`."""
         self.engine.restore()
+        if hasattr(self.source, "pending_dead_letters"):
+            self.engine.before_checkpoint = self.source.sync_dead_letters  # type: ignore[attr-defined]
         if isinstance(self.source, Resumable) and self.source.state_key:
             key = self.source.state_key
             position = self.engine.positions.get(key)
@@ -235,7 +241,8 @@ class _Loop:
             if isinstance(self.source, Resumable) and self.source.state_key:
                 key = self.source.state_key
                 self.engine.positions[key] = self.source.position_after(messages)
-            self.engine.settle()
+            if not getattr(self.source, "pending_dead_letters", 0):
+                self.engine.settle()  # else settled by the checkpoint that syncs them
         # the last message per key wins
         self.pending.update(zip(map(_commit_key, messages), messages, strict=True))
         self.pending_count += len(messages)
@@ -291,6 +298,7 @@ class _Loop:
             if isinstance(self.source, Resumable) and self.source.state_key:
                 extra[self.source.state_key] = self.source.position_after(messages)
             self.engine.checkpoint(extra)
+            self.engine.settle()  # dead letters durable, memory == checkpoint
             _commit(self.source, messages, final)
             self.tally.checkpoints += 1
         self.pending.clear()
@@ -298,25 +306,57 @@ class _Loop:
         self.last_checkpoint = time.monotonic()
         self.sample_status()
 
+    def detach(self) -> None:
+        """Unhook the source from the engine's checkpoints (the loop is ending). Dead letters
+        it still holds are lost with it: the engine is marked unsettled, so the next
+        :meth:`restore` reloads the last checkpoint and their batches are replayed."""
+        if getattr(self.source, "sync_dead_letters", None) == self.engine.before_checkpoint:
+            self.engine.before_checkpoint = None
+        if getattr(self.source, "pending_dead_letters", 0):
+            self.engine.unsettle()
+
     def sync_dead_letters(self) -> None:
         """Make the dead letters written since the last checkpoint durable, for sources that
-        defer that (``sync_dead_letters``, the file source's fsync).
+        defer that (``sync_dead_letters``: the file source's fsync, the Kafka source's wait
+        for the DLQ acknowledgements).
 
-        :raises DeadLetterWriteAborted: the sync failed. The letters may be lost, so nothing
-            is checkpointed or committed, and the engine's memory is marked unsettled (a
+        A broker that does not acknowledge yet (``KafkaError`` or a consumer error) is
+        retried in place with capped backoff, as :meth:`write_dead_letters` does: the source
+        keeps the letters queued, so nothing is lost while it is down.
+
+        :raises DeadLetterWriteAborted: the sync failed on disk, or the loop was stopped while
+            the broker had not acknowledged. The letters may be lost, so nothing is
+            checkpointed or committed, and the engine's memory is marked unsettled (a
             restart reloads the last checkpoint and writes them again).
         """
         sync = getattr(self.source, "sync_dead_letters", None)
         if sync is None:
             return
-        try:
-            sync()
-        except OSError as exc:
-            self.engine.unsettle()
-            where = getattr(self.source, "dlq_path", "the dead-letter file")
-            raise DeadLetterWriteAborted(
-                f"cannot sync dead letters to {where}: {exc.strerror or exc}"
-            ) from None
+        backoff = 0.5
+        while True:
+            try:
+                with self.engine.lock:  # HTTP ingest may sync the same letters (see restore)
+                    sync()
+                return
+            except OSError as exc:
+                self.engine.unsettle()
+                where = getattr(self.source, "dlq_path", "the dead-letter file")
+                raise DeadLetterWriteAborted(
+                    f"cannot sync dead letters to {where}: {exc.strerror or exc}"
+                ) from None
+            except (GoldwatchConsumerError, KafkaError) as exc:
+                if self.stop_event.is_set():
+                    self.engine.unsettle()
+                    raise DeadLetterWriteAborted(
+                        "stopped while dead letters were unacknowledged"
+                    ) from exc
+                log.warning(
+                    "dead letters not acknowledged (%s); retrying in %.1f s",
+                    type(exc).__name__,
+                    backoff,
+                )
+                self.stop_event.wait(backoff)
+                backoff = min(backoff * 2, 10.0)
 
     def sample_status(self) -> None:
         status = self.source.status()
@@ -379,6 +419,7 @@ def run(
             mark_failed()
         raise
     finally:
+        loop.detach()
         source.close()
     return loop.tally.report()
 

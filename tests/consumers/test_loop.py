@@ -15,9 +15,18 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from consumers.base import DeadLetter, Origin, RawMessage
-from consumers.errors import suppress_on_error
+from consumers.engine import Engine
+from consumers.errors import DeadLetterError, suppress_on_error
 from consumers.file_source import FileSource
-from consumers.loop import PROCESSING_FAILED, Report, replay, run
+from consumers.loop import (
+    PROCESSING_FAILED,
+    DeadLetterWriteAborted,
+    Report,
+    _Loop,
+    make_decoder,
+    replay,
+    run,
+)
 from service.pipeline import Batch, CountingStage, Pipeline, PipelineConfig, StageError
 from service.state import StateError, StateStore
 from service.telemetry import Metrics, build_metrics
@@ -588,3 +597,110 @@ def test_gc_paused_restores_the_collector_and_catches_up() -> None:
         gc.enable()
         gc.set_threshold(*old)
         gc.callbacks.remove(note)
+
+
+class QueuedDeadLetters(FakeSource):
+    """Keeps dead letters in memory until ``sync_dead_letters`` (as the Kafka source does);
+    the sync fails ``failures`` times (a broker that does not acknowledge), then delivers."""
+
+    def __init__(self, batches: list[list[RawMessage]], calls: list[str], failures: int) -> None:
+        super().__init__(batches, calls)
+        self.failures = failures
+        self.queued: list[DeadLetter] = []
+
+    def dead_letter(self, letters: Sequence[DeadLetter]) -> None:
+        self.calls.append("dead_letter")
+        self.queued.extend(letters)
+
+    @property
+    def pending_dead_letters(self) -> int:
+        return len(self.queued)
+
+    def sync_dead_letters(self) -> None:
+        if not self.queued:
+            return
+        if self.failures > 0:
+            self.failures -= 1
+            self.calls.append("sync_failed")
+            raise DeadLetterError("not acknowledged")
+        self.calls.append("sync")
+        self.dead.extend(self.queued)
+        self.queued.clear()
+
+
+def test_queued_dead_letters_are_synced_with_retries_before_the_checkpoint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(threading.Event, "wait", lambda self, timeout=None: self.is_set())
+    calls: list[str] = []
+    source = QueuedDeadLetters([kafka_messages([b"x", event(1)], 0)], calls, failures=2)
+    report = run(source, pipeline(), recording_state(calls), fresh_metrics()[1],
+                 threading.Event(), config=EVERY_BATCH, until_eof=True)  # fmt: skip
+    assert calls == [
+        "poll", "dead_letter", "sync_failed", "sync_failed", "sync", "checkpoint", "commit",
+        "poll", "close",
+    ]  # fmt: skip
+    assert [d.reason for d in source.dead] == ["not_json"] and report.dead_lettered_total == 1
+    assert [m.origin.offset for m in source.committed] == [1]
+
+
+def test_stop_while_queued_dead_letters_are_unacknowledged_commits_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stop = threading.Event()
+
+    def wait(self: threading.Event, timeout: float | None = None) -> bool:
+        stop.set()  # the operator stops the service during the outage
+        return True
+
+    monkeypatch.setattr(threading.Event, "wait", wait)
+    calls: list[str] = []
+    source = QueuedDeadLetters([kafka_messages([b"x", event(1)], 0)], calls, failures=10**6)
+    state = recording_state(calls)
+    engine = Engine(pipeline(), state, fresh_metrics()[1], make_decoder())
+    with pytest.raises(DeadLetterWriteAborted, match="stopped while dead letters were unack"):
+        run(source, pipeline(), state, engine.metrics, stop, config=EVERY_BATCH,
+            engine=engine)  # fmt: skip
+    assert "checkpoint" not in calls and source.committed == [] and source.dead == []
+    assert source.failed and source.closed and engine.before_checkpoint is None
+    # the letters died with the source: the engine's memory is reloaded from the (empty)
+    # checkpoint, so the broker's redelivery is applied and dead-lettered again
+    assert engine.totals_view()["consumed"] == 2
+    engine.restore()
+    assert engine.totals_view()["consumed"] == 0
+
+
+def test_any_checkpoint_syncs_queued_dead_letters_first() -> None:
+    """HTTP ingest checkpoints the engine between two loop batches: the Kafka batch it covers
+    must not be checkpointed before its dead letters are acknowledged."""
+    calls: list[str] = []
+    source = QueuedDeadLetters([kafka_messages([b"x", event(1)], 0)], calls, failures=1)
+    state = recording_state(calls)
+    engine = Engine(pipeline(), state, fresh_metrics()[1], make_decoder())
+    config = PipelineConfig(commit_interval_s=3600, status_interval_s=3600)
+    loop = _Loop(source, engine, config)
+    loop.restore()
+    loop.step(until_eof=False)
+    assert calls == ["poll", "dead_letter"] and source.pending_dead_letters == 1
+    with pytest.raises(DeadLetterError):
+        engine.checkpoint()  # what HTTP ingest does; the broker does not acknowledge yet
+    assert "checkpoint" not in calls
+    engine.checkpoint()
+    assert calls[-2:] == ["sync", "checkpoint"] and source.pending_dead_letters == 0
+    loop.detach()
+    assert engine.before_checkpoint is None
+
+
+def test_a_clean_batch_does_not_settle_an_earlier_batch_with_dead_letters() -> None:
+    engine = Engine(pipeline(), StateStore.in_memory(), fresh_metrics()[1], make_decoder())
+    engine.restore()
+    engine.process(kafka_messages([b"x"], 0), "kafka:queries")
+    engine.process(kafka_messages([event(1)], 1), "kafka:queries")
+    assert engine.totals_view()["consumed"] == 2
+    engine.restore()  # nobody said the first batch's dead letter is durable: reload
+    assert engine.totals_view()["consumed"] == 0
+    engine.process(kafka_messages([b"x"], 0), "kafka:queries")
+    engine.settle()  # the poll loop wrote it
+    engine.process(kafka_messages([event(1)], 1), "kafka:queries")
+    engine.restore()  # settled and newer than the checkpoint: kept
+    assert engine.totals_view()["consumed"] == 2
