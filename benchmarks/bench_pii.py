@@ -5,8 +5,9 @@ banking77 test (support questions), CLINC150 test + out-of-scope test, Hinglish-
 (code-switched), XQuAD Hindi (Devanagari); plus synthetic questions that each carry one
 personal item (``pii-laden``) and one 100 kB message. Each set is scrubbed whole, best of
 ``repeat`` runs. Columns: questions, µs per question, questions per second, share of questions
-that left the fast path (hold a digit, ``@``, ``://`` or ``www.``), share with something
-scrubbed (on real sets these are the false-positive candidates, printed by ``--show``).
+that left the fast path (hold a digit, ``@``, ``://``, ``www.``, a share host or an ``at``/``dot``
+written out), share with something scrubbed (on real sets these are the false-positive
+candidates, printed by ``--show``).
 Target: ≥ 50,000 short questions/s (≤ 20 µs each). Usage: ``python -m benchmarks.bench_pii``.
 """
 
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.datasets import SHARED_DATA
-from service.pii import _TRIGGER, scrub, scrub_many
+from service.pii import _clean_fast, scrub, scrub_many
 
 PII_LADEN = (
     "my email is rahul.sharma{n}@example.com, is the fee paid?",
@@ -32,6 +33,10 @@ PII_LADEN = (
     "PAN ABCPE1234F mismatch in form {n}",
     "मेरा नंबर ९८७६५४३२१० है, फीस {n} कब तक?",
     "server 10.0.{m}.1 refused the upload",
+    "pay rahul{n}@okicici or mail rahul dot verma{n} at gmail dot com",
+    "key sk-live-51Hxyz{n:05d}SECRETKEYabc, file https://drive.google.com/file/d/1AbC{n}xyz/view",
+    "voter id ABC{n:07d}, passport K{n:07d}, pan abcde{m:04d}f",
+    "call 9 8 7 6 5 4 3 2 1 0 or 98765\u200b4{n:04d}, ssn 123-45-{n:04d}",
 )
 
 
@@ -87,9 +92,7 @@ def run(repeat: int = 5) -> list[dict[str, Any]]:
                 "questions": len(texts),
                 "us_per_question": seconds / len(texts) * 1e6,
                 "questions_per_s": len(texts) / seconds,
-                "slow_path_pct": 100
-                * sum(_TRIGGER.search(t) is not None for t in texts)
-                / len(texts),
+                "slow_path_pct": 100 * sum(not _clean_fast(t) for t in texts) / len(texts),
                 "scrubbed_pct": 100 * sum(bool(r.counts) for r in results) / len(texts),
             }
         )

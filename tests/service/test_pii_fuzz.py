@@ -118,3 +118,102 @@ def test_100_kb_of_random_unicode_with_planted_items() -> None:
     assert scrub(result.text).counts == {}
     assert scrub("\x00" * 100_000 + "9" * 100_000).counts == {}
     assert scrub("1 " * 50_000).counts == {}
+
+
+# -- every type, with invisible format characters planted inside ------------------------------
+
+CF_CHARS = [
+    "\u200b",
+    "\u200c",
+    "\u200d",
+    "\u2060",
+    "\u00ad",
+    "\ufeff",
+    "\u200e",
+    "\u200f",
+    "\u202a",
+    "\u202e",
+    "\u2066",
+    "\u2069",
+    "\u061c",
+    "\U000e0020",
+]
+_UPPER = "ABCDEFGHIJKLMNOPRSTUVWY"  # passport series letters (no Q, X, Z)
+upis = st.builds(
+    "{}@{}".format,
+    st.one_of(st.from_regex(r"[a-z][a-z0-9.]{1,12}[a-z0-9]", fullmatch=True), mobiles),
+    st.sampled_from(["ybl", "okicici", "oksbi", "paytm", "upi", "axl", "ibl"]),
+)
+obfuscated = st.builds(
+    "{}{}{}{}{}".format,
+    st.from_regex(r"[a-z]{2,8}", fullmatch=True),
+    st.sampled_from([" dot ", ".", "_"]),
+    st.from_regex(r"[a-z]{1,6}[0-9]{1,3}", fullmatch=True),
+    st.sampled_from([" at ", " [at] ", " (at) ", " @ ", "@"]),
+    st.sampled_from(["gmail dot com", "gmail.com", "yahoo [dot] in", "college (dot) ac (dot) in"]),
+)
+pans = st.from_regex(r"[A-Z]{5}[0-9]{4}[A-Z]", fullmatch=True).flatmap(
+    lambda p: st.sampled_from([p, p.lower(), f"{p[:5]} {p[5:9]} {p[9]}"])
+)
+ssns = st.from_regex(r"[1-8][0-9]{2}-[1-9][0-9]-[1-9][0-9]{3}", fullmatch=True).filter(
+    lambda s: not s.startswith("666")
+)
+passports = st.from_regex(rf"[{_UPPER}][1-9][0-9]{{6}}", fullmatch=True)
+epics = st.from_regex(r"[A-Z]{3}[0-9]{7}", fullmatch=True).filter(
+    lambda e: (
+        e[:3] not in {"INV", "ORD", "REF", "TXN", "ERR", "BUG", "REQ", "TKT", "SKU"}
+        and e[:3] not in {"UTR", "PNR", "AWB", "SRN", "CRN", "APP", "ISO"}
+    )
+)
+secrets = st.one_of(
+    st.from_regex(r"sk-live-[0-9][A-Za-z0-9]{20}", fullmatch=True),
+    st.from_regex(r"ghp_[0-9][A-Za-z0-9]{35}", fullmatch=True),
+    st.from_regex(r"AKIA[0-9][A-Z0-9]{15}", fullmatch=True),
+)
+spaced_mobiles = mobiles.map(" ".join)
+share_links = st.from_regex(r"[A-Za-z0-9_-]{10,30}", fullmatch=True).map(
+    "https://drive.google.com/file/d/{}/view?usp=sharing".format
+)
+every_item = st.one_of(
+    planted,
+    upis,
+    obfuscated,
+    pans,
+    ssns,
+    passports,
+    epics,
+    secrets,
+    spaced_mobiles,
+    share_links,
+)
+
+
+@st.composite
+def hidden(draw: st.DrawFn) -> tuple[str, str]:
+    """(planted item with 0-3 format characters at random inner positions, the item)."""
+    item = draw(every_item)
+    text = item
+    for _ in range(draw(st.integers(0, 3))):
+        i = draw(st.integers(1, len(text) - 1))
+        text = text[:i] + draw(st.sampled_from(CF_CHARS)) + text[i:]
+    return text, item
+
+
+def _visible(text: str) -> str:
+    return "".join(c for c in text if c not in CF_CHARS)
+
+
+@SETTINGS
+@given(noise, hidden(), noise, st.sampled_from(["\n", " \n", "\t", " | ", ". "]))
+def test_no_planted_item_survives_even_with_format_chars_inside(
+    before: str, planted_item: tuple[str, str], after: str, gap: str
+) -> None:
+    text, item = planted_item
+    result = scrub(f"{before}{gap}{text}{gap}{after}")
+    visible = _visible(result.text)
+    assert text not in result.text and item not in visible
+    half = len(item) // 2
+    assert item[:half] not in visible or len(item[:half]) < 6  # no leading part left over
+    assert item[half:] not in visible or len(item[half:]) < 6  # nor a trailing part
+    assert sum(result.counts.values()) >= 1
+    assert scrub(result.text).text == result.text
