@@ -9,10 +9,10 @@ from fastapi import APIRouter, HTTPException, Request, status
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from service.api.deps import RuntimeDep, TokenDep
+from service.api.deps import RuntimeDep, TokenDep, TokenFirstRoute
 from service.api.schemas import Health, IngestResult, Readiness, Rejected, Status
 
-router = APIRouter()
+router = APIRouter(route_class=TokenFirstRoute)
 
 
 @router.get("/healthz", response_model=Health, tags=["ops"])

@@ -6,9 +6,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, status
 
-from service.api.deps import RuntimeDep, TokenDep
+from service.api.deps import RuntimeDep, TokenDep, TokenFirstRoute
 
-router = APIRouter(prefix="/v1/shadow", tags=["shadow"])
+router = APIRouter(prefix="/v1/shadow", tags=["shadow"], route_class=TokenFirstRoute)
 
 
 def _report(runtime: Any) -> dict[str, Any]:
