@@ -10,7 +10,8 @@ Gold-set row (one JSON object per line, UTF-8, blank lines skipped)::
   ``[]`` marks an unanswerable question. Graded relevance may be given as an object
   ``{"p-0412": 2}`` (every value ``> 0``).
 * ``kind`` defaults to ``"unanswerable"`` when ``gold`` is empty, ``"plain"`` otherwise; an
-  explicit ``"unanswerable"`` with non-empty ``gold`` is an error.
+  explicit ``"unanswerable"`` with non-empty ``gold`` is an error, and so is a
+  ``"multi-passage"`` row with fewer than two gold passages (:func:`kind_problem`).
 * ``source`` is one of ``real``, ``written``, ``generated``. Unknown fields are ignored.
 * The shape ``{"id", "question", "relevantDocs", "answerContains"}`` is accepted too.
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -189,17 +190,44 @@ class GoldSet:
 #: that may read none of the answer.
 _EMPTY_GOLD_KINDS = ("unanswerable", "role-restricted")
 
+#: Fewest gold passages of a kind: a multi-passage question needs a rule and its exception.
+MIN_GOLD: Mapping[str, int] = {"multi-passage": 2}
+
+
+def kind_problem(kind: str | None, gold: Collection[str]) -> tuple[str, str] | None:
+    """The first way a row's ``kind`` does not fit its ``gold`` passage ids, as ``(field,
+    what)``, or ``None`` when they fit. ``kind=None`` (inferred from ``gold``) always fits.
+
+    Rules: ``kind`` is one of :data:`~service.records.KINDS`; ``unanswerable`` has no gold
+    passage; only ``unanswerable`` and ``role-restricted`` may have none; ``multi-passage``
+    has at least :data:`MIN_GOLD` ``["multi-passage"]`` (2). The message quotes only the kind
+    and counts, never passage ids or question text.
+
+    >>> kind_problem("multi-passage", ["p-1"])
+    ('gold', "kind 'multi-passage' needs at least 2 gold passages, has 1")
+    >>> kind_problem("plain", ["p-1"]) is None, kind_problem(None, []) is None
+    (True, True)
+    """
+    if kind is None:
+        return None
+    if kind not in KINDS:
+        return "kind", f"must be one of {', '.join(KINDS)}"
+    if kind == "unanswerable" and gold:
+        return "kind", "'unanswerable' but gold is not empty"
+    if kind not in _EMPTY_GOLD_KINDS and not gold:
+        return "gold", f"empty (unanswerable) but kind is {kind!r}; use kind 'unanswerable'"
+    least = MIN_GOLD.get(kind, 0)
+    if gold and len(gold) < least:
+        return "gold", f"kind {kind!r} needs at least {least} gold passages, has {len(gold)}"
+    return None
+
 
 def _row_problems(path: Path, lineno: int, row: _GoldRow) -> list[str]:
-    here = where(path, lineno, row.id)
-    if row.kind is not None and row.kind not in KINDS:
-        return [f"{here}, field 'kind': must be one of {', '.join(KINDS)}"]
-    if row.kind == "unanswerable" and row.gold:
-        return [f"{here}, field 'kind': 'unanswerable' but gold is not empty"]
-    if row.kind is not None and row.kind not in _EMPTY_GOLD_KINDS and not row.gold:
-        return [f"{here}, field 'gold': empty (unanswerable) but kind is {row.kind!r}; "
-                "use kind 'unanswerable'"]  # fmt: skip
-    return []
+    problem = kind_problem(row.kind, row.gold)
+    if problem is None:
+        return []
+    name, what = problem
+    return [f"{where(path, lineno, row.id)}, field '{name}': {what}"]
 
 
 def load_gold_set(path: Path | str) -> GoldSet:
@@ -209,8 +237,8 @@ def load_gold_set(path: Path | str) -> GoldSet:
         GoldSetError: listing every problem as ``"<file>, line <n> (id '<id>'), field '<f>':
             <what>"`` (first 20, then ``"... and N more"``): invalid JSON, non-object rows,
             missing/blank ``id`` or ``question``, missing ``gold``, wrong types, unknown
-            ``source``, ``kind`` unanswerable with gold, duplicate ids (naming both lines),
-            or an empty file.
+            ``source``, a ``kind`` that does not fit ``gold`` (:func:`kind_problem`),
+            duplicate ids (naming both lines), or an empty file.
         OSError: the file can't be read.
     """
     path = Path(path)

@@ -6,25 +6,29 @@ The app must hold a :class:`service.harvest.labelling.Labelling` as ``app.state.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, status
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from service.api.deps import TokenDep
+from service.api.deps import TokenDep, TokenFirstRoute
 from service.harvest.config import REASONS
 from service.harvest.labelling import (
     STATUSES,
     AlreadyDecided,
     CandidateNotFound,
+    GoldSetUnavailable,
     Labelling,
     LabellingError,
 )
 
-router = APIRouter(prefix="/v1/gold-candidates", tags=["harvest"])
+router = APIRouter(prefix="/v1/gold-candidates", tags=["harvest"], route_class=TokenFirstRoute)
 
-CandidateId = Annotated[str, Path(pattern=r"^c-[0-9a-f]{16}$")]
+ID_PATTERN = r"^c-[0-9a-f]{16}$"
+_ID = re.compile(ID_PATTERN)
+CandidateId = Annotated[str, Path(pattern=ID_PATTERN)]
 Label = Annotated[str | None, Query(min_length=1, max_length=64)]
 
 
@@ -63,6 +67,9 @@ class RejectBody(BaseModel):
 def _error(exc: LabellingError) -> HTTPException:
     if isinstance(exc, CandidateNotFound):
         return HTTPException(status.HTTP_404_NOT_FOUND, "unknown gold candidate")
+    if isinstance(exc, GoldSetUnavailable):
+        return HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc),
+                             headers={"Retry-After": "60"})  # fmt: skip
     if isinstance(exc, AlreadyDecided):
         return HTTPException(status.HTTP_409_CONFLICT, f"gold candidate already {exc.status}")
     return HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc))
@@ -80,7 +87,8 @@ def list_candidates(
 ) -> dict[str, Any]:
     """Harvested suggestions, best first and balanced over topics and languages: each with
     its reasons, count, first/last seen, scrubbed variants, pool (passages with who returned
-    them at which rank) and status (``suggested``, ``accepted``, ``rejected``)."""
+    them at which rank) and status (``suggested``, ``accepted``, ``rejected``). ``language``
+    matches case-insensitively (BCP 47), the other filters exactly."""
     try:
         page = labelling.list(reason, language, topic, status_, offset, limit)
     except LabellingError as exc:
@@ -88,7 +96,29 @@ def list_candidates(
     return {"total": page.total, "offset": offset, "limit": limit, "items": page.items}
 
 
-@router.post("/{candidate_id}/accept")
+@router.get("/{candidate_id}", responses={404: {"description": "no suggestion has this id"}})
+def get_candidate(labelling: LabellingDep, candidate_id: Annotated[str, Path()]) -> dict[str, Any]:
+    """One suggestion, as the listing shows it (with its status and decision); 404 for an
+    unknown (or malformed) id, whose body does not repeat it."""
+    if not _ID.fullmatch(candidate_id):
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "unknown gold candidate")
+    try:
+        return labelling.get(candidate_id)
+    except LabellingError as exc:
+        raise _error(exc) from None
+
+
+@router.post(
+    "/{candidate_id}/accept",
+    responses={
+        401: {"description": "no bearer token"},
+        403: {"description": "wrong token, or mutating endpoints disabled"},
+        404: {"description": "unknown gold candidate, or harvesting is off"},
+        409: {"description": "already accepted or rejected"},
+        422: {"description": "the gold passages do not fit the kind, or are not in the corpus"},
+        503: {"description": "the gold-set file cannot be written now (retry later)"},
+    },
+)
 async def accept_candidate(
     _: TokenDep, candidate_id: CandidateId, body: AcceptBody, labelling: LabellingDep
 ) -> dict[str, Any]:
@@ -103,7 +133,8 @@ async def accept_candidate(
 async def reject_candidate(
     _: TokenDep, candidate_id: CandidateId, body: RejectBody, labelling: LabellingDep
 ) -> dict[str, Any]:
-    """Keep a rejection with its (scrubbed) reason; 409 if already decided."""
+    """Keep a rejection with its reason (control characters taken out, line breaks and tabs
+    as spaces, then scrubbed); 409 if already decided."""
     try:
         return await run_in_threadpool(labelling.reject, candidate_id, body.reason)
     except LabellingError as exc:

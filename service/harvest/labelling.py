@@ -3,45 +3,63 @@
 * **List** (:meth:`Labelling.list`): records of the repository joined with their decisions
   (``status``: ``suggested``, ``accepted`` or ``rejected``), filtered, then in balanced
   selection order (:func:`service.harvest.ranking.select`), then paginated.
+* **Get** (:meth:`Labelling.get`): one suggestion as a listing item.
 * **Accept** (:meth:`Labelling.accept`): appends one row to the gold-set JSONL file — a fresh
-  id, the scrubbed question, the labeller's gold passage ids and kind, ``source`` (``real``
-  unless the suggestion was a generated question), its ``language``, ``topic`` (unless
-  ``novel``) and ``role``, and ``harvest_id`` (the suggestion id) — and keeps the decision.
+  id (unique against the ids of the set as it was when the labelling started *and* of the
+  file as it is now), the scrubbed question, the labeller's gold passage ids and kind,
+  ``source`` (``real`` unless the suggestion was a generated question), its ``language``,
+  ``topic`` (unless ``novel``) and ``role``, and ``harvest_id`` (the suggestion id) — and
+  keeps the decision.
   Existing rows are never rewritten. If a crash came between the append and the decision, a
-  retry finds the ``harvest_id`` already in the file and does not append again.
-* **Reject** (:meth:`Labelling.reject`): keeps the decision with a scrubbed reason.
+  retry finds the ``harvest_id`` already in the file and does not append again. The gold
+  passages must fit the kind (:func:`service.goldset.kind_problem`: e.g. ``multi-passage``
+  needs two). When the file cannot be written (missing although it existed at start — moved
+  away —, not a regular file, unwritable, disk full) :class:`GoldSetUnavailable` is raised,
+  the file is left as it was (a partly written line is cut off) and the suggestion stays
+  undecided, so the same accept can be retried.
+* **Reject** (:meth:`Labelling.reject`): keeps the decision with a scrubbed reason;
+  control characters are taken out of it (:func:`clean_reason`).
 
 A suggestion is decided once; a second decision raises :class:`AlreadyDecided`.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
+import logging
 import os
 import re
+import stat
 import threading
+import unicodedata
 from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from service.goldset import kind_problem
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.ranking import select
 from service.harvest.store import CandidateRepository
 from service.harvest.suggestion import Suggestion
 from service.pii import scrub
-from service.records import KINDS, GoldQuestion
+from service.records import GoldQuestion
 
 __all__ = [
     "STATUSES",
     "AlreadyDecided",
     "CandidateNotFound",
+    "GoldSetUnavailable",
     "Labelling",
     "LabellingError",
     "Page",
+    "clean_reason",
     "fresh_gold_id",
 ]
+
+log = logging.getLogger(__name__)
 
 STATUSES = ("suggested", "accepted", "rejected")
 MAX_REASON_CHARS = 500
@@ -62,6 +80,12 @@ class AlreadyDecided(LabellingError):
     def __init__(self, status: str) -> None:
         super().__init__(f"this suggestion is already {status}")
         self.status = status
+
+
+class GoldSetUnavailable(LabellingError):
+    """The gold-set file cannot be written now (missing, not a regular file, unwritable, disk
+    full); nothing was decided, so the request can be retried once the file is back. The
+    message names the file and the problem, never user text."""
 
 
 class Page(NamedTuple):
@@ -91,14 +115,51 @@ def _now() -> str:
 
 
 def _check_labels(gold: Sequence[str], kind: str) -> None:
-    if kind not in KINDS:
-        raise LabellingError(f"kind must be one of {', '.join(KINDS)}")
     if any(not isinstance(p, str) or not p.strip() or len(p) > 256 for p in gold):
         raise LabellingError("gold passage ids must be non-blank strings of at most 256 chars")
     if len(set(gold)) != len(gold):
         raise LabellingError("gold passage ids repeat")
-    if (kind == "unanswerable") != (not gold):
-        raise LabellingError("gold [] goes with kind 'unanswerable', and only with it")
+    problem = kind_problem(kind, gold)  # the gold-set loader's own rule
+    if problem is not None:
+        raise LabellingError(f"{problem[0]}: {problem[1]}")
+
+
+#: Bidirectional embedding, override and isolate controls (format characters that reorder
+#: what a reader sees); other format characters (ZWJ in Indic scripts, emoji) are kept.
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_SPACE_CONTROLS = frozenset("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\x85")
+
+
+def clean_reason(text: str) -> str:
+    """``text`` without control characters: line breaks and tabs (and the other whitespace
+    controls) become one space each, every other control character (``Cc``: NUL, ESC, DEL,
+    C1) and the bidirectional controls are removed; then stripped.
+
+    >>> clean_reason("dup\\x00licate\\nof q-12\\u202e\\x1b[31m ")
+    'duplicate of q-12[31m'
+    """
+    out = []
+    for char in text:
+        if char in _SPACE_CONTROLS:
+            out.append(" ")
+        elif char in _BIDI or unicodedata.category(char) == "Cc":
+            continue
+        else:
+            out.append(char)
+    return "".join(out).strip()
+
+
+def _ids_in(content: bytes) -> dict[str, dict[str, Any]]:
+    """``{id: row}`` of the parsable rows of gold-set JSONL ``content``."""
+    rows: dict[str, dict[str, Any]] = {}
+    for line in content.splitlines():
+        try:
+            parsed = json.loads(line)
+        except ValueError:
+            continue  # the loader reports malformed lines; appending is still safe
+        if isinstance(parsed, dict) and isinstance(parsed.get("id"), str):
+            rows[parsed["id"]] = parsed
+    return rows
 
 
 class Labelling:
@@ -106,7 +167,11 @@ class Labelling:
 
     Args:
         repository: records and decisions.
-        gold_path: the gold-set JSONL file accepted rows are appended to (created if missing).
+        gold_path: the gold-set JSONL file accepted rows are appended to. Its ids are read
+            now: fresh ids are unique against them and against the file at each accept.
+            If it exists now, an accept while it is missing is refused
+            (:class:`GoldSetUnavailable`) rather than starting a new file whose ids would
+            collide with the set's; if it does not exist now, the first accept creates it.
         config: weights and quotas for the listing order.
         on_accept: called with each accepted row (e.g. to refresh the topic model and the
             gold distributions).
@@ -131,6 +196,14 @@ class Labelling:
         self.clock = clock
         self.passages = frozenset(passages) if passages is not None else None
         self._lock = threading.Lock()
+        self._expected = self.gold_path.exists()
+        self._known_ids: set[str] = set()
+        if self._expected:
+            try:
+                self._known_ids = set(_ids_in(self.gold_path.read_bytes()))
+            except OSError as exc:  # checked again, with a clear answer, at each accept
+                log.warning("gold-set file %s unreadable at start: %s", self.gold_path,
+                            _problem(exc))  # fmt: skip
 
     def list(
         self,
@@ -142,8 +215,10 @@ class Labelling:
         limit: int = 50,
     ) -> Page:
         """Suggestions matching every given filter, in selection order, ``limit`` from
-        ``offset``. Each item is the record plus ``status``, ``decision``, ``reasons`` (a
-        list, heaviest first), ``reason_counts``, and ``pool`` as labeller rows.
+        ``offset``. ``language`` matches case-insensitively (BCP 47 tags are: ``hi-latn``
+        finds ``hi-Latn``); ``topic`` exactly. Each item is the record plus ``status``,
+        ``decision``, ``reasons`` (a list, heaviest first), ``reason_counts``, and ``pool``
+        as labeller rows.
 
         Raises:
             LabellingError: unknown ``reason`` or ``status``, negative offset or limit.
@@ -154,6 +229,7 @@ class Labelling:
             raise LabellingError(f"status must be one of {', '.join(STATUSES)}")
         if offset < 0 or limit < 0:
             raise LabellingError("offset and limit must be >= 0")
+        wanted_language = language.lower() if language is not None else None
         decisions = self.repository.decisions()
         rows = {}
         for row in self.repository.all():
@@ -161,7 +237,10 @@ class Labelling:
             row_status = decision["status"] if decision else "suggested"
             if (
                 (reason is None or reason in row.get("reasons", {}))
-                and (language is None or row.get("language") == language)
+                and (
+                    wanted_language is None
+                    or str(row.get("language") or "").lower() == wanted_language
+                )
                 and (topic is None or row.get("topic") == topic)
                 and (status is None or row_status == status)
             ):
@@ -169,6 +248,19 @@ class Labelling:
         ordered = select((Suggestion.from_json(r) for r, _, _ in rows.values()), self.config)
         page = ordered[offset : offset + limit]
         return Page(len(ordered), [self._item(*rows[s.id], s) for s in page])
+
+    def get(self, candidate_id: str) -> dict[str, Any]:
+        """One suggestion as a :meth:`list` item (with its status and decision).
+
+        Raises:
+            CandidateNotFound: no suggestion has this id.
+        """
+        row = self.repository.get(candidate_id)
+        if row is None:
+            raise CandidateNotFound("no suggestion has this id")
+        decision = self.repository.decision(candidate_id)
+        status = decision["status"] if decision else "suggested"
+        return self._item(row, status, decision, Suggestion.from_json(row))
 
     def _item(
         self, row: dict[str, Any], status: str, decision: Any, suggestion: Suggestion
@@ -191,9 +283,10 @@ class Labelling:
 
         Raises:
             CandidateNotFound, AlreadyDecided, LabellingError: see the class docstrings
-                (bad kind, blank or repeated ids, ``[]`` with a kind other than
-                ``unanswerable``, ids not in ``passages``).
-            OSError: the gold-set file cannot be written.
+                (blank or repeated ids, ids that do not fit the kind — see
+                :func:`service.goldset.kind_problem` —, ids not in ``passages``).
+            GoldSetUnavailable: the gold-set file cannot be written (module docstring);
+                logged once as a warning naming the file and the error, without user text.
         """
         _check_labels(gold, kind)
         if self.passages is not None:
@@ -202,7 +295,12 @@ class Labelling:
                 raise LabellingError(f"{unknown} gold passage id(s) are not in the corpus")
         with self._lock:
             row = self._undecided(candidate_id)
-            gold_row = self._append(row, list(gold), kind)
+            try:
+                gold_row = self._append(row, list(gold), kind)
+            except OSError as exc:
+                message = f"gold-set file {self.gold_path} cannot be written: {_problem(exc)}"
+                log.warning("accept refused: %s", message)
+                raise GoldSetUnavailable(message) from None
             decision = {"status": "accepted", "gold_id": gold_row["id"], "gold": list(gold),
                         "kind": kind, "decided_at": self.clock()}  # fmt: skip
             self.repository.decide(candidate_id, decision)
@@ -212,16 +310,19 @@ class Labelling:
 
     def reject(self, candidate_id: str, reason: str) -> dict[str, Any]:
         """Keep a rejection ``{"status": "rejected", "reason", "decided_at"}`` (the reason
-        scrubbed and at most 500 characters) and return it.
+        without control characters — :func:`clean_reason` —, scrubbed, at most 500
+        characters) and return it.
 
         Raises:
-            CandidateNotFound, AlreadyDecided, LabellingError (blank or too long reason).
+            CandidateNotFound, AlreadyDecided, LabellingError (too long, or blank once its
+                control characters are taken out).
         """
-        if not reason.strip() or len(reason) > MAX_REASON_CHARS:
+        cleaned = clean_reason(reason)
+        if not cleaned or len(reason) > MAX_REASON_CHARS:
             raise LabellingError(f"reason must be 1..{MAX_REASON_CHARS} non-blank characters")
         with self._lock:
             self._undecided(candidate_id)
-            decision = {"status": "rejected", "reason": scrub(reason.strip()).text,
+            decision = {"status": "rejected", "reason": scrub(cleaned).text,
                         "decided_at": self.clock()}  # fmt: skip
             self.repository.decide(candidate_id, decision)
         return decision
@@ -236,30 +337,56 @@ class Labelling:
         return row
 
     def _append(self, row: dict[str, Any], gold: list[str], kind: str) -> dict[str, Any]:
-        self.gold_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.gold_path.open("a+b") as handle:
+        """Append the gold row under an exclusive lock of the file; a failed write is cut
+        off again, so the file ends as it began.
+
+        Raises:
+            OSError: missing (``ENOENT``) although it existed at start, not a regular file,
+                or cannot be opened, read or written.
+        """
+        flags = os.O_RDWR | os.O_APPEND | (0 if self._expected else os.O_CREAT)
+        try:
+            fd = os.open(self.gold_path, flags, 0o644)
+        except FileNotFoundError:
+            raise FileNotFoundError(errno.ENOENT, "missing (moved or deleted?)") from None
+        with os.fdopen(fd, "a+b") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or device: never read it
+                raise OSError(errno.EINVAL, "not a regular file")
             fcntl.flock(handle, fcntl.LOCK_EX)  # another process may append too
             handle.seek(0)
             content = handle.read()
-            existing: dict[str, dict[str, Any]] = {}
-            for line in content.splitlines():
-                try:
-                    parsed = json.loads(line)
-                except ValueError:
-                    continue  # the loader reports malformed lines; appending is still safe
-                if isinstance(parsed, dict) and isinstance(parsed.get("id"), str):
-                    existing[parsed["id"]] = parsed
+            existing = _ids_in(content)
             for parsed in existing.values():
                 if parsed.get("harvest_id") == row["id"]:
                     return parsed  # appended before a crash, decision not kept: reuse it
-            gold_row = _gold_row(fresh_gold_id(set(existing)), row, gold, kind)
+            gold_row = _gold_row(fresh_gold_id(self._known_ids | set(existing)), row, gold, kind)
             line = json.dumps(gold_row, ensure_ascii=False).encode("utf-8") + b"\n"
             if content and not content.endswith(b"\n"):
                 line = b"\n" + line
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
+            try:
+                handle.write(line)
+                handle.flush()
+                os.fsync(handle.fileno())
+            except OSError:
+                _cut(fd, len(content))
+                raise
+        self._expected = True
+        self._known_ids.add(gold_row["id"])
         return gold_row
+
+
+def _cut(fd: int, size: int) -> None:
+    """Truncate the file back to ``size`` bytes after a failed append (best effort)."""
+    try:
+        os.ftruncate(fd, size)
+    except OSError:
+        log.warning("could not cut a partly written gold-set line off")
+
+
+def _problem(exc: OSError) -> str:
+    """``"<what> (<errno name>)"`` of an OS error, without the file name it may carry."""
+    name = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+    return f"{exc.strerror or type(exc).__name__} ({name})"
 
 
 def _gold_row(gold_id: str, row: dict[str, Any], gold: list[str], kind: str) -> dict[str, Any]:

@@ -4,7 +4,9 @@ and the export in the gold-set format."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -16,7 +18,7 @@ from pydantic import SecretStr
 
 from service.api.app import _add_error_handlers
 from service.api.harvest_routes import router
-from service.goldset import load_gold_set
+from service.goldset import GoldSetError, load_gold_set
 from service.harvest.config import HarvestConfig
 from service.harvest.export import export_rows, write_jsonl
 from service.harvest.labelling import AlreadyDecided, Labelling
@@ -180,3 +182,167 @@ def test_export_is_gold_set_format_without_personal_data(
     assert [r["id"] for r in limited] == [first["id"]]
     labelling.reject(first["id"], "duplicate")  # decided suggestions leave the export
     assert first["id"] not in {r["id"] for r in export_rows(labelling.repository, HarvestConfig())}
+
+
+# -- what a new user hit -------------------------------------------------------------------
+
+
+def _accept(client: TestClient, cid: str, gold: list[str], kind: str, **kw: Any) -> Any:
+    return client.post(f"/v1/gold-candidates/{cid}/accept", headers=AUTH,
+                       json={"gold": gold, "kind": kind}, **kw)  # fmt: skip
+
+
+def _status(client: TestClient, cid: str) -> str:
+    return str(client.get(f"/v1/gold-candidates/{cid}").json()["status"])
+
+
+def test_accept_answers_503_json_when_the_gold_path_is_a_folder_and_retry_works(
+    client: TestClient, harvested: tuple[Labelling, Path, StateStore],
+    caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    _, gold, _ = harvested
+    cid = ids_by_question(client)["hostel fee refund kab milega"]
+    kept = gold.with_name("kept.jsonl")
+    gold.rename(kept)
+    gold.mkdir()
+    caplog.clear()
+    answer = _accept(client, cid, ["p-1"], "plain")
+    assert answer.status_code == 503
+    body = answer.json()
+    assert (
+        body["error"] == "unavailable"
+        and f"gold-set file {gold} cannot be written" in (body["detail"])
+    )
+    assert answer.headers["retry-after"] == "60"
+    records = [r for r in caplog.records if r.name.startswith("service.")]
+    assert len(records) == 1 and records[0].exc_info is None  # one line, no traceback
+    assert "hostel" not in caplog.text and "p-1" not in caplog.text  # no user text
+    assert _status(client, cid) == "suggested"
+    gold.rmdir()
+    kept.rename(gold)
+    retry = _accept(client, cid, ["p-1"], "plain")
+    assert retry.status_code == 200 and retry.json()["gold_id"] == "q-010"
+    assert [q.id for q in load_gold_set(gold)] == ["q-001", "q-009", "q-010"]
+
+
+def test_a_failed_write_is_cut_off_and_the_accept_can_be_retried(
+    client: TestClient, harvested: tuple[Labelling, Path, StateStore],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """Disk full at fsync (fault injected: the line reached the file, fsync then failed)."""
+    _, gold, _ = harvested
+    before = gold.read_bytes()
+    cid = ids_by_question(client)["exam schedule for sem 3"]
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr("service.harvest.labelling.os.fsync", full)
+    answer = _accept(client, cid, ["p-9"], "plain")
+    assert answer.status_code == 503
+    assert answer.json()["detail"].endswith("No space left on device (ENOSPC)")
+    assert gold.read_bytes() == before and _status(client, cid) == "suggested"
+    monkeypatch.undo()
+    assert _accept(client, cid, ["p-9"], "plain").status_code == 200
+
+
+def test_a_gold_set_moved_away_is_not_recreated_and_ids_stay_unique(
+    client: TestClient, harvested: tuple[Labelling, Path, StateStore]
+) -> None:
+    _, gold, _ = harvested
+    cid = ids_by_question(client)["hostel fee refund kab milega"]
+    gold.rename(gold.with_name("moved.jsonl"))
+    answer = _accept(client, cid, ["p-1"], "plain")
+    assert answer.status_code == 503 and "missing" in answer.json()["detail"]
+    assert not gold.exists() and _status(client, cid) == "suggested"
+    # another file appears at the path: fresh ids avoid the loaded set's (q-009) and its own
+    gold.write_text('{"id": "q-001", "question": "Bus?", "gold": ["p-3"]}\n', encoding="utf-8")
+    answer = _accept(client, cid, ["p-1"], "plain")
+    assert answer.status_code == 200 and answer.json()["gold_id"] == "q-010"
+
+
+@pytest.mark.parametrize(
+    ("gold", "kind", "code", "detail"),
+    [
+        (["p-0029"], "multi-passage", 422,
+         "gold: kind 'multi-passage' needs at least 2 gold passages, has 1"),
+        (["p-1"], "unanswerable", 422, "kind: 'unanswerable' but gold is not empty"),
+        ([], "expert", 422, "gold: empty (unanswerable) but kind is 'expert'"),
+        (["p-0029", "p-0030"], "multi-passage", 200, None),
+        ([], "role-restricted", 200, None),  # a role that may read none of the answer
+    ],
+)  # fmt: skip
+def test_gold_passages_must_fit_the_kind(
+    client: TestClient, harvested: tuple[Labelling, Path, StateStore],
+    gold: list[str], kind: str, code: int, detail: str | None,
+) -> None:  # fmt: skip
+    _, path, _ = harvested
+    cid = ids_by_question(client)["hostel fee refund kab milega"]
+    answer = _accept(client, cid, gold, kind)
+    assert answer.status_code == code, answer.text
+    if detail is not None:
+        assert detail in answer.json()["detail"] and _status(client, cid) == "suggested"
+    else:
+        assert load_gold_set(path).by_id["q-010"].kind == kind  # the loader agrees
+
+
+def test_the_loader_applies_the_same_kind_rule(tmp_path: Path) -> None:
+    path = tmp_path / "gold.jsonl"
+    path.write_text('{"id": "q-1", "question": "Q?", "gold": ["p-1"], "kind": "multi-passage"}\n')
+    with pytest.raises(GoldSetError, match="needs at least 2 gold passages, has 1"):
+        load_gold_set(path)
+
+
+@pytest.mark.parametrize(
+    ("path", "content"),
+    [
+        ("BAD/accept", b"garbage"),
+        ("BAD/accept", b'{"gold": "x"}'),
+        ("{cid}/accept", b"\xff\xfe not json"),
+        ("{cid}/reject", b"garbage"),
+        ("BAD/reject", b'{"reason": 1}'),
+    ],
+)
+def test_the_token_is_checked_before_the_body(
+    client: TestClient, path: str, content: bytes
+) -> None:
+    cid = next(iter(ids_by_question(client).values()))
+    url = f"/v1/gold-candidates/{path.format(cid=cid)}"
+    json_type = {"Content-Type": "application/json"}
+    none = client.post(url, content=content, headers=json_type)
+    assert none.status_code == 401 and none.json()["error"] == "unauthorized"
+    wrong = client.post(url, content=content, headers={**json_type, "Authorization": "Bearer x"})
+    assert wrong.status_code == 403 and wrong.json()["error"] == "forbidden"
+    right = client.post(url, content=content, headers={**json_type, **AUTH})
+    assert right.status_code in (400, 422)  # with the token, the body is looked at
+
+
+def test_control_characters_are_taken_out_of_a_reject_reason(client: TestClient) -> None:
+    cid = ids_by_question(client)["exam schedule for sem 3"]
+    reason = "dup\x00licate\r\nof q-001\x1b[2J\u202e\x7f\x85ok\t"
+    answer = client.post(f"/v1/gold-candidates/{cid}/reject", headers=AUTH, json={"reason": reason})
+    assert answer.status_code == 200 and answer.json()["reason"] == "duplicate  of q-001[2J ok"
+    stored = client.get(f"/v1/gold-candidates/{cid}").json()["decision"]["reason"]
+    assert stored == "duplicate  of q-001[2J ok"
+    other = ids_by_question(client)["hostel fee refund kab milega"]
+    blank = client.post(f"/v1/gold-candidates/{other}/reject", headers=AUTH,
+                        json={"reason": "\x00\x01 \n"})  # fmt: skip
+    assert blank.status_code == 422 and _status(client, other) == "suggested"
+
+
+def test_the_language_filter_ignores_case(client: TestClient) -> None:
+    for asked in ("hi-Latn", "hi-latn", "HI-LATN"):
+        page = client.get("/v1/gold-candidates", params={"language": asked}).json()
+        assert [i["question"] for i in page["items"]] == ["hostel fee refund kab milega"], asked
+    assert client.get("/v1/gold-candidates", params={"language": "hi"}).json()["total"] == 0
+
+
+def test_one_suggestion_by_id(client: TestClient) -> None:
+    listed = {i["id"]: i for i in client.get("/v1/gold-candidates").json()["items"]}
+    for cid, item in listed.items():
+        answer = client.get(f"/v1/gold-candidates/{cid}")
+        assert answer.status_code == 200 and answer.json() == item
+    for unknown in ("c-0000000000000000", "SECRET-ID", "c-0000000000000000%0A"):
+        answer = client.get(f"/v1/gold-candidates/{unknown}")
+        assert answer.status_code == 404, unknown
+        assert answer.json() == {"error": "not_found", "detail": "unknown gold candidate"}
