@@ -92,6 +92,12 @@ class HarvestConfig(BaseModel):
             about 10 % of a full batch); ``None``: no bound. Lower bounds the CPU cost of a
             flood of new questions (~120 µs each) tighter but considers fewer of them per
             batch: a shed question is considered again when it recurs.
+        max_question_chars: questions longer than this (characters, as asked) are never
+            suggested, only counted (the stage's ``pending_observations()["too_long"]``): a
+            pasted document or log is not a gold question, and a truncated one would not be
+            the question that was asked. 2,000 characters is about 300 words; a suggestion
+            keeps its question and up to ``max_variants`` wordings, so this also bounds its
+            size.
         flush_interval_s: changed suggestions go to the sinks at most this often (seconds;
             0: after every batch).
         generated_channels: events from these channels are model-generated questions
@@ -117,6 +123,7 @@ class HarvestConfig(BaseModel):
     max_pool: int = Field(default=40, ge=1, le=1_000)
     max_suggestions: int = Field(default=5_000, ge=10, le=1_000_000)
     max_new_per_batch: int | None = Field(default=48, ge=1, le=1_000_000)
+    max_question_chars: int = Field(default=2_000, ge=16, le=1_000_000)
     flush_interval_s: float = Field(default=5.0, ge=0, le=3_600)
     generated_channels: frozenset[str] = frozenset({"generated", "synthetic"})
     topic: str = Field(default="goldwatch.gold-candidates", min_length=1, max_length=249)

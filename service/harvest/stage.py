@@ -16,7 +16,9 @@ batch, :meth:`HarvestStage.process`:
    a known question's) per batch go through the near-duplicate matching, chosen by
    :func:`service.harvest.shedding.choose` (stratified over topic and language, by reason
    weight, deterministic); the other new ones are shed and counted
-   (``pending_observations()["shed"]``). Exact-text merges are never shed. Cheapest work
+   (``pending_observations()["shed"]``). Exact-text merges are never shed. A question longer
+   than ``max_question_chars`` is never suggested, only counted
+   (``pending_observations()["too_long"]``). Cheapest work
    first: every event pays for its reasons (a cached tuple per set of reasons) and, with
    one, a dictionary look-up of its normalised text (itself cached by wording); the
    :class:`Occurrence` (and production ranking) of an event is built only when its question
@@ -159,7 +161,8 @@ class HarvestStage:
         reasons_of: list[tuple[str, ...]] = []
         strata_of: list[tuple[tuple[Any, Any], float]] = []
         gold_of: list[bool] = []  # whether to look for a gold near-duplicate
-        known = 0
+        known = too_long = 0
+        max_chars = config.max_question_chars
         for i, (event, notes) in enumerate(zip(events, annotations, strict=True)):
             low = False
             scored = production_score(event)
@@ -177,6 +180,9 @@ class HarvestStage:
                 known += 1
                 continue
             question = event.question
+            if len(question) > max_chars:
+                too_long += 1
+                continue
             if PII_ANNOTATION not in notes:  # the PII stage did not run on it: scrub here
                 question = scrub(question).text
             text = normal.get(question)
@@ -193,6 +199,8 @@ class HarvestStage:
                 gold_of.append("known" not in notes)
         if known:
             self._pending["known"]["annotation"] += known
+        if too_long:
+            self._pending["too_long"]["events"] += too_long
         generated = config.generated_channels
 
         def occurrence(k: int) -> Occurrence:
@@ -230,6 +238,9 @@ class HarvestStage:
             self._add(sid, evidence)
             return
         if not reasons:
+            return
+        if len(result.question) > self.config.max_question_chars:
+            self._pending["too_long"]["events"] += 1
             return
         question = scrub(result.question).text
         normalised = normalise(question)
@@ -395,15 +406,17 @@ class HarvestStage:
 
     @staticmethod
     def _empty_pending() -> dict[str, Counter[str]]:
-        keys = ("reasons", "known", "new", "evicted", "sink_failures", "shed")
+        keys = ("reasons", "known", "new", "evicted", "sink_failures", "shed", "too_long")
         return {k: Counter() for k in keys}
 
     def pending_observations(self) -> dict[str, Any]:
         """Return and clear the increments since the last call, for the telemetry layer:
         ``{"reasons": {reason: n}, "known": {"annotation"|"gold_set": n},
-        "new_suggestions": n, "evicted": n, "shed": n, "sink_failures": {sink: n},
-        "suggestions": n}`` (``shed``: events with a reason whose new question was shed by
-        ``max_new_per_batch``; the last is a gauge: suggestions held)."""
+        "new_suggestions": n, "evicted": n, "shed": n, "too_long": n,
+        "sink_failures": {sink: n}, "suggestions": n}`` (``shed``: events with a reason
+        whose new question was shed by ``max_new_per_batch``; ``too_long``: events with a
+        reason whose question is longer than ``max_question_chars``, never suggested; the
+        last is a gauge: suggestions held)."""
         pending, self._pending = self._pending, self._empty_pending()
         return {
             "reasons": dict(pending["reasons"]),
@@ -411,6 +424,7 @@ class HarvestStage:
             "new_suggestions": pending["new"]["suggestions"],
             "evicted": pending["evicted"]["suggestions"],
             "shed": pending["shed"]["events"],
+            "too_long": pending["too_long"]["events"],
             "sink_failures": dict(pending["sink_failures"]),
             "suggestions": len(self.suggestions),
         }

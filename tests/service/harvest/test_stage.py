@@ -252,3 +252,22 @@ def test_restore_reads_version_1_snapshots_and_skips_missing_records(
     empty = HarvestStage(CONFIG, sinks=[MemoryCandidates()])  # its records are gone
     empty.restore(snapshot)
     assert empty.records() == [] and "3 suggestions had no published record" in caplog.text
+
+
+def test_questions_over_max_question_chars_are_counted_not_suggested() -> None:
+    """The user's 54,008-character question: not suggested, counted (``too_long``, apart
+    from load shedding); one at the limit is kept whole."""
+    repo = MemoryCandidates()
+    config = HarvestConfig(flush_interval_s=0.0, max_question_chars=100)
+    stage = HarvestStage(config, sinks=[repo])
+    at_limit = "hostel fee " + "x" * 89  # 100 characters
+    huge = "When is the fee due? " + "lorem ipsum " * 4_499  # 54,009 characters
+    stage.process(batch([event("e1", at_limit), event("e2", huge), event("e3", "w" * 101)],
+                        [REFUSED, REFUSED, REFUSED]))  # fmt: skip
+    assert [row["question"] for row in repo.all()] == [at_limit]
+    observed = stage.pending_observations()
+    assert observed["too_long"] == 2 and observed["shed"] == 0
+    assert observed["reasons"] == {"refused": 1}
+    stage.observe_shadow(shadow("e9", "y" * 101, ("p-1", "p-2"), ("p-8", "p-9")))
+    assert len(repo.all()) == 1 and stage.pending_observations()["too_long"] == 1
+    assert HarvestConfig().max_question_chars == 2_000
