@@ -1,17 +1,22 @@
 """``goldwatch candidates``: harvested gold-question suggestions, read from the state file.
 
-``export`` writes the undecided suggestions, best first, as gold-set JSONL (``gold: []``,
-``source``, ``status: "suggested"``, ``reasons``, ``pool``; see :mod:`service.harvest.export`).
-It reads the SQLite state file of ``goldwatch serve`` (or of ``goldwatch replay --state``),
-which may be running: the file is in WAL mode and only read.
+``export`` writes the undecided suggestions, best first, as gold-set JSONL (``id`` the
+suggestion's ``c-…`` id, ``gold: []`` and no ``kind`` until a labeller fills them, ``source``,
+``status: "suggested"``, ``reasons``, ``pool``; see :mod:`service.harvest.export`) to
+``--out FILE``, or to stdout with ``--out -`` (the summary line then goes to stderr). The
+folder of ``FILE`` must exist (it is not created, as with a shell redirection); an existing
+file is replaced. It reads the SQLite state file of ``goldwatch serve`` (or of
+``goldwatch replay --state``), which may be running: the file is in WAL mode and only read.
 
-Exit codes: 0 success; 2 bad usage, configuration or an unusable state file.
+Exit codes: 0 success; 2 bad usage, configuration, an unusable state file or an output that
+cannot be written (one line on stderr naming the path and the problem).
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -21,11 +26,25 @@ from service.harvest.store import StateStoreCandidates
 from service.state import StateError, StateStore
 
 EXIT_USAGE = 2
+STDOUT = "-"
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     click.echo(f"goldwatch: error: {message}", err=True)
     sys.exit(EXIT_USAGE)
+
+
+def _check_out(out: str) -> None:
+    """Refuse an output path that cannot be a file before any work is done."""
+    if out == STDOUT:
+        return
+    if not out.strip():
+        _fail("--out is empty: give a file name, or - for stdout")
+    path = Path(out)
+    if path.is_dir():
+        _fail(f"cannot write {out}: it is a folder")
+    if not path.parent.is_dir():
+        _fail(f"cannot write {out}: folder {path.parent} does not exist")
 
 
 @click.group("candidates")
@@ -44,11 +63,13 @@ def candidates_group() -> None:
 @click.option("--config", "config", type=click.Path(path_type=Path, dir_okay=False),
               envvar="GOLDWATCH_CONFIG", default=None, help="YAML configuration file.")  # fmt: skip
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Best N only.")
-@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True)
+@click.option("--out", required=True, metavar="FILE|-",
+              help="JSONL file to write (its folder must exist), or - for stdout.")  # fmt: skip
 def export_command(
-    state_path: Path | None, config: Path | None, limit: int | None, out: Path
+    state_path: Path | None, config: Path | None, limit: int | None, out: str
 ) -> None:
-    """Write the undecided suggestions as gold-set JSONL to OUT, best first."""
+    """Write the undecided suggestions as gold-set JSONL to OUT (- for stdout), best first."""
+    _check_out(out)
     harvest = HarvestConfig()
     if state_path is None or config is not None:
         from service.settings import ConfigError, load_settings
@@ -57,18 +78,21 @@ def export_command(
             settings = load_settings(config)
         except ConfigError as exc:
             _fail(str(exc))
-            return
         harvest = getattr(settings, "harvest", harvest)
         state_path = state_path or settings.state.path
     if not state_path.is_file():
         _fail(f"state file not found: {state_path}")
-        return
     try:
         with StateStore.open(state_path) as store:
             rows = export_rows(StateStoreCandidates(store), harvest, limit)
     except StateError as exc:
         _fail(str(exc))
-        return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    count = write_jsonl(rows, out)
-    click.echo(f"{count} suggestion(s) -> {out}")
+    target = sys.stdout.buffer if out == STDOUT else Path(out)
+    try:
+        count = write_jsonl(rows, target)
+    except OSError as exc:
+        _fail(f"cannot write {'stdout' if out == STDOUT else out}: {exc.strerror or exc}")
+    if out == STDOUT:
+        click.echo(f"{count} suggestion(s) -> stdout", err=True)
+    else:
+        click.echo(f"{count} suggestion(s) -> {out}")

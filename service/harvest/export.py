@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.ranking import priority, select
@@ -63,8 +63,19 @@ def export_rows(
     return [_row(s, config) for s in select(pending, config, limit)]
 
 
-def write_jsonl(rows: Iterable[dict[str, Any]], path: Path | str) -> int:
-    """Write ``rows`` as UTF-8 JSONL (replacing the file); return how many."""
+def write_jsonl(rows: Iterable[dict[str, Any]], target: Path | str | IO[bytes]) -> int:
+    """Write ``rows`` as UTF-8 JSONL to the file ``target`` (replacing it; its folder must
+    exist) or to an open binary stream (e.g. stdout's buffer, flushed); return how many.
+
+    Raises:
+        OSError: the file cannot be created or written (missing folder, a folder, read-only,
+            disk full, a closed pipe).
+    """
     lines = [json.dumps(row, ensure_ascii=False) + "\n" for row in rows]
-    Path(path).write_text("".join(lines), encoding="utf-8")
+    data = "".join(lines).encode("utf-8")
+    if isinstance(target, (str, Path)):
+        Path(target).write_bytes(data)
+    else:
+        target.write(data)
+        target.flush()
     return len(lines)

@@ -1,10 +1,13 @@
 """Harvesting inside the running service (real HTTP): the demo query log is consumed,
 suggestions are listed with filters, one is accepted into a copy of the gold set — appended
-with a fresh id, the known-question index and gold shares refreshed — and one rejected."""
+with a fresh id, the known-question index and gold shares refreshed — and one rejected; one
+is read by id; every mutating route checks the token before the body; the export reads the
+state file while the service runs; an accept the gold-set file cannot take answers 503."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -13,7 +16,9 @@ from typing import Any
 
 import httpx
 import pytest
+from click.testing import CliRunner
 
+from service.cli_candidates import candidates_group
 from service.demo import demo_path
 from service.settings import load_settings
 from tests.service.api.test_app import TOKEN, Server, _free_port
@@ -98,3 +103,78 @@ def test_reject_keeps_the_decision_scrubbed(server: Server) -> None:
     bad = httpx.post(f"{server.base}/v1/gold-candidates/c-0000000000000000/reject",
                      json={"reason": planted}, headers=AUTH)  # fmt: skip
     assert bad.status_code == 404 and "9876543210" not in bad.text
+
+
+def test_one_suggestion_by_id_and_the_language_filter_ignores_case(server: Server) -> None:
+    exact = _list(server, language="hi-Latn", limit=500)
+    assert exact["total"] > 0
+    for asked in ("hi-latn", "HI-LATN"):
+        assert _list(server, language=asked, limit=500) == exact
+    item = exact["items"][0]
+    one = httpx.get(f"{server.base}/v1/gold-candidates/{item['id']}")
+    assert one.status_code == 200 and one.json() == item
+    unknown = httpx.get(f"{server.base}/v1/gold-candidates/c-ffffffffffffffff")
+    assert unknown.status_code == 404
+    assert unknown.json() == {"error": "not_found", "detail": "unknown gold candidate"}
+
+
+def test_every_mutating_route_checks_the_token_before_the_body(server: Server) -> None:
+    """Routes from the live OpenAPI document; bodies that are not JSON, or the wrong JSON, and
+    path ids that do not match: still 401 without a token, 403 with a wrong one."""
+    spec = httpx.get(server.base + "/openapi.json").json()
+    mutating = [
+        (method.upper(), path)
+        for path, operations in spec["paths"].items()
+        for method in operations
+        if method in ("post", "put", "patch", "delete")
+    ]
+    assert ("POST", "/v1/gold-candidates/{candidate_id}/accept") in mutating
+    for method, path in mutating:
+        for segment in ("c-0123456789abcdef", "BAD"):
+            url = server.base + re.sub(r"\{[^}]+\}", segment, path)
+            for content in (b"garbage", b'{"gold": "x", "kind": 1}', b"\xff\xfe"):
+                json_type = {"content-type": "application/json"}
+                none = httpx.request(method, url, content=content, headers=json_type)
+                assert none.status_code == 401, (method, url, content, none.text)
+                assert none.json()["error"] == "unauthorized"
+                wrong_token = {**json_type, "authorization": "Bearer nope"}
+                wrong = httpx.request(method, url, content=content, headers=wrong_token)
+                assert wrong.status_code == 403, (method, url, content, wrong.text)
+
+
+def test_export_reads_the_state_file_while_the_service_runs(server: Server) -> None:
+    state = server.runtime.settings.state.path
+    result = CliRunner().invoke(candidates_group, ["export", "--state", str(state), "--out", "-"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    undecided = _list(server, status="suggested", limit=1)["total"]
+    assert len(rows) == undecided and result.stderr == f"{undecided} suggestion(s) -> stdout\n"
+    assert all(r["id"].startswith("c-") and r["gold"] == [] and "kind" not in r for r in rows)
+    assert httpx.get(server.base + "/readyz").status_code == 200  # the service did not mind
+
+
+def test_accept_answers_503_while_the_gold_set_file_cannot_be_written(server: Server) -> None:
+    gold_path = Path(server.runtime.settings.gold_set)  # type: ignore[arg-type]
+    item = _list(server, status="suggested", limit=1)["items"][0]
+    url = f"{server.base}/v1/gold-candidates/{item['id']}/accept"
+    verdict = {"gold": [item["pool"][0]["id"]], "kind": "plain"}
+    kept = gold_path.with_name("kept.jsonl")
+    gold_path.rename(kept)
+    try:
+        moved = httpx.post(url, json=verdict, headers=AUTH)
+        assert moved.status_code == 503 and moved.json()["error"] == "unavailable"
+        assert "missing" in moved.json()["detail"] and not gold_path.exists()  # not recreated
+        gold_path.mkdir()
+        folder = httpx.post(url, json=verdict, headers=AUTH)
+        assert folder.status_code == 503 and folder.headers["content-type"] == "application/json"
+        assert "cannot be written" in folder.json()["detail"]
+        assert httpx.get(f"{server.base}/v1/gold-candidates/{item['id']}").json()["status"] == (
+            "suggested"
+        )
+    finally:
+        if gold_path.is_dir():
+            gold_path.rmdir()
+        kept.rename(gold_path)
+    ids = {json.loads(line)["id"] for line in gold_path.read_text().splitlines()}
+    retry = httpx.post(url, json=verdict, headers=AUTH)
+    assert retry.status_code == 200 and retry.json()["gold_id"] not in ids

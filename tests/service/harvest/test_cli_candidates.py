@@ -1,10 +1,12 @@
-"""``goldwatch candidates export`` on a state file written by the harvest stage."""
+"""``goldwatch candidates export`` on a state file written by the harvest stage: the rows,
+``--out -`` for stdout, and one-line errors (exit 2) for outputs that cannot be written."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from service.cli_candidates import candidates_group
@@ -15,16 +17,22 @@ from service.state import StateStore
 from tests.service.harvest.helpers import batch, event
 
 
-def test_export_reads_the_state_file(tmp_path: Path) -> None:
-    state = tmp_path / "state.sqlite"
-    with StateStore.open(state) as store:
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    """A state file holding two suggestions ("bus pass fee" x2, the Aadhaar one x1)."""
+    path = tmp_path / "state.sqlite"
+    with StateStore.open(path) as store:
         stage = HarvestStage(HarvestConfig(flush_interval_s=0), sinks=[StateStoreCandidates(store)])
         stage.process(batch(
             [event("e1", "bus pass fee"), event("e2", "Bus pass fee?"),
              event("e3", "aadhaar 2341 2341 2346 lost, hostel form?")],
             [{"refused": True}, {"refused": True}, {"under_refusal": True}],
         ))  # fmt: skip
-    out = tmp_path / "out" / "candidates.jsonl"
+    return path
+
+
+def test_export_reads_the_state_file(tmp_path: Path, state: Path) -> None:
+    out = tmp_path / "candidates.jsonl"
     result = CliRunner().invoke(candidates_group, ["export", "--state", str(state),
                                                    "--out", str(out)])  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -42,3 +50,40 @@ def test_missing_state_file_exits_2(tmp_path: Path) -> None:
     result = CliRunner().invoke(candidates_group, ["export", "--state", str(tmp_path / "no"),
                                                    "--out", str(tmp_path / "x.jsonl")])  # fmt: skip
     assert result.exit_code == 2 and "state file not found" in result.output
+
+
+def test_dash_writes_to_stdout_and_the_summary_to_stderr(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # a file literally named "-" would appear here
+    result = CliRunner().invoke(candidates_group, ["export", "--state", str(state), "--out", "-"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["question"] for r in rows] == [
+        "bus pass fee", "aadhaar <AADHAAR> lost, hostel form?"
+    ]  # fmt: skip
+    assert all(r["id"].startswith("c-") and "kind" not in r for r in rows)
+    assert result.stderr == "2 suggestion(s) -> stdout\n"
+    assert not (tmp_path / "-").exists()
+
+
+@pytest.mark.parametrize(
+    ("out", "problem"),
+    [
+        ("/proc/x.jsonl", "cannot write /proc/x.jsonl: No such file or directory"),
+        ("/dev/full", "cannot write /dev/full: No space left on device"),
+        ("", "--out is empty: give a file name, or - for stdout"),
+        ("/", "cannot write /: it is a folder"),
+        ("{tmp}/no/such/dir/x.jsonl", "cannot write {tmp}/no/such/dir/x.jsonl: folder "
+                                      "{tmp}/no/such/dir does not exist"),
+    ],
+)  # fmt: skip
+def test_unwritable_outputs_fail_with_one_line_and_exit_2(
+    tmp_path: Path, state: Path, out: str, problem: str
+) -> None:
+    out = out.format(tmp=tmp_path)
+    result = CliRunner().invoke(candidates_group, ["export", "--state", str(state), "--out", out])
+    assert result.exit_code == 2, result.output
+    assert result.stderr == f"goldwatch: error: {problem.format(tmp=tmp_path)}\n"
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert not (tmp_path / "no").exists()  # the folders are not created
