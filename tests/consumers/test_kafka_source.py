@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import threading
 import time
@@ -12,6 +13,7 @@ import pytest
 from kafka import KafkaConsumer
 
 from consumers.base import DeadLetter, RawMessage
+from consumers.errors import DeadLetterError
 from consumers.kafka_source import KafkaSource, KafkaSourceConfig
 from tests.kafka_broker import TansuBroker
 
@@ -233,6 +235,46 @@ def test_dead_letters_land_on_dlq_topic(
         {"topic": topic, "partition": 1, "offset": 0},
         {"topic": topic, "partition": 1, "offset": 1},
     ]
+
+
+def test_dead_letters_unacknowledged_during_a_pause_stay_queued_until_a_sync_succeeds(
+    kafka_broker: TansuBroker,
+    make_topic: Callable[[int], str],
+    source_config: MakeConfig,
+    open_source: OpenSource,
+) -> None:
+    topic = make_topic(1)
+    kafka_broker.create_topic(f"{topic}.dlq", 1)
+    kafka_broker.produce(topic, [b"{bad 0", b"{bad 1"], partition=0)
+    source = open_source(source_config())
+    got = drain(source, 2)
+    source.dead_letter([DeadLetter(got[0], "not_json", "d")])
+    source.sync_dead_letters()  # the producer and the DLQ topic's metadata exist now
+    kafka_broker.pause()
+    try:
+        source.dead_letter([DeadLetter(got[1], "not_json", "d")])
+        with pytest.raises(DeadLetterError):
+            source.sync_dead_letters()  # request_timeout_ms (4 s) without an acknowledgement
+        assert source.pending_dead_letters == 1 and source.status()["dead_letters"] == 1
+    finally:
+        kafka_broker.resume()
+    deadline = time.monotonic() + 30
+    while source.pending_dead_letters and time.monotonic() < deadline:
+        with contextlib.suppress(DeadLetterError):
+            source.sync_dead_letters()
+    assert source.pending_dead_letters == 0 and source.status()["dead_letters"] == 2
+
+    reader = KafkaConsumer(
+        f"{topic}.dlq",
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=5000,
+    )
+    try:
+        offsets = [json.loads(r.value)["origin"]["offset"] for r in reader]
+    finally:
+        reader.close()
+    assert sorted(set(offsets)) == [0, 1]  # both landed (the second possibly twice)
 
 
 def test_lag_is_end_minus_committed(
