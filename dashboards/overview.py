@@ -258,6 +258,7 @@ def _drift() -> list[Panel | list[Panel]]:
                 "duplicate a gold question (known questions); suggestions evicted at "
                 "harvest.max_suggestions (raise it or label faster); new questions shed under "
                 "a flood (harvest.max_new_per_batch; they get another chance when they recur); "
+                "questions longer than harvest.max_question_chars (never suggested); "
                 "failed publications to "
                 "the state store or the compacted Kafka topic (they are retried at the next "
                 "flush; persistent failures: check the broker and the disk).",
@@ -268,6 +269,8 @@ def _drift() -> list[Panel | list[Panel]]:
                   "evicted / h"),
                  (f"sum(increase(goldwatch_gold_candidates_shed_total{{{SEL}}}[1h]))",
                   "shed (load) / h"),
+                 (f"sum(increase(goldwatch_gold_candidates_too_long_total{{{SEL}}}[1h]))",
+                  "too long / h"),
                  (f"sum by (sink) (increase(goldwatch_gold_candidate_sink_failures_total"
                   f"{{{SEL}}}[1h]))", "sink failures ({{sink}}) / h")],
                 "short",

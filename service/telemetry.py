@@ -852,6 +852,7 @@ class HarvestMetrics:
     goldwatch_gold_candidates_known_total        counter via (annotation, gold_set)
     goldwatch_gold_candidates_evicted_total      counter (suggestions dropped at the bound)
     goldwatch_gold_candidates_shed_total         counter (new questions shed per batch)
+    goldwatch_gold_candidates_too_long_total     counter (questions over max_question_chars)
     goldwatch_gold_candidate_sink_failures_total counter sink
     goldwatch_gold_candidates_held               gauge   (suggestions held by this replica)
     ============================================ ======= ===============================
@@ -862,6 +863,7 @@ class HarvestMetrics:
     known: Counter
     evicted: Counter
     shed: Counter
+    too_long: Counter
     sink_failures: Counter
     held: Gauge
     reasons: tuple[str, ...]
@@ -875,6 +877,7 @@ class HarvestMetrics:
         self.new.inc(pending.get("new_suggestions", 0))
         self.evicted.inc(pending.get("evicted", 0))
         self.shed.inc(pending.get("shed", 0))
+        self.too_long.inc(pending.get("too_long", 0))
         for sink, n in pending.get("sink_failures", {}).items():
             self.sink_failures.labels(sink=bounded_label(sink, HARVEST_SINKS)).inc(n)
         if "suggestions" in pending:
@@ -907,6 +910,9 @@ def build_harvest_metrics(
         shed=Counter(_name("gold_candidates_shed"), "Picked live events whose new question "
                      "was shed by harvest.max_new_per_batch (not near-duplicate-matched, not "
                      "kept).", registry=registry),
+        too_long=Counter(_name("gold_candidates_too_long"), "Picked live events whose "
+                         "question is longer than harvest.max_question_chars (never "
+                         "suggested).", registry=registry),
         sink_failures=Counter(_name("gold_candidate_sink_failures"), "Failed publications of "
                               "suggestions (state store, Kafka topic).", ["sink"],
                               registry=registry),
