@@ -37,12 +37,12 @@ type          placeholder      shape (after digit folding), check
                                (roll, account, application numbers) are personal too —
                                privacy wins over precision (:func:`verhoeff_valid` is kept
                                for callers that need UIDAI's own check)
+``ssn``       ``<SSN>``        US SSN ``123-45-6789`` (dashes only; area not 000/666/9xx,
+                               group not 00, serial not 0000: SSA's never-issued ranges)
 ``pan``       ``<PAN>``        ``AAAAA1234A``: five letters, four digits, a letter, any
                                case; ``ABCDE 1234 F`` (space or ``-``) in upper case only
                                (the Income Tax Department's shape; the 4th letter, the
                                holder status, is not required: typos count)
-``ssn``       ``<SSN>``        US SSN ``123-45-6789`` (dashes only; area not 000/666/9xx,
-                               group not 00, serial not 0000: SSA's never-issued ranges)
 ``passport``  ``<PASSPORT>``   Indian passport: an upper-case letter but Q/X/Z and 7 digits
                                (``K8765432``, first digit not 0)
 ``voter_id``  ``<VOTER_ID>``   EPIC: 3 upper-case letters and 7 digits (``ABC1234567``)
@@ -99,8 +99,8 @@ import ipaddress
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from service.events import QueryLogEvent
@@ -111,7 +111,7 @@ __all__ += ["FORMAT_CHARS", "scrub_event", "scrub_many", "verhoeff_valid"]
 
 #: Types in detection order; placeholders are ``f"<{type.upper()}>"``.
 PII_TYPES: tuple[str, ...] = (
-    "url", "secret", "email", "upi", "card", "aadhaar", "pan", "ssn", "passport", "voter_id",
+    "url", "secret", "email", "upi", "card", "aadhaar", "ssn", "pan", "passport", "voter_id",
     "ip", "phone",
 )  # fmt: skip
 PLACEHOLDERS = {kind: f"<{kind.upper()}>" for kind in PII_TYPES}
@@ -294,6 +294,7 @@ UPI_HANDLES = frozenset(
     "wasbi timecosmos abfspay dbs hsbc sc citi aubank equitas postbank ippb mahb centralbank "
     "iob indianbank allbank dlb kvb tjsb pingpay superyes naviaxis".split()
 )
+_UPI_HINT = re.compile(r"@[A-Za-z]{2,30}(?![\w\-@]|\.\w)")  # "@" first: a fast literal scan
 _UPI = re.compile(r"(?<![\w.\-])[\w.\-]{2,256}@(?P<psp>[a-z]{2,30})(?![\w\-@]|\.\w)", re.I)
 _CARD = re.compile(
     _GROUP_L + r"(?:\d{13,19}|\d{4}(?P<s>[ -])(?:\d{4}(?P=s)\d{4}(?P=s)\d{4}(?:(?P=s)\d{3})?"
@@ -306,12 +307,49 @@ _CARD_TAIL = re.compile(
 )
 _AADHAAR = re.compile(_GROUP_L + r"\d{4}(?P<s>[ -]?)\d{4}(?P=s)\d{4}" + _GROUP_R)
 _PAN = re.compile(
-    r"(?=[A-Za-z])(?<!\w)(?:[A-Za-z]{5}\d{4}[A-Za-z]|[A-Z]{5}(?P<s>[ -]?)\d{4}(?P=s)[A-Z]"
+    r"(?<!\w)(?:[A-Za-z]{5}\d{4}[A-Za-z]|[A-Z]{5}(?P<s>[ -]?)\d{4}(?P=s)[A-Z]"
     r"|[A-Z]{5}[ -]\d{4}[A-Z]|[A-Z]{5}\d{4}[ -][A-Z])(?!\w)"
 )
 _SSN = re.compile(_GROUP_L + r"(?!000|666|9)\d{3}-(?!00)\d{2}-(?!0000)\d{4}" + _GROUP_R)
-_PASSPORT = re.compile(r"(?=[A-Z])(?<![\w\-/])[A-PR-WY][1-9]\d{6}(?![\w\-])")
-_EPIC = re.compile(r"(?=[A-Z])(?<![\w\-/])[A-Z]{3}\d{7}(?![\w\-])")
+_PASSPORT = re.compile(r"(?<![\w\-/])[A-PR-WY][1-9]\d{6}(?![\w\-])")
+_EPIC = re.compile(r"(?<![\w\-/])[A-Z]{3}\d{7}(?![\w\-])")
+_DIGIT_RUN = re.compile(r"[0-9]{4,}")
+
+
+class _DigitAnchored:
+    """Letters-then-digits ids (PAN, passport, EPIC), each pattern tried only where a run of
+    exactly its number of ASCII digits starts ``offset`` characters later, right after a
+    letter (or, for a ``spaced`` offset, after an upper-case letter and one space or ``-``):
+    such runs are rare, so long text is not tried at every letter, and one scan of the digit
+    runs serves every pattern. Same ``finditer`` as a compiled pattern (matches in order,
+    never overlapping; look-behinds see the text before each start); ``m.re`` tells which."""
+
+    def __init__(self, shapes: tuple[tuple[re.Pattern[str], int, int, bool], ...]) -> None:
+        self.shapes = shapes  # (pattern, digit run length, offset, spaced)
+
+    def finditer(self, text: str, /) -> Iterator[re.Match[str]]:
+        """Yield the matches of every shape, in text order."""
+        free = 0  # the first index a new match may start at
+        for run in _DIGIT_RUN.finditer(text, 1):
+            at = run.start()
+            length = run.end() - at
+            before = text[at - 1]
+            if before.isalpha():
+                spaced = False
+            elif before in " -" and at >= 2 and text[at - 2].isupper():
+                spaced = True
+            else:
+                continue
+            for pattern, digits, offset, after_space in self.shapes:
+                if digits != length or after_space != spaced or at - offset < free:
+                    continue
+                m = pattern.match(text, at - offset)
+                if m is not None:
+                    free = m.end()
+                    yield m
+                    break
+
+
 #: Words after which a letter-and-digits code is a code, not a passport or voter id.
 _NOT_ID_AFTER = re.compile(
     r"(?:error|err|code|order|ticket|invoice|ref|sku|part|model|item|tracking|awb|bug|build"
@@ -410,10 +448,20 @@ def _card(m: re.Match[str]) -> int | None:
     return m.end() if tail is None else tail.end()
 
 
-def _code_id(m: re.Match[str]) -> int | None:
+def _letters_digits(m: re.Match[str]) -> int | None:
+    """Accept a PAN; a passport or EPIC unless a code word or prefix says it is a code."""
+    if m.re is _PAN:
+        return m.end()
     if m.group()[:3] in _NOT_EPIC_PREFIXES or _after(m, _NOT_ID_AFTER, 24):
         return None
     return m.end()
+
+
+_LETTERS_DIGITS = _DigitAnchored(
+    ((_PAN, 4, 5, False), (_PAN, 4, 6, True), (_PASSPORT, 7, 1, False), (_EPIC, 7, 3, False))
+)
+#: The type of a :data:`_LETTERS_DIGITS` match, by the pattern that matched.
+_KIND_OF: dict[re.Pattern[str], str] = {_PAN: "pan", _PASSPORT: "passport", _EPIC: "voter_id"}
 
 
 def _ipv4(m: re.Match[str]) -> int | None:
@@ -459,22 +507,29 @@ def _may_share(low: str) -> bool:
 
 
 _Accept = Callable[[re.Match[str]], int | None]
+
+
+class _Finder(Protocol):
+    """What a detector scans with: a compiled pattern or a :class:`_DigitAnchored`."""
+
+    def finditer(self, text: str, /) -> Iterator[re.Match[str]]: ...
+
+
 _Gate = Callable[[str, str, int], bool]  # (folded text, lower-cased, ASCII digits) -> run?
 #: (type, pattern, accept -> span end or None, gate), in priority order
-_DETECTORS: tuple[tuple[str, re.Pattern[str], _Accept, _Gate], ...] = (
+_DETECTORS: tuple[tuple[str, _Finder, _Accept, _Gate], ...] = (
     ("url", _URL, _url, lambda s, low, n: "://" in s or "www." in low or _may_share(low)),
     ("secret", _SECRET, _secret, lambda s, low, n: n >= 1 and ("_" in s or "-" in s
                                                                or "AKIA" in s or "ASIA" in s
                                                                or "AIza" in s)),
     ("email", _EMAIL, _whole, lambda s, low, n: "@" in s),
     ("email", _OBFUSCATED_EMAIL, _obfuscated_email, lambda s, low, n: _may_obfuscate(low)),
-    ("upi", _UPI, _upi, lambda s, low, n: "@" in s),
+    ("upi", _UPI, _upi, lambda s, low, n: "@" in s and _UPI_HINT.search(s) is not None),
     ("card", _CARD, _card, lambda s, low, n: n >= 13),
     ("aadhaar", _AADHAAR, _whole, lambda s, low, n: n >= 12),
-    ("pan", _PAN, _whole, lambda s, low, n: n >= 4),
     ("ssn", _SSN, _whole, lambda s, low, n: n >= 9 and "-" in s),
-    ("passport", _PASSPORT, _code_id, lambda s, low, n: n >= 7),
-    ("voter_id", _EPIC, _code_id, lambda s, low, n: n >= 7),
+    # pan, passport and voter_id in one scan of the digit runs; the type is _KIND_OF[m.re]
+    ("pan", _LETTERS_DIGITS, _letters_digits, lambda s, low, n: n >= 4),
     ("ip", _IPV6, _ipv6, lambda s, low, n: n >= 1 and s.count(":") >= 2),
     ("ip", _IPV4, _ipv4, lambda s, low, n: n >= 4 and s.count(".") >= 3),
     ("phone", _PHONE, _phone, lambda s, low, n: n >= 8),
@@ -490,17 +545,15 @@ def _clean_fast(text: str) -> bool:
     event's whole cost."""
     if text.isascii():
         raw = text.encode("ascii")
-        if len(raw.translate(None, b"0123456789@")) != len(raw) or ":/" in text:
+        rare = len(raw.translate(None, b"0123456789@/])}>")) != len(raw)  # usually False
+        if rare and (len(raw.translate(None, b"0123456789@")) != len(raw) or ":/" in text):
             return False
         low = text.lower()
         if "www." in low or ("dot" in low and _HINT_DOT.search(low) is not None):
             return False
         if " at " in low and _HINT_AT_PROVIDER.search(low) is not None:
             return False
-        if len(raw.translate(None, b"])}>")) != len(raw):
-            if _HINT_BRACKET_AT.search(low) is not None:
-                return False
-        return "/" not in text or not _may_share(low)
+        return not rare or (_HINT_BRACKET_AT.search(low) is None and not _may_share(low))
     stripped = _TRIGGER_CHAR.search(text) is not None
     if stripped:
         text = _CF.sub("", text)
@@ -525,17 +578,18 @@ def _spans(view: str) -> list[tuple[int, int, str]]:
         for m in pattern.finditer(view):
             end = accept(m)
             if end is not None:
-                found.append((m.start(), end, kind))
+                found.append((m.start(), end, _KIND_OF.get(m.re, kind)))
     return found
 
 
-def _find(text: str) -> list[tuple[int, int, str]]:
+def _find(text: str, checked: bool = False) -> list[tuple[int, int, str]]:
     """Spans ``(start, end, type)`` of one pass over ``text``, sorted, never overlapping.
 
     Text holding format characters (Cf) is scanned twice: with them removed (spans mapped
     back to the original, so they cover the Cf characters inside), then with each as a space.
+    ``checked``: the caller has already seen :func:`_clean_fast` say no.
     """
-    if _clean_fast(text):
+    if not checked and _clean_fast(text):
         return []
     norm = text if text.isascii() else text.translate(_FOLD)
     candidates: list[tuple[int, int, str]] = []
@@ -580,11 +634,11 @@ def scrub(text: str) -> Scrubbed:
         raise TypeError(f"scrub() expects str, got {type(text).__name__}")
     if _clean_fast(text):
         return Scrubbed(text, {})
+    spans = _find(text, checked=True)
+    if not spans:
+        return Scrubbed(text, {})  # a digit or an "@" but nothing personal: most slow paths
     counts = dict.fromkeys(PII_TYPES, 0)
-    for _ in range(MAX_PASSES):
-        spans = _find(text)
-        if not spans:
-            break
+    for n_pass in range(1, MAX_PASSES + 1):
         parts: list[str] = []
         pos = 0
         for start, end, kind in spans:
@@ -592,6 +646,9 @@ def scrub(text: str) -> Scrubbed:
             counts[kind] += 1
             pos = end
         text = "".join((*parts, text[pos:]))
+        spans = _find(text) if n_pass < MAX_PASSES else []
+        if not spans:
+            break
     return Scrubbed(text, {kind: n for kind, n in counts.items() if n})
 
 

@@ -7,7 +7,7 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.pii import PII_TYPES, luhn_valid, scrub
+from service.pii import _EPIC, _LETTERS_DIGITS, _PAN, _PASSPORT, PII_TYPES, luhn_valid, scrub
 
 TRICKY = [
     "\u200f",  # right-to-left mark
@@ -217,3 +217,12 @@ def test_no_planted_item_survives_even_with_format_chars_inside(
     assert item[half:] not in visible or len(item[half:]) < 6  # nor a trailing part
     assert sum(result.counts.values()) >= 1
     assert scrub(result.text).text == result.text
+
+
+@SETTINGS
+@given(st.text(alphabet="ABCDEKPZabcdek0123456789 -/_.", max_size=60))
+def test_digit_anchored_scan_finds_what_the_plain_patterns_find(text: str) -> None:
+    """The PAN/passport/EPIC scan tries only before digit runs; it must lose no match."""
+    anchored = [(m.start(), m.end()) for m in _LETTERS_DIGITS.finditer(text)]
+    plain = sorted((m.start(), m.end()) for p in (_PAN, _PASSPORT, _EPIC) for m in p.finditer(text))
+    assert anchored == plain
