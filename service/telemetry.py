@@ -44,6 +44,7 @@ from typing import Any, NamedTuple
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary
 
 from service import __version__
+from service.pii import PII_TYPES as _PII_TYPES
 
 NAMESPACE = "goldwatch"
 OTHER = "other"
@@ -300,7 +301,7 @@ def build_metrics(
 DRIFT_DIMENSIONS: tuple[str, ...] = ("language", "topic", "refusal", "out_of_scope")
 DRIFT_COMPARISONS: tuple[str, ...] = ("reference", "baseline")
 DRIFT_STATES: tuple[str, ...] = ("ok", "drift", "insufficient_data")
-PII_TYPES: tuple[str, ...] = ("url", "email", "card", "aadhaar", "pan", "ip", "phone")
+PII_TYPES: tuple[str, ...] = _PII_TYPES  # service.pii's fixed types: a bounded label set
 
 
 @dataclass(frozen=True, slots=True)

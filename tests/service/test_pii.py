@@ -505,3 +505,14 @@ def test_scrub_event_alone_keeps_identity_when_clean_and_handles_missing_answer(
     same = _event("e-4", "nothing here", answer="")
     assert scrub_event(same) == (same, {})
     assert event.question == "call 9876543210"  # the original (frozen) event is untouched
+
+
+def test_new_types_are_counted_and_exported_under_their_own_bounded_label() -> None:
+    from service.telemetry import PII_TYPES as METRIC_LABELS
+
+    assert METRIC_LABELS == PII_TYPES and len(set(PII_TYPES)) == 12  # no "other" for them
+    event = _event("e-5", "pay rahul77@okicici, key sk-live-51HxyzSECRETKEYabc123, SSN 123-45-6789")
+    clean, counts = scrub_event(event)
+    assert clean.question == "pay <UPI>, key <SECRET>, SSN <SSN>"
+    assert counts == {"secret": 1, "upi": 1, "ssn": 1}
+    assert list(counts) == ["secret", "upi", "ssn"]  # in PII_TYPES order
