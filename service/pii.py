@@ -269,14 +269,16 @@ _SECRET = re.compile(
     r"|glpat-[\w\-]{20,}|hf_[A-Za-z0-9]{30,})(?![\w\-])"
 )
 _EMAIL = re.compile(
-    rf"(?<![{_W}.%+\-])[{_W}.%+\-]{{1,64}}[ \t]{{0,2}}@[ \t]{{0,2}}(?:[{_W}\-]{{1,63}}\.){{1,8}}"
+    rf"(?<![{_W}.%+\-])[{_W}.%+\-]{{1,64}}+[ \t]{{0,2}}@[ \t]{{0,2}}(?:[{_W}\-]{{1,63}}+\.){{1,8}}"
     rf"(?:[^\W\d_]|[\u0300-\u036f\u0900-\u0dff]){{2,63}}(?![{_W}\-])"
 )
+# Possessive ``{m,n}+`` runs (Python 3.11): a word is never re-tried shorter, as what must
+# follow it (``@``, ``.``, a space, a bracket) cannot be part of it: same matches, no backtracking.
 _O_AT = r"(?:\s*[\[({<]\s*at\s*[\])}>]\s*|\s+at\s+|[ \t]{0,2}@[ \t]{0,2})"
 _O_DOT = r"(?:\s*[\[({<]\s*dot\s*[\])}>]\s*|\s+dot\s+|\.)"
 _OBFUSCATED_EMAIL = re.compile(
-    rf"(?<![\w.%+\-])[\w%+\-]{{1,64}}(?:{_O_DOT}[\w%+\-]{{1,64}}){{0,4}}(?P<at>{_O_AT})"
-    rf"(?P<domain>(?:[\w\-]{{1,63}}{_O_DOT}){{1,4}})[^\W\d_]{{2,24}}(?![\w\-])",
+    rf"(?<![\w.%+\-])[\w%+\-]{{1,64}}+(?:{_O_DOT}[\w%+\-]{{1,64}}+){{0,4}}(?P<at>{_O_AT})"
+    rf"(?P<domain>(?:[\w\-]{{1,63}}+{_O_DOT}){{1,4}})[^\W\d_]{{2,24}}(?![\w\-])",
     re.IGNORECASE,
 )
 _DOT_WORD = re.compile(r"\bdot\b", re.IGNORECASE)
@@ -295,7 +297,7 @@ UPI_HANDLES = frozenset(
     "iob indianbank allbank dlb kvb tjsb pingpay superyes naviaxis".split()
 )
 _UPI_HINT = re.compile(r"@[A-Za-z]{2,30}(?![\w\-@]|\.\w)")  # "@" first: a fast literal scan
-_UPI = re.compile(r"(?<![\w.\-])[\w.\-]{2,256}@(?P<psp>[a-z]{2,30})(?![\w\-@]|\.\w)", re.I)
+_UPI = re.compile(r"(?<![\w.\-])[\w.\-]{2,256}+@(?P<psp>[a-z]{2,30})(?![\w\-@]|\.\w)", re.I)
 _CARD = re.compile(
     _GROUP_L + r"(?:\d{13,19}|\d{4}(?P<s>[ -])(?:\d{4}(?P=s)\d{4}(?P=s)\d{4}(?:(?P=s)\d{3})?"
     r"|\d{6}(?P=s)\d{4,5}))" + _GROUP_R
