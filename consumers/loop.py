@@ -294,11 +294,12 @@ class _Loop:
         messages = list(self.pending.values())
         if messages:
             self.sync_dead_letters()
+            if not getattr(self.source, "pending_dead_letters", 0):
+                self.engine.settle()  # every dead letter durable (the checkpoint may still fail)
             extra = {}
             if isinstance(self.source, Resumable) and self.source.state_key:
                 extra[self.source.state_key] = self.source.position_after(messages)
             self.engine.checkpoint(extra)
-            self.engine.settle()  # dead letters durable, memory == checkpoint
             _commit(self.source, messages, final)
             self.tally.checkpoints += 1
         self.pending.clear()
