@@ -29,6 +29,8 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from re import _constants as sre_constants  # the stdlib's own regex parser (3.11+)
+from re import _parser as sre_parse
 from typing import TYPE_CHECKING, Any, Literal
 
 from service.pipeline import Batch, StatelessStage
@@ -109,6 +111,71 @@ def _normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold().replace("’", "'")
 
 
+def _required_in(items: Any) -> frozenset[str] | None:
+    """Literal strings one of which every match of the parsed ``items`` contains, or
+    ``None`` when no such set can be read off (see :func:`required_literals`)."""
+    candidates: list[frozenset[str]] = []
+    run: list[str] = []
+
+    def close_run() -> None:
+        if run:
+            candidates.append(frozenset(["".join(run)]))
+            run.clear()
+
+    for op, av in items:
+        if op is sre_constants.LITERAL:
+            run.append(chr(av))
+            continue
+        close_run()
+        found: frozenset[str] | None = None
+        if op is sre_constants.SUBPATTERN:
+            _group, add_flags, _del_flags, sub = av
+            found = None if add_flags else _required_in(sub)
+        elif op is sre_constants.BRANCH:
+            parts = [_required_in(branch) for branch in av[1]]
+            if all(part is not None for part in parts):
+                found = frozenset().union(*parts)  # type: ignore[arg-type]
+        elif op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT,
+                    sre_constants.POSSESSIVE_REPEAT) and av[0] >= 1:  # fmt: skip
+            found = _required_in(av[2])
+        elif op is sre_constants.ATOMIC_GROUP:
+            found = _required_in(av)
+        if found:
+            candidates.append(found)
+    close_run()
+    if not candidates:
+        return None
+    # The most selective set: the longest shortest literal, then the fewest literals.
+    return max(candidates, key=lambda lits: (min(map(len, lits)), -len(lits)))
+
+
+def required_literals(pattern: str) -> frozenset[str] | None:
+    """Literal strings such that any text ``pattern`` matches contains one of them, read off
+    its parse tree (a run of literal characters; every alternative of a group; an item
+    repeated at least once); ``None`` when it offers none (e.g. only character classes, or
+    inline flags such as ``(?i)``) — then no text may be skipped for it.
+
+    :class:`RefusalDetector` runs a pattern only on text holding one of its literals: through
+    one alternation the ~40 default patterns cost ~170 µs on a 230-character answer (``re``
+    tries every branch at every position), the substring checks a few µs.
+
+    >>> sorted(required_literals(r"\\bno (?:tengo|hay) informaci[oó]n\\b"))
+    [' informaci']
+    >>> sorted(required_literals(r"我不知道|抱歉"))
+    ['我不知道', '抱歉']
+    >>> required_literals(r"\\w+") is None
+    True
+    """
+    try:
+        parsed = sre_parse.parse(pattern)
+    except re.error:
+        return None
+    if parsed.state.flags & ~(re.UNICODE | re.DEBUG):
+        return None
+    found = _required_in(parsed.data)
+    return None if not found or "" in found else found
+
+
 def _compile(patterns: Iterable[str]) -> re.Pattern[str]:
     try:
         return re.compile("|".join(f"(?:{p})" for p in patterns))
@@ -151,8 +218,16 @@ class RefusalDetector:
     ) -> None:
         if combine not in ("model", "any"):
             raise ValueError(f"combine must be 'model' or 'any', got {combine!r}")
-        chosen = tuple(patterns) if patterns is not None else DEFAULT_PATTERNS
-        self._regex = _compile((*chosen, *extra_patterns))
+        chosen = (*(tuple(patterns) if patterns is not None else DEFAULT_PATTERNS),
+                  *extra_patterns)  # fmt: skip
+        self._regex = _compile(chosen)
+        # Each pattern with the literals one of which it needs (None: always tried).
+        self._checks = [
+            (None if lits is None else tuple(sorted(lits, key=len, reverse=True)),
+             _compile([pattern]))
+            for pattern in chosen
+            for lits in [required_literals(pattern)]
+        ]  # fmt: skip
         openings = tuple(DEFAULT_ANSWER_OPENINGS if answer_openings is None else answer_openings)
         self._opening = _compile(openings) if openings else None
         self.model = model
@@ -164,7 +239,12 @@ class RefusalDetector:
         text = _normalise(text)
         if self._opening is not None and self._opening.match(text):
             return False
-        return self._regex.search(text) is not None
+        # = self._regex.search(text) is not None: a pattern is tried only on text holding
+        # one of its required literals (see required_literals).
+        return any(
+            (lits is None or any(lit in text for lit in lits)) and regex.search(text)
+            for lits, regex in self._checks
+        )
 
     def is_refusal(self, text: str | None) -> bool:
         """True when ``text`` declines to answer; an empty or missing answer counts as one."""

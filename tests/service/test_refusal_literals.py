@@ -1,0 +1,74 @@
+"""The required-literal pre-check of refusal patterns: read off by hand, and never changing
+what the plain alternation of every pattern decides."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from service.refusals import (
+    DEFAULT_ANSWER_OPENINGS,
+    DEFAULT_PATTERNS,
+    RefusalDetector,
+    _normalise,
+    required_literals,
+)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "literals"),
+    [
+        # the longest run: "answer is not " beats the optional "the "
+        (r"\b(?:the )?answer is not (?:present|available)\b", {"answer is not "}),
+        # a group's alternatives, all needed as a set; shortest member decides the choice
+        (r"\b(?:no|not enough) (?:relevant )?(?:information|context|data)\b",
+         {"information", "context", "data"}),
+        # top-level alternation: the union of each branch's literals
+        # "maa?lu?m nahi?n?": runs "ma", "l", "m nah" around the optional letters: the longest
+        (r"\bpata nahi?n?\b|\bmaa?lu?m nahi?n?\b", {"pata nah", "m nah"}),
+        (r"ไม่ทราบ|ขออภัย", {"ไม่ทราบ", "ขออภัย"}),
+        # a repeat with at least one round counts; an optional one does not
+        (r"(?:abc)+x?", {"abc"}),
+        (r"(?:abc)*", None),
+        (r"\w+\s\d+", None),
+        (r"(?i)sorry", None),  # inline flags: no literal may be trusted
+        (r"a|\w", None),  # one branch offers nothing
+    ],
+)  # fmt: skip
+def test_required_literals_by_hand(pattern: str, literals: set[str] | None) -> None:
+    found = required_literals(pattern)
+    assert (None if found is None else set(found)) == literals
+
+
+def plain(text: str, patterns: tuple[str, ...]) -> bool:
+    """What the detector decided before the pre-check: one alternation, openings first."""
+    if not text.strip():
+        return True
+    norm = _normalise(text)
+    opening = re.compile("|".join(f"(?:{p})" for p in DEFAULT_ANSWER_OPENINGS))
+    if opening.match(norm):
+        return False
+    return re.search("|".join(f"(?:{p})" for p in patterns), norm) is not None
+
+
+# Fragments of the patterns themselves, so random texts often hold literals and matches.
+FRAGMENTS = [
+    "i don't know", "no ", "information", "pata nahin", "maalum nahi", "sorry",
+    "the answer is not present", "не могу ответить", "抱歉", "ไม่ทราบ", "data",
+    "i'm sorry but not", "lo siento", "नहीं", "जानकारी", " ", ".", "Yes, ", "ß",
+]  # fmt: skip
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6)), max_size=12))
+def test_precheck_never_changes_a_verdict(parts: list[str]) -> None:
+    text = "".join(parts)
+    assert RefusalDetector().is_refusal(text) == plain(text, DEFAULT_PATTERNS)
+
+
+def test_extra_patterns_without_literals_are_always_tried() -> None:
+    detector = RefusalDetector(extra_patterns=[r"\d{3}-only"])
+    assert detector.is_refusal("ticket 123-only") and not detector.is_refusal("ticket 12-only")
