@@ -116,7 +116,7 @@ def test_broker_unreachable_at_start(
 
 
 #: One life per fault point, in this order, then a clean life: (point, n-th occurrence).
-KILLS = (("batch", 4), ("checkpoint", 3), ("commit", 3))
+KILLS = (("batch", 4), ("checkpoint", 3), ("commit", 2))
 
 
 def test_sigkill_at_each_point_then_restart_counts_exactly(
@@ -138,7 +138,7 @@ def test_sigkill_at_each_point_then_restart_counts_exactly(
     consumed_at_death = []
     for point, nth in KILLS:
         life = start_service(
-            tmp_path, config, env={FAULT_ENV: f"{point}:{nth}", THROTTLE_ENV: "20"}, wait=False
+            tmp_path, config, env={FAULT_ENV: f"{point}:{nth}", THROTTLE_ENV: "50"}, wait=False
         )
         life.process.wait(timeout=60)
         assert life.process.returncode == -9, f"not killed at {point}{life.log_tail()}"
