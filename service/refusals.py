@@ -220,7 +220,6 @@ class RefusalDetector:
             raise ValueError(f"combine must be 'model' or 'any', got {combine!r}")
         chosen = (*(tuple(patterns) if patterns is not None else DEFAULT_PATTERNS),
                   *extra_patterns)  # fmt: skip
-        self._regex = _compile(chosen)
         # Each pattern with the literals one of which it needs (None: always tried).
         self._checks = [
             (None if lits is None else tuple(sorted(lits, key=len, reverse=True)),
@@ -239,8 +238,8 @@ class RefusalDetector:
         text = _normalise(text)
         if self._opening is not None and self._opening.match(text):
             return False
-        # = self._regex.search(text) is not None: a pattern is tried only on text holding
-        # one of its required literals (see required_literals).
+        # = one alternation of every pattern .search(text): a pattern is tried only on
+        # text holding one of its required literals (see required_literals).
         return any(
             (lits is None or any(lit in text for lit in lits)) and regex.search(text)
             for lits, regex in self._checks
