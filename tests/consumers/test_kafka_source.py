@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import itertools
 import json
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from kafka import KafkaConsumer
@@ -65,6 +67,20 @@ def wait_assigned(source: KafkaSource, timeout_s: float = 10.0) -> None:
 
 def ids(messages: list[RawMessage]) -> set[tuple[int | None, int | None]]:
     return {(m.origin.partition, m.origin.offset) for m in messages}
+
+
+def read_dead_letters(broker: TansuBroker, topic: str, limit: int | None = None) -> list[Any]:
+    """The records of ``<topic>.dlq`` from the start (at most ``limit``; 5 s without one ends)."""
+    reader = KafkaConsumer(
+        f"{topic}.dlq",
+        bootstrap_servers=broker.bootstrap_servers,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=5000,
+    )
+    try:
+        return list(reader) if limit is None else list(itertools.islice(reader, limit))
+    finally:
+        reader.close()
 
 
 def test_consume_all_commit_and_new_member_sees_nothing(
@@ -216,16 +232,7 @@ def test_dead_letters_land_on_dlq_topic(
     source.sync_dead_letters()
     assert source.pending_dead_letters == 0 and source.status()["dead_letters"] == 2
 
-    reader = KafkaConsumer(
-        f"{topic}.dlq",
-        bootstrap_servers=kafka_broker.bootstrap_servers,
-        auto_offset_reset="earliest",
-        consumer_timeout_ms=5000,
-    )
-    try:
-        records = [r for _, r in zip(range(2), reader, strict=False)]
-    finally:
-        reader.close()
+    records = read_dead_letters(kafka_broker, topic, limit=2)
     assert [r.key for r in records] == [b"k1", None]
     bodies = [json.loads(r.value) for r in records]
     assert [base64.b64decode(b["value_b64"]) for b in bodies] == poison
@@ -264,16 +271,9 @@ def test_dead_letters_unacknowledged_during_a_pause_stay_queued_until_a_sync_suc
             source.sync_dead_letters()
     assert source.pending_dead_letters == 0 and source.status()["dead_letters"] == 2
 
-    reader = KafkaConsumer(
-        f"{topic}.dlq",
-        bootstrap_servers=kafka_broker.bootstrap_servers,
-        auto_offset_reset="earliest",
-        consumer_timeout_ms=5000,
-    )
-    try:
-        offsets = [json.loads(r.value)["origin"]["offset"] for r in reader]
-    finally:
-        reader.close()
+    offsets = [
+        json.loads(r.value)["origin"]["offset"] for r in read_dead_letters(kafka_broker, topic)
+    ]
     assert sorted(set(offsets)) == [0, 1]  # both landed (the second possibly twice)
 
 
