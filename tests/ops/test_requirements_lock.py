@@ -74,14 +74,19 @@ def closure(roots: Iterable[Requirement]) -> dict[str, str]:
 
 
 def read_lock(path: Path = LOCK) -> dict[str, str]:
-    """``{canonical name: version}`` of the ``name==version`` lines of ``path``."""
+    """``{canonical name: version}`` of the ``name==version`` lines of ``path`` (comments and
+    blank lines skipped).
+
+    Raises ``ValueError`` on any other line (not an exact ``==`` pin).
+    """
     pins: dict[str, str] = {}
     for raw in path.read_text(encoding="utf-8").splitlines():
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
         name, sep, version = line.partition("==")
-        assert sep and version.strip(), f"{path.name}: not an exact pin: {raw!r}"
+        if not sep or not name.strip() or not version.strip():
+            raise ValueError(f"{path}: not an exact pin: {raw!r}")
         pins[canonicalize_name(name.strip())] = version.strip()
     return pins
 
