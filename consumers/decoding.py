@@ -22,11 +22,17 @@ Checks run in this order, and the first failure decides the reason:
 A detail names the field path (``retrieval.results[3].rank``), the expected type and sizes;
 it never echoes content from the message, which may hold personal data.
 
-Speed: an event whose bytes hold a ``"question"`` key is first validated straight from
-bytes by pydantic-core (one pass, no Python dict). That result is kept unless an alias could
-still fill an absent ``answer`` or ``retrieval.results``. Anything else goes the slow path:
-``json.loads``, alias mapping, validation, and error classification. Both paths give the
-same result for every input (tests/consumers/test_decoding_fuzz.py checks this).
+Speed: an event whose bytes hold a ``"question"`` key is first decoded by msgspec straight
+into the event's records (one pass, no Python dict; about 3x cheaper than pydantic-core on
+a 1 kB event). msgspec knows the shapes and bounds but not goldwatch's own rules, so the top
+level is read as plain values and ``event_id``, ``timestamp`` and ``question`` then go
+through the very validators pydantic runs (:func:`service.events.parse_timestamp` ...). Any
+doubt (msgspec rejects, an identifier is an integer, non-ASCII bytes that are not UTF-8, a
+rule fails) hands the message to pydantic-core's own ``validate_json``; if that fails too,
+the slow path runs: ``json.loads``, alias mapping, validation, and error classification. A
+fast result is kept unless an alias could still fill an absent ``answer`` or
+``retrieval.results``. All paths give the same result for every input
+(tests/consumers/test_decoding_fuzz.py checks this).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, NoReturn
 
+import msgspec
 from pydantic import ValidationError
 from pydantic_core import from_json
 
@@ -43,8 +50,14 @@ from consumers.base import DeadLetter, RawMessage
 from service.events import (
     EVENT_FIELDS,
     TIMESTAMP_EXPECTED,
+    Answer,
+    Feedback,
     FieldMapping,
     QueryLogEvent,
+    Retrieval,
+    User,
+    event_id_value,
+    parse_timestamp,
     validate_event_json,
 )
 
@@ -69,6 +82,60 @@ _CONSTRAINTS = {
     "string_too_short": "too short", "string_too_long": "too long",
 }  # fmt: skip
 _JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
+
+
+class _Envelope(msgspec.Struct, frozen=True, gc=False):
+    """The top level of an event as msgspec reads it: the three fields with goldwatch's own
+    rules as plain JSON values, the nested records as the event's own dataclasses."""
+
+    event_id: str | int
+    timestamp: str | int | float
+    question: str
+    user: User | None = None
+    channel: str | None = None
+    retrieval: Retrieval | None = None
+    answer: Answer | None = None
+    feedback: Feedback | None = None
+
+
+_read_envelope = msgspec.json.Decoder(_Envelope).decode
+_MSGSPEC_ERRORS = (msgspec.ValidationError, msgspec.DecodeError)
+_new_event = object.__new__
+_set = object.__setattr__
+
+
+def _fast(value: bytes) -> QueryLogEvent | None:
+    """Decode canonical event bytes with msgspec, or ``None`` when any check is in doubt.
+
+    ``None`` never means "invalid": the caller then asks pydantic, which decides. A returned
+    event equals what ``validate_event_json(value)`` returns (checked by fuzzing).
+    """
+    if not value.isascii():
+        try:  # msgspec checks UTF-8 only in the fields it reads, not in the ones it skips
+            value.decode()
+        except UnicodeDecodeError:
+            return None
+    try:
+        top = _read_envelope(value)
+        event_id = event_id_value(top.event_id)
+        stamp = parse_timestamp(top.timestamp)
+    except _MSGSPEC_ERRORS:
+        return None
+    except ValueError:  # PydanticCustomError; str() of an int over 4,300 digits
+        return None
+    question = top.question
+    if not question or question.isspace():  # isspace() covers every char regex \s matches
+        return None
+    event = _new_event(QueryLogEvent)  # the dataclass without re-validating its fields
+    _set(event, "event_id", event_id)
+    _set(event, "timestamp", stamp)
+    _set(event, "question", question)
+    _set(event, "user", top.user)
+    _set(event, "channel", top.channel)
+    _set(event, "retrieval", top.retrieval)
+    _set(event, "answer", top.answer)
+    _set(event, "feedback", top.feedback)
+    return event
 
 
 class DecodeError(Exception):
@@ -120,10 +187,12 @@ def _decode(
         raise DecodeError("too_large", f"message is {size} bytes; limit is {max_event_bytes}")
     if b'"question"' not in value:
         return _decode_slow(value, mapping)  # aliased: a fast attempt would fail anyway
-    try:
-        event = validate_event_json(value)
-    except ValidationError:
-        return _decode_slow(value, mapping)  # re-does the work and names the precise problem
+    event = _fast(value)
+    if event is None:
+        try:
+            event = validate_event_json(value)
+        except ValidationError:
+            return _decode_slow(value, mapping)  # re-does the work and names the problem
     if _complete(event) or not _may_use_aliases(value, guards):
         return event
     return _decode_slow(value, mapping)
@@ -146,7 +215,7 @@ def decode_batch(
     decoded: list[tuple[RawMessage, QueryLogEvent]] = []
     dead: list[DeadLetter] = []
     guards = mapping.optional_guards
-    validate, append = validate_event_json, decoded.append
+    fast, validate, append = _fast, validate_event_json, decoded.append
     for message in messages:
         value = message.value
         try:
@@ -154,16 +223,19 @@ def decode_batch(
             if value is None or len(value) > max_event_bytes or b'"question"' not in value:
                 event = _decode(message, mapping, guards, max_event_bytes)
             else:
-                try:
-                    event = validate(value)
-                except ValidationError:
-                    event = _decode_slow(value, mapping)
-                else:
-                    retrieval = event.retrieval
-                    if (
-                        event.answer is None or retrieval is None or not retrieval.results
-                    ) and _may_use_aliases(value, guards):
+                event = fast(value)
+                if event is None:
+                    try:
+                        event = validate(value)
+                    except ValidationError:
                         event = _decode_slow(value, mapping)
+                        append((message, event))
+                        continue
+                retrieval = event.retrieval
+                if (
+                    event.answer is None or retrieval is None or not retrieval.results
+                ) and _may_use_aliases(value, guards):
+                    event = _decode_slow(value, mapping)
         except DecodeError as error:
             dead.append(DeadLetter(message, error.reason, error.detail))
             continue

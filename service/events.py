@@ -32,6 +32,7 @@ from dataclasses import fields
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Annotated, Any, Literal
 
+from msgspec import Meta
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -90,7 +91,17 @@ def to_id(value: Any) -> str:
     raise _wrong_type("string or integer")
 
 
-def _event_id(value: Any) -> str:
+def event_id_value(value: Any) -> str:
+    """Return a valid ``event_id`` from its JSON value (the rule pydantic applies to the field).
+
+    Raises:
+        PydanticCustomError: ``wrong_type`` (not a string or integer) or ``invalid_value``
+            (blank, or longer than :data:`MAX_EVENT_ID_CHARS` characters).
+        ValueError: an integer of more than 4,300 digits (Python's ``str(int)`` limit).
+
+    >>> event_id_value(7)
+    '7'
+    """
     text = to_id(value)
     if not text or text.isspace():  # what ``not text.strip()`` says, without a copy
         raise _invalid("must not be blank")
@@ -200,6 +211,13 @@ _ID_SCHEMA = core_schema.union_schema(
     custom_error_context={"expected": "string or integer"},
 )
 Id = Annotated[str, GetPydanticSchema(lambda _type, _handler: _ID_SCHEMA)]
+# Bounds are stated for both schema libraries that read these records: pydantic (``Field``)
+# and msgspec (``Meta``), which decodes the nested records of the common event straight from
+# bytes (consumers/decoding.py). Each ignores the other's marker.
+#: A result's 1-based rank.
+Rank = Annotated[StrictInt, Field(ge=1), Meta(ge=1)]
+#: A non-negative duration in milliseconds.
+Milliseconds = Annotated[StrictFloat, Field(ge=0), Meta(ge=0)]
 
 
 _RECORD = ConfigDict(extra="ignore", allow_inf_nan=False)
@@ -230,7 +248,7 @@ class RetrievedPassage:
 
     id: Id
     score: StrictFloat | None = None
-    rank: StrictInt | None = Field(default=None, ge=1)
+    rank: Rank | None = None
     doc: StrictStr | None = None
     doc_type: StrictStr | None = None
 
@@ -240,7 +258,7 @@ class Retrieval:
     """What the production retriever did: its name, latency in milliseconds (>= 0), results."""
 
     retriever: StrictStr | None = None
-    latency_ms: StrictFloat | None = Field(default=None, ge=0)
+    latency_ms: Milliseconds | None = None
     results: tuple[RetrievedPassage, ...] = ()
 
 
@@ -284,7 +302,7 @@ class QueryLogEvent:
     True
     """
 
-    event_id: Annotated[str, PlainValidator(_event_id)]
+    event_id: Annotated[str, PlainValidator(event_id_value)]
     timestamp: Annotated[datetime, PlainValidator(parse_timestamp)]
     question: Annotated[StrictStr, StringConstraints(pattern=r"\S")]
     user: User | None = None
