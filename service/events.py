@@ -211,6 +211,16 @@ _ID_SCHEMA = core_schema.union_schema(
     custom_error_context={"expected": "string or integer"},
 )
 Id = Annotated[str, GetPydanticSchema(lambda _type, _handler: _ID_SCHEMA)]
+#: :func:`parse_timestamp` in pydantic-core, serialized as a datetime (RFC 3339 in JSON).
+#: ``PlainValidator(parse_timestamp)`` would wrap the datetime serializer in a function whose
+#: declared return type is ``datetime`` while it returns the JSON string, and pydantic warned
+#: on every ``model_dump_json``.
+_TIMESTAMP_SCHEMA = core_schema.no_info_plain_validator_function(
+    parse_timestamp,
+    json_schema_input_schema=core_schema.any_schema(),
+    serialization=core_schema.simple_ser_schema("datetime"),
+)
+Timestamp = Annotated[datetime, GetPydanticSchema(lambda _type, _handler: _TIMESTAMP_SCHEMA)]
 # Bounds are stated for both schema libraries that read these records: pydantic (``Field``)
 # and msgspec (``Meta``), which decodes the nested records of the common event straight from
 # bytes (consumers/decoding.py). Each ignores the other's marker.
@@ -303,7 +313,7 @@ class QueryLogEvent:
     """
 
     event_id: Annotated[str, PlainValidator(event_id_value)]
-    timestamp: Annotated[datetime, PlainValidator(parse_timestamp)]
+    timestamp: Timestamp
     question: Annotated[StrictStr, StringConstraints(pattern=r"\S")]
     user: User | None = None
     channel: StrictStr | None = None
