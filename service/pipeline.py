@@ -19,7 +19,7 @@ back through ``restore()``; the loop persists it under ``stage/<name>`` at each 
 >>> len(batch), dict(batch.dropped)
 (1, {'duplicate': 1})
 >>> pipeline.snapshot()["stage/dedup"]
-['e-1']
+{'ids': 'e-1'}
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 What is kept (keys are ``<namespace>/<name>``; values are any JSON-able data):
 
-* ``stage/<stage name>`` — a pipeline stage's snapshot (e.g. ``stage/dedup``: the list of the
-  last W event ids, oldest first; ``stage/count``: running totals).
+* ``stage/<stage name>`` — a pipeline stage's snapshot (e.g. ``stage/dedup``: the last W
+  event ids, oldest first, joined by newlines; ``stage/count``: running totals).
 * ``source/<source key>`` — a source's resume position (e.g. ``source/file:/abs/path.jsonl``:
   ``{"offset": bytes, "line": n, "head": sha256-hex}``).
 * later: drift windows, baselines, harvest candidates under their own namespaces.

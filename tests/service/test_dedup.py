@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.dedup import DedupStage, RecentIds
+from service.dedup import DedupStage, RecentIds, pack, unpack
 from service.pipeline import Batch, Pipeline
 from service.state import StateStore
 
@@ -79,8 +79,50 @@ def test_redelivery_after_restart_is_not_counted_twice(tmp_path: Path) -> None:
 
 def test_restore_into_smaller_window_keeps_newest() -> None:
     stage = DedupStage(window=2)
-    stage.restore(["a", "b", "c"])
-    assert stage.state_snapshot() == ["b", "c"]
+    stage.restore(["a", "b", "c"])  # the list format written before the joined one
+    assert stage.state_snapshot() == {"ids": "b\nc"}
+    stage.restore({"ids": "x\ny\nz"})
+    assert list(stage.recent) == ["y", "z"]
+
+
+def test_snapshot_is_the_ids_joined_by_newlines_and_survives_json(tmp_path: Path) -> None:
+    stage = DedupStage(window=3)
+    stage.process(Batch.of(events("e-1", "e-2", "e-3", "e-4"), source="kafka"))
+    assert stage.state_snapshot() == {"ids": "e-2\ne-3\ne-4"}
+    with StateStore.open(tmp_path / "state.db") as store:
+        store.checkpoint({"stage/dedup": stage.state_snapshot()})
+        saved = store.get("stage/dedup")
+    restarted = DedupStage(window=3)
+    restarted.restore(saved)
+    assert list(restarted.recent) == ["e-2", "e-3", "e-4"]
+
+
+def test_an_id_with_a_newline_keeps_the_list_format() -> None:
+    stage = DedupStage(window=5)
+    stage.process(Batch.of(events("a", "line\nbreak", "c"), source="http"))
+    assert stage.state_snapshot() == ["a", "line\nbreak", "c"]
+    restarted = DedupStage(window=5)
+    restarted.restore(stage.state_snapshot())
+    assert list(restarted.recent) == ["a", "line\nbreak", "c"]
+
+
+def test_empty_window_round_trips() -> None:
+    assert pack([]) == {"ids": ""} and unpack({"ids": ""}) == []
+    stage = DedupStage(window=2)
+    stage.restore(None)
+    assert stage.state_snapshot() == {"ids": ""}
+
+
+def test_unpack_rejects_other_shapes() -> None:
+    with pytest.raises(ValueError, match="dedup state"):
+        unpack({"ids": ["a"]})
+    with pytest.raises(ValueError, match="dedup state"):
+        unpack("a\nb")
+
+
+@given(st.lists(st.text(max_size=8), max_size=20))
+def test_pack_unpack_round_trip(ids: list[str]) -> None:
+    assert unpack(pack(ids)) == ids
 
 
 @given(
