@@ -599,6 +599,40 @@ def test_gc_paused_restores_the_collector_and_catches_up() -> None:
         gc.callbacks.remove(note)
 
 
+def test_gc_paused_freezes_what_outlives_an_older_generation_collection() -> None:
+    import gc
+    import weakref
+
+    from consumers.loop import gc_paused
+
+    class Box:
+        pass
+
+    def step(freeze: bool) -> tuple[list[Box], int]:
+        before = gc.get_freeze_count()
+        with gc_paused(freeze_survivors=freeze):
+            gc.collect(0)
+            gc.collect(0)  # generation 1's count is now 2, over its threshold of 1
+            kept = [Box() for _ in range(200)]
+        return kept, gc.get_freeze_count() - before
+
+    old = gc.get_threshold()
+    try:
+        gc.set_threshold(50, 1, 1_000_000)
+        kept, frozen = step(freeze=True)
+        assert frozen >= 200  # the boxes and the list, with whatever else was young
+        tracked = {id(o) for o in gc.get_objects()}
+        assert not any(id(box) in tracked for box in kept)  # frozen: no collection walks them
+        alive = weakref.ref(kept[0])
+        del kept
+        assert alive() is None  # frozen objects are still freed by reference counting
+        kept, frozen = step(freeze=False)
+        assert frozen == 0 and len(kept) == 200
+    finally:
+        gc.set_threshold(*old)
+        gc.unfreeze()
+
+
 class QueuedDeadLetters(FakeSource):
     """Keeps dead letters in memory until ``sync_dead_letters`` (as the Kafka source does);
     the sync fails ``failures`` times (a broker that does not acknowledge), then delivers."""
