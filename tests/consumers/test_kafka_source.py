@@ -285,7 +285,10 @@ def test_lag_is_end_minus_committed(
 ) -> None:
     topic = make_topic(N_PARTITIONS)
     kafka_broker.produce(topic, values())
-    source = open_source(source_config())
+    # The drain leaves a fetch long-polling the idle topic (fetch_max_wait_ms, 500 ms), and
+    # the broker answers the lag sample's ListOffsets on that connection only after it: a
+    # probe timeout of 500 ms then fails or passes by a few ms, so give it room.
+    source = open_source(source_config(probe_timeout_ms=2000))
     got = drain(source, N_MESSAGES, commit=False)
     per_partition = {p: [m for m in got if m.origin.partition == p] for p in range(N_PARTITIONS)}
     done = {p: 10 * (p + 1) for p in range(N_PARTITIONS)}  # commit 10, 20, 30, 40 messages
