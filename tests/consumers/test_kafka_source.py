@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 from kafka import KafkaConsumer
+from kafka.consumer.fetcher import ConsumerRecord
 
-from consumers.base import DeadLetter, RawMessage
+from consumers.base import DeadLetter, Origin, RawMessage
 from consumers.errors import DeadLetterError
-from consumers.kafka_source import KafkaSource, KafkaSourceConfig
+from consumers.kafka_source import KafkaSource, KafkaSourceConfig, messages_from_records
 from tests.kafka_broker import TansuBroker
 
 pytestmark = pytest.mark.kafka
@@ -410,3 +411,22 @@ def test_commit_failure_is_counted_not_raised_and_retried(
         source.poll(max_records=10, timeout_ms=200)
         source.commit([], force=True)  # the stored offsets are still pending: retried
     assert kafka_broker.committed(topic, consumer_group) == kafka_broker.end_offsets(topic)
+
+
+def test_records_become_the_same_messages_the_constructors_build() -> None:
+    # kafka-python's ConsumerRecord fields: topic, partition, leader_epoch, offset, timestamp,
+    # timestamp_type, key, value, headers, checksum, serialized key/value/header sizes
+    records = [
+        ConsumerRecord("q", 3, -1, 41, 1_700_000_000_000, 0, b"k", b'{"a": 1}', [], None, 1, 8, -1),
+        ConsumerRecord("q", 3, -1, 42, 1_700_000_000_001, 0, None, None, [], None, -1, -1, -1),
+    ]
+    built = messages_from_records(records)
+    assert built == [
+        RawMessage(b'{"a": 1}', Origin("q", 3, 41), b"k", 1_700_000_000_000),
+        RawMessage(None, Origin("q", 3, 42), None, 1_700_000_000_001),
+    ]
+    assert [type(m.origin) for m in built] == [Origin, Origin]
+    assert (built[1].origin.file, built[1].origin.line) == (None, None)
+    assert hash(built[0]) == hash(
+        RawMessage(b'{"a": 1}', Origin("q", 3, 41), b"k", 1_700_000_000_000)
+    )
