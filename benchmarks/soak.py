@@ -14,6 +14,10 @@ over one kept-alive HTTP connection, as Prometheus does, and reads the process's
 * ``/metrics`` response time of every scrape (request sent -> body read), and the number of
   series (sample lines) and bytes of the last scrape;
 * RSS over time; growth = mean RSS of the last tenth of the run over that of the first tenth.
+  Also RSS at the end of the first tenth against RSS at the end (issue 10's "RSS after 1M /
+  after 100k"): the first tenth includes the warm-up, while the bounded structures (per-
+  question caches, dedup window, harvested suggestions) fill, so this one isolates growth
+  after it.
 
 The measuring side must not be what is measured: a new ``httpx`` client per scrape loads the
 CA bundle (20-40 ms of CPU with the GIL held), and a producer thread in the sampler's process
@@ -217,6 +221,8 @@ def soak(events: int, rate: float, scrape_s: float = 0.25) -> dict[str, Any]:
     first = statistics.fmean(r for _, r in samples.rss[:tenth]) if samples.rss else 0.0
     last = statistics.fmean(r for _, r in samples.rss[-tenth:]) if samples.rss else 0.0
     totals = status["totals"]
+    end_of_first = samples.rss[tenth - 1][1] if samples.rss else 0
+    end = samples.rss[-1][1] if samples.rss else 0
     return {
         "events": events,
         "rate_target": rate,
@@ -238,6 +244,11 @@ def soak(events: int, rate: float, scrape_s: float = 0.25) -> dict[str, Any]:
         "rss_first_tenth_mb": round(first / 2**20, 1),
         "rss_last_tenth_mb": round(last / 2**20, 1),
         "rss_growth_pct": round(100 * (last - first) / first, 2) if first else float("nan"),
+        "rss_end_first_tenth_mb": round(end_of_first / 2**20, 1),
+        "rss_end_mb": round(end / 2**20, 1),
+        "rss_growth_after_first_tenth_pct": (
+            round(100 * (end - end_of_first) / end_of_first, 2) if end_of_first else float("nan")
+        ),
         "rss_series_mb": [round(r / 2**20, 1) for _, r in samples.rss[:: max(1, tenth)]],
         "scrape_errors": samples.errors,
     }
@@ -260,6 +271,9 @@ def _table(result: dict[str, Any]) -> str:
         ("RSS first / last tenth (MB)",
          f"{result['rss_first_tenth_mb']} / {result['rss_last_tenth_mb']}"
          f" ({result['rss_growth_pct']:+} %)"),
+        ("RSS end of first tenth / end (MB)",
+         f"{result['rss_end_first_tenth_mb']} / {result['rss_end_mb']}"
+         f" ({result['rss_growth_after_first_tenth_pct']:+} %)"),
         ("RSS over time (MB)", " ".join(str(x) for x in result["rss_series_mb"])),
     ]  # fmt: skip
     width = max(len(k) for k, _ in rows)
