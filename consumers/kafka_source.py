@@ -46,6 +46,15 @@ log = logging.getLogger(__name__)
 #: Longest single wait inside kafka-python's ``poll`` (ms): see ``KafkaSource._poll_batches``.
 POLL_SLICE_MS = 20
 
+#: DLQ producer ``linger_ms``: letters wait for the flush that follows them (see
+#: ``KafkaSource._dlq_producer``); the flush sends them at once whatever this is.
+DLQ_LINGER_MS = 1000
+
+#: DLQ producer ``batch_size`` (bytes): room for a checkpoint's letters in one batch (100
+#: letters of 1 kB events are ~150 kB), under the broker's default ``message.max.bytes``
+#: (1 MiB) and the producer's ``max_request_size`` (1 MiB).
+DLQ_BATCH_BYTES = 512 * 1024
+
 
 def dead_letter_value(letter: DeadLetter) -> bytes:
     """The DLQ message value: UTF-8 JSON with reason, detail, origin and base64 bytes."""
@@ -336,11 +345,18 @@ class KafkaSource:
             raise DeadLetterError(f"{len(self._dlq_pending)} dead letters not acknowledged")
 
     def _dlq_producer(self) -> KafkaProducer:
+        """The DLQ producer (created on first use). Letters are only sent by
+        :meth:`sync_dead_letters`, which flushes right after, so it lingers
+        (:data:`DLQ_LINGER_MS`) and batches up to :data:`DLQ_BATCH_BYTES`: a checkpoint's
+        letters then leave in one produce request when the flush starts, instead of the
+        sender thread draining the first few alone and the 16 KiB default batches the rest."""
         if self._producer is None:
             self._producer = KafkaProducer(
                 **self.config.client_kwargs(),
                 acks="all",
                 max_block_ms=self.config.request_timeout_ms,
+                linger_ms=DLQ_LINGER_MS,
+                batch_size=DLQ_BATCH_BYTES,
             )
         return self._producer
 
