@@ -28,7 +28,8 @@ a 1 kB event). msgspec knows the shapes and bounds but not goldwatch's own rules
 level is read as plain values and ``event_id``, ``timestamp`` and ``question`` then go
 through the very validators pydantic runs (:func:`service.events.parse_timestamp` ...). Any
 doubt (msgspec rejects, an identifier is an integer, non-ASCII bytes that are not UTF-8, a
-rule fails) hands the message to pydantic-core's own ``validate_json``; if that fails too,
+run of over 4,300 digits or nesting that msgspec skips but the other parsers refuse, a rule
+fails) hands the message to pydantic-core's own ``validate_json``; if that fails too,
 the slow path runs: ``json.loads``, alias mapping, validation, and error classification. A
 fast result is kept unless an alias could still fill an absent ``answer`` or
 ``retrieval.results``. All paths give the same result for every input
@@ -99,7 +100,17 @@ class _Envelope(msgspec.Struct, frozen=True, gc=False):
 
 
 _read_envelope = msgspec.json.Decoder(_Envelope).decode
-_MSGSPEC_ERRORS = (msgspec.ValidationError, msgspec.DecodeError)
+# RecursionError: nesting deeper than the interpreter's recursion limit, even in a field
+# msgspec skips; json.loads raises it too, which the slow path reports as not_json.
+_MSGSPEC_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
+#: pydantic-core's parser refuses a JSON integer of more than 4,300 digits ("number out of
+#: range", whatever ``sys.get_int_max_str_digits()`` says) and json.loads does by default;
+#: msgspec skips one in an ignored field. Any run of more digits (in a string too: harmless,
+#: pydantic then answers) holds a byte at a multiple of 4,301, so a message needs the
+#: full scan (from run starts only: linear) only when a sampled byte is a digit.
+_MAX_INT_DIGITS = 4300
+_DIGIT = re.compile(rb"[0-9]")
+_LONG_DIGITS = re.compile(rb"(?<![0-9])[0-9]{%d}" % (_MAX_INT_DIGITS + 1))
 _new_event = object.__new__
 _set = object.__setattr__
 
@@ -115,6 +126,12 @@ def _fast(value: bytes) -> QueryLogEvent | None:
             value.decode()
         except UnicodeDecodeError:
             return None
+    if (
+        len(value) > _MAX_INT_DIGITS
+        and _DIGIT.search(value[:: _MAX_INT_DIGITS + 1]) is not None
+        and _LONG_DIGITS.search(value) is not None
+    ):
+        return None
     try:
         top = _read_envelope(value)
         event_id = event_id_value(top.event_id)

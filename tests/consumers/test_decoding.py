@@ -384,3 +384,38 @@ def test_decode_batch_splits_good_and_dead_in_order() -> None:
     assert decode_batch([], MAPPING, LIMIT) == ([], [])
     with pytest.raises(ValueError):
         decode_batch(messages, MAPPING, 0)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        b'{"event_id": "e-1", "timestamp": 0, "question": "q", "x": %s}',
+        b'{"x": %s, "event_id": "e-1", "timestamp": 0, "question": "q"}',
+        b'{"event_id": "e-1", "timestamp": 0, "question": "q", "retrieval": {"results": '
+        b'[{"id": "p", "x": [%s]}]}, "answer": {"text": "a"}}',
+    ],
+)
+def test_integer_over_4300_digits_in_an_ignored_field_is_not_json(template: bytes) -> None:
+    # json.loads refuses ints over 4,300 digits (sys.get_int_max_str_digits()), and so does
+    # pydantic-core's parser; msgspec skips them, so its answer must not be kept.
+    assert ok(template % (b"7" * 4300)).event_id == "e-1"  # the limit itself is fine
+    for digits in (b"7" * 4301, b"-" + b"7" * 4301, b"7" * 50_000):
+        value = template % digits
+        assert fail(value).detail == "invalid JSON: number too long"
+        assert decode_batch([raw(value)], MAPPING, LIMIT) == (
+            [], [DeadLetter(raw(value), "not_json", "invalid JSON: number too long")]
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize("depth", [5_000, 100_000])
+def test_nesting_deeper_than_the_recursion_limit_in_an_ignored_field_is_not_json(
+    depth: int,
+) -> None:
+    # msgspec raises RecursionError (not one of its own errors) on deep skipped values;
+    # json.loads does too, which decode reports as not_json instead of crashing the consumer.
+    for inner in (b"[" * depth + b"]" * depth, b'{"a":' * depth + b"1" + b"}" * depth):
+        value = encode(BASE)[:-1] + b', "x": ' + inner + b"}"
+        assert fail(value).detail == "invalid JSON: nesting too deep"
+        assert decode_batch([raw(value)], MAPPING, LIMIT) == (
+            [], [DeadLetter(raw(value), "not_json", "invalid JSON: nesting too deep")]
+        )  # fmt: skip
