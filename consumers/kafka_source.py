@@ -11,10 +11,10 @@ counted and logged, never raised: the next owner replays, and duplicates are rem
 downstream by ``event_id``. Revoked partitions get their processed offsets committed by
 :class:`~consumers.rebalance.CommitOnRevoke`, unless :meth:`KafkaSource.mark_failed` was called.
 
-Dead letters: ``dead_letter`` queues them on the DLQ producer without waiting and
-``sync_dead_letters`` (called by the poll loop before every checkpoint, hence before every
-commit) waits for the acknowledgements, so a checkpoint costs one DLQ round trip instead of
-one per batch that had a dead letter.
+Dead letters: ``dead_letter`` queues them in this process and ``sync_dead_letters`` (called
+by the poll loop before every checkpoint, hence before every commit) hands them to the DLQ
+producer and waits for the acknowledgements, so a checkpoint costs one DLQ produce request
+and round trip instead of one per batch that had a dead letter.
 
 Time budget: the loop must call ``poll`` again within ``max_poll_interval_ms``, so keep
 ``max_poll_records`` x (per-message processing time, shadow timeouts included) well under it
