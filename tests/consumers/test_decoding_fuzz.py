@@ -112,10 +112,17 @@ def check_fast(value: bytes) -> None:
     assert fast.timestamp.tzinfo is UTC
 
 
-def check(value: bytes | None, mapping: FieldMapping, limit: int = LIMIT) -> None:
-    """The invariants every outcome of decode must satisfy."""
+def check(
+    value: bytes | None, mapping: FieldMapping, limit: int = LIMIT, fast_is_core: bool = True
+) -> None:
+    """The invariants every outcome of decode must satisfy.
+
+    ``fast_is_core=False`` skips the msgspec == pydantic-core check, for inputs that only
+    json.loads reads (nesting past pydantic-core's limit of about 200): decode must still
+    give the slow path's answer.
+    """
     message = RawMessage(value, Origin(file="fuzz.jsonl", line=1))
-    if value is not None:
+    if value is not None and fast_is_core:
         check_fast(value)
     in_batch = decode_batch([message], mapping, limit)  # its own copy of the fast path
     try:
@@ -190,3 +197,40 @@ def test_corrupted_and_truncated_events(obj: dict[str, Any], data: st.DataObject
     cut = data.draw(st.one_of(st.just(len(value)), st.integers(0, len(value))))
     limit = data.draw(st.sampled_from([LIMIT, max(cut, 1), max(cut // 2, 1)]))
     check(bytes(value[:cut]), MAPPINGS[0], limit)
+
+
+#: Ignored values at the limits of the three JSON parsers: pydantic-core and json.loads refuse
+#: integers of over 4,300 digits, msgspec skips them; pydantic-core refuses nesting deeper
+#: than about 200, json.loads and msgspec deeper than the recursion limit (msgspec with a
+#: RecursionError). The depths straddle pydantic-core's limit and stay far from the
+#: recursion limit, where the answer depends on how deep the caller's stack already is.
+digit_runs = st.builds(
+    lambda sign, n, tail: sign + "7" * n + tail,
+    st.sampled_from(["", "-"]), st.sampled_from([4299, 4300, 4301, 4302, 9000]),
+    st.sampled_from(["", "", ".5", "e3"]),
+)  # fmt: skip
+nestings = st.builds(
+    lambda depth, kind: kind[0] * depth + "0" + kind[1] * depth,
+    st.sampled_from([199, 200, 201, 256, 500, 5000, 50_000]),
+    st.sampled_from([("[", "]"), ('{"a":', "}")]),
+)  # fmt: skip
+SENTINEL = "\x00goldwatch-fuzz-sentinel"
+
+
+@FUZZ
+@given(plausible, st.one_of(digit_runs, nestings), st.sampled_from(["first", "last", "nested"]),
+       ascii_flags, st.sampled_from(MAPPINGS))  # fmt: skip
+def test_ignored_values_at_parser_limits(
+    obj: dict[str, Any], raw: str, where: str, ascii_only: bool, mapping: FieldMapping
+) -> None:
+    retrieval = obj.get("retrieval")
+    if where == "nested" and type(retrieval) is dict:
+        obj = {**obj, "retrieval": {**retrieval, "x": SENTINEL}}
+    elif where == "first":
+        obj = {"x": SENTINEL, **obj}
+    else:
+        obj = {**obj, "x": SENTINEL}
+    value = encode(obj, ascii_only)
+    assert value.count(b'"\\u0000goldwatch-fuzz-sentinel"') == 1
+    value = value.replace(b'"\\u0000goldwatch-fuzz-sentinel"', raw.encode())
+    check(value, mapping, fast_is_core=False)
