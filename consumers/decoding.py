@@ -105,12 +105,11 @@ _read_envelope = msgspec.json.Decoder(_Envelope).decode
 _MSGSPEC_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
 #: pydantic-core's parser refuses a JSON integer of more than 4,300 digits ("number out of
 #: range", whatever ``sys.get_int_max_str_digits()`` says) and json.loads does by default;
-#: msgspec skips one in an ignored field. Any run of more digits (in a string too: harmless,
-#: pydantic then answers) holds a byte at a multiple of 4,301, so a message needs the
-#: full scan (from run starts only: linear) only when a sampled byte is a digit.
+#: msgspec skips one in an ignored field.
 _MAX_INT_DIGITS = 4300
-_DIGIT = re.compile(rb"[0-9]")
-_LONG_DIGITS = re.compile(rb"(?<![0-9])[0-9]{%d}" % (_MAX_INT_DIGITS + 1))
+_STRIDE = _MAX_INT_DIGITS // 2  # a longer run of digits holds two consecutive multiples
+_DIGIT_PAIR = re.compile(rb"[0-9][0-9]")
+_LONG_DIGITS = re.compile(rb"(?<![0-9])[0-9]{%d}" % (_MAX_INT_DIGITS + 1))  # linear: run starts
 _new_event = object.__new__
 _set = object.__setattr__
 
@@ -119,18 +118,16 @@ def _fast(value: bytes) -> QueryLogEvent | None:
     """Decode canonical event bytes with msgspec, or ``None`` when any check is in doubt.
 
     ``None`` never means "invalid": the caller then asks pydantic, which decides. A returned
-    event equals what ``validate_event_json(value)`` returns (checked by fuzzing).
+    event equals what ``validate_event_json(value)`` returns, or, when an ignored value nests
+    deeper than pydantic-core's limit (about 200), what the slow path returns (checked by
+    fuzzing).
     """
     if not value.isascii():
         try:  # msgspec checks UTF-8 only in the fields it reads, not in the ones it skips
             value.decode()
         except UnicodeDecodeError:
             return None
-    if (
-        len(value) > _MAX_INT_DIGITS
-        and _DIGIT.search(value[:: _MAX_INT_DIGITS + 1]) is not None
-        and _LONG_DIGITS.search(value) is not None
-    ):
+    if len(value) > _MAX_INT_DIGITS and _long_digit_run(value):
         return None
     try:
         top = _read_envelope(value)
@@ -153,6 +150,24 @@ def _fast(value: bytes) -> QueryLogEvent | None:
     _set(event, "answer", top.answer)
     _set(event, "feedback", top.feedback)
     return event
+
+
+def _long_digit_run(value: bytes) -> bool:
+    """True if ``value`` holds a run of more than 4,300 ASCII digits: a JSON integer that
+    pydantic-core refuses (or a string that only looks like one; pydantic then answers).
+
+    Such a run covers two consecutive multiples of :data:`_STRIDE`, and all of the bytes
+    between them, so only that rare sight (digits both at k * 2,150 and (k + 1) * 2,150, and
+    between) costs a full scan: 0.2 us on a 5 kB event otherwise, against 21 us for the scan.
+    """
+    sampled = value[::_STRIDE]
+    pair = _DIGIT_PAIR.search(sampled)
+    while pair is not None:
+        at = pair.start()
+        if value[at * _STRIDE : (at + 1) * _STRIDE + 1].isdigit():
+            return _LONG_DIGITS.search(value) is not None
+        pair = _DIGIT_PAIR.search(sampled, at + 1)  # pairs may overlap: "123" holds two
+    return False
 
 
 class DecodeError(Exception):

@@ -407,6 +407,17 @@ def test_integer_over_4300_digits_in_an_ignored_field_is_not_json(template: byte
         )  # fmt: skip
 
 
+def test_integer_over_4300_digits_is_found_wherever_it_starts() -> None:
+    # the fast path samples every 2,150th byte before it scans: move the run across them
+    for pad in [*range(0, 4400, 43), 2149, 2150, 2151, 4299, 4300, 4301]:
+        for digits, expected in ((4300, None), (4301, "invalid JSON: number too long")):
+            value = encode({**BASE, "pad": "a" * pad})[:-1] + b', "x": ' + b"5" * digits + b"}"
+            if expected is None:
+                assert ok(value).event_id == "e-1"
+            else:
+                assert fail(value).detail == expected
+
+
 @pytest.mark.parametrize("depth", [5_000, 100_000])
 def test_nesting_deeper_than_the_recursion_limit_in_an_ignored_field_is_not_json(
     depth: int,
