@@ -323,7 +323,9 @@ def _parse_json(text: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
-        problem = error.msg.split(":", 1)[0]
+        # json's messages end in "at" where it appends the position ("Invalid control
+        # character at: line 1 column 5"); the detail says where in its own words
+        problem = error.msg.split(":", 1)[0].removesuffix(" at")
         raise DecodeError(
             "not_json", f"invalid JSON: {problem} at line {error.lineno} column {error.colno}"
         ) from None
@@ -334,7 +336,10 @@ def _parse_json(text: str) -> Any:
 
 
 def _repair_surrogates(obj: dict[str, Any]) -> None:
-    """Replace lone surrogates by U+FFFD in every string under the canonical fields."""
+    """Replace lone surrogates by U+FFFD in every string under the canonical fields, and in
+    the top-level keys (pydantic rejects a lone surrogate even in a key it then ignores)."""
+    for key in [key for key in obj if _SURROGATE.search(key)]:
+        obj.setdefault(_SURROGATE.sub("\ufffd", key), obj.pop(key))
     try:
         for key in EVENT_FIELDS:
             if key in obj:
@@ -347,7 +352,7 @@ def _replace_surrogates(node: Any) -> Any:
     if type(node) is str:
         return _SURROGATE.sub("\ufffd", node)
     if type(node) is dict:
-        return {key: _replace_surrogates(value) for key, value in node.items()}
+        return {_SURROGATE.sub("\ufffd", k): _replace_surrogates(v) for k, v in node.items()}
     if type(node) is list:
         return [_replace_surrogates(item) for item in node]
     return node

@@ -174,7 +174,9 @@ def _from_groups(match: re.Match[str]) -> datetime:
 
 
 def _from_epoch(number: float) -> datetime:
-    if not math.isfinite(number) or number < 0:
+    # An int is always finite, and math.isfinite(int) overflows past ~1.8e308 (a 310-digit
+    # epoch crashed decode); comparisons of an int with a float are exact, never overflow.
+    if number < 0 or (type(number) is float and not math.isfinite(number)):
         raise _invalid("epoch must be a finite number >= 0")
     ticks = next(per_second for limit, per_second in _EPOCH_UNITS if number < limit)
     try:
