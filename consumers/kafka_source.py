@@ -24,6 +24,7 @@ Time budget: the loop must call ``poll`` again within ``max_poll_interval_ms``, 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import logging
 import time
@@ -53,14 +54,36 @@ DLQ_LINGER_MS = 1000
 DLQ_BATCH_BYTES = 512 * 1024
 
 
-def dead_letter_value(letter: DeadLetter) -> bytes:
-    """The DLQ message value: UTF-8 JSON with reason, detail, origin and base64 bytes."""
+#: Largest DLQ message value in bytes. The producer refuses a record over its
+#: ``max_request_size`` and the broker one over ``message.max.bytes`` (1 MiB each by
+#: default, record overhead included). A letter carries its message base64-encoded (4/3 of
+#: its size), so without a bound a ``too_large`` message of ~780 kB made a letter no one
+#: would take, and an unsendable letter blocks every later checkpoint.
+DLQ_MAX_LETTER_BYTES = 1_000_000
+#: An original key longer than this (bytes) is not the letter's record key (partitioning
+#: then falls back to the producer's default); the body still carries it, cut if need be.
+DLQ_MAX_KEY_BYTES = 16_384
+
+
+def dead_letter_value(letter: DeadLetter, max_bytes: int = DLQ_MAX_LETTER_BYTES) -> bytes:
+    """The DLQ message value: UTF-8 JSON with reason, detail, origin and base64 bytes.
+
+    ``{"reason", "detail", "origin": {"topic", "partition", "offset"}, "value_b64",
+    "key_b64", "timestamp_ms"}``; ``value_b64``/``key_b64`` are ``None`` for a missing value
+    or key. A letter that would be longer than ``max_bytes`` (>= 1,024) keeps a prefix of
+    the value and key that fits (the key gets at most half the room) and says so:
+    ``"truncated": true``, and for each of value and key present, its full size
+    (``value_bytes``, ``key_bytes``) and the SHA-256 of all of it (``value_sha256``,
+    ``key_sha256``, hex), so the original can still be found and matched in the topic.
+
+    Raises:
+        ValueError: ``max_bytes < 1024`` (no room for the fixed fields).
+    """
+    if max_bytes < 1024:
+        raise ValueError(f"max_bytes must be >= 1024, got {max_bytes}")
     msg = letter.message
-
-    def b64(raw: bytes | None) -> str | None:
-        return None if raw is None else base64.b64encode(raw).decode("ascii")
-
-    body = {
+    value, key = msg.value, msg.key
+    body: dict[str, Any] = {
         "reason": letter.reason,
         "detail": letter.detail,
         "origin": {
@@ -68,10 +91,33 @@ def dead_letter_value(letter: DeadLetter) -> bytes:
             "partition": msg.origin.partition,
             "offset": msg.origin.offset,
         },
-        "value_b64": b64(msg.value),
-        "key_b64": b64(msg.key),
+        "value_b64": _b64(value),
+        "key_b64": _b64(key),
         "timestamp_ms": msg.timestamp_ms,
     }
+    encoded = _dumps(body)
+    if len(encoded) <= max_bytes:
+        return encoded
+    body["truncated"] = True
+    for name, raw in (("value", value), ("key", key)):
+        if raw is not None:
+            body[f"{name}_b64"] = ""
+            body[f"{name}_bytes"] = len(raw)
+            body[f"{name}_sha256"] = hashlib.sha256(raw).hexdigest()
+    room = max(max_bytes - len(_dumps(body)), 0)  # base64 characters for the two prefixes
+    if key is not None:
+        body["key_b64"] = _b64(key[: (room // 2 // 4) * 3])  # 4 characters per 3 bytes
+        room -= len(body["key_b64"])
+    if value is not None:
+        body["value_b64"] = _b64(value[: (room // 4) * 3])
+    return _dumps(body)
+
+
+def _b64(raw: bytes | None) -> str | None:
+    return None if raw is None else base64.b64encode(raw).decode("ascii")
+
+
+def _dumps(body: dict[str, Any]) -> bytes:
     return json.dumps(body, separators=(",", ":")).encode("utf-8")
 
 
@@ -293,9 +339,10 @@ class KafkaSource:
         """Hand one letter to the producer (acks=all, key = original key); ``None`` when it
         could not take it (no metadata for the topic within ``request_timeout_ms``)."""
         try:
-            return producer.send(
-                self.config.dlq_topic, value=dead_letter_value(letter), key=letter.message.key
-            )
+            key = letter.message.key
+            if key is not None and len(key) > DLQ_MAX_KEY_BYTES:
+                key = None  # the body carries it; a record key this long may not fit
+            return producer.send(self.config.dlq_topic, value=dead_letter_value(letter), key=key)
         except KafkaError as exc:
             log.warning("dead letter not sent (retried at the next sync): %r", exc)
             return None

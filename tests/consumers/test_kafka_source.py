@@ -245,6 +245,35 @@ def test_dead_letters_land_on_dlq_topic(
     ]
 
 
+def test_a_dead_letter_of_a_message_near_the_size_limit_is_sent_cut_not_retried_forever(
+    kafka_broker: TansuBroker,
+    make_topic: Callable[[int], str],
+    source_config: MakeConfig,
+    open_source: OpenSource,
+) -> None:
+    # 900,000 bytes fit a Kafka record (1 MiB); their base64 (1,200,000 characters) does not:
+    # the producer refused the whole letter, and every later sync raised DeadLetterError
+    topic = make_topic(1)
+    kafka_broker.create_topic(f"{topic}.dlq", 1)
+    big = b"{" + b"x" * 899_999
+    kafka_broker.produce(topic, [big, b"{also not json"], partition=0, keys=[b"k" * 20_000, None])
+    source = open_source(source_config())
+    got = drain(source, 2)
+    assert [len(m.value or b"") for m in got] == [900_000, 14]
+    source.dead_letter([DeadLetter(m, reason="not_json", detail="expected value") for m in got])
+    source.sync_dead_letters()  # raised DeadLetterError before, on every call
+    assert source.pending_dead_letters == 0 and source.status()["dead_letters"] == 2
+
+    records = read_dead_letters(kafka_broker, topic, limit=2)
+    assert [r.key for r in records] == [None, None]  # a 20 kB key is not a record key
+    first, second = (json.loads(r.value) for r in records)
+    assert first["truncated"] is True and first["value_bytes"] == 900_000
+    assert big.startswith(base64.b64decode(first["value_b64"]))
+    assert first["key_bytes"] == 20_000
+    assert "truncated" not in second
+    assert base64.b64decode(second["value_b64"]) == b"{also not json"
+
+
 def test_dead_letters_unacknowledged_during_a_pause_stay_queued_until_a_sync_succeeds(
     kafka_broker: TansuBroker,
     make_topic: Callable[[int], str],

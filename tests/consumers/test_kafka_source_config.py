@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import logging
 from typing import Any
@@ -12,7 +13,7 @@ from pydantic import ValidationError
 
 from consumers.base import DeadLetter, Origin, RawMessage
 from consumers.errors import default_on_error, suppress_on_error
-from consumers.kafka_source import KafkaSourceConfig, dead_letter_value
+from consumers.kafka_source import DLQ_MAX_LETTER_BYTES, KafkaSourceConfig, dead_letter_value
 
 BASE: dict[str, Any] = {"bootstrap_servers": "k:9092", "topic": "queries", "consumer_group": "g"}
 SASL: dict[str, Any] = {
@@ -83,6 +84,33 @@ def test_dead_letter_value_carries_reason_origin_and_base64_bytes() -> None:
     tombstone = RawMessage(value=None, origin=Origin("queries", 0, 1))
     body = json.loads(dead_letter_value(DeadLetter(tombstone, "tombstone", "value is null")))
     assert body["value_b64"] is None and body["key_b64"] is None
+
+
+def test_a_dead_letter_too_big_for_the_broker_keeps_a_prefix_and_says_so() -> None:
+    # 900 kB of value: base64 alone is 1,200,000 characters, over the 1,000,000-byte bound
+    value = bytes(range(256)) * 3515 + b"tail"  # 899,844 bytes
+    key = b"k" * 5000
+    msg = RawMessage(value=value, origin=Origin("queries", 1, 9), key=key, timestamp_ms=5)
+    letter = dead_letter_value(DeadLetter(msg, "too_large", "message is 899844 bytes"))
+    assert len(letter) <= DLQ_MAX_LETTER_BYTES
+    body = json.loads(letter)
+    assert body["truncated"] is True
+    assert (body["value_bytes"], body["key_bytes"]) == (899_844, 5000)
+    assert body["value_sha256"] == hashlib.sha256(value).hexdigest()
+    assert body["key_sha256"] == hashlib.sha256(key).hexdigest()
+    assert base64.b64decode(body["key_b64"]) == key  # 6,668 characters: under half the room
+    kept = base64.b64decode(body["value_b64"])
+    assert value.startswith(kept)
+    # as much as fits: one more 3-byte group of base64 would cross the bound
+    assert len(letter) + 4 > DLQ_MAX_LETTER_BYTES
+    assert body["reason"] == "too_large" and body["origin"]["offset"] == 9
+    # a key over half the room is cut to half of it; small letters are never marked
+    small = json.loads(dead_letter_value(DeadLetter(msg, "too_large", "x"), max_bytes=4096))
+    assert len(base64.b64decode(small["key_b64"])) < 2048 < len(key)
+    assert key.startswith(base64.b64decode(small["key_b64"]))
+    assert "truncated" not in json.loads(
+        dead_letter_value(DeadLetter(RawMessage(b"{", Origin("q", 0, 1)), "not_json", "x"))
+    )
 
 
 def test_error_callbacks_log_topic_partition_offset(caplog: pytest.LogCaptureFixture) -> None:
