@@ -7,7 +7,7 @@ the source the messages are done (``commit``). Sources never decode and never ru
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -42,6 +42,28 @@ class RawMessage:
     origin: Origin
     key: bytes | None = None
     timestamp_ms: int | None = None
+
+
+#: A slot setter: ``setter(instance, value)``, a member descriptor's ``__set__``.
+SlotSetter = Callable[[Any, Any], None]
+_ORIGIN_SLOTS = ("topic", "partition", "offset", "file", "line")
+_MESSAGE_SLOTS = ("value", "origin", "key", "timestamp_ms")
+
+
+def message_slot_setters() -> tuple[SlotSetter, ...] | None:
+    """The slot setters of :class:`Origin` (topic, partition, offset, file, line), then of
+    :class:`RawMessage` (value, origin, key, timestamp_ms), for the sources' fast builders.
+
+    The frozen dataclasses' ``__init__`` pays one ``object.__setattr__`` per field (about
+    2.5 µs for the pair); filling the slots of ``object.__new__`` instances through their
+    descriptors builds equal objects in under half of that. ``None`` when the records no
+    longer have exactly these fields: the builders then use the constructors.
+    """
+    if (Origin.__slots__, RawMessage.__slots__) != (_ORIGIN_SLOTS, _MESSAGE_SLOTS):
+        return None
+    origin = tuple(Origin.__dict__[name].__set__ for name in _ORIGIN_SLOTS)
+    message = tuple(RawMessage.__dict__[name].__set__ for name in _MESSAGE_SLOTS)
+    return origin + message
 
 
 @dataclass(frozen=True, slots=True)
