@@ -11,8 +11,9 @@ over one kept-alive HTTP connection, as Prometheus does, and reads the process's
 * end-to-end latency: when a scrape sees ``goldwatch_last_event_timestamp_seconds`` advance to
   ``T``, ``scrape time - T`` is one sample (event timestamp -> metrics updated; includes up to
   one scrape interval);
-* ``/metrics`` response time of every scrape (request sent -> body read), and the number of
-  series (sample lines) and bytes of the last scrape;
+* ``/metrics`` response time of every scrape (request sent -> body read), how many took over
+  100 ms (the issue's bound), and the number of series (sample lines) and bytes of the last
+  scrape;
 * RSS over time; growth = mean RSS of the last tenth of the run over that of the first tenth.
   Also RSS at the end of the first tenth against RSS at the end (issue 10's "RSS after 1M /
   after 100k"): the first tenth includes the warm-up, while the bounded structures (per-
@@ -239,6 +240,7 @@ def soak(events: int, rate: float, scrape_s: float = 0.25) -> dict[str, Any]:
         "metrics_p99_ms": round(_pct(samples.scrape_s, 0.99) * 1000, 1),
         "metrics_max_ms": round(max(samples.scrape_s, default=float("nan")) * 1000, 1),
         "metrics_scrapes": len(samples.scrape_s),
+        "metrics_over_100ms": sum(1 for took in samples.scrape_s if took > 0.1),
         "metrics_series": samples.series,
         "metrics_bytes": samples.size,
         "rss_first_tenth_mb": round(first / 2**20, 1),
@@ -266,7 +268,7 @@ def _table(result: dict[str, Any]) -> str:
          f"{result['latency_p50_s']} / {result['latency_p99_s']} / {result['latency_max_s']}"),
         ("/metrics p50 / p99 / max (ms)",
          f"{result['metrics_p50_ms']} / {result['metrics_p99_ms']} / {result['metrics_max_ms']}"
-         f" ({result['metrics_scrapes']} scrapes)"),
+         f" ({result['metrics_scrapes']} scrapes, {result['metrics_over_100ms']} over 100 ms)"),
         ("/metrics series, bytes", f"{result['metrics_series']:,}, {result['metrics_bytes']:,}"),
         ("RSS first / last tenth (MB)",
          f"{result['rss_first_tenth_mb']} / {result['rss_last_tenth_mb']}"

@@ -94,8 +94,14 @@ def _labelling(settings: Settings, runtime: Runtime) -> Labelling | None:
 
 def _add_metrics_route(app: FastAPI) -> None:
     @app.get("/metrics", tags=["ops"], response_class=Response)
-    def metrics(request: Request) -> Response:
-        """Prometheus exposition of this process's metrics."""
+    async def metrics(request: Request) -> Response:
+        """Prometheus exposition of this process's metrics.
+
+        ``async``: rendered on the event loop (about 1 ms for ~370 series), not handed to
+        the thread pool and back, two fewer GIL hand-overs per scrape (issue 9). Soak at
+        2,000 events/s, 120,000 events, interleaved runs on one machine: p50 / p99 11.0 /
+        50.9 ms sync -> 9.7 / 25.4 ms async quiet; under load (5) 18.1 / 120.2 and 19.3 /
+        267.3 ms sync -> 14.9 / 85.7 and 16.9 / 126.3 ms async."""
         registry = request.app.state.runtime.registry
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
