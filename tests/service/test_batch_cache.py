@@ -125,3 +125,28 @@ def test_known_matches_come_from_the_new_index_after_a_gold_refresh() -> None:
     after = KnownQuestionIndex(GoldSet((GoldQuestion("q-1", "Who won the 1990 World Cup?", ()),
                                         GoldQuestion("q-2", question, ("p-5",)))))  # fmt: skip
     assert after.match_many([question]) == [KnownMatch("q-2", 1.0)]
+
+
+def test_the_replaced_topic_model_is_freed_by_reference_counting_even_when_frozen() -> None:
+    """The live path freezes its long-lived heap (``gc.freeze``) and the collector never walks
+    frozen objects again: a model replaced at a gold refresh must hold no reference cycle,
+    or it would stay in memory for good. Reference counting alone must free it."""
+    import gc
+    import weakref
+
+    config = TopicConfig(n_topics=2, svd_components=4, novelty_percentile=0)
+    stage = TopicStage(TopicModel.fit(FEES + EXAMS, config, labels=["fees"] * 5 + ["exams"] * 5))
+    analytics = Analytics(stages=[stage])
+    stage.process(_batch(["hostel fee per semester"]))
+    old = weakref.ref(stage.model)
+    new = TopicModel.fit(FEES + EXAMS, config, labels=["money"] * 5 + ["tests"] * 5)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    gc.freeze()
+    try:
+        apply_gold_references(analytics, new, {"topic": {"money": 5, "tests": 5}})
+        assert old() is None
+    finally:
+        gc.unfreeze()
+        if was_enabled:
+            gc.enable()
