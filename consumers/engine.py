@@ -156,6 +156,10 @@ class Engine:
         #: that source keeps dead letters in memory until then (Kafka), so no checkpoint can
         #: cover a batch whose dead letters are not durable. It raises when they are not.
         self.before_checkpoint: Callable[[], None] | None = None
+        #: Also called under the lock before every checkpoint, before
+        #: :attr:`before_checkpoint` (the service's HTTP dead-letter file writes what it
+        #: queued); one raising stops the checkpoint (nothing is written).
+        self.checkpoint_guards: list[Callable[[], None]] = []
 
     def restore(self) -> None:
         """Load stage states, totals and applied offsets from the state store.
@@ -251,9 +255,12 @@ class Engine:
 
         Raises:
             service.state.StateError: the state cannot be written.
-            Exception: whatever :attr:`before_checkpoint` raised (nothing is written).
+            Exception: whatever a guard or :attr:`before_checkpoint` raised (nothing is
+                written).
         """
         with self.lock:
+            for guard in self.checkpoint_guards:
+                guard()
             if self.before_checkpoint is not None:
                 self.before_checkpoint()
             updates = self.pipeline.snapshot()

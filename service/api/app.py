@@ -187,7 +187,7 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(EngineBusy)
     async def engine_busy(request: Request, exc: EngineBusy) -> JSONResponse:
-        response = _problem(503, "busy", str(exc))
+        response = _problem(503, exc.code, str(exc))
         response.headers["Retry-After"] = "5"
         return response
 

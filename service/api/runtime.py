@@ -22,12 +22,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from prometheus_client import CollectorRegistry
 
 from consumers.base import DeadLetter, Origin, RawMessage, Source
 from consumers.engine import Engine, Outcome
+from consumers.errors import GoldwatchConsumerError
 from consumers.file_source import FileSource, dead_letter_line
 from consumers.loop import make_decoder, run
 from service import __version__
@@ -46,7 +47,7 @@ from service.settings import Settings
 from service.shadow.gold_runs import GoldRuns
 from service.shadow.runner import ShadowRunner
 from service.shadow.stage import ShadowStage
-from service.state import StateStore
+from service.state import StateError, StateStore
 from service.telemetry import (
     PRODUCTION,
     AnalyticsMetrics,
@@ -67,6 +68,17 @@ LOCK_TIMEOUT_S = 5.0
 
 class EngineBusy(RuntimeError):
     """The pipeline stayed busy longer than the API waits; the client should retry (503)."""
+
+    #: The ``error`` code of the HTTP answer.
+    code = "busy"
+
+
+class IngestUnavailable(EngineBusy):
+    """HTTP ingest could not make a request durable (the state or dead-letter file cannot be
+    written: disk full, read-only); nothing of it is acknowledged and the client should
+    retry (503). The message names the file and the system's reason, never the input."""
+
+    code = "unavailable"
 
 
 def load_stage(spec: str) -> Stage:
@@ -278,22 +290,65 @@ def build_live(
 
 
 class JsonlDeadLetters:
-    """Dead letters of HTTP ingest (and stdin), appended to a JSONL file and fsynced."""
+    """Dead letters of HTTP ingest (and stdin), appended to a JSONL file and fsynced.
+
+    Letters that cannot be written (disk full, read-only) stay queued in memory and go out
+    with the next :meth:`write` or :meth:`flush`; the runtime runs :meth:`flush` before every
+    engine checkpoint, so no checkpoint counts a dead letter that is not on disk."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
+        self._queued: list[DeadLetter] = []
+
+    @property
+    def queued(self) -> int:
+        """Letters accepted but not yet on disk (≥ 0)."""
+        return len(self._queued)
 
     def write(self, letters: Sequence[DeadLetter]) -> None:
-        """Append ``letters`` durably (flush + fsync)."""
-        if not letters:
-            return
+        """Queue ``letters`` and append every queued letter durably (flush + fsync).
+
+        Raises:
+            OSError: the file cannot be written; every letter stays queued (a partly written
+                append is cut back, so a retry never leaves a torn line).
+        """
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("ab") as handle:
-                handle.write(b"".join(dead_letter_line(letter) for letter in letters))
+            self._queued.extend(letters)
+            self._flush()
+
+    def flush(self) -> None:
+        """Write the queued letters (see :meth:`write`); nothing to do when none is queued.
+
+        Raises:
+            OSError: as :meth:`write`.
+        """
+        with self._lock:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._queued:
+            return
+        data = b"".join(dead_letter_line(letter) for letter in self._queued)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("ab") as handle:
+            start = handle.tell()
+            try:
+                handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
+            except OSError:
+                _cut_back(handle, start)
+                raise
+        self._queued.clear()
+
+
+def _cut_back(handle: BinaryIO, size: int) -> None:
+    """Best effort: truncate a file whose append failed back to ``size`` bytes."""
+    try:
+        handle.truncate(size)
+    except (OSError, ValueError):
+        pass  # the write already failed; the caller reports that
 
 
 class Runtime:
@@ -337,6 +392,8 @@ class Runtime:
         freeze_heap()
         dlq = settings.source.dlq_path or settings.state.path.parent / "goldwatch.dlq.jsonl"
         self.http_dead_letters = JsonlDeadLetters(dlq)
+        # no checkpoint (HTTP ingest's or the poll loop's) may count a letter not on disk
+        self.engine.checkpoint_guards.append(self.http_dead_letters.flush)
         self.gold_runs = GoldRuns(
             settings, on_run=self._gold_run_finished, on_failure=self._gold_run_failed
         )
@@ -555,8 +612,15 @@ class Runtime:
             raise EngineBusy("the pipeline is busy (the consumer is waiting on its source)")
         try:
             outcome = self.engine.process(messages, HTTP_SOURCE)
-            self.http_dead_letters.write(outcome.dead)
+            self.http_dead_letters.write(outcome.dead)  # queued when it fails
             self.engine.checkpoint()
+        except OSError as exc:
+            raise IngestUnavailable(
+                f"cannot write dead letters to {self.http_dead_letters.path}: "
+                f"{exc.strerror or type(exc).__name__}; nothing was acknowledged, retry later"
+            ) from None
+        except (StateError, GoldwatchConsumerError) as exc:
+            raise IngestUnavailable(f"{exc}; nothing was acknowledged, retry later") from None
         finally:
             self.engine.lock.release()
         return outcome

@@ -1,0 +1,96 @@
+"""HTTP ingest while the state disk is full: 503 and nothing acknowledged, no dead letter lost.
+
+``goldwatch serve`` (HTTP ingest only) keeps its state file and its HTTP dead-letter file on
+their own tmpfs, which the test fills. A request that cannot be made durable must get a 503
+with a JSON body (not a 500 with a traceback), and every dead letter the totals count must be
+in the dead-letter file once the disk has room again, also after a SIGKILL and restart (a
+trial found a dead letter counted, checkpointed and never written). Needs mount rights
+(root with CAP_SYS_ADMIN, as in CI); skipped elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.acceptance.service_process import ServiceProcess, accounted
+from tests.reliability.test_state_faults import _fill, _mount
+
+MARKER = "zq-planted-7731"  # user text that must never come back in an error
+
+
+def _event(event_id: str) -> dict[str, str]:
+    return {"event_id": event_id, "timestamp": "2026-11-29T10:00:00Z",
+            "question": f"when does the library open {MARKER}"}  # fmt: skip
+
+
+def _batch(event_id: str) -> bytes:
+    """One good event and one whose timestamp is no time (a dead letter), as one request."""
+    bad = {**_event(f"{event_id}-bad"), "timestamp": f"half past {MARKER}"}
+    return json.dumps([_event(event_id), bad]).encode()
+
+
+@pytest.fixture()
+def state_fs(tmp_path: Path) -> Iterator[Path]:
+    where = tmp_path / "statefs"
+    where.mkdir()
+    done = _mount("-t", "tmpfs", "-o", "size=16m", "goldwatch-ingest", str(where))
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False, timeout=10)
+
+
+def _dead_letter_lines(path: Path) -> list[dict[str, object]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def test_full_disk_gets_503_and_every_counted_dead_letter_is_written(
+    tmp_path: Path, state_fs: Path
+) -> None:
+    config = {"source": {"kind": "none"}, "state": {"path": str(state_fs / "state.sqlite")}}
+    service = ServiceProcess.start(tmp_path / "work", config)
+    dlq = state_fs / "goldwatch.dlq.jsonl"
+    try:
+        assert service.post_events(_event("before")).status_code == 200
+        filler = _fill(state_fs)
+        try:
+            refused = [service.post_events(None, raw=_batch("during")) for _ in range(2)]
+            refused.append(service.post_events(_event("during-good-only")))
+            assert service.get("/metrics").status_code == 200  # still serving
+        finally:
+            filler.unlink()
+        for response in refused:
+            assert response.status_code == 503, response.text
+            body = response.json()
+            assert body["error"] == "unavailable"
+            assert MARKER not in response.text
+            assert response.headers["retry-after"]
+        # disk back: the client retries; now acknowledged, durably
+        again = service.post_events(None, raw=_batch("during"))
+        assert again.status_code == 200, again.text
+        assert service.post_events(_event("during-good-only")).status_code == 200
+        totals = service.totals()
+        # consumed: 1 + 2 + 2 + 1 refused + 2 + 1 retried; "during" was processed by the
+        # first refused request (kept in memory, not acknowledged) and deduplicated after
+        assert totals["consumed"] == 1 + 2 * 2 + 1 + 2 + 1
+        assert totals["processed"] == 3  # before, during, during-good-only
+        assert totals["dead_lettered"] == {"wrong_type": 3}  # one per request that carried it
+        assert accounted(totals) + totals["duplicates"] == totals["consumed"]
+        letters = _dead_letter_lines(dlq)
+        assert [letter["reason"] for letter in letters] == ["wrong_type"] * 3
+        service.kill()
+        service = service.restart()
+        after = service.totals()
+        assert after["dead_lettered"] == {"wrong_type": 3} and after["processed"] == 3
+        assert len(_dead_letter_lines(dlq)) == 3
+    finally:
+        service.kill()
