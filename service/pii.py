@@ -90,11 +90,21 @@ dev (51,289 questions) none of the types added with ``secret``, ``upi``, ``ssn``
 {'email': 1, 'aadhaar': 1, 'phone': 1}
 >>> scrub("Fee 1,20,000 due 29.11.2026, version 1.2.3").counts
 {}
+
+Every free-text field of the event (design.md, "Data contracts") is covered: ``question`` and
+``answer.text`` by :func:`scrub`; the labels ``user.role``, ``user.tenant``, ``channel`` and
+``retrieval.retriever`` by the same scrubber (:func:`scrub_label`: ``ret-7-oscar@x.com``
+becomes ``<EMAIL>``, ``bm25 for +91 98765 43210`` ``bm25 for <PHONE>``); the identifiers
+``event_id`` (by the dedup stage, first) and ``user.id`` become a stable pseudonym when they
+hold personal data (:func:`pseudonymise`: ``pii-`` + 32 hex digits of SHA-256), since a
+placeholder would merge distinct ids. Passage ids, citations and ``doc``/``doc_type`` name
+the operator's corpus and are kept.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import ipaddress
 import re
 import unicodedata
@@ -108,6 +118,8 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_PASSES", "PII_TYPES", "PiiScrubStage", "Scrubbed", "luhn_valid", "scrub"]
 __all__ += ["FORMAT_CHARS", "scrub_event", "scrub_many", "verhoeff_valid"]
+__all__ += ["PSEUDONYM_PREFIX", "is_pseudonym", "pseudonymise", "pseudonymise_event_ids"]
+__all__ += ["scrub_label"]
 
 #: Types in detection order; placeholders are ``f"<{type.upper()}>"``.
 PII_TYPES: tuple[str, ...] = (
@@ -667,21 +679,153 @@ def _with(record: _R, **changes: Any) -> _R:
     return dataclasses.replace(record, **changes)  # type: ignore[type-var]
 
 
+#: What a pseudonymised identifier starts with (:func:`pseudonymise`).
+PSEUDONYM_PREFIX = "pii-"
+#: Hex digits of SHA-256 kept: 128 bits, so among 10^12 distinct ids the chance that any two
+#: share a pseudonym is about 10^24 / 2^129 ~ 1.5e-15 (the birthday bound n^2 / 2^(b+1)).
+PSEUDONYM_HEX = 32
+_PSEUDONYM = re.compile(f"{PSEUDONYM_PREFIX}[0-9a-f]{{{PSEUDONYM_HEX}}}")
+#: Entries kept by the label and identifier memo (then it starts afresh).
+_MEMO_SIZE = 65_536
+_label_memo: dict[str, str] = {}
+_id_memo: dict[str, str] = {}
+
+
+def is_pseudonym(identifier: str) -> bool:
+    """True if ``identifier`` has the shape :func:`pseudonymise` gives (``pii-`` + 32 hex).
+
+    >>> is_pseudonym("pii-" + "0" * 32), is_pseudonym("e-1")
+    (True, False)
+    """
+    return _PSEUDONYM.fullmatch(identifier) is not None
+
+
+def pseudonymise(identifier: str) -> str:
+    """Return ``identifier`` unchanged when it holds no personal data (what :func:`scrub`
+    finds), else a stable pseudonym: ``"pii-"`` + the first 32 hex digits of the SHA-256 of
+    its UTF-8 bytes (FIPS 180-4; lone surrogates kept with ``surrogatepass``).
+
+    Unlike a placeholder, the pseudonym keeps identity: equal ids give equal pseudonyms,
+    distinct ids distinct ones (128 bits: see :data:`PSEUDONYM_HEX`), so de-duplication and
+    joins stay exact. It is not keyed: whoever can guess a raw id (an e-mail address) can
+    check a guess against it, but the raw id is never kept. A pseudonym is returned as is,
+    so ``pseudonymise(pseudonymise(x)) == pseudonymise(x)``. Like :func:`scrub`, purely
+    numeric ids shaped like a phone, Aadhaar or card number (``9876543210``) are pseudonymised
+    too; ids whose digits are glued to letters or a code prefix (``e-000123``, UUIDs) are not.
+
+    Raises:
+        TypeError: ``identifier`` is not a ``str``.
+
+    >>> pseudonymise("e-000123")
+    'e-000123'
+    >>> pseudonymise("ivan.1@example.com")
+    'pii-8b57cc18c1f995b5a91c62444c99961d'
+    """
+    if not isinstance(identifier, str):
+        raise TypeError(f"pseudonymise() expects str, got {type(identifier).__name__}")
+    if _PSEUDONYM.fullmatch(identifier) is not None or not scrub(identifier).counts:
+        return identifier
+    digest = hashlib.sha256(identifier.encode("utf-8", "surrogatepass")).hexdigest()
+    return PSEUDONYM_PREFIX + digest[:PSEUDONYM_HEX]
+
+
+def _memo(memo: dict[str, str], text: str, compute: Callable[[str], str]) -> str:
+    """``compute(text)``, remembered in ``memo`` (cleared when it holds :data:`_MEMO_SIZE`)."""
+    value = memo.get(text)
+    if value is None:
+        if len(memo) >= _MEMO_SIZE:
+            memo.clear()
+        value = memo[text] = compute(text)
+    return value
+
+
+def scrub_label(text: str) -> str:
+    """:func:`scrub`'s text for a label (a role, tenant, channel or retriever name): the same
+    scrubber, remembered for the few distinct values a log holds. A name that is all one item
+    becomes its placeholder (``ret-7-oscar@example.com`` -> ``<EMAIL>``), so two such names
+    then share one label.
+
+    Raises:
+        TypeError: ``text`` is not a ``str``.
+
+    >>> scrub_label("ret-7-oscar@example.com"), scrub_label("bm25 for +91 98765 43210")
+    ('<EMAIL>', 'bm25 for <PHONE>')
+    >>> scrub_label("bm25-v2")
+    'bm25-v2'
+    """
+    return _memo(_label_memo, text, lambda raw: scrub(raw).text)
+
+
+def pseudonymise_event_ids(events: list[QueryLogEvent]) -> int:
+    """Replace, in place, each event whose ``event_id`` holds personal data by a copy with
+    :func:`pseudonymise`'s id; return how many were replaced. The dedup stage runs it first,
+    before any id is remembered, stored or served."""
+    replaced = 0
+    for i, event in enumerate(events):
+        event_id = event.event_id
+        clean = pseudonymise(event_id)
+        if clean != event_id:
+            events[i] = _with(event, event_id=clean)
+            replaced += 1
+    return replaced
+
+
+def _clean_labels(event: QueryLogEvent) -> dict[str, Any]:
+    """The changed fields of ``event``'s identifiers and labels (``{}`` when none changed):
+    ``user.id`` pseudonymised; ``user.role``, ``user.tenant``, ``channel`` and
+    ``retrieval.retriever`` scrubbed."""
+    update: dict[str, Any] = {}
+    user = event.user
+    if user is not None:
+        changes: dict[str, str] = {}
+        if user.id is not None:
+            clean = _memo(_id_memo, user.id, pseudonymise)
+            if clean != user.id:
+                changes["id"] = clean
+        for name in ("role", "tenant"):
+            value = getattr(user, name)
+            if value is not None:
+                clean = scrub_label(value)
+                if clean != value:
+                    changes[name] = clean
+        if changes:
+            update["user"] = _with(user, **changes)
+    if event.channel is not None:
+        clean = scrub_label(event.channel)
+        if clean != event.channel:
+            update["channel"] = clean
+    retrieval = event.retrieval
+    if retrieval is not None and retrieval.retriever is not None:
+        clean = scrub_label(retrieval.retriever)
+        if clean != retrieval.retriever:
+            update["retrieval"] = _with(retrieval, retriever=clean)
+    return update
+
+
 def scrub_event(event: QueryLogEvent) -> tuple[QueryLogEvent, dict[str, int]]:
-    """Scrub an event's user-visible text: ``question`` and ``answer.text``.
+    """Scrub an event's free text: ``question`` and ``answer.text`` with :func:`scrub`,
+    the labels ``user.role``, ``user.tenant``, ``channel`` and ``retrieval.retriever`` with
+    :func:`scrub_label`, and pseudonymise ``user.id`` (:func:`pseudonymise`: an identifier
+    other stages may join on stays one).
+
+    ``event_id`` is pseudonymised earlier, by the dedup stage (:func:`pseudonymise_event_ids`),
+    since it is the dedup identity. Passage ids, citations and ``doc``/``doc_type`` are the
+    corpus's own names (joined with the gold set and the ACL policy) and are kept.
 
     Returns:
         ``(event, counts)``: the same object when nothing changed, else an updated copy (events
-        are frozen); counts by type over both fields. ``user.id`` is left as is (it is
-        an identifier other stages join on); schema v1 has no free-text feedback field.
+        are frozen); counts by type over ``question`` and ``answer.text`` (the metric's
+        meaning: items in the text people wrote).
     """
     question = scrub(event.question)
     answer = event.answer
     scrubbed = scrub(answer.text) if answer is not None and answer.text else None
+    update = _clean_labels(event)
     if not question.counts and (scrubbed is None or not scrubbed.counts):
-        return event, {}  # the common case: nothing found, nothing to copy or count
+        return (_with(event, **update) if update else event), {}  # the common case
     counts = Counter(question.counts)
-    update: dict[str, Any] = {"question": question.text} if question.counts else {}
+    if question.counts:
+        update["question"] = question.text
     if answer is not None and scrubbed is not None and scrubbed.counts:
         update["answer"] = _with(answer, text=scrubbed.text)
         counts.update(scrubbed.counts)
@@ -690,7 +834,8 @@ def scrub_event(event: QueryLogEvent) -> tuple[QueryLogEvent, dict[str, int]]:
 
 
 class PiiScrubStage:
-    """Pipeline stage: scrub every event in place, before any later stage sees it.
+    """Pipeline stage: scrub every event in place (:func:`scrub_event`: the question, the
+    answer, the labels, ``user.id``), before any later stage sees it.
 
     Sets ``batch.annotations[i]["pii"]`` to the event's counts by type (``{}`` when clean),
     for telemetry. Stateless; never logs text. Other modules may call :func:`scrub_event`.

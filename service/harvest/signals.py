@@ -24,6 +24,7 @@ from typing import Any
 
 from service.events import QueryLogEvent
 from service.harvest.config import REASONS, HarvestConfig
+from service.pii import scrub_label
 
 __all__ = ["DIMENSIONS", "CoverageTracker", "ScoreWindow", "event_reasons", "production_score"]
 
@@ -148,12 +149,15 @@ class ScoreWindow:
 
 def production_score(event: QueryLogEvent) -> tuple[str, float | None] | None:
     """``(retriever, best score)`` of the production retrieval: score ``None`` when it
-    returned nothing (or nothing scored); ``None`` when the event logs no retrieval."""
+    returned nothing (or nothing scored); ``None`` when the event logs no retrieval. The
+    retriever's name is scrubbed (:func:`service.pii.scrub_label`, remembered: the PII stage
+    may be off) since it keys the persisted score windows."""
     retrieval = event.retrieval
     if retrieval is None:
         return None
     scores = [r.score for r in retrieval.results if r.score is not None]
-    return retrieval.retriever or "production", (max(scores) if scores else None)
+    name = scrub_label(retrieval.retriever) if retrieval.retriever else "production"
+    return name, (max(scores) if scores else None)
 
 
 def event_reasons(

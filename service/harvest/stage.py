@@ -59,7 +59,7 @@ import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.neardup import NearDupIndex, Probe
@@ -70,10 +70,13 @@ from service.harvest.store import CandidateRepository, CandidateSink, record
 from service.harvest.suggestion import Occurrence, Suggestion
 from service.harvest.text import candidate_id, normalise
 from service.pii import ANNOTATION_KEY as PII_ANNOTATION
-from service.pii import scrub
+from service.pii import scrub, scrub_label
 from service.pipeline import Batch
 from service.records import GoldQuestion
 from service.shadow.runner import ShadowResult, production_ranking
+
+if TYPE_CHECKING:
+    from service.events import QueryLogEvent
 
 __all__ = ["PRODUCTION", "HarvestStage"]
 
@@ -88,6 +91,15 @@ _RECENT_EVENTS = 50_000
 _SNAPSHOT_RECENT = 5_000
 _EXACT_CACHE = 200_000
 _NORMAL_CACHE = 20_000
+
+
+def _role(event: QueryLogEvent, notes: dict[str, Any]) -> str | None:
+    """The asker's role as a suggestion keeps it: scrubbed here when the PII stage did not
+    run on the event (it scrubs roles itself), ``None`` when the event names none."""
+    role = event.user.role if event.user is not None else None
+    if role is None or PII_ANNOTATION in notes:
+        return role
+    return scrub_label(role)
 
 
 class HarvestStage:
@@ -212,7 +224,7 @@ class HarvestStage:
                 normalised=texts[k], reasons=reasons_of[k],
                 rankings={PRODUCTION: ranking} if ranking else {},
                 language=language, topic=topic,
-                role=event.user.role if event.user is not None else None,
+                role=_role(event, annotations[rows[k]]),
                 source="generated" if event.channel in generated else "real", gap=gap,
             )  # fmt: skip
 
