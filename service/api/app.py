@@ -11,14 +11,18 @@ limit is plain ASGI (no extra event-loop turns per request).
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
+import typing
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -178,12 +182,7 @@ def _problem(code: int, error: str, detail: Any) -> JSONResponse:
 def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        # Only where and what: FastAPI's default body echoes the submitted input.
-        detail = [
-            {"loc": list(err.get("loc", ())), "msg": err.get("msg", ""), "type": err.get("type")}
-            for err in exc.errors()
-        ]
-        return _problem(422, "validation_error", detail)
+        return _problem(422, "validation_error", validation_detail(request, exc.errors()))
 
     @app.exception_handler(EngineBusy)
     async def engine_busy(request: Request, exc: EngineBusy) -> JSONResponse:
@@ -197,6 +196,103 @@ def _add_error_handlers(app: FastAPI) -> None:
         for key, value in (exc.headers or {}).items():
             response.headers[key] = value
         return response
+
+
+#: Token standing for a loc part the API does not declare (a key the client made up).
+UNDECLARED = "<extra field>"
+
+#: Where a request value comes from: the first part of every FastAPI error ``loc``.
+_LOC_ROOTS = frozenset({"body", "query", "path", "header", "cookie"})
+
+#: ``ctx`` keys whose values come from the schema (limits, patterns, choices) or are counts:
+#: a message rendered from only these cannot carry submitted text. Any other key (``error``
+#: of a ``value_error``, ``tag`` of a union, ...) may hold the input itself.
+_SAFE_CTX = frozenset({
+    "expected", "pattern", "min_length", "max_length", "actual_length", "field_type", "ge",
+    "gt", "le", "lt", "multiple_of", "max_digits", "decimal_places", "whole_digits",
+})  # fmt: skip
+
+#: Fixed messages for error types whose own message may quote the input.
+_FIXED_MSG = {"json_invalid": "JSON decode error", "value_error": "invalid value"}
+
+
+def validation_detail(
+    request: Request, errors: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The 422 ``detail``: per error its ``loc``, ``msg`` and ``type``, none of them able to
+    carry what the client sent.
+
+    ``input``, ``ctx`` and ``url`` are dropped. A ``loc`` part is kept when it is a list index
+    (an int) or a name the matched route declares (a parameter, a body field at any depth,
+    their aliases, see :func:`declared_names`); any other part (a key the client made up, as
+    in an ``extra_forbidden`` error) becomes :data:`UNDECLARED`. ``msg`` is pydantic's when
+    it is rendered from schema values only (:data:`_SAFE_CTX`), else a fixed text per type.
+    """
+    route = request.scope.get("route")
+    names = declared_names(route) if isinstance(route, APIRoute) else frozenset()
+    detail = []
+    for err in errors:
+        loc = list(err.get("loc", ()))
+        safe_loc: list[str | int] = [
+            part if _declared(part, names, first=index == 0 and part in _LOC_ROOTS)
+            else UNDECLARED
+            for index, part in enumerate(loc)
+        ]  # fmt: skip
+        kind = str(err.get("type", "invalid"))
+        ctx = err.get("ctx") or {}
+        if kind in _FIXED_MSG:
+            msg = _FIXED_MSG[kind]
+        elif set(ctx) <= _SAFE_CTX:
+            msg = str(err.get("msg", ""))
+        else:
+            msg = "invalid value"
+        detail.append({"loc": safe_loc, "msg": msg, "type": kind})
+    return detail
+
+
+def _declared(part: object, names: frozenset[str], *, first: bool) -> bool:
+    if first:
+        return True
+    if isinstance(part, int) and not isinstance(part, bool):
+        return True
+    return isinstance(part, str) and part in names
+
+
+def declared_names(route: APIRoute) -> frozenset[str]:
+    """Every name a route declares: its path, query, header and cookie parameters and body
+    fields (names and aliases), with the fields of the pydantic models they nest, at any
+    depth, across its sub-dependencies. Cached on the route (routes are not hashable)."""
+    cached: frozenset[str] | None = getattr(route, "_goldwatch_declared_names", None)
+    if cached is not None:
+        return cached
+    names: set[str] = set()
+    stack: list[Dependant] = [route.dependant]
+    while stack:
+        current = stack.pop()
+        stack.extend(current.dependencies)
+        params = (*current.path_params, *current.query_params, *current.header_params,
+                  *current.cookie_params, *current.body_params)  # fmt: skip
+        for param in params:
+            names.update(n for n in (param.name, param.alias) if isinstance(n, str))
+            _model_names(getattr(param.field_info, "annotation", None), names, set())
+    cached = frozenset(names)
+    route._goldwatch_declared_names = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def _model_names(annotation: Any, names: set[str], seen: set[int]) -> None:
+    """Add the field names and aliases of every pydantic model in ``annotation``."""
+    if annotation is None or id(annotation) in seen:
+        return
+    seen.add(id(annotation))
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        for name, field in annotation.model_fields.items():
+            names.add(name)
+            names.update(a for a in (field.alias, field.validation_alias) if isinstance(a, str))
+            _model_names(field.annotation, names, seen)
+        return
+    for arg in typing.get_args(annotation):
+        _model_names(arg, names, seen)
 
 
 def _error_code(status_code: int) -> str:

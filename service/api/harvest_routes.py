@@ -115,6 +115,7 @@ def get_candidate(labelling: LabellingDep, candidate_id: Annotated[str, Path()])
         403: {"description": "wrong token, or mutating endpoints disabled"},
         404: {"description": "unknown gold candidate, or harvesting is off"},
         409: {"description": "already accepted or rejected"},
+        415: {"description": "not application/json"},
         422: {"description": "the gold passages do not fit the kind, or are not in the corpus"},
         503: {"description": "the gold-set file cannot be written now (retry later)"},
     },
@@ -129,7 +130,16 @@ async def accept_candidate(
         raise _error(exc) from None
 
 
-@router.post("/{candidate_id}/reject")
+@router.post(
+    "/{candidate_id}/reject",
+    responses={
+        401: {"description": "no bearer token"},
+        403: {"description": "wrong token, or mutating endpoints disabled"},
+        404: {"description": "unknown gold candidate, or harvesting is off"},
+        409: {"description": "already accepted or rejected"},
+        415: {"description": "not application/json"},
+    },
+)
 async def reject_candidate(
     _: TokenDep, candidate_id: CandidateId, body: RejectBody, labelling: LabellingDep
 ) -> dict[str, Any]:

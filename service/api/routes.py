@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException, Request, status
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from service.api.deps import RuntimeDep, TokenDep, TokenFirstRoute
+from service.api.deps import RuntimeDep, TokenDep, TokenFirstRoute, require_json
 from service.api.schemas import Health, IngestResult, Readiness, Rejected, Status
 
 router = APIRouter(route_class=TokenFirstRoute)
@@ -120,9 +120,7 @@ async def post_events(request: Request, runtime: RuntimeDep, _: TokenDep) -> Any
     Unusable events are dead-lettered (with their reason) and reported by index; the
     response never echoes their content.
     """
-    content_type = request.headers.get("content-type", "")
-    if content_type.split(";")[0].strip().lower() != "application/json":
-        raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, "use application/json")
+    require_json(request)
     body = await request.body()
     values = _split_events(body, runtime.settings.api.max_events_per_request)
     # ingest may wait for the consumer's batch: keep it off the event loop
