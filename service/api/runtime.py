@@ -34,7 +34,7 @@ from consumers.loop import make_decoder, run
 from service import __version__
 from service.acl import AccessPolicy
 from service.analytics import Analytics, build_analytics
-from service.corpus import load_corpus
+from service.corpus import DataFileError, load_corpus
 from service.demo import demo_path
 from service.goldset import load_gold_set
 from service.harvest import HarvestStage, MemoryCandidates, StateStoreCandidates
@@ -398,6 +398,8 @@ class Runtime:
             settings, on_run=self._gold_run_finished, on_failure=self._gold_run_failed
         )
         self.gold_refreshes = 0
+        #: Why the last gold-set refresh failed (``None``: none failed since the last success).
+        self.gold_refresh_error: str | None = None
         self._started_monotonic = time.monotonic()  # for uptime: immune to clock steps
         self.stop_event = threading.Event()
         self._source: Source | None = None
@@ -510,6 +512,7 @@ class Runtime:
             "input_finished": self._finished,
             "totals": totals,
             "last_error": self.last_error,
+            "gold_refresh_error": self.gold_refresh_error,
         }
 
     def analytics_report(self) -> dict[str, Any] | None:
@@ -554,8 +557,11 @@ class Runtime:
             gold = load_gold_set(path)
             model, counts = gold_references(self.live.analytics, self.settings.analytics, gold)
             index = KnownQuestionIndex(gold, threshold=self.settings.shadow.known_threshold)
+        except DataFileError as exc:  # names file, line, id and field; no question text
+            self._gold_refresh_failed(str(exc))
+            return
         except Exception as exc:  # the service keeps the old references
-            log.error("gold-set refresh failed: %s", type(exc).__name__)
+            self._gold_refresh_failed(f"{type(exc).__name__} while reloading {path}")
             return
         with self.engine.lock:
             apply_gold_references(self.live.analytics, model, counts)
@@ -566,7 +572,14 @@ class Runtime:
             if self.live.analytics_metrics is not None:
                 self.live.analytics_metrics.set_gold_shares(counts)
         self.gold_refreshes += 1
+        self.gold_refresh_error = None
         log.info("gold set refreshed: %d questions (version %s)", len(gold), gold.version)
+
+    def _gold_refresh_failed(self, reason: str) -> None:
+        """Keep the old references, log why and show it in ``/v1/status`` until a refresh
+        succeeds (the next start would stop on the same file)."""
+        self.gold_refresh_error = f"gold-set refresh failed, the old gold set stays: {reason}"
+        log.error("%s", self.gold_refresh_error)
 
     def quality_report(self) -> dict[str, Any] | None:
         """Known questions scored live and ACL checks (``None`` when the stage is off)."""

@@ -63,6 +63,9 @@ class Status(BaseModel):
     input_finished: bool
     totals: Totals
     last_error: str | None
+    #: Why the last gold-set refresh (after an accepted suggestion) failed; ``None`` after a
+    #: successful one. The old gold set stays in use meanwhile.
+    gold_refresh_error: str | None = None
 
 
 class Problem(BaseModel):

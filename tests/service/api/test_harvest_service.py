@@ -178,3 +178,42 @@ def test_accept_answers_503_while_the_gold_set_file_cannot_be_written(server: Se
     ids = {json.loads(line)["id"] for line in gold_path.read_text().splitlines()}
     retry = httpx.post(url, json=verdict, headers=AUTH)
     assert retry.status_code == 200 and retry.json()["gold_id"] not in ids
+
+
+def test_a_failed_gold_refresh_is_shown_with_file_line_and_field(server: Server) -> None:
+    """Someone breaks the gold-set file by hand; the next accept's refresh fails: the old gold
+    set stays, and ``/v1/status`` (and the log) say which file, line and field, without the
+    row's text; a later successful refresh clears it."""
+    runtime = server.runtime
+    gold_path = Path(runtime.settings.gold_set)  # type: ignore[arg-type]
+    original = gold_path.read_bytes()
+    lines = len(original.splitlines())
+    planted = "my number is 9876543210"
+    bad = {"id": "q-broken", "question": planted, "gold": "not-a-list"}
+    try:
+        gold_path.write_bytes(original + json.dumps(bad).encode() + b"\n")
+        item = _list(server, status="suggested", limit=1)["items"][0]
+        response = httpx.post(f"{server.base}/v1/gold-candidates/{item['id']}/accept",
+                              json={"gold": [], "kind": "unanswerable"}, headers=AUTH)  # fmt: skip
+        assert response.status_code == 200, response.text
+        deadline = time.monotonic() + 30
+        while runtime.gold_refresh_error is None:
+            assert time.monotonic() < deadline, "the refresh did not report its failure"
+            time.sleep(0.1)
+        status = httpx.get(server.base + "/v1/status").json()
+        error = status["gold_refresh_error"]
+        assert error is not None, (status, runtime.gold_refresh_error)
+        assert f"{gold_path}, line {lines + 1} (id 'q-broken'), field 'gold'" in error, error
+        assert "9876543210" not in error
+    finally:
+        gold_path.write_bytes(original)
+    refreshes = runtime.gold_refreshes
+    item = _list(server, status="suggested", limit=1)["items"][0]
+    response = httpx.post(f"{server.base}/v1/gold-candidates/{item['id']}/accept",
+                          json={"gold": [], "kind": "unanswerable"}, headers=AUTH)  # fmt: skip
+    assert response.status_code == 200, response.text
+    deadline = time.monotonic() + 30
+    while runtime.gold_refreshes == refreshes:
+        assert time.monotonic() < deadline, "the gold set was not refreshed"
+        time.sleep(0.1)
+    assert httpx.get(server.base + "/v1/status").json()["gold_refresh_error"] is None
