@@ -114,8 +114,11 @@ def test_dedup_stays_exact_for_email_ids() -> None:
 
 def test_restoring_an_old_window_pseudonymises_it() -> None:
     dedup = DedupStage(window=10)
-    dedup.restore(pack(["e-1", "ivan.1@example.com"]))
-    assert dedup.recent.snapshot() == ["e-1", digest_id("ivan.1@example.com")]
+    raw = ["e-1", "ivan.1@example.com", "9876543210", "550e8400-e29b-41d4-a716-446655440000"]
+    dedup.restore(pack(raw))
+    assert dedup.recent.snapshot() == [
+        "e-1", digest_id("ivan.1@example.com"), digest_id("9876543210"), raw[3]
+    ]  # fmt: skip
     batch = Batch.of([event("ivan.1@example.com"), event("e-2")], "t")
     dedup.process(batch)
     assert [e.event_id for e in batch.events] == ["e-2"] and batch.dropped == {"duplicate": 1}
