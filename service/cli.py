@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -250,23 +251,39 @@ def _write_html(path: Path, page: str) -> None:
 @main.command("serve")
 @config_option
 @click.option("--host", default=None, help="Override api.host.")
-@click.option("--port", type=int, default=None, help="Override api.port.")
+@click.option("--port", type=click.IntRange(0, 65535), default=None, help="Override api.port.")
 def serve_command(config: Path | None, host: str | None, port: int | None) -> None:
     """Run the service: the configured source, the pipeline, /metrics and the HTTP API.
 
     Stops cleanly on SIGTERM/SIGINT: the current batch finishes, state is checkpointed and
     offsets committed.
     """
+    from service.api import listen
+
+    settings = _settings(config)
+    overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
+    if overrides:
+        settings = settings.model_copy(update={"api": settings.api.model_copy(update=overrides)})
+    try:  # before anything heavy: a taken port is one line and exit 2, not uvicorn's exit 3
+        sock = listen.bind(settings.api.host, settings.api.port)
+    except listen.ListenError as exc:
+        _fail(str(exc))
+        return
+    with sock:
+        _serve(settings, sock)
+
+
+def _serve(settings: Settings, sock: socket.socket) -> None:
+    """Start the runtime and serve on the bound socket until SIGTERM/SIGINT.
+
+    Exits 2 when the runtime cannot be built or the app does not start (its lifespan
+    failed; the log says why)."""
     import uvicorn
 
     from service.api.app import create_app
     from service.api.runtime import Runtime
     from service.state import StateError
 
-    settings = _settings(config)
-    overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
-    if overrides:
-        settings = settings.model_copy(update={"api": settings.api.model_copy(update=overrides)})
     try:
         runtime = Runtime(settings)
     except (StateError, ValueError, OSError) as exc:
@@ -278,13 +295,15 @@ def serve_command(config: Path | None, host: str | None, port: int | None) -> No
         f"http://{settings.api.host}:{settings.api.port} (/docs, /metrics, /v1/status)",
         err=True,
     )
-    uvicorn.run(
-        app,
-        host=settings.api.host,
-        port=settings.api.port,
-        log_level="warning",
-        timeout_graceful_shutdown=20,
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=20, lifespan="on")
     )
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    if not server.started:
+        _fail("the service did not start (the log above says why)")
 
 
 @main.command("replay")

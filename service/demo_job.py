@@ -21,7 +21,6 @@ accepted; delete it to start over from the packaged one).
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 import secrets
@@ -36,6 +35,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from service.api import listen
 from service.demo import demo_path
 from service.settings import Settings, load_settings
 
@@ -297,26 +297,16 @@ def _candidate_lines(summary: dict[str, Any] | None, top: int = 5) -> list[str]:
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """Bind the listening socket now, so a taken port fails before anything starts.
+    """Bind the listening socket now, so a taken port fails before anything starts (the
+    check ``goldwatch serve`` makes too: :func:`service.api.listen.bind`).
 
     Raises:
         DemoError: the port is in use, or the address cannot be bound.
     """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        if exc.errno == errno.EADDRINUSE:
-            raise DemoError(
-                f"port {port} on {host} is already in use (another goldwatch demo?); "
-                f"pick a free one with --port, e.g. --port {port + 1}"
-            ) from None
-        raise DemoError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    sock.set_inheritable(True)
-    return sock
+        return listen.bind(host, port, suspect="another goldwatch demo?")
+    except listen.ListenError as exc:
+        raise DemoError(str(exc)) from None
 
 
 def banner(settings: Settings, token: str, workdir: Path) -> str:
