@@ -8,7 +8,10 @@ lines and positions. A last line without ``\\n`` is emitted at end of input, exc
 
 The file is read in binary chunks (``chunk_bytes``), never wholly: memory is bounded by the
 chunk plus the longest line, and a line longer than ``max_line_bytes`` is cut to its first
-``max_line_bytes + 1`` bytes (so the decoder dead-letters it as ``too_large``).
+``max_line_bytes + 1`` bytes (so the decoder dead-letters it as ``too_large``). Its dead letter
+keeps that prefix and says so, as the Kafka source's too-big letters do: ``"truncated": true``,
+the whole line's size (``value_bytes``) and the SHA-256 of all of it (``value_sha256``),
+hashed while the rest is skipped; the detail gives the whole line's size.
 
 Position and resume: :meth:`FileSource.position_after` gives ``{"offset": bytes, "line": n,
 "head": sha256-hex of the first ≤1024 bytes}``; the poll loop stores it in the state store
@@ -42,6 +45,10 @@ from typing import Any, BinaryIO
 
 from consumers.base import DeadLetter, Origin, RawMessage, message_slot_setters
 from consumers.errors import SourceUnavailable
+
+#: Most cut lines whose size and digest wait for their dead letter (one per overlong line
+#: polled and not yet dead-lettered: a few at most; the bound only guards memory).
+MAX_CUT_LINES = 1_024
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +118,10 @@ class FileSource:
         self._ends = array("q")  # end offset of lines _ends_first.. _line
         self._ends_first = line + 1
         self._oversized: bytes | None = None  # prefix of a too-long line being skipped
+        self._over_hash = hashlib.sha256()  # of all of the too-long line being skipped
+        self._over_bytes = 0
+        #: line number -> (whole size, sha256 hex) of cut lines not yet dead-lettered
+        self._cut_lines: dict[int, tuple[int, str]] = {}
         self._at_eof = False
 
     # -- the Source port -------------------------------------------------------------------
@@ -143,7 +154,15 @@ class FileSource:
             return
         if self._dlq is None:
             self._dlq = open(self.dlq_path, "ab")  # noqa: SIM115 - kept open until close()
-        self._dlq.write(b"".join(dead_letter_line(letter) for letter in letters))
+        cut = self._cut_lines
+        lines = [
+            dead_letter_line(letter, cut.get(letter.message.origin.line or 0) if cut else None)
+            for letter in letters
+        ]
+        self._dlq.write(b"".join(lines))
+        if cut:
+            for letter in letters:
+                cut.pop(letter.message.origin.line or 0, None)
         self._dlq.flush()
         self._unsynced = True
         self.dead_letters += len(letters)
@@ -296,6 +315,7 @@ class FileSource:
             nl = find(b"\n", pos)
             if nl < 0:
                 return False
+            self._end_overlong(buf[pos:nl], line + 1)
             pos, line = nl + 1, line + 1
             ends_append(base + pos)
             append(make(self._oversized, line))
@@ -314,11 +334,24 @@ class FileSource:
         return line != first_line
 
     def _cut_overlong(self) -> None:
-        """Keep the first ``max_line_bytes + 1`` bytes of an overlong line; drop the rest."""
+        """Keep the first ``max_line_bytes + 1`` bytes of an overlong line; drop the rest
+        (hashed and counted for its dead letter)."""
+        rest = self._buf[self._pos :]
         if self._oversized is None:
-            self._oversized = self._buf[self._pos : self._pos + self._max_line + 1]
+            self._oversized = rest[: self._max_line + 1]
+            self._over_hash, self._over_bytes = hashlib.sha256(), 0
+        self._over_hash.update(rest)
+        self._over_bytes += len(rest)
         self._buf_start += len(self._buf)
         self._buf, self._pos = b"", 0
+
+    def _end_overlong(self, last: bytes, line: int) -> None:
+        """The cut line ``line`` ends with ``last``: remember its whole size and SHA-256 for
+        its dead letter (at most :data:`MAX_CUT_LINES` remembered; the oldest go first)."""
+        self._over_hash.update(last)
+        if len(self._cut_lines) >= MAX_CUT_LINES:
+            del self._cut_lines[next(iter(self._cut_lines))]
+        self._cut_lines[line] = (self._over_bytes + len(last), self._over_hash.hexdigest())
 
     def _tail_line(self) -> tuple[bytes, int] | None:
         """At end of input (not following), return the last line if it has no newline."""
@@ -326,6 +359,8 @@ class FileSource:
         if not self._at_eof or self.follow or (pending == 0 and self._oversized is None):
             return None
         value = self._oversized or self._buf[self._pos :]
+        if self._oversized is not None:
+            self._end_overlong(self._buf[self._pos :], self._line + 1)
         end = self._buf_start + len(self._buf)
         self._oversized, self._buf_start, self._buf, self._pos = None, end, b"", 0
         return value, end
@@ -362,15 +397,24 @@ def message_factory(file: str) -> Callable[[bytes, int], RawMessage]:
     return make
 
 
-def dead_letter_line(letter: DeadLetter) -> bytes:
+def dead_letter_line(letter: DeadLetter, cut: tuple[int, str] | None = None) -> bytes:
+    """One dead-letter JSON line (``\n``-terminated UTF-8): ``{"reason", "detail", "origin":
+    {"file", "line"}, "value_b64"}``. ``cut``: the value is the prefix of a longer line, whose
+    whole size in bytes and SHA-256 (hex) these are: the record then also has ``"truncated":
+    true``, ``value_bytes`` and ``value_sha256``, and a size in the detail is the whole line's."""
     origin = letter.message.origin
     value = letter.message.value
-    record = {
+    detail = letter.detail
+    if cut is not None and value is not None:
+        detail = detail.replace(f"message is {len(value)} bytes", f"message is {cut[0]} bytes")
+    record: dict[str, Any] = {
         "reason": letter.reason,
-        "detail": letter.detail,
+        "detail": detail,
         "origin": {"file": origin.file, "line": origin.line},
         "value_b64": None if value is None else base64.b64encode(value).decode("ascii"),
     }
+    if cut is not None:
+        record.update(truncated=True, value_bytes=cut[0], value_sha256=cut[1])
     return json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
 
 

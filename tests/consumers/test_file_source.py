@@ -272,3 +272,50 @@ def test_streams_a_large_file_in_chunks(tmp_path: Path) -> None:
         count += len(batch)
         source.commit(batch)
     assert (count, last_line) == (n, n)
+
+
+@pytest.mark.parametrize("follow", [False, True])
+def test_a_cut_line_is_dead_lettered_with_its_whole_size_and_sha256(
+    tmp_path: Path, follow: bool
+) -> None:
+    """A line over ``max_line_bytes`` keeps only a prefix in memory; its dead letter says it
+    was truncated, with the whole line's size and SHA-256 (computed here with hashlib over the
+    line as written), as the Kafka source's too-big letters do. Read in 256-byte chunks, so
+    the skipped rest spans many reads; the last line has no newline (end of input)."""
+    import hashlib
+
+    from consumers.loop import make_decoder
+
+    long_a = b'{"question": "' + b"a" * 4_980 + b'"}'  # 4,996 bytes
+    long_b = b"x" * 3_001
+    good = b'{"event_id": "e1", "timestamp": "2026-11-29T10:00:00Z", "question": "hi"}'
+    path = tmp_path / "log.jsonl"
+    tail = b"" if follow else long_b  # follow mode emits complete lines only
+    path.write_bytes(good + b"\n" + long_a + b"\n" + good.replace(b"e1", b"e2") + b"\n" + tail)
+    source = FileSource(path, follow=follow, chunk_bytes=256, max_line_bytes=1_000)
+    messages = drain(source) if not follow else source.poll(100, 200)
+    decoded, dead = make_decoder(max_event_bytes=500)(messages)
+    assert len(decoded) == 2
+    source.dead_letter(dead)
+    source.close()
+    letters = [json.loads(line) for line in source.dlq_path.read_bytes().splitlines()]
+    expected = [(2, long_a)] + ([] if follow else [(4, long_b)])
+    assert len(letters) == len(expected)
+    for letter, (line, whole) in zip(letters, expected, strict=True):
+        assert letter["origin"]["line"] == line
+        assert letter["reason"] == "too_large"
+        assert letter["truncated"] is True
+        assert letter["value_bytes"] == len(whole)
+        assert letter["value_sha256"] == hashlib.sha256(whole).hexdigest()
+        assert base64.b64decode(letter["value_b64"]) == whole[:1_001]
+        assert f"message is {len(whole)} bytes" in letter["detail"]
+
+
+def test_a_line_within_the_limit_has_no_truncation_fields(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"not json\n")
+    source = FileSource(path)
+    source.dead_letter([DeadLetter(m, "not_json", "x") for m in drain(source)])
+    source.close()
+    (letter,) = [json.loads(line) for line in source.dlq_path.read_bytes().splitlines()]
+    assert "truncated" not in letter and "value_bytes" not in letter
