@@ -11,6 +11,7 @@ import json
 import logging
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import click
 from service import __version__
 from service.cli_candidates import candidates_group
 from service.settings import ConfigError, Settings, effective_config, load_settings
+from service.topic_config import N_TOPICS_MAX, N_TOPICS_MIN
 
 log = logging.getLogger("goldwatch")
 
@@ -439,7 +441,12 @@ def topics_group() -> None:
     type=click.Path(path_type=Path, dir_okay=False),
     help="Also fit on the corpus passages.",
 )
-@click.option("--n-topics", type=int, default=None, help="Clusters (default: sqrt rule, <= 50).")
+@click.option(
+    "--n-topics",
+    type=click.IntRange(N_TOPICS_MIN, N_TOPICS_MAX),
+    default=None,
+    help="Clusters (default: sqrt rule, <= 50).",
+)
 @click.option(
     "--use-gold-topics/--cluster",
     default=True,
@@ -488,21 +495,59 @@ def config_group() -> None:
 def config_check(config: Path | None) -> None:
     """Validate the configuration and print the effective values (secrets masked).
 
-    Also checks that the files it names exist. Exit 2 on any problem.
+    Also checks what serve and replay would fail on later: the files it names exist, the
+    gold set and corpus load (every row valid), and with the Kafka source the secret and
+    TLS files it names can be read. Exit 2 on any problem, naming the field and file.
     """
     settings = _settings(config)
-    missing = [
-        f"{name}: file not found: {path}"
-        for name, path in (("gold_set", settings.gold_set), ("corpus", settings.corpus),
-                           ("analytics.topics_model", settings.analytics.topics_model))
-        if path is not None and not Path(path).is_file()
-    ]  # fmt: skip
-    if settings.source.kind == "file" and not Path(str(settings.source.path)).is_file():
-        missing.append(f"source.path: file not found: {settings.source.path}")
+    problems = _file_problems(settings)
     click.echo(f"# configuration from {config or 'defaults and environment'}", err=True)
     click.echo(json.dumps(effective_config(settings), indent=2, ensure_ascii=False))
-    if missing:
-        _fail("; ".join(missing))
+    if problems:
+        _fail("; ".join(problems))
+
+
+#: Kafka settings naming a file the client reads at start (passwords, certificates).
+KAFKA_FILES = ("sasl_password_file", "ssl_password_file", "ssl_cafile", "ssl_certfile",
+               "ssl_keyfile", "ssl_crlfile")  # fmt: skip
+
+
+def _file_problems(settings: Settings) -> list[str]:
+    """One ``"<field>: <problem>"`` per unusable file the settings name (see ``config
+    check``); the gold set and corpus are loaded with the loaders serve and replay use."""
+    from service.corpus import load_corpus
+    from service.goldset import load_gold_set
+
+    problems = []
+    files: list[tuple[str, Path | None, Callable[[Path], object] | None]] = [
+        ("gold_set", settings.gold_set, load_gold_set),
+        ("corpus", settings.corpus, load_corpus),
+        ("analytics.topics_model", settings.analytics.topics_model, None),
+    ]
+    for name, path, loader in files:
+        if path is None:
+            continue
+        if not Path(path).is_file():
+            problems.append(f"{name}: file not found: {path}")
+            continue
+        try:
+            if loader is not None:
+                loader(path)
+        except (ValueError, OSError) as exc:
+            problems.append(f"{name}: {_describe(exc)}")
+    if settings.source.kind == "file" and not Path(str(settings.source.path)).is_file():
+        problems.append(f"source.path: file not found: {settings.source.path}")
+    if settings.source.kind == "kafka" and settings.kafka is not None:
+        for field in KAFKA_FILES:
+            path = getattr(settings.kafka, field)
+            if path is None:
+                continue
+            try:
+                with open(path, "rb"):
+                    pass
+            except OSError as exc:
+                problems.append(f"kafka.{field}: cannot read {path}: {exc.strerror or exc}")
+    return problems
 
 
 main.add_command(candidates_group)

@@ -176,9 +176,36 @@ def required_literals(pattern: str) -> frozenset[str] | None:
     return None if not found or "" in found else found
 
 
-def _compile(patterns: Iterable[str]) -> re.Pattern[str]:
+def check_pattern(pattern: str) -> str:
+    """Return ``pattern`` unchanged when :class:`RefusalDetector` can compile it (each
+    pattern is compiled on its own, wrapped as ``(?:pattern)``, so a global inline flag such
+    as ``(?i)`` is rejected here as it would be there); the settings validate
+    ``analytics.refusal_patterns`` with it.
+
+    Raises:
+        ValueError: not a valid regular expression; the message gives the ``re`` reason.
+
+    >>> check_pattern(r"cannot help with")
+    'cannot help with'
+    >>> check_pattern("(unclosed")
+    Traceback (most recent call last):
+    ...
+    ValueError: invalid refusal pattern: missing ), unterminated subpattern at position 0
+    """
+    _compile([pattern], wrap=False)  # positions in the message are the pattern's own
     try:
-        return re.compile("|".join(f"(?:{p})" for p in patterns))
+        re.compile(f"(?:{pattern})")
+    except re.error as exc:  # valid alone, not inside a group: a global flag such as (?i)
+        raise ValueError(
+            f"invalid refusal pattern: {exc.msg} once wrapped as (?:...), as the detector "
+            "combines patterns; use a scoped flag such as (?i:...)"
+        ) from None
+    return pattern
+
+
+def _compile(patterns: Iterable[str], *, wrap: bool = True) -> re.Pattern[str]:
+    try:
+        return re.compile("|".join(f"(?:{p})" if wrap else p for p in patterns))
     except re.error as exc:
         raise ValueError(f"invalid refusal pattern: {exc}") from None
 

@@ -14,11 +14,12 @@ import types
 import typing
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -40,6 +41,7 @@ from service.events import FieldMapping
 from service.harvest.config import HarvestConfig
 from service.language import LanguageConfig
 from service.pipeline import PipelineConfig
+from service.refusals import check_pattern
 from service.shadow.runner import ShadowConfig
 from service.topic_config import TopicConfig
 
@@ -56,7 +58,9 @@ class ConfigError(ValueError):
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # allow_inf_nan=False: every float setting is finite ("window_s: .inf" is a config
+    # error naming the field, not a failure when the drift windows are built).
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class RetrieverConfig(_Frozen):
@@ -241,7 +245,8 @@ class AnalyticsConfig(_Frozen):
         topics: topic-model settings used when fitting at start.
         use_gold_topics: use the gold set's own ``topic`` labels when every answerable row
             has one.
-        refusal_patterns: extra refusal patterns (regular expressions).
+        refusal_patterns: extra refusal patterns (Python regular expressions, each compiled on
+            its own; an invalid one is a configuration error naming its index).
         scope_retriever: built-in retriever (``bm25``, ``tfidf``, ``hybrid``) whose best score
             judges out-of-scope, calibrated on the gold set; ``None``: no out-of-scope.
         scope_min_tpr: the calibrated threshold keeps at least this share of the gold set's
@@ -256,7 +261,7 @@ class AnalyticsConfig(_Frozen):
     topics_model: Path | None = None
     topics: TopicConfig = TopicConfig()
     use_gold_topics: bool = True
-    refusal_patterns: tuple[str, ...] = ()
+    refusal_patterns: tuple[Annotated[str, AfterValidator(check_pattern)], ...] = ()
     scope_retriever: Literal["bm25", "tfidf", "hybrid"] | None = "bm25"
     scope_min_tpr: float = Field(default=0.95, ge=0, le=1)
     drift: DriftSettings = DriftSettings()

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+#: Bounds of ``n_topics`` (inclusive), shared by the configuration and ``topics fit``.
+N_TOPICS_MIN = 2
+N_TOPICS_MAX = 1000
+
 
 class TopicConfig(BaseModel):
     """Topic-model settings (frozen).
@@ -24,7 +28,7 @@ class TopicConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    n_topics: int | None = Field(default=None, ge=2, le=1000)
+    n_topics: int | None = Field(default=None, ge=N_TOPICS_MIN, le=N_TOPICS_MAX)
     max_topics: int = Field(default=50, ge=2, le=1000)
     svd_components: int = Field(default=150, ge=2, le=2000)
     novelty_percentile: float = Field(default=5.0, ge=0, le=50)

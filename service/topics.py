@@ -56,7 +56,7 @@ from threadpoolctl import ThreadpoolController
 from service.batch_cache import BatchCache
 from service.known import HashTable
 from service.pipeline import Batch, StatelessStage
-from service.topic_config import TopicConfig
+from service.topic_config import N_TOPICS_MAX, N_TOPICS_MIN, TopicConfig
 
 #: Topic name given to a question far from every topic.
 NOVEL = "novel"
@@ -512,7 +512,12 @@ def _check_labels(texts: Sequence[str], labels: Sequence[str]) -> None:
 
 def _cluster(vectors: np.ndarray, config: TopicConfig) -> tuple[list[str], np.ndarray, np.ndarray]:
     n = len(vectors)
-    k = config.n_topics or max(2, min(config.max_topics, round(math.sqrt(n))))
+    if config.n_topics is None:
+        k = max(N_TOPICS_MIN, min(config.max_topics, round(math.sqrt(n))))
+    else:  # a config built with model_copy(update=...) skipped validation: check again
+        k = config.n_topics
+        if not N_TOPICS_MIN <= k <= N_TOPICS_MAX:
+            raise ValueError(f"n_topics must be in [{N_TOPICS_MIN}, {N_TOPICS_MAX}], got {k}")
     if k > n:
         raise ValueError(f"n_topics={k} is more than the {n} training texts")
     kmeans = KMeans(k, n_init=3, random_state=config.seed).fit(vectors)

@@ -1,0 +1,147 @@
+"""``goldwatch config check`` fails (exit 2, naming the field and file) on what serve and
+replay would reject later: an invalid refusal pattern, a non-finite drift window, gold-set or
+corpus rows that do not load, a Kafka secret file that cannot be read; ``topics fit
+--n-topics`` takes the configuration's bounds."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from service.cli import main
+from service.demo import demo_path
+from service.topic_config import N_TOPICS_MAX, N_TOPICS_MIN, TopicConfig
+from service.topics import TopicModel
+
+
+def _check(tmp_path: Path, text: str) -> Result:
+    config = tmp_path / "goldwatch.yaml"
+    config.write_text(text, encoding="utf-8")
+    return CliRunner().invoke(main, ["config", "check", "--config", str(config)])
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "problem"),
+    [
+        ("analytics:\n  refusal_patterns: ['ok', '(bad']\n", "analytics.refusal_patterns.1",
+         "missing ), unterminated subpattern"),
+        ("analytics:\n  refusal_patterns: ['(?i)sorry']\n", "analytics.refusal_patterns.0",
+         "global flags not at the start"),
+        ("analytics:\n  drift: {window_s: .inf}\n", "analytics.drift.window_s", "finite"),
+        ("analytics:\n  drift: {bucket_s: .nan}\n", "analytics.drift.bucket_s", "finite"),
+        ("analytics:\n  drift: {allowed_lateness_s: .inf}\n",
+         "analytics.drift.allowed_lateness_s", "finite"),
+    ],
+)  # fmt: skip
+def test_settings_problems_name_the_field(
+    tmp_path: Path, text: str, field: str, problem: str
+) -> None:
+    result = _check(tmp_path, text)
+    assert result.exit_code == 2, result.output
+    assert f"  {field}: " in result.stderr and problem in result.stderr, result.stderr
+
+
+def test_replay_rejects_the_same_settings_naming_the_field(tmp_path: Path) -> None:
+    config = tmp_path / "goldwatch.yaml"
+    config.write_text("analytics:\n  drift: {window_s: .inf}\n", encoding="utf-8")
+    log = tmp_path / "log.jsonl"
+    log.write_text("", encoding="utf-8")
+    result = CliRunner().invoke(main, ["replay", str(log), "--config", str(config)])
+    assert result.exit_code == 2
+    assert "analytics.drift.window_s: Input should be a finite number" in result.stderr
+
+
+def _with_bad_line(source: Path, target: Path, line: str) -> Path:
+    rows = source.read_text(encoding="utf-8").splitlines()
+    target.write_text("\n".join([rows[0], line, *rows[1:]]) + "\n", encoding="utf-8")
+    return target
+
+
+@pytest.mark.parametrize(
+    ("field", "demo_file", "bad_row", "problem"),
+    [
+        ("gold_set", "gold.jsonl", '{"id": "q-x", "gold": ["p-0001"]}', "line 2"),
+        ("gold_set", "gold.jsonl", "not json", "line 2"),
+        ("corpus", "corpus.jsonl", '{"id": "p-x", "text": 5}', "line 2"),
+        ("corpus", "corpus.jsonl", '{"id": "p-0001", "text": "again"}', "line 2"),
+    ],
+)
+def test_gold_set_and_corpus_rows_are_loaded(
+    tmp_path: Path, field: str, demo_file: str, bad_row: str, problem: str
+) -> None:
+    path = _with_bad_line(demo_path(demo_file), tmp_path / demo_file, bad_row)
+    result = _check(tmp_path, f"{field}: {path}\n")
+    assert result.exit_code == 2, result.output
+    message = result.stderr.split("goldwatch: error: ", 1)[1]
+    assert message.startswith(f"{field}: 1 problem(s) in {path}:"), message
+    assert f"{path}, {problem}" in message, message
+
+
+def test_good_gold_set_and_corpus_pass(tmp_path: Path) -> None:
+    gold = shutil.copy(demo_path("gold.jsonl"), tmp_path / "gold.jsonl")
+    corpus = shutil.copy(demo_path("corpus.jsonl"), tmp_path / "corpus.jsonl")
+    result = _check(tmp_path, f"gold_set: {gold}\ncorpus: {corpus}\n")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["gold_set"] == str(gold)
+
+
+KAFKA = """source: {{kind: kafka}}
+kafka:
+  bootstrap_servers: 127.0.0.1:9
+  topic: queries
+  consumer_group: goldwatch
+  security_protocol: SASL_SSL
+  sasl_mechanism: PLAIN
+  sasl_username: svc
+  sasl_password_file: {password}
+  ssl_cafile: {cafile}
+"""
+
+
+def test_kafka_secret_and_tls_files_must_be_readable(tmp_path: Path) -> None:
+    password, cafile = tmp_path / "password", tmp_path / "ca.pem"
+    missing = _check(tmp_path, KAFKA.format(password=password, cafile=cafile))
+    assert missing.exit_code == 2
+    assert f"kafka.sasl_password_file: cannot read {password}: No such file" in missing.stderr
+    assert f"kafka.ssl_cafile: cannot read {cafile}: No such file" in missing.stderr
+    password.write_text("pw-not-shown\n", encoding="utf-8")
+    cafile.write_text("-----BEGIN CERTIFICATE-----\n", encoding="utf-8")
+    present = _check(tmp_path, KAFKA.format(password=password, cafile=cafile))
+    assert present.exit_code == 0, present.stderr
+    assert "pw-not-shown" not in present.output
+
+
+@pytest.mark.parametrize("n", ["-3", "0", "1", str(N_TOPICS_MAX + 1), "many"])
+def test_topics_fit_n_topics_outside_the_config_bounds_exits_2(tmp_path: Path, n: str) -> None:
+    out = tmp_path / "topics.joblib"
+    result = CliRunner().invoke(
+        main, ["topics", "fit", "--cluster", f"--n-topics={n}", "--out", str(out)]
+    )
+    assert result.exit_code == 2, result.output
+    assert "'--n-topics'" in result.stderr
+    assert not out.exists()
+
+
+def test_topics_fit_and_the_config_share_the_bounds(tmp_path: Path) -> None:
+    field = TopicConfig.model_fields["n_topics"]
+    bounds = {type(m).__name__: getattr(m, type(m).__name__.lower()) for m in field.metadata}
+    assert bounds == {"Ge": N_TOPICS_MIN, "Le": N_TOPICS_MAX}
+    out = tmp_path / "topics.joblib"
+    result = CliRunner().invoke(
+        main, ["topics", "fit", "--cluster", f"--n-topics={N_TOPICS_MIN}", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert len(TopicModel.load(out).topics) == N_TOPICS_MIN
+
+
+def test_an_unvalidated_config_cannot_slip_a_bad_n_topics_into_the_fit() -> None:
+    """``model_copy(update=...)`` skips validation; 0 was then taken for "default"."""
+    texts = [f"question {i} about fees" for i in range(9)]
+    for bad in (0, 1, -3):
+        config = TopicConfig(svd_components=3).model_copy(update={"n_topics": bad})
+        with pytest.raises(ValueError, match=rf"n_topics must be in \[2, 1000\], got {bad}"):
+            TopicModel.fit(texts, config)
