@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from service.annotation_totals import AnnotationTotals
 from service.corpus import Corpus
 from service.drift.stage import DriftStage
 from service.drift.windows import WindowConfig
@@ -42,6 +43,7 @@ class Analytics:
     Attributes:
         stages: in run order (PII, language, topic, refusal, scope, drift).
         drift: the drift stage (its :meth:`~service.drift.stage.DriftStage.report`).
+        totals: refusal, out-of-scope and PII totals since the first start (persisted).
         language_labels, topic_labels: every bounded label value (pre-initialised series).
         scope: the out-of-scope calibration, or ``None``.
         gold_counts: the gold set's category counts per dimension.
@@ -49,6 +51,7 @@ class Analytics:
 
     stages: list[Stage]
     drift: DriftStage | None = None
+    totals: AnnotationTotals | None = None
     language_labeler: LanguageLabeler | None = None
     topic_labels: tuple[str, ...] = ()
     scope: ScopeCalibration | None = None
@@ -174,9 +177,12 @@ def build_analytics(config: AnalyticsConfig, gold: GoldSet, corpus: Corpus) -> A
         min_rate_change=config.drift.min_rate_change,
     )
     stages.append(drift)
+    totals = AnnotationTotals()
+    stages.append(totals)
     return Analytics(
         stages=stages,
         drift=drift,
+        totals=totals,
         language_labeler=labeler,
         topic_labels=(*model.names, NOVEL),
         scope=calibration,

@@ -163,8 +163,16 @@ def analytics_report(live: Live, registry: CollectorRegistry) -> dict[str, Any] 
     if drift is None:
         return None
 
-    def value(name: str, labels: dict[str, str] | None = None) -> int:
-        return int(registry.get_sample_value(f"goldwatch_{name}_total", labels or {}) or 0)
+    totals = live.analytics.totals
+    if totals is not None:  # since the first start (persisted), not since this process's
+
+        def value(name: str, labels: dict[str, str] | None = None) -> int:
+            return totals.pii[labels["type"]] if labels else totals.flags[name]
+
+    else:
+
+        def value(name: str, labels: dict[str, str] | None = None) -> int:
+            return int(registry.get_sample_value(f"goldwatch_{name}_total", labels or {}) or 0)
 
     answers, refused = value("answers"), value("refusals")
     scored, out = value("scope_scored"), value("out_of_scope")

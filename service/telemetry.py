@@ -44,6 +44,7 @@ from typing import Any, NamedTuple
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary
 
 from service import __version__
+from service.annotation_totals import count_annotations
 from service.pii import PII_TYPES as _PII_TYPES
 
 NAMESPACE = "goldwatch"
@@ -351,25 +352,15 @@ class AnalyticsMetrics:
 
     def observe_annotations(self, annotations: Sequence[Mapping[str, Any]]) -> None:
         """Count one batch's annotations (one ``inc`` per label value, not per event)."""
-        pii: dict[str, int] = {}
         languages: dict[str, int] = {}
         topics: dict[str, int] = {}
-        flags = dict.fromkeys(("answers", "refusals", "scored", "oos", "over", "under"), 0)
+        flags, pii = count_annotations(annotations)
         for notes in annotations:
-            for kind, n in (notes.get("pii") or {}).items():
-                pii[kind] = pii.get(kind, 0) + n
             language = bounded_label(notes.get("language_label", notes.get("language")),
                                      self.language_labels)  # fmt: skip
             languages[language] = languages.get(language, 0) + 1
             topic = bounded_label(notes.get("topic"), self.topic_labels)
             topics[topic] = topics.get(topic, 0) + 1
-            refused, out = notes.get("refused"), notes.get("out_of_scope")
-            flags["answers"] += refused is not None
-            flags["refusals"] += refused is True
-            flags["scored"] += out is not None
-            flags["oos"] += out is True
-            flags["over"] += notes.get("over_refusal") is True
-            flags["under"] += notes.get("under_refusal") is True
         for kind, n in pii.items():
             self.pii_scrubbed.labels(type=bounded_label(kind, PII_TYPES)).inc(n)
         for language, n in languages.items():
@@ -379,10 +370,10 @@ class AnalyticsMetrics:
         for key, counter in (
             ("answers", self.answers),
             ("refusals", self.refusals),
-            ("scored", self.scope_scored),
-            ("oos", self.out_of_scope),
-            ("over", self.over_refusals),
-            ("under", self.under_refusals),
+            ("scope_scored", self.scope_scored),
+            ("out_of_scope", self.out_of_scope),
+            ("over_refusals", self.over_refusals),
+            ("under_refusals", self.under_refusals),
         ):
             counter.inc(flags[key])  # fmt: skip
 

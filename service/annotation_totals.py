@@ -1,0 +1,97 @@
+"""Running totals of the analytics annotations, persisted with the state.
+
+The Prometheus counters of answers, refusals, out-of-scope questions and scrubbed personal
+data restart from zero with the process, as counters do (PromQL's ``rate``/``increase`` read
+through resets). The API's summaries (``/v1/refusals``, the analytics report) are totals since
+the first start instead, like ``/v1/status``'s: they are kept here, in a pipeline stage whose
+state is checkpointed with everything else, so a restart neither zeroes nor double-counts
+them (the checkpoint and the position resumed from are one transaction).
+
+Counting rules (one per event, from the annotations the analytics stages left):
+
+* ``answers``: events whose answer was judged (``refused`` is ``True`` or ``False``);
+  ``refusals``: of those, the refused ones;
+* ``scope_scored``: events given an out-of-scope verdict; ``out_of_scope``: of those, ``True``;
+* ``over_refusals`` / ``under_refusals``: events flagged ``over_refusal`` / ``under_refusal``;
+* ``pii``: scrubbed items by type, summed over the events' ``pii`` counts.
+
+:func:`count_annotations` is the one place these rules are written; the telemetry counts
+the same way through it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from service.pipeline import Batch
+
+__all__ = ["FLAGS", "AnnotationTotals", "count_annotations"]
+
+#: The per-event flags counted, in report order.
+FLAGS = ("answers", "refusals", "scope_scored", "out_of_scope", "over_refusals",
+         "under_refusals")  # fmt: skip
+
+
+def count_annotations(
+    annotations: Iterable[Mapping[str, Any]],
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Count a batch's annotations: ``({flag: n for flag in FLAGS}, {pii type: n})``.
+
+    Args:
+        annotations: one mapping per event (``Batch.annotations``).
+
+    Returns:
+        The flag counts (every flag present, ≥ 0) and the scrubbed items by type.
+    """
+    flags = dict.fromkeys(FLAGS, 0)
+    pii: dict[str, int] = {}
+    for notes in annotations:
+        refused, out = notes.get("refused"), notes.get("out_of_scope")
+        flags["answers"] += refused is not None
+        flags["refusals"] += refused is True
+        flags["scope_scored"] += out is not None
+        flags["out_of_scope"] += out is True
+        flags["over_refusals"] += notes.get("over_refusal") is True
+        flags["under_refusals"] += notes.get("under_refusal") is True
+        for kind, n in (notes.get("pii") or {}).items():
+            pii[kind] = pii.get(kind, 0) + n
+    return flags, pii
+
+
+class AnnotationTotals:
+    """A pipeline stage that keeps :func:`count_annotations` totals across restarts.
+
+    Runs after the analytics stages (it reads their annotations, changes nothing).
+    State: ``{"flags": {flag: int}, "pii": {type: int}}``.
+    """
+
+    name = "annotation_totals"
+
+    def __init__(self) -> None:
+        self.flags: Counter[str] = Counter(dict.fromkeys(FLAGS, 0))
+        self.pii: Counter[str] = Counter()
+
+    def process(self, batch: Batch) -> None:
+        """Add the batch's counts."""
+        flags, pii = count_annotations(batch.annotations)
+        self.flags.update(flags)
+        self.pii.update(pii)
+
+    def state_snapshot(self) -> Any:
+        """The totals, JSON-able."""
+        return {"flags": dict(self.flags), "pii": dict(self.pii)}
+
+    def restore(self, state: Any) -> None:
+        """Load :meth:`state_snapshot` output (``None``: a first start keeps zeros).
+
+        Raises:
+            ValueError, TypeError, AttributeError: the state has the wrong shape (the engine
+                reports the state file).
+        """
+        if not state:
+            return
+        self.flags = Counter(dict.fromkeys(FLAGS, 0))
+        self.flags.update({str(k): int(v) for k, v in state.get("flags", {}).items()})
+        self.pii = Counter({str(k): int(v) for k, v in state.get("pii", {}).items()})

@@ -1,0 +1,81 @@
+"""The analytics totals behind ``/v1/refusals`` and the reports: counted by hand from planted
+annotations, carried across a restart (state round trip), and the same through a real
+``goldwatch serve`` stopped and started again on its state."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from service.annotation_totals import FLAGS, AnnotationTotals, count_annotations
+from service.demo import demo_path
+from service.events import QueryLogEvent
+from service.pipeline import Batch
+from tests.acceptance.service_process import ServiceProcess
+
+AT = datetime(2026, 11, 29, tzinfo=UTC)
+
+NOTES = [
+    {"refused": True, "out_of_scope": False, "over_refusal": True, "under_refusal": False,
+     "pii": {"email": 2}},
+    {"refused": False, "out_of_scope": True, "over_refusal": False, "under_refusal": True},
+    {"refused": True, "out_of_scope": True, "over_refusal": False, "under_refusal": False,
+     "pii": {"phone": 1, "email": 1}},
+    {"refused": None, "out_of_scope": None},  # no answer, no verdict
+    {},
+]  # fmt: skip
+
+
+def test_counts_follow_the_rules_worked_by_hand() -> None:
+    flags, pii = count_annotations(NOTES)
+    # answers: 3 judged (True, False, True); refusals: 2; scored: 3 (False, True, True);
+    # out of scope: 2; over: 1; under: 1; pii: email 2 + 1, phone 1
+    assert flags == {"answers": 3, "refusals": 2, "scope_scored": 3, "out_of_scope": 2,
+                     "over_refusals": 1, "under_refusals": 1}  # fmt: skip
+    assert pii == {"email": 3, "phone": 1}
+    assert tuple(flags) == FLAGS
+
+
+def test_totals_survive_a_state_round_trip_and_keep_adding() -> None:
+    events = [QueryLogEvent(event_id=f"e-{i}", timestamp=AT, question="q") for i in range(5)]
+    batch = Batch.of(events, "file")
+    batch.annotations[:] = [dict(n) for n in NOTES]
+    stage = AnnotationTotals()
+    stage.process(batch)
+    saved = json.loads(json.dumps(stage.state_snapshot()))
+    restarted = AnnotationTotals()
+    restarted.restore(saved)
+    assert restarted.flags == stage.flags and restarted.pii == stage.pii
+    restarted.process(batch)
+    assert restarted.flags["refusals"] == 4 and restarted.pii["email"] == 6
+    fresh = AnnotationTotals()
+    fresh.restore(None)
+    assert set(fresh.flags.values()) == {0}
+
+
+def test_refusals_endpoint_keeps_its_totals_across_a_restart(tmp_path: Path) -> None:
+    config = {
+        "gold_set": str(demo_path("gold.jsonl")),
+        "corpus": str(demo_path("corpus.jsonl")),
+        "source": {"kind": "file", "path": str(demo_path("querylog.jsonl")),
+                   "dlq_path": str(tmp_path / "dlq.jsonl")},
+        "state": {"path": str(tmp_path / "state.sqlite")},
+    }  # fmt: skip
+    service = ServiceProcess.start(tmp_path / "work", config)
+    try:
+        service.wait_until(lambda s: s["input_finished"], timeout_s=120, what="the demo log")
+        before = service.get("/v1/refusals").json()
+        assert before["refusals"]["answers"] > 0 and before["refusals"]["refused"] > 0
+        assert before["out_of_scope"]["scored"] > 0
+        service.terminate()
+        service = service.restart()
+        service.wait_until(lambda s: s["input_finished"], timeout_s=120, what="resumed")
+        after = service.get("/v1/refusals").json()
+        assert service.totals()["processed"] > 0  # persisted totals, as /v1/refusals now
+        for part in ("refusals", "out_of_scope"):
+            for key in ("answers", "refused", "scored", "out_of_scope", "over_refusals",
+                        "under_refusals"):  # fmt: skip
+                assert after[part].get(key) == before[part].get(key), (part, key)
+    finally:
+        service.kill()
