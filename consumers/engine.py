@@ -126,6 +126,9 @@ class Engine:
             dead-letter the batch as ``processing_failed`` and go on.
         on_batch: called with every processed batch (the analytics metrics read its
             annotations), under the lock.
+        future_tolerance_s: events stamped more than this many seconds ahead of the wall
+            clock do not count as the newest event time (as the drift windows keep them
+            out); ≥ 0.
     """
 
     def __init__(
@@ -136,10 +139,12 @@ class Engine:
         decode: Decoder,
         on_error: ErrorCallback = default_on_error,
         on_batch: Callable[[Batch], None] | None = None,
+        future_tolerance_s: float = 60.0,
     ) -> None:
         self.pipeline, self.state, self.metrics = pipeline, state, metrics
         self.decode, self.on_error, self.on_batch = decode, on_error, on_batch
         self.lock = threading.RLock()
+        self.future_tolerance_s = future_tolerance_s
         self.totals = Totals()
         self._totals_view: dict[str, Any] = self.totals.to_json()
         self._applied: dict[tuple[str, int], int] = {}
@@ -235,7 +240,7 @@ class Engine:
                 dead_lettered=_by_reason(dead),
                 duplicates=dropped.pop(DUPLICATE, 0) + redelivered,
                 seconds=time.perf_counter() - started,
-                newest_event_s=_newest(batch),
+                newest_event_s=_newest(batch, self.future_tolerance_s),
             )
             self.metrics.observe_batch(counts)
             if batch is not None and self.on_batch is not None:
@@ -311,10 +316,18 @@ def _by_reason(dead: Sequence[DeadLetter]) -> dict[str, int]:
     return counts
 
 
-def _newest(batch: Batch | None) -> float | None:
+def _newest(batch: Batch | None, future_tolerance_s: float) -> float | None:
+    """The newest event time of ``batch`` (Unix seconds), leaving out events stamped more
+    than ``future_tolerance_s`` ahead of the wall clock (a client's clock years ahead must
+    not set ``goldwatch_last_event_timestamp_seconds`` to year 9999); ``None``: none left."""
     if not batch or not batch.events:
         return None
-    return max(map(_timestamp_of, batch.events)).timestamp()
+    newest = max(map(_timestamp_of, batch.events)).timestamp()
+    limit = time.time() + future_tolerance_s
+    if newest <= limit:
+        return newest
+    stamps = [s for s in (e.timestamp.timestamp() for e in batch.events) if s <= limit]
+    return max(stamps, default=None)
 
 
 def _failure_detail(exc: Exception) -> str:

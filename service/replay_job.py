@@ -89,7 +89,8 @@ def run_replay(
         live.observe(batch)
         series.add_batch([e.timestamp.timestamp() for e in batch.events], batch.annotations)
 
-    engine = Engine(live.pipeline, state, build_metrics(registry), decoder, on_batch=observe)
+    engine = Engine(live.pipeline, state, build_metrics(registry), decoder, on_batch=observe,
+                    future_tolerance_s=settings.analytics.drift.future_tolerance_s)  # fmt: skip
     try:
         report = run(
             source,

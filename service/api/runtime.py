@@ -386,8 +386,9 @@ class Runtime:
                    if st is not None]  # fmt: skip
             pipeline = build_pipeline(settings, [*stages, *self.live.analytics.stages, *own])
         self.engine = Engine(
-            pipeline, self.state, self.metrics, decoder, on_batch=self.live.observe
-        )
+            pipeline, self.state, self.metrics, decoder, on_batch=self.live.observe,
+            future_tolerance_s=settings.analytics.drift.future_tolerance_s,
+        )  # fmt: skip
         self.engine.restore()
         freeze_heap()
         dlq = settings.source.dlq_path or settings.state.path.parent / "goldwatch.dlq.jsonl"

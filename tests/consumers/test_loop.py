@@ -738,3 +738,22 @@ def test_a_clean_batch_does_not_settle_an_earlier_batch_with_dead_letters() -> N
     engine.process(kafka_messages([event(1)], 1), "kafka:queries")
     engine.restore()  # settled and newer than the checkpoint: kept
     assert engine.totals_view()["consumed"] == 2
+
+
+def test_an_event_from_the_future_does_not_set_the_newest_event_time() -> None:
+    """A client clock far ahead (year 9999) would pin ``goldwatch_last_event_timestamp_seconds``
+    there: events stamped more than ``future_tolerance_s`` ahead of the wall clock are left
+    out of it (they are still processed, and counted as ``future`` by the drift windows)."""
+    registry, metrics = fresh_metrics()
+    engine = Engine(pipeline(), StateStore.in_memory(), metrics, make_decoder(),
+                    future_tolerance_s=60.0)  # fmt: skip
+    far = json.dumps({"event_id": "far", "timestamp": "9999-12-31T23:59:59Z", "question": "q"})
+    soon = int(time.time()) + 30  # within the tolerance: counts
+    outcome = engine.process(kafka_messages([event(1), far.encode()], 0), "kafka")
+    assert outcome.counts.processed == 2
+    assert registry.get_sample_value("goldwatch_last_event_timestamp_seconds") == 1_795_946_401
+    engine.process(kafka_messages([far.replace("far", "far-2").encode()], 2), "kafka")
+    assert registry.get_sample_value("goldwatch_last_event_timestamp_seconds") == 1_795_946_401
+    near = json.dumps({"event_id": "near", "timestamp": soon, "question": "q"})
+    engine.process(kafka_messages([near.encode()], 3), "kafka")
+    assert registry.get_sample_value("goldwatch_last_event_timestamp_seconds") == soon
