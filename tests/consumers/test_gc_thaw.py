@@ -22,16 +22,16 @@ def _cycle() -> Node:
 
 
 def _step(thaw_interval_s: float) -> None:
-    """One loop step that ends with a generation-1 collection, hence a freeze."""
-    with gc_paused(thaw_interval_s=thaw_interval_s):
-        gc.collect(0)
-        gc.collect(0)  # generation 1's count is now 2, over its threshold of 1
+    """One loop step that ends with a full collection, hence a freeze."""
+    with gc_paused(thaw_interval_s=thaw_interval_s, freeze_interval_s=0.0):
+        gc.collect(1)
+        gc.collect(1)  # generation 2's count is now 2, over its threshold of 1
 
 
 def test_a_cycle_frozen_while_in_flight_is_collected_at_the_next_thaw() -> None:
     old = gc.get_threshold()
     try:
-        gc.set_threshold(50, 1, 1_000_000)
+        gc.set_threshold(50, 1, 1)
         node = _cycle()  # held by "another thread" while the loop freezes
         alive = weakref.ref(node)
         _step(math.inf)
@@ -54,7 +54,7 @@ def test_frozen_garbage_stays_bounded_over_many_steps_with_thaws() -> None:
     every step at most the newest one is left, without thaws all 100 are."""
     old = gc.get_threshold()
     try:
-        gc.set_threshold(50, 1, 1_000_000)
+        gc.set_threshold(50, 1, 1)
         for thaw_s, left in ((0.0, 1), (math.inf, 100)):
             refs = []
             for _ in range(100):

@@ -599,7 +599,7 @@ def test_gc_paused_restores_the_collector_and_catches_up() -> None:
         gc.callbacks.remove(note)
 
 
-def test_gc_paused_freezes_what_outlives_an_older_generation_collection() -> None:
+def test_gc_paused_freezes_what_outlives_a_full_collection() -> None:
     import gc
     import weakref
 
@@ -610,15 +610,15 @@ def test_gc_paused_freezes_what_outlives_an_older_generation_collection() -> Non
 
     def step(freeze: bool) -> tuple[list[Box], int]:
         before = gc.get_freeze_count()
-        with gc_paused(freeze_survivors=freeze):
-            gc.collect(0)
-            gc.collect(0)  # generation 1's count is now 2, over its threshold of 1
+        with gc_paused(freeze_survivors=freeze, freeze_interval_s=0.0):
+            gc.collect(1)
+            gc.collect(1)  # generation 2's count is now 2, over its threshold of 1
             kept = [Box() for _ in range(200)]
         return kept, gc.get_freeze_count() - before
 
     old = gc.get_threshold()
     try:
-        gc.set_threshold(50, 1, 1_000_000)
+        gc.set_threshold(50, 1, 1)
         kept, frozen = step(freeze=True)
         assert frozen >= 200  # the boxes and the list, with whatever else was young
         tracked = {id(o) for o in gc.get_objects()}
@@ -757,3 +757,28 @@ def test_an_event_from_the_future_does_not_set_the_newest_event_time() -> None:
     near = json.dumps({"event_id": "near", "timestamp": soon, "question": "q"})
     engine.process(kafka_messages([near.encode()], 3), "kafka")
     assert registry.get_sample_value("goldwatch_last_event_timestamp_seconds") == soon
+
+
+def test_gc_paused_freezes_at_most_once_per_interval() -> None:
+    """A freeze also takes other threads' in-flight objects: it is rate-limited."""
+    import gc
+    import math
+
+    from consumers.loop import gc_paused
+
+    def step(interval_s: float) -> int:
+        before = gc.get_freeze_count()
+        with gc_paused(freeze_interval_s=interval_s):
+            gc.collect(1)
+            gc.collect(1)  # generation 2's count is now 2, over its threshold of 1
+            kept = [object() for _ in range(10)]  # noqa: F841 - alive at the freeze
+        return gc.get_freeze_count() - before
+
+    old = gc.get_threshold()
+    try:
+        gc.set_threshold(50, 1, 1)
+        assert step(0.0) > 0
+        assert step(math.inf) == 0  # not due: the full collection ran, nothing was frozen
+    finally:
+        gc.set_threshold(*old)
+        gc.unfreeze()
