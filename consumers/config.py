@@ -39,8 +39,9 @@ class KafkaSourceConfig(BaseModel):
         heartbeat_interval_ms: member heartbeat period (ms), below ``session_timeout_ms``.
         max_poll_interval_ms: longest gap between polls (ms) before the member is dropped.
         request_timeout_ms: timeout of one broker request (ms).
-        dlq_topic: dead-letter topic (default ``<topic>.dlq``): each unusable event with its
-            reason in the headers.
+        dlq_topic: dead-letter topic (default ``<topic>.dlq``): each unusable event as a JSON
+            body (reason, detail, origin, base64 bytes), with the reason, topic, partition
+            and offset also in the headers ``goldwatch.dlq.*``.
         commit_interval_s: seconds between offset commits (after a state checkpoint); 0
             commits after every batch.
         lag_interval_s: seconds between consumer-lag measurements (``goldwatch_consumer_lag``).

@@ -80,6 +80,22 @@ DLQ_MAX_LETTER_BYTES = 1_000_000
 DLQ_MAX_KEY_BYTES = 16_384
 
 
+#: Record headers of a dead letter, after Kafka Connect's ``__connect.errors.*`` (reason and
+#: where the message was), so a DLQ consumer can route or count without parsing the body.
+DLQ_HEADERS = ("goldwatch.dlq.reason", "goldwatch.dlq.topic", "goldwatch.dlq.partition",
+               "goldwatch.dlq.offset")  # fmt: skip
+
+
+def dead_letter_headers(letter: DeadLetter) -> list[tuple[str, bytes]]:
+    """The dead letter's record headers: :data:`DLQ_HEADERS` with the reason and the
+    original topic, partition and offset as UTF-8 text (a missing one is left out). The
+    detail stays in the body only (it can be long)."""
+    origin = letter.message.origin
+    values = (letter.reason, origin.topic, origin.partition, origin.offset)
+    return [(name, str(value).encode()) for name, value in zip(DLQ_HEADERS, values, strict=True)
+            if value is not None]  # fmt: skip
+
+
 def dead_letter_value(letter: DeadLetter, max_bytes: int = DLQ_MAX_LETTER_BYTES) -> bytes:
     """The DLQ message value: UTF-8 JSON with reason, detail, origin and base64 bytes.
 
@@ -358,7 +374,8 @@ class KafkaSource:
             key = letter.message.key
             if key is not None and len(key) > DLQ_MAX_KEY_BYTES:
                 key = None  # the body carries it; a record key this long may not fit
-            return producer.send(self.config.dlq_topic, value=dead_letter_value(letter), key=key)
+            return producer.send(self.config.dlq_topic, value=dead_letter_value(letter), key=key,
+                                 headers=dead_letter_headers(letter))  # fmt: skip
         except KafkaError as exc:
             log.warning("dead letter not sent (retried at the next sync): %r", exc)
             return None

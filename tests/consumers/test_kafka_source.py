@@ -243,6 +243,12 @@ def test_dead_letters_land_on_dlq_topic(
         {"topic": topic, "partition": 1, "offset": 0},
         {"topic": topic, "partition": 1, "offset": 1},
     ]
+    # the reason and origin as record headers too (routing without parsing the body)
+    assert [dict(r.headers) for r in records] == [
+        {"goldwatch.dlq.reason": b"not_json", "goldwatch.dlq.topic": topic.encode(),
+         "goldwatch.dlq.partition": b"1", "goldwatch.dlq.offset": str(offset).encode()}
+        for offset in (0, 1)
+    ]  # fmt: skip
 
 
 def test_a_dead_letter_of_a_message_near_the_size_limit_is_sent_cut_not_retried_forever(
