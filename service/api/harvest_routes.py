@@ -108,14 +108,20 @@ def get_candidate(labelling: LabellingDep, candidate_id: Annotated[str, Path()])
         raise _error(exc) from None
 
 
+#: The answers both decisions (accept, reject) document besides 200.
+_DECISION_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {"description": "no bearer token"},
+    403: {"description": "wrong token, or mutating endpoints disabled"},
+    404: {"description": "unknown gold candidate, or harvesting is off"},
+    409: {"description": "already accepted or rejected"},
+    415: {"description": "not application/json"},
+}
+
+
 @router.post(
     "/{candidate_id}/accept",
     responses={
-        401: {"description": "no bearer token"},
-        403: {"description": "wrong token, or mutating endpoints disabled"},
-        404: {"description": "unknown gold candidate, or harvesting is off"},
-        409: {"description": "already accepted or rejected"},
-        415: {"description": "not application/json"},
+        **_DECISION_RESPONSES,
         422: {"description": "the gold passages do not fit the kind, or are not in the corpus"},
         503: {"description": "the gold-set file cannot be written now (retry later)"},
     },
@@ -130,16 +136,7 @@ async def accept_candidate(
         raise _error(exc) from None
 
 
-@router.post(
-    "/{candidate_id}/reject",
-    responses={
-        401: {"description": "no bearer token"},
-        403: {"description": "wrong token, or mutating endpoints disabled"},
-        404: {"description": "unknown gold candidate, or harvesting is off"},
-        409: {"description": "already accepted or rejected"},
-        415: {"description": "not application/json"},
-    },
-)
+@router.post("/{candidate_id}/reject", responses=_DECISION_RESPONSES)
 async def reject_candidate(
     _: TokenDep, candidate_id: CandidateId, body: RejectBody, labelling: LabellingDep
 ) -> dict[str, Any]:
