@@ -165,11 +165,15 @@ class DedupStage:
 
     name = "dedup"
 
-    def __init__(self, window: int) -> None:
+    def __init__(self, window: int, pseudonymise_ids: bool = True) -> None:
         self.recent = RecentIds(window)
+        #: Pseudonymise ids that hold personal data (off only with the PII stage off: it
+        #: costs ~5 µs an event, a fifth of the bare pipeline's whole cost).
+        self.pseudonymise_ids = pseudonymise_ids
 
     def process(self, batch: Batch) -> None:
-        pseudonymise_event_ids(batch.events)
+        if self.pseudonymise_ids:
+            pseudonymise_event_ids(batch.events)
         batch.keep(self.recent.add_all([event.event_id for event in batch.events]), DUPLICATE)
 
     def state_snapshot(self) -> Any:

@@ -214,9 +214,13 @@ class Pipeline:
         self._stages = tuple(stages)
 
     @classmethod
-    def default(cls, config: PipelineConfig, extra: Sequence[Stage] = ()) -> Pipeline:
-        """Return dedup → ``extra`` stages → count, the live path's built-in pipeline."""
-        return cls([DedupStage(config.dedup_window), *extra, CountingStage()])
+    def default(
+        cls, config: PipelineConfig, extra: Sequence[Stage] = (), pseudonymise_ids: bool = True
+    ) -> Pipeline:
+        """Return dedup → ``extra`` stages → count, the live path's built-in pipeline.
+        ``pseudonymise_ids``: the dedup stage pseudonymises event ids holding personal data
+        (the service turns it off with the PII stage, ``analytics.pii``/``enabled`` false)."""
+        return cls([DedupStage(config.dedup_window, pseudonymise_ids), *extra, CountingStage()])
 
     @property
     def stages(self) -> tuple[Stage, ...]:

@@ -100,7 +100,8 @@ def load_stage(spec: str) -> Stage:
 def build_pipeline(settings: Settings, extra: Sequence[Stage] = ()) -> Pipeline:
     """Return the live pipeline: dedup → built-in stages → custom stages → count."""
     custom = [load_stage(spec) for spec in settings.pipeline.extra_stages]
-    return Pipeline.default(settings.pipeline, extra=[*extra, *custom])
+    scrub = settings.analytics.enabled and settings.analytics.pii  # ids as the other fields
+    return Pipeline.default(settings.pipeline, extra=[*extra, *custom], pseudonymise_ids=scrub)
 
 
 @dataclass

@@ -144,3 +144,23 @@ def test_window_matches_a_plain_list_model(capacity: int, ids: list[str], split:
     assert got == expected
     assert recent.snapshot() == model and len(recent) == len(model)
     assert RecentIds(capacity, ids).snapshot() == model
+
+
+def test_ids_are_pseudonymised_only_with_the_pii_stage_on() -> None:
+    """The service builds its dedup stage with ``pseudonymise_ids`` = PII stage on: off, an
+    id is kept as sent, like every other field when nothing is scrubbed."""
+    import hashlib
+    from datetime import UTC, datetime
+
+    from service.events import QueryLogEvent
+    from service.pipeline import Batch
+
+    raw = "ivan.1@example.com"
+    expected = "pii-" + hashlib.sha256(raw.encode()).hexdigest()[:32]
+    for on, want in ((True, expected), (False, raw)):
+        stage = DedupStage(10, pseudonymise_ids=on)
+        batch = Batch.of([QueryLogEvent(event_id=raw, timestamp=datetime(2026, 11, 29,
+                                                                            tzinfo=UTC),
+                                        question="q")], "file")  # fmt: skip
+        stage.process(batch)
+        assert [e.event_id for e in batch.events] == [want]
