@@ -38,6 +38,7 @@ from prometheus_client import CollectorRegistry
 from consumers.engine import Engine
 from consumers.file_source import FileSource
 from consumers.loop import make_decoder, run
+from service.annotation_totals import AnnotationTotals
 from service.api.runtime import Live, build_live, freeze_heap
 from service.pipeline import Batch
 from service.scope import describe
@@ -117,7 +118,7 @@ def run_replay(
             "dropped": report.dropped,
             "batches": report.batches,
             "dlq_path": str(source.dlq_path),
-            "analytics": _with_series(analytics_report(live, registry), series),
+            "analytics": _with_series(analytics_report(live), series),
             **live_reports(live, registry),
         }
     )
@@ -158,25 +159,17 @@ def harvest_summary(records: list[dict[str, Any]], top: int = 20) -> dict[str, A
     return {"n_suggestions": len(records), "by_reason": by_reason, "top": ranked[:top]}
 
 
-def analytics_report(live: Live, registry: CollectorRegistry) -> dict[str, Any] | None:
-    """Summarise the analytics of a run from the drift stage and the metrics registry."""
+def analytics_report(live: Live) -> dict[str, Any] | None:
+    """Summarise the analytics of a run from the drift stage and the persisted annotation
+    totals (since the first start, not since this process's: the Prometheus counters
+    restart at 0)."""
     drift = live.analytics.drift
     if drift is None:
         return None
-
-    totals = live.analytics.totals
-    if totals is not None:  # since the first start (persisted), not since this process's
-
-        def value(name: str, labels: dict[str, str] | None = None) -> int:
-            return totals.pii[labels["type"]] if labels else totals.flags[name]
-
-    else:
-
-        def value(name: str, labels: dict[str, str] | None = None) -> int:
-            return int(registry.get_sample_value(f"goldwatch_{name}_total", labels or {}) or 0)
-
-    answers, refused = value("answers"), value("refusals")
-    scored, out = value("scope_scored"), value("out_of_scope")
+    totals = live.analytics.totals or AnnotationTotals()
+    flags = totals.flags
+    answers, refused = flags["answers"], flags["refusals"]
+    scored, out = flags["scope_scored"], flags["out_of_scope"]
     calibration = live.analytics.scope
     return {
         "languages": dict(drift.live_counts["language"].most_common()),
@@ -185,10 +178,10 @@ def analytics_report(live: Live, registry: CollectorRegistry) -> dict[str, Any] 
                      "rate": refused / answers if answers else None},
         "out_of_scope": {
             "scored": scored, "out_of_scope": out, "share": out / scored if scored else None,
-            "over_refusals": value("over_refusals"), "under_refusals": value("under_refusals"),
+            "over_refusals": flags["over_refusals"], "under_refusals": flags["under_refusals"],
             "calibration": describe(calibration) if calibration else None,
         },
-        "pii_scrubbed": {t: value("pii_scrubbed", {"type": t}) for t in PII_TYPES},
+        "pii_scrubbed": {t: totals.pii[t] for t in PII_TYPES},
         "drift": drift.report(),
     }  # fmt: skip
 

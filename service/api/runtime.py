@@ -524,7 +524,7 @@ class Runtime:
         if not self.engine.lock.acquire(timeout=LOCK_TIMEOUT_S):
             raise EngineBusy("the pipeline is busy (the consumer is waiting on its source)")
         try:
-            return json_safe(analytics_report(self.live, self.registry))  # type: ignore[no-any-return]
+            return json_safe(analytics_report(self.live))  # type: ignore[no-any-return]
         finally:
             self.engine.lock.release()
 
