@@ -402,6 +402,12 @@ class Runtime:
         self.gold_refreshes = 0
         #: Why the last gold-set refresh failed (``None``: none failed since the last success).
         self.gold_refresh_error: str | None = None
+        # Refreshes run one at a time, in order: request N is covered by any refresh that read
+        # the file after N was made, so an older read can never land after a newer one.
+        self._refresh_lock = threading.Lock()
+        self._refresh_requested = 0  # guarded by _refresh_counter_lock
+        self._refresh_covered = 0
+        self._refresh_counter_lock = threading.Lock()
         self._started_monotonic = time.monotonic()  # for uptime: immune to clock steps
         self.stop_event = threading.Event()
         self._source: Source | None = None
@@ -545,11 +551,26 @@ class Runtime:
     def gold_accepted(self, question: Any) -> None:
         """A suggestion was accepted into the gold-set file: reload the gold set, refit the
         topic model, recompute the gold languages/topics and the known-question index, then
-        swap them in under the pipeline lock (a background thread: the fit takes a while)."""
+        swap them in under the pipeline lock (a background thread: the fit takes a while).
+
+        Refreshes are serialised and coalesced: a refresh that starts after several accepts
+        reads the file once for all of them, and the outcome (new references or
+        ``gold_refresh_error``) always reflects the newest read of the file."""
+        with self._refresh_counter_lock:
+            self._refresh_requested += 1
         threading.Thread(target=self._refresh_gold, name="goldwatch-gold-refresh",
                          daemon=True).start()  # fmt: skip
 
     def _refresh_gold(self) -> None:
+        with self._refresh_lock:
+            with self._refresh_counter_lock:
+                wanted = self._refresh_requested
+            if wanted <= self._refresh_covered:
+                return  # a refresh that read the file after this request already ran
+            self._refresh_gold_now()
+            self._refresh_covered = wanted
+
+    def _refresh_gold_now(self) -> None:
         from service.analytics import apply_gold_references, gold_references
 
         path = self.settings.gold_set

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -217,3 +218,56 @@ def test_a_failed_gold_refresh_is_shown_with_file_line_and_field(server: Server)
         assert time.monotonic() < deadline, "the gold set was not refreshed"
         time.sleep(0.1)
     assert httpx.get(server.base + "/v1/status").json()["gold_refresh_error"] is None
+
+
+def test_an_older_gold_refresh_never_lands_after_a_newer_one(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two accepts in quick succession: the first refresh reads the (good) file and is slow;
+    meanwhile the file is broken and a second refresh is asked for. The outcome must be the
+    newest read's (the failure), never the slow older success landing last (CI saw this: the
+    previous test's refresh cleared this one's error)."""
+    import service.api.runtime as runtime_module
+
+    runtime = server.runtime
+    gold_path = Path(runtime.settings.gold_set)  # type: ignore[arg-type]
+    original = gold_path.read_bytes()
+    real_load = runtime_module.load_gold_set
+    first_read = threading.Event()
+    release = threading.Event()
+    calls: list[int] = []
+
+    def slow_first(path: Any) -> Any:
+        calls.append(1)
+        gold = real_load(path)
+        if len(calls) == 1:
+            first_read.set()
+            assert release.wait(30)
+        return gold
+
+    monkeypatch.setattr(runtime_module, "load_gold_set", slow_first)
+    refreshes = runtime.gold_refreshes
+    try:
+        runtime.gold_accepted(None)
+        assert first_read.wait(30), "the first refresh did not start"
+        bad = {"id": "q-broken-2", "question": "broken", "gold": "not-a-list"}
+        gold_path.write_bytes(original + json.dumps(bad).encode() + b"\n")
+        runtime.gold_accepted(None)
+        runtime.gold_accepted(None)  # coalesced with the second: the file is read once more
+        time.sleep(0.3)  # unfixed, the second refresh would fail here, before the first lands
+        release.set()
+        deadline = time.monotonic() + 60
+        while any(t.name == "goldwatch-gold-refresh" for t in threading.enumerate()):
+            assert time.monotonic() < deadline, "the refreshes did not finish"
+            time.sleep(0.05)
+        assert runtime.gold_refreshes == refreshes + 1  # the first succeeded
+        assert runtime.gold_refresh_error is not None and "q-broken-2" in runtime.gold_refresh_error
+        assert len(calls) == 2  # the third request was covered by the second's read
+    finally:
+        release.set()
+        gold_path.write_bytes(original)
+    runtime.gold_accepted(None)
+    deadline = time.monotonic() + 60
+    while runtime.gold_refresh_error is not None:
+        assert time.monotonic() < deadline, "the good file was not reloaded"
+        time.sleep(0.05)
