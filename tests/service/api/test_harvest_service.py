@@ -2,7 +2,13 @@
 suggestions are listed with filters, one is accepted into a copy of the gold set — appended
 with a fresh id, the known-question index and gold shares refreshed — and one rejected; one
 is read by id; every mutating route checks the token before the body; the export reads the
-state file while the service runs; an accept the gold-set file cannot take answers 503."""
+state file while the service runs; an accept the gold-set file cannot take answers 503.
+
+The server is shared by the module, and every accept starts a gold-set refresh on a background
+thread (``Runtime.gold_accepted``). Tests wait for those threads to end (:func:`_refreshes_done`)
+before they read what a refresh changed, and ``_no_refresh_left_running`` waits for them after
+each test, so no test's refresh can land while the next one asserts (CI failed on exactly that).
+"""
 
 from __future__ import annotations
 
@@ -25,6 +31,18 @@ from service.settings import load_settings
 from tests.service.api.test_app import TOKEN, Server, _free_port
 
 AUTH = {"authorization": f"Bearer {TOKEN}"}
+REFRESH_THREAD = "goldwatch-gold-refresh"  # the name Runtime.gold_accepted gives its threads
+
+
+def _refreshes_done(timeout_s: float = 120.0) -> None:
+    """Wait until every gold-set refresh thread has ended (refreshes are started before the
+    accept answers, so after a 200 the accept's own refresh is among them); fail after
+    ``timeout_s`` seconds, naming the threads still running."""
+    deadline = time.monotonic() + timeout_s
+    while running := [t for t in threading.enumerate() if t.name == REFRESH_THREAD]:
+        left = deadline - time.monotonic()
+        assert left > 0, f"gold-set refreshes still running after {timeout_s} s: {running}"
+        running[0].join(min(left, 1.0))
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +63,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             assert time.monotonic() < deadline, "the demo log was not consumed in time"
             time.sleep(0.2)
         yield running
+
+
+@pytest.fixture(autouse=True)
+def _no_refresh_left_running() -> Iterator[None]:
+    """After each test, its background gold-set refreshes have finished (the server is shared:
+    a refresh still running would change the next test's gold set or refresh error)."""
+    yield
+    _refreshes_done()
 
 
 def _list(server: Server, **params: Any) -> dict[str, Any]:
@@ -70,6 +96,7 @@ def test_accept_appends_to_the_gold_set_and_refreshes(server: Server) -> None:
     runtime = server.runtime
     gold_path = Path(runtime.settings.gold_set)  # type: ignore[arg-type]
     before = gold_path.read_text(encoding="utf-8").splitlines()
+    refreshes = runtime.gold_refreshes
     item = _list(server, reason="refused", status="suggested", limit=1)["items"][0]
     passage = item["pool"][0]["id"]
     url = f"{server.base}/v1/gold-candidates/{item['id']}/accept"
@@ -83,10 +110,8 @@ def test_accept_appends_to_the_gold_set_and_refreshes(server: Server) -> None:
     assert row["id"] not in {json.loads(line)["id"] for line in before}
     again = httpx.post(url, json={"gold": [], "kind": "unanswerable"}, headers=AUTH)
     assert again.status_code == 409
-    deadline = time.monotonic() + 30
-    while runtime.gold_refreshes < 1:
-        assert time.monotonic() < deadline, "the gold set was not refreshed"
-        time.sleep(0.1)
+    _refreshes_done()
+    assert runtime.gold_refresh_error is None and runtime.gold_refreshes == refreshes + 1
     index = runtime.live.quality.index  # type: ignore[union-attr]
     assert index is not None and len(index.gold) == len(after)
     assert index.match_many([row["question"]])[0].gold_id == row["id"]
@@ -197,10 +222,7 @@ def test_a_failed_gold_refresh_is_shown_with_file_line_and_field(server: Server)
         response = httpx.post(f"{server.base}/v1/gold-candidates/{item['id']}/accept",
                               json={"gold": [], "kind": "unanswerable"}, headers=AUTH)  # fmt: skip
         assert response.status_code == 200, response.text
-        deadline = time.monotonic() + 30
-        while runtime.gold_refresh_error is None:
-            assert time.monotonic() < deadline, "the refresh did not report its failure"
-            time.sleep(0.1)
+        _refreshes_done()  # the refresh that read the broken file has ended
         status = httpx.get(server.base + "/v1/status").json()
         error = status["gold_refresh_error"]
         assert error is not None, (status, runtime.gold_refresh_error)
@@ -213,10 +235,10 @@ def test_a_failed_gold_refresh_is_shown_with_file_line_and_field(server: Server)
     response = httpx.post(f"{server.base}/v1/gold-candidates/{item['id']}/accept",
                           json={"gold": [], "kind": "unanswerable"}, headers=AUTH)  # fmt: skip
     assert response.status_code == 200, response.text
-    deadline = time.monotonic() + 30
-    while runtime.gold_refreshes == refreshes:
-        assert time.monotonic() < deadline, "the gold set was not refreshed"
-        time.sleep(0.1)
+    # Wait for the refresh to end, not for its count: the count goes up just before the error
+    # is cleared, so a status read between the two still showed the old error.
+    _refreshes_done()
+    assert runtime.gold_refreshes == refreshes + 1
     assert httpx.get(server.base + "/v1/status").json()["gold_refresh_error"] is None
 
 
@@ -256,10 +278,7 @@ def test_an_older_gold_refresh_never_lands_after_a_newer_one(
         runtime.gold_accepted(None)  # coalesced with the second: the file is read once more
         time.sleep(0.3)  # unfixed, the second refresh would fail here, before the first lands
         release.set()
-        deadline = time.monotonic() + 60
-        while any(t.name == "goldwatch-gold-refresh" for t in threading.enumerate()):
-            assert time.monotonic() < deadline, "the refreshes did not finish"
-            time.sleep(0.05)
+        _refreshes_done()
         assert runtime.gold_refreshes == refreshes + 1  # the first succeeded
         assert runtime.gold_refresh_error is not None and "q-broken-2" in runtime.gold_refresh_error
         assert len(calls) == 2  # the third request was covered by the second's read
@@ -267,7 +286,5 @@ def test_an_older_gold_refresh_never_lands_after_a_newer_one(
         release.set()
         gold_path.write_bytes(original)
     runtime.gold_accepted(None)
-    deadline = time.monotonic() + 60
-    while runtime.gold_refresh_error is not None:
-        assert time.monotonic() < deadline, "the good file was not reloaded"
-        time.sleep(0.05)
+    _refreshes_done()
+    assert runtime.gold_refresh_error is None, "the good file was not reloaded"
