@@ -17,7 +17,6 @@ from __future__ import annotations
 import atexit
 import os
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -29,14 +28,12 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.errors import KafkaError
 
-STARTUP_TIMEOUT_S = 20.0
+from tests.ports import free_port
 
+__all__ = ["TansuBroker", "free_port"]
 
-def free_port() -> int:
-    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+#: Bound of the wait for a new broker's first metadata answer (seconds; ends at the answer).
+STARTUP_TIMEOUT_S = 60.0
 
 
 def _broker_bin() -> str:
@@ -125,7 +122,7 @@ class TansuBroker:
             admin.close()
         self._wait_partitions(topic, partitions)
 
-    def _wait_partitions(self, topic: str, partitions: int, timeout_s: float = 10.0) -> None:
+    def _wait_partitions(self, topic: str, partitions: int, timeout_s: float = 60.0) -> None:
         consumer = KafkaConsumer(bootstrap_servers=self.bootstrap_servers)
         try:
             deadline = time.monotonic() + timeout_s

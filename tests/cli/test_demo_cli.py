@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -22,16 +21,11 @@ from typing import Any
 import pytest
 
 from tests.cli.test_eval_cli import GOLDWATCH, run
+from tests.ports import free_port
 
 TOKEN = "demo-test-token"
 #: Upper bound of every wait on the live demo (a bound, not a timing assertion).
 WAIT_S = 120.0
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _get(url: str, timeout: float = 10.0) -> tuple[int, bytes]:
@@ -113,7 +107,7 @@ def test_fast_demo_text_and_html(tmp_path: Path) -> None:
 @pytest.fixture
 def live_demo(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str, Path]]:
     """A live ``goldwatch demo`` on a free port; killed if a test leaves it running."""
-    port = _free_port()
+    port = free_port()
     workdir = tmp_path / "wd"
     env = {**os.environ, "GOLDWATCH_API__TOKEN": TOKEN}
     args = ["demo", "--port", str(port), "--rate", "200", "--workdir", str(workdir)]

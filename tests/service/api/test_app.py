@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -13,52 +12,73 @@ import httpx
 import pytest
 import uvicorn
 
+from service.api import listen
 from service.api.app import create_app
 from service.api.runtime import Runtime
 from service.settings import Settings, load_settings
+from tests.ports import free_port
 
 TOKEN = "t0ken-for-tests"
 SECRET = "carol.secret@example.com"
 
 
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A free port below the ephemeral range (``tests/ports.py``)."""
+    return free_port()
 
 
 def _event(event_id: str, question: str = "When is the hostel fee due?") -> dict[str, object]:
     return {"event_id": event_id, "timestamp": "2026-11-29T10:00:00Z", "question": question}
 
 
+#: Bound of the waits for the in-thread server to start and to stop (seconds; not a timing
+#: assertion: the lifespan starts and stops the consumer thread and the state, which a loaded
+#: machine can make slow).
+SERVER_WAIT_S = 60.0
+
+
 class Server:
+    """The app served by uvicorn on a thread of the test process, on ``settings.api.port``.
+
+    The port is bound here, before the runtime is built, and handed to uvicorn as a socket
+    (as ``goldwatch serve`` does): building the runtime can take seconds, during which a port
+    that was only free would be open to any other bind. ``__exit__`` waits until the server
+    and its runtime have stopped, so a test that starts a new one on the same state file or
+    port never overlaps with the old one."""
+
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.runtime = Runtime(settings)
-        config = uvicorn.Config(
-            create_app(settings, self.runtime),
-            host="127.0.0.1",
-            port=settings.api.port,
-            log_level="warning",
-        )
+        self.sock = listen.bind("127.0.0.1", settings.api.port, suspect="another test server?")
+        try:
+            self.runtime = Runtime(settings)
+        except BaseException:
+            self.sock.close()
+            raise
+        config = uvicorn.Config(create_app(settings, self.runtime), log_level="warning")
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
         self.base = f"http://127.0.0.1:{settings.api.port}"
 
     def __enter__(self) -> Server:
         self.thread.start()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        deadline = time.monotonic() + SERVER_WAIT_S
+        while time.monotonic() < deadline and self.thread.is_alive():
             try:
-                if httpx.get(self.base + "/healthz", timeout=0.5).status_code == 200:
+                if httpx.get(self.base + "/healthz", timeout=2).status_code == 200:
                     return self
             except httpx.HTTPError:
                 time.sleep(0.05)
-        raise RuntimeError("server did not start")
+        self.__exit__()
+        raise RuntimeError(f"server did not start in {SERVER_WAIT_S} s")
 
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
-        self.thread.join(10)
+        self.thread.join(SERVER_WAIT_S)
+        self.sock.close()
+        if self.thread.is_alive():
+            raise RuntimeError(f"server did not stop in {SERVER_WAIT_S} s")
 
     def post(self, body: object, token: str | None = TOKEN, **kwargs: object) -> httpx.Response:
         headers = {"content-type": "application/json"}
