@@ -6,6 +6,15 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+#: Hypothesis defaults for the whole suite, loaded before any test module builds its own
+#: ``settings(...)`` (which inherit what they leave unset): no per-example deadline and no
+#: ``too_slow`` health check. Both measure wall-clock time, which a loaded 2-core CI machine
+#: stretches; they then fail a property that holds (hypothesis reports a deadline exceeded
+#: once and met on the replay as ``Flaky``). Timings belong in ``benchmarks/``.
+settings.register_profile("goldwatch", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("goldwatch")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("GOLDWATCH_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
