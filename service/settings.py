@@ -177,13 +177,38 @@ class StateConfig(_Frozen):
     path: Path = Path("goldwatch-state/state.sqlite")
 
 
+def token_problem(token: str) -> str | None:
+    """What makes ``token`` unusable as the API's bearer token, or ``None`` when it is usable.
+
+    Every mutating request would be refused with such a token, so it is refused at start
+    instead: empty or blank; leading or trailing whitespace (HTTP strips it from header
+    values, RFC 9110 section 5.5, so no request can carry it: typically the newline at the end
+    of a secret file); a character outside printable ASCII (controls cannot be sent in a
+    header; clients and servers disagree on how non-ASCII header bytes are encoded). The
+    message never includes the token.
+
+    >>> token_problem("s3cret"), token_problem(" "), token_problem("s3cret\\n")
+    (None, 'must not be empty or blank', 'must not begin or end with whitespace')
+    """
+    if not token.strip():
+        return "must not be empty or blank"
+    if token != token.strip():
+        return "must not begin or end with whitespace"
+    if not all(" " <= char <= "~" for char in token):
+        return "must be printable ASCII (no control or non-ASCII character)"
+    return None
+
+
 class ApiConfig(_Frozen):
     """The HTTP API (FastAPI served by uvicorn).
 
     Attributes:
         host, port: where to listen.
-        token: bearer token required on every mutating endpoint (``POST``); ``None`` refuses
-            every mutating request (set ``GOLDWATCH_API__TOKEN``). Never printed.
+        token: bearer token required on every mutating endpoint (``POST``); ``None`` (unset)
+            refuses every mutating request (set ``GOLDWATCH_API__TOKEN``). Printable ASCII
+            without leading or trailing whitespace: an empty or blank token, or one a client
+            cannot send in an ``Authorization`` header (a trailing newline from a secret file,
+            a control or non-ASCII character), is a configuration error. Never printed.
         max_request_bytes: larger request bodies get 413.
         max_events_per_request: larger ``POST /v1/events`` batches get 413.
     """
@@ -193,6 +218,15 @@ class ApiConfig(_Frozen):
     token: SecretStr | None = None
     max_request_bytes: int = Field(default=4 * 1_048_576, ge=1024)
     max_events_per_request: int = Field(default=1_000, ge=1)
+
+    @field_validator("token")
+    @classmethod
+    def _sendable_token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            problem = token_problem(value.get_secret_value())
+            if problem is not None:
+                raise ValueError(problem)
+        return value
 
 
 class DriftSettings(_Frozen):
