@@ -1,6 +1,7 @@
 """The ``goldwatch`` command line.
 
-Exit codes: 0 success; 1 a ``--fail-under`` gate failed; 2 bad usage, configuration or input
+Exit codes: 0 success (serve: after a clean stop on SIGTERM/SIGINT); 1 a ``--fail-under``
+gate failed, or serve's stop was not clean; 2 bad usage, configuration or input
 (the message names the flag, file, line or field, never a question's text); 3 a retriever
 failed while answering (unreachable, timed out, bad response).
 """
@@ -25,6 +26,7 @@ from service.topic_config import N_TOPICS_MAX, N_TOPICS_MIN
 log = logging.getLogger("goldwatch")
 
 EXIT_GATE_FAILED = 1
+EXIT_STOP_FAILED = 1  # serve: the stop was not clean (a failed shutdown or last checkpoint)
 EXIT_USAGE = 2
 EXIT_RETRIEVER_FAILED = 3
 
@@ -278,12 +280,15 @@ def serve_command(config: Path | None, host: str | None, port: int | None) -> No
 def _serve(settings: Settings, sock: socket.socket) -> None:
     """Start the runtime and serve on the bound socket until SIGTERM/SIGINT.
 
-    Exits 2 when the runtime cannot be built or the app does not start (its lifespan
-    failed; the log says why)."""
+    Returns (exit status 0) after a clean stop: uvicorn would re-raise the signal and end
+    with -15/143 (:mod:`service.api.serving`). Exits 2 when the runtime cannot be built or
+    the app does not start (its lifespan failed; the log says why), 1 when the stop was not
+    clean (:func:`service.api.serving.shutdown_problem`: state maybe not checkpointed)."""
     import uvicorn
 
     from service.api.app import create_app
     from service.api.runtime import Runtime
+    from service.api.serving import GracefulServer, shutdown_problem
     from service.state import StateError
 
     try:
@@ -297,7 +302,7 @@ def _serve(settings: Settings, sock: socket.socket) -> None:
         f"http://{settings.api.host}:{settings.api.port} (/docs, /metrics, /v1/status)",
         err=True,
     )
-    server = uvicorn.Server(
+    server = GracefulServer(
         uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=20, lifespan="on")
     )
     try:
@@ -306,6 +311,10 @@ def _serve(settings: Settings, sock: socket.socket) -> None:
         pass
     if not server.started:
         _fail("the service did not start (the log above says why)")
+    problem = shutdown_problem(server, runtime)
+    if problem is not None:
+        click.echo(f"goldwatch: error: stopped, but not cleanly: {problem}", err=True)
+        sys.exit(EXIT_STOP_FAILED)
 
 
 @main.command("replay")

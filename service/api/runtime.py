@@ -439,6 +439,16 @@ class Runtime:
         self.live.close()
         self.state.close()
 
+    def stop_problem(self) -> str | None:
+        """After :meth:`stop`: why the stop was not clean, or ``None`` when it was (the
+        consumer thread ended and its last checkpoint succeeded: no consumer error since)."""
+        if self._thread is not None and self._thread.is_alive():
+            return "the consumer thread did not stop in time (its batch was not checkpointed)"
+        self._clear_recovered_error()
+        if self.last_error is not None:
+            return f"the consumer had failed and was not checkpointed since ({self.last_error})"
+        return None
+
     def _consume(self) -> None:
         backoff = 0.5
         while not self.stop_event.is_set():
