@@ -57,7 +57,8 @@ class AcceptBody(BaseModel):
 
 
 class RejectBody(BaseModel):
-    """Why the suggestion is not a gold question (scrubbed before it is kept)."""
+    """Why the suggestion is not a gold question: 1-500 characters as sent; scrubbed before
+    it is kept, and clipped to 500 with "…" if scrubbing made it longer."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -141,7 +142,8 @@ async def reject_candidate(
     _: TokenDep, candidate_id: CandidateId, body: RejectBody, labelling: LabellingDep
 ) -> dict[str, Any]:
     """Keep a rejection with its reason (control characters taken out, line breaks and tabs
-    as spaces, then scrubbed); 409 if already decided."""
+    as spaces, then scrubbed; clipped to 500 characters with "…" if scrubbing made it
+    longer); 409 if already decided."""
     try:
         return await run_in_threadpool(labelling.reject, candidate_id, body.reason)
     except LabellingError as exc:

@@ -18,7 +18,8 @@
   the file is left as it was (a partly written line is cut off) and the suggestion stays
   undecided, so the same accept can be retried.
 * **Reject** (:meth:`Labelling.reject`): keeps the decision with a scrubbed reason;
-  control characters are taken out of it (:func:`clean_reason`).
+  control characters are taken out of it (:func:`clean_reason`), and a reason the scrubber
+  made longer than :data:`MAX_REASON_CHARS` is clipped with an ellipsis (:func:`clip_reason`).
 
 A suggestion is decided once; a second decision raises :class:`AlreadyDecided`.
 """
@@ -44,7 +45,7 @@ from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.ranking import select
 from service.harvest.store import CandidateRepository
 from service.harvest.suggestion import Suggestion
-from service.pii import scrub
+from service.pii import PLACEHOLDERS, scrub
 from service.records import GoldQuestion
 
 __all__ = [
@@ -56,13 +57,16 @@ __all__ = [
     "LabellingError",
     "Page",
     "clean_reason",
+    "clip_reason",
     "fresh_gold_id",
 ]
 
 log = logging.getLogger(__name__)
 
 STATUSES = ("suggested", "accepted", "rejected")
+#: Most characters of a reject reason, as sent and as kept (scrubbed, then clipped).
 MAX_REASON_CHARS = 500
+ELLIPSIS = "\u2026"
 _NUMBERED = re.compile(r"^q-(\d+)$")
 
 
@@ -147,6 +151,39 @@ def clean_reason(text: str) -> str:
         else:
             out.append(char)
     return "".join(out).strip()
+
+
+def clip_reason(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    """``text`` if it has at most ``limit`` characters (code points), else its first ``limit
+    - 1`` characters, right-stripped, and ``"…"`` (U+2026). A placeholder of
+    :func:`service.pii.scrub` (``<EMAIL>``) that the cut would split is left out whole.
+
+    Scrubbing can lengthen a reason (each 6-character ``a@b.co`` becomes the 7-character
+    ``<EMAIL>``: 71 of them, 497 characters with spaces, become 567), so a reason within the
+    limit as sent can exceed it once scrubbed. Clip only scrubbed text: a cut through raw
+    personal data could leave a part the scrubber no longer recognises.
+
+    Raises:
+        ValueError: ``limit`` < 1.
+
+    >>> clip_reason("duplicate of q-12", 10)
+    'duplicate…'
+    >>> clip_reason("see <EMAIL> and q-3", 10), clip_reason("abc", 3)
+    ('see…', 'abc')
+    """
+    if limit < 1:
+        raise ValueError(f"limit must be >= 1, got {limit}")
+    if len(text) <= limit:
+        return text
+    cut = limit - 1
+    opening = text.rfind("<", max(0, cut - _LONGEST_PLACEHOLDER + 1), cut)
+    if opening >= 0 and any(text.startswith(p, opening) and opening + len(p) > cut
+                            for p in PLACEHOLDERS.values()):  # fmt: skip
+        cut = opening
+    return text[:cut].rstrip() + ELLIPSIS
+
+
+_LONGEST_PLACEHOLDER = max(len(p) for p in PLACEHOLDERS.values())
 
 
 def _ids_in(content: bytes) -> dict[str, dict[str, Any]]:
@@ -309,20 +346,25 @@ class Labelling:
         return decision
 
     def reject(self, candidate_id: str, reason: str) -> dict[str, Any]:
-        """Keep a rejection ``{"status": "rejected", "reason", "decided_at"}`` (the reason
-        without control characters — :func:`clean_reason` —, scrubbed, at most 500
-        characters) and return it.
+        """Keep a rejection ``{"status": "rejected", "reason", "decided_at"}`` and return it.
+
+        The reason sent has 1 to :data:`MAX_REASON_CHARS` (500) characters; control
+        characters are taken out (:func:`clean_reason`), then it is scrubbed, and the
+        scrubbed text, which can be longer than what was sent, is clipped to 500 characters
+        with an ellipsis (:func:`clip_reason`): the reason kept and returned never exceeds
+        the limit.
 
         Raises:
-            CandidateNotFound, AlreadyDecided, LabellingError (too long, or blank once its
-                control characters are taken out).
+            CandidateNotFound, AlreadyDecided, LabellingError (too long as sent, or blank
+                once its control characters are taken out; the message never quotes it).
         """
         cleaned = clean_reason(reason)
         if not cleaned or len(reason) > MAX_REASON_CHARS:
             raise LabellingError(f"reason must be 1..{MAX_REASON_CHARS} non-blank characters")
+        kept = clip_reason(scrub(cleaned).text)
         with self._lock:
             self._undecided(candidate_id)
-            decision = {"status": "rejected", "reason": scrub(cleaned).text,
+            decision = {"status": "rejected", "reason": kept,
                         "decided_at": self.clock()}  # fmt: skip
             self.repository.decide(candidate_id, decision)
         return decision
