@@ -21,7 +21,7 @@ from service.drift.stage import DriftStage
 from service.drift.windows import WindowConfig
 from service.goldset import GoldSet
 from service.language import LanguageConfig, LanguageDetector, LanguageLabeler, LanguageStage
-from service.pii import PiiScrubStage
+from service.pii import UNKEYED, PiiScrubStage, Pseudonymiser
 from service.pipeline import Stage
 from service.records import Passage
 from service.refusals import RefusalDetector, RefusalStage
@@ -138,16 +138,28 @@ def _scope_stage(
     return ScopeStage(calibration, retriever, k=1), calibration
 
 
+def pseudonymiser(config: AnalyticsConfig) -> Pseudonymiser:
+    """The pseudonymiser of ``event_id`` and ``user.id``: keyed with ``pii_key`` (or its
+    file) when one is set, else the unkeyed digest.
+
+    Raises:
+        ValueError: ``pii_key_file`` cannot be read or holds too short a key.
+    """
+    key = config.pii_key_bytes()
+    return UNKEYED if key is None else Pseudonymiser(key)
+
+
 def build_analytics(config: AnalyticsConfig, gold: GoldSet, corpus: Corpus) -> Analytics:
     """Build the analytics stages for ``config`` against the gold set and corpus.
 
     Raises:
-        ValueError: a topic model or refusal pattern cannot be built; the message says which.
+        ValueError: a topic model or refusal pattern cannot be built, or the pseudonym key
+            file cannot be read; the message says which.
         service.topics.ArtefactError: ``topics_model`` cannot be loaded.
     """
     if not config.enabled:
         return Analytics(stages=[])
-    stages: list[Stage] = [PiiScrubStage()] if config.pii else []
+    stages: list[Stage] = [PiiScrubStage(pseudonymiser(config))] if config.pii else []
     gold_languages = sorted({q.language for q in gold if q.language})
     candidates = tuple(dict.fromkeys([*config.language.candidates, *gold_languages]))
     preferred = config.language.preferred or tuple(gold_languages)

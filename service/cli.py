@@ -505,8 +505,9 @@ def config_check(config: Path | None) -> None:
     """Validate the configuration and print the effective values (secrets masked).
 
     Also checks what serve and replay would fail on later: the files it names exist, the
-    gold set and corpus load (every row valid), and with the Kafka source the secret and
-    TLS files it names can be read. Exit 2 on any problem, naming the field and file.
+    gold set and corpus load (every row valid), the pseudonym key file holds a key, and
+    with the Kafka source the secret and TLS files it names can be read. Exit 2 on any
+    problem, naming the field and file.
     """
     settings = _settings(config)
     problems = _file_problems(settings)
@@ -544,6 +545,11 @@ def _file_problems(settings: Settings) -> list[str]:
                 loader(path)
         except (ValueError, OSError) as exc:
             problems.append(f"{name}: {_describe(exc)}")
+    if settings.analytics.pii_key_file is not None:
+        try:
+            settings.analytics.pii_key_bytes()
+        except ValueError as exc:
+            problems.append(str(exc))
     if settings.source.kind == "file" and not Path(str(settings.source.path)).is_file():
         problems.append(f"source.path: file not found: {settings.source.path}")
     if settings.source.kind == "kafka" and settings.kafka is not None:

@@ -13,10 +13,11 @@ list (the format before) is still read.
 
 An ``event_id`` holding personal data (``ivan@example.com``, a bare phone number) is replaced
 by its stable pseudonym (:func:`service.pii.pseudonymise`: ``pii-`` + 32 hex digits of its
-SHA-256) before it is remembered: the dedup stage runs first, so no later stage, the state
-file or an HTTP response ever sees the raw id, and equal ids stay equal, distinct ids
-distinct. Restoring a window written before that pseudonymises its ids that look personal
-(an ``@``, a space, non-ASCII, a bare number: :data:`_LEGACY_SUSPECT`).
+SHA-256, or HMAC-SHA256 under ``analytics.pii_key``) before it is remembered: the dedup stage
+runs first, so no later stage, the state file or an HTTP response ever sees the raw id, and
+equal ids stay equal, distinct ids distinct. Restoring a window written before that
+pseudonymises its ids that look personal (an ``@``, a space, non-ASCII, a bare number:
+:data:`_LEGACY_SUSPECT`).
 
 >>> recent = RecentIds(capacity=2)
 >>> [recent.add(i) for i in ["a", "b", "a", "c", "b"]]
@@ -32,7 +33,7 @@ from collections import deque
 from collections.abc import Collection, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from service.pii import pseudonymise, pseudonymise_event_ids
+from service.pii import UNKEYED, Pseudonymiser, pseudonymise_event_ids
 
 if TYPE_CHECKING:
     from service.pipeline import Batch
@@ -152,12 +153,13 @@ class DedupStage:
     """Pipeline stage: drops events whose ``event_id`` is in the recent window.
 
     First replaces each event whose ``event_id`` holds personal data by a copy with the
-    id's pseudonym (:func:`service.pii.pseudonymise_event_ids`), so the window, the state and
-    every later stage hold the pseudonym. Duplicates inside one batch are dropped too.
-    Dropped events are counted in ``batch.dropped["duplicate"]``. State: the window's ids,
-    oldest first, as :func:`pack` writes them; restoring into a smaller window keeps the
-    newest ids, pseudonymising the raw ids of an older state that look personal
-    (:data:`_LEGACY_SUSPECT`).
+    id's pseudonym (:func:`service.pii.pseudonymise_event_ids` with ``pseudonymiser``: keyed
+    or not), so the window, the state and every later stage hold the pseudonym; the same key
+    gives the same pseudonyms after a restart, so redeliveries are still dropped. Duplicates
+    inside one batch are dropped too. Dropped events are counted in
+    ``batch.dropped["duplicate"]``. State: the window's ids, oldest first, as :func:`pack`
+    writes them; restoring into a smaller window keeps the newest ids, pseudonymising the raw
+    ids of an older state that look personal (:data:`_LEGACY_SUSPECT`).
 
     Raises:
         ValueError: ``window`` < 1.
@@ -165,15 +167,21 @@ class DedupStage:
 
     name = "dedup"
 
-    def __init__(self, window: int, pseudonymise_ids: bool = True) -> None:
+    def __init__(
+        self,
+        window: int,
+        pseudonymise_ids: bool = True,
+        pseudonymiser: Pseudonymiser = UNKEYED,
+    ) -> None:
         self.recent = RecentIds(window)
         #: Pseudonymise ids that hold personal data (off only with the PII stage off: it
         #: costs ~5 µs an event, a fifth of the bare pipeline's whole cost).
         self.pseudonymise_ids = pseudonymise_ids
+        self.pseudonymiser = pseudonymiser
 
     def process(self, batch: Batch) -> None:
         if self.pseudonymise_ids:
-            pseudonymise_event_ids(batch.events)
+            pseudonymise_event_ids(batch.events, self.pseudonymiser)
         batch.keep(self.recent.add_all([event.event_id for event in batch.events]), DUPLICATE)
 
     def state_snapshot(self) -> Any:
@@ -183,5 +191,5 @@ class DedupStage:
         ids = unpack(state)
         self.recent = RecentIds(
             self.recent.capacity,
-            (pseudonymise(i) if _LEGACY_SUSPECT.search(i) is not None else i for i in ids),
+            (self.pseudonymiser(i) if _LEGACY_SUSPECT.search(i) else i for i in ids),
         )

@@ -96,7 +96,8 @@ Every free-text field of the event (design.md, "Data contracts") is covered: ``q
 ``retrieval.retriever`` by the same scrubber (:func:`scrub_label`: ``ret-7-oscar@x.com``
 becomes ``<EMAIL>``, ``bm25 for +91 98765 43210`` ``bm25 for <PHONE>``); the identifiers
 ``event_id`` (by the dedup stage, first) and ``user.id`` become a stable pseudonym when they
-hold personal data (:func:`pseudonymise`: ``pii-`` + 32 hex digits of SHA-256), since a
+hold personal data (:func:`pseudonymise`: ``pii-`` + 32 hex digits of SHA-256, or of
+HMAC-SHA256 with the operator's key, ``analytics.pii_key``: :class:`Pseudonymiser`), since a
 placeholder would merge distinct ids. Passage ids, citations and ``doc``/``doc_type`` name
 the operator's corpus and are kept.
 """
@@ -105,6 +106,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import hmac
 import ipaddress
 import re
 import unicodedata
@@ -118,7 +120,8 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_PASSES", "PII_TYPES", "PiiScrubStage", "Scrubbed", "luhn_valid", "scrub"]
 __all__ += ["FORMAT_CHARS", "scrub_event", "scrub_many", "verhoeff_valid"]
-__all__ += ["PSEUDONYM_PREFIX", "is_pseudonym", "pseudonymise", "pseudonymise_event_ids"]
+__all__ += ["PSEUDONYM_PREFIX", "Pseudonymiser", "is_pseudonym", "pseudonymise",
+            "pseudonymise_event_ids"]  # fmt: skip
 __all__ += ["scrub_label"]
 
 #: Types in detection order; placeholders are ``f"<{type.upper()}>"``.
@@ -688,7 +691,6 @@ _PSEUDONYM = re.compile(f"{PSEUDONYM_PREFIX}[0-9a-f]{{{PSEUDONYM_HEX}}}")
 #: Entries kept by the label and identifier memo (then it starts afresh).
 _MEMO_SIZE = 65_536
 _label_memo: dict[str, str] = {}
-_id_memo: dict[str, str] = {}
 
 
 def is_pseudonym(identifier: str) -> bool:
@@ -700,18 +702,21 @@ def is_pseudonym(identifier: str) -> bool:
     return _PSEUDONYM.fullmatch(identifier) is not None
 
 
-def pseudonymise(identifier: str) -> str:
+def pseudonymise(identifier: str, key: bytes | None = None) -> str:
     """Return ``identifier`` unchanged when it holds no personal data (what :func:`scrub`
     finds), else a stable pseudonym: ``"pii-"`` + the first 32 hex digits of the SHA-256 of
-    its UTF-8 bytes (FIPS 180-4; lone surrogates kept with ``surrogatepass``).
+    its UTF-8 bytes (FIPS 180-4; lone surrogates kept with ``surrogatepass``), or with a
+    ``key`` of its HMAC-SHA256 under that key (RFC 2104; FIPS 198-1).
 
     Unlike a placeholder, the pseudonym keeps identity: equal ids give equal pseudonyms,
     distinct ids distinct ones (128 bits: see :data:`PSEUDONYM_HEX`), so de-duplication and
-    joins stay exact. It is not keyed: whoever can guess a raw id (an e-mail address) can
-    check a guess against it, but the raw id is never kept. A pseudonym is returned as is,
-    so ``pseudonymise(pseudonymise(x)) == pseudonymise(x)``. Like :func:`scrub`, purely
-    numeric ids shaped like a phone, Aadhaar or card number (``9876543210``) are pseudonymised
-    too; ids whose digits are glued to letters or a code prefix (``e-000123``, UUIDs) are not.
+    joins stay exact, across restarts and replicas as long as the key is the same. Without a
+    key, whoever can guess a raw id (an e-mail address) can check a guess against its
+    pseudonym; with one, only who holds the key can (the raw id is never kept either way). A
+    pseudonym is returned as is, so ``pseudonymise(pseudonymise(x, k), k) ==
+    pseudonymise(x, k)``. Like :func:`scrub`, purely numeric ids shaped like a phone, Aadhaar
+    or card number (``9876543210``) are pseudonymised too; ids whose digits are glued to
+    letters or a code prefix (``e-000123``, UUIDs) are not.
 
     Raises:
         TypeError: ``identifier`` is not a ``str``.
@@ -720,13 +725,63 @@ def pseudonymise(identifier: str) -> str:
     'e-000123'
     >>> pseudonymise("ivan.1@example.com")
     'pii-8b57cc18c1f995b5a91c62444c99961d'
+    >>> pseudonymise("ivan.1@example.com", key=b"k" * 32)
+    'pii-44ad9d881feed08a8493acbd2a47d88d'
     """
     if not isinstance(identifier, str):
         raise TypeError(f"pseudonymise() expects str, got {type(identifier).__name__}")
     if _PSEUDONYM.fullmatch(identifier) is not None or not scrub(identifier).counts:
         return identifier
-    digest = hashlib.sha256(identifier.encode("utf-8", "surrogatepass")).hexdigest()
+    raw = identifier.encode("utf-8", "surrogatepass")
+    if key is None:
+        digest = hashlib.sha256(raw).hexdigest()
+    else:
+        digest = hmac.new(key, raw, hashlib.sha256).hexdigest()
     return PSEUDONYM_PREFIX + digest[:PSEUDONYM_HEX]
+
+
+class Pseudonymiser:
+    """:func:`pseudonymise` with one key (``None``: the unkeyed SHA-256 digest), remembering
+    the pseudonyms of recent identifiers (:meth:`memoised`, for ``user.id``, which repeats).
+
+    The key is never shown (``repr`` says only whether there is one) nor logged.
+
+    Raises:
+        ValueError: ``key`` is empty.
+
+    >>> Pseudonymiser(b"k" * 32)
+    Pseudonymiser(keyed=True)
+    >>> Pseudonymiser()("ivan.1@example.com") == pseudonymise("ivan.1@example.com")
+    True
+    """
+
+    __slots__ = ("_key", "_memo")
+
+    def __init__(self, key: bytes | None = None) -> None:
+        if key is not None and not key:
+            raise ValueError("the pseudonym key must not be empty")
+        self._key = key
+        self._memo: dict[str, str] = {}
+
+    @property
+    def keyed(self) -> bool:
+        """True when the digest is HMAC-SHA256 under a key."""
+        return self._key is not None
+
+    def __call__(self, identifier: str) -> str:
+        """:func:`pseudonymise` ``identifier`` with this key (``TypeError`` if not a ``str``)."""
+        return pseudonymise(identifier, self._key)
+
+    def memoised(self, identifier: str) -> str:
+        """As calling it, remembered (up to :data:`_MEMO_SIZE` entries, then afresh)."""
+        return _memo(self._memo, identifier, self)
+
+    def __repr__(self) -> str:
+        return f"Pseudonymiser(keyed={self.keyed})"
+
+
+#: The unkeyed pseudonymiser, used when no key is configured.
+UNKEYED = Pseudonymiser()
 
 
 def _memo(memo: dict[str, str], text: str, compute: Callable[[str], str]) -> str:
@@ -756,21 +811,23 @@ def scrub_label(text: str) -> str:
     return _memo(_label_memo, text, lambda raw: scrub(raw).text)
 
 
-def pseudonymise_event_ids(events: list[QueryLogEvent]) -> int:
+def pseudonymise_event_ids(
+    events: list[QueryLogEvent], pseudonymiser: Pseudonymiser = UNKEYED
+) -> int:
     """Replace, in place, each event whose ``event_id`` holds personal data by a copy with
-    :func:`pseudonymise`'s id; return how many were replaced. The dedup stage runs it first,
-    before any id is remembered, stored or served."""
+    ``pseudonymiser``'s id (:func:`pseudonymise`); return how many were replaced. The dedup
+    stage runs it first, before any id is remembered, stored or served."""
     replaced = 0
     for i, event in enumerate(events):
         event_id = event.event_id
-        clean = pseudonymise(event_id)
+        clean = pseudonymiser(event_id)
         if clean != event_id:
             events[i] = _with(event, event_id=clean)
             replaced += 1
     return replaced
 
 
-def _clean_labels(event: QueryLogEvent) -> dict[str, Any]:
+def _clean_labels(event: QueryLogEvent, pseudonymiser: Pseudonymiser) -> dict[str, Any]:
     """The changed fields of ``event``'s identifiers and labels (``{}`` when none changed):
     ``user.id`` pseudonymised; ``user.role``, ``user.tenant``, ``channel`` and
     ``retrieval.retriever`` scrubbed."""
@@ -779,7 +836,7 @@ def _clean_labels(event: QueryLogEvent) -> dict[str, Any]:
     if user is not None:
         changes: dict[str, str] = {}
         if user.id is not None:
-            clean = _memo(_id_memo, user.id, pseudonymise)
+            clean = pseudonymiser.memoised(user.id)
             if clean != user.id:
                 changes["id"] = clean
         for name in ("role", "tenant"):
@@ -802,10 +859,12 @@ def _clean_labels(event: QueryLogEvent) -> dict[str, Any]:
     return update
 
 
-def scrub_event(event: QueryLogEvent) -> tuple[QueryLogEvent, dict[str, int]]:
+def scrub_event(
+    event: QueryLogEvent, pseudonymiser: Pseudonymiser = UNKEYED
+) -> tuple[QueryLogEvent, dict[str, int]]:
     """Scrub an event's free text: ``question`` and ``answer.text`` with :func:`scrub`,
     the labels ``user.role``, ``user.tenant``, ``channel`` and ``retrieval.retriever`` with
-    :func:`scrub_label`, and pseudonymise ``user.id`` (:func:`pseudonymise`: an identifier
+    :func:`scrub_label`, and pseudonymise ``user.id`` with ``pseudonymiser`` (an identifier
     other stages may join on stays one).
 
     ``event_id`` is pseudonymised earlier, by the dedup stage (:func:`pseudonymise_event_ids`),
@@ -820,7 +879,7 @@ def scrub_event(event: QueryLogEvent) -> tuple[QueryLogEvent, dict[str, int]]:
     question = scrub(event.question)
     answer = event.answer
     scrubbed = scrub(answer.text) if answer is not None and answer.text else None
-    update = _clean_labels(event)
+    update = _clean_labels(event, pseudonymiser)
     if not question.counts and (scrubbed is None or not scrubbed.counts):
         return (_with(event, **update) if update else event), {}  # the common case
     counts = Counter(question.counts)
@@ -835,7 +894,7 @@ def scrub_event(event: QueryLogEvent) -> tuple[QueryLogEvent, dict[str, int]]:
 
 class PiiScrubStage:
     """Pipeline stage: scrub every event in place (:func:`scrub_event`: the question, the
-    answer, the labels, ``user.id``), before any later stage sees it.
+    answer, the labels, ``user.id`` with ``pseudonymiser``), before any later stage sees it.
 
     Sets ``batch.annotations[i]["pii"]`` to the event's counts by type (``{}`` when clean),
     for telemetry. Stateless; never logs text. Other modules may call :func:`scrub_event`.
@@ -843,9 +902,12 @@ class PiiScrubStage:
 
     name = "pii"
 
+    def __init__(self, pseudonymiser: Pseudonymiser = UNKEYED) -> None:
+        self.pseudonymiser = pseudonymiser
+
     def process(self, batch: Batch) -> None:
         for i, event in enumerate(batch.events):
-            clean, counts = scrub_event(event)
+            clean, counts = scrub_event(event, self.pseudonymiser)
             if clean is not event:
                 batch.events[i] = clean
             batch.annotations[i][ANNOTATION_KEY] = counts

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.dedup import DedupStage
+from service.pii import UNKEYED, Pseudonymiser
 
 if TYPE_CHECKING:
     from service.events import QueryLogEvent
@@ -215,12 +216,18 @@ class Pipeline:
 
     @classmethod
     def default(
-        cls, config: PipelineConfig, extra: Sequence[Stage] = (), pseudonymise_ids: bool = True
+        cls,
+        config: PipelineConfig,
+        extra: Sequence[Stage] = (),
+        pseudonymise_ids: bool = True,
+        pseudonymiser: Pseudonymiser = UNKEYED,
     ) -> Pipeline:
         """Return dedup → ``extra`` stages → count, the live path's built-in pipeline.
         ``pseudonymise_ids``: the dedup stage pseudonymises event ids holding personal data
-        (the service turns it off with the PII stage, ``analytics.pii``/``enabled`` false)."""
-        return cls([DedupStage(config.dedup_window, pseudonymise_ids), *extra, CountingStage()])
+        (the service turns it off with the PII stage, ``analytics.pii``/``enabled`` false),
+        with ``pseudonymiser`` (keyed by ``analytics.pii_key``, or not)."""
+        dedup = DedupStage(config.dedup_window, pseudonymise_ids, pseudonymiser)
+        return cls([dedup, *extra, CountingStage()])
 
     @property
     def stages(self) -> tuple[Stage, ...]:

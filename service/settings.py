@@ -265,6 +265,24 @@ class DriftSettings(_Frozen):
     min_rate_change: float = Field(default=0.05, ge=0, le=1)
 
 
+#: Fewest characters of ``analytics.pii_key`` (32 hex digits are 128 bits).
+PII_KEY_MIN_CHARS = 32
+
+
+def pii_key_problem(key: str) -> str | None:
+    """What makes ``key`` unfit as the pseudonym key, or ``None``: fewer than
+    :data:`PII_KEY_MIN_CHARS` characters, or blank. The message never includes the key.
+
+    >>> pii_key_problem("0" * 32), pii_key_problem("short")
+    (None, 'must have at least 32 characters (e.g. openssl rand -hex 32)')
+    """
+    if not key.strip():
+        return "must not be empty or blank"
+    if len(key) < PII_KEY_MIN_CHARS:
+        return f"must have at least {PII_KEY_MIN_CHARS} characters (e.g. openssl rand -hex 32)"
+    return None
+
+
 class AnalyticsConfig(_Frozen):
     """The live analytics stages (PII, language, topic, refusal, out-of-scope, drift).
 
@@ -286,6 +304,15 @@ class AnalyticsConfig(_Frozen):
         scope_min_tpr: the calibrated threshold keeps at least this share of the gold set's
             answerable questions in scope (then maximises Youden's J).
         drift: windows and thresholds of the drift detectors.
+        pii_key: secret key of the ``event_id``/``user.id`` pseudonyms (HMAC-SHA256; at least
+            32 characters, e.g. ``openssl rand -hex 32``; set it with
+            ``GOLDWATCH_ANALYTICS__PII_KEY`` or use ``pii_key_file``; never logged, masked by
+            ``config check``). ``None``: the unkeyed SHA-256, which anyone can check a guessed
+            id (an e-mail address) against. Keep it: another key gives other pseudonyms, so
+            redeliveries from before a change are not recognised as duplicates
+            (docs/security.md).
+        pii_key_file: read ``pii_key`` from this file (a mounted Secret) when the pipeline is
+            built, one trailing newline stripped.
     """
 
     enabled: bool = True
@@ -299,6 +326,46 @@ class AnalyticsConfig(_Frozen):
     scope_retriever: Literal["bm25", "tfidf", "hybrid"] | None = "bm25"
     scope_min_tpr: float = Field(default=0.95, ge=0, le=1)
     drift: DriftSettings = DriftSettings()
+    pii_key: SecretStr | None = None
+    pii_key_file: Path | None = None
+
+    @field_validator("pii_key")
+    @classmethod
+    def _strong_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            problem = pii_key_problem(value.get_secret_value())
+            if problem is not None:
+                raise ValueError(problem)
+        return value
+
+    @model_validator(mode="after")
+    def _one_key(self) -> AnalyticsConfig:
+        if self.pii_key is not None and self.pii_key_file is not None:
+            raise ValueError("give pii_key or pii_key_file, not both")
+        return self
+
+    def pii_key_bytes(self) -> bytes | None:
+        """The pseudonym key as UTF-8 bytes: ``pii_key``, or ``pii_key_file``'s text with one
+        trailing newline stripped; ``None`` when neither is set.
+
+        Raises:
+            ValueError: the file cannot be read or its key is too short (the message names
+                the file, never the key).
+        """
+        if self.pii_key is not None:
+            return self.pii_key.get_secret_value().encode("utf-8")
+        if self.pii_key_file is None:
+            return None
+        path = self.pii_key_file
+        try:
+            key = path.read_text(encoding="utf-8").removesuffix("\n").removesuffix("\r")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or type(exc).__name__
+            raise ValueError(f"analytics.pii_key_file: cannot read {path}: {reason}") from None
+        problem = pii_key_problem(key)
+        if problem is not None:
+            raise ValueError(f"analytics.pii_key_file: the key in {path} {problem}")
+        return key.encode("utf-8")
 
 
 class ShadowSettings(ShadowConfig):
@@ -599,11 +666,13 @@ def mask_url(url: str) -> str:
 
 def effective_config(settings: Settings) -> dict[str, Any]:
     """Return the settings as plain JSON-able data, with secrets masked: header values,
-    URL passwords and secret-looking query and ``params`` values, the API token and the
-    Kafka SASL password."""
+    URL passwords and secret-looking query and ``params`` values, the API token, the
+    pseudonym key and the Kafka SASL password."""
     data = settings.model_dump(mode="json")
     if data["api"].get("token"):
         data["api"]["token"] = "***"
+    if data["analytics"].get("pii_key"):
+        data["analytics"]["pii_key"] = "***"
     if data.get("kafka") and data["kafka"].get("sasl_password"):
         data["kafka"]["sasl_password"] = "***"
     for retriever in data.get("retrievers", []):

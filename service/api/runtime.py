@@ -33,13 +33,14 @@ from consumers.file_source import FileSource, dead_letter_line
 from consumers.loop import make_decoder, run
 from service import __version__
 from service.acl import AccessPolicy
-from service.analytics import Analytics, build_analytics
+from service.analytics import Analytics, build_analytics, pseudonymiser
 from service.corpus import DataFileError, load_corpus
 from service.demo import demo_path
 from service.goldset import load_gold_set
 from service.harvest import HarvestStage, MemoryCandidates, StateStoreCandidates
 from service.harvest.config import REASONS
 from service.known import KnownQuestionIndex
+from service.pii import UNKEYED
 from service.pipeline import Batch, Pipeline, Stage
 from service.quality import LiveQualityStage
 from service.retrievers.registry import build_retrievers
@@ -98,10 +99,17 @@ def load_stage(spec: str) -> Stage:
 
 
 def build_pipeline(settings: Settings, extra: Sequence[Stage] = ()) -> Pipeline:
-    """Return the live pipeline: dedup → built-in stages → custom stages → count."""
+    """Return the live pipeline: dedup → built-in stages → custom stages → count.
+
+    Raises:
+        ValueError: a custom stage cannot be built, or ``analytics.pii_key_file`` cannot be
+            read or holds too short a key.
+    """
     custom = [load_stage(spec) for spec in settings.pipeline.extra_stages]
     scrub = settings.analytics.enabled and settings.analytics.pii  # ids as the other fields
-    return Pipeline.default(settings.pipeline, extra=[*extra, *custom], pseudonymise_ids=scrub)
+    keyed = pseudonymiser(settings.analytics) if scrub else UNKEYED
+    return Pipeline.default(settings.pipeline, extra=[*extra, *custom], pseudonymise_ids=scrub,
+                            pseudonymiser=keyed)  # fmt: skip
 
 
 @dataclass
