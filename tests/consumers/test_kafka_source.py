@@ -36,10 +36,11 @@ def values(n: int = N_MESSAGES, prefix: str = "m") -> list[bytes]:
 def drain(
     source: KafkaSource,
     expected: int,
-    timeout_s: float = 15.0,
+    timeout_s: float = 60.0,
     commit: bool = True,
 ) -> list[RawMessage]:
-    """Poll until ``expected`` messages arrived (or timeout), committing each batch."""
+    """Poll until ``expected`` messages arrived (or ``timeout_s``, a bound for a loaded
+    machine: the loop ends as soon as they are there), committing each batch."""
     got: list[RawMessage] = []
     deadline = time.monotonic() + timeout_s
     while len(got) < expected and time.monotonic() < deadline:
@@ -59,7 +60,7 @@ def poll_for(source: KafkaSource, seconds: float) -> list[RawMessage]:
     return got
 
 
-def wait_assigned(source: KafkaSource, timeout_s: float = 10.0) -> None:
+def wait_assigned(source: KafkaSource, timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not source.status()["assigned_count"] and time.monotonic() < deadline:
         source.poll(max_records=1, timeout_ms=100)
@@ -188,7 +189,7 @@ def test_two_members_split_partitions(
     for m in members:
         m.start()
     try:
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             parts = [set(m.source.status()["assigned_partitions"]) for m in members]
             if all(parts) and len(parts[0] | parts[1]) == N_PARTITIONS:
@@ -198,7 +199,7 @@ def test_two_members_split_partitions(
         assert parts[0] | parts[1] == set(range(N_PARTITIONS))
 
         kafka_broker.produce(topic, values())
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60
         while sum(len(m.got) for m in members) < N_MESSAGES and time.monotonic() < deadline:
             time.sleep(0.1)
         time.sleep(0.5)  # anything extra (a duplicate) would show up now
@@ -368,7 +369,7 @@ def test_broker_pause_turns_not_ready_and_resume_loses_nothing(
         got.extend(source.poll(max_records=100, timeout_ms=200))
     assert source.ready()
     kafka_broker.produce(topic, values(200, "after"))
-    got.extend(drain(source, 400 - len(got), timeout_s=15))
+    got.extend(drain(source, 400 - len(got)))
     assert sorted(m.value for m in got) == sorted(values(200, "before") + values(200, "after"))
     assert len(ids(got)) == 400
 
@@ -401,14 +402,14 @@ def test_rebalance_commits_stored_offsets_of_revoked_partitions(
     first.start()
     second = Member(open_source(slow_commits))
     try:
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60
         while len(first.got) < N_MESSAGES and time.monotonic() < deadline:
             time.sleep(0.05)
         assert len(first.got) == N_MESSAGES
         assert set(kafka_broker.committed(topic, consumer_group).values()) == {None}
 
         second.start()  # joining revokes everything from the first member, which commits
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60
         while not second.source.status()["assigned_count"] and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(1.0)
@@ -416,7 +417,7 @@ def test_rebalance_commits_stored_offsets_of_revoked_partitions(
         assert kafka_broker.committed(topic, consumer_group) == kafka_broker.end_offsets(topic)
         # the first member counts its new assignment when its own poll runs the callback,
         # which may come after the second member's (once failed in CI after 1 s)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60
         while first.source.status()["rebalances"] < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert first.source.status()["rebalances"] >= 2
@@ -446,7 +447,9 @@ def test_commit_failure_is_counted_not_raised_and_retried(
         kafka_broker.resume()
     status = source.status()
     assert status["commit_failures"] == 1 and status["committed_offsets"] == {}
-    deadline = time.monotonic() + 10
+    # A bound, not a timing: after SIGCONT the client reconnects and finds the coordinator
+    # again, which a loaded machine can stretch past 10 s; the loop ends at the first success.
+    deadline = time.monotonic() + 60
     while source.status()["committed_offsets"] == {} and time.monotonic() < deadline:
         source.poll(max_records=10, timeout_ms=200)
         source.commit([], force=True)  # the stored offsets are still pending: retried

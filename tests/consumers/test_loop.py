@@ -397,7 +397,7 @@ def test_follow_mode_picks_up_appended_lines_and_stops_in_bounded_time(tmp_path:
     state.close()
 
 
-def wait_for(condition: Any, timeout: float = 5.0) -> None:
+def wait_for(condition: Any, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "timed out"
