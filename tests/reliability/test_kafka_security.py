@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ from pydantic import ValidationError
 from consumers.config import KafkaSourceConfig
 from tests.acceptance.service_process import REPO_ROOT, write_config
 from tests.kafka_broker import TansuBroker
-from tests.reliability.conftest import StartService, kafka_serve_config
+from tests.reliability.conftest import StartService, kafka_serve_config, wait_for
 
 BASE: dict[str, Any] = {"bootstrap_servers": "k:9093", "topic": "q", "consumer_group": "g"}
 PASSWORD = "pw-Zq81!never-printed"
@@ -131,7 +130,14 @@ def test_serve_never_logs_or_serves_the_sasl_password(
         security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN", sasl_username="gw"
     )
     service = start_service(tmp_path, config, env=_secret_env())
-    time.sleep(4)
+    log = tmp_path / "serve.log"
+    # Until the client has tried SASL and retried (a fixed 4 s could end before the first try
+    # on a loaded machine, and the checks below would pass without having seen one).
+    wait_for(
+        lambda: log.read_text(errors="replace").count("SaslHandshake failed") >= 3,
+        60,
+        "three failed SASL handshakes in serve.log",
+    )
     texts = [service.get(p).text for p in ("/v1/status", "/metrics", "/readyz", "/")]
     texts.append((tmp_path / "serve.log").read_text(errors="replace"))
     for text in texts:
