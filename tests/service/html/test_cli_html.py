@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from service.cli import EXIT_USAGE, main
@@ -24,6 +25,13 @@ def _inputs(tmp_path: Path) -> list[str]:
     return ["eval", "--no-progress", "--retriever", "bm25", "--k", "1,2", *files]
 
 
+@pytest.fixture(autouse=True)
+def _in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run in ``tmp_path``: eval writes its run history and misses to the working folder
+    (``eval.history``/``eval.misses`` defaults), which was the checkout every session shares."""
+    monkeypatch.chdir(tmp_path)
+
+
 def test_eval_html_written(tmp_path: Path) -> None:
     out = tmp_path / "reports" / "eval.html"
     result = CliRunner().invoke(main, [*_inputs(tmp_path), "--html", str(out)])
@@ -32,6 +40,7 @@ def test_eval_html_written(tmp_path: Path) -> None:
     page = out.read_text(encoding="utf-8")
     assert parse(page).sections == ["overall", "curves", "breakdown", "misses", "comparison"]
     assert "&lt;b&gt;library&lt;/b&gt; hours" in page and "<b>library" not in page
+    assert (tmp_path / "goldwatch-runs.jsonl").is_file()  # here, not in the checkout
 
 
 def test_eval_html_unwritable_path_is_a_usage_error(tmp_path: Path) -> None:
