@@ -173,11 +173,11 @@ def test_config_check_prints_effective_config(tmp_path: Path) -> None:
 
 
 def _closed_port() -> int:
-    import socket
+    """A port with no listener, below the ephemeral range: a client's retried connect() to an
+    ephemeral port can be given that very port as its source and connect to itself."""
+    from tests.ports import free_port
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return free_port()
 
 
 def test_failing_retriever_exits_3_without_traceback(tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from service.records import ScoredDoc
 from service.retrievers.base import RetrieverError
 from service.retrievers.http import HttpRetriever
+from tests.ports import free_port
 from tests.service.retrievers.retriever_fakes import FakeServer, Reply
 
 SECRET_QUESTION = "what is the salary of Jane Doe 4711?"
@@ -72,9 +72,9 @@ def test_timeout_raises_after_retries(fake_server: FakeServer) -> None:
 
 
 def test_connection_refused_is_a_retried_transport_error() -> None:
-    with socket.socket() as sock:  # a port that was free a moment ago and has no listener
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    # A port with no listener, below the ephemeral range: a connect() to an ephemeral port
+    # can be given that very port as its source and connect to itself (tests/ports.py).
+    port = free_port()
     remote = HttpRetriever(f"http://127.0.0.1:{port}/", retries=1, backoff_s=0.01)
     with remote, pytest.raises(RetrieverError, match="transport error"):
         remote.search("q", 1)
