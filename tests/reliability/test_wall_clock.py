@@ -204,11 +204,13 @@ def jump_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
                 timeout_s=60,
                 what=f"the lines of phase {spelling}",
             )
-            commits = before["source"]["commits"]
+            # The file source's committed line, not a commit count: a commit of the previous
+            # phase's tail after ``before`` was read would satisfy "commits went up" before
+            # this phase's lines were checkpointed.
             service.wait_until(
-                lambda s, n=commits: s["source"]["commits"] > n,
-                timeout_s=20,
-                what=f"a checkpoint under {spelling}",
+                lambda s, n=written: s["source"]["line"] >= n,
+                timeout_s=60,
+                what=f"a checkpoint of the lines of phase {spelling}",
             )
             metrics = service.get("/metrics", timeout_s=10)
             after, shadow_after = service.status(), _twin(service)
