@@ -25,14 +25,12 @@ import logging
 import os
 import secrets
 import shutil
-import signal
 import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from service.api import listen
@@ -346,25 +344,6 @@ def banner(settings: Settings, token: str, workdir: Path) -> str:
     ])  # fmt: skip
 
 
-def _make_server(config: Any) -> Any:
-    import uvicorn
-
-    class DemoServer(uvicorn.Server):
-        """uvicorn's server without re-raising the stop signal after its graceful shutdown
-        (so Ctrl-C and SIGTERM end the demo with exit 0, not a traceback or -15)."""
-
-        stopped_by: int | None = None
-
-        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-            self.stopped_by = sig
-            if self.should_exit and sig == signal.SIGINT:
-                self.force_exit = True  # a second Ctrl-C: stop waiting for connections
-            else:
-                self.should_exit = True
-
-    return DemoServer(config)
-
-
 def run_live(
     workdir: Path,
     *,
@@ -383,6 +362,7 @@ def run_live(
 
     from service.api.app import create_app
     from service.api.runtime import Runtime
+    from service.api.serving import GracefulServer, shutdown_problem
 
     sock = bind(host, port)
     try:
@@ -395,7 +375,7 @@ def run_live(
         raise
     app = create_app(settings, runtime)
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5, lifespan="on")
-    server = _make_server(config)
+    server = GracefulServer(config)
     echo(banner(settings, token, workdir))
     done = threading.Event()
     watcher = threading.Thread(
@@ -408,9 +388,15 @@ def run_live(
     finally:
         done.set()
         sock.close()
+    if not server.started:
+        return 1
+    problem = shutdown_problem(server, runtime)
+    if problem is not None:
+        echo(f"goldwatch demo: the stop was not clean: {problem}")
+        return 1
     if server.stopped_by is not None:
         echo("goldwatch demo: stopped (state checkpointed in the working folder)")
-    return 0 if server.started else 1
+    return 0
 
 
 def _announce_end(runtime: Any, done: threading.Event, echo: Callable[[str], None]) -> None:
