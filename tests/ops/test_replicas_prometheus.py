@@ -2,7 +2,9 @@
 
 The Tansu broker carries a topic of 4 partitions; two replicas share one consumer group (two
 partitions each) and Prometheus (Debian's 2.42, started here on a free port) scrapes both every
-second and evaluates the rules every second. A producer thread replays real query-log events
+0.9 s and evaluates the rules every second (``SCRAPE_INTERVAL``: not a divisor of the rules'
+interval, so that no replica's scrape is in flight at every evaluation, see
+:func:`_settled_at`). A producer thread replays real query-log events
 (benchmarks/streams.py: NQ-open and CLINC150 questions, CLINC's out-of-scope ones refused) at
 ``RATE`` events/s, a few poison pills among them; after ``BASELINE_S`` seconds it plants a
 refusal shift: from then on ``PLANTED_SHARE`` of the answers that were not refused become the
@@ -64,6 +66,12 @@ BASELINE_S = 32.0
 PLANTED_SHARE = 0.4  # of the answers not refused, refused after the shift
 ALERT_TIMEOUT_S = 40.0
 HOUR, DAY, FOR = "20s", "40s", "5s"
+#: Scrape interval. Prometheus starts each target's scrapes and each rule group's evaluations
+#: at fixed offsets (hashes of the target and of the rules file, so a new draw every run); with
+#: equal intervals a replica whose scrape straddled one evaluation straddled all of them, and
+#: every recorded value then missed that replica's last scrape (the record check failed so in
+#: 1 of 3 runs here). 0.9 s against 1 s shifts the offset by 0.1 s an evaluation.
+SCRAPE_INTERVAL = "900ms"
 #: What the alert reads (shown when it does not fire).
 REFUSAL_RECORDS = ("goldwatch:refusal:ratio_rate1h", "goldwatch:refusal:ratio_rate1d_offset1h",
                    "goldwatch:refusal:zscore1h", "goldwatch:answers:increase1h",
@@ -203,7 +211,7 @@ def stack(
         port = free_port()
         config_path = workdir / "prometheus.yml"
         config_path.write_text(yaml.safe_dump({
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": "1s"},
             "rule_files": [str(rules)],
             "scrape_configs": [{"job_name": "goldwatch", "static_configs": [
                 {"targets": [f"127.0.0.1:{r.port}" for r in replicas]}]}],
@@ -273,26 +281,67 @@ def _summed_records() -> dict[str, tuple[str, str]]:
     return out
 
 
-def _check_record(url: str, name: str, more: str, inner: str, seen: set[str]) -> str | None:
-    """Compare ``name`` with the sum of its per-replica values at its last evaluation
-    timestamps (up to three, in case a scrape landed during an evaluation); None when equal."""
-    at = time.time()
+def _scraped_after(url: str, since: float, timeout_s: float = 60.0) -> float:
+    """Wait until Prometheus has scraped both replicas with a scrape that began after the
+    Unix time ``since`` (``timestamp(up)`` is a scrape's start); return the later start.
+
+    A scrape is due every 0.9 s, but on a loaded machine one can come late: a fixed sleep
+    could leave the last scrape before the replicas' final counts."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        starts = [float(s["value"][1]) for s in _vector(url, 'timestamp(up{job="goldwatch"})')]
+        if len(starts) == 2 and min(starts) > since:
+            return max(starts)
+        assert time.monotonic() < deadline, f"no scrape of both replicas after {since}: {starts}"
+        time.sleep(0.2)
+
+
+#: Seconds allowed between a scrape's end and its samples being stored (a loaded machine).
+STORE_MARGIN_S = 0.1
+
+
+def _settled_at(url: str, at: float) -> bool:
+    """Whether every scrape of both replicas that began by ``at`` had ended by then.
+
+    A scrape's samples carry its start time but are stored when it ends; a rule evaluated at
+    ``at`` while a scrape that began before ``at`` was still running did not see that scrape,
+    which a query at ``at`` made later does see. Only at a settled evaluation must a record
+    equal what its expression gives now."""
+    job = '{job="goldwatch"}'
+    starts = {s["metric"]["instance"]: float(s["value"][1])
+              for s in _vector(url, f"timestamp(up{job})", at)}  # fmt: skip
+    durations = {s["metric"]["instance"]: float(s["value"][1])
+                 for s in _vector(url, f"scrape_duration_seconds{job}", at)}  # fmt: skip
+    if len(starts) != 2 or starts.keys() != durations.keys():
+        return False
+    return all(starts[i] + durations[i] + STORE_MARGIN_S < at for i in starts)
+
+
+def _check_record(
+    url: str, name: str, more: str, inner: str, seen: set[str], at: float, skipped: list[float]
+) -> str | None:
+    """Compare ``name`` with the sum of its per-replica values at its last evaluation up to
+    ``at`` that no scrape was running at (:func:`_settled_at`; others are skipped, as they
+    say nothing about the rule, and their times added to ``skipped``); up to three such
+    evaluations, in case one was missed by the margin. None when equal."""
     mismatch = None
-    for _ in range(3):
+    compared = 0
+    for _ in range(40):  # 40 s of evaluations: several cycles of the scrape offsets
         stamps = _vector(url, f"timestamp({name})", at)
         if not stamps:  # e.g. no duplicates: then no replica has a value either
             per_replica = _vector(url, f"sum without (pod{more}) ({inner})", at)
             return f"{name}: no series but replicas have {per_replica}" if per_replica else None
         at = float(stamps[0]["value"][1])
+        if not _settled_at(url, at):
+            skipped.append(at)
+            at -= 0.5  # the evaluation before
+            continue
         recorded = {_key(s["metric"]): float(s["value"][1]) for s in _vector(url, name, at)}
         per_replica = _vector(url, f"sum without (pod{more}) ({inner})", at)
         summed: dict[frozenset[Any], float] = {}
-        instances: dict[frozenset[Any], set[str]] = {}
         for s in per_replica:
             key = _key(s["metric"], ("__name__", "instance"))
             summed[key] = summed.get(key, 0.0) + float(s["value"][1])
-            if float(s["value"][1]) > 0:
-                instances.setdefault(key, set()).add(s["metric"]["instance"])
         if any(recorded.values()):
             seen.add(name)
         if recorded.keys() == summed.keys() and all(
@@ -300,8 +349,11 @@ def _check_record(url: str, name: str, more: str, inner: str, seen: set[str]) ->
         ):
             return None
         mismatch = f"{name} at {at}: recorded {recorded} != sum over replicas {summed}"
+        compared += 1
+        if compared == 3:
+            return mismatch
         at -= 0.5
-    return mismatch
+    return mismatch or f"{name}: no evaluation before {at} without a scrape in flight"
 
 
 def test_refusal_shift_fires_dashboards_answer_and_rules_sum_the_replicas(
@@ -371,6 +423,7 @@ def test_refusal_shift_fires_dashboards_answer_and_rules_sum_the_replicas(
         assert time.monotonic() < deadline, [r.totals() for r in replicas]
         time.sleep(0.2)
     samples = [r.samples() for r in replicas]
+    final_read = time.time()  # the replicas' counts are final from here on
     processed = [metric_sum(s, "goldwatch_events_processed_total") for s in samples]
     answers = [metric_sum(s, "goldwatch_answers_total") for s in samples]
     refusals = [metric_sum(s, "goldwatch_refusals_total") for s in samples]
@@ -378,11 +431,16 @@ def test_refusal_shift_fires_dashboards_answer_and_rules_sum_the_replicas(
     assert sum(processed) == traffic.good
     assert sum(answers) == before[0] + after[0] == traffic.good
     assert sum(refusals) == before[1] + after[1]
-    time.sleep(2.5)  # a scrape and an evaluation after the last event
+    # Everything below is read at one instant, ``at``: a scrape of both replicas that began
+    # after their final counts (and an evaluation of the rules on it). Read at "now" instead,
+    # the [20s] windows would empty while the checks run on a slow machine (the traffic has
+    # stopped), and the records and the ratio would read 0 or NaN.
+    at = _scraped_after(url, final_read) + 1.5  # the rules are evaluated every second
+    _scraped_after(url, at)  # ``at`` is in Prometheus's past: its answers there are final
     for metric, want in (("goldwatch_events_consumed_total", traffic.sent),
                          ("goldwatch_answers_total", sum(answers)),
                          ("goldwatch_refusals_total", sum(refusals))):  # fmt: skip
-        by_instance = _vector(url, f"sum by (instance) ({metric})")
+        by_instance = _vector(url, f"sum by (instance) ({metric})", at)
         assert len(by_instance) == 2, by_instance
         assert sum(float(s["value"][1]) for s in by_instance) == want, metric
 
@@ -391,18 +449,22 @@ def test_refusal_shift_fires_dashboards_answer_and_rules_sum_the_replicas(
     assert {"goldwatch:answers:increase1h", "goldwatch:refusals:increase1h",
             "goldwatch:events_consumed:rate5m"} <= summed.keys()  # fmt: skip
     nonzero: set[str] = set()
-    mismatches = [m for name, (more, inner) in sorted(summed.items())
-                  if (m := _check_record(url, name, more, inner, nonzero))]  # fmt: skip
+    unsettled: list[float] = []
+    mismatches = [
+        m
+        for name, (more, inner) in sorted(summed.items())
+        if (m := _check_record(url, name, more, inner, nonzero, at, unsettled))
+    ]
     assert mismatches == []
     assert {"goldwatch:answers:increase1h", "goldwatch:refusals:increase1h",
             "goldwatch:answers:increase1d_offset1h", "goldwatch:events_consumed:rate5m",
             "goldwatch:questions:increase1h"} <= nonzero  # fmt: skip
     contributing = {s["metric"]["instance"] for s in _vector(
-        url, "sum without (pod) (increase(goldwatch_answers_total[20s])) > 0")}  # fmt: skip
+        url, "sum without (pod) (increase(goldwatch_answers_total[20s])) > 0", at)}  # fmt: skip
     assert len(contributing) == 2, contributing
     # the ratio is the global one: summed refusals over summed answers, not a mean of ratios
-    ratio = _vector(url, "goldwatch:refusal:ratio_rate1h")
-    parts = _vector(url, "goldwatch:refusals:increase1h / goldwatch:answers:increase1h")
+    ratio = _vector(url, "goldwatch:refusal:ratio_rate1h", at)
+    parts = _vector(url, "goldwatch:refusals:increase1h / goldwatch:answers:increase1h", at)
     assert float(ratio[0]["value"][1]) == pytest.approx(float(parts[0]["value"][1]))
 
     scrapes = _vector(url, 'sum(count_over_time(up{job="goldwatch"}[10m]))')
@@ -413,6 +475,7 @@ def test_refusal_shift_fires_dashboards_answer_and_rules_sum_the_replicas(
         f"processed {[int(n) for n in processed]}; {int(float(scrapes[0]['value'][1]))} scrapes "
         f"(both targets); RefusalRateMoved pending {pending_after and round(pending_after, 1)} s "
         f"and firing {firing_after:.1f} s after the shift (guards passed {unshifted_s:.1f} s "
-        f"before it without the alert); {len(summed)} summed records checked, "
+        f"before it without the alert); {len(summed)} summed records checked "
+        f"({len(unsettled)} evaluations skipped, a scrape in flight), "
         f"{len(nonzero)} non-zero: {sorted(nonzero)}"
     )
