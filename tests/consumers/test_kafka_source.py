@@ -355,12 +355,18 @@ def test_broker_pause_turns_not_ready_and_resume_loses_nothing(
 
     kafka_broker.pause()
     try:
-        paused_at = time.monotonic()
-        while source.ready() and time.monotonic() - paused_at < 10:
+        paused_at = last_ready = time.monotonic()
+        while time.monotonic() - paused_at < 10:
+            if not source.ready():
+                break
+            last_ready = time.monotonic()  # ready() said so until at least here
             got.extend(source.poll(max_records=100, timeout_ms=200))
-        not_ready_after = time.monotonic() - paused_at
         assert not source.ready()
-        assert not_ready_after < 2.0 + 2.0  # ready_stale_after_s + one probe timeout and poll
+        # The last moment it still said ready, not when this loop asked next: ready() only
+        # compares the clock with the broker's last answer, while a poll (with its lag probe)
+        # can take longer than usual on a loaded machine.
+        ready_for = last_ready - paused_at
+        assert ready_for < 2.0 + 2.0  # ready_stale_after_s + one probe timeout and poll
     finally:
         kafka_broker.resume()
 
