@@ -444,6 +444,12 @@ class Runtime:
             self._thread.join(timeout_s)
             if self._thread.is_alive():
                 log.error("consumer thread did not stop within %.1f s", timeout_s)
+        # a gold-set refresh in flight swaps its references in before the pipeline closes;
+        # none starts after this (they check stop_event)
+        if self._refresh_lock.acquire(timeout=timeout_s):
+            self._refresh_lock.release()
+        else:
+            log.error("gold-set refresh did not finish within %.1f s", timeout_s)
         self.live.close()
         self.state.close()
 
@@ -581,6 +587,8 @@ class Runtime:
 
     def _refresh_gold(self) -> None:
         with self._refresh_lock:
+            if self.stop_event.is_set():
+                return  # stopping: the next start loads the gold-set file anyway
             with self._refresh_counter_lock:
                 wanted = self._refresh_requested
             if wanted <= self._refresh_covered:
@@ -612,8 +620,8 @@ class Runtime:
                 self.live.harvest.coverage.set_gold(counts)
             if self.live.analytics_metrics is not None:
                 self.live.analytics_metrics.set_gold_shares(counts)
-        self.gold_refreshes += 1
-        self.gold_refresh_error = None
+        self.gold_refresh_error = None  # before the count: a reader that saw the count
+        self.gold_refreshes += 1  # go up sees the error cleared
         log.info("gold set refreshed: %d questions (version %s)", len(gold), gold.version)
 
     def _gold_refresh_failed(self, reason: str) -> None:
