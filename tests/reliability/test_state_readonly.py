@@ -92,7 +92,7 @@ def _earlier_run(workdir: Path, state_dir: Path) -> dict[str, Any]:
         assert service.post_events(events).json()["accepted"] == EVENTS
         totals = service.totals()
     finally:
-        service.terminate()  # graceful: checkpoint, close (uvicorn ends by the signal)
+        service.terminate()  # graceful: checkpoint, close, exit 0
     return totals
 
 
