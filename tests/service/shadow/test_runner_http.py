@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import zlib
 from collections import Counter
 from collections.abc import Iterator
@@ -38,7 +37,7 @@ def hanging_server() -> Iterator[FakeServer]:
     release = threading.Event()
 
     def hang(payload: dict[str, Any]) -> Reply:
-        release.wait(30)
+        release.wait(120)  # released after the test; 120 s: a bound, should that not come
         return Reply()
 
     with serve() as server:
@@ -49,30 +48,48 @@ def hanging_server() -> Iterator[FakeServer]:
 
 def test_real_http_candidates(flaky_server: FakeServer, hanging_server: FakeServer) -> None:
     flaky = HttpRetriever(flaky_server.url, name="flaky", timeout_s=2.0, retries=0)
-    # The hanging candidate's own client timeout (0.3 s) fires before the runner's (1 s).
+    # The hanging candidate's own client timeout (0.3 s) fires before the runner's (300 s:
+    # never during the test, so every call that ends was ended by the client, and every
+    # worker that takes another job recorded a result first).
     polite = HttpRetriever(hanging_server.url, name="polite", timeout_s=0.3, retries=0)
-    # This one's client would wait 10 s: the runner's watchdog abandons it at 0.5 s.
-    stubborn = HttpRetriever(hanging_server.url, name="stubborn", timeout_s=10, retries=0)
+    # This one's client would wait 100 s (the server holds it up to 120 s): the runner's
+    # watchdog abandons it at 0.5 s, and no abandoned call comes back during the test.
+    stubborn = HttpRetriever(hanging_server.url, name="stubborn", timeout_s=100, retries=0)
     config = ShadowConfig(
         max_cpu_share=None,  # the CPU budget has its own tests
         candidates=(
             CandidateConfig(name="flaky", max_concurrency=4, failure_threshold=1_000),
-            CandidateConfig(name="polite", timeout_s=1.0, max_concurrency=2, queue_size=4),
+            # The breaker has its own tests; here it would turn queue_full into breaker_open
+            # after 5 timeouts, i.e. depending on how long the offers took.
+            CandidateConfig(
+                name="polite", timeout_s=300, max_concurrency=2, queue_size=4,
+                failure_threshold=1_000,
+            ),
             CandidateConfig(
                 name="stubborn", timeout_s=0.5, max_concurrency=2, max_abandoned=2, queue_size=4
             ),
         ),
-    )
+    )  # fmt: skip
     retrievers = {"flaky": flaky, "polite": polite, "stubborn": stubborn}
     runner = ShadowRunner(config, retrievers)
-    try:
-        started = time.perf_counter()
-        offered: dict[str, Counter[str]] = {name: Counter() for name in retrievers}
+    offered: dict[str, Counter[str]] = {name: Counter() for name in retrievers}
+
+    def offer() -> None:
         for i in range(200):
             for name, outcome in runner.offer(make_event(i), {}).items():
                 offered[name][outcome] += 1
-        assert time.perf_counter() - started < 0.5  # the hanging servers never slow the caller
-        results = collect(runner, 200 + 4)
+
+    try:
+        # The hanging servers never slow the caller: every offer returns while they still
+        # hold their requests (an offer waiting on one stubborn call alone would take 100 s;
+        # the 60 s join is a bound for a loaded machine, not a timing).
+        caller = threading.Thread(target=offer, daemon=True)
+        caller.start()
+        caller.join(60)
+        assert not caller.is_alive(), "an offer waited for a hanging candidate"
+        early = runner.drain()  # a queue slot frees only after its call's result is recorded
+        polite_queued = offered["polite"]["queued"]
+        results = early + collect(runner, 200 + polite_queued + 4 - len(early))
     finally:
         assert runner.close(timeout=1) in (True, False)
         for retriever in retrievers.values():
@@ -84,8 +101,17 @@ def test_real_http_candidates(flaky_server: FakeServer, hanging_server: FakeServ
     assert 0.2 < flaky_errors["http_error"] / 200 < 0.4
     ok = [r for r in by["flaky"] if r.error is None]
     assert all(r.agreement is not None and r.agreement.rbo == pytest.approx(1.0) for r in ok)
-    # The hanging candidates fill their small queues; everything else is skipped, not waited on.
-    assert offered["polite"]["queue_full"] >= 190 and offered["stubborn"]["queue_full"] >= 190
-    assert {r.error for r in by["polite"]} == {"timeout"}
-    assert {r.error for r in by["stubborn"]} == {"timeout"}
-    assert all(0.5 <= r.latency_s < 2.0 for r in by["stubborn"])
+    # The hanging candidates fill their small queues; everything else is skipped, not waited
+    # on. Queued: the queue (4), the calls the workers took (2), and one more per slot freed
+    # while offering: for polite, a call its client ended (a result recorded by then); for
+    # stubborn, the 2 replacements of abandoned calls (max_abandoned), then no more workers.
+    polite_early = sum(r.candidate == "polite" for r in early)
+    assert polite_queued <= 4 + 2 + polite_early
+    assert offered["polite"] == {"queued": polite_queued, "queue_full": 200 - polite_queued}
+    stubborn_queued = offered["stubborn"]["queued"]
+    assert stubborn_queued <= 4 + 2 + 2
+    assert offered["stubborn"] == {"queued": stubborn_queued, "queue_full": 200 - stubborn_queued}
+    assert len(by["polite"]) == polite_queued and {r.error for r in by["polite"]} == {"timeout"}
+    assert len(by["stubborn"]) == 4 and {r.error for r in by["stubborn"]} == {"timeout"}
+    # Ended by the runner at its deadline, not by the client (100 s) or the server (120 s).
+    assert all(0.5 <= r.latency_s < 100 for r in by["stubborn"])
