@@ -7,6 +7,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -195,20 +196,49 @@ def test_dead_letters_are_flushed_per_batch_and_fsynced_once_per_sync(
     source.close()
 
 
-def test_stdin_pipe_does_not_block_and_reads_to_eof(tmp_path: Path) -> None:
+def in_thread(function: Callable[[], list[RawMessage]]) -> list[RawMessage]:
+    """Run ``function`` in another thread and return its result. The 60 s join is a bound
+    for a loaded machine, not a timing: a read that blocked would never return."""
+    out: list[list[RawMessage]] = []
+    thread = threading.Thread(target=lambda: out.append(function()), daemon=True)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive(), "the poll blocked"
+    return out[0]
+
+
+def test_stdin_pipe_does_not_block_and_reads_to_eof(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     read_fd, write_fd = os.pipe()
     with os.fdopen(read_fd, "rb") as reader, os.fdopen(write_fd, "wb") as writer:
         source = FileSource("-", stream=reader, dlq_path=tmp_path / "dlq.jsonl")
         assert source.name == "stdin" and source.state_key is None
-        started = time.monotonic()
-        assert source.poll(10, 50) == []
-        assert time.monotonic() - started < 1
+        # The writer stays open and silent: a poll blocked in a read would never return.
+        assert in_thread(lambda: source.poll(10, 50)) == []
         assert not source.at_eof
         writer.write(b'{"i":1}\n{"i":2}\n')
         writer.flush()
         assert lines_of(source.poll(10, 500)) == [(1, b'{"i":1}'), (2, b'{"i":2}')]
-        threading.Timer(0.05, writer.close).start()
-        assert source.poll(10, 2000) == []
+        # The end of input comes while a poll waits: it returns then, not at its timeout.
+        waiting, read = threading.Event(), source._input.read
+
+        def read_and_tell() -> bytes | None:
+            chunk = read()
+            if chunk is None:  # the pipe had nothing yet: the poll now waits for input
+                waiting.set()
+            return chunk
+
+        monkeypatch.setattr(source._input, "read", read_and_tell)
+        polled: list[list[RawMessage]] = []
+        poller = threading.Thread(
+            target=lambda: polled.append(source.poll(10, 120_000)), daemon=True
+        )
+        poller.start()
+        assert waiting.wait(60)  # 60 s: a bound, not a timing
+        writer.close()
+        poller.join(60)  # half the poll's own timeout: a poll that ended saw the end of input
+        assert not poller.is_alive() and polled == [[]]
         assert source.at_eof
         assert source.status()["read_line"] == 2
 
