@@ -270,17 +270,56 @@ PII_KEY_MIN_CHARS = 32
 
 
 def pii_key_problem(key: str) -> str | None:
-    """What makes ``key`` unfit as the pseudonym key, or ``None``: fewer than
-    :data:`PII_KEY_MIN_CHARS` characters, or blank. The message never includes the key.
+    """What makes ``key`` unfit as the pseudonym key, or ``None``.
+
+    The key must be one a person can tell apart from every other, so that the same secret
+    gives the same pseudonyms however it is supplied (variable, YAML, key file): the rules of
+    :func:`token_problem` (not blank; no leading or trailing whitespace, such as a newline
+    from ``echo`` into a variable, which the key file's one stripped newline would otherwise
+    turn into a different key; printable ASCII only, no control character, and no non-ASCII
+    character, whose composed and decomposed forms look the same but are other bytes), then
+    at least :data:`PII_KEY_MIN_CHARS` characters. The message never includes the key.
 
     >>> pii_key_problem("0" * 32), pii_key_problem("short")
     (None, 'must have at least 32 characters (e.g. openssl rand -hex 32)')
+    >>> pii_key_problem("0" * 32 + "\\n")
+    'must not begin or end with whitespace'
     """
-    if not key.strip():
-        return "must not be empty or blank"
+    problem = token_problem(key)
+    if problem is not None:
+        return problem
     if len(key) < PII_KEY_MIN_CHARS:
         return f"must have at least {PII_KEY_MIN_CHARS} characters (e.g. openssl rand -hex 32)"
     return None
+
+
+def read_secret_file(path: Path, field: str) -> str:
+    """The text of the secret file ``path`` with one final newline (``\\n``, ``\\r\\n``)
+    stripped, as a mounted Secret or ``echo secret > file`` writes it; nothing else is
+    stripped, so the caller's checks refuse further surrounding whitespace.
+
+    Args:
+        path: the file.
+        field: the setting naming the file (e.g. ``analytics.pii_key_file``), for messages.
+
+    Raises:
+        ValueError: the file cannot be read or is not UTF-8 (the message names ``field`` and
+            the file, never its content).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or type(exc).__name__
+        raise ValueError(f"{field}: cannot read {path}: {reason}") from None
+    return text.removesuffix("\n").removesuffix("\r")
+
+
+def _path_not_empty(value: Any) -> Any:
+    """Refuse an empty or blank path before pydantic reads it as ``.`` (the current folder):
+    ``GOLDWATCH_ANALYTICS__PII_KEY_FILE=`` is a mistake, not a request to read ``.``."""
+    if isinstance(value, str) and not value.strip():
+        raise ValueError("must not be empty (leave it unset instead)")
+    return value
 
 
 class AnalyticsConfig(_Frozen):
@@ -305,14 +344,19 @@ class AnalyticsConfig(_Frozen):
             answerable questions in scope (then maximises Youden's J).
         drift: windows and thresholds of the drift detectors.
         pii_key: secret key of the ``event_id``/``user.id`` pseudonyms (HMAC-SHA256; at least
-            32 characters, e.g. ``openssl rand -hex 32``; set it with
+            32 printable ASCII characters without leading or trailing whitespace, e.g.
+            ``openssl rand -hex 32``: a trailing newline or a control character is a
+            configuration error, not part of the key; set it with
             ``GOLDWATCH_ANALYTICS__PII_KEY`` or use ``pii_key_file``; never logged, masked by
             ``config check``). ``None``: the unkeyed SHA-256, which anyone can check a guessed
             id (an e-mail address) against. Keep it: another key gives other pseudonyms, so
             redeliveries from before a change are not recognised as duplicates
             (docs/security.md).
         pii_key_file: read ``pii_key`` from this file (a mounted Secret) when the pipeline is
-            built, one trailing newline stripped.
+            built: the key and at most one final newline, nothing else (a leading space or
+            a second newline is an error naming the file), so the file and the variable give
+            the same pseudonyms. Not both ``pii_key`` and ``pii_key_file``; empty is an
+            error.
     """
 
     enabled: bool = True
@@ -338,6 +382,8 @@ class AnalyticsConfig(_Frozen):
                 raise ValueError(problem)
         return value
 
+    _pii_key_file_not_empty = field_validator("pii_key_file", mode="before")(_path_not_empty)
+
     @model_validator(mode="after")
     def _one_key(self) -> AnalyticsConfig:
         if self.pii_key is not None and self.pii_key_file is not None:
@@ -346,22 +392,20 @@ class AnalyticsConfig(_Frozen):
 
     def pii_key_bytes(self) -> bytes | None:
         """The pseudonym key as UTF-8 bytes: ``pii_key``, or ``pii_key_file``'s text with one
-        trailing newline stripped; ``None`` when neither is set.
+        final newline stripped (:func:`read_secret_file`); ``None`` when neither is set.
 
         Raises:
-            ValueError: the file cannot be read or its key is too short (the message names
-                the file, never the key).
+            ValueError: the file cannot be read, or its key fails :func:`pii_key_problem`
+                (anything but the key and one final newline: a leading space, a second
+                newline, a space before the newline); the message names the field and the
+                file, never the key.
         """
         if self.pii_key is not None:
             return self.pii_key.get_secret_value().encode("utf-8")
         if self.pii_key_file is None:
             return None
         path = self.pii_key_file
-        try:
-            key = path.read_text(encoding="utf-8").removesuffix("\n").removesuffix("\r")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = getattr(exc, "strerror", None) or type(exc).__name__
-            raise ValueError(f"analytics.pii_key_file: cannot read {path}: {reason}") from None
+        key = read_secret_file(path, "analytics.pii_key_file")
         problem = pii_key_problem(key)
         if problem is not None:
             raise ValueError(f"analytics.pii_key_file: the key in {path} {problem}")
