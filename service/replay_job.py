@@ -77,8 +77,16 @@ def run_replay(
         }
     )
     registry = CollectorRegistry()
-    state = StateStore.open(state_path) if state_path else StateStore.in_memory()
-    live = build_live(settings, registry, state)
+    if state_path:
+        Path(state_path).parent.mkdir(parents=True, exist_ok=True)  # as serve does
+        state = StateStore.open(state_path, exclusive=True)
+    else:
+        state = StateStore.in_memory()
+    try:
+        live = build_live(settings, registry, state)
+    except BaseException:
+        state.close()  # and its writer's lock
+        raise
     freeze_heap()
     source = FileSource(str(file), dlq_path=dlq_path or settings.source.dlq_path)
     if state_path is None and source.dlq_path.exists():

@@ -21,6 +21,14 @@ its keys change, or none do.
 Opening never repairs or recreates: a corrupt, foreign or unreadable file raises
 :class:`StateError`, whose message names the file and tells the user to move it aside.
 
+The file holds users' questions (scrubbed) and pseudonymised ids, so it is created readable by
+its owner only (mode 0600; SQLite gives its ``-wal`` and ``-shm`` files the database's mode).
+A writer (``serve``, ``replay --state``) opens it with ``exclusive=True``: an advisory
+``flock`` on ``<file>.lock`` held until :meth:`StateStore.close` (or the process's death), so
+a second process on the same file fails at start instead of both checkpointing over each
+other — each would restore the same state, and the last to checkpoint would erase the other's
+counts and dedup window. Readers (``candidates export``) do not take the lock.
+
 >>> store = StateStore.in_memory()
 >>> store.checkpoint({"stage/count": {"processed": 3}})
 >>> store.get("stage/count")
@@ -34,6 +42,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -85,10 +94,13 @@ class StateStore:
         StateError: from every method, when SQLite reports an error; nothing else leaks.
     """
 
-    def __init__(self, connection: sqlite3.Connection, label: str) -> None:
+    def __init__(
+        self, connection: sqlite3.Connection, label: str, lock_fd: int | None = None
+    ) -> None:
         self._conn = connection
         self._label = label
         self._lock = threading.Lock()
+        self._lock_fd = lock_fd
 
     @property
     def label(self) -> str:
@@ -96,12 +108,15 @@ class StateStore:
         return self._label
 
     @classmethod
-    def open(cls, path: Path | str) -> StateStore:
-        """Open or create the state file at ``path`` and check its integrity.
+    def open(cls, path: Path | str, *, exclusive: bool = False) -> StateStore:
+        """Open or create the state file at ``path`` (created with mode 0600) and check its
+        integrity. With ``exclusive``, first take the writer's lock on ``<path>.lock`` (see
+        the module docstring), released by :meth:`close`.
 
         Raises:
             StateError: the directory is missing or not writable, the file is not a SQLite
-                database, fails ``PRAGMA integrity_check``, or has another schema version.
+                database, fails ``PRAGMA integrity_check``, or has another schema version;
+                with ``exclusive``, another process holds the file (its pid is named).
         """
         file = Path(path)
         label = str(file)
@@ -116,9 +131,14 @@ class StateStore:
                 f"cannot write state file {label}: the file or its directory is not writable "
                 "(check permissions and mounts)"
             )
+        lock_fd = _take_writer_lock(file) if exclusive else None
         try:
+            _create_private(file)
             conn = sqlite3.connect(label, isolation_level=None, check_same_thread=False)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
+            _release_writer_lock(lock_fd)
+            if isinstance(exc, OSError):
+                raise StateError(f"cannot create state file {label}: {exc.strerror}") from exc
             raise _write_error(label, exc) from exc
         try:
             _check_integrity(conn, label)
@@ -127,8 +147,9 @@ class StateStore:
             _init_schema(conn, label)
         except BaseException:
             conn.close()
+            _release_writer_lock(lock_fd)
             raise
-        return cls(conn, label)
+        return cls(conn, label, lock_fd)
 
     @classmethod
     def in_memory(cls) -> StateStore:
@@ -196,9 +217,11 @@ class StateStore:
                 raise _write_error(self._label, exc) from exc
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
+        """Close the connection and release the writer's lock, if held (idempotent)."""
         with self._lock:
             self._conn.close()
+            _release_writer_lock(self._lock_fd)
+            self._lock_fd = None
 
     def __enter__(self) -> StateStore:
         return self
@@ -219,6 +242,58 @@ class StateStore:
                 raise StateError(
                     f"cannot read state file {self._label}: {exc}; {_move_aside_hint(self._label)}"
                 ) from exc
+
+
+def _create_private(file: Path) -> None:
+    """Create ``file`` empty with mode 0600 unless it exists (SQLite would create it 0644
+    under the usual umask); an existing file keeps its mode (the operator's choice).
+
+    Raises:
+        OSError: the file cannot be created.
+    """
+    try:
+        fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
+def _take_writer_lock(file: Path) -> int | None:
+    """Take an exclusive, non-blocking ``flock`` on ``<file>.lock`` (created 0600) and write
+    this process's pid into it; return its descriptor (``None`` where ``fcntl`` is missing).
+
+    Raises:
+        StateError: another process holds the lock (named by the pid it wrote), or the lock
+            file cannot be created.
+    """
+    if sys.platform == "win32":  # pragma: no cover - goldwatch runs on Linux
+        return None
+    import fcntl
+
+    lock_path = file.with_name(file.name + ".lock")
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise StateError(f"cannot create lock file {lock_path}: {exc.strerror}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
+        os.close(fd)
+        raise StateError(
+            f"state file {file} is in use by another goldwatch process (pid {holder}): "
+            "stop it first; each replica needs its own state.path"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+    return fd
+
+
+def _release_writer_lock(fd: int | None) -> None:
+    """Release and close the writer's lock (closing the descriptor releases the ``flock``;
+    the lock file stays: removing it would race with the next writer)."""
+    if fd is not None:
+        os.close(fd)
 
 
 def _dumps(value: Any) -> str:

@@ -386,27 +386,31 @@ class Runtime:
         topics = [settings.kafka.topic] if settings.kafka else []
         self.metrics = build_metrics(self.registry, topics=topics)
         settings.state.path.parent.mkdir(parents=True, exist_ok=True)
-        self.state = StateStore.open(settings.state.path)
-        decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes)
-        self.live = build_live(settings, self.registry, self.state)
-        pipeline = self.live.pipeline
-        if stages:
-            own = [st for st in (self.live.quality, self.live.shadow, self.live.harvest)
-                   if st is not None]  # fmt: skip
-            pipeline = build_pipeline(settings, [*stages, *self.live.analytics.stages, *own])
-        self.engine = Engine(
-            pipeline, self.state, self.metrics, decoder, on_batch=self.live.observe,
-            future_tolerance_s=settings.analytics.drift.future_tolerance_s,
-        )  # fmt: skip
-        self.engine.restore()
-        freeze_heap()
-        dlq = settings.source.dlq_path or settings.state.path.parent / "goldwatch.dlq.jsonl"
-        self.http_dead_letters = JsonlDeadLetters(dlq)
-        # no checkpoint (HTTP ingest's or the poll loop's) may count a letter not on disk
-        self.engine.checkpoint_guards.append(self.http_dead_letters.flush)
-        self.gold_runs = GoldRuns(
-            settings, on_run=self._gold_run_finished, on_failure=self._gold_run_failed
-        )
+        self.state = StateStore.open(settings.state.path, exclusive=True)
+        try:  # a start that fails releases the state file (and its writer's lock)
+            decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes)
+            self.live = build_live(settings, self.registry, self.state)
+            pipeline = self.live.pipeline
+            if stages:
+                own = [st for st in (self.live.quality, self.live.shadow, self.live.harvest)
+                       if st is not None]  # fmt: skip
+                pipeline = build_pipeline(settings, [*stages, *self.live.analytics.stages, *own])
+            self.engine = Engine(
+                pipeline, self.state, self.metrics, decoder, on_batch=self.live.observe,
+                future_tolerance_s=settings.analytics.drift.future_tolerance_s,
+            )  # fmt: skip
+            self.engine.restore()
+            freeze_heap()
+            dlq = settings.source.dlq_path or settings.state.path.parent / "goldwatch.dlq.jsonl"
+            self.http_dead_letters = JsonlDeadLetters(dlq)
+            # no checkpoint (HTTP ingest's or the poll loop's) may count a letter not on disk
+            self.engine.checkpoint_guards.append(self.http_dead_letters.flush)
+            self.gold_runs = GoldRuns(
+                settings, on_run=self._gold_run_finished, on_failure=self._gold_run_failed
+            )
+        except BaseException:
+            self.state.close()
+            raise
         self.gold_refreshes = 0
         #: Why the last gold-set refresh failed (``None``: none failed since the last success).
         self.gold_refresh_error: str | None = None

@@ -89,3 +89,79 @@ def test_unserialisable_value_writes_nothing() -> None:
     with pytest.raises(TypeError):
         store.checkpoint({"stage/a": 1, "stage/b": object()})
     assert store.keys() == []
+
+
+def test_the_state_file_and_its_wal_are_private(tmp_path: Path) -> None:
+    """Created 0600 (SQLite would follow the umask: 0644 here), and SQLite gives the -wal
+    and -shm files the database's mode; an existing file keeps the operator's mode."""
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        path = tmp_path / "state.db"
+        with StateStore.open(path, exclusive=True) as store:
+            store.checkpoint({"stage/count": {"processed": 1}})
+            modes = {
+                name: stat.S_IMODE(os.stat(tmp_path / name).st_mode)
+                for name in ("state.db", "state.db-wal", "state.db-shm", "state.db.lock")
+            }
+        assert modes == dict.fromkeys(modes, 0o600), modes
+        kept = tmp_path / "kept.db"
+        StateStore.open(kept).close()
+        kept.chmod(0o640)
+        StateStore.open(kept).close()
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o640
+    finally:
+        os.umask(old)
+
+
+def test_one_writer_per_state_file(tmp_path: Path) -> None:
+    """A second writer fails at open, naming the holder's pid, while readers still open the
+    file; closing the first releases it."""
+    import os
+
+    path = tmp_path / "state.db"
+    first = StateStore.open(path, exclusive=True)
+    first.checkpoint({"stage/count": {"processed": 2}})
+    with pytest.raises(
+        StateError, match=rf"in use by another goldwatch process \(pid {os.getpid()}\)"
+    ):
+        StateStore.open(path, exclusive=True)
+    with StateStore.open(path) as reader:  # candidates export reads while serve runs
+        assert reader.get("stage/count") == {"processed": 2}
+    first.close()
+    with StateStore.open(path, exclusive=True) as second:
+        assert second.get("stage/count") == {"processed": 2}
+
+
+def test_a_killed_writer_releases_the_state_file(tmp_path: Path) -> None:
+    """The lock dies with its process (SIGKILL included): the next start needs no clean-up."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "state.db"
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from service.state import StateStore; "
+         "s = StateStore.open(sys.argv[1], exclusive=True); print('held', flush=True); "
+         "time.sleep(600)", str(path)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with pytest.raises(StateError, match=rf"\(pid {holder.pid}\)"):
+            StateStore.open(path, exclusive=True)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=60)
+    deadline = time.monotonic() + 60
+    while True:  # the kernel drops the lock with the process's last descriptor
+        try:
+            StateStore.open(path, exclusive=True).close()
+            break
+        except StateError:
+            assert time.monotonic() < deadline, "the lock outlived its process"
+            time.sleep(0.05)
