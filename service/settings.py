@@ -177,6 +177,35 @@ class StateConfig(_Frozen):
     path: Path = Path("goldwatch-state/state.sqlite")
 
 
+def read_secret_file(path: Path, field: str) -> str:
+    """The text of the secret file ``path`` with one final newline (``\\n``, ``\\r\\n``)
+    stripped, as a mounted Secret or ``echo secret > file`` writes it; nothing else is
+    stripped, so the caller's checks refuse further surrounding whitespace.
+
+    Args:
+        path: the file.
+        field: the setting naming the file (e.g. ``analytics.pii_key_file``), for messages.
+
+    Raises:
+        ValueError: the file cannot be read or is not UTF-8 (the message names ``field`` and
+            the file, never its content).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or type(exc).__name__
+        raise ValueError(f"{field}: cannot read {path}: {reason}") from None
+    return text.removesuffix("\n").removesuffix("\r")
+
+
+def _path_not_empty(value: Any) -> Any:
+    """Refuse an empty or blank path before pydantic reads it as ``.`` (the current folder):
+    ``GOLDWATCH_ANALYTICS__PII_KEY_FILE=`` is a mistake, not a request to read ``.``."""
+    if isinstance(value, str) and not value.strip():
+        raise ValueError("must not be empty (leave it unset instead)")
+    return value
+
+
 def token_problem(token: str) -> str | None:
     """What makes ``token`` unusable as the API's bearer token, or ``None`` when it is usable.
 
@@ -209,6 +238,11 @@ class ApiConfig(_Frozen):
             without leading or trailing whitespace: an empty or blank token, or one a client
             cannot send in an ``Authorization`` header (a trailing newline from a secret file,
             a control or non-ASCII character), is a configuration error. Never printed.
+        token_file: read ``token`` from this file (a mounted Secret) when the configuration
+            is loaded: the token and at most one final newline, nothing else (a leading space
+            or a second newline is an error naming the file). Not both ``token`` and
+            ``token_file``; empty is an error. The token is masked by ``config check`` and
+            never logged.
         max_request_bytes: larger request bodies get 413.
         max_events_per_request: larger ``POST /v1/events`` batches get 413.
     """
@@ -216,8 +250,29 @@ class ApiConfig(_Frozen):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
     token: SecretStr | None = None
+    token_file: Path | None = None
     max_request_bytes: int = Field(default=4 * 1_048_576, ge=1024)
     max_events_per_request: int = Field(default=1_000, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _token_from_file(cls, data: Any) -> Any:
+        """Fill ``token`` from ``token_file`` (read once, here, so that every reader of
+        ``api.token`` sees it); messages name ``api.token_file`` and the file."""
+        if not isinstance(data, dict) or data.get("token_file") is None:
+            return data
+        path = data["token_file"]
+        if not isinstance(path, str | Path):
+            return data  # the field's own validation says what is wrong
+        if not str(path).strip():
+            raise ValueError("api.token_file: must not be empty (leave it unset instead)")
+        if data.get("token") is not None:
+            raise ValueError("give token or token_file, not both")
+        token = read_secret_file(Path(path), "api.token_file")
+        problem = token_problem(token)
+        if problem is not None:
+            raise ValueError(f"api.token_file: the token in {path} {problem}")
+        return {**data, "token": token}
 
     @field_validator("token")
     @classmethod
@@ -291,35 +346,6 @@ def pii_key_problem(key: str) -> str | None:
     if len(key) < PII_KEY_MIN_CHARS:
         return f"must have at least {PII_KEY_MIN_CHARS} characters (e.g. openssl rand -hex 32)"
     return None
-
-
-def read_secret_file(path: Path, field: str) -> str:
-    """The text of the secret file ``path`` with one final newline (``\\n``, ``\\r\\n``)
-    stripped, as a mounted Secret or ``echo secret > file`` writes it; nothing else is
-    stripped, so the caller's checks refuse further surrounding whitespace.
-
-    Args:
-        path: the file.
-        field: the setting naming the file (e.g. ``analytics.pii_key_file``), for messages.
-
-    Raises:
-        ValueError: the file cannot be read or is not UTF-8 (the message names ``field`` and
-            the file, never its content).
-    """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or type(exc).__name__
-        raise ValueError(f"{field}: cannot read {path}: {reason}") from None
-    return text.removesuffix("\n").removesuffix("\r")
-
-
-def _path_not_empty(value: Any) -> Any:
-    """Refuse an empty or blank path before pydantic reads it as ``.`` (the current folder):
-    ``GOLDWATCH_ANALYTICS__PII_KEY_FILE=`` is a mistake, not a request to read ``.``."""
-    if isinstance(value, str) and not value.strip():
-        raise ValueError("must not be empty (leave it unset instead)")
-    return value
 
 
 class AnalyticsConfig(_Frozen):
@@ -561,7 +587,8 @@ def _format_errors(error: ValidationError, origin: str) -> str:
     for item in error.errors():
         loc = ".".join(str(part) for part in item["loc"]) or "<root>"
         message = str(item["msg"]).removeprefix("Value error, ")
-        lines.append(f"  {loc}: {message}")
+        # a section's validator may name its field in full ("api.token_file: ...")
+        lines.append(f"  {message}" if message.startswith(f"{loc}.") else f"  {loc}: {message}")
     return "\n".join(lines)
 
 
