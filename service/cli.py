@@ -411,7 +411,8 @@ def demo_command(
 
     Live (default): serves the status page at /, /metrics and the API while the log streams
     in at --rate events/s, with the 'hybrid' shadow candidate and harvesting on; prints the
-    URLs and an API token; Ctrl-C stops it. --fast: everything at once, then the report.
+    URLs and a fresh API token (your own GOLDWATCH_API__TOKEN is used instead and not
+    printed); Ctrl-C stops it. --fast: everything at once, then the report.
     """
     from service import demo_job
     from service.state import StateError

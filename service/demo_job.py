@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import secrets
+import shlex
 import shutil
 import socket
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -148,9 +148,47 @@ def demo_settings(
     )
 
 
-def new_token() -> str:
-    """The API token of this demo run: ``GOLDWATCH_API__TOKEN`` when set, else a fresh one."""
-    return os.environ.get("GOLDWATCH_API__TOKEN") or secrets.token_urlsafe(18)
+@dataclass(frozen=True)
+class DemoToken:
+    """The live demo's API token and where it comes from.
+
+    Attributes:
+        value: the token.
+        source: ``None`` when the demo made it up (it is printed: the curl lines need it), else
+            where the user's own token comes from (``GOLDWATCH_API__TOKEN`` or
+            ``api.token_file <path>``); a user's token is never printed.
+        curl_value: what the printed ``curl`` lines put after ``Bearer``: the token itself,
+            or a shell expansion that reads the user's token where it is.
+    """
+
+    value: str = field(repr=False)
+    source: str | None
+    curl_value: str = field(repr=False)
+
+
+def live_settings(
+    workdir: Path, *, rate: float | None, host: str, port: int
+) -> tuple[Settings, DemoToken]:
+    """The live demo's settings (:func:`demo_settings`) and its API token: the user's own
+    (``GOLDWATCH_API__TOKEN`` or ``GOLDWATCH_API__TOKEN_FILE``), validated as ``serve``
+    validates it, else a fresh random one (144 bits, URL-safe).
+
+    Raises:
+        service.settings.ConfigError: a ``GOLDWATCH_*`` variable is invalid, e.g. an empty
+            ``GOLDWATCH_API__TOKEN`` (named ``api.token``, as by ``serve``).
+    """
+    settings = demo_settings(workdir, rate=rate, host=host, port=port)
+    configured = settings.api.token
+    if configured is None:
+        token = secrets.token_urlsafe(18)
+        settings = demo_settings(workdir, rate=rate, host=host, port=port, token=token)
+        return settings, DemoToken(token, None, token)
+    value = configured.get_secret_value()
+    file = settings.api.token_file
+    if file is not None:
+        read = f"$(cat {shlex.quote(str(file))})"
+        return settings, DemoToken(value, f"api.token_file {file}", read)
+    return settings, DemoToken(value, "GOLDWATCH_API__TOKEN", "$GOLDWATCH_API__TOKEN")
 
 
 # -- fast mode -------------------------------------------------------------------------------
@@ -167,8 +205,8 @@ def run_fast(workdir: Path) -> dict[str, Any]:
     """
     from service.replay_job import run_replay
 
-    prepare_workdir(workdir)
     settings = demo_settings(workdir, rate=None)
+    prepare_workdir(workdir)
     doc = run_replay(settings, demo_path("querylog.jsonl"), None, workdir / DLQ_FILE)
     doc["demo"] = {"workdir": str(workdir), "planted": planted_findings(doc)}
     return doc
@@ -307,19 +345,25 @@ def bind(host: str, port: int) -> socket.socket:
         raise DemoError(str(exc)) from None
 
 
-def banner(settings: Settings, token: str, workdir: Path) -> str:
-    """What to look at while the demo runs: URLs and copy-paste ``curl`` lines."""
+def banner(settings: Settings, token: DemoToken, workdir: Path) -> str:
+    """What to look at while the demo runs: URLs and copy-paste ``curl`` lines. A token the
+    demo made up is shown; the user's own is not: its source is, and the ``curl`` lines read
+    it from there."""
     host = settings.api.host
     shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     base = f"http://{shown}:{settings.api.port}"
-    auth = f'-H "Authorization: Bearer {token}"'
+    auth = f'-H "Authorization: Bearer {token.curl_value}"'
+    if token.source is None:
+        token_line = f"  API token        {token.value}"
+    else:
+        token_line = f"  API token        yours, from {token.source} (not printed)"
     rate = settings.source.rate
     pace = f"{rate:g} events/s" if rate else "as fast as possible"
     return "\n".join([
         f"goldwatch demo: a college help bot's 3-day query log ({pace}), shadow candidate "
         "'hybrid', harvesting on",
         f"  working folder   {workdir}  (state, dead letters, run history, gold.jsonl)",
-        f"  API token        {token}",
+        token_line,
         "",
         f"  status page      {base}/",
         f"  metrics          {base}/metrics",
@@ -355,6 +399,8 @@ def run_live(
     """Serve the demo until SIGINT or SIGTERM; return the exit code (0 after a clean stop).
 
     Raises:
+        service.settings.ConfigError: a ``GOLDWATCH_*`` variable is invalid (checked before
+            the port is bound or the working folder touched).
         DemoError: the port is taken or the working folder is unusable.
         service.state.StateError, ValueError, OSError: the service cannot start.
     """
@@ -364,11 +410,11 @@ def run_live(
     from service.api.runtime import Runtime
     from service.api.serving import GracefulServer, shutdown_problem
 
+    # the settings first: a bad GOLDWATCH_* variable fails before the port or the folder
+    settings, token = live_settings(workdir, rate=rate, host=host, port=port)
     sock = bind(host, port)
     try:
         prepare_workdir(workdir)
-        token = new_token()
-        settings = demo_settings(workdir, rate=rate, host=host, port=port, token=token)
         runtime = Runtime(settings)
     except BaseException:
         sock.close()
@@ -395,7 +441,11 @@ def run_live(
         echo(f"goldwatch demo: the stop was not clean: {problem}")
         return 1
     if server.stopped_by is not None:
-        echo("goldwatch demo: stopped (state checkpointed in the working folder)")
+        echo(
+            f"goldwatch demo: stopped; its state and dead letters are kept in {workdir} "
+            "until the next demo run, which starts fresh (gold.jsonl, with what you accepted, "
+            "is kept)"
+        )
     return 0
 
 
