@@ -31,6 +31,14 @@ EXIT_USAGE = 2
 EXIT_RETRIEVER_FAILED = 3
 
 
+#: What serve logs at start, and config check prints, while ``api.token`` is unset.
+NO_TOKEN_NOTICE = (
+    "api.token is unset: the mutating endpoints (POST /v1/events, POST /v1/shadow/evaluate, "
+    "POST /v1/gold-candidates/{id}/accept and /reject) answer 403 until it is set "
+    "(GOLDWATCH_API__TOKEN or api.token_file)"
+)
+
+
 def _fail(message: str) -> None:
     click.echo(f"goldwatch: error: {message}", err=True)
     sys.exit(EXIT_USAGE)
@@ -302,6 +310,8 @@ def _serve(settings: Settings, sock: socket.socket) -> None:
         f"http://{settings.api.host}:{settings.api.port} (/docs, /metrics, /v1/status)",
         err=True,
     )
+    if settings.api.token is None:
+        log.warning(NO_TOKEN_NOTICE)
     server = GracefulServer(
         uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=20, lifespan="on")
     )
@@ -505,6 +515,7 @@ def config_group() -> None:
 def config_check(config: Path | None) -> None:
     """Validate the configuration and print the effective values (secrets masked).
 
+    Notes on stderr when api.token is unset (the mutating endpoints are then disabled).
     Also checks what serve and replay would fail on later: the files it names exist, the
     gold set and corpus load (every row valid), the pseudonym key file holds a key, and
     with the Kafka source the secret and TLS files it names can be read. Exit 2 on any
@@ -513,6 +524,8 @@ def config_check(config: Path | None) -> None:
     settings = _settings(config)
     problems = _file_problems(settings)
     click.echo(f"# configuration from {config or 'defaults and environment'}", err=True)
+    if settings.api.token is None:
+        click.echo(f"# note: {NO_TOKEN_NOTICE}", err=True)
     click.echo(json.dumps(effective_config(settings), indent=2, ensure_ascii=False))
     if problems:
         _fail("; ".join(problems))
