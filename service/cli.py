@@ -299,6 +299,10 @@ def _serve(settings: Settings, sock: socket.socket) -> None:
     from service.api.serving import GracefulServer, shutdown_problem
     from service.state import StateError
 
+    # secrets and the state path first: the runtime creates the state file (and its folder)
+    problems = _secret_problems(settings) + _state_problems(settings)
+    if problems:
+        _fail("; ".join(problems))
     try:
         runtime = Runtime(settings)
     except (StateError, ValueError, OSError) as exc:
@@ -517,9 +521,10 @@ def config_check(config: Path | None) -> None:
 
     Notes on stderr when api.token is unset (the mutating endpoints are then disabled).
     Also checks what serve and replay would fail on later: the files it names exist, the
-    gold set and corpus load (every row valid), the pseudonym key file holds a key, and
-    with the Kafka source the secret and TLS files it names can be read. Exit 2 on any
-    problem, naming the field and file.
+    gold set and corpus load (every row valid), the pseudonym key file holds a key, with
+    the Kafka source the secret and TLS files it names can be read, and state.path is a file
+    or can be created (nothing is created). Exit 2 on any problem, naming the field and
+    file.
     """
     settings = _settings(config)
     problems = _file_problems(settings)
@@ -559,13 +564,22 @@ def _file_problems(settings: Settings) -> list[str]:
                 loader(path)
         except (ValueError, OSError) as exc:
             problems.append(f"{name}: {_describe(exc)}")
+    problems += _secret_problems(settings)
+    if settings.source.kind == "file" and not Path(str(settings.source.path)).is_file():
+        problems.append(f"source.path: file not found: {settings.source.path}")
+    return problems + _state_problems(settings)
+
+
+def _secret_problems(settings: Settings) -> list[str]:
+    """One ``"<field>: <problem>"`` per secret file that cannot be used: the pseudonym key
+    file (read and checked as the pipeline will), and with the Kafka source the secret and
+    TLS files it names (opened). Messages name the file, never its content."""
+    problems = []
     if settings.analytics.pii_key_file is not None:
         try:
             settings.analytics.pii_key_bytes()
         except ValueError as exc:
             problems.append(str(exc))
-    if settings.source.kind == "file" and not Path(str(settings.source.path)).is_file():
-        problems.append(f"source.path: file not found: {settings.source.path}")
     if settings.source.kind == "kafka" and settings.kafka is not None:
         for field in KAFKA_FILES:
             path = getattr(settings.kafka, field)
@@ -577,6 +591,23 @@ def _file_problems(settings: Settings) -> list[str]:
             except OSError as exc:
                 problems.append(f"kafka.{field}: cannot read {path}: {exc.strerror or exc}")
     return problems
+
+
+def _state_problems(settings: Settings) -> list[str]:
+    """``state.path`` problems serve would meet, found without creating anything: the path
+    exists but is not a regular file (a folder), or its folder cannot be created because the
+    nearest existing ancestor is not a folder. (Permissions and the file's content are
+    checked when serve opens it.)"""
+    path = Path(settings.state.path)
+    if path.exists() or path.is_symlink():
+        return [] if path.is_file() else [f"state.path: {path} is not a regular file"]
+    folder = path.parent
+    ancestor = folder
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        return [f"state.path: cannot create {folder}: {ancestor} is not a folder"]
+    return []
 
 
 main.add_command(candidates_group)
