@@ -45,6 +45,7 @@ from typing import Any, BinaryIO
 
 from consumers.base import DeadLetter, Origin, RawMessage, message_slot_setters
 from consumers.errors import SourceUnavailable
+from consumers.private_files import open_private_append
 
 #: Most cut lines whose size and digest wait for their dead letter (one per overlong line
 #: polled and not yet dead-lettered: a few at most; the bound only guards memory).
@@ -153,7 +154,7 @@ class FileSource:
         if not letters:
             return
         if self._dlq is None:
-            self._dlq = open(self.dlq_path, "ab")  # noqa: SIM115 - kept open until close()
+            self._dlq = open_private_append(self.dlq_path)  # 0600: raw bytes of events
         cut = self._cut_lines
         lines = [
             dead_letter_line(letter, cut.get(letter.message.origin.line or 0) if cut else None)

@@ -31,6 +31,7 @@ from consumers.engine import Engine, Outcome
 from consumers.errors import GoldwatchConsumerError
 from consumers.file_source import FileSource, dead_letter_line
 from consumers.loop import make_decoder, run
+from consumers.private_files import open_private_append
 from service import __version__
 from service.acl import AccessPolicy
 from service.analytics import Analytics, build_analytics, pseudonymiser
@@ -340,7 +341,7 @@ class JsonlDeadLetters:
             return
         data = b"".join(dead_letter_line(letter) for letter in self._queued)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("ab") as handle:
+        with open_private_append(self.path) as handle:  # 0600: raw bytes of events
             start = handle.tell()
             try:
                 handle.write(data)
