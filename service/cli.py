@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import click
@@ -272,17 +274,32 @@ def serve_command(config: Path | None, host: str | None, port: int | None) -> No
     """
     from service.api import listen
 
-    settings = _settings(config)
-    overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
-    if overrides:
-        settings = settings.model_copy(update={"api": settings.api.model_copy(update=overrides)})
-    try:  # before anything heavy: a taken port is one line and exit 2, not uvicorn's exit 3
-        sock = listen.bind(settings.api.host, settings.api.port)
-    except listen.ListenError as exc:
-        _fail(str(exc))
-        return
-    with sock:
-        _serve(settings, sock)
+    # A stop before uvicorn takes over the signals (a rollout stopping a pod still loading its
+    # models): SIGTERM ends the start-up as Ctrl-C does, nothing was consumed, exit 0.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        settings = _settings(config)
+        overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
+        if overrides:
+            api = settings.api.model_copy(update=overrides)
+            settings = settings.model_copy(update={"api": api})
+        try:  # before anything heavy: a taken port is one line and exit 2, not uvicorn's exit 3
+            sock = listen.bind(settings.api.host, settings.api.port)
+        except listen.ListenError as exc:
+            _fail(str(exc))
+            return
+        with sock:
+            _serve(settings, sock)
+    except KeyboardInterrupt:  # only before serving: uvicorn handles the signals while it runs
+        click.echo("goldwatch: stopped before the service started (nothing was consumed)",
+                   err=True)  # fmt: skip
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM handler for serve's start-up: stop it as SIGINT does."""
+    raise KeyboardInterrupt
 
 
 def _serve(settings: Settings, sock: socket.socket) -> None:

@@ -33,3 +33,31 @@ class FailCheckpointAfterMarker:
 
     def restore(self, state: Any) -> None:
         """Stateless."""
+
+
+#: Environment variable naming the file :class:`HoldStartUp` touches when its build begins.
+BUILDING_ENV = "GOLDWATCH_TEST_BUILDING_MARKER"
+
+
+class HoldStartUp:
+    """A pass-through stage whose construction touches the file named by
+    :data:`BUILDING_ENV` and then waits up to 120 s: ``serve`` is held inside its start-up
+    (the runtime is being built, the state file is open) for as long as a test needs."""
+
+    name = "test-hold-start-up"
+
+    def __init__(self) -> None:
+        import time
+
+        Path(os.environ[BUILDING_ENV]).touch()
+        time.sleep(120)
+
+    def process(self, batch: Batch) -> None:
+        """Pass the batch through."""
+
+    def state_snapshot(self) -> Any:
+        """Stateless."""
+        return None
+
+    def restore(self, state: Any) -> None:
+        """Stateless."""

@@ -104,3 +104,40 @@ def test_a_failed_last_checkpoint_exits_1(tmp_path: Path) -> None:
     tail = service.log_tail()
     assert "goldwatch: error: stopped, but not cleanly: the consumer had failed" in tail, tail
     assert _saved_totals(tmp_path / "state.sqlite") is None  # the failed checkpoint wrote nothing
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stop_during_start_up_exits_0_and_releases_the_state(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """A stop while the runtime is still being built (a rollout stopping a pod that is not
+    ready yet): nothing was consumed, so nothing is lost; serve says it stopped before
+    serving and exits 0 (was: killed by SIGTERM, -15, or click's "Aborted!" and 1 on
+    SIGINT), releasing the state file: the next serve starts on it at once."""
+    from tests.cli.stop_stage import BUILDING_ENV
+
+    building = tmp_path / "building"
+    config = _config(tmp_path, ["tests.cli.stop_stage:HoldStartUp"])
+    service = ServiceProcess.start(
+        tmp_path / "work", config, env={BUILDING_ENV: str(building)}, wait=False
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not building.exists():
+            assert service.alive, "serve ended before building its pipeline" + service.log_tail()
+            assert time.monotonic() < deadline, (
+                "serve never reached its pipeline" + service.log_tail()
+            )
+            time.sleep(0.05)
+        status = _stop(service, sig)
+    finally:
+        service.kill()
+    tail = service.log_tail()
+    assert status == 0, f"exit status {status}" + tail
+    assert "goldwatch: stopped before the service started" in tail, tail
+    assert "Traceback" not in tail and "Aborted" not in tail, tail
+    again = ServiceProcess.start(tmp_path / "again", _config(tmp_path))
+    try:
+        assert _ready_with_the_whole_log(again)["consumed"] == DEMO_EVENTS
+    finally:
+        assert _stop(again, signal.SIGTERM) == 0
