@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 
 class KafkaSourceConfig(BaseModel):
@@ -95,6 +95,17 @@ class KafkaSourceConfig(BaseModel):
     ssl_check_hostname: bool = True
     sasl_password_file: str | None = None
     ssl_password_file: str | None = None
+
+    @field_validator(
+        "ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_crlfile", "sasl_password_file",
+        "ssl_password_file",
+    )  # fmt: skip
+    @classmethod
+    def _path_not_empty(cls, value: str | None) -> str | None:
+        # an empty variable (GOLDWATCH_KAFKA__SASL_PASSWORD_FILE=) would be read as "."
+        if value is not None and not value.strip():
+            raise ValueError("must not be empty (unset it instead)")
+        return value
 
     @model_validator(mode="before")
     @classmethod

@@ -120,3 +120,19 @@ def test_error_callbacks_log_topic_partition_offset(caplog: pytest.LogCaptureFix
         assert default_on_error(ValueError("bad"), msg, logger) is False
         assert suppress_on_error(ValueError("bad"), None, logger) is True
     assert 'partition="queries[2]" offset=5' in caplog.text
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["sasl_password_file", "ssl_password_file", "ssl_cafile", "ssl_certfile", "ssl_keyfile",
+     "ssl_crlfile"],
+)  # fmt: skip
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_file_setting_names_the_field(field: str, value: str) -> None:
+    """An empty environment variable (``GOLDWATCH_KAFKA__SASL_PASSWORD_FILE=``) was read as
+    the path ``.`` ("cannot read sasl_password_file from .: IsADirectoryError")."""
+    settings = {**SASL, "sasl_password": None} if field == "sasl_password_file" else BASE
+    with pytest.raises(ValidationError) as raised:
+        KafkaSourceConfig(**{**settings, field: value})
+    (error,) = raised.value.errors()
+    assert error["loc"] == (field,) and "must not be empty" in error["msg"]
