@@ -7,9 +7,6 @@ refused" (403), as documented."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,18 +14,13 @@ from fastapi.testclient import TestClient
 
 from service.api.app import create_app
 from service.settings import ConfigError, load_settings, token_problem
+from tests.cli.goldwatch_cli import run_goldwatch
 
-GOLDWATCH = [sys.executable, "-m", "service.cli"]
 #: Part of the bad tokens below, to check that no message echoes the value.
 MARK = "Zq7-visible-part"
 
 
-def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("GOLDWATCH_")}
-    return subprocess.run(
-        [*GOLDWATCH, *args], cwd=cwd, env={**full_env, **env}, capture_output=True, text=True,
-        timeout=120, check=False,
-    )  # fmt: skip
+_run = run_goldwatch
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,6 @@ every message names the field and the file, never the token."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,17 +14,12 @@ from fastapi.testclient import TestClient
 
 from service.api.app import create_app
 from service.settings import ConfigError, load_settings
+from tests.cli.goldwatch_cli import run_goldwatch
 
-GOLDWATCH = [sys.executable, "-m", "service.cli"]
 TOKEN = "Zq7-file-token"  # "Zq7" marks leaks of the value
 
 
-def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("GOLDWATCH_")}
-    return subprocess.run(
-        [*GOLDWATCH, *args], cwd=cwd, env={**base, **env}, capture_output=True, text=True,
-        timeout=120, check=False,
-    )  # fmt: skip
+_run = run_goldwatch
 
 
 def _token_file(tmp_path: Path, content: str) -> Path:

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.goldwatch_cli import clean_env
 from tests.cli.test_eval_cli import GOLDWATCH
 from tests.ports import free_port
 
@@ -33,8 +33,7 @@ AUTHORISED = (202, 409)
 WAIT_S = 120.0
 
 
-def _env(**extra: str) -> dict[str, str]:
-    return {**{k: v for k, v in os.environ.items() if not k.startswith("GOLDWATCH_")}, **extra}
+_env = clean_env
 
 
 def _post_evaluate(base: str, token: str) -> int:

@@ -9,21 +9,14 @@ anything (fresh-user trial):
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-GOLDWATCH = [sys.executable, "-m", "service.cli"]
+from tests.cli.goldwatch_cli import run_goldwatch
+
 KEY = "Zq7-" + "0123456789abcdef" * 2
 
 
-def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GOLDWATCH_")}
-    return subprocess.run(
-        [*GOLDWATCH, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
-        check=False,
-    )  # fmt: skip
+_run = run_goldwatch
 
 
 def _config(tmp_path: Path, text: str) -> Path:

@@ -4,26 +4,23 @@ start, and ``config check`` says so too; neither says it when a token is set."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests.cli.goldwatch_cli import GOLDWATCH, clean_env
 from tests.ports import free_port
 
-GOLDWATCH = [sys.executable, "-m", "service.cli"]
 NOTICE = "api.token is unset: the mutating endpoints"
 #: Upper bound of the wait for serve's banner (a bound, not a timing assertion).
 WAIT_S = 120.0
 
 
-def _env(**extra: str) -> dict[str, str]:
-    return {**{k: v for k, v in os.environ.items() if not k.startswith("GOLDWATCH_")}, **extra}
+_env = clean_env
 
 
 def _serve_until_banner(tmp_path: Path, env: dict[str, str]) -> str:

@@ -9,25 +9,17 @@ current folder."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from service.settings import ConfigError, load_settings
+from tests.cli.goldwatch_cli import run_goldwatch
 
 KEY = "Zq7-" + "0123456789abcdef" * 2  # 36 characters; "Zq7" marks leaks of the value
-GOLDWATCH = [sys.executable, "-m", "service.cli"]
 
 
-def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("GOLDWATCH_")}
-    return subprocess.run(
-        [*GOLDWATCH, *args], cwd=cwd, env={**base, **env}, capture_output=True, text=True,
-        timeout=120, check=False,
-    )  # fmt: skip
+_run = run_goldwatch
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,35 @@
+"""Running the real ``goldwatch`` command in tests: a clean environment (no ``GOLDWATCH_*``
+variable of the caller's leaks in) plus the test's own variables."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+#: The command line of ``goldwatch`` for this interpreter.
+GOLDWATCH = [sys.executable, "-m", "service.cli"]
+
+
+def clean_env(extra: Mapping[str, str] | None = None, **more: str) -> dict[str, str]:
+    """This process's environment without its ``GOLDWATCH_*`` variables, plus ``extra`` and
+    ``more``."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("GOLDWATCH_")}
+    return {**base, **(extra or {}), **more}
+
+
+def run_goldwatch(
+    args: list[str], cwd: Path, env: Mapping[str, str] | None = None, timeout_s: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run ``goldwatch *args`` in ``cwd`` with :func:`clean_env` plus ``env``; text output.
+
+    Raises:
+        subprocess.TimeoutExpired: it ran longer than ``timeout_s`` (a bound, not a timing
+            assertion).
+    """
+    return subprocess.run(
+        [*GOLDWATCH, *args], cwd=cwd, env=clean_env(env), capture_output=True, text=True,
+        timeout=timeout_s, check=False,
+    )  # fmt: skip
