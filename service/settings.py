@@ -596,6 +596,13 @@ ENV_PREFIX = "GOLDWATCH_"
 ENV_DELIMITER = "__"
 
 
+def _section_prefixes() -> tuple[str, ...]:
+    """``("api_", "source_", …)``: each section of :class:`Settings` and one underscore."""
+    return tuple(
+        f"{name}_" for name, field in Settings.model_fields.items() if _submodel(field.annotation)
+    )
+
+
 def _submodel(annotation: Any) -> type[BaseModel] | None:
     """The pydantic model inside ``annotation`` (``X``, ``X | None``), or ``None``."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
@@ -615,6 +622,10 @@ def _is_mapping(annotation: Any) -> bool:
     return origin in (dict, Mapping) or annotation is dict
 
 
+#: ``GOLDWATCH_<section>_…`` without the delimiter is a misspelt setting, not a tool variable.
+_SECTION_PREFIXES = _section_prefixes()
+
+
 def unknown_environment_settings(environ: Mapping[str, str] | None = None) -> list[str]:
     """Names of ``GOLDWATCH_*`` variables that look like settings but name none.
 
@@ -623,7 +634,8 @@ def unknown_environment_settings(environ: Mapping[str, str] | None = None) -> li
     section before it, case-insensitively, as pydantic-settings reads them; below a mapping
     field (e.g. a retriever's ``params``) any key is allowed. Variables without the delimiter
     that name no top-level field (``GOLDWATCH_LOCKED``, test switches) are not settings and
-    are not reported.
+    are not reported, except a section's name and a field joined by one underscore
+    (``GOLDWATCH_API_TOKEN``, meant as ``GOLDWATCH_API__TOKEN``).
 
     Args:
         environ: the environment (default ``os.environ``).
@@ -641,7 +653,13 @@ def unknown_environment_settings(environ: Mapping[str, str] | None = None) -> li
             continue
         parts = name[len(ENV_PREFIX) :].lower().split(ENV_DELIMITER)
         if len(parts) == 1:
-            continue  # a top-level field, or not a setting at all
+            # a top-level field, or not a setting at all -- unless it is a section's field
+            # joined by one underscore (GOLDWATCH_API_TOKEN for GOLDWATCH_API__TOKEN), which
+            # pydantic-settings would ignore silently
+            top = parts[0]
+            if top not in Settings.model_fields and top.startswith(_SECTION_PREFIXES):
+                unknown.append(name)
+            continue
         model: type[BaseModel] | None = Settings
         for part in parts:
             field = model.model_fields.get(part) if model is not None else None

@@ -176,6 +176,10 @@ def test_misspelt_nested_env_variable_fails_at_start(monkeypatch: pytest.MonkeyP
         (["GOLDWATCH_ANALYTICS__DRIFT__WINDOWS"], ["GOLDWATCH_ANALYTICS__DRIFT__WINDOWS"]),
         (["GOLDWATCH_SOURCE__KIND__X", "GOLDWATCH_EVAL__K"], ["GOLDWATCH_SOURCE__KIND__X"]),
         (["OTHER_SOURCE__KIDN"], []),
+        # a section and its field joined by one underscore: silently ignored before
+        (["GOLDWATCH_API_TOKEN", "GOLDWATCH_LOCKED"], ["GOLDWATCH_API_TOKEN"]),
+        (["goldwatch_analytics_pii", "GOLDWATCH_GOLD_SET"], ["goldwatch_analytics_pii"]),
+        (["GOLDWATCH_TEST_FAULT", "GOLDWATCH_SHARED_DATA", "GOLDWATCH_HELM_VENV"], []),
     ],
 )
 def test_unknown_environment_settings(names: list[str], unknown: list[str]) -> None:
