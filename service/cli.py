@@ -36,7 +36,7 @@ EXIT_RETRIEVER_FAILED = 3
 #: What serve logs at start, and config check prints, while ``api.token`` is unset.
 NO_TOKEN_NOTICE = (
     "api.token is unset: the mutating endpoints (POST /v1/events, POST /v1/shadow/evaluate, "
-    "POST /v1/gold-candidates/{id}/accept and /reject) answer 403 until it is set "
+    "POST /v1/gold-candidates/{id}/accept and /reject) are refused (401 or 403) until it is set "
     "(GOLDWATCH_API__TOKEN or api.token_file)"
 )
 
