@@ -34,6 +34,25 @@ EXIT_RETRIEVER_FAILED = 3
 
 
 #: What serve logs at start, and config check prints, while ``api.token`` is unset.
+NO_PII_NOTICE = (
+    "personal-data scrubbing is off ({why}): questions, answers, ids and labels are stored, "
+    "logged and exported as they arrive, e-mail addresses and phone numbers included"
+)
+
+
+def _notices(settings: Settings) -> list[str]:
+    """What an operator should know about a valid configuration: the mutating endpoints
+    are disabled (no token), or personal data is not scrubbed."""
+    notices = []
+    if settings.api.token is None:
+        notices.append(NO_TOKEN_NOTICE)
+    if not settings.analytics.enabled:
+        notices.append(NO_PII_NOTICE.format(why="analytics.enabled is false"))
+    elif not settings.analytics.pii:
+        notices.append(NO_PII_NOTICE.format(why="analytics.pii is false"))
+    return notices
+
+
 NO_TOKEN_NOTICE = (
     "api.token is unset: the mutating endpoints (POST /v1/events, POST /v1/shadow/evaluate, "
     "POST /v1/gold-candidates/{id}/accept and /reject) are refused (401 or 403) until it is set "
@@ -331,8 +350,8 @@ def _serve(settings: Settings, sock: socket.socket) -> None:
         f"http://{settings.api.host}:{settings.api.port} (/docs, /metrics, /v1/status)",
         err=True,
     )
-    if settings.api.token is None:
-        log.warning(NO_TOKEN_NOTICE)
+    for notice in _notices(settings):
+        log.warning(notice)
     server = GracefulServer(
         uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=20, lifespan="on")
     )
@@ -536,7 +555,8 @@ def config_group() -> None:
 def config_check(config: Path | None) -> None:
     """Validate the configuration and print the effective values (secrets masked).
 
-    Notes on stderr when api.token is unset (the mutating endpoints are then disabled).
+    Notes on stderr when api.token is unset (the mutating endpoints are then disabled) and
+    when personal data is not scrubbed (analytics or its PII stage off).
     Also checks what serve and replay would fail on later: the files it names exist, the
     gold set and corpus load (every row valid), the pseudonym key file holds a key, with
     the Kafka source the secret and TLS files it names can be read, and state.path is a file
@@ -546,8 +566,8 @@ def config_check(config: Path | None) -> None:
     settings = _settings(config)
     problems = _file_problems(settings)
     click.echo(f"# configuration from {config or 'defaults and environment'}", err=True)
-    if settings.api.token is None:
-        click.echo(f"# note: {NO_TOKEN_NOTICE}", err=True)
+    for notice in _notices(settings):
+        click.echo(f"# note: {notice}", err=True)
     click.echo(json.dumps(effective_config(settings), indent=2, ensure_ascii=False))
     if problems:
         _fail("; ".join(problems))

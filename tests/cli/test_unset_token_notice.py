@@ -93,3 +93,31 @@ def test_config_check_says_so_and_still_passes(tmp_path: Path, token: str | None
     assert result.returncode == 0, result.stderr
     assert (NOTICE in result.stderr) is (token is None), result.stderr
     assert NOTICE not in result.stdout  # stdout stays the JSON configuration
+
+
+@pytest.mark.parametrize(
+    ("env", "why"),
+    [
+        ({}, None),
+        ({"GOLDWATCH_ANALYTICS__PII": "off"}, "analytics.pii is false"),
+        ({"GOLDWATCH_ANALYTICS__ENABLED": "0"}, "analytics.enabled is false"),
+    ],
+    ids=["on", "pii-off", "analytics-off"],
+)
+def test_config_check_notes_when_personal_data_is_not_scrubbed(
+    tmp_path: Path, env: dict[str, str], why: str | None
+) -> None:
+    """Turning the scrubber off is legal (a tenant with no personal data, a benchmark) but
+    must not pass unnoticed: ``"off"`` and ``0`` are valid false values (fresh-user trial)."""
+    result = subprocess.run(
+        [*GOLDWATCH, "config", "check"], cwd=tmp_path, capture_output=True, text=True,
+        env=_env(GOLDWATCH_API__TOKEN="Zq7-set", **env), timeout=WAIT_S, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    notes = [line for line in result.stderr.splitlines() if "personal-data scrubbing" in line]
+    if why is None:
+        assert notes == []
+    else:
+        assert notes == [f"# note: personal-data scrubbing is off ({why}): questions, answers, "
+                         "ids and labels are stored, logged and exported as they arrive, e-mail "
+                         "addresses and phone numbers included"]  # fmt: skip
