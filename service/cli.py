@@ -294,8 +294,11 @@ def serve_command(config: Path | None, host: str | None, port: int | None) -> No
     from service.api import listen
 
     # A stop before uvicorn takes over the signals (a rollout stopping a pod still loading its
-    # models): SIGTERM ends the start-up as Ctrl-C does, nothing was consumed, exit 0.
+    # models): SIGTERM ends the start-up as Ctrl-C does, nothing was consumed, exit 0. SIGINT
+    # too when it was inherited ignored (a background job of a script): uvicorn listens to it
+    # once serving, so the start-up must not be the one moment it is ignored.
     previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         settings = _settings(config)
         overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
@@ -314,6 +317,7 @@ def serve_command(config: Path | None, host: str | None, port: int | None) -> No
                    err=True)  # fmt: skip
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

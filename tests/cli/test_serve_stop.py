@@ -141,3 +141,45 @@ def test_a_stop_during_start_up_exits_0_and_releases_the_state(
         assert _ready_with_the_whole_log(again)["consumed"] == DEMO_EVENTS
     finally:
         assert _stop(again, signal.SIGTERM) == 0
+
+
+def test_ctrl_c_during_start_up_works_when_sigint_was_inherited_ignored(tmp_path: Path) -> None:
+    """A background job of a non-interactive shell (``goldwatch serve &`` in a script) starts
+    with SIGINT ignored; uvicorn listens to it once serving, so start-up was the one moment a
+    SIGINT was lost: serve then started and ran on (fresh-user trial). Now it stops, exit 0."""
+    import os
+    import sys
+
+    import yaml
+
+    from tests.acceptance.service_process import REPO_ROOT
+    from tests.cli.stop_stage import BUILDING_ENV
+    from tests.ports import free_port
+
+    building = tmp_path / "building"
+    config = {
+        **_config(tmp_path, ["tests.cli.stop_stage:HoldStartUp"]),
+        "api": {"host": "127.0.0.1", "port": free_port()},
+    }
+    path = tmp_path / "goldwatch.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), BUILDING_ENV: str(building)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "service.cli", "serve", "--config", str(path)], cwd=REPO_ROOT,
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # noqa: PLW1509
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not building.exists():
+            assert process.poll() is None, process.communicate()[1]
+            assert time.monotonic() < deadline, "serve never reached its pipeline"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=STOP_TIMEOUT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=STOP_TIMEOUT_S)
+    assert process.returncode == 0, stderr
+    assert "goldwatch: stopped before the service started" in stderr, stderr
