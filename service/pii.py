@@ -56,10 +56,11 @@ type          placeholder      shape (after digit folding), check
 ``phone``     ``<PHONE>``      Indian mobile (``+91``/``0091``/``91``/``0`` prefix, 10 digits
                                from 6-9, split 5-5, 4-6, 6-4, 3-7, 2-8 by a space or ``-``;
                                3-3-4, 4-3-3, 2-4-4, 3-4-3 by a space, ``.`` or ``-``;
+                               4-4-2, 5-4-1 by a space or ``-``; 2-2-2-2-2 by ``-``;
                                ``(987) 654-3210``; one digit at a time
                                ``9 8 7 6 5 4 3 2 1 0``. Without a prefix, kept after ``Rs``,
                                ``INR``, ``₹``, ``$`` and as round figures (``85000-95000``);
-                               4-6 ... 3-4-3 kept inside a longer run of numbers
+                               4-6 ... 2-2-2-2-2 kept inside a longer run of numbers
                                (``78 85 92 88 90``)), Indian landline (11
                                digits with the 0 and STD code), North American (NANP, N is
                                2-9, area code not N11) with the area code in brackets
@@ -288,14 +289,17 @@ _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 #: ``0`` (group ``cc``), contiguous or split as people write it: 5-5 (`` `` or ``-``), 3-3-4
 #: and 4-3-3 (any of `` ``, ``.``, ``-``), ``(987) 654-3210``, and (group ``more``, a whole run
 #: of number groups only: :func:`_phone`) 2-8, 3-7, 4-6, 6-4 (`` `` or ``-``: a ``.`` would
-#: read as a decimal point), 2-4-4 and 3-4-3 (one kind of separator). Written after the shared
-#: ``[6-9]\d``, the splits cost about what the three older ones did (``benchmarks/bench_pii.py``).
+#: read as a decimal point), 2-4-4 and 3-4-3 (one kind of separator), the rarer 4-4-2 and 5-4-1
+#: (`` `` or ``-``) and 2-2-2-2-2 (``-`` only: spaced, it is a list of marks). Written after
+#: the shared ``[6-9]\d``, the splits cost about what the three older ones did
+#: (``benchmarks/bench_pii.py``).
 _MOBILE = (
     r"(?P<cc>\(?(?:\+|00)91\)?[ -]?|91[ -]?|0[ -]?)?"
     r"(?P<body>\([6-9]\d{2}\)[ .-]?\d{3}[ .-]\d{4}"
     r"|[6-9]\d(?:\d{8}|\d{3}[ -]\d{5}|\d[ .-]\d{3}[ .-]\d{4}|\d\d[ .-]\d{3}[ .-]\d{3}"
     r"|(?P<more>[ -]\d{8}|\d[ -]\d{7}|\d\d[ -]\d{6}|\d{4}[ -]\d{4}"
-    r"|(?P<s1>[ .-])\d{4}(?P=s1)\d{4}|\d(?P<s2>[ .-])\d{4}(?P=s2)\d{3})))"
+    r"|(?P<s1>[ .-])\d{4}(?P=s1)\d{4}|\d(?P<s2>[ .-])\d{4}(?P=s2)\d{3}"
+    r"|\d\d(?P<s3>[ -])\d{4}(?P=s3)\d\d|\d{3}(?P<s4>[ -])\d{4}(?P=s4)\d|(?:-\d\d){4})))"
 )
 #: A North American number with the area code in brackets (ITU-T E.164 country code 1, the
 #: NANP's ``(NXX) NXX-XXXX``: area code and exchange start with 2-9), ``+1``/``001``/``1`` first

@@ -186,3 +186,25 @@ def test_north_american_look_alikes_are_kept(text: str) -> None:
 @pytest.mark.parametrize("raw", ["415-555-0100", "1-415-555-0100", "415.555.0100"])
 def test_ids_shaped_like_north_american_numbers_are_pseudonymised(raw: str) -> None:
     assert pseudonymise(raw) != raw
+
+
+# Rarer Indian groupings the trial found kept: 5-4-1, 4-4-2 (a space or "-") and 2-2-2-2-2 ("-"
+# only: spaced it is a list of marks, "78 85 92 88 90").
+@pytest.mark.parametrize("body", ["98765 4321 0", "98765-4321-0", "9876 5432 10", "9876-5432-10",
+                                  "98-76-54-32-10"])  # fmt: skip
+@pytest.mark.parametrize("prefix", ["", "+91 ", "0"])
+def test_rare_indian_groupings_are_scrubbed(body: str, prefix: str) -> None:
+    assert scrub(f"call {prefix}{body} now") == Scrubbed("call <PHONE> now", {"phone": 1})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "roll numbers 21 9876 5432 10 are on hold",
+        "marks 98 76 54 32 10 in five subjects",
+        "scores 78-85-92-88-90-95 in six tests",
+        "ids 9876 5432 10 11 on the list",
+    ],
+)
+def test_rare_groupings_inside_lists_are_kept(text: str) -> None:
+    assert scrub(text) == Scrubbed(text, {})
