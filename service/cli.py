@@ -8,12 +8,13 @@ failed while answering (unreachable, timed out, bad response).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import signal
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -293,13 +294,7 @@ def serve_command(config: Path | None, host: str | None, port: int | None) -> No
     """
     from service.api import listen
 
-    # A stop before uvicorn takes over the signals (a rollout stopping a pod still loading its
-    # models): SIGTERM ends the start-up as Ctrl-C does, nothing was consumed, exit 0. SIGINT
-    # too when it was inherited ignored (a background job of a script): uvicorn listens to it
-    # once serving, so the start-up must not be the one moment it is ignored.
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
+    with _stoppable_start_up("service"):
         settings = _settings(config)
         overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
         if overrides:
@@ -312,8 +307,20 @@ def serve_command(config: Path | None, host: str | None, port: int | None) -> No
             return
         with sock:
             _serve(settings, sock)
+
+
+@contextlib.contextmanager
+def _stoppable_start_up(what: str) -> Iterator[None]:
+    """Let SIGTERM and SIGINT stop a start-up before uvicorn takes over the signals (a
+    rollout stopping a pod still loading its models): nothing was consumed, so one line and
+    exit 0. SIGINT too when it was inherited ignored (a background job of a script): uvicorn
+    listens to it once serving, so the start-up must not be the one moment it is ignored."""
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
     except KeyboardInterrupt:  # only before serving: uvicorn handles the signals while it runs
-        click.echo("goldwatch: stopped before the service started (nothing was consumed)",
+        click.echo(f"goldwatch: stopped before the {what} started (nothing was consumed)",
                    err=True)  # fmt: skip
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -473,8 +480,11 @@ def demo_command(
 
     try:
         if not fast:
-            sys.exit(demo_job.run_live(workdir, rate=rate, host=host, port=port,
-                                       echo=lambda text: click.echo(text, err=True)))  # fmt: skip
+            with _stoppable_start_up("demo"):
+                code = demo_job.run_live(workdir, rate=rate, host=host, port=port,
+                                         echo=lambda text: click.echo(text, err=True))  # fmt: skip
+                sys.exit(code)
+            return  # stopped during its start-up
         doc = demo_job.run_fast(workdir)
     except ConfigError as exc:
         _fail(str(exc))
