@@ -25,6 +25,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -61,6 +62,26 @@ class _Frozen(BaseModel):
     # allow_inf_nan=False: every float setting is finite ("window_s: .inf" is a config
     # error naming the field, not a failure when the drift windows are built).
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        # pydantic's lax mode reads YAML's `port: true` as 1: a typo, never a number
+        if isinstance(value, bool) and info.field_name is not None:
+            field = cls.model_fields.get(info.field_name)
+            if field is not None and _is_number(field.annotation):
+                raise ValueError("must be a number, not true/false")
+        return value
+
+
+def _is_number(annotation: Any) -> bool:
+    """``int``, ``float`` or either ``| None``."""
+    if annotation in (int, float):
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        return bool(args) and all(arg in (int, float) for arg in args)
+    return False
 
 
 class RetrieverConfig(_Frozen):

@@ -186,3 +186,18 @@ def test_unknown_environment_settings(names: list[str], unknown: list[str]) -> N
     from service.settings import unknown_environment_settings
 
     assert unknown_environment_settings(dict.fromkeys(names, "1")) == unknown
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"api": {"port": True}}, "api.port"),
+        ({"analytics": {"drift": {"window_s": False}}}, "analytics.drift.window_s"),
+    ],
+)
+def test_true_or_false_is_not_a_number(overrides: dict[str, object], field: str) -> None:
+    """YAML's ``port: true`` was read as port 1 (pydantic's lax mode; fresh-user trial)."""
+    from service.settings import ConfigError, load_settings
+
+    with pytest.raises(ConfigError, match=rf"{field}: must be a number, not true/false"):
+        load_settings(**overrides)
