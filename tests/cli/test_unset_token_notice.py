@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -51,7 +52,15 @@ def _serve_until_banner(tmp_path: Path, env: dict[str, str]) -> str:
                 pytest.fail(f"serve did not answer /healthz: {''.join(seen)}")
             time.sleep(0.2)
         proc.send_signal(signal.SIGTERM)
-        _, rest = proc.communicate(timeout=WAIT_S)
+        # read on through the same text wrapper: readline() may have buffered the lines after
+        # the banner (the warning comes next), and communicate() reads the raw pipe past them
+        killer = threading.Timer(WAIT_S, proc.kill)  # a bound, not a timing assertion
+        killer.start()
+        try:
+            rest = proc.stderr.read()
+            proc.wait(timeout=WAIT_S)
+        finally:
+            killer.cancel()
     finally:
         if proc.poll() is None:
             proc.kill()
