@@ -1,0 +1,194 @@
+"""Sentence embeddings: one protocol, batched, cached per question, shipped offline.
+
+Every semantic consumer in goldwatch (topics, novelty, out-of-scope, the ``dense`` and
+``hybrid`` retrievers, harvest near-duplicates) reads text through :class:`Embedder`::
+
+    embed(texts: Sequence[str]) -> np.ndarray   # shape (len(texts), dim), float32, rows L2 = 1
+
+so cosine similarity is a dot product. An empty input gives shape ``(0, dim)``; a text with
+no token the model knows gives the zero vector (its similarity to everything is 0).
+
+The default backend is WordLlama (``wordllama`` on PyPI, MIT): its 256-dimensional
+``l2_supercat`` model (16 MB) ships inside the wheel, so nothing is downloaded at run time.
+Version 0.4.0.post1 looks for its tokenizer in the wrong folder and then tries the network
+unless it is loaded with ``cache_dir=<the installed package folder>`` and
+``disable_download=True``, which :class:`WordLlamaEmbedder` does. Measured on this project's
+machines: ~18–40 µs per question in batches on one core; on CLINC150 with a 60-question gold
+set, nearest-gold-question similarity separates unseen domains with ROC AUC ~0.93 (word TF-IDF
+0.60, character TF-IDF 0.80). It is English-first: its parallel-question similarity on XQuAD
+is ~0.3 for es/de and ~0.05 for hi.
+
+Source: Miller, "WordLlama" (2024), https://github.com/dleemiller/WordLlama.
+
+>>> emb = WordLlamaEmbedder()
+>>> vectors = emb.embed(["lost my debit card", "my card is missing", "when is the exam"])
+>>> vectors.shape, vectors.dtype.name
+((3, 256), 'float32')
+>>> bool(vectors[0] @ vectors[1] > vectors[0] @ vectors[2])
+True
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Maps texts to L2-normalised float32 vectors.
+
+    Attributes:
+        name: backend and model, e.g. ``"wordllama:l2_supercat:256"`` (recorded in artefacts,
+            so a model fitted on one embedder is never applied with another).
+        dim: vector length, > 0.
+    """
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Shape ``(len(texts), dim)``, float32, each row of L2 norm 1 (or all zero)."""
+        ...
+
+
+def l2_normalise(matrix: np.ndarray) -> np.ndarray:
+    """Rows scaled to L2 norm 1 (zero rows stay zero), as float32. Shape unchanged."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    if matrix.ndim != 2:
+        raise ValueError(f"expected a 2-D array, got shape {matrix.shape}")
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    np.divide(matrix, norms, out=matrix, where=norms > 0)
+    return matrix
+
+
+class CachedEmbedder:
+    """Wraps an embedder with a bounded LRU cache keyed by the exact text.
+
+    Live traffic repeats itself (the same FAQ asked many times), and several stages embed the
+    same question in one batch; each distinct text is embedded once while it stays among the
+    ``capacity`` most recently used. Thread-safe. The wrapped embedder sees only the distinct
+    uncached texts of a call, in one batch.
+
+    Args:
+        inner: the embedder to call on misses.
+        capacity: most cached texts (≥ 0; 0 disables the cache). Memory is about
+            ``capacity × (dim × 4 + text bytes)``: 20,000 × 256-d ≈ 21 MB plus the texts.
+
+    Raises:
+        ValueError: ``capacity`` below 0.
+    """
+
+    def __init__(self, inner: Embedder, capacity: int = 20_000) -> None:
+        if capacity < 0:
+            raise ValueError(f"capacity must be >= 0, got {capacity}")
+        self.inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        self.capacity = capacity
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """As :meth:`Embedder.embed`; cached rows are shared read-only copies."""
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        missing: dict[str, list[int]] = {}
+        with self._lock:
+            for i, text in enumerate(texts):
+                row = self._cache.get(text)
+                if row is None:
+                    missing.setdefault(text, []).append(i)
+                else:
+                    self._cache.move_to_end(text)
+                    out[i] = row
+            self.hits += len(texts) - sum(len(v) for v in missing.values())
+            self.misses += len(missing)
+        if not missing:
+            return out
+        fresh = list(missing)
+        vectors = self.inner.embed(fresh)
+        with self._lock:
+            for text, vector in zip(fresh, vectors, strict=True):
+                out[missing[text]] = vector
+                if self.capacity:
+                    self._cache[text] = vector
+                    self._cache.move_to_end(text)
+            while len(self._cache) > self.capacity:
+                self._cache.popitem(last=False)
+        return out
+
+
+def _wordllama_folder() -> Path:
+    import wordllama
+
+    return Path(wordllama.__file__).resolve().parent
+
+
+class WordLlamaEmbedder:
+    """The default backend: WordLlama's shipped model, loaded fully offline.
+
+    Args:
+        config: WordLlama model name (``"l2_supercat"``, the one the wheel ships).
+        dim: truncation (Matryoshka) dimension: 64, 128, 256 (default), 512 or 1024 where the
+            shipped weights allow; larger is more precise and slower.
+
+    Raises:
+        RuntimeError: the ``wordllama`` package or its shipped weights are missing (the
+            message says which), never a network call.
+    """
+
+    def __init__(self, config: str = "l2_supercat", dim: int = 256) -> None:
+        self.dim = dim
+        self.name = f"wordllama:{config}:{dim}"
+        self._config = config
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                try:
+                    from wordllama import WordLlama
+                except ImportError as exc:  # pragma: no cover - a core dependency
+                    raise RuntimeError("the wordllama package is not installed") from exc
+                try:
+                    self._model = WordLlama.load(
+                        config=self._config,
+                        dim=self.dim,
+                        cache_dir=_wordllama_folder(),
+                        disable_download=True,
+                    )
+                except (FileNotFoundError, ValueError, OSError) as exc:
+                    raise RuntimeError(
+                        f"WordLlama model {self._config!r} at dim {self.dim} is not shipped "
+                        f"in {_wordllama_folder()}: {type(exc).__name__}"
+                    ) from exc
+            return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """As :meth:`Embedder.embed` (loads the model on first use, ~0.2 s)."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        model = self._load()
+        vectors = model.embed(list(texts), norm=False, return_np=True)
+        return l2_normalise(np.asarray(vectors, dtype=np.float32))
+
+
+_DEFAULT: CachedEmbedder | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_embedder() -> CachedEmbedder:
+    """The process-wide cached WordLlama embedder (built once; the model loads lazily)."""
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is None:
+            _DEFAULT = CachedEmbedder(WordLlamaEmbedder())
+        return _DEFAULT
