@@ -43,9 +43,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from consumers.append_only import AppendOnlyFile
 from consumers.base import DeadLetter, Origin, RawMessage, message_slot_setters
 from consumers.errors import SourceUnavailable
-from consumers.private_files import open_private_append
 
 #: Most cut lines whose size and digest wait for their dead letter (one per overlong line
 #: polled and not yet dead-lettered: a few at most; the bound only guards memory).
@@ -96,7 +96,7 @@ class FileSource:
         self._bucket = TokenBucket(rate) if rate else None
         self._input = self._open(stream, chunk_bytes)
         self._make = message_factory(self.path)
-        self._dlq: BinaryIO | None = None
+        self._dlq: AppendOnlyFile | None = None
         self._unsynced = False  # dead letters written but not yet fsynced
         self._reset(offset=0, line=0)
         self.commits = 0
@@ -146,7 +146,8 @@ class FileSource:
         return out
 
     def dead_letter(self, letters: Sequence[DeadLetter]) -> None:
-        """Append ``letters`` to :attr:`dlq_path` as JSON lines and flush them to the OS.
+        """Append ``letters`` to :attr:`dlq_path` as JSON lines, all of them or none (a failed
+        write is cut off again: :class:`consumers.append_only.AppendOnlyFile`).
 
         They are on disk after :meth:`sync_dead_letters` (the poll loop calls it before each
         checkpoint). :raises OSError: the file cannot be opened or written.
@@ -154,17 +155,16 @@ class FileSource:
         if not letters:
             return
         if self._dlq is None:
-            self._dlq = open_private_append(self.dlq_path)  # 0600: raw bytes of events
+            self._dlq = AppendOnlyFile(self.dlq_path)  # 0600: raw bytes of events
         cut = self._cut_lines
         lines = [
             dead_letter_line(letter, cut.get(letter.message.origin.line or 0) if cut else None)
             for letter in letters
         ]
-        self._dlq.write(b"".join(lines))
+        self._dlq.append(b"".join(lines), sync=False)  # whole, or not at all
         if cut:
             for letter in letters:
                 cut.pop(letter.message.origin.line or 0, None)
-        self._dlq.flush()
         self._unsynced = True
         self.dead_letters += len(letters)
 
@@ -175,7 +175,7 @@ class FileSource:
             be committed.
         """
         if self._unsynced and self._dlq is not None:
-            os.fsync(self._dlq.fileno())
+            self._dlq.sync()  # a failed sync cuts the unsynced letters off again
         self._unsynced = False
 
     def commit(self, messages: Sequence[RawMessage]) -> None:

@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from consumers.append_only import append_whole, open_append, prepare_tail
+
 
 def config_hash(*parts: Any) -> str:
     """Return the first 12 hex digits of the SHA-256 of the parts' canonical JSON.
@@ -50,14 +52,16 @@ def history_row(
 
 
 def append_history(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Append rows to the JSONL history file (created with its folder), flushed and fsynced.
+    """Append rows to the JSONL history file (created with its folder), all of them or none
+    (:func:`consumers.append_only.append_whole`), fsynced.
 
     Raises:
         OSError: the file cannot be written.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
+    data = "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
+    fd = open_append(path, 0o644)
+    try:  # all rows or none; a torn tail of a crashed run is cut (that run was not reported)
+        append_whole(fd, prepare_tail(fd, path, on_torn="cut") + data.encode("utf-8"))
+    finally:
+        os.close(fd)

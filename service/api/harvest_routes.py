@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
+import anyio
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, status
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
@@ -128,13 +129,42 @@ _DECISION_RESPONSES: dict[int | str, dict[str, Any]] = {
     },
 )
 async def accept_candidate(
-    _: TokenDep, candidate_id: CandidateId, body: AcceptBody, labelling: LabellingDep
+    _: TokenDep,
+    candidate_id: CandidateId,
+    body: AcceptBody,
+    labelling: LabellingDep,
+    request: Request,
 ) -> dict[str, Any]:
-    """Append the suggestion to the gold-set file with a fresh id; 409 if already decided."""
-    try:
+    """Append the suggestion to the gold-set file with a fresh id; 409 if already decided;
+    503 when the file cannot be written, or stays locked by another process (or by the
+    accepts before this one) for over ``harvest.gold_lock_timeout_s``."""
+    timeout_s = labelling.config.gold_lock_timeout_s
+    gate = _accept_gate(request)
+    # Accepts queue here, on the event loop, not in the worker threads: one blocked on
+    # another process's lock holds one thread, never the whole pool (/healthz needs one).
+    acquired = False
+    with anyio.move_on_after(timeout_s):
+        await gate.acquire()
+        acquired = True
+    if not acquired:
+        raise _error(GoldSetUnavailable(
+            f"gold-set file {labelling.gold_path} is busy: earlier accepts held it for over "
+            f"{timeout_s:g} s"
+        ))  # fmt: skip
+    try:  # never cancelled once started: a decision that was kept is answered with 200
         return await run_in_threadpool(labelling.accept, candidate_id, body.gold, body.kind)
     except LabellingError as exc:
         raise _error(exc) from None
+    finally:
+        gate.release()
+
+
+def _accept_gate(request: Request) -> anyio.Lock:
+    """The app's one accept-at-a-time lock (made at first use, on the event loop)."""
+    gate = getattr(request.app.state, "accept_gate", None)
+    if gate is None:
+        gate = request.app.state.accept_gate = anyio.Lock()
+    return gate  # type: ignore[no-any-return]
 
 
 @router.post("/{candidate_id}/reject", responses=_DECISION_RESPONSES)

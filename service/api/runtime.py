@@ -22,16 +22,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from consumers.append_only import append_whole, open_append, prepare_tail
 from consumers.base import DeadLetter, Origin, RawMessage, Source
 from consumers.engine import Engine, Outcome
 from consumers.errors import GoldwatchConsumerError
 from consumers.file_source import FileSource, dead_letter_line
 from consumers.loop import make_decoder, run
-from consumers.private_files import open_private_append
 from service import __version__
 from service.acl import AccessPolicy
 from service.analytics import Analytics, build_analytics, pseudonymiser
@@ -341,24 +341,12 @@ class JsonlDeadLetters:
             return
         data = b"".join(dead_letter_line(letter) for letter in self._queued)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open_private_append(self.path) as handle:  # 0600: raw bytes of events
-            start = handle.tell()
-            try:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            except OSError:
-                _cut_back(handle, start)
-                raise
+        fd = open_append(self.path)  # 0600: raw bytes of events
+        try:  # a torn tail (a crash mid-append) is cut: its letters were never checkpointed
+            append_whole(fd, prepare_tail(fd, self.path, on_torn="cut") + data)
+        finally:
+            os.close(fd)
         self._queued.clear()
-
-
-def _cut_back(handle: BinaryIO, size: int) -> None:
-    """Best effort: truncate a file whose append failed back to ``size`` bytes."""
-    try:
-        handle.truncate(size)
-    except (OSError, ValueError):
-        pass  # the write already failed; the caller reports that
 
 
 class Runtime:

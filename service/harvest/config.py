@@ -103,6 +103,10 @@ class HarvestConfig(BaseModel):
         generated_channels: events from these channels are model-generated questions
             (``source: "generated"``), everything else is ``"real"``.
         topic: Kafka topic of the suggestions (compacted; used by the Kafka sink only).
+        gold_lock_timeout_s: longest wait (seconds) of an accept for the gold-set file's
+            lock held by another process, and of an accept queued behind another accept;
+            past it the accept answers 503 (retry later), so a stuck lock holder never ties
+            up the server's worker threads.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -127,6 +131,7 @@ class HarvestConfig(BaseModel):
     flush_interval_s: float = Field(default=5.0, ge=0, le=3_600)
     generated_channels: frozenset[str] = frozenset({"generated", "synthetic"})
     topic: str = Field(default="goldwatch.gold-candidates", min_length=1, max_length=249)
+    gold_lock_timeout_s: float = Field(default=5.0, gt=0, le=300)
 
     @field_validator("weights")
     @classmethod

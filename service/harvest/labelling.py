@@ -32,14 +32,15 @@ import json
 import logging
 import os
 import re
-import stat
 import threading
+import time
 import unicodedata
 from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from consumers.append_only import TornTail, append_whole, open_append, prepare_tail
 from service.goldset import kind_problem
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.ranking import select
@@ -338,11 +339,20 @@ class Labelling:
                 message = f"gold-set file {self.gold_path} cannot be written: {_problem(exc)}"
                 log.warning("accept refused: %s", message)
                 raise GoldSetUnavailable(message) from None
-            decision = {"status": "accepted", "gold_id": gold_row["id"], "gold": list(gold),
-                        "kind": kind, "decided_at": self.clock()}  # fmt: skip
+            except TornTail as exc:  # names the file and line, never its content
+                log.warning("accept refused: %s", exc)
+                raise GoldSetUnavailable(f"gold-set file damaged: {exc}") from None
+            # the row in the file is what counts (after a crash: the one appended then)
+            decision = {"status": "accepted", "gold_id": gold_row["id"],
+                        "gold": list(gold_row["gold"]), "kind": gold_row["kind"],
+                        "decided_at": self.clock()}  # fmt: skip
             self.repository.decide(candidate_id, decision)
         if self.on_accept is not None:
-            self.on_accept(_question(gold_row))
+            try:  # the decision is kept: a failed refresh must not turn it into an error
+                self.on_accept(_question(gold_row))
+            except Exception:
+                log.exception("after accepting %s: the gold-set refresh could not start",
+                              gold_row["id"])  # fmt: skip
         return decision
 
     def reject(self, candidate_id: str, reason: str) -> dict[str, Any]:
@@ -379,50 +389,71 @@ class Labelling:
         return row
 
     def _append(self, row: dict[str, Any], gold: list[str], kind: str) -> dict[str, Any]:
-        """Append the gold row under an exclusive lock of the file; a failed write is cut
-        off again, so the file ends as it began.
+        """Append the gold row under an exclusive ``flock`` of the file, waited for at most
+        ``config.gold_lock_timeout_s``; the append is whole or cut off again
+        (:func:`consumers.append_only.append_whole`), so the file ends as it began or with
+        the complete new row.
 
         Raises:
-            OSError: missing (``ENOENT``) although it existed at start, not a regular file,
-                or cannot be opened, read or written.
+            OSError: missing (``ENOENT``) although it existed at start, not a regular file
+                (``EINVAL``), locked by another process for too long (``EAGAIN``), or cannot
+                be opened, read or written.
+            TornTail: the file's last line is incomplete (an earlier append cut short).
         """
-        flags = os.O_RDWR | os.O_APPEND | (0 if self._expected else os.O_CREAT)
         try:
-            fd = os.open(self.gold_path, flags, 0o644)
+            fd = open_append(self.gold_path, 0o644, create=not self._expected)
         except FileNotFoundError:
             raise FileNotFoundError(errno.ENOENT, "missing (moved or deleted?)") from None
-        with os.fdopen(fd, "a+b") as handle:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or device: never read it
-                raise OSError(errno.EINVAL, "not a regular file")
-            fcntl.flock(handle, fcntl.LOCK_EX)  # another process may append too
-            handle.seek(0)
-            content = handle.read()
-            existing = _ids_in(content)
+        try:
+            _lock_exclusive(fd, self.config.gold_lock_timeout_s)  # other processes append too
+            existing = _ids_in(_read_all(fd))
             for parsed in existing.values():
-                if parsed.get("harvest_id") == row["id"]:
+                if parsed.get("harvest_id") == row["id"] and _trusted(parsed):
                     return parsed  # appended before a crash, decision not kept: reuse it
+            prefix = prepare_tail(fd, self.gold_path, on_torn="refuse")
             gold_row = _gold_row(fresh_gold_id(self._known_ids | set(existing)), row, gold, kind)
             line = json.dumps(gold_row, ensure_ascii=False).encode("utf-8") + b"\n"
-            if content and not content.endswith(b"\n"):
-                line = b"\n" + line
-            try:
-                handle.write(line)
-                handle.flush()
-                os.fsync(handle.fileno())
-            except OSError:
-                _cut(fd, len(content))
-                raise
+            append_whole(fd, prefix + line)
+        finally:
+            os.close(fd)  # releases the flock; nothing buffered is left to write
         self._expected = True
         self._known_ids.add(gold_row["id"])
         return gold_row
 
 
-def _cut(fd: int, size: int) -> None:
-    """Truncate the file back to ``size`` bytes after a failed append (best effort)."""
-    try:
-        os.ftruncate(fd, size)
-    except OSError:
-        log.warning("could not cut a partly written gold-set line off")
+def _lock_exclusive(fd: int, timeout_s: float) -> None:
+    """``flock(LOCK_EX)`` polled every 20 ms for at most ``timeout_s`` seconds.
+
+    Raises:
+        OSError: ``EAGAIN`` when another process still holds the lock after ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise OSError(errno.EAGAIN, f"locked by another process for over {timeout_s:g} s"
+                              ) from None  # fmt: skip
+            time.sleep(0.02)
+
+
+def _read_all(fd: int) -> bytes:
+    """The whole file at ``fd`` (read with ``pread``, the offset untouched)."""
+    parts, offset = [], 0
+    while block := os.pread(fd, 1 << 20, offset):
+        parts.append(block)
+        offset += len(block)
+    return b"".join(parts)
+
+
+def _trusted(row: dict[str, Any]) -> bool:
+    """A row found in the file is reused only if it is a well-formed accepted row: string
+    question, list of string gold ids and a string kind (what :func:`_question` reads)."""
+    gold = row.get("gold")
+    return (isinstance(row.get("question"), str) and isinstance(row.get("kind"), str)
+            and isinstance(gold, list) and all(isinstance(g, str) for g in gold))  # fmt: skip
 
 
 def _problem(exc: OSError) -> str:
