@@ -23,6 +23,7 @@ import click
 
 from service import __version__
 from service.cli_candidates import candidates_group
+from service.regular_files import open_regular
 from service.settings import ConfigError, Settings, effective_config, load_settings
 from service.topic_config import N_TOPICS_MAX, N_TOPICS_MIN
 
@@ -637,7 +638,7 @@ def _secret_problems(settings: Settings) -> list[str]:
             if path is None:
                 continue
             try:
-                with open(path, "rb"):
+                with open_regular(path):  # a FIFO: a plain error, not a hang
                     pass
             except OSError as exc:
                 problems.append(f"kafka.{field}: cannot read {path}: {exc.strerror or exc}")

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from service.records import Passage
+from service.regular_files import open_regular
 
 RowT = TypeVar("RowT", bound=BaseModel)
 
@@ -77,7 +78,7 @@ def read_jsonl_objects(path: Path, problems: list[str]) -> Iterator[tuple[int, d
     (``"<file>, line <n>: invalid JSON (<reason> at column <c>)"``) and skipped. A UTF-8 BOM
     is tolerated. Raises ``OSError`` (e.g. ``FileNotFoundError``) when the file can't be read.
     """
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:  # a FIFO or device: a plain error, not a hang
         for lineno, raw in enumerate(handle, start=1):
             try:
                 line = raw.decode("utf-8")

@@ -43,6 +43,7 @@ from service.harvest.config import HarvestConfig
 from service.language import LanguageConfig
 from service.pipeline import PipelineConfig
 from service.refusals import check_pattern
+from service.regular_files import read_regular
 from service.shadow.runner import ShadowConfig
 from service.topic_config import TopicConfig
 
@@ -212,7 +213,7 @@ def read_secret_file(path: Path, field: str) -> str:
             the file, never its content).
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")  # a FIFO: a plain error, not a hang
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or type(exc).__name__
         raise ValueError(f"{field}: cannot read {path}: {reason}") from None
@@ -594,8 +595,80 @@ class Settings(BaseSettings):
         yaml_file = _YAML_FILE.get("path")
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
         if yaml_file is not None:
-            sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=yaml_file))
+            sources.append(_BoundedYamlSource(settings_cls, yaml_file=yaml_file))
         return tuple(sources)
+
+
+#: Largest configuration file read (bytes); real ones are a few KiB.
+MAX_CONFIG_BYTES = 1 << 20
+#: Most values (mappings, lists, scalars) a configuration may expand to, aliases counted each
+#: time they are used: a "billion laughs" file of 477 bytes expands to billions.
+MAX_CONFIG_NODES = 100_000
+#: Deepest nesting of mappings and lists in a configuration.
+MAX_CONFIG_DEPTH = 64
+
+
+def load_yaml_bounded(text: str, source: str) -> Any:
+    """Parse one YAML document with bounds checked *before* any Python object is built:
+    at most :data:`MAX_CONFIG_BYTES` of text, :data:`MAX_CONFIG_DEPTH` levels of nesting and
+    :data:`MAX_CONFIG_NODES` values with aliases expanded (PyYAML's ``safe_load`` builds an
+    alias bomb — or a cycle — as shared objects that explode when read, and recurses once
+    per nesting level).
+
+    The node graph from ``compose`` is small even for a bomb (aliases point at one node);
+    walking it with a counter stops at the first bound.
+
+    Args:
+        text: the YAML text.
+        source: the file, for messages.
+
+    Returns:
+        What ``yaml.safe_load`` returns (``None`` for an empty document).
+
+    Raises:
+        ConfigError: a bound is exceeded (the message names the file and the bound).
+        yaml.YAMLError: not valid YAML.
+    """
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{source}: larger than {MAX_CONFIG_BYTES} bytes")
+    loader = yaml.SafeLoader(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except RecursionError:
+            raise ConfigError(f"{source}: nested more than {MAX_CONFIG_DEPTH} levels") from None
+        if node is None:
+            return None
+        _check_yaml_bounds(node, source)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _check_yaml_bounds(root: yaml.Node, source: str) -> None:
+    stack: list[tuple[yaml.Node, int]] = [(root, 0)]
+    count = 0
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > MAX_CONFIG_NODES:
+            raise ConfigError(f"{source}: expands to more than {MAX_CONFIG_NODES} values "
+                              "(YAML aliases used over and over?)")  # fmt: skip
+        if depth > MAX_CONFIG_DEPTH:
+            raise ConfigError(f"{source}: nested more than {MAX_CONFIG_DEPTH} levels")
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((child, depth + 1) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                stack.extend(((key, depth + 1), (value, depth + 1)))
+
+
+class _BoundedYamlSource(YamlConfigSettingsSource):
+    """pydantic-settings' YAML source reading through :func:`load_yaml_bounded`."""
+
+    def _read_file(self, file_path: Path | Any) -> dict[str, Any]:
+        text = read_regular(file_path).decode("utf-8")
+        return load_yaml_bounded(text, str(file_path)) or {}  # type: ignore[no-any-return]
 
 
 # The YAML path is passed to settings_customise_sources through this slot; load_settings
@@ -714,7 +787,10 @@ def load_settings(path: Path | str | None = None, **overrides: Any) -> Settings:
         if not yaml_path.is_file():
             raise ConfigError(f"config file not found: {yaml_path}")
         try:
-            loaded = yaml.safe_load(yaml_path.read_text(encoding="utf-8"))
+            text = read_regular(yaml_path).decode("utf-8")  # a FIFO: a plain error, no hang
+            loaded = load_yaml_bounded(text, str(yaml_path))
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {yaml_path}: {exc.strerror}") from None
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -25,9 +25,10 @@ The file holds users' questions (scrubbed) and pseudonymised ids, so it is creat
 its owner only (mode 0600; SQLite gives its ``-wal`` and ``-shm`` files the database's mode).
 A writer (``serve``, ``replay --state``) opens it with ``exclusive=True``: an advisory
 ``flock`` on ``<file>.lock`` held until :meth:`StateStore.close` (or the process's death), so
-a second process on the same file fails at start instead of both checkpointing over each
-other — each would restore the same state, and the last to checkpoint would erase the other's
-counts and dedup window. Readers (``candidates export``) do not take the lock.
+a second process on the same file — also through a symlink or another spelling of the path:
+``<file>`` is the real path, symlinks resolved — fails at start instead of both checkpointing
+over each other — each would restore the same state, and the last to checkpoint would erase
+the other's counts and dedup window. Readers (``candidates export``) do not take the lock.
 
 >>> store = StateStore.in_memory()
 >>> store.checkpoint({"stage/count": {"processed": 3}})
@@ -114,16 +115,21 @@ class StateStore:
         the module docstring), released by :meth:`close`.
 
         Raises:
-            StateError: the directory is missing or not writable, the file is not a SQLite
-                database, fails ``PRAGMA integrity_check``, or has another schema version;
-                with ``exclusive``, another process holds the file (its pid is named).
+            StateError: the directory is missing or not writable, the file is empty (0 bytes)
+                or not a SQLite database, fails ``PRAGMA integrity_check``, or has another
+                schema version; with ``exclusive``, another process holds the file (its pid is
+                named).
         """
-        file = Path(path)
-        label = str(file)
+        label = str(path)
+        # the real path: a symlink to another replica's file must meet that file's lock
+        file = Path(os.path.realpath(path))
         if not file.parent.is_dir():
             raise StateError(f"cannot open state file {label}: directory {file.parent} missing")
         if file.exists() and not file.is_file():
             raise StateError(f"cannot open state file {label}: it is not a regular file")
+        if file.exists() and file.stat().st_size == 0:  # SQLite would start afresh on it
+            raise StateError(f"state file {label} is empty (0 bytes: truncated or damaged); "
+                             + _move_aside_hint(label))  # fmt: skip
         if not os.access(file.parent, os.W_OK) or (file.exists() and not os.access(file, os.W_OK)):
             # SQLite's WAL needs to create side files beside the database: a read-only folder
             # would otherwise surface as a "corrupt" file, and that advice loses the state.
@@ -134,7 +140,7 @@ class StateStore:
         lock_fd = _take_writer_lock(file) if exclusive else None
         try:
             _create_private(file)
-            conn = sqlite3.connect(label, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(str(file), isolation_level=None, check_same_thread=False)
         except (sqlite3.Error, OSError) as exc:
             _release_writer_lock(lock_fd)
             if isinstance(exc, OSError):

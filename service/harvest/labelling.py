@@ -48,6 +48,7 @@ from service.harvest.store import CandidateRepository
 from service.harvest.suggestion import Suggestion
 from service.pii import PLACEHOLDERS, scrub
 from service.records import GoldQuestion
+from service.regular_files import read_regular
 
 __all__ = [
     "STATUSES",
@@ -238,7 +239,7 @@ class Labelling:
         self._known_ids: set[str] = set()
         if self._expected:
             try:
-                self._known_ids = set(_ids_in(self.gold_path.read_bytes()))
+                self._known_ids = set(_ids_in(read_regular(self.gold_path)))
             except OSError as exc:  # checked again, with a clear answer, at each accept
                 log.warning("gold-set file %s unreadable at start: %s", self.gold_path,
                             _problem(exc))  # fmt: skip

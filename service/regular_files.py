@@ -1,0 +1,52 @@
+"""Opening configured input files (gold set, corpus, token, key and TLS files) so that a
+FIFO, device, socket or folder at the path gets a plain error instead of a hang.
+
+``open()`` of a FIFO blocks until a writer appears, and reading a character device such as
+``/dev/zero`` never ends. :func:`open_regular` opens with ``O_NONBLOCK`` (which makes the open
+of a FIFO return at once), checks with ``fstat`` that the file is a regular file, then turns
+blocking reads back on.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+__all__ = ["NOT_REGULAR", "open_regular", "read_regular"]
+
+#: ``strerror`` of the :class:`OSError` raised for a path that is not a regular file.
+NOT_REGULAR = "not a regular file (a FIFO, device, socket or folder)"
+
+
+def open_regular(path: str | Path) -> BinaryIO:
+    """Open ``path`` for binary reading if it is a regular file (symlinks followed).
+
+    Returns:
+        A buffered binary file object (the caller closes it).
+
+    Raises:
+        OSError: cannot be opened (``FileNotFoundError``, ``PermissionError``, ...), or
+            ``EINVAL`` with :data:`NOT_REGULAR` as ``strerror`` when it is not a regular file.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, NOT_REGULAR, str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | Path) -> bytes:
+    """The bytes of the regular file ``path``.
+
+    Raises:
+        OSError: as :func:`open_regular`, or a read error.
+    """
+    with open_regular(path) as handle:
+        return handle.read()
