@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from service.corpus import (
     MAX_LISTED_PROBLEMS,
@@ -228,6 +228,26 @@ def _row_problems(path: Path, lineno: int, row: _GoldRow) -> list[str]:
         return []
     name, what = problem
     return [f"{where(path, lineno, row.id)}, field '{name}': {what}"]
+
+
+def parse_gold_row(obj: object) -> GoldQuestion:
+    """One gold-set row (a parsed JSON object) as :func:`load_gold_set` reads it.
+
+    Raises:
+        ValueError: the row is not an object, misses a field, has a wrong type, or its kind
+            does not fit its gold passages (the message names fields, never values).
+    """
+    if not isinstance(obj, dict):
+        raise ValueError("not a JSON object")
+    try:
+        row = _GoldRow.model_validate(obj)
+    except ValidationError as exc:
+        names = sorted({".".join(map(str, e["loc"])) or "?" for e in exc.errors()})
+        raise ValueError(f"invalid field(s): {', '.join(names)}") from None
+    problem = kind_problem(row.kind, row.gold)
+    if problem is not None:
+        raise ValueError(f"field '{problem[0]}': {problem[1]}")
+    return row.to_question()
 
 
 def load_gold_set(path: Path | str) -> GoldSet:

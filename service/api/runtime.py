@@ -349,6 +349,19 @@ class JsonlDeadLetters:
         self._queued.clear()
 
 
+def _gold_file_problem(path: Path) -> str | None:
+    """See :meth:`Runtime.gold_file_problem`: the check itself."""
+    try:
+        load_gold_set(path)
+    except DataFileError as exc:
+        more = f" (and {len(exc.problems) - 1} more)" if len(exc.problems) > 1 else ""
+        first = exc.problems[0] if exc.problems else str(path)
+        return f"gold-set file no longer loads: {first}{more}"
+    except OSError as exc:
+        return f"gold-set file {path} cannot be read: {exc.strerror or type(exc).__name__}"
+    return None
+
+
 class Runtime:
     """The engine, the configured source and the consumer thread of one process.
 
@@ -401,6 +414,9 @@ class Runtime:
             self.state.close()
             raise
         self.gold_refreshes = 0
+        # (identity, size, mtime) of the gold-set file when last checked, and its problem
+        self._gold_check: tuple[tuple[int, ...], str | None] | None = None
+        self._gold_check_lock = threading.Lock()
         #: Why the last gold-set refresh failed (``None``: none failed since the last success).
         self.gold_refresh_error: str | None = None
         # Refreshes run one at a time, in order: request N is covered by any refresh that read
@@ -520,7 +536,33 @@ class Runtime:
                 reasons.append("source not ready (no assignment or broker unreachable)")
         if self.last_error is not None:
             reasons.append("consumer error; retrying")
+        gold_problem = self.gold_file_problem()
+        if gold_problem is not None:
+            reasons.append(gold_problem)
         return not reasons, reasons
+
+    def gold_file_problem(self) -> str | None:
+        """Why the configured gold-set file no longer loads as ``serve`` would load it at its
+        next start (``load_gold_set``), or ``None`` (also without a gold-set file of one's
+        own). The message names the file, the first bad line and the problem, never the
+        line's content. Parsed again only when the file's identity, size or mtime changed,
+        so ``/readyz`` stays a ``stat``."""
+        path = self.settings.gold_set
+        if path is None:
+            return None
+        try:
+            st = os.stat(path)
+            key: tuple[int, ...] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError as exc:
+            key = (-1, exc.errno or 0)
+        with self._gold_check_lock:
+            if self._gold_check is not None and self._gold_check[0] == key:
+                return self._gold_check[1]
+            problem = _gold_file_problem(path)
+            self._gold_check = (key, problem)
+        if problem is not None:
+            log.error("%s", problem)
+        return problem
 
     def status(self) -> dict[str, Any]:
         """Return the JSON body of ``GET /v1/status``."""
@@ -538,6 +580,7 @@ class Runtime:
             "totals": totals,
             "last_error": self.last_error,
             "gold_refresh_error": self.gold_refresh_error,
+            "gold_file_error": self.gold_file_problem(),
         }
 
     def analytics_report(self) -> dict[str, Any] | None:

@@ -66,6 +66,10 @@ class Status(BaseModel):
     #: Why the last gold-set refresh (after an accepted suggestion) failed; ``None`` after a
     #: successful one. The old gold set stays in use meanwhile.
     gold_refresh_error: str | None = None
+    #: Why the configured gold-set file no longer loads (file, line and problem, never its
+    #: content), e.g. a torn last line; ``None`` when it loads. The next start would stop on
+    #: it, so ``/readyz`` is 503 meanwhile.
+    gold_file_error: str | None = None
 
 
 class Problem(BaseModel):

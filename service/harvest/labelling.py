@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from consumers.append_only import TornTail, append_whole, open_append, prepare_tail
-from service.goldset import kind_problem
+from service.goldset import kind_problem, parse_gold_row
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.ranking import select
 from service.harvest.store import CandidateRepository
@@ -335,7 +335,7 @@ class Labelling:
         with self._lock:
             row = self._undecided(candidate_id)
             try:
-                gold_row = self._append(row, list(gold), kind)
+                gold_row, question = self._append(row, list(gold), kind)
             except OSError as exc:
                 message = f"gold-set file {self.gold_path} cannot be written: {_problem(exc)}"
                 log.warning("accept refused: %s", message)
@@ -344,16 +344,16 @@ class Labelling:
                 log.warning("accept refused: %s", exc)
                 raise GoldSetUnavailable(f"gold-set file damaged: {exc}") from None
             # the row in the file is what counts (after a crash: the one appended then)
-            decision = {"status": "accepted", "gold_id": gold_row["id"],
-                        "gold": list(gold_row["gold"]), "kind": gold_row["kind"],
+            decision = {"status": "accepted", "gold_id": question.id,
+                        "gold": list(question.gold), "kind": question.kind,
                         "decided_at": self.clock()}  # fmt: skip
             self.repository.decide(candidate_id, decision)
         if self.on_accept is not None:
             try:  # the decision is kept: a failed refresh must not turn it into an error
-                self.on_accept(_question(gold_row))
+                self.on_accept(question)
             except Exception:
                 log.exception("after accepting %s: the gold-set refresh could not start",
-                              gold_row["id"])  # fmt: skip
+                              question.id)  # fmt: skip
         return decision
 
     def reject(self, candidate_id: str, reason: str) -> dict[str, Any]:
@@ -389,17 +389,25 @@ class Labelling:
             raise AlreadyDecided(str(decision.get("status")))
         return row
 
-    def _append(self, row: dict[str, Any], gold: list[str], kind: str) -> dict[str, Any]:
+    def _append(
+        self, row: dict[str, Any], gold: list[str], kind: str
+    ) -> tuple[dict[str, Any], GoldQuestion]:
         """Append the gold row under an exclusive ``flock`` of the file, waited for at most
         ``config.gold_lock_timeout_s``; the append is whole or cut off again
         (:func:`consumers.append_only.append_whole`), so the file ends as it began or with
         the complete new row.
+
+        Returns:
+            ``(row, question)``: the row in the file — the new one, or after a crash between
+            an append and its decision, the one appended then, read back as the gold-set
+            loader reads it (:func:`service.goldset.parse_gold_row`) — and its question.
 
         Raises:
             OSError: missing (``ENOENT``) although it existed at start, not a regular file
                 (``EINVAL``), locked by another process for too long (``EAGAIN``), or cannot
                 be opened, read or written.
             TornTail: the file's last line is incomplete (an earlier append cut short).
+            GoldSetUnavailable: the file holds this suggestion's row, malformed.
         """
         try:
             fd = open_append(self.gold_path, 0o644, create=not self._expected)
@@ -409,8 +417,8 @@ class Labelling:
             _lock_exclusive(fd, self.config.gold_lock_timeout_s)  # other processes append too
             existing = _ids_in(_read_all(fd))
             for parsed in existing.values():
-                if parsed.get("harvest_id") == row["id"] and _trusted(parsed):
-                    return parsed  # appended before a crash, decision not kept: reuse it
+                if parsed.get("harvest_id") == row["id"]:  # appended before a crash: reuse
+                    return parsed, _recovered(parsed, self.gold_path)
             prefix = prepare_tail(fd, self.gold_path, on_torn="refuse")
             gold_row = _gold_row(fresh_gold_id(self._known_ids | set(existing)), row, gold, kind)
             line = json.dumps(gold_row, ensure_ascii=False).encode("utf-8") + b"\n"
@@ -419,7 +427,7 @@ class Labelling:
             os.close(fd)  # releases the flock; nothing buffered is left to write
         self._expected = True
         self._known_ids.add(gold_row["id"])
-        return gold_row
+        return gold_row, _question(gold_row)
 
 
 def _lock_exclusive(fd: int, timeout_s: float) -> None:
@@ -449,12 +457,20 @@ def _read_all(fd: int) -> bytes:
     return b"".join(parts)
 
 
-def _trusted(row: dict[str, Any]) -> bool:
-    """A row found in the file is reused only if it is a well-formed accepted row: string
-    question, list of string gold ids and a string kind (what :func:`_question` reads)."""
-    gold = row.get("gold")
-    return (isinstance(row.get("question"), str) and isinstance(row.get("kind"), str)
-            and isinstance(gold, list) and all(isinstance(g, str) for g in gold))  # fmt: skip
+def _recovered(row: dict[str, Any], path: Path) -> GoldQuestion:
+    """The question of a row an earlier accept appended, read as the loader reads it.
+
+    Raises:
+        GoldSetUnavailable: the row no longer is a valid gold row (edited by hand?); the
+            message names its id and the bad fields, never its text.
+    """
+    try:
+        return parse_gold_row(row)
+    except ValueError as exc:
+        raise GoldSetUnavailable(
+            f"gold-set file {path}: row {str(row.get('id'))[:80]!r} holds this suggestion "
+            f"but is not a valid gold row ({exc}); fix it, then accept again"
+        ) from None
 
 
 def _problem(exc: OSError) -> str:
