@@ -784,6 +784,8 @@ def load_settings(path: Path | str | None = None, **overrides: Any) -> Settings:
     yaml_path: Path | None = None
     if path is not None:
         yaml_path = Path(path)
+        if yaml_path.exists() and not yaml_path.is_file():
+            raise ConfigError(f"cannot read config file {yaml_path}: not a regular file")
         if not yaml_path.is_file():
             raise ConfigError(f"config file not found: {yaml_path}")
         try:
