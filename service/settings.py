@@ -267,6 +267,11 @@ class ApiConfig(_Frozen):
             never logged.
         max_request_bytes: larger request bodies get 413.
         max_events_per_request: larger ``POST /v1/events`` batches get 413.
+        ingest_chunk_events: a ``POST /v1/events`` batch runs through the pipeline in chunks
+            of at most this many events, releasing the pipeline lock between them, so one
+            maximum-size request does not keep the consumer and the report endpoints waiting
+            for its whole run (seconds for 1,000 long questions); the checkpoint comes once,
+            after the last chunk, before the answer.
     """
 
     host: str = "127.0.0.1"
@@ -275,6 +280,7 @@ class ApiConfig(_Frozen):
     token_file: Path | None = None
     max_request_bytes: int = Field(default=4 * 1_048_576, ge=1024)
     max_events_per_request: int = Field(default=1_000, ge=1)
+    ingest_chunk_events: int = Field(default=50, ge=1, le=100_000)
 
     @model_validator(mode="before")
     @classmethod

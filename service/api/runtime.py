@@ -706,12 +706,44 @@ class Runtime:
             RawMessage(value, Origin(file=HTTP_SOURCE, line=i + 1))
             for i, value in enumerate(values)
         ]
+        size = self.settings.api.ingest_chunk_events
+        outcomes: list[Outcome] = []
+        for start in range(0, max(len(messages), 1), size):
+            last = start + size >= len(messages)
+            self._ingest_chunk(messages[start : start + size], start, len(messages), last,
+                               outcomes)  # fmt: skip
+            if not last:
+                time.sleep(0)  # hand the lock (and the GIL) to a waiting reader or consumer
+        return _combined(outcomes)
+
+    def _ingest_chunk(
+        self,
+        messages: list[RawMessage],
+        done: int,
+        total: int,
+        last: bool,
+        outcomes: list[Outcome],
+    ) -> None:
+        """Process one chunk of an HTTP ingest under the pipeline lock (and checkpoint after
+        the ``last``); append its outcome to ``outcomes``.
+
+        Raises:
+            EngineBusy: the lock stayed taken for :data:`LOCK_TIMEOUT_S`.
+            IngestUnavailable: dead letters or the checkpoint cannot be written.
+        """
         if not self.engine.lock.acquire(timeout=LOCK_TIMEOUT_S):
-            raise EngineBusy("the pipeline is busy (the consumer is waiting on its source)")
+            partly = (f"; {done} of {total} events were processed but not acknowledged: retry "
+                      "(events with an event_id are then counted as duplicates)"
+                      if done else "")  # fmt: skip
+            raise EngineBusy(
+                f"the pipeline is busy (the consumer is waiting on its source){partly}"
+            )
         try:
             outcome = self.engine.process(messages, HTTP_SOURCE)
+            outcomes.append(outcome)
             self.http_dead_letters.write(outcome.dead)  # queued when it fails
-            self.engine.checkpoint()
+            if last:
+                self.engine.checkpoint()
         except OSError as exc:
             raise IngestUnavailable(
                 f"cannot write dead letters to {self.http_dead_letters.path}: "
@@ -721,4 +753,30 @@ class Runtime:
             raise IngestUnavailable(f"{exc}; nothing was acknowledged, retry later") from None
         finally:
             self.engine.lock.release()
-        return outcome
+
+
+def _combined(outcomes: Sequence[Outcome]) -> Outcome:
+    """One :class:`Outcome` for the chunks of one ingest: counts and dead letters summed in
+    order (each letter keeps its index in the request); ``batch`` is the last chunk's."""
+    first = outcomes[0]
+    if len(outcomes) == 1:
+        return first
+    dead: list[DeadLetter] = [letter for o in outcomes for letter in o.dead]
+    by_reason: dict[str, int] = {}
+    dropped: dict[str, int] = {}
+    for o in outcomes:
+        for reason, n in o.counts.dead_lettered.items():
+            by_reason[reason] = by_reason.get(reason, 0) + n
+        for reason, n in o.dropped.items():
+            dropped[reason] = dropped.get(reason, 0) + n
+    newest = [o.counts.newest_event_s for o in outcomes if o.counts.newest_event_s is not None]
+    counts = first.counts._replace(
+        consumed=sum(o.counts.consumed for o in outcomes),
+        processed=sum(o.counts.processed for o in outcomes),
+        dead_lettered=by_reason,
+        duplicates=sum(o.counts.duplicates for o in outcomes),
+        seconds=sum(o.counts.seconds for o in outcomes),
+        newest_event_s=max(newest) if newest else None,
+    )
+    return Outcome(outcomes[-1].batch, dead, counts, sum(o.redelivered for o in outcomes),
+                   dropped)  # fmt: skip
