@@ -81,8 +81,35 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> FastAPI:
     app.include_router(status_page.router)
     _add_metrics_route(app)
     _add_body_limit(app, settings.api.max_request_bytes)
+    app.add_middleware(HeadAsGet)
     _add_error_handlers(app)
     return app
+
+
+class HeadAsGet:
+    """Answer ``HEAD`` on every route that answers ``GET`` (RFC 9110 section 9.3.2: the same
+    status and headers, ``content-length`` included, without the body). FastAPI routes
+    declare ``GET`` only, so ``HEAD`` got 405 (load balancers and uptime checks use it).
+
+    The request runs as a ``GET``; every body chunk the app sends is dropped, and one empty
+    final chunk ends the response. A route without ``GET`` still answers 405."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def headers_only(message: Any) -> None:
+            if message["type"] == "http.response.body":
+                if message.get("more_body", False):
+                    return
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)
 
 
 def _labelling(settings: Settings, runtime: Runtime) -> Labelling | None:

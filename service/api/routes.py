@@ -10,7 +10,16 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from service.api.deps import RuntimeDep, TokenDep, TokenFirstRoute, require_json
-from service.api.schemas import Health, IngestResult, Readiness, Rejected, Status
+from service.api.schemas import (
+    BUSY,
+    Health,
+    IngestResult,
+    Problem,
+    Readiness,
+    Rejected,
+    Status,
+    not_found,
+)
 
 router = APIRouter(route_class=TokenFirstRoute)
 
@@ -42,7 +51,8 @@ def get_status(runtime: RuntimeDep) -> dict[str, Any]:
     return runtime.status()
 
 
-@router.get("/v1/drift", tags=["analytics"])
+@router.get("/v1/drift", tags=["analytics"],
+            responses={**not_found("analytics are disabled"), **BUSY})  # fmt: skip
 def get_drift(runtime: RuntimeDep) -> dict[str, Any]:
     """Drift per dimension (language, topic, refusal, out-of-scope): state, latest test of
     each comparison (gold set, baseline), live vs gold counts, coverage gaps, alarm history."""
@@ -52,7 +62,8 @@ def get_drift(runtime: RuntimeDep) -> dict[str, Any]:
     return dict(report["drift"])
 
 
-@router.get("/v1/refusals", tags=["analytics"])
+@router.get("/v1/refusals", tags=["analytics"],
+            responses={**not_found("analytics are disabled"), **BUSY})  # fmt: skip
 def get_refusals(runtime: RuntimeDep) -> dict[str, Any]:
     """Refusals in both directions: the refusal rate and its drift, out-of-scope share,
     over-refusals (refused while in scope) and under-refusals (answered while out of scope),
@@ -68,7 +79,8 @@ def get_refusals(runtime: RuntimeDep) -> dict[str, Any]:
     }
 
 
-@router.get("/v1/quality", tags=["analytics"])
+@router.get("/v1/quality", tags=["analytics"],
+            responses={**not_found("no gold set: quality checks are off"), **BUSY})  # fmt: skip
 def get_quality(runtime: RuntimeDep) -> dict[str, Any]:
     """Known questions (live questions that near-duplicate a gold question) scored per
     retriever — recall@k, hit rate, MRR against the gold row's passages — with refusals of
@@ -111,9 +123,14 @@ def _split_events(body: bytes, limit: int) -> list[bytes]:
         403: {"description": "wrong token, or ingest disabled"},
         413: {"description": "body or batch too large"},
         415: {"description": "not application/json"},
+        503: {"model": Problem, "description": "busy, or the state or dead letters cannot be "
+              "written: nothing acknowledged, retry later"},
     },
     tags=["ingest"],
-)
+    # the body is read raw (each event is decoded, or dead-lettered, on its own)
+    openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+        "schema": {"oneOf": [{"type": "object"}, {"type": "array", "items": {}}]}}}}},
+)  # fmt: skip
 async def post_events(request: Request, runtime: RuntimeDep, _: TokenDep) -> Any:
     """Ingest one event object or a JSON array of them, through the live pipeline.
 

@@ -77,3 +77,14 @@ class Problem(BaseModel):
 
     error: str
     detail: str | list[dict[str, Any]]
+
+
+#: OpenAPI ``responses`` entries of the errors routes answer with a :class:`Problem` body.
+BUSY: dict[int | str, dict[str, Any]] = {
+    503: {"model": Problem, "description": "the pipeline is busy (retry after Retry-After)"}
+}
+
+
+def not_found(what: str) -> dict[int | str, dict[str, Any]]:
+    """A ``404`` OpenAPI response entry with a :class:`Problem` body, described by ``what``."""
+    return {404: {"model": Problem, "description": what}}

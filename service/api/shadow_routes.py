@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query, status
 
 from service.api.deps import RuntimeDep, TokenDep, TokenFirstRoute
+from service.api.schemas import BUSY, not_found
 
 router = APIRouter(prefix="/v1/shadow", tags=["shadow"], route_class=TokenFirstRoute)
 
@@ -18,7 +19,7 @@ def _report(runtime: Any) -> dict[str, Any]:
     return report  # type: ignore[no-any-return]
 
 
-@router.get("")
+@router.get("", responses={**not_found("no shadow candidates are configured"), **BUSY})
 def get_shadow(runtime: RuntimeDep) -> dict[str, Any]:
     """Per candidate: offers by outcome (queued or skip reason), completed calls, errors by
     reason, latency, agreement with production (overlap@k, Jaccard@k, RBO_ext, Kendall's tau,
@@ -32,7 +33,10 @@ def get_shadow(runtime: RuntimeDep) -> dict[str, Any]:
     return {**report, "candidates": candidates, "gold": runtime.gold_run_status()}
 
 
-@router.get("/disagreements")
+@router.get(
+    "/disagreements",
+    responses={**not_found("no shadow candidates are configured, or unknown candidate"), **BUSY},
+)
 def get_disagreements(
     runtime: RuntimeDep,
     candidate: Annotated[str | None, Query(max_length=64)] = None,
