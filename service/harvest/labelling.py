@@ -11,12 +11,15 @@
   ``topic`` (unless ``novel``) and ``role``, and ``harvest_id`` (the suggestion id) — and
   keeps the decision.
   Existing rows are never rewritten. If a crash came between the append and the decision, a
-  retry finds the ``harvest_id`` already in the file and does not append again. The gold
+  retry finds the ``harvest_id`` already in the file, does not append again, and keeps the
+  decision of that row as the gold-set loader reads it. The gold
   passages must fit the kind (:func:`service.goldset.kind_problem`: e.g. ``multi-passage``
   needs two). When the file cannot be written (missing although it existed at start — moved
-  away —, not a regular file, unwritable, disk full) :class:`GoldSetUnavailable` is raised,
-  the file is left as it was (a partly written line is cut off) and the suggestion stays
-  undecided, so the same accept can be retried.
+  away —, not a regular file, unwritable, disk full, locked by another process for over
+  ``harvest.gold_lock_timeout_s``, its last line torn by an earlier crash)
+  :class:`GoldSetUnavailable` is raised, the file is left as it was (the append is whole or cut
+  off again: :mod:`consumers.append_only`) and the suggestion stays undecided, so the same
+  accept can be retried.
 * **Reject** (:meth:`Labelling.reject`): keeps the decision with a scrubbed reason;
   control characters are taken out of it (:func:`clean_reason`), and a reason the scrubber
   made longer than :data:`MAX_REASON_CHARS` is clipped with an ellipsis (:func:`clip_reason`).
