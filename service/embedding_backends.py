@@ -200,7 +200,9 @@ class SentenceTransformerEmbedder:
                 f"analytics.embeddings.model_path: cannot load {self.model_path}: "
                 f"{type(exc).__name__}"
             ) from exc
-        dim = self._model.get_sentence_embedding_dimension()
+        # renamed get_embedding_dimension in sentence-transformers 6
+        dimension = getattr(self._model, "get_embedding_dimension", None)
+        dim = dimension() if dimension else self._model.get_sentence_embedding_dimension()
         if not dim:
             raise RuntimeError(f"{self.model_path}: the model reports no embedding dimension")
         self.dim = int(dim)

@@ -2,7 +2,7 @@
 
 The corpus is embedded once, at construction, into an ``(n_docs, dim)`` float32 matrix of
 unit rows; a batch of questions is embedded (through the layer's per-question cache) and
-scored with one matrix product, ``scores = Q · Dᵀ`` (cosine, in [-1, 1]). Only positive
+scored against the corpus matrix, ``scores = D · q`` per question (cosine, in [-1, 1]). Only positive
 scores are returned, best first, equal scores by corpus order.
 
 Passages are embedded with the cache bypassed (they are not questions, and would push the
@@ -100,9 +100,13 @@ class DenseRetriever:
         return self.search_batch([question], k)[0]
 
     def search_batch(self, questions: Sequence[str], k: int) -> list[list[ScoredDoc]]:
-        """Return at most ``k`` passages per question: one embedding batch, one product."""
+        """Return at most ``k`` passages per question: one embedding batch; equal to
+        :meth:`search` one question at a time, bit for bit."""
         check_k(k)
         if not questions:
             return []
         queries = self.embedder.embed(list(questions))
-        return top_k_dense(queries @ self.matrix.T, k, self.ids)
+        # one matrix-vector product per question: a question's scores are then bit-identical
+        # whatever batch it comes in (a matrix-matrix product may round differently)
+        scores = np.stack([self.matrix @ query for query in queries])
+        return top_k_dense(scores, k, self.ids)
