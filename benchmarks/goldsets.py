@@ -64,3 +64,47 @@ def write_squad2(out: Path, root: Path | None = None) -> tuple[Path, Path]:
         out / "corpus.jsonl", [{"id": cid, "text": text} for cid, text in contexts.items()]
     )
     return _write_jsonl(out / "gold.jsonl", rows), corpus
+
+
+def write_multihop(out: Path, root: Path | None = None) -> tuple[Path, Path]:
+    """Write ``(gold.jsonl, corpus.jsonl)`` from the MultiHop-RAG sample.
+
+    The sample ships no article text (``multihop-rag-sample500/SOURCE.md``), so the corpus is
+    one passage per distinct evidence URL (326): its title, then each distinct evidence
+    ``fact`` of that article, in first-seen order; id ``mh-`` + 12 hex digits of the URL's
+    SHA-256, ``doc`` = the source (e.g. ``The Verge``). A question's gold passages are its
+    evidence URLs (2–4); the 71 ``null_query`` rows get ``gold: []``, kind ``unanswerable``;
+    multi-evidence rows are kind ``multi-passage``.
+    """
+    base = (root if root is not None else SHARED_DATA) / "multihop-rag-sample500"
+    queries = json.loads((base / "queries.json").read_text(encoding="utf-8"))["queries"]
+    truth = json.loads((base / "ground_truth.json").read_text(encoding="utf-8"))
+    articles: dict[str, dict[str, object]] = {}
+    rows: list[dict[str, object]] = []
+    for query in queries:
+        gold: list[str] = []
+        for evidence in truth[query["id"]]["evidence_list"]:
+            doc_id = "mh-" + hashlib.sha256(evidence["url"].encode("utf-8")).hexdigest()[:12]
+            article = articles.setdefault(
+                doc_id, {"title": evidence["title"], "doc": evidence["source"], "facts": []}
+            )
+            facts = article["facts"]
+            if isinstance(facts, list) and evidence["fact"] not in facts:
+                facts.append(evidence["fact"])
+            if doc_id not in gold:
+                gold.append(doc_id)
+        kind = "unanswerable" if not gold else "multi-passage" if len(gold) > 1 else "plain"
+        rows.append(
+            {"id": f"mh-{query['id']}", "question": query["question"], "gold": gold,
+             "kind": kind, "source": "written"}
+        )  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    corpus = _write_jsonl(
+        out / "corpus.jsonl",
+        [
+            {"id": doc_id, "doc": a["doc"], "doc_type": "news",
+             "text": " ".join([str(a["title"]), *(str(f) for f in a["facts"])])}  # type: ignore[union-attr]
+            for doc_id, a in articles.items()
+        ],
+    )  # fmt: skip
+    return _write_jsonl(out / "gold.jsonl", rows), corpus

@@ -127,7 +127,8 @@ def main(verbose: int) -> None:
     "--retriever",
     "retrievers",
     multiple=True,
-    help="Built-in (bm25, tfidf, hybrid) or a name from the config; repeatable.",
+    help="Built-in (bm25, tfidf, dense, hybrid, hybrid-lexical) or a name from the config; "
+    "repeatable.",
 )
 @click.option("--k", "ks", default=None, help="Cut-offs, e.g. 1,5,10,20.")
 @click.option("--qrels", type=click.Path(path_type=Path, dir_okay=False), help="TREC qrels.")

@@ -34,9 +34,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 @runtime_checkable
@@ -192,3 +193,93 @@ def default_embedder() -> CachedEmbedder:
         if _DEFAULT is None:
             _DEFAULT = CachedEmbedder(WordLlamaEmbedder())
         return _DEFAULT
+
+
+class EmbeddingConfig(BaseModel):
+    """Settings of the embedding layer (``analytics.embeddings``; frozen).
+
+    Attributes:
+        backend: ``wordllama`` (default: the shipped 256-d model, offline),
+            ``sentence-transformers`` (a model folder on disk, optional extra
+            ``goldwatch[embeddings]``) or ``tfidf`` (TF-IDF/LSA fitted on the gold set and the
+            corpus: the fallback with no model at all).
+        model_path: the ``sentence-transformers`` model folder (required for that backend,
+            refused for the others).
+        cache_size: most distinct questions whose vectors are kept (LRU; 0: no cache).
+            Memory ≈ ``cache_size × dim × 4`` bytes (20,000 × 768-d ≈ 61 MB).
+        char_weight: weight ``w`` in ``[0, 1)`` of the hashed character 3–5-gram block mixed
+            into ``wordllama`` and ``sentence-transformers`` vectors
+            (``cos = (1 − w)·cos_model + w·cos_char``), for the scripts the model covers
+            badly (Arabic, Greek, Hindi, Thai with WordLlama) and Hinglish; 0 turns the mix
+            off. Ignored by ``tfidf``, which has character n-grams already. Default 0.35, as
+            measured by ``python -m benchmarks.bench_embeddings``.
+        char_dim: size of the hashed character block, ≥ 16.
+        tfidf_components: LSA dimensions of the ``tfidf`` backend.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    backend: Literal["wordllama", "sentence-transformers", "tfidf"] = "wordllama"
+    model_path: Path | None = None
+    cache_size: int = Field(default=20_000, ge=0, le=10_000_000)
+    char_weight: float = Field(default=0.35, ge=0, lt=1)
+    char_dim: int = Field(default=512, ge=16, le=65_536)
+    tfidf_components: int = Field(default=150, ge=2, le=2_000)
+
+    @model_validator(mode="after")
+    def _model_path_for_its_backend(self) -> EmbeddingConfig:
+        if self.backend == "sentence-transformers" and self.model_path is None:
+            raise ValueError("backend 'sentence-transformers' needs 'model_path' (a local folder)")
+        if self.backend != "sentence-transformers" and self.model_path is not None:
+            raise ValueError(
+                "'model_path' is only read by backend 'sentence-transformers', "
+                f"not {self.backend!r}"
+            )
+        return self
+
+
+def build_embedder(
+    config: EmbeddingConfig, fit_texts: Sequence[str] | None = None
+) -> CachedEmbedder:
+    """Build the configured embedder, cached (:class:`CachedEmbedder`).
+
+    Args:
+        config: the ``analytics.embeddings`` section.
+        fit_texts: the texts the ``tfidf`` backend is fitted on (the gold questions and the
+            corpus passages); ignored by the other backends.
+
+    Returns:
+        A :class:`CachedEmbedder` whose ``name`` records backend, model and mix (e.g.
+        ``"wordllama:l2_supercat:256+char3-5:512@0.35"``) and whose ``dim`` is the model's
+        plus ``char_dim`` when the mix is on.
+
+    Raises:
+        ValueError: ``tfidf`` without (enough) ``fit_texts``.
+        RuntimeError: the model cannot be loaded (missing optional package, not a model
+            folder); the message names ``analytics.embeddings.model_path`` where it is at fault.
+
+    >>> build_embedder(EmbeddingConfig()).name
+    'wordllama:l2_supercat:256+char3-5:512@0.35'
+    >>> build_embedder(EmbeddingConfig(backend="tfidf"))
+    Traceback (most recent call last):
+    ...
+    ValueError: backend 'tfidf' is fitted on the gold set and corpus: pass fit_texts
+    """
+    from service import embedding_backends as backends
+
+    inner: Embedder
+    if config.backend == "tfidf":
+        if not fit_texts:
+            raise ValueError("backend 'tfidf' is fitted on the gold set and corpus: pass fit_texts")
+        inner = backends.TfidfLsaEmbedder(fit_texts, components=config.tfidf_components)
+        return CachedEmbedder(inner, capacity=config.cache_size)
+    if config.backend == "sentence-transformers":
+        if config.model_path is None:  # a config built without validation
+            raise ValueError("backend 'sentence-transformers' needs 'model_path'")
+        inner = backends.SentenceTransformerEmbedder(config.model_path)
+    else:
+        inner = WordLlamaEmbedder()
+    if config.char_weight > 0:
+        chars = backends.CharNgramEmbedder(dim=config.char_dim)
+        inner = backends.MixedEmbedder(inner, chars, config.char_weight)
+    return CachedEmbedder(inner, capacity=config.cache_size)

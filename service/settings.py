@@ -38,6 +38,7 @@ from pydantic_settings import (
 )
 
 from consumers.config import KafkaSourceConfig
+from service.embeddings import EmbeddingConfig
 from service.events import FieldMapping
 from service.harvest.config import HarvestConfig
 from service.language import LanguageConfig
@@ -47,8 +48,19 @@ from service.regular_files import read_regular
 from service.shadow.runner import ShadowConfig
 from service.topic_config import TopicConfig
 
-RetrieverKind = Literal["bm25", "tfidf", "hybrid", "http", "entrypoint"]
-BUILTIN_RETRIEVERS: tuple[str, ...] = ("bm25", "tfidf", "hybrid")
+RetrieverKind = Literal["bm25", "tfidf", "dense", "hybrid", "http", "entrypoint"]
+BUILTIN_RETRIEVERS: tuple[str, ...] = ("bm25", "tfidf", "dense", "hybrid", "hybrid-lexical")
+
+#: The members a ``hybrid`` retriever fuses when its config names none: BM25 + dense.
+#: Before issue 17 they were ``("bm25", "tfidf")``; that fusion is the built-in
+#: ``hybrid-lexical`` now (docs/retrievers.md, "Migration").
+HYBRID_MEMBERS: tuple[str, ...] = ("bm25", "dense")
+
+#: Built-in names that are hybrids, with their members.
+BUILTIN_HYBRIDS: dict[str, tuple[str, ...]] = {
+    "hybrid": HYBRID_MEMBERS,
+    "hybrid-lexical": ("bm25", "tfidf"),
+}
 
 
 class ConfigError(ValueError):
@@ -90,12 +102,15 @@ class RetrieverConfig(_Frozen):
 
     Attributes:
         name: unique name used on the CLI, in reports and as a metric label.
-        kind: ``bm25`` | ``tfidf`` | ``hybrid`` (built in, over the corpus), ``http`` (POST
+        kind: ``bm25`` | ``tfidf`` | ``dense`` | ``hybrid`` (built in, over the corpus;
+            ``dense`` reads the ``analytics.embeddings`` layer), ``http`` (POST
             ``{"question","k"}`` → ``{"results":[{"id","score"}]}``) or ``entrypoint``
             (``module:callable`` taking ``(question, k)``).
         url: endpoint for ``http``.
         entrypoint: ``module:callable`` for ``entrypoint``.
-        members: names of the retrievers fused by ``hybrid`` (default ``["bm25", "tfidf"]``).
+        members: names of the retrievers fused by ``hybrid`` (default ``["bm25", "dense"]``;
+            it was ``["bm25", "tfidf"]`` before: list them to keep that fusion, or use the
+            built-in ``hybrid-lexical``).
         rrf_k: the constant of reciprocal-rank fusion, ``1 / (rrf_k + rank)`` (Cormack et al. 2009).
         timeout_s: per-request timeout in seconds (``http``).
         retries: retries after the first attempt (``http``), with exponential backoff.
@@ -109,7 +124,7 @@ class RetrieverConfig(_Frozen):
     kind: RetrieverKind
     url: str | None = None
     entrypoint: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-    members: tuple[str, ...] = ("bm25", "tfidf")
+    members: tuple[str, ...] = HYBRID_MEMBERS
     rrf_k: int = Field(default=60, ge=1)
     timeout_s: float = Field(default=5.0, gt=0, le=300)
     retries: int = Field(default=2, ge=0, le=10)
@@ -392,11 +407,14 @@ class AnalyticsConfig(_Frozen):
             has one.
         refusal_patterns: extra refusal patterns (Python regular expressions, each compiled on
             its own; an invalid one is a configuration error naming its index).
-        scope_retriever: built-in retriever (``bm25``, ``tfidf``, ``hybrid``) whose best score
-            judges out-of-scope, calibrated on the gold set; ``None``: no out-of-scope.
+        scope_retriever: built-in retriever (``bm25``, ``tfidf``, ``dense``, ``hybrid``) whose
+            best score judges out-of-scope, calibrated on the gold set; ``None``: no out-of-scope.
         scope_min_tpr: the calibrated threshold keeps at least this share of the gold set's
             answerable questions in scope (then maximises Youden's J).
         drift: windows and thresholds of the drift detectors.
+        embeddings: the sentence-embedding layer (backend, model folder, cache, character
+            n-gram mix) that topics, novelty, out-of-scope and the ``dense``/``hybrid``
+            retrievers read text through.
         pii_key: secret key of the ``event_id``/``user.id`` pseudonyms (HMAC-SHA256; at least
             32 printable ASCII characters without leading or trailing whitespace, e.g.
             ``openssl rand -hex 32``: a trailing newline or a control character is a
@@ -421,9 +439,10 @@ class AnalyticsConfig(_Frozen):
     topics: TopicConfig = TopicConfig()
     use_gold_topics: bool = True
     refusal_patterns: tuple[Annotated[str, AfterValidator(check_pattern)], ...] = ()
-    scope_retriever: Literal["bm25", "tfidf", "hybrid"] | None = "bm25"
+    scope_retriever: Literal["bm25", "tfidf", "dense", "hybrid"] | None = "bm25"
     scope_min_tpr: float = Field(default=0.95, ge=0, le=1)
     drift: DriftSettings = DriftSettings()
+    embeddings: EmbeddingConfig = EmbeddingConfig()
     pii_key: SecretStr | None = None
     pii_key_file: Path | None = None
 
@@ -500,8 +519,9 @@ class Settings(BaseSettings):
     Attributes:
         gold_set: gold-set JSONL file (``None``: the embedded demo gold set).
         corpus: corpus JSONL file (``None``: the embedded demo corpus).
-        retrievers: declared retrievers; the built-in ``bm25``, ``tfidf`` and ``hybrid`` exist
-            without being declared.
+        retrievers: declared retrievers; the built-in ``bm25``, ``tfidf``, ``dense``,
+            ``hybrid`` (BM25 + dense) and ``hybrid-lexical`` (BM25 + TF-IDF) exist without
+            being declared.
         eval: settings of ``goldwatch eval``.
         source, kafka, pipeline, events, state, api: the live path (``goldwatch serve`` and
             ``goldwatch replay``).
@@ -560,7 +580,8 @@ class Settings(BaseSettings):
         if dupes:
             raise ValueError(f"duplicate retriever names: {', '.join(dupes)}")
         for r in value:
-            if r.name in BUILTIN_RETRIEVERS and r.kind != r.name:
+            builtin_kind = "hybrid" if r.name in BUILTIN_HYBRIDS else r.name
+            if r.name in BUILTIN_RETRIEVERS and r.kind != builtin_kind:
                 raise ValueError(
                     f"retriever {r.name!r} would hide the built-in {r.name!r}; rename it"
                 )
@@ -584,6 +605,8 @@ class Settings(BaseSettings):
         for config in self.retrievers:
             if config.name == name:
                 return config
+        if name in BUILTIN_HYBRIDS:
+            return RetrieverConfig(name=name, kind="hybrid", members=BUILTIN_HYBRIDS[name])
         if name in BUILTIN_RETRIEVERS:
             return RetrieverConfig(name=name, kind=name)  # type: ignore[arg-type]
         known = sorted({r.name for r in self.retrievers} | set(BUILTIN_RETRIEVERS))

@@ -3,15 +3,18 @@
 ``config.params`` become keyword arguments of the retriever's constructor, e.g.
 ``{"k1": 1.2, "stopwords": true}`` for bm25, ``{"word_weight": 0.5}`` for tfidf,
 ``{"depth": 200}`` for hybrid, ``{"concurrency": 8, "max_response_bytes": 1048576}`` for http.
+``dense`` retrievers share one embedder: the one passed in, else the one the settings'
+``analytics.embeddings`` section describes (built once per :func:`build_retrievers` call,
+only when a ``dense`` retriever is wanted), else the process default.
 
 >>> from service.records import Passage
 >>> from service.settings import RetrieverConfig
 >>> corpus = [Passage("a", "cats purr"), Passage("b", "dogs bark")]
 >>> configs = {"bm25": RetrieverConfig(name="bm25", kind="bm25"),
 ...            "tfidf": RetrieverConfig(name="tfidf", kind="tfidf"),
-...            "hybrid": RetrieverConfig(name="hybrid", kind="hybrid")}
->>> built = build_retrievers(["hybrid", "bm25"], configs.__getitem__, corpus)
->>> built["hybrid"].members[0] is built["bm25"]  # one bm25 index, shared
+...            "lex": RetrieverConfig(name="lex", kind="hybrid", members=("bm25", "tfidf"))}
+>>> built = build_retrievers(["lex", "bm25"], configs.__getitem__, corpus)
+>>> built["lex"].members[0] is built["bm25"]  # one bm25 index, shared
 True
 """
 
@@ -20,14 +23,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
+from service.embeddings import Embedder, build_embedder
 from service.records import Passage
 from service.retrievers.base import Retriever
 from service.retrievers.bm25 import BM25Retriever
+from service.retrievers.dense import DenseRetriever
 from service.retrievers.entrypoint import EntrypointRetriever
 from service.retrievers.http import HttpRetriever
 from service.retrievers.hybrid import HybridRetriever
 from service.retrievers.tfidf import TfidfRetriever
-from service.settings import BUILTIN_RETRIEVERS, RetrieverConfig
+from service.settings import BUILTIN_HYBRIDS, BUILTIN_RETRIEVERS, RetrieverConfig
 
 Resolve = Callable[[str], Retriever]
 
@@ -51,13 +56,14 @@ def _construct(
         ) from exc
 
 
-def _default_resolve(corpus: Sequence[Passage] | None) -> Resolve:
+def _default_resolve(corpus: Sequence[Passage] | None, embedder: Embedder | None) -> Resolve:
     """Resolve only the built-in names, with default configs (used when none is given)."""
 
     def resolve(name: str) -> Retriever:
-        if name not in BUILTIN_RETRIEVERS or name == "hybrid":
+        if name not in BUILTIN_RETRIEVERS or name in BUILTIN_HYBRIDS:
             raise ValueError(f"hybrid member {name!r} needs a resolver (use build_retrievers)")
-        return build_retriever(RetrieverConfig(name=name, kind=name), corpus)  # type: ignore[arg-type]
+        config = RetrieverConfig(name=name, kind=name)  # type: ignore[arg-type]
+        return build_retriever(config, corpus, embedder=embedder)
 
     return resolve
 
@@ -66,14 +72,17 @@ def build_retriever(
     config: RetrieverConfig,
     corpus: Sequence[Passage] | None,
     resolve: Resolve | None = None,
+    embedder: Embedder | None = None,
 ) -> Retriever:
     """Build one retriever.
 
     Args:
         config: what to build.
-        corpus: the passages the built-ins (bm25, tfidf) index; may be ``None`` otherwise.
+        corpus: the passages the built-ins (bm25, tfidf, dense) index; may be ``None``
+            otherwise.
         resolve: maps a hybrid member name to its retriever; default: build ``bm25`` /
-            ``tfidf`` with default settings (other member names then fail).
+            ``tfidf`` / ``dense`` with default settings (other member names then fail).
+        embedder: the embedding layer of ``dense`` (default: the process default).
 
     Returns:
         A :class:`Retriever` named ``config.name``. HTTP retrievers hold a connection pool:
@@ -84,16 +93,18 @@ def build_retriever(
             unresolvable hybrid member.
     """
     kind = config.kind
-    if kind in ("bm25", "tfidf"):
+    if kind in ("bm25", "tfidf", "dense"):
         if corpus is None:
             raise ValueError(
                 f"retriever {config.name!r} (kind {kind}) is built over the corpus, "
                 "but no corpus was given"
             )
+        if kind == "dense":
+            return _construct(config, DenseRetriever, corpus, embedder=embedder)
         factory = BM25Retriever if kind == "bm25" else TfidfRetriever
         return _construct(config, factory, corpus)
     if kind == "hybrid":
-        resolver = resolve if resolve is not None else _default_resolve(corpus)
+        resolver = resolve if resolve is not None else _default_resolve(corpus, embedder)
         members = [resolver(member) for member in config.members]
         return _construct(config, HybridRetriever, members, rrf_k=config.rrf_k)
     if kind == "http":
@@ -115,6 +126,7 @@ def build_retrievers(
     names: Iterable[str],
     lookup: Callable[[str], RetrieverConfig] | SettingsLike,
     corpus: Sequence[Passage] | None,
+    embedder: Embedder | None = None,
 ) -> dict[str, Retriever]:
     """Build the named retrievers, each at most once.
 
@@ -126,6 +138,9 @@ def build_retrievers(
         lookup: ``name -> RetrieverConfig`` — a function, or an object with a ``retriever``
             method such as :class:`~service.settings.Settings` (which knows the built-ins).
         corpus: the passages for the built-ins; ``None`` if none is needed.
+        embedder: the embedding layer of ``dense`` retrievers; default: built from
+            ``lookup.analytics.embeddings`` when ``lookup`` is a ``Settings`` (the ``tfidf``
+            backend is then fitted on the corpus), else the process default.
 
     Returns:
         ``{name: retriever}`` for ``names``, in their order.
@@ -137,6 +152,16 @@ def build_retrievers(
     config_of = lookup.retriever if hasattr(lookup, "retriever") else lookup
     built: dict[str, Retriever] = {}
     building: list[str] = []
+    shared: list[Embedder] = [] if embedder is None else [embedder]
+
+    def dense_embedder() -> Embedder | None:
+        if not shared:
+            section = getattr(getattr(lookup, "analytics", None), "embeddings", None)
+            if section is None:
+                return None
+            texts = [passage.text for passage in corpus] if corpus is not None else None
+            shared.append(build_embedder(section, fit_texts=texts))
+        return shared[0]
 
     def resolve(name: str) -> Retriever:
         if name in built:
@@ -144,7 +169,10 @@ def build_retrievers(
         if name in building:
             raise ValueError(f"hybrid members form a cycle: {' -> '.join([*building, name])}")
         building.append(name)
-        built[name] = build_retriever(config_of(name), corpus, resolve)
+        config = config_of(name)
+        built[name] = build_retriever(
+            config, corpus, resolve, embedder=dense_embedder() if config.kind == "dense" else None
+        )
         building.pop()
         return built[name]
 

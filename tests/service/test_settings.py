@@ -99,7 +99,7 @@ def test_effective_config_masks_headers(tmp_path: Path) -> None:
 
 
 def test_unknown_retriever_lists_known_ones() -> None:
-    with pytest.raises(KeyError, match="known: bm25, hybrid, tfidf"):
+    with pytest.raises(KeyError, match="known: bm25, dense, hybrid, hybrid-lexical, tfidf"):
         load_settings().retriever("nope")
 
 
@@ -133,10 +133,10 @@ def test_shadow_candidates_must_name_known_retrievers() -> None:
     from service.settings import ConfigError, load_settings
 
     with pytest.raises(
-        ConfigError, match=r"shadow\.candidates\[1\]\.retriever: unknown retriever 'dense'"
+        ConfigError, match=r"shadow\.candidates\[1\]\.retriever: unknown retriever 'sparse'"
     ):
         load_settings(
-            shadow={"candidates": [{"name": "tfidf"}, {"name": "x", "retriever": "dense"}]}
+            shadow={"candidates": [{"name": "tfidf"}, {"name": "x", "retriever": "sparse"}]}
         )
     with pytest.raises(ConfigError, match=r"shadow\.production: unknown retriever 'prod'"):
         load_settings(shadow={"production": "prod"})

@@ -13,7 +13,7 @@ from service.retrievers.registry import build_retriever
 from service.settings import RetrieverConfig
 from tests.service.retrievers.retriever_fakes import HAND_CORPUS, serve
 
-KINDS = ["bm25", "tfidf", "hybrid", "http", "entrypoint"]
+KINDS = ["bm25", "tfidf", "dense", "hybrid", "http", "entrypoint"]
 QUESTIONS = ["scholarship for students", "term fee", "", "zzzz", "library midnight"]
 
 ENTRY_MODULE = """

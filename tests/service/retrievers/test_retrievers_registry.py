@@ -38,7 +38,7 @@ def test_hybrid_without_resolver_builds_default_members(hand_corpus: list[Passag
     config = RetrieverConfig(name="hy", kind="hybrid", rrf_k=10)
     hybrid = build_retriever(config, hand_corpus)
     assert isinstance(hybrid, HybridRetriever) and hybrid.rrf_k == 10
-    assert [member.name for member in hybrid.members] == ["bm25", "tfidf"]
+    assert [member.name for member in hybrid.members] == ["bm25", "dense"]  # issue 17
 
 
 def test_build_retrievers_shares_indexes(hand_corpus: list[Passage]) -> None:

@@ -1,0 +1,225 @@
+"""The embedding backends besides WordLlama, and the character n-gram mix for badly covered
+scripts. Public entry point: :func:`service.embeddings.build_embedder`.
+
+* :class:`CharNgramEmbedder` — hashed character 3–5-grams (``char_wb``, case-folded NFKC)
+  into a fixed dense space with signed hashing (Weinberger et al. 2009, "Feature Hashing for
+  Large Scale Multitask Learning"), L2-normalised. Script-agnostic: it needs no vocabulary.
+* :class:`MixedEmbedder` — a semantic embedder's unit vector scaled by ``√(1 − w)`` next to the
+  character block scaled by ``√w``, so ``cos = (1 − w)·cos_semantic + w·cos_char`` for two rows
+  with non-zero blocks. Measured (``python -m benchmarks.bench_embeddings``): WordLlama maps
+  Arabic, Greek, Hindi and Thai questions to near-noise (XQuAD, question → own-language passage
+  top-1 0.15–0.22 against English 0.81), the character block lifts them to ~0.7 and Hinglish →
+  English nearest-neighbour from ~0.51 to ~0.62 at ``w = 0.35`` without lowering English
+  CLINC150 novelty ROC AUC.
+* :class:`TfidfLsaEmbedder` — the pre-embedding representation kept as a fallback: TF-IDF of
+  word 1–2-grams ⊕ ``char_wb`` 3–5-grams (sublinear tf) reduced by truncated SVD (LSA),
+  fitted on the texts it is given (gold questions + corpus passages).
+* :class:`SentenceTransformerEmbedder` — a ``sentence-transformers`` model from a local folder
+  (optional extra ``goldwatch[embeddings]``; never a hub download).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import unicodedata
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from service.embeddings import Embedder, l2_normalise
+
+
+def _fold(text: str) -> str:
+    """NFKC, case-folded: full-width forms, ligatures and case do not split n-grams."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+class CharNgramEmbedder:
+    """Hashed character n-grams as an :class:`~service.embeddings.Embedder`.
+
+    Args:
+        dim: the hashed space, ≥ 16 (collisions fall as it grows; 512 measured enough).
+        ngram_range: ``(min_n, max_n)`` of ``char_wb`` n-grams (padded words).
+
+    Raises:
+        ValueError: ``dim < 16`` or a bad n-gram range.
+
+    >>> emb = CharNgramEmbedder(dim=64)
+    >>> v = emb.embed(["hostel fee", "Hostel  FEE", "exam date"])
+    >>> round(float(v[0] @ v[1]), 3), bool(v[0] @ v[2] < 0.5)
+    (1.0, True)
+    """
+
+    def __init__(self, dim: int = 512, ngram_range: tuple[int, int] = (3, 5)) -> None:
+        if dim < 16:
+            raise ValueError(f"char n-gram dim must be >= 16, got {dim}")
+        low, high = ngram_range
+        if not 1 <= low <= high:
+            raise ValueError(f"bad char n-gram range {ngram_range}")
+        from sklearn.feature_extraction.text import HashingVectorizer
+
+        self.dim = dim
+        self.name = f"char{low}-{high}:{dim}"
+        self._vectoriser = HashingVectorizer(
+            analyzer="char_wb",
+            ngram_range=(low, high),
+            n_features=dim,
+            alternate_sign=True,
+            norm=None,
+            lowercase=False,
+            preprocessor=_fold,
+            dtype=np.float32,
+        )
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Shape ``(len(texts), dim)``, float32, rows of L2 norm 1 (zero for text with no
+        n-gram, e.g. the empty string)."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return l2_normalise(self._vectoriser.transform(list(texts)).toarray())
+
+
+class MixedEmbedder:
+    """``[√(1 − w)·semantic, √w·char]``, L2-normalised (see the module docstring).
+
+    Args:
+        semantic: the sentence embedder (WordLlama or sentence-transformers).
+        chars: the character n-gram embedder.
+        char_weight: ``w`` in ``(0, 1)``.
+
+    Raises:
+        ValueError: ``char_weight`` outside ``(0, 1)``.
+    """
+
+    def __init__(self, semantic: Embedder, chars: Embedder, char_weight: float) -> None:
+        if not 0 < char_weight < 1:
+            raise ValueError(f"char_weight must be in (0, 1), got {char_weight}")
+        self.semantic = semantic
+        self.chars = chars
+        self.char_weight = char_weight
+        self.dim = semantic.dim + chars.dim
+        self.name = f"{semantic.name}+{chars.name}@{char_weight:g}"
+        self._scales = (np.float32(np.sqrt(1 - char_weight)), np.float32(np.sqrt(char_weight)))
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Shape ``(len(texts), semantic.dim + chars.dim)``, float32, rows of norm 1 or 0."""
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        split = self.semantic.dim
+        out[:, :split] = self.semantic.embed(texts)
+        out[:, :split] *= self._scales[0]
+        out[:, split:] = self.chars.embed(texts)
+        out[:, split:] *= self._scales[1]
+        return l2_normalise(out)
+
+
+class TfidfLsaEmbedder:
+    """TF-IDF (word 1–2-grams ⊕ ``char_wb`` 3–5-grams, sublinear tf) → truncated SVD (LSA).
+
+    Fitted once, at construction, on ``fit_texts`` (the gold questions and corpus passages);
+    texts unseen at fit time are projected with the fitted vocabulary.
+
+    Args:
+        fit_texts: at least 3 texts to fit the vocabulary, idf and SVD on.
+        components: LSA dimensions, ≥ 2 (capped at ``min(features, texts) - 1``).
+        seed: random state of the SVD.
+
+    Raises:
+        ValueError: fewer than 3 fit texts, or a vocabulary too small for 2 dimensions.
+    """
+
+    def __init__(self, fit_texts: Sequence[str], components: int = 150, seed: int = 0) -> None:
+        from sklearn.decomposition import TruncatedSVD
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.pipeline import make_union
+
+        texts = list(fit_texts)
+        if len(texts) < 3:
+            raise ValueError(f"the tfidf embedder needs at least 3 texts to fit, got {len(texts)}")
+        self._union = make_union(
+            TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, dtype=np.float32),
+            TfidfVectorizer(
+                analyzer="char_wb", ngram_range=(3, 5), sublinear_tf=True, dtype=np.float32
+            ),
+        )
+        matrix = self._union.fit_transform(texts)
+        dims = min(components, matrix.shape[1] - 1, len(texts) - 1)
+        if dims < 2:
+            raise ValueError("the tfidf embedder's fit texts give fewer than 2 dimensions")
+        self._svd = TruncatedSVD(dims, random_state=seed).fit(matrix)
+        self.dim = dims
+        self.name = f"tfidf-lsa:{dims}:{len(texts)}"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Shape ``(len(texts), dim)``, float32, rows of norm 1 (zero: no known feature)."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return l2_normalise(self._svd.transform(self._union.transform(list(texts))))
+
+
+class SentenceTransformerEmbedder:
+    """A ``sentence-transformers`` model loaded from a local folder, on the CPU, offline.
+
+    ``HF_HUB_OFFLINE=1`` is set before the import and ``local_files_only=True`` is passed, so
+    a folder that is not a complete model fails instead of reaching for the hub.
+
+    Args:
+        model_path: the folder written by ``SentenceTransformer.save`` (``modules.json``).
+        batch_size: texts per forward pass.
+
+    Raises:
+        RuntimeError: the optional packages are missing (``pip install 'goldwatch[embeddings]'``)
+            or the folder holds no loadable model (the message names the folder).
+    """
+
+    def __init__(self, model_path: Path, batch_size: int = 64) -> None:
+        self.model_path = Path(model_path)
+        if not (self.model_path / "modules.json").is_file():
+            raise RuntimeError(
+                f"analytics.embeddings.model_path: {self.model_path} is not a "
+                "sentence-transformers model folder (no modules.json)"
+            )
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise RuntimeError(
+                "backend 'sentence-transformers' needs the optional packages: "
+                "pip install 'goldwatch[embeddings]' (and a CPU build of torch)"
+            ) from exc
+        try:
+            self._model: Any = SentenceTransformer(
+                str(self.model_path), device="cpu", local_files_only=True
+            )
+        except (OSError, ValueError, KeyError) as exc:
+            raise RuntimeError(
+                f"analytics.embeddings.model_path: cannot load {self.model_path}: "
+                f"{type(exc).__name__}"
+            ) from exc
+        # renamed get_embedding_dimension in sentence-transformers 6
+        dimension = getattr(self._model, "get_embedding_dimension", None)
+        dim = dimension() if dimension else self._model.get_sentence_embedding_dimension()
+        if not dim:
+            raise RuntimeError(f"{self.model_path}: the model reports no embedding dimension")
+        self.dim = int(dim)
+        self.batch_size = batch_size
+        self.name = f"sentence-transformers:{self.model_path.name}:{self.dim}"
+        self._lock = threading.Lock()  # torch modules are not safe to call concurrently
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """As :meth:`~service.embeddings.Embedder.embed`."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            vectors = self._model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=False,
+                show_progress_bar=False,
+            )
+        return l2_normalise(np.asarray(vectors, dtype=np.float32))

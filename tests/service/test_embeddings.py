@@ -1,0 +1,242 @@
+"""The embedding layer: the cache, each backend, the character n-gram mix and the factory's
+configuration errors. Expected values are worked out by hand in the comments."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from service.embedding_backends import (
+    CharNgramEmbedder,
+    MixedEmbedder,
+    SentenceTransformerEmbedder,
+    TfidfLsaEmbedder,
+)
+from service.embeddings import (
+    CachedEmbedder,
+    Embedder,
+    EmbeddingConfig,
+    WordLlamaEmbedder,
+    build_embedder,
+    l2_normalise,
+)
+from service.settings import ConfigError, load_settings
+
+
+class TableEmbedder:
+    """Fixed vectors per text; records every batch it is asked for."""
+
+    def __init__(self, table: dict[str, list[float]], name: str = "table") -> None:
+        self.table = table
+        self.dim = len(next(iter(table.values())))
+        self.name = name
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        return np.array([self.table[t] for t in texts], dtype=np.float32).reshape(-1, self.dim)
+
+
+# -- the cache --------------------------------------------------------------------------------
+
+
+def test_cache_embeds_each_distinct_uncached_text_once_in_one_batch() -> None:
+    inner = TableEmbedder({"a": [1, 0], "b": [0, 1], "c": [0.6, 0.8]})
+    cached = CachedEmbedder(inner, capacity=10)
+    first = cached.embed(["a", "b", "a"])
+    assert inner.calls == [["a", "b"]]
+    np.testing.assert_array_equal(first, [[1, 0], [0, 1], [1, 0]])
+    second = cached.embed(["c", "b"])
+    assert inner.calls == [["a", "b"], ["c"]]  # b came from the cache
+    np.testing.assert_array_equal(second, np.array([[0.6, 0.8], [0, 1]], dtype=np.float32))
+    # misses: a, b, c (a repeat within one call is embedded once, not a hit); hits: b
+    assert (cached.hits, cached.misses) == (1, 3)
+
+
+def test_cache_evicts_the_least_recently_used() -> None:
+    inner = TableEmbedder({"a": [1, 0], "b": [0, 1], "c": [0.6, 0.8]})
+    cached = CachedEmbedder(inner, capacity=2)
+    cached.embed(["a", "b"])
+    cached.embed(["a"])  # a is now the most recent
+    cached.embed(["c"])  # evicts b
+    cached.embed(["a", "b"])
+    assert inner.calls[-1] == ["b"]
+
+
+def test_cache_capacity_zero_and_negative() -> None:
+    inner = TableEmbedder({"a": [1, 0]})
+    cached = CachedEmbedder(inner, capacity=0)
+    cached.embed(["a"])
+    cached.embed(["a"])
+    assert inner.calls == [["a"], ["a"]]
+    with pytest.raises(ValueError, match="capacity must be >= 0"):
+        CachedEmbedder(inner, capacity=-1)
+
+
+def test_l2_normalise_keeps_zero_rows() -> None:
+    out = l2_normalise(np.array([[3.0, 4.0], [0.0, 0.0]]))
+    np.testing.assert_allclose(out, [[0.6, 0.8], [0.0, 0.0]])
+    assert out.dtype == np.float32
+    with pytest.raises(ValueError, match="2-D"):
+        l2_normalise(np.zeros(3))
+
+
+# -- character n-grams and the mix -------------------------------------------------------------
+
+
+def test_char_ngram_cosine_by_hand() -> None:
+    # char_wb pads each word with spaces: " cat " has 3-grams " ca", "cat", "at ", 4-grams
+    # " cat", "cat ", 5-gram " cat " (6 grams); " cats " has " ca", "cat", "ats", "ts ",
+    # " cat", "cats", "ats ", " cats", "cats " (9). Shared: " ca", "cat", " cat" (3), each
+    # once, so cos = 3 / sqrt(6 * 9) = 0.408248 (a 2^16-wide space: no collision here).
+    emb = CharNgramEmbedder(dim=2**16)
+    v = emb.embed(["cat", "cats", "CAT", ""])
+    assert float(v[0] @ v[1]) == pytest.approx(3 / np.sqrt(54), abs=1e-6)
+    assert float(v[0] @ v[2]) == pytest.approx(1.0, abs=1e-6)  # case-folded
+    assert not v[3].any()  # no n-gram: the zero vector
+    assert emb.embed([]).shape == (0, 2**16)
+
+
+def test_char_ngram_bad_arguments() -> None:
+    with pytest.raises(ValueError, match=">= 16"):
+        CharNgramEmbedder(dim=8)
+    with pytest.raises(ValueError, match="n-gram range"):
+        CharNgramEmbedder(ngram_range=(4, 2))
+
+
+def test_mixed_cosine_is_the_weighted_sum() -> None:
+    # semantic cos = 1*0.6 + 0*0.8 = 0.6; char cos = 0; w = 0.25:
+    # mixed cos = (1 - 0.25) * 0.6 + 0.25 * 0 = 0.45
+    semantic = TableEmbedder({"x": [1, 0], "y": [0.6, 0.8]}, name="sem")
+    chars = TableEmbedder({"x": [1, 0, 0], "y": [0, 1, 0]}, name="chr")
+    mixed = MixedEmbedder(semantic, chars, char_weight=0.25)
+    v = mixed.embed(["x", "y"])
+    assert v.shape == (2, 5) and mixed.dim == 5 and mixed.name == "sem+chr@0.25"
+    assert float(v[0] @ v[1]) == pytest.approx(0.45, abs=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), [1, 1], atol=1e-6)
+    for bad in (0.0, 1.0, -0.1):
+        with pytest.raises(ValueError, match=r"char_weight must be in \(0, 1\)"):
+            MixedEmbedder(semantic, chars, char_weight=bad)
+
+
+# -- TF-IDF/LSA fallback -----------------------------------------------------------------------
+
+
+def test_tfidf_lsa_embedder_fits_on_the_given_texts() -> None:
+    texts = ["hostel fee per semester", "hostel fee yearly", "exam schedule for term two",
+             "exam date sheet", "library opening hours", "library closes at midnight"]  # fmt: skip
+    emb = TfidfLsaEmbedder(texts, components=4)
+    assert emb.dim == 4 and emb.name == "tfidf-lsa:4:6"
+    v = emb.embed(["hostel fee", "exam date", "hostel fee"])
+    assert v.shape == (3, 4) and v.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
+    assert float(v[0] @ v[2]) == pytest.approx(1.0, abs=1e-6)
+    assert float(v[0] @ v[1]) < float(v[0] @ v[2])
+    with pytest.raises(ValueError, match="at least 3 texts"):
+        TfidfLsaEmbedder(["a b", "c d"])
+
+
+# -- WordLlama (the shipped model) -------------------------------------------------------------
+
+
+def test_wordllama_ranks_a_paraphrase_above_another_topic() -> None:
+    emb = WordLlamaEmbedder()
+    v = emb.embed(["I lost my debit card", "my bank card is missing", "when is the exam"])
+    assert v.shape == (3, 256)
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
+    assert float(v[0] @ v[1]) > float(v[0] @ v[2]) + 0.1
+    assert isinstance(emb, Embedder)
+
+
+# -- the factory and its configuration ---------------------------------------------------------
+
+
+def test_factory_default_is_wordllama_with_the_char_mix() -> None:
+    emb = build_embedder(EmbeddingConfig())
+    assert isinstance(emb, CachedEmbedder) and emb.capacity == 20_000
+    assert emb.name == "wordllama:l2_supercat:256+char3-5:512@0.35"
+    assert emb.dim == 256 + 512
+    plain = build_embedder(EmbeddingConfig(char_weight=0, cache_size=5))
+    assert (plain.name, plain.dim, plain.capacity) == ("wordllama:l2_supercat:256", 256, 5)
+
+
+def test_factory_tfidf_needs_fit_texts() -> None:
+    config = EmbeddingConfig(backend="tfidf", tfidf_components=3)
+    with pytest.raises(ValueError, match="pass fit_texts"):
+        build_embedder(config)
+    texts = ["hostel fee", "fee yearly", "exam date", "exam hall"]
+    emb = build_embedder(config, fit_texts=texts)
+    assert emb.name.startswith("tfidf-lsa:3:") and emb.dim == 3  # no char mix on tfidf
+
+
+def test_settings_section_errors_name_the_field(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"analytics\.embeddings: .*needs 'model_path'"):
+        load_settings(analytics={"embeddings": {"backend": "sentence-transformers"}})
+    with pytest.raises(ConfigError, match=r"analytics\.embeddings: .*only read by backend"):
+        load_settings(analytics={"embeddings": {"model_path": str(tmp_path)}})
+    with pytest.raises(ConfigError, match=r"analytics\.embeddings\.backend"):
+        load_settings(analytics={"embeddings": {"backend": "openai"}})
+    with pytest.raises(ConfigError, match=r"analytics\.embeddings\.char_weight"):
+        load_settings(analytics={"embeddings": {"char_weight": 1.0}})
+    with pytest.raises(ConfigError, match=r"analytics\.embeddings\.cache_size"):
+        load_settings(analytics={"embeddings": {"cache_size": -1}})
+    settings = load_settings(analytics={"embeddings": {"backend": "tfidf"}})
+    assert settings.analytics.embeddings.backend == "tfidf"
+
+
+def test_sentence_transformers_folder_without_a_model(tmp_path: Path) -> None:
+    config = EmbeddingConfig(backend="sentence-transformers", model_path=tmp_path)
+    with pytest.raises(RuntimeError, match=r"embeddings\.model_path: .*no modules\.json"):
+        build_embedder(config)
+
+
+def _tiny_sentence_transformer(folder: Path) -> Path:
+    """A 1-layer, 16-d BERT with random weights and a 57-token WordPiece vocabulary, saved as
+    a sentence-transformers folder (mean pooling). Built here: nothing is downloaded."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer import modules as models
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    torch.manual_seed(0)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *letters, *("##" + c for c in letters)]
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tokenizer = BertTokenizerFast(vocab_file=str(folder / "vocab.txt"))
+    config = BertConfig(
+        vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=64,
+    )  # fmt: skip
+    BertModel(config).save_pretrained(folder / "hf")
+    tokenizer.save_pretrained(folder / "hf")
+    modules = [models.Transformer(str(folder / "hf"), max_seq_length=32),
+               models.Pooling(16, "mean")]  # fmt: skip
+    SentenceTransformer(modules=modules, device="cpu").save(str(folder / "st"))
+    return folder / "st"
+
+
+@pytest.mark.slow  # imports torch and transformers (~10-25 s on a loaded CI machine)
+def test_sentence_transformers_backend_loads_a_local_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("sentence_transformers")  # the 'embeddings' extra (.ci/run installs it)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    folder = _tiny_sentence_transformer(tmp_path)
+    emb = build_embedder(EmbeddingConfig(backend="sentence-transformers", model_path=folder,
+                                         char_weight=0))  # fmt: skip
+    assert (emb.name, emb.dim) == ("sentence-transformers:st:16", 16)
+    texts = ["hostel fee", "exam date", "hostel fee"]
+    v = emb.embed(texts)
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
+    # the model's own output, normalised independently, is what the backend returns
+    from sentence_transformers import SentenceTransformer
+
+    raw = SentenceTransformer(str(folder), device="cpu").encode(texts)
+    expected = raw / np.linalg.norm(raw, axis=1, keepdims=True)
+    np.testing.assert_allclose(v, expected, atol=1e-5)
+    mixed = build_embedder(EmbeddingConfig(backend="sentence-transformers", model_path=folder))
+    assert mixed.dim == 16 + 512 and mixed.name.endswith("+char3-5:512@0.35")
+    assert isinstance(mixed.inner.semantic, SentenceTransformerEmbedder)  # type: ignore[attr-defined]
