@@ -50,6 +50,8 @@ class Analytics:
         totals: refusal, out-of-scope and PII totals since the first start (persisted).
         language_labels, topic_labels: every bounded label value (pre-initialised series).
         scope: the out-of-scope calibration, or ``None``.
+        topic_descriptions: ``{topic name: human-readable label}`` of the running topic model
+            (:attr:`~service.topics.TopicInfo.label`: its top terms for a ``topic-<id>``).
         gold_counts: the gold set's category counts per dimension.
     """
 
@@ -62,6 +64,7 @@ class Analytics:
     topic_model_version: str | None = None
     gold_counts: dict[str, dict[str, int]] = field(default_factory=dict)
     detector_quality: dict[str, DetectorQuality] = field(default_factory=dict)
+    topic_descriptions: dict[str, str] = field(default_factory=dict)
 
     def language_label(self, language: str | None) -> str:
         """Bounded label of a language (``und`` when missing)."""
@@ -219,6 +222,7 @@ def build_analytics(
         topic_model_version=model.version,
         gold_counts=gold_counts,
         detector_quality={"novelty": model.novelty_quality} if model.novelty_quality else {},
+        topic_descriptions=model.labels(),
     )
 
 
@@ -275,5 +279,6 @@ def apply_gold_references(
     analytics.gold_counts = {**analytics.gold_counts, **counts}
     if model is not None:
         analytics.topic_model_version = model.version
+        analytics.topic_descriptions = model.labels()
         if model.novelty_quality is not None:
             analytics.detector_quality["novelty"] = model.novelty_quality

@@ -21,8 +21,9 @@ L2-normalised rows), so cosine similarity is a dot product::
   questions ≥ 0.96 to its old self.
 * **Labels**: each unsupervised topic has a human-readable :attr:`TopicInfo.label` built from
   its clean top terms (class-based TF-IDF over whole word tokens, Grootendorst 2022 "BERTopic",
-  eq. 1; scikit-learn's English stop words and, language-independently, any word present in
-  more than half of the topics are dropped; no char n-grams or fragments) and its most
+  eq. 1; scikit-learn's English stop words, a few question-asking words ("did", "tell") and,
+  language-independently, any word present in more than half of the topics are dropped; no
+  char n-grams or fragments) and its most
   representative gold questions (:attr:`TopicInfo.examples`, nearest the centroid).
 * **Novelty**: a question whose cosine similarity to its nearest *gold question* is below
   ``threshold`` is ``"novel"``; ``threshold`` is the ``novelty_percentile``-th percentile of
@@ -82,6 +83,11 @@ _FORMAT = "goldwatch-artefact/1"
 #: Artefact kind of topic models (the TF-IDF/LSA models of before were kind ``"topics"``).
 KIND = "topics-embedding"
 _WORD = re.compile(TOKEN_PATTERN)
+#: Words of how questions are asked, not what about (with scikit-learn's English stop words).
+QUESTION_WORDS = frozenset(
+    "did does doing done tell want like know let just ok okay hey hi hello im ive id dont don "
+    "doesnt didnt cant whats thats theres youre isnt arent wont shouldnt need able".split()
+)
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
 
 
@@ -620,9 +626,10 @@ def _cross_validated(vectors: np.ndarray, known: np.ndarray, k: int, folds: int,
 
 def _words(text: str) -> list[str]:
     """Clean label words of a text: lower-cased whole word tokens (:data:`TOKEN_PATTERN`),
-    without scikit-learn's English stop words, numbers, and one-letter Latin tokens."""
+    without scikit-learn's English stop words, :data:`QUESTION_WORDS`, numbers, and one-letter
+    Latin tokens."""
     return [w for w in _WORD.findall(text.lower())
-            if w not in ENGLISH_STOP_WORDS and not w.isdigit()
+            if w not in ENGLISH_STOP_WORDS and w not in QUESTION_WORDS and not w.isdigit()
             and (len(w) > 1 or not w.isascii())]  # fmt: skip
 
 

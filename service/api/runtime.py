@@ -273,6 +273,7 @@ def build_live(
             registry,
             language_labels=labeler.labels() if labeler else (),
             topic_labels=analytics.topic_labels,
+            topic_descriptions=analytics.topic_descriptions,
         )
         metrics.set_gold_shares(analytics.gold_counts)
     stages: list[Stage] = list(analytics.stages)
