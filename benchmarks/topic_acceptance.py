@@ -143,7 +143,7 @@ def novelty(per_domain: int = 20, n_triples: int = 10, embedder: Embedder | None
     rng = random.Random(f"triples-{per_domain}")
     triples = [tuple(sorted(rng.sample(all_domains, 3))) for _ in range(n_triples)]
     cases = [_novelty_case(t, per_domain, i, embedder) for i, t in enumerate(triples)]
-    summary = {f"{k}_{stat}": float(fn([c[k] for c in cases]))
+    summary = {f"{k}_{stat}": float(fn([c[k] for c in cases])) if cases else float("nan")
                for k in ("embedding", "lsa", "self_estimate")
                for stat, fn in (("mean", np.mean), ("min", np.min))}  # fmt: skip
     return {"gold_size": 3 * per_domain, **{f"{k}_scenario": v for k, v in main.items()},
