@@ -3,22 +3,26 @@
 Order matters: PII scrubbing first (nothing downstream ever sees the raw text), then language,
 topic, refusal, out-of-scope (which needs the refusal flag), then drift (which reads every
 annotation). The gold set gives the references: its languages (the rows' ``language`` field,
-else detected), its topics (its own ``topic`` labels, else the fitted model's assignment of its
-questions) and, for out-of-scope, the calibration of a built-in retriever's best score on its
-answerable vs unanswerable questions.
+else detected), its topics (through the same assignment as live traffic: cross-validated
+predictions of its labelled rows, or the model's assignment, with leave-one-out novelty; see
+:meth:`~service.topics.TopicModel.gold_counts`) and, for out-of-scope, the calibration of a
+built-in retriever's best score on its answerable vs unanswerable questions.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from service.annotation_totals import AnnotationTotals
 from service.corpus import Corpus
+from service.detector_quality import DetectorQuality
 from service.drift.stage import DriftStage
 from service.drift.windows import WindowConfig
+from service.embeddings import Embedder
 from service.goldset import GoldSet
 from service.language import LanguageConfig, LanguageDetector, LanguageLabeler, LanguageStage
 from service.pii import UNKEYED, PiiScrubStage, Pseudonymiser
@@ -46,6 +50,8 @@ class Analytics:
         totals: refusal, out-of-scope and PII totals since the first start (persisted).
         language_labels, topic_labels: every bounded label value (pre-initialised series).
         scope: the out-of-scope calibration, or ``None``.
+        topic_descriptions: ``{topic name: human-readable label}`` of the running topic model
+            (:attr:`~service.topics.TopicInfo.label`: its top terms for a ``topic-<id>``).
         gold_counts: the gold set's category counts per dimension.
     """
 
@@ -57,6 +63,8 @@ class Analytics:
     scope: ScopeCalibration | None = None
     topic_model_version: str | None = None
     gold_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    detector_quality: dict[str, DetectorQuality] = field(default_factory=dict)
+    topic_descriptions: dict[str, str] = field(default_factory=dict)
 
     def language_label(self, language: str | None) -> str:
         """Bounded label of a language (``und`` when missing)."""
@@ -76,11 +84,15 @@ def fit_topic_model(
     passages: Sequence[Passage] = (),
     config: TopicConfig | None = None,
     use_gold_topics: bool = True,
+    *,
+    embedder: Embedder | None = None,
+    previous: TopicModel | Mapping[str, Any] | None = None,
 ) -> TopicModel:
     """Fit the topic model on the gold questions (plus passages when given).
 
     With ``use_gold_topics`` and a ``topic`` on every gold row, those labels are the topics
-    (supervised); passages are then not used, having no label.
+    (supervised); passages are then not used, having no label. ``previous`` (the model being
+    replaced, or its identity from the state store) keeps unsupervised topic ids.
 
     Raises:
         ValueError: too few texts to fit (from :meth:`TopicModel.fit`).
@@ -88,9 +100,10 @@ def fit_topic_model(
     questions = list(gold)
     labels = [q.topic for q in questions]
     if use_gold_topics and questions and all(labels):
-        return TopicModel.fit([q.question for q in questions], config, labels=labels)  # type: ignore[arg-type]
+        return TopicModel.fit([q.question for q in questions], config, labels=labels,  # type: ignore[arg-type]
+                              embedder=embedder, previous=previous)  # fmt: skip
     texts = [q.question for q in questions] + [p.text for p in passages]
-    return TopicModel.fit(texts, config)
+    return TopicModel.fit(texts, config, embedder=embedder, previous=previous)
 
 
 def _language_counts(gold: GoldSet, detector: LanguageDetector) -> dict[str, int]:
@@ -101,10 +114,9 @@ def _language_counts(gold: GoldSet, detector: LanguageDetector) -> dict[str, int
 
 
 def _topic_counts(gold: GoldSet, model: TopicModel) -> dict[str, int]:
-    assigned = model.assign_many([q.question for q in gold])
-    if model.supervised:
-        return dict(Counter(q.topic or a.topic for q, a in zip(gold, assigned, strict=True)))
-    return dict(Counter(a.topic for a in assigned))
+    """Like-for-like: the gold rows through live traffic's assignment (cross-validated)."""
+    rows = list(gold)
+    return model.gold_counts([q.question for q in rows], [q.topic for q in rows])
 
 
 def _window_config(drift: DriftSettings) -> WindowConfig:
@@ -149,8 +161,16 @@ def pseudonymiser(config: AnalyticsConfig) -> Pseudonymiser:
     return UNKEYED if key is None else Pseudonymiser(key)
 
 
-def build_analytics(config: AnalyticsConfig, gold: GoldSet, corpus: Corpus) -> Analytics:
+def build_analytics(
+    config: AnalyticsConfig,
+    gold: GoldSet,
+    corpus: Corpus,
+    previous_topics: Mapping[str, Any] | None = None,
+) -> Analytics:
     """Build the analytics stages for ``config`` against the gold set and corpus.
+
+    ``previous_topics`` is the :meth:`~service.topics.TopicModel.identity` kept in the state
+    store by the last run, so a restart keeps the unsupervised topic ids.
 
     Raises:
         ValueError: a topic model or refusal pattern cannot be built, or the pseudonym key
@@ -172,7 +192,8 @@ def build_analytics(config: AnalyticsConfig, gold: GoldSet, corpus: Corpus) -> A
     if config.topics_model is not None:
         model = TopicModel.load(config.topics_model)
     else:
-        model = fit_topic_model(gold, (), config.topics, config.use_gold_topics)
+        model = fit_topic_model(gold, (), config.topics, config.use_gold_topics,
+                                previous=previous_topics)  # fmt: skip
     stages.append(TopicStage(model))
     stages.append(RefusalStage(RefusalDetector(extra_patterns=config.refusal_patterns)))
     scope_stage, calibration = _scope_stage(config, gold, corpus)
@@ -200,7 +221,20 @@ def build_analytics(config: AnalyticsConfig, gold: GoldSet, corpus: Corpus) -> A
         scope=calibration,
         topic_model_version=model.version,
         gold_counts=gold_counts,
+        detector_quality={"novelty": model.novelty_quality} if model.novelty_quality else {},
+        topic_descriptions=model.labels(),
     )
+
+
+#: State-store key of the unsupervised topic model's identity (ids and centroids).
+TOPIC_IDENTITY_KEY = "topics/identity"
+
+
+def topic_identity(analytics: Analytics) -> dict[str, Any] | None:
+    """The running topic model's :meth:`~service.topics.TopicModel.identity` (``None``: no
+    topic stage, or supervised topics), to keep under :data:`TOPIC_IDENTITY_KEY`."""
+    stage = next((st for st in analytics.stages if isinstance(st, TopicStage)), None)
+    return None if stage is None else stage.model.identity()
 
 
 def gold_references(
@@ -225,7 +259,7 @@ def gold_references(
     model = None
     if topics is not None:
         model = topics.model if config.topics_model is not None else fit_topic_model(
-            gold, (), config.topics, config.use_gold_topics
+            gold, (), config.topics, config.use_gold_topics, previous=topics.model
         )
         counts["topic"] = _topic_counts(gold, model)
     return model, counts
@@ -245,3 +279,6 @@ def apply_gold_references(
     analytics.gold_counts = {**analytics.gold_counts, **counts}
     if model is not None:
         analytics.topic_model_version = model.version
+        analytics.topic_descriptions = model.labels()
+        if model.novelty_quality is not None:
+            analytics.detector_quality["novelty"] = model.novelty_quality

@@ -528,6 +528,14 @@ def topics_group() -> None:
     default=True,
     help="Use the gold set's own 'topic' labels when every answerable row has one.",
 )
+@click.option(
+    "--previous",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    default=None,
+    help="A topic artefact this fit replaces: its unsupervised topic ids are kept where the "
+    "topics barely moved.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the topics as JSON.")
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True)
 def topics_fit(
     config: Path | None,
@@ -535,6 +543,8 @@ def topics_fit(
     corpus: Path | None,
     n_topics: int | None,
     use_gold_topics: bool,
+    previous: Path | None,
+    as_json: bool,
     out: Path,
 ) -> None:
     """Fit the topic model on the gold set and save it as a versioned artefact."""
@@ -542,6 +552,7 @@ def topics_fit(
     from service.corpus import load_corpus
     from service.demo import demo_path
     from service.goldset import load_gold_set
+    from service.topics import TopicModel
 
     settings = _settings(config)
     try:
@@ -550,15 +561,55 @@ def topics_fit(
         topic_config = settings.analytics.topics
         if n_topics is not None:
             topic_config = topic_config.model_copy(update={"n_topics": n_topics})
-        model = fit_topic_model(gold_set, passages, topic_config, use_gold_topics)
+        before = TopicModel.load(previous) if previous is not None else None
+        model = fit_topic_model(gold_set, passages, topic_config, use_gold_topics,
+                                previous=before)  # fmt: skip
         out.parent.mkdir(parents=True, exist_ok=True)
         model.save(out)
     except (ValueError, OSError) as exc:
         _fail(_describe(exc))
         return
-    click.echo(f"topic model {model.version}: {len(model.topics)} topics -> {out}")
-    for index, topic in enumerate(model.topics):
-        click.echo(f"  {index:>3}  {topic.name:<24} n={topic.size:<5} {' '.join(topic.top_terms)}")
+    _print_topics(model, as_json, out)
+
+
+@topics_group.command("show")
+@click.argument("artefact", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@click.option("--json", "as_json", is_flag=True, help="Print the topics as JSON.")
+def topics_show(artefact: Path, as_json: bool) -> None:
+    """Show a saved topic model: its topics with their labels, sizes, top terms and most
+    representative gold questions, and the measured novelty quality."""
+    from service.topics import TopicModel
+
+    try:
+        model = TopicModel.load(artefact)
+    except (ValueError, OSError) as exc:
+        _fail(_describe(exc))
+        return
+    _print_topics(model, as_json, artefact)
+
+
+def _print_topics(model: Any, as_json: bool, path: Path) -> None:
+    quality = model.novelty_quality
+    if as_json:
+        click.echo(json.dumps({
+            "version": model.version, "path": str(path), "embedder": model.embedder_name,
+            "supervised": model.supervised, "novelty_threshold": model.threshold,
+            "novelty_quality": quality.as_dict() if quality else None,
+            "topics": [{"name": t.name, "id": t.id, "label": t.label, "size": t.size,
+                        "top_terms": list(t.top_terms), "examples": list(t.examples)}
+                       for t in model.topics],
+        }, ensure_ascii=False, indent=2))  # fmt: skip
+        return
+    kind = "supervised" if model.supervised else "unsupervised"
+    click.echo(f"topic model {model.version}: {len(model.topics)} {kind} topics "
+               f"({model.embedder_name}) -> {path}")  # fmt: skip
+    if quality is not None:
+        click.echo(f"novelty: ROC AUC {quality.auc:.3f} [{quality.low:.3f}, {quality.high:.3f}] "
+                   f"({quality.method})")  # fmt: skip
+    for topic in model.topics:
+        click.echo(f"  {topic.label}  (n={topic.size})")
+        for example in topic.examples:
+            click.echo(f"      e.g. {example}")
 
 
 @main.group("config")

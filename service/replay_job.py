@@ -5,6 +5,7 @@ The report (``--format json``)::
     {"file", "consumed", "processed", "duplicates", "dead_lettered": {reason: n},
      "dead_lettered_total", "dropped", "batches", "dlq_path",
      "analytics": {"languages": {lang: n}, "topics": {topic: n},
+                   "topic_labels": {topic: label},
                    "refusals": {"answers", "refused", "rate"},
                    "out_of_scope": {"scored", "out_of_scope", "share", "over_refusals",
                                     "under_refusals", "calibration": {...}},
@@ -182,6 +183,7 @@ def analytics_report(live: Live) -> dict[str, Any] | None:
     return {
         "languages": dict(drift.live_counts["language"].most_common()),
         "topics": dict(drift.live_counts["topic"].most_common()),
+        "topic_labels": dict(live.analytics.topic_descriptions),
         "refusals": {"answers": answers, "refused": refused,
                      "rate": refused / answers if answers else None},
         "out_of_scope": {
@@ -220,7 +222,9 @@ def render_text(doc: dict[str, Any]) -> str:
         return "\n".join(lines + harvest_lines(doc.get("gold_candidates")))
     total = sum(analytics["languages"].values()) or 1
     langs = ", ".join(f"{k} {v / total:.0%}" for k, v in list(analytics["languages"].items())[:6])
-    topics = ", ".join(f"{k} {v / total:.0%}" for k, v in list(analytics["topics"].items())[:6])
+    names = analytics.get("topic_labels") or {}
+    topics = "; ".join(f"{names.get(k, k)} {v / total:.0%}"
+                       for k, v in list(analytics["topics"].items())[:6])  # fmt: skip
     refusals = analytics["refusals"]
     lines += [f"languages: {langs}", f"topics: {topics}"]
     if refusals["rate"] is not None:

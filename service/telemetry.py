@@ -433,17 +433,31 @@ def _finite(value: Any) -> float:
     return number if number == number and abs(number) != float("inf") else float("nan")
 
 
+def _topic_help(descriptions: Mapping[str, str]) -> str:
+    """``Questions by topic.`` plus ``Topics: topic-0 = fee, hostel; ...`` for the topics whose
+    label says more than their name (at most 100, natural order: topic-2 before topic-10)."""
+    from service.topics import topic_sort_key
+
+    named = [label for name, label in sorted(descriptions.items(),
+                                             key=lambda kv: topic_sort_key(kv[0]))
+             if label != name][:100]  # fmt: skip
+    return "Questions by topic." + (f" Topics: {'; '.join(named)}." if named else "")
+
+
 def build_analytics_metrics(
     registry: CollectorRegistry,
     *,
     language_labels: Sequence[str] = ("und", OTHER),
     topic_labels: Sequence[str] = ("novel", "und", OTHER),
+    topic_descriptions: Mapping[str, str] | None = None,
 ) -> AnalyticsMetrics:
     """Register the analytics metrics on ``registry`` and pre-initialise bounded label sets.
 
     Args:
         language_labels: every language label value (allow-list, ``und``, ``other``).
         topic_labels: every topic label value (model topics, ``novel``, ``und``, ``other``).
+        topic_descriptions: ``{topic: human-readable label}`` appended to the help text of
+            ``questions_by_topic`` (what ``topic-3`` is about), in natural topic order.
 
     Raises:
         ValueError: already registered on ``registry``.
@@ -462,7 +476,9 @@ def build_analytics_metrics(
         questions_by_language=counter(
             "questions_by_language", "Questions by detected language.", ["language"]
         ),
-        questions_by_topic=counter("questions_by_topic", "Questions by topic.", ["topic"]),
+        questions_by_topic=counter(
+            "questions_by_topic", _topic_help(topic_descriptions or {}), ["topic"]
+        ),
         answers=counter("answers", "Events that carried an answer."),
         refusals=counter("refusals", "Answers that declined to answer."),
         scope_scored=counter("scope_scored", "Questions given an out-of-scope score."),

@@ -15,24 +15,30 @@ class TopicConfig(BaseModel):
 
     Attributes:
         n_topics: clusters to fit; ``None`` means ``min(max_topics, round(sqrt(n)))``, at
-            least 2. Ignored in supervised mode.
+            least 2, and a refit never has fewer topics than the model it replaces. Ignored in
+            supervised mode.
         max_topics: upper bound for the default rule.
-        svd_components: LSA dimensions (capped at ``features - 1`` and ``n - 1``).
-        novelty_percentile: percentile of the training texts' leave-one-out nearest-neighbour
-            similarities used as the novelty threshold, in [0, 50]; 0 disables novelty.
-        max_reference: most training vectors kept for the nearest-neighbour novelty check.
-        names: ``{cluster index: name}`` for unsupervised topics.
+        novelty_percentile: percentile of the gold questions' leave-one-out nearest-neighbour
+            cosine similarities used as the novelty threshold, in [0, 50]; 0 disables novelty.
+        max_reference: most gold vectors kept for the nearest-neighbour novelty check.
+        names: ``{topic id: name}`` for unsupervised topics (default ``topic-<id>``).
         n_terms: top terms kept per topic.
-        seed: random state of SVD, KMeans and the reference sample.
+        n_examples: most representative gold questions kept per topic (its label).
+        id_min_similarity: cosine similarity between a refitted centroid and an old one from
+            which the topic keeps the old id (Hungarian matching), in [0, 1].
+        cv_folds: folds of the cross-validated gold-row predictions of supervised topics.
+        seed: random state of k-means, the reference sample, the folds and the bootstrap.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     n_topics: int | None = Field(default=None, ge=N_TOPICS_MIN, le=N_TOPICS_MAX)
     max_topics: int = Field(default=50, ge=2, le=1000)
-    svd_components: int = Field(default=150, ge=2, le=2000)
     novelty_percentile: float = Field(default=5.0, ge=0, le=50)
     max_reference: int = Field(default=20_000, ge=10, le=1_000_000)
     names: dict[int, str] = Field(default_factory=dict)
     n_terms: int = Field(default=8, ge=1, le=50)
+    n_examples: int = Field(default=3, ge=1, le=20)
+    id_min_similarity: float = Field(default=0.8, ge=0, le=1)
+    cv_folds: int = Field(default=5, ge=2, le=50)
     seed: int = 0

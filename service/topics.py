@@ -1,31 +1,52 @@
-"""Question topics: a scikit-learn topic model fitted on the gold set, applied to live traffic.
+"""Question topics on the embedding layer: fitted on the gold set, applied to live traffic.
 
-Pipeline (one ``transform`` per micro-batch)::
+Every text goes through one :class:`~service.embeddings.Embedder` (WordLlama by default,
+L2-normalised rows), so cosine similarity is a dot product::
 
-    text ─ TF-IDF (word 1-2 grams ⊕ char_wb 3-5 grams, sublinear tf) ─ TruncatedSVD (LSA)
-         ─ L2 normalise ─ cosine to each topic centroid ─ nearest topic, or ``"novel"``
+    question ─ embed ─ cosine to each topic centroid ─ nearest topic, or ``"novel"``
 
-* **Unsupervised** (default): KMeans over the LSA vectors; ``n_topics`` defaults to
-  ``min(max_topics, round(sqrt(n)))``. Topics are named ``topic-<k>`` unless ``names`` maps
-  ``k`` to a name; :attr:`TopicModel.topics` lists the top terms of each.
+* **Unsupervised** (default): spherical k-means on the gold questions' embeddings (seeded
+  k-means++ start from scikit-learn's ``KMeans``, then Lloyd steps in cosine space until no
+  assignment changes, so a fitted model is a fixed point: refitting it on the same questions
+  changes nothing). ``n_topics`` defaults to ``min(max_topics, round(sqrt(n)))``.
 * **Supervised** (``labels`` given, e.g. the gold rows' ``topic`` field): one centroid per label
-  (nearest-centroid classifier); the labels are the topic names.
-* **Novelty**: a question whose cosine similarity to its nearest *training text* (in LSA
-  space) is below ``threshold`` is ``"novel"``; ``threshold`` is the ``novelty_percentile``-th
-  percentile of the training texts' leave-one-out nearest-neighbour similarities, so about that
-  share of new in-distribution questions is flagged. Nearest-neighbour similarity separates
-  CLINC150's out-of-scope questions far better than similarity to the nearest centroid (ROC AUC
-  ~0.8 vs ~0.6, measured in ``benchmarks/bench_topics.py``'s set-up). At most
-  ``max_reference`` training vectors are kept (a seeded sample beyond that).
+  (nearest-centroid classifier); the labels are the topic names and identities.
+* **Stable identities** (unsupervised): a topic is ``topic-<id>``. A refit given the previous
+  model (an accepted gold question, a restart — the ids are kept in the state store — or a
+  changed gold set) starts from the previous centroids, then matches old and new centroids
+  by the Hungarian assignment (``scipy.optimize.linear_sum_assignment``) on cosine
+  similarity: a pair at or above ``id_min_similarity`` (default 0.8) keeps the old id, every
+  other new topic gets a new id (ids never reused). On CLINC150 with WordLlama, centroids of
+  *different* clusters of one fit are at most ~0.65 apart, a centroid after adding ten
+  questions ≥ 0.96 to its old self.
+* **Labels**: each unsupervised topic has a human-readable :attr:`TopicInfo.label` built from
+  its clean top terms (class-based TF-IDF over whole word tokens, Grootendorst 2022 "BERTopic",
+  eq. 1; scikit-learn's English stop words, a few question-asking words ("did", "tell") and,
+  language-independently, any word present in more than half of the topics are dropped; no
+  char n-grams or fragments) and its most
+  representative gold questions (:attr:`TopicInfo.examples`, nearest the centroid).
+* **Novelty**: a question whose cosine similarity to its nearest *gold question* is below
+  ``threshold`` is ``"novel"``; ``threshold`` is the ``novelty_percentile``-th percentile of
+  the gold questions' leave-one-out nearest-neighbour similarities. Its quality
+  (:attr:`TopicModel.novelty_quality`) is measured on the gold set itself, leave-one-topic-out:
+  each gold question scored against the gold set without its topic is a "novel" positive, the
+  same question scored leave-one-out against the whole gold set a negative; ROC AUC with a
+  bootstrap interval (:func:`service.detector_quality.measure_auc`).
+* **Like-for-like gold counts** (:meth:`TopicModel.gold_counts`): the gold set's topic
+  distribution goes through the same assignment as live traffic — supervised: 5-fold
+  cross-validated nearest-centroid predictions (seeded); unsupervised: the nearest centroid;
+  novelty: leave-one-out — so traffic drawn from the gold set's topics matches it.
 
-Artefacts (:meth:`TopicModel.save`) are one file: a JSON header line (format, version,
-scikit-learn version) then a joblib pickle, so an incompatible artefact is refused before
-anything is unpickled. Sources: Deerwester et al. 1990 (LSA); scikit-learn's "Clustering text
-documents using k-means" example (TF-IDF → SVD → Normalizer → KMeans).
+Artefacts (:meth:`TopicModel.save`) are one file: a JSON header line (format, kind, version,
+scikit-learn version, embedder) then a joblib pickle of arrays and plain values only
+(centroids, the gold vectors, ids, labels: ~1.1 MB for 1,000 gold questions at 256-d), so an
+incompatible artefact is refused before anything is unpickled.
 
->>> model = TopicModel.fit(["fee due date", "hostel fee amount", "exam timetable", "exam hall"],
-...                        TopicConfig(n_topics=2, svd_components=3))
->>> [a.topic for a in model.assign_many(["when is the exam", "fee for the hostel"])][0] != ""
+>>> texts = ["hostel fee amount", "tuition fee due date", "pay the fee online",
+...          "exam timetable", "exam hall ticket", "exam results date"]
+>>> model = TopicModel.fit(texts, TopicConfig(n_topics=2))
+>>> a, b = model.assign_many(["when is the exam", "fee for the hostel"])
+>>> a.nearest != b.nearest
 True
 """
 
@@ -34,11 +55,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
-import itertools
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -46,15 +67,14 @@ import joblib
 import numpy as np
 import scipy.sparse as sp
 import sklearn
+from scipy.optimize import linear_sum_assignment
 from sklearn.cluster import KMeans
-from sklearn.decomposition import TruncatedSVD
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.pipeline import FeatureUnion, make_pipeline
-from sklearn.preprocessing import Normalizer
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from threadpoolctl import ThreadpoolController
 
 from service.batch_cache import BatchCache
-from service.known import HashTable
+from service.detector_quality import DetectorQuality, measure_auc
+from service.embeddings import Embedder, default_embedder
 from service.pipeline import Batch, StatelessStage
 from service.topic_config import N_TOPICS_MAX, N_TOPICS_MIN, TopicConfig
 
@@ -63,7 +83,15 @@ NOVEL = "novel"
 #: Word tokens: letters/digits plus combining marks of Indic, Thai and Arabic scripts.
 TOKEN_PATTERN = r"(?u)(?:[^\W_]|[\u0300-\u036f\u064b-\u065f\u0900-\u0dff\u0e00-\u0eff])+"
 _FORMAT = "goldwatch-artefact/1"
-_ASCII_TOKENS = re.compile(r"[a-z0-9]+")
+#: Artefact kind of topic models (the TF-IDF/LSA models of before were kind ``"topics"``).
+KIND = "topics-embedding"
+_WORD = re.compile(TOKEN_PATTERN)
+#: Words of how questions are asked, not what about (with scikit-learn's English stop words).
+QUESTION_WORDS = frozenset(
+    "did does doing done tell want like know let just ok okay hey hi hello im ive id dont don "
+    "doesnt didnt cant whats thats theres youre isnt arent wont shouldnt need able".split()
+)
+_NUMBERED = re.compile(r"^(.*?)(\d+)$")
 
 
 class ArtefactError(ValueError):
@@ -111,14 +139,6 @@ def data_version(texts: Sequence[str], labels: Sequence[Any] | None, params: Any
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
 
 
-class TopicInfo(NamedTuple):
-    """One topic: ``name``, its ``top_terms`` (highest centroid weight first), training ``size``."""
-
-    name: str
-    top_terms: tuple[str, ...]
-    size: int
-
-
 class TopicAssignment(NamedTuple):
     """A question's topic.
 
@@ -140,258 +160,89 @@ class TopicAssignment(NamedTuple):
         return self.topic == NOVEL
 
 
-class _State(NamedTuple):
-    pipeline: Any  # text -> unit LSA vector, (n,) -> (n, d)
-    centroids: np.ndarray  # (topics, d), unit rows
-    reference: np.ndarray  # (m, d) float32 unit rows, training sample
-    topics: tuple[TopicInfo, ...]
-    threshold: float
-    supervised: bool
 
+class TopicInfo(NamedTuple):
+    """One topic.
 
-def _vectoriser() -> Any:
-    words = TfidfVectorizer(
-        token_pattern=TOKEN_PATTERN, ngram_range=(1, 2), sublinear_tf=True, stop_words="english"
-    )
-    chars = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), sublinear_tf=True, min_df=2)
-    return FeatureUnion([("words", words), ("chars", chars)])
-
-
-class _FastLSA:
-    """``pipeline.transform`` of :func:`_vectoriser` → SVD → Normalizer, same numbers, cheaper.
-
-    scikit-learn's ``char_wb`` analysis and ``_count_vocab`` run per n-gram in Python (with a
-    ``KeyError`` per n-gram unseen in training, most of them); this counts the char n-grams
-    of a whole batch with numpy (64-bit hashes, see :meth:`_char_block`) and looks the word
-    n-grams of scikit-learn's own analyzer up in the vocabulary, then applies the
-    fitted idf weights, sublinear tf and L2 norms itself and projects both blocks with the SVD
-    components. Built from a fitted pipeline; :meth:`build` returns ``None`` for
-    any other structure (the caller then uses the pipeline as it is).
+    Attributes:
+        name: the topic name (``topic-<id>``, a configured name, or the gold label).
+        top_terms: its clean top terms, most distinctive first (whole words, no stop words).
+        size: gold questions (training texts) assigned to it.
+        examples: its most representative gold questions (nearest its centroid), ≤ ``n_examples``.
+        id: the stable identity of an unsupervised topic (``None`` when supervised: the label
+            is the identity).
     """
 
-    def __init__(self, words: Any, chars: Any, components: np.ndarray) -> None:
-        self._word_vocab = dict(words.vocabulary_)
-        self._word_idf = np.asarray(words.idf_, dtype=np.float64)
-        hashes = np.array([_hash(gram) for gram in chars.vocabulary_], dtype=np.uint64)
-        self._char_hashes = np.unique(hashes)
-        self._char_table = HashTable(hashes)  # hash -> position in vocabulary_
-        self._char_columns = np.fromiter(chars.vocabulary_.values(), dtype=np.int64)
-        self._word_tokens = words.build_tokenizer()
-        # on lower-cased ASCII text TOKEN_PATTERN's tokens are the runs of [a-z0-9] (its
-        # combining marks are not ASCII), which a plain class finds ~2.5x faster
-        self._ascii_tokens = _ASCII_TOKENS.findall if words.token_pattern == TOKEN_PATTERN else None
-        self._word_stop = words.get_stop_words() or frozenset()
-        # bigram columns by (token id, token id) over the tokens the fitted bigrams use
-        pairs = [(gram.split(" "), col) for gram, col in self._word_vocab.items() if " " in gram]
-        self._pair_token = {t: i for i, t in enumerate(dict.fromkeys(
-            t for (first, second), _ in pairs for t in (first, second)))}  # fmt: skip
-        keys = np.array([self._pair_token[a] * len(self._pair_token) + self._pair_token[b]
-                         for (a, b), _ in pairs], dtype=np.int64)  # fmt: skip
-        order = np.argsort(keys)
-        self._pair_keys = keys[order]
-        self._pair_cols = np.array([col for _, col in pairs], dtype=np.int64)[order]
-        self._char_idf = np.asarray(chars.idf_, dtype=np.float64)
-        self._white = chars._white_spaces
-        self._char_lo, self._char_hi = chars.ngram_range
-        n_words = len(self._word_vocab)
-        self._word_proj = np.ascontiguousarray(components[:, :n_words].T)
-        self._char_proj = np.ascontiguousarray(components[:, n_words:].T)
+    name: str
+    top_terms: tuple[str, ...]
+    size: int
+    examples: tuple[str, ...] = ()
+    id: int | None = None
 
-    @classmethod
-    def build(cls, pipeline: Any) -> _FastLSA | None:
-        try:
-            union, lsa = (step for _, step in pipeline.steps)
-            (wname, words), (cname, chars) = union.transformer_list
-            svd, normalizer = (step for _, step in lsa.steps)
-        except (AttributeError, TypeError, ValueError):
-            return None
-        expected = (
-            wname == "words" and cname == "chars"
-            and isinstance(words, TfidfVectorizer) and isinstance(chars, TfidfVectorizer)
-            and isinstance(svd, TruncatedSVD) and isinstance(normalizer, Normalizer)
-            and chars.analyzer == "char_wb" and chars.lowercase and chars.strip_accents is None
-            and chars.preprocessor is None and chars.binary is False
-            and words.binary is False and union.transformer_weights is None
-            and words.analyzer == "word" and words.preprocessor is None
-            and words.strip_accents is None and words.tokenizer is None
-            and words.input == "content" and words.ngram_range == (1, 2)
-            and words.lowercase
-            and all(v.sublinear_tf and v.use_idf and v.norm == "l2" and v.dtype == np.float64
-                    for v in (words, chars))
-            and normalizer.norm == "l2"
-            and svd.components_.shape[1] == len(words.vocabulary_) + len(chars.vocabulary_)
-        )  # fmt: skip
-        if not expected:
-            return None
-        fast = cls(words, chars, svd.components_)
-        if len(fast._char_hashes) != len(chars.vocabulary_):
-            return None  # two fitted n-grams share a hash (never seen): stay exact
-        return fast
-
-    def _char_block(self, lowered: Sequence[str]) -> sp.csr_matrix:
-        """Counts of the fitted char n-grams of each lower-cased text, all texts at once.
-
-        ``char_wb`` n-grams never cross a word, so they are found once per distinct word of
-        the batch (questions share most of their words): the distinct words, each padded with
-        a space either side, are joined with one more space (a gram spanning two words holds
-        two spaces in a row, which no fitted n-gram does, so it never counts); every n-gram
-        of that string is hashed to 64 bits and looked up among the fitted n-grams' hashes
-        in a hash table. A padded word shorter than ``n`` has no ``n``-gram, and one of
-        exactly ``n`` characters counts once, as in sklearn's ``_char_wb_ngrams`` (exact for
-        the fitted ``min_n`` of 3 or less, where no padded word is shorter than ``min_n``).
-        A text's counts are then its word counts times its words' n-gram counts (a sparse
-        product).
-        """
-        # sklearn's char_wb splits the text with its white-space runs made one space, then
-        # ``str.split``: the same words as ``str.split`` alone (both split on str.isspace)
-        text_words, words = _bag_of_words([text.split() for text in lowered])
-        pieces = [f" {word}  " for word in words]
-        sizes = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
-        starts = np.cumsum(sizes) - sizes
-        codes = np.frombuffer("".join(pieces).encode("utf-32-le", "surrogatepass"),
-                              dtype=np.uint32).astype(np.uint64)  # fmt: skip
-        found_words = [np.zeros(0, dtype=np.int64)]
-        found_cols = [np.zeros(0, dtype=np.int64)]
-        # h_n(i) = n * M**n + sum_k codes[i + k] * M**(n - 1 - k) (mod 2**64): _hash's value,
-        # built up one character at a time from the (n - 1)-gram sums
-        sums = np.zeros(len(codes), dtype=np.uint64)
-        for n in range(1, self._char_hi + 1):
-            count = len(codes) - n + 1
-            if count <= 0:
-                break
-            sums = sums[:count] * _HASH_MULTIPLIER + codes[n - 1 : n - 1 + count]
-            if n < self._char_lo:
-                continue
-            hashes = sums + np.uint64(n * pow(int(_HASH_MULTIPLIER), n, 1 << 64) & _MASK)
-            where = self._char_table.lookup(hashes)
-            hit = np.flatnonzero(where >= 0)
-            found_cols.append(self._char_columns.take(where.take(hit)))
-            found_words.append(np.searchsorted(starts, hit, side="right") - 1)
-        rows, cols = np.concatenate(found_words), np.concatenate(found_cols)
-        width = len(self._char_idf)
-        word_grams = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(words), width))
-        counts = (text_words @ word_grams).tocsr()
-        counts.sort_indices()
-        return _weighted(counts.indptr, counts.indices, counts.data, self._char_idf)
-
-    def _word_block(self, lowered: Sequence[str]) -> sp.csr_matrix:
-        """Counts of the fitted word 1-2 grams of each lower-cased text: sklearn's word
-        analyzer (its tokenizer, stop words dropped, bigrams of the remaining tokens) done
-        for the whole batch with numpy. Each distinct token is looked up once (unigram column,
-        stop word, id among the tokens of fitted bigrams); a bigram is a pair of consecutive
-        kept tokens of one text, found by its two ids among the fitted bigrams."""
-        tokenize, ascii_tokens = self._word_tokens, self._ascii_tokens
-        if ascii_tokens is not None:
-            split = [ascii_tokens(text) if text.isascii() else tokenize(text) for text in lowered]
-        else:
-            split = [tokenize(text) for text in lowered]
-        flat = list(itertools.chain.from_iterable(split))
-        distinct = list(dict.fromkeys(flat))
-        index = dict(zip(distinct, range(len(distinct)), strict=True))
-        ids = np.fromiter(map(index.__getitem__, flat), dtype=np.int64, count=len(flat))
-        sizes = np.fromiter(map(len, split), dtype=np.int64, count=len(split))
-        docs = np.repeat(np.arange(len(lowered)), sizes)
-        vocab, stop, pair = self._word_vocab, self._word_stop, self._pair_token
-        count = len(distinct)
-        kept = ~np.fromiter((t in stop for t in distinct), dtype=bool, count=count)[ids]
-        ids, docs = ids[kept], docs[kept]
-        unigram = np.fromiter((vocab.get(t, -1) for t in distinct), dtype=np.int64, count=count)
-        token = np.fromiter((pair.get(t, -1) for t in distinct), dtype=np.int64, count=count)
-        columns = unigram.take(ids)
-        found = columns >= 0
-        first, second = token.take(ids[:-1]), token.take(ids[1:])
-        pairs = np.flatnonzero((docs[:-1] == docs[1:]) & (first >= 0) & (second >= 0))
-        keys = first.take(pairs) * len(pair) + second.take(pairs)
-        where = np.minimum(np.searchsorted(self._pair_keys, keys), len(self._pair_keys) - 1)
-        hit = self._pair_keys.take(where) == keys if len(self._pair_keys) else keys < 0
-        all_docs = np.concatenate([docs[found], docs.take(pairs[hit])])
-        all_cols = np.concatenate([columns[found], self._pair_cols.take(where[hit])])
-        return _counted(all_docs, all_cols, len(lowered), self._word_idf)
-
-    def transform(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit LSA vectors of ``texts``, (n,) → (n, d)."""
-        lowered = [text.lower() for text in texts]
-        words = self._word_block(lowered)
-        chars = self._char_block(lowered)
-        vectors = np.asarray(words @ self._word_proj) + np.asarray(chars @ self._char_proj)
-        return _unit_rows(vectors)
+    @property
+    def label(self) -> str:
+        """Human-readable label: ``"topic-3: balance, checking, account"`` for an unsupervised
+        topic with terms; the name alone otherwise (a supervised label is already readable)."""
+        if self.id is None or not self.top_terms:
+            return self.name
+        return f"{self.name}: {', '.join(self.top_terms[:3])}"
 
 
-#: Odd 64-bit multiplier of the n-gram hash (the golden-ratio constant).
-_HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
-_MASK = (1 << 64) - 1
+def topic_sort_key(name: str) -> tuple[str, int, str]:
+    """Natural order of topic names: ``topic-2`` before ``topic-10``; others alphabetical.
+
+    >>> sorted(["topic-10", "novel", "topic-2", "banking"], key=topic_sort_key)
+    ['banking', 'novel', 'topic-2', 'topic-10']
+    """
+    found = _NUMBERED.match(name)
+    if found is None:
+        return (name, -1, "")
+    return (found.group(1), int(found.group(2)), name)
 
 
-def _hash(gram: str) -> int:
-    """The 64-bit hash :meth:`_FastLSA._char_block` computes with numpy, for one n-gram."""
-    value = len(gram)
-    for char in gram:
-        value = (value * int(_HASH_MULTIPLIER) + ord(char)) & _MASK
-    return value
-
-
-def _counted(docs: np.ndarray, cols: np.ndarray, n_docs: int, idf: np.ndarray) -> sp.csr_matrix:
-    """TfidfVectorizer's rows from one ``(doc, column)`` pair per occurrence."""
-    width = len(idf)
-    keys, counts = np.unique(docs * width + cols, return_counts=True)  # sorted by doc, column
-    rows, columns = np.divmod(keys, width)
-    indptr = np.r_[0, np.cumsum(np.bincount(rows, minlength=n_docs))]
-    return _weighted(indptr, columns, counts, idf)
-
-
-def _bag_of_words(split: Sequence[list[str]]) -> tuple[sp.csr_matrix, list[str]]:
-    """Word counts of already split texts (texts × distinct words, float64) and the distinct
-    words, in order of first appearance (the matrix's columns)."""
-    flat = list(itertools.chain.from_iterable(split))
-    words = list(dict.fromkeys(flat))
-    column = dict(zip(words, range(len(words)), strict=True))
-    sizes = np.fromiter(map(len, split), dtype=np.int64, count=len(split))
-    indices = np.fromiter(map(column.__getitem__, flat), dtype=np.int64, count=len(flat))
-    indptr = np.r_[0, np.cumsum(sizes)]
-    matrix = sp.csr_matrix((np.ones(len(flat)), indices, indptr), shape=(len(split), len(words)))
-    return matrix, words
-
-
-def _weighted(indptr: np.ndarray, cols: np.ndarray, counts: np.ndarray, idf: np.ndarray
-              ) -> sp.csr_matrix:  # fmt: skip
-    """TfidfVectorizer's rows from raw counts: sublinear tf times idf, L2-normalised."""
-    data = (np.log(counts.astype(np.float64)) + 1.0) * idf[cols]
-    matrix = sp.csr_matrix((data, cols, indptr), shape=(len(indptr) - 1, len(idf)))
-    if len(data):
-        lengths = np.diff(matrix.indptr)
-        sq = np.add.reduceat(np.r_[data * data, 0.0], matrix.indptr[:-1])
-        norms = np.sqrt(np.where(lengths > 0, sq, 1.0))
-        matrix.data /= np.repeat(norms, lengths)
-    return matrix
-
-
-@functools.cache
-def _blas() -> Any:
-    return ThreadpoolController()
-
-
-def _unit_rows(matrix: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return matrix / np.where(norms == 0, 1.0, norms)
+#: A refit's default minimum centroid cosine similarity to keep an old topic id.
+ID_MIN_SIMILARITY = 0.8
 
 
 class TopicModel:
     """A fitted topic model; build it with :meth:`fit` or :meth:`load`.
 
     Attributes:
-        topics: one :class:`TopicInfo` per topic, index = topic id.
-        threshold: novelty cut-off on nearest-neighbour similarity (``-inf``: disabled).
-        version: hash of training texts, labels, config and scikit-learn version.
+        topics: one :class:`TopicInfo` per topic, index = position of its centroid, in natural
+            name order (``topic-2`` before ``topic-10``).
+        threshold: novelty cut-off on nearest-gold-question cosine similarity (``-inf``: off).
+        version: hash of training texts, labels, config, embedder and scikit-learn version.
         supervised: True when topics came from user labels.
+        embedder_name: :attr:`~service.embeddings.Embedder.name` of the embedder it was fitted
+            with (a model is only applied with the same one).
+        novelty_quality: ROC AUC of the novelty score, leave-one-topic-out on the gold set
+            (see the module docstring); ``None`` with fewer than 2 topics or novelty off.
+        next_id: the id the next genuinely new unsupervised topic gets.
     """
 
-    def __init__(self, state: _State, version: str) -> None:
-        self._state = state
-        self.topics = state.topics
-        self.threshold = state.threshold
-        self.supervised = state.supervised
+    def __init__(self, state: Mapping[str, Any], version: str, embedder: Embedder | None = None
+                 ) -> None:  # fmt: skip
+        self._embedder = embedder or default_embedder()
+        if self._embedder.name != state["embedder"]:
+            raise ArtefactError(
+                f"topic model fitted with embedder {state['embedder']!r}, "
+                f"running {self._embedder.name!r}; refit the model"
+            )
+        self._centroids = np.ascontiguousarray(state["centroids"], dtype=np.float32)  # (k, d)
+        self._reference = np.ascontiguousarray(state["reference"], dtype=np.float32)  # (m, d)
+        self.topics = tuple(TopicInfo(**{**t, "top_terms": tuple(t["top_terms"]),
+                                         "examples": tuple(t["examples"])})
+                            for t in state["topics"])  # fmt: skip
+        self.threshold = float(state["threshold"])
+        self.supervised = bool(state["supervised"])
+        self.embedder_name = str(state["embedder"])
+        self.next_id = int(state["next_id"])
+        self._seed = int(state["seed"])
+        self._folds = int(state["cv_folds"])
+        quality = state.get("novelty_quality")
+        self.novelty_quality = DetectorQuality(**quality) if quality else None
+        self._state = dict(state)
         self.version = version
-        self._fast = _FastLSA.build(state.pipeline)
 
     @classmethod
     def fit(
@@ -399,62 +250,123 @@ class TopicModel:
         texts: Sequence[str],
         config: TopicConfig | None = None,
         labels: Sequence[str] | None = None,
+        *,
+        embedder: Embedder | None = None,
+        previous: TopicModel | Mapping[str, Any] | None = None,
     ) -> TopicModel:
         """Fit on ``texts`` (gold questions, optionally plus passages); ``labels`` → supervised.
+
+        Args:
+            texts: n training texts.
+            config: settings (default :class:`TopicConfig`).
+            labels: one topic label per text (supervised), or ``None`` (clusters).
+            embedder: the embedding layer (default :func:`~service.embeddings.default_embedder`).
+            previous: the model this one replaces, or its :meth:`identity` (from the state
+                store): unsupervised topics start from its centroids and keep its ids where a
+                new centroid matches an old one (see the module docstring).
 
         Raises:
             ValueError: fewer than 3 texts, ``labels`` not as long as ``texts``, fewer than
                 2 distinct labels, more clusters than texts, or a name equal to ``"novel"``.
         """
         config = config or TopicConfig()
+        embedder = embedder or default_embedder()
         texts = list(texts)
         if len(texts) < 3:
             raise ValueError(f"need at least 3 texts to fit topics, got {len(texts)}")
         if labels is not None:
             _check_labels(texts, labels)
-        vectoriser = _vectoriser()
-        tfidf = vectoriser.fit_transform(texts)
-        dims = max(1, min(config.svd_components, tfidf.shape[1] - 1, len(texts) - 1))
-        svd = TruncatedSVD(dims, random_state=config.seed)
-        lsa = make_pipeline(svd, Normalizer(copy=False))
-        vectors = lsa.fit_transform(tfidf)
+        vectors = embedder.embed(texts)  # (n, d), unit rows
+        with _blas().limit(limits=1):  # one thread: 7x faster on a shared, loaded machine
+            return cls._fit(texts, vectors, config, labels, embedder, previous)
+
+    @classmethod
+    def _fit(cls, texts: list[str], vectors: np.ndarray, config: TopicConfig,
+             labels: Sequence[str] | None, embedder: Embedder,
+             previous: TopicModel | Mapping[str, Any] | None) -> TopicModel:  # fmt: skip
+        prior = _prior(previous, embedder)
         if labels is None:
-            names, assigned, centroids = _cluster(vectors, config)
+            ids, assigned, centroids, next_id = _cluster(vectors, config, prior)
+            names = [config.names.get(i, f"topic-{i}") for i in ids]
+            if NOVEL in names:
+                raise ValueError(f"{NOVEL!r} is reserved for questions far from every topic")
+            topic_ids: list[int | None] = list(ids)
         else:
             names, assigned, centroids = _by_label(vectors, labels)
-        reference = _sample(vectors, config.max_reference, config.seed)
-        terms = _top_terms(vectoriser, svd, centroids, config.n_terms)
+            topic_ids, next_id = [None] * len(names), 0
+        order = sorted(range(len(names)), key=lambda i: (
+            topic_sort_key(names[i]) if topic_ids[i] is None else ("", topic_ids[i], "")))
+        remap = np.empty(len(order), dtype=np.int64)
+        remap[order] = np.arange(len(order))
+        names = [names[i] for i in order]
+        topic_ids = [topic_ids[i] for i in order]
+        centroids = centroids[order]
+        assigned = remap[assigned]
         sizes = np.bincount(assigned, minlength=len(names))
-        topics = tuple(TopicInfo(n, t, int(c)) for n, t, c in zip(names, terms, sizes, strict=True))
+        terms = _top_terms(texts, assigned, len(names), config.n_terms)
+        examples = _examples(texts, vectors, assigned, centroids, config.n_examples)
+        topics = [{"name": n, "top_terms": list(t), "size": int(s), "examples": list(e), "id": i}
+                  for n, t, s, e, i in zip(names, terms, sizes, examples, topic_ids, strict=True)]
+        reference = _sample(vectors, config.max_reference, config.seed)
         threshold = _novelty_threshold(reference, config.novelty_percentile)
-        state = _State(
-            make_pipeline(vectoriser, lsa), centroids, reference, topics, threshold, bool(labels)
-        )
-        return cls(state, data_version(texts, labels, config.model_dump(mode="json")))
+        quality = None
+        if config.novelty_percentile > 0:
+            quality = _novelty_quality(vectors, assigned, config.seed)
+        state = {
+            "centroids": np.asarray(centroids, dtype=np.float32),
+            "reference": reference,
+            "topics": topics,
+            "threshold": threshold,
+            "supervised": labels is not None,
+            "embedder": embedder.name,
+            "next_id": int(next_id),
+            "seed": config.seed,
+            "cv_folds": config.cv_folds,
+            "novelty_quality": None if quality is None else quality.__dict__,
+        }
+        params = [config.model_dump(mode="json"), embedder.name, prior and prior["ids"]]
+        return cls(state, data_version(texts, labels, params), embedder)
 
     @property
     def names(self) -> tuple[str, ...]:
-        """Topic names, index = topic id (without :data:`NOVEL`)."""
+        """Topic names, index = topic position (without :data:`NOVEL`), natural order."""
         return tuple(topic.name for topic in self.topics)
 
+    def labels(self) -> dict[str, str]:
+        """``{topic name: human-readable label}`` (see :attr:`TopicInfo.label`)."""
+        return {topic.name: topic.label for topic in self.topics}
+
+    def identity(self) -> dict[str, Any] | None:
+        """What a later fit needs to keep this model's topic ids (JSON-able, for the state
+        store): ``{"embedder", "next_id", "ids", "centroids"}`` (centroids rounded to 5
+        decimals); ``None`` for a supervised model (its labels are its identities)."""
+        if self.supervised:
+            return None
+        return {
+            "embedder": self.embedder_name,
+            "next_id": self.next_id,
+            "ids": [topic.id for topic in self.topics],
+            "centroids": np.round(self._centroids.astype(np.float64), 5).tolist(),
+        }
+
+    def _vectors_to_topics(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Nearest centroid index and its cosine similarity of each row, ``(n,)`` and ``(n,)``."""
+        sims = vectors @ self._centroids.T  # (n, topics)
+        best = sims.argmax(axis=1)
+        return best, sims[np.arange(len(best)), best]
+
     def assign_many(self, texts: Sequence[str]) -> list[TopicAssignment]:
-        """Assign each text its nearest topic, or :data:`NOVEL`; one ``transform`` call.
+        """Assign each text its nearest topic, or :data:`NOVEL`; one ``embed`` call.
 
         Shapes: ``texts`` n strings → n assignments, in order. An empty list gives ``[]``.
         """
         if not texts:
             return []
-        texts = list(texts)
-        if self._fast is not None:
-            vectors = self._fast.transform(texts)  # (n, d)
-        else:
-            vectors = self._state.pipeline.transform(texts)
+        vectors = self._embedder.embed(list(texts))  # (n, d)
         # Small products: OpenBLAS threads only contend with the process's other work.
         with _blas().limit(limits=1, user_api="blas"):
-            sims = vectors @ self._state.centroids.T  # (n, topics)
-            best = sims.argmax(axis=1)
-            top = sims[np.arange(len(best)), best]
-            neighbour = (vectors.astype(np.float32) @ self._state.reference.T).max(axis=1)
+            best, top = self._vectors_to_topics(vectors)
+            neighbour = _max_similarity(vectors, self._reference)
         names = self.names
         rows = zip(best.tolist(), top.tolist(), neighbour.tolist(), strict=True)
         return [
@@ -466,19 +378,82 @@ class TopicModel:
         """Assign one text (prefer :meth:`assign_many`: far cheaper per question)."""
         return self.assign_many([text])[0]
 
+    def gold_counts(self, texts: Sequence[str], labels: Sequence[str | None] | None = None
+                    ) -> dict[str, int]:  # fmt: skip
+        """The gold set's topic counts through the same assignment as live traffic.
+
+        * Supervised, with every row labelled by one of this model's topics: each row's topic
+          is the nearest-centroid prediction of a model fitted without it
+          (``cv_folds``-fold cross-validation, rows shuffled with the model's seed).
+        * Otherwise: the nearest centroid of this model (for the unsupervised fit, the
+          training assignment).
+        * A row is :data:`NOVEL` when its leave-one-out nearest-gold-question similarity is
+          below :attr:`threshold` — the calibration that gives live traffic of the gold set's
+          own topics about ``novelty_percentile`` % novel questions.
+
+        Returns ``{topic name or "novel": rows}`` summing to ``len(texts)``.
+        """
+        texts = list(texts)
+        if not texts:
+            return {}
+        vectors = self._embedder.embed(texts)
+        index = {name: i for i, name in enumerate(self.names)}
+        if (self.supervised and labels is not None and len(labels) == len(texts)
+                and all(label in index for label in labels)):  # fmt: skip
+            known = np.array([index[label] for label in labels])  # type: ignore[index]
+            predicted = _cross_validated(vectors, known, len(index), self._folds, self._seed)
+        else:
+            predicted, _ = self._vectors_to_topics(vectors)
+        loo = _leave_one_out_similarity(vectors)
+        names = self.names
+        return dict(Counter(NOVEL if s < self.threshold else names[k]
+                            for k, s in zip(predicted.tolist(), loo.tolist(), strict=True)))
+
     def save(self, path: Path | str) -> None:
         """Write the model as a versioned artefact (see module docstring)."""
-        save_artefact(path, "topics", self.version, self._state._asdict())
+        save_artefact(path, KIND, self.version, {**self._state, "format": 2})
 
     @classmethod
-    def load(cls, path: Path | str) -> TopicModel:
-        """Read a model written by :meth:`save`.
+    def load(cls, path: Path | str, embedder: Embedder | None = None) -> TopicModel:
+        """Read a model written by :meth:`save`, to apply with ``embedder`` (default
+        :func:`~service.embeddings.default_embedder`).
 
         Raises:
-            ArtefactError: not a topic-model artefact, or incompatible scikit-learn version.
+            ArtefactError: not a topic-model artefact (including a TF-IDF/LSA one of before),
+                incompatible scikit-learn version, or fitted with another embedder.
         """
-        header, state = load_artefact(path, "topics")
-        return cls(_State(**state), str(header["version"]))
+        header, state = load_artefact(path, KIND)
+        if not isinstance(state, dict) or state.get("format") != 2:
+            raise ArtefactError(f"{path}: unknown topic-model payload; refit the model")
+        return cls(state, str(header["version"]), embedder)
+
+
+@functools.cache
+def _blas() -> ThreadpoolController:
+    return ThreadpoolController()
+
+
+def _prior(previous: TopicModel | Mapping[str, Any] | None, embedder: Embedder
+           ) -> dict[str, Any] | None:  # fmt: skip
+    """The previous identity as ``{"ids", "centroids" (k, d), "next_id"}``, or ``None`` when
+    there is none or it was made with another embedder (then only ``next_id`` is kept, so
+    old ids are never reused)."""
+    if previous is None:
+        return None
+    identity = previous.identity() if isinstance(previous, TopicModel) else dict(previous)
+    if identity is None:
+        return None
+    try:
+        ids = [int(i) for i in identity["ids"]]
+        centroids = np.asarray(identity["centroids"], dtype=np.float32).reshape(len(ids), -1)
+        next_id = int(identity["next_id"])
+        same = identity["embedder"] == embedder.name and centroids.shape[1] == embedder.dim
+    except (KeyError, TypeError, ValueError):
+        return None  # an unreadable identity: start afresh
+    if not same or not ids:
+        return {"ids": [], "centroids": np.zeros((0, embedder.dim), np.float32),
+                "next_id": next_id}  # fmt: skip
+    return {"ids": ids, "centroids": _unit_rows(centroids), "next_id": max(next_id, max(ids) + 1)}
 
 
 def _sample(vectors: np.ndarray, limit: int, seed: int) -> np.ndarray:
@@ -488,17 +463,64 @@ def _sample(vectors: np.ndarray, limit: int, seed: int) -> np.ndarray:
     return np.ascontiguousarray(vectors, dtype=np.float32)
 
 
-def _novelty_threshold(reference: np.ndarray, percentile: float, chunk: int = 2048) -> float:
-    """Percentile of leave-one-out nearest-neighbour cosine similarities of ``reference``."""
-    if percentile <= 0:
-        return -math.inf
-    best = np.empty(len(reference), dtype=np.float32)
+def _unit_rows(matrix: np.ndarray) -> np.ndarray:
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0, 1.0, norms)
+
+
+def _max_similarity(vectors: np.ndarray, reference: np.ndarray, chunk: int = 4096) -> np.ndarray:
+    """Largest cosine similarity of each row of ``vectors`` (n, d) to ``reference`` (m, d)."""
+    out = np.full(len(vectors), -np.inf, dtype=np.float32)
     for start in range(0, len(reference), chunk):
-        sims = reference[start : start + chunk] @ reference.T  # (chunk, m)
+        sims = vectors @ reference[start : start + chunk].T
+        np.maximum(out, sims.max(axis=1), out=out)
+    return out
+
+
+def _leave_one_out_similarity(vectors: np.ndarray, chunk: int = 2048) -> np.ndarray:
+    """Each row's largest cosine similarity to the *other* rows, ``(n,)`` (``-inf`` if n=1)."""
+    best = np.empty(len(vectors), dtype=np.float32)
+    for start in range(0, len(vectors), chunk):
+        sims = vectors[start : start + chunk] @ vectors.T  # (chunk, n)
         rows = np.arange(len(sims))
         sims[rows, rows + start] = -np.inf  # leave the text itself out
         best[start : start + chunk] = sims.max(axis=1)
-    return float(np.percentile(best, percentile))
+    return best
+
+
+def _novelty_threshold(reference: np.ndarray, percentile: float) -> float:
+    """Percentile of leave-one-out nearest-neighbour cosine similarities of ``reference``."""
+    if percentile <= 0:
+        return -math.inf
+    return float(np.percentile(_leave_one_out_similarity(reference), percentile))
+
+
+def _novelty_quality(vectors: np.ndarray, assigned: np.ndarray, seed: int, limit: int = 3000
+                     ) -> DetectorQuality | None:  # fmt: skip
+    """Leave-one-topic-out ROC AUC of the novelty score (1 − nearest-gold similarity).
+
+    Positives: each question scored against the gold questions of the *other* topics (its
+    topic held out: what a question of an unseen topic looks like). Negatives: the same
+    questions scored leave-one-out against all others (an unseen question of a known topic).
+    At most ``limit`` questions (a seeded sample). ``None`` with fewer than 2 topics.
+    """
+    if len(np.unique(assigned)) < 2:
+        return None
+    keep = np.arange(len(vectors))
+    if len(keep) > limit:
+        keep = np.sort(np.random.default_rng(seed).choice(len(keep), limit, replace=False))
+    x, topic = vectors[keep], assigned[keep]
+    sims = x @ x.T
+    np.fill_diagonal(sims, -np.inf)
+    negative = sims.max(axis=1)
+    sims[topic[:, None] == topic[None, :]] = -np.inf
+    positive = sims.max(axis=1)
+    return measure_auc(
+        1.0 - positive, 1.0 - negative, n_boot=200, seed=seed,
+        method=f"leave-one-topic-out on {len(x)} gold questions, "
+               f"{len(np.unique(topic))} topics",
+    )  # fmt: skip
 
 
 def _check_labels(texts: Sequence[str], labels: Sequence[str]) -> None:
@@ -510,44 +532,172 @@ def _check_labels(texts: Sequence[str], labels: Sequence[str]) -> None:
         raise ValueError(f"{NOVEL!r} is reserved for questions far from every topic")
 
 
-def _cluster(vectors: np.ndarray, config: TopicConfig) -> tuple[list[str], np.ndarray, np.ndarray]:
+def _spherical_lloyd(vectors: np.ndarray, centroids: np.ndarray, max_iter: int = 100
+                     ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Spherical k-means (Dhillon & Modha 2001): assign by cosine, centroid = unit mean, until
+    no assignment changes. Returns ``(labels (n,), centroids (k, d))``; a centroid that
+    loses all its points stays where it was."""
+    labels = np.full(len(vectors), -1)
+    for _ in range(max_iter):
+        new = (vectors @ centroids.T).argmax(axis=1)
+        if np.array_equal(new, labels):
+            break
+        labels = new
+        sums = _class_sums(vectors, labels, len(centroids))
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        centroids = np.where(norms > 0, sums / np.where(norms > 0, norms, 1), centroids)
+        centroids = centroids.astype(np.float32)
+    return labels, centroids
+
+
+def _cluster(vectors: np.ndarray, config: TopicConfig, prior: dict[str, Any] | None
+             ) -> tuple[list[int], np.ndarray, np.ndarray, int]:  # fmt: skip
+    """Spherical k-means with stable ids: ``(ids, assigned (n,), centroids (k, d), next_id)``."""
     n = len(vectors)
+    old = prior["centroids"] if prior else np.zeros((0, vectors.shape[1]), np.float32)
     if config.n_topics is None:
         k = max(N_TOPICS_MIN, min(config.max_topics, round(math.sqrt(n))))
+        k = max(k, min(len(old), config.max_topics))  # a refit never drops topics by the rule
     else:  # a config built with model_copy(update=...) skipped validation: check again
         k = config.n_topics
         if not N_TOPICS_MIN <= k <= N_TOPICS_MAX:
             raise ValueError(f"n_topics must be in [{N_TOPICS_MIN}, {N_TOPICS_MAX}], got {k}")
     if k > n:
-        raise ValueError(f"n_topics={k} is more than the {n} training texts")
-    kmeans = KMeans(k, n_init=3, random_state=config.seed).fit(vectors)
-    names = [config.names.get(i, f"topic-{i}") for i in range(k)]
-    if NOVEL in names:
-        raise ValueError(f"{NOVEL!r} is reserved for questions far from every topic")
-    return names, kmeans.labels_, _unit_rows(kmeans.cluster_centers_)
+        if config.n_topics is not None or len(old) == 0:
+            raise ValueError(f"n_topics={k} is more than the {n} training texts")
+        k = n
+    if len(old):
+        start = _extend(old[:k], vectors, k)
+    else:
+        # float64: scikit-learn's float32 distances go through a slow upcasting path
+        kmeans = KMeans(k, n_init=3, random_state=config.seed).fit(vectors.astype(np.float64))
+        start = _unit_rows(kmeans.cluster_centers_)
+    assigned, centroids = _spherical_lloyd(vectors, start)
+    used = np.flatnonzero(np.bincount(assigned, minlength=k))  # drop emptied clusters
+    if len(used) < N_TOPICS_MIN:
+        used = np.arange(k)
+    remap = np.full(k, -1)
+    remap[used] = np.arange(len(used))
+    centroids, assigned = centroids[used], remap[assigned]
+    next_id = prior["next_id"] if prior else 0
+    ids: list[int | None] = [None] * len(used)
+    if len(old):
+        sims = centroids @ old.T  # (new, old)
+        rows, cols = linear_sum_assignment(-sims)
+        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+            if sims[r, c] >= config.id_min_similarity:
+                ids[r] = prior["ids"][c]  # type: ignore[index]
+    next_id = max([next_id, *(i + 1 for i in ids if i is not None)])
+    for r in range(len(ids)):
+        if ids[r] is None:
+            ids[r], next_id = next_id, next_id + 1
+    return [int(i) for i in ids], assigned, centroids, next_id  # type: ignore[arg-type]
 
 
-def _by_label(
-    vectors: np.ndarray, labels: Sequence[str]
-) -> tuple[list[str], np.ndarray, np.ndarray]:
-    names = sorted(set(labels))
+def _extend(start: np.ndarray, vectors: np.ndarray, k: int) -> np.ndarray:
+    """``start`` plus farthest-first seeds (the questions least similar to every centroid so
+    far, deterministic) up to ``k`` rows."""
+    rows = list(start)
+    best = (vectors @ start.T).max(axis=1) if len(start) else np.full(len(vectors), -np.inf)
+    while len(rows) < k:
+        pick = int(best.argmin())
+        rows.append(vectors[pick])
+        best = np.maximum(best, vectors @ vectors[pick])
+    return np.asarray(rows, dtype=np.float32)
+
+
+def _by_label(vectors: np.ndarray, labels: Sequence[str]
+              ) -> tuple[list[str], np.ndarray, np.ndarray]:  # fmt: skip
+    names = sorted(set(labels), key=topic_sort_key)
     index = {name: i for i, name in enumerate(names)}
     assigned = np.array([index[label] for label in labels])
-    sums = np.zeros((len(names), vectors.shape[1]))
-    np.add.at(sums, assigned, vectors)
-    return names, assigned, _unit_rows(sums)
+    return names, assigned, _centroids_of(vectors, assigned, len(names))
 
 
-def _top_terms(
-    vectoriser: Any, svd: TruncatedSVD, centroids: np.ndarray, n_terms: int
-) -> list[tuple[str, ...]]:
-    """Project centroids back to term space; keep the ``n_terms`` heaviest word features."""
-    features = vectoriser.get_feature_names_out()
-    is_word = np.char.startswith(features.astype(str), "words__")
-    weights = (centroids @ svd.components_)[:, is_word]  # (topics, word features)
-    words = np.char.replace(features[is_word].astype(str), "words__", "")
-    order = np.argsort(-weights, axis=1)[:, :n_terms]
-    return [tuple(words[row].tolist()) for row in order]
+def _centroids_of(vectors: np.ndarray, assigned: np.ndarray, k: int) -> np.ndarray:
+    """Unit mean vector of each of ``k`` classes, ``(k, d)`` (a class without rows: zeros)."""
+    return _unit_rows(_class_sums(vectors, assigned, k))
+
+
+def _class_sums(vectors: np.ndarray, assigned: np.ndarray, k: int) -> np.ndarray:
+    """Sum of the rows of each class, ``(k, d)`` float64 (a sparse one-hot product)."""
+    onehot = sp.csr_matrix((np.ones(len(assigned)), (assigned, np.arange(len(assigned)))),
+                           shape=(k, len(assigned)))  # fmt: skip
+    return np.asarray(onehot @ vectors.astype(np.float64))
+
+
+def _cross_validated(vectors: np.ndarray, known: np.ndarray, k: int, folds: int, seed: int
+                     ) -> np.ndarray:  # fmt: skip
+    """Nearest-centroid predictions of each row by a model fitted on the other folds, ``(n,)``.
+
+    Rows are shuffled with ``seed`` and cut into ``min(folds, n)`` folds; a class absent from
+    a fold's training rows cannot be predicted in that fold."""
+    n = len(vectors)
+    order = np.random.default_rng(seed).permutation(n)
+    predicted = np.empty(n, dtype=np.int64)
+    for held in np.array_split(order, min(folds, n)):
+        train = np.ones(n, dtype=bool)
+        train[held] = False
+        centroids = _centroids_of(vectors[train], known[train], k)
+        present = np.bincount(known[train], minlength=k) > 0
+        sims = vectors[held] @ centroids.T
+        sims[:, ~present] = -np.inf
+        predicted[held] = sims.argmax(axis=1)
+    return predicted
+
+
+def _words(text: str) -> list[str]:
+    """Clean label words of a text: lower-cased whole word tokens (:data:`TOKEN_PATTERN`),
+    without scikit-learn's English stop words, :data:`QUESTION_WORDS`, numbers, and one-letter
+    Latin tokens."""
+    return [w for w in _WORD.findall(text.lower())
+            if w not in ENGLISH_STOP_WORDS and w not in QUESTION_WORDS and not w.isdigit()
+            and (len(w) > 1 or not w.isascii())]  # fmt: skip
+
+
+def _top_terms(texts: Sequence[str], assigned: np.ndarray, k: int, n_terms: int
+               ) -> list[tuple[str, ...]]:  # fmt: skip
+    """Class-based TF-IDF top terms per topic (BERTopic, Grootendorst 2022, eq. 1):
+    ``w(t, c) = tf(t, c) / |c| · log(1 + A / f(t))``, ``A`` = mean words per topic, ``f(t)``
+    = occurrences over all topics. A word in more than half of the topics (with ≥ 4 topics)
+    is a stop word of this gold set, whatever its language; in a topic of ≥ 4 questions a term
+    must occur in at least 2 of them (no typos or one-off fragments)."""
+    per_topic: list[Counter[str]] = [Counter() for _ in range(k)]
+    docs: list[Counter[str]] = [Counter() for _ in range(k)]
+    for text, topic in zip(texts, assigned.tolist(), strict=True):
+        words = _words(text)
+        per_topic[topic].update(words)
+        docs[topic].update(set(words))
+    total: Counter[str] = Counter()
+    spread: Counter[str] = Counter()
+    for counts in per_topic:
+        total.update(counts)
+        spread.update(counts.keys())
+    mean_words = sum(total.values()) / max(k, 1)
+    sizes = np.bincount(assigned, minlength=k)
+    out = []
+    for topic, counts in enumerate(per_topic):
+        length = sum(counts.values()) or 1
+        scored = [
+            (-(c / length) * math.log(1 + mean_words / total[w]), w)
+            for w, c in counts.items()
+            if not (k >= 4 and spread[w] > k / 2)
+            and not (sizes[topic] >= 4 and docs[topic][w] < 2)
+        ]
+        out.append(tuple(w for _, w in sorted(scored)[:n_terms]))
+    return out
+
+
+def _examples(texts: Sequence[str], vectors: np.ndarray, assigned: np.ndarray,
+              centroids: np.ndarray, n: int) -> list[tuple[str, ...]]:  # fmt: skip
+    """The ``n`` distinct texts of each topic nearest its centroid (most similar first)."""
+    sims = np.einsum("ij,ij->i", vectors, centroids[assigned])
+    out: list[list[str]] = [[] for _ in range(len(centroids))]
+    for i in np.argsort(-sims, kind="stable").tolist():
+        chosen = out[assigned[i]]
+        if len(chosen) < n and texts[i] not in chosen:
+            chosen.append(texts[i])
+    return [tuple(x) for x in out]
 
 
 class TopicStage(StatelessStage):

@@ -34,7 +34,13 @@ from consumers.file_source import FileSource, dead_letter_line
 from consumers.loop import make_decoder, run
 from service import __version__
 from service.acl import AccessPolicy
-from service.analytics import Analytics, build_analytics, pseudonymiser
+from service.analytics import (
+    TOPIC_IDENTITY_KEY,
+    Analytics,
+    build_analytics,
+    pseudonymiser,
+    topic_identity,
+)
 from service.corpus import DataFileError, load_corpus
 from service.demo import demo_path
 from service.goldset import load_gold_set
@@ -226,6 +232,18 @@ def fix_mmap_threshold(threshold: int = MMAP_THRESHOLD_BYTES) -> bool:
     return bool(mallopt(_M_MMAP_THRESHOLD, threshold))
 
 
+def _keep_topic_identity(state: StateStore | None, analytics: Analytics) -> None:
+    """Persist the topic ids and centroids, so the next start keeps the topic ids (a store
+    that cannot be written only costs that: logged, the service goes on)."""
+    identity = topic_identity(analytics)
+    if state is None or identity is None:
+        return
+    try:
+        state.checkpoint({TOPIC_IDENTITY_KEY: identity})
+    except StateError as exc:
+        log.warning("topic ids not kept for the next start: %s", exc)
+
+
 def build_live(
     settings: Settings, registry: CollectorRegistry, state: StateStore | None = None
 ) -> Live:
@@ -247,12 +265,15 @@ def build_live(
     gold = load_gold_set(settings.gold_set or demo_path("gold.jsonl"))
     corpus = load_corpus(settings.corpus or demo_path("corpus.jsonl"))
     if settings.analytics.enabled:
-        analytics = build_analytics(settings.analytics, gold, corpus)
+        previous = state.get(TOPIC_IDENTITY_KEY) if state is not None else None
+        analytics = build_analytics(settings.analytics, gold, corpus, previous)
+        _keep_topic_identity(state, analytics)
         labeler = analytics.language_labeler
         metrics = build_analytics_metrics(
             registry,
             language_labels=labeler.labels() if labeler else (),
             topic_labels=analytics.topic_labels,
+            topic_descriptions=analytics.topic_descriptions,
         )
         metrics.set_gold_shares(analytics.gold_counts)
     stages: list[Stage] = list(analytics.stages)
@@ -650,6 +671,8 @@ class Runtime:
             return
         with self.engine.lock:
             apply_gold_references(self.live.analytics, model, counts)
+        _keep_topic_identity(self.state, self.live.analytics)
+        with self.engine.lock:
             if self.live.quality is not None:
                 self.live.quality.index = index
             if self.live.harvest is not None:

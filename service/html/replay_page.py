@@ -80,7 +80,8 @@ def analytics_sections(
         series = analytics.get("series")
         parts += [
             _shares("languages", "Languages", drift["language"], series, "languages", drift),
-            _shares("topics", "Topics", drift["topic"], series, "topics", drift),
+            _shares("topics", "Topics", drift["topic"], series, "topics", drift,
+                    analytics.get("topic_labels")),
             drift_section(drift),
             refusals_section(analytics, series),
         ]
@@ -161,8 +162,11 @@ def _shares(
     series: Mapping[str, Any] | None,
     series_key: str,
     drift: Mapping[str, Any],
+    labels: Mapping[str, str] | None = None,
 ) -> Safe:
+    """One dimension's shares; ``labels`` names categories (a topic's top terms)."""
     rows = share_rows(dim.get("live_counts", {}), dim.get("gold_counts", {}))
+    names = dict(labels or {})
     if not rows:
         return section(anchor, title, para("No events yet.", "muted"))
     name = anchor.rstrip("s")
@@ -174,12 +178,12 @@ def _shares(
     ]
     buckets = (series or {}).get("buckets") or []
     if buckets:
-        parts.append(_shares_over_time(title, buckets, series_key, rows, alarms))
+        parts.append(_shares_over_time(title, buckets, series_key, rows, alarms, names))
     bars = {"live traffic (all time)": [r[2] for r in rows]}
     if dim.get("gold_counts"):
         bars["gold set"] = [r[4] for r in rows]
     svg = plots.grouped_bars(
-        [r[0] for r in rows],
+        [names.get(r[0], r[0]) for r in rows],
         bars,
         xlabel="share",
         title=f"{title}: live share against the gold set",
@@ -190,7 +194,8 @@ def _shares(
     parts.append(
         table(
             [name, "live n", "live share", "gold n", "gold share", "live − gold"],
-            [[c, ln, pct(ls), gn, pct(gs), f"{ls - gs:+.1%}"] for c, ln, ls, gn, gs in rows],
+            [[names.get(c, c), ln, pct(ls), gn, pct(gs), f"{ls - gs:+.1%}"]
+             for c, ln, ls, gn, gs in rows],  # fmt: skip
         )
     )
     gaps = dim.get("coverage_gaps") or []
@@ -209,8 +214,10 @@ def _shares_over_time(
     key: str,
     rows: Sequence[tuple[str, int, float, int, float]],
     alarms: Sequence[float],
+    names: Mapping[str, str] | None = None,
 ) -> Safe:
     cats = [r[0] for r in rows if r[0] != "other"][:6]
+    names = names or {}
     times = [float(b["start"]) for b in buckets]
     shares: dict[str, list[float]] = {c: [] for c in cats}
     for bucket in buckets:
@@ -218,7 +225,8 @@ def _shares_over_time(
         total = sum(counts.values())
         for c in cats:
             shares[c].append(counts.get(c, 0) / total if total else 0.0)
-    gold = {r[0]: r[4] for r in rows if r[3]}
+    gold = {names.get(r[0], r[0]): r[4] for r in rows if r[3]}
+    shares = {names.get(c, c): v for c, v in shares.items()}
     svg = plots.shares_over_time(
         times, shares, title=f"{title}: share over time", gold=gold, alarms=alarms
     )

@@ -142,6 +142,6 @@ def test_an_unvalidated_config_cannot_slip_a_bad_n_topics_into_the_fit() -> None
     """``model_copy(update=...)`` skips validation; 0 was then taken for "default"."""
     texts = [f"question {i} about fees" for i in range(9)]
     for bad in (0, 1, -3):
-        config = TopicConfig(svd_components=3).model_copy(update={"n_topics": bad})
+        config = TopicConfig().model_copy(update={"n_topics": bad})
         with pytest.raises(ValueError, match=rf"n_topics must be in \[2, 1000\], got {bad}"):
             TopicModel.fit(texts, config)

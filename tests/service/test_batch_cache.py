@@ -95,7 +95,7 @@ def _batch(questions: list[str]) -> Batch:
 
 
 def test_topic_cache_is_cleared_when_the_gold_set_refits_the_model() -> None:
-    config = TopicConfig(n_topics=2, svd_components=4, novelty_percentile=0)
+    config = TopicConfig(n_topics=2, novelty_percentile=0)
     old = TopicModel.fit(FEES + EXAMS, config, labels=["fees"] * 5 + ["exams"] * 5)
     # the refitted model names its topics differently, so a stale answer would show
     new = TopicModel.fit(FEES + EXAMS, config, labels=["money"] * 5 + ["tests"] * 5)
@@ -134,7 +134,7 @@ def test_the_replaced_topic_model_is_freed_by_reference_counting_even_when_froze
     import gc
     import weakref
 
-    config = TopicConfig(n_topics=2, svd_components=4, novelty_percentile=0)
+    config = TopicConfig(n_topics=2, novelty_percentile=0)
     stage = TopicStage(TopicModel.fit(FEES + EXAMS, config, labels=["fees"] * 5 + ["exams"] * 5))
     analytics = Analytics(stages=[stage])
     stage.process(_batch(["hostel fee per semester"]))

@@ -107,7 +107,7 @@ def test_model_save_load_and_errors(model: RefusalModel, tmp_path: Path) -> None
     assert loaded.version == model.version
     texts = ["Please contact the office.", "Route 4."]
     assert loaded.predict_proba_many(texts) == pytest.approx(model.predict_proba_many(texts))
-    with pytest.raises(ArtefactError, match="not 'topics'"):
+    with pytest.raises(ArtefactError, match="not 'topics-embedding'"):
         from service.topics import TopicModel
 
         TopicModel.load(path)

@@ -1,0 +1,358 @@
+"""Issue 17's topic acceptance figures, each next to today's (TF-IDF/LSA) figure from the same run.
+
+All streams are deterministic (seeded) from ``../shared/data``:
+
+1. **Novelty on CLINC150** (:func:`novelty`): a gold set of ``per_domain`` training questions
+   from each of 3 domains (20 → 60 questions, 100 → 300); novelty score = 1 − cosine
+   similarity to the nearest gold question; ROC AUC of the *test* questions of the other 7
+   domains plus the out-of-scope test set (positives) vs the test questions of the 3 domains
+   (negatives). Representations: the embedding layer (WordLlama) and HEAD's TF-IDF/LSA path
+   (word 1-2 grams ⊕ char_wb 3-5 grams, sublinear tf, TruncatedSVD 150, L2 — the vectoriser
+   ``service/topics.py`` used before this change, refitted on the gold set). Reported for
+   the scenario domains (banking, travel, kitchen_and_dining) and as the mean / minimum over
+   10 seeded domain triples; next to it the model's own leave-one-topic-out estimate
+   (``novelty_quality``, what the service reports without any held-out data).
+2. **NMI against CLINC150** (:func:`nmi`): unsupervised topics fitted on 20 training
+   questions per intent (3,000), nearest topic of the 4,500 test questions; NMI vs the 150
+   intents and the 10 domains, with 150 topics and with the default rule (50); LSA + KMeans.
+3. **Stable identities** (:func:`stable_ids`): 1,000 gold questions (CLINC150 training), one
+   accepted question (a validation question) → refit given the previous model; the ids kept
+   and the agreement of the topic names given to 1,000 live (test) questions before/after;
+   also after a restart (identity through JSON) and after 100 accepted questions, and for a
+   refit that ignores the previous model (today's renumbering).
+4. **Like-for-like** (:func:`like_for_like`): a gold set of 3,000 rows with supervised labels —
+   2,000 CLINC150 training questions (200 from each of its 10 domains, ``topic`` = domain)
+   and 1,000 general-knowledge rows (500 NQ-open + 500 XQuAD-en questions, ``topic`` =
+   ``general_knowledge``) — and two query logs of 6,000 events in the gold set's mixture:
+   the gold questions themselves, and unseen questions of the same topics (CLINC150
+   validation/test, the other NQ-open and XQuAD questions). Each is replayed through the
+   full pipeline (``run_replay``: the real drift stage, windows as in
+   ``tests/acceptance/test_analytics_real_data.py``); topic alarms counted. Next to it: the
+   same replay with the gold counts taken from the gold rows' own labels (today's method).
+5. **Artefact size** for 1,000 gold questions.
+
+Usage: ``python -m benchmarks.topic_acceptance``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sklearn.cluster import KMeans
+from sklearn.decomposition import TruncatedSVD
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.metrics import normalized_mutual_info_score
+from sklearn.pipeline import FeatureUnion, make_pipeline
+from sklearn.preprocessing import Normalizer
+
+from benchmarks.bench_topics import load_clinc
+from benchmarks.datasets import SHARED_DATA, load_xquad
+from benchmarks.drift_streams import (
+    DOMAINS,
+    Scenario,
+    make_event,
+    nq_questions,
+    xquad_corpus,
+)
+from service.detector_quality import measure_auc
+from service.embeddings import Embedder, default_embedder
+from service.topic_config import TopicConfig
+from service.topics import TOKEN_PATTERN, TopicModel
+
+#: Drift windows of the replays (pilot traffic, one question every ~10 s): as the analytics
+#: acceptance tests — current window 1 h, gold-set comparison over the last 6 h.
+DRIFT: dict[str, Any] = {
+    "window_s": 3600,
+    "reference_window_s": 21_600,
+    "warmup_s": 21_600,
+    "test_every_s": 300,
+    "min_count": 100,
+}
+GENERAL = "general_knowledge"
+
+
+def _clinc_raw(root: Path = SHARED_DATA) -> tuple[dict[str, Any], dict[str, str]]:
+    data = json.loads((root / "clinc150" / "data_full.json").read_text(encoding="utf-8"))
+    domains = json.loads((root / "clinc150" / "domains.json").read_text(encoding="utf-8"))
+    return data, {intent: d for d, intents in domains.items() for intent in intents}
+
+
+# -- representations ---------------------------------------------------------------------------
+
+
+def lsa_embedder(fit_texts: Sequence[str], seed: int = 0) -> Callable[[Sequence[str]], np.ndarray]:
+    """HEAD's TF-IDF/LSA representation fitted on ``fit_texts``: text → unit LSA vector."""
+    words = TfidfVectorizer(token_pattern=TOKEN_PATTERN, ngram_range=(1, 2), sublinear_tf=True,
+                            stop_words="english")  # fmt: skip
+    chars = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), sublinear_tf=True, min_df=2)
+    union = FeatureUnion([("words", words), ("chars", chars)])
+    tfidf = union.fit_transform(list(fit_texts))
+    dims = max(1, min(150, tfidf.shape[1] - 1, len(fit_texts) - 1))
+    lsa = make_pipeline(svd := TruncatedSVD(dims, random_state=seed), Normalizer(copy=False))
+    lsa.fit(tfidf)
+    del svd
+    pipeline = make_pipeline(union, lsa)
+    return lambda texts: np.asarray(pipeline.transform(list(texts)), dtype=np.float32)
+
+
+def _nearest_similarity(queries: np.ndarray, gold: np.ndarray) -> np.ndarray:
+    return (queries @ gold.T).max(axis=1)
+
+
+# -- 1. novelty --------------------------------------------------------------------------------
+
+
+def _novelty_case(domains: Sequence[str], per_domain: int, seed: int, embedder: Embedder
+                  ) -> dict[str, float]:  # fmt: skip
+    data, domain_of = _clinc_raw()
+    rng = random.Random(f"novelty-{seed}-{'-'.join(domains)}")
+    gold, labels = [], []
+    for domain in domains:
+        pool = [t for t, i in data["train"] if domain_of[i] == domain]
+        picked = rng.sample(pool, per_domain)
+        gold += picked
+        labels += [domain] * per_domain
+    negatives = [t for t, i in data["test"] if domain_of[i] in domains]
+    positives = [t for t, i in data["test"] if domain_of[i] not in domains]
+    positives += [t for t, _ in data["oos_test"]]
+    out: dict[str, float] = {}
+    for name, embed in (("embedding", embedder.embed), ("lsa", lsa_embedder(gold))):
+        g = embed(gold)
+        pos = 1 - _nearest_similarity(embed(positives), g)
+        neg = 1 - _nearest_similarity(embed(negatives), g)
+        out[name] = measure_auc(pos, neg, n_boot=0).auc
+    model = TopicModel.fit(gold, TopicConfig(), labels=labels, embedder=embedder)
+    out["self_estimate"] = model.novelty_quality.auc if model.novelty_quality else float("nan")
+    return out
+
+
+def novelty(per_domain: int = 20, n_triples: int = 10, embedder: Embedder | None = None
+            ) -> dict[str, Any]:  # fmt: skip
+    """Novelty ROC AUC for the scenario domains and over ``n_triples`` seeded domain triples."""
+    embedder = embedder or default_embedder()
+    _, domain_of = _clinc_raw()
+    all_domains = sorted(set(domain_of.values()))
+    main = _novelty_case(DOMAINS, per_domain, 0, embedder)
+    rng = random.Random(f"triples-{per_domain}")
+    triples = [tuple(sorted(rng.sample(all_domains, 3))) for _ in range(n_triples)]
+    cases = [_novelty_case(t, per_domain, i, embedder) for i, t in enumerate(triples)]
+    summary = {f"{k}_{stat}": float(fn([c[k] for c in cases])) if cases else float("nan")
+               for k in ("embedding", "lsa", "self_estimate")
+               for stat, fn in (("mean", np.mean), ("min", np.min))}  # fmt: skip
+    return {"gold_size": 3 * per_domain, **{f"{k}_scenario": v for k, v in main.items()},
+            **summary}  # fmt: skip
+
+
+# -- 2. NMI ------------------------------------------------------------------------------------
+
+
+def nmi(embedder: Embedder | None = None) -> list[dict[str, Any]]:
+    """NMI of the nearest topic vs intents/domains on CLINC150's in-scope test questions."""
+    embedder = embedder or default_embedder()
+    clinc = load_clinc()
+    train = [t for t, _ in clinc["train"]]
+    test = [t for t, _ in clinc["test"]]
+    intents = [i for _, i in clinc["test"]]
+    domains = [clinc["domain"][i] for i in intents]
+    rows = []
+    for n_topics in (150, None):
+        model = TopicModel.fit(train, TopicConfig(n_topics=n_topics, novelty_percentile=0),
+                               embedder=embedder)  # fmt: skip
+        nearest = [a.nearest for a in model.assign_many(test)]
+        rows.append({"method": "embedding", "topics": len(model.topics),
+                     "nmi_intents": normalized_mutual_info_score(intents, nearest),
+                     "nmi_domains": normalized_mutual_info_score(domains, nearest)})  # fmt: skip
+        k = len(model.topics)
+        embed = lsa_embedder(train)
+        kmeans = KMeans(k, n_init=3, random_state=0).fit(embed(train))
+        nearest_lsa = kmeans.predict(embed(test))
+        rows.append({"method": "lsa", "topics": k,
+                     "nmi_intents": normalized_mutual_info_score(intents, nearest_lsa),
+                     "nmi_domains": normalized_mutual_info_score(domains, nearest_lsa),
+                     })  # fmt: skip
+    return rows
+
+
+# -- 3. stable ids -----------------------------------------------------------------------------
+
+
+def _agreement(before: TopicModel, after: TopicModel, live: Sequence[str]) -> float:
+    a = [x.nearest for x in before.assign_many(live)]
+    b = [x.nearest for x in after.assign_many(live)]
+    return float(np.mean([x == y for x, y in zip(a, b, strict=True)]))
+
+
+def stable_ids(n_gold: int = 1000, n_live: int = 1000, embedder: Embedder | None = None
+               ) -> dict[str, Any]:  # fmt: skip
+    """Topic ids and live assignments before/after refits (see the module docstring)."""
+    embedder = embedder or default_embedder()
+    data, _ = _clinc_raw()
+    rng = random.Random("stable-ids")
+    train = [t for t, _ in data["train"]]
+    gold = rng.sample(train, n_gold)
+    live = rng.sample([t for t, _ in data["test"]], n_live)
+    accepted = rng.sample([t for t, _ in data["val"]], 100)
+    config = TopicConfig()
+    start = time.perf_counter()
+    before = TopicModel.fit(gold, config, embedder=embedder)
+    fit_s = time.perf_counter() - start
+    one = TopicModel.fit([*gold, accepted[0]], config, embedder=embedder, previous=before)
+    identity = json.loads(json.dumps(before.identity()))
+    restart = TopicModel.fit(gold, config, embedder=embedder, previous=identity)
+    hundred = TopicModel.fit([*gold, *accepted], config, embedder=embedder, previous=before)
+    cold = TopicModel.fit([*gold, accepted[0]], config, embedder=embedder)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "topics.model"
+        before.save(path)
+        size_mb = path.stat().st_size / 1e6
+    old = set(before.names)
+    return {
+        "topics": len(before.topics),
+        "fit_s": fit_s,
+        "artefact_mb": size_mb,
+        "accept_one_ids_kept": len(old & set(one.names)) / len(old),
+        "accept_one_agreement": _agreement(before, one, live),
+        "restart_ids_kept": len(old & set(restart.names)) / len(old),
+        "restart_agreement": _agreement(before, restart, live),
+        "accept_100_ids_kept": len(old & set(hundred.names)) / len(old),
+        "accept_100_agreement": _agreement(before, hundred, live),
+        "accept_100_new_topics": len(set(hundred.names) - old),
+        "cold_refit_agreement": _agreement(before, cold, live),
+    }
+
+
+# -- 4. like-for-like --------------------------------------------------------------------------
+
+
+Rows = list[dict[str, Any]]
+
+
+def mixed_gold(per_domain: int = 200, n_general: int = 1000, seed: int = 0
+               ) -> tuple[Rows, dict[str, list[str]], Rows]:  # fmt: skip
+    """Gold rows (CLINC150 domains + general knowledge, ``topic`` labelled), the unseen
+    questions of each topic, and a corpus (XQuAD-en paragraphs and one passage per intent)."""
+    data, domain_of = _clinc_raw()
+    rng = random.Random(f"mixed-{seed}")
+    rows: list[dict[str, Any]] = []
+    unseen: dict[str, list[str]] = {}
+    for domain in sorted(set(domain_of.values())):
+        train = [(t, i) for t, i in data["train"] if domain_of[i] == domain]
+        for j, (text, intent) in enumerate(rng.sample(train, per_domain)):
+            rows.append({"id": f"clinc-{domain}-{j}", "question": text, "language": "en",
+                         "gold": [f"intent-{intent}"], "topic": domain})  # fmt: skip
+        unseen[domain] = [t for s in ("val", "test") for t, i in data[s] if domain_of[i] == domain]
+    nq = nq_questions()
+    _, xquad = load_xquad("en")
+    nq_order = rng.sample(range(len(nq)), len(nq))
+    xq_order = rng.sample(range(len(xquad)), len(xquad))
+    half = n_general // 2
+    for j in nq_order[:half]:
+        rows.append({"id": f"nq-{j}", "question": nq[j], "gold": [f"nq-open-{j}"],
+                     "language": "en", "topic": GENERAL})  # fmt: skip
+    for j in xq_order[:half]:
+        qid, question, passage = xquad[j]
+        rows.append({"id": qid, "question": question, "gold": [passage], "language": "en",
+                     "topic": GENERAL})  # fmt: skip
+    unseen[GENERAL] = [nq[j] for j in nq_order[half:]] + [xquad[j][1] for j in xq_order[half:]]
+    corpus = list(xquad_corpus())
+    corpus += [{"id": f"intent-{i}", "text": i.replace("_", " "), "doc": d, "doc_type": "faq"}
+               for i, d in sorted(domain_of.items())]  # fmt: skip
+    return rows, unseen, corpus
+
+
+def mixed_stream(kind: str, n: int = 6000, seed: int = 0) -> Scenario:
+    """``kind`` = ``"gold"`` (the gold questions, drawn uniformly) or ``"unseen"`` (unseen
+    questions of each topic, topics drawn in the gold set's shares)."""
+    rows, unseen, corpus = mixed_gold(seed=seed)
+    rng = random.Random(f"mixed-stream-{kind}-{seed}")
+    topics = [row["topic"] for row in rows]
+    events = []
+    for i in range(n):
+        if kind == "gold":
+            question = rows[rng.randrange(len(rows))]["question"]
+        else:
+            pool = unseen[topics[rng.randrange(len(topics))]]
+            question = pool[rng.randrange(len(pool))]
+        events.append(make_event(f"mixed-{kind}", i, question, rng))
+    return Scenario(f"mixed-{kind}", events, rows, corpus, None)
+
+
+def replay_topic_alarms(scenario: Scenario, out: Path, labels_as_gold_counts: bool = False
+                        ) -> dict[str, Any]:  # fmt: skip
+    """Replay ``scenario`` through the full pipeline; its topic alarms and shares.
+
+    ``labels_as_gold_counts`` reproduces today's reference: the gold rows' own labels as the
+    gold counts (not the assignment live traffic gets)."""
+    from collections import Counter
+
+    import service.analytics as analytics
+    from service.replay_job import run_replay
+    from service.settings import load_settings
+
+    files = scenario.write(out)
+    settings = load_settings(None, gold_set=files.gold, corpus=files.corpus,
+                             pipeline={"max_batch_wait_ms": 0},
+                             analytics={"scope_retriever": None, "drift": DRIFT})  # fmt: skip
+    original = analytics._topic_counts
+    if labels_as_gold_counts:
+        analytics._topic_counts = lambda gold, model: dict(Counter(q.topic for q in gold))  # type: ignore[assignment]
+    try:
+        report = run_replay(settings, files.events, None, None)
+    finally:
+        analytics._topic_counts = original  # type: ignore[assignment]
+    drift = report["analytics"]["drift"]
+    found = [a for a in drift["alarms"] if a["state"] == "drift" and a["dimension"] == "topic"]
+    live, gold = drift["topic"]["live_counts"], drift["topic"]["gold_counts"]
+    return {
+        "events": report["processed"],
+        "topic_alarms": len(found),
+        "first_alarm_after": found[0]["after_events"] if found else None,
+        "live_novel_share": live.get("novel", 0) / max(1, sum(live.values())),
+        "gold_novel_share": gold.get("novel", 0) / max(1, sum(gold.values())),
+    }
+
+
+def like_for_like(n: int = 6000) -> list[dict[str, Any]]:
+    """Topic alarms on the two mixed streams, like-for-like vs today's gold counts."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind in ("gold", "unseen"):
+            scenario = mixed_stream(kind, n)
+            for today in (False, True):
+                found = replay_topic_alarms(scenario, Path(tmp) / f"{kind}-{today}", today)
+                rows.append({"stream": kind, "gold_counts": "labels (today)" if today
+                             else "like-for-like", **found})  # fmt: skip
+    return rows
+
+
+def main() -> None:
+    for per_domain in (20, 100):
+        row = novelty(per_domain)
+        print(f"novelty, {row['gold_size']} gold questions: ROC AUC embedding "
+              f"{row['embedding_scenario']:.3f} (LSA today {row['lsa_scenario']:.3f}; "
+              f"self-estimate {row['self_estimate_scenario']:.3f}) on {'/'.join(DOMAINS)}; "
+              f"10 triples mean/min embedding {row['embedding_mean']:.3f}/"
+              f"{row['embedding_min']:.3f}, LSA {row['lsa_mean']:.3f}/{row['lsa_min']:.3f}, "
+              f"self-estimate {row['self_estimate_mean']:.3f}/{row['self_estimate_min']:.3f}")
+    for row in nmi():
+        print(f"NMI {row['method']:<9} {row['topics']:>3} topics: intents "
+              f"{row['nmi_intents']:.3f}, domains {row['nmi_domains']:.3f}")
+    ids = stable_ids()
+    print("stable ids: " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}"
+                                     for k, v in ids.items()))  # fmt: skip
+    for row in like_for_like():
+        print(f"like-for-like, {row['stream']:<6} stream, gold counts {row['gold_counts']:<14}: "
+              f"{row['topic_alarms']} topic alarms (first after {row['first_alarm_after']}) in "
+              f"{row['events']} events; novel live {row['live_novel_share']:.3f} vs gold "
+              f"{row['gold_novel_share']:.3f}")
+
+
+if __name__ == "__main__":
+    main()

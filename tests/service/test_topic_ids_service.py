@@ -1,0 +1,113 @@
+"""Topic ids and labels inside the service: a restart (ids read back from the state store) and
+an accepted gold question (the refit) keep every topic's id; labels reach the replay report
+(JSON, text, HTML) and the ``questions_by_topic`` help text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from service.analytics import (
+    TOPIC_IDENTITY_KEY,
+    apply_gold_references,
+    gold_references,
+)
+from service.api.runtime import build_live
+from service.goldset import load_gold_set
+from service.html.replay_page import render_replay_html
+from service.replay_job import render_text, run_replay
+from service.settings import load_settings
+from service.state import StateStore
+from service.telemetry import build_analytics_metrics
+from tests.service.test_topics import BUSES, EXAMS, FEES
+
+PROBES = ["hostel fee refund", "exam results date", "bus to the campus", "tuition fee"]
+
+
+def _gold(path: Path, questions: list[str]) -> Path:
+    with path.open("w", encoding="utf-8") as handle:
+        for i, question in enumerate(questions):
+            row = {"id": f"q-{i}", "question": question, "gold": [f"p-{i}"], "language": "en"}
+            handle.write(json.dumps(row) + "\n")
+    return path
+
+
+def _settings(gold: Path, **analytics: Any) -> Any:
+    return load_settings(None, gold_set=gold, analytics={"scope_retriever": None, **analytics})
+
+
+def _topics_of(live: Any, texts: list[str]) -> list[str]:
+    stage = next(st for st in live.analytics.stages if st.name == "topic")
+    return [a.nearest for a in stage.model.assign_many(texts)]
+
+
+def test_a_restart_with_a_changed_gold_set_keeps_the_topic_ids(tmp_path: Path) -> None:
+    """Start 1 fits and stores the ids; start 2 reads a gold set in another order with one
+    more question, and gives every probe the topic name it had."""
+    state = StateStore.in_memory()
+    gold = _gold(tmp_path / "gold.jsonl", FEES + EXAMS + BUSES)
+    first = build_live(_settings(gold), CollectorRegistry(), state)
+    stored = state.get(TOPIC_IDENTITY_KEY)
+    assert stored is not None and stored["ids"] == [t.id for t in _model(first).topics]
+    before = _topics_of(first, PROBES)
+    _gold(gold, ["hostel fee receipt", *(FEES + EXAMS + BUSES)[::-1]])
+    second = build_live(_settings(gold), CollectorRegistry(), state)
+    assert _topics_of(second, PROBES) == before
+    assert set(_model(first).names) <= set(_model(second).names)
+
+
+def _model(live: Any) -> Any:
+    return next(st for st in live.analytics.stages if st.name == "topic").model
+
+
+def test_an_accepted_gold_question_keeps_every_topic_id(tmp_path: Path) -> None:
+    gold = _gold(tmp_path / "gold.jsonl", FEES + EXAMS + BUSES)
+    settings = _settings(gold)
+    live = build_live(settings, CollectorRegistry(), None)
+    before = _model(live)
+    _gold(gold, [*FEES, *EXAMS, *BUSES, "can the exam fee be paid online"])
+    model, counts = gold_references(live.analytics, settings.analytics, load_gold_set(gold))
+    apply_gold_references(live.analytics, model, counts)
+    after = _model(live)
+    assert after is not before and after.names == before.names
+    assert _topics_of(live, PROBES) == [a.nearest for a in before.assign_many(PROBES)]
+    assert sum(counts["topic"].values()) == 19
+    assert live.analytics.topic_descriptions == after.labels()
+    assert live.analytics.detector_quality["novelty"] == after.novelty_quality
+
+
+def test_topic_help_text_lists_the_labels_in_natural_order() -> None:
+    registry = CollectorRegistry()
+    build_analytics_metrics(
+        registry,
+        topic_labels=("topic-10", "topic-2", "novel"),
+        topic_descriptions={"topic-10": "topic-10: bus, route", "topic-2": "topic-2: fee",
+                            "fees": "fees"},  # fmt: skip
+    )
+    (family,) = [m for m in registry.collect() if m.name == "goldwatch_questions_by_topic"]
+    assert family.documentation == (
+        "Questions by topic. Topics: topic-2: fee; topic-10: bus, route."
+    )
+
+
+@pytest.mark.slow
+def test_replay_report_shows_topic_labels_in_json_text_and_html(tmp_path: Path) -> None:
+    gold = _gold(tmp_path / "gold.jsonl", FEES + EXAMS + BUSES)
+    events = tmp_path / "events.jsonl"
+    with events.open("w", encoding="utf-8") as handle:
+        for i, question in enumerate((FEES + EXAMS + BUSES) * 3):
+            handle.write(json.dumps({"event_id": f"e-{i}", "question": question,
+                                     "timestamp": f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}Z",
+                                     }) + "\n")  # fmt: skip
+    report = run_replay(_settings(gold), events, None, tmp_path / "dlq.jsonl")
+    labels = report["analytics"]["topic_labels"]
+    assert labels and all(label.startswith(f"{name}: ") for name, label in labels.items())
+    fee_topic = next(name for name, label in labels.items() if "fee" in label)
+    text = render_text(report)
+    assert labels[fee_topic] in text
+    page = render_replay_html(report)
+    assert labels[fee_topic] in page
