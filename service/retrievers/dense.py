@@ -2,8 +2,8 @@
 
 The corpus is embedded once, at construction, into an ``(n_docs, dim)`` float32 matrix of
 unit rows; a batch of questions is embedded (through the layer's per-question cache) and
-scored against the corpus matrix, ``scores = D · q`` per question (cosine, in [-1, 1]). Only positive
-scores are returned, best first, equal scores by corpus order.
+scored against the corpus matrix, ``scores = D · q`` per question (cosine, in [-1, 1]). Only
+positive scores are returned, best first, equal scores by corpus order.
 
 Passages are embedded with the cache bypassed (they are not questions, and would push the
 live questions out of it).

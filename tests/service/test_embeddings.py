@@ -100,6 +100,16 @@ def test_char_ngram_cosine_by_hand() -> None:
     assert emb.embed([]).shape == (0, 2**16)
 
 
+def test_char_ngrams_never_span_two_words_or_two_texts() -> None:
+    # " cat dog " has exactly the n-grams of " cat " and of " dog " (6 each), so its count
+    # vector is c(cat) + c(dog) and, normalised, (v(cat) + v(dog)) / |v(cat) + v(dog)|.
+    emb = CharNgramEmbedder(dim=2**16)
+    cat, dog = emb.embed(["cat"])[0], emb.embed(["dog"])[0]
+    expected = (cat + dog) / np.linalg.norm(cat + dog)
+    np.testing.assert_allclose(emb.embed(["cat dog"])[0], expected, atol=1e-6)
+    np.testing.assert_array_equal(emb.embed(["cat", "dog"]), np.stack([cat, dog]))
+
+
 def test_char_ngram_bad_arguments() -> None:
     with pytest.raises(ValueError, match=">= 16"):
         CharNgramEmbedder(dim=8)
