@@ -22,6 +22,7 @@ from service.embeddings import (
     WordLlamaEmbedder,
     build_embedder,
     l2_normalise,
+    shared_embedder,
 )
 from service.settings import ConfigError, load_settings
 
@@ -180,6 +181,17 @@ def test_factory_tfidf_needs_fit_texts() -> None:
     texts = ["hostel fee", "fee yearly", "exam date", "exam hall"]
     emb = build_embedder(config, fit_texts=texts)
     assert emb.name.startswith("tfidf-lsa:3:") and emb.dim == 3  # no char mix on tfidf
+
+
+def test_shared_embedder_is_one_per_config_and_fit_texts() -> None:
+    config = EmbeddingConfig(cache_size=7)
+    assert shared_embedder(config) is shared_embedder(EmbeddingConfig(cache_size=7))
+    assert shared_embedder(config) is not shared_embedder(EmbeddingConfig(cache_size=8))
+    tfidf = EmbeddingConfig(backend="tfidf", tfidf_components=2)
+    texts = ["hostel fee", "fee yearly", "exam date", "exam hall"]
+    first = shared_embedder(tfidf, texts)
+    assert shared_embedder(tfidf, list(texts)) is first
+    assert shared_embedder(tfidf, [*texts, "library hours"]) is not first
 
 
 def test_settings_section_errors_name_the_field(tmp_path: Path) -> None:
