@@ -63,6 +63,10 @@ def top_k_dense(scores: np.ndarray, k: int, ids: Sequence[str]) -> list[list[Sco
 class DenseRetriever:
     """Cosine similarity of embedding vectors (see the module docstring).
 
+    Memory: the corpus matrix is ``n_docs × dim × 4`` bytes (10,000 passages with the default
+    768-d layer ≈ 31 MB); building it embeds every passage once (WordLlama: well under a
+    millisecond per passage).
+
     Args:
         corpus: the passages to index (non-empty, unique ids).
         embedder: the embedding layer (:func:`~service.embeddings.build_embedder`); default
