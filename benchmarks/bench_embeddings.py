@@ -6,7 +6,8 @@ character n-gram mix, on real data.
    (WordLlama + characters, ``analytics.embeddings`` defaults, cache off), next to the
    reference: goldwatch's language detector (uncached) on the same questions. Questions:
    CLINC150's test questions (real, English) and every 4th XQuAD question of the 12
-   languages. Best of ``REPEATS`` passes (the least disturbed by other load). Then the load
+   languages. Best of ``REPEATS`` passes, the tools taking turns (the least disturbed by
+   other load on a shared machine; compare the columns of one run, not runs). Then the load
    time of WordLlama's model (first call in this process) and of the character block.
 2. **Multilingual coverage** on XQuAD (1,190 parallel questions in 12 languages, 240
    paragraphs each): mean cosine of each question to its English original ("parallel"), the
@@ -37,7 +38,7 @@ from service.embedding_backends import CharNgramEmbedder
 from service.embeddings import Embedder, EmbeddingConfig, WordLlamaEmbedder, build_embedder
 
 BATCH = 256
-REPEATS = 3
+REPEATS = 5
 
 
 def _clinc() -> tuple[dict[str, list[list[str]]], dict[str, str]]:
@@ -46,14 +47,19 @@ def _clinc() -> tuple[dict[str, list[list[str]]], dict[str, str]]:
     return data, {intent: domain for domain, intents in domains.items() for intent in intents}
 
 
-def _per_question_us(embed: Callable[[Sequence[str]], object], texts: list[str]) -> float:
-    best = float("inf")
+def _per_question_us(
+    tools: Sequence[Callable[[Sequence[str]], object]], texts: list[str]
+) -> list[float]:
+    """Best-of-``REPEATS`` µs per text of each tool; the tools take turns within each repeat,
+    so a burst of load on the shared machine hits all of them alike."""
+    best = [float("inf")] * len(tools)
     for _ in range(REPEATS):
-        start = time.perf_counter()
-        for i in range(0, len(texts), BATCH):
-            embed(texts[i : i + BATCH])
-        best = min(best, time.perf_counter() - start)
-    return best / len(texts) * 1e6
+        for t, tool in enumerate(tools):
+            start = time.perf_counter()
+            for i in range(0, len(texts), BATCH):
+                tool(texts[i : i + BATCH])
+            best[t] = min(best[t], time.perf_counter() - start)
+    return [b / len(texts) * 1e6 for b in best]
 
 
 def cost() -> None:
@@ -78,8 +84,8 @@ def cost() -> None:
     print(f"\n1. cost: µs per uncached question, batches of {BATCH}, best of {REPEATS}")
     print(f"{'questions':22} {'n':>6} {'wordllama':>10} {'char':>8} {'layer':>8} {'lang-id':>8}")
     for name, texts in (("CLINC150 test (en)", clinc), ("XQuAD 12 languages", xquad)):
-        row = [_per_question_us(e, texts) for e in (wordllama.embed, chars.embed, layer.embed)]
-        row.append(_per_question_us(lambda b: [detector.detect(t) for t in b], texts))
+        row = _per_question_us([wordllama.embed, chars.embed, layer.embed,
+                                lambda b: [detector.detect(t) for t in b]], texts)  # fmt: skip
         print(f"{name:22} {len(texts):>6} " + " ".join(f"{v:>8.1f}" for v in row))
     print(f"load: WordLlama model {load_wl * 1000:.0f} ms (first call), "
           f"char block {load_chars * 1000:.0f} ms")  # fmt: skip

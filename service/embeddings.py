@@ -283,3 +283,34 @@ def build_embedder(
         chars = backends.CharNgramEmbedder(dim=config.char_dim)
         inner = backends.MixedEmbedder(inner, chars, config.char_weight)
     return CachedEmbedder(inner, capacity=config.cache_size)
+
+
+_SHARED: dict[tuple[EmbeddingConfig, tuple[str, ...]], CachedEmbedder] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_embedder(
+    config: EmbeddingConfig, fit_texts: Sequence[str] | None = None
+) -> CachedEmbedder:
+    """The process-wide embedder for ``config``: built by :func:`build_embedder` on first
+    use, then the same object (one model load, one question cache) for every stage that asks
+    with an equal config — topics, novelty, out-of-scope and the ``dense`` retriever alike.
+
+    Args:
+        config: the ``analytics.embeddings`` section (frozen, so usable as a key).
+        fit_texts: as :func:`build_embedder`; only the ``tfidf`` backend reads them, and its
+            embedders are shared per equal list of fit texts.
+
+    Raises:
+        As :func:`build_embedder`.
+
+    >>> shared_embedder(EmbeddingConfig()) is shared_embedder(EmbeddingConfig())
+    True
+    """
+    texts = tuple(fit_texts) if config.backend == "tfidf" and fit_texts else ()
+    key = (config, texts)
+    with _SHARED_LOCK:
+        embedder = _SHARED.get(key)
+        if embedder is None:
+            embedder = _SHARED[key] = build_embedder(config, fit_texts)
+        return embedder

@@ -2,8 +2,8 @@
 
 The corpus is embedded once, at construction, into an ``(n_docs, dim)`` float32 matrix of
 unit rows; a batch of questions is embedded (through the layer's per-question cache) and
-scored against the corpus matrix, ``scores = D · q`` per question (cosine, in [-1, 1]). Only positive
-scores are returned, best first, equal scores by corpus order.
+scored against the corpus matrix, ``scores = D · q`` per question (cosine, in [-1, 1]). Only
+positive scores are returned, best first, equal scores by corpus order.
 
 Passages are embedded with the cache bypassed (they are not questions, and would push the
 live questions out of it).
@@ -62,6 +62,10 @@ def top_k_dense(scores: np.ndarray, k: int, ids: Sequence[str]) -> list[list[Sco
 
 class DenseRetriever:
     """Cosine similarity of embedding vectors (see the module docstring).
+
+    Memory: the corpus matrix is ``n_docs × dim × 4`` bytes (10,000 passages with the default
+    768-d layer ≈ 31 MB); building it embeds every passage once (WordLlama: well under a
+    millisecond per passage).
 
     Args:
         corpus: the passages to index (non-empty, unique ids).

@@ -4,8 +4,9 @@
 ``{"k1": 1.2, "stopwords": true}`` for bm25, ``{"word_weight": 0.5}`` for tfidf,
 ``{"depth": 200}`` for hybrid, ``{"concurrency": 8, "max_response_bytes": 1048576}`` for http.
 ``dense`` retrievers share one embedder: the one passed in, else the one the settings'
-``analytics.embeddings`` section describes (built once per :func:`build_retrievers` call,
-only when a ``dense`` retriever is wanted), else the process default.
+``analytics.embeddings`` section describes (:func:`~service.embeddings.shared_embedder`: one
+per process and config, built only when a ``dense`` retriever is wanted), else the process
+default.
 
 >>> from service.records import Passage
 >>> from service.settings import RetrieverConfig
@@ -23,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
-from service.embeddings import Embedder, build_embedder
+from service.embeddings import Embedder, shared_embedder
 from service.records import Passage
 from service.retrievers.base import Retriever
 from service.retrievers.bm25 import BM25Retriever
@@ -160,7 +161,7 @@ def build_retrievers(
             if section is None:
                 return None
             texts = [passage.text for passage in corpus] if corpus is not None else None
-            shared.append(build_embedder(section, fit_texts=texts))
+            shared.append(shared_embedder(section, fit_texts=texts))
         return shared[0]
 
     def resolve(name: str) -> Retriever:

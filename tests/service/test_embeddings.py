@@ -22,6 +22,7 @@ from service.embeddings import (
     WordLlamaEmbedder,
     build_embedder,
     l2_normalise,
+    shared_embedder,
 )
 from service.settings import ConfigError, load_settings
 
@@ -100,6 +101,16 @@ def test_char_ngram_cosine_by_hand() -> None:
     assert emb.embed([]).shape == (0, 2**16)
 
 
+def test_char_ngrams_never_span_two_words_or_two_texts() -> None:
+    # " cat dog " has exactly the n-grams of " cat " and of " dog " (6 each), so its count
+    # vector is c(cat) + c(dog) and, normalised, (v(cat) + v(dog)) / |v(cat) + v(dog)|.
+    emb = CharNgramEmbedder(dim=2**16)
+    cat, dog = emb.embed(["cat"])[0], emb.embed(["dog"])[0]
+    expected = (cat + dog) / np.linalg.norm(cat + dog)
+    np.testing.assert_allclose(emb.embed(["cat dog"])[0], expected, atol=1e-6)
+    np.testing.assert_array_equal(emb.embed(["cat", "dog"]), np.stack([cat, dog]))
+
+
 def test_char_ngram_bad_arguments() -> None:
     with pytest.raises(ValueError, match=">= 16"):
         CharNgramEmbedder(dim=8)
@@ -170,6 +181,17 @@ def test_factory_tfidf_needs_fit_texts() -> None:
     texts = ["hostel fee", "fee yearly", "exam date", "exam hall"]
     emb = build_embedder(config, fit_texts=texts)
     assert emb.name.startswith("tfidf-lsa:3:") and emb.dim == 3  # no char mix on tfidf
+
+
+def test_shared_embedder_is_one_per_config_and_fit_texts() -> None:
+    config = EmbeddingConfig(cache_size=7)
+    assert shared_embedder(config) is shared_embedder(EmbeddingConfig(cache_size=7))
+    assert shared_embedder(config) is not shared_embedder(EmbeddingConfig(cache_size=8))
+    tfidf = EmbeddingConfig(backend="tfidf", tfidf_components=2)
+    texts = ["hostel fee", "fee yearly", "exam date", "exam hall"]
+    first = shared_embedder(tfidf, texts)
+    assert shared_embedder(tfidf, list(texts)) is first
+    assert shared_embedder(tfidf, [*texts, "library hours"]) is not first
 
 
 def test_settings_section_errors_name_the_field(tmp_path: Path) -> None:
