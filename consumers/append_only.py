@@ -40,7 +40,7 @@ from typing import Literal
 
 from consumers.private_files import PRIVATE_MODE
 
-__all__ = ["AppendOnlyFile", "TornTail", "append_whole", "open_append", "prepare_tail",
+__all__ = ["AppendOnlyFile", "TornTail", "append_whole", "cut_back", "open_append", "prepare_tail",
            "torn_tail"]  # fmt: skip
 
 log = logging.getLogger(__name__)

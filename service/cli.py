@@ -660,6 +660,9 @@ def _file_problems(settings: Settings) -> list[str]:
     for name, path, loader in files:
         if path is None:
             continue
+        if Path(path).exists() and not Path(path).is_file():
+            problems.append(f"{name}: {path}: not a regular file (a FIFO, device or folder)")
+            continue
         if not Path(path).is_file():
             problems.append(f"{name}: file not found: {path}")
             continue

@@ -76,6 +76,7 @@ from service.batch_cache import BatchCache
 from service.detector_quality import DetectorQuality, measure_auc
 from service.embeddings import Embedder, default_embedder
 from service.pipeline import Batch, StatelessStage
+from service.regular_files import open_regular
 from service.topic_config import N_TOPICS_MAX, N_TOPICS_MIN, TopicConfig
 
 #: Topic name given to a question far from every topic.
@@ -114,7 +115,7 @@ def load_artefact(path: Path | str, kind: str) -> tuple[dict[str, Any], Any]:
             scikit-learn major version (checked before unpickling).
         OSError: the file can't be read.
     """
-    with Path(path).open("rb") as handle:
+    with open_regular(path) as handle:  # a FIFO or device: a plain error, not a hang
         try:
             header = json.loads(handle.readline())
         except ValueError:

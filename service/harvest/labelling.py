@@ -52,6 +52,7 @@ from service.harvest.suggestion import Suggestion
 from service.pii import PLACEHOLDERS, scrub
 from service.records import GoldQuestion
 from service.regular_files import read_regular
+from service.state import StateError
 
 __all__ = [
     "STATUSES",
@@ -350,7 +351,14 @@ class Labelling:
             decision = {"status": "accepted", "gold_id": question.id,
                         "gold": list(question.gold), "kind": question.kind,
                         "decided_at": self.clock()}  # fmt: skip
-            self.repository.decide(candidate_id, decision)
+            try:
+                self.repository.decide(candidate_id, decision)
+            except StateError as exc:  # not kept: a retry finds the row and keeps it then
+                log.warning("accept of %s not kept: %s", candidate_id, exc)
+                raise GoldSetUnavailable(
+                    f"the row is in the gold-set file but the decision could not be kept "
+                    f"({exc}); retry the accept"
+                ) from None
         if self.on_accept is not None:
             try:  # the decision is kept: a failed refresh must not turn it into an error
                 self.on_accept(question)

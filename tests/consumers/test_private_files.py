@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from consumers.append_only import append_whole, open_append
 from consumers.base import DeadLetter, Origin, RawMessage
 from consumers.file_source import FileSource
-from consumers.private_files import PRIVATE_MODE, open_private_append
+from consumers.private_files import PRIVATE_MODE
 from service.api.runtime import JsonlDeadLetters
 
 
@@ -65,7 +66,10 @@ def test_appending_keeps_the_content_and_an_existing_files_mode(tmp_path: Path) 
     path = tmp_path / "dlq.jsonl"
     path.write_bytes(b"first\n")
     path.chmod(0o640)  # an operator's choice for a file that exists already is kept
-    with open_private_append(path) as handle:
-        handle.write(b"second\n")
+    fd = open_append(path)
+    try:
+        append_whole(fd, b"second\n")
+    finally:
+        os.close(fd)
     assert path.read_bytes() == b"first\nsecond\n"
     assert _mode(path) == 0o640

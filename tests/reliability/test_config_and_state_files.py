@@ -94,11 +94,15 @@ def test_config_check_exits_2_on_a_bomb_and_on_fifos(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     _refused(_goldwatch("config", "check", "--config", str(fifo)), str(fifo), "not a regular")
-    for section, field in (("api", "token_file"), ("analytics", "pii_key_file")):
+    for section, field in (("api", "token_file"), ("analytics", "pii_key_file"),
+                           ("analytics", "topics_model")):  # fmt: skip
         config = tmp_path / f"{field}.yaml"
         config.write_text(yaml.safe_dump({section: {field: str(fifo)}}), encoding="utf-8")
         _refused(_goldwatch("config", "check", "--config", str(config)),
                  f"{section}.{field}", "not a regular")  # fmt: skip
+    config = tmp_path / "gold.yaml"
+    config.write_text(yaml.safe_dump({"gold_set": str(fifo)}), encoding="utf-8")
+    _refused(_goldwatch("config", "check", "--config", str(config)), "gold_set", "not a regular")
 
 
 @pytest.mark.slow

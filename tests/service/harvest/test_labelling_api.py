@@ -21,10 +21,10 @@ from service.api.harvest_routes import router
 from service.goldset import GoldSetError, load_gold_set
 from service.harvest.config import HarvestConfig
 from service.harvest.export import export_rows, write_jsonl
-from service.harvest.labelling import AlreadyDecided, Labelling
+from service.harvest.labelling import AlreadyDecided, GoldSetUnavailable, Labelling
 from service.harvest.stage import HarvestStage
 from service.harvest.store import StateStoreCandidates
-from service.state import StateStore
+from service.state import StateError, StateStore
 from tests.service.harvest.helpers import batch, event
 
 GOLD_LINES = (
@@ -346,3 +346,23 @@ def test_one_suggestion_by_id(client: TestClient) -> None:
         answer = client.get(f"/v1/gold-candidates/{unknown}")
         assert answer.status_code == 404, unknown
         assert answer.json() == {"error": "not_found", "detail": "unknown gold candidate"}
+
+
+def test_an_accept_whose_decision_cannot_be_kept_is_a_503_and_a_retry_keeps_it(
+    harvested: tuple[Labelling, Path, StateStore],
+) -> None:
+    labelling, gold, _ = harvested
+    cid = labelling.list().items[0]["id"]
+    decide = labelling.repository.decide
+
+    def disk_full(*_: object) -> None:
+        raise StateError("cannot write state file s.sqlite: database or disk is full")
+
+    labelling.repository.decide = disk_full  # type: ignore[method-assign]
+    with pytest.raises(GoldSetUnavailable, match="decision could not be kept"):
+        labelling.accept(cid, [], "unanswerable")  # was a StateError: a 500
+    labelling.repository.decide = decide  # type: ignore[method-assign]
+    lines = gold.read_text().splitlines()
+    decision = labelling.accept(cid, [], "unanswerable")
+    assert decision["gold_id"] == json.loads(lines[-1])["id"]
+    assert gold.read_text().splitlines() == lines  # the row appended before is the one kept
