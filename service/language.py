@@ -350,11 +350,20 @@ class LanguageDetector:
             text = _URLS_AND_MAILS.sub(" ", text)
         return text
 
-    def _supported(self, letters: int, label: str, own: dict[str, float]) -> bool:
+    def _supported(
+        self,
+        letters: int,
+        label: str,
+        lexicon: list[tuple[str, float]],
+        cues: list[tuple[str, float]],
+    ) -> bool:
         """``label`` leads the text's own evidence (function words and character cues, a
         strict lead over every other language), or langdetect had enough letters."""
         if letters >= self.config.min_evidence_letters:
             return True
+        own: dict[str, float] = {}
+        for lang, value in (*lexicon, *cues):
+            own[lang] = own.get(lang, 0.0) + value
         mine = own.get(label, 0.0)
         return mine > 0.0 and all(v < mine for lang, v in own.items() if lang != label)
 
@@ -385,10 +394,6 @@ class LanguageDetector:
                 return UNDETERMINED, True
             return best, True  # few languages share a non-Latin script: it is evidence
         lexicon, cues, prior = self._latin_evidence(text, words, pool)
-        own: dict[str, float] = {}  # lexicon and cues: the text's own evidence
-        for part in (lexicon, cues):
-            for lang, value in part:
-                own[lang] = own.get(lang, 0.0) + value
         # the pool's languages all start at 0 and every addition is >= 0: the two highest
         # totals are those of the languages with evidence, padded with the untouched zeros
         evidence: dict[str, float] = {}
@@ -402,7 +407,7 @@ class LanguageDetector:
             lead = max(evidence, key=evidence.__getitem__)
             # langdetect adds a probability in [0, 1] to each language: it cannot change the
             # winner, so skip it (the label is the same as with it).
-            return lead, self._supported(letters, lead, own)
+            return lead, self._supported(letters, lead, lexicon, cues)
         scores = dict.fromkeys(pool, 0.0)
         scores.update(self._restricted(text, pool))
         for part in (lexicon, cues, prior):  # the same additions in the same order as ever
@@ -411,7 +416,7 @@ class LanguageDetector:
         best = max(scores, key=scores.__getitem__)
         if scores[best] <= 0.0:
             return UNDETERMINED, True
-        return best, self._supported(letters, best, own)
+        return best, self._supported(letters, best, lexicon, cues)
 
     def _restricted(self, text: str, pool: Sequence[str]) -> dict[str, float]:
         """langdetect probabilities over ``pool``; the prior-map run only when needed."""
