@@ -19,13 +19,13 @@ the script decides it (one candidate language writes it), the Hinglish lexicon d
 winning language leads the text's function words and character cues (a strict lead: ``a``
 or ``in``, shared by several languages, is no lead), or langdetect decided it on at least
 ``config.min_evidence_letters`` letters (default 60). A non-Latin script is evidence itself
-(few languages share one). An unsupported label (``ok``
--> sk, ``lost my debit card`` -> ro: langdetect alone on a few letters) is replaced by the
-site's prior: the best-scoring of the expected languages (``config.preferred``: the configured
-ones, else the gold set's; else the live baseline's mix that :class:`LanguageStage` passes in)
-among those that write the text's script, or ``und`` when there is none. An unsupported label
-that is itself expected is kept. PII placeholders (``<PHONE>``, ``<EMAIL>``, ...) are not text:
-they are removed before detection, so a question that is only personal data is ``und``.
+(few languages share one). An unsupported label (``ok`` -> sk, ``lost my debit card`` -> ro:
+langdetect alone on a few letters) is replaced by the site's prior: the best-scoring of the
+expected languages (``config.preferred``: the configured ones, else the gold set's; else the
+live baseline's mix that :class:`LanguageStage` passes in) among those that write the text's
+script, or ``und`` when there is none. An unsupported label that is itself expected is kept.
+PII placeholders (``<PHONE>``, ``<EMAIL>``, ...) are not text: they are removed before
+detection, so a question that is only personal data is ``und``.
 
 langdetect is run seeded (``DetectorFactory.seed = 0``), so labels are deterministic. Its
 ``langdetect-rs`` port gives the same probabilities bit for bit and is ~40x faster; it is
@@ -306,7 +306,8 @@ class LanguageDetector:
 
     def detect_with_support(self, text: str, prior: Sequence[str] = ()) -> tuple[str, bool]:
         """``(label, supported)``: :meth:`detect`'s label and whether the text's own evidence
-        gave it (False: the prior or ``und`` replaced an unsupported label)."""
+        gave it (False: too little evidence; the label is then an expected language, the
+        prior's pick, or ``und``)."""
         if not isinstance(text, str):
             return UNDETERMINED, True
         key = normalise(text)
