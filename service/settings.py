@@ -78,6 +78,11 @@ class _Frozen(BaseModel):
             field = cls.model_fields.get(info.field_name)
             if field is not None and _is_number(field.annotation):
                 raise ValueError("must be a number, not true/false")
+        # an empty path is read as "." (the current folder): a mistake, named by its setting
+        if isinstance(value, str) and not value.strip() and info.field_name is not None:
+            field = cls.model_fields.get(info.field_name)
+            if field is not None and _has_path(field.annotation):
+                return _path_not_empty(value)
         return value
 
 
@@ -530,6 +535,8 @@ class Settings(BaseSettings):
     analytics: AnalyticsConfig = AnalyticsConfig()
     shadow: ShadowSettings = ShadowSettings()
     harvest: HarvestConfig = HarvestConfig()
+
+    _paths_not_empty = field_validator("gold_set", "corpus", mode="before")(_path_not_empty)
 
     @model_validator(mode="after")
     def _kafka_source_needs_section(self) -> Settings:

@@ -266,3 +266,26 @@ def test_true_or_false_is_not_a_number(overrides: dict[str, object], field: str)
 
     with pytest.raises(ConfigError, match=rf"{field}: must be a number, not true/false"):
         load_settings(**overrides)
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [("gold_set: ''\n", "gold_set"), ("corpus: '  '\n", "corpus"),
+     ("state: {path: ''}\n", "state.path"), ("eval: {history: ''}\n", "eval.history"),
+     ("source: {kind: file, path: ''}\n", "source.path")],
+)  # fmt: skip
+def test_an_empty_path_is_an_error_naming_the_setting(
+    tmp_path: Path, text: str, field: str
+) -> None:
+    """An empty path was read as "." (the current folder) and failed later, unnamed."""
+    with pytest.raises(ConfigError) as info:
+        load_settings(_write(tmp_path, text))
+    assert f"  {field}: must not be empty (leave it unset instead)" in str(info.value)
+
+
+def test_an_empty_path_variable_is_an_error_naming_the_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GOLDWATCH_STATE__PATH", "")
+    with pytest.raises(ConfigError, match="state.path: must not be empty"):
+        load_settings()
