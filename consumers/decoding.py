@@ -22,6 +22,15 @@ Checks run in this order, and the first failure decides the reason:
 A detail names the field path (``retrieval.results[3].rank``), the expected type and sizes;
 it never echoes content from the message, which may hold personal data.
 
+Only the required fields (``event_id``, ``timestamp``, ``question``) dead-letter an event.
+A problem (6-8) in an optional field keeps the event and its question: the field is dropped
+(:data:`service.events.OPTIONAL_FIELD_PATHS`: the optional top-level field, or the field of
+its record, ``feedback.rating``; any bad result drops ``retrieval.results``) and counted by
+``(field, reason)`` into the dict of an enclosing :func:`collect_dropped_fields` (the engine
+turns it into ``goldwatch_event_fields_dropped_total``). Every path gives the same result:
+the msgspec fast path and pydantic-core's ``validate_json`` both reject such an event, and
+the slow path drops the field.
+
 Speed: an event whose bytes hold a ``"question"`` key is first decoded by msgspec straight
 into the event's records (one pass, no Python dict; about 3x cheaper than pydantic-core on
 a 1 kB event). msgspec knows the shapes and bounds but not goldwatch's own rules, so the top
@@ -40,7 +49,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, NoReturn
 
 import msgspec
@@ -50,6 +61,8 @@ from pydantic_core import from_json
 from consumers.base import DeadLetter, RawMessage
 from service.events import (
     EVENT_FIELDS,
+    OPTIONAL_FIELD_PATHS,
+    REQUIRED_FIELDS,
     TIMESTAMP_EXPECTED,
     Answer,
     Feedback,
@@ -67,6 +80,27 @@ REASONS: tuple[str, ...] = (
     "tombstone", "too_large", "not_utf8", "not_json", "not_object",
     "missing_field", "wrong_type", "invalid_value",
 )  # fmt: skip
+
+#: Reasons an optional field is dropped for (``goldwatch_event_fields_dropped_total``).
+DROP_REASONS: tuple[str, ...] = ("missing_field", "wrong_type", "invalid_value")
+
+#: ``(field path, reason) -> count`` of the enclosing :func:`collect_dropped_fields`.
+_DROPS: ContextVar[dict[tuple[str, str], int] | None] = ContextVar("dropped_fields", default=None)
+
+
+@contextmanager
+def collect_dropped_fields() -> Iterator[dict[tuple[str, str], int]]:
+    """Count the optional fields decoded in this block dropped: ``{(field, reason): n}``,
+    ``field`` in :data:`service.events.OPTIONAL_FIELD_PATHS`, ``reason`` in
+    :data:`DROP_REASONS`. Outside such a block drops are not counted (the events still keep).
+    """
+    drops: dict[tuple[str, str], int] = {}
+    token = _DROPS.set(drops)
+    try:
+        yield drops
+    finally:
+        _DROPS.reset(token)
+
 
 _BOM = "\ufeff"
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -306,7 +340,49 @@ def _decode_slow(value: bytes, mapping: FieldMapping) -> QueryLogEvent:
     try:
         return QueryLogEvent.model_validate(obj)
     except ValidationError as error:
+        errors = error.errors(include_url=False, include_input=False)
+        if any(e["loc"][:1] == () or e["loc"][0] in REQUIRED_FIELDS for e in errors):
+            _raise_classified(error, sources, mapping)
+        dropped = _drop_fields(obj, errors)
+    try:
+        event = QueryLogEvent.model_validate(obj)
+    except ValidationError as error:  # pragma: no cover - dropping leaves only valid fields
         _raise_classified(error, sources, mapping)
+    counts = _DROPS.get()
+    if counts is not None:
+        for key in dropped:
+            counts[key] = counts.get(key, 0) + 1
+    return event
+
+
+def _drop_fields(obj: dict[str, Any], errors: list[Any]) -> list[tuple[str, str]]:
+    """Remove the optional field of each error from ``obj``; ``[(field path, reason)]``, one
+    per field (its first error's reason)."""
+    dropped: dict[str, str] = {}
+    for error in errors:
+        loc = error["loc"]
+        top = str(loc[0])
+        path = f"{top}.{loc[1]}" if len(loc) > 1 and isinstance(loc[1], str) else top
+        if path not in OPTIONAL_FIELD_PATHS:  # a record's own spelling: drop the record
+            path = top
+        dropped.setdefault(path, _reason(str(error["type"])))
+    for path in dropped:
+        top, _, sub = path.partition(".")
+        node = obj.get(top)
+        if sub and type(node) is dict:
+            node.pop(sub, None)
+        else:
+            obj.pop(top, None)
+    return list(dropped.items())
+
+
+def _reason(kind: str) -> str:
+    """The reason code of a pydantic error type (as :func:`_raise_classified` decides it)."""
+    if kind == "missing":
+        return "missing_field"
+    if kind == "wrong_type" or kind.endswith(("_type", "_parsing")) or kind == "int_from_float":
+        return "wrong_type"
+    return "invalid_value"
 
 
 def _parse_stdlib(value: bytes) -> tuple[Any, bool]:

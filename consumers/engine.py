@@ -27,6 +27,7 @@ from operator import attrgetter, itemgetter
 from typing import Any
 
 from consumers.base import DeadLetter, RawMessage
+from consumers.decoding import collect_dropped_fields
 from consumers.errors import ErrorCallback, default_on_error
 from service.dedup import DUPLICATE
 from service.events import QueryLogEvent
@@ -300,7 +301,10 @@ class Engine:
         if not messages:
             return None, []
         try:
-            decoded, dead = self.decode(messages)
+            with collect_dropped_fields() as dropped:
+                decoded, dead = self.decode(messages)
+            if dropped:
+                self.metrics.observe_dropped_fields(dropped)
             return self.pipeline.process(list(map(_event_of, decoded)), source), dead
         except Exception as exc:
             if not self.on_error(exc, messages[0], log):

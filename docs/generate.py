@@ -259,12 +259,18 @@ def configuration_markdown() -> str:
         "its path in capitals with `__` between the levels (`analytics.drift.window_s` → "
         "`GOLDWATCH_ANALYTICS__DRIFT__WINDOW_S`); list and mapping values are JSON "
         "(`GOLDWATCH_EVAL__K='[1, 10]'`). The configuration is validated once at start; an "
-        "unknown key or a bad value stops the command with the field's path and the problem. "
+        "unknown key or a bad value stops the command with the field's path and the problem; "
+        "a misspelt key or variable names the nearest valid one (`analytics.langauge` → "
+        '"did you mean analytics.language?"). '
         "`goldwatch config check --config FILE` prints the effective values with secrets "
         "masked.",
         "",
         "Durations are seconds when a name ends in `_s` and milliseconds in `_ms`; shares and "
-        "rates are fractions in [0, 1]. Paths are relative to the folder goldwatch runs in.",
+        "rates are fractions in [0, 1]. A relative path written in the YAML file is relative "
+        "to the file's folder (`gold_set: gold.jsonl` next to `goldwatch.yaml` works from any "
+        "working directory); a relative path in a `GOLDWATCH_*` variable or a command-line "
+        "flag, and the defaults (`state.path`, `eval.history`, ...), are relative to the "
+        "folder goldwatch runs in.",
         "",
     ]
     toc, body = [], []

@@ -628,16 +628,58 @@ def config_check(config: Path | None) -> None:
     gold set and corpus load (every row valid), the pseudonym key file holds a key, with
     the Kafka source the secret and TLS files it names can be read, and state.path is a file
     or can be created (nothing is created). Exit 2 on any problem, naming the field and
-    file.
+    file. When all is well it ends (stderr) with what serve would start from: the gold
+    set's rows, the corpus's passages, the topics, the source and the state path.
     """
     settings = _settings(config)
-    problems = _file_problems(settings)
+    loaded: dict[str, object] = {}
+    problems = _file_problems(settings, loaded)
     click.echo(f"# configuration from {config or 'defaults and environment'}", err=True)
     for notice in _notices(settings):
         click.echo(f"# note: {notice}", err=True)
     click.echo(json.dumps(effective_config(settings), indent=2, ensure_ascii=False))
     if problems:
         _fail("; ".join(problems))
+    click.echo("# ok: every check passed; serve and replay would start from:", err=True)
+    for line in _check_summary(settings, loaded):
+        click.echo(f"#   {line}", err=True)
+
+
+def _check_summary(settings: Settings, loaded: dict[str, object]) -> list[str]:
+    """``config check``'s closing lines: gold set N rows, corpus M passages, topics K (how
+    they are made), source, state path. ``loaded``: what :func:`_file_problems` loaded."""
+    from service.analytics import fit_topic_model
+    from service.topics import TopicModel
+
+    gold, corpus = loaded.get("gold_set"), loaded.get("corpus")
+    lines = [
+        f"gold set {len(gold)} rows ({settings.gold_set})"  # type: ignore[arg-type]
+        if gold is not None else "gold set: none configured (set gold_set)",
+        f"corpus {len(corpus.passages)} passages ({settings.corpus})"  # type: ignore[attr-defined]
+        if corpus is not None else "corpus: none configured (set corpus)",
+    ]  # fmt: skip
+    analytics = settings.analytics
+    if not analytics.enabled:
+        lines.append("topics: analytics off")
+    elif analytics.topics_model is not None:
+        model = TopicModel.load(analytics.topics_model)
+        lines.append(f"topics {len(model.names)} (analytics.topics_model)")
+    elif gold is not None:
+        model = fit_topic_model(gold, (), analytics.topics, analytics.use_gold_topics)  # type: ignore[arg-type]
+        how = "the gold set's topic labels" if model.supervised else "fitted on the gold set"
+        lines.append(f"topics {len(model.names)} ({how})")
+    source = settings.source
+    if source.kind == "file":
+        lines.append(f"source file {source.path}")
+    elif source.kind == "kafka" and settings.kafka is not None:
+        kafka = settings.kafka
+        lines.append(f"source kafka topic {kafka.topic} at {kafka.bootstrap_servers}")
+    elif source.kind == "stdin":
+        lines.append("source stdin")
+    else:
+        lines.append("source none: events arrive only through POST /v1/events")
+    lines.append(f"state {settings.state.path}")
+    return lines
 
 
 #: Kafka settings naming a file the client reads at start (passwords, certificates).
@@ -645,9 +687,10 @@ KAFKA_FILES = ("sasl_password_file", "ssl_password_file", "ssl_cafile", "ssl_cer
                "ssl_keyfile", "ssl_crlfile")  # fmt: skip
 
 
-def _file_problems(settings: Settings) -> list[str]:
+def _file_problems(settings: Settings, loaded: dict[str, object] | None = None) -> list[str]:
     """One ``"<field>: <problem>"`` per unusable file the settings name (see ``config
-    check``); the gold set and corpus are loaded with the loaders serve and replay use."""
+    check``); the gold set and corpus are loaded with the loaders serve and replay use (and
+    kept in ``loaded`` by setting name, when given)."""
     from service.corpus import load_corpus
     from service.goldset import load_gold_set
 
@@ -668,7 +711,9 @@ def _file_problems(settings: Settings) -> list[str]:
             continue
         try:
             if loader is not None:
-                loader(path)
+                result = loader(path)
+                if loaded is not None:
+                    loaded[name] = result
         except (ValueError, OSError) as exc:
             problems.append(f"{name}: {_describe(exc)}")
     problems += _secret_problems(settings)

@@ -348,6 +348,26 @@ _EVENT: TypeAdapter[QueryLogEvent] = TypeAdapter(QueryLogEvent)
 validate_event_json = _EVENT.validator.validate_json
 #: The canonical top-level field names, in schema order.
 EVENT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(QueryLogEvent))
+#: The fields whose problem dead-letters an event; a problem anywhere else drops that field.
+REQUIRED_FIELDS: tuple[str, ...] = ("event_id", "timestamp", "question")
+_RECORDS = {"user": User, "retrieval": Retrieval, "answer": Answer, "feedback": Feedback}
+
+
+def _optional_paths() -> tuple[str, ...]:
+    paths: list[str] = []
+    for name in EVENT_FIELDS:
+        if name not in REQUIRED_FIELDS:
+            paths.append(name)
+            if name in _RECORDS:
+                paths += [f"{name}.{sub.name}" for sub in fields(_RECORDS[name])]
+    return tuple(paths)
+
+
+#: What the decoder may drop from an event with a mistyped optional field, as dotted paths:
+#: every optional top-level field and every field of its record (``feedback.rating``,
+#: ``retrieval.results``: a bad result drops the list). Bounded: the metric label values of
+#: ``goldwatch_event_fields_dropped_total``.
+OPTIONAL_FIELD_PATHS: tuple[str, ...] = _optional_paths()
 
 
 Alias = Annotated[str, Field(min_length=1, max_length=128)]

@@ -14,6 +14,19 @@ no letters or too few to say; it never raises. The steps:
    character cues (ñ ¿ → es, ß → de, ș ț → ro, ı ğ → tr, ơ ư đ → vi); the highest score wins.
    Arabic, Cyrillic and Devanagari with several candidates use the restricted probabilities.
 
+Evidence threshold (issue 18): a label needs evidence of its own. A label is *supported* when
+the script decides it (one candidate language writes it), the Hinglish lexicon decides it, the
+winning language leads the text's function words and character cues (a strict lead: ``a``
+or ``in``, shared by several languages, is no lead), or langdetect decided it on at least
+``config.min_evidence_letters`` letters (default 60). A non-Latin script is evidence itself
+(few languages share one). An unsupported label (``ok`` -> sk, ``lost my debit card`` -> ro:
+langdetect alone on a few letters) is replaced by the site's prior: the best-scoring of the
+expected languages (``config.preferred``: the configured ones, else the gold set's; else the
+live baseline's mix that :class:`LanguageStage` passes in) among those that write the text's
+script, or ``und`` when there is none. An unsupported label that is itself expected is kept.
+PII placeholders (``<PHONE>``, ``<EMAIL>``, ...) are not text: they are removed before
+detection, so a question that is only personal data is ``und``.
+
 langdetect is run seeded (``DetectorFactory.seed = 0``), so labels are deterministic. Its
 ``langdetect-rs`` port gives the same probabilities bit for bit and is ~40x faster; it is
 used when importable (``backend=None``). Results are cached per normalised text (NFC, runs
@@ -43,7 +56,8 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.hinglish import hinglish_words, tokens
-from service.pipeline import Batch, StatelessStage
+from service.pii import PLACEHOLDERS
+from service.pipeline import Batch
 from service.scripts import (
     _WORD_LANGS,
     SCRIPT_LANGUAGES,
@@ -88,12 +102,21 @@ class LanguageConfig(BaseModel):
         min_letters: texts with fewer letters are ``und``.
         lexicon_weight: weight of the function-word share against langdetect's probability.
         cue_weight: weight of the character cues (each about 1-3 points).
-        preferred: languages expected most (the gold set's); on Latin-script text each gets
+        preferred: the site's expected languages (configured, else the gold set's); the
+            prior of questions with too little evidence (see ``min_evidence_letters``), and
+            on Latin-script text each gets
             ``prior_weight`` added to its score, so a short, ambiguous question ("hostel
             fee?", which langdetect calls Dutch) goes to the expected language while clear
             evidence for another language still wins.
         prior_weight: the bonus of a preferred language (langdetect probabilities are in
             [0, 1]); doubled for questions of at most three words.
+        min_evidence_letters: on Latin-script text, langdetect's label alone (no function
+            word or character cue leading for it) needs at least this many letters; below it
+            the question gets the prior (the expected languages: ``preferred``, else the live
+            baseline's mix) or ``und``. 0 turns the threshold off (every label is kept, as
+            before issue 18). Default 60, chosen on CLINC150/BANKING77/NQ-open and the demo
+            log (``benchmarks/bench_language_labels.py``); XQuAD questions carry function
+            words or cues, so their accuracy is unchanged.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -106,6 +129,7 @@ class LanguageConfig(BaseModel):
     cue_weight: float = Field(default=1.0, ge=0)
     preferred: tuple[str, ...] = ()
     prior_weight: float = Field(default=0.6, ge=0, le=5)
+    min_evidence_letters: int = Field(default=60, ge=0, le=1000)
 
 
 class Backend(Protocol):
@@ -216,6 +240,10 @@ _URLS_AND_MAILS = re.compile(
 )
 
 
+#: The PII placeholders :func:`service.pii.scrub` writes: personal data, not language.
+_PLACEHOLDER_RE = re.compile("|".join(re.escape(p) for p in PLACEHOLDERS.values()))
+
+
 def normalise(text: str) -> str:
     """The cache key: NFC, whitespace runs as one space, stripped (case kept)."""
     if not unicodedata.is_normalized("NFC", text):
@@ -264,25 +292,85 @@ class LanguageDetector:
                            for pool in set(self._pools.values())}  # fmt: skip
         size = self.config.cache_size
         self._cached = functools.lru_cache(maxsize=size)(self._detect) if size else self._detect
+        self._cached_prior = (
+            functools.lru_cache(maxsize=size)(self._prior_label) if size else self._prior_label
+        )
 
-    def detect(self, text: str) -> str:
-        """Return the language of ``text``: a code, ``hi-Latn`` or ``und``; never raises."""
+    def detect(self, text: str, prior: Sequence[str] = ()) -> str:
+        """Return the language of ``text``: a code, ``hi-Latn`` or ``und``; never raises.
+
+        ``prior``: the live baseline's languages, used for an unsupported label only when
+        ``config.preferred`` is empty (see the module docstring's evidence threshold).
+        """
+        return self.detect_with_support(text, prior)[0]
+
+    def detect_with_support(self, text: str, prior: Sequence[str] = ()) -> tuple[str, bool]:
+        """``(label, supported)``: :meth:`detect`'s label and whether the text's own evidence
+        gave it (False: too little evidence; the label is then an expected language, the
+        prior's pick, or ``und``)."""
         if not isinstance(text, str):
-            return UNDETERMINED
-        return self._cached(normalise(text))
+            return UNDETERMINED, True
+        key = normalise(text)
+        label, supported = self._cached(key)
+        if supported:
+            return label, True
+        expected = self.config.preferred or tuple(prior)
+        if label in expected:
+            return label, False
+        return self._cached_prior(key, expected), False
 
-    def detect_many(self, texts: Iterable[str]) -> list[str]:
-        """Return one label per text, in order (``detect`` of each)."""
-        return [self.detect(text) for text in texts]
+    def detect_many(self, texts: Iterable[str], prior: Sequence[str] = ()) -> list[str]:
+        """Return one label per text, in order (``detect`` of each with ``prior``)."""
+        prior = tuple(prior)
+        return [self.detect(text, prior) for text in texts]
 
     def cache_info(self) -> functools._CacheInfo | None:
         """Hits, misses and size of the LRU cache (None when disabled)."""
         info = getattr(self._cached, "cache_info", None)
         return info() if info else None
 
-    def _detect(self, text: str) -> str:
+    def _prior_label(self, text: str, expected: tuple[str, ...]) -> str:
+        """The best of the ``expected`` languages that write ``text``'s script, else ``und``."""
+        text = self._strip(text)
+        script, _ = script_and_letters(text)
+        if script is None:
+            return UNDETERMINED
+        pool = tuple(lang for lang in expected if lang in SCRIPT_LANGUAGES[script])
+        if len(pool) <= 1:
+            return pool[0] if pool else UNDETERMINED
+        scores = self.backend.probabilities(text, restrict=pool)
+        best = max(pool, key=lambda lang: scores.get(lang, 0.0))  # ties: the first expected
+        return best if scores.get(best, 0.0) > 0.0 else pool[0]
+
+    @staticmethod
+    def _strip(text: str) -> str:
+        """``text`` without PII placeholders, URLs and e-mail addresses (not evidence)."""
+        if "<" in text:
+            text = _PLACEHOLDER_RE.sub(" ", text)
         if "@" in text or "://" in text:  # langdetect drops them too: no evidence
             text = _URLS_AND_MAILS.sub(" ", text)
+        return text
+
+    def _supported(
+        self,
+        letters: int,
+        label: str,
+        lexicon: list[tuple[str, float]],
+        cues: list[tuple[str, float]],
+    ) -> bool:
+        """``label`` leads the text's own evidence (function words and character cues, a
+        strict lead over every other language), or langdetect had enough letters."""
+        if letters >= self.config.min_evidence_letters:
+            return True
+        own: dict[str, float] = {}
+        for lang, value in (*lexicon, *cues):
+            own[lang] = own.get(lang, 0.0) + value
+        mine = own.get(label, 0.0)
+        return mine > 0.0 and all(v < mine for lang, v in own.items() if lang != label)
+
+    def _detect(self, text: str) -> tuple[str, bool]:
+        """``(label, supported)``: the label and whether it passes the evidence threshold."""
+        text = self._strip(text)
         if text.isascii():  # script_and_letters without the Counter: Latin letters or nothing
             raw = text.encode("ascii")
             letters = len(raw) - len(raw.translate(None, _ASCII_LETTERS))
@@ -290,20 +378,22 @@ class LanguageDetector:
         else:
             script, letters = script_and_letters(text)
         if script is None:
-            return UNDETERMINED
+            return UNDETERMINED, True
         pool = self._pools[script]
         words = tokens(text) if script == "Latn" else []
         if words and self._hinglish and text.isascii() and hinglish_words(words):
-            return HINGLISH
+            return HINGLISH, True
         if len(pool) == 1:
-            return pool[0]
+            return pool[0], True
         if letters < self.config.min_letters:
-            return UNDETERMINED
+            return UNDETERMINED, True
         if not words:
             scores = dict.fromkeys(pool, 0.0)
             scores.update(self._restricted(text, pool))
             best = max(scores, key=scores.__getitem__)
-            return best if scores[best] > 0.0 else UNDETERMINED
+            if scores[best] <= 0.0:
+                return UNDETERMINED, True
+            return best, True  # few languages share a non-Latin script: it is evidence
         lexicon, cues, prior = self._latin_evidence(text, words, pool)
         # the pool's languages all start at 0 and every addition is >= 0: the two highest
         # totals are those of the languages with evidence, padded with the untouched zeros
@@ -318,14 +408,16 @@ class LanguageDetector:
             lead = max(evidence, key=evidence.__getitem__)
             # langdetect adds a probability in [0, 1] to each language: it cannot change the
             # winner, so skip it (the label is the same as with it).
-            return lead
+            return lead, self._supported(letters, lead, lexicon, cues)
         scores = dict.fromkeys(pool, 0.0)
         scores.update(self._restricted(text, pool))
         for part in (lexicon, cues, prior):  # the same additions in the same order as ever
             for lang, value in part:
                 scores[lang] += value
         best = max(scores, key=scores.__getitem__)
-        return best if scores[best] > 0.0 else UNDETERMINED
+        if scores[best] <= 0.0:
+            return UNDETERMINED, True
+        return best, self._supported(letters, best, lexicon, cues)
 
     def _restricted(self, text: str, pool: Sequence[str]) -> dict[str, float]:
         """langdetect probabilities over ``pool``; the prior-map run only when needed."""
@@ -418,11 +510,23 @@ class LanguageLabeler:
         return sorted({*self.allowlist, UNDETERMINED, OTHER})
 
 
-class LanguageStage(StatelessStage):
+#: A language is in the live baseline's mix once it makes at least this share of the
+#: supported labels seen so far (and :data:`BASELINE_MIN_COUNT` of them).
+BASELINE_MIN_SHARE = 0.05
+BASELINE_MIN_COUNT = 5
+
+
+class LanguageStage:
     """Pipeline stage: ``batch.annotations[i]["language"]`` = the language of event i's question.
 
     With a ``labeler`` it also writes ``"language_label"``, the bounded metric label. Never
     raises on any question text; events are never dropped.
+
+    When the detector has no expected languages (``config.preferred`` empty: none configured
+    and no gold set), the live baseline's mix is the prior of unsupported labels: the
+    languages that make at least :data:`BASELINE_MIN_SHARE` of the supported labels seen so
+    far, counted in event order (so a replay labels alike). State: ``{"supported": {lang:
+    count}}``, kept across restarts.
     """
 
     name = "language"
@@ -432,14 +536,35 @@ class LanguageStage(StatelessStage):
     ) -> None:
         self.detector = detector or LanguageDetector()
         self.labeler = labeler
+        self.supported: dict[str, int] = {}
+
+    def baseline_prior(self) -> tuple[str, ...]:
+        """The live baseline's languages, most frequent first (ties by code)."""
+        total = sum(self.supported.values())
+        ranked = sorted(self.supported.items(), key=lambda item: (-item[1], item[0]))
+        return tuple(lang for lang, n in ranked
+                     if n >= BASELINE_MIN_COUNT and n >= BASELINE_MIN_SHARE * total)  # fmt: skip
 
     def process(self, batch: Batch) -> None:
-        languages = self.detector.detect_many(event.question for event in batch.events)
-        for annotation, language in zip(batch.annotations, languages, strict=True):
+        detector = self.detector
+        learn = not detector.config.preferred
+        prior = self.baseline_prior() if learn else ()
+        for event, annotation in zip(batch.events, batch.annotations, strict=True):
+            language, supported = detector.detect_with_support(event.question, prior)
+            if learn and supported and language != UNDETERMINED:
+                self.supported[language] = self.supported.get(language, 0) + 1
             annotation["language"] = language
             if self.labeler is not None:
                 annotation["language_label"] = self.labeler.label(language)
 
     def state_snapshot(self) -> Any:
-        """Stateless: the cache is rebuilt after a restart."""
-        return None
+        """The baseline's supported-label counts (the detector's cache is rebuilt)."""
+        return {"supported": dict(self.supported)}
+
+    def restore(self, state: Any) -> None:
+        """Take back :meth:`state_snapshot`'s counts (``None`` or a malformed state: none)."""
+        counts = state.get("supported") if isinstance(state, dict) else None
+        self.supported = {}
+        if isinstance(counts, dict):
+            self.supported = {str(k): int(v) for k, v in counts.items()
+                              if isinstance(v, int) and v > 0}  # fmt: skip

@@ -4,11 +4,18 @@ Sources, highest priority first: keyword overrides (CLI flags), ``GOLDWATCH_*`` 
 variables (nested with ``__``, e.g. ``GOLDWATCH_EVAL__K='[1,10]'``), the YAML file, defaults.
 Only :func:`load_settings` builds a :class:`Settings`; everything else receives it.
 
-A bad value fails at start with :class:`ConfigError`, naming the field path and the problem.
+A bad value fails at start with :class:`ConfigError`, naming the field path and the problem;
+a misspelt setting (YAML key or ``GOLDWATCH_`` variable) gets the nearest valid name
+(``difflib``): ``analytics.langauge`` -> "did you mean analytics.language?".
+
+Relative paths written in the YAML file resolve against the file's folder, so a
+configuration works from any working directory; paths from ``GOLDWATCH_*`` variables, CLI
+flags and the defaults stay relative to the current directory.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import types
 import typing
@@ -31,10 +38,10 @@ from pydantic import (
 )
 from pydantic_settings import (
     BaseSettings,
+    InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     SettingsError,
-    YamlConfigSettingsSource,
 )
 
 from consumers.config import KafkaSourceConfig
@@ -84,6 +91,11 @@ class _Frozen(BaseModel):
             field = cls.model_fields.get(info.field_name)
             if field is not None and _is_number(field.annotation):
                 raise ValueError("must be a number, not true/false")
+        # an empty path is read as "." (the current folder): a mistake, named by its setting
+        if isinstance(value, str) and not value.strip() and info.field_name is not None:
+            field = cls.model_fields.get(info.field_name)
+            if field is not None and _has_path(field.annotation):
+                return _path_not_empty(value)
         return value
 
 
@@ -551,6 +563,8 @@ class Settings(BaseSettings):
     shadow: ShadowSettings = ShadowSettings()
     harvest: HarvestConfig = HarvestConfig()
 
+    _paths_not_empty = field_validator("gold_set", "corpus", mode="before")(_path_not_empty)
+
     @model_validator(mode="after")
     def _kafka_source_needs_section(self) -> Settings:
         if self.source.kind == "kafka" and self.kafka is None:
@@ -621,10 +635,10 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        yaml_file = _YAML_FILE.get("path")
+        yaml_data = _YAML_FILE.get("data")
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        if yaml_file is not None:
-            sources.append(_BoundedYamlSource(settings_cls, yaml_file=yaml_file))
+        if yaml_data is not None:
+            sources.append(InitSettingsSource(settings_cls, init_kwargs=yaml_data))
         return tuple(sources)
 
 
@@ -692,17 +706,77 @@ def _check_yaml_bounds(root: yaml.Node, source: str) -> None:
                 stack.extend(((key, depth + 1), (value, depth + 1)))
 
 
-class _BoundedYamlSource(YamlConfigSettingsSource):
-    """pydantic-settings' YAML source reading through :func:`load_yaml_bounded`."""
-
-    def _read_file(self, file_path: Path | Any) -> dict[str, Any]:
-        text = read_regular(file_path).decode("utf-8")
-        return load_yaml_bounded(text, str(file_path)) or {}  # type: ignore[no-any-return]
+# The YAML file's values (paths resolved) are passed to settings_customise_sources through
+# this slot; load_settings sets and clears it around construction (pydantic-settings has no
+# per-instance hook).
+_YAML_FILE: dict[str, dict[str, Any] | None] = {"data": None}
 
 
-# The YAML path is passed to settings_customise_sources through this slot; load_settings
-# sets and clears it around construction (pydantic-settings has no per-instance hook).
-_YAML_FILE: dict[str, Path | None] = {"path": None}
+def _has_path(annotation: Any) -> bool:
+    """True for ``Path`` and ``Path | None``."""
+    if annotation is Path:
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return any(_has_path(arg) for arg in typing.get_args(annotation))
+    return False
+
+
+def _item_model(annotation: Any) -> type[BaseModel] | None:
+    """The model of ``tuple[Model, ...]`` / ``list[Model]`` (e.g. ``retrievers``), else None."""
+    if typing.get_origin(annotation) in (tuple, list):
+        args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
+        return _submodel(args[0]) if len(args) == 1 else None
+    return None
+
+
+def resolve_relative_paths(data: dict[str, Any], base: Path, model: type[BaseModel]) -> None:
+    """Rewrite, in place, every relative path value of ``data`` (a YAML file's mapping for
+    ``model``) as ``base / value``; absolute paths, non-strings and unknown keys are left to
+    validation. Recurses into sections and lists of sections."""
+    for key, value in data.items():
+        field = model.model_fields.get(key) if isinstance(key, str) else None
+        if field is None:
+            continue
+        if _has_path(field.annotation):
+            if isinstance(value, str) and value.strip() and not Path(value).is_absolute():
+                data[key] = str(base / value)
+            continue
+        sub = _submodel(field.annotation)
+        if sub is not None and isinstance(value, dict):
+            resolve_relative_paths(value, base, sub)
+            continue
+        item = _item_model(field.annotation)
+        if item is not None and isinstance(value, list):
+            for entry in value:
+                if isinstance(entry, dict):
+                    resolve_relative_paths(entry, base, item)
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The settings model that holds the field at ``loc`` (its last part), or None."""
+    model: type[BaseModel] | None = Settings
+    for part in loc[:-1]:
+        if model is None:
+            return None
+        if isinstance(part, int):  # an item of a list of sections
+            continue
+        field = model.model_fields.get(str(part))
+        if field is None:
+            return None
+        model = _submodel(field.annotation) or _item_model(field.annotation)
+    return model
+
+
+def _did_you_mean(loc: tuple[Any, ...]) -> str:
+    """`` (did you mean <path>?)`` for an unknown key at ``loc``, or "" with no close name."""
+    model = _model_at(loc)
+    if model is None:
+        return ""
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
+    if not close:
+        return ""
+    parent = ".".join(str(part) for part in loc[:-1])
+    return f" (did you mean {parent + '.' if parent else ''}{close[0]}?)"
 
 
 def _format_errors(error: ValidationError, origin: str) -> str:
@@ -710,6 +784,8 @@ def _format_errors(error: ValidationError, origin: str) -> str:
     for item in error.errors():
         loc = ".".join(str(part) for part in item["loc"]) or "<root>"
         message = str(item["msg"]).removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden" and item["loc"]:
+            message = f"unknown setting{_did_you_mean(tuple(item['loc']))}"
         # a section's validator may name its field in full ("api.token_file: ...")
         lines.append(f"  {message}" if message.startswith(f"{loc}.") else f"  {loc}: {message}")
     return "\n".join(lines)
@@ -811,6 +887,7 @@ def load_settings(path: Path | str | None = None, **overrides: Any) -> Settings:
     """
     origin = str(path) if path is not None else "environment and defaults"
     yaml_path: Path | None = None
+    loaded: Any = None
     if path is not None:
         yaml_path = Path(path)
         if yaml_path.exists() and not yaml_path.is_file():
@@ -829,16 +906,19 @@ def load_settings(path: Path | str | None = None, **overrides: Any) -> Settings:
             raise ConfigError(f"{yaml_path}: not valid YAML{where} ({problem})") from None
         if loaded is not None and not isinstance(loaded, dict):
             raise ConfigError(f"{yaml_path}: the top level must be a mapping")
+        if loaded:
+            resolve_relative_paths(loaded, yaml_path.resolve().parent, Settings)
     unknown = unknown_environment_settings()
     if unknown:
         raise ConfigError(
             "invalid configuration (environment): "
             + ", ".join(unknown)
             + (" names no setting" if len(unknown) == 1 else " name no setting")
+            + _env_suggestions(unknown)
             + " (sections and fields are joined with '__', e.g. GOLDWATCH_SOURCE__KIND; "
             "see docs/configuration.md)"
         )
-    _YAML_FILE["path"] = yaml_path
+    _YAML_FILE["data"] = loaded or None
     try:
         return Settings(**overrides)
     except ValidationError as exc:
@@ -850,7 +930,35 @@ def load_settings(path: Path | str | None = None, **overrides: Any) -> Settings:
             "GOLDWATCH_* variables are JSON, e.g. GOLDWATCH_EVAL__K='[1, 5, 10]'"
         ) from None
     finally:
-        _YAML_FILE["path"] = None
+        _YAML_FILE["data"] = None
+
+
+def _env_names(model: type[BaseModel], prefix: str) -> list[str]:
+    """Every ``GOLDWATCH_…`` variable name of ``model``'s fields, sections expanded."""
+    names = []
+    for name, field in model.model_fields.items():
+        full = f"{prefix}{name.upper()}"
+        names.append(full)
+        sub = _submodel(field.annotation)
+        if sub is not None:
+            names += _env_names(sub, full + ENV_DELIMITER)
+    return names
+
+
+def _env_suggestions(unknown: list[str]) -> str:
+    """`` (did you mean GOLDWATCH_…?)`` naming the nearest setting of each misspelt variable
+    (``difflib``, ratio >= 0.75; with several, ``A -> B`` pairs); "" when none is close."""
+    valid = _env_names(Settings, ENV_PREFIX)
+    pairs = []
+    for name in unknown:
+        close = difflib.get_close_matches(name.upper(), valid, n=1, cutoff=0.75)
+        if close:
+            pairs.append((name, close[0]))
+    if not pairs:
+        return ""
+    if len(unknown) == 1:
+        return f" (did you mean {pairs[0][1]}?)"
+    return " (did you mean " + "; ".join(f"{a} -> {b}" for a, b in pairs) + "?)"
 
 
 SECRET_WORDS = ("token", "key", "secret", "password", "passwd", "pwd", "sig", "auth", "session",

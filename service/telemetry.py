@@ -14,6 +14,7 @@ goldwatch_events_consumed_total                 counter source
 goldwatch_events_processed_total                counter source
 goldwatch_events_dead_lettered_total            counter source, reason (pre-initialised)
 goldwatch_events_duplicate_total                counter source
+goldwatch_event_fields_dropped_total            counter field, reason (bounded)
 goldwatch_batch_size                            histo   (events per batch)
 goldwatch_batch_processing_seconds              histo   (decode → commit, seconds)
 goldwatch_consumer_lag                          gauge   topic (bounded), partition
@@ -45,6 +46,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summ
 
 from service import __version__
 from service.annotation_totals import count_annotations
+from service.events import OPTIONAL_FIELD_PATHS
 from service.pii import PII_TYPES as _PII_TYPES
 
 NAMESPACE = "goldwatch"
@@ -66,6 +68,10 @@ DEAD_LETTER_REASONS: tuple[str, ...] = (
     "invalid_value",
     "processing_failed",
 )
+
+#: Why a decoder dropped an optional field (consumers.decoding.DROP_REASONS, kept equal by a
+#: test); the field label is one of service.events.OPTIONAL_FIELD_PATHS.
+FIELD_DROP_REASONS: tuple[str, ...] = ("missing_field", "wrong_type", "invalid_value")
 
 BATCH_SIZE_BUCKETS: tuple[float, ...] = (1, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 10_000)
 BATCH_SECONDS_BUCKETS: tuple[float, ...] = (
@@ -136,6 +142,7 @@ class Metrics:
     events_processed: Counter
     events_dead_lettered: Counter
     events_duplicate: Counter
+    event_fields_dropped: Counter
     batch_size: Histogram
     batch_processing_seconds: Histogram
     consumer_lag: Gauge
@@ -181,6 +188,15 @@ class Metrics:
             if row.get("lag") is not None:
                 self.lag_labels(str(row["topic"]), int(row["partition"])).set(row["lag"])
 
+    def observe_dropped_fields(self, drops: Mapping[tuple[str, str], int]) -> None:
+        """Count optional fields the decoder dropped (the events were kept): ``drops`` maps
+        ``(field path, reason)`` to a count; labels outside the schema's become ``other``."""
+        for (name, reason), n in drops.items():
+            self.event_fields_dropped.labels(
+                field=bounded_label(name, OPTIONAL_FIELD_PATHS),
+                reason=bounded_label(reason, FIELD_DROP_REASONS),
+            ).inc(n)
+
     def dead_lettered(self, source: str, reason: str) -> Counter:
         """Return the ``events_dead_lettered_total`` child with bounded labels."""
         return self.events_dead_lettered.labels(
@@ -210,6 +226,11 @@ def _event_counters(registry: CollectorRegistry) -> dict[str, Counter]:
         ),
         "events_duplicate": counter(
             "events_duplicate", "Events dropped because their event_id was seen recently."
+        ),
+        "event_fields_dropped": counter(
+            "event_fields_dropped",
+            "Optional event fields dropped for a wrong type or value (the event was kept).",
+            ("field", "reason"),
         ),
     }
 

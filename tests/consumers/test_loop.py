@@ -165,6 +165,26 @@ def test_counts_are_exact_and_bad_messages_are_dead_letters() -> None:
     assert value("goldwatch_last_event_timestamp_seconds") == 1_795_946_404
 
 
+def test_mistyped_optional_fields_keep_the_event_and_are_counted() -> None:
+    """Issue 18: ``"feedback": {"rating": "bad"}`` and ``"retrieval": {"results": "oops"}``
+    used to dead-letter the event and its question; now both are processed and the dropped
+    fields counted in goldwatch_event_fields_dropped_total{field, reason}."""
+    bad_rating = {"event_id": "r", "timestamp": 1_795_946_400, "question": "q?",
+                  "feedback": {"rating": "bad"}}  # fmt: skip
+    bad_results = {"event_id": "s", "timestamp": 1_795_946_401, "question": "q?",
+                   "retrieval": {"results": "oops"}}  # fmt: skip
+    values = [json.dumps(bad_rating).encode(), json.dumps(bad_results).encode(), event(3)]
+    source = FakeSource([kafka_messages(values, 0)])
+    registry, metrics = fresh_metrics()
+    report = run(source, pipeline(), StateStore.in_memory(), metrics, threading.Event(),
+                 config=EVERY_BATCH, until_eof=True)  # fmt: skip
+    assert (report.processed, report.dead_lettered, source.dead) == (3, {}, [])
+    value = registry.get_sample_value
+    dropped = "goldwatch_event_fields_dropped_total"
+    assert value(dropped, {"field": "feedback.rating", "reason": "wrong_type"}) == 1
+    assert value(dropped, {"field": "retrieval.results", "reason": "wrong_type"}) == 1
+
+
 def test_metrics_update_once_per_batch() -> None:
     source = FakeSource(
         [kafka_messages([event(i) for i in range(4)], 0)] * 1

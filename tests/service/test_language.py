@@ -199,7 +199,7 @@ def test_stage_annotates_every_event() -> None:
     batch = Pipeline([stage]).process(events, source="file")  # type: ignore[arg-type]
     assert [a["language"] for a in batch.annotations] == ["es", HINGLISH, UNDETERMINED]
     assert [a["language_label"] for a in batch.annotations] == ["other", HINGLISH, "und"]
-    assert stage.state_snapshot() is None
+    assert stage.state_snapshot() == {"supported": {"es": 1, HINGLISH: 1}}
     empty = Batch.of([], source="file")
     stage.process(empty)
     assert empty.annotations == []
@@ -232,3 +232,75 @@ def test_hinglish_words_needs_a_strong_word_and_a_share(words: list[str], expect
 
     assert "kya" in STRONG_WORDS and "word" not in STRONG_WORDS | WEAK_WORDS
     assert hinglish_words(words) is expected
+
+
+# -- issue 18: the evidence threshold and PII placeholders ---------------------------------
+
+
+@pytest.mark.parametrize("text", ["+91 98765 43210", "<PHONE>", "<EMAIL> <PHONE>", "<CARD>?"])
+def test_personal_data_alone_is_undetermined(text: str) -> None:
+    """Placeholders are not text: a question that is only personal data has no language
+    (the scrubbed ``<PHONE>`` was read as English with a gold prior, Vietnamese without)."""
+    for preferred in ((), ("en", "hi-Latn")):
+        detector = LanguageDetector(LanguageConfig(preferred=preferred))
+        assert detector.detect(text) == UNDETERMINED
+
+
+def test_placeholders_do_not_count_as_words() -> None:
+    detector = LanguageDetector(LanguageConfig())
+    assert detector.detect("¿Dónde está mi tarjeta <CARD>?") == "es"
+    # with <PHONE> read as a word "<PHONE> ok" would differ from "ok"
+    assert detector.detect("<PHONE> ok") == detector.detect("ok") == UNDETERMINED
+
+
+@pytest.mark.parametrize("text", ["ok", "lost my debit card", "hostel fee?", "hi", "bonjour"])
+def test_short_questions_get_the_prior_not_an_exotic_language(text: str) -> None:
+    """Below the evidence threshold langdetect alone does not label: without a prior the
+    question is ``und``, with the site's expected languages it is the expected one that
+    writes its script (here English: ``hi-Latn`` has no langdetect profile)."""
+    assert LanguageDetector(LanguageConfig()).detect(text) == UNDETERMINED
+    site = LanguageDetector(LanguageConfig(preferred=("en", "hi-Latn")))
+    assert site.detect(text) == "en"
+    # no expected language writes Latin script: und, not a guess
+    assert LanguageDetector(LanguageConfig(preferred=("ru",))).detect(text) == UNDETERMINED
+
+
+def test_clear_evidence_still_wins_over_the_prior() -> None:
+    site = LanguageDetector(LanguageConfig(preferred=("en",)))
+    assert site.detect("¿Cuántos puntos?") == "es"  # cue and function word
+    assert site.detect("Wie viele Punkte?") == "de"  # function words
+    assert site.detect("서울의 인구는?") == "ko"  # script
+    long_it = "Quanti punti ha segnato la squadra durante la finale del campionato?"
+    assert site.detect(long_it) == "it"
+
+
+def test_threshold_zero_keeps_langdetect_labels() -> None:
+    """``min_evidence_letters=0`` is the behaviour before issue 18 (bench's 'before')."""
+    detector = LanguageDetector(LanguageConfig(min_evidence_letters=0))
+    assert detector.detect("ok") == "sk"
+    assert detector.detect("lost my debit card") == "ro"
+
+
+def _stage_labels(stage: LanguageStage, questions: list[str]) -> list[str]:
+    batch = Batch.of([SimpleNamespace(event_id=f"e-{i}", question=q)  # type: ignore[misc]
+                      for i, q in enumerate(questions)], source="file")  # fmt: skip
+    stage.process(batch)
+    return [a["language"] for a in batch.annotations]
+
+
+def test_stage_uses_the_live_baseline_mix_without_a_gold_prior() -> None:
+    """No expected languages configured: the supported labels seen so far are the prior.
+    Five clear English questions make English the baseline (5 >= BASELINE_MIN_COUNT), so
+    the next batch's ``ok`` is English, not Slovak; before that it was ``und``."""
+    stage = LanguageStage(LanguageDetector(LanguageConfig()))
+    assert _stage_labels(stage, ["ok"]) == [UNDETERMINED]
+    english = [f"How many points did team number {n} score in the final?" for n in range(5)]
+    assert _stage_labels(stage, english) == ["en"] * 5
+    assert stage.baseline_prior() == ("en",)
+    assert _stage_labels(stage, ["ok", "lost my debit card"]) == ["en", "en"]
+    assert stage.state_snapshot() == {"supported": {"en": 5}}
+    restarted = LanguageStage(LanguageDetector(LanguageConfig()))
+    restarted.restore(stage.state_snapshot())
+    assert _stage_labels(restarted, ["ok"]) == ["en"]
+    restarted.restore({"supported": "garbage"})  # a malformed state is no state
+    assert restarted.baseline_prior() == ()

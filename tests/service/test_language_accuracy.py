@@ -9,17 +9,32 @@ langdetect-rs, which ``test_language_parity.py`` shows to be bit-identical.
 
 Hinglish-TOP: ``cs_query`` (Hinglish) must come out ``hi-Latn`` and ``en_query`` (English) must
 not; the lexicon threshold was tuned on ``train.tsv``, the targets apply to ``test.tsv``.
+English short questions (issue 18): CLINC150, BANKING77 and NQ-open's first three words
+must almost never get a language other than English (``und`` is an abstention, not a false
+label), with and without a gold set; ``benchmarks/bench_language_labels.py`` prints the
+before/after table. The "default candidates" rows run without a gold set, as the live
+pipeline does: through a ``LanguageStage`` whose prior is the live baseline's mix.
 Run with ``-s`` to see the per-language tables.
 """
 
 from __future__ import annotations
 
 import csv
+import json
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from benchmarks.bench_language_labels import (
+    GOLD_LANGUAGES,
+    VARIANTS,
+    english_sets,
+    false_labels,
+    label_with_gold,
+    label_without_gold,
+)
 from benchmarks.datasets import XQUAD_LANGUAGES, load_xquad
 from service.language import HINGLISH, LanguageConfig, LanguageDetector
 
@@ -48,15 +63,26 @@ def _plain_langdetect(texts: list[str]) -> list[str]:
 
 
 def _ours(candidates: tuple[str, ...] | None) -> Labeler:
-    config = LanguageConfig(cache_size=0, **({"candidates": candidates} if candidates else {}))
-    return LanguageDetector(config).detect_many
+    """With ``candidates`` (a gold set's languages): the detector as ``build_analytics``
+    makes it, the gold set's languages also the expected ones. Without: no gold set, so the
+    questions go through a ``LanguageStage`` whose live baseline mix is the prior."""
+    if candidates:
+        config = LanguageConfig(cache_size=0, candidates=candidates, preferred=candidates)
+        return LanguageDetector(config).detect_many
+    return lambda texts: label_without_gold(texts, {"cache_size": 0})
 
 
 def _accuracy(label: Labeler, xquad: dict[str, list[str]], words: int | None, part: slice):
-    per_lang = {}
-    for lang, questions in xquad.items():
-        texts = [" ".join(q.split()[:words]) if words else q for q in questions[part]]
-        per_lang[lang] = sum(x == lang for x in label(texts)) / len(texts)
+    """Macro accuracy; the languages' questions are labelled in one interleaved stream."""
+    per_lang_texts = {lang: [" ".join(q.split()[:words]) if words else q for q in qs[part]]
+                      for lang, qs in xquad.items()}  # fmt: skip
+    n = len(next(iter(per_lang_texts.values())))
+    stream = [(lang, texts[i]) for i in range(n) for lang, texts in per_lang_texts.items()]
+    labels = label([text for _, text in stream])
+    hits = dict.fromkeys(per_lang_texts, 0)
+    for (lang, _), got in zip(stream, labels, strict=True):
+        hits[lang] += got == lang
+    per_lang = {lang: hit / n for lang, hit in hits.items()}
     return sum(per_lang.values()) / len(per_lang), per_lang
 
 
@@ -124,3 +150,54 @@ def test_other_latin_languages_are_not_taken_for_hinglish(xquad: dict[str, list[
     latin = [q for lang in ("de", "en", "es", "ro", "tr", "vi") for q in xquad[lang]]
     false_positives = [q for q in latin if detect(q) == HINGLISH]
     assert len(false_positives) <= len(latin) // 1000, false_positives
+
+
+@pytest.mark.slow
+def test_english_short_questions_get_no_exotic_language(shared_data: Path) -> None:
+    """False-label rate (labels other than ``en``/``und``) on 12,190 real English questions,
+    at most 0.2 % per set in both setups; before the evidence threshold (``before``) CLINC150
+    alone had 1.0 % with the gold-set prior and 4.1 % without (it, fr, no, ro, ...)."""
+    after = VARIANTS["after"]
+    for name, texts in english_sets(shared_data).items():
+        with_gold = false_labels(label_with_gold(texts, after, GOLD_LANGUAGES))
+        without = false_labels(label_without_gold(texts, after))
+        print(f"{name}: false {with_gold.false:.3%} / {without.false:.3%} (gold / no gold)")
+        assert with_gold.false <= 0.002, (name, with_gold)
+        assert without.false <= 0.002, (name, without)
+        assert without.und <= 0.01, (name, without)  # abstaining is no way out either
+    before = false_labels(label_without_gold(english_sets(shared_data)["CLINC150 test+oos"],
+                                             VARIANTS["before"]))  # fmt: skip
+    assert before.false > 0.03  # the measurement sees the old failure
+
+
+@pytest.mark.slow
+def test_demo_log_gets_only_the_sites_languages() -> None:
+    """The demo college bot (gold set: en, hi-Latn, hi) labelled 39 of its 3,000 English and
+    Hinglish questions fi, fr, nl, it, pt, da, tr or no; now every label is a gold-set
+    language or ``und``, and a question that is only a phone number is ``und`` (it was
+    ``en``: detection read the scrubbed ``<PHONE>``)."""
+    from service.analytics import build_analytics
+    from service.corpus import load_corpus
+    from service.demo import demo_path
+    from service.events import QueryLogEvent
+    from service.goldset import load_gold_set
+    from service.pipeline import Pipeline
+    from service.settings import load_settings
+
+    gold = load_gold_set(demo_path("gold.jsonl"))
+    analytics = build_analytics(load_settings(None).analytics, gold,
+                                load_corpus(demo_path("corpus.jsonl")))  # fmt: skip
+    with demo_path("querylog.jsonl").open("rb") as handle:
+        lines = handle.readlines()
+    events = [QueryLogEvent.model_validate_json(line) for line in lines]
+    row = {**json.loads(lines[0]), "event_id": "phone-only", "question": "+91 98765 43210"}
+    phone = QueryLogEvent.model_validate_json(json.dumps(row))
+    pipeline = Pipeline(list(analytics.stages))
+    labels: list[str] = []
+    for start in range(0, len(events), 500):
+        labels += [a["language"] for a in pipeline.process(events[start:start + 500],
+                                                           "file").annotations]  # fmt: skip
+    assert set(labels) <= {"en", "hi-Latn", "hi", "und"}, Counter(labels)
+    batch = pipeline.process([phone], "file")
+    assert "<PHONE>" in batch.events[0].question  # scrubbed before detection
+    assert batch.annotations[0]["language"] == "und"

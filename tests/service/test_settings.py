@@ -52,7 +52,7 @@ def test_settings_are_frozen() -> None:
         ("eval:\n  depth: 5\n  k: [10]\n", "eval", "depth"),
         ("retrievers:\n  - {name: prod, kind: http}\n", "retrievers.0", "needs 'url'"),
         ("retrievers:\n  - {name: x, kind: nope}\n", "retrievers.0.kind", "bm25"),
-        ("colour: blue\n", "colour", "Extra inputs"),
+        ("colour: blue\n", "colour", "unknown setting"),
         (
             "retrievers:\n  - {name: a, kind: bm25}\n  - {name: a, kind: tfidf}\n",
             "retrievers",
@@ -160,7 +160,72 @@ def test_misspelt_nested_env_variable_fails_at_start(monkeypatch: pytest.MonkeyP
     with pytest.raises(ConfigError) as error:
         load_settings()
     assert "GOLDWATCH_SOURCE__KIDN names no setting" in str(error.value)
+    assert "(did you mean GOLDWATCH_SOURCE__KIND?)" in str(error.value)
     assert "secret-value" not in str(error.value)
+
+
+# -- issue 18: misspelt settings suggest the nearest name; YAML paths are file-relative -----
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("analytics:\n  langauge: {min_letters: 2}\n",
+         "  analytics.langauge: unknown setting (did you mean analytics.language?)"),
+        ("gold_sett: g.jsonl\n", "  gold_sett: unknown setting (did you mean gold_set?)"),
+        ("retrievers:\n  - {name: b, kind: bm25, prams: {}}\n",
+         "  retrievers.0.prams: unknown setting (did you mean retrievers.0.params?)"),
+        ("colour: blue\n", "  colour: unknown setting"),  # nothing close: no guess
+    ],
+)  # fmt: skip
+def test_misspelt_yaml_key_suggests_the_nearest_setting(
+    tmp_path: Path, text: str, line: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings(_write(tmp_path, text))
+    assert line in str(info.value).splitlines()
+
+
+def test_misspelt_env_variables_suggest_the_nearest(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GOLDWATCH_ANALYTICS__LANGAUGE__MIN_LETTERS", "3")
+    monkeypatch.setenv("GOLDWATCH_API__TOKNE", "s3cret-value-here")
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    message = str(info.value)
+    assert ("GOLDWATCH_ANALYTICS__LANGAUGE__MIN_LETTERS -> "
+            "GOLDWATCH_ANALYTICS__LANGUAGE__MIN_LETTERS") in message  # fmt: skip
+    assert "GOLDWATCH_API__TOKNE -> GOLDWATCH_API__TOKEN" in message
+    assert "s3cret" not in message
+
+
+def test_relative_yaml_paths_resolve_against_the_config_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    (folder / "token.txt").write_text("a-token-of-32-characters-or-more-0123456789\n")
+    config = folder / "goldwatch.yaml"
+    config.write_text(
+        "gold_set: gold.jsonl\ncorpus: ../data/corpus.jsonl\nstate: {path: st/s.sqlite}\n"
+        "source: {kind: file, path: logs/q.jsonl}\napi: {token_file: token.txt}\n"
+        f"eval: {{history: {tmp_path / 'abs.jsonl'}}}\n",
+        encoding="utf-8",
+    )
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    settings = load_settings(Path("..") / "conf" / "goldwatch.yaml")
+    base = folder.resolve()
+    assert settings.gold_set == base / "gold.jsonl"
+    assert settings.corpus == base / ".." / "data" / "corpus.jsonl"
+    assert settings.state.path == base / "st" / "s.sqlite"
+    assert settings.source.path == base / "logs" / "q.jsonl"
+    assert settings.api.token is not None  # read from conf/token.txt, not ./token.txt
+    assert settings.eval.history == tmp_path / "abs.jsonl"  # absolute: as written
+    assert settings.eval.misses == Path("goldwatch-misses.jsonl")  # default: cwd-relative
+    # a GOLDWATCH_ variable stays relative to the current directory
+    monkeypatch.setenv("GOLDWATCH_GOLD_SET", "mine.jsonl")
+    assert load_settings(config).gold_set == Path("mine.jsonl")
 
 
 @pytest.mark.parametrize(
@@ -201,3 +266,26 @@ def test_true_or_false_is_not_a_number(overrides: dict[str, object], field: str)
 
     with pytest.raises(ConfigError, match=rf"{field}: must be a number, not true/false"):
         load_settings(**overrides)
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [("gold_set: ''\n", "gold_set"), ("corpus: '  '\n", "corpus"),
+     ("state: {path: ''}\n", "state.path"), ("eval: {history: ''}\n", "eval.history"),
+     ("source: {kind: file, path: ''}\n", "source.path")],
+)  # fmt: skip
+def test_an_empty_path_is_an_error_naming_the_setting(
+    tmp_path: Path, text: str, field: str
+) -> None:
+    """An empty path was read as "." (the current folder) and failed later, unnamed."""
+    with pytest.raises(ConfigError) as info:
+        load_settings(_write(tmp_path, text))
+    assert f"  {field}: must not be empty (leave it unset instead)" in str(info.value)
+
+
+def test_an_empty_path_variable_is_an_error_naming_the_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GOLDWATCH_STATE__PATH", "")
+    with pytest.raises(ConfigError, match="state.path: must not be empty"):
+        load_settings()

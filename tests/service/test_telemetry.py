@@ -38,9 +38,21 @@ def test_every_reason_is_pre_initialised_for_every_source() -> None:
 
 
 def test_reasons_match_the_decoder() -> None:
-    from consumers.decoding import REASONS
+    from consumers.decoding import DROP_REASONS, REASONS
+    from service.telemetry import FIELD_DROP_REASONS
 
     assert set(REASONS) <= set(DEAD_LETTER_REASONS)
+    assert DROP_REASONS == FIELD_DROP_REASONS
+
+
+def test_dropped_field_labels_are_bounded() -> None:
+    registry, metrics = fresh()
+    metrics.observe_dropped_fields({("feedback.rating", "wrong_type"): 2,
+                                    ("<question text>", "whatever"): 1})  # fmt: skip
+    value = registry.get_sample_value
+    name = "goldwatch_event_fields_dropped_total"
+    assert value(name, {"field": "feedback.rating", "reason": "wrong_type"}) == 2
+    assert value(name, {"field": "other", "reason": "other"}) == 1
 
 
 def test_observe_batch_updates_once() -> None:
