@@ -232,12 +232,25 @@ def test_gold_counts_are_cross_validated_for_supervised_topics() -> None:
     the gold counts (as live traffic would see that question) give it 0 rows."""
     texts = [*FEES, *EXAMS, "where can I park my car"]
     labels = ["fees"] * 6 + ["exams"] * 6 + ["parking"]
-    fitted = TopicModel.fit(texts, CONFIG.model_copy(update={"novelty_percentile": 0}),
-                            labels=labels)  # fmt: skip
+    config = CONFIG.model_copy(update={"novelty_percentile": 0, "cv_min_class": 1})
+    fitted = TopicModel.fit(texts, config, labels=labels)
     counts = fitted.gold_counts(texts, labels)
     assert counts.get("parking", 0) == 0 and sum(counts.values()) == 13
     assert counts["fees"] >= 6 and counts["exams"] >= 6
     assert fitted.assign("where can I park my car").topic == "parking"  # in-sample it would
+
+
+def test_gold_rows_of_labels_under_cv_min_class_are_counted_in_sample() -> None:
+    """Default ``cv_min_class`` 10: every label here is smaller, so each row gets the fitted
+    model's own prediction — parking's one row is parking, as a live repeat of it would be."""
+    texts = [*FEES, *EXAMS, "where can I park my car"]
+    labels = ["fees"] * 6 + ["exams"] * 6 + ["parking"]
+    fitted = TopicModel.fit(texts, CONFIG.model_copy(update={"novelty_percentile": 0}),
+                            labels=labels)  # fmt: skip
+    expected: dict[str, int] = {}
+    for found in fitted.assign_many(texts):
+        expected[found.nearest] = expected.get(found.nearest, 0) + 1
+    assert fitted.gold_counts(texts, labels) == expected and expected["parking"] == 1
 
 
 def test_gold_counts_flag_novel_rows_leave_one_out(model: TopicModel) -> None:
