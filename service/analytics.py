@@ -50,6 +50,8 @@ class Analytics:
         totals: refusal, out-of-scope and PII totals since the first start (persisted).
         language_labels, topic_labels: every bounded label value (pre-initialised series).
         scope: the out-of-scope calibration, or ``None``.
+        detector_quality: each detector's measured quality (``"novelty"``: the topic model's
+            leave-one-topic-out ROC AUC).
         topic_descriptions: ``{topic name: human-readable label}`` of the running topic model
             (:attr:`~service.topics.TopicInfo.label`: its top terms for a ``topic-<id>``).
         gold_counts: the gold set's category counts per dimension.

@@ -27,6 +27,8 @@ class TopicConfig(BaseModel):
         id_min_similarity: cosine similarity between a refitted centroid and an old one from
             which the topic keeps the old id (Hungarian matching), in [0, 1].
         cv_folds: folds of the cross-validated gold-row predictions of supervised topics.
+        cv_min_class: gold rows a label needs for its rows to be counted by cross-validated
+            predictions; rows of smaller labels are counted by the fitted model's prediction.
         seed: random state of k-means, the reference sample, the folds and the bootstrap.
     """
 
@@ -41,4 +43,5 @@ class TopicConfig(BaseModel):
     n_examples: int = Field(default=3, ge=1, le=20)
     id_min_similarity: float = Field(default=0.8, ge=0, le=1)
     cv_folds: int = Field(default=5, ge=2, le=50)
+    cv_min_class: int = Field(default=10, ge=1, le=10_000)
     seed: int = 0

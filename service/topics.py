@@ -1,7 +1,8 @@
 """Question topics on the embedding layer: fitted on the gold set, applied to live traffic.
 
 Every text goes through one :class:`~service.embeddings.Embedder` (WordLlama by default,
-L2-normalised rows), so cosine similarity is a dot product::
+L2-normalised rows; Hinglish questions without their romanised Hindi function words, see
+:func:`embedding_texts`), so cosine similarity is a dot product::
 
     question ─ embed ─ cosine to each topic centroid ─ nearest topic, or ``"novel"``
 
@@ -34,7 +35,8 @@ L2-normalised rows), so cosine similarity is a dot product::
   bootstrap interval (:func:`service.detector_quality.measure_auc`).
 * **Like-for-like gold counts** (:meth:`TopicModel.gold_counts`): the gold set's topic
   distribution goes through the same assignment as live traffic — supervised: 5-fold
-  cross-validated nearest-centroid predictions (seeded); unsupervised: the nearest centroid;
+  cross-validated nearest-centroid predictions (seeded; labels with < 10 gold rows: the
+  model's own prediction); unsupervised: the nearest centroid;
   novelty: leave-one-out — so traffic drawn from the gold set's topics matches it.
 
 Artefacts (:meth:`TopicModel.save`) are one file: a JSON header line (format, kind, version,
@@ -75,6 +77,7 @@ from threadpoolctl import ThreadpoolController
 from service.batch_cache import BatchCache
 from service.detector_quality import DetectorQuality, measure_auc
 from service.embeddings import Embedder, default_embedder
+from service.hinglish import STRONG_WORDS, WEAK_WORDS, is_hinglish
 from service.pipeline import Batch, StatelessStage
 from service.regular_files import open_regular
 from service.topic_config import N_TOPICS_MAX, N_TOPICS_MIN, TopicConfig
@@ -93,6 +96,8 @@ QUESTION_WORDS = frozenset(
     "doesnt didnt cant whats thats theres youre isnt arent wont shouldnt need able".split()
 )
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
+_ALNUM = re.compile(r"[\W_]+")
+_HINDI = STRONG_WORDS | WEAK_WORDS
 
 
 class ArtefactError(ValueError):
@@ -240,6 +245,7 @@ class TopicModel:
         self.next_id = int(state["next_id"])
         self._seed = int(state["seed"])
         self._folds = int(state["cv_folds"])
+        self._min_class = int(state.get("cv_min_class", 10))
         quality = state.get("novelty_quality")
         self.novelty_quality = DetectorQuality(**quality) if quality else None
         self._state = dict(state)
@@ -277,7 +283,7 @@ class TopicModel:
             raise ValueError(f"need at least 3 texts to fit topics, got {len(texts)}")
         if labels is not None:
             _check_labels(texts, labels)
-        vectors = embedder.embed(texts)  # (n, d), unit rows
+        vectors = embedder.embed(embedding_texts(texts))  # (n, d), unit rows
         with _blas().limit(limits=1):  # one thread: 7x faster on a shared, loaded machine
             return cls._fit(texts, vectors, config, labels, embedder, previous)
 
@@ -323,6 +329,7 @@ class TopicModel:
             "next_id": int(next_id),
             "seed": config.seed,
             "cv_folds": config.cv_folds,
+            "cv_min_class": config.cv_min_class,
             "novelty_quality": None if quality is None else quality.__dict__,
         }
         params = [config.model_dump(mode="json"), embedder.name, prior and prior["ids"]]
@@ -363,7 +370,7 @@ class TopicModel:
         """
         if not texts:
             return []
-        vectors = self._embedder.embed(list(texts))  # (n, d)
+        vectors = self._embedder.embed(embedding_texts(texts))  # (n, d)
         # Small products: OpenBLAS threads only contend with the process's other work.
         with _blas().limit(limits=1, user_api="blas"):
             best, top = self._vectors_to_topics(vectors)
@@ -385,7 +392,12 @@ class TopicModel:
 
         * Supervised, with every row labelled by one of this model's topics: each row's topic
           is the nearest-centroid prediction of a model fitted without it
-          (``cv_folds``-fold cross-validation, rows shuffled with the model's seed).
+          (``cv_folds``-fold cross-validation, rows shuffled with the model's seed) — except
+          rows of a label with fewer than ``cv_min_class`` gold rows, which get this model's
+          own prediction: holding a row out of a centroid of 1–9 questions moves it so far
+          that the held-out prediction no longer resembles what live paraphrases of that
+          question get (the demo's 4 scholarship rows all went to "fees" held out, while 11 %
+          of its live traffic is rightly "scholarships").
         * Otherwise: the nearest centroid of this model (for the unsupervised fit, the
           training assignment).
         * A row is :data:`NOVEL` when its leave-one-out nearest-gold-question similarity is
@@ -397,12 +409,14 @@ class TopicModel:
         texts = list(texts)
         if not texts:
             return {}
-        vectors = self._embedder.embed(texts)
+        vectors = self._embedder.embed(embedding_texts(texts))
         index = {name: i for i, name in enumerate(self.names)}
         if (self.supervised and labels is not None and len(labels) == len(texts)
                 and all(label in index for label in labels)):  # fmt: skip
             known = np.array([index[label] for label in labels])  # type: ignore[index]
             predicted = _cross_validated(vectors, known, len(index), self._folds, self._seed)
+            small = np.bincount(known, minlength=len(index))[known] < self._min_class
+            predicted[small] = self._vectors_to_topics(vectors[small])[0]
         else:
             predicted, _ = self._vectors_to_topics(vectors)
         loo = _leave_one_out_similarity(vectors)
@@ -427,6 +441,27 @@ class TopicModel:
         if not isinstance(state, dict) or state.get("format") != 2:
             raise ArtefactError(f"{path}: unknown topic-model payload; refit the model")
         return cls(state, str(header["version"]), embedder)
+
+
+def embedding_texts(texts: Sequence[str]) -> list[str]:
+    """The texts as the topic model embeds them: a Hinglish question
+    (:func:`service.hinglish.is_hinglish`) loses its romanised Hindi function words (the
+    lexicon's strong and weak words: ``hai kya ka ke kab mujhe`` ...), which WordLlama — an
+    English-first model — maps to vectors that swamp the question's content words
+    (``exam``, ``timetable``, ``fee`` are English in most Hinglish questions). Other texts, and
+    a Hinglish text with nothing else left, are unchanged. Measured on the demo's query log:
+    topic accuracy of in-scope hi-Latn questions 0.48 → 0.76 (English unchanged, 0.77).
+
+    >>> embedding_texts(["SEE ka timetable kab aayega?", "When is the SEE timetable out?"])
+    ['SEE timetable aayega?', 'When is the SEE timetable out?']
+    """
+    out = []
+    for text in texts:
+        if is_hinglish(text):
+            kept = [word for word in text.split() if _ALNUM.sub("", word.lower()) not in _HINDI]
+            text = " ".join(kept) or text
+        out.append(text)
+    return out
 
 
 @functools.cache

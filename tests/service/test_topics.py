@@ -24,6 +24,7 @@ from service.topics import (
     TopicModel,
     TopicStage,
     _top_terms,
+    embedding_texts,
     save_artefact,
     topic_sort_key,
 )
@@ -179,6 +180,30 @@ def test_fit_rejects_bad_input(texts: list[str], labels: list[str] | None, messa
         TopicModel.fit(texts, CONFIG, labels=labels)
 
 
+def test_hinglish_questions_are_embedded_without_their_hindi_function_words() -> None:
+    """'ka', 'dena', 'hai' are strong words of the Hinglish lexicon, 'ya' a weak one; the
+    English question and a text of nothing but Hindi function words stay as they are."""
+    assert embedding_texts([
+        "Hostel ka fee semester wise dena hai ya yearly?",
+        "Remind me to call the hostel office at 5 pm",
+        "mujhe kab",
+    ]) == ["Hostel fee semester wise yearly?", "Remind me to call the hostel office at 5 pm",
+           "mujhe kab"]  # fmt: skip
+
+
+def test_a_hinglish_question_finds_its_topic_by_its_content_words() -> None:
+    """Gold: English fee and exam questions plus two Hinglish fee questions; the Hinglish exam
+    questions share only Hindi function words with those and must go to exams (embedded with
+    the function words, all three went to fees)."""
+    gold_hinglish = ["mujhe hostel ka fee kab tak dena hai kya",
+                     "kya mujhe late fee bhi dena padega"]  # fmt: skip
+    texts = [*FEES, *gold_hinglish, *EXAMS]
+    fitted = TopicModel.fit(texts, CONFIG, labels=["fees"] * 8 + ["exams"] * 6)
+    probes = ["mujhe exam ka result kab tak milega kya", "kya mujhe exam dena padega",
+              "mujhe bhi exam kab tak dena hai kya"]  # fmt: skip
+    assert [a.nearest for a in fitted.assign_many(probes)] == ["exams"] * 3
+
+
 # -- stable identities ---------------------------------------------------------------------
 
 
@@ -232,12 +257,25 @@ def test_gold_counts_are_cross_validated_for_supervised_topics() -> None:
     the gold counts (as live traffic would see that question) give it 0 rows."""
     texts = [*FEES, *EXAMS, "where can I park my car"]
     labels = ["fees"] * 6 + ["exams"] * 6 + ["parking"]
-    fitted = TopicModel.fit(texts, CONFIG.model_copy(update={"novelty_percentile": 0}),
-                            labels=labels)  # fmt: skip
+    config = CONFIG.model_copy(update={"novelty_percentile": 0, "cv_min_class": 1})
+    fitted = TopicModel.fit(texts, config, labels=labels)
     counts = fitted.gold_counts(texts, labels)
     assert counts.get("parking", 0) == 0 and sum(counts.values()) == 13
     assert counts["fees"] >= 6 and counts["exams"] >= 6
     assert fitted.assign("where can I park my car").topic == "parking"  # in-sample it would
+
+
+def test_gold_rows_of_labels_under_cv_min_class_are_counted_in_sample() -> None:
+    """Default ``cv_min_class`` 10: every label here is smaller, so each row gets the fitted
+    model's own prediction — parking's one row is parking, as a live repeat of it would be."""
+    texts = [*FEES, *EXAMS, "where can I park my car"]
+    labels = ["fees"] * 6 + ["exams"] * 6 + ["parking"]
+    fitted = TopicModel.fit(texts, CONFIG.model_copy(update={"novelty_percentile": 0}),
+                            labels=labels)  # fmt: skip
+    expected: dict[str, int] = {}
+    for found in fitted.assign_many(texts):
+        expected[found.nearest] = expected.get(found.nearest, 0) + 1
+    assert fitted.gold_counts(texts, labels) == expected and expected["parking"] == 1
 
 
 def test_gold_counts_flag_novel_rows_leave_one_out(model: TopicModel) -> None:
