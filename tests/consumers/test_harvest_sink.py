@@ -55,6 +55,8 @@ def test_topic_is_created_compacted_and_kept(
 ) -> None:
     config = source_config()
     sink = KafkaCandidateSink(config, topic_name)
+    assert topic_name not in kafka_broker.list_topics()  # lazy: building calls no broker
+    sink.publish([])  # the first publish sets the topic up
     sink.close()
     assert topic_name in kafka_broker.list_topics()
     admin = KafkaAdminClient(bootstrap_servers=kafka_broker.bootstrap_servers)
