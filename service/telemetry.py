@@ -54,7 +54,8 @@ OTHER = "other"
 SOURCES: tuple[str, ...] = ("kafka", "file", "stdin", "http")
 
 #: Dead-letter reasons: the decoder's codes (consumers.decoding.REASONS, kept equal by a
-#: test) plus ``processing_failed`` (a batch whose stage error was suppressed).
+#: test) plus ``processing_failed`` (a batch whose stage error was suppressed) and
+#: ``undecodable_batch`` (records of a Kafka record batch the consumer could not decode).
 DEAD_LETTER_REASONS: tuple[str, ...] = (
     "tombstone",
     "too_large",
@@ -65,6 +66,7 @@ DEAD_LETTER_REASONS: tuple[str, ...] = (
     "wrong_type",
     "invalid_value",
     "processing_failed",
+    "undecodable_batch",
 )
 
 BATCH_SIZE_BUCKETS: tuple[float, ...] = (1, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 10_000)

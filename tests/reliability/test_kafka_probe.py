@@ -14,11 +14,25 @@ assert nothing happened".
 
 from __future__ import annotations
 
+import json
+import threading
+import uuid
 from pathlib import Path
 
+import kafka.codec
 import pytest
+from kafka import KafkaProducer
 from kafka.errors import TopicAlreadyExistsError
+from prometheus_client import CollectorRegistry
 
+from benchmarks.streams import mixed_stream
+from consumers.config import KafkaSourceConfig
+from consumers.kafka_source import KafkaSource
+from consumers.loop import run
+from service.pipeline import Pipeline, PipelineConfig
+from service.state import StateStore
+from service.telemetry import build_metrics
+from tests.acceptance.conftest import FAST_KAFKA, dlq_by_origin
 from tests.acceptance.service_process import accounted
 from tests.kafka_broker import TansuBroker, free_port
 from tests.reliability.conftest import (
@@ -27,6 +41,7 @@ from tests.reliability.conftest import (
     assert_invariant,
     assert_metrics_balance,
     kafka_serve_config,
+    new_topic,
     produce_stream,
     wait_committed,
     wait_for,
@@ -78,3 +93,118 @@ def test_broker_down_at_start_with_default_config(
         service.kill()
         late.stop()
     monitor.assert_monotonic()
+
+
+#: Every compression codec a Kafka producer can use (KIP-110 added zstd).
+CODECS = ("gzip", "snappy", "lz4", "zstd")
+
+
+def produce_compressed(
+    broker: TansuBroker, topic: str, values: list[bytes], codec: str | None, partition: int = 0
+) -> list[int]:
+    """Produce ``values`` to ``topic[partition]`` as one record batch compressed with
+    ``codec`` (a long linger and a big batch hold them until the flush), keyed ``k-<n>`` so
+    tombstones are legal; return the offsets."""
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, compression_type=codec,
+                             linger_ms=60_000, batch_size=4 * 1024 * 1024)  # fmt: skip
+    try:
+        futures = [producer.send(topic, value=v, key=b"k-%d" % i, partition=partition)
+                   for i, v in enumerate(values)]  # fmt: skip
+        producer.flush(timeout=60)
+        return [f.get(timeout=30).offset for f in futures]
+    finally:
+        producer.close()
+
+
+def test_every_compression_codec_is_consumed(
+    broker: TansuBroker, start_service: StartService, monitor: Monitor, tmp_path: Path
+) -> None:
+    """One partition per codec, each holding record batches compressed with it (1 % poison
+    pills among them): every message is processed or dead-lettered for its own reason, none
+    as undecodable, and the group commits to the end (today: a zstd or snappy batch made the
+    consumer crash-loop, nothing dead-lettered, the lag frozen)."""
+    topic = new_topic(broker, "rel-codecs", partitions=len(CODECS))
+    items = mixed_stream(800, poison_share=0.01, seed=192)
+    expected_dead: dict[str, int] = {}
+    for part, codec in enumerate(CODECS):
+        share = items[part * 200 : (part + 1) * 200]
+        for _, reason in share:
+            if reason is not None:
+                expected_dead[reason] = expected_dead.get(reason, 0) + 1
+        values = [value for value, _ in share]
+        produce_compressed(broker, topic, values[:100], codec, part)  # two batches each
+        produce_compressed(broker, topic, values[100:], codec, part)
+    config = kafka_serve_config(broker, topic, tmp_path / "state.sqlite")
+    service = start_service(tmp_path, config)
+    service.wait_until(lambda s: accounted(s["totals"]) >= 800, timeout_s=90, what="all accounted")
+    # Tansu's ListOffsets(latest) answers the last batch's base offset + 1, so the expected
+    # committed offsets are written out: 200 records per partition
+    group = config["kafka"]["consumer_group"]
+    wait_for(lambda: broker.committed(topic, group) == dict.fromkeys(range(4), 200), 30,
+             "committed to the end")  # fmt: skip
+    totals = service.totals()
+    assert_invariant(totals, 800)
+    assert totals["processed"] == sum(1 for _, r in items if r is None)
+    assert totals["dead_lettered"] == expected_dead, totals
+    assert service.status()["source"]["undecodable_batches"] == 0
+    assert_metrics_balance(service.samples(), "kafka")
+    monitor.assert_monotonic()
+
+
+def _event(i: int) -> bytes:
+    return json.dumps({"event_id": f"cz-{i}", "timestamp": "2026-11-29T10:00:00Z",
+                       "question": f"hostel fee question number {i}"}).encode()  # fmt: skip
+
+
+def test_undecodable_batch_is_dead_lettered_and_skipped(
+    broker: TansuBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A consumer whose zstd library is missing (the condition the probe hit, made here by
+    hiding ``zstandard`` from kafka-python's codec module) meets 5 plain records, one zstd
+    batch of 30 and 5 more plain ones: the 30 become dead letters ``undecodable_batch`` with
+    partition 0 and offsets 5..34, the 10 others are processed, the group commits to the end
+    and the consumer never stops (today: ``UnsupportedCodecError`` on every poll)."""
+    topic = new_topic(broker, "rel-undecodable", partitions=1)
+    assert produce_compressed(broker, topic, [_event(i) for i in range(5)], None) == [*range(5)]
+    zstd_offsets = produce_compressed(broker, topic, [_event(i) for i in range(5, 35)], "zstd")
+    assert zstd_offsets == list(range(5, 35))
+    produce_compressed(broker, topic, [_event(i) for i in range(35, 40)], None)
+    monkeypatch.setattr(kafka.codec, "zstd", None)  # this consumer has no zstd library
+
+    group = f"gw-rel-{uuid.uuid4().hex[:10]}"
+    source = KafkaSource(KafkaSourceConfig(bootstrap_servers=broker.bootstrap_servers,
+                                           topic=topic, consumer_group=group,
+                                           **FAST_KAFKA))  # fmt: skip
+    registry = CollectorRegistry()
+    metrics = build_metrics(registry, topics=[topic])
+    stop, reports, errors = threading.Event(), [], []
+
+    def work() -> None:
+        try:
+            reports.append(run(source, Pipeline.default(PipelineConfig()), StateStore.in_memory(),
+                               metrics, stop, config=PipelineConfig(max_batch_wait_ms=200,
+                               commit_interval_s=0, status_interval_s=0)))  # fmt: skip
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    try:
+        consumed = "goldwatch_events_consumed_total"
+        wait_for(lambda: errors or registry.get_sample_value(consumed, {"source": "kafka"}) == 40,
+                 60, "40 consumed")  # fmt: skip
+    finally:
+        stop.set()
+        worker.join(timeout=30)
+    assert not errors, errors
+    (report,) = reports
+    assert report.processed == 10 and report.dead_lettered == {"undecodable_batch": 30}, report
+    assert report.balanced
+    assert broker.committed(topic, group) == {0: 40}
+    dead = "goldwatch_events_dead_lettered_total"
+    assert registry.get_sample_value(dead, {"source": "kafka", "reason": "undecodable_batch"}) == 30
+    letters = dlq_by_origin(broker, f"{topic}.dlq")
+    assert sorted(letters) == [(0, offset) for offset in range(5, 35)]
+    (one,) = letters[(0, 5)]
+    assert one["reason"] == "undecodable_batch" and one["value_b64"] is None
+    assert "5..34" in one["detail"] and "zstd" in one["detail"], one
