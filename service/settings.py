@@ -266,6 +266,16 @@ class ApiConfig(_Frozen):
             never logged.
         max_request_bytes: larger request bodies get 413.
         max_events_per_request: larger ``POST /v1/events`` batches get 413.
+        request_read_timeout_s: seconds a client has, from a request's first byte (from the
+            connection's start, for its first request), to send the request's headers and
+            body; a slower one gets 408 and is closed (slow-client protection).
+        keep_alive_timeout_s: seconds an idle keep-alive connection stays open after a
+            response (uvicorn's ``timeout_keep_alive``).
+        max_connections: most HTTP connections open at once (also kept 128 under the
+            process's open-files limit). Past it the oldest connection still sending its
+            request is closed (408) to make room; when every connection is running a
+            request, the new one gets 503 with ``Retry-After``.
+        max_header_bytes: largest request line plus headers (h11's incomplete-event limit).
     """
 
     host: str = "127.0.0.1"
@@ -274,6 +284,10 @@ class ApiConfig(_Frozen):
     token_file: Path | None = None
     max_request_bytes: int = Field(default=4 * 1_048_576, ge=1024)
     max_events_per_request: int = Field(default=1_000, ge=1)
+    request_read_timeout_s: float = Field(default=10.0, gt=0, le=3600)
+    keep_alive_timeout_s: float = Field(default=5.0, gt=0, le=3600)
+    max_connections: int = Field(default=512, ge=16, le=1_000_000)
+    max_header_bytes: int = Field(default=16 * 1024, ge=1024, le=1_048_576)
 
     @model_validator(mode="before")
     @classmethod
