@@ -25,6 +25,13 @@ offset) in the raising frame, seeks past it, counts it and hands out one
 letter (``undecodable_batch``, with partition and offset) and the offsets are committed. The
 records' bytes stay in the topic for a consumer that has the codec.
 
+Re-created topics: :meth:`KafkaSource.topic_ids` gives the topic's id (KIP-516, from
+metadata v10+, refreshed at least every ``probe_interval_s``) while partitions of it are
+assigned; the poll loop compares it with the id the state remembers and, when the topic was
+deleted and created again, calls :meth:`KafkaSource.restart_topics`: the assigned partitions
+are read from their beginning (the group's committed offsets, and the consumer's position,
+point into the old topic), and the re-creation is counted.
+
 Time budget: the loop must call ``poll`` again within ``max_poll_interval_ms``, so keep
 ``max_poll_records`` x (per-message processing time, shadow timeouts included) well under it
 (e.g. 500 records x 50 ms = 25 s < 300 s default).
@@ -188,10 +195,13 @@ def undecodable_batch(exc: BaseException) -> tuple[TopicPartition, int, int, str
 
 def consumer_kwargs(config: KafkaSourceConfig) -> dict[str, Any]:
     """``KafkaConsumer`` kwargs: the configured ones, with the fetch limits
-    :data:`FETCH_MAX_BYTES` and :data:`MAX_PARTITION_FETCH_BYTES` unless they set them."""
+    :data:`FETCH_MAX_BYTES` and :data:`MAX_PARTITION_FETCH_BYTES` and a metadata refresh every
+    ``probe_interval_s`` (at least 1 s) unless they set them."""
     return {
         "fetch_max_bytes": FETCH_MAX_BYTES,
         "max_partition_fetch_bytes": MAX_PARTITION_FETCH_BYTES,
+        # a re-created topic's new id is seen within a probe interval, not 5 minutes
+        "metadata_max_age_ms": max(1000, int(config.probe_interval_s * 1000)),
         **config.consumer_kwargs(),
     }
 
@@ -279,6 +289,8 @@ class KafkaSource:
         self.dead_letters = 0
         #: record batches skipped because they could not be decoded (see the module docstring)
         self.undecodable_batches = 0
+        #: topics found deleted and created again (see :meth:`restart_topics`)
+        self.topic_recreations = 0
         try:
             self._consumer = KafkaConsumer(**consumer_kwargs(config))
         except KafkaError as exc:
@@ -344,6 +356,31 @@ class KafkaSource:
         if not batches and timeout_ms > 0:
             batches = poll(timeout_ms=timeout_ms, max_records=max_records)
         return batches
+
+    def topic_ids(self) -> dict[str, str]:
+        """``{topic: topic id}`` (UUID text) of the subscribed topic while some of its
+        partitions are assigned, as the consumer's last metadata gave it; ``{}`` when none
+        are assigned or the broker gives no topic ids (metadata before v10)."""
+        if not self._listener.assigned():
+            return {}
+        cluster = getattr(getattr(self._consumer, "_client", None), "cluster", None)
+        topic_id = getattr(cluster, "topic_id", None)
+        found = topic_id(self.config.topic) if callable(topic_id) else None
+        return {} if found is None else {self.config.topic: str(found)}
+
+    def restart_topics(self, topics: Iterable[str]) -> None:
+        """The ``topics`` were deleted and created again: read their assigned partitions from
+        the beginning, forget the offsets stored, committed and sampled for them (they point
+        into the old topics), and count each re-creation."""
+        wanted = set(topics)
+        parts = sorted(key for key in self._listener.assigned() if key[0] in wanted)
+        self._checkpoint.drop(parts)
+        self._lag.drop(parts)
+        if parts:
+            self._consumer.seek_to_beginning(*(TopicPartition(t, p) for t, p in parts))
+        self.topic_recreations += len(wanted)
+        log.warning("topics %s were re-created: reading %d partitions from the beginning",
+                    sorted(wanted), len(parts))  # fmt: skip
 
     def _skip_undecodable(self, exc: BaseException) -> list[RawMessage]:
         """Seek past the record batch whose decoding raised ``exc`` and return one
@@ -548,6 +585,7 @@ class KafkaSource:
             "rebalances": self._listener.rebalances,
             "dead_letters": self.dead_letters,
             "undecodable_batches": self.undecodable_batches,
+            "topic_recreations": self.topic_recreations,
             "committed_offsets": {
                 f"{t}[{p}]": off for (t, p), off in sorted(self._checkpoint.committed().items())
             },

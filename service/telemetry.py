@@ -20,6 +20,8 @@ goldwatch_consumer_lag                          gauge   topic (bounded), partiti
 goldwatch_commits_total                         counter
 goldwatch_commit_failures_total                 counter
 goldwatch_rebalances_total                      counter
+goldwatch_kafka_topic_recreations_total         counter
+goldwatch_kafka_undecodable_batches_total       counter
 goldwatch_last_event_timestamp_seconds          gauge   (newest event time, Unix s)
 goldwatch_build_info                            gauge   version, python (always 1)
 =============================================== ======= =============================
@@ -122,7 +124,9 @@ class BatchCounts(NamedTuple):
 
 
 #: Cumulative counters of ``Source.status()`` mirrored into Prometheus counters.
-STATUS_COUNTERS: tuple[str, ...] = ("commits", "commit_failures", "rebalances")
+STATUS_COUNTERS: tuple[str, ...] = (
+    "commits", "commit_failures", "rebalances", "topic_recreations", "undecodable_batches",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +148,8 @@ class Metrics:
     commits: Counter
     commit_failures: Counter
     rebalances: Counter
+    topic_recreations: Counter
+    undecodable_batches: Counter
     last_event_timestamp_seconds: Gauge
     build_info: Gauge
     topics: tuple[str, ...]
@@ -171,7 +177,7 @@ class Metrics:
     def observe_status(self, status: Mapping[str, Any], previous: Mapping[str, Any]) -> None:
         """Mirror a ``Source.status()`` sample: counter deltas since ``previous``, and lag.
 
-        ``status`` may hold cumulative ``commits``, ``commit_failures``, ``rebalances`` (ints)
+        ``status`` may hold the cumulative counts of :data:`STATUS_COUNTERS` (ints)
         and ``lag``: a list of ``{"topic", "partition", "lag"}`` (``lag`` ``None`` = unknown,
         left as it was). Missing keys are ignored; counters never go backwards.
         """
@@ -247,6 +253,18 @@ def _consumer_metrics(registry: CollectorRegistry) -> dict[str, Counter | Gauge]
         ),
         "rebalances": Counter(
             _name("rebalances"), "Consumer-group rebalances seen.", registry=registry
+        ),
+        "topic_recreations": Counter(
+            _name("kafka_topic_recreations"),
+            "Times the consumed topic was found deleted and created again (new topic id); "
+            "it is then read from its beginning.",
+            registry=registry,
+        ),
+        "undecodable_batches": Counter(
+            _name("kafka_undecodable_batches"),
+            "Kafka record batches that could not be decoded (codec missing, corrupt); their "
+            "records are dead-lettered as undecodable_batch.",
+            registry=registry,
         ),
         "last_event_timestamp_seconds": Gauge(
             _name("last_event_timestamp_seconds"),
