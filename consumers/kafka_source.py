@@ -564,10 +564,24 @@ class KafkaSource:
         return ok
 
     def ready(self) -> bool:
-        """True when partitions are assigned and the broker answered within
-        ``ready_stale_after_s`` seconds. Thread-safe."""
-        fresh = time.monotonic() - self._last_ok < self.config.ready_stale_after_s
-        return fresh and bool(self._listener.assigned())
+        """True when partitions are assigned, the broker answered within
+        ``ready_stale_after_s`` seconds and no committed offset is past its partition's end
+        (see :mod:`consumers.lag`). Thread-safe."""
+        return self.not_ready_reason() is None
+
+    def not_ready_reason(self) -> str | None:
+        """Why :meth:`ready` is false (no partition or offset content), ``None`` when ready.
+        Thread-safe."""
+        if not self._listener.assigned():
+            return "source not ready (no partition assigned)"
+        if time.monotonic() - self._last_ok >= self.config.ready_stale_after_s:
+            return "source not ready (broker unreachable)"
+        past = [f"{p.topic}[{p.partition}] by {p.past_end}" for p in self._lag.snapshot()
+                if p.past_end]  # fmt: skip
+        if past:
+            return ("consumer offset past the end of the log (the group points at offsets "
+                    f"the partition does not have): {', '.join(past)}")  # fmt: skip
+        return None
 
     def status(self) -> dict[str, Any]:
         """JSON-able status: assignment, commit/rebalance counters, lag. Thread-safe."""

@@ -17,6 +17,7 @@ goldwatch_events_duplicate_total                counter source
 goldwatch_batch_size                            histo   (events per batch)
 goldwatch_batch_processing_seconds              histo   (decode → commit, seconds)
 goldwatch_consumer_lag                          gauge   topic (bounded), partition
+goldwatch_consumer_offset_past_end              gauge   topic (bounded), partition
 goldwatch_commits_total                         counter
 goldwatch_commit_failures_total                 counter
 goldwatch_rebalances_total                      counter
@@ -145,6 +146,7 @@ class Metrics:
     batch_size: Histogram
     batch_processing_seconds: Histogram
     consumer_lag: Gauge
+    consumer_offset_past_end: Gauge
     commits: Counter
     commit_failures: Counter
     rebalances: Counter
@@ -178,8 +180,8 @@ class Metrics:
         """Mirror a ``Source.status()`` sample: counter deltas since ``previous``, and lag.
 
         ``status`` may hold the cumulative counts of :data:`STATUS_COUNTERS` (ints)
-        and ``lag``: a list of ``{"topic", "partition", "lag"}`` (``lag`` ``None`` = unknown,
-        left as it was). Missing keys are ignored; counters never go backwards.
+        and ``lag``: a list of ``{"topic", "partition", "lag", "past_end"}`` (``None`` =
+        unknown, left as it was). Missing keys are ignored; counters never go backwards.
         """
         for key in STATUS_COUNTERS:
             delta = int(status.get(key) or 0) - int(previous.get(key) or 0)
@@ -188,6 +190,11 @@ class Metrics:
         for row in status.get("lag") or ():
             if row.get("lag") is not None:
                 self.lag_labels(str(row["topic"]), int(row["partition"])).set(row["lag"])
+            if row.get("past_end") is not None:
+                self.consumer_offset_past_end.labels(
+                    topic=bounded_label(str(row["topic"]), self.topics),
+                    partition=str(int(row["partition"])),
+                ).set(row["past_end"])
 
     def dead_lettered(self, source: str, reason: str) -> Counter:
         """Return the ``events_dead_lettered_total`` child with bounded labels."""
@@ -244,6 +251,13 @@ def _consumer_metrics(registry: CollectorRegistry) -> dict[str, Counter | Gauge]
         "consumer_lag": Gauge(
             _name("consumer_lag"),
             "Messages between the committed offset and the end of the partition.",
+            ["topic", "partition"],
+            registry=registry,
+        ),
+        "consumer_offset_past_end": Gauge(
+            _name("consumer_offset_past_end"),
+            "Offsets the committed offset is beyond the end of the partition (0 normally; "
+            "above 0 the group points at offsets the partition does not have, not ready).",
             ["topic", "partition"],
             registry=registry,
         ),

@@ -18,11 +18,13 @@ import json
 import threading
 import uuid
 from pathlib import Path
+from typing import Any
 
 import kafka.codec
 import pytest
-from kafka import KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import TopicAlreadyExistsError
+from kafka.structs import OffsetAndMetadata
 from prometheus_client import CollectorRegistry
 
 from benchmarks.streams import mixed_stream
@@ -261,3 +263,39 @@ def test_topic_recreated_while_the_service_is_down_loses_nothing(
     assert totals["redelivered"] == 0, totals
     assert totals["processed"] == first.good + second.good, totals
     assert_invariant(totals, 2_000)
+
+
+def test_consumer_offset_past_the_log_end_is_reported_not_ready(
+    broker: TansuBroker, start_service: StartService, tmp_path: Path
+) -> None:
+    """The group's committed offset is 1,000 on a partition holding 10 records (committed by
+    hand here; a truncated or re-created topic under surviving group offsets does the same):
+    the status row says ``past_end`` 990, the gauge says 990 and ``/readyz`` is 503 naming
+    the partition (today: lag 0 and ready)."""
+    topic = new_topic(broker, "rel-past-end", partitions=1)
+    produce_compressed(broker, topic, [_event(i) for i in range(10)], None)
+    group = f"gw-rel-{uuid.uuid4().hex[:10]}"
+    committer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=group,
+                              enable_auto_commit=False)  # fmt: skip
+    try:
+        committer.assign([TopicPartition(topic, 0)])
+        committer.commit({TopicPartition(topic, 0): OffsetAndMetadata(1_000, "", -1)})
+    finally:
+        committer.close()
+    assert broker.committed(topic, group) == {0: 1_000}
+    config = kafka_serve_config(broker, topic, tmp_path / "state.sqlite", group=group)
+    service = start_service(tmp_path, config)
+
+    def row() -> dict[str, Any]:
+        rows = (service.status().get("source") or {}).get("lag") or [{}]
+        return dict(rows[0])
+
+    wait_for(lambda: row().get("past_end") is not None, 60, "a past_end figure")
+    assert row()["past_end"] == 990, row()
+    status = service.status()
+    assert not status["ready"], status
+    assert any("past the end" in r and f"{topic}[0] by 990" in r
+               for r in status["not_ready_reasons"]), status["not_ready_reasons"]  # fmt: skip
+    assert service.readyz() == 503
+    wait_for(lambda: metric_sum(service.samples(), "goldwatch_consumer_offset_past_end") == 990,
+             30, "the gauge at 990")  # fmt: skip
