@@ -19,8 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.acceptance.service_process import ServiceProcess
+
+pytestmark = [pytest.mark.slow]
 
 #: Bound of the wait for the server's answer on a slow socket (the deadline is 2 s).
 ANSWER_WAIT_S = 30.0
