@@ -268,7 +268,8 @@ class ApiConfig(_Frozen):
         max_events_per_request: larger ``POST /v1/events`` batches get 413.
         request_read_timeout_s: seconds a client has, from a request's first byte (from the
             connection's start, for its first request), to send the request's headers and
-            body; a slower one gets 408 and is closed (slow-client protection).
+            body; a slower one gets 408 and is closed (slow-client protection). Raise it for
+            clients that post large batches over slow links.
         keep_alive_timeout_s: seconds an idle keep-alive connection stays open after a
             response (uvicorn's ``timeout_keep_alive``).
         max_connections: most HTTP connections open at once (also kept 128 under the
