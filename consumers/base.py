@@ -44,6 +44,22 @@ class RawMessage:
     timestamp_ms: int | None = None
 
 
+#: Dead-letter reason of a record the Kafka consumer could not decode with its record batch
+#: (a compression codec whose library is missing, a corrupt batch): see
+#: :class:`UndecodableRecord`.
+UNDECODABLE_BATCH = "undecodable_batch"
+
+
+@dataclass(frozen=True, slots=True)
+class UndecodableRecord(RawMessage):
+    """A record of a Kafka record batch that could not be decoded, so its value is unknown
+    (``value`` is ``None``). The source skipped past the batch and hands out one of these per
+    offset, so every record is dead-lettered as :data:`UNDECODABLE_BATCH` (``detail`` names
+    the batch's offsets, its codec and the error type) rather than lost or crash-looped on."""
+
+    detail: str = ""
+
+
 #: A slot setter: ``setter(instance, value)``, a member descriptor's ``__set__``.
 SlotSetter = Callable[[Any, Any], None]
 _ORIGIN_SLOTS = ("topic", "partition", "offset", "file", "line")

@@ -19,6 +19,10 @@ Checks run in this order, and the first failure decides the reason:
 8. ``invalid_value``: right type, bad value (blank question or id, impossible or
    out-of-range timestamp, negative latency, rank < 1, non-finite number).
 
+A :class:`~consumers.base.UndecodableRecord` (a record of a Kafka record batch the consumer
+could not decode, handed out by the source so it is not lost) is dead-lettered as
+``undecodable_batch`` with the source's detail before any of these checks.
+
 A detail names the field path (``retrieval.results[3].rank``), the expected type and sizes;
 it never echoes content from the message, which may hold personal data.
 
@@ -58,7 +62,7 @@ import msgspec
 from pydantic import ValidationError
 from pydantic_core import from_json
 
-from consumers.base import DeadLetter, RawMessage
+from consumers.base import UNDECODABLE_BATCH, DeadLetter, RawMessage, UndecodableRecord
 from service.events import (
     EVENT_FIELDS,
     OPTIONAL_FIELD_PATHS,
@@ -227,7 +231,8 @@ def decode(message: RawMessage, mapping: FieldMapping, max_event_bytes: int) -> 
         max_event_bytes: largest accepted ``value`` in bytes (>= 1).
 
     Raises:
-        DecodeError: with ``reason`` in :data:`REASONS` (see the module docstring).
+        DecodeError: with ``reason`` in :data:`REASONS` (see the module docstring), or
+            ``undecodable_batch`` for a :class:`~consumers.base.UndecodableRecord`.
         ValueError: ``max_event_bytes < 1`` (a programming error, not a message problem).
 
     >>> from consumers.base import Origin
@@ -247,6 +252,8 @@ def _decode(
     pydantic private attribute costs about a microsecond per read)."""
     value = message.value
     if value is None:
+        if isinstance(message, UndecodableRecord):  # value None: off the per-event fast path
+            raise DecodeError(UNDECODABLE_BATCH, message.detail)
         raise DecodeError("tombstone", "message value is null (tombstone)")
     size = len(value)
     if size > max_event_bytes:

@@ -11,6 +11,13 @@ broker redelivers from the last commit, and a redelivered offset at or below the
 one is counted as ``redelivered`` (a duplicate) instead of being applied twice. Events sent
 twice under the same ``event_id`` are caught by the dedup stage.
 
+Remembered offsets belong to one *topic identity*, not to a topic name: a topic deleted and
+created again under the same name starts its offsets at 0, and offsets remembered from the
+old topic would drop its new events as "redelivered" (951 of 1,000 in the probe of issue 19).
+The engine keeps the topic id (KIP-516, from the source's metadata) next to the applied
+offsets; :meth:`Engine.note_topic_id` forgets a topic's offsets when its id changes, and the
+poll loop then has the source read the new topic from its beginning.
+
 All-time totals (``consumed``, ``processed``, ``dead_lettered`` by reason, ``duplicates``,
 ``redelivered``) are persisted under ``totals`` so they survive restarts; Prometheus counters
 restart at zero with the process, as counters do.
@@ -39,6 +46,7 @@ PROCESSING_FAILED = "processing_failed"
 REDELIVERED = "redelivered"
 TOTALS_KEY = "totals"
 APPLIED_KEY = "source/kafka-applied-offsets"
+TOPIC_IDS_KEY = "source/kafka-topic-ids"
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +157,7 @@ class Engine:
         self.totals = Totals()
         self._totals_view: dict[str, Any] = self.totals.to_json()
         self._applied: dict[tuple[str, int], int] = {}
+        self._topic_ids: dict[str, str] = {}  # topic -> the id its applied offsets belong to
         self._loaded = False
         self._settled = True
         #: Resume positions of resumable sources (files) after the last settled batch: newer
@@ -193,6 +202,10 @@ class Engine:
                     (topic, int(part)): int(off)
                     for topic, parts in applied.items()
                     for part, off in parts.items()
+                }
+                self._topic_ids = {
+                    str(topic): str(tid)
+                    for topic, tid in dict(self.state.get(TOPIC_IDS_KEY) or {}).items()
                 }
             except StateError:
                 raise
@@ -275,9 +288,30 @@ class Engine:
             for (topic, part), offset in self._applied.items():
                 applied.setdefault(topic, {})[str(part)] = offset
             updates[APPLIED_KEY] = applied
+            updates[TOPIC_IDS_KEY] = dict(self._topic_ids)
             updates.update(extra or {})
             self.state.checkpoint(updates)
             self.last_checkpoint_s = time.monotonic()
+
+    def note_topic_id(self, topic: str, topic_id: str) -> bool:
+        """Record that ``topic`` now has the id ``topic_id`` (a UUID as text).
+
+        Returns ``True`` when a different id was remembered: the topic was deleted and created
+        again, so the offsets applied from the old one are forgotten (the new topic's offsets
+        restart at 0 and must not be taken for redeliveries). The change is checkpointed with
+        the next checkpoint; a crash before it rolls back to the old id, and the change is
+        found again. ``False`` for the first id seen or the same one.
+        """
+        with self.lock:
+            known = self._topic_ids.get(topic)
+            self._topic_ids[topic] = topic_id
+            if known is None or known == topic_id:
+                return False
+            for key in [key for key in self._applied if key[0] == topic]:
+                del self._applied[key]
+            log.warning("topic %s was re-created (id %s, was %s): offsets applied from the "
+                        "old topic forgotten", topic, topic_id, known)  # fmt: skip
+            return True
 
     def _drop_redelivered(self, messages: Sequence[RawMessage]) -> list[RawMessage]:
         if set(map(_topic_of, messages)) <= {None}:  # files, stdin, HTTP: no offsets

@@ -8,6 +8,12 @@ JSON; every text in it was scrubbed of personal data by the harvest stage.
 
 The topic is created with ``cleanup.policy=compact`` when missing (an existing topic is used
 as it is; a warning is logged when its policy is not compact).
+
+The sink connects lazily: building it never calls the broker, so a broker that is down when
+``serve`` starts cannot stop the service (the consumer reports it as not ready and retries).
+The topic and producer are set up by the first :meth:`KafkaCandidateSink.publish`; a publish
+that cannot reach the broker raises, and the harvest stage counts it as a sink failure and
+publishes the same records again at its next flush, which retries the setup.
 """
 
 from __future__ import annotations
@@ -46,8 +52,8 @@ class KafkaCandidateSink:
     :param topic: the compacted suggestions topic.
     :param partitions: partitions when the topic is created.
     :param replication_factor: replicas when the topic is created.
-    :param flush_timeout_s: how long :meth:`publish` waits for the broker, in seconds.
-    :raises SourceUnavailable: the brokers cannot be reached, or the topic cannot be created.
+    :param flush_timeout_s: how long :meth:`publish` waits for the broker, in seconds; it
+        also bounds each connection attempt of the lazy setup (``bootstrap_timeout_ms``).
     """
 
     def __init__(
@@ -61,40 +67,68 @@ class KafkaCandidateSink:
         self.topic = topic
         self.flush_timeout_s = flush_timeout_s
         self.published = 0
+        self._config = config
+        self._partitions, self._replication_factor = partitions, replication_factor
+        self._producer: KafkaProducer | None = None
+
+    def _ready_producer(self) -> KafkaProducer:
+        """The producer, setting up the topic and producer on first use.
+
+        :raises SourceUnavailable: the brokers cannot be reached within ``flush_timeout_s``,
+            or the topic cannot be created (retried at the next call).
+        """
+        if self._producer is not None:
+            return self._producer
+        bootstrap_ms = max(1, int(self.flush_timeout_s * 1000))
         try:
-            ensure_compacted_topic(config, topic, partitions, replication_factor)
-            self._producer = KafkaProducer(**config.client_kwargs(), acks="all", linger_ms=50)
+            ensure_compacted_topic(self._config, self.topic, self._partitions,
+                                   self._replication_factor, bootstrap_ms)  # fmt: skip
+            self._producer = KafkaProducer(
+                **self._config.client_kwargs(),
+                acks="all",
+                linger_ms=50,
+                bootstrap_timeout_ms=bootstrap_ms,
+            )
         except KafkaError as exc:
-            raise SourceUnavailable(f"cannot set up topic {topic}: {exc!r}") from exc
+            raise SourceUnavailable(f"cannot set up topic {self.topic}: {exc!r}") from exc
+        return self._producer
 
     def publish(self, records: Sequence[Mapping[str, Any]]) -> None:
-        """Send ``records`` and wait until the broker has them all.
+        """Send ``records`` and wait until the broker has them all (setting up the topic and
+        producer first if no publish has done it yet).
 
         :raises kafka.errors.KafkaError: a send failed or timed out (the caller retries).
+        :raises SourceUnavailable: the broker cannot be reached to set up (the caller retries).
         """
+        producer = self._ready_producer()
         futures = [
-            self._producer.send(self.topic, key=candidate_key(r), value=candidate_value(r))
+            producer.send(self.topic, key=candidate_key(r), value=candidate_value(r))
             for r in records
         ]
-        self._producer.flush(timeout=self.flush_timeout_s)
+        producer.flush(timeout=self.flush_timeout_s)
         for future in futures:
             future.get(timeout=self.flush_timeout_s)
         self.published += len(futures)
 
     def close(self) -> None:
-        """Flush and close the producer."""
-        self._producer.close(timeout=self.flush_timeout_s)
+        """Flush and close the producer (nothing to do when no publish set it up)."""
+        if self._producer is not None:
+            self._producer.close(timeout=self.flush_timeout_s)
 
 
 def ensure_compacted_topic(
-    config: KafkaSourceConfig, topic: str, partitions: int = 1, replication_factor: int = 1
+    config: KafkaSourceConfig,
+    topic: str,
+    partitions: int = 1,
+    replication_factor: int = 1,
+    bootstrap_timeout_ms: int = 30_000,
 ) -> bool:
     """Create ``topic`` with ``cleanup.policy=compact`` unless it exists; return whether it
-    was created.
+    was created. ``bootstrap_timeout_ms`` bounds the wait for a first broker (ms).
 
     :raises kafka.errors.KafkaError: the admin request failed.
     """
-    admin = KafkaAdminClient(**config.client_kwargs())
+    admin = KafkaAdminClient(**config.client_kwargs(), bootstrap_timeout_ms=bootstrap_timeout_ms)
     try:
         if topic in set(admin.list_topics()):
             _warn_unless_compacted(admin, topic)

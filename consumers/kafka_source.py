@@ -16,6 +16,22 @@ by the poll loop before every checkpoint, hence before every commit) hands them 
 producer and waits for the acknowledgements, so a checkpoint costs one DLQ produce request
 and round trip instead of one per batch that had a dead letter.
 
+Undecodable record batches: a batch the consumer cannot decode (its compression codec's
+library is missing, a corrupt compressed payload, a failed CRC) makes kafka-python's ``poll``
+raise at the same offset every time, which used to crash-loop the consumer with nothing
+dead-lettered and the lag frozen. ``poll`` instead finds the batch (partition, first and last
+offset) in the raising frame, seeks past it, counts it and hands out one
+:class:`~consumers.base.UndecodableRecord` per skipped offset, so each record becomes a dead
+letter (``undecodable_batch``, with partition and offset) and the offsets are committed. The
+records' bytes stay in the topic for a consumer that has the codec.
+
+Re-created topics: :meth:`KafkaSource.topic_ids` gives the topic's id (KIP-516, from
+metadata v10+, refreshed at least every ``probe_interval_s``) while partitions of it are
+assigned; the poll loop compares it with the id the state remembers and, when the topic was
+deleted and created again, calls :meth:`KafkaSource.restart_topics`: the assigned partitions
+are read from their beginning (the group's committed offsets, and the consumer's position,
+point into the old topic), and the re-creation is counted.
+
 Time budget: the loop must call ``poll`` again within ``max_poll_interval_ms``, so keep
 ``max_poll_records`` x (per-message processing time, shadow timeouts included) well under it
 (e.g. 500 records x 50 ms = 25 s < 300 s default).
@@ -31,11 +47,17 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError
 from kafka.producer.future import FutureRecordMetadata
 
-from consumers.base import DeadLetter, Origin, RawMessage, message_slot_setters
+from consumers.base import (
+    DeadLetter,
+    Origin,
+    RawMessage,
+    UndecodableRecord,
+    message_slot_setters,
+)
 from consumers.checkpoint import Checkpoint
 from consumers.config import KafkaSourceConfig
 from consumers.errors import DeadLetterError, SourceUnavailable
@@ -144,12 +166,42 @@ def dead_letter_value(letter: DeadLetter, max_bytes: int = DLQ_MAX_LETTER_BYTES)
     return _dumps(body)
 
 
+#: Names of the Kafka compression codecs by attribute code (the low 3 bits).
+CODECS = {0: "uncompressed", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+def undecodable_batch(exc: BaseException) -> tuple[TopicPartition, int, int, str] | None:
+    """Where ``exc`` was raised while kafka-python unpacked a fetched record batch:
+    ``(topic partition, base offset, last offset, codec name)``, or ``None`` when it was not.
+
+    kafka-python raises such errors (``UnsupportedCodecError``, ``CorruptRecordError``, a
+    codec library's own error) from its record generator without the batch's position; the
+    generator's frame (``_unpack_records``, kafka-python 3.0) holds the partition ``tp`` and
+    the ``batch`` being read. For a legacy (v0/v1) batch the last offset is its base offset.
+    """
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "_unpack_records":
+            tp, batch = frame.f_locals.get("tp"), frame.f_locals.get("batch")
+            if isinstance(tp, TopicPartition) and batch is not None:
+                base = int(batch.base_offset)
+                last = int(getattr(batch, "last_offset", base))
+                codec = CODECS.get(int(batch.compression_type), "unknown codec")
+                return tp, base, last, codec
+        tb = tb.tb_next
+    return None
+
+
 def consumer_kwargs(config: KafkaSourceConfig) -> dict[str, Any]:
     """``KafkaConsumer`` kwargs: the configured ones, with the fetch limits
-    :data:`FETCH_MAX_BYTES` and :data:`MAX_PARTITION_FETCH_BYTES` unless they set them."""
+    :data:`FETCH_MAX_BYTES` and :data:`MAX_PARTITION_FETCH_BYTES` and a metadata refresh every
+    ``probe_interval_s`` (at least 1 s) unless they set them."""
     return {
         "fetch_max_bytes": FETCH_MAX_BYTES,
         "max_partition_fetch_bytes": MAX_PARTITION_FETCH_BYTES,
+        # a re-created topic's new id is seen within a probe interval, not 5 minutes
+        "metadata_max_age_ms": max(1000, int(config.probe_interval_s * 1000)),
         **config.consumer_kwargs(),
     }
 
@@ -235,6 +287,10 @@ class KafkaSource:
         self.commits = 0
         self.commit_failures = 0
         self.dead_letters = 0
+        #: record batches skipped because they could not be decoded (see the module docstring)
+        self.undecodable_batches = 0
+        #: topics found deleted and created again (see :meth:`restart_topics`)
+        self.topic_recreations = 0
         try:
             self._consumer = KafkaConsumer(**consumer_kwargs(config))
         except KafkaError as exc:
@@ -254,12 +310,19 @@ class KafkaSource:
         """Return up to ``max_records`` messages, waiting at most ``timeout_ms`` ms.
 
         Also samples lag and probes the broker when due. Retriable Kafka errors give ``[]``.
+        A record batch that cannot be decoded is skipped and returned as one
+        :class:`~consumers.base.UndecodableRecord` per offset (see the module docstring).
 
         :raises SourceUnavailable: on a non-retriable Kafka error.
         """
         try:
             batches = self._poll_batches(max_records, timeout_ms)
-        except KafkaError as exc:
+        except Exception as exc:
+            skipped = self._skip_undecodable(exc)
+            if skipped:
+                return skipped
+            if not isinstance(exc, KafkaError):
+                raise
             if getattr(exc, "retriable", False):
                 log.warning("poll failed (retriable): %r", exc)
                 return []
@@ -293,6 +356,58 @@ class KafkaSource:
         if not batches and timeout_ms > 0:
             batches = poll(timeout_ms=timeout_ms, max_records=max_records)
         return batches
+
+    def topic_ids(self) -> dict[str, str]:
+        """``{topic: topic id}`` (UUID text) of the subscribed topic while some of its
+        partitions are assigned, as the consumer's last metadata gave it; ``{}`` when none
+        are assigned or the broker gives no topic ids (metadata before v10)."""
+        if not self._listener.assigned():
+            return {}
+        cluster = getattr(getattr(self._consumer, "_client", None), "cluster", None)
+        topic_id = getattr(cluster, "topic_id", None)
+        found = topic_id(self.config.topic) if callable(topic_id) else None
+        return {} if found is None else {self.config.topic: str(found)}
+
+    def restart_topics(self, topics: Iterable[str]) -> None:
+        """The ``topics`` were deleted and created again: read their assigned partitions from
+        the beginning, forget the offsets stored, committed and sampled for them (they point
+        into the old topics), and count each re-creation."""
+        wanted = set(topics)
+        parts = sorted(key for key in self._listener.assigned() if key[0] in wanted)
+        self._checkpoint.drop(parts)
+        self._lag.drop(parts)
+        if parts:
+            self._consumer.seek_to_beginning(*(TopicPartition(t, p) for t, p in parts))
+        self.topic_recreations += len(wanted)
+        log.warning("topics %s were re-created: reading %d partitions from the beginning",
+                    sorted(wanted), len(parts))  # fmt: skip
+
+    def _skip_undecodable(self, exc: BaseException) -> list[RawMessage]:
+        """Seek past the record batch whose decoding raised ``exc`` and return one
+        :class:`UndecodableRecord` per skipped offset; ``[]`` when ``exc`` was not raised while
+        kafka-python unpacked a batch of an assigned partition (a network error, say)."""
+        found = undecodable_batch(exc)
+        if found is None:
+            return []
+        tp, base, last, codec = found
+        if (tp.topic, tp.partition) not in self._listener.assigned():
+            return []
+        try:
+            position = int(self._consumer.position(tp, timeout_ms=self.config.request_timeout_ms))
+        except (KafkaError, TypeError, ValueError):
+            position = base
+        first = max(position, base)
+        last = max(last, first)  # a legacy batch may not say where it ends: skip one record
+        detail = (f"record batch at offsets {base}..{last} ({codec}) could not be decoded "
+                  f"({type(exc).__name__}); its records were skipped")  # fmt: skip
+        log.error("skipping undecodable record batch %s[%d] offsets %d..%d (%s): %s",
+                  tp.topic, tp.partition, first, last, codec, type(exc).__name__)  # fmt: skip
+        self._consumer.seek(tp, last + 1)
+        self.undecodable_batches += 1
+        return [
+            UndecodableRecord(None, Origin(tp.topic, tp.partition, offset), detail=detail)
+            for offset in range(first, last + 1)
+        ]
 
     def _maybe_probe(self) -> None:
         now = time.monotonic()
@@ -449,10 +564,24 @@ class KafkaSource:
         return ok
 
     def ready(self) -> bool:
-        """True when partitions are assigned and the broker answered within
-        ``ready_stale_after_s`` seconds. Thread-safe."""
-        fresh = time.monotonic() - self._last_ok < self.config.ready_stale_after_s
-        return fresh and bool(self._listener.assigned())
+        """True when partitions are assigned, the broker answered within
+        ``ready_stale_after_s`` seconds and no committed offset is past its partition's end
+        (see :mod:`consumers.lag`). Thread-safe."""
+        return self.not_ready_reason() is None
+
+    def not_ready_reason(self) -> str | None:
+        """Why :meth:`ready` is false (no partition or offset content), ``None`` when ready.
+        Thread-safe."""
+        if not self._listener.assigned():
+            return "source not ready (no partition assigned)"
+        if time.monotonic() - self._last_ok >= self.config.ready_stale_after_s:
+            return "source not ready (broker unreachable)"
+        past = [f"{p.topic}[{p.partition}] by {p.past_end}" for p in self._lag.snapshot()
+                if p.past_end]  # fmt: skip
+        if past:
+            return ("consumer offset past the end of the log (the group points at offsets "
+                    f"the partition does not have): {', '.join(past)}")  # fmt: skip
+        return None
 
     def status(self) -> dict[str, Any]:
         """JSON-able status: assignment, commit/rebalance counters, lag. Thread-safe."""
@@ -469,6 +598,8 @@ class KafkaSource:
             "commit_failures": self.commit_failures + self._listener.revoke_commit_failures,
             "rebalances": self._listener.rebalances,
             "dead_letters": self.dead_letters,
+            "undecodable_batches": self.undecodable_batches,
+            "topic_recreations": self.topic_recreations,
             "committed_offsets": {
                 f"{t}[{p}]": off for (t, p), off in sorted(self._checkpoint.committed().items())
             },

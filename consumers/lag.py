@@ -12,6 +12,18 @@ Tansu quirk: its ListOffsets(latest) answers the base offset of the last record 
 not the high watermark, so the end offset is ``max(end_offsets, highwater)`` where the
 highwater (from fetch responses) is known.
 
+A committed offset (or position) *past* the end offset is not "lag 0": the group points at
+offsets the partition does not have (an offset committed by hand, a topic truncated or
+re-created under a group whose offsets survived, a broker that lost data). It is reported as
+``past_end`` (how many offsets beyond the end), and the Kafka source is then not ready. It is
+only judged against an end offset confirmed by a fetch response's high watermark, since
+Tansu's ListOffsets alone can answer less than the true end.
+
+>>> compute_past_end(end_offset=10, committed_offset=1000, position=None)
+990
+>>> compute_past_end(end_offset=250, committed_offset=200, position=None)
+0
+
 >>> compute_lag(end_offset=250, committed_offset=200, position=None)
 50
 >>> compute_lag(end_offset=250, committed_offset=None, position=240)
@@ -61,6 +73,9 @@ class PartitionLag:
     committed_offset: int | None
     position: int | None
     lag: int | None
+    #: offsets the committed offset (or position) is beyond the confirmed end; 0 when not,
+    #: ``None`` when the end is not confirmed by a fetch (see the module docstring)
+    past_end: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able form for ``status()``."""
@@ -71,6 +86,7 @@ class PartitionLag:
             "committed_offset": self.committed_offset,
             "position": self.position,
             "lag": self.lag,
+            "past_end": self.past_end,
         }
 
 
@@ -82,6 +98,17 @@ def compute_lag(
     if end_offset is None or base is None:
         return None
     return max(0, end_offset - base)
+
+
+def compute_past_end(
+    end_offset: int | None, committed_offset: int | None, position: int | None
+) -> int | None:
+    """How far ``committed_offset`` (or ``position`` when nothing is committed) is beyond
+    ``end_offset``, in offsets (≥ 0); ``None`` if unknown."""
+    base = committed_offset if committed_offset is not None else position
+    if end_offset is None or base is None:
+        return None
+    return max(0, base - end_offset)
 
 
 class LagSampler:
@@ -107,6 +134,7 @@ class LagSampler:
         self._end: dict[tuple[str, int], int] = {}
         self._committed: dict[tuple[str, int], int | None] = {}
         self._position: dict[tuple[str, int], int | None] = {}
+        self._confirmed: set[tuple[str, int]] = set()  # end offset confirmed by a highwater
         self._partitions: set[tuple[str, int]] = set()
         self._last_sample = float("-inf")
         self._failing = False  # log the first failure of a run as a warning, the rest at debug
@@ -141,15 +169,18 @@ class LagSampler:
             log.info("lag sample succeeded again")
             self._failing = False
         positions = {k: self._position_of(consumer, tp) for k, tp in zip(keys, tps, strict=True)}
+        confirmed = set()
         for k, tp in zip(keys, tps, strict=True):
             high = consumer.highwater(tp)
             if high is not None and ends.get(k) is not None:
                 ends[k] = max(ends[k], high)
+                confirmed.add(k)
         with self._lock:
             self._partitions = set(keys)
             self._end.update({k: v for k, v in ends.items() if v is not None})
             self._committed.update(committed)
             self._position.update(positions)
+            self._confirmed = (self._confirmed - set(keys)) | confirmed
         return True
 
     def _fetch_committed(self, consumer: OffsetsClient, tp: TopicPartition) -> int | None:
@@ -179,6 +210,7 @@ class LagSampler:
                 self._end.pop(key, None)
                 self._committed.pop(key, None)
                 self._position.pop(key, None)
+                self._confirmed.discard(key)
 
     def snapshot(self) -> list[PartitionLag]:
         """The last sample, one :class:`PartitionLag` per partition, sorted. Thread-safe."""
@@ -195,6 +227,13 @@ class LagSampler:
                         self._committed.get((t, p)),
                         self._position.get((t, p)),
                     ),
+                    past_end=compute_past_end(
+                        self._end.get((t, p)),
+                        self._committed.get((t, p)),
+                        self._position.get((t, p)),
+                    )
+                    if (t, p) in self._confirmed
+                    else None,
                 )
                 for t, p in sorted(self._partitions)
             ]

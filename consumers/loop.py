@@ -294,6 +294,7 @@ class _Loop:
         :func:`gc_paused` lets the collector run again).
         """
         messages = self.source.poll(self.config.max_batch_size, self.config.max_batch_wait_ms)
+        messages = self.drop_recreated(messages)
         if messages:
             self.handle(messages)
         elif until_eof and getattr(self.source, "at_eof", True):
@@ -301,6 +302,22 @@ class _Loop:
         else:
             self.maybe_checkpoint()
         return True
+
+    def drop_recreated(self, messages: list[RawMessage]) -> list[RawMessage]:
+        """Check the source's topic ids (sources with ``topic_ids()``: Kafka) against the
+        engine's; for a topic deleted and created again, have the source read it from the
+        beginning (``restart_topics``) and drop what was polled or is pending from it: those
+        offsets belong to positions in the old topic and must be neither processed nor
+        committed (the new topic is read again from offset 0)."""
+        topic_ids = getattr(self.source, "topic_ids", None)
+        if topic_ids is None:
+            return messages
+        changed = {t for t, tid in topic_ids().items() if self.engine.note_topic_id(t, tid)}
+        if not changed:
+            return messages
+        self.source.restart_topics(changed)  # type: ignore[attr-defined]
+        self.pending = {k: m for k, m in self.pending.items() if m.origin.topic not in changed}
+        return [m for m in messages if m.origin.topic not in changed]
 
     def handle(self, messages: list[RawMessage]) -> None:
         """Process one polled batch end to end (metrics are updated once, by the engine)."""

@@ -355,12 +355,19 @@ def _ingestion() -> list[Panel | list[Panel]]:
                 "Offset commits per second (one per checkpoint, every few seconds per replica), "
                 "failed commits and consumer-group rebalances. Failures or rebalances that keep "
                 "coming mean broker trouble, session timeouts or batches slower than "
-                "max_poll_interval_ms: check batch time and broker health.",
+                "max_poll_interval_ms: check batch time and broker health. Topic re-creations "
+                "(the topic was deleted and created again; it is read from its beginning) and "
+                "undecodable record batches (dead-lettered as undecodable_batch: install the "
+                "producer's codec) should stay at zero.",
                 [
                     (f"sum (rate(goldwatch_commits_total{{{SEL}}}[{RATE}]))", "commits"),
                     (f"sum (rate(goldwatch_commit_failures_total{{{SEL}}}[{RATE}]))",
                      "commit failures"),
                     (f"sum (rate(goldwatch_rebalances_total{{{SEL}}}[{RATE}]))", "rebalances"),
+                    (f"sum (rate(goldwatch_kafka_topic_recreations_total{{{SEL}}}[{RATE}]))",
+                     "topic re-creations"),
+                    (f"sum (rate(goldwatch_kafka_undecodable_batches_total{{{SEL}}}[{RATE}]))",
+                     "undecodable batches"),
                 ],
                 "ops",
             ),

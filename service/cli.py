@@ -341,11 +341,10 @@ def _serve(settings: Settings, sock: socket.socket) -> None:
     with -15/143 (:mod:`service.api.serving`). Exits 2 when the runtime cannot be built or
     the app does not start (its lifespan failed; the log says why), 1 when the stop was not
     clean (:func:`service.api.serving.shutdown_problem`: state maybe not checkpointed)."""
-    import uvicorn
 
     from service.api.app import create_app
     from service.api.runtime import Runtime
-    from service.api.serving import GracefulServer, shutdown_problem
+    from service.api.serving import GracefulServer, server_config, shutdown_problem
     from service.state import StateError
 
     # secrets and the state path first: the runtime creates the state file (and its folder)
@@ -365,9 +364,9 @@ def _serve(settings: Settings, sock: socket.socket) -> None:
     )
     for notice in _notices(settings):
         log.warning(notice)
-    server = GracefulServer(
-        uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=20, lifespan="on")
-    )
+    server = GracefulServer(server_config(
+        app, settings.api, log_level="warning", timeout_graceful_shutdown=20, lifespan="on"
+    ))  # fmt: skip
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:

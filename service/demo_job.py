@@ -404,11 +404,10 @@ def run_live(
         DemoError: the port is taken or the working folder is unusable.
         service.state.StateError, ValueError, OSError: the service cannot start.
     """
-    import uvicorn
 
     from service.api.app import create_app
     from service.api.runtime import Runtime
-    from service.api.serving import GracefulServer, shutdown_problem
+    from service.api.serving import GracefulServer, server_config, shutdown_problem
 
     # the settings first: a bad GOLDWATCH_* variable fails before the port or the folder
     settings, token = live_settings(workdir, rate=rate, host=host, port=port)
@@ -420,7 +419,9 @@ def run_live(
         sock.close()
         raise
     app = create_app(settings, runtime)
-    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5, lifespan="on")
+    config = server_config(
+        app, settings.api, log_level="warning", timeout_graceful_shutdown=5, lifespan="on"
+    )
     server = GracefulServer(config)
     echo(banner(settings, token, workdir))
     done = threading.Event()

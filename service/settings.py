@@ -299,6 +299,17 @@ class ApiConfig(_Frozen):
             maximum-size request does not keep the consumer and the report endpoints waiting
             for its whole run (seconds for 1,000 long questions); the checkpoint comes once,
             after the last chunk, before the answer.
+        request_read_timeout_s: seconds a client has, from a request's first byte (from the
+            connection's start, for its first request), to send the request's headers and
+            body; a slower one gets 408 and is closed (slow-client protection). Raise it for
+            clients that post large batches over slow links.
+        keep_alive_timeout_s: seconds an idle keep-alive connection stays open after a
+            response (uvicorn's ``timeout_keep_alive``).
+        max_connections: most HTTP connections open at once (also kept 128 under the
+            process's open-files limit). Past it the oldest connection still sending its
+            request is closed (408) to make room; when every connection is running a
+            request, the new one gets 503 with ``Retry-After``.
+        max_header_bytes: largest request line plus headers (h11's incomplete-event limit).
     """
 
     host: str = "127.0.0.1"
@@ -308,6 +319,10 @@ class ApiConfig(_Frozen):
     max_request_bytes: int = Field(default=4 * 1_048_576, ge=1024)
     max_events_per_request: int = Field(default=1_000, ge=1)
     ingest_chunk_events: int = Field(default=50, ge=1, le=100_000)
+    request_read_timeout_s: float = Field(default=10.0, gt=0, le=3600)
+    keep_alive_timeout_s: float = Field(default=5.0, gt=0, le=3600)
+    max_connections: int = Field(default=512, ge=16, le=1_000_000)
+    max_header_bytes: int = Field(default=16 * 1024, ge=1024, le=1_048_576)
 
     @model_validator(mode="before")
     @classmethod

@@ -18,9 +18,12 @@ goldwatch_event_fields_dropped_total            counter field, reason (bounded)
 goldwatch_batch_size                            histo   (events per batch)
 goldwatch_batch_processing_seconds              histo   (decode → commit, seconds)
 goldwatch_consumer_lag                          gauge   topic (bounded), partition
+goldwatch_consumer_offset_past_end              gauge   topic (bounded), partition
 goldwatch_commits_total                         counter
 goldwatch_commit_failures_total                 counter
 goldwatch_rebalances_total                      counter
+goldwatch_kafka_topic_recreations_total         counter
+goldwatch_kafka_undecodable_batches_total       counter
 goldwatch_last_event_timestamp_seconds          gauge   (newest event time, Unix s)
 goldwatch_build_info                            gauge   version, python (always 1)
 =============================================== ======= =============================
@@ -56,7 +59,8 @@ OTHER = "other"
 SOURCES: tuple[str, ...] = ("kafka", "file", "stdin", "http")
 
 #: Dead-letter reasons: the decoder's codes (consumers.decoding.REASONS, kept equal by a
-#: test) plus ``processing_failed`` (a batch whose stage error was suppressed).
+#: test) plus ``processing_failed`` (a batch whose stage error was suppressed) and
+#: ``undecodable_batch`` (records of a Kafka record batch the consumer could not decode).
 DEAD_LETTER_REASONS: tuple[str, ...] = (
     "tombstone",
     "too_large",
@@ -67,6 +71,7 @@ DEAD_LETTER_REASONS: tuple[str, ...] = (
     "wrong_type",
     "invalid_value",
     "processing_failed",
+    "undecodable_batch",
 )
 
 #: Why a decoder dropped an optional field (consumers.decoding.DROP_REASONS, kept equal by a
@@ -126,7 +131,9 @@ class BatchCounts(NamedTuple):
 
 
 #: Cumulative counters of ``Source.status()`` mirrored into Prometheus counters.
-STATUS_COUNTERS: tuple[str, ...] = ("commits", "commit_failures", "rebalances")
+STATUS_COUNTERS: tuple[str, ...] = (
+    "commits", "commit_failures", "rebalances", "topic_recreations", "undecodable_batches",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,9 +153,12 @@ class Metrics:
     batch_size: Histogram
     batch_processing_seconds: Histogram
     consumer_lag: Gauge
+    consumer_offset_past_end: Gauge
     commits: Counter
     commit_failures: Counter
     rebalances: Counter
+    topic_recreations: Counter
+    undecodable_batches: Counter
     last_event_timestamp_seconds: Gauge
     build_info: Gauge
     topics: tuple[str, ...]
@@ -176,9 +186,9 @@ class Metrics:
     def observe_status(self, status: Mapping[str, Any], previous: Mapping[str, Any]) -> None:
         """Mirror a ``Source.status()`` sample: counter deltas since ``previous``, and lag.
 
-        ``status`` may hold cumulative ``commits``, ``commit_failures``, ``rebalances`` (ints)
-        and ``lag``: a list of ``{"topic", "partition", "lag"}`` (``lag`` ``None`` = unknown,
-        left as it was). Missing keys are ignored; counters never go backwards.
+        ``status`` may hold the cumulative counts of :data:`STATUS_COUNTERS` (ints)
+        and ``lag``: a list of ``{"topic", "partition", "lag", "past_end"}`` (``None`` =
+        unknown, left as it was). Missing keys are ignored; counters never go backwards.
         """
         for key in STATUS_COUNTERS:
             delta = int(status.get(key) or 0) - int(previous.get(key) or 0)
@@ -187,6 +197,11 @@ class Metrics:
         for row in status.get("lag") or ():
             if row.get("lag") is not None:
                 self.lag_labels(str(row["topic"]), int(row["partition"])).set(row["lag"])
+            if row.get("past_end") is not None:
+                self.consumer_offset_past_end.labels(
+                    topic=bounded_label(str(row["topic"]), self.topics),
+                    partition=str(int(row["partition"])),
+                ).set(row["past_end"])
 
     def observe_dropped_fields(self, drops: Mapping[tuple[str, str], int]) -> None:
         """Count optional fields the decoder dropped (the events were kept): ``drops`` maps
@@ -260,12 +275,31 @@ def _consumer_metrics(registry: CollectorRegistry) -> dict[str, Counter | Gauge]
             ["topic", "partition"],
             registry=registry,
         ),
+        "consumer_offset_past_end": Gauge(
+            _name("consumer_offset_past_end"),
+            "Offsets the committed offset is beyond the end of the partition (0 normally; "
+            "above 0 the group points at offsets the partition does not have, not ready).",
+            ["topic", "partition"],
+            registry=registry,
+        ),
         "commits": Counter(_name("commits"), "Successful offset commits.", registry=registry),
         "commit_failures": Counter(
             _name("commit_failures"), "Offset commits that failed.", registry=registry
         ),
         "rebalances": Counter(
             _name("rebalances"), "Consumer-group rebalances seen.", registry=registry
+        ),
+        "topic_recreations": Counter(
+            _name("kafka_topic_recreations"),
+            "Times the consumed topic was found deleted and created again (new topic id); "
+            "it is then read from its beginning.",
+            registry=registry,
+        ),
+        "undecodable_batches": Counter(
+            _name("kafka_undecodable_batches"),
+            "Kafka record batches that could not be decoded (codec missing, corrupt); their "
+            "records are dead-lettered as undecodable_batch.",
+            registry=registry,
         ),
         "last_event_timestamp_seconds": Gauge(
             _name("last_event_timestamp_seconds"),

@@ -122,6 +122,19 @@ class TansuBroker:
             admin.close()
         self._wait_partitions(topic, partitions)
 
+    def delete_topic(self, topic: str, timeout_s: float = 60.0) -> None:
+        """Delete ``topic`` and wait until the broker no longer lists it."""
+        admin = self.admin()
+        try:
+            admin.delete_topics([topic])
+        finally:
+            admin.close()
+        deadline = time.monotonic() + timeout_s
+        while topic in self.list_topics():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"topic {topic} still listed {timeout_s}s after its deletion")
+            time.sleep(0.1)
+
     def _wait_partitions(self, topic: str, partitions: int, timeout_s: float = 60.0) -> None:
         consumer = KafkaConsumer(bootstrap_servers=self.bootstrap_servers)
         try:

@@ -554,7 +554,8 @@ class Runtime:
             if source is None:
                 reasons.append("source not connected")
             elif not source.ready():
-                reasons.append("source not ready (no assignment or broker unreachable)")
+                why = getattr(source, "not_ready_reason", lambda: None)()
+                reasons.append(why or "source not ready (no assignment or broker unreachable)")
         if self.last_error is not None:
             reasons.append("consumer error; retrying")
         gold_problem = self.gold_file_problem()

@@ -10,12 +10,13 @@ from collections.abc import Callable
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 
+from consumers.errors import SourceUnavailable
 from consumers.harvest_sink import KafkaCandidateSink, cleanup_policy, ensure_compacted_topic
 from consumers.kafka_source import KafkaSourceConfig
 from service.harvest.config import HarvestConfig
 from service.harvest.stage import HarvestStage
 from service.pii import PiiScrubStage
-from tests.kafka_broker import TansuBroker
+from tests.kafka_broker import TansuBroker, free_port
 from tests.service.harvest.helpers import batch, event
 
 pytestmark = pytest.mark.kafka
@@ -55,6 +56,8 @@ def test_topic_is_created_compacted_and_kept(
 ) -> None:
     config = source_config()
     sink = KafkaCandidateSink(config, topic_name)
+    assert topic_name not in kafka_broker.list_topics()  # lazy: building calls no broker
+    sink.publish([])  # the first publish sets the topic up
     sink.close()
     assert topic_name in kafka_broker.list_topics()
     admin = KafkaAdminClient(bootstrap_servers=kafka_broker.bootstrap_servers)
@@ -93,3 +96,26 @@ def test_replays_and_replicas_publish_one_key_per_suggestion_without_personal_da
         text = key.decode() + value.decode()
         assert not any(item in text for item in PLANTED)
         assert "98765" not in text and "2346" not in text
+
+
+def test_sink_built_while_the_broker_is_down_sets_up_once_it_is_up(topic_name: str) -> None:
+    """Building the sink calls no broker (serve must start with the broker down); a publish
+    while it is down raises ``SourceUnavailable`` (the harvest stage counts it and retries at
+    its next flush), and the next publish after the broker came up creates the compacted
+    topic and delivers the records."""
+    port = free_port()
+    config = KafkaSourceConfig(bootstrap_servers=f"127.0.0.1:{port}", topic="unused",
+                               consumer_group="unused")  # fmt: skip
+    sink = KafkaCandidateSink(config, topic_name, flush_timeout_s=2.0)
+    record = {"id": "c-1", "normalised": "hostel fee kab", "count": 1}
+    with pytest.raises(SourceUnavailable):
+        sink.publish([record])
+    broker = TansuBroker.start(port=port)
+    try:
+        sink.publish([record])
+        sink.close()
+        assert read_all(broker, topic_name) == [(b"hostel fee kab", json.dumps(
+            record, separators=(",", ":")).encode())]  # fmt: skip
+        assert sink.published == 1
+    finally:
+        broker.stop()

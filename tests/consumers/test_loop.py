@@ -817,3 +817,54 @@ def test_gc_paused_freezes_at_most_once_per_interval() -> None:
     finally:
         gc.set_threshold(*old)
         gc.unfreeze()
+
+
+class RecreatingSource(FakeSource):
+    """A Kafka-like source whose topic is deleted and created again: each batch comes with the
+    topic id the metadata shows at that poll; ``restarted`` records restart_topics calls."""
+
+    def __init__(self, batches: list[tuple[str, list[RawMessage]]]) -> None:
+        super().__init__([messages for _, messages in batches])
+        self.ids = [topic_id for topic_id, _ in batches]
+        self.current = self.ids[0]
+        self.restarted: list[set[str]] = []
+
+    def poll(self, max_records: int, timeout_ms: int) -> list[RawMessage]:
+        if self.ids:
+            self.current = self.ids.pop(0)
+        return super().poll(max_records, timeout_ms)
+
+    def topic_ids(self) -> dict[str, str]:
+        return {"queries": self.current}
+
+    def restart_topics(self, topics: set[str]) -> None:
+        self.restarted.append(set(topics))
+
+
+def test_recreated_topic_is_read_again_not_taken_for_redeliveries(tmp_path: Path) -> None:
+    """Offsets 0-4 of topic id A applied and checkpointed; the topic is re-created (id B)
+    and a poll still returns offsets 5-6 from the consumer's old position: those are dropped
+    (neither processed nor committed) and the source restarts the topic; offsets 0-4 of B
+    are then processed, not dropped as redeliveries. A restart on the same state with the
+    same id B restarts nothing."""
+    path = tmp_path / "state.db"
+    old = kafka_messages([event(i) for i in range(5)], 0)
+    stale = kafka_messages([event(i) for i in range(100, 102)], 5)
+    new = kafka_messages([event(i) for i in range(200, 205)], 0)
+    source = RecreatingSource([("A", old), ("B", stale), ("B", new)])
+    with StateStore.open(path) as state:
+        report = run(source, pipeline(), state, fresh_metrics()[1], threading.Event(),
+                     config=EVERY_BATCH, until_eof=True)  # fmt: skip
+        assert state.get("source/kafka-topic-ids") == {"queries": "B"}
+        assert state.get("source/kafka-applied-offsets") == {"queries": {"0": 4}}
+    assert source.restarted == [{"queries"}]
+    assert (report.consumed, report.processed, report.duplicates) == (10, 10, 0), report
+    # the last offset per partition is committed: 4 of A, then 4 of B; 5-6 never
+    assert [m.origin.offset for m in source.committed] == [4, 4]
+
+    again = RecreatingSource([("B", kafka_messages([event(i) for i in range(200, 206)], 0))])
+    with StateStore.open(path) as state:
+        report = run(again, pipeline(), state, fresh_metrics()[1], threading.Event(),
+                     config=EVERY_BATCH, until_eof=True)  # fmt: skip
+    assert again.restarted == []
+    assert (report.processed, report.duplicates) == (1, 5), report  # 0-4 already applied
