@@ -83,7 +83,7 @@ def run_replay(
     else:
         state = StateStore.in_memory()
     try:
-        live = build_live(settings, registry, state)
+        live = build_live(settings, registry, state, replay=True)
     except BaseException:
         state.close()  # and its writer's lock
         raise

@@ -227,12 +227,18 @@ def fix_mmap_threshold(threshold: int = MMAP_THRESHOLD_BYTES) -> bool:
 
 
 def build_live(
-    settings: Settings, registry: CollectorRegistry, state: StateStore | None = None
+    settings: Settings,
+    registry: CollectorRegistry,
+    state: StateStore | None = None,
+    replay: bool = False,
 ) -> Live:
     """Build the pipeline with the analytics stages of ``settings.analytics`` and the shadow
     stage of ``settings.shadow``, against the configured gold set and corpus (default: the
     embedded demo data). Harvested suggestions are kept in ``state`` (in memory without one)
-    and, with the Kafka source, published to the compacted ``harvest.topic``.
+    and, with the Kafka source, published to the compacted ``harvest.topic``. With
+    ``replay`` (a replay to the end of a file) the shadow stage runs with backpressure and
+    waits for each batch's calls, so nothing is skipped for timing and the report is
+    reproducible (:mod:`service.shadow.stage`).
 
     Raises:
         ValueError, OSError: the gold set, corpus, topic model or a custom stage is unusable
@@ -290,8 +296,8 @@ def build_live(
     if candidates:
         names = list(dict.fromkeys(c.retriever_name for c in candidates))
         retrievers = build_retrievers(names, settings, corpus.passages)
-        runner = ShadowRunner(settings.shadow, retrievers)
-        shadow_stage = ShadowStage(runner, listeners=listeners)
+        runner = ShadowRunner(settings.shadow, retrievers, backpressure=replay)
+        shadow_stage = ShadowStage(runner, listeners=listeners, synchronous=replay)
         stages.append(shadow_stage)
     if harvest is not None:
         stages.append(harvest)

@@ -20,6 +20,12 @@ candidate, never waiting — writes ``annotations[i]["shadow"] = {candidate: out
 last call (counter increments, latency and agreement values for histograms, runner gauges),
 so Prometheus metrics are fed per batch without this module importing prometheus_client.
 
+**Replays** (``synchronous=True``, with a runner built with ``backpressure``): every batch
+waits for its own shadow calls and folds their results in the batch's event order (then
+candidate order), so the same input gives the same aggregates, disagreements and listener
+calls whatever the threads' timing; the report then leaves out the wall-clock latencies
+and runner gauges (time-of-run values a replay's report must not carry).
+
 Persistence: the aggregates (not the queues, not in-flight calls) are the stage snapshot, so
 means and disagreements survive a restart; results in flight at a stop are lost, which only
 thins the sample. Candidates no longer configured are dropped on restore.
@@ -191,6 +197,9 @@ class ShadowStage:
             (e.g. the live-quality stage's ACL and known-question checks, the harvester's
             disagreement reason). A listener must not raise.
 
+        synchronous: replay mode (module docstring): each batch waits for its shadow calls
+            and folds their results in event order; the report has no latencies.
+
     The configuration's ``max_disagreements`` and ``max_label_values`` bound the report.
     """
 
@@ -200,9 +209,11 @@ class ShadowStage:
         self,
         runner: ShadowRunner,
         listeners: Sequence[Callable[[ShadowResult], None]] = (),
+        synchronous: bool = False,
     ) -> None:
         self.runner = runner
         self.listeners = list(listeners)
+        self.synchronous = synchronous
         config = runner.config
         self._candidates = {
             name: _Candidate(config.max_label_values, config.max_disagreements)
@@ -235,11 +246,21 @@ class ShadowStage:
         for (name, outcome), n in seen.items():  # counted once per batch, not per event
             self._candidates[name].offers[outcome] += n
             offers[name][outcome] += n
-        self.collect()
+        if not self.synchronous:
+            self.collect()
+            return
+        while not self.runner.wait_idle(60.0):  # the watchdog ends every call by its deadline
+            pass
+        order = {event.event_id: i for i, event in enumerate(batch.events)}
+        rank = {name: i for i, name in enumerate(self._candidates)}
+        self.collect(key=lambda r: (order.get(r.event_id, -1), rank[r.candidate]))
 
-    def collect(self) -> int:
-        """Fold in the results finished since the last call; return how many."""
+    def collect(self, key: Callable[[ShadowResult], Any] | None = None) -> int:
+        """Fold in the results finished since the last call, in arrival order or sorted by
+        ``key``; return how many."""
         results = self.runner.drain()
+        if key is not None:
+            results.sort(key=key)
         pending = self._pending
         for result in results:
             name = result.candidate
@@ -295,7 +316,12 @@ class ShadowStage:
         stats = self.runner.stats()
         candidates = {}
         for name, aggregate in self._candidates.items():
-            candidates[name] = {**aggregate.report(), "runner": stats.get(name, {})}
+            report = aggregate.report()
+            if self.synchronous:  # a replay's report holds no time-of-run values
+                report.pop("latency_seconds")
+            else:
+                report["runner"] = stats.get(name, {})
+            candidates[name] = report
         return {
             "rbo_p": self.runner.config.rbo_p,
             "results_dropped": self.runner.results_dropped,
