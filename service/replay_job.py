@@ -291,8 +291,9 @@ def _shadow_lines(shadow: dict[str, Any] | None) -> list[str]:
             return "-" if value is None else f"{value:.3f}"
 
         lines.append(
-            f"shadow {name}: {body['completed']} compared of {body['offered']} offered; "
-            f"overlap@k {fmt('overlap')}, RBO {fmt('rbo')}, citation recall "
+            f"shadow {name}: {body['completed']} compared of {body['offered']} offered"
+            + (f" ({body['in_flight']} in flight)" if body.get("in_flight") else "")
+            + f"; overlap@k {fmt('overlap')}, RBO {fmt('rbo')}, citation recall "
             f"{fmt('citation_recall')}; skipped: {skipped}; errors: {errors}"
         )
     return lines

@@ -427,6 +427,7 @@ class ShadowRunner:
         self._cpu_marks: deque[tuple[float, float]] = deque()  # (monotonic s, cpu_s)
         self.cpu_throttled = False
         self.results_dropped = 0
+        self._dropped_by: dict[str, int] = {}
         self._stop = threading.Event()
         timeouts = [c.timeout_s for c in config.candidates] or [1.0]
         self.tick_s = min(0.1, max(0.005, min(timeouts) / 10))
@@ -507,6 +508,11 @@ class ShadowRunner:
             results = list(self._results)
             self._results.clear()
         return results
+
+    def results_dropped_by(self) -> dict[str, int]:
+        """``results_dropped`` per candidate, since the start: ``{candidate: n}``."""
+        with self._results_lock:
+            return dict(self._dropped_by)
 
     def wait_idle(self, timeout: float = 30.0) -> bool:
         """Wait up to ``timeout`` seconds until no candidate has a queued or running call
@@ -668,8 +674,9 @@ class ShadowRunner:
         )
         with self._results_lock:
             if len(self._results) >= self.config.max_results and not self.backpressure:
-                self._results.popleft()
+                lost = self._results.popleft().candidate
                 self.results_dropped += 1
+                self._dropped_by[lost] = self._dropped_by.get(lost, 0) + 1
             self._results.append(result)
 
 

@@ -7,7 +7,12 @@ candidate, never waiting — writes ``annotations[i]["shadow"] = {candidate: out
 (from earlier events: shadow calls are asynchronous) into per-candidate aggregates:
 
 * counters: ``offered``, ``queued``, ``skipped`` by reason, ``completed`` (answered),
-  ``errors`` by reason;
+  ``errors`` by reason, ``in_flight`` (queued, no result yet). They always add up:
+  ``offered = completed + sum(errors) + sum(skipped) + in_flight``, also across restarts:
+  a queued event whose result was lost is moved from ``queued`` to a skip reason of
+  :data:`LOST_REASONS` — ``interrupted`` (its call was in flight at the last checkpoint
+  before a stop, so the restart cannot fold its result in) or ``result_dropped`` (the
+  runner's result buffer, ``max_results``, overflowed);
 * latency: count, sum and max in seconds (means in the report, values for histograms);
 * agreement means of ``overlap``, ``jaccard``, ``rbo``, ``kendall_tau``, ``top1`` (as 0/1)
   and ``citation_recall``, each over the results where it is defined (``counts``);
@@ -42,7 +47,10 @@ from typing import Any
 from service.pipeline import Batch
 from service.shadow.runner import SKIP_REASONS, ShadowResult, ShadowRunner
 
-__all__ = ["BREAKDOWN_METRICS", "METRICS", "ShadowStage"]
+__all__ = ["BREAKDOWN_METRICS", "LOST_REASONS", "METRICS", "ShadowStage"]
+
+#: Skip reasons of queued events whose result never arrived (see the module docstring).
+LOST_REASONS: tuple[str, ...] = ("interrupted", "result_dropped")
 
 #: Agreement measures aggregated, in report order.
 METRICS: tuple[str, ...] = ("overlap", "jaccard", "rbo", "kendall_tau", "top1", "citation_recall")
@@ -123,13 +131,15 @@ class _Candidate:
 
     def report(self) -> dict[str, Any]:
         count, total, peak = self.latency
-        skipped = {r: self.offers[r] for r in SKIP_REASONS if self.offers[r]}
+        offers = self.offers
+        skipped = {r: offers[r] for r in (*SKIP_REASONS, *LOST_REASONS) if offers[r]}
         rows = sorted((row for _, _, row in self.worst), key=lambda r: (r["rbo"], r["event_id"]))
         return {
-            "offered": sum(self.offers.values()),
-            "queued": self.offers["queued"],
+            "offered": sum(offers.values()),
+            "queued": offers["queued"],
             "skipped": skipped,
             "completed": self.completed,
+            "in_flight": self.in_flight(),
             "errors": dict(self.errors),
             "latency_seconds": {
                 "count": count,
@@ -142,6 +152,18 @@ class _Candidate:
             "by_topic": _table(self.by["topic"]),
             "disagreements": rows,
         }
+
+    def in_flight(self) -> int:
+        """Queued events whose result has not been folded in yet (≥ 0)."""
+        return max(0, self.offers["queued"] - self.completed - sum(self.errors.values()))
+
+    def lose(self, reason: str, n: int) -> None:
+        """Move ``n`` queued events (at most those in flight) whose result will never
+        arrive to the skip reason ``reason`` (one of :data:`LOST_REASONS`)."""
+        n = min(n, self.in_flight())
+        if n > 0:
+            self.offers["queued"] -= n
+            self.offers[reason] += n
 
     def state(self) -> dict[str, Any]:
         return {
@@ -164,6 +186,9 @@ class _Candidate:
             self.by[dimension] = {k: _Means(v) for k, v in table.items()}
         for row in state.get("worst", []):
             self._keep(row)
+        # calls in flight at the checkpoint belong to the process that stopped: their
+        # results are gone, and their events (offsets committed) are not offered again
+        self.lose("interrupted", self.in_flight())
 
 
 def _table(table: Mapping[str, _Means]) -> dict[str, dict[str, Any]]:
@@ -221,6 +246,7 @@ class ShadowStage:
         }
         self._pending = self._empty_pending()
         self._dropped_seen = 0
+        self._dropped_by_seen: Counter[str] = Counter()
 
     def _empty_pending(self) -> dict[str, Any]:
         names = self._candidates
@@ -261,6 +287,11 @@ class ShadowStage:
         results = self.runner.drain()
         if key is not None:
             results.sort(key=key)
+        dropped = self.runner.results_dropped_by()
+        for name, total in dropped.items():
+            if name in self._candidates and total > self._dropped_by_seen[name]:
+                self._candidates[name].lose("result_dropped", total - self._dropped_by_seen[name])
+                self._dropped_by_seen[name] = total
         pending = self._pending
         for result in results:
             name = result.candidate
