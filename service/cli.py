@@ -123,6 +123,9 @@ def main(verbose: int) -> None:
 @click.option("--gold", type=click.Path(path_type=Path, dir_okay=False), help="Gold-set JSONL.")
 @click.option("--corpus", type=click.Path(path_type=Path, dir_okay=False), help="Corpus JSONL.")
 @click.option(
+    "--demo", is_flag=True, help="Use the embedded demo corpus, and its gold set unless --gold."
+)
+@click.option(
     "--retriever",
     "retrievers",
     multiple=True,
@@ -161,6 +164,7 @@ def eval_command(
     config: Path | None,
     gold: Path | None,
     corpus: Path | None,
+    demo: bool,
     retrievers: tuple[str, ...],
     ks: str | None,
     qrels: Path | None,
@@ -177,7 +181,10 @@ def eval_command(
 ) -> None:
     """Score retrievers on the gold set: recall@k, hit rate, precision, MRR, nDCG, MAP.
 
-    Without --gold/--corpus it runs on the embedded demo data.
+    The gold set and corpus are --gold and --corpus (or gold_set: and corpus: of the
+    configuration); --demo uses the embedded demo corpus, and its gold set unless --gold
+    names one (a copy of it, e.g. in the demo's working folder). A gold set without a corpus
+    is an error (exit 2), and so is a corpus holding none of its gold passages.
     """
     from service import eval_job
     from service.report import render_json, render_text
@@ -203,6 +210,7 @@ def eval_command(
             misses=misses,
             history=history,
             progress=not no_progress,
+            demo=demo,
         )
         outcome = eval_job.run_eval(request, settings)
     except RetrieverError as exc:
