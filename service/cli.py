@@ -407,6 +407,9 @@ def _serve(settings: Settings, sock: socket.socket) -> None:
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 @html_option
+@click.option("--demo", is_flag=True,
+              help="Replay the embedded demo log with the demo's configuration, gold set and "
+                   "corpus (no FILE).")  # fmt: skip
 def replay_command(
     config: Path | None,
     file: Path | None,
@@ -414,23 +417,34 @@ def replay_command(
     dlq_path: Path | None,
     fmt: str,
     html_path: Path | None,
+    demo: bool,
 ) -> None:
     """Process a whole JSONL query log (or - for stdin) with the live pipeline, print the
     report and exit.
 
-    Without FILE it replays the embedded demo query log (three days of a college bot's
-    traffic). Without --state every replay starts fresh, and so does its dead-letter file.
+    The gold set and corpus are those of the configuration (gold_set:, corpus:); without a
+    gold set the gold-set comparisons are off and the report says so first. --demo replays
+    the embedded demo log (three days of a college bot's traffic) with the demo's data.
+    Without --state every replay starts fresh, and so does its dead-letter file.
     """
     from consumers.errors import GoldwatchConsumerError
     from service.demo import demo_path
     from service.replay_job import render_text, run_replay
     from service.state import StateError
 
-    if file is None:
+    if demo and file is not None:
+        _fail("--demo replays the embedded demo log: leave out FILE (or leave out --demo)")
+    if demo:
         file = demo_path("querylog.jsonl")
         dlq_path = dlq_path or Path("goldwatch-demo.dlq.jsonl")
-        config = config or demo_path("goldwatch.yaml")
-    settings = _settings(config)
+        settings = _settings(config or demo_path("goldwatch.yaml")).model_copy(
+            update={"gold_set": demo_path("gold.jsonl"), "corpus": demo_path("corpus.jsonl")}
+        )
+    elif file is None:
+        _fail("no query log: give FILE (- for stdin), or --demo to replay the embedded demo")
+        return
+    else:
+        settings = _settings(config)
     try:
         doc = run_replay(settings, file, state_path, dlq_path)
     except (StateError, ValueError, OSError, GoldwatchConsumerError) as exc:
@@ -546,12 +560,16 @@ def topics_fit(
     """Fit the topic model on the gold set and save it as a versioned artefact."""
     from service.analytics import fit_topic_model
     from service.corpus import load_corpus
-    from service.demo import demo_path
     from service.goldset import load_gold_set
 
     settings = _settings(config)
     try:
-        gold_set = load_gold_set(gold or settings.gold_set or demo_path("gold.jsonl"))
+        gold_path = gold or settings.gold_set
+        if gold_path is None:
+            _fail("no gold set to fit topics on: give --gold FILE or set gold_set: in the "
+                  "configuration (or GOLDWATCH_GOLD_SET)")  # fmt: skip
+            return
+        gold_set = load_gold_set(gold_path)
         passages = load_corpus(corpus).passages if corpus else ()
         topic_config = settings.analytics.topics
         if n_topics is not None:

@@ -88,7 +88,8 @@ def build_retriever(
         if corpus is None:
             raise ValueError(
                 f"retriever {config.name!r} (kind {kind}) is built over the corpus, "
-                "but no corpus was given"
+                "but no corpus was given (set corpus: in the configuration, or "
+                "GOLDWATCH_CORPUS)"
             )
         factory = BM25Retriever if kind == "bm25" else TfidfRetriever
         return _construct(config, factory, corpus)
