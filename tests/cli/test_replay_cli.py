@@ -18,7 +18,7 @@ def _log(tmp_path: Path, lines: list[str]) -> Path:
 
 
 def test_demo_replay_reports_the_planted_shifts(tmp_path: Path) -> None:
-    result = run(["replay", "--format", "json"], tmp_path)
+    result = run(["replay", "--demo", "--format", "json"], tmp_path)
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)  # strict JSON: no NaN
     assert (doc["consumed"], doc["processed"], doc["dead_lettered_total"]) == (3000, 3000, 0)
