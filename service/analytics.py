@@ -128,6 +128,9 @@ def _scope_stage(
     if not gold.unanswerable() or not gold.answerable():
         log.warning("out-of-scope needs answerable and unanswerable gold questions; disabled")
         return None, None
+    if not corpus.passages:  # never a stand-in corpus
+        log.warning("out-of-scope needs the corpus (corpus:) to score questions on; disabled")
+        return None, None
     name = config.scope_retriever
     retriever = build_retrievers(
         [name],
