@@ -428,7 +428,7 @@ def replay_command(
     Without --state every replay starts fresh, and so does its dead-letter file.
     """
     from consumers.errors import GoldwatchConsumerError
-    from service.demo import demo_path
+    from service.demo import demo_data, demo_path
     from service.replay_job import render_text, run_replay
     from service.state import StateError
 
@@ -437,9 +437,8 @@ def replay_command(
     if demo:
         file = demo_path("querylog.jsonl")
         dlq_path = dlq_path or Path("goldwatch-demo.dlq.jsonl")
-        settings = _settings(config or demo_path("goldwatch.yaml")).model_copy(
-            update={"gold_set": demo_path("gold.jsonl"), "corpus": demo_path("corpus.jsonl")}
-        )
+        settings = _settings(config or demo_path("goldwatch.yaml"))
+        settings = settings.model_copy(update=demo_data())
     elif file is None:
         _fail("no query log: give FILE (- for stdin), or --demo to replay the embedded demo")
         return
