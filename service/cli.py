@@ -23,7 +23,13 @@ import click
 
 from service import __version__
 from service.cli_candidates import candidates_group
-from service.settings import ConfigError, Settings, effective_config, load_settings
+from service.settings import (
+    GOLD_SET_OFF,
+    ConfigError,
+    Settings,
+    effective_config,
+    load_settings,
+)
 from service.topic_config import N_TOPICS_MAX, N_TOPICS_MIN
 
 log = logging.getLogger("goldwatch")
@@ -42,9 +48,10 @@ NO_PII_NOTICE = (
 
 
 def _notices(settings: Settings) -> list[str]:
-    """What an operator should know about a valid configuration: the mutating endpoints
-    are disabled (no token), or personal data is not scrubbed."""
-    notices = []
+    """What an operator should know about a valid configuration: no gold set (gold-set
+    comparisons off), the mutating endpoints are disabled (no token), or personal data is
+    not scrubbed."""
+    notices = [GOLD_SET_OFF] if settings.gold_set is None else []
     if settings.api.token is None:
         notices.append(NO_TOKEN_NOTICE)
     if not settings.analytics.enabled:
