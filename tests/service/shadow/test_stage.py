@@ -51,11 +51,13 @@ def run_batch(stage: ShadowStage, n: int, languages: Sequence[str] = ("en",)) ->
 
 
 def settle(stage: ShadowStage, expected: int) -> None:
-    done = [0]
+    """Wait until ``expected`` results are folded in (by :meth:`ShadowStage.process`'s own
+    collect too: counting only this loop's collects missed those and could wait forever)."""
 
     def finished() -> bool:
-        done[0] += stage.collect()
-        return done[0] >= expected
+        stage.collect()
+        report = stage.report()["candidates"]
+        return sum(c["completed"] + sum(c["errors"].values()) for c in report.values()) >= expected
 
     assert wait_for(finished)
 
