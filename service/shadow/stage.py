@@ -33,7 +33,8 @@ and runner gauges (time-of-run values a replay's report must not carry).
 
 Persistence: the aggregates (not the queues, not in-flight calls) are the stage snapshot, so
 means and disagreements survive a restart; results in flight at a stop are lost, which only
-thins the sample (they are counted as skipped ``interrupted``). Candidates no longer configured are dropped on restore.
+thins the sample (they are counted as skipped ``interrupted``). Candidates no longer
+configured are dropped on restore.
 """
 
 from __future__ import annotations
