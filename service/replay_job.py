@@ -48,7 +48,7 @@ from service.api.runtime import Live, build_live, freeze_heap
 from service.pipeline import Batch
 from service.scope import describe
 from service.series import TimeSeries
-from service.settings import Settings, gold_set_notice
+from service.settings import GOLD_SET_OFF, Settings, gold_set_notice
 from service.shed_note import shed_note
 from service.state import StateStore
 from service.telemetry import PII_TYPES, build_metrics
@@ -251,7 +251,9 @@ def render_text(doc: dict[str, Any]) -> str:
     drift = analytics["drift"]
     states = ", ".join(f"{dim} {drift[dim]['state']}" for dim in
                        ("language", "topic", "refusal", "out_of_scope"))  # fmt: skip
-    lines.append(f"drift now (worst of gold set and baseline comparisons): {states}")
+    against = ("baseline comparisons" if GOLD_SET_OFF in doc.get("notices", ())
+               else "worst of gold set and baseline comparisons")  # fmt: skip
+    lines.append(f"drift now ({against}): {states}")
     late, future = drift["event_time"]["late"], drift["event_time"]["future"]
     if late or future:
         lines.append(

@@ -194,7 +194,7 @@ def test_without_a_gold_set_every_output_says_so_first(out: Path) -> None:
     assert "quality" not in doc and "gold_candidates" not in doc
     text = render_text(doc)
     assert text.splitlines()[0] == f"NOTE: {notice}"
-    assert "topics: off" in text
+    assert "topics: off" in text and "drift now (baseline comparisons):" in text
     page = render_replay_html(doc)
     first_p = page.index("<p")
     assert page[first_p:].startswith('<p class="notice">')
