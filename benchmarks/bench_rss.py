@@ -120,7 +120,7 @@ def child(events: int, stages: str, sample_every: int, workdir: Path) -> None:
     from consumers.loop import make_decoder
     from consumers.loop import run as run_loop
     from service.api.runtime import build_live
-    from service.demo import demo_path
+    from service.demo import demo_data, demo_path
     from service.settings import load_settings
     from service.state import StateStore
     from service.telemetry import build_metrics
@@ -129,7 +129,7 @@ def child(events: int, stages: str, sample_every: int, workdir: Path) -> None:
     overrides: dict[str, Any] = {"pipeline": pipeline, "shadow": {"candidates": []}}
     if stages == "pipeline":
         overrides["analytics"] = {"enabled": False}
-    settings = load_settings(demo_path("goldwatch.yaml"), **overrides)
+    settings = load_settings(demo_path("goldwatch.yaml"), **demo_data(), **overrides)
     registry = CollectorRegistry()
     live = build_live(settings, registry)
     state = StateStore.open(workdir / "rss.sqlite")

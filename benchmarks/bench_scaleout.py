@@ -48,7 +48,7 @@ from typing import Any
 
 import yaml
 
-from service.demo import demo_path
+from service.demo import demo_data, demo_path
 
 PARTITIONS = 4
 DEFAULT_EVENTS = 40_000
@@ -84,6 +84,7 @@ def replica_config(bootstrap: str, topic: str, group: str, workload: str,
                    state: Path) -> dict[str, Any]:  # fmt: skip
     """A serve config: the demo's analytics/harvest settings minus shadow, Kafka source."""
     config: dict[str, Any] = yaml.safe_load(demo_path("goldwatch.yaml").read_text("utf-8"))
+    config.update({key: str(path) for key, path in demo_data().items()})
     config["shadow"] = {**config.get("shadow", {}), "candidates": [],
                         "evaluate_on_start": False}  # fmt: skip
     if workload == "none":

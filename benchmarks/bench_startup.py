@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 import yaml
 
-from service.demo import demo_path
+from service.demo import demo_data, demo_path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TARGET_S = 3.0
@@ -54,6 +54,7 @@ def serve_command(config: Path) -> list[str]:
 def demo_config(workdir: Path, port: int) -> Path:
     """Write the demo configuration with a file source, a state path and an API port."""
     config: dict[str, Any] = yaml.safe_load(demo_path("goldwatch.yaml").read_text("utf-8"))
+    config.update({key: str(path) for key, path in demo_data().items()})
     config["source"] = {"kind": "file", "path": str(demo_path("querylog.jsonl")),
                         "dlq_path": str(workdir / "dlq.jsonl")}  # fmt: skip
     config["state"] = {"path": str(workdir / "state" / "goldwatch.sqlite")}

@@ -252,12 +252,12 @@ def own_latency(rate: float, seconds: float, warmup_s: float = 2.0) -> dict[str,
     from consumers.loop import make_decoder
     from consumers.loop import run as run_loop
     from service.api.runtime import build_live
-    from service.demo import demo_path
+    from service.demo import demo_data, demo_path
     from service.settings import load_settings
     from service.state import StateStore
     from service.telemetry import build_metrics
 
-    settings = load_settings(demo_path("goldwatch.yaml"), shadow={"candidates": []})
+    settings = load_settings(demo_path("goldwatch.yaml"), **demo_data(), shadow={"candidates": []})
     registry = CollectorRegistry()
     live = build_live(settings, registry)
     total = int(rate * seconds)

@@ -137,10 +137,13 @@ def _window_config(drift: DriftSettings) -> WindowConfig:
 def _scope_stage(
     config: AnalyticsConfig, gold: GoldSet, corpus: Corpus
 ) -> tuple[ScopeStage | None, ScopeCalibration | None]:
-    if config.scope_retriever is None:
+    if config.scope_retriever is None or not len(gold):  # no gold set: said once, elsewhere
         return None, None
     if not gold.unanswerable() or not gold.answerable():
         log.warning("out-of-scope needs answerable and unanswerable gold questions; disabled")
+        return None, None
+    if not corpus.passages:  # never a stand-in corpus
+        log.warning("out-of-scope needs the corpus (corpus:) to score questions on; disabled")
         return None, None
     name = config.scope_retriever
     retriever = build_retrievers(
@@ -191,17 +194,25 @@ def build_analytics(
     language_counts = _language_counts(gold, detector)
     labeler = LanguageLabeler(language_counts, limit=config.language_label_limit)
     stages.append(LanguageStage(detector, labeler))
+    model: TopicModel | None = None
     if config.topics_model is not None:
         model = TopicModel.load(config.topics_model)
-    else:
+    elif len(gold):
         model = fit_topic_model(gold, (), config.topics, config.use_gold_topics,
                                 previous=previous_topics)  # fmt: skip
-    stages.append(TopicStage(model))
+    elif corpus.passages:  # no gold set: the user's own corpus, never a stand-in
+        model = fit_topic_model(gold, corpus.passages, config.topics, use_gold_topics=False,
+                                previous=previous_topics)  # fmt: skip
+    if model is not None:  # else no topics: nothing of the user's to fit them on
+        stages.append(TopicStage(model))
     stages.append(RefusalStage(RefusalDetector(extra_patterns=config.refusal_patterns)))
     scope_stage, calibration = _scope_stage(config, gold, corpus)
     if scope_stage is not None:
         stages.append(scope_stage)
-    gold_counts = {"language": language_counts, "topic": _topic_counts(gold, model)}
+    gold_counts: dict[str, dict[str, int]] = {}
+    if len(gold):  # no gold set: no reference comparisons, the baseline only
+        topic_counts = _topic_counts(gold, model) if model is not None else {}
+        gold_counts = {"language": language_counts, "topic": topic_counts}
     drift = DriftStage(
         gold_counts,
         windows=_window_config(config.drift),
@@ -219,12 +230,16 @@ def build_analytics(
         drift=drift,
         totals=totals,
         language_labeler=labeler,
-        topic_labels=(*model.names, NOVEL),
+        topic_labels=(*model.names, NOVEL) if model is not None else (),
         scope=calibration,
-        topic_model_version=model.version,
+        topic_model_version=model.version if model is not None else None,
         gold_counts=gold_counts,
-        detector_quality={"novelty": model.novelty_quality} if model.novelty_quality else {},
-        topic_descriptions=model.labels(),
+        detector_quality=(
+            {"novelty": model.novelty_quality}
+            if model is not None and model.novelty_quality
+            else {}
+        ),
+        topic_descriptions=model.labels() if model is not None else {},
     )
 
 

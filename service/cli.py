@@ -24,7 +24,13 @@ import click
 from service import __version__
 from service.cli_candidates import candidates_group
 from service.regular_files import open_regular
-from service.settings import ConfigError, Settings, effective_config, load_settings
+from service.settings import (
+    GOLD_SET_OFF,
+    ConfigError,
+    Settings,
+    effective_config,
+    load_settings,
+)
 from service.topic_config import N_TOPICS_MAX, N_TOPICS_MIN
 
 log = logging.getLogger("goldwatch")
@@ -43,9 +49,10 @@ NO_PII_NOTICE = (
 
 
 def _notices(settings: Settings) -> list[str]:
-    """What an operator should know about a valid configuration: the mutating endpoints
-    are disabled (no token), or personal data is not scrubbed."""
-    notices = []
+    """What an operator should know about a valid configuration: no gold set (gold-set
+    comparisons off), the mutating endpoints are disabled (no token), or personal data is
+    not scrubbed."""
+    notices = [GOLD_SET_OFF] if settings.gold_set is None else []
     if settings.api.token is None:
         notices.append(NO_TOKEN_NOTICE)
     if not settings.analytics.enabled:
@@ -124,6 +131,9 @@ def main(verbose: int) -> None:
 @click.option("--gold", type=click.Path(path_type=Path, dir_okay=False), help="Gold-set JSONL.")
 @click.option("--corpus", type=click.Path(path_type=Path, dir_okay=False), help="Corpus JSONL.")
 @click.option(
+    "--demo", is_flag=True, help="Use the embedded demo corpus, and its gold set unless --gold."
+)
+@click.option(
     "--retriever",
     "retrievers",
     multiple=True,
@@ -163,6 +173,7 @@ def eval_command(
     config: Path | None,
     gold: Path | None,
     corpus: Path | None,
+    demo: bool,
     retrievers: tuple[str, ...],
     ks: str | None,
     qrels: Path | None,
@@ -179,7 +190,10 @@ def eval_command(
 ) -> None:
     """Score retrievers on the gold set: recall@k, hit rate, precision, MRR, nDCG, MAP.
 
-    Without --gold/--corpus it runs on the embedded demo data.
+    The gold set and corpus are --gold and --corpus (or gold_set: and corpus: of the
+    configuration); --demo uses the embedded demo corpus, and its gold set unless --gold
+    names one (a copy of it, e.g. in the demo's working folder). A gold set without a corpus
+    is an error (exit 2), and so is a corpus holding none of its gold passages.
     """
     from service import eval_job
     from service.report import render_json, render_text
@@ -205,6 +219,7 @@ def eval_command(
             misses=misses,
             history=history,
             progress=not no_progress,
+            demo=demo,
         )
         outcome = eval_job.run_eval(request, settings)
     except RetrieverError as exc:
@@ -400,6 +415,9 @@ def _serve(settings: Settings, sock: socket.socket) -> None:
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 @html_option
+@click.option("--demo", is_flag=True,
+              help="Replay the embedded demo log with the demo's configuration, gold set and "
+                   "corpus (no FILE).")  # fmt: skip
 def replay_command(
     config: Path | None,
     file: Path | None,
@@ -407,23 +425,33 @@ def replay_command(
     dlq_path: Path | None,
     fmt: str,
     html_path: Path | None,
+    demo: bool,
 ) -> None:
     """Process a whole JSONL query log (or - for stdin) with the live pipeline, print the
     report and exit.
 
-    Without FILE it replays the embedded demo query log (three days of a college bot's
-    traffic). Without --state every replay starts fresh, and so does its dead-letter file.
+    The gold set and corpus are those of the configuration (gold_set:, corpus:); without a
+    gold set the gold-set comparisons are off and the report says so first. --demo replays
+    the embedded demo log (three days of a college bot's traffic) with the demo's data.
+    Without --state every replay starts fresh, and so does its dead-letter file.
     """
     from consumers.errors import GoldwatchConsumerError
-    from service.demo import demo_path
+    from service.demo import demo_data, demo_path
     from service.replay_job import render_text, run_replay
     from service.state import StateError
 
-    if file is None:
+    if demo and file is not None:
+        _fail("--demo replays the embedded demo log: leave out FILE (or leave out --demo)")
+    if demo:
         file = demo_path("querylog.jsonl")
         dlq_path = dlq_path or Path("goldwatch-demo.dlq.jsonl")
-        config = config or demo_path("goldwatch.yaml")
-    settings = _settings(config)
+        settings = _settings(config or demo_path("goldwatch.yaml"))
+        settings = settings.model_copy(update=demo_data())
+    elif file is None:
+        _fail("no query log: give FILE (- for stdin), or --demo to replay the embedded demo")
+        return
+    else:
+        settings = _settings(config)
     try:
         doc = run_replay(settings, file, state_path, dlq_path)
     except (StateError, ValueError, OSError, GoldwatchConsumerError) as exc:
@@ -549,13 +577,17 @@ def topics_fit(
     """Fit the topic model on the gold set and save it as a versioned artefact."""
     from service.analytics import fit_topic_model
     from service.corpus import load_corpus
-    from service.demo import demo_path
     from service.goldset import load_gold_set
     from service.topics import TopicModel
 
     settings = _settings(config)
     try:
-        gold_set = load_gold_set(gold or settings.gold_set or demo_path("gold.jsonl"))
+        gold_path = gold or settings.gold_set
+        if gold_path is None:
+            _fail("no gold set to fit topics on: give --gold FILE or set gold_set: in the "
+                  "configuration (or GOLDWATCH_GOLD_SET)")  # fmt: skip
+            return
+        gold_set = load_gold_set(gold_path)
         passages = load_corpus(corpus).passages if corpus else ()
         topic_config = settings.analytics.topics
         if n_topics is not None:

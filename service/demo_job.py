@@ -141,6 +141,7 @@ def demo_settings(
     return load_settings(
         demo_path("goldwatch.yaml"),
         gold_set=workdir / GOLD_FILE,
+        corpus=demo_path("corpus.jsonl"),
         source=source,
         state={"path": workdir / STATE_FILE},
         api=api,

@@ -20,7 +20,7 @@ from service.compare import PairedComparison, compare_all
 from service.corpus import Corpus, load_corpus
 from service.demo import demo_path
 from service.evaluation import RetrieverReport, evaluate_run, retrieve_run
-from service.goldset import GoldSet, load_gold_set, load_trec_gold_set, validate_against_corpus
+from service.goldset import GoldSet, corpus_coverage, load_gold_set, load_trec_gold_set
 from service.history import append_history, history_row
 from service.ir_metrics import parse_measure
 from service.records import Run
@@ -83,6 +83,7 @@ class EvalRequest:
     misses: Path | None = None
     history: Path | None = None
     progress: bool = True
+    demo: bool = False
 
 
 @dataclass(frozen=True)
@@ -109,30 +110,62 @@ class EvalOutcome:
         }
 
 
+#: What a request without a gold set is told.
+NO_GOLD_SET = (
+    "no gold set: give --gold FILE (or --qrels FILE with --topics FILE), set gold_set: in "
+    "the configuration (or GOLDWATCH_GOLD_SET), or run --demo for the embedded demo data"
+)
+#: What a gold set without a corpus is told (the built-in retrievers search a corpus).
+NO_CORPUS = (
+    "a gold set but no corpus: the retrievers search the corpus your gold passages come "
+    "from; give --corpus FILE, set corpus: in the configuration (or GOLDWATCH_CORPUS), or "
+    "score your own retriever's results with --run FILE"
+)
+
+
+def _check_demo(request: EvalRequest) -> None:
+    if request.demo and (request.corpus or request.qrels or request.runs):
+        raise EvalUsageError(
+            "--demo scores on the embedded demo corpus: leave out --corpus, --qrels and --run "
+            "(or leave out --demo)"
+        )
+
+
 def load_gold(request: EvalRequest, settings: Settings) -> GoldSet:
-    """Return the gold set the request names (qrels/topics, ``--gold``, the configured one,
-    else the embedded demo gold set).
+    """Return the gold set the request names: qrels/topics, ``--gold``, the configured one,
+    or with ``--demo`` (and no ``--gold``: a copy of the demo's gold set, e.g. the demo's
+    working folder, may be scored on the demo corpus) the embedded demo gold set. Never a
+    stand-in the user did not ask for.
 
     Raises:
+        EvalUsageError: no gold set is named (:data:`NO_GOLD_SET`), or ``--demo`` with
+            files of the user's own.
         service.goldset.GoldSetError, service.trec.TrecFormatError: unreadable file.
     """
+    _check_demo(request)
+    if request.demo and request.gold is None:
+        return load_gold_set(demo_path("gold.jsonl"))
     if request.qrels is not None and request.gold is None:
         return load_trec_gold_set(request.qrels, request.topics)
     path = request.gold or settings.gold_set
     if path is None:
-        path = demo_path("gold.jsonl")
+        raise EvalUsageError(NO_GOLD_SET)
     return load_gold_set(path)
 
 
 def load_corpus_for(request: EvalRequest, settings: Settings) -> Corpus:
-    """Return the corpus the request names (``--corpus``, configured, else the demo corpus).
+    """Return the corpus the request names (``--corpus``, the configured one, or with
+    ``--demo`` the embedded demo corpus).
 
     Raises:
+        EvalUsageError: no corpus is named (:data:`NO_CORPUS`).
         service.corpus.CorpusError: unreadable file.
     """
+    if request.demo:
+        return load_corpus(demo_path("corpus.jsonl"))
     path = request.corpus or settings.corpus
     if path is None:
-        path = demo_path("corpus.jsonl")
+        raise EvalUsageError(NO_CORPUS)
     return load_corpus(path)
 
 
@@ -153,7 +186,9 @@ def retrieved_runs(
             raise EvalUsageError("two --run files share a file name; rename one")
         return runs, None, warnings
     corpus = load_corpus_for(request, settings)
-    warnings.extend(validate_against_corpus(gold, corpus))
+    coverage = corpus_coverage(gold, corpus)  # none of the gold ids in it: an error
+    if coverage is not None:
+        warnings.append(coverage)
     retrievers = build_retrievers(names, settings, corpus.passages)
     depth = max(settings.eval.depth, max(request.ks or settings.eval.k))
     runs = {}

@@ -355,3 +355,36 @@ def validate_against_corpus(gold_set: GoldSet, corpus: Corpus) -> list[str]:
             tail,
         )
     return warnings
+
+
+def corpus_coverage(gold_set: GoldSet, corpus: Corpus, shown: int = 5) -> str | None:
+    """Check that ``corpus`` holds the gold set's gold passages.
+
+    Returns:
+        ``None`` when every gold id is in the corpus; else ONE warning line with the number
+        of missing ids, the number of questions citing them and the first ``shown`` ids,
+        e.g. ``"3 gold id(s) of 2 question(s) are not in corpus c.jsonl (first: 'p-9',
+        'p-10', 'p-11'); those questions can never be retrieved, so recall is capped"``.
+
+    Raises:
+        GoldSetError: the gold set names gold passages and the corpus holds none of them
+            (a gold set scored against the wrong corpus would score 0 everywhere).
+    """
+    cited = list(dict.fromkeys(doc_id for q in gold_set for doc_id in q.gold))
+    missing = [doc_id for doc_id in cited if doc_id not in corpus]
+    where = corpus.path or f"version {corpus.version}"
+    if not missing:
+        return None
+    if len(missing) == len(cited):
+        first = ", ".join(repr(doc_id) for doc_id in missing[:shown])
+        raise GoldSetError(
+            gold_set.path or "gold set",
+            [f"none of its {len(cited)} gold passage id(s) is in corpus {where} (first: "
+             f"{first}): is it the corpus the gold set was written for?"],
+        )
+    questions = sum(1 for q in gold_set if any(doc_id not in corpus for doc_id in q.gold))
+    first = ", ".join(repr(doc_id) for doc_id in missing[:shown])
+    more = ", …" if len(missing) > shown else ""
+    return (f"{len(missing)} gold id(s) of {questions} question(s) are not in corpus {where} "
+            f"(first: {first}{more}); those questions can never be retrieved, so recall is "
+            "capped")  # fmt: skip

@@ -2,7 +2,8 @@
 
 The report (``--format json``)::
 
-    {"file", "consumed", "processed", "duplicates", "dead_lettered": {reason: n},
+    {"notices": [str, ...], "file", "consumed", "processed", "duplicates",
+     "dead_lettered": {reason: n},
      "dead_lettered_total", "dropped", "batches", "dlq_path",
      "analytics": {"languages": {lang: n}, "topics": {topic: n},
                    "topic_labels": {topic: label},
@@ -16,6 +17,10 @@ The report (``--format json``)::
      "shadow": {...}, "quality": {...},
      "gold_candidates": {"n_suggestions", "by_reason": {reason: n}, "top": [record, ...],
                          "shed", "max_new_per_batch"}}
+
+``notices`` comes first and says what the numbers do not cover: without a configured gold
+set it holds :data:`service.settings.GOLD_SET_OFF` (gold-set comparisons are off, and which
+setting turns them on); the text and HTML reports show it at their top.
 
 ``gold_candidates.shed`` counts the picked events whose new question harvesting shed
 (``goldwatch_gold_candidates_shed_total``: over ``harvest.max_new_per_batch`` new questions
@@ -44,7 +49,7 @@ from service.api.runtime import Live, build_live, freeze_heap
 from service.pipeline import Batch
 from service.scope import describe
 from service.series import TimeSeries
-from service.settings import Settings
+from service.settings import GOLD_SET_OFF, Settings, gold_set_notice
 from service.shed_note import shed_note
 from service.state import StateStore
 from service.telemetry import PII_TYPES, build_metrics
@@ -84,7 +89,7 @@ def run_replay(
     else:
         state = StateStore.in_memory()
     try:
-        live = build_live(settings, registry, state)
+        live = build_live(settings, registry, state, replay=True)
     except BaseException:
         state.close()  # and its writer's lock
         raise
@@ -116,8 +121,10 @@ def run_replay(
     finally:
         live.close()
         state.close()
+    notice = gold_set_notice(settings)
     return json_safe(
         {
+            "notices": [notice] if notice else [],
             "file": str(file),
             "consumed": report.consumed,
             "processed": report.processed,
@@ -208,8 +215,9 @@ def json_safe(value: Any) -> Any:
 
 
 def render_text(doc: dict[str, Any]) -> str:
-    """A short human summary of :func:`run_replay`'s report."""
-    lines = [
+    """A short human summary of :func:`run_replay`'s report (its notices first)."""
+    lines = [f"NOTE: {notice}" for notice in doc.get("notices", ())]
+    lines += [
         f"{doc['file']}: {doc['consumed']} consumed, {doc['processed']} processed, "
         f"{doc['duplicates']} duplicates, {doc['dead_lettered_total']} dead-lettered"
     ]
@@ -226,6 +234,9 @@ def render_text(doc: dict[str, Any]) -> str:
     topics = "; ".join(f"{names.get(k, k)} {v / total:.0%}"
                        for k, v in list(analytics["topics"].items())[:6])  # fmt: skip
     refusals = analytics["refusals"]
+    if set(analytics["topics"]) <= {"und"}:  # no topic model: nothing to fit topics on
+        topics = ("off (no topic model: set gold_set:, corpus: or analytics.topics_model to "
+                  "have one)")  # fmt: skip
     lines += [f"languages: {langs}", f"topics: {topics}"]
     if refusals["rate"] is not None:
         lines.append(f"refusals: {refusals['refused']}/{refusals['answers']} "
@@ -244,7 +255,9 @@ def render_text(doc: dict[str, Any]) -> str:
     drift = analytics["drift"]
     states = ", ".join(f"{dim} {drift[dim]['state']}" for dim in
                        ("language", "topic", "refusal", "out_of_scope"))  # fmt: skip
-    lines.append(f"drift now (worst of gold set and baseline comparisons): {states}")
+    against = ("baseline comparisons" if GOLD_SET_OFF in doc.get("notices", ())
+               else "worst of gold set and baseline comparisons")  # fmt: skip
+    lines.append(f"drift now ({against}): {states}")
     late, future = drift["event_time"]["late"], drift["event_time"]["future"]
     if late or future:
         lines.append(
@@ -295,8 +308,9 @@ def _shadow_lines(shadow: dict[str, Any] | None) -> list[str]:
             return "-" if value is None else f"{value:.3f}"
 
         lines.append(
-            f"shadow {name}: {body['completed']} compared of {body['offered']} offered; "
-            f"overlap@k {fmt('overlap')}, RBO {fmt('rbo')}, citation recall "
+            f"shadow {name}: {body['completed']} compared of {body['offered']} offered"
+            + (f" ({body['in_flight']} in flight)" if body.get("in_flight") else "")
+            + f"; overlap@k {fmt('overlap')}, RBO {fmt('rbo')}, citation recall "
             f"{fmt('citation_recall')}; skipped: {skipped}; errors: {errors}"
         )
     return lines

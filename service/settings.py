@@ -540,12 +540,27 @@ class ShadowSettings(ShadowConfig):
     history: Path | None = None
 
 
+#: What every output of serve and replay says at its top when no gold set is configured.
+GOLD_SET_OFF = (
+    "gold-set comparisons are off: no gold set is configured (set gold_set: in the "
+    "configuration, or GOLDWATCH_GOLD_SET, to compare live traffic with your gold set)"
+)
+
+
+def gold_set_notice(settings: Settings) -> str | None:
+    """:data:`GOLD_SET_OFF` when ``settings`` configure no gold set, else ``None``."""
+    return GOLD_SET_OFF if settings.gold_set is None else None
+
+
 class Settings(BaseSettings):
     """The whole goldwatch configuration (frozen).
 
     Attributes:
-        gold_set: gold-set JSONL file (``None``: the embedded demo gold set).
-        corpus: corpus JSONL file (``None``: the embedded demo corpus).
+        gold_set: gold-set JSONL file (``None``: no gold set; serve and replay then run only
+            what needs none — language, refusals, baseline drift, shadow — and say that the
+            gold-set comparisons are off, :data:`GOLD_SET_OFF`). The embedded demo data is
+            used only by ``goldwatch demo`` and ``--demo``.
+        corpus: corpus JSONL file (``None``: none; the built-in retrievers need one).
         retrievers: declared retrievers; the built-in ``bm25``, ``tfidf``, ``dense``,
             ``hybrid`` (BM25 + dense) and ``hybrid-lexical`` (BM25 + TF-IDF) exist without
             being declared.

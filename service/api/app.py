@@ -34,7 +34,6 @@ from service.api.routes import router
 from service.api.runtime import EngineBusy, Runtime
 from service.api.shadow_routes import router as shadow_router
 from service.corpus import load_corpus
-from service.demo import demo_path
 from service.harvest import StateStoreCandidates
 from service.harvest.labelling import Labelling
 from service.settings import Settings
@@ -117,10 +116,9 @@ def _labelling(settings: Settings, runtime: Runtime) -> Labelling | None:
     the user's own (the packaged demo gold set is never written to)."""
     if runtime.live.harvest is None or settings.gold_set is None:
         return None
-    corpus = load_corpus(settings.corpus or demo_path("corpus.jsonl"))
+    passages = [p.id for p in load_corpus(settings.corpus)] if settings.corpus else None
     return Labelling(StateStoreCandidates(runtime.state), settings.gold_set, settings.harvest,
-                     on_accept=runtime.gold_accepted,
-                     passages=[passage.id for passage in corpus])  # fmt: skip
+                     on_accept=runtime.gold_accepted, passages=passages)  # fmt: skip
 
 
 def _add_metrics_route(app: FastAPI) -> None:

@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from service.api.deps import TokenDep, TokenFirstRoute
 from service.harvest.config import REASONS
 from service.harvest.labelling import (
+    LABEL_FIELDS,
     STATUSES,
     AlreadyDecided,
     CandidateNotFound,
@@ -48,13 +49,36 @@ def get_labelling(request: Request) -> Labelling:
 LabellingDep = Annotated[Labelling, Depends(get_labelling)]
 
 
+#: A label value: 1-64 characters, not blank.
+_Label = Annotated[str, Field(min_length=1, max_length=64, pattern=r"\S")]
+#: A BCP 47 language tag (``en``, ``hi-Latn``).
+_Language = Annotated[str, Field(max_length=35, pattern=r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$")]
+#: A substring a correct answer must contain.
+_Needle = Annotated[str, Field(min_length=1, max_length=500, pattern=r"\S")]
+#: A reference answer.
+_Answer = Annotated[str, Field(min_length=1, max_length=5000, pattern=r"\S")]
+
+
 class AcceptBody(BaseModel):
-    """The labeller's verdict: gold passage ids (``[]``: unanswerable) and a kind."""
+    """The labeller's verdict: gold passage ids (``[]``: unanswerable) and a kind, plus the
+    labels the labeller sets or confirms. Only labels sent here are written as labels of
+    the gold row; the suggestion's own guesses (language, topic, first asker's role) are
+    kept under ``suggested`` in the row, as provenance, never as labels."""
 
     model_config = ConfigDict(extra="forbid")
 
     gold: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(max_length=100)
     kind: Literal["plain", "expert", "multi-passage", "unanswerable", "role-restricted"]
+    topic: _Label | None = None
+    language: _Language | None = None
+    role: _Label | None = None
+    answer_contains: list[_Needle] | None = Field(default=None, min_length=1, max_length=20)
+    reference_answer: _Answer | None = None
+
+    def labels(self) -> dict[str, Any]:
+        """The labels sent (``None`` ones left out), keyed as gold-set row fields."""
+        return {name: value for name in LABEL_FIELDS
+                if (value := getattr(self, name)) is not None}  # fmt: skip
 
 
 class RejectBody(BaseModel):
@@ -87,7 +111,8 @@ def list_candidates(
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> dict[str, Any]:
-    """Harvested suggestions, best first and balanced over topics and languages: each with
+    """Harvested suggestions, undecided first (without a ``status`` filter), each group
+    best first and balanced over topics and languages: each with
     its reasons, count, first/last seen, scrubbed variants, pool (passages with who returned
     them at which rank) and status (``suggested``, ``accepted``, ``rejected``). ``language``
     matches case-insensitively (BCP 47), the other filters exactly."""
@@ -124,7 +149,9 @@ _DECISION_RESPONSES: dict[int | str, dict[str, Any]] = {
     "/{candidate_id}/accept",
     responses={
         **_DECISION_RESPONSES,
-        422: {"description": "the gold passages do not fit the kind, or are not in the corpus"},
+        422: {"description": "a field is invalid (named, its value not repeated): the gold "
+                             "passages do not fit the kind or are not in the corpus, or a "
+                             "label is malformed"},  # fmt: skip
         503: {"description": "the gold-set file cannot be written now (retry later)"},
     },
 )
@@ -135,7 +162,9 @@ async def accept_candidate(
     labelling: LabellingDep,
     request: Request,
 ) -> dict[str, Any]:
-    """Append the suggestion to the gold-set file with a fresh id; 409 if already decided;
+    """Append the suggestion to the gold-set file with a fresh id, with the labels sent
+    (``topic``, ``language``, ``role``, ``answer_contains``, ``reference_answer``) as its
+    labels and the unconfirmed guesses under ``suggested``; 409 if already decided;
     503 when the file cannot be written, or stays locked by another process (or by the
     accepts before this one) for over ``harvest.gold_lock_timeout_s``."""
     timeout_s = labelling.config.gold_lock_timeout_s
@@ -152,7 +181,9 @@ async def accept_candidate(
             f"{timeout_s:g} s"
         ))  # fmt: skip
     try:  # never cancelled once started: a decision that was kept is answered with 200
-        return await run_in_threadpool(labelling.accept, candidate_id, body.gold, body.kind)
+        return await run_in_threadpool(
+            labelling.accept, candidate_id, body.gold, body.kind, body.labels()
+        )
     except LabellingError as exc:
         raise _error(exc) from None
     finally:

@@ -41,9 +41,8 @@ from service.analytics import (
     pseudonymiser,
     topic_identity,
 )
-from service.corpus import DataFileError, load_corpus
-from service.demo import demo_path
-from service.goldset import load_gold_set
+from service.corpus import Corpus, DataFileError, load_corpus
+from service.goldset import GoldSet, load_gold_set
 from service.harvest import HarvestStage, MemoryCandidates, StateStoreCandidates
 from service.harvest.config import REASONS
 from service.known import KnownQuestionIndex
@@ -51,7 +50,7 @@ from service.pii import UNKEYED
 from service.pipeline import Batch, Pipeline, Stage
 from service.quality import LiveQualityStage
 from service.retrievers.registry import build_retrievers
-from service.settings import Settings
+from service.settings import Settings, gold_set_notice
 from service.shadow.gold_runs import GoldRuns
 from service.shadow.runner import ShadowRunner
 from service.shadow.stage import ShadowStage
@@ -245,12 +244,21 @@ def _keep_topic_identity(state: StateStore | None, analytics: Analytics) -> None
 
 
 def build_live(
-    settings: Settings, registry: CollectorRegistry, state: StateStore | None = None
+    settings: Settings,
+    registry: CollectorRegistry,
+    state: StateStore | None = None,
+    replay: bool = False,
 ) -> Live:
     """Build the pipeline with the analytics stages of ``settings.analytics`` and the shadow
-    stage of ``settings.shadow``, against the configured gold set and corpus (default: the
-    embedded demo data). Harvested suggestions are kept in ``state`` (in memory without one)
-    and, with the Kafka source, published to the compacted ``harvest.topic``.
+    stage of ``settings.shadow``, against the configured gold set and corpus. Without a gold
+    set (``settings.gold_set`` unset; never a stand-in) only what needs none runs: language,
+    refusals, drift against the baseline (topics only from ``analytics.topics_model`` or a
+    configured corpus), shadow; live quality and harvesting are off. Harvested suggestions
+    are kept in ``state`` (in memory without one)
+    and, with the Kafka source, published to the compacted ``harvest.topic``. With
+    ``replay`` (a replay to the end of a file) the shadow stage runs with backpressure and
+    waits for each batch's calls, so nothing is skipped for timing and the report is
+    reproducible (:mod:`service.shadow.stage`).
 
     Raises:
         ValueError, OSError: the gold set, corpus, topic model or a custom stage is unusable
@@ -262,8 +270,9 @@ def build_live(
     candidates = settings.shadow.candidates
     if not settings.analytics.enabled and not candidates:
         return Live(build_pipeline(settings), analytics, None)
-    gold = load_gold_set(settings.gold_set or demo_path("gold.jsonl"))
-    corpus = load_corpus(settings.corpus or demo_path("corpus.jsonl"))
+    has_gold = settings.gold_set is not None
+    gold = load_gold_set(settings.gold_set) if settings.gold_set else GoldSet(())
+    corpus = load_corpus(settings.corpus) if settings.corpus else Corpus(())
     if settings.analytics.enabled:
         previous = state.get(TOPIC_IDENTITY_KEY) if state is not None else None
         analytics = build_analytics(settings.analytics, gold, corpus, previous)
@@ -288,14 +297,16 @@ def build_live(
         topic_labels=metrics.topic_labels if metrics else (),
         role_labels=roles,
     )
-    index = KnownQuestionIndex(gold, threshold=settings.shadow.known_threshold)
-    quality = LiveQualityStage(
-        index, AccessPolicy.from_corpus(corpus), k=settings.shadow.known_k, production=PRODUCTION
-    )
-    stages.append(quality)
+    quality = None
+    listeners: list[Any] = []
+    if has_gold:
+        index = KnownQuestionIndex(gold, threshold=settings.shadow.known_threshold)
+        quality = LiveQualityStage(index, AccessPolicy.from_corpus(corpus),
+                                   k=settings.shadow.known_k, production=PRODUCTION)  # fmt: skip
+        stages.append(quality)
+        listeners.append(quality.observe_candidate)
     harvest, harvest_metrics, closers = None, None, []
-    listeners: list[Any] = [quality.observe_candidate]
-    if settings.harvest.enabled and settings.analytics.enabled:
+    if settings.harvest.enabled and settings.analytics.enabled and has_gold:
         sinks: list[Any] = [StateStoreCandidates(state) if state else MemoryCandidates()]
         if settings.source.kind == "kafka" and settings.kafka is not None:
             from consumers.harvest_sink import KafkaCandidateSink
@@ -310,9 +321,10 @@ def build_live(
         listeners.append(harvest.observe_shadow)
     if candidates:
         names = list(dict.fromkeys(c.retriever_name for c in candidates))
-        retrievers = build_retrievers(names, settings, corpus.passages)
-        runner = ShadowRunner(settings.shadow, retrievers)
-        shadow_stage = ShadowStage(runner, listeners=listeners)
+        retrievers = build_retrievers(names, settings,
+                                      corpus.passages if settings.corpus else None)  # fmt: skip
+        runner = ShadowRunner(settings.shadow, retrievers, backpressure=replay)
+        shadow_stage = ShadowStage(runner, listeners=listeners, synchronous=replay)
         stages.append(shadow_stage)
     if harvest is not None:
         stages.append(harvest)
@@ -591,7 +603,9 @@ class Runtime:
         source = self._source
         ready, reasons = self.ready()
         totals = self.engine.totals_view()
+        notice = gold_set_notice(self.settings)
         return {
+            "notices": [notice] if notice else [],
             "version": __version__,
             "ready": ready,
             "not_ready_reasons": reasons,

@@ -54,6 +54,10 @@ class Totals(BaseModel):
 class Status(BaseModel):
     """``GET /v1/status``: source, offsets, lag, counts, uptime."""
 
+    #: What the numbers do not cover, first: without a configured gold set, that gold-set
+    #: comparisons are off and which setting turns them on (``gold_set:`` /
+    #: ``GOLDWATCH_GOLD_SET``); empty otherwise.
+    notices: list[str] = []
     version: str
     ready: bool
     not_ready_reasons: list[str]

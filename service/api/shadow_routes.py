@@ -8,6 +8,7 @@ from fastapi import APIRouter, HTTPException, Query, status
 
 from service.api.deps import RuntimeDep, TokenDep, TokenFirstRoute
 from service.api.schemas import BUSY, not_found
+from service.settings import GOLD_SET_OFF
 
 router = APIRouter(prefix="/v1/shadow", tags=["shadow"], route_class=TokenFirstRoute)
 
@@ -75,6 +76,8 @@ def get_gold_run(runtime: RuntimeDep) -> dict[str, Any]:
 )
 def post_gold_run(runtime: RuntimeDep, _: TokenDep) -> Any:
     """Start a gold-set run now, in the background; poll ``GET /v1/shadow/evaluate``."""
+    if runtime.settings.gold_set is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, GOLD_SET_OFF)
     if not runtime.gold_runs.enabled:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "no retriever to evaluate")
     if not runtime.gold_runs.start("on_demand"):

@@ -36,3 +36,15 @@ def demo_path(name: str) -> Path:
         available = ", ".join(sorted(p.name for p in DEMO_DIR.glob("*.jsonl")))
         raise FileNotFoundError(f"no demo file {name!r}; available: {available}")
     return path
+
+
+def demo_data() -> dict[str, Path]:
+    """The demo's gold set and corpus as settings overrides, ``{"gold_set": path, "corpus":
+    path}``, for runs that ask for the demo (``goldwatch demo``, ``--demo``, benchmarks):
+    nothing else ever falls back to them. The gold set is the packaged file: copy it first
+    where accepted suggestions may be appended.
+
+    >>> sorted(demo_data())
+    ['corpus', 'gold_set']
+    """
+    return {"gold_set": demo_path("gold.jsonl"), "corpus": demo_path("corpus.jsonl")}

@@ -4,13 +4,16 @@ One row per suggestion, in selection order (:func:`service.harvest.ranking.selec
 
     {"id": "c-…", "question": "…", "gold": [], "source": "real", "status": "suggested",
      "reasons": ["refused", "coverage_gap"], "pool": [{"id": "p-1", "by": {"production": 1}}],
-     "language": "hi-Latn", "topic": "fees", "role": "parent", "count": 7,
+     "suggested": {"language": "hi-Latn", "topic": "fees", "role": "parent"}, "count": 7,
      "first_seen": "…Z", "last_seen": "…Z", "variants": ["…"], "priority": 12.5}
 
 ``gold`` stays ``[]`` and ``kind`` is left out until a labeller fills them; ``load_gold_set``
 reads such a file (it ignores the extra fields), but treats every row as unanswerable until
-then. ``source`` is ``generated`` for generated questions, else ``real``. Every text is
-scrubbed again (:func:`service.pii.scrub`) on the way out.
+then. goldwatch's guesses (the classifier's language and topic, the first asker's role) are
+provenance under ``suggested``, never labels: a labeller who confirms one copies it to the
+row's own ``language`` / ``topic`` / ``role`` field, as the accept API does
+(:mod:`service.harvest.labelling`). ``source`` is ``generated`` for generated questions,
+else ``real``. Every text is scrubbed again (:func:`service.pii.scrub`) on the way out.
 """
 
 from __future__ import annotations
@@ -40,10 +43,10 @@ def _row(suggestion: Suggestion, config: HarvestConfig) -> dict[str, Any]:
         "reasons": reasons,
         "pool": suggestion.pool_rows(),
     }
-    for name in ("language", "topic", "role"):
-        value = getattr(suggestion, name)
-        if value is not None:
-            row[name] = value
+    guesses = {name: value for name in ("language", "topic", "role")
+               if (value := getattr(suggestion, name)) is not None}  # fmt: skip
+    if guesses:
+        row["suggested"] = guesses
     row.update(
         count=suggestion.count,
         first_seen=suggestion.first_seen,

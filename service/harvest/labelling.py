@@ -1,15 +1,25 @@
 """Labelling suggestions: list them with their status, accept one into the gold set, reject one.
 
 * **List** (:meth:`Labelling.list`): records of the repository joined with their decisions
-  (``status``: ``suggested``, ``accepted`` or ``rejected``), filtered, then in balanced
-  selection order (:func:`service.harvest.ranking.select`), then paginated.
+  (``status``: ``suggested``, ``accepted`` or ``rejected``), filtered, then undecided first,
+  each group in balanced selection order (:func:`service.harvest.ranking.select`), then
+  paginated.
 * **Get** (:meth:`Labelling.get`): one suggestion as a listing item.
 * **Accept** (:meth:`Labelling.accept`): appends one row to the gold-set JSONL file — a fresh
   id (unique against the ids of the set as it was when the labelling started *and* of the
   file as it is now), the scrubbed question, the labeller's gold passage ids and kind,
-  ``source`` (``real`` unless the suggestion was a generated question), its ``language``,
-  ``topic`` (unless ``novel``) and ``role``, and ``harvest_id`` (the suggestion id) — and
-  keeps the decision.
+  ``source`` (``real`` unless the suggestion was a generated question), the labels the
+  labeller set or confirmed (:data:`LABEL_FIELDS`: ``topic``, ``language``, ``role``,
+  ``answer_contains``, ``reference_answer``; only those sent), ``suggested`` (provenance:
+  what goldwatch guessed and the labeller did not confirm — the classifier's ``language``
+  and ``topic`` unless ``novel``, the first asker's ``role`` — never read as labels:
+  the gold-set loader ignores it) and ``harvest_id`` (the suggestion id) — and keeps the
+  decision. A guess is a label only when the labeller sends it back::
+
+      {"id": "q-031", "question": "exam kab hai?", "gold": ["p-7"], "kind": "plain",
+       "source": "real", "topic": "exams", "suggested": {"language": "hi-Latn",
+       "topic": "library", "role": "staff"}, "harvest_id": "c-…"}
+
   Existing rows are never rewritten. If a crash came between the append and the decision, a
   retry finds the ``harvest_id`` already in the file, does not append again, and keeps the
   decision of that row as the gold-set loader reads it. The gold
@@ -38,7 +48,7 @@ import re
 import threading
 import time
 import unicodedata
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -60,6 +70,7 @@ __all__ = [
     "CandidateNotFound",
     "GoldSetUnavailable",
     "Labelling",
+    "LABEL_FIELDS",
     "LabellingError",
     "Page",
     "clean_reason",
@@ -70,6 +81,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 STATUSES = ("suggested", "accepted", "rejected")
+#: Labels a labeller may set or correct on accept (gold-set row fields), in row order.
+LABEL_FIELDS = ("topic", "language", "role", "answer_contains", "reference_answer")
+#: Guesses of a suggestion kept as provenance (``suggested``) when not confirmed.
+GUESSED_FIELDS = ("language", "topic", "role")
 #: Most characters of a reject reason, as sent and as kept (scrubbed, then clipped).
 MAX_REASON_CHARS = 500
 ELLIPSIS = "\u2026"
@@ -126,9 +141,11 @@ def _now() -> str:
 
 def _check_labels(gold: Sequence[str], kind: str) -> None:
     if any(not isinstance(p, str) or not p.strip() or len(p) > 256 for p in gold):
-        raise LabellingError("gold passage ids must be non-blank strings of at most 256 chars")
+        raise LabellingError(
+            "gold: passage ids must be non-blank strings of at most 256 chars"
+        )
     if len(set(gold)) != len(gold):
-        raise LabellingError("gold passage ids repeat")
+        raise LabellingError("gold: passage ids repeat")
     problem = kind_problem(kind, gold)  # the gold-set loader's own rule
     if problem is not None:
         raise LabellingError(f"{problem[0]}: {problem[1]}")
@@ -257,11 +274,11 @@ class Labelling:
         offset: int = 0,
         limit: int = 50,
     ) -> Page:
-        """Suggestions matching every given filter, in selection order, ``limit`` from
-        ``offset``. ``language`` matches case-insensitively (BCP 47 tags are: ``hi-latn``
-        finds ``hi-Latn``); ``topic`` exactly. Each item is the record plus ``status``,
-        ``decision``, ``reasons`` (a list, heaviest first), ``reason_counts``, and ``pool``
-        as labeller rows.
+        """Suggestions matching every given filter, undecided ones first, each group in
+        selection order, ``limit`` from ``offset``. ``language`` matches case-insensitively
+        (BCP 47 tags are: ``hi-latn`` finds ``hi-Latn``); ``topic`` exactly. Each item is the
+        record plus ``status``, ``decision``, ``reasons`` (a list, heaviest first),
+        ``reason_counts``, and ``pool`` as labeller rows.
 
         Raises:
             LabellingError: unknown ``reason`` or ``status``, negative offset or limit.
@@ -289,6 +306,8 @@ class Labelling:
             ):
                 rows[row["id"]] = (row, row_status, decision)
         ordered = select((Suggestion.from_json(r) for r, _, _ in rows.values()), self.config)
+        # undecided first (what a labeller works on), then the decided, each in that order
+        ordered.sort(key=lambda suggestion: rows[suggestion.id][1] != "suggested")
         page = ordered[offset : offset + limit]
         return Page(len(ordered), [self._item(*rows[s.id], s) for s in page])
 
@@ -320,9 +339,21 @@ class Labelling:
             "pool": suggestion.pool_rows(),
         }
 
-    def accept(self, candidate_id: str, gold: Sequence[str], kind: str) -> dict[str, Any]:
+    def accept(
+        self,
+        candidate_id: str,
+        gold: Sequence[str],
+        kind: str,
+        labels: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """Append the suggestion to the gold set and keep the decision; return the decision
-        ``{"status": "accepted", "gold_id", "gold", "kind", "decided_at"}``.
+        ``{"status": "accepted", "gold_id", "gold", "kind", "decided_at"}`` plus the
+        ``labels`` written.
+
+        ``labels`` holds what the labeller set or confirmed, keys of :data:`LABEL_FIELDS`
+        (``answer_contains`` a list of strings, the others strings; ``None`` values are
+        left out): only these become labels of the gold row; the suggestion's own guesses
+        go under ``suggested`` (module docstring).
 
         Raises:
             CandidateNotFound, AlreadyDecided, LabellingError: see the class docstrings
@@ -332,14 +363,15 @@ class Labelling:
                 logged once as a warning naming the file and the error, without user text.
         """
         _check_labels(gold, kind)
+        confirmed = _confirmed(labels)
         if self.passages is not None:
             unknown = sum(1 for passage in gold if passage not in self.passages)
             if unknown:
-                raise LabellingError(f"{unknown} gold passage id(s) are not in the corpus")
+                raise LabellingError(f"gold: {unknown} passage id(s) are not in the corpus")
         with self._lock:
             row = self._undecided(candidate_id)
             try:
-                gold_row, question = self._append(row, list(gold), kind)
+                gold_row, question = self._append(row, list(gold), kind, confirmed)
             except OSError as exc:
                 message = f"gold-set file {self.gold_path} cannot be written: {_problem(exc)}"
                 log.warning("accept refused: %s", message)
@@ -349,7 +381,7 @@ class Labelling:
                 raise GoldSetUnavailable(f"gold-set file damaged: {exc}") from None
             # the row in the file is what counts (after a crash: the one appended then)
             decision = {"status": "accepted", "gold_id": question.id,
-                        "gold": list(question.gold), "kind": question.kind,
+                        "gold": list(question.gold), "kind": question.kind, "labels": confirmed,
                         "decided_at": self.clock()}  # fmt: skip
             try:
                 self.repository.decide(candidate_id, decision)
@@ -401,7 +433,7 @@ class Labelling:
         return row
 
     def _append(
-        self, row: dict[str, Any], gold: list[str], kind: str
+        self, row: dict[str, Any], gold: list[str], kind: str, labels: Mapping[str, Any]
     ) -> tuple[dict[str, Any], GoldQuestion]:
         """Append the gold row under an exclusive ``flock`` of the file, waited for at most
         ``config.gold_lock_timeout_s``; the append is whole or cut off again
@@ -431,7 +463,8 @@ class Labelling:
                 if parsed.get("harvest_id") == row["id"]:  # appended before a crash: reuse
                     return parsed, _recovered(parsed, self.gold_path)
             prefix = prepare_tail(fd, self.gold_path, on_torn="refuse")
-            gold_row = _gold_row(fresh_gold_id(self._known_ids | set(existing)), row, gold, kind)
+            gold_row = gold_id = fresh_gold_id(self._known_ids | set(existing))
+            gold_row = _gold_row(gold_id, row, gold, kind, labels)
             line = json.dumps(gold_row, ensure_ascii=False).encode("utf-8") + b"\n"
             append_whole(fd, prefix + line)
         finally:
@@ -490,14 +523,45 @@ def _problem(exc: OSError) -> str:
     return f"{exc.strerror or type(exc).__name__} ({name})"
 
 
-def _gold_row(gold_id: str, row: dict[str, Any], gold: list[str], kind: str) -> dict[str, Any]:
+def _confirmed(labels: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The labeller's labels, checked: keys of :data:`LABEL_FIELDS`, ``None`` left out.
+
+    Raises:
+        LabellingError: an unknown key, or a value of the wrong shape; the message names
+            the field, never the value.
+    """
+    out: dict[str, Any] = {}
+    for name, value in (labels or {}).items():
+        if name not in LABEL_FIELDS:
+            raise LabellingError(f"labels: unknown field (accepted: {', '.join(LABEL_FIELDS)})")
+        if value is None:
+            continue
+        if name == "answer_contains":
+            if not isinstance(value, list | tuple) or not all(
+                isinstance(v, str) and v.strip() for v in value
+            ):
+                raise LabellingError(f"{name}: must be a list of non-blank strings")
+            out[name] = list(value)
+        elif not isinstance(value, str) or not value.strip():
+            raise LabellingError(f"{name}: must be a non-blank string")
+        else:
+            out[name] = value
+    return {name: out[name] for name in LABEL_FIELDS if name in out}
+
+
+def _gold_row(
+    gold_id: str, row: dict[str, Any], gold: list[str], kind: str, labels: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The gold-set row of an accepted suggestion: the labeller's labels as fields, the
+    unconfirmed guesses under ``suggested`` (module docstring)."""
     source = "generated" if row.get("source") == "generated" else "real"
     out: dict[str, Any] = {"id": gold_id, "question": scrub(row["question"]).text,
-                           "gold": gold, "kind": kind, "source": source}  # fmt: skip
-    for name in ("language", "topic", "role"):
-        value = row.get(name)
-        if value and not (name == "topic" and value == "novel"):
-            out[name] = value
+                           "gold": gold, "kind": kind, "source": source, **labels}  # fmt: skip
+    guesses = {name: row[name] for name in GUESSED_FIELDS
+               if row.get(name) and name not in labels
+               and not (name == "topic" and row[name] == "novel")}  # fmt: skip
+    if guesses:
+        out["suggested"] = guesses
     out["harvest_id"] = row["id"]
     return out
 
@@ -506,5 +570,6 @@ def _question(row: dict[str, Any]) -> GoldQuestion:
     return GoldQuestion(
         id=row["id"], question=row["question"], gold=tuple(row["gold"]), kind=row["kind"],
         source=row.get("source"), role=row.get("role"), language=row.get("language"),
-        topic=row.get("topic"),
+        topic=row.get("topic"), answer_contains=tuple(row.get("answer_contains", ())),
+        reference_answer=row.get("reference_answer"),
     )  # fmt: skip

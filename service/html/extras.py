@@ -66,12 +66,15 @@ def shadow_section(shadow: Mapping[str, Any]) -> Safe:
     rows = []
     for name, c in candidates.items():
         latency = (c.get("latency_seconds") or {}).get("mean")
+        skipped = c.get("skipped") or {}
         rows.append(
             [
                 name,
                 c.get("offered"),
                 c.get("completed"),
-                sum((c.get("errors") or {}).values()),
+                ", ".join(f"{r} {n}" for r, n in skipped.items()) or "none",
+                ", ".join(f"{r} {n}" for r, n in (c.get("errors") or {}).items()) or "none",
+                c.get("in_flight", 0),
                 None if latency is None else latency * 1000.0,
                 *((c.get("agreement") or {}).get(m) for m in AGREEMENT),
             ]
@@ -89,7 +92,10 @@ def shadow_section(shadow: Mapping[str, Any]) -> Safe:
             ),
             f"Rank-biased overlap with p = {shadow.get('rbo_p', '–')}; top1: same first passage.",
         ),
-        table(["candidate", "offered", "completed", "errors", "mean latency ms", *AGREEMENT], rows),
+        para("Coverage: every offered event is compared, skipped (by reason), failed (by "
+             "error) or still in flight; the four add up to offered.", "muted"),
+        table(["candidate", "offered", "compared", "skipped", "errors", "in flight",
+               "mean latency ms", *AGREEMENT], rows, text_columns=(3, 4)),  # fmt: skip
     ]
     parts.append(_by_label(candidates, "by_language", "language"))
     parts.append(_by_label(candidates, "by_topic", "topic"))

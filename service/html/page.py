@@ -23,6 +23,7 @@ h1 { font-size: 22px; margin: 8px 0 4px; }
 h2 { font-size: 18px; margin: 28px 0 8px; padding-top: 12px; border-top: 1px solid var(--line); }
 h3 { font-size: 15px; margin: 18px 0 6px; }
 p.meta, .muted { color: var(--muted); }
+p.notice { border-left: 4px solid var(--warn); background: var(--band); padding: 6px 10px; }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; margin: 6px 0 14px; font-variant-numeric: tabular-nums; }
 th, td { border-bottom: 1px solid var(--line); padding: 3px 9px; text-align: right;

@@ -26,6 +26,7 @@ from service.html.page import (
     Safe,
     badge,
     document,
+    esc,
     figure,
     para,
     pct,
@@ -54,11 +55,18 @@ def render_replay_html(report: Mapping[str, Any]) -> str:
     """
     body: list[str] = [
         Safe("<h1>goldwatch — query-log replay</h1>"),
+        *notices(report.get("notices") or ()),
         para(f"{report['file']}: {report['consumed']} events consumed.", "meta"),
         _ingest(report),
     ]
     body += analytics_sections(report.get("analytics"), report)
     return document("goldwatch replay report", body)
+
+
+def notices(texts: Sequence[str]) -> list[Safe]:
+    """What the numbers below do not cover (e.g. gold-set comparisons off), one emphasised
+    paragraph each, for the top of a page; escaped."""
+    return [Safe(f'<p class="notice"><strong>Note:</strong> {esc(text)}</p>') for text in texts]
 
 
 def analytics_sections(

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from service.html.page import Safe, badge, document, esc, para, section, table
-from service.html.replay_page import analytics_sections
+from service.html.replay_page import analytics_sections, notices
 
 #: Same-origin endpoints linked from the page.
 LINKS = (("/v1/status", "status JSON"), ("/v1/drift", "drift JSON"),
@@ -75,6 +75,7 @@ def render_status_page(
     links = " · ".join(f'<a href="{href}">{esc(label)}</a>' for href, label in LINKS)
     body: list[str] = [
         Safe("<h1>goldwatch — live status</h1>"),
+        *notices(status.get("notices") or ()),
         Safe(f'<p class="meta">{links}'
              + (f" · reloads every {int(refresh_s)} s" if refresh_s else "") + "</p>"),
         _process(status),

@@ -98,7 +98,8 @@ def build_retriever(
         if corpus is None:
             raise ValueError(
                 f"retriever {config.name!r} (kind {kind}) is built over the corpus, "
-                "but no corpus was given"
+                "but no corpus was given (set corpus: in the configuration, or "
+                "GOLDWATCH_CORPUS)"
             )
         if kind == "dense":
             return _construct(config, DenseRetriever, corpus, embedder=embedder)

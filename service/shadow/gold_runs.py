@@ -198,8 +198,12 @@ class GoldRuns:
 
     @property
     def enabled(self) -> bool:
-        """Whether there is anything to run."""
-        return self.settings.shadow.production is not None or bool(self.settings.shadow.candidates)
+        """Whether there is anything to run: a gold set (``gold_set``; never a stand-in) and
+        production or a candidate."""
+        shadow = self.settings.shadow
+        return self.settings.gold_set is not None and (
+            shadow.production is not None or bool(shadow.candidates)
+        )
 
     @property
     def running(self) -> bool:

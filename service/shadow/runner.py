@@ -44,6 +44,14 @@ candidates are; a hung candidate costs no CPU and is bounded by its queue and br
 
 Results (:class:`ShadowResult`) go to a bounded buffer that the live path empties with
 :meth:`ShadowRunner.drain`; when it is full the oldest result is dropped and counted.
+
+**Backpressure (replays).** A replay has no live path to protect, so a runner built with
+``backpressure=True`` never skips an event for the live path's sake: :meth:`ShadowRunner.offer`
+waits for room in a full queue instead of skipping it as ``queue_full``, waits for a
+token instead of skipping as ``rate_limited`` (``max_rps`` still protects the candidate's
+service), ignores the CPU budget, and never drops a finished result. The skip reasons left
+are the deterministic ones (``filtered``, ``not_sampled``, ``no_production``) and
+``breaker_open`` (a failing candidate).
 """
 
 from __future__ import annotations
@@ -303,9 +311,14 @@ class _Lane:
 
     def __post_init__(self) -> None:
         self.ready = threading.Condition(self.lock)
+        self.room = threading.Condition(self.lock)
 
-    def put(self, job: _Job) -> bool:
+    def put(self, job: _Job, wait: bool = False) -> bool:
+        """Queue ``job``; with ``wait``, block while the queue is full (until a worker takes
+        a job or the lane stops). Returns False when it was not queued."""
         with self.lock:
+            while wait and not self.stopping and len(self.jobs) >= self.config.queue_size:
+                self.room.wait()
             if self.stopping or len(self.jobs) >= self.config.queue_size:
                 return False
             self.jobs.append(job)
@@ -321,6 +334,7 @@ class _Lane:
             start = now()
             ticket = _Ticket(self.jobs.popleft(), start, start + self.config.timeout_s)
             self.inflight.add(ticket)
+            self.room.notify()
             return ticket
 
     def finish(self, ticket: _Ticket) -> bool:
@@ -379,6 +393,9 @@ class ShadowRunner:
         retrievers: ``{retriever name: Retriever}`` covering every candidate's
             :attr:`CandidateConfig.retriever_name` (e.g. from ``build_retrievers``).
         clock: monotonic seconds, for deadlines, breakers and buckets.
+        backpressure: replay mode (see the module docstring): :meth:`offer` waits for queue
+            room and rate-limit tokens instead of skipping, the CPU budget is off and no
+            result is dropped. Never on the live path: :meth:`offer` may then block.
 
     Raises:
         KeyError: a candidate's retriever is missing from ``retrievers``.
@@ -392,8 +409,10 @@ class ShadowRunner:
         config: ShadowConfig,
         retrievers: Mapping[str, Retriever],
         clock: Callable[[], float] = time.monotonic,
+        backpressure: bool = False,
     ) -> None:
         self.config = config
+        self.backpressure = backpressure
         self._clock = clock
         self._lanes: dict[str, _Lane] = {}
         for c in config.candidates:
@@ -408,6 +427,7 @@ class ShadowRunner:
         self._cpu_marks: deque[tuple[float, float]] = deque()  # (monotonic s, cpu_s)
         self.cpu_throttled = False
         self.results_dropped = 0
+        self._dropped_by: dict[str, int] = {}
         self._stop = threading.Event()
         timeouts = [c.timeout_s for c in config.candidates] or [1.0]
         self.tick_s = min(0.1, max(0.005, min(timeouts) / 10))
@@ -428,7 +448,8 @@ class ShadowRunner:
         self.close()
 
     def offer(self, event: QueryLogEvent, annotations: Mapping[str, Any]) -> dict[str, str]:
-        """Queue ``event`` for each candidate that admits it; never blocks.
+        """Queue ``event`` for each candidate that admits it; never blocks (except with
+        ``backpressure``, where it waits for queue room and rate-limit tokens).
 
         Returns:
             ``{candidate: "queued" | skip reason}`` (reasons: :data:`SKIP_REASONS`).
@@ -440,7 +461,8 @@ class ShadowRunner:
         draw = sample_fraction(event.event_id, self.config.sample_salt)
         has_production = event.retrieval is not None and bool(event.retrieval.results)
         outcomes: dict[str, str] = {}
-        throttled = self.cpu_throttled
+        throttled = self.cpu_throttled and not self.backpressure
+        wait = self.backpressure
         for name, lane in self._lanes.items():
             c = lane.config
             if (
@@ -457,17 +479,24 @@ class ShadowRunner:
                 outcomes[name] = "cpu_budget"
             elif not lane.breaker.allow():
                 outcomes[name] = "breaker_open"
-            elif lane.bucket is not None and not lane.bucket.try_take():
+            elif lane.bucket is not None and not self._take_token(lane.bucket):
                 lane.breaker.release()
                 outcomes[name] = "rate_limited"
-            elif len(lane.jobs) >= c.queue_size or not lane.put(  # unlocked pre-check: cheap
-                _Job(event, _label(language), _label(topic), self._clock())
+            elif (not wait and len(lane.jobs) >= c.queue_size) or not lane.put(  # cheap check
+                _Job(event, _label(language), _label(topic), self._clock()), wait=wait
             ):
                 lane.breaker.release()
                 outcomes[name] = "queue_full"
             else:
                 outcomes[name] = "queued"
         return outcomes
+
+    def _take_token(self, bucket: TokenBucket) -> bool:
+        """Take a rate-limit token; with ``backpressure`` wait for one (until closed)."""
+        while not bucket.try_take():
+            if not self.backpressure or self._stop.wait(min(1.0, 1.0 / bucket.rate)):
+                return False
+        return True
 
     def submit(self, event: QueryLogEvent, annotations: Mapping[str, Any]) -> bool:
         """Like :meth:`offer`; returns whether any candidate queued the event."""
@@ -479,6 +508,11 @@ class ShadowRunner:
             results = list(self._results)
             self._results.clear()
         return results
+
+    def results_dropped_by(self) -> dict[str, int]:
+        """``results_dropped`` per candidate, since the start: ``{candidate: n}``."""
+        with self._results_lock:
+            return dict(self._dropped_by)
 
     def wait_idle(self, timeout: float = 30.0) -> bool:
         """Wait up to ``timeout`` seconds until no candidate has a queued or running call
@@ -531,6 +565,7 @@ class ShadowRunner:
                 lane.stopping = True
                 lane.jobs.clear()
                 lane.ready.notify_all()
+                lane.room.notify_all()
         self._watchdog.join(max(0.0, deadline - time.monotonic()))
         clean = True
         for lane in self._lanes.values():
@@ -553,7 +588,7 @@ class ShadowRunner:
     def _check_cpu(self) -> None:
         """Update :attr:`cpu_throttled` from the CPU used over the last ~second."""
         budget = self.config.max_cpu_share
-        if budget is None:
+        if budget is None or self.backpressure:
             return
         now = time.monotonic()
         with self._results_lock:
@@ -638,9 +673,10 @@ class ShadowRunner:
             error=error,
         )
         with self._results_lock:
-            if len(self._results) >= self.config.max_results:
-                self._results.popleft()
+            if len(self._results) >= self.config.max_results and not self.backpressure:
+                lost = self._results.popleft().candidate
                 self.results_dropped += 1
+                self._dropped_by[lost] = self._dropped_by.get(lost, 0) + 1
             self._results.append(result)
 
 

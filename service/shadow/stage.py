@@ -7,7 +7,12 @@ candidate, never waiting — writes ``annotations[i]["shadow"] = {candidate: out
 (from earlier events: shadow calls are asynchronous) into per-candidate aggregates:
 
 * counters: ``offered``, ``queued``, ``skipped`` by reason, ``completed`` (answered),
-  ``errors`` by reason;
+  ``errors`` by reason, ``in_flight`` (queued, no result yet). They always add up:
+  ``offered = completed + sum(errors) + sum(skipped) + in_flight``, also across restarts:
+  a queued event whose result was lost is moved from ``queued`` to a skip reason of
+  :data:`LOST_REASONS` — ``interrupted`` (its call was in flight at the last checkpoint
+  before a stop, so the restart cannot fold its result in) or ``result_dropped`` (the
+  runner's result buffer, ``max_results``, overflowed);
 * latency: count, sum and max in seconds (means in the report, values for histograms);
 * agreement means of ``overlap``, ``jaccard``, ``rbo``, ``kendall_tau``, ``top1`` (as 0/1)
   and ``citation_recall``, each over the results where it is defined (``counts``);
@@ -20,9 +25,16 @@ candidate, never waiting — writes ``annotations[i]["shadow"] = {candidate: out
 last call (counter increments, latency and agreement values for histograms, runner gauges),
 so Prometheus metrics are fed per batch without this module importing prometheus_client.
 
+**Replays** (``synchronous=True``, with a runner built with ``backpressure``): every batch
+waits for its own shadow calls and folds their results in the batch's event order (then
+candidate order), so the same input gives the same aggregates, disagreements and listener
+calls whatever the threads' timing; the report then leaves out the wall-clock latencies
+and runner gauges (time-of-run values a replay's report must not carry).
+
 Persistence: the aggregates (not the queues, not in-flight calls) are the stage snapshot, so
 means and disagreements survive a restart; results in flight at a stop are lost, which only
-thins the sample. Candidates no longer configured are dropped on restore.
+thins the sample (they are counted as skipped ``interrupted``). Candidates no longer
+configured are dropped on restore.
 """
 
 from __future__ import annotations
@@ -36,7 +48,10 @@ from typing import Any
 from service.pipeline import Batch
 from service.shadow.runner import SKIP_REASONS, ShadowResult, ShadowRunner
 
-__all__ = ["BREAKDOWN_METRICS", "METRICS", "ShadowStage"]
+__all__ = ["BREAKDOWN_METRICS", "LOST_REASONS", "METRICS", "ShadowStage"]
+
+#: Skip reasons of queued events whose result never arrived (see the module docstring).
+LOST_REASONS: tuple[str, ...] = ("interrupted", "result_dropped")
 
 #: Agreement measures aggregated, in report order.
 METRICS: tuple[str, ...] = ("overlap", "jaccard", "rbo", "kendall_tau", "top1", "citation_recall")
@@ -117,13 +132,15 @@ class _Candidate:
 
     def report(self) -> dict[str, Any]:
         count, total, peak = self.latency
-        skipped = {r: self.offers[r] for r in SKIP_REASONS if self.offers[r]}
+        offers = self.offers
+        skipped = {r: offers[r] for r in (*SKIP_REASONS, *LOST_REASONS) if offers[r]}
         rows = sorted((row for _, _, row in self.worst), key=lambda r: (r["rbo"], r["event_id"]))
         return {
-            "offered": sum(self.offers.values()),
-            "queued": self.offers["queued"],
+            "offered": sum(offers.values()),
+            "queued": offers["queued"],
             "skipped": skipped,
             "completed": self.completed,
+            "in_flight": self.in_flight(),
             "errors": dict(self.errors),
             "latency_seconds": {
                 "count": count,
@@ -136,6 +153,18 @@ class _Candidate:
             "by_topic": _table(self.by["topic"]),
             "disagreements": rows,
         }
+
+    def in_flight(self) -> int:
+        """Queued events whose result has not been folded in yet (≥ 0)."""
+        return max(0, self.offers["queued"] - self.completed - sum(self.errors.values()))
+
+    def lose(self, reason: str, n: int) -> None:
+        """Move ``n`` queued events (at most those in flight) whose result will never
+        arrive to the skip reason ``reason`` (one of :data:`LOST_REASONS`)."""
+        n = min(n, self.in_flight())
+        if n > 0:
+            self.offers["queued"] -= n
+            self.offers[reason] += n
 
     def state(self) -> dict[str, Any]:
         return {
@@ -158,6 +187,9 @@ class _Candidate:
             self.by[dimension] = {k: _Means(v) for k, v in table.items()}
         for row in state.get("worst", []):
             self._keep(row)
+        # calls in flight at the checkpoint belong to the process that stopped: their
+        # results are gone, and their events (offsets committed) are not offered again
+        self.lose("interrupted", self.in_flight())
 
 
 def _table(table: Mapping[str, _Means]) -> dict[str, dict[str, Any]]:
@@ -191,6 +223,9 @@ class ShadowStage:
             (e.g. the live-quality stage's ACL and known-question checks, the harvester's
             disagreement reason). A listener must not raise.
 
+        synchronous: replay mode (module docstring): each batch waits for its shadow calls
+            and folds their results in event order; the report has no latencies.
+
     The configuration's ``max_disagreements`` and ``max_label_values`` bound the report.
     """
 
@@ -200,9 +235,11 @@ class ShadowStage:
         self,
         runner: ShadowRunner,
         listeners: Sequence[Callable[[ShadowResult], None]] = (),
+        synchronous: bool = False,
     ) -> None:
         self.runner = runner
         self.listeners = list(listeners)
+        self.synchronous = synchronous
         config = runner.config
         self._candidates = {
             name: _Candidate(config.max_label_values, config.max_disagreements)
@@ -210,6 +247,7 @@ class ShadowStage:
         }
         self._pending = self._empty_pending()
         self._dropped_seen = 0
+        self._dropped_by_seen: Counter[str] = Counter()
 
     def _empty_pending(self) -> dict[str, Any]:
         names = self._candidates
@@ -235,11 +273,26 @@ class ShadowStage:
         for (name, outcome), n in seen.items():  # counted once per batch, not per event
             self._candidates[name].offers[outcome] += n
             offers[name][outcome] += n
-        self.collect()
+        if not self.synchronous:
+            self.collect()
+            return
+        while not self.runner.wait_idle(60.0):  # the watchdog ends every call by its deadline
+            pass
+        order = {event.event_id: i for i, event in enumerate(batch.events)}
+        rank = {name: i for i, name in enumerate(self._candidates)}
+        self.collect(key=lambda r: (order.get(r.event_id, -1), rank[r.candidate]))
 
-    def collect(self) -> int:
-        """Fold in the results finished since the last call; return how many."""
+    def collect(self, key: Callable[[ShadowResult], Any] | None = None) -> int:
+        """Fold in the results finished since the last call, in arrival order or sorted by
+        ``key``; return how many."""
         results = self.runner.drain()
+        if key is not None:
+            results.sort(key=key)
+        dropped = self.runner.results_dropped_by()
+        for name, total in dropped.items():
+            if name in self._candidates and total > self._dropped_by_seen[name]:
+                self._candidates[name].lose("result_dropped", total - self._dropped_by_seen[name])
+                self._dropped_by_seen[name] = total
         pending = self._pending
         for result in results:
             name = result.candidate
@@ -295,7 +348,12 @@ class ShadowStage:
         stats = self.runner.stats()
         candidates = {}
         for name, aggregate in self._candidates.items():
-            candidates[name] = {**aggregate.report(), "runner": stats.get(name, {})}
+            report = aggregate.report()
+            if self.synchronous:  # a replay's report holds no time-of-run values
+                report.pop("latency_seconds")
+            else:
+                report["runner"] = stats.get(name, {})
+            candidates[name] = report
         return {
             "rbo_p": self.runner.config.rbo_p,
             "results_dropped": self.runner.results_dropped,

@@ -81,6 +81,7 @@ def pages(artefacts: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     for args in (
         [
             "eval",
+            "--demo",
             "--no-progress",
             "--compare",
             "bm25",
@@ -88,7 +89,7 @@ def pages(artefacts: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
             "--html",
             str(artefacts / "eval.html"),
         ],
-        ["replay", "--format", "json", "--html", str(artefacts / "replay.html")],
+        ["replay", "--demo", "--format", "json", "--html", str(artefacts / "replay.html")],
     ):
         result = subprocess.run(
             [*cli, *args], cwd=work, capture_output=True, text=True, timeout=600, check=False

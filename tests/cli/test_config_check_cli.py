@@ -156,8 +156,9 @@ def test_topics_fit_and_the_config_share_the_bounds(tmp_path: Path) -> None:
     assert bounds == {"Ge": N_TOPICS_MIN, "Le": N_TOPICS_MAX}
     out = tmp_path / "topics.joblib"
     result = CliRunner().invoke(
-        main, ["topics", "fit", "--cluster", f"--n-topics={N_TOPICS_MIN}", "--out", str(out)]
-    )
+        main, ["topics", "fit", "--gold", str(demo_path("gold.jsonl")), "--cluster",
+               f"--n-topics={N_TOPICS_MIN}", "--out", str(out)],
+    )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert len(TopicModel.load(out).topics) == N_TOPICS_MIN
 

@@ -24,7 +24,7 @@ def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_demo_eval_json_schema_history_and_misses(tmp_path: Path) -> None:
-    result = run(["eval", "--format", "json", "--no-progress", "--k", "1,5,10"], tmp_path)
+    result = run(["eval", "--demo", "--format", "json", "--no-progress", "--k", "1,5,10"], tmp_path)
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["schema_version"] == 1
@@ -49,17 +49,21 @@ def test_demo_eval_json_schema_history_and_misses(tmp_path: Path) -> None:
 
 def test_second_run_appends_a_row(tmp_path: Path) -> None:
     for _ in range(2):
-        assert run(["eval", "--retriever", "bm25", "--no-progress"], tmp_path).returncode == 0
+        args = ["eval", "--demo", "--retriever", "bm25", "--no-progress"]
+        assert run(args, tmp_path).returncode == 0
     assert len((tmp_path / "goldwatch-runs.jsonl").read_text().splitlines()) == 2
 
 
 def test_fail_under_gate_exit_codes(tmp_path: Path) -> None:
-    ok = run(["eval", "--retriever", "bm25", "--fail-under", "recall@10=0.5"], tmp_path)
+    ok = run(["eval", "--demo", "--retriever", "bm25", "--fail-under", "recall@10=0.5"],
+             tmp_path)  # fmt: skip
     assert ok.returncode == 0, ok.stderr
-    failed = run(["eval", "--retriever", "bm25", "--fail-under", "bm25:recall@1=1.0"], tmp_path)
+    failed = run(["eval", "--demo", "--retriever", "bm25", "--fail-under", "bm25:recall@1=1.0"],
+                 tmp_path)  # fmt: skip
     assert failed.returncode == 1
     assert "FAIL bm25: recall@1" in failed.stderr
-    unknown = run(["eval", "--retriever", "bm25", "--fail-under", "prod:recall@1=0.1"], tmp_path)
+    unknown = run(["eval", "--demo", "--retriever", "bm25", "--fail-under", "prod:recall@1=0.1"],
+                  tmp_path)  # fmt: skip
     assert unknown.returncode == 2
     assert "not evaluated" in unknown.stderr
 
@@ -69,6 +73,7 @@ def test_compare_and_answers(tmp_path: Path) -> None:
     result = run(
         [
             "eval",
+            "--demo",
             "--compare",
             "bm25",
             "tfidf",
@@ -154,7 +159,7 @@ def test_bad_gold_file_names_file_line_and_never_echoes_text(tmp_path: Path) -> 
     ],
 )
 def test_usage_errors_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
-    result = run(["eval", "--no-progress", *args], tmp_path)
+    result = run(["eval", "--demo", "--no-progress", *args], tmp_path)
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
@@ -187,8 +192,8 @@ def test_failing_retriever_exits_3_without_traceback(tmp_path: Path) -> None:
         f"  - {{name: prod, kind: http, url: 'http://127.0.0.1:{_closed_port()}/search',"
         " retries: 0, timeout_s: 1}\n"
     )
-    result = run(["eval", "--config", str(config), "--retriever", "prod", "--no-progress"],
-                 tmp_path)  # fmt: skip
+    args = ["eval", "--demo", "--config", str(config), "--retriever", "prod", "--no-progress"]
+    result = run(args, tmp_path)
     assert result.returncode == 3
     assert "retriever 'prod'" in result.stderr
     assert "Traceback" not in result.stderr
@@ -202,8 +207,8 @@ def test_entrypoint_retriever_from_the_current_folder(tmp_path: Path) -> None:
     config.write_text(
         "retrievers:\n  - {name: mine, kind: entrypoint, entrypoint: 'my_search:top_k'}\n"
     )
-    result = run(["eval", "--config", str(config), "--retriever", "mine", "--format", "json"],
-                 tmp_path)  # fmt: skip
+    args = ["eval", "--demo", "--config", str(config), "--retriever", "mine", "--format", "json"]
+    result = run(args, tmp_path)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["retrievers"]["mine"]["n_questions"] == 47
 

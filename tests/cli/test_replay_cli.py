@@ -6,6 +6,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+from service.demo import demo_path
 from tests.cli.test_eval_cli import run
 
 GOOD = '{"event_id": "e%d", "timestamp": "2026-11-20T10:%02d:00Z", "question": "hostel fee?"}'
@@ -18,7 +19,7 @@ def _log(tmp_path: Path, lines: list[str]) -> Path:
 
 
 def test_demo_replay_reports_the_planted_shifts(tmp_path: Path) -> None:
-    result = run(["replay", "--format", "json"], tmp_path)
+    result = run(["replay", "--demo", "--format", "json"], tmp_path)
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)  # strict JSON: no NaN
     assert (doc["consumed"], doc["processed"], doc["dead_lettered_total"]) == (3000, 3000, 0)
@@ -53,7 +54,11 @@ def test_counts_dead_letters_and_bad_inputs(tmp_path: Path) -> None:
 def test_a_future_timestamp_does_not_freeze_drift(tmp_path: Path) -> None:
     future = '{"event_id": "f", "timestamp": "2099-01-01T00:00:00Z", "question": "hostel fee?"}'
     log = _log(tmp_path, [future] + [GOOD % (i, i) for i in range(1, 6)])
-    doc = json.loads(run(["replay", str(log), "--format", "json"], tmp_path).stdout)
+    config = tmp_path / "goldwatch.yaml"  # the demo's gold set: its languages are the prior
+    config.write_text(f"gold_set: {demo_path('gold.jsonl')}\ncorpus: {demo_path('corpus.jsonl')}\n",
+                      encoding="utf-8")  # fmt: skip
+    args = ["replay", str(log), "--config", str(config), "--format", "json"]
+    doc = json.loads(run(args, tmp_path).stdout)
     event_time = doc["analytics"]["drift"]["event_time"]
     assert (event_time["future"], event_time["late"]) == (1, 0)
     assert doc["analytics"]["drift"]["language"]["live_counts"] == {"en": 6}

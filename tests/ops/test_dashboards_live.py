@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,6 +25,14 @@ from tests.kafka_broker import free_port
 from tests.ops import opsfiles
 
 DEMO = opsfiles.REPO / "service" / "demo"
+
+
+def demo_data(workdir: Path) -> dict[str, str]:
+    """The demo's gold set (a copy in ``workdir``: labelling may append to it) and corpus,
+    configured as ``goldwatch demo`` does: serve never falls back to them by itself."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    gold = shutil.copy(DEMO / "gold.jsonl", workdir / "gold.jsonl")
+    return {"gold_set": str(gold), "corpus": str(DEMO / "corpus.jsonl")}
 #: Panel queries that are empty on a 20-second demo replay from a file, and why.
 EXPECTED_EMPTY = {
     "Refusal rate and its baseline/C": "the baseline needs a day of history (offset 1h, 1d)",
@@ -48,6 +57,7 @@ def prometheus(promtool: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
     demo_config = yaml.safe_load((DEMO / "goldwatch.yaml").read_text())
     service = ServiceProcess.start(workdir / "goldwatch", {
         **demo_config,
+        **demo_data(workdir),
         "source": {"kind": "file", "path": str(DEMO / "querylog.jsonl"), "rate": 400},
         "pipeline": {"max_batch_size": 100, "max_batch_wait_ms": 200, "commit_interval_s": 1},
         "state": {"path": str(workdir / "goldwatch" / "state.sqlite")},

@@ -57,7 +57,7 @@ from tests.acceptance.conftest import kafka_config
 from tests.acceptance.service_process import ServiceProcess, metric_sum
 from tests.kafka_broker import TansuBroker, free_port
 from tests.ops import opsfiles
-from tests.ops.test_dashboards_live import DEMO, _live, _pending, _query, _wait
+from tests.ops.test_dashboards_live import DEMO, _live, _pending, _query, _wait, demo_data
 
 RATE = 40  # events per second, over 4 partitions
 #: Traffic before the shift: the shortened hour (20 s) plus 12 s in which both windows hold
@@ -198,7 +198,8 @@ def stack(
     try:
         for name in ("a", "b"):
             config = kafka_config(broker, topic, group, state=workdir / name / "state.sqlite")
-            replicas.append(ServiceProcess.start(workdir / name, {**demo, **config}))
+            data = demo_data(workdir / name)
+            replicas.append(ServiceProcess.start(workdir / name, {**demo, **data, **config}))
         deadline = time.monotonic() + 45
         while True:
             parts = [_assigned(r) for r in replicas]

@@ -23,6 +23,7 @@ from consumers.base import Origin, RawMessage
 from consumers.engine import Engine
 from consumers.loop import make_decoder
 from service.api.runtime import build_live
+from service.demo import demo_path
 from service.settings import load_settings
 from service.state import StateStore
 from service.telemetry import build_metrics
@@ -78,7 +79,9 @@ def encoded(event: dict[str, Any], raw: bool) -> bytes:
 @cache
 def engine() -> tuple[Engine, CollectorRegistry]:
     """The serve engine with every default analytics stage, state in memory (built once)."""
-    config = load_settings(pipeline={"max_event_bytes": MAX_EVENT_BYTES})
+    config = load_settings(pipeline={"max_event_bytes": MAX_EVENT_BYTES},
+                           gold_set=demo_path("gold.jsonl"),
+                           corpus=demo_path("corpus.jsonl"))  # fmt: skip
     registry = CollectorRegistry()
     live = build_live(config, registry)
     built = Engine(

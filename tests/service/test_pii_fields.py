@@ -204,7 +204,8 @@ def test_replay_of_a_file_keeps_raw_ids_and_labels_out(tmp_path: Path) -> None:
     lines = [json.dumps(http_event(n)) for n in (1, 2, 3, 1)]  # the 4th: a redelivery
     log.write_text("\n".join(lines) + "\n", encoding="utf-8")
     state = tmp_path / "state.sqlite"
-    report = run_replay(load_settings(), log, state, tmp_path / "dlq.jsonl")
+    demo_data = {"gold_set": demo_path("gold.jsonl"), "corpus": demo_path("corpus.jsonl")}
+    report = run_replay(load_settings(**demo_data), log, state, tmp_path / "dlq.jsonl")
     assert (report["processed"], report["duplicates"]) == (3, 1)
     text = json.dumps(report)
     assert digest_id("ivan.2@example.com") in text  # the quality review rows

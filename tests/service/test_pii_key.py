@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from service.cli import main
+from service.demo import demo_path
 from service.events import QueryLogEvent
 from service.pii import Pseudonymiser, pseudonymise
 from service.pipeline import Pipeline, PipelineConfig
@@ -111,7 +112,7 @@ def test_replay_with_the_key_pseudonymises_event_and_user_ids_and_dedups_on_resu
              "user": {"id": f"zoe.{n}@example.com"}} for n in (1, 2, 3)]  # fmt: skip
     log.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     state = tmp_path / "state.sqlite"
-    settings = load_settings()
+    settings = load_settings(gold_set=demo_path("gold.jsonl"), corpus=demo_path("corpus.jsonl"))
     first = run_replay(settings, log, state, tmp_path / "dlq.jsonl")
     assert (first["processed"], first["duplicates"]) == (3, 0)
     stored = b"".join(p.read_bytes() for p in tmp_path.glob("state.sqlite*"))

@@ -62,7 +62,9 @@ def _log(path: Path) -> Path:
 
 
 def _replay(out: Path, log: Path, **harvest: Any) -> dict[str, Any]:
-    overrides: dict[str, Any] = {"pipeline": {"max_batch_size": BATCH}}
+    overrides: dict[str, Any] = {"pipeline": {"max_batch_size": BATCH},
+                                 "gold_set": demo_path("gold.jsonl"),
+                                 "corpus": demo_path("corpus.jsonl")}  # fmt: skip
     if harvest:
         overrides["harvest"] = harvest
     settings = load_settings(None, **overrides)
@@ -139,8 +141,10 @@ def demo(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """The demo log replayed with the demo configuration: by default, and with harvest load
     shedding turned off explicitly (``max_new_per_batch: null``)."""
     log = demo_path("querylog.jsonl")
-    default = load_settings(demo_path("goldwatch.yaml"))
-    unbounded = load_settings(demo_path("goldwatch.yaml"), harvest={"max_new_per_batch": None})
+    data = {"gold_set": demo_path("gold.jsonl"), "corpus": demo_path("corpus.jsonl")}
+    default = load_settings(demo_path("goldwatch.yaml"), **data)
+    unbounded = load_settings(demo_path("goldwatch.yaml"), harvest={"max_new_per_batch": None},
+                              **data)  # fmt: skip
     return (
         run_replay(default, log, None, out / "demo-default.dlq.jsonl"),
         run_replay(unbounded, log, None, out / "demo-unbounded.dlq.jsonl"),
@@ -168,3 +172,30 @@ def test_demo_replay_html_lists_its_top_suggestions(
     for row in top:
         assert f'<td class="text">{html.escape(row["question"])}</td>' in page
         assert f"<td>{row['id']}</td>" in page
+
+
+def test_without_a_gold_set_every_output_says_so_first(out: Path) -> None:
+    """Issue 18 item 1: no stand-in gold set; what needs none still runs, and the JSON, text
+    and HTML reports open with the notice naming the setting that turns comparisons on."""
+    settings = load_settings(None, pipeline={"max_batch_size": BATCH})
+    assert settings.gold_set is None
+    doc = run_replay(settings, _log(out / "nogold.jsonl"), None, out / "nogold.dlq.jsonl")
+    assert list(doc)[0] == "notices" and len(doc["notices"]) == 1
+    notice = doc["notices"][0]
+    assert "gold-set comparisons are off" in notice
+    assert "gold_set:" in notice and "GOLDWATCH_GOLD_SET" in notice
+    # what needs no gold set ran on all 20 events: languages and the 20 planted refusals
+    analytics = doc["analytics"]
+    assert sum(analytics["languages"].values()) == len(QUESTIONS)
+    assert analytics["refusals"] == {"answers": 20, "refused": 20, "rate": 1.0}
+    # nothing was measured against a gold set or topics fitted on one
+    assert analytics["topics"] == {"und": len(QUESTIONS)}
+    assert analytics["drift"]["language"]["gold_counts"] == {}
+    assert "quality" not in doc and "gold_candidates" not in doc
+    text = render_text(doc)
+    assert text.splitlines()[0] == f"NOTE: {notice}"
+    assert "topics: off" in text and "drift now (baseline comparisons):" in text
+    page = render_replay_html(doc)
+    first_p = page.index("<p")
+    assert page[first_p:].startswith('<p class="notice">')
+    assert html.escape(notice, quote=False) in page

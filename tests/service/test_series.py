@@ -51,7 +51,7 @@ def test_bad_bounds() -> None:
 
 def test_the_demo_replay_series_shows_the_planted_hinglish_rise() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "service.cli", "replay", "--format", "json"],
+        [sys.executable, "-m", "service.cli", "replay", "--demo", "--format", "json"],
         capture_output=True, text=True, check=True, timeout=300,
     )  # fmt: skip
     report = json.loads(out.stdout)

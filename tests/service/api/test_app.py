@@ -15,6 +15,7 @@ import uvicorn
 from service.api import listen
 from service.api.app import create_app
 from service.api.runtime import Runtime
+from service.demo import demo_path
 from service.settings import Settings, load_settings
 from tests.ports import free_port
 
@@ -192,10 +193,12 @@ def test_errors_never_echo_submitted_text(server: Server) -> None:
 
 
 def test_analytics_endpoints_and_metrics(tmp_path: Path) -> None:
-    """With analytics on (embedded demo gold set): PII scrubbed, language, refusals, drift."""
+    """With analytics on (the demo gold set, configured): PII scrubbed, language, refusals,
+    drift."""
     settings = load_settings(
-        state={"path": tmp_path / "state.sqlite"}, api={"port": _free_port(), "token": TOKEN}
-    )
+        state={"path": tmp_path / "state.sqlite"}, api={"port": _free_port(), "token": TOKEN},
+        gold_set=demo_path("gold.jsonl"), corpus=demo_path("corpus.jsonl"),
+    )  # fmt: skip
     events = [
         {**_event("a1", f"Hostel ka fee kitna hai? mail me at {SECRET}"),
          "answer": {"text": "Mujhe iske baare mein jaankari nahi hai."}},

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from service.demo import demo_path
 from service.settings import load_settings
 from tests.service.api.test_app import TOKEN, Server, _free_port
 
@@ -34,6 +35,8 @@ def _event(i: int) -> dict[str, Any]:
 
 def _settings(tmp_path: Path, **shadow: Any) -> Any:
     return load_settings(
+        gold_set=demo_path("gold.jsonl"),  # gold-set runs need one configured
+        corpus=demo_path("corpus.jsonl"),
         state={"path": tmp_path / "state.sqlite"},
         api={"port": _free_port(), "token": TOKEN},
         analytics={"enabled": False},

@@ -100,9 +100,11 @@ def test_accept_appends_a_fresh_row_and_keeps_the_decision(
     after = gold.read_bytes()
     assert after.startswith(before + b"\n")  # existing bytes untouched
     row = json.loads(after.splitlines()[-1])
+    # nothing but gold and kind was confirmed: the guesses are provenance, not labels
     assert row == {"id": "q-010", "question": "hostel fee refund kab milega", "gold": ["p-0415"],
-                   "kind": "plain", "source": "real", "language": "hi-Latn", "topic": "hostel",
-                   "role": "student", "harvest_id": cid}  # fmt: skip
+                   "kind": "plain", "source": "real",
+                   "suggested": {"language": "hi-Latn", "topic": "hostel", "role": "student"},
+                   "harvest_id": cid}  # fmt: skip
     assert [q.id for q in load_gold_set(gold)] == ["q-001", "q-009", "q-010"]
     again = client.post(f"/v1/gold-candidates/{cid}/accept", headers=AUTH,
                         json={"gold": [], "kind": "unanswerable"})  # fmt: skip
@@ -176,6 +178,10 @@ def test_export_is_gold_set_format_without_personal_data(
         "gold": [], "source": "real", "status": "suggested", "reasons": ["refused"], "count": 2,
     }  # fmt: skip
     assert [q.gold for q in load_gold_set(out)] == [(), (), ()]
+    # guesses are provenance, never labels of the exported rows
+    assert not any({"language", "topic", "role"} & set(row) for row in rows)
+    assert rows[0]["suggested"] == {"language": "hi-Latn", "topic": "hostel", "role": "student"}
+    assert {(q.language, q.topic, q.role) for q in load_gold_set(out)} == {(None, None, None)}
     text = out.read_text()
     assert "98765" not in text and "<PHONE>" in text
     limited = export_rows(labelling.repository, HarvestConfig(), limit=1)
@@ -366,3 +372,86 @@ def test_an_accept_whose_decision_cannot_be_kept_is_a_503_and_a_retry_keeps_it(
     decision = labelling.accept(cid, [], "unanswerable")
     assert decision["gold_id"] == json.loads(lines[-1])["id"]
     assert gold.read_text().splitlines() == lines  # the row appended before is the one kept
+# -- issue 18 item 4: only what a person confirmed is written as a label -------------------
+
+
+def test_accept_with_and_without_corrections_reads_back_from_the_gold_file(
+    client: TestClient, harvested: tuple[Labelling, Path, StateStore]
+) -> None:
+    _, gold, _ = harvested
+    ids = ids_by_question(client)
+    plain = _accept(client, ids["hostel fee refund kab milega"], ["p-1"], "plain")
+    assert plain.status_code == 200
+    corrected = client.post(
+        f"/v1/gold-candidates/{ids['exam schedule for sem 3']}/accept", headers=AUTH,
+        json={"gold": ["p-9"], "kind": "plain", "topic": "exam-timing", "language": "en",
+              "role": "parent", "answer_contains": ["15 December"],
+              "reference_answer": "Semester 3 exams start on 15 December."},
+    )  # fmt: skip
+    assert corrected.status_code == 200, corrected.text
+    assert corrected.json()["labels"] == {
+        "topic": "exam-timing", "language": "en", "role": "parent",
+        "answer_contains": ["15 December"],
+        "reference_answer": "Semester 3 exams start on 15 December.",
+    }  # fmt: skip
+    partly = client.post(
+        f"/v1/gold-candidates/{ids['call me on <PHONE> about the bus pass']}/accept",
+        headers=AUTH, json={"gold": ["p-4"], "kind": "plain", "topic": "transport"},
+    )  # fmt: skip
+    assert partly.status_code == 200, partly.text
+    rows = [json.loads(line) for line in gold.read_text(encoding="utf-8").splitlines()[2:]]
+    # without corrections: no label at all, the guesses under "suggested"
+    assert "topic" not in rows[0] and "language" not in rows[0] and "role" not in rows[0]
+    assert rows[0]["suggested"] == {"language": "hi-Latn", "topic": "hostel", "role": "student"}
+    # corrected: the labeller's values, no provenance left (all three confirmed)
+    assert {k: rows[1].get(k) for k in ("topic", "language", "role", "answer_contains")} == {
+        "topic": "exam-timing", "language": "en", "role": "parent",
+        "answer_contains": ["15 December"]}  # fmt: skip
+    assert "suggested" not in rows[1]
+    # partly confirmed: the confirmed topic is a label, the unconfirmed guesses provenance
+    assert rows[2]["topic"] == "transport"
+    assert rows[2]["suggested"] == {"language": "en", "role": "student"}
+    loaded = {q.id: q for q in load_gold_set(gold)}  # the loader accepts "suggested"
+    first, second, third = (loaded[r["id"]] for r in rows)
+    assert (first.topic, first.language, first.role) == (None, None, None)
+    assert (second.topic, second.language, second.role) == ("exam-timing", "en", "parent")
+    assert second.answer_contains == ("15 December",)
+    assert second.reference_answer == "Semester 3 exams start on 15 December."
+    assert (third.topic, third.language, third.role) == ("transport", None, None)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("language", "SECRET english!"), ("topic", "   "), ("role", "S" * 65),
+     ("answer_contains", ["SECRET", " "]), ("answer_contains", "SECRET"),
+     ("reference_answer", "")],
+)  # fmt: skip
+def test_a_bad_label_is_a_422_naming_the_field(
+    client: TestClient, harvested: tuple[Labelling, Path, StateStore], field: str, value: Any
+) -> None:
+    _, gold, _ = harvested
+    before = gold.read_bytes()
+    cid = ids_by_question(client)["exam schedule for sem 3"]
+    answer = client.post(f"/v1/gold-candidates/{cid}/accept", headers=AUTH,
+                         json={"gold": ["p-9"], "kind": "plain", field: value})  # fmt: skip
+    assert answer.status_code == 422
+    assert "SECRET" not in answer.text and "S" * 65 not in answer.text
+    locs = [entry["loc"] for entry in answer.json()["detail"]]
+    assert all(loc[:2] == ["body", field] for loc in locs), locs
+    assert gold.read_bytes() == before and _status(client, cid) == "suggested"
+
+
+def test_a_labelling_error_names_its_field(client: TestClient) -> None:
+    cid = ids_by_question(client)["exam schedule for sem 3"]
+    repeated = _accept(client, cid, ["SECRET-ID", "SECRET-ID"], "plain")
+    assert repeated.status_code == 422 and repeated.json()["detail"].startswith("gold: ")
+    multi = _accept(client, cid, ["p-1"], "multi-passage")
+    assert multi.status_code == 422 and "kind" in multi.json()["detail"]
+
+
+def test_the_listing_shows_undecided_suggestions_first(client: TestClient) -> None:
+    best = client.get("/v1/gold-candidates").json()["items"][0]["id"]
+    assert _accept(client, best, [], "unanswerable").status_code == 200
+    items = client.get("/v1/gold-candidates").json()["items"]
+    assert [i["status"] for i in items] == ["suggested", "suggested", "accepted"]
+    assert items[-1]["id"] == best

@@ -100,7 +100,8 @@ def shadow() -> dict[str, Any]:
         "rbo_p": 0.9,
         "results_dropped": 0,
         "candidates": {"bm25-v2": {
-            "offered": 10, "queued": 10, "skipped": {}, "completed": 9, "errors": {"timeout": 1},
+            "offered": 12, "queued": 10, "skipped": {"queue_full": 2}, "completed": 9,
+            "errors": {"timeout": 1}, "in_flight": 0,
             "latency_seconds": {"count": 10, "mean": 0.012, "max": 0.05},
             "agreement": agreement, "counts": {"rbo": 9},
             "by_language": {"en": {"n": 5, "rbo": 0.9, "top1": 1.0},

@@ -63,8 +63,10 @@ def test_refusal_rate_with_its_baseline(page: str) -> None:
 
 
 def test_shadow_and_suggestions(page: str) -> None:
-    # columns: offered, completed, errors, mean latency ms, overlap, jaccard, rbo, tau, top1, cr
-    assert ("<tr><td>bm25-v2</td><td>10</td><td>9</td><td>1</td><td>12.000</td><td>0.800</td>"
+    # columns: offered, compared, skipped by reason, errors by reason, in flight,
+    # mean latency ms, overlap, jaccard, rbo, tau, top1, cr (12 = 9 + 2 + 1 + 0)
+    assert ("<tr><td>bm25-v2</td><td>12</td><td>9</td><td class=\"text\">queue_full 2</td>"
+            "<td class=\"text\">timeout 1</td><td>0</td><td>12.000</td><td>0.800</td>"
             "<td>0.700</td><td>0.750</td><td>0.500</td><td>0.900</td><td>–</td></tr>"
             ) in page  # fmt: skip
     assert "<tr><td>hi-Latn</td><td>4</td><td>0.550</td><td>0.750</td></tr>" in page

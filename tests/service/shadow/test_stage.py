@@ -12,7 +12,15 @@ from service.pipeline import Batch, Pipeline, Stage
 from service.records import ScoredDoc
 from service.shadow.runner import CandidateConfig, ShadowConfig, ShadowRunner
 from service.shadow.stage import METRICS, ShadowStage
-from tests.service.shadow.shadow_fakes import PRODUCTION, Fixed, Switch, docs, make_event, wait_for
+from tests.service.shadow.shadow_fakes import (
+    PRODUCTION,
+    Fixed,
+    Hanging,
+    Switch,
+    docs,
+    make_event,
+    wait_for,
+)
 
 
 class Rotating(Fixed):
@@ -43,11 +51,13 @@ def run_batch(stage: ShadowStage, n: int, languages: Sequence[str] = ("en",)) ->
 
 
 def settle(stage: ShadowStage, expected: int) -> None:
-    done = [0]
+    """Wait until ``expected`` results are folded in (by :meth:`ShadowStage.process`'s own
+    collect too: counting only this loop's collects missed those and could wait forever)."""
 
     def finished() -> bool:
-        done[0] += stage.collect()
-        return done[0] >= expected
+        stage.collect()
+        report = stage.report()["candidates"]
+        return sum(c["completed"] + sum(c["errors"].values()) for c in report.values()) >= expected
 
     assert wait_for(finished)
 
@@ -146,3 +156,47 @@ def test_snapshot_round_trip(stage: ShadowStage) -> None:
     restored_again.restore({"version": 999, "candidates": {}})  # unknown version: ignored
     assert restored_again.report()["candidates"]["rot"]["offered"] == 0
     restored_again.runner.close()
+
+
+def _adds_up(report: dict[str, Any]) -> bool:
+    """offered = compared + errors + skipped by reason + in flight (issue 18 item 3)."""
+    parts = report["completed"] + sum(report["errors"].values()) + sum(report["skipped"].values())
+    return bool(report["offered"] == parts + report["in_flight"])
+
+
+def test_offers_add_up_across_a_restart_with_calls_in_flight() -> None:
+    config = ShadowConfig(max_cpu_share=None, candidates=(CandidateConfig(name="hang"),))
+    hanging = Hanging()
+    stage = ShadowStage(ShadowRunner(config, {"hang": hanging}))
+    stage.process(Batch.of([make_event(i) for i in range(10)], source="test"))
+    before = stage.report()["candidates"]["hang"]
+    saved = json.loads(json.dumps(stage.state_snapshot()))  # a checkpoint, then a stop
+    hanging.release.set()
+    stage.runner.close()
+    # 10 offered, all queued (default queue 1000), no result yet: 10 in flight
+    assert (before["offered"], before["completed"], before["in_flight"]) == (10, 0, 10)
+    assert _adds_up(before)
+    restarted = ShadowStage(ShadowRunner(config, {"hang": Fixed()}))
+    restarted.restore(saved)
+    restarted.process(Batch.of([make_event(i) for i in range(10, 14)], source="test"))
+    settle(restarted, 4)
+    after = restarted.report()["candidates"]["hang"]
+    restarted.runner.close()
+    # the 10 lost calls are skipped as interrupted; the 4 new events compared
+    assert after["offered"] == 14 and after["completed"] == 4 and after["in_flight"] == 0
+    assert after["skipped"] == {"interrupted": 10} and after["queued"] == 4
+    assert _adds_up(after)
+
+
+def test_dropped_results_are_a_skip_reason() -> None:
+    config = ShadowConfig(max_cpu_share=None, max_results=3,
+                          candidates=(CandidateConfig(name="same"),))  # fmt: skip
+    stage = ShadowStage(ShadowRunner(config, {"same": Fixed()}))
+    stage.process(Batch.of([make_event(i) for i in range(8)], source="test"))
+    assert wait_for(lambda: stage.runner.wait_idle(0.0))
+    stage.collect()
+    report = stage.report()["candidates"]["same"]
+    stage.runner.close()
+    # a buffer of 3 results, nothing drained while 8 calls finished: 5 dropped
+    assert report["completed"] == 3 and report["skipped"] == {"result_dropped": 5}
+    assert report["in_flight"] == 0 and _adds_up(report)
