@@ -225,3 +225,259 @@ def describe(calibration: ScopeCalibration) -> dict[str, Any]:
     """The calibration as a JSON-able report row (``-inf``/``nan`` become ``None``)."""
     row = calibration._asdict()
     return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in row.items()}
+
+
+# -- the embedding detector (issue 17) ---------------------------------------------------------
+
+#: Smallest cosine similarity (embedding space) at which a live question is a near-duplicate
+#: of a gold question, whose answerability then decides its scope (see :class:`EmbeddingScope`).
+DEFAULT_KNOWN_THRESHOLD = 0.9
+#: Feature names of :class:`EmbeddingScope`, in column order (the retriever's only when used).
+FEATURES: tuple[str, ...] = ("gold_answerable", "gold_unanswerable", "corpus", "retriever")
+
+
+def nearest_similarity(
+    queries: np.ndarray, rows: np.ndarray, exclude_self: bool = False
+) -> np.ndarray:
+    """Largest cosine similarity of each query to ``rows`` (both L2-normalised), shape
+    ``(n_queries,)``, in [-1, 1]; ``-1`` when ``rows`` is empty (nothing to be near).
+
+    With ``exclude_self`` the queries *are* the rows (same order) and each one's similarity
+    to itself is left out (leave-one-out).
+
+    >>> q = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    >>> nearest_similarity(q, q).tolist(), nearest_similarity(q, q, exclude_self=True).tolist()
+    ([1.0, 1.0], [0.0, 0.0])
+    """
+    if rows.shape[0] == 0 or queries.shape[0] == 0:
+        return np.full(queries.shape[0], -1.0)
+    sims = queries @ rows.T
+    if exclude_self:
+        if sims.shape[0] != sims.shape[1]:
+            raise ValueError("exclude_self needs the queries to be the rows")
+        np.fill_diagonal(sims, -np.inf)
+        if sims.shape[1] == 1:
+            return np.full(queries.shape[0], -1.0)
+    return np.asarray(sims.max(axis=1), dtype=np.float64)
+
+
+def _cv_folds(labels: np.ndarray, max_folds: int = 5) -> int:
+    """Folds of a stratified cross-validation: up to ``max_folds``, at most the smaller class."""
+    return int(min(max_folds, np.bincount(labels.astype(int), minlength=2).min()))
+
+
+class EmbeddingScope:
+    """Out-of-scope detector on the embedding layer, calibrated on the gold set.
+
+    Features of a question (cosine similarities of L2-normalised embeddings):
+
+    1. its nearest *answerable* gold question;
+    2. its nearest *unanswerable* gold question;
+    3. its nearest corpus passage (the corpus is embedded once, at start);
+    4. the best score of a retriever run on it (optional; ``None``: nothing retrieved, taken
+       as the lowest calibration score minus 1).
+
+    A logistic regression on the standardised features (balanced class weights) gives the
+    probability of *in scope*. It is calibrated on the gold set, answerable rows positive and
+    unanswerable rows negative, with the gold features computed leave-one-out (a gold question
+    never matches itself, as a live question is not in the gold set). Its quality is the ROC
+    AUC of **cross-validated** probabilities (stratified k-fold, k ≤ 5), with a stratified
+    percentile-bootstrap interval (:func:`service.detector_quality.measure_auc`), never the
+    training fit; the threshold maximises Youden's J on those same probabilities among the
+    thresholds keeping at least ``min_tpr`` of the answerable rows in scope
+    (:func:`calibrate_threshold`). The final model is then fitted on all gold rows.
+
+    Known questions: when a live question's nearest gold question is at least
+    ``known_threshold`` similar, that row's answerability decides (a near-duplicate of an
+    unanswerable gold question is out of scope, of an answerable one in scope). So a refusal
+    of an in-scope-looking question the gold set marks unanswerable (SQuAD 2.0's adversarial
+    questions) is a correct refusal, not an over-refusal.
+
+    Args:
+        embedder: any :class:`service.embeddings.Embedder`.
+        questions: the gold set (needs ≥ 2 answerable and ≥ 2 unanswerable rows).
+        passages: corpus passage texts (may be empty: the corpus feature is then left out).
+        retriever_scores: best retriever score per gold question (same order), or ``None``
+            to leave the retriever feature out.
+        retriever: name of that retriever (live scores must come from the same one).
+        min_tpr: see :func:`calibrate_threshold`.
+        known_threshold: cosine similarity in (0, 1]; ``> 1`` would disable (not allowed).
+        n_boot, seed: bootstrap replicates and seed of the quality interval (deterministic).
+
+    Raises:
+        ValueError: fewer than 2 answerable or 2 unanswerable gold questions, lengths differ,
+            or a threshold is out of range.
+
+    Source: Youden 1950; Hanley & McNeil 1982 (AUC); Efron & Tibshirani 1993 (bootstrap).
+    """
+
+    def __init__(
+        self,
+        embedder: Any,
+        questions: Sequence[GoldQuestion],
+        passages: Sequence[str] = (),
+        *,
+        retriever_scores: Sequence[float | None] | None = None,
+        retriever: str | None = None,
+        min_tpr: float = 0.0,
+        known_threshold: float = DEFAULT_KNOWN_THRESHOLD,
+        n_boot: int = 1000,
+        seed: int = 0,
+    ) -> None:
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.model_selection import StratifiedKFold, cross_val_predict
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        from service.detector_quality import measure_auc
+
+        if not 0.0 < known_threshold <= 1.0:
+            raise ValueError(f"known_threshold must be in (0, 1], got {known_threshold}")
+        labels = np.array([q.answerable for q in questions], dtype=bool)
+        if labels.sum() < 2 or (~labels).sum() < 2:
+            raise ValueError("the embedding out-of-scope detector needs at least 2 answerable "
+                             "and 2 unanswerable gold questions")  # fmt: skip
+        if retriever_scores is not None and len(retriever_scores) != len(questions):
+            raise ValueError(f"{len(retriever_scores)} retriever scores for "
+                             f"{len(questions)} gold questions")  # fmt: skip
+        self.embedder = embedder
+        self.retriever = retriever
+        self.known_threshold = known_threshold
+        self.gold_vectors = embedder.embed([q.question for q in questions])
+        self.gold_answerable = labels
+        self.gold_ids = tuple(q.id for q in questions)
+        self.passage_vectors = embedder.embed(list(passages))
+        self.use_corpus = self.passage_vectors.shape[0] > 0
+        self.use_retriever = retriever_scores is not None
+        finite = [s for s in retriever_scores or () if s is not None]
+        self.missing_score = (min(finite) - 1.0) if finite else 0.0
+        features = self._features(self.gold_vectors, retriever_scores, leave_one_out=True)
+        folds = _cv_folds(labels)
+        model = make_pipeline(
+            StandardScaler(), LogisticRegression(class_weight="balanced", max_iter=1000)
+        )
+        cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+        cv_scores = cross_val_predict(model, features, labels, cv=cv, method="predict_proba")[:, 1]
+        self.feature_names = tuple(
+            name for name, used in zip(FEATURES, (True, True, self.use_corpus,
+                                                  self.use_retriever), strict=True) if used
+        )  # fmt: skip
+        self.quality = measure_auc(
+            cv_scores[labels], cv_scores[~labels], n_boot=n_boot, seed=seed,
+            method=(f"{folds}-fold cross-validated logistic regression on "
+                    f"{', '.join(self.feature_names)} similarity (gold features leave-one-out), "
+                    f"{int(labels.sum())} answerable vs {int((~labels).sum())} unanswerable "
+                    "gold questions"),
+        )  # fmt: skip
+        self.calibration = calibrate_threshold(
+            cv_scores[labels].tolist(), cv_scores[~labels].tolist(), retriever, min_tpr
+        )._replace(auc=self.quality.auc)
+        self.model = model.fit(features, labels)
+
+    def _features(
+        self,
+        vectors: np.ndarray,
+        retriever_scores: Sequence[float | None] | None,
+        leave_one_out: bool = False,
+    ) -> np.ndarray:
+        """Feature matrix, shape ``(n, len(feature_names))`` (see the class docstring)."""
+        answerable = self.gold_vectors[self.gold_answerable]
+        unanswerable = self.gold_vectors[~self.gold_answerable]
+        if leave_one_out:  # the queries are the gold rows: no row is its own neighbour
+            sims = vectors @ self.gold_vectors.T
+            np.fill_diagonal(sims, -np.inf)
+            cols = [sims[:, self.gold_answerable].max(axis=1),
+                    sims[:, ~self.gold_answerable].max(axis=1)]  # fmt: skip
+        else:
+            cols = [nearest_similarity(vectors, answerable),
+                    nearest_similarity(vectors, unanswerable)]  # fmt: skip
+        if self.use_corpus:
+            cols.append(nearest_similarity(vectors, self.passage_vectors))
+        if self.use_retriever:
+            scores = retriever_scores or [None] * vectors.shape[0]
+            cols.append(np.array([self.missing_score if s is None else s for s in scores]))
+        return np.column_stack(cols).astype(np.float64)
+
+    def score(
+        self, questions: Sequence[str], retriever_scores: Sequence[float | None] | None = None
+    ) -> tuple[np.ndarray, list[str | None]]:
+        """Probability of *in scope* per question, shape ``(n,)`` in [0, 1], and per question
+        the id of the gold question it near-duplicates (``None``: none at or above
+        ``known_threshold``).
+
+        Raises:
+            ValueError: the detector uses a retriever and ``retriever_scores`` is missing or
+                of another length.
+        """
+        if self.use_retriever and (
+            retriever_scores is None or len(retriever_scores) != len(questions)
+        ):
+            raise ValueError("this detector needs one retriever score per question")
+        if not questions:
+            return np.zeros(0), []
+        vectors = self.embedder.embed(list(questions))
+        proba = self.model.predict_proba(self._features(vectors, retriever_scores))[:, 1]
+        sims = vectors @ self.gold_vectors.T
+        best = sims.argmax(axis=1)
+        known = [self.gold_ids[j] if sims[i, j] >= self.known_threshold - 1e-6 else None
+                 for i, j in enumerate(best.tolist())]  # fmt: skip
+        return proba, known
+
+    def in_scope(
+        self, questions: Sequence[str], retriever_scores: Sequence[float | None] | None = None
+    ) -> list[tuple[float, bool, str | None]]:
+        """Per question ``(probability in scope, in scope?, known gold id or None)``: a known
+        question takes its gold row's answerability, any other the calibrated threshold."""
+        proba, known = self.score(questions, retriever_scores)
+        answerable = dict(zip(self.gold_ids, self.gold_answerable.tolist(), strict=True))
+        return [
+            (float(p), answerable[k] if k is not None else bool(p >= self.calibration.threshold), k)
+            for p, k in zip(proba.tolist(), known, strict=True)
+        ]
+
+
+class EmbeddingScopeStage(StatelessStage):
+    """Pipeline stage of :class:`EmbeddingScope`: writes per event ``scope_score``
+    (probability in scope), ``out_of_scope`` (bool), ``scope_known`` (the near-duplicated gold
+    question's id, or ``None``) and ``over_refusal`` / ``under_refusal`` (:func:`crossed`,
+    reading ``annotations[i]["refused"]``: run :class:`service.refusals.RefusalStage` first).
+
+    Args:
+        detector: the calibrated detector.
+        retriever: the built-in retriever whose best score is the detector's fourth feature
+            (required when the detector uses one; must be the one it was calibrated with).
+
+    Raises:
+        ValueError: the detector needs a retriever and none (or another one) is given.
+    """
+
+    name = "scope"
+
+    def __init__(self, detector: EmbeddingScope, retriever: Retriever | None = None) -> None:
+        if detector.use_retriever and (retriever is None or retriever.name != detector.retriever):
+            raise ValueError(f"the detector was calibrated with retriever {detector.retriever!r}")
+        self.detector = detector
+        self.retriever = retriever if detector.use_retriever else None
+        self.cache: BatchCache[float | None] = BatchCache()
+
+    def _retriever_scores(self, questions: list[str]) -> list[float | None] | None:
+        retriever = self.retriever
+        if retriever is None:
+            return None
+        fast = getattr(retriever, "best_scores", None)
+
+        def best(batch: list[str]) -> list[float | None]:
+            if fast is not None:
+                return list(fast(batch))
+            return [best_score(found) for found in retriever.search_batch(batch, 1)]
+
+        return self.cache.get_many(questions, best)
+
+    def process(self, batch: Batch) -> None:
+        questions = [e.question for e in batch.events]
+        verdicts = self.detector.in_scope(questions, self._retriever_scores(questions))
+        for notes, (proba, inside, known) in zip(batch.annotations, verdicts, strict=True):
+            notes["scope_score"] = proba
+            notes["out_of_scope"] = not inside
+            notes["scope_known"] = known
+            notes.update(crossed(notes.get("refused"), notes["out_of_scope"]))
