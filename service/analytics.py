@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 
 from service.annotation_totals import AnnotationTotals
 from service.corpus import Corpus
+from service.detector_quality import DEFAULT_AUC_FLOOR, DetectorQuality, measure_auc
 from service.drift.stage import DriftStage
 from service.drift.windows import WindowConfig
+from service.embeddings import default_embedder
 from service.goldset import GoldSet
 from service.language import LanguageConfig, LanguageDetector, LanguageLabeler, LanguageStage
 from service.pii import UNKEYED, PiiScrubStage, Pseudonymiser
@@ -26,7 +28,14 @@ from service.pipeline import Stage
 from service.records import Passage
 from service.refusals import RefusalDetector, RefusalStage
 from service.retrievers.registry import build_retrievers
-from service.scope import ScopeCalibration, ScopeStage, calibrate_with_retriever
+from service.scope import (
+    EmbeddingScope,
+    EmbeddingScopeStage,
+    ScopeCalibration,
+    ScopeStage,
+    best_score,
+    calibrate_with_retriever,
+)
 from service.settings import AnalyticsConfig, DriftSettings, RetrieverConfig
 from service.topic_config import TopicConfig
 from service.topics import NOVEL, TopicModel, TopicStage
@@ -47,6 +56,10 @@ class Analytics:
         language_labels, topic_labels: every bounded label value (pre-initialised series).
         scope: the out-of-scope calibration, or ``None``.
         gold_counts: the gold set's category counts per dimension.
+        detector_quality: measured quality per detector (``"out_of_scope"``, ``"novelty"``),
+            each on the data it was calibrated on.
+        quality_floor: the AUC below which a detector's counts are uncalibrated and its drift
+            dimension raises no alarm (``analytics.quality_floor``).
     """
 
     stages: list[Stage]
@@ -57,6 +70,21 @@ class Analytics:
     scope: ScopeCalibration | None = None
     topic_model_version: str | None = None
     gold_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    detector_quality: dict[str, DetectorQuality] = field(default_factory=dict)
+    quality_floor: float = DEFAULT_AUC_FLOOR
+
+    def uncalibrated(self, detector: str) -> str | None:
+        """Why ``detector``'s counts are not facts (``"uncalibrated: ..."``), or ``None``
+        when its measured AUC reaches the floor; a detector without a measurement is
+        uncalibrated."""
+        quality = self.detector_quality.get(detector)
+        if quality is None:
+            return f"uncalibrated: {detector} has no quality measurement"
+        if quality.trusted(self.quality_floor):
+            return None
+        return (f"uncalibrated: {detector} ROC AUC {quality.auc:.3f} "
+                f"[{quality.low:.3f}, {quality.high:.3f}] is below the quality floor "
+                f"{self.quality_floor:.2f}")  # fmt: skip
 
     def language_label(self, language: str | None) -> str:
         """Bounded label of a language (``und`` when missing)."""
@@ -120,22 +148,68 @@ def _window_config(drift: DriftSettings) -> WindowConfig:
     )
 
 
+#: Which drift dimension each quality-reporting detector feeds (suppressed below the floor).
+DETECTOR_DIMENSIONS: dict[str, str] = {"out_of_scope": "out_of_scope"}
+
+
 def _scope_stage(
     config: AnalyticsConfig, gold: GoldSet, corpus: Corpus
-) -> tuple[ScopeStage | None, ScopeCalibration | None]:
-    if config.scope_retriever is None:
-        return None, None
-    if not gold.unanswerable() or not gold.answerable():
-        log.warning("out-of-scope needs answerable and unanswerable gold questions; disabled")
-        return None, None
-    name = config.scope_retriever
-    retriever = build_retrievers(
-        [name],
-        lambda n: RetrieverConfig(name=n, kind=n),
-        corpus.passages,  # type: ignore[arg-type]
-    )[name]
-    calibration = calibrate_with_retriever(list(gold), retriever, min_tpr=config.scope_min_tpr)
-    return ScopeStage(calibration, retriever, k=1), calibration
+) -> tuple[Stage | None, ScopeCalibration | None, DetectorQuality | None]:
+    """The out-of-scope stage, its calibration and its measured quality (``scope_method``)."""
+    method = config.scope_method
+    if method == "off" or (method == "retriever" and config.scope_retriever is None):
+        return None, None, None
+    if len(gold.unanswerable()) < 2 or len(gold.answerable()) < 2:
+        log.warning("out-of-scope needs at least 2 answerable and 2 unanswerable gold "
+                    "questions; disabled")  # fmt: skip
+        return None, None, None
+    retriever = None
+    if config.scope_retriever is not None:
+        name = config.scope_retriever
+        retriever = build_retrievers(
+            [name],
+            lambda n: RetrieverConfig(name=n, kind=n),
+            corpus.passages,  # type: ignore[arg-type]
+        )[name]
+    questions = list(gold)
+    if method == "retriever":
+        assert retriever is not None
+        calibration = calibrate_with_retriever(questions, retriever, min_tpr=config.scope_min_tpr)
+        run = retriever.search_batch([q.question for q in questions], 1)
+        scores = [best_score(found) for found in run]
+        floor = min((s for s in scores if s is not None), default=1.0) - 1.0
+        filled = [floor if s is None else s for s in scores]
+        quality = measure_auc(
+            [x for x, q in zip(filled, questions, strict=True) if q.answerable],
+            [x for x, q in zip(filled, questions, strict=True) if not q.answerable],
+            method=f"{retriever.name} best score on the gold set (no fitting)",
+        )
+        return ScopeStage(calibration, retriever, k=1), calibration, quality
+    scores_run = None
+    if retriever is not None:
+        found = retriever.search_batch([q.question for q in questions], 1)
+        scores_run = [best_score(r) for r in found]
+    detector = EmbeddingScope(
+        default_embedder(),
+        questions,
+        [p.text for p in corpus.passages],
+        retriever_scores=scores_run,
+        retriever=retriever.name if retriever is not None else None,
+        min_tpr=config.scope_min_tpr,
+        known_threshold=config.scope_known_threshold,
+    )
+    return EmbeddingScopeStage(detector, retriever), detector.calibration, detector.quality
+
+
+def apply_quality_floor(analytics: Analytics) -> dict[str, str]:
+    """Suppress the drift alarms of every detector below ``analytics.quality_floor`` (and
+    resume those at or above it); return ``{dimension: reason}`` of the suppressed ones."""
+    if analytics.drift is None:
+        return {}
+    for detector, dimension in DETECTOR_DIMENSIONS.items():
+        if detector in analytics.detector_quality:
+            analytics.drift.suppress(dimension, analytics.uncalibrated(detector))
+    return dict(analytics.drift.suppressed)
 
 
 def pseudonymiser(config: AnalyticsConfig) -> Pseudonymiser:
@@ -175,7 +249,7 @@ def build_analytics(config: AnalyticsConfig, gold: GoldSet, corpus: Corpus) -> A
         model = fit_topic_model(gold, (), config.topics, config.use_gold_topics)
     stages.append(TopicStage(model))
     stages.append(RefusalStage(RefusalDetector(extra_patterns=config.refusal_patterns)))
-    scope_stage, calibration = _scope_stage(config, gold, corpus)
+    scope_stage, calibration, scope_quality = _scope_stage(config, gold, corpus)
     if scope_stage is not None:
         stages.append(scope_stage)
     gold_counts = {"language": language_counts, "topic": _topic_counts(gold, model)}
@@ -191,7 +265,7 @@ def build_analytics(config: AnalyticsConfig, gold: GoldSet, corpus: Corpus) -> A
     stages.append(drift)
     totals = AnnotationTotals()
     stages.append(totals)
-    return Analytics(
+    analytics = Analytics(
         stages=stages,
         drift=drift,
         totals=totals,
@@ -200,7 +274,12 @@ def build_analytics(config: AnalyticsConfig, gold: GoldSet, corpus: Corpus) -> A
         scope=calibration,
         topic_model_version=model.version,
         gold_counts=gold_counts,
+        quality_floor=config.quality_floor,
     )
+    if scope_quality is not None:
+        analytics.detector_quality["out_of_scope"] = scope_quality
+    apply_quality_floor(analytics)
+    return analytics
 
 
 def gold_references(

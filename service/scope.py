@@ -329,7 +329,7 @@ class EmbeddingScope:
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
 
-        from service.detector_quality import measure_auc
+        from service.detector_quality import measure_auc, roc_auc
 
         if not 0.0 < known_threshold <= 1.0:
             raise ValueError(f"known_threshold must be in (0, 1], got {known_threshold}")
@@ -352,27 +352,43 @@ class EmbeddingScope:
         finite = [s for s in retriever_scores or () if s is not None]
         self.missing_score = (min(finite) - 1.0) if finite else 0.0
         features = self._features(self.gold_vectors, retriever_scores, leave_one_out=True)
+        names = [name for name, used in zip(FEATURES, (True, True, self.use_corpus,
+                                                       self.use_retriever), strict=True) if used]
         folds = _cv_folds(labels)
-        model = make_pipeline(
-            StandardScaler(), LogisticRegression(class_weight="balanced", max_iter=1000)
-        )
         cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-        cv_scores = cross_val_predict(model, features, labels, cv=cv, method="predict_proba")[:, 1]
-        self.feature_names = tuple(
-            name for name, used in zip(FEATURES, (True, True, self.use_corpus,
-                                                  self.use_retriever), strict=True) if used
-        )  # fmt: skip
+
+        def model() -> Any:
+            return make_pipeline(
+                StandardScaler(), LogisticRegression(class_weight="balanced", max_iter=1000)
+            )
+
+        # Candidate feature sets, simplest first; the best cross-validated AUC wins (ties:
+        # the simpler). The retriever alone is today's detector, so the embedding features
+        # are kept only where they separate the gold set better.
+        embedding = [i for i, n in enumerate(names) if n != "retriever"]
+        candidates = [list(range(len(names)))]
+        if self.use_retriever:
+            candidates = [[len(names) - 1], embedding, *candidates]
+        best_auc, self.columns, cv_scores = -1.0, candidates[-1], np.zeros(len(labels))
+        for columns in candidates:
+            scores = cross_val_predict(model(), features[:, columns], labels, cv=cv,
+                                       method="predict_proba")[:, 1]  # fmt: skip
+            auc = roc_auc(scores[labels], scores[~labels])
+            if auc > best_auc + 1e-9:
+                best_auc, self.columns, cv_scores = auc, columns, scores
+        self.feature_names = tuple(names[i] for i in self.columns)
+        chosen = ", ".join(self.feature_names)
         self.quality = measure_auc(
             cv_scores[labels], cv_scores[~labels], n_boot=n_boot, seed=seed,
-            method=(f"{folds}-fold cross-validated logistic regression on "
-                    f"{', '.join(self.feature_names)} similarity (gold features leave-one-out), "
+            method=(f"{folds}-fold cross-validated logistic regression on {chosen} "
+                    f"(best of {len(candidates)} feature sets; gold similarities leave-one-out), "
                     f"{int(labels.sum())} answerable vs {int((~labels).sum())} unanswerable "
                     "gold questions"),
         )  # fmt: skip
         self.calibration = calibrate_threshold(
             cv_scores[labels].tolist(), cv_scores[~labels].tolist(), retriever, min_tpr
         )._replace(auc=self.quality.auc)
-        self.model = model.fit(features, labels)
+        self.model = model().fit(features[:, self.columns], labels)
 
     def _features(
         self,
@@ -416,7 +432,8 @@ class EmbeddingScope:
         if not questions:
             return np.zeros(0), []
         vectors = self.embedder.embed(list(questions))
-        proba = self.model.predict_proba(self._features(vectors, retriever_scores))[:, 1]
+        features = self._features(vectors, retriever_scores)[:, self.columns]
+        proba = self.model.predict_proba(features)[:, 1]
         sims = vectors @ self.gold_vectors.T
         best = sims.argmax(axis=1)
         known = [self.gold_ids[j] if sims[i, j] >= self.known_threshold - 1e-6 else None

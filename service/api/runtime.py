@@ -255,6 +255,10 @@ def build_live(
             topic_labels=analytics.topic_labels,
         )
         metrics.set_gold_shares(analytics.gold_counts)
+        metrics.set_detector_quality(
+            {name: q.as_dict() for name, q in analytics.detector_quality.items()},
+            analytics.quality_floor,
+        )
     stages: list[Stage] = list(analytics.stages)
     shadow_stage = None
     roles = sorted({role for passage in corpus for role in passage.acl}

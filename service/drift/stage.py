@@ -8,9 +8,12 @@ Dimensions (each with its own detector, windows over event time):
 * ``out_of_scope`` — binary rate of questions judged out of scope (events with a score).
 
 Each is compared with the reference (when there is one) and with a baseline of earlier
-traffic (:mod:`service.drift.detectors`). The stage also keeps all-time counts per category
-for the coverage-gap report. Its state (detectors and counts) is persisted with the other
-stages, so a restart keeps the windows and baselines.
+traffic (:mod:`service.drift.detectors`). A dimension fed by a detector whose measured
+quality is below the floor (:mod:`service.detector_quality`) is *suppressed*
+(:meth:`DriftStage.suppress`): still tested, it reports state ``uncalibrated`` with the reason
+and raises no alarm. The stage also keeps all-time counts per category for the coverage-gap
+report. Its state (detectors and counts) is persisted with the other stages, so a restart
+keeps the windows and baselines.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ CATEGORICAL = ("language", "topic")
 RATES = {"refusal": "refused", "out_of_scope": "out_of_scope"}
 DIMENSIONS = (*CATEGORICAL, *RATES)
 MAX_ALARMS = 100
+#: State of a suppressed dimension (its detector is below the quality floor).
+UNCALIBRATED = "uncalibrated"
 #: Events fed to the detectors at a time, so an alarm is attributed within this many events
 #: even when a replayed batch spans hours of event time.
 ALARM_RESOLUTION = 100
@@ -92,6 +97,23 @@ class DriftStage:
         self.events_seen = 0
         self.alarms: list[dict[str, Any]] = []  # the last MAX_ALARMS state changes to drift
         self._last_state: dict[str, str] = {}
+        self.suppressed: dict[str, str] = {}  # dimension -> why it raises no alarm
+
+    def suppress(self, dimension: str, reason: str | None) -> None:
+        """Stop (``reason``: why, e.g. ``"uncalibrated: out_of_scope AUC 0.60 < floor
+        0.75"``) or resume (``None``) alarms of ``dimension``. A suppressed dimension is still
+        tested, but its state and its comparisons' states read ``uncalibrated`` and no alarm
+        is recorded; an alarm in progress is not ended by it.
+
+        Raises:
+            ValueError: ``dimension`` is not one of :data:`DIMENSIONS`.
+        """
+        if dimension not in DIMENSIONS:
+            raise ValueError(f"unknown drift dimension {dimension!r}")
+        if reason is None:
+            self.suppressed.pop(dimension, None)
+        else:
+            self.suppressed[dimension] = reason
 
     def set_gold_counts(self, gold_counts: Mapping[str, Counts]) -> None:
         """Replace the gold-set reference counts (the gold set grew); live windows are kept,
@@ -133,7 +155,7 @@ class DriftStage:
                 key = f"{dim}/{name}"
                 before, now = self._last_state.get(key), report.state
                 self._last_state[key] = now
-                if now == before or "drift" not in (now, before):
+                if now == before or "drift" not in (now, before) or dim in self.suppressed:
                     continue
                 entry = {
                     "dimension": dim,
@@ -149,7 +171,8 @@ class DriftStage:
         """Overall state per dimension: ``drift`` if any comparison drifts, else ``ok`` if
         any comparison could be tested, else ``insufficient_data``."""
         detectors = {**self.categorical, **self.rates}
-        return {dim: det.state for dim, det in detectors.items()}
+        return {dim: UNCALIBRATED if dim in self.suppressed else det.state
+                for dim, det in detectors.items()}  # fmt: skip
 
     def report(self) -> dict[str, Any]:
         """JSON-able drift report: per dimension its state, each comparison's latest test,
@@ -170,6 +193,13 @@ class DriftStage:
                 "state": rate.state,
                 "comparisons": {name: r.to_dict() for name, r in rate.reports.items()},
             }
+        for dim, reason in self.suppressed.items():
+            body = out[dim]
+            body["tested_state"], body["state"] = body["state"], UNCALIBRATED
+            body["suppressed"] = reason
+            for test in body["comparisons"].values():
+                test["tested_state"], test["state"] = test["state"], UNCALIBRATED
+        out["suppressed_dimensions"] = dict(self.suppressed)
         out["alarms"] = list(self.alarms)
         out["events_seen"] = self.events_seen
         window = self.categorical["language"].window
