@@ -31,6 +31,7 @@ from service.retrievers.registry import build_retrievers
 from service.scope import (
     EmbeddingScope,
     EmbeddingScopeStage,
+    KnownScope,
     ScopeCalibration,
     ScopeStage,
     best_score,
@@ -172,6 +173,7 @@ def _scope_stage(
             corpus.passages,  # type: ignore[arg-type]
         )[name]
     questions = list(gold)
+    known = KnownScope(gold, config.scope_known_threshold)
     if method == "retriever":
         assert retriever is not None
         calibration = calibrate_with_retriever(questions, retriever, min_tpr=config.scope_min_tpr)
@@ -184,7 +186,7 @@ def _scope_stage(
             [x for x, q in zip(filled, questions, strict=True) if not q.answerable],
             method=f"{retriever.name} best score on the gold set (no fitting)",
         )
-        return ScopeStage(calibration, retriever, k=1), calibration, quality
+        return ScopeStage(calibration, retriever, k=1, known=known), calibration, quality
     scores_run = None
     if retriever is not None:
         found = retriever.search_batch([q.question for q in questions], 1)
@@ -196,9 +198,9 @@ def _scope_stage(
         retriever_scores=scores_run,
         retriever=retriever.name if retriever is not None else None,
         min_tpr=config.scope_min_tpr,
-        known_threshold=config.scope_known_threshold,
     )
-    return EmbeddingScopeStage(detector, retriever), detector.calibration, detector.quality
+    stage = EmbeddingScopeStage(detector, retriever, known)
+    return stage, detector.calibration, detector.quality
 
 
 def apply_quality_floor(analytics: Analytics) -> dict[str, str]:

@@ -178,6 +178,8 @@ class ScopeStage(StatelessStage):
         retriever: score questions with this retriever (one ``search_batch`` per batch)
             instead of the events' own production scores; it must be the calibrated one.
         k: depth asked of ``retriever``.
+        known: known questions that decide their own scope (:class:`KnownScope`); ``None``:
+            none.
 
     Raises:
         ValueError: ``retriever`` is not the one ``calibration`` was made with, or ``k < 1``.
@@ -186,7 +188,11 @@ class ScopeStage(StatelessStage):
     name = "scope"
 
     def __init__(
-        self, calibration: ScopeCalibration, retriever: Retriever | None = None, k: int = 10
+        self,
+        calibration: ScopeCalibration,
+        retriever: Retriever | None = None,
+        k: int = 10,
+        known: KnownScope | None = None,
     ) -> None:
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
@@ -197,6 +203,7 @@ class ScopeStage(StatelessStage):
         self.calibration = calibration
         self.retriever = retriever
         self.k = k
+        self.known = known
         self.cache: BatchCache[float | None] = BatchCache()
 
     def scores(self, events: Sequence[QueryLogEvent]) -> list[float | None]:
@@ -214,11 +221,12 @@ class ScopeStage(StatelessStage):
         return self.cache.get_many([e.question for e in events], best) if events else []
 
     def process(self, batch: Batch) -> None:
-        for notes, score in zip(batch.annotations, self.scores(batch.events), strict=True):
-            out = self.calibration.in_scope(score)
-            notes["scope_score"] = score
-            notes["out_of_scope"] = None if out is None else not out
-            notes.update(crossed(notes.get("refused"), notes["out_of_scope"]))
+        scores = self.scores(batch.events)
+        known = (self.known.verdicts([e.question for e in batch.events]) if self.known
+                 else [(None, None)] * len(scores))  # fmt: skip
+        for notes, score, k in zip(batch.annotations, scores, known, strict=True):
+            inside = self.calibration.in_scope(score)
+            annotate_scope(notes, score, None if inside is None else not inside, k)
 
 
 def describe(calibration: ScopeCalibration) -> dict[str, Any]:
@@ -229,8 +237,9 @@ def describe(calibration: ScopeCalibration) -> dict[str, Any]:
 
 # -- the embedding detector (issue 17) ---------------------------------------------------------
 
-#: Smallest cosine similarity (embedding space) at which a live question is a near-duplicate
-#: of a gold question, whose answerability then decides its scope (see :class:`EmbeddingScope`).
+#: Smallest character n-gram cosine similarity at which a live question is a near-duplicate
+#: of a gold question, whose answerability then decides its scope (:class:`KnownScope`; the
+#: same measure and default as ``shadow.known_threshold``).
 DEFAULT_KNOWN_THRESHOLD = 0.9
 #: Feature names of :class:`EmbeddingScope`, in column order (the retriever's only when used).
 FEATURES: tuple[str, ...] = ("gold_answerable", "gold_unanswerable", "corpus", "retriever")
@@ -287,12 +296,6 @@ class EmbeddingScope:
     thresholds keeping at least ``min_tpr`` of the answerable rows in scope
     (:func:`calibrate_threshold`). The final model is then fitted on all gold rows.
 
-    Known questions: when a live question's nearest gold question is at least
-    ``known_threshold`` similar, that row's answerability decides (a near-duplicate of an
-    unanswerable gold question is out of scope, of an answerable one in scope). So a refusal
-    of an in-scope-looking question the gold set marks unanswerable (SQuAD 2.0's adversarial
-    questions) is a correct refusal, not an over-refusal.
-
     Args:
         embedder: any :class:`service.embeddings.Embedder`.
         questions: the gold set (needs ≥ 2 answerable and ≥ 2 unanswerable rows).
@@ -301,7 +304,6 @@ class EmbeddingScope:
             to leave the retriever feature out.
         retriever: name of that retriever (live scores must come from the same one).
         min_tpr: see :func:`calibrate_threshold`.
-        known_threshold: cosine similarity in (0, 1]; ``> 1`` would disable (not allowed).
         n_boot, seed: bootstrap replicates and seed of the quality interval (deterministic).
 
     Raises:
@@ -320,7 +322,6 @@ class EmbeddingScope:
         retriever_scores: Sequence[float | None] | None = None,
         retriever: str | None = None,
         min_tpr: float = 0.0,
-        known_threshold: float = DEFAULT_KNOWN_THRESHOLD,
         n_boot: int = 1000,
         seed: int = 0,
     ) -> None:
@@ -331,8 +332,6 @@ class EmbeddingScope:
 
         from service.detector_quality import measure_auc, roc_auc
 
-        if not 0.0 < known_threshold <= 1.0:
-            raise ValueError(f"known_threshold must be in (0, 1], got {known_threshold}")
         labels = np.array([q.answerable for q in questions], dtype=bool)
         if labels.sum() < 2 or (~labels).sum() < 2:
             raise ValueError("the embedding out-of-scope detector needs at least 2 answerable "
@@ -342,10 +341,8 @@ class EmbeddingScope:
                              f"{len(questions)} gold questions")  # fmt: skip
         self.embedder = embedder
         self.retriever = retriever
-        self.known_threshold = known_threshold
         self.gold_vectors = embedder.embed([q.question for q in questions])
         self.gold_answerable = labels
-        self.gold_ids = tuple(q.id for q in questions)
         self.passage_vectors = embedder.embed(list(passages))
         self.use_corpus = self.passage_vectors.shape[0] > 0
         self.use_retriever = retriever_scores is not None
@@ -416,10 +413,8 @@ class EmbeddingScope:
 
     def score(
         self, questions: Sequence[str], retriever_scores: Sequence[float | None] | None = None
-    ) -> tuple[np.ndarray, list[str | None]]:
-        """Probability of *in scope* per question, shape ``(n,)`` in [0, 1], and per question
-        the id of the gold question it near-duplicates (``None``: none at or above
-        ``known_threshold``).
+    ) -> np.ndarray:
+        """Probability of *in scope* per question, shape ``(n,)``, in [0, 1].
 
         Raises:
             ValueError: the detector uses a retriever and ``retriever_scores`` is missing or
@@ -430,27 +425,52 @@ class EmbeddingScope:
         ):
             raise ValueError("this detector needs one retriever score per question")
         if not questions:
-            return np.zeros(0), []
+            return np.zeros(0)
         vectors = self.embedder.embed(list(questions))
         features = self._features(vectors, retriever_scores)[:, self.columns]
-        proba = self.model.predict_proba(features)[:, 1]
-        sims = vectors @ self.gold_vectors.T
-        best = sims.argmax(axis=1)
-        known = [self.gold_ids[j] if sims[i, j] >= self.known_threshold - 1e-6 else None
-                 for i, j in enumerate(best.tolist())]  # fmt: skip
-        return proba, known
+        return np.asarray(self.model.predict_proba(features)[:, 1], dtype=np.float64)
 
-    def in_scope(
-        self, questions: Sequence[str], retriever_scores: Sequence[float | None] | None = None
-    ) -> list[tuple[float, bool, str | None]]:
-        """Per question ``(probability in scope, in scope?, known gold id or None)``: a known
-        question takes its gold row's answerability, any other the calibrated threshold."""
-        proba, known = self.score(questions, retriever_scores)
-        answerable = dict(zip(self.gold_ids, self.gold_answerable.tolist(), strict=True))
-        return [
-            (float(p), answerable[k] if k is not None else bool(p >= self.calibration.threshold), k)
-            for p, k in zip(proba.tolist(), known, strict=True)
-        ]
+
+class KnownScope:
+    """Known questions decide their own scope: a live question that near-duplicates a gold
+    question (:class:`service.known.KnownQuestionIndex`: character n-gram cosine ≥ its
+    threshold, numbers equal) takes that row's answerability — a near-duplicate of an
+    unanswerable row is out of scope, of an answerable row in scope — whatever a score says.
+
+    So a refusal of an in-scope-looking question the gold set marks unanswerable (SQuAD 2.0's
+    adversarial questions, whose words match their paragraph) is a correct refusal, not an
+    over-refusal, and an answer to it is an under-refusal.
+
+    >>> from service.goldset import GoldSet
+    >>> gold = GoldSet((GoldQuestion("q-1", "Who founded the college?", ("p-1",)),
+    ...                 GoldQuestion("q-2", "Who founded the college on Mars?", ())))
+    >>> KnownScope(gold).verdicts(["who founded the college on mars", "Hello there"])
+    [('q-2', False), (None, None)]
+    """
+
+    def __init__(self, gold: Any, threshold: float = DEFAULT_KNOWN_THRESHOLD) -> None:
+        from service.known import KnownQuestionIndex
+
+        self.index = KnownQuestionIndex(gold, threshold=threshold)
+        self.answerable = {q.id: q.answerable for q in gold}
+
+    def verdicts(self, questions: Sequence[str]) -> list[tuple[str | None, bool | None]]:
+        """Per question ``(gold id, in scope?)``, or ``(None, None)`` when it is not known."""
+        return [(None, None) if m is None else (m.gold_id, self.answerable[m.gold_id])
+                for m in self.index.match_many(questions)]  # fmt: skip
+
+
+def annotate_scope(
+    notes: dict[str, Any], score: float | None, out: bool | None, known: tuple[str | None,
+                                                                              bool | None],
+) -> None:
+    """Write one event's ``scope_score``, ``scope_known``, ``out_of_scope`` (a known
+    question's own answerability wins over ``out``) and :func:`crossed`."""
+    gold_id, inside = known
+    notes["scope_score"] = score
+    notes["scope_known"] = gold_id
+    notes["out_of_scope"] = (not inside) if inside is not None else out
+    notes.update(crossed(notes.get("refused"), notes["out_of_scope"]))
 
 
 class EmbeddingScopeStage(StatelessStage):
@@ -463,6 +483,8 @@ class EmbeddingScopeStage(StatelessStage):
         detector: the calibrated detector.
         retriever: the built-in retriever whose best score is the detector's fourth feature
             (required when the detector uses one; must be the one it was calibrated with).
+        known: known questions that decide their own scope (:class:`KnownScope`); ``None``:
+            none.
 
     Raises:
         ValueError: the detector needs a retriever and none (or another one) is given.
@@ -470,11 +492,17 @@ class EmbeddingScopeStage(StatelessStage):
 
     name = "scope"
 
-    def __init__(self, detector: EmbeddingScope, retriever: Retriever | None = None) -> None:
+    def __init__(
+        self,
+        detector: EmbeddingScope,
+        retriever: Retriever | None = None,
+        known: KnownScope | None = None,
+    ) -> None:
         if detector.use_retriever and (retriever is None or retriever.name != detector.retriever):
             raise ValueError(f"the detector was calibrated with retriever {detector.retriever!r}")
         self.detector = detector
         self.retriever = retriever if detector.use_retriever else None
+        self.known = known
         self.cache: BatchCache[float | None] = BatchCache()
 
     def _retriever_scores(self, questions: list[str]) -> list[float | None] | None:
@@ -492,9 +520,8 @@ class EmbeddingScopeStage(StatelessStage):
 
     def process(self, batch: Batch) -> None:
         questions = [e.question for e in batch.events]
-        verdicts = self.detector.in_scope(questions, self._retriever_scores(questions))
-        for notes, (proba, inside, known) in zip(batch.annotations, verdicts, strict=True):
-            notes["scope_score"] = proba
-            notes["out_of_scope"] = not inside
-            notes["scope_known"] = known
-            notes.update(crossed(notes.get("refused"), notes["out_of_scope"]))
+        proba = self.detector.score(questions, self._retriever_scores(questions)).tolist()
+        threshold = self.detector.calibration.threshold
+        known = self.known.verdicts(questions) if self.known else [(None, None)] * len(proba)
+        for notes, p, k in zip(batch.annotations, proba, known, strict=True):
+            annotate_scope(notes, p, p < threshold, k)

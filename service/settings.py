@@ -395,10 +395,10 @@ class AnalyticsConfig(_Frozen):
             ``None``: no retriever feature (``embedding``), no out-of-scope (``retriever``).
         scope_min_tpr: the calibrated threshold keeps at least this share of the gold set's
             answerable questions in scope (then maximises Youden's J).
-        scope_known_threshold: cosine similarity (embedding space, in (0, 1]) from which a
-            live question is a near-duplicate of a gold question and takes its answerability
-            (a near-duplicate of an unanswerable row is out of scope: refusing it is correct,
-            not an over-refusal). ``embedding`` only.
+        scope_known_threshold: character n-gram cosine similarity, in (0, 1], from which a
+            live question is a near-duplicate of a gold question (as ``shadow.known_threshold``)
+            and takes its answerability, whatever its score: a near-duplicate of an
+            unanswerable row is out of scope, so refusing it is correct, not an over-refusal.
         quality_floor: smallest ROC AUC (in [0.5, 1]) a detector must show on its calibration
             data (out-of-scope, novelty) for its counts to be reported as calibrated and its
             drift dimension to raise alarms; below it the counts are labelled uncalibrated
