@@ -158,24 +158,21 @@ def _scope_stage(
 ) -> tuple[Stage | None, ScopeCalibration | None, DetectorQuality | None]:
     """The out-of-scope stage, its calibration and its measured quality (``scope_method``)."""
     method = config.scope_method
-    if method == "off" or (method == "retriever" and config.scope_retriever is None):
+    if method == "off" or config.scope_retriever is None:
         return None, None, None
     if len(gold.unanswerable()) < 2 or len(gold.answerable()) < 2:
         log.warning("out-of-scope needs at least 2 answerable and 2 unanswerable gold "
                     "questions; disabled")  # fmt: skip
         return None, None, None
-    retriever = None
-    if config.scope_retriever is not None:
-        name = config.scope_retriever
-        retriever = build_retrievers(
-            [name],
-            lambda n: RetrieverConfig(name=n, kind=n),
-            corpus.passages,  # type: ignore[arg-type]
-        )[name]
+    name = config.scope_retriever
+    retriever = build_retrievers(
+        [name],
+        lambda n: RetrieverConfig(name=n, kind=n),
+        corpus.passages,  # type: ignore[arg-type]
+    )[name]
     questions = list(gold)
     known = KnownScope(gold, config.scope_known_threshold)
     if method == "retriever":
-        assert retriever is not None
         calibration = calibrate_with_retriever(questions, retriever, min_tpr=config.scope_min_tpr)
         run = retriever.search_batch([q.question for q in questions], 1)
         scores = [best_score(found) for found in run]
@@ -187,16 +184,13 @@ def _scope_stage(
             method=f"{retriever.name} best score on the gold set (no fitting)",
         )
         return ScopeStage(calibration, retriever, k=1, known=known), calibration, quality
-    scores_run = None
-    if retriever is not None:
-        found = retriever.search_batch([q.question for q in questions], 1)
-        scores_run = [best_score(r) for r in found]
+    found = retriever.search_batch([q.question for q in questions], 1)
     detector = EmbeddingScope(
         default_embedder(),
         questions,
         [p.text for p in corpus.passages],
-        retriever_scores=scores_run,
-        retriever=retriever.name if retriever is not None else None,
+        retriever_scores=[best_score(r) for r in found],
+        retriever=retriever.name,
         min_tpr=config.scope_min_tpr,
     )
     stage = EmbeddingScopeStage(detector, retriever, known)

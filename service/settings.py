@@ -392,7 +392,7 @@ class AnalyticsConfig(_Frozen):
             issue 17) or ``off``.
         scope_retriever: built-in retriever (``bm25``, ``tfidf``, ``hybrid``) whose best score
             judges out-of-scope (``retriever``) or is one feature of it (``embedding``);
-            ``None``: no retriever feature (``embedding``), no out-of-scope (``retriever``).
+            ``None``: no out-of-scope (as before ``scope_method`` existed).
         scope_min_tpr: the calibrated threshold keeps at least this share of the gold set's
             answerable questions in scope (then maximises Youden's J).
         scope_known_threshold: character n-gram cosine similarity, in (0, 1], from which a
