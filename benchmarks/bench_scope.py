@@ -19,7 +19,16 @@ Reported, from one run:
 * for both, the held-out share of ``oos`` / in-scope questions judged out of scope at the
   calibrated threshold (``min_tpr`` 0.95, the service's default).
 
-Usage: ``python -m benchmarks.bench_scope [--per-intent N]``.
+Second part (``--drift``), the issue's alarm acceptance through the real replay pipeline
+(:func:`service.replay_job.run_replay`, default settings and windows, one question every
+~10 s): :func:`benchmarks.drift_streams.out_of_domain_shift` (60-question gold set from 3
+CLINC150 domains plus 20 unanswerable rows; out-of-gold-domain questions 5 % for 3,000
+events, then 30 % for 3,000) — the first topic or out-of-scope alarm after the change, and
+alarms before it — and :func:`~benchmarks.drift_streams.stationary_out_of_domain` (100,000
+events at 5 %) — every alarm; for ``scope_method`` ``embedding`` and ``retriever`` (today's
+BM25 threshold) in the same run.
+
+Usage: ``python -m benchmarks.bench_scope [--per-intent N] [--drift [--events N]]``.
 """
 
 from __future__ import annotations
@@ -27,19 +36,23 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchmarks.datasets import SHARED_DATA
+from benchmarks.drift_streams import Scenario, out_of_domain_shift, stationary_out_of_domain
 from service.detector_quality import measure_auc
 from service.embeddings import default_embedder
 from service.records import GoldQuestion, Passage
+from service.replay_job import run_replay
 from service.retrievers.registry import build_retrievers
 from service.scope import EmbeddingScope, best_score, calibrate_with_retriever
-from service.settings import RetrieverConfig
+from service.settings import RetrieverConfig, load_settings
 
 
 def clinc_scope_data(
@@ -88,8 +101,8 @@ def run(per_intent: int = 3, min_tpr: float = 0.95, seed: int = 0) -> dict[str, 
         retriever="bm25", min_tpr=min_tpr, seed=seed,
     )  # fmt: skip
     calibrate_s = time.perf_counter() - started
-    p_in, _ = detector.score(inscope, held_in)
-    p_oos, _ = detector.score(oos, held_oos)
+    p_in = detector.score(inscope, held_in)
+    p_oos = detector.score(oos, held_oos)
     emb_held = measure_auc(p_in, p_oos, n_boot=200, seed=seed)
     th_bm25, th_emb = today.threshold, detector.calibration.threshold
     q = detector.quality
@@ -113,11 +126,59 @@ def run(per_intent: int = 3, min_tpr: float = 0.95, seed: int = 0) -> dict[str, 
     }  # fmt: skip
 
 
+def replay_scenario(scenario: Scenario, out: Path, method: str) -> dict[str, Any]:
+    """Replay ``scenario`` with default settings but ``analytics.scope_method`` = ``method``
+    (fresh state) and return :func:`service.replay_job.run_replay`'s report."""
+    files = scenario.write(out)
+    settings = load_settings(None, gold_set=files.gold, corpus=files.corpus,
+                             analytics={"scope_method": method})  # fmt: skip
+    return run_replay(settings, files.events, None, out / "dlq.jsonl")
+
+
+def drift_alarms(report: dict[str, Any], dimensions: Sequence[str] = ("topic", "out_of_scope")
+                 ) -> list[dict[str, Any]]:  # fmt: skip
+    """The report's moves into ``drift`` of ``dimensions``, in order."""
+    return [a for a in report["analytics"]["drift"]["alarms"]
+            if a["state"] == "drift" and a["dimension"] in dimensions]  # fmt: skip
+
+
+def run_drift(n_stationary: int = 100_000) -> dict[str, Any]:
+    """The alarm acceptance for both scope methods (see the module docstring)."""
+    results: dict[str, Any] = {}
+    shift, still = out_of_domain_shift(), stationary_out_of_domain(n_stationary)
+    with tempfile.TemporaryDirectory() as tmp:
+        for method in ("embedding", "retriever"):
+            started = time.perf_counter()
+            report = replay_scenario(shift, Path(tmp) / f"shift-{method}", method)
+            found = drift_alarms(report)
+            change = shift.change_at or 0
+            after = [a for a in found if a["after_events"] > change]
+            stationary = replay_scenario(still, Path(tmp) / f"still-{method}", method)
+            scope = report["analytics"]["out_of_scope"]
+            results[method] = {
+                "quality": scope["quality"],
+                "alarms_before_change": len(found) - len(after),
+                "first_alarm_after_change": (
+                    {"dimension": after[0]["dimension"],
+                     "events_after_change": after[0]["after_events"] - change,
+                     "rate_compared": after[0].get("rate_compared"),
+                     "rate_current": after[0].get("rate_current")} if after else None),
+                "stationary_events": n_stationary,
+                "stationary_alarms": len(drift_alarms(stationary)),
+                "stationary_out_of_scope_share": stationary["analytics"]["out_of_scope"]["share"],
+                "seconds": round(time.perf_counter() - started, 1),
+            }  # fmt: skip
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--per-intent", type=int, default=3)
+    parser.add_argument("--drift", action="store_true", help="the alarm acceptance instead")
+    parser.add_argument("--events", type=int, default=100_000, help="stationary events")
     args = parser.parse_args()
-    print(json.dumps(run(args.per_intent), indent=2))
+    result = run_drift(args.events) if args.drift else run(args.per_intent)
+    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

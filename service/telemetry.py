@@ -437,9 +437,9 @@ class AnalyticsMetrics:
         self, qualities: Mapping[str, Mapping[str, Any]], floor: float
     ) -> None:
         """Export each detector's measured quality: ``qualities`` maps a detector name (one
-        of :data:`DETECTORS`; others are skipped) to
-        :meth:`service.detector_quality.DetectorQuality.as_dict` (``auc``, ``auc_low``,
-        ``auc_high``; ``None`` exports NaN). ``trusted`` is 1 when the AUC is ≥ ``floor``."""
+        of :data:`DETECTORS`; others are skipped) to ``{"auc", "auc_low", "auc_high"}`` as in
+        :meth:`service.detector_quality.DetectorQuality.as_dict` (``None`` or NaN exports
+        NaN). ``trusted`` is 1 when the AUC is known and ≥ ``floor``."""
         for detector, quality in qualities.items():
             if detector not in DETECTORS:
                 continue
@@ -452,7 +452,7 @@ class AnalyticsMetrics:
                     float("nan") if value is None else _finite(value)
                 )
             self.detector_trusted.labels(detector=detector).set(
-                auc is not None and float(auc) >= floor
+                auc is not None and float(auc) >= floor  # NaN >= floor is False
             )
 
     def _allowed(self, dimension: str) -> tuple[str, ...]:

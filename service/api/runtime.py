@@ -256,7 +256,8 @@ def build_live(
         )
         metrics.set_gold_shares(analytics.gold_counts)
         metrics.set_detector_quality(
-            {name: q.as_dict() for name, q in analytics.detector_quality.items()},
+            {name: {"auc": q.auc, "auc_low": q.low, "auc_high": q.high}  # unrounded
+             for name, q in analytics.detector_quality.items()},
             analytics.quality_floor,
         )
     stages: list[Stage] = list(analytics.stages)
