@@ -75,15 +75,15 @@ class Analytics:
     quality_floor: float = DEFAULT_AUC_FLOOR
 
     def uncalibrated(self, detector: str) -> str | None:
-        """Why ``detector``'s counts are not facts (``"uncalibrated: ..."``), or ``None``
-        when its measured AUC reaches the floor; a detector without a measurement is
-        uncalibrated."""
+        """Why ``detector``'s counts are not facts (e.g. ``"out_of_scope ROC AUC 0.596
+        [0.520, 0.670] is below the quality floor 0.75"``), or ``None`` when its measured AUC
+        reaches the floor; a detector without a measurement is uncalibrated."""
         quality = self.detector_quality.get(detector)
         if quality is None:
-            return f"uncalibrated: {detector} has no quality measurement"
+            return f"{detector} has no quality measurement"
         if quality.trusted(self.quality_floor):
             return None
-        return (f"uncalibrated: {detector} ROC AUC {quality.auc:.3f} "
+        return (f"{detector} ROC AUC {quality.auc:.3f} "
                 f"[{quality.low:.3f}, {quality.high:.3f}] is below the quality floor "
                 f"{self.quality_floor:.2f}")  # fmt: skip
 
@@ -204,7 +204,8 @@ def apply_quality_floor(analytics: Analytics) -> dict[str, str]:
         return {}
     for detector, dimension in DETECTOR_DIMENSIONS.items():
         if detector in analytics.detector_quality:
-            analytics.drift.suppress(dimension, analytics.uncalibrated(detector))
+            why = analytics.uncalibrated(detector)
+            analytics.drift.suppress(dimension, None if why is None else f"uncalibrated: {why}")
     return dict(analytics.drift.suppressed)
 
 

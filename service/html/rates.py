@@ -31,6 +31,8 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
     for dim, key, field, label in RATES:
         test = drift[dim]["comparisons"].get("baseline") or {}
         rate = analytics[key][field]
+        if analytics[key].get("uncalibrated"):
+            label += " (uncalibrated)"
         labels.append(label)
         overall.append(rate or 0.0)
         baseline.append(test.get("rate_reference") or 0.0)

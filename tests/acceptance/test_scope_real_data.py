@@ -99,8 +99,9 @@ def test_squad2_detector_below_the_floor_is_labelled_uncalibrated(
     report: dict[str, Any] = run_replay(settings, log, None, tmp_path / "dlq.jsonl")
     scope = report["analytics"]["out_of_scope"]
     assert scope["quality"]["auc"] < 0.75 and scope["quality"]["trusted"] is False
-    assert scope["uncalibrated"].startswith("uncalibrated: out_of_scope ROC AUC 0.")
+    assert scope["uncalibrated"].startswith("out_of_scope ROC AUC 0.")
+    assert scope["uncalibrated"].endswith("is below the quality floor 0.75")
     assert report["analytics"]["drift"]["out_of_scope"]["state"] == "uncalibrated"
     text = render_text(report)
-    assert "out of scope (UNCALIBRATED, not facts: uncalibrated: out_of_scope ROC AUC" in text
-    assert "out_of_scope raises no alarm: uncalibrated" in text
+    assert "out of scope (UNCALIBRATED, not facts: out_of_scope ROC AUC" in text
+    assert "out_of_scope raises no alarm: uncalibrated: out_of_scope ROC AUC" in text

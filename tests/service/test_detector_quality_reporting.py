@@ -77,11 +77,12 @@ def test_quality_floor_suppresses_only_uncalibrated_detectors() -> None:
     analytics = Analytics(stages=[], drift=_drift(), quality_floor=0.75)
     analytics.detector_quality["out_of_scope"] = _quality(0.596, 0.52, 0.67)
     assert analytics.uncalibrated("out_of_scope") == (
-        "uncalibrated: out_of_scope ROC AUC 0.596 [0.520, 0.670] is below the quality floor 0.75"
+        "out_of_scope ROC AUC 0.596 [0.520, 0.670] is below the quality floor 0.75"
     )
-    assert analytics.uncalibrated("novelty") == "uncalibrated: novelty has no quality measurement"
-    assert apply_quality_floor(analytics) == {"out_of_scope": analytics.uncalibrated(
-        "out_of_scope")}  # fmt: skip
+    assert analytics.uncalibrated("novelty") == "novelty has no quality measurement"
+    assert apply_quality_floor(analytics) == {"out_of_scope": "uncalibrated: out_of_scope ROC "
+                                              "AUC 0.596 [0.520, 0.670] is below the quality "
+                                              "floor 0.75"}  # fmt: skip
     analytics.detector_quality["out_of_scope"] = _quality(0.75, 0.7, 0.8)  # at the floor: ok
     assert analytics.uncalibrated("out_of_scope") is None
     assert apply_quality_floor(analytics) == {}
@@ -130,17 +131,17 @@ def _with_quality(auc: float, reason: str | None) -> dict[str, Any]:
     analytics["out_of_scope"] |= {"quality": quality, "uncalibrated": reason}
     analytics["detector_quality"] = {"out_of_scope": quality}
     if reason:
-        analytics["drift"]["suppressed_dimensions"] = {"out_of_scope": reason}
+        analytics["drift"]["suppressed_dimensions"] = {"out_of_scope": f"uncalibrated: {reason}"}
     return report
 
 
 def test_text_report_labels_uncalibrated_counts_and_the_silenced_alarm() -> None:
-    reason = "uncalibrated: out_of_scope ROC AUC 0.596 [0.546, 0.646] is below the floor 0.75"
+    reason = "out_of_scope ROC AUC 0.596 [0.546, 0.646] is below the quality floor 0.75"
     text = render_text(_with_quality(0.596, reason))
     line = next(x for x in text.splitlines() if x.startswith("out of scope"))
-    assert line.startswith("out of scope (UNCALIBRATED, not facts: " + reason)
-    assert "over-refusals 1, under-refusals 0" in line
-    assert f"  out_of_scope raises no alarm: {reason}" in text.splitlines()
+    assert line == ("out of scope (UNCALIBRATED, not facts: " + reason + "; no alarm): "
+                    "1/8 (12.5%); over-refusals 1, under-refusals 0")  # fmt: skip
+    assert f"  out_of_scope raises no alarm: uncalibrated: {reason}" in text.splitlines()
     good = render_text(_with_quality(0.9, None))
     assert "out of scope: 1/8 (12.5%); over-refusals 1, under-refusals 0; detector ROC AUC " \
            "0.900 [0.850, 0.950]" in good  # fmt: skip
@@ -150,9 +151,10 @@ def test_text_report_labels_uncalibrated_counts_and_the_silenced_alarm() -> None
 
 @pytest.mark.slow
 def test_html_report_labels_uncalibrated_counts() -> None:
-    reason = "uncalibrated: out_of_scope ROC AUC 0.596 [0.546, 0.646] is below the floor 0.75"
+    reason = "out_of_scope ROC AUC 0.596 [0.546, 0.646] is below the quality floor 0.75"
     page = render_replay_html(_with_quality(0.596, reason))
     assert "over-refusals (refused while in scope) (uncalibrated)" in page
+    assert "out-of-scope questions (uncalibrated)" in page
     assert "UNCALIBRATED and not facts" in page
     assert "0.596 (0.546 … 0.646)" in page
     assert "out_of_scope: raises no alarm — uncalibrated" in page
