@@ -149,8 +149,12 @@ def _window_config(drift: DriftSettings) -> WindowConfig:
     )
 
 
-#: Which drift dimension each quality-reporting detector feeds (suppressed below the floor).
-DETECTOR_DIMENSIONS: dict[str, str] = {"out_of_scope": "out_of_scope"}
+#: Which drift dimension (and category; ``None``: all of it) each quality-reporting detector
+#: feeds: suppressed while the detector is below the floor.
+DETECTOR_DIMENSIONS: dict[str, tuple[str, str | None]] = {
+    "out_of_scope": ("out_of_scope", None),
+    "novelty": ("topic", NOVEL),
+}
 
 
 def _scope_stage(
@@ -199,14 +203,21 @@ def _scope_stage(
 
 def apply_quality_floor(analytics: Analytics) -> dict[str, str]:
     """Suppress the drift alarms of every detector below ``analytics.quality_floor`` (and
-    resume those at or above it); return ``{dimension: reason}`` of the suppressed ones."""
+    resume those at or above it): the whole ``out_of_scope`` dimension, or a rise of the
+    ``novel`` share alone in ``topic``. Return ``{dimension or "dimension (category share)":
+    reason}`` of what is suppressed."""
     if analytics.drift is None:
         return {}
-    for detector, dimension in DETECTOR_DIMENSIONS.items():
-        if detector in analytics.detector_quality:
-            why = analytics.uncalibrated(detector)
-            analytics.drift.suppress(dimension, None if why is None else f"uncalibrated: {why}")
-    return dict(analytics.drift.suppressed)
+    for detector, (dimension, category) in DETECTOR_DIMENSIONS.items():
+        if detector not in analytics.detector_quality:
+            continue
+        why = analytics.uncalibrated(detector)
+        reason = None if why is None else f"uncalibrated: {why}"
+        if category is None:
+            analytics.drift.suppress(dimension, reason)
+        else:
+            analytics.drift.suppress_category(dimension, category, reason)
+    return dict(analytics.drift.report()["suppressed_dimensions"])
 
 
 def pseudonymiser(config: AnalyticsConfig) -> Pseudonymiser:

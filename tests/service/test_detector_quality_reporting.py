@@ -177,3 +177,60 @@ def test_settings_defaults() -> None:
     analytics = load_settings(None).analytics
     assert (analytics.quality_floor, analytics.scope_method, analytics.scope_known_threshold) \
         == (0.75, "embedding", 0.9)  # fmt: skip
+
+
+def _topic_stream(drift: DriftStage, rising: str, seed: int = 9) -> None:
+    """3,000 events of fees/exams (half each) with 5 % ``novel``, then 3,000 where ``rising``
+    takes 30 %, one every 10 s."""
+    rng = np.random.default_rng(seed)
+    for start in range(0, 6000, 100):
+        events, notes = [], []
+        for i in range(start, start + 100):
+            u = rng.random()
+            if i >= 3000 and u < 0.30:
+                topic = rising
+            elif i < 3000 and u < 0.05:
+                topic = "novel"
+            else:
+                topic = "fees" if rng.random() < 0.5 else "exams"
+            events.append(types.SimpleNamespace(timestamp=START + timedelta(seconds=10 * i)))
+            notes.append({"language": "en", "topic": topic})
+        drift.process(types.SimpleNamespace(events=events, annotations=notes))
+
+
+def _topic_drift() -> DriftStage:
+    return DriftStage({"language": {"en": 1}},  # no gold topics: the baseline comparison only
+                      clock=lambda: (START + timedelta(days=30)).timestamp())  # fmt: skip
+
+
+@pytest.mark.parametrize(("rising", "silenced"), [("novel", True), ("visa", False)])
+def test_an_uncalibrated_novelty_detector_silences_a_novel_share_rise_only(
+    rising: str, silenced: bool
+) -> None:
+    loud = _topic_drift()
+    _topic_stream(loud, rising)
+    assert [a["rising"] for a in loud.alarms if a["state"] == "drift"][:1] == [[rising]]
+    quiet = _topic_drift()
+    quiet.suppress_category("topic", "novel", "uncalibrated: novelty ROC AUC 0.600")
+    _topic_stream(quiet, rising)
+    drifts = [a for a in quiet.alarms if a["state"] == "drift"]
+    report = quiet.report()
+    if silenced:
+        assert drifts == []
+        assert report["topic"]["state"] == "uncalibrated"
+        assert report["topic"]["comparisons"]["baseline"]["tested_state"] == "drift"
+        assert report["suppressed_dimensions"] == {
+            "topic (novel share)": "uncalibrated: novelty ROC AUC 0.600"}  # fmt: skip
+    else:  # another topic's rise is not the novelty detector's verdict: it still alarms
+        assert drifts and drifts[0]["rising"] == ["visa"]
+        assert report["topic"]["state"] == "drift"
+
+
+def test_apply_quality_floor_maps_novelty_to_the_novel_share() -> None:
+    analytics = Analytics(stages=[], drift=_topic_drift(), quality_floor=0.75)
+    analytics.detector_quality["novelty"] = _quality(0.6, 0.55, 0.65)
+    assert apply_quality_floor(analytics) == {"topic (novel share)": "uncalibrated: novelty ROC "
+                                              "AUC 0.600 [0.550, 0.650] is below the quality "
+                                              "floor 0.75"}  # fmt: skip
+    analytics.detector_quality["novelty"] = _quality(0.9, 0.85, 0.95)
+    assert apply_quality_floor(analytics) == {}
