@@ -159,7 +159,9 @@ DETECTOR_DIMENSIONS: dict[str, tuple[str, str | None]] = {
 
 def _scope_stage(
     config: AnalyticsConfig, gold: GoldSet, corpus: Corpus
-) -> tuple[Stage | None, ScopeCalibration | None, DetectorQuality | None]:
+) -> tuple[
+    ScopeStage | EmbeddingScopeStage | None, ScopeCalibration | None, DetectorQuality | None
+]:
     """The out-of-scope stage, its calibration and its measured quality (``scope_method``)."""
     method = config.scope_method
     if method == "off" or config.scope_retriever is None:
@@ -259,6 +261,8 @@ def build_analytics(config: AnalyticsConfig, gold: GoldSet, corpus: Corpus) -> A
     stages.append(RefusalStage(RefusalDetector(extra_patterns=config.refusal_patterns)))
     scope_stage, calibration, scope_quality = _scope_stage(config, gold, corpus)
     if scope_stage is not None:
+        if scope_quality is not None:
+            scope_stage.calibrated = scope_quality.trusted(config.quality_floor)
         stages.append(scope_stage)
     gold_counts = {"language": language_counts, "topic": _topic_counts(gold, model)}
     drift = DriftStage(

@@ -213,6 +213,7 @@ class ScopeStage(StatelessStage):
         self.retriever = retriever
         self.k = k
         self.known = known
+        self.calibrated = True  # False: below the quality floor (see annotate_scope)
         self.cache: BatchCache[float | None] = BatchCache()
 
     def scores(self, events: Sequence[QueryLogEvent]) -> list[float | None]:
@@ -235,7 +236,8 @@ class ScopeStage(StatelessStage):
                  else [(None, None)] * len(scores))  # fmt: skip
         for notes, score, k in zip(batch.annotations, scores, known, strict=True):
             inside = self.calibration.in_scope(score)
-            annotate_scope(notes, score, None if inside is None else not inside, k)
+            annotate_scope(notes, score, None if inside is None else not inside, k,
+                           self.calibrated)  # fmt: skip
 
 
 def describe(calibration: ScopeCalibration) -> dict[str, Any]:
@@ -474,22 +476,30 @@ class KnownScope:
 
 
 def annotate_scope(
-    notes: dict[str, Any], score: float | None, out: bool | None, known: tuple[str | None,
-                                                                              bool | None],
+    notes: dict[str, Any],
+    score: float | None,
+    out: bool | None,
+    known: tuple[str | None, bool | None],
+    calibrated: bool = True,
 ) -> None:
     """Write one event's ``scope_score``, ``scope_known``, ``out_of_scope`` (a known
-    question's own answerability wins over ``out``) and :func:`crossed`."""
+    question's own answerability wins over ``out``), :func:`crossed`, and
+    ``scope_calibrated``: whether the verdict is a fact — the detector reaches the quality
+    floor (``calibrated``), or the gold set itself decided (a known question). Harvesting
+    suggests "answered out of scope" only on calibrated verdicts."""
     gold_id, inside = known
     notes["scope_score"] = score
     notes["scope_known"] = gold_id
     notes["out_of_scope"] = (not inside) if inside is not None else out
+    notes["scope_calibrated"] = calibrated or inside is not None
     notes.update(crossed(notes.get("refused"), notes["out_of_scope"]))
 
 
 class EmbeddingScopeStage(StatelessStage):
     """Pipeline stage of :class:`EmbeddingScope`: writes per event ``scope_score``
     (probability in scope), ``out_of_scope`` (bool), ``scope_known`` (the near-duplicated gold
-    question's id, or ``None``) and ``over_refusal`` / ``under_refusal`` (:func:`crossed`,
+    question's id, or ``None``), ``scope_calibrated`` (:func:`annotate_scope`) and
+    ``over_refusal`` / ``under_refusal`` (:func:`crossed`,
     reading ``annotations[i]["refused"]``: run :class:`service.refusals.RefusalStage` first).
 
     Args:
@@ -516,6 +526,7 @@ class EmbeddingScopeStage(StatelessStage):
         self.detector = detector
         self.retriever = retriever if detector.use_retriever else None
         self.known = known
+        self.calibrated = True  # False: below the quality floor (see annotate_scope)
         self.cache: BatchCache[float | None] = BatchCache()
 
     def _retriever_scores(self, questions: list[str]) -> list[float | None] | None:
@@ -537,4 +548,4 @@ class EmbeddingScopeStage(StatelessStage):
         threshold = self.detector.calibration.threshold
         known = self.known.verdicts(questions) if self.known else [(None, None)] * len(proba)
         for notes, p, k in zip(batch.annotations, proba, known, strict=True):
-            annotate_scope(notes, p, p < threshold, k)
+            annotate_scope(notes, p, p < threshold, k, self.calibrated)

@@ -164,7 +164,10 @@ def test_annotate_scope_truth_table(
     assert (notes["over_refusal"], notes["under_refusal"], notes["out_of_scope"]) == (
         over, under, out
     )
-    assert notes["scope_known"] == known[0]
+    assert notes["scope_known"] == known[0] and notes["scope_calibrated"] is True
+    # an uncalibrated detector's verdict is not a fact; a known question's still is
+    annotate_scope(notes, 0.5, score_says_out, known, calibrated=False)
+    assert notes["scope_calibrated"] is (known[0] is not None)
 
 
 def _events(questions: Sequence[str]) -> list[object]:
