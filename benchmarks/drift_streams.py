@@ -16,6 +16,11 @@ gold set and corpus the analytics are built against:
   as the answer (``answer.refused`` left out, so goldwatch reads the text): refusals first
   5 %, then 20 % (or constant). A reply is a refusal as NoMIRACL's own evaluation reads it
   (:func:`nomiracl_label`), never as goldwatch's detector does.
+* :func:`out_of_domain_shift` / :func:`stationary_out_of_domain` — CLINC150 questions of
+  three domains, 5 % of them from domains the gold set does not cover or from CLINC150's
+  out-of-scope set, then 30 % (or 5 % throughout). Gold set: 20 *train* questions from each
+  of the three domains (``topic`` = domain) and 20 out-of-scope *train* questions as
+  unanswerable rows; corpus: one passage per intent of the three domains.
 * :func:`sparse_stream` — 8 events a day, all Chinese and all refused: every window holds
   8 events.
 
@@ -385,6 +390,71 @@ def topic_shift(
 def stationary_topics(n: int = 100_000, *, seed: int = 0, root: Path = SHARED_DATA) -> Scenario:
     """``n`` events of :func:`topic_shift`'s fixed three-domain mixture (no change)."""
     return topic_shift(n, 0, seed=seed, root=root, name="topic-stationary")
+
+
+def _clinc_out_of_domain(root: Path, covered: Sequence[str], splits: Sequence[str]) -> list[str]:
+    """Questions of ``splits`` from the CLINC150 domains outside ``covered``, then the
+    out-of-scope questions of the same splits."""
+    data, domain_of = _clinc(root)
+    other = [text for s in splits for text, intent in data[s]
+             if domain_of.get(intent) not in covered]  # fmt: skip
+    return other + [text for s in splits for text, _ in data[f"oos_{s}"]]
+
+
+def out_of_domain_shift(
+    n_before: int = 3000,
+    n_after: int = 3000,
+    share_before: float = 0.05,
+    share_after: float = 0.30,
+    *,
+    domains: Sequence[str] = DOMAINS,
+    mixture: Sequence[float] = MIXTURE,
+    per_domain: int = 20,
+    n_unanswerable: int = 20,
+    seed: int = 0,
+    root: Path = SHARED_DATA,
+    name: str = "out-of-domain",
+) -> Scenario:
+    """CLINC150 val/test questions: ``share_before`` of them from outside the gold set's
+    domains (the other 7 domains and the out-of-scope set, pooled), the rest from
+    ``domains`` by ``mixture``; after ``n_before`` events that share is ``share_after``.
+
+    Gold set: ``per_domain`` train questions of each of ``domains`` (answerable, ``topic`` =
+    domain; 60 by default, the size practitioners keep) plus ``n_unanswerable`` out-of-scope
+    train questions (``gold: []``, ``kind: unanswerable``), so out-of-scope can be
+    calibrated. Corpus: one passage per intent of ``domains`` (:func:`_clinc_gold`).
+    """
+    rng = random.Random(f"{name}-{seed}")
+    gold, corpus = _clinc_gold(domains, [1 / len(domains)] * len(domains),
+                               per_domain * len(domains), seed, root)  # fmt: skip
+    data, _ = _clinc(root)
+    picked = random.Random(f"oos-gold-{seed}").sample(range(len(data["oos_train"])),
+                                                      n_unanswerable)  # fmt: skip
+    gold += [{"id": f"clinc-oos-train-{i}", "question": data["oos_train"][i][0], "gold": [],
+              "kind": "unanswerable", "source": "written", "language": "en"}
+             for i in sorted(picked)]  # fmt: skip
+    pools = {d: [t for t, _ in clinc_questions(d, ["val", "test"], root)] for d in domains}
+    outside = _clinc_out_of_domain(root, domains, ["val", "test"])
+    events = []
+    for i in range(n_before + n_after):
+        share = share_before if i < n_before else share_after
+        if rng.random() < share:
+            question = outside[rng.randrange(len(outside))]
+        else:
+            pool = pools[rng.choices(domains, weights=mixture)[0]]
+            question = pool[rng.randrange(len(pool))]
+        events.append(make_event(name, i, question, rng))
+    changed = n_after > 0 and share_after != share_before
+    return Scenario(name, events, gold, corpus, n_before if changed else None,
+                    frozenset({"out_of_scope"}) if changed else frozenset())  # fmt: skip
+
+
+def stationary_out_of_domain(
+    n: int = 100_000, share: float = 0.05, *, seed: int = 0, root: Path = SHARED_DATA
+) -> Scenario:
+    """``n`` events of :func:`out_of_domain_shift`'s fixed mixture (``share`` outside)."""
+    return out_of_domain_shift(n, 0, share, share, seed=seed, root=root,
+                               name="out-of-domain-stationary")  # fmt: skip
 
 
 def refusal_shift(

@@ -108,7 +108,9 @@ def _refusals() -> list[Panel | list[Panel]]:
                 "Over- and under-refusals (last hour)",
                 "Over-refusal: refused questions judged in scope, per in-scope question. "
                 "Under-refusal: answered questions judged out of scope, per out-of-scope "
-                "question. Both come from a retriever-score threshold, so read them as trends. "
+                "question. Both come from the out-of-scope detector calibrated on the gold "
+                "set, so read them as trends, and not at all while that detector is below the "
+                "quality floor (panel Detector quality; the alerts stay silent then). "
                 "A rising over-refusal rate points at retrieval or prompt regressions "
                 "(OverRefusal); a rising under-refusal rate at made-up answers (UnderRefusal).",
                 [
@@ -149,6 +151,32 @@ def _refusals() -> list[Panel | list[Panel]]:
             ],
             "eps",
         ),
+        [
+            timeseries(
+                "Detector quality (ROC AUC on the gold set)",
+                "Each detector's ROC AUC measured on the data it was calibrated on (out-of-scope: "
+                "cross-validated scores of answerable vs unanswerable gold questions; novelty: "
+                "leave-one-out), with its 95 % bootstrap interval; lowest over replicas. 0.5 is "
+                "chance. Below analytics.quality_floor (dashed line at the default 0.75) the "
+                "detector's counts are labelled uncalibrated and it raises no alarm.",
+                [
+                    (f"min by (detector) (goldwatch_detector_auc{{{SEL}}})", "{{detector}}"),
+                    (f'min by (detector) (goldwatch_detector_auc_bound{{{SEL}, bound="low"}})',
+                     "{{detector}} interval low"),
+                    (f'min by (detector) (goldwatch_detector_auc_bound{{{SEL}, bound="high"}})',
+                     "{{detector}} interval high"),
+                ],
+                "none", maximum=1, threshold=0.75,
+            ),
+            state_timeline(
+                "Detectors trusted",
+                "1 (trusted) while a detector's ROC AUC reaches analytics.quality_floor on every "
+                "replica; 0 (uncalibrated): its counts are not facts and its drift and the "
+                "OverRefusal / UnderRefusal alerts stay silent.",
+                [(f"min by (detector) (goldwatch_detector_trusted{{{SEL}}})", "{{detector}}")],
+                {"1": ("trusted", "green"), "0": ("uncalibrated", "orange")},
+            ),
+        ],
     ]  # fmt: skip
 
 

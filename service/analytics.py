@@ -19,10 +19,10 @@ from typing import Any
 
 from service.annotation_totals import AnnotationTotals
 from service.corpus import Corpus
-from service.detector_quality import DetectorQuality
+from service.detector_quality import DEFAULT_AUC_FLOOR, DetectorQuality, measure_auc
 from service.drift.stage import DriftStage
 from service.drift.windows import WindowConfig
-from service.embeddings import Embedder
+from service.embeddings import Embedder, default_embedder
 from service.goldset import GoldSet
 from service.language import LanguageConfig, LanguageDetector, LanguageLabeler, LanguageStage
 from service.pii import UNKEYED, PiiScrubStage, Pseudonymiser
@@ -30,7 +30,15 @@ from service.pipeline import Stage
 from service.records import Passage
 from service.refusals import RefusalDetector, RefusalStage
 from service.retrievers.registry import build_retrievers
-from service.scope import ScopeCalibration, ScopeStage, calibrate_with_retriever
+from service.scope import (
+    EmbeddingScope,
+    EmbeddingScopeStage,
+    KnownScope,
+    ScopeCalibration,
+    ScopeStage,
+    best_score,
+    calibrate_with_retriever,
+)
 from service.settings import AnalyticsConfig, DriftSettings, RetrieverConfig
 from service.topic_config import TopicConfig
 from service.topics import NOVEL, TopicModel, TopicStage
@@ -50,11 +58,14 @@ class Analytics:
         totals: refusal, out-of-scope and PII totals since the first start (persisted).
         language_labels, topic_labels: every bounded label value (pre-initialised series).
         scope: the out-of-scope calibration, or ``None``.
-        detector_quality: each detector's measured quality (``"novelty"``: the topic model's
-            leave-one-topic-out ROC AUC).
         topic_descriptions: ``{topic name: human-readable label}`` of the running topic model
             (:attr:`~service.topics.TopicInfo.label`: its top terms for a ``topic-<id>``).
         gold_counts: the gold set's category counts per dimension.
+        detector_quality: measured quality per detector, each on the data it was calibrated
+            on (``"out_of_scope"``: cross-validated; ``"novelty"``: the topic model's
+            leave-one-topic-out ROC AUC).
+        quality_floor: the AUC below which a detector's counts are uncalibrated and its drift
+            dimension raises no alarm (``analytics.quality_floor``).
     """
 
     stages: list[Stage]
@@ -67,6 +78,20 @@ class Analytics:
     gold_counts: dict[str, dict[str, int]] = field(default_factory=dict)
     detector_quality: dict[str, DetectorQuality] = field(default_factory=dict)
     topic_descriptions: dict[str, str] = field(default_factory=dict)
+    quality_floor: float = DEFAULT_AUC_FLOOR
+
+    def uncalibrated(self, detector: str) -> str | None:
+        """Why ``detector``'s counts are not facts (e.g. ``"out_of_scope ROC AUC 0.596
+        [0.520, 0.670] is below the quality floor 0.75"``), or ``None`` when its measured AUC
+        reaches the floor; a detector without a measurement is uncalibrated."""
+        quality = self.detector_quality.get(detector)
+        if quality is None:
+            return f"{detector} has no quality measurement"
+        if quality.trusted(self.quality_floor):
+            return None
+        return (f"{detector} ROC AUC {quality.auc:.3f} "
+                f"[{quality.low:.3f}, {quality.high:.3f}] is below the quality floor "
+                f"{self.quality_floor:.2f}")  # fmt: skip
 
     def language_label(self, language: str | None) -> str:
         """Bounded label of a language (``und`` when missing)."""
@@ -134,25 +159,80 @@ def _window_config(drift: DriftSettings) -> WindowConfig:
     )
 
 
+#: Which drift dimension (and category; ``None``: all of it) each quality-reporting detector
+#: feeds: suppressed while the detector is below the floor.
+DETECTOR_DIMENSIONS: dict[str, tuple[str, str | None]] = {
+    "out_of_scope": ("out_of_scope", None),
+    "novelty": ("topic", NOVEL),
+}
+
+
 def _scope_stage(
     config: AnalyticsConfig, gold: GoldSet, corpus: Corpus
-) -> tuple[ScopeStage | None, ScopeCalibration | None]:
-    if config.scope_retriever is None or not len(gold):  # no gold set: said once, elsewhere
-        return None, None
-    if not gold.unanswerable() or not gold.answerable():
-        log.warning("out-of-scope needs answerable and unanswerable gold questions; disabled")
-        return None, None
+) -> tuple[
+    ScopeStage | EmbeddingScopeStage | None, ScopeCalibration | None, DetectorQuality | None
+]:
+    """The out-of-scope stage, its calibration and its measured quality (``scope_method``)."""
+    method = config.scope_method
+    if method == "off" or config.scope_retriever is None or not len(gold):
+        return None, None, None  # no gold set: said once, elsewhere
+    if len(gold.unanswerable()) < 2 or len(gold.answerable()) < 2:
+        log.warning("out-of-scope needs at least 2 answerable and 2 unanswerable gold "
+                    "questions; disabled")  # fmt: skip
+        return None, None, None
     if not corpus.passages:  # never a stand-in corpus
         log.warning("out-of-scope needs the corpus (corpus:) to score questions on; disabled")
-        return None, None
+        return None, None, None
     name = config.scope_retriever
     retriever = build_retrievers(
         [name],
         lambda n: RetrieverConfig(name=n, kind=n),
         corpus.passages,  # type: ignore[arg-type]
     )[name]
-    calibration = calibrate_with_retriever(list(gold), retriever, min_tpr=config.scope_min_tpr)
-    return ScopeStage(calibration, retriever, k=1), calibration
+    questions = list(gold)
+    known = KnownScope(gold, config.scope_known_threshold)
+    if method == "retriever":
+        calibration = calibrate_with_retriever(questions, retriever, min_tpr=config.scope_min_tpr)
+        run = retriever.search_batch([q.question for q in questions], 1)
+        scores = [best_score(found) for found in run]
+        floor = min((s for s in scores if s is not None), default=1.0) - 1.0
+        filled = [floor if s is None else s for s in scores]
+        quality = measure_auc(
+            [x for x, q in zip(filled, questions, strict=True) if q.answerable],
+            [x for x, q in zip(filled, questions, strict=True) if not q.answerable],
+            method=f"{retriever.name} best score on the gold set (no fitting)",
+        )
+        return ScopeStage(calibration, retriever, k=1, known=known), calibration, quality
+    found = retriever.search_batch([q.question for q in questions], 1)
+    detector = EmbeddingScope(
+        default_embedder(),
+        questions,
+        [p.text for p in corpus.passages],
+        retriever_scores=[best_score(r) for r in found],
+        retriever=retriever.name,
+        min_tpr=config.scope_min_tpr,
+    )
+    stage = EmbeddingScopeStage(detector, retriever, known)
+    return stage, detector.calibration, detector.quality
+
+
+def apply_quality_floor(analytics: Analytics) -> dict[str, str]:
+    """Suppress the drift alarms of every detector below ``analytics.quality_floor`` (and
+    resume those at or above it): the whole ``out_of_scope`` dimension, or a rise of the
+    ``novel`` share alone in ``topic``. Return ``{dimension or "dimension (category share)":
+    reason}`` of what is suppressed."""
+    if analytics.drift is None:
+        return {}
+    for detector, (dimension, category) in DETECTOR_DIMENSIONS.items():
+        if detector not in analytics.detector_quality:
+            continue
+        why = analytics.uncalibrated(detector)
+        reason = None if why is None else f"uncalibrated: {why}"
+        if category is None:
+            analytics.drift.suppress(dimension, reason)
+        else:
+            analytics.drift.suppress_category(dimension, category, reason)
+    return dict(analytics.drift.report()["suppressed_dimensions"])
 
 
 def pseudonymiser(config: AnalyticsConfig) -> Pseudonymiser:
@@ -206,8 +286,10 @@ def build_analytics(
     if model is not None:  # else no topics: nothing of the user's to fit them on
         stages.append(TopicStage(model))
     stages.append(RefusalStage(RefusalDetector(extra_patterns=config.refusal_patterns)))
-    scope_stage, calibration = _scope_stage(config, gold, corpus)
+    scope_stage, calibration, scope_quality = _scope_stage(config, gold, corpus)
     if scope_stage is not None:
+        if scope_quality is not None:
+            scope_stage.calibrated = scope_quality.trusted(config.quality_floor)
         stages.append(scope_stage)
     gold_counts: dict[str, dict[str, int]] = {}
     if len(gold):  # no gold set: no reference comparisons, the baseline only
@@ -225,7 +307,7 @@ def build_analytics(
     stages.append(drift)
     totals = AnnotationTotals()
     stages.append(totals)
-    return Analytics(
+    analytics = Analytics(
         stages=stages,
         drift=drift,
         totals=totals,
@@ -240,7 +322,12 @@ def build_analytics(
             else {}
         ),
         topic_descriptions=model.labels() if model is not None else {},
+        quality_floor=config.quality_floor,
     )
+    if scope_quality is not None:
+        analytics.detector_quality["out_of_scope"] = scope_quality
+    apply_quality_floor(analytics)
+    return analytics
 
 
 #: State-store key of the unsupervised topic model's identity (ids and centroids).

@@ -9,7 +9,13 @@ The report (``--format json``)::
                    "topic_labels": {topic: label},
                    "refusals": {"answers", "refused", "rate"},
                    "out_of_scope": {"scored", "out_of_scope", "share", "over_refusals",
-                                    "under_refusals", "calibration": {...}},
+                                    "under_refusals", "calibration": {...},
+                                    "quality": {"auc", "auc_low", "auc_high", ...} | None,
+                                    "uncalibrated": reason | None},
+                   "detector_quality": {detector: {"auc", "auc_low", "auc_high", "level",
+                                        "n_pos", "n_neg", "method", "trusted",
+                                        "uncalibrated"}},
+                   "quality_floor": 0.75,
                    "pii_scrubbed": {type: n},
                    "drift": {dimension: {"state", "comparisons", ...}, "alarms": [...]},
                    "series": {"bucket_s", "buckets": [{"start", "languages", "topics",
@@ -44,6 +50,7 @@ from prometheus_client import CollectorRegistry
 from consumers.engine import Engine
 from consumers.file_source import FileSource
 from consumers.loop import make_decoder, run
+from service.analytics import Analytics
 from service.annotation_totals import AnnotationTotals
 from service.api.runtime import Live, build_live, freeze_heap
 from service.pipeline import Batch
@@ -187,6 +194,7 @@ def analytics_report(live: Live) -> dict[str, Any] | None:
     answers, refused = flags["answers"], flags["refusals"]
     scored, out = flags["scope_scored"], flags["out_of_scope"]
     calibration = live.analytics.scope
+    qualities = detector_quality_report(live.analytics)
     return {
         "languages": dict(drift.live_counts["language"].most_common()),
         "topics": dict(drift.live_counts["topic"].most_common()),
@@ -197,10 +205,34 @@ def analytics_report(live: Live) -> dict[str, Any] | None:
             "scored": scored, "out_of_scope": out, "share": out / scored if scored else None,
             "over_refusals": flags["over_refusals"], "under_refusals": flags["under_refusals"],
             "calibration": describe(calibration) if calibration else None,
+            "quality": qualities.get("out_of_scope"),
+            "uncalibrated": (qualities["out_of_scope"]["uncalibrated"]
+                             if "out_of_scope" in qualities else "no out-of-scope detector"),
         },
+        "detector_quality": qualities,
+        "quality_floor": live.analytics.quality_floor,
         "pii_scrubbed": {t: totals.pii[t] for t in PII_TYPES},
         "drift": drift.report(),
     }  # fmt: skip
+
+
+def detector_quality_report(analytics: Analytics) -> dict[str, dict[str, Any]]:
+    """Each detector's measured quality (:meth:`DetectorQuality.as_dict`) with ``trusted``
+    (AUC ≥ the floor) and ``uncalibrated`` (why not, or ``None``)."""
+    return {
+        name: {**quality.as_dict(), "trusted": quality.trusted(analytics.quality_floor),
+               "uncalibrated": analytics.uncalibrated(name)}
+        for name, quality in sorted(analytics.detector_quality.items())
+    }  # fmt: skip
+
+
+def quality_text(quality: dict[str, Any] | None) -> str:
+    """``"ROC AUC 0.912 [0.880, 0.941]"`` of a :func:`detector_quality_report` entry."""
+    if not quality or quality.get("auc") is None:
+        return "ROC AUC not measured"
+    low, high = quality.get("auc_low"), quality.get("auc_high")
+    interval = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
+    return f"ROC AUC {quality['auc']:.3f}{interval}"
 
 
 def json_safe(value: Any) -> Any:
@@ -243,10 +275,16 @@ def render_text(doc: dict[str, Any]) -> str:
                      f"({refusals['rate']:.1%})")  # fmt: skip
     scope = analytics["out_of_scope"]
     if scope["share"] is not None:
-        lines.append(
-            f"out of scope: {scope['out_of_scope']}/{scope['scored']} ({scope['share']:.1%}); "
+        counts = (
+            f"{scope['out_of_scope']}/{scope['scored']} ({scope['share']:.1%}); "
             f"over-refusals {scope['over_refusals']}, under-refusals {scope['under_refusals']}"
         )
+        quality = quality_text(scope.get("quality"))
+        if scope.get("uncalibrated"):
+            lines.append(f"out of scope (UNCALIBRATED, not facts: {scope['uncalibrated']}; "
+                         f"no alarm): {counts}")  # fmt: skip
+        else:
+            lines.append(f"out of scope: {counts}; detector {quality}")
     scrubbed = {k: v for k, v in analytics["pii_scrubbed"].items() if v}
     if scrubbed:
         lines.append(
@@ -258,6 +296,8 @@ def render_text(doc: dict[str, Any]) -> str:
     against = ("baseline comparisons" if GOLD_SET_OFF in doc.get("notices", ())
                else "worst of gold set and baseline comparisons")  # fmt: skip
     lines.append(f"drift now ({against}): {states}")
+    lines += [f"  {dim} raises no alarm: {why}"
+              for dim, why in sorted(drift.get("suppressed_dimensions", {}).items())]  # fmt: skip
     late, future = drift["event_time"]["late"], drift["event_time"]["future"]
     if late or future:
         lines.append(

@@ -16,6 +16,15 @@ comparable within one retriever, so calibrate on the retriever that produces the
 
 Both are ``None`` when either side is unknown. Source: Youden 1950, "Index for rating
 diagnostic tests"; scikit-learn ``roc_curve``.
+
+Since issue 17 the default detector is :class:`EmbeddingScope` (``analytics.scope_method:
+embedding``): the nearest answerable and unanswerable gold questions and the nearest corpus
+passage in embedding space, with the retriever's best score, combined by a logistic regression
+calibrated on the gold set, whose quality is the ROC AUC of its cross-validated scores (with a
+bootstrap interval) — reported next to its counts, and below ``analytics.quality_floor`` the
+counts are uncalibrated (:mod:`service.detector_quality`). With either detector a live question
+that near-duplicates a gold question takes that row's answerability (:class:`KnownScope`), so
+refusing a question the gold set marks unanswerable is never an over-refusal.
 """
 
 from __future__ import annotations
@@ -178,6 +187,8 @@ class ScopeStage(StatelessStage):
         retriever: score questions with this retriever (one ``search_batch`` per batch)
             instead of the events' own production scores; it must be the calibrated one.
         k: depth asked of ``retriever``.
+        known: known questions that decide their own scope (:class:`KnownScope`); ``None``:
+            none.
 
     Raises:
         ValueError: ``retriever`` is not the one ``calibration`` was made with, or ``k < 1``.
@@ -186,7 +197,11 @@ class ScopeStage(StatelessStage):
     name = "scope"
 
     def __init__(
-        self, calibration: ScopeCalibration, retriever: Retriever | None = None, k: int = 10
+        self,
+        calibration: ScopeCalibration,
+        retriever: Retriever | None = None,
+        k: int = 10,
+        known: KnownScope | None = None,
     ) -> None:
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
@@ -197,6 +212,8 @@ class ScopeStage(StatelessStage):
         self.calibration = calibration
         self.retriever = retriever
         self.k = k
+        self.known = known
+        self.calibrated = True  # False: below the quality floor (see annotate_scope)
         self.cache: BatchCache[float | None] = BatchCache()
 
     def scores(self, events: Sequence[QueryLogEvent]) -> list[float | None]:
@@ -214,14 +231,321 @@ class ScopeStage(StatelessStage):
         return self.cache.get_many([e.question for e in events], best) if events else []
 
     def process(self, batch: Batch) -> None:
-        for notes, score in zip(batch.annotations, self.scores(batch.events), strict=True):
-            out = self.calibration.in_scope(score)
-            notes["scope_score"] = score
-            notes["out_of_scope"] = None if out is None else not out
-            notes.update(crossed(notes.get("refused"), notes["out_of_scope"]))
+        scores = self.scores(batch.events)
+        known = (self.known.verdicts([e.question for e in batch.events]) if self.known
+                 else [(None, None)] * len(scores))  # fmt: skip
+        for notes, score, k in zip(batch.annotations, scores, known, strict=True):
+            inside = self.calibration.in_scope(score)
+            annotate_scope(notes, score, None if inside is None else not inside, k,
+                           self.calibrated)  # fmt: skip
 
 
 def describe(calibration: ScopeCalibration) -> dict[str, Any]:
     """The calibration as a JSON-able report row (``-inf``/``nan`` become ``None``)."""
     row = calibration._asdict()
     return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in row.items()}
+
+
+# -- the embedding detector (issue 17) ---------------------------------------------------------
+
+#: Smallest character n-gram cosine similarity at which a live question is a near-duplicate
+#: of a gold question, whose answerability then decides its scope (:class:`KnownScope`; the
+#: same measure and default as ``shadow.known_threshold``).
+DEFAULT_KNOWN_THRESHOLD = 0.9
+#: Feature names of :class:`EmbeddingScope`, in column order (the retriever's only when used).
+FEATURES: tuple[str, ...] = ("gold_answerable", "gold_unanswerable", "corpus", "retriever")
+
+
+def nearest_similarity(
+    queries: np.ndarray, rows: np.ndarray, exclude_self: bool = False
+) -> np.ndarray:
+    """Largest cosine similarity of each query to ``rows`` (both L2-normalised), shape
+    ``(n_queries,)``, in [-1, 1]; ``-1`` when ``rows`` is empty (nothing to be near).
+
+    With ``exclude_self`` the queries *are* the rows (same order) and each one's similarity
+    to itself is left out (leave-one-out).
+
+    >>> q = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    >>> nearest_similarity(q, q).tolist(), nearest_similarity(q, q, exclude_self=True).tolist()
+    ([1.0, 1.0], [0.0, 0.0])
+    """
+    if rows.shape[0] == 0 or queries.shape[0] == 0:
+        return np.full(queries.shape[0], -1.0)
+    sims = queries @ rows.T
+    if exclude_self:
+        if sims.shape[0] != sims.shape[1]:
+            raise ValueError("exclude_self needs the queries to be the rows")
+        np.fill_diagonal(sims, -np.inf)
+        if sims.shape[1] == 1:
+            return np.full(queries.shape[0], -1.0)
+    return np.asarray(sims.max(axis=1), dtype=np.float64)
+
+
+def _cv_folds(labels: np.ndarray, max_folds: int = 5) -> int:
+    """Folds of a stratified cross-validation: up to ``max_folds``, at most the smaller class."""
+    return int(min(max_folds, np.bincount(labels.astype(int), minlength=2).min()))
+
+
+class EmbeddingScope:
+    """Out-of-scope detector on the embedding layer, calibrated on the gold set.
+
+    Features of a question (cosine similarities of L2-normalised embeddings):
+
+    1. its nearest *answerable* gold question;
+    2. its nearest *unanswerable* gold question;
+    3. its nearest corpus passage (the corpus is embedded once, at start);
+    4. the best score of a retriever run on it (optional; ``None``: nothing retrieved, taken
+       as the lowest calibration score minus 1).
+
+    A logistic regression on the standardised features (balanced class weights) gives the
+    probability of *in scope*. It is calibrated on the gold set, answerable rows positive and
+    unanswerable rows negative, with the gold features computed leave-one-out (a gold question
+    never matches itself, as a live question is not in the gold set). Its quality is the ROC
+    AUC of **cross-validated** probabilities (stratified k-fold, k ≤ 5), with a stratified
+    percentile-bootstrap interval (:func:`service.detector_quality.measure_auc`), never the
+    training fit; the threshold maximises Youden's J on those same probabilities among the
+    thresholds keeping at least ``min_tpr`` of the answerable rows in scope
+    (:func:`calibrate_threshold`). The final model is then fitted on all gold rows.
+
+    Cost: the corpus is embedded once at start (WordLlama: ~40 µs a passage; memory
+    ``n_passages × dim × 4`` bytes, 100 MB for 100,000 passages at 256 dimensions); a live
+    batch costs one embedding call and two matrix products (gold set, corpus).
+
+    Args:
+        embedder: any :class:`service.embeddings.Embedder`.
+        questions: the gold set (needs ≥ 2 answerable and ≥ 2 unanswerable rows).
+        passages: corpus passage texts (may be empty: the corpus feature is then left out).
+        retriever_scores: best retriever score per gold question (same order), or ``None``
+            to leave the retriever feature out.
+        retriever: name of that retriever (live scores must come from the same one).
+        min_tpr: see :func:`calibrate_threshold`.
+        n_boot, seed: bootstrap replicates and seed of the quality interval (deterministic).
+
+    Raises:
+        ValueError: fewer than 2 answerable or 2 unanswerable gold questions, lengths differ,
+            or a threshold is out of range.
+
+    Source: Youden 1950; Hanley & McNeil 1982 (AUC); Efron & Tibshirani 1993 (bootstrap).
+    """
+
+    def __init__(
+        self,
+        embedder: Any,
+        questions: Sequence[GoldQuestion],
+        passages: Sequence[str] = (),
+        *,
+        retriever_scores: Sequence[float | None] | None = None,
+        retriever: str | None = None,
+        min_tpr: float = 0.0,
+        n_boot: int = 1000,
+        seed: int = 0,
+    ) -> None:
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.model_selection import StratifiedKFold, cross_val_predict
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        from service.detector_quality import measure_auc, roc_auc
+
+        labels = np.array([q.answerable for q in questions], dtype=bool)
+        if labels.sum() < 2 or (~labels).sum() < 2:
+            raise ValueError("the embedding out-of-scope detector needs at least 2 answerable "
+                             "and 2 unanswerable gold questions")  # fmt: skip
+        if retriever_scores is not None and len(retriever_scores) != len(questions):
+            raise ValueError(f"{len(retriever_scores)} retriever scores for "
+                             f"{len(questions)} gold questions")  # fmt: skip
+        self.embedder = embedder
+        self.retriever = retriever
+        self.gold_vectors = embedder.embed([q.question for q in questions])
+        self.gold_answerable = labels
+        self.passage_vectors = embedder.embed(list(passages))
+        self.use_corpus = self.passage_vectors.shape[0] > 0
+        self.use_retriever = retriever_scores is not None
+        finite = [s for s in retriever_scores or () if s is not None]
+        self.missing_score = (min(finite) - 1.0) if finite else 0.0
+        features = self._features(self.gold_vectors, retriever_scores, leave_one_out=True)
+        names = [name for name, used in zip(FEATURES, (True, True, self.use_corpus,
+                                                       self.use_retriever), strict=True) if used]
+        folds = _cv_folds(labels)
+        cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+
+        def model() -> Any:
+            return make_pipeline(
+                StandardScaler(), LogisticRegression(class_weight="balanced", max_iter=1000)
+            )
+
+        # Candidate feature sets, simplest first; the best cross-validated AUC wins (ties:
+        # the simpler). The retriever alone is today's detector, so the embedding features
+        # are kept only where they separate the gold set better.
+        embedding = [i for i, n in enumerate(names) if n != "retriever"]
+        candidates = [list(range(len(names)))]
+        if self.use_retriever:
+            candidates = [[len(names) - 1], embedding, *candidates]
+        best_auc, self.columns, cv_scores = -1.0, candidates[-1], np.zeros(len(labels))
+        for columns in candidates:
+            scores = cross_val_predict(model(), features[:, columns], labels, cv=cv,
+                                       method="predict_proba")[:, 1]  # fmt: skip
+            auc = roc_auc(scores[labels], scores[~labels])
+            if auc > best_auc + 1e-9:
+                best_auc, self.columns, cv_scores = auc, columns, scores
+        self.feature_names = tuple(names[i] for i in self.columns)
+        chosen = ", ".join(self.feature_names)
+        self.quality = measure_auc(
+            cv_scores[labels], cv_scores[~labels], n_boot=n_boot, seed=seed,
+            method=(f"{folds}-fold cross-validated logistic regression on {chosen} "
+                    f"(best of {len(candidates)} feature sets; gold similarities leave-one-out), "
+                    f"{int(labels.sum())} answerable vs {int((~labels).sum())} unanswerable "
+                    "gold questions"),
+        )  # fmt: skip
+        self.calibration = calibrate_threshold(
+            cv_scores[labels].tolist(), cv_scores[~labels].tolist(), retriever, min_tpr
+        )._replace(auc=self.quality.auc)
+        self.model = model().fit(features[:, self.columns], labels)
+
+    def _features(
+        self,
+        vectors: np.ndarray,
+        retriever_scores: Sequence[float | None] | None,
+        leave_one_out: bool = False,
+    ) -> np.ndarray:
+        """Feature matrix, shape ``(n, len(feature_names))`` (see the class docstring)."""
+        answerable = self.gold_vectors[self.gold_answerable]
+        unanswerable = self.gold_vectors[~self.gold_answerable]
+        if leave_one_out:  # the queries are the gold rows: no row is its own neighbour
+            sims = vectors @ self.gold_vectors.T
+            np.fill_diagonal(sims, -np.inf)
+            cols = [sims[:, self.gold_answerable].max(axis=1),
+                    sims[:, ~self.gold_answerable].max(axis=1)]  # fmt: skip
+        else:
+            cols = [nearest_similarity(vectors, answerable),
+                    nearest_similarity(vectors, unanswerable)]  # fmt: skip
+        if self.use_corpus:
+            cols.append(nearest_similarity(vectors, self.passage_vectors))
+        if self.use_retriever:
+            scores = retriever_scores or [None] * vectors.shape[0]
+            cols.append(np.array([self.missing_score if s is None else s for s in scores]))
+        return np.column_stack(cols).astype(np.float64)
+
+    def score(
+        self, questions: Sequence[str], retriever_scores: Sequence[float | None] | None = None
+    ) -> np.ndarray:
+        """Probability of *in scope* per question, shape ``(n,)``, in [0, 1].
+
+        Raises:
+            ValueError: the detector uses a retriever and ``retriever_scores`` is missing or
+                of another length.
+        """
+        if self.use_retriever and (
+            retriever_scores is None or len(retriever_scores) != len(questions)
+        ):
+            raise ValueError("this detector needs one retriever score per question")
+        if not questions:
+            return np.zeros(0)
+        vectors = self.embedder.embed(list(questions))
+        features = self._features(vectors, retriever_scores)[:, self.columns]
+        return np.asarray(self.model.predict_proba(features)[:, 1], dtype=np.float64)
+
+
+class KnownScope:
+    """Known questions decide their own scope: a live question that near-duplicates a gold
+    question (:class:`service.known.KnownQuestionIndex`: character n-gram cosine ≥ its
+    threshold, numbers equal) takes that row's answerability — a near-duplicate of an
+    unanswerable row is out of scope, of an answerable row in scope — whatever a score says.
+
+    So a refusal of an in-scope-looking question the gold set marks unanswerable (SQuAD 2.0's
+    adversarial questions, whose words match their paragraph) is a correct refusal, not an
+    over-refusal, and an answer to it is an under-refusal.
+
+    >>> from service.goldset import GoldSet
+    >>> gold = GoldSet((GoldQuestion("q-1", "Who founded the college?", ("p-1",)),
+    ...                 GoldQuestion("q-2", "Who founded the college on Mars?", ())))
+    >>> KnownScope(gold).verdicts(["who founded the college on mars", "Hello there"])
+    [('q-2', False), (None, None)]
+    """
+
+    def __init__(self, gold: Any, threshold: float = DEFAULT_KNOWN_THRESHOLD) -> None:
+        from service.known import KnownQuestionIndex
+
+        self.index = KnownQuestionIndex(gold, threshold=threshold)
+        self.answerable = {q.id: q.answerable for q in gold}
+
+    def verdicts(self, questions: Sequence[str]) -> list[tuple[str | None, bool | None]]:
+        """Per question ``(gold id, in scope?)``, or ``(None, None)`` when it is not known."""
+        return [(None, None) if m is None else (m.gold_id, self.answerable[m.gold_id])
+                for m in self.index.match_many(questions)]  # fmt: skip
+
+
+def annotate_scope(
+    notes: dict[str, Any],
+    score: float | None,
+    out: bool | None,
+    known: tuple[str | None, bool | None],
+    calibrated: bool = True,
+) -> None:
+    """Write one event's ``scope_score``, ``scope_known``, ``out_of_scope`` (a known
+    question's own answerability wins over ``out``), :func:`crossed`, and
+    ``scope_calibrated``: whether the verdict is a fact — the detector reaches the quality
+    floor (``calibrated``), or the gold set itself decided (a known question). Harvesting
+    suggests "answered out of scope" only on calibrated verdicts."""
+    gold_id, inside = known
+    notes["scope_score"] = score
+    notes["scope_known"] = gold_id
+    notes["out_of_scope"] = (not inside) if inside is not None else out
+    notes["scope_calibrated"] = calibrated or inside is not None
+    notes.update(crossed(notes.get("refused"), notes["out_of_scope"]))
+
+
+class EmbeddingScopeStage(StatelessStage):
+    """Pipeline stage of :class:`EmbeddingScope`: writes per event ``scope_score``
+    (probability in scope), ``out_of_scope`` (bool), ``scope_known`` (the near-duplicated gold
+    question's id, or ``None``), ``scope_calibrated`` (:func:`annotate_scope`) and
+    ``over_refusal`` / ``under_refusal`` (:func:`crossed`,
+    reading ``annotations[i]["refused"]``: run :class:`service.refusals.RefusalStage` first).
+
+    Args:
+        detector: the calibrated detector.
+        retriever: the built-in retriever whose best score is the detector's fourth feature
+            (required when the detector uses one; must be the one it was calibrated with).
+        known: known questions that decide their own scope (:class:`KnownScope`); ``None``:
+            none.
+
+    Raises:
+        ValueError: the detector needs a retriever and none (or another one) is given.
+    """
+
+    name = "scope"
+
+    def __init__(
+        self,
+        detector: EmbeddingScope,
+        retriever: Retriever | None = None,
+        known: KnownScope | None = None,
+    ) -> None:
+        if detector.use_retriever and (retriever is None or retriever.name != detector.retriever):
+            raise ValueError(f"the detector was calibrated with retriever {detector.retriever!r}")
+        self.detector = detector
+        self.retriever = retriever if detector.use_retriever else None
+        self.known = known
+        self.calibrated = True  # False: below the quality floor (see annotate_scope)
+        self.cache: BatchCache[float | None] = BatchCache()
+
+    def _retriever_scores(self, questions: list[str]) -> list[float | None] | None:
+        retriever = self.retriever
+        if retriever is None:
+            return None
+        fast = getattr(retriever, "best_scores", None)
+
+        def best(batch: list[str]) -> list[float | None]:
+            if fast is not None:
+                return list(fast(batch))
+            return [best_score(found) for found in retriever.search_batch(batch, 1)]
+
+        return self.cache.get_many(questions, best)
+
+    def process(self, batch: Batch) -> None:
+        questions = [e.question for e in batch.events]
+        proba = self.detector.score(questions, self._retriever_scores(questions)).tolist()
+        threshold = self.detector.calibration.threshold
+        known = self.known.verdicts(questions) if self.known else [(None, None)] * len(proba)
+        for notes, p, k in zip(batch.annotations, proba, known, strict=True):
+            annotate_scope(notes, p, p < threshold, k, self.calibrated)

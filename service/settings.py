@@ -434,10 +434,24 @@ class AnalyticsConfig(_Frozen):
             has one.
         refusal_patterns: extra refusal patterns (Python regular expressions, each compiled on
             its own; an invalid one is a configuration error naming its index).
+        scope_method: how out-of-scope is judged: ``embedding`` (nearest gold questions and
+            passages in the embedding space plus ``scope_retriever``'s best score, a logistic
+            regression calibrated on the gold set: :class:`service.scope.EmbeddingScope`),
+            ``retriever`` (``scope_retriever``'s best score against a threshold, as before
+            issue 17) or ``off``.
         scope_retriever: built-in retriever (``bm25``, ``tfidf``, ``dense``, ``hybrid``) whose
-            best score judges out-of-scope, calibrated on the gold set; ``None``: no out-of-scope.
+            best score judges out-of-scope (``retriever``) or is one feature of it (``embedding``);
+            ``None``: no out-of-scope (as before ``scope_method`` existed).
         scope_min_tpr: the calibrated threshold keeps at least this share of the gold set's
             answerable questions in scope (then maximises Youden's J).
+        scope_known_threshold: character n-gram cosine similarity, in (0, 1], from which a
+            live question is a near-duplicate of a gold question (as ``shadow.known_threshold``)
+            and takes its answerability, whatever its score: a near-duplicate of an
+            unanswerable row is out of scope, so refusing it is correct, not an over-refusal.
+        quality_floor: smallest ROC AUC (in [0.5, 1]) a detector must show on its calibration
+            data (out-of-scope, novelty) for its counts to be reported as calibrated and its
+            drift dimension to raise alarms; below it the counts are labelled uncalibrated
+            and its alarms are suppressed, with the reason.
         drift: windows and thresholds of the drift detectors.
         embeddings: the sentence-embedding layer (backend, model folder, cache, character
             n-gram mix) that topics, novelty, out-of-scope and the ``dense``/``hybrid``
@@ -466,8 +480,11 @@ class AnalyticsConfig(_Frozen):
     topics: TopicConfig = TopicConfig()
     use_gold_topics: bool = True
     refusal_patterns: tuple[Annotated[str, AfterValidator(check_pattern)], ...] = ()
+    scope_method: Literal["embedding", "retriever", "off"] = "embedding"
     scope_retriever: Literal["bm25", "tfidf", "dense", "hybrid"] | None = "bm25"
     scope_min_tpr: float = Field(default=0.95, ge=0, le=1)
+    scope_known_threshold: float = Field(default=0.9, gt=0, le=1)
+    quality_floor: float = Field(default=0.75, ge=0.5, le=1)
     drift: DriftSettings = DriftSettings()
     embeddings: EmbeddingConfig = EmbeddingConfig()
     pii_key: SecretStr | None = None

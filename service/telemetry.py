@@ -356,7 +356,9 @@ def build_metrics(
 #: Drift dimensions and comparisons (bounded label values).
 DRIFT_DIMENSIONS: tuple[str, ...] = ("language", "topic", "refusal", "out_of_scope")
 DRIFT_COMPARISONS: tuple[str, ...] = ("reference", "baseline")
-DRIFT_STATES: tuple[str, ...] = ("ok", "drift", "insufficient_data")
+DRIFT_STATES: tuple[str, ...] = ("ok", "drift", "insufficient_data", "uncalibrated")
+#: Detectors that report their measured quality (bounded label values).
+DETECTORS: tuple[str, ...] = ("out_of_scope", "novelty")
 PII_TYPES: tuple[str, ...] = _PII_TYPES  # service.pii's fixed types: a bounded label set
 
 
@@ -383,6 +385,10 @@ class AnalyticsMetrics:
     goldwatch_drift_state                        gauge   dimension, comparison, state (1/0)
     goldwatch_drift_rate_ratio                   gauge   dimension, window (current/compared)
     goldwatch_coverage_gap_ratio                 gauge   dimension, category
+    goldwatch_detector_auc                       gauge   detector (ROC AUC on its
+                                                         calibration data; NaN: unknown)
+    goldwatch_detector_auc_bound                 gauge   detector, bound (low, high)
+    goldwatch_detector_trusted                   gauge   detector (1: AUC ≥ quality floor)
     ============================================ ======= ===============================
     """
 
@@ -402,6 +408,9 @@ class AnalyticsMetrics:
     drift_state: Gauge
     drift_rate: Gauge
     coverage_gap: Gauge
+    detector_auc: Gauge
+    detector_auc_bound: Gauge
+    detector_trusted: Gauge
     language_labels: tuple[str, ...]
     topic_labels: tuple[str, ...]
 
@@ -478,6 +487,28 @@ class AnalyticsMetrics:
                 shares[label] = shares.get(label, 0.0) + (n / total if total else 0.0)
             for label, share in shares.items():
                 self.gold_share.labels(dimension=dimension, category=label).set(share)
+
+    def set_detector_quality(
+        self, qualities: Mapping[str, Mapping[str, Any]], floor: float
+    ) -> None:
+        """Export each detector's measured quality: ``qualities`` maps a detector name (one
+        of :data:`DETECTORS`; others are skipped) to ``{"auc", "auc_low", "auc_high"}`` as in
+        :meth:`service.detector_quality.DetectorQuality.as_dict` (``None`` or NaN exports
+        NaN). ``trusted`` is 1 when the AUC is known and ≥ ``floor``."""
+        for detector, quality in qualities.items():
+            if detector not in DETECTORS:
+                continue
+            auc = quality.get("auc")
+            self.detector_auc.labels(detector=detector).set(_finite(
+                float("nan") if auc is None else auc))  # fmt: skip
+            for bound in ("low", "high"):
+                value = quality.get(f"auc_{bound}")
+                self.detector_auc_bound.labels(detector=detector, bound=bound).set(
+                    float("nan") if value is None else _finite(value)
+                )
+            self.detector_trusted.labels(detector=detector).set(
+                auc is not None and float(auc) >= floor  # NaN >= floor is False
+            )
 
     def _allowed(self, dimension: str) -> tuple[str, ...]:
         return self.language_labels if dimension == "language" else self.topic_labels
@@ -557,7 +588,8 @@ def build_analytics_metrics(
         ),
         drift_state=gauge(
             "drift_state", "1 for the current state of the drift test (ok, drift, "
-            "insufficient_data), 0 for the others.", ["dimension", "comparison", "state"],
+            "insufficient_data, uncalibrated: its detector is below the quality floor and "
+            "raises no alarm), 0 for the others.", ["dimension", "comparison", "state"],
         ),
         drift_rate=gauge(
             "drift_rate_ratio", "Rate (refusals, out-of-scope) in the current window and in "
@@ -566,6 +598,19 @@ def build_analytics_metrics(
         coverage_gap=gauge(
             "coverage_gap_ratio", "Lower CI bound of live share minus gold-set share, for "
             "categories the gold set under-covers.", ["dimension", "category"],
+        ),
+        detector_auc=gauge(
+            "detector_auc", "ROC AUC of a detector (out-of-scope, novelty) on the data it was "
+            "calibrated on (cross-validated or leave-one-out scores); NaN: not measured.",
+            ["detector"],
+        ),
+        detector_auc_bound=gauge(
+            "detector_auc_bound", "Bounds of the 95 % bootstrap interval of the detector's "
+            "ROC AUC.", ["detector", "bound"],
+        ),
+        detector_trusted=gauge(
+            "detector_trusted", "1 when the detector's ROC AUC reaches analytics.quality_floor "
+            "(its counts are calibrated and it may alarm), else 0.", ["detector"],
         ),
         language_labels=languages,
         topic_labels=topics,

@@ -67,7 +67,9 @@ def get_drift(runtime: RuntimeDep) -> dict[str, Any]:
 def get_refusals(runtime: RuntimeDep) -> dict[str, Any]:
     """Refusals in both directions: the refusal rate and its drift, out-of-scope share,
     over-refusals (refused while in scope) and under-refusals (answered while out of scope),
-    with the out-of-scope calibration."""
+    with the out-of-scope calibration and the detector's measured quality (ROC AUC with its
+    bootstrap interval); below ``analytics.quality_floor`` ``out_of_scope.uncalibrated`` says
+    why the counts are not facts and its drift raises no alarm."""
     report = runtime.analytics_report()
     if report is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "analytics are disabled")
@@ -76,6 +78,8 @@ def get_refusals(runtime: RuntimeDep) -> dict[str, Any]:
         "refusals": report["refusals"],
         "out_of_scope": report["out_of_scope"],
         "drift": {dim: drift[dim] for dim in ("refusal", "out_of_scope")},
+        "detector_quality": report.get("detector_quality", {}),
+        "quality_floor": report.get("quality_floor"),
     }
 
 

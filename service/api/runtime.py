@@ -285,6 +285,11 @@ def build_live(
             topic_descriptions=analytics.topic_descriptions,
         )
         metrics.set_gold_shares(analytics.gold_counts)
+        metrics.set_detector_quality(
+            {name: {"auc": q.auc, "auc_low": q.low, "auc_high": q.high}  # unrounded
+             for name, q in analytics.detector_quality.items()},
+            analytics.quality_floor,
+        )
     stages: list[Stage] = list(analytics.stages)
     shadow_stage = None
     roles = sorted({role for passage in corpus for role in passage.acl}

@@ -8,9 +8,12 @@ Dimensions (each with its own detector, windows over event time):
 * ``out_of_scope`` — binary rate of questions judged out of scope (events with a score).
 
 Each is compared with the reference (when there is one) and with a baseline of earlier
-traffic (:mod:`service.drift.detectors`). The stage also keeps all-time counts per category
-for the coverage-gap report. Its state (detectors and counts) is persisted with the other
-stages, so a restart keeps the windows and baselines.
+traffic (:mod:`service.drift.detectors`). A dimension fed by a detector whose measured
+quality is below the floor (:mod:`service.detector_quality`) is *suppressed*
+(:meth:`DriftStage.suppress`): still tested, it reports state ``uncalibrated`` with the reason
+and raises no alarm. The stage also keeps all-time counts per category for the coverage-gap
+report. Its state (detectors and counts) is persisted with the other stages, so a restart
+keeps the windows and baselines.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ CATEGORICAL = ("language", "topic")
 RATES = {"refusal": "refused", "out_of_scope": "out_of_scope"}
 DIMENSIONS = (*CATEGORICAL, *RATES)
 MAX_ALARMS = 100
+#: State of a suppressed dimension (its detector is below the quality floor).
+UNCALIBRATED = "uncalibrated"
 #: Events fed to the detectors at a time, so an alarm is attributed within this many events
 #: even when a replayed batch spans hours of event time.
 ALARM_RESOLUTION = 100
@@ -92,6 +97,59 @@ class DriftStage:
         self.events_seen = 0
         self.alarms: list[dict[str, Any]] = []  # the last MAX_ALARMS state changes to drift
         self._last_state: dict[str, str] = {}
+        self.suppressed: dict[str, str] = {}  # dimension -> why it raises no alarm
+        # categorical dimension -> {category: why a rise of it alone raises no alarm}
+        self.suppressed_categories: dict[str, dict[str, str]] = {}
+
+    def suppress(self, dimension: str, reason: str | None) -> None:
+        """Stop (``reason``: why, e.g. ``"uncalibrated: out_of_scope AUC 0.60 < floor
+        0.75"``) or resume (``None``) alarms of ``dimension``. A suppressed dimension is still
+        tested, but its state and its comparisons' states read ``uncalibrated`` and no alarm
+        is recorded; an alarm in progress is not ended by it.
+
+        Raises:
+            ValueError: ``dimension`` is not one of :data:`DIMENSIONS`.
+        """
+        if dimension not in DIMENSIONS:
+            raise ValueError(f"unknown drift dimension {dimension!r}")
+        if reason is None:
+            self.suppressed.pop(dimension, None)
+        else:
+            self.suppressed[dimension] = reason
+
+    def suppress_category(self, dimension: str, category: str, reason: str | None) -> None:
+        """As :meth:`suppress` for one category of a categorical dimension (e.g. ``novel``
+        of ``topic`` while the novelty detector is uncalibrated): a comparison in drift whose
+        rising categories are all suppressed reads ``uncalibrated`` and raises no alarm; one
+        where another category rises too still alarms.
+
+        Raises:
+            ValueError: ``dimension`` is not categorical.
+        """
+        if dimension not in CATEGORICAL:
+            raise ValueError(f"not a categorical drift dimension: {dimension!r}")
+        silenced = self.suppressed_categories.setdefault(dimension, {})
+        if reason is None:
+            silenced.pop(category, None)
+        else:
+            silenced[category] = reason
+
+    def _state_of(self, dim: str, state: str, report: Any) -> str:
+        """A comparison's ``state`` after suppression (``uncalibrated`` when silenced);
+        ``report`` is its latest test (``None`` before the first one after a restore)."""
+        if dim in self.suppressed:
+            return UNCALIBRATED
+        silenced = self.suppressed_categories.get(dim)
+        if silenced and state == "drift" and report is not None:
+            rising = {change.category for change in getattr(report, "rising", ())}
+            if rising and rising <= silenced.keys():
+                return UNCALIBRATED
+        return state
+
+    def _states_of(self, dim: str, det: Any) -> dict[str, str]:
+        """Every comparison's state of ``dim`` after suppression."""
+        return {name: self._state_of(dim, state, det.reports.get(name))
+                for name, state in det.states.items()}  # fmt: skip
 
     def set_gold_counts(self, gold_counts: Mapping[str, Counts]) -> None:
         """Replace the gold-set reference counts (the gold set grew); live windows are kept,
@@ -131,7 +189,7 @@ class DriftStage:
         for dim, det in {**self.categorical, **self.rates}.items():
             for name, report in det.reports.items():
                 key = f"{dim}/{name}"
-                before, now = self._last_state.get(key), report.state
+                before, now = self._last_state.get(key), self._state_of(dim, report.state, report)
                 self._last_state[key] = now
                 if now == before or "drift" not in (now, before):
                     continue
@@ -149,7 +207,8 @@ class DriftStage:
         """Overall state per dimension: ``drift`` if any comparison drifts, else ``ok`` if
         any comparison could be tested, else ``insufficient_data``."""
         detectors = {**self.categorical, **self.rates}
-        return {dim: det.state for dim, det in detectors.items()}
+        return {dim: _overall(dim in self.suppressed, list(self._states_of(dim, det).values()))
+                for dim, det in detectors.items()}  # fmt: skip
 
     def report(self) -> dict[str, Any]:
         """JSON-able drift report: per dimension its state, each comparison's latest test,
@@ -170,6 +229,23 @@ class DriftStage:
                 "state": rate.state,
                 "comparisons": {name: r.to_dict() for name, r in rate.reports.items()},
             }
+        silenced: dict[str, str] = {}
+        for dim, det in {**self.categorical, **self.rates}.items():
+            body = out[dim]
+            states = self._states_of(dim, det)
+            for name, test in body["comparisons"].items():
+                state = self._state_of(dim, test["state"], det.reports[name])
+                if state != test["state"]:
+                    test["tested_state"], test["state"] = test["state"], state
+            state = _overall(dim in self.suppressed, list(states.values()))
+            if state != body["state"]:
+                body["tested_state"], body["state"] = body["state"], state
+            if dim in self.suppressed:
+                body["suppressed"] = silenced[dim] = self.suppressed[dim]
+            for category, reason in self.suppressed_categories.get(dim, {}).items():
+                body.setdefault("suppressed_categories", {})[category] = reason
+                silenced[f"{dim} ({category} share)"] = reason
+        out["suppressed_dimensions"] = silenced
         out["alarms"] = list(self.alarms)
         out["events_seen"] = self.events_seen
         window = self.categorical["language"].window
@@ -202,6 +278,18 @@ class DriftStage:
         for dim, counts in state.get("live_counts", {}).items():
             if dim in self.live_counts:
                 self.live_counts[dim] = Counter({str(k): int(v) for k, v in counts.items()})
+
+
+def _overall(suppressed: bool, states: list[str]) -> str:
+    """A dimension's state from its comparisons' (after suppression): ``uncalibrated`` when
+    the whole dimension is suppressed, else ``drift`` if any drifts, ``uncalibrated`` if any is
+    silenced, ``ok`` if any was tested, else ``insufficient_data``."""
+    if suppressed:
+        return UNCALIBRATED
+    for state in ("drift", UNCALIBRATED, "ok"):
+        if state in states:
+            return state
+    return "insufficient_data"
 
 
 def _what_moved(test: Mapping[str, Any]) -> dict[str, Any]:

@@ -172,7 +172,9 @@ def event_reasons(
 
     Args:
         notes: the event's annotations (``topic``, ``refused``, ``under_refusal``,
-            ``acl_leaks``); missing keys mean "unknown", never a reason.
+            ``acl_leaks``); missing keys mean "unknown", never a reason. An under-refusal
+            whose ``scope_calibrated`` is ``False`` (the out-of-scope detector is below the
+            quality floor) is no reason either.
         gap: the larger coverage gap of its topic and language (reason from ``min_gap``).
         low_confidence: the caller's verdict from :class:`ScoreWindow`.
         active: the reasons with weight > 0 (computed from ``config`` when ``None``; callers
@@ -192,7 +194,7 @@ def event_reasons(
         bits |= _NOVEL
     if get("refused") is True:
         bits |= _REFUSED
-    if get("under_refusal") is True:
+    if get("under_refusal") is True and get("scope_calibrated") is not False:
         bits |= _OUT_OF_SCOPE
     if low_confidence:
         bits |= _LOW_CONFIDENCE

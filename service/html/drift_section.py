@@ -64,6 +64,10 @@ def drift_section(drift: Mapping[str, Any]) -> Safe:
             text_columns=(9,),
         ),
     ]
+    parts += [
+        para(f"{dim}: raises no alarm — {why}", "warn")
+        for dim, why in sorted((drift.get("suppressed_dimensions") or {}).items())
+    ]
     alarms = drift.get("alarms") or []
     if alarms:
         marks = [(a["dimension"], float(a["timestamp"]), a["state"] == "drift") for a in alarms]

@@ -24,6 +24,7 @@ h2 { font-size: 18px; margin: 28px 0 8px; padding-top: 12px; border-top: 1px sol
 h3 { font-size: 15px; margin: 18px 0 6px; }
 p.meta, .muted { color: var(--muted); }
 p.notice { border-left: 4px solid var(--warn); background: var(--band); padding: 6px 10px; }
+p.warn { border-left: 4px solid var(--warn); padding: 4px 8px; font-weight: 600; }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; margin: 6px 0 14px; font-variant-numeric: tabular-nums; }
 th, td { border-bottom: 1px solid var(--line); padding: 3px 9px; text-align: right;
@@ -38,7 +39,7 @@ figcaption { color: var(--muted); font-size: 12px; }
          font-weight: 600; color: #fff; background: var(--muted); }
 .badge.drift, .badge.fail { background: var(--bad); }
 .badge.ok { background: var(--ok); }
-.badge.insufficient_data { background: var(--warn); }
+.badge.insufficient_data, .badge.uncalibrated { background: var(--warn); }
 details { margin: 4px 0 10px; }
 summary { cursor: pointer; font-weight: 600; }
 ul.notes { margin: 4px 0; padding-left: 20px; }

@@ -31,6 +31,8 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
     for dim, key, field, label in RATES:
         test = drift[dim]["comparisons"].get("baseline") or {}
         rate = analytics[key][field]
+        if analytics[key].get("uncalibrated"):
+            label += " (uncalibrated)"
         labels.append(label)
         overall.append(rate or 0.0)
         baseline.append(test.get("rate_reference") or 0.0)
@@ -86,15 +88,27 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
     return section("refusals", "Refusals", *parts)
 
 
+def _quality_cell(quality: Mapping[str, Any] | None) -> str:
+    """``"0.912 (0.880 … 0.941)"``: a detector's ROC AUC and its bootstrap interval."""
+    if not quality or quality.get("auc") is None:
+        return "not measured"
+    low, high = quality.get("auc_low"), quality.get("auc_high")
+    interval = f" ({low:.3f} … {high:.3f})" if low is not None and high is not None else ""
+    return f"{quality['auc']:.3f}{interval}"
+
+
 def _both_directions(analytics: Mapping[str, Any]) -> Safe:
     refusals, scope = analytics["refusals"], analytics["out_of_scope"]
+    why = scope.get("uncalibrated")
+    mark = " (uncalibrated)" if why else ""
     rows: list[list[object]] = [
         ["answers seen", refusals["answers"]],
         ["refused", refusals["refused"]],
         ["questions scored for scope", scope["scored"]],
-        ["judged out of scope", scope["out_of_scope"]],
-        ["over-refusals (refused while in scope)", scope["over_refusals"]],
-        ["under-refusals (answered while out of scope)", scope["under_refusals"]],
+        [f"judged out of scope{mark}", scope["out_of_scope"]],
+        [f"over-refusals (refused while in scope){mark}", scope["over_refusals"]],
+        [f"under-refusals (answered while out of scope){mark}", scope["under_refusals"]],
+        ["out-of-scope detector ROC AUC (95 % interval)", _quality_cell(scope.get("quality"))],
     ]
     calibration = scope.get("calibration") or {}
     for key in ("threshold", "auc", "tpr", "fpr", "retriever"):
@@ -103,10 +117,18 @@ def _both_directions(analytics: Mapping[str, Any]) -> Safe:
             rows.append([f"scope calibration: {key}", num(value) if key != "retriever" else value])
     note = para(
         "Refusals are judged in both directions: out-of-scope questions should be "
-        "refused, in-scope questions answered.",
+        "refused, in-scope questions answered. The detector's ROC AUC is measured on the "
+        "gold set it was calibrated on (cross-validated scores).",
         "muted",
     )
-    return Safe(table(["refusals in both directions", "value"], rows) + note)
+    warning = ""
+    if why:
+        warning = para(
+            f"Out-of-scope, over- and under-refusal counts are UNCALIBRATED and not facts "
+            f"({why}); the out-of-scope drift raises no alarm.",
+            "warn",
+        )
+    return Safe(warning + table(["refusals in both directions", "value"], rows) + note)
 
 
 def _over_time(buckets: Any, baseline: float, drift: Mapping[str, Any]) -> Safe:

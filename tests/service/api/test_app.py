@@ -209,6 +209,16 @@ def test_analytics_endpoints_and_metrics(tmp_path: Path) -> None:
         assert running.post(events).json()["accepted"] == 2
         refusals = httpx.get(running.base + "/v1/refusals").json()
         assert refusals["refusals"] == {"answers": 2, "refused": 1, "rate": 0.5}
+        # the out-of-scope detector's measured quality is served next to its counts, and
+        # exported as a gauge with the same (unrounded) value
+        quality = refusals["out_of_scope"]["quality"]
+        assert refusals["detector_quality"]["out_of_scope"] == quality
+        assert (quality["n_pos"], quality["n_neg"]) == (47, 12)  # demo gold set's split
+        assert refusals["quality_floor"] == 0.75
+        assert (refusals["out_of_scope"]["uncalibrated"] is None) == (quality["auc"] >= 0.75)
+        auc = next(line for line in httpx.get(running.base + "/metrics").text.splitlines()
+                   if line.startswith('goldwatch_detector_auc{detector="out_of_scope"}'))
+        assert float(auc.split()[-1]) == pytest.approx(quality["auc"], abs=5e-5)
         drift = httpx.get(running.base + "/v1/drift").json()
         assert drift["language"]["live_counts"] == {"hi-Latn": 1, "en": 1}
         assert drift["language"]["state"] == "insufficient_data"  # 2 events never alarm

@@ -21,6 +21,8 @@ def test_plain_event_has_no_reason() -> None:
         ({}, {"topic": "novel"}, ("novel",)),
         ({}, {"refused": True}, ("refused",)),
         ({}, {"under_refusal": True}, ("answered_out_of_scope",)),
+        # the out-of-scope detector is below the quality floor: its verdict is no reason
+        ({}, {"under_refusal": True, "scope_calibrated": False}, ()),
         ({"rating": -1.0}, {}, ("negative_feedback",)),
         ({"rating": 0.0}, {}, ()),
         ({"citations": ["p-1", "p-9"]}, {}, ("cited_not_retrieved",)),

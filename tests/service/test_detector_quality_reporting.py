@@ -1,0 +1,236 @@
+"""Every detector reports its measured quality next to its counts, and below
+``analytics.quality_floor`` its counts are labelled uncalibrated and its drift raises no alarm
+(issue 17): drift suppression, the Prometheus gauges, the text and HTML reports, settings."""
+
+from __future__ import annotations
+
+import copy
+import types
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+from prometheus_client import CollectorRegistry
+
+from service.analytics import Analytics, apply_quality_floor
+from service.detector_quality import DetectorQuality
+from service.drift.stage import DriftStage
+from service.html import render_replay_html
+from service.replay_job import detector_quality_report, quality_text, render_text
+from service.settings import load_settings
+from service.telemetry import build_analytics_metrics
+from tests.service.html.samples import replay_report
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _rate_stream(drift: DriftStage, seed: int = 5) -> None:
+    """3,000 events with 5 % out of scope, then 3,000 with 30 %, one every 10 s."""
+    rng = np.random.default_rng(seed)
+    for start in range(0, 6000, 100):
+        events, notes = [], []
+        for i in range(start, start + 100):
+            share = 0.05 if i < 3000 else 0.30
+            events.append(types.SimpleNamespace(timestamp=START + timedelta(seconds=10 * i)))
+            notes.append({"language": "en", "topic": "fees",
+                          "out_of_scope": bool(rng.random() < share)})  # fmt: skip
+        drift.process(types.SimpleNamespace(events=events, annotations=notes))
+
+
+def _drift() -> DriftStage:
+    return DriftStage({"language": {"en": 1}, "topic": {"fees": 1}},
+                      clock=lambda: (START + timedelta(days=30)).timestamp())  # fmt: skip
+
+
+def test_an_out_of_scope_rise_alarms_when_calibrated() -> None:
+    drift = _drift()
+    _rate_stream(drift)
+    found = [a for a in drift.alarms if a["dimension"] == "out_of_scope"]
+    assert found and found[0]["state"] == "drift" and found[0]["after_events"] > 3000
+    assert drift.report()["out_of_scope"]["state"] == "drift"
+
+
+def test_a_suppressed_dimension_is_tested_but_raises_no_alarm_and_says_why() -> None:
+    drift = _drift()
+    drift.suppress("out_of_scope", "uncalibrated: out_of_scope ROC AUC 0.600")
+    _rate_stream(drift)
+    assert [a for a in drift.alarms if a["dimension"] == "out_of_scope"] == []
+    report = drift.report()
+    body = report["out_of_scope"]
+    assert body["state"] == "uncalibrated" and body["tested_state"] == "drift"
+    assert body["suppressed"] == "uncalibrated: out_of_scope ROC AUC 0.600"
+    assert {t["state"] for t in body["comparisons"].values()} == {"uncalibrated"}
+    assert report["suppressed_dimensions"] == {"out_of_scope": body["suppressed"]}
+    assert drift.states()["out_of_scope"] == "uncalibrated"
+    drift.suppress("out_of_scope", None)  # calibrated again: the test's own state shows
+    assert drift.report()["out_of_scope"]["state"] == "drift"
+    with pytest.raises(ValueError, match="unknown drift dimension"):
+        drift.suppress("novelty", "x")
+
+
+def _quality(auc: float, low: float, high: float) -> DetectorQuality:
+    return DetectorQuality(auc, low, high, 0.95, 60, 20, "5-fold cross-validated")
+
+
+def test_quality_floor_suppresses_only_uncalibrated_detectors() -> None:
+    analytics = Analytics(stages=[], drift=_drift(), quality_floor=0.75)
+    analytics.detector_quality["out_of_scope"] = _quality(0.596, 0.52, 0.67)
+    assert analytics.uncalibrated("out_of_scope") == (
+        "out_of_scope ROC AUC 0.596 [0.520, 0.670] is below the quality floor 0.75"
+    )
+    assert analytics.uncalibrated("novelty") == "novelty has no quality measurement"
+    assert apply_quality_floor(analytics) == {"out_of_scope": "uncalibrated: out_of_scope ROC "
+                                              "AUC 0.596 [0.520, 0.670] is below the quality "
+                                              "floor 0.75"}  # fmt: skip
+    analytics.detector_quality["out_of_scope"] = _quality(0.75, 0.7, 0.8)  # at the floor: ok
+    assert analytics.uncalibrated("out_of_scope") is None
+    assert apply_quality_floor(analytics) == {}
+    rows = detector_quality_report(analytics)
+    assert rows["out_of_scope"]["trusted"] is True and rows["out_of_scope"]["auc"] == 0.75
+
+
+def test_gauges_export_auc_interval_and_trust() -> None:
+    registry = CollectorRegistry()
+    metrics = build_analytics_metrics(registry)
+    metrics.set_detector_quality(
+        {"out_of_scope": _quality(0.6, 0.5, 0.7).as_dict(),
+         "novelty": _quality(0.93, 0.9, 0.96).as_dict(),
+         "made_up": _quality(0.9, 0.8, 1.0).as_dict()}, floor=0.75,
+    )  # fmt: skip
+
+    def get(name: str, **labels: str) -> float | None:
+        return registry.get_sample_value(f"goldwatch_{name}", labels)
+
+    assert get("detector_auc", detector="out_of_scope") == 0.6
+    assert get("detector_auc_bound", detector="out_of_scope", bound="low") == 0.5
+    assert get("detector_auc_bound", detector="out_of_scope", bound="high") == 0.7
+    assert get("detector_trusted", detector="out_of_scope") == 0.0
+    assert get("detector_trusted", detector="novelty") == 1.0
+    assert get("detector_auc", detector="made_up") is None  # bounded label set
+
+
+def test_drift_gauge_shows_uncalibrated_not_drift() -> None:
+    registry = CollectorRegistry()
+    metrics = build_analytics_metrics(registry)
+    drift = _drift()
+    drift.suppress("out_of_scope", "uncalibrated: test")
+    _rate_stream(drift)
+    metrics.observe_drift(drift.report())
+    labels = {"dimension": "out_of_scope", "comparison": "baseline"}
+    assert registry.get_sample_value("goldwatch_drift_state", {**labels, "state": "drift"}) == 0
+    assert registry.get_sample_value(
+        "goldwatch_drift_state", {**labels, "state": "uncalibrated"}) == 1  # fmt: skip
+
+
+def _with_quality(auc: float, reason: str | None) -> dict[str, Any]:
+    report = copy.deepcopy(replay_report(extras=False))
+    quality = {**_quality(auc, auc - 0.05, auc + 0.05).as_dict(), "trusted": reason is None,
+               "uncalibrated": reason}  # fmt: skip
+    analytics = report["analytics"]
+    analytics["out_of_scope"] |= {"quality": quality, "uncalibrated": reason}
+    analytics["detector_quality"] = {"out_of_scope": quality}
+    if reason:
+        analytics["drift"]["suppressed_dimensions"] = {"out_of_scope": f"uncalibrated: {reason}"}
+    return report
+
+
+def test_text_report_labels_uncalibrated_counts_and_the_silenced_alarm() -> None:
+    reason = "out_of_scope ROC AUC 0.596 [0.546, 0.646] is below the quality floor 0.75"
+    text = render_text(_with_quality(0.596, reason))
+    line = next(x for x in text.splitlines() if x.startswith("out of scope"))
+    assert line == ("out of scope (UNCALIBRATED, not facts: " + reason + "; no alarm): "
+                    "1/8 (12.5%); over-refusals 1, under-refusals 0")  # fmt: skip
+    assert f"  out_of_scope raises no alarm: uncalibrated: {reason}" in text.splitlines()
+    good = render_text(_with_quality(0.9, None))
+    assert "out of scope: 1/8 (12.5%); over-refusals 1, under-refusals 0; detector ROC AUC " \
+           "0.900 [0.850, 0.950]" in good  # fmt: skip
+    assert "UNCALIBRATED" not in good
+    assert quality_text(None) == "ROC AUC not measured"
+
+
+@pytest.mark.slow
+def test_html_report_labels_uncalibrated_counts() -> None:
+    reason = "out_of_scope ROC AUC 0.596 [0.546, 0.646] is below the quality floor 0.75"
+    page = render_replay_html(_with_quality(0.596, reason))
+    assert "over-refusals (refused while in scope) (uncalibrated)" in page
+    assert "out-of-scope questions (uncalibrated)" in page
+    assert "UNCALIBRATED and not facts" in page
+    assert "0.596 (0.546 … 0.646)" in page
+    assert "out_of_scope: raises no alarm — uncalibrated" in page
+    good = render_replay_html(_with_quality(0.9, None))
+    assert "(uncalibrated)" not in good and "0.900 (0.850 … 0.950)" in good
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [("quality_floor", 0.4, "quality_floor"), ("quality_floor", 1.2, "quality_floor"),
+     ("scope_method", "magic", "scope_method"), ("scope_known_threshold", 0, "scope_known")],
+)  # fmt: skip
+def test_settings_reject_bad_values_naming_the_field(field: str, value: object,
+                                                     message: str) -> None:  # fmt: skip
+    with pytest.raises(ValueError, match=message):
+        load_settings(None, analytics={field: value})
+
+
+def test_settings_defaults() -> None:
+    analytics = load_settings(None).analytics
+    assert (analytics.quality_floor, analytics.scope_method, analytics.scope_known_threshold) \
+        == (0.75, "embedding", 0.9)  # fmt: skip
+
+
+def _topic_stream(drift: DriftStage, rising: str, seed: int = 9) -> None:
+    """3,000 events of fees/exams (half each) with 5 % ``novel``, then 3,000 where ``rising``
+    takes 30 %, one every 10 s."""
+    rng = np.random.default_rng(seed)
+    for start in range(0, 6000, 100):
+        events, notes = [], []
+        for i in range(start, start + 100):
+            u = rng.random()
+            if i >= 3000 and u < 0.30:
+                topic = rising
+            elif i < 3000 and u < 0.05:
+                topic = "novel"
+            else:
+                topic = "fees" if rng.random() < 0.5 else "exams"
+            events.append(types.SimpleNamespace(timestamp=START + timedelta(seconds=10 * i)))
+            notes.append({"language": "en", "topic": topic})
+        drift.process(types.SimpleNamespace(events=events, annotations=notes))
+
+
+def _topic_drift() -> DriftStage:
+    return DriftStage({"language": {"en": 1}},  # no gold topics: the baseline comparison only
+                      clock=lambda: (START + timedelta(days=30)).timestamp())  # fmt: skip
+
+
+@pytest.mark.parametrize(("rising", "silenced"), [("novel", True), ("visa", False)])
+def test_an_uncalibrated_novelty_detector_silences_a_novel_share_rise_only(
+    rising: str, silenced: bool
+) -> None:
+    loud = _topic_drift()
+    _topic_stream(loud, rising)
+    assert [a["rising"] for a in loud.alarms if a["state"] == "drift"][:1] == [[rising]]
+    quiet = _topic_drift()
+    quiet.suppress_category("topic", "novel", "uncalibrated: novelty ROC AUC 0.600")
+    _topic_stream(quiet, rising)
+    drifts = [a for a in quiet.alarms if a["state"] == "drift"]
+    report = quiet.report()
+    if silenced:
+        assert drifts == []
+        assert report["topic"]["state"] == "uncalibrated"
+        assert report["topic"]["comparisons"]["baseline"]["tested_state"] == "drift"
+        assert report["suppressed_dimensions"] == {
+            "topic (novel share)": "uncalibrated: novelty ROC AUC 0.600"}  # fmt: skip
+    else:  # another topic's rise is not the novelty detector's verdict: it still alarms
+        assert drifts and drifts[0]["rising"] == ["visa"]
+        assert report["topic"]["state"] == "drift"
+
+
+def test_apply_quality_floor_maps_novelty_to_the_novel_share() -> None:
+    analytics = Analytics(stages=[], drift=_topic_drift(), quality_floor=0.75)
+    analytics.detector_quality["novelty"] = _quality(0.6, 0.55, 0.65)
+    assert apply_quality_floor(analytics) == {"topic (novel share)": "uncalibrated: novelty ROC "
+                                              "AUC 0.600 [0.550, 0.650] is below the quality "
+                                              "floor 0.75"}  # fmt: skip
+    analytics.detector_quality["novelty"] = _quality(0.9, 0.85, 0.95)
+    assert apply_quality_floor(analytics) == {}
