@@ -22,7 +22,7 @@ from service.corpus import Corpus
 from service.detector_quality import DEFAULT_AUC_FLOOR, DetectorQuality, measure_auc
 from service.drift.stage import DriftStage
 from service.drift.windows import WindowConfig
-from service.embeddings import Embedder, default_embedder
+from service.embeddings import Embedder, shared_embedder
 from service.goldset import GoldSet
 from service.language import LanguageConfig, LanguageDetector, LanguageLabeler, LanguageStage
 from service.pii import UNKEYED, PiiScrubStage, Pseudonymiser
@@ -168,7 +168,7 @@ DETECTOR_DIMENSIONS: dict[str, tuple[str, str | None]] = {
 
 
 def _scope_stage(
-    config: AnalyticsConfig, gold: GoldSet, corpus: Corpus
+    config: AnalyticsConfig, gold: GoldSet, corpus: Corpus, embedder: Embedder | None = None
 ) -> tuple[
     ScopeStage | EmbeddingScopeStage | None, ScopeCalibration | None, DetectorQuality | None
 ]:
@@ -205,7 +205,7 @@ def _scope_stage(
         return ScopeStage(calibration, retriever, k=1, known=known), calibration, quality
     found = retriever.search_batch([q.question for q in questions], 1)
     detector = EmbeddingScope(
-        default_embedder(),
+        embedder or shared_embedder(config.embeddings),
         questions,
         [p.text for p in corpus.passages],
         retriever_scores=[best_score(r) for r in found],
@@ -274,19 +274,24 @@ def build_analytics(
     language_counts = _language_counts(gold, detector)
     labeler = LanguageLabeler(language_counts, limit=config.language_label_limit)
     stages.append(LanguageStage(detector, labeler))
+    # One embedder for topics, novelty and out-of-scope (``analytics.embeddings``); the
+    # ``tfidf`` backend is fitted on the gold questions and the corpus.
+    embedder = shared_embedder(
+        config.embeddings, [q.question for q in gold] + [p.text for p in corpus.passages]
+    )
     model: TopicModel | None = None
     if config.topics_model is not None:
-        model = TopicModel.load(config.topics_model)
+        model = TopicModel.load(config.topics_model, embedder)
     elif len(gold):
         model = fit_topic_model(gold, (), config.topics, config.use_gold_topics,
-                                previous=previous_topics)  # fmt: skip
+                                embedder=embedder, previous=previous_topics)  # fmt: skip
     elif corpus.passages:  # no gold set: the user's own corpus, never a stand-in
         model = fit_topic_model(gold, corpus.passages, config.topics, use_gold_topics=False,
-                                previous=previous_topics)  # fmt: skip
+                                embedder=embedder, previous=previous_topics)  # fmt: skip
     if model is not None:  # else no topics: nothing of the user's to fit them on
         stages.append(TopicStage(model))
     stages.append(RefusalStage(RefusalDetector(extra_patterns=config.refusal_patterns)))
-    scope_stage, calibration, scope_quality = _scope_stage(config, gold, corpus)
+    scope_stage, calibration, scope_quality = _scope_stage(config, gold, corpus, embedder)
     if scope_stage is not None:
         if scope_quality is not None:
             scope_stage.calibrated = scope_quality.trusted(config.quality_floor)
@@ -363,7 +368,8 @@ def gold_references(
     model = None
     if topics is not None:
         model = topics.model if config.topics_model is not None else fit_topic_model(
-            gold, (), config.topics, config.use_gold_topics, previous=topics.model
+            gold, (), config.topics, config.use_gold_topics, embedder=topics.model.embedder,
+            previous=topics.model,
         )
         counts["topic"] = _topic_counts(gold, model)
     return model, counts

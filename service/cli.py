@@ -577,6 +577,7 @@ def topics_fit(
     """Fit the topic model on the gold set and save it as a versioned artefact."""
     from service.analytics import fit_topic_model
     from service.corpus import load_corpus
+    from service.embeddings import shared_embedder
     from service.goldset import load_gold_set
     from service.topics import TopicModel
 
@@ -592,9 +593,11 @@ def topics_fit(
         topic_config = settings.analytics.topics
         if n_topics is not None:
             topic_config = topic_config.model_copy(update={"n_topics": n_topics})
-        before = TopicModel.load(previous) if previous is not None else None
+        embedder = shared_embedder(settings.analytics.embeddings,
+                                   [q.question for q in gold_set] + [p.text for p in passages])
+        before = TopicModel.load(previous, embedder) if previous is not None else None
         model = fit_topic_model(gold_set, passages, topic_config, use_gold_topics,
-                                previous=before)  # fmt: skip
+                                embedder=embedder, previous=before)  # fmt: skip
         out.parent.mkdir(parents=True, exist_ok=True)
         model.save(out)
     except (ValueError, OSError) as exc:

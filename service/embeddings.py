@@ -182,17 +182,13 @@ class WordLlamaEmbedder:
         return l2_normalise(np.asarray(vectors, dtype=np.float32))
 
 
-_DEFAULT: CachedEmbedder | None = None
-_DEFAULT_LOCK = threading.Lock()
-
-
 def default_embedder() -> CachedEmbedder:
-    """The process-wide cached WordLlama embedder (built once; the model loads lazily)."""
-    global _DEFAULT
-    with _DEFAULT_LOCK:
-        if _DEFAULT is None:
-            _DEFAULT = CachedEmbedder(WordLlamaEmbedder())
-        return _DEFAULT
+    """The embedder of the default ``analytics.embeddings`` configuration (WordLlama with the
+    character n-gram mix), process-wide: the same object as
+    ``shared_embedder(EmbeddingConfig())``, so a stage built without a configuration reads
+    text exactly as the service's defaults do (and a topic model fitted by one applies in the
+    other)."""
+    return shared_embedder(EmbeddingConfig())
 
 
 class EmbeddingConfig(BaseModel):

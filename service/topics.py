@@ -344,6 +344,11 @@ class TopicModel:
         """``{topic name: human-readable label}`` (see :attr:`TopicInfo.label`)."""
         return {topic.name: topic.label for topic in self.topics}
 
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder this model reads text through (its name is :attr:`embedder_name`)."""
+        return self._embedder
+
     def identity(self) -> dict[str, Any] | None:
         """What a later fit needs to keep this model's topic ids (JSON-able, for the state
         store): ``{"embedder", "next_id", "ids", "centroids"}`` (centroids rounded to 5
