@@ -17,14 +17,16 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from service import __version__
 from service.cli_candidates import candidates_group
-from service.settings import ConfigError, Settings, effective_config, load_settings
 from service.topic_config import N_TOPICS_MAX, N_TOPICS_MIN
+
+if TYPE_CHECKING:  # the commands import what they need: `goldwatch --help` loads no models
+    from service.settings import Settings
 
 log = logging.getLogger("goldwatch")
 
@@ -67,6 +69,8 @@ def _fail(message: str) -> None:
 
 
 def _settings(config: Path | None) -> Settings:
+    from service.settings import ConfigError, load_settings
+
     try:
         return load_settings(config)
     except ConfigError as exc:
@@ -476,6 +480,7 @@ def demo_command(
     printed); Ctrl-C stops it. --fast: everything at once, then the report.
     """
     from service import demo_job
+    from service.settings import ConfigError
     from service.state import StateError
 
     try:
@@ -577,6 +582,8 @@ def config_check(config: Path | None) -> None:
     or can be created (nothing is created). Exit 2 on any problem, naming the field and
     file.
     """
+    from service.settings import effective_config
+
     settings = _settings(config)
     problems = _file_problems(settings)
     click.echo(f"# configuration from {config or 'defaults and environment'}", err=True)
