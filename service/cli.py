@@ -122,6 +122,21 @@ def main(verbose: int) -> None:
         logging.getLogger(name).setLevel(max(level, logging.INFO))
 
 
+def _check_compare(
+    ctx: click.Context, param: click.Parameter, value: tuple[str, str] | None
+) -> tuple[str, str] | None:
+    """Refuse ``--compare A --k 5``: click would take the next flag for B and leave its value
+    as a stray argument."""
+    flags = [v for v in value or () if v.startswith("-")]
+    if flags:
+        raise click.BadParameter(
+            f"takes two names, A and B, but got the flag {flags[0]!r} as a name "
+            "(write --compare A B, then the other flags)",
+            param_hint="--compare",
+        )
+    return value
+
+
 @main.command("eval")
 @config_option
 @click.option("--gold", type=click.Path(path_type=Path, dir_okay=False), help="Gold-set JSONL.")
@@ -142,7 +157,11 @@ def main(verbose: int) -> None:
     type=click.Path(path_type=Path, dir_okay=False),
     help="TREC run file (no retrieval); repeatable.",
 )
-@click.option("--compare", nargs=2, default=None, help="Paired comparison: --compare A B.")
+@click.option("--compare", nargs=2, default=None, callback=_check_compare,
+              help="Paired comparison: --compare A B (retriever or run-file names).")  # fmt: skip
+@click.option("--trec-mean", is_flag=True,
+              help="Average over every judged question, those with no relevant passage "
+                   "scoring 0 (trec_eval -c), not over answerable questions only.")  # fmt: skip
 @click.option(
     "--fail-under",
     "gates",
@@ -171,6 +190,7 @@ def eval_command(
     topics: Path | None,
     runs: tuple[Path, ...],
     compare: tuple[str, str] | None,
+    trec_mean: bool,
     gates: tuple[str, ...],
     answers: Path | None,
     misses: Path | None,
@@ -184,7 +204,7 @@ def eval_command(
     Without --gold/--corpus it runs on the embedded demo data.
     """
     from service import eval_job
-    from service.report import render_json, render_text
+    from service.report import gold_set_line, render_json, render_text
     from service.retrievers.base import RetrieverError
 
     # Entry-point retrievers live in the user's project: import them from the current
@@ -207,6 +227,7 @@ def eval_command(
             misses=misses,
             history=history,
             progress=not no_progress,
+            trec_mean=trec_mean,
         )
         outcome = eval_job.run_eval(request, settings)
     except RetrieverError as exc:
@@ -235,11 +256,7 @@ def eval_command(
         )
         click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
-        summary = outcome.gold_set_summary()
-        click.echo(
-            f"gold set {summary['path'] or '(TREC qrels)'} version {summary['version']}: "
-            f"{summary['n_questions']} questions, {summary['n_unanswerable']} unanswerable\n"
-        )
+        click.echo(gold_set_line(outcome.gold_set_summary()) + "\n")
         click.echo(render_text(outcome.reports, outcome.comparisons))
         if outcome.answers is not None:
             click.echo("\n" + _answers_text(outcome.answers.to_json()))
