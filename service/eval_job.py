@@ -29,6 +29,7 @@ from service.goldset import GoldSet, load_gold_set, load_trec_gold_set, validate
 from service.history import append_history, history_row
 from service.ir_metrics import parse_measure
 from service.records import Run
+from service.report import breakdown_k
 from service.retrievers.registry import build_retrievers
 from service.settings import Settings
 from service.trec import read_qrels, read_run
@@ -93,7 +94,8 @@ class EvalRequest:
 
 @dataclass(frozen=True)
 class EvalOutcome:
-    """Everything one eval run produced."""
+    """Everything one eval run produced (``breakdown_k``: the cut-off the HTML breakdowns
+    are charted at, :func:`service.report.breakdown_k`; ``None``: its default rule)."""
 
     gold_set: GoldSet
     ks: tuple[int, ...]
@@ -105,6 +107,7 @@ class EvalOutcome:
     misses_path: Path | None = None
     history_path: Path | None = None
     from_qrels: bool = False
+    breakdown_k: int | None = None
 
     def gold_set_summary(self) -> dict[str, Any]:
         """Return the ``gold_set`` block of the JSON report."""
@@ -306,6 +309,7 @@ def run_eval(request: EvalRequest, settings: Settings) -> EvalOutcome:
         misses_path=misses_path,
         history_path=history_path,
         from_qrels=request.qrels is not None,
+        breakdown_k=breakdown_k(ks, [gate.metric for gate in request.gates]),
     )
 
 

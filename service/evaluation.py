@@ -92,6 +92,9 @@ class RetrieverReport:
             those with no relevant passage scoring 0; :func:`trec_complete_means`).
         n_averaged: how many questions ``overall`` averages over (``n_questions`` for
             ``"answerable"``).
+        unanswerable_best: unanswerable question id → the passage ranked first for it and
+            its score (``None``: nothing returned); the right answer is a refusal, so a high
+            score here is a confident match for a question the corpus cannot answer.
     """
 
     retriever: str
@@ -107,6 +110,7 @@ class RetrieverReport:
     n_missing: int = 0
     mean: str = "answerable"
     n_averaged: int = -1
+    unanswerable_best: Mapping[str, tuple[str, float] | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.n_averaged < 0:
@@ -279,6 +283,11 @@ def evaluate_run(
         else dict.fromkeys(measures, 0.0)
     )
     top_scores = [max((d.score for d in run.get(q.id, [])), default=0.0) for q in unanswerable]
+    best: dict[str, tuple[str, float] | None] = {}
+    for q in unanswerable:
+        ranking, _ = rank_run(run.get(q.id, []))
+        scores = _best_scores(run.get(q.id, []))
+        best[q.id] = (ranking[0], scores[ranking[0]]) if ranking else None
     return RetrieverReport(
         retriever=retriever,
         overall=overall,
@@ -294,4 +303,5 @@ def evaluate_run(
         n_duplicates=result.n_duplicates,
         measures=measures,
         n_missing=sum(1 for q in answerable if q.id not in run),
+        unanswerable_best=best,
     )

@@ -56,6 +56,28 @@ def max_k(measures: Sequence[str]) -> int:
     return max((int(m.split("@")[1]) for m in measures if "@" in m), default=0)
 
 
+def breakdown_k(ks: Sequence[int], gate_metrics: Sequence[str] = ()) -> int:
+    """The cut-off the breakdowns are charted at: the k of the first ``--fail-under`` metric
+    that has one and is among ``ks``, else the largest k ≤ 10 (the cut-off of the text
+    table's nDCG column), else the smallest k.
+
+    Raises:
+        ValueError: ``ks`` is empty.
+
+    >>> breakdown_k([1, 5, 10, 20]), breakdown_k([1, 5, 10, 20], ["mrr", "recall@5"])
+    (10, 5)
+    >>> breakdown_k([20, 50])
+    20
+    """
+    if not ks:
+        raise ValueError("no cut-off")
+    for metric in gate_metrics:
+        _, at, k = metric.partition("@")
+        if at and k.isdigit() and int(k) in ks:
+            return int(k)
+    return max((k for k in ks if k <= 10), default=min(ks))
+
+
 def text_measures(measures: Sequence[str]) -> list[str]:
     """Pick the columns of the text table: recall@k and hit_rate@k for every k, MRR, nDCG at
     the largest k ≤ 10 (else the smallest k) and MAP. JSON output carries every measure."""

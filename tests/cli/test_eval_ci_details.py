@@ -182,3 +182,24 @@ def test_corpus_row_over_the_cap_names_the_line(tmp_path: Path) -> None:
     assert f"{corpus}, line 2: row is {size:,} bytes, over the limit of 1,048,576 bytes" in (
         result.stderr
     )
+
+
+def test_html_breakdowns_use_the_gate_cut_off_and_state_the_counts(
+    tmp_path: Path, shared_data: Path
+) -> None:
+    page = tmp_path / "eval.html"
+    result = invoke(["--gold", str(demo_path("gold.jsonl")), "--corpus",
+                     str(demo_path("corpus.jsonl")), "--retriever", "bm25",
+                     "--fail-under", "bm25:recall@5=0", "--html", str(page)], tmp_path)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    html = page.read_text(encoding="utf-8")
+    assert "recall@5 by kind" in html and "recall@20 by kind" not in html
+    fixtures = shared_data / "trec_eval-tests"
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text((fixtures / "qrels.test").read_text() + "304 0 FT944-128 0\n")
+    result = invoke(["--qrels", str(qrels), "--run", str(fixtures / "results.trunc"),
+                     "--html", str(page)], tmp_path)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    html = page.read_text(encoding="utf-8")
+    assert "4 topics, 1 with no relevant document (left out of the means" in html
+    assert "<tr><td>missing from the run (scored 0)</td><td>1</td></tr>" in html
