@@ -1,5 +1,6 @@
 """What a reader sees at 1,400 px in a real browser (headless Chromium): the eval report's
-overall table fits the page without a horizontal scroll bar (issue 18, item 5).
+overall table (issue 18, item 5) and the status page's suggestions table, whole ids and
+questions included (item 6), fit the page without a horizontal scroll bar.
 
 The pages run no script; the test loads a copy with one appended script that logs, per
 table, its section and whether its scroll box overflows, and reads Chromium's console.
@@ -13,9 +14,9 @@ import subprocess
 from pathlib import Path
 
 from service.evaluation import evaluate_run
-from service.html import render_eval_html
+from service.html import render_eval_html, render_status_page
 from service.records import ScoredDoc
-from tests.acceptance.test_html_chromium import CONSOLE, chromium  # noqa: F401
+from tests.acceptance.test_html_chromium import CONSOLE, STATUS, chromium  # noqa: F401
 from tests.service.html import samples
 
 WIDTH = 1400
@@ -58,3 +59,23 @@ def test_eval_overall_table_fits_at_1400_px(chromium: str, tmp_path: Path) -> No
         rows = table_widths(chromium, render_eval_html(case), tmp_path)
         overall = [r for r in rows if r["section"] == "overall"]
         assert overall and all(r["scroll"] <= r["client"] for r in overall), overall
+
+
+def test_status_suggestions_table_fits_at_1400_px(chromium: str, tmp_path: Path) -> None:  # noqa: F811
+    # the demo's suggestions as the replay summary carries them (ids of 18 characters,
+    # five reasons with their counts, RFC 3339 times)
+    reasons = {"answered_out_of_scope": 8, "low_confidence": 11, "negative_feedback": 1,
+               "coverage_gap": 5, "shadow_disagreement": 3}  # fmt: skip
+    rows = [
+        {"id": f"c-424bdba397e1bf{i:02d}", "question": "beech mein hostel chhoda to paise "
+         "wapas milenge kya is saal", "normalised": "beech mein hostel", "language": "hi-Latn",
+         "topic": "exam-duty", "role": "student", "source": "real", "count": 12,
+         "first_seen": "2026-11-16T04:51:31Z", "last_seen": "2026-11-18T17:03:22Z",
+         "reasons": reasons, "priority": 32.536, "gap": 0.092}
+        for i in range(20)
+    ]  # fmt: skip
+    extras = {"gold_candidates": {"n_suggestions": 504, "by_reason": {}, "top": rows}}
+    page = render_status_page(STATUS, samples.replay_report()["analytics"], extras=extras)
+    widths = table_widths(chromium, page, tmp_path)
+    table = [r for r in widths if r["section"] == "gold-candidates"]
+    assert table and all(r["scroll"] <= r["client"] for r in table), table
