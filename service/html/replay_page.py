@@ -81,7 +81,7 @@ def analytics_sections(
         parts += [
             _shares("languages", "Languages", drift["language"], series, "languages", drift),
             _shares("topics", "Topics", drift["topic"], series, "topics", drift),
-            drift_section(drift),
+            drift_section(drift, series),
             refusals_section(analytics, series),
         ]
     if shadow is not None:
