@@ -159,7 +159,7 @@ def test_harness_sees_console_errors(chromium: str, tmp_path: Path) -> None:
     [
         ("eval", ["overall", "curves", "breakdown", "misses", "unanswerable", "comparison"]),
         ("replay", ["ingest", "languages", "topics", "drift", "refusals"]),
-        ("status", ["process", "languages", "topics", "drift", "refusals"]),
+        ("status", ["moved", "languages", "topics", "drift", "refusals"]),
         ("sample-eval",
          ["overall", "curves", "breakdown", "misses", "unanswerable", "comparison"]),  # fmt: skip
         (
