@@ -160,8 +160,10 @@ def test_harness_sees_console_errors(chromium: str, tmp_path: Path) -> None:
         ("eval", ["overall", "curves", "breakdown", "misses", "unanswerable", "comparison"]),
         ("replay", ["ingest", "languages", "topics", "drift", "refusals"]),
         ("status", ["moved", "languages", "topics", "drift", "refusals"]),
-        ("sample-eval",
-         ["overall", "curves", "breakdown", "misses", "unanswerable", "comparison"]),  # fmt: skip
+        (
+            "sample-eval",
+            ["overall", "curves", "breakdown", "misses", "unanswerable", "comparison"],
+        ),  # fmt: skip
         (
             "sample-replay",
             ["ingest", "languages", "topics", "drift", "refusals", "shadow", "gold-candidates"],

@@ -85,9 +85,7 @@ def test_text_states_topics_without_relevant_document_and_missing_from_run(
                      "--k", "10"], tmp_path)  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "4 topics, 1 with no relevant document (left out of the means" in result.stdout
-    assert "means over 3 answerable questions; 1 missing from the run (scored 0)" in (
-        result.stdout
-    )
+    assert "means over 3 answerable questions; 1 missing from the run (scored 0)" in (result.stdout)
     result = invoke(["--qrels", str(qrels), "--run", str(fixtures / "results.trunc"),
                      "--k", "10", "--trec-mean"], tmp_path)  # fmt: skip
     assert "means over all 4 judged questions (trec_eval -c: 1 with no relevant passage " \

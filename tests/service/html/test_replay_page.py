@@ -73,8 +73,13 @@ def test_shadow_and_suggestions(page: str) -> None:
 
 
 def test_suggestions_show_the_whole_id_first_and_the_time_to_the_minute() -> None:
-    row = {"id": "c-424bdba397e1bfc0", "question": "afternoon paper kitne baje se hai ji",
-           "count": 11, "first_seen": "2026-11-17T08:42:33Z", "last_seen": "2026-11-18T12:50:13Z"}
+    row = {
+        "id": "c-424bdba397e1bfc0",
+        "question": "afternoon paper kitne baje se hai ji",
+        "count": 11,
+        "first_seen": "2026-11-17T08:42:33Z",
+        "last_seen": "2026-11-18T12:50:13Z",
+    }
     page = render_replay_html({**samples.replay_report(), "gold_candidates": [row]})
     # the id never wraps (it broke at its hyphen) and the question wraps at words only
     assert ('<tr><td class="nowrap">c-424bdba397e1bfc0</td>'

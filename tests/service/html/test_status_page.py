@@ -159,10 +159,15 @@ def test_route_shows_shadow_and_suggestions_when_the_service_has_them() -> None:
 
 def test_page_opens_with_what_moved() -> None:
     analytics = samples.replay_report()["analytics"]
-    extras = {"shadow": samples.shadow(), "gold_candidates": {"n_suggestions": 7, "top": [
-        {"id": "c-1", "question": "Hostel ka fee semester wise dena hai ya yearly?"}]}}
+    extras = {
+        "shadow": samples.shadow(),
+        "gold_candidates": {
+            "n_suggestions": 7,
+            "top": [{"id": "c-1", "question": "Hostel ka fee semester wise dena hai ya yearly?"}],
+        },
+    }
     page = render_status_page(STATUS, analytics, extras=extras)
-    moved = page[page.index('<section id="moved">'):page.index('<section id="languages">')]
+    moved = page[page.index('<section id="moved">') : page.index('<section id="languages">')]
     # the sample's drift: language (reference) hi-Latn 25 % -> 40 %, en 75 % -> 60 %;
     # refusals (baseline) 10 % -> 40 %
     assert ("language (reference): rising: hi-Latn 25%→40%; falling: en 75%→60%<br>"
