@@ -35,7 +35,7 @@ def drift_section(drift: Mapping[str, Any], series: Mapping[str, Any] | None = N
     held = False
     for dim in DIMENSIONS:
         for name, test in drift[dim]["comparisons"].items():
-            moved = _moved(test)
+            moved = category_moves(test)
             effect = (
                 f"JSD {num(test.get('js_divergence'))}"
                 if "js_divergence" in test
@@ -121,7 +121,9 @@ def drift_section(drift: Mapping[str, Any], series: Mapping[str, Any] | None = N
     return section("drift", "Drift", *parts)
 
 
-def _moved(test: Mapping[str, Any]) -> str:
+def category_moves(test: Mapping[str, Any]) -> str:
+    """What moved in a categorical drift test: ``"rising: hi-Latn 8%→37%; falling: en
+    92%→59%; new: hi"`` (``–`` when nothing did)."""
     up = [
         f"{r['category']} {r['reference_share']:.0%}→{r['current_share']:.0%}"
         for r in test.get("rising", ())

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from service.html.drift_section import DIMENSIONS, _moved
+from service.html.drift_section import DIMENSIONS, category_moves
 from service.html.extras import find_extra, suggestion_rows
 from service.html.page import Safe, badge, document, esc, num, para, pct, section, table
 from service.html.replay_page import analytics_sections
@@ -144,7 +144,7 @@ def _what_moved(test: Mapping[str, Any]) -> str:
     """A drift test's movement: shares for categories, ``a → b`` for a rate."""
     if "rate_current" in test:
         return f"{pct(test.get('rate_reference'))} → {pct(test.get('rate_current'))}"
-    return _moved(test)
+    return category_moves(test)
 
 
 def _link(anchor: str, label: str) -> Safe:
