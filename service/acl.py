@@ -22,6 +22,8 @@ Gold rows with a ``role`` are evaluated as that role (:meth:`AccessPolicy.gold_v
 (['p-2'], [])
 >>> sorted(policy.restricted), policy.roles
 (['p-2'], ('staff',))
+>>> AccessPolicy({"p-1": ["staff", "student"], "p-2": ["staff"]}).restricted_from_a_role
+frozenset({'p-2'})
 """
 
 from __future__ import annotations
@@ -56,6 +58,15 @@ class AccessPolicy:
     def restricted(self) -> frozenset[str]:
         """Ids of the passages not everyone may read."""
         return frozenset(self._acl)
+
+    @property
+    def restricted_from_a_role(self) -> frozenset[str]:
+        """Ids of the passages that at least one role named in the ACLs (:attr:`roles`) may
+        not read — what "restricted" means to a reader: ``["student", "parent", "staff"]``
+        on a corpus of those three roles restricts nothing, ``["staff"]`` does. (Roles no
+        ACL names are refused every passage with an ACL: :attr:`restricted` counts those.)"""
+        everyone = frozenset(self._roles)
+        return frozenset(pid for pid, roles in self._acl.items() if not everyone <= roles)
 
     @property
     def roles(self) -> tuple[str, ...]:

@@ -17,21 +17,17 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from service import __version__
 from service.cli_candidates import candidates_group
 from service.regular_files import open_regular
-from service.settings import (
-    GOLD_SET_OFF,
-    ConfigError,
-    Settings,
-    effective_config,
-    load_settings,
-)
 from service.topic_config import N_TOPICS_MAX, N_TOPICS_MIN
+
+if TYPE_CHECKING:  # the commands import what they need: `goldwatch --help` loads no models
+    from service.settings import Settings
 
 log = logging.getLogger("goldwatch")
 
@@ -52,6 +48,8 @@ def _notices(settings: Settings) -> list[str]:
     """What an operator should know about a valid configuration: no gold set (gold-set
     comparisons off), the mutating endpoints are disabled (no token), or personal data is
     not scrubbed."""
+    from service.settings import GOLD_SET_OFF
+
     notices = [GOLD_SET_OFF] if settings.gold_set is None else []
     if settings.api.token is None:
         notices.append(NO_TOKEN_NOTICE)
@@ -75,6 +73,8 @@ def _fail(message: str) -> None:
 
 
 def _settings(config: Path | None) -> Settings:
+    from service.settings import ConfigError, load_settings
+
     try:
         return load_settings(config)
     except ConfigError as exc:
@@ -126,6 +126,21 @@ def main(verbose: int) -> None:
         logging.getLogger(name).setLevel(max(level, logging.INFO))
 
 
+def _check_compare(
+    ctx: click.Context, param: click.Parameter, value: tuple[str, str] | None
+) -> tuple[str, str] | None:
+    """Refuse ``--compare A --k 5``: click would take the next flag for B and leave its value
+    as a stray argument."""
+    flags = [v for v in value or () if v.startswith("-")]
+    if flags:
+        raise click.BadParameter(
+            f"takes two names, A and B, but got the flag {flags[0]!r} as a name "
+            "(write --compare A B, then the other flags)",
+            param_hint="--compare",
+        )
+    return value
+
+
 @main.command("eval")
 @config_option
 @click.option("--gold", type=click.Path(path_type=Path, dir_okay=False), help="Gold-set JSONL.")
@@ -150,7 +165,11 @@ def main(verbose: int) -> None:
     type=click.Path(path_type=Path, dir_okay=False),
     help="TREC run file (no retrieval); repeatable.",
 )
-@click.option("--compare", nargs=2, default=None, help="Paired comparison: --compare A B.")
+@click.option("--compare", nargs=2, default=None, callback=_check_compare,
+              help="Paired comparison: --compare A B (retriever or run-file names).")  # fmt: skip
+@click.option("--trec-mean", is_flag=True,
+              help="Average over every judged question, those with no relevant passage "
+                   "scoring 0 (trec_eval -c), not over answerable questions only.")  # fmt: skip
 @click.option(
     "--fail-under",
     "gates",
@@ -180,6 +199,7 @@ def eval_command(
     topics: Path | None,
     runs: tuple[Path, ...],
     compare: tuple[str, str] | None,
+    trec_mean: bool,
     gates: tuple[str, ...],
     answers: Path | None,
     misses: Path | None,
@@ -196,7 +216,7 @@ def eval_command(
     is an error (exit 2), and so is a corpus holding none of its gold passages.
     """
     from service import eval_job
-    from service.report import render_json, render_text
+    from service.report import gold_set_line, render_json, render_text
     from service.retrievers.base import RetrieverError
 
     # Entry-point retrievers live in the user's project: import them from the current
@@ -220,6 +240,7 @@ def eval_command(
             history=history,
             progress=not no_progress,
             demo=demo,
+            trec_mean=trec_mean,
         )
         outcome = eval_job.run_eval(request, settings)
     except RetrieverError as exc:
@@ -248,11 +269,7 @@ def eval_command(
         )
         click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
-        summary = outcome.gold_set_summary()
-        click.echo(
-            f"gold set {summary['path'] or '(TREC qrels)'} version {summary['version']}: "
-            f"{summary['n_questions']} questions, {summary['n_unanswerable']} unanswerable\n"
-        )
+        click.echo(gold_set_line(outcome.gold_set_summary()) + "\n")
         click.echo(render_text(outcome.reports, outcome.comparisons))
         if outcome.answers is not None:
             click.echo("\n" + _answers_text(outcome.answers.to_json()))
@@ -505,6 +522,7 @@ def demo_command(
     printed); Ctrl-C stops it. --fast: everything at once, then the report.
     """
     from service import demo_job
+    from service.settings import ConfigError
     from service.state import StateError
 
     try:
@@ -665,6 +683,8 @@ def config_check(config: Path | None) -> None:
     file. When all is well it ends (stderr) with what serve would start from: the gold
     set's rows, the corpus's passages, the topics, the source and the state path.
     """
+    from service.settings import effective_config
+
     settings = _settings(config)
     loaded: dict[str, object] = {}
     problems = _file_problems(settings, loaded)

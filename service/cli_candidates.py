@@ -20,11 +20,6 @@ from typing import NoReturn
 
 import click
 
-from service.harvest.config import HarvestConfig
-from service.harvest.export import export_rows, write_jsonl
-from service.harvest.store import StateStoreCandidates
-from service.state import StateError, StateStore
-
 EXIT_USAGE = 2
 STDOUT = "-"
 
@@ -69,6 +64,12 @@ def export_command(
     state_path: Path | None, config: Path | None, limit: int | None, out: str
 ) -> None:
     """Write the undecided suggestions as gold-set JSONL to OUT (- for stdout), best first."""
+    # imported here, not at the top: `goldwatch --help` must not load them
+    from service.harvest.config import HarvestConfig
+    from service.harvest.export import export_rows, write_jsonl
+    from service.harvest.store import StateStoreCandidates
+    from service.state import StateError, StateStore
+
     _check_out(out)
     harvest = HarvestConfig()
     if state_path is None or config is not None:

@@ -6,7 +6,8 @@ Corpus row (one JSON object per line, UTF-8, blank lines skipped)::
      "acl": ["student", "parent", "staff"]}
 
 ``id`` and ``text`` are required non-blank strings; ``doc`` and ``doc_type`` optional strings;
-``acl`` an optional list of role strings (empty = everyone). Unknown fields are ignored.
+``acl`` an optional list of role strings (empty = everyone). Unknown fields are ignored. A row
+is at most :data:`MAX_CORPUS_ROW_BYTES` (1 MiB) of UTF-8.
 
 This module also holds the JSONL reading helpers the gold-set loader shares: every problem of
 a file is collected as ``"<file>, line <n>[ (id '<id>')], field '<name>': <what>"`` and raised
@@ -17,10 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -31,6 +33,11 @@ RowT = TypeVar("RowT", bound=BaseModel)
 
 #: How many problems an error message lists before ``"... and N more"``.
 MAX_LISTED_PROBLEMS = 20
+
+#: Longest corpus row (one JSONL line, UTF-8 bytes): 1 MiB. A longer row is an error naming
+#: its file and line, found before the row is parsed (a whole book pasted as one passage
+#: would otherwise be indexed silently, at the cost of minutes and gigabytes).
+MAX_CORPUS_ROW_BYTES = 1 << 20
 
 _JSON_TYPE_NAMES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
 
@@ -71,15 +78,42 @@ def where(path: Path | str, lineno: int, row_id: object = None) -> str:
     return text
 
 
-def read_jsonl_objects(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+def _bounded_lines(handle: BinaryIO, max_bytes: int) -> Iterator[tuple[int, bytes | None, int]]:
+    """Yield ``(line number, raw line, size in bytes)`` for each line of ``handle``; a line
+    longer than ``max_bytes`` (line ending excluded) is yielded as ``None`` with its size,
+    read in 1 MiB chunks and never held whole in memory."""
+    lineno = 0
+    while raw := handle.readline(max_bytes + 2):
+        lineno += 1
+        size = len(raw.rstrip(b"\r\n"))
+        if size <= max_bytes:
+            yield lineno, raw, size
+            continue
+        while not raw.endswith(b"\n") and (raw := handle.readline(1 << 20)):
+            size += len(raw.rstrip(b"\r\n"))
+        yield lineno, None, size
+
+
+def read_jsonl_objects(
+    path: Path, problems: list[str], max_line_bytes: int | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line number, object)`` for each non-blank line of a JSONL file.
 
     Lines that are not UTF-8, not JSON or not a JSON object are reported into ``problems``
     (``"<file>, line <n>: invalid JSON (<reason> at column <c>)"``) and skipped. A UTF-8 BOM
-    is tolerated. Raises ``OSError`` (e.g. ``FileNotFoundError``) when the file can't be read.
+    is tolerated. A line over ``max_line_bytes`` bytes (UTF-8, line ending excluded; ``None``:
+    no limit) is reported (``"<file>, line <n>: row is <size> bytes, over the limit of
+    <max> bytes"``) and skipped before it is decoded or parsed. Raises ``OSError`` (e.g.
+    ``FileNotFoundError``) when the file can't be read.
     """
     with open_regular(path) as handle:  # a FIFO or device: a plain error, not a hang
-        for lineno, raw in enumerate(handle, start=1):
+        for lineno, raw, size in _bounded_lines(handle, max_line_bytes or sys.maxsize - 2):
+            if raw is None:
+                problems.append(
+                    f"{where(path, lineno)}: row is {size:,} bytes, over the limit of "
+                    f"{max_line_bytes:,} bytes"
+                )
+                continue
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -127,13 +161,14 @@ def duplicate_problem(path: Path, lineno: int, row_id: str, first_line: int) -> 
 
 
 def validated_rows(
-    path: Path, model: type[RowT], problems: list[str]
+    path: Path, model: type[RowT], problems: list[str], max_line_bytes: int | None = None
 ) -> Iterator[tuple[int, RowT]]:
     """Yield ``(line, row)`` for each JSONL object of ``path`` that validates as ``model`` and
     whose ``id`` was not seen on an earlier line; every other line adds to ``problems``
-    (invalid JSON, wrong fields, duplicate id naming both lines)."""
+    (a line over ``max_line_bytes``, invalid JSON, wrong fields, duplicate id naming both
+    lines)."""
     first_line: dict[str, int] = {}
-    for lineno, obj in read_jsonl_objects(path, problems):
+    for lineno, obj in read_jsonl_objects(path, problems, max_line_bytes):
         try:
             row = model.model_validate(obj)
         except ValidationError as exc:
@@ -238,15 +273,16 @@ def load_corpus(path: Path | str) -> Corpus:
 
     Raises:
         CorpusError: listing every problem as ``"<file>, line <n>, field '<name>': <what>"`` —
-            bad JSON, non-object rows, missing/blank ``id`` or ``text``, wrong types, ``acl``
-            not a list of non-blank strings, duplicate ids (naming both lines), or no rows.
+            a row over :data:`MAX_CORPUS_ROW_BYTES`, bad JSON, non-object rows, missing/blank
+            ``id`` or ``text``, wrong types, ``acl`` not a list of non-blank strings,
+            duplicate ids (naming both lines), or no rows.
         OSError: the file can't be read.
     """
     path = Path(path)
     problems: list[str] = []
     passages = [
         Passage(row.id, row.text, row.doc, row.doc_type, tuple(row.acl))
-        for _, row in validated_rows(path, _PassageRow, problems)
+        for _, row in validated_rows(path, _PassageRow, problems, MAX_CORPUS_ROW_BYTES)
     ]
     if not passages and not problems:
         problems.append(f"{path}: contains no passages")

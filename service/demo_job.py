@@ -405,15 +405,14 @@ def run_live(
         DemoError: the port is taken or the working folder is unusable.
         service.state.StateError, ValueError, OSError: the service cannot start.
     """
-
-    from service.api.app import create_app
-    from service.api.runtime import Runtime
-    from service.api.serving import GracefulServer, server_config, shutdown_problem
-
     # the settings first: a bad GOLDWATCH_* variable fails before the port or the folder
     settings, token = live_settings(workdir, rate=rate, host=host, port=port)
-    sock = bind(host, port)
+    sock = bind(host, port)  # then the port, before the heavy imports: a taken port fails at once
     try:
+        from service.api.app import create_app
+        from service.api.runtime import Runtime
+        from service.api.serving import GracefulServer, server_config, shutdown_problem
+
         prepare_workdir(workdir)
         runtime = Runtime(settings)
     except BaseException:

@@ -19,14 +19,25 @@ from service.answers import AnswerCheckReport, check_answers, load_answers
 from service.compare import PairedComparison, compare_all
 from service.corpus import Corpus, load_corpus
 from service.demo import demo_path
-from service.evaluation import RetrieverReport, evaluate_run, retrieve_run
-from service.goldset import GoldSet, corpus_coverage, load_gold_set, load_trec_gold_set
+from service.evaluation import (
+    RetrieverReport,
+    evaluate_run,
+    retrieve_run,
+    trec_complete_means,
+)
+from service.goldset import (
+    GoldSet,
+    corpus_coverage,
+    load_gold_set,
+    load_trec_gold_set,
+)
 from service.history import append_history, history_row
 from service.ir_metrics import parse_measure
 from service.records import Run
+from service.report import breakdown_k
 from service.retrievers.registry import build_retrievers
 from service.settings import Settings
-from service.trec import read_run
+from service.trec import read_qrels, read_run
 
 log = logging.getLogger(__name__)
 
@@ -84,11 +95,13 @@ class EvalRequest:
     history: Path | None = None
     progress: bool = True
     demo: bool = False
+    trec_mean: bool = False
 
 
 @dataclass(frozen=True)
 class EvalOutcome:
-    """Everything one eval run produced."""
+    """Everything one eval run produced (``breakdown_k``: the cut-off the HTML breakdowns
+    are charted at, :func:`service.report.breakdown_k`; ``None``: its default rule)."""
 
     gold_set: GoldSet
     ks: tuple[int, ...]
@@ -99,6 +112,8 @@ class EvalOutcome:
     warnings: tuple[str, ...] = field(default=())
     misses_path: Path | None = None
     history_path: Path | None = None
+    from_qrels: bool = False
+    breakdown_k: int | None = None
 
     def gold_set_summary(self) -> dict[str, Any]:
         """Return the ``gold_set`` block of the JSON report."""
@@ -107,6 +122,7 @@ class EvalOutcome:
             "version": self.gold_set.version,
             "n_questions": len(self.gold_set),
             "n_unanswerable": len(self.gold_set.unanswerable()),
+            "from_qrels": self.from_qrels,
         }
 
 
@@ -262,8 +278,17 @@ def run_eval(request: EvalRequest, settings: Settings) -> EvalOutcome:
         raise EvalUsageError("--run needs --qrels or --gold")
     if request.qrels is not None and request.gold is not None:
         raise EvalUsageError("use either --qrels or --gold, not both")
-    if request.qrels is not None and not request.runs:
-        raise EvalUsageError("--qrels scores TREC run files: add --run (one or more)")
+    if request.qrels is not None and not request.runs and request.topics is None:
+        raise EvalUsageError(
+            "--qrels needs --run (TREC run files to score), or --topics (the questions) "
+            "with a corpus (--corpus) to retrieve with --retriever"
+        )
+    if request.qrels is not None and not request.runs and request.corpus is None:
+        if settings.corpus is None:
+            raise EvalUsageError(
+                "--qrels with --topics retrieves from a corpus: add --corpus "
+                "(or corpus in the config), or score TREC run files with --run"
+            )
     if request.topics is not None and request.qrels is None:
         raise EvalUsageError("--topics goes with --qrels")
     ks = tuple(sorted(set(request.ks or settings.eval.k)))
@@ -277,6 +302,9 @@ def run_eval(request: EvalRequest, settings: Settings) -> EvalOutcome:
         evaluate_run(name, questions, run, ks, settings.eval.relevance_level)
         for name, run in runs.items()
     )
+    if request.trec_mean:
+        n_judged = len(read_qrels(request.qrels)) if request.qrels is not None else len(gold)
+        reports = tuple(trec_complete_means(r, n_judged) for r in reports)
     comparisons: tuple[PairedComparison, ...] = ()
     if request.compare:
         a, b = request.compare
@@ -320,6 +348,8 @@ def run_eval(request: EvalRequest, settings: Settings) -> EvalOutcome:
         warnings=tuple(warnings),
         misses_path=misses_path,
         history_path=history_path,
+        from_qrels=request.qrels is not None,
+        breakdown_k=breakdown_k(ks, [gate.metric for gate in request.gates]),
     )
 
 

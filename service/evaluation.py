@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import fmean
 
 from service.ir_metrics import evaluate, rank_run
@@ -85,6 +85,16 @@ class RetrieverReport:
             ``None`` when there are none).
         misses: answerable questions not fully found in the top ``max(k)``.
         n_duplicates: duplicate ids removed from result lists (trec_eval keeps the best rank).
+        n_missing: answerable questions the run has no entry for (scored 0 in every
+            metric, as trec_eval ``-c`` scores them); 0 for a built-in retriever.
+        mean: what ``overall`` averages over: ``"answerable"`` (the default: questions with
+            at least one relevant passage) or ``"trec_eval -c"`` (every judged question,
+            those with no relevant passage scoring 0; :func:`trec_complete_means`).
+        n_averaged: how many questions ``overall`` averages over (``n_questions`` for
+            ``"answerable"``).
+        unanswerable_best: unanswerable question id → the passage ranked first for it and
+            its score (``None``: nothing returned); the right answer is a refusal, so a high
+            score here is a confident match for a question the corpus cannot answer.
     """
 
     retriever: str
@@ -97,6 +107,14 @@ class RetrieverReport:
     misses: tuple[Miss, ...]
     n_duplicates: int
     measures: tuple[str, ...] = field(default=())
+    n_missing: int = 0
+    mean: str = "answerable"
+    n_averaged: int = -1
+    unanswerable_best: Mapping[str, tuple[str, float] | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.n_averaged < 0:
+            object.__setattr__(self, "n_averaged", self.n_questions)
 
     def to_json(self) -> dict[str, object]:
         """Return the documented machine-readable form (``--format json``)."""
@@ -108,7 +126,32 @@ class RetrieverReport:
             "unanswerable": self.unanswerable,
             "n_misses": len(self.misses),
             "n_duplicates": self.n_duplicates,
+            "n_missing_from_run": self.n_missing,
+            "mean": self.mean,
+            "n_averaged": self.n_averaged,
         }
+
+
+def trec_complete_means(report: RetrieverReport, n_judged: int) -> RetrieverReport:
+    """Return ``report`` with ``overall`` as trec_eval ``-c`` averages it: the sum of the
+    answerable questions' scores over ``n_judged``, every judged question (topic), those
+    with no relevant passage included. Such a question scores 0 in every reported measure
+    (recall, hit rate, precision, MRR, nDCG and AP are 0 without a relevant passage:
+    trec_eval's ``m_*.c``), and questions missing from the run already score 0.
+
+    Breakdowns stay over answerable questions. Source: trec_eval ``-c``, "average over the
+    complete set of queries in the relevance judgements" (``trec_eval.c``).
+
+    Raises:
+        ValueError: ``n_judged`` is smaller than the answerable questions counted.
+    """
+    if n_judged < report.n_questions:
+        raise ValueError(f"n_judged ({n_judged}) < answerable questions ({report.n_questions})")
+    overall = {
+        m: (sum(v[m] for v in report.per_query.values()) / n_judged if n_judged else 0.0)
+        for m in report.measures
+    }
+    return replace(report, overall=overall, mean="trec_eval -c", n_averaged=n_judged)
 
 
 def retrieve_run(
@@ -240,6 +283,11 @@ def evaluate_run(
         else dict.fromkeys(measures, 0.0)
     )
     top_scores = [max((d.score for d in run.get(q.id, [])), default=0.0) for q in unanswerable]
+    best: dict[str, tuple[str, float] | None] = {}
+    for q in unanswerable:
+        ranking, _ = rank_run(run.get(q.id, []))
+        scores = _best_scores(run.get(q.id, []))
+        best[q.id] = (ranking[0], scores[ranking[0]]) if ranking else None
     return RetrieverReport(
         retriever=retriever,
         overall=overall,
@@ -254,4 +302,6 @@ def evaluate_run(
         misses=_find_misses(retriever, answerable, run, max(ks)),
         n_duplicates=result.n_duplicates,
         measures=measures,
+        n_missing=sum(1 for q in answerable if q.id not in run),
+        unanswerable_best=best,
     )

@@ -14,6 +14,7 @@ Gold-set row (one JSON object per line, UTF-8, blank lines skipped)::
   ``"multi-passage"`` row with fewer than two gold passages (:func:`kind_problem`).
 * ``source`` is one of ``real``, ``written``, ``generated``. Unknown fields are ignored.
 * The shape ``{"id", "question", "relevantDocs", "answerContains"}`` is accepted too.
+* A row is at most :data:`MAX_GOLD_ROW_BYTES` (64 KiB) of UTF-8.
 
 Errors name the file, line, field and id — never the question text (it may hold personal data).
 """
@@ -42,6 +43,11 @@ from service.records import KINDS, GoldQuestion, Qrels
 from service.trec import read_qrels, read_topics
 
 logger = logging.getLogger(__name__)
+
+#: Longest gold-set row (one JSONL line, UTF-8 bytes): 64 KiB, room for a long question with
+#: its reference answer. A longer row is an error naming its file and line, found before the
+#: row is parsed (a pasted 5 MB "question" would otherwise be retrieved for minutes).
+MAX_GOLD_ROW_BYTES = 64 << 10
 
 _OPTIONAL_FIELDS = ("reference_answer", "source", "doc_type", "role", "language", "topic")
 
@@ -255,7 +261,8 @@ def load_gold_set(path: Path | str) -> GoldSet:
 
     Raises:
         GoldSetError: listing every problem as ``"<file>, line <n> (id '<id>'), field '<f>':
-            <what>"`` (first 20, then ``"... and N more"``): invalid JSON, non-object rows,
+            <what>"`` (first 20, then ``"... and N more"``): a row over
+            :data:`MAX_GOLD_ROW_BYTES`, invalid JSON, non-object rows,
             missing/blank ``id`` or ``question``, missing ``gold``, wrong types, unknown
             ``source``, a ``kind`` that does not fit ``gold`` (:func:`kind_problem`),
             duplicate ids (naming both lines), or an empty file.
@@ -264,7 +271,7 @@ def load_gold_set(path: Path | str) -> GoldSet:
     path = Path(path)
     problems: list[str] = []
     questions: list[GoldQuestion] = []
-    for lineno, row in validated_rows(path, _GoldRow, problems):
+    for lineno, row in validated_rows(path, _GoldRow, problems, MAX_GOLD_ROW_BYTES):
         row_problems = _row_problems(path, lineno, row)
         problems.extend(row_problems)
         if not row_problems:

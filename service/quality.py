@@ -261,8 +261,11 @@ class LiveQualityStage:
         "recall", "hit_rate", "mrr"}} (means over scored events, ``None`` when none),
         "refusals": {"known_answerable", "refused_answerable", "known_unanswerable",
         "answered_unanswerable"}, "acl": {"violations": [rows], "leaks": [rows],
-        "restricted_passages": n}, "review": [rows]}`` — rows as in
+        "restricted_passages": n, "passages_with_acl": n}, "review": [rows]}`` — rows as in
         :meth:`pending_observations`, review rows as in the module docstring.
+        ``restricted_passages``: passages at least one role named in the corpus ACLs may not
+        read (:attr:`~service.acl.AccessPolicy.restricted_from_a_role`; an ACL listing every
+        role restricts nothing); ``passages_with_acl``: passages with a non-empty ACL.
         """
         with self._lock:
             known = {name: _means(cell) for name, cell in sorted(self._known.items())}
@@ -276,7 +279,10 @@ class LiveQualityStage:
                 "acl": {
                     "violations": _acl_rows(self._acl, "violations"),
                     "leaks": _acl_rows(self._acl, "leaks"),
-                    "restricted_passages": len(self.policy.restricted) if self.policy else 0,
+                    "restricted_passages": (
+                        len(self.policy.restricted_from_a_role) if self.policy else 0
+                    ),
+                    "passages_with_acl": len(self.policy.restricted) if self.policy else 0,
                 },
                 "review": [dict(row) for row in review[: self.max_review]],
             }

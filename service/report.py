@@ -3,13 +3,16 @@
 JSON schema (``schema_version`` 1)::
 
     {"schema_version": 1,
-     "gold_set": {"path", "version", "n_questions", "n_unanswerable"},
+     "gold_set": {"path", "version", "n_questions", "n_unanswerable", "from_qrels"},
      "k": [1, 5, 10, 20],
      "retrievers": {name: {"overall": {metric: value},
                            "by": {field: {value: {metric: value, "n": count}}},
                            "n_questions": int, "n_unanswerable": int,
                            "unanswerable": {"n", "mean_top_score"},
-                           "n_misses": int, "n_duplicates": int}},
+                           "n_misses": int, "n_duplicates": int,
+                           "n_missing_from_run": int,    # answerable, absent: scored 0
+                           "mean": "answerable" | "trec_eval -c",  # what overall averages
+                           "n_averaged": int}},                    # over, and how many
      "comparison": [{"metric", "a", "b", "n", "mean_a", "mean_b", "mean_diff", "wins",
                      "losses", "ties", "p_value", "ci_low", "ci_high", "confidence",
                      "deltas": {question_id: b - a}}],        # only with --compare
@@ -53,6 +56,28 @@ def max_k(measures: Sequence[str]) -> int:
     return max((int(m.split("@")[1]) for m in measures if "@" in m), default=0)
 
 
+def breakdown_k(ks: Sequence[int], gate_metrics: Sequence[str] = ()) -> int:
+    """The cut-off the breakdowns are charted at: the k of the first ``--fail-under`` metric
+    that has one and is among ``ks``, else the largest k ≤ 10 (the cut-off of the text
+    table's nDCG column), else the smallest k.
+
+    Raises:
+        ValueError: ``ks`` is empty.
+
+    >>> breakdown_k([1, 5, 10, 20]), breakdown_k([1, 5, 10, 20], ["mrr", "recall@5"])
+    (10, 5)
+    >>> breakdown_k([20, 50])
+    20
+    """
+    if not ks:
+        raise ValueError("no cut-off")
+    for metric in gate_metrics:
+        _, at, k = metric.partition("@")
+        if at and k.isdigit() and int(k) in ks:
+            return int(k)
+    return max((k for k in ks if k <= 10), default=min(ks))
+
+
 def text_measures(measures: Sequence[str]) -> list[str]:
     """Pick the columns of the text table: recall@k and hit_rate@k for every k, MRR, nDCG at
     the largest k ≤ 10 (else the smallest k) and MAP. JSON output carries every measure."""
@@ -83,6 +108,7 @@ def render_text(reports: Sequence[RetrieverReport], comparisons: Sequence[Paired
             f"== {r.retriever}: {r.n_questions} answerable questions, {unanswerable}, "
             f"{misses} (a gold passage outside the top {max_k(r.measures)}){duplicates} =="
         )
+        out.append(mean_note(r))
         rows: list[list[object]] = [["all", r.n_questions, *(r.overall[m] for m in columns)]]
         for field, groups in r.by.items():
             rows.extend(
@@ -95,6 +121,36 @@ def render_text(reports: Sequence[RetrieverReport], comparisons: Sequence[Paired
         out.append("Paired comparison (B - A; randomization test, bootstrap CI)")
         out.append(table(list(COMPARISON_COLUMNS), comparison_rows(comparisons)))
     return "\n".join(out).rstrip()
+
+
+def gold_set_line(summary: dict[str, Any]) -> str:
+    """One line on what was scored: the gold set (or qrels) and how many of its questions
+    have no relevant passage, which the means leave out (``summary``: the ``gold_set`` block
+    of the JSON report)."""
+    n, none = summary["n_questions"], summary["n_unanswerable"]
+    if summary.get("from_qrels"):
+        return (
+            f"qrels {summary['path']} version {summary['version']}: {n} topics, {none} with "
+            "no relevant document (left out of the means; --trec-mean counts them as 0)"
+        )
+    return (
+        f"gold set {summary['path']} version {summary['version']}: {n} questions, {none} "
+        "unanswerable (no gold passage: scored apart, left out of the means)"
+    )
+
+
+def mean_note(report: RetrieverReport) -> str:
+    """What a retriever's means average over, and how many questions the run did not hold
+    (scored 0), e.g. ``"means over 2 answerable questions; 1 missing from the run (scored
+    0)"``."""
+    if report.mean == "trec_eval -c":
+        text = (
+            f"means over all {report.n_averaged} judged questions (trec_eval -c: "
+            f"{report.n_averaged - report.n_questions} with no relevant passage scored 0)"
+        )
+    else:
+        text = f"means over {report.n_averaged} answerable questions"
+    return f"{text}; {report.n_missing} missing from the run (scored 0)"
 
 
 #: Columns of a paired-comparison table, text and HTML alike.

@@ -11,7 +11,8 @@ Formats (whitespace separated; blank lines and lines starting with ``#`` are ski
   ``qid<TAB>text`` TSV, detected by content (a ``<top>`` tag means SGML).
 
 Malformed lines raise :class:`TrecFormatError` listing ``"<file>, line <n>: <what>"`` for
-every problem of the file. Topic texts are never echoed in messages.
+every problem of the file; a file that is not UTF-8 text (binary, Latin-1...) stops at its
+first such line, named with the byte offset. Topic texts are never echoed in messages.
 """
 
 from __future__ import annotations
@@ -44,10 +45,28 @@ class TrecFormatError(ValueError):
         super().__init__("\n".join([f"{len(self.problems)} problem(s) in {path}:", *shown]))
 
 
+def _decoded(path: Path, lineno: int, raw: bytes) -> str:
+    """One line of ``path`` as text; a UTF-8 BOM on the first line is dropped.
+
+    Raises:
+        TrecFormatError: the line is not UTF-8 or holds a NUL byte (a binary file), naming
+            the file, the line and the byte offset within the line.
+    """
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        what = f"not UTF-8 (byte {exc.start} of the line): a binary file, or another encoding"
+        raise TrecFormatError(path, [f"{path}, line {lineno}: {what}"]) from None
+    if "\0" in line:
+        what = f"a NUL byte (byte {line.index(chr(0))} of the line): a binary file, not text"
+        raise TrecFormatError(path, [f"{path}, line {lineno}: {what}"])
+    return line.removeprefix("\ufeff") if lineno == 1 else line
+
+
 def _data_lines(path: Path) -> Iterator[tuple[int, list[str]]]:
-    with path.open(encoding="utf-8-sig") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            cols = line.split()
+    with path.open("rb") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            cols = _decoded(path, lineno, raw).split()
             if cols and not cols[0].startswith("#"):
                 yield lineno, cols
 
@@ -195,7 +214,10 @@ def read_topics(path: Path | str, field: str = "title") -> dict[str, str]:
     if field not in _TOPIC_FIELDS:
         raise ValueError(f"field must be one of {sorted(_TOPIC_FIELDS)}, got {field!r}")
     path = Path(path)
-    text = path.read_text(encoding="utf-8-sig")
+    text = "".join(
+        _decoded(path, lineno, raw)
+        for lineno, raw in enumerate(path.read_bytes().splitlines(keepends=True), start=1)
+    )
     problems: list[str] = []
     if re.search(r"<top>", text, re.IGNORECASE):
         topics = _sgml_topics(path, text, field, problems)

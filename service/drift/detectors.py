@@ -34,7 +34,10 @@ Measured on seeded pilot-sized streams (a question every ~10 s; tests/service/dr
 
 Hysteresis: ``drift`` clears only when the effect falls below the lower ``clear_*``
 thresholds (significance plays no part in clearing). Unlike river detectors, nothing resets
-after an alarm: the state says whether the drift is still there.
+after an alarm: the state says whether the drift is still there. A report whose ``drift``
+is held this way — its own test would not raise an alarm (effect below ``min_*`` or p not
+below alpha) but the effect has not fallen below ``clear_*`` — says
+``held_by_hysteresis: true``.
 
 >>> det = RateDriftDetector(reference=(5, 100), min_count=50,
 ...     windows=WindowConfig(window_s=600, test_every_s=60, baseline="none"))
@@ -98,6 +101,7 @@ class CategoricalDriftReport:
     rising: tuple[ShareChange, ...] = ()  # CI of the share change above 0, largest first
     falling: tuple[ShareChange, ...] = ()
     new_categories: tuple[str, ...] = ()  # absent from the reference side
+    held_by_hysteresis: bool = False  # drift kept only because the effect is not yet clear
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (``ShareChange`` rows become dicts)."""
@@ -124,6 +128,7 @@ class RateDriftReport:
     p_value: float = 1.0
     alpha: float = 0.0
     method: str = "none"
+    held_by_hysteresis: bool = False  # drift kept only because the effect is not yet clear
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
@@ -355,16 +360,18 @@ class CategoricalDriftDetector(_WindowedDetector):
         mode: Literal["auto", "asymptotic"] = "auto" if exact else "asymptotic"
         resamples = min(20_000, max(1999, math.ceil(20 / alpha)))  # only for tiny samples
         chi = chi2_from_table(cats, table, mode, n_resamples=resamples)
+        alarm = strong and chi.p_value < alpha
         if before == "drift":
             weak = jsd < self.clear_jsd and effect < self.clear_share_change
             state: State = "ok" if weak else "drift"
         else:
-            state = "drift" if strong and chi.p_value < alpha else "ok"
+            state = "drift" if alarm else "ok"
         rising = tuple(s for s in changes if s.ci_low > 0)
         falling = tuple(sorted((s for s in changes if s.ci_high < 0), key=lambda s: s.change))
         return CategoricalDriftReport(
             name, state, t, chi.n_reference, chi.n_current, jsd, psi_from_shares(p, q),
             chi.p_value, alpha, chi.method, rising, falling, chi.new_categories,
+            held_by_hysteresis=state == "drift" and not alarm,
         )  # fmt: skip
 
 
@@ -439,11 +446,13 @@ class RateDriftDetector(_WindowedDetector):
         x_cur, x_ref = int(cur.get("1", 0)), int(ref.get("1", 0))
         test = two_proportion_test(x_cur, n_cur, x_ref, n_ref, self.confidence)
         effect = _conservative(test.ci_low, test.ci_high)
+        alarm = effect >= self.min_change and test.p_value < alpha
         if before == "drift":
             state: State = "ok" if effect < self.clear_change else "drift"
         else:
-            state = "drift" if effect >= self.min_change and test.p_value < alpha else "ok"
+            state = "drift" if alarm else "ok"
         return RateDriftReport(
             name, state, t, n_ref, n_cur, test.rate_reference, test.rate_current,
             test.ci_low, test.ci_high, test.p_value, alpha, test.method,
+            held_by_hysteresis=state == "drift" and not alarm,
         )  # fmt: skip

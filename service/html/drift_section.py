@@ -14,29 +14,42 @@ from service.html import plots
 from service.html.page import Safe, badge, figure, num, para, pct, section, table, when
 
 DIMENSIONS = ("language", "topic", "refusal", "out_of_scope")
+#: Said under the table when a row's drift is held by hysteresis.
+HELD_NOTE = (
+    "Held by hysteresis: this test alone would not raise an alarm (its effect is below the "
+    "alarm threshold, or its p-value not below alpha), but drift clears only once the effect "
+    "falls below the clear thresholds (JSD 0.025 and every share change 2.5 points; a rate "
+    "change 2.5 points), so the drift declared earlier stands."
+)
 
 
-def drift_section(drift: Mapping[str, Any]) -> Safe:
+def drift_section(drift: Mapping[str, Any], series: Mapping[str, Any] | None = None) -> Safe:
     """Build the section from a drift report (keys: the four dimensions, ``alarms``,
-    ``events_seen``, ``event_time``).
+    ``events_seen``, ``event_time``); with the analytics' time ``series``, the alarm time
+    line spans the traffic's whole time range.
 
     Raises:
         KeyError: a dimension is missing from ``drift``.
     """
     rows = []
+    held = False
     for dim in DIMENSIONS:
         for name, test in drift[dim]["comparisons"].items():
-            moved = _moved(test)
+            moved = category_moves(test)
             effect = (
                 f"JSD {num(test.get('js_divergence'))}"
                 if "js_divergence" in test
                 else f"{pct(test.get('rate_reference'))} → {pct(test.get('rate_current'))}"
             )
+            state = badge(test["state"])
+            if test.get("held_by_hysteresis"):
+                held = True
+                state = Safe(f'{state} <span class="muted">held by hysteresis</span>')
             rows.append(
                 [
                     dim,
                     name,
-                    badge(test["state"]),
+                    state,
                     when(test.get("timestamp")),
                     test.get("n_reference"),
                     test.get("n_current"),
@@ -68,10 +81,18 @@ def drift_section(drift: Mapping[str, Any]) -> Safe:
         para(f"{dim}: raises no alarm — {why}", "warn")
         for dim, why in sorted((drift.get("suppressed_dimensions") or {}).items())
     ]
+    if held:
+        parts.append(para(HELD_NOTE, "muted"))
     alarms = drift.get("alarms") or []
     if alarms:
         marks = [(a["dimension"], float(a["timestamp"]), a["state"] == "drift") for a in alarms]
-        svg = plots.timeline(list(DIMENSIONS), marks, title="Drift alarms")
+        buckets = (series or {}).get("buckets") or []
+        span = None
+        if buckets:
+            last = float(buckets[-1]["start"]) + float((series or {}).get("bucket_s", 0))
+            span = (min(float(buckets[0]["start"]), *(t for _, t, _ in marks)),
+                    max(last, *(t for _, t, _ in marks)))  # fmt: skip
+        svg = plots.timeline(list(DIMENSIONS), marks, title="Drift alarms", span=span)
         parts.append(figure(svg, "Filled: a comparison entered drift; hollow: it left."))
         parts.append(
             table(
@@ -104,7 +125,9 @@ def drift_section(drift: Mapping[str, Any]) -> Safe:
     return section("drift", "Drift", *parts)
 
 
-def _moved(test: Mapping[str, Any]) -> str:
+def category_moves(test: Mapping[str, Any]) -> str:
+    """What moved in a categorical drift test: ``"rising: hi-Latn 8%→37%; falling: en
+    92%→59%; new: hi"`` (``–`` when nothing did)."""
     up = [
         f"{r['category']} {r['reference_share']:.0%}→{r['current_share']:.0%}"
         for r in test.get("rising", ())

@@ -1,11 +1,14 @@
 """``goldwatch eval --html``: one self-contained page per evaluation.
 
-Sections (each a ``<section id=…>``): ``overall`` (a table per retriever with the gates that
-failed), ``curves`` (recall@k and hit rate@k against k, one line per retriever, SVG),
+Sections (each a ``<section id=…>``): ``overall`` (one row per metric, one column per
+retriever, so it fits the page however many cut-offs; what the means average over; the gates
+that failed), ``curves`` (recall@k and hit rate@k against k, one line per retriever, SVG),
 ``breakdown`` (per field — kind, doc type, source, language, role, topic — a bar chart of
-recall at the largest k and a table), ``misses`` (per retriever, what came back instead of
-the gold passages), ``comparison`` (paired B − A differences with their bootstrap intervals)
-and, with ``--answers``, ``answers``.
+recall at the breakdown cut-off, :func:`service.report.breakdown_k`, and a table),
+``misses`` (per retriever, what came back instead of the gold passages), ``unanswerable``
+(the questions with no gold passage and what each retriever ranked first for them),
+``comparison`` (paired B − A differences with their bootstrap intervals) and, with
+``--answers``, ``answers``.
 """
 
 from __future__ import annotations
@@ -16,7 +19,14 @@ from typing import TYPE_CHECKING
 from service.html import plots
 from service.html.page import Safe, document, esc, figure, num, para, pct, section, table
 from service.records import BREAKDOWN_FIELDS
-from service.report import COMPARISON_COLUMNS, comparison_rows, max_k, text_measures
+from service.report import (
+    COMPARISON_COLUMNS,
+    breakdown_k,
+    comparison_rows,
+    gold_set_line,
+    max_k,
+    text_measures,
+)
 
 if TYPE_CHECKING:
     from service.compare import PairedComparison
@@ -44,22 +54,22 @@ def render_eval_html(outcome: EvalOutcome, *, max_misses: int = MAX_MISSES) -> s
         raise ValueError("no retriever was evaluated: nothing to render")
     if max_misses < 0:
         raise ValueError("max_misses must be >= 0")
-    summary = outcome.gold_set_summary()
     header = [
         Safe("<h1>goldwatch — retrieval evaluation</h1>"),
         para(
-            f"gold set {summary['path'] or '(TREC qrels)'}, version {summary['version']}: "
-            f"{summary['n_questions']} questions, {summary['n_unanswerable']} unanswerable "
-            f"(scored apart). Cut-offs k = {', '.join(map(str, outcome.ks))}.",
+            f"{gold_set_line(outcome.gold_set_summary())}. "
+            f"Cut-offs k = {', '.join(map(str, outcome.ks))}.",
             "meta",
         ),
     ]
+    k = outcome.breakdown_k or breakdown_k(outcome.ks)
     body = [
         *header,
         _overall(outcome),
         _curves(outcome.ks, outcome.reports),
-        _breakdown(outcome.reports),
+        _breakdown(outcome.reports, k),
         _misses(outcome.reports, max_misses),
+        _unanswerable(outcome, max_misses),
         _comparison(outcome.comparisons),
     ]
     if outcome.answers is not None:
@@ -70,19 +80,24 @@ def render_eval_html(outcome: EvalOutcome, *, max_misses: int = MAX_MISSES) -> s
 def _overall(outcome: EvalOutcome) -> Safe:
     reports = outcome.reports
     columns = text_measures(reports[0].measures)
-    rows = [
-        [
-            r.retriever,
-            r.n_questions,
-            *(r.overall.get(m) for m in columns),
-            len(r.misses),
-            r.n_unanswerable,
-            r.unanswerable.get("mean_top_score"),
-        ]
-        for r in reports
+    rows: list[list[object]] = [[m, *(r.overall.get(m) for r in reports)] for m in columns]
+    rows += [
+        [f"misses (a gold passage outside the top {max_k(reports[0].measures)})",
+         *(len(r.misses) for r in reports)],
+        ["questions averaged over", *(r.n_averaged for r in reports)],
+        ["missing from the run (scored 0)", *(r.n_missing for r in reports)],
+    ]  # fmt: skip
+    if any(r.mean == "trec_eval -c" for r in reports):
+        note = ("Means as trec_eval -c (--trec-mean): over every judged question; those with "
+                "no relevant passage score 0, as do questions missing from a run.")  # fmt: skip
+    else:
+        note = (f"Means over answerable questions only: the {reports[0].n_unanswerable} with no "
+                "gold passage have their own section below (--trec-mean counts them as 0, as "
+                "trec_eval -c does). A question missing from a run scores 0.")  # fmt: skip
+    parts: list[str] = [
+        table(["metric", *(r.retriever for r in reports)], rows),
+        para(note, "muted"),
     ]
-    header = ["retriever", "n", *columns, "misses", "unanswerable", "unans. top score"]
-    parts: list[str] = [table(header, rows)]
     if outcome.failed_gates:
         gates = [
             [g["retriever"], g["metric"], g["value"], g["threshold"]] for g in outcome.failed_gates
@@ -111,8 +126,7 @@ def _curves(ks: Sequence[int], reports: Sequence[RetrieverReport]) -> Safe:
     return section("curves", "Recall@k curves", figure(svg, caption))
 
 
-def _breakdown(reports: Sequence[RetrieverReport]) -> Safe:
-    k = max_k(reports[0].measures)
+def _breakdown(reports: Sequence[RetrieverReport], k: int) -> Safe:
     metric, columns = f"recall@{k}", [f"recall@{k}", f"hit_rate@{k}", "mrr"]
     parts: list[str] = []
     for field in BREAKDOWN_FIELDS:
@@ -141,6 +155,10 @@ def _breakdown(reports: Sequence[RetrieverReport]) -> Safe:
         ]
     if not parts:
         parts.append(para("The gold set sets none of the breakdown fields.", "muted"))
+    else:
+        parts.insert(0, para(
+            f"Answerable questions only, at k = {k}: the cut-off of the first --fail-under "
+            "metric that has one, else the largest k up to 10.", "muted"))  # fmt: skip
     return section("breakdown", "Breakdown", *parts)
 
 
@@ -160,6 +178,7 @@ def _misses(reports: Sequence[RetrieverReport], limit: int) -> Safe:
                 ["id", "question", "kind", "gold (rank)", "came back instead"],
                 rows,
                 text_columns=(1, 4),
+                nowrap_columns=(0,),
             )
             if rows
             else para("No misses.")
@@ -172,6 +191,37 @@ def _misses(reports: Sequence[RetrieverReport], limit: int) -> Safe:
             )
         )
     return section("misses", "Misses", *parts)
+
+
+def _unanswerable(outcome: EvalOutcome, limit: int) -> Safe:
+    reports = outcome.reports
+    questions = outcome.gold_set.unanswerable()
+    if not questions:
+        none = para("The gold set has no unanswerable question (gold: []).", "muted")
+        return section("unanswerable", "Unanswerable questions", none)
+    intro = para(
+        f"{len(questions)} questions with no gold passage: they never enter the means above; "
+        "the right behaviour is a refusal. Below, what each retriever ranked first for them, "
+        "with its score: a high score is a confident match the answer step must not trust."
+    )
+    means = table(
+        ["retriever", "questions", "mean best score"],
+        [[r.retriever, r.n_unanswerable, r.unanswerable.get("mean_top_score")] for r in reports],
+    )
+    shown = questions[:limit]
+    rows = [
+        [q.id, q.question, q.kind, *(_best(r.unanswerable_best.get(q.id)) for r in reports)]
+        for q in shown
+    ]
+    header = ["id", "question", "kind", *(f"{r.retriever}: ranked first" for r in reports)]
+    more = len(questions) - len(shown)
+    rest = para(f"{more} more not listed.", "muted") if more else ""
+    listed = table(header, rows, text_columns=(1,), nowrap_columns=(0, 2))
+    return section("unanswerable", "Unanswerable questions", intro, means, listed, rest)
+
+
+def _best(best: tuple[str, float] | None) -> str:
+    return "nothing returned" if best is None else f"{best[0]} ({best[1]:.3g})"
 
 
 def _miss_row(miss: Miss) -> list[object]:

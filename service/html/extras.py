@@ -41,7 +41,6 @@ SUGGESTION_FIELDS = (
     "first_seen",
     "last_seen",
     "status",
-    "id",
 )
 
 
@@ -212,11 +211,18 @@ def candidates_section(candidates: Any) -> Safe:
     fields = [f for f in SUGGESTION_FIELDS if any(f in r for r in shown)]
     if "reason_counts" in fields and "reasons" in fields:
         fields.remove("reasons")  # the labelling API's ordered list repeats the counts' keys
+    # the id first and never wrapped (a labeller copies it into the accept URL), the
+    # question next to it, wrapped at word boundaries only; times to the minute
+    fields = [f for f in fields if f != "first_seen"]  # the last time matters for triage
     body = [
-        [r.get("question") or r.get("text") or "", *(_cell(r.get(f)) for f in fields)]
+        [r.get("id") or "–", r.get("question") or r.get("text") or "",
+         *(_minute(r.get(f)) if f == "last_seen" else _cell(r.get(f)) for f in fields)]
         for r in shown
-    ]
-    parts: list[str] = [*summary, table(["question", *fields], body, text_columns=(0,))]
+    ]  # fmt: skip
+    header = ["id", "question", *("last seen" if f == "last_seen" else f for f in fields)]
+    nowrap = [2 + fields.index("last_seen")] if "last_seen" in fields else []
+    table_html = table(header, body, text_columns=(1,), nowrap_columns=(0, *nowrap))
+    parts: list[str] = [*summary, table_html]
     total = candidates.get("n_suggestions") if isinstance(candidates, Mapping) else None
     hidden = (total if isinstance(total, int) else len(rows)) - len(shown)
     if hidden > 0:
@@ -238,6 +244,14 @@ def _summary(summary: Mapping[str, Any]) -> list[Safe]:
     if note is not None:
         parts.append(para(note[0].upper() + note[1:] + ".", "muted"))
     return parts
+
+
+def _minute(value: Any) -> object:
+    """An RFC 3339 UTC time to the minute, without the year (``2026-11-17T08:42:33Z`` →
+    ``11-17 08:42``); anything else as it is."""
+    if isinstance(value, str) and len(value) >= 16 and value[10:11] == "T":
+        return f"{value[5:10]} {value[11:16]}"
+    return value
 
 
 def _cell(value: Any) -> object:

@@ -31,7 +31,8 @@ th, td { border-bottom: 1px solid var(--line); padding: 3px 9px; text-align: rig
          vertical-align: top; }
 th { background: var(--band); font-weight: 600; }
 th:first-child, td:first-child, td.text { text-align: left; }
-td.text { max-width: 520px; overflow-wrap: anywhere; }
+td.text { max-width: 520px; min-width: 14em; overflow-wrap: break-word; }
+td.nowrap { white-space: nowrap; }
 figure { margin: 8px 0 16px; }
 figure svg { max-width: 100%; height: auto; }
 figcaption { color: var(--muted); font-size: 12px; }
@@ -94,7 +95,10 @@ def badge(state: str) -> Safe:
 
 
 def table(
-    header: Sequence[object], rows: Iterable[Sequence[object]], text_columns: Sequence[int] = ()
+    header: Sequence[object],
+    rows: Iterable[Sequence[object]],
+    text_columns: Sequence[int] = (),
+    nowrap_columns: Sequence[int] = (),
 ) -> Safe:
     """An HTML table; every cell is escaped unless it is :class:`Safe`.
 
@@ -102,6 +106,8 @@ def table(
         header: column titles.
         rows: the cells; floats are formatted with :func:`num`.
         text_columns: indices of long free-text columns (left-aligned, wrapped).
+        nowrap_columns: indices of columns never wrapped (ids such as ``q-008``, which would
+            otherwise break at the hyphen).
     """
     head = "".join(f"<th>{esc(h)}</th>" for h in header)
     body = []
@@ -109,7 +115,8 @@ def table(
         cells = []
         for i, cell in enumerate(row):
             value = cell if isinstance(cell, Safe) else esc(num(cell) if _is_num(cell) else cell)
-            klass = ' class="text"' if i in text_columns else ""
+            classes = ["text"] * (i in text_columns) + ["nowrap"] * (i in nowrap_columns)
+            klass = f' class="{" ".join(classes)}"' if classes else ""
             cells.append(f"<td{klass}>{value}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
     return Safe(

@@ -12,10 +12,12 @@ All functions raise ``ValueError`` when given no data to draw.
 from __future__ import annotations
 
 import io
+import math
 import re
 import warnings
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
+from datetime import UTC, datetime
 from typing import Any
 
 #: matplotlib's date unit: days since 1970-01-01 (its default epoch).
@@ -170,6 +172,34 @@ def intervals(
         return to_svg(fig)
 
 
+#: Tick steps a time axis may use (seconds): the smallest that gives at most ``max_ticks``.
+TICK_STEPS_S = (3600, 2 * 3600, 3 * 3600, 6 * 3600, 12 * 3600, DAY_S, 2 * DAY_S, 7 * DAY_S)
+
+
+def time_ticks(start: float, end: float, max_ticks: int = 8) -> list[tuple[float, str]]:
+    """Ticks of a UTC time axis from ``start`` to ``end`` (Unix seconds): ``(time, label)``
+    at whole multiples of the smallest step of :data:`TICK_STEPS_S` giving at most
+    ``max_ticks`` ticks; a tick at midnight is labelled with its date (``Nov 16``), any other
+    with its time of day (``12:00``), so three days read as dates with noons between.
+
+    Raises:
+        ValueError: ``end`` < ``start`` or ``max_ticks`` < 2.
+
+    >>> [label for _, label in time_ticks(1795046400.0, 1795046400.0 + 2.5 * 86400)]
+    ['Nov 19', '12:00', 'Nov 20', '12:00', 'Nov 21', '12:00']
+    """
+    if end < start or max_ticks < 2:
+        raise ValueError("need start <= end and max_ticks >= 2")
+    step = next((s for s in TICK_STEPS_S if (end - start) // s + 1 <= max_ticks), TICK_STEPS_S[-1])
+    first = math.ceil(start / step) * step
+    ticks = []
+    for i in range(int((end - first) // step) + 1):
+        at = datetime.fromtimestamp(first + i * step, UTC)
+        label = at.strftime("%b %d") if (at.hour, at.minute) == (0, 0) else at.strftime("%H:%M")
+        ticks.append((float(first + i * step), label))
+    return ticks
+
+
 def timeline(
     rows: Sequence[str],
     marks: Sequence[tuple[str, float, bool]],
@@ -183,12 +213,11 @@ def timeline(
     Args:
         rows: row labels (dimensions), top to bottom.
         marks: ``(row, unix_seconds, entered_drift)``.
-        span: the x range to show (Unix seconds); default: the marks' own range.
+        span: the x range to show (Unix seconds), e.g. the traffic's; default: the marks'
+            own range (at least an hour). Ticks: :func:`time_ticks`.
     """
     _require(bool(rows), title)
     plt = _pyplot()
-    import matplotlib.dates as mdates
-
     with _style():
         fig, ax = plt.subplots(figsize=(7.0, 0.9 + 0.35 * len(rows)))
         index = {row: i for i, row in enumerate(rows)}
@@ -205,9 +234,13 @@ def timeline(
                 edgecolors=ALARM_COLOUR if entered else "#777777",
                 label="entered drift" if entered else "left drift",
             )
-        if span is not None:
-            ax.set_xlim(span[0] / DAY_S, span[1] / DAY_S)
-        ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M"))
+        times = [t for _, t, _ in marks]
+        lo, hi = span if span is not None else (min(times, default=0.0), max(times, default=0.0))
+        if hi - lo < 3600:  # one alarm, or alarms close together: an hour around them
+            lo, hi = lo - 1800, hi + 1800
+        ax.set_xlim(lo / DAY_S, hi / DAY_S)
+        ticks = time_ticks(lo, hi)
+        ax.set_xticks([t / DAY_S for t, _ in ticks], [label for _, label in ticks])
         ax.set_yticks(list(range(len(rows))), list(rows))
         ax.set_ylim(len(rows) - 0.5, -0.5)
         ax.set(title=title, xlabel="event time (UTC)")

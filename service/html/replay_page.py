@@ -90,7 +90,7 @@ def analytics_sections(
             _shares("languages", "Languages", drift["language"], series, "languages", drift),
             _shares("topics", "Topics", drift["topic"], series, "topics", drift,
                     analytics.get("topic_labels")),
-            drift_section(drift),
+            drift_section(drift, series),
             refusals_section(analytics, series),
         ]
     if shadow is not None:

@@ -1,4 +1,10 @@
-"""The service's built-in status page (``GET /``): process status and the live analytics.
+"""The service's built-in status page (``GET /``): what moved, the live analytics, then the
+process internals.
+
+It opens with ``moved``: one line each for drift (the dimensions in drift and what moved),
+refusals (the rate, and its drift state), shadow candidates (agreement with production) and
+suggested gold questions; the analytics sections follow, and the ``process`` section (version,
+uptime, totals, source position) comes last.
 
 Rendered on the server at each request and reloaded by the browser every ``refresh_s``
 seconds through a ``<meta http-equiv="refresh">`` (no script). The analytics sections are
@@ -14,7 +20,9 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from service.html.page import Safe, badge, document, esc, para, section, table
+from service.html.drift_section import DIMENSIONS, category_moves
+from service.html.extras import find_extra, suggestion_rows
+from service.html.page import Safe, badge, document, esc, num, para, pct, section, table
 from service.html.replay_page import analytics_sections, notices
 
 #: Same-origin endpoints linked from the page.
@@ -78,7 +86,6 @@ def render_status_page(
         *notices(status.get("notices") or ()),
         Safe(f'<p class="meta">{links}'
              + (f" · reloads every {int(refresh_s)} s" if refresh_s else "") + "</p>"),
-        _process(status),
     ]  # fmt: skip
     if busy:
         body.append(
@@ -88,8 +95,61 @@ def render_status_page(
     else:
         sections = (cache.sections(analytics, extras) if cache
                     else "".join(analytics_sections(analytics, extras)))  # fmt: skip
-        body.append(sections)
+        body += [moved_section(analytics, extras), sections]
+    body.append(_process(status))
     return document("goldwatch status", body, head_extra=head)
+
+
+def moved_section(
+    analytics: Mapping[str, Any] | None, extras: Mapping[str, Any] | None = None
+) -> Safe:
+    """``What moved``: one row each for drift, refusals, shadow and suggestions, each linking
+    to its section below (rows without data are left out)."""
+    rows: list[list[object]] = []
+    if analytics is not None:
+        drift = analytics.get("drift") or {}
+        moving = [
+            esc(f"{dim} ({name}): {_what_moved(test)}")
+            for dim in DIMENSIONS
+            for name, test in (drift.get(dim) or {}).get("comparisons", {}).items()
+            if test.get("state") == "drift"
+        ]
+        rows.append([_link("drift", "drift"),
+                     Safe("<br>".join(moving)) if moving else "no dimension in drift"])  # fmt: skip
+        refusals = analytics.get("refusals") or {}
+        state = ((drift.get("refusal") or {}).get("state")) or "–"
+        rows.append([_link("refusals", "refusals"),
+                     f"{pct(refusals.get('rate'))} of {refusals.get('answers', 0)} answers "
+                     f"refused; refusal drift: {state}"])  # fmt: skip
+    shadow = find_extra("shadow", analytics, extras)
+    if shadow is not None:
+        agreement = [
+            f"{name}: RBO {num((c.get('agreement') or {}).get('rbo'))}, same first passage "
+            f"{pct((c.get('agreement') or {}).get('top1'))} of {c.get('completed', 0)} compared"
+            for name, c in (shadow.get("candidates") or {}).items()
+        ]
+        rows.append([_link("shadow", "shadow"), "; ".join(agreement) or "no candidate"])
+    candidates = find_extra("gold_candidates", analytics, extras)
+    if candidates is not None:
+        shown = suggestion_rows(candidates)
+        total = candidates.get("n_suggestions") if isinstance(candidates, Mapping) else None
+        count = total if isinstance(total, int) else len(shown)
+        top = f"; first: {shown[0].get('question', '')}" if shown else ""
+        rows.append([_link("gold-candidates", "suggestions"), f"{count} suggested{top}"])
+    if not rows:  # analytics off and no extras: the analytics section says so
+        return Safe("")
+    return section("moved", "What moved", table(["what", "now"], rows, text_columns=(1,)))
+
+
+def _what_moved(test: Mapping[str, Any]) -> str:
+    """A drift test's movement: shares for categories, ``a → b`` for a rate."""
+    if "rate_current" in test:
+        return f"{pct(test.get('rate_reference'))} → {pct(test.get('rate_current'))}"
+    return category_moves(test)
+
+
+def _link(anchor: str, label: str) -> Safe:
+    return Safe(f'<a href="#{esc(anchor)}">{esc(label)}</a>')
 
 
 def _process(status: Mapping[str, Any]) -> Safe:

@@ -158,10 +158,13 @@ def test_harness_sees_console_errors(chromium: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "sections"),
     [
-        ("eval", ["overall", "curves", "breakdown", "misses", "comparison"]),
+        ("eval", ["overall", "curves", "breakdown", "misses", "unanswerable", "comparison"]),
         ("replay", ["ingest", "languages", "topics", "drift", "refusals"]),
-        ("status", ["process", "languages", "topics", "drift", "refusals"]),
-        ("sample-eval", ["overall", "curves", "breakdown", "misses", "comparison"]),
+        ("status", ["moved", "languages", "topics", "drift", "refusals"]),
+        (
+            "sample-eval",
+            ["overall", "curves", "breakdown", "misses", "unanswerable", "comparison"],
+        ),  # fmt: skip
         (
             "sample-replay",
             ["ingest", "languages", "topics", "drift", "refusals", "shadow", "gold-candidates"],

@@ -216,7 +216,7 @@ def test_entrypoint_retriever_from_the_current_folder(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--qrels", "q.txt"], "add --run"),
+        (["--qrels", "q.txt"], "--qrels needs --run"),
         (["--qrels", "q.txt", "--gold", "g.jsonl", "--run", "r.txt"], "either --qrels or --gold"),
     ],
 )

@@ -77,6 +77,8 @@ def test_demo_corpus_role_restricted_gold_rows() -> None:
     staff_only = {p.id for p in corpus if p.acl == ("staff",)}
     assert len(staff_only) == 7  # salary circular 4 + invigilation note 3
     assert policy.restricted == {p.id for p in corpus}  # every passage lists its roles
+    # but only the staff-only ones are kept from a role: the others list all three roles
+    assert policy.restricted_from_a_role == staff_only
     assert set(policy.violations(corpus.ids, "student")) == staff_only
     assert policy.violations(corpus.ids, "alumni") == list(corpus.ids)  # not on any list
     assert policy.roles == ("parent", "staff", "student")

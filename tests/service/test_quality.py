@@ -335,6 +335,10 @@ def test_demo_retrieval_violations_match_a_direct_count(demo: Any) -> None:
     rows = stage.report()["acl"]["violations"]
     assert sum(row["events"] for row in rows) == expected
     assert {row["role"] for row in rows} == {"student", "parent"}
+    # restricted means kept from some role: the 7 staff-only passages (salary circular 4,
+    # invigilation note 3), not the 58 that list their roles (it said 58)
+    acl = stage.report()["acl"]
+    assert (acl["restricted_passages"], acl["passages_with_acl"]) == (7, 58)
 
 
 def test_demo_known_questions_agree_with_the_generators_truth(demo: Any) -> None:

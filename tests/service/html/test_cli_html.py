@@ -38,7 +38,9 @@ def test_eval_html_written(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert f"goldwatch: HTML report written to {out}" in result.stderr
     page = out.read_text(encoding="utf-8")
-    assert parse(page).sections == ["overall", "curves", "breakdown", "misses", "comparison"]
+    assert parse(page).sections == [
+        "overall", "curves", "breakdown", "misses", "unanswerable", "comparison"
+    ]  # fmt: skip
     assert "&lt;b&gt;library&lt;/b&gt; hours" in page and "<b>library" not in page
     assert (tmp_path / "goldwatch-runs.jsonl").is_file()  # here, not in the checkout
 

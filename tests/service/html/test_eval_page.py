@@ -20,7 +20,9 @@ def test_structure_sections_and_charts(page: str) -> None:
     assert page.startswith("<!DOCTYPE html>\n")
     parsed = parse(page)
     assert parsed.unbalanced == []
-    assert parsed.sections == ["overall", "curves", "breakdown", "misses", "comparison"]
+    assert parsed.sections == [
+        "overall", "curves", "breakdown", "misses", "unanswerable", "comparison"
+    ]  # fmt: skip
     # recall@k curves 1 + breakdown by kind, source, language 3 + paired comparison 1
     assert parsed.svgs == 5
     assert parsed.scripts == 0
@@ -35,13 +37,39 @@ def test_planted_script_question_is_escaped(page: str) -> None:
 
 
 def test_overall_values(page: str) -> None:
-    # columns: n, recall@1, recall@2, hit_rate@1, hit_rate@2, mrr, ndcg@2, map, misses,
-    # unanswerable, their mean best score (bm25 returned p-7 at 0.5 for q-3)
-    assert ("<tr><td>bm25</td><td>2</td><td>0.500</td><td>0.500</td><td>0.500</td>"
-            "<td>0.500</td><td>0.500</td><td>0.500</td><td>0.500</td><td>1</td><td>1</td>"
-            "<td>0.500</td></tr>") in page  # fmt: skip
-    assert "<tr><td>tfidf</td><td>2</td><td>1.000</td>" in page
+    # one row per metric, one column per retriever (bm25, tfidf): the table stays as wide as
+    # the retrievers, however many cut-offs (the old one-row-per-retriever table overflowed)
+    assert "<thead><tr><th>metric</th><th>bm25</th><th>tfidf</th></tr></thead>" in page
+    assert "<tr><td>recall@1</td><td>0.500</td><td>1.000</td></tr>" in page
+    assert "<tr><td>mrr</td><td>0.500</td><td>1.000</td></tr>" in page
+    assert ("<tr><td>misses (a gold passage outside the top 2)</td><td>1</td><td>0</td>"
+            "</tr>") in page  # fmt: skip
+    assert "<tr><td>questions averaged over</td><td>2</td><td>2</td></tr>" in page
+    assert "<tr><td>missing from the run (scored 0)</td><td>0</td><td>0</td></tr>" in page
     assert "<td>bm25</td><td>recall@1</td><td>0.500</td><td>0.800</td>" in page  # failed gate
+
+
+def test_unanswerable_questions_have_their_own_section(page: str) -> None:
+    # q-3 has no gold passage: bm25 ranked p-7 first at 0.5, tfidf returned nothing
+    assert ('<tr><td class="nowrap">q-3</td><td class="text">Who won in 1990?</td>'
+            '<td class="nowrap">unanswerable</td><td>p-7 (0.5)</td><td>nothing returned</td>'
+            "</tr>") in page  # fmt: skip
+    assert "<tr><td>bm25</td><td>1</td><td>0.500</td></tr>" in page  # mean best score
+    assert "<tr><td>tfidf</td><td>1</td><td>0.000</td></tr>" in page
+
+
+def test_breakdown_uses_the_chosen_cut_off() -> None:
+    # the sample's cut-offs are 1 and 2: by default the largest k <= 10 (2); a --fail-under
+    # on recall@1 makes the breakdowns recall@1
+    default = render_eval_html(samples.eval_outcome())
+    assert "recall@2 by kind" in default and "recall@1 by kind" not in default
+    outcome = samples.eval_outcome()
+    object.__setattr__(outcome, "breakdown_k", 1)
+    chosen = render_eval_html(outcome)
+    assert "recall@1 by kind" in chosen and "recall@2 by kind" not in chosen
+    # by kind at k = 1: expert = q-2, bm25 misses it, tfidf finds it first
+    assert ("<tr><td>expert</td><td>1</td><td>0.000</td><td>0.000</td><td>0.000</td>"
+            "<td>1.000</td><td>1.000</td><td>1.000</td></tr>") in chosen  # fmt: skip
 
 
 def test_breakdown_rows(page: str) -> None:

@@ -71,7 +71,23 @@ def test_shadow_and_suggestions(page: str) -> None:
             ) in page  # fmt: skip
     assert "<tr><td>hi-Latn</td><td>4</td><td>0.550</td><td>0.750</td></tr>" in page
     assert '<td class="text">p-1, p-2</td><td class="text">p-5, p-1</td>' in page
-    assert "<th>question</th><th>count</th><th>language</th><th>topic</th>" in page
+    assert "<th>id</th><th>question</th><th>count</th><th>language</th><th>topic</th>" in page
+
+
+def test_suggestions_show_the_whole_id_first_and_the_time_to_the_minute() -> None:
+    row = {
+        "id": "c-424bdba397e1bfc0",
+        "question": "afternoon paper kitne baje se hai ji",
+        "count": 11,
+        "first_seen": "2026-11-17T08:42:33Z",
+        "last_seen": "2026-11-18T12:50:13Z",
+    }
+    page = render_replay_html({**samples.replay_report(), "gold_candidates": [row]})
+    # the id never wraps (it broke at its hyphen) and the question wraps at words only
+    assert ('<tr><td class="nowrap">c-424bdba397e1bfc0</td>'
+            '<td class="text">afternoon paper kitne baje se hai ji</td><td>11</td>'
+            '<td class="nowrap">11-18 12:50</td></tr>') in page  # fmt: skip
+    assert "<th>last seen</th>" in page and "first_seen" not in page
 
 
 def test_extras_absent_are_skipped() -> None:

@@ -31,7 +31,8 @@ def test_page_sections_refresh_and_escaping() -> None:
     parsed = parse(page)
     assert parsed.unbalanced == [] and parsed.scripts == 0
     assert parsed.meta_refresh == "30"
-    assert parsed.sections == ["process", "languages", "topics", "drift", "refusals"]
+    # what moved first, process internals last
+    assert parsed.sections == ["moved", "languages", "topics", "drift", "refusals", "process"]
     assert parsed.svgs == 4
     assert external(parsed.urls) == []  # links are same-origin: /v1/status, /metrics...
     assert "/v1/drift" in parsed.urls
@@ -46,7 +47,7 @@ def test_busy_and_no_refresh() -> None:
     page = render_status_page(STATUS, None, refresh_s=0, busy=True)
     parsed = parse(page)
     assert parsed.meta_refresh is None
-    assert parsed.sections == ["process", "analytics"]
+    assert parsed.sections == ["analytics", "process"]
     assert "The pipeline is busy" in page
     with pytest.raises(ValueError, match="refresh_s"):
         render_status_page(STATUS, None, refresh_s=-1)
@@ -94,7 +95,7 @@ def test_route_serves_the_page() -> None:
     assert response.headers["cache-control"] == "no-store"
     parsed = parse(response.text)
     assert parsed.meta_refresh == "5"
-    assert parsed.sections == ["process", "languages", "topics", "drift", "refusals"]
+    assert parsed.sections == ["moved", "languages", "topics", "drift", "refusals", "process"]
     assert _get(runtime, {"refresh": 3601}).status_code == 422
 
 
@@ -149,8 +150,29 @@ def test_route_shows_shadow_and_suggestions_when_the_service_has_them() -> None:
     app = _app(runtime)
     app.state.harvest = labelling = StubLabelling()
     page = _get(runtime, app=app).text
-    assert parse(page).sections == ["process", "languages", "topics", "drift", "refusals",
-                                    "shadow", "gold-candidates"]  # fmt: skip
+    assert parse(page).sections == ["moved", "languages", "topics", "drift", "refusals",
+                                    "shadow", "gold-candidates", "process"]  # fmt: skip
     assert labelling.calls == [("suggested", status_page.SUGGESTIONS)]
     assert "<td>4</td><td>refused=3, gap=1</td><td>en</td><td>fees</td>" in page
     assert "&lt;script&gt;console.error(&#x27;harvest&#x27;)" in page and "<script" not in page
+
+
+def test_page_opens_with_what_moved() -> None:
+    analytics = samples.replay_report()["analytics"]
+    extras = {
+        "shadow": samples.shadow(),
+        "gold_candidates": {
+            "n_suggestions": 7,
+            "top": [{"id": "c-1", "question": "Hostel ka fee semester wise dena hai ya yearly?"}],
+        },
+    }
+    page = render_status_page(STATUS, analytics, extras=extras)
+    moved = page[page.index('<section id="moved">') : page.index('<section id="languages">')]
+    # the sample's drift: language (reference) hi-Latn 25 % -> 40 %, en 75 % -> 60 %;
+    # refusals (baseline) 10 % -> 40 %
+    assert ("language (reference): rising: hi-Latn 25%→40%; falling: en 75%→60%<br>"
+            "refusal (baseline): 10.0% → 40.0%") in moved  # fmt: skip
+    assert "25.0% of 8 answers refused; refusal drift: drift" in moved  # 2 refusals in 8
+    assert "bm25-v2: RBO 0.750, same first passage 90.0% of 9 compared" in moved
+    assert "7 suggested; first: Hostel ka fee semester wise dena hai ya yearly?" in moved
+    assert page.index('id="moved"') < page.index('id="process"')

@@ -1,0 +1,81 @@
+"""What a reader sees at 1,400 px in a real browser (headless Chromium): the eval report's
+overall table (issue 18, item 5) and the status page's suggestions table, whole ids and
+questions included (item 6), fit the page without a horizontal scroll bar.
+
+The pages run no script; the test loads a copy with one appended script that logs, per
+table, its section and whether its scroll box overflows, and reads Chromium's console.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+from pathlib import Path
+
+from service.evaluation import evaluate_run
+from service.html import render_eval_html, render_status_page
+from service.records import ScoredDoc
+from tests.acceptance.test_html_chromium import CONSOLE, STATUS, chromium  # noqa: F401
+from tests.service.html import samples
+
+WIDTH = 1400
+_MEASURE = """<script>
+for (const box of document.querySelectorAll("section .scroll")) {
+  const section = box.closest("section").id;
+  console.log(JSON.stringify({section, scroll: box.scrollWidth, client: box.clientWidth}));
+}
+</script>"""
+
+
+def table_widths(browser: str, page: str, tmp_path: Path) -> list[dict[str, object]]:
+    """Each table's ``{section, scroll, client}`` widths (px) in a 1,400 px wide window."""
+    copy = tmp_path / "measured.html"
+    copy.write_text(page.replace("</body>", _MEASURE + "</body>"), encoding="utf-8")
+    result = subprocess.run(
+        [browser, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
+         "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}",
+         "--enable-logging=stderr", "--v=0", f"--window-size={WIDTH},1000", "--dump-dom",
+         copy.resolve().as_uri()],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    logged = [m.group(1) for m in map(CONSOLE.search, result.stderr.splitlines()) if m]
+    # Chromium quotes the message without escaping it: "{"section":...}", source: ...
+    rows = [json.loads(line.split(", source:")[0].strip()[1:-1]) for line in logged]
+    assert rows, result.stderr[-2000:]
+    return rows
+
+
+def test_eval_overall_table_fits_at_1400_px(chromium: str, tmp_path: Path) -> None:  # noqa: F811
+    outcome = samples.eval_outcome()
+    # the demo's shape: three retrievers, four cut-offs (the old table needed 1,650 px)
+    questions = list(outcome.gold_set)
+    run = {"q-1": [ScoredDoc("p-1", 1.0)], "q-2": [ScoredDoc("p-9", 1.0)]}
+    ks = (1, 5, 10, 20)
+    reports = tuple(evaluate_run(name, questions, run, ks) for name in ("bm25", "tfidf", "hybrid"))
+    wide = dataclasses.replace(outcome, ks=ks, reports=reports, comparisons=())
+    for case in (outcome, wide):
+        rows = table_widths(chromium, render_eval_html(case), tmp_path)
+        overall = [r for r in rows if r["section"] == "overall"]
+        assert overall and all(r["scroll"] <= r["client"] for r in overall), overall
+
+
+def test_status_suggestions_table_fits_at_1400_px(chromium: str, tmp_path: Path) -> None:  # noqa: F811
+    # the demo's suggestions as the replay summary carries them (ids of 18 characters,
+    # five reasons with their counts, RFC 3339 times)
+    reasons = {"answered_out_of_scope": 8, "low_confidence": 11, "negative_feedback": 1,
+               "coverage_gap": 5, "shadow_disagreement": 3}  # fmt: skip
+    rows = [
+        {"id": f"c-424bdba397e1bf{i:02d}", "question": "beech mein hostel chhoda to paise "
+         "wapas milenge kya is saal", "normalised": "beech mein hostel", "language": "hi-Latn",
+         "topic": "exam-duty", "role": "student", "source": "real", "count": 12,
+         "first_seen": "2026-11-16T04:51:31Z", "last_seen": "2026-11-18T17:03:22Z",
+         "reasons": reasons, "priority": 32.536, "gap": 0.092}
+        for i in range(20)
+    ]  # fmt: skip
+    extras = {"gold_candidates": {"n_suggestions": 504, "by_reason": {}, "top": rows}}
+    page = render_status_page(STATUS, samples.replay_report()["analytics"], extras=extras)
+    widths = table_widths(chromium, page, tmp_path)
+    table = [r for r in widths if r["section"] == "gold-candidates"]
+    assert table and all(r["scroll"] <= r["client"] for r in table), table

@@ -1,0 +1,203 @@
+"""``goldwatch eval`` details a CI user trips over (issue 18, item 5), through the CLI.
+
+Expected values come from outside the code: trec_eval's own printed per-topic output
+(``../shared/data/trec_eval-tests/out.test.aqc``: ``trec_eval -q -c`` on ``results.trunc``),
+and, for qrels + topics with a built-in retriever, the same questions scored from the
+equivalent gold-set JSONL.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from service.cli import main
+from service.corpus import MAX_CORPUS_ROW_BYTES
+from service.demo import demo_path
+from service.goldset import MAX_GOLD_ROW_BYTES
+
+#: trec_eval measure name -> goldwatch label, for the measures both print.
+TREC_NAMES = {"map": "map", "recip_rank": "mrr", "P_5": "precision@5", "recall_10": "recall@10",
+              "ndcg_cut_10": "ndcg@10", "success_10": "hit_rate@10", "ndcg": "ndcg"}  # fmt: skip
+
+
+def invoke(args: list[str], tmp_path: Path) -> Result:
+    extra = ["--misses", str(tmp_path / "m.jsonl"), "--history", str(tmp_path / "h.jsonl")]
+    return CliRunner().invoke(main, ["eval", "--no-progress", *args, *extra])
+
+
+def trec_eval_rows(path: Path) -> dict[str, dict[str, float]]:
+    """``{qid or "all": {goldwatch label: value}}`` from a trec_eval ``-q`` output file."""
+    rows: dict[str, dict[str, float]] = {}
+    for line in path.read_text().splitlines():
+        name, qid, value = line.split()
+        if name in TREC_NAMES:
+            rows.setdefault(qid, {})[TREC_NAMES[name]] = float(value)
+    return rows
+
+
+def test_trec_mean_is_trec_eval_c_over_every_judged_topic(
+    tmp_path: Path, shared_data: Path
+) -> None:
+    fixtures = shared_data / "trec_eval-tests"
+    expected = trec_eval_rows(fixtures / "out.test.aqc")
+    # trec_eval -c on qrels.test: 3 topics, 302 missing from results.trunc (scored 0)
+    result = invoke(["--qrels", str(fixtures / "qrels.test"), "--run",
+                     str(fixtures / "results.trunc"), "--k", "5,10", "--trec-mean",
+                     "--format", "json"], tmp_path)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)["retrievers"]["results.trunc"]
+    assert report["n_missing_from_run"] == 1
+    assert report["mean"] == "trec_eval -c"
+    assert report["n_averaged"] == 3
+    for label, value in expected["all"].items():
+        assert report["overall"][label] == pytest.approx(value, abs=5e-5), label
+    # A fourth topic judged but with no relevant document: trec_eval -c averages over 4
+    # topics, the fourth scoring 0 in every measure (its m_*.c return 0 when num_rel == 0).
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text((fixtures / "qrels.test").read_text() + "304 0 FT944-128 0\n")
+    per_topic = [expected[qid] for qid in ("301", "302", "303")]
+    result = invoke(["--qrels", str(qrels), "--run", str(fixtures / "results.trunc"),
+                     "--k", "5,10", "--trec-mean", "--format", "json"], tmp_path)  # fmt: skip
+    report = json.loads(result.stdout)["retrievers"]["results.trunc"]
+    assert report["n_averaged"] == 4
+    for label in expected["all"]:
+        trec_c = sum(row[label] for row in per_topic) / 4
+        assert report["overall"][label] == pytest.approx(trec_c, abs=1e-4), label
+    # without --trec-mean the topic with no relevant document is left out of the means
+    result = invoke(["--qrels", str(qrels), "--run", str(fixtures / "results.trunc"),
+                     "--k", "5,10", "--format", "json"], tmp_path)  # fmt: skip
+    report = json.loads(result.stdout)["retrievers"]["results.trunc"]
+    assert (report["mean"], report["n_averaged"]) == ("answerable", 3)
+    assert report["overall"]["map"] == pytest.approx(expected["all"]["map"], abs=5e-5)
+
+
+def test_text_states_topics_without_relevant_document_and_missing_from_run(
+    tmp_path: Path, shared_data: Path
+) -> None:
+    fixtures = shared_data / "trec_eval-tests"
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text((fixtures / "qrels.test").read_text() + "304 0 FT944-128 0\n")
+    result = invoke(["--qrels", str(qrels), "--run", str(fixtures / "results.trunc"),
+                     "--k", "10"], tmp_path)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "4 topics, 1 with no relevant document (left out of the means" in result.stdout
+    assert "means over 3 answerable questions; 1 missing from the run (scored 0)" in (result.stdout)
+    result = invoke(["--qrels", str(qrels), "--run", str(fixtures / "results.trunc"),
+                     "--k", "10", "--trec-mean"], tmp_path)  # fmt: skip
+    assert "means over all 4 judged questions (trec_eval -c: 1 with no relevant passage " \
+           "scored 0); 1 missing from the run (scored 0)" in result.stdout  # fmt: skip
+
+
+def _demo_as_trec(tmp_path: Path) -> tuple[Path, Path]:
+    """The demo gold set written by hand as TREC qrels and a ``qid<TAB>text`` topics file
+    (its unanswerable rows are topics without judgments)."""
+    rows = [json.loads(line) for line in demo_path("gold.jsonl").read_text().splitlines()]
+    qrels, topics = tmp_path / "demo.qrels", tmp_path / "demo.topics"
+    qrels.write_text("".join(f"{r['id']} 0 {g} 1\n" for r in rows for g in r["gold"]))
+    topics.write_text("".join(f"{r['id']}\t{' '.join(r['question'].split())}\n" for r in rows))
+    return qrels, topics
+
+
+def test_qrels_and_topics_are_a_gold_set_for_a_built_in_retriever(tmp_path: Path) -> None:
+    qrels, topics = _demo_as_trec(tmp_path)
+    corpus = str(demo_path("corpus.jsonl"))
+    from_trec = invoke(["--qrels", str(qrels), "--topics", str(topics), "--corpus", corpus,
+                        "--retriever", "bm25", "--format", "json"], tmp_path)  # fmt: skip
+    assert from_trec.exit_code == 0, from_trec.output
+    from_gold = invoke(["--gold", str(demo_path("gold.jsonl")), "--corpus", corpus,
+                        "--retriever", "bm25", "--format", "json"], tmp_path)  # fmt: skip
+    assert from_gold.exit_code == 0, from_gold.output
+    trec_report = json.loads(from_trec.stdout)["retrievers"]["bm25"]
+    gold_report = json.loads(from_gold.stdout)["retrievers"]["bm25"]
+    assert trec_report["n_questions"] == gold_report["n_questions"] == 47
+    assert trec_report["overall"] == pytest.approx(gold_report["overall"])
+
+
+def test_qrels_without_run_or_topics_says_what_is_missing(tmp_path: Path) -> None:
+    qrels, topics = _demo_as_trec(tmp_path)
+    result = invoke(["--qrels", str(qrels)], tmp_path)
+    assert result.exit_code == 2
+    assert "--topics" in result.stderr and "--run" in result.stderr
+    result = invoke(["--qrels", str(qrels), "--topics", str(topics)], tmp_path)
+    assert result.exit_code == 2
+    assert "add --corpus" in result.stderr
+
+
+@pytest.mark.parametrize("which", ["qrels", "run", "topics"])
+@pytest.mark.parametrize("content", [b"301 0 doc\xe9 1\n", b"\x7fELF\x02\x01\x01\x00\x00\n"])
+def test_binary_or_non_utf8_trec_file_names_file_and_line(
+    tmp_path: Path, shared_data: Path, which: str, content: bytes
+) -> None:
+    fixtures = shared_data / "trec_eval-tests"
+    files = {"qrels": fixtures / "qrels.test", "run": fixtures / "results.test"}
+    bad = tmp_path / f"bad.{which}"
+    bad.write_bytes(b"# a comment line\n" + content)
+    files[which] = bad
+    args = ["--qrels", str(files["qrels"]), "--run", str(files["run"])]
+    if which == "topics":
+        args += ["--topics", str(bad)]
+    result = invoke(args, tmp_path)
+    assert result.exit_code == 2
+    assert f"{bad}, line 2:" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("flag", ["--k", "--format", "--fail-under"])
+def test_compare_does_not_swallow_the_next_flag(tmp_path: Path, flag: str) -> None:
+    result = invoke(["--compare", "bm25", flag, "x"], tmp_path)
+    assert result.exit_code == 2
+    assert f"got the flag {flag!r} as a name" in result.stderr
+
+
+def test_gold_row_over_the_cap_names_the_line(tmp_path: Path) -> None:
+    gold = tmp_path / "gold.jsonl"
+    small = {"id": "q-1", "question": "When are fees due?", "gold": ["p-0001"]}
+    big = {"id": "q-2", "question": "fees " * (MAX_GOLD_ROW_BYTES // 5), "gold": ["p-0001"]}
+    gold.write_text(json.dumps(small) + "\n" + json.dumps(big) + "\n")
+    size = len(json.dumps(big).encode())
+    result = invoke(["--gold", str(gold), "--corpus", str(demo_path("corpus.jsonl"))], tmp_path)
+    assert result.exit_code == 2
+    assert f"{gold}, line 2: row is {size:,} bytes, over the limit of 65,536 bytes" in (
+        result.stderr
+    )
+    assert "fees fees" not in result.stderr
+
+
+def test_corpus_row_over_the_cap_names_the_line(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    rows = [{"id": "p-1", "text": "Fees are due in July."},
+            {"id": "p-2", "text": "x" * MAX_CORPUS_ROW_BYTES}]  # fmt: skip
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"id": "q-1", "question": "When are fees due?", "gold": ["p-1"]}\n')
+    result = invoke(["--gold", str(gold), "--corpus", str(corpus)], tmp_path)
+    assert result.exit_code == 2
+    size = MAX_CORPUS_ROW_BYTES + len('{"id": "p-2", "text": ""}')  # 25 bytes around the text
+    assert f"{corpus}, line 2: row is {size:,} bytes, over the limit of 1,048,576 bytes" in (
+        result.stderr
+    )
+
+
+def test_html_breakdowns_use_the_gate_cut_off_and_state_the_counts(
+    tmp_path: Path, shared_data: Path
+) -> None:
+    page = tmp_path / "eval.html"
+    result = invoke(["--gold", str(demo_path("gold.jsonl")), "--corpus",
+                     str(demo_path("corpus.jsonl")), "--retriever", "bm25",
+                     "--fail-under", "bm25:recall@5=0", "--html", str(page)], tmp_path)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    html = page.read_text(encoding="utf-8")
+    assert "recall@5 by kind" in html and "recall@20 by kind" not in html
+    fixtures = shared_data / "trec_eval-tests"
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text((fixtures / "qrels.test").read_text() + "304 0 FT944-128 0\n")
+    result = invoke(["--qrels", str(qrels), "--run", str(fixtures / "results.trunc"),
+                     "--html", str(page)], tmp_path)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    html = page.read_text(encoding="utf-8")
+    assert "4 topics, 1 with no relevant document (left out of the means" in html
+    assert "<tr><td>missing from the run (scored 0)</td><td>1</td></tr>" in html

@@ -1,0 +1,72 @@
+"""``goldwatch --help`` and a taken port answer at once: the command line loads the heavy
+libraries (numpy, scipy, scikit-learn, datasketch, the web server) only in the command that
+needs them, and the live demo binds its port before it imports them (issue 18, item 7).
+
+Times are measured, not asserted (see the report of issue 18); these tests check what was
+imported, in a fresh interpreter, which is what the time depends on.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.cli.goldwatch_cli import clean_env
+
+#: Top-level packages none of which ``--help`` or a taken port may load.
+HEAVY = ("numpy", "scipy", "sklearn", "datasketch", "langdetect", "wordllama", "uvicorn",
+         "fastapi", "kafka")  # fmt: skip
+
+_PROBE = """
+import json, sys
+from service.cli import main
+try:
+    main(sys.argv[1:], prog_name="goldwatch")
+except SystemExit as exit:
+    code = exit.code
+heavy = sorted({m.split(".")[0] for m in sys.modules} & set(json.loads(HEAVY)))
+print(json.dumps({"code": code, "heavy": heavy}), file=sys.stderr)
+"""
+
+
+def _probe(args: list[str], cwd: Path) -> dict[str, object]:
+    """Run the CLI with ``args`` in a fresh interpreter; its exit code and the heavy
+    packages it had imported when it ended."""
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE.replace("HEAVY", repr(json.dumps(HEAVY))), *args],
+        cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    result: dict[str, object] = json.loads(done.stderr.strip().splitlines()[-1])
+    result["stderr"] = done.stderr
+    return result
+
+
+def test_import_of_the_cli_loads_no_heavy_library(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys, service.cli; print(' '.join(sorted(sys.modules)))"],
+        cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    loaded = {name.split(".")[0] for name in done.stdout.split()}
+    assert loaded.isdisjoint(HEAVY), sorted(loaded & set(HEAVY))
+    assert "service.settings" not in done.stdout.split()
+
+
+def test_help_loads_no_heavy_library(tmp_path: Path) -> None:
+    result = _probe(["--help"], tmp_path)
+    assert result["code"] == 0
+    assert result["heavy"] == []
+
+
+def test_taken_port_fails_before_the_heavy_imports(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        for command in (["serve", "--port", port], ["demo", "--port", port]):
+            result = _probe(command, tmp_path)
+            assert result["code"] == 2, result["stderr"]
+            assert f"port {port} is already in use" in str(result["stderr"])
+            assert result["heavy"] == [], command
