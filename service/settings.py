@@ -45,7 +45,7 @@ from pydantic_settings import (
 )
 
 from consumers.config import KafkaSourceConfig
-from service.embeddings import EmbeddingConfig
+from service.embedding_config import EmbeddingConfig
 from service.events import FieldMapping
 from service.harvest.config import HarvestConfig
 from service.language import LanguageConfig

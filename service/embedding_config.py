@@ -1,0 +1,54 @@
+"""Settings of the embedding layer (``analytics.embeddings``), apart from the embedders so the
+settings model loads without numpy or a model (``goldwatch --help`` stays instant)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["EmbeddingConfig"]
+
+
+class EmbeddingConfig(BaseModel):
+    """Settings of the embedding layer (``analytics.embeddings``; frozen).
+
+    Attributes:
+        backend: ``wordllama`` (default: the shipped 256-d model, offline),
+            ``sentence-transformers`` (a model folder on disk, optional extra
+            ``goldwatch[embeddings]``) or ``tfidf`` (TF-IDF/LSA fitted on the gold set and the
+            corpus: the fallback with no model at all).
+        model_path: the ``sentence-transformers`` model folder (required for that backend,
+            refused for the others).
+        cache_size: most distinct questions whose vectors are kept (LRU; 0: no cache).
+            Memory ≈ ``cache_size × dim × 4`` bytes (20,000 × 768-d ≈ 61 MB).
+        char_weight: weight ``w`` in ``[0, 1)`` of the hashed character 3–5-gram block mixed
+            into ``wordllama`` and ``sentence-transformers`` vectors
+            (``cos = (1 − w)·cos_model + w·cos_char``), for the scripts the model covers
+            badly (Arabic, Greek, Hindi, Thai with WordLlama) and Hinglish; 0 turns the mix
+            off. Ignored by ``tfidf``, which has character n-grams already. Default 0.35, as
+            measured by ``python -m benchmarks.bench_embeddings``.
+        char_dim: size of the hashed character block, ≥ 16.
+        tfidf_components: LSA dimensions of the ``tfidf`` backend.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    backend: Literal["wordllama", "sentence-transformers", "tfidf"] = "wordllama"
+    model_path: Path | None = None
+    cache_size: int = Field(default=20_000, ge=0, le=10_000_000)
+    char_weight: float = Field(default=0.35, ge=0, lt=1)
+    char_dim: int = Field(default=512, ge=16, le=65_536)
+    tfidf_components: int = Field(default=150, ge=2, le=2_000)
+
+    @model_validator(mode="after")
+    def _model_path_for_its_backend(self) -> EmbeddingConfig:
+        if self.backend == "sentence-transformers" and self.model_path is None:
+            raise ValueError("backend 'sentence-transformers' needs 'model_path' (a local folder)")
+        if self.backend != "sentence-transformers" and self.model_path is not None:
+            raise ValueError(
+                "'model_path' is only read by backend 'sentence-transformers', "
+                f"not {self.backend!r}"
+            )
+        return self
