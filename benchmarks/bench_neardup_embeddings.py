@@ -16,6 +16,9 @@ when both carry the same intent (paraphrases of one need), wrong otherwise.
   precision is closest to, but not below, the trigram rule's is the like-for-like comparison.
 * "found only by embeddings": right merges the embedding rule makes at that threshold on
   questions the trigram rule leaves alone.
+* ``OR`` rows: harvest's rule (:mod:`service.harvest.neardup`): merged when trigram Jaccard
+  ≥ 0.6 (into the nearest by Jaccard) or else cosine ≥ the threshold (into the nearest by
+  cosine), at each threshold of ``OR_COSINES`` (``harvest.embedding_similarity``).
 
 Usage: ``python -m benchmarks.bench_neardup_embeddings``.
 """
@@ -35,6 +38,7 @@ from service.harvest.text import normalise, trigrams
 POOL = 2000
 JACCARD = 0.6
 COSINES = (0.95, 0.9, 0.85, 0.8, 0.75, 0.7)
+OR_COSINES = (0.85, 0.8, 0.75)
 
 
 def _banking() -> list[tuple[str, str]]:
@@ -89,6 +93,10 @@ def measure(name: str, rows: list[tuple[str, str]]) -> None:
         print(_row(f"embedding cos >= {cosine}", merged, e_right, possible))
         if (merged & e_right).sum() / max(1, merged.sum()) >= j_precision:
             chosen = cosine
+    for cosine in OR_COSINES:
+        merged = j_merged | (e_score >= cosine)
+        right = np.where(j_merged, j_right, e_right)
+        print(_row(f"OR cos >= {cosine}", merged, right, possible))
     if chosen is not None:
         only = (e_score >= chosen) & e_right & ~j_merged
         print(f"found only by embeddings at cos >= {chosen}: {int(only.sum())} right merges; "
