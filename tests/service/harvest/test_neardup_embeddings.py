@@ -128,8 +128,8 @@ def test_cosine_matches_ranked_after_trigram_matches() -> None:
     index.add("b", "beta two")
     index.add("c", "gamma three")
     # "alpha ones": trigram Jaccard with "alpha one" 8/11 (" alpha one " has 9 trigrams,
-    # " alpha ones " 10; all but "ne " of the first are shared); vector at 60°: cosine 0.866 with "beta two" (30°) and 1 with
-    # "gamma three" (60°), 0.5 with "alpha one" (0°)
+    # " alpha ones " 10; all but "ne " of the first are shared); vector at 60°: cosine
+    # 0.866 with "beta two" (30°), 1 with "gamma three" (60°), 0.5 with "alpha one" (0°)
     (probe,) = index.probes(["alpha ones"])
     found = index.matches(probe)
     assert [key for key, _ in found] == ["a", "c", "b"]
