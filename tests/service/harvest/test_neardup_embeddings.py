@@ -204,3 +204,17 @@ def test_stage_without_embedding_similarity_uses_trigrams_only(embedder: object)
     stage = HarvestStage(HarvestConfig(embedding_similarity=None), embedder=embedder)  # type: ignore[arg-type]
     assert stage.index.embedder is None
     assert HarvestStage(HarvestConfig(), embedder=embedder).index.cosine == 0.8  # type: ignore[arg-type]
+
+
+def test_restored_stage_merges_paraphrases_into_restored_suggestions(
+    rows: dict[str, list[tuple[str, str]]], embedder: object
+) -> None:
+    bank = rows["banking77"]
+    config = HarvestConfig(flush_interval_s=0, embedding_similarity=0.8)
+    first = HarvestStage(config, embedder=embedder)  # type: ignore[arg-type]
+    first.process(batch([event("e1", bank[544][0])], [{"topic": "novel"}]))  # pin_blocked
+    state = json.loads(json.dumps(first.state_snapshot()))
+    second = HarvestStage(config, embedder=embedder)  # type: ignore[arg-type]
+    second.restore(state)
+    second.process(batch([event("e2", bank[553][0])], [{"topic": "novel"}]))  # pin_blocked
+    assert [sorted(s.events) for s in second.suggestions.values()] == [["e1", "e2"]]
