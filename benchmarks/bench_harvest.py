@@ -8,6 +8,9 @@ Rows, all in the same run on the same file (so the ratio survives a noisy machin
   export of every batch; the baseline;
 * ``harvest on`` — the same plus :class:`service.harvest.HarvestStage` (reasons, coverage
   gaps, score quantiles, near-duplicate merging, pools) publishing to the state store;
+* ``harvest on, trigrams only`` — the same with ``harvest.embedding_similarity=null``:
+  near-duplicates by trigram Jaccard alone (before the embedding OR rule); its own timed row
+  follows the shipped configuration's;
 * ``harvest on, per-stage timers`` — once more with each stage timed (adds a little overhead),
   for the harvest stage's own µs per event, and what it did: new suggestions and events shed
   by ``harvest.max_new_per_batch`` (its default: every row measures the shipped
@@ -106,12 +109,17 @@ def demo_stream(out: Path, n: int) -> tuple[Path, Path, Path, int]:
             demo_path("corpus.jsonl"), distinct)  # fmt: skip
 
 
-def settings_for(stream: str, gold: Path, corpus: Path, harvest: bool) -> Settings:
+def settings_for(stream: str, gold: Path, corpus: Path, harvest: bool,
+                 embeddings: bool = True) -> Settings:  # fmt: skip
     """Default settings except the inputs, the pipeline cadence, the demo's drift windows
-    (``demo`` stream) and ``harvest.enabled``."""
+    (``demo`` stream), ``harvest.enabled`` and, without ``embeddings``,
+    ``harvest.embedding_similarity=None`` (trigram near-duplicates only)."""
     analytics = {"drift": DEMO_DRIFT} if stream == "demo" else {}
+    section: dict[str, Any] = {"enabled": harvest}
+    if not embeddings:
+        section["embedding_similarity"] = None
     return load_settings(None, gold_set=gold, corpus=corpus, pipeline=PIPELINE,
-                         analytics=analytics, harvest={"enabled": harvest})  # fmt: skip
+                         analytics=analytics, harvest=section)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -197,9 +205,10 @@ def replay_cpu(
 
 def run(n: int = DEFAULT_EVENTS, stream: str = "demo", repeats: int = DEFAULT_REPEATS,
         profile: bool = False) -> tuple[list[Row], int, str, list[float]]:  # fmt: skip
-    """Run the benchmark; return ``([off, on, on with per-stage timers], distinct questions,
-    profile text or "", paired ratios)`` — the paired ratios: ``harvest on``'s µs per event
-    over ``harvest off``'s of each back-to-back pair of runs, in run order.
+    """Run the benchmark; return ``([off, on, on with per-stage timers, trigrams only, trigrams
+    only with per-stage timers], distinct questions, profile text or "", paired ratios)`` —
+    the paired ratios: ``harvest on``'s µs per event over ``harvest off``'s of each
+    back-to-back pair of runs, in run order.
 
     Raises:
         ValueError: unknown ``stream`` or ``repeats < 1``.
@@ -214,16 +223,21 @@ def run(n: int = DEFAULT_EVENTS, stream: str = "demo", repeats: int = DEFAULT_RE
             events, gold, corpus, distinct = write_inputs(workdir, n, 1.0)
         off = settings_for(stream, gold, corpus, harvest=False)
         on = settings_for(stream, gold, corpus, harvest=True)
+        trigram = settings_for(stream, gold, corpus, harvest=True, embeddings=False)
+        trigram_only = "harvest on, trigrams only"
         best: dict[str, Row] = {}
         paired: list[float] = []
         for k in range(repeats):
             pair: dict[str, Row] = {}
-            for what, settings in (("harvest off", off), ("harvest on", on)):
+            for what, settings in (("harvest off", off), ("harvest on", on),
+                                   (trigram_only, trigram)):  # fmt: skip
                 row = pair[what] = replay_cpu(settings, events, workdir, f"{what} {k}")
                 if what not in best or row.cpu_s < best[what].cpu_s:
                     best[what] = Row(what, row.events, row.startup_s, row.cpu_s, row.wall_s)
             paired.append(pair["harvest on"].us_per_event / pair["harvest off"].us_per_event)
         timed = replay_cpu(on, events, workdir, "harvest on, per-stage timers", per_stage=True)
+        timed_trigram = replay_cpu(trigram, events, workdir, "trigrams only, per-stage timers",
+                                   per_stage=True)  # fmt: skip
         text = ""
         if profile:
             profiler = cProfile.Profile()
@@ -232,7 +246,8 @@ def run(n: int = DEFAULT_EVENTS, stream: str = "demo", repeats: int = DEFAULT_RE
             stats = pstats.Stats(profiler, stream=buffer).sort_stats("cumulative")
             stats.print_stats("service/harvest", 20)
             text = buffer.getvalue()
-    return [best["harvest off"], best["harvest on"], timed], distinct, text, paired
+    rows = [best["harvest off"], best["harvest on"], timed, best[trigram_only], timed_trigram]
+    return rows, distinct, text, paired
 
 
 def render(rows: Sequence[Row], distinct: int, repeats: int = DEFAULT_REPEATS,
@@ -261,8 +276,7 @@ def render(rows: Sequence[Row], distinct: int, repeats: int = DEFAULT_REPEATS,
         median = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
         lines.append(f"paired runs (on / off, run order): "
                      f"{', '.join(f'{r:.3f}' for r in paired)}; median {median:.3f}")  # fmt: skip
-    timed = rows[2] if len(rows) > 2 and rows[2].stages else None
-    if timed is not None:
+    for timed in (row for row in rows[2:] if row.stages):
         lines.append(f"\nper stage ({timed.what}): CPU seconds, µs per event, share of the run")
         for name, seconds in sorted(timed.stages.items(), key=lambda kv: -kv[1]):
             lines.append(f"  {name:16} {seconds:7.2f} {1e6 * seconds / timed.events:8.1f} "

@@ -16,6 +16,14 @@ when both carry the same intent (paraphrases of one need), wrong otherwise.
   precision is closest to, but not below, the trigram rule's is the like-for-like comparison.
 * "found only by embeddings": right merges the embedding rule makes at that threshold on
   questions the trigram rule leaves alone.
+* ``OR`` rows: harvest's rule (:mod:`service.harvest.neardup`): merged when trigram Jaccard
+  ≥ 0.6 (into the nearest by Jaccard) or else cosine ≥ the threshold (into the nearest by
+  cosine), at each threshold of ``OR_COSINES`` (``harvest.embedding_similarity``).
+
+Cost (``cost``): CPU µs per new question of :class:`service.harvest.neardup.NearDupIndex`'s
+``probes`` + ``matches`` in batches of 48 (``harvest.max_new_per_batch``), trigrams only vs the
+OR rule, with 1,000 and 5,000 (``harvest.max_suggestions``) keys stored (CLINC150 train
+questions; the probes: 960 others, embedded uncached), both in the same run.
 
 Usage: ``python -m benchmarks.bench_neardup_embeddings``.
 """
@@ -25,16 +33,19 @@ from __future__ import annotations
 import csv
 import json
 import random
+import time
 
 import numpy as np
 
 from benchmarks.datasets import SHARED_DATA
 from service.embeddings import EmbeddingConfig, build_embedder
+from service.harvest.neardup import NearDupIndex
 from service.harvest.text import normalise, trigrams
 
 POOL = 2000
 JACCARD = 0.6
 COSINES = (0.95, 0.9, 0.85, 0.8, 0.75, 0.7)
+OR_COSINES = (0.85, 0.8, 0.75)
 
 
 def _banking() -> list[tuple[str, str]]:
@@ -89,6 +100,10 @@ def measure(name: str, rows: list[tuple[str, str]]) -> None:
         print(_row(f"embedding cos >= {cosine}", merged, e_right, possible))
         if (merged & e_right).sum() / max(1, merged.sum()) >= j_precision:
             chosen = cosine
+    for cosine in OR_COSINES:
+        merged = j_merged | (e_score >= cosine)
+        right = np.where(j_merged, j_right, e_right)
+        print(_row(f"OR cos >= {cosine}", merged, right, possible))
     if chosen is not None:
         only = (e_score >= chosen) & e_right & ~j_merged
         print(f"found only by embeddings at cos >= {chosen}: {int(only.sum())} right merges; "
@@ -96,10 +111,34 @@ def measure(name: str, rows: list[tuple[str, str]]) -> None:
               f"{texts[int(e_best[np.flatnonzero(only)[0]])]!r}" if only.any() else "")  # fmt: skip
 
 
+def cost(batch: int = 48, probes: int = 960) -> None:
+    """Print the CPU µs per new question, trigrams only vs the OR rule (module docstring)."""
+    data = json.loads((SHARED_DATA / "clinc150" / "data_full.json").read_text(encoding="utf-8"))
+    texts = list(dict.fromkeys(normalise(text) for text, _ in data["train"]))
+    embedder = build_embedder(EmbeddingConfig(cache_size=0))
+    embedder.embed(["load the model"])
+    print(f"\ncost: CPU µs per new question, batches of {batch}, {probes} probes")
+    for stored in (1000, 5000):
+        fresh = texts[stored : stored + probes]
+        row = []
+        for label, index in (("trigrams only", NearDupIndex(0.6)),
+                             ("OR cos >= 0.8", NearDupIndex(0.6, embedder=embedder))):  # fmt: skip
+            for text, probe in zip(texts[:stored], index.probes(texts[:stored]), strict=True):
+                index.add(text, probe)
+            started = time.process_time()
+            for k in range(0, len(fresh), batch):
+                for probe in index.probes(fresh[k : k + batch]):
+                    index.matches(probe)
+            us = 1e6 * (time.process_time() - started) / len(fresh)
+            row.append(f"{label} {us:6.1f}")
+        print(f"  {stored:5} stored: " + ";  ".join(row))
+
+
 def main() -> None:
-    """Both data sets."""
+    """Both data sets, then the cost."""
     measure("BANKING77 test", _banking())
     measure("CLINC150 test (in-scope)", _clinc())
+    cost()
 
 
 if __name__ == "__main__":

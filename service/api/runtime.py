@@ -42,6 +42,7 @@ from service.analytics import (
     topic_identity,
 )
 from service.corpus import Corpus, DataFileError, load_corpus
+from service.embeddings import shared_embedder
 from service.goldset import GoldSet, load_gold_set
 from service.harvest import HarvestStage, MemoryCandidates, StateStoreCandidates
 from service.harvest.config import REASONS
@@ -319,7 +320,13 @@ def build_live(
             kafka_sink = KafkaCandidateSink(settings.kafka, settings.harvest.topic)
             sinks.append(kafka_sink)
             closers.append(kafka_sink.close)
-        harvest = HarvestStage(settings.harvest, analytics.gold_counts, list(gold), sinks=sinks)
+        embedder = None
+        if settings.harvest.embedding_similarity is not None:
+            # the analytics' fit texts (build_analytics), so a tfidf embedder is shared too
+            fit = [q.question for q in gold] + [passage.text for passage in corpus.passages]
+            embedder = shared_embedder(settings.analytics.embeddings, fit_texts=fit)
+        harvest = HarvestStage(settings.harvest, analytics.gold_counts, list(gold), sinks=sinks,
+                               embedder=embedder)  # fmt: skip
         harvest_metrics = build_harvest_metrics(
             registry, REASONS, sinks=[type(sink).__name__ for sink in sinks]
         )

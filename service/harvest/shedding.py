@@ -2,12 +2,15 @@
 
 A *new* question is one whose normalised text is neither a suggestion's nor a known
 question's (exact lookups, which cost nothing and are never shed). Each new one costs 60 to
-80 µs (MinHash signature, LSH lookup, exact Jaccard checks, a suggestion, its records), so
-a flood of them — 80 % of the events of a high-novelty stream have a reason, mostly a
-coverage gap — would make harvesting cost more than the analytics pipeline it follows. Per
-batch, :func:`choose` keeps at most ``HarvestConfig.max_new_per_batch`` of them; the others
-are *shed*: counted (``pending_observations()["shed"]``), not matched, not kept. A shed
-question is considered again when it recurs in a later batch.
+80 µs (MinHash signature, LSH lookup, exact Jaccard checks, a suggestion, its records) —
+with ``harvest.embedding_similarity`` also its embedding and cosines with every stored key,
+~90 µs more with 1,000 keys stored, ~210 µs with 5,000
+(``python -m benchmarks.bench_neardup_embeddings``). A flood of them (80 % of the events
+of a high-novelty stream have a reason, mostly a coverage gap) would make harvesting cost
+more than the analytics pipeline it follows. Per batch, :func:`choose` keeps at most
+``HarvestConfig.max_new_per_batch`` of them; the others are *shed*: counted
+(``pending_observations()["shed"]``), not matched, not kept. A shed question is considered
+again when it recurs in a later batch.
 
 The choice, deterministic (a replay of the same batch, or another replica seeing the same
 texts, keeps the same ones):

@@ -10,7 +10,9 @@ batch, :meth:`HarvestStage.process`:
    a *known* question: ``annotations["known"]`` set by the quality stage, or — when that key
    is absent — a near-duplicate of a gold question given at construction;
 3. merges each into the suggestion with the same normalised text, else the most similar one
-   (:class:`NearDupIndex`), else a new suggestion with id ``candidate_id(normalised)``;
+   (:class:`NearDupIndex`: trigram Jaccard ≥ ``similarity`` or, with an embedder, cosine ≥
+   ``embedding_similarity``; the batch's new texts are embedded in one call), else a new
+   suggestion with id ``candidate_id(normalised)``;
    pools production's top ``pool_k`` passages under the name ``"production"``. Load
    shedding: at most ``max_new_per_batch`` distinct *new* texts (neither a suggestion's nor
    a known question's) per batch go through the near-duplicate matching, chosen by
@@ -76,6 +78,7 @@ from service.records import GoldQuestion
 from service.shadow.runner import ShadowResult, production_ranking
 
 if TYPE_CHECKING:
+    from service.embeddings import Embedder
     from service.events import QueryLogEvent
 
 __all__ = ["PRODUCTION", "HarvestStage"]
@@ -113,6 +116,9 @@ class HarvestStage:
             has no ``known`` annotation.
         sinks: where changed suggestions are published.
         clock: monotonic seconds, for ``flush_interval_s``.
+        embedder: the embedding layer (:func:`service.embeddings.shared_embedder`) for the
+            near-duplicate rule's cosine part (``config.embedding_similarity``); ``None``, or
+            that setting ``None``: trigram Jaccard only.
     """
 
     name = "harvest"
@@ -124,13 +130,18 @@ class HarvestStage:
         known_questions: Iterable[GoldQuestion] = (),
         sinks: Sequence[CandidateSink] = (),
         clock: Callable[[], float] = time.monotonic,
+        embedder: Embedder | None = None,
     ) -> None:
         self.config = config
         self.sinks = list(sinks)
         self.clock = clock
         self.coverage = CoverageTracker(gold_counts or {}, config.min_live_events)
         self.scores = ScoreWindow(config.score_window, config.min_live_events)
-        self.index = NearDupIndex(config.similarity, config.num_perm)
+        cosine = config.embedding_similarity
+        self.index = NearDupIndex(
+            config.similarity, config.num_perm,
+            embedder=embedder if cosine is not None else None, cosine=cosine or 1.0,
+        )  # fmt: skip
         self.suggestions: dict[str, Suggestion] = {}
         self._exact: dict[str, str] = {}  # normalised text -> suggestion id
         self._known: set[str] = set()  # normalised texts near a gold question
