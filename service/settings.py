@@ -45,6 +45,8 @@ from service.pipeline import PipelineConfig
 from service.refusals import check_pattern
 from service.shadow.runner import ShadowConfig
 from service.topic_config import TopicConfig
+from service.traces.assembly import AssemblyLimits
+from service.traces.mapping import TraceMapping
 
 RetrieverKind = Literal["bm25", "tfidf", "hybrid", "http", "entrypoint"]
 BUILTIN_RETRIEVERS: tuple[str, ...] = ("bm25", "tfidf", "hybrid")
@@ -487,6 +489,23 @@ class ShadowSettings(ShadowConfig):
     history: Path | None = None
 
 
+class TracesConfig(_Frozen):
+    """OpenTelemetry traces in (``POST /v1/traces``): assembly and mapping (issue 20).
+
+    Attributes:
+        assembly: settle time, timeout and memory bounds of open traces
+            (:class:`~service.traces.assembly.AssemblyLimits`: ``settle_s``, ``timeout_s``,
+            ``max_open_traces``, ``max_spans_per_trace``, ``max_attribute_bytes``).
+        mapping: how a trace becomes an event (:class:`~service.traces.mapping.TraceMapping`:
+            JSON keys of questions and answers, passage-id metadata keys, the policy for
+            several retrievers, the refusal attribute, guardrail values, role, tenant and
+            channel keys).
+    """
+
+    assembly: AssemblyLimits = AssemblyLimits()
+    mapping: TraceMapping = TraceMapping()
+
+
 class Settings(BaseSettings):
     """The whole goldwatch configuration (frozen).
 
@@ -501,6 +520,7 @@ class Settings(BaseSettings):
         analytics: the live analytics stages and drift detection.
         shadow: candidate retrievers shadow-run on live traffic, gold-set runs on a schedule.
         harvest: proposing real production questions as new gold questions.
+        traces: OpenTelemetry traces posted to ``/v1/traces``, assembled into events.
     """
 
     model_config = SettingsConfigDict(
@@ -523,6 +543,7 @@ class Settings(BaseSettings):
     analytics: AnalyticsConfig = AnalyticsConfig()
     shadow: ShadowSettings = ShadowSettings()
     harvest: HarvestConfig = HarvestConfig()
+    traces: TracesConfig = TracesConfig()
 
     @model_validator(mode="after")
     def _kafka_source_needs_section(self) -> Settings:

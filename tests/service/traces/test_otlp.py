@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from service.traces.otlp import TraceDecodeError, decode_json, decode_protobuf
+from service.traces.otlp import TraceDecodeError, decode_json, decode_protobuf, encode_json
 from service.traces.spans import Span, SpanEvent
 
 
@@ -213,3 +213,20 @@ def test_json_and_protobuf_agree_on_the_same_request() -> None:
                     if key in span:
                         span[key] = base64.b64decode(span[key]).hex()
     assert decode_json(json.dumps(body).encode()) == decode_protobuf(request.SerializeToString())
+
+
+def test_encode_json_round_trips_for_dead_letters() -> None:
+    spans = decode_protobuf(encode_spans(_sdk_spans()).SerializeToString())
+    odd = Span(
+        TRACE,
+        SPAN,
+        None,
+        "odd",
+        1,
+        2,
+        {"b": b"\x00", "kv": {"k": [1, 2.5, None]}, "inf": float("-inf")},
+        (SpanEvent("e", 3, {"x": True}),),
+        {"service.name": "other"},
+        1,
+    )
+    assert decode_json(encode_json([*spans, odd])) == [*spans, odd]
