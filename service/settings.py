@@ -500,10 +500,15 @@ class TracesConfig(_Frozen):
             JSON keys of questions and answers, passage-id metadata keys, the policy for
             several retrievers, the refusal attribute, guardrail values, role, tenant and
             channel keys).
+        kafka_encoding: what the ``kafka`` source's topic holds: ``events`` (goldwatch JSON
+            events), or OpenTelemetry traces as the Collector's ``kafka`` exporter writes them:
+            ``otlp_proto``, ``otlp_json``, or ``otlp`` (each message detected: JSON when it
+            starts with ``{``). With traces, "consumed" counts assembled traces.
     """
 
     assembly: AssemblyLimits = AssemblyLimits()
     mapping: TraceMapping = TraceMapping()
+    kafka_encoding: Literal["events", "otlp", "otlp_proto", "otlp_json"] = "events"
 
 
 class Settings(BaseSettings):

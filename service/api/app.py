@@ -40,7 +40,6 @@ from service.demo import demo_path
 from service.harvest import StateStoreCandidates
 from service.harvest.labelling import Labelling
 from service.settings import Settings
-from service.telemetry import build_trace_metrics
 
 #: GIL switch interval while the app serves, in seconds (CPython's default: 0.005). A thread
 #: asking for the GIL gets it after at most this long; a request crosses 3-6 such hand-overs.
@@ -65,7 +64,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> FastAPI:
         app.state.harvest = _labelling(settings, rt)
         switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(min(switch_interval, SWITCH_INTERVAL_S))
-        app.state.traces = TraceIngest(rt, build_trace_metrics(rt.registry))
+        app.state.traces = TraceIngest(rt, rt.trace_metrics)
         rt.start()
         app.state.traces.start()
         try:

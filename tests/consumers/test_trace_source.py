@@ -1,0 +1,136 @@
+"""TraceSource over a fake message source: assembly across messages, dead letters, and
+commits held below the oldest open trace."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from consumers.base import DeadLetter, Origin, RawMessage
+from consumers.trace_source import TraceSource
+from service.events import QueryLogEvent
+from service.traces.assembly import AssemblyLimits, TraceAssembler
+from service.traces.mapping import TraceMapping
+from service.traces.otlp import encode_json
+from service.traces.spans import Span
+
+A, B, C = "a" * 32, "b" * 32, "c" * 32
+T0 = 1_795_946_400_000_000_000
+
+
+class FakeSource:
+    name = "kafka"
+
+    def __init__(self, batches: list[list[RawMessage]]) -> None:
+        self.batches = batches
+        self.dead: list[DeadLetter] = []
+        self.commits: list[list[tuple[str | None, int | None, int | None]]] = []
+
+    def poll(self, max_records: int, timeout_ms: int) -> list[RawMessage]:
+        return self.batches.pop(0) if self.batches else []
+
+    def dead_letter(self, letters: Sequence[DeadLetter]) -> None:
+        self.dead.extend(letters)
+
+    def commit(self, messages: Sequence[RawMessage]) -> None:
+        self.commits.append(
+            [(m.origin.topic, m.origin.partition, m.origin.offset) for m in messages]
+        )
+
+    def status(self) -> dict[str, Any]:
+        return {"kind": "fake"}
+
+    def ready(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+def root(trace: str, question: str) -> Span:
+    return Span(trace, "0" * 15 + "1", None, "chain", T0, T0 + 9, {"input.value": question})
+
+
+def child(trace: str, n: int) -> Span:
+    return Span(trace, f"{n + 1:016x}", "0" * 15 + "1", "step", T0 + 1, T0 + 2)
+
+
+def msg(offset: int, spans: list[Span] | None, partition: int = 0) -> RawMessage:
+    value = None if spans is None else encode_json(spans)
+    return RawMessage(value, Origin(topic="otlp_spans", partition=partition, offset=offset))
+
+
+class Clock:
+    now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _source(batches: list[list[RawMessage]]) -> tuple[TraceSource, FakeSource, Clock]:
+    inner, clock = FakeSource(batches), Clock()
+    limits = AssemblyLimits(settle_s=1.0, timeout_s=10.0)
+    return TraceSource(inner, TraceAssembler(limits), TraceMapping(), "otlp", clock), inner, clock
+
+
+def test_spans_over_several_messages_become_one_event_per_trace() -> None:
+    source, inner, clock = _source(
+        [
+            [
+                msg(0, [child(A, 1), child(A, 2)]),
+                msg(1, [root(B, "B?"), child(B, 1)]),
+                msg(2, [root(A, "A?")]),
+            ]
+        ]  # fmt: skip
+    )
+    assert source.poll(100, 0) == []  # every trace still settling
+    source.commit([])
+    assert inner.commits == [[]]  # nothing below the open traces' first messages (0 and 1)
+    clock.now = 1.0
+    events = [QueryLogEvent.model_validate_json(m.value or b"") for m in source.poll(100, 0)]
+    assert sorted((e.event_id, e.question) for e in events) == [(A, "A?"), (B, "B?")]
+    source.commit([])
+    assert inner.commits[-1] == [("otlp_spans", 0, 2)]
+    assert source.counts["traces"] == {"settled": 2}
+    assert source.counts["spans"] == {"received": 5}
+
+
+def test_commit_stops_below_the_oldest_open_trace_per_partition() -> None:
+    source, inner, clock = _source(
+        [
+            [
+                msg(0, [root(A, "A?")]),
+                msg(1, [Span(C, "2" * 16, "f" * 16, "orphan", T0, T0 + 1, {"input.value": "C?"})]),
+                msg(2, [root(B, "B?")]),
+                msg(7, [root(B, "x")], partition=1),
+            ]
+        ]  # fmt: skip
+    )
+    source.poll(100, 0)
+    clock.now = 1.0
+    assert len(source.poll(100, 0)) == 2  # A and B settled; C (no root) stays open
+    source.commit([])
+    assert inner.commits[-1] == [("otlp_spans", 0, 0), ("otlp_spans", 1, 7)]
+    clock.now = 10.0  # C times out: handed out without a root, its message committed
+    (late,) = source.poll(100, 0)
+    assert late.origin.file == f"trace:{C}"
+    source.commit([])
+    assert inner.commits[-1] == [("otlp_spans", 0, 2)]
+    assert source.counts["traces"] == {"settled": 2, "timeout": 1, "without_root": 1}
+
+
+def test_bad_messages_and_traces_without_a_question_are_dead_lettered() -> None:
+    nameless = Span(C, "0" * 15 + "1", None, "db", T0, T0 + 1, {"db.system": "x"})
+    source, inner, clock = _source(
+        [[msg(0, None), RawMessage(b"\x0a\xff", Origin("otlp_spans", 0, 1)),
+          RawMessage(b'{"resourceSpans": 1}', Origin("otlp_spans", 0, 2)), msg(3, [nameless])]]
+    )  # fmt: skip
+    assert source.poll(100, 0) == []
+    clock.now = 1.0
+    assert source.poll(100, 0) == []
+    assert [(d.reason, d.message.origin.offset) for d in inner.dead] == [
+        ("tombstone", 0), ("not_protobuf", 1), ("wrong_type", 2), ("missing_field", None),
+    ]  # fmt: skip
+    assert source.counts["undecodable"] == {"not_protobuf": 1, "wrong_type": 1}
+    source.commit([])
+    assert inner.commits[-1] == [("otlp_spans", 0, 3)]
