@@ -9,20 +9,26 @@ event (:func:`~service.traces.mapping.trace_to_event`) as canonical goldwatch JS
 loop, the engine and every stage run unchanged. "Consumed" therefore counts traces, not Kafka
 messages.
 
-Dead letters (written to the wrapped source's dead-letter destination at once, made durable
-by its ``sync_dead_letters`` before every checkpoint, as the loop's own): undecodable messages
-(the raw bytes, reason from :data:`service.traces.otlp.REASONS`), assembly's rejections
-(spans as OTLP/JSON) and traces without a question.
+Dead letters: undecodable messages (the raw bytes, reason from
+:data:`service.traces.otlp.REASONS`), assembly's rejections (spans as OTLP/JSON) and traces
+without a question go back to the loop as messages of their own, which the engine's decoder
+(wrapped by :meth:`TraceSource.wrap_decoder`) turns into their dead letters: the engine counts
+them in its totals and the loop writes them through the wrapped source's dead-letter
+destination, as any other.
 
 Crash semantics: :meth:`TraceSource.commit` ignores the messages the loop passes (they are the
-synthetic trace messages) and commits, per partition, only below the first message of the
-oldest open trace (:meth:`~service.traces.assembly.TraceAssembler.low_watermarks`), else past
-the last message polled. It is called after the checkpoint that holds every trace handed out
-so far. After kill -9 the consumer group resumes at that offset: every span of an open trace
-is read again, and a trace handed out before whose messages are read again comes out with the
-same ``event_id`` (its trace id), which the checkpointed dedup window drops. A re-read part of
-a handed-out trace that holds no question is dead-lettered (``missing_field``) a second time:
-dead letters are at-least-once, as the loop says.
+synthetic ones) and commits, per partition, only below the first message of the oldest open
+trace (:meth:`~service.traces.assembly.TraceAssembler.low_watermarks`), else past the last
+message polled; the loop calls it after the checkpoint that holds every trace handed out so
+far. With each checkpoint the engine also stores this source's position
+(:meth:`TraceSource.position_after`): per partition the last offset read, and the recently
+closed trace ids. After kill -9 the group resumes at the committed offset: every span of a
+trace still open is read again and the trace is rebuilt; a message read before the checkpoint
+gives its spans but not its dead letters again (they were counted); a span of a trace closed
+before the checkpoint is a replay, dropped. What was read after the last checkpoint is
+processed again from scratch, as the totals restored with that checkpoint do not hold it. So
+processed + dead-lettered equals what was produced, with no duplicates, as long as no more
+than ``max_open_traces`` traces close between a trace's first message and the commit past it.
 
 Not handled yet: a partition revoked in a rebalance keeps its open traces here until they time
 out, while its new owner re-reads them (with ``partition_traces_by_id: true`` the dedup window
@@ -36,6 +42,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from consumers.base import DeadLetter, Origin, RawMessage, Source
+from consumers.engine import Decoder
+from service.events import QueryLogEvent
 from service.telemetry import TraceMetrics
 from service.traces.assembly import Completed, Rejected, TraceAssembler
 from service.traces.mapping import TraceMapping, TraceMappingError, trace_to_event
@@ -88,6 +96,9 @@ class TraceSource:
         self.clock = clock
         self._last: dict[tuple[str, int], int] = {}  # last offset polled per partition
         self._committed: dict[tuple[str, int], int] = {}  # last offset stored per partition
+        self._replayed: dict[str, int] = {}  # "topic/partition" -> last offset read before
+        self._letters: dict[int, DeadLetter] = {}  # id(message) -> its dead letter
+        self.state_key = "otlp_traces"
         #: Counts of what this source did: ``traces`` by why, ``rejected`` and ``unmapped``
         #: by reason, ``undecodable`` by reason, ``spans``.
         self.counts: dict[str, dict[str, int]] = {
@@ -127,26 +138,68 @@ class TraceSource:
         if self.metrics is not None:
             self.metrics.open_traces.set(len(self.assembler))
         out = self._events(done, letters)
-        if letters:
-            self.inner.dead_letter(letters)
+        for letter in letters:  # decoded into these dead letters by wrap_decoder
+            self._letters[id(letter.message)] = letter
+            out.append(letter.message)
         return out
+
+    def wrap_decoder(self, decoder: Decoder) -> Decoder:
+        """The engine's decoder, which also turns this source's dead-letter messages into
+        their dead letters (so the engine counts and the loop writes them as its own)."""
+
+        def decode(
+            messages: Sequence[RawMessage],
+        ) -> tuple[list[tuple[RawMessage, QueryLogEvent]], list[DeadLetter]]:
+            ours = [self._letters.pop(id(m)) for m in messages if id(m) in self._letters]
+            if not ours:
+                return decoder(messages)
+            mine = {id(d.message) for d in ours}
+            rest = [m for m in messages if id(m) not in mine]
+            decoded, dead = decoder(rest) if rest else ([], [])
+            return decoded, [*ours, *dead]
+
+        return decode
+
+    # -- checkpointed state (consumers.loop.Resumable) ---------------------------------------
+
+    def position_after(self, messages: Sequence[RawMessage]) -> dict[str, Any]:
+        """What the engine checkpoints with each batch: per partition the last offset read
+        (every dead letter of a message up to it is counted) and the recently closed trace
+        ids (their re-read spans are replays, not late spans)."""
+        read = {f"{t}/{p}": offset for (t, p), offset in self._last.items()}
+        for stream, offset in self._replayed.items():
+            read.setdefault(stream, offset)
+        return {"read": read, "closed": self.assembler.closed_ids()}
+
+    def restore(self, state: dict[str, Any] | None) -> None:
+        """Resume after a restart: messages up to each partition's checkpointed offset are
+        re-read for their spans only (their dead letters were written and counted)."""
+        if not state:
+            return
+        self._replayed = {str(k): int(v) for k, v in dict(state.get("read", {})).items()}
+        self.assembler.restore_closed(str(i) for i in state.get("closed", ()))
 
     def _take(self, message: RawMessage) -> list[DeadLetter]:
         origin = message.origin
-        position = None
+        position, replay = None, False
         if origin.topic is not None and origin.partition is not None and origin.offset is not None:
             key = (origin.topic, origin.partition)
             self._last[key] = max(self._last.get(key, -1), origin.offset)
             position = (f"{origin.topic}/{origin.partition}", origin.offset)
+            replay = origin.offset <= self._replayed.get(position[0], -1)
         if message.value is None:
-            return [DeadLetter(message, "tombstone", "tombstone (no value)")]
+            return [] if replay else [DeadLetter(message, "tombstone", "tombstone (no value)")]
         try:
             spans = decode_payload(message.value, self.encoding)
         except TraceDecodeError as exc:
+            if replay:
+                return []
             self._count("undecodable", exc.reason)
             return [DeadLetter(message, exc.reason, exc.detail)]
         self._count("spans", "received", len(spans))
         rejected = self.assembler.add(spans, now=self.clock(), position=position)
+        if replay:  # counted and dead-lettered before the restart
+            return []
         return [self._rejected(item, origin) for item in rejected]
 
     def _rejected(self, item: Rejected, origin: Origin) -> DeadLetter:

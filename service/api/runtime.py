@@ -392,6 +392,7 @@ class Runtime:
         self.state = StateStore.open(settings.state.path, exclusive=True)
         try:  # a start that fails releases the state file (and its writer's lock)
             decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes)
+            self.event_decoder = decoder  # wrapped by a trace source (_open_source)
             self.live = build_live(settings, self.registry, self.state)
             pipeline = self.live.pipeline
             if stages:
@@ -514,8 +515,10 @@ class Runtime:
             from consumers.trace_source import TraceSource  # OTLP from the Collector (issue 20)
             from service.traces.assembly import TraceAssembler
 
-            return TraceSource(kafka, TraceAssembler(traces.assembly), traces.mapping,
-                               traces.kafka_encoding, metrics=self.trace_metrics)  # fmt: skip
+            source = TraceSource(kafka, TraceAssembler(traces.assembly), traces.mapping,
+                                 traces.kafka_encoding, metrics=self.trace_metrics)  # fmt: skip
+            self.engine.decode = source.wrap_decoder(self.event_decoder)
+            return source
         path = str(config.path) if config.kind == "file" else "-"
         dlq = config.dlq_path or (None if config.kind == "file" else self.http_dead_letters.path)
         return FileSource(path, follow=config.follow, rate=config.rate, dlq_path=dlq)

@@ -237,6 +237,15 @@ class TraceAssembler:
                     marks[stream] = offset
         return marks
 
+    def closed_ids(self) -> list[str]:
+        """Trace ids handed out or evicted recently (oldest first; at most
+        ``max_open_traces``): their spans are ``late_span``. Checkpointed by the Kafka path."""
+        return self._closed.snapshot()
+
+    def restore_closed(self, ids: Iterable[str]) -> None:
+        """Restore :meth:`closed_ids` from a checkpoint (oldest first)."""
+        self._closed = RecentIds(capacity=self._limits.max_open_traces, ids=ids)
+
     def _close(self, trace_id: str, why: Literal["settled", "timeout", "flushed"]) -> Completed:
         trace = self._open.pop(trace_id)
         self._rooted.pop(trace_id, None)

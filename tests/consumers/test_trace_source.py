@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from consumers.base import DeadLetter, Origin, RawMessage
+from consumers.loop import make_decoder
 from consumers.trace_source import TraceSource
 from service.events import QueryLogEvent
 from service.traces.assembly import AssemblyLimits, TraceAssembler
@@ -119,18 +120,50 @@ def test_commit_stops_below_the_oldest_open_trace_per_partition() -> None:
     assert source.counts["traces"] == {"settled": 2, "timeout": 1, "without_root": 1}
 
 
+def _decode(source: TraceSource, messages: list[RawMessage]) -> tuple[list[str], list[Any]]:
+    decoded, dead = source.wrap_decoder(make_decoder())(messages)
+    return [event.event_id for _, event in decoded], [
+        (d.reason, d.message.origin.offset) for d in dead
+    ]
+
+
 def test_bad_messages_and_traces_without_a_question_are_dead_lettered() -> None:
     nameless = Span(C, "0" * 15 + "1", None, "db", T0, T0 + 1, {"db.system": "x"})
     source, inner, clock = _source(
         [[msg(0, None), RawMessage(b"\x0a\xff", Origin("otlp_spans", 0, 1)),
-          RawMessage(b'{"resourceSpans": 1}', Origin("otlp_spans", 0, 2)), msg(3, [nameless])]]
+          RawMessage(b'{"resourceSpans": 1}', Origin("otlp_spans", 0, 2)), msg(3, [nameless]),
+          msg(4, [root(A, "A?")])]]
     )  # fmt: skip
-    assert source.poll(100, 0) == []
+    assert _decode(source, source.poll(100, 0)) == (
+        [], [("tombstone", 0), ("not_protobuf", 1), ("wrong_type", 2)]
+    )  # fmt: skip
     clock.now = 1.0
-    assert source.poll(100, 0) == []
-    assert [(d.reason, d.message.origin.offset) for d in inner.dead] == [
-        ("tombstone", 0), ("not_protobuf", 1), ("wrong_type", 2), ("missing_field", None),
-    ]  # fmt: skip
+    assert _decode(source, source.poll(100, 0)) == ([A], [("missing_field", None)])
     assert source.counts["undecodable"] == {"not_protobuf": 1, "wrong_type": 1}
+    assert source.counts["unmapped"] == {"missing_field": 1}
     source.commit([])
-    assert inner.commits[-1] == [("otlp_spans", 0, 3)]
+    assert inner.commits[-1] == [("otlp_spans", 0, 4)]
+
+
+def test_restart_rebuilds_open_traces_without_recounting() -> None:
+    """kill -9 after a checkpoint: the group resumes at the committed offset (0, below the
+    open trace B), so messages 0-3 are read again: B is rebuilt and completed with its root
+    from message 4, A (closed before) and the bad message 2 (counted before) are not again."""
+    bad = RawMessage(b"\x0a\xff", Origin("otlp_spans", 0, 2))
+    stream = [msg(0, [child(B, 1)]), msg(1, [root(A, "A?")]), bad, msg(3, [child(A, 2)]),
+              msg(4, [root(B, "B?")])]  # fmt: skip
+    first, _, clock = _source([stream[:3]])
+    assert _decode(first, first.poll(100, 0)) == ([], [("not_protobuf", 2)])
+    clock.now = 1.0
+    assert _decode(first, first.poll(100, 0)) == ([A], [])
+    first.commit([])
+    checkpoint = first.position_after([])
+    assert checkpoint == {"read": {"otlp_spans/0": 2}, "closed": [A]}
+
+    second, inner, clock = _source([stream[:4], stream[4:]])  # re-read from offset 0
+    second.restore(checkpoint)
+    assert _decode(second, second.poll(100, 0)) == ([], [("late_span", 3)])  # 3 is new
+    assert _decode(second, second.poll(100, 0)) == ([], [])
+    clock.now = 1.0
+    assert _decode(second, second.poll(100, 0)) == ([B], [])
+    assert second.counts["rejected"] == {"late_span": 1}
