@@ -51,6 +51,8 @@ from service.traces.otlp import TraceDecodeError, decode_json, decode_protobuf, 
 from service.traces.spans import Span
 
 Encoding = Literal["otlp_proto", "otlp_json", "otlp"]
+#: ``Origin.file`` of the stand-in messages that carry this source's dead letters to the loop.
+TRACES_DEAD = "otlp-dead-letter"
 
 
 def decode_payload(value: bytes, encoding: Encoding) -> list[Span]:
@@ -139,8 +141,14 @@ class TraceSource:
             self.metrics.open_traces.set(len(self.assembler))
         out = self._events(done, letters)
         for letter in letters:  # decoded into these dead letters by wrap_decoder
-            self._letters[id(letter.message)] = letter
-            out.append(letter.message)
+            # The loop gets a stand-in without Kafka coordinates: the engine's redelivery
+            # check (offsets at or below the last applied one) must not drop a letter that
+            # comes after a later offset of its partition (a late span, a second rejection
+            # of one message); replays are this source's own business (restore). The dead
+            # letter itself keeps the original origin, for the dead-letter topic.
+            stand_in = RawMessage(letter.message.value, Origin(file=TRACES_DEAD, line=1))
+            self._letters[id(stand_in)] = letter
+            out.append(stand_in)
         return out
 
     def wrap_decoder(self, decoder: Decoder) -> Decoder:
@@ -150,10 +158,10 @@ class TraceSource:
         def decode(
             messages: Sequence[RawMessage],
         ) -> tuple[list[tuple[RawMessage, QueryLogEvent]], list[DeadLetter]]:
-            ours = [self._letters.pop(id(m)) for m in messages if id(m) in self._letters]
-            if not ours:
+            mine = {id(m) for m in messages if id(m) in self._letters}
+            if not mine:
                 return decoder(messages)
-            mine = {id(d.message) for d in ours}
+            ours = [self._letters.pop(id(m)) for m in messages if id(m) in mine]
             rest = [m for m in messages if id(m) not in mine]
             decoded, dead = decoder(rest) if rest else ([], [])
             return decoded, [*ours, *dead]

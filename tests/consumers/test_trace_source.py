@@ -167,3 +167,20 @@ def test_restart_rebuilds_open_traces_without_recounting() -> None:
     clock.now = 1.0
     assert _decode(second, second.poll(100, 0)) == ([B], [])
     assert second.counts["rejected"] == {"late_span": 1}
+
+
+def test_dead_letters_out_of_offset_order_are_not_taken_for_redeliveries() -> None:
+    """A rejection at offset 5, then a late span from the earlier offset 3: the engine's
+    redelivery check (by Kafka offset) must see none of them (the stand-ins carry no offset),
+    while the dead letters keep their origin for the dead-letter topic."""
+    big = Span(
+        A, "1" * 16, None, "r", T0, T0 + 1, {"input.value": "A?", "x": "y" * 100, "z": "w" * 100}
+    )
+    source, _, clock = _source([[msg(5, [big])], [], [msg(3, [child(A, 2)])]])
+    source.assembler = TraceAssembler(AssemblyLimits(settle_s=1, max_attribute_bytes=64))
+    stand_ins = source.poll(100, 0)
+    assert {m.origin.topic for m in stand_ins} == {None}
+    clock.now = 1.0
+    stand_ins += source.poll(100, 0)  # A settles
+    stand_ins += source.poll(100, 0)
+    assert _decode(source, stand_ins) == ([A], [("attribute_too_large", 5), ("late_span", 3)])
