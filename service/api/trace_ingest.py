@@ -22,12 +22,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from consumers.base import DeadLetter, Origin, RawMessage
 from service.api.runtime import EngineBusy, Runtime
+from service.corpus import load_corpus
 from service.telemetry import TraceMetrics
-from service.traces.assembly import Completed, Rejected, TraceAssembler
-from service.traces.mapping import TraceMappingError, trace_to_event
+from service.traces.assembly import Rejected, TraceAssembler
+from service.traces.mapping import TraceMappingError, content_key, trace_to_event
 from service.traces.otlp import encode_json
 from service.traces.spans import Span
 
@@ -39,6 +41,19 @@ TRACES_SOURCE = "http-traces"
 def dead_letter(value: bytes, reason: str, detail: str) -> DeadLetter:
     """A dead letter of trace ingest (``Origin(file="http-traces")``)."""
     return DeadLetter(RawMessage(value, Origin(file=TRACES_SOURCE, line=1)), reason, detail)
+
+
+def content_index(corpus: Path | None) -> dict[str, str]:
+    """:func:`~service.traces.mapping.content_key` of each passage text of the configured
+    corpus -> its id, so a posted document without an id (OpenInference LangChain) maps to
+    the corpus passage with the same text; empty without a corpus.
+
+    Raises:
+        service.corpus.CorpusError, OSError: the corpus cannot be read (as at start-up).
+    """
+    if corpus is None:
+        return {}
+    return {content_key(passage.text): passage.id for passage in load_corpus(corpus).passages}
 
 
 class TraceIngest:
@@ -59,7 +74,10 @@ class TraceIngest:
         self.assembler = TraceAssembler(self.config.assembly)
         self.clock = clock
         self._lock = threading.Lock()
-        self._pending: list[Completed] = []  # handed out, not yet through the pipeline
+        self._values: list[bytes] = []  # events of handed-out traces, not yet processed
+        self._letters: list[DeadLetter] = []  # dead letters not yet written
+        #: corpus passage text (:func:`~service.traces.mapping.content_key`) -> corpus id
+        self.content_index = content_index(runtime.settings.corpus)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -91,10 +109,12 @@ class TraceIngest:
         )
 
     def tick(self, flush: bool = False) -> int:
-        """Hand out due traces (all with ``flush``), map and process them.
+        """Hand out due traces (all with ``flush``), map and process them. Each trace is
+        mapped once; its event waits (in memory) until the pipeline takes it, its dead
+        letter until the file takes it.
 
         Returns:
-            traces handed to the pipeline now (processed or duplicates).
+            events handed to the pipeline now (processed or duplicates).
         """
         with self._lock:
             now = self.clock()
@@ -104,29 +124,26 @@ class TraceIngest:
             self.metrics.assembled.labels(why=trace.why).inc()
             if not trace.has_root:
                 self.metrics.without_root.inc()
-        self._pending.extend(done)
-        if not self._pending:
-            return 0
-        values: list[bytes] = []
-        letters: list[DeadLetter] = []
-        for trace in self._pending:
             try:
-                built = trace_to_event(trace.spans, self.config.mapping)
+                built = trace_to_event(trace.spans, self.config.mapping, self.content_index)
             except TraceMappingError as exc:
                 self.metrics.unmapped.labels(reason=exc.reason).inc()
-                letters.append(dead_letter(encode_json(trace.spans), exc.reason, exc.detail))
+                letter = dead_letter(encode_json(trace.spans), exc.reason, exc.detail)
+                self._letters.append(letter)
                 continue
-            values.append(built.event.model_dump_json().encode("utf-8", "surrogatepass"))
+            self._values.append(built.event.model_dump_json().encode("utf-8", "surrogatepass"))
         try:
-            if letters:
-                self.runtime.http_dead_letters.write(letters)
-            if values:
-                self.runtime.ingest(values)
-        except (EngineBusy, OSError) as exc:  # kept pending: retried at the next tick
-            log.warning("trace ingest: %d traces wait for the pipeline: %s", len(values), exc)
+            if self._letters:
+                self.runtime.http_dead_letters.write(self._letters)
+                self._letters = []
+            if not self._values:
+                return 0
+            self.runtime.ingest(self._values)
+        except (EngineBusy, OSError) as exc:  # kept: retried at the next tick
+            log.warning("trace ingest: %d events wait for the pipeline: %s", len(self._values), exc)
             return 0
-        self._pending.clear()
-        return len(values)
+        taken, self._values = len(self._values), []
+        return taken
 
     def start(self) -> None:
         """Start the ticker thread (every quarter of ``settle_s``, at most every second)."""
