@@ -38,7 +38,7 @@ of each replica sees each trace once, but the two replicas may both count it).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from consumers.base import DeadLetter, Origin, RawMessage, Source
@@ -78,6 +78,8 @@ class TraceSource:
         encoding: the topic's encoding.
         clock: monotonic seconds.
         metrics: the trace metrics to count into (``None``: :attr:`counts` only).
+        content_index: corpus passage text key -> corpus id, for documents without an id
+            (:func:`service.api.trace_ingest.content_index`).
     """
 
     def __init__(
@@ -88,7 +90,9 @@ class TraceSource:
         encoding: Encoding = "otlp",
         clock: Callable[[], float] = time.monotonic,
         metrics: TraceMetrics | None = None,
+        content_index: Mapping[str, str] | None = None,
     ) -> None:
+        self.content_index = content_index or {}
         self.inner = inner
         self.metrics = metrics
         self.name = inner.name
@@ -222,7 +226,7 @@ class TraceSource:
                 self._count("traces", "without_root")
             origin = Origin(file=f"trace:{trace.trace_id}", line=1)
             try:
-                built = trace_to_event(trace.spans, self.mapping)
+                built = trace_to_event(trace.spans, self.mapping, self.content_index)
             except TraceMappingError as exc:
                 self._count("unmapped", exc.reason)
                 value = encode_json(trace.spans)

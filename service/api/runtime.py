@@ -513,10 +513,12 @@ class Runtime:
             if traces.kafka_encoding == "events":
                 return kafka
             from consumers.trace_source import TraceSource  # OTLP from the Collector (issue 20)
+            from service.api.trace_ingest import content_index
             from service.traces.assembly import TraceAssembler
 
             source = TraceSource(kafka, TraceAssembler(traces.assembly), traces.mapping,
-                                 traces.kafka_encoding, metrics=self.trace_metrics)  # fmt: skip
+                                 traces.kafka_encoding, metrics=self.trace_metrics,
+                                 content_index=content_index(self.settings.corpus))  # fmt: skip
             self.engine.decode = source.wrap_decoder(self.event_decoder)
             return source
         path = str(config.path) if config.kind == "file" else "-"
