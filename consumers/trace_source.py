@@ -30,9 +30,11 @@ processed again from scratch, as the totals restored with that checkpoint do not
 processed + dead-lettered equals what was produced, with no duplicates, as long as no more
 than ``max_open_traces`` traces close between a trace's first message and the commit past it.
 
-Not handled yet: a partition revoked in a rebalance keeps its open traces here until they time
-out, while its new owner re-reads them (with ``partition_traces_by_id: true`` the dedup window
-of each replica sees each trace once, but the two replicas may both count it).
+Rebalances: at each poll, the open traces holding a message of a partition the wrapped source
+no longer owns are forgotten (counted as ``revoked`` in the status), since its new owner reads
+them again from below them. This is exact when each trace lives in one partition (the
+Collector's ``partition_traces_by_id: true``); a trace spread over partitions owned by two
+replicas is assembled in parts by both.
 """
 
 from __future__ import annotations
@@ -123,6 +125,8 @@ class TraceSource:
         if metrics is None:
             return
         if group == "traces":
+            if key == "revoked":
+                return
             if key == "without_root":
                 metrics.without_root.inc(n)
             else:
@@ -138,7 +142,9 @@ class TraceSource:
         """Poll the wrapped source, buffer its spans, and return the traces now due as event
         messages (possibly none, while traces are open)."""
         letters: list[DeadLetter] = []
-        for message in self.inner.poll(max_records, timeout_ms):
+        polled = self.inner.poll(max_records, timeout_ms)
+        self._drop_revoked()
+        for message in polled:
             letters += self._take(message)
         done = self.assembler.due(self.clock())
         if self.metrics is not None:
@@ -190,6 +196,24 @@ class TraceSource:
             return
         self._replayed = {str(k): int(v) for k, v in dict(state.get("read", {})).items()}
         self.assembler.restore_closed(str(i) for i in state.get("closed", ()))
+
+    def _drop_revoked(self) -> None:
+        """Forget the partitions the wrapped source no longer owns (a rebalance): their open
+        traces (the new owner reads them again from below them, as nothing past them was
+        committed), the offsets read and the replay marks."""
+        assignment = getattr(self.inner, "assignment", None)
+        if assignment is None:
+            return
+        owned = assignment()
+        revoked = [key for key in self._last if key not in owned]
+        if not revoked:
+            return
+        streams = [f"{topic}/{partition}" for topic, partition in revoked]
+        self._count("traces", "revoked", self.assembler.discard(streams))
+        for key, stream in zip(revoked, streams, strict=True):
+            self._last.pop(key, None)
+            self._committed.pop(key, None)
+            self._replayed.pop(stream, None)
 
     def _take(self, message: RawMessage) -> list[DeadLetter]:
         origin = message.origin

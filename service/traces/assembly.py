@@ -237,6 +237,21 @@ class TraceAssembler:
                     marks[stream] = offset
         return marks
 
+    def discard(self, streams: Iterable[str]) -> int:
+        """Forget the open traces that hold a message of one of ``streams`` (partitions
+        revoked in a rebalance: their new owner reads them again from below these traces).
+        Nothing is dead-lettered or counted as closed.
+
+        Returns:
+            the number of traces forgotten.
+        """
+        gone = set(streams)
+        drop = [tid for tid, trace in self._open.items() if gone & trace.starts.keys()]
+        for trace_id in drop:
+            del self._open[trace_id]
+            self._rooted.pop(trace_id, None)
+        return len(drop)
+
     def closed_ids(self) -> list[str]:
         """Trace ids handed out or evicted recently (oldest first; at most
         ``max_open_traces``): their spans are ``late_span``. Checkpointed by the Kafka path."""

@@ -184,3 +184,25 @@ def test_dead_letters_out_of_offset_order_are_not_taken_for_redeliveries() -> No
     stand_ins += source.poll(100, 0)  # A settles
     stand_ins += source.poll(100, 0)
     assert _decode(source, stand_ins) == ([A], [("attribute_too_large", 5), ("late_span", 3)])
+
+
+def test_a_revoked_partition_forgets_its_open_traces() -> None:
+    source, inner, clock = _source(
+        [
+            [msg(0, [child(A, 1)]), msg(4, [child(B, 1)], partition=1)],
+            [],
+            [msg(5, [root(B, "B?")], partition=1)],
+        ]
+    )
+    owned = {("otlp_spans", 0), ("otlp_spans", 1)}
+    inner.assignment = lambda: set(owned)  # type: ignore[attr-defined]
+    source.poll(100, 0)
+    assert len(source.assembler) == 2
+    owned.discard(("otlp_spans", 0))  # a rebalance gives partition 0 to another replica
+    source.poll(100, 0)
+    assert len(source.assembler) == 1 and source.counts["traces"] == {"revoked": 1}
+    source.poll(100, 0)
+    clock.now = 1.0
+    assert [m.origin.file for m in source.poll(100, 0)] == [f"trace:{B}"]
+    source.commit([])
+    assert inner.commits[-1] == [("otlp_spans", 1, 5)]  # nothing for the revoked partition
