@@ -563,6 +563,10 @@ class KafkaSource:
             self._last_ok = time.monotonic()
         return ok
 
+    def assignment(self) -> set[tuple[str, int]]:
+        """The partitions assigned now, as ``{(topic, partition)}``. Thread-safe."""
+        return self._listener.assigned()
+
     def ready(self) -> bool:
         """True when partitions are assigned, the broker answered within
         ``ready_stale_after_s`` seconds and no committed offset is past its partition's end

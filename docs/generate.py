@@ -321,6 +321,7 @@ def metrics_markdown() -> str:
         build_harvest_metrics,
         build_metrics,
         build_shadow_metrics,
+        build_trace_metrics,
     )
 
     groups: list[tuple[str, str, Callable[[Any], Any]]] = [
@@ -333,6 +334,8 @@ def metrics_markdown() -> str:
          lambda r: build_shadow_metrics(r, candidates=("candidate",), production="prod")),
         ("Harvesting", "`build_harvest_metrics`: with `harvest.enabled` (default).",
          lambda r: build_harvest_metrics(r, REASONS)),
+        ("Trace ingest", "`build_trace_metrics`: every `serve` (`POST /v1/traces`).",
+         build_trace_metrics),
     ]  # fmt: skip
     out = [
         "# Metrics reference",

@@ -54,6 +54,8 @@ from service.refusals import check_pattern
 from service.regular_files import read_regular
 from service.shadow.runner import ShadowConfig
 from service.topic_config import TopicConfig
+from service.traces.assembly import AssemblyLimits
+from service.traces.mapping import TraceMapping
 
 RetrieverKind = Literal["bm25", "tfidf", "dense", "hybrid", "http", "entrypoint"]
 BUILTIN_RETRIEVERS: tuple[str, ...] = ("bm25", "tfidf", "dense", "hybrid", "hybrid-lexical")
@@ -567,6 +569,26 @@ GOLD_SET_OFF = (
 def gold_set_notice(settings: Settings) -> str | None:
     """:data:`GOLD_SET_OFF` when ``settings`` configure no gold set, else ``None``."""
     return GOLD_SET_OFF if settings.gold_set is None else None
+class TracesConfig(_Frozen):
+    """OpenTelemetry traces in (``POST /v1/traces``): assembly and mapping (issue 20).
+
+    Attributes:
+        assembly: settle time, timeout and memory bounds of open traces
+            (:class:`~service.traces.assembly.AssemblyLimits`: ``settle_s``, ``timeout_s``,
+            ``max_open_traces``, ``max_spans_per_trace``, ``max_attribute_bytes``).
+        mapping: how a trace becomes an event (:class:`~service.traces.mapping.TraceMapping`:
+            JSON keys of questions and answers, passage-id metadata keys, the policy for
+            several retrievers, the refusal attribute, guardrail values, role, tenant and
+            channel keys).
+        kafka_encoding: what the ``kafka`` source's topic holds: ``events`` (goldwatch JSON
+            events), or OpenTelemetry traces as the Collector's ``kafka`` exporter writes them:
+            ``otlp_proto``, ``otlp_json``, or ``otlp`` (each message detected: JSON when it
+            starts with ``{``). With traces, "consumed" counts assembled traces.
+    """
+
+    assembly: AssemblyLimits = AssemblyLimits()
+    mapping: TraceMapping = TraceMapping()
+    kafka_encoding: Literal["events", "otlp", "otlp_proto", "otlp_json"] = "events"
 
 
 class Settings(BaseSettings):
@@ -587,6 +609,7 @@ class Settings(BaseSettings):
         analytics: the live analytics stages and drift detection.
         shadow: candidate retrievers shadow-run on live traffic, gold-set runs on a schedule.
         harvest: proposing real production questions as new gold questions.
+        traces: OpenTelemetry traces posted to ``/v1/traces``, assembled into events.
     """
 
     model_config = SettingsConfigDict(
@@ -609,6 +632,7 @@ class Settings(BaseSettings):
     analytics: AnalyticsConfig = AnalyticsConfig()
     shadow: ShadowSettings = ShadowSettings()
     harvest: HarvestConfig = HarvestConfig()
+    traces: TracesConfig = TracesConfig()
 
     _paths_not_empty = field_validator("gold_set", "corpus", mode="before")(_path_not_empty)
 

@@ -1035,3 +1035,81 @@ def build_harvest_metrics(
     for sink in sinks:
         metrics.sink_failures.labels(sink=bounded_label(sink, HARVEST_SINKS))
     return metrics
+
+
+@dataclass(frozen=True, slots=True)
+class TraceMetrics:
+    """Metrics of trace ingest (``POST /v1/traces``, issue 20); build with
+    :func:`build_trace_metrics`.
+
+    ========================================== ======= ====================================
+    name                                       type    labels
+    ========================================== ======= ====================================
+    goldwatch_traces_assembled_total           counter why (settled, timeout, flushed)
+    goldwatch_traces_without_root_total        counter (handed out with no root span)
+    goldwatch_traces_unmapped_total            counter reason (no question: dead-lettered)
+    goldwatch_trace_spans_received_total       counter (decoded spans)
+    goldwatch_trace_spans_rejected_total       counter reason (evicted, too_many_spans,
+                                                       attribute_too_large, late_span)
+    goldwatch_trace_payloads_rejected_total    counter reason (undecodable payloads)
+    goldwatch_open_traces                      gauge   (traces being assembled)
+    ========================================== ======= ====================================
+    """
+
+    assembled: Counter
+    without_root: Counter
+    unmapped: Counter
+    spans_received: Counter
+    spans_rejected: Counter
+    payloads_rejected: Counter
+    open_traces: Gauge
+
+
+#: Label values of the trace metrics (pre-initialised).
+TRACE_ASSEMBLED_WHY: tuple[str, ...] = ("settled", "timeout", "flushed")
+TRACE_SPAN_REJECT_REASONS: tuple[str, ...] = (
+    "evicted", "too_many_spans", "attribute_too_large", "late_span",
+)  # fmt: skip
+TRACE_UNMAPPED_REASONS: tuple[str, ...] = ("missing_field", "invalid_value")
+TRACE_PAYLOAD_REASONS: tuple[str, ...] = (
+    "not_protobuf", "not_utf8", "not_json", "wrong_type", "invalid_value", "bad_encoding",
+)  # fmt: skip
+
+
+def build_trace_metrics(registry: CollectorRegistry) -> TraceMetrics:
+    """Register the trace-ingest metrics on ``registry``, labels pre-initialised.
+
+    Raises:
+        ValueError: already registered on ``registry``.
+    """
+    metrics = TraceMetrics(
+        assembled=Counter(_name("traces_assembled"), "Traces handed out for mapping, by why: "
+                          "settled (root seen, then quiet for traces.assembly.settle_s), "
+                          "timeout (traces.assembly.timeout_s after the first span), flushed "
+                          "(at shutdown).", ["why"], registry=registry),
+        without_root=Counter(_name("traces_without_root"), "Traces handed out without a root "
+                             "span (the earliest orphan span stands in for it).",
+                             registry=registry),
+        unmapped=Counter(_name("traces_unmapped"), "Assembled traces that gave no event (no "
+                         "question), dead-lettered.", ["reason"], registry=registry),
+        spans_received=Counter(_name("trace_spans_received"), "Spans decoded from OTLP "
+                               "payloads.", registry=registry),
+        spans_rejected=Counter(_name("trace_spans_rejected"), "Spans not kept whole by "
+                               "assembly (evicted with their trace, over the per-trace bound, "
+                               "an attribute cut, late), dead-lettered.", ["reason"],
+                               registry=registry),
+        payloads_rejected=Counter(_name("trace_payloads_rejected"), "OTLP payloads that could "
+                                  "not be decoded, dead-lettered.", ["reason"],
+                                  registry=registry),
+        open_traces=Gauge(_name("open_traces"), "Traces being assembled (held in memory).",
+                          registry=registry),
+    )  # fmt: skip
+    for why in TRACE_ASSEMBLED_WHY:
+        metrics.assembled.labels(why=why)
+    for reason in TRACE_SPAN_REJECT_REASONS:
+        metrics.spans_rejected.labels(reason=reason)
+    for reason in TRACE_UNMAPPED_REASONS:
+        metrics.unmapped.labels(reason=reason)
+    for reason in TRACE_PAYLOAD_REASONS:
+        metrics.payloads_rejected.labels(reason=reason)
+    return metrics

@@ -33,6 +33,8 @@ from service.api.harvest_routes import router as harvest_router
 from service.api.routes import router
 from service.api.runtime import EngineBusy, Runtime
 from service.api.shadow_routes import router as shadow_router
+from service.api.trace_ingest import TraceIngest
+from service.api.trace_routes import router as trace_router
 from service.corpus import load_corpus
 from service.harvest import StateStoreCandidates
 from service.harvest.labelling import Labelling
@@ -61,10 +63,13 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> FastAPI:
         app.state.harvest = _labelling(settings, rt)
         switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(min(switch_interval, SWITCH_INTERVAL_S))
+        app.state.traces = TraceIngest(rt, rt.trace_metrics)
         rt.start()
+        app.state.traces.start()
         try:
             yield
         finally:
+            app.state.traces.stop()  # open traces go through the pipeline before it stops
             rt.stop()
             sys.setswitchinterval(switch_interval)
 
@@ -77,6 +82,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> FastAPI:
     app.include_router(router)
     app.include_router(shadow_router)
     app.include_router(harvest_router)
+    app.include_router(trace_router)
     app.include_router(status_page.router)
     _add_metrics_route(app)
     _add_body_limit(app, settings.api.max_request_bytes)

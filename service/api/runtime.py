@@ -65,6 +65,7 @@ from service.telemetry import (
     build_harvest_metrics,
     build_metrics,
     build_shadow_metrics,
+    build_trace_metrics,
 )
 
 log = logging.getLogger(__name__)
@@ -432,10 +433,12 @@ class Runtime:
         fix_mmap_threshold()  # before the models load: see its docstring
         topics = [settings.kafka.topic] if settings.kafka else []
         self.metrics = build_metrics(self.registry, topics=topics)
+        self.trace_metrics = build_trace_metrics(self.registry)  # /v1/traces, OTLP topics
         settings.state.path.parent.mkdir(parents=True, exist_ok=True)
         self.state = StateStore.open(settings.state.path, exclusive=True)
         try:  # a start that fails releases the state file (and its writer's lock)
             decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes)
+            self.event_decoder = decoder  # wrapped by a trace source (_open_source)
             self.live = build_live(settings, self.registry, self.state)
             pipeline = self.live.pipeline
             if stages:
@@ -554,7 +557,19 @@ class Runtime:
 
             assert self.settings.kafka is not None  # guaranteed by Settings validation
             # The loop schedules commits (after each checkpoint); the source commits at once.
-            return KafkaSource(self.settings.kafka.model_copy(update={"commit_interval_s": 0.0}))
+            kafka = KafkaSource(self.settings.kafka.model_copy(update={"commit_interval_s": 0.0}))
+            traces = self.settings.traces
+            if traces.kafka_encoding == "events":
+                return kafka
+            from consumers.trace_source import TraceSource  # OTLP from the Collector (issue 20)
+            from service.api.trace_ingest import content_index
+            from service.traces.assembly import TraceAssembler
+
+            source = TraceSource(kafka, TraceAssembler(traces.assembly), traces.mapping,
+                                 traces.kafka_encoding, metrics=self.trace_metrics,
+                                 content_index=content_index(self.settings.corpus))  # fmt: skip
+            self.engine.decode = source.wrap_decoder(self.event_decoder)
+            return source
         path = str(config.path) if config.kind == "file" else "-"
         dlq = config.dlq_path or (None if config.kind == "file" else self.http_dead_letters.path)
         return FileSource(path, follow=config.follow, rate=config.rate, dlq_path=dlq)

@@ -1,0 +1,316 @@
+"""A source of events assembled from OTLP trace messages (the Collector's ``kafka`` exporter).
+
+:class:`TraceSource` wraps a message source (Kafka) whose values are
+``ExportTraceServiceRequest`` payloads (``otlp_proto`` or ``otlp_json``; ``otlp`` detects each
+message: JSON when its first non-blank byte is ``{``). It decodes every message into spans,
+buffers them in a :class:`~service.traces.assembly.TraceAssembler` (position: the message's
+``topic/partition`` and offset), and hands the poll loop one message per finished trace: the
+event (:func:`~service.traces.mapping.trace_to_event`) as canonical goldwatch JSON, so the
+loop, the engine and every stage run unchanged. "Consumed" therefore counts traces, not Kafka
+messages.
+
+Dead letters: undecodable messages (the raw bytes, reason from
+:data:`service.traces.otlp.REASONS`), assembly's rejections (spans as OTLP/JSON) and traces
+without a question go back to the loop as messages of their own, which the engine's decoder
+(wrapped by :meth:`TraceSource.wrap_decoder`) turns into their dead letters: the engine counts
+them in its totals and the loop writes them through the wrapped source's dead-letter
+destination, as any other.
+
+Crash semantics: :meth:`TraceSource.commit` ignores the messages the loop passes (they are the
+synthetic ones) and commits, per partition, only below the first message of the oldest open
+trace (:meth:`~service.traces.assembly.TraceAssembler.low_watermarks`), else past the last
+message polled; the loop calls it after the checkpoint that holds every trace handed out so
+far. With each checkpoint the engine also stores this source's position
+(:meth:`TraceSource.position_after`): per partition the last offset read, and the recently
+closed trace ids. After kill -9 the group resumes at the committed offset: every span of a
+trace still open is read again and the trace is rebuilt; a message read before the checkpoint
+gives its spans but not its dead letters again (they were counted); a span of a trace closed
+before the checkpoint is a replay, dropped. What was read after the last checkpoint is
+processed again from scratch, as the totals restored with that checkpoint do not hold it. So
+processed + dead-lettered equals what was produced, with no duplicates, as long as no more
+than ``max_open_traces`` traces close between a trace's first message and the commit past it.
+
+Rebalances: at each poll, the open traces holding a message of a partition the wrapped source
+no longer owns are forgotten (counted as ``revoked`` in the status), since its new owner reads
+them again from below them. This is exact when each trace lives in one partition (the
+Collector's ``partition_traces_by_id: true``); a trace spread over partitions owned by two
+replicas is assembled in parts by both.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from consumers.base import DeadLetter, Origin, RawMessage, Source
+from consumers.engine import Decoder
+from service.events import QueryLogEvent
+from service.telemetry import TraceMetrics
+from service.traces.assembly import Completed, Rejected, TraceAssembler
+from service.traces.mapping import TraceMapping, TraceMappingError, trace_to_event
+from service.traces.otlp import TraceDecodeError, decode_json, decode_protobuf, encode_json
+from service.traces.spans import Span
+
+Encoding = Literal["otlp_proto", "otlp_json", "otlp"]
+#: ``Origin.file`` of the stand-in messages that carry this source's dead letters to the loop.
+TRACES_DEAD = "otlp-dead-letter"
+
+
+def decode_payload(value: bytes, encoding: Encoding) -> list[Span]:
+    """Decode one message value in ``encoding`` (``otlp``: JSON if it starts with ``{``).
+
+    Raises:
+        TraceDecodeError: as :func:`~service.traces.otlp.decode_protobuf` /
+            :func:`~service.traces.otlp.decode_json`.
+    """
+    if encoding == "otlp_json" or (encoding == "otlp" and value.lstrip()[:1] == b"{"):
+        return decode_json(value)
+    return decode_protobuf(value)
+
+
+class TraceSource:
+    """The wrapped source's OTLP messages as one event message per trace (module docstring).
+
+    Args:
+        inner: the message source (its ``dead_letter``, ``sync_dead_letters``, ``commit``,
+            ``status``, ``ready`` and ``close`` are used).
+        assembler: the open traces.
+        mapping: trace -> event rules.
+        encoding: the topic's encoding.
+        clock: monotonic seconds.
+        metrics: the trace metrics to count into (``None``: :attr:`counts` only).
+        content_index: corpus passage text key -> corpus id, for documents without an id
+            (:func:`service.api.trace_ingest.content_index`).
+    """
+
+    def __init__(
+        self,
+        inner: Source,
+        assembler: TraceAssembler,
+        mapping: TraceMapping,
+        encoding: Encoding = "otlp",
+        clock: Callable[[], float] = time.monotonic,
+        metrics: TraceMetrics | None = None,
+        content_index: Mapping[str, str] | None = None,
+    ) -> None:
+        self.content_index = content_index or {}
+        self.inner = inner
+        self.metrics = metrics
+        self.name = inner.name
+        self.assembler = assembler
+        self.mapping = mapping
+        self.encoding = encoding
+        self.clock = clock
+        self._last: dict[tuple[str, int], int] = {}  # last offset polled per partition
+        self._committed: dict[tuple[str, int], int] = {}  # last offset stored per partition
+        self._replayed: dict[str, int] = {}  # "topic/partition" -> last offset read before
+        self._letters: dict[int, DeadLetter] = {}  # id(message) -> its dead letter
+        self.state_key = "otlp_traces"
+        #: Counts of what this source did: ``traces`` by why, ``rejected`` and ``unmapped``
+        #: by reason, ``undecodable`` by reason, ``spans``.
+        self.counts: dict[str, dict[str, int]] = {
+            "traces": {}, "rejected": {}, "unmapped": {}, "undecodable": {}, "spans": {},
+        }  # fmt: skip
+
+    def __getattr__(self, name: str) -> Any:
+        """Anything else (``lag``, ``refresh_lag``, ...) is the wrapped source's."""
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def _count(self, group: str, key: str, n: int = 1) -> None:
+        self.counts[group][key] = self.counts[group].get(key, 0) + n
+        metrics = self.metrics
+        if metrics is None:
+            return
+        if group == "traces":
+            if key == "revoked":
+                return
+            if key == "without_root":
+                metrics.without_root.inc(n)
+            else:
+                metrics.assembled.labels(why=key).inc(n)
+        elif group == "spans":
+            metrics.spans_received.inc(n)
+        else:
+            counter = {"rejected": metrics.spans_rejected, "unmapped": metrics.unmapped,
+                       "undecodable": metrics.payloads_rejected}[group]  # fmt: skip
+            counter.labels(reason=key).inc(n)
+
+    def poll(self, max_records: int, timeout_ms: int) -> list[RawMessage]:
+        """Poll the wrapped source, buffer its spans, and return the traces now due as event
+        messages (possibly none, while traces are open)."""
+        letters: list[DeadLetter] = []
+        polled = self.inner.poll(max_records, timeout_ms)
+        self._drop_revoked()
+        for message in polled:
+            letters += self._take(message)
+        done = self.assembler.due(self.clock())
+        if self.metrics is not None:
+            self.metrics.open_traces.set(len(self.assembler))
+        out = self._events(done, letters)
+        for letter in letters:  # decoded into these dead letters by wrap_decoder
+            # The loop gets a stand-in without Kafka coordinates: the engine's redelivery
+            # check (offsets at or below the last applied one) must not drop a letter that
+            # comes after a later offset of its partition (a late span, a second rejection
+            # of one message); replays are this source's own business (restore). The dead
+            # letter itself keeps the original origin, for the dead-letter topic.
+            stand_in = RawMessage(letter.message.value, Origin(file=TRACES_DEAD, line=1))
+            self._letters[id(stand_in)] = letter
+            out.append(stand_in)
+        return out
+
+    def wrap_decoder(self, decoder: Decoder) -> Decoder:
+        """The engine's decoder, which also turns this source's dead-letter messages into
+        their dead letters (so the engine counts and the loop writes them as its own)."""
+
+        def decode(
+            messages: Sequence[RawMessage],
+        ) -> tuple[list[tuple[RawMessage, QueryLogEvent]], list[DeadLetter]]:
+            mine = {id(m) for m in messages if id(m) in self._letters}
+            if not mine:
+                return decoder(messages)
+            ours = [self._letters.pop(id(m)) for m in messages if id(m) in mine]
+            rest = [m for m in messages if id(m) not in mine]
+            decoded, dead = decoder(rest) if rest else ([], [])
+            return decoded, [*ours, *dead]
+
+        return decode
+
+    # -- checkpointed state (consumers.loop.Resumable) ---------------------------------------
+
+    def position_after(self, messages: Sequence[RawMessage]) -> dict[str, Any]:
+        """What the engine checkpoints with each batch: per partition the last offset read
+        (every dead letter of a message up to it is counted) and the recently closed trace
+        ids (their re-read spans are replays, not late spans)."""
+        read = {f"{t}/{p}": offset for (t, p), offset in self._last.items()}
+        for stream, offset in self._replayed.items():
+            read.setdefault(stream, offset)
+        return {"read": read, "closed": self.assembler.closed_ids()}
+
+    def restore(self, state: dict[str, Any] | None) -> None:
+        """Resume after a restart: messages up to each partition's checkpointed offset are
+        re-read for their spans only (their dead letters were written and counted)."""
+        if not state:
+            return
+        self._replayed = {str(k): int(v) for k, v in dict(state.get("read", {})).items()}
+        self.assembler.restore_closed(str(i) for i in state.get("closed", ()))
+
+    def _drop_revoked(self) -> None:
+        """Forget the partitions the wrapped source no longer owns (a rebalance): their open
+        traces (the new owner reads them again from below them, as nothing past them was
+        committed), the offsets read and the replay marks."""
+        assignment = getattr(self.inner, "assignment", None)
+        if assignment is None:
+            return
+        owned = assignment()
+        revoked = [key for key in self._last if key not in owned]
+        if not revoked:
+            return
+        streams = [f"{topic}/{partition}" for topic, partition in revoked]
+        self._count("traces", "revoked", self.assembler.discard(streams))
+        for key, stream in zip(revoked, streams, strict=True):
+            self._last.pop(key, None)
+            self._committed.pop(key, None)
+            self._replayed.pop(stream, None)
+
+    def _take(self, message: RawMessage) -> list[DeadLetter]:
+        origin = message.origin
+        position, replay = None, False
+        if origin.topic is not None and origin.partition is not None and origin.offset is not None:
+            key = (origin.topic, origin.partition)
+            self._last[key] = max(self._last.get(key, -1), origin.offset)
+            position = (f"{origin.topic}/{origin.partition}", origin.offset)
+            replay = origin.offset <= self._replayed.get(position[0], -1)
+        if message.value is None:
+            return [] if replay else [DeadLetter(message, "tombstone", "tombstone (no value)")]
+        try:
+            spans = decode_payload(message.value, self.encoding)
+        except TraceDecodeError as exc:
+            if replay:
+                return []
+            self._count("undecodable", exc.reason)
+            return [DeadLetter(message, exc.reason, exc.detail)]
+        self._count("spans", "received", len(spans))
+        rejected = self.assembler.add(spans, now=self.clock(), position=position)
+        if replay:  # counted and dead-lettered before the restart
+            return []
+        return [self._rejected(item, origin) for item in rejected]
+
+    def _rejected(self, item: Rejected, origin: Origin) -> DeadLetter:
+        self._count("rejected", item.reason, len(item.spans) or 1)
+        return DeadLetter(RawMessage(encode_json(item.spans), origin), item.reason, item.detail)
+
+    def _events(self, done: Sequence[Completed], letters: list[DeadLetter]) -> list[RawMessage]:
+        out: list[RawMessage] = []
+        for trace in done:
+            self._count("traces", trace.why)
+            if not trace.has_root:
+                self._count("traces", "without_root")
+            origin = Origin(file=f"trace:{trace.trace_id}", line=1)
+            try:
+                built = trace_to_event(trace.spans, self.mapping, self.content_index)
+            except TraceMappingError as exc:
+                self._count("unmapped", exc.reason)
+                value = encode_json(trace.spans)
+                letters.append(DeadLetter(RawMessage(value, origin), exc.reason, exc.detail))
+                continue
+            value = built.event.model_dump_json().encode("utf-8", "surrogatepass")
+            out.append(RawMessage(value, origin))
+        return out
+
+    def commit(self, messages: Sequence[RawMessage], force: bool = False) -> None:
+        """Commit each partition below its oldest open trace (the ``messages``, synthetic,
+        are ignored); see the module docstring."""
+        marks = self.assembler.low_watermarks()
+        safe: list[RawMessage] = []
+        for (topic, partition), last in self._last.items():
+            upto = min(marks.get(f"{topic}/{partition}", last + 1), last + 1) - 1
+            if upto > self._committed.get((topic, partition), -1):
+                self._committed[(topic, partition)] = upto
+                safe.append(RawMessage(None, Origin(topic=topic, partition=partition, offset=upto)))
+        commit: Any = self.inner.commit
+        if force:
+            commit(safe, force=True)
+        else:
+            commit(safe)
+
+    def dead_letter(self, letters: Sequence[DeadLetter]) -> None:
+        """Dead-letter through the wrapped source."""
+        self.inner.dead_letter(letters)
+
+    def sync_dead_letters(self) -> None:
+        """The wrapped source's ``sync_dead_letters``, when it has one."""
+        sync = getattr(self.inner, "sync_dead_letters", None)
+        if sync is not None:
+            sync()
+
+    @property
+    def pending_dead_letters(self) -> int:
+        """The wrapped source's unacknowledged dead letters (0 if it does not defer them)."""
+        return int(getattr(self.inner, "pending_dead_letters", 0))
+
+    def status(self) -> dict[str, Any]:
+        """The wrapped source's status plus ``traces``: open traces and spans, and counts."""
+        status = dict(self.inner.status())
+        status["traces"] = {
+            "open": len(self.assembler),
+            "open_spans": self.assembler.open_spans,
+            **{group: dict(values) for group, values in self.counts.items()},
+        }
+        return status
+
+    def ready(self) -> bool:
+        """Whether the wrapped source is ready."""
+        return self.inner.ready()
+
+    def mark_failed(self) -> None:
+        """Forward a crash mark (the loop calls it before :meth:`close` after an exception)."""
+        mark = getattr(self.inner, "mark_failed", None)
+        if mark is not None:
+            mark()
+
+    def close(self) -> None:
+        """Close the wrapped source; open traces are dropped, uncommitted (re-read later)."""
+        self.inner.close()

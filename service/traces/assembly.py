@@ -1,0 +1,336 @@
+"""Buffer spans by trace id until the trace is complete; bounded memory, nothing dropped silently.
+
+Spans of one trace arrive in several requests or Kafka messages, the root usually last (it ends
+last, and exporters batch finished spans). :class:`TraceAssembler` keeps one open trace per
+trace id and hands it out as a :class:`Completed` trace when
+
+* ``settled``: its root span has arrived (spans are exported when they end, so the root has
+  ended) and no span of the trace arrived for :attr:`AssemblyLimits.settle_s` seconds; or
+* ``timeout``: :attr:`AssemblyLimits.timeout_s` seconds passed since its first span, root or
+  not (a trace whose root never comes, or that keeps growing); counted by the caller.
+
+Bounds (each breach is a :class:`Rejected` record with its reason, for the dead-letter
+destination and a counter; never a silent drop):
+
+* ``evicted``: a new trace beyond :attr:`AssemblyLimits.max_open_traces` evicts the open trace
+  that started first, whole.
+* ``too_many_spans``: spans beyond :attr:`AssemblyLimits.max_spans_per_trace` of one trace are
+  rejected; the trace keeps its first spans.
+* ``attribute_too_large``: a string or bytes attribute value over
+  :attr:`AssemblyLimits.max_attribute_bytes` (UTF-8 bytes) is cut to that size at a character
+  boundary, a list or map value over it is removed; the span is kept, the record names the key
+  and the original size (the value itself is not kept: it is what would exhaust memory).
+* ``late_span``: a span of a trace handed out within the last ``max_open_traces`` traces
+  (it would otherwise open a second, partial trace of the same id).
+
+A span whose id is already in its open trace (an exporter's retry) is ignored.
+
+Memory: at most ``max_open_traces * max_spans_per_trace`` spans, each attribute value at most
+``max_attribute_bytes`` bytes.
+
+Crash semantics (kept by the caller, which owns offsets): open traces are *not* checkpointed.
+Each :meth:`TraceAssembler.add` names the message's position (a stream key such as
+``"topic/partition"`` and an offset); :meth:`TraceAssembler.low_watermarks` gives, per stream,
+the offset of the first message of the oldest open trace. The consumer commits only offsets
+below it, so after a crash every message holding a span of an open trace is read again and the
+trace is rebuilt. Traces already handed out whose messages are read again come out again with
+the same ``event_id`` (the trace id), which the checkpointed dedup window drops: none is lost
+or counted twice.
+
+Time is passed in (``now``: seconds of a monotonic clock), so tests need no sleeps.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.dedup import RecentIds
+from service.traces.spans import Span
+
+#: Reasons a :class:`Rejected` record carries (bounded metric labels).
+REJECT_REASONS: tuple[str, ...] = ("evicted", "too_many_spans", "attribute_too_large", "late_span")
+#: Why a :class:`Completed` trace was handed out.
+COMPLETE_REASONS: tuple[str, ...] = ("settled", "timeout", "flushed")
+
+
+class AssemblyLimits(BaseModel):
+    """Settle timing and memory bounds of :class:`TraceAssembler`.
+
+    Attributes:
+        settle_s: quiet period after the root span, seconds (> 0).
+        timeout_s: longest a trace stays open after its first span, seconds (>= settle_s).
+        max_open_traces: open traces kept at once (>= 1).
+        max_spans_per_trace: spans kept per trace (>= 1).
+        max_attribute_bytes: largest attribute value kept whole, UTF-8 bytes (>= 64).
+
+    Raises:
+        pydantic.ValidationError: a bound out of range, or ``timeout_s < settle_s``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    settle_s: float = Field(default=2.0, gt=0)
+    timeout_s: float = Field(default=30.0, gt=0)
+    max_open_traces: int = Field(default=10_000, ge=1)
+    max_spans_per_trace: int = Field(default=1_000, ge=1)
+    max_attribute_bytes: int = Field(default=65_536, ge=64)
+
+    def model_post_init(self, context: Any, /) -> None:
+        if self.timeout_s < self.settle_s:
+            raise ValueError("timeout_s must be >= settle_s")
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """A trace handed out for mapping.
+
+    Attributes:
+        trace_id: 32 hex characters.
+        spans: its spans in arrival order.
+        why: ``settled``, ``timeout`` or ``flushed`` (:meth:`TraceAssembler.flush`).
+        has_root: whether a root span arrived.
+    """
+
+    trace_id: str
+    spans: tuple[Span, ...]
+    why: Literal["settled", "timeout", "flushed"]
+    has_root: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """Spans not kept (or kept cut), with the reason, for the dead-letter destination.
+
+    Attributes:
+        trace_id: the trace they belong to.
+        reason: one of :data:`REJECT_REASONS`.
+        detail: counts, sizes and attribute keys; never content.
+        spans: the spans concerned (for ``attribute_too_large``: the span as kept, cut).
+    """
+
+    trace_id: str
+    reason: str
+    detail: str
+    spans: tuple[Span, ...] = ()
+
+
+@dataclass(slots=True)
+class _Open:
+    first_seen: float
+    last_seen: float
+    spans: list[Span] = field(default_factory=list)
+    span_ids: set[str] = field(default_factory=set)
+    has_root: bool = False
+    starts: dict[str, int] = field(default_factory=dict)  # stream -> offset of first message
+
+
+class TraceAssembler:
+    """Open traces keyed by trace id (module docstring: rules, bounds, crash semantics).
+
+    Not thread-safe: one consumer thread (or one lock) drives it.
+
+    >>> from service.traces.spans import Span
+    >>> a = TraceAssembler(AssemblyLimits(settle_s=1, timeout_s=10))
+    >>> a.add([Span("ab" * 16, "01" * 8, None, "root", 1, 2)], now=0.0)
+    []
+    >>> a.due(now=0.5), [c.why for c in a.due(now=1.0)]
+    ([], ['settled'])
+    """
+
+    def __init__(self, limits: AssemblyLimits) -> None:
+        self._limits = limits
+        self._open: OrderedDict[str, _Open] = OrderedDict()  # by first arrival
+        self._rooted: OrderedDict[str, None] = OrderedDict()  # rooted, by last arrival
+        self._closed = RecentIds(capacity=limits.max_open_traces)
+
+    def __len__(self) -> int:
+        """Number of open traces."""
+        return len(self._open)
+
+    @property
+    def open_spans(self) -> int:
+        """Spans held in open traces."""
+        return sum(len(t.spans) for t in self._open.values())
+
+    def add(
+        self, spans: Iterable[Span], now: float, position: tuple[str, int] | None = None
+    ) -> list[Rejected]:
+        """Buffer the spans of one message.
+
+        Args:
+            spans: decoded spans, any traces.
+            now: monotonic seconds.
+            position: (stream, offset) of the message, for :meth:`low_watermarks`.
+
+        Returns:
+            what was not kept whole (evictions, span overflow, cut attributes, late spans).
+        """
+        rejected: list[Rejected] = []
+        limits = self._limits
+        for span in spans:
+            trace_id = span.trace_id
+            if trace_id in self._closed and trace_id not in self._open:
+                rejected.append(
+                    Rejected(trace_id, "late_span", "span after its trace was handed out", (span,))
+                )
+                continue
+            trace = self._open.get(trace_id)
+            if trace is None:
+                if len(self._open) >= limits.max_open_traces:
+                    rejected.append(self._evict())
+                trace = self._open[trace_id] = _Open(first_seen=now, last_seen=now)
+            if span.span_id in trace.span_ids:
+                continue
+            if len(trace.spans) >= limits.max_spans_per_trace:
+                detail = f"trace already holds {limits.max_spans_per_trace} spans"
+                rejected.append(Rejected(trace_id, "too_many_spans", detail, (span,)))
+                continue
+            span, cut = _cap_attributes(span, limits.max_attribute_bytes)
+            if cut:
+                rejected.append(Rejected(trace_id, "attribute_too_large", "; ".join(cut), (span,)))
+            trace.spans.append(span)
+            trace.span_ids.add(span.span_id)
+            trace.last_seen = now
+            if position is not None:
+                trace.starts.setdefault(position[0], position[1])
+            if span.is_root:
+                trace.has_root = True
+            if trace.has_root:
+                self._rooted[trace_id] = None
+                self._rooted.move_to_end(trace_id)
+        return rejected
+
+    def due(self, now: float) -> list[Completed]:
+        """Hand out the traces complete at ``now``: timed out first (oldest first), then
+        settled (quietest first)."""
+        done: list[Completed] = []
+        timeout = self._limits.timeout_s
+        while self._open:
+            trace_id, trace = next(iter(self._open.items()))
+            if now - trace.first_seen < timeout:
+                break
+            done.append(self._close(trace_id, "timeout"))
+        settle = self._limits.settle_s
+        while self._rooted:
+            trace_id = next(iter(self._rooted))
+            if now - self._open[trace_id].last_seen < settle:
+                break
+            done.append(self._close(trace_id, "settled"))
+        return done
+
+    def flush(self) -> list[Completed]:
+        """Hand out every open trace (``flushed``), e.g. at the end of a finite file."""
+        return [self._close(trace_id, "flushed") for trace_id in list(self._open)]
+
+    def low_watermarks(self) -> dict[str, int]:
+        """Per stream, the offset of the first message of any open trace: commit only below
+        it (module docstring, crash semantics). Streams without open traces are absent."""
+        marks: dict[str, int] = {}
+        for trace in self._open.values():
+            for stream, offset in trace.starts.items():
+                if offset < marks.get(stream, offset + 1):
+                    marks[stream] = offset
+        return marks
+
+    def discard(self, streams: Iterable[str]) -> int:
+        """Forget the open traces that hold a message of one of ``streams`` (partitions
+        revoked in a rebalance: their new owner reads them again from below these traces).
+        Nothing is dead-lettered or counted as closed.
+
+        Returns:
+            the number of traces forgotten.
+        """
+        gone = set(streams)
+        drop = [tid for tid, trace in self._open.items() if gone & trace.starts.keys()]
+        for trace_id in drop:
+            del self._open[trace_id]
+            self._rooted.pop(trace_id, None)
+        return len(drop)
+
+    def closed_ids(self) -> list[str]:
+        """Trace ids handed out or evicted recently (oldest first; at most
+        ``max_open_traces``): their spans are ``late_span``. Checkpointed by the Kafka path."""
+        return self._closed.snapshot()
+
+    def restore_closed(self, ids: Iterable[str]) -> None:
+        """Restore :meth:`closed_ids` from a checkpoint (oldest first)."""
+        self._closed = RecentIds(capacity=self._limits.max_open_traces, ids=ids)
+
+    def _close(self, trace_id: str, why: Literal["settled", "timeout", "flushed"]) -> Completed:
+        trace = self._open.pop(trace_id)
+        self._rooted.pop(trace_id, None)
+        self._closed.add(trace_id)
+        return Completed(trace_id, tuple(trace.spans), why, trace.has_root)
+
+    def _evict(self) -> Rejected:
+        trace_id, trace = self._open.popitem(last=False)
+        self._rooted.pop(trace_id, None)
+        self._closed.add(trace_id)
+        detail = (
+            f"{self._limits.max_open_traces} traces open; evicted the oldest "
+            f"({len(trace.spans)} spans, root {'seen' if trace.has_root else 'not seen'})"
+        )
+        return Rejected(trace_id, "evicted", detail, tuple(trace.spans))
+
+
+def _size(value: Any) -> int:
+    """UTF-8 bytes of a value (strings, bytes), recursively summed for lists and maps."""
+    if isinstance(value, str):
+        return len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, bytes):
+        return len(value)
+    if isinstance(value, list):
+        return sum(_size(item) for item in value)
+    if isinstance(value, dict):
+        return sum(len(key) + _size(item) for key, item in value.items())
+    return 8
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes, at a character boundary."""
+    return text.encode("utf-8", "surrogatepass")[:limit].decode("utf-8", "ignore")
+
+
+def _cap_attributes(span: Span, limit: int) -> tuple[Span, list[str]]:
+    """The span with every attribute value (of the span and of its events) of over ``limit``
+    bytes cut (text, bytes) or removed (lists, maps), and one note per change (key and
+    original size)."""
+    attributes, notes = _cap(span.attributes, limit)
+    events = span.events
+    for i, event in enumerate(span.events):
+        capped, event_notes = _cap(event.attributes, limit)
+        if event_notes:
+            events = (*events[:i], replace(event, attributes=capped), *events[i + 1 :])
+            notes += [f"event {event.name!r}: {note}" for note in event_notes]
+    if not notes:
+        return span, notes
+    return replace(span, attributes=attributes, events=events), notes
+
+
+def _cap(attributes: dict[str, Any], limit: int) -> tuple[dict[str, Any], list[str]]:
+    notes: list[str] = []
+    original = attributes
+    for key, value in original.items():
+        # len() is a lower bound of the UTF-8 size and at most a quarter of it: cheap screen
+        if isinstance(value, str | bytes) and len(value) * 4 <= limit:
+            continue
+        size = _size(value)
+        if size <= limit:
+            continue
+        if attributes is original:
+            attributes = dict(attributes)
+        if isinstance(value, str):
+            attributes[key] = _cut(value, limit)
+            notes.append(f"attribute {key!r} of {size} bytes cut to {limit}")
+        elif isinstance(value, bytes):
+            attributes[key] = value[:limit]
+            notes.append(f"attribute {key!r} of {size} bytes cut to {limit}")
+        else:
+            del attributes[key]
+            notes.append(f"attribute {key!r} of {size} bytes removed")
+    return attributes, notes

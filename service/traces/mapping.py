@@ -1,0 +1,594 @@
+"""One assembled trace (its spans) to one goldwatch :class:`~service.events.QueryLogEvent`.
+
+Sources of each field, first that exists (``/work/shared/otel-conventions.md`` section 4.3;
+OpenInference ``spec/semantic_conventions.md``, OpenTelemetry GenAI ``gen-ai-spans.md``,
+OpenLLMetry ``semconv_ai``):
+
+* ``event_id``: the trace id (32 hex characters), so dedup on event id is dedup on trace id,
+  and a harvested gold question keeps the trace it came from.
+* ``timestamp``: the root span's start.
+* ``question``: root ``input.value`` (parsed when ``input.mime_type`` is JSON, first of
+  :attr:`TraceMapping.question_json_keys`) -> the last user message of the first LLM span
+  (``gen_ai.input.messages``; ``llm.input_messages.{i}.message.*``; pre-1.37 GenAI
+  ``gen_ai.prompt.{i}.*`` or the ``gen_ai.content.prompt`` event) -> root
+  ``traceloop.entity.input``.
+* rewritten query (kept apart, :attr:`TraceEvent.rewritten_query`): the chosen retriever
+  span's ``input.value`` -> ``gen_ai.retrieval.query.text`` -> a reranker's
+  ``reranker.query``.
+* passages (per retriever span): OpenInference ``retrieval.documents.{i}.document.*``
+  (rank ``i + 1``) -> GenAI ``gen_ai.retrieval.documents`` (JSON string or structured,
+  ``[{id, score}]``) -> OpenLLMetry ``db.query.result`` span events (rank = event order). A
+  RERANKER span's ``reranker.output_documents`` replaces the list (final order). Several
+  retriever spans: :attr:`TraceMapping.retriever_policy`. A passage without an id takes the
+  first :attr:`TraceMapping.passage_id_metadata_keys` key of its metadata, else the corpus id
+  whose text matches (``content_index``), else ``sha256:`` + 16 hex of its content.
+* answer: root ``output.value`` -> the last LLM span's last output message
+  (``gen_ai.output.messages`` text parts; ``llm.output_messages.{i}.message.content``;
+  pre-1.37 ``gen_ai.completion.{i}.content`` or the ``gen_ai.content.completion`` event) ->
+  root ``traceloop.entity.output``.
+* refusal: :attr:`TraceMapping.refusal_attribute` (a boolean on any span) -> a guardrail
+  result (``gen_ai.guardrail.result`` event or attribute) whose value is one of
+  :attr:`TraceMapping.guardrail_block_values` -> ``content_filter`` or ``refusal`` in
+  ``gen_ai.response.finish_reasons`` or an output message's ``finish_reason`` -> a
+  ``refusal`` output part -> ``None`` (goldwatch's refusal classifier then reads the answer).
+* user: id from ``user.id`` / ``enduser.id`` / ``enduser.pseudo.id``; role from
+  ``user.roles`` (the first) / ``enduser.role`` / the configured key of the OpenInference
+  ``metadata`` JSON; tenant and channel from configured attributes.
+
+Attributes are looked up on the root span first, then on the other spans in start order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from service.events import Answer, QueryLogEvent, Retrieval, RetrievedPassage, User
+from service.traces.spans import Span
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_LLM_OPERATIONS = frozenset({"chat", "generate_content", "text_completion"})
+_JSON_MIME = "application/json"
+#: A configured attribute or metadata key.
+Key = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+
+
+class TraceMapping(BaseModel):
+    """How a trace becomes an event (the choices no convention fixes).
+
+    Attributes:
+        question_json_keys: keys tried, in order, when a question or answer value is JSON
+            (``input.mime_type: application/json``, ``traceloop.entity.input``).
+        answer_json_keys: the same for ``output.value`` / ``traceloop.entity.output``.
+        passage_id_metadata_keys: keys of a document's metadata that hold its id, tried in
+            order when the span has no ``document.id`` (OpenInference LangChain writes none).
+        retriever_policy: several retriever spans in one trace: ``last_before_llm`` (the last
+            one to end before the last LLM span starts; the last one if none did) or
+            ``fused`` (reciprocal rank fusion of all of them, Cormack et al. 2009, SIGIR:
+            ``score = sum 1 / (rrf_k + rank)``, ties in first-seen order).
+        rrf_k: the RRF constant (60 in the paper), >= 1.
+        refusal_attribute: a boolean span attribute the application sets on refusals.
+        guardrail_block_values: guardrail result values (case-insensitive) that mean the
+            answer was blocked, e.g. Bedrock's ``GUARDRAIL_INTERVENED``.
+        role_metadata_key: key of the OpenInference ``metadata`` JSON holding the user role.
+        tenant_attribute, channel_attribute: span attributes holding tenant and channel.
+
+    Raises:
+        pydantic.ValidationError: an empty key, ``rrf_k < 1``, an unknown field.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    question_json_keys: tuple[Key, ...] = ("query", "question", "input")
+    answer_json_keys: tuple[Key, ...] = ("answer", "output", "response", "text")
+    passage_id_metadata_keys: tuple[Key, ...] = ("id", "doc_id", "chunk_id", "source")
+    retriever_policy: Literal["last_before_llm", "fused"] = "last_before_llm"
+    rrf_k: int = Field(default=60, ge=1)
+    refusal_attribute: Key | None = None
+    guardrail_block_values: tuple[str, ...] = ("GUARDRAIL_INTERVENED", "BLOCKED", "DENY")
+    role_metadata_key: Key | None = None
+    tenant_attribute: Key | None = None
+    channel_attribute: Key | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEvent:
+    """What a trace yields: the event, its trace id, and the retriever's own query.
+
+    Attributes:
+        event: the goldwatch event (``event_id`` is the trace id).
+        trace_id: 32 lowercase hex characters.
+        rewritten_query: the query the retriever ran (may differ from the question when the
+            application rewrites it), ``None`` when no span records it.
+    """
+
+    event: QueryLogEvent
+    trace_id: str
+    rewritten_query: str | None
+
+
+class TraceMappingError(Exception):
+    """A trace that yields no event.
+
+    Attributes:
+        reason: ``missing_field`` (no question, no spans) or ``invalid_value`` (no start).
+        detail: what was missing; never content.
+    """
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+def content_key(text: str) -> str:
+    """Return the stable content id of a passage text: ``sha256:`` + 16 hex characters of
+    the SHA-256 of its whitespace-normalised UTF-8 (runs of whitespace -> one space, ends
+    stripped). Also the key of ``content_index`` in :func:`trace_to_event`.
+
+    >>> content_key(" a  b\\n") == content_key("a b")
+    True
+    """
+    normal = " ".join(text.split())
+    return "sha256:" + hashlib.sha256(normal.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def trace_to_event(
+    spans: Sequence[Span],
+    mapping: TraceMapping,
+    content_index: Mapping[str, str] | None = None,
+) -> TraceEvent:
+    """Map the spans of one trace to one event (sources and precedence: module docstring).
+
+    Args:
+        spans: every span of the trace, any order, all with the same ``trace_id``.
+        mapping: the configurable choices.
+        content_index: :func:`content_key` of a corpus passage's text -> its corpus id, used
+            for passages without an id.
+
+    Raises:
+        TraceMappingError: ``missing_field`` when there are no spans or no question,
+            ``invalid_value`` when no span has a start time.
+        ValueError: spans of different traces (a programming error of the caller).
+    """
+    if not spans:
+        raise TraceMappingError("missing_field", "trace has no spans")
+    trace_id = spans[0].trace_id
+    if any(span.trace_id != trace_id for span in spans):
+        raise ValueError("spans of more than one trace")
+    ordered = _root_first(spans)
+    root = ordered[0]
+    llms = [span for span in ordered if _is_llm(span)]
+    question = _question(root, llms, mapping)
+    if question is None:
+        raise TraceMappingError(
+            "missing_field", "no question: root input.value, LLM input messages or entity input"
+        )
+    retrievers = [span for span in ordered if _is_kind(span, "RETRIEVER") or _is_retrieval(span)]
+    rerankers = [span for span in ordered if _is_kind(span, "RERANKER")]
+    retrieval, rewritten = _retrieval(retrievers, rerankers, llms, mapping, content_index or {})
+    event = QueryLogEvent(
+        event_id=trace_id,
+        timestamp=_timestamp(ordered),
+        question=question,
+        user=_user(ordered, mapping),
+        channel=_string_attr(ordered, mapping.channel_attribute),
+        retrieval=retrieval,
+        answer=_answer(root, llms, ordered, mapping),
+    )
+    return TraceEvent(event=event, trace_id=trace_id, rewritten_query=rewritten)
+
+
+# --- span roles ---------------------------------------------------------------------------
+
+
+def _root_first(spans: Sequence[Span]) -> list[Span]:
+    """The root (no parent; else the earliest span whose parent is not in the trace; else
+    the earliest span), then the others by (start, end)."""
+    ordered = sorted(spans, key=lambda s: (s.start_unix_nano, s.end_unix_nano))
+    ids = {span.span_id for span in spans}
+    root = next((s for s in ordered if s.is_root), None)
+    if root is None:
+        root = next((s for s in ordered if s.parent_span_id not in ids), ordered[0])
+    return [root, *(s for s in ordered if s is not root)]
+
+
+def _kind(span: Span) -> str:
+    kind = span.attributes.get("openinference.span.kind")
+    return kind.upper() if isinstance(kind, str) else ""
+
+
+def _is_kind(span: Span, kind: str) -> bool:
+    return _kind(span) == kind
+
+
+def _is_llm(span: Span) -> bool:
+    if _kind(span) == "LLM":
+        return True
+    if span.attributes.get("gen_ai.operation.name") in _LLM_OPERATIONS:
+        return True
+    return "llm.request.type" in span.attributes  # OpenLLMetry's LLM spans
+
+
+def _is_retrieval(span: Span) -> bool:
+    attrs = span.attributes
+    if _kind(span) == "" and attrs.get("gen_ai.operation.name") == "retrieval":
+        return True
+    if "db.vector.query.top_k" in attrs:  # OpenLLMetry vector-DB query span
+        return True
+    return any(event.name == "db.query.result" for event in span.events)
+
+
+# --- question and answer ------------------------------------------------------------------
+
+
+def _text(value: Any) -> str | None:
+    """A non-blank string, else ``None``."""
+    if isinstance(value, str) and value.strip():
+        return value
+    return None
+
+
+def _loads(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value
+
+
+def _from_json(value: Any, keys: Sequence[str]) -> str | None:
+    """The first non-blank string under ``keys`` of a JSON object (also one level down in
+    ``kwargs``/``inputs``), a JSON string itself, or the first string of ``args``."""
+    if isinstance(value, str):
+        return _text(value)
+    if not isinstance(value, dict):
+        return None
+    for scope in (value, value.get("kwargs"), value.get("inputs")):
+        if isinstance(scope, dict):
+            for key in keys:
+                found = _text(scope.get(key))
+                if found is not None:
+                    return found
+    args = value.get("args")
+    if isinstance(args, list):
+        return next((a for a in args if _text(a) is not None), None)
+    return None
+
+
+def _value_text(span: Span, prefix: str, keys: Sequence[str]) -> str | None:
+    """OpenInference ``{prefix}.value``, parsed as JSON when ``{prefix}.mime_type`` says so."""
+    value = span.attributes.get(f"{prefix}.value")
+    if span.attributes.get(f"{prefix}.mime_type") == _JSON_MIME:
+        return _from_json(_loads(value), keys)
+    return _text(value)
+
+
+def _entity_text(span: Span, key: str, keys: Sequence[str]) -> str | None:
+    """OpenLLMetry ``traceloop.entity.input|output``: JSON when it parses, else the text."""
+    value = span.attributes.get(key)
+    parsed = _loads(value)
+    if parsed is not None and not isinstance(parsed, str | dict):
+        return None
+    return _from_json(parsed, keys) if parsed is not None else _text(value)
+
+
+def _question(root: Span, llms: Sequence[Span], mapping: TraceMapping) -> str | None:
+    found = _value_text(root, "input", mapping.question_json_keys)
+    if found is not None:
+        return found
+    for span in llms:
+        users = [text for role, text, _ in _messages(span, "input") if role == "user" and text]
+        if users:
+            return users[-1]
+    return _entity_text(root, "traceloop.entity.input", mapping.question_json_keys)
+
+
+def _answer(
+    root: Span, llms: Sequence[Span], ordered: Sequence[Span], mapping: TraceMapping
+) -> Answer | None:
+    text = _value_text(root, "output", mapping.answer_json_keys)
+    last = _messages(llms[-1], "output") if llms else []
+    if text is None and last:
+        text = next((t for _, t, _ in reversed(last) if t), None)
+    if text is None:
+        text = _entity_text(root, "traceloop.entity.output", mapping.answer_json_keys)
+    refused = _refused(ordered, llms, last, mapping)
+    if text is None and refused is None:
+        return None
+    return Answer(text=text, refused=refused)
+
+
+#: One chat message: (role, text of its text parts or None, [(part type, finish reason)]).
+Message = tuple[str, str | None, list[str]]
+
+
+def _messages(span: Span, direction: Literal["input", "output"]) -> list[Message]:
+    """A span's input or output messages, from the first shape that has any."""
+    attrs = span.attributes
+    current = _loads(attrs.get(f"gen_ai.{direction}.messages"))
+    if isinstance(current, list) and current:
+        return [_genai_message(m) for m in current if isinstance(m, dict)]
+    indexed = _indexed(attrs, f"llm.{direction}_messages.", "message.")
+    if indexed:
+        return [(str(m.get("role", "")), _text(m.get("content")), []) for m in indexed]
+    old = "prompt" if direction == "input" else "completion"
+    indexed = _indexed(attrs, f"gen_ai.{old}.", "")
+    if indexed:
+        role = "user" if direction == "input" else "assistant"
+        return [
+            (str(m.get("role", role)), _text(m.get("content")), _finish(m.get("finish_reason")))
+            for m in indexed
+        ]
+    for event in span.events:  # semconv <= 1.27: gen_ai.content.prompt|completion events
+        if event.name == f"gen_ai.content.{old}":
+            body = _loads(event.attributes.get(f"gen_ai.{old}"))
+            if isinstance(body, list):
+                return [
+                    (str(m.get("role", "")), _text(m.get("content")), [])
+                    for m in body
+                    if isinstance(m, dict)
+                ]
+    return []
+
+
+def _finish(value: Any) -> list[str]:
+    return [f"finish:{value}"] if isinstance(value, str) else []
+
+
+def _genai_message(message: dict[str, Any]) -> Message:
+    """GenAI >= 1.37 message: ``{role, parts: [{type, content}], finish_reason}``."""
+    texts, kinds = [], _finish(message.get("finish_reason"))
+    parts = message.get("parts")
+    for part in parts if isinstance(parts, list) else []:
+        if isinstance(part, dict):
+            kinds.append(str(part.get("type", "")))
+            if part.get("type") == "text" and isinstance(part.get("content"), str):
+                texts.append(part["content"])
+    return str(message.get("role", "")), _text("".join(texts)), kinds
+
+
+def _indexed(attrs: Mapping[str, Any], prefix: str, inner: str) -> list[dict[str, Any]]:
+    """Flattened list attributes ``{prefix}{i}.{inner}{field}`` as a list of dicts by ``i``."""
+    rows: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        if not key.startswith(prefix):
+            continue
+        index, _, rest = key[len(prefix) :].partition(".")
+        if not index.isdigit() or not rest.startswith(inner):
+            continue
+        rows.setdefault(int(index), {})[rest[len(inner) :]] = value
+    return [rows[i] for i in sorted(rows)]
+
+
+def _refused(
+    ordered: Sequence[Span], llms: Sequence[Span], last: Sequence[Message], mapping: TraceMapping
+) -> bool | None:
+    if mapping.refusal_attribute is not None:
+        for span in ordered:
+            flag = span.attributes.get(mapping.refusal_attribute)
+            if isinstance(flag, bool):
+                return flag
+    blocked = {value.upper() for value in mapping.guardrail_block_values}
+    for span in ordered:
+        results = [span.attributes.get("gen_ai.guardrail.result.value")]
+        results += [
+            e.attributes.get("gen_ai.guardrail.result.value")
+            for e in span.events
+            if e.name == "gen_ai.guardrail.result"
+        ]
+        if any(isinstance(r, str) and r.upper() in blocked for r in results):
+            return True
+    if llms:
+        reasons = llms[-1].attributes.get("gen_ai.response.finish_reasons")
+        reasons = [reasons] if isinstance(reasons, str) else reasons
+        if isinstance(reasons, list) and {"content_filter", "refusal"} & set(map(str, reasons)):
+            return True
+    kinds = {kind for _, _, message_kinds in last for kind in message_kinds}
+    if {"finish:content_filter", "finish:refusal", "refusal"} & kinds:
+        return True
+    return None
+
+
+# --- retrieval ----------------------------------------------------------------------------
+
+#: One retrieved passage before ranking: (id, score or None).
+Hit = tuple[str, float | None]
+
+
+def _retrieval(
+    retrievers: Sequence[Span],
+    rerankers: Sequence[Span],
+    llms: Sequence[Span],
+    mapping: TraceMapping,
+    content_index: Mapping[str, str],
+) -> tuple[Retrieval | None, str | None]:
+    if not retrievers:
+        return None, None
+    pid = _passage_id(mapping, content_index)
+    if mapping.retriever_policy == "fused" and len(retrievers) > 1:
+        chosen = max(retrievers, key=lambda s: s.end_unix_nano)
+        hits = _fuse([_hits(span, pid) for span in retrievers], mapping.rrf_k)
+        name, latency = "fused", None
+    else:
+        chosen = _last_before_llm(retrievers, llms)
+        hits = _hits(chosen, pid)
+        name = _retriever_name(chosen)
+        latency = max(chosen.end_unix_nano - chosen.start_unix_nano, 0) / 1e6
+    rewritten = _value_text(chosen, "input", mapping.question_json_keys) or _text(
+        chosen.attributes.get("gen_ai.retrieval.query.text")
+    )
+    if rerankers:
+        reranker = rerankers[-1]
+        reranked = _documents(reranker.attributes, "reranker.output_documents.", pid)
+        if reranked:
+            hits = reranked
+        rewritten = rewritten or _text(reranker.attributes.get("reranker.query"))
+    results = tuple(
+        RetrievedPassage(id=passage, score=score, rank=rank)
+        for rank, (passage, score) in enumerate(_dedupe(hits), start=1)
+    )
+    return Retrieval(retriever=name, latency_ms=latency, results=results), rewritten
+
+
+def _last_before_llm(retrievers: Sequence[Span], llms: Sequence[Span]) -> Span:
+    by_end = sorted(retrievers, key=lambda s: s.end_unix_nano)
+    if llms:
+        llm_start = max(llm.start_unix_nano for llm in llms)
+        before = [s for s in by_end if s.end_unix_nano <= llm_start]
+        if before:
+            return before[-1]
+    return by_end[-1]
+
+
+def _retriever_name(span: Span) -> str:
+    for key in ("gen_ai.data_source.id", "db.system.name", "db.system"):
+        name = _text(span.attributes.get(key))
+        if name is not None:
+            return name
+    return span.name
+
+
+def _passage_id(
+    mapping: TraceMapping, content_index: Mapping[str, str]
+) -> Callable[[Any, Any, Any], str | None]:
+    """``pid(id, metadata, content)``: the passage id by the precedence in the docstring."""
+
+    def pid(raw_id: Any, metadata: Any, content: Any) -> str | None:
+        if isinstance(raw_id, str | int) and not isinstance(raw_id, bool) and str(raw_id).strip():
+            return str(raw_id)
+        meta = _loads(metadata)
+        if isinstance(meta, dict):
+            for key in mapping.passage_id_metadata_keys:
+                found = meta.get(key)
+                if isinstance(found, str | int) and not isinstance(found, bool):
+                    if str(found).strip():
+                        return str(found)
+        if isinstance(content, str) and content.strip():
+            key = content_key(content)
+            return content_index.get(key, key)
+        return None
+
+    return pid
+
+
+def _score(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    score = float(value)
+    return score if score == score and abs(score) != float("inf") else None
+
+
+def _documents(attrs: Mapping[str, Any], prefix: str, pid: Callable[..., str | None]) -> list[Hit]:
+    hits: list[Hit] = []
+    for doc in _indexed(attrs, prefix, "document."):
+        passage = pid(doc.get("id"), doc.get("metadata"), doc.get("content"))
+        if passage is not None:
+            hits.append((passage, _score(doc.get("score"))))
+    return hits
+
+
+def _hits(span: Span, pid: Callable[..., str | None]) -> list[Hit]:
+    """One retriever span's passages in rank order (first shape that has any)."""
+    hits = _documents(span.attributes, "retrieval.documents.", pid)
+    if hits:
+        return hits
+    documents = _loads(span.attributes.get("gen_ai.retrieval.documents"))
+    if isinstance(documents, list):
+        for doc in documents:
+            if isinstance(doc, dict):
+                passage = pid(doc.get("id"), doc.get("metadata"), doc.get("content"))
+                if passage is not None:
+                    hits.append((passage, _score(doc.get("score"))))
+        if hits:
+            return hits
+    for event in span.events:
+        if event.name == "db.query.result":
+            a = event.attributes
+            passage = pid(
+                a.get("db.query.result.id"),
+                a.get("db.query.result.metadata"),
+                a.get("db.query.result.document"),
+            )
+            if passage is not None:
+                hits.append((passage, _score(a.get("db.query.result.score"))))
+    return hits
+
+
+def _fuse(lists: Iterable[list[Hit]], k: int) -> list[Hit]:
+    """Reciprocal rank fusion: ``sum over lists of 1 / (k + rank)``, best first, ties in
+    first-seen order (Cormack, Clarke, Buettcher 2009)."""
+    fused: dict[str, float] = {}
+    for hits in lists:
+        for rank, (passage, _) in enumerate(_dedupe(hits), start=1):
+            fused[passage] = fused.get(passage, 0.0) + 1.0 / (k + rank)
+    order = sorted(fused, key=lambda p: -fused[p])  # sorted() is stable: ties keep order
+    return [(p, fused[p]) for p in order]
+
+
+def _dedupe(hits: Iterable[Hit]) -> list[Hit]:
+    """Keep each passage's first (best-ranked) occurrence."""
+    seen: set[str] = set()
+    out = []
+    for passage, score in hits:
+        if passage not in seen:
+            seen.add(passage)
+            out.append((passage, score))
+    return out
+
+
+# --- user, time ---------------------------------------------------------------------------
+
+
+def _string_attr(ordered: Sequence[Span], key: str | None) -> str | None:
+    if key is None:
+        return None
+    for span in ordered:
+        found = span.attributes.get(key)
+        if isinstance(found, str | int) and not isinstance(found, bool):
+            return str(found)
+    return None
+
+
+def _user(ordered: Sequence[Span], mapping: TraceMapping) -> User | None:
+    user_id = None
+    for key in ("user.id", "enduser.id", "enduser.pseudo.id"):
+        user_id = _string_attr(ordered, key)
+        if user_id is not None:
+            break
+    role = None
+    for span in ordered:
+        roles = span.attributes.get("user.roles")
+        if isinstance(roles, list) and roles and isinstance(roles[0], str):
+            role = roles[0]
+            break
+        if isinstance(roles, str) and roles:
+            role = roles
+            break
+    role = role or _string_attr(ordered, "enduser.role")
+    if role is None and mapping.role_metadata_key is not None:
+        for span in ordered:
+            meta = _loads(span.attributes.get("metadata"))
+            if isinstance(meta, dict) and isinstance(meta.get(mapping.role_metadata_key), str):
+                role = meta[mapping.role_metadata_key]
+                break
+    tenant = _string_attr(ordered, mapping.tenant_attribute)
+    if user_id is None and role is None and tenant is None:
+        return None
+    return User(id=user_id, role=role, tenant=tenant)
+
+
+def _timestamp(ordered: Sequence[Span]) -> datetime:
+    """The root span's start (else the earliest start that is set), as aware UTC."""
+    starts = [ordered[0].start_unix_nano] + [s.start_unix_nano for s in ordered[1:]]
+    start = next((ns for ns in starts if ns > 0), 0)
+    if start == 0:
+        raise TraceMappingError("invalid_value", "no span has a start time")
+    return _EPOCH + timedelta(microseconds=start // 1000)

@@ -1,0 +1,403 @@
+"""OTLP trace payloads (``ExportTraceServiceRequest``) to :class:`~service.traces.spans.Span`.
+
+Two encodings, the ones ``POST /v1/traces`` and the Collector's ``kafka`` exporter use
+(``otlp_proto`` and ``otlp_json``):
+
+* protobuf: parsed by the ``opentelemetry-proto`` package's generated classes
+  (``ExportTraceServiceRequest``; the Collector's ``TracesData`` has the same wire layout:
+  field 1, repeated ``ResourceSpans``).
+* OTLP/JSON (opentelemetry-proto ``docs/specification.md``, "JSON Protobuf Encoding"): the
+  proto3 JSON mapping with OTLP's deviations: ``traceId``/``spanId``/``parentSpanId`` are hex
+  strings (not base64), enums are integers, 64-bit integers (``intValue``,
+  ``startTimeUnixNano``) are decimal strings or numbers, keys are lowerCamelCase (the proto
+  field names, ``trace_id``, are accepted too), unknown fields are ignored. ``bytesValue``
+  is base64.
+
+Errors raise :class:`TraceDecodeError` with a bounded ``reason`` (:data:`REASONS`) and a
+detail naming the field path and expected type, never the content.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from google.protobuf.message import DecodeError as ProtobufDecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
+from service.traces.spans import Attributes, Span, SpanEvent
+
+#: Every reason :class:`TraceDecodeError` carries (a bounded metric label).
+REASONS: tuple[str, ...] = ("not_protobuf", "not_utf8", "not_json", "wrong_type", "invalid_value")
+#: Largest value an OTLP 64-bit unsigned field (timestamps) may hold.
+_U64_MAX = 2**64 - 1
+_I64 = (-(2**63), 2**63 - 1)
+
+
+class TraceDecodeError(Exception):
+    """A trace payload that cannot be decoded.
+
+    Attributes:
+        reason: one of :data:`REASONS`.
+        detail: field path and expected type or size; never payload content.
+    """
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+# --- protobuf -------------------------------------------------------------------------------
+
+
+def decode_protobuf(payload: bytes) -> list[Span]:
+    """Decode ``ExportTraceServiceRequest`` (or ``TracesData``) protobuf bytes into spans.
+
+    Returns:
+        every span of every resource and scope, in payload order (possibly empty).
+
+    Raises:
+        TraceDecodeError: ``not_protobuf`` (truncated or not protobuf), ``invalid_value`` (a
+            trace id that is not 16 non-zero bytes, a span id not 8 non-zero bytes, a parent
+            span id neither empty nor 8 bytes).
+    """
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(payload)
+    except ProtobufDecodeError:
+        raise TraceDecodeError(
+            "not_protobuf", f"not an ExportTraceServiceRequest ({len(payload)} bytes)"
+        ) from None
+    spans: list[Span] = []
+    for r, resource_spans in enumerate(request.resource_spans):
+        resource = _pb_attributes(resource_spans.resource.attributes)
+        for s, scope_spans in enumerate(resource_spans.scope_spans):
+            for i, span in enumerate(scope_spans.spans):
+                where = f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]"
+                spans.append(
+                    Span(
+                        trace_id=_id_hex(span.trace_id, 16, f"{where}.traceId"),
+                        span_id=_id_hex(span.span_id, 8, f"{where}.spanId"),
+                        parent_span_id=_parent_hex(span.parent_span_id, f"{where}.parentSpanId"),
+                        name=span.name,
+                        start_unix_nano=span.start_time_unix_nano,
+                        end_unix_nano=span.end_time_unix_nano,
+                        attributes=_pb_attributes(span.attributes),
+                        events=tuple(
+                            SpanEvent(e.name, e.time_unix_nano, _pb_attributes(e.attributes))
+                            for e in span.events
+                        ),
+                        resource=resource,
+                        status_code=span.status.code,
+                    )
+                )
+    return spans
+
+
+def _id_hex(raw: bytes, size: int, where: str) -> str:
+    if len(raw) != size or not any(raw):
+        raise TraceDecodeError("invalid_value", f"{where}: expected {size} non-zero bytes")
+    return raw.hex()
+
+
+def _parent_hex(raw: bytes, where: str) -> str | None:
+    if not raw or not any(raw):
+        return None
+    return _id_hex(raw, 8, where)
+
+
+def _pb_attributes(pairs: Any) -> Attributes:
+    return {pair.key: _pb_value(pair.value) for pair in pairs}
+
+
+def _pb_value(value: AnyValue) -> Any:
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return [_pb_value(item) for item in value.array_value.values]
+    if kind == "kvlist_value":
+        return {pair.key: _pb_value(pair.value) for pair in value.kvlist_value.values}
+    if kind == "string_value_strindex":  # profiles only; not meaningful in traces
+        return None
+    return getattr(value, kind)
+
+
+# --- OTLP/JSON ------------------------------------------------------------------------------
+
+
+def decode_json(payload: bytes) -> list[Span]:
+    """Decode OTLP/JSON ``ExportTraceServiceRequest`` bytes into spans.
+
+    Returns:
+        every span, in payload order (possibly empty).
+
+    Raises:
+        TraceDecodeError: ``not_utf8``, ``not_json``, ``wrong_type`` (e.g. ``resourceSpans``
+            not an array, ``intValue`` not an integer string), ``invalid_value`` (ids not hex
+            of the right length, an integer out of range).
+    """
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError:
+        raise TraceDecodeError("not_utf8", "payload is not UTF-8") from None
+    try:
+        top = json.loads(text)
+    except (ValueError, RecursionError):
+        raise TraceDecodeError("not_json", f"not one JSON text ({len(payload)} bytes)") from None
+    _expect(top, dict, "object", "$")
+    spans: list[Span] = []
+    for r, resource_spans in enumerate(_list(top, "resourceSpans", "resource_spans", "$")):
+        where_r = f"resourceSpans[{r}]"
+        _expect(resource_spans, dict, "object", where_r)
+        resource_obj = _field(resource_spans, "resource", "resource") or {}
+        _expect(resource_obj, dict, "object", f"{where_r}.resource")
+        resource = _json_attributes(resource_obj, f"{where_r}.resource")
+        for s, scope_spans in enumerate(
+            _list(resource_spans, "scopeSpans", "scope_spans", where_r)
+        ):
+            where_s = f"{where_r}.scopeSpans[{s}]"
+            _expect(scope_spans, dict, "object", where_s)
+            for i, span in enumerate(_list(scope_spans, "spans", "spans", where_s)):
+                spans.append(_json_span(span, resource, f"{where_s}.spans[{i}]"))
+    return spans
+
+
+def _json_span(span: Any, resource: Attributes, where: str) -> Span:
+    _expect(span, dict, "object", where)
+    events = []
+    for e, event in enumerate(_list(span, "events", "events", where)):
+        at = f"{where}.events[{e}]"
+        _expect(event, dict, "object", at)
+        events.append(
+            SpanEvent(
+                name=_string(event, "name", "name", at),
+                time_unix_nano=_uint64(event, "timeUnixNano", "time_unix_nano", at),
+                attributes=_json_attributes(event, at),
+            )
+        )
+    status = _field(span, "status", "status") or {}
+    _expect(status, dict, "object", f"{where}.status")
+    code = _field(status, "code", "code")
+    if code is None:
+        code = 0
+    elif type(code) is not int:
+        raise TraceDecodeError("wrong_type", f"{where}.status.code: expected integer")
+    parent = _hex_id(span, "parentSpanId", "parent_span_id", 8, where, required=False)
+    return Span(
+        trace_id=_hex_id(span, "traceId", "trace_id", 16, where) or "",
+        span_id=_hex_id(span, "spanId", "span_id", 8, where) or "",
+        parent_span_id=parent,
+        name=_string(span, "name", "name", where),
+        start_unix_nano=_uint64(span, "startTimeUnixNano", "start_time_unix_nano", where),
+        end_unix_nano=_uint64(span, "endTimeUnixNano", "end_time_unix_nano", where),
+        attributes=_json_attributes(span, where),
+        events=tuple(events),
+        resource=resource,
+        status_code=code,
+    )
+
+
+def _field(obj: dict[str, Any], camel: str, snake: str) -> Any:
+    value = obj.get(camel)
+    return obj.get(snake) if value is None else value
+
+
+def _expect(value: Any, kind: type, name: str, where: str) -> None:
+    if type(value) is not kind:
+        raise TraceDecodeError("wrong_type", f"{where}: expected {name}")
+
+
+def _list(obj: dict[str, Any], camel: str, snake: str, where: str) -> list[Any]:
+    value = _field(obj, camel, snake)
+    if value is None:
+        return []
+    _expect(value, list, "array", f"{where}.{camel}")
+    return value  # type: ignore[no-any-return]
+
+
+def _string(obj: dict[str, Any], camel: str, snake: str, where: str) -> str:
+    value = _field(obj, camel, snake)
+    if value is None:
+        return ""
+    _expect(value, str, "string", f"{where}.{camel}")
+    return value  # type: ignore[no-any-return]
+
+
+def _integer(value: Any, low: int, high: int, where: str) -> int:
+    """An OTLP/JSON 64-bit integer: a decimal string or a JSON integer, within [low, high]."""
+    if type(value) is str:
+        text = value.strip()
+        if not text or not text.lstrip("-").isdigit() or not text.isascii() or len(text) > 21:
+            raise TraceDecodeError("wrong_type", f"{where}: expected integer or integer string")
+        number = int(text)
+    elif type(value) is int:
+        number = value
+    else:
+        raise TraceDecodeError("wrong_type", f"{where}: expected integer or integer string")
+    if not low <= number <= high:
+        raise TraceDecodeError("invalid_value", f"{where}: integer out of range")
+    return number
+
+
+def _uint64(obj: dict[str, Any], camel: str, snake: str, where: str) -> int:
+    value = _field(obj, camel, snake)
+    return 0 if value is None else _integer(value, 0, _U64_MAX, f"{where}.{camel}")
+
+
+def _hex_id(
+    obj: dict[str, Any], camel: str, snake: str, size: int, where: str, required: bool = True
+) -> str | None:
+    value = _field(obj, camel, snake)
+    if value is None or value == "":
+        if required:
+            raise TraceDecodeError("invalid_value", f"{where}.{camel}: missing")
+        return None
+    _expect(value, str, "hex string", f"{where}.{camel}")
+    try:
+        raw = bytes.fromhex(value)
+    except ValueError:
+        raise TraceDecodeError("invalid_value", f"{where}.{camel}: expected hex") from None
+    if len(raw) != size or (required and not any(raw)):
+        raise TraceDecodeError(
+            "invalid_value", f"{where}.{camel}: expected {2 * size} hex characters, not zero"
+        )
+    if not any(raw):
+        return None
+    return raw.hex()
+
+
+def _json_attributes(obj: dict[str, Any], where: str) -> Attributes:
+    out: Attributes = {}
+    for k, pair in enumerate(_list(obj, "attributes", "attributes", where)):
+        at = f"{where}.attributes[{k}]"
+        _expect(pair, dict, "object", at)
+        key = pair.get("key")
+        _expect(key, str, "string", f"{at}.key")
+        out[key] = _json_value(pair.get("value"), f"{at}.value")
+    return out
+
+
+def _json_value(value: Any, where: str) -> Any:
+    """One ``AnyValue`` object (``{"stringValue": ...}`` etc.) to its Python value."""
+    if value is None:
+        return None
+    _expect(value, dict, "AnyValue object", where)
+    if not value:
+        return None
+    if len(value) != 1:
+        raise TraceDecodeError("wrong_type", f"{where}: expected exactly one value field")
+    ((kind, inner),) = value.items()
+    if kind in ("stringValue", "string_value"):
+        _expect(inner, str, "string", f"{where}.{kind}")
+        return inner
+    if kind in ("boolValue", "bool_value"):
+        _expect(inner, bool, "boolean", f"{where}.{kind}")
+        return inner
+    if kind in ("intValue", "int_value"):
+        return _integer(inner, *_I64, f"{where}.{kind}")
+    if kind in ("doubleValue", "double_value"):
+        return _double(inner, f"{where}.{kind}")
+    if kind in ("bytesValue", "bytes_value"):
+        _expect(inner, str, "base64 string", f"{where}.{kind}")
+        try:
+            return base64.b64decode(inner, validate=True)
+        except binascii.Error:
+            raise TraceDecodeError("invalid_value", f"{where}.{kind}: expected base64") from None
+    if kind in ("arrayValue", "array_value"):
+        _expect(inner, dict, "object", f"{where}.{kind}")
+        items = _list(inner, "values", "values", f"{where}.{kind}")
+        return [_json_value(item, f"{where}.{kind}.values[{i}]") for i, item in enumerate(items)]
+    if kind in ("kvlistValue", "kvlist_value"):
+        _expect(inner, dict, "object", f"{where}.{kind}")
+        return _json_attributes({"attributes": inner.get("values")}, f"{where}.{kind}")
+    raise TraceDecodeError("wrong_type", f"{where}: unknown AnyValue field")
+
+
+def _double(value: Any, where: str) -> float:
+    if type(value) is float or type(value) is int:
+        return float(value)
+    if type(value) is str and value in ("NaN", "Infinity", "-Infinity"):  # proto3 JSON
+        return float(value.replace("Infinity", "inf"))
+    raise TraceDecodeError("wrong_type", f"{where}: expected number")
+
+
+# --- encoding (dead letters) ----------------------------------------------------------------
+
+
+def encode_json(spans: Sequence[Span]) -> bytes:
+    """Encode spans as one OTLP/JSON ``ExportTraceServiceRequest`` (one ``resourceSpans``
+    per distinct resource), so a dead-lettered trace can be replayed to ``/v1/traces``.
+
+    Round trip: ``decode_json(encode_json(spans)) == list(spans)`` for spans whose float
+    attributes are finite.
+    """
+    groups: dict[str, list[Span]] = {}
+    resources: dict[str, Attributes] = {}
+    for span in spans:
+        key = json.dumps(_json_attrs_out(span.resource), sort_keys=True)
+        groups.setdefault(key, []).append(span)
+        resources[key] = span.resource
+    body = {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": _json_attrs_out(resources[key])},
+                "scopeSpans": [{"spans": [_json_span_out(span) for span in group]}],
+            }
+            for key, group in groups.items()
+        ]
+    }
+    return json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+def _json_span_out(span: Span) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "traceId": span.trace_id,
+        "spanId": span.span_id,
+        "name": span.name,
+        "startTimeUnixNano": str(span.start_unix_nano),
+        "endTimeUnixNano": str(span.end_unix_nano),
+        "attributes": _json_attrs_out(span.attributes),
+        "events": [
+            {
+                "timeUnixNano": str(event.time_unix_nano),
+                "name": event.name,
+                "attributes": _json_attrs_out(event.attributes),
+            }
+            for event in span.events
+        ],
+        "status": {"code": span.status_code},
+    }
+    if span.parent_span_id is not None:
+        out["parentSpanId"] = span.parent_span_id
+    return out
+
+
+def _json_attrs_out(attributes: Attributes) -> list[dict[str, Any]]:
+    return [{"key": key, "value": _json_value_out(value)} for key, value in attributes.items()]
+
+
+def _json_value_out(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return {"doubleValue": value}
+        return {"doubleValue": "NaN" if value != value else ("-" if value < 0 else "") + "Infinity"}
+    if isinstance(value, bytes):
+        return {"bytesValue": base64.b64encode(value).decode("ascii")}
+    if isinstance(value, list):
+        return {"arrayValue": {"values": [_json_value_out(item) for item in value]}}
+    if isinstance(value, dict):
+        return {"kvlistValue": {"values": _json_attrs_out(value)}}
+    return {"stringValue": str(value)}

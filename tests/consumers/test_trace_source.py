@@ -1,0 +1,208 @@
+"""TraceSource over a fake message source: assembly across messages, dead letters, and
+commits held below the oldest open trace."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from consumers.base import DeadLetter, Origin, RawMessage
+from consumers.loop import make_decoder
+from consumers.trace_source import TraceSource
+from service.events import QueryLogEvent
+from service.traces.assembly import AssemblyLimits, TraceAssembler
+from service.traces.mapping import TraceMapping
+from service.traces.otlp import encode_json
+from service.traces.spans import Span
+
+A, B, C = "a" * 32, "b" * 32, "c" * 32
+T0 = 1_795_946_400_000_000_000
+
+
+class FakeSource:
+    name = "kafka"
+
+    def __init__(self, batches: list[list[RawMessage]]) -> None:
+        self.batches = batches
+        self.dead: list[DeadLetter] = []
+        self.commits: list[list[tuple[str | None, int | None, int | None]]] = []
+
+    def poll(self, max_records: int, timeout_ms: int) -> list[RawMessage]:
+        return self.batches.pop(0) if self.batches else []
+
+    def dead_letter(self, letters: Sequence[DeadLetter]) -> None:
+        self.dead.extend(letters)
+
+    def commit(self, messages: Sequence[RawMessage]) -> None:
+        self.commits.append(
+            [(m.origin.topic, m.origin.partition, m.origin.offset) for m in messages]
+        )
+
+    def status(self) -> dict[str, Any]:
+        return {"kind": "fake"}
+
+    def ready(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+def root(trace: str, question: str) -> Span:
+    return Span(trace, "0" * 15 + "1", None, "chain", T0, T0 + 9, {"input.value": question})
+
+
+def child(trace: str, n: int) -> Span:
+    return Span(trace, f"{n + 1:016x}", "0" * 15 + "1", "step", T0 + 1, T0 + 2)
+
+
+def msg(offset: int, spans: list[Span] | None, partition: int = 0) -> RawMessage:
+    value = None if spans is None else encode_json(spans)
+    return RawMessage(value, Origin(topic="otlp_spans", partition=partition, offset=offset))
+
+
+class Clock:
+    now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _source(batches: list[list[RawMessage]]) -> tuple[TraceSource, FakeSource, Clock]:
+    inner, clock = FakeSource(batches), Clock()
+    limits = AssemblyLimits(settle_s=1.0, timeout_s=10.0)
+    return TraceSource(inner, TraceAssembler(limits), TraceMapping(), "otlp", clock), inner, clock
+
+
+def test_spans_over_several_messages_become_one_event_per_trace() -> None:
+    source, inner, clock = _source(
+        [
+            [
+                msg(0, [child(A, 1), child(A, 2)]),
+                msg(1, [root(B, "B?"), child(B, 1)]),
+                msg(2, [root(A, "A?")]),
+            ]
+        ]  # fmt: skip
+    )
+    assert source.poll(100, 0) == []  # every trace still settling
+    source.commit([])
+    assert inner.commits == [[]]  # nothing below the open traces' first messages (0 and 1)
+    clock.now = 1.0
+    events = [QueryLogEvent.model_validate_json(m.value or b"") for m in source.poll(100, 0)]
+    assert sorted((e.event_id, e.question) for e in events) == [(A, "A?"), (B, "B?")]
+    source.commit([])
+    assert inner.commits[-1] == [("otlp_spans", 0, 2)]
+    assert source.counts["traces"] == {"settled": 2}
+    assert source.counts["spans"] == {"received": 5}
+
+
+def test_commit_stops_below_the_oldest_open_trace_per_partition() -> None:
+    source, inner, clock = _source(
+        [
+            [
+                msg(0, [root(A, "A?")]),
+                msg(1, [Span(C, "2" * 16, "f" * 16, "orphan", T0, T0 + 1, {"input.value": "C?"})]),
+                msg(2, [root(B, "B?")]),
+                msg(7, [root(B, "x")], partition=1),
+            ]
+        ]  # fmt: skip
+    )
+    source.poll(100, 0)
+    clock.now = 1.0
+    assert len(source.poll(100, 0)) == 2  # A and B settled; C (no root) stays open
+    source.commit([])
+    assert inner.commits[-1] == [("otlp_spans", 0, 0), ("otlp_spans", 1, 7)]
+    clock.now = 10.0  # C times out: handed out without a root, its message committed
+    (late,) = source.poll(100, 0)
+    assert late.origin.file == f"trace:{C}"
+    source.commit([])
+    assert inner.commits[-1] == [("otlp_spans", 0, 2)]
+    assert source.counts["traces"] == {"settled": 2, "timeout": 1, "without_root": 1}
+
+
+def _decode(source: TraceSource, messages: list[RawMessage]) -> tuple[list[str], list[Any]]:
+    decoded, dead = source.wrap_decoder(make_decoder())(messages)
+    return [event.event_id for _, event in decoded], [
+        (d.reason, d.message.origin.offset) for d in dead
+    ]
+
+
+def test_bad_messages_and_traces_without_a_question_are_dead_lettered() -> None:
+    nameless = Span(C, "0" * 15 + "1", None, "db", T0, T0 + 1, {"db.system": "x"})
+    source, inner, clock = _source(
+        [[msg(0, None), RawMessage(b"\x0a\xff", Origin("otlp_spans", 0, 1)),
+          RawMessage(b'{"resourceSpans": 1}', Origin("otlp_spans", 0, 2)), msg(3, [nameless]),
+          msg(4, [root(A, "A?")])]]
+    )  # fmt: skip
+    assert _decode(source, source.poll(100, 0)) == (
+        [], [("tombstone", 0), ("not_protobuf", 1), ("wrong_type", 2)]
+    )  # fmt: skip
+    clock.now = 1.0
+    assert _decode(source, source.poll(100, 0)) == ([A], [("missing_field", None)])
+    assert source.counts["undecodable"] == {"not_protobuf": 1, "wrong_type": 1}
+    assert source.counts["unmapped"] == {"missing_field": 1}
+    source.commit([])
+    assert inner.commits[-1] == [("otlp_spans", 0, 4)]
+
+
+def test_restart_rebuilds_open_traces_without_recounting() -> None:
+    """kill -9 after a checkpoint: the group resumes at the committed offset (0, below the
+    open trace B), so messages 0-3 are read again: B is rebuilt and completed with its root
+    from message 4, A (closed before) and the bad message 2 (counted before) are not again."""
+    bad = RawMessage(b"\x0a\xff", Origin("otlp_spans", 0, 2))
+    stream = [msg(0, [child(B, 1)]), msg(1, [root(A, "A?")]), bad, msg(3, [child(A, 2)]),
+              msg(4, [root(B, "B?")])]  # fmt: skip
+    first, _, clock = _source([stream[:3]])
+    assert _decode(first, first.poll(100, 0)) == ([], [("not_protobuf", 2)])
+    clock.now = 1.0
+    assert _decode(first, first.poll(100, 0)) == ([A], [])
+    first.commit([])
+    checkpoint = first.position_after([])
+    assert checkpoint == {"read": {"otlp_spans/0": 2}, "closed": [A]}
+
+    second, inner, clock = _source([stream[:4], stream[4:]])  # re-read from offset 0
+    second.restore(checkpoint)
+    assert _decode(second, second.poll(100, 0)) == ([], [("late_span", 3)])  # 3 is new
+    assert _decode(second, second.poll(100, 0)) == ([], [])
+    clock.now = 1.0
+    assert _decode(second, second.poll(100, 0)) == ([B], [])
+    assert second.counts["rejected"] == {"late_span": 1}
+
+
+def test_dead_letters_out_of_offset_order_are_not_taken_for_redeliveries() -> None:
+    """A rejection at offset 5, then a late span from the earlier offset 3: the engine's
+    redelivery check (by Kafka offset) must see none of them (the stand-ins carry no offset),
+    while the dead letters keep their origin for the dead-letter topic."""
+    big = Span(
+        A, "1" * 16, None, "r", T0, T0 + 1, {"input.value": "A?", "x": "y" * 100, "z": "w" * 100}
+    )
+    source, _, clock = _source([[msg(5, [big])], [], [msg(3, [child(A, 2)])]])
+    source.assembler = TraceAssembler(AssemblyLimits(settle_s=1, max_attribute_bytes=64))
+    stand_ins = source.poll(100, 0)
+    assert {m.origin.topic for m in stand_ins} == {None}
+    clock.now = 1.0
+    stand_ins += source.poll(100, 0)  # A settles
+    stand_ins += source.poll(100, 0)
+    assert _decode(source, stand_ins) == ([A], [("attribute_too_large", 5), ("late_span", 3)])
+
+
+def test_a_revoked_partition_forgets_its_open_traces() -> None:
+    source, inner, clock = _source(
+        [
+            [msg(0, [child(A, 1)]), msg(4, [child(B, 1)], partition=1)],
+            [],
+            [msg(5, [root(B, "B?")], partition=1)],
+        ]
+    )
+    owned = {("otlp_spans", 0), ("otlp_spans", 1)}
+    inner.assignment = lambda: set(owned)  # type: ignore[attr-defined]
+    source.poll(100, 0)
+    assert len(source.assembler) == 2
+    owned.discard(("otlp_spans", 0))  # a rebalance gives partition 0 to another replica
+    source.poll(100, 0)
+    assert len(source.assembler) == 1 and source.counts["traces"] == {"revoked": 1}
+    source.poll(100, 0)
+    clock.now = 1.0
+    assert [m.origin.file for m in source.poll(100, 0)] == [f"trace:{B}"]
+    source.commit([])
+    assert inner.commits[-1] == [("otlp_spans", 1, 5)]  # nothing for the revoked partition

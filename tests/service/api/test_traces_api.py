@@ -1,0 +1,344 @@
+"""``POST /v1/traces`` over real HTTP, fed by the OpenTelemetry Python SDK's OTLP/HTTP
+exporter: each convention's trace shape becomes the event written out here by hand."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from google.rpc.status_pb2 import Status
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.http import Compression
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Tracer
+
+from service.api import listen
+from service.api.app import create_app
+from service.api.runtime import Runtime
+from service.events import Answer, QueryLogEvent, Retrieval, RetrievedPassage, User
+from service.pipeline import Batch
+from service.settings import Settings, load_settings
+from service.traces.otlp import decode_protobuf, encode_json
+from tests.ports import free_port
+
+TOKEN = "t0ken-for-traces"
+T0 = 1_795_946_400_000_000_000  # 2026-11-29T10:00:00Z
+AT_T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
+MS = 1_000_000
+WAIT_S = 60.0  # a bound on waits for the service, not a timing assertion
+
+
+class Capture:
+    """A pipeline stage keeping every event that reaches it."""
+
+    name = "test-capture"
+
+    def __init__(self) -> None:
+        self.events: list[QueryLogEvent] = []
+
+    def process(self, batch: Batch) -> None:
+        self.events.extend(batch.events)
+
+    def state_snapshot(self) -> Any:
+        return None
+
+    def restore(self, state: Any) -> None:
+        """Stateless."""
+
+
+class Server:
+    """The app on a uvicorn thread (as tests/service/api/test_app.py), with a capture stage."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.sock = listen.bind("127.0.0.1", settings.api.port, suspect="another test server?")
+        self.capture = Capture()
+        self.runtime = Runtime(settings, stages=[self.capture])
+        self.server = uvicorn.Server(
+            uvicorn.Config(create_app(settings, self.runtime), log_level="warning")
+        )
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
+        self.base = f"http://127.0.0.1:{settings.api.port}"
+
+    def __enter__(self) -> Server:
+        self.thread.start()
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(self.base + "/healthz", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        raise RuntimeError("server did not start")
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(WAIT_S)
+        self.sock.close()
+
+    def wait_for(self, events: int) -> list[QueryLogEvent]:
+        deadline = time.monotonic() + WAIT_S
+        while len(self.capture.events) < events and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.capture.events
+
+    def post(self, body: bytes, media: str, **headers: str) -> httpx.Response:
+        return httpx.post(
+            self.base + "/v1/traces",
+            content=body,
+            headers={"content-type": media, "authorization": f"Bearer {TOKEN}", **headers},
+        )
+
+
+@pytest.fixture()
+def server(tmp_path: Path) -> Iterator[Server]:
+    settings = load_settings(
+        state={"path": tmp_path / "state.sqlite"},
+        api={"port": free_port(), "token": TOKEN, "max_request_bytes": 200_000},
+        analytics={"enabled": False},
+        traces={"assembly": {"settle_s": 0.2, "timeout_s": 5.0, "max_attribute_bytes": 4096,
+                             "max_spans_per_trace": 4}},
+    )  # fmt: skip
+    with Server(settings) as running:
+        yield running
+
+
+def _provider(exporter: Any) -> tuple[TracerProvider, Tracer]:
+    """SimpleSpanProcessor: every span is exported when it ends, in its own request, so the
+    root (which ends last) arrives last: the case assembly exists for."""
+    provider = TracerProvider(resource=Resource.create({"service.name": "rag-app"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, provider.get_tracer("rag-app")
+
+
+def _at(ms: float) -> int:
+    return T0 + int(ms * MS)
+
+
+def _openinference(tracer: Tracer) -> str:
+    with tracer.start_as_current_span("query", start_time=_at(0), end_on_exit=False) as root:
+        root.set_attributes(
+            {
+                "openinference.span.kind": "CHAIN",
+                "input.value": "What is the refund window?",
+                "user.id": "u-7",
+            }
+        )
+        with tracer.start_as_current_span("retrieve", start_time=_at(10), end_on_exit=False) as r:
+            r.set_attributes({
+                "openinference.span.kind": "RETRIEVER", "input.value": "refund window",
+                "retrieval.documents.0.document.id": "p-12",
+                "retrieval.documents.0.document.score": 0.82,
+                "retrieval.documents.1.document.id": "p-3",
+                "retrieval.documents.1.document.score": 0.5,
+            })  # fmt: skip
+            r.end(end_time=_at(22.5))
+        with tracer.start_as_current_span("llm", start_time=_at(30), end_on_exit=False) as llm:
+            llm.set_attributes({
+                "openinference.span.kind": "LLM",
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.content": "30 days.",
+            })  # fmt: skip
+            llm.end(end_time=_at(80))
+        root.set_attribute("output.value", "30 days.")
+        root.end(end_time=_at(90))
+        return format(root.get_span_context().trace_id, "032x")
+
+
+def _genai(tracer: Tracer) -> str:
+    with tracer.start_as_current_span("POST /ask", start_time=_at(0), end_on_exit=False) as root:
+        root.set_attributes({"enduser.id": "e-1", "user.roles": ["staff", "admin"]})
+        with tracer.start_as_current_span(
+            "retrieval kb-main", start_time=_at(5), end_on_exit=False
+        ) as r:
+            r.set_attributes({
+                "gen_ai.operation.name": "retrieval", "gen_ai.data_source.id": "kb-main",
+                "gen_ai.request.top_k": 2.0, "gen_ai.retrieval.query.text": "library hours",
+                "gen_ai.retrieval.documents": json.dumps(
+                    [{"id": "d-1", "score": 0.91}, {"id": "d-2", "score": 0.4}]
+                ),
+            })  # fmt: skip
+            r.end(end_time=_at(7))
+        with tracer.start_as_current_span("chat", start_time=_at(10), end_on_exit=False) as chat:
+            chat.set_attributes({
+                "gen_ai.operation.name": "chat",
+                "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [
+                    {"type": "text", "content": "Library hours?"}]}]),
+                "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
+                    {"type": "text", "content": "9 to 5."}], "finish_reason": "stop"}]),
+            })  # fmt: skip
+            chat.end(end_time=_at(50))
+        root.end(end_time=_at(60))
+        return format(root.get_span_context().trace_id, "032x")
+
+
+def _genai_old(tracer: Tracer) -> str:
+    with tracer.start_as_current_span("handler", start_time=_at(0), end_on_exit=False) as root:
+        with tracer.start_as_current_span("chat", start_time=_at(1), end_on_exit=False) as chat:
+            chat.set_attributes({
+                "gen_ai.system": "openai", "gen_ai.operation.name": "chat",
+                "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "Pick a lock?",
+                "gen_ai.completion.0.content": "I can't help with that.",
+                "gen_ai.response.finish_reasons": ["content_filter"],
+            })  # fmt: skip
+            chat.end(end_time=_at(2))
+        root.end(end_time=_at(3))
+        return format(root.get_span_context().trace_id, "032x")
+
+
+def _openllmetry(tracer: Tracer) -> str:
+    with tracer.start_as_current_span("ask.workflow", start_time=_at(0), end_on_exit=False) as root:
+        root.set_attributes({
+            "traceloop.span.kind": "workflow",
+            "traceloop.entity.input": json.dumps({"args": [], "kwargs": {"question": "Visa?"}}),
+            "traceloop.entity.output": json.dumps("60 EUR."),
+        })  # fmt: skip
+        with tracer.start_as_current_span(
+            "chroma.query", start_time=_at(2), end_on_exit=False
+        ) as q:
+            q.set_attributes({"db.system": "chroma", "db.vector.query.top_k": 2})
+            for pid, score in (("v-9", 0.3), ("v-2", 0.8)):
+                result = {"db.query.result.id": pid, "db.query.result.score": score}
+                q.add_event("db.query.result", result)
+            q.end(end_time=_at(4))
+        root.end(end_time=_at(5))
+        return format(root.get_span_context().trace_id, "032x")
+
+
+def _expected(oi: str, genai: str, old: str, llmetry: str) -> dict[str, QueryLogEvent]:
+    def passages(*rows: tuple[str, float]) -> tuple[RetrievedPassage, ...]:
+        return tuple(RetrievedPassage(id=i, score=s, rank=n) for n, (i, s) in enumerate(rows, 1))
+
+    return {
+        oi: QueryLogEvent(
+            event_id=oi, timestamp=AT_T0, question="What is the refund window?",
+            user=User(id="u-7"),
+            retrieval=Retrieval(retriever="retrieve", latency_ms=12.5,
+                                results=passages(("p-12", 0.82), ("p-3", 0.5))),
+            answer=Answer(text="30 days."),
+        ),
+        genai: QueryLogEvent(
+            event_id=genai, timestamp=AT_T0, question="Library hours?",
+            user=User(id="e-1", role="staff"),
+            retrieval=Retrieval(retriever="kb-main", latency_ms=2.0,
+                                results=passages(("d-1", 0.91), ("d-2", 0.4))),
+            answer=Answer(text="9 to 5."),
+        ),
+        old: QueryLogEvent(
+            event_id=old, timestamp=AT_T0, question="Pick a lock?",
+            answer=Answer(text="I can't help with that.", refused=True),
+        ),
+        llmetry: QueryLogEvent(
+            event_id=llmetry, timestamp=AT_T0, question="Visa?",
+            retrieval=Retrieval(retriever="chroma", latency_ms=2.0,
+                                results=passages(("v-9", 0.3), ("v-2", 0.8))),
+            answer=Answer(text="60 EUR."),
+        ),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("compression", [Compression.NoCompression, Compression.Gzip])
+def test_sdk_exporter_traces_become_the_expected_events(
+    server: Server, compression: Compression
+) -> None:
+    exporter = OTLPSpanExporter(
+        endpoint=server.base + "/v1/traces",
+        headers={"authorization": f"Bearer {TOKEN}"},
+        compression=compression,
+    )
+    provider, tracer = _provider(exporter)
+    ids = (_openinference(tracer), _genai(tracer), _genai_old(tracer), _openllmetry(tracer))
+    provider.shutdown()
+    events = server.wait_for(4)
+    assert {e.event_id: e for e in events} == _expected(*ids)
+    assert len(events) == 4
+    metrics = httpx.get(server.base + "/metrics").text
+    assert 'goldwatch_traces_assembled_total{why="settled"} 4.0' in metrics
+    assert "goldwatch_trace_spans_received_total 10.0"  # 3 + 3 + 2 + 2 in metrics
+
+
+def _sdk_request() -> tuple[bytes, str]:
+    memory = InMemorySpanExporter()
+    provider, tracer = _provider(memory)
+    trace_id = _openinference(tracer)
+    provider.shutdown()
+    return encode_spans(memory.get_finished_spans()).SerializeToString(), trace_id
+
+
+def test_otlp_json_and_a_resent_trace(server: Server) -> None:
+    payload, trace_id = _sdk_request()
+    body = encode_json(decode_protobuf(payload))  # the Collector's otlp_json shape
+    response = server.post(body, "application/json")
+    assert response.status_code == 200 and response.json() == {}
+    (event,) = server.wait_for(1)
+    assert event == _expected(trace_id, "b", "c", "d")[trace_id]
+    # the same trace again after it was handed out (an exporter's retry): its spans are
+    # late, dead-lettered and counted at once, and no second event is built
+    assert server.post(payload, "application/x-protobuf").status_code == 200
+    metrics = httpx.get(server.base + "/metrics").text
+    assert 'goldwatch_trace_spans_rejected_total{reason="late_span"} 3.0' in metrics
+    assert len(server.capture.events) == 1
+
+
+def test_partial_success_reports_dropped_spans(server: Server, tmp_path: Path) -> None:
+    payload, _ = _sdk_request()
+    spans = decode_protobuf(payload)
+    # 6 spans of one trace (fresh span ids), over max_spans_per_trace = 4
+    extra = [replace(s, span_id=f"{i + 1:016x}") for i, s in enumerate(spans * 2)]
+    response = server.post(encode_json(extra), "application/json")
+    assert response.status_code == 200
+    assert response.json() == {
+        "partialSuccess": {"rejectedSpans": "2", "errorMessage": "spans dead-lettered: "
+                           "too_many_spans (2)"}
+    }  # fmt: skip
+    dlq = [json.loads(line) for line in (tmp_path / "goldwatch.dlq.jsonl").open()]
+    assert [row["reason"] for row in dlq] == ["too_many_spans", "too_many_spans"]
+
+
+def test_protobuf_response_and_bad_payloads(server: Server, tmp_path: Path) -> None:
+    payload, _ = _sdk_request()
+    ok = server.post(
+        gzip.compress(payload), "application/x-protobuf", **{"content-encoding": "gzip"}
+    )
+    assert ok.status_code == 200 and ok.headers["content-type"] == "application/x-protobuf"
+    assert ExportTraceServiceResponse.FromString(ok.content) == ExportTraceServiceResponse()
+    cut = server.post(payload[:-7], "application/x-protobuf")
+    assert cut.status_code == 400
+    problem = Status.FromString(cut.content)
+    assert problem.code == 3 and problem.message.startswith("not_protobuf:")
+    wrong = server.post(b'{"resourceSpans": [{"scopeSpans": {}}]}', "application/json")
+    assert wrong.status_code == 400
+    assert wrong.json()["message"].startswith("wrong_type: resourceSpans[0].scopeSpans")
+    assert server.post(payload, "text/plain").status_code == 415
+    assert (
+        server.post(payload, "application/x-protobuf", **{"content-encoding": "br"}).status_code
+        == 415
+    )
+    bomb = gzip.compress(b"\0" * 300_000)  # 300 kB inflated, over max_request_bytes (200 kB)
+    assert (
+        server.post(bomb, "application/x-protobuf", **{"content-encoding": "gzip"}).status_code
+        == 413
+    )
+    no_token = httpx.post(server.base + "/v1/traces", content=payload,
+                          headers={"content-type": "application/x-protobuf"})  # fmt: skip
+    assert no_token.status_code == 401
+    dlq = [json.loads(line) for line in (tmp_path / "goldwatch.dlq.jsonl").open()]
+    assert [row["reason"] for row in dlq] == ["not_protobuf", "wrong_type"]
+    metrics = httpx.get(server.base + "/metrics").text
+    assert 'goldwatch_trace_payloads_rejected_total{reason="not_protobuf"} 1.0' in metrics
