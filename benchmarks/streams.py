@@ -219,7 +219,7 @@ def _wrong_type(i: int, rng: random.Random) -> bytes:
         ("event_id", 1.5),
         ("question", ["how", "much"]),
         ("timestamp", True),
-        ("user", "u-77"),
+        ("question", {"text": "how much"}),
     )[i % 6]
     event[field] = value
     return encode(event)
