@@ -233,9 +233,11 @@ def _invalid_value(i: int, rng: random.Random) -> bytes:
     elif choice == 1:
         event["timestamp"] = "2026-02-30T10:00:00Z"
     elif choice == 2:
-        event["retrieval"]["latency_ms"] = -3
+        event["timestamp"] = "2026-11-31T10:00:00Z"
     else:
-        event["retrieval"]["results"][0]["rank"] = 0
+        # a bad optional field (latency -3, rank 0) no longer dead-letters its event: the
+        # field is dropped and counted (issue 18 item 7); a pill is bad in a required field
+        event["question"] = "\n\t "
     return encode(event)
 
 
