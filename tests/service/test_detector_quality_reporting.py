@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import types
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -224,6 +225,26 @@ def test_an_uncalibrated_novelty_detector_silences_a_novel_share_rise_only(
     else:  # another topic's rise is not the novelty detector's verdict: it still alarms
         assert drifts and drifts[0]["rising"] == ["visa"]
         assert report["topic"]["state"] == "drift"
+
+
+def test_a_restart_that_reads_nothing_new_keeps_the_silenced_novel_rise_uncalibrated() -> None:
+    """A ``--state`` rerun restores the drift stage and reads no new event: the topic stays
+    ``uncalibrated`` (not ``drift`` with no comparisons and no alarm), the same report."""
+    reason = "uncalibrated: novelty ROC AUC 0.600"
+    first = _topic_drift()
+    first.suppress_category("topic", "novel", reason)
+    _topic_stream(first, "novel")
+    before = first.report()
+    assert before["topic"]["state"] == "uncalibrated"
+    rerun = _topic_drift()
+    rerun.suppress_category("topic", "novel", reason)  # the floor is applied at build time
+    rerun.restore(json.loads(json.dumps(first.state_snapshot())))  # through the state store
+    after = rerun.report()
+    assert rerun.states() == first.states() == {
+        "language": "ok", "topic": "uncalibrated", "refusal": "insufficient_data",
+        "out_of_scope": "insufficient_data"}  # fmt: skip
+    assert after["topic"]["comparisons"]["baseline"]["tested_state"] == "drift"
+    assert json.dumps(after, sort_keys=True) == json.dumps(before, sort_keys=True)
 
 
 def test_apply_quality_floor_maps_novelty_to_the_novel_share() -> None:
