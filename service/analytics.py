@@ -66,6 +66,8 @@ class Analytics:
             leave-one-topic-out ROC AUC).
         quality_floor: the AUC below which a detector's counts are uncalibrated and its drift
             dimension raises no alarm (``analytics.quality_floor``).
+        novelty_off: why no question is called ``novel`` (e.g. :data:`NOVELTY_OFF_NO_GOLD`),
+            or ``None`` while topic novelty is on.
     """
 
     stages: list[Stage]
@@ -79,6 +81,7 @@ class Analytics:
     detector_quality: dict[str, DetectorQuality] = field(default_factory=dict)
     topic_descriptions: dict[str, str] = field(default_factory=dict)
     quality_floor: float = DEFAULT_AUC_FLOOR
+    novelty_off: str | None = None
 
     def uncalibrated(self, detector: str) -> str | None:
         """Why ``detector``'s counts are not facts (e.g. ``"out_of_scope ROC AUC 0.596
@@ -235,6 +238,25 @@ def apply_quality_floor(analytics: Analytics) -> dict[str, str]:
     return dict(analytics.drift.report()["suppressed_dimensions"])
 
 
+#: Why topic novelty is off when topics are fitted on the corpus (no gold set).
+NOVELTY_OFF_NO_GOLD = (
+    "novelty is off: with no gold set the topics are fitted on the corpus's passages, and "
+    "questions are a different kind of text, so a question far from every passage is not "
+    "novel; set gold_set: to have it"
+)
+
+
+def _novelty_off(model: TopicModel | None, has_gold: bool) -> str | None:
+    """Why no question is called ``novel`` (``None``: novelty is on)."""
+    if model is None:
+        return "novelty is off: no topic model"
+    if model.novelty_on:
+        return None
+    if not has_gold:
+        return NOVELTY_OFF_NO_GOLD
+    return "novelty is off (analytics.topics.novelty_percentile is 0)"
+
+
 def pseudonymiser(config: AnalyticsConfig) -> Pseudonymiser:
     """The pseudonymiser of ``event_id`` and ``user.id``: keyed with ``pii_key`` (or its
     file) when one is set, else the unkeyed digest.
@@ -286,7 +308,10 @@ def build_analytics(
         model = fit_topic_model(gold, (), config.topics, config.use_gold_topics,
                                 embedder=embedder, previous=previous_topics)  # fmt: skip
     elif corpus.passages:  # no gold set: the user's own corpus, never a stand-in
-        model = fit_topic_model(gold, corpus.passages, config.topics, use_gold_topics=False,
+        # Novelty off: questions are not passages, so "far from every passage" means nothing
+        # (and its leave-one-topic-out AUC would be measured on passages, not questions).
+        no_novelty = config.topics.model_copy(update={"novelty_percentile": 0.0})
+        model = fit_topic_model(gold, corpus.passages, no_novelty, use_gold_topics=False,
                                 embedder=embedder, previous=previous_topics)  # fmt: skip
     if model is not None:  # else no topics: nothing of the user's to fit them on
         stages.append(TopicStage(model))
@@ -317,7 +342,10 @@ def build_analytics(
         drift=drift,
         totals=totals,
         language_labeler=labeler,
-        topic_labels=(*model.names, NOVEL) if model is not None else (),
+        topic_labels=(
+            () if model is None else (*model.names, NOVEL) if model.novelty_on else model.names
+        ),
+        novelty_off=_novelty_off(model, len(gold) > 0),
         scope=calibration,
         topic_model_version=model.version if model is not None else None,
         gold_counts=gold_counts,

@@ -12,6 +12,8 @@ The report (``--format json``)::
                                     "under_refusals", "calibration": {...},
                                     "quality": {"auc", "auc_low", "auc_high", ...} | None,
                                     "uncalibrated": reason | None},
+                   "novelty": {"novel", "share", "quality": {...} | None,
+                               "uncalibrated": reason | None, "off": reason | None},
                    "detector_quality": {detector: {"auc", "auc_low", "auc_high", "level",
                                         "n_pos", "n_neg", "method", "trusted",
                                         "uncalibrated"}},
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -60,6 +63,7 @@ from service.settings import GOLD_SET_OFF, Settings, gold_set_notice
 from service.shed_note import shed_note
 from service.state import StateStore
 from service.telemetry import PII_TYPES, build_metrics
+from service.topics import NOVEL
 
 
 def run_replay(
@@ -209,11 +213,30 @@ def analytics_report(live: Live) -> dict[str, Any] | None:
             "uncalibrated": (qualities["out_of_scope"]["uncalibrated"]
                              if "out_of_scope" in qualities else "no out-of-scope detector"),
         },
+        "novelty": novelty_report(live.analytics, drift.live_counts["topic"], qualities),
         "detector_quality": qualities,
         "quality_floor": live.analytics.quality_floor,
         "pii_scrubbed": {t: totals.pii[t] for t in PII_TYPES},
         "drift": drift.report(),
     }  # fmt: skip
+
+
+def novelty_report(
+    analytics: Analytics, topics: Mapping[str, int], qualities: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The ``novel`` topic share with what it is worth: ``{"novel": n, "share": n / all
+    topic-annotated events or None, "quality": the novelty detector's
+    :func:`detector_quality_report` entry or None, "uncalibrated": why the share is not a
+    fact or None, "off": why novelty is off or None}``."""
+    total = sum(topics.values())
+    novel = int(topics.get(NOVEL, 0))
+    off = analytics.novelty_off
+    uncalibrated = None
+    if off is None:
+        uncalibrated = (qualities["novelty"]["uncalibrated"] if "novelty" in qualities
+                        else analytics.uncalibrated("novelty"))  # fmt: skip
+    return {"novel": novel, "share": novel / total if total else None,
+            "quality": qualities.get("novelty"), "uncalibrated": uncalibrated, "off": off}
 
 
 def detector_quality_report(analytics: Analytics) -> dict[str, dict[str, Any]]:
@@ -263,8 +286,14 @@ def render_text(doc: dict[str, Any]) -> str:
     total = sum(analytics["languages"].values()) or 1
     langs = ", ".join(f"{k} {v / total:.0%}" for k, v in list(analytics["languages"].items())[:6])
     names = analytics.get("topic_labels") or {}
-    topics = "; ".join(f"{names.get(k, k)} {v / total:.0%}"
+    novelty = analytics.get("novelty") or {}
+    caveat = {}  # the novel share next to what it is worth
+    if novelty.get("uncalibrated"):
+        caveat[NOVEL] = f" (UNCALIBRATED, not facts: {novelty['uncalibrated']})"
+    topics = "; ".join(f"{names.get(k, k)} {v / total:.0%}{caveat.get(k, '')}"
                        for k, v in list(analytics["topics"].items())[:6])  # fmt: skip
+    if novelty.get("off") and not set(analytics["topics"]) <= {"und"}:
+        topics += f"; {novelty['off']}"
     refusals = analytics["refusals"]
     if set(analytics["topics"]) <= {"und"}:  # no topic model: nothing to fit topics on
         topics = ("off (no topic model: set gold_set:, corpus: or analytics.topics_model to "

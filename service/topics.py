@@ -368,6 +368,12 @@ class TopicModel:
         best = sims.argmax(axis=1)
         return best, sims[np.arange(len(best)), best]
 
+    @property
+    def novelty_on(self) -> bool:
+        """True when a text can be :data:`NOVEL` (off: ``novelty_percentile`` 0, as when the
+        model is fitted on corpus passages without a gold set)."""
+        return math.isfinite(self.threshold)
+
     def assign_many(self, texts: Sequence[str]) -> list[TopicAssignment]:
         """Assign each text its nearest topic, or :data:`NOVEL`; one ``embed`` call.
 

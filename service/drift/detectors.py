@@ -111,6 +111,17 @@ class CategoricalDriftReport:
         out["new_categories"] = list(self.new_categories)
         return out
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CategoricalDriftReport:
+        """The report back from :meth:`to_dict` (a state-store snapshot).
+
+        Raises:
+            TypeError: a field is missing or unknown (a malformed snapshot).
+        """
+        rows = {key: tuple(ShareChange(**row) for row in data.get(key, ()))
+                for key in ("rising", "falling")}  # fmt: skip
+        return cls(**{**data, **rows, "new_categories": tuple(data.get("new_categories", ()))})
+
 
 @dataclass(frozen=True)
 class RateDriftReport:
@@ -224,19 +235,25 @@ class _WindowedDetector:
     def _empty_report(self, name: str, t: float, n_ref: int, n_cur: int) -> Any:
         raise NotImplementedError  # pragma: no cover - overridden
 
+    def _report_from_dict(self, data: dict[str, Any]) -> Any:
+        raise NotImplementedError  # pragma: no cover - overridden
+
     def snapshot(self) -> dict[str, Any]:
-        """JSON-able state for the state store: windows, baseline, states, counters."""
+        """JSON-able state for the state store: windows, baseline, states, latest reports,
+        counters."""
         return {
             "version": 1,
             "windows": self._windows.snapshot(),
             "states": dict(self._states),
+            "reports": {name: report.to_dict() for name, report in self._reports.items()},
             "n_alarms": self.n_alarms,
             "n_tests": self.n_tests,
         }
 
     def restore(self, state: dict[str, Any] | None) -> Self:
-        """Take back a :meth:`snapshot` (``None``: keep the fresh state). Reports are rebuilt
-        at the next test time.
+        """Take back a :meth:`snapshot` (``None``: keep the fresh state), with the latest
+        report of each comparison, so a restart reads no new event and reports the same
+        tests (a snapshot written before reports were kept: rebuilt at the next test time).
 
         Raises:
             ValueError: another version, or a malformed snapshot.
@@ -249,6 +266,12 @@ class _WindowedDetector:
         for name, value in state.get("states", {}).items():
             if name in self._states and value in ("ok", "drift", _INSUFFICIENT):
                 self._states[name] = value
+        for name, data in (state.get("reports") or {}).items():
+            if name in self._states and isinstance(data, dict):
+                try:
+                    self._reports[name] = self._report_from_dict(data)
+                except TypeError as exc:
+                    raise ValueError(f"detector snapshot has a malformed report: {exc}") from exc
         self.n_alarms, self.n_tests = int(state["n_alarms"]), int(state["n_tests"])
         return self
 
@@ -342,6 +365,9 @@ class CategoricalDriftDetector(_WindowedDetector):
         self._ingest(list(categories), timestamps, now)
         return self
 
+    def _report_from_dict(self, data: dict[str, Any]) -> CategoricalDriftReport:
+        return CategoricalDriftReport.from_dict(data)
+
     def _empty_report(self, name: str, t: float, n_ref: int, n_cur: int) -> CategoricalDriftReport:
         return CategoricalDriftReport(
             name, _INSUFFICIENT, t, n_ref, n_cur, alpha=self.alpha_per_test(name)
@@ -433,6 +459,9 @@ class RateDriftDetector(_WindowedDetector):
         flags = np.asarray(values, dtype=bool).reshape(-1)
         self._ingest(np.where(flags, "1", "0").tolist(), timestamps, now)
         return self
+
+    def _report_from_dict(self, data: dict[str, Any]) -> RateDriftReport:
+        return RateDriftReport(**data)
 
     def _empty_report(self, name: str, t: float, n_ref: int, n_cur: int) -> RateDriftReport:
         return RateDriftReport(

@@ -115,10 +115,11 @@ def _both_directions(analytics: Mapping[str, Any]) -> Safe:
         if calibration.get(key) is not None:
             value = calibration[key]
             rows.append([f"scope calibration: {key}", num(value) if key != "retriever" else value])
+    measured = (" The detector's ROC AUC is measured on the gold set it was calibrated on "
+                "(cross-validated scores)." if scope.get("quality") else "")  # fmt: skip
     note = para(
         "Refusals are judged in both directions: out-of-scope questions should be "
-        "refused, in-scope questions answered. The detector's ROC AUC is measured on the "
-        "gold set it was calibrated on (cross-validated scores).",
+        f"refused, in-scope questions answered.{measured}",
         "muted",
     )
     warning = ""

@@ -34,6 +34,7 @@ from service.html.page import (
     table,
 )
 from service.html.rates import refusals_section
+from service.topics import NOVEL
 
 #: Categories drawn per dimension; the rest are summed under ``other``.
 TOP_CATEGORIES = 12
@@ -89,7 +90,7 @@ def analytics_sections(
         parts += [
             _shares("languages", "Languages", drift["language"], series, "languages", drift),
             _shares("topics", "Topics", drift["topic"], series, "topics", drift,
-                    analytics.get("topic_labels")),
+                    analytics.get("topic_labels"), analytics.get("novelty")),
             drift_section(drift, series),
             refusals_section(analytics, series),
         ]
@@ -171,14 +172,27 @@ def _shares(
     series_key: str,
     drift: Mapping[str, Any],
     labels: Mapping[str, str] | None = None,
+    novelty: Mapping[str, Any] | None = None,
 ) -> Safe:
-    """One dimension's shares; ``labels`` names categories (a topic's top terms)."""
+    """One dimension's shares; ``labels`` names categories (a topic's top terms);
+    ``novelty`` (topics: :func:`service.replay_job.novelty_report`) labels the ``novel``
+    share uncalibrated, or says why novelty is off. Without gold counts (no gold set) only
+    the live shares are shown."""
     rows = share_rows(dim.get("live_counts", {}), dim.get("gold_counts", {}))
     names = dict(labels or {})
     if not rows:
         return section(anchor, title, para("No events yet.", "muted"))
     name = anchor.rstrip("s")
     parts: list[str] = [Safe(f"<p>Drift state: {badge(dim['state'])}</p>")]
+    novelty = novelty or {}
+    if novelty.get("uncalibrated"):
+        names[NOVEL] = f"{names.get(NOVEL, NOVEL)} (uncalibrated)"
+        parts.append(para(f"The novel share is UNCALIBRATED and not facts "
+                          f"({novelty['uncalibrated']}); a rise of it alone raises no alarm.",
+                          "warn"))  # fmt: skip
+    elif novelty.get("off"):
+        parts.append(para(f"No question is called novel: {novelty['off']}.", "muted"))
+    has_gold = bool(dim.get("gold_counts"))
     alarms = [
         a["timestamp"]
         for a in drift.get("alarms", ())
@@ -188,24 +202,29 @@ def _shares(
     if buckets:
         parts.append(_shares_over_time(title, buckets, series_key, rows, alarms, names))
     bars = {"live traffic (all time)": [r[2] for r in rows]}
-    if dim.get("gold_counts"):
+    if has_gold:
         bars["gold set"] = [r[4] for r in rows]
     svg = plots.grouped_bars(
         [names.get(r[0], r[0]) for r in rows],
         bars,
         xlabel="share",
-        title=f"{title}: live share against the gold set",
+        title=f"{title}: live share against the gold set" if has_gold else f"{title}: live share",
         colours={"gold set": plots.GOLD_COLOUR},
     )
-    caption = "Share of live questions (all time) and of gold-set questions per category."
+    caption = ("Share of live questions (all time) and of gold-set questions per category."
+               if has_gold else "Share of live questions (all time) per category.")  # fmt: skip
     parts.append(figure(svg, caption))
-    parts.append(
-        table(
-            [name, "live n", "live share", "gold n", "gold share", "live − gold"],
-            [[names.get(c, c), ln, pct(ls), gn, pct(gs), f"{ls - gs:+.1%}"]
-             for c, ln, ls, gn, gs in rows],  # fmt: skip
+    if has_gold:
+        parts.append(
+            table(
+                [name, "live n", "live share", "gold n", "gold share", "live − gold"],
+                [[names.get(c, c), ln, pct(ls), gn, pct(gs), f"{ls - gs:+.1%}"]
+                 for c, ln, ls, gn, gs in rows],  # fmt: skip
+            )
         )
-    )
+    else:
+        live_rows = [[names.get(c, c), ln, pct(ls)] for c, ln, ls, _, _ in rows]
+        parts.append(table([name, "live n", "live share"], live_rows))
     gaps = dim.get("coverage_gaps") or []
     if gaps:
         keys = list(gaps[0])
@@ -238,8 +257,7 @@ def _shares_over_time(
     svg = plots.shares_over_time(
         times, shares, title=f"{title}: share over time", gold=gold, alarms=alarms
     )
+    dashed = "dashed: the gold set's share; " if gold else ""
     return figure(
-        svg,
-        "Solid: live share per time bucket; dashed: the gold set's share; "
-        "red lines: drift declared.",
+        svg, f"Solid: live share per time bucket; {dashed}red lines: drift declared."
     )

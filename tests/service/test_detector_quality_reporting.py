@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import types
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,7 +18,12 @@ from service.analytics import Analytics, apply_quality_floor
 from service.detector_quality import DetectorQuality
 from service.drift.stage import DriftStage
 from service.html import render_replay_html
-from service.replay_job import detector_quality_report, quality_text, render_text
+from service.replay_job import (
+    detector_quality_report,
+    novelty_report,
+    quality_text,
+    render_text,
+)
 from service.settings import load_settings
 from service.telemetry import build_analytics_metrics
 from tests.service.html.samples import replay_report
@@ -226,6 +232,26 @@ def test_an_uncalibrated_novelty_detector_silences_a_novel_share_rise_only(
         assert report["topic"]["state"] == "drift"
 
 
+def test_a_restart_that_reads_nothing_new_keeps_the_silenced_novel_rise_uncalibrated() -> None:
+    """A ``--state`` rerun restores the drift stage and reads no new event: the topic stays
+    ``uncalibrated`` (not ``drift`` with no comparisons and no alarm), the same report."""
+    reason = "uncalibrated: novelty ROC AUC 0.600"
+    first = _topic_drift()
+    first.suppress_category("topic", "novel", reason)
+    _topic_stream(first, "novel")
+    before = first.report()
+    assert before["topic"]["state"] == "uncalibrated"
+    rerun = _topic_drift()
+    rerun.suppress_category("topic", "novel", reason)  # the floor is applied at build time
+    rerun.restore(json.loads(json.dumps(first.state_snapshot())))  # through the state store
+    after = rerun.report()
+    assert rerun.states() == first.states() == {
+        "language": "ok", "topic": "uncalibrated", "refusal": "insufficient_data",
+        "out_of_scope": "insufficient_data"}  # fmt: skip
+    assert after["topic"]["comparisons"]["baseline"]["tested_state"] == "drift"
+    assert json.dumps(after, sort_keys=True) == json.dumps(before, sort_keys=True)
+
+
 def test_apply_quality_floor_maps_novelty_to_the_novel_share() -> None:
     analytics = Analytics(stages=[], drift=_topic_drift(), quality_floor=0.75)
     analytics.detector_quality["novelty"] = _quality(0.6, 0.55, 0.65)
@@ -234,3 +260,50 @@ def test_apply_quality_floor_maps_novelty_to_the_novel_share() -> None:
                                               "floor 0.75"}  # fmt: skip
     analytics.detector_quality["novelty"] = _quality(0.9, 0.85, 0.95)
     assert apply_quality_floor(analytics) == {}
+
+
+NOVELTY_WHY = "novelty ROC AUC 0.720 [0.694, 0.747] is below the quality floor 0.75"
+
+
+def _with_novel(uncalibrated: str | None) -> dict[str, Any]:
+    """The sample report with 6 of 10 live questions ``novel`` (60 %), the novelty detector
+    uncalibrated (``uncalibrated``: why) or trusted (``None``)."""
+    report = copy.deepcopy(replay_report(extras=False))
+    analytics = report["analytics"]
+    analytics["topics"] = {"novel": 6, "fees": 2, "exams": 2}
+    analytics["drift"]["topic"]["live_counts"] = dict(analytics["topics"])
+    analytics["novelty"] = {"novel": 6, "share": 0.6, "quality": None,
+                            "uncalibrated": uncalibrated, "off": None}  # fmt: skip
+    return report
+
+
+def test_novelty_report_labels_the_novel_share_with_the_detector_quality() -> None:
+    analytics = Analytics(stages=[], drift=_topic_drift(), quality_floor=0.75)
+    analytics.detector_quality["novelty"] = _quality(0.72, 0.694, 0.747)
+    qualities = detector_quality_report(analytics)
+    report = novelty_report(analytics, {"novel": 58, "topic-1": 42}, qualities)
+    assert report == {"novel": 58, "share": 0.58, "quality": qualities["novelty"],
+                      "uncalibrated": NOVELTY_WHY, "off": None}  # fmt: skip
+    analytics.detector_quality["novelty"] = _quality(0.9, 0.85, 0.95)
+    trusted = novelty_report(analytics, {"novel": 58, "topic-1": 42},
+                             detector_quality_report(analytics))  # fmt: skip
+    assert trusted["uncalibrated"] is None and trusted["share"] == 0.58
+
+
+def test_text_report_labels_an_uncalibrated_novel_share_next_to_it() -> None:
+    line = next(x for x in render_text(_with_novel(NOVELTY_WHY)).splitlines()
+                if x.startswith("topics:"))  # fmt: skip
+    assert line == (f"topics: novel 60% (UNCALIBRATED, not facts: {NOVELTY_WHY}); "
+                    "fees 20%; exams 20%")  # fmt: skip
+    good = next(x for x in render_text(_with_novel(None)).splitlines()
+                if x.startswith("topics:"))  # fmt: skip
+    assert good == "topics: novel 60%; fees 20%; exams 20%"
+
+
+@pytest.mark.slow
+def test_html_report_labels_an_uncalibrated_novel_share() -> None:
+    page = render_replay_html(_with_novel(NOVELTY_WHY))
+    assert "<td>novel (uncalibrated)</td>" in page
+    assert f"The novel share is UNCALIBRATED and not facts ({NOVELTY_WHY})" in page
+    good = render_replay_html(_with_novel(None))
+    assert "novel (uncalibrated)" not in good and "<td>novel</td>" in good

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from service.analytics import NOVELTY_OFF_NO_GOLD
 from service.demo import demo_path
 from service.html import render_replay_html
 from service.replay_job import render_text, run_replay
@@ -203,3 +204,31 @@ def test_without_a_gold_set_every_output_says_so_first(out: Path) -> None:
     first_p = page.index("<p")
     assert page[first_p:].startswith('<p class="notice">')
     assert html.escape(notice, quote=False) in page
+
+
+def test_without_a_gold_set_topics_on_the_corpus_have_no_novelty_and_no_gold_columns(
+    out: Path,
+) -> None:
+    """Topics fitted on the corpus's passages (no gold set): questions are not passages, so
+    no question is ``novel`` and no novelty quality is claimed (it would be measured on the
+    passages and called "gold questions"); the reports say so, and the HTML shows no gold
+    columns, gold-share lines or gold-set sentences."""
+    settings = load_settings(None, pipeline={"max_batch_size": BATCH},
+                             corpus=demo_path("corpus.jsonl"))  # fmt: skip
+    assert settings.gold_set is None
+    doc = run_replay(settings, _log(out / "corpus-only.jsonl"), None, out / "co.dlq.jsonl")
+    analytics = doc["analytics"]
+    assert sum(analytics["topics"].values()) == len(QUESTIONS)
+    assert "novel" not in analytics["topics"] and "und" not in analytics["topics"]
+    assert "novelty" not in analytics["detector_quality"]
+    assert analytics["novelty"] == {"novel": 0, "share": 0.0, "quality": None,
+                                    "uncalibrated": None, "off": NOVELTY_OFF_NO_GOLD}  # fmt: skip
+    assert analytics["drift"]["suppressed_dimensions"] == {}
+    topics = next(x for x in render_text(doc).splitlines() if x.startswith("topics:"))
+    assert topics.endswith(f"; {NOVELTY_OFF_NO_GOLD}") and "novel " not in topics
+    page = render_replay_html(doc)
+    for gold_only in ("gold n", "gold share", "live − gold", "dashed: the gold set",
+                      "against the gold set", "measured on the gold set"):  # fmt: skip
+        assert gold_only not in page, gold_only
+    assert "<th>live share</th>" in page
+    assert html.escape(f"No question is called novel: {NOVELTY_OFF_NO_GOLD}.") in page
