@@ -239,8 +239,11 @@ def _summary(summary: Mapping[str, Any]) -> list[Safe]:
         reasons = ", ".join(
             f"{reason} {n}" for reason, n in sorted(by_reason.items(), key=lambda kv: -kv[1])
         )
-        decided = ", ".join(f"{n} {status}" for status, n in
-                            (summary.get("by_status") or {}).items() if status != "suggested")
+        decided = ", ".join(
+            f"{n} {status}"
+            for status, n in (summary.get("by_status") or {}).items()
+            if status != "suggested"
+        )
         parts.append(para(f"{total} suggestions" + (f" (by reason: {reasons})" if reasons else "")
                           + (f" undecided; decided: {decided}" if decided else "")
                           + "; the highest-priority ones below.", "meta"))  # fmt: skip

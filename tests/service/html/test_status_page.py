@@ -218,8 +218,10 @@ def test_suggestions_show_the_totals_by_status_and_the_shed_count(tmp_path: Path
     app.state.harvest = labelling
     page = _get(runtime, app=app).text
     moved = page[page.index('<section id="moved">') : page.index('<section id="languages">')]
-    assert ("21 suggested (23 in all: 0 accepted, 2 rejected); shed 7 since start "
-            "(harvest.max_new_per_batch 23)") in moved
+    assert (
+        "21 suggested (23 in all: 0 accepted, 2 rejected); shed 7 since start "
+        "(harvest.max_new_per_batch 23)"
+    ) in moved
     listed = page[page.index('<section id="gold-candidates">') :]
     assert "21 suggestions (by reason" not in listed  # the page's list has no by_reason
     assert "21 suggestions undecided; decided: 0 accepted, 2 rejected" in listed
