@@ -101,7 +101,9 @@ class EvalRequest:
 @dataclass(frozen=True)
 class EvalOutcome:
     """Everything one eval run produced (``breakdown_k``: the cut-off the HTML breakdowns
-    are charted at, :func:`service.report.breakdown_k`; ``None``: its default rule)."""
+    are charted at, :func:`service.report.breakdown_k`; ``None``: its default rule;
+    ``n_unjudged``: topics of the topics file with no line in the qrels, in no mean, as in
+    trec_eval; ``trec_mean``: the means are trec_eval ``-c``'s, ``--trec-mean``)."""
 
     gold_set: GoldSet
     ks: tuple[int, ...]
@@ -114,6 +116,8 @@ class EvalOutcome:
     history_path: Path | None = None
     from_qrels: bool = False
     breakdown_k: int | None = None
+    n_unjudged: int = 0
+    trec_mean: bool = False
 
     def gold_set_summary(self) -> dict[str, Any]:
         """Return the ``gold_set`` block of the JSON report."""
@@ -122,7 +126,9 @@ class EvalOutcome:
             "version": self.gold_set.version,
             "n_questions": len(self.gold_set),
             "n_unanswerable": len(self.gold_set.unanswerable()),
+            "n_unjudged": self.n_unjudged,
             "from_qrels": self.from_qrels,
+            "mean": "trec_eval -c" if self.trec_mean else "answerable",
         }
 
 
@@ -302,8 +308,10 @@ def run_eval(request: EvalRequest, settings: Settings) -> EvalOutcome:
         evaluate_run(name, questions, run, ks, settings.eval.relevance_level)
         for name, run in runs.items()
     )
+    # trec_eval -c averages over the topics in the qrels: a topic of the topics file with no
+    # judgment at all is in no mean; one judged with no relevant document scores 0
+    n_judged = len(read_qrels(request.qrels)) if request.qrels is not None else len(gold)
     if request.trec_mean:
-        n_judged = len(read_qrels(request.qrels)) if request.qrels is not None else len(gold)
         reports = tuple(trec_complete_means(r, n_judged) for r in reports)
     comparisons: tuple[PairedComparison, ...] = ()
     if request.compare:
@@ -350,6 +358,8 @@ def run_eval(request: EvalRequest, settings: Settings) -> EvalOutcome:
         history_path=history_path,
         from_qrels=request.qrels is not None,
         breakdown_k=breakdown_k(ks, [gate.metric for gate in request.gates]),
+        n_unjudged=len(gold) - n_judged,
+        trec_mean=request.trec_mean,
     )
 
 

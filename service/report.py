@@ -3,7 +3,9 @@
 JSON schema (``schema_version`` 1)::
 
     {"schema_version": 1,
-     "gold_set": {"path", "version", "n_questions", "n_unanswerable", "from_qrels"},
+     "gold_set": {"path", "version", "n_questions", "n_unanswerable",
+                  "n_unjudged",             # topics not in the qrels: in no mean
+                  "from_qrels", "mean"},    # mean: "answerable" | "trec_eval -c"
      "k": [1, 5, 10, 20],
      "retrievers": {name: {"overall": {metric: value},
                            "by": {field: {value: {metric: value, "n": count}}},
@@ -109,7 +111,7 @@ def render_text(reports: Sequence[RetrieverReport], comparisons: Sequence[Paired
             f"{misses} (a gold passage outside the top {max_k(r.measures)}){duplicates} =="
         )
         out.append(mean_note(r))
-        rows: list[list[object]] = [["all", r.n_questions, *(r.overall[m] for m in columns)]]
+        rows: list[list[object]] = [["all", r.n_averaged, *(r.overall[m] for m in columns)]]
         for field, groups in r.by.items():
             rows.extend(
                 [f"{field}={value}", int(g["n"]), *(g[m] for m in columns)]
@@ -124,29 +126,49 @@ def render_text(reports: Sequence[RetrieverReport], comparisons: Sequence[Paired
 
 
 def gold_set_line(summary: dict[str, Any]) -> str:
-    """One line on what was scored: the gold set (or qrels) and how many of its questions
-    have no relevant passage, which the means leave out (``summary``: the ``gold_set`` block
-    of the JSON report)."""
+    """One line on what was scored: the gold set (or qrels), how many of its questions
+    have no relevant passage and whether the means count them (as 0, ``--trec-mean``: the
+    summary's ``mean`` is ``"trec_eval -c"``) or leave them out; with qrels, the topics with
+    no judgment at all are in no mean, as in trec_eval (``summary``: the ``gold_set`` block
+    of the JSON report).
+
+    >>> gold_set_line({"path": "q.qrels", "version": "v1", "n_questions": 4,
+    ...                "n_unanswerable": 2, "n_unjudged": 1, "from_qrels": True,
+    ...                "mean": "trec_eval -c"})[26:]
+    '4 topics, 3 judged, 1 of them with no relevant document (scored 0 in the means: \
+--trec-mean, as trec_eval -c); 1 not in the qrels (in no mean, as in trec_eval)'
+    """
     n, none = summary["n_questions"], summary["n_unanswerable"]
+    trec_mean = summary.get("mean") == "trec_eval -c"
     if summary.get("from_qrels"):
-        return (
-            f"qrels {summary['path']} version {summary['version']}: {n} topics, {none} with "
-            "no relevant document (left out of the means; --trec-mean counts them as 0)"
+        unjudged = int(summary.get("n_unjudged") or 0)
+        counted = ("scored 0 in the means: --trec-mean, as trec_eval -c" if trec_mean
+                   else "left out of the means; --trec-mean counts them as 0")  # fmt: skip
+        text = (
+            f"qrels {summary['path']} version {summary['version']}: {n} topics, "
+            f"{n - unjudged} judged, {none - unjudged} of them with no relevant document "
+            f"({counted})"
         )
+        if unjudged:
+            text += f"; {unjudged} not in the qrels (in no mean, as in trec_eval)"
+        return text
+    counted = ("scored 0 in the means: --trec-mean, as trec_eval -c" if trec_mean
+               else "scored apart, left out of the means")  # fmt: skip
     return (
         f"gold set {summary['path']} version {summary['version']}: {n} questions, {none} "
-        "unanswerable (no gold passage: scored apart, left out of the means)"
+        f"unanswerable (no gold passage: {counted})"
     )
 
 
 def mean_note(report: RetrieverReport) -> str:
     """What a retriever's means average over, and how many questions the run did not hold
     (scored 0), e.g. ``"means over 2 answerable questions; 1 missing from the run (scored
-    0)"``."""
+    0)"``; with ``--trec-mean``, also that the breakdowns stay over answerable questions."""
     if report.mean == "trec_eval -c":
         text = (
             f"means over all {report.n_averaged} judged questions (trec_eval -c: "
-            f"{report.n_averaged - report.n_questions} with no relevant passage scored 0)"
+            f"{report.n_averaged - report.n_questions} with no relevant passage scored 0; "
+            f"breakdowns over the {report.n_questions} answerable)"
         )
     else:
         text = f"means over {report.n_averaged} answerable questions"

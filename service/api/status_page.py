@@ -2,7 +2,8 @@
 
 Included in the app with ``app.include_router(status_page.router)``. It shows the runtime's
 status and analytics, its shadow report (when the runtime has ``shadow_report``) and the top
-harvested suggestions (when the app holds a labelling service as ``app.state.harvest``).
+harvested suggestions (when the app holds a labelling service as ``app.state.harvest``), with
+the totals by status and how many picked events harvesting shed.
 """
 
 from __future__ import annotations
@@ -28,8 +29,27 @@ def _extras(runtime: Runtime, harvest: Any) -> dict[str, Any]:
     if callable(shadow_report):
         extras["shadow"] = shadow_report()
     if harvest is not None:
-        extras["gold_candidates"] = harvest.list(status="suggested", limit=SUGGESTIONS).items
+        page = harvest.list(status="suggested", limit=SUGGESTIONS)
+        extras["gold_candidates"] = {
+            "suggestions": page.items,
+            "n_suggestions": page.total,  # all undecided ones, not the SUGGESTIONS shown
+            "by_status": harvest.counts(),
+            **_shed(runtime),
+        }
     return extras
+
+
+def _shed(runtime: Runtime) -> dict[str, Any]:
+    """``{"shed": n, "max_new_per_batch": bound}``: picked events whose new question
+    harvesting shed since this process started (``goldwatch_gold_candidates_shed_total``)
+    and the bound that sheds them; empty when the runtime does not harvest."""
+    live = getattr(runtime, "live", None)
+    stage = getattr(live, "harvest", None)
+    registry = getattr(runtime, "registry", None)
+    if stage is None or registry is None:
+        return {}
+    shed = registry.get_sample_value("goldwatch_gold_candidates_shed_total")
+    return {"shed": int(shed or 0), "max_new_per_batch": stage.config.max_new_per_batch}
 
 
 def _render(runtime: Runtime, refresh_s: int, cache: SectionCache, harvest: Any) -> str:

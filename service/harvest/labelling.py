@@ -311,6 +311,17 @@ class Labelling:
         page = ordered[offset : offset + limit]
         return Page(len(ordered), [self._item(*rows[s.id], s) for s in page])
 
+    def counts(self) -> dict[str, int]:
+        """How many suggestions are held, by status: ``{"suggested": n, "accepted": n,
+        "rejected": n}`` (every key of :data:`STATUSES`; their sum is :meth:`list`'s
+        ``total`` without filters, and each is its ``total`` with that ``status``)."""
+        decisions = self.repository.decisions()
+        counts = dict.fromkeys(STATUSES, 0)
+        for row in self.repository.all():
+            decision = decisions.get(row["id"])
+            counts[decision["status"] if decision else "suggested"] += 1
+        return counts
+
     def get(self, candidate_id: str) -> dict[str, Any]:
         """One suggestion as a :meth:`list` item (with its status and decision).
 

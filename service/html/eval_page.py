@@ -87,13 +87,20 @@ def _overall(outcome: EvalOutcome) -> Safe:
         ["questions averaged over", *(r.n_averaged for r in reports)],
         ["missing from the run (scored 0)", *(r.n_missing for r in reports)],
     ]  # fmt: skip
+    unjudged = outcome.n_unjudged
+    skipped = (f" The {unjudged} topics not in the qrels are in no mean, as in trec_eval."
+               if unjudged else "")  # fmt: skip
     if any(r.mean == "trec_eval -c" for r in reports):
         note = ("Means as trec_eval -c (--trec-mean): over every judged question; those with "
-                "no relevant passage score 0, as do questions missing from a run.")  # fmt: skip
+                "no relevant passage score 0, as do questions missing from a run; the "
+                "breakdowns stay over answerable questions." + skipped)  # fmt: skip
     else:
-        note = (f"Means over answerable questions only: the {reports[0].n_unanswerable} with no "
-                "gold passage have their own section below (--trec-mean counts them as 0, as "
-                "trec_eval -c does). A question missing from a run scores 0.")  # fmt: skip
+        judged = reports[0].n_unanswerable - unjudged
+        judged_text = f"{judged} judged" if outcome.from_qrels else str(judged)
+        note = (f"Means over answerable questions only: the {judged_text} with no gold "
+                "passage have their own section below (--trec-mean counts them as 0, as "
+                "trec_eval -c does). A question missing from a run scores 0."
+                + skipped)  # fmt: skip
     parts: list[str] = [
         table(["metric", *(r.retriever for r in reports)], rows),
         para(note, "muted"),

@@ -2,10 +2,11 @@
 
 Both are rendered only when the report carries them (``shadow``: the shape of
 :meth:`service.shadow.stage.ShadowStage.report`; ``gold_candidates``: a list of suggestion
-dicts — the status page's, from the labelling API — or the replay report's summary
-(:func:`service.replay_job.harvest_summary`: the list under ``top``, with ``n_suggestions``,
-``by_reason``, ``shed`` and ``max_new_per_batch``), or a dict holding the list under
-``suggestions``, ``candidates`` or ``questions``).
+dicts, the replay report's summary (:func:`service.replay_job.harvest_summary`: the list under
+``top``, with ``n_suggestions``, ``by_reason``, ``shed`` and ``max_new_per_batch``), the status
+page's (:mod:`service.api.status_page`: the list under ``suggestions``, with ``n_suggestions``,
+``by_status``, ``shed`` and ``max_new_per_batch``), or a dict holding the list under
+``candidates`` or ``questions``).
 """
 
 from __future__ import annotations
@@ -238,7 +239,13 @@ def _summary(summary: Mapping[str, Any]) -> list[Safe]:
         reasons = ", ".join(
             f"{reason} {n}" for reason, n in sorted(by_reason.items(), key=lambda kv: -kv[1])
         )
+        decided = ", ".join(
+            f"{n} {status}"
+            for status, n in (summary.get("by_status") or {}).items()
+            if status != "suggested"
+        )
         parts.append(para(f"{total} suggestions" + (f" (by reason: {reasons})" if reasons else "")
+                          + (f" undecided; decided: {decided}" if decided else "")
                           + "; the highest-priority ones below.", "meta"))  # fmt: skip
     note = shed_note(summary)
     if note is not None:

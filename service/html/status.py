@@ -71,7 +71,10 @@ def render_status_page(
             analytics are disabled or ``busy``).
         refresh_s: seconds between reloads (≥ 1; 0 turns the reload off).
         busy: the pipeline held its lock too long to read the analytics this time.
-        extras: ``{"shadow": ..., "gold_candidates": [...]}`` when the service has them.
+        extras: ``{"shadow": ..., "gold_candidates": ...}`` when the service has them
+            (``gold_candidates``: a list of suggestions, or a dict with the list under
+            ``suggestions`` or ``top``, the undecided total ``n_suggestions``, ``by_status``
+            counts, and ``shed`` with ``max_new_per_batch``).
         cache: reuse the analytics sections drawn for the same analytics (default: draw).
 
     Raises:
@@ -132,10 +135,21 @@ def moved_section(
     candidates = find_extra("gold_candidates", analytics, extras)
     if candidates is not None:
         shown = suggestion_rows(candidates)
-        total = candidates.get("n_suggestions") if isinstance(candidates, Mapping) else None
+        summary = candidates if isinstance(candidates, Mapping) else {}
+        total = summary.get("n_suggestions")
         count = total if isinstance(total, int) else len(shown)
+        decided = {s: n for s, n in (summary.get("by_status") or {}).items() if s != "suggested"}
+        text = f"{count} suggested"
+        if decided:
+            text += (f" ({count + sum(decided.values())} in all: "
+                     + ", ".join(f"{n} {s}" for s, n in decided.items()) + ")")  # fmt: skip
+        if summary.get("shed") is not None:
+            bound = summary.get("max_new_per_batch")
+            text += (f"; shed {summary['shed']} since start ("
+                     + (f"harvest.max_new_per_batch {bound}" if bound is not None
+                        else "no harvest.max_new_per_batch") + ")")  # fmt: skip
         top = f"; first: {shown[0].get('question', '')}" if shown else ""
-        rows.append([_link("gold-candidates", "suggestions"), f"{count} suggested{top}"])
+        rows.append([_link("gold-candidates", "suggestions"), f"{text}{top}"])
     if not rows:  # analytics off and no extras: the analytics section says so
         return Safe("")
     return section("moved", "What moved", table(["what", "now"], rows, text_columns=(1,)))

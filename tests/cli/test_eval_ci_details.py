@@ -84,12 +84,14 @@ def test_text_states_topics_without_relevant_document_and_missing_from_run(
     result = invoke(["--qrels", str(qrels), "--run", str(fixtures / "results.trunc"),
                      "--k", "10"], tmp_path)  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "4 topics, 1 with no relevant document (left out of the means" in result.stdout
+    assert ("4 topics, 4 judged, 1 of them with no relevant document (left out of the means"
+            in result.stdout)  # fmt: skip
     assert "means over 3 answerable questions; 1 missing from the run (scored 0)" in (result.stdout)
     result = invoke(["--qrels", str(qrels), "--run", str(fixtures / "results.trunc"),
                      "--k", "10", "--trec-mean"], tmp_path)  # fmt: skip
     assert "means over all 4 judged questions (trec_eval -c: 1 with no relevant passage " \
-           "scored 0); 1 missing from the run (scored 0)" in result.stdout  # fmt: skip
+           "scored 0; breakdowns over the 3 answerable); 1 missing from the run (scored 0)" \
+           in result.stdout  # fmt: skip
 
 
 def _demo_as_trec(tmp_path: Path) -> tuple[Path, Path]:
@@ -199,5 +201,70 @@ def test_html_breakdowns_use_the_gate_cut_off_and_state_the_counts(
                      "--html", str(page)], tmp_path)  # fmt: skip
     assert result.exit_code == 0, result.output
     html = page.read_text(encoding="utf-8")
-    assert "4 topics, 1 with no relevant document (left out of the means" in html
+    assert ("4 topics, 4 judged, 1 of them with no relevant document (left out of the means"
+            in html)  # fmt: skip
     assert "<tr><td>missing from the run (scored 0)</td><td>1</td></tr>" in html
+
+
+#: Three questions by hand: q1 finds its passage first, q2 second, q3 has none relevant.
+#: Per question recall@1 = 1, 0 and MRR = 1, 1/2 (q3: 0 in both under trec_eval -c).
+HAND_RUN = "q1 Q0 p1 1 2.0 r\nq1 Q0 p9 2 1.0 r\nq2 Q0 p9 1 2.0 r\nq2 Q0 p2 2 1.0 r\n" \
+           "q3 Q0 p9 1 2.0 r\nq4 Q0 p9 1 2.0 r\n"  # fmt: skip
+
+
+def _text_all_row(output: str) -> list[str]:
+    return next(line.split() for line in output.splitlines() if line.startswith("all "))
+
+
+@pytest.mark.parametrize("source", ["gold", "qrels"])
+def test_trec_mean_header_n_and_means_agree(tmp_path: Path, source: str) -> None:
+    """--trec-mean: means over the judged questions (q1, q2, q3), q3 scoring 0: recall@1
+    1/3, MRR 1.5/3 = 0.5, n = 3; without it over the answerable (q1, q2): 1/2, 0.75, n = 2.
+    With qrels, topic q4 of the topics file has no judgment: in no mean, as in trec_eval."""
+    run = tmp_path / "hand.run"
+    run.write_text(HAND_RUN)
+    if source == "gold":
+        gold = tmp_path / "gold.jsonl"
+        gold.write_text(
+            '{"id": "q1", "question": "one?", "gold": ["p1"], "kind": "plain"}\n'
+            '{"id": "q2", "question": "two?", "gold": ["p2"], "kind": "plain"}\n'
+            '{"id": "q3", "question": "three?", "gold": [], "kind": "unanswerable"}\n'
+        )
+        args = ["--gold", str(gold), "--run", str(run), "--k", "1"]
+        headers = ("3 questions, 1 unanswerable (no gold passage: scored apart, left out of "
+                   "the means)", "3 questions, 1 unanswerable (no gold passage: scored 0 in "
+                   "the means: --trec-mean, as trec_eval -c)")  # fmt: skip
+    else:
+        qrels, topics = tmp_path / "q.qrels", tmp_path / "t.tsv"
+        qrels.write_text("q1 0 p1 1\nq2 0 p2 1\nq3 0 p5 0\n")
+        topics.write_text("q1\tone?\nq2\ttwo?\nq3\tthree?\nq4\tfour?\n")
+        args = ["--qrels", str(qrels), "--topics", str(topics), "--run", str(run), "--k", "1"]
+        unjudged = "; 1 not in the qrels (in no mean, as in trec_eval)"
+        headers = ("4 topics, 3 judged, 1 of them with no relevant document (left out of the "
+                   "means; --trec-mean counts them as 0)" + unjudged,
+                   "4 topics, 3 judged, 1 of them with no relevant document (scored 0 in the "
+                   "means: --trec-mean, as trec_eval -c)" + unjudged)  # fmt: skip
+    for flags, header, n, recall1, mrr in (
+        ([], headers[0], 2, 0.5, 0.75),
+        (["--trec-mean"], headers[1], 3, 1 / 3, 0.5),
+    ):
+        text = invoke([*args, *flags], tmp_path)
+        assert text.exit_code == 0, text.output
+        assert header in text.stdout
+        row = _text_all_row(text.stdout)  # questions n recall@1 hit_rate@1 mrr ndcg@1 map
+        assert int(row[1]) == n
+        assert float(row[2]) == pytest.approx(recall1, abs=5e-5)
+        assert float(row[4]) == pytest.approx(mrr, abs=5e-5)
+        report = json.loads(invoke([*args, *flags, "--format", "json"], tmp_path).stdout)
+        scored = report["retrievers"]["hand.run"]
+        assert scored["n_averaged"] == n
+        assert scored["overall"]["recall@1"] == pytest.approx(recall1)
+        assert scored["overall"]["mrr"] == pytest.approx(mrr)
+        assert report["gold_set"]["mean"] == ("trec_eval -c" if flags else "answerable")
+        assert report["gold_set"]["n_unjudged"] == (1 if source == "qrels" else 0)
+        page = tmp_path / "eval.html"
+        assert invoke([*args, *flags, "--html", str(page)], tmp_path).exit_code == 0
+        html = page.read_text(encoding="utf-8")
+        assert header in html
+        assert f"<tr><td>questions averaged over</td><td>{n}</td></tr>" in html
+        assert f"<tr><td>recall@1</td><td>{recall1:.3f}</td></tr>" in html

@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import random
+import string
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
 import pytest
 from fastapi import FastAPI
+from prometheus_client import CollectorRegistry
 
 from service.api import status_page
 from service.api.runtime import EngineBusy
+from service.harvest import HarvestStage, MemoryCandidates
+from service.harvest.config import REASONS, HarvestConfig
+from service.harvest.labelling import Labelling
 from service.html import render_status_page
 from service.html.status import SectionCache
+from service.telemetry import build_harvest_metrics
+from tests.service.harvest.helpers import batch, event
 from tests.service.html import samples
 from tests.service.html.structure import external, parse
 
@@ -144,6 +154,9 @@ class StubLabelling:
                 "language": "en", "topic": "fees", "status": "suggested"}  # fmt: skip
         return type("Page", (), {"total": 1, "items": [item]})()
 
+    def counts(self) -> dict[str, int]:
+        return {"suggested": 1, "accepted": 0, "rejected": 0}
+
 
 def test_route_shows_shadow_and_suggestions_when_the_service_has_them() -> None:
     runtime = ShadowRuntime(samples.replay_report()["analytics"])
@@ -176,3 +189,41 @@ def test_page_opens_with_what_moved() -> None:
     assert "bm25-v2: RBO 0.750, same first passage 90.0% of 9 compared" in moved
     assert "7 suggested; first: Hostel ka fee semester wise dena hai ya yearly?" in moved
     assert page.index('id="moved"') < page.index('id="process"')
+
+
+def test_suggestions_show_the_totals_by_status_and_the_shed_count(tmp_path: Path) -> None:
+    """30 distinct refused questions in one batch with at most 23 new per batch: 23 kept,
+    7 shed; 2 of the 23 rejected: 21 undecided, 23 in all, though only 20 are listed."""
+    registry = CollectorRegistry()
+    metrics = build_harvest_metrics(registry, REASONS)
+    repo = MemoryCandidates()
+    stage = HarvestStage(HarvestConfig(flush_interval_s=0, max_new_per_batch=23), sinks=[repo])
+    rng = random.Random(7)  # 30 texts of random letters: no two are near-duplicates
+    questions = [" ".join("".join(rng.choices(string.ascii_lowercase, k=6)) for _ in range(5))
+                 for _ in range(30)]  # fmt: skip
+    stage.process(batch([event(f"e{i}", q, minute=i) for i, q in enumerate(questions)],
+                        [{"refused": True} for _ in questions]))  # fmt: skip
+    stage.flush(force=True)
+    metrics.observe(stage.pending_observations())
+    labelling = Labelling(repo, tmp_path / "gold.jsonl", HarvestConfig())
+    ids = [row["id"] for row in repo.all()]
+    assert len(ids) == 23
+    for cid in ids[:2]:
+        labelling.reject(cid, "not a real question")
+    assert labelling.counts() == {"suggested": 21, "accepted": 0, "rejected": 2}
+    runtime = StubRuntime(samples.replay_report()["analytics"])
+    runtime.registry = registry  # type: ignore[attr-defined]
+    runtime.live = SimpleNamespace(harvest=stage)  # type: ignore[attr-defined]
+    app = _app(runtime)
+    app.state.harvest = labelling
+    page = _get(runtime, app=app).text
+    moved = page[page.index('<section id="moved">') : page.index('<section id="languages">')]
+    assert (
+        "21 suggested (23 in all: 0 accepted, 2 rejected); shed 7 since start "
+        "(harvest.max_new_per_batch 23)"
+    ) in moved
+    listed = page[page.index('<section id="gold-candidates">') :]
+    assert "21 suggestions (by reason" not in listed  # the page's list has no by_reason
+    assert "21 suggestions undecided; decided: 0 accepted, 2 rejected" in listed
+    assert "Shed: 7 picked events whose new question was over harvest.max_new_per_batch" in listed
+    assert "1 more suggestions not shown." in listed  # 21 undecided, 20 listed
