@@ -358,8 +358,8 @@ def test_two_replicas_publish_no_duplicate_suggestion(
     harvested: Run, broker: TansuBroker, sink: KafkaCandidateSink
 ) -> None:
     """The traffic split as four partitions shared by two consumers (events ``i % 4 < 2`` to
-    replica A, the rest to B). Measured: A 501 + B 490 suggestions, 2 by both (kept once):
-    992 messages, 989 keys, 989 ids (without load shedding: A 2,592 + B 2,512, 5,100 keys).
+    replica A, the rest to B). Measured: A 509 + B 490 suggestions, 1 by both (kept once):
+    1,006 messages, 998 keys, 998 ids (without load shedding: A 2,592 + B 2,512, 5,100 keys).
     The keyed topic merges only identical normalised questions: wordings each replica
     clustered on its own stay apart; the listing's distinct check keeps them out of the top
     100 (0 near-duplicate pairs)."""
