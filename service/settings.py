@@ -954,7 +954,8 @@ def load_settings(path: Path | str | None = None, **overrides: Any) -> Settings:
 
     Raises:
         ConfigError: the file is missing, is not YAML, is not a mapping, a field is invalid,
-            or a ``GOLDWATCH_<a>__<b>`` variable names no setting.
+            a ``GOLDWATCH_<a>__<b>`` variable names no setting, or a ``GOLDWATCH_*`` JSON
+            value is nested deeper than :data:`MAX_CONFIG_DEPTH` levels.
     """
     origin = str(path) if path is not None else "environment and defaults"
     yaml_path: Path | None = None
@@ -989,6 +990,13 @@ def load_settings(path: Path | str | None = None, **overrides: Any) -> Settings:
             + " (sections and fields are joined with '__', e.g. GOLDWATCH_SOURCE__KIND; "
             "see docs/configuration.md)"
         )
+    too_deep = deeply_nested_environment_values()
+    if too_deep:
+        raise ConfigError(
+            "invalid configuration (environment): "
+            + ", ".join(too_deep)
+            + f": JSON nested more than {MAX_CONFIG_DEPTH} levels"
+        )
     _YAML_FILE["data"] = loaded or None
     try:
         return Settings(**overrides)
@@ -1002,6 +1010,53 @@ def load_settings(path: Path | str | None = None, **overrides: Any) -> Settings:
         ) from None
     finally:
         _YAML_FILE["data"] = None
+
+
+def json_depth(text: str) -> int:
+    """The deepest nesting of ``[`` and ``{`` in ``text`` read as JSON, brackets inside
+    strings (with their ``\\`` escapes) not counted; 0 for a scalar. A linear scan that
+    builds nothing, so it is safe on any input (``json.loads`` recurses once per level and
+    raises ``RecursionError`` near 1,000).
+
+    >>> json_depth('[[1, "]["], {"a": [2]}]')
+    3
+    """
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def deeply_nested_environment_values(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Names of ``GOLDWATCH_*`` variables whose value is a JSON list or mapping (it starts
+    with ``[`` or ``{``, as pydantic-settings decodes for list, mapping and section fields)
+    nested deeper than :data:`MAX_CONFIG_DEPTH` levels, the bound of a configuration file;
+    sorted, never their values. Checked before pydantic-settings decodes them.
+
+    >>> deeply_nested_environment_values({"GOLDWATCH_EVAL__K": "[" * 65 + "]" * 65,
+    ...     "GOLDWATCH_RETRIEVERS": '[{"name": "h"}]'})
+    ['GOLDWATCH_EVAL__K']
+    """
+    env = os.environ if environ is None else environ
+    return sorted(
+        name for name, value in env.items()
+        if name.upper().startswith(ENV_PREFIX) and value.lstrip()[:1] in ("[", "{")
+        and json_depth(value) > MAX_CONFIG_DEPTH
+    )  # fmt: skip
 
 
 def _env_names(model: type[BaseModel], prefix: str) -> list[str]:

@@ -170,3 +170,12 @@ def test_an_unvalidated_config_cannot_slip_a_bad_n_topics_into_the_fit() -> None
         config = TopicConfig().model_copy(update={"n_topics": bad})
         with pytest.raises(ValueError, match=rf"n_topics must be in \[2, 1000\], got {bad}"):
             TopicModel.fit(texts, config)
+
+
+def test_env_json_nested_too_deep_exits_2_naming_the_variable() -> None:
+    """It was a RecursionError traceback with exit 1."""
+    deep = "[" * 5000 + "]" * 5000
+    result = CliRunner().invoke(main, ["config", "check"], env={"GOLDWATCH_EVAL__K": deep})
+    assert result.exit_code == 2, result.output
+    assert "GOLDWATCH_EVAL__K: JSON nested more than 64 levels" in result.output
+    assert "Traceback" not in result.output and deep not in result.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,43 @@ def test_env_value_that_is_not_json_is_a_config_error(monkeypatch: pytest.Monkey
     monkeypatch.setenv("GOLDWATCH_EVAL__K", "1,5")
     with pytest.raises(ConfigError, match=r"GOLDWATCH_EVAL__K='\[1, 5, 10\]'"):
         load_settings()
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("GOLDWATCH_EVAL__K", "[" * 5000 + "]" * 5000),  # json.loads: RecursionError
+        ("GOLDWATCH_EVAL__K", "[" * 65 + "1" + "]" * 65),  # one level over the bound
+        ("GOLDWATCH_EVAL", '{"k": ' + "[" * 100 + "]" * 100 + "}"),  # a section as JSON
+    ],
+)
+def test_env_json_nested_too_deep_is_a_config_error_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    """A 5,000-deep list in GOLDWATCH_EVAL__K was a RecursionError traceback (exit 1): the
+    environment's JSON gets the configuration file's depth bound (64 levels)."""
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    assert str(info.value) == (
+        f"invalid configuration (environment): {name}: JSON nested more than 64 levels"
+    )
+
+
+def test_env_json_at_the_depth_bound_and_brackets_in_strings_are_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """64 levels is within the bound (then an ordinary validation error), and brackets
+    inside JSON strings are not nesting."""
+    monkeypatch.setenv("GOLDWATCH_EVAL__K", "[" * 64 + "1" + "]" * 64)
+    with pytest.raises(ConfigError, match=r"eval\.k\.0"):
+        load_settings()
+    monkeypatch.setenv("GOLDWATCH_EVAL__K", "[5, 1]")
+    pattern = r"\[" * 70 + r"\"x"  # 70 escaped "[" then an escaped quote, in a JSON string
+    monkeypatch.setenv("GOLDWATCH_ANALYTICS__REFUSAL_PATTERNS", json.dumps([pattern]))
+    settings = load_settings()
+    assert settings.eval.k == (1, 5)
+    assert settings.analytics.refusal_patterns == (pattern,)
 
 
 @pytest.mark.parametrize(
