@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from consumers.append_only import TornTail, append_whole, open_append, prepare_tail
-from service.goldset import kind_problem, parse_gold_row
+from service.goldset import MAX_GOLD_ROW_BYTES, kind_problem, parse_gold_row
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.ranking import select
 from service.harvest.store import CandidateRepository
@@ -369,7 +369,9 @@ class Labelling:
         Raises:
             CandidateNotFound, AlreadyDecided, LabellingError: see the class docstrings
                 (blank or repeated ids, ids that do not fit the kind — see
-                :func:`service.goldset.kind_problem` —, ids not in ``passages``).
+                :func:`service.goldset.kind_problem` —, ids not in ``passages``, or a gold
+                row over the loader's 64 KiB a row, naming its largest fields:
+                :func:`row_too_large`).
             GoldSetUnavailable: the gold-set file cannot be written (module docstring);
                 logged once as a warning naming the file and the error, without user text.
         """
@@ -462,6 +464,9 @@ class Labelling:
                 be opened, read or written.
             TornTail: the file's last line is incomplete (an earlier append cut short).
             GoldSetUnavailable: the file holds this suggestion's row, malformed.
+            LabellingError: the new row is over the loader's
+                :data:`~service.goldset.MAX_GOLD_ROW_BYTES` (:func:`row_too_large`); nothing
+                is written.
         """
         try:
             fd = open_append(self.gold_path, 0o644, create=not self._expected)
@@ -477,12 +482,37 @@ class Labelling:
             gold_row = gold_id = fresh_gold_id(self._known_ids | set(existing))
             gold_row = _gold_row(gold_id, row, gold, kind, labels)
             line = json.dumps(gold_row, ensure_ascii=False).encode("utf-8") + b"\n"
+            if len(line) - 1 > MAX_GOLD_ROW_BYTES:  # the loader would refuse the whole file
+                raise LabellingError(row_too_large(gold_row, len(line) - 1))
             append_whole(fd, prefix + line)
         finally:
             os.close(fd)  # releases the flock; nothing buffered is left to write
         self._expected = True
         self._known_ids.add(gold_row["id"])
         return gold_row, _question(gold_row)
+
+
+def row_too_large(gold_row: Mapping[str, Any], size: int) -> str:
+    """The message refusing a gold row of ``size`` bytes (its JSONL line, UTF-8, without
+    the newline) over :data:`~service.goldset.MAX_GOLD_ROW_BYTES` (65,536), which the
+    gold-set loader refuses (and with it the whole file: ``/readyz`` 503, ``serve`` exit 2).
+    It names the fields over 1 KiB, largest first, with their sizes in bytes, and which of
+    them the labeller sets; never their text.
+
+    >>> row = {"question": "?" * 9000, "reference_answer": "\u00e9" * 30000, "kind": "plain"}
+    >>> print(row_too_large(row, 69_050))  # doctest: +NORMALIZE_WHITESPACE
+    the gold row would be 69,050 bytes of UTF-8, over the gold set's limit of 65,536 bytes
+    a row: reference_answer 60,002 bytes, question 9,002 bytes; shorten reference_answer
+    """
+    sizes = {name: len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
+             for name, value in gold_row.items()}  # fmt: skip
+    large = sorted((n for n, b in sizes.items() if b > 1024), key=lambda n: (-sizes[n], n))
+    listed = ", ".join(f"{name} {sizes[name]:,} bytes" for name in large)
+    settable = [name for name in large if name in LABEL_FIELDS]
+    advice = (f"shorten {' or '.join(settable)}" if settable
+              else "the suggestion's question alone is too long to be a gold question")  # fmt: skip
+    return (f"the gold row would be {size:,} bytes of UTF-8, over the gold set's limit of "
+            f"{MAX_GOLD_ROW_BYTES:,} bytes a row: {listed}; {advice}")  # fmt: skip
 
 
 def _lock_exclusive(fd: int, timeout_s: float) -> None:

@@ -455,3 +455,58 @@ def test_the_listing_shows_undecided_suggestions_first(client: TestClient) -> No
     items = client.get("/v1/gold-candidates").json()["items"]
     assert [i["status"] for i in items] == ["suggested", "suggested", "accepted"]
     assert items[-1]["id"] == best
+
+
+def test_an_accept_over_the_loaders_row_cap_is_a_422_naming_the_fields(tmp_path: Path) -> None:
+    """A 1,993-emoji question with answer_contains and reference_answer at their limits
+    made a 68 KB row, over the loader's 64 KiB: the gold set no longer loaded (/readyz 503,
+    the next serve exit 2). Sizes by hand (JSON with ", " separators, 4 bytes an emoji):
+    question 5 + 1,993 x 4 + 2 quotes = 7,979; answer_contains 20 x (500 x 4 + 2) + 19 x 2
+    + 2 = 40,080; reference_answer 5,000 x 4 + 2 = 20,002. At the cap, accept and loader
+    agree: a row of 65,536 bytes is accepted and loads, one of 65,537 is refused."""
+    emoji = "\U0001f600"
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(GOLD_LINES + "\n", encoding="utf-8")
+    repo = StateStoreCandidates(StateStore.in_memory())
+    stage = HarvestStage(HarvestConfig(flush_interval_s=0), sinks=[repo])
+    long_questions = [event("e1", "fees " + emoji * 1993), event("e2", "hostel " + emoji * 1993)]
+    stage.process(batch(long_questions, [{"refused": True}, {"refused": True}]))
+    labelling = Labelling(repo, gold, HarvestConfig())
+    cids = {row["question"].split()[0]: row["id"] for row in labelling.list().items}
+    app = FastAPI()
+    app.include_router(router)
+    _add_error_handlers(app)
+    app.state.harvest = labelling
+    app.state.runtime = SimpleNamespace(
+        settings=SimpleNamespace(api=SimpleNamespace(token=SecretStr("secret")))
+    )
+    client = TestClient(app)
+
+    def accept(cid: str, reference_answer: str) -> Any:
+        body = {"gold": ["p-1"], "kind": "plain", "answer_contains": [emoji * 500] * 20,
+                "reference_answer": reference_answer}  # fmt: skip
+        return client.post(f"/v1/gold-candidates/{cid}/accept", headers=AUTH, json=body)
+
+    before = gold.read_bytes()
+    answer = accept(cids["fees"], emoji * 5000)
+    assert answer.status_code == 422
+    detail = answer.json()["detail"]
+    assert "over the gold set's limit of 65,536 bytes a row" in detail
+    assert ("answer_contains 40,080 bytes, reference_answer 20,002 bytes, question 7,979 bytes;"
+            " shorten answer_contains or reference_answer") in detail  # fmt: skip
+    assert emoji not in answer.text and "fees" not in answer.text
+    assert gold.read_bytes() == before and _status(client, cids["fees"]) == "suggested"
+    assert accept(cids["fees"], emoji * 1500).status_code == 200
+    size = len(gold.read_bytes().splitlines()[-1])  # q-010's row
+    # the "hostel" row: the same but 2 bytes more in its question (q-011: same id width)
+    fill = 65_536 - (size + 2)
+    after = gold.read_bytes()
+    at_cap = emoji * (1500 + fill // 4) + "a" * (fill % 4)  # under 5,000 characters
+    over = accept(cids["hostel"], at_cap + "a")
+    assert over.status_code == 422 and "65,537 bytes" in over.json()["detail"]
+    assert gold.read_bytes() == after
+    assert accept(cids["hostel"], at_cap).status_code == 200
+    assert len(gold.read_bytes().splitlines()[-1]) == 65_536
+    loaded = list(load_gold_set(gold))
+    assert [q.id for q in loaded][-2:] == ["q-010", "q-011"]
+    assert loaded[-1].reference_answer == at_cap
