@@ -124,6 +124,10 @@ class Outcome:
     counts: BatchCounts
     redelivered: int
     dropped: dict[str, int]
+    #: Letters in ``dead`` already written and counted for an earlier, unacknowledged try of
+    #: the same request (HTTP ingest's ``admit_dead``): in ``counts.duplicates``, not in
+    #: ``counts.dead_lettered``.
+    repeated: int = 0
 
 
 class Engine:
@@ -263,7 +267,7 @@ class Engine:
             try:
                 fresh = self._drop_redelivered(messages)
                 redelivered = len(messages) - len(fresh)
-                batch, dead, repeats = self._run(fresh, source, admit_dead)
+                batch, dead, counted, repeats = self._run(fresh, source, admit_dead)
             except BaseException:
                 if self._admitting:  # refused before anything was applied: as if never sent
                     self._applied, self._settled = applied, settled
@@ -273,7 +277,7 @@ class Engine:
                 source=source,
                 consumed=len(messages),
                 processed=len(batch) if batch is not None else 0,
-                dead_lettered=_by_reason(dead),
+                dead_lettered=_by_reason(counted),
                 duplicates=dropped.pop(DUPLICATE, 0) + redelivered + repeats,
                 seconds=time.perf_counter() - started,
                 newest_event_s=_newest(batch, self.future_tolerance_s),
@@ -283,8 +287,8 @@ class Engine:
                 self.on_batch(batch)
             self.totals.add(counts, redelivered, dropped)
             self._totals_view = self.totals.to_json()
-            self._settled = settled and not dead
-            return Outcome(batch, dead, counts, redelivered, dropped)
+            self._settled = settled and not counted
+            return Outcome(batch, dead, counts, redelivered, dropped, repeats)
 
     def totals_view(self) -> dict[str, Any]:
         """The totals after the last processed batch, without waiting for the lock (the API
@@ -353,29 +357,35 @@ class Engine:
 
     def _run(
         self, messages: list[RawMessage], source: str, admit_dead: AdmitDead | None
-    ) -> tuple[Batch | None, list[DeadLetter], int]:
-        """Decode and run ``messages``: ``(batch, dead letters, letters not admitted)``."""
+    ) -> tuple[Batch | None, list[DeadLetter], list[DeadLetter], int]:
+        """Decode and run ``messages``: ``(batch, dead letters, those to count, repeats)``
+        (with ``admit_dead``, the letters it did not admit are repeats: in the dead letters,
+        not counted)."""
         if not messages:
-            return None, [], 0
+            return None, [], [], 0
         try:
             with collect_dropped_fields() as dropped:
                 decoded, dead = self.decode(messages)
         except Exception as exc:
-            return None, self._failed(exc, messages), 0
-        repeats = 0
+            failed = self._failed(exc, messages)
+            return None, failed, failed, 0
+        counted = dead
         if admit_dead is not None:
             self._admitting = True
-            admitted = admit_dead(dead)  # raises: nothing applied, nothing counted
+            counted = admit_dead(dead)  # raises: nothing applied, nothing counted
             self._admitting = False
-            repeats, dead = len(dead) - len(admitted), admitted
+        repeats = len(dead) - len(counted)
         if dropped:
             self.metrics.observe_dropped_fields(dropped)
         try:
-            return self.pipeline.process(list(map(_event_of, decoded)), source), dead, repeats
+            batch = self.pipeline.process(list(map(_event_of, decoded)), source)
+            return batch, dead, counted, repeats
         except Exception as exc:
             if admit_dead is None:
-                return None, self._failed(exc, messages), 0
-            return None, dead + self._failed(exc, [m for m, _ in decoded]), repeats
+                failed = self._failed(exc, messages)
+                return None, failed, failed, 0
+            failed = self._failed(exc, [m for m, _ in decoded])
+            return None, dead + failed, counted + failed, repeats
 
     def _failed(self, exc: Exception, messages: Sequence[RawMessage]) -> list[DeadLetter]:
         """``messages`` as ``processing_failed`` letters, when ``on_error`` suppresses

@@ -941,18 +941,18 @@ class Runtime:
             raise EngineBusy(
                 f"the pipeline is busy (the consumer is waiting on its source){partly}"
             )
-        admitted: list[DeadLetter] = []
+        offered: list[DeadLetter] = []
 
         def admit(dead: list[DeadLetter]) -> list[DeadLetter]:
             fresh = self.http_dead_letters.admit(dead)  # raises: the chunk is not applied
             written.extend(dead)  # repeats included: on disk since an earlier try
-            admitted.extend(fresh)
+            offered.extend(dead)
             return fresh
 
         try:
             outcome = self.engine.process(messages, HTTP_SOURCE, admit_dead=admit)
             outcomes.append(outcome)
-            ids = {id(letter) for letter in admitted}
+            ids = {id(letter) for letter in offered}
             rest = [letter for letter in outcome.dead if id(letter) not in ids]
             self.http_dead_letters.write(rest)  # processing_failed: queued when it fails
             written.extend(rest)
@@ -993,4 +993,4 @@ def _combined(outcomes: Sequence[Outcome]) -> Outcome:
         newest_event_s=max(newest) if newest else None,
     )
     return Outcome(outcomes[-1].batch, dead, counts, sum(o.redelivered for o in outcomes),
-                   dropped)  # fmt: skip
+                   dropped, sum(o.repeated for o in outcomes))  # fmt: skip

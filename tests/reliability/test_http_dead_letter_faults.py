@@ -167,7 +167,11 @@ def test_retries_after_a_failed_checkpoint_do_not_write_letters_again(
                 assert response.status_code == 503, response.text
         finally:
             filler.unlink()
-        assert service.post_events(None, raw=_request("a")).status_code == 200
+        again = service.post_events(None, raw=_request("a"))
+        assert again.status_code == 200, again.text
+        answer = again.json()  # the client learns which events were bad, as on a first try
+        assert answer["accepted"] == 0 and answer["duplicates"] == GOOD
+        assert sorted(r["index"] for r in answer["dead_lettered"]) == list(range(GOOD, GOOD + BAD))
         assert sorted(_letters(dlq)) == sorted(f"a-b-{n}" for n in range(BAD))
         totals = service.totals()
         assert totals["dead_lettered"] == {"wrong_type": BAD}  # once, by the first try
