@@ -58,6 +58,9 @@ _timestamp_of = attrgetter("timestamp")
 Decoder = Callable[
     [Sequence[RawMessage]], tuple[list[tuple[RawMessage, QueryLogEvent]], list[DeadLetter]]
 ]
+#: HTTP ingest's hook: makes a batch's dead letters durable before it is applied and
+#: returns those to count (see :meth:`Engine.process`); raises when they cannot be written.
+AdmitDead = Callable[[list[DeadLetter]], list[DeadLetter]]
 
 
 @dataclass
@@ -121,6 +124,10 @@ class Outcome:
     counts: BatchCounts
     redelivered: int
     dropped: dict[str, int]
+    #: Letters in ``dead`` already written and counted for an earlier, unacknowledged try of
+    #: the same request (HTTP ingest's ``admit_dead``): in ``counts.duplicates``, not in
+    #: ``counts.dead_lettered``.
+    repeated: int = 0
 
 
 class Engine:
@@ -175,6 +182,7 @@ class Engine:
         #: :attr:`before_checkpoint` (the service's HTTP dead-letter file writes what it
         #: queued); one raising stops the checkpoint (nothing is written).
         self.checkpoint_guards: list[Callable[[], None]] = []
+        self._admitting = False  # inside process's admit_dead call (under the lock)
 
     def restore(self) -> None:
         """Load stage states, totals and applied offsets from the state store.
@@ -230,29 +238,47 @@ class Engine:
         with self.lock:
             self._settled = False
 
-    def process(self, messages: Sequence[RawMessage], source: str) -> Outcome:
+    def process(
+        self,
+        messages: Sequence[RawMessage],
+        source: str,
+        admit_dead: AdmitDead | None = None,
+    ) -> Outcome:
         """Decode and run one micro-batch; update metrics and totals.
 
         Dead letters are returned, not written: the caller makes them durable before it
-        checkpoints or commits.
+        checkpoints or commits. With ``admit_dead`` (HTTP ingest), the decoder's dead letters
+        are handed to it after decoding and before anything is applied or counted: it makes
+        them durable and returns those to count as dead letters (the rest count as
+        duplicates: letters already written for an earlier, unacknowledged try of the same
+        request). If it raises, the batch is not applied and nothing is counted (the caller
+        acknowledges nothing); if the pipeline then fails, only the decoded events become
+        ``processing_failed`` letters (the admitted ones are already written).
 
         Raises:
-            Exception: whatever ``on_error`` did not suppress.
+            Exception: whatever ``on_error`` did not suppress, or ``admit_dead`` raised.
         """
         with self.lock:
             settled = self._settled  # earlier batches' dead letters may still be in flight
             self._settled = False  # until the batch ran and its dead letters are durable
             started = time.perf_counter()
-            fresh = self._drop_redelivered(messages)
-            redelivered = len(messages) - len(fresh)
-            batch, dead = self._run(fresh, source)
+            applied = dict(self._applied) if admit_dead is not None else self._applied
+            self._admitting = False
+            try:
+                fresh = self._drop_redelivered(messages)
+                redelivered = len(messages) - len(fresh)
+                batch, dead, counted, repeats = self._run(fresh, source, admit_dead)
+            except BaseException:
+                if self._admitting:  # refused before anything was applied: as if never sent
+                    self._applied, self._settled = applied, settled
+                raise
             dropped = dict(batch.dropped) if batch is not None else {}
             counts = BatchCounts(
                 source=source,
                 consumed=len(messages),
                 processed=len(batch) if batch is not None else 0,
-                dead_lettered=_by_reason(dead),
-                duplicates=dropped.pop(DUPLICATE, 0) + redelivered,
+                dead_lettered=_by_reason(counted),
+                duplicates=dropped.pop(DUPLICATE, 0) + redelivered + repeats,
                 seconds=time.perf_counter() - started,
                 newest_event_s=_newest(batch, self.future_tolerance_s),
             )
@@ -261,8 +287,8 @@ class Engine:
                 self.on_batch(batch)
             self.totals.add(counts, redelivered, dropped)
             self._totals_view = self.totals.to_json()
-            self._settled = settled and not dead
-            return Outcome(batch, dead, counts, redelivered, dropped)
+            self._settled = settled and not counted
+            return Outcome(batch, dead, counts, redelivered, dropped, repeats)
 
     def totals_view(self) -> dict[str, Any]:
         """The totals after the last processed batch, without waiting for the lock (the API
@@ -330,21 +356,44 @@ class Engine:
         return fresh
 
     def _run(
-        self, messages: list[RawMessage], source: str
-    ) -> tuple[Batch | None, list[DeadLetter]]:
+        self, messages: list[RawMessage], source: str, admit_dead: AdmitDead | None
+    ) -> tuple[Batch | None, list[DeadLetter], list[DeadLetter], int]:
+        """Decode and run ``messages``: ``(batch, dead letters, those to count, repeats)``
+        (with ``admit_dead``, the letters it did not admit are repeats: in the dead letters,
+        not counted)."""
         if not messages:
-            return None, []
+            return None, [], [], 0
         try:
             with collect_dropped_fields() as dropped:
                 decoded, dead = self.decode(messages)
-            if dropped:
-                self.metrics.observe_dropped_fields(dropped)
-            return self.pipeline.process(list(map(_event_of, decoded)), source), dead
         except Exception as exc:
-            if not self.on_error(exc, messages[0], log):
-                raise
-            detail = _failure_detail(exc)
-            return None, [DeadLetter(m, PROCESSING_FAILED, detail) for m in messages]
+            failed = self._failed(exc, messages)
+            return None, failed, failed, 0
+        counted = dead
+        if admit_dead is not None:
+            self._admitting = True
+            counted = admit_dead(dead)  # raises: nothing applied, nothing counted
+            self._admitting = False
+        repeats = len(dead) - len(counted)
+        if dropped:
+            self.metrics.observe_dropped_fields(dropped)
+        try:
+            batch = self.pipeline.process(list(map(_event_of, decoded)), source)
+            return batch, dead, counted, repeats
+        except Exception as exc:
+            if admit_dead is None:
+                failed = self._failed(exc, messages)
+                return None, failed, failed, 0
+            failed = self._failed(exc, [m for m, _ in decoded])
+            return None, dead + failed, counted + failed, repeats
+
+    def _failed(self, exc: Exception, messages: Sequence[RawMessage]) -> list[DeadLetter]:
+        """``messages`` as ``processing_failed`` letters, when ``on_error`` suppresses
+        ``exc`` (else it is raised again)."""
+        if not messages or not self.on_error(exc, messages[0], log):
+            raise exc
+        detail = _failure_detail(exc)
+        return [DeadLetter(m, PROCESSING_FAILED, detail) for m in messages]
 
 
 def _by_reason(dead: Sequence[DeadLetter]) -> dict[str, int]:

@@ -381,6 +381,7 @@ def _serve(settings: Settings, sock: socket.socket) -> None:
 
     # secrets and the state path first: the runtime creates the state file (and its folder)
     problems = _secret_problems(settings) + _state_problems(settings)
+    problems += _dead_letter_problems(settings)
     if problems:
         _fail("; ".join(problems))
     try:
@@ -773,7 +774,19 @@ def _file_problems(settings: Settings, loaded: dict[str, object] | None = None) 
     problems += _secret_problems(settings)
     if settings.source.kind == "file" and not Path(str(settings.source.path)).is_file():
         problems.append(f"source.path: file not found: {settings.source.path}")
-    return problems + _state_problems(settings)
+    return problems + _state_problems(settings) + _dead_letter_problems(settings)
+
+
+def _dead_letter_problems(settings: Settings) -> list[str]:
+    """``source.dlq_path`` (or HTTP ingest's default dead-letter file beside the state file)
+    exists but is not a regular file (a FIFO, device, socket or folder): every dead letter
+    written there would fail, so serve refuses it at start as it refuses the other files."""
+    configured = settings.source.dlq_path
+    path = Path(configured or Path(settings.state.path).parent / "goldwatch.dlq.jsonl")
+    if not path.exists() or path.is_file():
+        return []
+    field = "source.dlq_path" if configured else "dead-letter file (beside state.path)"
+    return [f"{field}: {path}: not a regular file (a FIFO, device, socket or folder)"]
 
 
 def _secret_problems(settings: Settings) -> list[str]:

@@ -25,6 +25,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service import __version__
@@ -220,6 +221,12 @@ def _add_error_handlers(app: FastAPI) -> None:
         response = _problem(503, exc.code, str(exc))
         response.headers["Retry-After"] = "5"
         return response
+
+    @app.exception_handler(ClientDisconnect)
+    async def client_gone(request: Request, exc: ClientDisconnect) -> JSONResponse:
+        # the connection closed before the body was read whole (the client left, or the
+        # slow-client guard closed it with 408): nothing to answer, no traceback to log
+        return _problem(408, "client_disconnected", "the request body was not received whole")
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -154,7 +154,7 @@ async def post_events(request: Request, runtime: RuntimeDep, _: TokenDep) -> Any
     result = IngestResult(
         received=len(values),
         accepted=outcome.counts.processed,
-        duplicates=outcome.counts.duplicates,
+        duplicates=outcome.counts.duplicates - outcome.repeated,  # those are listed below
         dead_lettered=rejected,
     )
     if values and len(rejected) == len(values):

@@ -13,12 +13,15 @@ is committed past what was applied and checkpointed.
 from __future__ import annotations
 
 import ctypes
+import errno
 import gc
+import hashlib
 import importlib
 import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -348,19 +351,83 @@ def build_live(
 class JsonlDeadLetters:
     """Dead letters of HTTP ingest (and stdin), appended to a JSONL file and fsynced.
 
-    Letters that cannot be written (disk full, read-only) stay queued in memory and go out
-    with the next :meth:`write` or :meth:`flush`; the runtime runs :meth:`flush` before every
-    engine checkpoint, so no checkpoint counts a dead letter that is not on disk."""
+    HTTP ingest writes a request's letters with :meth:`admit` before the pipeline applies
+    the request: if they cannot be written (disk full, read-only, a FIFO at the path),
+    nothing of that request is applied or counted, the client gets a 503 and the letters are
+    not kept. Letters written for a request that was then not acknowledged (a later chunk or
+    the checkpoint failed) are remembered by identity (:meth:`unacknowledged`), so the
+    client's retry counts them as duplicates instead of writing and counting them again.
+
+    Letters handed to :meth:`write` that cannot be written (``processing_failed`` letters
+    of a batch the pipeline already applied) stay queued in memory and go out with the next
+    write; the runtime runs :meth:`flush` before every engine checkpoint, so no checkpoint
+    counts a dead letter that is not on disk.
+
+    While the file cannot be written, :meth:`problem` says why (``/readyz``)."""
+
+    #: Identities of unacknowledged letters remembered at most (oldest forgotten first):
+    #: 100 requests of the API's largest size (1,000 events).
+    MAX_UNACKNOWLEDGED = 100_000
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
         self._queued: list[DeadLetter] = []
+        self._unacknowledged: OrderedDict[bytes, int] = OrderedDict()  # identity -> letters
+        # (errno, bytes the failed append needed, message) of the last failed append
+        self._failure: tuple[int, int, str] | None = None
 
     @property
     def queued(self) -> int:
         """Letters accepted but not yet on disk (≥ 0)."""
         return len(self._queued)
+
+    def admit(self, letters: Sequence[DeadLetter]) -> list[DeadLetter]:
+        """Append ``letters`` (and any queued ones) durably, except those already written
+        for an unacknowledged try (:meth:`unacknowledged`), which are not written again.
+
+        Returns:
+            The letters written now (a sub-list of ``letters``, in order); the others are
+            repeats, for the caller to count as duplicates.
+
+        Raises:
+            OSError: the file cannot be written: nothing was written (a partly written
+                append is cut back), none of ``letters`` is kept, the remembered identities
+                are as before.
+        """
+        with self._lock:
+            fresh: list[DeadLetter] = []
+            repeats: list[bytes] = []
+            for letter in letters:
+                key = _letter_identity(letter)
+                if self._unacknowledged.get(key, 0) > 0:
+                    self._unacknowledged[key] -= 1
+                    if not self._unacknowledged[key]:
+                        del self._unacknowledged[key]
+                    repeats.append(key)
+                else:
+                    fresh.append(letter)
+            try:
+                self._append([*self._queued, *fresh])
+            except OSError:
+                self._remember(repeats)
+                raise
+            self._queued.clear()
+            return fresh
+
+    def unacknowledged(self, letters: Sequence[DeadLetter]) -> None:
+        """Remember ``letters`` (on disk, counted) as belonging to a request that was not
+        acknowledged: the next :meth:`admit` of the same letters (same reason and bytes: the
+        client's retry) does not write them again."""
+        with self._lock:
+            self._remember([_letter_identity(letter) for letter in letters])
+
+    def _remember(self, keys: Sequence[bytes]) -> None:
+        for key in keys:
+            self._unacknowledged[key] = self._unacknowledged.get(key, 0) + 1
+            self._unacknowledged.move_to_end(key)
+        while len(self._unacknowledged) > self.MAX_UNACKNOWLEDGED:
+            self._unacknowledged.popitem(last=False)
 
     def write(self, letters: Sequence[DeadLetter]) -> None:
         """Queue ``letters`` and append every queued letter durably (flush + fsync).
@@ -383,16 +450,59 @@ class JsonlDeadLetters:
             self._flush()
 
     def _flush(self) -> None:
-        if not self._queued:
+        self._append(self._queued)
+        self._queued.clear()
+
+    def _append(self, letters: Sequence[DeadLetter]) -> None:
+        if not letters:
             return
-        data = b"".join(dead_letter_line(letter) for letter in self._queued)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = open_append(self.path)  # 0600: raw bytes of events
-        try:  # a torn tail (a crash mid-append) is cut: its letters were never checkpointed
-            append_whole(fd, prepare_tail(fd, self.path, on_torn="cut") + data)
+        data = b"".join(dead_letter_line(letter) for letter in letters)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = open_append(self.path)  # 0600: raw bytes of events
+            try:  # a torn tail (a crash mid-append) is cut: its letters were never checkpointed
+                append_whole(fd, prepare_tail(fd, self.path, on_torn="cut") + data)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            self._failure = (exc.errno or 0, len(data),
+                             f"dead-letter file {self.path} cannot be written: {reason}")
+            raise
+        self._failure = None
+
+    def problem(self) -> str | None:
+        """Why dead letters cannot be written now, or ``None``. After a failed append the
+        file is checked again at each call (opened for appending — a FIFO, folder, read-only
+        file system or missing folder still fails —, and after ``ENOSPC``/``EDQUOT`` the
+        file system must have room for the failed append); the problem clears when the
+        check passes or an append succeeds. Names the file and the system's reason only."""
+        failure = self._failure
+        if failure is None:
+            return None
+        code, needed, message = failure
+        try:
+            fd = open_append(self.path)
+        except OSError:
+            return message
+        try:
+            if code in (errno.ENOSPC, errno.EDQUOT):
+                space = os.fstatvfs(fd)
+                if space.f_bavail * space.f_frsize < needed:
+                    return message
         finally:
             os.close(fd)
-        self._queued.clear()
+        if self._failure is failure:
+            self._failure = None
+        return None
+
+
+def _letter_identity(letter: DeadLetter) -> bytes:
+    """A dead letter's identity for retries: BLAKE2b-128 of its reason and raw bytes (the
+    event's bytes as sent; the same bytes in a retry are the same letter)."""
+    digest = hashlib.blake2b(letter.reason.encode("utf-8") + b"\0", digest_size=16)
+    digest.update(letter.message.value or b"")
+    return digest.digest()
 
 
 def _gold_file_problem(path: Path) -> str | None:
@@ -508,6 +618,13 @@ class Runtime:
         else:
             log.error("gold-set refresh did not finish within %.1f s", timeout_s)
         self.live.close()
+        if self.http_dead_letters.queued:
+            try:
+                self.http_dead_letters.flush()
+            except OSError as exc:
+                log.error("%d dead letters could not be written to %s at stop (%s); their "
+                          "events were not acknowledged", self.http_dead_letters.queued,
+                          self.http_dead_letters.path, exc.strerror)  # fmt: skip
         self.state.close()
 
     def stop_problem(self) -> str | None:
@@ -585,7 +702,8 @@ class Runtime:
 
     def ready(self) -> tuple[bool, list[str]]:
         """Return ``(ready, reasons it is not)``: state open, source open/assigned, no
-        consumer error since the last successful checkpoint."""
+        consumer error since the last successful checkpoint, the gold-set file loads, the
+        HTTP dead-letter file can be written (:meth:`JsonlDeadLetters.problem`)."""
         self._clear_recovered_error()
         reasons = []
         if self.settings.source.kind != "none" and not self._finished:
@@ -600,6 +718,9 @@ class Runtime:
         gold_problem = self.gold_file_problem()
         if gold_problem is not None:
             reasons.append(gold_problem)
+        dead_letter_problem = self.http_dead_letters.problem()
+        if dead_letter_problem is not None:  # POSTs carrying a bad event get 503 meanwhile
+            reasons.append(dead_letter_problem)
         return not reasons, reasons
 
     def gold_file_problem(self) -> str | None:
@@ -766,19 +887,34 @@ class Runtime:
 
     def ingest(self, values: Sequence[bytes]) -> Outcome:
         """Process events posted over HTTP: dead letters are made durable and the state is
-        checkpointed before this returns (so an acknowledged event is never lost)."""
+        checkpointed before this returns (so an acknowledged event is never lost).
+
+        A chunk whose dead letters cannot be written is not applied. When the request is
+        not acknowledged (503), the letters it wrote are remembered by identity, so the
+        client's retry counts them as duplicates, as it does events with an ``event_id``
+        (:class:`JsonlDeadLetters`).
+
+        Raises:
+            EngineBusy: the pipeline stayed busy; IngestUnavailable: dead letters or the
+                checkpoint cannot be written (nothing is acknowledged either way).
+        """
         messages = [
             RawMessage(value, Origin(file=HTTP_SOURCE, line=i + 1))
             for i, value in enumerate(values)
         ]
         size = self.settings.api.ingest_chunk_events
         outcomes: list[Outcome] = []
-        for start in range(0, max(len(messages), 1), size):
-            last = start + size >= len(messages)
-            self._ingest_chunk(messages[start : start + size], start, len(messages), last,
-                               outcomes)  # fmt: skip
-            if not last:
-                time.sleep(0)  # hand the lock (and the GIL) to a waiting reader or consumer
+        written: list[DeadLetter] = []  # letters on disk (now or by an earlier try)
+        try:
+            for start in range(0, max(len(messages), 1), size):
+                last = start + size >= len(messages)
+                self._ingest_chunk(messages[start : start + size], start, len(messages), last,
+                                   outcomes, written)  # fmt: skip
+                if not last:
+                    time.sleep(0)  # hand the lock (and the GIL) to a waiting reader or consumer
+        except EngineBusy:
+            self.http_dead_letters.unacknowledged(written)
+            raise
         return _combined(outcomes)
 
     def _ingest_chunk(
@@ -788,9 +924,11 @@ class Runtime:
         total: int,
         last: bool,
         outcomes: list[Outcome],
+        written: list[DeadLetter],
     ) -> None:
         """Process one chunk of an HTTP ingest under the pipeline lock (and checkpoint after
-        the ``last``); append its outcome to ``outcomes``.
+        the ``last``); append its outcome to ``outcomes`` and the dead letters that are on
+        disk for it to ``written``.
 
         Raises:
             EngineBusy: the lock stayed taken for :data:`LOCK_TIMEOUT_S`.
@@ -803,10 +941,21 @@ class Runtime:
             raise EngineBusy(
                 f"the pipeline is busy (the consumer is waiting on its source){partly}"
             )
+        offered: list[DeadLetter] = []
+
+        def admit(dead: list[DeadLetter]) -> list[DeadLetter]:
+            fresh = self.http_dead_letters.admit(dead)  # raises: the chunk is not applied
+            written.extend(dead)  # repeats included: on disk since an earlier try
+            offered.extend(dead)
+            return fresh
+
         try:
-            outcome = self.engine.process(messages, HTTP_SOURCE)
+            outcome = self.engine.process(messages, HTTP_SOURCE, admit_dead=admit)
             outcomes.append(outcome)
-            self.http_dead_letters.write(outcome.dead)  # queued when it fails
+            ids = {id(letter) for letter in offered}
+            rest = [letter for letter in outcome.dead if id(letter) not in ids]
+            self.http_dead_letters.write(rest)  # processing_failed: queued when it fails
+            written.extend(rest)
             if last:
                 self.engine.checkpoint()
         except OSError as exc:
@@ -844,4 +993,4 @@ def _combined(outcomes: Sequence[Outcome]) -> Outcome:
         newest_event_s=max(newest) if newest else None,
     )
     return Outcome(outcomes[-1].batch, dead, counts, sum(o.redelivered for o in outcomes),
-                   dropped)  # fmt: skip
+                   dropped, sum(o.repeated for o in outcomes))  # fmt: skip

@@ -22,14 +22,23 @@ open-files limit). A connection past the bound first evicts the oldest one still
 (a slow client; a health check sends its request at once), and only when every connection is
 running a request is it answered ``503`` with ``Retry-After`` and closed. h11 caps the header
 block (``h11_max_incomplete_event_size``, 16 KiB by default: ``431``/``400`` past it).
+
+Failed accepts (:class:`AcceptFailureLog`): when the process runs out of file descriptors
+(``EMFILE``) asyncio logs "socket.accept() out of system resource" with a traceback for every
+``accept`` it tries in a tick — up to the listen backlog (2,048) at a time, 1,967 times in
+14 s in the trial probe. :class:`GracefulServer` condenses them into one line per
+:data:`ACCEPT_LOG_INTERVAL_S` with the count.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import resource
 import signal
+import socket
+from collections.abc import Callable
 from types import FrameType
 from typing import Any, Protocol
 
@@ -40,6 +49,12 @@ log = logging.getLogger(__name__)
 
 #: Seconds a connection answered 503 stays half-open, reading and dropping its request.
 REFUSE_LINGER_S = 1.0
+
+#: Seconds between two log lines about failed accepts (the first is logged at once).
+ACCEPT_LOG_INTERVAL_S = 10.0
+#: The message asyncio's event loop reports a failed ``accept`` with (EMFILE, ENFILE,
+#: ENOBUFS, ENOMEM), ``asyncio.selector_events`` of CPython 3.8-3.13.
+ACCEPT_FAILED = "socket.accept() out of system resource"
 
 #: File descriptors kept free of HTTP connections: the state database and its journal,
 #: Kafka sockets, log and dead-letter files, the listening socket, imports.
@@ -183,6 +198,72 @@ def server_config(app: Any, api: Any, **kwargs: Any) -> uvicorn.Config:
     )
 
 
+ExceptionHandler = Callable[[asyncio.AbstractEventLoop, dict[str, Any]], object]
+
+
+class AcceptFailureLog:
+    """An event-loop exception handler that condenses failed accepts.
+
+    A context whose message is :data:`ACCEPT_FAILED` is counted instead of logged with a
+    traceback: the first is logged at once as one line (no traceback), then at most one line
+    per ``interval_s`` with the number of failed accepts since the previous line, the errno
+    name and what to do; a line for the last ones is logged ``interval_s`` after the previous
+    line. Every other context goes to ``previous`` (the loop's default handler when
+    ``None``).
+
+    Args:
+        interval_s: seconds between two lines (> 0).
+        previous: the handler that was installed before.
+    """
+
+    def __init__(
+        self, interval_s: float = ACCEPT_LOG_INTERVAL_S, previous: ExceptionHandler | None = None
+    ) -> None:
+        self.interval_s, self.previous = interval_s, previous
+        self.unlogged = 0  # failed accepts not in a log line yet
+        self.logged = 0  # failed accepts reported so far
+        self._last_line: float | None = None  # loop.time() of the last line
+        self._reason = ""
+        self._flush_pending = False
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """Handle one context (see the class docstring)."""
+        if context.get("message") != ACCEPT_FAILED:
+            if self.previous is not None:
+                self.previous(loop, context)
+            else:
+                loop.default_exception_handler(context)
+            return
+        exc = context.get("exception")
+        code = getattr(exc, "errno", None)
+        self._reason = errno.errorcode.get(code, "error") if isinstance(code, int) else "error"
+        self.unlogged += 1
+        now = loop.time()
+        if self._last_line is None or now - self._last_line >= self.interval_s:
+            self.flush(loop)
+        elif not self._flush_pending:
+            self._flush_pending = True
+            loop.call_later(self._last_line + self.interval_s - now, self.flush, loop)
+
+    def flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Log one line for the failed accepts not logged yet (nothing when none)."""
+        self._flush_pending = False
+        if not self.unlogged:
+            return
+        first = self._last_line is None
+        since = "" if first else f" in the last {loop.time() - self._last_line:.0f} s"
+        log.error(
+            "HTTP server could not accept a connection (%d failed accepts%s; %s: out of file "
+            "descriptors or memory); connections wait in the listen backlog. Raise the "
+            "open-files limit or lower api.max_connections%s", self.unlogged, since,
+            self._reason,
+            f"; at most one such line per {self.interval_s:g} s" if first else "",
+        )  # fmt: skip
+        self.logged += self.unlogged
+        self.unlogged = 0
+        self._last_line = loop.time()
+
+
 class GracefulServer(uvicorn.Server):
     """:class:`uvicorn.Server` that does not re-raise the stop signal after shutting down.
 
@@ -193,6 +274,12 @@ class GracefulServer(uvicorn.Server):
 
     #: The last stop signal handled (``signal.SIGTERM``, ``signal.SIGINT``), or ``None``.
     stopped_by: int | None = None
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        """As uvicorn, with failed accepts condensed in the log (:class:`AcceptFailureLog`)."""
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(AcceptFailureLog(previous=loop.get_exception_handler()))
+        await super().serve(sockets)
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         """Ask the server to stop (see the class docstring); the signal is not re-raised."""

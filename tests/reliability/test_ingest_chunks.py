@@ -83,9 +83,9 @@ def test_a_maximum_size_ingest_releases_the_lock_between_chunks(runtime: Runtime
     runtime.engine.lock = lock  # type: ignore[assignment]
     process = runtime.engine.process
 
-    def counted(messages: Any, source: str) -> Any:
+    def counted(messages: Any, source: str, admit_dead: Any = None) -> Any:
         lock.holds[-1] += len(messages)
-        return process(messages, source)
+        return process(messages, source, admit_dead)
 
     runtime.engine.process = counted  # type: ignore[method-assign]
     outcome = runtime.ingest(_values())

@@ -21,7 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.acceptance.service_process import ServiceProcess
+from service.api.serving import ACCEPT_FAILED
+from tests.acceptance.service_process import TOKEN, ServiceProcess
 
 pytestmark = [pytest.mark.slow]
 
@@ -116,6 +117,35 @@ def test_more_slow_clients_than_open_files_keep_health_answering(tmp_path: Path)
         assert len(evicted) >= 300 - 128, len(evicted)
         assert all(_closed_by_server(s) for s in socks[: 300 - 128])
         assert socks[-1] not in evicted  # the newest slow one is still waiting
+        assert service.alive
+    finally:
+        for s in socks:
+            s.close()
+        service.kill()
+
+
+def test_failed_accepts_under_the_open_files_limit_are_logged_condensed(tmp_path: Path) -> None:
+    """The trial probe's flood: under a 256 open-files limit, a burst of 400 connections (200
+    sending part of an authenticated POST body) makes ``accept`` fail with EMFILE, and
+    asyncio logged "socket.accept() out of system resource" with a traceback for each try
+    (1,967 times in 14 s). Now: condensed lines with a count, no traceback; health answers."""
+    with _open_files_limit(256):
+        service = ServiceProcess.start(tmp_path, _config(request_read_timeout_s=600))
+    socks: list[socket.socket] = []
+    body = (b"POST /v1/events HTTP/1.1\r\nHost: goldwatch\r\nAuthorization: Bearer "
+            + TOKEN.encode() + b"\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 100000\r\n\r\n[{\"a\":")  # fmt: skip
+    try:
+        for n in range(400):  # the kernel queues them (listen backlog): no wait on the server
+            s = socket.create_connection(("127.0.0.1", service.port), timeout=10)
+            s.sendall(body if n % 2 else PARTIAL)
+            socks.append(s)
+        assert _healthy(service)
+        log_text = (tmp_path / "serve.log").read_text(encoding="utf-8", errors="replace")
+        lines = [line for line in log_text.splitlines() if "could not accept a connection" in line]
+        assert lines, log_text[-3000:]  # the descriptors did run out (a positive marker)
+        assert "EMFILE" in lines[0] and "Raise the open-files limit" in lines[0], lines[0]
+        assert ACCEPT_FAILED not in log_text and "Traceback" not in log_text, log_text[-3000:]
         assert service.alive
     finally:
         for s in socks:
