@@ -384,7 +384,10 @@ class CategoricalDriftDetector(_WindowedDetector):
         effect = max(_conservative(s.ci_low, s.ci_high) for s in changes)
         # the JSD's confidence bound nearest 0, as for the share changes: a small gold set's
         # own sampling noise must not cross min_jsd (clearing still uses the estimate)
-        jsd_bound = js_divergence_lower_bound(table, self.confidence)
+        # (the bound is below the estimate: it is computed only when the estimate reaches
+        # min_jsd, so the bootstrap runs only where it can change the decision)
+        jsd_bound = (js_divergence_lower_bound(table, self.confidence)
+                     if jsd >= self.min_jsd else jsd)  # fmt: skip
         strong = jsd_bound >= self.min_jsd or effect >= self.min_share_change
         exact = strong and before != "drift"  # the p-value decides only then: exact test
         mode: Literal["auto", "asymptotic"] = "auto" if exact else "asymptotic"

@@ -79,8 +79,11 @@ class HarvestConfig(BaseModel):
             in (0, 1].
         embedding_similarity: cosine of two questions' vectors (the ``analytics.embeddings``
             layer) from which they are near-duplicates too — the rule is Jaccard ≥
-            ``similarity`` OR cosine ≥ this, in (0, 1]; ``None``: trigrams only. Default 0.8,
-            from ``python -m benchmarks.bench_neardup_embeddings`` (pools of 2,000 test
+            ``similarity`` OR cosine ≥ this, in (0, 1]; ``None`` (default): trigrams only.
+            0.8 finds ~60 % more paraphrases at about the same precision but costs the
+            default replay path ~100 µs per event more (``benchmarks.bench_analytics``, same
+            run: harvest 137 vs 36 µs/event), so it is opt-in until that cost is cut (issue
+            22); figures from ``python -m benchmarks.bench_neardup_embeddings`` (pools of 2,000 test
             questions, precision / recall of same-intent merges): BANKING77 .890 / .174
             with trigrams alone, .890 / .282 with the OR rule; CLINC150 .973 / .202 and
             .965 / .321 (0.85: .899 / .205 and .977 / .256; 0.75: .896 / .396 and
@@ -134,7 +137,7 @@ class HarvestConfig(BaseModel):
     max_rbo: float = Field(default=0.5, ge=0, le=1)
     negative_rating: float = 0.0
     similarity: float = Field(default=0.6, gt=0, le=1)
-    embedding_similarity: float | None = Field(default=0.8, gt=0, le=1)
+    embedding_similarity: float | None = Field(default=None, gt=0, le=1)
     num_perm: int = Field(default=64, ge=16, le=512)
     max_variants: int = Field(default=3, ge=1, le=20)
     pool_k: int = Field(default=10, ge=1, le=100)

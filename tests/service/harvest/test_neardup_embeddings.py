@@ -203,7 +203,10 @@ def test_stage_merges_paraphrases_and_skips_gold_paraphrases(
 def test_stage_without_embedding_similarity_uses_trigrams_only(embedder: object) -> None:
     stage = HarvestStage(HarvestConfig(embedding_similarity=None), embedder=embedder)  # type: ignore[arg-type]
     assert stage.index.embedder is None
-    assert HarvestStage(HarvestConfig(), embedder=embedder).index.cosine == 0.8  # type: ignore[arg-type]
+    # opt-in: the default is trigrams only (its cost on the default path, harvest config)
+    assert HarvestStage(HarvestConfig(), embedder=embedder).index.embedder is None  # type: ignore[arg-type]
+    on = HarvestStage(HarvestConfig(embedding_similarity=0.8), embedder=embedder)  # type: ignore[arg-type]
+    assert on.index.cosine == 0.8
 
 
 def test_restored_stage_merges_paraphrases_into_restored_suggestions(
