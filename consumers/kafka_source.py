@@ -33,11 +33,15 @@ the assigned partitions are committed as 0 (they pointed into the old topic), th
 is counted and the consumer subscribes again, so the group assigns every partition of the new
 topic (read from 0: offset 0 committed, or no offset and ``auto_offset_reset``).
 
-Changed partition sets: kafka-python's own rejoin on a metadata change was seen to keep the
-assignment made for the old topic's partitions (1 of 4 partitions of a re-created topic read
-until a restart, Tansu). So after every assignment the source remembers the partitions the
-topic had in metadata then, and :meth:`KafkaSource.poll` subscribes again (committing the
-offsets processed so far first) when the metadata later shows another non-empty set.
+Changed partition sets: kafka-python rejoins the group when the topic's partition set in
+metadata changes, but Tansu keeps the member in generation 0 and answers the leader's
+SyncGroup (assigning partitions 0-3) with the member's previous assignment (partition 0), or
+the rejoin ends with nothing assigned; kafka-python then sees its assignment snapshot equal
+the metadata and never rejoins again (1 of 4 partitions of a re-created topic read until a
+restart). So when the partition set in metadata differs from the one last seen (at an
+assignment or a poll; an empty set, a topic being deleted, does not count),
+:meth:`KafkaSource.poll` commits the offsets processed so far, leaves the group and
+subscribes again: a new member id gets a new generation and a fresh assignment.
 
 Time budget: the loop must call ``poll`` again within ``max_poll_interval_ms``, so keep
 ``max_poll_records`` x (per-message processing time, shadow timeouts included) well under it
@@ -300,8 +304,10 @@ class KafkaSource:
         self.topic_recreations = 0
         #: times the consumer subscribed again for a changed partition set or a re-created topic
         self.resubscribes = 0
-        #: the topic's partitions in metadata when the current assignment came (I/O thread)
-        self._assigned_against: frozenset[int] | None = None
+        #: the topic's partitions in metadata as last seen by an assignment or a poll, and
+        #: whether a change of them calls for subscribing again (see _note_partitions)
+        self._partitions_seen: frozenset[int] | None = None
+        self._resubscribe_due = False
         self._user_on_assign = on_assign
         try:
             self._consumer = KafkaConsumer(**consumer_kwargs(config))
@@ -350,9 +356,10 @@ class KafkaSource:
         return messages
 
     def _on_assigned(self, keys: list[tuple[str, int]]) -> None:
-        """Assignment hook (kafka-python's I/O thread): remember the partition set the
-        assignment was made for, then run the caller's hook."""
-        self._assigned_against = self._metadata_partitions()
+        """Assignment hook (kafka-python's I/O thread): when the topic's partition set in
+        metadata changed since the last assignment, this assignment may be stale (see the
+        module docstring), so have :meth:`poll` subscribe again; then run the caller's hook."""
+        self._note_partitions()
         if self._user_on_assign is not None:
             self._user_on_assign(keys)
 
@@ -363,25 +370,31 @@ class KafkaSource:
         found = partitions_for_topic(self.config.topic) if callable(partitions_for_topic) else None
         return frozenset(found or ())
 
-    def _follow_partitions(self) -> None:
-        """Subscribe again when the metadata shows the topic with another non-empty partition
-        set than the one the current assignment was made for (partitions added, or a topic
-        re-created with another count), so the group assigns all of them."""
-        against = self._assigned_against
-        if against is None or not self._listener.assigned():
-            return
+    def _note_partitions(self) -> None:
+        """Compare the topic's partitions in metadata with the set last seen (an empty set,
+        a topic being deleted, is no change); on a change, remember the new set and mark a
+        re-subscription due."""
         now = self._metadata_partitions()
-        if not now or now == against:
+        if not now:
             return
-        log.warning("topic %s has partitions %s, the assignment was made for %s: subscribing "
-                    "again", self.config.topic, sorted(now), sorted(against))  # fmt: skip
-        self._resubscribe()
+        if self._partitions_seen is not None and now != self._partitions_seen:
+            log.warning("topic %s has partitions %s, was %s: subscribing again",
+                        self.config.topic, sorted(now), sorted(self._partitions_seen))  # fmt: skip
+            self._resubscribe_due = True
+        self._partitions_seen = now
+
+    def _follow_partitions(self) -> None:
+        """Subscribe again when the topic's partition set changed (partitions added, or the
+        topic re-created with another count), so the group assigns every partition."""
+        self._note_partitions()
+        if self._resubscribe_due:
+            self._resubscribe()
 
     def _resubscribe(self) -> None:
         """Commit the offsets processed so far, leave the group and join it again
         (``unsubscribe`` calls no rebalance listener, so the assignment is forgotten here)."""
+        self._resubscribe_due = False
         self._commit_stored()
-        self._assigned_against = None
         self._consumer.unsubscribe()
         self._listener.forget_all()
         self._consumer.subscribe([self.config.topic], listener=self._listener)
