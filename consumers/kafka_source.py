@@ -677,6 +677,7 @@ class KafkaSource:
             "dead_letters": self.dead_letters,
             "undecodable_batches": self.undecodable_batches,
             "topic_recreations": self.topic_recreations,
+            "resubscribes": self.resubscribes,
             "committed_offsets": {
                 f"{t}[{p}]": off for (t, p), off in sorted(self._checkpoint.committed().items())
             },

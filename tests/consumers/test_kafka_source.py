@@ -505,4 +505,5 @@ def test_a_changed_partition_set_is_assigned_in_full(
     got = drain(source, 4 * 100)
     assert ids(got) == {(p, o) for p in range(N_PARTITIONS) for o in range(100)}
     assert source.assignment() == {(topic, p) for p in range(N_PARTITIONS)}
+    assert source.status()["resubscribes"] >= 1
     assert kafka_broker.committed(topic, consumer_group) == dict.fromkeys(range(N_PARTITIONS), 100)
