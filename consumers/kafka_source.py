@@ -28,9 +28,20 @@ records' bytes stay in the topic for a consumer that has the codec.
 Re-created topics: :meth:`KafkaSource.topic_ids` gives the topic's id (KIP-516, from
 metadata v10+, refreshed at least every ``probe_interval_s``) while partitions of it are
 assigned; the poll loop compares it with the id the state remembers and, when the topic was
-deleted and created again, calls :meth:`KafkaSource.restart_topics`: the assigned partitions
-are read from their beginning (the group's committed offsets, and the consumer's position,
-point into the old topic), and the re-creation is counted.
+deleted and created again, calls :meth:`KafkaSource.restart_topics`: the group's offsets of
+the assigned partitions are committed as 0 (they pointed into the old topic), the re-creation
+is counted and the consumer subscribes again, so the group assigns every partition of the new
+topic (read from 0: offset 0 committed, or no offset and ``auto_offset_reset``).
+
+Changed partition sets: kafka-python rejoins the group when the topic's partition set in
+metadata changes, but Tansu keeps the member in generation 0 and answers the leader's
+SyncGroup (assigning partitions 0-3) with the member's previous assignment (partition 0), or
+the rejoin ends with nothing assigned; kafka-python then sees its assignment snapshot equal
+the metadata and never rejoins again (1 of 4 partitions of a re-created topic read until a
+restart). So when the partition set in metadata differs from the one last seen (at an
+assignment or a poll; an empty set, a topic being deleted, does not count),
+:meth:`KafkaSource.poll` commits the offsets processed so far, leaves the group and
+subscribes again: a new member id gets a new generation and a fresh assignment.
 
 Time budget: the loop must call ``poll`` again within ``max_poll_interval_ms``, so keep
 ``max_poll_records`` x (per-message processing time, shadow timeouts included) well under it
@@ -291,12 +302,20 @@ class KafkaSource:
         self.undecodable_batches = 0
         #: topics found deleted and created again (see :meth:`restart_topics`)
         self.topic_recreations = 0
+        #: times the consumer subscribed again for a changed partition set or a re-created topic
+        self.resubscribes = 0
+        #: the topic's partitions in metadata as last seen by an assignment or a poll, and
+        #: whether a change of them calls for subscribing again (see _note_partitions)
+        self._partitions_seen: frozenset[int] | None = None
+        self._resubscribe_due = False
+        self._user_on_assign = on_assign
         try:
             self._consumer = KafkaConsumer(**consumer_kwargs(config))
         except KafkaError as exc:
             raise SourceUnavailable(f"cannot reach {config.bootstrap_servers}: {exc!r}") from exc
         self._listener = CommitOnRevoke(
-            self._consumer, self._checkpoint, self._lag, lambda: self._failed, on_assign, on_revoke
+            self._consumer, self._checkpoint, self._lag, lambda: self._failed, self._on_assigned,
+            on_revoke,
         )
         self._consumer.subscribe([config.topic], listener=self._listener)
         log.info(
@@ -333,7 +352,53 @@ class KafkaSource:
         if messages:
             self._last_ok = time.monotonic()
         self._maybe_probe()
+        self._follow_partitions()
         return messages
+
+    def _on_assigned(self, keys: list[tuple[str, int]]) -> None:
+        """Assignment hook (kafka-python's I/O thread): when the topic's partition set in
+        metadata changed since the last assignment, this assignment may be stale (see the
+        module docstring), so have :meth:`poll` subscribe again; then run the caller's hook."""
+        self._note_partitions()
+        if self._user_on_assign is not None:
+            self._user_on_assign(keys)
+
+    def _metadata_partitions(self) -> frozenset[int]:
+        """The topic's partitions in the consumer's last metadata (empty when unknown)."""
+        cluster = getattr(getattr(self._consumer, "_client", None), "cluster", None)
+        partitions_for_topic = getattr(cluster, "partitions_for_topic", None)
+        found = partitions_for_topic(self.config.topic) if callable(partitions_for_topic) else None
+        return frozenset(found or ())
+
+    def _note_partitions(self) -> None:
+        """Compare the topic's partitions in metadata with the set last seen (an empty set,
+        a topic being deleted, is no change); on a change, remember the new set and mark a
+        re-subscription due."""
+        now = self._metadata_partitions()
+        if not now:
+            return
+        if self._partitions_seen is not None and now != self._partitions_seen:
+            log.warning("topic %s has partitions %s, was %s: subscribing again",
+                        self.config.topic, sorted(now), sorted(self._partitions_seen))  # fmt: skip
+            self._resubscribe_due = True
+        self._partitions_seen = now
+
+    def _follow_partitions(self) -> None:
+        """Subscribe again when the topic's partition set changed (partitions added, or the
+        topic re-created with another count), so the group assigns every partition."""
+        self._note_partitions()
+        if self._resubscribe_due:
+            self._resubscribe()
+
+    def _resubscribe(self) -> None:
+        """Commit the offsets processed so far, leave the group and join it again
+        (``unsubscribe`` calls no rebalance listener, so the assignment is forgotten here)."""
+        self._resubscribe_due = False
+        self._commit_stored()
+        self._consumer.unsubscribe()
+        self._listener.forget_all()
+        self._consumer.subscribe([self.config.topic], listener=self._listener)
+        self.resubscribes += 1
 
     def _poll_batches(self, max_records: int, timeout_ms: int) -> dict[Any, list[Any]]:
         """kafka-python's ``poll``: once without waiting, then (if nothing came) once with
@@ -369,18 +434,26 @@ class KafkaSource:
         return {} if found is None else {self.config.topic: str(found)}
 
     def restart_topics(self, topics: Iterable[str]) -> None:
-        """The ``topics`` were deleted and created again: read their assigned partitions from
-        the beginning, forget the offsets stored, committed and sampled for them (they point
-        into the old topics), and count each re-creation."""
+        """The ``topics`` were deleted and created again: forget the offsets stored and
+        sampled for their assigned partitions, commit offset 0 for them (the group's offsets
+        point into the old topics), count each re-creation and subscribe again, so the group
+        assigns every partition the new topics have (a re-created topic may have more).
+        A failed commit is logged and counted: the partition's ``past_end`` then shows it."""
         wanted = set(topics)
         parts = sorted(key for key in self._listener.assigned() if key[0] in wanted)
         self._checkpoint.drop(parts)
         self._lag.drop(parts)
         if parts:
-            self._consumer.seek_to_beginning(*(TopicPartition(t, p) for t, p in parts))
+            try:
+                self._consumer.commit(to_kafka_offsets(dict.fromkeys(parts, 0)),
+                                      timeout_ms=self.config.request_timeout_ms)  # fmt: skip
+            except KafkaError as exc:
+                self.commit_failures += 1
+                log.warning("committing offset 0 of re-created %s failed: %r", parts, exc)
         self.topic_recreations += len(wanted)
-        log.warning("topics %s were re-created: reading %d partitions from the beginning",
-                    sorted(wanted), len(parts))  # fmt: skip
+        log.warning("topics %s were re-created: %d partitions restart at offset 0; subscribing "
+                    "again for all partitions", sorted(wanted), len(parts))  # fmt: skip
+        self._resubscribe()
 
     def _skip_undecodable(self, exc: BaseException) -> list[RawMessage]:
         """Seek past the record batch whose decoding raised ``exc`` and return one
@@ -604,6 +677,7 @@ class KafkaSource:
             "dead_letters": self.dead_letters,
             "undecodable_batches": self.undecodable_batches,
             "topic_recreations": self.topic_recreations,
+            "resubscribes": self.resubscribes,
             "committed_offsets": {
                 f"{t}[{p}]": off for (t, p), off in sorted(self._checkpoint.committed().items())
             },

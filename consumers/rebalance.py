@@ -121,6 +121,12 @@ class CommitOnRevoke(AsyncConsumerRebalanceListener):  # type: ignore[misc]
         self._lag.set_committed(offsets)
         self.revoke_commits += 1
 
+    def forget_all(self) -> None:
+        """Forget the whole assignment without committing, as after a revocation: for a
+        consumer that left the group itself (``unsubscribe``), which calls no listener.
+        Consumer thread only, between polls."""
+        self._forget(sorted(self.assigned()))
+
     def _forget(self, keys: list[tuple[str, int]]) -> None:
         if not keys:
             return

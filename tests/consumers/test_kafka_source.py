@@ -479,3 +479,31 @@ def test_records_become_the_same_messages_the_constructors_build() -> None:
     assert hash(built[0]) == hash(
         RawMessage(b'{"a": 1}', Origin("q", 3, 41), b"k", 1_700_000_000_000)
     )
+
+
+@pytest.mark.slow
+def test_a_changed_partition_set_is_assigned_in_full(
+    kafka_broker: TansuBroker,
+    make_topic: Callable[[int], str],
+    source_config: MakeConfig,
+    open_source: OpenSource,
+    consumer_group: str,
+) -> None:
+    """The partition-set check alone (no poll loop, so no topic-id comparison): a source
+    assigned the one partition of its topic sees the topic come back with 4 partitions and
+    gets all 4 assigned, reads the 400 new records (100 per partition, offsets 0..99 each)
+    and (``drain`` commits every batch) each partition is committed at 100 (before the fix:
+    partition 0 only, 100 of 400, or nothing assigned after kafka-python's own rejoin)."""
+    topic = make_topic(1)
+    source = open_source(source_config())
+    wait_assigned(source)
+    assert source.assignment() == {(topic, 0)}
+    kafka_broker.delete_topic(topic)
+    kafka_broker.create_topic(topic, N_PARTITIONS)
+    for partition in range(N_PARTITIONS):
+        kafka_broker.produce(topic, values(100, prefix=f"p{partition}"), partition=partition)
+    got = drain(source, 4 * 100)
+    assert ids(got) == {(p, o) for p in range(N_PARTITIONS) for o in range(100)}
+    assert source.assignment() == {(topic, p) for p in range(N_PARTITIONS)}
+    assert source.status()["resubscribes"] >= 1
+    assert kafka_broker.committed(topic, consumer_group) == dict.fromkeys(range(N_PARTITIONS), 100)

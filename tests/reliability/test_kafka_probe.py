@@ -220,23 +220,36 @@ def _recreate(broker: TansuBroker, topic: str, partitions: int) -> None:
 def test_topic_deleted_and_recreated_under_a_running_consumer_loses_nothing(
     broker: TansuBroker, start_service: StartService, monitor: Monitor, tmp_path: Path
 ) -> None:
-    """1,000 events consumed and committed; the topic is deleted and created again (new topic
-    id, offsets from 0) and 1,000 new events produced: all of them are processed, none taken
-    for a redelivery, and the re-creation is counted (today: 951 of 1,000 dropped as
-    ``redelivered``, the remembered offsets being keyed by topic name only)."""
-    topic = new_topic(broker, "rel-recreate", partitions=2)
-    first = produce_stream(broker, topic, 1_000, seed=193, partitions=2)
+    """1,000 events consumed and committed from a 1-partition topic; the topic is deleted and
+    created again with 4 partitions (new topic id, offsets from 0) and 1,000 new events
+    produced over the 4: all of them are processed, none taken for a redelivery, the group
+    commits every new partition to its end, the lag rows cover the 4 partitions and the
+    re-creation is counted (today: 951 of 1,000 dropped as ``redelivered``, the remembered
+    offsets being keyed by topic name only; then only partition 0 was read, 264 of the 1,000,
+    until a restart, with ``/readyz`` 200 and lag for partition 0 only)."""
+    topic = new_topic(broker, "rel-recreate", partitions=1)
+    first = produce_stream(broker, topic, 1_000, seed=193, partitions=1)
     config = kafka_serve_config(broker, topic, tmp_path / "state.sqlite")
     service = start_service(tmp_path, config)
     service.wait_until(lambda s: accounted(s["totals"]) >= 1_000, timeout_s=90, what="first")
-    _recreate(broker, topic, 2)
-    second = produce_stream(broker, topic, 1_000, seed=194, start=1_000, partitions=2)
+    _recreate(broker, topic, 4)
+    second = produce_stream(broker, topic, 1_000, seed=194, start=1_000, partitions=4)
+    ends = broker.end_offsets(topic)
+    assert sorted(ends) == [0, 1, 2, 3] and sum(ends.values()) == 1_000, ends
     service.wait_until(lambda s: accounted(s["totals"]) >= 2_000 or s["totals"]["consumed"]
                        >= 2_000, timeout_s=90, what="second stream consumed")  # fmt: skip
+    # positive end marker per partition: the group committed each new partition to its end
+    wait_committed(broker, topic, config["kafka"]["consumer_group"])
     totals = service.totals()
     assert totals["redelivered"] == 0, totals
     assert totals["processed"] == first.good + second.good, totals
     assert_invariant(totals, 2_000)
+    status = service.status()
+    assert status["source"]["assigned_partitions"] == [0, 1, 2, 3], status["source"]
+    wait_for(lambda: sorted(r["partition"] for r in service.status()["source"]["lag"])
+             == [0, 1, 2, 3], 30, "lag rows for the 4 partitions")  # fmt: skip
+    wait_for(lambda: all(r["lag"] == 0 for r in service.status()["source"]["lag"]), 30,
+             "lag 0 on every partition")  # fmt: skip
     samples = service.samples()
     assert metric_sum(samples, "goldwatch_kafka_topic_recreations_total") == 1
     assert_metrics_balance(samples, "kafka")
