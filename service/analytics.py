@@ -222,8 +222,12 @@ def _scope_stage(
 def apply_quality_floor(analytics: Analytics) -> dict[str, str]:
     """Suppress the drift alarms of every detector below ``analytics.quality_floor`` (and
     resume those at or above it): the whole ``out_of_scope`` dimension, or a rise of the
-    ``novel`` share alone in ``topic``. Return ``{dimension or "dimension (category share)":
-    reason}`` of what is suppressed."""
+    ``novel`` share alone in ``topic``; the topic stage marks its ``novel`` verdicts
+    uncalibrated likewise (harvesting then does not suggest them as "novel"). Return
+    ``{dimension or "dimension (category share)": reason}`` of what is suppressed."""
+    topics = next((st for st in analytics.stages if isinstance(st, TopicStage)), None)
+    if topics is not None and "novelty" in analytics.detector_quality:
+        topics.novelty_calibrated = analytics.uncalibrated("novelty") is None
     if analytics.drift is None:
         return {}
     for detector, (dimension, category) in DETECTOR_DIMENSIONS.items():

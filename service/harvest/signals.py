@@ -174,7 +174,8 @@ def event_reasons(
         notes: the event's annotations (``topic``, ``refused``, ``under_refusal``,
             ``acl_leaks``); missing keys mean "unknown", never a reason. An under-refusal
             whose ``scope_calibrated`` is ``False`` (the out-of-scope detector is below the
-            quality floor) is no reason either.
+            quality floor) is no reason either, nor is a ``novel`` topic whose
+            ``novelty_calibrated`` is ``False``.
         gap: the larger coverage gap of its topic and language (reason from ``min_gap``).
         low_confidence: the caller's verdict from :class:`ScoreWindow`.
         active: the reasons with weight > 0 (computed from ``config`` when ``None``; callers
@@ -190,7 +191,7 @@ def event_reasons(
     if gap > 0 and gap >= config.min_gap:
         bits = _COVERAGE_GAP
     get = notes.get
-    if get("topic") == "novel":
+    if get("topic") == "novel" and get("novelty_calibrated") is not False:
         bits |= _NOVEL
     if get("refused") is True:
         bits |= _REFUSED

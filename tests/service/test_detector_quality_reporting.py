@@ -307,3 +307,36 @@ def test_html_report_labels_an_uncalibrated_novel_share() -> None:
     assert f"The novel share is UNCALIBRATED and not facts ({NOVELTY_WHY})" in page
     good = render_replay_html(_with_novel(None))
     assert "novel (uncalibrated)" not in good and "<td>novel</td>" in good
+
+
+def test_the_topic_stage_marks_novel_verdicts_with_the_novelty_detectors_calibration() -> None:
+    """Below the floor a ``novel`` verdict carries ``novelty_calibrated: False`` (harvesting
+    then gives no "novel" reason: tests/service/harvest/test_signals.py); at or above it,
+    ``True``; other topics carry nothing."""
+    from service.analytics import Analytics, apply_quality_floor
+    from service.detector_quality import DetectorQuality
+    from service.pipeline import Batch
+    from service.topics import NOVEL, TopicStage
+
+    class Model:
+        def assign_many(self, texts: list[str]) -> list[object]:
+            from types import SimpleNamespace
+
+            return [SimpleNamespace(topic=NOVEL if "x" in t else "fees", similarity=0.5)
+                    for t in texts]  # fmt: skip
+
+    stage = TopicStage(Model())  # type: ignore[arg-type]
+    for auc, expected in ((0.70, False), (0.80, True)):
+        quality = DetectorQuality(auc, auc - 0.05, auc + 0.05, 0.95, 40, 40)
+        analytics = Analytics(stages=[stage], detector_quality={"novelty": quality})
+        apply_quality_floor(analytics)
+        events = [SimpleEvent(f"e{i}", q) for i, q in enumerate(["xyz", "fee due"])]
+        batch = Batch("file", events, [{}, {}])  # type: ignore[arg-type]
+        stage.process(batch)
+        assert batch.annotations[0]["novelty_calibrated"] is expected
+        assert "novelty_calibrated" not in batch.annotations[1]
+
+
+class SimpleEvent:
+    def __init__(self, event_id: str, question: str) -> None:
+        self.event_id, self.question = event_id, question

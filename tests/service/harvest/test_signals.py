@@ -23,6 +23,9 @@ def test_plain_event_has_no_reason() -> None:
         ({}, {"under_refusal": True}, ("answered_out_of_scope",)),
         # the out-of-scope detector is below the quality floor: its verdict is no reason
         ({}, {"under_refusal": True, "scope_calibrated": False}, ()),
+        # nor is the novelty detector's, below the floor; calibrated, it is
+        ({}, {"topic": "novel", "novelty_calibrated": False}, ()),
+        ({}, {"topic": "novel", "novelty_calibrated": True}, ("novel",)),
         ({"rating": -1.0}, {}, ("negative_feedback",)),
         ({"rating": 0.0}, {}, ()),
         ({"citations": ["p-1", "p-9"]}, {}, ("cited_not_retrieved",)),
