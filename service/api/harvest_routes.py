@@ -81,13 +81,21 @@ class AcceptBody(BaseModel):
                 if (value := getattr(self, name)) is not None}  # fmt: skip
 
 
+#: A character that survives :func:`service.harvest.labelling.clean_reason` (ECMA-262 and
+#: Python ``re`` alike), so a reason must hold one.
+NON_BLANK_REASON = r"[^\s\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+
+
 class RejectBody(BaseModel):
     """Why the suggestion is not a gold question: 1-500 characters as sent; scrubbed before
     it is kept, and clipped to 500 with "…" if scrubbing made it longer."""
 
     model_config = ConfigDict(extra="forbid")
 
-    reason: str = Field(min_length=1, max_length=500)
+    # The document states what the labelling enforces (a 422 otherwise): at least one
+    # character survives clean_reason — not whitespace, a control (Cc) or a bidi control.
+    reason: str = Field(min_length=1, max_length=500,
+                        json_schema_extra={"pattern": NON_BLANK_REASON})  # fmt: skip
 
 
 def _error(exc: LabellingError) -> HTTPException:

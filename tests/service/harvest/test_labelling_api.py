@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -14,14 +15,21 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import SecretStr
 
 from service.api.app import _add_error_handlers
-from service.api.harvest_routes import router
+from service.api.harvest_routes import NON_BLANK_REASON, router
 from service.goldset import GoldSetError, load_gold_set
 from service.harvest.config import HarvestConfig
 from service.harvest.export import export_rows, write_jsonl
-from service.harvest.labelling import AlreadyDecided, GoldSetUnavailable, Labelling
+from service.harvest.labelling import (
+    AlreadyDecided,
+    GoldSetUnavailable,
+    Labelling,
+    clean_reason,
+)
 from service.harvest.stage import HarvestStage
 from service.harvest.store import StateStoreCandidates
 from service.state import StateError, StateStore
@@ -510,3 +518,10 @@ def test_an_accept_over_the_loaders_row_cap_is_a_422_naming_the_fields(tmp_path:
     loaded = list(load_gold_set(gold))
     assert [q.id for q in loaded][-2:] == ["q-010", "q-011"]
     assert loaded[-1].reference_answer == at_cap
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=12))
+def test_the_documented_reason_pattern_is_what_the_labelling_enforces(text: str) -> None:
+    """The OpenAPI document's ``pattern`` of a reject reason holds exactly when a character
+    survives ``clean_reason`` (schemathesis generated a blank reason the document allowed)."""
+    assert bool(re.search(NON_BLANK_REASON, text)) == bool(clean_reason(text))
