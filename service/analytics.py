@@ -29,6 +29,7 @@ from service.pii import UNKEYED, PiiScrubStage, Pseudonymiser
 from service.pipeline import Stage
 from service.records import Passage
 from service.refusals import RefusalDetector, RefusalStage
+from service.retrievers.base import Retriever
 from service.retrievers.registry import build_retrievers
 from service.scope import (
     EmbeddingScope,
@@ -171,11 +172,18 @@ DETECTOR_DIMENSIONS: dict[str, tuple[str, str | None]] = {
 
 
 def _scope_stage(
-    config: AnalyticsConfig, gold: GoldSet, corpus: Corpus, embedder: Embedder | None = None
+    config: AnalyticsConfig,
+    gold: GoldSet,
+    corpus: Corpus,
+    embedder: Embedder | None = None,
+    retriever: Retriever | None = None,
 ) -> tuple[
     ScopeStage | EmbeddingScopeStage | None, ScopeCalibration | None, DetectorQuality | None
 ]:
-    """The out-of-scope stage, its calibration and its measured quality (``scope_method``)."""
+    """The out-of-scope stage, its calibration and its measured quality (``scope_method``).
+
+    ``retriever``: the built-in ``config.scope_retriever`` already built on ``corpus`` (a
+    gold-set refresh reuses the running one); ``None`` builds it."""
     method = config.scope_method
     if method == "off" or config.scope_retriever is None or not len(gold):
         return None, None, None  # no gold set: said once, elsewhere
@@ -187,11 +195,12 @@ def _scope_stage(
         log.warning("out-of-scope needs the corpus (corpus:) to score questions on; disabled")
         return None, None, None
     name = config.scope_retriever
-    retriever = build_retrievers(
-        [name],
-        lambda n: RetrieverConfig(name=n, kind=n),
-        corpus.passages,  # type: ignore[arg-type]
-    )[name]
+    if retriever is None or retriever.name != name:
+        retriever = build_retrievers(
+            [name],
+            lambda n: RetrieverConfig(name=n, kind=n),
+            corpus.passages,  # type: ignore[arg-type]
+        )[name]
     questions = list(gold)
     known = KnownScope(gold, config.scope_known_threshold)
     if method == "retriever":
@@ -405,6 +414,74 @@ def gold_references(
         )
         counts["topic"] = _topic_counts(gold, model)
     return model, counts
+
+
+@dataclass(frozen=True)
+class ScopeRefresh:
+    """An out-of-scope detector recalibrated on a changed gold set (:func:`scope_references`).
+
+    Attributes:
+        stage: the rebuilt stage, whose detector, known questions and calibrated flag the
+            running stage adopts.
+        calibration: its calibration (threshold, rates).
+        quality: its measured ROC AUC with interval, or ``None``.
+    """
+
+    stage: ScopeStage | EmbeddingScopeStage
+    calibration: ScopeCalibration | None
+    quality: DetectorQuality | None
+
+
+def _running_scope(analytics: Analytics) -> ScopeStage | EmbeddingScopeStage | None:
+    return next((st for st in analytics.stages
+                 if isinstance(st, ScopeStage | EmbeddingScopeStage)), None)  # fmt: skip
+
+
+def scope_references(
+    analytics: Analytics, config: AnalyticsConfig, gold: GoldSet, corpus: Corpus
+) -> ScopeRefresh | None:
+    """Recalibrate the running out-of-scope detector on the changed ``gold`` set (an accepted
+    suggestion: a new unanswerable row is a known out-of-scope question from now on, and the
+    detector's features, threshold and measured quality include it). CPU-heavy (embeds the
+    gold set and the corpus, cross-validates): call outside the pipeline lock, then
+    :func:`apply_scope_references` under it. The running stage's retriever is reused.
+
+    Returns:
+        ``None`` when there is no running scope stage (a stage that was off at start — e.g.
+        fewer than 2 unanswerable rows then — needs a restart to be added) or the new gold
+        set no longer supports one (the running detector stays; logged).
+    """
+    running = _running_scope(analytics)
+    if running is None:
+        return None
+    topics = next((st for st in analytics.stages if isinstance(st, TopicStage)), None)
+    embedder = topics.model.embedder if topics is not None else None
+    stage, calibration, quality = _scope_stage(config, gold, corpus, embedder, running.retriever)
+    if stage is None or type(stage) is not type(running):
+        log.warning("out-of-scope detector not recalibrated on the changed gold set; the "
+                    "running one stays until a restart")  # fmt: skip
+        return None
+    if quality is not None:
+        stage.calibrated = quality.trusted(config.quality_floor)
+    return ScopeRefresh(stage, calibration, quality)
+
+
+def apply_scope_references(analytics: Analytics, refresh: ScopeRefresh) -> None:
+    """Swap in what :func:`scope_references` computed (call with the pipeline lock held): the
+    running stage adopts the new detector, ``analytics.scope`` and the detector's quality are
+    replaced, and the quality floor is applied again (drift suppression follows the new AUC).
+
+    Raises:
+        TypeError: the running stage is of another method than ``refresh.stage``.
+    """
+    running = _running_scope(analytics)
+    if running is None:
+        return
+    running.adopt(refresh.stage)  # type: ignore[arg-type]
+    analytics.scope = refresh.calibration
+    if refresh.quality is not None:
+        analytics.detector_quality["out_of_scope"] = refresh.quality
+    apply_quality_floor(analytics)
 
 
 def apply_gold_references(

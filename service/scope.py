@@ -216,6 +216,18 @@ class ScopeStage(StatelessStage):
         self.calibrated = True  # False: below the quality floor (see annotate_scope)
         self.cache: BatchCache[float | None] = BatchCache()
 
+    def adopt(self, rebuilt: ScopeStage) -> None:
+        """Take ``rebuilt``'s calibration, known questions and calibrated flag (a gold-set
+        refresh: same retriever and corpus, so the cached retriever scores stay valid).
+
+        Raises:
+            TypeError: ``rebuilt`` is not a :class:`ScopeStage` (the method changed: restart).
+        """
+        if not isinstance(rebuilt, ScopeStage):
+            raise TypeError(f"cannot adopt a {type(rebuilt).__name__} into a ScopeStage")
+        self.calibration, self.known = rebuilt.calibration, rebuilt.known
+        self.calibrated = rebuilt.calibrated
+
     def scores(self, events: Sequence[QueryLogEvent]) -> list[float | None]:
         """Best score per event, from the built-in retriever or the events themselves."""
         if self.retriever is None:
@@ -528,6 +540,21 @@ class EmbeddingScopeStage(StatelessStage):
         self.known = known
         self.calibrated = True  # False: below the quality floor (see annotate_scope)
         self.cache: BatchCache[float | None] = BatchCache()
+
+    def adopt(self, rebuilt: EmbeddingScopeStage) -> None:
+        """Take ``rebuilt``'s detector, known questions and calibrated flag (a gold-set
+        refresh: the cached retriever scores stay valid, as the corpus did not change).
+
+        Raises:
+            TypeError: ``rebuilt`` is not an :class:`EmbeddingScopeStage` (restart instead).
+        """
+        if not isinstance(rebuilt, EmbeddingScopeStage):
+            raise TypeError(f"cannot adopt a {type(rebuilt).__name__} into an "
+                            "EmbeddingScopeStage")  # fmt: skip
+        if rebuilt.retriever is not None and self.retriever is None:
+            self.retriever = rebuilt.retriever
+        self.detector, self.known = rebuilt.detector, rebuilt.known
+        self.calibrated = rebuilt.calibrated
 
     def _retriever_scores(self, questions: list[str]) -> list[float | None] | None:
         retriever = self.retriever

@@ -817,7 +817,12 @@ class Runtime:
             self._refresh_covered = wanted
 
     def _refresh_gold_now(self) -> None:
-        from service.analytics import apply_gold_references, gold_references
+        from service.analytics import (
+            apply_gold_references,
+            apply_scope_references,
+            gold_references,
+            scope_references,
+        )
 
         path = self.settings.gold_set
         if path is None:
@@ -826,6 +831,11 @@ class Runtime:
             gold = load_gold_set(path)
             model, counts = gold_references(self.live.analytics, self.settings.analytics, gold)
             index = KnownQuestionIndex(gold, threshold=self.settings.shadow.known_threshold)
+            scope = None
+            if self.settings.corpus is not None and self.live.analytics.stages:
+                corpus = load_corpus(self.settings.corpus)
+                scope = scope_references(self.live.analytics, self.settings.analytics, gold,
+                                         corpus)  # fmt: skip
         except DataFileError as exc:  # names file, line, id and field; no question text
             self._gold_refresh_failed(str(exc))
             return
@@ -834,6 +844,8 @@ class Runtime:
             return
         with self.engine.lock:
             apply_gold_references(self.live.analytics, model, counts)
+            if scope is not None:
+                apply_scope_references(self.live.analytics, scope)
         _keep_topic_identity(self.state, self.live.analytics)
         with self.engine.lock:
             if self.live.quality is not None:
@@ -842,6 +854,12 @@ class Runtime:
                 self.live.harvest.coverage.set_gold(counts)
             if self.live.analytics_metrics is not None:
                 self.live.analytics_metrics.set_gold_shares(counts)
+                analytics = self.live.analytics
+                self.live.analytics_metrics.set_detector_quality(
+                    {name: {"auc": q.auc, "auc_low": q.low, "auc_high": q.high}
+                     for name, q in analytics.detector_quality.items()},
+                    analytics.quality_floor,
+                )  # fmt: skip
         self.gold_refresh_error = None  # before the count: a reader that saw the count
         self.gold_refreshes += 1  # go up sees the error cleared
         log.info("gold set refreshed: %d questions (version %s)", len(gold), gold.version)
