@@ -4,8 +4,9 @@ Sources of each field, first that exists (``/work/shared/otel-conventions.md`` s
 OpenInference ``spec/semantic_conventions.md``, OpenTelemetry GenAI ``gen-ai-spans.md``,
 OpenLLMetry ``semconv_ai``):
 
-* ``event_id``: the trace id (32 hex characters), so dedup on event id is dedup on trace id,
-  and a harvested gold question keeps the trace it came from.
+* ``event_id`` and ``trace_id``: the trace id (32 hex characters), so dedup on event id is
+  dedup on trace id; ``trace_id`` stays as sent even when the dedup stage pseudonymises an
+  ``event_id``, and a harvested gold question keeps it (provenance).
 * ``timestamp``: the root span's start.
 * ``question``: root ``input.value`` (parsed when ``input.mime_type`` is JSON, first of
   :attr:`TraceMapping.question_json_keys`) -> the last user message of the first LLM span
@@ -181,6 +182,7 @@ def trace_to_event(
         channel=_string_attr(ordered, mapping.channel_attribute),
         retrieval=retrieval,
         answer=_answer(root, llms, ordered, mapping),
+        trace_id=trace_id,
     )
     return TraceEvent(event=event, trace_id=trace_id, rewritten_query=rewritten)
 
