@@ -10,21 +10,27 @@ here by hand, field by field.
 
 Provenance: a refused trace whose question holds an e-mail address becomes a harvest
 suggestion; accepting it over the API appends a gold row that keeps the trace id, with the
-address scrubbed, and ``goldwatch eval`` reads the file.
+address scrubbed, and ``goldwatch eval`` reads the file. With ``traces.evaluations`` on, the
+refusal verdict reaches an OTLP/HTTP logs receiver as a ``gen_ai.evaluation.result`` event in
+that trace.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.trace import Tracer
 
 from service.demo import demo_path
@@ -154,11 +160,44 @@ def _refused_with_email(tracer: Tracer) -> str:
         return format(root.get_span_context().trace_id, "032x")
 
 
+class LogsReceiver:
+    """An OTLP/HTTP logs endpoint on a thread: keeps every request's log records."""
+
+    def __init__(self) -> None:
+        self.records: list[Any] = []
+        received = self.records
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers["content-length"]))
+                if self.headers.get("content-encoding") == "gzip":
+                    body = gzip.decompress(body)
+                request = ExportLogsServiceRequest.FromString(body)
+                for resource in request.resource_logs:
+                    for scope in resource.scope_logs:
+                        received.extend(scope.log_records)
+                self.send_response(200)
+                self.send_header("content-type", "application/x-protobuf")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                """Quiet."""
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1/logs"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
 @pytest.mark.slow
 def test_accepted_gold_question_keeps_its_trace_id(tmp_path: Path) -> None:
     gold = tmp_path / "gold.jsonl"
     gold.write_bytes(demo_path("gold.jsonl").read_bytes())
     log = tmp_path / "events.jsonl"
+    receiver = LogsReceiver()
     config = {
         "gold_set": str(gold),
         "corpus": str(demo_path("corpus.jsonl")),
@@ -166,8 +205,9 @@ def test_accepted_gold_question_keeps_its_trace_id(tmp_path: Path) -> None:
         "state": {"path": str(tmp_path / "state.sqlite")},
         "pipeline": {"extra_stages": [EVENT_LOG], "max_batch_wait_ms": 50},
         "harvest": {"flush_interval_s": 0},
-        "traces": {"assembly": ASSEMBLY},
-    }
+        "traces": {"assembly": ASSEMBLY,
+                   "evaluations": {"enabled": True, "endpoint": receiver.url}},
+    }  # fmt: skip
     service = ServiceProcess.start(tmp_path / "work", config, env={ENV: str(log)})
     try:
         (trace_id,) = _send(service, _refused_with_email)
@@ -187,8 +227,22 @@ def test_accepted_gold_question_keeps_its_trace_id(tmp_path: Path) -> None:
             headers={"authorization": f"Bearer {TOKEN}"}, timeout=30,
         )  # fmt: skip
         assert accepted.status_code == 200, accepted.text
+        # the refusal verdict, exported by the SDK's batch processor (every 5 s)
+        records = _wait("the evaluation event", service, lambda: receiver.records)
     finally:
         service.kill()
+        receiver.close()
+    def name(record: Any) -> str:
+        return next(a.value.string_value for a in record.attributes
+                    if a.key == "gen_ai.evaluation.name")  # fmt: skip
+
+    (verdict,) = [r for r in records if name(r) == "goldwatch.refusal"]
+    assert verdict.event_name == "gen_ai.evaluation.result"
+    assert verdict.trace_id.hex() == trace_id and not verdict.span_id.strip(b"\0")
+    attributes = {a.key: a.value.string_value for a in verdict.attributes}
+    assert attributes == {"gen_ai.evaluation.name": "goldwatch.refusal",
+                          "gen_ai.evaluation.score.label": "refused",
+                          "gen_ai.evaluation.explanation": "the answer is a refusal"}  # fmt: skip
     row = json.loads(gold.read_text(encoding="utf-8").splitlines()[-1])
     assert row["trace_id"] == trace_id and row["harvest_id"] == item["id"]
     assert row["question"] == "Is the swimming pool open on Sundays? write to <EMAIL>"
