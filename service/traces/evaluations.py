@@ -37,12 +37,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.events import QueryLogEvent
-from service.pipeline import Batch
+if TYPE_CHECKING:  # the settings import this module: keep its imports light
+    from service.events import QueryLogEvent
+    from service.pipeline import Batch
 
 #: The event name of the OpenTelemetry GenAI evaluation result.
 EVENT_NAME = "gen_ai.evaluation.result"
