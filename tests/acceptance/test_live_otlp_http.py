@@ -232,6 +232,7 @@ def test_accepted_gold_question_keeps_its_trace_id(tmp_path: Path) -> None:
     finally:
         service.kill()
         receiver.close()
+
     def name(record: Any) -> str:
         return next(a.value.string_value for a in record.attributes
                     if a.key == "gen_ai.evaluation.name")  # fmt: skip
