@@ -73,6 +73,7 @@ from service.events import (
     FieldMapping,
     QueryLogEvent,
     Retrieval,
+    TraceId,
     User,
     event_id_value,
     parse_timestamp,
@@ -115,6 +116,7 @@ _EXPECTED = {  # field name -> the JSON type(s) it takes, for wrong_type details
     "user": "object or null", "retrieval": "object or null", "feedback": "object or null",
     "answer": "object, string or null", "refused": "boolean or null", "rank": "integer or null",
     "latency_ms": "number or null", "score": "number or null", "rating": "number or null",
+    "trace_id": "string or null",
 }  # fmt: skip
 _CONSTRAINTS = {
     "finite_number": "must be a finite number", "string_pattern_mismatch": "must not be blank",
@@ -135,6 +137,7 @@ class _Envelope(msgspec.Struct, frozen=True, gc=False):
     retrieval: Retrieval | None = None
     answer: Answer | None = None
     feedback: Feedback | None = None
+    trace_id: TraceId | None = None
 
 
 _read_envelope = msgspec.json.Decoder(_Envelope).decode
@@ -187,6 +190,7 @@ def _fast(value: bytes) -> QueryLogEvent | None:
     _set(event, "retrieval", top.retrieval)
     _set(event, "answer", top.answer)
     _set(event, "feedback", top.feedback)
+    _set(event, "trace_id", top.trace_id)
     return event
 
 

@@ -230,6 +230,14 @@ Timestamp = Annotated[datetime, GetPydanticSchema(lambda _type, _handler: _TIMES
 Rank = Annotated[StrictInt, Field(ge=1), Meta(ge=1)]
 #: A non-negative duration in milliseconds.
 Milliseconds = Annotated[StrictFloat, Field(ge=0), Meta(ge=0)]
+#: A W3C Trace Context ``trace-id``: 32 lowercase hex characters, not all zeros (the W3C
+#: recommendation's "all bytes as zero ... is considered an invalid value").
+_TRACE_ID_PATTERN = r"^[0-9a-f]*[1-9a-f][0-9a-f]*$"
+TraceId = Annotated[
+    StrictStr,
+    StringConstraints(min_length=32, max_length=32, pattern=_TRACE_ID_PATTERN),
+    Meta(min_length=32, max_length=32, pattern=_TRACE_ID_PATTERN),
+]
 
 
 _RECORD = ConfigDict(extra="ignore", allow_inf_nan=False)
@@ -299,6 +307,10 @@ class QueryLogEvent:
         timestamp: when the query was asked, aware UTC datetime (see :func:`parse_timestamp`).
         question: the user's question, not blank; stored exactly as sent.
         user, channel, retrieval, answer, feedback: optional context, ``None`` when absent.
+        trace_id: the OpenTelemetry trace the event came from (provenance: a gold question
+            harvested from the event keeps it), 32 lowercase hex characters, not all zeros;
+            set for events assembled from traces, and a JSON producer may send its own.
+            Not personal data (a random id), so never scrubbed or pseudonymised.
 
     Nested records may be given as dicts. ``model_validate``/``model_validate_json`` and
     ``model_dump``/``model_dump_json`` mirror the pydantic ``BaseModel`` API.
@@ -322,6 +334,7 @@ class QueryLogEvent:
     retrieval: Retrieval | None = None
     answer: Answer | None = None
     feedback: Feedback | None = None
+    trace_id: TraceId | None = None
 
     @classmethod
     def model_validate(cls, obj: Any) -> QueryLogEvent:

@@ -55,6 +55,7 @@ from service.regular_files import read_regular
 from service.shadow.runner import ShadowConfig
 from service.topic_config import TopicConfig
 from service.traces.assembly import AssemblyLimits
+from service.traces.evaluations import EvaluationsConfig
 from service.traces.mapping import TraceMapping
 
 RetrieverKind = Literal["bm25", "tfidf", "dense", "hybrid", "http", "entrypoint"]
@@ -584,11 +585,16 @@ class TracesConfig(_Frozen):
             events), or OpenTelemetry traces as the Collector's ``kafka`` exporter writes them:
             ``otlp_proto``, ``otlp_json``, or ``otlp`` (each message detected: JSON when it
             starts with ``{``). With traces, "consumed" counts assembled traces.
+        evaluations: emit goldwatch's verdicts (refusal, out of scope, shadow disagreement)
+            on traced events as OpenTelemetry ``gen_ai.evaluation.result`` events over
+            OTLP/HTTP (:class:`~service.traces.evaluations.EvaluationsConfig`: ``enabled``,
+            off by default; ``endpoint``; ``timeout_s``).
     """
 
     assembly: AssemblyLimits = AssemblyLimits()
     mapping: TraceMapping = TraceMapping()
     kafka_encoding: Literal["events", "otlp", "otlp_proto", "otlp_json"] = "events"
+    evaluations: EvaluationsConfig = EvaluationsConfig()
 
 
 class Settings(BaseSettings):

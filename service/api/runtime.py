@@ -267,9 +267,14 @@ def build_live(
 
     Raises:
         ValueError, OSError: the gold set, corpus, topic model or a custom stage is unusable
-            (the message names the file and problem).
+            (the message names the file and problem); ``traces.evaluations`` is on without
+            analytics or without the ``otel`` extra.
         service.retrievers.base.RetrieverError: a shadow candidate cannot be built.
     """
+    if settings.traces.evaluations.enabled and not settings.analytics.enabled:
+        raise ValueError(
+            "traces.evaluations.enabled needs analytics.enabled: the analytics decide the verdicts"
+        )
     analytics = Analytics(stages=[])
     metrics = None
     candidates = settings.shadow.candidates
@@ -335,6 +340,14 @@ def build_live(
             registry, REASONS, sinks=[type(sink).__name__ for sink in sinks]
         )
         listeners.append(harvest.observe_shadow)
+    if settings.traces.evaluations.enabled:
+        from service.traces.evaluations import EvaluationEmitter, otlp_log_emitter
+
+        emit, close = otlp_log_emitter(settings.traces.evaluations)
+        emitter = EvaluationEmitter(emit, max_rbo=settings.harvest.max_rbo)
+        stages.append(emitter)  # after the analytics, whose annotations it reads
+        listeners.append(emitter.observe_shadow)
+        closers.append(close)
     if candidates:
         names = list(dict.fromkeys(c.retriever_name for c in candidates))
         retrievers = build_retrievers(names, settings,

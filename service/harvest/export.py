@@ -5,7 +5,11 @@ One row per suggestion, in selection order (:func:`service.harvest.ranking.selec
     {"id": "c-…", "question": "…", "gold": [], "source": "real", "status": "suggested",
      "reasons": ["refused", "coverage_gap"], "pool": [{"id": "p-1", "by": {"production": 1}}],
      "suggested": {"language": "hi-Latn", "topic": "fees", "role": "parent"}, "count": 7,
-     "first_seen": "…Z", "last_seen": "…Z", "variants": ["…"], "priority": 12.5}
+     "first_seen": "…Z", "last_seen": "…Z", "variants": ["…"], "priority": 12.5,
+     "trace_id": "0af7…"}
+
+``trace_id`` (provenance: the OpenTelemetry trace the question came from) is there only for
+suggestions harvested from traces.
 
 ``gold`` stays ``[]`` and ``kind`` is left out until a labeller fills them; ``load_gold_set``
 reads such a file (it ignores the extra fields), but treats every row as unanswerable until
@@ -54,6 +58,8 @@ def _row(suggestion: Suggestion, config: HarvestConfig) -> dict[str, Any]:
         variants=[scrub(v).text for v in suggestion.variants],
         priority=round(priority(suggestion, config), 6),
     )
+    if suggestion.trace_id is not None:
+        row["trace_id"] = suggestion.trace_id
     return row
 
 

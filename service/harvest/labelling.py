@@ -13,12 +13,15 @@
   ``answer_contains``, ``reference_answer``; only those sent), ``suggested`` (provenance:
   what goldwatch guessed and the labeller did not confirm — the classifier's ``language``
   and ``topic`` unless ``novel``, the first asker's ``role`` — never read as labels:
-  the gold-set loader ignores it) and ``harvest_id`` (the suggestion id) — and keeps the
-  decision. A guess is a label only when the labeller sends it back::
+  the gold-set loader ignores it), ``harvest_id`` (the suggestion id) and, when the
+  question came from an OpenTelemetry trace, ``trace_id`` (the suggestion's, provenance the
+  loader ignores too) — and keeps the decision. A guess is a label only when the labeller
+  sends it back::
 
       {"id": "q-031", "question": "exam kab hai?", "gold": ["p-7"], "kind": "plain",
        "source": "real", "topic": "exams", "suggested": {"language": "hi-Latn",
-       "topic": "library", "role": "staff"}, "harvest_id": "c-…"}
+       "topic": "library", "role": "staff"}, "harvest_id": "c-…",
+       "trace_id": "0af7651916cd43dd8448eb211c80319c"}
 
   Existing rows are never rewritten. If a crash came between the append and the decision, a
   retry finds the ``harvest_id`` already in the file, does not append again, and keeps the
@@ -604,6 +607,8 @@ def _gold_row(
     if guesses:
         out["suggested"] = guesses
     out["harvest_id"] = row["id"]
+    if row.get("trace_id"):
+        out["trace_id"] = row["trace_id"]
     return out
 
 

@@ -237,6 +237,7 @@ class HarvestStage:
                 language=language, topic=topic,
                 role=_role(event, annotations[rows[k]]),
                 source="generated" if event.channel in generated else "real", gap=gap,
+                trace_id=event.trace_id,
             )  # fmt: skip
 
         self._merge(texts, gold_of, strata_of, reasons_of, occurrence, config.max_new_per_batch)
@@ -273,7 +274,7 @@ class HarvestStage:
                 normalised=normalised, reasons=reasons,
                 rankings={PRODUCTION: result.production, **rankings},
                 language=result.language, topic=result.topic, role=result.role,
-                gap=self._gap(result.topic, result.language),
+                gap=self._gap(result.topic, result.language), trace_id=result.trace_id,
             )  # fmt: skip
             stratum = ((occurrence.topic, occurrence.language), occurrence.gap)
             self._merge([normalised], [True], [stratum], [reasons], lambda _: occurrence)

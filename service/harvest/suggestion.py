@@ -15,7 +15,9 @@ disagreeing shadow result) and keeps, bounded:
 * ``pool`` — ``{passage id: {retriever: best rank}}`` from the top ``pool_k`` of production
   and of every shadow candidate, at most ``max_pool`` passages (first come first kept);
 * ``language``, ``topic``, ``role``, ``source`` (``real`` or ``generated``) of the first
-  occurrence, and ``gap`` — the largest coverage gap of its topic or language, in [0, 1].
+  occurrence, and ``gap`` — the largest coverage gap of its topic or language, in [0, 1];
+* ``trace_id`` — provenance: the OpenTelemetry trace of the first counted occurrence that
+  came from a trace (the representative's own when it did), ``None`` when none did.
 
 :meth:`Suggestion.to_json` / :meth:`Suggestion.from_json` round-trip through plain JSON;
 :meth:`Suggestion.from_record` rebuilds one from its published record.
@@ -54,6 +56,7 @@ class Occurrence(NamedTuple):
         gap: coverage gap of its topic or language at that time, in [0, 1].
         count: whether this is a new event (``False``: evidence added to a counted event,
             e.g. a shadow result arriving after its event).
+        trace_id: the OpenTelemetry trace the event came from (``None``: not from a trace).
     """
 
     event_id: str
@@ -68,6 +71,7 @@ class Occurrence(NamedTuple):
     source: str = "real"
     gap: float = 0.0
     count: bool = True
+    trace_id: str | None = None
 
 
 @dataclass
@@ -94,6 +98,7 @@ class Suggestion:
     variants: tuple[str, ...] = ()
     pool: dict[str, dict[str, int]] = field(default_factory=dict)
     gap: float = 0.0
+    trace_id: str | None = None
 
     def __post_init__(self) -> None:
         # {retriever: the top ranking last pooled}: not a field, never serialised
@@ -110,6 +115,7 @@ class Suggestion:
             topic=occurrence.topic,
             role=occurrence.role,
             source=occurrence.source,
+            trace_id=occurrence.trace_id,
         )
 
     def add(
@@ -140,6 +146,8 @@ class Suggestion:
         self.first_seen = min(self.first_seen or stamp, stamp)
         self.last_seen = max(self.last_seen, stamp)
         self.events = (*self.events, occurrence.event_id)[-RECENT_EVENTS:]
+        if self.trace_id is None:
+            self.trace_id = occurrence.trace_id
         text = occurrence.normalised
         # the first variant is the representative's wording: the same text needs no look
         if (len(self.variants) < max_variants and not (self.variants and text == self.normalised)
@@ -171,6 +179,7 @@ class Suggestion:
             "last_seen": self.last_seen, "events": list(self.events),
             "reasons": dict(self.reasons), "variants": list(self.variants),
             "pool": {pid: dict(by) for pid, by in self.pool.items()}, "gap": self.gap,
+            "trace_id": self.trace_id,
         }  # fmt: skip
 
     @classmethod

@@ -199,6 +199,7 @@ class ShadowResult:
         queue_s: seconds the event waited in the queue.
         attempts: calls started (1 + retries used).
         error: ``None`` or one of :data:`ERROR_REASONS`.
+        trace_id: the event's ``trace_id`` (``None``: not from a trace).
     """
 
     candidate: str
@@ -216,6 +217,7 @@ class ShadowResult:
     queue_s: float
     attempts: int
     error: str | None
+    trace_id: str | None = None
 
 
 def sample_fraction(event_id: str, salt: str = "") -> float:
@@ -671,6 +673,7 @@ class ShadowRunner:
             queue_s=max(0.0, ticket.started - job.enqueued),
             attempts=ticket.attempts,
             error=error,
+            trace_id=event.trace_id,
         )
         with self._results_lock:
             if len(self._results) >= self.config.max_results and not self.backpressure:

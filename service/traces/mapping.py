@@ -4,8 +4,9 @@ Sources of each field, first that exists (``/work/shared/otel-conventions.md`` s
 OpenInference ``spec/semantic_conventions.md``, OpenTelemetry GenAI ``gen-ai-spans.md``,
 OpenLLMetry ``semconv_ai``):
 
-* ``event_id``: the trace id (32 hex characters), so dedup on event id is dedup on trace id,
-  and a harvested gold question keeps the trace it came from.
+* ``event_id`` and ``trace_id``: the trace id (32 hex characters), so dedup on event id is
+  dedup on trace id; ``trace_id`` stays as sent even when the dedup stage pseudonymises an
+  ``event_id``, and a harvested gold question keeps it (provenance).
 * ``timestamp``: the root span's start.
 * ``question``: root ``input.value`` (parsed when ``input.mime_type`` is JSON, first of
   :attr:`TraceMapping.question_json_keys`) -> the last user message of the first LLM span
@@ -25,7 +26,9 @@ OpenLLMetry ``semconv_ai``):
 * answer: root ``output.value`` -> the last LLM span's last output message
   (``gen_ai.output.messages`` text parts; ``llm.output_messages.{i}.message.content``;
   pre-1.37 ``gen_ai.completion.{i}.content`` or the ``gen_ai.content.completion`` event) ->
-  root ``traceloop.entity.output``.
+  root ``traceloop.entity.output``; citations from :attr:`TraceMapping.citations_attribute`,
+  else :attr:`TraceMapping.citations_metadata_key` of the ``metadata`` JSON (or Langfuse's
+  ``langfuse.trace.metadata.<key>``).
 * refusal: :attr:`TraceMapping.refusal_attribute` (a boolean on any span) -> a guardrail
   result (``gen_ai.guardrail.result`` event or attribute) whose value is one of
   :attr:`TraceMapping.guardrail_block_values` -> ``content_filter`` or ``refusal`` in
@@ -33,7 +36,16 @@ OpenLLMetry ``semconv_ai``):
   ``refusal`` output part -> ``None`` (goldwatch's refusal classifier then reads the answer).
 * user: id from ``user.id`` / ``enduser.id`` / ``enduser.pseudo.id``; role from
   ``user.roles`` (the first) / ``enduser.role`` / the configured key of the OpenInference
-  ``metadata`` JSON; tenant and channel from configured attributes.
+  ``metadata`` JSON or Langfuse's ``langfuse.trace.metadata.<key>``; tenant and channel from
+  configured attributes.
+* retriever spans: OpenInference kind ``RETRIEVER``; ``gen_ai.operation.name: retrieval``;
+  OpenLLMetry ``db.vector.query.top_k`` or ``db.query.result`` events; and, for
+  instrumentations that leave out the operation name, a non-LLM span with
+  ``gen_ai.retrieval.top_k`` (the name some emit instead of the spec's
+  ``gen_ai.request.top_k``), ``gen_ai.retrieval.documents`` or
+  ``gen_ai.retrieval.query.text``, or with ``gen_ai.request.top_k`` next to
+  ``gen_ai.data_source.id`` (``gen_ai.request.top_k`` alone is also an LLM sampling
+  parameter).
 
 Attributes are looked up on the root span first, then on the other spans in start order.
 """
@@ -76,8 +88,13 @@ class TraceMapping(BaseModel):
         refusal_attribute: a boolean span attribute the application sets on refusals.
         guardrail_block_values: guardrail result values (case-insensitive) that mean the
             answer was blocked, e.g. Bedrock's ``GUARDRAIL_INTERVENED``.
-        role_metadata_key: key of the OpenInference ``metadata`` JSON holding the user role.
+        role_metadata_key: key of the OpenInference ``metadata`` JSON (or the Langfuse
+            ``langfuse.trace.metadata.<key>`` attribute) holding the user role.
         tenant_attribute, channel_attribute: span attributes holding tenant and channel.
+        citations_attribute: a span attribute holding the passage ids the answer cites (no
+            convention has one): a string array, a JSON array string, or one id.
+        citations_metadata_key: the same under this key of the OpenInference ``metadata``
+            JSON (or ``langfuse.trace.metadata.<key>``); read when the attribute gives none.
 
     Raises:
         pydantic.ValidationError: an empty key, ``rrf_k < 1``, an unknown field.
@@ -95,6 +112,8 @@ class TraceMapping(BaseModel):
     role_metadata_key: Key | None = None
     tenant_attribute: Key | None = None
     channel_attribute: Key | None = None
+    citations_attribute: Key | None = None
+    citations_metadata_key: Key | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +200,7 @@ def trace_to_event(
         channel=_string_attr(ordered, mapping.channel_attribute),
         retrieval=retrieval,
         answer=_answer(root, llms, ordered, mapping),
+        trace_id=trace_id,
     )
     return TraceEvent(event=event, trace_id=trace_id, rewritten_query=rewritten)
 
@@ -216,10 +236,22 @@ def _is_llm(span: Span) -> bool:
     return "llm.request.type" in span.attributes  # OpenLLMetry's LLM spans
 
 
+_GENAI_RETRIEVAL_KEYS = (
+    "gen_ai.retrieval.top_k",
+    "gen_ai.retrieval.documents",
+    "gen_ai.retrieval.query.text",
+)
+
+
 def _is_retrieval(span: Span) -> bool:
     attrs = span.attributes
     if _kind(span) == "" and attrs.get("gen_ai.operation.name") == "retrieval":
         return True
+    if _kind(span) == "" and "gen_ai.operation.name" not in attrs and not _is_llm(span):
+        if any(key in attrs for key in _GENAI_RETRIEVAL_KEYS):
+            return True
+        if "gen_ai.request.top_k" in attrs and "gen_ai.data_source.id" in attrs:
+            return True
     if "db.vector.query.top_k" in attrs:  # OpenLLMetry vector-DB query span
         return True
     return any(event.name == "db.query.result" for event in span.events)
@@ -301,9 +333,50 @@ def _answer(
     if text is None:
         text = _entity_text(root, "traceloop.entity.output", mapping.answer_json_keys)
     refused = _refused(ordered, llms, last, mapping)
-    if text is None and refused is None:
+    citations = _citations(ordered, mapping)
+    if text is None and refused is None and not citations:
         return None
-    return Answer(text=text, refused=refused)
+    return Answer(text=text, refused=refused, citations=citations)
+
+
+def _ids(value: Any) -> tuple[str, ...]:
+    """Passage ids from a string array, a JSON array string, or one id (string or integer);
+    blank items, booleans and other types are left out."""
+    if isinstance(value, str):
+        parsed = _loads(value) if value.lstrip()[:1] == "[" else value
+        value = parsed if isinstance(parsed, list) else [value]
+    elif isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list | tuple):
+        return ()
+    ids = [str(item) for item in value if isinstance(item, str | int) and item is not True
+           and item is not False and str(item).strip()]  # fmt: skip
+    return tuple(dict.fromkeys(ids))
+
+
+def _metadata_value(ordered: Sequence[Span], key: str) -> Any:
+    """``key`` of the first OpenInference ``metadata`` JSON that has it, else the first
+    ``langfuse.trace.metadata.<key>`` attribute; ``None`` when neither is set."""
+    for span in ordered:
+        meta = _loads(span.attributes.get("metadata"))
+        if isinstance(meta, dict) and meta.get(key) is not None:
+            return meta[key]
+    for span in ordered:
+        found = span.attributes.get(f"langfuse.trace.metadata.{key}")
+        if found is not None:
+            return found
+    return None
+
+
+def _citations(ordered: Sequence[Span], mapping: TraceMapping) -> tuple[str, ...]:
+    if mapping.citations_attribute is not None:
+        for span in ordered:
+            ids = _ids(span.attributes.get(mapping.citations_attribute))
+            if ids:
+                return ids
+    if mapping.citations_metadata_key is not None:
+        return _ids(_metadata_value(ordered, mapping.citations_metadata_key))
+    return ()
 
 
 #: One chat message: (role, text of its text parts or None, [(part type, finish reason)]).
@@ -574,11 +647,10 @@ def _user(ordered: Sequence[Span], mapping: TraceMapping) -> User | None:
             break
     role = role or _string_attr(ordered, "enduser.role")
     if role is None and mapping.role_metadata_key is not None:
-        for span in ordered:
-            meta = _loads(span.attributes.get("metadata"))
-            if isinstance(meta, dict) and isinstance(meta.get(mapping.role_metadata_key), str):
-                role = meta[mapping.role_metadata_key]
-                break
+        found = _metadata_value(ordered, mapping.role_metadata_key)
+        if isinstance(found, list) and found:  # a list of roles: the first, as user.roles
+            found = found[0]
+        role = found if isinstance(found, str) and found.strip() else None
     tenant = _string_attr(ordered, mapping.tenant_attribute)
     if user_id is None and role is None and tenant is None:
         return None

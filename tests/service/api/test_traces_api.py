@@ -227,25 +227,25 @@ def _expected(oi: str, genai: str, old: str, llmetry: str) -> dict[str, QueryLog
 
     return {
         oi: QueryLogEvent(
-            event_id=oi, timestamp=AT_T0, question="What is the refund window?",
+            event_id=oi, trace_id=oi, timestamp=AT_T0, question="What is the refund window?",
             user=User(id="u-7"),
             retrieval=Retrieval(retriever="retrieve", latency_ms=12.5,
                                 results=passages(("p-12", 0.82), ("p-3", 0.5))),
             answer=Answer(text="30 days."),
         ),
         genai: QueryLogEvent(
-            event_id=genai, timestamp=AT_T0, question="Library hours?",
+            event_id=genai, trace_id=genai, timestamp=AT_T0, question="Library hours?",
             user=User(id="e-1", role="staff"),
             retrieval=Retrieval(retriever="kb-main", latency_ms=2.0,
                                 results=passages(("d-1", 0.91), ("d-2", 0.4))),
             answer=Answer(text="9 to 5."),
         ),
         old: QueryLogEvent(
-            event_id=old, timestamp=AT_T0, question="Pick a lock?",
+            event_id=old, trace_id=old, timestamp=AT_T0, question="Pick a lock?",
             answer=Answer(text="I can't help with that.", refused=True),
         ),
         llmetry: QueryLogEvent(
-            event_id=llmetry, timestamp=AT_T0, question="Visa?",
+            event_id=llmetry, trace_id=llmetry, timestamp=AT_T0, question="Visa?",
             retrieval=Retrieval(retriever="chroma", latency_ms=2.0,
                                 results=passages(("v-9", 0.3), ("v-2", 0.8))),
             answer=Answer(text="60 EUR."),
@@ -287,7 +287,7 @@ def test_otlp_json_and_a_resent_trace(server: Server) -> None:
     response = server.post(body, "application/json")
     assert response.status_code == 200 and response.json() == {}
     (event,) = server.wait_for(1)
-    assert event == _expected(trace_id, "b", "c", "d")[trace_id]
+    assert event == _expected(trace_id, "b" * 32, "c" * 32, "d" * 32)[trace_id]
     # the same trace again after it was handed out (an exporter's retry): its spans are
     # late, dead-lettered and counted at once, and no second event is built
     assert server.post(payload, "application/x-protobuf").status_code == 200

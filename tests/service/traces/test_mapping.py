@@ -97,6 +97,7 @@ def test_openinference_trace() -> None:
     assert built.rewritten_query == "refund window days"
     assert built.event == QueryLogEvent(
         event_id=TRACE,
+        trace_id=TRACE,
         timestamp=AT_T0,
         question="What is the refund window?",
         user=User(id="u-7", role="parent"),
@@ -231,6 +232,7 @@ def test_genai_current_shape(documents: Any) -> None:
     assert built.rewritten_query == "library hours"
     assert built.event == QueryLogEvent(
         event_id=TRACE,
+        trace_id=TRACE,
         timestamp=AT_T0,
         question="Library hours?",
         user=User(id="e-1", role="staff"),
@@ -270,6 +272,7 @@ def test_genai_pre_1_37_shape_and_content_filter() -> None:
     event = trace_to_event([root, chat], TraceMapping()).event
     assert event == QueryLogEvent(
         event_id=TRACE,
+        trace_id=TRACE,
         timestamp=AT_T0,
         question="How do I pick a lock?",
         user=User(role="guest"),
@@ -324,6 +327,7 @@ def test_openllmetry_db_query_result_events() -> None:
     event = trace_to_event([root, query], TraceMapping()).event
     assert event == QueryLogEvent(
         event_id=TRACE,
+        trace_id=TRACE,
         timestamp=AT_T0,
         question="Visa fee?",
         retrieval=Retrieval(
