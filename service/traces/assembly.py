@@ -35,7 +35,8 @@ the offset of the first message of the oldest open trace. The consumer commits o
 below it, so after a crash every message holding a span of an open trace is read again and the
 trace is rebuilt. Traces already handed out whose messages are read again come out again with
 the same ``event_id`` (the trace id), which the checkpointed dedup window drops: none is lost
-or counted twice.
+or counted twice. HTTP ingest, whose requests cannot be read again, keeps the acknowledged
+spans of its open traces in the state store instead (``service/api/trace_ingest.py``).
 
 Time is passed in (``now``: seconds of a monotonic clock), so tests need no sleeps.
 """
@@ -251,6 +252,12 @@ class TraceAssembler:
             del self._open[trace_id]
             self._rooted.pop(trace_id, None)
         return len(drop)
+
+    def holds(self, trace_id: str, span_id: str) -> bool:
+        """Whether the open trace ``trace_id`` holds the span ``span_id`` (kept by
+        :meth:`add`: not rejected, its trace not evicted or handed out since)."""
+        trace = self._open.get(trace_id)
+        return trace is not None and span_id in trace.span_ids
 
     def closed_ids(self) -> list[str]:
         """Trace ids handed out or evicted recently (oldest first; at most
