@@ -7,7 +7,9 @@ trace id and hands it out as a :class:`Completed` trace when
 * ``settled``: its root span has arrived (spans are exported when they end, so the root has
   ended) and no span of the trace arrived for :attr:`AssemblyLimits.settle_s` seconds; or
 * ``timeout``: :attr:`AssemblyLimits.timeout_s` seconds passed since its first span, root or
-  not (a trace whose root never comes, or that keeps growing); counted by the caller.
+  not (a trace whose root never comes, or that keeps growing); counted by the caller. A trace
+  for which both hold when :meth:`TraceAssembler.due` is called (it was not called for a
+  while: a restart of HTTP ingest) is ``settled``.
 
 Bounds (each breach is a :class:`Rejected` record with its reason, for the dead-letter
 destination and a counter; never a silent drop):
@@ -210,13 +212,15 @@ class TraceAssembler:
         """Hand out the traces complete at ``now``: timed out first (oldest first), then
         settled (quietest first)."""
         done: list[Completed] = []
-        timeout = self._limits.timeout_s
+        timeout, settle = self._limits.timeout_s, self._limits.settle_s
         while self._open:
             trace_id, trace = next(iter(self._open.items()))
             if now - trace.first_seen < timeout:
                 break
-            done.append(self._close(trace_id, "timeout"))
-        settle = self._limits.settle_s
+            # both passed since the last call (a restart, a stalled ticker): a rooted, quiet
+            # trace is complete, not timed out
+            quiet = trace.has_root and now - trace.last_seen >= settle
+            done.append(self._close(trace_id, "settled" if quiet else "timeout"))
         while self._rooted:
             trace_id = next(iter(self._rooted))
             if now - self._open[trace_id].last_seen < settle:

@@ -176,6 +176,25 @@ def test_settle_and_timeout_pass_while_down(
     second.crash()
 
 
+def test_a_complete_trace_older_than_the_timeout_is_settled(
+    tmp_path: Path, traces: list[tuple[str, list[Span], list[Span]]]
+) -> None:
+    """Down for longer than the timeout: a trace whose root came is complete (settled); one
+    without a root timed out."""
+    clocks = Clocks()
+    (a, a_kids, a_root), (b, b_kids, _), _ = traces
+    first = Process(tmp_path, clocks)
+    first.ingest.receive(a_kids + a_root + b_kids)
+    first.crash()
+    clocks.advance(TIMEOUT_S + 1)
+    second = Process(tmp_path, clocks)
+    assert second.ingest.tick() == 2
+    assert second.metric("goldwatch_traces_assembled_total", why="settled") == 1
+    assert second.metric("goldwatch_traces_assembled_total", why="timeout") == 1
+    assert second.metric("goldwatch_traces_without_root_total") == 1
+    second.crash()
+
+
 def test_restored_traces_keep_their_age_order(
     tmp_path: Path, traces: list[tuple[str, list[Span], list[Span]]]
 ) -> None:
