@@ -20,10 +20,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import service.api.runtime as runtime_module
 from service.api.runtime import Runtime
-from service.api.trace_ingest import PENDING_PREFIX, TraceIngest, _storable
+from service.api.trace_ingest import PENDING_PREFIX, TraceIngest, _restored, _stored
 from service.settings import load_settings
 from service.state import StateStore
-from service.traces.otlp import decode_json, decode_protobuf
+from service.traces.otlp import decode_protobuf
 from service.traces.spans import Span, SpanEvent
 from tests.service.api.test_traces_api import Capture, _expected, _openinference, _provider
 
@@ -267,14 +267,27 @@ def test_a_damaged_pending_value_is_dead_lettered_not_dropped(tmp_path: Path) ->
     process.crash()
 
 
-def test_storable_round_trips_lone_surrogates_and_bytes() -> None:
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        {"input.value": "a\ud800b", "n": 3, "f": 0.5, "l": ["x", 1], "m": {"k": True},
+         "none": None, "big": 2**63 - 1, "text": "Grüße 東京"},
+        {"input.value": "a\ud800b", "blob": b"\x00\xff", "f": 1.5},
+        {"inf": float("inf")},
+    ],
+    ids=["plain JSON", "bytes", "infinity"],
+)  # fmt: skip
+def test_stored_spans_round_trip(attributes: dict[str, Any]) -> None:
+    """Every attribute type of a span, lone surrogates and non-ASCII text included; bytes
+    and infinities take the OTLP/JSON fallback."""
     span = Span(
-        "ab" * 16, "01" * 8, None, "root", 1, 2,
-        attributes={"input.value": "a\ud800b", "blob": b"\x00\xff", "n": 3, "f": 0.5,
-                    "l": ["x", 1], "m": {"k": True}},
-        events=(SpanEvent("db.query.result", 5, {"id": "d-1"}),),
+        "ab" * 16, "01" * 8, None, "root", 1, 2, attributes=attributes,
+        events=(SpanEvent("db.query.result", 5, {"id": "d-1", "score": 0.25}),),
         resource={"service.name": "rag"}, status_code=2,
     )  # fmt: skip
-    text = _storable([span])
+    child = Span("ab" * 16, "02" * 8, "01" * 8, "retrieve", 1, 2)
+    value = _stored([span, child])
+    assert set(value) == ({"otlp"} if len(attributes) < 4 else {"spans"})
+    text = json.dumps(value, ensure_ascii=False)
     text.encode("utf-8")  # valid UTF-8: SQLite takes it
-    assert decode_json(text.encode("utf-8", "surrogatepass")) == [span]
+    assert _restored(json.loads(text)) == [span, child]
