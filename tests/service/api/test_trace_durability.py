@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from google.rpc.status_pb2 import Status
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -22,10 +23,18 @@ import service.api.runtime as runtime_module
 from service.api.runtime import Runtime
 from service.api.trace_ingest import PENDING_PREFIX, TraceIngest, _restored, _stored
 from service.settings import load_settings
-from service.state import StateStore
+from service.state import StateError, StateStore
 from service.traces.otlp import decode_protobuf
 from service.traces.spans import Span, SpanEvent
-from tests.service.api.test_traces_api import Capture, _expected, _openinference, _provider
+from tests.ports import free_port
+from tests.service.api.test_traces_api import (
+    TOKEN,
+    Capture,
+    Server,
+    _expected,
+    _openinference,
+    _provider,
+)
 
 SETTLE_S, TIMEOUT_S = 2.0, 10.0
 
@@ -291,3 +300,36 @@ def test_stored_spans_round_trip(attributes: dict[str, Any]) -> None:
     text = json.dumps(value, ensure_ascii=False)
     text.encode("utf-8")  # valid UTF-8: SQLite takes it
     assert _restored(json.loads(text)) == [span, child]
+
+
+def test_the_route_answers_503_when_the_spans_cannot_be_made_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A state file that cannot be written (disk full): nothing acknowledged, the exporter
+    retries; the retry, once the disk has room, is stored (the held spans written again)."""
+    settings = load_settings(
+        state={"path": tmp_path / "state.sqlite"},
+        api={"port": free_port(), "token": TOKEN},
+        analytics={"enabled": False},
+        traces={"assembly": {"settle_s": 60.0, "timeout_s": 120.0}},
+    )
+    memory = InMemorySpanExporter()
+    provider, tracer = _provider(memory)
+    _openinference(tracer)
+    payload = encode_spans(memory.get_finished_spans()).SerializeToString()
+    provider.shutdown()
+    with Server(settings) as server:
+        store = server.runtime.state
+        real = store.checkpoint
+
+        def full(updates: Any) -> None:
+            raise StateError(f"cannot write state file {store.label}: the disk is full")
+
+        monkeypatch.setattr(store, "checkpoint", full)
+        refused = server.post(payload, "application/x-protobuf")
+        assert refused.status_code == 503
+        assert Status.FromString(refused.content).message == "cannot write state"
+        assert store.keys(PENDING_PREFIX) == []
+        monkeypatch.setattr(store, "checkpoint", real)
+        assert server.post(payload, "application/x-protobuf").status_code == 200
+        assert len(store.keys(PENDING_PREFIX)) == 1
