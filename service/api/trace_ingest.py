@@ -206,7 +206,10 @@ class TraceIngest:
         entries: list[tuple[float, tuple[str, int], str, list[Span]]] = []
         letters: list[DeadLetter] = []
         drop: dict[str, None] = {}
-        for key, value in self.runtime.state.get_many(keys).items():
+        stored: dict[str, Any] = {}
+        for start in range(0, len(keys), 500):  # under any SQLite build's bound (>= 999)
+            stored.update(self.runtime.state.get_many(keys[start : start + 500]))
+        for key, value in stored.items():
             try:
                 arrived = float(value["t"])
                 spans = _restored(value)

@@ -9,6 +9,7 @@ the exporter's protobuf; the clocks are the test's, so no sleeps.
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -333,3 +334,29 @@ def test_the_route_answers_503_when_the_spans_cannot_be_made_durable(
         monkeypatch.setattr(store, "checkpoint", real)
         assert server.post(payload, "application/x-protobuf").status_code == 200
         assert len(store.keys(PENDING_PREFIX)) == 1
+
+
+def test_more_pending_keys_than_sqlite_binds_at_once_are_restored(tmp_path: Path) -> None:
+    """More pending keys than one SQLite statement may bind (32,766 in most builds, 999 before
+    SQLite 3.32; 10,000 open traces of 3+ requests each can leave over 30,000): read in
+    chunks. The test lowers this build's bound (250,000) to 999 and restores 1,500 keys."""
+    clocks = Clocks()
+    n = 1_500
+    with StateStore.open(tmp_path / "state.sqlite") as store:
+        store.checkpoint({
+            f"{PENDING_PREFIX}{i:032x}/r.0": {"t": clocks.wall, **_stored(
+                [Span(f"{i:032x}", "01" * 8, "02" * 8, "retrieve", 1, 2)])}
+            for i in range(n)
+        })  # fmt: skip
+    settings = load_settings(
+        state={"path": tmp_path / "state.sqlite"}, analytics={"enabled": False},
+        traces={"assembly": {"max_open_traces": n}},
+    )  # fmt: skip
+    runtime = Runtime(settings)
+    try:
+        runtime.state._conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+        ingest = TraceIngest(runtime, runtime.trace_metrics)
+        assert len(ingest.assembler) == n
+        assert runtime.registry.get_sample_value("goldwatch_traces_restored_total") == n
+    finally:
+        runtime.state.close()
