@@ -163,9 +163,9 @@ class TraceIngest:
                for s in r.spans}  # fmt: skip
         kept: dict[str, list[Span]] = {}
         for span in spans:
-            key = (span.trace_id, span.span_id)
-            if self.assembler.holds(*key):
-                kept.setdefault(span.trace_id, []).append(cut.get(key, span))
+            ids = (span.trace_id, span.span_id)
+            if self.assembler.holds(*ids):
+                kept.setdefault(span.trace_id, []).append(cut.get(ids, span))
         evicted = (r.trace_id for r in rejected if r.reason == "evicted")
         updates: dict[str, Any] = dict(self._deletes_of(evicted))
         now = self.wall()

@@ -96,7 +96,7 @@ def _export(service: ServiceProcess, spans: list[ReadableSpan]) -> None:
     try:
         assert exporter.export(spans) is SpanExportResult.SUCCESS
     finally:
-        exporter.shutdown()
+        exporter.shutdown()  # type: ignore[no-untyped-call]
 
 
 def _config(workdir: Path, settle_s: float, timeout_s: float) -> dict[str, Any]:
