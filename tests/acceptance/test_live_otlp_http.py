@@ -142,7 +142,7 @@ def test_kill_9_after_acknowledged_spans_then_restart_counts_every_trace_once(
     traces = _traces()
     half = len(traces) // 2
     env = {"GOLDWATCH_TEST_RECORD": str(tmp_path / "events.jsonl")}
-    config = _config(tmp_path, settle_s=5.0, timeout_s=120.0)
+    config = _config(tmp_path, settle_s=8.0, timeout_s=120.0)
     first = start_service(tmp_path, config, env=env)
     for start in range(0, len(traces), 13):  # the children of every trace, 4 requests
         _export(first, [s for t in traces[start : start + 13] for s in t.children])
@@ -151,7 +151,7 @@ def test_kill_9_after_acknowledged_spans_then_restart_counts_every_trace_once(
     open_at_kill = first.metric("goldwatch_open_traces")
     processed_at_kill = first.totals()["processed"]
     first.kill()
-    # every trace had spans acknowledged, and (settle_s = 5 s) none had settled
+    # every trace had spans acknowledged, and (settle_s = 8 s) none had settled
     assert (open_at_kill, processed_at_kill) == (len(traces), 0)
 
     second = start_service(tmp_path, config, env=env)
