@@ -6,6 +6,9 @@ What is kept (keys are ``<namespace>/<name>``; values are any JSON-able data):
   event ids, oldest first, joined by newlines; ``stage/count``: running totals).
 * ``source/<source key>`` — a source's resume position (e.g. ``source/file:/abs/path.jsonl``:
   ``{"offset": bytes, "line": n, "head": sha256-hex}``).
+* ``traces/open/<trace id>/<request>`` — spans ``POST /v1/traces`` acknowledged whose trace is
+  still being assembled (``service/api/trace_ingest.py``), deleted with the checkpoint that
+  records the trace's event.
 * later: drift windows, baselines, harvest candidates under their own namespaces.
 
 Schema (version 1)::
@@ -21,7 +24,8 @@ its keys change, or none do.
 Opening never repairs or recreates: a corrupt, foreign or unreadable file raises
 :class:`StateError`, whose message names the file and tells the user to move it aside.
 
-The file holds users' questions (scrubbed) and pseudonymised ids, so it is created readable by
+The file holds users' questions (scrubbed), pseudonymised ids and, for seconds, the raw spans
+of open traces (``traces/open/``), so it is created readable by
 its owner only (mode 0600; SQLite gives its ``-wal`` and ``-shm`` files the database's mode).
 A writer (``serve``, ``replay --state``) opens it with ``exclusive=True``: an advisory
 ``flock`` on ``<file>.lock`` held until :meth:`StateStore.close` (or the process's death), so

@@ -1053,6 +1053,8 @@ class TraceMetrics:
                                                        attribute_too_large, late_span)
     goldwatch_trace_payloads_rejected_total    counter reason (undecodable payloads)
     goldwatch_open_traces                      gauge   (traces being assembled)
+    goldwatch_traces_restored_total            counter (open traces read back from the state
+                                                       file at start, ``/v1/traces``)
     ========================================== ======= ====================================
     """
 
@@ -1063,6 +1065,7 @@ class TraceMetrics:
     spans_rejected: Counter
     payloads_rejected: Counter
     open_traces: Gauge
+    restored: Counter
 
 
 #: Label values of the trace metrics (pre-initialised).
@@ -1103,6 +1106,9 @@ def build_trace_metrics(registry: CollectorRegistry) -> TraceMetrics:
                                   registry=registry),
         open_traces=Gauge(_name("open_traces"), "Traces being assembled (held in memory).",
                           registry=registry),
+        restored=Counter(_name("traces_restored"), "Open traces of /v1/traces read back from "
+                         "the state file at start (spans acknowledged before a stop or crash, "
+                         "not yet assembled).", registry=registry),
     )  # fmt: skip
     for why in TRACE_ASSEMBLED_WHY:
         metrics.assembled.labels(why=why)

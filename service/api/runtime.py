@@ -22,7 +22,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -916,9 +916,11 @@ class Runtime:
 
     # -- HTTP ingest ---------------------------------------------------------------------
 
-    def ingest(self, values: Sequence[bytes]) -> Outcome:
+    def ingest(self, values: Sequence[bytes], extra: Mapping[str, Any] | None = None) -> Outcome:
         """Process events posted over HTTP: dead letters are made durable and the state is
-        checkpointed before this returns (so an acknowledged event is never lost).
+        checkpointed before this returns (so an acknowledged event is never lost). ``extra``
+        state updates go into that same checkpoint (trace ingest deletes the pending spans of
+        the traces these events were assembled from: :mod:`service.api.trace_ingest`).
 
         A chunk whose dead letters cannot be written is not applied. When the request is
         not acknowledged (503), the letters it wrote are remembered by identity, so the
@@ -940,7 +942,7 @@ class Runtime:
             for start in range(0, max(len(messages), 1), size):
                 last = start + size >= len(messages)
                 self._ingest_chunk(messages[start : start + size], start, len(messages), last,
-                                   outcomes, written)  # fmt: skip
+                                   outcomes, written, extra)  # fmt: skip
                 if not last:
                     time.sleep(0)  # hand the lock (and the GIL) to a waiting reader or consumer
         except EngineBusy:
@@ -956,10 +958,11 @@ class Runtime:
         last: bool,
         outcomes: list[Outcome],
         written: list[DeadLetter],
+        extra: Mapping[str, Any] | None = None,
     ) -> None:
         """Process one chunk of an HTTP ingest under the pipeline lock (and checkpoint after
-        the ``last``); append its outcome to ``outcomes`` and the dead letters that are on
-        disk for it to ``written``.
+        the ``last``, with ``extra``); append its outcome to ``outcomes`` and the dead letters
+        that are on disk for it to ``written``.
 
         Raises:
             EngineBusy: the lock stayed taken for :data:`LOCK_TIMEOUT_S`.
@@ -988,7 +991,7 @@ class Runtime:
             self.http_dead_letters.write(rest)  # processing_failed: queued when it fails
             written.extend(rest)
             if last:
-                self.engine.checkpoint()
+                self.engine.checkpoint(extra)
         except OSError as exc:
             raise IngestUnavailable(
                 f"cannot write dead letters to {self.http_dead_letters.path}: "

@@ -9,33 +9,59 @@ harvest, metrics, checkpoint. Everything not kept goes to the HTTP dead-letter f
 reason (the spans as OTLP/JSON, replayable): undecodable payloads, rejected spans
 (:data:`~service.traces.assembly.REJECT_REASONS`), traces without a question.
 
-Durability: an open trace lives in memory only. A span is acknowledged (200) when it is
-buffered, so a crash loses the traces still open (at most ``traces.assembly.timeout_s`` of
-them); the Kafka path keeps them replayable instead (``service/traces/assembly.py``, crash
-semantics). Traces handed out but not yet processed (the engine busy) are retried at the next
-tick, never dropped.
+Durability (the same guarantee as ``/v1/events``: once the 200 is sent, a crash loses
+nothing and counts nothing twice):
+
+* Before :meth:`TraceIngest.receive` returns, the spans it kept are written to the state store
+  (:class:`~service.state.StateStore`, the SQLite file ``/v1/events`` checkpoints into: one
+  transaction, WAL, ``synchronous=FULL``): one key ``traces/open/<trace id>/<request>`` per
+  trace and request (:data:`PENDING_PREFIX`), holding the spans as OTLP/JSON and the wall time
+  they arrived. The spans of a trace evicted by the same request are deleted in that
+  transaction, after its dead letter is on disk.
+* A handed-out trace's keys are deleted in the checkpoint that records its event (the
+  ``extra`` of :meth:`~service.api.runtime.Runtime.ingest`: dedup window, totals and the
+  deletion are one transaction), or, for a trace dead-lettered by the mapping, after its dead
+  letter is on disk. A crash before that checkpoint leaves the keys: the trace is built
+  again and processed once; a crash after it leaves none.
+* At start, :meth:`TraceIngest.restore` reads every pending key back into the assembler with
+  its age (wall time now minus the time it arrived), so a trace whose settle time or timeout
+  passed while the process was down is handed out (``settled`` or ``timeout``) at the first
+  tick. Counted in ``goldwatch_traces_restored_total``.
+
+As on the Kafka path, a dead letter written just before a crash whose checkpoint did not
+happen is written again after the restart (dead-letter files are at-least-once; the events
+and the totals are exactly-once). The pending spans are raw (not yet scrubbed: the mapping
+needs them) until their trace is assembled; the state file is private to its owner (0600).
+Traces handed out but not yet processed (the engine busy) are retried at the next tick, never
+dropped.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from consumers.base import DeadLetter, Origin, RawMessage
 from service.api.runtime import EngineBusy, Runtime
 from service.corpus import load_corpus
+from service.state import StateError
 from service.telemetry import TraceMetrics
 from service.traces.assembly import Rejected, TraceAssembler
 from service.traces.mapping import TraceMappingError, content_key, trace_to_event
-from service.traces.otlp import encode_json
-from service.traces.spans import Span
+from service.traces.otlp import TraceDecodeError, decode_json, encode_json
+from service.traces.spans import Span, SpanEvent
 
 log = logging.getLogger(__name__)
 #: ``Origin.file`` of dead letters of trace ingest.
 TRACES_SOURCE = "http-traces"
+#: State-store namespace of the acknowledged spans of open traces (module docstring).
+PENDING_PREFIX = "traces/open/"
 
 
 def dead_letter(value: bytes, reason: str, detail: str) -> DeadLetter:
@@ -59,44 +85,168 @@ def content_index(corpus: Path | None) -> dict[str, str]:
 class TraceIngest:
     """Assembly and hand-over of posted spans (module docstring).
 
+    The spans acknowledged before the last stop or crash are restored first
+    (:meth:`restore`).
+
     Args:
-        runtime: the process runtime (pipeline, dead-letter file, settings).
+        runtime: the process runtime (pipeline, state store, dead-letter file, settings).
         metrics: the trace metrics (:func:`service.telemetry.build_trace_metrics`).
         clock: monotonic seconds (tests pass their own).
+        wall: Unix time in seconds, stored with pending spans to age them across a restart
+            (tests pass their own).
+
+    Raises:
+        service.state.StateError: the state file cannot be read or written.
     """
 
     def __init__(
-        self, runtime: Runtime, metrics: TraceMetrics, clock: Callable[[], float] = time.monotonic
+        self,
+        runtime: Runtime,
+        metrics: TraceMetrics,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         self.runtime = runtime
         self.metrics = metrics
         self.config = runtime.settings.traces
         self.assembler = TraceAssembler(self.config.assembly)
         self.clock = clock
+        self.wall = wall
         self._lock = threading.Lock()
         self._values: list[bytes] = []  # events of handed-out traces, not yet processed
         self._letters: list[DeadLetter] = []  # dead letters not yet written
+        self._keys: dict[str, list[str]] = {}  # open trace id -> its pending keys
+        #: pending keys of handed-out (or evicted) traces: deleted by the next checkpoint
+        #: that covers their events and dead letters
+        self._deletes: dict[str, None] = {}
+        self._run = f"{time.time_ns():x}"  # with _seq: unique pending keys across restarts
+        self._seq = itertools.count()
         #: corpus passage text (:func:`~service.traces.mapping.content_key`) -> corpus id
         self.content_index = content_index(runtime.settings.corpus)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.restore()
 
     def receive(self, spans: Sequence[Span]) -> list[Rejected]:
         """Buffer decoded spans; dead-letter and count what assembly did not keep whole.
+
+        The kept spans are in the state store when this returns (module docstring), so the
+        route's 200 survives a crash.
 
         Returns:
             the rejections of these spans (the route reports the dropped ones as
             ``partial_success.rejected_spans``).
 
         Raises:
-            OSError: the dead-letter file cannot be written (the route answers 503: retry).
+            OSError: the dead-letter file cannot be written; StateError: the state file cannot
+                be written (the route answers 503: retry; a resent span already held is
+                written again, not counted twice).
         """
         self.metrics.spans_received.inc(len(spans))
-        with self._lock:
+        with self._lock:  # a trace cannot be handed out between its spans' add and write
             rejected = self.assembler.add(spans, now=self.clock())
             self.metrics.open_traces.set(len(self.assembler))
-        self.reject(rejected)
+            self.reject(rejected)  # on disk before the evicted traces leave the state
+            self._persist(spans, rejected)
         return rejected
+
+    def _persist(self, spans: Sequence[Span], rejected: Sequence[Rejected]) -> None:
+        """Write the spans of ``spans`` the assembler holds (as kept: attributes cut) under
+        one new key per trace, and delete the keys of traces ``rejected`` evicted, in one
+        state transaction (caller holds the lock).
+
+        Raises:
+            StateError: the transaction failed (nothing written; the evicted traces' keys are
+                deleted by a later checkpoint).
+        """
+        cut = {(s.trace_id, s.span_id): s for r in rejected if r.reason == "attribute_too_large"
+               for s in r.spans}  # fmt: skip
+        kept: dict[str, list[Span]] = {}
+        for span in spans:
+            ids = (span.trace_id, span.span_id)
+            if self.assembler.holds(*ids):
+                kept.setdefault(span.trace_id, []).append(cut.get(ids, span))
+        evicted = (r.trace_id for r in rejected if r.reason == "evicted")
+        updates: dict[str, Any] = dict(self._deletes_of(evicted))
+        now = self.wall()
+        added: list[tuple[str, str]] = []
+        for trace_id, trace_spans in kept.items():
+            key = f"{PENDING_PREFIX}{trace_id}/{self._run}.{next(self._seq)}"
+            updates[key] = {"t": now, **_stored(trace_spans)}
+            added.append((trace_id, key))
+        if not updates:
+            return
+        try:
+            self.runtime.state.checkpoint(updates)
+        except (StateError, TypeError):
+            self._deletes.update((key, None) for key, value in updates.items() if value is None)
+            raise
+        for trace_id, key in added:
+            self._keys.setdefault(trace_id, []).append(key)
+
+    def _deletes_of(self, trace_ids: Iterable[str]) -> dict[str, None]:
+        """``{pending key: None}`` of ``trace_ids``, forgotten as open (caller holds the lock)."""
+        return {key: None for trace_id in trace_ids for key in self._keys.pop(trace_id, ())}
+
+    def restore(self) -> int:
+        """Read the pending spans of the state store back into the assembler, each key's
+        spans aged by the time since they arrived (module docstring), oldest first. Spans the
+        assembler does not keep (limits lowered since) are dead-lettered as on receipt, and
+        their keys deleted; so is a stored value that cannot be read (``invalid_value``).
+
+        Returns:
+            the number of open traces restored.
+
+        Raises:
+            service.state.StateError: the state file cannot be read.
+        """
+        keys = self.runtime.state.keys(PENDING_PREFIX)
+        if not keys:
+            return 0
+        entries: list[tuple[float, tuple[str, int], str, list[Span]]] = []
+        letters: list[DeadLetter] = []
+        drop: dict[str, None] = {}
+        stored: dict[str, Any] = {}
+        for start in range(0, len(keys), 500):  # under any SQLite build's bound (>= 999)
+            stored.update(self.runtime.state.get_many(keys[start : start + 500]))
+        for key, value in stored.items():
+            try:
+                arrived = float(value["t"])
+                spans = _restored(value)
+            except (TraceDecodeError, KeyError, TypeError, ValueError) as exc:
+                raw = json.dumps(value, ensure_ascii=True).encode("ascii")
+                detail = f"pending spans in the state file cannot be read ({type(exc).__name__})"
+                letters.append(dead_letter(raw, "invalid_value", detail))
+                drop[key] = None
+                continue
+            entries.append((arrived, _arrival(key), key, spans))
+        entries.sort(key=lambda entry: entry[:2])  # arrival order, also within one second
+        wall_now, now = self.wall(), self.clock()
+        rejected: list[Rejected] = []
+        with self._lock:
+            for arrived, _, key, spans in entries:
+                rejected += self.assembler.add(spans, now=now - max(0.0, wall_now - arrived))
+                trace_id = key[len(PENDING_PREFIX) :].split("/", 1)[0]
+                if any(self.assembler.holds(s.trace_id, s.span_id) for s in spans):
+                    self._keys.setdefault(trace_id, []).append(key)
+                else:
+                    drop[key] = None
+            drop.update(self._deletes_of(r.trace_id for r in rejected if r.reason == "evicted"))
+            restored = len(self.assembler)
+            self.metrics.open_traces.set(restored)
+        self.metrics.restored.inc(restored)
+        try:
+            if letters:
+                self.runtime.http_dead_letters.write(letters)
+            self.reject(rejected)
+        except OSError as exc:  # the keys stay: read again at the next start
+            log.warning("trace ingest: cannot dead-letter at restore: %s", exc)
+            drop = {}
+        if drop:
+            self.runtime.state.checkpoint(drop)
+        log.info("trace ingest: restored %d open traces (%d spans) acknowledged before the "
+                 "last stop", restored, self.assembler.open_spans)  # fmt: skip
+        return restored
 
     def reject(self, rejected: Sequence[Rejected]) -> None:
         """Dead-letter and count assembly's rejections (spans as OTLP/JSON)."""
@@ -111,7 +261,8 @@ class TraceIngest:
     def tick(self, flush: bool = False) -> int:
         """Hand out due traces (all with ``flush``), map and process them. Each trace is
         mapped once; its event waits (in memory) until the pipeline takes it, its dead
-        letter until the file takes it.
+        letter until the file takes it; its pending spans leave the state store with the
+        checkpoint that records its event (module docstring).
 
         Returns:
             events handed to the pipeline now (processed or duplicates).
@@ -120,6 +271,7 @@ class TraceIngest:
             now = self.clock()
             done = self.assembler.flush() if flush else self.assembler.due(now)
             self.metrics.open_traces.set(len(self.assembler))
+            self._deletes.update(self._deletes_of(trace.trace_id for trace in done))
         for trace in done:
             self.metrics.assembled.labels(why=trace.why).inc()
             if not trace.has_root:
@@ -132,16 +284,22 @@ class TraceIngest:
                 self._letters.append(letter)
                 continue
             self._values.append(built.event.model_dump_json().encode("utf-8", "surrogatepass"))
+        with self._lock:
+            deletes = dict(self._deletes)
         try:
             if self._letters:
                 self.runtime.http_dead_letters.write(self._letters)
                 self._letters = []
-            if not self._values:
-                return 0
-            self.runtime.ingest(self._values)
-        except (EngineBusy, OSError) as exc:  # kept: retried at the next tick
+            if self._values:
+                self.runtime.ingest(self._values, extra=deletes)
+            elif deletes:
+                self.runtime.state.checkpoint(deletes)
+        except (EngineBusy, OSError, StateError) as exc:  # kept: retried at the next tick
             log.warning("trace ingest: %d events wait for the pipeline: %s", len(self._values), exc)
             return 0
+        with self._lock:
+            for key in deletes:
+                self._deletes.pop(key, None)
         taken, self._values = len(self._values), []
         return taken
 
@@ -168,3 +326,61 @@ class TraceIngest:
             self.tick(flush=True)
         except Exception:
             log.exception("trace ingest: final flush failed")
+
+
+def _stored(spans: Sequence[Span]) -> dict[str, str]:
+    """``spans`` as a state-store value that :func:`_restored` reads back to equal spans.
+
+    Usually ``{"spans": JSON text}``: one array per span (``[trace id, span id, parent id,
+    name, start, end, attributes, [[event name, time, attributes], ...], resource, status]``),
+    attribute values as plain JSON (str, bool, int, float, list, map), ASCII-escaped (a lone
+    surrogate from a JSON ``\\udXXX`` escape stays an escape: SQLite takes only valid
+    UTF-8). Values plain JSON cannot hold (bytes, NaN, infinities) fall back to
+    ``{"otlp": OTLP/JSON text}`` (:func:`~service.traces.otlp.encode_json`, typed values;
+    about ten times slower).
+    """
+    rows = [
+        [s.trace_id, s.span_id, s.parent_span_id, s.name, s.start_unix_nano, s.end_unix_nano,
+         s.attributes, [[e.name, e.time_unix_nano, e.attributes] for e in s.events],
+         s.resource, s.status_code]
+        for s in spans
+    ]  # fmt: skip
+    try:
+        return {"spans": json.dumps(rows, allow_nan=False, separators=(",", ":"))}
+    except (TypeError, ValueError):  # bytes or a non-finite float somewhere
+        pass
+    payload = encode_json(spans)
+    try:
+        return {"otlp": payload.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"otlp": json.dumps(json.loads(payload.decode("utf-8", "surrogatepass")))}
+
+
+def _restored(value: Mapping[str, Any]) -> list[Span]:
+    """The spans of a value :func:`_stored` made.
+
+    Raises:
+        KeyError, TypeError, ValueError, TraceDecodeError: the value is not one it made.
+    """
+    if "otlp" in value:
+        return decode_json(str(value["otlp"]).encode("utf-8", "surrogatepass"))
+    spans = []
+    for trace_id, span_id, parent, name, start, end, attributes, events, resource, status in (
+        json.loads(value["spans"])
+    ):
+        if not (isinstance(attributes, dict) and isinstance(resource, dict)):
+            raise TypeError("attributes and resource must be maps")
+        spans.append(Span(
+            str(trace_id), str(span_id), None if parent is None else str(parent), str(name),
+            int(start), int(end), attributes,
+            tuple(SpanEvent(str(n), int(t), dict(a)) for n, t, a in events), resource,
+            int(status),
+        ))  # fmt: skip
+    return spans
+
+
+def _arrival(key: str) -> tuple[str, int]:
+    """(process run, request number) of a pending key ``traces/open/<trace>/<run>.<n>``:
+    with the arrival time, the order in which requests were received."""
+    run, _, number = key.rpartition("/")[2].partition(".")
+    return run, int(number) if number.isdigit() else 0

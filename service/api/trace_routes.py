@@ -4,12 +4,14 @@
 * Request: ``ExportTraceServiceRequest`` as ``application/x-protobuf`` or ``application/json``
   (OTLP/JSON), optionally ``Content-Encoding: gzip``; the bearer token of ``/v1/events``;
   ``api.max_request_bytes`` bounds the body before and after decompression (413).
-* 200: ``ExportTraceServiceResponse`` in the request's encoding; spans not kept are counted in
-  ``partial_success.rejected_spans`` with a reason summary in ``error_message`` (counts and
-  reason codes only, never content).
+* 200: ``ExportTraceServiceResponse`` in the request's encoding, sent once the kept spans are
+  in the state file (a crash after it loses none: ``service/api/trace_ingest.py``); spans not
+  kept are counted in ``partial_success.rejected_spans`` with a reason summary in
+  ``error_message`` (counts and reason codes only, never content).
 * 400: an undecodable payload (dead-lettered with its reason); 415: another content type or
-  encoding; 503: the dead-letter file cannot be written (nothing acknowledged: retry). Error
-  bodies of 400 and 503 are a ``google.rpc.Status`` in the request's encoding, as OTLP asks.
+  encoding; 503: the dead-letter or state file cannot be written (nothing acknowledged:
+  retry). Error bodies of 400 and 503 are a ``google.rpc.Status`` in the request's encoding,
+  as OTLP asks.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from starlette.concurrency import run_in_threadpool
 
 from service.api.deps import TokenDep, TokenFirstRoute
 from service.api.trace_ingest import TraceIngest, dead_letter
+from service.state import StateError
 from service.traces.otlp import TraceDecodeError, decode_json, decode_protobuf
 
 router = APIRouter(route_class=TokenFirstRoute)
@@ -71,7 +74,7 @@ def _gunzip(body: bytes, limit: int) -> bytes:
         403: {"description": "wrong token, or ingest disabled"},
         413: {"description": "body (or decompressed body) too large"},
         415: {"description": "not application/x-protobuf or application/json, or not gzip"},
-        503: {"description": "dead letters cannot be written; retry"},
+        503: {"description": "dead letters or state cannot be written; retry"},
     },
     tags=["ingest"],
 )
@@ -105,6 +108,8 @@ async def post_traces(request: Request, _: TokenDep) -> Response:
         rejected = await run_in_threadpool(traces.receive, spans)
     except OSError:
         return _encode(Status(code=_UNAVAILABLE, message="cannot write dead letters"), media, 503)
+    except StateError:  # the spans are not durable: nothing acknowledged
+        return _encode(Status(code=_UNAVAILABLE, message="cannot write state"), media, 503)
     response = ExportTraceServiceResponse()
     counts: dict[str, int] = {}
     for item in rejected:

@@ -7,7 +7,9 @@ trace id and hands it out as a :class:`Completed` trace when
 * ``settled``: its root span has arrived (spans are exported when they end, so the root has
   ended) and no span of the trace arrived for :attr:`AssemblyLimits.settle_s` seconds; or
 * ``timeout``: :attr:`AssemblyLimits.timeout_s` seconds passed since its first span, root or
-  not (a trace whose root never comes, or that keeps growing); counted by the caller.
+  not (a trace whose root never comes, or that keeps growing); counted by the caller. A trace
+  for which both hold when :meth:`TraceAssembler.due` is called (it was not called for a
+  while: a restart of HTTP ingest) is ``settled``.
 
 Bounds (each breach is a :class:`Rejected` record with its reason, for the dead-letter
 destination and a counter; never a silent drop):
@@ -35,7 +37,8 @@ the offset of the first message of the oldest open trace. The consumer commits o
 below it, so after a crash every message holding a span of an open trace is read again and the
 trace is rebuilt. Traces already handed out whose messages are read again come out again with
 the same ``event_id`` (the trace id), which the checkpointed dedup window drops: none is lost
-or counted twice.
+or counted twice. HTTP ingest, whose requests cannot be read again, keeps the acknowledged
+spans of its open traces in the state store instead (``service/api/trace_ingest.py``).
 
 Time is passed in (``now``: seconds of a monotonic clock), so tests need no sleeps.
 """
@@ -209,13 +212,15 @@ class TraceAssembler:
         """Hand out the traces complete at ``now``: timed out first (oldest first), then
         settled (quietest first)."""
         done: list[Completed] = []
-        timeout = self._limits.timeout_s
+        timeout, settle = self._limits.timeout_s, self._limits.settle_s
         while self._open:
             trace_id, trace = next(iter(self._open.items()))
             if now - trace.first_seen < timeout:
                 break
-            done.append(self._close(trace_id, "timeout"))
-        settle = self._limits.settle_s
+            # both passed since the last call (a restart, a stalled ticker): a rooted, quiet
+            # trace is complete, not timed out
+            quiet = trace.has_root and now - trace.last_seen >= settle
+            done.append(self._close(trace_id, "settled" if quiet else "timeout"))
         while self._rooted:
             trace_id = next(iter(self._rooted))
             if now - self._open[trace_id].last_seen < settle:
@@ -251,6 +256,12 @@ class TraceAssembler:
             del self._open[trace_id]
             self._rooted.pop(trace_id, None)
         return len(drop)
+
+    def holds(self, trace_id: str, span_id: str) -> bool:
+        """Whether the open trace ``trace_id`` holds the span ``span_id`` (kept by
+        :meth:`add`: not rejected, its trace not evicted or handed out since)."""
+        trace = self._open.get(trace_id)
+        return trace is not None and span_id in trace.span_ids
 
     def closed_ids(self) -> list[str]:
         """Trace ids handed out or evicted recently (oldest first; at most

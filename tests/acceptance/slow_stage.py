@@ -51,3 +51,27 @@ class ThrottleStage:
 
     def restore(self, state: Any) -> None:
         """Stateless."""
+
+
+class RecordStage:
+    """Appends every event that reaches it (after dedup) as one JSON line to the file named
+    by ``GOLDWATCH_TEST_RECORD``, so a test can compare the events built with the expected
+    ones and see any event processed twice (a line written survives a kill -9 of the process:
+    it is in the page cache)."""
+
+    name = "test-record"
+
+    def __init__(self) -> None:
+        self.path = os.environ["GOLDWATCH_TEST_RECORD"]
+
+    def process(self, batch: Batch) -> None:
+        if batch.events:
+            lines = "".join(event.model_dump_json() + "\n" for event in batch.events)
+            with open(self.path, "a", encoding="utf-8", errors="surrogatepass") as out:
+                out.write(lines)
+
+    def state_snapshot(self) -> Any:
+        return None
+
+    def restore(self, state: Any) -> None:
+        """Stateless."""

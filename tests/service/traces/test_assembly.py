@@ -67,6 +67,15 @@ def test_a_growing_rooted_trace_still_closes_at_the_timeout() -> None:
     assert [(d.why, len(d.spans)) for d in asm.due(now=5.0)] == [("timeout", 4)]
 
 
+def test_a_complete_trace_seen_late_is_settled_not_timed_out() -> None:
+    """due() not called for longer than the timeout (HTTP ingest restarted): the rooted trace,
+    quiet for over settle_s, is complete; the rootless one timed out."""
+    asm = TraceAssembler(limits(settle_s=2.0, timeout_s=5.0))
+    asm.add([sp(A, 2), sp(A, 1, parent=None)], now=0.0)
+    asm.add([sp(B, 2)], now=0.0)
+    assert [(d.trace_id, d.why) for d in asm.due(now=6.0)] == [(A, "settled"), (B, "timeout")]
+
+
 def test_open_traces_are_bounded_and_evictions_reported() -> None:
     asm = TraceAssembler(limits(max_open_traces=2))
     asm.add([sp(A, 1), sp(A, 2)], now=0.0)
