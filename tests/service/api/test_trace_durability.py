@@ -99,7 +99,7 @@ def traces() -> Iterator[list[tuple[str, list[Span], list[Span]]]]:
 
 
 def _expected_event(trace_id: str) -> Any:
-    return _expected(trace_id, "b", "c", "d")[trace_id]
+    return _expected(trace_id, "b" * 32, "c" * 32, "d" * 32)[trace_id]
 
 
 def test_acknowledged_spans_come_back_after_a_crash_and_count_once(
