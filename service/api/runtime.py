@@ -46,7 +46,7 @@ from service.analytics import (
 )
 from service.corpus import Corpus, DataFileError, load_corpus
 from service.embeddings import shared_embedder
-from service.goldset import GoldSet, load_gold_set
+from service.goldset import GoldFileCheck, GoldSet, load_gold_set
 from service.harvest import HarvestStage, MemoryCandidates, StateStoreCandidates
 from service.harvest.config import REASONS
 from service.known import KnownQuestionIndex
@@ -505,19 +505,6 @@ def _letter_identity(letter: DeadLetter) -> bytes:
     return digest.digest()
 
 
-def _gold_file_problem(path: Path) -> str | None:
-    """See :meth:`Runtime.gold_file_problem`: the check itself."""
-    try:
-        load_gold_set(path)
-    except DataFileError as exc:
-        more = f" (and {len(exc.problems) - 1} more)" if len(exc.problems) > 1 else ""
-        first = exc.problems[0] if exc.problems else str(path)
-        return f"gold-set file no longer loads: {first}{more}"
-    except OSError as exc:
-        return f"gold-set file {path} cannot be read: {exc.strerror or type(exc).__name__}"
-    return None
-
-
 class Runtime:
     """The engine, the configured source and the consumer thread of one process.
 
@@ -572,9 +559,8 @@ class Runtime:
             self.state.close()
             raise
         self.gold_refreshes = 0
-        # (identity, size, mtime) of the gold-set file when last checked, and its problem
-        self._gold_check: tuple[tuple[int, ...], str | None] | None = None
-        self._gold_check_lock = threading.Lock()
+        #: Does the gold-set file load whole: one answer for readiness and accepts.
+        self.gold_check = GoldFileCheck(settings.gold_set) if settings.gold_set else None
         #: Why the last gold-set refresh failed (``None``: none failed since the last success).
         self.gold_refresh_error: str | None = None
         # Refreshes run one at a time, in order: request N is covered by any refresh that read
@@ -727,24 +713,9 @@ class Runtime:
         """Why the configured gold-set file no longer loads as ``serve`` would load it at its
         next start (``load_gold_set``), or ``None`` (also without a gold-set file of one's
         own). The message names the file, the first bad line and the problem, never the
-        line's content. Parsed again only when the file's identity, size or mtime changed,
-        so ``/readyz`` stays a ``stat``."""
-        path = self.settings.gold_set
-        if path is None:
-            return None
-        try:
-            st = os.stat(path)
-            key: tuple[int, ...] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-        except OSError as exc:
-            key = (-1, exc.errno or 0)
-        with self._gold_check_lock:
-            if self._gold_check is not None and self._gold_check[0] == key:
-                return self._gold_check[1]
-            problem = _gold_file_problem(path)
-            self._gold_check = (key, problem)
-        if problem is not None:
-            log.error("%s", problem)
-        return problem
+        line's content. :attr:`gold_check` parses again only when the file's identity, size
+        or mtime changed, so ``/readyz`` stays a ``stat``; accepts ask the same check."""
+        return self.gold_check.problem() if self.gold_check is not None else None
 
     def status(self) -> dict[str, Any]:
         """Return the JSON body of ``GET /v1/status``."""

@@ -26,7 +26,8 @@
   passages must fit the kind (:func:`service.goldset.kind_problem`: e.g. ``multi-passage``
   needs two). When the file cannot be written (missing although it existed at start — moved
   away —, not a regular file, unwritable, disk full, locked by another process for over
-  ``harvest.gold_lock_timeout_s``, its last line torn by an earlier crash)
+  ``harvest.gold_lock_timeout_s``, its last line torn by an earlier crash, or any line
+  that keeps the file from loading whole, which ``/readyz`` reports by the same check)
   :class:`GoldSetUnavailable` is raised, the file is left as it was (the append is whole or cut
   off again: :mod:`consumers.append_only`) and the suggestion stays undecided, so the same
   accept can be retried.
@@ -54,7 +55,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from consumers.append_only import TornTail, append_whole, open_append, prepare_tail
-from service.goldset import MAX_GOLD_ROW_BYTES, kind_problem, parse_gold_row
+from service.goldset import MAX_GOLD_ROW_BYTES, GoldFileCheck, kind_problem, parse_gold_row
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.ranking import select
 from service.harvest.store import CandidateRepository
@@ -111,6 +112,11 @@ class GoldSetUnavailable(LabellingError):
     """The gold-set file cannot be written now (missing, not a regular file, unwritable, disk
     full); nothing was decided, so the request can be retried once the file is back. The
     message names the file and the problem, never user text."""
+
+
+class GoldFileBroken(Exception):
+    """The gold-set file no longer loads whole (:class:`~service.goldset.GoldFileCheck`);
+    the message names the file and the first bad line, never its content."""
 
 
 class Page(NamedTuple):
@@ -238,6 +244,10 @@ class Labelling:
         passages: the corpus's passage ids; when given, an accept naming another id is
             refused (a typo would make a gold question no retriever can ever find).
         clock: returns the decision time as RFC 3339 UTC.
+        gold_check: whether the gold-set file loads whole; the service passes the check its
+            readiness uses, so an accept is refused (:class:`GoldSetUnavailable`, naming the
+            file and line) exactly while ``/readyz`` says the file no longer loads. Default:
+            a check of its own on ``gold_path``.
     """
 
     def __init__(
@@ -248,6 +258,7 @@ class Labelling:
         on_accept: Callable[[GoldQuestion], None] | None = None,
         clock: Callable[[], str] = _now,
         passages: Collection[str] | None = None,
+        gold_check: GoldFileCheck | None = None,
     ) -> None:
         self.repository = repository
         self.gold_path = Path(gold_path)
@@ -255,6 +266,7 @@ class Labelling:
         self.on_accept = on_accept
         self.clock = clock
         self.passages = frozenset(passages) if passages is not None else None
+        self.gold_check = gold_check or GoldFileCheck(self.gold_path)
         self._lock = threading.Lock()
         self._expected = self.gold_path.exists()
         self._known_ids: set[str] = set()
@@ -392,6 +404,9 @@ class Labelling:
             except TornTail as exc:  # names the file and line, never its content
                 log.warning("accept refused: %s", exc)
                 raise GoldSetUnavailable(f"gold-set file damaged: {exc}") from None
+            except GoldFileBroken as exc:  # readiness's own message: file and line
+                log.warning("accept refused: %s", exc)
+                raise GoldSetUnavailable(str(exc)) from None
             # the row in the file is what counts (after a crash: the one appended then)
             decision = {"status": "accepted", "gold_id": question.id,
                         "gold": list(question.gold), "kind": question.kind, "labels": confirmed,
@@ -463,6 +478,8 @@ class Labelling:
                 (``EINVAL``), locked by another process for too long (``EAGAIN``), or cannot
                 be opened, read or written.
             TornTail: the file's last line is incomplete (an earlier append cut short).
+            GoldFileBroken: the file (not empty) no longer loads whole: a row appended now
+                would be lost with it; nothing is written.
             GoldSetUnavailable: the file holds this suggestion's row, malformed.
             LabellingError: the new row is over the loader's
                 :data:`~service.goldset.MAX_GOLD_ROW_BYTES` (:func:`row_too_large`); nothing
@@ -479,12 +496,23 @@ class Labelling:
                 if parsed.get("harvest_id") == row["id"]:  # appended before a crash: reuse
                     return parsed, _recovered(parsed, self.gold_path)
             prefix = prepare_tail(fd, self.gold_path, on_torn="refuse")
+            before = os.fstat(fd)
+            # rows appended to a file that no longer loads would be lost with it (the next
+            # start refuses it); readiness says 503 for the same reason
+            problem = self.gold_check.problem() if before.st_size else None
+            if problem is not None:
+                raise GoldFileBroken(problem)
             gold_row = gold_id = fresh_gold_id(self._known_ids | set(existing))
             gold_row = _gold_row(gold_id, row, gold, kind, labels)
             line = json.dumps(gold_row, ensure_ascii=False).encode("utf-8") + b"\n"
             if len(line) - 1 > MAX_GOLD_ROW_BYTES:  # the loader would refuse the whole file
                 raise LabellingError(row_too_large(gold_row, len(line) - 1))
+            try:  # a row the loader refuses would make the whole file refused
+                parse_gold_row(gold_row)
+            except ValueError as exc:  # names fields, never values
+                raise LabellingError(f"the gold row would not load: {exc}") from None
             append_whole(fd, prefix + line)
+            self.gold_check.appended(before, os.fstat(fd))
         finally:
             os.close(fd)  # releases the flock; nothing buffered is left to write
         self._expected = True

@@ -163,6 +163,35 @@ def test_a_torn_gold_line_is_refused_and_shown_by_readyz_and_status(
     assert _accept(server, candidate).status_code == 200
 
 
+def test_a_bad_row_mid_file_refuses_accepts_as_readiness_says(
+    server: Server, gold_fs: Path, candidate: str
+) -> None:
+    """Before: ``/readyz`` said 503 for a bad row in the middle of the gold set, but an accept
+    still appended after it (200), a row the next start would refuse with the whole file."""
+    gold = gold_fs / "gold.jsonl"
+    whole = gold.read_bytes()
+    lines = whole.splitlines(keepends=True)
+    bad = b'{"id": "q-960", "question": "zq-midrow-5521 fees?", "gold": 7}\n'  # gold: a number
+    damaged = b"".join([*lines[:2], bad, *lines[2:]])
+    gold.write_bytes(damaged)
+    try:
+        ready = httpx.get(server.base + "/readyz")
+        assert ready.status_code == 503
+        reasons = " ".join(ready.json()["reasons"])
+        assert f"{gold}, line 3" in reasons
+        refused = _accept(server, candidate)
+        assert refused.status_code == 503, refused.text
+        detail = refused.json()["detail"]
+        assert f"{gold}, line 3" in detail and "no longer loads" in detail
+        assert "zq-midrow-5521" not in refused.text
+        assert gold.read_bytes() == damaged  # nothing appended after the bad row
+    finally:
+        gold.write_bytes(whole)  # the operator's repair
+    assert httpx.get(server.base + "/readyz").status_code == 200
+    assert _accept(server, candidate).status_code == 200
+    load_gold_set(gold)
+
+
 def test_accepts_blocked_by_another_process_answer_503_and_healthz_stays_up(
     server: Server, gold_fs: Path, candidate: str
 ) -> None:
