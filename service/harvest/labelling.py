@@ -368,6 +368,7 @@ class Labelling:
         gold: Sequence[str],
         kind: str,
         labels: Mapping[str, Any] | None = None,
+        deadline: float | None = None,
     ) -> dict[str, Any]:
         """Append the suggestion to the gold set and keep the decision; return the decision
         ``{"status": "accepted", "gold_id", "gold", "kind", "decided_at"}`` plus the
@@ -377,6 +378,11 @@ class Labelling:
         (``answer_contains`` a list of strings, the others strings; ``None`` values are
         left out): only these become labels of the gold row; the suggestion's own guesses
         go under ``suggested`` (module docstring).
+
+        ``deadline`` (a ``time.monotonic()`` value) ends the wait for the gold-set file's
+        lock; the HTTP route sets it from the request's arrival, so the time queued behind
+        other accepts and the time waiting for the lock share ``config.gold_lock_timeout_s``.
+        Default: ``config.gold_lock_timeout_s`` from now.
 
         Raises:
             CandidateNotFound, AlreadyDecided, LabellingError: see the class docstrings
@@ -393,10 +399,12 @@ class Labelling:
             unknown = sum(1 for passage in gold if passage not in self.passages)
             if unknown:
                 raise LabellingError(f"gold: {unknown} passage id(s) are not in the corpus")
+        if deadline is None:
+            deadline = time.monotonic() + self.config.gold_lock_timeout_s
         with self._lock:
             row = self._undecided(candidate_id)
             try:
-                gold_row, question = self._append(row, list(gold), kind, confirmed)
+                gold_row, question = self._append(row, list(gold), kind, confirmed, deadline)
             except OSError as exc:
                 message = f"gold-set file {self.gold_path} cannot be written: {_problem(exc)}"
                 log.warning("accept refused: %s", message)
@@ -461,10 +469,15 @@ class Labelling:
         return row
 
     def _append(
-        self, row: dict[str, Any], gold: list[str], kind: str, labels: Mapping[str, Any]
+        self,
+        row: dict[str, Any],
+        gold: list[str],
+        kind: str,
+        labels: Mapping[str, Any],
+        deadline: float,
     ) -> tuple[dict[str, Any], GoldQuestion]:
-        """Append the gold row under an exclusive ``flock`` of the file, waited for at most
-        ``config.gold_lock_timeout_s``; the append is whole or cut off again
+        """Append the gold row under an exclusive ``flock`` of the file, waited for until
+        ``deadline`` (``time.monotonic()``); the append is whole or cut off again
         (:func:`consumers.append_only.append_whole`), so the file ends as it began or with
         the complete new row.
 
@@ -490,7 +503,8 @@ class Labelling:
         except FileNotFoundError:
             raise FileNotFoundError(errno.ENOENT, "missing (moved or deleted?)") from None
         try:
-            _lock_exclusive(fd, self.config.gold_lock_timeout_s)  # other processes append too
+            # other processes append too
+            _lock_exclusive(fd, deadline, self.config.gold_lock_timeout_s)
             existing = _ids_in(_read_all(fd))
             for parsed in existing.values():
                 if parsed.get("harvest_id") == row["id"]:  # appended before a crash: reuse
@@ -543,22 +557,23 @@ def row_too_large(gold_row: Mapping[str, Any], size: int) -> str:
             f"{MAX_GOLD_ROW_BYTES:,} bytes a row: {listed}; {advice}")  # fmt: skip
 
 
-def _lock_exclusive(fd: int, timeout_s: float) -> None:
-    """``flock(LOCK_EX)`` polled every 20 ms for at most ``timeout_s`` seconds.
+def _lock_exclusive(fd: int, deadline: float, timeout_s: float) -> None:
+    """``flock(LOCK_EX)`` polled every 20 ms until ``deadline`` (``time.monotonic()``; at
+    least one try, also when it has passed).
 
     Raises:
-        OSError: ``EAGAIN`` when another process still holds the lock after ``timeout_s``.
+        OSError: ``EAGAIN`` when another process still holds the lock at ``deadline``; the
+            message gives ``timeout_s``, the accept's whole allowance.
     """
-    deadline = time.monotonic() + timeout_s
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
         except BlockingIOError:
             if time.monotonic() >= deadline:
-                raise OSError(errno.EAGAIN, f"locked by another process for over {timeout_s:g} s"
-                              ) from None  # fmt: skip
-            time.sleep(0.02)
+                raise OSError(errno.EAGAIN, f"locked by another process: the accept waited "
+                              f"its {timeout_s:g} s") from None  # fmt: skip
+            time.sleep(min(0.02, max(0.0, deadline - time.monotonic())))
 
 
 def _read_all(fd: int) -> bytes:
