@@ -12,13 +12,17 @@ is committed past what was applied and checkpointed.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import ctypes
 import errno
 import gc
 import hashlib
 import importlib
+import json
 import logging
 import os
+import stat
 import threading
 import time
 from collections import OrderedDict
@@ -32,7 +36,7 @@ from prometheus_client import CollectorRegistry
 from consumers.append_only import append_whole, open_append, prepare_tail
 from consumers.base import DeadLetter, Origin, RawMessage, Source
 from consumers.engine import Engine, Outcome
-from consumers.errors import GoldwatchConsumerError
+from consumers.errors import GoldwatchConsumerError, suppress_on_error
 from consumers.file_source import FileSource, dead_letter_line
 from consumers.loop import make_decoder, run
 from service import __version__
@@ -74,6 +78,8 @@ from service.telemetry import (
 log = logging.getLogger(__name__)
 
 HTTP_SOURCE = "http"
+#: State key of the HTTP dead-letter file's identity and size at the last checkpoint.
+DEAD_LETTER_MARK_KEY = "http-dead-letters/checkpointed"
 MAX_BACKOFF_S = 30.0
 LOCK_TIMEOUT_S = 5.0
 
@@ -358,22 +364,34 @@ class JsonlDeadLetters:
     the checkpoint failed) are remembered by identity (:meth:`unacknowledged`), so the
     client's retry counts them as duplicates instead of writing and counting them again.
 
-    Letters handed to :meth:`write` that cannot be written (``processing_failed`` letters
-    of a batch the pipeline already applied) stay queued in memory and go out with the next
-    write; the runtime runs :meth:`flush` before every engine checkpoint, so no checkpoint
-    counts a dead letter that is not on disk.
+    Every letter the engine counts goes through :meth:`admit`, ``processing_failed`` ones
+    (a stage raised) included: on disk before it is counted. Letters handed to
+    :meth:`write` (trace ingest's rejected spans and traces, which the engine does not
+    count) that cannot be written stay queued in memory and go out with the next write; the
+    runtime runs :meth:`flush` before every engine checkpoint.
+
+    Across a restart (a kill -9 between writing a request's letters and the checkpoint that
+    counts them), the memory is rebuilt from the file: every checkpoint notes the file's
+    identity and size (:meth:`checkpoint_mark`), and at start the letters after that size —
+    written, never counted — are read back (:meth:`recover`, at most
+    :attr:`MAX_RECOVERED_BYTES` from the end): a retry of their request counts them as dead
+    letters once more (the count was lost with the checkpoint) without writing them again.
 
     While the file cannot be written, :meth:`problem` says why (``/readyz``)."""
 
     #: Identities of unacknowledged letters remembered at most (oldest forgotten first):
     #: 100 requests of the API's largest size (1,000 events).
     MAX_UNACKNOWLEDGED = 100_000
+    #: Most bytes read back from the end of the file at start (:meth:`recover`).
+    MAX_RECOVERED_BYTES = 64 << 20
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
         self._queued: list[DeadLetter] = []
         self._unacknowledged: OrderedDict[bytes, int] = OrderedDict()  # identity -> letters
+        # identity -> letters on disk from before a restart that no checkpoint counted
+        self._uncounted: OrderedDict[bytes, int] = OrderedDict()
         # (errno, bytes the failed append needed, message) of the last failed append
         self._failure: tuple[int, int, str] | None = None
 
@@ -387,8 +405,10 @@ class JsonlDeadLetters:
         for an unacknowledged try (:meth:`unacknowledged`), which are not written again.
 
         Returns:
-            The letters written now (a sub-list of ``letters``, in order); the others are
-            repeats, for the caller to count as duplicates.
+            The letters to count as dead letters (a sub-list of ``letters``, in order): those
+            written now and those on disk from before a restart that no checkpoint counted
+            (:meth:`recover`; not written again); the others are repeats, for the caller to
+            count as duplicates.
 
         Raises:
             OSError: the file cannot be written: nothing was written (a partly written
@@ -397,23 +417,87 @@ class JsonlDeadLetters:
         """
         with self._lock:
             fresh: list[DeadLetter] = []
+            counted: list[DeadLetter] = []
             repeats: list[bytes] = []
+            recovered: list[bytes] = []
             for letter in letters:
                 key = _letter_identity(letter)
-                if self._unacknowledged.get(key, 0) > 0:
-                    self._unacknowledged[key] -= 1
-                    if not self._unacknowledged[key]:
-                        del self._unacknowledged[key]
+                if _take(self._unacknowledged, key):
                     repeats.append(key)
+                elif _take(self._uncounted, key):
+                    recovered.append(key)
+                    counted.append(letter)
                 else:
                     fresh.append(letter)
+                    counted.append(letter)
             try:
                 self._append([*self._queued, *fresh])
             except OSError:
                 self._remember(repeats)
+                for key in recovered:
+                    self._uncounted[key] = self._uncounted.get(key, 0) + 1
                 raise
             self._queued.clear()
-            return fresh
+            return counted
+
+    def checkpoint_mark(self) -> dict[str, Any]:
+        """``{DEAD_LETTER_MARK_KEY: {"dev", "ino", "size"}}``: the file as a checkpoint
+        counts it (``size`` 0 and no ``dev`` while it does not exist), for :meth:`recover`.
+        Called under the engine lock after :meth:`flush`, so every counted letter is in it."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return {DEAD_LETTER_MARK_KEY: {"dev": None, "ino": None, "size": 0}}
+        return {DEAD_LETTER_MARK_KEY: {"dev": st.st_dev, "ino": st.st_ino, "size": st.st_size}}
+
+    def recover(self, mark: Any) -> int:
+        """Read back the letters after the last checkpoint's ``mark``
+        (:meth:`checkpoint_mark`): written by a process that died before a checkpoint
+        counted them. A retry of their request then counts them without writing them again
+        (:meth:`admit`). Nothing is read without a mark (a state from before this version),
+        when the file is another one (identity changed) or not longer than the mark
+        (replaced or cut); at most :attr:`MAX_RECOVERED_BYTES` from the end, whole lines
+        only, at most :attr:`MAX_UNACKNOWLEDGED` identities. Lines that do not parse are
+        skipped.
+
+        Returns:
+            the number of letters read back (≥ 0).
+        """
+        if not isinstance(mark, dict):
+            return 0
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            return 0
+        try:
+            st = os.fstat(fd)
+            start = int(mark.get("size") or 0)
+            same = mark.get("dev") is None or (mark.get("dev"), mark.get("ino")) == (
+                st.st_dev, st.st_ino)  # fmt: skip
+            if not stat.S_ISREG(st.st_mode) or not same or st.st_size <= start:
+                return 0
+            begin = max(start, st.st_size - self.MAX_RECOVERED_BYTES)
+            tail = os.pread(fd, st.st_size - begin, begin)
+        finally:
+            os.close(fd)
+        if begin > start:  # cut into a line: start at the next whole one
+            tail = tail[tail.find(b"\n") + 1 :] if b"\n" in tail else b""
+        found = 0
+        with self._lock:
+            for line in tail.split(b"\n"):
+                key = _line_identity(line)
+                if key is None:
+                    continue
+                self._uncounted[key] = self._uncounted.get(key, 0) + 1
+                self._uncounted.move_to_end(key)
+                found += 1
+            while len(self._uncounted) > self.MAX_UNACKNOWLEDGED:
+                self._uncounted.popitem(last=False)
+        if found:
+            log.info("%d dead letters in %s were written after the last checkpoint: a retry "
+                     "of their events counts them without writing them again", found,
+                     self.path)  # fmt: skip
+        return found
 
     def unacknowledged(self, letters: Sequence[DeadLetter]) -> None:
         """Remember ``letters`` (on disk, counted) as belonging to a request that was not
@@ -497,6 +581,35 @@ class JsonlDeadLetters:
         return None
 
 
+def _take(memory: OrderedDict[bytes, int], key: bytes) -> bool:
+    """Take one of ``key`` from ``memory`` (a count per identity); ``False`` if none."""
+    if memory.get(key, 0) <= 0:
+        return False
+    memory[key] -= 1
+    if not memory[key]:
+        del memory[key]
+    return True
+
+
+def _line_identity(line: bytes) -> bytes | None:
+    """The :func:`_letter_identity` of one dead-letter line (``dead_letter_line``), or
+    ``None`` for a blank or unreadable line or a cut letter (its value is a prefix)."""
+    try:
+        record = json.loads(line)
+        if not isinstance(record, dict) or record.get("truncated"):
+            return None
+        raw = record.get("value_b64")
+        value = base64.b64decode(raw, validate=True) if raw is not None else b""
+        reason = record["reason"]
+    except (ValueError, KeyError, TypeError, binascii.Error):
+        return None
+    if not isinstance(reason, str):
+        return None
+    digest = hashlib.blake2b(reason.encode("utf-8") + b"\0", digest_size=16)
+    digest.update(value)
+    return digest.digest()
+
+
 def _letter_identity(letter: DeadLetter) -> bytes:
     """A dead letter's identity for retries: BLAKE2b-128 of its reason and raw bytes (the
     event's bytes as sent; the same bytes in a retry are the same letter)."""
@@ -545,6 +658,7 @@ class Runtime:
             self.engine = Engine(
                 pipeline, self.state, self.metrics, decoder, on_batch=self.live.observe,
                 future_tolerance_s=settings.analytics.drift.future_tolerance_s,
+                on_error=suppress_on_error,  # a stage error: processing_failed letters
             )  # fmt: skip
             self.engine.restore()
             freeze_heap()
@@ -552,6 +666,10 @@ class Runtime:
             self.http_dead_letters = JsonlDeadLetters(dlq)
             # no checkpoint (HTTP ingest's or the poll loop's) may count a letter not on disk
             self.engine.checkpoint_guards.append(self.http_dead_letters.flush)
+            # letters written after the last checkpoint (a kill -9 before it) are not written
+            # again when their request is retried: each checkpoint notes how far it counts
+            self.engine.checkpoint_extras.append(self.http_dead_letters.checkpoint_mark)
+            self.http_dead_letters.recover(self.state.get(DEAD_LETTER_MARK_KEY))
             self.gold_runs = GoldRuns(
                 settings, on_run=self._gold_run_finished, on_failure=self._gold_run_failed
             )
@@ -912,21 +1030,15 @@ class Runtime:
             raise EngineBusy(
                 f"the pipeline is busy (the consumer is waiting on its source){partly}"
             )
-        offered: list[DeadLetter] = []
 
         def admit(dead: list[DeadLetter]) -> list[DeadLetter]:
-            fresh = self.http_dead_letters.admit(dead)  # raises: the chunk is not applied
+            fresh = self.http_dead_letters.admit(dead)  # raises: the chunk is not counted
             written.extend(dead)  # repeats included: on disk since an earlier try
-            offered.extend(dead)
             return fresh
 
-        try:
+        try:  # every letter, processing_failed too, is on disk before it is counted
             outcome = self.engine.process(messages, HTTP_SOURCE, admit_dead=admit)
             outcomes.append(outcome)
-            ids = {id(letter) for letter in offered}
-            rest = [letter for letter in outcome.dead if id(letter) not in ids]
-            self.http_dead_letters.write(rest)  # processing_failed: queued when it fails
-            written.extend(rest)
             if last:
                 self.engine.checkpoint()
         except OSError as exc:
