@@ -187,7 +187,7 @@ class Live:
         if self.shadow is not None:
             self.shadow.flush(timeout_s)
         if self.harvest is not None:
-            self.harvest.flush(force=True)
+            self.harvest.flush_final()  # retried; what stays unpublished is logged
         self.export_shadow()
 
     def close(self) -> None:
@@ -196,7 +196,7 @@ class Live:
         if self.shadow is not None:
             self.shadow.runner.close()
         if self.harvest is not None:
-            self.harvest.flush(force=True)
+            self.harvest.flush_final()  # retried; what stays unpublished is logged
         for closer in self.closers:
             try:
                 closer()
