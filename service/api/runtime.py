@@ -22,7 +22,6 @@ import importlib
 import json
 import logging
 import os
-import stat
 import threading
 import time
 from collections import OrderedDict
@@ -33,7 +32,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from consumers.append_only import append_whole, open_append, prepare_tail
+from consumers.append_only import append_whole, file_mark, lines_after, open_append, prepare_tail
 from consumers.base import DeadLetter, Origin, RawMessage, Source
 from consumers.engine import Engine, Outcome
 from consumers.errors import GoldwatchConsumerError, suppress_on_error
@@ -442,49 +441,26 @@ class JsonlDeadLetters:
 
     def checkpoint_mark(self) -> dict[str, Any]:
         """``{DEAD_LETTER_MARK_KEY: {"dev", "ino", "size"}}``: the file as a checkpoint
-        counts it (``size`` 0 and no ``dev`` while it does not exist), for :meth:`recover`.
-        Called under the engine lock after :meth:`flush`, so every counted letter is in it."""
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            return {DEAD_LETTER_MARK_KEY: {"dev": None, "ino": None, "size": 0}}
-        return {DEAD_LETTER_MARK_KEY: {"dev": st.st_dev, "ino": st.st_ino, "size": st.st_size}}
+        counts it (:func:`consumers.append_only.file_mark`), for :meth:`recover`. Called
+        under the engine lock after :meth:`flush`, so every counted letter is in it."""
+        return {DEAD_LETTER_MARK_KEY: file_mark(self.path)}
 
     def recover(self, mark: Any) -> int:
         """Read back the letters after the last checkpoint's ``mark``
         (:meth:`checkpoint_mark`): written by a process that died before a checkpoint
         counted them. A retry of their request then counts them without writing them again
         (:meth:`admit`). Nothing is read without a mark (a state from before this version),
-        when the file is another one (identity changed) or not longer than the mark
-        (replaced or cut); at most :attr:`MAX_RECOVERED_BYTES` from the end, whole lines
-        only, at most :attr:`MAX_UNACKNOWLEDGED` identities. Lines that do not parse are
-        skipped.
+        when the file is another one or not longer than the mark
+        (:func:`consumers.append_only.lines_after`); at most :attr:`MAX_RECOVERED_BYTES`
+        from the end, at most :attr:`MAX_UNACKNOWLEDGED` identities. Lines that do not parse
+        are skipped.
 
         Returns:
             the number of letters read back (≥ 0).
         """
-        if not isinstance(mark, dict):
-            return 0
-        try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
-        except OSError:
-            return 0
-        try:
-            st = os.fstat(fd)
-            start = int(mark.get("size") or 0)
-            same = mark.get("dev") is None or (mark.get("dev"), mark.get("ino")) == (
-                st.st_dev, st.st_ino)  # fmt: skip
-            if not stat.S_ISREG(st.st_mode) or not same or st.st_size <= start:
-                return 0
-            begin = max(start, st.st_size - self.MAX_RECOVERED_BYTES)
-            tail = os.pread(fd, st.st_size - begin, begin)
-        finally:
-            os.close(fd)
-        if begin > start:  # cut into a line: start at the next whole one
-            tail = tail[tail.find(b"\n") + 1 :] if b"\n" in tail else b""
         found = 0
         with self._lock:
-            for line in tail.split(b"\n"):
+            for line in lines_after(self.path, mark, self.MAX_RECOVERED_BYTES):
                 key = _line_identity(line)
                 if key is None:
                     continue

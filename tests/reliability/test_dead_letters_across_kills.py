@@ -101,3 +101,54 @@ def test_letters_written_before_a_kill_are_counted_once_and_not_written_again(
                                                      "processing_failed": FAILING}  # fmt: skip
     finally:
         service.kill()
+
+
+def _file_input(path: Path, n: int) -> tuple[int, int]:
+    """``n`` lines: every 25th not JSON (``not_json``), one batch's marker (a stage error on
+    its batch); returns (not_json lines, the marker's line number)."""
+    lines, bad, marker = [], 0, 430
+    for i in range(1, n + 1):
+        if i % 25 == 0:
+            lines.append(f"not json {i}")
+            bad += 1
+            continue
+        question = f"{RAISE_MARKER} exam {i}" if i == marker else f"library hours {i}"
+        lines.append(json.dumps({"event_id": f"l-{i}", "timestamp": "2026-11-29T10:00:00Z",
+                                 "question": question}))  # fmt: skip
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return bad, marker
+
+
+def test_a_file_replay_killed_at_a_checkpoint_writes_each_letter_once(tmp_path: Path) -> None:
+    """serve reading a file, killed inside its 4th checkpoint (the letters of 400 lines are in
+    the dead-letter file, 300 lines' worth checkpointed): after the restart the file is read
+    again from line 301. Before, the letters of lines 301-400 were written a second time."""
+    source = tmp_path / "queries.jsonl"
+    dlq = tmp_path / "queries.dlq.jsonl"
+    n = 1_000
+    bad, marker = _file_input(source, n)
+    config = {"source": {"kind": "file", "path": str(source), "dlq_path": str(dlq)},
+              "state": {"path": str(tmp_path / "state.sqlite")}, "analytics": {"enabled": False},
+              "pipeline": {"extra_stages": [SPEC, RAISE_SPEC], "max_batch_size": 100,
+                           "commit_every": 100, "commit_interval_s": 3600}}  # fmt: skip
+    service = ServiceProcess.start(tmp_path / "work", config, env={FAULT_ENV: "checkpoint:4"},
+                                   wait=False)  # fmt: skip
+    try:
+        service.process.wait(timeout=120)
+        assert service.process.returncode == -9, service.log_tail()
+        before = [json.loads(line)["origin"]["line"] for line in dlq.read_bytes().splitlines()]
+        assert max(before) > 300  # letters of the batch whose checkpoint died are on disk
+        service = ServiceProcess.start(tmp_path / "work", config)  # no fault armed
+        service.wait_until(lambda s: s["input_finished"], timeout_s=120, what="end of input")
+        totals = service.totals()
+        assert 400 < marker <= 500
+        # the marker's batch, lines 401-500, all of it (its 4 not_json lines too: the poll
+        # loop dead-letters a failed batch whole)
+        failing, bad = 100, bad - 4
+        assert totals["dead_lettered"] == {"not_json": bad, "processing_failed": failing}
+        assert totals["processed"] + bad + failing == n == totals["consumed"]
+        assert totals["duplicates"] == 0
+        lines = [json.loads(line)["origin"]["line"] for line in dlq.read_bytes().splitlines()]
+        assert len(lines) == len(set(lines)) == bad + failing  # each letter once
+    finally:
+        service.kill()
