@@ -36,18 +36,20 @@ import logging
 import os
 import stat
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from consumers.private_files import PRIVATE_MODE
 
-__all__ = ["AppendOnlyFile", "TornTail", "append_whole", "cut_back", "open_append", "prepare_tail",
-           "torn_tail"]  # fmt: skip
+__all__ = ["AppendOnlyFile", "TornTail", "append_whole", "cut_back", "file_mark", "lines_after",
+           "open_append", "prepare_tail", "torn_tail"]  # fmt: skip
 
 log = logging.getLogger(__name__)
 
 #: What to do with a torn last line: cut it off, or refuse to append (:class:`TornTail`).
 OnTorn = Literal["cut", "refuse"]
 _CHUNK = 65_536
+#: Most bytes :func:`lines_after` reads back from the end of a file.
+MAX_LINES_AFTER_BYTES = 64 << 20
 
 
 class TornTail(Exception):
@@ -275,3 +277,46 @@ class AppendOnlyFile:
         if self._fd is not None:
             fd, self._fd = self._fd, None
             os.close(fd)
+
+
+def file_mark(path: str | Path) -> dict[str, Any]:
+    """``{"dev", "ino", "size"}`` of ``path`` now (``dev``/``ino`` ``None`` and ``size`` 0
+    when it does not exist): how far a checkpoint has counted an append-only file, so a
+    restart can tell the records appended after it (:func:`lines_after`)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return {"dev": None, "ino": None, "size": 0}
+    return {"dev": st.st_dev, "ino": st.st_ino, "size": st.st_size}
+
+
+def lines_after(path: str | Path, mark: Any, max_bytes: int = MAX_LINES_AFTER_BYTES) -> list[bytes]:
+    """The whole lines of ``path`` after ``mark`` (:func:`file_mark`, stored by the last
+    checkpoint): the records appended by a process that died before a checkpoint counted
+    them. Empty without a mark, when the file is another one (device or inode changed),
+    not longer than the mark (replaced or cut), or not a regular file. At most ``max_bytes``
+    from the end are read; a line cut by that bound is left out, and so is a torn last line
+    (without its newline).
+    """
+    if not isinstance(mark, dict):
+        return []
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return []
+    try:
+        st = os.fstat(fd)
+        start = int(mark.get("size") or 0)
+        if mark.get("dev") is not None and (mark.get("dev"), mark.get("ino")) != (
+            st.st_dev, st.st_ino
+        ):  # fmt: skip
+            return []
+        if not stat.S_ISREG(st.st_mode) or st.st_size <= start:
+            return []
+        begin = max(start, st.st_size - max_bytes)
+        tail = os.pread(fd, st.st_size - begin, begin)
+    finally:
+        os.close(fd)
+    if begin > start:  # cut into a line: start at the next whole one
+        tail = tail[tail.find(b"\n") + 1 :] if b"\n" in tail else b""
+    return tail.split(b"\n")[:-1]  # the part after the last newline is not a whole line

@@ -182,7 +182,11 @@ class Engine:
         #: :attr:`before_checkpoint` (the service's HTTP dead-letter file writes what it
         #: queued); one raising stops the checkpoint (nothing is written).
         self.checkpoint_guards: list[Callable[[], None]] = []
+        #: Called under the lock at every checkpoint after the guards; what they return is
+        #: written in the same transaction (e.g. how far a dead-letter file is counted).
+        self.checkpoint_extras: list[Callable[[], Mapping[str, Any]]] = []
         self._admitting = False  # inside process's admit_dead call (under the lock)
+        self._stages_touched = False  # the pipeline ran (and raised) before that call
 
     def restore(self) -> None:
         """Load stage states, totals and applied offsets from the state store.
@@ -253,7 +257,10 @@ class Engine:
         duplicates: letters already written for an earlier, unacknowledged try of the same
         request). If it raises, the batch is not applied and nothing is counted (the caller
         acknowledges nothing); if the pipeline then fails, only the decoded events become
-        ``processing_failed`` letters (the admitted ones are already written).
+        ``processing_failed`` letters (the admitted ones are already written), and those go
+        through ``admit_dead`` too before they are counted, so no path holds a counted
+        letter in memory only (if it raises then, nothing of the batch is counted and the
+        memory is marked unsettled: a stage may have changed its state before raising).
 
         Raises:
             Exception: whatever ``on_error`` did not suppress, or ``admit_dead`` raised.
@@ -263,14 +270,16 @@ class Engine:
             self._settled = False  # until the batch ran and its dead letters are durable
             started = time.perf_counter()
             applied = dict(self._applied) if admit_dead is not None else self._applied
-            self._admitting = False
+            self._admitting = self._stages_touched = False
             try:
                 fresh = self._drop_redelivered(messages)
                 redelivered = len(messages) - len(fresh)
                 batch, dead, counted, repeats = self._run(fresh, source, admit_dead)
             except BaseException:
-                if self._admitting:  # refused before anything was applied: as if never sent
-                    self._applied, self._settled = applied, settled
+                if self._admitting:  # refused before it was counted: as if never sent
+                    # (a stage that raised may have changed its state: reload it then)
+                    self._applied = applied
+                    self._settled = settled and not self._stages_touched
                 raise
             dropped = dict(batch.dropped) if batch is not None else {}
             counts = BatchCounts(
@@ -315,6 +324,8 @@ class Engine:
                 applied.setdefault(topic, {})[str(part)] = offset
             updates[APPLIED_KEY] = applied
             updates[TOPIC_IDS_KEY] = dict(self._topic_ids)
+            for more in self.checkpoint_extras:
+                updates.update(more())
             updates.update(extra or {})
             self.state.checkpoint(updates)
             self.last_checkpoint_s = time.monotonic()
@@ -385,7 +396,12 @@ class Engine:
                 failed = self._failed(exc, messages)
                 return None, failed, failed, 0
             failed = self._failed(exc, [m for m, _ in decoded])
-            return None, dead + failed, counted + failed, repeats
+            # as durable as the decoder's letters: written (or known from an unacknowledged
+            # try) before they are counted; raising, nothing of the batch is counted
+            self._admitting, self._stages_touched = True, True
+            admitted = admit_dead(failed)
+            self._admitting = False
+            return None, dead + failed, counted + admitted, repeats + len(failed) - len(admitted)
 
     def _failed(self, exc: Exception, messages: Sequence[RawMessage]) -> list[DeadLetter]:
         """``messages`` as ``processing_failed`` letters, when ``on_error`` suppresses

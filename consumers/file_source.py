@@ -31,6 +31,7 @@ the file position past those lines.
 from __future__ import annotations
 
 import base64
+import collections
 import hashlib
 import json
 import logging
@@ -43,7 +44,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from consumers.append_only import AppendOnlyFile
+from consumers.append_only import AppendOnlyFile, file_mark, lines_after
 from consumers.base import DeadLetter, Origin, RawMessage, message_slot_setters
 from consumers.errors import SourceUnavailable
 
@@ -98,6 +99,10 @@ class FileSource:
         self._make = message_factory(self.path)
         self._dlq: AppendOnlyFile | None = None
         self._unsynced = False  # dead letters written but not yet fsynced
+        #: SHA-256 of dead-letter lines written after the last checkpoint by a process that
+        #: died before it: when their lines are read again, those letters are not written
+        #: a second time (:meth:`restore`).
+        self._on_disk: collections.Counter[bytes] = collections.Counter()
         self._reset(offset=0, line=0)
         self.commits = 0
         self.dead_letters = 0
@@ -161,6 +166,8 @@ class FileSource:
             dead_letter_line(letter, cut.get(letter.message.origin.line or 0) if cut else None)
             for letter in letters
         ]
+        if self._on_disk:  # written before a crash, after the position resumed from
+            lines = [line for line in lines if not _take(self._on_disk, line)]
         self._dlq.append(b"".join(lines), sync=False)  # whole, or not at all
         if cut:
             for letter in letters:
@@ -234,7 +241,8 @@ class FileSource:
         if not 0 <= index < len(self._ends):
             raise ValueError(f"line {line} of {self.path} is not pending")
         offset = self._ends[index]
-        return {"offset": offset, "line": line, "head": self._input.head_hash(offset)}
+        return {"offset": offset, "line": line, "head": self._input.head_hash(offset),
+                "dlq": file_mark(self.dlq_path)}  # fmt: skip
 
     def restore(self, state: dict[str, Any] | None) -> None:
         """Resume from a stored position (``None``: from the top). Call before :meth:`poll`."""
@@ -262,6 +270,13 @@ class FileSource:
         self._reset(offset, line)
         self._committed = {"offset": offset, "line": line, "head": state.get("head")}
         log.info("resuming %s at line %d (byte %d)", self.path, line, offset)
+        # letters of the lines after the position, written before a crash: not again
+        written = lines_after(self.dlq_path, state.get("dlq"))
+        self._on_disk = collections.Counter(hashlib.sha256(raw + b"\n").digest() for raw in written)
+        if self._on_disk:
+            log.info("%d dead letters in %s are from lines after that position: they are "
+                     "counted again but not written again", sum(self._on_disk.values()),
+                     self.dlq_path)  # fmt: skip
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -396,6 +411,15 @@ def message_factory(file: str) -> Callable[[bytes, int], RawMessage]:
         return message
 
     return make
+
+
+def _take(on_disk: collections.Counter[bytes], line: bytes) -> bool:
+    """Take ``line`` from the letters already on disk; ``False`` if it is not one."""
+    key = hashlib.sha256(line).digest()
+    if on_disk[key] <= 0:
+        return False
+    on_disk[key] -= 1
+    return True
 
 
 def dead_letter_line(letter: DeadLetter, cut: tuple[int, str] | None = None) -> bytes:

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -281,6 +283,74 @@ def load_gold_set(path: Path | str) -> GoldSet:
     if problems:
         raise GoldSetError(path, problems)
     return GoldSet(tuple(questions), path=path)
+
+
+def gold_file_problem(path: Path | str) -> str | None:
+    """Why ``path`` does not load as :func:`load_gold_set` reads it, or ``None`` when it does.
+
+    The message names the file, the first bad line and the problem, never the line's content:
+    ``"gold-set file no longer loads: <file>, line <n>: <problem> (and N more)"``, or
+    ``"gold-set file <file> cannot be read: <reason>"``.
+    """
+    try:
+        load_gold_set(path)
+    except DataFileError as exc:
+        more = f" (and {len(exc.problems) - 1} more)" if len(exc.problems) > 1 else ""
+        first = exc.problems[0] if exc.problems else str(path)
+        return f"gold-set file no longer loads: {first}{more}"
+    except OSError as exc:
+        return f"gold-set file {path} cannot be read: {exc.strerror or type(exc).__name__}"
+    return None
+
+
+def _file_key(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class GoldFileCheck:
+    """Whether a gold-set file loads whole (:func:`gold_file_problem`), the one answer that
+    readiness (``/readyz``, ``/v1/status``) and the accept path (:mod:`service.harvest.labelling`)
+    share, so they always agree.
+
+    The file is parsed again only when its identity (device, inode), size or mtime changed
+    since the last check, so a check is a ``stat``. An append known to keep the file whole
+    (:meth:`appended`) moves the remembered answer to the file's new size without parsing.
+    Thread-safe.
+
+    Args:
+        path: the gold-set JSONL file.
+    """
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._checked: tuple[tuple[int, ...], str | None] | None = None
+
+    def problem(self) -> str | None:
+        """:func:`gold_file_problem` of the file as it is now (cached by identity, size and
+        mtime); a new problem is logged once, as an error."""
+        try:
+            key = _file_key(os.stat(self.path))
+        except OSError as exc:
+            key = (-1, exc.errno or 0)
+        with self._lock:
+            if self._checked is not None and self._checked[0] == key:
+                return self._checked[1]
+            problem = gold_file_problem(self.path)
+            self._checked = (key, problem)
+        if problem is not None:
+            logger.error("%s", problem)
+        return problem
+
+    def appended(self, before: os.stat_result, after: os.stat_result) -> None:
+        """Record that the file, as it was at ``before`` (an ``fstat`` under the writer's
+        lock), got one more complete row that :func:`parse_gold_row` reads and whose id no
+        row has, ending at ``after``: if it loaded whole at ``before`` it loads whole at
+        ``after`` (no row-spanning rule of the loader can fail by it), so the answer is kept
+        without a parse. Otherwise nothing is recorded (the next check parses)."""
+        with self._lock:
+            if self._checked == (_file_key(before), None):
+                self._checked = (_file_key(after), None)
 
 
 def write_gold_set(questions: GoldSet | Iterable[GoldQuestion], path: Path | str) -> None:

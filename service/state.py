@@ -32,7 +32,12 @@ A writer (``serve``, ``replay --state``) opens it with ``exclusive=True``: an ad
 a second process on the same file — also through a symlink or another spelling of the path:
 ``<file>`` is the real path, symlinks resolved — fails at start instead of both checkpointing
 over each other — each would restore the same state, and the last to checkpoint would erase
-the other's counts and dedup window. Readers (``candidates export``) do not take the lock.
+the other's counts and dedup window. A hard link is another name of the same file (no path
+leads from one name to the other), so the writer also holds an ``flock`` on the database file
+itself, which belongs to the file's identity (device and inode), whatever the name: the
+second process is refused naming the holder's pid (read from ``/proc/locks``). SQLite's own
+locks are POSIX record locks, independent of ``flock`` on Linux. Readers (``candidates
+export``) do not take the lock.
 
 >>> store = StateStore.in_memory()
 >>> store.checkpoint({"stage/count": {"processed": 3}})
@@ -50,7 +55,7 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -100,7 +105,7 @@ class StateStore:
     """
 
     def __init__(
-        self, connection: sqlite3.Connection, label: str, lock_fd: int | None = None
+        self, connection: sqlite3.Connection, label: str, lock_fd: Sequence[int] = ()
     ) -> None:
         self._conn = connection
         self._label = label
@@ -141,12 +146,19 @@ class StateStore:
                 f"cannot write state file {label}: the file or its directory is not writable "
                 "(check permissions and mounts)"
             )
-        lock_fd = _take_writer_lock(file) if exclusive else None
+        lock_fd: tuple[int, ...] = ()
+        if exclusive:
+            taken = _take_writer_lock(file)
+            lock_fd = (taken,) if taken is not None else ()
         try:
             _create_private(file)
+            if exclusive:  # before SQLite opens it: its POSIX locks must not meet our close
+                lock_fd += _lock_database_file(file, label)
             conn = sqlite3.connect(str(file), isolation_level=None, check_same_thread=False)
-        except (sqlite3.Error, OSError) as exc:
+        except (sqlite3.Error, OSError, StateError) as exc:
             _release_writer_lock(lock_fd)
+            if isinstance(exc, StateError):
+                raise
             if isinstance(exc, OSError):
                 raise StateError(f"cannot create state file {label}: {exc.strerror}") from exc
             raise _write_error(label, exc) from exc
@@ -231,7 +243,7 @@ class StateStore:
         with self._lock:
             self._conn.close()
             _release_writer_lock(self._lock_fd)
-            self._lock_fd = None
+            self._lock_fd = ()
 
     def __enter__(self) -> StateStore:
         return self
@@ -299,10 +311,56 @@ def _take_writer_lock(file: Path) -> int | None:
     return fd
 
 
-def _release_writer_lock(fd: int | None) -> None:
-    """Release and close the writer's lock (closing the descriptor releases the ``flock``;
+def _lock_database_file(file: Path, label: str) -> tuple[int, ...]:
+    """Take an exclusive, non-blocking ``flock`` on the database file itself (its identity:
+    device and inode, so a hard link meets it too); return its descriptor (``()`` where
+    ``fcntl`` is missing). Close it only after SQLite's connection: closing any descriptor of
+    a file drops the process's POSIX locks on it.
+
+    Raises:
+        StateError: another process holds it; the message names the holder's pid (from
+            ``/proc/locks``; ``unknown`` where that cannot tell).
+        OSError: the file cannot be opened.
+    """
+    if sys.platform == "win32":  # pragma: no cover - goldwatch runs on Linux
+        return ()
+    import fcntl
+
+    fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = _flock_holder(os.fstat(fd))
+        os.close(fd)
+        raise StateError(
+            f"state file {label} is in use by another goldwatch process (pid {holder}), "
+            "under another name (a hard link to the same file): stop it first; each replica "
+            "needs its own state.path"
+        ) from None
+    return (fd,)
+
+
+def _flock_holder(st: os.stat_result) -> str:
+    """The pid holding an ``flock`` on the file of ``st``, from ``/proc/locks`` (lines like
+    ``1: FLOCK  ADVISORY  WRITE 4242 00:2a:1234 0 EOF``), or ``"unknown"``."""
+    wanted = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                fields = line.split()
+                if "->" in fields:  # a waiter, not a holder
+                    continue
+                if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == wanted:
+                    return fields[4]
+    except OSError:
+        pass
+    return "unknown"
+
+
+def _release_writer_lock(fds: int | Sequence[int] | None) -> None:
+    """Release and close the writer's locks (closing a descriptor releases its ``flock``;
     the lock file stays: removing it would race with the next writer)."""
-    if fd is not None:
+    for fd in (fds,) if isinstance(fds, int) else (fds or ()):
         os.close(fd)
 
 

@@ -7,6 +7,7 @@ The app must hold a :class:`service.harvest.labelling.Labelling` as ``app.state.
 from __future__ import annotations
 
 import re
+import time
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -174,9 +175,12 @@ async def accept_candidate(
     """Append the suggestion to the gold-set file with a fresh id, with the labels sent
     (``topic``, ``language``, ``role``, ``answer_contains``, ``reference_answer``) as its
     labels and the unconfirmed guesses under ``suggested``; 409 if already decided;
-    503 when the file cannot be written, or stays locked by another process (or by the
-    accepts before this one) for over ``harvest.gold_lock_timeout_s``."""
+    503 when the file cannot be written, or stays locked by another process and by the
+    accepts before this one for over ``harvest.gold_lock_timeout_s`` in all (one deadline
+    from the request's arrival)."""
     timeout_s = labelling.config.gold_lock_timeout_s
+    # One deadline for the whole wait: the queue here and the file's lock in the accept.
+    deadline = time.monotonic() + timeout_s
     gate = _accept_gate(request)
     # Accepts queue here, on the event loop, not in the worker threads: one blocked on
     # another process's lock holds one thread, never the whole pool (/healthz needs one).
@@ -191,7 +195,7 @@ async def accept_candidate(
         ))  # fmt: skip
     try:  # never cancelled once started: a decision that was kept is answered with 200
         return await run_in_threadpool(
-            labelling.accept, candidate_id, body.gold, body.kind, body.labels()
+            labelling.accept, candidate_id, body.gold, body.kind, body.labels(), deadline
         )
     except LabellingError as exc:
         raise _error(exc) from None

@@ -12,11 +12,14 @@ is committed past what was applied and checkpointed.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import ctypes
 import errno
 import gc
 import hashlib
 import importlib
+import json
 import logging
 import os
 import threading
@@ -29,10 +32,10 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from consumers.append_only import append_whole, open_append, prepare_tail
+from consumers.append_only import append_whole, file_mark, lines_after, open_append, prepare_tail
 from consumers.base import DeadLetter, Origin, RawMessage, Source
 from consumers.engine import Engine, Outcome
-from consumers.errors import GoldwatchConsumerError
+from consumers.errors import GoldwatchConsumerError, suppress_on_error
 from consumers.file_source import FileSource, dead_letter_line
 from consumers.loop import make_decoder, run
 from service import __version__
@@ -46,7 +49,7 @@ from service.analytics import (
 )
 from service.corpus import Corpus, DataFileError, load_corpus
 from service.embeddings import shared_embedder
-from service.goldset import GoldSet, load_gold_set
+from service.goldset import GoldFileCheck, GoldSet, load_gold_set
 from service.harvest import HarvestStage, MemoryCandidates, StateStoreCandidates
 from service.harvest.config import REASONS
 from service.known import KnownQuestionIndex
@@ -74,6 +77,8 @@ from service.telemetry import (
 log = logging.getLogger(__name__)
 
 HTTP_SOURCE = "http"
+#: State key of the HTTP dead-letter file's identity and size at the last checkpoint.
+DEAD_LETTER_MARK_KEY = "http-dead-letters/checkpointed"
 MAX_BACKOFF_S = 30.0
 LOCK_TIMEOUT_S = 5.0
 
@@ -181,7 +186,7 @@ class Live:
         if self.shadow is not None:
             self.shadow.flush(timeout_s)
         if self.harvest is not None:
-            self.harvest.flush(force=True)
+            self.harvest.flush_final()  # retried; what stays unpublished is logged
         self.export_shadow()
 
     def close(self) -> None:
@@ -190,7 +195,7 @@ class Live:
         if self.shadow is not None:
             self.shadow.runner.close()
         if self.harvest is not None:
-            self.harvest.flush(force=True)
+            self.harvest.flush_final()  # retried; what stays unpublished is logged
         for closer in self.closers:
             try:
                 closer()
@@ -371,22 +376,34 @@ class JsonlDeadLetters:
     the checkpoint failed) are remembered by identity (:meth:`unacknowledged`), so the
     client's retry counts them as duplicates instead of writing and counting them again.
 
-    Letters handed to :meth:`write` that cannot be written (``processing_failed`` letters
-    of a batch the pipeline already applied) stay queued in memory and go out with the next
-    write; the runtime runs :meth:`flush` before every engine checkpoint, so no checkpoint
-    counts a dead letter that is not on disk.
+    Every letter the engine counts goes through :meth:`admit`, ``processing_failed`` ones
+    (a stage raised) included: on disk before it is counted. Letters handed to
+    :meth:`write` (trace ingest's rejected spans and traces, which the engine does not
+    count) that cannot be written stay queued in memory and go out with the next write; the
+    runtime runs :meth:`flush` before every engine checkpoint.
+
+    Across a restart (a kill -9 between writing a request's letters and the checkpoint that
+    counts them), the memory is rebuilt from the file: every checkpoint notes the file's
+    identity and size (:meth:`checkpoint_mark`), and at start the letters after that size —
+    written, never counted — are read back (:meth:`recover`, at most
+    :attr:`MAX_RECOVERED_BYTES` from the end): a retry of their request counts them as dead
+    letters once more (the count was lost with the checkpoint) without writing them again.
 
     While the file cannot be written, :meth:`problem` says why (``/readyz``)."""
 
     #: Identities of unacknowledged letters remembered at most (oldest forgotten first):
     #: 100 requests of the API's largest size (1,000 events).
     MAX_UNACKNOWLEDGED = 100_000
+    #: Most bytes read back from the end of the file at start (:meth:`recover`).
+    MAX_RECOVERED_BYTES = 64 << 20
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
         self._queued: list[DeadLetter] = []
         self._unacknowledged: OrderedDict[bytes, int] = OrderedDict()  # identity -> letters
+        # identity -> letters on disk from before a restart that no checkpoint counted
+        self._uncounted: OrderedDict[bytes, int] = OrderedDict()
         # (errno, bytes the failed append needed, message) of the last failed append
         self._failure: tuple[int, int, str] | None = None
 
@@ -400,8 +417,10 @@ class JsonlDeadLetters:
         for an unacknowledged try (:meth:`unacknowledged`), which are not written again.
 
         Returns:
-            The letters written now (a sub-list of ``letters``, in order); the others are
-            repeats, for the caller to count as duplicates.
+            The letters to count as dead letters (a sub-list of ``letters``, in order): those
+            written now and those on disk from before a restart that no checkpoint counted
+            (:meth:`recover`; not written again); the others are repeats, for the caller to
+            count as duplicates.
 
         Raises:
             OSError: the file cannot be written: nothing was written (a partly written
@@ -410,23 +429,64 @@ class JsonlDeadLetters:
         """
         with self._lock:
             fresh: list[DeadLetter] = []
+            counted: list[DeadLetter] = []
             repeats: list[bytes] = []
+            recovered: list[bytes] = []
             for letter in letters:
                 key = _letter_identity(letter)
-                if self._unacknowledged.get(key, 0) > 0:
-                    self._unacknowledged[key] -= 1
-                    if not self._unacknowledged[key]:
-                        del self._unacknowledged[key]
+                if _take(self._unacknowledged, key):
                     repeats.append(key)
+                elif _take(self._uncounted, key):
+                    recovered.append(key)
+                    counted.append(letter)
                 else:
                     fresh.append(letter)
+                    counted.append(letter)
             try:
                 self._append([*self._queued, *fresh])
             except OSError:
                 self._remember(repeats)
+                for key in recovered:
+                    self._uncounted[key] = self._uncounted.get(key, 0) + 1
                 raise
             self._queued.clear()
-            return fresh
+            return counted
+
+    def checkpoint_mark(self) -> dict[str, Any]:
+        """``{DEAD_LETTER_MARK_KEY: {"dev", "ino", "size"}}``: the file as a checkpoint
+        counts it (:func:`consumers.append_only.file_mark`), for :meth:`recover`. Called
+        under the engine lock after :meth:`flush`, so every counted letter is in it."""
+        return {DEAD_LETTER_MARK_KEY: file_mark(self.path)}
+
+    def recover(self, mark: Any) -> int:
+        """Read back the letters after the last checkpoint's ``mark``
+        (:meth:`checkpoint_mark`): written by a process that died before a checkpoint
+        counted them. A retry of their request then counts them without writing them again
+        (:meth:`admit`). Nothing is read without a mark (a state from before this version),
+        when the file is another one or not longer than the mark
+        (:func:`consumers.append_only.lines_after`); at most :attr:`MAX_RECOVERED_BYTES`
+        from the end, at most :attr:`MAX_UNACKNOWLEDGED` identities. Lines that do not parse
+        are skipped.
+
+        Returns:
+            the number of letters read back (≥ 0).
+        """
+        found = 0
+        with self._lock:
+            for line in lines_after(self.path, mark, self.MAX_RECOVERED_BYTES):
+                key = _line_identity(line)
+                if key is None:
+                    continue
+                self._uncounted[key] = self._uncounted.get(key, 0) + 1
+                self._uncounted.move_to_end(key)
+                found += 1
+            while len(self._uncounted) > self.MAX_UNACKNOWLEDGED:
+                self._uncounted.popitem(last=False)
+        if found:
+            log.info("%d dead letters in %s were written after the last checkpoint: a retry "
+                     "of their events counts them without writing them again", found,
+                     self.path)  # fmt: skip
+        return found
 
     def unacknowledged(self, letters: Sequence[DeadLetter]) -> None:
         """Remember ``letters`` (on disk, counted) as belonging to a request that was not
@@ -510,25 +570,41 @@ class JsonlDeadLetters:
         return None
 
 
+def _take(memory: OrderedDict[bytes, int], key: bytes) -> bool:
+    """Take one of ``key`` from ``memory`` (a count per identity); ``False`` if none."""
+    if memory.get(key, 0) <= 0:
+        return False
+    memory[key] -= 1
+    if not memory[key]:
+        del memory[key]
+    return True
+
+
+def _line_identity(line: bytes) -> bytes | None:
+    """The :func:`_letter_identity` of one dead-letter line (``dead_letter_line``), or
+    ``None`` for a blank or unreadable line or a cut letter (its value is a prefix)."""
+    try:
+        record = json.loads(line)
+        if not isinstance(record, dict) or record.get("truncated"):
+            return None
+        raw = record.get("value_b64")
+        value = base64.b64decode(raw, validate=True) if raw is not None else b""
+        reason = record["reason"]
+    except (ValueError, KeyError, TypeError, binascii.Error):
+        return None
+    if not isinstance(reason, str):
+        return None
+    digest = hashlib.blake2b(reason.encode("utf-8") + b"\0", digest_size=16)
+    digest.update(value)
+    return digest.digest()
+
+
 def _letter_identity(letter: DeadLetter) -> bytes:
     """A dead letter's identity for retries: BLAKE2b-128 of its reason and raw bytes (the
     event's bytes as sent; the same bytes in a retry are the same letter)."""
     digest = hashlib.blake2b(letter.reason.encode("utf-8") + b"\0", digest_size=16)
     digest.update(letter.message.value or b"")
     return digest.digest()
-
-
-def _gold_file_problem(path: Path) -> str | None:
-    """See :meth:`Runtime.gold_file_problem`: the check itself."""
-    try:
-        load_gold_set(path)
-    except DataFileError as exc:
-        more = f" (and {len(exc.problems) - 1} more)" if len(exc.problems) > 1 else ""
-        first = exc.problems[0] if exc.problems else str(path)
-        return f"gold-set file no longer loads: {first}{more}"
-    except OSError as exc:
-        return f"gold-set file {path} cannot be read: {exc.strerror or type(exc).__name__}"
-    return None
 
 
 class Runtime:
@@ -571,6 +647,7 @@ class Runtime:
             self.engine = Engine(
                 pipeline, self.state, self.metrics, decoder, on_batch=self.live.observe,
                 future_tolerance_s=settings.analytics.drift.future_tolerance_s,
+                on_error=suppress_on_error,  # a stage error: processing_failed letters
             )  # fmt: skip
             self.engine.restore()
             freeze_heap()
@@ -578,6 +655,10 @@ class Runtime:
             self.http_dead_letters = JsonlDeadLetters(dlq)
             # no checkpoint (HTTP ingest's or the poll loop's) may count a letter not on disk
             self.engine.checkpoint_guards.append(self.http_dead_letters.flush)
+            # letters written after the last checkpoint (a kill -9 before it) are not written
+            # again when their request is retried: each checkpoint notes how far it counts
+            self.engine.checkpoint_extras.append(self.http_dead_letters.checkpoint_mark)
+            self.http_dead_letters.recover(self.state.get(DEAD_LETTER_MARK_KEY))
             self.gold_runs = GoldRuns(
                 settings, on_run=self._gold_run_finished, on_failure=self._gold_run_failed
             )
@@ -585,9 +666,8 @@ class Runtime:
             self.state.close()
             raise
         self.gold_refreshes = 0
-        # (identity, size, mtime) of the gold-set file when last checked, and its problem
-        self._gold_check: tuple[tuple[int, ...], str | None] | None = None
-        self._gold_check_lock = threading.Lock()
+        #: Does the gold-set file load whole: one answer for readiness and accepts.
+        self.gold_check = GoldFileCheck(settings.gold_set) if settings.gold_set else None
         #: Why the last gold-set refresh failed (``None``: none failed since the last success).
         self.gold_refresh_error: str | None = None
         # Refreshes run one at a time, in order: request N is covered by any refresh that read
@@ -740,24 +820,9 @@ class Runtime:
         """Why the configured gold-set file no longer loads as ``serve`` would load it at its
         next start (``load_gold_set``), or ``None`` (also without a gold-set file of one's
         own). The message names the file, the first bad line and the problem, never the
-        line's content. Parsed again only when the file's identity, size or mtime changed,
-        so ``/readyz`` stays a ``stat``."""
-        path = self.settings.gold_set
-        if path is None:
-            return None
-        try:
-            st = os.stat(path)
-            key: tuple[int, ...] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-        except OSError as exc:
-            key = (-1, exc.errno or 0)
-        with self._gold_check_lock:
-            if self._gold_check is not None and self._gold_check[0] == key:
-                return self._gold_check[1]
-            problem = _gold_file_problem(path)
-            self._gold_check = (key, problem)
-        if problem is not None:
-            log.error("%s", problem)
-        return problem
+        line's content. :attr:`gold_check` parses again only when the file's identity, size
+        or mtime changed, so ``/readyz`` stays a ``stat``; accepts ask the same check."""
+        return self.gold_check.problem() if self.gold_check is not None else None
 
     def status(self) -> dict[str, Any]:
         """Return the JSON body of ``GET /v1/status``."""
@@ -975,21 +1040,15 @@ class Runtime:
             raise EngineBusy(
                 f"the pipeline is busy (the consumer is waiting on its source){partly}"
             )
-        offered: list[DeadLetter] = []
 
         def admit(dead: list[DeadLetter]) -> list[DeadLetter]:
-            fresh = self.http_dead_letters.admit(dead)  # raises: the chunk is not applied
+            fresh = self.http_dead_letters.admit(dead)  # raises: the chunk is not counted
             written.extend(dead)  # repeats included: on disk since an earlier try
-            offered.extend(dead)
             return fresh
 
-        try:
+        try:  # every letter, processing_failed too, is on disk before it is counted
             outcome = self.engine.process(messages, HTTP_SOURCE, admit_dead=admit)
             outcomes.append(outcome)
-            ids = {id(letter) for letter in offered}
-            rest = [letter for letter in outcome.dead if id(letter) not in ids]
-            self.http_dead_letters.write(rest)  # processing_failed: queued when it fails
-            written.extend(rest)
             if last:
                 self.engine.checkpoint(extra)
         except OSError as exc:

@@ -119,10 +119,11 @@ class HarvestConfig(BaseModel):
         generated_channels: events from these channels are model-generated questions
             (``source: "generated"``), everything else is ``"real"``.
         topic: Kafka topic of the suggestions (compacted; used by the Kafka sink only).
-        gold_lock_timeout_s: longest wait (seconds) of an accept for the gold-set file's
-            lock held by another process, and of an accept queued behind another accept;
-            past it the accept answers 503 (retry later), so a stuck lock holder never ties
-            up the server's worker threads.
+        gold_lock_timeout_s: longest time (seconds) an accept may wait in all, from its
+            arrival: queued behind other accepts and then for the gold-set file's lock held
+            by another process share this one deadline; past it the accept answers 503
+            (retry later), so a stuck lock holder never ties up the server's worker
+            threads.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -29,7 +29,8 @@
   passages must fit the kind (:func:`service.goldset.kind_problem`: e.g. ``multi-passage``
   needs two). When the file cannot be written (missing although it existed at start — moved
   away —, not a regular file, unwritable, disk full, locked by another process for over
-  ``harvest.gold_lock_timeout_s``, its last line torn by an earlier crash)
+  ``harvest.gold_lock_timeout_s``, its last line torn by an earlier crash, or any line
+  that keeps the file from loading whole, which ``/readyz`` reports by the same check)
   :class:`GoldSetUnavailable` is raised, the file is left as it was (the append is whole or cut
   off again: :mod:`consumers.append_only`) and the suggestion stays undecided, so the same
   accept can be retried.
@@ -57,7 +58,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from consumers.append_only import TornTail, append_whole, open_append, prepare_tail
-from service.goldset import MAX_GOLD_ROW_BYTES, kind_problem, parse_gold_row
+from service.goldset import MAX_GOLD_ROW_BYTES, GoldFileCheck, kind_problem, parse_gold_row
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.ranking import select
 from service.harvest.store import CandidateRepository
@@ -114,6 +115,11 @@ class GoldSetUnavailable(LabellingError):
     """The gold-set file cannot be written now (missing, not a regular file, unwritable, disk
     full); nothing was decided, so the request can be retried once the file is back. The
     message names the file and the problem, never user text."""
+
+
+class GoldFileBroken(Exception):
+    """The gold-set file no longer loads whole (:class:`~service.goldset.GoldFileCheck`);
+    the message names the file and the first bad line, never its content."""
 
 
 class Page(NamedTuple):
@@ -241,6 +247,10 @@ class Labelling:
         passages: the corpus's passage ids; when given, an accept naming another id is
             refused (a typo would make a gold question no retriever can ever find).
         clock: returns the decision time as RFC 3339 UTC.
+        gold_check: whether the gold-set file loads whole; the service passes the check its
+            readiness uses, so an accept is refused (:class:`GoldSetUnavailable`, naming the
+            file and line) exactly while ``/readyz`` says the file no longer loads. Default:
+            a check of its own on ``gold_path``.
     """
 
     def __init__(
@@ -251,6 +261,7 @@ class Labelling:
         on_accept: Callable[[GoldQuestion], None] | None = None,
         clock: Callable[[], str] = _now,
         passages: Collection[str] | None = None,
+        gold_check: GoldFileCheck | None = None,
     ) -> None:
         self.repository = repository
         self.gold_path = Path(gold_path)
@@ -258,6 +269,7 @@ class Labelling:
         self.on_accept = on_accept
         self.clock = clock
         self.passages = frozenset(passages) if passages is not None else None
+        self.gold_check = gold_check or GoldFileCheck(self.gold_path)
         self._lock = threading.Lock()
         self._expected = self.gold_path.exists()
         self._known_ids: set[str] = set()
@@ -359,6 +371,7 @@ class Labelling:
         gold: Sequence[str],
         kind: str,
         labels: Mapping[str, Any] | None = None,
+        deadline: float | None = None,
     ) -> dict[str, Any]:
         """Append the suggestion to the gold set and keep the decision; return the decision
         ``{"status": "accepted", "gold_id", "gold", "kind", "decided_at"}`` plus the
@@ -368,6 +381,11 @@ class Labelling:
         (``answer_contains`` a list of strings, the others strings; ``None`` values are
         left out): only these become labels of the gold row; the suggestion's own guesses
         go under ``suggested`` (module docstring).
+
+        ``deadline`` (a ``time.monotonic()`` value) ends the wait for the gold-set file's
+        lock; the HTTP route sets it from the request's arrival, so the time queued behind
+        other accepts and the time waiting for the lock share ``config.gold_lock_timeout_s``.
+        Default: ``config.gold_lock_timeout_s`` from now.
 
         Raises:
             CandidateNotFound, AlreadyDecided, LabellingError: see the class docstrings
@@ -384,10 +402,12 @@ class Labelling:
             unknown = sum(1 for passage in gold if passage not in self.passages)
             if unknown:
                 raise LabellingError(f"gold: {unknown} passage id(s) are not in the corpus")
+        if deadline is None:
+            deadline = time.monotonic() + self.config.gold_lock_timeout_s
         with self._lock:
             row = self._undecided(candidate_id)
             try:
-                gold_row, question = self._append(row, list(gold), kind, confirmed)
+                gold_row, question = self._append(row, list(gold), kind, confirmed, deadline)
             except OSError as exc:
                 message = f"gold-set file {self.gold_path} cannot be written: {_problem(exc)}"
                 log.warning("accept refused: %s", message)
@@ -395,6 +415,9 @@ class Labelling:
             except TornTail as exc:  # names the file and line, never its content
                 log.warning("accept refused: %s", exc)
                 raise GoldSetUnavailable(f"gold-set file damaged: {exc}") from None
+            except GoldFileBroken as exc:  # readiness's own message: file and line
+                log.warning("accept refused: %s", exc)
+                raise GoldSetUnavailable(str(exc)) from None
             # the row in the file is what counts (after a crash: the one appended then)
             decision = {"status": "accepted", "gold_id": question.id,
                         "gold": list(question.gold), "kind": question.kind, "labels": confirmed,
@@ -449,10 +472,15 @@ class Labelling:
         return row
 
     def _append(
-        self, row: dict[str, Any], gold: list[str], kind: str, labels: Mapping[str, Any]
+        self,
+        row: dict[str, Any],
+        gold: list[str],
+        kind: str,
+        labels: Mapping[str, Any],
+        deadline: float,
     ) -> tuple[dict[str, Any], GoldQuestion]:
-        """Append the gold row under an exclusive ``flock`` of the file, waited for at most
-        ``config.gold_lock_timeout_s``; the append is whole or cut off again
+        """Append the gold row under an exclusive ``flock`` of the file, waited for until
+        ``deadline`` (``time.monotonic()``); the append is whole or cut off again
         (:func:`consumers.append_only.append_whole`), so the file ends as it began or with
         the complete new row.
 
@@ -466,6 +494,8 @@ class Labelling:
                 (``EINVAL``), locked by another process for too long (``EAGAIN``), or cannot
                 be opened, read or written.
             TornTail: the file's last line is incomplete (an earlier append cut short).
+            GoldFileBroken: the file (not empty) no longer loads whole: a row appended now
+                would be lost with it; nothing is written.
             GoldSetUnavailable: the file holds this suggestion's row, malformed.
             LabellingError: the new row is over the loader's
                 :data:`~service.goldset.MAX_GOLD_ROW_BYTES` (:func:`row_too_large`); nothing
@@ -476,18 +506,30 @@ class Labelling:
         except FileNotFoundError:
             raise FileNotFoundError(errno.ENOENT, "missing (moved or deleted?)") from None
         try:
-            _lock_exclusive(fd, self.config.gold_lock_timeout_s)  # other processes append too
+            # other processes append too
+            _lock_exclusive(fd, deadline, self.config.gold_lock_timeout_s)
             existing = _ids_in(_read_all(fd))
             for parsed in existing.values():
                 if parsed.get("harvest_id") == row["id"]:  # appended before a crash: reuse
                     return parsed, _recovered(parsed, self.gold_path)
             prefix = prepare_tail(fd, self.gold_path, on_torn="refuse")
+            before = os.fstat(fd)
+            # rows appended to a file that no longer loads would be lost with it (the next
+            # start refuses it); readiness says 503 for the same reason
+            problem = self.gold_check.problem() if before.st_size else None
+            if problem is not None:
+                raise GoldFileBroken(problem)
             gold_row = gold_id = fresh_gold_id(self._known_ids | set(existing))
             gold_row = _gold_row(gold_id, row, gold, kind, labels)
             line = json.dumps(gold_row, ensure_ascii=False).encode("utf-8") + b"\n"
             if len(line) - 1 > MAX_GOLD_ROW_BYTES:  # the loader would refuse the whole file
                 raise LabellingError(row_too_large(gold_row, len(line) - 1))
+            try:  # a row the loader refuses would make the whole file refused
+                parse_gold_row(gold_row)
+            except ValueError as exc:  # names fields, never values
+                raise LabellingError(f"the gold row would not load: {exc}") from None
             append_whole(fd, prefix + line)
+            self.gold_check.appended(before, os.fstat(fd))
         finally:
             os.close(fd)  # releases the flock; nothing buffered is left to write
         self._expected = True
@@ -518,22 +560,23 @@ def row_too_large(gold_row: Mapping[str, Any], size: int) -> str:
             f"{MAX_GOLD_ROW_BYTES:,} bytes a row: {listed}; {advice}")  # fmt: skip
 
 
-def _lock_exclusive(fd: int, timeout_s: float) -> None:
-    """``flock(LOCK_EX)`` polled every 20 ms for at most ``timeout_s`` seconds.
+def _lock_exclusive(fd: int, deadline: float, timeout_s: float) -> None:
+    """``flock(LOCK_EX)`` polled every 20 ms until ``deadline`` (``time.monotonic()``; at
+    least one try, also when it has passed).
 
     Raises:
-        OSError: ``EAGAIN`` when another process still holds the lock after ``timeout_s``.
+        OSError: ``EAGAIN`` when another process still holds the lock at ``deadline``; the
+            message gives ``timeout_s``, the accept's whole allowance.
     """
-    deadline = time.monotonic() + timeout_s
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
         except BlockingIOError:
             if time.monotonic() >= deadline:
-                raise OSError(errno.EAGAIN, f"locked by another process for over {timeout_s:g} s"
-                              ) from None  # fmt: skip
-            time.sleep(0.02)
+                raise OSError(errno.EAGAIN, f"locked by another process: the accept waited "
+                              f"its {timeout_s:g} s") from None  # fmt: skip
+            time.sleep(min(0.02, max(0.0, deadline - time.monotonic())))
 
 
 def _read_all(fd: int) -> bytes:

@@ -85,6 +85,10 @@ __all__ = ["PRODUCTION", "HarvestStage"]
 
 log = logging.getLogger(__name__)
 
+#: Waits (seconds) between the attempts of :meth:`HarvestStage.flush_final`: the poll loop's
+#: capped doubling from 0.5 s (``consumers.loop``), four retries, 7.5 s in all.
+FINAL_FLUSH_DELAYS_S = (0.5, 1.0, 2.0, 4.0)
+
 #: Pool name of the production retriever.
 PRODUCTION = "production"
 _GOLD = "gold:"
@@ -305,6 +309,39 @@ class HarvestStage:
         self._stale.difference_update(due)
         self._last_flush = now
         return len(records)
+
+    @property
+    def unpublished(self) -> int:
+        """Changed suggestions no sink has taken yet (≥ 0)."""
+        return len(self._dirty)
+
+    def flush_final(
+        self,
+        delays_s: Sequence[float] = FINAL_FLUSH_DELAYS_S,
+        wait: Callable[[float], Any] = time.sleep,
+    ) -> int:
+        """The last flush (shutdown, end of a replay): :meth:`flush` with ``force``, retried
+        after each of ``delays_s`` (seconds; the poll loop's capped doubling from 0.5 s,
+        7.5 s in all by default) while a sink fails, so a store that is briefly full or a
+        broker that is briefly away loses nothing.
+
+        Returns:
+            the suggestions lost (≥ 0): changed ones no sink took after the last attempt,
+            also logged as an error with that count (never silent).
+        """
+        self.flush(force=True)
+        for delay in delays_s:
+            if not self._dirty:
+                return 0
+            log.warning("harvest: %d suggestions not published at the last flush; retrying "
+                        "in %.1f s", len(self._dirty), delay)  # fmt: skip
+            wait(delay)
+            self.flush(force=True)
+        lost = len(self._dirty)
+        if lost:
+            log.error("harvest: %d suggestions lost: no sink took them after %d attempts "
+                      "(see the sink failures logged above)", lost, len(delays_s) + 1)  # fmt: skip
+        return lost
 
     # -- merging -------------------------------------------------------------------------
 

@@ -42,6 +42,7 @@ def test_one_message_per_line_blank_lines_counted(tmp_path: Path) -> None:
         "offset": path.stat().st_size,
         "line": 5,
         "head": source.position_after(messages)["head"],
+        "dlq": {"dev": None, "ino": None, "size": 0},  # no dead letter written yet
     }
 
 
@@ -349,3 +350,26 @@ def test_a_line_within_the_limit_has_no_truncation_fields(tmp_path: Path) -> Non
     source.close()
     (letter,) = [json.loads(line) for line in source.dlq_path.read_bytes().splitlines()]
     assert "truncated" not in letter and "value_bytes" not in letter
+
+
+def test_letters_written_before_a_crash_are_not_written_again_on_resume(tmp_path: Path) -> None:
+    """A crash after a batch's letters were written and before its position was checkpointed:
+    the resumed source reads those lines again; their letters are handed on (the engine
+    counts them: its count died with the checkpoint) but not written a second time."""
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"a":1}\nbad 2\n{"a":3}\nbad 4\nbad 5\n')
+    first = FileSource(path)
+    batch1 = first.poll(2, 0)
+    first.dead_letter([DeadLetter(batch1[1], "not_json", "x")])
+    checkpointed = first.position_after(batch1)  # stored by the checkpoint
+    batch2 = first.poll(3, 0)
+    first.dead_letter([DeadLetter(m, "not_json", "x") for m in batch2[1:]])  # then killed
+    first.close()
+    resumed = FileSource(path)
+    resumed.restore(checkpointed)
+    again = resumed.poll(3, 0)
+    assert [m.origin.line for m in again] == [3, 4, 5]
+    resumed.dead_letter([DeadLetter(m, "not_json", "x") for m in again[1:]])
+    resumed.dead_letter([DeadLetter(again[1], "not_json", "x")])  # a new letter: written
+    lines = [json.loads(x)["origin"]["line"] for x in first.dlq_path.read_bytes().splitlines()]
+    assert lines == [2, 4, 5, 4]

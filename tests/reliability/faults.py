@@ -110,3 +110,28 @@ class KillAt:
 
     def restore(self, state: Any) -> None:
         """Stateless."""
+
+
+#: A question containing this makes :class:`RaiseOn` raise (a stage error on that batch).
+RAISE_MARKER = "zq-stage-raises"
+RAISE_SPEC = "tests.reliability.faults:RaiseOn"
+
+
+class RaiseOn:
+    """A stage that raises ``RuntimeError`` on a batch holding an event whose question
+    contains :data:`RAISE_MARKER` (a goldwatch stage error: the batch's events become
+    ``processing_failed`` dead letters), and otherwise passes the batch on."""
+
+    name = "test-raise-on"
+
+    def process(self, batch: Batch) -> None:
+        """Raise on a marked event."""
+        if any(RAISE_MARKER in (event.question or "") for event in batch.events):
+            raise RuntimeError("test stage error")
+
+    def state_snapshot(self) -> Any:
+        """Stateless."""
+        return None
+
+    def restore(self, state: Any) -> None:
+        """Stateless."""

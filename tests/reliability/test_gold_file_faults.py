@@ -40,7 +40,9 @@ AUTH = {"authorization": f"Bearer {TOKEN}"}
 REFRESH_THREAD = "goldwatch-gold-refresh"
 #: Bound of a wait for an answer that must come (seconds): a hang fails, a slow machine not.
 ANSWER_TIMEOUT_S = 120.0
-PAGE = 4096  # tmpfs allocates whole pages: a file's last page has room up to its end
+PAGE = 4096
+#: ``harvest.gold_lock_timeout_s`` of the served app: the whole wait an accept may have.
+LOCK_TIMEOUT_S = 3.0  # tmpfs allocates whole pages: a file's last page has room up to its end
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +70,8 @@ def server(gold_fs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         source={"kind": "file", "path": log},
         state={"path": tmp / "state.sqlite"},
         api={"port": _free_port(), "token": TOKEN},
-        harvest={"flush_interval_s": 0, "gold_lock_timeout_s": 1.0, "min_live_events": 50},
+        harvest={"flush_interval_s": 0, "gold_lock_timeout_s": LOCK_TIMEOUT_S,
+                 "min_live_events": 50},
     )
     with Server(settings) as running:
         deadline = time.monotonic() + ANSWER_TIMEOUT_S
@@ -163,6 +166,35 @@ def test_a_torn_gold_line_is_refused_and_shown_by_readyz_and_status(
     assert _accept(server, candidate).status_code == 200
 
 
+def test_a_bad_row_mid_file_refuses_accepts_as_readiness_says(
+    server: Server, gold_fs: Path, candidate: str
+) -> None:
+    """Before: ``/readyz`` said 503 for a bad row in the middle of the gold set, but an accept
+    still appended after it (200), a row the next start would refuse with the whole file."""
+    gold = gold_fs / "gold.jsonl"
+    whole = gold.read_bytes()
+    lines = whole.splitlines(keepends=True)
+    bad = b'{"id": "q-960", "question": "zq-midrow-5521 fees?", "gold": 7}\n'  # gold: a number
+    damaged = b"".join([*lines[:2], bad, *lines[2:]])
+    gold.write_bytes(damaged)
+    try:
+        ready = httpx.get(server.base + "/readyz")
+        assert ready.status_code == 503
+        reasons = " ".join(ready.json()["reasons"])
+        assert f"{gold}, line 3" in reasons
+        refused = _accept(server, candidate)
+        assert refused.status_code == 503, refused.text
+        detail = refused.json()["detail"]
+        assert f"{gold}, line 3" in detail and "no longer loads" in detail
+        assert "zq-midrow-5521" not in refused.text
+        assert gold.read_bytes() == damaged  # nothing appended after the bad row
+    finally:
+        gold.write_bytes(whole)  # the operator's repair
+    assert httpx.get(server.base + "/readyz").status_code == 200
+    assert _accept(server, candidate).status_code == 200
+    load_gold_set(gold)
+
+
 def test_accepts_blocked_by_another_process_answer_503_and_healthz_stays_up(
     server: Server, gold_fs: Path, candidate: str
 ) -> None:
@@ -196,6 +228,45 @@ def test_accepts_blocked_by_another_process_answer_503_and_healthz_stays_up(
         holder.communicate("", timeout=30)
     assert gold.read_bytes() == before
     assert _accept(server, candidate).status_code == 200  # the lock released: it goes in
+
+
+def _hold_lock(gold: Path) -> subprocess.Popen[str]:
+    """Another process holding ``flock(LOCK_EX)`` on ``gold`` until its stdin closes."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, sys\n"
+         f"f = open({str(gold)!r}, 'rb'); fcntl.flock(f, fcntl.LOCK_EX)\n"
+         "print('locked', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+    return holder
+
+
+def test_an_accept_queued_behind_another_waits_one_deadline_in_all(
+    server: Server, gold_fs: Path, candidate: str
+) -> None:
+    """Before: the queue behind another accept and the lock wait each had the timeout, so an
+    accept queued behind one waiting for the lock answered after almost twice it (5.5 s of a
+    3 s setting here); the documented bound is the setting itself."""
+    gold = gold_fs / "gold.jsonl"
+    holder = _hold_lock(gold)
+    try:
+        first: list[int] = []
+        waiting = threading.Thread(
+            target=lambda: first.append(_accept(server, candidate).status_code)
+        )
+        waiting.start()  # takes the queue, then waits for the lock
+        time.sleep(LOCK_TIMEOUT_S / 6)  # the second arrives while the first waits
+        sent = time.monotonic()
+        second = _accept(server, candidate)
+        took = time.monotonic() - sent
+        waiting.join(ANSWER_TIMEOUT_S)
+        assert second.status_code == 503 and first == [503], second.text
+        assert holder.poll() is None  # both answered while the lock was held
+        # the deadline, with room for a loaded machine; the old bound was 2 x 3 s - 0.5 s
+        assert took < LOCK_TIMEOUT_S + 1.25, f"{took:.2f} s for a {LOCK_TIMEOUT_S} s deadline"
+    finally:
+        holder.communicate("", timeout=30)
 
 
 def test_a_row_a_killed_accept_appended_is_reused_and_answers_200(

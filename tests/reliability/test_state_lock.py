@@ -69,3 +69,38 @@ def test_a_second_serve_on_the_same_state_file_is_refused(tmp_path: Path) -> Non
         assert again.post_events(_events("a", 3)).json()["duplicates"] == 3  # window kept
     finally:
         assert again.terminate() == 0
+
+
+def test_a_second_serve_on_a_hard_link_to_the_state_file_is_refused(tmp_path: Path) -> None:
+    """Before (issue 19, left open): the lock was ``<name>.lock`` beside each name, so a hard
+    link (another name of the same file, no path from one to the other) gave each serve its
+    own lock and both wrote one database. Now the writer also locks the file's identity."""
+    state = tmp_path / "first" / "state" / "state.sqlite"
+    first = ServiceProcess.start(tmp_path / "first", _config(state))
+    try:
+        assert first.post_events(_events("a", 3)).json()["accepted"] == 3
+        linked = tmp_path / "second" / "state" / "other-name.sqlite"
+        linked.parent.mkdir(parents=True)
+        os.link(state, linked)
+        assert os.stat(linked).st_ino == os.stat(state).st_ino
+        second_config = tmp_path / "second.yaml"
+        second_config.write_text(yaml.safe_dump(_config(linked)), encoding="utf-8")
+        refused = subprocess.run(
+            [sys.executable, "-m", "service.cli", "serve", "--config", str(second_config)],
+            cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+            capture_output=True, text=True, check=False, timeout=EXIT_TIMEOUT_S,
+        )  # fmt: skip
+        assert refused.returncode == 2, (refused.stdout, refused.stderr)
+        lines = refused.stderr.strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in refused.stderr, refused.stderr
+        assert str(linked) in lines[0] and f"pid {first.process.pid}" in lines[0], lines[0]
+        assert "in use by another goldwatch process" in lines[0] and "hard link" in lines[0]
+        assert first.post_events(_events("b", 4)).json()["accepted"] == 4  # still serving
+        assert first.totals()["processed"] == 7
+    finally:
+        assert first.terminate() == 0
+    again = ServiceProcess.start(tmp_path / "again", _config(linked))  # the link, alone now
+    try:
+        assert again.totals()["processed"] == 7
+    finally:
+        assert again.terminate() == 0

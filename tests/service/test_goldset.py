@@ -334,3 +334,37 @@ def test_missing_kind_is_inferred_and_role_restricted_may_be_empty(tmp_path: Pat
             {"id": "c", "question": "Weather?", "gold": []}]  # fmt: skip
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert [q.kind for q in load_gold_set(path)] == ["plain", "role-restricted", "unanswerable"]
+
+
+def test_gold_file_check_parses_only_when_the_file_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One answer for readiness and accepts: a stat per check, a parse per change; an append
+    known to keep the file whole moves the answer without a parse."""
+    import os
+
+    import service.goldset as goldset
+
+    path = tmp_path / "gold.jsonl"
+    path.write_text('{"id": "q-1", "question": "Fees?", "gold": ["p-1"]}\n', encoding="utf-8")
+    parses: list[Path] = []
+    real = goldset.load_gold_set
+    monkeypatch.setattr(goldset, "load_gold_set", lambda p: parses.append(p) or real(p))
+    check = goldset.GoldFileCheck(path)
+    assert check.problem() is None and check.problem() is None
+    assert len(parses) == 1
+    before = os.stat(path)
+    with path.open("ab") as handle:
+        handle.write(b'{"id": "q-2", "question": "Bus?", "gold": ["p-2"]}\n')
+    check.appended(before, os.stat(path))
+    assert check.problem() is None and len(parses) == 1
+    with path.open("ab") as handle:  # a hand edit: parsed again, line 3 named
+        handle.write(b'{"id": "q-3", "question": "zq-secret", "gold": 5}\n')
+    problem = check.problem()
+    assert problem is not None and f"{path}, line 3" in problem and "zq-secret" not in problem
+    assert len(parses) == 2
+    before = os.stat(path)
+    with path.open("ab") as handle:
+        handle.write(b'{"id": "q-4", "question": "Library?", "gold": ["p-4"]}\n')
+    check.appended(before, os.stat(path))  # it did not load before: not taken as whole
+    assert check.problem() is not None and len(parses) == 3

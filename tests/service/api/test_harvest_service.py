@@ -207,9 +207,11 @@ def test_accept_answers_503_while_the_gold_set_file_cannot_be_written(server: Se
 
 
 def test_a_failed_gold_refresh_is_shown_with_file_line_and_field(server: Server) -> None:
-    """Someone breaks the gold-set file by hand; the next accept's refresh fails: the old gold
-    set stays, and ``/v1/status`` (and the log) say which file, line and field, without the
-    row's text; a later successful refresh clears it."""
+    """Someone breaks the gold-set file by hand; accepts are refused meanwhile (as
+    ``/readyz`` says), and a refresh that reads the broken file (one an accept started just
+    before the edit) fails: the old gold set stays, and ``/v1/status`` (and the log) say
+    which file, line and field, without the row's text; a later successful refresh clears
+    it."""
     runtime = server.runtime
     gold_path = Path(runtime.settings.gold_set)  # type: ignore[arg-type]
     original = gold_path.read_bytes()
@@ -221,7 +223,9 @@ def test_a_failed_gold_refresh_is_shown_with_file_line_and_field(server: Server)
         item = _list(server, status="suggested", limit=1)["items"][0]
         response = httpx.post(f"{server.base}/v1/gold-candidates/{item['id']}/accept",
                               json={"gold": [], "kind": "unanswerable"}, headers=AUTH)  # fmt: skip
-        assert response.status_code == 200, response.text
+        assert response.status_code == 503, response.text  # nothing appended to it
+        assert f"line {lines + 1}" in response.text and "9876543210" not in response.text
+        runtime.gold_accepted(None)  # a refresh that reads the broken file
         _refreshes_done()  # the refresh that read the broken file has ended
         status = httpx.get(server.base + "/v1/status").json()
         error = status["gold_refresh_error"]

@@ -271,3 +271,60 @@ def test_questions_over_max_question_chars_are_counted_not_suggested() -> None:
     stage.observe_shadow(shadow("e9", "y" * 101, ("p-1", "p-2"), ("p-8", "p-9")))
     assert len(repo.all()) == 1 and stage.pending_observations()["too_long"] == 1
     assert HarvestConfig().max_question_chars == 2_000
+
+
+class _FailsFirst:
+    """A sink that raises on its first ``failures`` publishes, then keeps what it gets."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures, self.calls = failures, 0
+        self.kept = MemoryCandidates()
+
+    def publish(self, records: Any) -> None:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise OSError(28, "No space left on device")
+        self.kept.publish(records)
+
+
+def test_the_shutdown_flush_is_retried_until_the_sink_takes_the_suggestions() -> None:
+    """Before: ``Live.close`` flushed once; a sink failing then (a full disk at shutdown)
+    lost the changed suggestions with one warning naming only the exception type."""
+    from service.analytics import Analytics
+    from service.api.runtime import Live
+
+    sink = _FailsFirst(failures=2)
+    stage = HarvestStage(HarvestConfig(flush_interval_s=3600.0), sinks=[sink])
+    stage.process(batch([event("e1", "hostel fee refund"), event("e2", "bus timings")],
+                        [REFUSED, REFUSED]))  # fmt: skip
+    assert sink.calls == 1 and stage.unpublished == 2  # the first flush failed
+    waits: list[float] = []
+    assert stage.flush_final(wait=waits.append) == 0
+    assert waits == [0.5] and sink.calls == 3 and len(sink.kept.all()) == 2
+    # through the service's shutdown path, one failure at shutdown (a 0.5 s wait)
+    now = [0.0]
+    sink = _FailsFirst(failures=0)
+    stage = HarvestStage(HarvestConfig(flush_interval_s=3600.0), sinks=[sink],
+                         clock=lambda: now[0])  # fmt: skip
+    stage.process(batch([event("e1", "hostel fee refund")], [REFUSED]))  # published
+    now[0] = 1.0
+    stage.process(batch([event("e3", "exam dates")], [REFUSED]))  # waits for the interval
+    assert stage.unpublished == 1 and sink.calls == 1
+    sink.failures = 2  # the next publish (the shutdown's) fails once
+    Live(None, Analytics(stages=[]), None, harvest=stage).close()  # type: ignore[arg-type]
+    assert [r["question"] for r in sink.kept.all()].count("exam dates") == 1
+    assert stage.unpublished == 0
+
+
+def test_suggestions_a_sink_never_takes_are_counted_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sink = _FailsFirst(failures=1_000)
+    stage = HarvestStage(HarvestConfig(flush_interval_s=3600.0), sinks=[sink])
+    stage.process(batch([event("e1", "hostel fee refund"), event("e2", "bus timings")],
+                        [REFUSED, REFUSED]))  # fmt: skip
+    waits: list[float] = []
+    with caplog.at_level("ERROR", logger="service.harvest.stage"):
+        assert stage.flush_final(wait=waits.append) == 2
+    assert waits == [0.5, 1.0, 2.0, 4.0] and sink.calls == 1 + 5
+    assert "harvest: 2 suggestions lost" in caplog.text

@@ -1,0 +1,154 @@
+"""Dead letters across a kill -9 between writing them and the checkpoint that counts them,
+met by real ``goldwatch serve`` processes (HTTP ingest, the state and dead-letter files on
+disk, ``tests.reliability.faults`` to die inside the checkpoint's SQLite transaction).
+
+Before (issue 19, left open): a goldwatch stage error answered 500 and dead-lettered nothing
+(the runbook promised ``processing_failed`` letters); ``processing_failed`` letters, once
+there, went through an in-memory queue instead of the writer that makes the other letters
+durable before they are counted; and the memory of which letters were already written (so a
+retry does not write them twice) was lost with the process: after a restart, the client's
+retry of a request killed before its checkpoint wrote every letter a second time.
+
+Expected now: every letter is on disk before it is counted; after kill -9 and restart, the
+retry counts each letter once (the count died with the checkpoint) and the file holds each
+once: ``processed + dead-lettered == produced``, no duplicates.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.acceptance.service_process import ServiceProcess
+from tests.reliability.faults import FAULT_ENV, RAISE_MARKER, RAISE_SPEC, SPEC
+
+pytestmark = pytest.mark.slow  # serve processes started twice
+
+BAD = 10  # wrong_type: a timestamp that is no time (the decoder's letters)
+FAILING = 20  # with the 10 bad, one chunk whose stage raised: processing_failed letters
+GOOD = 20  # the request's second chunk: processed
+CHUNK = BAD + FAILING  # api.ingest_chunk_events
+
+
+def _events(tag: str, n: int, question: str = "when does the library open") -> list[dict[str, Any]]:
+    return [{"event_id": f"{tag}-{i}", "timestamp": "2026-11-29T10:00:00Z", "question": question}
+            for i in range(n)]  # fmt: skip
+
+
+def _killed_request() -> bytes:
+    """10 undecodable events and 20 whose chunk makes a stage raise (one carries the marker),
+    then a chunk of 20 good ones."""
+    bad = [{"event_id": f"b-{i}", "timestamp": f"half past {i}", "question": "pool?"}
+           for i in range(BAD)]  # fmt: skip
+    failing = _events("f", FAILING)
+    failing[7]["question"] = f"{RAISE_MARKER} when is the exam"
+    return json.dumps(bad + failing + _events("g", GOOD)).encode()
+
+
+def _letters(path: Path) -> collections.Counter[tuple[str, str]]:
+    """``(reason, event_id)`` of each line of the dead-letter file (each line must parse)."""
+    out: collections.Counter[tuple[str, str]] = collections.Counter()
+    for line in path.read_bytes().splitlines():
+        record = json.loads(line)
+        out[(record["reason"], json.loads(base64.b64decode(record["value_b64"]))["event_id"])] += 1
+    return out
+
+
+def test_letters_written_before_a_kill_are_counted_once_and_not_written_again(
+    tmp_path: Path,
+) -> None:
+    dlq = tmp_path / "dead.jsonl"
+    config = {"source": {"kind": "none", "dlq_path": str(dlq)},
+              "state": {"path": str(tmp_path / "state.sqlite")},
+              "pipeline": {"extra_stages": [SPEC, RAISE_SPEC]},
+              "api": {"ingest_chunk_events": CHUNK}}  # fmt: skip
+    # the 2nd checkpoint dies before COMMIT: after the letters of that request are written
+    service = ServiceProcess.start(tmp_path / "work", config, env={FAULT_ENV: "checkpoint:2"})
+    try:
+        first = service.post_events(None, raw=json.dumps(_events("a", 5)).encode())
+        assert first.status_code == 200, first.text
+        with pytest.raises(httpx.HTTPError):  # the process dies inside the request
+            service.post_events(None, raw=_killed_request())
+        service.process.wait(timeout=30)
+        assert service.process.returncode == -9
+        written = _letters(dlq)
+        assert sum(written.values()) == BAD + FAILING  # on disk before the checkpoint
+        service = ServiceProcess.start(tmp_path / "work", config)  # no fault armed
+        assert service.totals()["dead_lettered"] == {}  # rolled back with the checkpoint
+        again = service.post_events(None, raw=_killed_request())  # the client's retry
+        assert again.status_code == 200, again.text
+        assert len(again.json()["dead_lettered"]) == BAD + FAILING
+        last = service.post_events(None, raw=json.dumps(_events("c", 5)).encode())
+        assert last.status_code == 200, last.text
+        totals = service.totals()
+        produced = 5 + BAD + FAILING + GOOD + 5
+        assert totals["dead_lettered"] == {"wrong_type": BAD, "processing_failed": FAILING}
+        assert totals["processed"] == 5 + GOOD + 5 and totals["duplicates"] == 0
+        assert totals["processed"] + BAD + FAILING == produced == totals["consumed"]
+        letters = _letters(dlq)
+        assert letters == written  # nothing written twice
+        assert set(letters.values()) == {1}
+        assert sorted(r for r, _ in letters.elements()).count("processing_failed") == FAILING
+        service.kill()
+        service = ServiceProcess.start(tmp_path / "work", config)  # and once more: all counted
+        assert service.totals()["dead_lettered"] == {"wrong_type": BAD,
+                                                     "processing_failed": FAILING}  # fmt: skip
+    finally:
+        service.kill()
+
+
+def _file_input(path: Path, n: int) -> tuple[int, int]:
+    """``n`` lines: every 25th not JSON (``not_json``), one batch's marker (a stage error on
+    its batch); returns (not_json lines, the marker's line number)."""
+    lines, bad, marker = [], 0, 430
+    for i in range(1, n + 1):
+        if i % 25 == 0:
+            lines.append(f"not json {i}")
+            bad += 1
+            continue
+        question = f"{RAISE_MARKER} exam {i}" if i == marker else f"library hours {i}"
+        lines.append(json.dumps({"event_id": f"l-{i}", "timestamp": "2026-11-29T10:00:00Z",
+                                 "question": question}))  # fmt: skip
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return bad, marker
+
+
+def test_a_file_replay_killed_at_a_checkpoint_writes_each_letter_once(tmp_path: Path) -> None:
+    """serve reading a file, killed inside its 4th checkpoint (the letters of 400 lines are in
+    the dead-letter file, 300 lines' worth checkpointed): after the restart the file is read
+    again from line 301. Before, the letters of lines 301-400 were written a second time."""
+    source = tmp_path / "queries.jsonl"
+    dlq = tmp_path / "queries.dlq.jsonl"
+    n = 1_000
+    bad, marker = _file_input(source, n)
+    config = {"source": {"kind": "file", "path": str(source), "dlq_path": str(dlq)},
+              "state": {"path": str(tmp_path / "state.sqlite")}, "analytics": {"enabled": False},
+              "pipeline": {"extra_stages": [SPEC, RAISE_SPEC], "max_batch_size": 100,
+                           "commit_every": 100, "commit_interval_s": 3600}}  # fmt: skip
+    service = ServiceProcess.start(tmp_path / "work", config, env={FAULT_ENV: "checkpoint:4"},
+                                   wait=False)  # fmt: skip
+    try:
+        service.process.wait(timeout=120)
+        assert service.process.returncode == -9, service.log_tail()
+        before = [json.loads(line)["origin"]["line"] for line in dlq.read_bytes().splitlines()]
+        assert max(before) > 300  # letters of the batch whose checkpoint died are on disk
+        service = ServiceProcess.start(tmp_path / "work", config)  # no fault armed
+        service.wait_until(lambda s: s["input_finished"], timeout_s=120, what="end of input")
+        totals = service.totals()
+        assert 400 < marker <= 500
+        # the marker's batch, lines 401-500, all of it (its 4 not_json lines too: the poll
+        # loop dead-letters a failed batch whole)
+        failing, bad = 100, bad - 4
+        assert totals["dead_lettered"] == {"not_json": bad, "processing_failed": failing}
+        assert totals["processed"] + bad + failing == n == totals["consumed"]
+        assert totals["duplicates"] == 0
+        lines = [json.loads(line)["origin"]["line"] for line in dlq.read_bytes().splitlines()]
+        assert len(lines) == len(set(lines)) == bad + failing  # each letter once
+    finally:
+        service.kill()
