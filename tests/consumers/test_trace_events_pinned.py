@@ -1,0 +1,179 @@
+"""The events the Kafka trace path builds, pinned (issue 20's throughput work must not change
+them): the four convention shapes give the events written out by hand in
+tests/service/api/test_traces_api.py; every event handed to the loop equals what the
+canonical JSON of it decodes to (the path before the events were handed over ready), also
+when the event-size limit dead-letters some; protobuf decoding gives what the OpenTelemetry
+SDK recorded."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Tracer
+
+from consumers.base import Origin, RawMessage
+from consumers.loop import make_decoder
+from consumers.trace_source import TraceSource
+from service.events import QueryLogEvent
+from service.traces.assembly import AssemblyLimits, TraceAssembler
+from service.traces.mapping import TraceMapping
+from service.traces.otlp import decode_protobuf
+from tests.consumers.test_trace_source import Clock, FakeSource
+from tests.service.api.test_traces_api import (
+    _at,
+    _expected,
+    _genai,
+    _genai_old,
+    _openinference,
+    _openllmetry,
+    _provider,
+)
+
+SHAPES: tuple[Callable[[Tracer], str], ...] = (_openinference, _genai, _genai_old, _openllmetry)
+
+
+def _collector_messages(
+    traces: list[Callable[[Tracer], str]], exporter: InMemorySpanExporter, tracer: Tracer
+) -> tuple[list[str], list[RawMessage]]:
+    """Run each trace builder; per trace its child spans in one message, and all roots in
+    later messages (the Collector's ``kafka`` exporter, root last)."""
+    ids, children, roots = [], [], []
+    for build in traces:
+        ids.append(build(tracer))
+        spans = list(exporter.get_finished_spans())
+        exporter.clear()
+        children.append(encode_spans([s for s in spans if s.parent]).SerializeToString())
+        roots.append(encode_spans([s for s in spans if not s.parent]).SerializeToString())
+    values = children + roots
+    origins = [Origin("otlp_spans", 0, offset) for offset in range(len(values))]
+    return ids, [RawMessage(v, o) for v, o in zip(values, origins, strict=True)]
+
+
+def _through_source(
+    messages: list[RawMessage], max_event_bytes: int = 1_048_576
+) -> tuple[list[RawMessage], list[tuple[RawMessage, QueryLogEvent]], list[Any]]:
+    """Poll the trace source once after all messages (clock past the settle time) and decode
+    what it hands out with the loop's decoder, wrapped as serve wraps it."""
+    clock = Clock()
+    inner = FakeSource([messages])
+    limits = AssemblyLimits(settle_s=1.0, timeout_s=10.0)
+    source = TraceSource(inner, TraceAssembler(limits), TraceMapping(), "otlp_proto", clock)
+    assert source.poll(1000, 0) == []
+    clock.now = 1.0
+    out = source.poll(1000, 0)
+    decoded, dead = source.wrap_decoder(make_decoder(max_event_bytes=max_event_bytes))(out)
+    return out, decoded, dead
+
+
+def test_the_four_conventions_on_kafka_give_the_hand_written_events() -> None:
+    exporter = InMemorySpanExporter()
+    provider, tracer = _provider(exporter)
+    ids, messages = _collector_messages(list(SHAPES), exporter, tracer)
+    provider.shutdown()
+    _, decoded, dead = _through_source(messages)
+    assert dead == []
+    assert {event.event_id: event for _, event in decoded} == _expected(*ids)
+    assert len(decoded) == 4
+
+
+def _varied(n: int) -> Callable[[Tracer], str]:
+    """An OpenInference trace whose size and content vary with ``n``: non-ASCII and control
+    characters, integer and metadata ids, a content-hashed passage, a long answer."""
+
+    def build(tracer: Tracer) -> str:
+        with tracer.start_as_current_span("q", start_time=_at(n), end_on_exit=False) as root:
+            root.set_attributes({
+                "openinference.span.kind": "CHAIN", "input.mime_type": "application/json",
+                "input.value": json.dumps({"query": f"¿Cuánto sale {n}?\t\"quoted\"\u2028"}),
+                "enduser.id": n, "user.roles": ["parent"],
+            })  # fmt: skip
+            with tracer.start_as_current_span("r", start_time=_at(n + 1), end_on_exit=False) as r:
+                r.set_attribute("openinference.span.kind", "RETRIEVER")
+                for i in range(n % 7 * 4):
+                    prefix = f"retrieval.documents.{i}.document."
+                    if i % 3 == 0:
+                        r.set_attribute(prefix + "id", i)
+                    elif i % 3 == 1:
+                        r.set_attribute(prefix + "metadata", json.dumps({"chunk_id": f"c{i}"}))
+                    else:
+                        r.set_attribute(prefix + "content", f"passage  text {i}\n")
+                    r.set_attribute(prefix + "score", 1 / (i + 1))
+                r.end(end_time=_at(n + 2.25))
+            root.set_attribute("output.value", "ответ " * (n % 5) * 40 or " ")
+            root.end(end_time=_at(n + 3))
+        return format(root.get_span_context().trace_id, "032x")
+
+    return build
+
+
+def test_events_handed_over_equal_their_canonical_json_decoded() -> None:
+    """A mixed batch: each event the loop gets equals what its canonical JSON decodes to,
+    and with a small event-size limit the same traces are dead-lettered ``too_large``."""
+    exporter = InMemorySpanExporter()
+    provider, tracer = _provider(exporter)
+    builders = [*SHAPES, *(_varied(n) for n in range(24))]
+    ids, messages = _collector_messages(builders, exporter, tracer)
+    provider.shutdown()
+    for limit in (1_048_576, 1_500):
+        out, decoded, dead = _through_source(messages, max_event_bytes=limit)
+        values = [m.value or b"" for m in out]
+        reference, reference_dead = make_decoder(max_event_bytes=limit)(
+            [RawMessage(v, Origin(file="x", line=1)) for v in values]
+        )
+        assert [event for _, event in decoded] == [event for _, event in reference]
+        assert [(d.reason, d.detail) for d in dead] == [
+            (d.reason, d.detail) for d in reference_dead
+        ]
+        assert [d.message.value for d in dead] == [d.message.value for d in reference_dead]
+        assert len(decoded) + len(dead) == len(ids)
+        if limit < 1_048_576:
+            assert {d.reason for d in dead} == {"too_large"} and len(dead) >= 3
+            assert all(len(v) > limit for v in (d.message.value or b"" for d in dead))
+        else:
+            assert dead == []
+            assert sorted(event.event_id for _, event in decoded) == sorted(ids)
+
+
+def _plain(value: Any) -> Any:
+    """The SDK's attribute values as the decoder gives them (tuples are OTLP arrays)."""
+    return [_plain(v) for v in value] if isinstance(value, tuple) else value
+
+
+def test_protobuf_decoding_gives_what_the_sdk_recorded() -> None:
+    """Every field of every span of the four shapes, and two resources in one request."""
+    exporter = InMemorySpanExporter()
+    provider, tracer = _provider(exporter)
+    for build in SHAPES:
+        build(tracer)
+    other = TracerProvider(resource=Resource.create({"service.name": "other", "k": 3}))
+    other.add_span_processor(SimpleSpanProcessor(exporter))
+    with other.get_tracer("x").start_as_current_span("solo") as solo:
+        solo.set_attribute("flags", [True, False])
+    provider.shutdown()
+    other.shutdown()
+    finished = list(exporter.get_finished_spans())
+    for payload in (encode_spans(finished).SerializeToString(),) * 2:  # twice: caches
+        decoded = {span.span_id: span for span in decode_protobuf(payload)}
+        assert len(decoded) == len(finished) == 11
+        for sdk in finished:
+            span = decoded[format(sdk.context.span_id, "016x")]
+            assert span.trace_id == format(sdk.context.trace_id, "032x")
+            parent = format(sdk.parent.span_id, "016x") if sdk.parent else None
+            assert span.parent_span_id == parent
+            assert (span.name, span.start_unix_nano, span.end_unix_nano) == (
+                sdk.name, sdk.start_time, sdk.end_time,
+            )  # fmt: skip
+            assert span.attributes == {k: _plain(v) for k, v in sdk.attributes.items()}
+            assert [(e.name, e.time_unix_nano, e.attributes) for e in span.events] == [
+                (e.name, e.timestamp, {k: _plain(v) for k, v in e.attributes.items()})
+                for e in sdk.events
+            ]
+            assert span.resource == dict(sdk.resource.attributes)
+            assert span.status_code == sdk.status.status_code.value
