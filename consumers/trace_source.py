@@ -4,10 +4,14 @@
 ``ExportTraceServiceRequest`` payloads (``otlp_proto`` or ``otlp_json``; ``otlp`` detects each
 message: JSON when its first non-blank byte is ``{``). It decodes every message into spans,
 buffers them in a :class:`~service.traces.assembly.TraceAssembler` (position: the message's
-``topic/partition`` and offset), and hands the poll loop one message per finished trace: the
-event (:func:`~service.traces.mapping.trace_to_event`) as canonical goldwatch JSON, so the
-loop, the engine and every stage run unchanged. "Consumed" therefore counts traces, not Kafka
-messages.
+``topic/partition`` and offset), and hands the poll loop one message per finished trace
+(:class:`ReadyEvent`): its event (:func:`~service.traces.mapping.trace_to_event`), whose
+``value`` is the event's canonical goldwatch JSON, so the loop, the engine and every stage
+run unchanged. "Consumed" therefore counts traces, not Kafka messages. The engine's decoder,
+wrapped by :meth:`TraceSource.wrap_decoder`, takes the event as it is (it was validated when
+built, and decoding its canonical JSON gives it back) instead of writing and parsing that
+JSON; only an event that might exceed the decoder's ``max_event_bytes`` goes through the
+decoder's own checks, so an oversized one is dead-lettered ``too_large`` as before.
 
 Dead letters: undecodable messages (the raw bytes, reason from
 :data:`service.traces.otlp.REASONS`), assembly's rejections (spans as OTLP/JSON) and traces
@@ -55,6 +59,57 @@ from service.traces.spans import Span
 Encoding = Literal["otlp_proto", "otlp_json", "otlp"]
 #: ``Origin.file`` of the stand-in messages that carry this source's dead letters to the loop.
 TRACES_DEAD = "otlp-dead-letter"
+
+
+class ReadyEvent(RawMessage):
+    """The stand-in message of one assembled trace, carrying its event.
+
+    ``value`` is the event's canonical JSON (``QueryLogEvent.model_dump_json``, UTF-8), made
+    when first read: the wrapped decoder reads it only for an event that may be over the size
+    limit, the loop only to dead-letter a failed batch. Built by :class:`TraceSource` only.
+    """
+
+    __slots__ = ("event", "_json")
+
+    def __init__(self, event: QueryLogEvent, origin: Origin) -> None:
+        init = object.__setattr__  # RawMessage is frozen; its ``value`` slot stays unused
+        init(self, "event", event)
+        init(self, "_json", None)
+        init(self, "origin", origin)
+        init(self, "key", None)
+        init(self, "timestamp_ms", None)
+
+    @property  # type: ignore[override]
+    def value(self) -> bytes:
+        """The event's canonical JSON, UTF-8 bytes."""
+        if self._json is None:
+            text = self.event.model_dump_json().encode("utf-8", "surrogatepass")
+            object.__setattr__(self, "_json", text)
+        return self._json  # type: ignore[return-value]
+
+
+def json_size_bound(event: QueryLogEvent) -> int:
+    """An upper bound of ``len(event.model_dump_json().encode())``, in bytes: 6 bytes per
+    character of every string (a ``\\uXXXX`` escape is the longest a character gets; UTF-8
+    takes at most 4), plus 1,024 for the keys, numbers, timestamp and nulls of the record and
+    256 per retrieved passage and per citation (tests/consumers/test_trace_events_pinned.py
+    checks it against the JSON)."""
+    chars = len(event.event_id) + len(event.question) + len(event.channel or "")
+    records = 0
+    user = event.user
+    if user is not None:
+        chars += len(user.id or "") + len(user.role or "") + len(user.tenant or "")
+    retrieval = event.retrieval
+    if retrieval is not None:
+        chars += len(retrieval.retriever or "")
+        for passage in retrieval.results:
+            chars += len(passage.id) + len(passage.doc or "") + len(passage.doc_type or "")
+        records += len(retrieval.results)
+    answer = event.answer
+    if answer is not None:
+        chars += len(answer.text or "") + sum(len(c) for c in answer.citations)
+        records += len(answer.citations)
+    return 6 * chars + 1024 + 256 * records
 
 
 def decode_payload(value: bytes, encoding: Encoding) -> list[Span]:
@@ -163,18 +218,41 @@ class TraceSource:
 
     def wrap_decoder(self, decoder: Decoder) -> Decoder:
         """The engine's decoder, which also turns this source's dead-letter messages into
-        their dead letters (so the engine counts and the loop writes them as its own)."""
+        their dead letters (so the engine counts and the loop writes them as its own) and
+        takes a :class:`ReadyEvent`'s event as it is when :func:`json_size_bound` keeps it
+        within the decoder's ``max_event_bytes`` (read from a :func:`consumers.loop.make_decoder`
+        partial; another decoder decodes every event's JSON)."""
+        keywords = getattr(decoder, "keywords", None)
+        limit = keywords.get("max_event_bytes") if isinstance(keywords, dict) else None
+        letters = self._letters
 
         def decode(
             messages: Sequence[RawMessage],
         ) -> tuple[list[tuple[RawMessage, QueryLogEvent]], list[DeadLetter]]:
-            mine = {id(m) for m in messages if id(m) in self._letters}
-            if not mine:
-                return decoder(messages)
-            ours = [self._letters.pop(id(m)) for m in messages if id(m) in mine]
-            rest = [m for m in messages if id(m) not in mine]
-            decoded, dead = decoder(rest) if rest else ([], [])
-            return decoded, [*ours, *dead]
+            decoded: list[tuple[RawMessage, QueryLogEvent]] = []
+            ours: list[DeadLetter] = []
+            theirs: list[DeadLetter] = []
+            rest: list[RawMessage] = []
+            for message in messages:
+                if type(message) is ReadyEvent and limit is not None:
+                    event = message.event
+                    if json_size_bound(event) <= limit:
+                        decoded.append((message, event))
+                    else:  # the decoder's own size check, in order with the others
+                        one, dead = decoder([message])
+                        decoded += one
+                        theirs += dead
+                    continue
+                letter = letters.pop(id(message), None) if letters else None
+                if letter is not None:
+                    ours.append(letter)
+                else:
+                    rest.append(message)
+            if rest:
+                one, dead = decoder(rest)
+                decoded += one
+                theirs += dead
+            return decoded, [*ours, *theirs]
 
         return decode
 
@@ -256,8 +334,7 @@ class TraceSource:
                 value = encode_json(trace.spans)
                 letters.append(DeadLetter(RawMessage(value, origin), exc.reason, exc.detail))
                 continue
-            value = built.event.model_dump_json().encode("utf-8", "surrogatepass")
-            out.append(RawMessage(value, origin))
+            out.append(ReadyEvent(built.event, origin))
         return out
 
     def commit(self, messages: Sequence[RawMessage], force: bool = False) -> None:

@@ -20,8 +20,15 @@ from opentelemetry.trace import Tracer
 
 from consumers.base import Origin, RawMessage
 from consumers.loop import make_decoder
-from consumers.trace_source import TraceSource
-from service.events import QueryLogEvent
+from consumers.trace_source import TraceSource, json_size_bound
+from service.events import (
+    Answer,
+    Feedback,
+    QueryLogEvent,
+    Retrieval,
+    RetrievedPassage,
+    User,
+)
 from service.traces.assembly import AssemblyLimits, TraceAssembler
 from service.traces.mapping import TraceMapping
 from service.traces.otlp import decode_protobuf
@@ -177,3 +184,32 @@ def test_protobuf_decoding_gives_what_the_sdk_recorded() -> None:
             ]
             assert span.resource == dict(sdk.resource.attributes)
             assert span.status_code == sdk.status.status_code.value
+
+
+def test_the_json_size_bound_is_never_below_the_json() -> None:
+    """The bound that lets an event skip the size check, against the JSON of the mixed
+    batch and of events made of the characters JSON writes longest (``\\u0001``: 6 bytes;
+    4-byte UTF-8) in every string field, with the longest numbers."""
+    exporter = InMemorySpanExporter()
+    provider, tracer = _provider(exporter)
+    _, messages = _collector_messages([*SHAPES, *(_varied(n) for n in range(12))], exporter, tracer)
+    provider.shutdown()
+    events = [event for _, event in _through_source(messages)[1]]
+    worst = []
+    for text in ("\x01", "\U0001f600", '"', ""):
+        s = text * 5 or None
+        worst.append(
+            QueryLogEvent(
+                event_id="e" + (text * 3), timestamp="9999-12-31T23:59:59.999999Z",
+                question="q" + text * 50, channel=s,
+                user=User(id=s, role=s, tenant=s),
+                retrieval=Retrieval(retriever=s, latency_ms=1.2345678901234567e-300, results=tuple(
+                    RetrievedPassage(id="p" + text * i, score=-1.2345678901234567e-300,
+                                     rank=2**62, doc=s, doc_type=s) for i in range(30))),
+                answer=Answer(text=s, refused=False, citations=tuple("c" + text * i
+                                                                     for i in range(9))),
+                feedback=Feedback(rating=-1.2345678901234567e-300),
+            )
+        )  # fmt: skip
+    for event in [*events, *worst]:
+        assert len(event.model_dump_json().encode("utf-8")) <= json_size_bound(event)
