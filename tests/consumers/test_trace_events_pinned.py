@@ -11,7 +11,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -31,7 +33,7 @@ from service.events import (
 )
 from service.traces.assembly import AssemblyLimits, TraceAssembler
 from service.traces.mapping import TraceMapping
-from service.traces.otlp import decode_protobuf
+from service.traces.otlp import TraceDecodeError, decode_protobuf
 from tests.consumers.test_trace_source import Clock, FakeSource
 from tests.service.api.test_traces_api import (
     _at,
@@ -213,3 +215,30 @@ def test_the_json_size_bound_is_never_below_the_json() -> None:
         )  # fmt: skip
     for event in [*events, *worst]:
         assert len(event.model_dump_json().encode("utf-8")) <= json_size_bound(event)
+
+
+def test_a_bad_protobuf_id_is_named_by_its_place() -> None:
+    """Ids are checked per span (the trace id once per run of one trace): the error names
+    the first bad id's field and place, as a check of every id in order would."""
+    request = ExportTraceServiceRequest()
+    spans = request.resource_spans.add().scope_spans.add().spans
+    good = {"trace_id": b"\x01" * 16, "span_id": b"\x02" * 8, "name": "s"}
+    cases = [
+        ({"span_id": b"\x03" * 7}, "spans[1].spanId"),
+        ({"span_id": bytes(8)}, "spans[1].spanId"),
+        ({"trace_id": bytes(16)}, "spans[1].traceId"),
+        ({"trace_id": b"\x01" * 15}, "spans[1].traceId"),
+        ({"parent_span_id": b"\x04" * 9}, "spans[1].parentSpanId"),
+    ]
+    for change, where in cases:
+        del spans[:]
+        spans.add(**good)
+        spans.add(**{**good, **change})
+        with pytest.raises(TraceDecodeError) as caught:
+            decode_protobuf(request.SerializeToString())
+        assert caught.value.reason == "invalid_value"
+        assert caught.value.detail.startswith(f"resourceSpans[0].scopeSpans[0].{where}: ")
+    del spans[:]
+    spans.add(**good)
+    spans.add(**{**good, "span_id": b"\x05" * 8, "parent_span_id": bytes(8)})  # zero: a root
+    assert [s.parent_span_id for s in decode_protobuf(request.SerializeToString())] == [None] * 2
