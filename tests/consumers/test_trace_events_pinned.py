@@ -8,7 +8,8 @@ SDK recorded."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -19,9 +20,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Tracer
+from prometheus_client import CollectorRegistry
 
 from consumers.base import Origin, RawMessage
-from consumers.loop import make_decoder
+from consumers.loop import make_decoder, run
 from consumers.trace_source import TraceSource, json_size_bound
 from service.events import (
     Answer,
@@ -31,6 +33,9 @@ from service.events import (
     RetrievedPassage,
     User,
 )
+from service.pipeline import Pipeline, PipelineConfig
+from service.state import StateStore
+from service.telemetry import build_metrics
 from service.traces.assembly import AssemblyLimits, TraceAssembler
 from service.traces.mapping import TraceMapping
 from service.traces.otlp import TraceDecodeError, decode_protobuf
@@ -242,3 +247,58 @@ def test_a_bad_protobuf_id_is_named_by_its_place() -> None:
     spans.add(**good)
     spans.add(**{**good, "span_id": b"\x05" * 8, "parent_span_id": bytes(8)})  # zero: a root
     assert [s.parent_span_id for s in decode_protobuf(request.SerializeToString())] == [None] * 2
+
+
+class _Finite(FakeSource):
+    """A fake source whose input ends after its batches."""
+
+    @property
+    def at_eof(self) -> bool:
+        return not self.batches
+
+    def commit(self, messages: Sequence[RawMessage], force: bool = False) -> None:
+        super().commit(messages)
+
+
+class _Failing:
+    """A stage that fails every batch."""
+
+    name = "failing"
+
+    def process(self, batch: Any) -> None:
+        raise RuntimeError("stage down")
+
+    def state_snapshot(self) -> Any:
+        return None
+
+    def restore(self, state: Any) -> None:
+        """Stateless."""
+
+
+def test_a_failed_batch_dead_letters_each_trace_as_its_event_json() -> None:
+    """An event handed over ready has no JSON until one is needed: a batch a stage fails on
+    (suppressed by ``on_error``) is dead-lettered ``processing_failed`` with each event's
+    canonical JSON, nothing lost."""
+    exporter = InMemorySpanExporter()
+    provider, tracer = _provider(exporter)
+    ids, messages = _collector_messages(list(SHAPES), exporter, tracer)
+    provider.shutdown()
+    clock = Clock()
+    inner = _Finite([messages, []])
+    source = TraceSource(inner, TraceAssembler(AssemblyLimits(settle_s=1.0, timeout_s=10.0)),
+                         TraceMapping(), "otlp_proto", clock)  # fmt: skip
+    original_poll = source.poll
+
+    def poll(max_records: int, timeout_ms: int) -> list[RawMessage]:
+        clock.now += 1.0
+        return original_poll(max_records, timeout_ms)
+
+    source.poll = poll  # type: ignore[method-assign]
+    config = PipelineConfig(max_batch_size=10, max_batch_wait_ms=0)
+    report = run(source, Pipeline.default(config, extra=[_Failing()]), StateStore.in_memory(),
+                 build_metrics(CollectorRegistry()), threading.Event(), config=config,
+                 decode=source.wrap_decoder(make_decoder()), on_error=lambda *_: True,
+                 until_eof=True)  # fmt: skip
+    assert report.dead_lettered == {"processing_failed": 4}
+    letters = [QueryLogEvent.model_validate_json(d.message.value or b"") for d in inner.dead]
+    assert {event.event_id: event for event in letters} == _expected(*ids)
