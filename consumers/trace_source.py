@@ -70,6 +70,8 @@ class ReadyEvent(RawMessage):
     """
 
     __slots__ = ("event", "_json")
+    event: QueryLogEvent
+    _json: bytes | None
 
     def __init__(self, event: QueryLogEvent, origin: Origin) -> None:
         init = object.__setattr__  # RawMessage is frozen; its ``value`` slot stays unused
@@ -79,13 +81,14 @@ class ReadyEvent(RawMessage):
         init(self, "key", None)
         init(self, "timestamp_ms", None)
 
-    @property  # type: ignore[override]
+    @property
     def value(self) -> bytes:
         """The event's canonical JSON, UTF-8 bytes."""
-        if self._json is None:
+        text = self._json
+        if text is None:
             text = self.event.model_dump_json().encode("utf-8", "surrogatepass")
             object.__setattr__(self, "_json", text)
-        return self._json  # type: ignore[return-value]
+        return text
 
 
 def json_size_bound(event: QueryLogEvent) -> int:
@@ -93,7 +96,8 @@ def json_size_bound(event: QueryLogEvent) -> int:
     character of every string (a ``\\uXXXX`` escape is the longest a character gets; UTF-8
     takes at most 4), plus 1,024 for the keys, numbers, timestamp and nulls of the record and
     256 per retrieved passage and per citation (tests/consumers/test_trace_events_pinned.py
-    checks it against the JSON)."""
+    checks it against the JSON). A field added to the event must be counted here unless those
+    1,024 bytes cover it (as they would a 32-character trace id)."""
     chars = len(event.event_id) + len(event.question) + len(event.channel or "")
     records = 0
     user = event.user

@@ -158,7 +158,7 @@ def _span_builder() -> Any:
         span = new(Span)
         a(span, trace_id), b(span, span_id), c(span, parent), d(span, name), e(span, start)
         f(span, end), g(span, attributes), h(span, events), i(span, resource), j(span, code)
-        return span  # type: ignore[no-any-return]
+        return span
 
     return build
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -50,6 +51,7 @@ from tests.service.api.test_traces_api import (
     _provider,
 )
 
+LATEST = datetime(9999, 12, 31, 23, 59, 59, 999999, UTC)  # the longest timestamp
 SHAPES: tuple[Callable[[Tracer], str], ...] = (_openinference, _genai, _genai_old, _openllmetry)
 
 
@@ -184,9 +186,9 @@ def test_protobuf_decoding_gives_what_the_sdk_recorded() -> None:
             assert (span.name, span.start_unix_nano, span.end_unix_nano) == (
                 sdk.name, sdk.start_time, sdk.end_time,
             )  # fmt: skip
-            assert span.attributes == {k: _plain(v) for k, v in sdk.attributes.items()}
+            assert span.attributes == {k: _plain(v) for k, v in (sdk.attributes or {}).items()}
             assert [(e.name, e.time_unix_nano, e.attributes) for e in span.events] == [
-                (e.name, e.timestamp, {k: _plain(v) for k, v in e.attributes.items()})
+                (e.name, e.timestamp, {k: _plain(v) for k, v in (e.attributes or {}).items()})
                 for e in sdk.events
             ]
             assert span.resource == dict(sdk.resource.attributes)
@@ -207,7 +209,7 @@ def test_the_json_size_bound_is_never_below_the_json() -> None:
         s = text * 5 or None
         worst.append(
             QueryLogEvent(
-                event_id="e" + (text * 3), timestamp="9999-12-31T23:59:59.999999Z",
+                event_id="e" + (text * 3), timestamp=LATEST,
                 question="q" + text * 50, channel=s,
                 user=User(id=s, role=s, tenant=s),
                 retrieval=Retrieval(retriever=s, latency_ms=1.2345678901234567e-300, results=tuple(
