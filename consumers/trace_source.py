@@ -57,6 +57,11 @@ from service.traces.otlp import TraceDecodeError, decode_json, decode_protobuf, 
 from service.traces.spans import Span
 
 Encoding = Literal["otlp_proto", "otlp_json", "otlp"]
+#: Most messages per trace :meth:`TraceSource.poll` asks the wrapped source for, per event
+#: the loop asks for (a bound on one poll's decoding work: 8 x ``max_records`` messages).
+MAX_MESSAGES_PER_TRACE = 8
+#: Messages after which the messages-per-trace estimate is halved (weights recent traffic).
+_PER_TRACE_WINDOW = 100_000
 #: ``Origin.file`` of the stand-in messages that carry this source's dead letters to the loop.
 TRACES_DEAD = "otlp-dead-letter"
 
@@ -165,6 +170,7 @@ class TraceSource:
         self._committed: dict[tuple[str, int], int] = {}  # last offset stored per partition
         self._replayed: dict[str, int] = {}  # "topic/partition" -> last offset read before
         self._letters: dict[int, DeadLetter] = {}  # id(message) -> its dead letter
+        self._seen = [0, 0]  # messages polled, traces handed out (both halved now and then)
         self.state_key = "otlp_traces"
         #: Counts of what this source did: ``traces`` by why, ``rejected`` and ``unmapped``
         #: by reason, ``undecodable`` by reason, ``spans``.
@@ -199,13 +205,24 @@ class TraceSource:
 
     def poll(self, max_records: int, timeout_ms: int) -> list[RawMessage]:
         """Poll the wrapped source, buffer its spans, and return the traces now due as event
-        messages (possibly none, while traces are open)."""
+        messages (possibly none, while traces are open).
+
+        ``max_records`` counts events, as for any source: the wrapped source is asked for
+        ``max_records`` times the messages a trace has taken so far (between 1 and
+        :data:`MAX_MESSAGES_PER_TRACE`), so that the loop's batches hold about ``max_records``
+        traces in steady state rather than a fraction of them when each trace comes in
+        several messages (the analytics stages cost about 35 ms a batch on top of their cost
+        per event: benchmarks/bench_traces.py)."""
         letters: list[DeadLetter] = []
-        polled = self.inner.poll(max_records, timeout_ms)
+        polled = self.inner.poll(self._messages_for(max_records), timeout_ms)
         self._drop_revoked()
         for message in polled:
             letters += self._take(message)
         done = self.assembler.due(self.clock())
+        self._seen[0] += len(polled)
+        self._seen[1] += len(done)
+        if self._seen[0] > _PER_TRACE_WINDOW:  # follow a change of the producers' batching
+            self._seen = [self._seen[0] // 2, self._seen[1] // 2]
         if self.metrics is not None:
             self.metrics.open_traces.set(len(self.assembler))
         out = self._events(done, letters)
@@ -219,6 +236,14 @@ class TraceSource:
             self._letters[id(stand_in)] = letter
             out.append(stand_in)
         return out
+
+    def _messages_for(self, max_records: int) -> int:
+        """Messages to ask the wrapped source for so that about ``max_records`` traces come
+        out (see :meth:`poll`)."""
+        messages, handed_out = self._seen
+        traces = handed_out + len(self.assembler)  # handed out or still open
+        per_trace = messages / traces if traces else 1.0
+        return max(1, int(max_records * min(max(per_trace, 1.0), MAX_MESSAGES_PER_TRACE)))
 
     def wrap_decoder(self, decoder: Decoder) -> Decoder:
         """The engine's decoder, which also turns this source's dead-letter messages into

@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry
 
 from consumers.base import Origin, RawMessage
 from consumers.loop import make_decoder, run
-from consumers.trace_source import TraceSource, json_size_bound
+from consumers.trace_source import MAX_MESSAGES_PER_TRACE, TraceSource, json_size_bound
 from service.events import (
     Answer,
     Feedback,
@@ -39,8 +39,9 @@ from service.state import StateStore
 from service.telemetry import build_metrics
 from service.traces.assembly import AssemblyLimits, TraceAssembler
 from service.traces.mapping import TraceMapping
-from service.traces.otlp import TraceDecodeError, decode_protobuf
-from tests.consumers.test_trace_source import Clock, FakeSource
+from service.traces.otlp import TraceDecodeError, decode_protobuf, encode_json
+from service.traces.spans import Span
+from tests.consumers.test_trace_source import T0, Clock, FakeSource
 from tests.service.api.test_traces_api import (
     _at,
     _expected,
@@ -304,3 +305,36 @@ def test_a_failed_batch_dead_letters_each_trace_as_its_event_json() -> None:
     assert report.dead_lettered == {"processing_failed": 4}
     letters = [QueryLogEvent.model_validate_json(d.message.value or b"") for d in inner.dead]
     assert {event.event_id: event for event in letters} == _expected(*ids)
+
+
+class _Recording(FakeSource):
+    """Serves a list of messages ``max_records`` at a time and records what was asked."""
+
+    def __init__(self, messages: list[RawMessage]) -> None:
+        super().__init__([])
+        self.messages, self.asked = messages, []
+
+    def poll(self, max_records: int, timeout_ms: int) -> list[RawMessage]:
+        self.asked.append(max_records)
+        batch, self.messages = self.messages[:max_records], self.messages[max_records:]
+        return batch
+
+
+def test_batches_fill_up_when_each_trace_takes_two_messages() -> None:
+    """With each trace in two messages, the trace source asks for twice the events the loop
+    wants once a trace has come out, so batches hold ``max_records`` traces, not half."""
+    roots = [Span(f"{t + 1:032x}", "0" * 15 + "1", None, "q", T0, T0 + 9, {"input.value": "Q?"})
+             for t in range(60)]  # fmt: skip
+    children = [Span(r.trace_id, "0" * 15 + "2", r.span_id, "llm", T0 + 1, T0 + 2) for r in roots]
+    values = [encode_json([span]) for pair in zip(children, roots, strict=True) for span in pair]
+    inner = _Recording([RawMessage(v, Origin("otlp_spans", 0, i)) for i, v in enumerate(values)])
+    clock = Clock()
+    source = TraceSource(inner, TraceAssembler(AssemblyLimits(settle_s=1.0, timeout_s=10.0)),
+                         TraceMapping(), "otlp_json", clock)  # fmt: skip
+    sizes = []
+    for _ in range(6):
+        clock.now += 1.0
+        sizes.append(len(source.poll(10, 0)))
+    assert inner.asked == [10, 20, 20, 20, 20, 20]  # after the first poll: 10 messages, 5 traces
+    assert sizes == [0, 5, 10, 10, 10, 10]
+    assert MAX_MESSAGES_PER_TRACE == 8
