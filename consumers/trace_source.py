@@ -4,10 +4,14 @@
 ``ExportTraceServiceRequest`` payloads (``otlp_proto`` or ``otlp_json``; ``otlp`` detects each
 message: JSON when its first non-blank byte is ``{``). It decodes every message into spans,
 buffers them in a :class:`~service.traces.assembly.TraceAssembler` (position: the message's
-``topic/partition`` and offset), and hands the poll loop one message per finished trace: the
-event (:func:`~service.traces.mapping.trace_to_event`) as canonical goldwatch JSON, so the
-loop, the engine and every stage run unchanged. "Consumed" therefore counts traces, not Kafka
-messages.
+``topic/partition`` and offset), and hands the poll loop one message per finished trace
+(:class:`ReadyEvent`): its event (:func:`~service.traces.mapping.trace_to_event`), whose
+``value`` is the event's canonical goldwatch JSON, so the loop, the engine and every stage
+run unchanged. "Consumed" therefore counts traces, not Kafka messages. The engine's decoder,
+wrapped by :meth:`TraceSource.wrap_decoder`, takes the event as it is (it was validated when
+built, and decoding its canonical JSON gives it back) instead of writing and parsing that
+JSON; only an event that might exceed the decoder's ``max_event_bytes`` goes through the
+decoder's own checks, so an oversized one is dead-lettered ``too_large`` as before.
 
 Dead letters: undecodable messages (the raw bytes, reason from
 :data:`service.traces.otlp.REASONS`), assembly's rejections (spans as OTLP/JSON) and traces
@@ -53,8 +57,68 @@ from service.traces.otlp import TraceDecodeError, decode_json, decode_protobuf, 
 from service.traces.spans import Span
 
 Encoding = Literal["otlp_proto", "otlp_json", "otlp"]
+#: Most messages per trace :meth:`TraceSource.poll` asks the wrapped source for, per event
+#: the loop asks for (a bound on one poll's decoding work: 8 x ``max_records`` messages).
+MAX_MESSAGES_PER_TRACE = 8
+#: Messages after which the messages-per-trace estimate is halved (weights recent traffic).
+_PER_TRACE_WINDOW = 100_000
 #: ``Origin.file`` of the stand-in messages that carry this source's dead letters to the loop.
 TRACES_DEAD = "otlp-dead-letter"
+
+
+class ReadyEvent(RawMessage):
+    """The stand-in message of one assembled trace, carrying its event.
+
+    ``value`` is the event's canonical JSON (``QueryLogEvent.model_dump_json``, UTF-8), made
+    when first read: the wrapped decoder reads it only for an event that may be over the size
+    limit, the loop only to dead-letter a failed batch. Built by :class:`TraceSource` only.
+    """
+
+    __slots__ = ("event", "_json")
+    event: QueryLogEvent
+    _json: bytes | None
+
+    def __init__(self, event: QueryLogEvent, origin: Origin) -> None:
+        init = object.__setattr__  # RawMessage is frozen; its ``value`` slot stays unused
+        init(self, "event", event)
+        init(self, "_json", None)
+        init(self, "origin", origin)
+        init(self, "key", None)
+        init(self, "timestamp_ms", None)
+
+    @property
+    def value(self) -> bytes:
+        """The event's canonical JSON, UTF-8 bytes."""
+        text = self._json
+        if text is None:
+            text = self.event.model_dump_json().encode("utf-8", "surrogatepass")
+            object.__setattr__(self, "_json", text)
+        return text
+
+
+def json_size_bound(event: QueryLogEvent) -> int:
+    """An upper bound of ``len(event.model_dump_json().encode())``, in bytes: 6 bytes per
+    character of every string (a ``\\uXXXX`` escape is the longest a character gets; UTF-8
+    takes at most 4), plus 1,024 for the keys, numbers, timestamp and nulls of the record and
+    256 per retrieved passage and per citation (tests/consumers/test_trace_events_pinned.py
+    checks it against the JSON). A field added to the event must be counted here unless those
+    1,024 bytes cover it (as they would a 32-character trace id)."""
+    chars = len(event.event_id) + len(event.question) + len(event.channel or "")
+    records = 0
+    user = event.user
+    if user is not None:
+        chars += len(user.id or "") + len(user.role or "") + len(user.tenant or "")
+    retrieval = event.retrieval
+    if retrieval is not None:
+        chars += len(retrieval.retriever or "")
+        for passage in retrieval.results:
+            chars += len(passage.id) + len(passage.doc or "") + len(passage.doc_type or "")
+        records += len(retrieval.results)
+    answer = event.answer
+    if answer is not None:
+        chars += len(answer.text or "") + sum(len(c) for c in answer.citations)
+        records += len(answer.citations)
+    return 6 * chars + 1024 + 256 * records
 
 
 def decode_payload(value: bytes, encoding: Encoding) -> list[Span]:
@@ -106,6 +170,7 @@ class TraceSource:
         self._committed: dict[tuple[str, int], int] = {}  # last offset stored per partition
         self._replayed: dict[str, int] = {}  # "topic/partition" -> last offset read before
         self._letters: dict[int, DeadLetter] = {}  # id(message) -> its dead letter
+        self._seen = [0, 0]  # messages polled, traces handed out (both halved now and then)
         self.state_key = "otlp_traces"
         #: Counts of what this source did: ``traces`` by why, ``rejected`` and ``unmapped``
         #: by reason, ``undecodable`` by reason, ``spans``.
@@ -140,13 +205,24 @@ class TraceSource:
 
     def poll(self, max_records: int, timeout_ms: int) -> list[RawMessage]:
         """Poll the wrapped source, buffer its spans, and return the traces now due as event
-        messages (possibly none, while traces are open)."""
+        messages (possibly none, while traces are open).
+
+        ``max_records`` counts events, as for any source: the wrapped source is asked for
+        ``max_records`` times the messages a trace has taken so far (between 1 and
+        :data:`MAX_MESSAGES_PER_TRACE`), so that the loop's batches hold about ``max_records``
+        traces in steady state rather than a fraction of them when each trace comes in
+        several messages (the analytics stages cost about 35 ms a batch on top of their cost
+        per event: benchmarks/bench_traces.py)."""
         letters: list[DeadLetter] = []
-        polled = self.inner.poll(max_records, timeout_ms)
+        polled = self.inner.poll(self._messages_for(max_records), timeout_ms)
         self._drop_revoked()
         for message in polled:
             letters += self._take(message)
         done = self.assembler.due(self.clock())
+        self._seen[0] += len(polled)
+        self._seen[1] += len(done)
+        if self._seen[0] > _PER_TRACE_WINDOW:  # follow a change of the producers' batching
+            self._seen = [self._seen[0] // 2, self._seen[1] // 2]
         if self.metrics is not None:
             self.metrics.open_traces.set(len(self.assembler))
         out = self._events(done, letters)
@@ -161,20 +237,51 @@ class TraceSource:
             out.append(stand_in)
         return out
 
+    def _messages_for(self, max_records: int) -> int:
+        """Messages to ask the wrapped source for so that about ``max_records`` traces come
+        out (see :meth:`poll`)."""
+        messages, handed_out = self._seen
+        traces = handed_out + len(self.assembler)  # handed out or still open
+        per_trace = messages / traces if traces else 1.0
+        return max(1, int(max_records * min(max(per_trace, 1.0), MAX_MESSAGES_PER_TRACE)))
+
     def wrap_decoder(self, decoder: Decoder) -> Decoder:
         """The engine's decoder, which also turns this source's dead-letter messages into
-        their dead letters (so the engine counts and the loop writes them as its own)."""
+        their dead letters (so the engine counts and the loop writes them as its own) and
+        takes a :class:`ReadyEvent`'s event as it is when :func:`json_size_bound` keeps it
+        within the decoder's ``max_event_bytes`` (read from a :func:`consumers.loop.make_decoder`
+        partial; another decoder decodes every event's JSON)."""
+        keywords = getattr(decoder, "keywords", None)
+        limit = keywords.get("max_event_bytes") if isinstance(keywords, dict) else None
+        letters = self._letters
 
         def decode(
             messages: Sequence[RawMessage],
         ) -> tuple[list[tuple[RawMessage, QueryLogEvent]], list[DeadLetter]]:
-            mine = {id(m) for m in messages if id(m) in self._letters}
-            if not mine:
-                return decoder(messages)
-            ours = [self._letters.pop(id(m)) for m in messages if id(m) in mine]
-            rest = [m for m in messages if id(m) not in mine]
-            decoded, dead = decoder(rest) if rest else ([], [])
-            return decoded, [*ours, *dead]
+            decoded: list[tuple[RawMessage, QueryLogEvent]] = []
+            ours: list[DeadLetter] = []
+            theirs: list[DeadLetter] = []
+            rest: list[RawMessage] = []
+            for message in messages:
+                if type(message) is ReadyEvent and limit is not None:
+                    event = message.event
+                    if json_size_bound(event) <= limit:
+                        decoded.append((message, event))
+                    else:  # the decoder's own size check, in order with the others
+                        one, dead = decoder([message])
+                        decoded += one
+                        theirs += dead
+                    continue
+                letter = letters.pop(id(message), None) if letters else None
+                if letter is not None:
+                    ours.append(letter)
+                else:
+                    rest.append(message)
+            if rest:
+                one, dead = decoder(rest)
+                decoded += one
+                theirs += dead
+            return decoded, [*ours, *theirs]
 
         return decode
 
@@ -256,8 +363,7 @@ class TraceSource:
                 value = encode_json(trace.spans)
                 letters.append(DeadLetter(RawMessage(value, origin), exc.reason, exc.detail))
                 continue
-            value = built.event.model_dump_json().encode("utf-8", "surrogatepass")
-            out.append(RawMessage(value, origin))
+            out.append(ReadyEvent(built.event, origin))
         return out
 
     def commit(self, messages: Sequence[RawMessage], force: bool = False) -> None:

@@ -323,11 +323,20 @@ def _cap_attributes(span: Span, limit: int) -> tuple[Span, list[str]]:
     return replace(span, attributes=attributes, events=events), notes
 
 
+#: Attribute value types whose :func:`_size` is 8 bytes, below any limit.
+_NUMBERS = frozenset({int, float, bool, type(None)})
+
+
 def _cap(attributes: dict[str, Any], limit: int) -> tuple[dict[str, Any], list[str]]:
     notes: list[str] = []
     original = attributes
+    quarter = limit // 4
     for key, value in original.items():
-        # len() is a lower bound of the UTF-8 size and at most a quarter of it: cheap screen
+        kind = type(value)
+        # len() is a lower bound of the UTF-8 size and at most a quarter of it: cheap screen;
+        # a number or boolean counts 8 bytes (limit >= 64)
+        if (kind is str and len(value) <= quarter) or kind in _NUMBERS:
+            continue
         if isinstance(value, str | bytes) and len(value) * 4 <= limit:
             continue
         size = _size(value)

@@ -57,9 +57,10 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
 from service.events import Answer, QueryLogEvent, Retrieval, RetrievedPassage, User
 from service.traces.spans import Span
@@ -430,15 +431,21 @@ def _genai_message(message: dict[str, Any]) -> Message:
 
 def _indexed(attrs: Mapping[str, Any], prefix: str, inner: str) -> list[dict[str, Any]]:
     """Flattened list attributes ``{prefix}{i}.{inner}{field}`` as a list of dicts by ``i``."""
+    keys = [key for key in attrs if key.startswith(prefix)]  # most spans have none
+    if not keys:
+        return []
     rows: dict[int, dict[str, Any]] = {}
-    for key, value in attrs.items():
-        if not key.startswith(prefix):
-            continue
+    for key in keys:
         index, _, rest = key[len(prefix) :].partition(".")
         if not index.isdigit() or not rest.startswith(inner):
             continue
-        rows.setdefault(int(index), {})[rest[len(inner) :]] = value
+        rows.setdefault(int(index), {})[rest[len(inner) :]] = attrs[key]
     return [rows[i] for i in sorted(rows)]
+
+
+@lru_cache(maxsize=64)
+def _upper(values: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(value.upper() for value in values)
 
 
 def _refused(
@@ -449,16 +456,16 @@ def _refused(
             flag = span.attributes.get(mapping.refusal_attribute)
             if isinstance(flag, bool):
                 return flag
-    blocked = {value.upper() for value in mapping.guardrail_block_values}
+    blocked = _upper(mapping.guardrail_block_values)
     for span in ordered:
-        results = [span.attributes.get("gen_ai.guardrail.result.value")]
-        results += [
-            e.attributes.get("gen_ai.guardrail.result.value")
-            for e in span.events
-            if e.name == "gen_ai.guardrail.result"
-        ]
-        if any(isinstance(r, str) and r.upper() in blocked for r in results):
+        result = span.attributes.get("gen_ai.guardrail.result.value")
+        if isinstance(result, str) and result.upper() in blocked:
             return True
+        for e in span.events:
+            if e.name == "gen_ai.guardrail.result":
+                result = e.attributes.get("gen_ai.guardrail.result.value")
+                if isinstance(result, str) and result.upper() in blocked:
+                    return True
     if llms:
         reasons = llms[-1].attributes.get("gen_ai.response.finish_reasons")
         reasons = [reasons] if isinstance(reasons, str) else reasons
@@ -474,6 +481,9 @@ def _refused(
 
 #: One retrieved passage before ranking: (id, score or None).
 Hit = tuple[str, float | None]
+#: ``[{"id", "score", "rank"}] -> tuple[RetrievedPassage, ...]``, validated as
+#: ``RetrievedPassage(...)`` validates each (pydantic-core, one call for the list).
+_RESULTS = TypeAdapter(tuple[RetrievedPassage, ...]).validator.validate_python
 
 
 def _retrieval(
@@ -504,10 +514,12 @@ def _retrieval(
         if reranked:
             hits = reranked
         rewritten = rewritten or _text(reranker.attributes.get("reranker.query"))
-    results = tuple(
-        RetrievedPassage(id=passage, score=score, rank=rank)
-        for rank, (passage, score) in enumerate(_dedupe(hits), start=1)
-    )
+    results = _RESULTS(
+        [
+            {"id": passage, "score": score, "rank": rank}
+            for rank, (passage, score) in enumerate(_dedupe(hits), start=1)
+        ]
+    )  # one validation for the list: a third of one RetrievedPassage(...) call per passage
     return Retrieval(retriever=name, latency_ms=latency, results=results), rewritten
 
 

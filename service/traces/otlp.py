@@ -24,7 +24,7 @@ import binascii
 import json
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from google.protobuf.message import DecodeError as ProtobufDecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -59,6 +59,10 @@ class TraceDecodeError(Exception):
 def decode_protobuf(payload: bytes) -> list[Span]:
     """Decode ``ExportTraceServiceRequest`` (or ``TracesData``) protobuf bytes into spans.
 
+    Reads the upb-backed message objects directly, one pass; a resource's attributes are
+    decoded once per distinct resource (:data:`_RESOURCES`, keyed by its serialised bytes)
+    and shared by its spans, as within one request.
+
     Returns:
         every span of every resource and scope, in payload order (possibly empty).
 
@@ -75,29 +79,103 @@ def decode_protobuf(payload: bytes) -> list[Span]:
             "not_protobuf", f"not an ExportTraceServiceRequest ({len(payload)} bytes)"
         ) from None
     spans: list[Span] = []
-    for r, resource_spans in enumerate(request.resource_spans):
-        resource = _pb_attributes(resource_spans.resource.attributes)
-        for s, scope_spans in enumerate(resource_spans.scope_spans):
-            for i, span in enumerate(scope_spans.spans):
-                where = f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]"
-                spans.append(
-                    Span(
-                        trace_id=_id_hex(span.trace_id, 16, f"{where}.traceId"),
-                        span_id=_id_hex(span.span_id, 8, f"{where}.spanId"),
-                        parent_span_id=_parent_hex(span.parent_span_id, f"{where}.parentSpanId"),
-                        name=span.name,
-                        start_unix_nano=span.start_time_unix_nano,
-                        end_unix_nano=span.end_time_unix_nano,
-                        attributes=_pb_attributes(span.attributes),
-                        events=tuple(
+    append = spans.append
+    last_trace, last_hex = b"", ""
+    for resource_spans in request.resource_spans:
+        resource = _pb_resource(resource_spans.resource)
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
+                if trace_id != last_trace:  # spans of one trace come together
+                    if len(trace_id) != 16 or trace_id == _ZERO_16:
+                        _bad_ids(request)
+                    last_trace, last_hex = trace_id, trace_id.hex()
+                if len(span_id) != 8 or span_id == _ZERO_8:
+                    _bad_ids(request)
+                if not parent or parent == _ZERO_8:
+                    parent_hex = None
+                elif len(parent) == 8:
+                    parent_hex = parent.hex()
+                else:
+                    _bad_ids(request)
+                events = span.events
+                append(
+                    _new_span(
+                        last_hex,
+                        span_id.hex(),
+                        parent_hex,
+                        span.name,
+                        span.start_time_unix_nano,
+                        span.end_time_unix_nano,
+                        _pb_attributes(span.attributes),
+                        tuple(
                             SpanEvent(e.name, e.time_unix_nano, _pb_attributes(e.attributes))
-                            for e in span.events
-                        ),
-                        resource=resource,
-                        status_code=span.status.code,
+                            for e in events
+                        )
+                        if events
+                        else (),
+                        resource,
+                        span.status.code,
                     )
                 )
     return spans
+
+
+_ZERO_16, _ZERO_8 = bytes(16), bytes(8)
+#: Decoded resource attributes by the resource's serialised bytes (a process sees few
+#: distinct resources: one per service instance); emptied when it reaches 1,024 entries.
+_RESOURCES: dict[bytes, Attributes] = {}
+_RESOURCES_MAX = 1024
+
+
+def _pb_resource(resource: Any) -> Attributes:
+    key = resource.SerializeToString()
+    found = _RESOURCES.get(key)
+    if found is None:
+        if len(_RESOURCES) >= _RESOURCES_MAX:
+            _RESOURCES.clear()
+        found = _RESOURCES[key] = _pb_attributes(resource.attributes)
+    return found
+
+
+def _span_builder() -> Any:
+    """``build(trace_id, ..., status_code) -> Span``: fills the slots of a bare instance
+    through their descriptors, equal to ``Span(...)`` without the frozen dataclass's
+    ``object.__setattr__`` per field (about half the cost); ``Span`` itself when its fields
+    are not exactly these."""
+    names = ("trace_id", "span_id", "parent_span_id", "name", "start_unix_nano",
+             "end_unix_nano", "attributes", "events", "resource", "status_code")  # fmt: skip
+    if Span.__slots__ != names:
+        return Span
+    setters = [getattr(Span, name).__set__ for name in names]
+    new = object.__new__
+    (a, b, c, d, e, f, g, h, i, j) = setters
+
+    def build(
+        trace_id: str, span_id: str, parent: str | None, name: str, start: int, end: int,
+        attributes: Attributes, events: tuple[SpanEvent, ...], resource: Attributes, code: int,
+    ) -> Span:  # fmt: skip
+        span = new(Span)
+        a(span, trace_id), b(span, span_id), c(span, parent), d(span, name), e(span, start)
+        f(span, end), g(span, attributes), h(span, events), i(span, resource), j(span, code)
+        return span
+
+    return build
+
+
+_new_span = _span_builder()
+
+
+def _bad_ids(request: Any) -> NoReturn:
+    """Raise the ``invalid_value`` error naming the first bad id (the slow, exact pass)."""
+    for r, resource_spans in enumerate(request.resource_spans):
+        for s, scope_spans in enumerate(resource_spans.scope_spans):
+            for i, span in enumerate(scope_spans.spans):
+                where = f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]"
+                _id_hex(span.trace_id, 16, f"{where}.traceId")
+                _id_hex(span.span_id, 8, f"{where}.spanId")
+                _parent_hex(span.parent_span_id, f"{where}.parentSpanId")
+    raise AssertionError("no bad id found")  # pragma: no cover - called on a bad id only
 
 
 def _id_hex(raw: bytes, size: int, where: str) -> str:
@@ -112,8 +190,22 @@ def _parent_hex(raw: bytes, where: str) -> str | None:
     return _id_hex(raw, 8, where)
 
 
+#: ``AnyValue`` fields read as they are.
+_SCALARS = frozenset({"bool_value", "int_value", "double_value", "bytes_value"})
+
+
 def _pb_attributes(pairs: Any) -> Attributes:
-    return {pair.key: _pb_value(pair.value) for pair in pairs}
+    out: Attributes = {}
+    for pair in pairs:
+        value = pair.value
+        kind = value.WhichOneof("value")
+        if kind == "string_value":
+            out[pair.key] = value.string_value
+        elif kind in _SCALARS:
+            out[pair.key] = getattr(value, kind)
+        else:
+            out[pair.key] = _pb_value(value)
+    return out
 
 
 def _pb_value(value: AnyValue) -> Any:
