@@ -60,7 +60,14 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+)
 
 from service.events import Answer, QueryLogEvent, Retrieval, RetrievedPassage, User
 from service.traces.spans import Span
@@ -192,18 +199,30 @@ def trace_to_event(
         )
     retrievers = [span for span in ordered if _is_kind(span, "RETRIEVER") or _is_retrieval(span)]
     rerankers = [span for span in ordered if _is_kind(span, "RERANKER")]
-    retrieval, rewritten = _retrieval(retrievers, rerankers, llms, mapping, content_index or {})
-    event = QueryLogEvent(
-        event_id=trace_id,
-        timestamp=_timestamp(ordered),
-        question=question,
-        user=_user(ordered, mapping),
-        channel=_string_attr(ordered, mapping.channel_attribute),
-        retrieval=retrieval,
-        answer=_answer(root, llms, ordered, mapping),
-        trace_id=trace_id,
-    )
+    try:
+        retrieval, rewritten = _retrieval(retrievers, rerankers, llms, mapping,
+                                          content_index or {})  # fmt: skip
+        event = QueryLogEvent(
+            event_id=trace_id,
+            timestamp=_timestamp(ordered),
+            question=question,
+            user=_user(ordered, mapping),
+            channel=_string_attr(ordered, mapping.channel_attribute),
+            retrieval=retrieval,
+            answer=_answer(root, llms, ordered, mapping),
+            trace_id=trace_id,
+        )
+    except ValidationError as exc:  # e.g. a lone surrogate in the question: the trace's fault
+        raise TraceMappingError("invalid_value", _validation_detail(exc)) from None
     return TraceEvent(event=event, trace_id=trace_id, rewritten_query=rewritten)
+
+
+def _validation_detail(exc: ValidationError) -> str:
+    """Where and what failed (``"question: string_pattern_mismatch"``), at most three
+    problems; never the input value (it is content)."""
+    problems = [f"{'.'.join(str(part) for part in error['loc']) or 'event'}: {error['type']}"
+                for error in exc.errors(include_input=False)[:3]]  # fmt: skip
+    return "event field not valid: " + "; ".join(problems)
 
 
 # --- span roles ---------------------------------------------------------------------------

@@ -467,3 +467,17 @@ def test_no_spans_and_mixed_traces() -> None:
     other = Span("1" * 32, "2" * 16, None, "x", 1, 2)
     with pytest.raises(ValueError):
         trace_to_event([OPENINFERENCE[0], other], TraceMapping())
+
+
+def test_a_question_the_event_model_refuses_is_a_mapping_error_without_content() -> None:
+    """A lone surrogate (legal in OTLP/JSON's ``\\ud800`` escape, not text) in the question:
+    the event model refuses it; that is the trace's fault, so a TraceMappingError (dead
+    letter), never a ValidationError that would stop the source's poll, and its detail names
+    the field, not the value."""
+    bad = "What is the refund window \ud800?"
+    root = span("query", "1", None, 0, 900, **{"openinference.span.kind": "CHAIN",
+                                               "input.value": bad})  # fmt: skip
+    with pytest.raises(TraceMappingError) as caught:
+        trace_to_event([root], TraceMapping())
+    assert caught.value.reason == "invalid_value"
+    assert "question" in caught.value.detail and "refund" not in caught.value.detail
