@@ -28,10 +28,17 @@ batch, :meth:`HarvestStage.process`:
 4. hands changed suggestions to the sinks at most every ``flush_interval_s`` seconds (a
    failing sink is logged by type and retried at the next flush).
 
-Shadow results arrive after their event (shadow calls are asynchronous): the caller passes
-each to :meth:`HarvestStage.observe_shadow`, which adds the candidate's ranking to the pool
-of the event's suggestion, and a ``shadow_disagreement`` reason when RBO < ``max_rbo`` — a
-disagreement on an event that was not picked starts or joins a suggestion of its own.
+Shadow results arrive apart from their event: after it (serve's shadow calls are
+asynchronous) or before it (a replay's synchronous shadow stage runs before this stage, and
+so may a fast asynchronous call). The caller passes each to
+:meth:`HarvestStage.observe_shadow`, which adds the candidate's ranking to the pool of the
+event's suggestion, and a ``shadow_disagreement`` reason when RBO < ``max_rbo`` — a
+disagreement on an event not (yet) picked starts or joins a suggestion of its own. Reasons
+add up whatever the order: a suggestion's reasons are the union over its events, and over
+each event's own reasons and its shadow verdicts, each reason counted once per event. The
+stage remembers the reasons counted for each recent event (``_RECENT_EVENTS``), so an event
+picked after its shadow result adds its own reasons to the event already counted, and a
+redelivered event or a second disagreeing candidate adds nothing twice.
 
 Idempotency: the snapshot (suggestions, trackers, recent event → suggestion ids) is written
 with the source offsets in one checkpoint, so after a crash the replayed events rebuild the
@@ -92,6 +99,7 @@ _VERSION = 2
 _READ_VERSIONS = (1, 2)
 _RECENT_EVENTS = 50_000
 _SNAPSHOT_RECENT = 5_000
+_ALL = frozenset(REASONS)
 _EXACT_CACHE = 200_000
 _NORMAL_CACHE = 20_000
 
@@ -145,7 +153,8 @@ class HarvestStage:
         self.suggestions: dict[str, Suggestion] = {}
         self._exact: dict[str, str] = {}  # normalised text -> suggestion id
         self._known: set[str] = set()  # normalised texts near a gold question
-        self._recent: OrderedDict[str, str] = OrderedDict()  # event id -> suggestion id
+        # event id -> (suggestion id, reasons counted for the event)
+        self._recent: OrderedDict[str, tuple[str, frozenset[str]]] = OrderedDict()
         self._dirty: set[str] = set()  # changed since published to every sink
         self._stale: set[str] = set()  # changed since published to the repository sink
         self._held: set[str] = set()  # clean in the last snapshot: it relies on their records
@@ -252,13 +261,13 @@ class HarvestStage:
         if self.config.weight("shadow_disagreement") <= 0:
             reasons = ()
         rankings = {result.candidate: result.ranking}
-        sid = self._recent.get(result.event_id)
-        if sid is not None and sid in self.suggestions:
+        seen = self._recent.get(result.event_id)
+        if seen is not None and seen[0] in self.suggestions:
             evidence = Occurrence(
                 result.event_id, result.timestamp, result.question, "", reasons, rankings,
                 count=False,
             )  # fmt: skip
-            self._add(sid, evidence)
+            self._add(seen[0], evidence)
             return
         if not reasons:
             return
@@ -391,6 +400,20 @@ class HarvestStage:
         return sid
 
     def _add(self, sid: str, occurrence: Occurrence) -> None:
+        """Merge ``occurrence`` into suggestion ``sid`` (started by a counted occurrence).
+
+        An event already counted (in ``_recent``) is not counted again: only the reasons
+        not yet counted for it are added (module docstring), into the suggestion that
+        counted it; a counted occurrence bringing none is dropped (a redelivery)."""
+        seen = self._recent.get(occurrence.event_id)
+        if seen is not None and seen[0] in self.suggestions:
+            sid, counted = seen
+            new = tuple(r for r in occurrence.reasons if r not in counted)
+            if occurrence.count and not new:
+                return
+            occurrence = occurrence._replace(reasons=new, count=False)
+            if new:
+                self._recent[occurrence.event_id] = (sid, counted.union(new))
         suggestion = self.suggestions.get(sid)
         if suggestion is None:
             if not occurrence.count:
@@ -407,7 +430,7 @@ class HarvestStage:
             for reason in occurrence.reasons:  # Counter.update: an ABC check per call
                 counts[reason] += 1
             if occurrence.count:
-                self._recent[occurrence.event_id] = sid
+                self._recent[occurrence.event_id] = (sid, frozenset(occurrence.reasons))
                 if len(self._recent) > _RECENT_EVENTS:
                     self._recent.popitem(last=False)
 
@@ -487,7 +510,7 @@ class HarvestStage:
             "suggestions": [s.to_json() for s in full],
             "coverage": self.coverage.state(),
             "scores": self.scores.state(),
-            "recent": recent,
+            "recent": [[event, sid, sorted(counted)] for event, (sid, counted) in recent],
             "dirty": sorted(self._dirty),
         }
 
@@ -516,7 +539,12 @@ class HarvestStage:
             self._exact[suggestion.normalised] = suggestion.id
         self.coverage.load(state.get("coverage", {}))
         self.scores.load(state.get("scores", {}))
-        self._recent = OrderedDict((str(e), str(s)) for e, s in state.get("recent", []))
+        # [event, suggestion, reasons]; an older snapshot's [event, suggestion] did not keep
+        # them: every reason counts as counted, so a redelivered event adds none (as then)
+        self._recent = OrderedDict(
+            (str(row[0]), (str(row[1]), frozenset(map(str, row[2])) if len(row) > 2 else _ALL))
+            for row in state.get("recent", [])
+        )  # fmt: skip
         self._dirty = {sid for sid in state.get("dirty", []) if sid in self.suggestions}
         self._stale = {sid for sid in full if sid in self.suggestions}
         self._held = {sid for sid in stored if sid in self.suggestions}
