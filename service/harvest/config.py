@@ -8,8 +8,9 @@ Reasons, in report order (:data:`REASONS`), with what triggers each on one event
 ``novel``                  the topic stage found it far from every gold topic (``"novel"``)
 ``refused``                the answer was a refusal (``annotations["refused"]``)
 ``answered_out_of_scope``  answered although out of scope (``annotations["under_refusal"]``)
-``low_confidence``         production retrieved nothing, or its best score is in the lowest
-                           ``low_confidence_quantile`` of the recent scores
+``low_confidence``         production retrieved nothing, or its best score is strictly below
+                           the ``low_confidence_quantile``-quantile of the recent scores (a
+                           score tied with it is not low: constant scores flag nothing)
 ``shadow_disagreement``    a shadow candidate's RBO with production is below ``max_rbo``
 ``negative_feedback``      ``feedback.rating`` < ``negative_rating``
 ``cited_not_retrieved``    the answer cites a passage absent from the retrieved list
@@ -70,8 +71,9 @@ class HarvestConfig(BaseModel):
         min_gap: live share − gold share (fractions) from which a topic or language is a
             coverage gap.
         min_live_events: events counted before coverage gaps and score quantiles are used.
-        low_confidence_quantile: best production scores below this quantile of the last
-            ``score_window`` scores are low-confidence, in [0, 0.5].
+        low_confidence_quantile: best production scores strictly below this quantile of
+            the last ``score_window`` scores are low-confidence (a tie with the quantile is
+            not), in [0, 0.5]; 0: none.
         score_window: recent best scores kept for that quantile.
         max_rbo: shadow results with RBO below this are disagreements, in [0, 1].
         negative_rating: feedback ratings below this are negative (-1/+1 scale: 0).
