@@ -165,6 +165,9 @@ class HarvestStage:
         self._weights = {r: config.weight(r) for r in REASONS}
         self._reason_weights: dict[tuple[str, ...], float] = {}  # reasons -> weight sum
         self._normal: dict[str, str] = {}  # question -> normalised (bounded cache)
+        # a question was annotated 'novel' with novelty_calibrated False (for shadow results,
+        # which carry the topic but not its calibration)
+        self._novel_uncalibrated = False
         gold = [(f"{_GOLD}{q.id}", normalise(q.question)) for q in known_questions]
         gold = [(key, text) for key, text in gold if text]
         for (key, _), probe in zip(gold, self.index.probes([t for _, t in gold]), strict=True):
@@ -183,8 +186,9 @@ class HarvestStage:
         self.coverage.update(annotations)
         config, scores, active, normal = self.config, self.scores, self._active, self._normal
         quantile = config.low_confidence_quantile
-        # (topic, language) -> ((topic, language), gap): the counts are fixed for the batch
-        strata: dict[tuple[Any, Any], tuple[tuple[Any, Any], float]] = {}
+        # (topic, language, uncalibrated novel) -> ((topic, language), gap): the counts are
+        # fixed for the batch
+        strata: dict[tuple[Any, Any, bool], tuple[tuple[Any, Any], float]] = {}
         events = batch.events
         # the picked events, as parallel lists of shared or untracked objects
         rows: list[int] = []  # index in the batch
@@ -202,9 +206,14 @@ class HarvestStage:
                 retriever, best = scored
                 low = best is None or scores.is_low(retriever, best, quantile)
             labels = (notes.get("topic"), notes.get("language"))
-            stratum = strata.get(labels)
+            # an uncalibrated 'novel' is no fact: its topic share is no coverage gap
+            uncalibrated = labels[0] == "novel" and notes.get("novelty_calibrated") is False
+            stratum = strata.get((*labels, uncalibrated))
             if stratum is None:
-                stratum = strata[labels] = (labels, self._gap(*labels))
+                if uncalibrated:
+                    self._novel_uncalibrated = True
+                gap = self._gap(*labels, topic_gap=not uncalibrated)
+                stratum = strata[(*labels, uncalibrated)] = (labels, gap)
             reasons = event_reasons(event, notes, config, stratum[1], low, active)
             if not reasons:
                 continue
@@ -282,7 +291,8 @@ class HarvestStage:
                 normalised=normalised, reasons=reasons,
                 rankings={PRODUCTION: result.production, **rankings},
                 language=result.language, topic=result.topic, role=result.role,
-                gap=self._gap(result.topic, result.language),
+                gap=self._gap(result.topic, result.language, topic_gap=not (
+                    result.topic == "novel" and self._novel_uncalibrated)),
             )  # fmt: skip
             stratum = ((occurrence.topic, occurrence.language), occurrence.gap)
             self._merge([normalised], [True], [stratum], [reasons], lambda _: occurrence)
@@ -316,8 +326,10 @@ class HarvestStage:
 
     # -- merging -------------------------------------------------------------------------
 
-    def _gap(self, topic: Any, language: Any) -> float:
-        return max(self.coverage.gap("topic", topic), self.coverage.gap("language", language))
+    def _gap(self, topic: Any, language: Any, topic_gap: bool = True) -> float:
+        """The larger coverage gap of ``topic`` (unless not ``topic_gap``) and ``language``."""
+        language_gap = self.coverage.gap("language", language)
+        return max(self.coverage.gap("topic", topic), language_gap) if topic_gap else language_gap
 
     def _merge(
         self,

@@ -4,6 +4,7 @@ idempotency across redelivery, restart and replicas, flushing, eviction."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -119,6 +120,27 @@ def test_reasons_add_up_whatever_order_shadow_results_arrive_in() -> None:
                              event("e2", "hostel fee refund", minute=1)], [REFUSED, REFUSED]))
     restarted.observe_shadow(shadow("e1", "hostel fee refund", *disagree))
     assert restarted.records() == [row]
+
+
+def test_an_uncalibrated_novel_topic_is_no_coverage_gap() -> None:
+    """Gold: topic fees 4, language en 4. Live: 4 events, all en (language gap 0), topic
+    'novel' (gold share 0, live share 1: a topic gap of 1.0 if the share were a fact)."""
+    config = HarvestConfig(flush_interval_s=0.0, min_live_events=1)
+    gold = {"topic": {"fees": 4}, "language": {"en": 4}}
+    novel = {"topic": "novel", "language": "en", "novelty_calibrated": False}
+    stage = HarvestStage(config, gold_counts=gold)
+    stage.process(batch([event(f"e{i}", f"question number {i}") for i in range(4)], [novel] * 4))
+    assert stage.records() == []  # neither coverage_gap nor novel: no reason at all
+    # a disagreeing shadow result on a novel question: its gap is the language's, 0
+    stage.observe_shadow(replace(shadow("e8", "late fee", ("p-1",), ("p-8",)), topic="novel"))
+    [row] = stage.records()
+    assert row["reasons"] == {"shadow_disagreement": 1} and row["gap"] == 0.0
+    # calibrated: live share 1/1 against gold share 0 -> gap 1.0 ≥ min_gap 0.05
+    calibrated = HarvestStage(config, gold_counts=gold)
+    calibrated.process(batch([event("e1", "question number 1")],
+                             [{**novel, "novelty_calibrated": True}]))  # fmt: skip
+    [row] = calibrated.records()
+    assert row["reasons"] == {"coverage_gap": 1, "novel": 1} and row["gap"] == 1.0
 
 
 def _events() -> tuple[list[Any], list[dict[str, Any]]]:
