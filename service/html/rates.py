@@ -63,7 +63,7 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
     svg = plots.grouped_bars(
         labels,
         {"all events": overall, "baseline window": baseline, "current window": current},
-        title="Refusal and out-of-scope rates",
+        title="Refusal rate" if off else "Refusal and out-of-scope rates",
         xlabel="rate",
     )
     parts.append(
@@ -105,8 +105,8 @@ def _both_directions(analytics: Mapping[str, Any]) -> Safe:
     if scope.get("off"):  # a detector that is off has no counts, not zeros
         rows = [["answers seen", refusals["answers"]], ["refused", refusals["refused"]],
                 ["out-of-scope, over- and under-refusals", f"off: {scope['off']}"]]
-        note = para("Over- and under-refusals need the out-of-scope detector, which is off: "
-                    f"{scope['off']}.", "muted")  # fmt: skip
+        note = para("Over- and under-refusals are judged with the out-of-scope detector, "
+                    "which is off: they are not measured (not zero).", "muted")  # fmt: skip
         return Safe(table(["refusals in both directions", "value"], rows) + note)
     why = scope.get("uncalibrated")
     mark = " (uncalibrated)" if why else ""

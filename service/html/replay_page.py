@@ -241,7 +241,7 @@ def _shares(
         ))  # fmt: skip
     elif left_out:
         parts.append(para("None.", "muted"))
-    parts += [para(f"Left out: {names.get(c, c)} ({why}); its share is not a fact.", "warn")
+    parts += [para(f"Left out: {c} ({why}); its share is not a fact.", "warn")
               for c, why in sorted(left_out.items())]  # fmt: skip
     return section(anchor, title, *parts)
 
