@@ -3,8 +3,14 @@
 Reasons, in report order (:data:`REASONS`), with what triggers each on one event:
 
 =========================  ======================================================================
-``coverage_gap``           its topic or language is under-represented in the gold set: live
-                           share minus gold share ≥ ``min_gap`` after ``min_live_events``
+``coverage_gap``           its topic or language is under-represented in the gold set by
+                           harvest's own rule: live share minus gold share (point estimate,
+                           all live events so far) ≥ ``min_gap`` after ``min_live_events``;
+                           an uncalibrated ``novel`` topic (``novelty_calibrated`` False)
+                           counts for nothing. Not the drift view's coverage gaps (status
+                           page "Under-covered by the gold set", ``coverage_gap_ratio``):
+                           live ≥ 2 × gold and a 95 % lower bound of the difference ≥ 2
+                           points
 ``novel``                  the topic stage found it far from every gold topic (``"novel"``)
 ``refused``                the answer was a refusal (``annotations["refused"]``)
 ``answered_out_of_scope``  answered although out of scope (``annotations["under_refusal"]``)
@@ -68,8 +74,10 @@ class HarvestConfig(BaseModel):
             :data:`DEFAULT_WEIGHTS`; weight 0 turns a reason off.
         quotas: reason → largest share in (0, 1] of a selection whose *primary* reason (the
             heaviest) it may be; missing reasons are uncapped.
-        min_gap: live share − gold share (fractions) from which a topic or language is a
-            coverage gap.
+        min_gap: live share − gold share (fractions, point estimate) from which a
+            question's topic or language gives it harvest's ``coverage_gap`` reason (the
+            status page's "Under-covered by the gold set" list is the drift view's own rule:
+            live ≥ 2 × gold and a 95 % lower bound of the difference ≥ 2 points).
         min_live_events: events counted before coverage gaps and score quantiles are used.
         low_confidence_quantile: best production scores strictly below this quantile of
             the last ``score_window`` scores are low-confidence (a tie with the quantile is

@@ -229,7 +229,7 @@ def _shares(
     gaps = dim.get("coverage_gaps") or []
     left_out = dim.get("coverage_gaps_left_out") or {}
     if gaps or left_out:
-        parts.append(Safe(f"<h3>{UNDER_COVERED_TITLE}</h3>"))
+        parts.append(Safe(f"<h3>{esc(UNDER_COVERED_TITLE)}</h3>"))
         parts.append(para(UNDER_COVERED_RULE, "muted"))
     if gaps:
         parts.append(table(
@@ -248,13 +248,13 @@ def _shares(
 
 #: The drift view's list of under-covered categories (not harvest's ``coverage_gap`` reason,
 #: which is ``harvest.min_gap`` on the point estimate): heading and rule, as shown.
-UNDER_COVERED_TITLE = "Under-covered by the gold set (drift view)"
+UNDER_COVERED_TITLE = "Under-covered by the gold set (drift view's coverage gaps)"
 UNDER_COVERED_RULE = (
     "A category is listed when its live share is at least twice its gold-set share and the "
     "95 % lower bound of live share − gold share (Newcombe interval) is at least 2 points: a "
-    "statistical test over all live traffic so far (the coverage-gap gauge exports that lower "
-    "bound). Harvesting's coverage_gap reason is a separate, per-question rule: live share − "
-    "gold share ≥ harvest.min_gap."
+    "statistical test over all live traffic so far (goldwatch_coverage_gap_ratio exports that "
+    "lower bound). Harvesting's coverage_gap reason is a separate, per-question rule: live "
+    "share − gold share ≥ harvest.min_gap."
 )
 
 

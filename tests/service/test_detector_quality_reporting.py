@@ -412,7 +412,7 @@ def test_text_report_says_out_of_scope_is_off_not_zero() -> None:
 def test_html_lists_under_covered_categories_apart_from_an_uncalibrated_novel() -> None:
     page = render_replay_html(_novel_rise())
     assert "Coverage gaps" not in page
-    assert "<h3>Under-covered by the gold set (drift view)</h3>" in page
+    assert "<h3>Under-covered by the gold set (drift view&#x27;s coverage gaps)</h3>" in page
     assert "harvest.min_gap" in page  # the drift view's rule says it is not harvest's
     # exams: live 20.0 %, gold 5.0 %, 4.0×, +15.0 %, interval +3.0 % … +30.0 %
     assert ("<tr><td>exams</td><td>20.0%</td><td>5.0%</td><td>4.0×</td><td>+15.0%</td>"
