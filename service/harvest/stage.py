@@ -38,7 +38,9 @@ add up whatever the order: a suggestion's reasons are the union over its events,
 each event's own reasons and its shadow verdicts, each reason counted once per event. The
 stage remembers the reasons counted for each recent event (``_RECENT_EVENTS``), so an event
 picked after its shadow result adds its own reasons to the event already counted, and a
-redelivered event or a second disagreeing candidate adds nothing twice.
+redelivered event or a second disagreeing candidate adds nothing twice. An event shed by
+``max_new_per_batch`` whose disagreeing verdict then starts a suggestion brings its own
+reasons into it (the reasons of recent shed events are remembered, bounded, not snapshotted).
 
 Idempotency: the snapshot (suggestions, trackers, recent event → suggestion ids) is written
 with the source offsets in one checkpoint, so after a crash the replayed events rebuild the
@@ -168,6 +170,8 @@ class HarvestStage:
         # a question was annotated 'novel' with novelty_calibrated False (for shadow results,
         # which carry the topic but not its calibration)
         self._novel_uncalibrated = False
+        # event id -> reasons of a recent event shed by max_new_per_batch (not snapshotted)
+        self._shed_reasons: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         gold = [(f"{_GOLD}{q.id}", normalise(q.question)) for q in known_questions]
         gold = [(key, text) for key, text in gold if text]
         for (key, _), probe in zip(gold, self.index.probes([t for _, t in gold]), strict=True):
@@ -257,7 +261,13 @@ class HarvestStage:
                 source="generated" if event.channel in generated else "real", gap=gap,
             )  # fmt: skip
 
-        self._merge(texts, gold_of, strata_of, reasons_of, occurrence, config.max_new_per_batch)
+        shed = self._merge(texts, gold_of, strata_of, reasons_of, occurrence,
+                           config.max_new_per_batch)  # fmt: skip
+        shed_reasons = self._shed_reasons
+        for k in shed:  # a shadow verdict on it may still start a suggestion: keep its reasons
+            shed_reasons[events[rows[k]].event_id] = reasons_of[k]
+        while len(shed_reasons) > _RECENT_EVENTS:
+            shed_reasons.popitem(last=False)
         self.flush()
 
     def observe_shadow(self, result: ShadowResult) -> None:
@@ -278,8 +288,13 @@ class HarvestStage:
             )  # fmt: skip
             self._add(seen[0], evidence)
             return
+        # the event's own reasons when it was shed (not merged): the verdict's suggestion
+        # then carries them too
+        own = self._shed_reasons.pop(result.event_id, ())
         if not reasons:
             return
+        if own:
+            reasons = tuple(r for r in REASONS if r in own or r in reasons)
         if len(result.question) > self.config.max_question_chars:
             self._pending["too_long"]["events"] += 1
             return
@@ -339,12 +354,13 @@ class HarvestStage:
         reasons: Sequence[tuple[str, ...]],
         occurrence: Callable[[int], Occurrence],
         budget: int | None = None,
-    ) -> None:
+    ) -> list[int]:
         """Merge picked occurrences in order: the ``k``-th has normalised text
         ``texts[k]``, looks for gold near-duplicates if ``gold[k]``, has stratum and
         coverage gap ``strata[k]`` = ``((topic, language), gap)`` and ``reasons[k]``, and is
         built by ``occurrence(k)`` only if it is merged. At most ``budget`` distinct new
-        texts are matched; the others' occurrences are shed (:mod:`.shedding`)."""
+        texts are matched; the others' occurrences are shed (:mod:`.shedding`): their
+        indexes ``k`` are returned."""
         exact, known, weight_of = self._exact, self._known, self._reason_weights
         scores: dict[str, float] = {}  # new text -> best score in the batch
         first: dict[str, tuple[Any, Any]] = {}  # new text -> stratum of its first occurrence
@@ -370,9 +386,11 @@ class HarvestStage:
             fresh = [t for t in fresh if t in kept]
         probes = dict(zip(fresh, self.index.probes(fresh), strict=True)) if fresh else {}
         shed_events = gold_set = 0
+        shed_rows: list[int] = []
         for k, text in enumerate(texts):
             if text in shed:
                 shed_events += 1
+                shed_rows.append(k)
                 continue
             check_gold = gold[k]
             if check_gold and text in known:
@@ -393,6 +411,7 @@ class HarvestStage:
         if gold_set:
             self._pending["known"]["gold_set"] += gold_set
         self._evict()
+        return shed_rows
 
     def _place(self, probe: Probe, check_gold: bool) -> str | None:
         """The suggestion id a new normalised text joins or starts; ``None`` when it is a

@@ -122,6 +122,21 @@ def test_reasons_add_up_whatever_order_shadow_results_arrive_in() -> None:
     assert restarted.records() == [row]
 
 
+def test_a_shed_events_reasons_join_the_suggestion_its_shadow_verdict_starts() -> None:
+    """max_new_per_batch 1: of two new refused questions one is shed; a disagreeing verdict
+    on it later starts its suggestion, with its refusal too (serve: 3 negatively rated
+    questions had only shadow_disagreement)."""
+    stage = HarvestStage(HarvestConfig(flush_interval_s=0.0, max_new_per_batch=1))
+    questions = {"e1": "hostel fee refund", "e2": "bus timings kamptee"}
+    stage.process(batch([event(e, q) for e, q in questions.items()], [REFUSED, REFUSED]))
+    [kept] = stage.records()
+    assert stage.pending_observations()["shed"] == 1
+    [(shed_id, shed_question)] = [(e, q) for e, q in questions.items() if q != kept["question"]]
+    stage.observe_shadow(shadow(shed_id, shed_question, ("p-1", "p-2"), ("p-8", "p-9")))
+    row = {r["question"]: r for r in stage.records()}[shed_question]
+    assert row["count"] == 1 and row["reasons"] == {"refused": 1, "shadow_disagreement": 1}
+
+
 def test_an_uncalibrated_novel_topic_is_no_coverage_gap() -> None:
     """Gold: topic fees 4, language en 4. Live: 4 events, all en (language gap 0), topic
     'novel' (gold share 0, live share 1: a topic gap of 1.0 if the share were a fact)."""
