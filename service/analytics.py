@@ -69,6 +69,8 @@ class Analytics:
             dimension raises no alarm (``analytics.quality_floor``).
         novelty_off: why no question is called ``novel`` (e.g. :data:`NOVELTY_OFF_NO_GOLD`),
             or ``None`` while topic novelty is on.
+        scope_off: why no question is judged out of scope (e.g. :data:`SCOPE_OFF_NO_GOLD`),
+            or ``None`` while the out-of-scope detector runs.
     """
 
     stages: list[Stage]
@@ -83,6 +85,7 @@ class Analytics:
     topic_descriptions: dict[str, str] = field(default_factory=dict)
     quality_floor: float = DEFAULT_AUC_FLOOR
     novelty_off: str | None = None
+    scope_off: str | None = None
 
     def uncalibrated(self, detector: str) -> str | None:
         """Why ``detector``'s counts are not facts (e.g. ``"out_of_scope ROC AUC 0.596
@@ -180,19 +183,17 @@ def _scope_stage(
 ) -> tuple[
     ScopeStage | EmbeddingScopeStage | None, ScopeCalibration | None, DetectorQuality | None
 ]:
-    """The out-of-scope stage, its calibration and its measured quality (``scope_method``).
+    """The out-of-scope stage, its calibration and its measured quality (``scope_method``);
+    three ``None`` when it is off (:func:`scope_off` says why).
 
     ``retriever``: the built-in ``config.scope_retriever`` already built on ``corpus`` (a
     gold-set refresh reuses the running one); ``None`` builds it."""
     method = config.scope_method
-    if method == "off" or config.scope_retriever is None or not len(gold):
-        return None, None, None  # no gold set: said once, elsewhere
-    if len(gold.unanswerable()) < 2 or len(gold.answerable()) < 2:
-        log.warning("out-of-scope needs at least 2 answerable and 2 unanswerable gold "
-                    "questions; disabled")  # fmt: skip
-        return None, None, None
-    if not corpus.passages:  # never a stand-in corpus
-        log.warning("out-of-scope needs the corpus (corpus:) to score questions on; disabled")
+    off = scope_off(config, gold, corpus)
+    if off is not None:
+        if len(gold) and method != "off" and config.scope_retriever is not None:
+            # (no gold set: said once, elsewhere)
+            log.warning("out-of-scope detection is off: %s", off)
         return None, None, None
     name = config.scope_retriever
     if retriever is None or retriever.name != name:
@@ -257,6 +258,30 @@ NOVELTY_OFF_NO_GOLD = (
     "questions are a different kind of text, so a question far from every passage is not "
     "novel; set gold_set: to have it"
 )
+
+
+#: Why out-of-scope detection is off without a gold set.
+SCOPE_OFF_NO_GOLD = (
+    "no gold set (the detector is calibrated on the gold set's answerable and unanswerable "
+    "questions); set gold_set: to have it"
+)
+
+
+def scope_off(config: AnalyticsConfig, gold: GoldSet, corpus: Corpus) -> str | None:
+    """Why the out-of-scope detector does not run (``None``: it runs): ``scope_method``
+    off, no ``scope_retriever``, no gold set (:data:`SCOPE_OFF_NO_GOLD`), fewer than 2
+    answerable or 2 unanswerable gold questions, or no corpus passages."""
+    if config.scope_method == "off":
+        return "analytics.scope_method is off"
+    if config.scope_retriever is None:
+        return "analytics.scope_retriever is not set"
+    if not len(gold):
+        return SCOPE_OFF_NO_GOLD
+    if len(gold.unanswerable()) < 2 or len(gold.answerable()) < 2:
+        return "the gold set has fewer than 2 answerable or 2 unanswerable questions"
+    if not corpus.passages:  # never a stand-in corpus
+        return "no corpus (corpus:) to score questions on"
+    return None
 
 
 def _novelty_off(model: TopicModel | None, has_gold: bool) -> str | None:
@@ -359,6 +384,7 @@ def build_analytics(
             () if model is None else (*model.names, NOVEL) if model.novelty_on else model.names
         ),
         novelty_off=_novelty_off(model, len(gold) > 0),
+        scope_off=scope_off(config, gold, corpus) if scope_stage is None else None,
         scope=calibration,
         topic_model_version=model.version if model is not None else None,
         gold_counts=gold_counts,

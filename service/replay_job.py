@@ -11,7 +11,8 @@ The report (``--format json``)::
                    "out_of_scope": {"scored", "out_of_scope", "share", "over_refusals",
                                     "under_refusals", "calibration": {...},
                                     "quality": {"auc", "auc_low", "auc_high", ...} | None,
-                                    "uncalibrated": reason | None},
+                                    "uncalibrated": reason | None,
+                                    "off": why no detector runs | None},
                    "novelty": {"novel", "share", "quality": {...} | None,
                                "uncalibrated": reason | None, "off": reason | None},
                    "detector_quality": {detector: {"auc", "auc_low", "auc_high", "level",
@@ -212,6 +213,7 @@ def analytics_report(live: Live) -> dict[str, Any] | None:
             "quality": qualities.get("out_of_scope"),
             "uncalibrated": (qualities["out_of_scope"]["uncalibrated"]
                              if "out_of_scope" in qualities else "no out-of-scope detector"),
+            "off": live.analytics.scope_off,
         },
         "novelty": novelty_report(live.analytics, drift.live_counts["topic"], qualities),
         "detector_quality": qualities,
@@ -303,7 +305,9 @@ def render_text(doc: dict[str, Any]) -> str:
         lines.append(f"refusals: {refusals['refused']}/{refusals['answers']} "
                      f"({refusals['rate']:.1%})")  # fmt: skip
     scope = analytics["out_of_scope"]
-    if scope["share"] is not None:
+    if scope.get("off"):
+        lines.append(f"out of scope: off: {scope['off']}")
+    elif scope["share"] is not None:
         counts = (
             f"{scope['out_of_scope']}/{scope['scored']} ({scope['share']:.1%}); "
             f"over-refusals {scope['over_refusals']}, under-refusals {scope['under_refusals']}"
@@ -320,8 +324,10 @@ def render_text(doc: dict[str, Any]) -> str:
             "personal data scrubbed: " + ", ".join(f"{k} {v}" for k, v in scrubbed.items())
         )
     drift = analytics["drift"]
-    states = ", ".join(f"{dim} {drift[dim]['state']}" for dim in
-                       ("language", "topic", "refusal", "out_of_scope"))  # fmt: skip
+    shown = {dim: drift[dim]["state"] for dim in ("language", "topic", "refusal", "out_of_scope")}
+    if scope.get("off"):  # no detector: no data to be insufficient
+        shown["out_of_scope"] = "off"
+    states = ", ".join(f"{dim} {state}" for dim, state in shown.items())
     against = ("baseline comparisons" if GOLD_SET_OFF in doc.get("notices", ())
                else "worst of gold set and baseline comparisons")  # fmt: skip
     lines.append(f"drift now ({against}): {states}")
@@ -345,7 +351,11 @@ def render_text(doc: dict[str, Any]) -> str:
             rates = f"{alarm['rate_compared']:.1%} -> {alarm['rate_current']:.1%}"
             lines.append(f"  DRIFT  {where}: {rates}")
         else:
-            lines.append(f"  DRIFT  {where}: rising {', '.join(alarm['rising']) or '-'}")
+            silenced = drift.get(alarm["dimension"], {}).get("suppressed_categories") or {}
+            rising = [c for c in alarm["rising"] if c not in silenced]
+            quiet = "".join(f"; {c} rising too raises no alarm ({silenced[c]})"
+                            for c in alarm["rising"] if c in silenced)  # fmt: skip
+            lines.append(f"  DRIFT  {where}: rising {', '.join(rising) or '-'}{quiet}")
     return "\n".join(lines + harvest_lines(doc.get("gold_candidates")))
 
 

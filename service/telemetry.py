@@ -597,7 +597,9 @@ def build_analytics_metrics(
         ),
         coverage_gap=gauge(
             "coverage_gap_ratio", "Lower CI bound of live share minus gold-set share, for "
-            "categories the gold set under-covers.", ["dimension", "category"],
+            "categories the gold set under-covers (the drift view's coverage gaps: live share "
+            "at least twice the gold share; not harvest's coverage_gap reason).",
+            ["dimension", "category"],
         ),
         detector_auc=gauge(
             "detector_auc", "ROC AUC of a detector (out-of-scope, novelty) on the data it was "

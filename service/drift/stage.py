@@ -212,18 +212,28 @@ class DriftStage:
 
     def report(self) -> dict[str, Any]:
         """JSON-able drift report: per dimension its state, each comparison's latest test,
-        the live and gold shares and the coverage gaps (categorical dimensions)."""
+        the live and gold shares and the coverage gaps (categorical dimensions:
+        ``coverage_gaps``, :func:`~service.drift.stats_tests.coverage_gaps` without the
+        suppressed categories; those that would be gaps are in ``coverage_gaps_left_out``,
+        ``{category: why}``, only when there are some)."""
         out: dict[str, Any] = {}
         for dim, det in self.categorical.items():
             live = dict(self.live_counts[dim])
             gold = self.gold_counts.get(dim, {})
+            # a suppressed category's share is no fact (e.g. an uncalibrated 'novel'): it is
+            # left out of the coverage gaps, with the reason
+            silenced = self.suppressed_categories.get(dim, {})
+            gaps = coverage_gaps(live, gold) if gold else []
             out[dim] = {
                 "state": det.state,
                 "comparisons": {name: r.to_dict() for name, r in det.reports.items()},
                 "live_counts": live,
                 "gold_counts": gold,
-                "coverage_gaps": [g._asdict() for g in coverage_gaps(live, gold)] if gold else [],
+                "coverage_gaps": [g._asdict() for g in gaps if g.category not in silenced],
             }
+            left_out = {g.category: silenced[g.category] for g in gaps if g.category in silenced}
+            if left_out:
+                out[dim]["coverage_gaps_left_out"] = left_out
         for dim, rate in self.rates.items():
             out[dim] = {
                 "state": rate.state,

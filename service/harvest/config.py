@@ -3,13 +3,20 @@
 Reasons, in report order (:data:`REASONS`), with what triggers each on one event:
 
 =========================  ======================================================================
-``coverage_gap``           its topic or language is under-represented in the gold set: live
-                           share minus gold share ≥ ``min_gap`` after ``min_live_events``
+``coverage_gap``           its topic or language is under-represented in the gold set by
+                           harvest's own rule: live share minus gold share (point estimate,
+                           all live events so far) ≥ ``min_gap`` after ``min_live_events``;
+                           an uncalibrated ``novel`` topic (``novelty_calibrated`` False)
+                           counts for nothing. Not the drift view's coverage gaps (status
+                           page "Under-covered by the gold set", ``coverage_gap_ratio``):
+                           live ≥ 2 × gold and a 95 % lower bound of the difference ≥ 2
+                           points
 ``novel``                  the topic stage found it far from every gold topic (``"novel"``)
 ``refused``                the answer was a refusal (``annotations["refused"]``)
 ``answered_out_of_scope``  answered although out of scope (``annotations["under_refusal"]``)
-``low_confidence``         production retrieved nothing, or its best score is in the lowest
-                           ``low_confidence_quantile`` of the recent scores
+``low_confidence``         production retrieved nothing, or its best score is strictly below
+                           the ``low_confidence_quantile``-quantile of the recent scores (a
+                           score tied with it is not low: constant scores flag nothing)
 ``shadow_disagreement``    a shadow candidate's RBO with production is below ``max_rbo``
 ``negative_feedback``      ``feedback.rating`` < ``negative_rating``
 ``cited_not_retrieved``    the answer cites a passage absent from the retrieved list
@@ -67,11 +74,14 @@ class HarvestConfig(BaseModel):
             :data:`DEFAULT_WEIGHTS`; weight 0 turns a reason off.
         quotas: reason → largest share in (0, 1] of a selection whose *primary* reason (the
             heaviest) it may be; missing reasons are uncapped.
-        min_gap: live share − gold share (fractions) from which a topic or language is a
-            coverage gap.
+        min_gap: live share − gold share (fractions, point estimate) from which a
+            question's topic or language gives it harvest's ``coverage_gap`` reason (the
+            status page's "Under-covered by the gold set" list is the drift view's own rule:
+            live ≥ 2 × gold and a 95 % lower bound of the difference ≥ 2 points).
         min_live_events: events counted before coverage gaps and score quantiles are used.
-        low_confidence_quantile: best production scores below this quantile of the last
-            ``score_window`` scores are low-confidence, in [0, 0.5].
+        low_confidence_quantile: best production scores strictly below this quantile of
+            the last ``score_window`` scores are low-confidence (a tie with the quantile is
+            not), in [0, 0.5]; 0: none.
         score_window: recent best scores kept for that quantile.
         max_rbo: shadow results with RBO below this are disagreements, in [0, 1].
         negative_rating: feedback ratings below this are negative (-1/+1 scale: 0).

@@ -20,6 +20,7 @@ import bisect
 from collections import Counter, deque
 from collections.abc import Collection, Iterable, Mapping
 from functools import lru_cache
+from math import ceil
 from typing import Any
 
 from service.events import QueryLogEvent
@@ -119,18 +120,24 @@ class ScoreWindow:
         self._sorted: dict[str, list[float]] = {}
 
     def is_low(self, retriever: str, score: float, quantile: float) -> bool:
-        """Whether fewer than ``quantile`` of the window's scores are below ``score`` (i.e.
-        ``score`` is in the lowest ``quantile``), judged before ``score`` joins the window;
-        ``False`` until ``min_count`` scores were seen."""
+        """Whether ``score`` is strictly below the window's ``quantile``-quantile, judged
+        before ``score`` joins the window; ``False`` until ``min_count`` scores were seen.
+
+        The quantile of the ``n`` sorted scores ``x[0] ≤ … ≤ x[n-1]`` is the empirical
+        (inverse of the distribution function) one, ``x[⌈quantile·n⌉ − 1]`` (Hyndman & Fan
+        1996, definition 1), ``quantile`` in (0, 1]. Strictly below: a score tied with the
+        quantile is not low, so when every recent score is the same none is (a retriever
+        that returns a constant score says nothing about confidence)."""
         ordered = self._sorted.get(retriever)
         if ordered is None:
             if len(self._sorted) >= _MAX_RETRIEVERS:
                 return False
             ordered = self._sorted[retriever] = []
             self._recent[retriever] = deque()
-        low = len(ordered) >= self.min_count and (
-            bisect.bisect_left(ordered, score) < quantile * len(ordered)
-        )
+        n = len(ordered)
+        # ⌈quantile·n⌉ − 1, with a float product such as 0.1·30 = 3.0000000000000004 read as 3
+        at = max(0, ceil(quantile * n - 1e-9) - 1)
+        low = n >= self.min_count and quantile > 0 and score < ordered[at]
         recent = self._recent[retriever]
         recent.append(score)
         bisect.insort(ordered, score)

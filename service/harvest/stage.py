@@ -28,10 +28,19 @@ batch, :meth:`HarvestStage.process`:
 4. hands changed suggestions to the sinks at most every ``flush_interval_s`` seconds (a
    failing sink is logged by type and retried at the next flush).
 
-Shadow results arrive after their event (shadow calls are asynchronous): the caller passes
-each to :meth:`HarvestStage.observe_shadow`, which adds the candidate's ranking to the pool
-of the event's suggestion, and a ``shadow_disagreement`` reason when RBO < ``max_rbo`` — a
-disagreement on an event that was not picked starts or joins a suggestion of its own.
+Shadow results arrive apart from their event: after it (serve's shadow calls are
+asynchronous) or before it (a replay's synchronous shadow stage runs before this stage, and
+so may a fast asynchronous call). The caller passes each to
+:meth:`HarvestStage.observe_shadow`, which adds the candidate's ranking to the pool of the
+event's suggestion, and a ``shadow_disagreement`` reason when RBO < ``max_rbo`` — a
+disagreement on an event not (yet) picked starts or joins a suggestion of its own. Reasons
+add up whatever the order: a suggestion's reasons are the union over its events, and over
+each event's own reasons and its shadow verdicts, each reason counted once per event. The
+stage remembers the reasons counted for each recent event (``_RECENT_EVENTS``), so an event
+picked after its shadow result adds its own reasons to the event already counted, and a
+redelivered event or a second disagreeing candidate adds nothing twice. An event shed by
+``max_new_per_batch`` whose disagreeing verdict then starts a suggestion brings its own
+reasons into it (the reasons of recent shed events are remembered, bounded, not snapshotted).
 
 Idempotency: the snapshot (suggestions, trackers, recent event → suggestion ids) is written
 with the source offsets in one checkpoint, so after a crash the replayed events rebuild the
@@ -96,6 +105,7 @@ _VERSION = 2
 _READ_VERSIONS = (1, 2)
 _RECENT_EVENTS = 50_000
 _SNAPSHOT_RECENT = 5_000
+_ALL = frozenset(REASONS)
 _EXACT_CACHE = 200_000
 _NORMAL_CACHE = 20_000
 
@@ -149,7 +159,8 @@ class HarvestStage:
         self.suggestions: dict[str, Suggestion] = {}
         self._exact: dict[str, str] = {}  # normalised text -> suggestion id
         self._known: set[str] = set()  # normalised texts near a gold question
-        self._recent: OrderedDict[str, str] = OrderedDict()  # event id -> suggestion id
+        # event id -> (suggestion id, reasons counted for the event)
+        self._recent: OrderedDict[str, tuple[str, frozenset[str]]] = OrderedDict()
         self._dirty: set[str] = set()  # changed since published to every sink
         self._stale: set[str] = set()  # changed since published to the repository sink
         self._held: set[str] = set()  # clean in the last snapshot: it relies on their records
@@ -160,6 +171,11 @@ class HarvestStage:
         self._weights = {r: config.weight(r) for r in REASONS}
         self._reason_weights: dict[tuple[str, ...], float] = {}  # reasons -> weight sum
         self._normal: dict[str, str] = {}  # question -> normalised (bounded cache)
+        # a question was annotated 'novel' with novelty_calibrated False (for shadow results,
+        # which carry the topic but not its calibration)
+        self._novel_uncalibrated = False
+        # event id -> reasons of a recent event shed by max_new_per_batch (not snapshotted)
+        self._shed_reasons: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         gold = [(f"{_GOLD}{q.id}", normalise(q.question)) for q in known_questions]
         gold = [(key, text) for key, text in gold if text]
         for (key, _), probe in zip(gold, self.index.probes([t for _, t in gold]), strict=True):
@@ -178,8 +194,9 @@ class HarvestStage:
         self.coverage.update(annotations)
         config, scores, active, normal = self.config, self.scores, self._active, self._normal
         quantile = config.low_confidence_quantile
-        # (topic, language) -> ((topic, language), gap): the counts are fixed for the batch
-        strata: dict[tuple[Any, Any], tuple[tuple[Any, Any], float]] = {}
+        # (topic, language, uncalibrated novel) -> ((topic, language), gap): the counts are
+        # fixed for the batch
+        strata: dict[tuple[Any, Any, bool], tuple[tuple[Any, Any], float]] = {}
         events = batch.events
         # the picked events, as parallel lists of shared or untracked objects
         rows: list[int] = []  # index in the batch
@@ -197,9 +214,14 @@ class HarvestStage:
                 retriever, best = scored
                 low = best is None or scores.is_low(retriever, best, quantile)
             labels = (notes.get("topic"), notes.get("language"))
-            stratum = strata.get(labels)
+            # an uncalibrated 'novel' is no fact: its topic share is no coverage gap
+            uncalibrated = labels[0] == "novel" and notes.get("novelty_calibrated") is False
+            stratum = strata.get((*labels, uncalibrated))
             if stratum is None:
-                stratum = strata[labels] = (labels, self._gap(*labels))
+                if uncalibrated:
+                    self._novel_uncalibrated = True
+                gap = self._gap(*labels, topic_gap=not uncalibrated)
+                stratum = strata[(*labels, uncalibrated)] = (labels, gap)
             reasons = event_reasons(event, notes, config, stratum[1], low, active)
             if not reasons:
                 continue
@@ -244,7 +266,13 @@ class HarvestStage:
                 trace_id=event.trace_id,
             )  # fmt: skip
 
-        self._merge(texts, gold_of, strata_of, reasons_of, occurrence, config.max_new_per_batch)
+        shed = self._merge(texts, gold_of, strata_of, reasons_of, occurrence,
+                           config.max_new_per_batch)  # fmt: skip
+        shed_reasons = self._shed_reasons
+        for k in shed:  # a shadow verdict on it may still start a suggestion: keep its reasons
+            shed_reasons[events[rows[k]].event_id] = reasons_of[k]
+        while len(shed_reasons) > _RECENT_EVENTS:
+            shed_reasons.popitem(last=False)
         self.flush()
 
     def observe_shadow(self, result: ShadowResult) -> None:
@@ -257,16 +285,21 @@ class HarvestStage:
         if self.config.weight("shadow_disagreement") <= 0:
             reasons = ()
         rankings = {result.candidate: result.ranking}
-        sid = self._recent.get(result.event_id)
-        if sid is not None and sid in self.suggestions:
+        seen = self._recent.get(result.event_id)
+        if seen is not None and seen[0] in self.suggestions:
             evidence = Occurrence(
                 result.event_id, result.timestamp, result.question, "", reasons, rankings,
                 count=False,
             )  # fmt: skip
-            self._add(sid, evidence)
+            self._add(seen[0], evidence)
             return
+        # the event's own reasons when it was shed (not merged): the verdict's suggestion
+        # then carries them too
+        own = self._shed_reasons.pop(result.event_id, ())
         if not reasons:
             return
+        if own:
+            reasons = tuple(r for r in REASONS if r in own or r in reasons)
         if len(result.question) > self.config.max_question_chars:
             self._pending["too_long"]["events"] += 1
             return
@@ -278,7 +311,9 @@ class HarvestStage:
                 normalised=normalised, reasons=reasons,
                 rankings={PRODUCTION: result.production, **rankings},
                 language=result.language, topic=result.topic, role=result.role,
-                gap=self._gap(result.topic, result.language), trace_id=result.trace_id,
+                gap=self._gap(result.topic, result.language, topic_gap=not (
+                    result.topic == "novel" and self._novel_uncalibrated)),
+                trace_id=result.trace_id,
             )  # fmt: skip
             stratum = ((occurrence.topic, occurrence.language), occurrence.gap)
             self._merge([normalised], [True], [stratum], [reasons], lambda _: occurrence)
@@ -345,8 +380,10 @@ class HarvestStage:
 
     # -- merging -------------------------------------------------------------------------
 
-    def _gap(self, topic: Any, language: Any) -> float:
-        return max(self.coverage.gap("topic", topic), self.coverage.gap("language", language))
+    def _gap(self, topic: Any, language: Any, topic_gap: bool = True) -> float:
+        """The larger coverage gap of ``topic`` (unless not ``topic_gap``) and ``language``."""
+        language_gap = self.coverage.gap("language", language)
+        return max(self.coverage.gap("topic", topic), language_gap) if topic_gap else language_gap
 
     def _merge(
         self,
@@ -356,12 +393,13 @@ class HarvestStage:
         reasons: Sequence[tuple[str, ...]],
         occurrence: Callable[[int], Occurrence],
         budget: int | None = None,
-    ) -> None:
+    ) -> list[int]:
         """Merge picked occurrences in order: the ``k``-th has normalised text
         ``texts[k]``, looks for gold near-duplicates if ``gold[k]``, has stratum and
         coverage gap ``strata[k]`` = ``((topic, language), gap)`` and ``reasons[k]``, and is
         built by ``occurrence(k)`` only if it is merged. At most ``budget`` distinct new
-        texts are matched; the others' occurrences are shed (:mod:`.shedding`)."""
+        texts are matched; the others' occurrences are shed (:mod:`.shedding`): their
+        indexes ``k`` are returned."""
         exact, known, weight_of = self._exact, self._known, self._reason_weights
         scores: dict[str, float] = {}  # new text -> best score in the batch
         first: dict[str, tuple[Any, Any]] = {}  # new text -> stratum of its first occurrence
@@ -387,9 +425,11 @@ class HarvestStage:
             fresh = [t for t in fresh if t in kept]
         probes = dict(zip(fresh, self.index.probes(fresh), strict=True)) if fresh else {}
         shed_events = gold_set = 0
+        shed_rows: list[int] = []
         for k, text in enumerate(texts):
             if text in shed:
                 shed_events += 1
+                shed_rows.append(k)
                 continue
             check_gold = gold[k]
             if check_gold and text in known:
@@ -410,6 +450,7 @@ class HarvestStage:
         if gold_set:
             self._pending["known"]["gold_set"] += gold_set
         self._evict()
+        return shed_rows
 
     def _place(self, probe: Probe, check_gold: bool) -> str | None:
         """The suggestion id a new normalised text joins or starts; ``None`` when it is a
@@ -429,6 +470,20 @@ class HarvestStage:
         return sid
 
     def _add(self, sid: str, occurrence: Occurrence) -> None:
+        """Merge ``occurrence`` into suggestion ``sid`` (started by a counted occurrence).
+
+        An event already counted (in ``_recent``) is not counted again: only the reasons
+        not yet counted for it are added (module docstring), into the suggestion that
+        counted it; a counted occurrence bringing none is dropped (a redelivery)."""
+        seen = self._recent.get(occurrence.event_id)
+        if seen is not None and seen[0] in self.suggestions:
+            sid, counted = seen
+            new = tuple(r for r in occurrence.reasons if r not in counted)
+            if occurrence.count and not new:
+                return
+            occurrence = occurrence._replace(reasons=new, count=False)
+            if new:
+                self._recent[occurrence.event_id] = (sid, counted.union(new))
         suggestion = self.suggestions.get(sid)
         if suggestion is None:
             if not occurrence.count:
@@ -445,7 +500,7 @@ class HarvestStage:
             for reason in occurrence.reasons:  # Counter.update: an ABC check per call
                 counts[reason] += 1
             if occurrence.count:
-                self._recent[occurrence.event_id] = sid
+                self._recent[occurrence.event_id] = (sid, frozenset(occurrence.reasons))
                 if len(self._recent) > _RECENT_EVENTS:
                     self._recent.popitem(last=False)
 
@@ -525,7 +580,7 @@ class HarvestStage:
             "suggestions": [s.to_json() for s in full],
             "coverage": self.coverage.state(),
             "scores": self.scores.state(),
-            "recent": recent,
+            "recent": [[event, sid, sorted(counted)] for event, (sid, counted) in recent],
             "dirty": sorted(self._dirty),
         }
 
@@ -554,7 +609,12 @@ class HarvestStage:
             self._exact[suggestion.normalised] = suggestion.id
         self.coverage.load(state.get("coverage", {}))
         self.scores.load(state.get("scores", {}))
-        self._recent = OrderedDict((str(e), str(s)) for e, s in state.get("recent", []))
+        # [event, suggestion, reasons]; an older snapshot's [event, suggestion] did not keep
+        # them: every reason counts as counted, so a redelivered event adds none (as then)
+        self._recent = OrderedDict(
+            (str(row[0]), (str(row[1]), frozenset(map(str, row[2])) if len(row) > 2 else _ALL))
+            for row in state.get("recent", [])
+        )  # fmt: skip
         self._dirty = {sid for sid in state.get("dirty", []) if sid in self.suggestions}
         self._stale = {sid for sid in full if sid in self.suggestions}
         self._held = {sid for sid in stored if sid in self.suggestions}

@@ -8,8 +8,10 @@ disagreeing shadow result) and keeps, bounded:
 * ``count`` — distinct events merged in; ``first_seen``/``last_seen`` (RFC 3339 UTC, event
   time); ``events`` — the last :data:`RECENT_EVENTS` event ids (an event id seen again is not
   counted twice);
-* ``reasons`` — ``{reason: occurrences it applied to}`` (a late shadow result adds to the
-  count of its reason without counting its event again);
+* ``reasons`` — ``{reason: events it applied to}``: each reason counted once per event,
+  whether it came with the event or with a shadow result before or after it (the harvest
+  stage passes an event's later evidence as a non-counting occurrence carrying only the
+  reasons not yet counted for that event);
 * ``variants`` — up to ``max_variants`` distinct wordings, scrubbed again with
   :func:`service.pii.scrub` before they are kept;
 * ``pool`` — ``{passage id: {retriever: best rank}}`` from the top ``pool_k`` of production

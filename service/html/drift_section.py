@@ -23,10 +23,15 @@ HELD_NOTE = (
 )
 
 
-def drift_section(drift: Mapping[str, Any], series: Mapping[str, Any] | None = None) -> Safe:
+def drift_section(
+    drift: Mapping[str, Any],
+    series: Mapping[str, Any] | None = None,
+    off: Mapping[str, str | None] | None = None,
+) -> Safe:
     """Build the section from a drift report (keys: the four dimensions, ``alarms``,
     ``events_seen``, ``event_time``); with the analytics' time ``series``, the alarm time
-    line spans the traffic's whole time range.
+    line spans the traffic's whole time range. A dimension whose detector is ``off``
+    (``{dimension: why}``, e.g. out-of-scope without a gold set) gets one row saying so.
 
     Raises:
         KeyError: a dimension is missing from ``drift``.
@@ -34,8 +39,13 @@ def drift_section(drift: Mapping[str, Any], series: Mapping[str, Any] | None = N
     rows = []
     held = False
     for dim in DIMENSIONS:
+        why_off = (off or {}).get(dim)
+        if why_off:
+            rows.append([dim, "–", badge("off"), "–", "–", "–", "–", "–", "–", f"off: {why_off}"])
+            continue
+        silenced = drift[dim].get("suppressed_categories") or {}
         for name, test in drift[dim]["comparisons"].items():
-            moved = category_moves(test)
+            moved = category_moves(test, silenced)
             effect = (
                 f"JSD {num(test.get('js_divergence'))}"
                 if "js_divergence" in test
@@ -104,7 +114,8 @@ def drift_section(drift: Mapping[str, Any], series: Mapping[str, Any] | None = N
                         a["comparison"],
                         badge(a["state"]),
                         a["after_events"],
-                        _moved_alarm(a),
+                        _moved_alarm(a, drift.get(a["dimension"], {}).get(
+                            "suppressed_categories") or {}),
                     ]
                     for a in alarms
                 ],
@@ -125,12 +136,22 @@ def drift_section(drift: Mapping[str, Any], series: Mapping[str, Any] | None = N
     return section("drift", "Drift", *parts)
 
 
-def category_moves(test: Mapping[str, Any]) -> str:
+def category_moves(test: Mapping[str, Any], silenced: Mapping[str, str] | None = None) -> str:
     """What moved in a categorical drift test: ``"rising: hi-Latn 8%→37%; falling: en
-    92%→59%; new: hi"`` (``–`` when nothing did)."""
+    92%→59%; new: hi"`` (``–`` when nothing did). A rising category in ``silenced``
+    (``{category: why}``, e.g. an uncalibrated ``novel``) is listed apart, as raising no
+    alarm, with why."""
+    silenced = silenced or {}
     up = [
         f"{r['category']} {r['reference_share']:.0%}→{r['current_share']:.0%}"
         for r in test.get("rising", ())
+        if r["category"] not in silenced
+    ]
+    quiet = [
+        f"{r['category']} {r['reference_share']:.0%}→{r['current_share']:.0%}"
+        f" ({silenced[r['category']]})"
+        for r in test.get("rising", ())
+        if r["category"] in silenced
     ]
     down = [
         f"{r['category']} {r['reference_share']:.0%}→{r['current_share']:.0%}"
@@ -141,18 +162,22 @@ def category_moves(test: Mapping[str, Any]) -> str:
         ([f"rising: {', '.join(up)}"] if up else [])
         + ([f"falling: {', '.join(down)}"] if down else [])
         + ([f"new: {', '.join(new)}"] if new else [])
+        + ([f"rising, raises no alarm: {', '.join(quiet)}"] if quiet else [])
     )
     return "; ".join(parts) or "–"
 
 
-def _moved_alarm(alarm: Mapping[str, Any]) -> str:
+def _moved_alarm(alarm: Mapping[str, Any], silenced: Mapping[str, str]) -> str:
     if "rate_current" in alarm:
         return f"{pct(alarm['rate_compared'])} → {pct(alarm['rate_current'])}"
     rising, falling = alarm.get("rising") or [], alarm.get("falling") or []
+    quiet = [f"{c} ({silenced[c]})" for c in rising if c in silenced]
+    rising = [c for c in rising if c not in silenced]
     return (
         "; ".join(
             ([f"rising: {', '.join(rising)}"] if rising else [])
             + ([f"falling: {', '.join(falling)}"] if falling else [])
+            + ([f"rising, raises no alarm: {', '.join(quiet)}"] if quiet else [])
         )
         or "–"
     )

@@ -28,7 +28,10 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
     """
     drift = analytics["drift"]
     labels, overall, baseline, current, rows = [], [], [], [], []
+    off = analytics["out_of_scope"].get("off")
     for dim, key, field, label in RATES:
+        if dim == "out_of_scope" and off:
+            continue  # no detector: no rate to show (said below, with why)
         test = drift[dim]["comparisons"].get("baseline") or {}
         rate = analytics[key][field]
         if analytics[key].get("uncalibrated"):
@@ -60,7 +63,7 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
     svg = plots.grouped_bars(
         labels,
         {"all events": overall, "baseline window": baseline, "current window": current},
-        title="Refusal and out-of-scope rates",
+        title="Refusal rate" if off else "Refusal and out-of-scope rates",
         xlabel="rate",
     )
     parts.append(
@@ -99,6 +102,12 @@ def _quality_cell(quality: Mapping[str, Any] | None) -> str:
 
 def _both_directions(analytics: Mapping[str, Any]) -> Safe:
     refusals, scope = analytics["refusals"], analytics["out_of_scope"]
+    if scope.get("off"):  # a detector that is off has no counts, not zeros
+        rows = [["answers seen", refusals["answers"]], ["refused", refusals["refused"]],
+                ["out-of-scope, over- and under-refusals", f"off: {scope['off']}"]]
+        note = para("Over- and under-refusals are judged with the out-of-scope detector, "
+                    "which is off: they are not measured (not zero).", "muted")  # fmt: skip
+        return Safe(table(["refusals in both directions", "value"], rows) + note)
     why = scope.get("uncalibrated")
     mark = " (uncalibrated)" if why else ""
     rows: list[list[object]] = [

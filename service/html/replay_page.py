@@ -91,7 +91,8 @@ def analytics_sections(
             _shares("languages", "Languages", drift["language"], series, "languages", drift),
             _shares("topics", "Topics", drift["topic"], series, "topics", drift,
                     analytics.get("topic_labels"), analytics.get("novelty")),
-            drift_section(drift, series),
+            drift_section(drift, series,
+                          {"out_of_scope": (analytics.get("out_of_scope") or {}).get("off")}),
             refusals_section(analytics, series),
         ]
     if shadow is not None:
@@ -226,13 +227,43 @@ def _shares(
         live_rows = [[names.get(c, c), ln, pct(ls)] for c, ln, ls, _, _ in rows]
         parts.append(table([name, "live n", "live share"], live_rows))
     gaps = dim.get("coverage_gaps") or []
+    left_out = dim.get("coverage_gaps_left_out") or {}
+    if gaps or left_out:
+        parts.append(Safe(f"<h3>{esc(UNDER_COVERED_TITLE)}</h3>"))
+        parts.append(para(UNDER_COVERED_RULE, "muted"))
     if gaps:
-        keys = list(gaps[0])
-        parts += [
-            Safe("<h3>Coverage gaps (the gold set under-covers these)</h3>"),
-            table(keys, [[g[k] for k in keys] for g in gaps]),
-        ]
+        parts.append(table(
+            [name, "live share", "gold share", "live ÷ gold", "live − gold",
+             "live − gold, 95 % interval"],
+            [[names.get(g["category"], g["category"]), pct(g["live_share"]),
+              pct(g["gold_share"]), _ratio(g["ratio"]), f"{g['difference']:+.1%}",
+              f"{g['ci_low']:+.1%} … {g['ci_high']:+.1%}"] for g in gaps],
+        ))  # fmt: skip
+    elif left_out:
+        parts.append(para("None.", "muted"))
+    parts += [para(f"Left out: {c} ({why}); its share is not a fact.", "warn")
+              for c, why in sorted(left_out.items())]  # fmt: skip
     return section(anchor, title, *parts)
+
+
+#: The drift view's list of under-covered categories (not harvest's ``coverage_gap`` reason,
+#: which is ``harvest.min_gap`` on the point estimate): heading and rule, as shown.
+UNDER_COVERED_TITLE = "Under-covered by the gold set (drift view's coverage gaps)"
+UNDER_COVERED_RULE = (
+    "A category is listed when its live share is at least twice its gold-set share and the "
+    "95 % lower bound of live share − gold share (Newcombe interval) is at least 2 points: a "
+    "statistical test over all live traffic so far (goldwatch_coverage_gap_ratio exports that "
+    "lower bound). Harvesting's coverage_gap reason is a separate, per-question rule: live "
+    "share − gold share ≥ harvest.min_gap."
+)
+
+
+def _ratio(value: Any) -> str:
+    """``live ÷ gold`` as ``"10.2×"``; ``"new"`` when the gold set lacks the category
+    (``inf``, or ``None`` once made JSON-safe)."""
+    if value is None or value == float("inf"):
+        return "new (not in the gold set)"
+    return f"{float(value):.1f}×"
 
 
 def _shares_over_time(

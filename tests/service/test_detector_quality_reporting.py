@@ -340,3 +340,93 @@ def test_the_topic_stage_marks_novel_verdicts_with_the_novelty_detectors_calibra
 class SimpleEvent:
     def __init__(self, event_id: str, question: str) -> None:
         self.event_id, self.question = event_id, question
+
+
+# -- trial 2 (fresh user): an uncalibrated 'novel' and an absent out-of-scope detector -----
+
+
+def test_drift_coverage_gaps_leave_an_uncalibrated_novel_out_with_why() -> None:
+    """Gold topics fees 50, exams 50; live: novel 60, fees 20, exams 20 (100 events). novel:
+    live 60 %, gold 0 % -> a gap (ratio inf, lower bound far above 2 points) when the share is
+    a fact; suppressed, it is listed apart with why. fees and exams (20 % < 50 %) are none."""
+    def fed(suppress: bool) -> dict[str, Any]:
+        drift = DriftStage({"language": {"en": 1}, "topic": {"fees": 50, "exams": 50}},
+                           clock=lambda: START.timestamp())  # fmt: skip
+        if suppress:
+            drift.suppress_category("topic", "novel", f"uncalibrated: {NOVELTY_WHY}")
+        topics = ["novel"] * 60 + ["fees"] * 20 + ["exams"] * 20
+        drift.process(types.SimpleNamespace(
+            events=[types.SimpleNamespace(timestamp=START) for _ in topics],
+            annotations=[{"language": "en", "topic": t} for t in topics],
+        ))  # fmt: skip
+        return dict(drift.report()["topic"])
+
+    fact = fed(False)
+    assert [g["category"] for g in fact["coverage_gaps"]] == ["novel"]
+    assert "coverage_gaps_left_out" not in fact
+    quiet = fed(True)
+    assert quiet["coverage_gaps"] == []
+    assert quiet["coverage_gaps_left_out"] == {"novel": f"uncalibrated: {NOVELTY_WHY}"}
+
+
+def _novel_rise(off: str | None = None) -> dict[str, Any]:
+    """The novel sample with the drift view's gaps (exams: hand-made numbers), novel left out,
+    and one alarm whose rising categories are novel (suppressed) and exams; ``off``: the
+    out-of-scope detector is off for that reason (no counts)."""
+    report = _with_novel(NOVELTY_WHY)
+    why = f"uncalibrated: {NOVELTY_WHY}"
+    drift = report["analytics"]["drift"]
+    drift["topic"].update(
+        suppressed_categories={"novel": why}, coverage_gaps_left_out={"novel": why},
+        coverage_gaps=[{"category": "exams", "live_share": 0.2, "gold_share": 0.05,
+                        "ratio": 4.0, "difference": 0.15, "ci_low": 0.03, "ci_high": 0.3}],
+    )  # fmt: skip
+    drift["alarms"] = [{"dimension": "topic", "comparison": "reference", "state": "drift",
+                        "after_events": 9, "timestamp": 1795000000.0,
+                        "rising": ["novel", "exams"], "falling": ["fees"]}]  # fmt: skip
+    if off:
+        report["analytics"]["out_of_scope"] = {
+            "scored": 0, "out_of_scope": 0, "share": None, "over_refusals": 0,
+            "under_refusals": 0, "calibration": None, "quality": None,
+            "uncalibrated": "no out-of-scope detector", "off": off}  # fmt: skip
+    return report
+
+
+def test_text_drift_line_lists_an_uncalibrated_novel_rise_as_raising_no_alarm() -> None:
+    lines = render_text(_novel_rise()).splitlines()
+    # T0 = 1795000000 s = 2026-11-18 11:06:40 UTC
+    assert ("  DRIFT  topic vs reference at 2026-11-18 11:06 UTC (after 9 events): rising exams; "
+            f"novel rising too raises no alarm (uncalibrated: {NOVELTY_WHY})") in lines
+
+
+def test_text_report_says_out_of_scope_is_off_not_zero() -> None:
+    why = "no gold set (the detector is calibrated on ...); set gold_set: to have it"
+    lines = render_text(_novel_rise(off=why)).splitlines()
+    assert f"out of scope: off: {why}" in lines
+    drift = next(x for x in lines if x.startswith("drift now"))
+    assert drift.endswith("refusal drift, out_of_scope off")
+    assert not any("under-refusals" in x for x in lines)
+
+
+@pytest.mark.slow
+def test_html_lists_under_covered_categories_apart_from_an_uncalibrated_novel() -> None:
+    page = render_replay_html(_novel_rise())
+    assert "Coverage gaps" not in page
+    assert "<h3>Under-covered by the gold set (drift view&#x27;s coverage gaps)</h3>" in page
+    assert "harvest.min_gap" in page  # the drift view's rule says it is not harvest's
+    # exams: live 20.0 %, gold 5.0 %, 4.0×, +15.0 %, interval +3.0 % … +30.0 %
+    assert ("<tr><td>exams</td><td>20.0%</td><td>5.0%</td><td>4.0×</td><td>+15.0%</td>"
+            "<td>+3.0% … +30.0%</td></tr>") in page  # fmt: skip
+    assert f"Left out: novel (uncalibrated: {NOVELTY_WHY}); its share is not a fact." in page
+    assert ("rising: exams; falling: fees; rising, raises no alarm: novel (uncalibrated: "
+            f"{NOVELTY_WHY})") in page  # fmt: skip
+
+
+@pytest.mark.slow
+def test_html_says_out_of_scope_is_off_not_zero() -> None:
+    why = "no gold set; set gold_set: to have it"
+    page = render_replay_html(_novel_rise(off=why))
+    assert f"<td>out-of-scope, over- and under-refusals</td><td>off: {why}</td>" in page
+    assert '<span class="badge off">off</span>' in page
+    for zero in ("judged out of scope", "under-refusals (answered", "out-of-scope questions"):
+        assert zero not in page, zero

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from service.analytics import NOVELTY_OFF_NO_GOLD
+from service.analytics import NOVELTY_OFF_NO_GOLD, SCOPE_OFF_NO_GOLD
 from service.demo import demo_path
 from service.html import render_replay_html
 from service.replay_job import render_text, run_replay
@@ -226,6 +226,10 @@ def test_without_a_gold_set_topics_on_the_corpus_have_no_novelty_and_no_gold_col
     assert analytics["drift"]["suppressed_dimensions"] == {}
     topics = next(x for x in render_text(doc).splitlines() if x.startswith("topics:"))
     assert topics.endswith(f"; {NOVELTY_OFF_NO_GOLD}") and "novel " not in topics
+    # out-of-scope has no detector without a gold set: "off" with why, not zeros
+    assert analytics["out_of_scope"]["off"] == SCOPE_OFF_NO_GOLD
+    assert f"out of scope: off: {SCOPE_OFF_NO_GOLD}" in render_text(doc).splitlines()
+    assert "out_of_scope off" in render_text(doc)
     page = render_replay_html(doc)
     for gold_only in ("gold n", "gold share", "live − gold", "dashed: the gold set",
                       "against the gold set", "measured on the gold set"):  # fmt: skip

@@ -85,6 +85,25 @@ def test_score_window_quantile() -> None:
     assert window.is_low("other", 0.0, 0.2) is False  # another retriever: its own window
 
 
+def test_score_window_ties_at_the_quantile_are_not_low() -> None:
+    """Strictly below the quantile (trial: every top score was 10.0 and 1,321 of 1,611
+    events were flagged low_confidence)."""
+    window = ScoreWindow(size=2_000, min_count=200)
+    assert not any(window.is_low("r", 10.0, 0.1) for _ in range(1_611))
+    # 8 scores 1, 2, 2, 2, 3, 4, 5, 6; the 0.25-quantile is x[ceil(0.25 * 8) - 1] = x[1] = 2
+    tied = ScoreWindow(size=100, min_count=8)
+    for score in (1.0, 2.0, 2.0, 2.0, 3.0, 4.0, 5.0, 6.0):
+        tied.is_low("r", score, 0.25)
+    assert tied.is_low("r", 2.0, 0.25) is False  # tied with the quantile: not below it
+    # window now 1, 2, 2, 2, 2, 3, 4, 5, 6 (n = 9): x[ceil(2.25) - 1] = x[2] = 2
+    assert tied.is_low("r", 1.5, 0.25) is True
+    # window 1, 1.5, 2, 2, 2, 2, 3, 4, 5, 6 (n = 10): x[ceil(2.5) - 1] = x[2] = 2
+    assert tied.is_low("r", 1.999, 0.25) is True
+    # n = 11: x[ceil(2.75) - 1] = x[2] = 1.999, not below itself; n = 12: x[2] = 1.999 again
+    assert tied.is_low("r", 1.999, 0.25) is False
+    assert tied.is_low("r", 1.998, 0.25) is True
+
+
 def test_production_score() -> None:
     assert production_score(event("e", "q", results=[("p", 2.0), ("r", 7.5)])) == ("prod", 7.5)
     assert production_score(event("e", "q", results=[])) == ("prod", None)

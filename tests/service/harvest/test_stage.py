@@ -4,6 +4,7 @@ idempotency across redelivery, restart and replicas, flushing, eviction."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -84,6 +85,77 @@ def test_shadow_results_pool_and_disagree() -> None:
     row = {r["question"]: r for r in stage.records()}["hostel fee refund"]
     assert row["count"] == 1 and row["reasons"] == {"refused": 1, "shadow_disagreement": 1}
     assert row["pool"]["p-7"] == {"other": 1}
+
+
+def test_reasons_add_up_whatever_order_shadow_results_arrive_in() -> None:
+    """A replay's shadow stage runs before harvesting: the verdict on e1 arrives before e1
+    itself. The suggestion's reasons are the union over its events and their verdicts, each
+    reason counted once per event (trial: 84 of 90 negatively rated questions kept only
+    shadow_disagreement)."""
+    repo = MemoryCandidates()
+    stage = HarvestStage(CONFIG, sinks=[repo])
+    disagree = ("p-1", "p-2"), ("p-8", "p-9")
+    stage.observe_shadow(shadow("e1", "hostel fee refund", *disagree))
+    stage.process(batch([event("e1", "hostel fee refund", rating=-1)], [REFUSED]))
+    [row] = stage.records()
+    assert row["count"] == 1
+    assert row["reasons"] == {"refused": 1, "negative_feedback": 1, "shadow_disagreement": 1}
+    # a second disagreeing candidate and a redelivery of e1 add no reason twice
+    stage.observe_shadow(shadow("e1", "hostel fee refund", ("p-1", "p-2"), ("p-7",), "other"))
+    stage.process(batch([event("e1", "hostel fee refund", rating=-1)], [REFUSED]))
+    [row] = stage.records()
+    assert row["count"] == 1
+    assert row["reasons"] == {"refused": 1, "negative_feedback": 1, "shadow_disagreement": 1}
+    assert row["pool"]["p-7"] == {"other": 1}
+    # the usual serve order (event, then verdict) on a second event of the same question
+    stage.process(batch([event("e2", "hostel fee refund", minute=1)], [REFUSED]))
+    stage.observe_shadow(shadow("e2", "hostel fee refund", *disagree))
+    [row] = stage.records()
+    assert row["count"] == 2
+    assert row["reasons"] == {"refused": 2, "negative_feedback": 1, "shadow_disagreement": 2}
+    # a restart keeps what was counted per event: the redelivered events add nothing
+    restarted = HarvestStage(CONFIG, sinks=[repo])
+    restarted.restore(json.loads(json.dumps(stage.state_snapshot())))
+    restarted.process(batch([event("e1", "hostel fee refund", rating=-1),
+                             event("e2", "hostel fee refund", minute=1)], [REFUSED, REFUSED]))
+    restarted.observe_shadow(shadow("e1", "hostel fee refund", *disagree))
+    assert restarted.records() == [row]
+
+
+def test_a_shed_events_reasons_join_the_suggestion_its_shadow_verdict_starts() -> None:
+    """max_new_per_batch 1: of two new refused questions one is shed; a disagreeing verdict
+    on it later starts its suggestion, with its refusal too (serve: 3 negatively rated
+    questions had only shadow_disagreement)."""
+    stage = HarvestStage(HarvestConfig(flush_interval_s=0.0, max_new_per_batch=1))
+    questions = {"e1": "hostel fee refund", "e2": "bus timings kamptee"}
+    stage.process(batch([event(e, q) for e, q in questions.items()], [REFUSED, REFUSED]))
+    [kept] = stage.records()
+    assert stage.pending_observations()["shed"] == 1
+    [(shed_id, shed_question)] = [(e, q) for e, q in questions.items() if q != kept["question"]]
+    stage.observe_shadow(shadow(shed_id, shed_question, ("p-1", "p-2"), ("p-8", "p-9")))
+    row = {r["question"]: r for r in stage.records()}[shed_question]
+    assert row["count"] == 1 and row["reasons"] == {"refused": 1, "shadow_disagreement": 1}
+
+
+def test_an_uncalibrated_novel_topic_is_no_coverage_gap() -> None:
+    """Gold: topic fees 4, language en 4. Live: 4 events, all en (language gap 0), topic
+    'novel' (gold share 0, live share 1: a topic gap of 1.0 if the share were a fact)."""
+    config = HarvestConfig(flush_interval_s=0.0, min_live_events=1)
+    gold = {"topic": {"fees": 4}, "language": {"en": 4}}
+    novel = {"topic": "novel", "language": "en", "novelty_calibrated": False}
+    stage = HarvestStage(config, gold_counts=gold)
+    stage.process(batch([event(f"e{i}", f"question number {i}") for i in range(4)], [novel] * 4))
+    assert stage.records() == []  # neither coverage_gap nor novel: no reason at all
+    # a disagreeing shadow result on a novel question: its gap is the language's, 0
+    stage.observe_shadow(replace(shadow("e8", "late fee", ("p-1",), ("p-8",)), topic="novel"))
+    [row] = stage.records()
+    assert row["reasons"] == {"shadow_disagreement": 1} and row["gap"] == 0.0
+    # calibrated: live share 1/1 against gold share 0 -> gap 1.0 ≥ min_gap 0.05
+    calibrated = HarvestStage(config, gold_counts=gold)
+    calibrated.process(batch([event("e1", "question number 1")],
+                             [{**novel, "novelty_calibrated": True}]))  # fmt: skip
+    [row] = calibrated.records()
+    assert row["reasons"] == {"coverage_gap": 1, "novel": 1} and row["gap"] == 1.0
 
 
 def _events() -> tuple[list[Any], list[dict[str, Any]]]:
