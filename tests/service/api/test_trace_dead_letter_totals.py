@@ -19,8 +19,10 @@ from tests.service.api.test_trace_durability import (
     Clocks,
     Process,
     _expected_event,
-    traces,  # noqa: F401 (fixture)
 )
+from tests.service.api.test_trace_durability import traces as traces_fixture
+
+traces = traces_fixture  # the fixture, under its name
 
 Traces = list[tuple[str, list[Span], list[Span]]]
 
