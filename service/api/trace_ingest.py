@@ -7,7 +7,13 @@ and runs them through :meth:`service.api.runtime.Runtime.ingest`, the path of
 ``POST /v1/events``: dedup on ``event_id`` (the trace id), PII scrubbing, analytics, shadow,
 harvest, metrics, checkpoint. Everything not kept goes to the HTTP dead-letter file with its
 reason (the spans as OTLP/JSON, replayable): undecodable payloads, rejected spans
-(:data:`~service.traces.assembly.REJECT_REASONS`), traces without a question.
+(:data:`~service.traces.assembly.REJECT_REASONS`), traces without a question; each is counted
+by that runtime path too (``Runtime.ingest``'s ``letters``: ``totals.dead_lettered`` and
+``goldwatch_events_dead_lettered_total`` by reason, in the checkpoint that deletes the spans'
+keys). Spans sent again (:data:`~service.traces.assembly.REPEAT_REASONS`) are no dead letters:
+kept once while their trace is open; after it was handed out the trace counts as a duplicate.
+The span ids of handed-out traces are kept in the state store (:data:`EMITTED_PREFIX`, written
+with the trace's checkpoint) so that this holds across a restart.
 
 Durability (the same guarantee as ``/v1/events``: once the 200 is sent, a crash loses
 nothing and counts nothing twice):
@@ -202,7 +208,7 @@ class TraceIngest:
     def _restore_emitted(self) -> None:
         """Remember again the span ids of the traces handed out before the last stop
         (:data:`EMITTED_PREFIX`), oldest first, so that a retry of one is a ``duplicate``;
-        values that cannot be read are forgotten."""
+        a value that cannot be read is skipped (only retries of that trace are affected)."""
         keys = self.runtime.state.keys(EMITTED_PREFIX)
         stored: dict[str, Any] = {}
         for start in range(0, len(keys), 500):
