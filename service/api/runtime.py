@@ -996,8 +996,10 @@ class Runtime:
             return fresh
 
         try:
-            outcome = self.engine.process(messages, HTTP_SOURCE, admit_dead=admit,
-                                          letters=letters, duplicates=duplicates)  # fmt: skip
+            own: dict[str, Any] = {"letters": letters} if letters else {}
+            if duplicates:
+                own["duplicates"] = duplicates
+            outcome = self.engine.process(messages, HTTP_SOURCE, admit, **own)
             outcomes.append(outcome)
             ids = {id(letter) for letter in offered}
             rest = [letter for letter in outcome.dead if id(letter) not in ids]
