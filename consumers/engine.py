@@ -247,8 +247,16 @@ class Engine:
         messages: Sequence[RawMessage],
         source: str,
         admit_dead: AdmitDead | None = None,
+        letters: Sequence[DeadLetter] = (),
+        duplicates: int = 0,
     ) -> Outcome:
         """Decode and run one micro-batch; update metrics and totals.
+
+        ``letters`` are dead letters the caller made of input that is not among
+        ``messages`` (trace ingest: spans and traces that give no event); they are handled
+        as the decoder's (admitted, counted by reason, each one message in ``consumed``).
+        ``duplicates`` counts input the caller dropped as repeated (trace ingest: a trace
+        sent again after its event was built): added to ``consumed`` and ``duplicates``.
 
         Dead letters are returned, not written: the caller makes them durable before it
         checkpoints or commits. With ``admit_dead`` (HTTP ingest), the decoder's dead letters
@@ -274,7 +282,7 @@ class Engine:
             try:
                 fresh = self._drop_redelivered(messages)
                 redelivered = len(messages) - len(fresh)
-                batch, dead, counted, repeats = self._run(fresh, source, admit_dead)
+                batch, dead, counted, repeats = self._run(fresh, source, admit_dead, letters)
             except BaseException:
                 if self._admitting:  # refused before it was counted: as if never sent
                     # (a stage that raised may have changed its state: reload it then)
@@ -284,10 +292,10 @@ class Engine:
             dropped = dict(batch.dropped) if batch is not None else {}
             counts = BatchCounts(
                 source=source,
-                consumed=len(messages),
+                consumed=len(messages) + len(letters) + duplicates,
                 processed=len(batch) if batch is not None else 0,
                 dead_lettered=_by_reason(counted),
-                duplicates=dropped.pop(DUPLICATE, 0) + redelivered + repeats,
+                duplicates=dropped.pop(DUPLICATE, 0) + redelivered + repeats + duplicates,
                 seconds=time.perf_counter() - started,
                 newest_event_s=_newest(batch, self.future_tolerance_s),
             )
@@ -367,19 +375,25 @@ class Engine:
         return fresh
 
     def _run(
-        self, messages: list[RawMessage], source: str, admit_dead: AdmitDead | None
+        self,
+        messages: list[RawMessage],
+        source: str,
+        admit_dead: AdmitDead | None,
+        letters: Sequence[DeadLetter] = (),
     ) -> tuple[Batch | None, list[DeadLetter], list[DeadLetter], int]:
         """Decode and run ``messages``: ``(batch, dead letters, those to count, repeats)``
         (with ``admit_dead``, the letters it did not admit are repeats: in the dead letters,
-        not counted)."""
-        if not messages:
+        not counted). ``letters`` (the caller's) come first among the dead letters."""
+        if not messages and not letters:
             return None, [], [], 0
         try:
             with collect_dropped_fields() as dropped:
-                decoded, dead = self.decode(messages)
+                decoded, dead = self.decode(messages) if messages else ([], [])
         except Exception as exc:
-            failed = self._failed(exc, messages)
+            failed = [*letters, *self._failed(exc, messages)]
             return None, failed, failed, 0
+        if letters:
+            dead = [*letters, *dead]
         counted = dead
         if admit_dead is not None:
             self._admitting = True
@@ -393,7 +407,7 @@ class Engine:
             return batch, dead, counted, repeats
         except Exception as exc:
             if admit_dead is None:
-                failed = self._failed(exc, messages)
+                failed = [*letters, *self._failed(exc, messages)]
                 return None, failed, failed, 0
             failed = self._failed(exc, [m for m, _ in decoded])
             # as durable as the decoder's letters: written (or known from an unacknowledged

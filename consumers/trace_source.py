@@ -51,7 +51,7 @@ from consumers.base import DeadLetter, Origin, RawMessage, Source
 from consumers.engine import Decoder
 from service.events import QueryLogEvent
 from service.telemetry import TraceMetrics
-from service.traces.assembly import Completed, Rejected, TraceAssembler
+from service.traces.assembly import REPEAT_REASONS, Completed, Rejected, TraceAssembler
 from service.traces.mapping import TraceMapping, TraceMappingError, trace_to_event
 from service.traces.otlp import TraceDecodeError, decode_json, decode_protobuf, encode_json
 from service.traces.spans import Span
@@ -173,9 +173,11 @@ class TraceSource:
         self._seen = [0, 0]  # messages polled, traces handed out (both halved now and then)
         self.state_key = "otlp_traces"
         #: Counts of what this source did: ``traces`` by why, ``rejected`` and ``unmapped``
-        #: by reason, ``undecodable`` by reason, ``spans``.
+        #: by reason, ``undecodable`` by reason, ``spans``, ``repeated`` (spans sent again:
+        #: ``repeated`` into an open trace, ``duplicate`` after their trace was handed out).
         self.counts: dict[str, dict[str, int]] = {
             "traces": {}, "rejected": {}, "unmapped": {}, "undecodable": {}, "spans": {},
+            "repeated": {},
         }  # fmt: skip
 
     def __getattr__(self, name: str) -> Any:
@@ -200,7 +202,8 @@ class TraceSource:
             metrics.spans_received.inc(n)
         else:
             counter = {"rejected": metrics.spans_rejected, "unmapped": metrics.unmapped,
-                       "undecodable": metrics.payloads_rejected}[group]  # fmt: skip
+                       "undecodable": metrics.payloads_rejected,
+                       "repeated": metrics.spans_repeated}[group]  # fmt: skip
             counter.labels(reason=key).inc(n)
 
     def poll(self, max_records: int, timeout_ms: int) -> list[RawMessage]:
@@ -223,6 +226,7 @@ class TraceSource:
         self._seen[1] += len(done)
         if self._seen[0] > _PER_TRACE_WINDOW:  # follow a change of the producers' batching
             self._seen = [self._seen[0] // 2, self._seen[1] // 2]
+        self.assembler.forgotten()  # this path stores no span ids of handed-out traces
         if self.metrics is not None:
             self.metrics.open_traces.set(len(self.assembler))
         out = self._events(done, letters)
@@ -343,7 +347,13 @@ class TraceSource:
         rejected = self.assembler.add(spans, now=self.clock(), position=position)
         if replay:  # counted and dead-lettered before the restart
             return []
-        return [self._rejected(item, origin) for item in rejected]
+        letters = []
+        for item in rejected:
+            if item.reason in REPEAT_REASONS:  # sent again: kept once, not a dead letter
+                self._count("repeated", item.reason, len(item.spans))
+            else:
+                letters.append(self._rejected(item, origin))
+        return letters
 
     def _rejected(self, item: Rejected, origin: Origin) -> DeadLetter:
         self._count("rejected", item.reason, len(item.spans) or 1)

@@ -202,8 +202,11 @@ class SourceConfig(_Frozen):
         path: the JSONL file for ``file``.
         follow: keep reading as the file grows (``tail -f``).
         rate: events per second to replay at (demos); ``None``: as fast as possible.
-        dlq_path: dead-letter JSONL file (default ``<file>.dlq.jsonl``; for stdin and HTTP
-            ingest, ``<state dir>/goldwatch.dlq.jsonl``).
+        dlq_path: dead-letter JSONL file of the file or stdin source and of HTTP ingest
+            (``/v1/events``, ``/v1/traces``), shared. Unset: a file source writes
+            ``<file>.dlq.jsonl``, stdin and HTTP ingest ``<state dir>/goldwatch.dlq.jsonl``
+            (so with a file source, HTTP ingest's dead letters are in the latter). A Kafka
+            source always writes its ``<topic>.dlq`` topic.
     """
 
     kind: Literal["kafka", "file", "stdin", "none"] = "none"

@@ -72,6 +72,14 @@ DEAD_LETTER_REASONS: tuple[str, ...] = (
     "invalid_value",
     "processing_failed",
     "undecodable_batch",
+    # OpenTelemetry traces (issue 20): what assembly does not keep whole, and payloads
+    # that are not OTLP (service.traces.assembly.REJECT_REASONS, service.traces.otlp.REASONS)
+    "evicted",
+    "too_many_spans",
+    "attribute_too_large",
+    "late_span",
+    "not_protobuf",
+    "bad_encoding",
 )
 
 #: Why a decoder dropped an optional field (consumers.decoding.DROP_REASONS, kept equal by a
@@ -1054,6 +1062,8 @@ class TraceMetrics:
     goldwatch_trace_spans_rejected_total       counter reason (evicted, too_many_spans,
                                                        attribute_too_large, late_span)
     goldwatch_trace_payloads_rejected_total    counter reason (undecodable payloads)
+    goldwatch_trace_spans_repeated_total       counter reason (repeated, duplicate: spans
+                                                       sent again, not dead letters)
     goldwatch_open_traces                      gauge   (traces being assembled)
     goldwatch_traces_restored_total            counter (open traces read back from the state
                                                        file at start, ``/v1/traces``)
@@ -1066,6 +1076,7 @@ class TraceMetrics:
     spans_received: Counter
     spans_rejected: Counter
     payloads_rejected: Counter
+    spans_repeated: Counter
     open_traces: Gauge
     restored: Counter
 
@@ -1076,6 +1087,7 @@ TRACE_SPAN_REJECT_REASONS: tuple[str, ...] = (
     "evicted", "too_many_spans", "attribute_too_large", "late_span",
 )  # fmt: skip
 TRACE_UNMAPPED_REASONS: tuple[str, ...] = ("missing_field", "invalid_value")
+TRACE_REPEAT_REASONS: tuple[str, ...] = ("repeated", "duplicate")
 TRACE_PAYLOAD_REASONS: tuple[str, ...] = (
     "not_protobuf", "not_utf8", "not_json", "wrong_type", "invalid_value", "bad_encoding",
 )  # fmt: skip
@@ -1106,6 +1118,11 @@ def build_trace_metrics(registry: CollectorRegistry) -> TraceMetrics:
         payloads_rejected=Counter(_name("trace_payloads_rejected"), "OTLP payloads that could "
                                   "not be decoded, dead-lettered.", ["reason"],
                                   registry=registry),
+        spans_repeated=Counter(_name("trace_spans_repeated"), "Spans received again (same "
+                               "trace and span id: an exporter's retry), not kept twice: "
+                               "repeated (its trace still open), duplicate (its trace "
+                               "already handed out; the trace counts as a duplicate event).",
+                               ["reason"], registry=registry),
         open_traces=Gauge(_name("open_traces"), "Traces being assembled (held in memory).",
                           registry=registry),
         restored=Counter(_name("traces_restored"), "Open traces of /v1/traces read back from "
@@ -1120,4 +1137,6 @@ def build_trace_metrics(registry: CollectorRegistry) -> TraceMetrics:
         metrics.unmapped.labels(reason=reason)
     for reason in TRACE_PAYLOAD_REASONS:
         metrics.payloads_rejected.labels(reason=reason)
+    for reason in TRACE_REPEAT_REASONS:
+        metrics.spans_repeated.labels(reason=reason)
     return metrics

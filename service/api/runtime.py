@@ -981,11 +981,20 @@ class Runtime:
 
     # -- HTTP ingest ---------------------------------------------------------------------
 
-    def ingest(self, values: Sequence[bytes], extra: Mapping[str, Any] | None = None) -> Outcome:
+    def ingest(
+        self,
+        values: Sequence[bytes],
+        extra: Mapping[str, Any] | None = None,
+        letters: Sequence[DeadLetter] = (),
+        duplicates: int = 0,
+    ) -> Outcome:
         """Process events posted over HTTP: dead letters are made durable and the state is
         checkpointed before this returns (so an acknowledged event is never lost). ``extra``
         state updates go into that same checkpoint (trace ingest deletes the pending spans of
         the traces these events were assembled from: :mod:`service.api.trace_ingest`).
+        ``letters`` (trace ingest's dead letters: spans and traces that give no event) and
+        ``duplicates`` (traces sent again after their event was built) go with the first
+        chunk into the same totals and counters as the events' (``Engine.process``).
 
         A chunk whose dead letters cannot be written is not applied. When the request is
         not acknowledged (503), the letters it wrote are remembered by identity, so the
@@ -1006,8 +1015,9 @@ class Runtime:
         try:
             for start in range(0, max(len(messages), 1), size):
                 last = start + size >= len(messages)
+                own = (letters, duplicates) if start == 0 else ((), 0)
                 self._ingest_chunk(messages[start : start + size], start, len(messages), last,
-                                   outcomes, written, extra)  # fmt: skip
+                                   outcomes, written, extra, *own)  # fmt: skip
                 if not last:
                     time.sleep(0)  # hand the lock (and the GIL) to a waiting reader or consumer
         except EngineBusy:
@@ -1024,6 +1034,8 @@ class Runtime:
         outcomes: list[Outcome],
         written: list[DeadLetter],
         extra: Mapping[str, Any] | None = None,
+        letters: Sequence[DeadLetter] = (),
+        duplicates: int = 0,
     ) -> None:
         """Process one chunk of an HTTP ingest under the pipeline lock (and checkpoint after
         the ``last``, with ``extra``); append its outcome to ``outcomes`` and the dead letters
@@ -1047,7 +1059,10 @@ class Runtime:
             return fresh
 
         try:  # every letter, processing_failed too, is on disk before it is counted
-            outcome = self.engine.process(messages, HTTP_SOURCE, admit_dead=admit)
+            own: dict[str, Any] = {"letters": letters} if letters else {}
+            if duplicates:
+                own["duplicates"] = duplicates
+            outcome = self.engine.process(messages, HTTP_SOURCE, admit_dead=admit, **own)
             outcomes.append(outcome)
             if last:
                 self.engine.checkpoint(extra)

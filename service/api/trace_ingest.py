@@ -7,7 +7,13 @@ and runs them through :meth:`service.api.runtime.Runtime.ingest`, the path of
 ``POST /v1/events``: dedup on ``event_id`` (the trace id), PII scrubbing, analytics, shadow,
 harvest, metrics, checkpoint. Everything not kept goes to the HTTP dead-letter file with its
 reason (the spans as OTLP/JSON, replayable): undecodable payloads, rejected spans
-(:data:`~service.traces.assembly.REJECT_REASONS`), traces without a question.
+(:data:`~service.traces.assembly.REJECT_REASONS`), traces without a question; each is counted
+by that runtime path too (``Runtime.ingest``'s ``letters``: ``totals.dead_lettered`` and
+``goldwatch_events_dead_lettered_total`` by reason, in the checkpoint that deletes the spans'
+keys). Spans sent again (:data:`~service.traces.assembly.REPEAT_REASONS`) are no dead letters:
+kept once while their trace is open; after it was handed out the trace counts as a duplicate.
+The span ids of handed-out traces are kept in the state store (:data:`EMITTED_PREFIX`, written
+with the trace's checkpoint) so that this holds across a restart.
 
 Durability (the same guarantee as ``/v1/events``: once the 200 is sent, a crash loses
 nothing and counts nothing twice):
@@ -52,7 +58,7 @@ from service.api.runtime import EngineBusy, Runtime
 from service.corpus import load_corpus
 from service.state import StateError
 from service.telemetry import TraceMetrics
-from service.traces.assembly import Rejected, TraceAssembler
+from service.traces.assembly import REPEAT_REASONS, Rejected, TraceAssembler
 from service.traces.mapping import TraceMappingError, content_key, trace_to_event
 from service.traces.otlp import TraceDecodeError, decode_json, encode_json
 from service.traces.spans import Span, SpanEvent
@@ -62,6 +68,9 @@ log = logging.getLogger(__name__)
 TRACES_SOURCE = "http-traces"
 #: State-store namespace of the acknowledged spans of open traces (module docstring).
 PENDING_PREFIX = "traces/open/"
+#: State-store namespace of the span ids of handed-out traces (at most
+#: ``traces.assembly.remember_span_ids`` ids), so a retry after a restart is a duplicate.
+EMITTED_PREFIX = "traces/emitted/"
 
 
 def dead_letter(value: bytes, reason: str, detail: str) -> DeadLetter:
@@ -119,6 +128,9 @@ class TraceIngest:
         #: pending keys of handed-out (or evicted) traces: deleted by the next checkpoint
         #: that covers their events and dead letters
         self._deletes: dict[str, None] = {}
+        #: ``traces/emitted/<trace id>`` -> ``{"t": wall time, "ids": span ids}`` of a
+        #: handed-out trace (``None``: forgotten), written with the next checkpoint
+        self._remembered: dict[str, dict[str, Any] | None] = {}
         self._run = f"{time.time_ns():x}"  # with _seq: unique pending keys across restarts
         self._seq = itertools.count()
         #: corpus passage text (:func:`~service.traces.mapping.content_key`) -> corpus id
@@ -146,19 +158,25 @@ class TraceIngest:
         with self._lock:  # a trace cannot be handed out between its spans' add and write
             rejected = self.assembler.add(spans, now=self.clock())
             self.metrics.open_traces.set(len(self.assembler))
-            self.reject(rejected)  # on disk before the evicted traces leave the state
             self._persist(spans, rejected)
         return rejected
 
     def _persist(self, spans: Sequence[Span], rejected: Sequence[Rejected]) -> None:
         """Write the spans of ``spans`` the assembler holds (as kept: attributes cut) under
         one new key per trace, and delete the keys of traces ``rejected`` evicted, in one
-        state transaction (caller holds the lock).
+        state transaction (caller holds the lock). When something was rejected, that
+        transaction is the engine's checkpoint (:meth:`Runtime.ingest`): the dead letters
+        are on disk first and counted in the totals it writes (``dead_lettered`` by reason;
+        a trace sent again after it was handed out: one of ``duplicates``).
 
         Raises:
             StateError: the transaction failed (nothing written; the evicted traces' keys are
                 deleted by a later checkpoint).
+            EngineBusy: the pipeline stayed busy, or the dead letters or the state could not
+                be written (``IngestUnavailable``); nothing acknowledged.
+            OSError: the dead-letter file cannot be written.
         """
+        letters, duplicates = self.sort_out(rejected)
         cut = {(s.trace_id, s.span_id): s for r in rejected if r.reason == "attribute_too_large"
                for s in r.spans}  # fmt: skip
         kept: dict[str, list[Span]] = {}
@@ -174,15 +192,37 @@ class TraceIngest:
             key = f"{PENDING_PREFIX}{trace_id}/{self._run}.{next(self._seq)}"
             updates[key] = {"t": now, **_stored(trace_spans)}
             added.append((trace_id, key))
-        if not updates:
+        if not updates and not letters and not duplicates:
             return
         try:
-            self.runtime.state.checkpoint(updates)
-        except (StateError, TypeError):
+            if letters or duplicates:
+                self.runtime.ingest([], extra=updates, letters=letters, duplicates=duplicates)
+            else:
+                self.runtime.state.checkpoint(updates)
+        except (StateError, TypeError, EngineBusy):
             self._deletes.update((key, None) for key, value in updates.items() if value is None)
             raise
         for trace_id, key in added:
             self._keys.setdefault(trace_id, []).append(key)
+
+    def _restore_emitted(self) -> None:
+        """Remember again the span ids of the traces handed out before the last stop
+        (:data:`EMITTED_PREFIX`), oldest first, so that a retry of one is a ``duplicate``;
+        a value that cannot be read is skipped (only retries of that trace are affected)."""
+        keys = self.runtime.state.keys(EMITTED_PREFIX)
+        stored: dict[str, Any] = {}
+        for start in range(0, len(keys), 500):
+            stored.update(self.runtime.state.get_many(keys[start : start + 500]))
+        rows = sorted(
+            (float(value["t"]), key[len(EMITTED_PREFIX) :], [str(i) for i in value["ids"]])
+            for key, value in stored.items()
+            if isinstance(value, dict) and isinstance(value.get("t"), int | float)
+            and isinstance(value.get("ids"), list)
+        )  # fmt: skip
+        self.assembler.restore_emitted((trace_id, ids) for _, trace_id, ids in rows)
+        self._remembered.update(
+            (f"{EMITTED_PREFIX}{trace_id}", None) for trace_id in self.assembler.forgotten()
+        )
 
     def _deletes_of(self, trace_ids: Iterable[str]) -> dict[str, None]:
         """``{pending key: None}`` of ``trace_ids``, forgotten as open (caller holds the lock)."""
@@ -200,6 +240,7 @@ class TraceIngest:
         Raises:
             service.state.StateError: the state file cannot be read.
         """
+        self._restore_emitted()
         keys = self.runtime.state.keys(PENDING_PREFIX)
         if not keys:
             return 0
@@ -235,28 +276,34 @@ class TraceIngest:
             restored = len(self.assembler)
             self.metrics.open_traces.set(restored)
         self.metrics.restored.inc(restored)
-        try:
-            if letters:
-                self.runtime.http_dead_letters.write(letters)
-            self.reject(rejected)
-        except OSError as exc:  # the keys stay: read again at the next start
-            log.warning("trace ingest: cannot dead-letter at restore: %s", exc)
-            drop = {}
-        if drop:
+        letters += self.sort_out(rejected)[0]
+        if letters:
+            try:  # written, then counted in the checkpoint that deletes their keys
+                self.runtime.ingest([], extra=drop, letters=letters)
+            except (EngineBusy, OSError) as exc:  # the keys stay: read again at the next start
+                log.warning("trace ingest: cannot dead-letter at restore: %s", exc)
+        elif drop:
             self.runtime.state.checkpoint(drop)
         log.info("trace ingest: restored %d open traces (%d spans) acknowledged before the "
                  "last stop", restored, self.assembler.open_spans)  # fmt: skip
         return restored
 
-    def reject(self, rejected: Sequence[Rejected]) -> None:
-        """Dead-letter and count assembly's rejections (spans as OTLP/JSON)."""
-        if not rejected:
-            return
+    def sort_out(self, rejected: Sequence[Rejected]) -> tuple[list[DeadLetter], int]:
+        """Count assembly's rejections in the trace metrics and sort them out: the dead
+        letters (spans as OTLP/JSON, one per record of :data:`REJECT_REASONS`) and the
+        number of traces sent again after they were handed out (``duplicate`` records, one
+        per trace); spans sent again into an open trace (``repeated``) are only counted."""
+        letters: list[DeadLetter] = []
+        again: set[str] = set()
         for item in rejected:
+            if item.reason in REPEAT_REASONS:
+                self.metrics.spans_repeated.labels(reason=item.reason).inc(len(item.spans))
+                if item.reason == "duplicate":
+                    again.add(item.trace_id)
+                continue
             self.metrics.spans_rejected.labels(reason=item.reason).inc(len(item.spans) or 1)
-        self.runtime.http_dead_letters.write(
-            [dead_letter(encode_json(r.spans), r.reason, r.detail) for r in rejected]
-        )
+            letters.append(dead_letter(encode_json(item.spans), item.reason, item.detail))
+        return letters, len(again)
 
     def tick(self, flush: bool = False) -> int:
         """Hand out due traces (all with ``flush``), map and process them. Each trace is
@@ -272,6 +319,16 @@ class TraceIngest:
             done = self.assembler.flush() if flush else self.assembler.due(now)
             self.metrics.open_traces.set(len(self.assembler))
             self._deletes.update(self._deletes_of(trace.trace_id for trace in done))
+            # the span ids of handed-out traces, so a retry after a restart is a duplicate
+            bound, wall = self.config.assembly.remember_span_ids, self.wall()
+            self._remembered.update(
+                (f"{EMITTED_PREFIX}{trace.trace_id}",
+                 {"t": wall, "ids": sorted(span.span_id for span in trace.spans)})
+                for trace in done if len(trace.spans) <= bound
+            )  # fmt: skip
+            self._remembered.update(
+                (f"{EMITTED_PREFIX}{trace_id}", None) for trace_id in self.assembler.forgotten()
+            )
         for trace in done:
             self.metrics.assembled.labels(why=trace.why).inc()
             if not trace.has_root:
@@ -285,22 +342,21 @@ class TraceIngest:
                 continue
             self._values.append(built.event.model_dump_json().encode("utf-8", "surrogatepass"))
         with self._lock:
-            deletes = dict(self._deletes)
+            deletes = {**self._deletes, **self._remembered}
         try:
-            if self._letters:
-                self.runtime.http_dead_letters.write(self._letters)
-                self._letters = []
-            if self._values:
-                self.runtime.ingest(self._values, extra=deletes)
+            if self._values or self._letters:  # the letters counted with the events
+                self.runtime.ingest(self._values, extra=deletes, letters=self._letters)
             elif deletes:
                 self.runtime.state.checkpoint(deletes)
         except (EngineBusy, OSError, StateError) as exc:  # kept: retried at the next tick
-            log.warning("trace ingest: %d events wait for the pipeline: %s", len(self._values), exc)
+            log.warning("trace ingest: %d events and %d dead letters wait for the pipeline: "
+                        "%s", len(self._values), len(self._letters), exc)  # fmt: skip
             return 0
         with self._lock:
             for key in deletes:
                 self._deletes.pop(key, None)
-        taken, self._values = len(self._values), []
+                self._remembered.pop(key, None)
+        taken, self._values, self._letters = len(self._values), [], []
         return taken
 
     def start(self) -> None:

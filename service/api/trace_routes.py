@@ -8,7 +8,9 @@
   in the state file (a crash after it loses none: ``service/api/trace_ingest.py``); spans not
   kept are counted in ``partial_success.rejected_spans`` with a reason summary in
   ``error_message`` (counts and reason codes only, never content).
-* 400: an undecodable payload (dead-lettered with its reason); 415: another content type or
+* 400: an undecodable payload (dead-lettered with its reason and counted, as every dead
+  letter of trace ingest, in ``/v1/status`` ``totals.dead_lettered`` and
+  ``goldwatch_events_dead_lettered_total``); 415: another content type or
   encoding; 503: the dead-letter or state file cannot be written (nothing acknowledged:
   retry). Error bodies of 400 and 503 are a ``google.rpc.Status`` in the request's encoding,
   as OTLP asks.
@@ -27,6 +29,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from starlette.concurrency import run_in_threadpool
 
 from service.api.deps import TokenDep, TokenFirstRoute
+from service.api.runtime import EngineBusy
 from service.api.trace_ingest import TraceIngest, dead_letter
 from service.state import StateError
 from service.traces.otlp import TraceDecodeError, decode_json, decode_protobuf
@@ -95,12 +98,11 @@ async def post_traces(request: Request, _: TokenDep) -> Response:
         spans = decode_protobuf(body) if media == PROTOBUF else decode_json(body)
     except TraceDecodeError as exc:
         traces.metrics.payloads_rejected.labels(reason=exc.reason).inc()
-        try:
+        try:  # written, then counted in the totals (dead_lettered by reason)
             await run_in_threadpool(
-                traces.runtime.http_dead_letters.write,
-                [dead_letter(body, exc.reason, exc.detail)],
+                traces.runtime.ingest, [], None, [dead_letter(body, exc.reason, exc.detail)]
             )
-        except OSError:
+        except (OSError, EngineBusy):
             return _encode(Status(code=_UNAVAILABLE, message="cannot write dead letters"),
                            media, 503)  # fmt: skip
         return _encode(Status(code=_INVALID_ARGUMENT, message=str(exc)), media, 400)
@@ -110,6 +112,9 @@ async def post_traces(request: Request, _: TokenDep) -> Response:
         return _encode(Status(code=_UNAVAILABLE, message="cannot write dead letters"), media, 503)
     except StateError:  # the spans are not durable: nothing acknowledged
         return _encode(Status(code=_UNAVAILABLE, message="cannot write state"), media, 503)
+    except EngineBusy as exc:  # dead letters or totals not durable: nothing acknowledged
+        message = "pipeline busy" if type(exc) is EngineBusy else "cannot write dead letters"
+        return _encode(Status(code=_UNAVAILABLE, message=message), media, 503)
     response = ExportTraceServiceResponse()
     counts: dict[str, int] = {}
     for item in rejected:

@@ -25,7 +25,16 @@ destination and a counter; never a silent drop):
 * ``late_span``: a span of a trace handed out within the last ``max_open_traces`` traces
   (it would otherwise open a second, partial trace of the same id).
 
-A span whose id is already in its open trace (an exporter's retry) is ignored.
+Spans sent again (an exporter's retry: same trace id, same span id) are not kept twice and
+are reported as :class:`Rejected` records that are *not* dead letters (:data:`REPEAT_REASONS`):
+
+* ``repeated``: the span is already in its open trace (a retry within the settle time): the
+  trace keeps it once; its event is built once.
+* ``duplicate``: the span was in a trace handed out recently (a retry after assembly): the
+  caller counts the trace as a duplicate, as the dedup window counts an event sent twice.
+  The span ids of the last handed-out traces are remembered up to
+  :attr:`AssemblyLimits.remember_span_ids` ids (oldest trace forgotten first); a span of a
+  handed-out trace with an id not remembered stays a ``late_span``.
 
 Memory: at most ``max_open_traces * max_spans_per_trace`` spans, each attribute value at most
 ``max_attribute_bytes`` bytes.
@@ -57,6 +66,9 @@ from service.traces.spans import Span
 
 #: Reasons a :class:`Rejected` record carries (bounded metric labels).
 REJECT_REASONS: tuple[str, ...] = ("evicted", "too_many_spans", "attribute_too_large", "late_span")
+#: Reasons of :class:`Rejected` records for spans sent again: not dead letters (module
+#: docstring).
+REPEAT_REASONS: tuple[str, ...] = ("repeated", "duplicate")
 #: Why a :class:`Completed` trace was handed out.
 COMPLETE_REASONS: tuple[str, ...] = ("settled", "timeout", "flushed")
 
@@ -70,6 +82,9 @@ class AssemblyLimits(BaseModel):
         max_open_traces: open traces kept at once (>= 1).
         max_spans_per_trace: spans kept per trace (>= 1).
         max_attribute_bytes: largest attribute value kept whole, UTF-8 bytes (>= 64).
+        remember_span_ids: span ids of recently handed-out traces remembered, so that a
+            retry of a trace after it was assembled is a ``duplicate``, not ``late_span``
+            dead letters (>= 0; 0: none; about 100 bytes each).
 
     Raises:
         pydantic.ValidationError: a bound out of range, or ``timeout_s < settle_s``.
@@ -82,6 +97,7 @@ class AssemblyLimits(BaseModel):
     max_open_traces: int = Field(default=10_000, ge=1)
     max_spans_per_trace: int = Field(default=1_000, ge=1)
     max_attribute_bytes: int = Field(default=65_536, ge=64)
+    remember_span_ids: int = Field(default=100_000, ge=0)
 
     def model_post_init(self, context: Any, /) -> None:
         if self.timeout_s < self.settle_s:
@@ -111,7 +127,8 @@ class Rejected:
 
     Attributes:
         trace_id: the trace they belong to.
-        reason: one of :data:`REJECT_REASONS`.
+        reason: one of :data:`REJECT_REASONS` (dead letters) or :data:`REPEAT_REASONS`
+            (spans sent again: not dead letters).
         detail: counts, sizes and attribute keys; never content.
         spans: the spans concerned (for ``attribute_too_large``: the span as kept, cut).
     """
@@ -150,6 +167,10 @@ class TraceAssembler:
         self._open: OrderedDict[str, _Open] = OrderedDict()  # by first arrival
         self._rooted: OrderedDict[str, None] = OrderedDict()  # rooted, by last arrival
         self._closed = RecentIds(capacity=limits.max_open_traces)
+        #: span ids of recently handed-out traces, oldest first, and how many in all
+        self._emitted: OrderedDict[str, frozenset[str]] = OrderedDict()
+        self._emitted_ids = 0
+        self._forgotten: list[str] = []
 
     def __len__(self) -> int:
         """Number of open traces."""
@@ -171,13 +192,20 @@ class TraceAssembler:
             position: (stream, offset) of the message, for :meth:`low_watermarks`.
 
         Returns:
-            what was not kept whole (evictions, span overflow, cut attributes, late spans).
+            what was not kept whole (evictions, span overflow, cut attributes, late spans)
+            and the spans sent again (:data:`REPEAT_REASONS`).
         """
         rejected: list[Rejected] = []
         limits = self._limits
         for span in spans:
             trace_id = span.trace_id
-            if trace_id in self._closed and trace_id not in self._open:
+            if trace_id not in self._open and (
+                trace_id in self._closed or trace_id in self._emitted
+            ):
+                if span.span_id in self._emitted.get(trace_id, ()):
+                    detail = "span sent again after its trace was handed out"
+                    rejected.append(Rejected(trace_id, "duplicate", detail, (span,)))
+                    continue
                 rejected.append(
                     Rejected(trace_id, "late_span", "span after its trace was handed out", (span,))
                 )
@@ -188,6 +216,8 @@ class TraceAssembler:
                     rejected.append(self._evict())
                 trace = self._open[trace_id] = _Open(first_seen=now, last_seen=now)
             if span.span_id in trace.span_ids:
+                detail = "span sent again while its trace is open; kept once"
+                rejected.append(Rejected(trace_id, "repeated", detail, (span,)))
                 continue
             if len(trace.spans) >= limits.max_spans_per_trace:
                 detail = f"trace already holds {limits.max_spans_per_trace} spans"
@@ -276,7 +306,41 @@ class TraceAssembler:
         trace = self._open.pop(trace_id)
         self._rooted.pop(trace_id, None)
         self._closed.add(trace_id)
+        self._remember(trace_id, trace.span_ids)
         return Completed(trace_id, tuple(trace.spans), why, trace.has_root)
+
+    def _remember(self, trace_id: str, span_ids: set[str]) -> None:
+        """Remember the span ids of a handed-out trace (``duplicate``), within the bound."""
+        bound = self._limits.remember_span_ids
+        if len(span_ids) > bound:
+            return
+        known = self._emitted.pop(trace_id, None)
+        if known is not None:
+            self._emitted_ids -= len(known)
+        self._emitted[trace_id] = frozenset(span_ids)
+        self._emitted_ids += len(span_ids)
+        while self._emitted_ids > bound:
+            gone, ids = self._emitted.popitem(last=False)
+            self._emitted_ids -= len(ids)
+            self._forgotten.append(gone)
+
+    def forgotten(self) -> list[str]:
+        """The handed-out traces whose span ids were forgotten (the bound) since the last
+        call, so a caller that stores them (HTTP ingest) can delete them."""
+        gone, self._forgotten = self._forgotten, []
+        return gone
+
+    def emitted(self) -> dict[str, list[str]]:
+        """The remembered span ids of handed-out traces (oldest first): trace id -> span
+        ids. For a checkpoint (:meth:`restore_emitted`)."""
+        return {trace_id: sorted(ids) for trace_id, ids in self._emitted.items()}
+
+    def restore_emitted(self, emitted: Iterable[tuple[str, Iterable[str]]]) -> None:
+        """Remember handed-out traces' span ids again after a restart (oldest first); each
+        trace id is also marked handed out (its other spans are ``late_span``)."""
+        for trace_id, span_ids in emitted:
+            self._closed.add(trace_id)
+            self._remember(trace_id, set(span_ids))
 
     def _evict(self) -> Rejected:
         trace_id, trace = self._open.popitem(last=False)

@@ -12,7 +12,9 @@ OpenLLMetry ``semconv_ai``):
   :attr:`TraceMapping.question_json_keys`) -> the last user message of the first LLM span
   (``gen_ai.input.messages``; ``llm.input_messages.{i}.message.*``; pre-1.37 GenAI
   ``gen_ai.prompt.{i}.*`` or the ``gen_ai.content.prompt`` event) -> root
-  ``traceloop.entity.input``.
+  ``traceloop.entity.input``. An LLM span: OpenInference kind ``LLM``,
+  ``gen_ai.operation.name`` chat, generate_content or text_completion, OpenLLMetry
+  ``llm.request.type``, or an indexed prompt ``gen_ai.prompt.0.content|role`` alone.
 * rewritten query (kept apart, :attr:`TraceEvent.rewritten_query`): the chosen retriever
   span's ``input.value`` -> ``gen_ai.retrieval.query.text`` -> a reranker's
   ``reranker.query``.
@@ -194,9 +196,7 @@ def trace_to_event(
     llms = [span for span in ordered if _is_llm(span)]
     question = _question(root, llms, mapping)
     if question is None:
-        raise TraceMappingError(
-            "missing_field", "no question: root input.value, LLM input messages or entity input"
-        )
+        raise TraceMappingError("missing_field", _no_question(spans, llms))
     retrievers = [span for span in ordered if _is_kind(span, "RETRIEVER") or _is_retrieval(span)]
     rerankers = [span for span in ordered if _is_kind(span, "RERANKER")]
     try:
@@ -248,12 +248,36 @@ def _is_kind(span: Span, kind: str) -> bool:
     return _kind(span) == kind
 
 
+#: Attributes that make a span an LLM span by themselves: OpenLLMetry's (and pre-1.37
+#: GenAI's) indexed prompt ``gen_ai.prompt.{i}.role|content`` is the LLM's input, whether
+#: or not the instrumentation also set ``llm.request.type`` (OpenLLMetry ``semconv_ai``:
+#: ``LLM_PROMPTS = "gen_ai.prompt"``).
+_LLM_PROMPT_KEYS = ("gen_ai.prompt.0.content", "gen_ai.prompt.0.role")
+#: How a span is recognised as an LLM span (:func:`_is_llm`), for dead-letter details.
+LLM_SPAN_RULE = (
+    "openinference.span.kind LLM, gen_ai.operation.name chat|generate_content|"
+    "text_completion, llm.request.type, or gen_ai.prompt.0.content|role"
+)
+
+
 def _is_llm(span: Span) -> bool:
     if _kind(span) == "LLM":
         return True
     if span.attributes.get("gen_ai.operation.name") in _LLM_OPERATIONS:
         return True
-    return "llm.request.type" in span.attributes  # OpenLLMetry's LLM spans
+    if "llm.request.type" in span.attributes:  # OpenLLMetry's LLM spans
+        return True
+    return any(key in span.attributes for key in _LLM_PROMPT_KEYS)
+
+
+def _no_question(spans: Sequence[Span], llms: Sequence[Span]) -> str:
+    """The dead-letter detail of a trace without a question: where it was looked for, and
+    whether any span was recognised as an LLM span (attribute keys only, never content)."""
+    where = "no question: root input.value, LLM input messages or entity input"
+    if llms:
+        return f"{where}; {len(llms)} LLM span(s) without a user input message"
+    return (f"{where}; none of the {len(spans)} spans was recognised as an LLM span (one "
+            f"needs {LLM_SPAN_RULE})")  # fmt: skip
 
 
 _GENAI_RETRIEVAL_KEYS = (

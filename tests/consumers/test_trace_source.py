@@ -206,3 +206,19 @@ def test_a_revoked_partition_forgets_its_open_traces() -> None:
     assert [m.origin.file for m in source.poll(100, 0)] == [f"trace:{B}"]
     source.commit([])
     assert inner.commits[-1] == [("otlp_spans", 1, 5)]  # nothing for the revoked partition
+
+
+def test_spans_sent_again_are_not_dead_letters() -> None:
+    """The Collector retrying a message: A's child again while A is open is kept once; A's
+    root again after A was handed out is a duplicate; neither is a dead letter (before: a
+    ``late_span``); a span of A never seen stays late."""
+    stream = [msg(0, [child(A, 2)]), msg(1, [child(A, 2), root(A, "A?")])]
+    later = [[msg(2, [root(A, "A?")])], [msg(3, [child(A, 3)])]]
+    source, _, clock = _source([stream, [], *later])
+    assert _decode(source, source.poll(100, 0)) == ([], [])
+    clock.now = 1.0
+    assert _decode(source, source.poll(100, 0)) == ([A], [])
+    assert _decode(source, source.poll(100, 0)) == ([], [])
+    assert _decode(source, source.poll(100, 0)) == ([], [("late_span", 3)])
+    assert source.counts["repeated"] == {"repeated": 1, "duplicate": 1}
+    assert source.counts["rejected"] == {"late_span": 1}

@@ -45,6 +45,18 @@ def test_reasons_match_the_decoder() -> None:
     assert DROP_REASONS == FIELD_DROP_REASONS
 
 
+def test_trace_dead_letter_reasons_are_labels_not_other() -> None:
+    """Trace ingest's dead letters count in goldwatch_events_dead_lettered_total under their
+    own reason (trial finding 7), also on the Kafka path."""
+    from service.telemetry import TRACE_PAYLOAD_REASONS, TRACE_UNMAPPED_REASONS
+    from service.traces.assembly import REJECT_REASONS
+    from service.traces.otlp import REASONS as OTLP_REASONS
+
+    trace_reasons = {*REJECT_REASONS, *OTLP_REASONS, *TRACE_PAYLOAD_REASONS,
+                     *TRACE_UNMAPPED_REASONS}  # fmt: skip
+    assert trace_reasons <= set(DEAD_LETTER_REASONS)
+
+
 def test_dropped_field_labels_are_bounded() -> None:
     registry, metrics = fresh()
     metrics.observe_dropped_fields({("feedback.rating", "wrong_type"): 2,

@@ -54,12 +54,15 @@ class Clocks:
 class Process:
     """One runtime and trace ingest on ``tmp_path``'s state file, with a capture stage."""
 
-    def __init__(self, tmp_path: Path, clocks: Clocks, max_open: int = 100) -> None:
+    def __init__(
+        self, tmp_path: Path, clocks: Clocks, max_open: int = 100, remember_span_ids: int = 1000
+    ) -> None:
         settings = load_settings(
             state={"path": tmp_path / "state.sqlite"},
             analytics={"enabled": False},
             traces={"assembly": {"settle_s": SETTLE_S, "timeout_s": TIMEOUT_S,
-                                 "max_open_traces": max_open}},
+                                 "max_open_traces": max_open,
+                                 "remember_span_ids": remember_span_ids}},
         )  # fmt: skip
         self.capture = Capture()
         self.runtime = Runtime(settings, stages=[self.capture])

@@ -288,11 +288,28 @@ def test_otlp_json_and_a_resent_trace(server: Server) -> None:
     assert response.status_code == 200 and response.json() == {}
     (event,) = server.wait_for(1)
     assert event == _expected(trace_id, "b" * 32, "c" * 32, "d" * 32)[trace_id]
-    # the same trace again after it was handed out (an exporter's retry): its spans are
-    # late, dead-lettered and counted at once, and no second event is built
-    assert server.post(payload, "application/x-protobuf").status_code == 200
+    # the same trace again after it was handed out (an exporter's retry: same trace and
+    # span ids): a duplicate, as an event sent twice; nothing rejected or dead-lettered
+    again = server.post(payload, "application/x-protobuf")
+    assert again.status_code == 200
+    assert ExportTraceServiceResponse.FromString(again.content) == ExportTraceServiceResponse()
+    totals = httpx.get(server.base + "/v1/status").json()["totals"]
+    assert (totals["consumed"], totals["processed"], totals["duplicates"]) == (2, 1, 1)
+    assert totals["dead_lettered"] == {}
     metrics = httpx.get(server.base + "/metrics").text
-    assert 'goldwatch_trace_spans_rejected_total{reason="late_span"} 3.0' in metrics
+    assert 'goldwatch_trace_spans_repeated_total{reason="duplicate"} 3.0' in metrics
+    assert 'goldwatch_trace_spans_rejected_total{reason="late_span"} 0.0' in metrics
+    assert 'goldwatch_events_duplicate_total{source="http"} 1.0' in metrics
+    # a span of that trace never seen before stays a late span: dead-lettered, counted in
+    # the totals and the events' dead-letter counter users alert on
+    late = replace(decode_protobuf(payload)[0], span_id="0f" * 8)
+    response = server.post(encode_json([late]), "application/json")
+    assert response.json() == {"partialSuccess": {"rejectedSpans": "1",
+                               "errorMessage": "spans dead-lettered: late_span (1)"}}  # fmt: skip
+    totals = httpx.get(server.base + "/v1/status").json()["totals"]
+    assert (totals["consumed"], totals["dead_lettered"]) == (3, {"late_span": 1})
+    metrics = httpx.get(server.base + "/metrics").text
+    assert 'goldwatch_events_dead_lettered_total{reason="late_span",source="http"} 1.0' in metrics
     assert len(server.capture.events) == 1
 
 
@@ -309,6 +326,8 @@ def test_partial_success_reports_dropped_spans(server: Server, tmp_path: Path) -
     }  # fmt: skip
     dlq = [json.loads(line) for line in (tmp_path / "goldwatch.dlq.jsonl").open()]
     assert [row["reason"] for row in dlq] == ["too_many_spans", "too_many_spans"]
+    totals = httpx.get(server.base + "/v1/status").json()["totals"]
+    assert totals["dead_lettered"] == {"too_many_spans": 2}
 
 
 def test_protobuf_response_and_bad_payloads(server: Server, tmp_path: Path) -> None:
@@ -342,3 +361,9 @@ def test_protobuf_response_and_bad_payloads(server: Server, tmp_path: Path) -> N
     assert [row["reason"] for row in dlq] == ["not_protobuf", "wrong_type"]
     metrics = httpx.get(server.base + "/metrics").text
     assert 'goldwatch_trace_payloads_rejected_total{reason="not_protobuf"} 1.0' in metrics
+    # in the totals and counter every dead letter goes to
+    totals = httpx.get(server.base + "/v1/status").json()["totals"]
+    assert totals["dead_lettered"] == {"not_protobuf": 1, "wrong_type": 1}
+    assert 'goldwatch_events_dead_lettered_total{reason="not_protobuf",source="http"} 1.0' in (
+        metrics
+    )

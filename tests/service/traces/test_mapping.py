@@ -481,3 +481,48 @@ def test_a_question_the_event_model_refuses_is_a_mapping_error_without_content()
         trace_to_event([root], TraceMapping())
     assert caught.value.reason == "invalid_value"
     assert "question" in caught.value.detail and "refund" not in caught.value.detail
+
+
+def test_openllmetry_indexed_prompt_alone_makes_an_llm_span() -> None:
+    """OpenLLMetry's ``gen_ai.prompt.{i}.*`` is the LLM's input even without
+    ``llm.request.type`` or ``gen_ai.operation.name`` (trial finding 7: such a trace was
+    dead-lettered as having no question)."""
+    chat = span(
+        "openai.chat", "2", "1", 5, 20,
+        **{
+            "gen_ai.system": "openai",
+            "gen_ai.prompt.0.role": "user",
+            "gen_ai.prompt.0.content": "what is the boiling point of water at sea level",
+            "gen_ai.completion.0.role": "assistant",
+            "gen_ai.completion.0.content": "100 degrees Celsius",
+            "gen_ai.completion.0.finish_reason": "stop",
+        },
+    )  # fmt: skip
+    root = span("POST /ask", "1", None, 0, 30, **{"enduser.id": "u-otel-5"})
+    assert trace_to_event([root, chat], TraceMapping()).event == QueryLogEvent(
+        event_id=TRACE,
+        trace_id=TRACE,
+        timestamp=AT_T0,
+        question="what is the boiling point of water at sea level",
+        user=User(id="u-otel-5"),
+        answer=Answer(text="100 degrees Celsius"),  # no refusal signal: the classifier reads it
+    )
+
+
+def test_no_question_says_whether_an_llm_span_was_recognised() -> None:
+    chat = span("chat", "2", "1", 5, 20, **{"gen_ai.system": "openai",
+                                             "gen_ai.input.messages": "[]"})  # fmt: skip
+    with pytest.raises(TraceMappingError) as caught:
+        trace_to_event([span("handler", "1", None, 0, 30), chat], TraceMapping())
+    assert caught.value.detail == (
+        "no question: root input.value, LLM input messages or entity input; none of the 2 "
+        "spans was recognised as an LLM span (one needs openinference.span.kind LLM, "
+        "gen_ai.operation.name chat|generate_content|text_completion, llm.request.type, or "
+        "gen_ai.prompt.0.content|role)"
+    )
+    prompt = {"llm.request.type": "chat", "gen_ai.prompt.0.role": "system",
+              "gen_ai.prompt.0.content": "Be brief."}  # fmt: skip
+    system_only = span("chat", "2", "1", 5, 20, **prompt)
+    with pytest.raises(TraceMappingError) as caught:
+        trace_to_event([span("handler", "1", None, 0, 30), system_only], TraceMapping())
+    assert caught.value.detail.endswith("; 1 LLM span(s) without a user input message")

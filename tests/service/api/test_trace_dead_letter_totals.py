@@ -1,0 +1,144 @@
+"""Trace ingest's dead letters and retries count in the totals users watch (trial findings 7
+and 8): a trace that gives no event is in ``/v1/status`` ``totals.dead_lettered`` and
+``goldwatch_events_dead_lettered_total`` with its reason, exactly once across a crash; a
+trace sent again after it was assembled is a duplicate, also after a restart.
+
+Same harness as ``test_trace_durability`` (the SDK's OpenInference trace, the test's
+clocks, a crash = the state file closed without a flush).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from service.api.trace_ingest import EMITTED_PREFIX
+from service.traces.spans import Span
+from tests.service.api.test_trace_durability import (
+    SETTLE_S,
+    Clocks,
+    Process,
+    _expected_event,
+)
+from tests.service.api.test_trace_durability import traces as traces_fixture
+
+traces = traces_fixture  # the fixture, under its name
+
+Traces = list[tuple[str, list[Span], list[Span]]]
+
+
+def _dead(process: Process, reason: str) -> float:
+    return process.metric("goldwatch_events_dead_lettered_total", source="http", reason=reason)
+
+
+def test_a_trace_without_a_question_is_a_dead_letter_in_the_totals_once(
+    tmp_path: Path, traces: Traces
+) -> None:
+    clocks = Clocks()
+    (a, a_kids, a_root), (b, b_kids, b_root), _ = traces
+    # trace b's root without its question (no input.value; its children carry none either)
+    bare = replace(b_root[0], attributes={k: v for k, v in b_root[0].attributes.items()
+                                          if k != "input.value"})  # fmt: skip
+    bare_kids = [replace(s, attributes={}) for s in b_kids]
+    first = Process(tmp_path, clocks)
+    first.ingest.receive(a_kids + a_root + bare_kids + [bare])
+    clocks.advance(SETTLE_S)
+    assert first.ingest.tick() == 1
+    assert first.capture.events == [_expected_event(a)]
+    totals = first.runtime.engine.totals
+    assert (totals.consumed, totals.processed, totals.dead_lettered) == (
+        2, 1, {"missing_field": 1},
+    )  # fmt: skip
+    assert _dead(first, "missing_field") == 1
+    assert [row["reason"] for row in first.dead_letters(tmp_path)] == ["missing_field"]
+    assert first.pending() == []
+    first.crash()
+    second = Process(tmp_path, clocks)  # checkpointed with the deletion of its spans
+    assert second.runtime.engine.totals.dead_lettered == {"missing_field": 1}
+    assert second.runtime.engine.totals.consumed == 2
+    second.crash()
+
+
+def test_evictions_count_in_the_totals_at_receipt_and_at_restore(
+    tmp_path: Path, traces: Traces
+) -> None:
+    clocks = Clocks()
+    (a, a_kids, _), (b, b_kids, _), (c, c_kids, _) = traces
+    first = Process(tmp_path, clocks, max_open=2)
+    first.ingest.receive(a_kids)
+    first.ingest.receive(b_kids)
+    first.ingest.receive(c_kids)  # evicts a: dead letter, count and deletion in one checkpoint
+    assert first.runtime.engine.totals.dead_lettered == {"evicted": 1}
+    assert _dead(first, "evicted") == 1
+    first.crash()
+    second = Process(tmp_path, clocks, max_open=1)  # b evicted at restore
+    assert second.runtime.engine.totals.dead_lettered == {"evicted": 2}
+    assert second.runtime.engine.totals.consumed == 2
+    second.crash()
+    third = Process(tmp_path, clocks, max_open=1)
+    assert third.runtime.engine.totals.dead_lettered == {"evicted": 2}
+    assert [row["reason"] for row in third.dead_letters(tmp_path)] == ["evicted", "evicted"]
+    third.crash()
+
+
+def test_a_retry_within_the_settle_time_is_kept_once(tmp_path: Path, traces: Traces) -> None:
+    clocks = Clocks()
+    (a, a_kids, a_root), _, _ = traces
+    process = Process(tmp_path, clocks)
+    process.ingest.receive(a_kids + a_root)
+    again = process.ingest.receive(a_kids + a_root)  # the exporter's retry, before settling
+    assert {r.reason for r in again} == {"repeated"}
+    clocks.advance(SETTLE_S)
+    assert process.ingest.tick() == 1
+    assert process.capture.events == [_expected_event(a)]  # each passage once
+    assert process.metric("goldwatch_trace_spans_repeated_total", reason="repeated") == 3
+    totals = process.runtime.engine.totals
+    assert (totals.consumed, totals.processed, totals.duplicates) == (1, 1, 0)
+    assert process.dead_letters(tmp_path) == []
+    process.crash()
+
+
+def test_a_retry_after_assembly_is_a_duplicate_also_after_a_restart(
+    tmp_path: Path, traces: Traces
+) -> None:
+    clocks = Clocks()
+    (a, a_kids, a_root), (b, b_kids, b_root), _ = traces
+    first = Process(tmp_path, clocks)
+    first.ingest.receive(a_kids + a_root)
+    clocks.advance(SETTLE_S)
+    assert first.ingest.tick() == 1
+    assert first.runtime.state.keys(EMITTED_PREFIX) == [EMITTED_PREFIX + a]
+    first.ingest.receive(a_kids + a_root)  # retried 2 s after it was assembled
+    assert first.runtime.engine.totals.duplicates == 1
+    assert first.dead_letters(tmp_path) == []
+    first.crash()
+
+    second = Process(tmp_path, clocks)
+    second.ingest.receive(a_root)  # once more, after the restart
+    assert second.runtime.engine.totals.duplicates == 2
+    late = replace(a_kids[0], span_id="0f" * 8)  # a span of trace a never seen
+    assert [r.reason for r in second.ingest.receive([late])] == ["late_span"]
+    clocks.advance(SETTLE_S)
+    assert second.ingest.tick() == 0 and second.capture.events == []
+    totals = second.runtime.engine.totals
+    assert (totals.consumed, totals.processed, totals.duplicates) == (4, 1, 2)
+    assert totals.dead_lettered == {"late_span": 1}
+    second.crash()
+
+
+def test_remembered_span_ids_are_bounded(tmp_path: Path, traces: Traces) -> None:
+    """``remember_span_ids`` 3: each trace has 3 spans, so only the last one handed out is
+    remembered; the older one's key leaves the state file, and its retry is late."""
+    clocks = Clocks()
+    (a, a_kids, a_root), (b, b_kids, b_root), _ = traces
+    process = Process(tmp_path, clocks, remember_span_ids=3)
+    process.ingest.receive(a_kids + a_root)
+    clocks.advance(SETTLE_S)
+    process.ingest.tick()
+    process.ingest.receive(b_kids + b_root)
+    clocks.advance(SETTLE_S)
+    process.ingest.tick()
+    assert process.runtime.state.keys(EMITTED_PREFIX) == [EMITTED_PREFIX + b]
+    assert {r.reason for r in process.ingest.receive(b_root)} == {"duplicate"}
+    assert {r.reason for r in process.ingest.receive(a_root)} == {"late_span"}
+    process.crash()
