@@ -34,7 +34,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from consumers.base import DeadLetter, Origin, RawMessage
 from consumers.loop import Report, make_decoder, replay
 from consumers.trace_source import TraceSource
-from service.pipeline import Pipeline, PipelineConfig
+from service.pipeline import PipelineConfig
+from service.runtime.live import default_pipeline
 from service.state import StateStore
 from service.traces.assembly import AssemblyLimits, TraceAssembler
 from service.traces.mapping import TraceMapping, trace_to_event
@@ -134,7 +135,7 @@ def build(n: int) -> tuple[list[RawMessage], list[RawMessage]]:
 
 def timed(source: Any, workdir: Path) -> tuple[float, Report]:
     state = StateStore.open(workdir / f"{uuid.uuid4().hex[:6]}.sqlite")
-    pipeline = Pipeline.default(CONFIG, pseudonymise_ids=False)  # analytics off
+    pipeline = default_pipeline(CONFIG, pseudonymise_ids=False)  # analytics off
     started = time.perf_counter()
     decode = getattr(source, "wrap_decoder", lambda d: d)(make_decoder())
     report = replay(source, pipeline, state=state, config=CONFIG, decode=decode)

@@ -194,7 +194,7 @@ def gc_paused(
 
     After a full (generation-2) collection, at most once per ``freeze_interval_s`` seconds
     (:data:`FREEZE_INTERVAL_S`), what survived it is frozen (``gc.freeze``, as
-    :func:`service.api.runtime.freeze_heap` does at start-up; not when ``freeze_survivors``
+    :func:`service.runtime.memory.freeze_heap` does at start-up; not when ``freeze_survivors``
     is false): the step's batch is gone by then, so what is still reachable is long-lived
     state (cache entries, harvested suggestions), and frozen it is never walked again.
     Without it, full collections walked ~40,000 such objects once the caches were warm, and

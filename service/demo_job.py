@@ -410,8 +410,8 @@ def run_live(
     sock = bind(host, port)  # then the port, before the heavy imports: a taken port fails at once
     try:
         from service.api.app import create_app
-        from service.api.runtime import Runtime
         from service.api.serving import GracefulServer, server_config, shutdown_problem
+        from service.runtime.process import Runtime
 
         prepare_workdir(workdir)
         runtime = Runtime(settings)

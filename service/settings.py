@@ -44,10 +44,10 @@ from pydantic_settings import (
     SettingsError,
 )
 
-from consumers.config import KafkaSourceConfig
 from service.embedding_config import EmbeddingConfig
 from service.events import FieldMapping
 from service.harvest.config import HarvestConfig
+from service.kafka_config import KafkaSourceConfig
 from service.language import LanguageConfig
 from service.pipeline import PipelineConfig
 from service.refusals import check_pattern

@@ -3,7 +3,7 @@
 :class:`TraceIngest` owns one :class:`~service.traces.assembly.TraceAssembler`. Each
 ``POST /v1/traces`` adds its spans (:meth:`TraceIngest.receive`); a ticker thread hands out
 the traces that are due, maps each to one event (:func:`~service.traces.mapping.trace_to_event`)
-and runs them through :meth:`service.api.runtime.Runtime.ingest`, the path of
+and runs them through :meth:`service.runtime.process.Runtime.ingest`, the path of
 ``POST /v1/events``: dedup on ``event_id`` (the trace id), PII scrubbing, analytics, shadow,
 harvest, metrics, checkpoint. Everything not kept goes to the HTTP dead-letter file with its
 reason (the spans as OTLP/JSON, replayable): undecodable payloads, rejected spans
@@ -22,14 +22,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from consumers.base import DeadLetter, Origin, RawMessage
-from service.api.runtime import EngineBusy, Runtime
-from service.corpus import load_corpus
+from service.runtime.process import EngineBusy, Runtime
 from service.telemetry import TraceMetrics
 from service.traces.assembly import Rejected, TraceAssembler
-from service.traces.mapping import TraceMappingError, content_key, trace_to_event
+from service.traces.mapping import TraceMappingError, content_index, trace_to_event
 from service.traces.otlp import encode_json
 from service.traces.spans import Span
 
@@ -41,19 +39,6 @@ TRACES_SOURCE = "http-traces"
 def dead_letter(value: bytes, reason: str, detail: str) -> DeadLetter:
     """A dead letter of trace ingest (``Origin(file="http-traces")``)."""
     return DeadLetter(RawMessage(value, Origin(file=TRACES_SOURCE, line=1)), reason, detail)
-
-
-def content_index(corpus: Path | None) -> dict[str, str]:
-    """:func:`~service.traces.mapping.content_key` of each passage text of the configured
-    corpus -> its id, so a posted document without an id (OpenInference LangChain) maps to
-    the corpus passage with the same text; empty without a corpus.
-
-    Raises:
-        service.corpus.CorpusError, OSError: the corpus cannot be read (as at start-up).
-    """
-    if corpus is None:
-        return {}
-    return {content_key(passage.text): passage.id for passage in load_corpus(corpus).passages}
 
 
 class TraceIngest:
