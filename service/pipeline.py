@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from service.errors import GoldwatchError
+
 if TYPE_CHECKING:
     from service.events import QueryLogEvent
 
@@ -182,7 +184,7 @@ class CountingStage:
             self.last_event_timestamp = state.get("last_event_timestamp")
 
 
-class StageError(RuntimeError):
+class StageError(GoldwatchError, RuntimeError):
     """A stage raised while processing a batch; ``stage`` names it, ``__cause__`` is the error."""
 
     def __init__(self, stage: str, cause: BaseException) -> None:

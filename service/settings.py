@@ -45,6 +45,7 @@ from pydantic_settings import (
 )
 
 from service.embedding_config import EmbeddingConfig
+from service.errors import GoldwatchError
 from service.events import FieldMapping
 from service.harvest.config import HarvestConfig
 from service.kafka_config import KafkaSourceConfig
@@ -72,7 +73,7 @@ BUILTIN_HYBRIDS: dict[str, tuple[str, ...]] = {
 }
 
 
-class ConfigError(ValueError):
+class ConfigError(GoldwatchError, ValueError):
     """Raised when the configuration file or environment holds an invalid value.
 
     The message names the file (when there is one), each offending field path and the problem;

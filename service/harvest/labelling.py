@@ -53,6 +53,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from service.errors import GoldwatchError
 from service.files.append_only import TornTail, append_whole, open_append, prepare_tail
 from service.goldset import MAX_GOLD_ROW_BYTES, kind_problem, parse_gold_row
 from service.harvest.config import REASONS, HarvestConfig
@@ -91,7 +92,7 @@ ELLIPSIS = "\u2026"
 _NUMBERED = re.compile(r"^q-(\d+)$")
 
 
-class LabellingError(ValueError):
+class LabellingError(GoldwatchError, ValueError):
     """A request cannot be applied; the message never quotes user text."""
 
 

@@ -30,6 +30,7 @@ from consumers.jsonl_dead_letters import JsonlDeadLetters
 from consumers.loop import make_decoder, run
 from service import __version__
 from service.corpus import DataFileError
+from service.errors import GoldwatchError, describe_error
 from service.goldset import load_gold_set
 from service.known import KnownQuestionIndex
 from service.pipeline import Stage
@@ -49,7 +50,7 @@ MAX_BACKOFF_S = 30.0
 LOCK_TIMEOUT_S = 5.0
 
 
-class EngineBusy(RuntimeError):
+class EngineBusy(GoldwatchError, RuntimeError):
     """The pipeline stayed busy longer than the API waits; the client should retry (503)."""
 
     #: The ``error`` code of the HTTP answer.
@@ -220,7 +221,8 @@ class Runtime:
                     self._finished = True
                 return
             except Exception as exc:  # the API keeps serving; retry with backoff
-                self.last_error = f"{type(exc).__name__}: {exc}"
+                # type and stage only: the text can hold event text and /v1/status is public
+                self.last_error = describe_error(exc)
                 self._error_at = time.monotonic()
                 log.error("consumer stopped (%s); retrying in %.1f s", self.last_error, backoff)
                 self._source = None

@@ -51,6 +51,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from service.corpus import load_corpus
+from service.errors import GoldwatchError
 from service.events import Answer, QueryLogEvent, Retrieval, RetrievedPassage, User
 from service.traces.spans import Span
 
@@ -115,7 +116,7 @@ class TraceEvent:
     rewritten_query: str | None
 
 
-class TraceMappingError(Exception):
+class TraceMappingError(GoldwatchError):
     """A trace that yields no event.
 
     Attributes:
