@@ -22,7 +22,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from consumers.base import DeadLetter, Origin, RawMessage, Source
+from consumers.base import DeadLetter, ExplainsNotReady, Origin, RawMessage, Source
 from consumers.engine import Engine, Outcome
 from consumers.errors import GoldwatchConsumerError
 from consumers.file_source import FileSource
@@ -272,7 +272,7 @@ class Runtime:
             if source is None:
                 reasons.append("source not connected")
             elif not source.ready():
-                why = getattr(source, "not_ready_reason", lambda: None)()
+                why = source.not_ready_reason() if isinstance(source, ExplainsNotReady) else None
                 reasons.append(why or "source not ready (no assignment or broker unreachable)")
         if self.last_error is not None:
             reasons.append("consumer error; retrying")
