@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from consumers.base import DeadLetter, Origin, RawMessage
+from service.errors import describe_error
 from service.runtime.process import EngineBusy, Runtime
 from service.telemetry import TraceMetrics
 from service.traces.assembly import Rejected, TraceAssembler
@@ -138,8 +139,9 @@ class TraceIngest:
             while not self._stop.wait(interval):
                 try:
                     self.tick()
-                except Exception:  # keep ticking; the log says why
-                    log.exception("trace ingest tick failed")
+                except Exception as exc:  # keep ticking; the log says why (type and stage:
+                    # the text can hold event text)
+                    log.error("trace ingest tick failed: %s", describe_error(exc))
 
         self._thread = threading.Thread(target=run, name="goldwatch-traces", daemon=True)
         self._thread.start()
@@ -151,5 +153,5 @@ class TraceIngest:
             self._thread.join(timeout=10)
         try:
             self.tick(flush=True)
-        except Exception:
-            log.exception("trace ingest: final flush failed")
+        except Exception as exc:
+            log.error("trace ingest: final flush failed: %s", describe_error(exc))
