@@ -60,9 +60,9 @@ from consumers.engine import Engine
 from consumers.file_source import FileSource
 from consumers.loop import make_decoder
 from consumers.loop import run as run_loop
-from service.api.runtime import build_live
 from service.demo import demo_path
 from service.pipeline import Batch
+from service.runtime.live import build_live
 from service.settings import Settings, load_settings
 from service.state import StateStore
 from service.telemetry import build_metrics

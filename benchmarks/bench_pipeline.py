@@ -50,7 +50,8 @@ from consumers.file_source import FileSource
 from consumers.kafka_source import KafkaSource, KafkaSourceConfig
 from consumers.loop import Report, gc_paused, make_decoder, replay
 from consumers.loop import run as run_loop
-from service.pipeline import Pipeline, PipelineConfig
+from service.pipeline import PipelineConfig
+from service.runtime.live import default_pipeline
 from service.state import StateStore
 from service.telemetry import build_metrics
 
@@ -124,7 +125,7 @@ def file_pipeline(path: Path, state_dir: Path) -> tuple[Row, Report]:
     state = StateStore.open(state_dir / f"file-{uuid.uuid4().hex[:6]}.sqlite")
     source = FileSource(path, dlq_path=dlq)
     started = time.perf_counter()
-    pipeline = Pipeline.default(CONFIG, pseudonymise_ids=False)  # analytics off: see above
+    pipeline = default_pipeline(CONFIG, pseudonymise_ids=False)  # analytics off: see above
     report = replay(source, pipeline, state=state, config=CONFIG)
     seconds = time.perf_counter() - started
     state.close()
@@ -244,7 +245,7 @@ def kafka_pipeline(bootstrap: str, topic: str, n: int, state_dir: Path) -> tuple
     state = StateStore.open(state_dir / f"kafka-{uuid.uuid4().hex[:6]}.sqlite")
     report = run_loop(
         source,
-        Pipeline.default(CONFIG, pseudonymise_ids=False),
+        default_pipeline(CONFIG, pseudonymise_ids=False),
         state,
         build_metrics(CollectorRegistry()),
         stop,

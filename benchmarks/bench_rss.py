@@ -14,7 +14,7 @@ one, so the dedup window, the language cache, the drift windows and the harvest 
 and must stay bounded.
 
 ``--stages``: ``pipeline`` (dedup + count, no analytics), ``live`` (the live stages of the
-demo configuration minus shadow, as ``service.api.runtime.build_live`` builds them: PII,
+demo configuration minus shadow, as ``service.runtime.live.build_live`` builds them: PII,
 language, topic, refusal, scope, drift, quality, harvest).
 
 Run: ``python -m benchmarks.bench_rss [--events 1000000] [--stages pipeline]``.
@@ -119,8 +119,8 @@ def child(events: int, stages: str, sample_every: int, workdir: Path) -> None:
     from consumers.engine import Engine
     from consumers.loop import make_decoder
     from consumers.loop import run as run_loop
-    from service.api.runtime import build_live
     from service.demo import demo_data, demo_path
+    from service.runtime.live import build_live
     from service.settings import load_settings
     from service.state import StateStore
     from service.telemetry import build_metrics

@@ -2,7 +2,7 @@
 in-memory path it replaced, in the same run.
 
 Both sides run :class:`~service.api.trace_ingest.TraceIngest` on a real
-:class:`~service.api.runtime.Runtime` (analytics off, state file on the disk under the system
+:class:`~service.runtime.process.Runtime` (analytics off, state file on the disk under the system
 temporary directory):
 
 * durable: :meth:`~service.api.trace_ingest.TraceIngest.receive` as the route calls it before
@@ -35,8 +35,8 @@ from pathlib import Path
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from service.api.runtime import Runtime
 from service.api.trace_ingest import TraceIngest
+from service.runtime.process import Runtime
 from service.settings import load_settings
 from service.traces.otlp import decode_protobuf
 from service.traces.spans import Span
@@ -121,7 +121,7 @@ def measure(
 
 def events_reference(n: int, where: str | None) -> float:
     """µs per ``POST /v1/events`` of one event, as the route runs it
-    (:meth:`~service.api.runtime.Runtime.ingest`: the pipeline, then the checkpoint)."""
+    (:meth:`~service.runtime.process.Runtime.ingest`: the pipeline, then the checkpoint)."""
     with tempfile.TemporaryDirectory(prefix="gw-bench-durable-", dir=where) as tmp:
         runtime = _runtime(tmp)
         values = [(f'{{"event_id": "e-{i}", "timestamp": "2026-11-29T10:00:00Z", '

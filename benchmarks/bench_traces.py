@@ -62,13 +62,13 @@ from consumers.engine import Engine
 from consumers.loop import Report, make_decoder
 from consumers.loop import run as run_loop
 from consumers.trace_source import TraceSource
-from service.api.runtime import build_live, freeze_heap
-from service.api.trace_ingest import content_index
+from service.runtime.live import build_live
+from service.runtime.memory import freeze_heap
 from service.settings import Settings
 from service.state import StateStore
 from service.telemetry import build_metrics
 from service.traces.assembly import AssemblyLimits, TraceAssembler
-from service.traces.mapping import TraceMapping, trace_to_event
+from service.traces.mapping import TraceMapping, content_index, trace_to_event
 from service.traces.otlp import decode_protobuf
 from tests.service.api.test_traces_api import (
     _genai,

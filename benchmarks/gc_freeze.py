@@ -40,7 +40,7 @@ def _one(events: int, freeze: bool) -> dict[str, Any]:
     from benchmarks.streams import encode, query_log_events
     from consumers.base import Origin, RawMessage
     from consumers.loop import gc_paused
-    from service.api.runtime import Runtime
+    from service.runtime.process import Runtime
     from service.settings import Settings
 
     work = Path(tempfile.mkdtemp(prefix="goldwatch-gc-"))

@@ -251,8 +251,8 @@ def own_latency(rate: float, seconds: float, warmup_s: float = 2.0) -> dict[str,
     from consumers.file_source import FileSource
     from consumers.loop import make_decoder
     from consumers.loop import run as run_loop
-    from service.api.runtime import build_live
     from service.demo import demo_data, demo_path
+    from service.runtime.live import build_live
     from service.settings import load_settings
     from service.state import StateStore
     from service.telemetry import build_metrics

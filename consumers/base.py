@@ -7,9 +7,10 @@ the source the messages are done (``commit``). Sources never decode and never ru
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +101,12 @@ class Source(Protocol):
     """An event source (Kafka consumer group, JSONL file, stdin).
 
     Thread model: every method is called from the one consumer thread.
+
+    Optional capabilities are the small protocols below; the loop and the runtime check them
+    with ``isinstance`` (they are ``runtime_checkable``) and fall back as noted on each:
+    :class:`SyncsDeadLetters`, :class:`HoldsDeadLetters`, :class:`Finite`,
+    :class:`TracksTopicIds`, :class:`MarksFailure`, :class:`ExplainsNotReady`,
+    :class:`Assigned`, :class:`WritesDeadLetterFile`.
     """
 
     name: str
@@ -130,3 +137,91 @@ class Source(Protocol):
     def close(self) -> None:
         """Release resources; must not commit anything not already committed."""
         ...
+
+
+@runtime_checkable
+class SyncsDeadLetters(Protocol):
+    """Dead letters become durable in ``sync_dead_letters()``, which the loop calls before
+    every checkpoint (the file source fsyncs there). Without it, :meth:`Source.dead_letter`
+    itself makes them durable."""
+
+    def sync_dead_letters(self) -> None:
+        """Make every dead letter written so far durable.
+
+        Raises:
+            OSError: the file cannot be synced; consumer errors or ``KafkaError``: the broker
+                did not acknowledge yet (the letters stay queued).
+        """
+        ...
+
+
+@runtime_checkable
+class HoldsDeadLetters(SyncsDeadLetters, Protocol):
+    """Dead letters are held in memory until :meth:`sync_dead_letters` (Kafka: until the
+    ``<topic>.dlq`` acknowledgements). The loop then runs that sync before every engine
+    checkpoint, HTTP ingest's included, and settles the engine only when none is pending."""
+
+    @property
+    def pending_dead_letters(self) -> int:
+        """Dead letters handed over but not yet durable (≥ 0)."""
+        ...
+
+
+@runtime_checkable
+class Finite(Protocol):
+    """A source that can end (a file, stdin). Without it, an empty poll with ``until_eof``
+    ends the loop."""
+
+    @property
+    def at_eof(self) -> bool:
+        """True once the last read reached the end of input with no complete line left."""
+        ...
+
+
+@runtime_checkable
+class TracksTopicIds(Protocol):
+    """Kafka topic ids, so a topic deleted and created again is read from its beginning."""
+
+    def topic_ids(self) -> dict[str, str]:
+        """Topic name -> its current topic id, for the subscribed topics whose id is known."""
+        ...
+
+    def restart_topics(self, topics: Iterable[str]) -> None:
+        """Read ``topics`` again from offset 0 (they were re-created)."""
+        ...
+
+
+@runtime_checkable
+class MarksFailure(Protocol):
+    """Told of a crash before :meth:`Source.close`, so close commits nothing (the next
+    owner replays)."""
+
+    def mark_failed(self) -> None:
+        """Mark the source as failed: :meth:`Source.close` must then not commit."""
+        ...
+
+
+@runtime_checkable
+class ExplainsNotReady(Protocol):
+    """Says why :meth:`Source.ready` is false (shown by ``/readyz``); without it the runtime
+    gives a generic reason."""
+
+    def not_ready_reason(self) -> str | None:
+        """Why the source is not ready (names the broker, topic or file), or ``None``."""
+        ...
+
+
+@runtime_checkable
+class Assigned(Protocol):
+    """A consumer-group member: the partitions it owns now."""
+
+    def assignment(self) -> set[tuple[str, int]]:
+        """``{(topic, partition)}`` currently assigned to this member."""
+        ...
+
+
+@runtime_checkable
+class WritesDeadLetterFile(Protocol):
+    """Dead letters go to a JSONL file (named in errors about writing them)."""
+
+    dlq_path: Path

@@ -63,6 +63,7 @@ from pydantic import ValidationError
 from pydantic_core import from_json
 
 from consumers.base import UNDECODABLE_BATCH, DeadLetter, RawMessage, UndecodableRecord
+from service.errors import GoldwatchError
 from service.events import (
     EVENT_FIELDS,
     OPTIONAL_FIELD_PATHS,
@@ -212,7 +213,7 @@ def _long_digit_run(value: bytes) -> bool:
     return False
 
 
-class DecodeError(Exception):
+class DecodeError(GoldwatchError):
     """A message that cannot become an event.
 
     Attributes:

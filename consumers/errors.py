@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable
 
 from consumers.base import RawMessage
+from service.errors import GoldwatchError, describe_error
 
 __all__ = [
     "DeadLetterError",
@@ -32,8 +33,11 @@ __all__ = [
 ]
 
 
-class GoldwatchConsumerError(Exception):
-    """Base class of every error raised by ``consumers``."""
+class GoldwatchConsumerError(GoldwatchError):
+    """Base class of every error raised by ``consumers``; their messages name sources,
+    partitions, offsets, files and the broker's or system's reason, never event text."""
+
+    safe_text = True
 
 
 class SourceUnavailable(GoldwatchConsumerError):
@@ -64,12 +68,15 @@ def describe_message(message: RawMessage | None) -> str:
 
 
 def default_on_error(exc: Exception, message: RawMessage | None, logger: logging.Logger) -> bool:
-    """Log the error with ``topic[partition] offset`` and return ``False`` (re-raise)."""
-    logger.error("failed to process %s: %r", describe_message(message), exc)
+    """Log the error with ``topic[partition] offset`` and return ``False`` (re-raise). The
+    log names the error's type and stage, never its text (:func:`service.errors.describe_error`:
+    it can hold event text)."""
+    logger.error("failed to process %s: %s", describe_message(message), describe_error(exc))
     return False
 
 
 def suppress_on_error(exc: Exception, message: RawMessage | None, logger: logging.Logger) -> bool:
-    """Log the error with ``topic[partition] offset`` and return ``True`` (skip and go on)."""
-    logger.warning("skipping %s after error: %r", describe_message(message), exc)
+    """Log the error with ``topic[partition] offset`` and return ``True`` (skip and go on);
+    as :func:`default_on_error`, the error's type and stage only."""
+    logger.warning("skipping %s after error: %s", describe_message(message), describe_error(exc))
     return True

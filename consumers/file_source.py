@@ -44,9 +44,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from consumers.append_only import AppendOnlyFile, file_mark, lines_after
 from consumers.base import DeadLetter, Origin, RawMessage, message_slot_setters
 from consumers.errors import SourceUnavailable
+from service.files.append_only import AppendOnlyFile, file_mark, lines_after
 
 #: Most cut lines whose size and digest wait for their dead letter (one per overlong line
 #: polled and not yet dead-lettered: a few at most; the bound only guards memory).
@@ -152,7 +152,7 @@ class FileSource:
 
     def dead_letter(self, letters: Sequence[DeadLetter]) -> None:
         """Append ``letters`` to :attr:`dlq_path` as JSON lines, all of them or none (a failed
-        write is cut off again: :class:`consumers.append_only.AppendOnlyFile`).
+        write is cut off again: :class:`service.files.append_only.AppendOnlyFile`).
 
         They are on disk after :meth:`sync_dead_letters` (the poll loop calls it before each
         checkpoint). :raises OSError: the file cannot be opened or written.

@@ -27,8 +27,8 @@ from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
-from consumers.config import KafkaSourceConfig
 from consumers.errors import SourceUnavailable
+from service.kafka_config import KafkaSourceConfig
 
 log = logging.getLogger(__name__)
 

@@ -70,10 +70,10 @@ from consumers.base import (
     message_slot_setters,
 )
 from consumers.checkpoint import Checkpoint
-from consumers.config import KafkaSourceConfig
 from consumers.errors import DeadLetterError, SourceUnavailable
 from consumers.lag import LagSampler
 from consumers.rebalance import CommitOnRevoke, PartitionHook, to_kafka_offsets
+from service.kafka_config import KafkaSourceConfig
 
 log = logging.getLogger(__name__)
 

@@ -51,7 +51,17 @@ from typing import Any, Protocol, runtime_checkable
 from kafka.errors import KafkaError
 from prometheus_client import CollectorRegistry
 
-from consumers.base import DeadLetter, RawMessage, Source
+from consumers.base import (
+    DeadLetter,
+    Finite,
+    HoldsDeadLetters,
+    MarksFailure,
+    RawMessage,
+    Source,
+    SyncsDeadLetters,
+    TracksTopicIds,
+    WritesDeadLetterFile,
+)
 from consumers.decoding import decode_batch
 from consumers.engine import PROCESSING_FAILED, Decoder, Engine
 from consumers.errors import ErrorCallback, GoldwatchConsumerError, default_on_error
@@ -92,6 +102,17 @@ class Resumable(Protocol):
     def position_after(self, messages: Sequence[RawMessage]) -> dict[str, Any]: ...
 
     def restore(self, state: dict[str, Any] | None) -> None: ...
+
+
+def _pending_dead_letters(source: Source) -> int:
+    """Dead letters ``source`` holds in memory, not yet durable (0 unless it
+    :class:`~consumers.base.HoldsDeadLetters`)."""
+    return source.pending_dead_letters if isinstance(source, HoldsDeadLetters) else 0
+
+
+def _dead_letter_place(source: Source) -> object:
+    """Where ``source`` writes dead letters, for an error message."""
+    return source.dlq_path if isinstance(source, WritesDeadLetterFile) else "the dead-letter file"
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +215,7 @@ def gc_paused(
 
     After a full (generation-2) collection, at most once per ``freeze_interval_s`` seconds
     (:data:`FREEZE_INTERVAL_S`), what survived it is frozen (``gc.freeze``, as
-    :func:`service.api.runtime.freeze_heap` does at start-up; not when ``freeze_survivors``
+    :func:`service.runtime.memory.freeze_heap` does at start-up; not when ``freeze_survivors``
     is false): the step's batch is gone by then, so what is still reachable is long-lived
     state (cache entries, harvested suggestions), and frozen it is never walked again.
     Without it, full collections walked ~40,000 such objects once the caches were warm, and
@@ -280,8 +301,8 @@ class _Loop:
         ``pending_dead_letters``: Kafka) gets that sync run before every engine checkpoint,
         HTTP ingest's included, until :meth:`detach`."""
         self.engine.restore()
-        if hasattr(self.source, "pending_dead_letters"):
-            self.engine.before_checkpoint = self.source.sync_dead_letters  # type: ignore[attr-defined]
+        if isinstance(self.source, HoldsDeadLetters):
+            self.engine.before_checkpoint = self.source.sync_dead_letters
         if isinstance(self.source, Resumable) and self.source.state_key:
             key = self.source.state_key
             position = self.engine.positions.get(key)
@@ -297,7 +318,7 @@ class _Loop:
         messages = self.drop_recreated(messages)
         if messages:
             self.handle(messages)
-        elif until_eof and getattr(self.source, "at_eof", True):
+        elif until_eof and (not isinstance(self.source, Finite) or self.source.at_eof):
             return False
         else:
             self.maybe_checkpoint()
@@ -309,13 +330,13 @@ class _Loop:
         beginning (``restart_topics``) and drop what was polled or is pending from it: those
         offsets belong to positions in the old topic and must be neither processed nor
         committed (the new topic is read again from offset 0)."""
-        topic_ids = getattr(self.source, "topic_ids", None)
-        if topic_ids is None:
+        if not isinstance(self.source, TracksTopicIds):
             return messages
-        changed = {t for t, tid in topic_ids().items() if self.engine.note_topic_id(t, tid)}
+        ids = self.source.topic_ids()
+        changed = {t for t, tid in ids.items() if self.engine.note_topic_id(t, tid)}
         if not changed:
             return messages
-        self.source.restart_topics(changed)  # type: ignore[attr-defined]
+        self.source.restart_topics(changed)
         self.pending = {k: m for k, m in self.pending.items() if m.origin.topic not in changed}
         return [m for m in messages if m.origin.topic not in changed]
 
@@ -327,7 +348,7 @@ class _Loop:
             if isinstance(self.source, Resumable) and self.source.state_key:
                 key = self.source.state_key
                 self.engine.positions[key] = self.source.position_after(messages)
-            if not getattr(self.source, "pending_dead_letters", 0):
+            if not _pending_dead_letters(self.source):
                 self.engine.settle()  # else settled by the checkpoint that syncs them
         # the last message per key wins
         self.pending.update(zip(map(_commit_key, messages), messages, strict=True))
@@ -353,7 +374,7 @@ class _Loop:
                 if isinstance(exc, OSError):
                     disk_failures += 1
                     if disk_failures >= MAX_DISK_ATTEMPTS:  # a full or read-only disk stays so
-                        where = getattr(self.source, "dlq_path", "the dead-letter file")
+                        where = _dead_letter_place(self.source)
                         raise DeadLetterWriteAborted(
                             f"cannot write dead letters to {where}: {exc.strerror or exc}"
                         ) from None
@@ -380,7 +401,7 @@ class _Loop:
         messages = list(self.pending.values())
         if messages:
             self.sync_dead_letters()
-            if not getattr(self.source, "pending_dead_letters", 0):
+            if not _pending_dead_letters(self.source):
                 self.engine.settle()  # every dead letter durable (the checkpoint may still fail)
             extra = {}
             if isinstance(self.source, Resumable) and self.source.state_key:
@@ -397,9 +418,12 @@ class _Loop:
         """Unhook the source from the engine's checkpoints (the loop is ending). Dead letters
         it still holds are lost with it: the engine is marked unsettled, so the next
         :meth:`restore` reloads the last checkpoint and their batches are replayed."""
-        if getattr(self.source, "sync_dead_letters", None) == self.engine.before_checkpoint:
+        source = self.source
+        if isinstance(source, SyncsDeadLetters) and (
+            source.sync_dead_letters == self.engine.before_checkpoint
+        ):
             self.engine.before_checkpoint = None
-        if getattr(self.source, "pending_dead_letters", 0):
+        if _pending_dead_letters(source):
             self.engine.unsettle()
 
     def sync_dead_letters(self) -> None:
@@ -416,9 +440,9 @@ class _Loop:
             checkpointed or committed, and the engine's memory is marked unsettled (a
             restart reloads the last checkpoint and writes them again).
         """
-        sync = getattr(self.source, "sync_dead_letters", None)
-        if sync is None:
+        if not isinstance(self.source, SyncsDeadLetters):
             return
+        sync = self.source.sync_dead_letters
         backoff = 0.5
         while True:
             try:
@@ -427,7 +451,7 @@ class _Loop:
                 return
             except OSError as exc:
                 self.engine.unsettle()
-                where = getattr(self.source, "dlq_path", "the dead-letter file")
+                where = _dead_letter_place(self.source)
                 raise DeadLetterWriteAborted(
                     f"cannot sync dead letters to {where}: {exc.strerror or exc}"
                 ) from None
@@ -501,9 +525,8 @@ def run(
                     break
         loop.checkpoint(final=True)
     except BaseException:
-        mark_failed = getattr(source, "mark_failed", None)
-        if callable(mark_failed):
-            mark_failed()
+        if isinstance(source, MarksFailure):
+            source.mark_failed()
         raise
     finally:
         loop.detach()

@@ -44,10 +44,22 @@ replicas is assembled in parts by both.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from consumers.base import DeadLetter, Origin, RawMessage, Source
+from consumers.base import (
+    Assigned,
+    DeadLetter,
+    ExplainsNotReady,
+    Finite,
+    HoldsDeadLetters,
+    MarksFailure,
+    Origin,
+    RawMessage,
+    Source,
+    SyncsDeadLetters,
+    TracksTopicIds,
+)
 from consumers.engine import Decoder
 from service.events import QueryLogEvent
 from service.telemetry import TraceMetrics
@@ -312,10 +324,9 @@ class TraceSource:
         """Forget the partitions the wrapped source no longer owns (a rebalance): their open
         traces (the new owner reads them again from below them, as nothing past them was
         committed), the offsets read and the replay marks."""
-        assignment = getattr(self.inner, "assignment", None)
-        if assignment is None:
+        if not isinstance(self.inner, Assigned):
             return
-        owned = assignment()
+        owned = self.inner.assignment()
         revoked = [key for key in self._last if key not in owned]
         if not revoked:
             return
@@ -398,14 +409,34 @@ class TraceSource:
 
     def sync_dead_letters(self) -> None:
         """The wrapped source's ``sync_dead_letters``, when it has one."""
-        sync = getattr(self.inner, "sync_dead_letters", None)
-        if sync is not None:
-            sync()
+        if isinstance(self.inner, SyncsDeadLetters):
+            self.inner.sync_dead_letters()
 
     @property
     def pending_dead_letters(self) -> int:
         """The wrapped source's unacknowledged dead letters (0 if it does not defer them)."""
-        return int(getattr(self.inner, "pending_dead_letters", 0))
+        return self.inner.pending_dead_letters if isinstance(self.inner, HoldsDeadLetters) else 0
+
+    # The loop's optional capabilities (consumers.base), forwarded with the loop's own
+    # fallback when the wrapped source lacks one, so isinstance sees them on this class.
+
+    @property
+    def at_eof(self) -> bool:
+        """The wrapped source's ``at_eof`` (``True`` when it cannot end)."""
+        return self.inner.at_eof if isinstance(self.inner, Finite) else True
+
+    def topic_ids(self) -> dict[str, str]:
+        """The wrapped source's topic ids (none when it does not track them)."""
+        return self.inner.topic_ids() if isinstance(self.inner, TracksTopicIds) else {}
+
+    def restart_topics(self, topics: Iterable[str]) -> None:
+        """Have the wrapped source read ``topics`` again from offset 0."""
+        if isinstance(self.inner, TracksTopicIds):
+            self.inner.restart_topics(topics)
+
+    def not_ready_reason(self) -> str | None:
+        """The wrapped source's reason for not being ready, or ``None``."""
+        return self.inner.not_ready_reason() if isinstance(self.inner, ExplainsNotReady) else None
 
     def status(self) -> dict[str, Any]:
         """The wrapped source's status plus ``traces``: open traces and spans, and counts."""
@@ -423,9 +454,8 @@ class TraceSource:
 
     def mark_failed(self) -> None:
         """Forward a crash mark (the loop calls it before :meth:`close` after an exception)."""
-        mark = getattr(self.inner, "mark_failed", None)
-        if mark is not None:
-            mark()
+        if isinstance(self.inner, MarksFailure):
+            self.inner.mark_failed()
 
     def close(self) -> None:
         """Close the wrapped source; open traces are dropped, uncommitted (re-read later)."""

@@ -17,11 +17,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from service.errors import GoldwatchError
 from service.records import GoldQuestion
 from service.refusals import RefusalDetector
 
 
-class AnswersFileError(ValueError):
+class AnswersFileError(GoldwatchError, ValueError):
     """The answers file is unreadable; the message names file, line and field."""
 
 

@@ -375,8 +375,8 @@ def _serve(settings: Settings, sock: socket.socket) -> None:
     clean (:func:`service.api.serving.shutdown_problem`: state maybe not checkpointed)."""
 
     from service.api.app import create_app
-    from service.api.runtime import Runtime
     from service.api.serving import GracefulServer, server_config, shutdown_problem
+    from service.runtime.process import Runtime
     from service.state import StateError
 
     # secrets and the state path first: the runtime creates the state file (and its folder)

@@ -26,6 +26,7 @@ from typing import Any, BinaryIO, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from service.errors import GoldwatchError
 from service.records import Passage
 from service.regular_files import open_regular
 
@@ -42,7 +43,7 @@ MAX_CORPUS_ROW_BYTES = 1 << 20
 _JSON_TYPE_NAMES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
 
 
-class DataFileError(ValueError):
+class DataFileError(GoldwatchError, ValueError):
     """Every problem found in one data file, raised once after the whole file was read.
 
     Attributes:

@@ -35,6 +35,7 @@ from typing import Any
 
 from service.api import listen
 from service.demo import demo_path
+from service.errors import GoldwatchError
 from service.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,7 @@ HISTORY_FILE = "goldwatch-runs.jsonl"
 MISSES_FILE = "goldwatch-misses.jsonl"
 
 
-class DemoError(RuntimeError):
+class DemoError(GoldwatchError, RuntimeError):
     """The demo cannot start (port taken, working folder unusable); the message says why."""
 
 
@@ -410,8 +411,8 @@ def run_live(
     sock = bind(host, port)  # then the port, before the heavy imports: a taken port fails at once
     try:
         from service.api.app import create_app
-        from service.api.runtime import Runtime
         from service.api.serving import GracefulServer, server_config, shutdown_problem
+        from service.runtime.process import Runtime
 
         prepare_workdir(workdir)
         runtime = Runtime(settings)

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from service.embeddings import Embedder, l2_normalise
+from service.embedder import Embedder, l2_normalise
 
 
 def _fold(text: str) -> str:

@@ -34,39 +34,12 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
+from service.embedder import Embedder, l2_normalise
 from service.embedding_config import EmbeddingConfig
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Maps texts to L2-normalised float32 vectors.
-
-    Attributes:
-        name: backend and model, e.g. ``"wordllama:l2_supercat:256"`` (recorded in artefacts,
-            so a model fitted on one embedder is never applied with another).
-        dim: vector length, > 0.
-    """
-
-    name: str
-    dim: int
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Shape ``(len(texts), dim)``, float32, each row of L2 norm 1 (or all zero)."""
-        ...
-
-
-def l2_normalise(matrix: np.ndarray) -> np.ndarray:
-    """Rows scaled to L2 norm 1 (zero rows stay zero), as float32. Shape unchanged."""
-    matrix = np.asarray(matrix, dtype=np.float32)
-    if matrix.ndim != 2:
-        raise ValueError(f"expected a 2-D array, got shape {matrix.shape}")
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    np.divide(matrix, norms, out=matrix, where=norms > 0)
-    return matrix
 
 
 class CachedEmbedder:

@@ -19,6 +19,7 @@ from service.answers import AnswerCheckReport, check_answers, load_answers
 from service.compare import PairedComparison, compare_all
 from service.corpus import Corpus, load_corpus
 from service.demo import demo_path
+from service.errors import GoldwatchError
 from service.evaluation import (
     RetrieverReport,
     evaluate_run,
@@ -44,7 +45,7 @@ log = logging.getLogger(__name__)
 DEFAULT_RETRIEVERS: tuple[str, ...] = ("bm25", "tfidf", "hybrid")
 
 
-class EvalUsageError(ValueError):
+class EvalUsageError(GoldwatchError, ValueError):
     """The request is inconsistent (e.g. ``--run`` without a gold set or qrels)."""
 
 

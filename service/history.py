@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from consumers.append_only import append_whole, open_append, prepare_tail
+from service.files.append_only import append_whole, open_append, prepare_tail
 
 
 def config_hash(*parts: Any) -> str:
@@ -53,7 +53,7 @@ def history_row(
 
 def append_history(path: Path, rows: list[dict[str, Any]]) -> None:
     """Append rows to the JSONL history file (created with its folder), all of them or none
-    (:func:`consumers.append_only.append_whole`), fsynced.
+    (:func:`service.files.append_only.append_whole`), fsynced.
 
     Raises:
         OSError: the file cannot be written.

@@ -14,12 +14,13 @@ back through ``restore()``; the loop persists it under ``stage/<name>`` at each 
 >>> from types import SimpleNamespace
 >>> at = datetime(2026, 11, 29, tzinfo=timezone.utc)
 >>> events = [SimpleNamespace(event_id="e-1", timestamp=at)] * 2
->>> pipeline = Pipeline([DedupStage(window=10), CountingStage()])
+>>> pipeline = Pipeline([CountingStage()])
 >>> batch = pipeline.process(events, source="file")
 >>> len(batch), dict(batch.dropped)
-(1, {'duplicate': 1})
->>> pipeline.snapshot()["stage/dedup"]
-{'ids': 'e-1'}
+(2, {})
+
+The live path's pipeline (dedup → stages → count) is built by
+:func:`service.runtime.live.default_pipeline`.
 """
 
 from __future__ import annotations
@@ -31,8 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.dedup import DedupStage
-from service.pii import UNKEYED, Pseudonymiser
+from service.errors import GoldwatchError
 
 if TYPE_CHECKING:
     from service.events import QueryLogEvent
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Batch",
     "CountingStage",
-    "DedupStage",
     "Pipeline",
     "PipelineConfig",
     "Stage",
@@ -185,7 +184,7 @@ class CountingStage:
             self.last_event_timestamp = state.get("last_event_timestamp")
 
 
-class StageError(RuntimeError):
+class StageError(GoldwatchError, RuntimeError):
     """A stage raised while processing a batch; ``stage`` names it, ``__cause__`` is the error."""
 
     def __init__(self, stage: str, cause: BaseException) -> None:
@@ -213,21 +212,6 @@ class Pipeline:
         if dupes:
             raise ValueError(f"duplicate stage names: {', '.join(dupes)}")
         self._stages = tuple(stages)
-
-    @classmethod
-    def default(
-        cls,
-        config: PipelineConfig,
-        extra: Sequence[Stage] = (),
-        pseudonymise_ids: bool = True,
-        pseudonymiser: Pseudonymiser = UNKEYED,
-    ) -> Pipeline:
-        """Return dedup → ``extra`` stages → count, the live path's built-in pipeline.
-        ``pseudonymise_ids``: the dedup stage pseudonymises event ids holding personal data
-        (the service turns it off with the PII stage, ``analytics.pii``/``enabled`` false),
-        with ``pseudonymiser`` (keyed by ``analytics.pii_key``, or not)."""
-        dedup = DedupStage(config.dedup_window, pseudonymise_ids, pseudonymiser)
-        return cls([dedup, *extra, CountingStage()])
 
     @property
     def stages(self) -> tuple[Stage, ...]:

@@ -42,9 +42,7 @@ kept with the bound of 48, 489 without; the live demo keeps 482).
 
 from __future__ import annotations
 
-import math
 import threading
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -54,16 +52,15 @@ from prometheus_client import CollectorRegistry
 from consumers.engine import Engine
 from consumers.file_source import FileSource
 from consumers.loop import make_decoder, run
-from service.analytics import Analytics
-from service.annotation_totals import AnnotationTotals
-from service.api.runtime import Live, build_live, freeze_heap
 from service.pipeline import Batch
-from service.scope import describe
+from service.runtime.live import build_live
+from service.runtime.memory import freeze_heap
+from service.runtime.reports import analytics_report, json_safe, live_reports
 from service.series import TimeSeries
 from service.settings import GOLD_SET_OFF, Settings, gold_set_notice
 from service.shed_note import shed_note
 from service.state import StateStore
-from service.telemetry import PII_TYPES, build_metrics
+from service.telemetry import build_metrics
 from service.topics import NOVEL
 
 
@@ -157,100 +154,6 @@ def _with_series(analytics: dict[str, Any] | None, series: TimeSeries) -> dict[s
     return None if analytics is None else {**analytics, "series": series.report()}
 
 
-def live_reports(live: Live, registry: CollectorRegistry | None = None) -> dict[str, Any]:
-    """The shadow, live-quality and harvest reports of ``live``, keyed as in the replay report;
-    empty when those stages are off. With the ``registry`` ``live`` exports to, the harvest
-    summary also carries ``shed`` (read from ``goldwatch_gold_candidates_shed_total``; call
-    after :meth:`Live.finish`, which exports the last counts) and ``max_new_per_batch``."""
-    reports: dict[str, Any] = {}
-    if live.shadow is not None:
-        reports["shadow"] = live.shadow.report()
-    if live.quality is not None:
-        reports["quality"] = live.quality.report()
-    if live.harvest is not None:
-        summary = harvest_summary(live.harvest.records())
-        if registry is not None:
-            shed = registry.get_sample_value("goldwatch_gold_candidates_shed_total")
-            summary["shed"] = int(shed or 0)
-            summary["max_new_per_batch"] = live.harvest.config.max_new_per_batch
-        reports["gold_candidates"] = summary
-    return reports
-
-
-def harvest_summary(records: list[dict[str, Any]], top: int = 20) -> dict[str, Any]:
-    """Suggestion counts by reason and the ``top`` suggestions by priority."""
-    by_reason: dict[str, int] = {}
-    for row in records:
-        for reason in row.get("reasons", ()):
-            by_reason[reason] = by_reason.get(reason, 0) + 1
-    ranked = sorted(records, key=lambda r: (-float(r.get("priority", 0)), str(r.get("id"))))
-    return {"n_suggestions": len(records), "by_reason": by_reason, "top": ranked[:top]}
-
-
-def analytics_report(live: Live) -> dict[str, Any] | None:
-    """Summarise the analytics of a run from the drift stage and the persisted annotation
-    totals (since the first start, not since this process's: the Prometheus counters
-    restart at 0)."""
-    drift = live.analytics.drift
-    if drift is None:
-        return None
-    totals = live.analytics.totals or AnnotationTotals()
-    flags = totals.flags
-    answers, refused = flags["answers"], flags["refusals"]
-    scored, out = flags["scope_scored"], flags["out_of_scope"]
-    calibration = live.analytics.scope
-    qualities = detector_quality_report(live.analytics)
-    return {
-        "languages": dict(drift.live_counts["language"].most_common()),
-        "topics": dict(drift.live_counts["topic"].most_common()),
-        "topic_labels": dict(live.analytics.topic_descriptions),
-        "refusals": {"answers": answers, "refused": refused,
-                     "rate": refused / answers if answers else None},
-        "out_of_scope": {
-            "scored": scored, "out_of_scope": out, "share": out / scored if scored else None,
-            "over_refusals": flags["over_refusals"], "under_refusals": flags["under_refusals"],
-            "calibration": describe(calibration) if calibration else None,
-            "quality": qualities.get("out_of_scope"),
-            "uncalibrated": (qualities["out_of_scope"]["uncalibrated"]
-                             if "out_of_scope" in qualities else "no out-of-scope detector"),
-            "off": live.analytics.scope_off,
-        },
-        "novelty": novelty_report(live.analytics, drift.live_counts["topic"], qualities),
-        "detector_quality": qualities,
-        "quality_floor": live.analytics.quality_floor,
-        "pii_scrubbed": {t: totals.pii[t] for t in PII_TYPES},
-        "drift": drift.report(),
-    }  # fmt: skip
-
-
-def novelty_report(
-    analytics: Analytics, topics: Mapping[str, int], qualities: Mapping[str, Any]
-) -> dict[str, Any]:
-    """The ``novel`` topic share with what it is worth: ``{"novel": n, "share": n / all
-    topic-annotated events or None, "quality": the novelty detector's
-    :func:`detector_quality_report` entry or None, "uncalibrated": why the share is not a
-    fact or None, "off": why novelty is off or None}``."""
-    total = sum(topics.values())
-    novel = int(topics.get(NOVEL, 0))
-    off = analytics.novelty_off
-    uncalibrated = None
-    if off is None:
-        uncalibrated = (qualities["novelty"]["uncalibrated"] if "novelty" in qualities
-                        else analytics.uncalibrated("novelty"))  # fmt: skip
-    return {"novel": novel, "share": novel / total if total else None,
-            "quality": qualities.get("novelty"), "uncalibrated": uncalibrated, "off": off}
-
-
-def detector_quality_report(analytics: Analytics) -> dict[str, dict[str, Any]]:
-    """Each detector's measured quality (:meth:`DetectorQuality.as_dict`) with ``trusted``
-    (AUC ≥ the floor) and ``uncalibrated`` (why not, or ``None``)."""
-    return {
-        name: {**quality.as_dict(), "trusted": quality.trusted(analytics.quality_floor),
-               "uncalibrated": analytics.uncalibrated(name)}
-        for name, quality in sorted(analytics.detector_quality.items())
-    }  # fmt: skip
-
-
 def quality_text(quality: dict[str, Any] | None) -> str:
     """``"ROC AUC 0.912 [0.880, 0.941]"`` of a :func:`detector_quality_report` entry."""
     if not quality or quality.get("auc") is None:
@@ -258,17 +161,6 @@ def quality_text(quality: dict[str, Any] | None) -> str:
     low, high = quality.get("auc_low"), quality.get("auc_high")
     interval = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
     return f"ROC AUC {quality['auc']:.3f}{interval}"
-
-
-def json_safe(value: Any) -> Any:
-    """Replace NaN and infinities (not JSON) with ``None``, recursively."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    return value
 
 
 def render_text(doc: dict[str, Any]) -> str:

@@ -44,10 +44,11 @@ from pydantic_settings import (
     SettingsError,
 )
 
-from consumers.config import KafkaSourceConfig
 from service.embedding_config import EmbeddingConfig
+from service.errors import GoldwatchError
 from service.events import FieldMapping
 from service.harvest.config import HarvestConfig
+from service.kafka_config import KafkaSourceConfig
 from service.language import LanguageConfig
 from service.pipeline import PipelineConfig
 from service.refusals import check_pattern
@@ -73,7 +74,7 @@ BUILTIN_HYBRIDS: dict[str, tuple[str, ...]] = {
 }
 
 
-class ConfigError(ValueError):
+class ConfigError(GoldwatchError, ValueError):
     """Raised when the configuration file or environment holds an invalid value.
 
     The message names the file (when there is one), each offending field path and the problem;

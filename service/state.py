@@ -60,6 +60,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from service.errors import GoldwatchError
+
 SCHEMA_VERSION = "1"
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -68,12 +70,15 @@ _SCHEMA = (
 )
 
 
-class StateError(RuntimeError):
+class StateError(GoldwatchError, RuntimeError):
     """The state file cannot be opened, read or written.
 
     The message names the file and says what to do (move a corrupt file aside, free disk
     space, make the directory writable). goldwatch never overwrites or recreates it silently.
+    It never holds event text (:attr:`~service.errors.GoldwatchError.safe_text`).
     """
+
+    safe_text = True
 
 
 def _move_aside_hint(path: str) -> str:

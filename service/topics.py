@@ -77,6 +77,7 @@ from threadpoolctl import ThreadpoolController
 from service.batch_cache import BatchCache
 from service.detector_quality import DetectorQuality, measure_auc
 from service.embeddings import Embedder, default_embedder
+from service.errors import GoldwatchError
 from service.hinglish import STRONG_WORDS, WEAK_WORDS, is_hinglish
 from service.pipeline import Batch, StatelessStage
 from service.regular_files import open_regular
@@ -100,7 +101,7 @@ _ALNUM = re.compile(r"[\W_]+")
 _HINDI = STRONG_WORDS | WEAK_WORDS
 
 
-class ArtefactError(ValueError):
+class ArtefactError(GoldwatchError, ValueError):
     """A saved model can't be loaded: wrong kind, bad header, incompatible scikit-learn."""
 
 

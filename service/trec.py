@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from service.errors import GoldwatchError
 from service.records import Qrels, Run, ScoredDoc
 
 _MAX_LISTED = 20
@@ -30,7 +31,7 @@ _TOP_BLOCK = re.compile(r"<top>(.*?)(?:</top>|(?=<top>)|\Z)", re.IGNORECASE | re
 _NUM = re.compile(r"<num>\s*(?:Number:)?\s*([^\s<]+)", re.IGNORECASE)
 
 
-class TrecFormatError(ValueError):
+class TrecFormatError(GoldwatchError, ValueError):
     """A TREC file has malformed lines; ``problems`` lists ``"<file>, line <n>: <what>"``.
 
     The message shows the first 20 problems and ends with ``"... and N more"``.

@@ -32,13 +32,13 @@ from service import __version__
 from service.api import status_page
 from service.api.harvest_routes import router as harvest_router
 from service.api.routes import router
-from service.api.runtime import EngineBusy, Runtime
 from service.api.shadow_routes import router as shadow_router
 from service.api.trace_ingest import TraceIngest
 from service.api.trace_routes import router as trace_router
 from service.corpus import load_corpus
 from service.harvest import StateStoreCandidates
 from service.harvest.labelling import Labelling
+from service.runtime.process import EngineBusy, Runtime
 from service.settings import Settings
 
 #: GIL switch interval while the app serves, in seconds (CPython's default: 0.005). A thread

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from fastapi import Depends, HTTPException, Request, Response, status
 from fastapi.routing import APIRoute
 
-from service.api.runtime import Runtime
+from service.runtime.process import Runtime
 
 #: Methods that change something: their routes answer 401/403 before looking at the body.
 MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})

@@ -7,8 +7,10 @@ from __future__ import annotations
 import errno
 import socket
 
+from service.errors import GoldwatchError
 
-class ListenError(RuntimeError):
+
+class ListenError(GoldwatchError, RuntimeError):
     """The address cannot be listened on; the message names ``host:port`` and why."""
 
 

@@ -304,7 +304,7 @@ def shutdown_problem(server: uvicorn.Server, runtime: StopReport) -> str | None:
     Not clean: a second SIGINT forced the exit (the application's shutdown, which
     checkpoints, was skipped); the application's shutdown raised (uvicorn logged it as
     "Application shutdown failed"); or the runtime reports a problem with its own stop
-    (:meth:`service.api.runtime.Runtime.stop_problem`: its consumer thread did not end, or
+    (:meth:`service.runtime.process.Runtime.stop_problem`: its consumer thread did not end, or
     its last checkpoint failed).
     """
     if server.force_exit:

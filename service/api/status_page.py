@@ -15,8 +15,8 @@ from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
 from service.api.deps import RuntimeDep
-from service.api.runtime import EngineBusy, Runtime
 from service.html.status import SectionCache, render_status_page
+from service.runtime.process import EngineBusy, Runtime
 
 router = APIRouter()
 #: Suggestions shown (the full, filterable list is at /v1/gold-candidates).

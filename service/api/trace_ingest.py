@@ -3,7 +3,7 @@
 :class:`TraceIngest` owns one :class:`~service.traces.assembly.TraceAssembler`. Each
 ``POST /v1/traces`` adds its spans (:meth:`TraceIngest.receive`); a ticker thread hands out
 the traces that are due, maps each to one event (:func:`~service.traces.mapping.trace_to_event`)
-and runs them through :meth:`service.api.runtime.Runtime.ingest`, the path of
+and runs them through :meth:`service.runtime.process.Runtime.ingest`, the path of
 ``POST /v1/events``: dedup on ``event_id`` (the trace id), PII scrubbing, analytics, shadow,
 harvest, metrics, checkpoint. Everything not kept goes to the HTTP dead-letter file with its
 reason (the spans as OTLP/JSON, replayable): undecodable payloads, rejected spans
@@ -25,7 +25,7 @@ nothing and counts nothing twice):
   they arrived. The spans of a trace evicted by the same request are deleted in that
   transaction, after its dead letter is on disk.
 * A handed-out trace's keys are deleted in the checkpoint that records its event (the
-  ``extra`` of :meth:`~service.api.runtime.Runtime.ingest`: dedup window, totals and the
+  ``extra`` of :meth:`~service.runtime.process.Runtime.ingest`: dedup window, totals and the
   deletion are one transaction), or, for a trace dead-lettered by the mapping, after its dead
   letter is on disk. A crash before that checkpoint leaves the keys: the trace is built
   again and processed once; a crash after it leaves none.
@@ -50,16 +50,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from consumers.base import DeadLetter, Origin, RawMessage
-from service.api.runtime import EngineBusy, Runtime
-from service.corpus import load_corpus
+from service.errors import describe_error
+from service.runtime.process import EngineBusy, Runtime
 from service.state import StateError
 from service.telemetry import TraceMetrics
 from service.traces.assembly import REPEAT_REASONS, Rejected, TraceAssembler
-from service.traces.mapping import TraceMappingError, content_key, trace_to_event
+from service.traces.mapping import TraceMappingError, content_index, trace_to_event
 from service.traces.otlp import TraceDecodeError, decode_json, encode_json
 from service.traces.spans import Span, SpanEvent
 
@@ -76,19 +75,6 @@ EMITTED_PREFIX = "traces/emitted/"
 def dead_letter(value: bytes, reason: str, detail: str) -> DeadLetter:
     """A dead letter of trace ingest (``Origin(file="http-traces")``)."""
     return DeadLetter(RawMessage(value, Origin(file=TRACES_SOURCE, line=1)), reason, detail)
-
-
-def content_index(corpus: Path | None) -> dict[str, str]:
-    """:func:`~service.traces.mapping.content_key` of each passage text of the configured
-    corpus -> its id, so a posted document without an id (OpenInference LangChain) maps to
-    the corpus passage with the same text; empty without a corpus.
-
-    Raises:
-        service.corpus.CorpusError, OSError: the corpus cannot be read (as at start-up).
-    """
-    if corpus is None:
-        return {}
-    return {content_key(passage.text): passage.id for passage in load_corpus(corpus).passages}
 
 
 class TraceIngest:
@@ -367,8 +353,9 @@ class TraceIngest:
             while not self._stop.wait(interval):
                 try:
                     self.tick()
-                except Exception:  # keep ticking; the log says why
-                    log.exception("trace ingest tick failed")
+                except Exception as exc:  # keep ticking; the log says why (type and stage:
+                    # the text can hold event text)
+                    log.error("trace ingest tick failed: %s", describe_error(exc))
 
         self._thread = threading.Thread(target=run, name="goldwatch-traces", daemon=True)
         self._thread.start()
@@ -380,8 +367,8 @@ class TraceIngest:
             self._thread.join(timeout=10)
         try:
             self.tick(flush=True)
-        except Exception:
-            log.exception("trace ingest: final flush failed")
+        except Exception as exc:
+            log.error("trace ingest: final flush failed: %s", describe_error(exc))
 
 
 def _stored(spans: Sequence[Span]) -> dict[str, str]:

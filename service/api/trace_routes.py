@@ -29,8 +29,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from starlette.concurrency import run_in_threadpool
 
 from service.api.deps import TokenDep, TokenFirstRoute
-from service.api.runtime import EngineBusy
 from service.api.trace_ingest import TraceIngest, dead_letter
+from service.runtime.process import EngineBusy
 from service.state import StateError
 from service.traces.otlp import TraceDecodeError, decode_json, decode_protobuf
 

@@ -32,7 +32,7 @@
   ``harvest.gold_lock_timeout_s``, its last line torn by an earlier crash, or any line
   that keeps the file from loading whole, which ``/readyz`` reports by the same check)
   :class:`GoldSetUnavailable` is raised, the file is left as it was (the append is whole or cut
-  off again: :mod:`consumers.append_only`) and the suggestion stays undecided, so the same
+  off again: :mod:`service.files.append_only`) and the suggestion stays undecided, so the same
   accept can be retried.
 * **Reject** (:meth:`Labelling.reject`): keeps the decision with a scrubbed reason;
   control characters are taken out of it (:func:`clean_reason`), and a reason the scrubber
@@ -57,7 +57,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from consumers.append_only import TornTail, append_whole, open_append, prepare_tail
+from service.errors import GoldwatchError
+from service.files.append_only import TornTail, append_whole, open_append, prepare_tail
 from service.goldset import MAX_GOLD_ROW_BYTES, GoldFileCheck, kind_problem, parse_gold_row
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.ranking import select
@@ -95,7 +96,7 @@ ELLIPSIS = "\u2026"
 _NUMBERED = re.compile(r"^q-(\d+)$")
 
 
-class LabellingError(ValueError):
+class LabellingError(GoldwatchError, ValueError):
     """A request cannot be applied; the message never quotes user text."""
 
 
@@ -481,7 +482,7 @@ class Labelling:
     ) -> tuple[dict[str, Any], GoldQuestion]:
         """Append the gold row under an exclusive ``flock`` of the file, waited for until
         ``deadline`` (``time.monotonic()``); the append is whole or cut off again
-        (:func:`consumers.append_only.append_whole`), so the file ends as it began or with
+        (:func:`service.files.append_only.append_whole`), so the file ends as it began or with
         the complete new row.
 
         Returns:

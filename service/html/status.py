@@ -66,8 +66,8 @@ def render_status_page(
     """Render the status page.
 
     Args:
-        status: the body of ``GET /v1/status`` (:meth:`service.api.runtime.Runtime.status`).
-        analytics: :meth:`~service.api.runtime.Runtime.analytics_report` (``None`` when
+        status: the body of ``GET /v1/status`` (:meth:`service.runtime.process.Runtime.status`).
+        analytics: :meth:`~service.runtime.process.Runtime.analytics_report` (``None`` when
             analytics are disabled or ``busy``).
         refresh_s: seconds between reloads (≥ 1; 0 turns the reload off).
         busy: the pipeline held its lock too long to read the analytics this time.

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from service.errors import GoldwatchError
 from service.records import ScoredDoc
 
 
-class RetrieverError(RuntimeError):
+class RetrieverError(GoldwatchError, RuntimeError):
     """A retriever failed to answer (network error, bad response, timeout after retries).
 
     The message never includes the question text (it may hold personal data).

@@ -60,6 +60,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -71,6 +72,8 @@ from pydantic import (
     ValidationError,
 )
 
+from service.corpus import load_corpus
+from service.errors import GoldwatchError
 from service.events import Answer, QueryLogEvent, Retrieval, RetrievedPassage, User
 from service.traces.spans import Span
 
@@ -142,7 +145,7 @@ class TraceEvent:
     rewritten_query: str | None
 
 
-class TraceMappingError(Exception):
+class TraceMappingError(GoldwatchError):
     """A trace that yields no event.
 
     Attributes:
@@ -166,6 +169,19 @@ def content_key(text: str) -> str:
     """
     normal = " ".join(text.split())
     return "sha256:" + hashlib.sha256(normal.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def content_index(corpus: Path | None) -> dict[str, str]:
+    """:func:`~service.traces.mapping.content_key` of each passage text of the configured
+    corpus -> its id, so a posted document without an id (OpenInference LangChain) maps to
+    the corpus passage with the same text; empty without a corpus.
+
+    Raises:
+        service.corpus.CorpusError, OSError: the corpus cannot be read (as at start-up).
+    """
+    if corpus is None:
+        return {}
+    return {content_key(passage.text): passage.id for passage in load_corpus(corpus).passages}
 
 
 def trace_to_event(

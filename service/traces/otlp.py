@@ -30,6 +30,7 @@ from google.protobuf.message import DecodeError as ProtobufDecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
+from service.errors import GoldwatchError
 from service.traces.spans import Attributes, Span, SpanEvent
 
 #: Every reason :class:`TraceDecodeError` carries (a bounded metric label).
@@ -39,7 +40,7 @@ _U64_MAX = 2**64 - 1
 _I64 = (-(2**63), 2**63 - 1)
 
 
-class TraceDecodeError(Exception):
+class TraceDecodeError(GoldwatchError):
     """A trace payload that cannot be decoded.
 
     Attributes:

@@ -61,14 +61,14 @@ from prometheus_client import CollectorRegistry
 
 from benchmarks.datasets import SHARED_DATA
 from benchmarks.drift_streams import _clinc, _clinc_gold, hinglish_queries, make_event, write_jsonl
-from consumers.config import KafkaSourceConfig
 from consumers.harvest_sink import KafkaCandidateSink
-from service.api.runtime import build_live
 from service.events import QueryLogEvent
 from service.harvest.config import HarvestConfig
 from service.harvest.labelling import Labelling
 from service.harvest.store import MemoryCandidates, StateStoreCandidates
+from service.kafka_config import KafkaSourceConfig
 from service.replay_job import run_replay
+from service.runtime.live import build_live
 from service.settings import Settings, load_settings
 from service.state import StateStore
 from tests.acceptance.conftest import read_topic

@@ -1,4 +1,4 @@
-"""The shared append mechanism (consumers/append_only.py): whatever fails — a short write, the
+"""The shared append mechanism (service/files/append_only.py): whatever fails — a short write, the
 write, the fsync — the file holds what it held before, or that plus the whole record; a torn
 tail is cut or refused; nothing is written after a failure by a close.
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-import consumers.append_only as append_only
-from consumers.append_only import (
+import service.files.append_only as append_only
+from service.files.append_only import (
     AppendOnlyFile,
     TornTail,
     append_whole,

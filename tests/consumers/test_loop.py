@@ -28,6 +28,7 @@ from consumers.loop import (
     run,
 )
 from service.pipeline import Batch, CountingStage, Pipeline, PipelineConfig, StageError
+from service.runtime.live import default_pipeline
 from service.state import StateError, StateStore
 from service.telemetry import Metrics, build_metrics
 
@@ -117,7 +118,7 @@ def fresh_metrics() -> tuple[CollectorRegistry, Metrics]:
 
 
 def pipeline(window: int = 1000) -> Pipeline:
-    return Pipeline.default(PipelineConfig(dedup_window=window))
+    return default_pipeline(PipelineConfig(dedup_window=window))
 
 
 def test_counts_are_exact_and_bad_messages_are_dead_letters() -> None:
@@ -326,7 +327,7 @@ def test_file_resume_after_crash_no_loss_no_double_count(tmp_path: Path) -> None
         assert state.get("stage/count")["processed"] == 8  # two batches checkpointed
         stored = state.get(FileSource(log_file).state_key)
         assert stored["line"] == 8
-        second = Pipeline.default(config)
+        second = default_pipeline(config)
         report = run(
             FileSource(log_file),
             second,

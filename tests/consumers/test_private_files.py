@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from consumers.append_only import append_whole, open_append
 from consumers.base import DeadLetter, Origin, RawMessage
 from consumers.file_source import FileSource
-from consumers.private_files import PRIVATE_MODE
-from service.api.runtime import JsonlDeadLetters
+from consumers.jsonl_dead_letters import JsonlDeadLetters
+from service.files.append_only import append_whole, open_append
+from service.files.private import PRIVATE_MODE
 
 
 @pytest.fixture(params=[0o000, 0o022], ids=["umask-000", "umask-022"])

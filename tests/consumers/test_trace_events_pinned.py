@@ -34,7 +34,8 @@ from service.events import (
     RetrievedPassage,
     User,
 )
-from service.pipeline import Pipeline, PipelineConfig
+from service.pipeline import PipelineConfig
+from service.runtime.live import default_pipeline
 from service.state import StateStore
 from service.telemetry import build_metrics
 from service.traces.assembly import AssemblyLimits, TraceAssembler
@@ -298,7 +299,7 @@ def test_a_failed_batch_dead_letters_each_trace_as_its_event_json() -> None:
 
     source.poll = poll  # type: ignore[method-assign]
     config = PipelineConfig(max_batch_size=10, max_batch_wait_ms=0)
-    report = run(source, Pipeline.default(config, extra=[_Failing()]), StateStore.in_memory(),
+    report = run(source, default_pipeline(config, extra=[_Failing()]), StateStore.in_memory(),
                  build_metrics(CollectorRegistry()), threading.Event(), config=config,
                  decode=source.wrap_decoder(make_decoder()), on_error=lambda *_: True,
                  until_eof=True)  # fmt: skip

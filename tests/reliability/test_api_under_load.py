@@ -22,7 +22,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.api.app import SWITCH_INTERVAL_S, BodyLimit, create_app
-from service.api.runtime import Runtime
+from service.runtime.process import Runtime
 from service.settings import load_settings
 
 LIMIT = 10

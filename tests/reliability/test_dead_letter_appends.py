@@ -19,7 +19,7 @@ import pytest
 
 from consumers.base import DeadLetter, Origin, RawMessage
 from consumers.file_source import FileSource, dead_letter_line
-from service.api.runtime import JsonlDeadLetters
+from consumers.jsonl_dead_letters import JsonlDeadLetters
 from tests.reliability.test_state_faults import _fill, _mount
 
 PAGE = 4096  # tmpfs allocates whole pages: a file's last page has room up to its end

@@ -22,8 +22,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from consumers.base import Origin, RawMessage
 from consumers.engine import Engine
 from consumers.loop import make_decoder
-from service.api.runtime import build_live
 from service.demo import demo_path
+from service.runtime.live import build_live
 from service.settings import load_settings
 from service.state import StateStore
 from service.telemetry import build_metrics

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from consumers.engine import TOTALS_KEY
-from service.api.runtime import Runtime
+from service.runtime.process import Runtime
 from service.settings import load_settings
 from service.state import StateStore
 

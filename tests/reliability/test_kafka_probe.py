@@ -28,10 +28,11 @@ from kafka.structs import OffsetAndMetadata
 from prometheus_client import CollectorRegistry
 
 from benchmarks.streams import mixed_stream
-from consumers.config import KafkaSourceConfig
 from consumers.kafka_source import KafkaSource
 from consumers.loop import run
-from service.pipeline import Pipeline, PipelineConfig
+from service.kafka_config import KafkaSourceConfig
+from service.pipeline import PipelineConfig
+from service.runtime.live import default_pipeline
 from service.state import StateStore
 from service.telemetry import build_metrics
 from tests.acceptance.conftest import FAST_KAFKA, dlq_by_origin
@@ -183,7 +184,7 @@ def test_undecodable_batch_is_dead_lettered_and_skipped(
 
     def work() -> None:
         try:
-            reports.append(run(source, Pipeline.default(PipelineConfig()), StateStore.in_memory(),
+            reports.append(run(source, default_pipeline(PipelineConfig()), StateStore.in_memory(),
                                metrics, stop, config=PipelineConfig(max_batch_wait_ms=200,
                                commit_interval_s=0, status_interval_s=0)))  # fmt: skip
         except BaseException as exc:  # noqa: BLE001 - reported by the assertion below

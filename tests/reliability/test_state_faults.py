@@ -28,7 +28,8 @@ from benchmarks.streams import expected_counts, file_stream, write_jsonl
 from consumers.engine import Engine
 from consumers.file_source import FileSource
 from consumers.loop import make_decoder, run
-from service.pipeline import Pipeline, PipelineConfig
+from service.pipeline import PipelineConfig
+from service.runtime.live import default_pipeline
 from service.state import StateError, StateStore
 from service.telemetry import build_metrics
 from tests.acceptance.service_process import ServiceProcess, accounted, metric_sum, parse_metrics
@@ -183,7 +184,7 @@ def test_file_source_checkpoint_failures_resume_without_double_counting(tmp_path
     registry = CollectorRegistry()
     metrics = build_metrics(registry)
     config = PipelineConfig(max_batch_size=50, commit_interval_s=0.0, max_event_bytes=65_536)
-    engine = Engine(Pipeline.default(config), store, metrics, make_decoder(max_event_bytes=65_536))
+    engine = Engine(default_pipeline(config), store, metrics, make_decoder(max_event_bytes=65_536))
     engine.restore()
     failures = 0
     for _ in range(5):

@@ -324,7 +324,7 @@ def test_shadow_limits_and_deadlines_ignore_the_wall_clock(jump_run: dict[str, A
 
 def test_uptime_never_negative_nor_jumps(jump_run: dict[str, Any]) -> None:
     """``uptime_s`` is on the monotonic clock (it went to −172,777 s at −2 d on the wall
-    clock before ``service/api/runtime.py`` was fixed): it only grows, by less than a day."""
+    clock before ``service/runtime/process.py`` was fixed): it only grows, by less than a day."""
     uptimes = [
         u for p in jump_run["phases"] for u in (p["before"]["uptime_s"], p["after"]["uptime_s"])
     ]

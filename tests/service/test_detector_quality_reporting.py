@@ -18,12 +18,8 @@ from service.analytics import Analytics, apply_quality_floor
 from service.detector_quality import DetectorQuality
 from service.drift.stage import DriftStage
 from service.html import render_replay_html
-from service.replay_job import (
-    detector_quality_report,
-    novelty_report,
-    quality_text,
-    render_text,
-)
+from service.replay_job import quality_text, render_text
+from service.runtime.reports import detector_quality_report, novelty_report
 from service.settings import load_settings
 from service.telemetry import build_analytics_metrics
 from tests.service.html.samples import replay_report

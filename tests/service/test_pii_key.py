@@ -22,6 +22,7 @@ from service.events import QueryLogEvent
 from service.pii import Pseudonymiser, pseudonymise
 from service.pipeline import Pipeline, PipelineConfig
 from service.replay_job import run_replay
+from service.runtime.live import default_pipeline
 from service.settings import ConfigError, effective_config, load_settings
 
 KEY = "k3y-" + "0123456789abcdef" * 2  # 36 characters
@@ -74,7 +75,7 @@ def test_a_key_makes_the_digest_hmac_and_no_key_keeps_sha256() -> None:
 
 def _pipeline(key: str | None) -> Pipeline:
     pseudonymiser = Pseudonymiser(key.encode()) if key is not None else Pseudonymiser()
-    return Pipeline.default(PipelineConfig(dedup_window=100), pseudonymiser=pseudonymiser)
+    return default_pipeline(PipelineConfig(dedup_window=100), pseudonymiser=pseudonymiser)
 
 
 IDS = ["ivan.1@example.com", "+91 98765 43210", "e-000007"]

@@ -18,6 +18,7 @@ from service.pipeline import (
     StageError,
     StatelessStage,
 )
+from service.runtime.live import default_pipeline
 
 AT = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 
@@ -64,7 +65,7 @@ def test_stages_run_in_order_and_share_annotations() -> None:
 
 
 def test_default_pipeline_dedups_then_counts() -> None:
-    pipeline = Pipeline.default(PipelineConfig(dedup_window=5))
+    pipeline = default_pipeline(PipelineConfig(dedup_window=5))
     pipeline.process(events("a", "b", "a"), source="file")
     counter = pipeline.stages[-1]
     assert isinstance(counter, CountingStage)
@@ -84,11 +85,11 @@ def test_keep_filters_annotations_in_lockstep() -> None:
 
 
 def test_snapshot_and_restore_round_trip() -> None:
-    pipeline = Pipeline.default(PipelineConfig())
+    pipeline = default_pipeline(PipelineConfig())
     pipeline.process(events("a", "b"), source="file")
     snapshot = pipeline.snapshot()
     assert set(snapshot) == {"stage/dedup", "stage/count"}
-    fresh = Pipeline.default(PipelineConfig())
+    fresh = default_pipeline(PipelineConfig())
     assert fresh.state_keys() == ["stage/dedup", "stage/count"]
     fresh.restore(snapshot)
     assert fresh.snapshot() == snapshot

@@ -102,7 +102,7 @@ def test_the_service_recalibrates_out_of_scope_after_an_accept(tmp_path: Path) -
 
     from prometheus_client import CollectorRegistry
 
-    from service.api.runtime import Runtime
+    from service.runtime.process import Runtime
     from service.settings import load_settings
 
     gold_path = tmp_path / "gold.jsonl"

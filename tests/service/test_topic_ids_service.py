@@ -16,10 +16,10 @@ from service.analytics import (
     apply_gold_references,
     gold_references,
 )
-from service.api.runtime import build_live
 from service.goldset import load_gold_set
 from service.html.replay_page import render_replay_html
 from service.replay_job import render_text, run_replay
+from service.runtime.live import build_live
 from service.settings import load_settings
 from service.state import StateStore
 from service.telemetry import build_analytics_metrics

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc
 #: far over the fixed threshold, and too large for a hole that importing left in the heap).
 SCRIPT = """
 import ctypes, sys
-from service.api.runtime import MMAP_THRESHOLD_BYTES, fix_mmap_threshold
+from service.runtime.memory import MMAP_THRESHOLD_BYTES, fix_mmap_threshold
 class MallInfo2(ctypes.Structure):
     _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks",
                 "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]

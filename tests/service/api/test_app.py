@@ -14,8 +14,8 @@ import uvicorn
 
 from service.api import listen
 from service.api.app import create_app
-from service.api.runtime import Runtime
 from service.demo import demo_path
+from service.runtime.process import Runtime
 from service.settings import Settings, load_settings
 from tests.ports import free_port
 

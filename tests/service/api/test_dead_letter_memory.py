@@ -1,5 +1,5 @@
 """Unit tests of the HTTP dead-letter file's memory across restarts
-(:meth:`service.api.runtime.JsonlDeadLetters.recover`)."""
+(:meth:`consumers.jsonl_dead_letters.JsonlDeadLetters.recover`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from consumers.base import DeadLetter, Origin, RawMessage
-from service.api.runtime import DEAD_LETTER_MARK_KEY, JsonlDeadLetters
+from consumers.jsonl_dead_letters import DEAD_LETTER_MARK_KEY, JsonlDeadLetters
 
 
 def _letter(value: bytes, reason: str = "wrong_type") -> DeadLetter:

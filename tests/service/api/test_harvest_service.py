@@ -253,7 +253,7 @@ def test_an_older_gold_refresh_never_lands_after_a_newer_one(
     meanwhile the file is broken and a second refresh is asked for. The outcome must be the
     newest read's (the failure), never the slow older success landing last (CI saw this: the
     previous test's refresh cleared this one's error)."""
-    import service.api.runtime as runtime_module
+    import service.runtime.process as runtime_module
 
     runtime = server.runtime
     gold_path = Path(runtime.settings.gold_set)  # type: ignore[arg-type]

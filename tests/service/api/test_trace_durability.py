@@ -20,9 +20,9 @@ from google.rpc.status_pb2 import Status
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-import service.api.runtime as runtime_module
-from service.api.runtime import Runtime
+import service.runtime.process as runtime_module
 from service.api.trace_ingest import PENDING_PREFIX, TraceIngest, _restored, _stored
+from service.runtime.process import Runtime
 from service.settings import load_settings
 from service.state import StateError, StateStore
 from service.traces.otlp import decode_protobuf

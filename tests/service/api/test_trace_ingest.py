@@ -7,7 +7,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from service.api.trace_ingest import content_index
+from service.traces.mapping import content_index
 
 
 def test_content_index_maps_passage_texts_to_corpus_ids(tmp_path: Path) -> None:

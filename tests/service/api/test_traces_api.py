@@ -29,9 +29,9 @@ from opentelemetry.trace import Tracer
 
 from service.api import listen
 from service.api.app import create_app
-from service.api.runtime import Runtime
 from service.events import Answer, QueryLogEvent, Retrieval, RetrievedPassage, User
 from service.pipeline import Batch
+from service.runtime.process import Runtime
 from service.settings import Settings, load_settings
 from service.traces.otlp import decode_protobuf, encode_json
 from tests.ports import free_port

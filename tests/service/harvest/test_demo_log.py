@@ -11,6 +11,7 @@ import pytest
 
 from service.analytics import build_analytics
 from service.corpus import load_corpus
+from service.dedup import DedupStage
 from service.demo import demo_path
 from service.demo.querylog import PII_EVENT_IDS
 from service.events import QueryLogEvent
@@ -21,7 +22,7 @@ from service.harvest.ranking import select
 from service.harvest.stage import HarvestStage
 from service.harvest.store import MemoryCandidates
 from service.harvest.text import jaccard, trigrams
-from service.pipeline import DedupStage, Pipeline
+from service.pipeline import Pipeline
 from service.settings import load_settings
 
 # The digits and addresses of the planted items (service.demo.variants.PLANTED_PII)

@@ -363,7 +363,7 @@ def test_the_shutdown_flush_is_retried_until_the_sink_takes_the_suggestions() ->
     """Before: ``Live.close`` flushed once; a sink failing then (a full disk at shutdown)
     lost the changed suggestions with one warning naming only the exception type."""
     from service.analytics import Analytics
-    from service.api.runtime import Live
+    from service.runtime.live import Live
 
     sink = _FailsFirst(failures=2)
     stage = HarvestStage(HarvestConfig(flush_interval_s=3600.0), sinks=[sink])

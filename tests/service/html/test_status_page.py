@@ -15,12 +15,12 @@ from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
 from service.api import status_page
-from service.api.runtime import EngineBusy
 from service.harvest import HarvestStage, MemoryCandidates
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.labelling import Labelling
 from service.html import render_status_page
 from service.html.status import SectionCache
+from service.runtime.process import EngineBusy
 from service.telemetry import build_harvest_metrics
 from tests.service.harvest.helpers import batch, event
 from tests.service.html import samples

@@ -14,9 +14,9 @@ from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from prometheus_client import CollectorRegistry
 
-from service.api.runtime import build_live
 from service.events import QueryLogEvent
 from service.pipeline import Batch
+from service.runtime.live import build_live
 from service.settings import load_settings
 from service.shadow.agreement import Agreement
 from service.shadow.runner import ShadowResult

@@ -3,9 +3,9 @@
 Dead-letter files keep the raw bytes of refused events by design (docs/security.md), so
 another local user must not be able to read them: a file created with Python's ``open`` gets
 ``0666`` minus the umask (usually ``0644``, world-readable).
-:func:`consumers.append_only.open_append` creates a missing file with :data:`PRIVATE_MODE`
+:func:`service.files.append_only.open_append` creates a missing file with :data:`PRIVATE_MODE`
 instead, via ``os.open``'s mode argument, so the file is never readable by others, not even
-between its creation and a ``chmod``. (Appends go through :mod:`consumers.append_only` only:
+between its creation and a ``chmod``. (Appends go through :mod:`service.files.append_only` only:
 a buffered append file could write part of a record after a failure was cut back.)
 """
 

@@ -38,7 +38,7 @@ import stat
 from pathlib import Path
 from typing import Any, Literal
 
-from consumers.private_files import PRIVATE_MODE
+from service.files.private import PRIVATE_MODE
 
 __all__ = ["AppendOnlyFile", "TornTail", "append_whole", "cut_back", "file_mark", "lines_after",
            "open_append", "prepare_tail", "torn_tail"]  # fmt: skip

@@ -12,78 +12,43 @@ is committed past what was applied and checkpointed.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import ctypes
-import errno
-import gc
-import hashlib
-import importlib
-import json
 import logging
-import os
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from consumers.append_only import append_whole, file_mark, lines_after, open_append, prepare_tail
-from consumers.base import DeadLetter, Origin, RawMessage, Source
+from consumers.base import DeadLetter, ExplainsNotReady, Origin, RawMessage, Source
 from consumers.engine import Engine, Outcome
 from consumers.errors import GoldwatchConsumerError, suppress_on_error
-from consumers.file_source import FileSource, dead_letter_line
+from consumers.file_source import FileSource
+from consumers.jsonl_dead_letters import DEAD_LETTER_MARK_KEY, JsonlDeadLetters
 from consumers.loop import make_decoder, run
 from service import __version__
-from service.acl import AccessPolicy
-from service.analytics import (
-    TOPIC_IDENTITY_KEY,
-    Analytics,
-    build_analytics,
-    pseudonymiser,
-    topic_identity,
-)
-from service.corpus import Corpus, DataFileError, load_corpus
-from service.embeddings import shared_embedder
-from service.goldset import GoldFileCheck, GoldSet, load_gold_set
-from service.harvest import HarvestStage, MemoryCandidates, StateStoreCandidates
-from service.harvest.config import REASONS
+from service.corpus import DataFileError, load_corpus
+from service.errors import GoldwatchError, describe_error
+from service.goldset import GoldFileCheck, load_gold_set
 from service.known import KnownQuestionIndex
-from service.pii import UNKEYED
-from service.pipeline import Batch, Pipeline, Stage
-from service.quality import LiveQualityStage
-from service.retrievers.registry import build_retrievers
+from service.pipeline import Stage
+from service.runtime.live import build_live, build_pipeline, keep_topic_identity
+from service.runtime.memory import fix_mmap_threshold, freeze_heap
+from service.runtime.reports import analytics_report, json_safe
 from service.settings import Settings, gold_set_notice
 from service.shadow.gold_runs import GoldRuns
-from service.shadow.runner import ShadowRunner
-from service.shadow.stage import ShadowStage
 from service.state import StateError, StateStore
-from service.telemetry import (
-    PRODUCTION,
-    AnalyticsMetrics,
-    HarvestMetrics,
-    ShadowMetrics,
-    build_analytics_metrics,
-    build_harvest_metrics,
-    build_metrics,
-    build_shadow_metrics,
-    build_trace_metrics,
-)
+from service.telemetry import build_metrics, build_trace_metrics
+from service.traces.mapping import content_index
 
 log = logging.getLogger(__name__)
 
 HTTP_SOURCE = "http"
-#: State key of the HTTP dead-letter file's identity and size at the last checkpoint.
-DEAD_LETTER_MARK_KEY = "http-dead-letters/checkpointed"
 MAX_BACKOFF_S = 30.0
 LOCK_TIMEOUT_S = 5.0
 
 
-class EngineBusy(RuntimeError):
+class EngineBusy(GoldwatchError, RuntimeError):
     """The pipeline stayed busy longer than the API waits; the client should retry (503)."""
 
     #: The ``error`` code of the HTTP answer.
@@ -97,514 +62,6 @@ class IngestUnavailable(EngineBusy):
 
     code = "unavailable"
 
-
-def load_stage(spec: str) -> Stage:
-    """Build a custom stage from ``module:Class`` (called with no arguments).
-
-    Raises:
-        ValueError: the spec is malformed or the object cannot be imported or built.
-    """
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise ValueError(f"stage {spec!r}: expected 'module:Class'")
-    try:
-        factory = getattr(importlib.import_module(module_name), attr)
-        return factory()  # type: ignore[no-any-return]
-    except (ImportError, AttributeError, TypeError) as exc:
-        raise ValueError(f"stage {spec!r} cannot be built: {type(exc).__name__}") from None
-
-
-def build_pipeline(settings: Settings, extra: Sequence[Stage] = ()) -> Pipeline:
-    """Return the live pipeline: dedup → built-in stages → custom stages → count.
-
-    Raises:
-        ValueError: a custom stage cannot be built, or ``analytics.pii_key_file`` cannot be
-            read or holds too short a key.
-    """
-    custom = [load_stage(spec) for spec in settings.pipeline.extra_stages]
-    scrub = settings.analytics.enabled and settings.analytics.pii  # ids as the other fields
-    keyed = pseudonymiser(settings.analytics) if scrub else UNKEYED
-    return Pipeline.default(settings.pipeline, extra=[*extra, *custom], pseudonymise_ids=scrub,
-                            pseudonymiser=keyed)  # fmt: skip
-
-
-@dataclass
-class Live:
-    """The live pipeline with its analytics, shadow stage and the batch observer that
-    exports them.
-
-    Attributes:
-        pipeline: dedup → analytics → shadow → custom stages → count.
-        analytics: the analytics stages and their labels.
-        analytics_metrics: their metrics (``None`` when analytics are off).
-        shadow: the shadow stage (``None`` without candidates); its runner's worker threads
-            run until :meth:`close`.
-        shadow_metrics: shadow, gold-run, known-question and ACL metrics.
-        quality: known questions scored live, ACL checks (``None`` without a gold set).
-    """
-
-    pipeline: Pipeline
-    analytics: Analytics
-    analytics_metrics: AnalyticsMetrics | None
-    shadow: ShadowStage | None = None
-    shadow_metrics: ShadowMetrics | None = None
-    quality: LiveQualityStage | None = None
-    harvest: HarvestStage | None = None
-    harvest_metrics: HarvestMetrics | None = None
-    closers: list[Any] = field(default_factory=list)
-
-    def observe(self, batch: Batch) -> None:
-        """Export one batch's analytics (counters per batch, drift gauges from the report)
-        and what the shadow stage collected since the last batch."""
-        if self.analytics_metrics is not None:
-            self.analytics_metrics.observe_annotations(batch.annotations)
-            if self.analytics.drift is not None:
-                self.analytics_metrics.observe_drift(self.analytics.drift.report())
-        self.export_shadow()
-
-    def export_shadow(self) -> None:
-        """Hand the shadow and live-quality stages' pending observations to the metrics."""
-        if self.shadow_metrics is None:
-            return
-        if self.shadow is not None:
-            self.shadow_metrics.observe_shadow(self.shadow.pending_observations())
-        if self.quality is not None:
-            self.shadow_metrics.observe_quality(self.quality.pending_observations())
-        if self.harvest is not None and self.harvest_metrics is not None:
-            self.harvest_metrics.observe(self.harvest.pending_observations())
-
-    def collect_shadow(self) -> None:
-        """Fold in shadow results finished since the last batch and export them (call with
-        the engine lock held: the stage is not thread-safe)."""
-        if self.shadow is not None:
-            self.shadow.collect()
-            self.export_shadow()
-
-    def finish(self, timeout_s: float = 30.0) -> None:
-        """End of a replay: wait for the shadow calls in flight, fold them in, publish the
-        harvested suggestions, export."""
-        if self.shadow is not None:
-            self.shadow.flush(timeout_s)
-        if self.harvest is not None:
-            self.harvest.flush_final()  # retried; what stays unpublished is logged
-        self.export_shadow()
-
-    def close(self) -> None:
-        """Stop the shadow runner's worker threads, publish the last suggestions, close the
-        suggestion sinks (call before closing the state store)."""
-        if self.shadow is not None:
-            self.shadow.runner.close()
-        if self.harvest is not None:
-            self.harvest.flush_final()  # retried; what stays unpublished is logged
-        for closer in self.closers:
-            try:
-                closer()
-            except Exception as exc:  # closing must not hide the real shutdown
-                log.warning("closing %s failed: %s", closer, type(exc).__name__)
-
-
-def freeze_heap() -> None:
-    """Move everything allocated so far (models, indexes, the gold set) out of the garbage
-    collector's reach (``gc.freeze``): full collections then walk only what the live path
-    allocates, not the start-up heap — about 25 µs/event less on novel traffic."""
-    gc.collect()
-    gc.freeze()
-
-
-#: glibc ``mallopt`` parameter number of ``M_MMAP_THRESHOLD`` (``<malloc.h>``).
-_M_MMAP_THRESHOLD = -3
-#: Allocations from this size up get their own ``mmap`` and go back to the system when freed.
-MMAP_THRESHOLD_BYTES = 128 * 1024
-
-
-def fix_mmap_threshold(threshold: int = MMAP_THRESHOLD_BYTES) -> bool:
-    """Keep glibc's ``mmap`` threshold at ``threshold`` bytes (its default) instead of letting
-    it rise; return whether it was set (``False`` off glibc, e.g. musl or macOS).
-
-    glibc raises the threshold to the size of each ``mmap``-ed block that is freed (up to
-    32 MiB), so after the first checkpoint the service's large, short-lived buffers (the
-    checkpoint's JSON, 0.3-1.4 MB each second; Kafka fetch responses, up to ~5 MB) are carved
-    from the heap between long-lived allocations, and the holes they leave are not returned.
-    Soak, 200,000 events at 2,000/s, same probe: the heap grew 81 -> 163 MB (free inside it
-    5 -> 37 MB) and the end RSS was 454-463 MB; with the threshold fixed the heap grew 72 ->
-    102 MB (free 3-8 MB), RSS 432 MB at the end (``MALLOC_MMAP_THRESHOLD_=131072``, the same
-    setting). Setting it also fixes the trim threshold at its default (128 KiB), so the top
-    of the heap is returned as it frees up.
-    """
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt.restype = ctypes.c_int
-    return bool(mallopt(_M_MMAP_THRESHOLD, threshold))
-
-
-def _keep_topic_identity(state: StateStore | None, analytics: Analytics) -> None:
-    """Persist the topic ids and centroids, so the next start keeps the topic ids (a store
-    that cannot be written only costs that: logged, the service goes on)."""
-    identity = topic_identity(analytics)
-    if state is None or identity is None:
-        return
-    try:
-        state.checkpoint({TOPIC_IDENTITY_KEY: identity})
-    except StateError as exc:
-        log.warning("topic ids not kept for the next start: %s", exc)
-
-
-def build_live(
-    settings: Settings,
-    registry: CollectorRegistry,
-    state: StateStore | None = None,
-    replay: bool = False,
-) -> Live:
-    """Build the pipeline with the analytics stages of ``settings.analytics`` and the shadow
-    stage of ``settings.shadow``, against the configured gold set and corpus. Without a gold
-    set (``settings.gold_set`` unset; never a stand-in) only what needs none runs: language,
-    refusals, drift against the baseline (topics only from ``analytics.topics_model`` or a
-    configured corpus), shadow; live quality and harvesting are off. Harvested suggestions
-    are kept in ``state`` (in memory without one)
-    and, with the Kafka source, published to the compacted ``harvest.topic``. With
-    ``replay`` (a replay to the end of a file) the shadow stage runs with backpressure and
-    waits for each batch's calls, so nothing is skipped for timing and the report is
-    reproducible (:mod:`service.shadow.stage`).
-
-    Raises:
-        ValueError, OSError: the gold set, corpus, topic model or a custom stage is unusable
-            (the message names the file and problem); ``traces.evaluations`` is on without
-            analytics or without the ``otel`` extra.
-        service.retrievers.base.RetrieverError: a shadow candidate cannot be built.
-    """
-    if settings.traces.evaluations.enabled and not settings.analytics.enabled:
-        raise ValueError(
-            "traces.evaluations.enabled needs analytics.enabled: the analytics decide the verdicts"
-        )
-    analytics = Analytics(stages=[])
-    metrics = None
-    candidates = settings.shadow.candidates
-    if not settings.analytics.enabled and not candidates:
-        return Live(build_pipeline(settings), analytics, None)
-    has_gold = settings.gold_set is not None
-    gold = load_gold_set(settings.gold_set) if settings.gold_set else GoldSet(())
-    corpus = load_corpus(settings.corpus) if settings.corpus else Corpus(())
-    if settings.analytics.enabled:
-        previous = state.get(TOPIC_IDENTITY_KEY) if state is not None else None
-        analytics = build_analytics(settings.analytics, gold, corpus, previous)
-        _keep_topic_identity(state, analytics)
-        labeler = analytics.language_labeler
-        metrics = build_analytics_metrics(
-            registry,
-            language_labels=labeler.labels() if labeler else (),
-            topic_labels=analytics.topic_labels,
-            topic_descriptions=analytics.topic_descriptions,
-        )
-        metrics.set_gold_shares(analytics.gold_counts)
-        metrics.set_detector_quality(
-            {name: {"auc": q.auc, "auc_low": q.low, "auc_high": q.high}  # unrounded
-             for name, q in analytics.detector_quality.items()},
-            analytics.quality_floor,
-        )
-    stages: list[Stage] = list(analytics.stages)
-    shadow_stage = None
-    roles = sorted({role for passage in corpus for role in passage.acl}
-                   | {q.role for q in gold if q.role})  # fmt: skip
-    shadow_metrics = build_shadow_metrics(
-        registry,
-        candidates=[c.name for c in candidates],
-        production=settings.shadow.production,
-        language_labels=metrics.language_labels if metrics else (),
-        topic_labels=metrics.topic_labels if metrics else (),
-        role_labels=roles,
-    )
-    quality = None
-    listeners: list[Any] = []
-    if has_gold:
-        index = KnownQuestionIndex(gold, threshold=settings.shadow.known_threshold)
-        quality = LiveQualityStage(index, AccessPolicy.from_corpus(corpus),
-                                   k=settings.shadow.known_k, production=PRODUCTION)  # fmt: skip
-        stages.append(quality)
-        listeners.append(quality.observe_candidate)
-    harvest, harvest_metrics, closers = None, None, []
-    if settings.harvest.enabled and settings.analytics.enabled and has_gold:
-        sinks: list[Any] = [StateStoreCandidates(state) if state else MemoryCandidates()]
-        if settings.source.kind == "kafka" and settings.kafka is not None:
-            from consumers.harvest_sink import KafkaCandidateSink
-
-            kafka_sink = KafkaCandidateSink(settings.kafka, settings.harvest.topic)
-            sinks.append(kafka_sink)
-            closers.append(kafka_sink.close)
-        embedder = None
-        if settings.harvest.embedding_similarity is not None:
-            # the analytics' fit texts (build_analytics), so a tfidf embedder is shared too
-            fit = [q.question for q in gold] + [passage.text for passage in corpus.passages]
-            embedder = shared_embedder(settings.analytics.embeddings, fit_texts=fit)
-        harvest = HarvestStage(settings.harvest, analytics.gold_counts, list(gold), sinks=sinks,
-                               embedder=embedder)  # fmt: skip
-        harvest_metrics = build_harvest_metrics(
-            registry, REASONS, sinks=[type(sink).__name__ for sink in sinks]
-        )
-        listeners.append(harvest.observe_shadow)
-    if settings.traces.evaluations.enabled:
-        from service.traces.evaluations import EvaluationEmitter, otlp_log_emitter
-
-        emit, close = otlp_log_emitter(settings.traces.evaluations)
-        emitter = EvaluationEmitter(emit, max_rbo=settings.harvest.max_rbo)
-        stages.append(emitter)  # after the analytics, whose annotations it reads
-        listeners.append(emitter.observe_shadow)
-        closers.append(close)
-    if candidates:
-        names = list(dict.fromkeys(c.retriever_name for c in candidates))
-        retrievers = build_retrievers(names, settings,
-                                      corpus.passages if settings.corpus else None)  # fmt: skip
-        runner = ShadowRunner(settings.shadow, retrievers, backpressure=replay)
-        shadow_stage = ShadowStage(runner, listeners=listeners, synchronous=replay)
-        stages.append(shadow_stage)
-    if harvest is not None:
-        stages.append(harvest)
-    return Live(build_pipeline(settings, stages), analytics, metrics, shadow_stage,
-                shadow_metrics, quality, harvest, harvest_metrics, closers)  # fmt: skip
-
-
-class JsonlDeadLetters:
-    """Dead letters of HTTP ingest (and stdin), appended to a JSONL file and fsynced.
-
-    HTTP ingest writes a request's letters with :meth:`admit` before the pipeline applies
-    the request: if they cannot be written (disk full, read-only, a FIFO at the path),
-    nothing of that request is applied or counted, the client gets a 503 and the letters are
-    not kept. Letters written for a request that was then not acknowledged (a later chunk or
-    the checkpoint failed) are remembered by identity (:meth:`unacknowledged`), so the
-    client's retry counts them as duplicates instead of writing and counting them again.
-
-    Every letter the engine counts goes through :meth:`admit`, ``processing_failed`` ones
-    (a stage raised) included: on disk before it is counted. Letters handed to
-    :meth:`write` (trace ingest's rejected spans and traces, which the engine does not
-    count) that cannot be written stay queued in memory and go out with the next write; the
-    runtime runs :meth:`flush` before every engine checkpoint.
-
-    Across a restart (a kill -9 between writing a request's letters and the checkpoint that
-    counts them), the memory is rebuilt from the file: every checkpoint notes the file's
-    identity and size (:meth:`checkpoint_mark`), and at start the letters after that size —
-    written, never counted — are read back (:meth:`recover`, at most
-    :attr:`MAX_RECOVERED_BYTES` from the end): a retry of their request counts them as dead
-    letters once more (the count was lost with the checkpoint) without writing them again.
-
-    While the file cannot be written, :meth:`problem` says why (``/readyz``)."""
-
-    #: Identities of unacknowledged letters remembered at most (oldest forgotten first):
-    #: 100 requests of the API's largest size (1,000 events).
-    MAX_UNACKNOWLEDGED = 100_000
-    #: Most bytes read back from the end of the file at start (:meth:`recover`).
-    MAX_RECOVERED_BYTES = 64 << 20
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        self._queued: list[DeadLetter] = []
-        self._unacknowledged: OrderedDict[bytes, int] = OrderedDict()  # identity -> letters
-        # identity -> letters on disk from before a restart that no checkpoint counted
-        self._uncounted: OrderedDict[bytes, int] = OrderedDict()
-        # (errno, bytes the failed append needed, message) of the last failed append
-        self._failure: tuple[int, int, str] | None = None
-
-    @property
-    def queued(self) -> int:
-        """Letters accepted but not yet on disk (≥ 0)."""
-        return len(self._queued)
-
-    def admit(self, letters: Sequence[DeadLetter]) -> list[DeadLetter]:
-        """Append ``letters`` (and any queued ones) durably, except those already written
-        for an unacknowledged try (:meth:`unacknowledged`), which are not written again.
-
-        Returns:
-            The letters to count as dead letters (a sub-list of ``letters``, in order): those
-            written now and those on disk from before a restart that no checkpoint counted
-            (:meth:`recover`; not written again); the others are repeats, for the caller to
-            count as duplicates.
-
-        Raises:
-            OSError: the file cannot be written: nothing was written (a partly written
-                append is cut back), none of ``letters`` is kept, the remembered identities
-                are as before.
-        """
-        with self._lock:
-            fresh: list[DeadLetter] = []
-            counted: list[DeadLetter] = []
-            repeats: list[bytes] = []
-            recovered: list[bytes] = []
-            for letter in letters:
-                key = _letter_identity(letter)
-                if _take(self._unacknowledged, key):
-                    repeats.append(key)
-                elif _take(self._uncounted, key):
-                    recovered.append(key)
-                    counted.append(letter)
-                else:
-                    fresh.append(letter)
-                    counted.append(letter)
-            try:
-                self._append([*self._queued, *fresh])
-            except OSError:
-                self._remember(repeats)
-                for key in recovered:
-                    self._uncounted[key] = self._uncounted.get(key, 0) + 1
-                raise
-            self._queued.clear()
-            return counted
-
-    def checkpoint_mark(self) -> dict[str, Any]:
-        """``{DEAD_LETTER_MARK_KEY: {"dev", "ino", "size"}}``: the file as a checkpoint
-        counts it (:func:`consumers.append_only.file_mark`), for :meth:`recover`. Called
-        under the engine lock after :meth:`flush`, so every counted letter is in it."""
-        return {DEAD_LETTER_MARK_KEY: file_mark(self.path)}
-
-    def recover(self, mark: Any) -> int:
-        """Read back the letters after the last checkpoint's ``mark``
-        (:meth:`checkpoint_mark`): written by a process that died before a checkpoint
-        counted them. A retry of their request then counts them without writing them again
-        (:meth:`admit`). Nothing is read without a mark (a state from before this version),
-        when the file is another one or not longer than the mark
-        (:func:`consumers.append_only.lines_after`); at most :attr:`MAX_RECOVERED_BYTES`
-        from the end, at most :attr:`MAX_UNACKNOWLEDGED` identities. Lines that do not parse
-        are skipped.
-
-        Returns:
-            the number of letters read back (≥ 0).
-        """
-        found = 0
-        with self._lock:
-            for line in lines_after(self.path, mark, self.MAX_RECOVERED_BYTES):
-                key = _line_identity(line)
-                if key is None:
-                    continue
-                self._uncounted[key] = self._uncounted.get(key, 0) + 1
-                self._uncounted.move_to_end(key)
-                found += 1
-            while len(self._uncounted) > self.MAX_UNACKNOWLEDGED:
-                self._uncounted.popitem(last=False)
-        if found:
-            log.info("%d dead letters in %s were written after the last checkpoint: a retry "
-                     "of their events counts them without writing them again", found,
-                     self.path)  # fmt: skip
-        return found
-
-    def unacknowledged(self, letters: Sequence[DeadLetter]) -> None:
-        """Remember ``letters`` (on disk, counted) as belonging to a request that was not
-        acknowledged: the next :meth:`admit` of the same letters (same reason and bytes: the
-        client's retry) does not write them again."""
-        with self._lock:
-            self._remember([_letter_identity(letter) for letter in letters])
-
-    def _remember(self, keys: Sequence[bytes]) -> None:
-        for key in keys:
-            self._unacknowledged[key] = self._unacknowledged.get(key, 0) + 1
-            self._unacknowledged.move_to_end(key)
-        while len(self._unacknowledged) > self.MAX_UNACKNOWLEDGED:
-            self._unacknowledged.popitem(last=False)
-
-    def write(self, letters: Sequence[DeadLetter]) -> None:
-        """Queue ``letters`` and append every queued letter durably (flush + fsync).
-
-        Raises:
-            OSError: the file cannot be written; every letter stays queued (a partly written
-                append is cut back, so a retry never leaves a torn line).
-        """
-        with self._lock:
-            self._queued.extend(letters)
-            self._flush()
-
-    def flush(self) -> None:
-        """Write the queued letters (see :meth:`write`); nothing to do when none is queued.
-
-        Raises:
-            OSError: as :meth:`write`.
-        """
-        with self._lock:
-            self._flush()
-
-    def _flush(self) -> None:
-        self._append(self._queued)
-        self._queued.clear()
-
-    def _append(self, letters: Sequence[DeadLetter]) -> None:
-        if not letters:
-            return
-        data = b"".join(dead_letter_line(letter) for letter in letters)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = open_append(self.path)  # 0600: raw bytes of events
-            try:  # a torn tail (a crash mid-append) is cut: its letters were never checkpointed
-                append_whole(fd, prepare_tail(fd, self.path, on_torn="cut") + data)
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            reason = exc.strerror or type(exc).__name__
-            self._failure = (exc.errno or 0, len(data),
-                             f"dead-letter file {self.path} cannot be written: {reason}")
-            raise
-        self._failure = None
-
-    def problem(self) -> str | None:
-        """Why dead letters cannot be written now, or ``None``. After a failed append the
-        file is checked again at each call (opened for appending — a FIFO, folder, read-only
-        file system or missing folder still fails —, and after ``ENOSPC``/``EDQUOT`` the
-        file system must have room for the failed append); the problem clears when the
-        check passes or an append succeeds. Names the file and the system's reason only."""
-        failure = self._failure
-        if failure is None:
-            return None
-        code, needed, message = failure
-        try:
-            fd = open_append(self.path)
-        except OSError:
-            return message
-        try:
-            if code in (errno.ENOSPC, errno.EDQUOT):
-                space = os.fstatvfs(fd)
-                if space.f_bavail * space.f_frsize < needed:
-                    return message
-        finally:
-            os.close(fd)
-        if self._failure is failure:
-            self._failure = None
-        return None
-
-
-def _take(memory: OrderedDict[bytes, int], key: bytes) -> bool:
-    """Take one of ``key`` from ``memory`` (a count per identity); ``False`` if none."""
-    if memory.get(key, 0) <= 0:
-        return False
-    memory[key] -= 1
-    if not memory[key]:
-        del memory[key]
-    return True
-
-
-def _line_identity(line: bytes) -> bytes | None:
-    """The :func:`_letter_identity` of one dead-letter line (``dead_letter_line``), or
-    ``None`` for a blank or unreadable line or a cut letter (its value is a prefix)."""
-    try:
-        record = json.loads(line)
-        if not isinstance(record, dict) or record.get("truncated"):
-            return None
-        raw = record.get("value_b64")
-        value = base64.b64decode(raw, validate=True) if raw is not None else b""
-        reason = record["reason"]
-    except (ValueError, KeyError, TypeError, binascii.Error):
-        return None
-    if not isinstance(reason, str):
-        return None
-    digest = hashlib.blake2b(reason.encode("utf-8") + b"\0", digest_size=16)
-    digest.update(value)
-    return digest.digest()
-
-
-def _letter_identity(letter: DeadLetter) -> bytes:
-    """A dead letter's identity for retries: BLAKE2b-128 of its reason and raw bytes (the
-    event's bytes as sent; the same bytes in a retry are the same letter)."""
-    digest = hashlib.blake2b(letter.reason.encode("utf-8") + b"\0", digest_size=16)
-    digest.update(letter.message.value or b"")
-    return digest.digest()
 
 
 class Runtime:
@@ -753,7 +210,8 @@ class Runtime:
                     self._finished = True
                 return
             except Exception as exc:  # the API keeps serving; retry with backoff
-                self.last_error = f"{type(exc).__name__}: {exc}"
+                # type and stage only: the text can hold event text and /v1/status is public
+                self.last_error = describe_error(exc)
                 self._error_at = time.monotonic()
                 log.error("consumer stopped (%s); retrying in %.1f s", self.last_error, backoff)
                 self._source = None
@@ -772,7 +230,6 @@ class Runtime:
             if traces.kafka_encoding == "events":
                 return kafka
             from consumers.trace_source import TraceSource  # OTLP from the Collector (issue 20)
-            from service.api.trace_ingest import content_index
             from service.traces.assembly import TraceAssembler
 
             source = TraceSource(kafka, TraceAssembler(traces.assembly), traces.mapping,
@@ -804,7 +261,7 @@ class Runtime:
             if source is None:
                 reasons.append("source not connected")
             elif not source.ready():
-                why = getattr(source, "not_ready_reason", lambda: None)()
+                why = source.not_ready_reason() if isinstance(source, ExplainsNotReady) else None
                 reasons.append(why or "source not ready (no assignment or broker unreachable)")
         if self.last_error is not None:
             reasons.append("consumer error; retrying")
@@ -847,8 +304,6 @@ class Runtime:
 
     def analytics_report(self) -> dict[str, Any] | None:
         """The analytics summary (as in ``goldwatch replay``), or ``None`` when disabled."""
-        from service.replay_job import analytics_report, json_safe
-
         if not self.engine.lock.acquire(timeout=LOCK_TIMEOUT_S):
             raise EngineBusy("the pipeline is busy (the consumer is waiting on its source)")
         try:
@@ -924,7 +379,7 @@ class Runtime:
             apply_gold_references(self.live.analytics, model, counts)
             if scope is not None:
                 apply_scope_references(self.live.analytics, scope)
-        _keep_topic_identity(self.state, self.live.analytics)
+        keep_topic_identity(self.state, self.live.analytics)
         with self.engine.lock:
             if self.live.quality is not None:
                 self.live.quality.index = index

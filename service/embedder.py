@@ -1,0 +1,43 @@
+"""The embedding protocol (:class:`Embedder`) and the row normalisation every backend ends
+with: a leaf module, so the backends (:mod:`service.embeddings`,
+:mod:`service.embedding_backends`) and their consumers share it without importing each other.
+
+>>> import numpy as np
+>>> l2_normalise(np.array([[3.0, 4.0], [0.0, 0.0]])).tolist()
+[[0.6000000238418579, 0.800000011920929], [0.0, 0.0]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Maps texts to L2-normalised float32 vectors.
+
+    Attributes:
+        name: backend and model, e.g. ``"wordllama:l2_supercat:256"`` (recorded in artefacts,
+            so a model fitted on one embedder is never applied with another).
+        dim: vector length, > 0.
+    """
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Shape ``(len(texts), dim)``, float32, each row of L2 norm 1 (or all zero)."""
+        ...
+
+
+def l2_normalise(matrix: np.ndarray) -> np.ndarray:
+    """Rows scaled to L2 norm 1 (zero rows stay zero), as float32. Shape unchanged."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    if matrix.ndim != 2:
+        raise ValueError(f"expected a 2-D array, got shape {matrix.shape}")
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    np.divide(matrix, norms, out=matrix, where=norms > 0)
+    return matrix

@@ -1,0 +1,310 @@
+"""The live pipeline of one process: built-in, analytics, shadow, quality, harvest and
+custom stages, wired from the frozen settings (the composition root's pipeline half; the
+process half is :mod:`service.runtime.process`).
+
+>>> from datetime import datetime, timezone
+>>> from types import SimpleNamespace
+>>> at = datetime(2026, 11, 29, tzinfo=timezone.utc)
+>>> events = [SimpleNamespace(event_id="e-1", timestamp=at)] * 2
+>>> pipeline = default_pipeline(PipelineConfig(dedup_window=10))
+>>> [stage.name for stage in pipeline.stages]
+['dedup', 'count']
+>>> batch = pipeline.process(events, source="file")
+>>> len(batch), dict(batch.dropped)
+(1, {'duplicate': 1})
+>>> pipeline.snapshot()["stage/dedup"]
+{'ids': 'e-1'}
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from service.acl import AccessPolicy
+from service.analytics import (
+    TOPIC_IDENTITY_KEY,
+    Analytics,
+    build_analytics,
+    pseudonymiser,
+    topic_identity,
+)
+from service.corpus import Corpus, load_corpus
+from service.dedup import DedupStage
+from service.embeddings import shared_embedder
+from service.goldset import GoldSet, load_gold_set
+from service.harvest import HarvestStage, MemoryCandidates, StateStoreCandidates
+from service.harvest.config import REASONS
+from service.known import KnownQuestionIndex
+from service.pii import UNKEYED, Pseudonymiser
+from service.pipeline import Batch, CountingStage, Pipeline, PipelineConfig, Stage
+from service.quality import LiveQualityStage
+from service.retrievers.registry import build_retrievers
+from service.settings import Settings
+from service.shadow.runner import ShadowRunner
+from service.shadow.stage import ShadowStage
+from service.state import StateError, StateStore
+from service.telemetry import (
+    PRODUCTION,
+    AnalyticsMetrics,
+    HarvestMetrics,
+    ShadowMetrics,
+    build_analytics_metrics,
+    build_harvest_metrics,
+    build_shadow_metrics,
+)
+
+log = logging.getLogger(__name__)
+
+
+def default_pipeline(
+    config: PipelineConfig,
+    extra: Sequence[Stage] = (),
+    pseudonymise_ids: bool = True,
+    pseudonymiser: Pseudonymiser = UNKEYED,
+) -> Pipeline:
+    """Return dedup → ``extra`` stages → count, the live path's built-in pipeline.
+    ``pseudonymise_ids``: the dedup stage pseudonymises event ids holding personal data
+    (the service turns it off with the PII stage, ``analytics.pii``/``enabled`` false),
+    with ``pseudonymiser`` (keyed by ``analytics.pii_key``, or not).
+
+    Raises:
+        ValueError: two stages share a name (:class:`~service.pipeline.Pipeline`).
+    """
+    dedup = DedupStage(config.dedup_window, pseudonymise_ids, pseudonymiser)
+    return Pipeline([dedup, *extra, CountingStage()])
+
+
+def load_stage(spec: str) -> Stage:
+    """Build a custom stage from ``module:Class`` (called with no arguments).
+
+    Raises:
+        ValueError: the spec is malformed or the object cannot be imported or built.
+    """
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"stage {spec!r}: expected 'module:Class'")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+        return factory()  # type: ignore[no-any-return]
+    except (ImportError, AttributeError, TypeError) as exc:
+        raise ValueError(f"stage {spec!r} cannot be built: {type(exc).__name__}") from None
+
+
+def build_pipeline(settings: Settings, extra: Sequence[Stage] = ()) -> Pipeline:
+    """Return the live pipeline: dedup → built-in stages → custom stages → count.
+
+    Raises:
+        ValueError: a custom stage cannot be built, or ``analytics.pii_key_file`` cannot be
+            read or holds too short a key.
+    """
+    custom = [load_stage(spec) for spec in settings.pipeline.extra_stages]
+    scrub = settings.analytics.enabled and settings.analytics.pii  # ids as the other fields
+    keyed = pseudonymiser(settings.analytics) if scrub else UNKEYED
+    return default_pipeline(settings.pipeline, extra=[*extra, *custom], pseudonymise_ids=scrub,
+                            pseudonymiser=keyed)  # fmt: skip
+
+
+@dataclass
+class Live:
+    """The live pipeline with its analytics, shadow stage and the batch observer that
+    exports them.
+
+    Attributes:
+        pipeline: dedup → analytics → shadow → custom stages → count.
+        analytics: the analytics stages and their labels.
+        analytics_metrics: their metrics (``None`` when analytics are off).
+        shadow: the shadow stage (``None`` without candidates); its runner's worker threads
+            run until :meth:`close`.
+        shadow_metrics: shadow, gold-run, known-question and ACL metrics.
+        quality: known questions scored live, ACL checks (``None`` without a gold set).
+    """
+
+    pipeline: Pipeline
+    analytics: Analytics
+    analytics_metrics: AnalyticsMetrics | None
+    shadow: ShadowStage | None = None
+    shadow_metrics: ShadowMetrics | None = None
+    quality: LiveQualityStage | None = None
+    harvest: HarvestStage | None = None
+    harvest_metrics: HarvestMetrics | None = None
+    closers: list[Any] = field(default_factory=list)
+
+    def observe(self, batch: Batch) -> None:
+        """Export one batch's analytics (counters per batch, drift gauges from the report)
+        and what the shadow stage collected since the last batch."""
+        if self.analytics_metrics is not None:
+            self.analytics_metrics.observe_annotations(batch.annotations)
+            if self.analytics.drift is not None:
+                self.analytics_metrics.observe_drift(self.analytics.drift.report())
+        self.export_shadow()
+
+    def export_shadow(self) -> None:
+        """Hand the shadow and live-quality stages' pending observations to the metrics."""
+        if self.shadow_metrics is None:
+            return
+        if self.shadow is not None:
+            self.shadow_metrics.observe_shadow(self.shadow.pending_observations())
+        if self.quality is not None:
+            self.shadow_metrics.observe_quality(self.quality.pending_observations())
+        if self.harvest is not None and self.harvest_metrics is not None:
+            self.harvest_metrics.observe(self.harvest.pending_observations())
+
+    def collect_shadow(self) -> None:
+        """Fold in shadow results finished since the last batch and export them (call with
+        the engine lock held: the stage is not thread-safe)."""
+        if self.shadow is not None:
+            self.shadow.collect()
+            self.export_shadow()
+
+    def finish(self, timeout_s: float = 30.0) -> None:
+        """End of a replay: wait for the shadow calls in flight, fold them in, publish the
+        harvested suggestions, export."""
+        if self.shadow is not None:
+            self.shadow.flush(timeout_s)
+        if self.harvest is not None:
+            self.harvest.flush_final()  # retried; what stays unpublished is logged
+        self.export_shadow()
+
+    def close(self) -> None:
+        """Stop the shadow runner's worker threads, publish the last suggestions, close the
+        suggestion sinks (call before closing the state store)."""
+        if self.shadow is not None:
+            self.shadow.runner.close()
+        if self.harvest is not None:
+            self.harvest.flush_final()  # retried; what stays unpublished is logged
+        for closer in self.closers:
+            try:
+                closer()
+            except Exception as exc:  # closing must not hide the real shutdown
+                log.warning("closing %s failed: %s", closer, type(exc).__name__)
+
+
+def keep_topic_identity(state: StateStore | None, analytics: Analytics) -> None:
+    """Persist the topic ids and centroids, so the next start keeps the topic ids (a store
+    that cannot be written only costs that: logged, the service goes on)."""
+    identity = topic_identity(analytics)
+    if state is None or identity is None:
+        return
+    try:
+        state.checkpoint({TOPIC_IDENTITY_KEY: identity})
+    except StateError as exc:
+        log.warning("topic ids not kept for the next start: %s", exc)
+
+
+def build_live(
+    settings: Settings,
+    registry: CollectorRegistry,
+    state: StateStore | None = None,
+    replay: bool = False,
+) -> Live:
+    """Build the pipeline with the analytics stages of ``settings.analytics`` and the shadow
+    stage of ``settings.shadow``, against the configured gold set and corpus. Without a gold
+    set (``settings.gold_set`` unset; never a stand-in) only what needs none runs: language,
+    refusals, drift against the baseline (topics only from ``analytics.topics_model`` or a
+    configured corpus), shadow; live quality and harvesting are off. Harvested suggestions
+    are kept in ``state`` (in memory without one)
+    and, with the Kafka source, published to the compacted ``harvest.topic``. With
+    ``replay`` (a replay to the end of a file) the shadow stage runs with backpressure and
+    waits for each batch's calls, so nothing is skipped for timing and the report is
+    reproducible (:mod:`service.shadow.stage`).
+
+    Raises:
+        ValueError, OSError: the gold set, corpus, topic model or a custom stage is unusable
+            (the message names the file and problem); ``traces.evaluations`` is on without
+            analytics or without the ``otel`` extra.
+        service.retrievers.base.RetrieverError: a shadow candidate cannot be built.
+    """
+    if settings.traces.evaluations.enabled and not settings.analytics.enabled:
+        raise ValueError(
+            "traces.evaluations.enabled needs analytics.enabled: the analytics decide the verdicts"
+        )
+    analytics = Analytics(stages=[])
+    metrics = None
+    candidates = settings.shadow.candidates
+    if not settings.analytics.enabled and not candidates:
+        return Live(build_pipeline(settings), analytics, None)
+    has_gold = settings.gold_set is not None
+    gold = load_gold_set(settings.gold_set) if settings.gold_set else GoldSet(())
+    corpus = load_corpus(settings.corpus) if settings.corpus else Corpus(())
+    if settings.analytics.enabled:
+        previous = state.get(TOPIC_IDENTITY_KEY) if state is not None else None
+        analytics = build_analytics(settings.analytics, gold, corpus, previous)
+        keep_topic_identity(state, analytics)
+        labeler = analytics.language_labeler
+        metrics = build_analytics_metrics(
+            registry,
+            language_labels=labeler.labels() if labeler else (),
+            topic_labels=analytics.topic_labels,
+            topic_descriptions=analytics.topic_descriptions,
+        )
+        metrics.set_gold_shares(analytics.gold_counts)
+        metrics.set_detector_quality(
+            {name: {"auc": q.auc, "auc_low": q.low, "auc_high": q.high}  # unrounded
+             for name, q in analytics.detector_quality.items()},
+            analytics.quality_floor,
+        )
+    stages: list[Stage] = list(analytics.stages)
+    shadow_stage = None
+    roles = sorted({role for passage in corpus for role in passage.acl}
+                   | {q.role for q in gold if q.role})  # fmt: skip
+    shadow_metrics = build_shadow_metrics(
+        registry,
+        candidates=[c.name for c in candidates],
+        production=settings.shadow.production,
+        language_labels=metrics.language_labels if metrics else (),
+        topic_labels=metrics.topic_labels if metrics else (),
+        role_labels=roles,
+    )
+    quality = None
+    listeners: list[Any] = []
+    if has_gold:
+        index = KnownQuestionIndex(gold, threshold=settings.shadow.known_threshold)
+        quality = LiveQualityStage(index, AccessPolicy.from_corpus(corpus),
+                                   k=settings.shadow.known_k, production=PRODUCTION)  # fmt: skip
+        stages.append(quality)
+        listeners.append(quality.observe_candidate)
+    harvest, harvest_metrics, closers = None, None, []
+    if settings.harvest.enabled and settings.analytics.enabled and has_gold:
+        sinks: list[Any] = [StateStoreCandidates(state) if state else MemoryCandidates()]
+        if settings.source.kind == "kafka" and settings.kafka is not None:
+            from consumers.harvest_sink import KafkaCandidateSink
+
+            kafka_sink = KafkaCandidateSink(settings.kafka, settings.harvest.topic)
+            sinks.append(kafka_sink)
+            closers.append(kafka_sink.close)
+        embedder = None
+        if settings.harvest.embedding_similarity is not None:
+            # the analytics' fit texts (build_analytics), so a tfidf embedder is shared too
+            fit = [q.question for q in gold] + [passage.text for passage in corpus.passages]
+            embedder = shared_embedder(settings.analytics.embeddings, fit_texts=fit)
+        harvest = HarvestStage(settings.harvest, analytics.gold_counts, list(gold), sinks=sinks,
+                               embedder=embedder)  # fmt: skip
+        harvest_metrics = build_harvest_metrics(
+            registry, REASONS, sinks=[type(sink).__name__ for sink in sinks]
+        )
+        listeners.append(harvest.observe_shadow)
+    if settings.traces.evaluations.enabled:
+        from service.traces.evaluations import EvaluationEmitter, otlp_log_emitter
+
+        emit, close = otlp_log_emitter(settings.traces.evaluations)
+        emitter = EvaluationEmitter(emit, max_rbo=settings.harvest.max_rbo)
+        stages.append(emitter)  # after the analytics, whose annotations it reads
+        listeners.append(emitter.observe_shadow)
+        closers.append(close)
+    if candidates:
+        names = list(dict.fromkeys(c.retriever_name for c in candidates))
+        retrievers = build_retrievers(names, settings,
+                                      corpus.passages if settings.corpus else None)  # fmt: skip
+        runner = ShadowRunner(settings.shadow, retrievers, backpressure=replay)
+        shadow_stage = ShadowStage(runner, listeners=listeners, synchronous=replay)
+        stages.append(shadow_stage)
+    if harvest is not None:
+        stages.append(harvest)
+    return Live(build_pipeline(settings, stages), analytics, metrics, shadow_stage,
+                shadow_metrics, quality, harvest, harvest_metrics, closers)  # fmt: skip

@@ -1,0 +1,123 @@
+"""The reports of a live pipeline (:class:`~service.runtime.live.Live`), as ``goldwatch
+replay`` prints them and ``GET /v1/analytics`` serves them: analytics (languages, topics,
+refusals, scope, novelty, detector quality, PII, drift), shadow, live quality, harvest."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from service.analytics import Analytics
+from service.annotation_totals import AnnotationTotals
+from service.runtime.live import Live
+from service.scope import describe
+from service.telemetry import PII_TYPES
+from service.topics import NOVEL
+
+
+def live_reports(live: Live, registry: CollectorRegistry | None = None) -> dict[str, Any]:
+    """The shadow, live-quality and harvest reports of ``live``, keyed as in the replay report;
+    empty when those stages are off. With the ``registry`` ``live`` exports to, the harvest
+    summary also carries ``shed`` (read from ``goldwatch_gold_candidates_shed_total``; call
+    after :meth:`Live.finish`, which exports the last counts) and ``max_new_per_batch``."""
+    reports: dict[str, Any] = {}
+    if live.shadow is not None:
+        reports["shadow"] = live.shadow.report()
+    if live.quality is not None:
+        reports["quality"] = live.quality.report()
+    if live.harvest is not None:
+        summary = harvest_summary(live.harvest.records())
+        if registry is not None:
+            shed = registry.get_sample_value("goldwatch_gold_candidates_shed_total")
+            summary["shed"] = int(shed or 0)
+            summary["max_new_per_batch"] = live.harvest.config.max_new_per_batch
+        reports["gold_candidates"] = summary
+    return reports
+
+
+def harvest_summary(records: list[dict[str, Any]], top: int = 20) -> dict[str, Any]:
+    """Suggestion counts by reason and the ``top`` suggestions by priority."""
+    by_reason: dict[str, int] = {}
+    for row in records:
+        for reason in row.get("reasons", ()):
+            by_reason[reason] = by_reason.get(reason, 0) + 1
+    ranked = sorted(records, key=lambda r: (-float(r.get("priority", 0)), str(r.get("id"))))
+    return {"n_suggestions": len(records), "by_reason": by_reason, "top": ranked[:top]}
+
+
+def analytics_report(live: Live) -> dict[str, Any] | None:
+    """Summarise the analytics of a run from the drift stage and the persisted annotation
+    totals (since the first start, not since this process's: the Prometheus counters
+    restart at 0)."""
+    drift = live.analytics.drift
+    if drift is None:
+        return None
+    totals = live.analytics.totals or AnnotationTotals()
+    flags = totals.flags
+    answers, refused = flags["answers"], flags["refusals"]
+    scored, out = flags["scope_scored"], flags["out_of_scope"]
+    calibration = live.analytics.scope
+    qualities = detector_quality_report(live.analytics)
+    return {
+        "languages": dict(drift.live_counts["language"].most_common()),
+        "topics": dict(drift.live_counts["topic"].most_common()),
+        "topic_labels": dict(live.analytics.topic_descriptions),
+        "refusals": {"answers": answers, "refused": refused,
+                     "rate": refused / answers if answers else None},
+        "out_of_scope": {
+            "scored": scored, "out_of_scope": out, "share": out / scored if scored else None,
+            "over_refusals": flags["over_refusals"], "under_refusals": flags["under_refusals"],
+            "calibration": describe(calibration) if calibration else None,
+            "quality": qualities.get("out_of_scope"),
+            "uncalibrated": (qualities["out_of_scope"]["uncalibrated"]
+                             if "out_of_scope" in qualities else "no out-of-scope detector"),
+            "off": live.analytics.scope_off,
+        },
+        "novelty": novelty_report(live.analytics, drift.live_counts["topic"], qualities),
+        "detector_quality": qualities,
+        "quality_floor": live.analytics.quality_floor,
+        "pii_scrubbed": {t: totals.pii[t] for t in PII_TYPES},
+        "drift": drift.report(),
+    }  # fmt: skip
+
+
+def novelty_report(
+    analytics: Analytics, topics: Mapping[str, int], qualities: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The ``novel`` topic share with what it is worth: ``{"novel": n, "share": n / all
+    topic-annotated events or None, "quality": the novelty detector's
+    :func:`detector_quality_report` entry or None, "uncalibrated": why the share is not a
+    fact or None, "off": why novelty is off or None}``."""
+    total = sum(topics.values())
+    novel = int(topics.get(NOVEL, 0))
+    off = analytics.novelty_off
+    uncalibrated = None
+    if off is None:
+        uncalibrated = (qualities["novelty"]["uncalibrated"] if "novelty" in qualities
+                        else analytics.uncalibrated("novelty"))  # fmt: skip
+    return {"novel": novel, "share": novel / total if total else None,
+            "quality": qualities.get("novelty"), "uncalibrated": uncalibrated, "off": off}
+
+
+def detector_quality_report(analytics: Analytics) -> dict[str, dict[str, Any]]:
+    """Each detector's measured quality (:meth:`DetectorQuality.as_dict`) with ``trusted``
+    (AUC ≥ the floor) and ``uncalibrated`` (why not, or ``None``)."""
+    return {
+        name: {**quality.as_dict(), "trusted": quality.trusted(analytics.quality_floor),
+               "uncalibrated": analytics.uncalibrated(name)}
+        for name, quality in sorted(analytics.detector_quality.items())
+    }  # fmt: skip
+
+
+def json_safe(value: Any) -> Any:
+    """Replace NaN and infinities (not JSON) with ``None``, recursively."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
