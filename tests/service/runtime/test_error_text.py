@@ -1,9 +1,11 @@
 """Exception text never reaches the logs or the unauthenticated ``GET /v1/status``.
 
 A stage that fails on an event may put the event's text into its exception (here the
-question, as a careless custom stage or library would). The consumer thread fails on it,
-logs, shows the error in ``/v1/status`` and retries: both must name the error's type and
-stage only (issue 21 item 5), as the ``processing_failed`` dead letters already do.
+question, as a careless custom stage or library would). serve skips the event as a
+``processing_failed`` dead letter and goes on (issue 19), logging the failure: the log line
+and ``/v1/status`` must name the error's type and stage only (issue 21 item 5). The consumer
+thread's own failure text (``last_error``) goes through the same
+:func:`service.errors.describe_error` (checked at the end).
 """
 
 from __future__ import annotations
@@ -57,17 +59,34 @@ def test_a_stage_error_holding_event_text_shows_type_and_stage_only(
     caplog.set_level(logging.DEBUG)
     with TestClient(create_app(settings, runtime)) as client:
         assert stage.failed.wait(WAIT_S)
-        deadline = time.monotonic() + WAIT_S  # the thread records the failure after the stage
+        deadline = time.monotonic() + WAIT_S  # the letter is counted after the stage fails
         status = client.get("/v1/status")
-        while status.json()["last_error"] is None and time.monotonic() < deadline:
+        while not status.json()["totals"]["dead_lettered"] and time.monotonic() < deadline:
             status = client.get("/v1/status")
     body = status.json()
     assert status.status_code == 200
-    assert body["last_error"] == "stage 'routing' raised ValueError"
-    assert "consumer error; retrying" in body["not_ready_reasons"]
+    assert body["totals"]["dead_lettered"] == {"processing_failed": 1}
+    assert body["last_error"] is None
     logged = "\n".join(record.getMessage() for record in caplog.records)
     assert "stage 'routing' raised ValueError" in logged  # the failure was logged ...
     for fragment in (SECRET, "4111", "Quintal-Voss"):  # ... without the event's text
         assert fragment not in status.text
         assert fragment not in logged
         assert fragment not in caplog.text
+
+
+def test_the_consumer_threads_error_text_is_type_and_stage_only() -> None:
+    """What ``Runtime._consume`` stores as ``last_error`` (and logs) for a stage error whose
+    message holds the event's text."""
+    from service.errors import describe_error
+    from service.pipeline import StageError
+
+    cause = ValueError(f"cannot route {SECRET!r}")
+    try:
+        try:
+            raise cause
+        except ValueError as exc:
+            raise StageError("routing", exc) from exc  # as Pipeline.process raises it
+    except StageError as error:
+        assert SECRET in str(error)  # the message itself does hold the text ...
+        assert describe_error(error) == "stage 'routing' raised ValueError"  # ... this not
