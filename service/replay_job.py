@@ -240,22 +240,35 @@ def novelty_report(
 
 
 def detector_quality_report(analytics: Analytics) -> dict[str, dict[str, Any]]:
-    """Each detector's measured quality (:meth:`DetectorQuality.as_dict`) with ``trusted``
-    (AUC ≥ the floor) and ``uncalibrated`` (why not, or ``None``)."""
+    """Each detector's measured quality (:meth:`DetectorQuality.as_dict`: the AUC, and the
+    operating point at its threshold where it has one) with ``trusted`` (AUC ≥ the floor and
+    balanced accuracy at the threshold ≥ its floor) and ``uncalibrated`` (why not, or
+    ``None``)."""
     return {
-        name: {**quality.as_dict(), "trusted": quality.trusted(analytics.quality_floor),
+        name: {**quality.as_dict(), "trusted": analytics.uncalibrated(name) is None,
                "uncalibrated": analytics.uncalibrated(name)}
         for name, quality in sorted(analytics.detector_quality.items())
     }  # fmt: skip
 
 
 def quality_text(quality: dict[str, Any] | None) -> str:
-    """``"ROC AUC 0.912 [0.880, 0.941]"`` of a :func:`detector_quality_report` entry."""
+    """``"ROC AUC 0.912 [0.880, 0.941]; at its threshold TPR 0.950, FPR 0.210, balanced
+    accuracy 0.870"`` of a :func:`detector_quality_report` entry (the operating point only
+    when it has one)."""
     if not quality or quality.get("auc") is None:
         return "ROC AUC not measured"
     low, high = quality.get("auc_low"), quality.get("auc_high")
     interval = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
-    return f"ROC AUC {quality['auc']:.3f}{interval}"
+    return f"ROC AUC {quality['auc']:.3f}{interval}{operating_point_text(quality)}"
+
+
+def operating_point_text(quality: dict[str, Any] | None) -> str:
+    """``"; at its threshold TPR 0.950, FPR 0.210, balanced accuracy 0.870"`` of a
+    :func:`detector_quality_report` entry, or ``""`` without an operating point."""
+    if not quality or quality.get("balanced_accuracy") is None:
+        return ""
+    return (f"; at its threshold TPR {quality['tpr']:.3f}, FPR {quality['fpr']:.3f}, "
+            f"balanced accuracy {quality['balanced_accuracy']:.3f}")
 
 
 def json_safe(value: Any) -> Any:

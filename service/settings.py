@@ -454,6 +454,14 @@ class AnalyticsConfig(_Frozen):
             data (out-of-scope, novelty) for its counts to be reported as calibrated and its
             drift dimension to raise alarms; below it the counts are labelled uncalibrated
             and its alarms are suppressed, with the reason.
+        scope_min_balanced_accuracy: smallest balanced accuracy ((TPR + 1 − FPR) / 2, in
+            [0.5, 1]) the out-of-scope detector must show at the threshold its counts use
+            (on its cross-validated calibration scores), besides ``quality_floor`` on its AUC:
+            the AUC ranks every threshold, the counts come from one. Default 0.68: the best
+            balanced accuracy of an equal-variance binormal detector at AUC 0.75 (the default
+            floor), Φ(Φ⁻¹(0.75) / √2) = 0.683, so the operating point must be as good as the
+            weakest trusted detector at its best; the trial's 0.584 (TPR 0.952, FPR 0.783 at
+            AUC 0.845) is below it.
         drift: windows and thresholds of the drift detectors.
         embeddings: the sentence-embedding layer (backend, model folder, cache, character
             n-gram mix) that topics, novelty, out-of-scope and the ``dense``/``hybrid``
@@ -487,6 +495,7 @@ class AnalyticsConfig(_Frozen):
     scope_min_tpr: float = Field(default=0.95, ge=0, le=1)
     scope_known_threshold: float = Field(default=0.9, gt=0, le=1)
     quality_floor: float = Field(default=0.75, ge=0.5, le=1)
+    scope_min_balanced_accuracy: float = Field(default=0.68, ge=0.5, le=1)
     drift: DriftSettings = DriftSettings()
     embeddings: EmbeddingConfig = EmbeddingConfig()
     pii_key: SecretStr | None = None

@@ -45,6 +45,7 @@ from service.analytics import (
     topic_identity,
 )
 from service.corpus import Corpus, DataFileError, load_corpus
+from service.detector_quality import quality_gauges
 from service.embeddings import shared_embedder
 from service.goldset import GoldSet, load_gold_set
 from service.harvest import HarvestStage, MemoryCandidates, StateStoreCandidates
@@ -291,9 +292,8 @@ def build_live(
         )
         metrics.set_gold_shares(analytics.gold_counts)
         metrics.set_detector_quality(
-            {name: {"auc": q.auc, "auc_low": q.low, "auc_high": q.high}  # unrounded
-             for name, q in analytics.detector_quality.items()},
-            analytics.quality_floor,
+            {name: quality_gauges(q) for name, q in analytics.detector_quality.items()},
+            analytics.quality_floor, analytics.min_balanced_accuracy,
         )
     stages: list[Stage] = list(analytics.stages)
     shadow_stage = None
@@ -856,9 +856,8 @@ class Runtime:
                 self.live.analytics_metrics.set_gold_shares(counts)
                 analytics = self.live.analytics
                 self.live.analytics_metrics.set_detector_quality(
-                    {name: {"auc": q.auc, "auc_low": q.low, "auc_high": q.high}
-                     for name, q in analytics.detector_quality.items()},
-                    analytics.quality_floor,
+                    {name: quality_gauges(q) for name, q in analytics.detector_quality.items()},
+                    analytics.quality_floor, analytics.min_balanced_accuracy,
                 )  # fmt: skip
         self.gold_refresh_error = None  # before the count: a reader that saw the count
         self.gold_refreshes += 1  # go up sees the error cleared
