@@ -176,3 +176,17 @@ def test_the_trials_detector_is_uncalibrated_on_its_operating_point(
     suppressed = analytics.drift.report()["suppressed_dimensions"]
     assert suppressed["out_of_scope"] == f"uncalibrated: {why}"
     assert detector_quality_report(analytics)["out_of_scope"]["trusted"] is False
+
+
+def test_the_auc_is_rounded_once_wherever_it_is_shown() -> None:
+    """The trial's AUC 0.8444888 was shown as 0.845 (rounded to 0.8445, then to 3 places)
+    in one place and 0.844 in another; rounded once it is 0.844 everywhere."""
+    from service.detector_quality import DetectorQuality
+
+    quality = DetectorQuality(0.8444888230367841, 0.8175, 0.872, 0.95, 722, 258, "cv")
+    row = {**quality.at_threshold(0.1766, 0.9515, 0.7829).as_dict(), "trusted": False,
+           "uncalibrated": "x"}  # fmt: skip
+    assert quality_text(row).startswith("ROC AUC 0.844 [0.818, 0.872]")
+    analytics = Analytics(stages=[], quality_floor=0.75, min_balanced_accuracy=0.68)
+    analytics.detector_quality["out_of_scope"] = quality.at_threshold(0.1766, 0.9515, 0.7829)
+    assert "ROC AUC 0.844)" in (analytics.uncalibrated("out_of_scope") or "")
