@@ -467,7 +467,7 @@ class AnalyticsConfig(_Frozen):
             balanced accuracy of an equal-variance binormal detector at AUC 0.75 (the default
             floor), Φ(Φ⁻¹(0.75) / √2) = 0.683, so the operating point must be as good as the
             weakest trusted detector at its best; the trial's 0.584 (TPR 0.952, FPR 0.783 at
-            AUC 0.845) is below it.
+            AUC 0.844) is below it.
         drift: windows and thresholds of the drift detectors.
         embeddings: the sentence-embedding layer (backend, model folder, cache, character
             n-gram mix) that topics, novelty, out-of-scope and the ``dense``/``hybrid``
