@@ -297,6 +297,8 @@ def _word_shares(pool: Sequence[str]) -> dict[str, tuple[tuple[str, float], ...]
 #: its own function words or cues, strong (enough letters, a character cue, the script, the
 #: Hinglish lexicon, or ``min_unexpected_words`` function words).
 NO_SUPPORT, SUPPORTED, STRONG = 0, 1, 2
+#: Below :data:`NO_SUPPORT`: another language leads the text's own function words and cues.
+CONTRADICTED = -1
 #: An expected language holding at least this share of the expected languages that write a
 #: script is its *dominant* language: the label of that script's questions without evidence.
 DOMINANT_SHARE = 0.5
@@ -388,7 +390,8 @@ class LanguageDetector:
                                    or self._cached_confident(key, label)):  # fmt: skip
             return label, True
         expected = preferred or tuple(prior)
-        if label in expected and (not self._dominant or self._cached_confident(key, label)):
+        if label in expected and (not self._dominant or (
+                level != CONTRADICTED and self._cached_confident(key, label))):
             return label, False
         return self._cached_prior(key, expected, label), False
 
@@ -453,8 +456,9 @@ class LanguageDetector:
         cues: list[tuple[str, float]],
         words: Sequence[str],
     ) -> int:
-        """Evidence level of ``label`` (:data:`NO_SUPPORT`, :data:`SUPPORTED`,
-        :data:`STRONG`): strong when langdetect had enough letters; else supported when
+        """Evidence level of ``label`` (:data:`CONTRADICTED`, :data:`NO_SUPPORT`,
+        :data:`SUPPORTED`, :data:`STRONG`): strong when langdetect had enough letters;
+        contradicted when another language leads the text's own evidence; else supported when
         ``label`` leads the text's own evidence (function words and character cues, a strict
         lead over every other language), strong when that lead includes a character cue of
         its own or ``config.min_unexpected_words`` of its function words."""
@@ -466,7 +470,7 @@ class LanguageDetector:
             own[lang] = own.get(lang, 0.0) + value
         mine = own.get(label, 0.0)
         if not (mine > 0.0 and all(v < mine for lang, v in own.items() if lang != label)):
-            return NO_SUPPORT
+            return CONTRADICTED if any(v > mine for v in own.values()) else NO_SUPPORT
         if any(lang == label and value > 0.0 for lang, value in cues):
             return STRONG
         own_words = sum(1 for word in words if label in _WORD_LANGS.get(word, ()))

@@ -321,7 +321,8 @@ def test_short_english_falls_back_to_the_gold_sets_dominant_language() -> None:
     English questions got de, es and it (CLINC150, NQ-open); they are English."""
     site = _trial_site()
     english = ["okay", "vacation request please", "come again", "do laundry",
-               "ben 10 ultimate alien episode 2 season 1", "lost my debit card", "ok"]  # fmt: skip
+               "ben 10 ultimate alien episode 2 season 1", "lost my debit card", "ok",
+               "when did gimme gimme gimme start"]  # fmt: skip
     assert [site.detect(q) for q in english] == ["en"] * len(english)
     assert site.detect("chup raho") == HINGLISH  # Hinglish-TOP: "be quiet"
     # evidence of its own still wins: cues, two function words, the script
