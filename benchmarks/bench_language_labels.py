@@ -1,12 +1,18 @@
 """Benchmark: false language labels on real short questions, before and after issue 18.
 
-"Before" is the detector with ``min_evidence_letters=0`` (every langdetect label kept, as
-before the evidence threshold); "after" is the default configuration. Both run in the same
-process on the same questions, in two setups:
+Three configurations run in the same process on the same questions (:data:`VARIANTS`):
+"no threshold" (``min_evidence_letters=0``: every langdetect label kept, as before issue 18),
+"before" (issue 18's evidence threshold, as before the fresh-user trial's finding 6: an
+unsupported label that is an expected language is kept; one function word supports any
+label) and "after" (the default: short text without evidence falls back to the gold set's
+dominant language of its script, and a label outside the expected languages needs strong
+evidence). Two setups:
 
 - with a gold set: the detector as :func:`service.analytics.build_analytics` builds it, the
-  gold set's languages (:data:`GOLD_LANGUAGES`, the demo college bot's) added to the
-  candidates and used as the expected languages (``preferred``);
+  gold set's languages added to the candidates and used as the expected languages
+  (``preferred``, weighted by their row counts in "after"), for two gold sets
+  (:data:`GOLD_SETS`): the demo college bot's (en 48, hi-Latn 8, hi 3 rows) and the fresh-user
+  trial's (en 620, de/es/hi 120 each: 63 % English);
 - without a gold set: a :class:`service.language.LanguageStage` over the stream in batches
   of :data:`BATCH` questions in file order, so the live baseline's mix is the prior.
 
@@ -42,10 +48,25 @@ from service.language import (
 
 #: The demo college bot's gold-set languages (its ``gold.jsonl``): the "with a gold set" prior.
 GOLD_LANGUAGES = ("en", "hi-Latn", "hi")
+#: Gold sets by their language row counts: the demo's ``gold.jsonl`` and the fresh-user
+#: trial's (XQuAD en/de/es/hi rows and English SQuAD2 rows; /work/notes/trial-user2-report.md).
+GOLD_SETS: dict[str, dict[str, int]] = {
+    "demo": {"en": 48, "hi-Latn": 8, "hi": 3},
+    "trial": {"en": 620, "de": 120, "es": 120, "hi": 120},
+}
 #: Questions per pipeline batch in the "without a gold set" setup.
 BATCH = 100
 #: The two configurations compared: evidence threshold off (before) and default (after).
-VARIANTS = {"before": {"min_evidence_letters": 0}, "after": {}}
+VARIANTS: dict[str, dict] = {
+    "no threshold": {"min_evidence_letters": 0, "min_unexpected_words": 0, "shares": False},
+    "before": {"min_unexpected_words": 0, "shares": False},
+    "after": {"shares": True},
+}
+
+
+def _config(variant: dict) -> dict:
+    """``variant`` without the benchmark's own ``shares`` switch."""
+    return {k: v for k, v in variant.items() if k != "shares"}
 
 
 def english_sets(root: Path = SHARED_DATA) -> dict[str, list[str]]:
@@ -62,22 +83,25 @@ def english_sets(root: Path = SHARED_DATA) -> dict[str, list[str]]:
     }
 
 
-def gold_detector(variant: dict, languages: Sequence[str] = GOLD_LANGUAGES) -> LanguageDetector:
-    """The detector ``build_analytics`` makes for a gold set in ``languages``."""
+def gold_detector(variant: dict, counts: dict[str, int]) -> LanguageDetector:
+    """The detector ``build_analytics`` makes for a gold set with ``{language: rows}``."""
+    languages = tuple(sorted(counts))
     candidates = tuple(dict.fromkeys([*DEFAULT_CANDIDATES, *languages]))
-    return LanguageDetector(LanguageConfig(candidates=candidates, preferred=tuple(languages),
-                                           **variant))  # fmt: skip
+    shares = tuple(float(counts[lang]) for lang in languages) if variant.get("shares") else ()
+    return LanguageDetector(LanguageConfig(candidates=candidates, preferred=languages,
+                                           preferred_shares=shares,
+                                           **_config(variant)))  # fmt: skip
 
 
-def label_with_gold(texts: Sequence[str], variant: dict, languages: Sequence[str]) -> list[str]:
+def label_with_gold(texts: Sequence[str], variant: dict, counts: dict[str, int]) -> list[str]:
     """Labels of ``texts`` by :func:`gold_detector`."""
-    return gold_detector(variant, languages).detect_many(texts)
+    return gold_detector(variant, counts).detect_many(texts)
 
 
 def label_without_gold(texts: Sequence[str], variant: dict) -> list[str]:
     """Labels of ``texts`` streamed through a :class:`LanguageStage` with no expected
     languages, :data:`BATCH` at a time (the live baseline's mix is the prior)."""
-    stage = LanguageStage(LanguageDetector(LanguageConfig(**variant)))
+    stage = LanguageStage(LanguageDetector(LanguageConfig(**_config(variant))))
     labels: list[str] = []
     for start in range(0, len(texts), BATCH):
         chunk = texts[start : start + BATCH]
@@ -131,7 +155,7 @@ def hinglish_rates(variant: dict, root: Path = SHARED_DATA) -> tuple[float, floa
     labelled hi-Latn), default candidates, no expected languages."""
     with (root / "hinglish-top" / "test.tsv").open(encoding="utf-8", newline="") as f:
         rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
-    detect = LanguageDetector(LanguageConfig(**variant)).detect
+    detect = LanguageDetector(LanguageConfig(**_config(variant))).detect
     cs = sum(detect(row["cs_query"]) == HINGLISH for row in rows) / len(rows)
     en = sum(detect(row["en_query"]) == HINGLISH for row in rows) / len(rows)
     return cs, en
@@ -141,24 +165,32 @@ def main() -> None:
     print("False labels on English short questions (rate of labels other than en/und; und)")
     for name, texts in english_sets().items():
         for variant_name, variant in VARIANTS.items():
-            gold = false_labels(label_with_gold(texts, variant, GOLD_LANGUAGES))
+            row = [f"  {name:<22} {variant_name:<12}"]
+            for gold_name, counts in GOLD_SETS.items():
+                gold = false_labels(label_with_gold(texts, variant, counts))
+                row.append(f"gold {gold_name}: false {gold.false:7.3%} und {gold.und:6.2%} "
+                           f"{list(gold.top)[:3]}")  # fmt: skip
             live = false_labels(label_without_gold(texts, variant))
-            print(f"  {name:<22} {variant_name:<6} gold set: false {gold.false:7.3%} "
-                  f"und {gold.und:6.2%} {list(gold.top)}\n{'':<31}no gold:  false "
-                  f"{live.false:7.3%} und {live.und:6.2%} {list(live.top)}")  # fmt: skip
-    print("XQuAD macro accuracy, 12 languages interleaved (gold set = the 12; no gold set)")
+            row.append(f"no gold: false {live.false:7.3%} und {live.und:6.2%} "
+                       f"{list(live.top)[:3]}")  # fmt: skip
+            print(f"\n{'':<37}".join(row))
+    print("XQuAD macro accuracy, 12 languages interleaved (gold set = the 12 / the trial's "
+          "en, de, es, hi; no gold set)")
+    xquad_gold = dict.fromkeys(XQUAD_LANGUAGES, 1190)
     for words in (None, 2):
         stream = xquad_stream(words=words)
         texts = [text for _, text in stream]
         for variant_name, variant in VARIANTS.items():
-            gold = macro_accuracy(stream, label_with_gold(texts, variant, XQUAD_LANGUAGES))
+            gold = macro_accuracy(stream, label_with_gold(texts, variant, xquad_gold))
+            trial = macro_accuracy(stream, label_with_gold(texts, variant, GOLD_SETS["trial"]))
             live = macro_accuracy(stream, label_without_gold(texts, variant))
             mode = "two words" if words else "whole"
-            print(f"  {mode:<10} {variant_name:<6} gold set {gold:.4f}  no gold {live:.4f}")
+            print(f"  {mode:<10} {variant_name:<12} gold set {gold:.4f}  trial gold {trial:.4f}"
+                  f"  no gold {live:.4f}")
     print("Hinglish-TOP test (cs_query -> hi-Latn; en_query wrongly hi-Latn)")
     for variant_name, variant in VARIANTS.items():
         cs, en = hinglish_rates(variant)
-        print(f"  {variant_name:<6} cs_query {cs:.4f}  en_query {en:.4%}")
+        print(f"  {variant_name:<12} cs_query {cs:.4f}  en_query {en:.4%}")
 
 
 if __name__ == "__main__":

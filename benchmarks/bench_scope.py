@@ -17,7 +17,12 @@ Reported, from one run:
   AUC with the bootstrap interval (what the service reports and exports as
   ``goldwatch_detector_auc{detector="out_of_scope"}``), and its AUC on the held-out questions;
 * for both, the held-out share of ``oos`` / in-scope questions judged out of scope at the
-  calibrated threshold (``min_tpr`` 0.95, the service's default).
+  calibrated threshold (``min_tpr`` 0.95, the service's default);
+* ``rules`` — threshold rules on the embedding detector's cross-validated gold-set scores
+  (:data:`RULES`: Youden's J among thresholds keeping ``min_tpr`` of the answerable rows in
+  scope, for several ``min_tpr``, 0 being plain Youden / best balanced accuracy): the
+  operating point on the gold set (TPR, FPR, balanced accuracy: what the service reports and
+  gates on with ``analytics.scope_min_balanced_accuracy``) and on the held-out questions.
 
 Second part (``--drift``), the issue's alarm acceptance through the real replay pipeline
 (:func:`service.replay_job.run_replay`, default settings and windows, one question every
@@ -51,7 +56,12 @@ from service.embeddings import default_embedder
 from service.records import GoldQuestion, Passage
 from service.replay_job import run_replay
 from service.retrievers.registry import build_retrievers
-from service.scope import EmbeddingScope, best_score, calibrate_with_retriever
+from service.scope import (
+    EmbeddingScope,
+    best_score,
+    calibrate_threshold,
+    calibrate_with_retriever,
+)
 from service.settings import RetrieverConfig, load_settings
 
 
@@ -79,6 +89,31 @@ def clinc_scope_data(
     inscope = [text for text, _ in data["test"]]
     oos = [text for text, _ in data["oos_test"]]
     return gold, corpus, inscope, oos
+
+
+#: ``min_tpr`` values of the threshold rules compared (0: unconstrained Youden's J).
+RULES: tuple[float, ...] = (0.95, 0.9, 0.8, 0.0)
+
+
+def threshold_rules(
+    detector: EmbeddingScope, p_in: np.ndarray, p_oos: np.ndarray
+) -> dict[str, dict[str, float]]:
+    """Per rule of :data:`RULES`: the threshold, the gold set's cross-validated TPR / FPR /
+    balanced accuracy there, and the held-out ones (in-scope test questions kept in scope,
+    ``oos`` test questions let through)."""
+    labels, cv = detector.gold_answerable, detector.cv_scores
+    out: dict[str, dict[str, float]] = {}
+    for min_tpr in RULES:
+        cal = calibrate_threshold(cv[labels].tolist(), cv[~labels].tolist(), min_tpr=min_tpr)
+        tpr, fpr = float(np.mean(p_in >= cal.threshold)), float(np.mean(p_oos >= cal.threshold))
+        out[f"min_tpr {min_tpr}"] = {
+            "threshold": round(cal.threshold, 4), "gold_tpr": round(cal.tpr, 4),
+            "gold_fpr": round(cal.fpr, 4),
+            "gold_balanced_accuracy": round(cal.balanced_accuracy, 4),
+            "held_out_tpr": round(tpr, 4), "held_out_fpr": round(fpr, 4),
+            "held_out_balanced_accuracy": round((tpr + 1 - fpr) / 2, 4),
+        }  # fmt: skip
+    return out
 
 
 def run(per_intent: int = 3, min_tpr: float = 0.95, seed: int = 0) -> dict[str, Any]:
@@ -123,6 +158,7 @@ def run(per_intent: int = 3, min_tpr: float = 0.95, seed: int = 0) -> dict[str, 
             "in_scope_flagged": float(np.mean(p_in < th_emb)),
             "calibrate_s": round(calibrate_s, 2),
         },
+        "rules": threshold_rules(detector, p_in, p_oos),
     }  # fmt: skip
 
 

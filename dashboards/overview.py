@@ -158,20 +158,27 @@ def _refusals() -> list[Panel | list[Panel]]:
                 "cross-validated scores of answerable vs unanswerable gold questions; novelty: "
                 "leave-one-out), with its 95 % bootstrap interval; lowest over replicas. 0.5 is "
                 "chance. Below analytics.quality_floor (dashed line at the default 0.75) the "
-                "detector's counts are labelled uncalibrated and it raises no alarm.",
+                "detector's counts are labelled uncalibrated and it raises no alarm. The "
+                "out-of-scope detector also shows its rates at the threshold its counts use "
+                "(tpr, fpr, balanced_accuracy); below analytics.scope_min_balanced_accuracy "
+                "(default 0.68) it is uncalibrated too.",
                 [
                     (f"min by (detector) (goldwatch_detector_auc{{{SEL}}})", "{{detector}}"),
                     (f'min by (detector) (goldwatch_detector_auc_bound{{{SEL}, bound="low"}})',
                      "{{detector}} interval low"),
                     (f'min by (detector) (goldwatch_detector_auc_bound{{{SEL}, bound="high"}})',
                      "{{detector}} interval high"),
+                    (f"min by (detector, rate) (goldwatch_detector_operating_point_ratio{{{SEL}}})",
+                     "{{detector}} {{rate}} at its threshold"),
                 ],
                 "none", maximum=1, threshold=0.75,
             ),
             state_timeline(
                 "Detectors trusted",
-                "1 (trusted) while a detector's ROC AUC reaches analytics.quality_floor on every "
-                "replica; 0 (uncalibrated): its counts are not facts and its drift and the "
+                "1 (trusted) while a detector's ROC AUC reaches analytics.quality_floor (and "
+                "the out-of-scope detector's balanced accuracy at its threshold "
+                "analytics.scope_min_balanced_accuracy) on every replica; 0 (uncalibrated): "
+                "its counts are not facts and its drift and the "
                 "OverRefusal / UnderRefusal alerts stay silent.",
                 [(f"min by (detector) (goldwatch_detector_trusted{{{SEL}}})", "{{detector}}")],
                 {"1": ("trusted", "green"), "0": ("uncalibrated", "orange")},

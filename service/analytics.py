@@ -67,6 +67,9 @@ class Analytics:
             leave-one-topic-out ROC AUC).
         quality_floor: the AUC below which a detector's counts are uncalibrated and its drift
             dimension raises no alarm (``analytics.quality_floor``).
+        min_balanced_accuracy: the balanced accuracy at its threshold below which a detector
+            that reports an operating point (out-of-scope) is uncalibrated likewise
+            (``analytics.scope_min_balanced_accuracy``).
         novelty_off: why no question is called ``novel`` (e.g. :data:`NOVELTY_OFF_NO_GOLD`),
             or ``None`` while topic novelty is on.
         scope_off: why no question is judged out of scope (e.g. :data:`SCOPE_OFF_NO_GOLD`),
@@ -86,19 +89,26 @@ class Analytics:
     quality_floor: float = DEFAULT_AUC_FLOOR
     novelty_off: str | None = None
     scope_off: str | None = None
+    min_balanced_accuracy: float = 0.0
 
     def uncalibrated(self, detector: str) -> str | None:
         """Why ``detector``'s counts are not facts (e.g. ``"out_of_scope ROC AUC 0.596
-        [0.520, 0.670] is below the quality floor 0.75"``), or ``None`` when its measured AUC
-        reaches the floor; a detector without a measurement is uncalibrated."""
+        [0.520, 0.670] is below the quality floor 0.75"``, or its balanced accuracy at its
+        threshold below ``min_balanced_accuracy``), or ``None`` when both reach their floors;
+        a detector without a measurement is uncalibrated."""
         quality = self.detector_quality.get(detector)
         if quality is None:
             return f"{detector} has no quality measurement"
-        if quality.trusted(self.quality_floor):
+        if quality.trusted(self.quality_floor, self.min_balanced_accuracy):
             return None
-        return (f"{detector} ROC AUC {quality.auc:.3f} "
-                f"[{quality.low:.3f}, {quality.high:.3f}] is below the quality floor "
-                f"{self.quality_floor:.2f}")  # fmt: skip
+        if not quality.trusted(self.quality_floor):
+            return (f"{detector} ROC AUC {quality.auc:.3f} "
+                    f"[{quality.low:.3f}, {quality.high:.3f}] is below the quality floor "
+                    f"{self.quality_floor:.2f}")  # fmt: skip
+        return (f"{detector} balanced accuracy {quality.balanced_accuracy:.3f} at its "
+                f"threshold (TPR {quality.tpr:.3f}, FPR {quality.fpr:.3f}; ROC AUC "
+                f"{quality.auc:.3f}) is below analytics.scope_min_balanced_accuracy "
+                f"{self.min_balanced_accuracy:.2f}")  # fmt: skip
 
     def language_label(self, language: str | None) -> str:
         """Bounded label of a language (``und`` when missing)."""
@@ -214,7 +224,7 @@ def _scope_stage(
             [x for x, q in zip(filled, questions, strict=True) if q.answerable],
             [x for x, q in zip(filled, questions, strict=True) if not q.answerable],
             method=f"{retriever.name} best score on the gold set (no fitting)",
-        )
+        ).at_threshold(calibration.threshold, calibration.tpr, calibration.fpr)
         return ScopeStage(calibration, retriever, k=1, known=known), calibration, quality
     found = retriever.search_batch([q.question for q in questions], 1)
     detector = EmbeddingScope(
@@ -226,7 +236,8 @@ def _scope_stage(
         min_tpr=config.scope_min_tpr,
     )
     stage = EmbeddingScopeStage(detector, retriever, known)
-    return stage, detector.calibration, detector.quality
+    cal = detector.calibration  # its rates are those of the cross-validated scores
+    return stage, cal, detector.quality.at_threshold(cal.threshold, cal.tpr, cal.fpr)
 
 
 def apply_quality_floor(analytics: Analytics) -> dict[str, str]:
@@ -328,9 +339,15 @@ def build_analytics(
     gold_languages = sorted({q.language for q in gold if q.language})
     candidates = tuple(dict.fromkeys([*config.language.candidates, *gold_languages]))
     preferred = config.language.preferred or tuple(gold_languages)
+    # the gold set's mix weighs its languages (a short question falls back to the dominant
+    # one); configured expected languages weigh as configured
+    rows = Counter(q.language for q in gold if q.language)
+    shares = (config.language.preferred_shares if config.language.preferred
+              else tuple(float(rows[lang]) for lang in gold_languages))  # fmt: skip
     detector = LanguageDetector(LanguageConfig(**{**config.language.model_dump(),
                                                   "candidates": candidates,
-                                                  "preferred": preferred}))  # fmt: skip
+                                                  "preferred": preferred,
+                                                  "preferred_shares": shares}))  # fmt: skip
     language_counts = _language_counts(gold, detector)
     labeler = LanguageLabeler(language_counts, limit=config.language_label_limit)
     stages.append(LanguageStage(detector, labeler))
@@ -357,7 +374,8 @@ def build_analytics(
     scope_stage, calibration, scope_quality = _scope_stage(config, gold, corpus, embedder)
     if scope_stage is not None:
         if scope_quality is not None:
-            scope_stage.calibrated = scope_quality.trusted(config.quality_floor)
+            scope_stage.calibrated = scope_quality.trusted(
+                config.quality_floor, config.scope_min_balanced_accuracy)
         stages.append(scope_stage)
     gold_counts: dict[str, dict[str, int]] = {}
     if len(gold):  # no gold set: no reference comparisons, the baseline only
@@ -395,6 +413,7 @@ def build_analytics(
         ),
         topic_descriptions=model.labels() if model is not None else {},
         quality_floor=config.quality_floor,
+        min_balanced_accuracy=config.scope_min_balanced_accuracy,
     )
     if scope_quality is not None:
         analytics.detector_quality["out_of_scope"] = scope_quality
@@ -488,7 +507,8 @@ def scope_references(
                     "running one stays until a restart")  # fmt: skip
         return None
     if quality is not None:
-        stage.calibrated = quality.trusted(config.quality_floor)
+        stage.calibrated = quality.trusted(config.quality_floor,
+                                           config.scope_min_balanced_accuracy)
     return ScopeRefresh(stage, calibration, quality)
 
 

@@ -4,6 +4,12 @@ Every goldwatch detector that turns a score into a count (novel questions, out-o
 questions, over- and under-refusals) reports its own ROC AUC with a bootstrap interval next to
 its counts; below a quality floor its counts are *uncalibrated* and it raises no alarm.
 
+The AUC ranks scores over every threshold, but the counts come from one threshold: a detector
+with its threshold also reports its *operating point* there (TPR, FPR and balanced accuracy
+on the same calibration scores), and is trusted only when both reach their floors — an AUC of
+0.845 whose threshold lets 78 % of the unanswerable gold questions pass as in scope
+(balanced accuracy 0.584) does not make its counts facts (fresh-user trial, finding 3).
+
 ROC AUC is the probability that a random positive scores above a random negative, ties counted
 one half (Mann–Whitney U / (n_pos · n_neg); Hanley & McNeil 1982). The interval is the
 percentile bootstrap (Efron & Tibshirani 1993, ch. 13): positives and negatives are resampled
@@ -16,10 +22,14 @@ separately (stratified), so every replicate has both classes.
 True
 >>> q.trusted(0.75), q.trusted(0.95)
 (True, False)
+>>> at = q.at_threshold(0.75, tpr=1.0, fpr=1 / 3)
+>>> round(at.balanced_accuracy, 4), at.trusted(0.75, min_balanced_accuracy=0.9)
+(0.8333, False)
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,6 +50,10 @@ class DetectorQuality:
         level: confidence level of the interval, in (0, 1).
         n_pos, n_neg: sizes of the two classes it was measured on.
         method: how the scores were obtained, e.g. ``"leave-one-out on 60 gold questions"``.
+        threshold: the score threshold the detector's counts use (NaN: none reported).
+        tpr, fpr: at ``threshold``, the share of positives resp. negatives of the same scores
+            on the positive side, in [0, 1] (NaN: none reported).
+        balanced_accuracy: ``(tpr + 1 - fpr) / 2``, in [0, 1] (0.5: chance; NaN: none).
     """
 
     auc: float
@@ -49,16 +63,38 @@ class DetectorQuality:
     n_pos: int
     n_neg: int
     method: str = ""
+    threshold: float = float("nan")
+    tpr: float = float("nan")
+    fpr: float = float("nan")
+    balanced_accuracy: float = float("nan")
 
-    def trusted(self, floor: float = DEFAULT_AUC_FLOOR) -> bool:
-        """True when the AUC is known and at least ``floor`` (its point estimate)."""
-        return bool(np.isfinite(self.auc) and self.auc >= floor)
+    def at_threshold(self, threshold: float, tpr: float, fpr: float) -> DetectorQuality:
+        """This quality with the operating point at ``threshold`` (rates in [0, 1]).
+
+        Raises:
+            ValueError: a rate is outside [0, 1].
+        """
+        if not (0.0 <= tpr <= 1.0 and 0.0 <= fpr <= 1.0):
+            raise ValueError(f"rates must be in [0, 1], got tpr={tpr}, fpr={fpr}")
+        return dataclasses.replace(self, threshold=float(threshold), tpr=float(tpr),
+                                   fpr=float(fpr), balanced_accuracy=(tpr + 1.0 - fpr) / 2.0)
+
+    def trusted(self, floor: float = DEFAULT_AUC_FLOOR, min_balanced_accuracy: float = 0.0) -> bool:
+        """True when the AUC is known and at least ``floor`` (its point estimate) and, when an
+        operating point is reported, its balanced accuracy is at least
+        ``min_balanced_accuracy``."""
+        if not (np.isfinite(self.auc) and self.auc >= floor):
+            return False
+        ba = self.balanced_accuracy
+        return bool(not np.isfinite(ba) or ba >= min_balanced_accuracy)
 
     def as_dict(self) -> dict[str, float | int | str | None]:
-        """JSON-safe form (NaN becomes ``None``)."""
+        """JSON-safe form (NaN becomes ``None``), unrounded: every display rounds the same
+        figure once (rounding here to 4 places, then to 3 for display, showed the trial's AUC
+        0.84449 as 0.845 next to the calibration's 0.844)."""
 
         def num(x: float) -> float | None:
-            return None if not np.isfinite(x) else round(float(x), 4)
+            return None if not np.isfinite(x) else float(x)
 
         return {
             "auc": num(self.auc),
@@ -68,7 +104,20 @@ class DetectorQuality:
             "n_pos": self.n_pos,
             "n_neg": self.n_neg,
             "method": self.method,
+            "threshold": num(self.threshold),
+            "tpr": num(self.tpr),
+            "fpr": num(self.fpr),
+            "balanced_accuracy": num(self.balanced_accuracy),
         }
+
+
+def quality_gauges(quality: DetectorQuality) -> dict[str, float]:
+    """The unrounded numbers a detector's gauges export (``auc``, ``auc_low``, ``auc_high``,
+    ``tpr``, ``fpr``, ``balanced_accuracy``; NaN when unknown), for
+    ``service.telemetry.AnalyticsMetrics.set_detector_quality``."""
+    return {"auc": quality.auc, "auc_low": quality.low, "auc_high": quality.high,
+            "tpr": quality.tpr, "fpr": quality.fpr,
+            "balanced_accuracy": quality.balanced_accuracy}  # fmt: skip
 
 
 def roc_auc(pos: Sequence[float] | np.ndarray, neg: Sequence[float] | np.ndarray) -> float:

@@ -52,7 +52,8 @@ STRONG_WORDS: frozenset[str] = frozenset(
     aur bhi toh agar lekin phir fir jis jise jahan yaha yahan waha wahan saath sath
     bina baare karo karen karein kare karna karne karke kardo kariye kijiye kijie karenge
     karega karegi karunga karsakte kiya kiye hoga hogi hoge hona hone hota hoti hote hua hui
-    huye huwe tha thi raha rahi rahe rahega rahegi sakta sakti sakte chahiye chahta chahti
+    huye huwe tha thi raha rahi rahe raho rahega rahegi rakho chup sakta sakti sakte chahiye
+    chahta chahti
     chahte batao bataiye bataye bataen bolo boliye dikhao dikhaye bhejo bheje bhejna bhejne
     lagao lagaye lagega lagegi jaana jaane jao jaunga jaoon jayega jayegi gaya gayi gaye
     dena dedo dijiye lena lene lelo milega milegi chalo chalega ruko roko hatao hata banao

@@ -155,12 +155,23 @@ def _with_series(analytics: dict[str, Any] | None, series: TimeSeries) -> dict[s
 
 
 def quality_text(quality: dict[str, Any] | None) -> str:
-    """``"ROC AUC 0.912 [0.880, 0.941]"`` of a :func:`detector_quality_report` entry."""
+    """``"ROC AUC 0.912 [0.880, 0.941]; at its threshold TPR 0.950, FPR 0.210, balanced
+    accuracy 0.870"`` of a :func:`detector_quality_report` entry (the operating point only
+    when it has one)."""
     if not quality or quality.get("auc") is None:
         return "ROC AUC not measured"
     low, high = quality.get("auc_low"), quality.get("auc_high")
     interval = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
-    return f"ROC AUC {quality['auc']:.3f}{interval}"
+    return f"ROC AUC {quality['auc']:.3f}{interval}{operating_point_text(quality)}"
+
+
+def operating_point_text(quality: dict[str, Any] | None) -> str:
+    """``"; at its threshold TPR 0.950, FPR 0.210, balanced accuracy 0.870"`` of a
+    :func:`detector_quality_report` entry, or ``""`` without an operating point."""
+    if not quality or quality.get("balanced_accuracy") is None:
+        return ""
+    return (f"; at its threshold TPR {quality['tpr']:.3f}, FPR {quality['fpr']:.3f}, "
+            f"balanced accuracy {quality['balanced_accuracy']:.3f}")
 
 
 def render_text(doc: dict[str, Any]) -> str:

@@ -409,6 +409,9 @@ class EmbeddingScope:
                     f"{int(labels.sum())} answerable vs {int((~labels).sum())} unanswerable "
                     "gold questions"),
         )  # fmt: skip
+        #: cross-validated probability in scope of each gold row (gold order), whose rates at
+        #: the threshold are the operating point reported next to the AUC
+        self.cv_scores = cv_scores
         self.calibration = calibrate_threshold(
             cv_scores[labels].tolist(), cv_scores[~labels].tolist(), retriever, min_tpr
         )._replace(auc=self.quality.auc)

@@ -40,6 +40,7 @@ goldwatch_build_info                            gauge   version, python (always 
 
 from __future__ import annotations
 
+import math
 import platform
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -367,6 +368,8 @@ DRIFT_COMPARISONS: tuple[str, ...] = ("reference", "baseline")
 DRIFT_STATES: tuple[str, ...] = ("ok", "drift", "insufficient_data", "uncalibrated")
 #: Detectors that report their measured quality (bounded label values).
 DETECTORS: tuple[str, ...] = ("out_of_scope", "novelty")
+#: Rates of a detector's operating point (``goldwatch_detector_operating_point_ratio``).
+OPERATING_RATES: tuple[str, ...] = ("tpr", "fpr", "balanced_accuracy")
 PII_TYPES: tuple[str, ...] = _PII_TYPES  # service.pii's fixed types: a bounded label set
 
 
@@ -396,7 +399,10 @@ class AnalyticsMetrics:
     goldwatch_detector_auc                       gauge   detector (ROC AUC on its
                                                          calibration data; NaN: unknown)
     goldwatch_detector_auc_bound                 gauge   detector, bound (low, high)
-    goldwatch_detector_trusted                   gauge   detector (1: AUC ≥ quality floor)
+    goldwatch_detector_operating_point_ratio     gauge   detector, rate (tpr, fpr,
+                                                         balanced_accuracy at its threshold)
+    goldwatch_detector_trusted                   gauge   detector (1: AUC ≥ quality floor
+                                                         and balanced accuracy ≥ its floor)
     ============================================ ======= ===============================
     """
 
@@ -418,6 +424,7 @@ class AnalyticsMetrics:
     coverage_gap: Gauge
     detector_auc: Gauge
     detector_auc_bound: Gauge
+    detector_operating_point: Gauge
     detector_trusted: Gauge
     language_labels: tuple[str, ...]
     topic_labels: tuple[str, ...]
@@ -497,12 +504,18 @@ class AnalyticsMetrics:
                 self.gold_share.labels(dimension=dimension, category=label).set(share)
 
     def set_detector_quality(
-        self, qualities: Mapping[str, Mapping[str, Any]], floor: float
+        self,
+        qualities: Mapping[str, Mapping[str, Any]],
+        floor: float,
+        min_balanced_accuracy: float = 0.0,
     ) -> None:
         """Export each detector's measured quality: ``qualities`` maps a detector name (one
-        of :data:`DETECTORS`; others are skipped) to ``{"auc", "auc_low", "auc_high"}`` as in
+        of :data:`DETECTORS`; others are skipped) to ``{"auc", "auc_low", "auc_high", "tpr",
+        "fpr", "balanced_accuracy"}`` as in
         :meth:`service.detector_quality.DetectorQuality.as_dict` (``None`` or NaN exports
-        NaN). ``trusted`` is 1 when the AUC is known and ≥ ``floor``."""
+        NaN; the rates are optional: a detector without an operating point). ``trusted`` is 1
+        when the AUC is known and ≥ ``floor`` and the balanced accuracy, when known, is
+        ≥ ``min_balanced_accuracy``."""
         for detector, quality in qualities.items():
             if detector not in DETECTORS:
                 continue
@@ -514,8 +527,15 @@ class AnalyticsMetrics:
                 self.detector_auc_bound.labels(detector=detector, bound=bound).set(
                     float("nan") if value is None else _finite(value)
                 )
+            rates = {rate: quality.get(rate) for rate in OPERATING_RATES}
+            for rate, value in rates.items():
+                self.detector_operating_point.labels(detector=detector, rate=rate).set(
+                    float("nan") if value is None else _finite(value)
+                )
+            ba = rates["balanced_accuracy"]
+            point_ok = ba is None or not math.isfinite(ba) or float(ba) >= min_balanced_accuracy
             self.detector_trusted.labels(detector=detector).set(
-                auc is not None and float(auc) >= floor  # NaN >= floor is False
+                auc is not None and float(auc) >= floor and point_ok  # NaN >= floor is False
             )
 
     def _allowed(self, dimension: str) -> tuple[str, ...]:
@@ -618,9 +638,17 @@ def build_analytics_metrics(
             "detector_auc_bound", "Bounds of the 95 % bootstrap interval of the detector's "
             "ROC AUC.", ["detector", "bound"],
         ),
+        detector_operating_point=gauge(
+            "detector_operating_point_ratio", "A detector's rates at the threshold its counts "
+            "use, on its calibration data (cross-validated scores): tpr, fpr and "
+            "balanced_accuracy = (tpr + 1 - fpr) / 2; NaN: no operating point reported.",
+            ["detector", "rate"],
+        ),
         detector_trusted=gauge(
             "detector_trusted", "1 when the detector's ROC AUC reaches analytics.quality_floor "
-            "(its counts are calibrated and it may alarm), else 0.", ["detector"],
+            "and, for a detector with an operating point (out-of-scope), its balanced accuracy "
+            "at its threshold reaches analytics.scope_min_balanced_accuracy (its counts are "
+            "calibrated and it may alarm), else 0.", ["detector"],
         ),
         language_labels=languages,
         topic_labels=topics,

@@ -100,6 +100,15 @@ def _quality_cell(quality: Mapping[str, Any] | None) -> str:
     return f"{quality['auc']:.3f}{interval}"
 
 
+def _operating_point_cell(quality: Mapping[str, Any] | None) -> str | None:
+    """``"TPR 0.952, FPR 0.783, balanced accuracy 0.584"`` at the detector's threshold, or
+    ``None`` when it reports none."""
+    if not quality or quality.get("balanced_accuracy") is None:
+        return None
+    return (f"TPR {quality['tpr']:.3f}, FPR {quality['fpr']:.3f}, "
+            f"balanced accuracy {quality['balanced_accuracy']:.3f}")
+
+
 def _both_directions(analytics: Mapping[str, Any]) -> Safe:
     refusals, scope = analytics["refusals"], analytics["out_of_scope"]
     if scope.get("off"):  # a detector that is off has no counts, not zeros
@@ -119,13 +128,17 @@ def _both_directions(analytics: Mapping[str, Any]) -> Safe:
         [f"under-refusals (answered while out of scope){mark}", scope["under_refusals"]],
         ["out-of-scope detector ROC AUC (95 % interval)", _quality_cell(scope.get("quality"))],
     ]
+    point = _operating_point_cell(scope.get("quality"))
+    if point is not None:  # the rates behind the counts above, next to the AUC
+        rows.append(["out-of-scope detector at its threshold", point])
     calibration = scope.get("calibration") or {}
-    for key in ("threshold", "auc", "tpr", "fpr", "retriever"):
+    for key in ("threshold", "retriever"):  # its AUC and rates are the detector's, above
         if calibration.get(key) is not None:
             value = calibration[key]
             rows.append([f"scope calibration: {key}", num(value) if key != "retriever" else value])
-    measured = (" The detector's ROC AUC is measured on the gold set it was calibrated on "
-                "(cross-validated scores)." if scope.get("quality") else "")  # fmt: skip
+    measured = (" The detector's ROC AUC and its rates at the threshold are measured on the "
+                "gold set it was calibrated on (cross-validated scores); its counts are facts "
+                "only when both reach their floors." if scope.get("quality") else "")  # fmt: skip
     note = para(
         "Refusals are judged in both directions: out-of-scope questions should be "
         f"refused, in-scope questions answered.{measured}",

@@ -36,6 +36,7 @@ from service.analytics import (
 )
 from service.corpus import Corpus, load_corpus
 from service.dedup import DedupStage
+from service.detector_quality import quality_gauges
 from service.embeddings import shared_embedder
 from service.goldset import GoldSet, load_gold_set
 from service.harvest import HarvestStage, MemoryCandidates, StateStoreCandidates
@@ -245,9 +246,8 @@ def build_live(
         )
         metrics.set_gold_shares(analytics.gold_counts)
         metrics.set_detector_quality(
-            {name: {"auc": q.auc, "auc_low": q.low, "auc_high": q.high}  # unrounded
-             for name, q in analytics.detector_quality.items()},
-            analytics.quality_floor,
+            {name: quality_gauges(q) for name, q in analytics.detector_quality.items()},
+            analytics.quality_floor, analytics.min_balanced_accuracy,
         )
     stages: list[Stage] = list(analytics.stages)
     shadow_stage = None

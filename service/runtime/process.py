@@ -28,6 +28,7 @@ from consumers.jsonl_dead_letters import DEAD_LETTER_MARK_KEY, JsonlDeadLetters
 from consumers.loop import make_decoder, run
 from service import __version__
 from service.corpus import DataFileError, load_corpus
+from service.detector_quality import quality_gauges
 from service.errors import GoldwatchError, describe_error
 from service.goldset import GoldFileCheck, load_gold_set
 from service.known import KnownQuestionIndex
@@ -389,9 +390,8 @@ class Runtime:
                 self.live.analytics_metrics.set_gold_shares(counts)
                 analytics = self.live.analytics
                 self.live.analytics_metrics.set_detector_quality(
-                    {name: {"auc": q.auc, "auc_low": q.low, "auc_high": q.high}
-                     for name, q in analytics.detector_quality.items()},
-                    analytics.quality_floor,
+                    {name: quality_gauges(q) for name, q in analytics.detector_quality.items()},
+                    analytics.quality_floor, analytics.min_balanced_accuracy,
                 )  # fmt: skip
         self.gold_refresh_error = None  # before the count: a reader that saw the count
         self.gold_refreshes += 1  # go up sees the error cleared

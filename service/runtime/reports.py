@@ -103,10 +103,12 @@ def novelty_report(
 
 
 def detector_quality_report(analytics: Analytics) -> dict[str, dict[str, Any]]:
-    """Each detector's measured quality (:meth:`DetectorQuality.as_dict`) with ``trusted``
-    (AUC ≥ the floor) and ``uncalibrated`` (why not, or ``None``)."""
+    """Each detector's measured quality (:meth:`DetectorQuality.as_dict`: the AUC, and the
+    operating point at its threshold where it has one) with ``trusted`` (AUC ≥ the floor and
+    balanced accuracy at the threshold ≥ its floor) and ``uncalibrated`` (why not, or
+    ``None``)."""
     return {
-        name: {**quality.as_dict(), "trusted": quality.trusted(analytics.quality_floor),
+        name: {**quality.as_dict(), "trusted": analytics.uncalibrated(name) is None,
                "uncalibrated": analytics.uncalibrated(name)}
         for name, quality in sorted(analytics.detector_quality.items())
     }  # fmt: skip

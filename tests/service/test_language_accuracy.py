@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.bench_language_labels import (
-    GOLD_LANGUAGES,
+    GOLD_SETS,
     VARIANTS,
     english_sets,
     false_labels,
@@ -155,18 +155,22 @@ def test_other_latin_languages_are_not_taken_for_hinglish(xquad: dict[str, list[
 @pytest.mark.slow
 def test_english_short_questions_get_no_exotic_language(shared_data: Path) -> None:
     """False-label rate (labels other than ``en``/``und``) on 12,190 real English questions,
-    at most 0.2 % per set in both setups; before the evidence threshold (``before``) CLINC150
-    alone had 1.0 % with the gold-set prior and 4.1 % without (it, fr, no, ro, ...)."""
+    at most 0.2 % per set in both setups (with the demo's and the fresh-user trial's gold set:
+    63 % English; before the trial's finding 6 the latter gave CLINC150 1.5 % de/es, NQ-open
+    0.9 %); before the evidence threshold (``no threshold``) CLINC150 alone had 1.0 % with the
+    gold-set prior and 4.1 % without (it, fr, no, ro, ...)."""
     after = VARIANTS["after"]
     for name, texts in english_sets(shared_data).items():
-        with_gold = false_labels(label_with_gold(texts, after, GOLD_LANGUAGES))
+        for gold_name, counts in GOLD_SETS.items():  # the demo's and the trial's gold set
+            with_gold = false_labels(label_with_gold(texts, after, counts))
+            print(f"{name}: false {with_gold.false:.3%} with the {gold_name} gold set")
+            assert with_gold.false <= 0.002, (name, gold_name, with_gold)
         without = false_labels(label_without_gold(texts, after))
-        print(f"{name}: false {with_gold.false:.3%} / {without.false:.3%} (gold / no gold)")
-        assert with_gold.false <= 0.002, (name, with_gold)
+        print(f"{name}: false {without.false:.3%} without a gold set")
         assert without.false <= 0.002, (name, without)
         assert without.und <= 0.01, (name, without)  # abstaining is no way out either
     before = false_labels(label_without_gold(english_sets(shared_data)["CLINC150 test+oos"],
-                                             VARIANTS["before"]))  # fmt: skip
+                                             VARIANTS["no threshold"]))  # fmt: skip
     assert before.false > 0.03  # the measurement sees the old failure
 
 

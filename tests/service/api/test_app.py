@@ -215,10 +215,23 @@ def test_analytics_endpoints_and_metrics(tmp_path: Path) -> None:
         assert refusals["detector_quality"]["out_of_scope"] == quality
         assert (quality["n_pos"], quality["n_neg"]) == (47, 12)  # demo gold set's split
         assert refusals["quality_floor"] == 0.75
-        assert (refusals["out_of_scope"]["uncalibrated"] is None) == (quality["auc"] >= 0.75)
-        auc = next(line for line in httpx.get(running.base + "/metrics").text.splitlines()
+        # trusted on both the AUC and the balanced accuracy at its threshold (trial finding 3)
+        assert quality["balanced_accuracy"] == pytest.approx(
+            (quality["tpr"] + 1 - quality["fpr"]) / 2, abs=1e-4)  # fmt: skip
+        trusted = quality["auc"] >= 0.75 and quality["balanced_accuracy"] >= 0.68
+        assert (refusals["out_of_scope"]["uncalibrated"] is None) == trusted
+        assert quality["trusted"] is trusted
+        lines = httpx.get(running.base + "/metrics").text.splitlines()
+        auc = next(line for line in lines
                    if line.startswith('goldwatch_detector_auc{detector="out_of_scope"}'))
         assert float(auc.split()[-1]) == pytest.approx(quality["auc"], abs=5e-5)
+        ba = next(line for line in lines if line.startswith(
+            'goldwatch_detector_operating_point_ratio{detector="out_of_scope",'
+            'rate="balanced_accuracy"}'))  # fmt: skip
+        assert float(ba.split()[-1]) == pytest.approx(quality["balanced_accuracy"], abs=5e-5)
+        trusted_line = next(line for line in lines if line.startswith(
+            'goldwatch_detector_trusted{detector="out_of_scope"}'))  # fmt: skip
+        assert float(trusted_line.split()[-1]) == float(trusted)
         drift = httpx.get(running.base + "/v1/drift").json()
         assert drift["language"]["live_counts"] == {"hi-Latn": 1, "en": 1}
         assert drift["language"]["state"] == "insufficient_data"  # 2 events never alarm

@@ -48,8 +48,11 @@ def harvested() -> tuple[HarvestStage, MemoryCandidates, list[QueryLogEvent], Pi
 def test_reasons_of_the_planted_shifts_are_found(harvested: tuple) -> None:
     stage, repo, _, _ = harvested
     reasons = {r for row in repo.all() for r in row["reasons"]}
-    assert {"coverage_gap", "refused", "answered_out_of_scope", "negative_feedback",
-            "low_confidence"} <= reasons  # fmt: skip
+    assert {"coverage_gap", "refused", "negative_feedback", "low_confidence"} <= reasons
+    # The demo's out-of-scope detector keeps 95 % of the answerable gold rows in scope only
+    # by letting 11 of its 12 unanswerable rows pass too (balanced accuracy 0.53 < 0.68):
+    # its verdicts are not facts, so they suggest nothing (trial finding 3).
+    assert "answered_out_of_scope" not in reasons
     # phase C drops the SEE timetable: refused exam-schedule questions are suggested
     assert any(row["topic"] == "exams" and "refused" in row["reasons"] for row in repo.all())
 
