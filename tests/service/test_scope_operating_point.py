@@ -23,7 +23,8 @@ from service.corpus import load_corpus
 from service.detector_quality import measure_auc, quality_gauges
 from service.goldset import load_gold_set
 from service.html import render_replay_html
-from service.replay_job import detector_quality_report, quality_text, render_text
+from service.replay_job import quality_text, render_text
+from service.runtime.reports import detector_quality_report
 from service.scope import EmbeddingScopeStage, calibrate_threshold
 from service.settings import load_settings
 from service.telemetry import build_analytics_metrics
