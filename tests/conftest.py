@@ -1,4 +1,12 @@
-"""Shared fixtures: where the real data sets live (../shared/data beside the checkout)."""
+"""Shared fixtures: where the real data sets live (../shared/data beside the checkout), the
+Tansu broker (``tests/kafka_fixtures.py``), and the markers of the tiers.
+
+The fast tier (README "Tests") is ``pytest -m "not (slow or kafka or prometheus or chromium or
+reliability)"``. Besides the markers a test states itself, :func:`pytest_collection_modifyitems`
+adds them from what the test uses, so they cannot be forgotten: a broker fixture → ``kafka``,
+``promtool`` (also under the ``prometheus`` server fixtures) → ``prometheus``, ``chromium`` →
+``chromium``, a file under ``tests/reliability/`` → ``reliability``.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +15,10 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.kafka_fixtures import BROKER_FIXTURES, broker, kafka_broker, start_broker
+
+__all__ = ["broker", "kafka_broker", "start_broker"]  # fixtures for every folder
 
 #: Hypothesis defaults for the whole suite, loaded before any test module builds its own
 #: ``settings(...)`` (which inherit what they leave unset): no per-example deadline and no
@@ -17,6 +29,13 @@ settings.register_profile("goldwatch", deadline=None, suppress_health_check=[Hea
 settings.load_profile("goldwatch")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+RELIABILITY = REPO_ROOT / "tests" / "reliability"
+#: marker -> fixtures whose users get it (transitively: ``item.fixturenames`` is the closure).
+MARK_BY_FIXTURE: dict[str, frozenset[str]] = {
+    "kafka": BROKER_FIXTURES,
+    "prometheus": frozenset({"promtool"}),
+    "chromium": frozenset({"chromium"}),
+}
 SHARED_DATA = Path(os.environ.get("GOLDWATCH_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 
@@ -26,3 +45,15 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.fail(f"real data sets not found at {SHARED_DATA} (set GOLDWATCH_SHARED_DATA)")
     return SHARED_DATA
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the markers
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by the real components it uses and by its folder (see the docstring)."""
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for mark, fixtures in MARK_BY_FIXTURE.items():
+            if used & fixtures and mark not in item.keywords:
+                item.add_marker(mark)
+        if item.path.is_relative_to(RELIABILITY) and "reliability" not in item.keywords:
+            item.add_marker("reliability")

@@ -17,6 +17,7 @@ from service.harvest.config import HarvestConfig
 from service.harvest.stage import HarvestStage
 from service.pii import PiiScrubStage
 from tests.kafka_broker import TansuBroker, free_port
+from tests.kafka_fixtures import StartBroker
 from tests.service.harvest.helpers import batch, event
 
 pytestmark = pytest.mark.kafka
@@ -98,7 +99,9 @@ def test_replays_and_replicas_publish_one_key_per_suggestion_without_personal_da
         assert "98765" not in text and "2346" not in text
 
 
-def test_sink_built_while_the_broker_is_down_sets_up_once_it_is_up(topic_name: str) -> None:
+def test_sink_built_while_the_broker_is_down_sets_up_once_it_is_up(
+    topic_name: str, start_broker: StartBroker
+) -> None:
     """Building the sink calls no broker (serve must start with the broker down); a publish
     while it is down raises ``SourceUnavailable`` (the harvest stage counts it and retries at
     its next flush), and the next publish after the broker came up creates the compacted
@@ -110,12 +113,9 @@ def test_sink_built_while_the_broker_is_down_sets_up_once_it_is_up(topic_name: s
     record = {"id": "c-1", "normalised": "hostel fee kab", "count": 1}
     with pytest.raises(SourceUnavailable):
         sink.publish([record])
-    broker = TansuBroker.start(port=port)
-    try:
-        sink.publish([record])
-        sink.close()
-        assert read_all(broker, topic_name) == [(b"hostel fee kab", json.dumps(
-            record, separators=(",", ":")).encode())]  # fmt: skip
-        assert sink.published == 1
-    finally:
-        broker.stop()
+    broker = start_broker(port)
+    sink.publish([record])
+    sink.close()
+    assert read_all(broker, topic_name) == [(b"hostel fee kab", json.dumps(
+        record, separators=(",", ":")).encode())]  # fmt: skip
+    assert sink.published == 1

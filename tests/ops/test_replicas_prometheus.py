@@ -165,15 +165,6 @@ class Traffic(threading.Thread):
         self.sent += 1
 
 
-@pytest.fixture(scope="module")
-def broker() -> Iterator[TansuBroker]:
-    started = TansuBroker.start()
-    try:
-        yield started
-    finally:
-        started.stop()
-
-
 def _assigned(service: ServiceProcess) -> set[int]:
     return set((service.status().get("source") or {}).get("assigned_partitions") or ())
 
