@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -47,13 +48,32 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+@pytest.fixture(scope="session")
+def demo_replay(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The demo query log (``service/demo/querylog.jsonl``, 3,000 events) pushed once per
+    session through the full pipeline with the demo configuration (``goldwatch.yaml``, its gold
+    set and corpus, harvest defaults: ``GOLDWATCH_HARVEST__MAX_NEW_PER_BATCH`` unset): the
+    report of :func:`service.replay_job.run_replay`. Shared by every test that asks for it:
+    read it, never change it (``copy.deepcopy`` first)."""
+    from service.demo import demo_path
+    from service.replay_job import run_replay
+    from service.settings import load_settings
+
+    out = tmp_path_factory.mktemp("demo-replay")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("GOLDWATCH_HARVEST__MAX_NEW_PER_BATCH", raising=False)
+        settings = load_settings(demo_path("goldwatch.yaml"), gold_set=demo_path("gold.jsonl"),
+                                 corpus=demo_path("corpus.jsonl"))  # fmt: skip
+        return run_replay(settings, demo_path("querylog.jsonl"), None, out / "demo.dlq.jsonl")
+
+
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the markers
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test by the real components it uses and by its folder (see the docstring)."""
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         for mark, fixtures in MARK_BY_FIXTURE.items():
-            if used & fixtures and mark not in item.keywords:
+            if used & fixtures and item.get_closest_marker(mark) is None:
                 item.add_marker(mark)
-        if item.path.is_relative_to(RELIABILITY) and "reliability" not in item.keywords:
+        if item.path.is_relative_to(RELIABILITY) and not item.get_closest_marker("reliability"):
             item.add_marker("reliability")

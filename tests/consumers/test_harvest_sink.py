@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable
 
 import pytest
-from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka import KafkaAdminClient
 
 from consumers.errors import SourceUnavailable
 from consumers.harvest_sink import KafkaCandidateSink, cleanup_policy, ensure_compacted_topic
@@ -16,6 +16,7 @@ from consumers.kafka_source import KafkaSourceConfig
 from service.harvest.config import HarvestConfig
 from service.harvest.stage import HarvestStage
 from service.pii import PiiScrubStage
+from tests.acceptance.conftest import read_topic
 from tests.kafka_broker import TansuBroker, free_port
 from tests.kafka_fixtures import StartBroker
 from tests.service.harvest.helpers import batch, event
@@ -33,15 +34,8 @@ QUESTIONS = [
 
 
 def read_all(broker: TansuBroker, topic: str) -> list[tuple[bytes, bytes]]:
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers,
-                             consumer_timeout_ms=1500, auto_offset_reset="earliest")  # fmt: skip
-    try:
-        parts = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
-        consumer.assign(parts)
-        consumer.seek_to_beginning(*parts)
-        return [(m.key, m.value) for m in consumer]
-    finally:
-        consumer.close()
+    """``(key, value)`` of every record of ``topic`` up to its end offsets."""
+    return [(m.key, m.value) for m in read_topic(broker, topic)]
 
 
 def run_replica(sink: KafkaCandidateSink, indexes: list[int]) -> None:
