@@ -49,6 +49,7 @@ def _finish(
     return service.totals()
 
 
+@pytest.mark.timeout(900)  # ~40 s quiet (a 5 s pause, 2,500 throttled events)
 def test_broker_paused_then_resumed(
     broker: TansuBroker, start_service: StartService, monitor: Monitor, tmp_path: Path
 ) -> None:
