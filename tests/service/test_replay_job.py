@@ -153,6 +153,7 @@ def demo(out: Path, demo_replay: dict[str, Any]) -> tuple[dict[str, Any], dict[s
     return demo_replay, run_replay(unbounded, log, None, out / "demo-unbounded.dlq.jsonl")
 
 
+@pytest.mark.slow  # a second replay of the whole demo log (the first is the session's)
 def test_demo_replay_keeps_as_many_suggestions_as_with_shedding_off(
     demo: tuple[dict[str, Any], dict[str, Any]],
 ) -> None:
@@ -163,10 +164,8 @@ def test_demo_replay_keeps_as_many_suggestions_as_with_shedding_off(
     assert [r["id"] for r in default["top"]] == [r["id"] for r in unbounded["top"]]
 
 
-def test_demo_replay_html_lists_its_top_suggestions(
-    demo: tuple[dict[str, Any], dict[str, Any]],
-) -> None:
-    report = demo[0]
+def test_demo_replay_html_lists_its_top_suggestions(demo_replay: dict[str, Any]) -> None:
+    report = demo_replay
     page = render_replay_html(report)
     top = report["gold_candidates"]["top"]
     assert len(top) == 20
