@@ -1,12 +1,25 @@
-"""Shared fixtures: where the real data sets live (../shared/data beside the checkout)."""
+"""Shared fixtures: where the real data sets live (../shared/data beside the checkout), the
+Tansu broker (``tests/kafka_fixtures.py``), and the markers of the tiers.
+
+The fast tier (README "Tests") is ``pytest -m "not (slow or kafka or prometheus or chromium or
+reliability)"``. Besides the markers a test states itself, :func:`pytest_collection_modifyitems`
+adds them from what the test uses, so they cannot be forgotten: a broker fixture → ``kafka``,
+``promtool`` (also under the ``prometheus`` server fixtures) → ``prometheus``, ``chromium`` →
+``chromium``, a file under ``tests/reliability/`` → ``reliability``.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.kafka_fixtures import BROKER_FIXTURES, broker, kafka_broker, start_broker
+
+__all__ = ["broker", "kafka_broker", "start_broker"]  # fixtures for every folder
 
 #: Hypothesis defaults for the whole suite, loaded before any test module builds its own
 #: ``settings(...)`` (which inherit what they leave unset): no per-example deadline and no
@@ -17,6 +30,13 @@ settings.register_profile("goldwatch", deadline=None, suppress_health_check=[Hea
 settings.load_profile("goldwatch")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+RELIABILITY = REPO_ROOT / "tests" / "reliability"
+#: marker -> fixtures whose users get it (transitively: ``item.fixturenames`` is the closure).
+MARK_BY_FIXTURE: dict[str, frozenset[str]] = {
+    "kafka": BROKER_FIXTURES,
+    "prometheus": frozenset({"promtool"}),
+    "chromium": frozenset({"chromium"}),
+}
 SHARED_DATA = Path(os.environ.get("GOLDWATCH_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 
@@ -26,3 +46,34 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.fail(f"real data sets not found at {SHARED_DATA} (set GOLDWATCH_SHARED_DATA)")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def demo_replay(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The demo query log (``service/demo/querylog.jsonl``, 3,000 events) pushed once per
+    session through the full pipeline with the demo configuration (``goldwatch.yaml``, its gold
+    set and corpus, harvest defaults: ``GOLDWATCH_HARVEST__MAX_NEW_PER_BATCH`` unset): the
+    report of :func:`service.replay_job.run_replay`. Shared by every test that asks for it:
+    read it, never change it (``copy.deepcopy`` first)."""
+    from service.demo import demo_path
+    from service.replay_job import run_replay
+    from service.settings import load_settings
+
+    out = tmp_path_factory.mktemp("demo-replay")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("GOLDWATCH_HARVEST__MAX_NEW_PER_BATCH", raising=False)
+        settings = load_settings(demo_path("goldwatch.yaml"), gold_set=demo_path("gold.jsonl"),
+                                 corpus=demo_path("corpus.jsonl"))  # fmt: skip
+        return run_replay(settings, demo_path("querylog.jsonl"), None, out / "demo.dlq.jsonl")
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the markers
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by the real components it uses and by its folder (see the docstring)."""
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for mark, fixtures in MARK_BY_FIXTURE.items():
+            if used & fixtures and item.get_closest_marker(mark) is None:
+                item.add_marker(mark)
+        if item.path.is_relative_to(RELIABILITY) and not item.get_closest_marker("reliability"):
+            item.add_marker("reliability")

@@ -140,16 +140,6 @@ def b64(value: bytes | None) -> str | None:
     return None if value is None else base64.b64encode(value).decode("ascii")
 
 
-@pytest.fixture(scope="session")
-def broker() -> Iterator[TansuBroker]:
-    """One Tansu broker for the session's live tests."""
-    started = TansuBroker.start()
-    try:
-        yield started
-    finally:
-        started.stop()
-
-
 @pytest.fixture
 def services() -> Iterator[list[ServiceProcess]]:
     """A list the test appends its serve processes to; all are killed at teardown."""

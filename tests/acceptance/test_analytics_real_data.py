@@ -99,6 +99,7 @@ def language_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Scenario, di
     return scenario, replay(scenario, out, poison=N_POISON), out
 
 
+@pytest.mark.slow
 def test_language_shift_alarms_within_300_events_and_names_the_new_languages(
     language_run: tuple[Scenario, dict[str, Any], Path],
 ) -> None:

@@ -46,6 +46,7 @@ def test_the_file_token_guards_the_mutating_routes(tmp_path: Path, ending: str) 
     assert wrong.status_code == 403
 
 
+@pytest.mark.slow
 def test_config_check_masks_the_file_token(tmp_path: Path) -> None:
     token_file = _token_file(tmp_path, TOKEN + "\n")
     result = _run(["config", "check"], tmp_path, {"GOLDWATCH_API__TOKEN_FILE": str(token_file)})

@@ -64,6 +64,7 @@ def _wait_for(condition: Callable[[], bool], what: str, proc: subprocess.Popen[s
     pytest.fail(f"gave up waiting for {what} after {WAIT_S:.0f} s")
 
 
+@pytest.mark.slow
 def test_fast_demo_detects_every_planted_change(tmp_path: Path) -> None:
     result = run(["demo", "--fast", "--format", "json", "--workdir", "wd"], tmp_path)
     assert result.returncode == 0, result.stderr
@@ -95,6 +96,7 @@ def test_fast_demo_detects_every_planted_change(tmp_path: Path) -> None:
     assert not (tmp_path / "goldwatch-runs.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_fast_demo_text_and_html(tmp_path: Path) -> None:
     result = run(["demo", "--fast", "--workdir", "wd", "--html", "demo.html"], tmp_path)
     assert result.returncode == 0, result.stderr
@@ -127,6 +129,7 @@ def live_demo(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str, Path
         proc.communicate(timeout=WAIT_S)
 
 
+@pytest.mark.slow
 def test_live_demo_serves_and_stops_on_ctrl_c(
     live_demo: tuple[subprocess.Popen[str], str, Path],
 ) -> None:
@@ -163,6 +166,7 @@ def test_live_demo_serves_and_stops_on_ctrl_c(
     assert "Traceback" not in stderr and "status page" in stderr
 
 
+@pytest.mark.slow
 def test_sigterm_stops_cleanly_and_a_taken_port_fails_clearly(
     live_demo: tuple[subprocess.Popen[str], str, Path], tmp_path: Path
 ) -> None:

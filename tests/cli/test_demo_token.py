@@ -85,6 +85,7 @@ def _live_demo(tmp_path: Path, env: dict[str, str]) -> tuple[str, str, Path]:
     return stderr, base, workdir
 
 
+@pytest.mark.slow
 def test_a_users_token_is_not_printed_and_its_source_is(tmp_path: Path) -> None:
     stderr, _, workdir = _live_demo(tmp_path, _env(GOLDWATCH_API__TOKEN=USER_TOKEN))
     assert "Zq7" not in stderr
@@ -97,6 +98,7 @@ def test_a_users_token_is_not_printed_and_its_source_is(tmp_path: Path) -> None:
     assert (workdir / "state.sqlite").is_file()
 
 
+@pytest.mark.slow
 def test_a_generated_token_is_printed_and_works(tmp_path: Path) -> None:
     port_env = _env()
     port = free_port()

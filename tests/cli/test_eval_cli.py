@@ -23,6 +23,7 @@ def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_demo_eval_json_schema_history_and_misses(tmp_path: Path) -> None:
     result = run(["eval", "--demo", "--format", "json", "--no-progress", "--k", "1,5,10"], tmp_path)
     assert result.returncode == 0, result.stderr
@@ -47,6 +48,7 @@ def test_demo_eval_json_schema_history_and_misses(tmp_path: Path) -> None:
     assert all(set(m) >= {"question", "gold", "gold_ranks", "instead"} for m in misses)
 
 
+@pytest.mark.slow
 def test_second_run_appends_a_row(tmp_path: Path) -> None:
     for _ in range(2):
         args = ["eval", "--demo", "--retriever", "bm25", "--no-progress"]
@@ -54,6 +56,7 @@ def test_second_run_appends_a_row(tmp_path: Path) -> None:
     assert len((tmp_path / "goldwatch-runs.jsonl").read_text().splitlines()) == 2
 
 
+@pytest.mark.slow
 def test_fail_under_gate_exit_codes(tmp_path: Path) -> None:
     ok = run(["eval", "--demo", "--retriever", "bm25", "--fail-under", "recall@10=0.5"],
              tmp_path)  # fmt: skip
@@ -68,6 +71,7 @@ def test_fail_under_gate_exit_codes(tmp_path: Path) -> None:
     assert "not evaluated" in unknown.stderr
 
 
+@pytest.mark.slow
 def test_compare_and_answers(tmp_path: Path) -> None:
     demo = Path(__file__).resolve().parents[2] / "service" / "demo"
     result = run(
@@ -98,6 +102,7 @@ def test_compare_and_answers(tmp_path: Path) -> None:
     assert answers["unanswerable_refusal_rate"] == pytest.approx(8 / 12)
 
 
+@pytest.mark.slow
 def test_trec_files_match_trec_eval_all_row(tmp_path: Path, shared_data: Path) -> None:
     fixtures = shared_data / "trec_eval-tests"
     result = run(
@@ -132,6 +137,7 @@ def test_trec_files_match_trec_eval_all_row(tmp_path: Path, shared_data: Path) -
             assert overall[metric] == pytest.approx(value, abs=5e-5), (run_name, metric)
 
 
+@pytest.mark.slow
 def test_bad_gold_file_names_file_line_and_never_echoes_text(tmp_path: Path) -> None:
     gold = tmp_path / "gold.jsonl"
     gold.write_text(
@@ -147,6 +153,7 @@ def test_bad_gold_file_names_file_line_and_never_echoes_text(tmp_path: Path) -> 
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -165,6 +172,7 @@ def test_usage_errors_exit_2(tmp_path: Path, args: list[str], message: str) -> N
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_config_check_prints_effective_config(tmp_path: Path) -> None:
     config = tmp_path / "goldwatch.yaml"
     config.write_text("eval:\n  k: [3]\n")
@@ -185,6 +193,7 @@ def _closed_port() -> int:
     return free_port()
 
 
+@pytest.mark.slow
 def test_failing_retriever_exits_3_without_traceback(tmp_path: Path) -> None:
     config = tmp_path / "goldwatch.yaml"
     config.write_text(
@@ -199,6 +208,7 @@ def test_failing_retriever_exits_3_without_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_entrypoint_retriever_from_the_current_folder(tmp_path: Path) -> None:
     (tmp_path / "my_search.py").write_text(
         "def top_k(question, k):\n    return [('p-0001', 2.0), ('p-0002', 1.0)][:k]\n"
@@ -213,6 +223,7 @@ def test_entrypoint_retriever_from_the_current_folder(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["retrievers"]["mine"]["n_questions"] == 47
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -226,6 +237,7 @@ def test_qrels_mode_conflicts(tmp_path: Path, args: list[str], message: str) -> 
     assert message in result.stderr
 
 
+@pytest.mark.slow
 def test_config_check_masks_secrets_and_checks_files(tmp_path: Path) -> None:
     config = tmp_path / "goldwatch.yaml"
     config.write_text(

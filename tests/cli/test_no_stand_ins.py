@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from benchmarks.goldsets import write_squad2
 from service.demo import demo_path
 from tests.cli.goldwatch_cli import run_goldwatch
@@ -16,6 +18,7 @@ def _squad2(tmp_path: Path, shared_data: Path) -> tuple[Path, Path]:
     return write_squad2(tmp_path / "data", shared_data)
 
 
+@pytest.mark.slow
 def test_a_gold_set_without_a_corpus_is_an_error(tmp_path: Path, shared_data: Path) -> None:
     gold, _ = _squad2(tmp_path, shared_data)
     result = run_goldwatch(["eval", "--gold", str(gold), "--no-progress"], tmp_path)
@@ -26,6 +29,7 @@ def test_a_gold_set_without_a_corpus_is_an_error(tmp_path: Path, shared_data: Pa
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_no_gold_set_is_an_error_naming_the_ways_to_give_one(tmp_path: Path) -> None:
     result = run_goldwatch(["eval", "--no-progress"], tmp_path)
     assert result.returncode == 2 and result.stdout == ""
@@ -33,6 +37,7 @@ def test_no_gold_set_is_an_error_naming_the_ways_to_give_one(tmp_path: Path) -> 
         assert hint in result.stderr
 
 
+@pytest.mark.slow
 def test_a_corpus_holding_none_of_the_gold_ids_is_an_error(
     tmp_path: Path, shared_data: Path
 ) -> None:
@@ -46,6 +51,7 @@ def test_a_corpus_holding_none_of_the_gold_ids_is_an_error(
     assert f"none of its {len(cited)} gold passage id(s) is in corpus" in result.stderr
 
 
+@pytest.mark.slow
 def test_some_missing_gold_ids_are_one_warning_line(tmp_path: Path, shared_data: Path) -> None:
     gold, corpus = _squad2(tmp_path, shared_data)
     rows = [json.loads(line) for line in gold.read_text().splitlines()]

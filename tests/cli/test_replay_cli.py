@@ -6,6 +6,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from service.demo import demo_path
 from tests.cli.test_eval_cli import run
 
@@ -18,6 +20,7 @@ def _log(tmp_path: Path, lines: list[str]) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_demo_replay_reports_the_planted_shifts(tmp_path: Path) -> None:
     result = run(["replay", "--demo", "--format", "json"], tmp_path)
     assert result.returncode == 0, result.stderr
@@ -34,6 +37,7 @@ def test_demo_replay_reports_the_planted_shifts(tmp_path: Path) -> None:
     assert sum(scrubbed.values()) == 9
 
 
+@pytest.mark.slow
 def test_counts_dead_letters_and_bad_inputs(tmp_path: Path) -> None:
     log = _log(tmp_path, [GOOD % (1, 1), GOOD % (1, 1), "not json", GOOD % (2, 2)])
     result = run(["replay", str(log), "--format", "json"], tmp_path)
@@ -51,6 +55,7 @@ def test_counts_dead_letters_and_bad_inputs(tmp_path: Path) -> None:
     assert "cannot write dead letters to /proc/no/such/dir/x.jsonl" in unwritable.stderr
 
 
+@pytest.mark.slow
 def test_a_future_timestamp_does_not_freeze_drift(tmp_path: Path) -> None:
     future = '{"event_id": "f", "timestamp": "2099-01-01T00:00:00Z", "question": "hostel fee?"}'
     log = _log(tmp_path, [future] + [GOOD % (i, i) for i in range(1, 6)])
@@ -64,6 +69,7 @@ def test_a_future_timestamp_does_not_freeze_drift(tmp_path: Path) -> None:
     assert doc["analytics"]["drift"]["language"]["live_counts"] == {"en": 6}
 
 
+@pytest.mark.slow
 def test_damaged_state_value_is_a_clear_error(tmp_path: Path) -> None:
     log = _log(tmp_path, [GOOD % (1, 1)])
     state = tmp_path / "state.sqlite"

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.cli.goldwatch_cli import run_goldwatch
 
 KEY = "Zq7-" + "0123456789abcdef" * 2
@@ -25,6 +27,7 @@ def _config(tmp_path: Path, text: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_config_check_refuses_a_state_path_that_is_a_folder(tmp_path: Path) -> None:
     folder = tmp_path / "state-folder"
     folder.mkdir()
@@ -49,6 +52,7 @@ def test_config_check_refuses_a_state_folder_below_a_file(tmp_path: Path) -> Non
     ), result.stderr
 
 
+@pytest.mark.slow
 def test_config_check_creates_nothing_for_a_state_path_to_be_made(tmp_path: Path) -> None:
     state = tmp_path / "new" / "deeper" / "state.sqlite"
     config = _config(tmp_path, f"state:\n  path: {state}\n")
@@ -57,6 +61,7 @@ def test_config_check_creates_nothing_for_a_state_path_to_be_made(tmp_path: Path
     assert not (tmp_path / "new").exists()
 
 
+@pytest.mark.slow
 def test_serve_checks_the_key_file_before_creating_the_state(tmp_path: Path) -> None:
     state = tmp_path / "state-dir" / "state.sqlite"
     key_file = tmp_path / "pii-key"

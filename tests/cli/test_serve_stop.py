@@ -72,6 +72,7 @@ def _stop(service: ServiceProcess, sig: signal.Signals) -> int:
         service.close_client()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_graceful_stop_checkpoints_and_exits_0(tmp_path: Path, sig: signal.Signals) -> None:
     state = tmp_path / "state.sqlite"
@@ -90,6 +91,7 @@ def test_a_graceful_stop_checkpoints_and_exits_0(tmp_path: Path, sig: signal.Sig
     assert "not cleanly" not in service.log_tail()
 
 
+@pytest.mark.slow
 def test_a_failed_last_checkpoint_exits_1(tmp_path: Path) -> None:
     marker = tmp_path / "fail-now"
     config = _config(tmp_path, ["tests.cli.stop_stage:FailCheckpointAfterMarker"])
@@ -106,6 +108,7 @@ def test_a_failed_last_checkpoint_exits_1(tmp_path: Path) -> None:
     assert _saved_totals(tmp_path / "state.sqlite") is None  # the failed checkpoint wrote nothing
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_stop_during_start_up_exits_0_and_releases_the_state(
     tmp_path: Path, sig: signal.Signals
@@ -143,6 +146,7 @@ def test_a_stop_during_start_up_exits_0_and_releases_the_state(
         assert _stop(again, signal.SIGTERM) == 0
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_start_up_works_when_sigint_was_inherited_ignored(tmp_path: Path) -> None:
     """A background job of a non-interactive shell (``goldwatch serve &`` in a script) starts
     with SIGINT ignored; uvicorn listens to it once serving, so start-up was the one moment a

@@ -77,6 +77,7 @@ def _healthy(port: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_serve_warns_once_that_mutating_endpoints_are_disabled(tmp_path: Path) -> None:
     stderr = _serve_until_banner(tmp_path, _env())
     warnings = [line for line in stderr.splitlines() if NOTICE in line]
@@ -87,11 +88,13 @@ def test_serve_warns_once_that_mutating_endpoints_are_disabled(tmp_path: Path) -
     assert "GOLDWATCH_API__TOKEN" in warnings[0]
 
 
+@pytest.mark.slow
 def test_serve_with_a_token_does_not_warn(tmp_path: Path) -> None:
     stderr = _serve_until_banner(tmp_path, _env(GOLDWATCH_API__TOKEN="Zq7-set"))
     assert NOTICE not in stderr and "Zq7" not in stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("token", [None, "Zq7-set"], ids=["unset", "set"])
 def test_config_check_says_so_and_still_passes(tmp_path: Path, token: str | None) -> None:
     env = _env() if token is None else _env(GOLDWATCH_API__TOKEN=token)
@@ -104,6 +107,7 @@ def test_config_check_says_so_and_still_passes(tmp_path: Path, token: str | None
     assert NOTICE not in result.stdout  # stdout stays the JSON configuration
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("env", "why"),
     [

@@ -1,4 +1,5 @@
-"""Fixtures for consumer tests: one real Tansu broker per session, unique topics and groups."""
+"""Fixtures for consumer tests: unique topics and groups on the session's Tansu broker
+(``kafka_broker``, tests/kafka_fixtures.py)."""
 
 from __future__ import annotations
 
@@ -10,16 +11,6 @@ import pytest
 
 from consumers.kafka_source import KafkaSource, KafkaSourceConfig
 from tests.kafka_broker import TansuBroker
-
-
-@pytest.fixture(scope="session")
-def kafka_broker() -> Iterator[TansuBroker]:
-    """A Tansu broker (memory storage) on a free port, stopped at the end of the session."""
-    broker = TansuBroker.start()
-    try:
-        yield broker
-    finally:
-        broker.stop()
 
 
 @pytest.fixture

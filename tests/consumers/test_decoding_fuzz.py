@@ -13,6 +13,7 @@ import math
 from datetime import UTC
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -166,6 +167,7 @@ def test_arbitrary_bytes(value: bytes | None, mapping: FieldMapping) -> None:
     check(value, mapping)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(events, ascii_flags, st.sampled_from(MAPPINGS))
 def test_arbitrary_json_objects(
@@ -174,18 +176,21 @@ def test_arbitrary_json_objects(
     check(encode(obj, ascii_only), mapping)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(plausible, ascii_flags, st.sampled_from(MAPPINGS))
 def test_plausible_events(obj: dict[str, Any], ascii_only: bool, mapping: FieldMapping) -> None:
     check(encode(obj, ascii_only), mapping)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(json_values, ascii_flags)
 def test_arbitrary_json_values(obj: Any, ascii_only: bool) -> None:
     check(encode(obj, ascii_only), MAPPINGS[0])
 
 
+@pytest.mark.slow
 @FUZZ
 @given(plausible, st.data())
 def test_corrupted_and_truncated_events(obj: dict[str, Any], data: st.DataObject) -> None:
@@ -217,6 +222,7 @@ nestings = st.builds(
 SENTINEL = "\x00goldwatch-fuzz-sentinel"
 
 
+@pytest.mark.slow
 @FUZZ
 @given(plausible, st.one_of(digit_runs, nestings), st.sampled_from(["first", "last", "nested"]),
        ascii_flags, st.sampled_from(MAPPINGS))  # fmt: skip

@@ -8,6 +8,8 @@ import gc
 import math
 import weakref
 
+import pytest
+
 from consumers.loop import gc_paused
 
 
@@ -49,6 +51,7 @@ def test_a_cycle_frozen_while_in_flight_is_collected_at_the_next_thaw() -> None:
         gc.collect()
 
 
+@pytest.mark.slow
 def test_frozen_garbage_stays_bounded_over_many_steps_with_thaws() -> None:
     """100 steps, each freezing a fresh in-flight cycle that dies right after; with a thaw
     every step at most the newest one is left, without thaws all 100 are."""

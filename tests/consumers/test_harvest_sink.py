@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable
 
 import pytest
-from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka import KafkaAdminClient
 
 from consumers.errors import SourceUnavailable
 from consumers.harvest_sink import KafkaCandidateSink, cleanup_policy, ensure_compacted_topic
@@ -16,7 +16,9 @@ from consumers.kafka_source import KafkaSourceConfig
 from service.harvest.config import HarvestConfig
 from service.harvest.stage import HarvestStage
 from service.pii import PiiScrubStage
+from tests.acceptance.conftest import read_topic
 from tests.kafka_broker import TansuBroker, free_port
+from tests.kafka_fixtures import StartBroker
 from tests.service.harvest.helpers import batch, event
 
 pytestmark = pytest.mark.kafka
@@ -32,15 +34,8 @@ QUESTIONS = [
 
 
 def read_all(broker: TansuBroker, topic: str) -> list[tuple[bytes, bytes]]:
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers,
-                             consumer_timeout_ms=1500, auto_offset_reset="earliest")  # fmt: skip
-    try:
-        parts = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
-        consumer.assign(parts)
-        consumer.seek_to_beginning(*parts)
-        return [(m.key, m.value) for m in consumer]
-    finally:
-        consumer.close()
+    """``(key, value)`` of every record of ``topic`` up to its end offsets."""
+    return [(m.key, m.value) for m in read_topic(broker, topic)]
 
 
 def run_replica(sink: KafkaCandidateSink, indexes: list[int]) -> None:
@@ -98,7 +93,9 @@ def test_replays_and_replicas_publish_one_key_per_suggestion_without_personal_da
         assert "98765" not in text and "2346" not in text
 
 
-def test_sink_built_while_the_broker_is_down_sets_up_once_it_is_up(topic_name: str) -> None:
+def test_sink_built_while_the_broker_is_down_sets_up_once_it_is_up(
+    topic_name: str, start_broker: StartBroker
+) -> None:
     """Building the sink calls no broker (serve must start with the broker down); a publish
     while it is down raises ``SourceUnavailable`` (the harvest stage counts it and retries at
     its next flush), and the next publish after the broker came up creates the compacted
@@ -110,12 +107,9 @@ def test_sink_built_while_the_broker_is_down_sets_up_once_it_is_up(topic_name: s
     record = {"id": "c-1", "normalised": "hostel fee kab", "count": 1}
     with pytest.raises(SourceUnavailable):
         sink.publish([record])
-    broker = TansuBroker.start(port=port)
-    try:
-        sink.publish([record])
-        sink.close()
-        assert read_all(broker, topic_name) == [(b"hostel fee kab", json.dumps(
-            record, separators=(",", ":")).encode())]  # fmt: skip
-        assert sink.published == 1
-    finally:
-        broker.stop()
+    broker = start_broker(port)
+    sink.publish([record])
+    sink.close()
+    assert read_all(broker, topic_name) == [(b"hostel fee kab", json.dumps(
+        record, separators=(",", ":")).encode())]  # fmt: skip
+    assert sink.published == 1

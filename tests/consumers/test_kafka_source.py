@@ -18,6 +18,7 @@ from kafka.consumer.fetcher import ConsumerRecord
 from consumers.base import DeadLetter, Origin, RawMessage
 from consumers.errors import DeadLetterError
 from consumers.kafka_source import KafkaSource, KafkaSourceConfig, messages_from_records
+from tests.acceptance.conftest import read_topic
 from tests.kafka_broker import TansuBroker
 
 pytestmark = pytest.mark.kafka
@@ -51,11 +52,35 @@ def drain(
     return got
 
 
-def poll_for(source: KafkaSource, seconds: float) -> list[RawMessage]:
-    """Poll for ``seconds`` and return whatever arrived (no commit)."""
+#: The end-of-stream marker: produced to every partition after the messages that must (or
+#: must not) arrive. A partition is read in offset order, so once its marker is in, whatever
+#: came before it has arrived too; no "wait a while, then assert nothing came".
+END = b'{"event_id": "end-of-stream"}'
+
+
+def is_end(message: RawMessage) -> bool:
+    return message.value == END
+
+
+def without_ends(messages: list[RawMessage]) -> list[RawMessage]:
+    return [m for m in messages if not is_end(m)]
+
+
+def produce_ends(broker: TansuBroker, topic: str) -> int:
+    """Produce one :data:`END` to every partition of ``topic``; return how many."""
+    partitions = sorted(broker.end_offsets(topic))
+    for partition in partitions:
+        broker.produce(topic, [END], partition=partition)
+    return len(partitions)
+
+
+def poll_to_ends(source: KafkaSource, ends: int, timeout_s: float = 60.0) -> list[RawMessage]:
+    """Poll (no commit) until ``ends`` end-of-stream markers arrived; return every message
+    polled, markers included. Fails after ``timeout_s`` (a bound, not a timing)."""
     got: list[RawMessage] = []
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    deadline = time.monotonic() + timeout_s
+    while sum(map(is_end, got)) < ends:
+        assert time.monotonic() < deadline, f"{sum(map(is_end, got))} of {ends} end markers"
         got.extend(source.poll(max_records=200, timeout_ms=200))
     return got
 
@@ -72,7 +97,10 @@ def ids(messages: list[RawMessage]) -> set[tuple[int | None, int | None]]:
 
 
 def read_dead_letters(broker: TansuBroker, topic: str, limit: int | None = None) -> list[Any]:
-    """The records of ``<topic>.dlq`` from the start (at most ``limit``; 5 s without one ends)."""
+    """The records of ``<topic>.dlq`` from the start: all of them up to the topic's end
+    offsets, or the first ``limit`` (5 s without one ends the read: a bound)."""
+    if limit is None:
+        return read_topic(broker, f"{topic}.dlq")
     reader = KafkaConsumer(
         f"{topic}.dlq",
         bootstrap_servers=broker.bootstrap_servers,
@@ -80,7 +108,7 @@ def read_dead_letters(broker: TansuBroker, topic: str, limit: int | None = None)
         consumer_timeout_ms=5000,
     )
     try:
-        return list(reader) if limit is None else list(itertools.islice(reader, limit))
+        return list(itertools.islice(reader, limit))
     finally:
         reader.close()
 
@@ -108,7 +136,7 @@ def test_consume_all_commit_and_new_member_sees_nothing(
 
     again = open_source(source_config())
     wait_assigned(again)
-    assert poll_for(again, 1.0) == []
+    assert without_ends(poll_to_ends(again, produce_ends(kafka_broker, topic))) == []
 
 
 def test_restart_redelivers_exactly_the_uncommitted(
@@ -129,7 +157,7 @@ def test_restart_redelivers_exactly_the_uncommitted(
     second = open_source(source_config())
     replayed = drain(second, N_MESSAGES // 2)
     assert ids(replayed) == ids(got) - ids(half)
-    assert poll_for(second, 0.5) == []
+    assert without_ends(poll_to_ends(second, produce_ends(kafka_broker, topic))) == []
 
 
 def test_close_commits_stored_offsets_unless_failed(
@@ -199,20 +227,21 @@ def test_two_members_split_partitions(
         assert parts[0] | parts[1] == set(range(N_PARTITIONS))
 
         kafka_broker.produce(topic, values())
+        ends = produce_ends(kafka_broker, topic)  # a duplicate would come before its marker
         deadline = time.monotonic() + 60
-        while sum(len(m.got) for m in members) < N_MESSAGES and time.monotonic() < deadline:
+        while sum(is_end(g) for m in members for g in m.got) < ends:
+            assert time.monotonic() < deadline, "the end markers did not arrive"
             time.sleep(0.1)
-        time.sleep(0.5)  # anything extra (a duplicate) would show up now
     finally:
         for m in members:
             m.stop.set()
         for m in members:
             m.join(timeout=15)
     assert [m.error for m in members] == [None, None]
-    both = members[0].got + members[1].got
+    both = without_ends(members[0].got + members[1].got)
     assert len(both) == N_MESSAGES and len(ids(both)) == N_MESSAGES
     for member, own in zip(members, parts, strict=True):
-        assert {msg.origin.partition for msg in member.got} == own
+        assert {msg.origin.partition for msg in without_ends(member.got)} == own
 
 
 def test_dead_letters_land_on_dlq_topic(
@@ -418,9 +447,17 @@ def test_rebalance_commits_stored_offsets_of_revoked_partitions(
         deadline = time.monotonic() + 60
         while not second.source.status()["assigned_count"] and time.monotonic() < deadline:
             time.sleep(0.05)
-        time.sleep(1.0)
-        assert second.got == []  # nothing processed by the first member is replayed
-        assert kafka_broker.committed(topic, consumer_group) == kafka_broker.end_offsets(topic)
+        end = kafka_broker.end_offsets(topic)  # before the markers
+        while kafka_broker.committed(topic, consumer_group) != end:
+            assert time.monotonic() < deadline, "the revoked partitions were not committed"
+            time.sleep(0.05)
+        ends = produce_ends(kafka_broker, topic)  # a replay would come before its marker
+        deadline = time.monotonic() + 60
+        while sum(is_end(g) for m in (first, second) for g in m.got) < ends:
+            assert time.monotonic() < deadline, "the end markers did not arrive"
+            time.sleep(0.05)
+        assert without_ends(second.got) == []  # nothing processed by the first is replayed
+        assert kafka_broker.committed(topic, consumer_group) == end
         # the first member counts its new assignment when its own poll runs the callback,
         # which may come after the second member's (once failed in CI after 1 s)
         deadline = time.monotonic() + 60

@@ -535,11 +535,28 @@ class FlakyDeadLetters(FakeSource):
         super().dead_letter(letters)
 
 
-def test_dead_letters_are_retried_in_place_until_written(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(threading.Event, "wait", lambda self, timeout=None: self.is_set())
+class NoWaitStop(threading.Event):
+    """A stop event whose ``wait`` returns at once (the loop's retry backoff waits on its stop
+    event, so the retries run without sleeping); only this event is affected, not every
+    ``threading.Event`` of the process (kafka-python's, the test runner's)."""
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self.is_set()
+
+
+class StopOnWait(NoWaitStop):
+    """A stop event set by the first ``wait``: the operator stops the service during the
+    outage the loop is backing off from."""
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.set()
+        return super().wait(timeout)
+
+
+def test_dead_letters_are_retried_in_place_until_written() -> None:
     source = FlakyDeadLetters([kafka_messages([event(1), b"not json", event(2)])], failures=2)
     _, metrics = fresh_metrics()
-    report = run(source, pipeline(), StateStore.in_memory(), metrics, threading.Event(),
+    report = run(source, pipeline(), StateStore.in_memory(), metrics, NoWaitStop(),
                  config=PipelineConfig(commit_interval_s=0), until_eof=True)  # fmt: skip
     assert source.calls.count("dead_letter_failed") == 2
     assert [d.reason for d in source.dead] == ["not_json"]
@@ -548,14 +565,8 @@ def test_dead_letters_are_retried_in_place_until_written(monkeypatch: pytest.Mon
     assert [m.origin.offset for m in source.committed] == [2] and not source.failed
 
 
-def test_stop_while_dead_letters_fail_commits_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    stop = threading.Event()
-
-    def wait(self: threading.Event, timeout: float | None = None) -> bool:
-        stop.set()  # the operator stops the service during the outage
-        return True
-
-    monkeypatch.setattr(threading.Event, "wait", wait)
+def test_stop_while_dead_letters_fail_commits_nothing() -> None:
+    stop = StopOnWait()
     source = FlakyDeadLetters([kafka_messages([b"not json"])], failures=10**6)
     _, metrics = fresh_metrics()
     with pytest.raises(Exception, match="stopped while dead letters were pending"):
@@ -698,14 +709,11 @@ class QueuedDeadLetters(FakeSource):
         self.queued.clear()
 
 
-def test_queued_dead_letters_are_synced_with_retries_before_the_checkpoint(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(threading.Event, "wait", lambda self, timeout=None: self.is_set())
+def test_queued_dead_letters_are_synced_with_retries_before_the_checkpoint() -> None:
     calls: list[str] = []
     source = QueuedDeadLetters([kafka_messages([b"x", event(1)], 0)], calls, failures=2)
     report = run(source, pipeline(), recording_state(calls), fresh_metrics()[1],
-                 threading.Event(), config=EVERY_BATCH, until_eof=True)  # fmt: skip
+                 NoWaitStop(), config=EVERY_BATCH, until_eof=True)  # fmt: skip
     assert calls == [
         "poll", "dead_letter", "sync_failed", "sync_failed", "sync", "checkpoint", "commit",
         "poll", "close",
@@ -714,16 +722,8 @@ def test_queued_dead_letters_are_synced_with_retries_before_the_checkpoint(
     assert [m.origin.offset for m in source.committed] == [1]
 
 
-def test_stop_while_queued_dead_letters_are_unacknowledged_commits_nothing(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    stop = threading.Event()
-
-    def wait(self: threading.Event, timeout: float | None = None) -> bool:
-        stop.set()  # the operator stops the service during the outage
-        return True
-
-    monkeypatch.setattr(threading.Event, "wait", wait)
+def test_stop_while_queued_dead_letters_are_unacknowledged_commits_nothing() -> None:
+    stop = StopOnWait()
     calls: list[str] = []
     source = QueuedDeadLetters([kafka_messages([b"x", event(1)], 0)], calls, failures=10**6)
     state = recording_state(calls)

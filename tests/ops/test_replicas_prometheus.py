@@ -165,15 +165,6 @@ class Traffic(threading.Thread):
         self.sent += 1
 
 
-@pytest.fixture(scope="module")
-def broker() -> Iterator[TansuBroker]:
-    started = TansuBroker.start()
-    try:
-        yield started
-    finally:
-        started.stop()
-
-
 def _assigned(service: ServiceProcess) -> set[int]:
     return set((service.status().get("source") or {}).get("assigned_partitions") or ())
 
@@ -357,6 +348,7 @@ def _check_record(
     return mismatch or f"{name}: no evaluation before {at} without a scrape in flight"
 
 
+@pytest.mark.timeout(900)  # ~50 s quiet with its stack (broker, 2 replicas, Prometheus)
 def test_refusal_shift_fires_dashboards_answer_and_rules_sum_the_replicas(
     stack: dict[str, Any],
 ) -> None:

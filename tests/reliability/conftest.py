@@ -1,4 +1,5 @@
-"""Fixtures and checks of the reliability suite: a real Tansu broker, ``goldwatch serve``
+"""Fixtures and checks of the reliability suite (the Tansu broker is the session's,
+``tests/kafka_fixtures.py``): ``goldwatch serve``
 subprocesses (``tests/acceptance/service_process.py``), a monitor that samples every running
 service's counters and flags any that went backwards, and the accounting invariant.
 
@@ -14,10 +15,13 @@ a test says so.)
 
 from __future__ import annotations
 
+import os
+import subprocess
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -203,14 +207,60 @@ def produce_stream(
     return Produced(topic, items, produce(broker, topic, items, start, partitions))
 
 
-@pytest.fixture(scope="session")
-def broker() -> Iterator[TansuBroker]:
-    """One Tansu broker for the suite (each test uses its own topics and groups)."""
-    started = TansuBroker.start()
+def mount(*args: str) -> subprocess.CompletedProcess[bytes]:
+    """``mount *args`` (needs CAP_SYS_ADMIN); the caller reads ``returncode`` and ``stderr``."""
+    return subprocess.run(["mount", *args], capture_output=True, check=False, timeout=10)
+
+
+def fill(where: Path) -> Path:
+    """Fill the file system of ``where`` to the last byte; return the filler file (unlink it
+    to free the space)."""
+    filler = where / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
     try:
-        yield started
+        for size in (1_048_576, 4096, 1):
+            chunk = b"\0" * size
+            try:
+                while True:
+                    os.write(fd, chunk)
+            except OSError:
+                pass
     finally:
-        started.stop()
+        os.close(fd)
+    return filler
+
+
+@contextmanager
+def tmpfs_at(where: Path, size: str, name: str = "goldwatch-test") -> Iterator[Path]:
+    """Mount a tmpfs of ``size`` (``mount -o size=``: ``64k``, ``16m``) at ``where`` (created)
+    for the ``with`` block, then unmount it (lazily: a killed service may hold files).
+
+    Skips the test with mount's reason where mounting is refused (no CAP_SYS_ADMIN; CI runs
+    as root, so there it runs).
+    """
+    where.mkdir(parents=True, exist_ok=True)
+    done = mount("-t", "tmpfs", "-o", f"size={size}", name, str(where))
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False, timeout=10)
+
+
+MountTmpfs = Callable[..., Path]
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[MountTmpfs]:
+    """``tmpfs(size, name="goldwatch-test", folder="fs") -> Path``: a small file system of
+    its own under ``tmp_path / folder`` (:func:`tmpfs_at`), unmounted at teardown."""
+    with ExitStack() as mounted:
+
+        def make(size: str, name: str = "goldwatch-test", folder: str = "fs") -> Path:
+            return mounted.enter_context(tmpfs_at(tmp_path / folder, size, name))
+
+        yield make
 
 
 @pytest.fixture

@@ -11,8 +11,6 @@ Now every line of the file parses and every letter is there exactly once.
 from __future__ import annotations
 
 import json
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,22 +18,14 @@ import pytest
 from consumers.base import DeadLetter, Origin, RawMessage
 from consumers.file_source import FileSource, dead_letter_line
 from consumers.jsonl_dead_letters import JsonlDeadLetters
-from tests.reliability.test_state_faults import _fill, _mount
+from tests.reliability.conftest import MountTmpfs, fill
 
 PAGE = 4096  # tmpfs allocates whole pages: a file's last page has room up to its end
 
 
 @pytest.fixture()
-def small_fs(tmp_path: Path) -> Iterator[Path]:
-    where = tmp_path / "fs"
-    where.mkdir()
-    done = _mount("-t", "tmpfs", "-o", "size=64k", "goldwatch-dlq", str(where))
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False, timeout=10)
+def small_fs(tmpfs: MountTmpfs) -> Path:
+    return tmpfs("64k", "goldwatch-dlq")
 
 
 def _letter(n: int, size: int = 1500) -> DeadLetter:
@@ -54,7 +44,7 @@ def test_http_dead_letters_retried_after_a_full_disk_are_whole(small_fs: Path) -
     before = letters.path.read_bytes()
     room = PAGE - len(before) % PAGE
     assert 150 <= room < 170, room
-    filler = _fill(small_fs)
+    filler = fill(small_fs)
     try:
         with pytest.raises(OSError):
             letters.write([_letter(2), _letter(3)])  # more than the room left

@@ -31,7 +31,7 @@ import pytest
 from service.demo import demo_path
 from service.goldset import load_gold_set
 from service.settings import load_settings
-from tests.reliability.test_state_faults import _fill, _mount
+from tests.reliability.conftest import fill, tmpfs_at
 from tests.service.api.test_app import TOKEN, Server, _free_port
 
 pytestmark = pytest.mark.slow  # a served app that harvests the demo log first
@@ -47,14 +47,8 @@ LOCK_TIMEOUT_S = 3.0  # tmpfs allocates whole pages: a file's last page has room
 
 @pytest.fixture(scope="module")
 def gold_fs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    where = tmp_path_factory.mktemp("goldfs")
-    done = _mount("-t", "tmpfs", "-o", "size=256k", "goldwatch-gold", str(where))
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
+    with tmpfs_at(tmp_path_factory.mktemp("goldfs"), "256k", "goldwatch-gold") as where:
         yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False, timeout=10)
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +112,7 @@ def test_accept_on_a_full_disk_answers_503_and_the_gold_file_stays_whole(
     gold = gold_fs / "gold.jsonl"
     _pad_to_page_end(gold, room=100)  # the new row (over 100 bytes) fits only in part
     before = gold.read_bytes()
-    filler = _fill(gold_fs)
+    filler = fill(gold_fs)
     try:
         refused = _accept(server, candidate)
         assert refused.status_code == 503, refused.text

@@ -17,15 +17,13 @@ from __future__ import annotations
 import base64
 import json
 import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.acceptance.service_process import ServiceProcess, accounted
+from tests.reliability.conftest import MountTmpfs, fill
 from tests.reliability.test_config_and_state_files import _refused, _serve
-from tests.reliability.test_state_faults import _fill, _mount
 
 BAD = 10
 GOOD = 40
@@ -60,16 +58,8 @@ def _readiness(service: ServiceProcess) -> tuple[int, list[str]]:
 
 
 @pytest.fixture()
-def small_fs(tmp_path: Path) -> Iterator[Path]:
-    where = tmp_path / "smallfs"
-    where.mkdir()
-    done = _mount("-t", "tmpfs", "-o", "size=16m", "goldwatch-dlq", str(where))
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False, timeout=10)
+def small_fs(tmpfs: MountTmpfs) -> Path:
+    return tmpfs("16m", "goldwatch-dlq", "smallfs")
 
 
 @pytest.mark.slow
@@ -124,7 +114,7 @@ def test_retries_after_a_full_dead_letter_disk_write_and_count_each_letter_once(
               "state": {"path": str(tmp_path / "state.sqlite")}}  # fmt: skip
     service = ServiceProcess.start(tmp_path / "work", config)
     try:
-        filler = _fill(small_fs)
+        filler = fill(small_fs)
         try:
             for _ in range(2):
                 response = service.post_events(None, raw=_request("a"))
@@ -160,7 +150,7 @@ def test_retries_after_a_failed_checkpoint_do_not_write_letters_again(
     service = ServiceProcess.start(tmp_path / "work", config)
     try:
         assert service.post_events(None, raw=_good_only("before")).status_code == 200
-        filler = _fill(small_fs)
+        filler = fill(small_fs)
         try:
             for _ in range(2):
                 response = service.post_events(None, raw=_request("a"))

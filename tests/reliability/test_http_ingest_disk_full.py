@@ -11,14 +11,12 @@ trial found a dead letter counted, checkpointed and never written). Needs mount 
 from __future__ import annotations
 
 import json
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.acceptance.service_process import ServiceProcess, accounted
-from tests.reliability.test_state_faults import _fill, _mount
+from tests.reliability.conftest import MountTmpfs, fill
 
 MARKER = "zq-planted-7731"  # user text that must never come back in an error
 
@@ -35,16 +33,8 @@ def _batch(event_id: str) -> bytes:
 
 
 @pytest.fixture()
-def state_fs(tmp_path: Path) -> Iterator[Path]:
-    where = tmp_path / "statefs"
-    where.mkdir()
-    done = _mount("-t", "tmpfs", "-o", "size=16m", "goldwatch-ingest", str(where))
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False, timeout=10)
+def state_fs(tmpfs: MountTmpfs) -> Path:
+    return tmpfs("16m", "goldwatch-ingest", "statefs")
 
 
 def _dead_letter_lines(path: Path) -> list[dict[str, object]]:
@@ -61,7 +51,7 @@ def test_full_disk_gets_503_and_every_counted_dead_letter_is_written(
     dlq = state_fs / "goldwatch.dlq.jsonl"
     try:
         assert service.post_events(_event("before")).status_code == 200
-        filler = _fill(state_fs)
+        filler = fill(state_fs)
         try:
             refused = [service.post_events(None, raw=_batch("during")) for _ in range(2)]
             refused.append(service.post_events(_event("during-good-only")))

@@ -17,6 +17,7 @@ import pytest
 from tests.acceptance.conftest import Produced
 from tests.acceptance.service_process import ServiceProcess, accounted, metric_sum
 from tests.kafka_broker import TansuBroker, free_port
+from tests.kafka_fixtures import StartBroker
 from tests.reliability.conftest import (
     Monitor,
     StartService,
@@ -48,6 +49,7 @@ def _finish(
     return service.totals()
 
 
+@pytest.mark.timeout(900)  # ~40 s quiet (a 5 s pause, 2,500 throttled events)
 def test_broker_paused_then_resumed(
     broker: TansuBroker, start_service: StartService, monitor: Monitor, tmp_path: Path
 ) -> None:
@@ -83,7 +85,7 @@ def test_broker_paused_then_resumed(
 
 
 def test_broker_unreachable_at_start(
-    start_service: StartService, monitor: Monitor, tmp_path: Path
+    start_service: StartService, start_broker: StartBroker, monitor: Monitor, tmp_path: Path
 ) -> None:
     """No broker listening at start: the process stays up, not-ready (no crash loop), the API
     answers; once a broker comes up on that address it becomes ready and consumes exactly."""
@@ -100,7 +102,7 @@ def test_broker_unreachable_at_start(
     assert not status["ready"] and status["not_ready_reasons"], status
     assert service.alive and service.process.pid == pid
 
-    late = TansuBroker.start(port=port)
+    late = start_broker(port)
     try:
         late.create_topic("rel-late-topic", 4)
         produced = produce_stream(late, "rel-late-topic", 2_000, seed=43)
@@ -111,7 +113,6 @@ def test_broker_unreachable_at_start(
         assert_metrics_balance(service.samples(), "kafka")
     finally:
         service.kill()
-        late.stop()
     monitor.assert_monotonic()
 
 

@@ -38,6 +38,7 @@ from service.telemetry import build_metrics
 from tests.acceptance.conftest import FAST_KAFKA, dlq_by_origin
 from tests.acceptance.service_process import accounted, metric_sum
 from tests.kafka_broker import TansuBroker, free_port
+from tests.kafka_fixtures import StartBroker
 from tests.reliability.conftest import (
     Monitor,
     StartService,
@@ -54,7 +55,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 
 def test_broker_down_at_start_with_default_config(
-    start_service: StartService, monitor: Monitor, tmp_path: Path
+    start_service: StartService, start_broker: StartBroker, monitor: Monitor, tmp_path: Path
 ) -> None:
     """Defaults (analytics and harvesting on, so the harvest sink wants its compacted topic):
     with no broker listening, ``serve`` stays up, ``/readyz`` says 503 with the reason and
@@ -75,7 +76,7 @@ def test_broker_down_at_start_with_default_config(
     assert "source" in body, body
     assert service.get("/metrics").status_code == 200
 
-    late = TansuBroker.start(port=port)
+    late = start_broker(port)
     try:
         try:
             late.create_topic(topic, 4)
@@ -94,7 +95,6 @@ def test_broker_down_at_start_with_default_config(
         assert service.alive and service.process.pid == pid
     finally:
         service.kill()
-        late.stop()
     monitor.assert_monotonic()
 
 

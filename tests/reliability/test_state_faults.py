@@ -13,11 +13,10 @@ gone backwards.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -38,52 +37,34 @@ from tests.reliability.conftest import (
     Monitor,
     assert_invariant,
     assert_metrics_balance,
+    fill,
     kafka_serve_config,
     metric_totals,
+    mount,
     new_topic,
     produce_stream,
+    tmpfs_at,
     wait_committed,
 )
 from tests.reliability.faults import SPEC, THROTTLE_ENV
 
 pytestmark = [pytest.mark.kafka]
 
-
-def _mount(*args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(["mount", *args], capture_output=True, check=False, timeout=10)
-
-
-def _fill(where: Path) -> Path:
-    """Fill the file system of ``where`` to the last byte; return the filler file."""
-    filler = where / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
-    try:
-        for size in (1_048_576, 4096, 1):
-            chunk = b"\0" * size
-            try:
-                while True:
-                    os.write(fd, chunk)
-            except OSError:
-                pass
-    finally:
-        os.close(fd)
-    return filler
+# The tmpfs helpers moved to tests/reliability/conftest.py; the old names stay importable.
+_fill, _mount = fill, mount
 
 
 @pytest.fixture(scope="module")
-def disk_full_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def disk_full_run(
+    tmp_path_factory: pytest.TempPathFactory, kafka_broker: TansuBroker
+) -> Iterator[dict[str, Any]]:
     """One serve process whose state disk fills mid-stream and is freed 3 s later; what it
     reported during and after (shared by the tests below)."""
     tmp_path = tmp_path_factory.mktemp("disk-full")
-    state_fs = tmp_path / "statefs"
-    state_fs.mkdir()
-    done = _mount("-t", "tmpfs", "-o", "size=64m", "goldwatch-test", str(state_fs))
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    broker = TansuBroker.start()
-    monitor = Monitor()
-    service = None
-    try:
+    broker = kafka_broker
+    with ExitStack() as cleanup:  # at exit: stop the monitor, kill the service, unmount
+        state_fs = cleanup.enter_context(tmpfs_at(tmp_path / "statefs", "64m"))
+        monitor = Monitor()
         topic = new_topic(broker, "rel-diskfull")
         produced = produce_stream(broker, topic, 2_000, seed=51)
         config = kafka_serve_config(
@@ -93,9 +74,12 @@ def disk_full_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
             pipeline={"extra_stages": [SPEC], "max_batch_size": 100, "commit_interval_s": 0.3},
         )
         group = config["kafka"]["consumer_group"]
-        service = monitor.watch(ServiceProcess.start(tmp_path, config, env={THROTTLE_ENV: "50"}))
+        service = ServiceProcess.start(tmp_path, config, env={THROTTLE_ENV: "50"})
+        cleanup.callback(service.kill)
+        cleanup.callback(monitor.stop)
+        monitor.watch(service)
         service.wait_until(lambda s: s["totals"]["consumed"] >= 400, what="mid-stream")
-        filler = _fill(state_fs)
+        filler = fill(state_fs)
         try:
             during = service.wait_until(
                 lambda s: s["last_error"] is not None, timeout_s=20, what="a state error"
@@ -124,12 +108,6 @@ def disk_full_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
             "samples": service.samples(), "monitor": monitor, "ready_again": ready_again,
             "log": service.log_tail(),
         }  # fmt: skip
-    finally:
-        monitor.stop()
-        if service is not None:
-            service.kill()
-        broker.stop()
-        subprocess.run(["umount", "-l", str(state_fs)], check=False, timeout=10)
 
 
 def test_disk_full_clear_error_keeps_serving_stops_committing(

@@ -8,6 +8,8 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from service.annotation_totals import FLAGS, AnnotationTotals, count_annotations
 from service.demo import demo_path
 from service.events import QueryLogEvent
@@ -54,6 +56,7 @@ def test_totals_survive_a_state_round_trip_and_keep_adding() -> None:
     assert set(fresh.flags.values()) == {0}
 
 
+@pytest.mark.slow
 def test_refusals_endpoint_keeps_its_totals_across_a_restart(tmp_path: Path) -> None:
     config = {
         "gold_set": str(demo_path("gold.jsonl")),

@@ -54,6 +54,7 @@ def _phase(meta: list[ql.EventMeta], phase: str) -> list[ql.EventMeta]:
 # -- the committed file ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_committed_file_is_the_default_output_byte_for_byte(events: Events) -> None:
     committed = demo_path("querylog.jsonl").read_bytes()
     assert ql.render(events) == committed, (

@@ -394,6 +394,8 @@ def test_matches_pytrec_eval_with_ties_and_grades(seed: int, relevance_level: in
             )
 
 
+@pytest.mark.slow  # the first ranx call compiles its numba kernels: ~50 s quiet, minutes loaded
+@pytest.mark.timeout(1200)
 @pytest.mark.parametrize("seed", range(4))
 def test_matches_ranx_with_distinct_scores(seed: int) -> None:
     ranx = pytest.importorskip("ranx")

@@ -291,6 +291,7 @@ _TEXT = st.text(
 ) | st.text(max_size=20)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     texts=st.lists(_TEXT, max_size=6),

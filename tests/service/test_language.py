@@ -95,6 +95,7 @@ def test_never_raises_and_label_is_known(uncached: LanguageDetector, text: str) 
     assert label in (UNDETERMINED, HINGLISH) or (label.isalpha() and label.islower())
 
 
+@pytest.mark.slow
 def test_deterministic_across_instances_and_backends() -> None:
     texts = ["Bonjour tout le monde", "Ein, zwei, drei, vier", "Que", "ok", "Kafka lag"]
     reference = LanguageDetector(LanguageConfig(backend="langdetect", cache_size=0))

@@ -18,6 +18,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import httpx
+import pytest
 
 from service.dedup import DedupStage, pack
 from service.demo import demo_path
@@ -151,6 +152,7 @@ def http_event(n: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
+@pytest.mark.slow
 def test_planted_labels_and_ids_never_reach_state_or_http(tmp_path: Path) -> None:
     for name in ("gold.jsonl", "corpus.jsonl"):  # a gold set of its own: labelling routes on
         shutil.copy(demo_path(name), tmp_path / name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -95,6 +96,7 @@ def test_arbitrary_unicode_never_raises(text: str) -> None:
     assert set(result.counts) <= set(PII_TYPES) and all(n > 0 for n in result.counts.values())
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.lists(st.one_of(noise, planted), max_size=8).map(" ".join))
 def test_scrub_is_idempotent_on_noisy_text(text: str) -> None:
@@ -103,6 +105,7 @@ def test_scrub_is_idempotent_on_noisy_text(text: str) -> None:
     assert scrub(once.text).text == once.text
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(noise, planted, noise, st.sampled_from(["\n", " \n", "\t", " | "]))
 def test_planted_items_never_survive(before: str, item: str, after: str, gap: str) -> None:
@@ -210,6 +213,7 @@ def _visible(text: str) -> str:
     return "".join(c for c in text if c not in CF_CHARS)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(noise, hidden(), noise, st.sampled_from(["\n", " \n", "\t", " | ", ". "]))
 def test_no_planted_item_survives_even_with_format_chars_inside(

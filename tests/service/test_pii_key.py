@@ -103,6 +103,7 @@ def test_the_same_key_drops_redeliveries_after_a_restart() -> None:
     assert changed.dropped == {"duplicate": 1}  # only the plain id is recognised
 
 
+@pytest.mark.slow
 def test_replay_with_the_key_pseudonymises_event_and_user_ids_and_dedups_on_resume(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

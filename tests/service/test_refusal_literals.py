@@ -62,6 +62,7 @@ FRAGMENTS = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6)), max_size=12))
 def test_precheck_never_changes_a_verdict(parts: list[str]) -> None:

@@ -142,20 +142,18 @@ def test_html_shows_the_shed_count(small_bounded: dict[str, Any]) -> None:
 
 
 @pytest.fixture(scope="module")
-def demo(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The demo log replayed with the demo configuration: by default, and with harvest load
-    shedding turned off explicitly (``max_new_per_batch: null``)."""
+def demo(out: Path, demo_replay: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The demo log replayed with the demo configuration: by default (the session's
+    ``demo_replay``, tests/conftest.py), and with harvest load shedding turned off explicitly
+    (``max_new_per_batch: null``)."""
     log = demo_path("querylog.jsonl")
     data = {"gold_set": demo_path("gold.jsonl"), "corpus": demo_path("corpus.jsonl")}
-    default = load_settings(demo_path("goldwatch.yaml"), **data)
     unbounded = load_settings(demo_path("goldwatch.yaml"), harvest={"max_new_per_batch": None},
                               **data)  # fmt: skip
-    return (
-        run_replay(default, log, None, out / "demo-default.dlq.jsonl"),
-        run_replay(unbounded, log, None, out / "demo-unbounded.dlq.jsonl"),
-    )
+    return demo_replay, run_replay(unbounded, log, None, out / "demo-unbounded.dlq.jsonl")
 
 
+@pytest.mark.slow  # a second replay of the whole demo log (the first is the session's)
 def test_demo_replay_keeps_as_many_suggestions_as_with_shedding_off(
     demo: tuple[dict[str, Any], dict[str, Any]],
 ) -> None:
@@ -166,10 +164,8 @@ def test_demo_replay_keeps_as_many_suggestions_as_with_shedding_off(
     assert [r["id"] for r in default["top"]] == [r["id"] for r in unbounded["top"]]
 
 
-def test_demo_replay_html_lists_its_top_suggestions(
-    demo: tuple[dict[str, Any], dict[str, Any]],
-) -> None:
-    report = demo[0]
+def test_demo_replay_html_lists_its_top_suggestions(demo_replay: dict[str, Any]) -> None:
+    report = demo_replay
     page = render_replay_html(report)
     top = report["gold_candidates"]["top"]
     assert len(top) == 20

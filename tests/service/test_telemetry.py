@@ -148,6 +148,7 @@ def test_building_twice_on_one_registry_fails() -> None:
         build_metrics(registry)
 
 
+@pytest.mark.prometheus  # runs promtool
 def test_promtool_check_metrics_accepts_the_exposition() -> None:
     promtool = shutil.which("promtool")
     if promtool is None:

@@ -47,9 +47,11 @@ def mmapped_more(mode: str) -> tuple[int, int]:
     return int(during), int(after)
 
 
+@pytest.mark.slow
 def test_a_block_over_the_threshold_is_mmapped_even_after_a_larger_one_was_freed() -> None:
     assert mmapped_more("fix") == (1, 0)  # its own mapping, handed back when freed
 
 
+@pytest.mark.slow
 def test_without_it_glibc_raises_its_threshold_and_takes_the_block_from_the_heap() -> None:
     assert mmapped_more("plain") == (0, 0)

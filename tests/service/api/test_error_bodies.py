@@ -94,6 +94,7 @@ def _urls(server: Server, path: str) -> list[str]:
     return [server.base + re.sub(r"\{[^}]+\}", segment, path) for segment in segments]
 
 
+@pytest.mark.slow
 def test_no_4xx_body_echoes_a_planted_marker_on_any_route(server: Server) -> None:
     rng = random.Random(20261130)
     routes = _routes(server)

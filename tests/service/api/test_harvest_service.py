@@ -33,6 +33,8 @@ from tests.service.api.test_app import TOKEN, Server, _free_port
 AUTH = {"authorization": f"Bearer {TOKEN}"}
 REFRESH_THREAD = "goldwatch-gold-refresh"  # the name Runtime.gold_accepted gives its threads
 
+pytestmark = pytest.mark.slow  # a served app that first consumes the whole demo log
+
 
 def _refreshes_done(timeout_s: float = 120.0) -> None:
     """Wait until every gold-set refresh thread has ended (refreshes are started before the

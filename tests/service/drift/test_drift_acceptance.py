@@ -6,6 +6,7 @@ Figures (seeded, deterministic) are printed with ``pytest -s`` and summed up in 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from service.drift import CategoricalDriftDetector, RateDriftDetector
 
@@ -69,6 +70,7 @@ def test_topic_shift_alarms() -> None:
     assert {s.category for s in det.reports["baseline"].rising} == {"visa", "loans"}
 
 
+@pytest.mark.slow
 def test_no_false_alarm_on_100k_events_from_one_mixture() -> None:
     rng = np.random.default_rng(11)
     gold, _ = stream(rng, TOPICS, TOPIC_SHARES, 200)

@@ -45,6 +45,7 @@ def harvested() -> tuple[HarvestStage, MemoryCandidates, list[QueryLogEvent], Pi
     return stage, repo, events, pipeline
 
 
+@pytest.mark.slow
 def test_reasons_of_the_planted_shifts_are_found(harvested: tuple) -> None:
     stage, repo, _, _ = harvested
     reasons = {r for row in repo.all() for r in row["reasons"]}

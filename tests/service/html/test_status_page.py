@@ -117,6 +117,7 @@ def test_route_when_busy_or_analytics_off() -> None:
     assert parse(off.text).meta_refresh == "15"
 
 
+@pytest.mark.slow
 def test_section_cache_redraws_only_when_the_analytics_change() -> None:
     analytics = samples.replay_report()["analytics"]
     cache = SectionCache()
