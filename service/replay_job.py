@@ -134,7 +134,7 @@ def run_replay(
         live.close()
         state.close()
     notice = gold_set_notice(settings)
-    return json_safe(
+    doc: dict[str, Any] = json_safe(  # typed Any: a dict comes back as a dict
         {
             "notices": [notice] if notice else [],
             "file": str(file),
@@ -150,6 +150,7 @@ def run_replay(
             **live_reports(live, registry),
         }
     )
+    return doc
 
 
 def _with_series(analytics: dict[str, Any] | None, series: TimeSeries) -> dict[str, Any] | None:

@@ -281,7 +281,7 @@ class HarvestStage:
             return
         rbo = result.agreement.rbo if result.agreement is not None else None
         disagrees = rbo is not None and rbo < self.config.max_rbo
-        reasons = ("shadow_disagreement",) if disagrees else ()
+        reasons: tuple[str, ...] = ("shadow_disagreement",) if disagrees else ()
         if self.config.weight("shadow_disagreement") <= 0:
             reasons = ()
         rankings = {result.candidate: result.ranking}

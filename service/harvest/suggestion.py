@@ -168,7 +168,9 @@ class Suggestion:
     def pool_rows(self) -> list[dict[str, Any]]:
         """The pool for a labeller: ``[{"id", "by": {retriever: rank}}]``, passages found by
         more retrievers first, then by best rank, then id."""
-        rows = [{"id": pid, "by": dict(sorted(by.items()))} for pid, by in self.pool.items()]
+        rows: list[dict[str, Any]] = [
+            {"id": pid, "by": dict(sorted(by.items()))} for pid, by in self.pool.items()
+        ]
         rows.sort(key=lambda r: (-len(r["by"]), min(r["by"].values()), r["id"]))
         return rows
 
