@@ -294,6 +294,7 @@ def decode_batch(
     dead: list[DeadLetter] = []
     guards = mapping.optional_guards
     fast, validate, append = _fast, validate_event_json, decoded.append
+    event: QueryLogEvent | None
     for message in messages:
         value = message.value
         try:

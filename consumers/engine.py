@@ -439,7 +439,8 @@ def _newest(batch: Batch | None, future_tolerance_s: float) -> float | None:
     not set ``goldwatch_last_event_timestamp_seconds`` to year 9999); ``None``: none left."""
     if not batch or not batch.events:
         return None
-    newest = max(map(_timestamp_of, batch.events)).timestamp()
+    # attrgetter is typed Any: the events' timestamps are datetimes, so this is a float
+    newest: float = max(map(_timestamp_of, batch.events)).timestamp()
     limit = time.time() + future_tolerance_s
     if newest <= limit:
         return newest

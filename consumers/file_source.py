@@ -471,11 +471,12 @@ class InputStream:
 
     def read(self) -> bytes | None:
         """Return the next chunk: ``b""`` at end of input, ``None`` when a pipe has no data yet."""
-        if self._pipe:
-            if not select.select([self._fd], [], [], 0)[0]:
+        fd = self._fd
+        if self._pipe and fd is not None:  # a pipe always has a descriptor (see __init__)
+            if not select.select([fd], [], [], 0)[0]:
                 return None
             read1 = getattr(self._raw, "read1", None)
-            return read1(self._chunk) if read1 else os.read(self._fd or 0, self._chunk)
+            return read1(self._chunk) if read1 else os.read(fd, self._chunk)
         return self._raw.read(self._chunk)
 
     def size(self) -> int:

@@ -243,7 +243,7 @@ def _message_builder() -> Callable[[Iterable[Any]], list[RawMessage]]:
      set_value, set_origin, set_key, set_timestamp) = setters  # fmt: skip
 
     def build(records: Iterable[Any]) -> list[RawMessage]:
-        messages = []
+        messages: list[RawMessage] = []
         append = messages.append
         for r in records:
             origin = new(Origin)

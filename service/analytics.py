@@ -206,11 +206,12 @@ def _scope_stage(
             log.warning("out-of-scope detection is off: %s", off)
         return None, None, None
     name = config.scope_retriever
+    assert name is not None  # scope_off returned None, so scope_retriever is set
     if retriever is None or retriever.name != name:
         retriever = build_retrievers(
             [name],
-            lambda n: RetrieverConfig(name=n, kind=n),
-            corpus.passages,  # type: ignore[arg-type]
+            lambda n: RetrieverConfig(name=n, kind=name),  # n is name: the only one asked for
+            corpus.passages,
         )[name]
     questions = list(gold)
     known = KnownScope(gold, config.scope_known_threshold)

@@ -120,7 +120,9 @@ def check_answers(
     """
     detector = detector or RefusalDetector()
     per_question: dict[str, dict[str, bool | None]] = {}
-    contains, refused_unanswerable, refused_answerable = [], [], []
+    contains: list[bool] = []
+    refused_unanswerable: list[bool] = []
+    refused_answerable: list[bool] = []
     for q in questions:
         answer = answers.get(q.id)
         if answer is None:

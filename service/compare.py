@@ -60,11 +60,15 @@ class PairedComparison:
 
 
 def _mean_stat(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(x, axis=axis)
+    # numpy's stubs type a reduction over ``axis`` as Any; over 2-D resamples it is 1-D.
+    means: np.ndarray = np.mean(x, axis=axis)
+    return means
 
 
 def _sum_stat(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.sum(x, axis=axis)
+    # numpy's stubs type a reduction over ``axis`` as Any; over 2-D resamples it is 1-D.
+    sums: np.ndarray = np.sum(x, axis=axis)
+    return sums
 
 
 def paired_comparison(

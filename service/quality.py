@@ -93,7 +93,10 @@ class LiveQualityStage:
         self._known: dict[str, list[float]] = {}  # retriever -> [n_known, n_scored, Σr, Σh, Σrr]
         self._refusals: Counter[str] = Counter()
         self._acl: Counter[tuple[str, str, str]] = Counter()  # (kind, retriever, role) -> n
-        self._review = {"leaks": deque(maxlen=max_review), "violations": deque(maxlen=max_review)}
+        self._review: dict[str, deque[dict[str, Any]]] = {
+            "leaks": deque(maxlen=max_review),
+            "violations": deque(maxlen=max_review),
+        }
         self._pending = self._empty_pending()
 
     # ---- labels and small helpers -------------------------------------------------------

@@ -29,8 +29,10 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from re import _constants as sre_constants  # the stdlib's own regex parser (3.11+)
-from re import _parser as sre_parse
+
+# the stdlib's own regex parser (3.11+); typeshed declares no private modules of ``re``
+from re import _constants as sre_constants  # type: ignore[attr-defined]
+from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING, Any, Literal
 
 from service.pipeline import Batch, StatelessStage
@@ -348,7 +350,9 @@ class RefusalModel:
         if not texts:
             return []
         column = list(self._pipeline.classes_).index(True)
-        return self._pipeline.predict_proba(list(texts))[:, column].tolist()
+        # scikit-learn is untyped; a probability column's tolist() is Python floats
+        probabilities: list[float] = self._pipeline.predict_proba(list(texts))[:, column].tolist()
+        return probabilities
 
     def predict_many(self, texts: Sequence[str], threshold: float = 0.5) -> list[bool]:
         """True where the refusal probability is ``>= threshold``."""

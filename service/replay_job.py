@@ -131,7 +131,7 @@ def run_replay(
         live.close()
         state.close()
     notice = gold_set_notice(settings)
-    return json_safe(
+    doc: dict[str, Any] = json_safe(  # typed Any: a dict comes back as a dict
         {
             "notices": [notice] if notice else [],
             "file": str(file),
@@ -147,6 +147,7 @@ def run_replay(
             **live_reports(live, registry),
         }
     )
+    return doc
 
 
 def _with_series(analytics: dict[str, Any] | None, series: TimeSeries) -> dict[str, Any] | None:

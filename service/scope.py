@@ -135,7 +135,8 @@ def calibrate_from_run(
     Raises:
         ValueError: the gold set lacks answerable or unanswerable questions.
     """
-    answerable, unanswerable = [], []
+    answerable: list[float | None] = []
+    unanswerable: list[float | None] = []
     for question in questions:
         score = best_score(run.get(question.id))
         (answerable if question.answerable else unanswerable).append(score)

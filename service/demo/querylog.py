@@ -224,7 +224,7 @@ _CHANNEL_BY_ROLE = {
 }
 _USERS_PER_ROLE = {"student": 520, "parent": 300, "staff": 60}
 
-_REFUSALS = {
+_REFUSALS: dict[str, tuple[str, ...]] = {
     "en": (
         "I'm sorry, I don't have information about that.",
         "I'm sorry, I could not find this in the college documents. Please contact the office.",
@@ -240,7 +240,7 @@ _REFUSALS = {
         "मुझे इस बारे में जानकारी नहीं है। कृपया कॉलेज कार्यालय से संपर्क करें।",
     ),
 }
-_OUT_OF_SCOPE_REFUSALS = {
+_OUT_OF_SCOPE_REFUSALS: dict[str, tuple[str, ...]] = {
     "en": (
         "I'm sorry, I can only answer questions about Sunrise Institute of Technology. "
         "I cannot help with that.",
@@ -253,7 +253,7 @@ _OUT_OF_SCOPE_REFUSALS = {
     ),
     "hi": ("क्षमा करें, मैं केवल कॉलेज से जुड़े प्रश्नों का उत्तर दे सकता हूँ।",),
 }
-_ACL_REFUSALS = {
+_ACL_REFUSALS: dict[str, tuple[str, ...]] = {
     "en": ("I'm sorry, salary and duty details are shared only with staff, so I cannot answer.",),
     "hi-Latn": ("Maaf kijiye, staff ki salary ki jaankari nahi de sakte.",),
     "hi": ("क्षमा करें, यह जानकारी केवल स्टाफ के लिए है।",),

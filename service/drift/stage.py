@@ -101,6 +101,10 @@ class DriftStage:
         # categorical dimension -> {category: why a rise of it alone raises no alarm}
         self.suppressed_categories: dict[str, dict[str, str]] = {}
 
+    def _detectors(self) -> dict[str, CategoricalDriftDetector | RateDriftDetector]:
+        """Every dimension's detector, categorical ones first."""
+        return {**self.categorical, **self.rates}
+
     def suppress(self, dimension: str, reason: str | None) -> None:
         """Stop (``reason``: why, e.g. ``"uncalibrated: out_of_scope AUC 0.60 < floor
         0.75"``) or resume (``None``) alarms of ``dimension``. A suppressed dimension is still
@@ -186,7 +190,7 @@ class DriftStage:
 
     def _record_alarms(self) -> None:
         """Remember each comparison's move into ``drift`` (and out of it) with what moved."""
-        for dim, det in {**self.categorical, **self.rates}.items():
+        for dim, det in self._detectors().items():
             for name, report in det.reports.items():
                 key = f"{dim}/{name}"
                 before, now = self._last_state.get(key), self._state_of(dim, report.state, report)
@@ -206,7 +210,7 @@ class DriftStage:
     def states(self) -> dict[str, str]:
         """Overall state per dimension: ``drift`` if any comparison drifts, else ``ok`` if
         any comparison could be tested, else ``insufficient_data``."""
-        detectors = {**self.categorical, **self.rates}
+        detectors = self._detectors()
         return {dim: _overall(dim in self.suppressed, list(self._states_of(dim, det).values()))
                 for dim, det in detectors.items()}  # fmt: skip
 
@@ -222,16 +226,16 @@ class DriftStage:
             gold = self.gold_counts.get(dim, {})
             # a suppressed category's share is no fact (e.g. an uncalibrated 'novel'): it is
             # left out of the coverage gaps, with the reason
-            silenced = self.suppressed_categories.get(dim, {})
+            muted = self.suppressed_categories.get(dim, {})
             gaps = coverage_gaps(live, gold) if gold else []
             out[dim] = {
                 "state": det.state,
                 "comparisons": {name: r.to_dict() for name, r in det.reports.items()},
                 "live_counts": live,
                 "gold_counts": gold,
-                "coverage_gaps": [g._asdict() for g in gaps if g.category not in silenced],
+                "coverage_gaps": [g._asdict() for g in gaps if g.category not in muted],
             }
-            left_out = {g.category: silenced[g.category] for g in gaps if g.category in silenced}
+            left_out = {g.category: muted[g.category] for g in gaps if g.category in muted}
             if left_out:
                 out[dim]["coverage_gaps_left_out"] = left_out
         for dim, rate in self.rates.items():
@@ -240,11 +244,11 @@ class DriftStage:
                 "comparisons": {name: r.to_dict() for name, r in rate.reports.items()},
             }
         silenced: dict[str, str] = {}
-        for dim, det in {**self.categorical, **self.rates}.items():
+        for dim, detector in self._detectors().items():
             body = out[dim]
-            states = self._states_of(dim, det)
+            states = self._states_of(dim, detector)
             for name, test in body["comparisons"].items():
-                state = self._state_of(dim, test["state"], det.reports[name])
+                state = self._state_of(dim, test["state"], detector.reports[name])
                 if state != test["state"]:
                     test["tested_state"], test["state"] = test["state"], state
             state = _overall(dim in self.suppressed, list(states.values()))

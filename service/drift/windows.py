@@ -197,7 +197,9 @@ class CategoryWindow:
         hi = math.floor(self.watermark / self.bucket_s) - math.ceil(offset_s / self.bucket_s)
         lo = hi - math.ceil(span_s / self.bucket_s) + 1
         mask = (self._slot_bucket >= lo) & (self._slot_bucket <= hi)
-        return self._counts[mask, : len(self._names)].sum(axis=0)
+        # numpy's stubs type a reduction over ``axis`` as Any; int64 counts sum to int64.
+        sums: NDArray[np.int64] = self._counts[mask, : len(self._names)].sum(axis=0)
+        return sums
 
     def counts(self, span_s: float | None = None, offset_s: float = 0.0) -> dict[str, int]:
         """Counts of the ``span_s`` seconds (default ``window_s``) ending ``offset_s`` seconds
@@ -365,7 +367,7 @@ class ComparisonWindows:
             [[-math.inf if self._last_tick is None else self._last_tick], ticks[:-1]]
         )
         start = 0
-        for i in np.flatnonzero(np.isfinite(ticks) & (ticks > previous)):
+        for i in map(int, np.flatnonzero(np.isfinite(ticks) & (ticks > previous))):
             self.window.update_many(categories[start : i + 1], ts[start : i + 1], now)
             start, self._last_tick = i + 1, float(ticks[i])
             self._start = self.window.watermark if self._start is None else self._start

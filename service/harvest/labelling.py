@@ -43,6 +43,7 @@ A suggestion is decided once; a second decision raises :class:`AlreadyDecided`.
 
 from __future__ import annotations
 
+import builtins
 import errno
 import fcntl
 import json
@@ -475,7 +476,7 @@ class Labelling:
     def _append(
         self,
         row: dict[str, Any],
-        gold: list[str],
+        gold: builtins.list[str],  # ``list`` in this class is the method Labelling.list
         kind: str,
         labels: Mapping[str, Any],
         deadline: float,
@@ -520,7 +521,7 @@ class Labelling:
             problem = self.gold_check.problem() if before.st_size else None
             if problem is not None:
                 raise GoldFileBroken(problem)
-            gold_row = gold_id = fresh_gold_id(self._known_ids | set(existing))
+            gold_id = fresh_gold_id(self._known_ids | set(existing))
             gold_row = _gold_row(gold_id, row, gold, kind, labels)
             line = json.dumps(gold_row, ensure_ascii=False).encode("utf-8") + b"\n"
             if len(line) - 1 > MAX_GOLD_ROW_BYTES:  # the loader would refuse the whole file

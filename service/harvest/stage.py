@@ -281,7 +281,7 @@ class HarvestStage:
             return
         rbo = result.agreement.rbo if result.agreement is not None else None
         disagrees = rbo is not None and rbo < self.config.max_rbo
-        reasons = ("shadow_disagreement",) if disagrees else ()
+        reasons: tuple[str, ...] = ("shadow_disagreement",) if disagrees else ()
         if self.config.weight("shadow_disagreement") <= 0:
             reasons = ()
         rankings = {result.candidate: result.ranking}
@@ -289,7 +289,7 @@ class HarvestStage:
         if seen is not None and seen[0] in self.suggestions:
             evidence = Occurrence(
                 result.event_id, result.timestamp, result.question, "", reasons, rankings,
-                count=False,
+                counts=False,
             )  # fmt: skip
             self._add(seen[0], evidence)
             return
@@ -479,14 +479,14 @@ class HarvestStage:
         if seen is not None and seen[0] in self.suggestions:
             sid, counted = seen
             new = tuple(r for r in occurrence.reasons if r not in counted)
-            if occurrence.count and not new:
+            if occurrence.counts and not new:
                 return
-            occurrence = occurrence._replace(reasons=new, count=False)
+            occurrence = occurrence._replace(reasons=new, counts=False)
             if new:
                 self._recent[occurrence.event_id] = (sid, counted.union(new))
         suggestion = self.suggestions.get(sid)
         if suggestion is None:
-            if not occurrence.count:
+            if not occurrence.counts:
                 return
             suggestion = self.suggestions[sid] = Suggestion.start(sid, occurrence)
             if sid not in self.index:
@@ -499,7 +499,7 @@ class HarvestStage:
             counts = self._pending["reasons"]
             for reason in occurrence.reasons:  # Counter.update: an ABC check per call
                 counts[reason] += 1
-            if occurrence.count:
+            if occurrence.counts:
                 self._recent[occurrence.event_id] = (sid, frozenset(occurrence.reasons))
                 if len(self._recent) > _RECENT_EVENTS:
                     self._recent.popitem(last=False)

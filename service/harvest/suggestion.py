@@ -56,8 +56,9 @@ class Occurrence(NamedTuple):
         language, topic, role: breakdown labels (``None`` unknown).
         source: ``"real"`` or ``"generated"``.
         gap: coverage gap of its topic or language at that time, in [0, 1].
-        count: whether this is a new event (``False``: evidence added to a counted event,
-            e.g. a shadow result arriving after its event).
+        counts: whether this is a new event (``False``: evidence added to a counted event,
+            e.g. a shadow result arriving after its event). Not ``count``: that would hide
+            ``tuple.count``.
         trace_id: the OpenTelemetry trace the event came from (``None``: not from a trace).
     """
 
@@ -72,7 +73,7 @@ class Occurrence(NamedTuple):
     role: str | None = None
     source: str = "real"
     gap: float = 0.0
-    count: bool = True
+    counts: bool = True
     trace_id: str | None = None
 
 
@@ -126,9 +127,9 @@ class Suggestion:
         """Merge ``occurrence`` in; return ``False`` (and change nothing) when its event id
         was already counted and it brings no new evidence."""
         seen = occurrence.event_id in self.events
-        if occurrence.count and not seen:
+        if occurrence.counts and not seen:
             self._count(occurrence, max_variants)
-        elif occurrence.count:
+        elif occurrence.counts:
             return False
         for reason in occurrence.reasons:
             self.reasons[reason] = self.reasons.get(reason, 0) + 1
@@ -139,7 +140,7 @@ class Suggestion:
             if self._pooled.get(retriever) != top:
                 self._pool(retriever, top, max_pool)
                 self._pooled[retriever] = top
-        self.gap = max(self.gap, occurrence.gap) if occurrence.count else self.gap
+        self.gap = max(self.gap, occurrence.gap) if occurrence.counts else self.gap
         return True
 
     def _count(self, occurrence: Occurrence, max_variants: int) -> None:
@@ -168,7 +169,9 @@ class Suggestion:
     def pool_rows(self) -> list[dict[str, Any]]:
         """The pool for a labeller: ``[{"id", "by": {retriever: rank}}]``, passages found by
         more retrievers first, then by best rank, then id."""
-        rows = [{"id": pid, "by": dict(sorted(by.items()))} for pid, by in self.pool.items()]
+        rows: list[dict[str, Any]] = [
+            {"id": pid, "by": dict(sorted(by.items()))} for pid, by in self.pool.items()
+        ]
         rows.sort(key=lambda r: (-len(r["by"]), min(r["by"].values()), r["id"]))
         return rows
 

@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 #: matplotlib's date unit: days since 1970-01-01 (its default epoch).
 DAY_S = 86400.0
@@ -39,7 +39,10 @@ PALETTE = (
 GOLD_COLOUR = "#8c6d00"
 ALARM_COLOUR = "#b42318"
 
-_RC = {
+if TYPE_CHECKING:  # matplotlib itself is imported lazily (it is slow to import)
+    from matplotlib.typing import RcKeyType
+
+_RC: dict[RcKeyType, Any] = {
     "svg.fonttype": "path",
     "svg.hashsalt": "goldwatch",
     "text.parse_math": False,
@@ -66,7 +69,7 @@ def _pyplot() -> Any:
 def _style() -> AbstractContextManager[None]:
     import matplotlib
 
-    return matplotlib.rc_context(_RC)  # type: ignore[no-any-return]
+    return matplotlib.rc_context(_RC)
 
 
 def to_svg(fig: Any) -> str:
@@ -279,7 +282,8 @@ def shares_over_time(
                 ax.axhline(gold[category], color=colour, linestyle="--", linewidth=1)
         for t in alarms:
             ax.axvline(t / DAY_S, color=ALARM_COLOUR, linewidth=1.2, alpha=0.8)
-        ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M"))
+        # matplotlib.dates ships no type annotations
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M"))  # type: ignore[no-untyped-call]
         ax.set(title=title, ylabel="share", ylim=(0, 1.02), xlabel="event time (UTC)")
         ax.legend(loc="upper left", fontsize=7, ncols=3)
         return to_svg(fig)

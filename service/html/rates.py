@@ -111,6 +111,7 @@ def _operating_point_cell(quality: Mapping[str, Any] | None) -> str | None:
 
 def _both_directions(analytics: Mapping[str, Any]) -> Safe:
     refusals, scope = analytics["refusals"], analytics["out_of_scope"]
+    rows: list[list[object]]
     if scope.get("off"):  # a detector that is off has no counts, not zeros
         rows = [["answers seen", refusals["answers"]], ["refused", refusals["refused"]],
                 ["out-of-scope, over- and under-refusals", f"off: {scope['off']}"]]
@@ -119,7 +120,7 @@ def _both_directions(analytics: Mapping[str, Any]) -> Safe:
         return Safe(table(["refusals in both directions", "value"], rows) + note)
     why = scope.get("uncalibrated")
     mark = " (uncalibrated)" if why else ""
-    rows: list[list[object]] = [
+    rows = [
         ["answers seen", refusals["answers"]],
         ["refused", refusals["refused"]],
         ["questions scored for scope", scope["scored"]],

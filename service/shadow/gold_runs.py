@@ -73,7 +73,7 @@ def _by_kind(report: RetrieverReport) -> tuple[dict[str, dict[str, float]], dict
 
 def _acl(run: Run, policy: AccessPolicy, questions: list[Any], depth: int) -> dict[str, Any]:
     by_role: Counter[str] = Counter()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for question in questions:
         if question.role is None:
             continue

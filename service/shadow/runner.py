@@ -64,14 +64,14 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from service.events import QueryLogEvent
 from service.retrievers.base import Retriever, RetrieverError
 from service.shadow.agreement import Agreement, compare, unique
-from service.shadow.breaker import CircuitBreaker, TokenBucket
+from service.shadow.breaker import BreakerState, CircuitBreaker, TokenBucket
 
 __all__ = [
     "ERROR_REASONS",
@@ -180,6 +180,29 @@ class ShadowConfig(_Frozen):
         if dupes:
             raise ValueError(f"duplicate shadow candidate names: {', '.join(dupes)}")
         return value
+
+
+class LaneStats(TypedDict):
+    """One candidate's gauges from :meth:`ShadowRunner.stats` (read by the telemetry layer and
+    the shadow report).
+
+    Attributes:
+        queue_depth: events waiting for a worker (≥ 0).
+        workers: worker threads alive (≥ 0).
+        abandoned_running: timed-out calls still running in an abandoned thread (≥ 0).
+        abandoned_total: calls abandoned since start (a count).
+        breaker_state: the circuit breaker's current state.
+        breaker_opened_total: how many times the breaker has opened.
+        cpu_throttled: the runner is holding back for the live path's CPU budget.
+    """
+
+    queue_depth: int
+    workers: int
+    abandoned_running: int
+    abandoned_total: int
+    breaker_state: BreakerState
+    breaker_opened_total: int
+    cpu_throttled: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -532,23 +555,24 @@ class ShadowRunner:
                 return False
             time.sleep(0.005)
 
-    def stats(self) -> dict[str, dict[str, Any]]:
-        """Return per candidate: ``queue_depth``, ``workers``, ``abandoned_running``,
-        ``abandoned_total``, ``breaker_state``, ``breaker_opened_total``, and the runner's
-        ``cpu_throttled`` (bool)."""
-        out: dict[str, dict[str, Any]] = {}
+    def stats(self) -> dict[str, LaneStats]:
+        """Return per candidate its :class:`LaneStats`: ``queue_depth``, ``workers``,
+        ``abandoned_running``, ``abandoned_total``, ``breaker_state``,
+        ``breaker_opened_total``, and the runner's ``cpu_throttled`` (bool)."""
+        out: dict[str, LaneStats] = {}
         for name, lane in self._lanes.items():
             with lane.lock:
-                row = {
-                    "queue_depth": len(lane.jobs),
-                    "workers": lane.live,
-                    "abandoned_running": lane.zombies,
-                    "abandoned_total": lane.abandoned_total,
-                }
-            row["breaker_state"] = lane.breaker.state
-            row["breaker_opened_total"] = lane.breaker.opened_total
-            row["cpu_throttled"] = self.cpu_throttled
-            out[name] = row
+                queue_depth, workers = len(lane.jobs), lane.live
+                abandoned_running, abandoned_total = lane.zombies, lane.abandoned_total
+            out[name] = LaneStats(
+                queue_depth=queue_depth,
+                workers=workers,
+                abandoned_running=abandoned_running,
+                abandoned_total=abandoned_total,
+                breaker_state=lane.breaker.state,
+                breaker_opened_total=lane.breaker.opened_total,
+                cpu_throttled=self.cpu_throttled,
+            )
         return out
 
     def close(self, timeout: float = 5.0) -> bool:

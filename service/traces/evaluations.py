@@ -205,7 +205,9 @@ def log_record_emitter(logger: Any) -> Callable[[Evaluation], None]:
     from opentelemetry.trace import TraceFlags
 
     def emit(verdict: Evaluation) -> None:
-        logger.emit(LogRecord(
+        # LogRecord's overloads pair event_name with context= only, yet its __init__ takes
+        # trace_id/span_id/trace_flags with it too (opentelemetry-api 1.45): a stubs gap
+        logger.emit(LogRecord(  # type: ignore[call-overload]
             timestamp=verdict.timestamp_ns, trace_id=int(verdict.trace_id, 16), span_id=0,
             trace_flags=TraceFlags(TraceFlags.SAMPLED), event_name=EVENT_NAME,
             attributes=verdict.attributes(),
