@@ -40,9 +40,11 @@ from scipy.stats import rankdata
 DEFAULT_AUC_FLOOR = 0.75
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class DetectorQuality:
-    """A detector's measured separation.
+    """A detector's measured separation. Two are equal when every field is (NaN equal to
+    NaN: "not measured" or "none reported" is the same fact on both sides, e.g. after a saved
+    topic model is loaded again).
 
     Attributes:
         auc: ROC AUC in [0, 1] (0.5: chance); NaN when either class is empty.
@@ -78,6 +80,14 @@ class DetectorQuality:
             raise ValueError(f"rates must be in [0, 1], got tpr={tpr}, fpr={fpr}")
         return dataclasses.replace(self, threshold=float(threshold), tpr=float(tpr),
                                    fpr=float(fpr), balanced_accuracy=(tpr + 1.0 - fpr) / 2.0)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DetectorQuality):
+            return NotImplemented
+        return self.as_dict() == other.as_dict()
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.as_dict().values()))
 
     def trusted(self, floor: float = DEFAULT_AUC_FLOOR, min_balanced_accuracy: float = 0.0) -> bool:
         """True when the AUC is known and at least ``floor`` (its point estimate) and, when an
