@@ -22,7 +22,8 @@ from service.corpus import Corpus
 from service.detector_quality import DEFAULT_AUC_FLOOR, DetectorQuality, measure_auc
 from service.drift.stage import DriftStage
 from service.drift.windows import WindowConfig
-from service.embeddings import Embedder, shared_embedder
+from service.embedder import Embedder
+from service.embeddings import shared_embedder
 from service.goldset import GoldSet
 from service.language import LanguageConfig, LanguageDetector, LanguageLabeler, LanguageStage
 from service.pii import UNKEYED, PiiScrubStage, Pseudonymiser

@@ -76,7 +76,8 @@ from threadpoolctl import ThreadpoolController
 
 from service.batch_cache import BatchCache
 from service.detector_quality import DetectorQuality, measure_auc
-from service.embeddings import Embedder, default_embedder
+from service.embedder import Embedder
+from service.embeddings import default_embedder
 from service.errors import GoldwatchError
 from service.hinglish import STRONG_WORDS, WEAK_WORDS, is_hinglish
 from service.pipeline import Batch, StatelessStage

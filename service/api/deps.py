@@ -78,7 +78,7 @@ class TokenFirstRoute(APIRoute):
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
-        if not self.methods & MUTATING_METHODS:
+        if not (self.methods and self.methods & MUTATING_METHODS):
             return handler
         has_body = self.body_field is not None
 

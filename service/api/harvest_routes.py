@@ -208,7 +208,7 @@ def _accept_gate(request: Request) -> anyio.Lock:
     gate = getattr(request.app.state, "accept_gate", None)
     if gate is None:
         gate = request.app.state.accept_gate = anyio.Lock()
-    return gate  # type: ignore[no-any-return]
+    return gate
 
 
 @router.post("/{candidate_id}/reject", responses=_DECISION_RESPONSES)

@@ -250,8 +250,9 @@ class AcceptFailureLog:
         self._flush_pending = False
         if not self.unlogged:
             return
-        first = self._last_line is None
-        since = "" if first else f" in the last {loop.time() - self._last_line:.0f} s"
+        last = self._last_line
+        first = last is None
+        since = "" if last is None else f" in the last {loop.time() - last:.0f} s"
         log.error(
             "HTTP server could not accept a connection (%d failed accepts%s; %s: out of file "
             "descriptors or memory); connections wait in the listen backlog. Raise the "

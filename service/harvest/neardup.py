@@ -66,7 +66,7 @@ from datasketch import MinHash, MinHashLSH
 from service.harvest.text import trigrams
 
 if TYPE_CHECKING:
-    from service.embeddings import Embedder
+    from service.embedder import Embedder
 
 __all__ = ["NearDupIndex", "Probe", "signatures"]
 

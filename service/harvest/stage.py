@@ -87,7 +87,7 @@ from service.records import GoldQuestion
 from service.shadow.runner import ShadowResult, production_ranking
 
 if TYPE_CHECKING:
-    from service.embeddings import Embedder
+    from service.embedder import Embedder
     from service.events import QueryLogEvent
 
 __all__ = ["PRODUCTION", "HarvestStage"]

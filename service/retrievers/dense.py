@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from service.embeddings import Embedder
+from service.embedder import Embedder
 from service.records import Passage, ScoredDoc
 from service.retrievers.text import check_k, corpus_ids
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
-from service.embeddings import Embedder, shared_embedder
+from service.embedder import Embedder
+from service.embeddings import shared_embedder
 from service.records import Passage
 from service.retrievers.base import Retriever
 from service.retrievers.bm25 import BM25Retriever
