@@ -27,7 +27,7 @@ from typing import Any, BinaryIO, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from service.records import Passage
-from service.regular_files import open_regular
+from service.regular_files import not_utf8, open_regular
 
 RowT = TypeVar("RowT", bound=BaseModel)
 
@@ -117,7 +117,7 @@ def read_jsonl_objects(
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                problems.append(f"{where(path, lineno)}: not valid UTF-8 (byte {exc.start})")
+                problems.append(f"{where(path, lineno)}: {not_utf8(exc)}")
                 continue
             line = line.removeprefix("\ufeff") if lineno == 1 else line
             if not line.strip():
