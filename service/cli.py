@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import signal
 import socket
 import sys
@@ -299,12 +300,36 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, KeyError) and exc.args:
         return str(exc.args[0])
     if isinstance(exc, FileNotFoundError):
-        return f"file not found: {exc.filename}"
+        return f"file not found: {_resolved(exc.filename)}"
     if isinstance(exc, IsADirectoryError):
         return f"expected a file, got a folder: {exc.filename}"
     if isinstance(exc, OSError) and exc.filename:
         return f"{exc.filename}: {exc.strerror}"
     return str(exc)
+
+
+def _resolved(name: object) -> str:
+    """A missing file's absolute path; a relative name was opened from the working folder,
+    so it is resolved from there and the message says so."""
+    path = Path(str(name))
+    if path.is_absolute():
+        return str(path)
+    return f"{path.absolute()} (relative to the working folder)"
+
+
+def _path_origin(field: str, config: Path | None) -> str:
+    """Where the path setting ``field`` (``"gold_set"``, ``"source.path"``) came from and
+    what a relative value there is relative to: its ``GOLDWATCH_*`` variable (the working
+    folder), else the YAML file (that file's folder), else a default (the working folder).
+    """
+    from service.settings import ENV_DELIMITER, ENV_PREFIX
+
+    variable = ENV_PREFIX + field.upper().replace(".", ENV_DELIMITER)
+    if variable in os.environ:
+        return f"{variable}, relative to the working folder"
+    if config is not None:
+        return f"from {config}, relative to that file's folder"
+    return "default, relative to the working folder"
 
 
 def _write_html(path: Path, page: str) -> None:
@@ -688,7 +713,7 @@ def config_check(config: Path | None) -> None:
 
     settings = _settings(config)
     loaded: dict[str, object] = {}
-    problems = _file_problems(settings, loaded)
+    problems = _file_problems(settings, loaded, config)
     click.echo(f"# configuration from {config or 'defaults and environment'}", err=True)
     for notice in _notices(settings):
         click.echo(f"# note: {notice}", err=True)
@@ -742,10 +767,13 @@ KAFKA_FILES = ("sasl_password_file", "ssl_password_file", "ssl_cafile", "ssl_cer
                "ssl_keyfile", "ssl_crlfile")  # fmt: skip
 
 
-def _file_problems(settings: Settings, loaded: dict[str, object] | None = None) -> list[str]:
+def _file_problems(settings: Settings, loaded: dict[str, object] | None = None,
+                   config: Path | None = None) -> list[str]:  # fmt: skip
     """One ``"<field>: <problem>"`` per unusable file the settings name (see ``config
     check``); the gold set and corpus are loaded with the loaders serve and replay use (and
-    kept in ``loaded`` by setting name, when given)."""
+    kept in ``loaded`` by setting name, when given). A missing file is named by its absolute
+    path and where the setting came from (``config``: the YAML file, if any): "gold_set: file
+    not found: /srv/gold.jsonl (GOLDWATCH_GOLD_SET, relative to the working folder)"."""
     from service.corpus import load_corpus
     from service.goldset import load_gold_set
 
@@ -762,7 +790,8 @@ def _file_problems(settings: Settings, loaded: dict[str, object] | None = None) 
             problems.append(f"{name}: {path}: not a regular file (a FIFO, device or folder)")
             continue
         if not Path(path).is_file():
-            problems.append(f"{name}: file not found: {path}")
+            where = _path_origin(name, config)
+            problems.append(f"{name}: file not found: {Path(path).absolute()} ({where})")
             continue
         try:
             if loader is not None:
@@ -773,7 +802,9 @@ def _file_problems(settings: Settings, loaded: dict[str, object] | None = None) 
             problems.append(f"{name}: {_describe(exc)}")
     problems += _secret_problems(settings)
     if settings.source.kind == "file" and not Path(str(settings.source.path)).is_file():
-        problems.append(f"source.path: file not found: {settings.source.path}")
+        where = _path_origin("source.path", config)
+        missing = Path(str(settings.source.path)).absolute()
+        problems.append(f"source.path: file not found: {missing} ({where})")
     return problems + _state_problems(settings) + _dead_letter_problems(settings)
 
 

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from service.errors import GoldwatchError
 from service.records import Passage
-from service.regular_files import open_regular
+from service.regular_files import not_utf8, open_regular
 
 RowT = TypeVar("RowT", bound=BaseModel)
 
@@ -118,7 +118,7 @@ def read_jsonl_objects(
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                problems.append(f"{where(path, lineno)}: not valid UTF-8 (byte {exc.start})")
+                problems.append(f"{where(path, lineno)}: {not_utf8(exc)}")
                 continue
             line = line.removeprefix("\ufeff") if lineno == 1 else line
             if not line.strip():

@@ -15,10 +15,24 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["NOT_REGULAR", "open_regular", "read_regular"]
+__all__ = ["NOT_REGULAR", "not_utf8", "open_regular", "read_regular"]
 
 #: ``strerror`` of the :class:`OSError` raised for a path that is not a regular file.
 NOT_REGULAR = "not a regular file (a FIFO, device, socket or folder)"
+
+
+def not_utf8(exc: UnicodeDecodeError) -> str:
+    """The one wording of an input line that does not decode as UTF-8, for every line-based
+    input (gold set, corpus, qrels, run): ``exc.start`` is the offset of the first bad byte
+    within the line (0-based, in bytes).
+
+    >>> try:
+    ...     b"caf\\xe9".decode("utf-8")
+    ... except UnicodeDecodeError as exc:
+    ...     not_utf8(exc)
+    'not UTF-8 (byte 3 of the line): a binary file, or another encoding'
+    """
+    return f"not UTF-8 (byte {exc.start} of the line): a binary file, or another encoding"
 
 
 def open_regular(path: str | Path) -> BinaryIO:

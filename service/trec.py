@@ -24,6 +24,7 @@ from pathlib import Path
 
 from service.errors import GoldwatchError
 from service.records import Qrels, Run, ScoredDoc
+from service.regular_files import not_utf8
 
 _MAX_LISTED = 20
 _TOPIC_FIELDS = {"title": "Topic:", "desc": "Description:", "narr": "Narrative:"}
@@ -56,8 +57,7 @@ def _decoded(path: Path, lineno: int, raw: bytes) -> str:
     try:
         line = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        what = f"not UTF-8 (byte {exc.start} of the line): a binary file, or another encoding"
-        raise TrecFormatError(path, [f"{path}, line {lineno}: {what}"]) from None
+        raise TrecFormatError(path, [f"{path}, line {lineno}: {not_utf8(exc)}"]) from None
     if "\0" in line:
         what = f"a NUL byte (byte {line.index(chr(0))} of the line): a binary file, not text"
         raise TrecFormatError(path, [f"{path}, line {lineno}: {what}"])

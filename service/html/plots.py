@@ -2,9 +2,15 @@
 
 matplotlib is imported on first use, so importing :mod:`service.html` stays cheap. Every
 function returns one ``<svg>…</svg>`` element without XML prolog or metadata, ready to be
-pasted into an HTML page. Text is drawn as paths (``svg.fonttype = "path"``), so labels taken
-from user data can never inject markup, and mathtext is off, so a ``$`` in a label is just a
-dollar sign. Element ids are salted with a constant: the same chart gives the same bytes.
+pasted into an HTML page. Text is kept as SVG ``<text>`` (``svg.fonttype = "none"``), so the
+browser draws it with the viewer's fonts, as it draws the page's tables: a topic named in
+Devanagari, Arabic or CJK shows its letters, where text drawn as paths (matplotlib's DejaVu
+Sans glyphs, which lack those scripts) showed empty boxes. Its ``font-family`` is the font
+matplotlib measured the layout with ('DejaVu Sans' and its look-alikes) ending in the generic
+``sans-serif``, from which the browser takes any glyph the named fonts lack. matplotlib
+escapes the text (``<`` ``&`` become ``&lt;`` ``&amp;``), so labels taken from user data can
+never inject markup, and mathtext is off, so a ``$`` in a label is just a dollar sign.
+Element ids are salted with a constant: the same chart gives the same bytes.
 
 All functions raise ``ValueError`` when given no data to draw.
 """
@@ -43,7 +49,7 @@ if TYPE_CHECKING:  # matplotlib itself is imported lazily (it is slow to import)
     from matplotlib.typing import RcKeyType
 
 _RC: dict[RcKeyType, Any] = {
-    "svg.fonttype": "path",
+    "svg.fonttype": "none",
     "svg.hashsalt": "goldwatch",
     "text.parse_math": False,
     "font.size": 9,
@@ -78,7 +84,7 @@ def to_svg(fig: Any) -> str:
     buffer = io.StringIO()
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # missing glyphs for rare scripts: boxes, not noise
+            warnings.simplefilter("ignore")  # glyphs DejaVu lacks: measured as boxes, no noise
             fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
     finally:
         plt.close(fig)

@@ -148,6 +148,19 @@ def test_binary_or_non_utf8_trec_file_names_file_and_line(
     assert "Traceback" not in result.stderr
 
 
+def test_gold_set_and_qrels_word_a_binary_file_alike(tmp_path: Path, shared_data: Path) -> None:
+    # the same file given as --gold and as --qrels: one wording; byte 4 of line 1 is 0xff
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(b"301 \xff\x00\x01 doc 1\n")
+    expected = f"{bad}, line 1: not UTF-8 (byte 4 of the line): a binary file, or another encoding"
+    as_gold = invoke(["--gold", str(bad), "--corpus", str(demo_path("corpus.jsonl"))], tmp_path)
+    run = shared_data / "trec_eval-tests" / "results.test"
+    as_qrels = invoke(["--qrels", str(bad), "--run", str(run)], tmp_path)
+    for result in (as_gold, as_qrels):
+        assert result.exit_code == 2
+        assert expected in result.stderr
+
+
 @pytest.mark.parametrize("flag", ["--k", "--format", "--fail-under"])
 def test_compare_does_not_swallow_the_next_flag(tmp_path: Path, flag: str) -> None:
     result = invoke(["--compare", "bm25", flag, "x"], tmp_path)

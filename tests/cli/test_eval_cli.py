@@ -8,6 +8,7 @@ documented composition (``service/demo/README.md``).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -256,3 +257,23 @@ def test_config_check_masks_secrets_and_checks_files(tmp_path: Path) -> None:
     missing = run(["config", "check", "--config", str(config)], tmp_path)
     assert missing.returncode == 2
     assert "gold_set: file not found" in missing.stderr
+
+
+def test_config_check_names_the_resolved_path_and_where_it_came_from(tmp_path: Path) -> None:
+    # a GOLDWATCH_* path resolves from the working folder, a YAML path from the YAML's folder
+    folder, work = tmp_path / "cfg", tmp_path / "work"
+    folder.mkdir()
+    work.mkdir()
+    config = folder / "goldwatch.yaml"
+    config.write_text("gold_set: gold-missing.jsonl\n")
+    env = {**os.environ, "GOLDWATCH_GOLD_SET": "gold-missing.jsonl"}
+    check = [*GOLDWATCH, "config", "check", "--config", str(config)]
+    by_env = subprocess.run(check, cwd=work, env=env, capture_output=True, text=True, check=False)
+    assert by_env.returncode == 2
+    assert (f"gold_set: file not found: {work / 'gold-missing.jsonl'} "
+            "(GOLDWATCH_GOLD_SET, relative to the working folder)") in by_env.stderr  # fmt: skip
+    env.pop("GOLDWATCH_GOLD_SET")
+    by_yaml = subprocess.run(check, cwd=work, env=env, capture_output=True, text=True, check=False)
+    assert by_yaml.returncode == 2
+    assert (f"gold_set: file not found: {folder / 'gold-missing.jsonl'} "
+            f"(from {config}, relative to that file's folder)") in by_yaml.stderr  # fmt: skip

@@ -84,7 +84,7 @@ def test_errors_name_file_line_and_field(tmp_path: Path, line: str, expected: st
 def test_invalid_utf8_is_reported_with_line(tmp_path: Path) -> None:
     path = tmp_path / "corpus.jsonl"
     path.write_bytes(row(id="p-1", text="ok").encode() + b"\n" + b'{"id": "\xff"}\n')
-    with pytest.raises(CorpusError, match="line 2: not valid UTF-8"):
+    with pytest.raises(CorpusError, match=r"line 2: not UTF-8 \(byte 8 of the line\)"):
         load_corpus(path)
 
 

@@ -4,10 +4,11 @@ a drift row held by hysteresis, on hand-built inputs."""
 from __future__ import annotations
 
 import copy
+import re
 from datetime import UTC, datetime
 
 from service.html.drift_section import HELD_NOTE, drift_section
-from service.html.plots import time_ticks
+from service.html.plots import grouped_bars, time_ticks
 from tests.service.html import samples
 
 
@@ -38,3 +39,16 @@ def test_a_drift_row_held_by_hysteresis_says_so() -> None:
     assert ('<span class="badge drift">drift</span> <span class="muted">held by hysteresis'
             "</span>") in held  # fmt: skip
     assert HELD_NOTE.split(":")[0] in held
+
+
+def test_chart_text_is_drawn_by_the_browser_with_a_fallback_font() -> None:
+    # trial finding 11: a Devanagari topic name was drawn as DejaVu Sans glyph paths (empty
+    # boxes) while the tables showed it; as <text> the browser falls back as in the tables
+    label = "topic-22: का, क्या, था"
+    svg = grouped_bars([label, "<script>x</script> & co"], {"live": [0.5, 0.5]}, title="Topics",
+                       xlabel="share")  # fmt: skip
+    assert f">{label}</text>" in svg
+    assert ">&lt;script&gt;x&lt;/script&gt; &amp; co</text>" in svg
+    assert "<script" not in svg
+    families = re.findall(r"font-family: ([^;\"]+)", svg)
+    assert families and all(f.rstrip().endswith(", sans-serif") for f in families)
