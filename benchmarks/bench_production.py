@@ -447,7 +447,7 @@ def profile_text(profiler: cProfile.Profile, top: int = 25) -> str:
         where = f"{_short(path)}:{line}({name})"
         lines.append(f"  {100 * tt / total:5.1f} % own {100 * ct / total:5.1f} % cum "
                      f"{calls:9d} calls  {where}")  # fmt: skip
-    lines.append("stage process() and export, cumulative:")
+    lines.append("process() of the engine, pipeline and each stage, observe(): cumulative:")
     cumulative = [
         (ct, f"{_short(p)}:{ln}({n})")
         for (p, ln, n), (_, _, _, ct, _) in stats.stats.items()  # type: ignore[attr-defined]
@@ -530,25 +530,34 @@ def startup_config(workdir: Path, port: int, analytics: bool) -> Path:
     return path
 
 
-def start_once(workdir: Path, analytics: bool, timeout_s: float = 90.0) -> float:
+def start_once(workdir: Path, analytics: bool | None, timeout_s: float = 90.0,
+               importtime: bool = False) -> float:  # fmt: skip
     """Seconds from ``Popen`` of ``goldwatch serve`` to its first ``/readyz`` 200 (polled
-    every 20 ms); the process is stopped with SIGTERM after.
+    every 20 ms); the process is stopped with SIGTERM after. ``analytics=None`` runs the
+    demo's own configuration (``benchmarks.bench_startup``'s). With ``importtime`` the
+    process runs under ``python -X importtime -m service.cli`` and its log keeps the
+    import times (``workdir/serve.log``).
 
     Raises:
         RuntimeError: it exited or was not ready within ``timeout_s``.
     """
     import httpx
 
-    from benchmarks.bench_startup import free_port, serve_command
+    from benchmarks.bench_startup import demo_config, free_port, serve_command
 
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    config = startup_config(workdir, port, analytics)
+    if analytics is None:
+        config = demo_config(workdir, port)
+    else:
+        config = startup_config(workdir, port, analytics)
+    command = serve_command(config)
+    if importtime:
+        command = [sys.executable, "-X", "importtime", "-m", "service.cli", *command[-3:]]
     url = f"http://127.0.0.1:{port}/readyz"
     with (workdir / "serve.log").open("wb") as log:
         started = time.perf_counter()
-        process = subprocess.Popen(serve_command(config), cwd=REPO_ROOT, stdout=log,
-                                   stderr=subprocess.STDOUT)  # fmt: skip
+        process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
         try:
             with httpx.Client(timeout=1.0) as client:
                 while time.perf_counter() - started < timeout_s:
@@ -570,50 +579,58 @@ def start_once(workdir: Path, analytics: bool, timeout_s: float = 90.0) -> float
                 process.wait()
 
 
-#: What ``goldwatch serve`` imports before it starts (service/cli.py's serve path).
-SERVE_IMPORTS = ("import service.cli, service.api.app, service.api.runtime, "
-                 "service.api.serving, service.api.listen, service.state")  # fmt: skip
+#: goldwatch's own packages: their cumulative import time holds every other import.
+OWN_PACKAGES = ("service", "consumers", "benchmarks")
 
 
-def import_profile(top: int = 10) -> tuple[float, list[tuple[float, float, str]]]:
-    """``python -X importtime`` of serve's imports: ``(total s, [(cumulative s, own s,
-    module)])`` of the ``top`` heaviest top-level-of-their-package imports by cumulative
-    time (a package's cumulative time includes its submodules, so nested rows are skipped
-    when their parent is listed)."""
-    result = subprocess.run([sys.executable, "-X", "importtime", "-c", SERVE_IMPORTS],
-                            cwd=REPO_ROOT, capture_output=True, text=True, check=True)  # fmt: skip
-    rows: list[tuple[float, float, int, str]] = []
-    for line in result.stderr.splitlines():
+def import_profile(log: str, top: int = 10) -> tuple[float, list[tuple[float, str]]]:
+    """Parse ``-X importtime`` lines of a serve start: ``(total s, [(cumulative s, package)])``
+    — the ``top`` heaviest packages outside goldwatch, each at its first (and only) import,
+    cumulative (its own submodules and whatever it imports first; a package imported inside
+    another is counted in both). ``total`` sums the outermost imports."""
+    rows: list[tuple[float, int, str]] = []
+    for line in log.splitlines():
         match = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)", line)
         if match:
-            own, cum, indent, name = match.groups()
-            rows.append((int(cum) / 1e6, int(own) / 1e6, len(indent), name))
-    total = sum(cum for cum, _, depth, _ in rows if depth == 1)
-    heaviest = sorted((r for r in rows if r[2] == 1), key=lambda r: -r[0])[:top]
-    return total, [(cum, own, name) for cum, own, _, name in heaviest]
+            _, cum, indent, name = match.groups()
+            rows.append((int(cum) / 1e6, len(indent), name))
+    total = sum(cum for cum, depth, _ in rows if depth == 1)
+    packages = [
+        (cum, name)
+        for cum, _, name in rows
+        if "." not in name and not name.startswith("_") and name not in OWN_PACKAGES
+    ]
+    return total, sorted(packages, reverse=True)[:top]
 
 
 def startup(repeats: int) -> str:
-    """Start-up to ready (defaults and analytics off, medians) and the import profile."""
+    """Start-up to ready (defaults, analytics off, the demo configuration as a reference;
+    medians) and the import profile of one more default start."""
     tmp = Path(tempfile.mkdtemp(prefix="gw-bench-production-startup-"))
-    times: dict[bool, list[float]] = {True: [], False: []}
+    cases: dict[str, bool | None] = {"defaults": True, "analytics off": False,
+                                     "demo config (bench_startup's)": None}  # fmt: skip
+    times: dict[str, list[float]] = {label: [] for label in cases}
     try:
-        for i in range(repeats):
-            for analytics in (True, False):
-                times[analytics].append(start_once(tmp / f"{analytics}-{i}", analytics))
+        for i in range(repeats):  # interleaved: a load spike hits every case alike
+            for label, analytics in cases.items():
+                times[label].append(start_once(tmp / f"{i}-{len(times[label])}-{analytics}",
+                                               analytics))  # fmt: skip
+        profiled = tmp / "importtime"
+        profiled_s = start_once(profiled, True, importtime=True)
+        log = (profiled / "serve.log").read_text("utf-8", errors="replace")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    lines = ["start-up: goldwatch serve, default configuration on the demo data (file source),"
-             " Popen → first /readyz 200"]  # fmt: skip
-    for analytics, label in ((True, "defaults"), (False, "analytics off")):
-        runs = ", ".join(f"{s:.2f}" for s in times[analytics])
-        lines.append(f"  {label:14} median {statistics.median(times[analytics]):5.2f} s "
-                     f"(runs {runs})")  # fmt: skip
-    total, heaviest = import_profile()
-    lines.append(f"import profile (-X importtime of serve's imports, {total:.2f} s in all, "
-                 "cumulative; top-level imports):")  # fmt: skip
-    for cum, own, name in heaviest:
-        lines.append(f"  {cum:6.3f} s cum {own:6.3f} s own  {name}")
+    lines = ["start-up: goldwatch serve on the demo data (file source: the demo log), "
+             "Popen → first /readyz 200; medians"]  # fmt: skip
+    for label, runs in times.items():
+        each = ", ".join(f"{s:.2f}" for s in runs)
+        lines.append(f"  {label:30} median {statistics.median(runs):5.2f} s (runs {each})")
+    total, heaviest = import_profile(log)
+    lines.append(f"import profile: one more default start under -X importtime ({profiled_s:.2f} s"
+                 f" to ready), {total:.2f} s of imports in all; heaviest packages outside "
+                 "goldwatch (cumulative, first import):")  # fmt: skip
+    for cum, name in heaviest:
+        lines.append(f"  {cum:6.3f} s  {name}")
     return "\n".join(lines)
 
 
