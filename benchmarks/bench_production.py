@@ -541,10 +541,13 @@ def start_once(workdir: Path, analytics: bool | None, timeout_s: float = 90.0,
     Raises:
         RuntimeError: it exited or was not ready within ``timeout_s``.
     """
+    import logging
+
     import httpx
 
     from benchmarks.bench_startup import demo_config, free_port, serve_command
 
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per /readyz poll
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     if analytics is None:
