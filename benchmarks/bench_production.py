@@ -1,0 +1,662 @@
+"""Replay throughput on a production-shaped query log, with the defaults a user runs.
+
+Issue 22 item 1: the figure the README quotes. Every row comes from the same run on the
+same file, so the ratios survive a noisy machine (medians of ``--repeats``, default 3):
+
+* ``goldwatch replay, defaults`` — :func:`service.replay_job.run_replay`, the very function
+  ``goldwatch replay --config <cfg> FILE`` calls, in-process, with a configuration that sets
+  only ``gold_set`` and ``corpus`` (every other setting at its default: analytics, drift,
+  live quality, harvest; no shadow candidates since none is configured by default);
+* ``goldwatch replay, analytics off`` — the same with ``analytics.enabled: false``;
+* ``json.loads loop`` — a plain loop that only ``json.loads`` each line (the floor).
+
+Figures: events/s on wall time and on CPU time (``time.process_time``: the process's CPU
+seconds, which is one core's worth when the replay is single-threaded), over the whole
+replay *including* its start-up (loading the gold set and corpus, fitting the models) as a
+user waits for it, and over the run alone (start-up excluded: the clock splits at the
+``freeze_heap`` call ``run_replay`` makes right after ``build_live``). One more run (not in
+the medians) wraps each stage's ``process`` and the batch export (``Live.observe``) with a
+timer: µs per event per stage. The replay report has no per-stage timers of its own.
+
+The log (:func:`write_log`, deterministic for a seed): real questions — NQ-open 25 %,
+CLINC150 in-scope 25 % and out-of-scope 5 %, BANKING77 15 %, XQuAD en 10 %, hi 5 %, es 5 %,
+Hinglish-TOP 10 % — each event with 10 retrieved passages (ids of the corpus, descending
+scores, doc types), an answer citing 1–3 of them (refusals for out-of-scope questions and
+3 % of the rest, text only: goldwatch reads the text), feedback on 12 %; exactly
+``round(n * 0.03)`` duplicate deliveries (a retried event's same bytes, a few lines after
+the original) and ``round(n * 0.005)`` bad lines (the file-source poison kinds of
+``benchmarks.streams``, in equal shares). Gold set and corpus are of a user's kind
+(:func:`write_gold_and_corpus`): the 240 English XQuAD paragraphs (``wikipedia``) and one FAQ
+page per BANKING77 category (``faq``); gold questions: 200 English, 50 Hindi and 50 Spanish
+XQuAD questions, 77 BANKING77 test questions and 100 CLINC150 out-of-scope questions as
+unanswerable rows. Everything is written into a temporary directory, never committed.
+
+``--startup`` (item 4's measuring part) times ``goldwatch serve`` from process start to the
+first ``/readyz`` 200 with the default configuration on the demo data (demo gold set and
+corpus, the demo log as a file source), and with analytics off, medians of ``--repeats``;
+and lists the 10 heaviest imports of serve's entry (``python -X importtime``, cumulative).
+
+``--profile`` cProfiles one more default replay (run only, start-up excluded) and prints the
+top functions by own time and the stages' cumulative shares.
+
+Run: ``python -m benchmarks.bench_production [--events 100000] [--repeats 3] [--startup]
+[--profile]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import csv
+import gc
+import json
+import os
+import pstats
+import random
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from benchmarks.datasets import SHARED_DATA, load_xquad
+from benchmarks.streams import FILE_POISON_KINDS, poison_pill
+
+DEFAULT_EVENTS = 100_000
+DEFAULT_REPEATS = 3
+DUPLICATE_SHARE = 0.03
+BAD_SHARE = 0.005
+FEEDBACK_SHARE = 0.12
+REFUSAL_SHARE = 0.03  # of the answerable questions; out-of-scope ones are always refused
+PASSAGES = 10
+#: Share of each source of questions in the log.
+MIX: dict[str, float] = {
+    "nq": 0.25, "clinc": 0.25, "clinc_oos": 0.05, "banking": 0.15,
+    "xquad_en": 0.10, "xquad_hi": 0.05, "xquad_es": 0.05, "hinglish": 0.10,
+}  # fmt: skip
+#: The default ``pipeline.max_event_bytes`` (``too_large`` bad lines are just over it).
+MAX_EVENT_BYTES = 1_048_576
+TARGET_RATE = 10_000
+START = datetime(2026, 11, 2, 6, 0, 0, tzinfo=UTC)
+GAP_S = 0.5
+TENANTS = ("college-a", "legal-aid", "shop-b")
+CHANNELS = ("web", "web", "web", "mobile", "whatsapp", "api")
+REFUSALS = (
+    "I'm sorry, I don't have information about that in my sources.",
+    "I couldn't find anything about this in the documents I can search.",
+    "Sorry, that is outside what I can help with here.",
+)
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+# -- the real questions, gold set and corpus ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Question:
+    """One real question: its text, language, and the corpus passage answering it (if any)."""
+
+    text: str
+    language: str
+    gold: str | None = None
+    out_of_scope: bool = False
+
+
+def _banking(root: Path, split: str) -> list[tuple[str, str]]:
+    with (root / "banking77" / f"{split}.csv").open(encoding="utf-8", newline="") as handle:
+        return [(row["text"], row["category"]) for row in csv.DictReader(handle)]
+
+
+@cache
+def _pools(root: Path) -> dict[str, tuple[Question, ...]]:
+    """The question pools of :data:`MIX`, from the real data sets under ``root``."""
+    nq_lines = (root / "nq-open" / "NQ-open.dev.jsonl").read_text("utf-8").splitlines()
+    nq = [json.loads(line)["question"] for line in nq_lines]
+    clinc = json.loads((root / "clinc150" / "data_full.json").read_text(encoding="utf-8"))
+    in_scope = [text for split in ("train", "val", "test") for text, _ in clinc[split]]
+    oos = [text for split in ("oos_train", "oos_val", "oos_test") for text, _ in clinc[split]]
+    with (root / "hinglish-top" / "test.tsv").open(encoding="utf-8", newline="") as handle:
+        rows = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+        hinglish = list(dict.fromkeys(r["cs_query"].strip() for r in rows if r["cs_query"]))
+    pools: dict[str, tuple[Question, ...]] = {
+        "nq": tuple(Question(q, "en") for q in nq),
+        "clinc": tuple(Question(q, "en") for q in in_scope),
+        "clinc_oos": tuple(Question(q, "en", out_of_scope=True) for q in oos),
+        "banking": tuple(Question(q, "en", f"faq-{cat}") for q, cat in _banking(root, "train")),
+        "hinglish": tuple(Question(q, "hi-Latn") for q in hinglish),
+    }
+    for lang in ("en", "hi", "es"):
+        _, questions = load_xquad(lang, root)
+        pools[f"xquad_{lang}"] = tuple(Question(q, lang, gold) for _, q, gold in questions)
+    return pools
+
+
+@cache
+def _corpus(root: Path) -> tuple[dict[str, str], ...]:
+    """240 XQuAD paragraphs (``wikipedia``) + one FAQ page per BANKING77 category (``faq``):
+    the category's name and its first five test questions."""
+    passages, _ = load_xquad("en", root)
+    rows = [{"id": p.id, "text": p.text, "doc": p.doc, "doc_type": "wikipedia"} for p in passages]
+    examples: dict[str, list[str]] = {}
+    for text, category in _banking(root, "test"):
+        examples.setdefault(category, []).append(text)
+    for category in sorted(examples):
+        title = category.replace("_", " ").capitalize()
+        rows.append({"id": f"faq-{category}", "doc": "help-centre", "doc_type": "faq",
+                     "text": f"{title}. " + " ".join(examples[category][:5])})  # fmt: skip
+    return tuple(rows)
+
+
+def write_gold_and_corpus(out: Path, seed: int = 0, root: Path = SHARED_DATA
+                          ) -> tuple[Path, Path]:  # fmt: skip
+    """Write ``(gold.jsonl, corpus.jsonl)`` into ``out`` (see the module docstring)."""
+    rng = random.Random(f"production-gold-{seed}")
+    gold: list[dict[str, Any]] = []
+    for lang, n in (("en", 200), ("hi", 50), ("es", 50)):
+        _, questions = load_xquad(lang, root)
+        for i in sorted(rng.sample(range(len(questions)), n)):
+            qid, text, passage = questions[i]
+            gold.append({"id": f"xquad-{lang}-{qid}", "question": text, "gold": [passage],
+                         "kind": "plain", "source": "written", "language": lang})  # fmt: skip
+    seen: set[str] = set()
+    for k, (text, category) in enumerate(_banking(root, "test")):
+        if category not in seen:
+            seen.add(category)
+            gold.append({"id": f"banking-{k}", "question": text, "gold": [f"faq-{category}"],
+                         "kind": "plain", "source": "written", "language": "en"})  # fmt: skip
+    clinc = json.loads((root / "clinc150" / "data_full.json").read_text(encoding="utf-8"))
+    gold += [{"id": f"oos-{k}", "question": text, "gold": [], "kind": "unanswerable",
+              "source": "real", "language": "en"}
+             for k, (text, _) in enumerate(clinc["oos_val"])]  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    return _write(out / "gold.jsonl", gold), _write(out / "corpus.jsonl", list(_corpus(root)))
+
+
+def _write(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
+    with path.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return path
+
+
+# -- the log ------------------------------------------------------------------------------------
+
+
+def _encode(event: dict[str, Any]) -> bytes:
+    return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _event(i: int, rng: random.Random, pools: dict[str, tuple[Question, ...]],
+           corpus: tuple[dict[str, str], ...], by_id: dict[str, dict[str, str]]
+           ) -> dict[str, Any]:  # fmt: skip
+    """Good event number ``i``: a real question, 10 retrieved passages, an answer, feedback
+    on some."""
+    pool = pools[rng.choices(list(MIX), list(MIX.values()))[0]]
+    question = pool[rng.randrange(len(pool))]
+    picked = rng.sample(range(len(corpus)), PASSAGES)
+    ids = [corpus[j]["id"] for j in picked]
+    if question.gold is not None and rng.random() < 0.85:  # the retriever finds it 85 % of times
+        if question.gold in ids:
+            ids.remove(question.gold)
+        ids.insert(min(int(rng.expovariate(0.6)), PASSAGES - 1), question.gold)
+        ids = ids[:PASSAGES]
+    score = rng.uniform(12.0, 28.0)
+    results = []
+    for rank, pid in enumerate(ids, 1):
+        row = by_id[pid]
+        results.append({"id": pid, "score": round(score, 3), "rank": rank, "doc": row["doc"],
+                        "doc_type": row["doc_type"]})  # fmt: skip
+        score *= rng.uniform(0.75, 0.98)
+    if question.out_of_scope or rng.random() < REFUSAL_SHARE:
+        answer: dict[str, Any] = {"text": rng.choice(REFUSALS), "citations": []}
+    else:
+        cited = ids[: rng.randint(1, 3)]
+        first = by_id[cited[0]]["text"].split(". ")[0][:300]
+        answer = {"text": f"{first}. [1]", "citations": cited}
+    tenant = rng.choice(TENANTS)
+    at = START + timedelta(seconds=i * GAP_S + rng.uniform(0, GAP_S))
+    event: dict[str, Any] = {
+        "event_id": f"prod-{i:07d}",
+        "timestamp": at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "question": question.text,
+        "user": {"id": f"u-{rng.randrange(20_000)}", "role": "user", "tenant": tenant},
+        "channel": rng.choice(CHANNELS),
+        "retrieval": {"retriever": "prod-hybrid-v4", "latency_ms": round(rng.uniform(15, 240), 1),
+                      "results": results},
+        "answer": answer,
+    }  # fmt: skip
+    if rng.random() < FEEDBACK_SHARE:
+        event["feedback"] = {"rating": rng.choice((-1, 1, 1, 1))}
+    return event
+
+
+@dataclass(frozen=True)
+class Log:
+    """What :func:`write_log` wrote: the path, line count, and the 0-based line numbers of
+    the duplicates and of the bad lines (``{line: poison kind}``)."""
+
+    path: Path
+    lines: int
+    duplicates: tuple[int, ...]
+    bad: dict[int, str] = field(default_factory=dict)
+
+
+def write_log(path: Path, n: int, seed: int = 0, root: Path = SHARED_DATA) -> Log:
+    """Write ``n`` lines to ``path``: ``round(n * 0.005)`` bad lines and ``round(n * 0.03)``
+    duplicate deliveries at seeded places, the rest distinct good events in order.
+
+    A duplicate repeats the bytes of a good line 1–50 lines before it (a retried delivery,
+    well inside the default dedup window). Same arguments, same bytes.
+
+    Raises:
+        ValueError: ``n`` too small to hold the duplicates after a first good line.
+    """
+    n_bad, n_dup = round(n * BAD_SHARE), round(n * DUPLICATE_SHARE)
+    if n_dup and n - n_bad - n_dup < 1:
+        raise ValueError(f"n={n} cannot hold {n_dup} duplicates and {n_bad} bad lines")
+    rng = random.Random(f"production-log-{seed}")
+    pools, corpus = _pools(root), _corpus(root)
+    by_id = {row["id"]: row for row in corpus}
+    special = rng.sample(range(1, n), n_bad + n_dup)  # line 0 is always a good event
+    bad_at = sorted(special[:n_bad])
+    kinds = {line: FILE_POISON_KINDS[k % len(FILE_POISON_KINDS)] for k, line in enumerate(bad_at)}
+    dup_at = set(special[n_bad:])
+    poison_rng = random.Random(f"production-poison-{seed}")
+    good: list[bytes] = []
+    with path.open("wb") as out:
+        for line in range(n):
+            if line in kinds:
+                value = poison_pill(kinds[line], line, poison_rng, MAX_EVENT_BYTES)
+                assert value is not None and b"\n" not in value  # a file kind: one line
+            elif line in dup_at:
+                value = good[-1 - min(int(rng.expovariate(0.1)), 49, len(good) - 1)]
+            else:
+                value = _encode(_event(len(good), rng, pools, corpus, by_id))
+                good.append(value)
+            out.write(value + b"\n")
+    return Log(path, n, tuple(sorted(dup_at)), kinds)
+
+
+# -- measuring ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Run:
+    """One measured replay: wall and CPU seconds in all and for start-up, the report."""
+
+    wall_s: float
+    cpu_s: float
+    startup_wall_s: float = 0.0
+    startup_cpu_s: float = 0.0
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+def replay(config: Path, log: Path, workdir: Path,
+           stage_timers: dict[str, float] | None = None,
+           profile: cProfile.Profile | None = None) -> Run:  # fmt: skip
+    """``goldwatch replay --config config log`` in-process (the CLI's own ``run_replay``).
+
+    The start-up is split off at ``run_replay``'s ``freeze_heap`` call (right after
+    ``build_live``). With ``stage_timers`` each stage's ``process`` and ``Live.observe`` add
+    their seconds there; with ``profile`` the run (after start-up) is profiled.
+    """
+    from service import replay_job
+    from service.settings import load_settings
+
+    settings = load_settings(config)
+    split: list[tuple[float, float]] = []
+    original_freeze, original_build = replay_job.freeze_heap, replay_job.build_live
+
+    def freeze() -> None:
+        split.append((time.perf_counter(), time.process_time()))
+        original_freeze()
+        if profile is not None:
+            profile.enable()
+
+    def build(*args: Any, **kwargs: Any) -> Any:
+        live = original_build(*args, **kwargs)
+        if stage_timers is not None:
+            for stage in live.pipeline.stages:
+                stage.process = _timed(stage.process, stage_timers, stage.name)
+            live.observe = _timed(live.observe, stage_timers, "export (Live.observe)")
+        return live
+
+    replay_job.freeze_heap, replay_job.build_live = freeze, build  # type: ignore[assignment]
+    gc.collect()
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    try:
+        report = replay_job.run_replay(settings, log, None, workdir / "dlq.jsonl")
+    finally:
+        if profile is not None:
+            profile.disable()
+        replay_job.freeze_heap, replay_job.build_live = original_freeze, original_build
+        gc.unfreeze()
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    return Run(wall, cpu, split[0][0] - wall0, split[0][1] - cpu0, report)
+
+
+def _timed(fn: Callable[..., Any], totals: dict[str, float], key: str) -> Callable[..., Any]:
+    def wrapper(*args: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            totals[key] = totals.get(key, 0.0) + time.perf_counter() - started
+
+    return wrapper
+
+
+def json_loop(log: Path) -> Run:
+    """Read ``log`` line by line and only ``json.loads`` each (bad lines skipped)."""
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    n = 0
+    with log.open("rb") as lines:
+        for line in lines:
+            try:
+                json.loads(line)
+                n += 1
+            except ValueError:
+                pass
+    return Run(time.perf_counter() - wall0, time.process_time() - cpu0, report={"processed": n})
+
+
+def write_configs(workdir: Path, gold: Path, corpus: Path) -> tuple[Path, Path]:
+    """``(defaults.yaml, analytics-off.yaml)``: only the gold set and corpus set (and, in the
+    second, ``analytics.enabled: false``)."""
+    base = {"gold_set": str(gold), "corpus": str(corpus)}
+    defaults, off = workdir / "defaults.yaml", workdir / "analytics-off.yaml"
+    defaults.write_text(yaml.safe_dump(base), encoding="utf-8")
+    off.write_text(yaml.safe_dump({**base, "analytics": {"enabled": False}}), encoding="utf-8")
+    return defaults, off
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table: the medians of repeated runs."""
+
+    what: str
+    events: int
+    runs: list[Run]
+
+    def median(self, key: Callable[[Run], float]) -> float:
+        """The median of ``key`` over the runs."""
+        return statistics.median(key(run) for run in self.runs)
+
+
+def _check(report: dict[str, Any], log: Log, what: str) -> None:
+    expected = {"duplicates": len(log.duplicates), "dead_lettered_total": len(log.bad),
+                "processed": log.lines - len(log.duplicates) - len(log.bad)}  # fmt: skip
+    got = {key: report.get(key) for key in expected}
+    if got != expected:
+        raise RuntimeError(f"{what}: report {got} != the log's {expected}")
+
+
+def measure(n: int, repeats: int, workdir: Path, profile: bool = False, seed: int = 0
+            ) -> tuple[list[Row], dict[str, float], int, str]:  # fmt: skip
+    """Write the inputs, run the rows interleaved ``repeats`` times, then the per-stage run.
+
+    Returns ``(rows, stage seconds, events processed, profile text)``.
+    """
+    gold, corpus = write_gold_and_corpus(workdir, seed)
+    log = write_log(workdir / "events.jsonl", n, seed)
+    defaults, off = write_configs(workdir, gold, corpus)
+    runs: dict[str, list[Run]] = {"defaults": [], "off": [], "json": []}
+    for _ in range(repeats):  # interleaved: a load spike hits every row alike
+        runs["defaults"].append(replay(defaults, log.path, workdir))
+        _check(runs["defaults"][-1].report, log, "defaults")
+        runs["off"].append(replay(off, log.path, workdir))
+        _check(runs["off"][-1].report, log, "analytics off")
+        runs["json"].append(json_loop(log.path))
+    processed = log.lines - len(log.duplicates) - len(log.bad)
+    rows = [
+        Row("goldwatch replay, defaults", processed, runs["defaults"]),
+        Row("goldwatch replay, analytics off", processed, runs["off"]),
+        Row("json.loads loop (reference)", log.lines, runs["json"]),
+    ]
+    stages: dict[str, float] = {}
+    timed = replay(defaults, log.path, workdir, stage_timers=stages)
+    stages["(whole run, start-up excluded)"] = timed.wall_s - timed.startup_wall_s
+    text = ""
+    if profile:
+        profiler = cProfile.Profile()
+        replay(defaults, log.path, workdir, profile=profiler)
+        text = profile_text(profiler)
+    return rows, stages, processed, text
+
+
+def profile_text(profiler: cProfile.Profile, top: int = 25) -> str:
+    """Top functions by own time and the stages' ``process`` by cumulative time, as % of
+    the profiled run."""
+    stats = pstats.Stats(profiler)
+    total = sum(tt for _, _, tt, _, _ in stats.stats.values())  # type: ignore[attr-defined]
+    rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])  # type: ignore[attr-defined]
+    lines = [f"profiled run: {total:.2f} s of own time in all (cProfile adds overhead)",
+             f"top {top} functions by own time:"]  # fmt: skip
+    for (path, line, name), (_, calls, tt, ct, _) in rows[:top]:
+        where = f"{_short(path)}:{line}({name})"
+        lines.append(f"  {100 * tt / total:5.1f} % own {100 * ct / total:5.1f} % cum "
+                     f"{calls:9d} calls  {where}")  # fmt: skip
+    lines.append("process() of the engine, pipeline and each stage, observe(): cumulative:")
+    cumulative = [
+        (ct, f"{_short(p)}:{ln}({n})")
+        for (p, ln, n), (_, _, _, ct, _) in stats.stats.items()  # type: ignore[attr-defined]
+        if n in ("process", "observe") and ("service" in p or "consumers" in p)
+    ]
+    for ct, where in sorted(cumulative, reverse=True)[:20]:
+        lines.append(f"  {100 * ct / total:5.1f} %  {where}")
+    return "\n".join(lines)
+
+
+def _short(path: str) -> str:
+    for marker in ("/service/", "/consumers/", "site-packages/", "/lib/python"):
+        if marker in path:
+            return path[path.index(marker) + 1 :]
+    return path
+
+
+def render(rows: Sequence[Row], stages: dict[str, float], processed: int, n: int,
+           repeats: int) -> str:  # fmt: skip
+    """The table: events/s (wall, CPU; with and without start-up), µs/event, ratios."""
+
+    def run_cpu(row: Row) -> float:
+        return row.median(lambda r: r.cpu_s - r.startup_cpu_s)
+
+    base_cpu, base_wall = run_cpu(rows[-1]), rows[-1].median(lambda r: r.wall_s)
+    lines = [
+        f"{n:,} lines ({processed:,} good distinct events, {round(n * DUPLICATE_SHARE):,} "
+        f"duplicates, {round(n * BAD_SHARE):,} bad); medians of {repeats}; {os.cpu_count()} CPUs",
+        f"{'what':32} {'wall s':>6} {'CPU s':>6} {'start-up':>8} {'ev/s wall':>9} "
+        f"{'ev/s CPU':>8} {'run ev/s':>8} {'run µs/ev':>9} {'× json run':>10} "
+        f"{'× json wall':>11}",
+    ]
+    for row in rows:
+        wall, cpu = row.median(lambda r: r.wall_s), row.median(lambda r: r.cpu_s)
+        start, run = row.median(lambda r: r.startup_cpu_s), run_cpu(row)
+        lines.append(
+            f"{row.what:32} {wall:6.2f} {cpu:6.2f} {start:8.2f} {row.events / wall:9,.0f} "
+            f"{row.events / cpu:8,.0f} {row.events / run:8,.0f} {1e6 * run / row.events:9.1f} "
+            f"{run / base_cpu:10.1f} {wall / base_wall:11.1f}"
+        )
+    lines += [
+        "wall s, CPU s, ev/s wall, ev/s CPU: the whole replay (start-up included, in-process:"
+        " imports paid once, by the first run); start-up: CPU s to build_live's end;",
+        "run: CPU time after start-up (events/s on one core); × json: run CPU time (or whole"
+        " wall time) / the json.loads loop's, same run",
+    ]
+    default_run = rows[0].events / run_cpu(rows[0])
+    verdict = "met" if default_run >= TARGET_RATE else "NOT met"
+    lines.append(f"target >= {TARGET_RATE:,} events/s on one core with the defaults: {verdict} "
+                 f"({default_run:,.0f}, run CPU)")  # fmt: skip
+    whole = stages.pop("(whole run, start-up excluded)")
+    lines.append(f"\nper stage (one more default replay, timers on; run {whole:.2f} s wall): "
+                 "seconds, µs per event, share of the run")  # fmt: skip
+    for name, seconds in sorted(stages.items(), key=lambda kv: -kv[1]):
+        lines.append(f"  {name:48} {seconds:7.2f} {1e6 * seconds / processed:8.1f} "
+                     f"{seconds / whole:6.1%}")  # fmt: skip
+    rest = whole - sum(stages.values())
+    lines.append(f"  {'(rest: read, decode, checkpoints, finish, report)':48} {rest:7.2f} "
+                 f"{1e6 * rest / processed:8.1f} {rest / whole:6.1%}")  # fmt: skip
+    return "\n".join(lines)
+
+
+# -- start-up -----------------------------------------------------------------------------------
+
+
+def startup_config(workdir: Path, port: int, analytics: bool) -> Path:
+    """The default configuration on the demo data: demo gold set and corpus, the demo log as
+    a file source, a state path and an API port (analytics off when asked)."""
+    from service.demo import demo_data, demo_path
+
+    config: dict[str, Any] = {key: str(path) for key, path in demo_data().items()}
+    config["source"] = {"kind": "file", "path": str(demo_path("querylog.jsonl")),
+                        "dlq_path": str(workdir / "dlq.jsonl")}  # fmt: skip
+    config["state"] = {"path": str(workdir / "state" / "goldwatch.sqlite")}
+    config["api"] = {"host": "127.0.0.1", "port": port}
+    if not analytics:
+        config["analytics"] = {"enabled": False}
+    path = workdir / "goldwatch.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def start_once(workdir: Path, analytics: bool | None, timeout_s: float = 90.0,
+               importtime: bool = False) -> float:  # fmt: skip
+    """Seconds from ``Popen`` of ``goldwatch serve`` to its first ``/readyz`` 200 (polled
+    every 20 ms); the process is stopped with SIGTERM after. ``analytics=None`` runs the
+    demo's own configuration (``benchmarks.bench_startup``'s). With ``importtime`` the
+    process runs under ``python -X importtime -m service.cli`` and its log keeps the
+    import times (``workdir/serve.log``).
+
+    Raises:
+        RuntimeError: it exited or was not ready within ``timeout_s``.
+    """
+    import logging
+
+    import httpx
+
+    from benchmarks.bench_startup import demo_config, free_port, serve_command
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per /readyz poll
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    if analytics is None:
+        config = demo_config(workdir, port)
+    else:
+        config = startup_config(workdir, port, analytics)
+    command = serve_command(config)
+    if importtime:
+        command = [sys.executable, "-X", "importtime", "-m", "service.cli", *command[-3:]]
+    url = f"http://127.0.0.1:{port}/readyz"
+    with (workdir / "serve.log").open("wb") as log:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            with httpx.Client(timeout=1.0) as client:
+                while time.perf_counter() - started < timeout_s:
+                    if process.poll() is not None:
+                        raise RuntimeError(f"serve exited with {process.returncode}: {log.name}")
+                    try:
+                        if client.get(url).status_code == 200:
+                            return time.perf_counter() - started
+                    except httpx.HTTPError:
+                        pass
+                    time.sleep(0.02)
+            raise RuntimeError(f"serve not ready after {timeout_s} s")
+        finally:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+#: goldwatch's own packages: their cumulative import time holds every other import.
+OWN_PACKAGES = ("service", "consumers", "benchmarks")
+
+
+def import_profile(log: str, top: int = 10) -> tuple[float, list[tuple[float, str]]]:
+    """Parse ``-X importtime`` lines of a serve start: ``(total s, [(cumulative s, package)])``
+    — the ``top`` heaviest packages outside goldwatch, each at its first (and only) import,
+    cumulative (its own submodules and whatever it imports first; a package imported inside
+    another is counted in both). ``total`` sums the outermost imports."""
+    rows: list[tuple[float, int, str]] = []
+    for line in log.splitlines():
+        match = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)", line)
+        if match:
+            _, cum, indent, name = match.groups()
+            rows.append((int(cum) / 1e6, len(indent), name))
+    total = sum(cum for cum, depth, _ in rows if depth == 1)
+    packages = [
+        (cum, name)
+        for cum, _, name in rows
+        if "." not in name and not name.startswith("_") and name not in OWN_PACKAGES
+    ]
+    return total, sorted(packages, reverse=True)[:top]
+
+
+def startup(repeats: int) -> str:
+    """Start-up to ready (defaults, analytics off, the demo configuration as a reference;
+    medians) and the import profile of one more default start."""
+    tmp = Path(tempfile.mkdtemp(prefix="gw-bench-production-startup-"))
+    cases: dict[str, bool | None] = {"defaults": True, "analytics off": False,
+                                     "demo config (bench_startup's)": None}  # fmt: skip
+    times: dict[str, list[float]] = {label: [] for label in cases}
+    try:
+        for i in range(repeats):  # interleaved: a load spike hits every case alike
+            for label, analytics in cases.items():
+                times[label].append(start_once(tmp / f"{i}-{len(times[label])}-{analytics}",
+                                               analytics))  # fmt: skip
+        profiled = tmp / "importtime"
+        profiled_s = start_once(profiled, True, importtime=True)
+        log = (profiled / "serve.log").read_text("utf-8", errors="replace")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    lines = ["start-up: goldwatch serve on the demo data (file source: the demo log), "
+             "Popen → first /readyz 200; medians"]  # fmt: skip
+    for label, runs in times.items():
+        each = ", ".join(f"{s:.2f}" for s in runs)
+        lines.append(f"  {label:30} median {statistics.median(runs):5.2f} s (runs {each})")
+    total, heaviest = import_profile(log)
+    lines.append(f"import profile: one more default start under -X importtime ({profiled_s:.2f} s"
+                 f" to ready), {total:.2f} s of imports in all; heaviest packages outside "
+                 "goldwatch (cumulative, first import):")  # fmt: skip
+    for cum, name in heaviest:
+        lines.append(f"  {cum:6.3f} s  {name}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Print the throughput table (and the start-up part, the profile when asked)."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--events", type=int, default=DEFAULT_EVENTS, help="lines in the log")
+    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--startup", action="store_true", help="also time serve's start-up")
+    parser.add_argument("--startup-only", action="store_true", help="only the start-up part")
+    parser.add_argument("--profile", action="store_true", help="cProfile one more replay")
+    args = parser.parse_args(argv)
+    if not args.startup_only:
+        with tempfile.TemporaryDirectory(prefix="gw-bench-production-") as tmp:
+            rows, stages, processed, text = measure(args.events, args.repeats, Path(tmp),
+                                                    args.profile, args.seed)  # fmt: skip
+        print(render(rows, stages, processed, args.events, args.repeats), flush=True)
+        if text:
+            print("\n" + text, flush=True)
+    if args.startup or args.startup_only:
+        print("\n" + startup(args.repeats), flush=True)
+
+
+if __name__ == "__main__":
+    main()
