@@ -41,6 +41,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -62,6 +63,26 @@ log = logging.getLogger(__name__)
 TRACES_SOURCE = "http-traces"
 #: State-store namespace of the acknowledged spans of open traces (module docstring).
 PENDING_PREFIX = "traces/open/"
+
+
+class Backpressure(RuntimeError):
+    """``POST /v1/traces`` is refused for now (429 with ``Retry-After``): its new traces
+    would take the open traces over ``traces.assembly.max_open_traces``. The message holds
+    counts only.
+
+    Attributes:
+        retry_after_s: seconds the exporter should wait (≥ 1): the settle time, after which
+            the oldest complete traces have left.
+    """
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class TooManyTraces(ValueError):
+    """One request holds more traces than ``traces.assembly.max_open_traces`` (413: it can
+    never be accepted whole). The message holds counts only."""
 
 
 def dead_letter(value: bytes, reason: str, detail: str) -> DeadLetter:
@@ -119,6 +140,7 @@ class TraceIngest:
         #: pending keys of handed-out (or evicted) traces: deleted by the next checkpoint
         #: that covers their events and dead letters
         self._deletes: dict[str, None] = {}
+        self._waiting: float | None = None  # monotonic time the waiting hand-over failed
         self._run = f"{time.time_ns():x}"  # with _seq: unique pending keys across restarts
         self._seq = itertools.count()
         #: corpus passage text (:func:`~service.traces.mapping.content_key`) -> corpus id
@@ -128,59 +150,75 @@ class TraceIngest:
         self.restore()
 
     def receive(self, spans: Sequence[Span]) -> list[Rejected]:
-        """Buffer decoded spans; dead-letter and count what assembly did not keep whole.
-
-        The kept spans are in the state store when this returns (module docstring), so the
-        route's 200 survives a crash.
+        """Keep decoded spans for assembly; dead-letter and count what assembly does not
+        keep whole. In the order of ``/v1/events``: the request's dead letters are made
+        durable first, then its kept spans are written to the state store (module
+        docstring), then they join their open traces; when a step fails, nothing of the
+        request is kept (the route answers 503 or 429 and the exporter sends it again).
 
         Returns:
-            the rejections of these spans (the route reports the dropped ones as
-            ``partial_success.rejected_spans``).
+            the rejections of these spans (the route reports them in
+            ``partial_success``); never ``evicted``: a request that would evict is refused.
 
         Raises:
-            OSError: the dead-letter file cannot be written; StateError: the state file cannot
-                be written (the route answers 503: retry; a resent span already held is
-                written again, not counted twice).
+            Backpressure: the request's new traces would take the open traces over
+                ``max_open_traces`` (429, retry after :attr:`Backpressure.retry_after_s`).
+            TooManyTraces: the request alone holds more traces than ``max_open_traces``.
+            OSError: the dead-letter file cannot be written; StateError: the state file
+                cannot be written (503: retry; letters written before a failed state write
+                are not written again for the retry, as on ``/v1/events``).
         """
         self.metrics.spans_received.inc(len(spans))
-        with self._lock:  # a trace cannot be handed out between its spans' add and write
+        limit = self.config.assembly.max_open_traces
+        with self._lock:  # a trace cannot be handed out between its spans' check and add
+            plan = self.assembler.preview(spans)
+            if plan.new_traces > limit:
+                raise TooManyTraces(
+                    f"the request holds {plan.new_traces} traces, more than "
+                    f"traces.assembly.max_open_traces ({limit}): send smaller batches"
+                )
+            if len(self.assembler) + plan.new_traces > limit:
+                self.metrics.throttled.inc()
+                raise Backpressure(
+                    f"{len(self.assembler)} traces are being assembled (at most {limit}); "
+                    "retry later",
+                    retry_after_s=max(1, math.ceil(self.config.assembly.settle_s)),
+                )
+            letters = [dead_letter(encode_json(r.spans), r.reason, r.detail)
+                       for r in plan.rejected]  # fmt: skip
+            fresh = {id(letter) for letter in self.runtime.http_dead_letters.admit(letters)}
+            try:
+                self._persist(plan.kept)
+            except (StateError, TypeError):
+                self.runtime.http_dead_letters.unacknowledged(letters)  # the retry's repeats
+                raise
             rejected = self.assembler.add(spans, now=self.clock())
             self.metrics.open_traces.set(len(self.assembler))
-            self.reject(rejected)  # on disk before the evicted traces leave the state
-            self._persist(spans, rejected)
-        return rejected
+        for item, letter in zip(plan.rejected, letters, strict=True):
+            if id(letter) in fresh:  # a retry's repeats were counted by the first try
+                self.metrics.spans_rejected.labels(reason=item.reason).inc(len(item.spans) or 1)
+        if [r.reason for r in rejected] != [r.reason for r in plan.rejected]:  # pragma: no cover
+            log.error("trace ingest: assembly rejected other spans than it previewed")
+        return plan.rejected
 
-    def _persist(self, spans: Sequence[Span], rejected: Sequence[Rejected]) -> None:
-        """Write the spans of ``spans`` the assembler holds (as kept: attributes cut) under
-        one new key per trace, and delete the keys of traces ``rejected`` evicted, in one
-        state transaction (caller holds the lock).
+    def _persist(self, kept: Sequence[Span]) -> None:
+        """Write ``kept`` (spans as the assembler will keep them: attributes cut) under one
+        new key per trace, in one state transaction (caller holds the lock).
 
         Raises:
-            StateError: the transaction failed (nothing written; the evicted traces' keys are
-                deleted by a later checkpoint).
+            StateError: the transaction failed (nothing written).
         """
-        cut = {(s.trace_id, s.span_id): s for r in rejected if r.reason == "attribute_too_large"
-               for s in r.spans}  # fmt: skip
-        kept: dict[str, list[Span]] = {}
-        for span in spans:
-            ids = (span.trace_id, span.span_id)
-            if self.assembler.holds(*ids):
-                kept.setdefault(span.trace_id, []).append(cut.get(ids, span))
-        evicted = (r.trace_id for r in rejected if r.reason == "evicted")
-        updates: dict[str, Any] = dict(self._deletes_of(evicted))
-        now = self.wall()
-        added: list[tuple[str, str]] = []
-        for trace_id, trace_spans in kept.items():
-            key = f"{PENDING_PREFIX}{trace_id}/{self._run}.{next(self._seq)}"
-            updates[key] = {"t": now, **_stored(trace_spans)}
-            added.append((trace_id, key))
-        if not updates:
+        by_trace: dict[str, list[Span]] = {}
+        for span in kept:
+            by_trace.setdefault(span.trace_id, []).append(span)
+        if not by_trace:
             return
-        try:
-            self.runtime.state.checkpoint(updates)
-        except (StateError, TypeError):
-            self._deletes.update((key, None) for key, value in updates.items() if value is None)
-            raise
+        now = self.wall()
+        added = [(trace_id, f"{PENDING_PREFIX}{trace_id}/{self._run}.{next(self._seq)}")
+                 for trace_id in by_trace]  # fmt: skip
+        self.runtime.state.checkpoint(
+            {key: {"t": now, **_stored(by_trace[trace_id])} for trace_id, key in added}
+        )
         for trace_id, key in added:
             self._keys.setdefault(trace_id, []).append(key)
 
@@ -249,14 +287,18 @@ class TraceIngest:
         return restored
 
     def reject(self, rejected: Sequence[Rejected]) -> None:
-        """Dead-letter and count assembly's rejections (spans as OTLP/JSON)."""
+        """Dead-letter and count assembly's rejections (spans as OTLP/JSON) at restore.
+
+        Raises:
+            OSError: the dead-letter file cannot be written: nothing written or counted.
+        """
         if not rejected:
             return
-        for item in rejected:
-            self.metrics.spans_rejected.labels(reason=item.reason).inc(len(item.spans) or 1)
-        self.runtime.http_dead_letters.write(
+        self.runtime.http_dead_letters.admit(
             [dead_letter(encode_json(r.spans), r.reason, r.detail) for r in rejected]
         )
+        for item in rejected:
+            self.metrics.spans_rejected.labels(reason=item.reason).inc(len(item.spans) or 1)
 
     def tick(self, flush: bool = False) -> int:
         """Hand out due traces (all with ``flush``), map and process them. Each trace is
@@ -264,9 +306,23 @@ class TraceIngest:
         letter until the file takes it; its pending spans leave the state store with the
         checkpoint that records its event (module docstring).
 
+        While a hand-over waits (the engine busy, the dead-letter or state file failing), no
+        further trace is handed out: the waiting events and letters are at most one
+        hand-over, the traces behind them stay open (bounded by ``max_open_traces``; a full
+        assembler makes ``POST /v1/traces`` answer 429). A hand-over that failed for the
+        dead-letter file is tried again only once the file can take it
+        (:meth:`~service.api.runtime.JsonlDeadLetters.problem`, the check behind ``/readyz``),
+        each letter is written once, and the log has one line when a hand-over starts
+        waiting and one when it went through.
+
         Returns:
             events handed to the pipeline now (processed or duplicates).
         """
+        if self._values or self._letters:
+            if not flush and self.runtime.http_dead_letters.problem() is not None:
+                return 0  # the file still cannot take them: no write, no log line
+            if not self._hand_over():
+                return 0
         with self._lock:
             now = self.clock()
             done = self.assembler.flush() if flush else self.assembler.due(now)
@@ -284,19 +340,40 @@ class TraceIngest:
                 self._letters.append(letter)
                 continue
             self._values.append(built.event.model_dump_json().encode("utf-8", "surrogatepass"))
+        return self._hand_over()
+
+    def _hand_over(self) -> int:
+        """Write the waiting dead letters (:meth:`JsonlDeadLetters.admit`: written once, none
+        kept by the file on failure), then give the waiting events to the pipeline with the
+        deletion of their traces' pending keys in its checkpoint.
+
+        Returns:
+            events handed over (0 when nothing waited or the hand-over failed: it waits).
+        """
         with self._lock:
             deletes = dict(self._deletes)
         try:
             if self._letters:
-                self.runtime.http_dead_letters.write(self._letters)
-                self._letters = []
+                self.runtime.http_dead_letters.admit(self._letters)
+                self._letters = []  # on disk: not written again whatever follows
             if self._values:
                 self.runtime.ingest(self._values, extra=deletes)
             elif deletes:
                 self.runtime.state.checkpoint(deletes)
-        except (EngineBusy, OSError, StateError) as exc:  # kept: retried at the next tick
-            log.warning("trace ingest: %d events wait for the pipeline: %s", len(self._values), exc)
+        except (EngineBusy, OSError, StateError) as exc:  # kept: retried at a later tick
+            why = str(exc) if isinstance(exc, EngineBusy | StateError) else (
+                self.runtime.http_dead_letters.problem() or type(exc).__name__)  # fmt: skip
+            if self._waiting is None:
+                log.warning("trace ingest: %d events and %d dead letters wait for the "
+                            "pipeline (%s); no trace is handed out until they are taken, "
+                            "logged again when they are", len(self._values),
+                            len(self._letters), why)  # fmt: skip
+                self._waiting = time.monotonic()
             return 0
+        if self._waiting is not None:
+            log.info("trace ingest: the waiting hand-over went through after %.0f s",
+                        time.monotonic() - self._waiting)  # fmt: skip
+            self._waiting = None
         with self._lock:
             for key in deletes:
                 self._deletes.pop(key, None)
