@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import http.client
 import json
 import threading
 import time
@@ -31,6 +32,7 @@ from opentelemetry.trace import Tracer
 from service.api import listen
 from service.api.app import create_app
 from service.api.runtime import Runtime
+from service.api.serving import server_config
 from service.events import Answer, QueryLogEvent, Retrieval, RetrievedPassage, User
 from service.pipeline import Batch
 from service.settings import Settings, load_settings
@@ -65,12 +67,15 @@ class Capture:
 class Server:
     """The app on a uvicorn thread (as tests/service/api/test_app.py), with a capture stage."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, guarded: bool = False) -> None:
         self.sock = listen.bind("127.0.0.1", settings.api.port, suspect="another test server?")
         self.capture = Capture()
         self.runtime = Runtime(settings, stages=[self.capture])
-        self.server = uvicorn.Server(
-            uvicorn.Config(create_app(settings, self.runtime), log_level="warning")
+        app = create_app(settings, self.runtime)
+        self.server = uvicorn.Server(  # guarded: the HTTP protocol of ``goldwatch serve``
+            server_config(app, settings.api, log_level="warning")
+            if guarded
+            else uvicorn.Config(app, log_level="warning")
         )
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
@@ -432,3 +437,51 @@ def test_a_full_assembler_answers_429_with_retry_after_and_evicts_nothing(
         assert "goldwatch_trace_requests_throttled_total 1.0" in metrics
         assert 'goldwatch_trace_spans_rejected_total{reason="evicted"} 0.0' in metrics
         assert not (tmp_path / "goldwatch.dlq.jsonl").exists()
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_an_oversize_body_sent_whole_before_reading_gets_a_readable_413(
+    tmp_path: Path, chunked: bool
+) -> None:
+    """A client that sends its whole 5 MB body before reading the answer (http.client, as
+    urllib, which also asks ``Connection: close``) reads the 413, with and without
+    Content-Length, on the HTTP protocol of ``goldwatch serve``; a kept-alive connection then
+    carries the next request. Before: with ``Connection: close`` the server closed with the
+    body unread, the client got a connection reset or a broken pipe and no answer."""
+    port = free_port()
+    settings = load_settings(
+        state={"path": tmp_path / "state.sqlite"},
+        analytics={"enabled": False},
+        api={"port": port, "token": TOKEN, "max_request_bytes": 200_000},
+    )
+    with Server(settings, guarded=True):
+        for close in (True, False):
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=WAIT_S)
+            try:
+                _post_whole_then_read(connection, chunked, close)
+                if not close:
+                    connection.request("GET", "/healthz")  # the same connection
+                    again = connection.getresponse()
+                    assert again.status == 200
+                    again.read()
+            finally:
+                connection.close()
+
+
+def _post_whole_then_read(
+    connection: http.client.HTTPConnection, chunked: bool, close: bool
+) -> None:
+    headers = {"content-type": "application/x-protobuf", "authorization": f"Bearer {TOKEN}"}
+    if close:
+        headers["connection"] = "close"
+    body = b"\0" * 5_000_000  # max_request_bytes is 200 kB
+    if chunked:  # no Content-Length: read up to the limit, then 413
+        chunks = (body[i : i + 65_536] for i in range(0, len(body), 65_536))
+        connection.request("POST", "/v1/traces", body=chunks, headers=headers,
+                           encode_chunked=True)  # fmt: skip
+    else:
+        connection.request("POST", "/v1/traces", body=body, headers=headers)
+    answer = connection.getresponse()
+    assert answer.status == 413
+    assert json.loads(answer.read()) == {"error": "too_large",
+                                         "detail": "request body over 200000 bytes"}
