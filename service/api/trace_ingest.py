@@ -12,12 +12,13 @@ reason (the spans as OTLP/JSON, replayable): undecodable payloads, rejected span
 Durability (the same guarantee as ``/v1/events``: once the 200 is sent, a crash loses
 nothing and counts nothing twice):
 
-* Before :meth:`TraceIngest.receive` returns, the spans it kept are written to the state store
-  (:class:`~service.state.StateStore`, the SQLite file ``/v1/events`` checkpoints into: one
-  transaction, WAL, ``synchronous=FULL``): one key ``traces/open/<trace id>/<request>`` per
-  trace and request (:data:`PENDING_PREFIX`), holding the spans as OTLP/JSON and the wall time
-  they arrived. The spans of a trace evicted by the same request are deleted in that
-  transaction, after its dead letter is on disk.
+* Before :meth:`TraceIngest.receive` returns, the request's dead letters are on disk and the
+  spans it keeps are written to the state store (:class:`~service.state.StateStore`, the
+  SQLite file ``/v1/events`` checkpoints into: one transaction, WAL, ``synchronous=FULL``):
+  one key ``traces/open/<trace id>/<request>`` per trace and request (:data:`PENDING_PREFIX`),
+  holding the spans and the wall time they arrived; only then do they join their open traces.
+  A failed step leaves nothing of the request (503). A request that would evict an open trace
+  is refused instead (:class:`Backpressure`, 429).
 * A handed-out trace's keys are deleted in the checkpoint that records its event (the
   ``extra`` of :meth:`~service.api.runtime.Runtime.ingest`: dedup window, totals and the
   deletion are one transaction), or, for a trace dead-lettered by the mapping, after its dead
@@ -32,8 +33,9 @@ As on the Kafka path, a dead letter written just before a crash whose checkpoint
 happen is written again after the restart (dead-letter files are at-least-once; the events
 and the totals are exactly-once). The pending spans are raw (not yet scrubbed: the mapping
 needs them) until their trace is assembled; the state file is private to its owner (0600).
-Traces handed out but not yet processed (the engine busy) are retried at the next tick, never
-dropped.
+Traces handed out but not yet processed (the engine busy, the dead-letter or state file
+failing) wait in memory, never dropped; no further trace is handed out meanwhile
+(:meth:`TraceIngest.tick`).
 """
 
 from __future__ import annotations
