@@ -54,7 +54,7 @@ SETTLE_S = 1.0
 class InMemoryIngest(TraceIngest):
     """The path before durability: spans are assembled, nothing is written."""
 
-    def _persist(self, spans: Sequence[Span], rejected: Sequence[object]) -> None:
+    def _persist(self, kept: Sequence[Span]) -> None:
         return None
 
 
