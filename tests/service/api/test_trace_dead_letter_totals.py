@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from service.api.trace_ingest import EMITTED_PREFIX
+import pytest
+
+from service.api.trace_ingest import EMITTED_PREFIX, Backpressure
 from service.traces.spans import Span
 from tests.service.api.test_trace_durability import (
     SETTLE_S,
@@ -59,25 +61,32 @@ def test_a_trace_without_a_question_is_a_dead_letter_in_the_totals_once(
     second.crash()
 
 
-def test_evictions_count_in_the_totals_at_receipt_and_at_restore(
+def test_a_full_assembler_refuses_at_receipt_and_evictions_at_restore_count(
     tmp_path: Path, traces: Traces
 ) -> None:
+    """At receipt a full assembler refuses the request (429: nothing kept, nothing counted,
+    no dead letter); at restore with ``max_open_traces`` lowered, the evicted trace is a
+    dead letter counted in the checkpoint that deletes its spans, once across a crash."""
     clocks = Clocks()
     (a, a_kids, _), (b, b_kids, _), (c, c_kids, _) = traces
     first = Process(tmp_path, clocks, max_open=2)
     first.ingest.receive(a_kids)
     first.ingest.receive(b_kids)
-    first.ingest.receive(c_kids)  # evicts a: dead letter, count and deletion in one checkpoint
-    assert first.runtime.engine.totals.dead_lettered == {"evicted": 1}
-    assert _dead(first, "evicted") == 1
+    with pytest.raises(Backpressure):
+        first.ingest.receive(c_kids)  # would evict a
+    assert first.runtime.engine.totals.dead_lettered == {}
+    assert first.runtime.engine.totals.consumed == 0
+    assert first.dead_letters(tmp_path) == []
+    assert {key.split("/")[2] for key in first.pending()} == {a, b}
     first.crash()
-    second = Process(tmp_path, clocks, max_open=1)  # b evicted at restore
-    assert second.runtime.engine.totals.dead_lettered == {"evicted": 2}
-    assert second.runtime.engine.totals.consumed == 2
+    second = Process(tmp_path, clocks, max_open=1)  # a (the oldest) evicted at restore
+    assert second.runtime.engine.totals.dead_lettered == {"evicted": 1}
+    assert second.runtime.engine.totals.consumed == 1
+    assert _dead(second, "evicted") == 1
     second.crash()
     third = Process(tmp_path, clocks, max_open=1)
-    assert third.runtime.engine.totals.dead_lettered == {"evicted": 2}
-    assert [row["reason"] for row in third.dead_letters(tmp_path)] == ["evicted", "evicted"]
+    assert third.runtime.engine.totals.dead_lettered == {"evicted": 1}
+    assert [row["reason"] for row in third.dead_letters(tmp_path)] == ["evicted"]
     third.crash()
 
 
