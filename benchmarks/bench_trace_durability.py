@@ -35,6 +35,7 @@ from pathlib import Path
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from consumers.base import DeadLetter
 from service.api.trace_ingest import TraceIngest
 from service.runtime.process import Runtime
 from service.settings import load_settings
@@ -54,8 +55,10 @@ SETTLE_S = 1.0
 class InMemoryIngest(TraceIngest):
     """The path before durability: spans are assembled, nothing is written."""
 
-    def _persist(self, spans: Sequence[Span], rejected: Sequence[object]) -> None:
-        return None
+    def _persist(
+        self, kept: Sequence[Span], letters: Sequence[DeadLetter], duplicates: int
+    ) -> dict[str, int]:
+        return {}
 
 
 class Clock:

@@ -1095,6 +1095,8 @@ class TraceMetrics:
     goldwatch_open_traces                      gauge   (traces being assembled)
     goldwatch_traces_restored_total            counter (open traces read back from the state
                                                        file at start, ``/v1/traces``)
+    goldwatch_trace_requests_throttled_total   counter (``/v1/traces`` requests answered 429:
+                                                       the open traces were full)
     ========================================== ======= ====================================
     """
 
@@ -1107,6 +1109,7 @@ class TraceMetrics:
     spans_repeated: Counter
     open_traces: Gauge
     restored: Counter
+    throttled: Counter
 
 
 #: Label values of the trace metrics (pre-initialised).
@@ -1156,6 +1159,10 @@ def build_trace_metrics(registry: CollectorRegistry) -> TraceMetrics:
         restored=Counter(_name("traces_restored"), "Open traces of /v1/traces read back from "
                          "the state file at start (spans acknowledged before a stop or crash, "
                          "not yet assembled).", registry=registry),
+        throttled=Counter(_name("trace_requests_throttled"), "POST /v1/traces requests "
+                          "answered 429 with Retry-After: their new traces would have taken "
+                          "the open traces over traces.assembly.max_open_traces (nothing "
+                          "kept; the exporter sends them again).", registry=registry),
     )  # fmt: skip
     for why in TRACE_ASSEMBLED_WHY:
         metrics.assembled.labels(why=why)

@@ -147,10 +147,25 @@ def _add_body_limit(app: FastAPI, limit: int) -> None:
     app.add_middleware(BodyLimit, limit=limit)
 
 
+#: Bytes of an over-size request body read and dropped after its 413 is sent (on top of the
+#: limit): a client that sends its whole body before reading the answer (Python's urllib,
+#: many exporters' blocking clients) then reads the 413 instead of a broken pipe or a
+#: connection reset, and the connection stays usable. Past it the connection is closed.
+DRAIN_BYTES = 64 * 1_048_576
+
+
 class BodyLimit:
     """Reject request bodies over ``limit`` bytes (413) and malformed ``Content-Length`` (400)
     before the route runs; a body without a length (chunked POST/PUT/PATCH) is read up to the
     limit and handed on.
+
+    A 413 is answered at once (from ``Content-Length`` before any of the body is read), then
+    the rest of the body is read and dropped (at most :data:`DRAIN_BYTES`; bounded in time by
+    the server's request read deadline, ``api.request_read_timeout_s``) before the answer is
+    ended: closing a connection with unread request bytes makes the kernel send a reset,
+    which a client still sending reads as a broken pipe, never seeing the 413 (trial probe 2:
+    an uncompressed 5 MB ``/v1/traces`` body). A client that asked ``Expect: 100-continue``
+    has sent no body: nothing is read.
 
     Plain ASGI, not ``@app.middleware("http")``: Starlette's ``BaseHTTPMiddleware`` runs each
     request through a task group and memory streams, several more event-loop turns per
@@ -171,7 +186,8 @@ class BodyLimit:
                 await _problem(400, "bad_request", "invalid Content-Length")(scope, receive, send)
                 return
             if int(length) > self.limit:
-                await self._too_large(scope, receive, send)
+                drain = int(length) <= self.limit + DRAIN_BYTES
+                await self._too_large(scope, receive, send, drain)
                 return
         elif scope["method"] in ("POST", "PUT", "PATCH"):
             body = bytearray()
@@ -182,16 +198,37 @@ class BodyLimit:
                     return
                 body += message.get("body", b"")
                 if len(body) > self.limit:
-                    await self._too_large(scope, receive, send)
+                    await self._too_large(scope, receive, send, more)
                     return
                 more = message.get("more_body", False)
             receive = _replay(bytes(body), receive)
         await self.app(scope, receive, send)
 
-    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await _problem(413, "too_large", f"request body over {self.limit} bytes")(
-            scope, receive, send
-        )
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send, drain: bool) -> None:
+        """Send the 413; with ``drain`` (more body to come), read and drop it before the
+        answer's end (class docstring)."""
+        response = _problem(413, "too_large", f"request body over {self.limit} bytes")
+        expect = Headers(scope=scope).get("expect", "").lower()
+        if not drain or expect == "100-continue":
+            await response(scope, receive, send)
+            return
+
+        async def drained(message: Message) -> None:
+            if message["type"] != "http.response.body" or message.get("more_body", False):
+                await send(message)
+                return
+            await send({**message, "more_body": True})  # the whole answer, not yet ended
+            budget = DRAIN_BYTES
+            while budget > 0:
+                request = await receive()
+                if request["type"] != "http.request":
+                    return  # the client went away (or the read deadline closed it)
+                budget -= len(request.get("body", b""))
+                if not request.get("more_body", False):
+                    break
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+        await response(scope, receive, drained)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

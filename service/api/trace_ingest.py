@@ -18,12 +18,14 @@ with the trace's checkpoint) so that this holds across a restart.
 Durability (the same guarantee as ``/v1/events``: once the 200 is sent, a crash loses
 nothing and counts nothing twice):
 
-* Before :meth:`TraceIngest.receive` returns, the spans it kept are written to the state store
-  (:class:`~service.state.StateStore`, the SQLite file ``/v1/events`` checkpoints into: one
-  transaction, WAL, ``synchronous=FULL``): one key ``traces/open/<trace id>/<request>`` per
-  trace and request (:data:`PENDING_PREFIX`), holding the spans as OTLP/JSON and the wall time
-  they arrived. The spans of a trace evicted by the same request are deleted in that
-  transaction, after its dead letter is on disk.
+* Before :meth:`TraceIngest.receive` returns, the request's dead letters are on disk and the
+  spans it keeps are written to the state store (:class:`~service.state.StateStore`, the
+  SQLite file ``/v1/events`` checkpoints into: one transaction, WAL, ``synchronous=FULL``;
+  with dead letters or duplicates, that transaction is the engine's checkpoint that counts
+  them): one key ``traces/open/<trace id>/<request>`` per trace and request
+  (:data:`PENDING_PREFIX`), holding the spans and the wall time they arrived; only then do
+  they join their open traces. A failed step leaves nothing of the request (503). A request
+  that would evict an open trace is refused instead (:class:`Backpressure`, 429).
 * A handed-out trace's keys are deleted in the checkpoint that records its event (the
   ``extra`` of :meth:`~service.runtime.process.Runtime.ingest`: dedup window, totals and the
   deletion are one transaction), or, for a trace dead-lettered by the mapping, after its dead
@@ -38,8 +40,9 @@ As on the Kafka path, a dead letter written just before a crash whose checkpoint
 happen is written again after the restart (dead-letter files are at-least-once; the events
 and the totals are exactly-once). The pending spans are raw (not yet scrubbed: the mapping
 needs them) until their trace is assembled; the state file is private to its owner (0600).
-Traces handed out but not yet processed (the engine busy) are retried at the next tick, never
-dropped.
+Traces handed out but not yet processed (the engine busy, the dead-letter or state file
+failing) wait in memory, never dropped; no further trace is handed out meanwhile
+(:meth:`TraceIngest.tick`).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -70,6 +74,26 @@ PENDING_PREFIX = "traces/open/"
 #: State-store namespace of the span ids of handed-out traces (at most
 #: ``traces.assembly.remember_span_ids`` ids), so a retry after a restart is a duplicate.
 EMITTED_PREFIX = "traces/emitted/"
+
+
+class Backpressure(RuntimeError):
+    """``POST /v1/traces`` is refused for now (429 with ``Retry-After``): its new traces
+    would take the open traces over ``traces.assembly.max_open_traces``. The message holds
+    counts only.
+
+    Attributes:
+        retry_after_s: seconds the exporter should wait (≥ 1): the settle time, after which
+            the oldest complete traces have left.
+    """
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class TooManyTraces(ValueError):
+    """One request holds more traces than ``traces.assembly.max_open_traces`` (413: it can
+    never be accepted whole). The message holds counts only."""
 
 
 def dead_letter(value: bytes, reason: str, detail: str) -> DeadLetter:
@@ -117,6 +141,7 @@ class TraceIngest:
         #: ``traces/emitted/<trace id>`` -> ``{"t": wall time, "ids": span ids}`` of a
         #: handed-out trace (``None``: forgotten), written with the next checkpoint
         self._remembered: dict[str, dict[str, Any] | None] = {}
+        self._waiting: float | None = None  # monotonic time the waiting hand-over failed
         self._run = f"{time.time_ns():x}"  # with _seq: unique pending keys across restarts
         self._seq = itertools.count()
         #: corpus passage text (:func:`~service.traces.mapping.content_key`) -> corpus id
@@ -126,70 +151,101 @@ class TraceIngest:
         self.restore()
 
     def receive(self, spans: Sequence[Span]) -> list[Rejected]:
-        """Buffer decoded spans; dead-letter and count what assembly did not keep whole.
-
-        The kept spans are in the state store when this returns (module docstring), so the
-        route's 200 survives a crash.
+        """Keep decoded spans for assembly; dead-letter and count what assembly does not
+        keep whole. In the order of ``/v1/events``: the request's dead letters are made
+        durable and counted, and its kept spans written to the state store, in one
+        :meth:`~service.runtime.process.Runtime.ingest` (module docstring); only then do they
+        join their open traces. When a step fails, nothing of the request is kept (the route
+        answers 503 or 429 and the exporter sends it again; letters already written for the
+        failed try are not written again for the retry, as on ``/v1/events``).
 
         Returns:
-            the rejections of these spans (the route reports the dropped ones as
-            ``partial_success.rejected_spans``).
+            the rejections of these spans (the route reports them in ``partial_success``),
+            spans sent again included (:data:`~service.traces.assembly.REPEAT_REASONS`);
+            never ``evicted``: a request that would evict is refused.
 
         Raises:
-            OSError: the dead-letter file cannot be written; StateError: the state file cannot
-                be written (the route answers 503: retry; a resent span already held is
-                written again, not counted twice).
+            Backpressure: the request's new traces would take the open traces over
+                ``max_open_traces`` (429, retry after :attr:`Backpressure.retry_after_s`).
+            TooManyTraces: the request alone holds more traces than ``max_open_traces``.
+            EngineBusy: the pipeline stayed busy, or the dead letters or the state could not
+                be written (``IngestUnavailable``); StateError: the state file cannot be
+                written (503 either way: nothing kept).
         """
         self.metrics.spans_received.inc(len(spans))
-        with self._lock:  # a trace cannot be handed out between its spans' add and write
+        limit = self.config.assembly.max_open_traces
+        with self._lock:  # a trace cannot be handed out between its spans' check and add
+            plan = self.assembler.preview(spans)
+            if plan.new_traces > limit:
+                raise TooManyTraces(
+                    f"the request holds {plan.new_traces} traces, more than "
+                    f"traces.assembly.max_open_traces ({limit}): send smaller batches"
+                )
+            if len(self.assembler) + plan.new_traces > limit:
+                self.metrics.throttled.inc()
+                raise Backpressure(
+                    f"{len(self.assembler)} traces are being assembled (at most {limit}); "
+                    "retry later",
+                    retry_after_s=max(1, math.ceil(self.config.assembly.settle_s)),
+                )
+            letters, duplicates = _sort_out(plan.rejected)
+            counted = self._persist(plan.kept, letters, duplicates)
             rejected = self.assembler.add(spans, now=self.clock())
             self.metrics.open_traces.set(len(self.assembler))
-            self._persist(spans, rejected)
-        return rejected
+        # each previewed rejection holds one span: the letters counted by reason are spans
+        # (a retry's letters written by the failed try count as duplicates, not again here)
+        for reason, n in counted.items():
+            self.metrics.spans_rejected.labels(reason=reason).inc(n)
+        self._count_repeats(plan.rejected)
+        if [r.reason for r in rejected] != [r.reason for r in plan.rejected]:  # pragma: no cover
+            log.error("trace ingest: assembly rejected other spans than it previewed")
+        return plan.rejected
 
-    def _persist(self, spans: Sequence[Span], rejected: Sequence[Rejected]) -> None:
-        """Write the spans of ``spans`` the assembler holds (as kept: attributes cut) under
-        one new key per trace, and delete the keys of traces ``rejected`` evicted, in one
-        state transaction (caller holds the lock). When something was rejected, that
-        transaction is the engine's checkpoint (:meth:`Runtime.ingest`): the dead letters
-        are on disk first and counted in the totals it writes (``dead_lettered`` by reason;
-        a trace sent again after it was handed out: one of ``duplicates``).
+    def _persist(
+        self, kept: Sequence[Span], letters: Sequence[DeadLetter], duplicates: int
+    ) -> dict[str, int]:
+        """Write ``kept`` (spans as the assembler will keep them: attributes cut) under one
+        new key per trace, in one state transaction (caller holds the lock). With
+        ``letters`` or ``duplicates``, that transaction is the engine's checkpoint
+        (:meth:`Runtime.ingest`): the dead letters are on disk first (written once) and
+        counted in the totals it writes (``dead_lettered`` by reason; a trace sent again
+        after it was handed out: one of ``duplicates``).
+
+        Returns:
+            the letters counted as dead letters now, by reason (``{}`` without letters).
 
         Raises:
-            StateError: the transaction failed (nothing written; the evicted traces' keys are
-                deleted by a later checkpoint).
+            StateError: the transaction failed (nothing written).
             EngineBusy: the pipeline stayed busy, or the dead letters or the state could not
                 be written (``IngestUnavailable``); nothing acknowledged.
-            OSError: the dead-letter file cannot be written.
         """
-        letters, duplicates = self.sort_out(rejected)
-        cut = {(s.trace_id, s.span_id): s for r in rejected if r.reason == "attribute_too_large"
-               for s in r.spans}  # fmt: skip
-        kept: dict[str, list[Span]] = {}
-        for span in spans:
-            ids = (span.trace_id, span.span_id)
-            if self.assembler.holds(*ids):
-                kept.setdefault(span.trace_id, []).append(cut.get(ids, span))
-        evicted = (r.trace_id for r in rejected if r.reason == "evicted")
-        updates: dict[str, Any] = dict(self._deletes_of(evicted))
+        by_trace: dict[str, list[Span]] = {}
+        for span in kept:
+            by_trace.setdefault(span.trace_id, []).append(span)
+        updates: dict[str, Any] = {}
         now = self.wall()
         added: list[tuple[str, str]] = []
-        for trace_id, trace_spans in kept.items():
+        for trace_id, trace_spans in by_trace.items():
             key = f"{PENDING_PREFIX}{trace_id}/{self._run}.{next(self._seq)}"
             updates[key] = {"t": now, **_stored(trace_spans)}
             added.append((trace_id, key))
-        if not updates and not letters and not duplicates:
-            return
-        try:
-            if letters or duplicates:
-                self.runtime.ingest([], extra=updates, letters=letters, duplicates=duplicates)
-            else:
-                self.runtime.state.checkpoint(updates)
-        except (StateError, TypeError, EngineBusy):
-            self._deletes.update((key, None) for key, value in updates.items() if value is None)
-            raise
+        counted: dict[str, int] = {}
+        if letters or duplicates:
+            outcome = self.runtime.ingest([], extra=updates, letters=letters,
+                                          duplicates=duplicates)  # fmt: skip
+            counted = dict(outcome.counts.dead_lettered)
+        elif updates:
+            self.runtime.state.checkpoint(updates)
         for trace_id, key in added:
             self._keys.setdefault(trace_id, []).append(key)
+        return counted
+
+    def _count_repeats(self, rejected: Sequence[Rejected]) -> None:
+        """Count spans sent again (:data:`~service.traces.assembly.REPEAT_REASONS`) in
+        ``goldwatch_trace_spans_repeated_total``."""
+        for item in rejected:
+            if item.reason in REPEAT_REASONS:
+                self.metrics.spans_repeated.labels(reason=item.reason).inc(len(item.spans))
 
     def _restore_emitted(self) -> None:
         """Remember again the span ids of the traces handed out before the last stop
@@ -262,34 +318,24 @@ class TraceIngest:
             restored = len(self.assembler)
             self.metrics.open_traces.set(restored)
         self.metrics.restored.inc(restored)
-        letters += self.sort_out(rejected)[0]
+        letters += _sort_out(rejected)[0]
         if letters:
             try:  # written, then counted in the checkpoint that deletes their keys
                 self.runtime.ingest([], extra=drop, letters=letters)
             except (EngineBusy, OSError) as exc:  # the keys stay: read again at the next start
                 log.warning("trace ingest: cannot dead-letter at restore: %s", exc)
+            else:
+                for item in rejected:
+                    if item.reason not in REPEAT_REASONS:
+                        self.metrics.spans_rejected.labels(reason=item.reason).inc(
+                            len(item.spans) or 1
+                        )
+                self._count_repeats(rejected)
         elif drop:
             self.runtime.state.checkpoint(drop)
         log.info("trace ingest: restored %d open traces (%d spans) acknowledged before the "
                  "last stop", restored, self.assembler.open_spans)  # fmt: skip
         return restored
-
-    def sort_out(self, rejected: Sequence[Rejected]) -> tuple[list[DeadLetter], int]:
-        """Count assembly's rejections in the trace metrics and sort them out: the dead
-        letters (spans as OTLP/JSON, one per record of :data:`REJECT_REASONS`) and the
-        number of traces sent again after they were handed out (``duplicate`` records, one
-        per trace); spans sent again into an open trace (``repeated``) are only counted."""
-        letters: list[DeadLetter] = []
-        again: set[str] = set()
-        for item in rejected:
-            if item.reason in REPEAT_REASONS:
-                self.metrics.spans_repeated.labels(reason=item.reason).inc(len(item.spans))
-                if item.reason == "duplicate":
-                    again.add(item.trace_id)
-                continue
-            self.metrics.spans_rejected.labels(reason=item.reason).inc(len(item.spans) or 1)
-            letters.append(dead_letter(encode_json(item.spans), item.reason, item.detail))
-        return letters, len(again)
 
     def tick(self, flush: bool = False) -> int:
         """Hand out due traces (all with ``flush``), map and process them. Each trace is
@@ -297,9 +343,26 @@ class TraceIngest:
         letter until the file takes it; its pending spans leave the state store with the
         checkpoint that records its event (module docstring).
 
+        While a hand-over waits (the engine busy, the dead-letter or state file failing), no
+        further trace is handed out: the waiting events and letters are at most one
+        hand-over, the traces behind them stay open (bounded by ``max_open_traces``; a full
+        assembler makes ``POST /v1/traces`` answer 429). A hand-over that failed for the
+        dead-letter file is tried again only once the file can take it
+        (:meth:`~consumers.jsonl_dead_letters.JsonlDeadLetters.problem`, the check behind
+        ``/readyz``); each letter is written once (a letter written for a hand-over whose
+        checkpoint then failed is not written again: :meth:`Runtime.ingest`), and the log
+        has one line when a hand-over starts waiting and one when it went through.
+
         Returns:
             events handed to the pipeline now (processed or duplicates).
         """
+        waited = 0
+        if self._values or self._letters:
+            if not flush and self.runtime.http_dead_letters.problem() is not None:
+                return 0  # the file still cannot take them: no write, no log line
+            waited = self._hand_over()
+            if self._values or self._letters:
+                return 0
         with self._lock:
             now = self.clock()
             done = self.assembler.flush() if flush else self.assembler.due(now)
@@ -327,6 +390,17 @@ class TraceIngest:
                 self._letters.append(letter)
                 continue
             self._values.append(built.event.model_dump_json().encode("utf-8", "surrogatepass"))
+        return waited + self._hand_over()
+
+    def _hand_over(self) -> int:
+        """Give the waiting events and dead letters to the pipeline in one
+        :meth:`Runtime.ingest` (the letters written once and counted with the events), with
+        the deletion of their traces' pending keys and the handed-out traces' span ids in its
+        checkpoint.
+
+        Returns:
+            events handed over (0 when nothing waited or the hand-over failed: it waits).
+        """
         with self._lock:
             deletes = {**self._deletes, **self._remembered}
         try:
@@ -334,10 +408,18 @@ class TraceIngest:
                 self.runtime.ingest(self._values, extra=deletes, letters=self._letters)
             elif deletes:
                 self.runtime.state.checkpoint(deletes)
-        except (EngineBusy, OSError, StateError) as exc:  # kept: retried at the next tick
-            log.warning("trace ingest: %d events and %d dead letters wait for the pipeline: "
-                        "%s", len(self._values), len(self._letters), exc)  # fmt: skip
+        except (EngineBusy, OSError, StateError) as exc:  # kept: retried at a later tick
+            if self._waiting is None:  # the messages name files and reasons, never content
+                log.warning("trace ingest: %d events and %d dead letters wait for the "
+                            "pipeline (%s); no trace is handed out until they are taken, "
+                            "logged again when they are", len(self._values),
+                            len(self._letters), exc)  # fmt: skip
+                self._waiting = time.monotonic()
             return 0
+        if self._waiting is not None:
+            log.info("trace ingest: the waiting hand-over went through after %.0f s",
+                     time.monotonic() - self._waiting)  # fmt: skip
+            self._waiting = None
         with self._lock:
             for key in deletes:
                 self._deletes.pop(key, None)
@@ -369,6 +451,22 @@ class TraceIngest:
             self.tick(flush=True)
         except Exception as exc:
             log.error("trace ingest: final flush failed: %s", describe_error(exc))
+
+
+def _sort_out(rejected: Sequence[Rejected]) -> tuple[list[DeadLetter], int]:
+    """Sort out assembly's rejections: the dead letters (spans as OTLP/JSON, one per record
+    of :data:`~service.traces.assembly.REJECT_REASONS`) and the number of traces sent again
+    after they were handed out (``duplicate`` records, one per trace); spans sent again into
+    an open trace (``repeated``) are neither (only counted in the trace metrics)."""
+    letters: list[DeadLetter] = []
+    again: set[str] = set()
+    for item in rejected:
+        if item.reason in REPEAT_REASONS:
+            if item.reason == "duplicate":
+                again.add(item.trace_id)
+            continue
+        letters.append(dead_letter(encode_json(item.spans), item.reason, item.detail))
+    return letters, len(again)
 
 
 def _stored(spans: Sequence[Span]) -> dict[str, str]:

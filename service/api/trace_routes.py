@@ -5,20 +5,27 @@
   (OTLP/JSON), optionally ``Content-Encoding: gzip``; the bearer token of ``/v1/events``;
   ``api.max_request_bytes`` bounds the body before and after decompression (413).
 * 200: ``ExportTraceServiceResponse`` in the request's encoding, sent once the kept spans are
-  in the state file (a crash after it loses none: ``service/api/trace_ingest.py``); spans not
-  kept are counted in ``partial_success.rejected_spans`` with a reason summary in
-  ``error_message`` (counts and reason codes only, never content).
+  in the state file (a crash after it loses none: ``service/api/trace_ingest.py``); spans
+  dropped are counted in ``partial_success.rejected_spans``, and ``error_message`` gives the
+  counts per reason, also of spans kept with an attribute cut (:func:`partial_success`;
+  counts and reason codes only, never content).
 * 400: an undecodable payload (dead-lettered with its reason and counted, as every dead
   letter of trace ingest, in ``/v1/status`` ``totals.dead_lettered`` and
-  ``goldwatch_events_dead_lettered_total``); 415: another content type or
-  encoding; 503: the dead-letter or state file cannot be written (nothing acknowledged:
-  retry). Error bodies of 400 and 503 are a ``google.rpc.Status`` in the request's encoding,
-  as OTLP asks.
+  ``goldwatch_events_dead_lettered_total``); 415: another content type or encoding; 429
+  with ``Retry-After``: the request's new traces would take the open traces over
+  ``traces.assembly.max_open_traces`` (OTLP/HTTP throttling: the exporter waits and sends it
+  again; a pipeline that is behind keeps traces open, so this is also its backpressure);
+  503 with ``Retry-After``: the dead-letter or state file cannot be written, or the
+  pipeline stayed busy. After a 429 or 503 nothing of the request was kept: its dead
+  letters are written (and counted) in the checkpoint that stores its spans, and its spans
+  are stored before they join their traces. Error bodies of 400, 429 and 503 are a
+  ``google.rpc.Status`` in the request's encoding, as OTLP asks.
 """
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, status
@@ -29,19 +36,20 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from starlette.concurrency import run_in_threadpool
 
 from service.api.deps import TokenDep, TokenFirstRoute
-from service.api.trace_ingest import TraceIngest, dead_letter
-from service.runtime.process import EngineBusy
+from service.api.trace_ingest import Backpressure, TooManyTraces, TraceIngest, dead_letter
+from service.runtime.process import EngineBusy, IngestUnavailable
 from service.state import StateError
+from service.traces.assembly import Rejected
 from service.traces.otlp import TraceDecodeError, decode_json, decode_protobuf
 
 router = APIRouter(route_class=TokenFirstRoute)
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
-#: Span rejections that drop the span (``attribute_too_large`` keeps it, cut; ``evicted``
-#: concerns spans of earlier requests).
+#: Span rejections that drop the span (``attribute_too_large`` keeps it, cut; a request
+#: that would evict a trace is refused with 429).
 _DROPPED = frozenset({"too_many_spans", "late_span"})
-_INVALID_ARGUMENT, _UNAVAILABLE = 3, 14  # google.rpc.Code
+_INVALID_ARGUMENT, _RESOURCE_EXHAUSTED, _UNAVAILABLE = 3, 8, 14  # google.rpc.Code
 
 
 def get_traces(request: Request) -> TraceIngest:
@@ -75,9 +83,13 @@ def _gunzip(body: bytes, limit: int) -> bytes:
         400: {"description": "undecodable payload (dead-lettered); google.rpc.Status"},
         401: {"description": "no bearer token"},
         403: {"description": "wrong token, or ingest disabled"},
-        413: {"description": "body (or decompressed body) too large"},
+        413: {"description": "body (or decompressed body) too large, or more traces than "
+              "traces.assembly.max_open_traces"},
         415: {"description": "not application/x-protobuf or application/json, or not gzip"},
-        503: {"description": "dead letters or state cannot be written; retry"},
+        429: {"description": "the open traces are full (nothing kept): retry after "
+              "Retry-After; google.rpc.Status"},
+        503: {"description": "dead letters or state cannot be written (nothing kept): retry "
+              "after Retry-After; google.rpc.Status"},
     },
     tags=["ingest"],
 )
@@ -102,27 +114,69 @@ async def post_traces(request: Request, _: TokenDep) -> Response:
             await run_in_threadpool(
                 traces.runtime.ingest, [], None, [dead_letter(body, exc.reason, exc.detail)]
             )
-        except (OSError, EngineBusy):
-            return _encode(Status(code=_UNAVAILABLE, message="cannot write dead letters"),
-                           media, 503)  # fmt: skip
+        except IngestUnavailable as exc:
+            return _unavailable(_not_durable(exc), media)
+        except EngineBusy:
+            return _unavailable("pipeline busy", media)
         return _encode(Status(code=_INVALID_ARGUMENT, message=str(exc)), media, 400)
     try:
         rejected = await run_in_threadpool(traces.receive, spans)
-    except OSError:
-        return _encode(Status(code=_UNAVAILABLE, message="cannot write dead letters"), media, 503)
-    except StateError:  # the spans are not durable: nothing acknowledged
-        return _encode(Status(code=_UNAVAILABLE, message="cannot write state"), media, 503)
-    except EngineBusy as exc:  # dead letters or totals not durable: nothing acknowledged
-        message = "pipeline busy" if type(exc) is EngineBusy else "cannot write dead letters"
-        return _encode(Status(code=_UNAVAILABLE, message=message), media, 503)
-    response = ExportTraceServiceResponse()
-    counts: dict[str, int] = {}
+    except Backpressure as exc:  # OTLP/HTTP throttling: retryable, after Retry-After
+        response = _encode(Status(code=_RESOURCE_EXHAUSTED, message=str(exc)), media, 429)
+        response.headers["Retry-After"] = str(exc.retry_after_s)
+        return response
+    except TooManyTraces as exc:
+        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, str(exc)) from None
+    except IngestUnavailable as exc:  # dead letters, spans or totals not durable: nothing kept
+        return _unavailable(_not_durable(exc), media)
+    except EngineBusy:
+        return _unavailable("pipeline busy", media)
+    except StateError:  # the spans are not durable: nothing kept
+        return _unavailable("cannot write state", media)
+    return _encode(partial_success(rejected), media)
+
+
+def partial_success(rejected: Sequence[Rejected]) -> ExportTraceServiceResponse:
+    """The OTLP answer to a request whose spans assembly did not all keep whole.
+
+    ``partial_success.rejected_spans``: spans dropped (dead-lettered, not kept:
+    ``too_many_spans``, ``late_span``). ``error_message``: counts per reason, reason codes
+    only (never content), also for spans kept with an attribute cut (``attribute_too_large``:
+    their full values are in the dead-letter file) — with none dropped, that is OTLP's
+    warning form (``rejected_spans`` 0, a message). Empty when everything was kept whole.
+    """
+    dropped: dict[str, int] = {}
+    cut = 0
     for item in rejected:
         if item.reason in _DROPPED:
-            counts[item.reason] = counts.get(item.reason, 0) + len(item.spans)
-    if counts:
-        response.partial_success.rejected_spans = sum(counts.values())
-        response.partial_success.error_message = "spans dead-lettered: " + ", ".join(
-            f"{reason} ({n})" for reason, n in sorted(counts.items())
-        )
-    return _encode(response, media)
+            dropped[item.reason] = dropped.get(item.reason, 0) + len(item.spans)
+        elif item.reason == "attribute_too_large":
+            cut += len(item.spans)
+    response = ExportTraceServiceResponse()
+    parts = []
+    if dropped:
+        response.partial_success.rejected_spans = sum(dropped.values())
+        parts.append("spans dead-lettered: " + ", ".join(
+            f"{reason} ({n})" for reason, n in sorted(dropped.items())))  # fmt: skip
+    if cut:
+        parts.append(f"spans kept with attribute values cut, originals dead-lettered: "
+                     f"attribute_too_large ({cut})")  # fmt: skip
+    if parts:
+        response.partial_success.error_message = "; ".join(parts)
+    return response
+
+
+def _not_durable(exc: IngestUnavailable) -> str:
+    """The 503 message of a request :meth:`Runtime.ingest` could not make durable: which file
+    failed (the runtime raises it ``from`` an ``OSError`` of the dead-letter file or a
+    ``StateError``; the context is kept). Fixed text: never input or paths."""
+    if isinstance(exc.__context__, OSError):
+        return "cannot write dead letters"
+    return "cannot write state"
+
+
+def _unavailable(message: str, media: str) -> Response:
+    """503 (retryable in OTLP/HTTP) with ``Retry-After``, as ``/v1/events``' 503."""
+    response = _encode(Status(code=_UNAVAILABLE, message=message), media, 503)
+    response.headers["Retry-After"] = "5"
+    return response

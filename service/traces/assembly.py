@@ -140,6 +140,23 @@ class Rejected:
 
 
 @dataclass(slots=True)
+class Preview:
+    """What :meth:`TraceAssembler.add` would do with some spans (:meth:`TraceAssembler.preview`).
+
+    Attributes:
+        rejected: the rejections ``add`` would return, evictions aside (spans sent again,
+            :data:`REPEAT_REASONS`, included).
+        kept: the spans it would keep, in order (attribute values cut), spans sent again
+            left out.
+        new_traces: traces it would open (each evicts one when the assembler is full).
+    """
+
+    rejected: list[Rejected] = field(default_factory=list)
+    kept: list[Span] = field(default_factory=list)
+    new_traces: int = 0
+
+
+@dataclass(slots=True)
 class _Open:
     first_seen: float
     last_seen: float
@@ -237,6 +254,52 @@ class TraceAssembler:
                 self._rooted[trace_id] = None
                 self._rooted.move_to_end(trace_id)
         return rejected
+
+    def preview(self, spans: Iterable[Span]) -> Preview:
+        """What :meth:`add` of ``spans`` would do now, changing nothing: the rejections it
+        would return other than evictions, the spans it would keep (attributes cut), and how
+        many traces it would open. A caller that must make the dead letters durable before
+        it keeps anything (HTTP ingest: a 503 means nothing was accepted) writes them, then
+        calls :meth:`add`, which returns the same rejections as long as no trace is evicted
+        (``len(self) + preview.new_traces <= max_open_traces``) and nothing changed between.
+        """
+        limits = self._limits
+        result = Preview()
+        held: dict[str, set[str]] = {}  # trace -> span ids it would hold
+        for span in spans:
+            trace_id = span.trace_id
+            if trace_id not in self._open and (
+                trace_id in self._closed or trace_id in self._emitted
+            ):
+                if span.span_id in self._emitted.get(trace_id, ()):
+                    detail = "span sent again after its trace was handed out"
+                    result.rejected.append(Rejected(trace_id, "duplicate", detail, (span,)))
+                    continue
+                result.rejected.append(
+                    Rejected(trace_id, "late_span", "span after its trace was handed out", (span,))
+                )
+                continue
+            ids = held.get(trace_id)
+            if ids is None:
+                trace = self._open.get(trace_id)
+                result.new_traces += trace is None
+                ids = held[trace_id] = set() if trace is None else set(trace.span_ids)
+            if span.span_id in ids:
+                detail = "span sent again while its trace is open; kept once"
+                result.rejected.append(Rejected(trace_id, "repeated", detail, (span,)))
+                continue
+            if len(ids) >= limits.max_spans_per_trace:
+                detail = f"trace already holds {limits.max_spans_per_trace} spans"
+                result.rejected.append(Rejected(trace_id, "too_many_spans", detail, (span,)))
+                continue
+            span, cut = _cap_attributes(span, limits.max_attribute_bytes)
+            if cut:
+                result.rejected.append(
+                    Rejected(trace_id, "attribute_too_large", "; ".join(cut), (span,))
+                )
+            ids.add(span.span_id)
+            result.kept.append(span)
+        return result
 
     def due(self, now: float) -> list[Completed]:
         """Hand out the traces complete at ``now``: timed out first (oldest first), then

@@ -11,8 +11,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from service.api.trace_ingest import EMITTED_PREFIX
+import pytest
+
+from service.api.trace_ingest import EMITTED_PREFIX, Backpressure
+from service.runtime.process import IngestUnavailable
+from service.state import StateError
 from service.traces.spans import Span
 from tests.service.api.test_trace_durability import (
     SETTLE_S,
@@ -59,25 +64,32 @@ def test_a_trace_without_a_question_is_a_dead_letter_in_the_totals_once(
     second.crash()
 
 
-def test_evictions_count_in_the_totals_at_receipt_and_at_restore(
+def test_a_full_assembler_refuses_at_receipt_and_evictions_at_restore_count(
     tmp_path: Path, traces: Traces
 ) -> None:
+    """At receipt a full assembler refuses the request (429: nothing kept, nothing counted,
+    no dead letter); at restore with ``max_open_traces`` lowered, the evicted trace is a
+    dead letter counted in the checkpoint that deletes its spans, once across a crash."""
     clocks = Clocks()
     (a, a_kids, _), (b, b_kids, _), (c, c_kids, _) = traces
     first = Process(tmp_path, clocks, max_open=2)
     first.ingest.receive(a_kids)
     first.ingest.receive(b_kids)
-    first.ingest.receive(c_kids)  # evicts a: dead letter, count and deletion in one checkpoint
-    assert first.runtime.engine.totals.dead_lettered == {"evicted": 1}
-    assert _dead(first, "evicted") == 1
+    with pytest.raises(Backpressure):
+        first.ingest.receive(c_kids)  # would evict a
+    assert first.runtime.engine.totals.dead_lettered == {}
+    assert first.runtime.engine.totals.consumed == 0
+    assert first.dead_letters(tmp_path) == []
+    assert {key.split("/")[2] for key in first.pending()} == {a, b}
     first.crash()
-    second = Process(tmp_path, clocks, max_open=1)  # b evicted at restore
-    assert second.runtime.engine.totals.dead_lettered == {"evicted": 2}
-    assert second.runtime.engine.totals.consumed == 2
+    second = Process(tmp_path, clocks, max_open=1)  # a (the oldest) evicted at restore
+    assert second.runtime.engine.totals.dead_lettered == {"evicted": 1}
+    assert second.runtime.engine.totals.consumed == 1
+    assert _dead(second, "evicted") == 1
     second.crash()
     third = Process(tmp_path, clocks, max_open=1)
-    assert third.runtime.engine.totals.dead_lettered == {"evicted": 2}
-    assert [row["reason"] for row in third.dead_letters(tmp_path)] == ["evicted", "evicted"]
+    assert third.runtime.engine.totals.dead_lettered == {"evicted": 1}
+    assert [row["reason"] for row in third.dead_letters(tmp_path)] == ["evicted"]
     third.crash()
 
 
@@ -142,3 +154,48 @@ def test_remembered_span_ids_are_bounded(tmp_path: Path, traces: Traces) -> None
     assert {r.reason for r in process.ingest.receive(b_root)} == {"duplicate"}
     assert {r.reason for r in process.ingest.receive(a_root)} == {"late_span"}
     process.crash()
+
+
+def test_a_refused_request_keeps_nothing_and_its_retry_writes_its_letter_once(
+    tmp_path: Path, traces: Traces, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request with a dead letter (an attribute over max_attribute_bytes, 65,536) whose
+    checkpoint fails: nothing of it is held (the route's 503), its letter is on disk once; the
+    retry stores the spans, does not write the letter again, and the letter counts once as
+    dead-lettered (the refused try's count stays in memory and goes into the retry's
+    checkpoint; the retry's repeat of the letter is a duplicate, as on ``/v1/events``)."""
+    clocks = Clocks()
+    (a, a_kids, a_root), _, _ = traces
+    process = Process(tmp_path, clocks)
+    big = replace(a_kids[0], attributes={**a_kids[0].attributes, "blob": "x" * 70_000})
+    request = [big, *a_kids[1:], *a_root]
+    store = process.runtime.state
+    real = store.checkpoint
+
+    def full(updates: Any) -> None:
+        raise StateError(f"cannot write state file {store.label}: the disk is full")
+
+    monkeypatch.setattr(store, "checkpoint", full)
+    with pytest.raises(IngestUnavailable):
+        process.ingest.receive(request)
+    assert len(process.ingest.assembler) == 0
+    assert process.pending() == []
+    assert [row["reason"] for row in process.dead_letters(tmp_path)] == ["attribute_too_large"]
+    assert process.metric("goldwatch_trace_spans_rejected_total",
+                          reason="attribute_too_large") == 0  # fmt: skip
+    monkeypatch.setattr(store, "checkpoint", real)
+    rejected = process.ingest.receive(request)
+    assert [r.reason for r in rejected] == ["attribute_too_large"]
+    assert len(process.ingest.assembler) == 1
+    assert len(process.pending()) == 1
+    assert [row["reason"] for row in process.dead_letters(tmp_path)] == ["attribute_too_large"]
+    totals = process.runtime.engine.totals
+    assert (totals.dead_lettered, totals.duplicates) == ({"attribute_too_large": 1}, 1)
+    process.crash()
+    second = Process(tmp_path, clocks)  # the retry's checkpoint holds the count and the spans
+    assert second.runtime.engine.totals.dead_lettered == {"attribute_too_large": 1}
+    assert len(second.ingest.assembler) == 1
+    clocks.advance(SETTLE_S)
+    assert second.ingest.tick() == 1
+    assert second.capture.events == [_expected_event(a)]
+    second.crash()

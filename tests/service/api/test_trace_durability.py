@@ -21,7 +21,13 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import service.runtime.process as runtime_module
-from service.api.trace_ingest import PENDING_PREFIX, TraceIngest, _restored, _stored
+from service.api.trace_ingest import (
+    PENDING_PREFIX,
+    Backpressure,
+    TraceIngest,
+    _restored,
+    _stored,
+)
 from service.runtime.process import Runtime
 from service.settings import load_settings
 from service.state import StateError, StateStore
@@ -228,36 +234,42 @@ def test_restored_traces_keep_their_age_order(
     second.crash()
 
 
-def test_an_evicted_trace_leaves_the_state_with_its_dead_letter(
+def test_a_full_assembler_refuses_and_restore_evicts_with_a_dead_letter(
     tmp_path: Path, traces: list[tuple[str, list[Span], list[Span]]]
 ) -> None:
+    """A request that would evict an open trace is refused (429: nothing kept, nothing
+    dead-lettered); a trace evicted at restore (bound lowered) leaves the state with its
+    dead letter."""
     clocks = Clocks()
     (a, a_kids, _), (b, b_kids, _), (c, c_kids, _) = traces
     first = Process(tmp_path, clocks, max_open=2)
     first.ingest.receive(a_kids)
     first.ingest.receive(b_kids)
-    first.ingest.receive(c_kids)  # evicts a
-    assert {k.split("/")[2] for k in first.pending()} == {b, c}
-    letters = first.dead_letters(tmp_path)
-    assert [row["reason"] for row in letters] == ["evicted"]
+    with pytest.raises(Backpressure) as refused:
+        first.ingest.receive(c_kids)
+    assert refused.value.retry_after_s == SETTLE_S
+    assert {k.split("/")[2] for k in first.pending()} == {a, b}
+    assert len(first.ingest.assembler) == 2 and first.dead_letters(tmp_path) == []
+    assert first.metric("goldwatch_trace_requests_throttled_total") == 1
+    assert first.metric("goldwatch_trace_spans_rejected_total", reason="evicted") == 0
     first.crash()
-    second = Process(tmp_path, clocks, max_open=1)  # bound lowered: b is evicted at restore
-    assert {k.split("/")[2] for k in second.pending()} == {c}
-    assert [row["reason"] for row in second.dead_letters(tmp_path)] == ["evicted", "evicted"]
+    second = Process(tmp_path, clocks, max_open=1)  # bound lowered: a is evicted at restore
+    assert {k.split("/")[2] for k in second.pending()} == {b}
+    assert [row["reason"] for row in second.dead_letters(tmp_path)] == ["evicted"]
     second.crash()
 
 
-def test_a_resent_request_is_written_again_not_counted_twice(
+def test_a_resent_request_is_not_stored_again_nor_counted_twice(
     tmp_path: Path, traces: list[tuple[str, list[Span], list[Span]]]
 ) -> None:
-    """An exporter's retry of spans already held (e.g. after a 503) is stored again, and
-    restored as one trace with each span once."""
+    """An exporter's resend of spans already acknowledged adds nothing to the state; the
+    trace is restored with each span once."""
     clocks = Clocks()
     (a, a_kids, a_root), _, _ = traces
     first = Process(tmp_path, clocks)
     first.ingest.receive(a_kids)
     first.ingest.receive(a_kids)
-    assert len(first.pending()) == 2
+    assert len(first.pending()) == 1
     first.crash()
     second = Process(tmp_path, clocks)
     assert second.ingest.assembler.open_spans == len(a_kids)
@@ -310,7 +322,7 @@ def test_the_route_answers_503_when_the_spans_cannot_be_made_durable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A state file that cannot be written (disk full): nothing acknowledged, the exporter
-    retries; the retry, once the disk has room, is stored (the held spans written again)."""
+    retries; the retry, once the disk has room, is stored (nothing of the refused try was held)."""
     settings = load_settings(
         state={"path": tmp_path / "state.sqlite"},
         api={"port": free_port(), "token": TOKEN},

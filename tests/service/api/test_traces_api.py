@@ -3,7 +3,9 @@ exporter: each convention's trace shape becomes the event written out here by ha
 
 from __future__ import annotations
 
+import base64
 import gzip
+import http.client
 import json
 import threading
 import time
@@ -29,6 +31,7 @@ from opentelemetry.trace import Tracer
 
 from service.api import listen
 from service.api.app import create_app
+from service.api.serving import server_config
 from service.events import Answer, QueryLogEvent, Retrieval, RetrievedPassage, User
 from service.pipeline import Batch
 from service.runtime.process import Runtime
@@ -64,12 +67,15 @@ class Capture:
 class Server:
     """The app on a uvicorn thread (as tests/service/api/test_app.py), with a capture stage."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, guarded: bool = False) -> None:
         self.sock = listen.bind("127.0.0.1", settings.api.port, suspect="another test server?")
         self.capture = Capture()
         self.runtime = Runtime(settings, stages=[self.capture])
-        self.server = uvicorn.Server(
-            uvicorn.Config(create_app(settings, self.runtime), log_level="warning")
+        app = create_app(settings, self.runtime)
+        self.server = uvicorn.Server(  # guarded: the HTTP protocol of ``goldwatch serve``
+            server_config(app, settings.api, log_level="warning")
+            if guarded
+            else uvicorn.Config(app, log_level="warning")
         )
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
@@ -367,3 +373,140 @@ def test_protobuf_response_and_bad_payloads(server: Server, tmp_path: Path) -> N
     assert 'goldwatch_events_dead_lettered_total{reason="not_protobuf",source="http"} 1.0' in (
         metrics
     )
+
+
+def test_partial_success_reports_a_cut_attribute_in_both_encodings(
+    server: Server, tmp_path: Path
+) -> None:
+    """A span kept with an attribute cut (max_attribute_bytes 4096) is reported as OTLP's
+    warning form: rejected_spans 0 and a message with the reason count, no content."""
+    payload, _ = _sdk_request()
+    spans = decode_protobuf(payload)
+    root = next(s for s in spans if s.is_root)
+    marker = "zq-planted-5120"
+    big = replace(root, attributes={**root.attributes, "input.value": marker + "x" * 6000})
+    expected = ("spans kept with attribute values cut, originals dead-lettered: "
+                "attribute_too_large (1)")  # fmt: skip
+    as_json = server.post(encode_json([big]), "application/json")
+    assert as_json.status_code == 200
+    assert as_json.json() == {"partialSuccess": {"errorMessage": expected}}
+    assert marker not in as_json.text
+    other = replace(big, trace_id="e" * 32)
+    as_protobuf = server.post(encode_spans_request([other]), "application/x-protobuf")
+    answer = ExportTraceServiceResponse.FromString(as_protobuf.content)
+    assert answer.partial_success.rejected_spans == 0
+    assert answer.partial_success.error_message == expected
+    # dropped and cut in one request: both counted, the dropped ones as rejected
+    many = [replace(s, trace_id="f" * 32, span_id=f"{i + 1:016x}") for i, s in
+            enumerate([big, *spans, *spans])]  # fmt: skip
+    both = server.post(encode_json(many), "application/json").json()["partialSuccess"]
+    assert both == {"rejectedSpans": str(len(many) - 4), "errorMessage":
+                    f"spans dead-lettered: too_many_spans ({len(many) - 4}); {expected}"}
+    dlq = [json.loads(line) for line in (tmp_path / "goldwatch.dlq.jsonl").open()]
+    assert [row["reason"] for row in dlq].count("attribute_too_large") == 3
+
+
+def encode_spans_request(spans: list[Any]) -> bytes:
+    """OTLP protobuf of decoded spans (through OTLP/JSON, the Collector's other encoding)."""
+    from google.protobuf.json_format import Parse
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    document = json.loads(encode_json(spans))
+    for resource in document["resourceSpans"]:  # OTLP/JSON ids are hex, protobuf JSON base64
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if span.get(key):
+                        span[key] = base64.b64encode(bytes.fromhex(span[key])).decode()
+    return Parse(json.dumps(document), ExportTraceServiceRequest()).SerializeToString()
+
+
+def test_a_full_assembler_answers_429_with_retry_after_and_evicts_nothing(
+    tmp_path: Path,
+) -> None:
+    """max_open_traces 2, two traces open (their roots not sent yet): a request with a third
+    new trace is refused (429, Retry-After, google.rpc.Status RESOURCE_EXHAUSTED), nothing of
+    it kept; once the open traces are complete and handed out it is accepted. Before: 200,
+    and the oldest open trace was evicted (dead-lettered)."""
+    settings = load_settings(
+        state={"path": tmp_path / "state.sqlite"},
+        api={"port": free_port(), "token": TOKEN},
+        analytics={"enabled": False},
+        traces={"assembly": {"settle_s": 0.2, "timeout_s": 60.0, "max_open_traces": 2}},
+    )
+    memory = InMemorySpanExporter()
+    provider, tracer = _provider(memory)
+    traces = []
+    for _ in range(3):
+        _openinference(tracer)
+        traces.append(decode_protobuf(encode_spans(memory.get_finished_spans()).SerializeToString()))
+        memory.clear()
+    provider.shutdown()
+    kids = [encode_json([s for s in t if not s.is_root]) for t in traces]
+    roots = [encode_json([s for s in t if s.is_root]) for t in traces]
+    with Server(settings) as server:
+        assert [server.post(k, "application/json").status_code for k in kids[:2]] == [200, 200]
+        refused = server.post(kids[2], "application/json")
+        assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
+        assert refused.json()["code"] == 8  # RESOURCE_EXHAUSTED
+        assert refused.json()["message"] == "2 traces are being assembled (at most 2); retry later"
+        for root in roots[:2]:
+            assert server.post(root, "application/json").status_code == 200
+        assert len(server.wait_for(2)) == 2
+        assert server.post(kids[2], "application/json").status_code == 200  # the retry
+        assert server.post(roots[2], "application/json").status_code == 200
+        assert len(server.wait_for(3)) == 3
+        metrics = httpx.get(server.base + "/metrics").text
+        assert "goldwatch_trace_requests_throttled_total 1.0" in metrics
+        assert 'goldwatch_trace_spans_rejected_total{reason="evicted"} 0.0' in metrics
+        assert not (tmp_path / "goldwatch.dlq.jsonl").exists()
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_an_oversize_body_sent_whole_before_reading_gets_a_readable_413(
+    tmp_path: Path, chunked: bool
+) -> None:
+    """A client that sends its whole 5 MB body before reading the answer (http.client, as
+    urllib, which also asks ``Connection: close``) reads the 413, with and without
+    Content-Length, on the HTTP protocol of ``goldwatch serve``; a kept-alive connection then
+    carries the next request. Before: with ``Connection: close`` the server closed with the
+    body unread, the client got a connection reset or a broken pipe and no answer."""
+    port = free_port()
+    settings = load_settings(
+        state={"path": tmp_path / "state.sqlite"},
+        analytics={"enabled": False},
+        api={"port": port, "token": TOKEN, "max_request_bytes": 200_000},
+    )
+    with Server(settings, guarded=True):
+        for close in (True, False):
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=WAIT_S)
+            try:
+                _post_whole_then_read(connection, chunked, close)
+                if not close:
+                    connection.request("GET", "/healthz")  # the same connection
+                    again = connection.getresponse()
+                    assert again.status == 200
+                    again.read()
+            finally:
+                connection.close()
+
+
+def _post_whole_then_read(
+    connection: http.client.HTTPConnection, chunked: bool, close: bool
+) -> None:
+    headers = {"content-type": "application/x-protobuf", "authorization": f"Bearer {TOKEN}"}
+    if close:
+        headers["connection"] = "close"
+    body = b"\0" * 5_000_000  # max_request_bytes is 200 kB
+    if chunked:  # no Content-Length: read up to the limit, then 413
+        chunks = (body[i : i + 65_536] for i in range(0, len(body), 65_536))
+        connection.request("POST", "/v1/traces", body=chunks, headers=headers,
+                           encode_chunked=True)  # fmt: skip
+    else:
+        connection.request("POST", "/v1/traces", body=body, headers=headers)
+    answer = connection.getresponse()
+    assert answer.status == 413
+    assert json.loads(answer.read()) == {"error": "too_large",
+                                         "detail": "request body over 200000 bytes"}

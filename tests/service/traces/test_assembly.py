@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from service.traces.assembly import AssemblyLimits, TraceAssembler
@@ -170,3 +172,28 @@ def test_a_busy_trace_does_not_hold_back_a_quiet_one() -> None:
     asm.add([sp(A, 2)], now=1.9)
     assert [d.trace_id for d in asm.due(now=2.5)] == [B]
     assert [d.trace_id for d in asm.due(now=3.9)] == [A]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from([A, B, C]), st.integers(1, 6),
+                                   st.booleans()), max_size=8), min_size=1, max_size=6),
+       st.integers(0, 3))  # fmt: skip
+def test_preview_says_what_add_does(
+    requests: list[list[tuple[str, int, bool]]], handed_out: int
+) -> None:
+    """Over random requests (repeated span ids, too many spans, big attributes, spans of a
+    trace already handed out), :meth:`preview` gives the rejections, kept spans and new
+    traces that :meth:`add` then returns and holds, as long as nothing is evicted."""
+    asm = TraceAssembler(limits(max_spans_per_trace=3, max_attribute_bytes=64))
+    for request_number, request in enumerate(requests):
+        spans = [sp(t, sid, **({"big": "x" * 100} if big else {})) for t, sid, big in request]
+        before = len(asm)
+        plan = asm.preview(spans)
+        rejected = asm.add(spans, now=float(request_number))
+        assert rejected == plan.rejected
+        assert len(asm) == before + plan.new_traces
+        for span in plan.kept:
+            assert asm.holds(span.trace_id, span.span_id)
+            assert len(span.attributes.get("big", "")) <= 64
+        if request_number == handed_out:
+            asm.flush()  # later spans of these traces are late
