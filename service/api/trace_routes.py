@@ -114,8 +114,8 @@ async def post_traces(request: Request, _: TokenDep) -> Response:
             await run_in_threadpool(
                 traces.runtime.ingest, [], None, [dead_letter(body, exc.reason, exc.detail)]
             )
-        except IngestUnavailable as exc:
-            return _unavailable(_not_durable(exc), media)
+        except IngestUnavailable as unavailable:
+            return _unavailable(_not_durable(unavailable), media)
         except EngineBusy:
             return _unavailable("pipeline busy", media)
         return _encode(Status(code=_INVALID_ARGUMENT, message=str(exc)), media, 400)
