@@ -256,6 +256,16 @@ class RefusalDetector:
             for pattern in chosen
             for lits in [required_literals(pattern)]
         ]  # fmt: skip
+        # The same checks indexed by literal: every distinct literal once, each with the
+        # patterns (their indices in _checks) that need it, so a text is scanned once per
+        # literal rather than once per (pattern, literal) pair.
+        self._always = tuple(regex for lits, regex in self._checks if lits is None)
+        by_literal: dict[str, list[int]] = {}
+        for index, (lits, _) in enumerate(self._checks):
+            for lit in lits or ():
+                by_literal.setdefault(lit, []).append(index)
+        self._literals = tuple(by_literal)
+        self._by_literal = {lit: tuple(ixs) for lit, ixs in by_literal.items()}
         openings = tuple(DEFAULT_ANSWER_OPENINGS if answer_openings is None else answer_openings)
         self._opening = _compile(openings) if openings else None
         self.model = model
@@ -268,11 +278,22 @@ class RefusalDetector:
         if self._opening is not None and self._opening.match(text):
             return False
         # = one alternation of every pattern .search(text): a pattern is tried only on
-        # text holding one of its required literals (see required_literals).
-        return any(
-            (lits is None or any(lit in text for lit in lits)) and regex.search(text)
-            for lits, regex in self._checks
-        )
+        # text holding one of its required literals (see required_literals); most texts hold
+        # none, and then only the literal-free patterns run.
+        for regex in self._always:
+            if regex.search(text):
+                return True
+        present = [lit for lit in self._literals if lit in text]
+        if not present:
+            return False
+        tried: set[int] = set()
+        for lit in present:
+            for index in self._by_literal[lit]:
+                if index not in tried:
+                    tried.add(index)
+                    if self._checks[index][1].search(text):
+                        return True
+        return False
 
     def is_refusal(self, text: str | None) -> bool:
         """True when ``text`` declines to answer; an empty or missing answer counts as one."""

@@ -186,6 +186,23 @@ class Live:
                 log.warning("closing %s failed: %s", closer, type(exc).__name__)
 
 
+def known_index(analytics: Analytics, gold: GoldSet, threshold: float) -> KnownQuestionIndex:
+    """The known-question index of the live-quality stage: the out-of-scope stage's own
+    (:class:`service.scope.KnownScope`) when it is of the same gold set (the same object)
+    and threshold, else a new one.
+
+    Both stages match every question of a batch against the gold set, in that order, with
+    the same list; sharing one index (and its cache of matches) makes the second lookup a
+    cache hit instead of a second n-gram transform and product, with the same matches.
+    """
+    for stage in analytics.stages:
+        index = getattr(getattr(stage, "known", None), "index", None)
+        if (isinstance(index, KnownQuestionIndex) and index.gold is gold
+                and index.threshold == threshold):  # fmt: skip
+            return index
+    return KnownQuestionIndex(gold, threshold=threshold)
+
+
 def keep_topic_identity(state: StateStore | None, analytics: Analytics) -> None:
     """Persist the topic ids and centroids, so the next start keeps the topic ids (a store
     that cannot be written only costs that: logged, the service goes on)."""
@@ -264,7 +281,7 @@ def build_live(
     quality = None
     listeners: list[Any] = []
     if has_gold:
-        index = KnownQuestionIndex(gold, threshold=settings.shadow.known_threshold)
+        index = known_index(analytics, gold, settings.shadow.known_threshold)
         quality = LiveQualityStage(index, AccessPolicy.from_corpus(corpus),
                                    k=settings.shadow.known_k, production=PRODUCTION)  # fmt: skip
         stages.append(quality)

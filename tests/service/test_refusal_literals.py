@@ -73,3 +73,28 @@ def test_precheck_never_changes_a_verdict(parts: list[str]) -> None:
 def test_extra_patterns_without_literals_are_always_tried() -> None:
     detector = RefusalDetector(extra_patterns=[r"\d{3}-only"])
     assert detector.is_refusal("ticket 123-only") and not detector.is_refusal("ticket 12-only")
+
+
+def test_literal_index_verdicts_on_the_demo_answers_and_shared_literals() -> None:
+    """The literal index (each literal scanned once, the patterns needing it tried) decides
+    as the plain alternation on every answer of the demo log, and when two patterns share a
+    literal and only the second matches (the first's failure must not end the search)."""
+    import json
+    from pathlib import Path
+
+    demo = Path(__file__).resolve().parents[2] / "service" / "demo" / "querylog.jsonl"
+    answers = []
+    for line in demo.read_text(encoding="utf-8").splitlines():
+        answer = json.loads(line).get("answer") or {}
+        if isinstance(answer.get("text"), str):
+            answers.append(answer["text"])
+    assert len(answers) > 100
+    detector = RefusalDetector()
+    assert any(plain(a, DEFAULT_PATTERNS) for a in answers)  # the log holds refusals
+    verdicts = [plain(a, DEFAULT_PATTERNS) for a in answers]
+    assert [detector.is_refusal(a) for a in answers] == verdicts
+    shared = (r"zz sorry\d", r"sorry[a-c]", r"\d+x")
+    custom = RefusalDetector(patterns=shared)
+    for text in ("so sorryb", "zz sorry1", "sorry!", "zz sorryz", "12x", "sorry 12x", "nothing"):
+        assert custom.is_refusal(text) == plain(text, shared), text
+    assert custom.is_refusal("so sorryb") and not custom.is_refusal("sorry!")
