@@ -80,6 +80,7 @@ from service.harvest.signals import CoverageTracker, ScoreWindow, event_reasons,
 from service.harvest.store import CandidateRepository, CandidateSink, record
 from service.harvest.suggestion import Occurrence, Suggestion
 from service.harvest.text import candidate_id, normalise
+from service.pacing import Backoff
 from service.pii import ANNOTATION_KEY as PII_ANNOTATION
 from service.pii import scrub, scrub_label
 from service.pipeline import Batch
@@ -95,8 +96,9 @@ __all__ = ["PRODUCTION", "HarvestStage"]
 log = logging.getLogger(__name__)
 
 #: Waits (seconds) between the attempts of :meth:`HarvestStage.flush_final`: the poll loop's
-#: capped doubling from 0.5 s (``consumers.loop``), four retries, 7.5 s in all.
-FINAL_FLUSH_DELAYS_S = (0.5, 1.0, 2.0, 4.0)
+#: capped doubling from 0.5 s (``consumers.loop.DEAD_LETTER_BACKOFF``), four retries, 7.5 s
+#: in all: (0.5, 1.0, 2.0, 4.0).
+FINAL_FLUSH_DELAYS_S = tuple(islice(Backoff(0.5, max_s=10.0).delays(), 4))
 
 #: Pool name of the production retriever.
 PRODUCTION = "production"
