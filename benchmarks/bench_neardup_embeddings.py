@@ -40,7 +40,8 @@ import numpy as np
 from benchmarks.datasets import SHARED_DATA
 from service.embeddings import EmbeddingConfig, build_embedder
 from service.harvest.neardup import NearDupIndex
-from service.harvest.text import normalise, trigrams
+from service.harvest.text import comparison_form as normalise
+from service.harvest.text import trigrams
 
 POOL = 2000
 JACCARD = 0.6

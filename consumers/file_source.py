@@ -47,6 +47,7 @@ from typing import Any, BinaryIO
 from consumers.base import DeadLetter, Origin, RawMessage, message_slot_setters
 from consumers.errors import SourceUnavailable
 from service.files.append_only import AppendOnlyFile, file_mark, lines_after
+from service.pacing import TokenBucket
 
 #: Most cut lines whose size and digest wait for their dead letter (one per overlong line
 #: polled and not yet dead-lettered: a few at most; the bound only guards memory).
@@ -94,7 +95,8 @@ class FileSource:
         )
         self._max_line = max_line_bytes
         self._poll_interval_s = poll_interval_s
-        self._bucket = TokenBucket(rate) if rate else None
+        # starts with one token, not full: the first poll reads one line, then ``rate``/s
+        self._bucket = TokenBucket(rate, tokens=1.0) if rate else None
         self._input = self._open(stream, chunk_bytes)
         self._make = message_factory(self.path)
         self._dlq: AppendOnlyFile | None = None
@@ -516,32 +518,3 @@ class InputStream:
         if self._path is not None:
             self._raw.close()
 
-
-class TokenBucket:
-    """At most ``rate`` events per second on average, bursting up to one second's worth.
-
-    :raises ValueError: ``rate`` <= 0.
-    """
-
-    def __init__(self, rate: float) -> None:
-        if rate <= 0:
-            raise ValueError(f"rate must be > 0 events/s, got {rate}")
-        self.rate, self.capacity = rate, max(1.0, rate)
-        self.tokens, self._stamp = 1.0, time.monotonic()
-
-    def _refill(self) -> None:
-        now = time.monotonic()
-        self.tokens = min(self.capacity, self.tokens + (now - self._stamp) * self.rate)
-        self._stamp = now
-
-    def wait(self, want: int, deadline: float) -> int:
-        """Wait (until ``deadline``, monotonic s) for a token; return how many may be taken."""
-        self._refill()
-        if self.tokens < 1:
-            need = (1 - self.tokens) / self.rate
-            time.sleep(max(0.0, min(need, deadline - time.monotonic())))
-            self._refill()
-        return min(want, int(self.tokens))
-
-    def spend(self, n: int) -> None:
-        self.tokens -= n

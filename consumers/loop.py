@@ -66,6 +66,7 @@ from consumers.decoding import decode_batch
 from consumers.engine import PROCESSING_FAILED, Decoder, Engine
 from consumers.errors import ErrorCallback, GoldwatchConsumerError, default_on_error
 from service.events import FieldMapping
+from service.pacing import Backoff
 from service.pipeline import Pipeline, PipelineConfig
 from service.state import StateStore
 from service.telemetry import BatchCounts, Metrics, build_metrics
@@ -80,6 +81,8 @@ class DeadLetterWriteAborted(GoldwatchConsumerError):
 
 #: Attempts at a dead-letter file before giving up (a broker outage is retried until stop).
 MAX_DISK_ATTEMPTS = 3
+#: Waits between in-place retries of dead-letter writes and syncs: 0.5, 1, 2, 4, 8, 10, 10... s.
+DEAD_LETTER_BACKOFF = Backoff(0.5, max_s=10.0)
 
 
 __all__ = ["PROCESSING_FAILED", "Decoder", "Report", "make_decoder", "replay", "run"]
@@ -363,7 +366,7 @@ class _Loop:
 
         :raises DeadLetterWriteAborted: stopped before the dead letters were written.
         """
-        backoff, disk_failures = 0.5, 0
+        delays, disk_failures = DEAD_LETTER_BACKOFF.delays(), 0
         while True:
             try:
                 self.source.dead_letter(dead)
@@ -378,14 +381,14 @@ class _Loop:
                         raise DeadLetterWriteAborted(
                             f"cannot write dead letters to {where}: {exc.strerror or exc}"
                         ) from None
+                delay = next(delays)
                 log.warning(
                     "writing %d dead letters failed (%s); retrying in %.1f s",
                     len(dead),
                     type(exc).__name__,
-                    backoff,
+                    delay,
                 )
-                self.stop_event.wait(backoff)
-                backoff = min(backoff * 2, 10.0)
+                self.stop_event.wait(delay)
 
     def maybe_checkpoint(self) -> None:
         elapsed = time.monotonic() - self.last_checkpoint
@@ -443,7 +446,7 @@ class _Loop:
         if not isinstance(self.source, SyncsDeadLetters):
             return
         sync = self.source.sync_dead_letters
-        backoff = 0.5
+        delays = DEAD_LETTER_BACKOFF.delays()
         while True:
             try:
                 with self.engine.lock:  # HTTP ingest may sync the same letters (see restore)
@@ -461,13 +464,13 @@ class _Loop:
                     raise DeadLetterWriteAborted(
                         "stopped while dead letters were unacknowledged"
                     ) from exc
+                delay = next(delays)
                 log.warning(
                     "dead letters not acknowledged (%s); retrying in %.1f s",
                     type(exc).__name__,
-                    backoff,
+                    delay,
                 )
-                self.stop_event.wait(backoff)
-                backoff = min(backoff * 2, 10.0)
+                self.stop_event.wait(delay)
 
     def sample_status(self) -> None:
         status = self.source.status()

@@ -11,8 +11,6 @@ Given a file of production answers (``{"id", "answer"}`` JSONL, optional ``"refu
 from __future__ import annotations
 
 import json
-import re
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +18,7 @@ from pathlib import Path
 from service.errors import GoldwatchError
 from service.records import GoldQuestion
 from service.refusals import RefusalDetector
+from service.text import normalise
 
 
 class AnswersFileError(GoldwatchError, ValueError):
@@ -66,10 +65,6 @@ def load_answers(path: Path) -> dict[str, Answer]:
                 raise AnswersFileError(f"{where}: duplicate id {qid!r}")
             answers[qid] = Answer(qid, text, refused)
     return answers
-
-
-def _norm(text: str) -> str:
-    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text).casefold()).strip()
 
 
 @dataclass(frozen=True)
@@ -130,8 +125,8 @@ def check_answers(
         refused = answer.refused if answer.refused is not None else detector.is_refusal(answer.text)
         hit: bool | None = None
         if q.answerable and q.answer_contains:
-            text = _norm(answer.text)
-            hit = all(_norm(s) in text for s in q.answer_contains)
+            text = normalise(answer.text, separators="whitespace")
+            hit = all(normalise(s, separators="whitespace") in text for s in q.answer_contains)
             contains.append(hit)
         (refused_answerable if q.answerable else refused_unanswerable).append(refused)
         per_question[q.id] = {"contains": hit, "refused": refused}

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import threading
-import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,12 +32,7 @@ from typing import Any
 import numpy as np
 
 from service.embedder import Embedder, l2_normalise
-
-
-def _fold(text: str) -> str:
-    """NFKC, case-folded: full-width forms, ligatures and case do not split n-grams."""
-    return unicodedata.normalize("NFKC", text).casefold()
-
+from service.text import normalise
 
 #: Multiplier of the polynomial n-gram hash (2⁶⁴ / golden ratio, odd) and the splitmix64
 #: finaliser constant (Steele et al. 2014) that spreads it over the bits.
@@ -88,7 +82,8 @@ class CharNgramEmbedder:
         n_texts, dim = len(texts), self.dim
         counts = np.zeros(n_texts * dim, dtype=np.float64)
         if n_texts:
-            parts = [" " + " ".join(_fold(text).split()) + " " for text in texts]
+            # NFKC, case-folded: full-width forms, ligatures and case do not split n-grams
+            parts = [" " + normalise(text, separators="whitespace") + " " for text in texts]
             # one code-point array for the batch, texts separated by NUL (no n-gram spans it)
             joined = "\0".join(parts).encode("utf-32-le", "surrogatepass")
             points = np.frombuffer(joined, dtype=np.uint32).astype(np.uint64)

@@ -4,9 +4,10 @@ A live question whose answer the gold set already knows is a free, real evaluati
 production ranking can be scored against the gold passages (recall@k, hit, reciprocal rank)
 exactly like an offline gold-set run, on live traffic and for every retriever that saw it.
 
-**Normalisation** (:func:`normalize`): Unicode NFKC, ``casefold``, every punctuation
-character (Unicode category ``P*``) replaced by a space, runs of whitespace collapsed and the
-ends stripped. Combining marks (Devanagari vowel signs) are kept.
+**Normalisation** (:func:`service.text.normalise`, ``separators="punctuation"``): Unicode
+NFKC, ``casefold``, every punctuation character (Unicode category ``P*``) replaced by a space,
+runs of whitespace collapsed and the ends stripped. Combining marks (Devanagari vowel signs)
+are kept.
 
 **Similarity**: cosine of TF-IDF vectors of character n-grams, n = 3..5, taken inside word
 boundaries — exactly the n-grams of scikit-learn's ``analyzer="char_wb"``
@@ -55,10 +56,8 @@ n-grams agree).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
-import unicodedata
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -69,9 +68,9 @@ from service.batch_cache import BatchCache
 from service.goldset import GoldSet
 from service.ir_metrics import hit_rate_at_k, recall_at_k, reciprocal_rank
 from service.records import GoldQuestion
-from service.unicode_classes import category_ranges
+from service.text import normalise
 
-__all__ = ["KnownMatch", "KnownQuestionIndex", "live_scores", "normalize"]
+__all__ = ["KnownMatch", "KnownQuestionIndex", "live_scores"]
 
 _DIGITS = re.compile(r"\d+")
 #: Seed and odd multiplier of the polynomial n-gram hash (golden-ratio constant), and the odd
@@ -83,34 +82,6 @@ _DENSE_GOLD_ROWS = 256
 #: Most entries of a dense (words × gold) similarity block (16 MB).
 _BLOCK = 2**21
 _SPREAD = np.uint64(0xD6E8FEB86659FD93)
-
-
-@functools.cache
-def _punctuation() -> dict[int, int]:
-    """``str.translate`` table: every punctuation code point (category ``P*``) → space, and
-    every other code point below U+3000 → itself (a code point missing from the table is
-    kept too, but ``translate`` finds that out through a slow ``KeyError``)."""
-    table = {cp: cp for cp in range(0x3000)}
-    table.update((cp, 0x20) for lo, hi in category_ranges("P") for cp in range(lo, hi + 1))
-    return table
-
-
-def normalize(text: str) -> str:
-    """Return ``text`` NFKC-normalised, casefolded, punctuation → space, whitespace collapsed.
-
-    >>> normalize("  Hostel  KA fee—semester wise?? ")
-    'hostel ka fee semester wise'
-    """
-    if text.isascii():  # NFKC keeps ASCII as it is, casefold is lower: bytes.translate
-        return " ".join(text.lower().encode().translate(_ASCII_PUNCTUATION).decode().split())
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return " ".join(folded.translate(_punctuation()).split())
-
-
-#: ASCII punctuation (category ``P*``) → space, any other byte → itself.
-_ASCII_PUNCTUATION = bytes(
-    0x20 if unicodedata.category(chr(b)).startswith("P") else b for b in range(256)
-)
 
 
 def _numbers(text: str) -> tuple[str, ...]:
@@ -241,7 +212,7 @@ class KnownQuestionIndex:
         self.gold = gold
         self._ngram_range = (low, high)
         self._ids = tuple(q.id for q in gold)
-        texts = [normalize(q.question) for q in gold]
+        texts = [normalise(q.question, separators="punctuation") for q in gold]
         self._numbers = tuple(_numbers(text) for text in texts)
         text_words, words = _bag_of_words(texts)
         word_rows, hashes = self._word_grams(words)
@@ -386,7 +357,8 @@ class KnownQuestionIndex:
         """
         if not questions:
             return []
-        return self._cache.get_many([normalize(q) for q in questions], self._match_normalised)
+        normal = [normalise(q, separators="punctuation") for q in questions]
+        return self._cache.get_many(normal, self._match_normalised)
 
     def _match_normalised(self, texts: list[str]) -> list[KnownMatch | None]:
         """:meth:`match_many` on distinct normalised texts not in the cache."""

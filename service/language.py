@@ -52,7 +52,6 @@ from __future__ import annotations
 import functools
 import importlib
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, Protocol
 
@@ -67,6 +66,7 @@ from service.scripts import (
     latin_cues,
     script_and_letters,
 )
+from service.text import normalise
 
 __all__ = [
     "HINGLISH",
@@ -272,13 +272,6 @@ _URLS_AND_MAILS = re.compile(
 _PLACEHOLDER_RE = re.compile("|".join(re.escape(p) for p in PLACEHOLDERS.values()))
 
 
-def normalise(text: str) -> str:
-    """The cache key: NFC, whitespace runs as one space, stripped (case kept)."""
-    if not unicodedata.is_normalized("NFC", text):
-        text = unicodedata.normalize("NFC", text)
-    return " ".join(text.split())
-
-
 _ASCII_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
@@ -381,7 +374,7 @@ class LanguageDetector:
         prior's pick, or ``und``)."""
         if not isinstance(text, str):
             return UNDETERMINED, True
-        key = normalise(text)
+        key = normalise(text, fold="nfc", separators="whitespace")  # case kept
         label, level = self._cached(key)
         preferred = self.config.preferred
         if level == STRONG:

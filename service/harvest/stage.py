@@ -79,7 +79,8 @@ from service.harvest.shedding import choose
 from service.harvest.signals import CoverageTracker, ScoreWindow, event_reasons, production_score
 from service.harvest.store import CandidateRepository, CandidateSink, record
 from service.harvest.suggestion import Occurrence, Suggestion
-from service.harvest.text import candidate_id, normalise
+from service.harvest.text import candidate_id, comparison_form
+from service.pacing import Backoff
 from service.pii import ANNOTATION_KEY as PII_ANNOTATION
 from service.pii import scrub, scrub_label
 from service.pipeline import Batch
@@ -95,8 +96,9 @@ __all__ = ["PRODUCTION", "HarvestStage"]
 log = logging.getLogger(__name__)
 
 #: Waits (seconds) between the attempts of :meth:`HarvestStage.flush_final`: the poll loop's
-#: capped doubling from 0.5 s (``consumers.loop``), four retries, 7.5 s in all.
-FINAL_FLUSH_DELAYS_S = (0.5, 1.0, 2.0, 4.0)
+#: capped doubling from 0.5 s (``consumers.loop.DEAD_LETTER_BACKOFF``), four retries, 7.5 s
+#: in all: (0.5, 1.0, 2.0, 4.0).
+FINAL_FLUSH_DELAYS_S = tuple(islice(Backoff(0.5, max_s=10.0).delays(), 4))
 
 #: Pool name of the production retriever.
 PRODUCTION = "production"
@@ -176,7 +178,7 @@ class HarvestStage:
         self._novel_uncalibrated = False
         # event id -> reasons of a recent event shed by max_new_per_batch (not snapshotted)
         self._shed_reasons: OrderedDict[str, tuple[str, ...]] = OrderedDict()
-        gold = [(f"{_GOLD}{q.id}", normalise(q.question)) for q in known_questions]
+        gold = [(f"{_GOLD}{q.id}", comparison_form(q.question)) for q in known_questions]
         gold = [(key, text) for key, text in gold if text]
         for (key, _), probe in zip(gold, self.index.probes([t for _, t in gold]), strict=True):
             self.index.add(key, probe)
@@ -238,7 +240,7 @@ class HarvestStage:
             if text is None:
                 if len(normal) >= _NORMAL_CACHE:
                     normal.clear()
-                text = normal[question] = normalise(question)
+                text = normal[question] = comparison_form(question)
             if text:
                 rows.append(i)
                 texts.append(text)
@@ -304,7 +306,7 @@ class HarvestStage:
             self._pending["too_long"]["events"] += 1
             return
         question = scrub(result.question).text
-        normalised = normalise(question)
+        normalised = comparison_form(question)
         if normalised:
             occurrence = Occurrence(
                 event_id=result.event_id, timestamp=result.timestamp, question=question,

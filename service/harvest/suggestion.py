@@ -33,7 +33,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from service.harvest.text import normalise
+from service.harvest.text import comparison_form
 from service.pii import scrub
 
 __all__ = ["RECENT_EVENTS", "Occurrence", "Suggestion"]
@@ -41,8 +41,8 @@ __all__ = ["RECENT_EVENTS", "Occurrence", "Suggestion"]
 #: Event ids remembered per suggestion to ignore a redelivered event.
 RECENT_EVENTS = 8
 
-#: :func:`normalise` of kept variants, cached: every merge compares its text with them.
-_normalised = lru_cache(maxsize=8_192)(normalise)
+#: :data:`comparison_form` of kept variants, cached: every merge compares its text with them.
+_normalised = lru_cache(maxsize=8_192)(comparison_form)
 
 
 class Occurrence(NamedTuple):

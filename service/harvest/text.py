@@ -1,12 +1,14 @@
-"""Question text as harvesting compares it: normalised form, its key, its character trigrams.
+"""Question text as harvesting compares it: its key and its character trigrams.
 
-Normalising (:func:`normalise`): Unicode NFKC, case folding, every run of characters that are
-neither word characters nor combining marks of Indic, Thai or Arabic scripts becomes one
-space, then trimmed. Placeholders of the PII scrubber (``<EMAIL>``) keep their word.
+The normalised form (:data:`comparison_form`) is :func:`service.text.normalise` with
+``separators="non_word"``: Unicode NFKC, case folding, every run of characters that are neither
+word characters nor combining marks of Indic, Thai or Arabic scripts becomes one space, then
+trimmed. Placeholders of the PII scrubber (``<EMAIL>``) keep their word. Suggestion ids are
+derived from it, so it must never change.
 
->>> normalise("  When are the FEES due?? ")
+>>> comparison_form("  When are the FEES due?? ")
 'when are the fees due'
->>> normalise("Hostel ka fee — semester-wise?")
+>>> comparison_form("Hostel ka fee — semester-wise?")
 'hostel ka fee semester wise'
 >>> candidate_id("when are the fees due")
 'c-a257c880ef82696f'
@@ -16,31 +18,17 @@ space, then trimmed. Placeholders of the PII scrubber (``<EMAIL>``) keep their w
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import re
-import unicodedata
+from collections.abc import Callable
 
-__all__ = ["candidate_id", "jaccard", "normalise", "trigrams"]
+from service.text import normalise
 
-_NOT_WORD = re.compile(r"[^\w\u0300-\u036f\u064b-\u065f\u0900-\u0dff\u0e00-\u0eff]+|_+")
+__all__ = ["candidate_id", "comparison_form", "jaccard", "trigrams"]
 
-
-#: ASCII bytes: letters, digits and ``_`` kept, everything else a space (ASCII fast path).
-_ASCII_WORD = bytes(c if c == 0x5F or (c < 128 and chr(c).isalnum()) else 0x20 for c in range(256))
-_UNDERSCORES = re.compile("_+")
-
-
-def normalise(text: str) -> str:
-    """Return the comparison form of ``text`` (rules in the module docstring); may be ``""``."""
-    if text.isascii():
-        # NFKC leaves ASCII unchanged and case folding is lower(); runs of non-word
-        # characters become one space via bytes.translate and split (3x cheaper than the
-        # regular expression), then runs of "_" — separate matches of the pattern — too
-        spaced = b" ".join(text.lower().encode("ascii").translate(_ASCII_WORD).split())
-        folded = spaced.decode("ascii")
-        return _UNDERSCORES.sub(" ", folded).strip() if "_" in folded else folded
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return _NOT_WORD.sub(" ", folded).strip()
+#: The form harvesting compares and keys questions by (module docstring); one argument, so it
+#: can be cached (``functools.lru_cache``) and mapped.
+comparison_form: Callable[[str], str] = functools.partial(normalise, separators="non_word")
 
 
 def candidate_id(normalised: str) -> str:

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from markupsafe import Markup
+
 from service.html import plots
-from service.html.page import Safe, badge, figure, num, para, pct, section, table, when
+from service.html.page import badge, figure, num, para, pct, section, table, when
 
 DIMENSIONS = ("language", "topic", "refusal", "out_of_scope")
 #: Said under the table when a row's drift is held by hysteresis.
@@ -27,7 +29,7 @@ def drift_section(
     drift: Mapping[str, Any],
     series: Mapping[str, Any] | None = None,
     off: Mapping[str, str | None] | None = None,
-) -> Safe:
+) -> Markup:
     """Build the section from a drift report (keys: the four dimensions, ``alarms``,
     ``events_seen``, ``event_time``); with the analytics' time ``series``, the alarm time
     line spans the traffic's whole time range. A dimension whose detector is ``off``
@@ -54,7 +56,7 @@ def drift_section(
             state = badge(test["state"])
             if test.get("held_by_hysteresis"):
                 held = True
-                state = Safe(f'{state} <span class="muted">held by hysteresis</span>')
+                state = Markup(f'{state} <span class="muted">held by hysteresis</span>')
             rows.append(
                 [
                     dim,

@@ -16,8 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from markupsafe import Markup
+
 from service.html import plots
-from service.html.page import Safe, document, esc, figure, num, para, pct, section, table
+from service.html.page import document, esc, figure, num, para, pct, section, table
 from service.records import BREAKDOWN_FIELDS
 from service.report import (
     COMPARISON_COLUMNS,
@@ -55,7 +57,7 @@ def render_eval_html(outcome: EvalOutcome, *, max_misses: int = MAX_MISSES) -> s
     if max_misses < 0:
         raise ValueError("max_misses must be >= 0")
     header = [
-        Safe("<h1>goldwatch — retrieval evaluation</h1>"),
+        Markup("<h1>goldwatch — retrieval evaluation</h1>"),
         para(
             f"{gold_set_line(outcome.gold_set_summary())}. "
             f"Cut-offs k = {', '.join(map(str, outcome.ks))}.",
@@ -77,7 +79,7 @@ def render_eval_html(outcome: EvalOutcome, *, max_misses: int = MAX_MISSES) -> s
     return document("goldwatch eval report", body)
 
 
-def _overall(outcome: EvalOutcome) -> Safe:
+def _overall(outcome: EvalOutcome) -> Markup:
     reports = outcome.reports
     columns = text_measures(reports[0].measures)
     rows: list[list[object]] = [[m, *(r.overall.get(m) for r in reports)] for m in columns]
@@ -110,16 +112,16 @@ def _overall(outcome: EvalOutcome) -> Safe:
             [g["retriever"], g["metric"], g["value"], g["threshold"]] for g in outcome.failed_gates
         ]
         parts += [
-            Safe("<h3>Failed gates (--fail-under)</h3>"),
+            Markup("<h3>Failed gates (--fail-under)</h3>"),
             table(["retriever", "metric", "value", "threshold"], gates),
         ]
     if outcome.warnings:
         items = "".join(f"<li>{esc(w)}</li>" for w in outcome.warnings)
-        parts.append(Safe(f'<h3>Warnings</h3><ul class="notes">{items}</ul>'))
+        parts.append(Markup(f'<h3>Warnings</h3><ul class="notes">{items}</ul>'))
     return section("overall", "Overall", *parts)
 
 
-def _curves(ks: Sequence[int], reports: Sequence[RetrieverReport]) -> Safe:
+def _curves(ks: Sequence[int], reports: Sequence[RetrieverReport]) -> Markup:
     panels = {
         metric: {r.retriever: [r.overall.get(f"{metric}@{k}", 0.0) for k in ks] for r in reports}
         for metric in ("recall", "hit_rate")
@@ -133,7 +135,7 @@ def _curves(ks: Sequence[int], reports: Sequence[RetrieverReport]) -> Safe:
     return section("curves", "Recall@k curves", figure(svg, caption))
 
 
-def _breakdown(reports: Sequence[RetrieverReport], k: int) -> Safe:
+def _breakdown(reports: Sequence[RetrieverReport], k: int) -> Markup:
     metric, columns = f"recall@{k}", [f"recall@{k}", f"hit_rate@{k}", "mrr"]
     parts: list[str] = []
     for field in BREAKDOWN_FIELDS:
@@ -156,7 +158,7 @@ def _breakdown(reports: Sequence[RetrieverReport], k: int) -> Safe:
         ]
         header = [field, "n", *(f"{r.retriever} {c}" for r in reports for c in columns)]
         parts += [
-            Safe(f"<h3>By {esc(field)}</h3>"),
+            Markup(f"<h3>By {esc(field)}</h3>"),
             figure(svg, f"{metric} per {field}"),
             table(header, rows),
         ]
@@ -169,7 +171,7 @@ def _breakdown(reports: Sequence[RetrieverReport], k: int) -> Safe:
     return section("breakdown", "Breakdown", *parts)
 
 
-def _misses(reports: Sequence[RetrieverReport], limit: int) -> Safe:
+def _misses(reports: Sequence[RetrieverReport], limit: int) -> Markup:
     parts: list[str] = [
         para(
             "Answerable questions whose gold passages were not all in the top k, with the "
@@ -192,7 +194,7 @@ def _misses(reports: Sequence[RetrieverReport], limit: int) -> Safe:
         )
         more = para(f"{rest} more in the misses JSONL (--misses).", "muted") if rest else ""
         parts.append(
-            Safe(
+            Markup(
                 f"<details{' open' if len(reports) == 1 else ''}><summary>{esc(r.retriever)}: "
                 f"{len(r.misses)} misses</summary>{inner}{more}</details>"
             )
@@ -200,7 +202,7 @@ def _misses(reports: Sequence[RetrieverReport], limit: int) -> Safe:
     return section("misses", "Misses", *parts)
 
 
-def _unanswerable(outcome: EvalOutcome, limit: int) -> Safe:
+def _unanswerable(outcome: EvalOutcome, limit: int) -> Markup:
     reports = outcome.reports
     questions = outcome.gold_set.unanswerable()
     if not questions:
@@ -239,7 +241,7 @@ def _miss_row(miss: Miss) -> list[object]:
     return [miss.question_id, miss.question, miss.kind, gold, instead or "–"]
 
 
-def _comparison(comparisons: Sequence[PairedComparison]) -> Safe:
+def _comparison(comparisons: Sequence[PairedComparison]) -> Markup:
     if not comparisons:
         return section(
             "comparison",
@@ -271,7 +273,7 @@ def _comparison(comparisons: Sequence[PairedComparison]) -> Safe:
     )
 
 
-def _answers(doc: dict[str, object]) -> Safe:
+def _answers(doc: dict[str, object]) -> Markup:
     rows = [
         ["answers checked", num(doc.get("n_answers"))],
         ["answer_contains hit", pct(doc.get("contains_rate"))],  # type: ignore[arg-type]

@@ -14,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from markupsafe import Markup
+
 from service.html import plots
-from service.html.page import Safe, esc, figure, num, para, section, table
+from service.html.page import esc, figure, num, para, section, table
 from service.shed_note import shed_note
 
 #: Agreement measures, in the shadow stage's report order.
@@ -57,7 +59,7 @@ def find_extra(key: str, *docs: Mapping[str, Any] | None) -> Any:
     return None
 
 
-def shadow_section(shadow: Mapping[str, Any]) -> Safe:
+def shadow_section(shadow: Mapping[str, Any]) -> Markup:
     """Agreement of each shadow candidate with production: means, per language, and the
     questions where they disagreed most (lowest RBO)."""
     candidates: Mapping[str, Mapping[str, Any]] = shadow.get("candidates") or {}
@@ -104,11 +106,11 @@ def shadow_section(shadow: Mapping[str, Any]) -> Safe:
     return section("shadow", "Shadow agreement", *parts)
 
 
-def _by_label(candidates: Mapping[str, Mapping[str, Any]], key: str, label: str) -> Safe:
+def _by_label(candidates: Mapping[str, Mapping[str, Any]], key: str, label: str) -> Markup:
     tables = {name: c.get(key) or {} for name, c in candidates.items()}
     values = sorted({v for t in tables.values() for v in t})
     if not values:
-        return Safe("")
+        return Markup("")
     svg = plots.grouped_bars(
         values,
         {n: [(t.get(v) or {}).get("rbo") or 0.0 for v in values] for n, t in tables.items()},
@@ -131,12 +133,13 @@ def _by_label(candidates: Mapping[str, Mapping[str, Any]], key: str, label: str)
         for v in values
     ]
     header = [label, *(f"{n} {c}" for n in tables for c in ("n", "rbo", "top1"))]
-    return Safe(f"<h3>By {label}</h3>" + figure(svg, f"Mean RBO per {label}") + table(header, rows))
+    chart = figure(svg, f"Mean RBO per {label}")
+    return Markup(f"<h3>By {label}</h3>{chart}{table(header, rows)}")
 
 
-def _disagreements(name: str, rows: Sequence[Mapping[str, Any]]) -> Safe:
+def _disagreements(name: str, rows: Sequence[Mapping[str, Any]]) -> Markup:
     if not rows:
-        return Safe("")
+        return Markup("")
     body = [
         [
             r.get("question", ""),
@@ -150,23 +153,19 @@ def _disagreements(name: str, rows: Sequence[Mapping[str, Any]]) -> Safe:
         ]
         for r in rows[:MAX_DISAGREEMENTS]
     ]
-    return Safe(
-        f"<details><summary>Largest disagreements: {esc(name)}</summary>"
-        + table(
-            [
-                "question",
-                "language",
-                "topic",
-                "rbo",
-                "overlap",
-                "production top",
-                "candidate top",
-                "event",
-            ],
-            body,
-            text_columns=(0, 5, 6),
-        )
-        + "</details>"
+    header = [
+        "question",
+        "language",
+        "topic",
+        "rbo",
+        "overlap",
+        "production top",
+        "candidate top",
+        "event",
+    ]
+    rows_html = table(header, body, text_columns=(0, 5, 6))
+    return Markup(
+        f"<details><summary>Largest disagreements: {esc(name)}</summary>{rows_html}</details>"
     )
 
 
@@ -196,7 +195,7 @@ def suggestion_rows(candidates: Any) -> list[Mapping[str, Any]]:
     return [c if isinstance(c, Mapping) else {"question": str(c)} for c in candidates]
 
 
-def candidates_section(candidates: Any) -> Safe:
+def candidates_section(candidates: Any) -> Markup:
     """The top suggested gold questions (real production questions worth adding), after the
     replay summary's totals (suggestions by reason, picked events shed) when it has them."""
     rows = suggestion_rows(candidates)
@@ -231,9 +230,9 @@ def candidates_section(candidates: Any) -> Safe:
     return section("gold-candidates", "Suggested gold questions", *parts)
 
 
-def _summary(summary: Mapping[str, Any]) -> list[Safe]:
+def _summary(summary: Mapping[str, Any]) -> list[Markup]:
     """The replay summary's totals: suggestions in all and by reason, then the shed note."""
-    parts: list[Safe] = []
+    parts: list[Markup] = []
     total, by_reason = summary.get("n_suggestions"), summary.get("by_reason") or {}
     if total is not None:
         reasons = ", ".join(

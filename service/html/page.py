@@ -1,9 +1,11 @@
 """HTML building blocks shared by the reports: escaping, tables, sections and the page shell.
 
 Every string that can come from a user (questions, ids, labels, file names) goes through
-:func:`esc`. Fragments that are already HTML are wrapped in :class:`Safe` so the helpers
-know not to escape them again. The page is self-contained: inline CSS, no script, no link to
-anything outside the file.
+:func:`esc`. Fragments that are already HTML are :class:`markupsafe.Markup` (the type Jinja
+and the ``__html__`` protocol use) so the helpers know not to escape them again. Build a
+fragment with an f-string inside ``Markup(...)``: ``Markup + str`` would escape the ``str``
+(with :func:`markupsafe.escape`'s entities), and ``str + Markup`` the left side too. The page
+is self-contained: inline CSS, no script, no link to anything outside the file.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+
+from markupsafe import Markup
 
 CSS = """
 :root { --fg: #1d2430; --muted: #5b6577; --line: #d9dee7; --bg: #ffffff; --band: #f4f6fa;
@@ -48,21 +52,19 @@ code { font-size: 12px; }
 """
 
 
-class Safe(str):
-    """A string that is already HTML: the helpers insert it as is."""
+def esc(value: object) -> Markup:
+    """Escape ``value`` for HTML text and attribute values (``Markup`` passes through).
 
-    __slots__ = ()
-
-
-def esc(value: object) -> Safe:
-    """Escape ``value`` for HTML text and attribute values (``Safe`` passes through).
+    The entities are :func:`html.escape`'s (``&quot;``, ``&#x27;``), not
+    :func:`markupsafe.escape`'s (``&#34;``, ``&#39;``): same meaning, and the pages stay
+    byte-identical to what they were.
 
     >>> esc('<script>alert("x")</script>')
-    '&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;'
+    Markup('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;')
     """
-    if isinstance(value, Safe):
+    if isinstance(value, Markup):
         return value
-    return Safe(html.escape(str(value), quote=True))
+    return Markup(html.escape(str(value), quote=True))
 
 
 def num(value: object, digits: int = 3) -> str:
@@ -89,9 +91,9 @@ def pct(value: float | None, digits: int = 1) -> str:
     return "–" if value is None else f"{value:.{digits}%}"
 
 
-def badge(state: str) -> Safe:
+def badge(state: str) -> Markup:
     """A coloured state badge (``drift``, ``ok``, ``insufficient_data``, ``fail``...)."""
-    return Safe(f'<span class="badge {esc(state)}">{esc(state)}</span>')
+    return Markup(f'<span class="badge {esc(state)}">{esc(state)}</span>')
 
 
 def table(
@@ -99,8 +101,8 @@ def table(
     rows: Iterable[Sequence[object]],
     text_columns: Sequence[int] = (),
     nowrap_columns: Sequence[int] = (),
-) -> Safe:
-    """An HTML table; every cell is escaped unless it is :class:`Safe`.
+) -> Markup:
+    """An HTML table; every cell is escaped unless it is :class:`Markup`.
 
     Args:
         header: column titles.
@@ -114,12 +116,12 @@ def table(
     for row in rows:
         cells = []
         for i, cell in enumerate(row):
-            value = cell if isinstance(cell, Safe) else esc(num(cell) if _is_num(cell) else cell)
+            value = cell if isinstance(cell, Markup) else esc(num(cell) if _is_num(cell) else cell)
             classes = ["text"] * (i in text_columns) + ["nowrap"] * (i in nowrap_columns)
             klass = f' class="{" ".join(classes)}"' if classes else ""
             cells.append(f"<td{klass}>{value}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
-    return Safe(
+    return Markup(
         f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table></div>"
     )
@@ -129,20 +131,20 @@ def _is_num(cell: object) -> bool:
     return cell is None or (isinstance(cell, int | float) and not isinstance(cell, bool))
 
 
-def section(anchor: str, title: str, *parts: str) -> Safe:
+def section(anchor: str, title: str, *parts: str) -> Markup:
     """An ``<h2>`` section with id ``anchor``; ``parts`` must already be HTML."""
-    return Safe(f'<section id="{esc(anchor)}"><h2>{esc(title)}</h2>{"".join(parts)}</section>')
+    return Markup(f'<section id="{esc(anchor)}"><h2>{esc(title)}</h2>{"".join(parts)}</section>')
 
 
-def figure(svg: str, caption: str) -> Safe:
+def figure(svg: str, caption: str) -> Markup:
     """Wrap an inline SVG (from :mod:`service.html.plots`) with an escaped caption."""
-    return Safe(f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>")
+    return Markup(f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>")
 
 
-def para(text: str, klass: str = "") -> Safe:
+def para(text: str, klass: str = "") -> Markup:
     """An escaped paragraph."""
     attr = f' class="{esc(klass)}"' if klass else ""
-    return Safe(f"<p{attr}>{esc(text)}</p>")
+    return Markup(f"<p{attr}>{esc(text)}</p>")
 
 
 def document(title: str, body: Iterable[str], head_extra: str = "") -> str:

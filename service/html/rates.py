@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from markupsafe import Markup
+
 from service.html import plots
-from service.html.page import Safe, badge, figure, num, para, pct, section, table
+from service.html.page import badge, figure, num, para, pct, section, table
 
 RATES = (
     ("refusal", "refusals", "rate", "refused answers"),
@@ -19,7 +21,7 @@ RATES = (
 )
 
 
-def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | None) -> Safe:
+def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | None) -> Markup:
     """Build the section.
 
     Args:
@@ -109,7 +111,7 @@ def _operating_point_cell(quality: Mapping[str, Any] | None) -> str | None:
             f"balanced accuracy {quality['balanced_accuracy']:.3f}")
 
 
-def _both_directions(analytics: Mapping[str, Any]) -> Safe:
+def _both_directions(analytics: Mapping[str, Any]) -> Markup:
     refusals, scope = analytics["refusals"], analytics["out_of_scope"]
     rows: list[list[object]]
     if scope.get("off"):  # a detector that is off has no counts, not zeros
@@ -117,7 +119,7 @@ def _both_directions(analytics: Mapping[str, Any]) -> Safe:
                 ["out-of-scope, over- and under-refusals", f"off: {scope['off']}"]]
         note = para("Over- and under-refusals are judged with the out-of-scope detector, "
                     "which is off: they are not measured (not zero).", "muted")  # fmt: skip
-        return Safe(table(["refusals in both directions", "value"], rows) + note)
+        return Markup(f"{table(['refusals in both directions', 'value'], rows)}{note}")
     why = scope.get("uncalibrated")
     mark = " (uncalibrated)" if why else ""
     rows = [
@@ -145,17 +147,17 @@ def _both_directions(analytics: Mapping[str, Any]) -> Safe:
         f"refused, in-scope questions answered.{measured}",
         "muted",
     )
-    warning = ""
+    warning = Markup("")
     if why:
         warning = para(
             f"Out-of-scope, over- and under-refusal counts are UNCALIBRATED and not facts "
             f"({why}); the out-of-scope drift raises no alarm.",
             "warn",
         )
-    return Safe(warning + table(["refusals in both directions", "value"], rows) + note)
+    return Markup(f"{warning}{table(['refusals in both directions', 'value'], rows)}{note}")
 
 
-def _over_time(buckets: Any, baseline: float, drift: Mapping[str, Any]) -> Safe:
+def _over_time(buckets: Any, baseline: float, drift: Mapping[str, Any]) -> Markup:
     times, rates = [], []
     for bucket in buckets:
         answers = bucket.get("answers") or 0

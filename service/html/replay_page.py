@@ -19,11 +19,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from markupsafe import Markup
+
 from service.html import plots
 from service.html.drift_section import drift_section
 from service.html.extras import candidates_section, find_extra, shadow_section
 from service.html.page import (
-    Safe,
     badge,
     document,
     esc,
@@ -55,7 +56,7 @@ def render_replay_html(report: Mapping[str, Any]) -> str:
         KeyError: a required key of the documented report shape is missing.
     """
     body: list[str] = [
-        Safe("<h1>goldwatch — query-log replay</h1>"),
+        Markup("<h1>goldwatch — query-log replay</h1>"),
         *notices(report.get("notices") or ()),
         para(f"{report['file']}: {report['consumed']} events consumed.", "meta"),
         _ingest(report),
@@ -64,15 +65,15 @@ def render_replay_html(report: Mapping[str, Any]) -> str:
     return document("goldwatch replay report", body)
 
 
-def notices(texts: Sequence[str]) -> list[Safe]:
+def notices(texts: Sequence[str]) -> list[Markup]:
     """What the numbers below do not cover (e.g. gold-set comparisons off), one emphasised
     paragraph each, for the top of a page; escaped."""
-    return [Safe(f'<p class="notice"><strong>Note:</strong> {esc(text)}</p>') for text in texts]
+    return [Markup(f'<p class="notice"><strong>Note:</strong> {esc(text)}</p>') for text in texts]
 
 
 def analytics_sections(
     analytics: Mapping[str, Any] | None, outer: Mapping[str, Any] | None = None
-) -> list[Safe]:
+) -> list[Markup]:
     """The analytics sections, shared by the replay report and the status page.
 
     Args:
@@ -81,7 +82,7 @@ def analytics_sections(
     """
     shadow = find_extra("shadow", analytics, outer)
     candidates = find_extra("gold_candidates", analytics, outer)
-    parts: list[Safe] = []
+    parts: list[Markup] = []
     if analytics is None:
         parts.append(section("analytics", "Analytics", para("Analytics are disabled.", "muted")))
     else:
@@ -141,7 +142,7 @@ def share_rows(
     return rows
 
 
-def _ingest(report: Mapping[str, Any]) -> Safe:
+def _ingest(report: Mapping[str, Any]) -> Markup:
     rows = [
         ["consumed", report["consumed"]],
         ["processed", report["processed"]],
@@ -174,7 +175,7 @@ def _shares(
     drift: Mapping[str, Any],
     labels: Mapping[str, str] | None = None,
     novelty: Mapping[str, Any] | None = None,
-) -> Safe:
+) -> Markup:
     """One dimension's shares; ``labels`` names categories (a topic's top terms);
     ``novelty`` (topics: :func:`service.replay_job.novelty_report`) labels the ``novel``
     share uncalibrated, or says why novelty is off. Without gold counts (no gold set) only
@@ -184,7 +185,7 @@ def _shares(
     if not rows:
         return section(anchor, title, para("No events yet.", "muted"))
     name = anchor.rstrip("s")
-    parts: list[str] = [Safe(f"<p>Drift state: {badge(dim['state'])}</p>")]
+    parts: list[str] = [Markup(f"<p>Drift state: {badge(dim['state'])}</p>")]
     novelty = novelty or {}
     if novelty.get("uncalibrated"):
         names[NOVEL] = f"{names.get(NOVEL, NOVEL)} (uncalibrated)"
@@ -229,7 +230,7 @@ def _shares(
     gaps = dim.get("coverage_gaps") or []
     left_out = dim.get("coverage_gaps_left_out") or {}
     if gaps or left_out:
-        parts.append(Safe(f"<h3>{esc(UNDER_COVERED_TITLE)}</h3>"))
+        parts.append(Markup(f"<h3>{esc(UNDER_COVERED_TITLE)}</h3>"))
         parts.append(para(UNDER_COVERED_RULE, "muted"))
     if gaps:
         parts.append(table(
@@ -273,7 +274,7 @@ def _shares_over_time(
     rows: Sequence[tuple[str, int, float, int, float]],
     alarms: Sequence[float],
     names: Mapping[str, str] | None = None,
-) -> Safe:
+) -> Markup:
     cats = [r[0] for r in rows if r[0] != "other"][:6]
     names = names or {}
     times = [float(b["start"]) for b in buckets]

@@ -20,9 +20,11 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from markupsafe import Markup
+
 from service.html.drift_section import DIMENSIONS, category_moves
 from service.html.extras import find_extra, suggestion_rows
-from service.html.page import Safe, badge, document, esc, num, para, pct, section, table
+from service.html.page import badge, document, esc, num, para, pct, section, table
 from service.html.replay_page import analytics_sections, notices
 
 #: Same-origin endpoints linked from the page.
@@ -85,10 +87,10 @@ def render_status_page(
     head = f'<meta http-equiv="refresh" content="{int(refresh_s)}">' if refresh_s else ""
     links = " · ".join(f'<a href="{href}">{esc(label)}</a>' for href, label in LINKS)
     body: list[str] = [
-        Safe("<h1>goldwatch — live status</h1>"),
+        Markup("<h1>goldwatch — live status</h1>"),
         *notices(status.get("notices") or ()),
-        Safe(f'<p class="meta">{links}'
-             + (f" · reloads every {int(refresh_s)} s" if refresh_s else "") + "</p>"),
+        Markup(f'<p class="meta">{links}'
+               + (f" · reloads every {int(refresh_s)} s" if refresh_s else "") + "</p>"),
     ]  # fmt: skip
     if busy:
         body.append(
@@ -105,7 +107,7 @@ def render_status_page(
 
 def moved_section(
     analytics: Mapping[str, Any] | None, extras: Mapping[str, Any] | None = None
-) -> Safe:
+) -> Markup:
     """``What moved``: one row each for drift, refusals, shadow and suggestions, each linking
     to its section below (rows without data are left out)."""
     rows: list[list[object]] = []
@@ -117,8 +119,8 @@ def moved_section(
             for name, test in (drift.get(dim) or {}).get("comparisons", {}).items()
             if test.get("state") == "drift"
         ]
-        rows.append([_link("drift", "drift"),
-                     Safe("<br>".join(moving)) if moving else "no dimension in drift"])  # fmt: skip
+        moved = Markup("<br>".join(moving)) if moving else "no dimension in drift"
+        rows.append([_link("drift", "drift"), moved])
         refusals = analytics.get("refusals") or {}
         state = ((drift.get("refusal") or {}).get("state")) or "–"
         rows.append([_link("refusals", "refusals"),
@@ -151,7 +153,7 @@ def moved_section(
         top = f"; first: {shown[0].get('question', '')}" if shown else ""
         rows.append([_link("gold-candidates", "suggestions"), f"{text}{top}"])
     if not rows:  # analytics off and no extras: the analytics section says so
-        return Safe("")
+        return Markup("")
     return section("moved", "What moved", table(["what", "now"], rows, text_columns=(1,)))
 
 
@@ -162,15 +164,15 @@ def _what_moved(test: Mapping[str, Any]) -> str:
     return category_moves(test)
 
 
-def _link(anchor: str, label: str) -> Safe:
-    return Safe(f'<a href="#{esc(anchor)}">{esc(label)}</a>')
+def _link(anchor: str, label: str) -> Markup:
+    return Markup(f'<a href="#{esc(anchor)}">{esc(label)}</a>')
 
 
-def _process(status: Mapping[str, Any]) -> Safe:
+def _process(status: Mapping[str, Any]) -> Markup:
     ready = badge("ok" if status["ready"] else "fail")
     rows: list[list[object]] = [
         ["version", status["version"]],
-        ["ready", Safe(f"{ready} {esc('; '.join(status.get('not_ready_reasons') or []))}")],
+        ["ready", Markup(f"{ready} {esc('; '.join(status.get('not_ready_reasons') or []))}")],
         ["uptime", f"{float(status['uptime_s']):.0f} s"],
         ["source", status["source_kind"]],
         ["input finished", "yes" if status.get("input_finished") else "no"],

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-import random
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -30,6 +29,7 @@ from typing import Any
 
 import httpx
 
+from service.pacing import Backoff
 from service.records import ScoredDoc
 from service.retrievers.base import RetrieverError
 from service.retrievers.text import check_k
@@ -87,6 +87,7 @@ class HttpRetriever:
         self.retries = retries
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
+        self._backoff = Backoff(backoff_s, max_s=max_backoff_s, jitter=True)
         self.max_response_bytes = max_response_bytes
         self.concurrency = concurrency
         self.retries_total = 0
@@ -134,12 +135,8 @@ class HttpRetriever:
                     ) from None
                 with self._lock:
                     self.retries_total += 1
-                time.sleep(max(self._backoff(attempt), failure.wait_s))
+                time.sleep(max(self._backoff.delay(attempt), failure.wait_s))
         raise AssertionError("unreachable")  # pragma: no cover
-
-    def _backoff(self, attempt: int) -> float:
-        delay = min(self.backoff_s * 2**attempt, self.max_backoff_s)
-        return random.uniform(delay / 2, delay)
 
     def _post_once(self, payload: dict[str, Any]) -> bytes:
         try:

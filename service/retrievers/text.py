@@ -2,8 +2,8 @@
 
 The pipeline, applied to questions and passages alike:
 
-1. :func:`normalise` — Unicode NFKC (full-width → ASCII, ligatures split, compatibility
-   digits folded) then ``str.casefold`` (lowercase, ``ß`` → ``ss``).
+1. :func:`service.text.normalise` (``separators="keep"``) — Unicode NFKC (full-width → ASCII,
+   ligatures split, compatibility digits folded) then ``str.casefold`` (``ß`` → ``ss``).
 2. Word tokens are maximal runs of word characters (``\\w``) **plus combining marks**
    (Unicode categories Mn/Mc/Me). Python's ``\\w`` alone splits Devanagari, Thai, … words at
    every vowel sign (``"कितने"`` → ``["क", "तन"]``); adding the marks keeps them whole.
@@ -33,6 +33,7 @@ from functools import cache
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from service.records import Passage
+from service.text import normalise
 from service.unicode_classes import category_ranges
 
 #: Code-point ranges of scripts written without spaces between words.
@@ -66,15 +67,6 @@ def _word_pattern() -> re.Pattern[str]:
         re.escape(chr(lo)) + "-" + re.escape(chr(hi)) for lo, hi in category_ranges("M")
     )
     return re.compile(f"[\\w{marks}]+")
-
-
-def normalise(text: str) -> str:
-    """Return ``text`` in NFKC form, case-folded.
-
-    >>> normalise("ＡＢＣ ﬁne Straße")
-    'abc fine strasse'
-    """
-    return unicodedata.normalize("NFKC", text).casefold()
 
 
 def _clusters(run: str) -> list[str]:
@@ -120,7 +112,7 @@ def tokenize(text: str, *, stopwords: bool = False) -> list[str]:
         if stopwords:
             tokens = [token for token in tokens if token not in STOPWORDS]
         return tokens
-    text = normalise(text)
+    text = normalise(text, separators="keep")
     words: list[str] = _word_pattern().findall(text)
     if not _NO_SPACE_RUN.search(text):  # every word is a token
         tokens = words

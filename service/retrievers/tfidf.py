@@ -23,13 +23,15 @@ Leaning on characters costs English almost nothing and helps cross-lingual quest
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from service.records import Passage, ScoredDoc
-from service.retrievers.text import check_k, corpus_ids, normalise, tokenize
+from service.retrievers.text import check_k, corpus_ids, tokenize
+from service.text import normalise
 
 
 def top_k_rows(scores: sp.csr_matrix, k: int, ids: Sequence[str]) -> list[list[ScoredDoc]]:
@@ -99,7 +101,10 @@ class TfidfRetriever:
             **common,
         )
         self._char = TfidfVectorizer(
-            analyzer="char_wb", preprocessor=normalise, ngram_range=tuple(char_ngrams), **common
+            analyzer="char_wb",
+            preprocessor=partial(normalise, separators="keep"),  # char_wb splits on whitespace
+            ngram_range=tuple(char_ngrams),
+            **common,
         )
         texts = [passage.text for passage in corpus]
         words = self._word.fit_transform(texts)

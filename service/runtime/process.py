@@ -32,6 +32,7 @@ from service.detector_quality import quality_gauges
 from service.errors import GoldwatchError, describe_error
 from service.goldset import GoldFileCheck, load_gold_set
 from service.known import KnownQuestionIndex
+from service.pacing import Backoff
 from service.pipeline import Stage
 from service.runtime.live import build_live, build_pipeline, keep_topic_identity
 from service.runtime.memory import fix_mmap_threshold, freeze_heap
@@ -46,6 +47,8 @@ log = logging.getLogger(__name__)
 
 HTTP_SOURCE = "http"
 MAX_BACKOFF_S = 30.0
+#: Waits between restarts of a failed consumer: 0.5, 1, 2, ... s, at most MAX_BACKOFF_S.
+RESTART_BACKOFF = Backoff(0.5, max_s=MAX_BACKOFF_S)
 LOCK_TIMEOUT_S = 5.0
 
 
@@ -189,7 +192,7 @@ class Runtime:
         return None
 
     def _consume(self) -> None:
-        backoff = 0.5
+        delays = RESTART_BACKOFF.delays()
         while not self.stop_event.is_set():
             try:
                 source = self._open_source()
@@ -214,10 +217,10 @@ class Runtime:
                 # type and stage only: the text can hold event text and /v1/status is public
                 self.last_error = describe_error(exc)
                 self._error_at = time.monotonic()
-                log.error("consumer stopped (%s); retrying in %.1f s", self.last_error, backoff)
+                delay = next(delays)
+                log.error("consumer stopped (%s); retrying in %.1f s", self.last_error, delay)
                 self._source = None
-                self.stop_event.wait(backoff)
-                backoff = min(backoff * 2, MAX_BACKOFF_S)
+                self.stop_event.wait(delay)
 
     def _open_source(self) -> Source:
         config = self.settings.source

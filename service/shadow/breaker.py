@@ -1,7 +1,8 @@
-"""Per-candidate admission control: a circuit breaker and a token bucket.
+"""Per-candidate admission control: a circuit breaker (the rate limit beside it is
+:class:`service.pacing.TokenBucket`).
 
-Both are thread-safe (one lock each, held for a few arithmetic operations) and read time
-from an injectable ``clock`` (monotonic seconds), so tests drive them with a fake clock.
+It is thread-safe (one lock, held for a few arithmetic operations) and reads time from an
+injectable ``clock`` (monotonic seconds), so tests drive it with a fake clock.
 
 Circuit breaker states (Nygard, "Release It!", 2007; the usual three-state machine)::
 
@@ -39,7 +40,7 @@ import time
 from collections.abc import Callable
 from typing import Literal
 
-__all__ = ["BreakerState", "CircuitBreaker", "TokenBucket"]
+__all__ = ["BreakerState", "CircuitBreaker"]
 
 BreakerState = Literal["closed", "open", "half_open"]
 Clock = Callable[[], float]
@@ -136,47 +137,3 @@ class CircuitBreaker:
             self._state = "half_open"
             self._probes = 0
 
-
-class TokenBucket:
-    """Admits at most ``rate`` calls per second on average, bursts of up to ``burst``.
-
-    Tokens refill continuously at ``rate`` per second up to ``burst``; each admitted call
-    takes one. It starts full.
-
-    Args:
-        rate: tokens per second (> 0).
-        burst: bucket size (≥ 1); default ``max(1, rate)`` — one second's worth.
-        clock: monotonic time in seconds.
-
-    Raises:
-        ValueError: ``rate <= 0`` or ``burst < 1``.
-
-    >>> now = [0.0]
-    >>> bucket = TokenBucket(rate=2, burst=2, clock=lambda: now[0])
-    >>> [bucket.try_take() for _ in range(3)]
-    [True, True, False]
-    >>> now[0] = 0.5; bucket.try_take(), bucket.try_take()
-    (True, False)
-    """
-
-    def __init__(self, rate: float, burst: float | None = None, clock: Clock = time.monotonic):
-        size = max(1.0, rate) if burst is None else burst
-        if not rate > 0 or size < 1:
-            raise ValueError("token bucket needs rate > 0 and burst >= 1")
-        self.rate = float(rate)
-        self.burst = float(size)
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._tokens = self.burst
-        self._last = clock()
-
-    def try_take(self) -> bool:
-        """Take one token if there is one; O(1), never waits."""
-        with self._lock:
-            now = self._clock()
-            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
-            self._last = now
-            if self._tokens >= 1.0 - 1e-9:  # float dust from the refill
-                self._tokens -= 1.0
-                return True
-            return False

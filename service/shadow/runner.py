@@ -57,7 +57,6 @@ are the deterministic ones (``filtered``, ``not_sampled``, ``no_production``) an
 from __future__ import annotations
 
 import hashlib
-import random
 import threading
 import time
 from collections import deque
@@ -69,9 +68,10 @@ from typing import Any, TypedDict
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from service.events import QueryLogEvent
+from service.pacing import Backoff, TokenBucket
 from service.retrievers.base import Retriever, RetrieverError
 from service.shadow.agreement import Agreement, compare, unique
-from service.shadow.breaker import BreakerState, CircuitBreaker, TokenBucket
+from service.shadow.breaker import BreakerState, CircuitBreaker
 
 __all__ = [
     "ERROR_REASONS",
@@ -444,7 +444,7 @@ class ShadowRunner:
             if c.retriever_name not in retrievers:
                 raise KeyError(f"shadow candidate {c.name!r}: no retriever {c.retriever_name!r}")
             breaker = CircuitBreaker(c.failure_threshold, c.cooldown_s, c.half_open_probes, clock)
-            bucket = TokenBucket(c.max_rps, c.burst, clock) if c.max_rps is not None else None
+            bucket = TokenBucket(c.max_rps, c.burst, clock=clock) if c.max_rps is not None else None
             self._lanes[c.name] = _Lane(c, retrievers[c.retriever_name], breaker, bucket)
         self._results: deque[ShadowResult] = deque()
         self._results_lock = threading.Lock()
@@ -662,7 +662,7 @@ class ShadowRunner:
                 return _ids(lane.retriever.search(ticket.job.event.question, c.k)), None
             except Exception as exc:  # a candidate's failure must never escape a worker
                 reason = classify_error(exc)
-            delay = random.uniform(0.5, 1.0) * c.backoff_s * 2 ** (ticket.attempts - 1)
+            delay = Backoff(c.backoff_s, jitter=True).delay(ticket.attempts - 1)
             budget = ticket.deadline - self._clock()
             if reason not in _RETRIED or ticket.attempts > c.retries or delay >= budget:
                 return (), reason

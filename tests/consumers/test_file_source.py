@@ -14,7 +14,8 @@ import pytest
 
 from consumers.base import DeadLetter, Origin, RawMessage
 from consumers.errors import SourceUnavailable
-from consumers.file_source import FileSource, TokenBucket, message_factory
+from consumers.file_source import FileSource, message_factory
+from service.pacing import TokenBucket
 
 
 def lines_of(messages: list[RawMessage]) -> list[tuple[int | None, bytes | None]]:
@@ -245,7 +246,7 @@ def test_stdin_pipe_does_not_block_and_reads_to_eof(
 
 
 def test_rate_limit_throttles() -> None:
-    bucket = TokenBucket(rate=100)
+    bucket = TokenBucket(rate=100, tokens=1.0)  # as FileSource builds it: one token at first
     taken, started = 0, time.monotonic()
     while taken < 30:
         n = bucket.wait(10, time.monotonic() + 1)

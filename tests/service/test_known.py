@@ -19,8 +19,15 @@ from sklearn.preprocessing import normalize as l2_rows
 from service import known
 from service.demo import demo_path
 from service.goldset import GoldSet, load_gold_set
-from service.known import KnownMatch, KnownQuestionIndex, live_scores, normalize
+from service.known import KnownMatch, KnownQuestionIndex, live_scores
 from service.records import GoldQuestion
+from service.text import normalise
+
+
+def normalize(text: str) -> str:
+    """The known-question form: :func:`service.text.normalise` as :mod:`service.known` calls it."""
+    return normalise(text, separators="punctuation")
+
 
 MCA = "What is the annual tuition fee for the MCA programme?"
 LIBRARY = "When does the library close on Saturday?"

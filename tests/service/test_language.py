@@ -19,10 +19,15 @@ from service.language import (
     LanguageStage,
     language_allowlist,
     make_backend,
-    normalise,
 )
 from service.pipeline import Batch, Pipeline, Stage
 from service.scripts import dominant_script, function_word_scores, latin_cues
+from service.text import normalise as normalise_text
+
+
+def normalise(text: str) -> str:
+    """The detector's cache key, as :meth:`LanguageDetector.detect` builds it."""
+    return normalise_text(text, fold="nfc", separators="whitespace")
 
 XQUAD = ("ar", "de", "el", "en", "es", "hi", "ro", "ru", "th", "tr", "vi", "zh", "hi-Latn")
 

@@ -20,7 +20,8 @@ from service.embeddings import EmbeddingConfig, shared_embedder
 from service.harvest import HarvestStage
 from service.harvest.config import HarvestConfig
 from service.harvest.neardup import NearDupIndex
-from service.harvest.text import jaccard, normalise, trigrams
+from service.harvest.text import comparison_form as normalise
+from service.harvest.text import jaccard, trigrams
 from service.records import GoldQuestion
 from tests.service.harvest.helpers import batch, event
 

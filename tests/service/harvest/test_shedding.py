@@ -11,7 +11,7 @@ import pytest
 from service.harvest.config import HarvestConfig
 from service.harvest.shedding import choose, rank_hash
 from service.harvest.stage import HarvestStage
-from service.harvest.text import normalise
+from service.harvest.text import comparison_form as normalise
 from service.records import GoldQuestion
 from tests.service.harvest.helpers import batch, event
 

@@ -12,7 +12,8 @@ import pytest
 from datasketch import MinHash, MinHashLSH
 
 from service.harvest.neardup import NearDupIndex, signatures
-from service.harvest.text import candidate_id, jaccard, normalise, trigrams
+from service.harvest.text import candidate_id, jaccard, trigrams
+from service.harvest.text import comparison_form as normalise
 
 
 @pytest.mark.parametrize(

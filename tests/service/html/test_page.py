@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from service.html.page import Safe, badge, esc, num, pct, table, when
+from markupsafe import Markup
+
+from service.html.extras import shadow_section
+from service.html.page import badge, esc, num, pct, table, when
 from service.html.replay_page import share_rows
 from service.html.status import _flatten
+from tests.service.html import samples
 
 
 def test_esc_escapes_markup_and_quotes_but_passes_safe_fragments() -> None:
     assert esc("<a href='x'>&</a>") == "&lt;a href=&#x27;x&#x27;&gt;&amp;&lt;/a&gt;"
-    assert esc(Safe("<b>kept</b>")) == "<b>kept</b>"
+    assert esc(Markup("<b>kept</b>")) == "<b>kept</b>"
     assert esc(3) == "3"
 
 
@@ -22,7 +26,7 @@ def test_num_and_pct() -> None:
 
 
 def test_table_escapes_cells_and_headers_and_formats_numbers() -> None:
-    html = table(["<h>", "n"], [["<script>x</script>", 0.5], [Safe("<i>ok</i>"), None]])
+    html = table(["<h>", "n"], [["<script>x</script>", 0.5], [Markup("<i>ok</i>"), None]])
     assert "<th>&lt;h&gt;</th>" in html
     assert "<td>&lt;script&gt;x&lt;/script&gt;</td><td>0.500</td>" in html
     assert "<td><i>ok</i></td><td>–</td>" in html
@@ -53,3 +57,14 @@ def test_flatten_status_values() -> None:
                      "partitions": [{"p": 0}]})  # fmt: skip
     assert rows == [["ready", "yes"], ["lag", "–"], ["dead_lettered: bad_json", 2],
                     ["dead_lettered: too_big", 1], ["partitions", '[{"p": 0}]']]  # fmt: skip
+
+
+def test_fragments_joined_from_markup_are_not_escaped_again() -> None:
+    """``str + Markup`` escapes the ``str`` (``Markup.__radd__``): fragments are joined in
+    f-strings, so the shadow section's headings and ``<details>`` stay HTML."""
+    page = shadow_section(samples.shadow())
+    assert isinstance(page, Markup)
+    assert "<h3>By language</h3><figure>" in page
+    assert "<details><summary>Largest disagreements: bm25-v2</summary><div" in page
+    assert "</table></div></details>" in page
+    assert "&lt;h3" not in page and "&lt;details" not in page and "&lt;/details" not in page

@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.retrievers.text import STOPWORDS, _word_pattern, normalise, tokenize
+from service.retrievers.text import STOPWORDS, _word_pattern, tokenize
+from service.text import normalise as normalise_text
+
+
+def normalise(text: str) -> str:
+    """The tokeniser's first step, as :func:`tokenize` calls it."""
+    return normalise_text(text, separators="keep")
 
 
 def full_pipeline(text: str, stopwords: bool) -> list[str]:

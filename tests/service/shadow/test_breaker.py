@@ -6,7 +6,8 @@ import threading
 
 import pytest
 
-from service.shadow.breaker import CircuitBreaker, TokenBucket
+from service.pacing import TokenBucket
+from service.shadow.breaker import CircuitBreaker
 
 
 class FakeClock:
