@@ -58,8 +58,8 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from service.hinglish import hinglish_words, tokens
-from service.pii import PLACEHOLDERS
 from service.pipeline import Batch
+from service.records import PLACEHOLDERS
 from service.scripts import (
     _WORD_LANGS,
     SCRIPT_LANGUAGES,

@@ -131,22 +131,21 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
+from service.records import PII_TYPES, PLACEHOLDERS
+
 if TYPE_CHECKING:
     from service.events import QueryLogEvent
     from service.pipeline import Batch
 
-__all__ = ["MAX_PASSES", "PII_TYPES", "PiiScrubStage", "Scrubbed", "luhn_valid", "scrub"]
+__all__ = ["MAX_PASSES", "PII_TYPES", "PLACEHOLDERS", "PiiScrubStage", "Scrubbed", "luhn_valid",
+           "scrub"]  # fmt: skip
 __all__ += ["FORMAT_CHARS", "scrub_event", "scrub_many", "verhoeff_valid"]
 __all__ += ["PSEUDONYM_PREFIX", "Pseudonymiser", "is_pseudonym", "pseudonymise",
             "pseudonymise_event_ids"]  # fmt: skip
 __all__ += ["scrub_label"]
 
-#: Types in detection order; placeholders are ``f"<{type.upper()}>"``.
-PII_TYPES: tuple[str, ...] = (
-    "url", "secret", "email", "upi", "card", "aadhaar", "ssn", "pan", "passport", "voter_id",
-    "ip", "phone",
-)  # fmt: skip
-PLACEHOLDERS = {kind: f"<{kind.upper()}>" for kind in PII_TYPES}
+# PII_TYPES and PLACEHOLDERS live in service.records (the language detector skips the
+# placeholders without depending on the scrubber); imported above and re-exported here.
 MAX_PASSES = 4
 ANNOTATION_KEY = "pii"
 _R = TypeVar("_R")

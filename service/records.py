@@ -17,6 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
+#: Personal-data types the scrubber (:mod:`service.pii`) finds, in detection order.
+PII_TYPES: tuple[str, ...] = (
+    "url", "secret", "email", "upi", "card", "aadhaar", "ssn", "pan", "passport", "voter_id",
+    "ip", "phone",
+)  # fmt: skip
+#: The placeholder that replaces each type in a scrubbed text: ``f"<{type.upper()}>"``.
+PLACEHOLDERS = {kind: f"<{kind.upper()}>" for kind in PII_TYPES}
+
 #: Question kinds of the gold set (design brief, idea 2). ``unanswerable`` rows have ``gold == ()``.
 Kind = Literal["plain", "expert", "multi-passage", "unanswerable", "role-restricted"]
 KINDS: tuple[str, ...] = ("plain", "expert", "multi-passage", "unanswerable", "role-restricted")
