@@ -91,9 +91,10 @@ print(json.dumps({"hits": [doc.doc_id for doc in hits],
 """
 
 
-def test_serve_path_does_not_import_numba(tmp_path: Path) -> None:
+def test_serve_path_does_not_import_numba_nor_kafka(tmp_path: Path) -> None:
     """bm25s imports numba (0.4 s, and numba imports ``coverage`` when installed) though
-    goldwatch only runs its numpy backend: the serve path must not load it (issue 22)."""
+    goldwatch only runs its numpy backend, and the poll loop needs kafka-python (0.14 s)
+    only with a Kafka source: the serve path must load neither (issue 22)."""
     done = subprocess.run(
         [sys.executable, "-c", _SERVE_PATH_PROBE],
         cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=120, check=True,
@@ -104,3 +105,4 @@ def test_serve_path_does_not_import_numba(tmp_path: Path) -> None:
     assert result["bm25s_numba"] is False
     assert "numba" not in result["loaded"]
     assert "coverage" not in result["loaded"]
+    assert "kafka" not in result["loaded"]
