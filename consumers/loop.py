@@ -39,6 +39,7 @@ from __future__ import annotations
 import gc
 import inspect
 import logging
+import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -48,7 +49,6 @@ from functools import partial
 from operator import attrgetter
 from typing import Any, Protocol, runtime_checkable
 
-from kafka.errors import KafkaError
 from prometheus_client import CollectorRegistry
 
 from consumers.base import (
@@ -91,6 +91,18 @@ __all__ = ["PROCESSING_FAILED", "Decoder", "Report", "make_decoder", "replay", "
 def make_decoder(mapping: FieldMapping | None = None, max_event_bytes: int = 1_048_576) -> Decoder:
     """Return ``decode_batch`` bound to a field mapping and a size limit (bytes)."""
     return partial(decode_batch, mapping=mapping or FieldMapping(), max_event_bytes=max_event_bytes)
+
+
+def _source_errors(*others: type[Exception]) -> tuple[type[Exception], ...]:
+    """The errors of a source worth retrying: ``GoldwatchConsumerError``, ``others``, and
+    kafka-python's ``KafkaError`` once a Kafka source has loaded kafka-python.
+
+    Only code that imported ``kafka.errors`` can raise its errors, so a file, stdin or HTTP
+    source never needs the class: looking it up in :data:`sys.modules` instead of importing
+    it keeps kafka-python (0.14 s) out of ``serve``'s start-up without Kafka (issue 22)."""
+    kafka_errors = sys.modules.get("kafka.errors")
+    kafka: tuple[type[Exception], ...] = () if kafka_errors is None else (kafka_errors.KafkaError,)
+    return (GoldwatchConsumerError, *others, *kafka)
 
 
 @runtime_checkable
@@ -371,7 +383,7 @@ class _Loop:
             try:
                 self.source.dead_letter(dead)
                 return
-            except (GoldwatchConsumerError, KafkaError, OSError) as exc:
+            except _source_errors(OSError) as exc:
                 if self.stop_event.is_set():
                     raise DeadLetterWriteAborted("stopped while dead letters were pending") from exc
                 if isinstance(exc, OSError):
@@ -458,7 +470,7 @@ class _Loop:
                 raise DeadLetterWriteAborted(
                     f"cannot sync dead letters to {where}: {exc.strerror or exc}"
                 ) from None
-            except (GoldwatchConsumerError, KafkaError) as exc:
+            except _source_errors() as exc:
                 if self.stop_event.is_set():
                     self.engine.unsettle()
                     raise DeadLetterWriteAborted(

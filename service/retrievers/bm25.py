@@ -31,14 +31,41 @@ With stop words removed recall@10 is 0.990, so stop words stay in by default.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Sequence
 
-import bm25s
 import numpy as np
 import scipy.sparse as sp
 
 from service.records import Passage, ScoredDoc
 from service.retrievers.text import check_k, corpus_ids, tokenize
+
+
+def _import_bm25s_without_numba() -> None:
+    """Import bm25s without letting it import numba (issue 22, start-up).
+
+    bm25s imports numba whenever it is installed (0.4 s of ``serve``'s start-up here, and
+    numba in turn imports ``coverage`` when that is installed), but goldwatch always runs
+    bm25s with ``backend="numpy"``, which never calls numba. A ``None`` entry in
+    :data:`sys.modules` makes bm25s's guarded ``import numba`` fail, so it takes its own
+    no-numba path (the one it takes where numba is not installed); the entry is removed
+    after, so code that wants numba later still imports it. When numba is already imported
+    nothing is blocked: bm25s uses it as before (scores are the numpy backend's either way).
+    """
+    if "bm25s" in sys.modules or "numba" in sys.modules:
+        import bm25s  # noqa: F401
+
+        return
+    sys.modules["numba"] = None  # type: ignore[assignment]
+    try:
+        import bm25s  # noqa: F401
+    finally:
+        if sys.modules.get("numba", 0) is None:
+            del sys.modules["numba"]
+
+
+_import_bm25s_without_numba()
+import bm25s  # noqa: E402  (imported above without numba; this binds the name)
 
 # bm25s sets its logger to DEBUG on import; leave the level to the application.
 logging.getLogger("bm25s").setLevel(logging.NOTSET)

@@ -70,3 +70,39 @@ def test_taken_port_fails_before_the_heavy_imports(tmp_path: Path) -> None:
             assert result["code"] == 2, result["stderr"]
             assert f"port {port} is already in use" in str(result["stderr"])
             assert result["heavy"] == [], command
+
+
+#: What ``goldwatch serve`` imports and builds up to the app, bm25 included (the default
+#: configuration builds a BM25 index at start); then what it had imported.
+_SERVE_PATH_PROBE = """
+import importlib.util, json, sys
+import service.cli
+from service.api.app import create_app
+from service.runtime.process import Runtime
+from service.records import Passage
+from service.retrievers.registry import build_retrievers
+from service.retrievers.bm25 import BM25Retriever
+hits = BM25Retriever([Passage("a", "cats purr"), Passage("b", "dogs bark")]).search("dogs", 5)
+import bm25s
+print(json.dumps({"hits": [doc.doc_id for doc in hits],
+                  "numba_installed": importlib.util.find_spec("numba") is not None,
+                  "bm25s_numba": bm25s.NUMBA_AVAILABLE,
+                  "loaded": sorted({m.split(".")[0] for m in sys.modules})}))
+"""
+
+
+def test_serve_path_does_not_import_numba_nor_kafka(tmp_path: Path) -> None:
+    """bm25s imports numba (0.4 s, and numba imports ``coverage`` when installed) though
+    goldwatch only runs its numpy backend, and the poll loop needs kafka-python (0.14 s)
+    only with a Kafka source: the serve path must load neither (issue 22)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _SERVE_PATH_PROBE],
+        cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["hits"] == ["b"]
+    assert result["numba_installed"], "numba is not installed: this test would prove nothing"
+    assert result["bm25s_numba"] is False
+    assert "numba" not in result["loaded"]
+    assert "coverage" not in result["loaded"]
+    assert "kafka" not in result["loaded"]

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kafka.errors import KafkaTimeoutError
 from prometheus_client import CollectorRegistry
 
 from consumers.base import DeadLetter, Origin, RawMessage
@@ -563,6 +564,29 @@ def test_dead_letters_are_retried_in_place_until_written() -> None:
     assert (report.processed, report.dead_lettered_total) == (2, 1)
     # the loop commits the last message of each partition (offset 2 here: all three done)
     assert [m.origin.offset for m in source.committed] == [2] and not source.failed
+
+
+class BrokerPausedDeadLetters(FlakyDeadLetters):
+    """Its dead-letter topic's broker times out ``failures`` times (kafka-python's error)."""
+
+    def dead_letter(self, letters: Sequence[DeadLetter]) -> None:
+        if letters and self.failures > 0:
+            self.failures -= 1
+            self.calls.append("dead_letter_failed")
+            raise KafkaTimeoutError("dead-letter topic not acknowledged")
+        FakeSource.dead_letter(self, letters)
+
+
+def test_kafka_errors_of_the_dead_letter_topic_are_retried() -> None:
+    # the loop no longer imports kafka-python itself (issue 22): a Kafka source that did
+    # must still have its errors retried, not stop the consumer
+    source = BrokerPausedDeadLetters([kafka_messages([b"not json", event(1)])], failures=3)
+    report = run(source, pipeline(), StateStore.in_memory(), fresh_metrics()[1], NoWaitStop(),
+                 config=PipelineConfig(commit_interval_s=0), until_eof=True)  # fmt: skip
+    assert source.calls.count("dead_letter_failed") == 3
+    assert [d.reason for d in source.dead] == ["not_json"]
+    assert (report.processed, report.dead_lettered_total) == (1, 1)
+    assert [m.origin.offset for m in source.committed] == [1] and not source.failed
 
 
 def test_stop_while_dead_letters_fail_commits_nothing() -> None:
