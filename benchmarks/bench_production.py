@@ -55,9 +55,7 @@ import pstats
 import random
 import re
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -543,9 +541,7 @@ def start_once(workdir: Path, analytics: bool | None, timeout_s: float = 90.0,
     """
     import logging
 
-    import httpx
-
-    from benchmarks.bench_startup import demo_config, free_port, serve_command
+    from benchmarks.bench_startup import demo_config, free_port, serve_command, time_to_ready
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per /readyz poll
     workdir.mkdir(parents=True, exist_ok=True)
@@ -557,29 +553,7 @@ def start_once(workdir: Path, analytics: bool | None, timeout_s: float = 90.0,
     command = serve_command(config)
     if importtime:
         command = [sys.executable, "-X", "importtime", "-m", "service.cli", *command[-3:]]
-    url = f"http://127.0.0.1:{port}/readyz"
-    with (workdir / "serve.log").open("wb") as log:
-        started = time.perf_counter()
-        process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            with httpx.Client(timeout=1.0) as client:
-                while time.perf_counter() - started < timeout_s:
-                    if process.poll() is not None:
-                        raise RuntimeError(f"serve exited with {process.returncode}: {log.name}")
-                    try:
-                        if client.get(url).status_code == 200:
-                            return time.perf_counter() - started
-                    except httpx.HTTPError:
-                        pass
-                    time.sleep(0.02)
-            raise RuntimeError(f"serve not ready after {timeout_s} s")
-        finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    return time_to_ready(command, workdir / "serve.log", port, timeout_s, stop_wait_s=30.0)
 
 
 #: goldwatch's own packages: their cumulative import time holds every other import.

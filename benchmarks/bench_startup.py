@@ -72,31 +72,41 @@ def start_once(workdir: Path, timeout_s: float = TIMEOUT_S) -> float:
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     config = demo_config(workdir, port)
+    return time_to_ready(serve_command(config), workdir / "serve.log", port, timeout_s)
+
+
+def time_to_ready(command: list[str], log_path: Path, port: int, timeout_s: float,
+                  stop_wait_s: float = 20.0) -> float:  # fmt: skip
+    """Seconds from ``Popen(command)`` (a serve process, output to ``log_path``) to its first
+    ``/readyz`` 200 on ``port`` (polled every 20 ms); the process is stopped with SIGTERM
+    after (killed if it has not stopped within ``stop_wait_s``).
+
+    :raises RuntimeError: the process exited or was not ready within ``timeout_s``.
+    """
     url = f"http://127.0.0.1:{port}/readyz"
-    log = (workdir / "serve.log").open("wb")
-    started = time.perf_counter()
-    process = subprocess.Popen(serve_command(config), cwd=REPO_ROOT, stdout=log,
-                               stderr=subprocess.STDOUT)  # fmt: skip
-    try:
-        with httpx.Client(timeout=1.0) as client:
-            while time.perf_counter() - started < timeout_s:
-                if process.poll() is not None:
-                    raise RuntimeError(f"serve exited with {process.returncode}; see {log.name}")
-                try:
-                    if client.get(url).status_code == 200:
-                        return time.perf_counter() - started
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.02)
-        raise RuntimeError(f"serve not ready after {timeout_s} s")
-    finally:
-        process.send_signal(signal.SIGTERM)
+    with log_path.open("wb") as log:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
         try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+            with httpx.Client(timeout=1.0) as client:
+                while time.perf_counter() - started < timeout_s:
+                    if process.poll() is not None:
+                        raise RuntimeError(f"serve exited with {process.returncode}; "
+                                           f"see {log_path}")  # fmt: skip
+                    try:
+                        if client.get(url).status_code == 200:
+                            return time.perf_counter() - started
+                    except httpx.HTTPError:
+                        pass
+                    time.sleep(0.02)
+            raise RuntimeError(f"serve not ready after {timeout_s} s")
+        finally:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=stop_wait_s)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 def run(runs: int = DEFAULT_RUNS) -> list[float]:

@@ -19,17 +19,22 @@ ENV = "GOLDWATCH_TEST_EVENT_LOG"
 
 
 class EventLog:
-    """Appends each event of each batch to ``$GOLDWATCH_TEST_EVENT_LOG`` (flushed per batch)."""
+    """Appends each event of each batch to the file named by the environment variable
+    :attr:`env` (``$GOLDWATCH_TEST_EVENT_LOG``; flushed per batch; a line written survives a
+    kill -9 of the process: it is in the page cache)."""
 
     name = "test-event-log"
+    #: The environment variable naming the file.
+    env = ENV
 
     def __init__(self) -> None:
-        self.path = Path(os.environ[ENV])
+        self.path = Path(os.environ[self.env])
 
     def process(self, batch: Batch) -> None:
         if batch.events:
-            with self.path.open("a", encoding="utf-8") as out:
-                out.writelines(event.model_dump_json() + "\n" for event in batch.events)
+            lines = "".join(event.model_dump_json() + "\n" for event in batch.events)
+            with self.path.open("a", encoding="utf-8", errors="surrogatepass") as out:
+                out.write(lines)
 
     def state_snapshot(self) -> Any:
         return None

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from service.pipeline import Batch
+from tests.acceptance.event_log_stage import EventLog
 
 
 class SlowStage:
@@ -53,25 +54,11 @@ class ThrottleStage:
         """Stateless."""
 
 
-class RecordStage:
-    """Appends every event that reaches it (after dedup) as one JSON line to the file named
-    by ``GOLDWATCH_TEST_RECORD``, so a test can compare the events built with the expected
-    ones and see any event processed twice (a line written survives a kill -9 of the process:
-    it is in the page cache)."""
+class RecordStage(EventLog):
+    """:class:`~tests.acceptance.event_log_stage.EventLog` writing to the file named by
+    ``GOLDWATCH_TEST_RECORD``: every event that reaches it (after dedup), one JSON line each,
+    so a test can compare the events built with the expected ones and see any event processed
+    twice."""
 
     name = "test-record"
-
-    def __init__(self) -> None:
-        self.path = os.environ["GOLDWATCH_TEST_RECORD"]
-
-    def process(self, batch: Batch) -> None:
-        if batch.events:
-            lines = "".join(event.model_dump_json() + "\n" for event in batch.events)
-            with open(self.path, "a", encoding="utf-8", errors="surrogatepass") as out:
-                out.write(lines)
-
-    def state_snapshot(self) -> Any:
-        return None
-
-    def restore(self, state: Any) -> None:
-        """Stateless."""
+    env = "GOLDWATCH_TEST_RECORD"
