@@ -149,7 +149,7 @@ def replay_once(
     settings: Settings, events: Path, workdir: Path, what: str, *,
     per_stage: bool = False, profile: cProfile.Profile | None = None,
 ) -> Row:  # fmt: skip
-    """``run_replay``'s path (``service.replay_job``), start-up timed apart from the run.
+    """``run_replay``'s path (``service.jobs.replay``), start-up timed apart from the run.
 
     :param per_stage: time each stage and the metrics export (adds a little overhead).
     :param profile: profile the run (not the start-up) with this profiler.

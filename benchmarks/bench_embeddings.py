@@ -34,8 +34,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from benchmarks.datasets import SHARED_DATA, XQUAD_LANGUAGES, load_xquad
-from service.embedding_backends import CharNgramEmbedder
-from service.embeddings import Embedder, EmbeddingConfig, WordLlamaEmbedder, build_embedder
+from service.embeddings.backends import CharNgramEmbedder
+from service.embeddings.model import Embedder, EmbeddingConfig, WordLlamaEmbedder, build_embedder
 
 BATCH = 256
 REPEATS = 5
@@ -64,7 +64,7 @@ def _per_question_us(
 
 def cost() -> None:
     """Section 1: µs per uncached question, and model load times."""
-    from service.language import LanguageConfig, LanguageDetector
+    from service.language.detector import LanguageConfig, LanguageDetector
 
     start = time.perf_counter()
     wordllama = WordLlamaEmbedder()

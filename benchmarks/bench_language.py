@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from benchmarks.datasets import XQUAD_LANGUAGES, load_xquad
-from service.language import HINGLISH, LanguageConfig, LanguageDetector
+from service.language.detector import HINGLISH, LanguageConfig, LanguageDetector
 
 STRIDE = 4
 CANDIDATES = (*XQUAD_LANGUAGES, HINGLISH)

@@ -8,12 +8,12 @@ label) and "after" (the default: short text without evidence falls back to the g
 dominant language of its script, and a label outside the expected languages needs strong
 evidence). Two setups:
 
-- with a gold set: the detector as :func:`service.analytics.build_analytics` builds it, the
+- with a gold set: the detector as :func:`service.runtime.analytics.build_analytics` builds it, the
   gold set's languages added to the candidates and used as the expected languages
   (``preferred``, weighted by their row counts in "after"), for two gold sets
   (:data:`GOLD_SETS`): the demo college bot's (en 48, hi-Latn 8, hi 3 rows) and the fresh-user
   trial's (en 620, de/es/hi 120 each: 63 % English);
-- without a gold set: a :class:`service.language.LanguageStage` over the stream in batches
+- without a gold set: a :class:`service.language.detector.LanguageStage` over the stream in batches
   of :data:`BATCH` questions in file order, so the live baseline's mix is the prior.
 
 English sets (every label but ``en`` and ``und`` is false; ``und`` is reported apart, as an
@@ -37,7 +37,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from benchmarks.datasets import SHARED_DATA, XQUAD_LANGUAGES, load_xquad
-from service.language import (
+from service.language.detector import (
     DEFAULT_CANDIDATES,
     HINGLISH,
     UNDETERMINED,

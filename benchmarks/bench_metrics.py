@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from service.ir_metrics import evaluate
+from service.evaluation.ir_metrics import evaluate
 from service.records import Qrels, Run, ScoredDoc
 
 N_QUERIES = 10_000

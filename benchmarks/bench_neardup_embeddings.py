@@ -38,7 +38,7 @@ import time
 import numpy as np
 
 from benchmarks.datasets import SHARED_DATA
-from service.embeddings import EmbeddingConfig, build_embedder
+from service.embeddings.model import EmbeddingConfig, build_embedder
 from service.harvest.neardup import NearDupIndex
 from service.harvest.text import comparison_form as normalise
 from service.harvest.text import trigrams

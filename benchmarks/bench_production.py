@@ -3,7 +3,7 @@
 Issue 22 item 1: the figure the README quotes. Every row comes from the same run on the
 same file, so the ratios survive a noisy machine (medians of ``--repeats``, default 3):
 
-* ``goldwatch replay, defaults`` — :func:`service.replay_job.run_replay`, the very function
+* ``goldwatch replay, defaults`` — :func:`service.jobs.replay.run_replay`, the very function
   ``goldwatch replay --config <cfg> FILE`` calls, in-process, with a configuration that sets
   only ``gold_set`` and ``corpus`` (every other setting at its default: analytics, drift,
   live quality, harvest; no shadow candidates since none is configured by default);
@@ -309,7 +309,7 @@ def replay(config: Path, log: Path, workdir: Path,
     ``build_live``). With ``stage_timers`` each stage's ``process`` and ``Live.observe`` add
     their seconds there; with ``profile`` the run (after start-up) is profiled.
     """
-    from service import replay_job
+    from service.jobs import replay as replay_job
     from service.settings import load_settings
 
     settings = load_settings(config)

@@ -9,10 +9,12 @@ the 4,500 in-scope TEST questions (positives) and the 1,000 ``oos`` TEST questio
 
 Reported, from one run:
 
-* ``bm25`` — today's path (``service.scope.calibrate_with_retriever``): ROC AUC of the BM25 best
+* ``bm25`` — today's path (``service.refusals.scope.calibrate_with_retriever``): ROC AUC of the
+BM25 best
   score on the gold set (what the service reports as ``calibration.auc``), and on the held-out
   test questions;
-* ``embedding`` — :class:`service.scope.EmbeddingScope` (nearest answerable / unanswerable gold
+* ``embedding`` — :class:`service.refusals.scope.EmbeddingScope` (nearest answerable / unanswerable
+gold
   question, nearest passage and the BM25 best score, logistic regression): its cross-validated
   AUC with the bootstrap interval (what the service reports and exports as
   ``goldwatch_detector_auc{detector="out_of_scope"}``), and its AUC on the held-out questions;
@@ -25,7 +27,7 @@ Reported, from one run:
   gates on with ``analytics.scope_min_balanced_accuracy``) and on the held-out questions.
 
 Second part (``--drift``), the issue's alarm acceptance through the real replay pipeline
-(:func:`service.replay_job.run_replay`, default settings and windows, one question every
+(:func:`service.jobs.replay.run_replay`, default settings and windows, one question every
 ~10 s): :func:`benchmarks.drift_streams.out_of_domain_shift` (60-question gold set from 3
 CLINC150 domains plus 20 unanswerable rows; out-of-gold-domain questions 5 % for 3,000
 events, then 30 % for 3,000) — the first topic or out-of-scope alarm after the change, and
@@ -51,17 +53,17 @@ import numpy as np
 
 from benchmarks.datasets import SHARED_DATA
 from benchmarks.drift_streams import Scenario, out_of_domain_shift, stationary_out_of_domain
-from service.detector_quality import measure_auc
-from service.embeddings import default_embedder
+from service.embeddings.model import default_embedder
+from service.evaluation.detector_quality import measure_auc
+from service.jobs.replay import run_replay
 from service.records import GoldQuestion, Passage
-from service.replay_job import run_replay
-from service.retrievers.registry import build_retrievers
-from service.scope import (
+from service.refusals.scope import (
     EmbeddingScope,
     best_score,
     calibrate_threshold,
     calibrate_with_retriever,
 )
+from service.retrievers.registry import build_retrievers
 from service.settings import RetrieverConfig, load_settings
 
 
@@ -164,7 +166,7 @@ def run(per_intent: int = 3, min_tpr: float = 0.95, seed: int = 0) -> dict[str, 
 
 def replay_scenario(scenario: Scenario, out: Path, method: str) -> dict[str, Any]:
     """Replay ``scenario`` with default settings but ``analytics.scope_method`` = ``method``
-    (fresh state) and return :func:`service.replay_job.run_replay`'s report."""
+    (fresh state) and return :func:`service.jobs.replay.run_replay`'s report."""
     files = scenario.write(out)
     settings = load_settings(None, gold_set=files.gold, corpus=files.corpus,
                              analytics={"scope_method": method})  # fmt: skip

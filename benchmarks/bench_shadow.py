@@ -51,10 +51,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.datasets import XQUAD_LANGUAGES, load_xquad
+from service.evaluation.report import table
 from service.events import QueryLogEvent
 from service.pipeline import Batch
 from service.records import ScoredDoc
-from service.report import table
 from service.retrievers.base import Retriever
 from service.retrievers.bm25 import BM25Retriever
 from service.retrievers.http import HttpRetriever

@@ -1,4 +1,4 @@
-"""Benchmark: topic quality and speed of ``service.topics`` on CLINC150.
+"""Benchmark: topic quality and speed of ``service.topics.model`` on CLINC150.
 
 Set-up: fit on a seeded sample of 20 in-scope TRAINING questions per intent (3,000 questions,
 150 intents, 10 domains); assign the 4,500 in-scope TEST questions and the 1,000
@@ -29,7 +29,7 @@ from sklearn.metrics import normalized_mutual_info_score
 from sklearn.metrics.cluster import contingency_matrix
 
 from benchmarks.datasets import SHARED_DATA
-from service.topics import TopicConfig, TopicModel
+from service.topics.model import TopicConfig, TopicModel
 
 PER_INTENT = 20
 BATCH = 500

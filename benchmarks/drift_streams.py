@@ -85,7 +85,7 @@ class Scenario:
     Attributes:
         name: scenario name (file names).
         events: schema-v1 events, event ids ``<name>-<i>``, timestamps ``GAP_S`` apart.
-        gold: gold-set rows (JSONL shape of ``service.goldset``).
+        gold: gold-set rows (JSONL shape of ``service.data.goldset``).
         corpus: corpus rows.
         change_at: index of the first event after the change (``None``: no change).
         rising: what the change adds: language labels, topic names, or ``{"refused"}``.

@@ -8,7 +8,7 @@ All streams are deterministic (seeded) from ``../shared/data``:
    domains plus the out-of-scope test set (positives) vs the test questions of the 3 domains
    (negatives). Representations: the embedding layer (WordLlama) and HEAD's TF-IDF/LSA path
    (word 1-2 grams ⊕ char_wb 3-5 grams, sublinear tf, TruncatedSVD 150, L2 — the vectoriser
-   ``service/topics.py`` used before this change, refitted on the gold set). Reported for
+   ``service/topics/model.py`` used before this change, refitted on the gold set). Reported for
    the scenario domains (banking, travel, kitchen_and_dining) and over
    10 seeded domain triples (mean / min / max); next to it the model's own leave-one-topic-out
    estimate (``novelty_quality``, what the service reports without any held-out data).
@@ -19,7 +19,7 @@ All streams are deterministic (seeded) from ``../shared/data``:
    45 intents; a question of an uncovered intent is arguably novel); ``stratified`` — the gold
    set drawn evenly over each domain's 15 intents; ``knn2`` — mean of the 2 nearest gold
    questions; ``product`` — what the service computes (:class:`TopicModel` neighbour
-   similarity, :func:`~service.topics.embedding_texts`, the default ``build_embedder``:
+   similarity, :func:`~service.topics.model.embedding_texts`, the default ``build_embedder``:
    WordLlama ⊕ char n-grams at weight 0.35).
 2. **NMI against CLINC150** (:func:`nmi`): unsupervised topics fitted on 20 training
    questions per intent (3,000), nearest topic of the 4,500 test questions; NMI vs the 150
@@ -70,10 +70,10 @@ from benchmarks.drift_streams import (
     nq_questions,
     xquad_corpus,
 )
-from service.detector_quality import measure_auc
-from service.embeddings import Embedder, EmbeddingConfig, build_embedder, default_embedder
-from service.topic_config import TopicConfig
-from service.topics import TOKEN_PATTERN, TopicModel
+from service.embeddings.model import Embedder, EmbeddingConfig, build_embedder, default_embedder
+from service.evaluation.detector_quality import measure_auc
+from service.topics.config import TopicConfig
+from service.topics.model import TOKEN_PATTERN, TopicModel
 
 #: Drift windows of the replays (pilot traffic, one question every ~10 s): as the analytics
 #: acceptance tests — current window 1 h, gold-set comparison over the last 6 h.
@@ -187,7 +187,7 @@ def novelty(per_domain: int = 20, n_triples: int = 10, embedder: Embedder | None
 
     ``embedder``: the issue's plain setup (default: WordLlama ``l2_supercat`` 256,
     L2-normalised); ``product``: what the service embeds with (default
-    :func:`~service.embeddings.build_embedder` of the default settings, WordLlama ⊕ hashed
+    :func:`~service.embeddings.model.build_embedder` of the default settings, WordLlama ⊕ hashed
     char n-grams at weight 0.35). Returns ``{variant}_scenario`` and ``{variant}_{mean,min,max}``
     over the triples for every :data:`NOVELTY_VARIANTS` entry, and ``gold_size``.
     """
@@ -348,8 +348,8 @@ def replay_topic_alarms(scenario: Scenario, out: Path, labels_as_gold_counts: bo
     gold counts (not the assignment live traffic gets)."""
     from collections import Counter
 
-    import service.analytics as analytics
-    from service.replay_job import run_replay
+    import service.runtime.analytics as analytics
+    from service.jobs.replay import run_replay
     from service.settings import load_settings
 
     files = scenario.write(out)

@@ -8,8 +8,8 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.goldsets import write_xquad
-from service.eval_job import EvalRequest, run_eval
-from service.report import table
+from service.evaluation.job import EvalRequest, run_eval
+from service.evaluation.report import table
 from service.settings import load_settings
 
 LANGUAGES = ("en", "es", "hi", "zh")

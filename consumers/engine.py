@@ -36,9 +36,9 @@ from typing import Any
 from consumers.base import DeadLetter, RawMessage
 from consumers.decoding import collect_dropped_fields
 from consumers.errors import ErrorCallback, default_on_error
-from service.dedup import DUPLICATE
 from service.events import QueryLogEvent
 from service.pipeline import Batch, Pipeline, StageError
+from service.pipeline.dedup import DUPLICATE
 from service.state import StateError, StateStore
 from service.telemetry import BatchCounts, Metrics
 

@@ -24,8 +24,8 @@ import click
 
 from service import __version__
 from service.cli_candidates import candidates_group
-from service.regular_files import open_regular
-from service.topic_config import N_TOPICS_MAX, N_TOPICS_MIN
+from service.files.regular import open_regular
+from service.topics.config import N_TOPICS_MAX, N_TOPICS_MIN
 
 if TYPE_CHECKING:  # the commands import what they need: `goldwatch --help` loads no models
     from service.settings import Settings
@@ -216,8 +216,8 @@ def eval_command(
     names one (a copy of it, e.g. in the demo's working folder). A gold set without a corpus
     is an error (exit 2), and so is a corpus holding none of its gold passages.
     """
-    from service import eval_job
-    from service.report import gold_set_line, render_json, render_text
+    from service.evaluation import job as eval_job
+    from service.evaluation.report import gold_set_line, render_json, render_text
     from service.retrievers.base import RetrieverError
 
     # Entry-point retrievers live in the user's project: import them from the current
@@ -480,7 +480,7 @@ def replay_command(
     """
     from consumers.errors import GoldwatchConsumerError
     from service.demo import demo_data, demo_path
-    from service.replay_job import render_text, run_replay
+    from service.jobs.replay import render_text, run_replay
     from service.state import StateError
 
     if demo and file is not None:
@@ -547,7 +547,7 @@ def demo_command(
     URLs and a fresh API token (your own GOLDWATCH_API__TOKEN is used instead and not
     printed); Ctrl-C stops it. --fast: everything at once, then the report.
     """
-    from service import demo_job
+    from service.jobs import demo as demo_job
     from service.settings import ConfigError
     from service.state import StateError
 
@@ -619,11 +619,11 @@ def topics_fit(
     out: Path,
 ) -> None:
     """Fit the topic model on the gold set and save it as a versioned artefact."""
-    from service.analytics import fit_topic_model
-    from service.corpus import load_corpus
-    from service.embeddings import shared_embedder
-    from service.goldset import load_gold_set
-    from service.topics import TopicModel
+    from service.data.corpus import load_corpus
+    from service.data.goldset import load_gold_set
+    from service.embeddings.model import shared_embedder
+    from service.runtime.analytics import fit_topic_model
+    from service.topics.model import TopicModel
 
     settings = _settings(config)
     try:
@@ -656,7 +656,7 @@ def topics_fit(
 def topics_show(artefact: Path, as_json: bool) -> None:
     """Show a saved topic model: its topics with their labels, sizes, top terms and most
     representative gold questions, and the measured novelty quality."""
-    from service.topics import TopicModel
+    from service.topics.model import TopicModel
 
     try:
         model = TopicModel.load(artefact)
@@ -728,8 +728,8 @@ def config_check(config: Path | None) -> None:
 def _check_summary(settings: Settings, loaded: dict[str, object]) -> list[str]:
     """``config check``'s closing lines: gold set N rows, corpus M passages, topics K (how
     they are made), source, state path. ``loaded``: what :func:`_file_problems` loaded."""
-    from service.analytics import fit_topic_model
-    from service.topics import TopicModel
+    from service.runtime.analytics import fit_topic_model
+    from service.topics.model import TopicModel
 
     gold, corpus = loaded.get("gold_set"), loaded.get("corpus")
     lines = [
@@ -774,8 +774,8 @@ def _file_problems(settings: Settings, loaded: dict[str, object] | None = None,
     kept in ``loaded`` by setting name, when given). A missing file is named by its absolute
     path and where the setting came from (``config``: the YAML file, if any): "gold_set: file
     not found: /srv/gold.jsonl (GOLDWATCH_GOLD_SET, relative to the working folder)"."""
-    from service.corpus import load_corpus
-    from service.goldset import load_gold_set
+    from service.data.corpus import load_corpus
+    from service.data.goldset import load_gold_set
 
     problems = []
     files: list[tuple[str, Path | None, Callable[[Path], object] | None]] = [

@@ -44,17 +44,17 @@ from pydantic_settings import (
     SettingsError,
 )
 
-from service.embedding_config import EmbeddingConfig
+from service.embeddings.config import EmbeddingConfig
 from service.errors import GoldwatchError
 from service.events import FieldMapping
+from service.files.regular import read_regular
 from service.harvest.config import HarvestConfig
 from service.kafka_config import KafkaSourceConfig
-from service.language import LanguageConfig
+from service.language.detector import LanguageConfig
 from service.pipeline import PipelineConfig
-from service.refusals import check_pattern
-from service.regular_files import read_regular
+from service.refusals.detector import check_pattern
 from service.shadow.runner import ShadowConfig
-from service.topic_config import TopicConfig
+from service.topics.config import TopicConfig
 from service.traces.assembly import AssemblyLimits
 from service.traces.evaluations import EvaluationsConfig
 from service.traces.mapping import TraceMapping
@@ -443,7 +443,7 @@ class AnalyticsConfig(_Frozen):
             its own; an invalid one is a configuration error naming its index).
         scope_method: how out-of-scope is judged: ``embedding`` (nearest gold questions and
             passages in the embedding space plus ``scope_retriever``'s best score, a logistic
-            regression calibrated on the gold set: :class:`service.scope.EmbeddingScope`),
+            regression calibrated on the gold set: :class:`service.refusals.scope.EmbeddingScope`),
             ``retriever`` (``scope_retriever``'s best score against a threshold, as before
             issue 17) or ``off``.
         scope_retriever: built-in retriever (``bm25``, ``tfidf``, ``dense``, ``hybrid``) whose

@@ -49,9 +49,9 @@ from typing import Any, NamedTuple
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary
 
 from service import __version__
-from service.annotation_totals import count_annotations
 from service.events import OPTIONAL_FIELD_PATHS
 from service.pii import PII_TYPES as _PII_TYPES
+from service.pipeline.totals import count_annotations
 
 NAMESPACE = "goldwatch"
 OTHER = "other"
@@ -512,7 +512,7 @@ class AnalyticsMetrics:
         """Export each detector's measured quality: ``qualities`` maps a detector name (one
         of :data:`DETECTORS`; others are skipped) to ``{"auc", "auc_low", "auc_high", "tpr",
         "fpr", "balanced_accuracy"}`` as in
-        :meth:`service.detector_quality.DetectorQuality.as_dict` (``None`` or NaN exports
+        :meth:`service.evaluation.detector_quality.DetectorQuality.as_dict` (``None`` or NaN exports
         NaN; the rates are optional: a detector without an operating point). ``trusted`` is 1
         when the AUC is known and ≥ ``floor`` and the balanced accuracy, when known, is
         ≥ ``min_balanced_accuracy``."""
@@ -550,7 +550,7 @@ def _finite(value: Any) -> float:
 def _topic_help(descriptions: Mapping[str, str]) -> str:
     """``Questions by topic.`` plus ``Topics: topic-0 = fee, hostel; ...`` for the topics whose
     label says more than their name (at most 100, natural order: topic-2 before topic-10)."""
-    from service.topics import topic_sort_key
+    from service.topics.model import topic_sort_key
 
     named = [label for name, label in sorted(descriptions.items(),
                                              key=lambda kv: topic_sort_key(kv[0]))
@@ -848,7 +848,7 @@ class ShadowMetrics:
             self.gold_run_timestamp.labels(retriever=retriever).set(run.get("finished_at", 0))
 
     def observe_quality(self, pending: Mapping[str, Any]) -> None:
-        """Export :meth:`service.quality.LiveQualityStage.pending_observations` (known
+        """Export :meth:`service.quality.stage.LiveQualityStage.pending_observations` (known
         questions, their live recall, refusal checks, ACL violations)."""
         for name, n in pending.get("known", {}).items():
             self.known_questions.labels(retriever=self.retriever(name)).inc(n)

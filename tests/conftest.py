@@ -53,10 +53,10 @@ def demo_replay(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The demo query log (``service/demo/querylog.jsonl``, 3,000 events) pushed once per
     session through the full pipeline with the demo configuration (``goldwatch.yaml``, its gold
     set and corpus, harvest defaults: ``GOLDWATCH_HARVEST__MAX_NEW_PER_BATCH`` unset): the
-    report of :func:`service.replay_job.run_replay`. Shared by every test that asks for it:
+    report of :func:`service.jobs.replay.run_replay`. Shared by every test that asks for it:
     read it, never change it (``copy.deepcopy`` first)."""
     from service.demo import demo_path
-    from service.replay_job import run_replay
+    from service.jobs.replay import run_replay
     from service.settings import load_settings
 
     out = tmp_path_factory.mktemp("demo-replay")

@@ -35,7 +35,7 @@ from service.api.routes import router
 from service.api.shadow_routes import router as shadow_router
 from service.api.trace_ingest import TraceIngest
 from service.api.trace_routes import router as trace_router
-from service.corpus import load_corpus
+from service.data.corpus import load_corpus
 from service.harvest import StateStoreCandidates
 from service.harvest.labelling import Labelling
 from service.runtime.process import EngineBusy, Runtime

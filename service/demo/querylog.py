@@ -98,7 +98,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from service.corpus import load_corpus
+from service.data.corpus import load_corpus
 from service.demo import DEMO_DIR, demo_path
 from service.demo.variants import INTENTS, LANGUAGES, PLANTED_PII, Intent
 from service.records import Passage

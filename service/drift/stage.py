@@ -9,7 +9,7 @@ Dimensions (each with its own detector, windows over event time):
 
 Each is compared with the reference (when there is one) and with a baseline of earlier
 traffic (:mod:`service.drift.detectors`). A dimension fed by a detector whose measured
-quality is below the floor (:mod:`service.detector_quality`) is *suppressed*
+quality is below the floor (:mod:`service.evaluation.detector_quality`) is *suppressed*
 (:meth:`DriftStage.suppress`): still tested, it reports state ``uncalibrated`` with the reason
 and raises no alarm. The stage also keeps all-time counts per category for the coverage-gap
 report. Its state (detectors and counts) is persisted with the other stages, so a restart

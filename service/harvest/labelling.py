@@ -26,7 +26,7 @@
   Existing rows are never rewritten. If a crash came between the append and the decision, a
   retry finds the ``harvest_id`` already in the file, does not append again, and keeps the
   decision of that row as the gold-set loader reads it. The gold
-  passages must fit the kind (:func:`service.goldset.kind_problem`: e.g. ``multi-passage``
+  passages must fit the kind (:func:`service.data.goldset.kind_problem`: e.g. ``multi-passage``
   needs two). When the file cannot be written (missing although it existed at start — moved
   away —, not a regular file, unwritable, disk full, locked by another process for over
   ``harvest.gold_lock_timeout_s``, its last line torn by an earlier crash, or any line
@@ -58,16 +58,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from service.data.goldset import MAX_GOLD_ROW_BYTES, GoldFileCheck, kind_problem, parse_gold_row
 from service.errors import GoldwatchError
 from service.files.append_only import TornTail, append_whole, open_append, prepare_tail
-from service.goldset import MAX_GOLD_ROW_BYTES, GoldFileCheck, kind_problem, parse_gold_row
+from service.files.regular import read_regular
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.ranking import select
 from service.harvest.store import CandidateRepository
 from service.harvest.suggestion import Suggestion
 from service.pii import PLACEHOLDERS, scrub
 from service.records import GoldQuestion
-from service.regular_files import read_regular
 from service.state import StateError
 
 __all__ = [
@@ -120,7 +120,7 @@ class GoldSetUnavailable(LabellingError):
 
 
 class GoldFileBroken(Exception):
-    """The gold-set file no longer loads whole (:class:`~service.goldset.GoldFileCheck`);
+    """The gold-set file no longer loads whole (:class:`~service.data.goldset.GoldFileCheck`);
     the message names the file and the first bad line, never its content."""
 
 
@@ -392,7 +392,7 @@ class Labelling:
         Raises:
             CandidateNotFound, AlreadyDecided, LabellingError: see the class docstrings
                 (blank or repeated ids, ids that do not fit the kind — see
-                :func:`service.goldset.kind_problem` —, ids not in ``passages``, or a gold
+                :func:`service.data.goldset.kind_problem` —, ids not in ``passages``, or a gold
                 row over the loader's 64 KiB a row, naming its largest fields:
                 :func:`row_too_large`).
             GoldSetUnavailable: the gold-set file cannot be written (module docstring);
@@ -489,7 +489,7 @@ class Labelling:
         Returns:
             ``(row, question)``: the row in the file — the new one, or after a crash between
             an append and its decision, the one appended then, read back as the gold-set
-            loader reads it (:func:`service.goldset.parse_gold_row`) — and its question.
+            loader reads it (:func:`service.data.goldset.parse_gold_row`) — and its question.
 
         Raises:
             OSError: missing (``ENOENT``) although it existed at start, not a regular file
@@ -500,7 +500,7 @@ class Labelling:
                 would be lost with it; nothing is written.
             GoldSetUnavailable: the file holds this suggestion's row, malformed.
             LabellingError: the new row is over the loader's
-                :data:`~service.goldset.MAX_GOLD_ROW_BYTES` (:func:`row_too_large`); nothing
+                :data:`~service.data.goldset.MAX_GOLD_ROW_BYTES` (:func:`row_too_large`); nothing
                 is written.
         """
         try:
@@ -541,7 +541,7 @@ class Labelling:
 
 def row_too_large(gold_row: Mapping[str, Any], size: int) -> str:
     """The message refusing a gold row of ``size`` bytes (its JSONL line, UTF-8, without
-    the newline) over :data:`~service.goldset.MAX_GOLD_ROW_BYTES` (65,536), which the
+    the newline) over :data:`~service.data.goldset.MAX_GOLD_ROW_BYTES` (65,536), which the
     gold-set loader refuses (and with it the whole file: ``/readyz`` 503, ``serve`` exit 2).
     It names the fields over 1 KiB, largest first, with their sizes in bytes, and which of
     them the labeller sets; never their text.

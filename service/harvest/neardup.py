@@ -22,7 +22,7 @@ The LSH is asked for candidates at ``threshold - 0.25`` (at least 0.1) to lower 
 false-negative rate around the threshold.
 
 Paraphrases share meaning, not trigrams ("how do I top up" ~ "add money to my account"), so
-with an ``embedder`` (:mod:`service.embeddings`) two texts also match when the cosine of their
+with an ``embedder`` (:mod:`service.embeddings.model`) two texts also match when the cosine of their
 vectors is at least ``cosine``: the rule is *trigram Jaccard ≥ threshold OR cosine ≥ cosine*.
 :meth:`NearDupIndex.probes` embeds a whole batch in one call and scores it against a matrix of
 the stored vectors in one product (``(stored, dim) @ (dim, batch)``); keys stored after a probe
@@ -66,7 +66,7 @@ from datasketch import MinHash, MinHashLSH
 from service.harvest.text import trigrams
 
 if TYPE_CHECKING:
-    from service.embedder import Embedder
+    from service.embeddings.protocol import Embedder
 
 __all__ = ["NearDupIndex", "Probe", "signatures"]
 

@@ -88,7 +88,7 @@ from service.records import GoldQuestion
 from service.shadow.runner import ShadowResult, production_ranking
 
 if TYPE_CHECKING:
-    from service.embedder import Embedder
+    from service.embeddings.protocol import Embedder
     from service.events import QueryLogEvent
 
 __all__ = ["PRODUCTION", "HarvestStage"]
@@ -132,7 +132,7 @@ class HarvestStage:
             has no ``known`` annotation.
         sinks: where changed suggestions are published.
         clock: monotonic seconds, for ``flush_interval_s``.
-        embedder: the embedding layer (:func:`service.embeddings.shared_embedder`) for the
+        embedder: the embedding layer (:func:`service.embeddings.model.shared_embedder`) for the
             near-duplicate rule's cosine part (``config.embedding_similarity``); ``None``, or
             that setting ``None``: trigram Jaccard only.
     """

@@ -1,7 +1,7 @@
 """The ``drift`` section: each comparison's latest test and the alarm history, with the
 alarms marked on a time line.
 
-Reads the ``drift`` block of :func:`service.replay_job.analytics_report` (the shape of
+Reads the ``drift`` block of :func:`service.jobs.replay.analytics_report` (the shape of
 :meth:`service.drift.stage.DriftStage.report`).
 """
 

@@ -4,7 +4,7 @@ Sections (each a ``<section id=…>``): ``overall`` (one row per metric, one col
 retriever, so it fits the page however many cut-offs; what the means average over; the gates
 that failed), ``curves`` (recall@k and hit rate@k against k, one line per retriever, SVG),
 ``breakdown`` (per field — kind, doc type, source, language, role, topic — a bar chart of
-recall at the breakdown cut-off, :func:`service.report.breakdown_k`, and a table),
+recall at the breakdown cut-off, :func:`service.evaluation.report.breakdown_k`, and a table),
 ``misses`` (per retriever, what came back instead of the gold passages), ``unanswerable``
 (the questions with no gold passage and what each retriever ranked first for them),
 ``comparison`` (paired B − A differences with their bootstrap intervals) and, with
@@ -18,10 +18,7 @@ from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
-from service.html import plots
-from service.html.page import document, esc, figure, num, para, pct, section, table
-from service.records import BREAKDOWN_FIELDS
-from service.report import (
+from service.evaluation.report import (
     COMPARISON_COLUMNS,
     breakdown_k,
     comparison_rows,
@@ -29,21 +26,24 @@ from service.report import (
     max_k,
     text_measures,
 )
+from service.html import plots
+from service.html.page import document, esc, figure, num, para, pct, section, table
+from service.records import BREAKDOWN_FIELDS
 
 if TYPE_CHECKING:
-    from service.compare import PairedComparison
-    from service.eval_job import EvalOutcome
-    from service.evaluation import Miss, RetrieverReport
+    from service.evaluation.compare import PairedComparison
+    from service.evaluation.evaluate import Miss, RetrieverReport
+    from service.evaluation.job import EvalOutcome
 
 #: Misses listed per retriever (the misses JSONL file has them all).
 MAX_MISSES = 100
 
 
 def render_eval_html(outcome: EvalOutcome, *, max_misses: int = MAX_MISSES) -> str:
-    """Render an :class:`~service.eval_job.EvalOutcome` as a self-contained HTML page.
+    """Render an :class:`~service.evaluation.job.EvalOutcome` as a self-contained HTML page.
 
     Args:
-        outcome: what :func:`service.eval_job.run_eval` returned (at least one report).
+        outcome: what :func:`service.evaluation.job.run_eval` returned (at least one report).
         max_misses: misses listed per retriever (≥ 0); the count of the rest is stated.
 
     Returns:

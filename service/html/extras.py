@@ -2,7 +2,7 @@
 
 Both are rendered only when the report carries them (``shadow``: the shape of
 :meth:`service.shadow.stage.ShadowStage.report`; ``gold_candidates``: a list of suggestion
-dicts, the replay report's summary (:func:`service.replay_job.harvest_summary`: the list under
+dicts, the replay report's summary (:func:`service.jobs.replay.harvest_summary`: the list under
 ``top``, with ``n_suggestions``, ``by_reason``, ``shed`` and ``max_new_per_batch``), the status
 page's (:mod:`service.api.status_page`: the list under ``suggestions``, with ``n_suggestions``,
 ``by_status``, ``shed`` and ``max_new_per_batch``), or a dict holding the list under
@@ -16,9 +16,9 @@ from typing import Any
 
 from markupsafe import Markup
 
+from service.harvest.shed_note import shed_note
 from service.html import plots
 from service.html.page import esc, figure, num, para, section, table
-from service.shed_note import shed_note
 
 #: Agreement measures, in the shadow stage's report order.
 AGREEMENT = ("overlap", "jaccard", "rbo", "kendall_tau", "top1", "citation_recall")

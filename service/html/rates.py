@@ -1,6 +1,6 @@
 """The ``refusals`` section: refusal and out-of-scope rates against their baseline windows.
 
-Reads :func:`service.replay_job.analytics_report`'s ``refusals``, ``out_of_scope`` and the
+Reads :func:`service.jobs.replay.analytics_report`'s ``refusals``, ``out_of_scope`` and the
 ``refusal`` / ``out_of_scope`` entries of its drift report; with a ``series`` (see
 :mod:`service.html.replay_page`) it also draws the refusal rate per time bucket.
 """

@@ -1,4 +1,4 @@
-"""``goldwatch replay --html``: the replay report (see :mod:`service.replay_job`) as a page.
+"""``goldwatch replay --html``: the replay report (see :mod:`service.jobs.replay`) as a page.
 
 Sections: ``ingest`` (consumed, processed, dead letters), then the analytics sections shared
 with the status page (:func:`analytics_sections`): ``languages`` and ``topics`` (live shares
@@ -35,14 +35,14 @@ from service.html.page import (
     table,
 )
 from service.html.rates import refusals_section
-from service.topics import NOVEL
+from service.topics.model import NOVEL
 
 #: Categories drawn per dimension; the rest are summed under ``other``.
 TOP_CATEGORIES = 12
 
 
 def render_replay_html(report: Mapping[str, Any]) -> str:
-    """Render :func:`service.replay_job.run_replay`'s report as a self-contained page.
+    """Render :func:`service.jobs.replay.run_replay`'s report as a self-contained page.
 
     Args:
         report: the replay report (``analytics`` may be ``None`` when analytics are off;
@@ -77,7 +77,7 @@ def analytics_sections(
     """The analytics sections, shared by the replay report and the status page.
 
     Args:
-        analytics: :func:`service.replay_job.analytics_report`'s dict, or ``None``.
+        analytics: :func:`service.jobs.replay.analytics_report`'s dict, or ``None``.
         outer: a containing document that may carry ``shadow`` / ``gold_candidates``.
     """
     shadow = find_extra("shadow", analytics, outer)
@@ -177,7 +177,7 @@ def _shares(
     novelty: Mapping[str, Any] | None = None,
 ) -> Markup:
     """One dimension's shares; ``labels`` names categories (a topic's top terms);
-    ``novelty`` (topics: :func:`service.replay_job.novelty_report`) labels the ``novel``
+    ``novelty`` (topics: :func:`service.jobs.replay.novelty_report`) labels the ``novel``
     share uncalibrated, or says why novelty is off. Without gold counts (no gold set) only
     the live shares are shown."""
     rows = share_rows(dim.get("live_counts", {}), dim.get("gold_counts", {}))

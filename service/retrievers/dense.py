@@ -9,8 +9,8 @@ Passages are embedded with the cache bypassed (they are not questions, and would
 live questions out of it).
 
 >>> from service.records import Passage
->>> from service.embeddings import CachedEmbedder
->>> from service.embedding_backends import CharNgramEmbedder
+>>> from service.embeddings.model import CachedEmbedder
+>>> from service.embeddings.backends import CharNgramEmbedder
 >>> dense = DenseRetriever([Passage("a", "hostel fee per semester"), Passage("b", "exam dates")],
 ...                        embedder=CachedEmbedder(CharNgramEmbedder(dim=256)))
 >>> [doc.doc_id for doc in dense.search("when are the exam dates", 2)][0]
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from service.embedder import Embedder
+from service.embeddings.protocol import Embedder
 from service.records import Passage, ScoredDoc
 from service.retrievers.text import check_k, corpus_ids
 
@@ -69,8 +69,8 @@ class DenseRetriever:
 
     Args:
         corpus: the passages to index (non-empty, unique ids).
-        embedder: the embedding layer (:func:`~service.embeddings.build_embedder`); default
-            :func:`~service.embeddings.default_embedder`.
+        embedder: the embedding layer (:func:`~service.embeddings.model.build_embedder`); default
+            :func:`~service.embeddings.model.default_embedder`.
         name: the retriever's name.
 
     Raises:
@@ -86,7 +86,7 @@ class DenseRetriever:
         name: str = "dense",
     ) -> None:
         if embedder is None:
-            from service.embeddings import default_embedder
+            from service.embeddings.model import default_embedder
 
             embedder = default_embedder()
         self.name = name

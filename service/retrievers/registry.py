@@ -4,7 +4,7 @@
 ``{"k1": 1.2, "stopwords": true}`` for bm25, ``{"word_weight": 0.5}`` for tfidf,
 ``{"depth": 200}`` for hybrid, ``{"concurrency": 8, "max_response_bytes": 1048576}`` for http.
 ``dense`` retrievers share one embedder: the one passed in, else the one the settings'
-``analytics.embeddings`` section describes (:func:`~service.embeddings.shared_embedder`: one
+``analytics.embeddings`` section describes (:func:`~service.embeddings.model.shared_embedder`: one
 per process and config, built only when a ``dense`` retriever is wanted), else the process
 default.
 
@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
-from service.embedder import Embedder
-from service.embeddings import shared_embedder
+from service.embeddings.model import shared_embedder
+from service.embeddings.protocol import Embedder
 from service.records import Passage
 from service.retrievers.base import Retriever
 from service.retrievers.bm25 import BM25Retriever

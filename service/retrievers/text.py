@@ -34,7 +34,7 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from service.records import Passage
 from service.text import normalise
-from service.unicode_classes import category_ranges
+from service.text.unicode_classes import category_ranges
 
 #: Code-point ranges of scripts written without spaces between words.
 _NO_SPACE_RANGES: tuple[tuple[int, int], ...] = (

@@ -26,26 +26,26 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from service.acl import AccessPolicy
-from service.analytics import (
+from service.data.corpus import Corpus, load_corpus
+from service.data.goldset import GoldSet, load_gold_set
+from service.embeddings.model import shared_embedder
+from service.evaluation.detector_quality import quality_gauges
+from service.harvest import HarvestStage, MemoryCandidates, StateStoreCandidates
+from service.harvest.config import REASONS
+from service.pii import UNKEYED, Pseudonymiser
+from service.pipeline import Batch, CountingStage, Pipeline, PipelineConfig, Stage
+from service.pipeline.dedup import DedupStage
+from service.quality.acl import AccessPolicy
+from service.quality.known import KnownQuestionIndex
+from service.quality.stage import LiveQualityStage
+from service.retrievers.registry import build_retrievers
+from service.runtime.analytics import (
     TOPIC_IDENTITY_KEY,
     Analytics,
     build_analytics,
     pseudonymiser,
     topic_identity,
 )
-from service.corpus import Corpus, load_corpus
-from service.dedup import DedupStage
-from service.detector_quality import quality_gauges
-from service.embeddings import shared_embedder
-from service.goldset import GoldSet, load_gold_set
-from service.harvest import HarvestStage, MemoryCandidates, StateStoreCandidates
-from service.harvest.config import REASONS
-from service.known import KnownQuestionIndex
-from service.pii import UNKEYED, Pseudonymiser
-from service.pipeline import Batch, CountingStage, Pipeline, PipelineConfig, Stage
-from service.quality import LiveQualityStage
-from service.retrievers.registry import build_retrievers
 from service.settings import Settings
 from service.shadow.runner import ShadowRunner
 from service.shadow.stage import ShadowStage
@@ -188,7 +188,7 @@ class Live:
 
 def known_index(analytics: Analytics, gold: GoldSet, threshold: float) -> KnownQuestionIndex:
     """The known-question index of the live-quality stage: the out-of-scope stage's own
-    (:class:`service.scope.KnownScope`) when it is of the same gold set (the same object)
+    (:class:`service.refusals.scope.KnownScope`) when it is of the same gold set (the same object)
     and threshold, else a new one.
 
     Both stages match every question of a batch against the gold set, in that order, with

@@ -27,13 +27,13 @@ from consumers.file_source import FileSource
 from consumers.jsonl_dead_letters import DEAD_LETTER_MARK_KEY, JsonlDeadLetters
 from consumers.loop import make_decoder, run
 from service import __version__
-from service.corpus import DataFileError, load_corpus
-from service.detector_quality import quality_gauges
+from service.data.corpus import DataFileError, load_corpus
+from service.data.goldset import GoldFileCheck, load_gold_set
 from service.errors import GoldwatchError, describe_error
-from service.goldset import GoldFileCheck, load_gold_set
-from service.known import KnownQuestionIndex
+from service.evaluation.detector_quality import quality_gauges
 from service.pacing import Backoff
 from service.pipeline import Stage
+from service.quality.known import KnownQuestionIndex
 from service.runtime.live import build_live, build_pipeline, keep_topic_identity
 from service.runtime.memory import fix_mmap_threshold, freeze_heap
 from service.runtime.reports import analytics_report, json_safe
@@ -354,7 +354,7 @@ class Runtime:
             self._refresh_covered = wanted
 
     def _refresh_gold_now(self) -> None:
-        from service.analytics import (
+        from service.runtime.analytics import (
             apply_gold_references,
             apply_scope_references,
             gold_references,

@@ -10,12 +10,12 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from service.analytics import Analytics
-from service.annotation_totals import AnnotationTotals
+from service.pipeline.totals import AnnotationTotals
+from service.refusals.scope import describe
+from service.runtime.analytics import Analytics
 from service.runtime.live import Live
-from service.scope import describe
 from service.telemetry import PII_TYPES
-from service.topics import NOVEL
+from service.topics.model import NOVEL
 
 
 def live_reports(live: Live, registry: CollectorRegistry | None = None) -> dict[str, Any]:

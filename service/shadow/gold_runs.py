@@ -1,8 +1,8 @@
 """Gold-set runs of production and the shadow candidates, on a schedule and on demand.
 
 One run is ``goldwatch eval`` over the configured gold set and corpus (the same functions:
-:func:`service.eval_job.retrieved_runs`, :func:`service.evaluation.evaluate_run`,
-:func:`service.compare.compare_all`, the run history), for the production retriever
+:func:`service.evaluation.job.retrieved_runs`, :func:`service.evaluation.evaluate.evaluate_run`,
+:func:`service.evaluation.compare.compare_all`, the run history), for the production retriever
 (``shadow.production``, when declared callable) and every candidate's retriever. Its JSON:
 
 ``{"trigger", "started_at", "finished_at" (Unix s, wall clock), "duration_s" (monotonic
@@ -15,11 +15,12 @@ clock: never negative when the wall clock is stepped during a run), "gold_set":
 {candidate label: [PairedComparison JSON without deltas]}, "warnings"}``.
 
 ``label`` is the candidate's name, or the production retriever's name. The paired comparison
-(randomization test and bootstrap CI, :mod:`service.compare`) is candidate minus production
+(randomization test and bootstrap CI, :mod:`service.evaluation.compare`) is candidate minus
+production
 on ``recall@k`` for every k and ``mrr``.
 
 Role-restricted gold rows are evaluated as their role: every passage in a retriever's top
-``max(k)`` for such a row that the role may not read (:class:`service.acl.AccessPolicy`)
+``max(k)`` for such a row that the role may not read (:class:`service.quality.acl.AccessPolicy`)
 counts as an ACL violation of that retriever.
 
 :class:`GoldRuns` keeps the latest run, runs one at a time in a background thread (so an
@@ -35,11 +36,11 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from service.acl import AccessPolicy
-from service.compare import compare_all
-from service.eval_job import EvalRequest, load_gold, retrieved_runs, retriever_config
-from service.evaluation import RetrieverReport, evaluate_run
-from service.history import append_history, history_row
+from service.evaluation.compare import compare_all
+from service.evaluation.evaluate import RetrieverReport, evaluate_run
+from service.evaluation.history import append_history, history_row
+from service.evaluation.job import EvalRequest, load_gold, retrieved_runs, retriever_config
+from service.quality.acl import AccessPolicy
 from service.records import Run
 from service.settings import Settings
 
@@ -94,7 +95,7 @@ def run_gold_set(settings: Settings, trigger: str = "on_demand") -> dict[str, An
 
     Raises:
         ValueError: nothing to run (no ``shadow.production`` and no candidates).
-        service.goldset.GoldSetError, service.corpus.CorpusError: unreadable inputs.
+        service.data.goldset.GoldSetError, service.data.corpus.CorpusError: unreadable inputs.
         service.retrievers.base.RetrieverError: a retriever failed.
         OSError: the history file cannot be written.
     """

@@ -28,16 +28,17 @@ harvest (``service.harvest``)         nfkc_casefold, non_word    suggestion ids 
                                                                  (stored in the state and the
                                                                  harvest topic); symbols are
                                                                  noise for near-duplicates
-known questions (``service.known``)   nfkc_casefold,             matches gold questions;
+known questions (``service.quality.known``)   nfkc_casefold,             matches gold questions;
                                       punctuation                keeps ``+``/``$``/marks, which
                                                                  its n-grams score
-answer checks (``service.answers``),  nfkc_casefold, whitespace  substring tests and n-grams:
+answer checks (``service.evaluation.answers``),  nfkc_casefold, whitespace  substring tests and
+n-grams:
 char n-gram embedder                                             punctuation is meaningful
 built-in retrievers' tokeniser        nfkc_casefold, keep        the tokeniser splits words
                                                                  itself; TF-IDF ``char_wb``
                                                                  splits on whitespace itself
 language detection cache key          nfc, whitespace            detectors see case and
-(``service.language``)                                           full-width forms
+(``service.language.detector``)                                           full-width forms
 ====================================  =========================  ===========================
 
 >>> normalise("  When are the FEES due?? ", separators="non_word")
@@ -59,7 +60,7 @@ import re
 import unicodedata
 from typing import Literal
 
-from service.unicode_classes import category_ranges
+from service.text.unicode_classes import category_ranges
 
 __all__ = ["Fold", "Separators", "normalise"]
 

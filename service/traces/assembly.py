@@ -61,7 +61,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.dedup import RecentIds
+from service.pipeline.dedup import RecentIds
 from service.traces.spans import Span
 
 #: Reasons a :class:`Rejected` record carries (bounded metric labels).

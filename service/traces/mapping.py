@@ -72,7 +72,7 @@ from pydantic import (
     ValidationError,
 )
 
-from service.corpus import load_corpus
+from service.data.corpus import load_corpus
 from service.errors import GoldwatchError
 from service.events import Answer, QueryLogEvent, Retrieval, RetrievedPassage, User
 from service.traces.spans import Span
@@ -177,7 +177,7 @@ def content_index(corpus: Path | None) -> dict[str, str]:
     the corpus passage with the same text; empty without a corpus.
 
     Raises:
-        service.corpus.CorpusError, OSError: the corpus cannot be read (as at start-up).
+        service.data.corpus.CorpusError, OSError: the corpus cannot be read (as at start-up).
     """
     if corpus is None:
         return {}

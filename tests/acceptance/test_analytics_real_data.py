@@ -2,7 +2,7 @@
 
 Every test writes a deterministic scenario of :mod:`benchmarks.drift_streams` (real questions
 from ``../shared/data``, one every ~10 s of event time) as a JSONL query log with its gold set
-and corpus, and replays it with :func:`service.replay_job.run_replay` — file source, decoder,
+and corpus, and replays it with :func:`service.jobs.replay.run_replay` — file source, decoder,
 dedup, PII scrubbing, language, topic, refusal, drift, Prometheus export, SQLite state — then
 reads the report: alarms (``after_events`` = events fed to the drift stage when the comparison
 entered ``drift``, to within :data:`service.drift.stage.ALARM_RESOLUTION`), counts and states.
@@ -40,7 +40,7 @@ from benchmarks.drift_streams import (
     topic_shift,
 )
 from benchmarks.streams import FILE_POISON_KINDS, TEST_MAX_EVENT_BYTES, poison_pills
-from service.replay_job import run_replay
+from service.jobs.replay import run_replay
 from service.settings import load_settings
 
 DRIFT: dict[str, Any] = {

@@ -17,8 +17,8 @@ import pytest
 
 from benchmarks.bench_embeddings import _hinglish, _xquad_row, novelty_auc
 from benchmarks.goldsets import write_multihop, write_xquad
-from service.embeddings import EmbeddingConfig, build_embedder
-from service.eval_job import EvalRequest, run_eval
+from service.embeddings.model import EmbeddingConfig, build_embedder
+from service.evaluation.job import EvalRequest, run_eval
 from service.settings import load_settings
 
 pytestmark = pytest.mark.slow

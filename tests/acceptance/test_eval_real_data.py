@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.goldsets import write_squad2, write_xquad
-from service.eval_job import EvalRequest, run_eval
+from service.evaluation.job import EvalRequest, run_eval
 from service.settings import load_settings
 
 pytestmark = pytest.mark.slow

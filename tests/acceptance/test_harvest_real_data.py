@@ -66,8 +66,8 @@ from service.events import QueryLogEvent
 from service.harvest.config import HarvestConfig
 from service.harvest.labelling import Labelling
 from service.harvest.store import MemoryCandidates, StateStoreCandidates
+from service.jobs.replay import run_replay
 from service.kafka_config import KafkaSourceConfig
-from service.replay_job import run_replay
 from service.runtime.live import build_live
 from service.settings import Settings, load_settings
 from service.state import StateStore

@@ -13,7 +13,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from service.evaluation import evaluate_run
+from service.evaluation.evaluate import evaluate_run
 from service.html import render_eval_html, render_status_page
 from service.records import ScoredDoc
 from tests.acceptance.test_html_chromium import CONSOLE, STATUS, chromium  # noqa: F401

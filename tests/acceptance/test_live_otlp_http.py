@@ -33,9 +33,9 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.trace import Tracer
 
+from service.data.goldset import load_gold_set
 from service.demo import demo_path
 from service.events import Answer, QueryLogEvent, Retrieval, RetrievedPassage, User
-from service.goldset import load_gold_set
 from tests.acceptance.event_log_stage import ENV, read_events
 from tests.acceptance.service_process import REPO_ROOT, TOKEN, ServiceProcess
 from tests.service.api.test_traces_api import (

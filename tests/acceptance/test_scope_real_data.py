@@ -27,7 +27,7 @@ from prometheus_client import CollectorRegistry
 from benchmarks.bench_scope import clinc_scope_data, drift_alarms, replay_scenario, run
 from benchmarks.drift_streams import out_of_domain_shift, stationary_out_of_domain, write_jsonl
 from benchmarks.goldsets import write_squad2
-from service.replay_job import render_text, run_replay
+from service.jobs.replay import render_text, run_replay
 from service.runtime.live import build_live
 from service.settings import load_settings
 

@@ -20,7 +20,7 @@ import pytest
 
 from benchmarks.datasets import XQUAD_LANGUAGES, load_xquad
 from benchmarks.goldsets import _write_jsonl
-from service.replay_job import run_replay
+from service.jobs.replay import run_replay
 from service.retrievers.bm25 import BM25Retriever
 from service.settings import load_settings
 from service.shadow.gold_runs import run_gold_set

@@ -14,8 +14,8 @@ from click.testing import CliRunner, Result
 
 from service.cli import main
 from service.demo import demo_path
-from service.topic_config import N_TOPICS_MAX, N_TOPICS_MIN, TopicConfig
-from service.topics import TopicModel
+from service.topics.config import N_TOPICS_MAX, N_TOPICS_MIN, TopicConfig
+from service.topics.model import TopicModel
 
 
 def _check(tmp_path: Path, text: str) -> Result:

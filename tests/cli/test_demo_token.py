@@ -162,7 +162,7 @@ def test_an_unusable_env_token_exits_2_naming_api_token(tmp_path: Path, value: s
 
 
 def test_a_token_file_is_named_not_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from service.demo_job import banner, live_settings
+    from service.jobs.demo import banner, live_settings
 
     token_file = tmp_path / "my token"
     token_file.write_text(USER_TOKEN + "\n", encoding="utf-8")

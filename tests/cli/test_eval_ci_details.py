@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from service.cli import main
-from service.corpus import MAX_CORPUS_ROW_BYTES
+from service.data.corpus import MAX_CORPUS_ROW_BYTES
+from service.data.goldset import MAX_GOLD_ROW_BYTES
 from service.demo import demo_path
-from service.goldset import MAX_GOLD_ROW_BYTES
 
 #: trec_eval measure name -> goldwatch label, for the measures both print.
 TREC_NAMES = {"map": "map", "recip_rank": "mrr", "P_5": "precision@5", "recall_10": "recall@10",

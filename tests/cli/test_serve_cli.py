@@ -48,7 +48,7 @@ def test_serve_rejects_a_port_out_of_range_naming_the_flag(tmp_path: Path) -> No
 
 
 def test_serve_and_demo_share_the_check(taken_port: int) -> None:
-    from service import demo_job
+    from service.jobs import demo as demo_job
 
     with pytest.raises(listen.ListenError) as served:
         listen.bind("127.0.0.1", taken_port)

@@ -28,8 +28,8 @@ from typing import Any
 import httpx
 import pytest
 
+from service.data.goldset import load_gold_set
 from service.demo import demo_path
-from service.goldset import load_gold_set
 from service.settings import load_settings
 from tests.reliability.conftest import fill, tmpfs_at
 from tests.service.api.test_app import TOKEN, Server, _free_port

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from service.acl import AccessPolicy
-from service.corpus import Corpus, load_corpus
+from service.data.corpus import Corpus, load_corpus
+from service.data.goldset import load_gold_set
 from service.demo import demo_path
-from service.goldset import load_gold_set
+from service.quality.acl import AccessPolicy
 from service.records import GoldQuestion, Passage
 
 CORPUS = Corpus(

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from service.annotation_totals import FLAGS, AnnotationTotals, count_annotations
 from service.demo import demo_path
 from service.events import QueryLogEvent
 from service.pipeline import Batch
+from service.pipeline.totals import FLAGS, AnnotationTotals, count_annotations
 from tests.acceptance.service_process import ServiceProcess
 
 AT = datetime(2026, 11, 29, tzinfo=UTC)

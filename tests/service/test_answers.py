@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from service.answers import Answer, AnswersFileError, check_answers, load_answers
+from service.evaluation.answers import Answer, AnswersFileError, check_answers, load_answers
 from service.records import GoldQuestion
-from service.refusals import RefusalDetector
+from service.refusals.detector import RefusalDetector
 
 
 @pytest.mark.parametrize(

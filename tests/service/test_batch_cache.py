@@ -7,14 +7,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from service.analytics import Analytics, apply_gold_references
-from service.batch_cache import BatchCache
+from service.data.goldset import GoldSet
 from service.events import QueryLogEvent
-from service.goldset import GoldSet
-from service.known import KnownMatch, KnownQuestionIndex
 from service.pipeline import Batch
+from service.pipeline.batch_cache import BatchCache
+from service.quality.known import KnownMatch, KnownQuestionIndex
 from service.records import GoldQuestion
-from service.topics import TopicConfig, TopicModel, TopicStage
+from service.runtime.analytics import Analytics, apply_gold_references
+from service.topics.model import TopicConfig, TopicModel, TopicStage
 
 
 class Lengths:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.compare import paired_comparison
+from service.evaluation.compare import paired_comparison
 
 
 def _scores(values: list[float]) -> dict[str, dict[str, float]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from service.corpus import Corpus, CorpusError, load_corpus
+from service.data.corpus import Corpus, CorpusError, load_corpus
 from service.records import Passage
 
 

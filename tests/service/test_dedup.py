@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.dedup import DedupStage, RecentIds, pack, unpack
 from service.pipeline import Batch, Pipeline
+from service.pipeline.dedup import DedupStage, RecentIds, pack, unpack
 from service.state import StateStore
 
 AT = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)

@@ -18,12 +18,12 @@ import pytest
 
 from consumers.base import Origin, RawMessage
 from consumers.decoding import decode
-from service.corpus import load_corpus
+from service.data.corpus import load_corpus
 from service.demo import demo_path
 from service.demo import querylog as ql
 from service.demo.variants import INTENTS, LANGUAGES, PLANTED_PII
 from service.events import FieldMapping
-from service.refusals import RefusalDetector
+from service.refusals.detector import RefusalDetector
 
 Events = list[dict[str, Any]]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from service.detector_quality import measure_auc, roc_auc
+from service.evaluation.detector_quality import measure_auc, roc_auc
 
 
 def test_auc_counts_tied_pairs_as_halves() -> None:

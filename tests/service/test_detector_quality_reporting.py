@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from prometheus_client import CollectorRegistry
 
-from service.analytics import Analytics, apply_quality_floor
-from service.detector_quality import DetectorQuality
 from service.drift.stage import DriftStage
+from service.evaluation.detector_quality import DetectorQuality
 from service.html import render_replay_html
-from service.replay_job import quality_text, render_text
+from service.jobs.replay import quality_text, render_text
+from service.runtime.analytics import Analytics, apply_quality_floor
 from service.runtime.reports import detector_quality_report, novelty_report
 from service.settings import load_settings
 from service.telemetry import build_analytics_metrics
@@ -309,10 +309,10 @@ def test_the_topic_stage_marks_novel_verdicts_with_the_novelty_detectors_calibra
     """Below the floor a ``novel`` verdict carries ``novelty_calibrated: False`` (harvesting
     then gives no "novel" reason: tests/service/harvest/test_signals.py); at or above it,
     ``True``; other topics carry nothing."""
-    from service.analytics import Analytics, apply_quality_floor
-    from service.detector_quality import DetectorQuality
+    from service.evaluation.detector_quality import DetectorQuality
     from service.pipeline import Batch
-    from service.topics import NOVEL, TopicStage
+    from service.runtime.analytics import Analytics, apply_quality_floor
+    from service.topics.model import NOVEL, TopicStage
 
     class Model:
         def assign_many(self, texts: list[str]) -> list[object]:

@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from service.embedding_backends import (
+from service.embeddings.backends import (
     CharNgramEmbedder,
     MixedEmbedder,
     SentenceTransformerEmbedder,
     TfidfLsaEmbedder,
 )
-from service.embeddings import (
+from service.embeddings.model import (
     CachedEmbedder,
     Embedder,
     EmbeddingConfig,

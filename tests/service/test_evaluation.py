@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from service.evaluation import MISSING, evaluate_run, retrieve_run
+from service.evaluation.evaluate import MISSING, evaluate_run, retrieve_run
 from service.records import GoldQuestion, ScoredDoc
 
 QUESTIONS = [

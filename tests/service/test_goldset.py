@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from service.corpus import Corpus
-from service.goldset import (
+from service.data.corpus import Corpus
+from service.data.goldset import (
     GoldSet,
     GoldSetError,
     load_gold_set,
@@ -266,7 +266,7 @@ def test_validate_against_corpus_warns_and_logs(caplog: pytest.LogCaptureFixture
         )
     )
     corpus = Corpus((Passage("p-1", "one"), Passage("p-2", "two")))
-    with caplog.at_level(logging.INFO, logger="service.goldset"):
+    with caplog.at_level(logging.INFO, logger="service.data.goldset"):
         warnings = validate_against_corpus(gold, corpus)
     # an in-memory corpus has no path, so it is named by its version hash
     assert warnings == [
@@ -293,7 +293,7 @@ def test_trec_gold_set_from_qrels_and_topics(
         ["401 0 d1 2", "401 0 d2 0", "401 0 d3 1", "402 0 d1 0", "402 0 d4 -1"],
     )
     topics = write_lines(tmp_path / "topics.tsv", ["401\tfee dates", "402\thostel", "403\tbus"])
-    with caplog.at_level(logging.WARNING, logger="service.goldset"):
+    with caplog.at_level(logging.WARNING, logger="service.data.goldset"):
         gold = load_trec_gold_set(qrels, topics)
     assert [q.id for q in gold] == ["401", "402", "403"]
     q401 = gold.by_id["401"]
@@ -343,7 +343,7 @@ def test_gold_file_check_parses_only_when_the_file_changed(
     known to keep the file whole moves the answer without a parse."""
     import os
 
-    import service.goldset as goldset
+    import service.data.goldset as goldset
 
     path = tmp_path / "gold.jsonl"
     path.write_text('{"id": "q-1", "question": "Fees?", "gold": ["p-1"]}\n', encoding="utf-8")

@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from service.history import append_history, config_hash, history_row
+from service.evaluation.history import append_history, config_hash, history_row
 
 
 def test_rows_append_and_hash_changes_with_config(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""service.ir_metrics: trec_eval parity, hand-worked cases, differential tests (ranx, pytrec_eval).
+"""service.evaluation.ir_metrics: trec_eval parity, hand-worked cases, differential tests (ranx,
+pytrec_eval).
 
 Expected values here are worked out by hand (formulas in the comments) or read from trec_eval's
 own expected outputs (../shared/data/trec_eval-tests, NIST trec_eval 10.0 ``test/``), never
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from service.ir_metrics import (
+from service.evaluation.ir_metrics import (
     EvalResult,
     Measure,
     average_precision,
@@ -42,7 +43,9 @@ _TOLERANCE = 5e-5  # trec_eval prints 4 decimals
 
 
 def _read_qrels(path: Path) -> Qrels:
-    """``qid iter docno rel`` lines (a test-local reader; the product one is service.trec)."""
+    """``qid iter docno rel`` lines (a test-local reader; the product one is
+    service.evaluation.trec).
+    """
     qrels: Qrels = defaultdict(dict)
     for line in path.read_text().splitlines():
         fields = line.split()

@@ -1,4 +1,6 @@
-"""Hypothesis invariants of service.ir_metrics: order-free input, monotone in k, [0, 1], no NaN."""
+"""Hypothesis invariants of service.evaluation.ir_metrics: order-free input, monotone in k, [0, 1],
+no NaN.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.ir_metrics import evaluate, ndcg_at_k, rank_run
+from service.evaluation.ir_metrics import evaluate, ndcg_at_k, rank_run
 from service.records import Qrels, Run, ScoredDoc
 
 DOC_IDS = st.sampled_from([f"d{i}" for i in range(12)] + ["a", "b", "10", "9"])

@@ -16,16 +16,18 @@ from hypothesis import strategies as st
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.preprocessing import normalize as l2_rows
 
-from service import known
+from service.data.goldset import GoldSet, load_gold_set
 from service.demo import demo_path
-from service.goldset import GoldSet, load_gold_set
-from service.known import KnownMatch, KnownQuestionIndex, live_scores
+from service.quality import known
+from service.quality.known import KnownMatch, KnownQuestionIndex, live_scores
 from service.records import GoldQuestion
 from service.text import normalise
 
 
 def normalize(text: str) -> str:
-    """The known-question form: :func:`service.text.normalise` as :mod:`service.known` calls it."""
+    """The known-question form: :func:`service.text.normalise` as :mod:`service.quality.known`
+    calls it.
+    """
     return normalise(text, separators="punctuation")
 
 

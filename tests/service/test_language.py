@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.hinglish import is_hinglish
-from service.language import (
+from service.language.detector import (
     HINGLISH,
     UNDETERMINED,
     LanguageConfig,
@@ -20,8 +19,9 @@ from service.language import (
     language_allowlist,
     make_backend,
 )
+from service.language.hinglish import is_hinglish
+from service.language.scripts import dominant_script, function_word_scores, latin_cues
 from service.pipeline import Batch, Pipeline, Stage
-from service.scripts import dominant_script, function_word_scores, latin_cues
 from service.text import normalise as normalise_text
 
 
@@ -219,7 +219,7 @@ def test_tokens_are_the_letter_runs_of_the_lower_cased_text(text: str) -> None:
     (also where lower-casing turns a non-ASCII letter into ASCII, as the Kelvin sign)."""
     import re
 
-    from service.hinglish import tokens
+    from service.language.hinglish import tokens
 
     assert tokens(text) == re.findall(r"[^\W\d_]+", text.lower())
 
@@ -234,7 +234,7 @@ def test_tokens_are_the_letter_runs_of_the_lower_cased_text(text: str) -> None:
     ],
 )
 def test_hinglish_words_needs_a_strong_word_and_a_share(words: list[str], expected: bool) -> None:
-    from service.hinglish import STRONG_WORDS, WEAK_WORDS, hinglish_words
+    from service.language.hinglish import STRONG_WORDS, WEAK_WORDS, hinglish_words
 
     assert "kya" in STRONG_WORDS and "word" not in STRONG_WORDS | WEAK_WORDS
     assert hinglish_words(words) is expected

@@ -36,7 +36,7 @@ from benchmarks.bench_language_labels import (
     label_without_gold,
 )
 from benchmarks.datasets import XQUAD_LANGUAGES, load_xquad
-from service.language import HINGLISH, LanguageConfig, LanguageDetector
+from service.language.detector import HINGLISH, LanguageConfig, LanguageDetector
 
 HALF = 595
 Labeler = Callable[[list[str]], list[str]]
@@ -180,12 +180,12 @@ def test_demo_log_gets_only_the_sites_languages() -> None:
     Hinglish questions fi, fr, nl, it, pt, da, tr or no; now every label is a gold-set
     language or ``und``, and a question that is only a phone number is ``und`` (it was
     ``en``: detection read the scrubbed ``<PHONE>``)."""
-    from service.analytics import build_analytics
-    from service.corpus import load_corpus
+    from service.data.corpus import load_corpus
+    from service.data.goldset import load_gold_set
     from service.demo import demo_path
     from service.events import QueryLogEvent
-    from service.goldset import load_gold_set
     from service.pipeline import Pipeline
+    from service.runtime.analytics import build_analytics
     from service.settings import load_settings
 
     gold = load_gold_set(demo_path("gold.jsonl"))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.datasets import XQUAD_LANGUAGES, load_xquad
-from service.language import LanguageConfig, LanguageDetector
+from service.language.detector import LanguageConfig, LanguageDetector
 
 langdetect = pytest.importorskip("langdetect")
 langdetect_rs = pytest.importorskip("langdetect_rs")

@@ -20,12 +20,12 @@ from typing import Any
 import httpx
 import pytest
 
-from service.dedup import DedupStage, pack
 from service.demo import demo_path
 from service.events import QueryLogEvent
+from service.jobs.replay import run_replay
 from service.pii import PiiScrubStage, is_pseudonym, pseudonymise, scrub_event, scrub_label
 from service.pipeline import Batch, CountingStage, Pipeline
-from service.replay_job import run_replay
+from service.pipeline.dedup import DedupStage, pack
 from service.settings import load_settings
 from tests.service.api.test_app import TOKEN, Server, _free_port
 

@@ -19,9 +19,9 @@ from click.testing import CliRunner
 from service.cli import main
 from service.demo import demo_path
 from service.events import QueryLogEvent
+from service.jobs.replay import run_replay
 from service.pii import Pseudonymiser, pseudonymise
 from service.pipeline import Pipeline, PipelineConfig
-from service.replay_job import run_replay
 from service.runtime.live import default_pipeline
 from service.settings import ConfigError, effective_config, load_settings
 

@@ -15,17 +15,17 @@ import pytest
 
 from consumers.base import Origin, RawMessage
 from consumers.decoding import decode_batch
-from service.acl import AccessPolicy
-from service.corpus import Corpus, load_corpus
+from service.data.corpus import Corpus, load_corpus
+from service.data.goldset import GoldSet, load_gold_set
 from service.demo import demo_path
 from service.demo.querylog import ACL_LEAK_EVENT_IDS, generate_with_meta
 from service.events import FieldMapping, QueryLogEvent
-from service.goldset import GoldSet, load_gold_set
-from service.known import KnownQuestionIndex
 from service.pipeline import Batch, Pipeline, Stage
-from service.quality import LiveQualityStage
+from service.quality.acl import AccessPolicy
+from service.quality.known import KnownQuestionIndex
+from service.quality.stage import LiveQualityStage
 from service.records import GoldQuestion, Passage
-from service.refusals import RefusalStage
+from service.refusals.detector import RefusalStage
 from service.shadow.runner import ShadowResult
 
 MCA = "What is the annual tuition fee for the MCA programme?"

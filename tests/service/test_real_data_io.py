@@ -6,9 +6,9 @@ import hashlib
 import json
 from pathlib import Path
 
-from service.corpus import load_corpus
-from service.goldset import load_gold_set, load_trec_gold_set, validate_against_corpus
-from service.trec import read_qrels, read_run, trec_order, write_qrels, write_run
+from service.data.corpus import load_corpus
+from service.data.goldset import load_gold_set, load_trec_gold_set, validate_against_corpus
+from service.evaluation.trec import read_qrels, read_run, trec_order, write_qrels, write_run
 
 
 def test_trec_eval_qrels_counts(shared_data: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.refusals import (
+from service.refusals.detector import (
     DEFAULT_ANSWER_OPENINGS,
     DEFAULT_PATTERNS,
     RefusalDetector,

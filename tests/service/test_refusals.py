@@ -22,8 +22,8 @@ import pytest
 
 from service.events import QueryLogEvent
 from service.pipeline import Pipeline, Stage
-from service.refusals import RefusalDetector, RefusalModel, RefusalStage
-from service.topics import ArtefactError
+from service.refusals.detector import RefusalDetector, RefusalModel, RefusalStage
+from service.topics.model import ArtefactError
 
 REFUSALS = {
     "en": "The provided passages do not contain that information.",
@@ -108,7 +108,7 @@ def test_model_save_load_and_errors(model: RefusalModel, tmp_path: Path) -> None
     texts = ["Please contact the office.", "Route 4."]
     assert loaded.predict_proba_many(texts) == pytest.approx(model.predict_proba_many(texts))
     with pytest.raises(ArtefactError, match="not 'topics-embedding'"):
-        from service.topics import TopicModel
+        from service.topics.model import TopicModel
 
         TopicModel.load(path)
     with pytest.raises(ValueError, match="both refusals and answers"):

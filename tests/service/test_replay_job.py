@@ -1,4 +1,4 @@
-"""``service.replay_job``: the harvest summary of a replay (suggestions, shed events) in the
+"""``service.jobs.replay``: the harvest summary of a replay (suggestions, shed events) in the
 JSON, text and HTML reports, and a replay's default of no harvest load shedding.
 
 The hand-made log has one distinct, clearly different question per event, each refused (so
@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from service.analytics import NOVELTY_OFF_NO_GOLD, SCOPE_OFF_NO_GOLD
 from service.demo import demo_path
 from service.html import render_replay_html
-from service.replay_job import render_text, run_replay
+from service.jobs.replay import render_text, run_replay
+from service.runtime.analytics import NOVELTY_OFF_NO_GOLD, SCOPE_OFF_NO_GOLD
 from service.settings import load_settings
 
 ENV = "GOLDWATCH_HARVEST__MAX_NEW_PER_BATCH"

@@ -14,8 +14,8 @@ import pytest
 from service.events import QueryLogEvent
 from service.pipeline import Pipeline, Stage
 from service.records import GoldQuestion, ScoredDoc
-from service.refusals import RefusalStage
-from service.scope import (
+from service.refusals.detector import RefusalStage
+from service.refusals.scope import (
     ScopeCalibration,
     ScopeStage,
     best_score,

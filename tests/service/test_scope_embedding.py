@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from benchmarks.goldsets import write_squad2
-from service.corpus import load_corpus
-from service.goldset import GoldSet, load_gold_set
+from service.data.corpus import load_corpus
+from service.data.goldset import GoldSet, load_gold_set
 from service.records import GoldQuestion
-from service.scope import (
+from service.refusals.scope import (
     EmbeddingScope,
     EmbeddingScopeStage,
     KnownScope,
@@ -136,7 +136,7 @@ def test_known_scope_takes_the_gold_rows_answerability() -> None:
     got = known.verdicts(["when does the library close on mars", "WHEN does the library "
                           "close on sundays", "what is the hostel fee for 2025",
                           "Is there a bus?"])  # fmt: skip
-    # 2025 ≠ 2026: the numbers guard refuses the match (service.known).
+    # 2025 ≠ 2026: the numbers guard refuses the match (service.quality.known).
     assert got == [("u1", False), ("a1", True), (None, None), (None, None)]
 
 
@@ -190,7 +190,7 @@ def test_squad2_adversarial_refusals_are_not_over_refusals(
     the system refuses exactly the unanswerable ones plus the first 20 answerable ones.
     Exactly those 20 are over-refusals. Without the known-question rule (``known=None``, the
     behaviour before the fix) the in-scope-looking unanswerable refusals are counted too."""
-    from service.analytics import _scope_stage
+    from service.runtime.analytics import _scope_stage
     from service.settings import AnalyticsConfig
 
     gold, corpus = squad2

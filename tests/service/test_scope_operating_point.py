@@ -18,14 +18,14 @@ from prometheus_client import CollectorRegistry
 
 from benchmarks.datasets import load_xquad
 from benchmarks.goldsets import write_squad2
-from service.analytics import Analytics, apply_quality_floor, build_analytics
-from service.corpus import load_corpus
-from service.detector_quality import measure_auc, quality_gauges
-from service.goldset import load_gold_set
+from service.data.corpus import load_corpus
+from service.data.goldset import load_gold_set
+from service.evaluation.detector_quality import measure_auc, quality_gauges
 from service.html import render_replay_html
-from service.replay_job import quality_text, render_text
+from service.jobs.replay import quality_text, render_text
+from service.refusals.scope import EmbeddingScopeStage, calibrate_threshold
+from service.runtime.analytics import Analytics, apply_quality_floor, build_analytics
 from service.runtime.reports import detector_quality_report
-from service.scope import EmbeddingScopeStage, calibrate_threshold
 from service.settings import load_settings
 from service.telemetry import build_analytics_metrics
 from tests.service.html.samples import replay_report
@@ -182,7 +182,7 @@ def test_the_trials_detector_is_uncalibrated_on_its_operating_point(
 def test_the_auc_is_rounded_once_wherever_it_is_shown() -> None:
     """The trial's AUC 0.8444888 was shown as 0.845 (rounded to 0.8445, then to 3 places)
     in one place and 0.844 in another; rounded once it is 0.844 everywhere."""
-    from service.detector_quality import DetectorQuality
+    from service.evaluation.detector_quality import DetectorQuality
 
     quality = DetectorQuality(0.8444888230367841, 0.8175, 0.872, 0.95, 722, 258, "cv")
     row = {**quality.at_threshold(0.1766, 0.9515, 0.7829).as_dict(), "trusted": False,

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from service.analytics import (
+from service.data.corpus import load_corpus
+from service.data.goldset import load_gold_set
+from service.demo import demo_path
+from service.refusals.scope import EmbeddingScopeStage, ScopeStage
+from service.runtime.analytics import (
     apply_scope_references,
     build_analytics,
     scope_references,
 )
-from service.corpus import load_corpus
-from service.demo import demo_path
-from service.goldset import load_gold_set
-from service.scope import EmbeddingScopeStage, ScopeStage
 from service.settings import AnalyticsConfig
 
 #: Nothing like it is in the demo gold set or corpus (a college's fees, hostel, exams...).
@@ -64,7 +64,7 @@ def test_an_accepted_unanswerable_question_recalibrates_the_running_detector(
 
     assert _scope(analytics) is running  # the pipeline's stage object, changed in place
     after = _verdicts(running)
-    # known out of scope now: the gold row decides (service.scope.KnownScope)
+    # known out of scope now: the gold row decides (service.refusals.scope.KnownScope)
     assert after[0][:2] == ("q-accepted", True)
     # the oracle: a restart on the new gold set
     restarted = build_analytics(config, gold, corpus)

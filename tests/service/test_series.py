@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from service.series import TimeSeries
+from service.jobs.series import TimeSeries
 
 HOUR = 3600.0
 

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from service.analytics import (
+from service.data.goldset import load_gold_set
+from service.html.replay_page import render_replay_html
+from service.jobs.replay import render_text, run_replay
+from service.runtime.analytics import (
     TOPIC_IDENTITY_KEY,
     apply_gold_references,
     gold_references,
 )
-from service.goldset import load_gold_set
-from service.html.replay_page import render_replay_html
-from service.replay_job import render_text, run_replay
 from service.runtime.live import build_live
 from service.settings import load_settings
 from service.state import StateStore

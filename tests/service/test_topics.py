@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-from service.detector_quality import roc_auc
-from service.embeddings import default_embedder
+from service.embeddings.model import default_embedder
+from service.evaluation.detector_quality import roc_auc
 from service.events import QueryLogEvent
 from service.pipeline import Pipeline, Stage
-from service.topics import (
+from service.topics.model import (
     KIND,
     NOVEL,
     ArtefactError,

@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.records import ScoredDoc
-from service.trec import (
+from service.evaluation.trec import (
     TrecFormatError,
     read_qrels,
     read_run,
@@ -19,6 +18,7 @@ from service.trec import (
     write_qrels,
     write_run,
 )
+from service.records import ScoredDoc
 
 
 def write(path: Path, text: str) -> Path:

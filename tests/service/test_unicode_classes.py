@@ -7,7 +7,7 @@ import unicodedata
 
 import pytest
 
-from service.unicode_classes import category_ranges, ranges_of
+from service.text.unicode_classes import category_ranges, ranges_of
 
 
 def full_scan(prefix: str) -> tuple[tuple[int, int], ...]:

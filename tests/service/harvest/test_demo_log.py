@@ -9,13 +9,11 @@ from itertools import combinations
 
 import pytest
 
-from service.analytics import build_analytics
-from service.corpus import load_corpus
-from service.dedup import DedupStage
+from service.data.corpus import load_corpus
+from service.data.goldset import load_gold_set
 from service.demo import demo_path
 from service.demo.querylog import PII_EVENT_IDS
 from service.events import QueryLogEvent
-from service.goldset import load_gold_set
 from service.harvest.config import HarvestConfig
 from service.harvest.export import export_rows
 from service.harvest.ranking import select
@@ -23,6 +21,8 @@ from service.harvest.stage import HarvestStage
 from service.harvest.store import MemoryCandidates
 from service.harvest.text import jaccard, trigrams
 from service.pipeline import Pipeline
+from service.pipeline.dedup import DedupStage
+from service.runtime.analytics import build_analytics
 from service.settings import load_settings
 
 # The digits and addresses of the planted items (service.demo.variants.PLANTED_PII)

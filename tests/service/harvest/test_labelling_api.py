@@ -21,7 +21,7 @@ from pydantic import SecretStr
 
 from service.api.app import _add_error_handlers
 from service.api.harvest_routes import NON_BLANK_REASON, router
-from service.goldset import GoldSetError, load_gold_set
+from service.data.goldset import GoldSetError, load_gold_set
 from service.harvest.config import HarvestConfig
 from service.harvest.export import export_rows, write_jsonl
 from service.harvest.labelling import (

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from service.embeddings import EmbeddingConfig, shared_embedder
+from service.embeddings.model import EmbeddingConfig, shared_embedder
 from service.harvest import HarvestStage
 from service.harvest.config import HarvestConfig
 from service.harvest.neardup import NearDupIndex

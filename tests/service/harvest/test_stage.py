@@ -362,7 +362,7 @@ class _FailsFirst:
 def test_the_shutdown_flush_is_retried_until_the_sink_takes_the_suggestions() -> None:
     """Before: ``Live.close`` flushed once; a sink failing then (a full disk at shutdown)
     lost the changed suggestions with one warning naming only the exception type."""
-    from service.analytics import Analytics
+    from service.runtime.analytics import Analytics
     from service.runtime.live import Live
 
     sink = _FailsFirst(failures=2)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from consumers.base import Origin, RawMessage
 from consumers.decoding import decode
+from service.data.goldset import load_gold_set
 from service.events import FieldMapping, QueryLogEvent
-from service.goldset import load_gold_set
 from service.harvest.config import HarvestConfig
 from service.harvest.export import export_rows
 from service.harvest.labelling import Labelling

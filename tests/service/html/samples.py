@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.compare import compare_all
-from service.eval_job import EvalOutcome
-from service.evaluation import evaluate_run
-from service.goldset import GoldSet
+from service.data.goldset import GoldSet
+from service.evaluation.compare import compare_all
+from service.evaluation.evaluate import evaluate_run
+from service.evaluation.job import EvalOutcome
 from service.records import GoldQuestion, ScoredDoc
 
 #: Planted markup: if a page ever let it through, Chromium would log "planted" to its console.

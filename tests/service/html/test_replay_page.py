@@ -129,7 +129,7 @@ def test_suggestion_shapes() -> None:
 
 
 def test_replay_summary_shape_lists_top_with_totals() -> None:
-    """The replay report's ``gold_candidates`` (``service.replay_job.harvest_summary`` plus
+    """The replay report's ``gold_candidates`` (``service.jobs.replay.harvest_summary`` plus
     the shed count): the list is under ``top``, 25 suggestions held in all, 2 listed."""
     report = samples.replay_report(extras=False)
     top = [

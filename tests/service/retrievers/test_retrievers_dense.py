@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from service.embeddings import CachedEmbedder
+from service.embeddings.model import CachedEmbedder
 from service.records import Passage
 from service.retrievers.bm25 import BM25Retriever
 from service.retrievers.dense import DenseRetriever, top_k_dense

@@ -4,11 +4,11 @@ alike: the same gold set object and the same threshold."""
 
 from __future__ import annotations
 
-from service.analytics import Analytics
-from service.goldset import GoldQuestion, GoldSet
-from service.known import KnownQuestionIndex
+from service.data.goldset import GoldQuestion, GoldSet
+from service.quality.known import KnownQuestionIndex
+from service.refusals.scope import KnownScope
+from service.runtime.analytics import Analytics
 from service.runtime.live import known_index
-from service.scope import KnownScope
 
 
 class _ScopeLike:

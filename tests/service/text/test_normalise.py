@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from service.text import normalise
-from service.unicode_classes import category_ranges
+from service.text.unicode_classes import category_ranges
 
 # -- hand-worked values ---------------------------------------------------------------------
 
@@ -82,7 +82,7 @@ _ASCII_PUNCTUATION = bytes(
 )
 
 
-def old_known(text: str) -> str:  # service/known.py: normalize
+def old_known(text: str) -> str:  # service/quality/known.py: normalize
     if text.isascii():
         return " ".join(text.lower().encode().translate(_ASCII_PUNCTUATION).decode().split())
     folded = unicodedata.normalize("NFKC", text).casefold()
@@ -93,17 +93,17 @@ def old_retrievers(text: str) -> str:  # service/retrievers/text.py: normalise
     return unicodedata.normalize("NFKC", text).casefold()
 
 
-def old_language(text: str) -> str:  # service/language.py: normalise
+def old_language(text: str) -> str:  # service/language/detector.py: normalise
     if not unicodedata.is_normalized("NFC", text):
         text = unicodedata.normalize("NFC", text)
     return " ".join(text.split())
 
 
-def old_answers(text: str) -> str:  # service/answers.py: _norm
+def old_answers(text: str) -> str:  # service/evaluation/answers.py: _norm
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text).casefold()).strip()
 
 
-def old_embedder(text: str) -> str:  # service/embedding_backends.py: " ".join(_fold(t).split())
+def old_embedder(text: str) -> str:  # service/embeddings/backends.py: " ".join(_fold(t).split())
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 

@@ -1,5 +1,5 @@
 """The embedding backends besides WordLlama, and the character n-gram mix for badly covered
-scripts. Public entry point: :func:`service.embeddings.build_embedder`.
+scripts. Public entry point: :func:`service.embeddings.model.build_embedder`.
 
 * :class:`CharNgramEmbedder` — hashed character 3–5-grams (``char_wb``, case-folded NFKC)
   into a fixed dense space with signed hashing (Weinberger et al. 2009, "Feature Hashing for
@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from service.embedder import Embedder, l2_normalise
+from service.embeddings.protocol import Embedder, l2_normalise
 from service.text import normalise
 
 #: Multiplier of the polynomial n-gram hash (2⁶⁴ / golden ratio, odd) and the splitmix64
@@ -42,7 +42,7 @@ _SIGN_BIT = np.uint64(1 << 63)
 
 
 class CharNgramEmbedder:
-    """Hashed character n-grams as an :class:`~service.embeddings.Embedder`.
+    """Hashed character n-grams as an :class:`~service.embeddings.model.Embedder`.
 
     Each text is NFKC-normalised, case-folded and its whitespace runs collapsed; its n-grams
     (``min_n``–``max_n`` characters) are those of each word padded with one space on either
@@ -245,7 +245,7 @@ class SentenceTransformerEmbedder:
         self._lock = threading.Lock()  # torch modules are not safe to call concurrently
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """As :meth:`~service.embeddings.Embedder.embed`."""
+        """As :meth:`~service.embeddings.model.Embedder.embed`."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:

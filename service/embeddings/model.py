@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from service.embedder import Embedder, l2_normalise
-from service.embedding_config import EmbeddingConfig
+from service.embeddings.config import EmbeddingConfig
+from service.embeddings.protocol import Embedder, l2_normalise
 
 
 class CachedEmbedder:
@@ -192,7 +192,7 @@ def build_embedder(
     ...
     ValueError: backend 'tfidf' is fitted on the gold set and corpus: pass fit_texts
     """
-    from service import embedding_backends as backends
+    from service.embeddings import backends
 
     inner: Embedder
     if config.backend == "tfidf":

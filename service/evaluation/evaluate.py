@@ -1,6 +1,7 @@
 """Score retrievers on the gold set: overall, per breakdown field, with the misses.
 
-The maths lives in :mod:`service.ir_metrics`; this module joins a gold set with runs, splits
+The maths lives in :mod:`service.evaluation.ir_metrics`; this module joins a gold set with runs,
+splits
 answerable from unanswerable questions (``gold: []`` rows never enter recall or MRR), groups
 per-question scores by every breakdown field present in the gold set (kind, doc_type, source,
 language, role, topic) and extracts the misses — what came back instead of the gold passage.
@@ -15,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from statistics import fmean
 
-from service.ir_metrics import evaluate, rank_run
+from service.evaluation.ir_metrics import evaluate, rank_run
 from service.records import BREAKDOWN_FIELDS, GoldQuestion, Qrels, Run, ScoredDoc
 from service.retrievers.base import Retriever
 

@@ -198,14 +198,14 @@ def live_settings(
 
 def run_fast(workdir: Path) -> dict[str, Any]:
     """Process the whole demo log at once and return the replay report (see
-    :mod:`service.replay_job`) with a ``demo`` block: each planted change and the first
+    :mod:`service.jobs.replay`) with a ``demo`` block: each planted change and the first
     drift alarm that detected it.
 
     Raises:
         DemoError: the working folder is unusable.
         ValueError, OSError: the demo data or the analytics set-up is unusable.
     """
-    from service.replay_job import run_replay
+    from service.jobs.replay import run_replay
 
     settings = demo_settings(workdir, rate=None)
     prepare_workdir(workdir)
@@ -262,7 +262,7 @@ def render_fast_text(doc: dict[str, Any]) -> str:
     """The ``--fast`` report for people: what was planted and detected, then the replay
     summary (with the harvested suggestions' count and what harvesting shed), live quality
     and the top harvested suggestions."""
-    from service.replay_job import render_text
+    from service.jobs.replay import render_text
 
     lines = ["Planted in the demo log, and what goldwatch detected (drift alarms):"]
     for item in doc["demo"]["planted"]:

@@ -317,7 +317,7 @@ class RefusalModel:
 
     TF-IDF (word 1-2 grams ⊕ char_wb 2-5 grams, sublinear tf, NFKC-casefolded input) →
     logistic regression with balanced class weights. Saved as a versioned artefact (the same
-    format as :class:`service.topics.TopicModel`).
+    format as :class:`service.topics.model.TopicModel`).
 
     Attributes:
         version: hash of the training texts, labels and scikit-learn version.
@@ -343,7 +343,7 @@ class RefusalModel:
         from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import FeatureUnion, make_pipeline
 
-        from service.topics import TOKEN_PATTERN, data_version
+        from service.topics.model import TOKEN_PATTERN, data_version
 
         if len(texts) != len(labels):
             raise ValueError(f"{len(labels)} labels for {len(texts)} texts")
@@ -381,7 +381,7 @@ class RefusalModel:
 
     def save(self, path: Path | str) -> None:
         """Write the model as a versioned joblib artefact."""
-        from service.topics import save_artefact
+        from service.topics.model import save_artefact
 
         save_artefact(path, "refusal", self.version, self._pipeline)
 
@@ -390,9 +390,9 @@ class RefusalModel:
         """Read a model written by :meth:`save`.
 
         Raises:
-            service.topics.ArtefactError: not a refusal model, or incompatible scikit-learn.
+            service.topics.model.ArtefactError: not a refusal model, or incompatible scikit-learn.
         """
-        from service.topics import load_artefact
+        from service.topics.model import load_artefact
 
         header, pipeline = load_artefact(path, "refusal")
         return cls(pipeline, str(header["version"]))

@@ -27,8 +27,8 @@ from typing import Any, BinaryIO, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from service.errors import GoldwatchError
+from service.files.regular import not_utf8, open_regular
 from service.records import Passage
-from service.regular_files import not_utf8, open_regular
 
 RowT = TypeVar("RowT", bound=BaseModel)
 

@@ -1,6 +1,6 @@
 """Question topics on the embedding layer: fitted on the gold set, applied to live traffic.
 
-Every text goes through one :class:`~service.embeddings.Embedder` (WordLlama by default,
+Every text goes through one :class:`~service.embeddings.model.Embedder` (WordLlama by default,
 L2-normalised rows; Hinglish questions without their romanised Hindi function words, see
 :func:`embedding_texts`), so cosine similarity is a dot product::
 
@@ -40,7 +40,7 @@ L2-normalised rows; Hinglish questions without their romanised Hindi function wo
   (:attr:`TopicModel.novelty_quality`) is measured on the gold set itself, leave-one-topic-out:
   each gold question scored against the gold set without its topic is a "novel" positive, the
   same question scored leave-one-out against the whole gold set a negative; ROC AUC with a
-  bootstrap interval (:func:`service.detector_quality.measure_auc`).
+  bootstrap interval (:func:`service.evaluation.detector_quality.measure_auc`).
 * **Like-for-like gold counts** (:meth:`TopicModel.gold_counts`): the gold set's topic
   distribution goes through the same assignment as live traffic — supervised: 5-fold
   cross-validated nearest-centroid predictions (seeded; labels with < 10 gold rows: the
@@ -82,15 +82,15 @@ from sklearn.cluster import KMeans
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from threadpoolctl import ThreadpoolController
 
-from service.batch_cache import BatchCache
-from service.detector_quality import DetectorQuality, measure_auc
-from service.embedder import Embedder
-from service.embeddings import default_embedder
+from service.embeddings.model import default_embedder
+from service.embeddings.protocol import Embedder
 from service.errors import GoldwatchError
-from service.hinglish import STRONG_WORDS, WEAK_WORDS, is_hinglish
+from service.evaluation.detector_quality import DetectorQuality, measure_auc
+from service.files.regular import open_regular
+from service.language.hinglish import STRONG_WORDS, WEAK_WORDS, is_hinglish
 from service.pipeline import Batch, StatelessStage
-from service.regular_files import open_regular
-from service.topic_config import N_TOPICS_MAX, N_TOPICS_MIN, TopicConfig
+from service.pipeline.batch_cache import BatchCache
+from service.topics.config import N_TOPICS_MAX, N_TOPICS_MIN, TopicConfig
 
 #: Topic name given to a question far from every topic.
 NOVEL = "novel"
@@ -246,7 +246,7 @@ class TopicModel:
         threshold: novelty cut-off on nearest-gold-question cosine similarity (``-inf``: off).
         version: hash of training texts, labels, config, embedder and scikit-learn version.
         supervised: True when topics came from user labels.
-        embedder_name: :attr:`~service.embeddings.Embedder.name` of the embedder it was fitted
+        embedder_name: :attr:`~service.embeddings.model.Embedder.name` of the embedder it was fitted
             with (a model is only applied with the same one).
         novelty_quality: ROC AUC of the novelty score, leave-one-topic-out on the gold set
             (see the module docstring); ``None`` with fewer than 2 topics or novelty off.
@@ -294,7 +294,8 @@ class TopicModel:
             texts: n training texts.
             config: settings (default :class:`TopicConfig`).
             labels: one topic label per text (supervised), or ``None`` (clusters).
-            embedder: the embedding layer (default :func:`~service.embeddings.default_embedder`).
+            embedder: the embedding layer (default
+            :func:`~service.embeddings.model.default_embedder`).
             previous: the model this one replaces, or its :meth:`identity` (from the state
                 store): unsupervised topics start from its centroids and keep its ids where a
                 new centroid matches an old one (see the module docstring).
@@ -469,7 +470,7 @@ class TopicModel:
     @classmethod
     def load(cls, path: Path | str, embedder: Embedder | None = None) -> TopicModel:
         """Read a model written by :meth:`save`, to apply with ``embedder`` (default
-        :func:`~service.embeddings.default_embedder`).
+        :func:`~service.embeddings.model.default_embedder`).
 
         Raises:
             ArtefactError: not a topic-model artefact (including a TF-IDF/LSA one of before),
@@ -483,7 +484,7 @@ class TopicModel:
 
 def embedding_texts(texts: Sequence[str]) -> list[str]:
     """The texts as the topic model embeds them: a Hinglish question
-    (:func:`service.hinglish.is_hinglish`) loses its romanised Hindi function words (the
+    (:func:`service.language.hinglish.is_hinglish`) loses its romanised Hindi function words (the
     lexicon's strong and weak words: ``hai kya ka ke kab mujhe`` ...), which WordLlama — an
     English-first model — maps to vectors that swamp the question's content words
     (``exam``, ``timetable``, ``fee`` are English in most Hinglish questions). Other texts, and
@@ -730,9 +731,9 @@ def _words(text: str) -> list[str]:
 
 
 def text_languages(texts: Sequence[str]) -> list[str]:
-    """The language of each text (:class:`~service.language.LanguageDetector`, default
+    """The language of each text (:class:`~service.language.detector.LanguageDetector`, default
     configuration, no cache): a langdetect code, ``hi-Latn`` or ``und``; one per text."""
-    from service.language import LanguageConfig, LanguageDetector
+    from service.language.detector import LanguageConfig, LanguageDetector
 
     return LanguageDetector(LanguageConfig(cache_size=0)).detect_many(list(texts))
 

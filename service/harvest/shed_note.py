@@ -1,6 +1,6 @@
 """The one-line explanation of harvest load shedding in the replay and demo reports.
 
-Shared by the text report (:func:`service.replay_job.render_text`) and the HTML one
+Shared by the text report (:func:`service.jobs.replay.render_text`) and the HTML one
 (:func:`service.html.extras.candidates_section`), so both say the same thing. It reads the
 ``gold_candidates`` block of the replay report: ``shed`` (picked events whose new question
 was shed, from the counter ``goldwatch_gold_candidates_shed_total``) and

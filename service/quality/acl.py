@@ -14,7 +14,7 @@ Rules, chosen so that missing data never produces a false alarm:
 
 Gold rows with a ``role`` are evaluated as that role (:meth:`AccessPolicy.gold_violations`).
 
->>> from service.corpus import Corpus
+>>> from service.data.corpus import Corpus
 >>> from service.records import Passage
 >>> policy = AccessPolicy.from_corpus(Corpus((Passage("p-1", "Fees."),
 ...                                           Passage("p-2", "Pay scales.", acl=("staff",)))))
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from service.corpus import Corpus
+from service.data.corpus import Corpus
 from service.records import GoldQuestion, Passage
 
 __all__ = ["AccessPolicy"]

@@ -42,7 +42,7 @@ numbers than its gold question ("2nd year" is not "1st year", though nearly all 
 n-grams agree).
 
 >>> from service.records import GoldQuestion
->>> from service.goldset import GoldSet
+>>> from service.data.goldset import GoldSet
 >>> gold = GoldSet((GoldQuestion("q-1", "What is the annual tuition fee for MCA?", ("p-2",)),
 ...                 GoldQuestion("q-2", "When does the library close?", ("p-9",))))
 >>> index = KnownQuestionIndex(gold, threshold=0.6)
@@ -64,9 +64,9 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse
 
-from service.batch_cache import BatchCache
-from service.goldset import GoldSet
-from service.ir_metrics import hit_rate_at_k, recall_at_k, reciprocal_rank
+from service.data.goldset import GoldSet
+from service.evaluation.ir_metrics import hit_rate_at_k, recall_at_k, reciprocal_rank
+from service.pipeline.batch_cache import BatchCache
 from service.records import GoldQuestion
 from service.text import normalise
 
@@ -399,7 +399,8 @@ def live_scores(
 
     Returns:
         ``{"recall": r, "hit": h, "rr": rr}``, each in [0, 1]: trec_eval ``recall_k``,
-        ``success_k`` and ``recip_rank`` cut at ``k`` (MRR@k), via :mod:`service.ir_metrics`.
+        ``success_k`` and ``recip_rank`` cut at ``k`` (MRR@k), via
+        :mod:`service.evaluation.ir_metrics`.
 
     Raises:
         ValueError: the question is unanswerable (``gold == ()``) or none of its gold passages

@@ -52,16 +52,16 @@ from prometheus_client import CollectorRegistry
 from consumers.engine import Engine
 from consumers.file_source import FileSource
 from consumers.loop import make_decoder, run
+from service.harvest.shed_note import shed_note
+from service.jobs.series import TimeSeries
 from service.pipeline import Batch
 from service.runtime.live import build_live
 from service.runtime.memory import freeze_heap
 from service.runtime.reports import analytics_report, json_safe, live_reports
-from service.series import TimeSeries
 from service.settings import GOLD_SET_OFF, Settings, gold_set_notice
-from service.shed_note import shed_note
 from service.state import StateStore
 from service.telemetry import build_metrics
-from service.topics import NOVEL
+from service.topics.model import NOVEL
 
 
 def run_replay(
@@ -265,7 +265,7 @@ def render_text(doc: dict[str, Any]) -> str:
 
 def harvest_lines(summary: dict[str, Any] | None) -> list[str]:
     """The harvest summary of the text report: suggestions by reason, then what was shed
-    (:func:`service.shed_note.shed_note`); empty without a summary."""
+    (:func:`service.harvest.shed_note.shed_note`); empty without a summary."""
     if not summary:
         return []
     reasons = ", ".join(f"{r} {n}" for r, n in sorted(summary["by_reason"].items(),

@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from service.compare import PairedComparison
-from service.evaluation import RetrieverReport
+from service.evaluation.compare import PairedComparison
+from service.evaluation.evaluate import RetrieverReport
 
 SCHEMA_VERSION = 1
 

@@ -5,10 +5,10 @@ stage (which should hand every finished :class:`~service.shadow.runner.ShadowRes
 :meth:`LiveQualityStage.observe_candidate`). Per batch, :meth:`LiveQualityStage.process`:
 
 1. matches every question against the gold set in one call
-   (:meth:`~service.known.KnownQuestionIndex.match_many`) and writes
+   (:meth:`~service.quality.known.KnownQuestionIndex.match_many`) and writes
    ``annotations[i]["known"] = {"gold_id": str, "similarity": float} | None``;
 2. for a known question, scores production's ranking (``production_ranking(event)``) when it
-   is not empty: recall@k, hit@k, reciprocal rank@k (:func:`~service.known.live_scores`,
+   is not empty: recall@k, hit@k, reciprocal rank@k (:func:`~service.quality.known.live_scores`,
    trec_eval semantics). The gold passages the asker's role may not read are dropped first;
    a question left with none (gold ``()``, or a student asking a staff-only question) is
    *unanswerable for this asker*: not scored, and a refusal is the right answer;
@@ -42,9 +42,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from service.acl import AccessPolicy
-from service.known import KnownQuestionIndex, live_scores
 from service.pipeline import Batch
+from service.quality.acl import AccessPolicy
+from service.quality.known import KnownQuestionIndex, live_scores
 from service.records import GoldQuestion
 from service.shadow.runner import ShadowResult, production_ranking
 
@@ -267,7 +267,7 @@ class LiveQualityStage:
         "restricted_passages": n, "passages_with_acl": n}, "review": [rows]}`` — rows as in
         :meth:`pending_observations`, review rows as in the module docstring.
         ``restricted_passages``: passages at least one role named in the corpus ACLs may not
-        read (:attr:`~service.acl.AccessPolicy.restricted_from_a_role`; an ACL listing every
+        read (:attr:`~service.quality.acl.AccessPolicy.restricted_from_a_role`; an ACL listing every
         role restricts nothing); ``passages_with_acl``: passages with a non-empty ACL.
         """
         with self._lock:

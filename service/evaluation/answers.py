@@ -17,7 +17,7 @@ from pathlib import Path
 
 from service.errors import GoldwatchError
 from service.records import GoldQuestion
-from service.refusals import RefusalDetector
+from service.refusals.detector import RefusalDetector
 from service.text import normalise
 
 

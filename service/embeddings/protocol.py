@@ -1,6 +1,6 @@
 """The embedding protocol (:class:`Embedder`) and the row normalisation every backend ends
-with: a leaf module, so the backends (:mod:`service.embeddings`,
-:mod:`service.embedding_backends`) and their consumers share it without importing each other.
+with: a leaf module, so the backends (:mod:`service.embeddings.model`,
+:mod:`service.embeddings.backends`) and their consumers share it without importing each other.
 
 >>> import numpy as np
 >>> l2_normalise(np.array([[3.0, 4.0], [0.0, 0.0]])).tolist()

@@ -9,7 +9,7 @@ same cut as maximising balanced accuracy ((TPR + TNR) / 2 = (J + 1) / 2). Scores
 comparable within one retriever, so calibrate on the retriever that produces the live scores.
 
 :class:`ScopeStage` also crosses the estimate with the ``refused`` annotation of
-:class:`service.refusals.RefusalStage` (run it first):
+:class:`service.refusals.detector.RefusalStage` (run it first):
 
 * ``over_refusal``: refused while in scope (the system declined a question it could answer);
 * ``under_refusal``: answered while out of scope (likely a made-up answer).
@@ -22,7 +22,8 @@ embedding``): the nearest answerable and unanswerable gold questions and the nea
 passage in embedding space, with the retriever's best score, combined by a logistic regression
 calibrated on the gold set, whose quality is the ROC AUC of its cross-validated scores (with a
 bootstrap interval) — reported next to its counts, and below ``analytics.quality_floor`` the
-counts are uncalibrated (:mod:`service.detector_quality`). With either detector a live question
+counts are uncalibrated (:mod:`service.evaluation.detector_quality`). With either detector a live
+question
 that near-duplicates a gold question takes that row's answerability (:class:`KnownScope`), so
 refusing a question the gold set marks unanswerable is never an over-refusal.
 """
@@ -36,8 +37,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from service.batch_cache import BatchCache
 from service.pipeline import Batch, StatelessStage
+from service.pipeline.batch_cache import BatchCache
 from service.records import GoldQuestion, Run, ScoredDoc
 
 if TYPE_CHECKING:
@@ -315,7 +316,8 @@ class EmbeddingScope:
     unanswerable rows negative, with the gold features computed leave-one-out (a gold question
     never matches itself, as a live question is not in the gold set). Its quality is the ROC
     AUC of **cross-validated** probabilities (stratified k-fold, k ≤ 5), with a stratified
-    percentile-bootstrap interval (:func:`service.detector_quality.measure_auc`), never the
+    percentile-bootstrap interval (:func:`service.evaluation.detector_quality.measure_auc`), never
+    the
     training fit; the threshold maximises Youden's J on those same probabilities among the
     thresholds keeping at least ``min_tpr`` of the answerable rows in scope
     (:func:`calibrate_threshold`). The final model is then fitted on all gold rows.
@@ -325,7 +327,7 @@ class EmbeddingScope:
     batch costs one embedding call and two matrix products (gold set, corpus).
 
     Args:
-        embedder: any :class:`service.embeddings.Embedder`.
+        embedder: any :class:`service.embeddings.model.Embedder`.
         questions: the gold set (needs ≥ 2 answerable and ≥ 2 unanswerable rows).
         passages: corpus passage texts (may be empty: the corpus feature is then left out).
         retriever_scores: best retriever score per gold question (same order), or ``None``
@@ -358,7 +360,7 @@ class EmbeddingScope:
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
 
-        from service.detector_quality import measure_auc, roc_auc
+        from service.evaluation.detector_quality import measure_auc, roc_auc
 
         labels = np.array([q.answerable for q in questions], dtype=bool)
         if labels.sum() < 2 or (~labels).sum() < 2:
@@ -464,7 +466,7 @@ class EmbeddingScope:
 
 class KnownScope:
     """Known questions decide their own scope: a live question that near-duplicates a gold
-    question (:class:`service.known.KnownQuestionIndex`: character n-gram cosine ≥ its
+    question (:class:`service.quality.known.KnownQuestionIndex`: character n-gram cosine ≥ its
     threshold, numbers equal) takes that row's answerability — a near-duplicate of an
     unanswerable row is out of scope, of an answerable row in scope — whatever a score says.
 
@@ -472,7 +474,7 @@ class KnownScope:
     adversarial questions, whose words match their paragraph) is a correct refusal, not an
     over-refusal, and an answer to it is an under-refusal.
 
-    >>> from service.goldset import GoldSet
+    >>> from service.data.goldset import GoldSet
     >>> gold = GoldSet((GoldQuestion("q-1", "Who founded the college?", ("p-1",)),
     ...                 GoldQuestion("q-2", "Who founded the college on Mars?", ())))
     >>> KnownScope(gold).verdicts(["who founded the college on mars", "Hello there"])
@@ -480,7 +482,7 @@ class KnownScope:
     """
 
     def __init__(self, gold: Any, threshold: float = DEFAULT_KNOWN_THRESHOLD) -> None:
-        from service.known import KnownQuestionIndex
+        from service.quality.known import KnownQuestionIndex
 
         self.index = KnownQuestionIndex(gold, threshold=threshold)
         self.answerable = {q.id: q.answerable for q in gold}
@@ -516,7 +518,8 @@ class EmbeddingScopeStage(StatelessStage):
     (probability in scope), ``out_of_scope`` (bool), ``scope_known`` (the near-duplicated gold
     question's id, or ``None``), ``scope_calibrated`` (:func:`annotate_scope`) and
     ``over_refusal`` / ``under_refusal`` (:func:`crossed`,
-    reading ``annotations[i]["refused"]``: run :class:`service.refusals.RefusalStage` first).
+    reading ``annotations[i]["refused"]``: run :class:`service.refusals.detector.RefusalStage`
+    first).
 
     Args:
         detector: the calibrated detector.

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from service.corpus import (
+from service.data.corpus import (
     MAX_LISTED_PROBLEMS,
     Corpus,
     DataFileError,
@@ -41,8 +41,8 @@ from service.corpus import (
     validated_rows,
     where,
 )
+from service.evaluation.trec import read_qrels, read_topics
 from service.records import KINDS, GoldQuestion, Qrels
-from service.trec import read_qrels, read_topics
 
 logger = logging.getLogger(__name__)
 
@@ -366,7 +366,7 @@ def write_gold_set(questions: GoldSet | Iterable[GoldQuestion], path: Path | str
 def load_trec_gold_set(
     qrels_path: Path | str, topics_path: Path | str | None = None, *, topic_field: str = "title"
 ) -> GoldSet:
-    """Build a gold set from TREC qrels and topics (see :mod:`service.trec` for formats).
+    """Build a gold set from TREC qrels and topics (see :mod:`service.evaluation.trec` for formats).
 
     Every topic becomes one question (text = its ``topic_field``), in topics-file order;
     without a topics file, every judged topic becomes a question whose text is its id. Its

@@ -23,8 +23,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from service.errors import GoldwatchError
+from service.files.regular import not_utf8
 from service.records import Qrels, Run, ScoredDoc
-from service.regular_files import not_utf8
 
 _MAX_LISTED = 20
 _TOPIC_FIELDS = {"title": "Topic:", "desc": "Description:", "narr": "Narrative:"}

@@ -15,30 +15,30 @@ from typing import Any
 
 from tqdm import tqdm
 
-from service.answers import AnswerCheckReport, check_answers, load_answers
-from service.compare import PairedComparison, compare_all
-from service.corpus import Corpus, load_corpus
-from service.demo import demo_path
-from service.errors import GoldwatchError
-from service.evaluation import (
-    RetrieverReport,
-    evaluate_run,
-    retrieve_run,
-    trec_complete_means,
-)
-from service.goldset import (
+from service.data.corpus import Corpus, load_corpus
+from service.data.goldset import (
     GoldSet,
     corpus_coverage,
     load_gold_set,
     load_trec_gold_set,
 )
-from service.history import append_history, history_row
-from service.ir_metrics import parse_measure
+from service.demo import demo_path
+from service.errors import GoldwatchError
+from service.evaluation.answers import AnswerCheckReport, check_answers, load_answers
+from service.evaluation.compare import PairedComparison, compare_all
+from service.evaluation.evaluate import (
+    RetrieverReport,
+    evaluate_run,
+    retrieve_run,
+    trec_complete_means,
+)
+from service.evaluation.history import append_history, history_row
+from service.evaluation.ir_metrics import parse_measure
+from service.evaluation.report import breakdown_k
+from service.evaluation.trec import read_qrels, read_run
 from service.records import Run
-from service.report import breakdown_k
 from service.retrievers.registry import build_retrievers
 from service.settings import Settings
-from service.trec import read_qrels, read_run
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class EvalRequest:
 @dataclass(frozen=True)
 class EvalOutcome:
     """Everything one eval run produced (``breakdown_k``: the cut-off the HTML breakdowns
-    are charted at, :func:`service.report.breakdown_k`; ``None``: its default rule;
+    are charted at, :func:`service.evaluation.report.breakdown_k`; ``None``: its default rule;
     ``n_unjudged``: topics of the topics file with no line in the qrels, in no mean, as in
     trec_eval; ``trec_mean``: the means are trec_eval ``-c``'s, ``--trec-mean``)."""
 
@@ -163,7 +163,7 @@ def load_gold(request: EvalRequest, settings: Settings) -> GoldSet:
     Raises:
         EvalUsageError: no gold set is named (:data:`NO_GOLD_SET`), or ``--demo`` with
             files of the user's own.
-        service.goldset.GoldSetError, service.trec.TrecFormatError: unreadable file.
+        service.data.goldset.GoldSetError, service.evaluation.trec.TrecFormatError: unreadable file.
     """
     _check_demo(request)
     if request.demo and request.gold is None:
@@ -182,7 +182,7 @@ def load_corpus_for(request: EvalRequest, settings: Settings) -> Corpus:
 
     Raises:
         EvalUsageError: no corpus is named (:data:`NO_CORPUS`).
-        service.corpus.CorpusError: unreadable file.
+        service.data.corpus.CorpusError: unreadable file.
     """
     if request.demo:
         return load_corpus(demo_path("corpus.jsonl"))
@@ -275,7 +275,8 @@ def run_eval(request: EvalRequest, settings: Settings) -> EvalOutcome:
 
     Raises:
         EvalUsageError: inconsistent flags (names the flag).
-        service.goldset.GoldSetError, service.corpus.CorpusError, service.trec.TrecFormatError:
+        service.data.goldset.GoldSetError, service.data.corpus.CorpusError,
+        service.evaluation.trec.TrecFormatError:
             unreadable inputs (naming file, line and field).
         service.retrievers.base.RetrieverError: a retriever failed.
     """

@@ -5,7 +5,7 @@ topic, refusal, out-of-scope (which needs the refusal flag), then drift (which r
 annotation). The gold set gives the references: its languages (the rows' ``language`` field,
 else detected), its topics (through the same assignment as live traffic: cross-validated
 predictions of its labelled rows, or the model's assignment, with leave-one-out novelty; see
-:meth:`~service.topics.TopicModel.gold_counts`) and, for out-of-scope, the calibration of a
+:meth:`~service.topics.model.TopicModel.gold_counts`) and, for out-of-scope, the calibration of a
 built-in retriever's best score on its answerable vs unanswerable questions.
 """
 
@@ -17,22 +17,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.annotation_totals import AnnotationTotals
-from service.corpus import Corpus
-from service.detector_quality import DEFAULT_AUC_FLOOR, DetectorQuality, measure_auc
+from service.data.corpus import Corpus
+from service.data.goldset import GoldSet
 from service.drift.stage import DriftStage
 from service.drift.windows import WindowConfig
-from service.embedder import Embedder
-from service.embeddings import shared_embedder
-from service.goldset import GoldSet
-from service.language import LanguageConfig, LanguageDetector, LanguageLabeler, LanguageStage
+from service.embeddings.model import shared_embedder
+from service.embeddings.protocol import Embedder
+from service.evaluation.detector_quality import DEFAULT_AUC_FLOOR, DetectorQuality, measure_auc
+from service.language.detector import (
+    LanguageConfig,
+    LanguageDetector,
+    LanguageLabeler,
+    LanguageStage,
+)
 from service.pii import UNKEYED, PiiScrubStage, Pseudonymiser
 from service.pipeline import Stage
+from service.pipeline.totals import AnnotationTotals
 from service.records import Passage
-from service.refusals import RefusalDetector, RefusalStage
-from service.retrievers.base import Retriever
-from service.retrievers.registry import build_retrievers
-from service.scope import (
+from service.refusals.detector import RefusalDetector, RefusalStage
+from service.refusals.scope import (
     EmbeddingScope,
     EmbeddingScopeStage,
     KnownScope,
@@ -41,9 +44,11 @@ from service.scope import (
     best_score,
     calibrate_with_retriever,
 )
+from service.retrievers.base import Retriever
+from service.retrievers.registry import build_retrievers
 from service.settings import AnalyticsConfig, DriftSettings, RetrieverConfig
-from service.topic_config import TopicConfig
-from service.topics import NOVEL, TopicModel, TopicStage
+from service.topics.config import TopicConfig
+from service.topics.model import NOVEL, TopicModel, TopicStage
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +66,7 @@ class Analytics:
         language_labels, topic_labels: every bounded label value (pre-initialised series).
         scope: the out-of-scope calibration, or ``None``.
         topic_descriptions: ``{topic name: human-readable label}`` of the running topic model
-            (:attr:`~service.topics.TopicInfo.label`: its top terms for a ``topic-<id>``).
+            (:attr:`~service.topics.model.TopicInfo.label`: its top terms for a ``topic-<id>``).
         gold_counts: the gold set's category counts per dimension.
         detector_quality: measured quality per detector, each on the data it was calibrated
             on (``"out_of_scope"``: cross-validated; ``"novelty"``: the topic model's
@@ -327,13 +332,13 @@ def build_analytics(
 ) -> Analytics:
     """Build the analytics stages for ``config`` against the gold set and corpus.
 
-    ``previous_topics`` is the :meth:`~service.topics.TopicModel.identity` kept in the state
+    ``previous_topics`` is the :meth:`~service.topics.model.TopicModel.identity` kept in the state
     store by the last run, so a restart keeps the unsupervised topic ids.
 
     Raises:
         ValueError: a topic model or refusal pattern cannot be built, or the pseudonym key
             file cannot be read; the message says which.
-        service.topics.ArtefactError: ``topics_model`` cannot be loaded.
+        service.topics.model.ArtefactError: ``topics_model`` cannot be loaded.
     """
     if not config.enabled:
         return Analytics(stages=[])
@@ -428,7 +433,7 @@ TOPIC_IDENTITY_KEY = "topics/identity"
 
 
 def topic_identity(analytics: Analytics) -> dict[str, Any] | None:
-    """The running topic model's :meth:`~service.topics.TopicModel.identity` (``None``: no
+    """The running topic model's :meth:`~service.topics.model.TopicModel.identity` (``None``: no
     topic stage, or supervised topics), to keep under :data:`TOPIC_IDENTITY_KEY`."""
     stage = next((st for st in analytics.stages if isinstance(st, TopicStage)), None)
     return None if stage is None else stage.model.identity()

@@ -4,11 +4,11 @@
 Chinese profiles), ``hi-Latn`` for romanized Hindi / Hinglish, or ``und`` when the text has
 no letters or too few to say; it never raises. The steps:
 
-1. Script (:mod:`service.scripts`): a script that only one language writes decides it
+1. Script (:mod:`service.language.scripts`): a script that only one language writes decides it
    (Hangul → ko, kana → ja, Han → zh, Thai → th, Greek → el, Hebrew → he, ...).
 2. Candidates: the script's languages that are also in ``config.candidates`` (the gold set's
    languages, say); one left decides it (Cyrillic with only ``ru`` expected → ru).
-3. Latin script: Hinglish first (:mod:`service.hinglish`, plain-ASCII text only), then
+3. Latin script: Hinglish first (:mod:`service.language.hinglish`, plain-ASCII text only), then
    langdetect's probabilities restricted to the candidates (a prior map over them when the
    unrestricted top languages are not candidates), plus a function-word lexicon share and
    character cues (ñ ¿ → es, ß → de, ș ț → ro, ı ğ → tr, ơ ư đ → vi); the highest score wins.
@@ -57,15 +57,15 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from service.hinglish import hinglish_words, tokens
-from service.pipeline import Batch
-from service.records import PLACEHOLDERS
-from service.scripts import (
+from service.language.hinglish import hinglish_words, tokens
+from service.language.scripts import (
     _WORD_LANGS,
     SCRIPT_LANGUAGES,
     latin_cues,
     script_and_letters,
 )
+from service.pipeline import Batch
+from service.records import PLACEHOLDERS
 from service.text import normalise
 
 __all__ = [
@@ -277,7 +277,7 @@ _ASCII_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 def _word_shares(pool: Sequence[str]) -> dict[str, tuple[tuple[str, float], ...]]:
     """Each function word of a ``pool`` language: ``((lang, 1 / k), ...)`` over its k pool
-    languages, in :func:`service.scripts.function_word_scores`'s order (same sums)."""
+    languages, in :func:`service.language.scripts.function_word_scores`'s order (same sums)."""
     out: dict[str, tuple[tuple[str, float], ...]] = {}
     for word, langs in _WORD_LANGS.items():
         kept = [lang for lang in langs if lang in pool]

@@ -1,0 +1,2 @@
+"""The user's data: the gold set and the corpus, read and validated.
+"""
