@@ -13,8 +13,9 @@ event, schema v1 (``service.events``)::
 
     event_id   e-000001 ... e-003000, in time order
     timestamp  RFC 3339 UTC with a "Z", strictly increasing
-    question   written in :mod:`service.demo.variants`, with typos, lower case and WhatsApp
-               style added here; some exact and near-duplicate repeats, as in real traffic
+    question   written in ``questions.yaml`` (:mod:`service.demo.questions`), with typos, lower
+               case and WhatsApp style added here; some exact and near-duplicate repeats, as
+               in real traffic
     user       {id: pseudonymous "u-NNN", role: student | parent | staff, tenant: "sunrise"}
     channel    web | whatsapp | app
     retrieval  {retriever: "prod-bm25", latency_ms, results: top 5 of BM25 over the demo
@@ -62,9 +63,8 @@ C      e-002251 .. e-003000    2026-11-18T06:32:50Z    retrieval breakage: the S
 =====  ======================  ======================  =====================================
 
 Personal data appears only in the planted events listed in :data:`PII_EVENT_IDS` (an e-mail
-address, an Indian mobile number, a PAN, an Aadhaar number; see
-:data:`service.demo.variants.PLANTED_PII`); answers never quote the college's own phone number
-or e-mail address.
+address, an Indian mobile number, a PAN, an Aadhaar number; see ``planted_pii`` in
+``questions.yaml``); answers never quote the college's own phone number or e-mail address.
 
 The ground truth of every event (phase, language, topic, intent, whether it was refused and
 why, planted personal data, ACL leak) is returned beside the events by
@@ -100,7 +100,7 @@ from typing import Any
 
 from service.data.corpus import load_corpus
 from service.demo import DEMO_DIR, demo_path
-from service.demo.variants import INTENTS, LANGUAGES, PLANTED_PII, Intent
+from service.demo.questions import LANGUAGES, Intent, question_bank
 from service.records import Passage
 from service.retrievers.bm25 import BM25Retriever
 from service.retrievers.text import tokenize
@@ -337,7 +337,7 @@ class EventMeta:
         event_id: the event's id.
         phase: ``"A"``, ``"B"`` or ``"C"`` (module docstring).
         language: ``en``, ``hi-Latn`` or ``hi``: the language the question was written in.
-        topic, intent: what it asks about (:mod:`service.demo.variants`).
+        topic, intent: what it asks about (``questions.yaml``).
         scope: ``"in"``, ``"unanswerable"`` or ``"out"``.
         schedule: an exam-schedule question (answered from the SEE timetable).
         role: the asker's role.
@@ -404,8 +404,8 @@ def phase_of(index: int, n: int) -> str:
 
 
 def pii_positions(n: int) -> dict[int, int]:
-    """Return ``{event index: index into PLANTED_PII}`` for a log of ``n`` events."""
-    return {round(planted.at * n): k for k, planted in enumerate(PLANTED_PII)}
+    """Return ``{event index: index into the bank's planted_pii}`` for a log of ``n`` events."""
+    return {round(planted.at * n): k for k, planted in enumerate(question_bank().planted_pii)}
 
 
 @cache
@@ -481,7 +481,7 @@ def _phase_plans(rng: random.Random, n: int) -> list[tuple[str, tuple[str, bool]
 def _intent_for(rng: random.Random, topic: str, schedule: bool, language: str) -> Intent:
     candidates = [
         i
-        for i in INTENTS
+        for i in question_bank().intents
         if i.topic == topic and i.schedule == schedule and language in i.questions
     ]
     return rng.choice(candidates)
@@ -571,12 +571,13 @@ def _drafts(rng: random.Random, n: int) -> list[_Draft]:
     }
     planted_at = pii_positions(n)
     plans = _phase_plans(rng, n)
-    by_key = {(i.topic, i.name): i for i in INTENTS}
+    bank = question_bank()
+    by_key = {(i.topic, i.name): i for i in bank.intents}
     asked: dict[tuple[str, str, str], list[str]] = {}
     drafts: list[_Draft] = []
     for index in range(n):
         phase = phase_of(index, n)
-        planted = PLANTED_PII[planted_at[index]] if index in planted_at else None
+        planted = bank.planted_pii[planted_at[index]] if index in planted_at else None
         if planted is not None:
             intent = by_key[planted.topic, planted.intent]
             language, role = planted.language, planted.role

@@ -21,7 +21,7 @@ from consumers.decoding import decode
 from service.data.corpus import load_corpus
 from service.demo import demo_path
 from service.demo import querylog as ql
-from service.demo.variants import INTENTS, LANGUAGES, PLANTED_PII
+from service.demo.questions import LANGUAGES, question_bank
 from service.events import FieldMapping
 from service.refusals.detector import RefusalDetector
 
@@ -286,7 +286,8 @@ def test_questions_are_not_copies_of_the_gold_set(events: Events) -> None:
         _normal(json.loads(line)["question"])
         for line in demo_path("gold.jsonl").read_text(encoding="utf-8").splitlines()
     }
-    written = {_normal(q) for i in INTENTS for qs in i.questions.values() for q in qs}
+    intents = question_bank().intents
+    written = {_normal(q) for i in intents for qs in i.questions.values() for q in qs}
     assert not gold & written
     assert not gold & {_normal(e["question"]) for e in events}
 
@@ -302,7 +303,7 @@ def test_questions_repeat_like_real_traffic(events: Events, meta: list[ql.EventM
 
 def test_every_topic_can_be_asked_in_every_language() -> None:
     groups: dict[tuple[str, bool], set[str]] = {}
-    for intent in INTENTS:
+    for intent in question_bank().intents:
         assert intent.questions, intent.name
         groups.setdefault((intent.topic, intent.schedule), set()).update(intent.questions)
     for group, languages in groups.items():
@@ -332,7 +333,7 @@ def _regex_pii(text: str) -> set[str]:
 def test_pii_only_in_the_planted_events(events: Events, meta: list[ql.EventMeta]) -> None:
     planted = {m.event_id: m.pii for m in meta if m.pii}
     assert planted == ql.PII_EVENT_IDS
-    assert len(planted) == len(PLANTED_PII)
+    assert len(planted) == len(question_bank().planted_pii)
     for event in events:
         in_question = _regex_pii(event["question"])
         assert in_question == set(planted.get(event["event_id"], ())), event["event_id"]

@@ -25,7 +25,7 @@ from service.pipeline.dedup import DedupStage
 from service.runtime.analytics import build_analytics
 from service.settings import load_settings
 
-# The digits and addresses of the planted items (service.demo.variants.PLANTED_PII)
+# The digits and addresses of the planted items (planted_pii in service/demo/questions.yaml)
 PLANTED = re.compile(r"@example\.|98765|[A-Z]{5}\d{4}[A-Z]|\d{4} \d{4} \d{4}")
 
 
