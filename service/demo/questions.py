@@ -34,7 +34,7 @@ from typing import Annotated, Any, Literal, get_args
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from service.corpus import DataFileError
+from service.data.corpus import DataFileError
 from service.demo import DEMO_DIR
 from service.records import PII_TYPES
 
@@ -123,7 +123,7 @@ class QuestionBank:
 
 class QuestionBankError(DataFileError):
     """A question-bank file is malformed; ``problems`` lists ``"<file>, line <n>, <entry>,
-    field '<f>': <what>"`` strings (:class:`service.corpus.DataFileError`)."""
+    field '<f>': <what>"`` strings (:class:`service.data.corpus.DataFileError`)."""
 
 
 def _no_outer_space(value: str) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from service.corpus import DataFileError
+from service.data.corpus import DataFileError
 from service.demo import DEMO_DIR
 from service.demo.questions import (
     DEFAULT_PATH,
