@@ -65,13 +65,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
 from service.events import QueryLogEvent
 from service.pacing import Backoff, TokenBucket
 from service.retrievers.base import Retriever, RetrieverError
 from service.shadow.agreement import Agreement, compare, unique
 from service.shadow.breaker import BreakerState, CircuitBreaker
+from service.shadow.config import CandidateConfig, ShadowConfig
 
 __all__ = [
     "ERROR_REASONS",
@@ -93,95 +92,6 @@ SKIP_REASONS = (
 CPU_WINDOW_S = 1.0
 ERROR_REASONS = ("timeout", "http_error", "bad_response", "exception")
 _RETRIED = frozenset({"timeout", "http_error"})
-_NAME = r"^[A-Za-z0-9_.\-]+$"
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class CandidateConfig(_Frozen):
-    """One candidate retriever shadow-run on live traffic.
-
-    Attributes:
-        name: the candidate's name (reports, metric label ``retriever``).
-        retriever: the retriever to run (a ``RetrieverConfig`` name or built-in); default
-            ``name``.
-        k: passages asked for; agreement is measured at ``min(k, production depth)``.
-        sample_rate: share of events run, in [0, 1] (deterministic per ``event_id``).
-        timeout_s: deadline of one shadow call in seconds, retries included.
-        max_concurrency: worker threads (parallel calls).
-        max_abandoned: hung calls tolerated before capacity shrinks (threads stay bounded by
-            ``max_concurrency + max_abandoned``).
-        queue_size: events waiting for a worker; more are skipped as ``queue_full``.
-        max_rps: calls per second admitted (token bucket), ``None``: unlimited.
-        burst: token-bucket size; default one second's worth.
-        languages, channels, roles: run only on these (empty: all).
-        retries: retries of ``timeout``/``http_error`` failures within ``timeout_s``.
-        backoff_s: first retry backoff in seconds (doubles, jittered).
-        failure_threshold, cooldown_s, half_open_probes: the circuit breaker (N, seconds, M).
-    """
-
-    name: str = Field(min_length=1, max_length=64, pattern=_NAME)
-    retriever: str | None = Field(default=None, min_length=1, max_length=64, pattern=_NAME)
-    k: int = Field(default=10, ge=1, le=1_000)
-    sample_rate: float = Field(default=1.0, ge=0, le=1)
-    timeout_s: float = Field(default=2.0, gt=0, le=300)
-    max_concurrency: int = Field(default=2, ge=1, le=64)
-    max_abandoned: int = Field(default=4, ge=0, le=256)
-    queue_size: int = Field(default=1_000, ge=1, le=1_000_000)
-    max_rps: float | None = Field(default=None, gt=0)
-    burst: float | None = Field(default=None, ge=1)
-    languages: frozenset[str] = frozenset()
-    channels: frozenset[str] = frozenset()
-    roles: frozenset[str] = frozenset()
-    retries: int = Field(default=0, ge=0, le=5)
-    backoff_s: float = Field(default=0.05, ge=0, le=10)
-    failure_threshold: int = Field(default=5, ge=1, le=10_000)
-    cooldown_s: float = Field(default=30.0, gt=0, le=86_400)
-    half_open_probes: int = Field(default=1, ge=1, le=100)
-
-    @property
-    def retriever_name(self) -> str:
-        """The retriever this candidate runs."""
-        return self.retriever or self.name
-
-
-class ShadowConfig(_Frozen):
-    """Shadow evaluation (no candidates: off).
-
-    Attributes:
-        candidates: the candidates, unique names.
-        rbo_p: RBO persistence ``p`` in (0, 1).
-        sample_salt: mixed into the sampling hash (change it to draw another sample).
-        require_production: skip events without a production ranking (nothing to compare).
-        max_results: finished results buffered until drained; beyond, the oldest is dropped.
-        max_disagreements: lowest-RBO events kept per candidate in the report.
-        max_label_values: languages/topics broken down per candidate (the rest: ``other``).
-        max_cpu_share: CPU core-seconds per second all shadow calls together may use
-            (``None``: unlimited, e.g. a benchmark of shadow throughput); beyond it offers
-            are skipped as ``cpu_budget``.
-    """
-
-    candidates: tuple[CandidateConfig, ...] = ()
-    rbo_p: float = Field(default=0.9, gt=0, lt=1)
-    max_cpu_share: float | None = Field(default=0.05, gt=0, le=64)
-    sample_salt: str = Field(default="", max_length=256)
-    require_production: bool = True
-    max_results: int = Field(default=10_000, ge=1, le=10_000_000)
-    max_disagreements: int = Field(default=20, ge=0, le=10_000)
-    max_label_values: int = Field(default=32, ge=1, le=1_000)
-
-    @field_validator("candidates")
-    @classmethod
-    def _unique(cls, value: tuple[CandidateConfig, ...]) -> tuple[CandidateConfig, ...]:
-        names = [c.name for c in value]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"duplicate shadow candidate names: {', '.join(dupes)}")
-        return value
-
-
 class LaneStats(TypedDict):
     """One candidate's gauges from :meth:`ShadowRunner.stats` (read by the telemetry layer and
     the shadow report).
