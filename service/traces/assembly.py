@@ -56,6 +56,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -216,39 +217,25 @@ class TraceAssembler:
         limits = self._limits
         for span in spans:
             trace_id = span.trace_id
-            if trace_id not in self._open and (
-                trace_id in self._closed or trace_id in self._emitted
-            ):
-                if span.span_id in self._emitted.get(trace_id, ()):
-                    detail = "span sent again after its trace was handed out"
-                    rejected.append(Rejected(trace_id, "duplicate", detail, (span,)))
-                    continue
-                rejected.append(
-                    Rejected(trace_id, "late_span", "span after its trace was handed out", (span,))
-                )
+            late = self._handed_out(span)
+            if late is not None:
+                rejected.append(late)
                 continue
             trace = self._open.get(trace_id)
             if trace is None:
                 if len(self._open) >= limits.max_open_traces:
                     rejected.append(self._evict())
                 trace = self._open[trace_id] = _Open(first_seen=now, last_seen=now)
-            if span.span_id in trace.span_ids:
-                detail = "span sent again while its trace is open; kept once"
-                rejected.append(Rejected(trace_id, "repeated", detail, (span,)))
+            refused, kept = self._admit(span, trace.span_ids)
+            rejected.extend(refused)
+            if kept is None:
                 continue
-            if len(trace.spans) >= limits.max_spans_per_trace:
-                detail = f"trace already holds {limits.max_spans_per_trace} spans"
-                rejected.append(Rejected(trace_id, "too_many_spans", detail, (span,)))
-                continue
-            span, cut = _cap_attributes(span, limits.max_attribute_bytes)
-            if cut:
-                rejected.append(Rejected(trace_id, "attribute_too_large", "; ".join(cut), (span,)))
-            trace.spans.append(span)
-            trace.span_ids.add(span.span_id)
+            trace.spans.append(kept)
+            trace.span_ids.add(kept.span_id)
             trace.last_seen = now
             if position is not None:
                 trace.starts.setdefault(position[0], position[1])
-            if span.is_root:
+            if kept.is_root:
                 trace.has_root = True
             if trace.has_root:
                 self._rooted[trace_id] = None
@@ -263,43 +250,56 @@ class TraceAssembler:
         calls :meth:`add`, which returns the same rejections as long as no trace is evicted
         (``len(self) + preview.new_traces <= max_open_traces``) and nothing changed between.
         """
-        limits = self._limits
         result = Preview()
         held: dict[str, set[str]] = {}  # trace -> span ids it would hold
         for span in spans:
-            trace_id = span.trace_id
-            if trace_id not in self._open and (
-                trace_id in self._closed or trace_id in self._emitted
-            ):
-                if span.span_id in self._emitted.get(trace_id, ()):
-                    detail = "span sent again after its trace was handed out"
-                    result.rejected.append(Rejected(trace_id, "duplicate", detail, (span,)))
-                    continue
-                result.rejected.append(
-                    Rejected(trace_id, "late_span", "span after its trace was handed out", (span,))
-                )
+            late = self._handed_out(span)
+            if late is not None:
+                result.rejected.append(late)
                 continue
-            ids = held.get(trace_id)
+            ids = held.get(span.trace_id)
             if ids is None:
-                trace = self._open.get(trace_id)
+                trace = self._open.get(span.trace_id)
                 result.new_traces += trace is None
-                ids = held[trace_id] = set() if trace is None else set(trace.span_ids)
-            if span.span_id in ids:
-                detail = "span sent again while its trace is open; kept once"
-                result.rejected.append(Rejected(trace_id, "repeated", detail, (span,)))
-                continue
-            if len(ids) >= limits.max_spans_per_trace:
-                detail = f"trace already holds {limits.max_spans_per_trace} spans"
-                result.rejected.append(Rejected(trace_id, "too_many_spans", detail, (span,)))
-                continue
-            span, cut = _cap_attributes(span, limits.max_attribute_bytes)
-            if cut:
-                result.rejected.append(
-                    Rejected(trace_id, "attribute_too_large", "; ".join(cut), (span,))
-                )
-            ids.add(span.span_id)
-            result.kept.append(span)
+                ids = held[span.trace_id] = set() if trace is None else set(trace.span_ids)
+            refused, kept = self._admit(span, ids)
+            result.rejected.extend(refused)
+            if kept is not None:
+                ids.add(kept.span_id)
+                result.kept.append(kept)
         return result
+
+    def _handed_out(self, span: Span) -> Rejected | None:
+        """The rejection of a span whose trace is not open but was handed out (``duplicate``
+        when this very span was in it, else ``late_span``); ``None`` for any other span.
+        The one rule :meth:`add` and :meth:`preview` share for it."""
+        trace_id = span.trace_id
+        if trace_id in self._open or (
+            trace_id not in self._closed and trace_id not in self._emitted
+        ):
+            return None
+        if span.span_id in self._emitted.get(trace_id, ()):
+            detail = "span sent again after its trace was handed out"
+            return Rejected(trace_id, "duplicate", detail, (span,))
+        return Rejected(trace_id, "late_span", "span after its trace was handed out", (span,))
+
+    def _admit(self, span: Span, held: AbstractSet[str]) -> tuple[list[Rejected], Span | None]:
+        """Whether an open trace already holding the span ids ``held`` keeps ``span``: the
+        rejections (``repeated``, ``too_many_spans``, ``attribute_too_large``) and the span
+        kept with its attribute values cut, or ``None`` when it is not kept. The one rule
+        :meth:`add` and :meth:`preview` share for open traces."""
+        trace_id = span.trace_id
+        limits = self._limits
+        if span.span_id in held:
+            detail = "span sent again while its trace is open; kept once"
+            return [Rejected(trace_id, "repeated", detail, (span,))], None
+        if len(held) >= limits.max_spans_per_trace:
+            detail = f"trace already holds {limits.max_spans_per_trace} spans"
+            return [Rejected(trace_id, "too_many_spans", detail, (span,))], None
+        kept, cut = _cap_attributes(span, limits.max_attribute_bytes)
+        if cut:
+            return [Rejected(trace_id, "attribute_too_large", "; ".join(cut), (kept,))], kept
+        return [], kept
 
     def due(self, now: float) -> list[Completed]:
         """Hand out the traces complete at ``now``: timed out first (oldest first), then
