@@ -126,12 +126,12 @@ import hashlib
 import hmac
 import ipaddress
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 from service.pii.checksums import luhn_valid, verhoeff_valid
+from service.pii.fold import _CF, _FOLD, _FORMAT_BMP, FORMAT_CHARS
 from service.records import PII_TYPES, PLACEHOLDERS
 
 if TYPE_CHECKING:
@@ -159,38 +159,6 @@ class Scrubbed(NamedTuple):
     counts: dict[str, int]
 
 
-# -- folding -----------------------------------------------------------------------------------
-_SAME_AS = {" ": "\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-            "\u202f\u205f\u3000", "-": "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe63\uff0d",
-            "+": "\uff0b\ufe62", "@": "\uff20\ufe6b", ".": "\uff0e", "(": "\uff08", ")": "\uff09",
-            ":": "\uff1a", "/": "\uff0f"}  # fmt: skip
-_FOLD_CACHE = 65_536
-#: Every Unicode format character (category Cf) of Python 3.11's Unicode 14 database, as
-#: ``re`` class ranges, with U+13439-1343F that Unicode 15 adds (a test checks it against
-#: :func:`unicodedata.category`).
-_FORMAT_BMP = (
-    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
-    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
-)
-FORMAT_CHARS = _FORMAT_BMP + (
-    "\U000110bd\U000110cd\U00013430-\U0001343f"
-    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
-)
-_CF = re.compile(f"[{FORMAT_CHARS}]+")
-
-
-class _Fold(dict[int, int]):
-    """``str.translate`` table: decimal digits to ASCII, look-alike punctuation to ASCII."""
-
-    def __missing__(self, code: int) -> int:
-        value = unicodedata.decimal(chr(code), -1)
-        folded = 48 + value if value >= 0 else code
-        if len(self) < _FOLD_CACHE:
-            self[code] = folded
-        return folded
-
-
-_FOLD = _Fold({ord(c): ord(ascii_) for ascii_, chars in _SAME_AS.items() for c in chars})
 #: Mail providers: ``name at gmail.com`` is an address even without ``dot`` or brackets.
 MAIL_PROVIDERS = frozenset(
     "gmail googlemail yahoo ymail rocketmail hotmail outlook live msn aol icloud me mac "
