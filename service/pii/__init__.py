@@ -4,18 +4,6 @@
 ...) and counts them by type; :mod:`service.pii.detectors` lists each type, its shape and its
 checks, and what is kept on purpose.
 
-The detectors run, in their table's order, on a copy of the text whose Unicode decimal digits
-(Devanagari, Arabic-Indic, full-width, ...) are folded to ASCII with :func:`unicodedata.decimal`,
-and whose odd spaces, dashes, ``＋`` and ``＠`` become ASCII; folding keeps every character in
-place, so spans are replaced in the ORIGINAL text. A span overlapping an earlier one is skipped.
-Invisible format characters (Unicode category Cf: zero-width space and joiners, word joiner,
-soft hyphen, BOM, bidi marks and overrides, :data:`FORMAT_CHARS`) hide nothing: text holding
-one is scanned twice, first with every Cf character removed (``98765\u200b43210`` is a
-phone, ``ver\u200bma@x.in`` one e-mail), then with each as a space (``call\u200b98765...``);
-a span found in the first copy covers the Cf characters inside it, so no part of an item
-is left behind.
-Replacing can free a neighbour (``4111111111111111 9876543210``): passes repeat until one
-finds nothing (at most :data:`MAX_PASSES`), so ``scrub(scrub(x).text).text == scrub(x).text``.
 :data:`PII_TYPES` is the fixed, bounded set of type names (a metric label's values).
 
 >>> found = scrub("Mail rahul@example.com or call +91 98765 43210, Aadhaar 2341 2341 2346")
@@ -44,12 +32,11 @@ import hashlib
 import hmac
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from service.pii.checksums import luhn_valid, verhoeff_valid
-from service.pii.detectors import _clean_fast, _spans
-from service.pii.fold import _CF, _FOLD, FORMAT_CHARS
+from service.pii.fold import FORMAT_CHARS
+from service.pii.scrub import MAX_PASSES, Scrubbed, _memo, scrub, scrub_label, scrub_many
 from service.records import PII_TYPES, PLACEHOLDERS
 
 if TYPE_CHECKING:
@@ -65,91 +52,8 @@ __all__ += ["scrub_label"]
 
 # PII_TYPES and PLACEHOLDERS live in service.records (the language detector skips the
 # placeholders without depending on the scrubber); imported above and re-exported here.
-MAX_PASSES = 4
 ANNOTATION_KEY = "pii"
 _R = TypeVar("_R")
-
-
-class Scrubbed(NamedTuple):
-    """A scrubbed text and how many items of each type were replaced (only non-zero types)."""
-
-    text: str
-    counts: dict[str, int]
-
-
-def _find(text: str, checked: bool = False) -> list[tuple[int, int, str]]:
-    """Spans ``(start, end, type)`` of one pass over ``text``, sorted, never overlapping.
-
-    Text holding format characters (Cf) is scanned twice: with them removed (spans mapped
-    back to the original, so they cover the Cf characters inside), then with each as a space.
-    ``checked``: the caller has already seen :func:`_clean_fast` say no.
-    """
-    if not checked and _clean_fast(text):
-        return []
-    norm = text if text.isascii() else text.translate(_FOLD)
-    candidates: list[tuple[int, int, str]] = []
-    if not norm.isascii() and _CF.search(norm) is not None:
-        kept: list[tuple[int, int]] = []
-        pos = 0
-        for run in _CF.finditer(norm):
-            kept.append((pos, run.start()))
-            pos = run.end()
-        kept.append((pos, len(norm)))
-        index = [i for start, stop in kept for i in range(start, stop)]
-        stripped = "".join(norm[start:stop] for start, stop in kept)
-        candidates += [(index[a], index[b - 1] + 1, k) for a, b, k in _spans(stripped) if b > a]
-        norm = _CF.sub(lambda run: " " * len(run.group()), norm)
-    candidates += _spans(norm)
-    taken = bytearray(len(text))
-    spans: list[tuple[int, int, str]] = []
-    for start, end, kind in candidates:
-        if taken.find(1, start, end) != -1:
-            continue
-        taken[start:end] = b"\x01" * (end - start)
-        spans.append((start, end, kind))
-    return sorted(spans)
-
-
-def scrub(text: str) -> Scrubbed:
-    """Return ``text`` with every personal item replaced by its placeholder, and the counts.
-
-    Args:
-        text: any ``str`` (any length, any Unicode; NUL and lone marks are fine).
-
-    Returns:
-        :class:`Scrubbed`: the new text and ``{type: count}`` for the types found.
-
-    Raises:
-        TypeError: ``text`` is not a ``str``.
-
-    >>> scrub("PAN ABCPE1234F, card 4111-1111-1111-1111, ip 10.0.0.1")
-    Scrubbed(text='PAN <PAN>, card <CARD>, ip <IP>', counts={'card': 1, 'pan': 1, 'ip': 1})
-    """
-    if not isinstance(text, str):
-        raise TypeError(f"scrub() expects str, got {type(text).__name__}")
-    if _clean_fast(text):
-        return Scrubbed(text, {})
-    spans = _find(text, checked=True)
-    if not spans:
-        return Scrubbed(text, {})  # a digit or an "@" but nothing personal: most slow paths
-    counts = dict.fromkeys(PII_TYPES, 0)
-    for n_pass in range(1, MAX_PASSES + 1):
-        parts: list[str] = []
-        pos = 0
-        for start, end, kind in spans:
-            parts += (text[pos:start], PLACEHOLDERS[kind])
-            counts[kind] += 1
-            pos = end
-        text = "".join((*parts, text[pos:]))
-        spans = _find(text) if n_pass < MAX_PASSES else []
-        if not spans:
-            break
-    return Scrubbed(text, {kind: n for kind, n in counts.items() if n})
-
-
-def scrub_many(texts: Iterable[str]) -> list[Scrubbed]:
-    """:func:`scrub` each text, in order. Raises ``TypeError`` on a non-``str`` item."""
-    return [scrub(text) for text in texts]
 
 
 def _with(record: _R, **changes: Any) -> _R:
@@ -166,9 +70,6 @@ PSEUDONYM_PREFIX = "pii-"
 #: share a pseudonym is about 10^24 / 2^129 ~ 1.5e-15 (the birthday bound n^2 / 2^(b+1)).
 PSEUDONYM_HEX = 32
 _PSEUDONYM = re.compile(f"{PSEUDONYM_PREFIX}[0-9a-f]{{{PSEUDONYM_HEX}}}")
-#: Entries kept by the label and identifier memo (then it starts afresh).
-_MEMO_SIZE = 65_536
-_label_memo: dict[str, str] = {}
 
 
 def is_pseudonym(identifier: str) -> bool:
@@ -260,33 +161,6 @@ class Pseudonymiser:
 
 #: The unkeyed pseudonymiser, used when no key is configured.
 UNKEYED = Pseudonymiser()
-
-
-def _memo(memo: dict[str, str], text: str, compute: Callable[[str], str]) -> str:
-    """``compute(text)``, remembered in ``memo`` (cleared when it holds :data:`_MEMO_SIZE`)."""
-    value = memo.get(text)
-    if value is None:
-        if len(memo) >= _MEMO_SIZE:
-            memo.clear()
-        value = memo[text] = compute(text)
-    return value
-
-
-def scrub_label(text: str) -> str:
-    """:func:`scrub`'s text for a label (a role, tenant, channel or retriever name): the same
-    scrubber, remembered for the few distinct values a log holds. A name that is all one item
-    becomes its placeholder (``ret-7-oscar@example.com`` -> ``<EMAIL>``), so two such names
-    then share one label.
-
-    Raises:
-        TypeError: ``text`` is not a ``str``.
-
-    >>> scrub_label("ret-7-oscar@example.com"), scrub_label("bm25 for +91 98765 43210")
-    ('<EMAIL>', 'bm25 for <PHONE>')
-    >>> scrub_label("bm25-v2")
-    'bm25-v2'
-    """
-    return _memo(_label_memo, text, lambda raw: scrub(raw).text)
 
 
 def pseudonymise_event_ids(
