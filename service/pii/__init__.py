@@ -9,8 +9,8 @@ match on: digits and look-alike punctuation to ASCII, format characters),
 :mod:`.detectors` (each type's pattern, accept check and gate, the fast path; its docstring
 is the table of types, shapes and what is kept on purpose), :mod:`.scrub` (one text: spans,
 placeholders, repeated passes; labels), :mod:`.pseudonym` (keyed pseudonyms of identifiers),
-:mod:`.event` (a whole query-log event: text, labels, ``user.id``, ``event_id``); the
-pipeline stage is below. Pure domain code: no I/O, no Kafka, HTTP or Prometheus.
+:mod:`.event` (a whole query-log event: text, labels, ``user.id``, ``event_id``) and
+:mod:`.stage` (the pipeline stage). Pure domain code: no I/O, no Kafka, HTTP or Prometheus.
 
 >>> found = scrub("Mail rahul@example.com or call +91 98765 43210, Aadhaar 2341 2341 2346")
 >>> found.text
@@ -23,8 +23,6 @@ pipeline stage is below. Pure domain code: no I/O, no Kafka, HTTP or Prometheus.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from service.pii.checksums import luhn_valid, verhoeff_valid
 from service.pii.event import pseudonymise_event_ids, scrub_event
 from service.pii.fold import FORMAT_CHARS
@@ -36,13 +34,11 @@ from service.pii.pseudonym import (
     pseudonymise,
 )
 from service.pii.scrub import MAX_PASSES, Scrubbed, scrub, scrub_label, scrub_many
+from service.pii.stage import ANNOTATION_KEY, PiiScrubStage
 
 # PII_TYPES and PLACEHOLDERS live in service.records (the language detector skips the
 # placeholders without depending on the scrubber); re-exported here.
 from service.records import PII_TYPES, PLACEHOLDERS
-
-if TYPE_CHECKING:
-    from service.pipeline import Batch
 
 __all__ = [
     "ANNOTATION_KEY",
@@ -65,33 +61,3 @@ __all__ = [
     "scrub_many",
     "verhoeff_valid",
 ]
-
-ANNOTATION_KEY = "pii"
-
-
-class PiiScrubStage:
-    """Pipeline stage: scrub every event in place (:func:`scrub_event`: the question, the
-    answer, the labels, ``user.id`` with ``pseudonymiser``), before any later stage sees it.
-
-    Sets ``batch.annotations[i]["pii"]`` to the event's counts by type (``{}`` when clean),
-    for telemetry. Stateless; never logs text. Other modules may call :func:`scrub_event`.
-    """
-
-    name = "pii"
-
-    def __init__(self, pseudonymiser: Pseudonymiser = UNKEYED) -> None:
-        self.pseudonymiser = pseudonymiser
-
-    def process(self, batch: Batch) -> None:
-        for i, event in enumerate(batch.events):
-            clean, counts = scrub_event(event, self.pseudonymiser)
-            if clean is not event:
-                batch.events[i] = clean
-            batch.annotations[i][ANNOTATION_KEY] = counts
-
-    def state_snapshot(self) -> Any:
-        """Nothing to persist."""
-        return None
-
-    def restore(self, state: Any) -> None:
-        """Nothing to restore."""
