@@ -8,7 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.pii import _EPIC, _LETTERS_DIGITS, _PAN, _PASSPORT, PII_TYPES, luhn_valid, scrub
+from service.pii import PII_TYPES, luhn_valid, scrub
+from service.pii.detectors import _EPIC, _LETTERS_DIGITS, _PAN, _PASSPORT
 
 TRICKY = [
     "\u200f",  # right-to-left mark

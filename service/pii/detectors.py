@@ -1,6 +1,7 @@
-"""Scrub personal data from free text before it is stored, logged, exported or labelled.
+"""The personal-data detectors: for each type a pattern, a check that accepts or rejects a
+match, and a gate that skips the scan when the text cannot hold one.
 
-:func:`scrub` replaces each personal item with a typed placeholder and counts them by type:
+Each type, the placeholder :func:`service.pii.scrub.scrub` writes for it, and what is found:
 
 ============  ===============  =========================================================
 type          placeholder      shape (after digit folding), check
@@ -73,21 +74,12 @@ type          placeholder      shape (after digit folding), check
                                with 8-15 digits
 ============  ===============  =========================================================
 
-Detectors run in that order on a copy of the text whose Unicode decimal digits (Devanagari,
-Arabic-Indic, full-width, ...) are folded to ASCII with :func:`unicodedata.decimal`, and
-whose odd spaces, dashes, ``＋`` and ``＠`` become ASCII; folding keeps every character in place,
-so spans are replaced in the ORIGINAL text. A span overlapping an earlier one is skipped.
-Invisible format characters (Unicode category Cf: zero-width space and joiners, word joiner,
-soft hyphen, BOM, bidi marks and overrides, :data:`FORMAT_CHARS`) hide nothing: text holding
-one is scanned twice, first with every Cf character removed (``98765\u200b43210`` is a
-phone, ``ver\u200bma@x.in`` one e-mail), then with each as a space (``call\u200b98765...``);
-a span found in the first copy covers the Cf characters inside it, so no part of an item
-is left behind.
-Numbers glued to words, codes (``INV-``), decimals or longer digit groups are left alone.
-Replacing can free a neighbour (``4111111111111111 9876543210``): passes repeat until one
-finds nothing (at most :data:`MAX_PASSES`), so ``scrub(scrub(x).text).text == scrub(x).text``.
-Text with no digit, ``@``, ``://``, ``www.``, share host, nor an ``at``/``dot`` written out
-returns at once (the fast path), so a secret key or id without any digit is not looked for.
+Detectors run in that order (:data:`_DETECTORS`, over one view of the text: :func:`_spans`); the
+scrubber runs them on the folded text (:mod:`service.pii.fold`) and skips a span overlapping an
+earlier one. Numbers glued to words, codes (``INV-``), decimals or longer digit groups are left
+alone. Text with no digit, ``@``, ``://``, ``www.``, share host, nor an ``at``/``dot`` written
+out returns at once (the fast path, :func:`_clean_fast`), so a secret key or id without any digit
+is not looked for.
 Kept on purpose (ordinary questions; ``tests/service/test_pii.py`` and ``test_pii_phone.py``
 list more): ``order 12345678``, ``flight AI 302``, ``room B-204``, ``error code E1234567`` (a
 code word before a passport shape), ``INV1234567``, ``ISBN 978-3-16-148410-0``, ``sign in at
@@ -98,149 +90,20 @@ On the questions of CLINC150, BANKING77 (all splits), Hinglish-TOP (all splits) 
 dev (51,289 questions) none of the types added with ``secret``, ``upi``, ``ssn``,
 ``passport``, ``voter_id``, written-out e-mails, spaced PANs and mobiles, nor the mobile
 splits and North American numbers (bracketed or not) added later, fires.
-:data:`PII_TYPES` is the fixed, bounded set of type names (a metric label's values).
-
->>> found = scrub("Mail rahul@example.com or call +91 98765 43210, Aadhaar 2341 2341 2346")
->>> found.text
-'Mail <EMAIL> or call <PHONE>, Aadhaar <AADHAAR>'
->>> found.counts
-{'email': 1, 'aadhaar': 1, 'phone': 1}
->>> scrub("Fee 1,20,000 due 29.11.2026, version 1.2.3").counts
-{}
-
-Every free-text field of the event (design.md, "Data contracts") is covered: ``question`` and
-``answer.text`` by :func:`scrub`; the labels ``user.role``, ``user.tenant``, ``channel`` and
-``retrieval.retriever`` by the same scrubber (:func:`scrub_label`: ``ret-7-oscar@x.com``
-becomes ``<EMAIL>``, ``bm25 for +91 98765 43210`` ``bm25 for <PHONE>``); the identifiers
-``event_id`` (by the dedup stage, first) and ``user.id`` become a stable pseudonym when they
-hold personal data (:func:`pseudonymise`: ``pii-`` + 32 hex digits of SHA-256, or of
-HMAC-SHA256 with the operator's key, ``analytics.pii_key``: :class:`Pseudonymiser`), since a
-placeholder would merge distinct ids. Passage ids, citations and ``doc``/``doc_type`` name
-the operator's corpus and are kept.
+:data:`service.records.PII_TYPES` is the fixed, bounded set of type names (a metric label's
+values).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import hmac
 import ipaddress
 import re
-import unicodedata
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Protocol
 
-from service.records import PII_TYPES, PLACEHOLDERS
+from service.pii.checksums import luhn_valid
+from service.pii.fold import _CF, _FORMAT_BMP
 
-if TYPE_CHECKING:
-    from service.events import QueryLogEvent
-    from service.pipeline import Batch
-
-__all__ = ["MAX_PASSES", "PII_TYPES", "PLACEHOLDERS", "PiiScrubStage", "Scrubbed", "luhn_valid",
-           "scrub"]  # fmt: skip
-__all__ += ["FORMAT_CHARS", "scrub_event", "scrub_many", "verhoeff_valid"]
-__all__ += ["PSEUDONYM_PREFIX", "Pseudonymiser", "is_pseudonym", "pseudonymise",
-            "pseudonymise_event_ids"]  # fmt: skip
-__all__ += ["scrub_label"]
-
-# PII_TYPES and PLACEHOLDERS live in service.records (the language detector skips the
-# placeholders without depending on the scrubber); imported above and re-exported here.
-MAX_PASSES = 4
-ANNOTATION_KEY = "pii"
-_R = TypeVar("_R")
-
-
-class Scrubbed(NamedTuple):
-    """A scrubbed text and how many items of each type were replaced (only non-zero types)."""
-
-    text: str
-    counts: dict[str, int]
-
-
-# -- checksums ---------------------------------------------------------------------------------
-_VERHOEFF_D = tuple(
-    tuple(map(int, row))
-    for row in "0123456789 1234067895 2340178956 3401289567 4012395678 "
-    "5987604321 6598710432 7659821043 8765932104 9876543210".split()
-)
-_VERHOEFF_P = tuple(
-    tuple(map(int, row))
-    for row in "0123456789 1576283094 5803796142 8916043527 9453126870 "
-    "4286573901 2793806415 7046913258".split()
-)
-
-
-def _ascii_digits(digits: str) -> str:
-    if not (digits.isascii() and digits.isdigit()):
-        raise ValueError("expected a non-empty string of ASCII digits")
-    return digits
-
-
-def verhoeff_valid(digits: str) -> bool:
-    """True if ``digits`` ends in a correct Verhoeff check digit (J. Verhoeff, *Error
-    Detecting Decimal Codes*, 1969: dihedral group D5 tables; UIDAI uses it for Aadhaar).
-
-    Raises:
-        ValueError: ``digits`` is empty or holds anything but ASCII digits.
-
-    >>> verhoeff_valid("2363"), verhoeff_valid("2364")
-    (True, False)
-    """
-    check = 0
-    for i, char in enumerate(reversed(_ascii_digits(digits))):
-        check = _VERHOEFF_D[check][_VERHOEFF_P[i % 8][ord(char) - 48]]
-    return check == 0
-
-
-def luhn_valid(digits: str) -> bool:
-    """True if ``digits`` passes the Luhn mod-10 check (H. P. Luhn 1960; ISO/IEC 7812-1).
-
-    Raises:
-        ValueError: ``digits`` is empty or holds anything but ASCII digits.
-
-    >>> luhn_valid("4111111111111111"), luhn_valid("4111111111111112")
-    (True, False)
-    """
-    total = 0
-    for i, char in enumerate(reversed(_ascii_digits(digits))):
-        n = ord(char) - 48
-        total += (n * 2 - 9 if n > 4 else n * 2) if i % 2 else n
-    return total % 10 == 0
-
-
-# -- folding -----------------------------------------------------------------------------------
-_SAME_AS = {" ": "\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-            "\u202f\u205f\u3000", "-": "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe63\uff0d",
-            "+": "\uff0b\ufe62", "@": "\uff20\ufe6b", ".": "\uff0e", "(": "\uff08", ")": "\uff09",
-            ":": "\uff1a", "/": "\uff0f"}  # fmt: skip
-_FOLD_CACHE = 65_536
-#: Every Unicode format character (category Cf) of Python 3.11's Unicode 14 database, as
-#: ``re`` class ranges, with U+13439-1343F that Unicode 15 adds (a test checks it against
-#: :func:`unicodedata.category`).
-_FORMAT_BMP = (
-    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
-    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
-)
-FORMAT_CHARS = _FORMAT_BMP + (
-    "\U000110bd\U000110cd\U00013430-\U0001343f"
-    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
-)
-_CF = re.compile(f"[{FORMAT_CHARS}]+")
-
-
-class _Fold(dict[int, int]):
-    """``str.translate`` table: decimal digits to ASCII, look-alike punctuation to ASCII."""
-
-    def __missing__(self, code: int) -> int:
-        value = unicodedata.decimal(chr(code), -1)
-        folded = 48 + value if value >= 0 else code
-        if len(self) < _FOLD_CACHE:
-            self[code] = folded
-        return folded
-
-
-_FOLD = _Fold({ord(c): ord(ascii_) for ascii_, chars in _SAME_AS.items() for c in chars})
 #: Mail providers: ``name at gmail.com`` is an address even without ``dot`` or brackets.
 MAIL_PROVIDERS = frozenset(
     "gmail googlemail yahoo ymail rocketmail hotmail outlook live msn aol icloud me mac "
@@ -255,7 +118,6 @@ _TRIGGER = re.compile(r"\d|[@\uff20\ufe6b]|:/|\uff1a|www\.", re.IGNORECASE)
 #: stripped before the written-out ``at``/``dot`` hints are looked for).
 _TRIGGER_CHAR = re.compile(f"[\\d@\uff20\ufe6b\uff1a:wW{_FORMAT_BMP}]")
 
-# -- detectors ---------------------------------------------------------------------------------
 _SECRET_NAMES = frozenset(
     "token access_token refresh_token id_token auth_token key api_key apikey sig signature "
     "password passwd pwd pass secret client_secret session sessionid session_id sid auth "
@@ -704,324 +566,3 @@ def _spans(view: str) -> list[tuple[int, int, str]]:
             if end is not None:
                 found.append((m.start(), end, _KIND_OF.get(m.re, kind)))
     return found
-
-
-def _find(text: str, checked: bool = False) -> list[tuple[int, int, str]]:
-    """Spans ``(start, end, type)`` of one pass over ``text``, sorted, never overlapping.
-
-    Text holding format characters (Cf) is scanned twice: with them removed (spans mapped
-    back to the original, so they cover the Cf characters inside), then with each as a space.
-    ``checked``: the caller has already seen :func:`_clean_fast` say no.
-    """
-    if not checked and _clean_fast(text):
-        return []
-    norm = text if text.isascii() else text.translate(_FOLD)
-    candidates: list[tuple[int, int, str]] = []
-    if not norm.isascii() and _CF.search(norm) is not None:
-        kept: list[tuple[int, int]] = []
-        pos = 0
-        for run in _CF.finditer(norm):
-            kept.append((pos, run.start()))
-            pos = run.end()
-        kept.append((pos, len(norm)))
-        index = [i for start, stop in kept for i in range(start, stop)]
-        stripped = "".join(norm[start:stop] for start, stop in kept)
-        candidates += [(index[a], index[b - 1] + 1, k) for a, b, k in _spans(stripped) if b > a]
-        norm = _CF.sub(lambda run: " " * len(run.group()), norm)
-    candidates += _spans(norm)
-    taken = bytearray(len(text))
-    spans: list[tuple[int, int, str]] = []
-    for start, end, kind in candidates:
-        if taken.find(1, start, end) != -1:
-            continue
-        taken[start:end] = b"\x01" * (end - start)
-        spans.append((start, end, kind))
-    return sorted(spans)
-
-
-def scrub(text: str) -> Scrubbed:
-    """Return ``text`` with every personal item replaced by its placeholder, and the counts.
-
-    Args:
-        text: any ``str`` (any length, any Unicode; NUL and lone marks are fine).
-
-    Returns:
-        :class:`Scrubbed`: the new text and ``{type: count}`` for the types found.
-
-    Raises:
-        TypeError: ``text`` is not a ``str``.
-
-    >>> scrub("PAN ABCPE1234F, card 4111-1111-1111-1111, ip 10.0.0.1")
-    Scrubbed(text='PAN <PAN>, card <CARD>, ip <IP>', counts={'card': 1, 'pan': 1, 'ip': 1})
-    """
-    if not isinstance(text, str):
-        raise TypeError(f"scrub() expects str, got {type(text).__name__}")
-    if _clean_fast(text):
-        return Scrubbed(text, {})
-    spans = _find(text, checked=True)
-    if not spans:
-        return Scrubbed(text, {})  # a digit or an "@" but nothing personal: most slow paths
-    counts = dict.fromkeys(PII_TYPES, 0)
-    for n_pass in range(1, MAX_PASSES + 1):
-        parts: list[str] = []
-        pos = 0
-        for start, end, kind in spans:
-            parts += (text[pos:start], PLACEHOLDERS[kind])
-            counts[kind] += 1
-            pos = end
-        text = "".join((*parts, text[pos:]))
-        spans = _find(text) if n_pass < MAX_PASSES else []
-        if not spans:
-            break
-    return Scrubbed(text, {kind: n for kind, n in counts.items() if n})
-
-
-def scrub_many(texts: Iterable[str]) -> list[Scrubbed]:
-    """:func:`scrub` each text, in order. Raises ``TypeError`` on a non-``str`` item."""
-    return [scrub(text) for text in texts]
-
-
-def _with(record: _R, **changes: Any) -> _R:
-    """A copy of a frozen record with ``changes``: pydantic models or (pydantic) dataclasses."""
-    copy = getattr(record, "model_copy", None)
-    if copy is not None:
-        return copy(update=changes)  # type: ignore[no-any-return]
-    return dataclasses.replace(record, **changes)  # type: ignore[type-var]
-
-
-#: What a pseudonymised identifier starts with (:func:`pseudonymise`).
-PSEUDONYM_PREFIX = "pii-"
-#: Hex digits of SHA-256 kept: 128 bits, so among 10^12 distinct ids the chance that any two
-#: share a pseudonym is about 10^24 / 2^129 ~ 1.5e-15 (the birthday bound n^2 / 2^(b+1)).
-PSEUDONYM_HEX = 32
-_PSEUDONYM = re.compile(f"{PSEUDONYM_PREFIX}[0-9a-f]{{{PSEUDONYM_HEX}}}")
-#: Entries kept by the label and identifier memo (then it starts afresh).
-_MEMO_SIZE = 65_536
-_label_memo: dict[str, str] = {}
-
-
-def is_pseudonym(identifier: str) -> bool:
-    """True if ``identifier`` has the shape :func:`pseudonymise` gives (``pii-`` + 32 hex).
-
-    >>> is_pseudonym("pii-" + "0" * 32), is_pseudonym("e-1")
-    (True, False)
-    """
-    return _PSEUDONYM.fullmatch(identifier) is not None
-
-
-def pseudonymise(identifier: str, key: bytes | None = None) -> str:
-    """Return ``identifier`` unchanged when it holds no personal data (what :func:`scrub`
-    finds), else a stable pseudonym: ``"pii-"`` + the first 32 hex digits of the SHA-256 of
-    its UTF-8 bytes (FIPS 180-4; lone surrogates kept with ``surrogatepass``), or with a
-    ``key`` of its HMAC-SHA256 under that key (RFC 2104; FIPS 198-1).
-
-    Unlike a placeholder, the pseudonym keeps identity: equal ids give equal pseudonyms,
-    distinct ids distinct ones (128 bits: see :data:`PSEUDONYM_HEX`), so de-duplication and
-    joins stay exact, across restarts and replicas as long as the key is the same. Without a
-    key, whoever can guess a raw id (an e-mail address) can check a guess against its
-    pseudonym; with one, only who holds the key can (the raw id is never kept either way). A
-    pseudonym is returned as is, so ``pseudonymise(pseudonymise(x, k), k) ==
-    pseudonymise(x, k)``. Like :func:`scrub`, purely numeric ids shaped like a phone, Aadhaar
-    or card number (``9876543210``) are pseudonymised too; ids whose digits are glued to
-    letters or a code prefix (``e-000123``, UUIDs) are not.
-
-    Raises:
-        TypeError: ``identifier`` is not a ``str``.
-
-    >>> pseudonymise("e-000123")
-    'e-000123'
-    >>> pseudonymise("ivan.1@example.com")
-    'pii-8b57cc18c1f995b5a91c62444c99961d'
-    >>> pseudonymise("ivan.1@example.com", key=b"k" * 32)
-    'pii-44ad9d881feed08a8493acbd2a47d88d'
-    """
-    if not isinstance(identifier, str):
-        raise TypeError(f"pseudonymise() expects str, got {type(identifier).__name__}")
-    if _PSEUDONYM.fullmatch(identifier) is not None or not scrub(identifier).counts:
-        return identifier
-    raw = identifier.encode("utf-8", "surrogatepass")
-    if key is None:
-        digest = hashlib.sha256(raw).hexdigest()
-    else:
-        digest = hmac.new(key, raw, hashlib.sha256).hexdigest()
-    return PSEUDONYM_PREFIX + digest[:PSEUDONYM_HEX]
-
-
-class Pseudonymiser:
-    """:func:`pseudonymise` with one key (``None``: the unkeyed SHA-256 digest), remembering
-    the pseudonyms of recent identifiers (:meth:`memoised`, for ``user.id``, which repeats).
-
-    The key is never shown (``repr`` says only whether there is one) nor logged.
-
-    Raises:
-        ValueError: ``key`` is empty.
-
-    >>> Pseudonymiser(b"k" * 32)
-    Pseudonymiser(keyed=True)
-    >>> Pseudonymiser()("ivan.1@example.com") == pseudonymise("ivan.1@example.com")
-    True
-    """
-
-    __slots__ = ("_key", "_memo")
-
-    def __init__(self, key: bytes | None = None) -> None:
-        if key is not None and not key:
-            raise ValueError("the pseudonym key must not be empty")
-        self._key = key
-        self._memo: dict[str, str] = {}
-
-    @property
-    def keyed(self) -> bool:
-        """True when the digest is HMAC-SHA256 under a key."""
-        return self._key is not None
-
-    def __call__(self, identifier: str) -> str:
-        """:func:`pseudonymise` ``identifier`` with this key (``TypeError`` if not a ``str``)."""
-        return pseudonymise(identifier, self._key)
-
-    def memoised(self, identifier: str) -> str:
-        """As calling it, remembered (up to :data:`_MEMO_SIZE` entries, then afresh)."""
-        return _memo(self._memo, identifier, self)
-
-    def __repr__(self) -> str:
-        return f"Pseudonymiser(keyed={self.keyed})"
-
-
-#: The unkeyed pseudonymiser, used when no key is configured.
-UNKEYED = Pseudonymiser()
-
-
-def _memo(memo: dict[str, str], text: str, compute: Callable[[str], str]) -> str:
-    """``compute(text)``, remembered in ``memo`` (cleared when it holds :data:`_MEMO_SIZE`)."""
-    value = memo.get(text)
-    if value is None:
-        if len(memo) >= _MEMO_SIZE:
-            memo.clear()
-        value = memo[text] = compute(text)
-    return value
-
-
-def scrub_label(text: str) -> str:
-    """:func:`scrub`'s text for a label (a role, tenant, channel or retriever name): the same
-    scrubber, remembered for the few distinct values a log holds. A name that is all one item
-    becomes its placeholder (``ret-7-oscar@example.com`` -> ``<EMAIL>``), so two such names
-    then share one label.
-
-    Raises:
-        TypeError: ``text`` is not a ``str``.
-
-    >>> scrub_label("ret-7-oscar@example.com"), scrub_label("bm25 for +91 98765 43210")
-    ('<EMAIL>', 'bm25 for <PHONE>')
-    >>> scrub_label("bm25-v2")
-    'bm25-v2'
-    """
-    return _memo(_label_memo, text, lambda raw: scrub(raw).text)
-
-
-def pseudonymise_event_ids(
-    events: list[QueryLogEvent], pseudonymiser: Pseudonymiser = UNKEYED
-) -> int:
-    """Replace, in place, each event whose ``event_id`` holds personal data by a copy with
-    ``pseudonymiser``'s id (:func:`pseudonymise`); return how many were replaced. The dedup
-    stage runs it first, before any id is remembered, stored or served."""
-    replaced = 0
-    for i, event in enumerate(events):
-        event_id = event.event_id
-        clean = pseudonymiser(event_id)
-        if clean != event_id:
-            events[i] = _with(event, event_id=clean)
-            replaced += 1
-    return replaced
-
-
-def _clean_labels(event: QueryLogEvent, pseudonymiser: Pseudonymiser) -> dict[str, Any]:
-    """The changed fields of ``event``'s identifiers and labels (``{}`` when none changed):
-    ``user.id`` pseudonymised; ``user.role``, ``user.tenant``, ``channel`` and
-    ``retrieval.retriever`` scrubbed."""
-    update: dict[str, Any] = {}
-    user = event.user
-    if user is not None:
-        changes: dict[str, str] = {}
-        if user.id is not None:
-            clean = pseudonymiser.memoised(user.id)
-            if clean != user.id:
-                changes["id"] = clean
-        for name in ("role", "tenant"):
-            value = getattr(user, name)
-            if value is not None:
-                clean = scrub_label(value)
-                if clean != value:
-                    changes[name] = clean
-        if changes:
-            update["user"] = _with(user, **changes)
-    if event.channel is not None:
-        clean = scrub_label(event.channel)
-        if clean != event.channel:
-            update["channel"] = clean
-    retrieval = event.retrieval
-    if retrieval is not None and retrieval.retriever is not None:
-        clean = scrub_label(retrieval.retriever)
-        if clean != retrieval.retriever:
-            update["retrieval"] = _with(retrieval, retriever=clean)
-    return update
-
-
-def scrub_event(
-    event: QueryLogEvent, pseudonymiser: Pseudonymiser = UNKEYED
-) -> tuple[QueryLogEvent, dict[str, int]]:
-    """Scrub an event's free text: ``question`` and ``answer.text`` with :func:`scrub`,
-    the labels ``user.role``, ``user.tenant``, ``channel`` and ``retrieval.retriever`` with
-    :func:`scrub_label`, and pseudonymise ``user.id`` with ``pseudonymiser`` (an identifier
-    other stages may join on stays one).
-
-    ``event_id`` is pseudonymised earlier, by the dedup stage (:func:`pseudonymise_event_ids`),
-    since it is the dedup identity. Passage ids, citations and ``doc``/``doc_type`` are the
-    corpus's own names (joined with the gold set and the ACL policy) and are kept.
-
-    Returns:
-        ``(event, counts)``: the same object when nothing changed, else an updated copy (events
-        are frozen); counts by type over ``question`` and ``answer.text`` (the metric's
-        meaning: items in the text people wrote).
-    """
-    question = scrub(event.question)
-    answer = event.answer
-    scrubbed = scrub(answer.text) if answer is not None and answer.text else None
-    update = _clean_labels(event, pseudonymiser)
-    if not question.counts and (scrubbed is None or not scrubbed.counts):
-        return (_with(event, **update) if update else event), {}  # the common case
-    counts = Counter(question.counts)
-    if question.counts:
-        update["question"] = question.text
-    if answer is not None and scrubbed is not None and scrubbed.counts:
-        update["answer"] = _with(answer, text=scrubbed.text)
-        counts.update(scrubbed.counts)
-    clean = _with(event, **update) if update else event
-    return clean, {kind: counts[kind] for kind in PII_TYPES if counts[kind]}
-
-
-class PiiScrubStage:
-    """Pipeline stage: scrub every event in place (:func:`scrub_event`: the question, the
-    answer, the labels, ``user.id`` with ``pseudonymiser``), before any later stage sees it.
-
-    Sets ``batch.annotations[i]["pii"]`` to the event's counts by type (``{}`` when clean),
-    for telemetry. Stateless; never logs text. Other modules may call :func:`scrub_event`.
-    """
-
-    name = "pii"
-
-    def __init__(self, pseudonymiser: Pseudonymiser = UNKEYED) -> None:
-        self.pseudonymiser = pseudonymiser
-
-    def process(self, batch: Batch) -> None:
-        for i, event in enumerate(batch.events):
-            clean, counts = scrub_event(event, self.pseudonymiser)
-            if clean is not event:
-                batch.events[i] = clean
-            batch.annotations[i][ANNOTATION_KEY] = counts
-
-    def state_snapshot(self) -> Any:
-        """Nothing to persist."""
-        return None
-
-    def restore(self, state: Any) -> None:
-        """Nothing to restore."""

@@ -1,0 +1,116 @@
+"""Scrubbing a whole query-log event: every free-text field, label and personal identifier.
+
+Every free-text field of the event (design.md, "Data contracts") is covered: ``question`` and
+``answer.text`` by :func:`scrub`; the labels ``user.role``, ``user.tenant``, ``channel`` and
+``retrieval.retriever`` by the same scrubber (:func:`scrub_label`: ``ret-7-oscar@x.com``
+becomes ``<EMAIL>``, ``bm25 for +91 98765 43210`` ``bm25 for <PHONE>``); the identifiers
+``event_id`` (by the dedup stage, first) and ``user.id`` become a stable pseudonym when they
+hold personal data (:func:`pseudonymise`: ``pii-`` + 32 hex digits of SHA-256, or of
+HMAC-SHA256 with the operator's key, ``analytics.pii_key``: :class:`Pseudonymiser`), since a
+placeholder would merge distinct ids. Passage ids, citations and ``doc``/``doc_type`` name
+the operator's corpus and are kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from service.pii.pseudonym import UNKEYED, Pseudonymiser
+from service.pii.scrub import scrub, scrub_label
+from service.records import PII_TYPES
+
+if TYPE_CHECKING:
+    from service.events import QueryLogEvent
+
+_R = TypeVar("_R")
+
+
+def _with(record: _R, **changes: Any) -> _R:
+    """A copy of a frozen record with ``changes``: pydantic models or (pydantic) dataclasses."""
+    copy = getattr(record, "model_copy", None)
+    if copy is not None:
+        return copy(update=changes)  # type: ignore[no-any-return]
+    return dataclasses.replace(record, **changes)  # type: ignore[type-var]
+
+
+def pseudonymise_event_ids(
+    events: list[QueryLogEvent], pseudonymiser: Pseudonymiser = UNKEYED
+) -> int:
+    """Replace, in place, each event whose ``event_id`` holds personal data by a copy with
+    ``pseudonymiser``'s id (:func:`pseudonymise`); return how many were replaced. The dedup
+    stage runs it first, before any id is remembered, stored or served."""
+    replaced = 0
+    for i, event in enumerate(events):
+        event_id = event.event_id
+        clean = pseudonymiser(event_id)
+        if clean != event_id:
+            events[i] = _with(event, event_id=clean)
+            replaced += 1
+    return replaced
+
+
+def _clean_labels(event: QueryLogEvent, pseudonymiser: Pseudonymiser) -> dict[str, Any]:
+    """The changed fields of ``event``'s identifiers and labels (``{}`` when none changed):
+    ``user.id`` pseudonymised; ``user.role``, ``user.tenant``, ``channel`` and
+    ``retrieval.retriever`` scrubbed."""
+    update: dict[str, Any] = {}
+    user = event.user
+    if user is not None:
+        changes: dict[str, str] = {}
+        if user.id is not None:
+            clean = pseudonymiser.memoised(user.id)
+            if clean != user.id:
+                changes["id"] = clean
+        for name in ("role", "tenant"):
+            value = getattr(user, name)
+            if value is not None:
+                clean = scrub_label(value)
+                if clean != value:
+                    changes[name] = clean
+        if changes:
+            update["user"] = _with(user, **changes)
+    if event.channel is not None:
+        clean = scrub_label(event.channel)
+        if clean != event.channel:
+            update["channel"] = clean
+    retrieval = event.retrieval
+    if retrieval is not None and retrieval.retriever is not None:
+        clean = scrub_label(retrieval.retriever)
+        if clean != retrieval.retriever:
+            update["retrieval"] = _with(retrieval, retriever=clean)
+    return update
+
+
+def scrub_event(
+    event: QueryLogEvent, pseudonymiser: Pseudonymiser = UNKEYED
+) -> tuple[QueryLogEvent, dict[str, int]]:
+    """Scrub an event's free text: ``question`` and ``answer.text`` with :func:`scrub`,
+    the labels ``user.role``, ``user.tenant``, ``channel`` and ``retrieval.retriever`` with
+    :func:`scrub_label`, and pseudonymise ``user.id`` with ``pseudonymiser`` (an identifier
+    other stages may join on stays one).
+
+    ``event_id`` is pseudonymised earlier, by the dedup stage (:func:`pseudonymise_event_ids`),
+    since it is the dedup identity. Passage ids, citations and ``doc``/``doc_type`` are the
+    corpus's own names (joined with the gold set and the ACL policy) and are kept.
+
+    Returns:
+        ``(event, counts)``: the same object when nothing changed, else an updated copy (events
+        are frozen); counts by type over ``question`` and ``answer.text`` (the metric's
+        meaning: items in the text people wrote).
+    """
+    question = scrub(event.question)
+    answer = event.answer
+    scrubbed = scrub(answer.text) if answer is not None and answer.text else None
+    update = _clean_labels(event, pseudonymiser)
+    if not question.counts and (scrubbed is None or not scrubbed.counts):
+        return (_with(event, **update) if update else event), {}  # the common case
+    counts = Counter(question.counts)
+    if question.counts:
+        update["question"] = question.text
+    if answer is not None and scrubbed is not None and scrubbed.counts:
+        update["answer"] = _with(answer, text=scrubbed.text)
+        counts.update(scrubbed.counts)
+    clean = _with(event, **update) if update else event
+    return clean, {kind: counts[kind] for kind in PII_TYPES if counts[kind]}

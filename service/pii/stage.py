@@ -1,0 +1,42 @@
+"""The pipeline stage adapter: :class:`PiiScrubStage` scrubs each event of a batch in place."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from service.pii.event import scrub_event
+from service.pii.pseudonym import UNKEYED, Pseudonymiser
+
+if TYPE_CHECKING:
+    from service.pipeline import Batch
+
+#: The key of ``batch.annotations[i]`` the stage writes: the event's counts by type.
+ANNOTATION_KEY = "pii"
+
+
+class PiiScrubStage:
+    """Pipeline stage: scrub every event in place (:func:`scrub_event`: the question, the
+    answer, the labels, ``user.id`` with ``pseudonymiser``), before any later stage sees it.
+
+    Sets ``batch.annotations[i]["pii"]`` to the event's counts by type (``{}`` when clean),
+    for telemetry. Stateless; never logs text. Other modules may call :func:`scrub_event`.
+    """
+
+    name = "pii"
+
+    def __init__(self, pseudonymiser: Pseudonymiser = UNKEYED) -> None:
+        self.pseudonymiser = pseudonymiser
+
+    def process(self, batch: Batch) -> None:
+        for i, event in enumerate(batch.events):
+            clean, counts = scrub_event(event, self.pseudonymiser)
+            if clean is not event:
+                batch.events[i] = clean
+            batch.annotations[i][ANNOTATION_KEY] = counts
+
+    def state_snapshot(self) -> Any:
+        """Nothing to persist."""
+        return None
+
+    def restore(self, state: Any) -> None:
+        """Nothing to restore."""
