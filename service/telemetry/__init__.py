@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 import platform
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -52,9 +52,9 @@ from service import __version__
 from service.events import OPTIONAL_FIELD_PATHS
 from service.pii import PII_TYPES as _PII_TYPES
 from service.pipeline.totals import count_annotations
-
-NAMESPACE = "goldwatch"
-OTHER = "other"
+from service.telemetry.conventions import NAMESPACE, OTHER, bounded_label
+from service.telemetry.conventions import finite as _finite
+from service.telemetry.conventions import metric_name as _name
 
 #: Source kinds (``Source.name`` up to the first ``:``, e.g. ``kafka:queries`` → ``kafka``).
 SOURCES: tuple[str, ...] = ("kafka", "file", "stdin", "http")
@@ -104,11 +104,6 @@ BATCH_SECONDS_BUCKETS: tuple[float, ...] = (
     10.0,
     30.0,
 )
-
-
-def bounded_label(value: str | None, allowed: Collection[str]) -> str:
-    """Return ``value`` if it is in ``allowed``, else ``"other"`` (keeps label sets bounded)."""
-    return value if value is not None and value in allowed else OTHER
 
 
 def source_label(source_name: str) -> str:
@@ -226,10 +221,6 @@ class Metrics:
         return self.events_dead_lettered.labels(
             source=source_label(source), reason=bounded_label(reason, self.reasons)
         )
-
-
-def _name(name: str) -> str:
-    return f"{NAMESPACE}_{name}"
 
 
 def _event_counters(registry: CollectorRegistry) -> dict[str, Counter]:
@@ -540,11 +531,6 @@ class AnalyticsMetrics:
 
     def _allowed(self, dimension: str) -> tuple[str, ...]:
         return self.language_labels if dimension == "language" else self.topic_labels
-
-
-def _finite(value: Any) -> float:
-    number = float(value)
-    return number if number == number and abs(number) != float("inf") else float("nan")
 
 
 def _topic_help(descriptions: Mapping[str, str]) -> str:
@@ -1175,3 +1161,27 @@ def build_trace_metrics(registry: CollectorRegistry) -> TraceMetrics:
     for reason in TRACE_REPEAT_REASONS:
         metrics.spans_repeated.labels(reason=reason)
     return metrics
+
+
+#: Every name other modules import from ``service.telemetry`` (kept stable across the split
+#: into one module per metric family), grouped by the module that defines it.
+__all__ = [
+    # conventions
+    "NAMESPACE", "OTHER", "bounded_label",
+    # engine: the poll loop and the engine (events, batches, consumer lag, commits)
+    "SOURCES", "DEAD_LETTER_REASONS", "FIELD_DROP_REASONS", "BATCH_SIZE_BUCKETS",
+    "BATCH_SECONDS_BUCKETS", "STATUS_COUNTERS", "source_label", "BatchCounts", "Metrics",
+    "build_metrics",
+    # analytics: PII, language, topic, refusal, out-of-scope, drift, detector quality
+    "DRIFT_DIMENSIONS", "DRIFT_COMPARISONS", "DRIFT_STATES", "DETECTORS", "OPERATING_RATES",
+    "PII_TYPES", "AnalyticsMetrics", "build_analytics_metrics",
+    # shadow: shadow evaluation, gold-set runs, known questions, access control
+    "SHADOW_MEASURES", "SHADOW_BREAKDOWN_MEASURES", "SHADOW_OUTCOMES", "SHADOW_ERRORS",
+    "BREAKER_STATES", "AGREEMENT_BUCKETS", "SHADOW_SECONDS_BUCKETS", "GOLD_CUT_MEASURES",
+    "KNOWN_REFUSAL_KINDS", "PRODUCTION", "ALL", "ShadowMetrics", "build_shadow_metrics",
+    # harvest: suggested gold questions
+    "HARVEST_KNOWN_VIA", "HARVEST_SINKS", "HarvestMetrics", "build_harvest_metrics",
+    # traces: trace ingest (POST /v1/traces, OTLP topics)
+    "TRACE_ASSEMBLED_WHY", "TRACE_SPAN_REJECT_REASONS", "TRACE_UNMAPPED_REASONS",
+    "TRACE_REPEAT_REASONS", "TRACE_PAYLOAD_REASONS", "TraceMetrics", "build_trace_metrics",
+]  # fmt: skip
