@@ -8,6 +8,7 @@ module           what it owns
 ================ ===========================================================================
 ``conventions``  the ``goldwatch_`` namespace, bounded labels (``other``), finite gauge values
 ``engine``       events, micro-batches, consumer lag, commits: :func:`build_metrics`
+``build_info``   ``goldwatch_build_info`` (versions as labels), registered by ``build_metrics``
 ``analytics``    PII, language, topic, refusals, scope, drift, detector quality:
                  :func:`build_analytics_metrics`
 ``shadow``       shadow agreement, gold-set runs, known questions, ACL checks:
@@ -46,6 +47,7 @@ from service.telemetry.analytics import (
     AnalyticsMetrics,
     build_analytics_metrics,
 )
+from service.telemetry.build_info import build_info_gauge
 from service.telemetry.conventions import NAMESPACE, OTHER, bounded_label
 from service.telemetry.engine import (
     BATCH_SECONDS_BUCKETS,
@@ -98,7 +100,7 @@ __all__ = [
     # engine: the poll loop and the engine (events, batches, consumer lag, commits)
     "SOURCES", "DEAD_LETTER_REASONS", "FIELD_DROP_REASONS", "BATCH_SIZE_BUCKETS",
     "BATCH_SECONDS_BUCKETS", "STATUS_COUNTERS", "source_label", "BatchCounts", "Metrics",
-    "build_metrics",
+    "build_metrics", "build_info_gauge",
     # analytics: PII, language, topic, refusal, out-of-scope, drift, detector quality
     "DRIFT_DIMENSIONS", "DRIFT_COMPARISONS", "DRIFT_STATES", "DETECTORS", "OPERATING_RATES",
     "PII_TYPES", "AnalyticsMetrics", "build_analytics_metrics",

@@ -21,7 +21,8 @@ goldwatch_rebalances_total                      counter
 goldwatch_kafka_topic_recreations_total         counter
 goldwatch_kafka_undecodable_batches_total       counter
 goldwatch_last_event_timestamp_seconds          gauge   (newest event time, Unix s)
-goldwatch_build_info                            gauge   version, python (always 1)
+goldwatch_build_info                            gauge   version, python (always 1;
+                                                        :mod:`~service.telemetry.build_info`)
 =============================================== ======= =============================
 
 >>> from prometheus_client import CollectorRegistry
@@ -41,7 +42,6 @@ goldwatch_build_info                            gauge   version, python (always 
 
 from __future__ import annotations
 
-import platform
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -50,6 +50,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from service import __version__
 from service.events import OPTIONAL_FIELD_PATHS
+from service.telemetry.build_info import build_info_gauge
 from service.telemetry.conventions import bounded_label
 from service.telemetry.conventions import metric_name as _name
 
@@ -303,12 +304,6 @@ def _consumer_metrics(registry: CollectorRegistry) -> dict[str, Counter | Gauge]
             "Timestamp of the newest processed event, in Unix seconds.",
             registry=registry,
         ),
-        "build_info": Gauge(
-            _name("build_info"),
-            "Always 1; labels carry the goldwatch and Python versions.",
-            ["version", "python"],
-            registry=registry,
-        ),
     }
 
 
@@ -336,6 +331,7 @@ def build_metrics(
         **_event_counters(registry),
         **_batch_metrics(registry),
         **_consumer_metrics(registry),
+        "build_info": build_info_gauge(registry, version),
     }
     metrics = Metrics(**objects, topics=tuple(topics), reasons=tuple(reasons))  # type: ignore[arg-type]
     per_source = (metrics.events_consumed, metrics.events_processed, metrics.events_duplicate)
@@ -344,5 +340,4 @@ def build_metrics(
             counter.labels(source=source)
         for reason in metrics.reasons:
             metrics.events_dead_lettered.labels(source=source, reason=reason)
-    metrics.build_info.labels(version=version, python=platform.python_version()).set(1)
     return metrics
