@@ -15,6 +15,8 @@ module           what it owns
                  :func:`build_shadow_metrics`
 ``harvest``      suggested gold questions: :func:`build_harvest_metrics`
 ``traces``       OTLP trace ingest: :func:`build_trace_metrics`
+``families``     :data:`FAMILIES` and :func:`build_all_metrics`: every family on one registry
+                 (what ``docs/metrics.md`` lists)
 ================ ===========================================================================
 
 Conventions (client_python ``metrics.py``, Prometheus naming docs): one ``goldwatch_``
@@ -61,6 +63,7 @@ from service.telemetry.engine import (
     build_metrics,
     source_label,
 )
+from service.telemetry.families import FAMILIES, MetricFamily, build_all_metrics
 from service.telemetry.harvest import (
     HARVEST_KNOWN_VIA,
     HARVEST_SINKS,
@@ -113,4 +116,6 @@ __all__ = [
     # traces: trace ingest (POST /v1/traces, OTLP topics)
     "TRACE_ASSEMBLED_WHY", "TRACE_SPAN_REJECT_REASONS", "TRACE_UNMAPPED_REASONS",
     "TRACE_REPEAT_REASONS", "TRACE_PAYLOAD_REASONS", "TraceMetrics", "build_trace_metrics",
+    # families: every family, and the one entry point that registers them all
+    "FAMILIES", "MetricFamily", "build_all_metrics",
 ]  # fmt: skip
