@@ -315,7 +315,7 @@ def _metric_rows(build: Callable[[Any], Any]) -> list[str]:
 
 def metrics_markdown() -> str:
     """The metrics reference: every metric the service can export, by builder."""
-    from service.telemetry import FAMILIES
+    from service.telemetry.families import FAMILIES
 
     out = [
         "# Metrics reference",

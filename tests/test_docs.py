@@ -50,7 +50,7 @@ def test_configuration_reference_covers_every_settings_field(generate: ModuleTyp
 def test_metrics_reference_lists_what_the_service_exports() -> None:
     from prometheus_client import CollectorRegistry
 
-    from service.telemetry import build_all_metrics
+    from service.telemetry.families import build_all_metrics
 
     registry = CollectorRegistry()
     build_all_metrics(registry)  # every family, trace ingest included

@@ -1,7 +1,7 @@
 """Every Prometheus metric goldwatch exports, built against an injectable registry: the one
 place metrics are defined, one module per metric family. Domain code never imports this
 package (an import-linter contract); the wiring and the adapters build the families and feed
-them what the stages report, once per batch.
+them what the stages report (once per batch, never per event).
 
 ================ ===========================================================================
 module           what it owns

@@ -14,7 +14,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 import service.telemetry as telemetry
-from service.telemetry import FAMILIES, build_all_metrics
+from service.telemetry.families import FAMILIES, build_all_metrics
 
 PACKAGE = Path(telemetry.__file__).parent
 #: What the metric modules call with a metric's short name as first argument: the namespace
