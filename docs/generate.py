@@ -1,6 +1,6 @@
 """Generate the reference pages from the code: ``docs/configuration.md`` from the settings
-model (:class:`service.settings.Settings`) and ``docs/metrics.md`` from the metric builders of
-:mod:`service.telemetry`.
+model (:class:`service.settings.Settings`) and ``docs/metrics.md`` from the metric families of
+:mod:`service.telemetry` (``FAMILIES``).
 
     python docs/generate.py           # rewrite both pages
     python docs/generate.py --check   # exit 1 when a committed page is stale (the test does this)
@@ -315,32 +315,12 @@ def _metric_rows(build: Callable[[Any], Any]) -> list[str]:
 
 def metrics_markdown() -> str:
     """The metrics reference: every metric the service can export, by builder."""
-    from service.harvest.config import REASONS
-    from service.telemetry import (
-        build_analytics_metrics,
-        build_harvest_metrics,
-        build_metrics,
-        build_shadow_metrics,
-        build_trace_metrics,
-    )
+    from service.telemetry.families import FAMILIES
 
-    groups: list[tuple[str, str, Callable[[Any], Any]]] = [
-        ("Pipeline and consumer", "`build_metrics`: every process (serve and replay).",
-         build_metrics),
-        ("Live analytics", "`build_analytics_metrics`: with `analytics.enabled` (default).",
-         build_analytics_metrics),
-        ("Shadow, gold-set runs, known questions, ACL",
-         "`build_shadow_metrics`: with analytics or shadow candidates.",
-         lambda r: build_shadow_metrics(r, candidates=("candidate",), production="prod")),
-        ("Harvesting", "`build_harvest_metrics`: with `harvest.enabled` (default).",
-         lambda r: build_harvest_metrics(r, REASONS)),
-        ("Trace ingest", "`build_trace_metrics`: every `serve` (`POST /v1/traces`).",
-         build_trace_metrics),
-    ]  # fmt: skip
     out = [
         "# Metrics reference",
         "",
-        GENERATED.format(source="the metric builders of service/telemetry.py"),
+        GENERATED.format(source="the metric families of service/telemetry/"),
         "",
         "Every metric is in the `goldwatch_` namespace, in base units (seconds, ratios in "
         "[0, 1]), on one registry served at `GET /metrics`. Labels are bounded: no question "
@@ -352,10 +332,10 @@ def metrics_markdown() -> str:
         "[runbook.md](runbook.md).",
         "",
     ]
-    for title, where, build in groups:
-        out += [f"## {title}", "", where, "",
+    for family in FAMILIES:
+        out += [f"## {family.title}", "", family.built_when, "",
                 "| metric | type | labels | help |", "|---|---|---|---|",
-                *_metric_rows(build), ""]  # fmt: skip
+                *_metric_rows(family.build), ""]  # fmt: skip
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -36,7 +36,7 @@ def test_every_used_metric_is_exported_or_pending() -> None:
     exposed, pending = _exposed(), set(opsfiles.name_list(PENDING))
     unknown = {metric: sorted(places) for metric, places in _used().items()
                if metric not in exposed and not _pending(metric, pending)}  # fmt: skip
-    assert unknown == {}, "neither exported by service/telemetry.py nor in pending_metrics.txt"
+    assert unknown == {}, "neither exported by service/telemetry/ nor in pending_metrics.txt"
 
 
 def test_pending_metrics_are_used_and_not_yet_exported() -> None:

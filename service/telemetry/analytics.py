@@ -1,0 +1,319 @@
+"""Metrics of the live analytics stages: PII scrubbed, questions by language and topic,
+answers, refusals and out-of-scope verdicts, drift tests, the gold set's shares and coverage
+gaps, and the measured quality of the detectors. Fed once per batch by
+:meth:`service.runtime.live.Live.observe` (annotations, the drift report), and when the
+gold set or a detector's calibration changes (gold shares, detector quality).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from service.pii import PII_TYPES as _PII_TYPES
+from service.pipeline.totals import count_annotations
+from service.telemetry.conventions import OTHER, bounded_label
+from service.telemetry.conventions import finite as _finite
+from service.telemetry.conventions import metric_name as _name
+
+#: Drift dimensions and comparisons (bounded label values).
+DRIFT_DIMENSIONS: tuple[str, ...] = ("language", "topic", "refusal", "out_of_scope")
+DRIFT_COMPARISONS: tuple[str, ...] = ("reference", "baseline")
+DRIFT_STATES: tuple[str, ...] = ("ok", "drift", "insufficient_data", "uncalibrated")
+#: Detectors that report their measured quality (bounded label values).
+DETECTORS: tuple[str, ...] = ("out_of_scope", "novelty")
+#: Rates of a detector's operating point (``goldwatch_detector_operating_point_ratio``).
+OPERATING_RATES: tuple[str, ...] = ("tpr", "fpr", "balanced_accuracy")
+PII_TYPES: tuple[str, ...] = _PII_TYPES  # service.pii's fixed types: a bounded label set
+
+
+@dataclass(frozen=True, slots=True)
+class AnalyticsMetrics:
+    """Metrics of the analytics stages; build with :func:`build_analytics_metrics`.
+
+    ============================================ ======= ===============================
+    name                                         type    labels
+    ============================================ ======= ===============================
+    goldwatch_pii_scrubbed_total                 counter type
+    goldwatch_questions_by_language_total        counter language (allow-list + other)
+    goldwatch_questions_by_topic_total           counter topic (model topics + novel)
+    goldwatch_answers_total                      counter (events with an answer)
+    goldwatch_refusals_total                     counter (answers that refused)
+    goldwatch_scope_scored_total                 counter (questions with a scope score)
+    goldwatch_out_of_scope_total                 counter (questions judged out of scope)
+    goldwatch_over_refusals_total                counter (refused while in scope)
+    goldwatch_under_refusals_total               counter (answered while out of scope)
+    goldwatch_gold_share_ratio                   gauge   dimension, category
+    goldwatch_drift_js_divergence                gauge   dimension, comparison
+    goldwatch_drift_psi                          gauge   dimension, comparison
+    goldwatch_drift_p_value                      gauge   dimension, comparison
+    goldwatch_drift_state                        gauge   dimension, comparison, state (1/0)
+    goldwatch_drift_rate_ratio                   gauge   dimension, window (current/compared)
+    goldwatch_coverage_gap_ratio                 gauge   dimension, category
+    goldwatch_detector_auc                       gauge   detector (ROC AUC on its
+                                                         calibration data; NaN: unknown)
+    goldwatch_detector_auc_bound                 gauge   detector, bound (low, high)
+    goldwatch_detector_operating_point_ratio     gauge   detector, rate (tpr, fpr,
+                                                         balanced_accuracy at its threshold)
+    goldwatch_detector_trusted                   gauge   detector (1: AUC ≥ quality floor
+                                                         and balanced accuracy ≥ its floor)
+    ============================================ ======= ===============================
+    """
+
+    pii_scrubbed: Counter
+    questions_by_language: Counter
+    questions_by_topic: Counter
+    answers: Counter
+    refusals: Counter
+    scope_scored: Counter
+    out_of_scope: Counter
+    over_refusals: Counter
+    under_refusals: Counter
+    gold_share: Gauge
+    drift_js_divergence: Gauge
+    drift_psi: Gauge
+    drift_p_value: Gauge
+    drift_state: Gauge
+    drift_rate: Gauge
+    coverage_gap: Gauge
+    detector_auc: Gauge
+    detector_auc_bound: Gauge
+    detector_operating_point: Gauge
+    detector_trusted: Gauge
+    language_labels: tuple[str, ...]
+    topic_labels: tuple[str, ...]
+
+    def observe_annotations(self, annotations: Sequence[Mapping[str, Any]]) -> None:
+        """Count one batch's annotations (one ``inc`` per label value, not per event)."""
+        languages: dict[str, int] = {}
+        topics: dict[str, int] = {}
+        flags, pii = count_annotations(annotations)
+        for notes in annotations:
+            language = bounded_label(notes.get("language_label", notes.get("language")),
+                                     self.language_labels)  # fmt: skip
+            languages[language] = languages.get(language, 0) + 1
+            topic = bounded_label(notes.get("topic"), self.topic_labels)
+            topics[topic] = topics.get(topic, 0) + 1
+        for kind, n in pii.items():
+            self.pii_scrubbed.labels(type=bounded_label(kind, PII_TYPES)).inc(n)
+        for language, n in languages.items():
+            self.questions_by_language.labels(language=language).inc(n)
+        for topic, n in topics.items():
+            self.questions_by_topic.labels(topic=topic).inc(n)
+        for key, counter in (
+            ("answers", self.answers),
+            ("refusals", self.refusals),
+            ("scope_scored", self.scope_scored),
+            ("out_of_scope", self.out_of_scope),
+            ("over_refusals", self.over_refusals),
+            ("under_refusals", self.under_refusals),
+        ):
+            counter.inc(flags[key])  # fmt: skip
+
+    def observe_drift(self, report: Mapping[str, Any]) -> None:
+        """Mirror a :meth:`service.drift.stage.DriftStage.report` into the drift gauges."""
+        for dimension, body in report.items():
+            if dimension not in DRIFT_DIMENSIONS:
+                continue
+            for comparison, test in (body.get("comparisons") or {}).items():
+                if comparison not in DRIFT_COMPARISONS:
+                    continue
+                labels = {"dimension": dimension, "comparison": comparison}
+                for gauge, key in (
+                    (self.drift_js_divergence, "js_divergence"),
+                    (self.drift_psi, "psi"),
+                    (self.drift_p_value, "p_value"),
+                ):
+                    if key in test:
+                        gauge.labels(**labels).set(_finite(test[key]))  # fmt: skip
+                for state in DRIFT_STATES:
+                    self.drift_state.labels(**labels, state=state).set(test["state"] == state)
+                if "rate_current" in test:
+                    self.drift_rate.labels(dimension=dimension, window="current").set(
+                        _finite(test["rate_current"])
+                    )
+                    self.drift_rate.labels(dimension=dimension, window=comparison).set(
+                        _finite(test["rate_reference"])
+                    )
+            allowed = self._allowed(dimension)
+            if "coverage_gaps" not in body:
+                continue
+            gaps: dict[str, float] = dict.fromkeys(allowed, 0.0)  # closed gaps go back to 0
+            for gap in body["coverage_gaps"]:
+                category = bounded_label(gap["category"], allowed)
+                gaps[category] = max(gaps.get(category, 0.0), float(gap["ci_low"]))
+            for category, value in gaps.items():
+                self.coverage_gap.labels(dimension=dimension, category=category).set(value)
+
+    def set_gold_shares(self, gold_counts: Mapping[str, Mapping[str, int]]) -> None:
+        """Export the gold set's share of every category (the drift references)."""
+        for dimension, counts in gold_counts.items():
+            total = sum(counts.values())
+            allowed = self._allowed(dimension)
+            shares: dict[str, float] = {}
+            for category, n in counts.items():  # categories outside the labels sum into other
+                label = bounded_label(category, allowed)
+                shares[label] = shares.get(label, 0.0) + (n / total if total else 0.0)
+            for label, share in shares.items():
+                self.gold_share.labels(dimension=dimension, category=label).set(share)
+
+    def set_detector_quality(
+        self,
+        qualities: Mapping[str, Mapping[str, Any]],
+        floor: float,
+        min_balanced_accuracy: float = 0.0,
+    ) -> None:
+        """Export each detector's measured quality: ``qualities`` maps a detector name (one
+        of :data:`DETECTORS`; others are skipped) to ``{"auc", "auc_low", "auc_high", "tpr",
+        "fpr", "balanced_accuracy"}`` as in
+        :meth:`service.evaluation.detector_quality.DetectorQuality.as_dict` (``None`` or NaN exports
+        NaN; the rates are optional: a detector without an operating point). ``trusted`` is 1
+        when the AUC is known and ≥ ``floor`` and the balanced accuracy, when known, is
+        ≥ ``min_balanced_accuracy``."""
+        for detector, quality in qualities.items():
+            if detector not in DETECTORS:
+                continue
+            auc = quality.get("auc")
+            self.detector_auc.labels(detector=detector).set(_finite(
+                float("nan") if auc is None else auc))  # fmt: skip
+            for bound in ("low", "high"):
+                value = quality.get(f"auc_{bound}")
+                self.detector_auc_bound.labels(detector=detector, bound=bound).set(
+                    float("nan") if value is None else _finite(value)
+                )
+            rates = {rate: quality.get(rate) for rate in OPERATING_RATES}
+            for rate, value in rates.items():
+                self.detector_operating_point.labels(detector=detector, rate=rate).set(
+                    float("nan") if value is None else _finite(value)
+                )
+            ba = rates["balanced_accuracy"]
+            point_ok = ba is None or not math.isfinite(ba) or float(ba) >= min_balanced_accuracy
+            self.detector_trusted.labels(detector=detector).set(
+                auc is not None and float(auc) >= floor and point_ok  # NaN >= floor is False
+            )
+
+    def _allowed(self, dimension: str) -> tuple[str, ...]:
+        return self.language_labels if dimension == "language" else self.topic_labels
+
+
+def _topic_help(descriptions: Mapping[str, str]) -> str:
+    """``Questions by topic.`` plus ``Topics: topic-0 = fee, hostel; ...`` for the topics whose
+    label says more than their name (at most 100, natural order: topic-2 before topic-10)."""
+    from service.topics.model import topic_sort_key
+
+    named = [label for name, label in sorted(descriptions.items(),
+                                             key=lambda kv: topic_sort_key(kv[0]))
+             if label != name][:100]  # fmt: skip
+    return "Questions by topic." + (f" Topics: {'; '.join(named)}." if named else "")
+
+
+def build_analytics_metrics(
+    registry: CollectorRegistry,
+    *,
+    language_labels: Sequence[str] = ("und", OTHER),
+    topic_labels: Sequence[str] = ("novel", "und", OTHER),
+    topic_descriptions: Mapping[str, str] | None = None,
+) -> AnalyticsMetrics:
+    """Register the analytics metrics on ``registry`` and pre-initialise bounded label sets.
+
+    Args:
+        language_labels: every language label value (allow-list, ``und``, ``other``).
+        topic_labels: every topic label value (model topics, ``novel``, ``und``, ``other``).
+        topic_descriptions: ``{topic: human-readable label}`` appended to the help text of
+            ``questions_by_topic`` (what ``topic-3`` is about), in natural topic order.
+
+    Raises:
+        ValueError: already registered on ``registry``.
+    """
+
+    def counter(name: str, doc: str, labels: Sequence[str] = ()) -> Counter:
+        return Counter(_name(name), doc, list(labels), registry=registry)
+
+    def gauge(name: str, doc: str, labels: Sequence[str]) -> Gauge:
+        return Gauge(_name(name), doc, list(labels), registry=registry)
+
+    languages = tuple(dict.fromkeys([*language_labels, "und", OTHER]))
+    topics = tuple(dict.fromkeys([*topic_labels, "und", OTHER]))
+    metrics = AnalyticsMetrics(
+        pii_scrubbed=counter("pii_scrubbed", "Personal-data items scrubbed, by type.", ["type"]),
+        questions_by_language=counter(
+            "questions_by_language", "Questions by detected language.", ["language"]
+        ),
+        questions_by_topic=counter(
+            "questions_by_topic", _topic_help(topic_descriptions or {}), ["topic"]
+        ),
+        answers=counter("answers", "Events that carried an answer."),
+        refusals=counter("refusals", "Answers that declined to answer."),
+        scope_scored=counter("scope_scored", "Questions given an out-of-scope score."),
+        out_of_scope=counter("out_of_scope", "Questions judged out of scope."),
+        over_refusals=counter("over_refusals", "Refusals of questions judged in scope."),
+        under_refusals=counter("under_refusals", "Answers to questions judged out of scope."),
+        gold_share=gauge(
+            "gold_share_ratio", "The gold set's share of a category.", ["dimension", "category"]
+        ),
+        drift_js_divergence=gauge(
+            "drift_js_divergence",
+            "Jensen-Shannon divergence (base 2) of the current window vs the comparison.",
+            ["dimension", "comparison"],
+        ),
+        drift_psi=gauge(
+            "drift_psi", "Population stability index, current vs comparison.",
+            ["dimension", "comparison"],
+        ),
+        drift_p_value=gauge(
+            "drift_p_value", "p-value of the latest drift test.", ["dimension", "comparison"]
+        ),
+        drift_state=gauge(
+            "drift_state", "1 for the current state of the drift test (ok, drift, "
+            "insufficient_data, uncalibrated: its detector is below the quality floor and "
+            "raises no alarm), 0 for the others.", ["dimension", "comparison", "state"],
+        ),
+        drift_rate=gauge(
+            "drift_rate_ratio", "Rate (refusals, out-of-scope) in the current window and in "
+            "the window it is compared with.", ["dimension", "window"],
+        ),
+        coverage_gap=gauge(
+            "coverage_gap_ratio", "Lower CI bound of live share minus gold-set share, for "
+            "categories the gold set under-covers (the drift view's coverage gaps: live share "
+            "at least twice the gold share; not harvest's coverage_gap reason).",
+            ["dimension", "category"],
+        ),
+        detector_auc=gauge(
+            "detector_auc", "ROC AUC of a detector (out-of-scope, novelty) on the data it was "
+            "calibrated on (cross-validated or leave-one-out scores); NaN: not measured.",
+            ["detector"],
+        ),
+        detector_auc_bound=gauge(
+            "detector_auc_bound", "Bounds of the 95 % bootstrap interval of the detector's "
+            "ROC AUC.", ["detector", "bound"],
+        ),
+        detector_operating_point=gauge(
+            "detector_operating_point_ratio", "A detector's rates at the threshold its counts "
+            "use, on its calibration data (cross-validated scores): tpr, fpr and "
+            "balanced_accuracy = (tpr + 1 - fpr) / 2; NaN: no operating point reported.",
+            ["detector", "rate"],
+        ),
+        detector_trusted=gauge(
+            "detector_trusted", "1 when the detector's ROC AUC reaches analytics.quality_floor "
+            "and, for a detector with an operating point (out-of-scope), its balanced accuracy "
+            "at its threshold reaches analytics.scope_min_balanced_accuracy (its counts are "
+            "calibrated and it may alarm), else 0.", ["detector"],
+        ),
+        language_labels=languages,
+        topic_labels=topics,
+    )  # fmt: skip
+    for kind in PII_TYPES:
+        metrics.pii_scrubbed.labels(type=kind)
+    for language in languages:
+        metrics.questions_by_language.labels(language=language)
+    for topic in topics:
+        metrics.questions_by_topic.labels(topic=topic)
+    for dimension in DRIFT_DIMENSIONS:
+        for comparison in DRIFT_COMPARISONS:
+            for state in DRIFT_STATES:
+                metrics.drift_state.labels(dimension=dimension, comparison=comparison, state=state)
+    return metrics

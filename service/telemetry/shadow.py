@@ -1,0 +1,334 @@
+"""Metrics of shadow evaluation (candidate retrievers run on live questions beside
+production), gold-set runs, known questions and access-control checks. Fed once per batch
+from :meth:`service.shadow.stage.ShadowStage.pending_observations` and
+:meth:`service.quality.stage.LiveQualityStage.pending_observations`, and once per gold-set
+run (:func:`service.shadow.gold_runs.run_gold_set`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary
+
+from service.telemetry.conventions import OTHER, bounded_label
+from service.telemetry.conventions import finite as _finite
+from service.telemetry.conventions import metric_name as _name
+
+#: Agreement measures exported (service.shadow.stage.METRICS; kept equal by a test).
+SHADOW_MEASURES: tuple[str, ...] = (
+    "overlap", "jaccard", "rbo", "kendall_tau", "top1", "citation_recall",
+)  # fmt: skip
+#: Measures broken down by language and topic (bounded: 3 measures x labels x candidates).
+SHADOW_BREAKDOWN_MEASURES: tuple[str, ...] = ("overlap", "rbo", "citation_recall")
+SHADOW_OUTCOMES: tuple[str, ...] = (
+    "queued", "filtered", "not_sampled", "no_production", "cpu_budget", "breaker_open",
+    "rate_limited", "queue_full",
+)  # fmt: skip
+SHADOW_ERRORS: tuple[str, ...] = ("timeout", "http_error", "bad_response", "exception")
+BREAKER_STATES: tuple[str, ...] = ("closed", "open", "half_open")
+#: Agreement buckets. Kendall's tau reaches -1, but a negative bucket would make
+#: client_python drop ``_sum`` (OpenMetrics), and the mean needs it: tau <= 0 all land in
+#: ``le="0.0"``.
+AGREEMENT_BUCKETS: tuple[float, ...] = (
+    0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0,
+)  # fmt: skip
+SHADOW_SECONDS_BUCKETS: tuple[float, ...] = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+)  # fmt: skip
+#: Gold-set measures exported per run (``recall``/``hit_rate``/``ndcg`` per k; ``mrr`` uncut).
+GOLD_CUT_MEASURES: tuple[str, ...] = ("recall", "hit_rate", "ndcg")
+KNOWN_REFUSAL_KINDS: tuple[str, ...] = ("refused_answerable", "answered_unanswerable")
+#: Label of production's own results in the known-question and ACL metrics.
+PRODUCTION = "production"
+ALL = "all"
+
+
+@dataclass(frozen=True, slots=True)
+class ShadowMetrics:
+    """Metrics of shadow evaluation, gold-set runs, known questions and ACL checks; build
+    with :func:`build_shadow_metrics`. ``retriever`` is a candidate name, the production
+    label or ``other``; ``language``/``topic`` come from the analytics' bounded labels.
+
+    ================================================= ========= ============================
+    name                                              type      labels
+    ================================================= ========= ============================
+    goldwatch_shadow_offers_total                     counter   retriever, outcome
+    goldwatch_shadow_errors_total                     counter   retriever, reason
+    goldwatch_shadow_request_duration_seconds         histogram retriever (every call)
+    goldwatch_shadow_agreement                        histogram retriever, measure
+    goldwatch_shadow_agreement_by_language            summary   retriever, language, measure
+    goldwatch_shadow_agreement_by_topic               summary   retriever, topic, measure
+    goldwatch_shadow_queue_depth                      gauge     retriever
+    goldwatch_shadow_workers                          gauge     retriever
+    goldwatch_shadow_breaker_state                    gauge     retriever, state (1/0)
+    goldwatch_shadow_breaker_opened_total             counter   retriever
+    goldwatch_shadow_results_dropped_total            counter
+    goldwatch_gold_recall                             gauge     retriever, k, kind
+    goldwatch_gold_hit_rate                           gauge     retriever, k, kind
+    goldwatch_gold_ndcg                               gauge     retriever, k, kind
+    goldwatch_gold_mrr                                gauge     retriever, kind
+    goldwatch_gold_questions                          gauge     retriever, kind
+    goldwatch_gold_acl_violations                     gauge     retriever, role
+    goldwatch_gold_run_timestamp_seconds              gauge     retriever
+    goldwatch_gold_runs_total                         counter   outcome (ok, failed)
+    goldwatch_known_questions_total                   counter   retriever
+    goldwatch_known_recall                            summary   retriever (recall@k)
+    goldwatch_known_refusals_total                    counter   kind
+    goldwatch_acl_violations_total                    counter   retriever, role (events)
+    goldwatch_acl_leaks_total                         counter   retriever, role (events)
+    ================================================= ========= ============================
+
+    Means across replicas: ``sum(rate(x_sum)) / sum(rate(x_count))`` (histograms and
+    summaries add up; gauges of means would not).
+    """
+
+    offers: Counter
+    errors: Counter
+    request_duration: Histogram
+    agreement: Histogram
+    agreement_by_language: Summary
+    agreement_by_topic: Summary
+    queue_depth: Gauge
+    workers: Gauge
+    breaker_state: Gauge
+    breaker_opened: Counter
+    results_dropped: Counter
+    gold_recall: Gauge
+    gold_hit_rate: Gauge
+    gold_ndcg: Gauge
+    gold_mrr: Gauge
+    gold_questions: Gauge
+    gold_acl_violations: Gauge
+    gold_run_timestamp: Gauge
+    gold_runs: Counter
+    known_questions: Counter
+    known_recall: Summary
+    known_refusals: Counter
+    acl_violations: Counter
+    acl_leaks: Counter
+    retrievers: tuple[str, ...]
+    language_labels: tuple[str, ...]
+    topic_labels: tuple[str, ...]
+    role_labels: tuple[str, ...]
+    _opened_seen: dict[str, float]
+
+    def retriever(self, name: str | None) -> str:
+        """Bounded ``retriever`` label."""
+        return bounded_label(name, self.retrievers)
+
+    def observe_shadow(self, pending: Mapping[str, Any]) -> None:
+        """Export what :meth:`service.shadow.stage.ShadowStage.pending_observations` returned
+        (increments, values to observe, runner gauges); called once per batch."""
+        for name, outcomes in pending.get("offers", {}).items():
+            retriever = self.retriever(name)
+            for outcome, n in outcomes.items():
+                label = bounded_label(outcome, SHADOW_OUTCOMES)
+                self.offers.labels(retriever=retriever, outcome=label).inc(n)
+        for name, reasons in pending.get("errors", {}).items():
+            for reason, n in reasons.items():
+                self.errors.labels(
+                    retriever=self.retriever(name), reason=bounded_label(reason, SHADOW_ERRORS)
+                ).inc(n)
+        for name, values in pending.get("latency_seconds", {}).items():
+            histogram = self.request_duration.labels(retriever=self.retriever(name))
+            for value in values:
+                histogram.observe(value)
+        for name, measures in pending.get("agreement", {}).items():
+            retriever = self.retriever(name)
+            for measure, values in measures.items():
+                if measure not in SHADOW_MEASURES:
+                    continue
+                histogram = self.agreement.labels(retriever=retriever, measure=measure)
+                for value in values:
+                    histogram.observe(value)
+        for key, summary, allowed in (
+            ("by_language", self.agreement_by_language, self.language_labels),
+            ("by_topic", self.agreement_by_topic, self.topic_labels),
+        ):
+            dimension = key.removeprefix("by_")
+            for row in pending.get(key, ()):
+                if row["measure"] not in SHADOW_BREAKDOWN_MEASURES:
+                    continue
+                summary.labels(
+                    retriever=self.retriever(row["candidate"]),
+                    measure=row["measure"],
+                    **{dimension: bounded_label(row["label"], allowed)},
+                ).observe(row["value"])
+        self.results_dropped.inc(pending.get("results_dropped", 0))
+        for name, stats in pending.get("runner", {}).items():
+            retriever = self.retriever(name)
+            self.queue_depth.labels(retriever=retriever).set(stats.get("queue_depth", 0))
+            self.workers.labels(retriever=retriever).set(stats.get("workers", 0))
+            state = stats.get("breaker_state")
+            for candidate_state in BREAKER_STATES:
+                self.breaker_state.labels(retriever=retriever, state=candidate_state).set(
+                    state == candidate_state
+                )
+            opened = float(stats.get("breaker_opened_total", 0))
+            seen = self._opened_seen.get(name, 0.0)
+            if opened > seen:
+                self.breaker_opened.labels(retriever=retriever).inc(opened - seen)
+            self._opened_seen[name] = opened
+
+    def observe_gold_run(self, run: Mapping[str, Any]) -> None:
+        """Mirror one gold-set run (:func:`service.shadow.gold_runs.run_gold_set` JSON) into
+        the ``goldwatch_gold_*`` gauges; ``run["retrievers"][label]`` holds ``by_kind``
+        (kind → measure label → value, ``all`` included), ``n_by_kind`` and ``acl``."""
+        for label, body in run.get("retrievers", {}).items():
+            retriever = self.retriever(label)
+            for kind, measures in body.get("by_kind", {}).items():
+                for measure, value in measures.items():
+                    name, _, k = measure.partition("@")
+                    if name == "mrr" and not k:
+                        self.gold_mrr.labels(retriever=retriever, kind=kind).set(_finite(value))
+                    elif name in GOLD_CUT_MEASURES and k:
+                        gauge = {"recall": self.gold_recall, "hit_rate": self.gold_hit_rate,
+                                 "ndcg": self.gold_ndcg}[name]  # fmt: skip
+                        gauge.labels(retriever=retriever, k=k, kind=kind).set(_finite(value))
+            for kind, n in body.get("n_by_kind", {}).items():
+                self.gold_questions.labels(retriever=retriever, kind=kind).set(n)
+            for role, n in body.get("acl", {}).get("by_role", {}).items():
+                self.gold_acl_violations.labels(
+                    retriever=retriever, role=bounded_label(role, self.role_labels)
+                ).set(n)
+            self.gold_run_timestamp.labels(retriever=retriever).set(run.get("finished_at", 0))
+
+    def observe_quality(self, pending: Mapping[str, Any]) -> None:
+        """Export :meth:`service.quality.stage.LiveQualityStage.pending_observations` (known
+        questions, their live recall, refusal checks, ACL violations)."""
+        for name, n in pending.get("known", {}).items():
+            self.known_questions.labels(retriever=self.retriever(name)).inc(n)
+        for name, values in pending.get("known_recall", {}).items():
+            summary = self.known_recall.labels(retriever=self.retriever(name))
+            for value in values:
+                summary.observe(value)
+        for kind in KNOWN_REFUSAL_KINDS:
+            self.known_refusals.labels(kind=kind).inc(pending.get(f"known_{kind}", 0))
+        for key, counter in (("acl_violations", self.acl_violations),
+                             ("acl_leaks", self.acl_leaks)):  # fmt: skip
+            for row in pending.get(key, ()):
+                counter.labels(
+                    retriever=self.retriever(row["retriever"]),
+                    role=bounded_label(row["role"], self.role_labels),
+                ).inc(row["events"])
+
+
+def build_shadow_metrics(
+    registry: CollectorRegistry,
+    *,
+    candidates: Sequence[str] = (),
+    production: str | None = None,
+    language_labels: Sequence[str] = ("und", OTHER),
+    topic_labels: Sequence[str] = ("und", OTHER),
+    role_labels: Sequence[str] = (),
+) -> ShadowMetrics:
+    """Register the shadow, gold-run, known-question and ACL metrics on ``registry``.
+
+    Args:
+        candidates: the shadow candidates' names (their series are pre-initialised).
+        production: the production retriever's name in gold-set runs; ``production`` (the
+            label of production's live results) is always a value. Anything else is
+            exported as ``other``.
+        language_labels, topic_labels: bounded label values of the analytics stages.
+        role_labels: user roles named in the corpus ACLs (``unknown`` and ``other`` added).
+
+    Raises:
+        ValueError: already registered on ``registry``.
+    """
+
+    def counter(name: str, doc: str, labels: Sequence[str] = ()) -> Counter:
+        return Counter(_name(name), doc, list(labels), registry=registry)
+
+    def gauge(name: str, doc: str, labels: Sequence[str]) -> Gauge:
+        return Gauge(_name(name), doc, list(labels), registry=registry)
+
+    def summary(name: str, doc: str, labels: Sequence[str]) -> Summary:
+        return Summary(_name(name), doc, list(labels), registry=registry)
+
+    extra = [production] if production else []
+    names = tuple(dict.fromkeys([*candidates, *extra, PRODUCTION, OTHER]))
+    metrics = ShadowMetrics(
+        offers=counter("shadow_offers", "Live events offered to a shadow candidate, by "
+                       "outcome (queued or why it was skipped).", ["retriever", "outcome"]),
+        errors=counter("shadow_errors", "Failed shadow calls, by reason.",
+                       ["retriever", "reason"]),
+        request_duration=Histogram(
+            _name("shadow_request_duration_seconds"),
+            "Duration of shadow calls (retries included; failed calls too).", ["retriever"],
+            buckets=SHADOW_SECONDS_BUCKETS, registry=registry,
+        ),
+        agreement=Histogram(
+            _name("shadow_agreement"), "Agreement of a candidate's ranking with production's "
+            "on the same live question (overlap@k, jaccard@k, RBO_ext, Kendall's tau on "
+            "shared items, top-1, citation recall).", ["retriever", "measure"],
+            buckets=AGREEMENT_BUCKETS, registry=registry,
+        ),
+        agreement_by_language=summary(
+            "shadow_agreement_by_language", "Shadow agreement by question language.",
+            ["retriever", "language", "measure"],
+        ),
+        agreement_by_topic=summary(
+            "shadow_agreement_by_topic", "Shadow agreement by question topic.",
+            ["retriever", "topic", "measure"],
+        ),
+        queue_depth=gauge("shadow_queue_depth", "Events waiting for a shadow worker.",
+                          ["retriever"]),
+        workers=gauge("shadow_workers", "Shadow worker threads serving a candidate.",
+                      ["retriever"]),
+        breaker_state=gauge("shadow_breaker_state", "1 for the circuit breaker's current "
+                            "state (closed, open, half_open), 0 for the others.",
+                            ["retriever", "state"]),
+        breaker_opened=counter("shadow_breaker_opened", "Times a candidate's circuit "
+                               "breaker opened.", ["retriever"]),
+        results_dropped=counter("shadow_results_dropped", "Finished shadow results dropped "
+                                "because the result buffer was full."),
+        gold_recall=gauge("gold_recall", "Gold-set recall@k of the latest gold-set run.",
+                          ["retriever", "k", "kind"]),
+        gold_hit_rate=gauge("gold_hit_rate", "Gold-set hit rate@k of the latest run.",
+                            ["retriever", "k", "kind"]),
+        gold_ndcg=gauge("gold_ndcg", "Gold-set nDCG@k of the latest run.",
+                        ["retriever", "k", "kind"]),
+        gold_mrr=gauge("gold_mrr", "Gold-set MRR of the latest run.", ["retriever", "kind"]),
+        gold_questions=gauge("gold_questions", "Answerable gold questions scored in the "
+                             "latest run.", ["retriever", "kind"]),
+        gold_acl_violations=gauge("gold_acl_violations", "Results of the latest gold-set run "
+                                  "that a role-restricted question's role may not read.",
+                                  ["retriever", "role"]),
+        gold_run_timestamp=gauge("gold_run_timestamp_seconds", "When the latest gold-set run "
+                                 "of a retriever finished (Unix seconds).", ["retriever"]),
+        gold_runs=counter("gold_runs", "Gold-set runs, by outcome.", ["outcome"]),
+        known_questions=counter("known_questions", "Live questions that near-duplicate a "
+                                "gold question, scored per retriever.", ["retriever"]),
+        known_recall=summary("known_recall", "Live recall@k on known (gold) questions.",
+                             ["retriever"]),
+        known_refusals=counter("known_refusals", "Live refusals of answerable gold questions "
+                               "and answers to unanswerable ones.", ["kind"]),
+        acl_violations=counter("acl_violations", "Events whose results hold a passage the "
+                               "asker's role may not read.", ["retriever", "role"]),
+        acl_leaks=counter("acl_leaks", "Answers that cited a passage the asker's role may "
+                          "not read (the restricted text reached the user).",
+                          ["retriever", "role"]),
+        retrievers=names,
+        language_labels=tuple(dict.fromkeys([*language_labels, "und", OTHER])),
+        topic_labels=tuple(dict.fromkeys([*topic_labels, "und", OTHER])),
+        role_labels=tuple(dict.fromkeys([*role_labels, "unknown", OTHER])),
+        _opened_seen={},
+    )  # fmt: skip
+    for outcome_label in ("ok", "failed"):
+        metrics.gold_runs.labels(outcome=outcome_label)
+    for kind in KNOWN_REFUSAL_KINDS:
+        metrics.known_refusals.labels(kind=kind)
+    for name in (*candidates, *extra, PRODUCTION):
+        metrics.known_questions.labels(retriever=name)
+        metrics.known_recall.labels(retriever=name)
+    for name in candidates:
+        for outcome in SHADOW_OUTCOMES:
+            metrics.offers.labels(retriever=name, outcome=outcome)
+        metrics.breaker_opened.labels(retriever=name)
+        for reason in SHADOW_ERRORS:
+            metrics.errors.labels(retriever=name, reason=reason)
+        metrics.request_duration.labels(retriever=name)
+    return metrics
