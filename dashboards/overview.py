@@ -1,4 +1,5 @@
-"""goldwatch / overview: traffic, languages, topics, refusals, drift, coverage, ingestion health.
+"""goldwatch / overview: traffic, languages, topics, refusals, drift, coverage, ingestion health,
+OpenTelemetry trace ingest.
 
 Global numbers come from the recording rules (``goldwatch:*``, all replicas summed); the
 service's own detectors (``goldwatch_drift_*``) are per replica and shown with ``max``/``min``
@@ -435,6 +436,66 @@ def _ingestion() -> list[Panel | list[Panel]]:
     ]  # fmt: skip
 
 
+def _traces() -> list[Panel | list[Panel]]:
+    def by(metric: str, label: str) -> str:
+        return f"sum by ({label}) (rate(goldwatch_{metric}{{{SEL}}}[{RATE}]))"
+
+    return [
+        row("OpenTelemetry trace ingest"),
+        [
+            timeseries(
+                "Traces assembled per second, and those that gave no event",
+                "Traces handed out for mapping to events (OTLP over Kafka or POST /v1/traces), "
+                "by why: settled (root span seen, then quiet for traces.assembly.settle_s), "
+                "timeout (no root within traces.assembly.timeout_s: the exporter drops spans "
+                "or the root ends late), flushed (shutdown). Without root: the earliest "
+                "orphan span stood in. Unmapped: a trace without a question, dead-lettered "
+                "(check traces.mapping against your span attributes).",
+                [
+                    (by("traces_assembled_total", "why"), "{{why}}"),
+                    (f"sum (rate(goldwatch_traces_without_root_total{{{SEL}}}[{RATE}]))",
+                     "without root"),
+                    (by("traces_unmapped_total", "reason"), "unmapped: {{reason}}"),
+                ],
+                "ops",
+            ),
+            timeseries(
+                "Spans received, rejected and repeated per second",
+                "Spans decoded from OTLP payloads; spans not kept whole (evicted, over the "
+                "per-trace bound, an attribute cut, late), dead-lettered; spans sent again "
+                "by an exporter's retry (kept once); payloads that could not be decoded. "
+                "Rejections above a trickle mean the assembly limits are too small for your "
+                "traces (traces.assembly.*).",
+                [
+                    (f"sum (rate(goldwatch_trace_spans_received_total{{{SEL}}}[{RATE}]))",
+                     "received"),
+                    (by("trace_spans_rejected_total", "reason"), "rejected: {{reason}}"),
+                    (by("trace_spans_repeated_total", "reason"), "repeated: {{reason}}"),
+                    (by("trace_payloads_rejected_total", "reason"), "bad payload: {{reason}}"),
+                ],
+                "cps",
+            ),
+            timeseries(
+                "Open traces, restored traces and throttled requests",
+                "Traces held in memory while being assembled (bounded by "
+                "traces.assembly.max_open_traces), traces read back from the state file at "
+                "start (acknowledged before a stop, not yet assembled), and POST /v1/traces "
+                "requests answered 429 because they would have gone over the bound (the "
+                "exporter retries; a steady rate means too few replicas or too long a "
+                "settle time).",
+                [
+                    (f"sum (goldwatch_open_traces{{{SEL}}})", "open traces"),
+                    (f"sum (increase(goldwatch_traces_restored_total{{{SEL}}}[{RATE}]))",
+                     "restored"),
+                    (f"sum (rate(goldwatch_trace_requests_throttled_total{{{SEL}}}[{RATE}]))",
+                     "throttled requests/s"),
+                ],
+                "short",
+            ),
+        ],
+    ]  # fmt: skip
+
+
 def dashboard() -> Panel:
     """The overview dashboard as Grafana JSON (a dict)."""
     from dashboards.grafana import dashboard as build
@@ -443,4 +504,4 @@ def dashboard() -> Panel:
                  "Live traffic against the gold set: languages, topics, refusals, drift, "
                  "coverage gaps and the health of ingestion. Needs the recording rules of "
                  "dashboards/rules/goldwatch.rules.yaml.",
-                 [*_traffic(), *_refusals(), *_drift(), *_ingestion()], [])  # fmt: skip
+                 [*_traffic(), *_refusals(), *_drift(), *_ingestion(), *_traces()], [])  # fmt: skip

@@ -128,19 +128,10 @@ def exposition_names(name: str, kind: str) -> set[str]:
 @cache
 def exported() -> dict[str, set[str]]:
     """Family name -> exposition names of every metric goldwatch exports."""
-    from service.harvest.config import REASONS
-    from service.telemetry import (
-        build_analytics_metrics,
-        build_harvest_metrics,
-        build_metrics,
-        build_shadow_metrics,
-    )
+    from service.telemetry import build_all_metrics
 
     registry = CollectorRegistry()
-    build_metrics(registry)
-    build_analytics_metrics(registry)
-    build_shadow_metrics(registry, candidates=["candidate"])
-    build_harvest_metrics(registry, REASONS)
+    build_all_metrics(registry)
     return {family.name: exposition_names(family.name, family.type)
             for family in registry.collect()}  # fmt: skip
 
