@@ -49,10 +49,10 @@ from service.errors import GoldwatchError
 from service.events import FieldMapping
 from service.files.regular import read_regular
 from service.harvest.config import HarvestConfig
-from service.kafka_config import KafkaSourceConfig
 from service.language.detector import LanguageConfig
 from service.pipeline import PipelineConfig
 from service.refusals.detector import check_pattern
+from service.settings.kafka import KafkaSourceConfig
 from service.shadow.runner import ShadowConfig
 from service.topics.config import TopicConfig
 from service.traces.assembly import AssemblyLimits
