@@ -38,6 +38,7 @@ from pydantic import (
 )
 from pydantic_settings import (
     BaseSettings,
+    EnvSettingsSource,
     InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
@@ -731,11 +732,10 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        yaml_data = _YAML_FILE.get("data")
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        if yaml_data is not None:
-            sources.append(InitSettingsSource(settings_cls, init_kwargs=yaml_data))
-        return tuple(sources)
+        """``Settings(...)`` reads keyword values over ``GOLDWATCH_*`` variables, and nothing
+        else (no ``.env`` or secrets folder); the YAML file is a layer :func:`load_settings`
+        puts under the environment (:func:`layered_values`)."""
+        return init_settings, env_settings
 
 
 #: Largest configuration file read (bytes); real ones are a few KiB.
@@ -800,12 +800,6 @@ def _check_yaml_bounds(root: yaml.Node, source: str) -> None:
         elif isinstance(node, yaml.MappingNode):
             for key, value in node.value:
                 stack.extend(((key, depth + 1), (value, depth + 1)))
-
-
-# The YAML file's values (paths resolved) are passed to settings_customise_sources through
-# this slot; load_settings sets and clears it around construction (pydantic-settings has no
-# per-instance hook).
-_YAML_FILE: dict[str, dict[str, Any] | None] = {"data": None}
 
 
 def _has_path(annotation: Any) -> bool:
@@ -983,28 +977,7 @@ def load_settings(path: Path | str | None = None, **overrides: Any) -> Settings:
             value is nested deeper than :data:`MAX_CONFIG_DEPTH` levels.
     """
     origin = str(path) if path is not None else "environment and defaults"
-    yaml_path: Path | None = None
-    loaded: Any = None
-    if path is not None:
-        yaml_path = Path(path)
-        if yaml_path.exists() and not yaml_path.is_file():
-            raise ConfigError(f"cannot read config file {yaml_path}: not a regular file")
-        if not yaml_path.is_file():
-            raise ConfigError(f"config file not found: {yaml_path}")
-        try:
-            text = read_regular(yaml_path).decode("utf-8")  # a FIFO: a plain error, no hang
-            loaded = load_yaml_bounded(text, str(yaml_path))
-        except OSError as exc:
-            raise ConfigError(f"cannot read config file {yaml_path}: {exc.strerror}") from None
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            problem = getattr(exc, "problem", None) or type(exc).__name__
-            raise ConfigError(f"{yaml_path}: not valid YAML{where} ({problem})") from None
-        if loaded is not None and not isinstance(loaded, dict):
-            raise ConfigError(f"{yaml_path}: the top level must be a mapping")
-        if loaded:
-            resolve_relative_paths(loaded, yaml_path.resolve().parent, Settings)
+    file_values = read_config_file(Path(path)) if path is not None else {}
     unknown = unknown_environment_settings()
     if unknown:
         raise ConfigError(
@@ -1022,9 +995,8 @@ def load_settings(path: Path | str | None = None, **overrides: Any) -> Settings:
             + ", ".join(too_deep)
             + f": JSON nested more than {MAX_CONFIG_DEPTH} levels"
         )
-    _YAML_FILE["data"] = loaded or None
     try:
-        return Settings(**overrides)
+        return Settings(**layered_values(file_values, overrides))
     except ValidationError as exc:
         raise ConfigError(_format_errors(exc, origin)) from None
     except SettingsError as exc:
@@ -1033,8 +1005,81 @@ def load_settings(path: Path | str | None = None, **overrides: Any) -> Settings:
             f"invalid configuration (environment): {exc}; list and mapping values in "
             "GOLDWATCH_* variables are JSON, e.g. GOLDWATCH_EVAL__K='[1, 5, 10]'"
         ) from None
-    finally:
-        _YAML_FILE["data"] = None
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The YAML configuration file's settings, read and parsed once, with its relative paths
+    resolved against the file's folder (:func:`resolve_relative_paths`).
+
+    Args:
+        path: the YAML file.
+
+    Returns:
+        The file's top-level mapping (``{}`` for an empty file).
+
+    Raises:
+        ConfigError: the file is missing, not a regular file, unreadable, not UTF-8, not YAML,
+            beyond the bounds of :func:`load_yaml_bounded`, or its top level is not a mapping.
+    """
+    if path.exists() and not path.is_file():
+        raise ConfigError(f"cannot read config file {path}: not a regular file")
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    try:
+        text = read_regular(path).decode("utf-8")  # a FIFO: a plain error, no hang
+        loaded = load_yaml_bounded(text, str(path))
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise ConfigError(f"{path}: not valid YAML{where} ({problem})") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping")
+    resolve_relative_paths(loaded, path.resolve().parent, Settings)
+    return loaded
+
+
+def layered_values(
+    file_values: Mapping[str, Any], overrides: Mapping[str, Any]
+) -> dict[str, Any]:
+    """One mapping of setting values from the three layers, highest priority first: keyword
+    ``overrides`` (CLI flags), ``GOLDWATCH_*`` variables, the YAML file's ``file_values``.
+    Sections merge key by key (a variable setting ``api.port`` keeps the file's
+    ``api.host``); any other value, a list included, is replaced whole by a higher layer.
+    Top-level names match case-insensitively, as pydantic-settings matches keyword values.
+
+    Given to ``Settings(...)``, whose own sources (keywords over the environment) then
+    yield exactly this mapping: the file reaches the model as an argument, not through
+    module state, so loads of different files (threads included) cannot see each other's.
+
+    Raises:
+        pydantic_settings.SettingsError: a ``GOLDWATCH_*`` list or mapping value is not JSON.
+    """
+    layers = (
+        InitSettingsSource(Settings, init_kwargs=dict(file_values))(),
+        EnvSettingsSource(Settings)(),
+        InitSettingsSource(Settings, init_kwargs=dict(overrides))(),
+    )
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged = _deep_merge(merged, layer)
+    return merged
+
+
+def _deep_merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` updated by ``update``: mappings present in both merge recursively, anything
+    else in ``update`` wins (pydantic-settings merges its sources the same way)."""
+    merged = dict(base)
+    for key, value in update.items():
+        if isinstance(merged.get(key), dict) and isinstance(value, dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
 
 
 def json_depth(text: str) -> int:
