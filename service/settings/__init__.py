@@ -19,6 +19,8 @@ The package, one concept a module:
 * :mod:`~service.settings.loader`: :func:`load_settings` (YAML file, environment, overrides,
   layered), the error messages, the effective configuration with secrets masked;
 * :mod:`~service.settings.secrets`: secret files, token and key rules, masking.
+* :mod:`~service.settings.checks`: the start-up checks of the files, secrets and state a
+  valid configuration names (``config check``, ``serve``); imported from there.
 
 This module re-exports the names the rest of goldwatch imports (``from service.settings
 import Settings, load_settings``).
