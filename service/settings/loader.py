@@ -329,9 +329,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return loaded
 
 
-def layered_values(
-    file_values: Mapping[str, Any], overrides: Mapping[str, Any]
-) -> dict[str, Any]:
+def layered_values(file_values: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
     """One mapping of setting values from the three layers, highest priority first: keyword
     ``overrides`` (CLI flags), ``GOLDWATCH_*`` variables, the YAML file's ``file_values``.
     Sections merge key by key (a variable setting ``api.port`` keeps the file's

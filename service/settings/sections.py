@@ -86,7 +86,6 @@ def _is_number(annotation: Any) -> bool:
     return False
 
 
-
 def has_path(annotation: Any) -> bool:
     """True for ``Path`` and ``Path | None``."""
     if annotation is Path:

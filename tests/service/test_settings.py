@@ -55,9 +55,7 @@ def test_env_section_merges_with_the_file_section(
         "10.0.0.1", 9100, 64)  # fmt: skip
 
 
-def test_the_file_is_parsed_once_per_load(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_file_is_parsed_once_per_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _write(tmp_path, "eval:\n  k: [1, 5]\ngold_set: gold.jsonl\n")
     parses: list[str] = []
     original = yaml.SafeLoader.__init__
