@@ -28,7 +28,7 @@ from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from consumers.errors import SourceUnavailable
-from service.kafka_config import KafkaSourceConfig
+from service.settings.kafka import KafkaSourceConfig
 
 log = logging.getLogger(__name__)
 

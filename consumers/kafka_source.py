@@ -73,7 +73,7 @@ from consumers.checkpoint import Checkpoint
 from consumers.errors import DeadLetterError, SourceUnavailable
 from consumers.lag import LagSampler
 from consumers.rebalance import CommitOnRevoke, PartitionHook, to_kafka_offsets
-from service.kafka_config import KafkaSourceConfig
+from service.settings.kafka import KafkaSourceConfig
 
 log = logging.getLogger(__name__)
 

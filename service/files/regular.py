@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["NOT_REGULAR", "not_utf8", "open_regular", "read_regular"]
+__all__ = ["NOT_REGULAR", "describe_os_error", "not_utf8", "open_regular", "read_regular"]
 
 #: ``strerror`` of the :class:`OSError` raised for a path that is not a regular file.
 NOT_REGULAR = "not a regular file (a FIFO, device, socket or folder)"
@@ -64,3 +64,32 @@ def read_regular(path: str | Path) -> bytes:
     """
     with open_regular(path) as handle:
         return handle.read()
+
+
+def describe_os_error(exc: OSError) -> str:
+    """The one wording of a file that could not be opened or read, for an operator: a
+    missing file by its absolute path (a relative name was opened from the working folder,
+    and the message says so), a folder where a file was expected, else the file and the
+    system's reason; ``str(exc)`` when the error names no file.
+
+    >>> describe_os_error(IsADirectoryError(21, "Is a directory", "/srv"))
+    'expected a file, got a folder: /srv'
+    >>> describe_os_error(PermissionError(13, "Permission denied", "/srv/gold.jsonl"))
+    '/srv/gold.jsonl: Permission denied'
+    """
+    if isinstance(exc, FileNotFoundError):
+        return f"file not found: {_absolute(exc.filename)}"
+    if isinstance(exc, IsADirectoryError):
+        return f"expected a file, got a folder: {exc.filename}"
+    if exc.filename:
+        return f"{exc.filename}: {exc.strerror}"
+    return str(exc)
+
+
+def _absolute(name: object) -> str:
+    """A missing file's absolute path; a relative name was opened from the working folder,
+    so it is resolved from there and the message says so."""
+    path = Path(str(name))
+    if path.is_absolute():
+        return str(path)
+    return f"{path.absolute()} (relative to the working folder)"

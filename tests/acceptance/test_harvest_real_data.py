@@ -67,9 +67,9 @@ from service.harvest.config import HarvestConfig
 from service.harvest.labelling import Labelling
 from service.harvest.store import MemoryCandidates, StateStoreCandidates
 from service.jobs.replay import run_replay
-from service.kafka_config import KafkaSourceConfig
 from service.runtime.live import build_live
 from service.settings import Settings, load_settings
+from service.settings.kafka import KafkaSourceConfig
 from service.state import StateStore
 from tests.acceptance.conftest import read_topic
 from tests.kafka_broker import TansuBroker

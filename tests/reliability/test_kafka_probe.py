@@ -30,9 +30,9 @@ from prometheus_client import CollectorRegistry
 from benchmarks.streams import mixed_stream
 from consumers.kafka_source import KafkaSource
 from consumers.loop import run
-from service.kafka_config import KafkaSourceConfig
 from service.pipeline import PipelineConfig
 from service.runtime.live import default_pipeline
+from service.settings.kafka import KafkaSourceConfig
 from service.state import StateStore
 from service.telemetry import build_metrics
 from tests.acceptance.conftest import FAST_KAFKA, dlq_by_origin

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from service.kafka_config import KafkaSourceConfig
+from service.settings.kafka import KafkaSourceConfig
 from tests.acceptance.service_process import REPO_ROOT, write_config
 from tests.kafka_broker import TansuBroker
 from tests.reliability.conftest import StartService, kafka_serve_config, wait_for

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from pydantic import ValidationError
+from pydantic_settings import EnvSettingsSource
 
 from service.settings import ConfigError, effective_config, load_settings
 
@@ -38,6 +42,69 @@ def test_env_overrides_yaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     path = _write(tmp_path, "eval:\n  k: [1, 5]\n")
     monkeypatch.setenv("GOLDWATCH_EVAL__K", "[3]")
     assert load_settings(path).eval.k == (3,)
+
+
+def test_env_section_merges_with_the_file_section(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _write(tmp_path, "api:\n  host: 10.0.0.1\n  port: 9000\n")
+    monkeypatch.setenv("GOLDWATCH_API__PORT", "9100")
+    settings = load_settings(path, api={"max_connections": 64})
+    # the file's host, the variable's port, the keyword's max_connections: three layers
+    assert (settings.api.host, settings.api.port, settings.api.max_connections) == (
+        "10.0.0.1", 9100, 64)  # fmt: skip
+
+
+def test_the_file_is_parsed_once_per_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _write(tmp_path, "eval:\n  k: [1, 5]\ngold_set: gold.jsonl\n")
+    parses: list[str] = []
+    original = yaml.SafeLoader.__init__
+
+    def counting(self: yaml.SafeLoader, stream: Any) -> None:
+        parses.append(str(stream)[:20])
+        original(self, stream)
+
+    monkeypatch.setattr(yaml.SafeLoader, "__init__", counting)
+    settings = load_settings(path)
+    assert len(parses) == 1
+    assert settings.gold_set == tmp_path / "gold.jsonl"
+
+
+def test_loads_of_two_files_in_two_threads_do_not_mix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 21: the file's values reached ``Settings`` through a module-level slot that a
+    load set before building the model and cleared after it, so a load in another thread
+    between the two left the first one with the other file's values, or none. Load B is
+    held just before it reads the environment (the point between the two) while load A
+    runs to the end; B must still see its own file."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    file_a = _write(tmp_path / "a", "eval:\n  k: [1]\n")
+    file_b = _write(tmp_path / "b", "eval:\n  k: [7]\ngold_set: gold-b.jsonl\n")
+    held, resume = threading.Event(), threading.Event()
+    original = EnvSettingsSource.__init__
+
+    def hold_load_b(self: EnvSettingsSource, *args: Any, **kwargs: Any) -> None:
+        if threading.current_thread().name == "load-b" and not held.is_set():
+            held.set()
+            resume.wait(timeout=60)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(EnvSettingsSource, "__init__", hold_load_b)
+    loaded: dict[str, Any] = {}
+    thread = threading.Thread(
+        target=lambda: loaded.update(b=load_settings(file_b)), name="load-b", daemon=True
+    )
+    thread.start()
+    assert held.wait(timeout=60)
+    loaded["a"] = load_settings(file_a)
+    resume.set()
+    thread.join(timeout=60)
+    assert loaded["a"].eval.k == (1,)
+    assert loaded["a"].gold_set is None
+    assert loaded["b"].eval.k == (7,)
+    assert loaded["b"].gold_set == tmp_path / "b" / "gold-b.jsonl"
 
 
 def test_settings_are_frozen() -> None:

@@ -1,58 +1,39 @@
-"""goldwatch configuration: read once, validated, frozen, passed down.
+"""The sections of the goldwatch configuration: one frozen pydantic model per section
+(``api``, ``source``, ``analytics``, ``shadow``, ...) and :class:`Settings`, the whole.
 
-Sources, highest priority first: keyword overrides (CLI flags), ``GOLDWATCH_*`` environment
-variables (nested with ``__``, e.g. ``GOLDWATCH_EVAL__K='[1,10]'``), the YAML file, defaults.
-Only :func:`load_settings` builds a :class:`Settings`; everything else receives it.
-
-A bad value fails at start with :class:`ConfigError`, naming the field path and the problem;
-a misspelt setting (YAML key or ``GOLDWATCH_`` variable) gets the nearest valid name
-(``difflib``): ``analytics.langauge`` -> "did you mean analytics.language?".
-
-Relative paths written in the YAML file resolve against the file's folder, so a
-configuration works from any working directory; paths from ``GOLDWATCH_*`` variables, CLI
-flags and the defaults stay relative to the current directory.
+Every section forbids unknown keys and non-finite floats, refuses ``true``/``false`` for a
+number and an empty string for a path. The sections of other packages (``kafka``,
+``pipeline``, ``events``, ``harvest``, ``traces``' parts) are nested here, so the model is
+the one place every setting is declared. Built by :func:`service.settings.loader.load_settings`.
 """
 
 from __future__ import annotations
 
-import difflib
-import os
 import types
 import typing
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit, urlunsplit
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
     SecretStr,
-    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
-from pydantic_settings import (
-    BaseSettings,
-    InitSettingsSource,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-    SettingsError,
-)
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from service.embeddings.config import EmbeddingConfig
-from service.errors import GoldwatchError
 from service.events import FieldMapping
-from service.files.regular import read_regular
 from service.harvest.config import HarvestConfig
-from service.kafka_config import KafkaSourceConfig
 from service.language.detector import LanguageConfig
 from service.pipeline import PipelineConfig
 from service.refusals.detector import check_pattern
+from service.settings.kafka import KafkaSourceConfig
+from service.settings.secrets import pii_key_problem, read_secret_file, token_problem
 from service.shadow.runner import ShadowConfig
 from service.topics.config import TopicConfig
 from service.traces.assembly import AssemblyLimits
@@ -74,14 +55,6 @@ BUILTIN_HYBRIDS: dict[str, tuple[str, ...]] = {
 }
 
 
-class ConfigError(GoldwatchError, ValueError):
-    """Raised when the configuration file or environment holds an invalid value.
-
-    The message names the file (when there is one), each offending field path and the problem;
-    it never includes the offending value (it may be a secret).
-    """
-
-
 class _Frozen(BaseModel):
     # allow_inf_nan=False: every float setting is finite ("window_s: .inf" is a config
     # error naming the field, not a failure when the drift windows are built).
@@ -98,7 +71,7 @@ class _Frozen(BaseModel):
         # an empty path is read as "." (the current folder): a mistake, named by its setting
         if isinstance(value, str) and not value.strip() and info.field_name is not None:
             field = cls.model_fields.get(info.field_name)
-            if field is not None and _has_path(field.annotation):
+            if field is not None and has_path(field.annotation):
                 return _path_not_empty(value)
         return value
 
@@ -110,6 +83,15 @@ def _is_number(annotation: Any) -> bool:
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
         return bool(args) and all(arg in (int, float) for arg in args)
+    return False
+
+
+def has_path(annotation: Any) -> bool:
+    """True for ``Path`` and ``Path | None``."""
+    if annotation is Path:
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return any(has_path(arg) for arg in typing.get_args(annotation))
     return False
 
 
@@ -233,55 +215,12 @@ class StateConfig(_Frozen):
     path: Path = Path("goldwatch-state/state.sqlite")
 
 
-def read_secret_file(path: Path, field: str) -> str:
-    """The text of the secret file ``path`` with one final newline (``\\n``, ``\\r\\n``)
-    stripped, as a mounted Secret or ``echo secret > file`` writes it; nothing else is
-    stripped, so the caller's checks refuse further surrounding whitespace.
-
-    Args:
-        path: the file.
-        field: the setting naming the file (e.g. ``analytics.pii_key_file``), for messages.
-
-    Raises:
-        ValueError: the file cannot be read or is not UTF-8 (the message names ``field`` and
-            the file, never its content).
-    """
-    try:
-        text = read_regular(path).decode("utf-8")  # a FIFO: a plain error, not a hang
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or type(exc).__name__
-        raise ValueError(f"{field}: cannot read {path}: {reason}") from None
-    return text.removesuffix("\n").removesuffix("\r")
-
-
 def _path_not_empty(value: Any) -> Any:
     """Refuse an empty or blank path before pydantic reads it as ``.`` (the current folder):
     ``GOLDWATCH_ANALYTICS__PII_KEY_FILE=`` is a mistake, not a request to read ``.``."""
     if isinstance(value, str) and not value.strip():
         raise ValueError("must not be empty (leave it unset instead)")
     return value
-
-
-def token_problem(token: str) -> str | None:
-    """What makes ``token`` unusable as the API's bearer token, or ``None`` when it is usable.
-
-    Every mutating request would be refused with such a token, so it is refused at start
-    instead: empty or blank; leading or trailing whitespace (HTTP strips it from header
-    values, RFC 9110 section 5.5, so no request can carry it: typically the newline at the end
-    of a secret file); a character outside printable ASCII (controls cannot be sent in a
-    header; clients and servers disagree on how non-ASCII header bytes are encoded). The
-    message never includes the token.
-
-    >>> token_problem("s3cret"), token_problem(" "), token_problem("s3cret\\n")
-    (None, 'must not be empty or blank', 'must not begin or end with whitespace')
-    """
-    if not token.strip():
-        return "must not be empty or blank"
-    if token != token.strip():
-        return "must not begin or end with whitespace"
-    if not all(" " <= char <= "~" for char in token):
-        return "must be printable ASCII (no control or non-ASCII character)"
-    return None
 
 
 class ApiConfig(_Frozen):
@@ -395,34 +334,6 @@ class DriftSettings(_Frozen):
     min_jsd: float = Field(default=0.05, ge=0, le=1)
     min_share_change: float = Field(default=0.05, ge=0, le=1)
     min_rate_change: float = Field(default=0.05, ge=0, le=1)
-
-
-#: Fewest characters of ``analytics.pii_key`` (32 hex digits are 128 bits).
-PII_KEY_MIN_CHARS = 32
-
-
-def pii_key_problem(key: str) -> str | None:
-    """What makes ``key`` unfit as the pseudonym key, or ``None``.
-
-    The key must be one a person can tell apart from every other, so that the same secret
-    gives the same pseudonyms however it is supplied (variable, YAML, key file): the rules of
-    :func:`token_problem` (not blank; no leading or trailing whitespace, such as a newline
-    from ``echo`` into a variable, which the key file's one stripped newline would otherwise
-    turn into a different key; printable ASCII only, no control character, and no non-ASCII
-    character, whose composed and decomposed forms look the same but are other bytes), then
-    at least :data:`PII_KEY_MIN_CHARS` characters. The message never includes the key.
-
-    >>> pii_key_problem("0" * 32), pii_key_problem("short")
-    (None, 'must have at least 32 characters (e.g. openssl rand -hex 32)')
-    >>> pii_key_problem("0" * 32 + "\\n")
-    'must not begin or end with whitespace'
-    """
-    problem = token_problem(key)
-    if problem is not None:
-        return problem
-    if len(key) < PII_KEY_MIN_CHARS:
-        return f"must have at least {PII_KEY_MIN_CHARS} characters (e.g. openssl rand -hex 32)"
-    return None
 
 
 class AnalyticsConfig(_Frozen):
@@ -589,6 +500,8 @@ GOLD_SET_OFF = (
 def gold_set_notice(settings: Settings) -> str | None:
     """:data:`GOLD_SET_OFF` when ``settings`` configure no gold set, else ``None``."""
     return GOLD_SET_OFF if settings.gold_set is None else None
+
+
 class TracesConfig(_Frozen):
     """OpenTelemetry traces in (``POST /v1/traces``): assembly and mapping (issue 20).
 
@@ -731,431 +644,8 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        yaml_data = _YAML_FILE.get("data")
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        if yaml_data is not None:
-            sources.append(InitSettingsSource(settings_cls, init_kwargs=yaml_data))
-        return tuple(sources)
-
-
-#: Largest configuration file read (bytes); real ones are a few KiB.
-MAX_CONFIG_BYTES = 1 << 20
-#: Most values (mappings, lists, scalars) a configuration may expand to, aliases counted each
-#: time they are used: a "billion laughs" file of 477 bytes expands to billions.
-MAX_CONFIG_NODES = 100_000
-#: Deepest nesting of mappings and lists in a configuration.
-MAX_CONFIG_DEPTH = 64
-
-
-def load_yaml_bounded(text: str, source: str) -> Any:
-    """Parse one YAML document with bounds checked *before* any Python object is built:
-    at most :data:`MAX_CONFIG_BYTES` of text, :data:`MAX_CONFIG_DEPTH` levels of nesting and
-    :data:`MAX_CONFIG_NODES` values with aliases expanded (PyYAML's ``safe_load`` builds an
-    alias bomb — or a cycle — as shared objects that explode when read, and recurses once
-    per nesting level).
-
-    The node graph from ``compose`` is small even for a bomb (aliases point at one node);
-    walking it with a counter stops at the first bound.
-
-    Args:
-        text: the YAML text.
-        source: the file, for messages.
-
-    Returns:
-        What ``yaml.safe_load`` returns (``None`` for an empty document).
-
-    Raises:
-        ConfigError: a bound is exceeded (the message names the file and the bound).
-        yaml.YAMLError: not valid YAML.
-    """
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{source}: larger than {MAX_CONFIG_BYTES} bytes")
-    loader = yaml.SafeLoader(text)
-    try:
-        try:
-            node = loader.get_single_node()
-        except RecursionError:
-            raise ConfigError(f"{source}: nested more than {MAX_CONFIG_DEPTH} levels") from None
-        if node is None:
-            return None
-        _check_yaml_bounds(node, source)
-        return loader.construct_document(node)
-    finally:
-        loader.dispose()
-
-
-def _check_yaml_bounds(root: yaml.Node, source: str) -> None:
-    stack: list[tuple[yaml.Node, int]] = [(root, 0)]
-    count = 0
-    while stack:
-        node, depth = stack.pop()
-        count += 1
-        if count > MAX_CONFIG_NODES:
-            raise ConfigError(f"{source}: expands to more than {MAX_CONFIG_NODES} values "
-                              "(YAML aliases used over and over?)")  # fmt: skip
-        if depth > MAX_CONFIG_DEPTH:
-            raise ConfigError(f"{source}: nested more than {MAX_CONFIG_DEPTH} levels")
-        if isinstance(node, yaml.SequenceNode):
-            stack.extend((child, depth + 1) for child in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                stack.extend(((key, depth + 1), (value, depth + 1)))
-
-
-# The YAML file's values (paths resolved) are passed to settings_customise_sources through
-# this slot; load_settings sets and clears it around construction (pydantic-settings has no
-# per-instance hook).
-_YAML_FILE: dict[str, dict[str, Any] | None] = {"data": None}
-
-
-def _has_path(annotation: Any) -> bool:
-    """True for ``Path`` and ``Path | None``."""
-    if annotation is Path:
-        return True
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        return any(_has_path(arg) for arg in typing.get_args(annotation))
-    return False
-
-
-def _item_model(annotation: Any) -> type[BaseModel] | None:
-    """The model of ``tuple[Model, ...]`` / ``list[Model]`` (e.g. ``retrievers``), else None."""
-    if typing.get_origin(annotation) in (tuple, list):
-        args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
-        return _submodel(args[0]) if len(args) == 1 else None
-    return None
-
-
-def resolve_relative_paths(data: dict[str, Any], base: Path, model: type[BaseModel]) -> None:
-    """Rewrite, in place, every relative path value of ``data`` (a YAML file's mapping for
-    ``model``) as ``base / value``; absolute paths, non-strings and unknown keys are left to
-    validation. Recurses into sections and lists of sections."""
-    for key, value in data.items():
-        field = model.model_fields.get(key) if isinstance(key, str) else None
-        if field is None:
-            continue
-        if _has_path(field.annotation):
-            if isinstance(value, str) and value.strip() and not Path(value).is_absolute():
-                data[key] = str(base / value)
-            continue
-        sub = _submodel(field.annotation)
-        if sub is not None and isinstance(value, dict):
-            resolve_relative_paths(value, base, sub)
-            continue
-        item = _item_model(field.annotation)
-        if item is not None and isinstance(value, list):
-            for entry in value:
-                if isinstance(entry, dict):
-                    resolve_relative_paths(entry, base, item)
-
-
-def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
-    """The settings model that holds the field at ``loc`` (its last part), or None."""
-    model: type[BaseModel] | None = Settings
-    for part in loc[:-1]:
-        if model is None:
-            return None
-        if isinstance(part, int):  # an item of a list of sections
-            continue
-        field = model.model_fields.get(str(part))
-        if field is None:
-            return None
-        model = _submodel(field.annotation) or _item_model(field.annotation)
-    return model
-
-
-def _did_you_mean(loc: tuple[Any, ...]) -> str:
-    """`` (did you mean <path>?)`` for an unknown key at ``loc``, or "" with no close name."""
-    model = _model_at(loc)
-    if model is None:
-        return ""
-    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
-    if not close:
-        return ""
-    parent = ".".join(str(part) for part in loc[:-1])
-    return f" (did you mean {parent + '.' if parent else ''}{close[0]}?)"
-
-
-def _format_errors(error: ValidationError, origin: str) -> str:
-    lines = [f"invalid configuration ({origin}; GOLDWATCH_* variables override it):"]
-    for item in error.errors():
-        loc = ".".join(str(part) for part in item["loc"]) or "<root>"
-        message = str(item["msg"]).removeprefix("Value error, ")
-        if item["type"] == "extra_forbidden" and item["loc"]:
-            message = f"unknown setting{_did_you_mean(tuple(item['loc']))}"
-        # a section's validator may name its field in full ("api.token_file: ...")
-        lines.append(f"  {message}" if message.startswith(f"{loc}.") else f"  {loc}: {message}")
-    return "\n".join(lines)
-
-
-ENV_PREFIX = "GOLDWATCH_"
-ENV_DELIMITER = "__"
-
-
-def _section_prefixes() -> tuple[str, ...]:
-    """``("api_", "source_", …)``: each section of :class:`Settings` and one underscore."""
-    return tuple(
-        f"{name}_" for name, field in Settings.model_fields.items() if _submodel(field.annotation)
-    )
-
-
-def _submodel(annotation: Any) -> type[BaseModel] | None:
-    """The pydantic model inside ``annotation`` (``X``, ``X | None``), or ``None``."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        for arg in typing.get_args(annotation):
-            found = _submodel(arg)
-            if found is not None:
-                return found
-    return None
-
-
-def _is_mapping(annotation: Any) -> bool:
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        return any(_is_mapping(arg) for arg in typing.get_args(annotation))
-    return origin in (dict, Mapping) or annotation is dict
-
-
-#: ``GOLDWATCH_<section>_…`` without the delimiter is a misspelt setting, not a tool variable.
-_SECTION_PREFIXES = _section_prefixes()
-
-
-def unknown_environment_settings(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Names of ``GOLDWATCH_*`` variables that look like settings but name none.
-
-    A variable is a setting when it is ``GOLDWATCH_<field>`` for a top-level field, or
-    ``GOLDWATCH_<a>__<b>…`` (the nested delimiter): every part must then name a field of the
-    section before it, case-insensitively, as pydantic-settings reads them; below a mapping
-    field (e.g. a retriever's ``params``) any key is allowed. Variables without the delimiter
-    that name no top-level field (``GOLDWATCH_LOCKED``, test switches) are not settings and
-    are not reported, except a section's name and a field joined by one underscore
-    (``GOLDWATCH_API_TOKEN``, meant as ``GOLDWATCH_API__TOKEN``).
-
-    Args:
-        environ: the environment (default ``os.environ``).
-
-    Returns:
-        The offending variable names, sorted (never their values).
-
-    >>> unknown_environment_settings({"GOLDWATCH_SOURCE__KIDN": "kafka",
-    ...     "GOLDWATCH_SOURCE__KIND": "file", "GOLDWATCH_LOCKED": "1"})
-    ['GOLDWATCH_SOURCE__KIDN']
-    """
-    unknown = []
-    for name in os.environ if environ is None else environ:
-        if not name.upper().startswith(ENV_PREFIX):
-            continue
-        parts = name[len(ENV_PREFIX) :].lower().split(ENV_DELIMITER)
-        if len(parts) == 1:
-            # a top-level field, or not a setting at all -- unless it is a section's field
-            # joined by one underscore (GOLDWATCH_API_TOKEN for GOLDWATCH_API__TOKEN), which
-            # pydantic-settings would ignore silently
-            top = parts[0]
-            if top not in Settings.model_fields and top.startswith(_SECTION_PREFIXES):
-                unknown.append(name)
-            continue
-        model: type[BaseModel] | None = Settings
-        for part in parts:
-            field = model.model_fields.get(part) if model is not None else None
-            if field is None:  # no such field, or a part below a plain value
-                unknown.append(name)
-                break
-            if _is_mapping(field.annotation):
-                break  # any key below a mapping
-            model = _submodel(field.annotation)
-    return sorted(unknown)
-
-
-def load_settings(path: Path | str | None = None, **overrides: Any) -> Settings:
-    """Read, validate and freeze the configuration.
-
-    Args:
-        path: YAML file, or ``None`` for defaults plus environment.
-        **overrides: values that win over file and environment (CLI flags).
-
-    Returns:
-        A frozen :class:`Settings`.
-
-    Raises:
-        ConfigError: the file is missing, is not YAML, is not a mapping, a field is invalid,
-            a ``GOLDWATCH_<a>__<b>`` variable names no setting, or a ``GOLDWATCH_*`` JSON
-            value is nested deeper than :data:`MAX_CONFIG_DEPTH` levels.
-    """
-    origin = str(path) if path is not None else "environment and defaults"
-    yaml_path: Path | None = None
-    loaded: Any = None
-    if path is not None:
-        yaml_path = Path(path)
-        if yaml_path.exists() and not yaml_path.is_file():
-            raise ConfigError(f"cannot read config file {yaml_path}: not a regular file")
-        if not yaml_path.is_file():
-            raise ConfigError(f"config file not found: {yaml_path}")
-        try:
-            text = read_regular(yaml_path).decode("utf-8")  # a FIFO: a plain error, no hang
-            loaded = load_yaml_bounded(text, str(yaml_path))
-        except OSError as exc:
-            raise ConfigError(f"cannot read config file {yaml_path}: {exc.strerror}") from None
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            problem = getattr(exc, "problem", None) or type(exc).__name__
-            raise ConfigError(f"{yaml_path}: not valid YAML{where} ({problem})") from None
-        if loaded is not None and not isinstance(loaded, dict):
-            raise ConfigError(f"{yaml_path}: the top level must be a mapping")
-        if loaded:
-            resolve_relative_paths(loaded, yaml_path.resolve().parent, Settings)
-    unknown = unknown_environment_settings()
-    if unknown:
-        raise ConfigError(
-            "invalid configuration (environment): "
-            + ", ".join(unknown)
-            + (" names no setting" if len(unknown) == 1 else " name no setting")
-            + _env_suggestions(unknown)
-            + " (sections and fields are joined with '__', e.g. GOLDWATCH_SOURCE__KIND; "
-            "see docs/configuration.md)"
-        )
-    too_deep = deeply_nested_environment_values()
-    if too_deep:
-        raise ConfigError(
-            "invalid configuration (environment): "
-            + ", ".join(too_deep)
-            + f": JSON nested more than {MAX_CONFIG_DEPTH} levels"
-        )
-    _YAML_FILE["data"] = loaded or None
-    try:
-        return Settings(**overrides)
-    except ValidationError as exc:
-        raise ConfigError(_format_errors(exc, origin)) from None
-    except SettingsError as exc:
-        # A GOLDWATCH_* variable that is not valid JSON for a list or mapping field.
-        raise ConfigError(
-            f"invalid configuration (environment): {exc}; list and mapping values in "
-            "GOLDWATCH_* variables are JSON, e.g. GOLDWATCH_EVAL__K='[1, 5, 10]'"
-        ) from None
-    finally:
-        _YAML_FILE["data"] = None
-
-
-def json_depth(text: str) -> int:
-    """The deepest nesting of ``[`` and ``{`` in ``text`` read as JSON, brackets inside
-    strings (with their ``\\`` escapes) not counted; 0 for a scalar. A linear scan that
-    builds nothing, so it is safe on any input (``json.loads`` recurses once per level and
-    raises ``RecursionError`` near 1,000).
-
-    >>> json_depth('[[1, "]["], {"a": [2]}]')
-    3
-    """
-    depth = deepest = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth -= 1
-    return deepest
-
-
-def deeply_nested_environment_values(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Names of ``GOLDWATCH_*`` variables whose value is a JSON list or mapping (it starts
-    with ``[`` or ``{``, as pydantic-settings decodes for list, mapping and section fields)
-    nested deeper than :data:`MAX_CONFIG_DEPTH` levels, the bound of a configuration file;
-    sorted, never their values. Checked before pydantic-settings decodes them.
-
-    >>> deeply_nested_environment_values({"GOLDWATCH_EVAL__K": "[" * 65 + "]" * 65,
-    ...     "GOLDWATCH_RETRIEVERS": '[{"name": "h"}]'})
-    ['GOLDWATCH_EVAL__K']
-    """
-    env = os.environ if environ is None else environ
-    return sorted(
-        name for name, value in env.items()
-        if name.upper().startswith(ENV_PREFIX) and value.lstrip()[:1] in ("[", "{")
-        and json_depth(value) > MAX_CONFIG_DEPTH
-    )  # fmt: skip
-
-
-def _env_names(model: type[BaseModel], prefix: str) -> list[str]:
-    """Every ``GOLDWATCH_…`` variable name of ``model``'s fields, sections expanded."""
-    names = []
-    for name, field in model.model_fields.items():
-        full = f"{prefix}{name.upper()}"
-        names.append(full)
-        sub = _submodel(field.annotation)
-        if sub is not None:
-            names += _env_names(sub, full + ENV_DELIMITER)
-    return names
-
-
-def _env_suggestions(unknown: list[str]) -> str:
-    """`` (did you mean GOLDWATCH_…?)`` naming the nearest setting of each misspelt variable
-    (``difflib``, ratio >= 0.75; with several, ``A -> B`` pairs); "" when none is close."""
-    valid = _env_names(Settings, ENV_PREFIX)
-    pairs = []
-    for name in unknown:
-        close = difflib.get_close_matches(name.upper(), valid, n=1, cutoff=0.75)
-        if close:
-            pairs.append((name, close[0]))
-    if not pairs:
-        return ""
-    if len(unknown) == 1:
-        return f" (did you mean {pairs[0][1]}?)"
-    return " (did you mean " + "; ".join(f"{a} -> {b}" for a, b in pairs) + "?)"
-
-
-SECRET_WORDS = ("token", "key", "secret", "password", "passwd", "pwd", "sig", "auth", "session",
-                "credential")  # fmt: skip
-
-
-def _secret_name(name: str) -> bool:
-    return any(word in name.lower() for word in SECRET_WORDS)
-
-
-def mask_url(url: str) -> str:
-    """Mask the password of a URL's userinfo and the values of secret-looking query keys.
-
-    >>> mask_url("http://u:pw@h:8/s?api_key=abc&q=1")
-    'http://u:***@h:8/s?api_key=***&q=1'
-    """
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, host = netloc.rpartition("@")
-        user = userinfo.split(":", 1)[0]
-        netloc = f"{user}:***@{host}" if ":" in userinfo else f"***@{host}"
-    query = "&".join(
-        f"{k}=***" if _secret_name(k) else f"{k}={v}" if v or "=" in pair else k
-        for pair in parts.query.split("&") if pair
-        for k, _, v in [pair.partition("=")]
-    )  # fmt: skip
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-def effective_config(settings: Settings) -> dict[str, Any]:
-    """Return the settings as plain JSON-able data, with secrets masked: header values,
-    URL passwords and secret-looking query and ``params`` values, the API token, the
-    pseudonym key and the Kafka SASL password."""
-    data = settings.model_dump(mode="json")
-    if data["api"].get("token"):
-        data["api"]["token"] = "***"
-    if data["analytics"].get("pii_key"):
-        data["analytics"]["pii_key"] = "***"
-    if data.get("kafka") and data["kafka"].get("sasl_password"):
-        data["kafka"]["sasl_password"] = "***"
-    for retriever in data.get("retrievers", []):
-        retriever["headers"] = dict.fromkeys(retriever.get("headers", {}), "***")
-        if retriever.get("url"):
-            retriever["url"] = mask_url(retriever["url"])
-        retriever["params"] = {
-            k: "***" if _secret_name(k) else v for k, v in retriever.get("params", {}).items()
-        }
-    return data
+        """``Settings(...)`` reads keyword values over ``GOLDWATCH_*`` variables, and nothing
+        else (no ``.env`` or secrets folder); the YAML file is a layer that
+        :func:`~service.settings.loader.load_settings` puts under the environment
+        (:func:`~service.settings.loader.layered_values`)."""
+        return init_settings, env_settings

@@ -1,7 +1,9 @@
-"""Configuration models of the event sources: plain, frozen pydantic data.
+"""The ``kafka`` section of the settings: the Kafka source's configuration, plain frozen
+pydantic data.
 
-A leaf module (pydantic only), so :mod:`service.settings` can nest these sections without
-importing kafka-python or any source implementation.
+A leaf module (pydantic only), so :mod:`service.settings` can nest it, and the Kafka
+adapters (``consumers/``) can read it, without the settings importing kafka-python or any
+source implementation.
 """
 
 from __future__ import annotations
