@@ -34,7 +34,7 @@ from service.pipeline import PipelineConfig
 from service.refusals.detector import check_pattern
 from service.settings.kafka import KafkaSourceConfig
 from service.settings.secrets import pii_key_problem, read_secret_file, token_problem
-from service.shadow.runner import ShadowConfig
+from service.shadow.config import ShadowConfig
 from service.topics.config import TopicConfig
 from service.traces.assembly import AssemblyLimits
 from service.traces.evaluations import EvaluationsConfig
