@@ -861,7 +861,3 @@ def _state_problems(settings: Settings) -> list[str]:
 
 
 main.add_command(candidates_group)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
