@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from service import __version__
-from service.cli_candidates import candidates_group
+from service.cli.candidates import candidates_group
 from service.files.regular import open_regular
 from service.topics.config import N_TOPICS_MAX, N_TOPICS_MIN
 
