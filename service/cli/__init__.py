@@ -8,79 +8,46 @@ failed while answering (unreachable, timed out, bad response).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
-import signal
 import socket
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from service import __version__
 from service.cli.candidates import candidates_group
+from service.cli.common import (
+    EXIT_GATE_FAILED,
+    EXIT_RETRIEVER_FAILED,
+    EXIT_STOP_FAILED,
+    EXIT_USAGE,
+    NO_PII_NOTICE,
+    NO_TOKEN_NOTICE,
+    _describe,
+    _fail,
+    _notices,
+    _settings,
+    _stoppable_start_up,
+    _write_html,
+    config_option,
+    html_option,
+)
 from service.files.regular import open_regular
 from service.topics.config import N_TOPICS_MAX, N_TOPICS_MIN
 
 if TYPE_CHECKING:  # the commands import what they need: `goldwatch --help` loads no models
     from service.settings import Settings
 
+__all__ = ["EXIT_GATE_FAILED", "EXIT_RETRIEVER_FAILED", "EXIT_STOP_FAILED", "EXIT_USAGE",
+           "NO_PII_NOTICE", "NO_TOKEN_NOTICE", "main"]
+
+
 log = logging.getLogger("goldwatch")
-
-EXIT_GATE_FAILED = 1
-EXIT_STOP_FAILED = 1  # serve: the stop was not clean (a failed shutdown or last checkpoint)
-EXIT_USAGE = 2
-EXIT_RETRIEVER_FAILED = 3
-
-
-#: What serve logs at start, and config check prints, while ``api.token`` is unset.
-NO_PII_NOTICE = (
-    "personal-data scrubbing is off ({why}): questions, answers, ids and labels are stored, "
-    "logged and exported as they arrive, e-mail addresses and phone numbers included"
-)
-
-
-def _notices(settings: Settings) -> list[str]:
-    """What an operator should know about a valid configuration: no gold set (gold-set
-    comparisons off), the mutating endpoints are disabled (no token), or personal data is
-    not scrubbed."""
-    from service.settings import GOLD_SET_OFF
-
-    notices = [GOLD_SET_OFF] if settings.gold_set is None else []
-    if settings.api.token is None:
-        notices.append(NO_TOKEN_NOTICE)
-    if not settings.analytics.enabled:
-        notices.append(NO_PII_NOTICE.format(why="analytics.enabled is false"))
-    elif not settings.analytics.pii:
-        notices.append(NO_PII_NOTICE.format(why="analytics.pii is false"))
-    return notices
-
-
-NO_TOKEN_NOTICE = (
-    "api.token is unset: the mutating endpoints (POST /v1/events, POST /v1/shadow/evaluate, "
-    "POST /v1/gold-candidates/{id}/accept and /reject) are refused (401 or 403) until it is set "
-    "(GOLDWATCH_API__TOKEN or api.token_file)"
-)
-
-
-def _fail(message: str) -> None:
-    click.echo(f"goldwatch: error: {message}", err=True)
-    sys.exit(EXIT_USAGE)
-
-
-def _settings(config: Path | None) -> Settings:
-    from service.settings import ConfigError, load_settings
-
-    try:
-        return load_settings(config)
-    except ConfigError as exc:
-        _fail(str(exc))
-        raise AssertionError("unreachable") from None
 
 
 def _parse_ks(text: str | None) -> tuple[int, ...] | None:
@@ -95,24 +62,6 @@ def _parse_ks(text: str | None) -> tuple[int, ...] | None:
     if not ks or min(ks) < 1:
         raise click.BadParameter("every k must be an integer >= 1", param_hint="--k")
     return ks
-
-
-config_option = click.option(
-    "--config",
-    "config",
-    type=click.Path(path_type=Path, dir_okay=False),
-    envvar="GOLDWATCH_CONFIG",
-    default=None,
-    help="YAML configuration file (env GOLDWATCH_CONFIG).",
-)
-
-html_option = click.option(
-    "--html",
-    "html_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="Also write a self-contained HTML report (charts inline, opens offline).",
-)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -296,27 +245,6 @@ def _answers_text(doc: dict[str, Any]) -> str:
     )
 
 
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, KeyError) and exc.args:
-        return str(exc.args[0])
-    if isinstance(exc, FileNotFoundError):
-        return f"file not found: {_resolved(exc.filename)}"
-    if isinstance(exc, IsADirectoryError):
-        return f"expected a file, got a folder: {exc.filename}"
-    if isinstance(exc, OSError) and exc.filename:
-        return f"{exc.filename}: {exc.strerror}"
-    return str(exc)
-
-
-def _resolved(name: object) -> str:
-    """A missing file's absolute path; a relative name was opened from the working folder,
-    so it is resolved from there and the message says so."""
-    path = Path(str(name))
-    if path.is_absolute():
-        return str(path)
-    return f"{path.absolute()} (relative to the working folder)"
-
-
 def _path_origin(field: str, config: Path | None) -> str:
     """Where the path setting ``field`` (``"gold_set"``, ``"source.path"``) came from and
     what a relative value there is relative to: its ``GOLDWATCH_*`` variable (the working
@@ -330,15 +258,6 @@ def _path_origin(field: str, config: Path | None) -> str:
     if config is not None:
         return f"from {config}, relative to that file's folder"
     return "default, relative to the working folder"
-
-
-def _write_html(path: Path, page: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(page, encoding="utf-8")
-    except OSError as exc:
-        _fail(_describe(exc))
-    click.echo(f"goldwatch: HTML report written to {path}", err=True)
 
 
 @main.command("serve")
@@ -366,29 +285,6 @@ def serve_command(config: Path | None, host: str | None, port: int | None) -> No
             return
         with sock:
             _serve(settings, sock)
-
-
-@contextlib.contextmanager
-def _stoppable_start_up(what: str) -> Iterator[None]:
-    """Let SIGTERM and SIGINT stop a start-up before uvicorn takes over the signals (a
-    rollout stopping a pod still loading its models): nothing was consumed, so one line and
-    exit 0. SIGINT too when it was inherited ignored (a background job of a script): uvicorn
-    listens to it once serving, so the start-up must not be the one moment it is ignored."""
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    except KeyboardInterrupt:  # only before serving: uvicorn handles the signals while it runs
-        click.echo(f"goldwatch: stopped before the {what} started (nothing was consumed)",
-                   err=True)  # fmt: skip
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        signal.signal(signal.SIGINT, previous_int)
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM handler for serve's start-up: stop it as SIGINT does."""
-    raise KeyboardInterrupt
 
 
 def _serve(settings: Settings, sock: socket.socket) -> None:
