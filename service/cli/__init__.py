@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,12 +18,7 @@ import click
 
 from service import __version__
 from service.cli.candidates import candidates_group
-from service.cli.checks import (
-    _dead_letter_problems,
-    _file_problems,
-    _secret_problems,
-    _state_problems,
-)
+from service.cli.checks import _file_problems, _state_problems
 from service.cli.common import (
     EXIT_GATE_FAILED,
     EXIT_RETRIEVER_FAILED,
@@ -42,6 +36,7 @@ from service.cli.common import (
     html_option,
 )
 from service.cli.eval import eval_command
+from service.cli.serve import serve_command
 from service.topics.config import N_TOPICS_MAX, N_TOPICS_MIN
 
 if TYPE_CHECKING:  # the commands import what they need: `goldwatch --help` loads no models
@@ -49,9 +44,6 @@ if TYPE_CHECKING:  # the commands import what they need: `goldwatch --help` load
 
 __all__ = ["EXIT_GATE_FAILED", "EXIT_RETRIEVER_FAILED", "EXIT_STOP_FAILED", "EXIT_USAGE",
            "NO_PII_NOTICE", "NO_TOKEN_NOTICE", "main"]
-
-
-log = logging.getLogger("goldwatch")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -64,79 +56,6 @@ def main(verbose: int) -> None:
     # Keep third-party chatter (HTTP clients, Kafka internals) at INFO or quieter.
     for name in ("httpx", "httpcore", "kafka"):
         logging.getLogger(name).setLevel(max(level, logging.INFO))
-
-
-@main.command("serve")
-@config_option
-@click.option("--host", default=None, help="Override api.host.")
-@click.option("--port", type=click.IntRange(0, 65535), default=None, help="Override api.port.")
-def serve_command(config: Path | None, host: str | None, port: int | None) -> None:
-    """Run the service: the configured source, the pipeline, /metrics and the HTTP API.
-
-    Stops cleanly on SIGTERM/SIGINT: the current batch finishes, state is checkpointed and
-    offsets committed.
-    """
-    from service.api import listen
-
-    with _stoppable_start_up("service"):
-        settings = _settings(config)
-        overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
-        if overrides:
-            api = settings.api.model_copy(update=overrides)
-            settings = settings.model_copy(update={"api": api})
-        try:  # before anything heavy: a taken port is one line and exit 2, not uvicorn's exit 3
-            sock = listen.bind(settings.api.host, settings.api.port)
-        except listen.ListenError as exc:
-            _fail(str(exc))
-            return
-        with sock:
-            _serve(settings, sock)
-
-
-def _serve(settings: Settings, sock: socket.socket) -> None:
-    """Start the runtime and serve on the bound socket until SIGTERM/SIGINT.
-
-    Returns (exit status 0) after a clean stop: uvicorn would re-raise the signal and end
-    with -15/143 (:mod:`service.api.serving`). Exits 2 when the runtime cannot be built or
-    the app does not start (its lifespan failed; the log says why), 1 when the stop was not
-    clean (:func:`service.api.serving.shutdown_problem`: state maybe not checkpointed)."""
-
-    from service.api.app import create_app
-    from service.api.serving import GracefulServer, server_config, shutdown_problem
-    from service.runtime.process import Runtime
-    from service.state import StateError
-
-    # secrets and the state path first: the runtime creates the state file (and its folder)
-    problems = _secret_problems(settings) + _state_problems(settings)
-    problems += _dead_letter_problems(settings)
-    if problems:
-        _fail("; ".join(problems))
-    try:
-        runtime = Runtime(settings)
-    except (StateError, ValueError, OSError) as exc:
-        _fail(str(exc))
-        return
-    app = create_app(settings, runtime)
-    click.echo(
-        f"goldwatch {__version__}: source {settings.source.kind}; API, docs and metrics on "
-        f"http://{settings.api.host}:{settings.api.port} (/docs, /metrics, /v1/status)",
-        err=True,
-    )
-    for notice in _notices(settings):
-        log.warning(notice)
-    server = GracefulServer(server_config(
-        app, settings.api, log_level="warning", timeout_graceful_shutdown=20, lifespan="on"
-    ))  # fmt: skip
-    try:
-        server.run(sockets=[sock])
-    except KeyboardInterrupt:
-        pass
-    if not server.started:
-        _fail("the service did not start (the log above says why)")
-    problem = shutdown_problem(server, runtime)
-    if problem is not None:
-        click.echo(f"goldwatch: error: stopped, but not cleanly: {problem}", err=True)
-        sys.exit(EXIT_STOP_FAILED)
 
 
 @main.command("replay")
@@ -465,4 +384,5 @@ def _check_summary(settings: Settings, loaded: dict[str, object]) -> list[str]:
 
 
 main.add_command(eval_command)
+main.add_command(serve_command)
 main.add_command(candidates_group)
