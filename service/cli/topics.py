@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from service.cli.common import _describe, _fail, _settings, config_option
-from service.topics.config import N_TOPICS_MAX, N_TOPICS_MIN
+from service.topics.bounds import N_TOPICS_MAX, N_TOPICS_MIN
 
 
 @click.group("topics")
