@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-#: Bounds of ``n_topics`` (inclusive), shared by the configuration and ``topics fit``.
-N_TOPICS_MIN = 2
-N_TOPICS_MAX = 1000
+from service.topics.bounds import N_TOPICS_MAX, N_TOPICS_MIN
+
+__all__ = ["N_TOPICS_MAX", "N_TOPICS_MIN", "TopicConfig"]
 
 
 class TopicConfig(BaseModel):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The modules above the domain, each bound by its own contract (layers, telemetry's).
-OUTER = {"api", "runtime", "cli", "cli_candidates", "jobs", "telemetry"}
+OUTER = {"api", "runtime", "cli", "jobs", "telemetry"}
 
 
 def _top_level_modules() -> set[str]:

@@ -25,7 +25,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from service.cli_candidates import candidates_group
+from service.cli.candidates import candidates_group
 from service.demo import demo_path
 from service.settings import load_settings
 from tests.service.api.test_app import TOKEN, Server, _free_port

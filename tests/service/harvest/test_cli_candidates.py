@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from service.cli_candidates import candidates_group
+from service.cli.candidates import candidates_group
 from service.harvest.config import HarvestConfig
 from service.harvest.stage import HarvestStage
 from service.harvest.store import StateStoreCandidates

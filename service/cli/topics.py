@@ -1,0 +1,129 @@
+"""``goldwatch topics fit`` and ``topics show``: fit the topic model drift is measured with
+on the gold set (and corpus) and save it as a versioned artefact; show a saved one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from service.cli.common import _describe, _fail, _settings, config_option
+from service.topics.bounds import N_TOPICS_MAX, N_TOPICS_MIN
+
+
+@click.group("topics")
+def topics_group() -> None:
+    """Fit and inspect the topic model drift is measured with."""
+
+
+@topics_group.command("fit")
+@config_option
+@click.option("--gold", type=click.Path(path_type=Path, dir_okay=False), help="Gold-set JSONL.")
+@click.option(
+    "--corpus",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also fit on the corpus passages.",
+)
+@click.option(
+    "--n-topics",
+    type=click.IntRange(N_TOPICS_MIN, N_TOPICS_MAX),
+    default=None,
+    help="Clusters (default: sqrt rule, <= 50).",
+)
+@click.option(
+    "--use-gold-topics/--cluster",
+    default=True,
+    help="Use the gold set's own 'topic' labels when every answerable row has one.",
+)
+@click.option(
+    "--previous",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    default=None,
+    help="A topic artefact this fit replaces: its unsupervised topic ids are kept where the "
+    "topics barely moved.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the topics as JSON.")
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True)
+def topics_fit(
+    config: Path | None,
+    gold: Path | None,
+    corpus: Path | None,
+    n_topics: int | None,
+    use_gold_topics: bool,
+    previous: Path | None,
+    as_json: bool,
+    out: Path,
+) -> None:
+    """Fit the topic model on the gold set and save it as a versioned artefact."""
+    from service.data.corpus import load_corpus
+    from service.data.goldset import load_gold_set
+    from service.embeddings.model import shared_embedder
+    from service.runtime.analytics import fit_topic_model
+    from service.topics.model import TopicModel
+
+    settings = _settings(config)
+    try:
+        gold_path = gold or settings.gold_set
+        if gold_path is None:
+            _fail("no gold set to fit topics on: give --gold FILE or set gold_set: in the "
+                  "configuration (or GOLDWATCH_GOLD_SET)")  # fmt: skip
+            return
+        gold_set = load_gold_set(gold_path)
+        passages = load_corpus(corpus).passages if corpus else ()
+        topic_config = settings.analytics.topics
+        if n_topics is not None:
+            topic_config = topic_config.model_copy(update={"n_topics": n_topics})
+        embedder = shared_embedder(settings.analytics.embeddings,
+                                   [q.question for q in gold_set] + [p.text for p in passages])
+        before = TopicModel.load(previous, embedder) if previous is not None else None
+        model = fit_topic_model(gold_set, passages, topic_config, use_gold_topics,
+                                embedder=embedder, previous=before)  # fmt: skip
+        out.parent.mkdir(parents=True, exist_ok=True)
+        model.save(out)
+    except (ValueError, OSError) as exc:
+        _fail(_describe(exc))
+        return
+    _print_topics(model, as_json, out)
+
+
+@topics_group.command("show")
+@click.argument("artefact", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@click.option("--json", "as_json", is_flag=True, help="Print the topics as JSON.")
+def topics_show(artefact: Path, as_json: bool) -> None:
+    """Show a saved topic model: its topics with their labels, sizes, top terms and most
+    representative gold questions, and the measured novelty quality."""
+    from service.topics.model import TopicModel
+
+    try:
+        model = TopicModel.load(artefact)
+    except (ValueError, OSError) as exc:
+        _fail(_describe(exc))
+        return
+    _print_topics(model, as_json, artefact)
+
+
+def _print_topics(model: Any, as_json: bool, path: Path) -> None:
+    quality = model.novelty_quality
+    if as_json:
+        click.echo(json.dumps({
+            "version": model.version, "path": str(path), "embedder": model.embedder_name,
+            "supervised": model.supervised, "novelty_threshold": model.threshold,
+            "novelty_quality": quality.as_dict() if quality else None,
+            "topics": [{"name": t.name, "id": t.id, "label": t.label, "size": t.size,
+                        "top_terms": list(t.top_terms), "examples": list(t.examples)}
+                       for t in model.topics],
+        }, ensure_ascii=False, indent=2))  # fmt: skip
+        return
+    kind = "supervised" if model.supervised else "unsupervised"
+    click.echo(f"topic model {model.version}: {len(model.topics)} {kind} topics "
+               f"({model.embedder_name}) -> {path}")  # fmt: skip
+    if quality is not None:
+        click.echo(f"novelty: ROC AUC {quality.auc:.3f} [{quality.low:.3f}, {quality.high:.3f}] "
+                   f"({quality.method})")  # fmt: skip
+    for topic in model.topics:
+        click.echo(f"  {topic.label}  (n={topic.size})")
+        for example in topic.examples:
+            click.echo(f"      e.g. {example}")
