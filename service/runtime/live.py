@@ -117,7 +117,8 @@ class Live:
     exports them.
 
     Attributes:
-        pipeline: dedup → analytics → shadow → custom stages → count.
+        pipeline: dedup → analytics → live quality → (evaluation emitter) → shadow →
+            harvest → custom stages → count.
         analytics: the analytics stages and their labels.
         analytics_metrics: their metrics (``None`` when analytics are off).
         shadow: the shadow stage (``None`` without candidates); its runner's worker threads
