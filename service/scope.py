@@ -418,6 +418,21 @@ class EmbeddingScope:
         )._replace(auc=self.quality.auc)
         self.model = model().fit(features[:, self.columns], labels)
 
+    def fitted_state(self) -> dict[str, Any]:
+        """What the fit computed — the gold and corpus embeddings, the chosen features, the
+        fitted pipeline, its quality, cross-validated scores and calibration — as plain data
+        (everything but the embedder) for :meth:`restore`."""
+        return {name: value for name, value in vars(self).items() if name != "embedder"}
+
+    @classmethod
+    def restore(cls, embedder: Any, state: Mapping[str, Any]) -> EmbeddingScope:
+        """The detector :meth:`fitted_state` was taken from, applying ``embedder`` (the one
+        it was fitted with: the same name), without fitting again."""
+        detector = cls.__new__(cls)
+        detector.__dict__.update(state)
+        detector.embedder = embedder
+        return detector
+
     def _features(
         self,
         vectors: np.ndarray,

@@ -462,6 +462,12 @@ class TopicModel:
         return dict(Counter(NOVEL if s < self.threshold else names[k]
                             for k, s in zip(predicted.tolist(), loo.tolist(), strict=True)))
 
+    def fitted_state(self) -> dict[str, Any]:
+        """What the fit computed (centroids, reference sample, topics, threshold, quality):
+        plain data that ``TopicModel(state, self.version, embedder)`` rebuilds this model
+        from, as :meth:`save` and :meth:`load` do."""
+        return dict(self._state)
+
     def save(self, path: Path | str) -> None:
         """Write the model as a versioned artefact (see module docstring)."""
         save_artefact(path, KIND, self.version, {**self._state, "format": 2})
