@@ -64,8 +64,9 @@ def test_a_second_call_reads_the_value_back_without_fitting(tmp_path: Path) -> N
         {"kind": "topic-counts"},
     ],
 )
-def test_any_change_of_inputs_context_or_kind_fits_again(tmp_path: Path,
-                                                       change: dict[str, Any]) -> None:  # fmt: skip
+def test_any_change_of_inputs_context_or_kind_fits_again(
+    tmp_path: Path, change: dict[str, Any]
+) -> None:
     fit = Fits()
     call = {"kind": "topic-model", "inputs": ["q1", "q2"], "context": ["gold"]} | change
     FitCache(tmp_path, context=["gold"])("topic-model", ["q1", "q2"], fit)
@@ -84,8 +85,9 @@ def test_a_refit_replaces_the_stale_entry_of_its_kind_only(tmp_path: Path) -> No
     assert cache.path("topic-model", cache.key("topic-model", [2])).exists()
 
 
-def test_a_code_change_is_a_different_fingerprint(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_a_code_change_is_a_different_fingerprint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     module = tmp_path / "gw_fit_probe.py"
     module.write_text("THRESHOLD = 0.5\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -107,8 +109,9 @@ def test_entries_are_private_and_no_temporary_file_is_left(tmp_path: Path) -> No
     assert [p.name for p in folder.iterdir()] == [entry.name]
 
 
-def test_a_failed_write_leaves_the_old_entry_whole(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_a_failed_write_leaves_the_old_entry_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "entry.pickle"
     write_atomic(path, b"old entry")
 
@@ -145,8 +148,9 @@ def test_an_unreadable_entry_is_fitted_again_and_rewritten(
     assert FitCache(tmp_path)("topic-model", ["q"], fit)["call"] == 2  # rewritten whole
 
 
-def test_an_entry_others_could_have_written_is_refused(tmp_path: Path,
-                                                       caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
+def test_an_entry_others_could_have_written_is_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     fit = Fits()
     FitCache(tmp_path)("topic-model", ["q"], fit)
     (entry,) = entries(tmp_path)
