@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 from service.annotation_totals import AnnotationTotals
 from service.corpus import Corpus
@@ -24,6 +24,7 @@ from service.drift.stage import DriftStage
 from service.drift.windows import WindowConfig
 from service.embedder import Embedder
 from service.embeddings import shared_embedder
+from service.files.fit_cache import Memo, no_memo
 from service.goldset import GoldSet
 from service.language import LanguageConfig, LanguageDetector, LanguageLabeler, LanguageStage
 from service.pii import UNKEYED, PiiScrubStage, Pseudonymiser
@@ -48,24 +49,6 @@ from service.topics import NOVEL, TopicModel, TopicStage
 log = logging.getLogger(__name__)
 
 UNDETERMINED = "und"
-
-T = TypeVar("T")
-
-
-class Memo(Protocol):
-    """Where the start-up fits may be kept between starts: ``memo(kind, inputs, fit)``
-    returns ``fit()``'s value, or the value an earlier ``fit()`` of the same ``kind`` and
-    ``inputs`` returned (:class:`service.files.fit_cache.FitCache`). Values are plain data
-    (arrays, dicts, fitted estimators), never an embedder."""
-
-    def __call__(self, kind: str, inputs: Any, fit: Callable[[], T]) -> T:
-        """``fit()``'s value, or the one kept under ``kind`` and ``inputs``."""
-        ...
-
-
-def no_memo(kind: str, inputs: Any, fit: Callable[[], T]) -> T:
-    """The :class:`Memo` that keeps nothing: ``fit()``."""
-    return fit()
 
 
 @dataclass

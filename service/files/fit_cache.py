@@ -2,10 +2,12 @@
 
 At start the analytics fit the out-of-scope detector (cross-validated logistic regressions),
 the topic model and the gold set's reference counts — about 1–1.7 s on a quiet 2-core machine
-with the demo data, most of serve's start-up after its imports. Their results depend only on
-their inputs, so :class:`FitCache` keeps each result in a file under the state folder and a
-later start with the *same* inputs reads it back instead of fitting (the same values, so the
-same outputs: ``tests/service/test_fit_cache.py`` replays the demo log cold and warm).
+with the demo data, most of serve's start-up after its imports — and harvesting computes its
+near-duplicate index's LSH parameters (datasketch, by numerical integration). Their results
+depend only on their inputs, so :class:`FitCache` keeps each result in a file under the
+state folder and a later start with the *same* inputs reads it back instead of fitting (the
+same values, so the same outputs: ``tests/service/test_fit_cache.py`` replays the demo log
+cold and warm).
 
 The key of an entry is a SHA-256 over:
 
@@ -47,7 +49,7 @@ import stat
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -72,11 +74,28 @@ FIT_MODULES = (
     "service.detector_quality",
     "service.embedding_backends",
     "service.embeddings",
+    "service.harvest.neardup",
     "service.language",
     "service.scope",
     "service.topic_config",
     "service.topics",
 )
+
+
+class Memo(Protocol):
+    """Where the start-up fits may be kept between starts: ``memo(kind, inputs, fit)``
+    returns ``fit()``'s value, or the value an earlier ``fit()`` of the same ``kind`` and
+    ``inputs`` returned (:class:`FitCache`). Values are plain data (arrays, dicts, fitted
+    estimators), never an embedder."""
+
+    def __call__(self, kind: str, inputs: Any, fit: Callable[[], T]) -> T:
+        """``fit()``'s value, or the one kept under ``kind`` and ``inputs``."""
+        ...
+
+
+def no_memo(kind: str, inputs: Any, fit: Callable[[], T]) -> T:
+    """The :class:`Memo` that keeps nothing: ``fit()``."""
+    return fit()
 
 
 def digest(value: Any, into: Any = None) -> str:

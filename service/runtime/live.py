@@ -31,9 +31,7 @@ from service.acl import AccessPolicy
 from service.analytics import (
     TOPIC_IDENTITY_KEY,
     Analytics,
-    Memo,
     build_analytics,
-    no_memo,
     pseudonymiser,
     topic_identity,
 )
@@ -41,7 +39,7 @@ from service.corpus import Corpus, load_corpus
 from service.dedup import DedupStage
 from service.detector_quality import quality_gauges
 from service.embeddings import shared_embedder
-from service.files.fit_cache import FitCache
+from service.files.fit_cache import FitCache, Memo, no_memo
 from service.goldset import GoldSet, load_gold_set
 from service.harvest import HarvestStage, MemoryCandidates, StateStoreCandidates
 from service.harvest.config import REASONS
@@ -222,7 +220,7 @@ def keep_topic_identity(state: StateStore | None, analytics: Analytics) -> None:
 def fit_cache(folder: Path | None, settings: Settings, gold: GoldSet, corpus: Corpus) -> Memo:
     """The analytics' fit cache in ``folder`` (:class:`~service.files.fit_cache.FitCache`),
     its every entry keyed on the gold set's rows, the corpus's passages and
-    ``settings.analytics`` as well as its own inputs; :func:`~service.analytics.no_memo`
+    ``settings.analytics`` as well as its own inputs; :func:`~service.files.fit_cache.no_memo`
     without a folder."""
     if folder is None:
         return no_memo
@@ -266,9 +264,9 @@ def build_live(
     has_gold = settings.gold_set is not None
     gold = load_gold_set(settings.gold_set) if settings.gold_set else GoldSet(())
     corpus = load_corpus(settings.corpus) if settings.corpus else Corpus(())
+    memo = fit_cache(model_cache, settings, gold, corpus)
     if settings.analytics.enabled:
         previous = state.get(TOPIC_IDENTITY_KEY) if state is not None else None
-        memo = fit_cache(model_cache, settings, gold, corpus)
         analytics = build_analytics(settings.analytics, gold, corpus, previous, memo)
         keep_topic_identity(state, analytics)
         labeler = analytics.language_labeler
@@ -318,7 +316,7 @@ def build_live(
             fit = [q.question for q in gold] + [passage.text for passage in corpus.passages]
             embedder = shared_embedder(settings.analytics.embeddings, fit_texts=fit)
         harvest = HarvestStage(settings.harvest, analytics.gold_counts, list(gold), sinks=sinks,
-                               embedder=embedder)  # fmt: skip
+                               embedder=embedder, memo=memo)  # fmt: skip
         harvest_metrics = build_harvest_metrics(
             registry, REASONS, sinks=[type(sink).__name__ for sink in sinks]
         )

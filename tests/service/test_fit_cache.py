@@ -205,6 +205,7 @@ def test_demo_replays_are_byte_identical_with_the_cache_cold_and_warm(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import service.analytics
+    import service.harvest.stage
     from service.demo import demo_path
     from service.scope import EmbeddingScope
     from service.settings import load_settings
@@ -217,12 +218,14 @@ def test_demo_replays_are_byte_identical_with_the_cache_cold_and_warm(
     cold = _replay(settings, tmp_path / "cold", states / "cold.sqlite")
     cache = states / "model-cache"
     kinds = sorted(p.name.rsplit("-", 1)[0] for p in entries(cache))
-    assert kinds == ["embedding-scope", "language-counts", "topic-counts", "topic-model"]
+    assert kinds == ["embedding-scope", "language-counts", "lsh-parameters", "topic-counts",
+                     "topic-model"]  # fmt: skip
 
     monkeypatch.setattr(EmbeddingScope, "__init__", _no_fitting)
     monkeypatch.setattr(TopicModel, "fit", _no_fitting)
     monkeypatch.setattr(service.analytics, "_language_counts", _no_fitting)
     monkeypatch.setattr(service.analytics, "_topic_counts", _no_fitting)
+    monkeypatch.setattr(service.harvest.stage, "lsh_parameters", _no_fitting)
     warm = _replay(settings, tmp_path / "warm", states / "warm.sqlite")
     assert warm[0] == cold[0]
     assert warm[1] == cold[1]
