@@ -670,8 +670,9 @@ def startup(repeats: int, reference: Path | None = None) -> str:
                              for (code, analytics), size in sizes.items()))  # fmt: skip
     total, heaviest = import_profile(log)
     lines.append(f"import profile: one more default start (cache warm) under -X importtime "
-                 f"({profiled_s:.2f} s to ready), {total:.2f} s of imports in all; heaviest "
-                 "packages outside goldwatch (cumulative, first import):")  # fmt: skip
+                 f"({profiled_s:.2f} s to ready), {total:.2f} s of imports in all (until its "
+                 "stop: also what the first batches import after ready); heaviest packages "
+                 "outside goldwatch (cumulative, first import):")  # fmt: skip
     for cum, name in heaviest:
         lines.append(f"  {cum:6.3f} s  {name}")
     return "\n".join(lines)
