@@ -32,9 +32,9 @@ entry not owned by this process's user, or writable by its group or others, is r
 fitted again), so only the service's own user can plant one — the same trust as the state
 file itself.
 
-Cost: one file per kind (the demo: ~60 KB in all; it grows with the gold set and corpus, as
-the corpus's passage embeddings are kept: ``n_passages × dim × 4`` bytes); a miss costs the
-fit plus one write, a hit one read.
+Cost: one file per kind (the demo: 575 KiB in all, mostly the gold and corpus embeddings of
+the out-of-scope detector and the topic model's reference sample; it grows with the corpus:
+``n_passages × dim × 4`` bytes); a miss costs the fit plus one write, a hit one read.
 """
 
 from __future__ import annotations
