@@ -178,6 +178,10 @@ def test_digest_tells_types_and_values_apart_and_refuses_what_it_cannot_key() ->
     assert digest({"b": 1, "a": 2}) == digest({"a": 2, "b": 1})
     assert digest(np.zeros(3, np.float32)) != digest(np.zeros(3, np.float64))
     assert digest(np.zeros((2, 3))) != digest(np.zeros((3, 2)))
+    from service.records import Passage
+
+    assert digest(Passage("p-1", "fees")) != digest(Passage("p-1", "fees", doc_type="pdf"))
+    assert digest([None]) != digest(["null"])
     with pytest.raises(TypeError, match="Path"):
         digest([Path("gold.jsonl")])
     with pytest.raises(ValueError, match="kind"):
