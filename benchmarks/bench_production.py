@@ -32,15 +32,21 @@ XQuAD questions, 77 BANKING77 test questions and 100 CLINC150 out-of-scope quest
 unanswerable rows. Everything is written into a temporary directory, never committed.
 
 ``--startup`` (item 4's measuring part) times ``goldwatch serve`` from process start to the
-first ``/readyz`` 200 with the default configuration on the demo data (demo gold set and
-corpus, the demo log as a file source), and with analytics off, medians of ``--repeats``;
-and lists the 10 heaviest imports of serve's entry (``python -X importtime``, cumulative).
+first ``/readyz`` 200 (and to the first event counted in ``/v1/status``) with the default
+configuration on the demo data (demo gold set and corpus, the demo log as a file source):
+with the model cache cold (an empty state folder: every model fitted) and warm (a fresh state
+file beside the ``model-cache/`` an earlier, untimed start filled: every model read back),
+with analytics off, and with the demo's own configuration; medians of ``--repeats``, the
+cases interleaved. ``--reference DIR`` runs the same starts on another copy of the code
+(e.g. ``git archive main | tar -x -C DIR``; it runs with ``PYTHONPATH=DIR``) in the same
+run, and each row gets its ratio to the reference. It also gives the model cache's size and
+lists the 10 heaviest imports of serve's entry (``python -X importtime``, cumulative).
 
 ``--profile`` cProfiles one more default replay (run only, start-up excluded) and prints the
 top functions by own time and the stages' cumulative shares.
 
 Run: ``python -m benchmarks.bench_production [--events 100000] [--repeats 3] [--startup]
-[--profile]``.
+[--startup-only] [--reference DIR] [--profile]``.
 """
 
 from __future__ import annotations
@@ -529,22 +535,34 @@ def startup_config(workdir: Path, port: int, analytics: bool) -> Path:
 
 
 def start_once(workdir: Path, analytics: bool | None, timeout_s: float = 90.0,
-               importtime: bool = False) -> float:  # fmt: skip
+               importtime: bool = False, code: Path | None = None,
+               cache: Path | None = None) -> tuple[float, float | None]:  # fmt: skip
     """Seconds from ``Popen`` of ``goldwatch serve`` to its first ``/readyz`` 200 (polled
-    every 20 ms); the process is stopped with SIGTERM after. ``analytics=None`` runs the
+    every 20 ms) and to the first event counted in ``/v1/status`` (``None`` with
+    ``importtime``); the process is stopped with SIGTERM after. ``analytics=None`` runs the
     demo's own configuration (``benchmarks.bench_startup``'s). With ``importtime`` the
     process runs under ``python -X importtime -m service.cli`` and its log keeps the
-    import times (``workdir/serve.log``).
+    import times (``workdir/serve.log``). ``code``: run that copy of goldwatch
+    (``PYTHONPATH=code``) instead of this one. ``cache``: a model-cache folder copied into
+    the state folder first (a warm start).
 
     Raises:
         RuntimeError: it exited or was not ready within ``timeout_s``.
     """
     import logging
 
-    from benchmarks.bench_startup import demo_config, free_port, serve_command, time_to_ready
+    from benchmarks.bench_startup import (
+        demo_config,
+        free_port,
+        seed_cache,
+        serve_command,
+        start_times,
+    )
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per /readyz poll
     workdir.mkdir(parents=True, exist_ok=True)
+    if cache is not None:
+        seed_cache(cache, workdir / "state")
     port = free_port()
     if analytics is None:
         config = demo_config(workdir, port)
@@ -553,7 +571,9 @@ def start_once(workdir: Path, analytics: bool | None, timeout_s: float = 90.0,
     command = serve_command(config)
     if importtime:
         command = [sys.executable, "-X", "importtime", "-m", "service.cli", *command[-3:]]
-    return time_to_ready(command, workdir / "serve.log", port, timeout_s, stop_wait_s=30.0)
+    env = None if code is None else {**os.environ, "PYTHONPATH": str(code)}
+    return start_times(command, workdir / "serve.log", port, timeout_s, stop_wait_s=30.0,
+                       env=env, first_event=not importtime)  # fmt: skip
 
 
 #: goldwatch's own packages: their cumulative import time holds every other import.
@@ -580,32 +600,79 @@ def import_profile(log: str, top: int = 10) -> tuple[float, list[tuple[float, st
     return total, sorted(packages, reverse=True)[:top]
 
 
-def startup(repeats: int) -> str:
-    """Start-up to ready (defaults, analytics off, the demo configuration as a reference;
-    medians) and the import profile of one more default start."""
+#: The start-up cases: ``(analytics, warm)`` by label (``analytics=None``: the demo's own
+#: configuration; ``warm``: the state folder seeded with a filled model cache).
+STARTUP_CASES: dict[str, tuple[bool | None, bool]] = {
+    "defaults, cache cold": (True, False),
+    "defaults, cache warm": (True, True),
+    "analytics off": (False, False),
+    "demo config, cache cold": (None, False),
+    "demo config, cache warm": (None, True),
+}
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def startup(repeats: int, reference: Path | None = None) -> str:
+    """Start-up to ready and to the first event counted, per case of :data:`STARTUP_CASES`
+    (medians of ``repeats``, every case and code interleaved: a load spike hits them
+    alike), with ``reference`` (another copy of the code) measured in the same run; the
+    model cache's size; the import profile of one more default start."""
+    from benchmarks.bench_startup import MODEL_CACHE, cache_bytes
+
     tmp = Path(tempfile.mkdtemp(prefix="gw-bench-production-startup-"))
-    cases: dict[str, bool | None] = {"defaults": True, "analytics off": False,
-                                     "demo config (bench_startup's)": None}  # fmt: skip
-    times: dict[str, list[float]] = {label: [] for label in cases}
+    codes: dict[str, Path | None] = {"this": None}
+    if reference is not None:
+        codes["reference"] = reference.resolve()
+    times: dict[tuple[str, str], list[tuple[float, float | None]]] = {}
     try:
-        for i in range(repeats):  # interleaved: a load spike hits every case alike
-            for label, analytics in cases.items():
-                times[label].append(start_once(tmp / f"{i}-{len(times[label])}-{analytics}",
-                                               analytics))  # fmt: skip
+        caches: dict[tuple[str, bool | None], Path] = {}
+        for code, where in codes.items():  # one untimed start fills each model cache
+            for analytics in (True, None):
+                prime = tmp / f"prime-{code}-{analytics}"
+                start_once(prime, analytics, code=where)
+                caches[code, analytics] = prime / "state" / MODEL_CACHE
+        sizes = {key: cache_bytes(path.parent) for key, path in caches.items()}
+        for i in range(repeats):
+            for label, (analytics, warm) in STARTUP_CASES.items():
+                for code, where in codes.items():
+                    cache = caches[code, analytics] if warm else None
+                    slug = re.sub(r"\W+", "-", label)
+                    run = start_once(tmp / f"{i}-{code}-{slug}", analytics, code=where,
+                                     cache=cache)  # fmt: skip
+                    times.setdefault((label, code), []).append(run)
         profiled = tmp / "importtime"
-        profiled_s = start_once(profiled, True, importtime=True)
+        profiled_s, _ = start_once(profiled, True, importtime=True, cache=caches["this", True])
         log = (profiled / "serve.log").read_text("utf-8", errors="replace")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    lines = ["start-up: goldwatch serve on the demo data (file source: the demo log), "
-             "Popen → first /readyz 200; medians"]  # fmt: skip
-    for label, runs in times.items():
-        each = ", ".join(f"{s:.2f}" for s in runs)
-        lines.append(f"  {label:30} median {statistics.median(runs):5.2f} s (runs {each})")
+    lines = [f"start-up: goldwatch serve on the demo data (file source: the demo log), Popen → "
+             f"first /readyz 200 and → first event counted in /v1/status; medians of {repeats}"
+             f" ({os.cpu_count()} CPUs){'; reference: ' + str(reference) if reference else ''}"]
+    lines.append(f"  {'case':26} {'code':9} {'ready s':>8} {'ratio':>6} {'1st event s':>11}"
+                 "  runs (ready)")  # fmt: skip
+    for label in STARTUP_CASES:
+        ref = _median([r for r, _ in times.get((label, "reference"), [])])
+        for code in codes:
+            runs = times[label, code]
+            ready, first = _median([r for r, _ in runs]), _median([f for _, f in runs])
+            assert ready is not None
+            ratio = f"{ready / ref:6.2f}" if ref else f"{'':6}"
+            first_s = f"{first:11.2f}" if first is not None else f"{'—':>11}"
+            each = ", ".join(f"{r:.2f}" for r, _ in runs)
+            lines.append(f"  {label:26} {code:9} {ready:8.2f} {ratio} {first_s}  {each}")
+    lines.append("model cache (entries written by one start; warm starts read them): "
+                 + ", ".join(f"{code} {'defaults' if analytics else 'demo config'} "
+                             f"{size / 1024:,.0f} KiB"
+                             for (code, analytics), size in sizes.items()))  # fmt: skip
     total, heaviest = import_profile(log)
-    lines.append(f"import profile: one more default start under -X importtime ({profiled_s:.2f} s"
-                 f" to ready), {total:.2f} s of imports in all; heaviest packages outside "
-                 "goldwatch (cumulative, first import):")  # fmt: skip
+    lines.append(f"import profile: one more default start (cache warm) under -X importtime "
+                 f"({profiled_s:.2f} s to ready), {total:.2f} s of imports in all (until its "
+                 "stop: also what the first batches import after ready); heaviest packages "
+                 "outside goldwatch (cumulative, first import):")  # fmt: skip
     for cum, name in heaviest:
         lines.append(f"  {cum:6.3f} s  {name}")
     return "\n".join(lines)
@@ -619,6 +686,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--startup", action="store_true", help="also time serve's start-up")
     parser.add_argument("--startup-only", action="store_true", help="only the start-up part")
+    parser.add_argument("--reference", type=Path, default=None,
+                        help="another copy of goldwatch to time the start-up of (same run)")
     parser.add_argument("--profile", action="store_true", help="cProfile one more replay")
     args = parser.parse_args(argv)
     if not args.startup_only:
@@ -629,7 +698,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if text:
             print("\n" + text, flush=True)
     if args.startup or args.startup_only:
-        print("\n" + startup(args.repeats), flush=True)
+        print("\n" + startup(args.repeats, args.reference), flush=True)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special, stats
+from scipy import special
 
 from service.drift.distances import Counts, union_categories
 
@@ -352,6 +352,8 @@ def two_proportion_test(
     table = np.array([[x_current, n_current - x_current], [x_reference, n_reference - x_reference]])
     expected = np.outer(table.sum(axis=1), table.sum(axis=0)) / table.sum()
     if expected.min() < min_expected:
+        from scipy import stats  # here: importing scipy.stats costs ~0.5 s of start-up
+
         return ProportionTest(*base, float(stats.fisher_exact(table).pvalue), "fisher")
     pooled = (x_current + x_reference) / (n_current + n_reference)
     se = math.sqrt(pooled * (1 - pooled) * (1 / n_current + 1 / n_reference))

@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import stats
 
 DEFAULT_RESAMPLES = 10_000
 
@@ -142,6 +141,8 @@ def _significance(
 ) -> tuple[float, float, float]:
     if not diff.any():
         return 1.0, 0.0, 0.0
+    from scipy import stats  # here: importing scipy.stats costs ~0.5 s of serve's start-up
+
     rng = np.random.default_rng(seed)
     nonzero = diff[diff != 0]
     if len(nonzero) == 1:

@@ -61,7 +61,6 @@ from itertools import chain
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-from datasketch import MinHash, MinHashLSH
 
 from service.harvest.text import trigrams
 
@@ -94,17 +93,53 @@ class Probe(NamedTuple):
 @lru_cache(maxsize=8)
 def _permutations(num_perm: int) -> np.ndarray:
     """datasketch's ``(a, b)`` permutation parameters (seed 1, ``affine32``)."""
+    from datasketch import MinHash  # here: datasketch imports scipy.integrate (start-up time)
+
     return MinHash(num_perm=num_perm, hashfunc=zlib.crc32).permutations  # type: ignore[no-any-return]
 
 
-def signatures(sets: Sequence[frozenset[bytes]], num_perm: int) -> np.ndarray:
+class LshParameters(NamedTuple):
+    """The MinHash LSH scheme of an index: datasketch's permutations and banding.
+
+    Attributes:
+        permutations: ``(a, b)``, shape ``(2, num_perm)`` (:func:`_permutations`).
+        bands, rows: ``MinHashLSH``'s ``b`` bands of ``r`` rows for the index's threshold.
+    """
+
+    permutations: np.ndarray
+    bands: int
+    rows: int
+
+
+def lsh_parameters(threshold: float, num_perm: int) -> LshParameters:
+    """The :class:`LshParameters` of a :class:`NearDupIndex` of ``threshold`` and
+    ``num_perm``: datasketch's, which it computes by numerical integration (importing
+    datasketch and scipy.integrate costs ~0.3 s of a start; a service keeps these in its
+    fit cache, :mod:`service.files.fit_cache`).
+
+    Raises:
+        ValueError: ``threshold`` outside (0, 1] or ``num_perm < 2``.
+    """
+    if not 0 < threshold <= 1:
+        raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+    if num_perm < 2:
+        raise ValueError(f"num_perm must be >= 2, got {num_perm}")
+    from datasketch import MinHashLSH
+
+    lsh = MinHashLSH(threshold=max(0.1, threshold - _LSH_SLACK), num_perm=num_perm)
+    return LshParameters(np.asarray(_permutations(num_perm)), int(lsh.b), int(lsh.r))
+
+
+def signatures(sets: Sequence[frozenset[bytes]], num_perm: int,
+               permutations: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """MinHash signatures of trigram ``sets`` as a ``(len(sets), num_perm)`` ``uint32`` array,
     equal to ``MinHash.bulk(sets, num_perm=num_perm, hashfunc=zlib.crc32)``'s hash values
-    (an empty set hashes as ``{b"   "}``)."""
+    (an empty set hashes as ``{b"   "}``). ``permutations``: datasketch's ``(a, b)`` for
+    ``num_perm`` (:class:`LshParameters`), computed when ``None``."""
     sets = [grams or _EMPTY for grams in sets]
     if not sets:
         return np.empty((0, num_perm), dtype=np.uint32)
-    a, b = _permutations(num_perm)
+    a, b = _permutations(num_perm) if permutations is None else permutations
     sizes = [len(grams) for grams in sets]
     hv = np.fromiter(map(zlib.crc32, chain.from_iterable(sets)), np.uint32, sum(sizes))
     s1, m1, s2, m2 = _FMIX
@@ -132,9 +167,12 @@ class NearDupIndex:
             (5,000 keys × 768-d ≈ 15 MB).
         cosine: cosine from which two texts' vectors match, in (0, 1]; read with
             ``embedder`` only.
+        parameters: ``lsh_parameters(threshold, num_perm)`` computed before (a fit cache's);
+            ``None`` computes them.
 
     Raises:
-        ValueError: ``threshold`` or ``cosine`` outside (0, 1] or ``num_perm < 2``.
+        ValueError: ``threshold`` or ``cosine`` outside (0, 1] or ``num_perm < 2``, or
+            ``parameters`` of another ``num_perm``.
     """
 
     def __init__(
@@ -143,6 +181,7 @@ class NearDupIndex:
         num_perm: int = 64,
         embedder: Embedder | None = None,
         cosine: float = 0.8,
+        parameters: LshParameters | None = None,
     ) -> None:
         if not 0 < threshold <= 1:
             raise ValueError(f"threshold must be in (0, 1], got {threshold}")
@@ -154,8 +193,13 @@ class NearDupIndex:
         self.num_perm = num_perm
         self.embedder = embedder
         self.cosine = cosine
-        lsh = MinHashLSH(threshold=max(0.1, threshold - _LSH_SLACK), num_perm=num_perm)
-        self.bands, self.rows = lsh.b, lsh.r
+        if parameters is None:
+            parameters = lsh_parameters(threshold, num_perm)
+        if parameters.permutations.shape != (2, num_perm):
+            raise ValueError(f"LSH parameters of {parameters.permutations.shape[-1]} "
+                             f"permutations for num_perm={num_perm}")  # fmt: skip
+        self._permutations = parameters.permutations
+        self.bands, self.rows = parameters.bands, parameters.rows
         # band value -> the key, or a tuple of keys when several share it: strings and
         # tuples of strings are not tracked by the garbage collector, sets would be (one per
         # band and text: ~100,000 objects each full collection walks)
@@ -185,7 +229,7 @@ class NearDupIndex:
         if not texts:
             return []
         sets = [trigrams(text) for text in texts]
-        signed = signatures(sets, self.num_perm)[:, : self.bands * self.rows]
+        signed = signatures(sets, self.num_perm, self._permutations)[:, : self.bands * self.rows]
         width = np.dtype((np.void, 4 * self.rows))  # one band of one row as one bytes value
         keys = np.ascontiguousarray(signed).view(width).tolist()
         if self.embedder is None:

@@ -72,8 +72,9 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
+from service.files.fit_cache import Memo, no_memo
 from service.harvest.config import REASONS, HarvestConfig
-from service.harvest.neardup import NearDupIndex, Probe
+from service.harvest.neardup import NearDupIndex, Probe, lsh_parameters
 from service.harvest.ranking import priority
 from service.harvest.shedding import choose
 from service.harvest.signals import CoverageTracker, ScoreWindow, event_reasons, production_score
@@ -121,6 +122,17 @@ def _role(event: QueryLogEvent, notes: dict[str, Any]) -> str | None:
     return scrub_label(role)
 
 
+def _datasketch_version() -> str | None:
+    """The installed datasketch's version (its LSH parameters are its choice), without
+    importing it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("datasketch")
+    except PackageNotFoundError:
+        return None
+
+
 class HarvestStage:
     """Pipeline stage harvesting gold-question suggestions (module docstring).
 
@@ -135,6 +147,8 @@ class HarvestStage:
         embedder: the embedding layer (:func:`service.embeddings.model.shared_embedder`) for the
             near-duplicate rule's cosine part (``config.embedding_similarity``); ``None``, or
             that setting ``None``: trigram Jaccard only.
+        memo: may keep the near-duplicate index's LSH parameters between starts
+            (:class:`service.files.fit_cache.FitCache`).
     """
 
     name = "harvest"
@@ -147,6 +161,7 @@ class HarvestStage:
         sinks: Sequence[CandidateSink] = (),
         clock: Callable[[], float] = time.monotonic,
         embedder: Embedder | None = None,
+        memo: Memo = no_memo,
     ) -> None:
         self.config = config
         self.sinks = list(sinks)
@@ -154,9 +169,12 @@ class HarvestStage:
         self.coverage = CoverageTracker(gold_counts or {}, config.min_live_events)
         self.scores = ScoreWindow(config.score_window, config.min_live_events)
         cosine = config.embedding_similarity
+        lsh = memo("lsh-parameters", [config.similarity, config.num_perm, _datasketch_version()],
+                   lambda: lsh_parameters(config.similarity, config.num_perm))  # fmt: skip
         self.index = NearDupIndex(
             config.similarity, config.num_perm,
             embedder=embedder if cosine is not None else None, cosine=cosine or 1.0,
+            parameters=lsh,
         )  # fmt: skip
         self.suggestions: dict[str, Suggestion] = {}
         self._exact: dict[str, str] = {}  # normalised text -> suggestion id

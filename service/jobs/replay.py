@@ -98,7 +98,8 @@ def run_replay(
     else:
         state = StateStore.in_memory()
     try:
-        live = build_live(settings, registry, state, replay=True)
+        cache = settings.state.model_cache_dir(Path(state_path)) if state_path else None
+        live = build_live(settings, registry, state, replay=True, model_cache=cache)
     except BaseException:
         state.close()  # and its writer's lock
         raise

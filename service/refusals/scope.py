@@ -31,11 +31,11 @@ refusing a question the gold set marks unanswerable is never an over-refusal.
 from __future__ import annotations
 
 import math
+import pickle
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-from sklearn.metrics import roc_auc_score, roc_curve
 
 from service.pipeline import Batch, StatelessStage
 from service.pipeline.batch_cache import BatchCache
@@ -105,6 +105,8 @@ def calibrate_threshold(
         raise ValueError("calibration needs answerable and unanswerable questions")
     if not 0.0 <= min_tpr <= 1.0:
         raise ValueError(f"min_tpr must be in [0, 1], got {min_tpr}")
+    from sklearn.metrics import roc_auc_score, roc_curve  # here: a fit, not every start
+
     raw = [*answerable, *unanswerable]
     finite = [s for s in raw if s is not None]
     floor = (min(finite) - 1.0) if finite else 0.0
@@ -300,6 +302,29 @@ def _cv_folds(labels: np.ndarray, max_folds: int = 5) -> int:
     return int(min(max_folds, np.bincount(labels.astype(int), minlength=2).min()))
 
 
+class PickledEstimator:
+    """A fitted scikit-learn estimator kept pickled until its first ``predict_proba``, so a
+    start that reads the out-of-scope detector from the fit cache does not import
+    scikit-learn (and pandas, which it pulls in: ~0.5 s) before it is ready; the first
+    batch scored pays it instead. Unpickling gives the estimator that was pickled, so the
+    probabilities are the same.
+
+    Args:
+        blob: ``pickle.dumps`` of the estimator (goldwatch's own fit cache: see
+            :mod:`service.files.fit_cache` on trust).
+    """
+
+    def __init__(self, blob: bytes) -> None:
+        self.blob = blob
+        self._estimator: Any = None
+
+    def predict_proba(self, features: np.ndarray) -> np.ndarray:
+        """The estimator's ``predict_proba(features)``, shape ``(n, 2)``."""
+        if self._estimator is None:
+            self._estimator = pickle.loads(self.blob)  # noqa: S301 - see the class docstring
+        return np.asarray(self._estimator.predict_proba(features))
+
+
 class EmbeddingScope:
     """Out-of-scope detector on the embedding layer, calibrated on the gold set.
 
@@ -419,6 +444,27 @@ class EmbeddingScope:
             cv_scores[labels].tolist(), cv_scores[~labels].tolist(), retriever, min_tpr
         )._replace(auc=self.quality.auc)
         self.model = model().fit(features[:, self.columns], labels)
+
+    def fitted_state(self) -> dict[str, Any]:
+        """What the fit computed — the gold and corpus embeddings, the chosen features, the
+        fitted pipeline (pickled: see :class:`PickledEstimator`), its quality,
+        cross-validated scores and calibration — as plain data (everything but the
+        embedder) for :meth:`restore`."""
+        state = {name: value for name, value in vars(self).items() if name != "embedder"}
+        model = state["model"]
+        state["model"] = model.blob if isinstance(model, PickledEstimator) else pickle.dumps(model)
+        return state
+
+    @classmethod
+    def restore(cls, embedder: Any, state: Mapping[str, Any]) -> EmbeddingScope:
+        """The detector :meth:`fitted_state` was taken from, applying ``embedder`` (the one
+        it was fitted with: the same name), without fitting again; its pipeline is
+        unpickled at the first :meth:`score` (:class:`PickledEstimator`)."""
+        detector = cls.__new__(cls)
+        detector.__dict__.update(state)
+        detector.model = PickledEstimator(state["model"])
+        detector.embedder = embedder
+        return detector
 
     def _features(
         self,

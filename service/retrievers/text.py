@@ -30,10 +30,9 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import cache
 
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
 from service.records import Passage
 from service.text import normalise
+from service.text.stop_words import ENGLISH_STOP_WORDS
 from service.text.unicode_classes import category_ranges
 
 #: Code-point ranges of scripts written without spaces between words.

@@ -27,7 +27,6 @@ from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 from service.records import Passage, ScoredDoc
 from service.retrievers.text import check_k, corpus_ids, tokenize
@@ -93,6 +92,8 @@ class TfidfRetriever:
         self.ids = corpus_ids(corpus)
         self._weights = (np.sqrt(word_weight), np.sqrt(1 - word_weight))
         common = {"sublinear_tf": True, "lowercase": False, "dtype": np.float32}
+        from sklearn.feature_extraction.text import TfidfVectorizer  # here: costs start-up
+
         self._word = TfidfVectorizer(
             analyzer="word",
             tokenizer=tokenize,

@@ -24,6 +24,7 @@ from service.drift.windows import WindowConfig
 from service.embeddings.model import shared_embedder
 from service.embeddings.protocol import Embedder
 from service.evaluation.detector_quality import DEFAULT_AUC_FLOOR, DetectorQuality, measure_auc
+from service.files.fit_cache import Memo, no_memo
 from service.language.detector import (
     LanguageConfig,
     LanguageDetector,
@@ -156,6 +157,22 @@ def fit_topic_model(
     return TopicModel.fit(texts, config, embedder=embedder, previous=previous)
 
 
+def _memo_topics(memo: Memo, embedder: Embedder, gold: GoldSet, passages: Sequence[Passage],
+                 config: TopicConfig, use_gold_topics: bool,
+                 previous: Mapping[str, Any] | None) -> TopicModel:  # fmt: skip
+    """:func:`fit_topic_model` through ``memo`` (its state and version are kept)."""
+
+    def fit() -> tuple[dict[str, Any], str]:
+        model = fit_topic_model(gold, passages, config, use_gold_topics, embedder=embedder,
+                                previous=previous)  # fmt: skip
+        return model.fitted_state(), model.version
+
+    inputs = [[(q.question, q.topic) for q in gold], [p.text for p in passages], config,
+              use_gold_topics, embedder.name, previous]  # fmt: skip
+    state, version = memo("topic-model", inputs, fit)
+    return TopicModel(state, version, embedder)
+
+
 def _language_counts(gold: GoldSet, detector: LanguageDetector) -> dict[str, int]:
     rows = list(gold)
     missing = [q.question for q in rows if not q.language]
@@ -196,6 +213,7 @@ def _scope_stage(
     corpus: Corpus,
     embedder: Embedder | None = None,
     retriever: Retriever | None = None,
+    memo: Memo = no_memo,
 ) -> tuple[
     ScopeStage | EmbeddingScopeStage | None, ScopeCalibration | None, DetectorQuality | None
 ]:
@@ -203,7 +221,8 @@ def _scope_stage(
     three ``None`` when it is off (:func:`scope_off` says why).
 
     ``retriever``: the built-in ``config.scope_retriever`` already built on ``corpus`` (a
-    gold-set refresh reuses the running one); ``None`` builds it."""
+    gold-set refresh reuses the running one); ``None`` builds it. ``memo`` may keep the
+    embedding detector's fit (:meth:`~service.refusals.scope.EmbeddingScope.fitted_state`)."""
     method = config.scope_method
     off = scope_off(config, gold, corpus)
     if off is not None:
@@ -234,14 +253,17 @@ def _scope_stage(
         ).at_threshold(calibration.threshold, calibration.tpr, calibration.fpr)
         return ScopeStage(calibration, retriever, k=1, known=known), calibration, quality
     found = retriever.search_batch([q.question for q in questions], 1)
-    detector = EmbeddingScope(
-        embedder or shared_embedder(config.embeddings),
-        questions,
-        [p.text for p in corpus.passages],
-        retriever_scores=[best_score(r) for r in found],
-        retriever=retriever.name,
-        min_tpr=config.scope_min_tpr,
-    )
+    embedder = embedder or shared_embedder(config.embeddings)
+    passages = [p.text for p in corpus.passages]
+    scores = [best_score(r) for r in found]
+
+    def fit() -> dict[str, Any]:
+        return EmbeddingScope(embedder, questions, passages, retriever_scores=scores,
+                              retriever=retriever.name, min_tpr=config.scope_min_tpr,
+                              ).fitted_state()  # fmt: skip
+
+    inputs = [questions, passages, scores, retriever.name, config.scope_min_tpr, embedder.name]
+    detector = EmbeddingScope.restore(embedder, memo("embedding-scope", inputs, fit))
     stage = EmbeddingScopeStage(detector, retriever, known)
     cal = detector.calibration  # its rates are those of the cross-validated scores
     return stage, cal, detector.quality.at_threshold(cal.threshold, cal.tpr, cal.fpr)
@@ -329,11 +351,15 @@ def build_analytics(
     gold: GoldSet,
     corpus: Corpus,
     previous_topics: Mapping[str, Any] | None = None,
+    memo: Memo = no_memo,
 ) -> Analytics:
     """Build the analytics stages for ``config`` against the gold set and corpus.
 
     ``previous_topics`` is the :meth:`~service.topics.model.TopicModel.identity` kept in the state
-    store by the last run, so a restart keeps the unsupervised topic ids.
+    store by the last run, so a restart keeps the unsupervised topic ids. ``memo`` may keep
+    the fits between starts (:class:`service.files.fit_cache.FitCache`: the gold set's
+    language and topic counts, the topic model, the embedding out-of-scope detector), which
+    are then the same values as fitted.
 
     Raises:
         ValueError: a topic model or refusal pattern cannot be built, or the pseudonym key
@@ -355,7 +381,9 @@ def build_analytics(
                                                   "candidates": candidates,
                                                   "preferred": preferred,
                                                   "preferred_shares": shares}))  # fmt: skip
-    language_counts = _language_counts(gold, detector)
+    language_counts = memo("language-counts", [[(q.question, q.language) for q in gold],
+                                               detector.config],
+                           lambda: _language_counts(gold, detector))  # fmt: skip
     labeler = LanguageLabeler(language_counts, limit=config.language_label_limit)
     stages.append(LanguageStage(detector, labeler))
     # One embedder for topics, novelty and out-of-scope (``analytics.embeddings``); the
@@ -367,18 +395,19 @@ def build_analytics(
     if config.topics_model is not None:
         model = TopicModel.load(config.topics_model, embedder)
     elif len(gold):
-        model = fit_topic_model(gold, (), config.topics, config.use_gold_topics,
-                                embedder=embedder, previous=previous_topics)  # fmt: skip
+        model = _memo_topics(memo, embedder, gold, (), config.topics, config.use_gold_topics,
+                             previous_topics)  # fmt: skip
     elif corpus.passages:  # no gold set: the user's own corpus, never a stand-in
         # Novelty off: questions are not passages, so "far from every passage" means nothing
         # (and its leave-one-topic-out AUC would be measured on passages, not questions).
         no_novelty = config.topics.model_copy(update={"novelty_percentile": 0.0})
-        model = fit_topic_model(gold, corpus.passages, no_novelty, use_gold_topics=False,
-                                embedder=embedder, previous=previous_topics)  # fmt: skip
+        model = _memo_topics(memo, embedder, gold, corpus.passages, no_novelty, False,
+                             previous_topics)  # fmt: skip
     if model is not None:  # else no topics: nothing of the user's to fit them on
         stages.append(TopicStage(model))
     stages.append(RefusalStage(RefusalDetector(extra_patterns=config.refusal_patterns)))
-    scope_stage, calibration, scope_quality = _scope_stage(config, gold, corpus, embedder)
+    scope_stage, calibration, scope_quality = _scope_stage(config, gold, corpus, embedder,
+                                                           memo=memo)  # fmt: skip
     if scope_stage is not None:
         if scope_quality is not None:
             scope_stage.calibrated = scope_quality.trusted(
@@ -386,7 +415,10 @@ def build_analytics(
         stages.append(scope_stage)
     gold_counts: dict[str, dict[str, int]] = {}
     if len(gold):  # no gold set: no reference comparisons, the baseline only
-        topic_counts = _topic_counts(gold, model) if model is not None else {}
+        topic_counts: dict[str, int] = {}
+        if model is not None:
+            topic_inputs = [model.version, [(q.question, q.topic) for q in gold]]
+            topic_counts = memo("topic-counts", topic_inputs, lambda: _topic_counts(gold, model))
         gold_counts = {"language": language_counts, "topic": topic_counts}
     drift = DriftStage(
         gold_counts,

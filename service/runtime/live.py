@@ -22,6 +22,7 @@ import importlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -30,6 +31,7 @@ from service.data.corpus import Corpus, load_corpus
 from service.data.goldset import GoldSet, load_gold_set
 from service.embeddings.model import shared_embedder
 from service.evaluation.detector_quality import quality_gauges
+from service.files.fit_cache import FitCache, Memo, no_memo
 from service.harvest import HarvestStage, MemoryCandidates, StateStoreCandidates
 from service.harvest.config import REASONS
 from service.pii import UNKEYED, Pseudonymiser
@@ -216,11 +218,22 @@ def keep_topic_identity(state: StateStore | None, analytics: Analytics) -> None:
         log.warning("topic ids not kept for the next start: %s", exc)
 
 
+def fit_cache(folder: Path | None, settings: Settings, gold: GoldSet, corpus: Corpus) -> Memo:
+    """The analytics' fit cache in ``folder`` (:class:`~service.files.fit_cache.FitCache`),
+    its every entry keyed on the gold set's rows, the corpus's passages and
+    ``settings.analytics`` as well as its own inputs; :func:`~service.files.fit_cache.no_memo`
+    without a folder."""
+    if folder is None:
+        return no_memo
+    return FitCache(folder, context=[gold.questions, corpus.passages, settings.analytics])
+
+
 def build_live(
     settings: Settings,
     registry: CollectorRegistry,
     state: StateStore | None = None,
     replay: bool = False,
+    model_cache: Path | None = None,
 ) -> Live:
     """Build the pipeline with the analytics stages of ``settings.analytics`` and the shadow
     stage of ``settings.shadow``, against the configured gold set and corpus. Without a gold
@@ -231,7 +244,8 @@ def build_live(
     and, with the Kafka source, published to the compacted ``harvest.topic``. With
     ``replay`` (a replay to the end of a file) the shadow stage runs with backpressure and
     waits for each batch's calls, so nothing is skipped for timing and the report is
-    reproducible (:mod:`service.shadow.stage`).
+    reproducible (:mod:`service.shadow.stage`). With ``model_cache`` (a folder) the
+    analytics' fits are kept there between starts (:func:`fit_cache`).
 
     Raises:
         ValueError, OSError: the gold set, corpus, topic model or a custom stage is unusable
@@ -251,9 +265,10 @@ def build_live(
     has_gold = settings.gold_set is not None
     gold = load_gold_set(settings.gold_set) if settings.gold_set else GoldSet(())
     corpus = load_corpus(settings.corpus) if settings.corpus else Corpus(())
+    memo = fit_cache(model_cache, settings, gold, corpus)
     if settings.analytics.enabled:
         previous = state.get(TOPIC_IDENTITY_KEY) if state is not None else None
-        analytics = build_analytics(settings.analytics, gold, corpus, previous)
+        analytics = build_analytics(settings.analytics, gold, corpus, previous, memo)
         keep_topic_identity(state, analytics)
         labeler = analytics.language_labeler
         metrics = build_analytics_metrics(
@@ -302,7 +317,7 @@ def build_live(
             fit = [q.question for q in gold] + [passage.text for passage in corpus.passages]
             embedder = shared_embedder(settings.analytics.embeddings, fit_texts=fit)
         harvest = HarvestStage(settings.harvest, analytics.gold_counts, list(gold), sinks=sinks,
-                               embedder=embedder)  # fmt: skip
+                               embedder=embedder, memo=memo)  # fmt: skip
         harvest_metrics = build_harvest_metrics(
             registry, REASONS, sinks=[type(sink).__name__ for sink in sinks]
         )

@@ -99,7 +99,8 @@ class Runtime:
         try:  # a start that fails releases the state file (and its writer's lock)
             decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes)
             self.event_decoder = decoder  # wrapped by a trace source (_open_source)
-            self.live = build_live(settings, self.registry, self.state)
+            self.live = build_live(settings, self.registry, self.state,
+                                   model_cache=settings.state.model_cache_dir())  # fmt: skip
             pipeline = self.live.pipeline
             if stages:
                 own = [st for st in (self.live.quality, self.live.shadow, self.live.harvest)

@@ -205,14 +205,31 @@ class SourceConfig(_Frozen):
         return self
 
 
+#: The fit cache's folder name, beside the state file (:attr:`StateConfig.model_cache`).
+MODEL_CACHE_DIR = "model-cache"
+
+
 class StateConfig(_Frozen):
     """Where state that must survive a restart lives (one SQLite file, WAL mode).
 
     Attributes:
         path: the SQLite file; its folder is created if missing.
+        model_cache: keep the analytics' fitted models (out-of-scope detector, topic model,
+            the gold set's reference counts) in ``model-cache/`` beside ``path``, so a restart
+            with the same gold set, corpus, analytics settings and goldwatch code reads them
+            back instead of fitting (the same values; any change refits). ``false``: fit at
+            every start.
     """
 
     path: Path = Path("goldwatch-state/state.sqlite")
+    model_cache: bool = True
+
+    def model_cache_dir(self, state_path: Path | None = None) -> Path | None:
+        """The fit cache's folder beside ``state_path`` (default :attr:`path`), or ``None``
+        when :attr:`model_cache` is off."""
+        if not self.model_cache:
+            return None
+        return (state_path or self.path).parent / MODEL_CACHE_DIR
 
 
 def _path_not_empty(value: Any) -> Any:

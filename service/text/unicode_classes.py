@@ -56,11 +56,20 @@ def category_ranges(prefix: str) -> tuple[tuple[int, int], ...]:
     """
     if not prefix or prefix[0] in ("L", "C"):
         raise ValueError(f"category {prefix!r} occurs outside planes {SCANNED_PLANES}")
-    category = unicodedata.category
-    found = [
-        code
-        for plane in SCANNED_PLANES
-        for code in range(plane * _PLANE, (plane + 1) * _PLANE)
-        if category(chr(code)).startswith(prefix)
-    ]
+    found = sorted(code for name, codes in _by_category().items() if name.startswith(prefix)
+                   for code in codes)  # fmt: skip
     return ranges_of(found)
+
+
+@functools.cache
+def _by_category() -> dict[str, list[int]]:
+    """The scanned code points of every category outside ``L*`` and ``C*``, ascending, by
+    category: one scan shared by every prefix (start-up asks for two, ``M`` and ``P``)."""
+    found: dict[str, list[int]] = {}
+    category = unicodedata.category
+    for plane in SCANNED_PLANES:
+        for code in range(plane * _PLANE, (plane + 1) * _PLANE):
+            name = category(chr(code))
+            if name[0] not in "LC":
+                found.setdefault(name, []).append(code)
+    return found

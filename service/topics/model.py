@@ -73,13 +73,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import joblib
 import numpy as np
 import scipy.sparse as sp
-import sklearn
-from scipy.optimize import linear_sum_assignment
-from sklearn.cluster import KMeans
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from threadpoolctl import ThreadpoolController
 
 from service.embeddings.model import default_embedder
@@ -90,6 +85,7 @@ from service.files.regular import open_regular
 from service.language.hinglish import STRONG_WORDS, WEAK_WORDS, is_hinglish
 from service.pipeline import Batch, StatelessStage
 from service.pipeline.batch_cache import BatchCache
+from service.text.stop_words import ENGLISH_STOP_WORDS
 from service.topics.config import N_TOPICS_MAX, N_TOPICS_MIN, TopicConfig
 
 #: Topic name given to a question far from every topic.
@@ -133,6 +129,9 @@ class ArtefactError(GoldwatchError, ValueError):
 
 def save_artefact(path: Path | str, kind: str, version: str, payload: Any) -> None:
     """Write ``{"format", "kind", "version", "sklearn"}`` as a JSON line, then ``payload``."""
+    import joblib  # here, not at import: scikit-learn and joblib cost start-up time
+    import sklearn
+
     header = {"format": _FORMAT, "kind": kind, "version": version, "sklearn": sklearn.__version__}
     with Path(path).open("wb") as handle:
         handle.write(json.dumps(header).encode() + b"\n")
@@ -147,6 +146,9 @@ def load_artefact(path: Path | str, kind: str) -> tuple[dict[str, Any], Any]:
             scikit-learn major version (checked before unpickling).
         OSError: the file can't be read.
     """
+    import joblib
+    import sklearn
+
     with open_regular(path) as handle:  # a FIFO or device: a plain error, not a hang
         try:
             header = json.loads(handle.readline())
@@ -168,6 +170,8 @@ def load_artefact(path: Path | str, kind: str) -> tuple[dict[str, Any], Any]:
 
 def data_version(texts: Sequence[str], labels: Sequence[Any] | None, params: Any) -> str:
     """First 12 hex chars of sha256 over the training data, params and scikit-learn version."""
+    import sklearn
+
     blob = json.dumps([list(texts), labels and list(labels), params, sklearn.__version__])
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
 
@@ -463,6 +467,12 @@ class TopicModel:
         return dict(Counter(NOVEL if s < self.threshold else names[k]
                             for k, s in zip(predicted.tolist(), loo.tolist(), strict=True)))
 
+    def fitted_state(self) -> dict[str, Any]:
+        """What the fit computed (centroids, reference sample, topics, threshold, quality):
+        plain data that ``TopicModel(state, self.version, embedder)`` rebuilds this model
+        from, as :meth:`save` and :meth:`load` do."""
+        return dict(self._state)
+
     def save(self, path: Path | str) -> None:
         """Write the model as a versioned artefact (see module docstring)."""
         save_artefact(path, KIND, self.version, {**self._state, "format": 2})
@@ -644,6 +654,8 @@ def _cluster(vectors: np.ndarray, config: TopicConfig, prior: dict[str, Any] | N
     if len(old):
         start = _extend(old[:k], vectors, k)
     else:
+        from sklearn.cluster import KMeans  # here: scikit-learn costs start-up time
+
         # float64: scikit-learn's float32 distances go through a slow upcasting path
         kmeans = KMeans(k, n_init=3, random_state=config.seed).fit(vectors.astype(np.float64))
         start = _unit_rows(kmeans.cluster_centers_)
@@ -657,6 +669,8 @@ def _cluster(vectors: np.ndarray, config: TopicConfig, prior: dict[str, Any] | N
     next_id = prior["next_id"] if prior else 0
     ids: list[int | None] = [None] * len(used)
     if len(old):
+        from scipy.optimize import linear_sum_assignment
+
         sims = centroids @ old.T  # (new, old)
         rows, cols = linear_sum_assignment(-sims)
         for r, c in zip(rows.tolist(), cols.tolist(), strict=True):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from datasketch import MinHash, MinHashLSH
 
-from service.harvest.neardup import NearDupIndex, signatures
+from service.harvest.neardup import NearDupIndex, lsh_parameters, signatures
 from service.harvest.text import candidate_id, jaccard, trigrams
 from service.harvest.text import comparison_form as normalise
 
@@ -107,3 +107,17 @@ def test_signatures_and_candidates_are_datasketchs() -> None:
         lsh.insert(key, minhash)
     for probe, minhash in zip(index.probes(texts), reference, strict=True):
         assert index.candidates(probe) == set(lsh.query(minhash))
+
+
+def test_lsh_parameters_are_datasketchs_and_must_match_num_perm() -> None:
+    """The parameters a fit cache keeps are datasketch's own (permutations of ``MinHash``,
+    bands and rows of ``MinHashLSH`` at the threshold minus the slack), and an index refuses
+    parameters of another permutation count."""
+    params = lsh_parameters(0.6, 64)
+    lsh = MinHashLSH(threshold=0.35, num_perm=64)
+    assert (params.bands, params.rows) == (lsh.b, lsh.r)
+    assert (params.permutations == MinHash(num_perm=64, hashfunc=zlib.crc32).permutations).all()
+    given = NearDupIndex(0.6, 64, parameters=params)
+    assert (given.bands, given.rows) == (lsh.b, lsh.r)
+    with pytest.raises(ValueError, match="num_perm=32"):
+        NearDupIndex(0.6, 32, parameters=params)
