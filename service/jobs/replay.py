@@ -57,7 +57,7 @@ from service.jobs.series import TimeSeries
 from service.pipeline import Batch
 from service.runtime.live import build_live
 from service.runtime.memory import freeze_heap
-from service.runtime.reports import analytics_report, json_safe, live_reports
+from service.runtime.reports import AnalyticsReport, analytics_report, json_safe, live_reports
 from service.settings import GOLD_SET_OFF, Settings, gold_set_notice
 from service.state import StateStore
 from service.telemetry import build_metrics
@@ -150,7 +150,7 @@ def run_replay(
     return doc
 
 
-def _with_series(analytics: dict[str, Any] | None, series: TimeSeries) -> dict[str, Any] | None:
+def _with_series(analytics: AnalyticsReport | None, series: TimeSeries) -> AnalyticsReport | None:
     """The analytics report with its counts per event-time bucket (``series``)."""
     return None if analytics is None else {**analytics, "series": series.report()}
 
