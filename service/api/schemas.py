@@ -20,6 +20,7 @@ from typing_extensions import TypedDict
 from service.harvest.labelling import CandidateItem
 from service.runtime.process import GoldRunStatus
 from service.runtime.reports import OutOfScopeReport, RefusalCounts
+from service.shadow.stage import CandidateSummary, Disagreement
 
 #: Keep keys a TypedDict below does not declare (after the declared ones), never drop them.
 _OPEN = ConfigDict(extra="allow")
@@ -216,7 +217,7 @@ class ShadowReport(TypedDict):
 
     rbo_p: float
     results_dropped: int
-    candidates: dict[str, dict[str, Any]]
+    candidates: dict[str, CandidateSummary]
     gold: GoldRunStatus
 
 
@@ -226,7 +227,7 @@ class Disagreements(TypedDict):
     rankings."""
 
     rbo_p: float
-    candidates: dict[str, list[dict[str, Any]]]
+    candidates: dict[str, list[Disagreement]]
 
 
 class GoldRunStarted(TypedDict):

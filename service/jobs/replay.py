@@ -66,6 +66,7 @@ from service.runtime.reports import (
     live_reports,
 )
 from service.settings import GOLD_SET_OFF, Settings, gold_set_notice
+from service.shadow.stage import ShadowStageReport
 from service.state import StateStore
 from service.telemetry import build_metrics
 from service.topics.model import NOVEL
@@ -304,7 +305,7 @@ def harvest_lines(summary: HarvestSummary | None) -> list[str]:
     return lines
 
 
-def _shadow_lines(shadow: dict[str, Any] | None) -> list[str]:
+def _shadow_lines(shadow: ShadowStageReport | None) -> list[str]:
     if not shadow:
         return []
     lines = []
@@ -313,7 +314,7 @@ def _shadow_lines(shadow: dict[str, Any] | None) -> list[str]:
         skipped = ", ".join(f"{r} {n}" for r, n in body["skipped"].items()) or "none"
         errors = ", ".join(f"{r} {n}" for r, n in body["errors"].items()) or "none"
 
-        def fmt(key: str, agreement: dict[str, Any] = agreement) -> str:
+        def fmt(key: str, agreement: dict[str, float | None] = agreement) -> str:
             value = agreement.get(key)
             return "-" if value is None else f"{value:.3f}"
 

@@ -40,6 +40,7 @@ from service.runtime.memory import fix_mmap_threshold, freeze_heap
 from service.runtime.reports import AnalyticsReport, analytics_report, json_safe
 from service.settings import Settings, gold_set_notice
 from service.shadow.gold_runs import GoldRuns
+from service.shadow.stage import ShadowStageReport
 from service.state import StateError, StateStore
 from service.telemetry import build_metrics, build_trace_metrics
 from service.traces.mapping import content_index
@@ -349,7 +350,7 @@ class Runtime:
         finally:
             self.engine.lock.release()
 
-    def shadow_report(self) -> dict[str, Any] | None:
+    def shadow_report(self) -> ShadowStageReport | None:
         """The shadow stage's report after folding in the results finished so far (``None``
         without candidates), with the latest gold-set run."""
         if self.live.shadow is None:

@@ -15,6 +15,7 @@ from service.pipeline.totals import AnnotationTotals
 from service.refusals.scope import describe
 from service.runtime.analytics import Analytics
 from service.runtime.live import Live
+from service.shadow.stage import ShadowStageReport
 from service.telemetry import PII_TYPES
 from service.topics.model import NOVEL
 
@@ -97,7 +98,7 @@ class HarvestSummary(TypedDict):
 class LiveReports(TypedDict, total=False):
     """:func:`live_reports`: the reports of the stages that are on (a key per stage)."""
 
-    shadow: dict[str, Any]
+    shadow: ShadowStageReport
     quality: dict[str, Any]
     gold_candidates: HarvestSummary
 
