@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry
 from typing_extensions import TypedDict
 
 from consumers.base import DeadLetter, ExplainsNotReady, Origin, RawMessage, Source
-from consumers.engine import Engine, Outcome
+from consumers.engine import Engine, Outcome, TotalsJson
 from consumers.errors import GoldwatchConsumerError, suppress_on_error
 from consumers.file_source import FileSource
 from consumers.jsonl_dead_letters import DEAD_LETTER_MARK_KEY, JsonlDeadLetters
@@ -85,7 +85,7 @@ class StatusReport(TypedDict):
     source_kind: str
     source: dict[str, Any] | None
     input_finished: bool
-    totals: dict[str, Any]
+    totals: TotalsJson
     last_error: str | None
     gold_refresh_error: str | None
     gold_file_error: str | None
