@@ -65,9 +65,9 @@ class SuggestionRecord(SuggestionJson):
 
 
 class Decision(TypedDict):
-    """A labelling decision (module docstring): ``status`` and ``decided_at`` (RFC 3339,
-    UTC); an accept adds ``gold_id``, the ``gold`` passage ids, ``kind`` and the ``labels``
-    written; a reject adds its scrubbed ``reason`` (≤ 500 characters). Keys in the order
+    """A labelling decision: ``status`` and ``decided_at`` (RFC 3339, UTC); an accept adds
+    ``gold_id``, the ``gold`` passage ids, ``kind`` and the ``labels`` written; a reject
+    adds its scrubbed ``reason`` (≤ 500 characters). Keys in the order
     :class:`~service.harvest.labelling.Labelling` writes them."""
 
     status: Literal["accepted", "rejected"]

@@ -101,10 +101,11 @@ class LatencySummary(TypedDict):
 
 class CandidateSummary(TypedDict):
     """One candidate's aggregates without its disagreement rows (``GET /v1/shadow``):
-    the counters (module docstring), ``latency_seconds`` (left out of a replay's report),
-    agreement ``{measure: mean or None}`` with the ``counts`` each mean is over, the same
-    means per language and per topic (``{label: {"n": results, measure: mean}}``) and, in
-    the live service, the runner's gauges."""
+    the counters (``offered`` = ``completed`` + Σ ``errors`` + Σ ``skipped`` +
+    ``in_flight``; ``queued`` of them sent to the candidate), ``latency_seconds`` (left out
+    of a replay's report), agreement ``{measure: mean or None}`` with the ``counts`` each
+    mean is over, the same means per language and per topic (``{label: {"n": results,
+    measure: mean}}``) and, in the live service, the runner's gauges."""
 
     offered: int
     queued: int
