@@ -11,6 +11,7 @@ from typing import Any, NotRequired
 from prometheus_client import CollectorRegistry
 from typing_extensions import TypedDict
 
+from service.harvest.store import SuggestionRecord
 from service.pipeline.totals import AnnotationTotals
 from service.refusals.scope import describe
 from service.runtime.analytics import Analytics
@@ -90,7 +91,7 @@ class HarvestSummary(TypedDict):
 
     n_suggestions: int
     by_reason: dict[str, int]
-    top: list[dict[str, Any]]
+    top: list[SuggestionRecord]
     shed: NotRequired[int]
     max_new_per_batch: NotRequired[int | None]
 
@@ -123,15 +124,14 @@ def live_reports(live: Live, registry: CollectorRegistry | None = None) -> LiveR
     return reports
 
 
-def harvest_summary(records: Sequence[Mapping[str, Any]], top: int = 20) -> HarvestSummary:
+def harvest_summary(records: Sequence[SuggestionRecord], top: int = 20) -> HarvestSummary:
     """Suggestion counts by reason and the ``top`` suggestions by priority."""
     by_reason: dict[str, int] = {}
     for row in records:
         for reason in row.get("reasons", ()):
             by_reason[reason] = by_reason.get(reason, 0) + 1
     ranked = sorted(records, key=lambda r: (-float(r.get("priority", 0)), str(r.get("id"))))
-    return {"n_suggestions": len(records), "by_reason": by_reason,
-            "top": [dict(row) for row in ranked[:top]]}  # fmt: skip
+    return {"n_suggestions": len(records), "by_reason": by_reason, "top": ranked[:top]}
 
 
 def analytics_report(live: Live) -> AnalyticsReport | None:
