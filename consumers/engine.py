@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
-from typing import Any
+from typing import Any, TypedDict
 
 from consumers.base import DeadLetter, RawMessage
 from consumers.decoding import collect_dropped_fields
@@ -63,6 +63,18 @@ Decoder = Callable[
 AdmitDead = Callable[[list[DeadLetter]], list[DeadLetter]]
 
 
+class TotalsJson(TypedDict):
+    """:meth:`Totals.to_json`: the all-time counts as stored in the state and shown in
+    ``/v1/status`` ``totals`` (``dead_lettered`` and ``dropped`` by reason)."""
+
+    consumed: int
+    processed: int
+    duplicates: int
+    redelivered: int
+    dead_lettered: dict[str, int]
+    dropped: dict[str, int]
+
+
 @dataclass
 class Totals:
     """All-time counts; ``consumed == processed + Σ dead_lettered + duplicates + Σ dropped``
@@ -84,7 +96,7 @@ class Totals:
         _merge(self.dead_lettered, counts.dead_lettered)
         _merge(self.dropped, dropped)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TotalsJson:
         """Return a JSON-able copy."""
         return {
             "consumed": self.consumed,
@@ -162,7 +174,7 @@ class Engine:
         self.lock = threading.RLock()
         self.future_tolerance_s = future_tolerance_s
         self.totals = Totals()
-        self._totals_view: dict[str, Any] = self.totals.to_json()
+        self._totals_view: TotalsJson = self.totals.to_json()
         self._applied: dict[tuple[str, int], int] = {}
         self._topic_ids: dict[str, str] = {}  # topic -> the id its applied offsets belong to
         self._loaded = False
@@ -307,7 +319,7 @@ class Engine:
             self._settled = settled and not counted
             return Outcome(batch, dead, counts, redelivered, dropped, repeats)
 
-    def totals_view(self) -> dict[str, Any]:
+    def totals_view(self) -> TotalsJson:
         """The totals after the last processed batch, without waiting for the lock (the API
         must answer while the loop is busy, e.g. retrying dead letters during an outage)."""
         return self._totals_view

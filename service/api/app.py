@@ -130,7 +130,10 @@ def _labelling(settings: Settings, runtime: Runtime) -> Labelling | None:
 
 
 def _add_metrics_route(app: FastAPI) -> None:
-    @app.get("/metrics", tags=["ops"], response_class=Response)
+    @app.get("/metrics", tags=["ops"], response_class=Response, responses={200: {
+        "description": "Prometheus text exposition format",
+        "content": {"text/plain": {"schema": {"type": "string"}}},
+    }})  # fmt: skip
     async def metrics(request: Request) -> Response:
         """Prometheus exposition of this process's metrics.
 

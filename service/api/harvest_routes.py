@@ -16,16 +16,19 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from service.api.deps import TokenDep, TokenFirstRoute
+from service.api.schemas import CandidatePage
 from service.harvest.config import REASONS
 from service.harvest.labelling import (
     LABEL_FIELDS,
     STATUSES,
     AlreadyDecided,
+    CandidateItem,
     CandidateNotFound,
     GoldSetUnavailable,
     Labelling,
     LabellingError,
 )
+from service.harvest.store import Decision
 
 router = APIRouter(prefix="/v1/gold-candidates", tags=["harvest"], route_class=TokenFirstRoute)
 
@@ -119,7 +122,7 @@ def list_candidates(
     status_: Annotated[Literal[STATUSES] | None, Query(alias="status")] = None,  # type: ignore[valid-type]
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-) -> dict[str, Any]:
+) -> CandidatePage:
     """Harvested suggestions, undecided first (without a ``status`` filter), each group
     best first and balanced over topics and languages: each with
     its reasons, count, first/last seen, scrubbed variants, pool (passages with who returned
@@ -133,7 +136,7 @@ def list_candidates(
 
 
 @router.get("/{candidate_id}", responses={404: {"description": "no suggestion has this id"}})
-def get_candidate(labelling: LabellingDep, candidate_id: Annotated[str, Path()]) -> dict[str, Any]:
+def get_candidate(labelling: LabellingDep, candidate_id: Annotated[str, Path()]) -> CandidateItem:
     """One suggestion, as the listing shows it (with its status and decision); 404 for an
     unknown (or malformed) id, whose body does not repeat it."""
     if not _ID.fullmatch(candidate_id):
@@ -171,7 +174,7 @@ async def accept_candidate(
     body: AcceptBody,
     labelling: LabellingDep,
     request: Request,
-) -> dict[str, Any]:
+) -> Decision:
     """Append the suggestion to the gold-set file with a fresh id, with the labels sent
     (``topic``, ``language``, ``role``, ``answer_contains``, ``reference_answer``) as its
     labels and the unconfirmed guesses under ``suggested``; 409 if already decided;
@@ -214,7 +217,7 @@ def _accept_gate(request: Request) -> anyio.Lock:
 @router.post("/{candidate_id}/reject", responses=_DECISION_RESPONSES)
 async def reject_candidate(
     _: TokenDep, candidate_id: CandidateId, body: RejectBody, labelling: LabellingDep
-) -> dict[str, Any]:
+) -> Decision:
     """Keep a rejection with its reason (control characters taken out, line breaks and tabs
     as spaces, then scrubbed; clipped to 500 characters with "…" if scrubbing made it
     longer); 409 if already decided."""

@@ -12,14 +12,18 @@ from starlette.concurrency import run_in_threadpool
 from service.api.deps import RuntimeDep, TokenDep, TokenFirstRoute, require_json
 from service.api.schemas import (
     BUSY,
+    DriftReport,
     Health,
     IngestResult,
     Problem,
+    QualityReport,
     Readiness,
+    RefusalsReport,
     Rejected,
     Status,
     not_found,
 )
+from service.runtime.process import StatusReport
 
 router = APIRouter(route_class=TokenFirstRoute)
 
@@ -46,12 +50,12 @@ def readyz(runtime: RuntimeDep) -> Any:
 
 
 @router.get("/v1/status", response_model=Status, tags=["ops"])
-def get_status(runtime: RuntimeDep) -> dict[str, Any]:
+def get_status(runtime: RuntimeDep) -> StatusReport:
     """Sources, offsets, lag, persisted totals, uptime."""
     return runtime.status()
 
 
-@router.get("/v1/drift", tags=["analytics"],
+@router.get("/v1/drift", response_model=DriftReport, tags=["analytics"],
             responses={**not_found("analytics are disabled"), **BUSY})  # fmt: skip
 def get_drift(runtime: RuntimeDep) -> dict[str, Any]:
     """Drift per dimension (language, topic, refusal, out-of-scope): state, latest test of
@@ -64,7 +68,7 @@ def get_drift(runtime: RuntimeDep) -> dict[str, Any]:
 
 @router.get("/v1/refusals", tags=["analytics"],
             responses={**not_found("analytics are disabled"), **BUSY})  # fmt: skip
-def get_refusals(runtime: RuntimeDep) -> dict[str, Any]:
+def get_refusals(runtime: RuntimeDep) -> RefusalsReport:
     """Refusals in both directions: the refusal rate and its drift, out-of-scope share,
     over-refusals (refused while in scope) and under-refusals (answered while out of scope),
     with the out-of-scope calibration and the detector's measured quality (ROC AUC with its
@@ -77,13 +81,13 @@ def get_refusals(runtime: RuntimeDep) -> dict[str, Any]:
     return {
         "refusals": report["refusals"],
         "out_of_scope": report["out_of_scope"],
-        "drift": {dim: drift[dim] for dim in ("refusal", "out_of_scope")},
+        "drift": {"refusal": drift["refusal"], "out_of_scope": drift["out_of_scope"]},
         "detector_quality": report.get("detector_quality", {}),
         "quality_floor": report.get("quality_floor"),
     }
 
 
-@router.get("/v1/quality", tags=["analytics"],
+@router.get("/v1/quality", response_model=QualityReport, tags=["analytics"],
             responses={**not_found("no gold set: quality checks are off"), **BUSY})  # fmt: skip
 def get_quality(runtime: RuntimeDep) -> dict[str, Any]:
     """Known questions (live questions that near-duplicate a gold question) scored per

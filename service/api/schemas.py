@@ -1,10 +1,29 @@
-"""Public response models of the HTTP API (they define the OpenAPI schema)."""
+"""Public response models of the HTTP API (they define the OpenAPI schema).
+
+Every JSON route declares one, so ``/openapi.json`` documents each answer's fields. The
+bodies the domain builds (:mod:`service.runtime.reports`, :mod:`service.harvest`) are
+TypedDicts there and served as they are; the shapes below document what the API adds or
+selects. FastAPI validates each answer against its model and writes the model's keys in
+the model's order: the order here is the order the reports are built in, so the bytes
+clients read are unchanged. Parts of a report whose keys vary with the configuration
+(comparisons per detector kind, per-retriever tables) stay open objects, described in
+prose; their TypedDicts keep keys they do not declare (``extra="allow"``).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Required
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, with_config
+from typing_extensions import TypedDict
+
+from service.harvest.labelling import CandidateItem
+from service.runtime.process import GoldRunStatus
+from service.runtime.reports import OutOfScopeReport, RefusalCounts
+from service.shadow.stage import CandidateSummary, Disagreement
+
+#: Keep keys a TypedDict below does not declare (after the declared ones), never drop them.
+_OPEN = ConfigDict(extra="allow")
 
 
 class Health(BaseModel):
@@ -92,3 +111,139 @@ BUSY: dict[int | str, dict[str, Any]] = {
 def not_found(what: str) -> dict[int | str, dict[str, Any]]:
     """A ``404`` OpenAPI response entry with a :class:`Problem` body, described by ``what``."""
     return {404: {"model": Problem, "description": what}}
+
+
+# -- analytics: /v1/drift, /v1/refusals ----------------------------------------------------
+
+
+@with_config(_OPEN)
+class DimensionDrift(TypedDict, total=False):
+    """One drift dimension (:meth:`service.drift.stage.DriftStage.report`): ``state`` (``ok``,
+    ``warning``, ``drift``, ``insufficient_data``, ``uncalibrated``...), ``comparisons``
+    ``{reference|baseline: latest test}`` (sizes, JSD/PSI or rates, p-value, alpha, method);
+    categorical dimensions add ``live_counts`` and ``gold_counts`` ``{category: events}``,
+    ``coverage_gaps`` and, when some are left out, ``coverage_gaps_left_out``
+    ``{category: why}``; ``tested_state`` is the state the test gave when suppression or
+    hysteresis changed it; ``suppressed`` / ``suppressed_categories`` say why the dimension /
+    a category raises no alarm."""
+
+    state: Required[str]
+    comparisons: Required[dict[str, dict[str, Any]]]
+    live_counts: dict[str, int]
+    gold_counts: dict[str, int]
+    coverage_gaps: list[dict[str, Any]]
+    coverage_gaps_left_out: dict[str, str]
+    tested_state: str
+    suppressed: str
+    suppressed_categories: dict[str, str]
+
+
+class EventTime(TypedDict):
+    """Events kept out of the drift windows: ``late`` (beyond the allowed lateness),
+    ``future`` (ahead of the wall clock), and the ``watermark`` (Unix seconds, ``None``
+    before the first event)."""
+
+    late: int
+    future: int
+    watermark: float | None
+
+
+@with_config(_OPEN)
+class DriftReport(TypedDict):
+    """``GET /v1/drift``: each dimension (language, topic, refusal, out-of-scope),
+    ``suppressed_dimensions`` ``{dimension: why it raises no alarm}``, the ``alarms``
+    history (latest state changes), ``events_seen`` and :class:`EventTime`."""
+
+    language: DimensionDrift
+    topic: DimensionDrift
+    refusal: DimensionDrift
+    out_of_scope: DimensionDrift
+    suppressed_dimensions: dict[str, str]
+    alarms: list[dict[str, Any]]
+    events_seen: int
+    event_time: EventTime
+
+
+class RefusalDrift(TypedDict):
+    """The two rate dimensions of the drift report."""
+
+    refusal: DimensionDrift
+    out_of_scope: DimensionDrift
+
+
+class RefusalsReport(TypedDict):
+    """``GET /v1/refusals``: counts and rate, scope (out-of-scope share, over- and
+    under-refusals, calibration), their drift, each detector's measured quality
+    (:func:`service.runtime.reports.detector_quality_report`) and the AUC floor below which
+    a detector is uncalibrated (``None``: analytics without one)."""
+
+    refusals: RefusalCounts
+    out_of_scope: OutOfScopeReport
+    drift: RefusalDrift
+    detector_quality: dict[str, dict[str, Any]]
+    quality_floor: float | None
+
+
+# -- live quality: /v1/quality -------------------------------------------------------------
+
+
+@with_config(_OPEN)
+class QualityReport(TypedDict):
+    """``GET /v1/quality`` (:meth:`service.quality.stage.QualityStage.report`): ``k``, the
+    near-duplicate ``threshold`` and ``gold_set_version`` (``None`` without a gold set);
+    ``known`` ``{retriever: {n_known, n_scored, recall, hit_rate, mrr}}``; ``refusals`` of
+    known questions (``known_answerable``, ``refused_answerable``, ``known_unanswerable``,
+    ``answered_unanswerable``); ``acl`` (``violations`` and ``leaks`` rows per retriever
+    and role, ``restricted_passages``, ``passages_with_acl``); ``review``: scrubbed rows."""
+
+    k: int
+    threshold: float | None
+    gold_set_version: str | None
+    known: dict[str, dict[str, Any]]
+    refusals: dict[str, int]
+    acl: dict[str, Any]
+    review: list[dict[str, Any]]
+
+
+# -- shadow: /v1/shadow, /v1/shadow/disagreements, /v1/shadow/evaluate ---------------------
+
+
+@with_config(_OPEN)
+class ShadowReport(TypedDict):
+    """``GET /v1/shadow``: the RBO persistence ``rbo_p``, shadow results dropped, per
+    candidate its offers, skips, calls, errors, latency, agreement means and counts (overall,
+    by language, by topic) and runner state — the disagreement rows are at
+    ``/v1/shadow/disagreements`` — and the latest gold-set run (``gold``)."""
+
+    rbo_p: float
+    results_dropped: int
+    candidates: dict[str, CandidateSummary]
+    gold: GoldRunStatus
+
+
+class Disagreements(TypedDict):
+    """``GET /v1/shadow/disagreements``: ``{candidate: rows, lowest RBO first}``; each row
+    the event id and time, the scrubbed question, language, topic, RBO, overlap and both
+    rankings."""
+
+    rbo_p: float
+    candidates: dict[str, list[Disagreement]]
+
+
+class GoldRunStarted(TypedDict):
+    """``POST /v1/shadow/evaluate``: a gold-set run started in the background."""
+
+    started: bool
+
+
+# -- harvest: /v1/gold-candidates ----------------------------------------------------------
+
+
+class CandidatePage(TypedDict):
+    """``GET /v1/gold-candidates``: ``total`` matching the filters, the page asked for
+    (``offset``, ``limit``) and its ``items``."""
+
+    total: int
+    offset: int
+    limit: int
+    items: list[CandidateItem]

@@ -7,7 +7,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query, status
 
 from service.api.deps import RuntimeDep, TokenDep, TokenFirstRoute
-from service.api.schemas import BUSY, not_found
+from service.api.schemas import BUSY, Disagreements, GoldRunStarted, ShadowReport, not_found
+from service.runtime.process import GoldRunStatus
 from service.settings import GOLD_SET_OFF
 
 router = APIRouter(prefix="/v1/shadow", tags=["shadow"], route_class=TokenFirstRoute)
@@ -20,7 +21,8 @@ def _report(runtime: Any) -> dict[str, Any]:
     return report  # type: ignore[no-any-return]
 
 
-@router.get("", responses={**not_found("no shadow candidates are configured"), **BUSY})
+@router.get("", response_model=ShadowReport,
+            responses={**not_found("no shadow candidates are configured"), **BUSY})  # fmt: skip
 def get_shadow(runtime: RuntimeDep) -> dict[str, Any]:
     """Per candidate: offers by outcome (queued or skip reason), completed calls, errors by
     reason, latency, agreement with production (overlap@k, Jaccard@k, RBO_ext, Kendall's tau,
@@ -36,6 +38,7 @@ def get_shadow(runtime: RuntimeDep) -> dict[str, Any]:
 
 @router.get(
     "/disagreements",
+    response_model=Disagreements,
     responses={**not_found("no shadow candidates are configured, or unknown candidate"), **BUSY},
 )
 def get_disagreements(
@@ -57,7 +60,7 @@ def get_disagreements(
 
 
 @router.get("/evaluate")
-def get_gold_run(runtime: RuntimeDep) -> dict[str, Any]:
+def get_gold_run(runtime: RuntimeDep) -> GoldRunStatus:
     """The latest gold-set run of production and the candidates (recall@k, hit rate, MRR,
     nDCG per retriever and kind; paired comparisons; ACL violations), and whether one is
     running."""
@@ -67,6 +70,7 @@ def get_gold_run(runtime: RuntimeDep) -> dict[str, Any]:
 @router.post(
     "/evaluate",
     status_code=status.HTTP_202_ACCEPTED,
+    response_model=GoldRunStarted,
     responses={
         401: {"description": "no bearer token"},
         403: {"description": "wrong token, or mutating endpoints disabled"},

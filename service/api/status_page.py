@@ -8,23 +8,48 @@ the totals by status and how many picked events harvesting shed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
 from service.api.deps import RuntimeDep
+from service.harvest.labelling import CandidateItem
 from service.html.status import SectionCache, render_status_page
 from service.runtime.process import EngineBusy, Runtime
+from service.shadow.stage import ShadowStageReport
 
 router = APIRouter()
 #: Suggestions shown (the full, filterable list is at /v1/gold-candidates).
 SUGGESTIONS = 20
 
 
-def _extras(runtime: Runtime, harvest: Any) -> dict[str, Any]:
-    extras: dict[str, Any] = {}
+class Shed(TypedDict, total=False):
+    """:func:`_shed`: picked events whose new question harvesting shed, and the bound."""
+
+    shed: int
+    max_new_per_batch: int | None
+
+
+class CandidatesPanel(Shed):
+    """The suggestions panel: the top undecided ones, how many are undecided, the counts by
+    status, and what harvesting shed (:class:`Shed`, when the runtime harvests)."""
+
+    suggestions: list[CandidateItem]
+    n_suggestions: int
+    by_status: dict[str, int]
+
+
+class Extras(TypedDict, total=False):
+    """The status page's sections beyond status and analytics, each when it is on."""
+
+    shadow: ShadowStageReport | None
+    gold_candidates: CandidatesPanel
+
+
+def _extras(runtime: Runtime, harvest: Any) -> Extras:
+    extras: Extras = {}
     shadow_report = getattr(runtime, "shadow_report", None)
     if callable(shadow_report):
         extras["shadow"] = shadow_report()
@@ -39,7 +64,7 @@ def _extras(runtime: Runtime, harvest: Any) -> dict[str, Any]:
     return extras
 
 
-def _shed(runtime: Runtime) -> dict[str, Any]:
+def _shed(runtime: Runtime) -> Shed:
     """``{"shed": n, "max_new_per_batch": bound}``: picked events whose new question
     harvesting shed since this process started (``goldwatch_gold_candidates_shed_total``)
     and the bound that sheds them; empty when the runtime does not harvest."""

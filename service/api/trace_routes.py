@@ -51,6 +51,26 @@ JSON = "application/json"
 _DROPPED = frozenset({"too_many_spans", "late_span"})
 _INVALID_ARGUMENT, _RESOURCE_EXHAUSTED, _UNAVAILABLE = 3, 8, 14  # google.rpc.Code
 
+#: The 200 body in both encodings: OTLP/JSON's ``ExportTraceServiceResponse`` (proto3 JSON
+#: mapping: camelCase names, int64 as a decimal string, empty fields left out) or its
+#: protobuf bytes.
+EXPORT_RESPONSE_CONTENT: dict[str, Any] = {
+    JSON: {"schema": {
+        "title": "ExportTraceServiceResponse",
+        "type": "object",
+        "properties": {"partialSuccess": {
+            "type": "object",
+            "description": "spans dropped (rejectedSpans) and counts per reason "
+                           "(errorMessage: reason codes only, never content)",
+            "properties": {
+                "rejectedSpans": {"type": "string", "pattern": "^[0-9]+$"},
+                "errorMessage": {"type": "string"},
+            },
+        }},
+    }},
+    PROTOBUF: {"schema": {"type": "string", "format": "binary"}},
+}  # fmt: skip
+
 
 def get_traces(request: Request) -> TraceIngest:
     """The trace ingest stored on the app by the lifespan."""
@@ -79,7 +99,8 @@ def _gunzip(body: bytes, limit: int) -> bytes:
 @router.post(
     "/v1/traces",
     responses={
-        200: {"description": "ExportTraceServiceResponse (partial_success when spans dropped)"},
+        200: {"description": "ExportTraceServiceResponse (partial_success when spans dropped)",
+              "content": EXPORT_RESPONSE_CONTENT},
         400: {"description": "undecodable payload (dead-lettered); google.rpc.Status"},
         401: {"description": "no bearer token"},
         403: {"description": "wrong token, or ingest disabled"},

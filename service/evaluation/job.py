@@ -34,7 +34,7 @@ from service.evaluation.evaluate import (
 )
 from service.evaluation.history import append_history, history_row
 from service.evaluation.ir_metrics import parse_measure
-from service.evaluation.report import breakdown_k
+from service.evaluation.report import FailedGate, GoldSetSummary, breakdown_k
 from service.evaluation.trec import read_qrels, read_run
 from service.records import Run
 from service.retrievers.registry import build_retrievers
@@ -111,7 +111,7 @@ class EvalOutcome:
     reports: tuple[RetrieverReport, ...]
     comparisons: tuple[PairedComparison, ...]
     answers: AnswerCheckReport | None
-    failed_gates: tuple[dict[str, Any], ...]
+    failed_gates: tuple[FailedGate, ...]
     warnings: tuple[str, ...] = field(default=())
     misses_path: Path | None = None
     history_path: Path | None = None
@@ -120,7 +120,7 @@ class EvalOutcome:
     n_unjudged: int = 0
     trec_mean: bool = False
 
-    def gold_set_summary(self) -> dict[str, Any]:
+    def gold_set_summary(self) -> GoldSetSummary:
         """Return the ``gold_set`` block of the JSON report."""
         return {
             "path": str(self.gold_set.path) if self.gold_set.path else None,
@@ -234,8 +234,8 @@ def retrieved_runs(
     return runs, corpus, warnings
 
 
-def _check_gates(reports: Sequence[RetrieverReport], gates: Sequence[Gate]) -> list[dict[str, Any]]:
-    failed = []
+def _check_gates(reports: Sequence[RetrieverReport], gates: Sequence[Gate]) -> list[FailedGate]:
+    failed: list[FailedGate] = []
     names = {r.retriever for r in reports}
     for gate in gates:
         if gate.retriever is not None and gate.retriever not in names:

@@ -25,12 +25,52 @@ JSON schema (``schema_version`` 1)::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
 from service.evaluation.compare import PairedComparison
 from service.evaluation.evaluate import RetrieverReport
 
 SCHEMA_VERSION = 1
+
+
+class GoldSetSummary(TypedDict):
+    """The ``gold_set`` block (module docstring): the file (``None``: the embedded demo),
+    its version hash, questions (or topics), those with no relevant passage, topics not in
+    the qrels (``n_unjudged``), whether it came from qrels, and what the means average
+    over."""
+
+    path: str | None
+    version: str
+    n_questions: int
+    n_unanswerable: int
+    n_unjudged: int
+    from_qrels: bool
+    mean: Literal["answerable", "trec_eval -c"]
+
+
+class FailedGate(TypedDict):
+    """A ``--fail-under`` gate a retriever failed: its overall ``value`` of ``metric``
+    (e.g. ``recall@10``, in [0, 1]) below ``threshold``."""
+
+    retriever: str
+    metric: str
+    value: float
+    threshold: float
+
+
+class EvalReport(TypedDict):
+    """:func:`render_json`'s document, ``schema_version`` 1 (module docstring):
+    ``retrievers`` maps a name to :meth:`RetrieverReport.to_json`, ``comparison`` holds
+    :meth:`PairedComparison.to_json` rows (only with ``--compare``), ``answers`` the answer
+    checks (only with ``--answers``)."""
+
+    schema_version: int
+    gold_set: GoldSetSummary
+    k: list[int]
+    retrievers: dict[str, dict[str, Any]]
+    fail_under: list[FailedGate]
+    comparison: NotRequired[list[dict[str, Any]]]
+    answers: NotRequired[dict[str, Any]]
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -125,7 +165,7 @@ def render_text(reports: Sequence[RetrieverReport], comparisons: Sequence[Paired
     return "\n".join(out).rstrip()
 
 
-def gold_set_line(summary: dict[str, Any]) -> str:
+def gold_set_line(summary: GoldSetSummary) -> str:
     """One line on what was scored: the gold set (or qrels), how many of its questions
     have no relevant passage and whether the means count them (as 0, ``--trec-mean``: the
     summary's ``mean`` is ``"trec_eval -c"``) or leave them out; with qrels, the topics with
@@ -195,13 +235,13 @@ def render_json(
     reports: Sequence[RetrieverReport],
     comparisons: Sequence[PairedComparison],
     *,
-    gold_set: dict[str, Any],
+    gold_set: GoldSetSummary,
     ks: Sequence[int],
     answers: dict[str, Any] | None = None,
-    failed_gates: Sequence[dict[str, Any]] = (),
-) -> dict[str, Any]:
+    failed_gates: Sequence[FailedGate] = (),
+) -> EvalReport:
     """Return the documented JSON report (see the module docstring)."""
-    doc: dict[str, Any] = {
+    doc: EvalReport = {
         "schema_version": SCHEMA_VERSION,
         "gold_set": gold_set,
         "k": list(ks),

@@ -23,9 +23,9 @@ else ``real``. Every text is scrubbed again (:func:`service.pii.scrub`) on the w
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NotRequired, TypedDict
 
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.ranking import priority, select
@@ -33,12 +33,43 @@ from service.harvest.store import CandidateRepository
 from service.harvest.suggestion import Suggestion
 from service.pii import scrub
 
-__all__ = ["export_rows", "write_jsonl"]
+__all__ = ["ExportRow", "export_rows", "write_jsonl"]
 
 
-def _row(suggestion: Suggestion, config: HarvestConfig) -> dict[str, Any]:
+class ExportRow(TypedDict):
+    """One exported suggestion (module docstring), keys in file order: ``pool`` rows are
+    ``{"id", "by": {retriever: best rank}}``; ``suggested`` holds goldwatch's guesses
+    (language, topic, role), only those it has; ``trace_id`` only for suggestions from
+    traces."""
+
+    id: str
+    question: str
+    gold: list[str]
+    source: str
+    status: str
+    reasons: list[str]
+    pool: list[dict[str, Any]]
+    suggested: NotRequired[dict[str, str]]
+    count: int
+    first_seen: str
+    last_seen: str
+    variants: list[str]
+    priority: float
+    trace_id: NotRequired[str]
+
+
+class _Provenance(TypedDict, total=False):
+    suggested: dict[str, str]
+    trace_id: str
+
+
+def _row(suggestion: Suggestion, config: HarvestConfig) -> ExportRow:
     reasons = sorted(suggestion.reasons, key=lambda r: (-config.weight(r), REASONS.index(r)))
-    row: dict[str, Any] = {
+    guesses = {name: value for name in ("language", "topic", "role")
+               if (value := getattr(suggestion, name)) is not None}  # fmt: skip
+    suggested: _Provenance = {"suggested": guesses} if guesses else {}
+    trace: _Provenance = {} if suggestion.trace_id is None else {"trace_id": suggestion.trace_id}
+    return {
         "id": suggestion.id,
         "question": scrub(suggestion.question).text,
         "gold": [],
@@ -46,33 +77,26 @@ def _row(suggestion: Suggestion, config: HarvestConfig) -> dict[str, Any]:
         "status": "suggested",
         "reasons": reasons,
         "pool": suggestion.pool_rows(),
+        **suggested,
+        "count": suggestion.count,
+        "first_seen": suggestion.first_seen,
+        "last_seen": suggestion.last_seen,
+        "variants": [scrub(v).text for v in suggestion.variants],
+        "priority": round(priority(suggestion, config), 6),
+        **trace,
     }
-    guesses = {name: value for name in ("language", "topic", "role")
-               if (value := getattr(suggestion, name)) is not None}  # fmt: skip
-    if guesses:
-        row["suggested"] = guesses
-    row.update(
-        count=suggestion.count,
-        first_seen=suggestion.first_seen,
-        last_seen=suggestion.last_seen,
-        variants=[scrub(v).text for v in suggestion.variants],
-        priority=round(priority(suggestion, config), 6),
-    )
-    if suggestion.trace_id is not None:
-        row["trace_id"] = suggestion.trace_id
-    return row
 
 
 def export_rows(
     repository: CandidateRepository, config: HarvestConfig, limit: int | None = None
-) -> list[dict[str, Any]]:
+) -> list[ExportRow]:
     """The undecided suggestions of ``repository`` as export rows, best ``limit`` first."""
     decided = set(repository.decisions())
     pending = [Suggestion.from_json(r) for r in repository.all() if r["id"] not in decided]
     return [_row(s, config) for s in select(pending, config, limit)]
 
 
-def write_jsonl(rows: Iterable[dict[str, Any]], target: Path | str | IO[bytes]) -> int:
+def write_jsonl(rows: Iterable[Mapping[str, Any]], target: Path | str | IO[bytes]) -> int:
     """Write ``rows`` as UTF-8 JSONL to the file ``target`` (replacing it; its folder must
     exist) or to an open binary stream (e.g. stdout's buffer, flushed); return how many.
 

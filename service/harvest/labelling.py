@@ -56,7 +56,9 @@ import unicodedata
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
+
+from typing_extensions import TypedDict
 
 from service.data.goldset import MAX_GOLD_ROW_BYTES, GoldFileCheck, kind_problem, parse_gold_row
 from service.errors import GoldwatchError
@@ -64,7 +66,7 @@ from service.files.append_only import TornTail, append_whole, open_append, prepa
 from service.files.regular import read_regular
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.ranking import select
-from service.harvest.store import CandidateRepository
+from service.harvest.store import CandidateRepository, Decision, SuggestionRecord
 from service.harvest.suggestion import Suggestion
 from service.pii import PLACEHOLDERS, scrub
 from service.records import GoldQuestion
@@ -124,11 +126,50 @@ class GoldFileBroken(Exception):
     the message names the file and the first bad line, never its content."""
 
 
+class PoolRow(TypedDict):
+    """A passage of a suggestion's pool for a labeller: its ``id`` and ``by``
+    ``{retriever: best rank (1-based)}``, retrievers sorted by name."""
+
+    id: str
+    by: dict[str, int]
+
+
+class CandidateItem(TypedDict):
+    """A suggestion as the labeller sees it (:meth:`Labelling.list` items, :meth:`Labelling.get`,
+    ``GET /v1/gold-candidates``): the published record
+    (:class:`~service.harvest.store.SuggestionRecord`) without ``normalised``, ``events``,
+    ``reasons`` and ``pool``, in its order, then ``status`` (``suggested``, ``accepted``,
+    ``rejected``), the ``decision`` (``None`` while undecided), ``reasons`` (heaviest
+    first), ``reason_counts`` ``{reason: events}`` in that order and the ``pool`` as
+    :class:`PoolRow` (found by more retrievers first, then best rank, then id). From
+    typing_extensions: the API serves it (pydantic needs that on Python < 3.12)."""
+
+    id: str
+    question: str
+    language: str | None
+    topic: str | None
+    role: str | None
+    source: str
+    count: int
+    first_seen: str
+    last_seen: str
+    variants: list[str]
+    gap: float
+    trace_id: str | None
+    priority: float
+    primary_reason: str | None
+    status: str
+    decision: Decision | None
+    reasons: list[str]
+    reason_counts: dict[str, int]
+    pool: list[PoolRow]
+
+
 class Page(NamedTuple):
     """One page of suggestions: ``total`` after filtering, ``items`` of this page."""
 
     total: int
-    items: list[dict[str, Any]]
+    items: list[CandidateItem]
 
 
 def fresh_gold_id(existing: set[str]) -> str:
@@ -339,7 +380,7 @@ class Labelling:
             counts[decision["status"] if decision else "suggested"] += 1
         return counts
 
-    def get(self, candidate_id: str) -> dict[str, Any]:
+    def get(self, candidate_id: str) -> CandidateItem:
         """One suggestion as a :meth:`list` item (with its status and decision).
 
         Raises:
@@ -353,19 +394,24 @@ class Labelling:
         return self._item(row, status, decision, Suggestion.from_json(row))
 
     def _item(
-        self, row: dict[str, Any], status: str, decision: Any, suggestion: Suggestion
-    ) -> dict[str, Any]:
+        self,
+        row: SuggestionRecord,
+        status: str,
+        decision: Decision | None,
+        suggestion: Suggestion,
+    ) -> CandidateItem:
         counts = row.get("reasons", {})
         order = sorted(counts, key=lambda r: (-self.config.weight(r), REASONS.index(r)))
         skip = {"normalised", "reasons", "pool", "events"}
-        return {
+        # a record kept by an older version may lack a field: it is left out, not made up
+        return cast(CandidateItem, {
             **{k: v for k, v in row.items() if k not in skip},
             "status": status,
             "decision": decision,
             "reasons": order,
             "reason_counts": {r: counts[r] for r in order},
             "pool": suggestion.pool_rows(),
-        }
+        })  # fmt: skip
 
     def accept(
         self,
@@ -374,7 +420,7 @@ class Labelling:
         kind: str,
         labels: Mapping[str, Any] | None = None,
         deadline: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> Decision:
         """Append the suggestion to the gold set and keep the decision; return the decision
         ``{"status": "accepted", "gold_id", "gold", "kind", "decided_at"}`` plus the
         ``labels`` written.
@@ -421,9 +467,10 @@ class Labelling:
                 log.warning("accept refused: %s", exc)
                 raise GoldSetUnavailable(str(exc)) from None
             # the row in the file is what counts (after a crash: the one appended then)
-            decision = {"status": "accepted", "gold_id": question.id,
-                        "gold": list(question.gold), "kind": question.kind, "labels": confirmed,
-                        "decided_at": self.clock()}  # fmt: skip
+            decision: Decision = {
+                "status": "accepted", "gold_id": question.id, "gold": list(question.gold),
+                "kind": question.kind, "labels": confirmed, "decided_at": self.clock(),
+            }  # fmt: skip
             try:
                 self.repository.decide(candidate_id, decision)
             except StateError as exc:  # not kept: a retry finds the row and keeps it then
@@ -440,7 +487,7 @@ class Labelling:
                               question.id)  # fmt: skip
         return decision
 
-    def reject(self, candidate_id: str, reason: str) -> dict[str, Any]:
+    def reject(self, candidate_id: str, reason: str) -> Decision:
         """Keep a rejection ``{"status": "rejected", "reason", "decided_at"}`` and return it.
 
         The reason sent has 1 to :data:`MAX_REASON_CHARS` (500) characters; control
@@ -459,12 +506,12 @@ class Labelling:
         kept = clip_reason(scrub(cleaned).text)
         with self._lock:
             self._undecided(candidate_id)
-            decision = {"status": "rejected", "reason": kept,
-                        "decided_at": self.clock()}  # fmt: skip
+            decision: Decision = {"status": "rejected", "reason": kept,
+                                  "decided_at": self.clock()}  # fmt: skip
             self.repository.decide(candidate_id, decision)
         return decision
 
-    def _undecided(self, candidate_id: str) -> dict[str, Any]:
+    def _undecided(self, candidate_id: str) -> SuggestionRecord:
         row = self.repository.get(candidate_id)
         if row is None:
             raise CandidateNotFound("no suggestion has this id")
@@ -475,7 +522,7 @@ class Labelling:
 
     def _append(
         self,
-        row: dict[str, Any],
+        row: SuggestionRecord,
         gold: builtins.list[str],  # ``list`` in this class is the method Labelling.list
         kind: str,
         labels: Mapping[str, Any],
@@ -639,7 +686,7 @@ def _confirmed(labels: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _gold_row(
-    gold_id: str, row: dict[str, Any], gold: list[str], kind: str, labels: Mapping[str, Any]
+    gold_id: str, row: Mapping[str, Any], gold: list[str], kind: str, labels: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The gold-set row of an accepted suggestion: the labeller's labels as fields, the
     unconfirmed guesses under ``suggested`` (module docstring)."""

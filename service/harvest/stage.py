@@ -78,7 +78,7 @@ from service.harvest.neardup import NearDupIndex, Probe, lsh_parameters
 from service.harvest.ranking import priority
 from service.harvest.shedding import choose
 from service.harvest.signals import CoverageTracker, ScoreWindow, event_reasons, production_score
-from service.harvest.store import CandidateRepository, CandidateSink, record
+from service.harvest.store import CandidateRepository, CandidateSink, SuggestionRecord, record
 from service.harvest.suggestion import Occurrence, Suggestion
 from service.harvest.text import candidate_id, comparison_form
 from service.pacing import Backoff
@@ -565,7 +565,7 @@ class HarvestStage:
             "suggestions": len(self.suggestions),
         }
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[SuggestionRecord]:
         """The current record of every suggestion held, by id."""
         return [record(self.suggestions[sid], self.config) for sid in sorted(self.suggestions)]
 

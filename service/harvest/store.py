@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, NotRequired, Protocol, cast, runtime_checkable
+
+from typing_extensions import TypedDict
 
 from service.harvest.config import HarvestConfig
 from service.harvest.ranking import primary_reason, priority
-from service.harvest.suggestion import Suggestion
+from service.harvest.suggestion import Suggestion, SuggestionJson
 from service.state import StateStore
 
 __all__ = [
@@ -33,8 +35,10 @@ __all__ = [
     "DECISION_PREFIX",
     "CandidateRepository",
     "CandidateSink",
+    "Decision",
     "MemoryCandidates",
     "StateStoreCandidates",
+    "SuggestionRecord",
     "record",
 ]
 
@@ -42,8 +46,40 @@ CANDIDATE_PREFIX = "harvest/candidate/"
 DECISION_PREFIX = "harvest/decision/"
 _CHUNK = 500
 
+# TypedDicts from typing_extensions: the API serves these (pydantic needs them on < 3.12).
 
-def record(suggestion: Suggestion, config: HarvestConfig) -> dict[str, Any]:
+
+class SuggestionRecord(SuggestionJson):
+    """The published record of a suggestion (:func:`record`): the fields of
+    :meth:`~service.harvest.suggestion.Suggestion.to_json` in their order — ``id``
+    (``c-`` + 16 hex digits), the scrubbed ``question`` and its ``normalised`` form, the
+    guessed ``language`` (BCP 47), ``topic`` and asker ``role``, ``source`` (``real`` or
+    ``generated``), ``count`` of distinct events, ``first_seen``/``last_seen`` (RFC 3339,
+    UTC), the recent ``events`` ids, ``reasons`` ``{reason: events}``, up to 3 scrubbed
+    ``variants``, the ``pool`` ``{passage id: {retriever: best rank (1-based)}}``, the
+    coverage ``gap`` (≥ 0) and the first ``trace_id`` — then ``priority`` (float ≥ 0, 6
+    decimals) and ``primary_reason``."""
+
+    priority: float
+    primary_reason: str | None
+
+
+class Decision(TypedDict):
+    """A labelling decision: ``status`` and ``decided_at`` (RFC 3339, UTC); an accept adds
+    ``gold_id``, the ``gold`` passage ids, ``kind`` and the ``labels`` written; a reject
+    adds its scrubbed ``reason`` (≤ 500 characters). Keys in the order
+    :class:`~service.harvest.labelling.Labelling` writes them."""
+
+    status: Literal["accepted", "rejected"]
+    gold_id: NotRequired[str]
+    gold: NotRequired[list[str]]
+    kind: NotRequired[str]
+    labels: NotRequired[dict[str, Any]]
+    reason: NotRequired[str]
+    decided_at: str
+
+
+def record(suggestion: Suggestion, config: HarvestConfig) -> SuggestionRecord:
     """The published record of ``suggestion`` (module docstring)."""
     return {
         **suggestion.to_json(),
@@ -66,57 +102,57 @@ class CandidateSink(Protocol):
 class CandidateRepository(CandidateSink, Protocol):
     """Records and decisions by suggestion id."""
 
-    def get(self, candidate_id: str) -> dict[str, Any] | None: ...
+    def get(self, candidate_id: str) -> SuggestionRecord | None: ...
 
-    def all(self) -> list[dict[str, Any]]: ...
+    def all(self) -> list[SuggestionRecord]: ...
 
-    def decision(self, candidate_id: str) -> dict[str, Any] | None: ...
+    def decision(self, candidate_id: str) -> Decision | None: ...
 
-    def decisions(self) -> dict[str, dict[str, Any]]: ...
+    def decisions(self) -> dict[str, Decision]: ...
 
-    def decide(self, candidate_id: str, decision: Mapping[str, Any]) -> None: ...
+    def decide(self, candidate_id: str, decision: Decision) -> None: ...
 
 
 class MemoryCandidates:
     """A :class:`CandidateRepository` in memory (thread-safe)."""
 
     def __init__(self) -> None:
-        self._records: dict[str, dict[str, Any]] = {}
-        self._decisions: dict[str, dict[str, Any]] = {}
+        self._records: dict[str, SuggestionRecord] = {}
+        self._decisions: dict[str, Decision] = {}
         self._lock = threading.Lock()
 
     def publish(self, records: Sequence[Mapping[str, Any]]) -> None:
         with self._lock:
             for row in records:
-                self._records[str(row["id"])] = dict(row)
+                self._records[str(row["id"])] = cast(SuggestionRecord, dict(row))
 
-    def get(self, candidate_id: str) -> dict[str, Any] | None:
+    def get(self, candidate_id: str) -> SuggestionRecord | None:
         with self._lock:
             row = self._records.get(candidate_id)
-            return dict(row) if row is not None else None
+            return row.copy() if row is not None else None
 
-    def all(self) -> list[dict[str, Any]]:
+    def all(self) -> list[SuggestionRecord]:
         with self._lock:
-            return [dict(row) for _, row in sorted(self._records.items())]
+            return [row.copy() for _, row in sorted(self._records.items())]
 
-    def get_many(self, candidate_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    def get_many(self, candidate_ids: Sequence[str]) -> dict[str, SuggestionRecord]:
         """``{id: record}`` of the ``candidate_ids`` held."""
         with self._lock:
             found = ((cid, self._records.get(cid)) for cid in candidate_ids)
-            return {cid: dict(row) for cid, row in found if row is not None}
+            return {cid: row.copy() for cid, row in found if row is not None}
 
-    def decision(self, candidate_id: str) -> dict[str, Any] | None:
+    def decision(self, candidate_id: str) -> Decision | None:
         with self._lock:
             found = self._decisions.get(candidate_id)
-            return dict(found) if found is not None else None
+            return found.copy() if found is not None else None
 
-    def decisions(self) -> dict[str, dict[str, Any]]:
+    def decisions(self) -> dict[str, Decision]:
         with self._lock:
-            return {k: dict(v) for k, v in self._decisions.items()}
+            return {k: v.copy() for k, v in self._decisions.items()}
 
-    def decide(self, candidate_id: str, decision: Mapping[str, Any]) -> None:
+    def decide(self, candidate_id: str, decision: Decision) -> None:
         with self._lock:
-            self._decisions[candidate_id] = dict(decision)
+            self._decisions[candidate_id] = decision.copy()
 
 
 class StateStoreCandidates:
@@ -133,23 +169,26 @@ class StateStoreCandidates:
         if records:
             self.store.checkpoint({CANDIDATE_PREFIX + str(r["id"]): dict(r) for r in records})
 
-    def get(self, candidate_id: str) -> dict[str, Any] | None:
-        return self.store.get(CANDIDATE_PREFIX + candidate_id)  # type: ignore[no-any-return]
+    # The store holds JSON written by publish/decide (records and decisions as typed above).
 
-    def all(self) -> list[dict[str, Any]]:
-        return list(self._read(CANDIDATE_PREFIX).values())
+    def get(self, candidate_id: str) -> SuggestionRecord | None:
+        return cast("SuggestionRecord | None", self.store.get(CANDIDATE_PREFIX + candidate_id))
 
-    def get_many(self, candidate_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    def all(self) -> list[SuggestionRecord]:
+        return cast("list[SuggestionRecord]", list(self._read(CANDIDATE_PREFIX).values()))
+
+    def get_many(self, candidate_ids: Sequence[str]) -> dict[str, SuggestionRecord]:
         """``{id: record}`` of the ``candidate_ids`` stored (read in chunks)."""
-        return self._read(CANDIDATE_PREFIX, [CANDIDATE_PREFIX + cid for cid in candidate_ids])
+        keys = [CANDIDATE_PREFIX + cid for cid in candidate_ids]
+        return cast("dict[str, SuggestionRecord]", self._read(CANDIDATE_PREFIX, keys))
 
-    def decision(self, candidate_id: str) -> dict[str, Any] | None:
-        return self.store.get(DECISION_PREFIX + candidate_id)  # type: ignore[no-any-return]
+    def decision(self, candidate_id: str) -> Decision | None:
+        return cast("Decision | None", self.store.get(DECISION_PREFIX + candidate_id))
 
-    def decisions(self) -> dict[str, dict[str, Any]]:
-        return self._read(DECISION_PREFIX)
+    def decisions(self) -> dict[str, Decision]:
+        return cast("dict[str, Decision]", self._read(DECISION_PREFIX))
 
-    def decide(self, candidate_id: str, decision: Mapping[str, Any]) -> None:
+    def decide(self, candidate_id: str, decision: Decision) -> None:
         self.store.checkpoint({DECISION_PREFIX + candidate_id: dict(decision)})
 
     def _read(self, prefix: str, keys: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:

@@ -33,6 +33,8 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from typing_extensions import TypedDict
+
 from service.harvest.text import comparison_form
 from service.pii import scrub
 
@@ -75,6 +77,30 @@ class Occurrence(NamedTuple):
     gap: float = 0.0
     counts: bool = True
     trace_id: str | None = None
+
+
+class SuggestionJson(TypedDict):
+    """:meth:`Suggestion.to_json`: every field, JSON-able, in field order (``events`` and
+    ``variants`` as lists; ``pool`` ``{passage id: {retriever: best rank}}``). From
+    typing_extensions: the API serves it inside its records (pydantic needs that on
+    Python < 3.12)."""
+
+    id: str
+    question: str
+    normalised: str
+    language: str | None
+    topic: str | None
+    role: str | None
+    source: str
+    count: int
+    first_seen: str
+    last_seen: str
+    events: list[str]
+    reasons: dict[str, int]
+    variants: list[str]
+    pool: dict[str, dict[str, int]]
+    gap: float
+    trace_id: str | None
 
 
 @dataclass
@@ -175,7 +201,7 @@ class Suggestion:
         rows.sort(key=lambda r: (-len(r["by"]), min(r["by"].values()), r["id"]))
         return rows
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SuggestionJson:
         """Every field as JSON-able data."""
         return {
             "id": self.id, "question": self.question, "normalised": self.normalised,

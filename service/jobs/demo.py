@@ -31,7 +31,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NotRequired, cast
+
+from typing_extensions import TypedDict
 
 from service.api import listen
 from service.demo import demo_path
@@ -195,8 +197,39 @@ def live_settings(
 
 # -- fast mode -------------------------------------------------------------------------------
 
+if TYPE_CHECKING:  # the replay job loads the pipeline: imported when run (see run_fast)
+    from service.jobs.replay import ReplayReport
+    from service.runtime.reports import HarvestSummary
 
-def run_fast(workdir: Path) -> dict[str, Any]:
+
+class PlantedFinding(TypedDict):
+    """:func:`planted_findings`: one planted change and the first alarm that shows it."""
+
+    dimension: str
+    expected: str
+    what: str
+    planted_at: str
+    detected: bool
+    alarm: NotRequired[dict[str, Any]]
+    delay_h: NotRequired[float]
+
+
+class DemoBlock(TypedDict):
+    """The ``demo`` block of the fast report: its working folder and the planted changes."""
+
+    workdir: str
+    planted: list[PlantedFinding]
+
+
+if TYPE_CHECKING:
+
+    class DemoReport(ReplayReport):
+        """:func:`run_fast`'s report: the replay report plus the ``demo`` block."""
+
+        demo: DemoBlock
+
+
+def run_fast(workdir: Path) -> DemoReport:
     """Process the whole demo log at once and return the replay report (see
     :mod:`service.jobs.replay`) with a ``demo`` block: each planted change and the first
     drift alarm that detected it.
@@ -209,8 +242,9 @@ def run_fast(workdir: Path) -> dict[str, Any]:
 
     settings = demo_settings(workdir, rate=None)
     prepare_workdir(workdir)
-    doc = run_replay(settings, demo_path("querylog.jsonl"), None, workdir / DLQ_FILE)
-    doc["demo"] = {"workdir": str(workdir), "planted": planted_findings(doc)}
+    replayed = run_replay(settings, demo_path("querylog.jsonl"), None, workdir / DLQ_FILE)
+    doc = cast("DemoReport", replayed)
+    doc["demo"] = {"workdir": str(workdir), "planted": planted_findings(replayed)}
     return doc
 
 
@@ -220,7 +254,7 @@ def _phase_starts() -> dict[str, str]:
     return {str(change["phase"]): str(change["timestamp"]) for change in CHANGES}
 
 
-def planted_findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def planted_findings(doc: ReplayReport) -> list[PlantedFinding]:
     """For each :data:`PLANTED` change, the first drift alarm of the report that shows it.
 
     Returns:
@@ -229,13 +263,14 @@ def planted_findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
         ``alarm`` (as in ``analytics.drift.alarms``) and ``delay_h`` (event time from the
         planted start to the alarm, in hours).
     """
-    alarms = ((doc.get("analytics") or {}).get("drift") or {}).get("alarms", [])
+    analytics = doc.get("analytics")
+    alarms = (analytics["drift"] if analytics else {}).get("alarms", [])
     starts = _phase_starts()
     findings = []
     for planted in PLANTED:
         match = next((a for a in alarms if _shows(a, planted)), None)
         started = datetime.fromisoformat(starts[planted.phase].replace("Z", "+00:00"))
-        finding: dict[str, Any] = {
+        finding: PlantedFinding = {
             "dimension": planted.dimension,
             "expected": planted.rising or "up",
             "what": planted.what,
@@ -258,7 +293,7 @@ def _shows(alarm: dict[str, Any], planted: Planted) -> bool:
     return current is not None and compared is not None and current > compared
 
 
-def render_fast_text(doc: dict[str, Any]) -> str:
+def render_fast_text(doc: DemoReport) -> str:
     """The ``--fast`` report for people: what was planted and detected, then the replay
     summary (with the harvested suggestions' count and what harvesting shed), live quality
     and the top harvested suggestions."""
@@ -317,7 +352,7 @@ def _quality_lines(quality: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def _candidate_lines(summary: dict[str, Any] | None, top: int = 5) -> list[str]:
+def _candidate_lines(summary: HarvestSummary | None, top: int = 5) -> list[str]:
     """The ``top`` suggestions by priority (their count by reason, and what was shed, are in
     the replay summary above them)."""
     if not summary or not summary["top"]:

@@ -45,7 +45,7 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from prometheus_client import CollectorRegistry
 
@@ -57,16 +57,46 @@ from service.jobs.series import TimeSeries
 from service.pipeline import Batch
 from service.runtime.live import build_live
 from service.runtime.memory import freeze_heap
-from service.runtime.reports import analytics_report, json_safe, live_reports
+from service.runtime.reports import (
+    AnalyticsReport,
+    HarvestSummary,
+    LiveReports,
+    analytics_report,
+    json_safe,
+    live_reports,
+)
 from service.settings import GOLD_SET_OFF, Settings, gold_set_notice
+from service.shadow.stage import ShadowStageReport
 from service.state import StateStore
 from service.telemetry import build_metrics
 from service.topics.model import NOVEL
 
 
+class ReplayReport(LiveReports):
+    """:func:`run_replay`'s report (``goldwatch replay --format json``): its ``notices``
+    (what the numbers do not cover), the ``file`` replayed, the counts of the run
+    (``dead_lettered`` and ``dropped`` by reason), the dead-letter file, the ``analytics``
+    (:class:`~service.runtime.reports.AnalyticsReport` with its ``series``; ``None`` when
+    analytics are off) and the reports of the stages that are on (``shadow``, ``quality``,
+    ``gold_candidates``: :class:`~service.runtime.reports.LiveReports`). NaN and infinities
+    are ``None`` (:func:`~service.runtime.reports.json_safe`)."""
+
+    notices: list[str]
+    file: str
+    consumed: int
+    processed: int
+    duplicates: int
+    dead_lettered: dict[str, int]
+    dead_lettered_total: int
+    dropped: dict[str, int]
+    batches: int
+    dlq_path: str
+    analytics: AnalyticsReport | None
+
+
 def run_replay(
     settings: Settings, file: Path, state_path: Path | None, dlq_path: Path | None
-) -> dict[str, Any]:
+) -> ReplayReport:
     """Replay ``file`` (``-``: stdin) to its end and return the report.
 
     Without ``state_path`` the replay starts fresh, and so does its dead-letter file. The
@@ -132,26 +162,24 @@ def run_replay(
         live.close()
         state.close()
     notice = gold_set_notice(settings)
-    doc: dict[str, Any] = json_safe(  # typed Any: a dict comes back as a dict
-        {
-            "notices": [notice] if notice else [],
-            "file": str(file),
-            "consumed": report.consumed,
-            "processed": report.processed,
-            "duplicates": report.duplicates,
-            "dead_lettered": report.dead_lettered,
-            "dead_lettered_total": report.dead_lettered_total,
-            "dropped": report.dropped,
-            "batches": report.batches,
-            "dlq_path": str(source.dlq_path),
-            "analytics": _with_series(analytics_report(live), series),
-            **live_reports(live, registry),
-        }
-    )
-    return doc
+    doc: ReplayReport = {
+        "notices": [notice] if notice else [],
+        "file": str(file),
+        "consumed": report.consumed,
+        "processed": report.processed,
+        "duplicates": report.duplicates,
+        "dead_lettered": report.dead_lettered,
+        "dead_lettered_total": report.dead_lettered_total,
+        "dropped": report.dropped,
+        "batches": report.batches,
+        "dlq_path": str(source.dlq_path),
+        "analytics": _with_series(analytics_report(live), series),
+        **live_reports(live, registry),
+    }
+    return cast(ReplayReport, json_safe(doc))  # the same keys, NaN and infinities as None
 
 
-def _with_series(analytics: dict[str, Any] | None, series: TimeSeries) -> dict[str, Any] | None:
+def _with_series(analytics: AnalyticsReport | None, series: TimeSeries) -> AnalyticsReport | None:
     """The analytics report with its counts per event-time bucket (``series``)."""
     return None if analytics is None else {**analytics, "series": series.report()}
 
@@ -176,7 +204,7 @@ def operating_point_text(quality: dict[str, Any] | None) -> str:
             f"balanced accuracy {quality['balanced_accuracy']:.3f}")
 
 
-def render_text(doc: dict[str, Any]) -> str:
+def render_text(doc: ReplayReport) -> str:
     """A short human summary of :func:`run_replay`'s report (its notices first)."""
     lines = [f"NOTE: {notice}" for notice in doc.get("notices", ())]
     lines += [
@@ -264,7 +292,7 @@ def render_text(doc: dict[str, Any]) -> str:
     return "\n".join(lines + harvest_lines(doc.get("gold_candidates")))
 
 
-def harvest_lines(summary: dict[str, Any] | None) -> list[str]:
+def harvest_lines(summary: HarvestSummary | None) -> list[str]:
     """The harvest summary of the text report: suggestions by reason, then what was shed
     (:func:`service.harvest.shed_note.shed_note`); empty without a summary."""
     if not summary:
@@ -278,7 +306,7 @@ def harvest_lines(summary: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def _shadow_lines(shadow: dict[str, Any] | None) -> list[str]:
+def _shadow_lines(shadow: ShadowStageReport | None) -> list[str]:
     if not shadow:
         return []
     lines = []
@@ -287,7 +315,7 @@ def _shadow_lines(shadow: dict[str, Any] | None) -> list[str]:
         skipped = ", ".join(f"{r} {n}" for r, n in body["skipped"].items()) or "none"
         errors = ", ".join(f"{r} {n}" for r, n in body["errors"].items()) or "none"
 
-        def fmt(key: str, agreement: dict[str, Any] = agreement) -> str:
+        def fmt(key: str, agreement: dict[str, float | None] = agreement) -> str:
             value = agreement.get(key)
             return "-" if value is None else f"{value:.3f}"
 

@@ -16,12 +16,13 @@ import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from prometheus_client import CollectorRegistry
+from typing_extensions import TypedDict
 
 from consumers.base import DeadLetter, ExplainsNotReady, Origin, RawMessage, Source
-from consumers.engine import Engine, Outcome
+from consumers.engine import Engine, Outcome, TotalsJson
 from consumers.errors import GoldwatchConsumerError, suppress_on_error
 from consumers.file_source import FileSource
 from consumers.jsonl_dead_letters import DEAD_LETTER_MARK_KEY, JsonlDeadLetters
@@ -36,9 +37,10 @@ from service.pipeline import Stage
 from service.quality.known import KnownQuestionIndex
 from service.runtime.live import build_live, build_pipeline, keep_topic_identity
 from service.runtime.memory import fix_mmap_threshold, freeze_heap
-from service.runtime.reports import analytics_report, json_safe
+from service.runtime.reports import AnalyticsReport, analytics_report, json_safe
 from service.settings import Settings, gold_set_notice
 from service.shadow.gold_runs import GoldRuns
+from service.shadow.stage import ShadowStageReport
 from service.state import StateError, StateStore
 from service.telemetry import build_metrics, build_trace_metrics
 from service.traces.mapping import content_index
@@ -66,6 +68,39 @@ class IngestUnavailable(EngineBusy):
 
     code = "unavailable"
 
+
+
+class StatusReport(TypedDict):
+    """:meth:`Runtime.status`, the body of ``GET /v1/status`` (the API's
+    :class:`~service.api.schemas.Status` documents each field). ``uptime_s`` in seconds,
+    rounded to ms; ``source``: the source's own status (assignment, offsets, lag), ``None``
+    before it is open; ``totals``: the persisted all-time counts
+    (:meth:`consumers.engine.Engine.totals_view`)."""
+
+    notices: list[str]
+    version: str
+    ready: bool
+    not_ready_reasons: list[str]
+    uptime_s: float
+    source_kind: str
+    source: dict[str, Any] | None
+    input_finished: bool
+    totals: TotalsJson
+    last_error: str | None
+    gold_refresh_error: str | None
+    gold_file_error: str | None
+
+
+class GoldRunStatus(TypedDict):
+    """:meth:`Runtime.gold_run_status`: whether gold-set runs can run (``enabled``), one is
+    running, how many finished since start, the last failure (or ``None``) and the latest
+    run's report (:class:`~service.shadow.gold_runs.GoldRuns`; ``None`` before the first)."""
+
+    enabled: bool
+    running: bool
+    runs: int
+    last_error: str | None
+    latest: dict[str, Any] | None
 
 
 class Runtime:
@@ -286,7 +321,7 @@ class Runtime:
         or mtime changed, so ``/readyz`` stays a ``stat``; accepts ask the same check."""
         return self.gold_check.problem() if self.gold_check is not None else None
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> StatusReport:
         """Return the JSON body of ``GET /v1/status``."""
         source = self._source
         ready, reasons = self.ready()
@@ -307,16 +342,16 @@ class Runtime:
             "gold_file_error": self.gold_file_problem(),
         }
 
-    def analytics_report(self) -> dict[str, Any] | None:
+    def analytics_report(self) -> AnalyticsReport | None:
         """The analytics summary (as in ``goldwatch replay``), or ``None`` when disabled."""
         if not self.engine.lock.acquire(timeout=LOCK_TIMEOUT_S):
             raise EngineBusy("the pipeline is busy (the consumer is waiting on its source)")
         try:
-            return json_safe(analytics_report(self.live))  # type: ignore[no-any-return]
+            return cast("AnalyticsReport | None", json_safe(analytics_report(self.live)))
         finally:
             self.engine.lock.release()
 
-    def shadow_report(self) -> dict[str, Any] | None:
+    def shadow_report(self) -> ShadowStageReport | None:
         """The shadow stage's report after folding in the results finished so far (``None``
         without candidates), with the latest gold-set run."""
         if self.live.shadow is None:
@@ -419,7 +454,7 @@ class Runtime:
         finally:
             self.engine.lock.release()
 
-    def gold_run_status(self) -> dict[str, Any]:
+    def gold_run_status(self) -> GoldRunStatus:
         """The latest gold-set run and whether one is running."""
         return {
             "enabled": self.gold_runs.enabled,

@@ -5,25 +5,111 @@ refusals, scope, novelty, detector quality, PII, drift), shadow, live quality, h
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NotRequired
 
 from prometheus_client import CollectorRegistry
+from typing_extensions import TypedDict
 
+from service.harvest.store import SuggestionRecord
 from service.pipeline.totals import AnnotationTotals
 from service.refusals.scope import describe
 from service.runtime.analytics import Analytics
 from service.runtime.live import Live
+from service.shadow.stage import ShadowStageReport
 from service.telemetry import PII_TYPES
 from service.topics.model import NOVEL
 
+# TypedDicts from typing_extensions: pydantic (the API's response models) needs them on
+# Python < 3.12. Key order is the order the reports are built in (the API keeps it).
 
-def live_reports(live: Live, registry: CollectorRegistry | None = None) -> dict[str, Any]:
+
+class RefusalCounts(TypedDict):
+    """Answers seen, how many were refusals, and their rate in [0, 1] (``None``: no
+    answers yet). Counts since the first start (persisted annotation totals)."""
+
+    answers: int
+    refused: int
+    rate: float | None
+
+
+class OutOfScopeReport(TypedDict):
+    """Scope: events scored, those out of scope and their share in [0, 1] (``None``: none
+    scored), over-refusals (refused while in scope), under-refusals (answered while out of
+    scope), the detector's calibration (:func:`~service.refusals.scope.describe`), its
+    measured quality (a :func:`detector_quality_report` entry), ``uncalibrated`` (why the
+    counts are not facts, or ``None``) and ``off`` (why scope is off, or ``None``)."""
+
+    scored: int
+    out_of_scope: int
+    share: float | None
+    over_refusals: int
+    under_refusals: int
+    calibration: dict[str, Any] | None
+    quality: dict[str, Any] | None
+    uncalibrated: str | None
+    off: str | None
+
+
+class NoveltyReport(TypedDict):
+    """The ``novel`` topic share with what it is worth (:func:`novelty_report`)."""
+
+    novel: int
+    share: float | None
+    quality: dict[str, Any] | None
+    uncalibrated: str | None
+    off: str | None
+
+
+class AnalyticsReport(TypedDict):
+    """:func:`analytics_report`: what ``goldwatch replay`` prints under ``analytics`` and
+    ``GET /v1/drift`` and ``/v1/refusals`` serve parts of. ``languages``/``topics``: live
+    counts per BCP 47 tag / topic, most common first; ``topic_labels``: topic -> its
+    description; ``pii_scrubbed``: count per PII type; ``drift``: the drift stage's report
+    (per dimension its state, comparisons, counts and gaps; alarms; see
+    :meth:`service.drift.stage.DriftStage.report`). The replay adds ``series`` (time series
+    for its charts)."""
+
+    languages: dict[str, int]
+    topics: dict[str, int]
+    topic_labels: dict[str, str]
+    refusals: RefusalCounts
+    out_of_scope: OutOfScopeReport
+    novelty: NoveltyReport
+    detector_quality: dict[str, dict[str, Any]]
+    quality_floor: float
+    pii_scrubbed: dict[str, int]
+    drift: dict[str, Any]
+    series: NotRequired[dict[str, Any]]
+
+
+class HarvestSummary(TypedDict):
+    """:func:`harvest_summary`: suggestions held, their count per reason, the ``top`` ones
+    by priority (published records, :class:`~service.harvest.store.SuggestionRecord`);
+    with a registry, ``shed`` (picked events whose new question was shed) and
+    ``max_new_per_batch`` (the bound that sheds them)."""
+
+    n_suggestions: int
+    by_reason: dict[str, int]
+    top: list[SuggestionRecord]
+    shed: NotRequired[int]
+    max_new_per_batch: NotRequired[int | None]
+
+
+class LiveReports(TypedDict, total=False):
+    """:func:`live_reports`: the reports of the stages that are on (a key per stage)."""
+
+    shadow: ShadowStageReport
+    quality: dict[str, Any]
+    gold_candidates: HarvestSummary
+
+
+def live_reports(live: Live, registry: CollectorRegistry | None = None) -> LiveReports:
     """The shadow, live-quality and harvest reports of ``live``, keyed as in the replay report;
     empty when those stages are off. With the ``registry`` ``live`` exports to, the harvest
     summary also carries ``shed`` (read from ``goldwatch_gold_candidates_shed_total``; call
     after :meth:`Live.finish`, which exports the last counts) and ``max_new_per_batch``."""
-    reports: dict[str, Any] = {}
+    reports: LiveReports = {}
     if live.shadow is not None:
         reports["shadow"] = live.shadow.report()
     if live.quality is not None:
@@ -38,7 +124,7 @@ def live_reports(live: Live, registry: CollectorRegistry | None = None) -> dict[
     return reports
 
 
-def harvest_summary(records: list[dict[str, Any]], top: int = 20) -> dict[str, Any]:
+def harvest_summary(records: Sequence[SuggestionRecord], top: int = 20) -> HarvestSummary:
     """Suggestion counts by reason and the ``top`` suggestions by priority."""
     by_reason: dict[str, int] = {}
     for row in records:
@@ -48,7 +134,7 @@ def harvest_summary(records: list[dict[str, Any]], top: int = 20) -> dict[str, A
     return {"n_suggestions": len(records), "by_reason": by_reason, "top": ranked[:top]}
 
 
-def analytics_report(live: Live) -> dict[str, Any] | None:
+def analytics_report(live: Live) -> AnalyticsReport | None:
     """Summarise the analytics of a run from the drift stage and the persisted annotation
     totals (since the first start, not since this process's: the Prometheus counters
     restart at 0)."""
@@ -86,7 +172,7 @@ def analytics_report(live: Live) -> dict[str, Any] | None:
 
 def novelty_report(
     analytics: Analytics, topics: Mapping[str, int], qualities: Mapping[str, Any]
-) -> dict[str, Any]:
+) -> NoveltyReport:
     """The ``novel`` topic share with what it is worth: ``{"novel": n, "share": n / all
     topic-annotated events or None, "quality": the novelty detector's
     :func:`detector_quality_report` entry or None, "uncalibrated": why the share is not a

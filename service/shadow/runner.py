@@ -63,7 +63,9 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import Any
+
+from typing_extensions import TypedDict  # served by the API (pydantic, Python < 3.12)
 
 from service.events import QueryLogEvent
 from service.pacing import Backoff, TokenBucket

@@ -43,12 +43,23 @@ import heapq
 import itertools
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NotRequired
+
+from typing_extensions import TypedDict
 
 from service.pipeline import Batch
-from service.shadow.runner import SKIP_REASONS, ShadowResult, ShadowRunner
+from service.shadow.runner import SKIP_REASONS, LaneStats, ShadowResult, ShadowRunner
 
-__all__ = ["BREAKDOWN_METRICS", "LOST_REASONS", "METRICS", "ShadowStage"]
+__all__ = [
+    "BREAKDOWN_METRICS",
+    "LOST_REASONS",
+    "METRICS",
+    "CandidateReport",
+    "CandidateSummary",
+    "Disagreement",
+    "ShadowStage",
+    "ShadowStageReport",
+]
 
 #: Skip reasons of queued events whose result never arrived (see the module docstring).
 LOST_REASONS: tuple[str, ...] = ("interrupted", "result_dropped")
@@ -58,6 +69,73 @@ METRICS: tuple[str, ...] = ("overlap", "jaccard", "rbo", "kendall_tau", "top1", 
 #: Measures handed to telemetry per language and topic (bounded series).
 BREAKDOWN_METRICS: tuple[str, ...] = ("overlap", "rbo", "citation_recall")
 _VERSION = 1
+
+# The report's TypedDicts (module docstring), from typing_extensions: the API serves them
+# (pydantic needs that on Python < 3.12). Keys in the order the report builds them.
+
+
+class Disagreement(TypedDict):
+    """A live event on which a candidate disagreed most with production: the event id, its
+    time (ISO 8601), the question (PII-scrubbed upstream), language and topic annotations,
+    RBO (extrapolated, in [0, 1]) and overlap@k, and both rankings (passage ids, best
+    first)."""
+
+    event_id: str
+    timestamp: str
+    question: str
+    language: str | None
+    topic: str | None
+    rbo: float
+    overlap: float
+    production: list[str]
+    candidate: list[str]
+
+
+class LatencySummary(TypedDict):
+    """Answered calls and their mean and max latency in seconds (``None`` before one)."""
+
+    count: int
+    mean: float | None
+    max: float | None
+
+
+class CandidateSummary(TypedDict):
+    """One candidate's aggregates without its disagreement rows (``GET /v1/shadow``):
+    the counters (``offered`` = ``completed`` + Σ ``errors`` + Σ ``skipped`` +
+    ``in_flight``; ``queued`` of them sent to the candidate), ``latency_seconds`` (left out
+    of a replay's report), agreement ``{measure: mean or None}`` with the ``counts`` each
+    mean is over, the same means per language and per topic (``{label: {"n": results,
+    measure: mean}}``) and, in the live service, the runner's gauges."""
+
+    offered: int
+    queued: int
+    skipped: dict[str, int]
+    completed: int
+    in_flight: int
+    errors: dict[str, int]
+    latency_seconds: NotRequired[LatencySummary]
+    agreement: dict[str, float | None]
+    counts: dict[str, int]
+    by_language: dict[str, dict[str, Any]]
+    by_topic: dict[str, dict[str, Any]]
+    runner: NotRequired[LaneStats]
+
+
+class CandidateReport(CandidateSummary):
+    """One candidate's aggregates with its ``disagreements`` (lowest RBO first; in the
+    report they come before ``runner``)."""
+
+    disagreements: list[Disagreement]
+
+
+class ShadowStageReport(TypedDict):
+    """:meth:`ShadowStage.report`: the RBO persistence ``rbo_p`` (in (0, 1)), results the
+    runner's buffer dropped, and each candidate's :class:`CandidateReport`."""
+
+    rbo_p: float
+    results_dropped: int
+    candidates: dict[str, CandidateReport]
+
 
 
 class _Means:
@@ -93,7 +171,7 @@ class _Candidate:
         self.latency = [0, 0.0, 0.0]  # count, sum, max (seconds)
         self.means = _Means()
         self.by: dict[str, dict[str, _Means]] = {"language": {}, "topic": {}}
-        self.worst: list[tuple[float, int, dict[str, Any]]] = []  # max-heap on rbo via -rbo
+        self.worst: list[tuple[float, int, Disagreement]] = []  # max-heap on rbo via -rbo
         self._seq = itertools.count()
 
     def add(self, result: ShadowResult) -> dict[str, Any] | None:
@@ -125,12 +203,12 @@ class _Candidate:
             key = "other"  # one slot stays free for "other"
         return table.setdefault(key, _Means())
 
-    def _keep(self, row: dict[str, Any]) -> None:
+    def _keep(self, row: Disagreement) -> None:
         heapq.heappush(self.worst, (-row["rbo"], next(self._seq), row))
         if len(self.worst) > self.max_disagreements:
             heapq.heappop(self.worst)  # drops the highest RBO
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> CandidateReport:
         count, total, peak = self.latency
         offers = self.offers
         skipped = {r: offers[r] for r in (*SKIP_REASONS, *LOST_REASONS) if offers[r]}
@@ -143,7 +221,7 @@ class _Candidate:
             "in_flight": self.in_flight(),
             "errors": dict(self.errors),
             "latency_seconds": {
-                "count": count,
+                "count": int(count),  # an int: the float list holds the sums
                 "mean": total / count if count else None,
                 "max": peak if count else None,
             },
@@ -199,7 +277,7 @@ def _table(table: Mapping[str, _Means]) -> dict[str, dict[str, Any]]:
     }
 
 
-def _disagreement(result: ShadowResult, values: Mapping[str, Any]) -> dict[str, Any]:
+def _disagreement(result: ShadowResult, values: Mapping[str, Any]) -> Disagreement:
     return {
         "event_id": result.event_id,
         "timestamp": result.timestamp.isoformat(),
@@ -343,7 +421,7 @@ class ShadowStage:
         pending["runner"] = self.runner.stats()
         return pending
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> ShadowStageReport:
         """Return the aggregates as JSON-able data (shape in the module docstring)."""
         stats = self.runner.stats()
         candidates = {}
@@ -352,7 +430,7 @@ class ShadowStage:
             if self.synchronous:  # a replay's report holds no time-of-run values
                 report.pop("latency_seconds")
             else:
-                report["runner"] = stats.get(name, {})
+                report["runner"] = stats[name]  # a lane per candidate (runner.candidates)
             candidates[name] = report
         return {
             "rbo_p": self.runner.config.rbo_p,
