@@ -71,6 +71,26 @@ def test_index_finds_near_duplicate_and_not_distinct_text() -> None:
     assert len(index) == 1 and "b" in index
 
 
+def test_renumbered_trigrams_give_the_same_matches(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the index numbers trigrams to intersect small ints; once more trigrams than the bound
+    # are numbered it renumbers from the stored texts (a new generation): a probe made before
+    # must still score exactly its Jaccard, here 24 / 28 as above
+    from service.harvest import neardup
+
+    index = NearDupIndex(threshold=0.6)
+    index.add("a", "when are the hostel fees due")
+    early = index.probes(["when are hostel fees due"])[0]
+    monkeypatch.setattr(neardup, "_MAX_TRIGRAM_IDS", 3)
+    index.probes(["library opening hours"])  # over the bound: renumbered, then numbered
+    assert index._generation == 1 and early.generation == 0
+    assert index.matches(early) == [("a", pytest.approx(24 / 28))]
+    later = index.probes(["when are hostel fees due"])[0]
+    assert later.generation == 2 and index.matches(later) == [("a", pytest.approx(24 / 28))]
+    index.add("b", later)  # still over the bound: each probes() call renumbers
+    assert index.matches(index.probes(["when are the hostel fees due"])[0]) == [
+        ("a", 1.0), ("b", pytest.approx(24 / 28))]  # fmt: skip
+
+
 def test_threshold_is_checked_exactly() -> None:
     # "abc" vs "abd" is 1/5 similar: below 0.25, above 0.15
     strict, loose = NearDupIndex(threshold=0.25), NearDupIndex(threshold=0.15)
