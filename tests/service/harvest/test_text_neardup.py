@@ -91,6 +91,25 @@ def test_renumbered_trigrams_give_the_same_matches(monkeypatch: pytest.MonkeyPat
         ("a", 1.0), ("b", pytest.approx(24 / 28))]  # fmt: skip
 
 
+def test_matches_are_the_exact_jaccard_of_every_lsh_candidate() -> None:
+    # matches() counts shared trigrams of all candidates in one numpy pass; the definition:
+    # jaccard() of the trigram sets of each LSH candidate, those >= threshold, best first
+    rng = random.Random(7)
+    words = "when are the hostel fees due library hours bus route exam form card".split()
+    texts = sorted({" ".join(rng.choices(words, k=rng.randint(1, 6))) for _ in range(400)})
+    index = NearDupIndex(threshold=0.5)
+    for i, text in enumerate(texts[:200]):
+        index.add(f"k{i}", text)
+    stored = {f"k{i}": trigrams(text) for i, text in enumerate(texts[:200])}
+    checked = 0
+    for probe in index.probes(texts[200:]):
+        scores = [(key, jaccard(probe.grams, stored[key])) for key in index.candidates(probe)]
+        want = sorted([(k, j) for k, j in scores if j >= 0.5], key=lambda r: (-r[1], r[0]))
+        assert index.matches(probe) == want
+        checked += bool(want)
+    assert checked > 50  # most probes have a match: the comparison is not vacuous
+
+
 def test_threshold_is_checked_exactly() -> None:
     # "abc" vs "abd" is 1/5 similar: below 0.25, above 0.15
     strict, loose = NearDupIndex(threshold=0.25), NearDupIndex(threshold=0.15)
