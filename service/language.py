@@ -638,11 +638,6 @@ class LanguageStage:
         self.detector = detector or LanguageDetector()
         self.labeler = labeler
         self.supported: dict[str, int] = {}
-        # question -> detect_with_support under _memo_prior (a pure function of the two):
-        # a repeated question costs one look-up; forgotten when the prior changes or at
-        # the detector's cache size
-        self._memo: dict[str, tuple[str, bool]] = {}
-        self._memo_prior: tuple[str, ...] | None = None
 
     def baseline_prior(self) -> tuple[str, ...]:
         """The live baseline's languages, most frequent first (ties by code)."""
@@ -655,18 +650,8 @@ class LanguageStage:
         detector = self.detector
         learn = not detector.config.preferred
         prior = self.baseline_prior() if learn else ()
-        memo = self._memo
-        if prior != self._memo_prior or len(memo) >= max(detector.config.cache_size, 1):
-            memo.clear()
-            self._memo_prior = prior
         for event, annotation in zip(batch.events, batch.annotations, strict=True):
-            question = event.question
-            found = memo.get(question) if type(question) is str else None
-            if found is None:
-                found = detector.detect_with_support(question, prior)
-                if type(question) is str and detector.config.cache_size:
-                    memo[question] = found
-            language, supported = found
+            language, supported = detector.detect_with_support(event.question, prior)
             if learn and supported and language != UNDETERMINED:
                 self.supported[language] = self.supported.get(language, 0) + 1
             annotation["language"] = language

@@ -216,13 +216,9 @@ class NearDupIndex:
     def _number(self, grams: frozenset[bytes]) -> frozenset[int]:
         """``grams`` as trigram ids of the current generation (new trigrams numbered)."""
         table = self._trigram_ids
-        numbered = []
-        for gram in grams:
-            found = table.get(gram)
-            if found is None:
-                found = table[gram] = len(table)
-            numbered.append(found)
-        return frozenset(numbered)
+        for gram in grams.difference(table):  # C loops: membership in the dict, the map
+            table[gram] = len(table)
+        return frozenset(map(table.__getitem__, grams))
 
     def _ids_of(self, probe: Probe) -> frozenset[int]:
         """The probe's trigram ids in the current generation."""
