@@ -70,14 +70,19 @@ if TYPE_CHECKING:
 __all__ = ["NearDupIndex", "Probe", "signatures"]
 
 _LSH_SLACK = 0.25
+#: Most distinct trigrams numbered before the numbering restarts from the stored texts alone
+#: (so the table stays bounded whatever the traffic: ~100 bytes each).
+_MAX_TRIGRAM_IDS = 500_000
 _EMPTY = frozenset({b"   "})
 #: MurmurHash3's 32-bit finaliser constants (datasketch's pre-mix of the ``affine32`` scheme).
 _FMIX = (np.uint32(16), np.uint32(0x85EBCA6B), np.uint32(13), np.uint32(0xC2B2AE35))
 
 
 class Probe(NamedTuple):
-    """A normalised text with its trigram set and LSH band keys (computed once) and, when the
-    index has an embedder: its unit vector (``(dim,)`` float32), the stored keys whose cosine
+    """A normalised text with its trigram set and LSH band keys (computed once), the trigram
+    set as the index's integer ids (``ids``, numbered in the index's ``generation``: set
+    operations on small ints cost about half those on bytes) and, when the index has an
+    embedder: its unit vector (``(dim,)`` float32), the stored keys whose cosine
     with it reached the index's ``cosine`` when it was made (``near``: ``(key, cosine)``,
     most similar first) and the index's add counter then (``serial``; keys stored later are
     scored at match time)."""
@@ -88,6 +93,8 @@ class Probe(NamedTuple):
     vector: np.ndarray | None = None
     near: tuple[tuple[str, float], ...] = ()
     serial: int = 0
+    ids: frozenset[int] = frozenset()
+    generation: int = 0
 
 
 @lru_cache(maxsize=8)
@@ -204,7 +211,12 @@ class NearDupIndex:
         # tuples of strings are not tracked by the garbage collector, sets would be (one per
         # band and text: ~100,000 objects each full collection walks)
         self._tables: list[dict[bytes, str | tuple[str, ...]]] = [{} for _ in range(self.bands)]
-        self._grams: dict[str, tuple[frozenset[bytes], tuple[bytes, ...]]] = {}
+        # key -> (trigram ids, band keys, trigrams)
+        self._grams: dict[str, tuple[frozenset[int], tuple[bytes, ...], frozenset[bytes]]] = {}
+        # trigram -> its id (a bijection, so |a ∩ b| and the sizes, hence Jaccard, are those
+        # of the trigram sets); renumbered, with a new generation, when it grows too large
+        self._trigram_ids: dict[bytes, int] = {}
+        self._generation = 0
         # the stored vectors: row i of _matrix is _keys[i]'s (a zero row and None when free),
         # stored at add number _serials[i]; rows [0, _size) are in use or free
         dim = embedder.dim if embedder is not None else 0
@@ -232,14 +244,37 @@ class NearDupIndex:
         signed = signatures(sets, self.num_perm, self._permutations)[:, : self.bands * self.rows]
         width = np.dtype((np.void, 4 * self.rows))  # one band of one row as one bytes value
         keys = np.ascontiguousarray(signed).view(width).tolist()
+        if len(self._trigram_ids) > _MAX_TRIGRAM_IDS:
+            self._renumber()
+        ids, generation = [self._number(grams) for grams in sets], self._generation
         if self.embedder is None:
-            return [Probe(text, grams, tuple(row))
-                    for text, grams, row in zip(texts, sets, keys, strict=True)]  # fmt: skip
+            return [Probe(text, grams, tuple(row), ids=numbered, generation=generation)
+                    for text, grams, row, numbered
+                    in zip(texts, sets, keys, ids, strict=True)]  # fmt: skip
         vectors = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
         near = self._near(vectors, self._size)
-        return [Probe(text, grams, tuple(row), vector, hits, self._serial)
-                for text, grams, row, vector, hits
-                in zip(texts, sets, keys, vectors, near, strict=True)]  # fmt: skip
+        return [Probe(text, grams, tuple(row), vector, hits, self._serial, numbered, generation)
+                for text, grams, row, vector, hits, numbered
+                in zip(texts, sets, keys, vectors, near, ids, strict=True)]  # fmt: skip
+
+    def _number(self, grams: frozenset[bytes]) -> frozenset[int]:
+        """``grams`` as trigram ids of the current generation (new trigrams numbered)."""
+        table = self._trigram_ids
+        for gram in grams.difference(table):  # C loops: membership in the dict, the map
+            table[gram] = len(table)
+        return frozenset(map(table.__getitem__, grams))
+
+    def _ids_of(self, probe: Probe) -> frozenset[int]:
+        """The probe's trigram ids in the current generation."""
+        return probe.ids if probe.generation == self._generation else self._number(probe.grams)
+
+    def _renumber(self) -> None:
+        """Number the stored texts' trigrams afresh (a new generation; older probes are
+        renumbered when used)."""
+        self._trigram_ids = {}
+        self._generation += 1
+        for key, (_, bands, grams) in self._grams.items():
+            self._grams[key] = (self._number(grams), bands, grams)
 
     def _near(self, vectors: np.ndarray, size: int, newer_than: int | None = None
               ) -> list[tuple[tuple[str, float], ...]]:  # fmt: skip
@@ -276,7 +311,7 @@ class NearDupIndex:
                 table[band] = (found, key)
             else:
                 table[band] = (*found, key)
-        self._grams[key] = (probe.grams, probe.bands)
+        self._grams[key] = (self._ids_of(probe), probe.bands, probe.grams)
         if self.embedder is not None:
             self._store(key, probe.vector)
 
@@ -339,7 +374,7 @@ class NearDupIndex:
         if not self._grams:
             return []
         threshold, stored = self.threshold, self._grams
-        mine = probe.grams
+        mine = self._ids_of(probe)
         size = len(mine)
         found = []
         for key in self.candidates(probe):

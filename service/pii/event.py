@@ -18,7 +18,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from service.pii.pseudonym import UNKEYED, Pseudonymiser
-from service.pii.scrub import scrub, scrub_label
+from service.pii.scrub import _scrub_memoised, scrub_label
 from service.records import PII_TYPES
 
 if TYPE_CHECKING:
@@ -100,9 +100,9 @@ def scrub_event(
         are frozen); counts by type over ``question`` and ``answer.text`` (the metric's
         meaning: items in the text people wrote).
     """
-    question = scrub(event.question)
+    question = _scrub_memoised(event.question)
     answer = event.answer
-    scrubbed = scrub(answer.text) if answer is not None and answer.text else None
+    scrubbed = _scrub_memoised(answer.text) if answer is not None and answer.text else None
     update = _clean_labels(event, pseudonymiser)
     if not question.counts and (scrubbed is None or not scrubbed.counts):
         return (_with(event, **update) if update else event), {}  # the common case

@@ -126,6 +126,22 @@ def _memo(memo: dict[str, str], text: str, compute: Callable[[str], str]) -> str
     return value
 
 
+#: :func:`scrub` of recent questions and answers (live traffic repeats them): text -> result,
+#: cleared when it holds :data:`_MEMO_SIZE` entries. Read-only: callers copy the counts.
+_text_memo: dict[str, Scrubbed] = {}
+
+
+def _scrub_memoised(text: str) -> Scrubbed:
+    """:func:`scrub` of ``text``, remembered (:data:`_text_memo`; ``scrub`` is a pure
+    function of its text, so a remembered result is the one it would compute)."""
+    found = _text_memo.get(text)
+    if found is None:
+        if len(_text_memo) >= _MEMO_SIZE:
+            _text_memo.clear()
+        found = _text_memo[text] = scrub(text)
+    return found
+
+
 def scrub_label(text: str) -> str:
     """:func:`scrub`'s text for a label (a role, tenant, channel or retriever name): the same
     scrubber, remembered for the few distinct values a log holds. A name that is all one item

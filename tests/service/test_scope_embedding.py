@@ -224,3 +224,37 @@ def test_calibrate_threshold_min_tpr_on_probabilities() -> None:
     # The embedding detector reuses calibrate_threshold on probabilities: hand-worked cut.
     cal = calibrate_threshold([0.9, 0.8, 0.6, 0.3], [0.2, 0.7, 0.1], min_tpr=1.0)
     assert (cal.threshold, cal.tpr, cal.fpr) == (0.3, 1.0, pytest.approx(1 / 3))
+
+
+class _CountingDetector:
+    """A stand-in for :class:`EmbeddingScope` (this module's stage only): the probability in
+    scope of a question is its length / 100, and every scored question is recorded."""
+
+    use_retriever = False
+    retriever = None
+
+    def __init__(self, threshold: float) -> None:
+        self.calibration = types.SimpleNamespace(threshold=threshold)
+        self.scored: list[str] = []
+
+    def score(self, questions: Sequence[str], retriever_scores: object = None) -> np.ndarray:
+        self.scored += questions
+        return np.array([len(q) / 100 for q in questions])
+
+
+def test_a_repeated_question_is_scored_once_until_the_detector_changes() -> None:
+    detector = _CountingDetector(threshold=0.1)
+    stage = EmbeddingScopeStage(detector)  # type: ignore[arg-type]
+
+    def run(questions: list[str]) -> list[tuple[object, object]]:
+        notes: list[dict[str, object]] = [{"refused": False} for _ in questions]
+        stage.process(types.SimpleNamespace(events=_events(questions), annotations=notes))
+        return [(n["scope_score"], n["out_of_scope"]) for n in notes]
+
+    # "hostel fee" is 10 characters: 0.10, not below the threshold; "ok" 0.02 is
+    assert run(["hostel fee", "ok", "hostel fee"]) == [(0.1, False), (0.02, True), (0.1, False)]
+    assert run(["ok", "hostel fee"]) == [(0.02, True), (0.1, False)]
+    assert detector.scored == ["hostel fee", "ok"]  # each distinct question once
+    stage.detector = _CountingDetector(threshold=0.05)  # e.g. a gold-set refresh
+    assert run(["ok", "hostel fee"]) == [(0.02, True), (0.1, False)]
+    assert stage.detector.scored == ["ok", "hostel fee"]  # scored afresh by the new one

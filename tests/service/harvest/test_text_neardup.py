@@ -71,6 +71,45 @@ def test_index_finds_near_duplicate_and_not_distinct_text() -> None:
     assert len(index) == 1 and "b" in index
 
 
+def test_renumbered_trigrams_give_the_same_matches(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the index numbers trigrams to intersect small ints; once more trigrams than the bound
+    # are numbered it renumbers from the stored texts (a new generation): a probe made before
+    # must still score exactly its Jaccard, here 24 / 28 as above
+    from service.harvest import neardup
+
+    index = NearDupIndex(threshold=0.6)
+    index.add("a", "when are the hostel fees due")
+    early = index.probes(["when are hostel fees due"])[0]
+    monkeypatch.setattr(neardup, "_MAX_TRIGRAM_IDS", 3)
+    index.probes(["library opening hours"])  # over the bound: renumbered, then numbered
+    assert index._generation == 1 and early.generation == 0
+    assert index.matches(early) == [("a", pytest.approx(24 / 28))]
+    later = index.probes(["when are hostel fees due"])[0]
+    assert later.generation == 2 and index.matches(later) == [("a", pytest.approx(24 / 28))]
+    index.add("b", later)  # still over the bound: each probes() call renumbers
+    assert index.matches(index.probes(["when are the hostel fees due"])[0]) == [
+        ("a", 1.0), ("b", pytest.approx(24 / 28))]  # fmt: skip
+
+
+def test_matches_are_the_exact_jaccard_of_every_lsh_candidate() -> None:
+    # matches() counts shared trigrams of all candidates in one numpy pass; the definition:
+    # jaccard() of the trigram sets of each LSH candidate, those >= threshold, best first
+    rng = random.Random(7)
+    words = "when are the hostel fees due library hours bus route exam form card".split()
+    texts = sorted({" ".join(rng.choices(words, k=rng.randint(1, 6))) for _ in range(400)})
+    index = NearDupIndex(threshold=0.5)
+    for i, text in enumerate(texts[:200]):
+        index.add(f"k{i}", text)
+    stored = {f"k{i}": trigrams(text) for i, text in enumerate(texts[:200])}
+    checked = 0
+    for probe in index.probes(texts[200:]):
+        scores = [(key, jaccard(probe.grams, stored[key])) for key in index.candidates(probe)]
+        want = sorted([(k, j) for k, j in scores if j >= 0.5], key=lambda r: (-r[1], r[0]))
+        assert index.matches(probe) == want
+        checked += bool(want)
+    assert checked > 50  # most probes have a match: the comparison is not vacuous
+
+
 def test_threshold_is_checked_exactly() -> None:
     # "abc" vs "abd" is 1/5 similar: below 0.25, above 0.15
     strict, loose = NearDupIndex(threshold=0.25), NearDupIndex(threshold=0.15)

@@ -1,0 +1,132 @@
+"""Issue 22 item 2: making the pipeline cheaper changes no output.
+
+Two replays are compared, field for field, with what the code at main ``e500539`` (before
+the throughput work) produced on the same inputs, checked in under ``golden/``:
+
+* the demo: the embedded demo log (3,000 events) with the demo's configuration, gold set and
+  corpus (``goldwatch replay --demo``: shadow candidate ``hybrid``, live quality, harvest);
+* production-shaped: the first 3,000 lines of :mod:`benchmarks.bench_production`'s log (real
+  NQ-open, CLINC150, BANKING77, XQuAD and Hinglish questions, 10 retrieved passages, answers
+  with citations, feedback, duplicates and bad lines; seed 0) with the defaults a user runs
+  (only ``gold_set`` and ``corpus`` set).
+
+Each compares the whole JSON report of :func:`service.jobs.replay.run_replay` (the temporary
+``file`` and ``dlq_path`` replaced by their names) and every harvested suggestion as
+``goldwatch candidates export`` writes it (best first). The golden files were written by
+this module's ``__main__`` run against e500539's code (``PYTHONPATH=<e500539 checkout>
+python tests/service/test_replay_golden.py``); rewrite them only for a change of output
+that is meant, and say so in its commit.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+GOLDEN = Path(__file__).parent / "golden"
+PRODUCTION_LINES = 3_000
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, indent=1, allow_nan=True)
+
+
+def _replay(settings: Any, log: Path, workdir: Path) -> dict[str, Any]:
+    """The replay report and the exported suggestions of ``log`` (paths made portable)."""
+    from service.harvest.export import export_rows
+    from service.harvest.store import StateStoreCandidates
+    from service.jobs.replay import run_replay
+    from service.state import StateStore
+
+    state = workdir / "state.sqlite"
+    report = run_replay(settings, log, state, workdir / "dlq.jsonl")
+    report["file"] = Path(report["file"]).name
+    report["dlq_path"] = Path(report["dlq_path"]).name
+    with StateStore.open(state) as store:
+        suggestions = export_rows(StateStoreCandidates(store), settings.harvest, None)
+    return {"report": report, "suggestions": json.loads(json.dumps(suggestions))}
+
+
+def demo_outputs(workdir: Path) -> dict[str, Any]:
+    """``goldwatch replay --demo``'s report and suggestions."""
+    from service.demo import demo_data, demo_path
+    from service.settings import load_settings
+
+    settings = load_settings(demo_path("goldwatch.yaml")).model_copy(update=demo_data())
+    return _replay(settings, demo_path("querylog.jsonl"), workdir)
+
+
+def production_outputs(workdir: Path) -> dict[str, Any]:
+    """The production-shaped log's report and suggestions with the default configuration."""
+    from benchmarks.bench_production import write_configs, write_gold_and_corpus, write_log
+    from service.settings import load_settings
+
+    gold, corpus = write_gold_and_corpus(workdir, seed=0)
+    log = write_log(workdir / "events.jsonl", PRODUCTION_LINES, seed=0)
+    defaults, _ = write_configs(workdir, gold, corpus)
+    return _replay(load_settings(defaults), log.path, workdir)
+
+
+def _golden(name: str) -> dict[str, Any]:
+    with gzip.open(GOLDEN / f"{name}.json.gz", "rt", encoding="utf-8") as handle:
+        return json.load(handle)  # type: ignore[no-any-return]
+
+
+def _first_difference(got: Any, want: Any, path: str = "") -> str | None:
+    """Where ``got`` first differs from ``want`` (a JSON path), for a readable failure."""
+    if isinstance(want, dict) and isinstance(got, dict):
+        for key in sorted(set(want) | set(got)):
+            if key not in got or key not in want:
+                return f"{path}/{key}: only in {'golden' if key in want else 'this run'}"
+            found = _first_difference(got[key], want[key], f"{path}/{key}")
+            if found:
+                return found
+        return None
+    if isinstance(want, list) and isinstance(got, list):
+        for i, (a, b) in enumerate(zip(got, want, strict=False)):
+            found = _first_difference(a, b, f"{path}[{i}]")
+            if found:
+                return found
+        return None if len(got) == len(want) else f"{path}: {len(got)} items, golden {len(want)}"
+    return None if got == want else f"{path}: {got!r} != golden {want!r}"
+
+
+def _check(got: dict[str, Any], name: str) -> None:
+    want = _golden(name)
+    assert _canonical(got) == _canonical(want), _first_difference(
+        json.loads(_canonical(got)), json.loads(_canonical(want))
+    )
+
+
+@pytest.mark.slow
+def test_demo_replay_report_and_suggestions_match_e500539(tmp_path: Path) -> None:
+    got = demo_outputs(tmp_path)
+    assert got["report"]["processed"] > 2_900 and len(got["suggestions"]) > 100  # not empty
+    _check(got, "demo")
+
+
+@pytest.mark.slow
+def test_production_shaped_replay_report_and_suggestions_match_e500539(tmp_path: Path) -> None:
+    got = production_outputs(tmp_path)
+    assert got["report"]["processed"] > 2_800 and got["suggestions"]  # not empty
+    _check(got, "production")
+
+
+def _write(directory: Path) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, outputs in (("demo", demo_outputs), ("production", production_outputs)):
+        with tempfile.TemporaryDirectory(prefix=f"gw-golden-{name}-") as tmp:
+            text = _canonical(outputs(Path(tmp)))
+        with gzip.GzipFile(directory / f"{name}.json.gz", "wb", mtime=0) as handle:
+            handle.write(text.encode("utf-8"))
+        print(f"{name}: {len(text):,} characters -> {directory / f'{name}.json.gz'}")
+
+
+if __name__ == "__main__":  # rewrite the golden files (see the module docstring)
+    _write(Path(sys.argv[1]) if len(sys.argv) > 1 else GOLDEN)
