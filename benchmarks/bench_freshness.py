@@ -185,7 +185,9 @@ def summary(values: Sequence[float]) -> dict[str, float]:
             "mean_s": round(sum(values) / len(values), 3) if values else float("nan")}  # fmt: skip
 
 
-def _serve(repo: Path, workdir: Path, config: dict[str, Any]) -> tuple[subprocess.Popen[bytes], str]:
+def _serve(
+    repo: Path, workdir: Path, config: dict[str, Any]
+) -> tuple[subprocess.Popen[bytes], str]:
     """Start ``goldwatch serve`` from the checkout ``repo``; wait for ``/readyz`` 200."""
     port = free_port()
     config = {**config, "api": {"host": "127.0.0.1", "port": port}}
@@ -341,21 +343,27 @@ def raw_reference(broker: TansuBroker, lines: list[bytes], rate: float, seconds:
 
 def render(results: dict[str, dict[str, Any]], rate: float, seconds: float) -> str:
     """One table: per run, p50/p99/max/mean of the per-event delay (s) by endpoint."""
-    rows = [f"freshness at {rate:,.0f} events/s for {seconds:.0f} s, default configuration, "
-            "per event (send -> counted)",
-            f"{'run':28} {'counted in':12} {'p50 s':>7} {'p99 s':>7} {'max s':>7} {'mean s':>7}"]
+    rows = [
+        f"freshness at {rate:,.0f} events/s for {seconds:.0f} s, default configuration, "
+        "per event (send -> counted)",
+        f"{'run':28} {'counted in':12} {'p50 s':>7} {'p99 s':>7} {'max s':>7} {'mean s':>7}",
+    ]
     for name, result in results.items():
         for where in ("status", "metrics", "received"):
             if where in result:
                 fig = result[where]
                 label = {"status": "/v1/status", "metrics": "/metrics",
                          "received": "poll"}[where]  # fmt: skip
-                rows.append(f"{name:28} {label:12} {fig['p50_s']:7.3f} {fig['p99_s']:7.3f} "
-                            f"{fig['max_s']:7.3f} {fig['mean_s']:7.3f}")
+                rows.append(
+                    f"{name:28} {label:12} {fig['p50_s']:7.3f} {fig['p99_s']:7.3f} "
+                    f"{fig['max_s']:7.3f} {fig['mean_s']:7.3f}"
+                )
         if "batches" in result:
             b = result["batches"]
-            rows.append(f"{'':28} {b['batches']:.0f} batches, mean {b['mean_size']} events, "
-                        f"{1000 * b['mean_seconds']:.0f} ms each")
+            rows.append(
+                f"{'':28} {b['batches']:.0f} batches, mean {b['mean_size']} events, "
+                f"{1000 * b['mean_seconds']:.0f} ms each"
+            )
     rows.append("target: p99 <= 1 s (issue 22 item 4); raw = plain kafka-python group consumer")
     return "\n".join(rows)
 
@@ -366,8 +374,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=120.0)
     parser.add_argument("--status-every-s", type=float, default=0.02)
     parser.add_argument("--metrics-every-s", type=float, default=0.25)
-    parser.add_argument("--before", type=Path, default=None,
-                        help="another checkout to measure first, as the same-run reference")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        help="another checkout to measure first, as the same-run reference",
+    )
     parser.add_argument("--raw", action="store_true", help="also measure a raw consumer")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
@@ -386,8 +398,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             args.metrics_every_s)  # fmt: skip
     finally:
         broker.stop()
-    print(json.dumps(results, indent=1) if args.json else render(results, args.rate,
-                                                                   args.seconds))
+    print(json.dumps(results, indent=1) if args.json else render(results, args.rate, args.seconds))
 
 
 if __name__ == "__main__":
