@@ -17,6 +17,15 @@ by ``benchmarks.bench_pii``-style timing of ``service.pii.pseudonymise`` on thes
 goldwatch's Kafka source bounds its fetches (1 MiB, 256 KiB a partition); the baseline keeps
 kafka-python's defaults.
 
+Each Kafka row also gives the process's CPU time over the same window (``time.process_time``:
+every thread, kafka-python's network thread and the DLQ producer's included), per event, and
+its ratio: on a machine shared with other work the wall-clock rate follows the load, the CPU
+spent per event much less. Before the Kafka rows the benchmark's own set-up heap (the stream,
+~100,000 objects) is collected and frozen (``gc.freeze``), as ``goldwatch serve`` freezes its
+start-up heap (``service.runtime.memory.freeze_heap``): otherwise the full collections the
+loop runs between batches (``consumers.loop.gc_paused``) walk the benchmark's list, which
+a served process does not hold (about 6 µs an event of 42 in one run).
+
 The stream is ``benchmarks.streams.mixed_stream`` (real NQ-open/CLINC150 questions, 1 % poison
 pills of every kind). Kafka times run from the first record received to the end of the last
 batch (group join and connection set-up excluded for both sides). A Tansu broker is started
@@ -31,6 +40,7 @@ Run: ``python -m benchmarks.bench_pipeline [--events 100000] [--skip-kafka]``.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import tempfile
 import threading
@@ -74,6 +84,8 @@ class Row:
     what: str
     events: int
     seconds: float
+    #: process CPU seconds (all threads) over the same window; ``None``: not measured
+    cpu_seconds: float | None = None
 
     @property
     def rate(self) -> float:
@@ -161,7 +173,7 @@ def raw_consume(bootstrap: str, topic: str, n: int, timeout_s: float = 300) -> R
         max_poll_records=CONFIG.max_batch_size,
     )
     consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
-    count, first = 0, None
+    count, first, first_cpu = 0, None, 0.0
     deadline = time.monotonic() + timeout_s
     try:
         while count < n and time.monotonic() < deadline:
@@ -170,12 +182,13 @@ def raw_consume(bootstrap: str, topic: str, n: int, timeout_s: float = 300) -> R
             )
             got = sum(len(records) for records in batches.values())
             if got and first is None:
-                first = time.perf_counter()
+                first, first_cpu = time.perf_counter(), time.process_time()
             count += got
-        end = time.perf_counter()
+        end, end_cpu = time.perf_counter(), time.process_time()
     finally:
         consumer.close()
-    return Row("kafka", "kafka-python poll only (baseline)", count, end - (first or end))
+    cpu = end_cpu - first_cpu if first is not None else None
+    return Row("kafka", "kafka-python poll only (baseline)", count, end - (first or end), cpu)
 
 
 class TimedSource:
@@ -187,13 +200,15 @@ class TimedSource:
         self.count = 0
         self.first: float | None = None
         self.done: float | None = None
+        self.first_cpu = self.done_cpu = 0.0
 
     def poll(self, max_records: int, timeout_ms: int) -> list[RawMessage]:
         if self.count >= self.n and self.done is None:
             self.done = time.perf_counter()  # the previous batch is fully handled
+            self.done_cpu = time.process_time()
         messages = self.inner.poll(max_records, timeout_ms)
         if messages and self.first is None:
-            self.first = time.perf_counter()
+            self.first, self.first_cpu = time.perf_counter(), time.process_time()
         self.count += len(messages)
         if self.count >= self.n:
             self.stop.set()
@@ -213,6 +228,7 @@ class TimedSource:
         self.inner.commit(messages, force=force)
         if force and self.done is None:
             self.done = time.perf_counter()  # the final checkpoint-and-commit returned
+            self.done_cpu = time.process_time()
 
     def status(self) -> dict[str, Any]:
         return self.inner.status()
@@ -254,8 +270,9 @@ def kafka_pipeline(bootstrap: str, topic: str, n: int, state_dir: Path) -> tuple
     state.close()
     end = source.done or time.perf_counter()
     seconds = end - (source.first or end)
+    cpu = source.done_cpu - source.first_cpu if source.first and source.done else None
     return Row(
-        "kafka", "goldwatch loop (dedup+count, DLQ, SQLite)", report.consumed, seconds
+        "kafka", "goldwatch loop (dedup+count, DLQ, SQLite)", report.consumed, seconds, cpu
     ), report
 
 
@@ -285,9 +302,14 @@ def run_kafka(n: int, workdir: Path) -> list[Row]:
         started = time.perf_counter()
         produce_topic(broker.bootstrap_servers, topic, [value for value, _ in items])
         produce_s = time.perf_counter() - started
-        raw = raw_consume(broker.bootstrap_servers, topic, n)
-        row, report = kafka_pipeline(broker.bootstrap_servers, topic, n, workdir)
-        raw_again = raw_consume(broker.bootstrap_servers, topic, n)  # the broker warmed up
+        gc.collect()
+        gc.freeze()  # the set-up heap, as serve's start-up heap (see the module docstring)
+        try:
+            raw = raw_consume(broker.bootstrap_servers, topic, n)
+            row, report = kafka_pipeline(broker.bootstrap_servers, topic, n, workdir)
+            raw_again = raw_consume(broker.bootstrap_servers, topic, n)  # the broker warmed up
+        finally:
+            gc.unfreeze()
         good = sum(1 for _, reason in items if reason is None)
         if report.processed != good or report.consumed != n:
             raise RuntimeError(f"kafka counts wrong: {report} vs {good} good of {n}")
@@ -298,20 +320,33 @@ def run_kafka(n: int, workdir: Path) -> list[Row]:
 
 
 def render(rows: Sequence[Row]) -> str:
-    """The table: per path, each row's rate and its ratio to that path's first baseline."""
-    lines = [f"{'path':6} {'what':44} {'events':>8} {'seconds':>8} {'events/s':>10} {'ratio':>6}"]
+    """The table: per path, each row's rate and its ratio to that path's faster baseline;
+    where measured, CPU µs per event and the baseline's (lowest) CPU per event over it."""
+    lines = [f"{'path':6} {'what':44} {'events':>8} {'seconds':>8} {'events/s':>10} {'ratio':>6}"
+             f" {'cpu us/ev':>9} {'cpu ratio':>9}"]  # fmt: skip
     baselines: dict[str, float] = {}
+    cpu_baselines: dict[str, float] = {}
     for row in rows:
         if "baseline" in row.what:
             baselines[row.path] = max(baselines.get(row.path, 0.0), row.rate)
+            if row.cpu_seconds and row.events:
+                per_event = row.cpu_seconds / row.events
+                cpu_baselines[row.path] = min(cpu_baselines.get(row.path, per_event), per_event)
     for row in rows:
         base = baselines.get(row.path)
         ratio = f"{row.rate / base:6.2f}" if base and "produce" not in row.what else ""
+        cpu, cpu_ratio = "", ""
+        if row.cpu_seconds and row.events:
+            per_event = row.cpu_seconds / row.events
+            cpu = f"{1e6 * per_event:9.1f}"
+            cpu_base = cpu_baselines.get(row.path)
+            cpu_ratio = f"{cpu_base / per_event:9.2f}" if cpu_base else ""
         lines.append(
             f"{row.path:6} {row.what:44} {row.events:8d} {row.seconds:8.2f} "
-            f"{row.rate:10,.0f} {ratio:>6}"
+            f"{row.rate:10,.0f} {ratio:>6} {cpu:>9} {cpu_ratio:>9}"
         )
-    lines.append("ratio = events/s / the faster baseline of the same path (same data, same run)")
+    lines.append("ratio = events/s / the faster baseline of the same path (same data, same run); "
+                 "cpu ratio = the baseline's lowest CPU per event / the row's")  # fmt: skip
     return "\n".join(lines)
 
 
