@@ -13,7 +13,7 @@ evidence). Two setups:
   (``preferred``, weighted by their row counts in "after"), for two gold sets
   (:data:`GOLD_SETS`): the demo college bot's (en 48, hi-Latn 8, hi 3 rows) and the fresh-user
   trial's (en 620, de/es/hi 120 each: 63 % English);
-- without a gold set: a :class:`service.language.detector.LanguageStage` over the stream in batches
+- without a gold set: a :class:`service.language.stage.LanguageStage` over the stream in batches
   of :data:`BATCH` questions in file order, so the live baseline's mix is the prior.
 
 English sets (every label but ``en`` and ``und`` is false; ``und`` is reported apart, as an
@@ -43,8 +43,8 @@ from service.language.detector import (
     UNDETERMINED,
     LanguageConfig,
     LanguageDetector,
-    LanguageStage,
 )
+from service.language.stage import LanguageStage
 
 #: The demo college bot's gold-set languages (its ``gold.jsonl``): the "with a gold set" prior.
 GOLD_LANGUAGES = ("en", "hi-Latn", "hi")

@@ -22,8 +22,9 @@ or ``in``, shared by several languages, is no lead), or langdetect decided it on
 (few languages share one). An unsupported label (``ok`` -> sk, ``lost my debit card`` -> ro:
 langdetect alone on a few letters) is replaced by the site's prior: the best-scoring of the
 expected languages (``config.preferred``: the configured ones, else the gold set's; else the
-live baseline's mix that :class:`LanguageStage` passes in) among those that write the text's
-script, or ``und`` when there is none. An unsupported label that is itself expected is kept.
+live baseline's mix that :class:`service.language.stage.LanguageStage` passes in) among those
+that write the text's script, or ``und`` when there is none. An unsupported label that is
+itself expected is kept.
 With the gold set's language mix (``preferred_shares``) a script's *dominant* language (at
 least :data:`DOMINANT_SHARE` of its expected rows) is the label of its questions without
 evidence, and a label nobody expects needs strong evidence (``min_unexpected_words``).
@@ -53,7 +54,7 @@ import functools
 import importlib
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -64,7 +65,6 @@ from service.language.scripts import (
     latin_cues,
     script_and_letters,
 )
-from service.pipeline import Batch
 from service.records import PLACEHOLDERS
 from service.text import normalise
 
@@ -75,7 +75,6 @@ __all__ = [
     "LanguageConfig",
     "LanguageDetector",
     "LanguageLabeler",
-    "LanguageStage",
     "language_allowlist",
     "make_backend",
 ]
@@ -609,63 +608,3 @@ class LanguageLabeler:
     def labels(self) -> list[str]:
         """Every value :meth:`label` can return, sorted (to pre-initialise label sets)."""
         return sorted({*self.allowlist, UNDETERMINED, OTHER})
-
-
-#: A language is in the live baseline's mix once it makes at least this share of the
-#: supported labels seen so far (and :data:`BASELINE_MIN_COUNT` of them).
-BASELINE_MIN_SHARE = 0.05
-BASELINE_MIN_COUNT = 5
-
-
-class LanguageStage:
-    """Pipeline stage: ``batch.annotations[i]["language"]`` = the language of event i's question.
-
-    With a ``labeler`` it also writes ``"language_label"``, the bounded metric label. Never
-    raises on any question text; events are never dropped.
-
-    When the detector has no expected languages (``config.preferred`` empty: none configured
-    and no gold set), the live baseline's mix is the prior of unsupported labels: the
-    languages that make at least :data:`BASELINE_MIN_SHARE` of the supported labels seen so
-    far, counted in event order (so a replay labels alike). State: ``{"supported": {lang:
-    count}}``, kept across restarts.
-    """
-
-    name = "language"
-
-    def __init__(
-        self, detector: LanguageDetector | None = None, labeler: LanguageLabeler | None = None
-    ) -> None:
-        self.detector = detector or LanguageDetector()
-        self.labeler = labeler
-        self.supported: dict[str, int] = {}
-
-    def baseline_prior(self) -> tuple[str, ...]:
-        """The live baseline's languages, most frequent first (ties by code)."""
-        total = sum(self.supported.values())
-        ranked = sorted(self.supported.items(), key=lambda item: (-item[1], item[0]))
-        return tuple(lang for lang, n in ranked
-                     if n >= BASELINE_MIN_COUNT and n >= BASELINE_MIN_SHARE * total)  # fmt: skip
-
-    def process(self, batch: Batch) -> None:
-        detector = self.detector
-        learn = not detector.config.preferred
-        prior = self.baseline_prior() if learn else ()
-        for event, annotation in zip(batch.events, batch.annotations, strict=True):
-            language, supported = detector.detect_with_support(event.question, prior)
-            if learn and supported and language != UNDETERMINED:
-                self.supported[language] = self.supported.get(language, 0) + 1
-            annotation["language"] = language
-            if self.labeler is not None:
-                annotation["language_label"] = self.labeler.label(language)
-
-    def state_snapshot(self) -> Any:
-        """The baseline's supported-label counts (the detector's cache is rebuilt)."""
-        return {"supported": dict(self.supported)}
-
-    def restore(self, state: Any) -> None:
-        """Take back :meth:`state_snapshot`'s counts (``None`` or a malformed state: none)."""
-        counts = state.get("supported") if isinstance(state, dict) else None
-        self.supported = {}
-        if isinstance(counts, dict):
-            self.supported = {str(k): int(v) for k, v in counts.items()
-                              if isinstance(v, int) and v > 0}  # fmt: skip

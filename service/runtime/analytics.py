@@ -25,12 +25,8 @@ from service.embeddings.model import shared_embedder
 from service.embeddings.protocol import Embedder
 from service.evaluation.detector_quality import DEFAULT_AUC_FLOOR, DetectorQuality, measure_auc
 from service.files.fit_cache import Memo, no_memo
-from service.language.detector import (
-    LanguageConfig,
-    LanguageDetector,
-    LanguageLabeler,
-    LanguageStage,
-)
+from service.language.detector import LanguageConfig, LanguageDetector, LanguageLabeler
+from service.language.stage import LanguageStage
 from service.pii import UNKEYED, PiiScrubStage, Pseudonymiser
 from service.pipeline import Stage
 from service.pipeline.totals import AnnotationTotals

@@ -15,12 +15,12 @@ from service.language.detector import (
     LanguageConfig,
     LanguageDetector,
     LanguageLabeler,
-    LanguageStage,
     language_allowlist,
     make_backend,
 )
 from service.language.hinglish import is_hinglish
 from service.language.scripts import dominant_script, function_word_scores, latin_cues
+from service.language.stage import LanguageStage
 from service.pipeline import Batch, Pipeline, Stage
 from service.text import normalise as normalise_text
 
