@@ -342,6 +342,24 @@ def pseudonymiser(config: AnalyticsConfig) -> Pseudonymiser:
     return UNKEYED if key is None else Pseudonymiser(key)
 
 
+def language_detector(config: AnalyticsConfig, gold: GoldSet) -> LanguageDetector:
+    """The language detector for ``gold``: its candidates are the configured ones plus the
+    gold set's languages; its expected languages (the prior of short or ambiguous
+    questions) are the configured ``analytics.language.preferred``, else the gold set's
+    languages weighed by their row counts (a short question falls back to the dominant one).
+    Built at start and again after an accepted gold question (:func:`gold_references`)."""
+    gold_languages = sorted({q.language for q in gold if q.language})
+    candidates = tuple(dict.fromkeys([*config.language.candidates, *gold_languages]))
+    preferred = config.language.preferred or tuple(gold_languages)
+    rows = Counter(q.language for q in gold if q.language)
+    shares = (config.language.preferred_shares if config.language.preferred
+              else tuple(float(rows[lang]) for lang in gold_languages))  # fmt: skip
+    return LanguageDetector(LanguageConfig(**{**config.language.model_dump(),
+                                              "candidates": candidates,
+                                              "preferred": preferred,
+                                              "preferred_shares": shares}))  # fmt: skip
+
+
 def build_analytics(
     config: AnalyticsConfig,
     gold: GoldSet,
@@ -365,18 +383,7 @@ def build_analytics(
     if not config.enabled:
         return Analytics(stages=[])
     stages: list[Stage] = [PiiScrubStage(pseudonymiser(config))] if config.pii else []
-    gold_languages = sorted({q.language for q in gold if q.language})
-    candidates = tuple(dict.fromkeys([*config.language.candidates, *gold_languages]))
-    preferred = config.language.preferred or tuple(gold_languages)
-    # the gold set's mix weighs its languages (a short question falls back to the dominant
-    # one); configured expected languages weigh as configured
-    rows = Counter(q.language for q in gold if q.language)
-    shares = (config.language.preferred_shares if config.language.preferred
-              else tuple(float(rows[lang]) for lang in gold_languages))  # fmt: skip
-    detector = LanguageDetector(LanguageConfig(**{**config.language.model_dump(),
-                                                  "candidates": candidates,
-                                                  "preferred": preferred,
-                                                  "preferred_shares": shares}))  # fmt: skip
+    detector = language_detector(config, gold)
     language_counts = memo("language-counts", [[(q.question, q.language) for q in gold],
                                                detector.config],
                            lambda: _language_counts(gold, detector))  # fmt: skip
@@ -469,14 +476,17 @@ def topic_identity(analytics: Analytics) -> dict[str, Any] | None:
 
 def gold_references(
     analytics: Analytics, config: AnalyticsConfig, gold: GoldSet
-) -> tuple[TopicModel | None, dict[str, dict[str, int]]]:
+) -> tuple[TopicModel | None, dict[str, dict[str, int]], LanguageDetector | None]:
     """Recompute what the analytics derive from the gold set after it changed (an accepted
     suggestion): the topic model refitted on ``gold`` (the configured saved model is kept),
-    and its language and topic counts. CPU-heavy (a fit): call outside the pipeline lock,
-    then :func:`apply_gold_references` under it.
+    the language detector rebuilt for the gold set's languages and mix
+    (:func:`language_detector`: a question accepted in a new language makes that language
+    expected), and the gold set's language and topic counts. CPU-heavy (a fit): call outside
+    the pipeline lock, then :func:`apply_gold_references` under it.
 
     Returns:
-        ``(topic model or None when there is no topic stage, gold counts)``.
+        ``(topic model or None when there is no topic stage, gold counts, language detector
+        or None when there is no language stage)``.
 
     Raises:
         ValueError: the model cannot be fitted (too few questions).
@@ -484,8 +494,10 @@ def gold_references(
     language = next((st for st in analytics.stages if isinstance(st, LanguageStage)), None)
     topics = next((st for st in analytics.stages if isinstance(st, TopicStage)), None)
     counts: dict[str, dict[str, int]] = {}
+    detector = None
     if language is not None:
-        counts["language"] = _language_counts(gold, language.detector)
+        detector = language_detector(config, gold)
+        counts["language"] = _language_counts(gold, detector)
     model = None
     if topics is not None:
         model = topics.model if config.topics_model is not None else fit_topic_model(
@@ -493,7 +505,7 @@ def gold_references(
             previous=topics.model,
         )
         counts["topic"] = _topic_counts(gold, model)
-    return model, counts
+    return model, counts, detector
 
 
 @dataclass(frozen=True)
@@ -566,11 +578,19 @@ def apply_scope_references(analytics: Analytics, refresh: ScopeRefresh) -> None:
 
 
 def apply_gold_references(
-    analytics: Analytics, model: TopicModel | None, counts: dict[str, dict[str, int]]
+    analytics: Analytics,
+    model: TopicModel | None,
+    counts: dict[str, dict[str, int]],
+    detector: LanguageDetector | None = None,
 ) -> None:
     """Swap in what :func:`gold_references` computed (call with the pipeline lock held):
-    the topic stage's model (its cache cleared) and the drift stage's gold counts."""
+    the topic stage's model (its cache cleared), the language stage's detector, and the
+    drift stage's gold counts. (The language *label* set stays as at start, so the metric
+    series stay bounded: a language new to the gold set is labelled ``other`` on the
+    ``language`` metric label until a restart.)"""
     for stage in analytics.stages:
+        if isinstance(stage, LanguageStage) and detector is not None:
+            stage.detector = detector
         if isinstance(stage, TopicStage) and model is not None:
             stage.model = model
             stage.cache.clear()

@@ -402,7 +402,9 @@ class Runtime:
             return
         try:
             gold = load_gold_set(path)
-            model, counts = gold_references(self.live.analytics, self.settings.analytics, gold)
+            model, counts, detector = gold_references(
+                self.live.analytics, self.settings.analytics, gold
+            )
             index = KnownQuestionIndex(gold, threshold=self.settings.shadow.known_threshold)
             scope = None
             if self.settings.corpus is not None and self.live.analytics.stages:
@@ -416,7 +418,7 @@ class Runtime:
             self._gold_refresh_failed(f"{type(exc).__name__} while reloading {path}")
             return
         with self.engine.lock:
-            apply_gold_references(self.live.analytics, model, counts)
+            apply_gold_references(self.live.analytics, model, counts, detector)
             if scope is not None:
                 apply_scope_references(self.live.analytics, scope)
         keep_topic_identity(self.state, self.live.analytics)

@@ -70,8 +70,10 @@ def test_an_accepted_gold_question_keeps_every_topic_id(tmp_path: Path) -> None:
     live = build_live(settings, CollectorRegistry(), None)
     before = _model(live)
     _gold(gold, [*FEES, *EXAMS, *BUSES, "can the exam fee be paid online"])
-    model, counts = gold_references(live.analytics, settings.analytics, load_gold_set(gold))
-    apply_gold_references(live.analytics, model, counts)
+    model, counts, detector = gold_references(
+        live.analytics, settings.analytics, load_gold_set(gold)
+    )
+    apply_gold_references(live.analytics, model, counts, detector)
     after = _model(live)
     assert after is not before and after.names == before.names
     assert _topics_of(live, PROBES) == [a.nearest for a in before.assign_many(PROBES)]
@@ -111,3 +113,27 @@ def test_replay_report_shows_topic_labels_in_json_text_and_html(tmp_path: Path) 
     assert labels[fee_topic] in text
     page = render_replay_html(report)
     assert labels[fee_topic] in page
+
+
+def test_an_accepted_question_in_a_new_language_makes_it_expected(tmp_path: Path) -> None:
+    """The language detector is rebuilt with the refit: its expected languages are the gold
+    set's languages weighed by their rows (18 en, then 18 en + 2 hi-Latn), and the gold
+    set's language counts for drift are recounted with it."""
+    gold = _gold(tmp_path / "gold.jsonl", FEES + EXAMS + BUSES)
+    settings = _settings(gold)
+    live = build_live(settings, CollectorRegistry(), None)
+    stage = next(st for st in live.analytics.stages if st.name == "language")
+    assert stage.detector.config.preferred == ("en",)
+    with gold.open("a", encoding="utf-8") as handle:
+        for i, question in enumerate(["exam ki date kab hai", "fees kitni hai is saal"]):
+            row = {"id": f"h-{i}", "question": question, "gold": ["p-0"], "language": "hi-Latn"}
+            handle.write(json.dumps(row) + "\n")
+    model, counts, detector = gold_references(
+        live.analytics, settings.analytics, load_gold_set(gold)
+    )
+    apply_gold_references(live.analytics, model, counts, detector)
+    assert stage.detector is detector
+    assert stage.detector.config.preferred == ("en", "hi-Latn")
+    n_en = len(FEES + EXAMS + BUSES)
+    assert stage.detector.config.preferred_shares == (float(n_en), 2.0)
+    assert sum(counts["language"].values()) == n_en + 2
