@@ -24,6 +24,9 @@ All streams are deterministic (seeded) from ``../shared/data``:
    n-grams at weight 0.35); ``product_nearest`` — the same embedder scored as the service did
    before (the single nearest gold question, uncentred: today's figure in the same run);
    ``self_estimate`` — the shipped model's own leave-one-topic-out estimate.
+   Then :func:`novelty_all_triples`: ``embedding``, ``product`` and ``product_nearest`` over
+   all 120 triples of the 10 domains (one seeded gold set each), the spread that explains
+   why one triple's figure says little.
 2. **NMI against CLINC150** (:func:`nmi`): unsupervised topics fitted on 20 training
    questions per intent (3,000), nearest topic of the 4,500 test questions; NMI vs the 150
    intents and the 10 domains, with 150 topics and with the default rule (50); LSA + KMeans.
@@ -216,6 +219,50 @@ def novelty(per_domain: int = 20, n_triples: int = 10, embedder: Embedder | None
             **summary}  # fmt: skip
 
 
+def novelty_all_triples(per_domain: int = 20, embedder: Embedder | None = None,
+                        product: Embedder | None = None) -> dict[str, Any]:  # fmt: skip
+    """Novelty ROC AUC over *every* triple of CLINC150's 10 domains (120), one seeded random
+    gold set each: how much the figure depends on which 3 domains the gold set covers.
+
+    Per triple: ``embedding`` (WordLlama alone, the nearest gold question), ``product`` (the
+    service's :class:`TopicModel` novelty similarity, default embedder) and
+    ``product_nearest`` (the same embedder, nearest gold question uncentred: the service's
+    score before). Returns ``{variant: {"mean", "min", "p10", "median", "p90", "max",
+    "share_0.90", "share_0.94"}}`` (shares: of triples at or above that AUC) and
+    ``{"gold_size", "triples"}``.
+    """
+    import itertools
+
+    embedder = embedder or build_embedder(EmbeddingConfig(char_weight=0))
+    product = product or build_embedder(EmbeddingConfig())
+    data, domain_of = _clinc_raw()
+    aucs: dict[str, list[float]] = {"embedding": [], "product": [], "product_nearest": []}
+    for domains in itertools.combinations(sorted(set(domain_of.values())), 3):
+        rng = random.Random(f"novelty-all-{'-'.join(domains)}")
+        gold = [t for d in domains for t, _ in _gold_sample(
+            [(t, i) for t, i in data["train"] if domain_of[i] == d], per_domain, rng, False)
+        ]  # fmt: skip
+        negatives = [t for t, i in data["test"] if domain_of[i] in domains]
+        positives = [t for t, i in data["test"] if domain_of[i] not in domains]
+        positives += [t for t, _ in data["oos_test"]]
+        for name, emb in (("embedding", embedder), ("product_nearest", product)):
+            g = emb.embed(embedding_texts(gold))
+            near = [_nearest_similarity(emb.embed(embedding_texts(x)), g)
+                    for x in (positives, negatives)]
+            aucs[name].append(measure_auc(1 - near[0], 1 - near[1], n_boot=0).auc)
+        model = TopicModel.fit(gold, TopicConfig(), embedder=product)
+        score = [1 - np.array([a.neighbour for a in model.assign_many(x)])
+                 for x in (positives, negatives)]
+        aucs["product"].append(measure_auc(score[0], score[1], n_boot=0).auc)
+    out: dict[str, Any] = {"gold_size": 3 * per_domain, "triples": len(aucs["product"])}
+    for name, values in aucs.items():
+        v = np.array(values)
+        out[name] = {"mean": v.mean(), "min": v.min(), "p10": np.percentile(v, 10),
+                     "median": np.median(v), "p90": np.percentile(v, 90), "max": v.max(),
+                     "share_0.90": (v >= 0.90).mean(), "share_0.94": (v >= 0.94).mean()}
+    return out  # fmt: skip
+
+
 # -- 2. NMI ------------------------------------------------------------------------------------
 
 
@@ -406,6 +453,14 @@ def main() -> None:
         for k in NOVELTY_VARIANTS:
             print(f"  {k:<22} {row[k + '_scenario']:.3f}; {row[k + '_mean']:.3f}/"
                   f"{row[k + '_min']:.3f}/{row[k + '_max']:.3f}")
+        every = novelty_all_triples(per_domain)
+        print(f"novelty, {every['gold_size']} gold questions, all {every['triples']} triples: "
+              "mean, min/p10/median/p90/max, share >= 0.90, share >= 0.94:")  # fmt: skip
+        for k in ("embedding", "product", "product_nearest"):
+            v = every[k]
+            print(f"  {k:<22} {v['mean']:.3f}, {v['min']:.3f}/{v['p10']:.3f}/{v['median']:.3f}/"
+                  f"{v['p90']:.3f}/{v['max']:.3f}, {v['share_0.90']:.2f}, "
+                  f"{v['share_0.94']:.2f}")  # fmt: skip
     for row in nmi():
         print(f"NMI {row['method']:<9} {row['topics']:>3} topics: intents "
               f"{row['nmi_intents']:.3f}, domains {row['nmi_domains']:.3f}")

@@ -49,9 +49,10 @@ L2-normalised rows; Hinglish questions without their romanised Hindi function wo
   ``novelty_percentile``-th percentile of the gold questions' leave-one-out novelty
   similarities (each against the other gold questions). Its quality
   (:attr:`TopicModel.novelty_quality`) is measured on the gold set itself, leave-one-topic-out:
-  each gold question scored against the gold set without its topic is a "novel" positive, the
-  same question scored leave-one-out against the whole gold set a negative; ROC AUC with a
-  bootstrap interval (:func:`service.detector_quality.measure_auc`).
+  each gold question scored against the gold set without its topic (centred on that reduced
+  gold set's mean) is a "novel" positive, the same question scored leave-one-out against
+  the whole gold set a negative; ROC AUC with a bootstrap interval
+  (:func:`service.detector_quality.measure_auc`).
 * **Like-for-like gold counts** (:meth:`TopicModel.gold_counts`): the gold set's topic
   distribution goes through the same assignment as live traffic — supervised: 5-fold
   cross-validated nearest-centroid predictions (seeded; labels with < 10 gold rows: the
@@ -366,7 +367,7 @@ class TopicModel:
         threshold = _novelty_threshold(reference, config.novelty_percentile, k)
         quality = None
         if config.novelty_percentile > 0:
-            quality = _novelty_quality(centred, assigned, config.seed, k)
+            quality = _novelty_quality(vectors, assigned, config.seed, k)
         state = {
             "centroids": np.asarray(centroids, dtype=np.float32),
             "reference": reference,
@@ -630,25 +631,36 @@ def _novelty_threshold(reference: np.ndarray, percentile: float, k: int = 1) -> 
 
 def _novelty_quality(vectors: np.ndarray, assigned: np.ndarray, seed: int, k: int = 1,
                      limit: int = 3000) -> DetectorQuality | None:  # fmt: skip
-    """Leave-one-topic-out ROC AUC of the novelty score (1 − novelty similarity, ``k``
-    neighbours, on the vectors as given: centred by the caller).
+    """Leave-one-topic-out ROC AUC of the novelty score (1 − novelty similarity: ``k``
+    neighbours, centred), ``vectors`` (n, d) the gold vectors as embedded (unit rows).
 
-    Positives: each question scored against the gold questions of the *other* topics (its
-    topic held out: what a question of an unseen topic looks like). Negatives: the same
-    questions scored leave-one-out against all others (an unseen question of a known topic).
-    At most ``limit`` questions (a seeded sample). ``None`` with fewer than 2 topics.
+    Positives: each question of topic t scored as a question of a topic the gold set does
+    not have — against the gold questions of the *other* topics, everything centred on *their*
+    mean (centring on the whole gold set, the held-out topic pulls the centre its way and
+    the estimate came out ~0.06 more optimistic on CLINC150). Negatives: the same questions
+    scored leave-one-out against all others, centred on the whole gold set's mean (an unseen
+    question of a known topic). At most ``limit`` questions (a seeded sample; the centres
+    are over all n). ``None`` with fewer than 2 topics.
     """
     if len(np.unique(assigned)) < 2:
         return None
     keep = np.arange(len(vectors))
     if len(keep) > limit:
         keep = np.sort(np.random.default_rng(seed).choice(len(keep), limit, replace=False))
+    total = vectors.sum(axis=0, dtype=np.float64)
     x, topic = vectors[keep], assigned[keep]
-    sims = x @ x.T
+    centred = _centred(x, (total / len(vectors)).astype(np.float32))
+    sims = centred @ centred.T
     np.fill_diagonal(sims, -np.inf)
     negative = _mean_top_k(sims, k)
-    sims[topic[:, None] == topic[None, :]] = -np.inf
-    positive = _mean_top_k(sims, k)
+    positive = np.empty(len(x), dtype=np.float32)
+    for t in np.unique(topic):
+        inside = assigned == t
+        rest = total - vectors[inside].sum(axis=0, dtype=np.float64)
+        rest /= len(vectors) - inside.sum()
+        held = topic == t
+        y = _centred(x, rest.astype(np.float32))
+        positive[held] = _mean_top_k(y[held] @ y[~held].T, k)
     return measure_auc(
         1.0 - positive, 1.0 - negative, n_boot=200, seed=seed,
         method=f"leave-one-topic-out on {len(x)} gold questions, "
