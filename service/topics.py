@@ -36,22 +36,20 @@ L2-normalised rows; Hinglish questions without their romanised Hindi function wo
   cluster, silent on its subject. English labels are unchanged (the demo, CLINC150).
 * **Novelty**: a question whose *novelty similarity* is below ``threshold`` is ``"novel"``.
   The novelty similarity is the mean cosine similarity to the ``novelty_neighbours`` (k,
-  default 3) nearest gold questions after **centring** on the gold set's mean vector (every
-  vector minus the gold mean, re-normalised), which removes the direction all questions of
-  an embedding share (WordLlama's vectors are anisotropic: two unrelated CLINC150 questions
-  have cosine ~0.4) so that what is left is what distinguishes the gold set's topics; the
-  mean of k neighbours is steadier than the single nearest one, which a lone near-paraphrase
-  decides (Mu & Viswanath 2018, "All-but-the-Top", for the centring; k-NN distance for
-  out-of-distribution detection: Sun et al. 2022, "Out-of-Distribution Detection with Deep
-  Nearest Neighbors"). Measured on CLINC150 over all 120 domain triples
-  (``benchmarks.topic_acceptance``): ROC AUC mean +0.008 with 60 gold questions and +0.010
-  with 300 against the single nearest uncentred neighbour. ``threshold`` is the
-  ``novelty_percentile``-th percentile of the gold questions' leave-one-out novelty
-  similarities (each against the other gold questions). Its quality
+  default 1: the nearest) gold questions; with ``novelty_centring`` every vector is first
+  centred on the gold set's mean vector (minus the gold mean, re-normalised), which removes
+  the direction all questions of an embedding share (WordLlama's vectors are anisotropic:
+  two unrelated CLINC150 questions have cosine ~0.4; Mu & Viswanath 2018, "All-but-the-Top";
+  k-NN distance for out-of-distribution detection: Sun et al. 2022). Centred with k = 3 the
+  ROC AUC on CLINC150 gains ~0.01 (``benchmarks.topic_acceptance``), but at the same
+  percentile threshold a gold set with isolated rows (20 random unanswerable questions)
+  flags far fewer out-of-domain questions, so it is not the default (docs/topics.md).
+  ``threshold`` is the ``novelty_percentile``-th percentile of the gold questions'
+  leave-one-out novelty similarities (each against the other gold questions). Its quality
   (:attr:`TopicModel.novelty_quality`) is measured on the gold set itself, leave-one-topic-out:
-  each gold question scored against the gold set without its topic (centred on that reduced
-  gold set's mean) is a "novel" positive, the same question scored leave-one-out against
-  the whole gold set a negative; ROC AUC with a bootstrap interval
+  each gold question scored against the gold set without its topic (centred, if on, on that
+  reduced gold set's mean) is a "novel" positive, the same question scored leave-one-out
+  against the whole gold set a negative; ROC AUC with a bootstrap interval
   (:func:`service.detector_quality.measure_auc`).
 * **Like-for-like gold counts** (:meth:`TopicModel.gold_counts`): the gold set's topic
   distribution goes through the same assignment as live traffic — supervised: 5-fold
@@ -191,8 +189,9 @@ class TopicAssignment(NamedTuple):
         topic: the topic name, or :data:`NOVEL` when far from every training text.
         nearest: the nearest topic's name (also when novel).
         similarity: cosine similarity to that topic's centroid, in [-1, 1].
-        neighbour: the novelty similarity (see the module docstring): mean centred cosine
-            similarity to the ``novelty_neighbours`` nearest gold questions, in [-1, 1];
+        neighbour: the novelty similarity (see the module docstring): mean cosine similarity
+            to the ``novelty_neighbours`` nearest gold questions (default: the nearest one;
+            centred with ``novelty_centring``), in [-1, 1];
             below :attr:`TopicModel.threshold` the question is :data:`NOVEL`.
     """
 
@@ -258,8 +257,8 @@ class TopicModel:
         topics: one :class:`TopicInfo` per topic, index = position of its centroid, in natural
             name order (``topic-2`` before ``topic-10``).
         threshold: novelty cut-off on the novelty similarity (``-inf``: off).
-        novelty_neighbours: k of the novelty similarity (1 in artefacts of before, which
-            were not centred either: they keep scoring as they were fitted).
+        novelty_neighbours: k of the novelty similarity (1 in artefacts written before it
+            existed, which were not centred either: they keep scoring as they were fitted).
         version: hash of training texts, labels, config, embedder and scikit-learn version.
         supervised: True when topics came from user labels.
         embedder_name: :attr:`~service.embeddings.Embedder.name` of the embedder it was fitted
@@ -360,14 +359,16 @@ class TopicModel:
         examples = _examples(texts, vectors, assigned, centroids, config.n_examples)
         topics = [{"name": n, "top_terms": list(t), "size": int(s), "examples": list(e), "id": i}
                   for n, t, s, e, i in zip(names, terms, sizes, examples, topic_ids, strict=True)]
-        centre = vectors.mean(axis=0, dtype=np.float64).astype(np.float32)
-        centred = _centred(vectors, centre)
+        centre = None
+        if config.novelty_centring:
+            centre = vectors.mean(axis=0, dtype=np.float64).astype(np.float32)
         k = config.novelty_neighbours
-        reference = _sample(centred, config.max_reference, config.seed)
+        scored = vectors if centre is None else _centred(vectors, centre)
+        reference = _sample(scored, config.max_reference, config.seed)
         threshold = _novelty_threshold(reference, config.novelty_percentile, k)
         quality = None
         if config.novelty_percentile > 0:
-            quality = _novelty_quality(vectors, assigned, config.seed, k)
+            quality = _novelty_quality(vectors, assigned, config.seed, k, centre is not None)
         state = {
             "centroids": np.asarray(centroids, dtype=np.float32),
             "reference": reference,
@@ -630,17 +631,19 @@ def _novelty_threshold(reference: np.ndarray, percentile: float, k: int = 1) -> 
 
 
 def _novelty_quality(vectors: np.ndarray, assigned: np.ndarray, seed: int, k: int = 1,
-                     limit: int = 3000) -> DetectorQuality | None:  # fmt: skip
-    """Leave-one-topic-out ROC AUC of the novelty score (1 − novelty similarity: ``k``
-    neighbours, centred), ``vectors`` (n, d) the gold vectors as embedded (unit rows).
+                     centring: bool = False, limit: int = 3000
+                     ) -> DetectorQuality | None:  # fmt: skip
+    """Leave-one-topic-out ROC AUC of the novelty score (1 − novelty similarity, ``k``
+    neighbours), ``vectors`` (n, d) the gold vectors as embedded (unit rows).
 
-    Positives: each question of topic t scored as a question of a topic the gold set does
-    not have — against the gold questions of the *other* topics, everything centred on *their*
-    mean (centring on the whole gold set, the held-out topic pulls the centre its way and
-    the estimate came out ~0.06 more optimistic on CLINC150). Negatives: the same questions
-    scored leave-one-out against all others, centred on the whole gold set's mean (an unseen
-    question of a known topic). At most ``limit`` questions (a seeded sample; the centres
-    are over all n). ``None`` with fewer than 2 topics.
+    Positives: each question scored against the gold questions of the *other* topics (its
+    topic held out: what a question of an unseen topic looks like). Negatives: the same
+    questions scored leave-one-out against all others (an unseen question of a known topic).
+    With ``centring``, negatives are centred on the whole gold set's mean and the positives
+    of topic t on the mean of the gold set *without* t (as a gold set lacking the topic would
+    centre them; centred on the whole set, the held-out topic pulls the centre its way and the
+    estimate came out ~0.06 more optimistic on CLINC150). At most ``limit`` questions (a
+    seeded sample; centres are over all n). ``None`` with fewer than 2 topics.
     """
     if len(np.unique(assigned)) < 2:
         return None
@@ -649,17 +652,19 @@ def _novelty_quality(vectors: np.ndarray, assigned: np.ndarray, seed: int, k: in
         keep = np.sort(np.random.default_rng(seed).choice(len(keep), limit, replace=False))
     total = vectors.sum(axis=0, dtype=np.float64)
     x, topic = vectors[keep], assigned[keep]
-    centred = _centred(x, (total / len(vectors)).astype(np.float32))
-    sims = centred @ centred.T
+    scored = _centred(x, (total / len(vectors)).astype(np.float32)) if centring else x
+    sims = scored @ scored.T
     np.fill_diagonal(sims, -np.inf)
     negative = _mean_top_k(sims, k)
     positive = np.empty(len(x), dtype=np.float32)
     for t in np.unique(topic):
-        inside = assigned == t
-        rest = total - vectors[inside].sum(axis=0, dtype=np.float64)
-        rest /= len(vectors) - inside.sum()
         held = topic == t
-        y = _centred(x, rest.astype(np.float32))
+        y = scored
+        if centring:
+            inside = assigned == t
+            rest = total - vectors[inside].sum(axis=0, dtype=np.float64)
+            rest /= len(vectors) - inside.sum()
+            y = _centred(x, rest.astype(np.float32))
         positive[held] = _mean_top_k(y[held] @ y[~held].T, k)
     return measure_auc(
         1.0 - positive, 1.0 - negative, n_boot=200, seed=seed,

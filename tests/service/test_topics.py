@@ -130,11 +130,50 @@ def test_unrelated_question_is_novel_and_batch_equals_single(model: TopicModel) 
     assert batch[0].topic == single.topic and batch[0].nearest == single.nearest
     assert batch[0].similarity == pytest.approx(single.similarity, abs=1e-6)
     assert batch[0].neighbour == pytest.approx(single.neighbour, abs=1e-6)
-    assert not batch[1].novel and model.assign_many([]) == []
+    assert not batch[1].novel and batch[1].neighbour == pytest.approx(1.0, abs=1e-5)
+    assert model.assign_many([]) == []
+
+
+def test_novelty_threshold_is_the_leave_one_out_percentile(model: TopicModel) -> None:
+    """Worked out here: each gold question's best cosine similarity to the *other* eleven,
+    then numpy's 10th percentile of the twelve (linear interpolation)."""
+    vectors = default_embedder().embed(FEES + EXAMS).astype(np.float64)
+    loo = [max(float(vectors[i] @ vectors[j]) for j in range(12) if j != i) for i in range(12)]
+    ordered = sorted(loo)
+    expected = ordered[1] + 0.1 * (ordered[2] - ordered[1])  # position 0.1 * 11 = 1.1
+    assert model.threshold == pytest.approx(expected, abs=1e-5)
+
+
+def test_novelty_quality_is_leave_one_topic_out_auc(model: TopicModel) -> None:
+    """Positives: each question against the other topic's questions only; negatives: the same
+    question against all other questions. ROC AUC recomputed here by pair counting."""
+    vectors = default_embedder().embed(FEES + EXAMS).astype(np.float64)
+    assigned = model.assign_many(FEES + EXAMS)
+    topic = [a.nearest for a in assigned]
+    pos, neg = [], []
+    for i in range(12):
+        others = [float(vectors[i] @ vectors[j]) for j in range(12) if j != i]
+        other_topic = [float(vectors[i] @ vectors[j]) for j in range(12) if topic[j] != topic[i]]
+        neg.append(1 - max(others))
+        pos.append(1 - max(other_topic))
+    pairs = [1.0 if p > n else 0.5 if p == n else 0.0 for p in pos for n in neg]
+    quality = model.novelty_quality
+    assert quality is not None and quality.n_pos == quality.n_neg == 12
+    assert quality.auc == pytest.approx(sum(pairs) / len(pairs), abs=1e-6)
+    assert quality.auc == pytest.approx(roc_auc(pos, neg), abs=1e-6)
+    assert quality.low <= quality.auc <= quality.high
+
+
+CENTRED = CONFIG.model_copy(update={"novelty_neighbours": 3, "novelty_centring": True})
+
+
+@pytest.fixture(scope="module")
+def centred() -> TopicModel:
+    return TopicModel.fit(FEES + EXAMS, CENTRED)
 
 
 def test_novelty_similarity_is_the_mean_of_the_3_nearest_centred_gold_questions(
-    model: TopicModel,
+    centred: TopicModel,
 ) -> None:
     """A gold question's own novelty similarity: itself (1.0) and its two nearest other gold
     questions, all centred on the gold mean — recomputed here from the raw vectors."""
@@ -143,10 +182,10 @@ def test_novelty_similarity_is_the_mean_of_the_3_nearest_centred_gold_questions(
     assert max(own) == pytest.approx(1.0)
     expected = _mean_of_top3(own)
     assert expected < 0.99  # not the nearest neighbour's 1.0 of before
-    assert model.assign(FEES[0]).neighbour == pytest.approx(expected, abs=1e-5)
+    assert centred.assign(FEES[0]).neighbour == pytest.approx(expected, abs=1e-5)
 
 
-def test_novelty_threshold_is_the_leave_one_out_percentile(model: TopicModel) -> None:
+def test_centred_novelty_threshold_is_the_leave_one_out_percentile(centred: TopicModel) -> None:
     """Worked out here: each gold question's mean centred cosine similarity to its 3 most
     similar *other* gold questions, then numpy's 10th percentile of the twelve (linear
     interpolation)."""
@@ -155,11 +194,13 @@ def test_novelty_threshold_is_the_leave_one_out_percentile(model: TopicModel) ->
            for i in range(12)]  # fmt: skip
     ordered = sorted(loo)
     expected = ordered[1] + 0.1 * (ordered[2] - ordered[1])  # position 0.1 * 11 = 1.1
-    assert model.threshold == pytest.approx(expected, abs=1e-5)
+    assert centred.threshold == pytest.approx(expected, abs=1e-5)
 
 
 @pytest.mark.parametrize("mixed", [False, True])
-def test_novelty_quality_is_leave_one_topic_out_auc(model: TopicModel, mixed: bool) -> None:
+def test_centred_novelty_quality_is_leave_one_topic_out_auc(
+    centred: TopicModel, mixed: bool
+) -> None:
     """Positives: each question against the other topic's questions only, centred on *their*
     mean (the gold set without the question's topic); negatives: the same question against
     all other questions, centred on the whole gold set's mean (both: mean of the 3 nearest).
@@ -168,10 +209,10 @@ def test_novelty_quality_is_leave_one_topic_out_auc(model: TopicModel, mixed: bo
     gold = _centred_gold(FEES + EXAMS)
     if mixed:
         topic = ["a", "b"] * 6
-        fitted = TopicModel.fit(FEES + EXAMS, CONFIG, labels=topic)
+        fitted = TopicModel.fit(FEES + EXAMS, CENTRED, labels=topic)
     else:
-        fitted = model
-        topic = [a.nearest for a in model.assign_many(FEES + EXAMS)]
+        fitted = centred
+        topic = [a.nearest for a in centred.assign_many(FEES + EXAMS)]
     pos, neg = [], []
     for i in range(12):
         others = [_dot(gold[i], gold[j]) for j in range(12) if j != i]
@@ -190,7 +231,7 @@ def test_novelty_quality_is_leave_one_topic_out_auc(model: TopicModel, mixed: bo
 
 
 def test_one_neighbour_scores_by_the_nearest_centred_gold_question() -> None:
-    fitted = TopicModel.fit(FEES + EXAMS, CONFIG.model_copy(update={"novelty_neighbours": 1}))
+    fitted = TopicModel.fit(FEES + EXAMS, CONFIG.model_copy(update={"novelty_centring": True}))
     gold = _centred_gold(FEES + EXAMS)
     assert fitted.assign(EXAMS[2]).neighbour == pytest.approx(1.0, abs=1e-5)
     loo = sorted(max(_dot(gold[i], gold[j]) for j in range(12) if j != i) for i in range(12))
@@ -198,14 +239,14 @@ def test_one_neighbour_scores_by_the_nearest_centred_gold_question() -> None:
 
 
 def test_an_artefact_of_before_keeps_its_uncentred_nearest_neighbour_score(
-    model: TopicModel,
+    centred: TopicModel,
 ) -> None:
     """A model state without ``novelty_centre``/``novelty_neighbours`` (artefacts written
     before them) scores by the plain nearest gold question, as it was calibrated."""
     vectors = default_embedder().embed(FEES + EXAMS)
-    state = {k: v for k, v in model._state.items()
+    state = {k: v for k, v in centred._state.items()
              if k not in ("novelty_centre", "novelty_neighbours")}  # fmt: skip
-    old = TopicModel({**state, "reference": vectors}, model.version)
+    old = TopicModel({**state, "reference": vectors}, centred.version)
     question = "refund of the exam fee"
     q = default_embedder().embed([question]).astype(np.float64)[0]
     expected = max(float(q @ v) for v in vectors.astype(np.float64))
