@@ -263,6 +263,9 @@ def test_mean_top_k_ignores_held_out_entries() -> None:
     chunked = _top_k_similarity(np.eye(2, dtype=np.float32),
                                 np.array([[1, 0], [0.6, 0.8], [0, 1]], np.float32), 2, chunk=1)
     assert chunked.tolist() == pytest.approx([0.8, 0.9])  # (1 + .6) / 2, (1 + .8) / 2
+    nearest = _top_k_similarity(np.eye(2, dtype=np.float32),
+                                np.array([[1, 0], [0.6, 0.8], [0, 1]], np.float32), 1, chunk=2)
+    assert nearest.tolist() == pytest.approx([1.0, 1.0])
 
 
 def test_supervised_topics_use_the_gold_labels() -> None:
