@@ -18,9 +18,16 @@ All streams are deterministic (seeded) from ``../shared/data``:
    intents the gold set has (a 60-question random gold set covers ~70–80 % of its domains'
    45 intents; a question of an uncovered intent is arguably novel); ``stratified`` — the gold
    set drawn evenly over each domain's 15 intents; ``knn2`` — mean of the 2 nearest gold
-   questions; ``product`` — what the service computes (:class:`TopicModel` neighbour
-   similarity, :func:`~service.topics.model.embedding_texts`, the default ``build_embedder``:
-   WordLlama ⊕ char n-grams at weight 0.35).
+   questions; ``product`` — what the service computes by default (:class:`TopicModel`
+   novelty similarity: the nearest gold question, :func:`~service.topics.model.embedding_texts`,
+   the default ``build_embedder``: WordLlama ⊕ char n-grams at weight 0.35);
+   ``product_centred_knn3`` — the service with ``novelty_neighbours: 3`` and
+   ``novelty_centring: true`` (mean of the 3 nearest gold questions after centring on the
+   gold mean); ``self_estimate`` / ``centred_self_estimate`` — those two models' own
+   leave-one-topic-out estimates.
+   Then :func:`novelty_all_triples`: ``embedding``, ``product`` and ``product_centred_knn3`` over
+   all 120 triples of the 10 domains (one seeded gold set each), the spread that explains
+   why one triple's figure says little.
 2. **NMI against CLINC150** (:func:`nmi`): unsupervised topics fitted on 20 training
    questions per intent (3,000), nearest topic of the 4,500 test questions; NMI vs the 150
    intents and the 10 domains, with 150 topics and with the default rule (50); LSA + KMeans.
@@ -166,32 +173,43 @@ def _novelty_case(domains: Sequence[str], per_domain: int, seed: int, embedder: 
         g = lsa(gold)
         out["lsa"] = measure_auc(1 - _nearest_similarity(lsa(positives), g),
                                  1 - _nearest_similarity(lsa(negatives), g), n_boot=0).auc
-        model = TopicModel.fit(gold, TopicConfig(), labels=labels, embedder=embedder)
-        out["self_estimate"] = (model.novelty_quality.auc if model.novelty_quality
-                                else float("nan"))  # fmt: skip
         shipped = TopicModel.fit(gold, TopicConfig(), labels=labels, embedder=product)
+        out["self_estimate"] = (shipped.novelty_quality.auc if shipped.novelty_quality
+                                else float("nan"))  # fmt: skip
         score = [1 - np.array([a.neighbour for a in shipped.assign_many(texts)])
                  for texts in (positives, negatives)]  # fmt: skip
         out["product"] = measure_auc(score[0], score[1], n_boot=0).auc
+        centred = TopicModel.fit(gold, CENTRED_KNN3, labels=labels, embedder=product)
+        score = [1 - np.array([a.neighbour for a in centred.assign_many(texts)])
+                 for texts in (positives, negatives)]  # fmt: skip
+        out["product_centred_knn3"] = measure_auc(score[0], score[1], n_boot=0).auc
+        out["centred_self_estimate"] = (centred.novelty_quality.auc if centred.novelty_quality
+                                        else float("nan"))  # fmt: skip
     return out
 
 
 #: The figures of :func:`novelty`, each per case (see the module docstring, item 1).
-NOVELTY_VARIANTS = ("embedding", "covered_intents", "stratified", "knn2", "product", "lsa",
-                    "self_estimate", "intents_covered_share")  # fmt: skip
+NOVELTY_VARIANTS = ("embedding", "covered_intents", "stratified", "knn2", "product",
+                    "product_centred_knn3", "lsa", "self_estimate", "centred_self_estimate",
+                    "intents_covered_share")  # fmt: skip
+#: The opt-in novelty score: mean of the 3 nearest gold questions, centred on the gold mean.
+CENTRED_KNN3 = TopicConfig(novelty_neighbours=3, novelty_centring=True)
 
 
 def novelty(per_domain: int = 20, n_triples: int = 10, embedder: Embedder | None = None,
             product: Embedder | None = None) -> dict[str, Any]:  # fmt: skip
     """Novelty ROC AUC for the scenario domains and over ``n_triples`` seeded domain triples.
 
-    ``embedder``: the issue's plain setup (default: WordLlama ``l2_supercat`` 256,
-    L2-normalised); ``product``: what the service embeds with (default
-    :func:`~service.embeddings.model.build_embedder` of the default settings, WordLlama ⊕ hashed
-    char n-grams at weight 0.35). Returns ``{variant}_scenario`` and ``{variant}_{mean,min,max}``
-    over the triples for every :data:`NOVELTY_VARIANTS` entry, and ``gold_size``.
+    ``embedder``: the issue's plain setup (default: WordLlama ``l2_supercat`` 256 alone,
+    L2-normalised: ``build_embedder`` with ``char_weight=0``); ``product``: what the service
+    embeds with (default :func:`~service.embeddings.model.build_embedder` of the default settings,
+    WordLlama ⊕ hashed char n-grams at weight 0.35). Returns ``{variant}_scenario`` and
+    ``{variant}_{mean,min,max}`` over the triples for every :data:`NOVELTY_VARIANTS` entry,
+    and ``gold_size``.
     """
-    embedder = embedder or default_embedder()
+    # not default_embedder(): that is the service's mix since 0ad635c, which silently made
+    # "embedding" the same figure as "product" instead of the issue's WordLlama alone
+    embedder = embedder or build_embedder(EmbeddingConfig(char_weight=0))
     product = product or build_embedder(EmbeddingConfig())
     _, domain_of = _clinc_raw()
     all_domains = sorted(set(domain_of.values()))
@@ -204,6 +222,48 @@ def novelty(per_domain: int = 20, n_triples: int = 10, embedder: Embedder | None
                for stat, fn in (("mean", np.mean), ("min", np.min), ("max", np.max))}  # fmt: skip
     return {"gold_size": 3 * per_domain, **{f"{k}_scenario": v for k, v in main.items()},
             **summary}  # fmt: skip
+
+
+def novelty_all_triples(per_domain: int = 20, embedder: Embedder | None = None,
+                        product: Embedder | None = None) -> dict[str, Any]:  # fmt: skip
+    """Novelty ROC AUC over *every* triple of CLINC150's 10 domains (120), one seeded random
+    gold set each: how much the figure depends on which 3 domains the gold set covers.
+
+    Per triple: ``embedding`` (WordLlama alone, the nearest gold question), ``product`` (the
+    service's default :class:`TopicModel` novelty similarity, default embedder) and
+    ``product_centred_knn3`` (the same with :data:`CENTRED_KNN3`). Returns ``{variant:
+    {"mean", "min", "p10", "median", "p90", "max", "share_0.90", "share_0.94"}}`` (shares:
+    of triples at or above that AUC) and ``{"gold_size", "triples"}``.
+    """
+    import itertools
+
+    embedder = embedder or build_embedder(EmbeddingConfig(char_weight=0))
+    product = product or build_embedder(EmbeddingConfig())
+    data, domain_of = _clinc_raw()
+    aucs: dict[str, list[float]] = {"embedding": [], "product": [], "product_centred_knn3": []}
+    for domains in itertools.combinations(sorted(set(domain_of.values())), 3):
+        rng = random.Random(f"novelty-all-{'-'.join(domains)}")
+        gold = [t for d in domains for t, _ in _gold_sample(
+            [(t, i) for t, i in data["train"] if domain_of[i] == d], per_domain, rng, False)
+        ]  # fmt: skip
+        negatives = [t for t, i in data["test"] if domain_of[i] in domains]
+        positives = [t for t, i in data["test"] if domain_of[i] not in domains]
+        positives += [t for t, _ in data["oos_test"]]
+        g = embedder.embed(gold)
+        near = [_nearest_similarity(embedder.embed(x), g) for x in (positives, negatives)]
+        aucs["embedding"].append(measure_auc(1 - near[0], 1 - near[1], n_boot=0).auc)
+        for name, config in (("product", TopicConfig()), ("product_centred_knn3", CENTRED_KNN3)):
+            model = TopicModel.fit(gold, config, embedder=product)
+            score = [1 - np.array([a.neighbour for a in model.assign_many(x)])
+                     for x in (positives, negatives)]
+            aucs[name].append(measure_auc(score[0], score[1], n_boot=0).auc)
+    out: dict[str, Any] = {"gold_size": 3 * per_domain, "triples": len(aucs["product"])}
+    for name, values in aucs.items():
+        v = np.array(values)
+        out[name] = {"mean": v.mean(), "min": v.min(), "p10": np.percentile(v, 10),
+                     "median": np.median(v), "p90": np.percentile(v, 90), "max": v.max(),
+                     "share_0.90": (v >= 0.90).mean(), "share_0.94": (v >= 0.94).mean()}
+    return out  # fmt: skip
 
 
 # -- 2. NMI ------------------------------------------------------------------------------------
@@ -396,6 +456,14 @@ def main() -> None:
         for k in NOVELTY_VARIANTS:
             print(f"  {k:<22} {row[k + '_scenario']:.3f}; {row[k + '_mean']:.3f}/"
                   f"{row[k + '_min']:.3f}/{row[k + '_max']:.3f}")
+        every = novelty_all_triples(per_domain)
+        print(f"novelty, {every['gold_size']} gold questions, all {every['triples']} triples: "
+              "mean, min/p10/median/p90/max, share >= 0.90, share >= 0.94:")  # fmt: skip
+        for k in ("embedding", "product", "product_centred_knn3"):
+            v = every[k]
+            print(f"  {k:<22} {v['mean']:.3f}, {v['min']:.3f}/{v['p10']:.3f}/{v['median']:.3f}/"
+                  f"{v['p90']:.3f}/{v['max']:.3f}, {v['share_0.90']:.2f}, "
+                  f"{v['share_0.94']:.2f}")  # fmt: skip
     for row in nmi():
         print(f"NMI {row['method']:<9} {row['topics']:>3} topics: intents "
               f"{row['nmi_intents']:.3f}, domains {row['nmi_domains']:.3f}")

@@ -52,20 +52,23 @@ def test_traffic_of_the_gold_sets_own_topics_never_alarms(
 
 @pytest.mark.slow
 def test_novelty_roc_auc_on_clinc150(shared_data: Path) -> None:
-    """Nearest-gold-question similarity, 3 domains' gold questions vs the other 7 domains +
-    out-of-scope. Measured (scenario domains; mean/min/max over 10 seeded triples), the
-    issue's plain setup (WordLlama-256): 60 gold questions 0.863 (0.879/0.851/0.918), LSA
-    0.692; 300 gold questions 0.892 (0.918/0.889/0.954), LSA 0.801. Issue 17's targets (0.90
-    / 0.94) are NOT met when "unseen in-domain" means every test question of the 3 domains;
-    with only the test questions of the intents the 60-question gold set covers (69 % of
-    them here) it is 0.905 (0.903/0.866/0.937). The shipped path (char n-gram mix 0.35):
-    0.852 and 0.903. This test holds the measured levels and the gain over LSA."""
+    """3 domains' gold questions vs the other 7 domains + out-of-scope. Measured (scenario
+    domains; mean/min/max over 10 seeded triples), the issue's plain setup (WordLlama-256,
+    nearest gold question): 60 gold questions 0.863 (0.879/0.851/0.918), LSA 0.692; 300:
+    0.892 (0.918/0.889/0.954), LSA 0.801. The service (char n-gram mix 0.35, nearest gold
+    question): 0.852 (0.876/0.832/0.913) and 0.903 (0.926/0.903/0.954); with the opt-in
+    centred mean of the 3 nearest (``product_centred_knn3``): 0.862 (0.882/0.840/0.918) and
+    0.918 (0.938/0.916/0.963). Issue 17's targets (0.90 / 0.94) are NOT met on the scenario
+    triple; over all 120 triples the figure spans ~0.77-0.97 (see docs/topics.md). This test
+    holds the measured levels, the opt-in's gain and the gain over LSA."""
     small = novelty(20, n_triples=3)
     assert small["embedding_scenario"] >= 0.85
     assert small["covered_intents_scenario"] >= 0.90
     assert small["product_scenario"] >= 0.84
+    assert small["product_centred_knn3_scenario"] >= small["product_scenario"] + 0.005
     assert small["embedding_scenario"] - small["lsa_scenario"] >= 0.10
     large = novelty(100, n_triples=0)
     assert large["embedding_scenario"] >= 0.88
     assert large["product_scenario"] >= 0.89
+    assert large["product_centred_knn3_scenario"] >= large["product_scenario"] + 0.01
     assert large["embedding_scenario"] > large["lsa_scenario"]

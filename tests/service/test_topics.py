@@ -23,6 +23,8 @@ from service.topics.model import (
     TopicConfig,
     TopicModel,
     TopicStage,
+    _mean_top_k,
+    _top_k_similarity,
     _top_terms,
     embedding_texts,
     save_artefact,
@@ -95,6 +97,30 @@ def test_topics_sort_numerically() -> None:
     ]  # fmt: skip
 
 
+def _centred_gold(texts: list[str], rows: list[int] | None = None) -> list[list[float]]:
+    """The gold vectors as the novelty score reads them, worked out here in float64: each
+    vector minus the mean of the gold vectors (of ``rows`` only, when given), scaled to
+    length 1."""
+    vectors = default_embedder().embed(texts).astype(np.float64)
+    kept = [vectors[i] for i in (rows if rows is not None else range(len(vectors)))]
+    centre = [sum(column) / len(kept) for column in zip(*kept, strict=True)]
+    out = []
+    for vector in vectors:
+        diff = [float(x) - c for x, c in zip(vector, centre, strict=True)]
+        length = math.sqrt(sum(x * x for x in diff))
+        out.append([x / length for x in diff])
+    return out
+
+
+def _dot(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+def _mean_of_top3(values: list[float]) -> float:
+    top = sorted(values, reverse=True)[:3]
+    return sum(top) / len(top)
+
+
 def test_unrelated_question_is_novel_and_batch_equals_single(model: TopicModel) -> None:
     odd = "zebra xylophone quantum"
     assert model.assign(odd).topic == NOVEL and model.assign(odd).novel
@@ -136,6 +162,110 @@ def test_novelty_quality_is_leave_one_topic_out_auc(model: TopicModel) -> None:
     assert quality.auc == pytest.approx(sum(pairs) / len(pairs), abs=1e-6)
     assert quality.auc == pytest.approx(roc_auc(pos, neg), abs=1e-6)
     assert quality.low <= quality.auc <= quality.high
+
+
+CENTRED = CONFIG.model_copy(update={"novelty_neighbours": 3, "novelty_centring": True})
+
+
+@pytest.fixture(scope="module")
+def centred() -> TopicModel:
+    return TopicModel.fit(FEES + EXAMS, CENTRED)
+
+
+def test_novelty_similarity_is_the_mean_of_the_3_nearest_centred_gold_questions(
+    centred: TopicModel,
+) -> None:
+    """A gold question's own novelty similarity: itself (1.0) and its two nearest other gold
+    questions, all centred on the gold mean — recomputed here from the raw vectors."""
+    gold = _centred_gold(FEES + EXAMS)
+    own = [_dot(gold[0], row) for row in gold]
+    assert max(own) == pytest.approx(1.0)
+    expected = _mean_of_top3(own)
+    assert expected < 0.99  # not the nearest neighbour's 1.0 of before
+    assert centred.assign(FEES[0]).neighbour == pytest.approx(expected, abs=1e-5)
+
+
+def test_centred_novelty_threshold_is_the_leave_one_out_percentile(centred: TopicModel) -> None:
+    """Worked out here: each gold question's mean centred cosine similarity to its 3 most
+    similar *other* gold questions, then numpy's 10th percentile of the twelve (linear
+    interpolation)."""
+    gold = _centred_gold(FEES + EXAMS)
+    loo = [_mean_of_top3([_dot(gold[i], gold[j]) for j in range(12) if j != i])
+           for i in range(12)]  # fmt: skip
+    ordered = sorted(loo)
+    expected = ordered[1] + 0.1 * (ordered[2] - ordered[1])  # position 0.1 * 11 = 1.1
+    assert centred.threshold == pytest.approx(expected, abs=1e-5)
+
+
+@pytest.mark.parametrize("mixed", [False, True])
+def test_centred_novelty_quality_is_leave_one_topic_out_auc(
+    centred: TopicModel, mixed: bool
+) -> None:
+    """Positives: each question against the other topic's questions only, centred on *their*
+    mean (the gold set without the question's topic); negatives: the same question against
+    all other questions, centred on the whole gold set's mean (both: mean of the 3 nearest).
+    ROC AUC recomputed here by pair counting. ``mixed``: supervised labels alternating over
+    fees and exams, so the held-out topic's look-alikes stay in the others (an AUC below 1)."""
+    gold = _centred_gold(FEES + EXAMS)
+    if mixed:
+        topic = ["a", "b"] * 6
+        fitted = TopicModel.fit(FEES + EXAMS, CENTRED, labels=topic)
+    else:
+        fitted = centred
+        topic = [a.nearest for a in centred.assign_many(FEES + EXAMS)]
+    pos, neg = [], []
+    for i in range(12):
+        others = [_dot(gold[i], gold[j]) for j in range(12) if j != i]
+        rest = [j for j in range(12) if topic[j] != topic[i]]
+        without = _centred_gold(FEES + EXAMS, rest)
+        other_topic = [_dot(without[i], without[j]) for j in rest]
+        neg.append(1 - _mean_of_top3(others))
+        pos.append(1 - _mean_of_top3(other_topic))
+    pairs = [1.0 if p > n else 0.5 if p == n else 0.0 for p in pos for n in neg]
+    quality = fitted.novelty_quality
+    assert quality is not None and quality.n_pos == quality.n_neg == 12
+    assert quality.auc == pytest.approx(sum(pairs) / len(pairs), abs=1e-6)
+    assert quality.auc == pytest.approx(roc_auc(pos, neg), abs=1e-6)
+    assert quality.low <= quality.auc <= quality.high
+    assert quality.auc < 1  # the uncentred nearest neighbour of before: 1.0 unmixed
+
+
+def test_one_neighbour_scores_by_the_nearest_centred_gold_question() -> None:
+    fitted = TopicModel.fit(FEES + EXAMS, CONFIG.model_copy(update={"novelty_centring": True}))
+    gold = _centred_gold(FEES + EXAMS)
+    assert fitted.assign(EXAMS[2]).neighbour == pytest.approx(1.0, abs=1e-5)
+    loo = sorted(max(_dot(gold[i], gold[j]) for j in range(12) if j != i) for i in range(12))
+    assert fitted.threshold == pytest.approx(loo[1] + 0.1 * (loo[2] - loo[1]), abs=1e-5)
+
+
+def test_an_artefact_of_before_keeps_its_uncentred_nearest_neighbour_score(
+    centred: TopicModel,
+) -> None:
+    """A model state without ``novelty_centre``/``novelty_neighbours`` (artefacts written
+    before them) scores by the plain nearest gold question, as it was calibrated."""
+    vectors = default_embedder().embed(FEES + EXAMS)
+    state = {k: v for k, v in centred._state.items()
+             if k not in ("novelty_centre", "novelty_neighbours")}  # fmt: skip
+    old = TopicModel({**state, "reference": vectors}, centred.version)
+    question = "refund of the exam fee"
+    q = default_embedder().embed([question]).astype(np.float64)[0]
+    expected = max(float(q @ v) for v in vectors.astype(np.float64))
+    assert old.novelty_neighbours == 1
+    assert old.assign(question).neighbour == pytest.approx(expected, abs=1e-5)
+
+
+def test_mean_top_k_ignores_held_out_entries() -> None:
+    """Rows (k = 2): [0.9, 0.1, 0.5] → (0.9 + 0.5) / 2 = 0.7; [-inf, 0.3, -inf] → 0.3 (one
+    finite entry); all -inf → -inf."""
+    sims = np.array([[0.9, 0.1, 0.5], [-np.inf, 0.3, -np.inf], [-np.inf] * 3], np.float32)
+    got = _mean_top_k(sims, 2)
+    assert got[:2].tolist() == pytest.approx([0.7, 0.3]) and got[2] == -np.inf
+    chunked = _top_k_similarity(np.eye(2, dtype=np.float32),
+                                np.array([[1, 0], [0.6, 0.8], [0, 1]], np.float32), 2, chunk=1)
+    assert chunked.tolist() == pytest.approx([0.8, 0.9])  # (1 + .6) / 2, (1 + .8) / 2
+    nearest = _top_k_similarity(np.eye(2, dtype=np.float32),
+                                np.array([[1, 0], [0.6, 0.8], [0, 1]], np.float32), 1, chunk=2)
+    assert nearest.tolist() == pytest.approx([1.0, 1.0])
 
 
 def test_supervised_topics_use_the_gold_labels() -> None:
