@@ -35,8 +35,6 @@ from re import _constants as sre_constants  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING, Any, Literal
 
-from service.pipeline import Batch, StatelessStage
-
 if TYPE_CHECKING:
     from service.events import QueryLogEvent
 
@@ -408,24 +406,3 @@ def answer_text(event: QueryLogEvent) -> tuple[bool, str | None, bool | None]:
     if answer is None or (answer.text is None and answer.refused is None):
         return False, None, None
     return True, answer.text, answer.refused
-
-
-class RefusalStage(StatelessStage):
-    """Pipeline stage writing ``annotations[i]["refused"]``: ``True``/``False``, or ``None``
-    when the event has no answer at all. ``answer.refused`` wins when set; otherwise the
-    detector reads ``answer.text`` (empty text counts as a refusal), one batched call.
-    """
-
-    name = "refusal"
-
-    def __init__(self, detector: RefusalDetector | None = None) -> None:
-        self.detector = detector or RefusalDetector()
-
-    def process(self, batch: Batch) -> None:
-        parsed = [answer_text(event) for event in batch.events]
-        todo = [i for i, (has, _, flag) in enumerate(parsed) if has and flag is None]
-        verdicts = self.detector.is_refusal_many([parsed[i][1] for i in todo])
-        for notes, (has, _, flag) in zip(batch.annotations, parsed, strict=True):
-            notes["refused"] = flag if has else None
-        for i, verdict in zip(todo, verdicts, strict=True):
-            batch.annotations[i]["refused"] = verdict

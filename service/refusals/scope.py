@@ -8,8 +8,8 @@ the threshold maximises Youden's J = TPR − FPR on their best-score distributio
 same cut as maximising balanced accuracy ((TPR + TNR) / 2 = (J + 1) / 2). Scores are only
 comparable within one retriever, so calibrate on the retriever that produces the live scores.
 
-:class:`ScopeStage` also crosses the estimate with the ``refused`` annotation of
-:class:`service.refusals.detector.RefusalStage` (run it first):
+:class:`service.refusals.stage.ScopeStage` also crosses the estimate with the ``refused``
+annotation of :class:`service.refusals.stage.RefusalStage` (run it first):
 
 * ``over_refusal``: refused while in scope (the system declined a question it could answer);
 * ``under_refusal``: answered while out of scope (likely a made-up answer).
@@ -37,8 +37,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from service.pipeline import Batch, StatelessStage
-from service.pipeline.batch_cache import BatchCache
 from service.records import GoldQuestion, Run, ScoredDoc
 
 if TYPE_CHECKING:
@@ -179,81 +177,6 @@ def crossed(refused: bool | None, out_of_scope: bool | None) -> Mapping[str, boo
         "over_refusal": refused and not out_of_scope,
         "under_refusal": (not refused) and out_of_scope,
     }
-
-
-class ScopeStage(StatelessStage):
-    """Pipeline stage writing, per event, ``scope_score`` (float or ``None``),
-    ``out_of_scope`` (bool, or ``None`` without a score), ``over_refusal`` and
-    ``under_refusal`` (see :func:`crossed`; reads ``annotations[i]["refused"]``).
-
-    Args:
-        calibration: from :func:`calibrate_from_run` / :func:`calibrate_with_retriever`.
-        retriever: score questions with this retriever (one ``search_batch`` per batch)
-            instead of the events' own production scores; it must be the calibrated one.
-        k: depth asked of ``retriever``.
-        known: known questions that decide their own scope (:class:`KnownScope`); ``None``:
-            none.
-
-    Raises:
-        ValueError: ``retriever`` is not the one ``calibration`` was made with, or ``k < 1``.
-    """
-
-    name = "scope"
-
-    def __init__(
-        self,
-        calibration: ScopeCalibration,
-        retriever: Retriever | None = None,
-        k: int = 10,
-        known: KnownScope | None = None,
-    ) -> None:
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
-        if retriever is not None and calibration.retriever not in (None, retriever.name):
-            raise ValueError(
-                f"calibrated on {calibration.retriever!r}, asked to score with {retriever.name!r}"
-            )
-        self.calibration = calibration
-        self.retriever = retriever
-        self.k = k
-        self.known = known
-        self.calibrated = True  # False: below the quality floor (see annotate_scope)
-        self.cache: BatchCache[float | None] = BatchCache()
-
-    def adopt(self, rebuilt: ScopeStage) -> None:
-        """Take ``rebuilt``'s calibration, known questions and calibrated flag (a gold-set
-        refresh: same retriever and corpus, so the cached retriever scores stay valid).
-
-        Raises:
-            TypeError: ``rebuilt`` is not a :class:`ScopeStage` (the method changed: restart).
-        """
-        if not isinstance(rebuilt, ScopeStage):
-            raise TypeError(f"cannot adopt a {type(rebuilt).__name__} into a ScopeStage")
-        self.calibration, self.known = rebuilt.calibration, rebuilt.known
-        self.calibrated = rebuilt.calibrated
-
-    def scores(self, events: Sequence[QueryLogEvent]) -> list[float | None]:
-        """Best score per event, from the built-in retriever or the events themselves."""
-        if self.retriever is None:
-            return [event_score(e, self.calibration.retriever) for e in events]
-        retriever, k = self.retriever, self.k
-        fast = getattr(retriever, "best_scores", None)
-
-        def best(questions: list[str]) -> list[float | None]:
-            if fast is not None:  # the best score without building result lists
-                return list(fast(questions))
-            return [best_score(found) for found in retriever.search_batch(questions, k)]
-
-        return self.cache.get_many([e.question for e in events], best) if events else []
-
-    def process(self, batch: Batch) -> None:
-        scores = self.scores(batch.events)
-        known = (self.known.verdicts([e.question for e in batch.events]) if self.known
-                 else [(None, None)] * len(scores))  # fmt: skip
-        for notes, score, k in zip(batch.annotations, scores, known, strict=True):
-            inside = self.calibration.in_scope(score)
-            annotate_scope(notes, score, None if inside is None else not inside, k,
-                           self.calibrated)  # fmt: skip
 
 
 def describe(calibration: ScopeCalibration) -> dict[str, Any]:
@@ -537,114 +460,3 @@ class KnownScope:
         """Per question ``(gold id, in scope?)``, or ``(None, None)`` when it is not known."""
         return [(None, None) if m is None else (m.gold_id, self.answerable[m.gold_id])
                 for m in self.index.match_many(questions)]  # fmt: skip
-
-
-def annotate_scope(
-    notes: dict[str, Any],
-    score: float | None,
-    out: bool | None,
-    known: tuple[str | None, bool | None],
-    calibrated: bool = True,
-) -> None:
-    """Write one event's ``scope_score``, ``scope_known``, ``out_of_scope`` (a known
-    question's own answerability wins over ``out``), :func:`crossed`, and
-    ``scope_calibrated``: whether the verdict is a fact — the detector reaches the quality
-    floor (``calibrated``), or the gold set itself decided (a known question). Harvesting
-    suggests "answered out of scope" only on calibrated verdicts."""
-    gold_id, inside = known
-    notes["scope_score"] = score
-    notes["scope_known"] = gold_id
-    notes["out_of_scope"] = (not inside) if inside is not None else out
-    notes["scope_calibrated"] = calibrated or inside is not None
-    notes.update(crossed(notes.get("refused"), notes["out_of_scope"]))
-
-
-class EmbeddingScopeStage(StatelessStage):
-    """Pipeline stage of :class:`EmbeddingScope`: writes per event ``scope_score``
-    (probability in scope), ``out_of_scope`` (bool), ``scope_known`` (the near-duplicated gold
-    question's id, or ``None``), ``scope_calibrated`` (:func:`annotate_scope`) and
-    ``over_refusal`` / ``under_refusal`` (:func:`crossed`,
-    reading ``annotations[i]["refused"]``: run :class:`service.refusals.detector.RefusalStage`
-    first).
-
-    Args:
-        detector: the calibrated detector.
-        retriever: the built-in retriever whose best score is the detector's fourth feature
-            (required when the detector uses one; must be the one it was calibrated with).
-        known: known questions that decide their own scope (:class:`KnownScope`); ``None``:
-            none.
-
-    Raises:
-        ValueError: the detector needs a retriever and none (or another one) is given.
-    """
-
-    name = "scope"
-
-    def __init__(
-        self,
-        detector: EmbeddingScope,
-        retriever: Retriever | None = None,
-        known: KnownScope | None = None,
-    ) -> None:
-        if detector.use_retriever and (retriever is None or retriever.name != detector.retriever):
-            raise ValueError(f"the detector was calibrated with retriever {detector.retriever!r}")
-        self.detector = detector
-        self.retriever = retriever if detector.use_retriever else None
-        self.known = known
-        self.calibrated = True  # False: below the quality floor (see annotate_scope)
-        self.cache: BatchCache[float | None] = BatchCache()
-        # question -> (probability in scope, known verdict): both depend on the question
-        # alone (its retriever score too) for one detector and set of known questions, so a
-        # repeated question is scored once; forgotten when either is replaced. (The BLAS
-        # product gives a row's probability to within 1 ulp of where it sits in its batch:
-        # 31 of 40,000 production-shaped questions differed by <= 2.2e-16 from scoring each
-        # in its own batch, no verdict changed; the topic stage's cache has the same trait.)
-        self.verdicts: BatchCache[tuple[float, tuple[str | None, bool | None]]] = BatchCache()
-        self._scored_by: tuple[EmbeddingScope, KnownScope | None] = (detector, known)
-
-    def adopt(self, rebuilt: EmbeddingScopeStage) -> None:
-        """Take ``rebuilt``'s detector, known questions and calibrated flag (a gold-set
-        refresh: the cached retriever scores stay valid, as the corpus did not change).
-
-        Raises:
-            TypeError: ``rebuilt`` is not an :class:`EmbeddingScopeStage` (restart instead).
-        """
-        if not isinstance(rebuilt, EmbeddingScopeStage):
-            raise TypeError(f"cannot adopt a {type(rebuilt).__name__} into an "
-                            "EmbeddingScopeStage")  # fmt: skip
-        if rebuilt.retriever is not None and self.retriever is None:
-            self.retriever = rebuilt.retriever
-        self.detector, self.known = rebuilt.detector, rebuilt.known
-        self.calibrated = rebuilt.calibrated
-
-    def _retriever_scores(self, questions: list[str]) -> list[float | None] | None:
-        retriever = self.retriever
-        if retriever is None:
-            return None
-        fast = getattr(retriever, "best_scores", None)
-
-        def best(batch: list[str]) -> list[float | None]:
-            if fast is not None:
-                return list(fast(batch))
-            return [best_score(found) for found in retriever.search_batch(batch, 1)]
-
-        return self.cache.get_many(questions, best)
-
-    def _verdicts(
-        self, questions: list[str]
-    ) -> list[tuple[float, tuple[str | None, bool | None]]]:
-        """``(probability in scope, known verdict)`` of distinct ``questions``: one
-        embedding call, one product per feature and one known-question match for all."""
-        proba = self.detector.score(questions, self._retriever_scores(questions)).tolist()
-        known = self.known.verdicts(questions) if self.known else [(None, None)] * len(proba)
-        return list(zip(proba, known, strict=True))
-
-    def process(self, batch: Batch) -> None:
-        threshold = self.detector.calibration.threshold
-        scorers = (self.detector, self.known)
-        if scorers[0] is not self._scored_by[0] or scorers[1] is not self._scored_by[1]:
-            self.verdicts.clear()  # scored by the detector or known questions replaced
-            self._scored_by = scorers
-        found = self.verdicts.get_many([e.question for e in batch.events], self._verdicts)
-        for notes, (p, k) in zip(batch.annotations, found, strict=True):
-            annotate_scope(notes, p, p < threshold, k, self.calibrated)

@@ -31,21 +31,21 @@ from service.pii import UNKEYED, PiiScrubStage, Pseudonymiser
 from service.pipeline import Stage
 from service.pipeline.totals import AnnotationTotals
 from service.records import Passage
-from service.refusals.detector import RefusalDetector, RefusalStage
+from service.refusals.detector import RefusalDetector
 from service.refusals.scope import (
     EmbeddingScope,
-    EmbeddingScopeStage,
     KnownScope,
     ScopeCalibration,
-    ScopeStage,
     best_score,
     calibrate_with_retriever,
 )
+from service.refusals.stage import EmbeddingScopeStage, RefusalStage, ScopeStage
 from service.retrievers.base import Retriever
 from service.retrievers.registry import build_retrievers
 from service.settings import AnalyticsConfig, DriftSettings, RetrieverConfig
 from service.topics.config import TopicConfig
-from service.topics.model import NOVEL, TopicModel, TopicStage
+from service.topics.model import NOVEL, TopicModel
+from service.topics.stage import TopicStage
 
 log = logging.getLogger(__name__)
 

@@ -93,8 +93,6 @@ from service.errors import GoldwatchError
 from service.evaluation.detector_quality import DetectorQuality, measure_auc
 from service.files.regular import open_regular
 from service.language.hinglish import STRONG_WORDS, WEAK_WORDS, is_hinglish
-from service.pipeline import Batch, StatelessStage
-from service.pipeline.batch_cache import BatchCache
 from service.text.stop_words import ENGLISH_STOP_WORDS
 from service.topics.config import N_TOPICS_MAX, N_TOPICS_MIN, TopicConfig
 
@@ -929,29 +927,3 @@ def _examples(texts: Sequence[str], vectors: np.ndarray, assigned: np.ndarray,
         if len(chosen) < n and texts[i] not in chosen:
             chosen.append(texts[i])
     return [tuple(x) for x in out]
-
-
-class TopicStage(StatelessStage):
-    """Pipeline stage writing ``annotations[i]["topic"]`` (a name or ``"novel"``) and
-    ``annotations[i]["topic_similarity"]`` (float), one :meth:`TopicModel.assign_many` per batch.
-    A ``novel`` question also gets ``annotations[i]["novelty_calibrated"]``: whether the
-    novelty detector reaches the quality floor (:attr:`novelty_calibrated`, set by the
-    analytics), so harvesting suggests "novel" only on a calibrated verdict.
-    """
-
-    name = "topic"
-
-    def __init__(self, model: TopicModel, cache_size: int = 65_536) -> None:
-        self.model = model
-        self.cache: BatchCache[TopicAssignment] = BatchCache(cache_size)
-        self.novelty_calibrated = True
-
-    def process(self, batch: Batch) -> None:
-        questions = [event.question for event in batch.events]
-        assignments = self.cache.get_many(questions, self.model.assign_many)
-        calibrated = self.novelty_calibrated
-        for notes, found in zip(batch.annotations, assignments, strict=True):
-            notes["topic"] = found.topic
-            notes["topic_similarity"] = found.similarity
-            if found.topic == NOVEL:
-                notes["novelty_calibrated"] = calibrated

@@ -14,7 +14,8 @@ from service.pipeline.batch_cache import BatchCache
 from service.quality.known import KnownMatch, KnownQuestionIndex
 from service.records import GoldQuestion
 from service.runtime.analytics import Analytics, apply_gold_references
-from service.topics.model import TopicConfig, TopicModel, TopicStage
+from service.topics.model import TopicConfig, TopicModel
+from service.topics.stage import TopicStage
 
 
 class Lengths:

@@ -312,7 +312,8 @@ def test_the_topic_stage_marks_novel_verdicts_with_the_novelty_detectors_calibra
     from service.evaluation.detector_quality import DetectorQuality
     from service.pipeline import Batch
     from service.runtime.analytics import Analytics, apply_quality_floor
-    from service.topics.model import NOVEL, TopicStage
+    from service.topics.model import NOVEL
+    from service.topics.stage import TopicStage
 
     class Model:
         def assign_many(self, texts: list[str]) -> list[object]:

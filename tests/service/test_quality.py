@@ -25,7 +25,7 @@ from service.quality.acl import AccessPolicy
 from service.quality.known import KnownQuestionIndex
 from service.quality.stage import LiveQualityStage
 from service.records import GoldQuestion, Passage
-from service.refusals.detector import RefusalStage
+from service.refusals.stage import RefusalStage
 from service.shadow.runner import ShadowResult
 
 MCA = "What is the annual tuition fee for the MCA programme?"

@@ -22,7 +22,8 @@ import pytest
 
 from service.events import QueryLogEvent
 from service.pipeline import Pipeline, Stage
-from service.refusals.detector import RefusalDetector, RefusalModel, RefusalStage
+from service.refusals.detector import RefusalDetector, RefusalModel
+from service.refusals.stage import RefusalStage
 from service.topics.model import ArtefactError
 
 REFUSALS = {

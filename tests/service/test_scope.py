@@ -14,10 +14,8 @@ import pytest
 from service.events import QueryLogEvent
 from service.pipeline import Pipeline, Stage
 from service.records import GoldQuestion, ScoredDoc
-from service.refusals.detector import RefusalStage
 from service.refusals.scope import (
     ScopeCalibration,
-    ScopeStage,
     best_score,
     calibrate_from_run,
     calibrate_threshold,
@@ -25,6 +23,7 @@ from service.refusals.scope import (
     crossed,
     describe,
 )
+from service.refusals.stage import RefusalStage, ScopeStage
 
 
 def test_threshold_maximises_youden_j() -> None:

@@ -16,13 +16,11 @@ from service.data.goldset import GoldSet, load_gold_set
 from service.records import GoldQuestion
 from service.refusals.scope import (
     EmbeddingScope,
-    EmbeddingScopeStage,
     KnownScope,
-    ScopeStage,
-    annotate_scope,
     calibrate_threshold,
     nearest_similarity,
 )
+from service.refusals.stage import EmbeddingScopeStage, ScopeStage, annotate_scope
 
 
 class TableEmbedder:

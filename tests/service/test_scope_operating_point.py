@@ -23,7 +23,8 @@ from service.data.goldset import load_gold_set
 from service.evaluation.detector_quality import measure_auc, quality_gauges
 from service.html import render_replay_html
 from service.jobs.replay import quality_text, render_text
-from service.refusals.scope import EmbeddingScopeStage, calibrate_threshold
+from service.refusals.scope import calibrate_threshold
+from service.refusals.stage import EmbeddingScopeStage
 from service.runtime.analytics import Analytics, apply_quality_floor, build_analytics
 from service.runtime.reports import detector_quality_report
 from service.settings import load_settings

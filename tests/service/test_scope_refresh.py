@@ -14,7 +14,7 @@ import pytest
 from service.data.corpus import load_corpus
 from service.data.goldset import load_gold_set
 from service.demo import demo_path
-from service.refusals.scope import EmbeddingScopeStage, ScopeStage
+from service.refusals.stage import EmbeddingScopeStage, ScopeStage
 from service.runtime.analytics import (
     apply_scope_references,
     build_analytics,

@@ -22,7 +22,6 @@ from service.topics.model import (
     ArtefactError,
     TopicConfig,
     TopicModel,
-    TopicStage,
     _mean_top_k,
     _top_k_similarity,
     _top_terms,
@@ -31,6 +30,7 @@ from service.topics.model import (
     text_languages,
     topic_sort_key,
 )
+from service.topics.stage import TopicStage
 
 FEES = [
     "what is the hostel fee",

@@ -1,0 +1,37 @@
+"""The topic pipeline stage: the adapter from a batch of events to the topic model
+(:mod:`service.topics.model`), one :meth:`~service.topics.model.TopicModel.assign_many` per
+batch of distinct questions not seen recently."""
+
+from __future__ import annotations
+
+from service.pipeline import Batch, StatelessStage
+from service.pipeline.batch_cache import BatchCache
+from service.topics.model import NOVEL, TopicAssignment, TopicModel
+
+__all__ = ["TopicStage"]
+
+
+class TopicStage(StatelessStage):
+    """Pipeline stage writing ``annotations[i]["topic"]`` (a name or ``"novel"``) and
+    ``annotations[i]["topic_similarity"]`` (float), one :meth:`TopicModel.assign_many` per batch.
+    A ``novel`` question also gets ``annotations[i]["novelty_calibrated"]``: whether the
+    novelty detector reaches the quality floor (:attr:`novelty_calibrated`, set by the
+    analytics), so harvesting suggests "novel" only on a calibrated verdict.
+    """
+
+    name = "topic"
+
+    def __init__(self, model: TopicModel, cache_size: int = 65_536) -> None:
+        self.model = model
+        self.cache: BatchCache[TopicAssignment] = BatchCache(cache_size)
+        self.novelty_calibrated = True
+
+    def process(self, batch: Batch) -> None:
+        questions = [event.question for event in batch.events]
+        assignments = self.cache.get_many(questions, self.model.assign_many)
+        calibrated = self.novelty_calibrated
+        for notes, found in zip(batch.annotations, assignments, strict=True):
+            notes["topic"] = found.topic
+            notes["topic_similarity"] = found.similarity
+            if found.topic == NOVEL:
+                notes["novelty_calibrated"] = calibrated
