@@ -31,7 +31,7 @@ from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.ranking import priority, select
 from service.harvest.store import CandidateRepository
 from service.harvest.suggestion import Suggestion
-from service.pii import scrub
+from service.pii.scrub import scrub
 
 __all__ = ["ExportRow", "export_rows", "write_jsonl"]
 

@@ -68,8 +68,8 @@ from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.ranking import select
 from service.harvest.store import CandidateRepository, Decision, SuggestionRecord
 from service.harvest.suggestion import Suggestion
-from service.pii import PLACEHOLDERS, scrub
-from service.records import GoldQuestion
+from service.pii.scrub import scrub
+from service.records import PLACEHOLDERS, GoldQuestion
 from service.state import StateError
 
 __all__ = [

@@ -25,7 +25,7 @@ from typing import Any
 
 from service.events import QueryLogEvent
 from service.harvest.config import REASONS, HarvestConfig
-from service.pii import scrub_label
+from service.pii.scrub import scrub_label
 
 __all__ = ["DIMENSIONS", "CoverageTracker", "ScoreWindow", "event_reasons", "production_score"]
 

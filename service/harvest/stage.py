@@ -82,8 +82,8 @@ from service.harvest.store import CandidateRepository, CandidateSink, Suggestion
 from service.harvest.suggestion import Occurrence, Suggestion
 from service.harvest.text import candidate_id, comparison_form
 from service.pacing import Backoff
-from service.pii import ANNOTATION_KEY as PII_ANNOTATION
-from service.pii import scrub, scrub_label
+from service.pii.scrub import scrub, scrub_label
+from service.pii.stage import ANNOTATION_KEY as PII_ANNOTATION
 from service.pipeline import Batch
 from service.records import GoldQuestion
 from service.shadow.runner import ShadowResult, production_ranking

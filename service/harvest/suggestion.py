@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 from typing_extensions import TypedDict
 
 from service.harvest.text import comparison_form
-from service.pii import scrub
+from service.pii.scrub import scrub
 
 __all__ = ["RECENT_EVENTS", "Occurrence", "Suggestion"]
 

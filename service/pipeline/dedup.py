@@ -33,7 +33,8 @@ from collections import deque
 from collections.abc import Collection, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from service.pii import UNKEYED, Pseudonymiser, pseudonymise_event_ids
+from service.pii.event import pseudonymise_event_ids
+from service.pii.pseudonym import UNKEYED, Pseudonymiser
 
 if TYPE_CHECKING:
     from service.pipeline import Batch
