@@ -309,7 +309,7 @@ def render(rows: Sequence[Row]) -> str:
     """The table: group events/s, speed-up over 1 replica of the same workload and partition
     count, each replica's processed count and Prometheus series, load average."""
     lines = [f"{'workload':9} {'parts':>5} {'replicas':>8} {'events':>7} {'seconds':>7} "
-             f"{'events/s':>9} {'speed-up':>8} {'ev/cpu-s':>8} {'series/replica':>15} "
+             f"{'events/s':>9} {'speed-up':>8} {'ev/cpu-s':>8} {'cores':>5} {'series/replica':>15} "
              f"{'load':>11}  "
              "processed per replica"]  # fmt: skip
     one: dict[tuple[str, int], float] = {}
@@ -321,6 +321,7 @@ def render(rows: Sequence[Row]) -> str:
         series = f"{min(row.series)}-{max(row.series)}" if row.series else "-"
         lines.append(f"{row.workload:9} {row.partitions:5d} {row.replicas:8d} {row.events:7d} "
                      f"{row.seconds:7.2f} {row.rate:9,.0f} {ratio} {row.per_cpu_second:8,.0f} "
+                     f"{row.cpu_seconds / row.seconds if row.seconds else 0:5.2f} "
                      f"{series:>15} "
                      f"{row.load[0]:5.1f}-{row.load[1]:<5.1f}  "
                      f"{', '.join(str(s) for s in row.shares)}")  # fmt: skip
@@ -328,7 +329,8 @@ def render(rows: Sequence[Row]) -> str:
                  f"is stable; window = every replica past 10 % of its own partitions .. the first "
                  f"past 90 %; broker and replicas share this machine's {os.cpu_count()} cores; "
                  "load = 1-minute load average at the row's start-end; ev/cpu-s = events in "
-                 "the window per CPU second the replicas used in it")  # fmt: skip
+                 "the window per CPU second the replicas used in it; cores = those CPU seconds "
+                 "/ the window's seconds (how much CPU the group got)")  # fmt: skip
     return "\n".join(lines)
 
 
