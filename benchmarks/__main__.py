@@ -24,7 +24,7 @@ the summary; ``--sections 1,4`` runs only those sections (no summary). Sections:
 
 Other benchmarks with their own command: ``benchmarks.bench_shadow`` (shadow cost, HTTP
 candidates, agreement), ``benchmarks.bench_rss``, ``benchmarks.bench_startup``,
-``benchmarks.bench_scaleout`` (1 vs 2 serve replicas on a 4-partition topic),
+``benchmarks.bench_scaleout`` (1, 2 and 4 serve replicas on 4- and 8-partition topics),
 ``benchmarks.bench_freshness`` (per-event delay from send to counted in ``/v1/status`` and
 ``/metrics`` at a steady 2,000 events/s on Kafka, default configuration, 120 s),
 ``benchmarks.topic_acceptance`` (issue 17's topic figures: novelty ROC AUC, NMI, stable ids,

@@ -347,7 +347,7 @@ def scaleout(events: int, workloads: Sequence[str]) -> list[Figure]:
         # seconds, not a few of bench_scaleout's 0.1 s status polls (a 0.4 s window once
         # gave an impossible 3x on 2 cores).
         n = events * (5 if workload == "none" else 1)
-        rows = bench_scaleout.run(n, [workload])
+        rows = bench_scaleout.run(events, [workload], counts=(1, 2), partitions=(4,))
         one, two = (next(r for r in rows if r.workload == workload and r.replicas == k)
                     for k in (1, 2))  # fmt: skip
         out.append(Figure(f"scale-out, 2 replicas vs 1 ({workload} stages)",
