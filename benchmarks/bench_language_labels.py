@@ -174,8 +174,10 @@ def main() -> None:
             row.append(f"no gold: false {live.false:7.3%} und {live.und:6.2%} "
                        f"{list(live.top)[:3]}")  # fmt: skip
             print(f"\n{'':<37}".join(row))
-    print("XQuAD macro accuracy, 12 languages interleaved (gold set = the 12 / the trial's "
-          "en, de, es, hi; no gold set)")
+    print(
+        "XQuAD macro accuracy, 12 languages interleaved (gold set = the 12 / the trial's "
+        "en, de, es, hi; no gold set)"
+    )
     xquad_gold = dict.fromkeys(XQUAD_LANGUAGES, 1190)
     for words in (None, 2):
         stream = xquad_stream(words=words)
@@ -185,8 +187,10 @@ def main() -> None:
             trial = macro_accuracy(stream, label_with_gold(texts, variant, GOLD_SETS["trial"]))
             live = macro_accuracy(stream, label_without_gold(texts, variant))
             mode = "two words" if words else "whole"
-            print(f"  {mode:<10} {variant_name:<12} gold set {gold:.4f}  trial gold {trial:.4f}"
-                  f"  no gold {live:.4f}")
+            print(
+                f"  {mode:<10} {variant_name:<12} gold set {gold:.4f}  trial gold {trial:.4f}"
+                f"  no gold {live:.4f}"
+            )
     print("Hinglish-TOP test (cs_query -> hi-Latn; en_query wrongly hi-Latn)")
     for variant_name, variant in VARIANTS.items():
         cs, en = hinglish_rates(variant)

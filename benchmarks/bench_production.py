@@ -649,9 +649,11 @@ def startup(repeats: int, reference: Path | None = None) -> str:
         log = (profiled / "serve.log").read_text("utf-8", errors="replace")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    lines = [f"start-up: goldwatch serve on the demo data (file source: the demo log), Popen → "
-             f"first /readyz 200 and → first event counted in /v1/status; medians of {repeats}"
-             f" ({os.cpu_count()} CPUs){'; reference: ' + str(reference) if reference else ''}"]
+    lines = [
+        f"start-up: goldwatch serve on the demo data (file source: the demo log), Popen → "
+        f"first /readyz 200 and → first event counted in /v1/status; medians of {repeats}"
+        f" ({os.cpu_count()} CPUs){'; reference: ' + str(reference) if reference else ''}"
+    ]
     lines.append(f"  {'case':26} {'code':9} {'ready s':>8} {'ratio':>6} {'1st event s':>11}"
                  "  runs (ready)")  # fmt: skip
     for label in STARTUP_CASES:
@@ -686,8 +688,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--startup", action="store_true", help="also time serve's start-up")
     parser.add_argument("--startup-only", action="store_true", help="only the start-up part")
-    parser.add_argument("--reference", type=Path, default=None,
-                        help="another copy of goldwatch to time the start-up of (same run)")
+    parser.add_argument(
+        "--reference",
+        type=Path,
+        default=None,
+        help="another copy of goldwatch to time the start-up of (same run)",
+    )
     parser.add_argument("--profile", action="store_true", help="cProfile one more replay")
     args = parser.parse_args(argv)
     if not args.startup_only:

@@ -50,22 +50,44 @@ def request(first: int) -> bytes:
     for n in range(first, first + PER_REQUEST):
         trace_id, start = (n + 1).to_bytes(16, "big"), T0 + n * 1000
         root = (n * 10 + 1).to_bytes(8, "big")
-        chain = spans.add(trace_id=trace_id, span_id=root, name="rag",
-                          start_time_unix_nano=start, end_time_unix_nano=start + 10**8)
-        chain.attributes.extend([
-            _kv("openinference.span.kind", "CHAIN"),
-            _kv("input.value", f"when does the library open on day {n % 97}"),
-            _kv("output.value", "At nine."), _kv("user.id", "u-1")])
-        retriever = spans.add(trace_id=trace_id, span_id=(n * 10 + 2).to_bytes(8, "big"),
-                              parent_span_id=root, name="retrieve",
-                              start_time_unix_nano=start + 1, end_time_unix_nano=start + 1000)
-        retriever.attributes.extend([
-            _kv("openinference.span.kind", "RETRIEVER"),
-            _kv("retrieval.documents.0.document.id", "p-0001"),
-            _kv("retrieval.documents.0.document.score", "1.5")])
-        llm = spans.add(trace_id=trace_id, span_id=(n * 10 + 3).to_bytes(8, "big"),
-                        parent_span_id=root, name="llm", start_time_unix_nano=start + 2000,
-                        end_time_unix_nano=start + 3000)
+        chain = spans.add(
+            trace_id=trace_id,
+            span_id=root,
+            name="rag",
+            start_time_unix_nano=start,
+            end_time_unix_nano=start + 10**8,
+        )
+        chain.attributes.extend(
+            [
+                _kv("openinference.span.kind", "CHAIN"),
+                _kv("input.value", f"when does the library open on day {n % 97}"),
+                _kv("output.value", "At nine."),
+                _kv("user.id", "u-1"),
+            ]
+        )
+        retriever = spans.add(
+            trace_id=trace_id,
+            span_id=(n * 10 + 2).to_bytes(8, "big"),
+            parent_span_id=root,
+            name="retrieve",
+            start_time_unix_nano=start + 1,
+            end_time_unix_nano=start + 1000,
+        )
+        retriever.attributes.extend(
+            [
+                _kv("openinference.span.kind", "RETRIEVER"),
+                _kv("retrieval.documents.0.document.id", "p-0001"),
+                _kv("retrieval.documents.0.document.score", "1.5"),
+            ]
+        )
+        llm = spans.add(
+            trace_id=trace_id,
+            span_id=(n * 10 + 3).to_bytes(8, "big"),
+            parent_span_id=root,
+            name="llm",
+            start_time_unix_nano=start + 2000,
+            end_time_unix_nano=start + 3000,
+        )
         llm.attributes.extend([_kv("openinference.span.kind", "LLM"),
                                _kv("output.value", "At nine.")])  # fmt: skip
     return bytes(message.SerializeToString())
@@ -78,8 +100,12 @@ def send_all(base: str, traces: int) -> dict[str, Any]:
     lock = threading.Lock()
 
     def post(body: bytes) -> tuple[int, float]:
-        sent = urllib.request.Request(base + "/v1/traces", data=body, method="POST", headers={
-            "Content-Type": "application/x-protobuf", "Authorization": f"Bearer {TOKEN}"})
+        sent = urllib.request.Request(
+            base + "/v1/traces",
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/x-protobuf", "Authorization": f"Bearer {TOKEN}"},
+        )
         try:
             with urllib.request.urlopen(sent, timeout=120) as answer:
                 return answer.status, 0.0

@@ -175,8 +175,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", type=int, default=2_000)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--dir", default=None, help="where the state files go (default: the "
-                        "temporary directory; /dev/shm shows the cost without the disk's fsync)")
+    parser.add_argument(
+        "--dir",
+        default=None,
+        help="where the state files go (default: the "
+        "temporary directory; /dev/shm shows the cost without the disk's fsync)",
+    )
     args = parser.parse_args(argv)
     print(render(run(args.traces, args.rounds, args.dir)))
 

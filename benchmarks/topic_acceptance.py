@@ -137,8 +137,11 @@ def _gold_sample(pool: Sequence[tuple[str, str]], n: int, rng: random.Random, st
         by_intent.setdefault(intent, []).append((text, intent))
     intents = sorted(by_intent)
     extra = set(rng.sample(intents, n % len(intents)))
-    return [pair for intent in intents
-            for pair in rng.sample(by_intent[intent], n // len(intents) + (intent in extra))]
+    return [
+        pair
+        for intent in intents
+        for pair in rng.sample(by_intent[intent], n // len(intents) + (intent in extra))
+    ]
 
 
 def _novelty_case(domains: Sequence[str], per_domain: int, seed: int, embedder: Embedder,
@@ -171,8 +174,11 @@ def _novelty_case(domains: Sequence[str], per_domain: int, seed: int, embedder: 
         out["knn2"] = measure_auc(top2[0], top2[1], n_boot=0).auc
         lsa = lsa_embedder(gold)
         g = lsa(gold)
-        out["lsa"] = measure_auc(1 - _nearest_similarity(lsa(positives), g),
-                                 1 - _nearest_similarity(lsa(negatives), g), n_boot=0).auc
+        out["lsa"] = measure_auc(
+            1 - _nearest_similarity(lsa(positives), g),
+            1 - _nearest_similarity(lsa(negatives), g),
+            n_boot=0,
+        ).auc
         shipped = TopicModel.fit(gold, TopicConfig(), labels=labels, embedder=product)
         out["self_estimate"] = (shipped.novelty_quality.auc if shipped.novelty_quality
                                 else float("nan"))  # fmt: skip
@@ -254,15 +260,24 @@ def novelty_all_triples(per_domain: int = 20, embedder: Embedder | None = None,
         aucs["embedding"].append(measure_auc(1 - near[0], 1 - near[1], n_boot=0).auc)
         for name, config in (("product", TopicConfig()), ("product_centred_knn3", CENTRED_KNN3)):
             model = TopicModel.fit(gold, config, embedder=product)
-            score = [1 - np.array([a.neighbour for a in model.assign_many(x)])
-                     for x in (positives, negatives)]
+            score = [
+                1 - np.array([a.neighbour for a in model.assign_many(x)])
+                for x in (positives, negatives)
+            ]
             aucs[name].append(measure_auc(score[0], score[1], n_boot=0).auc)
     out: dict[str, Any] = {"gold_size": 3 * per_domain, "triples": len(aucs["product"])}
     for name, values in aucs.items():
         v = np.array(values)
-        out[name] = {"mean": v.mean(), "min": v.min(), "p10": np.percentile(v, 10),
-                     "median": np.median(v), "p90": np.percentile(v, 90), "max": v.max(),
-                     "share_0.90": (v >= 0.90).mean(), "share_0.94": (v >= 0.94).mean()}
+        out[name] = {
+            "mean": v.mean(),
+            "min": v.min(),
+            "p10": np.percentile(v, 10),
+            "median": np.median(v),
+            "p90": np.percentile(v, 90),
+            "max": v.max(),
+            "share_0.90": (v >= 0.90).mean(),
+            "share_0.94": (v >= 0.94).mean(),
+        }
     return out  # fmt: skip
 
 
@@ -378,8 +393,10 @@ def mixed_gold(per_domain: int = 200, n_general: int = 1000, seed: int = 0
                      "topic": GENERAL})  # fmt: skip
     unseen[GENERAL] = [nq[j] for j in nq_order[half:]] + [xquad[j][1] for j in xq_order[half:]]
     corpus = list(xquad_corpus())
-    corpus += [{"id": f"intent-{i}", "text": i.replace("_", " "), "doc": d, "doc_type": "faq"}
-               for i, d in sorted(domain_of.items())]
+    corpus += [
+        {"id": f"intent-{i}", "text": i.replace("_", " "), "doc": d, "doc_type": "faq"}
+        for i, d in sorted(domain_of.items())
+    ]
     return rows, unseen, corpus
 
 
@@ -451,11 +468,15 @@ def like_for_like(n: int = 6000) -> list[dict[str, Any]]:
 def main() -> None:
     for per_domain in (20, 100):
         row = novelty(per_domain)
-        print(f"novelty, {row['gold_size']} gold questions, ROC AUC on {'/'.join(DOMAINS)}; "
-              "10 triples mean/min/max:")
+        print(
+            f"novelty, {row['gold_size']} gold questions, ROC AUC on {'/'.join(DOMAINS)}; "
+            "10 triples mean/min/max:"
+        )
         for k in NOVELTY_VARIANTS:
-            print(f"  {k:<22} {row[k + '_scenario']:.3f}; {row[k + '_mean']:.3f}/"
-                  f"{row[k + '_min']:.3f}/{row[k + '_max']:.3f}")
+            print(
+                f"  {k:<22} {row[k + '_scenario']:.3f}; {row[k + '_mean']:.3f}/"
+                f"{row[k + '_min']:.3f}/{row[k + '_max']:.3f}"
+            )
         every = novelty_all_triples(per_domain)
         print(f"novelty, {every['gold_size']} gold questions, all {every['triples']} triples: "
               "mean, min/p10/median/p90/max, share >= 0.90, share >= 0.94:")  # fmt: skip
@@ -465,16 +486,20 @@ def main() -> None:
                   f"{v['p90']:.3f}/{v['max']:.3f}, {v['share_0.90']:.2f}, "
                   f"{v['share_0.94']:.2f}")  # fmt: skip
     for row in nmi():
-        print(f"NMI {row['method']:<9} {row['topics']:>3} topics: intents "
-              f"{row['nmi_intents']:.3f}, domains {row['nmi_domains']:.3f}")
+        print(
+            f"NMI {row['method']:<9} {row['topics']:>3} topics: intents "
+            f"{row['nmi_intents']:.3f}, domains {row['nmi_domains']:.3f}"
+        )
     ids = stable_ids()
     print("stable ids: " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}"
                                      for k, v in ids.items()))  # fmt: skip
     for row in like_for_like():
-        print(f"like-for-like, {row['stream']:<6} stream, gold counts {row['gold_counts']:<14}: "
-              f"{row['topic_alarms']} topic alarms (first after {row['first_alarm_after']}) in "
-              f"{row['events']} events; novel live {row['live_novel_share']:.3f} vs gold "
-              f"{row['gold_novel_share']:.3f}")
+        print(
+            f"like-for-like, {row['stream']:<6} stream, gold counts {row['gold_counts']:<14}: "
+            f"{row['topic_alarms']} topic alarms (first after {row['first_alarm_after']}) in "
+            f"{row['events']} events; novel live {row['live_novel_share']:.3f} vs gold "
+            f"{row['gold_novel_share']:.3f}"
+        )
 
 
 if __name__ == "__main__":

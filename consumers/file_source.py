@@ -517,4 +517,3 @@ class InputStream:
     def close(self) -> None:
         if self._path is not None:
             self._raw.close()
-

@@ -205,8 +205,11 @@ class JsonlDeadLetters:
                 os.close(fd)
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
-            self._failure = (exc.errno or 0, len(data),
-                             f"dead-letter file {self.path} cannot be written: {reason}")
+            self._failure = (
+                exc.errno or 0,
+                len(data),
+                f"dead-letter file {self.path} cannot be written: {reason}",
+            )
             raise
         self._failure = None
 

@@ -314,7 +314,11 @@ class KafkaSource:
         except KafkaError as exc:
             raise SourceUnavailable(f"cannot reach {config.bootstrap_servers}: {exc!r}") from exc
         self._listener = CommitOnRevoke(
-            self._consumer, self._checkpoint, self._lag, lambda: self._failed, self._on_assigned,
+            self._consumer,
+            self._checkpoint,
+            self._lag,
+            lambda: self._failed,
+            self._on_assigned,
             on_revoke,
         )
         self._consumer.subscribe([config.topic], listener=self._listener)

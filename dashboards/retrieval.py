@@ -89,22 +89,28 @@ def _gold() -> list[Panel | list[Panel]]:
 def _mean(measure: str) -> str:
     """Mean of one agreement measure over the rate window, all replicas."""
     sel = f'{SHADOW}, measure="{measure}"'
-    return (f"sum by (retriever) (rate(goldwatch_shadow_agreement_sum{{{sel}}}[{RATE}]))"
-            f" / sum by (retriever) (rate(goldwatch_shadow_agreement_count{{{sel}}}[{RATE}]))")
+    return (
+        f"sum by (retriever) (rate(goldwatch_shadow_agreement_sum{{{sel}}}[{RATE}]))"
+        f" / sum by (retriever) (rate(goldwatch_shadow_agreement_count{{{sel}}}[{RATE}]))"
+    )
 
 
 def _by_language(measure: str) -> str:
     sel = f'{SHADOW}, measure="{measure}"'
     metric = "goldwatch_shadow_agreement_by_language"
-    return (f"sum by (retriever, language) (rate({metric}_sum{{{sel}}}[{RATE}]))"
-            f" / sum by (retriever, language) (rate({metric}_count{{{sel}}}[{RATE}]))")
+    return (
+        f"sum by (retriever, language) (rate({metric}_sum{{{sel}}}[{RATE}]))"
+        f" / sum by (retriever, language) (rate({metric}_count{{{sel}}}[{RATE}]))"
+    )
 
 
 def _by_topic(measure: str) -> str:
     sel = f'{SHADOW}, measure="{measure}"'
     metric = "goldwatch_shadow_agreement_by_topic"
-    return (f"sum by (retriever, topic) (rate({metric}_sum{{{sel}}}[{RATE}]))"
-            f" / sum by (retriever, topic) (rate({metric}_count{{{sel}}}[{RATE}]))")
+    return (
+        f"sum by (retriever, topic) (rate({metric}_sum{{{sel}}}[{RATE}]))"
+        f" / sum by (retriever, topic) (rate({metric}_count{{{sel}}}[{RATE}]))"
+    )
 
 
 def _agreement() -> list[Panel | list[Panel]]:

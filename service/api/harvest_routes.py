@@ -161,10 +161,12 @@ _DECISION_RESPONSES: dict[int | str, dict[str, Any]] = {
     "/{candidate_id}/accept",
     responses={
         **_DECISION_RESPONSES,
-        422: {"description": "a field is invalid (named, its value not repeated): the gold "
-                             "passages do not fit the kind or are not in the corpus, a "
-                             "label is malformed, or the gold row would be over the "
-                             "loader's 64 KiB a row (its big fields named)"},  # fmt: skip
+        422: {
+            "description": "a field is invalid (named, its value not repeated): the gold "
+            "passages do not fit the kind or are not in the corpus, a "
+            "label is malformed, or the gold row would be over the "
+            "loader's 64 KiB a row (its big fields named)"
+        },  # fmt: skip
         503: {"description": "the gold-set file cannot be written now (retry later)"},
     },
 )

@@ -506,9 +506,18 @@ def _restored(value: Mapping[str, Any]) -> list[Span]:
     if "otlp" in value:
         return decode_json(str(value["otlp"]).encode("utf-8", "surrogatepass"))
     spans = []
-    for trace_id, span_id, parent, name, start, end, attributes, events, resource, status in (
-        json.loads(value["spans"])
-    ):
+    for (
+        trace_id,
+        span_id,
+        parent,
+        name,
+        start,
+        end,
+        attributes,
+        events,
+        resource,
+        status,
+    ) in json.loads(value["spans"]):
         if not (isinstance(attributes, dict) and isinstance(resource, dict)):
             raise TypeError("attributes and resource must be maps")
         spans.append(Span(

@@ -99,18 +99,26 @@ def _gunzip(body: bytes, limit: int) -> bytes:
 @router.post(
     "/v1/traces",
     responses={
-        200: {"description": "ExportTraceServiceResponse (partial_success when spans dropped)",
-              "content": EXPORT_RESPONSE_CONTENT},
+        200: {
+            "description": "ExportTraceServiceResponse (partial_success when spans dropped)",
+            "content": EXPORT_RESPONSE_CONTENT,
+        },
         400: {"description": "undecodable payload (dead-lettered); google.rpc.Status"},
         401: {"description": "no bearer token"},
         403: {"description": "wrong token, or ingest disabled"},
-        413: {"description": "body (or decompressed body) too large, or more traces than "
-              "traces.assembly.max_open_traces"},
+        413: {
+            "description": "body (or decompressed body) too large, or more traces than "
+            "traces.assembly.max_open_traces"
+        },
         415: {"description": "not application/x-protobuf or application/json, or not gzip"},
-        429: {"description": "the open traces are full (nothing kept): retry after "
-              "Retry-After; google.rpc.Status"},
-        503: {"description": "dead letters or state cannot be written (nothing kept): retry "
-              "after Retry-After; google.rpc.Status"},
+        429: {
+            "description": "the open traces are full (nothing kept): retry after "
+            "Retry-After; google.rpc.Status"
+        },
+        503: {
+            "description": "dead letters or state cannot be written (nothing kept): retry "
+            "after Retry-After; google.rpc.Status"
+        },
     },
     tags=["ingest"],
 )

@@ -76,8 +76,10 @@ def topics_fit(
         topic_config = settings.analytics.topics
         if n_topics is not None:
             topic_config = topic_config.model_copy(update={"n_topics": n_topics})
-        embedder = shared_embedder(settings.analytics.embeddings,
-                                   [q.question for q in gold_set] + [p.text for p in passages])
+        embedder = shared_embedder(
+            settings.analytics.embeddings,
+            [q.question for q in gold_set] + [p.text for p in passages],
+        )
         before = TopicModel.load(previous, embedder) if previous is not None else None
         model = fit_topic_model(gold_set, passages, topic_config, use_gold_topics,
                                 embedder=embedder, previous=before)  # fmt: skip

@@ -1,2 +1,1 @@
-"""The user's data: the gold set and the corpus, read and validated.
-"""
+"""The user's data: the gold set and the corpus, read and validated."""

@@ -456,8 +456,10 @@ def corpus_coverage(gold_set: GoldSet, corpus: Corpus, shown: int = 5) -> str | 
         first = ", ".join(repr(doc_id) for doc_id in missing[:shown])
         raise GoldSetError(
             gold_set.path or "gold set",
-            [f"none of its {len(cited)} gold passage id(s) is in corpus {where} (first: "
-             f"{first}): is it the corpus the gold set was written for?"],
+            [
+                f"none of its {len(cited)} gold passage id(s) is in corpus {where} (first: "
+                f"{first}): is it the corpus the gold set was written for?"
+            ],
         )
     questions = sum(1 for q in gold_set if any(doc_id not in corpus for doc_id in q.gold))
     first = ", ".join(repr(doc_id) for doc_id in missing[:shown])

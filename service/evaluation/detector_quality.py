@@ -77,8 +77,13 @@ class DetectorQuality:
         """
         if not (0.0 <= tpr <= 1.0 and 0.0 <= fpr <= 1.0):
             raise ValueError(f"rates must be in [0, 1], got tpr={tpr}, fpr={fpr}")
-        return dataclasses.replace(self, threshold=float(threshold), tpr=float(tpr),
-                                   fpr=float(fpr), balanced_accuracy=(tpr + 1.0 - fpr) / 2.0)
+        return dataclasses.replace(
+            self,
+            threshold=float(threshold),
+            tpr=float(tpr),
+            fpr=float(fpr),
+            balanced_accuracy=(tpr + 1.0 - fpr) / 2.0,
+        )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, DetectorQuality):

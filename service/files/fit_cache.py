@@ -274,7 +274,7 @@ class FitCache:
             return
         self.written_bytes += len(data)
         for old in self.directory.glob(f"{kind}-*{SUFFIX}"):  # invalidated entries
-            if old.name != path.name and _KEY.fullmatch(old.name[len(kind) + 1:-len(SUFFIX)]):
+            if old.name != path.name and _KEY.fullmatch(old.name[len(kind) + 1 : -len(SUFFIX)]):
                 old.unlink(missing_ok=True)
 
     def size_bytes(self) -> int:

@@ -193,9 +193,7 @@ def _now() -> str:
 
 def _check_labels(gold: Sequence[str], kind: str) -> None:
     if any(not isinstance(p, str) or not p.strip() or len(p) > 256 for p in gold):
-        raise LabellingError(
-            "gold: passage ids must be non-blank strings of at most 256 chars"
-        )
+        raise LabellingError("gold: passage ids must be non-blank strings of at most 256 chars")
     if len(set(gold)) != len(gold):
         raise LabellingError("gold: passage ids repeat")
     problem = kind_problem(kind, gold)  # the gold-set loader's own rule

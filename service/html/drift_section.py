@@ -116,8 +116,9 @@ def drift_section(
                         a["comparison"],
                         badge(a["state"]),
                         a["after_events"],
-                        _moved_alarm(a, drift.get(a["dimension"], {}).get(
-                            "suppressed_categories") or {}),
+                        _moved_alarm(
+                            a, drift.get(a["dimension"], {}).get("suppressed_categories") or {}
+                        ),
                     ]
                     for a in alarms
                 ],

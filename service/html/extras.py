@@ -94,10 +94,25 @@ def shadow_section(shadow: Mapping[str, Any]) -> Markup:
             ),
             f"Rank-biased overlap with p = {shadow.get('rbo_p', '–')}; top1: same first passage.",
         ),
-        para("Coverage: every offered event is compared, skipped (by reason), failed (by "
-             "error) or still in flight; the four add up to offered.", "muted"),
-        table(["candidate", "offered", "compared", "skipped", "errors", "in flight",
-               "mean latency ms", *AGREEMENT], rows, text_columns=(3, 4)),  # fmt: skip
+        para(
+            "Coverage: every offered event is compared, skipped (by reason), failed (by "
+            "error) or still in flight; the four add up to offered.",
+            "muted",
+        ),
+        table(
+            [
+                "candidate",
+                "offered",
+                "compared",
+                "skipped",
+                "errors",
+                "in flight",
+                "mean latency ms",
+                *AGREEMENT,
+            ],
+            rows,
+            text_columns=(3, 4),
+        ),  # fmt: skip
     ]
     parts.append(_by_label(candidates, "by_language", "language"))
     parts.append(_by_label(candidates, "by_topic", "topic"))

@@ -107,16 +107,21 @@ def _operating_point_cell(quality: Mapping[str, Any] | None) -> str | None:
     ``None`` when it reports none."""
     if not quality or quality.get("balanced_accuracy") is None:
         return None
-    return (f"TPR {quality['tpr']:.3f}, FPR {quality['fpr']:.3f}, "
-            f"balanced accuracy {quality['balanced_accuracy']:.3f}")
+    return (
+        f"TPR {quality['tpr']:.3f}, FPR {quality['fpr']:.3f}, "
+        f"balanced accuracy {quality['balanced_accuracy']:.3f}"
+    )
 
 
 def _both_directions(analytics: Mapping[str, Any]) -> Markup:
     refusals, scope = analytics["refusals"], analytics["out_of_scope"]
     rows: list[list[object]]
     if scope.get("off"):  # a detector that is off has no counts, not zeros
-        rows = [["answers seen", refusals["answers"]], ["refused", refusals["refused"]],
-                ["out-of-scope, over- and under-refusals", f"off: {scope['off']}"]]
+        rows = [
+            ["answers seen", refusals["answers"]],
+            ["refused", refusals["refused"]],
+            ["out-of-scope, over- and under-refusals", f"off: {scope['off']}"],
+        ]
         note = para("Over- and under-refusals are judged with the out-of-scope detector, "
                     "which is off: they are not measured (not zero).", "muted")  # fmt: skip
         return Markup(f"{table(['refusals in both directions', 'value'], rows)}{note}")

@@ -90,10 +90,19 @@ def analytics_sections(
         series = analytics.get("series")
         parts += [
             _shares("languages", "Languages", drift["language"], series, "languages", drift),
-            _shares("topics", "Topics", drift["topic"], series, "topics", drift,
-                    analytics.get("topic_labels"), analytics.get("novelty")),
-            drift_section(drift, series,
-                          {"out_of_scope": (analytics.get("out_of_scope") or {}).get("off")}),
+            _shares(
+                "topics",
+                "Topics",
+                drift["topic"],
+                series,
+                "topics",
+                drift,
+                analytics.get("topic_labels"),
+                analytics.get("novelty"),
+            ),
+            drift_section(
+                drift, series, {"out_of_scope": (analytics.get("out_of_scope") or {}).get("off")}
+            ),
             refusals_section(analytics, series),
         ]
     if shadow is not None:
@@ -220,8 +229,10 @@ def _shares(
         parts.append(
             table(
                 [name, "live n", "live share", "gold n", "gold share", "live − gold"],
-                [[names.get(c, c), ln, pct(ls), gn, pct(gs), f"{ls - gs:+.1%}"]
-                 for c, ln, ls, gn, gs in rows],  # fmt: skip
+                [
+                    [names.get(c, c), ln, pct(ls), gn, pct(gs), f"{ls - gs:+.1%}"]
+                    for c, ln, ls, gn, gs in rows
+                ],  # fmt: skip
             )
         )
     else:
@@ -290,6 +301,4 @@ def _shares_over_time(
         times, shares, title=f"{title}: share over time", gold=gold, alarms=alarms
     )
     dashed = "dashed: the gold set's share; " if gold else ""
-    return figure(
-        svg, f"Solid: live share per time bucket; {dashed}red lines: drift declared."
-    )
+    return figure(svg, f"Solid: live share per time bucket; {dashed}red lines: drift declared.")

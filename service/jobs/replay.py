@@ -200,8 +200,10 @@ def operating_point_text(quality: dict[str, Any] | None) -> str:
     :func:`detector_quality_report` entry, or ``""`` without an operating point."""
     if not quality or quality.get("balanced_accuracy") is None:
         return ""
-    return (f"; at its threshold TPR {quality['tpr']:.3f}, FPR {quality['fpr']:.3f}, "
-            f"balanced accuracy {quality['balanced_accuracy']:.3f}")
+    return (
+        f"; at its threshold TPR {quality['tpr']:.3f}, FPR {quality['fpr']:.3f}, "
+        f"balanced accuracy {quality['balanced_accuracy']:.3f}"
+    )
 
 
 def render_text(doc: ReplayReport) -> str:

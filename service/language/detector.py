@@ -382,8 +382,9 @@ class LanguageDetector:
                                    or self._cached_confident(key, label)):  # fmt: skip
             return label, True
         expected = preferred or tuple(prior)
-        if label in expected and (not self._dominant or (
-                level != CONTRADICTED and self._cached_confident(key, label))):
+        if label in expected and (
+            not self._dominant or (level != CONTRADICTED and self._cached_confident(key, label))
+        ):
             return label, False
         return self._cached_prior(key, expected, label), False
 

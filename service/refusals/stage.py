@@ -213,9 +213,7 @@ class EmbeddingScopeStage(StatelessStage):
 
         return self.cache.get_many(questions, best)
 
-    def _verdicts(
-        self, questions: list[str]
-    ) -> list[tuple[float, tuple[str | None, bool | None]]]:
+    def _verdicts(self, questions: list[str]) -> list[tuple[float, tuple[str | None, bool | None]]]:
         """``(probability in scope, known verdict)`` of distinct ``questions``: one
         embedding call, one product per feature and one known-question match for all."""
         proba = self.detector.score(questions, self._retriever_scores(questions)).tolist()

@@ -184,8 +184,13 @@ def novelty_report(
     if off is None:
         uncalibrated = (qualities["novelty"]["uncalibrated"] if "novelty" in qualities
                         else analytics.uncalibrated("novelty"))  # fmt: skip
-    return {"novel": novel, "share": novel / total if total else None,
-            "quality": qualities.get("novelty"), "uncalibrated": uncalibrated, "off": off}
+    return {
+        "novel": novel,
+        "share": novel / total if total else None,
+        "quality": qualities.get("novelty"),
+        "uncalibrated": uncalibrated,
+        "off": off,
+    }
 
 
 def detector_quality_report(analytics: Analytics) -> dict[str, dict[str, Any]]:

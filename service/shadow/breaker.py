@@ -136,4 +136,3 @@ class CircuitBreaker:
         if self._state == "open" and self._clock() - self._opened_at >= self.cooldown_s:
             self._state = "half_open"
             self._probes = 0
-

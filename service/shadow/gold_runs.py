@@ -162,8 +162,11 @@ def run_gold_set(settings: Settings, trigger: str = "on_demand") -> dict[str, An
         "started_at": started,
         "finished_at": finished,
         "duration_s": round(time.monotonic() - started_mono, 3),
-        "gold_set": {"version": gold.version, "n_questions": len(gold),
-                     "n_unanswerable": len(gold.unanswerable())},  # fmt: skip
+        "gold_set": {
+            "version": gold.version,
+            "n_questions": len(gold),
+            "n_unanswerable": len(gold.unanswerable()),
+        },  # fmt: skip
         "ks": list(ks),
         "retrievers": body,
         "comparisons": comparisons,

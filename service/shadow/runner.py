@@ -94,6 +94,8 @@ SKIP_REASONS = (
 CPU_WINDOW_S = 1.0
 ERROR_REASONS = ("timeout", "http_error", "bad_response", "exception")
 _RETRIED = frozenset({"timeout", "http_error"})
+
+
 class LaneStats(TypedDict):
     """One candidate's gauges from :meth:`ShadowRunner.stats` (read by the telemetry layer and
     the shadow report).

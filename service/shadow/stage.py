@@ -137,7 +137,6 @@ class ShadowStageReport(TypedDict):
     candidates: dict[str, CandidateReport]
 
 
-
 class _Means:
     """Running sums and counts of each agreement measure (JSON round-trip via ``state``)."""
 

@@ -208,7 +208,6 @@ class TopicAssignment(NamedTuple):
         return self.topic == NOVEL
 
 
-
 class TopicInfo(NamedTuple):
     """One topic.
 
@@ -349,8 +348,12 @@ class TopicModel:
         else:
             names, assigned, centroids = _by_label(vectors, labels)
             topic_ids, next_id = [None] * len(names), 0
-        order = sorted(range(len(names)), key=lambda i: (
-            topic_sort_key(names[i]) if topic_ids[i] is None else ("", topic_ids[i], "")))
+        order = sorted(
+            range(len(names)),
+            key=lambda i: (
+                topic_sort_key(names[i]) if topic_ids[i] is None else ("", topic_ids[i], "")
+            ),
+        )
         remap = np.empty(len(order), dtype=np.int64)
         remap[order] = np.arange(len(order))
         names = [names[i] for i in order]
@@ -360,8 +363,10 @@ class TopicModel:
         sizes = np.bincount(assigned, minlength=len(names))
         terms = _top_terms(texts, assigned, len(names), config.n_terms, text_languages(texts))
         examples = _examples(texts, vectors, assigned, centroids, config.n_examples)
-        topics = [{"name": n, "top_terms": list(t), "size": int(s), "examples": list(e), "id": i}
-                  for n, t, s, e, i in zip(names, terms, sizes, examples, topic_ids, strict=True)]
+        topics = [
+            {"name": n, "top_terms": list(t), "size": int(s), "examples": list(e), "id": i}
+            for n, t, s, e, i in zip(names, terms, sizes, examples, topic_ids, strict=True)
+        ]
         centre = None
         if config.novelty_centring:
             centre = vectors.mean(axis=0, dtype=np.float64).astype(np.float32)
@@ -495,8 +500,12 @@ class TopicModel:
             vectors = _centred(vectors, self._centre)
         loo = _leave_one_out_similarity(vectors, self.novelty_neighbours)
         names = self.names
-        return dict(Counter(NOVEL if s < self.threshold else names[k]
-                            for k, s in zip(predicted.tolist(), loo.tolist(), strict=True)))
+        return dict(
+            Counter(
+                NOVEL if s < self.threshold else names[k]
+                for k, s in zip(predicted.tolist(), loo.tolist(), strict=True)
+            )
+        )
 
     def fitted_state(self) -> dict[str, Any]:
         """What the fit computed (centroids, reference sample, topics, threshold, quality):
@@ -910,8 +919,7 @@ def _top_terms(texts: Sequence[str], assigned: np.ndarray, k: int, n_terms: int,
         scored = [
             (-(c / length) * math.log(1 + mean_words / total[w]), w)
             for w, c in counts.items()
-            if not (k >= 4 and spread[w] > k / 2)
-            and not (sizes[topic] >= 4 and docs[topic][w] < 2)
+            if not (k >= 4 and spread[w] > k / 2) and not (sizes[topic] >= 4 and docs[topic][w] < 2)
         ]
         out.append(tuple(w for _, w in sorted(scored)[:n_terms]))
     return out

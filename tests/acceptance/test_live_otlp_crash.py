@@ -222,5 +222,7 @@ def test_settle_time_and_timeout_pass_while_down(
             assert dead[trace.trace_id] == "missing_field"
         else:
             assert events[trace.trace_id] == trace.expected
-    print(f"\nrootless: {sum(t.trace_id in events for t in rootless)} mapped, "
-          f"{sum(t.trace_id in dead for t in rootless)} dead-lettered")
+    print(
+        f"\nrootless: {sum(t.trace_id in events for t in rootless)} mapped, "
+        f"{sum(t.trace_id in dead for t in rootless)} dead-lettered"
+    )

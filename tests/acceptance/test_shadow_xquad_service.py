@@ -43,8 +43,16 @@ def xquad_run(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> di
         chosen = questions[:: len(questions) // PER_LANGUAGE][:PER_LANGUAGE]  # every article
         ranked = bm25.search_batch([text for _, text, _ in chosen], 10)
         for (qid, text, gold_id), docs in zip(chosen, ranked, strict=True):
-            gold_rows.append({"id": f"{lang}-{qid}", "question": text, "gold": [gold_id],
-                              "kind": "plain", "source": "real", "language": lang})
+            gold_rows.append(
+                {
+                    "id": f"{lang}-{qid}",
+                    "question": text,
+                    "gold": [gold_id],
+                    "kind": "plain",
+                    "source": "real",
+                    "language": lang,
+                }
+            )
             ids = [doc.doc_id for doc in docs]
             events.append({
                 "event_id": f"{lang}-{qid}", "timestamp": 1_795_946_400 + len(events),

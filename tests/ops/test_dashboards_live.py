@@ -33,6 +33,8 @@ def demo_data(workdir: Path) -> dict[str, str]:
     workdir.mkdir(parents=True, exist_ok=True)
     gold = shutil.copy(DEMO / "gold.jsonl", workdir / "gold.jsonl")
     return {"gold_set": str(gold), "corpus": str(DEMO / "corpus.jsonl")}
+
+
 #: Panel queries that are empty on a 20-second demo replay from a file, and why.
 EXPECTED_EMPTY = {
     "Refusal rate and its baseline/C": "the baseline needs a day of history (offset 1h, 1d)",

@@ -64,8 +64,11 @@ def server(gold_fs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         source={"kind": "file", "path": log},
         state={"path": tmp / "state.sqlite"},
         api={"port": _free_port(), "token": TOKEN},
-        harvest={"flush_interval_s": 0, "gold_lock_timeout_s": LOCK_TIMEOUT_S,
-                 "min_live_events": 50},
+        harvest={
+            "flush_interval_s": 0,
+            "gold_lock_timeout_s": LOCK_TIMEOUT_S,
+            "min_live_events": 50,
+        },
     )
     with Server(settings) as running:
         deadline = time.monotonic() + ANSWER_TIMEOUT_S

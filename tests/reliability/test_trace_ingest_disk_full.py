@@ -99,9 +99,7 @@ def _tick_warnings(service: ServiceProcess) -> int:
 
 
 @pytest.mark.slow
-def test_trace_dead_letters_wait_once_and_are_written_once(
-    tmp_path: Path, tiny_fs: Path
-) -> None:
+def test_trace_dead_letters_wait_once_and_are_written_once(tmp_path: Path, tiny_fs: Path) -> None:
     dlq = tiny_fs / "dead.jsonl"
     service = ServiceProcess.start(tmp_path / "work", _config(tmp_path, dlq))
     try:
@@ -155,9 +153,7 @@ def test_a_503_for_unwritable_dead_letters_keeps_nothing_of_the_request(
                               reason="attribute_too_large") == 0  # fmt: skip
         again = _post(service, big)  # the exporter's retry
         assert again.status_code == 200, again.text
-        assert again.json()["partialSuccess"]["errorMessage"].endswith(
-            "attribute_too_large (1)"
-        )
+        assert again.json()["partialSuccess"]["errorMessage"].endswith("attribute_too_large (1)")
         totals = service.wait_until(lambda s: s["totals"]["processed"] == 2, 60, "processed")
         assert totals["totals"]["duplicates"] == 0
         assert _letters(dlq) == [("attribute_too_large", _trace_id(1))]

@@ -346,6 +346,7 @@ def test_drift_coverage_gaps_leave_an_uncalibrated_novel_out_with_why() -> None:
     """Gold topics fees 50, exams 50; live: novel 60, fees 20, exams 20 (100 events). novel:
     live 60 %, gold 0 % -> a gap (ratio inf, lower bound far above 2 points) when the share is
     a fact; suppressed, it is listed apart with why. fees and exams (20 % < 50 %) are none."""
+
     def fed(suppress: bool) -> dict[str, Any]:
         drift = DriftStage({"language": {"en": 1}, "topic": {"fees": 50, "exams": 50}},
                            clock=lambda: START.timestamp())  # fmt: skip
@@ -392,8 +393,10 @@ def _novel_rise(off: str | None = None) -> dict[str, Any]:
 def test_text_drift_line_lists_an_uncalibrated_novel_rise_as_raising_no_alarm() -> None:
     lines = render_text(_novel_rise()).splitlines()
     # T0 = 1795000000 s = 2026-11-18 11:06:40 UTC
-    assert ("  DRIFT  topic vs reference at 2026-11-18 11:06 UTC (after 9 events): rising exams; "
-            f"novel rising too raises no alarm (uncalibrated: {NOVELTY_WHY})") in lines
+    assert (
+        "  DRIFT  topic vs reference at 2026-11-18 11:06 UTC (after 9 events): rising exams; "
+        f"novel rising too raises no alarm (uncalibrated: {NOVELTY_WHY})"
+    ) in lines
 
 
 def test_text_report_says_out_of_scope_is_off_not_zero() -> None:

@@ -29,6 +29,7 @@ def normalise(text: str) -> str:
     """The detector's cache key, as :meth:`LanguageDetector.detect` builds it."""
     return normalise_text(text, fold="nfc", separators="whitespace")
 
+
 XQUAD = ("ar", "de", "el", "en", "es", "hi", "ro", "ru", "th", "tr", "vi", "zh", "hi-Latn")
 
 

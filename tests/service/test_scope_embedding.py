@@ -55,9 +55,9 @@ def test_nearest_similarity_leave_one_out_by_hand() -> None:
     assert nearest_similarity(rows, rows[:0]).tolist() == [-1.0, -1.0, -1.0]
 
 
-def _gold(angles_in: Sequence[float], angles_out: Sequence[float]) -> tuple[
-    list[GoldQuestion], dict[str, list[float]]
-]:
+def _gold(
+    angles_in: Sequence[float], angles_out: Sequence[float]
+) -> tuple[list[GoldQuestion], dict[str, list[float]]]:
     questions, table = [], {}
     for i, a in enumerate(angles_in):
         questions.append(GoldQuestion(f"a{i}", f"in {i}", (f"p{i}",)))
@@ -160,7 +160,9 @@ def test_annotate_scope_truth_table(
     notes: dict[str, object] = {"refused": refused}
     annotate_scope(notes, 0.5, score_says_out, known)
     assert (notes["over_refusal"], notes["under_refusal"], notes["out_of_scope"]) == (
-        over, under, out
+        over,
+        under,
+        out,
     )
     assert notes["scope_known"] == known[0] and notes["scope_calibrated"] is True
     # an uncalibrated detector's verdict is not a fact; a known question's still is

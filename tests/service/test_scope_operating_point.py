@@ -84,7 +84,8 @@ def test_text_shows_the_operating_point_next_to_the_auc() -> None:
     _, quality = _calibrated_quality()
     row = {**quality.as_dict(), "trusted": True, "uncalibrated": None}
     assert quality_text(row).endswith(
-        "; at its threshold TPR 1.000, FPR 0.750, balanced accuracy 0.625")
+        "; at its threshold TPR 1.000, FPR 0.750, balanced accuracy 0.625"
+    )
     report = copy.deepcopy(replay_report(extras=False))
     report["analytics"]["out_of_scope"] |= {"quality": row, "uncalibrated": None}
     line = next(x for x in render_text(report).splitlines() if x.startswith("out of scope"))

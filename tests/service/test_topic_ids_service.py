@@ -87,8 +87,11 @@ def test_topic_help_text_lists_the_labels_in_natural_order() -> None:
     build_analytics_metrics(
         registry,
         topic_labels=("topic-10", "topic-2", "novel"),
-        topic_descriptions={"topic-10": "topic-10: bus, route", "topic-2": "topic-2: fee",
-                            "fees": "fees"},  # fmt: skip
+        topic_descriptions={
+            "topic-10": "topic-10: bus, route",
+            "topic-2": "topic-2: fee",
+            "fees": "fees",
+        },  # fmt: skip
     )
     (family,) = [m for m in registry.collect() if m.name == "goldwatch_questions_by_topic"]
     assert family.documentation == (

@@ -260,11 +260,13 @@ def test_mean_top_k_ignores_held_out_entries() -> None:
     sims = np.array([[0.9, 0.1, 0.5], [-np.inf, 0.3, -np.inf], [-np.inf] * 3], np.float32)
     got = _mean_top_k(sims, 2)
     assert got[:2].tolist() == pytest.approx([0.7, 0.3]) and got[2] == -np.inf
-    chunked = _top_k_similarity(np.eye(2, dtype=np.float32),
-                                np.array([[1, 0], [0.6, 0.8], [0, 1]], np.float32), 2, chunk=1)
+    chunked = _top_k_similarity(
+        np.eye(2, dtype=np.float32), np.array([[1, 0], [0.6, 0.8], [0, 1]], np.float32), 2, chunk=1
+    )
     assert chunked.tolist() == pytest.approx([0.8, 0.9])  # (1 + .6) / 2, (1 + .8) / 2
-    nearest = _top_k_similarity(np.eye(2, dtype=np.float32),
-                                np.array([[1, 0], [0.6, 0.8], [0, 1]], np.float32), 1, chunk=2)
+    nearest = _top_k_similarity(
+        np.eye(2, dtype=np.float32), np.array([[1, 0], [0.6, 0.8], [0, 1]], np.float32), 1, chunk=2
+    )
     assert nearest.tolist() == pytest.approx([1.0, 1.0])
 
 

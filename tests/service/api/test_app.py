@@ -222,8 +222,11 @@ def test_analytics_endpoints_and_metrics(tmp_path: Path) -> None:
         assert (refusals["out_of_scope"]["uncalibrated"] is None) == trusted
         assert quality["trusted"] is trusted
         lines = httpx.get(running.base + "/metrics").text.splitlines()
-        auc = next(line for line in lines
-                   if line.startswith('goldwatch_detector_auc{detector="out_of_scope"}'))
+        auc = next(
+            line
+            for line in lines
+            if line.startswith('goldwatch_detector_auc{detector="out_of_scope"}')
+        )
         assert float(auc.split()[-1]) == pytest.approx(quality["auc"], abs=5e-5)
         ba = next(line for line in lines if line.startswith(
             'goldwatch_detector_operating_point_ratio{detector="out_of_scope",'

@@ -36,8 +36,8 @@ def test_status_json_page_and_gold_runs_say_the_gold_set_is_off(tmp_path: Path) 
     assert list(status)[0] == "notices" and status["notices"] == [GOLD_SET_OFF]
     assert "gold_set:" in GOLD_SET_OFF and "GOLDWATCH_GOLD_SET" in GOLD_SET_OFF
     # the page's first paragraph after the title is the notice
-    body = page[page.index("<h1>"):]
-    assert body[body.index("</h1>") + 5:].startswith('<p class="notice">')
+    body = page[page.index("<h1>") :]
+    assert body[body.index("</h1>") + 5 :].startswith('<p class="notice">')
     assert html.escape(GOLD_SET_OFF, quote=False) in page
     assert evaluate.status_code == 404 and GOLD_SET_OFF in evaluate.text
     # what needs no gold set ran: one of the two answers was a refusal

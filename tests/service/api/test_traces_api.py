@@ -400,8 +400,10 @@ def test_partial_success_reports_a_cut_attribute_in_both_encodings(
     many = [replace(s, trace_id="f" * 32, span_id=f"{i + 1:016x}") for i, s in
             enumerate([big, *spans, *spans])]  # fmt: skip
     both = server.post(encode_json(many), "application/json").json()["partialSuccess"]
-    assert both == {"rejectedSpans": str(len(many) - 4), "errorMessage":
-                    f"spans dead-lettered: too_many_spans ({len(many) - 4}); {expected}"}
+    assert both == {
+        "rejectedSpans": str(len(many) - 4),
+        "errorMessage": f"spans dead-lettered: too_many_spans ({len(many) - 4}); {expected}",
+    }
     dlq = [json.loads(line) for line in (tmp_path / "goldwatch.dlq.jsonl").open()]
     assert [row["reason"] for row in dlq].count("attribute_too_large") == 3
 
@@ -441,7 +443,9 @@ def test_a_full_assembler_answers_429_with_retry_after_and_evicts_nothing(
     traces = []
     for _ in range(3):
         _openinference(tracer)
-        traces.append(decode_protobuf(encode_spans(memory.get_finished_spans()).SerializeToString()))
+        traces.append(
+            decode_protobuf(encode_spans(memory.get_finished_spans()).SerializeToString())
+        )
         memory.clear()
     provider.shutdown()
     kids = [encode_json([s for s in t if not s.is_root]) for t in traces]
@@ -508,5 +512,7 @@ def _post_whole_then_read(
         connection.request("POST", "/v1/traces", body=body, headers=headers)
     answer = connection.getresponse()
     assert answer.status == 413
-    assert json.loads(answer.read()) == {"error": "too_large",
-                                         "detail": "request body over 200000 bytes"}
+    assert json.loads(answer.read()) == {
+        "error": "too_large",
+        "detail": "request body over 200000 bytes",
+    }

@@ -380,6 +380,8 @@ def test_an_accept_whose_decision_cannot_be_kept_is_a_503_and_a_retry_keeps_it(
     decision = labelling.accept(cid, [], "unanswerable")
     assert decision["gold_id"] == json.loads(lines[-1])["id"]
     assert gold.read_text().splitlines() == lines  # the row appended before is the one kept
+
+
 # -- issue 18 item 4: only what a person confirmed is written as a label -------------------
 
 

@@ -108,8 +108,9 @@ def test_nothing_to_run_is_an_error(tmp_path: Path) -> None:
 def test_history_defaults_to_the_state_folder(settings: Settings, tmp_path: Path) -> None:
     state = tmp_path / "state" / "state.sqlite"
     shadow = settings.shadow.model_copy(update={"history": None})
-    moved = settings.model_copy(update={"shadow": shadow,
-                                        "state": settings.state.model_copy(update={"path": state})})
+    moved = settings.model_copy(
+        update={"shadow": shadow, "state": settings.state.model_copy(update={"path": state})}
+    )
     run_gold_set(moved)
     assert len((state.parent / "gold-runs.jsonl").read_text().splitlines()) == 2
 
