@@ -566,3 +566,40 @@ def _spans(view: str) -> list[tuple[int, int, str]]:
             if end is not None:
                 found.append((m.start(), end, _KIND_OF.get(m.re, kind)))
     return found
+
+
+#: A code-prefixed identifier: lower-case ASCII letters, one ``-``, ASCII digits (``e-000123``,
+#: ``prod-0001234``): the shape of most event ids (:func:`_plain_identifier`).
+_PLAIN_ID = re.compile(r"[a-z]+-[0-9]+")
+
+
+def _plain_identifier(text: str) -> bool:
+    """True if ``text`` surely holds nothing to scrub because of its shape alone: it is
+    ``[a-z]+-[0-9]+`` (ASCII) and no vendor key prefix starts it. Then ``scrub(text)`` finds
+    nothing, so :func:`service.pii.pseudonym.pseudonymise` can skip the detectors (~18 µs an
+    id). Why, detector by detector (:data:`_DETECTORS`), for ``L-D`` (letters ``L``, digits
+    ``D``; ASCII, so nothing is folded and there is no format character):
+
+    * ``url``, ``ip``, ``email``/``upi``, written-out e-mail: their gates need ``://``,
+      ``www.``, ``/``, ``:``, ``.``, ``@``, a space or a bracket; ``L-D`` has none.
+    * ``card``, ``aadhaar``, ``ssn``, ``phone`` (all three patterns) start with
+      :data:`_NUM_L`: a digit (or ``+``/``(``) not after a word character nor after ``\\w-``.
+      ``D``'s first digit follows ``x-`` (a letter, then ``-``), every other one a digit.
+    * spaced mobile: ``D``'s first digit may start it, but its pattern needs a separator
+      after the first digit (after ``91``, too) and ``D`` is contiguous.
+    * ``pan``/``passport``/``voter_id`` (:class:`_DigitAnchored`): tried only at a digit run
+      right after a letter, or after a space or ``-`` that follows an UPPER-case letter;
+      ``D`` follows ``-`` after a lower-case letter.
+    * ``secret``: its look-behind ``(?<![\\w\\-])`` lets it start only at position 0; the
+      prefixes that fit ``L-`` (``sk-``/``pk-``/``rk-`` + 16, ``xoxb-``... + 10, ``glpat-`` +
+      20) are excluded by trying :data:`_SECRET` there.
+
+    Hence the spans list of :func:`_spans` is empty on ``text``. ``tests/service/
+    test_pii_fuzz.py`` checks ``scrub`` finds nothing in every such text it generates.
+
+    >>> _plain_identifier("prod-0001234"), _plain_identifier("sk-" + "1" * 16)
+    (True, False)
+    >>> _plain_identifier("E-9876543210"), _plain_identifier("e-98765 43210")
+    (False, False)
+    """
+    return _PLAIN_ID.fullmatch(text) is not None and _SECRET.match(text) is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 
 import pytest
@@ -9,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service.pii import PII_TYPES, luhn_valid, scrub
-from service.pii.detectors import _EPIC, _LETTERS_DIGITS, _PAN, _PASSPORT
+from service.pii.detectors import _EPIC, _LETTERS_DIGITS, _PAN, _PASSPORT, _plain_identifier
+from service.pii.pseudonym import pseudonymise
 
 TRICKY = [
     "\u200f",  # right-to-left mark
@@ -238,3 +240,48 @@ def test_digit_anchored_scan_finds_what_the_plain_patterns_find(text: str) -> No
     anchored = [(m.start(), m.end()) for m in _LETTERS_DIGITS.finditer(text)]
     plain = sorted((m.start(), m.end()) for p in (_PAN, _PASSPORT, _EPIC) for m in p.finditer(text))
     assert anchored == plain
+
+
+# -- the event-id fast path of pseudonymise (service.pii.detectors._plain_identifier) ------
+
+#: Code prefixes, among them every vendor key prefix an ``[a-z]+-`` id can start with.
+PREFIXES = "sk pk rk xoxa xoxb xoxp xoxo xoxs xoxr glpat pii e evt prod ghp hf akia aiza".split()
+ids = st.builds(
+    "{}-{}".format,
+    st.one_of(st.from_regex(r"[a-z]{1,8}", fullmatch=True), st.sampled_from(PREFIXES)),
+    st.from_regex(r"[0-9]{1,40}", fullmatch=True),
+)
+
+
+def _full_path(identifier: str) -> str:
+    """What pseudonymise returned before the fast path: unchanged unless scrub finds
+    something (or it is a pseudonym already), else pii- + SHA-256 (FIPS 180-4)."""
+    if not scrub(identifier).counts:
+        return identifier
+    return "pii-" + hashlib.sha256(identifier.encode()).hexdigest()[:32]
+
+
+@SETTINGS
+@given(st.one_of(ids, st.text(alphabet="abcdeklopsxEKP0123456789- .:@", max_size=40)))
+def test_a_plain_identifier_holds_nothing_scrub_finds(text: str) -> None:
+    if _plain_identifier(text):
+        assert scrub(text) == (text, {})
+    assert pseudonymise(text) == _full_path(text)
+
+
+@pytest.mark.parametrize(
+    "identifier",
+    ["sk-" + "1" * 16, "pk-" + "2" * 20, "rk-" + "3" * 16, "xoxb-1234567890",
+     "xoxp-12345678901", "glpat-" + "4" * 20],
+)  # fmt: skip
+def test_an_id_shaped_like_a_vendor_key_is_still_pseudonymised(identifier: str) -> None:
+    # [a-z]+-[0-9]+ like an event id, yet a secret by its vendor prefix (detectors.py table)
+    assert not _plain_identifier(identifier)
+    digest = hashlib.sha256(identifier.encode()).hexdigest()[:32]
+    assert pseudonymise(identifier) == "pii-" + digest
+
+
+def test_event_ids_with_digits_take_the_fast_path_and_stay() -> None:
+    for identifier in ("e-000123", "prod-0001234", "e-9876543210", "evt-4111111111111111"):
+        assert _plain_identifier(identifier)
+        assert pseudonymise(identifier) == identifier
