@@ -679,16 +679,18 @@ def _novelty_quality(vectors: np.ndarray, assigned: np.ndarray, seed: int, k: in
     sims = scored @ scored.T
     np.fill_diagonal(sims, -np.inf)
     negative = _mean_top_k(sims, k)
-    positive = np.empty(len(x), dtype=np.float32)
-    for t in np.unique(topic):
-        held = topic == t
-        y = scored
-        if centring:
+    if not centring:  # one product for both sides: the same entries, summed in the same order
+        sims[topic[:, None] == topic[None, :]] = -np.inf
+        positive = _mean_top_k(sims, k)
+    else:
+        positive = np.empty(len(x), dtype=np.float32)
+        for t in np.unique(topic):
+            held = topic == t
             inside = assigned == t
             rest = total - vectors[inside].sum(axis=0, dtype=np.float64)
             rest /= len(vectors) - inside.sum()
             y = _centred(x, rest.astype(np.float32))
-        positive[held] = _mean_top_k(y[held] @ y[~held].T, k)
+            positive[held] = _mean_top_k(y[held] @ y[~held].T, k)
     return measure_auc(
         1.0 - positive, 1.0 - negative, n_boot=200, seed=seed,
         method=f"leave-one-topic-out on {len(x)} gold questions, "
