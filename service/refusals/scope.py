@@ -191,6 +191,8 @@ class ScopeStage(StatelessStage):
         k: depth asked of ``retriever``.
         known: known questions that decide their own scope (:class:`KnownScope`); ``None``:
             none.
+        cache_size: distinct questions whose score is remembered (LRU,
+            ``analytics.question_cache_size``; 0: none).
 
     Raises:
         ValueError: ``retriever`` is not the one ``calibration`` was made with, or ``k < 1``.
@@ -204,6 +206,7 @@ class ScopeStage(StatelessStage):
         retriever: Retriever | None = None,
         k: int = 10,
         known: KnownScope | None = None,
+        cache_size: int = 65_536,
     ) -> None:
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
@@ -216,7 +219,7 @@ class ScopeStage(StatelessStage):
         self.k = k
         self.known = known
         self.calibrated = True  # False: below the quality floor (see annotate_scope)
-        self.cache: BatchCache[float | None] = BatchCache()
+        self.cache: BatchCache[float | None] = BatchCache(cache_size)
 
     def adopt(self, rebuilt: ScopeStage) -> None:
         """Take ``rebuilt``'s calibration, known questions and calibrated flag (a gold-set
@@ -481,10 +484,12 @@ class KnownScope:
     [('q-2', False), (None, None)]
     """
 
-    def __init__(self, gold: Any, threshold: float = DEFAULT_KNOWN_THRESHOLD) -> None:
+    def __init__(
+        self, gold: Any, threshold: float = DEFAULT_KNOWN_THRESHOLD, cache_size: int = 65_536
+    ) -> None:
         from service.quality.known import KnownQuestionIndex
 
-        self.index = KnownQuestionIndex(gold, threshold=threshold)
+        self.index = KnownQuestionIndex(gold, threshold=threshold, cache_size=cache_size)
         self.answerable = {q.id: q.answerable for q in gold}
 
     def verdicts(self, questions: Sequence[str]) -> list[tuple[str | None, bool | None]]:
@@ -527,6 +532,8 @@ class EmbeddingScopeStage(StatelessStage):
             (required when the detector uses one; must be the one it was calibrated with).
         known: known questions that decide their own scope (:class:`KnownScope`); ``None``:
             none.
+        cache_size: distinct questions whose score is remembered (LRU,
+            ``analytics.question_cache_size``; 0: none).
 
     Raises:
         ValueError: the detector needs a retriever and none (or another one) is given.
@@ -539,6 +546,7 @@ class EmbeddingScopeStage(StatelessStage):
         detector: EmbeddingScope,
         retriever: Retriever | None = None,
         known: KnownScope | None = None,
+        cache_size: int = 65_536,
     ) -> None:
         if detector.use_retriever and (retriever is None or retriever.name != detector.retriever):
             raise ValueError(f"the detector was calibrated with retriever {detector.retriever!r}")
@@ -546,7 +554,7 @@ class EmbeddingScopeStage(StatelessStage):
         self.retriever = retriever if detector.use_retriever else None
         self.known = known
         self.calibrated = True  # False: below the quality floor (see annotate_scope)
-        self.cache: BatchCache[float | None] = BatchCache()
+        self.cache: BatchCache[float | None] = BatchCache(cache_size)
 
     def adopt(self, rebuilt: EmbeddingScopeStage) -> None:
         """Take ``rebuilt``'s detector, known questions and calibrated flag (a gold-set

@@ -220,7 +220,8 @@ def _scope_stage(
             corpus.passages,
         )[name]
     questions = list(gold)
-    known = KnownScope(gold, config.scope_known_threshold)
+    cache_size = config.question_cache_size
+    known = KnownScope(gold, config.scope_known_threshold, cache_size)
     if method == "retriever":
         calibration = calibrate_with_retriever(questions, retriever, min_tpr=config.scope_min_tpr)
         run = retriever.search_batch([q.question for q in questions], 1)
@@ -232,7 +233,8 @@ def _scope_stage(
             [x for x, q in zip(filled, questions, strict=True) if not q.answerable],
             method=f"{retriever.name} best score on the gold set (no fitting)",
         ).at_threshold(calibration.threshold, calibration.tpr, calibration.fpr)
-        return ScopeStage(calibration, retriever, k=1, known=known), calibration, quality
+        stage = ScopeStage(calibration, retriever, k=1, known=known, cache_size=cache_size)
+        return stage, calibration, quality
     found = retriever.search_batch([q.question for q in questions], 1)
     detector = EmbeddingScope(
         embedder or shared_embedder(config.embeddings),
@@ -242,7 +244,7 @@ def _scope_stage(
         retriever=retriever.name,
         min_tpr=config.scope_min_tpr,
     )
-    stage = EmbeddingScopeStage(detector, retriever, known)
+    stage = EmbeddingScopeStage(detector, retriever, known, cache_size)
     cal = detector.calibration  # its rates are those of the cross-validated scores
     return stage, cal, detector.quality.at_threshold(cal.threshold, cal.tpr, cal.fpr)
 
@@ -376,7 +378,7 @@ def build_analytics(
         model = fit_topic_model(gold, corpus.passages, no_novelty, use_gold_topics=False,
                                 embedder=embedder, previous=previous_topics)  # fmt: skip
     if model is not None:  # else no topics: nothing of the user's to fit them on
-        stages.append(TopicStage(model))
+        stages.append(TopicStage(model, config.question_cache_size))
     stages.append(RefusalStage(RefusalDetector(extra_patterns=config.refusal_patterns)))
     scope_stage, calibration, scope_quality = _scope_stage(config, gold, corpus, embedder)
     if scope_stage is not None:
