@@ -20,8 +20,12 @@ reads the process's RSS from ``/proc``:
 * ``/metrics`` response time of every scrape (request sent -> body read), how many took over
   100 ms (the issue's bound), and the number of series (sample lines) and bytes of the last
   scrape;
-* RSS over time, and at the end of each tenth of the run (``rss_tenths_mb``); growth = mean
-  RSS of the last tenth of the run over that of the first tenth.
+* RSS over time, and at the end of each tenth of the run (``rss_tenths_mb``) and of each
+  tenth of the events processed (``rss_event_tenths_mb``, counted by
+  ``goldwatch_events_processed_total`` in the scrapes: serve behind the producer on a loaded
+  machine goes at a varying pace, so a tenth of the time is not a tenth of the events), with
+  the growth from the end of the first tenth of the events to the end; growth = mean RSS of
+  the last tenth of the run over that of the first tenth.
   Also RSS at the end of the first tenth against RSS at the end (issue 10's "RSS after 1M /
   after 100k"): the first tenth includes the warm-up, while the bounded structures (per-
   question caches, dedup window, harvested suggestions) fill, so this one isolates growth
@@ -75,6 +79,10 @@ class Samples:
     latency_s: list[float] = field(default_factory=list)
     scrape_s: list[float] = field(default_factory=list)
     rss: list[tuple[float, int]] = field(default_factory=list)  # (seconds since start, bytes)
+    #: (events processed, RSS bytes) at each RSS sample: a tenth of the events, not of the
+    #: time (serve behind the producer on a loaded machine goes at a varying pace)
+    rss_by_events: list[tuple[float, int]] = field(default_factory=list)
+    processed: float = 0.0  # goldwatch_events_processed_total in the last scrape
     errors: int = 0
     series: int = 0  # sample lines in the last scrape
     size: int = 0  # bytes of the last scrape
@@ -152,7 +160,11 @@ def _produce(
 def _last_event_s(text: str) -> float:
     """Sum of the ``goldwatch_last_event_timestamp_seconds`` samples of an exposition (a
     line scan: a full parse would cost the sampler more CPU than the scrape it measures)."""
-    prefix = "goldwatch_last_event_timestamp_seconds"
+    return _metric_sum(text, "goldwatch_last_event_timestamp_seconds")
+
+
+def _metric_sum(text: str, prefix: str) -> float:
+    """Sum of the samples of metric ``prefix`` in an exposition (a line scan, as above)."""
     return sum(
         float(line.rsplit(" ", 1)[1])
         for line in text.splitlines()
@@ -170,6 +182,7 @@ def _sample(service: ServiceProcess, every_s: float, stop: threading.Event, out:
             elapsed = time.monotonic() - started
             if elapsed >= next_rss:
                 out.rss.append((elapsed, _rss_bytes(service.process.pid)))
+                out.rss_by_events.append((out.processed, out.rss[-1][1]))
                 next_rss = elapsed + 1.0
             stop.wait(max(0.0, every_s - (took or 0.0)))
 
@@ -191,6 +204,7 @@ def _scrape(client: httpx.Client, out: Samples) -> float | None:
     out.scrape_s.append(took)
     out.size = len(response.content)
     out.series = sum(1 for line in text.splitlines() if line and not line.startswith("#"))
+    out.processed = _metric_sum(text, "goldwatch_events_processed_total")
     newest = _last_event_s(text)
     if newest > out.last_seen:
         if out.last_seen:
@@ -282,6 +296,9 @@ def soak(events: int, rate: float, scrape_s: float = 0.25, kind: str = "producti
     end = samples.rss[-1][1] if samples.rss else 0
     run_s = samples.rss[-1][0] if samples.rss else 0.0
     tenths = [next((r for t, r in samples.rss if t >= run_s * k / 10), end) for k in range(1, 11)]
+    done = samples.rss_by_events[-1][0] if samples.rss_by_events else 0.0
+    by_events = [next((r for n, r in samples.rss_by_events if n >= done * k / 10), end)
+                 for k in range(1, 11)]  # fmt: skip
     return {
         "kind": kind,
         "events": events,
@@ -311,6 +328,12 @@ def soak(events: int, rate: float, scrape_s: float = 0.25, kind: str = "producti
             round(100 * (end - end_of_first) / end_of_first, 2) if end_of_first else float("nan")
         ),
         "rss_tenths_mb": [round(r / 2**20, 1) for r in tenths],
+        "rss_event_tenths_mb": [round(r / 2**20, 1) for r in by_events],
+        "rss_growth_after_first_event_tenth_pct": (
+            round(100 * (by_events[-1] - by_events[0]) / by_events[0], 2)
+            if by_events[0]
+            else float("nan")
+        ),
         "rss_series_mb": [round(r / 2**20, 1) for _, r in samples.rss[:: max(1, tenth)]],
         "scrape_errors": samples.errors,
     }
@@ -337,7 +360,10 @@ def _table(result: dict[str, Any]) -> str:
         ("RSS end of first tenth / end (MB)",
          f"{result['rss_end_first_tenth_mb']} / {result['rss_end_mb']}"
          f" ({result['rss_growth_after_first_tenth_pct']:+} %)"),
-        ("RSS at each tenth (MB)", " ".join(str(x) for x in result["rss_tenths_mb"])),
+        ("RSS at each tenth of the time (MB)", " ".join(str(x) for x in result["rss_tenths_mb"])),
+        ("RSS at each tenth of the events (MB)",
+         " ".join(str(x) for x in result["rss_event_tenths_mb"])
+         + f" ({result['rss_growth_after_first_event_tenth_pct']:+} % after the first)"),
         ("RSS over time (MB)", " ".join(str(x) for x in result["rss_series_mb"])),
     ]  # fmt: skip
     width = max(len(k) for k, _ in rows)
