@@ -256,7 +256,11 @@ def soak(events: int, rate: float, scrape_s: float = 0.25, kind: str = "producti
         service = ServiceProcess.start(workdir, config)
         service.wait_until(lambda s: s["ready"], timeout_s=60, what="ready")
         samples, stop = Samples(), threading.Event()
-        sampler = threading.Thread(target=_sample, args=(service, scrape_s, stop, samples))
+        # a daemon: when the soak fails (not every event accounted in time) nothing stops it,
+        # and it must not keep the failed soak's process alive
+        sampler = threading.Thread(
+            target=_sample, args=(service, scrape_s, stop, samples), daemon=True
+        )
         spawn = multiprocessing.get_context("spawn")
         ready, go = spawn.Event(), spawn.Event()
         producer = spawn.Process(
