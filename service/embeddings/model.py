@@ -94,7 +94,10 @@ class CachedEmbedder:
             for text, vector in zip(fresh, vectors, strict=True):
                 out[missing[text]] = vector
                 if self.capacity:
-                    self._cache[text] = vector
+                    # a copy, never the row view: a view keeps the inner embedder's whole
+                    # (fresh × dim) batch matrix alive for as long as any one of its rows is
+                    # cached, so the cache held up to ``capacity`` batches, not rows
+                    self._cache[text] = vector.copy()
                     self._cache.move_to_end(text)
             while len(self._cache) > self.capacity:
                 self._cache.popitem(last=False)

@@ -107,6 +107,13 @@ class HarvestConfig(BaseModel):
         pool_k: passages pooled per retriever (top k of production and of each candidate).
         max_pool: most passages kept in one suggestion's pool.
         max_suggestions: suggestions held; beyond, the lowest-priority ones are evicted.
+        recent_events: most recent picked events whose counted reasons are remembered, and
+            as many recent shed ones (so a late shadow verdict or a redelivery counts each
+            reason once per event; two insertion-ordered maps keyed by event id, oldest
+            out). A bound on memory (``tracemalloc``): about 0.42 KB per picked event (its id, the
+            map entry, its reasons' frozenset) and 0.15 KB per shed one, so the default
+            50,000 is at most ~29 MB for the two; an event older than the last
+            ``recent_events`` picked ones may count its reasons again when redelivered.
         max_new_per_batch: load shedding — at most this many distinct *new* normalised
             questions per pipeline batch go through near-duplicate matching and may start
             suggestions; the others with a reason are shed (counted, not kept). Questions
@@ -154,6 +161,7 @@ class HarvestConfig(BaseModel):
     pool_k: int = Field(default=10, ge=1, le=100)
     max_pool: int = Field(default=40, ge=1, le=1_000)
     max_suggestions: int = Field(default=5_000, ge=10, le=1_000_000)
+    recent_events: int = Field(default=50_000, ge=1, le=10_000_000)
     max_new_per_batch: int | None = Field(default=48, ge=1, le=1_000_000)
     max_question_chars: int = Field(default=2_000, ge=16, le=1_000_000)
     flush_interval_s: float = Field(default=5.0, ge=0, le=3_600)

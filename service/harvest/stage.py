@@ -36,7 +36,7 @@ event's suggestion, and a ``shadow_disagreement`` reason when RBO < ``max_rbo`` 
 disagreement on an event not (yet) picked starts or joins a suggestion of its own. Reasons
 add up whatever the order: a suggestion's reasons are the union over its events, and over
 each event's own reasons and its shadow verdicts, each reason counted once per event. The
-stage remembers the reasons counted for each recent event (``_RECENT_EVENTS``), so an event
+stage remembers the reasons counted for each recent event (``harvest.recent_events``), so an event
 picked after its shadow result adds its own reasons to the event already counted, and a
 redelivered event or a second disagreeing candidate adds nothing twice. An event shed by
 ``max_new_per_batch`` whose disagreeing verdict then starts a suggestion brings its own
@@ -106,7 +106,6 @@ PRODUCTION = "production"
 _GOLD = "gold:"
 _VERSION = 2
 _READ_VERSIONS = (1, 2)
-_RECENT_EVENTS = 50_000
 _SNAPSHOT_RECENT = 5_000
 _ALL = frozenset(REASONS)
 _EXACT_CACHE = 200_000
@@ -291,7 +290,7 @@ class HarvestStage:
         shed_reasons = self._shed_reasons
         for k in shed:  # a shadow verdict on it may still start a suggestion: keep its reasons
             shed_reasons[events[rows[k]].event_id] = reasons_of[k]
-        while len(shed_reasons) > _RECENT_EVENTS:
+        while len(shed_reasons) > config.recent_events:
             shed_reasons.popitem(last=False)
         self.flush()
 
@@ -521,7 +520,7 @@ class HarvestStage:
                 counts[reason] += 1
             if occurrence.counts:
                 self._recent[occurrence.event_id] = (sid, frozenset(occurrence.reasons))
-                if len(self._recent) > _RECENT_EVENTS:
+                if len(self._recent) > self.config.recent_events:
                     self._recent.popitem(last=False)
 
     def _evict(self) -> None:

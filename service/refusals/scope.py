@@ -450,10 +450,12 @@ class KnownScope:
     [('q-2', False), (None, None)]
     """
 
-    def __init__(self, gold: Any, threshold: float = DEFAULT_KNOWN_THRESHOLD) -> None:
+    def __init__(
+        self, gold: Any, threshold: float = DEFAULT_KNOWN_THRESHOLD, cache_size: int = 65_536
+    ) -> None:
         from service.quality.known import KnownQuestionIndex
 
-        self.index = KnownQuestionIndex(gold, threshold=threshold)
+        self.index = KnownQuestionIndex(gold, threshold=threshold, cache_size=cache_size)
         self.answerable = {q.id: q.answerable for q in gold}
 
     def verdicts(self, questions: Sequence[str]) -> list[tuple[str | None, bool | None]]:

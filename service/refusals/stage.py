@@ -59,6 +59,8 @@ class ScopeStage(StatelessStage):
         k: depth asked of ``retriever``.
         known: known questions that decide their own scope (:class:`KnownScope`); ``None``:
             none.
+        cache_size: distinct questions whose score is remembered (LRU,
+            ``analytics.question_cache_size``; 0: none).
 
     Raises:
         ValueError: ``retriever`` is not the one ``calibration`` was made with, or ``k < 1``.
@@ -72,6 +74,7 @@ class ScopeStage(StatelessStage):
         retriever: Retriever | None = None,
         k: int = 10,
         known: KnownScope | None = None,
+        cache_size: int = 65_536,
     ) -> None:
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
@@ -84,7 +87,7 @@ class ScopeStage(StatelessStage):
         self.k = k
         self.known = known
         self.calibrated = True  # False: below the quality floor (see annotate_scope)
-        self.cache: BatchCache[float | None] = BatchCache()
+        self.cache: BatchCache[float | None] = BatchCache(cache_size)
 
     def adopt(self, rebuilt: ScopeStage) -> None:
         """Take ``rebuilt``'s calibration, known questions and calibrated flag (a gold-set
@@ -156,6 +159,8 @@ class EmbeddingScopeStage(StatelessStage):
             (required when the detector uses one; must be the one it was calibrated with).
         known: known questions that decide their own scope (:class:`KnownScope`); ``None``:
             none.
+        cache_size: distinct questions whose score is remembered (LRU,
+            ``analytics.question_cache_size``; 0: none).
 
     Raises:
         ValueError: the detector needs a retriever and none (or another one) is given.
@@ -168,6 +173,7 @@ class EmbeddingScopeStage(StatelessStage):
         detector: EmbeddingScope,
         retriever: Retriever | None = None,
         known: KnownScope | None = None,
+        cache_size: int = 65_536,
     ) -> None:
         if detector.use_retriever and (retriever is None or retriever.name != detector.retriever):
             raise ValueError(f"the detector was calibrated with retriever {detector.retriever!r}")
@@ -175,14 +181,16 @@ class EmbeddingScopeStage(StatelessStage):
         self.retriever = retriever if detector.use_retriever else None
         self.known = known
         self.calibrated = True  # False: below the quality floor (see annotate_scope)
-        self.cache: BatchCache[float | None] = BatchCache()
+        self.cache: BatchCache[float | None] = BatchCache(cache_size)
         # question -> (probability in scope, known verdict): both depend on the question
         # alone (its retriever score too) for one detector and set of known questions, so a
         # repeated question is scored once; forgotten when either is replaced. (The BLAS
         # product gives a row's probability to within 1 ulp of where it sits in its batch:
         # 31 of 40,000 production-shaped questions differed by <= 2.2e-16 from scoring each
         # in its own batch, no verdict changed; the topic stage's cache has the same trait.)
-        self.verdicts: BatchCache[tuple[float, tuple[str | None, bool | None]]] = BatchCache()
+        self.verdicts: BatchCache[tuple[float, tuple[str | None, bool | None]]] = BatchCache(
+            cache_size
+        )
         self._scored_by: tuple[EmbeddingScope, KnownScope | None] = (detector, known)
 
     def adopt(self, rebuilt: EmbeddingScopeStage) -> None:

@@ -235,7 +235,8 @@ def _scope_stage(
             corpus.passages,
         )[name]
     questions = list(gold)
-    known = KnownScope(gold, config.scope_known_threshold)
+    cache_size = config.question_cache_size
+    known = KnownScope(gold, config.scope_known_threshold, cache_size)
     if method == "retriever":
         calibration = calibrate_with_retriever(questions, retriever, min_tpr=config.scope_min_tpr)
         run = retriever.search_batch([q.question for q in questions], 1)
@@ -247,7 +248,8 @@ def _scope_stage(
             [x for x, q in zip(filled, questions, strict=True) if not q.answerable],
             method=f"{retriever.name} best score on the gold set (no fitting)",
         ).at_threshold(calibration.threshold, calibration.tpr, calibration.fpr)
-        return ScopeStage(calibration, retriever, k=1, known=known), calibration, quality
+        by_score = ScopeStage(calibration, retriever, k=1, known=known, cache_size=cache_size)
+        return by_score, calibration, quality
     found = retriever.search_batch([q.question for q in questions], 1)
     embedder = embedder or shared_embedder(config.embeddings)
     passages = [p.text for p in corpus.passages]
@@ -260,7 +262,7 @@ def _scope_stage(
 
     inputs = [questions, passages, scores, retriever.name, config.scope_min_tpr, embedder.name]
     detector = EmbeddingScope.restore(embedder, memo("embedding-scope", inputs, fit))
-    stage = EmbeddingScopeStage(detector, retriever, known)
+    stage = EmbeddingScopeStage(detector, retriever, known, cache_size)
     cal = detector.calibration  # its rates are those of the cross-validated scores
     return stage, cal, detector.quality.at_threshold(cal.threshold, cal.tpr, cal.fpr)
 
@@ -407,7 +409,7 @@ def build_analytics(
         model = _memo_topics(memo, embedder, gold, corpus.passages, no_novelty, False,
                              previous_topics)  # fmt: skip
     if model is not None:  # else no topics: nothing of the user's to fit them on
-        stages.append(TopicStage(model))
+        stages.append(TopicStage(model, config.question_cache_size))
     stages.append(RefusalStage(RefusalDetector(extra_patterns=config.refusal_patterns)))
     scope_stage, calibration, scope_quality = _scope_stage(config, gold, corpus, embedder,
                                                            memo=memo)  # fmt: skip

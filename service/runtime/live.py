@@ -189,10 +189,11 @@ class Live:
                 log.warning("closing %s failed: %s", closer, type(exc).__name__)
 
 
-def known_index(analytics: Analytics, gold: GoldSet, threshold: float) -> KnownQuestionIndex:
+def known_index(analytics: Analytics, gold: GoldSet, threshold: float,
+                cache_size: int = 65_536) -> KnownQuestionIndex:  # fmt: skip
     """The known-question index of the live-quality stage: the out-of-scope stage's own
     (:class:`service.refusals.scope.KnownScope`) when it is of the same gold set (the same object)
-    and threshold, else a new one.
+    and threshold, else a new one (remembering ``cache_size`` questions' matches).
 
     Both stages match every question of a batch against the gold set, in that order, with
     the same list; sharing one index (and its cache of matches) makes the second lookup a
@@ -203,7 +204,7 @@ def known_index(analytics: Analytics, gold: GoldSet, threshold: float) -> KnownQ
         if (isinstance(index, KnownQuestionIndex) and index.gold is gold
                 and index.threshold == threshold):  # fmt: skip
             return index
-    return KnownQuestionIndex(gold, threshold=threshold)
+    return KnownQuestionIndex(gold, threshold=threshold, cache_size=cache_size)
 
 
 def keep_topic_identity(state: StateStore | None, analytics: Analytics) -> None:
@@ -297,7 +298,8 @@ def build_live(
     quality = None
     listeners: list[Any] = []
     if has_gold:
-        index = known_index(analytics, gold, settings.shadow.known_threshold)
+        index = known_index(analytics, gold, settings.shadow.known_threshold,
+                            settings.analytics.question_cache_size)  # fmt: skip
         quality = LiveQualityStage(index, AccessPolicy.from_corpus(corpus),
                                    k=settings.shadow.known_k, production=PRODUCTION)  # fmt: skip
         stages.append(quality)

@@ -405,7 +405,8 @@ class Runtime:
             model, counts, detector = gold_references(
                 self.live.analytics, self.settings.analytics, gold
             )
-            index = KnownQuestionIndex(gold, threshold=self.settings.shadow.known_threshold)
+            index = KnownQuestionIndex(gold, threshold=self.settings.shadow.known_threshold,
+                                       cache_size=self.settings.analytics.question_cache_size)
             scope = None
             if self.settings.corpus is not None and self.live.analytics.stages:
                 corpus = load_corpus(self.settings.corpus)

@@ -405,6 +405,14 @@ class AnalyticsConfig(_Frozen):
         embeddings: the sentence-embedding layer (backend, model folder, cache, character
             n-gram mix) that topics, novelty, out-of-scope and the ``dense``/``hybrid``
             retrievers read text through.
+        question_cache_size: distinct questions whose topic, out-of-scope score and
+            known-question match are remembered (three LRU caches keyed by the question;
+            0: none). Live traffic repeats its questions, so a hit skips the models. A
+            bound on memory: a remembered question costs about 0.75 KB in the three together
+            (measured with ``tracemalloc``: topic 0.41, out-of-scope 0.20, known match
+            0.17 KB, each counting its own copy of a 47-character question), so the default
+            65,536 is at most ~48 MB (docs/runbook.md, "Memory"). The language detector's
+            cache is ``language.cache_size``, the embedding cache ``embeddings.cache_size``.
         pii_key: secret key of the ``event_id``/``user.id`` pseudonyms (HMAC-SHA256; at least
             32 printable ASCII characters without leading or trailing whitespace, e.g.
             ``openssl rand -hex 32``: a trailing newline or a control character is a
@@ -437,6 +445,7 @@ class AnalyticsConfig(_Frozen):
     scope_min_balanced_accuracy: float = Field(default=0.68, ge=0.5, le=1)
     drift: DriftSettings = DriftSettings()
     embeddings: EmbeddingConfig = EmbeddingConfig()
+    question_cache_size: int = Field(default=65_536, ge=0, le=10_000_000)
     pii_key: SecretStr | None = None
     pii_key_file: Path | None = None
 

@@ -67,6 +67,20 @@ def test_cache_evicts_the_least_recently_used() -> None:
     assert inner.calls[-1] == ["b"]
 
 
+def test_cache_keeps_rows_not_the_batch_they_came_from() -> None:
+    # A cached row must own its 2 floats: a view of the inner embedder's (3 × 2) batch would
+    # keep all 3 rows alive while any one of them is cached (the soak's RSS growth: the
+    # cache pinned up to ``capacity`` whole batches).
+    inner = TableEmbedder({"a": [1, 0], "b": [0, 1], "c": [0.6, 0.8]})
+    cached = CachedEmbedder(inner, capacity=10)
+    cached.embed(["a", "b", "c"])
+    rows = list(cached._cache.values())
+    assert len(rows) == 3
+    for row in rows:
+        assert row.base is None and row.flags.owndata
+        assert row.nbytes == 2 * 4
+
+
 def test_cache_capacity_zero_and_negative() -> None:
     inner = TableEmbedder({"a": [1, 0]})
     cached = CachedEmbedder(inner, capacity=0)

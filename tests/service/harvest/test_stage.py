@@ -175,6 +175,20 @@ def test_redelivered_batch_counts_once() -> None:
     assert sorted(r["count"] for r in first) == [1, 1, 3]
 
 
+def test_recent_events_bounds_the_events_remembered() -> None:
+    """harvest.recent_events 2: of three picked events of one question only the last two
+    keep their counted reasons (oldest out); the default (50,000) keeps all three. The
+    suggestion counts all three either way."""
+    events = [event(f"e{i}", "hostel fee refund", minute=i) for i in range(3)]
+    bounded = HarvestStage(CONFIG.model_copy(update={"recent_events": 2}))
+    default = HarvestStage(CONFIG)
+    for stage in (bounded, default):
+        stage.process(batch(events, [REFUSED] * 3))
+        assert [r["count"] for r in stage.records()] == [3]
+    assert list(bounded._recent) == ["e1", "e2"]
+    assert list(default._recent) == ["e0", "e1", "e2"]
+
+
 def test_restart_from_checkpoint_and_replay_gives_the_same_records() -> None:
     events, notes = _events()
     straight_repo = MemoryCandidates()
