@@ -327,8 +327,13 @@ class EmbeddingScope:
         finite = [s for s in retriever_scores or () if s is not None]
         self.missing_score = (min(finite) - 1.0) if finite else 0.0
         features = self._features(self.gold_vectors, retriever_scores, leave_one_out=True)
-        names = [name for name, used in zip(FEATURES, (True, True, self.use_corpus,
-                                                       self.use_retriever), strict=True) if used]
+        names = [
+            name
+            for name, used in zip(
+                FEATURES, (True, True, self.use_corpus, self.use_retriever), strict=True
+            )
+            if used
+        ]
         folds = _cv_folds(labels)
         cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
 

@@ -416,7 +416,8 @@ def build_analytics(
     if scope_stage is not None:
         if scope_quality is not None:
             scope_stage.calibrated = scope_quality.trusted(
-                config.quality_floor, config.scope_min_balanced_accuracy)
+                config.quality_floor, config.scope_min_balanced_accuracy
+            )
         stages.append(scope_stage)
     gold_counts: dict[str, dict[str, int]] = {}
     if len(gold):  # no gold set: no reference comparisons, the baseline only
@@ -502,9 +503,17 @@ def gold_references(
         counts["language"] = _language_counts(gold, detector)
     model = None
     if topics is not None:
-        model = topics.model if config.topics_model is not None else fit_topic_model(
-            gold, (), config.topics, config.use_gold_topics, embedder=topics.model.embedder,
-            previous=topics.model,
+        model = (
+            topics.model
+            if config.topics_model is not None
+            else fit_topic_model(
+                gold,
+                (),
+                config.topics,
+                config.use_gold_topics,
+                embedder=topics.model.embedder,
+                previous=topics.model,
+            )
         )
         counts["topic"] = _topic_counts(gold, model)
     return model, counts, detector
@@ -556,8 +565,7 @@ def scope_references(
                     "running one stays until a restart")  # fmt: skip
         return None
     if quality is not None:
-        stage.calibrated = quality.trusted(config.quality_floor,
-                                           config.scope_min_balanced_accuracy)
+        stage.calibrated = quality.trusted(config.quality_floor, config.scope_min_balanced_accuracy)
     return ScopeRefresh(stage, calibration, quality)
 
 

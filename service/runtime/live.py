@@ -281,7 +281,8 @@ def build_live(
         metrics.set_gold_shares(analytics.gold_counts)
         metrics.set_detector_quality(
             {name: quality_gauges(q) for name, q in analytics.detector_quality.items()},
-            analytics.quality_floor, analytics.min_balanced_accuracy,
+            analytics.quality_floor,
+            analytics.min_balanced_accuracy,
         )
     stages: list[Stage] = list(analytics.stages)
     shadow_stage = None

@@ -69,7 +69,6 @@ class IngestUnavailable(EngineBusy):
     code = "unavailable"
 
 
-
 class StatusReport(TypedDict):
     """:meth:`Runtime.status`, the body of ``GET /v1/status`` (the API's
     :class:`~service.api.schemas.Status` documents each field). ``uptime_s`` in seconds,
@@ -405,8 +404,11 @@ class Runtime:
             model, counts, detector = gold_references(
                 self.live.analytics, self.settings.analytics, gold
             )
-            index = KnownQuestionIndex(gold, threshold=self.settings.shadow.known_threshold,
-                                       cache_size=self.settings.analytics.question_cache_size)
+            index = KnownQuestionIndex(
+                gold,
+                threshold=self.settings.shadow.known_threshold,
+                cache_size=self.settings.analytics.question_cache_size,
+            )
             scope = None
             if self.settings.corpus is not None and self.live.analytics.stages:
                 corpus = load_corpus(self.settings.corpus)

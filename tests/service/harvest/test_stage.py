@@ -116,8 +116,15 @@ def test_reasons_add_up_whatever_order_shadow_results_arrive_in() -> None:
     # a restart keeps what was counted per event: the redelivered events add nothing
     restarted = HarvestStage(CONFIG, sinks=[repo])
     restarted.restore(json.loads(json.dumps(stage.state_snapshot())))
-    restarted.process(batch([event("e1", "hostel fee refund", rating=-1),
-                             event("e2", "hostel fee refund", minute=1)], [REFUSED, REFUSED]))
+    restarted.process(
+        batch(
+            [
+                event("e1", "hostel fee refund", rating=-1),
+                event("e2", "hostel fee refund", minute=1),
+            ],
+            [REFUSED, REFUSED],
+        )
+    )
     restarted.observe_shadow(shadow("e1", "hostel fee refund", *disagree))
     assert restarted.records() == [row]
 
