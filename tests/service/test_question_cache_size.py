@@ -10,11 +10,11 @@ import pytest
 from service.data.corpus import load_corpus
 from service.data.goldset import load_gold_set
 from service.demo import demo_path
-from service.refusals.scope import EmbeddingScopeStage, ScopeStage
+from service.refusals.stage import EmbeddingScopeStage, ScopeStage
 from service.runtime.analytics import build_analytics
 from service.runtime.live import known_index
 from service.settings import AnalyticsConfig
-from service.topics.model import TopicStage
+from service.topics.stage import TopicStage
 
 QUESTIONS = ["What is the annual tuition fee for the MCA programme?",
              "is there a bus from the railway station to campus",
