@@ -10,12 +10,13 @@ Light on purpose: it imports click and the standard library only (the settings u
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -110,6 +111,21 @@ def _write_html(path: Path, page: str) -> None:
     except OSError as exc:
         _fail(_describe(exc))
     click.echo(f"goldwatch: HTML report written to {path}", err=True)
+
+
+def _emit_replay_report(doc: Any, fmt: str, html_path: Path | None,
+                        text: Callable[[Any], str]) -> None:  # fmt: skip
+    """The tail ``goldwatch replay`` and ``goldwatch demo --fast`` share: the HTML report to
+    ``html_path`` (when given), then the report on stdout as indented JSON (``fmt ==
+    "json"``; NaN refused) or as ``text(doc)``."""
+    if html_path is not None:
+        from service.html import render_replay_html
+
+        _write_html(html_path, render_replay_html(doc))
+    if fmt == "json":
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False, default=str, allow_nan=False))
+    else:
+        click.echo(text(doc))
 
 
 @contextlib.contextmanager

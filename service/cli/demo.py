@@ -4,13 +4,18 @@ at a paced rate or processed at once (``--fast``). The work is :mod:`service.job
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
-from service.cli.common import _describe, _fail, _stoppable_start_up, _write_html, html_option
+from service.cli.common import (
+    _describe,
+    _emit_replay_report,
+    _fail,
+    _stoppable_start_up,
+    html_option,
+)
 
 
 @click.command("demo")
@@ -68,11 +73,4 @@ def demo_command(
     except (demo_job.DemoError, StateError, ValueError, OSError) as exc:
         _fail(_describe(exc))
         return
-    if html_path is not None:
-        from service.html import render_replay_html
-
-        _write_html(html_path, render_replay_html(doc))
-    if fmt == "json":
-        click.echo(json.dumps(doc, indent=2, ensure_ascii=False, default=str, allow_nan=False))
-    else:
-        click.echo(demo_job.render_fast_text(doc))
+    _emit_replay_report(doc, fmt, html_path, demo_job.render_fast_text)

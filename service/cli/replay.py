@@ -4,12 +4,18 @@ through the live pipeline and print the report. The work is :mod:`service.jobs.r
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
-from service.cli.common import _describe, _fail, _settings, _write_html, config_option, html_option
+from service.cli.common import (
+    _describe,
+    _emit_replay_report,
+    _fail,
+    _settings,
+    config_option,
+    html_option,
+)
 
 
 @click.command("replay")
@@ -75,11 +81,4 @@ def replay_command(
     except (StateError, ValueError, OSError, GoldwatchConsumerError) as exc:
         _fail(_describe(exc))
         return
-    if html_path is not None:
-        from service.html import render_replay_html
-
-        _write_html(html_path, render_replay_html(doc))
-    if fmt == "json":
-        click.echo(json.dumps(doc, indent=2, ensure_ascii=False, default=str, allow_nan=False))
-    else:
-        click.echo(render_text(doc))
+    _emit_replay_report(doc, fmt, html_path, render_text)

@@ -65,6 +65,7 @@ from service.runtime.reports import (
     json_safe,
     live_reports,
 )
+from service.runtime.threads import native_threads
 from service.settings import GOLD_SET_OFF, Settings, gold_set_notice
 from service.shadow.stage import ShadowStageReport
 from service.state import StateStore
@@ -147,17 +148,18 @@ def run_replay(
     engine = Engine(live.pipeline, state, build_metrics(registry), decoder, on_batch=observe,
                     future_tolerance_s=settings.analytics.drift.future_tolerance_s)  # fmt: skip
     try:
-        report = run(
-            source,
-            live.pipeline,
-            state,
-            engine.metrics,
-            threading.Event(),
-            config=settings.pipeline,
-            until_eof=True,
-            engine=engine,
-        )
-        live.finish()
+        with native_threads(settings.pipeline.native_threads):  # the models are loaded
+            report = run(
+                source,
+                live.pipeline,
+                state,
+                engine.metrics,
+                threading.Event(),
+                config=settings.pipeline,
+                until_eof=True,
+                engine=engine,
+            )
+            live.finish()
     finally:
         live.close()
         state.close()

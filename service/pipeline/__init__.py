@@ -63,6 +63,11 @@ class PipelineConfig(BaseModel):
         status_interval_s: how often the loop samples ``source.status()`` (lag, rebalances).
         extra_stages: custom stages, ``module:Class`` built with no arguments, run after the
             built-in analytics and before counting.
+        native_threads: threads of the native maths libraries (OpenBLAS, MKL, OpenMP) while
+            the live path runs (``goldwatch serve``, ``replay``, ``demo``); 1 by default —
+            more only burn CPU on the live path's small matrix products
+            (:func:`service.runtime.threads.native_threads`); ``null``: the libraries' own
+            default (one thread per core).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -77,6 +82,7 @@ class PipelineConfig(BaseModel):
     extra_stages: tuple[str, ...] = Field(
         default=(), description="Custom stages as 'module:Class' (built with no arguments)."
     )
+    native_threads: int | None = Field(default=1, ge=1, le=1_024)
 
 
 @dataclass(eq=False)

@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, cast
 
 from prometheus_client import CollectorRegistry
@@ -38,6 +39,7 @@ from service.quality.known import KnownQuestionIndex
 from service.runtime.live import build_live, build_pipeline, keep_topic_identity
 from service.runtime.memory import fix_mmap_threshold, freeze_heap
 from service.runtime.reports import AnalyticsReport, analytics_report, json_safe
+from service.runtime.threads import native_threads
 from service.settings import Settings, gold_set_notice
 from service.shadow.gold_runs import GoldRuns
 from service.shadow.stage import ShadowStageReport
@@ -130,11 +132,14 @@ class Runtime:
         self.trace_metrics = build_trace_metrics(self.registry)  # /v1/traces, OTLP topics
         settings.state.path.parent.mkdir(parents=True, exist_ok=True)
         self.state = StateStore.open(settings.state.path, exclusive=True)
+        self._native_threads: AbstractContextManager[Any] = nullcontext()
         try:  # a start that fails releases the state file (and its writer's lock)
             decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes)
             self.event_decoder = decoder  # wrapped by a trace source (_open_source)
             self.live = build_live(settings, self.registry, self.state,
                                    model_cache=settings.state.model_cache_dir())  # fmt: skip
+            # the models are loaded: their maths libraries run on one thread until stop()
+            self._native_threads = native_threads(settings.pipeline.native_threads)
             pipeline = self.live.pipeline
             if stages:
                 own = [st for st in (self.live.quality, self.live.shadow, self.live.harvest)
@@ -159,6 +164,7 @@ class Runtime:
                 settings, on_run=self._gold_run_finished, on_failure=self._gold_run_failed
             )
         except BaseException:
+            self._native_threads.__exit__(None, None, None)
             self.state.close()
             raise
         self.gold_refreshes = 0
@@ -215,6 +221,9 @@ class Runtime:
                           "events were not acknowledged", self.http_dead_letters.queued,
                           self.http_dead_letters.path, exc.strerror)  # fmt: skip
         self.state.close()
+        # the libraries' limits as before (OpenBLAS ignores a raise from a thread other than
+        # the one that started the service; the process ends after a stop anyway)
+        self._native_threads.__exit__(None, None, None)
 
     def stop_problem(self) -> str | None:
         """After :meth:`stop`: why the stop was not clean, or ``None`` when it was (the

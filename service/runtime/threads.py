@@ -1,0 +1,39 @@
+"""Threads of the native maths libraries (OpenBLAS, MKL, OpenMP) on the live path."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+
+def native_threads(threads: int | None) -> AbstractContextManager[Any]:
+    """Limit the thread pools of the native maths libraries loaded so far to ``threads``
+    (``None``: leave them as they are) until the returned context manager exits; entering
+    it is not needed for the limit to hold (the service keeps it for the whole process).
+
+    Why one thread on the live path: its matrix products are small (a micro-batch of ≤ 500
+    questions × a gold set or corpus of hundreds to thousands of rows, 256 dimensions), too
+    small to gain from threads, and OpenBLAS's worker threads busy-wait between calls.
+    Measured on the production-shaped replay (``benchmarks.bench_production``, 20,000
+    lines, two cores, same run): 582 µs of CPU per event with OpenBLAS's default threads
+    (1,717 events/s per core, the process using ~1.9 cores) vs 373 µs with one thread
+    (2,683 events/s), the wall time unchanged — the second core was burnt spinning, and in
+    ``goldwatch serve`` it is the core the Kafka client, the HTTP server and other replicas
+    need.
+
+    Only libraries already loaded are limited (``threadpoolctl`` works on loaded shared
+    objects): call it after the models are built. A library loaded later keeps its default
+    unless ``OPENBLAS_NUM_THREADS``/``OMP_NUM_THREADS`` say otherwise.
+
+    Args:
+        threads: threads per library, ≥ 1, or ``None``.
+
+    Returns:
+        a context manager restoring the previous limits on exit (a no-op one for ``None``).
+    """
+    if threads is None:
+        return nullcontext()
+    from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
+
+    limits: AbstractContextManager[Any] = threadpool_limits(limits=threads)
+    return limits
