@@ -727,16 +727,31 @@ def _novelty_quality(vectors: np.ndarray, assigned: np.ndarray, seed: int, k: in
     np.fill_diagonal(sims, -np.inf)
     penalty = 0.5 * _mean_top_k(sims, hubness) if hubness else 0.0  # per neighbour (column)
     negative = _mean_top_k(sims - penalty, k)
-    if hubness:
+    if hubness and not centring:
+        positive = np.empty(len(x), dtype=np.float32)
+        # r_h of each row among the questions outside topic t: the first h of its neighbours
+        # (sorted once, enough of them that h outside any one topic remain) not in t
+        deep = min(len(x) - 1, hubness + int(np.bincount(topic).max()))
+        nearest = np.argpartition(-sims, deep - 1, axis=1)[:, :deep]  # (n, deep), any order
+        values = np.take_along_axis(sims, nearest, axis=1)
+        order = np.argsort(-values, axis=1)
+        values = np.take_along_axis(values, order, axis=1)
+        their = topic[np.take_along_axis(nearest, order, axis=1)]  # (n, deep) their topics
+        for t in np.unique(topic):
+            held, rest = topic == t, topic != t
+            outside = their != t
+            first = outside & (np.cumsum(outside, axis=1) <= hubness)
+            count = np.maximum(first.sum(axis=1), 1)
+            penalty_t = (0.5 * (np.where(first, values, 0).sum(axis=1) / count)).astype(np.float32)
+            positive[held] = _mean_top_k(sims[held][:, rest] - penalty_t[rest], k)
+    elif hubness:  # centred on each reduced gold set: its similarities change with t
         positive = np.empty(len(x), dtype=np.float32)
         for t in np.unique(topic):
             held, rest = topic == t, topic != t
-            y = scored
-            if centring:
-                inside = assigned == t
-                centre = total - vectors[inside].sum(axis=0, dtype=np.float64)
-                centre /= len(vectors) - inside.sum()
-                y = _centred(x, centre.astype(np.float32))
+            inside = assigned == t
+            centre = total - vectors[inside].sum(axis=0, dtype=np.float64)
+            centre /= len(vectors) - inside.sum()
+            y = _centred(x, centre.astype(np.float32))
             among = y[rest] @ y[rest].T
             np.fill_diagonal(among, -np.inf)
             positive[held] = _mean_top_k(y[held] @ y[rest].T - 0.5 * _mean_top_k(among, hubness),
