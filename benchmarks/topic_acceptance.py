@@ -23,8 +23,10 @@ All streams are deterministic (seeded) from ``../shared/data``:
    the default ``build_embedder``: WordLlama ⊕ char n-grams at weight 0.35);
    ``product_centred_knn3`` — the service with ``novelty_neighbours: 3`` and
    ``novelty_centring: true`` (mean of the 3 nearest gold questions after centring on the
-   gold mean); ``self_estimate`` / ``centred_self_estimate`` — those two models' own
-   leave-one-topic-out estimates.
+   gold mean); ``product_hubness20`` — the service with ``novelty_hubness: 20`` (each gold
+   question's similarity lowered by half its mean similarity to its 20 nearest gold
+   questions, CSLS's gold-side term); ``self_estimate`` / ``centred_self_estimate`` — the
+   first two models' own leave-one-topic-out estimates.
    Then :func:`novelty_all_triples`: ``embedding``, ``product`` and ``product_centred_knn3`` over
    all 120 triples of the 10 domains (one seeded gold set each), the spread that explains
    why one triple's figure says little.
@@ -191,15 +193,21 @@ def _novelty_case(domains: Sequence[str], per_domain: int, seed: int, embedder: 
         out["product_centred_knn3"] = measure_auc(score[0], score[1], n_boot=0).auc
         out["centred_self_estimate"] = (centred.novelty_quality.auc if centred.novelty_quality
                                         else float("nan"))  # fmt: skip
+        hub = TopicModel.fit(gold, HUBNESS20, labels=labels, embedder=product)
+        score = [1 - np.array([a.neighbour for a in hub.assign_many(texts)])
+                 for texts in (positives, negatives)]  # fmt: skip
+        out["product_hubness20"] = measure_auc(score[0], score[1], n_boot=0).auc
     return out
 
 
 #: The figures of :func:`novelty`, each per case (see the module docstring, item 1).
 NOVELTY_VARIANTS = ("embedding", "covered_intents", "stratified", "knn2", "product",
-                    "product_centred_knn3", "lsa", "self_estimate", "centred_self_estimate",
-                    "intents_covered_share")  # fmt: skip
+                    "product_centred_knn3", "product_hubness20", "lsa", "self_estimate",
+                    "centred_self_estimate", "intents_covered_share")  # fmt: skip
 #: The opt-in novelty score: mean of the 3 nearest gold questions, centred on the gold mean.
 CENTRED_KNN3 = TopicConfig(novelty_neighbours=3, novelty_centring=True)
+#: The opt-in hubness correction (CSLS's gold-side term) at h = 20.
+HUBNESS20 = TopicConfig(novelty_hubness=20)
 
 
 def novelty(per_domain: int = 20, n_triples: int = 10, embedder: Embedder | None = None,
