@@ -203,7 +203,7 @@ class TopicAssignment(NamedTuple):
         neighbour: the novelty similarity (see the module docstring): mean cosine similarity
             to the ``novelty_neighbours`` nearest gold questions (default: the nearest one;
             centred with ``novelty_centring``), each lowered by the gold question's hubness
-            penalty r_h/2 (``novelty_hubness``, default h = 20), in [-1.5, 1];
+            penalty r_h/2 (``novelty_hubness``, default h = 20), in [-1.5, 1.5];
             below :attr:`TopicModel.threshold` the question is :data:`NOVEL`.
     """
 
