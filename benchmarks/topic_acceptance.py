@@ -19,17 +19,17 @@ All streams are deterministic (seeded) from ``../shared/data``:
    45 intents; a question of an uncovered intent is arguably novel); ``stratified`` — the gold
    set drawn evenly over each domain's 15 intents; ``knn2`` — mean of the 2 nearest gold
    questions; ``product`` — what the service computes by default (:class:`TopicModel`
-   novelty similarity: the nearest gold question after the hubness correction h = 20 — each
-   gold question's similarity lowered by half its mean similarity to its 20 nearest gold
-   questions, CSLS's gold-side term —, :func:`~service.topics.model.embedding_texts`, the
-   default ``build_embedder``: WordLlama ⊕ char n-grams at weight 0.35);
-   ``product_nearest`` — the service's default before that correction (``novelty_hubness:
-   0``, the plain nearest gold question); ``product_centred_knn3`` — the service with
-   ``novelty_neighbours: 3``, ``novelty_centring: true``, ``novelty_hubness: 0`` (mean of the
-   3 nearest gold questions after centring on the gold mean); ``self_estimate`` /
+   novelty similarity: the nearest gold question, :func:`~service.topics.model.embedding_texts`,
+   the default ``build_embedder``: WordLlama ⊕ char n-grams at weight 0.35);
+   ``product_hubness20`` — the service with the opt-in hubness correction
+   (``novelty_hubness: 20``: each gold question's similarity lowered by half its mean
+   similarity to its 20 nearest gold questions, CSLS's gold-side term);
+   ``product_centred_knn3`` — the service with ``novelty_neighbours: 3``,
+   ``novelty_centring: true`` (mean of the 3 nearest gold questions after centring on the
+   gold mean); ``self_estimate`` /
    ``centred_self_estimate`` — the ``product`` and ``product_centred_knn3`` models' own
    leave-one-topic-out estimates. Then :func:`novelty_all_triples`: ``embedding``,
-   ``product``, ``product_nearest`` and ``product_centred_knn3`` over all 120 triples of
+   ``product``, ``product_hubness20`` and ``product_centred_knn3`` over all 120 triples of
    the 10 domains (one seeded gold set each), the spread that explains
    why one triple's figure says little.
 2. **NMI against CLINC150** (:func:`nmi`): unsupervised topics fitted on 20 training
@@ -195,21 +195,21 @@ def _novelty_case(domains: Sequence[str], per_domain: int, seed: int, embedder: 
         out["product_centred_knn3"] = measure_auc(score[0], score[1], n_boot=0).auc
         out["centred_self_estimate"] = (centred.novelty_quality.auc if centred.novelty_quality
                                         else float("nan"))  # fmt: skip
-        nearest = TopicModel.fit(gold, NEAREST, labels=labels, embedder=product)
-        score = [1 - np.array([a.neighbour for a in nearest.assign_many(texts)])
+        hubness = TopicModel.fit(gold, HUBNESS20, labels=labels, embedder=product)
+        score = [1 - np.array([a.neighbour for a in hubness.assign_many(texts)])
                  for texts in (positives, negatives)]  # fmt: skip
-        out["product_nearest"] = measure_auc(score[0], score[1], n_boot=0).auc
+        out["product_hubness20"] = measure_auc(score[0], score[1], n_boot=0).auc
     return out
 
 
 #: The figures of :func:`novelty`, each per case (see the module docstring, item 1).
 NOVELTY_VARIANTS = ("embedding", "covered_intents", "stratified", "knn2", "product",
-                    "product_centred_knn3", "product_nearest", "lsa", "self_estimate",
+                    "product_centred_knn3", "product_hubness20", "lsa", "self_estimate",
                     "centred_self_estimate", "intents_covered_share")  # fmt: skip
 #: The opt-in novelty score: mean of the 3 nearest gold questions, centred on the gold mean.
 CENTRED_KNN3 = TopicConfig(novelty_neighbours=3, novelty_centring=True, novelty_hubness=0)
-#: The default before the hubness correction: the plain nearest gold question.
-NEAREST = TopicConfig(novelty_hubness=0)
+#: The opt-in hubness correction, h = 20.
+HUBNESS20 = TopicConfig(novelty_hubness=20)
 
 
 def novelty(per_domain: int = 20, n_triples: int = 10, embedder: Embedder | None = None,
@@ -247,7 +247,7 @@ def novelty_all_triples(per_domain: int = 20, embedder: Embedder | None = None,
 
     Per triple: ``embedding`` (WordLlama alone, the nearest gold question), ``product`` (the
     service's default :class:`TopicModel` novelty similarity, default embedder),
-    ``product_nearest`` (:data:`NEAREST`) and ``product_centred_knn3``
+    ``product_hubness20`` (:data:`HUBNESS20`) and ``product_centred_knn3``
     (:data:`CENTRED_KNN3`). Returns ``{variant: {"mean", "min", "p10", "median", "p90",
     "max", "share_0.90", "share_0.94"}}`` (shares: of triples at or above that AUC) and
     ``{"gold_size", "triples"}``.
@@ -257,7 +257,7 @@ def novelty_all_triples(per_domain: int = 20, embedder: Embedder | None = None,
     embedder = embedder or build_embedder(EmbeddingConfig(char_weight=0))
     product = product or build_embedder(EmbeddingConfig())
     data, domain_of = _clinc_raw()
-    aucs: dict[str, list[float]] = {"embedding": [], "product": [], "product_nearest": [],
+    aucs: dict[str, list[float]] = {"embedding": [], "product": [], "product_hubness20": [],
                                     "product_centred_knn3": []}  # fmt: skip
     for domains in itertools.combinations(sorted(set(domain_of.values())), 3):
         rng = random.Random(f"novelty-all-{'-'.join(domains)}")
@@ -270,7 +270,7 @@ def novelty_all_triples(per_domain: int = 20, embedder: Embedder | None = None,
         g = embedder.embed(gold)
         near = [_nearest_similarity(embedder.embed(x), g) for x in (positives, negatives)]
         aucs["embedding"].append(measure_auc(1 - near[0], 1 - near[1], n_boot=0).auc)
-        for name, config in (("product", TopicConfig()), ("product_nearest", NEAREST),
+        for name, config in (("product", TopicConfig()), ("product_hubness20", HUBNESS20),
                              ("product_centred_knn3", CENTRED_KNN3)):  # fmt: skip
             model = TopicModel.fit(gold, config, embedder=product)
             score = [

@@ -48,9 +48,10 @@ L2-normalised rows; Hinglish questions without their romanised Hindi function wo
   half its own mean similarity to its h most similar other gold questions, r_h(g) — the
   gold-side term of cross-domain similarity local scaling (CSLS; Conneau et al. 2018, "Word
   Translation Without Parallel Data"): cos(q, g) − r_h(g)/2, so a gold question in a dense
-  cluster (a "hub", near many questions) vouches for less than an isolated one. The default
-  (h = 20); measured on CLINC150 (docs/topics.md): ROC AUC +0.009 / +0.012 on the scenario
-  triple (60 / 300 gold questions), +0.005 / +0.003 on the mean of 24 other triples. The
+  cluster (a "hub", near many questions) vouches for less than an isolated one. Opt-in;
+  measured on CLINC150 (docs/topics.md): ROC AUC +0.009 / +0.012 on the scenario
+  triple (60 / 300 gold questions), +0.005 / +0.003 on the mean of 24 other triples, but
+  the self-measured quality fell on the production-shaped and demo gold sets. The
   threshold and quality below use the corrected similarity (leave-one-out: a gold question's
   neighbours keep the penalties measured with it among the gold set).
   ``threshold`` is the ``novelty_percentile``-th percentile of the gold questions'
@@ -203,7 +204,7 @@ class TopicAssignment(NamedTuple):
         neighbour: the novelty similarity (see the module docstring): mean cosine similarity
             to the ``novelty_neighbours`` nearest gold questions (default: the nearest one;
             centred with ``novelty_centring``), each lowered by the gold question's hubness
-            penalty r_h/2 (``novelty_hubness``, default h = 20), in [-1.5, 1.5];
+            penalty r_h/2 (``novelty_hubness``; off by default), in [-1.5, 1.5];
             below :attr:`TopicModel.threshold` the question is :data:`NOVEL`.
     """
 

@@ -56,23 +56,22 @@ def test_novelty_roc_auc_on_clinc150(shared_data: Path) -> None:
     domains; mean/min/max over 10 seeded triples), the issue's plain setup (WordLlama-256,
     nearest gold question): 60 gold questions 0.863 (0.879/0.851/0.918), LSA 0.692; 300:
     0.892 (0.918/0.889/0.954), LSA 0.801. The service (char n-gram mix 0.35, nearest gold
-    question after the hubness correction h = 20): 0.861 and 0.915; without the correction
-    (``product_nearest``, the default before): 0.852 (0.876/0.832/0.913) and 0.903
-    (0.926/0.903/0.954); the opt-in centred mean of the 3 nearest
-    (``product_centred_knn3``): 0.862 (0.882/0.840/0.918) and 0.918 (0.938/0.916/0.963).
-    Issue 17's targets (0.90 / 0.94) are NOT met on the scenario triple; over all 120
-    triples the figure spans ~0.77-0.97 (see docs/topics.md). This test holds the measured
-    levels, the hubness correction's and the opt-in's gains and the gain over LSA."""
+    question, the default): 0.852 (0.876/0.832/0.913) and 0.903 (0.926/0.903/0.954); with the
+    opt-in hubness correction h = 20 (``product_hubness20``): 0.861 and 0.915; the opt-in
+    centred mean of the 3 nearest (``product_centred_knn3``): 0.862 (0.882/0.840/0.918) and
+    0.918 (0.938/0.916/0.963). Issue 17's targets (0.90 / 0.94) are NOT met on the scenario
+    triple; over all 120 triples the figure spans ~0.77-0.97 (see docs/topics.md). This test
+    holds the measured levels, the two opt-ins' gains and the gain over LSA."""
     small = novelty(20, n_triples=3)
     assert small["embedding_scenario"] >= 0.85
     assert small["covered_intents_scenario"] >= 0.90
-    assert small["product_scenario"] >= 0.855
-    assert small["product_scenario"] >= small["product_nearest_scenario"] + 0.005
-    assert small["product_centred_knn3_scenario"] >= small["product_nearest_scenario"] + 0.005
+    assert small["product_scenario"] >= 0.84
+    assert small["product_hubness20_scenario"] >= small["product_scenario"] + 0.005
+    assert small["product_centred_knn3_scenario"] >= small["product_scenario"] + 0.005
     assert small["embedding_scenario"] - small["lsa_scenario"] >= 0.10
     large = novelty(100, n_triples=0)
     assert large["embedding_scenario"] >= 0.88
-    assert large["product_scenario"] >= 0.91
-    assert large["product_scenario"] >= large["product_nearest_scenario"] + 0.01
-    assert large["product_centred_knn3_scenario"] >= large["product_nearest_scenario"] + 0.01
+    assert large["product_scenario"] >= 0.89
+    assert large["product_hubness20_scenario"] >= large["product_scenario"] + 0.01
+    assert large["product_centred_knn3_scenario"] >= large["product_scenario"] + 0.01
     assert large["embedding_scenario"] > large["lsa_scenario"]

@@ -84,10 +84,10 @@ def test_quality_is_leave_one_topic_out_with_penalties_among_the_other_topics(
     assert quality.auc == pytest.approx(9.5 / 16, abs=1e-9)
 
 
-def test_on_by_default_but_an_artefact_of_before_scores_uncorrected(model: TopicModel) -> None:
-    """h = 20 by default; a model state without ``novelty_hubness``/``novelty_penalty``
+def test_off_by_default_and_an_artefact_of_before_scores_uncorrected(model: TopicModel) -> None:
+    """h = 0 (off) by default; a model state without ``novelty_hubness``/``novelty_penalty``
     (written before them) scores by the plain nearest gold question, as it was calibrated."""
-    assert TopicConfig().novelty_hubness == 20
+    assert TopicConfig().novelty_hubness == 0
     state = {k: v for k, v in model.fitted_state().items()
              if k not in ("novelty_hubness", "novelty_penalty")}  # fmt: skip
     old = TopicModel(state, model.version, TableEmbedder())
