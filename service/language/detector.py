@@ -327,6 +327,9 @@ def dominant_languages(preferred: Sequence[str], shares: Sequence[float]) -> dic
 #: A lead of the non-langdetect evidence above this is decisive: langdetect's probabilities
 #: are in [0, 1] (the margin covers their rounding).
 _DECIDED = 1.0 + 1e-6
+#: Smallest lead at which :meth:`LanguageDetector._decided` runs its exact check (below it a
+#: competitor's score with ``p = 1`` is certainly above the leader's: no need to add it up).
+_EXACT_FROM = 1.0 - 1e-6
 
 
 class LanguageDetector:
@@ -345,6 +348,12 @@ class LanguageDetector:
             for script, langs in SCRIPT_LANGUAGES.items()
         }
         self._hinglish = HINGLISH in self._candidates
+        self._ranks = {pool: {lang: i for i, lang in enumerate(pool)}
+                       for pool in set(self._pools.values())}  # fmt: skip
+        # ties at a lead of exactly 1 are decided without langdetect only where its
+        # probabilities are proven to be at most 1 (see _decided)
+        self._exact_ties = isinstance(self.backend, LangdetectBackend)
+        self._last_unrestricted: tuple[str | None, dict[str, float]] = (None, {})
         # per pool: function word -> ((language, 1 / its number of pool languages), ...)
         self._shares = {pool: _word_shares(pool) for pool in set(self._pools.values())}
         self._preferred = {pool: tuple(lang for lang in self.config.preferred if lang in pool)
@@ -426,7 +435,7 @@ class LanguageDetector:
         text = self._strip(text)
         if script_and_letters(text)[1] < CONFIDENT_LETTERS:
             return False
-        probs = self.backend.probabilities(text)
+        probs = self._unrestricted(text)
         if not probs:
             return False
         top = max(probs, key=probs.__getitem__)
@@ -502,13 +511,8 @@ class LanguageDetector:
         for part in (lexicon, cues, prior):
             for lang, value in part:
                 evidence[lang] = evidence.get(lang, 0.0) + value
-        totals = sorted(evidence.values(), reverse=True)
-        totals += [0.0] * (2 - len(totals))
-        first, second = totals[0], totals[1]
-        if first > 0.0 and first - second > _DECIDED:
-            lead = max(evidence, key=evidence.__getitem__)
-            # langdetect adds a probability in [0, 1] to each language: it cannot change the
-            # winner, so skip it (the label is the same as with it).
+        lead = self._decided(evidence, (lexicon, cues, prior), pool)
+        if lead is not None:  # langdetect cannot change the winner: skip it
             return lead, self._support(letters, lead, lexicon, cues, words)
         scores = dict.fromkeys(pool, 0.0)
         scores.update(self._restricted(text, pool))
@@ -520,13 +524,74 @@ class LanguageDetector:
             return UNDETERMINED, STRONG
         return best, self._support(letters, best, lexicon, cues, words)
 
+    def _decided(
+        self,
+        evidence: dict[str, float],
+        parts: tuple[list[tuple[str, float]], ...],
+        pool: Sequence[str],
+    ) -> str | None:
+        """The language that wins :meth:`_detect`'s scores whatever langdetect adds, or
+        ``None`` when langdetect may change the winner (then it must run).
+
+        ``evidence``: each language's sum of ``parts`` (lexicon, cues, prior), added in that
+        order from 0. The slow path scores each pool language as langdetect's probability
+        ``p`` (0 when absent) plus its ``parts`` values, added in the same order, and takes
+        the first highest score in pool order. ``p`` is in [0, 1] and a rounded sum never
+        decreases when a term grows, so the leader wins for every ``p`` when its score
+        from ``p = 0`` (its evidence) is above 1 (a language without evidence, or a key
+        outside the pool, reaches at most 1) and above every other evidenced language's
+        score from ``p = 1``, computed with the same additions, or equal to it and earlier
+        in the pool. A lead of more than :data:`_DECIDED` is decided without that check;
+        the check also decides ties at a lead of exactly 1 ("decrease volume to": the
+        lexicon gives ``en`` 1.0 over the prior's ``es``, and ``en`` comes first). It is
+        used only with the langdetect backends, whose probabilities are proven at most 1
+        (the restricted ones are ``p / mass`` with ``mass >= p``; a prior-map run averages
+        7 trials of normalised values, at most ``7 x fl(1/7)`` summed = 0.9999999999999998).
+        """
+        first = second = 0.0
+        lead: str | None = None
+        for lang, total in evidence.items():  # the first highest, as max() picks it
+            if total > first:
+                first, second, lead = total, first, lang
+            elif total > second:
+                second = total
+        if lead is None:
+            return None
+        if first - second > _DECIDED:  # langdetect's probability cannot make up the lead
+            return lead
+        if not self._exact_ties or first <= 1.0 or first - second < _EXACT_FROM:
+            return None
+        rank = self._ranks[tuple(pool)]
+        for lang in evidence:
+            if lang == lead:
+                continue
+            top = 1.0  # its score with p = 1, the slow path's additions in its order
+            for part in parts:
+                for name, value in part:
+                    if name == lang:
+                        top += value
+            if top > first or (top == first and rank[lang] < rank[lead]):
+                return None
+        return lead
+
     def _restricted(self, text: str, pool: Sequence[str]) -> dict[str, float]:
         """langdetect probabilities over ``pool``; the prior-map run only when needed."""
-        probs = self.backend.probabilities(text)
+        probs = self._unrestricted(text)
         mass = sum(p for lang, p in probs.items() if lang in pool)
         if mass >= 0.5:
             return {lang: p / mass for lang, p in probs.items() if lang in pool}
         return self.backend.probabilities(text, restrict=pool)
+
+    def _unrestricted(self, text: str) -> dict[str, float]:
+        """``backend.probabilities(text)`` (not to be modified), remembered for the last text:
+        :meth:`_detect` and then :meth:`_confident` ask for the same one (the backend is
+        seeded, so a second run would give the same probabilities)."""
+        last_text, last = self._last_unrestricted
+        if last_text == text:
+            return last
+        probs = self.backend.probabilities(text)
+        self._last_unrestricted = (text, probs)
+        return probs
 
     def _latin_evidence(
         self, text: str, words: Sequence[str], pool: Sequence[str]

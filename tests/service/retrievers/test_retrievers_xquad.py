@@ -31,3 +31,19 @@ def test_xquad_english_recall_at_10(shared_data: Path) -> None:
     assert recalls["bm25"] >= 0.97
     assert recalls["tfidf"] >= 0.97
     assert recalls["hybrid"] >= 0.97
+
+
+def test_bm25_best_scores_are_the_first_scores_of_search_batch(shared_data: Path) -> None:
+    """``best_scores`` (one sparse product, the row maxima read off the CSR arrays) gives each
+    question the score of its first search result, exactly, and ``None`` where nothing is
+    found — on real questions of several scripts and on questions with no known token,
+    placed first, between and last, where a row of the product stores nothing."""
+    passages, questions = load_xquad("en", root=shared_data)
+    _, hindi = load_xquad("hi", root=shared_data)
+    texts = ["zzzz qqqq", *[q[1] for q in questions[:300]], "", "?!", "xqzv",
+             *[q[1] for q in hindi[:100]], "zzzz"]  # fmt: skip
+    bm25 = BM25Retriever(passages)
+    expected = [found[0].score if found else None for found in bm25.search_batch(texts, 1)]
+    assert expected[0] is None and expected[-1] is None and expected[1] is not None
+    assert bm25.best_scores(texts) == expected
+    assert bm25.best_scores([]) == []
