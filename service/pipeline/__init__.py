@@ -130,6 +130,12 @@ class Stage(Protocol):
     ``process`` reads and annotates (or drops from) the batch in place. ``state_snapshot``
     returns JSON-able data to persist, or ``None`` for a stateless stage; ``restore`` gets back
     what was persisted (``None`` on a first start).
+
+    A stage that reads none of the events' ``user``, ``retrieval``, ``answer`` and
+    ``feedback`` may say so with a class attribute ``reads_records = False``; when every
+    stage of a pipeline does (:attr:`Pipeline.reads_records`), the decoder does not build
+    them (``consumers.decoding.decode_batch(records=False)``: they are ``None``). A stage
+    without the attribute reads them.
     """
 
     name: str
@@ -164,6 +170,7 @@ class CountingStage:
     """
 
     name = "count"
+    reads_records = False  # timestamps only (see Stage)
 
     def __init__(self) -> None:
         self.processed = 0
@@ -217,6 +224,13 @@ class Pipeline:
     def stages(self) -> tuple[Stage, ...]:
         """The stages, in run order."""
         return self._stages
+
+    @property
+    def reads_records(self) -> bool:
+        """False when every stage says it reads none of the events' ``user``,
+        ``retrieval``, ``answer`` and ``feedback`` (``reads_records = False``, see
+        :class:`Stage`): the decoder may then leave them out."""
+        return any(getattr(stage, "reads_records", True) for stage in self._stages)
 
     def process(self, events: Sequence[QueryLogEvent], source: str) -> Batch:
         """Run every stage over a new batch of ``events`` and return it.
