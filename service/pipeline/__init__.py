@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -163,6 +164,9 @@ class StatelessStage:
         """Nothing to restore."""
 
 
+_timestamp_of = attrgetter("timestamp")
+
+
 class CountingStage:
     """Counts the events that reach it and remembers the newest event time.
 
@@ -178,8 +182,12 @@ class CountingStage:
 
     def process(self, batch: Batch) -> None:
         self.processed += len(batch)
-        newest = max((e.timestamp.timestamp() for e in batch.events), default=None)
-        if newest is not None and (self.last_event_timestamp or 0.0) < newest:
+        if not batch.events:
+            return
+        # the newest datetime's POSIX time: the events' timestamps are aware (UTC), so the
+        # order of datetimes is that of their timestamps (one .timestamp() call, not one each)
+        newest = max(map(_timestamp_of, batch.events)).timestamp()
+        if (self.last_event_timestamp or 0.0) < newest:
             self.last_event_timestamp = newest
 
     def state_snapshot(self) -> Any:
