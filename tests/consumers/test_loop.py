@@ -928,3 +928,58 @@ def test_the_default_decoder_builds_records_only_for_a_pipeline_that_reads_them(
         seen[reads] = seer.seen
     assert seen[False] == [None]
     assert [r.results[0].id for r in seen[True]] == ["p-1"]
+
+
+def redelivered_reference(
+    messages: list[RawMessage], applied: dict[tuple[str, int], int]
+) -> list[RawMessage]:
+    """The rule, one message at a time: a message with a topic, partition and offset is
+    kept when its offset is above its partition's applied one, which it then becomes."""
+    kept = []
+    for m in messages:
+        o = m.origin
+        if o.topic is not None and o.partition is not None and o.offset is not None:
+            if o.offset <= applied.get((o.topic, o.partition), -1):
+                continue
+            applied[o.topic, o.partition] = o.offset
+        kept.append(m)
+    return kept
+
+
+origins = st.builds(
+    Origin,
+    topic=st.sampled_from(["a", "b", None]),
+    partition=st.one_of(st.none(), st.integers(0, 2)),
+    offset=st.one_of(st.none(), st.integers(0, 12)),
+)
+
+
+# issue 22: whole runs of a partition are kept at once; the rule is the one-by-one rule
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(origins, max_size=8), max_size=4),
+    st.dictionaries(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 2)),
+                    st.integers(-1, 12)),
+)  # fmt: skip
+def test_redelivered_messages_are_dropped_as_one_by_one(
+    batches: list[list[Origin]], applied: dict[tuple[str, int], int]
+) -> None:
+    engine = Engine(pipeline(), StateStore.in_memory(), fresh_metrics()[1], make_decoder())
+    engine._applied = dict(applied)
+    expected_applied = dict(applied)
+    for origins_ in batches:
+        messages = [RawMessage(b"{}", origin) for origin in origins_]
+        expected = redelivered_reference(messages, expected_applied)
+        assert engine._drop_redelivered(messages) == expected
+        assert engine._applied == expected_applied
+
+
+def test_a_polled_run_of_rising_offsets_is_kept_whole_and_a_replayed_one_dropped() -> None:
+    engine = Engine(pipeline(), StateStore.in_memory(), fresh_metrics()[1], make_decoder())
+    engine._applied = {("queries", 0): 4}
+    first = kafka_messages([event(i) for i in range(3)], 5) + kafka_messages([event(9)], 0)
+    assert engine._drop_redelivered(first) == first[:3]  # 0 <= 4: a redelivery
+    assert engine._applied == {("queries", 0): 7}
+    again = kafka_messages([event(i) for i in range(4)], 6)  # 6, 7 applied; 8, 9 fresh
+    assert engine._drop_redelivered(again) == again[2:]
+    assert engine._applied == {("queries", 0): 9}
