@@ -30,7 +30,8 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter, itemgetter
+from itertools import groupby, islice
+from operator import attrgetter, itemgetter, lt
 from typing import Any, TypedDict
 
 from consumers.base import DeadLetter, RawMessage
@@ -52,6 +53,8 @@ log = logging.getLogger(__name__)
 
 # C-level accessors for the per-message passes (no Python call per message)
 _topic_of = attrgetter("origin.topic")
+_partition_of = attrgetter("origin.topic", "origin.partition")
+_offset_of = attrgetter("origin.offset")
 _event_of = itemgetter(1)
 _timestamp_of = attrgetter("timestamp")
 
@@ -371,8 +374,31 @@ class Engine:
             return True
 
     def _drop_redelivered(self, messages: Sequence[RawMessage]) -> list[RawMessage]:
+        """``messages`` without those at or below their partition's applied offset, each
+        kept one raising the applied offset to its own (in order, one by one). A run of one
+        partition's messages whose offsets all rise from above the applied one (what a Kafka
+        poll hands out: consecutive records per partition) is kept whole without a Python
+        step per message (about 1 µs an event otherwise); any other run goes one by one."""
         if set(map(_topic_of, messages)) <= {None}:  # files, stdin, HTTP: no offsets
             return list(messages)
+        applied = self._applied
+        fresh: list[RawMessage] = []
+        for (topic, partition), group in groupby(messages, _partition_of):
+            run = list(group)
+            if topic is not None and partition is not None:
+                offsets = list(map(_offset_of, run))
+                if (
+                    None not in offsets
+                    and offsets[0] > applied.get((topic, partition), -1)
+                    and (all(map(lt, offsets, islice(offsets, 1, None))))
+                ):
+                    applied[topic, partition] = offsets[-1]
+                    fresh += run
+                    continue
+            fresh += self._drop_redelivered_one_by_one(run)
+        return fresh
+
+    def _drop_redelivered_one_by_one(self, messages: list[RawMessage]) -> list[RawMessage]:
         fresh = []
         for message in messages:
             origin = message.origin

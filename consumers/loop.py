@@ -88,9 +88,14 @@ DEAD_LETTER_BACKOFF = Backoff(0.5, max_s=10.0)
 __all__ = ["PROCESSING_FAILED", "Decoder", "Report", "make_decoder", "replay", "run"]
 
 
-def make_decoder(mapping: FieldMapping | None = None, max_event_bytes: int = 1_048_576) -> Decoder:
-    """Return ``decode_batch`` bound to a field mapping and a size limit (bytes)."""
-    return partial(decode_batch, mapping=mapping or FieldMapping(), max_event_bytes=max_event_bytes)
+def make_decoder(
+    mapping: FieldMapping | None = None, max_event_bytes: int = 1_048_576, records: bool = True
+) -> Decoder:
+    """Return ``decode_batch`` bound to a field mapping, a size limit (bytes) and whether
+    to build the events' records (``records=False``: for a pipeline whose
+    :attr:`~service.pipeline.Pipeline.reads_records` is false)."""
+    return partial(decode_batch, mapping=mapping or FieldMapping(), max_event_bytes=max_event_bytes,
+                   records=records)  # fmt: skip
 
 
 def _source_errors(*others: type[Exception]) -> tuple[type[Exception], ...]:
@@ -556,7 +561,8 @@ def run(
     """Consume ``source`` through ``pipeline`` until ``stop_event`` is set (or end of input).
 
     :param decode: raw messages → ``(decoded, dead)``; default :func:`make_decoder` with the
-        default field mapping and ``config.max_event_bytes``.
+        default field mapping, ``config.max_event_bytes`` and the pipeline's
+        ``reads_records``.
     :param config: batch size, poll wait, checkpoint cadence (default :class:`PipelineConfig`).
     :param on_error: called with ``(exc, first message of the batch, logger)`` when decoding or
         a stage raises; ``True`` dead-letters the batch as ``processing_failed`` and goes on.
@@ -571,7 +577,9 @@ def run(
     """
     config = config or PipelineConfig()
     if engine is None:
-        decoder = decode or make_decoder(max_event_bytes=config.max_event_bytes)
+        decoder = decode or make_decoder(
+            max_event_bytes=config.max_event_bytes, records=pipeline.reads_records
+        )
         engine = Engine(pipeline, state, metrics, decoder, on_error)
     loop = _Loop(source, engine, config, stop_event)
     try:

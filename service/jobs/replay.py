@@ -138,7 +138,8 @@ def run_replay(
     source = FileSource(str(file), dlq_path=dlq_path or settings.source.dlq_path)
     if state_path is None and source.dlq_path.exists():
         source.dlq_path.write_bytes(b"")
-    decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes)
+    decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes,
+                           records=live.pipeline.reads_records)  # fmt: skip
     series = TimeSeries()
 
     def observe(batch: Batch) -> None:

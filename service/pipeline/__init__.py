@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -136,6 +137,12 @@ class Stage(Protocol):
     ``process`` reads and annotates (or drops from) the batch in place. ``state_snapshot``
     returns JSON-able data to persist, or ``None`` for a stateless stage; ``restore`` gets back
     what was persisted (``None`` on a first start).
+
+    A stage that reads none of the events' ``user``, ``retrieval``, ``answer`` and
+    ``feedback`` may say so with a class attribute ``reads_records = False``; when every
+    stage of a pipeline does (:attr:`Pipeline.reads_records`), the decoder does not build
+    them (``consumers.decoding.decode_batch(records=False)``: they are ``None``). A stage
+    without the attribute reads them.
     """
 
     name: str
@@ -163,6 +170,9 @@ class StatelessStage:
         """Nothing to restore."""
 
 
+_timestamp_of = attrgetter("timestamp")
+
+
 class CountingStage:
     """Counts the events that reach it and remembers the newest event time.
 
@@ -170,6 +180,7 @@ class CountingStage:
     """
 
     name = "count"
+    reads_records = False  # timestamps only (see Stage)
 
     def __init__(self) -> None:
         self.processed = 0
@@ -177,8 +188,12 @@ class CountingStage:
 
     def process(self, batch: Batch) -> None:
         self.processed += len(batch)
-        newest = max((e.timestamp.timestamp() for e in batch.events), default=None)
-        if newest is not None and (self.last_event_timestamp or 0.0) < newest:
+        if not batch.events:
+            return
+        # the newest datetime's POSIX time: the events' timestamps are aware (UTC), so the
+        # order of datetimes is that of their timestamps (one .timestamp() call, not one each)
+        newest = max(map(_timestamp_of, batch.events)).timestamp()
+        if (self.last_event_timestamp or 0.0) < newest:
             self.last_event_timestamp = newest
 
     def state_snapshot(self) -> Any:
@@ -223,6 +238,13 @@ class Pipeline:
     def stages(self) -> tuple[Stage, ...]:
         """The stages, in run order."""
         return self._stages
+
+    @property
+    def reads_records(self) -> bool:
+        """False when every stage says it reads none of the events' ``user``,
+        ``retrieval``, ``answer`` and ``feedback`` (``reads_records = False``, see
+        :class:`Stage`): the decoder may then leave them out."""
+        return any(getattr(stage, "reads_records", True) for stage in self._stages)
 
     def process(self, events: Sequence[QueryLogEvent], source: str) -> Batch:
         """Run every stage over a new batch of ``events`` and return it.

@@ -167,6 +167,7 @@ class DedupStage:
     """
 
     name = "dedup"
+    reads_records = False  # event ids only (see service.pipeline.Stage)
 
     def __init__(
         self,

@@ -134,8 +134,6 @@ class Runtime:
         self.state = StateStore.open(settings.state.path, exclusive=True)
         self._native_threads: AbstractContextManager[Any] = nullcontext()
         try:  # a start that fails releases the state file (and its writer's lock)
-            decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes)
-            self.event_decoder = decoder  # wrapped by a trace source (_open_source)
             self.live = build_live(settings, self.registry, self.state,
                                    model_cache=settings.state.model_cache_dir())  # fmt: skip
             # the models are loaded: their maths libraries run on one thread until stop()
@@ -145,6 +143,9 @@ class Runtime:
                 own = [st for st in (self.live.quality, self.live.shadow, self.live.harvest)
                        if st is not None]  # fmt: skip
                 pipeline = build_pipeline(settings, [*stages, *self.live.analytics.stages, *own])
+            decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes,
+                                   records=pipeline.reads_records)  # fmt: skip
+            self.event_decoder = decoder  # wrapped by a trace source (_open_source)
             self.engine = Engine(
                 pipeline, self.state, self.metrics, decoder, on_batch=self.live.observe,
                 future_tolerance_s=settings.analytics.drift.future_tolerance_s,

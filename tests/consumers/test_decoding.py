@@ -519,3 +519,39 @@ def test_nesting_deeper_than_the_recursion_limit_in_an_ignored_field_is_not_json
 def test_epoch_integer_too_large_for_a_float_is_invalid_value(stamp: int, problem: str) -> None:
     error = fail(encode({**BASE, "timestamp": stamp}))
     assert (error.reason, error.detail) == ("invalid_value", f"field 'timestamp': {problem}")
+
+
+# issue 22: a pipeline that reads no record (analytics off) has the decoder skip them
+def test_without_records_the_design_example_keeps_its_other_fields() -> None:
+    [(_, event)], dead = decode_batch([raw(DESIGN_EXAMPLE)], MAPPING, LIMIT, records=False)
+    assert dead == []
+    assert (event.event_id, event.timestamp, event.channel) == ("e-000123", TEN_UTC, "web")
+    assert event.question == "Hostel ka fee semester wise dena hai ya yearly?"
+    assert (event.user, event.retrieval, event.answer, event.feedback) == (None,) * 4
+
+
+def test_without_records_a_bad_record_is_not_read_but_a_bad_channel_still_counts() -> None:
+    bad = {**BASE, "retrieval": {"results": [{"id": "p-1", "rank": 0}]}, "channel": 7,
+           "user": "u-1", "answer": {"citations": [1.5]},
+           "feedback": {"rating": "good"}}  # fmt: skip
+    with collect_dropped_fields() as full:
+        [(_, event)], _ = decode_batch([raw(encode(bad))], MAPPING, LIMIT)
+    assert full == {("retrieval.results", "invalid_value"): 1, ("channel", "wrong_type"): 1,
+                    ("user", "wrong_type"): 1, ("answer.citations", "wrong_type"): 1,
+                    ("feedback.rating", "wrong_type"): 1}  # fmt: skip
+    with collect_dropped_fields() as bare:
+        [(_, event)], _ = decode_batch([raw(encode(bad))], MAPPING, LIMIT, records=False)
+    assert bare == {("channel", "wrong_type"): 1}
+    assert (event.event_id, event.channel, event.retrieval) == ("e-1", None, None)
+
+
+def test_without_records_the_dead_letters_are_the_same() -> None:
+    values = [b"{", b"[]", encode({"timestamp": "2026-11-29T10:00:00Z", "question": "q"}),
+              encode({**BASE, "question": " "}), encode({**BASE, "retrieval": 3})]  # fmt: skip
+    messages = [raw(v) for v in values]
+    full_ok, full_dead = decode_batch(messages, MAPPING, LIMIT)
+    bare_ok, bare_dead = decode_batch(messages, MAPPING, LIMIT, records=False)
+    assert [d.reason for d in bare_dead] == ["not_json", "not_object", "missing_field",
+                                             "invalid_value"]  # fmt: skip
+    assert bare_dead == full_dead
+    assert [m for m, _ in bare_ok] == [m for m, _ in full_ok] == [messages[4]]

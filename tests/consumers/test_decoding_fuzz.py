@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from datetime import UTC
 from typing import Any
 
@@ -18,7 +19,15 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from consumers.base import DeadLetter, Origin, RawMessage
-from consumers.decoding import REASONS, DecodeError, _decode_slow, _fast, decode, decode_batch
+from consumers.decoding import (
+    REASONS,
+    DecodeError,
+    _decode_slow,
+    _fast,
+    collect_dropped_fields,
+    decode,
+    decode_batch,
+)
 from service.events import FieldMapping, QueryLogEvent, validate_event_json
 
 LIMIT = 1_000_000
@@ -113,6 +122,27 @@ def check_fast(value: bytes) -> None:
     assert fast.timestamp.tzinfo is UTC
 
 
+RECORDS = ("user", "retrieval", "answer", "feedback")
+
+
+def check_bare(message: RawMessage, mapping: FieldMapping, limit: int) -> None:
+    """``records=False`` gives the same dead letters, and each event with its four records
+    ``None`` (rebuilt here through the validating constructor); of the dropped fields it
+    counts exactly those outside the records."""
+    with collect_dropped_fields() as full_drops:
+        decoded, dead = decode_batch([message], mapping, limit)
+    with collect_dropped_fields() as bare_drops:
+        bare = decode_batch([message], mapping, limit, records=False)
+    expected = [(m, replace(e, **dict.fromkeys(RECORDS))) for m, e in decoded]
+    assert bare == (expected, dead)
+    for (_, got), (_, want) in zip(bare[0], expected, strict=True):
+        assert repr(got) == repr(want)  # repr: 1 and 1.0 differ
+    assert bare_drops == {
+        (path, reason): n for (path, reason), n in full_drops.items()
+        if path.split(".")[0] not in RECORDS
+    }  # fmt: skip
+
+
 def check(
     value: bytes | None, mapping: FieldMapping, limit: int = LIMIT, fast_is_core: bool = True
 ) -> None:
@@ -125,6 +155,7 @@ def check(
     message = RawMessage(value, Origin(file="fuzz.jsonl", line=1))
     if value is not None and fast_is_core:
         check_fast(value)
+    check_bare(message, mapping, limit)
     in_batch = decode_batch([message], mapping, limit)  # its own copy of the fast path
     try:
         decoded = decode(message, mapping, limit)

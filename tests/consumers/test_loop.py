@@ -122,6 +122,21 @@ def pipeline(window: int = 1000) -> Pipeline:
     return default_pipeline(PipelineConfig(dedup_window=window))
 
 
+class RecordSeer(CountingStage):
+    """Remembers the retrieval of each event it sees; reads the records (unless a test
+    says otherwise)."""
+
+    name = "record_seer"
+    reads_records = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[Any] = []
+
+    def process(self, batch: Batch) -> None:
+        self.seen += [e.retrieval for e in batch.events]
+
+
 def test_counts_are_exact_and_bad_messages_are_dead_letters() -> None:
     batches = [
         kafka_messages([event(1), b"not json", event(2), None], 0),
@@ -176,15 +191,20 @@ def test_mistyped_optional_fields_keep_the_event_and_are_counted() -> None:
     bad_results = {"event_id": "s", "timestamp": 1_795_946_401, "question": "q?",
                    "retrieval": {"results": "oops"}}  # fmt: skip
     values = [json.dumps(bad_rating).encode(), json.dumps(bad_results).encode(), event(3)]
-    source = FakeSource([kafka_messages(values, 0)])
-    registry, metrics = fresh_metrics()
-    report = run(source, pipeline(), StateStore.in_memory(), metrics, threading.Event(),
-                 config=EVERY_BATCH, until_eof=True)  # fmt: skip
-    assert (report.processed, report.dead_lettered, source.dead) == (3, {}, [])
-    value = registry.get_sample_value
     dropped = "goldwatch_event_fields_dropped_total"
-    assert value(dropped, {"field": "feedback.rating", "reason": "wrong_type"}) == 1
-    assert value(dropped, {"field": "retrieval.results", "reason": "wrong_type"}) == 1
+    rating = {"field": "feedback.rating", "reason": "wrong_type"}
+    results = {"field": "retrieval.results", "reason": "wrong_type"}
+    for reader, counted in ((RecordSeer(), 1), (None, None)):
+        # issue 22: a pipeline none of whose stages reads the records does not decode them,
+        # so their problems are not looked for (the events are processed all the same)
+        source = FakeSource([kafka_messages(values, 0)])
+        registry, metrics = fresh_metrics()
+        stages = default_pipeline(PipelineConfig(dedup_window=10), [reader] if reader else [])
+        report = run(source, stages, StateStore.in_memory(), metrics, threading.Event(),
+                     config=EVERY_BATCH, until_eof=True)  # fmt: skip
+        assert (report.processed, report.dead_lettered, source.dead) == (3, {}, [])
+        assert registry.get_sample_value(dropped, rating) == counted
+        assert registry.get_sample_value(dropped, results) == counted
 
 
 def test_metrics_update_once_per_batch() -> None:
@@ -893,3 +913,73 @@ def test_recreated_topic_is_read_again_not_taken_for_redeliveries(tmp_path: Path
                      config=EVERY_BATCH, until_eof=True)  # fmt: skip
     assert again.restarted == []
     assert (report.processed, report.duplicates) == (1, 5), report  # 0-4 already applied
+
+
+def test_the_default_decoder_builds_records_only_for_a_pipeline_that_reads_them() -> None:
+    value = json.dumps({"event_id": "e-1", "timestamp": "2026-11-29T10:00:00Z", "question": "q",
+                        "retrieval": {"results": [{"id": "p-1", "rank": 1}]}}).encode()  # fmt: skip
+    seen = {}
+    for reads in (False, True):
+        seer = RecordSeer()
+        seer.reads_records = reads
+        config = PipelineConfig(dedup_window=10)
+        report = replay(FakeSource([kafka_messages([value], 0)]), default_pipeline(config, [seer]))
+        assert report.processed == 1
+        seen[reads] = seer.seen
+    assert seen[False] == [None]
+    assert [r.results[0].id for r in seen[True]] == ["p-1"]
+
+
+def redelivered_reference(
+    messages: list[RawMessage], applied: dict[tuple[str, int], int]
+) -> list[RawMessage]:
+    """The rule, one message at a time: a message with a topic, partition and offset is
+    kept when its offset is above its partition's applied one, which it then becomes."""
+    kept = []
+    for m in messages:
+        o = m.origin
+        if o.topic is not None and o.partition is not None and o.offset is not None:
+            if o.offset <= applied.get((o.topic, o.partition), -1):
+                continue
+            applied[o.topic, o.partition] = o.offset
+        kept.append(m)
+    return kept
+
+
+origins = st.builds(
+    Origin,
+    topic=st.sampled_from(["a", "b", None]),
+    partition=st.one_of(st.none(), st.integers(0, 2)),
+    offset=st.one_of(st.none(), st.integers(0, 12)),
+)
+
+
+# issue 22: whole runs of a partition are kept at once; the rule is the one-by-one rule
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(origins, max_size=8), max_size=4),
+    st.dictionaries(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 2)),
+                    st.integers(-1, 12)),
+)  # fmt: skip
+def test_redelivered_messages_are_dropped_as_one_by_one(
+    batches: list[list[Origin]], applied: dict[tuple[str, int], int]
+) -> None:
+    engine = Engine(pipeline(), StateStore.in_memory(), fresh_metrics()[1], make_decoder())
+    engine._applied = dict(applied)
+    expected_applied = dict(applied)
+    for origins_ in batches:
+        messages = [RawMessage(b"{}", origin) for origin in origins_]
+        expected = redelivered_reference(messages, expected_applied)
+        assert engine._drop_redelivered(messages) == expected
+        assert engine._applied == expected_applied
+
+
+def test_a_polled_run_of_rising_offsets_is_kept_whole_and_a_replayed_one_dropped() -> None:
+    engine = Engine(pipeline(), StateStore.in_memory(), fresh_metrics()[1], make_decoder())
+    engine._applied = {("queries", 0): 4}
+    first = kafka_messages([event(i) for i in range(3)], 5) + kafka_messages([event(9)], 0)
+    assert engine._drop_redelivered(first) == first[:3]  # 0 <= 4: a redelivery
+    assert engine._applied == {("queries", 0): 7}
+    again = kafka_messages([event(i) for i in range(4)], 6)  # 6, 7 applied; 8, 9 fresh
+    assert engine._drop_redelivered(again) == again[2:]
+    assert engine._applied == {("queries", 0): 9}

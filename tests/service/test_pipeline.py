@@ -119,3 +119,9 @@ def test_config_is_frozen_and_validated() -> None:
         PipelineConfig(max_batch_size=0)
     with pytest.raises(ValidationError):
         PipelineConfig(unknown=1)  # type: ignore[call-arg]
+
+
+def test_reads_records_unless_every_stage_says_it_does_not() -> None:
+    assert default_pipeline(PipelineConfig()).reads_records is False  # dedup, count
+    assert default_pipeline(PipelineConfig(), extra=[Tagger()]).reads_records is True
+    assert Pipeline([]).reads_records is False

@@ -165,3 +165,34 @@ def test_a_killed_writer_releases_the_state_file(tmp_path: Path) -> None:
         except StateError:
             assert time.monotonic() < deadline, "the lock outlived its process"
             time.sleep(0.05)
+
+
+# issue 22: msgspec writes what reads back equal; the rest goes to json.dumps as before
+@pytest.mark.parametrize(
+    ("value", "read_back"),
+    [
+        ({"a": [1, 2.5, None, True, "é"]}, {"a": [1, 2.5, None, True, "é"]}),
+        ({"n": 1e22, "m": 1e-05, "z": -0.0}, {"n": 1e22, "m": 1e-05, "z": -0.0}),
+        ((1, 2), [1, 2]),  # a tuple reads back as a list, as with json.dumps
+        ({1: "x"}, {"1": "x"}),  # an int key reads back as its text, as with json.dumps
+        (2**70, 2**70),  # past 64 bits
+    ],
+)
+def test_values_read_back_as_json_dumps_would_give_them(value: object, read_back: object) -> None:
+    store = StateStore.in_memory()
+    store.checkpoint({"stage/x": value})
+    assert store.get("stage/x") == read_back
+
+
+def test_nan_and_infinities_read_back_as_themselves_not_null() -> None:
+    store = StateStore.in_memory()
+    store.checkpoint({"stage/x": {"a": float("nan"), "b": [float("inf"), float("-inf")]}})
+    got = store.get("stage/x")
+    assert got["a"] != got["a"] and got["b"] == [float("inf"), float("-inf")]
+
+
+def test_a_value_json_cannot_write_is_still_a_type_error_and_nothing_is_written() -> None:
+    store = StateStore.in_memory()
+    with pytest.raises(TypeError):
+        store.checkpoint({"stage/ok": 1, "stage/bad": {1, 2}})
+    assert store.get("stage/ok") is None
