@@ -20,6 +20,7 @@ ones add ``gold_id``, ``gold``, ``kind``; rejected ones ``reason``.
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NotRequired, Protocol, cast, runtime_checkable
@@ -93,6 +94,16 @@ def record(suggestion: Suggestion, config: HarvestConfig) -> SuggestionRecord:
 
 _ENCODER = msgspec.json.Encoder()
 _Raw = msgspec.Raw
+#: How json.dumps writes the floats float.__repr__ does not (its default allow_nan=True).
+_NON_FINITE = {math.inf: b"Infinity", -math.inf: b"-Infinity"}
+
+
+def _json_float(value: float) -> msgspec.Raw:
+    """``value`` as ``json.dumps`` writes it (``float.__repr__``; NaN and infinities as
+    ``NaN``, ``Infinity``, ``-Infinity``), without its encoder's set-up per call."""
+    if value != value:
+        return _Raw(b"NaN")
+    return _Raw(_NON_FINITE.get(value) or float.__repr__(value).encode("ascii"))
 
 
 def record_json(row: Mapping[str, Any]) -> str:
@@ -109,7 +120,7 @@ def record_json(row: Mapping[str, Any]) -> str:
     Raises:
         TypeError: a value is not JSON-serialisable.
     """
-    fields = {key: _Raw(json.dumps(value)) if type(value) is float else value
+    fields = {key: _json_float(value) if type(value) is float else value
               for key, value in row.items()}  # fmt: skip
     try:
         return _ENCODER.encode(fields).decode("utf-8")

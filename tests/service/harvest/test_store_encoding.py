@@ -45,7 +45,7 @@ def test_a_small_record_is_written_as_worked_out_by_hand() -> None:
 @pytest.mark.parametrize(
     "gap, priority",
     [(0.0, 0.0), (1e-05, 1e-07), (0.5, 1.2345678901234568e17), (1.0, 1e22),
-     (math.nan, math.inf), (2.5e-300, -math.inf)],
+     (math.nan, math.inf), (2.5e-300, -math.inf), (-0.0, 1e-320)],
 )  # fmt: skip
 def test_record_json_is_json_dumps_text(gap: float, priority: float) -> None:
     # msgspec alone writes 1e-05 as 0.00001, 1e16 as 1e16 and NaN as null
