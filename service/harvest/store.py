@@ -113,9 +113,10 @@ def record_json(row: Mapping[str, Any]) -> str:
     msgspec writes strings, integers, ``None``, booleans, lists and dictionaries as
     ``json.dumps`` does (every code point escaped alike), but floats in their own notation
     (``1e-05`` as ``0.00001``) and NaN as ``null``: so the top-level floats (a record's
-    ``gap`` and ``priority``) are written by ``json`` itself. A record holds no nested float
-    (:class:`SuggestionRecord`). Whatever msgspec cannot encode (a lone surrogate, a foreign
-    type) goes to ``json.dumps``, which raises, or writes, as before.
+    ``gap`` and ``priority``) go in as raw JSON written as ``json`` writes them
+    (:func:`_json_float`). A record holds no nested float (:class:`SuggestionRecord`).
+    Whatever msgspec cannot encode (a lone surrogate, a foreign type) goes to
+    ``json.dumps``, which raises, or writes, as before.
 
     Raises:
         TypeError: a value is not JSON-serialisable.
