@@ -101,6 +101,15 @@ def _write_error(path: str, exc: sqlite3.Error) -> StateError:
     return StateError(f"cannot write state file {path}: {why}")
 
 
+class JsonText(str):
+    """A value already encoded as JSON text: :meth:`StateStore.checkpoint` writes it as it
+    is instead of encoding it (the caller vouches for its being valid JSON; e.g. the harvest
+    records of :func:`service.harvest.store.record_json`, encoded faster than ``json.dumps``
+    with the same text)."""
+
+    __slots__ = ()
+
+
 class StateStore:
     """Namespaced JSON blobs in one SQLite file, updated atomically.
 
@@ -222,13 +231,16 @@ class StateStore:
     def checkpoint(self, updates: Mapping[str, Any]) -> None:
         """Write all ``updates`` in one durable transaction; a ``None`` value deletes its key.
 
+        A :class:`JsonText` value is written as it is (already JSON text).
+
         Raises:
             TypeError: a value is not JSON-serialisable (nothing is written).
             StateError: SQLite failed (disk full, read-only); the transaction is rolled back,
                 so the previous checkpoint stays intact.
         """
         now = time.time()
-        rows = [(k, _dumps(v), now) for k, v in updates.items() if v is not None]
+        rows = [(k, v if type(v) is JsonText else _dumps(v), now)
+                for k, v in updates.items() if v is not None]  # fmt: skip
         deleted = [(k,) for k, v in updates.items() if v is None]
         with self._lock:
             try:

@@ -568,6 +568,24 @@ class HarvestStage:
         """The current record of every suggestion held, by id."""
         return [record(self.suggestions[sid], self.config) for sid in sorted(self.suggestions)]
 
+    def reason_counts(self) -> dict[str, int]:
+        """``{reason: suggestions held that have had it}``, keys in the order :meth:`records`
+        meets them (suggestions by id, each one's reasons in their order)."""
+        counts: dict[str, int] = {}
+        for sid in sorted(self.suggestions):
+            for reason in self.suggestions[sid].reasons:
+                counts[reason] = counts.get(reason, 0) + 1
+        return counts
+
+    def best_records(self, top: int) -> list[SuggestionRecord]:
+        """The records of the ``top`` (≥ 0) suggestions of highest priority (as their records
+        round it; ties by id): :meth:`records` so sorted and cut, but only ``top`` records
+        are built (a report's summary needs 20 of ``max_suggestions``)."""
+        config = self.config
+        ranked = sorted((-round(priority(self.suggestions[sid], config), 6), sid)
+                        for sid in sorted(self.suggestions))  # fmt: skip
+        return [record(self.suggestions[sid], config) for _, sid in ranked[:top]]
+
     def state_snapshot(self) -> Any:
         """Trackers, recent event ids, the ids of the suggestions held (in order) and, in
         full, those whose record in the repository sink is stale (all of them without one);

@@ -19,16 +19,19 @@ ones add ``gold_id``, ``gold``, ``kind``; rejected ones ``reason``.
 
 from __future__ import annotations
 
+import json
+import math
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NotRequired, Protocol, cast, runtime_checkable
 
+import msgspec
 from typing_extensions import TypedDict
 
 from service.harvest.config import HarvestConfig
 from service.harvest.ranking import primary_reason, priority
 from service.harvest.suggestion import Suggestion, SuggestionJson
-from service.state import StateStore
+from service.state import JsonText, StateStore
 
 __all__ = [
     "CANDIDATE_PREFIX",
@@ -40,6 +43,7 @@ __all__ = [
     "StateStoreCandidates",
     "SuggestionRecord",
     "record",
+    "record_json",
 ]
 
 CANDIDATE_PREFIX = "harvest/candidate/"
@@ -86,6 +90,43 @@ def record(suggestion: Suggestion, config: HarvestConfig) -> SuggestionRecord:
         "priority": round(priority(suggestion, config), 6),
         "primary_reason": primary_reason(suggestion, config),
     }
+
+
+_ENCODER = msgspec.json.Encoder()
+_Raw = msgspec.Raw
+#: How json.dumps writes the floats float.__repr__ does not (its default allow_nan=True).
+_NON_FINITE = {math.inf: b"Infinity", -math.inf: b"-Infinity"}
+
+
+def _json_float(value: float) -> msgspec.Raw:
+    """``value`` as ``json.dumps`` writes it (``float.__repr__``; NaN and infinities as
+    ``NaN``, ``Infinity``, ``-Infinity``), without its encoder's set-up per call."""
+    if value != value:
+        return _Raw(b"NaN")
+    return _Raw(_NON_FINITE.get(value) or float.__repr__(value).encode("ascii"))
+
+
+def record_json(row: Mapping[str, Any]) -> str:
+    """``json.dumps(row, separators=(",", ":"), ensure_ascii=False)``: the same text, at
+    about a sixth of its cost on a record of 40 pooled passages (msgspec encodes it).
+
+    msgspec writes strings, integers, ``None``, booleans, lists and dictionaries as
+    ``json.dumps`` does (every code point escaped alike), but floats in their own notation
+    (``1e-05`` as ``0.00001``) and NaN as ``null``: so the top-level floats (a record's
+    ``gap`` and ``priority``) go in as raw JSON written as ``json`` writes them
+    (:func:`_json_float`). A record holds no nested float (:class:`SuggestionRecord`).
+    Whatever msgspec cannot encode (a lone surrogate, a foreign type) goes to
+    ``json.dumps``, which raises, or writes, as before.
+
+    Raises:
+        TypeError: a value is not JSON-serialisable.
+    """
+    fields = {key: _json_float(value) if type(value) is float else value
+              for key, value in row.items()}  # fmt: skip
+    try:
+        return _ENCODER.encode(fields).decode("utf-8")
+    except (TypeError, ValueError):  # UnicodeEncodeError is a ValueError
+        return json.dumps(row, separators=(",", ":"), ensure_ascii=False)
 
 
 @runtime_checkable
@@ -158,7 +199,8 @@ class MemoryCandidates:
 class StateStoreCandidates:
     """A :class:`CandidateRepository` over the SQLite :class:`~service.state.StateStore`.
 
-    Each ``publish`` is one durable transaction. Raises
+    Each ``publish`` is one durable transaction; records are written as
+    :func:`record_json` encodes them (``json.dumps``'s text). Raises
     :class:`~service.state.StateError` when the store cannot be read or written.
     """
 
@@ -167,7 +209,9 @@ class StateStoreCandidates:
 
     def publish(self, records: Sequence[Mapping[str, Any]]) -> None:
         if records:
-            self.store.checkpoint({CANDIDATE_PREFIX + str(r["id"]): dict(r) for r in records})
+            self.store.checkpoint(
+                {CANDIDATE_PREFIX + str(r["id"]): JsonText(record_json(r)) for r in records}
+            )
 
     # The store holds JSON written by publish/decide (records and decisions as typed above).
 

@@ -132,11 +132,13 @@ class Suggestion:
     def __post_init__(self) -> None:
         # {retriever: the top ranking last pooled}: not a field, never serialised
         self._pooled: dict[str, tuple[str, ...]] = {}
+        # the wording start() scrubbed into ``question`` (its first variant: scrubbed once)
+        self._started_from: str | None = None
 
     @classmethod
     def start(cls, suggestion_id: str, occurrence: Occurrence) -> Suggestion:
         """A new suggestion whose representative is ``occurrence`` (not yet added)."""
-        return cls(
+        suggestion = cls(
             id=suggestion_id,
             question=scrub(occurrence.question).text,
             normalised=occurrence.normalised,
@@ -146,6 +148,8 @@ class Suggestion:
             source=occurrence.source,
             trace_id=occurrence.trace_id,
         )
+        suggestion._started_from = occurrence.question
+        return suggestion
 
     def add(
         self, occurrence: Occurrence, max_variants: int = 3, pool_k: int = 10, max_pool: int = 40
@@ -181,16 +185,23 @@ class Suggestion:
         # the first variant is the representative's wording: the same text needs no look
         if (len(self.variants) < max_variants and not (self.variants and text == self.normalised)
                 and text not in {_normalised(v) for v in self.variants}):  # fmt: skip
-            self.variants = (*self.variants, scrub(occurrence.question).text)
+            wording = occurrence.question
+            kept = self.question if wording == self._started_from else scrub(wording).text
+            self.variants = (*self.variants, kept)
 
     def _pool(self, retriever: str, ranking: Sequence[str], max_pool: int) -> None:
+        # copy on write: a passage's {retriever: rank} is replaced, never changed in place,
+        # so to_json may share it with the records it built
+        pool = self.pool
         for rank, passage in enumerate(ranking, start=1):
-            ranks = self.pool.get(passage)
+            ranks = pool.get(passage)
             if ranks is None:
-                if len(self.pool) >= max_pool:
-                    continue
-                ranks = self.pool[passage] = {}
-            ranks[retriever] = min(ranks.get(retriever, rank), rank)
+                if len(pool) < max_pool:
+                    pool[passage] = {retriever: rank}
+                continue
+            best = ranks.get(retriever)
+            if best is None or rank < best:
+                pool[passage] = {**ranks, retriever: rank}
 
     def pool_rows(self) -> list[dict[str, Any]]:
         """The pool for a labeller: ``[{"id", "by": {retriever: rank}}]``, passages found by
@@ -202,14 +213,16 @@ class Suggestion:
         return rows
 
     def to_json(self) -> SuggestionJson:
-        """Every field as JSON-able data."""
+        """Every field as JSON-able data: new containers, except each passage's
+        ``{retriever: rank}`` in ``pool``, which the suggestion replaces rather than changes
+        (so nothing that merges into the suggestion changes what this returned)."""
         return {
             "id": self.id, "question": self.question, "normalised": self.normalised,
             "language": self.language, "topic": self.topic, "role": self.role,
             "source": self.source, "count": self.count, "first_seen": self.first_seen,
             "last_seen": self.last_seen, "events": list(self.events),
             "reasons": dict(self.reasons), "variants": list(self.variants),
-            "pool": {pid: dict(by) for pid, by in self.pool.items()}, "gap": self.gap,
+            "pool": dict(self.pool), "gap": self.gap,  # its values are never changed (_pool)
             "trace_id": self.trace_id,
         }  # fmt: skip
 

@@ -115,7 +115,10 @@ def live_reports(live: Live, registry: CollectorRegistry | None = None) -> LiveR
     if live.quality is not None:
         reports["quality"] = live.quality.report()
     if live.harvest is not None:
-        summary = harvest_summary(live.harvest.records())
+        harvest = live.harvest  # harvest_summary(harvest.records()), building 20 records only
+        summary: HarvestSummary = {"n_suggestions": len(harvest.suggestions),
+                                   "by_reason": harvest.reason_counts(),
+                                   "top": harvest.best_records(20)}  # fmt: skip
         if registry is not None:
             shed = registry.get_sample_value("goldwatch_gold_candidates_shed_total")
             summary["shed"] = int(shed or 0)

@@ -4,6 +4,7 @@ idempotency across redelivery, restart and replicas, flushing, eviction."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -421,3 +422,21 @@ def test_suggestions_a_sink_never_takes_are_counted_and_logged(
         assert stage.flush_final(wait=waits.append) == 2
     assert waits == [0.5, 1.0, 2.0, 4.0] and sink.calls == 1 + 5
     assert "harvest: 2 suggestions lost" in caplog.text
+
+
+def test_report_summary_builds_the_top_records_only_and_matches_the_full_records() -> None:
+    from service.harvest.text import candidate_id
+    from service.runtime.reports import harvest_summary
+
+    stage = HarvestStage(CONFIG)
+    questions = ["hostel fee refund", "bus timings", "library hours", "exam dates", "wifi login"]
+    stage.process(batch([event(f"e{i}", questions[i % 5], minute=i) for i in range(12)],
+                        [REFUSED] * 12))  # fmt: skip
+    # refused (weight 2) only; counts 3, 3, 2, 2, 2: priorities 2 * (1 + log2 3) twice, then 4
+    tied = sorted(["hostel fee refund", "bus timings"], key=candidate_id)  # a tie goes by id
+    top = stage.best_records(3)
+    assert [r["normalised"] for r in top[:2]] == tied
+    assert [r["priority"] for r in top] == [round(2 * (1 + math.log2(3)), 6)] * 2 + [4.0]
+    assert stage.reason_counts() == {"refused": 5} and stage.best_records(0) == []
+    whole = harvest_summary(stage.records(), top=3)
+    assert whole["top"] == top and whole["by_reason"] == stage.reason_counts()

@@ -110,6 +110,59 @@ def test_matches_are_the_exact_jaccard_of_every_lsh_candidate() -> None:
     assert checked > 50  # most probes have a match: the comparison is not vacuous
 
 
+def test_bitmaps_are_one_bit_per_crc32_and_bound_the_shared_trigrams() -> None:
+    from service.harvest.neardup import _bitmaps, _crc32s
+
+    sets = [trigrams("ab"), frozenset(), trigrams("hostel ka fee — कब")]
+    want = [sum({1 << (zlib.crc32(g) % 512) for g in grams}) for grams in sets]
+    assert _bitmaps(sets, _crc32s(sets)) == want and want[1] == 0
+    # |A ∩ B| <= (|A| + |B| - popcount(bits A xor bits B)) / 2, on pairs of every overlap
+    rng = random.Random(3)
+    words = "when are the hostel fees due कब है फीस library hours bus exam".split()
+    texts = [" ".join(rng.choices(words, k=rng.randint(1, 8))) for _ in range(120)]
+    grams = [trigrams(text) for text in texts]
+    bits = _bitmaps(grams, _crc32s(grams))
+    tight = 0
+    for i in range(len(texts)):
+        for j in range(i):
+            shared = len(grams[i] & grams[j])
+            bound = (len(grams[i]) + len(grams[j]) - (bits[i] ^ bits[j]).bit_count()) // 2
+            assert shared <= bound
+            tight += shared == bound
+    assert tight > 1000  # mostly exact with few collisions: the bound is not vacuous
+
+
+def test_matches_near_the_threshold_are_the_exact_jaccard_of_every_lsh_candidate() -> None:
+    # the size and bitmap bounds skip candidates: never one at or above the threshold
+    rng = random.Random(11)
+    base = [
+        "when are the hostel fees due this semester",
+        "how do i top up my card online",
+        "library opening hours during the exam weeks",
+        "bus route from the north campus",
+    ]
+
+    def mutate(text: str) -> str:
+        chars = list(text)
+        for _ in range(rng.randint(0, 8)):
+            chars[rng.randrange(len(chars))] = rng.choice("abcdefghij ")
+        return "".join(chars)
+
+    texts = sorted({mutate(rng.choice(base)) for _ in range(600)})
+    index = NearDupIndex(threshold=0.6)
+    stored = {}
+    for i, text in enumerate(texts[:300]):
+        index.add(f"k{i}", text)
+        stored[f"k{i}"] = trigrams(text)
+    near = 0
+    for probe in index.probes(texts[300:]):
+        scores = [(key, jaccard(probe.grams, stored[key])) for key in index.candidates(probe)]
+        want = sorted([(k, j) for k, j in scores if j >= 0.6], key=lambda r: (-r[1], r[0]))
+        assert index.matches(probe) == want
+        near += sum(0.5 <= j < 0.6 for _, j in scores)
+    assert near > 100  # many candidates just below the threshold were checked
+
+
 def test_threshold_is_checked_exactly() -> None:
     # "abc" vs "abd" is 1/5 similar: below 0.25, above 0.15
     strict, loose = NearDupIndex(threshold=0.25), NearDupIndex(threshold=0.15)
