@@ -173,22 +173,6 @@ class WordLlamaEmbedder:
         return l2_normalise(np.asarray(vectors, dtype=np.float32))
 
 
-def warm_up(embedder: Embedder) -> None:
-    """Load what ``embedder`` loads on first use (WordLlama's model and its imports, ~0.2 s
-    and ~1 s), through a :class:`CachedEmbedder` and a mix
-    (:class:`~service.embeddings.backends.MixedEmbedder`) to the model inside; other
-    embedders load at construction and are left alone. Embeds nothing, caches nothing.
-
-    Raises:
-        RuntimeError: as :meth:`WordLlamaEmbedder.embed` (the model cannot be loaded).
-    """
-    for inner in (getattr(embedder, name, None) for name in ("inner", "semantic", "chars")):
-        if inner is not None:
-            warm_up(inner)
-    if isinstance(embedder, WordLlamaEmbedder):
-        embedder._load()
-
-
 def default_embedder() -> CachedEmbedder:
     """The embedder of the default ``analytics.embeddings`` configuration (WordLlama with the
     character n-gram mix), process-wide: the same object as

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import math
 import pickle
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -241,20 +240,12 @@ class PickledEstimator:
     def __init__(self, blob: bytes) -> None:
         self.blob = blob
         self._estimator: Any = None
-        self._lock = threading.Lock()  # warm_up (a background thread) vs the first batch
-
-    def warm_up(self) -> Any:
-        """Unpickle the estimator now (importing scikit-learn) and return it; later calls
-        return the same object."""
-        if self._estimator is None:
-            with self._lock:
-                if self._estimator is None:
-                    self._estimator = pickle.loads(self.blob)  # noqa: S301 - see the class docstring
-        return self._estimator
 
     def predict_proba(self, features: np.ndarray) -> np.ndarray:
         """The estimator's ``predict_proba(features)``, shape ``(n, 2)``."""
-        return np.asarray(self.warm_up().predict_proba(features))
+        if self._estimator is None:
+            self._estimator = pickle.loads(self.blob)  # noqa: S301 - see the class docstring
+        return np.asarray(self._estimator.predict_proba(features))
 
 
 class EmbeddingScope:
@@ -402,16 +393,6 @@ class EmbeddingScope:
         detector.model = PickledEstimator(state["model"])
         detector.embedder = embedder
         return detector
-
-    def warm_up(self) -> None:
-        """Load now what the first :meth:`score` would (the pickled estimator, scikit-learn,
-        the embedder's model); scores nothing."""
-        from service.embeddings.model import warm_up
-
-        warm = getattr(self.model, "warm_up", None)  # a PickledEstimator after a restore
-        if warm is not None:
-            warm()
-        warm_up(self.embedder)
 
     def _features(
         self,

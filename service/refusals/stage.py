@@ -193,11 +193,6 @@ class EmbeddingScopeStage(StatelessStage):
         )
         self._scored_by: tuple[EmbeddingScope, KnownScope | None] = (detector, known)
 
-    def warm_up(self) -> None:
-        """Load what the first batch would (:meth:`EmbeddingScope.warm_up`); annotates
-        nothing (:meth:`service.runtime.live.Live.warm_up` calls it off the live path)."""
-        self.detector.warm_up()
-
     def adopt(self, rebuilt: EmbeddingScopeStage) -> None:
         """Take ``rebuilt``'s detector, known questions and calibrated flag (a gold-set
         refresh: the cached retriever scores stay valid, as the corpus did not change).

@@ -166,33 +166,6 @@ class Live:
             self.shadow.collect()
             self.export_shadow()
 
-    def warm_up(self) -> list[str]:
-        """Load now what the pipeline's first batch would load — the stages with a
-        ``warm_up()`` (topics, out-of-scope: the embedding model, scikit-learn, a detector
-        unpickled from the model cache); annotates, counts and caches nothing. Meant for a
-        background thread at start-up (:meth:`service.runtime.process.Runtime.start`): with
-        a warm model cache the service is ready in about a second and the first batch paid
-        the imports (6.7–7.3 s after ready under load, issue 22); the group join of a Kafka
-        source (seconds) now covers them. A stage whose warm-up fails is logged and left to
-        load at its first batch, as before (where a real failure shows as a stage error).
-
-        Returns:
-            the names of the stages warmed (in pipeline order).
-        """
-        warmed = []
-        for stage in self.pipeline.stages:
-            warm = getattr(stage, "warm_up", None)
-            if warm is None:
-                continue
-            try:
-                warm()
-            except Exception as exc:  # the first batch loads it (or fails) as before
-                log.warning("warm-up of stage %r failed (%s); it loads at its first batch",
-                            stage.name, type(exc).__name__)  # fmt: skip
-                continue
-            warmed.append(stage.name)
-        return warmed
-
     def finish(self, timeout_s: float = 30.0) -> None:
         """End of a replay: wait for the shadow calls in flight, fold them in, publish the
         harvested suggestions, export."""

@@ -183,8 +183,6 @@ class Runtime:
         self.stop_event = threading.Event()
         self._source: Source | None = None
         self._thread: threading.Thread | None = None
-        #: The stages' warm-up (:meth:`start`); ``None`` before it.
-        self.warm_up_thread: threading.Thread | None = None
         self._finished = False
         self.last_error: str | None = None
         self._error_at = 0.0
@@ -192,13 +190,9 @@ class Runtime:
     # -- lifecycle -----------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the gold-set schedule, the stages' warm-up (:meth:`Live.warm_up`, a
-        daemon thread: it loads what the first batch would while the consumer joins its
-        group) and the consumer thread (none for ``source.kind: none``)."""
+        """Start the gold-set schedule and the consumer thread (no consumer thread for
+        ``source.kind: none``)."""
         self.gold_runs.schedule(ready=lambda: self.ready()[0])
-        self.warm_up_thread = threading.Thread(target=self.live.warm_up, daemon=True,
-                                               name="goldwatch-warm-up")  # fmt: skip
-        self.warm_up_thread.start()
         if self.settings.source.kind == "none":
             return
         self._thread = threading.Thread(target=self._consume, name="goldwatch-consumer")

@@ -26,13 +26,6 @@ class TopicStage(StatelessStage):
         self.cache: BatchCache[TopicAssignment] = BatchCache(cache_size)
         self.novelty_calibrated = True
 
-    def warm_up(self) -> None:
-        """Load the model's embedder now (:func:`service.embeddings.model.warm_up`);
-        annotates nothing."""
-        from service.embeddings.model import warm_up
-
-        warm_up(self.model.embedder)
-
     def process(self, batch: Batch) -> None:
         questions = [event.question for event in batch.events]
         assignments = self.cache.get_many(questions, self.model.assign_many)
