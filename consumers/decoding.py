@@ -242,7 +242,7 @@ def _fast(value: bytes, records: bool = True) -> QueryLogEvent | None:
     _set_question(event, question)
     _set_channel(event, top.channel)
     _set_trace_id(event, top.trace_id)
-    if records:
+    if isinstance(top, _Envelope):  # decoded with its records
         _set_user(event, top.user)
         _set_retrieval(event, top.retrieval)
         _set_answer(event, top.answer)

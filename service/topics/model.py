@@ -644,7 +644,7 @@ def _top_k_similarity(vectors: np.ndarray, reference: np.ndarray, k: int, chunk:
     correction, :func:`_hubness_penalty`)."""
 
     def block(start: int) -> np.ndarray:
-        sims = vectors @ reference[start : start + chunk].T
+        sims: np.ndarray = vectors @ reference[start : start + chunk].T
         return sims if penalty is None else sims - penalty[start : start + chunk]
 
     if k == 1:  # the default: a running maximum, no partition (as fast as before k existed)
