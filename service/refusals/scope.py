@@ -418,16 +418,26 @@ class EmbeddingScope:
             cols.append(np.array([self.missing_score if s is None else s for s in scores]))
         return np.column_stack(cols).astype(np.float64)
 
+    @property
+    def reads_retriever(self) -> bool:
+        """Whether the fitted model reads the retriever's best score: the retriever feature
+        was computed (``use_retriever``) and won a place in the chosen feature set. When it
+        did not, :meth:`score` needs no retriever scores, and the stage runs no retriever."""
+        return "retriever" in self.feature_names
+
     def score(
         self, questions: Sequence[str], retriever_scores: Sequence[float | None] | None = None
     ) -> np.ndarray:
         """Probability of *in scope* per question, shape ``(n,)``, in [0, 1].
 
+        ``retriever_scores`` may be ``None`` when the model does not read them
+        (:attr:`reads_retriever` false): the column is then filled and left unread.
+
         Raises:
-            ValueError: the detector uses a retriever and ``retriever_scores`` is missing or
-                of another length.
+            ValueError: the model reads the retriever's score and ``retriever_scores`` is
+                missing or of another length.
         """
-        if self.use_retriever and (
+        if self.reads_retriever and (
             retriever_scores is None or len(retriever_scores) != len(questions)
         ):
             raise ValueError("this detector needs one retriever score per question")
