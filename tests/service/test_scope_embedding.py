@@ -17,8 +17,10 @@ from service.records import GoldQuestion
 from service.refusals.scope import (
     EmbeddingScope,
     KnownScope,
+    PickledEstimator,
     calibrate_threshold,
     nearest_similarity,
+    probability_in_scope,
 )
 from service.refusals.stage import EmbeddingScopeStage, ScopeStage, annotate_scope
 
@@ -314,3 +316,28 @@ def test_a_retriever_the_chosen_features_read_is_run() -> None:
     assert got == det.score(["live"], [9.5]).tolist()
     with pytest.raises(ValueError, match="one retriever score per question"):
         det.score(["live"])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_probability_in_scope_is_predict_proba_to_the_bit(seed: int) -> None:
+    # The reference is scikit-learn's own predict_proba on the same fitted pipeline; the
+    # shortcut must give the very same float64 values (the golden reports compare them).
+    import pickle
+
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(300, 3)) * [1.0, 5.0, 0.1] + [0.3, -2.0, 7.0]
+    y = x @ [1.0, -0.4, 9.0] + rng.normal(size=300) > 60.0
+    model = make_pipeline(StandardScaler(), LogisticRegression(class_weight="balanced")).fit(x, y)
+    live = rng.normal(size=(517, 3)) * [1.0, 5.0, 0.1] + [0.3, -2.0, 7.0]
+    expected = model.predict_proba(live)[:, 1]
+    got = probability_in_scope(model, live)
+    assert got.dtype == np.float64 and np.array_equal(got, expected)
+    lazy = PickledEstimator(pickle.dumps(model))
+    assert np.array_equal(lazy.probability_in_scope(live), expected)
+    # a model of another shape goes through its own predict_proba
+    plain = LogisticRegression().fit(x, y)
+    assert np.array_equal(probability_in_scope(plain, live), plain.predict_proba(live)[:, 1])
