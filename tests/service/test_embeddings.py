@@ -57,6 +57,18 @@ def test_cache_embeds_each_distinct_uncached_text_once_in_one_batch() -> None:
     assert (cached.hits, cached.misses) == (1, 3)
 
 
+def test_cache_places_every_repeat_of_a_miss_among_hits() -> None:
+    # misses scattered in one step: each repeat of a new text gets its own row, hits keep theirs
+    inner = TableEmbedder({"a": [1, 0], "b": [0, 1], "c": [0.6, 0.8]})
+    cached = CachedEmbedder(inner, capacity=10)
+    cached.embed(["a"])
+    got = cached.embed(["c", "a", "b", "c", "a", "b"])
+    assert inner.calls == [["a"], ["c", "b"]]
+    np.testing.assert_array_equal(
+        got, np.array([[0.6, 0.8], [1, 0], [0, 1], [0.6, 0.8], [1, 0], [0, 1]], dtype=np.float32)
+    )
+
+
 def test_cache_evicts_the_least_recently_used() -> None:
     inner = TableEmbedder({"a": [1, 0], "b": [0, 1], "c": [0.6, 0.8]})
     cached = CachedEmbedder(inner, capacity=2)
