@@ -193,13 +193,15 @@ def _mean_token_vectors(model: Any, texts: list[str]) -> np.ndarray:
     WordLlama pads every 64-text chunk to its longest text and gathers, masks and sums the
     padded positions too (their products are zeros, which leave the sum unchanged); here the
     tokenizer pads nothing (``no_padding``, set at load) and texts of equal token count are
-    pooled together, so no padded position is gathered. Checked bit for bit against
+    pooled together, so no padded position is gathered; the tokens come without their
+    character offsets. Checked bit for bit against
     ``model.embed`` in ``tests/service/test_embeddings.py``.
     """
     table = model.embedding
-    ids = [
-        encoding.ids for encoding in model.tokenizer.encode_batch(texts, add_special_tokens=False)
-    ]
+    # the same ids as ``encode_batch`` without the character offsets (``tokenizers`` >= 0.20;
+    # ~0.6x its CPU time), which the pooling never reads
+    encode = getattr(model.tokenizer, "encode_batch_fast", model.tokenizer.encode_batch)
+    ids = [encoding.ids for encoding in encode(texts, add_special_tokens=False)]
     lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
     out = np.zeros((len(texts), table.shape[1]), dtype=np.float32)
     for length in np.unique(lengths[lengths > 0]).tolist():
