@@ -225,6 +225,32 @@ def _cv_folds(labels: np.ndarray, max_folds: int = 5) -> int:
     return int(min(max_folds, np.bincount(labels.astype(int), minlength=2).min()))
 
 
+def probability_in_scope(model: Any, features: np.ndarray) -> np.ndarray:
+    """``model.predict_proba(features)[:, 1]`` as float64, shape ``(n,)``, in [0, 1].
+
+    The detector's own model — a fitted ``make_pipeline(StandardScaler(),
+    LogisticRegression())`` on two classes — is applied with scikit-learn's own operations
+    and in its order, without its per-call input validation (~0.8 ms a batch, 35× the
+    arithmetic): ``z = (x - mean_) / scale_``, ``s = z @ coef_.T + intercept_``, ``p =
+    expit(s)`` (``StandardScaler.transform``, ``LinearClassifierMixin.decision_function``,
+    ``_predict_proba_lr``), so the probabilities are the same bits. Any other model goes
+    through its ``predict_proba``.
+    """
+    from scipy.special import expit
+
+    steps = getattr(model, "steps", None)
+    if steps is not None and len(steps) == 2:
+        scaler, regression = steps[0][1], steps[1][1]
+        if (type(scaler).__name__ == "StandardScaler" and scaler.with_mean and scaler.with_std
+                and type(regression).__name__ == "LogisticRegression"
+                and len(regression.classes_) == 2 and features.dtype == np.float64):  # fmt: skip
+            z = features - scaler.mean_
+            z /= scaler.scale_
+            scores = z @ regression.coef_.T + regression.intercept_
+            return np.asarray(expit(scores.reshape(-1)), dtype=np.float64)
+    return np.asarray(model.predict_proba(features)[:, 1], dtype=np.float64)
+
+
 class PickledEstimator:
     """A fitted scikit-learn estimator kept pickled until its first ``predict_proba``, so a
     start that reads the out-of-scope detector from the fit cache does not import
@@ -246,6 +272,12 @@ class PickledEstimator:
         if self._estimator is None:
             self._estimator = pickle.loads(self.blob)  # noqa: S301 - see the class docstring
         return np.asarray(self._estimator.predict_proba(features))
+
+    def probability_in_scope(self, features: np.ndarray) -> np.ndarray:
+        """:func:`probability_in_scope` of the unpickled estimator, shape ``(n,)``."""
+        if self._estimator is None:
+            self._estimator = pickle.loads(self.blob)  # noqa: S301 - see the class docstring
+        return probability_in_scope(self._estimator, features)
 
 
 class EmbeddingScope:
@@ -418,16 +450,26 @@ class EmbeddingScope:
             cols.append(np.array([self.missing_score if s is None else s for s in scores]))
         return np.column_stack(cols).astype(np.float64)
 
+    @property
+    def reads_retriever(self) -> bool:
+        """Whether the fitted model reads the retriever's best score: the retriever feature
+        was computed (``use_retriever``) and won a place in the chosen feature set. When it
+        did not, :meth:`score` needs no retriever scores, and the stage runs no retriever."""
+        return "retriever" in self.feature_names
+
     def score(
         self, questions: Sequence[str], retriever_scores: Sequence[float | None] | None = None
     ) -> np.ndarray:
         """Probability of *in scope* per question, shape ``(n,)``, in [0, 1].
 
+        ``retriever_scores`` may be ``None`` when the model does not read them
+        (:attr:`reads_retriever` false): the column is then filled and left unread.
+
         Raises:
-            ValueError: the detector uses a retriever and ``retriever_scores`` is missing or
-                of another length.
+            ValueError: the model reads the retriever's score and ``retriever_scores`` is
+                missing or of another length.
         """
-        if self.use_retriever and (
+        if self.reads_retriever and (
             retriever_scores is None or len(retriever_scores) != len(questions)
         ):
             raise ValueError("this detector needs one retriever score per question")
@@ -435,7 +477,10 @@ class EmbeddingScope:
             return np.zeros(0)
         vectors = self.embedder.embed(list(questions))
         features = self._features(vectors, retriever_scores)[:, self.columns]
-        return np.asarray(self.model.predict_proba(features)[:, 1], dtype=np.float64)
+        model = self.model
+        if isinstance(model, PickledEstimator):
+            return model.probability_in_scope(features)
+        return probability_in_scope(model, features)
 
 
 class KnownScope:

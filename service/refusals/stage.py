@@ -210,8 +210,8 @@ class EmbeddingScopeStage(StatelessStage):
 
     def _retriever_scores(self, questions: list[str]) -> list[float | None] | None:
         retriever = self.retriever
-        if retriever is None:
-            return None
+        if retriever is None or not self.detector.reads_retriever:
+            return None  # the chosen features leave the retriever's score out: not run
         fast = getattr(retriever, "best_scores", None)
 
         def best(batch: list[str]) -> list[float | None]:

@@ -57,6 +57,18 @@ def test_cache_embeds_each_distinct_uncached_text_once_in_one_batch() -> None:
     assert (cached.hits, cached.misses) == (1, 3)
 
 
+def test_cache_places_every_repeat_of_a_miss_among_hits() -> None:
+    # misses scattered in one step: each repeat of a new text gets its own row, hits keep theirs
+    inner = TableEmbedder({"a": [1, 0], "b": [0, 1], "c": [0.6, 0.8]})
+    cached = CachedEmbedder(inner, capacity=10)
+    cached.embed(["a"])
+    got = cached.embed(["c", "a", "b", "c", "a", "b"])
+    assert inner.calls == [["a"], ["c", "b"]]
+    np.testing.assert_array_equal(
+        got, np.array([[0.6, 0.8], [1, 0], [0, 1], [0.6, 0.8], [1, 0], [0, 1]], dtype=np.float32)
+    )
+
+
 def test_cache_evicts_the_least_recently_used() -> None:
     inner = TableEmbedder({"a": [1, 0], "b": [0, 1], "c": [0.6, 0.8]})
     cached = CachedEmbedder(inner, capacity=2)
@@ -174,6 +186,36 @@ def test_wordllama_ranks_a_paraphrase_above_another_topic() -> None:
     np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
     assert float(v[0] @ v[1]) > float(v[0] @ v[2]) + 0.1
     assert isinstance(emb, Embedder)
+
+
+def test_wordllama_pooling_is_the_librarys_own_to_the_bit() -> None:
+    # The reference is wordllama's own embed (its tokenizer padding each 64-text chunk to the
+    # longest text): every demo question, gold question and odd text, in chunks that mix
+    # token counts, must get the very same float32 vector (the golden reports depend on it).
+    import json
+
+    from wordllama import WordLlama
+
+    from service.demo import demo_path
+    from service.embeddings.model import _wordllama_folder
+
+    with demo_path("querylog.jsonl").open(encoding="utf-8") as log:
+        texts = [json.loads(line)["question"] for line in log if line.strip()]
+    with demo_path("gold.jsonl").open(encoding="utf-8") as gold:
+        texts += [json.loads(line)["question"] for line in gold if line.strip()]
+    odd = ["", "   ", "?", "a", "🙂🙂 fee?", "परीक्षा कब है", "word " * 300, "Hostel  FEE!!"]
+    texts = list(dict.fromkeys(texts)) + odd
+    assert len(texts) > 500
+    reference = WordLlama.load(config="l2_supercat", dim=256, cache_dir=_wordllama_folder(),
+                               disable_download=True)  # fmt: skip
+    assert reference.tokenizer.padding is not None  # the library pads: a real comparison
+    ours = WordLlamaEmbedder()
+    for start in range(0, len(texts), 173):
+        chunk = texts[start : start + 173]
+        expected = l2_normalise(reference.embed(chunk, norm=False))
+        got = ours.embed(chunk)
+        assert got.dtype == np.float32 and np.array_equal(got, expected), start
+    assert not ours.embed([""]).any()  # no token: a zero row
 
 
 # -- the factory and its configuration ---------------------------------------------------------

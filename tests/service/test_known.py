@@ -280,6 +280,32 @@ def test_matches_equal_the_exact_reference(
     assert sum(m is not None for m in matches) > len(gold_questions)  # not a vacuous check
 
 
+@pytest.mark.parametrize(
+    ("dense_rows", "block"),
+    [(256, 2**21), (0, 2**21), (0, 59 * 7)],
+    ids=["dense", "one-block", "blocks"],
+)
+def test_pruned_rows_are_the_same_bits_and_the_others_cannot_match(
+    monkeypatch: pytest.MonkeyPatch, live_questions: list[str], dense_rows: int, block: int
+) -> None:
+    """The Cauchy–Schwarz bound leaves out only texts whose best cosine is below the floor,
+    and a kept text's similarities are bit for bit those of the unpruned product (the
+    golden reports compare rounded scores, but argmax ties must not move either)."""
+    monkeypatch.setattr(known, "_DENSE_GOLD_ROWS", dense_rows)
+    monkeypatch.setattr(known, "_BLOCK", block)
+    index = KnownQuestionIndex(load_gold_set(demo_path("gold.jsonl")), cache_size=0)
+    assert (index._gold_dense is not None) == (dense_rows > 0)
+    texts = list(dict.fromkeys(normalize(q) for q in live_questions))
+    full = index._similarities(texts)
+    floor = 0.6
+    rows, sims = index._scored(texts, floor=floor)
+    assert np.array_equal(sims, full[rows])
+    dropped = np.setdiff1d(np.arange(len(texts)), rows)
+    assert len(dropped) > 0 and len(rows) > 0
+    assert (full[dropped].max(axis=1) < floor).all()
+    assert np.array_equal(index._scored(texts)[0], np.arange(len(texts)))
+
+
 def _reference_hash(gram: str) -> int:
     value = int(known._SEED)
     for char in gram:

@@ -17,8 +17,10 @@ from service.records import GoldQuestion
 from service.refusals.scope import (
     EmbeddingScope,
     KnownScope,
+    PickledEstimator,
     calibrate_threshold,
     nearest_similarity,
+    probability_in_scope,
 )
 from service.refusals.stage import EmbeddingScopeStage, ScopeStage, annotate_scope
 
@@ -258,3 +260,84 @@ def test_a_repeated_question_is_scored_once_until_the_detector_changes() -> None
     stage.detector = _CountingDetector(threshold=0.05)  # e.g. a gold-set refresh
     assert run(["ok", "hostel fee"]) == [(0.02, True), (0.1, False)]
     assert stage.detector.scored == ["ok", "hostel fee"]  # scored afresh by the new one
+
+
+class _RecordingRetriever:
+    """A stand-in retriever for this module's stage: best score of a question is looked up
+    in a table, and every call is recorded."""
+
+    name = "bm25"
+
+    def __init__(self, scores: dict[str, float]) -> None:
+        self.scores = scores
+        self.calls: list[list[str]] = []
+
+    def best_scores(self, questions: Sequence[str]) -> list[float]:
+        self.calls.append(list(questions))
+        return [self.scores[q] for q in questions]
+
+
+def _stage_scores(stage: EmbeddingScopeStage, questions: list[str]) -> list[object]:
+    notes: list[dict[str, object]] = [{"refused": False} for _ in questions]
+    stage.process(types.SimpleNamespace(events=_events(questions), annotations=notes))
+    return [n["scope_score"] for n in notes]
+
+
+def test_a_retriever_the_chosen_features_leave_out_is_not_run() -> None:
+    # Embeddings separate the gold set (answerable 0-25°, unanswerable 65-90°: AUC 1); the
+    # retriever gives every question 3.0 (alone: AUC 1/2). The embedding pair wins, ahead of
+    # the full set on the tie (the simpler), so the model never reads the retriever's score.
+    questions, table = _gold([0, 5, 10, 15, 20, 25], [70, 75, 80, 85, 90, 65])
+    table |= {"live near": _unit(12), "live far": _unit(88)}
+    det = EmbeddingScope(TableEmbedder(table), questions, retriever_scores=[3.0] * 12,
+                         retriever="bm25", n_boot=0)  # fmt: skip
+    assert det.use_retriever and not det.reads_retriever
+    assert det.feature_names == ("gold_answerable", "gold_unanswerable")
+    retriever = _RecordingRetriever({"live near": 3.0, "live far": 3.0})
+    stage = EmbeddingScopeStage(det, retriever)  # type: ignore[arg-type]
+    got = _stage_scores(stage, ["live near", "live far"])
+    assert retriever.calls == []
+    # the same probabilities as scoring with the retriever's scores (an unread column)
+    assert got == det.score(["live near", "live far"], [3.0, 3.0]).tolist()
+
+
+def test_a_retriever_the_chosen_features_read_is_run() -> None:
+    # Now the embeddings are uninformative (every question at 0°) and the retriever separates
+    # (answerable 9-10, unanswerable 1-2): its score alone wins with AUC 1.
+    questions, _ = _gold([0] * 6, [0] * 6)
+    table = {q.question: [1.0, 0.0] for q in questions} | {"live": [1.0, 0.0]}
+    scores = [9.0, 9.2, 9.4, 9.6, 9.8, 10.0, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0]
+    det = EmbeddingScope(TableEmbedder(table), questions, retriever_scores=scores,
+                         retriever="bm25", n_boot=0)  # fmt: skip
+    assert det.reads_retriever and det.feature_names == ("retriever",)
+    retriever = _RecordingRetriever({"live": 9.5})
+    got = _stage_scores(EmbeddingScopeStage(det, retriever), ["live"])  # type: ignore[arg-type]
+    assert retriever.calls == [["live"]]
+    assert got == det.score(["live"], [9.5]).tolist()
+    with pytest.raises(ValueError, match="one retriever score per question"):
+        det.score(["live"])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_probability_in_scope_is_predict_proba_to_the_bit(seed: int) -> None:
+    # The reference is scikit-learn's own predict_proba on the same fitted pipeline; the
+    # shortcut must give the very same float64 values (the golden reports compare them).
+    import pickle
+
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(300, 3)) * [1.0, 5.0, 0.1] + [0.3, -2.0, 7.0]
+    y = x @ [1.0, -0.4, 9.0] + rng.normal(size=300) > 60.0
+    model = make_pipeline(StandardScaler(), LogisticRegression(class_weight="balanced")).fit(x, y)
+    live = rng.normal(size=(517, 3)) * [1.0, 5.0, 0.1] + [0.3, -2.0, 7.0]
+    expected = model.predict_proba(live)[:, 1]
+    got = probability_in_scope(model, live)
+    assert got.dtype == np.float64 and np.array_equal(got, expected)
+    lazy = PickledEstimator(pickle.dumps(model))
+    assert np.array_equal(lazy.probability_in_scope(live), expected)
+    # a model of another shape goes through its own predict_proba
+    plain = LogisticRegression().fit(x, y)
+    assert np.array_equal(probability_in_scope(plain, live), plain.predict_proba(live)[:, 1])
