@@ -22,8 +22,12 @@ def native_threads(threads: int | None) -> AbstractContextManager[Any]:
     need.
 
     Only libraries already loaded are limited (``threadpoolctl`` works on loaded shared
-    objects): call it after the models are built. A library loaded later keeps its default
-    unless ``OPENBLAS_NUM_THREADS``/``OMP_NUM_THREADS`` say otherwise.
+    objects): call it after the models are built. numpy's OpenBLAS, which the live path's
+    matrix products use, is always loaded by then. A library loaded later keeps its default
+    unless ``OPENBLAS_NUM_THREADS``/``OMP_NUM_THREADS`` say otherwise: after a start from the
+    model cache (no fitting), scikit-learn's scipy OpenBLAS and OpenMP (``libgomp``) load at
+    the first batch with their defaults; the live path does not run its products through
+    them (the out-of-scope pipeline is applied in numpy), so they stay idle.
 
     Args:
         threads: threads per library, ≥ 1, or ``None``.
