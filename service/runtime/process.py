@@ -257,6 +257,12 @@ class Runtime:
                 self.last_error = None
                 if not self.stop_event.is_set():
                     log.info("input finished: %d consumed", report.consumed)
+                    # as a replay ends: fold in the shadow calls in flight and publish every
+                    # suggestion, so what the API lists from now on is the final state (the
+                    # periodic flushes hold back some until the next checkpoint, which a
+                    # finished input never reaches: their listed records stayed older)
+                    with self.engine.lock:
+                        self.live.finish()
                     self._finished = True
                 return
             except Exception as exc:  # the API keeps serving; retry with backoff

@@ -298,3 +298,39 @@ def test_an_older_gold_refresh_never_lands_after_a_newer_one(
     runtime.gold_accepted(None)
     _refreshes_done()
     assert runtime.gold_refresh_error is None, "the good file was not reloaded"
+
+
+def test_a_finished_input_lists_every_suggestion_as_it_ends(
+    tmp_path: Path,
+) -> None:
+    """When serve reaches the end of a file, the suggestions it lists are the harvest's final
+    state, as a replay's are. A checkpoint after the first 1,000 events (and none by time)
+    makes suggestions clean at it and changed later *held* (their records wait for the next
+    checkpoint); the end of input checkpoints once more but nothing flushed them after it, so
+    the API listed their state of event 1,000 — which of them depended on when the
+    time-based checkpoints had fallen (a test here flaked on it)."""
+    gold = tmp_path / "gold.jsonl"
+    shutil.copy(demo_path("gold.jsonl"), gold)
+    settings = load_settings(
+        gold_set=gold,
+        source={"kind": "file", "path": demo_path("querylog.jsonl")},
+        state={"path": tmp_path / "state.sqlite"},
+        api={"port": _free_port(), "token": TOKEN},
+        harvest={"flush_interval_s": 0},
+        pipeline={"commit_every": 1_000, "commit_interval_s": 3_600},
+    )
+    with Server(settings) as running:
+        deadline = time.monotonic() + 120
+        while not httpx.get(running.base + "/v1/status").json()["input_finished"]:
+            assert time.monotonic() < deadline, "the demo log was not consumed in time"
+            time.sleep(0.2)
+        listed = _list(running, limit=200)
+        harvest = running.runtime.live.harvest
+        assert harvest is not None
+        held = {r["id"]: r for r in harvest.records()}
+    assert listed["total"] == len(held) > 100
+    stale = [row["id"] for row in listed["items"] if row["count"] != held[row["id"]]["count"]]
+    assert stale == []
+    assert [row["last_seen"] for row in listed["items"]] == [
+        held[row["id"]]["last_seen"] for row in listed["items"]
+    ]
