@@ -27,6 +27,8 @@ candidates, agreement), ``benchmarks.bench_rss``, ``benchmarks.bench_startup``,
 ``benchmarks.bench_scaleout`` (1, 2 and 4 serve replicas on 4- and 8-partition topics),
 ``benchmarks.bench_freshness`` (per-event delay from send to counted in ``/v1/status`` and
 ``/metrics`` at a steady 2,000 events/s on Kafka, default configuration, 120 s),
+``benchmarks.bench_kafka_phases`` (where section 4's Kafka row spends its CPU: per phase of
+the consumer thread, per thread, and the broker requests of the timed window),
 ``benchmarks.topic_acceptance`` (issue 17's topic figures: novelty ROC AUC, NMI, stable ids,
 like-for-like gold counts, each next to the TF-IDF/LSA path's).
 """

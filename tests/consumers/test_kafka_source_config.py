@@ -113,6 +113,42 @@ def test_a_dead_letter_too_big_for_the_broker_keeps_a_prefix_and_says_so() -> No
     )
 
 
+def _letter_as_json_dumps_writes_it(letter: DeadLetter) -> bytes:
+    """The letter's body as the DLQ format defines it, written by ``json.dumps`` (compact,
+    ``ensure_ascii``): the bytes ``dead_letter_value`` gave before msgspec wrote them."""
+    msg = letter.message
+    body = {
+        "reason": letter.reason,
+        "detail": letter.detail,
+        "origin": {"topic": msg.origin.topic, "partition": msg.origin.partition,
+                   "offset": msg.origin.offset},
+        "value_b64": None if msg.value is None else base64.b64encode(msg.value).decode(),
+        "key_b64": None if msg.key is None else base64.b64encode(msg.key).decode(),
+        "timestamp_ms": msg.timestamp_ms,
+    }  # fmt: skip
+    return json.dumps(body, separators=(",", ":")).encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    "detail",
+    [
+        "message is 66376 bytes; limit is 65536",
+        "".join(map(chr, range(128))),  # every ASCII character, controls and DEL included
+        "field 'question': expected string, got ✓ ü",  # non-ASCII: escaped as \\uXXXX
+        "lone surrogate \ud800 here",  # msgspec refuses it, json.dumps writes it escaped
+    ],
+)
+def test_dead_letter_value_is_byte_for_byte_what_json_dumps_writes(detail: str) -> None:
+    value = bytes(range(256)) * 300  # 76,800 bytes: a too_large letter's size
+    msg = RawMessage(value=value, origin=Origin("queries", 2, 41), key=b"k\x00\xff",
+                     timestamp_ms=1_700_000_000_123)  # fmt: skip
+    for letter in (
+        DeadLetter(msg, "too_large", detail),
+        DeadLetter(RawMessage(None, Origin("queries", 0, 7)), "tombstone", detail),
+    ):
+        assert dead_letter_value(letter) == _letter_as_json_dumps_writes_it(letter)
+
+
 def test_error_callbacks_log_topic_partition_offset(caplog: pytest.LogCaptureFixture) -> None:
     msg = RawMessage(value=b"x", origin=Origin("queries", 2, 5))
     logger = logging.getLogger("goldwatch.test")
