@@ -63,7 +63,9 @@ self-estimate (:mod:`benchmarks.bench_production`'s first 3,000 lines, as
 ``tests/service/test_replay_golden.py``); and CLINC150 out-of-scope ROC AUC
 (:func:`benchmarks.bench_scope.run`'s held-out questions).
 
-Usage: ``python -m benchmarks.topic_acceptance [--embeddings minilm]``.
+``--embeddings minilm --all-triples``: :func:`novelty_all_triples` for both profiles.
+
+Usage: ``python -m benchmarks.topic_acceptance [--embeddings minilm [--all-triples]]``.
 """
 
 from __future__ import annotations
@@ -607,6 +609,25 @@ def production_self_estimate(profiles: dict[str, tuple[EmbeddingConfig, dict[str
     return results
 
 
+def minilm_all_triples() -> None:
+    """:func:`novelty_all_triples` (all 120 domain triples, 60 and 300 gold questions) for
+    both :data:`PROFILES`, same run: how often each reaches issue 17's targets."""
+    for per_domain in (20, 100):
+        for name, config in PROFILES.items():
+            every = novelty_all_triples(
+                per_domain,
+                embedder=build_embedder(config.model_copy(update={"char_weight": 0.0})),
+                product=build_embedder(config),
+            )
+            print(f"  all 120 triples, {every['gold_size']} gold, {name}: mean, min/p10/median/"
+                  "p90/max, share >= 0.90, share >= 0.94")  # fmt: skip
+            for k in ("embedding", "product", "product_hubness20", "product_centred_knn3"):
+                v = every[k]
+                print(f"    {k:<22} {v['mean']:.3f}, {v['min']:.3f}/{v['p10']:.3f}/"
+                      f"{v['median']:.3f}/{v['p90']:.3f}/{v['max']:.3f}, "
+                      f"{v['share_0.90']:.2f}, {v['share_0.94']:.2f}")  # fmt: skip
+
+
 def minilm_comparison() -> None:
     """Print the MiniLM profile's figures next to the default's (module docstring)."""
     from benchmarks.bench_scope import run as scope_run
@@ -659,8 +680,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--embeddings", choices=["default", "minilm"], default="default",
                         help="minilm: the MiniLM profile next to the default (section 6) "
                              "instead of sections 1-5")  # fmt: skip
-    if parser.parse_args(argv).embeddings == "minilm":
-        minilm_comparison()
+    parser.add_argument("--all-triples", action="store_true",
+                        help="with --embeddings minilm: all 120 triples")  # fmt: skip
+    args = parser.parse_args(argv)
+    if args.embeddings == "minilm":
+        if args.all_triples:
+            minilm_all_triples()
+        else:
+            minilm_comparison()
         return
     for per_domain in (20, 100):
         row = novelty(per_domain)
