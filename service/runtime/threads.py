@@ -34,9 +34,10 @@ def native_threads(threads: int | None) -> AbstractContextManager[Any]:
     limited too, with ``torch.set_num_threads``: ``threadpoolctl`` lowers the OpenMP pool
     of the calling thread only (OpenMP's thread count is per thread), while the service
     embeds on its consumer thread, which would still run torch's products on one thread per
-    core; torch's own setting is read by every thread at its first torch call. Measured on
-    256 CLINC150-like questions embedded by all-MiniLM-L6-v2 on another thread: 4.29 s of
-    CPU with threadpoolctl alone (two threads, one spinning), 1.61 s with torch's limit.
+    core; torch's own setting is read by every thread at its first torch call. Measured
+    once on a shared 2-core machine, 256 questions embedded by all-MiniLM-L6-v2 on another
+    thread: 4.29 s of CPU with threadpoolctl alone (two threads, one spinning), 1.61 s with
+    torch's limit.
     Its previous value is restored on exit (threads that already ran torch keep theirs).
 
     Args:
