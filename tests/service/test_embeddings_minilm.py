@@ -23,9 +23,9 @@ from service.embeddings.model import EmbeddingConfig, build_embedder
 from service.settings import ConfigError, load_settings
 
 #: The documentation's sentences and its printed cosine matrix (4 decimals).
-README_SENTENCES = ["The weather is lovely today.", "It's so sunny outside!",
+PUBLISHED_SENTENCES = ["The weather is lovely today.", "It's so sunny outside!",
                     "He drove to the stadium."]  # fmt: skip
-README_COSINES = np.array([[1.0, 0.6660, 0.1046], [0.6660, 1.0, 0.1411], [0.1046, 0.1411, 1.0]])
+PUBLISHED_COSINES = np.array([[1.0, 0.6660, 0.1046], [0.6660, 1.0, 0.1411], [0.1046, 0.1411, 1.0]])
 
 
 def test_minilm_is_refused_at_start_naming_the_field_and_the_extra(
@@ -90,7 +90,7 @@ def offline_minilm() -> Any:
     socket.create_connection = refuse  # type: ignore[assignment]
     try:
         embedder = minilm_embedder()
-        vectors = embedder.embed(README_SENTENCES)
+        vectors = embedder.embed(PUBLISHED_SENTENCES)
     finally:
         socket.socket.connect = real_connect  # type: ignore[method-assign]
         socket.create_connection = real_create
@@ -108,7 +108,7 @@ def test_minilm_loads_offline_and_reproduces_the_published_similarities(
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
     # the published matrix, printed to 4 decimals: within half a unit of its last digit
-    np.testing.assert_allclose(vectors @ vectors.T, README_COSINES, atol=5e-5 + 1e-6)
+    np.testing.assert_allclose(vectors @ vectors.T, PUBLISHED_COSINES, atol=5e-5 + 1e-6)
     # so the paraphrase pair (weather, sunny: 0.666) is closer than either unrelated pair
     cos = vectors @ vectors.T
     assert cos[0, 1] > max(cos[0, 2], cos[1, 2]) + 0.5
@@ -126,8 +126,8 @@ def test_minilm_layer_mixes_the_char_block_and_is_what_the_settings_build(
     settings = load_settings(analytics={"embeddings": {"backend": "minilm"}})
     layer = build_embedder(settings.analytics.embeddings)
     assert layer.name == f"{embedder.name}+char3-5:512@0.35" and layer.dim == 384 + 512
-    mixed = layer.embed(README_SENTENCES)
-    chars = CharNgramEmbedder(512).embed(README_SENTENCES)
+    mixed = layer.embed(PUBLISHED_SENTENCES)
+    chars = CharNgramEmbedder(512).embed(PUBLISHED_SENTENCES)
     expected = 0.65 * (vectors @ vectors.T) + 0.35 * (chars @ chars.T)
     np.testing.assert_allclose(mixed @ mixed.T, expected, atol=1e-5)
     empty = layer.embed([])
@@ -150,7 +150,7 @@ def test_minilm_runs_torch_on_the_native_threads_limit(offline_minilm: Any) -> N
 
     def consumer() -> None:
         seen.append(torch.get_num_threads())
-        np.testing.assert_allclose(embedder.embed(README_SENTENCES), vectors, atol=1e-6)
+        np.testing.assert_allclose(embedder.embed(PUBLISHED_SENTENCES), vectors, atol=1e-6)
 
     try:
         with native_threads(1):
