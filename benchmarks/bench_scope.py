@@ -54,6 +54,7 @@ import numpy as np
 from benchmarks.datasets import SHARED_DATA
 from benchmarks.drift_streams import Scenario, out_of_domain_shift, stationary_out_of_domain
 from service.embeddings.model import default_embedder
+from service.embeddings.protocol import Embedder
 from service.evaluation.detector_quality import measure_auc
 from service.jobs.replay import run_replay
 from service.records import GoldQuestion, Passage
@@ -118,8 +119,10 @@ def threshold_rules(
     return out
 
 
-def run(per_intent: int = 3, min_tpr: float = 0.95, seed: int = 0) -> dict[str, Any]:
-    """Both detectors on the same gold set, corpus and held-out questions."""
+def run(per_intent: int = 3, min_tpr: float = 0.95, seed: int = 0,
+        embedder: Embedder | None = None) -> dict[str, Any]:  # fmt: skip
+    """Both detectors on the same gold set, corpus and held-out questions (the embedding
+    detector through ``embedder``, default :func:`default_embedder`)."""
     gold, corpus, inscope, oos = clinc_scope_data(per_intent, seed)
     bm25 = build_retrievers(["bm25"], lambda n: RetrieverConfig(name=n, kind=n), corpus)["bm25"]
     today = calibrate_with_retriever(gold, bm25, min_tpr=min_tpr)
@@ -134,8 +137,8 @@ def run(per_intent: int = 3, min_tpr: float = 0.95, seed: int = 0) -> dict[str, 
     gold_scores = [best_score(r) for r in bm25.search_batch([q.question for q in gold], 1)]
     started = time.perf_counter()
     detector = EmbeddingScope(
-        default_embedder(), gold, [p.text for p in corpus], retriever_scores=gold_scores,
-        retriever="bm25", min_tpr=min_tpr, seed=seed,
+        embedder or default_embedder(), gold, [p.text for p in corpus],
+        retriever_scores=gold_scores, retriever="bm25", min_tpr=min_tpr, seed=seed,
     )  # fmt: skip
     calibrate_s = time.perf_counter() - started
     p_in = detector.score(inscope, held_in)

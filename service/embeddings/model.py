@@ -239,7 +239,8 @@ def build_embedder(
     Raises:
         ValueError: ``tfidf`` without (enough) ``fit_texts``.
         RuntimeError: the model cannot be loaded (missing optional package, not a model
-            folder); the message names ``analytics.embeddings.model_path`` where it is at fault.
+            folder); the message names ``analytics.embeddings.model_path`` or
+            ``analytics.embeddings.backend``, whichever is at fault.
 
     >>> build_embedder(EmbeddingConfig()).name
     'wordllama:l2_supercat:256+char3-5:512@0.35'
@@ -260,6 +261,8 @@ def build_embedder(
         if config.model_path is None:  # a config built without validation
             raise ValueError("backend 'sentence-transformers' needs 'model_path'")
         inner = backends.SentenceTransformerEmbedder(config.model_path)
+    elif config.backend == "minilm":
+        inner = backends.minilm_embedder()
     else:
         inner = WordLlamaEmbedder()
     if config.char_weight > 0:

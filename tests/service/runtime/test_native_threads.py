@@ -114,3 +114,48 @@ def test_serve_runs_its_stages_on_one_blas_thread_until_it_stops(
     # (not asserted: the limit lifted at stop — TestClient stops the app in another thread
     # than the one that started it, and OpenBLAS ignores a raise of its thread count made
     # from another thread; a stopped service's process ends anyway)
+
+
+class RecordTorchThreads(StatelessStage):
+    """A stage noting torch's intra-op thread count on the thread that runs the stages."""
+
+    name = "record_torch_threads"
+    seen: ClassVar[list[int]] = []
+
+    def process(self, batch: Batch) -> None:
+        import torch
+
+        RecordTorchThreads.seen.append(torch.get_num_threads())
+
+
+@pytest.mark.slow  # imports torch (~3-10 s on a loaded machine)
+def test_serve_runs_torch_on_one_thread_on_its_consumer_thread(tmp_path: Path) -> None:
+    """The ``minilm``/``sentence-transformers`` backends embed with torch on the consumer
+    thread; threadpoolctl's OpenMP limit holds only on the thread that set it, so torch's own
+    limit is set too (it was 2 there before: one thread spinning on the second core)."""
+    torch = pytest.importorskip("torch")  # the 'embeddings' extra (.ci/run installs it)
+    from fastapi.testclient import TestClient
+
+    from service.api.app import create_app
+    from service.runtime.process import Runtime
+
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"event_id": "e1", "timestamp": "2026-11-20T10:00:00Z",
+                               "question": "when does the library open"}) + "\n",
+                   encoding="utf-8")  # fmt: skip
+    settings = load_settings(state={"path": tmp_path / "state.sqlite"},
+                             source={"kind": "file", "path": log, "follow": False},
+                             analytics={"enabled": False})  # fmt: skip
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)  # whatever the machine's core count
+    RecordTorchThreads.seen.clear()
+    try:
+        runtime = Runtime(settings, stages=[RecordTorchThreads()])
+        with TestClient(create_app(settings, runtime)) as client:
+            deadline = time.monotonic() + 30
+            while not client.get("/v1/status").json()["totals"]["processed"]:
+                assert time.monotonic() < deadline, "the event was not processed within 30 s"
+                time.sleep(0.05)
+        assert RecordTorchThreads.seen and set(RecordTorchThreads.seen) == {1}
+    finally:
+        torch.set_num_threads(before)
