@@ -365,8 +365,9 @@ def effective_settings(config: Path, python_path: str) -> dict[str, Any]:
     """The effective settings of ``config`` (``model_dump``), loaded with ``python_path``."""
     code = ("import json,sys; from service.settings import load_settings; "
             "print(json.dumps(load_settings(sys.argv[1]).model_dump(mode='json')))")  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": python_path}
     done = subprocess.run([sys.executable, "-c", code, str(config)], capture_output=True,
-                          text=True, check=True, env={**os.environ, "PYTHONPATH": python_path})  # fmt: skip
+                          text=True, check=True, env=env)  # fmt: skip
     return json.loads(done.stdout)
 
 
@@ -374,8 +375,12 @@ def prepare(events: int, workdir: Path, overrides: Sequence[str]) -> tuple[Path,
     """Write (or reuse) the log, the gold set and corpus, and the configuration.
 
     Returns ``(config, log, good events expected)``."""
-    from benchmarks.bench_production import BAD_SHARE, DUPLICATE_SHARE, write_gold_and_corpus
-    from benchmarks.bench_production import write_log
+    from benchmarks.bench_production import (
+        BAD_SHARE,
+        DUPLICATE_SHARE,
+        write_gold_and_corpus,
+        write_log,
+    )
 
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / f"production-{events}.jsonl"
@@ -440,12 +445,14 @@ def render(result: dict[str, Any]) -> str:
 
     line("events", [f"{r['events']:,}" for r in rows], "0")
     line("RSS MiB", [f"{r['rss'] / mb:.1f}" for r in rows], f"{start['rss'] / mb:.1f}")
-    for key, label in (("arena", "glibc heap (brk) MiB"), ("uordblks", "  in use MiB"),
-                       ("fordblks", "  free inside MiB"), ("hblkhd", "glibc mmap-ed MiB")):  # fmt: skip
+    glibc = (("arena", "glibc heap (brk) MiB"), ("uordblks", "  in use MiB"),
+             ("fordblks", "  free inside MiB"), ("hblkhd", "glibc mmap-ed MiB"))  # fmt: skip
+    for key, label in glibc:
         if key in start["heap"]:
             line(label, [f"{r['heap'][key] / mb:.1f}" for r in rows],
                  f"{start['heap'][key] / mb:.1f}")  # fmt: skip
-    for key, label in (("arenas", "pymalloc arenas MiB"), ("allocated", "  in allocated blocks MiB")):
+    arenas = (("arenas", "pymalloc arenas MiB"), ("allocated", "  in allocated blocks MiB"))
+    for key, label in arenas:
         if key in start.get("pymalloc", {}):
             line(label, [f"{r['pymalloc'][key] / mb:.1f}" for r in rows],
                  f"{start['pymalloc'][key] / mb:.1f}")  # fmt: skip
@@ -501,7 +508,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--malloc-trim", action="store_true")
     parser.add_argument("--no-mmap-fix", action="store_true")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                        help="an environment variable for the child, e.g. MALLOC_ARENA_MAX=2")  # fmt: skip
+                        help="a variable for the child: MALLOC_ARENA_MAX=2")  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write the raw result here")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--config", help=argparse.SUPPRESS)
