@@ -323,6 +323,12 @@ def bounds(settings: dict[str, Any]) -> list[tuple[str, str, int]]:
     an, hv = settings["analytics"], settings["harvest"]
     q, lang = an["question_cache_size"], an["language"]["cache_size"]
     suggestions = hv["max_suggestions"]
+    # before this benchmark the PII memos and live quality's recent events had constants
+    pii = ("analytics.pii_memo_size", an["pii_memo_size"]) if "pii_memo_size" in an else (
+        "pii.scrub._MEMO_SIZE", 65_536)  # fmt: skip
+    known = settings["shadow"].get("known_recent_events")
+    quality = ("shadow.known_recent_events", known) if known else (
+        "LiveQualityStage max_events", 100_000)  # fmt: skip
     return [
         ("recent._ids", "pipeline.dedup_window", settings["pipeline"]["dedup_window"]),
         ("recent._order", "pipeline.dedup_window (+ stale)", settings["pipeline"]["dedup_window"]),
@@ -338,14 +344,19 @@ def bounds(settings: dict[str, Any]) -> list[tuple[str, str, int]]:
         ("harvest._normal", "harvest._NORMAL_CACHE", 20_000),
         ("scores._recent[*]", "harvest.score_window", hv["score_window"]),
         ("scores._sorted[*]", "harvest.score_window", hv["score_window"]),
-        ("quality._recent", "LiveQualityStage max_events", 100_000),
+        ("quality._recent", *quality),
+        ("harvest._dirty", "harvest.max_suggestions (ids)", suggestions),
+        ("harvest._stale", "harvest.max_suggestions (ids)", suggestions),
+        ("harvest._held", "harvest.max_suggestions (ids)", suggestions),
+        ("suggestion._normalised", "harvest.suggestion lru_cache", 8_192),
         ("cache._data", "analytics.question_cache_size", q),
         ("verdicts._data", "analytics.question_cache_size", q),
         ("detector._cached", "analytics.language.cache_size", lang),
-        ("detector._prior_label", "analytics.language.cache_size", lang),
-        ("detector._confident", "analytics.language.cache_size", lang),
-        ("pseudonymiser._memo", "pii.scrub._MEMO_SIZE", 65_536),
-        ("_text_memo", "pii.scrub._MEMO_SIZE", 65_536),
+        ("detector._cached_prior", "analytics.language.cache_size", lang),
+        ("detector._cached_confident", "analytics.language.cache_size", lang),
+        ("pseudonymiser._memo", *pii),
+        ("memo._texts", *pii),
+        ("_text_memo", *pii),
         ("_label_memo", "pii.scrub._MEMO_SIZE", 65_536),
     ]
 
@@ -510,6 +521,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="a variable for the child: MALLOC_ARENA_MAX=2")  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write the raw result here")
+    parser.add_argument("--render", type=Path, help="print the table of a saved --json result")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--config", help=argparse.SUPPRESS)
     parser.add_argument("--log", help=argparse.SUPPRESS)
@@ -517,6 +529,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.child:
         child(args)
+        return
+    if args.render:
+        print(render(json.loads(args.render.read_text(encoding="utf-8"))))
         return
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="gw-bench-memory-"))
     env = dict(item.split("=", 1) for item in args.env)
