@@ -158,7 +158,10 @@ def deep_size(obj: Any, seen: set[int], depth: int = 0) -> int:
 
 def estimate(container: Any) -> int:
     """Estimated bytes of ``container``: itself plus the mean deep size of up to
-    :data:`SAMPLE` evenly spread entries × its length (a numpy array: ``nbytes``)."""
+    :data:`SAMPLE` evenly spread entries × its length (a numpy array: ``nbytes``). Objects
+    the sampled entries share count once in the sample, so a value shared by every entry is
+    counted about ``len / SAMPLE`` times over, not ``len`` times; objects shared with other
+    structures (a suggestion id in several maps) count in each."""
     if hasattr(container, "nbytes") and hasattr(container, "dtype"):
         return int(container.nbytes)
     n = len(container)
@@ -167,9 +170,10 @@ def estimate(container: Any) -> int:
     step = max(1, n // SAMPLE)
     items = container.items() if isinstance(container, dict) else container
     total, k = 0, 0
+    seen: set[int] = set()  # an object the sampled entries share (a reason tuple) counts once
     for i, item in enumerate(items):
         if i % step == 0:
-            total += deep_size(item, set())
+            total += deep_size(item, seen)
             k += 1
             if k >= SAMPLE:
                 break
