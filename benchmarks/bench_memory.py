@@ -27,7 +27,9 @@ otherwise lifts it; serve sheds), glibc's ``mmap`` threshold is fixed as serve f
 (``service.runtime.memory.fix_mmap_threshold``; ``--no-mmap-fix`` to leave it), and
 ``--set key=value`` (dotted paths, YAML values) changes any setting, e.g. the caches' sizes.
 ``--malloc-trim`` calls glibc's ``malloc_trim(0)`` after each tenth's measurement (its
-effect shows in the next tenth). ``--reference DIR`` runs the child on another copy of the
+effect shows in the next tenth). ``--state-file`` keeps the state (checkpoints, the harvest's
+published suggestions) in a SQLite file as serve does; without it, as ``goldwatch replay``
+without ``--state``, in an in-memory database, whose pages are in RSS. ``--reference DIR`` runs the child on another copy of the
 code (``PYTHONPATH=DIR``), e.g. an untouched checkout, for a same-run reference.
 
 Run: ``python -m benchmarks.bench_memory --events 1000000 [--workdir DIR] [--set
@@ -171,8 +173,10 @@ def estimate(container: Any) -> int:
     items = container.items() if isinstance(container, dict) else container
     total, k = 0, 0
     seen: set[int] = set()  # an object the sampled entries share (a reason tuple) counts once
+    held = []  # the sampled items stay alive: a freed one's id could be another's
     for i, item in enumerate(items):
         if i % step == 0:
+            held.append(item)
             total += deep_size(item, seen)
             k += 1
             if k >= SAMPLE:
@@ -309,7 +313,13 @@ def child(args: argparse.Namespace) -> None:
         emit("start-up", 0)
 
     replay_job.build_live, replay_job.freeze_heap = build, freeze  # type: ignore[assignment]
-    report = replay_job.run_replay(settings, Path(args.log), None, Path(args.workdir) / "dlq")
+    state_path = Path(args.workdir) / f"state-{os.getpid()}.sqlite" if args.state_file else None
+    report = replay_job.run_replay(settings, Path(args.log), state_path,
+                                   Path(args.workdir) / "dlq")  # fmt: skip
+    if state_path is not None:
+        for leftover in state_path.parent.glob(f"{state_path.name}*"):
+            if leftover.is_file():
+                leftover.unlink()
     if state["tenth"] <= 10:  # fewer events than expected reached the observer
         emit(f"end ({state['events']:,} events)", 10)
     print(json.dumps({"done": True, "processed": report["processed"],
@@ -418,7 +428,7 @@ def prepare(events: int, workdir: Path, overrides: Sequence[str]) -> tuple[Path,
 
 def run(events: int, workdir: Path, overrides: Sequence[str] = (), reference: Path | None = None,
         tracemalloc_at: Sequence[int] = (), malloc_trim: bool = False, mmap_fix: bool = True,
-        env: dict[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
+        env: dict[str, str] | None = None, state_file: bool = False) -> dict[str, Any]:  # fmt: skip
     """Run one measured replay in a child; return ``{"rows", "done", "settings", ...}``."""
     config, log, expected = prepare(events, workdir, overrides)
     python_path = str(reference) if reference else str(HERE.parents[1])
@@ -429,6 +439,8 @@ def run(events: int, workdir: Path, overrides: Sequence[str] = (), reference: Pa
         command.append("--malloc-trim")
     if not mmap_fix:
         command.append("--no-mmap-fix")
+    if state_file:
+        command.append("--state-file")
     child_env = {**os.environ, **(env or {}), "PYTHONPATH": python_path}
     done = subprocess.run(command, capture_output=True, text=True, env=child_env, check=False)
     if done.returncode != 0:
@@ -437,7 +449,8 @@ def run(events: int, workdir: Path, overrides: Sequence[str] = (), reference: Pa
     return {"rows": [r for r in rows if "tenth" in r], "done": rows[-1],
             "settings": effective_settings(config, python_path), "overrides": list(overrides),
             "reference": str(reference) if reference else None, "events": events,
-            "malloc_trim": malloc_trim, "mmap_fix": mmap_fix, "env": env or {}}  # fmt: skip
+            "malloc_trim": malloc_trim, "mmap_fix": mmap_fix, "env": env or {},
+            "state_file": state_file}  # fmt: skip
 
 
 def render(result: dict[str, Any]) -> str:
@@ -451,6 +464,7 @@ def render(result: dict[str, Any]) -> str:
              + (f"; code: {result['reference']}" if extra else "")
              + ("; malloc_trim after each tenth" if result["malloc_trim"] else "")
              + ("" if result["mmap_fix"] else "; mmap threshold not fixed")
+             + ("; state in a file" if result.get("state_file") else "; state in memory")
              + "".join(f"; {k}={v}" for k, v in result["env"].items())]  # fmt: skip
     head = f"{'':38}{'start':>9}" + "".join(f"{r['tenth']:>10}" for r in rows)
     lines.append(head)
@@ -522,6 +536,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                         type=lambda s: [int(x) for x in s.split(",") if x])  # fmt: skip
     parser.add_argument("--malloc-trim", action="store_true")
     parser.add_argument("--no-mmap-fix", action="store_true")
+    parser.add_argument("--state-file", action="store_true",
+                        help="keep the state in a SQLite file, as serve does (default: in "
+                             "memory, as goldwatch replay without --state)")  # fmt: skip
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="a variable for the child: MALLOC_ARENA_MAX=2")  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write the raw result here")
@@ -540,7 +557,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="gw-bench-memory-"))
     env = dict(item.split("=", 1) for item in args.env)
     result = run(args.events, workdir, args.set, args.reference, args.tracemalloc_at,
-                 args.malloc_trim, not args.no_mmap_fix, env)  # fmt: skip
+                 args.malloc_trim, not args.no_mmap_fix, env, args.state_file)  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(result), encoding="utf-8")
     print(render(result))
