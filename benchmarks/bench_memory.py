@@ -9,32 +9,36 @@ in a child process so RSS is the replay's alone) on the production-shaped log of
 end of each tenth of the events records:
 
 * RSS (``VmRSS``), the glibc heap (``mallinfo2``: ``arena`` bytes obtained with ``brk``,
-  ``uordblks`` in use, ``fordblks`` free inside it, ``hblkhd`` in ``mmap``-ed blocks) and
-  pymalloc's allocated blocks (``sys.getallocatedblocks``): a heap whose free part grows
-  while RSS grows is fragmentation, not a structure;
+  ``uordblks`` in use, ``fordblks`` free inside it, ``hblkhd`` in ``mmap``-ed blocks),
+  pymalloc's arenas and the bytes in their allocated blocks (``sys._debugmallocstats``) and
+  its block count (``sys.getallocatedblocks``): free space growing inside the heap or the
+  arenas while RSS grows is fragmentation, not a structure;
 * every container of the live pipeline reachable from ``Live`` (stages, their caches and
-  indexes; attributes walked to depth :data:`MAX_DEPTH`) and every module-level cache of
-  ``service.*`` that holds at least :data:`MIN_ENTRIES` entries at some tenth: its entry
+  indexes; attributes walked to depth :data:`MAX_DEPTH`) and every module-level container
+  or ``lru_cache`` of ``service.*``/``consumers.*``, shown when it holds at least
+  :data:`MIN_ENTRIES` entries at some tenth and changes or has a known bound: its entry
   count, its bound (:func:`bounds`: the setting or constant that caps it) and an estimate of
   its size (the container plus the mean deep size of up to :data:`SAMPLE` of its entries ×
-  its length; numpy arrays by ``nbytes``);
+  its length; numpy arrays with their data);
 * optionally (``--tracemalloc-at 1,5,10``) the traced total and the top files of a
-  ``tracemalloc`` snapshot at those tenths (tracing from the start; it slows the replay
-  about 2×, so use it on a shorter run).
+  ``tracemalloc`` snapshot at those tenths (tracing from the start: slow, use it on a
+  shorter run).
 
 Settings as serve's: ``harvest.max_new_per_batch`` is set to its default explicitly (a replay
 otherwise lifts it; serve sheds), glibc's ``mmap`` threshold is fixed as serve fixes it
 (``service.runtime.memory.fix_mmap_threshold``; ``--no-mmap-fix`` to leave it), and
 ``--set key=value`` (dotted paths, YAML values) changes any setting, e.g. the caches' sizes.
 ``--malloc-trim`` calls glibc's ``malloc_trim(0)`` after each tenth's measurement (its
-effect shows in the next tenth). ``--state-file`` keeps the state (checkpoints, the harvest's
+effect shows in the next tenth); ``--env NAME=VALUE`` sets a variable for the child
+(``MALLOC_ARENA_MAX=2``). ``--state-file`` keeps the state (checkpoints, the harvest's
 published suggestions) in a SQLite file as serve does; without it, as ``goldwatch replay``
-without ``--state``, in an in-memory database, whose pages are in RSS. ``--reference DIR`` runs the child on another copy of the
-code (``PYTHONPATH=DIR``), e.g. an untouched checkout, for a same-run reference.
+without ``--state``, in an in-memory database, whose pages are in RSS. ``--reference DIR``
+runs the child on another copy of the code (``PYTHONPATH=DIR``), e.g. an untouched
+checkout, for a same-run reference. ``--render FILE`` prints the table of a ``--json`` result.
 
 Run: ``python -m benchmarks.bench_memory --events 1000000 [--workdir DIR] [--set
 analytics.question_cache_size=1000] [--json out.json]``. The log is written once into
-``--workdir`` (about 1.3 GB for 1,000,000 lines) and reused by later runs with the same
+``--workdir`` (about 2.2 GB for 1,000,000 lines) and reused by later runs with the same
 ``--events``.
 """
 
