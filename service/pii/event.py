@@ -18,7 +18,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from service.pii.pseudonym import UNKEYED, Pseudonymiser
-from service.pii.scrub import _scrub_memoised, scrub_label
+from service.pii.scrub import ScrubMemo, _text_memo, scrub_label
 from service.records import PII_TYPES
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ def _clean_labels(event: QueryLogEvent, pseudonymiser: Pseudonymiser) -> dict[st
 
 
 def scrub_event(
-    event: QueryLogEvent, pseudonymiser: Pseudonymiser = UNKEYED
+    event: QueryLogEvent, pseudonymiser: Pseudonymiser = UNKEYED, memo: ScrubMemo | None = None
 ) -> tuple[QueryLogEvent, dict[str, int]]:
     """Scrub an event's free text: ``question`` and ``answer.text`` with :func:`scrub`,
     the labels ``user.role``, ``user.tenant``, ``channel`` and ``retrieval.retriever`` with
@@ -93,16 +93,19 @@ def scrub_event(
 
     ``event_id`` is pseudonymised earlier, by the dedup stage (:func:`pseudonymise_event_ids`),
     since it is the dedup identity. Passage ids, citations and ``doc``/``doc_type`` are the
-    corpus's own names (joined with the gold set and the ACL policy) and are kept.
+    corpus's own names (joined with the gold set and the ACL policy) and are kept. The texts'
+    scrubbed forms are remembered in ``memo`` (``None``: a memo of 65,536 texts shared by
+    such calls; the PII stage passes its own, of ``analytics.pii_memo_size`` texts).
 
     Returns:
         ``(event, counts)``: the same object when nothing changed, else an updated copy (events
         are frozen); counts by type over ``question`` and ``answer.text`` (the metric's
         meaning: items in the text people wrote).
     """
-    question = _scrub_memoised(event.question)
+    scrub_text = _text_memo if memo is None else memo
+    question = scrub_text(event.question)
     answer = event.answer
-    scrubbed = _scrub_memoised(answer.text) if answer is not None and answer.text else None
+    scrubbed = scrub_text(answer.text) if answer is not None and answer.text else None
     update = _clean_labels(event, pseudonymiser)
     if not question.counts and (scrubbed is None or not scrubbed.counts):
         return (_with(event, **update) if update else event), {}  # the common case

@@ -13,7 +13,7 @@ import hmac
 import re
 
 from service.pii.detectors import _plain_identifier
-from service.pii.scrub import _memo, scrub
+from service.pii.scrub import _MEMO_SIZE, _memo, scrub
 
 #: What a pseudonymised identifier starts with (:func:`pseudonymise`).
 PSEUDONYM_PREFIX = "pii-"
@@ -79,7 +79,7 @@ class Pseudonymiser:
     The key is never shown (``repr`` says only whether there is one) nor logged.
 
     Raises:
-        ValueError: ``key`` is empty.
+        ValueError: ``key`` is empty, or ``memo_size`` negative.
 
     >>> Pseudonymiser(b"k" * 32)
     Pseudonymiser(keyed=True)
@@ -87,13 +87,16 @@ class Pseudonymiser:
     True
     """
 
-    __slots__ = ("_key", "_memo")
+    __slots__ = ("_key", "_memo", "_memo_size")
 
-    def __init__(self, key: bytes | None = None) -> None:
+    def __init__(self, key: bytes | None = None, memo_size: int = _MEMO_SIZE) -> None:
         if key is not None and not key:
             raise ValueError("the pseudonym key must not be empty")
+        if memo_size < 0:
+            raise ValueError(f"the pseudonym memo's size must be >= 0, got {memo_size}")
         self._key = key
         self._memo: dict[str, str] = {}
+        self._memo_size = memo_size
 
     @property
     def keyed(self) -> bool:
@@ -105,9 +108,14 @@ class Pseudonymiser:
         return pseudonymise(identifier, self._key)
 
     def memoised(self, identifier: str) -> str:
-        """As calling it, remembered (up to :data:`service.pii.scrub._MEMO_SIZE` entries, then
-        afresh)."""
-        return _memo(self._memo, identifier, self)
+        """As calling it, remembered (up to ``memo_size`` identifiers, then afresh; about
+        0.13 KB each, ``benchmarks.bench_memory``)."""
+        return _memo(self._memo, identifier, self, self._memo_size)
+
+    @property
+    def remembered(self) -> int:
+        """Identifiers whose pseudonyms are remembered now (at most ``memo_size``)."""
+        return len(self._memo)
 
     def __repr__(self) -> str:
         return f"Pseudonymiser(keyed={self.keyed})"

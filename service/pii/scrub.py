@@ -29,7 +29,8 @@ from service.pii.fold import _CF, _FOLD
 from service.records import PII_TYPES, PLACEHOLDERS
 
 MAX_PASSES = 4
-#: Entries kept by the label and identifier memo (then it starts afresh).
+#: Entries kept by the label memo, and by default by the text and identifier memos
+#: (``analytics.pii_memo_size`` sets the PII stage's), then each starts afresh.
 _MEMO_SIZE = 65_536
 _label_memo: dict[str, str] = {}
 
@@ -116,30 +117,66 @@ def scrub_many(texts: Iterable[str]) -> list[Scrubbed]:
     return [scrub(text) for text in texts]
 
 
-def _memo(memo: dict[str, str], text: str, compute: Callable[[str], str]) -> str:
-    """``compute(text)``, remembered in ``memo`` (cleared when it holds :data:`_MEMO_SIZE`)."""
+def _memo(memo: dict[str, str], text: str, compute: Callable[[str], str],
+          size: int = _MEMO_SIZE) -> str:  # fmt: skip
+    """``compute(text)``, remembered in ``memo`` (cleared when it holds ``size`` entries;
+    ``size`` 0: not remembered)."""
     value = memo.get(text)
     if value is None:
-        if len(memo) >= _MEMO_SIZE:
-            memo.clear()
-        value = memo[text] = compute(text)
+        value = compute(text)
+        if size:
+            if len(memo) >= size:
+                memo.clear()
+            memo[text] = value
     return value
 
 
-#: :func:`scrub` of recent questions and answers (live traffic repeats them): text -> result,
-#: cleared when it holds :data:`_MEMO_SIZE` entries. Read-only: callers copy the counts.
-_text_memo: dict[str, Scrubbed] = {}
+class ScrubMemo:
+    """:func:`scrub` of recent texts (questions and answers: live traffic repeats them),
+    remembered: at most ``size`` texts, then it starts afresh (cleared; ``size`` 0: none
+    remembered). ``scrub`` is a pure function of its text, so a remembered result is the one
+    it would compute: the size changes the time, never a result. The results are shared:
+    callers copy the counts, never change them.
+
+    Memory: about 0.32 KB per text (the text, its :class:`Scrubbed` and the map entry;
+    ``benchmarks.bench_memory``: 47,589 production-shaped questions and answers, 15.0 MiB),
+    so 65,536 texts are at most ~21 MB.
+
+    Raises:
+        ValueError: ``size`` is negative.
+
+    >>> memo = ScrubMemo(1)
+    >>> memo("mail bo@example.com"), memo("hi"), len(memo)
+    (Scrubbed(text='mail <EMAIL>', counts={'email': 1}), Scrubbed(text='hi', counts={}), 1)
+    """
+
+    __slots__ = ("_texts", "size")
+
+    def __init__(self, size: int = _MEMO_SIZE) -> None:
+        if size < 0:
+            raise ValueError(f"the scrub memo's size must be >= 0, got {size}")
+        self.size = size
+        self._texts: dict[str, Scrubbed] = {}
+
+    def __call__(self, text: str) -> Scrubbed:
+        """:func:`scrub` of ``text``, remembered."""
+        found = self._texts.get(text)
+        if found is None:
+            found = scrub(text)
+            if self.size:
+                if len(self._texts) >= self.size:
+                    self._texts.clear()
+                self._texts[text] = found
+        return found
+
+    def __len__(self) -> int:
+        """Texts remembered now (at most ``size``)."""
+        return len(self._texts)
 
 
-def _scrub_memoised(text: str) -> Scrubbed:
-    """:func:`scrub` of ``text``, remembered (:data:`_text_memo`; ``scrub`` is a pure
-    function of its text, so a remembered result is the one it would compute)."""
-    found = _text_memo.get(text)
-    if found is None:
-        if len(_text_memo) >= _MEMO_SIZE:
-            _text_memo.clear()
-        found = _text_memo[text] = scrub(text)
-    return found
+#: The memo of :func:`service.pii.event.scrub_event` calls given none (the PII stage has its
+#: own, of ``analytics.pii_memo_size`` texts).
+_text_memo = ScrubMemo()
 
 
 def scrub_label(text: str) -> str:

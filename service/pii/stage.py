@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from service.pii.event import scrub_event
 from service.pii.pseudonym import UNKEYED, Pseudonymiser
+from service.pii.scrub import _MEMO_SIZE, ScrubMemo
 
 if TYPE_CHECKING:
     from service.pipeline import Batch
@@ -19,17 +20,25 @@ class PiiScrubStage:
     answer, the labels, ``user.id`` with ``pseudonymiser``), before any later stage sees it.
 
     Sets ``batch.annotations[i]["pii"]`` to the event's counts by type (``{}`` when clean),
-    for telemetry. Stateless; never logs text. Other modules may call :func:`scrub_event`.
+    for telemetry. Never logs text. Other modules may call :func:`scrub_event`. Its only
+    state is a cache: the scrubbed forms of up to ``memo_size`` recent texts
+    (:class:`~service.pii.scrub.ScrubMemo`, ``analytics.pii_memo_size``), which changes the
+    time a repeated question takes, never a result.
+
+    Raises:
+        ValueError: ``memo_size`` is negative.
     """
 
     name = "pii"
 
-    def __init__(self, pseudonymiser: Pseudonymiser = UNKEYED) -> None:
+    def __init__(self, pseudonymiser: Pseudonymiser = UNKEYED, memo_size: int = _MEMO_SIZE
+                 ) -> None:  # fmt: skip
         self.pseudonymiser = pseudonymiser
+        self.memo = ScrubMemo(memo_size)
 
     def process(self, batch: Batch) -> None:
         for i, event in enumerate(batch.events):
-            clean, counts = scrub_event(event, self.pseudonymiser)
+            clean, counts = scrub_event(event, self.pseudonymiser, self.memo)
             if clean is not event:
                 batch.events[i] = clean
             batch.annotations[i][ANNOTATION_KEY] = counts

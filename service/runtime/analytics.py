@@ -27,7 +27,7 @@ from service.evaluation.detector_quality import DEFAULT_AUC_FLOOR, DetectorQuali
 from service.files.fit_cache import Memo, no_memo
 from service.language.detector import LanguageConfig, LanguageDetector, LanguageLabeler
 from service.language.stage import LanguageStage
-from service.pii import UNKEYED, PiiScrubStage, Pseudonymiser
+from service.pii import PiiScrubStage, Pseudonymiser
 from service.pipeline import Stage
 from service.pipeline.totals import AnnotationTotals
 from service.records import Passage
@@ -335,13 +335,13 @@ def _novelty_off(model: TopicModel | None, has_gold: bool) -> str | None:
 
 def pseudonymiser(config: AnalyticsConfig) -> Pseudonymiser:
     """The pseudonymiser of ``event_id`` and ``user.id``: keyed with ``pii_key`` (or its
-    file) when one is set, else the unkeyed digest.
+    file) when one is set, else the unkeyed digest; it remembers up to ``pii_memo_size``
+    pseudonyms of ``user.id``.
 
     Raises:
         ValueError: ``pii_key_file`` cannot be read or holds too short a key.
     """
-    key = config.pii_key_bytes()
-    return UNKEYED if key is None else Pseudonymiser(key)
+    return Pseudonymiser(config.pii_key_bytes(), memo_size=config.pii_memo_size)
 
 
 def language_detector(config: AnalyticsConfig, gold: GoldSet) -> LanguageDetector:
@@ -384,7 +384,9 @@ def build_analytics(
     """
     if not config.enabled:
         return Analytics(stages=[])
-    stages: list[Stage] = [PiiScrubStage(pseudonymiser(config))] if config.pii else []
+    stages: list[Stage] = (
+        [PiiScrubStage(pseudonymiser(config), config.pii_memo_size)] if config.pii else []
+    )
     detector = language_detector(config, gold)
     language_counts = memo("language-counts", [[(q.question, q.language) for q in gold],
                                                detector.config],

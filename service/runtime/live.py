@@ -302,7 +302,8 @@ def build_live(
         index = known_index(analytics, gold, settings.shadow.known_threshold,
                             settings.analytics.question_cache_size)  # fmt: skip
         quality = LiveQualityStage(index, AccessPolicy.from_corpus(corpus),
-                                   k=settings.shadow.known_k, production=PRODUCTION)  # fmt: skip
+                                   k=settings.shadow.known_k, production=PRODUCTION,
+                                   max_events=settings.shadow.known_recent_events)  # fmt: skip
         stages.append(quality)
         listeners.append(quality.observe_candidate)
     harvest, harvest_metrics, closers = None, None, []

@@ -413,6 +413,12 @@ class AnalyticsConfig(_Frozen):
             0.17 KB, each counting its own copy of a 47-character question), so the default
             65,536 is at most ~48 MB (docs/runbook.md, "Memory"). The language detector's
             cache is ``language.cache_size``, the embedding cache ``embeddings.cache_size``.
+        pii_memo_size: distinct texts (questions, answers) whose scrubbed form, and
+            distinct ``user.id`` values whose pseudonym, the PII stage remembers (two maps,
+            each cleared when it holds this many; 0: none). A cache: the size changes the
+            time, never a result. A bound on memory: about 0.32 KB per text and 0.13 KB per
+            id (``benchmarks.bench_memory``: 47,589 texts 15.0 MiB, 20,000 ids 2.5 MiB), so
+            the default 65,536 is at most ~30 MB for the two (docs/scaling.md, "Memory").
         pii_key: secret key of the ``event_id``/``user.id`` pseudonyms (HMAC-SHA256; at least
             32 printable ASCII characters without leading or trailing whitespace, e.g.
             ``openssl rand -hex 32``: a trailing newline or a control character is a
@@ -446,6 +452,7 @@ class AnalyticsConfig(_Frozen):
     drift: DriftSettings = DriftSettings()
     embeddings: EmbeddingConfig = EmbeddingConfig()
     question_cache_size: int = Field(default=65_536, ge=0, le=10_000_000)
+    pii_memo_size: int = Field(default=65_536, ge=0, le=10_000_000)
     pii_key: SecretStr | None = None
     pii_key_file: Path | None = None
 
@@ -504,6 +511,14 @@ class ShadowSettings(ShadowConfig):
         known_threshold: character n-gram cosine similarity, in (0, 1], from which a live
             question counts as a near-duplicate ("known question") of a gold question.
         known_k: cut-off of the live recall@k, hit@k and reciprocal rank on known questions.
+        known_recent_events: most recent events matched to a known question whose match is
+            remembered (an insertion-ordered map keyed by event id, oldest out), so a shadow
+            candidate's result for the event, which comes later, is scored against the same
+            gold question; a result for an older event is not scored. Kept with or without
+            candidates. A bound on memory: about 0.28 KB per event (``benchmarks.bench_memory``:
+            25,211 events 6.8 MiB), so the default 100,000 is at most ~28 MB; on the
+            production-shaped benchmark log about 2.6 % of the events match, so the default
+            fills after ~4 million events (docs/scaling.md, "Memory").
         history: JSONL run history of scheduled/on-demand gold-set runs (``None``:
             ``gold-runs.jsonl`` beside the state file, which is writable in a container).
     """
@@ -513,6 +528,7 @@ class ShadowSettings(ShadowConfig):
     evaluate_on_start: bool = False
     known_threshold: float = Field(default=0.9, gt=0, le=1)
     known_k: int = Field(default=10, ge=1, le=1_000)
+    known_recent_events: int = Field(default=100_000, ge=1, le=10_000_000)
     history: Path | None = None
 
 

@@ -197,6 +197,19 @@ def test_recent_events_bounds_the_events_remembered() -> None:
     assert list(default._recent) == ["e0", "e1", "e2"]
 
 
+def test_events_with_the_same_reasons_share_one_reason_set() -> None:
+    """Issue 22 item 5 (benchmarks.bench_memory): a remembered event's counted reasons are
+    one shared frozenset per distinct set, not one per event (~0.2 KB each), whatever the
+    batch they came in; the sets themselves are the events' reasons."""
+    events = [event(f"e{i}", f"hostel fee refund {i % 2}", minute=i) for i in range(4)]
+    stage = HarvestStage(CONFIG)
+    stage.process(batch(events[:2], [REFUSED] * 2))
+    stage.process(batch(events[2:], [REFUSED] * 2))
+    sets = [stage._recent[f"e{i}"][1] for i in range(4)]
+    assert sets[0] == {"refused"}  # the refusal the annotations record
+    assert all(s is sets[0] for s in sets)
+
+
 def test_restart_from_checkpoint_and_replay_gives_the_same_records() -> None:
     events, notes = _events()
     straight_repo = MemoryCandidates()
