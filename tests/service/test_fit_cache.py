@@ -233,3 +233,21 @@ def test_demo_replays_are_byte_identical_with_the_cache_cold_and_warm(
     warm = _replay(settings, tmp_path / "warm", states / "warm.sqlite")
     assert warm[0] == cold[0]
     assert warm[1] == cold[1]
+
+
+@pytest.mark.parametrize("package", ["torch", "sentence-transformers", "wordllama"])
+def test_an_embedding_backend_upgrade_is_a_different_fingerprint(
+    package: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new torch (or any backend package) can move the vectors a cached fit came from, so
+    it must not be answered from the cache (a review found torch and transformers missing)."""
+    import importlib.metadata
+
+    real = importlib.metadata.version
+    before = code_fingerprint([])
+
+    def upgraded(name: str) -> str:
+        return "999.0" if name == package else real(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", upgraded)
+    assert code_fingerprint([]) != before
