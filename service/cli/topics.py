@@ -36,7 +36,8 @@ def topics_group() -> None:
 @click.option(
     "--use-gold-topics/--cluster",
     default=True,
-    help="Use the gold set's own 'topic' labels when every answerable row has one.",
+    help="Use the gold set's own 'topic' labels when any row has one (rows without one "
+    "are counted by the model's prediction).",
 )
 @click.option(
     "--previous",

@@ -3,13 +3,14 @@ settings model loads without numpy or a model (``goldwatch --help`` stays instan
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["MINILM_PACKAGES", "EmbeddingConfig"]
+__all__ = ["ENGLISH_ONLY_BACKENDS", "MINILM_PACKAGES", "EmbeddingConfig", "english_model_notice"]
 
 #: The import names the ``minilm`` backend needs, each with its PyPI name: the package
 #: shipping all-MiniLM-L6-v2 in its wheel, and the libraries that run it.
@@ -78,3 +79,36 @@ class EmbeddingConfig(BaseModel):
                 f"not {self.backend!r}"
             )
         return self
+
+
+#: Backends whose model was trained on English only.
+ENGLISH_ONLY_BACKENDS = frozenset({"minilm"})
+
+#: Share of gold questions in other languages from which an English-only backend is called out.
+OTHER_LANGUAGES_NOTICE_SHARE = 0.10
+
+
+def english_model_notice(config: EmbeddingConfig, languages: Mapping[str, int]) -> str | None:
+    """A notice when an English-only backend reads a gold set with ≥ 10 % of questions in
+    other languages (``languages``: ``{language label: gold questions}``, as the language stage
+    counts them; ``en``, ``en-*`` and ``und`` count as English); ``None`` otherwise.
+
+    The backend's novelty and out-of-scope quality on such a gold set fell under the default
+    0.75 floor where the default WordLlama's did not (docs/topics.md, "The MiniLM profile").
+    """
+    if config.backend not in ENGLISH_ONLY_BACKENDS:
+        return None
+    total = sum(languages.values())
+    other = {k: n for k, n in languages.items() if k.split("-")[0] not in ("en", "und") and n}
+    share = sum(other.values()) / total if total else 0.0
+    if share < OTHER_LANGUAGES_NOTICE_SHARE:
+        return None
+    top = ", ".join(
+        f"{k} {n / total:.0%}" for k, n in sorted(other.items(), key=lambda kv: (-kv[1], kv[0]))[:4]
+    )
+    return (
+        f"analytics.embeddings.backend {config.backend} reads an English-only model, and "
+        f"{share:.0%} of the gold set's questions are in other languages ({top}): its "
+        "novelty and out-of-scope quality may be lower than the default wordllama's; check "
+        'the detectors\' measured quality (docs/topics.md, "The MiniLM profile")'
+    )

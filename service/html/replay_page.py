@@ -203,6 +203,12 @@ def _shares(
                           "warn"))  # fmt: skip
     elif novelty.get("off"):
         parts.append(para(f"No question is called novel: {novelty['off']}.", "muted"))
+    elif (quality := novelty.get("quality") or {}).get("auc") is not None:
+        low, high = quality.get("auc_low"), quality.get("auc_high")
+        interval = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
+        parts.append(para(f"The novel share comes from a detector of ROC AUC "
+                          f"{quality['auc']:.3f}{interval} ({quality.get('method') or 'measured'}"
+                          f" on the gold set).", "muted"))  # fmt: skip
     has_gold = bool(dim.get("gold_counts"))
     alarms = [
         a["timestamp"]

@@ -52,6 +52,7 @@ from prometheus_client import CollectorRegistry
 from consumers.engine import Engine
 from consumers.file_source import FileSource
 from consumers.loop import make_decoder, run
+from service.embeddings.config import english_model_notice
 from service.harvest.shed_note import shed_note
 from service.jobs.series import TimeSeries
 from service.pipeline import Batch
@@ -164,9 +165,13 @@ def run_replay(
     finally:
         live.close()
         state.close()
-    notice = gold_set_notice(settings)
+    notices = [
+        gold_set_notice(settings),
+        english_model_notice(settings.analytics.embeddings,
+                             live.analytics.gold_counts.get("language", {})),
+    ]  # fmt: skip
     doc: ReplayReport = {
-        "notices": [notice] if notice else [],
+        "notices": [notice for notice in notices if notice],
         "file": str(file),
         "consumed": report.consumed,
         "processed": report.processed,
@@ -230,8 +235,14 @@ def render_text(doc: ReplayReport) -> str:
     caveat = {}  # the novel share next to what it is worth
     if novelty.get("uncalibrated"):
         caveat[NOVEL] = f" (UNCALIBRATED, not facts: {novelty['uncalibrated']})"
+    elif (novelty.get("quality") or {}).get("auc") is not None:
+        caveat[NOVEL] = f" (novelty detector {quality_text(novelty['quality'])})"
+    ranked = list(analytics["topics"].items())
+    listed = ranked[:6] + [(k, v) for k, v in ranked[6:] if k == NOVEL]  # novel always shown
     topics = "; ".join(f"{names.get(k, k)} {v / total:.0%}{caveat.get(k, '')}"
-                       for k, v in list(analytics["topics"].items())[:6])  # fmt: skip
+                       for k, v in listed)  # fmt: skip
+    if len(ranked) > len(listed):
+        topics += f"; {len(ranked) - len(listed)} more in the JSON report"
     if novelty.get("off") and not set(analytics["topics"]) <= {"und"}:
         topics += f"; {novelty['off']}"
     refusals = analytics["refusals"]

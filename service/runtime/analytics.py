@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from service.data.corpus import Corpus
-from service.data.goldset import GoldSet
+from service.data.goldset import GoldSet, GoldSetError
 from service.drift.stage import DriftStage
 from service.drift.windows import WindowConfig
+from service.embeddings.config import english_model_notice
 from service.embeddings.model import shared_embedder
 from service.embeddings.protocol import Embedder
 from service.evaluation.detector_quality import DEFAULT_AUC_FLOOR, DetectorQuality, measure_auc
@@ -137,17 +138,33 @@ def fit_topic_model(
 ) -> TopicModel:
     """Fit the topic model on the gold questions (plus passages when given).
 
-    With ``use_gold_topics`` and a ``topic`` on every gold row, those labels are the topics
-    (supervised); passages are then not used, having no label. ``previous`` (the model being
-    replaced, or its identity from the state store) keeps unsupervised topic ids.
+    With ``use_gold_topics`` and a ``topic`` on any gold row, the labels are the topics
+    (supervised), learnt from the rows that carry one; rows without one (an accepted
+    suggestion written without a label, unanswerable rows) are not trained on and are counted
+    by the model's prediction, as live traffic is (:meth:`TopicModel.gold_counts`), so one
+    unlabelled row never turns the gold set's own labels into clusters. Passages are then not
+    used, having no label. ``previous`` (the model being replaced, or its identity from the
+    state store) keeps unsupervised topic ids.
 
     Raises:
+        GoldSetError: every labelled row carries the same label (supervised topics need
+            2), naming the file and what to do.
         ValueError: too few texts to fit (from :meth:`TopicModel.fit`).
     """
     questions = list(gold)
-    labels = [q.topic for q in questions]
-    if use_gold_topics and questions and all(labels):
-        return TopicModel.fit([q.question for q in questions], config, labels=labels,  # type: ignore[arg-type]
+    labelled = [q for q in questions if q.topic]
+    if use_gold_topics and labelled and len({q.topic for q in labelled}) < 2:
+        # a clear start-up error naming the file and the way out, not a traceback (the label
+        # itself is not echoed: gold-set text stays out of logs and responses)
+        where = gold.path or "the gold set"
+        raise GoldSetError(where, [
+            f"{where}, field 'topic': supervised topics need at least 2 distinct labels, and "
+            f"all {len(labelled)} labelled rows carry the same one; label rows of another "
+            "topic, remove the labels, or set analytics.use_gold_topics: false (clusters)"
+        ])  # fmt: skip
+    if use_gold_topics and labelled:
+        return TopicModel.fit([q.question for q in labelled], config,
+                              labels=[q.topic for q in labelled],  # type: ignore[misc]
                               embedder=embedder, previous=previous)  # fmt: skip
     texts = [q.question for q in questions] + [p.text for p in passages]
     return TopicModel.fit(texts, config, embedder=embedder, previous=previous)
@@ -393,6 +410,8 @@ def build_analytics(
                            lambda: _language_counts(gold, detector))  # fmt: skip
     labeler = LanguageLabeler(language_counts, limit=config.language_label_limit)
     stages.append(LanguageStage(detector, labeler))
+    if notice := english_model_notice(config.embeddings, language_counts):
+        log.warning("%s", notice)
     # One embedder for topics, novelty and out-of-scope (``analytics.embeddings``); the
     # ``tfidf`` backend is fitted on the gold questions and the corpus.
     embedder = shared_embedder(

@@ -365,8 +365,8 @@ class AnalyticsConfig(_Frozen):
         topics_model: artefact from ``goldwatch topics fit``; ``None``: fitted on the gold
             set at start.
         topics: topic-model settings used when fitting at start.
-        use_gold_topics: use the gold set's own ``topic`` labels when every answerable row
-            has one.
+        use_gold_topics: use the gold set's own ``topic`` labels when any row has one (rows
+            without one are counted by the model's prediction, as live traffic is).
         refusal_patterns: extra refusal patterns (Python regular expressions, each compiled on
             its own; an invalid one is a configuration error naming its index).
         scope_method: how out-of-scope is judged: ``embedding`` (nearest gold questions and

@@ -487,16 +487,17 @@ class TopicModel:
                     ) -> dict[str, int]:  # fmt: skip
         """The gold set's topic counts through the same assignment as live traffic.
 
-        * Supervised, with every row labelled by one of this model's topics: each row's topic
-          is the nearest-centroid prediction of a model fitted without it
+        * Supervised: each row labelled by one of this model's topics gets the
+          nearest-centroid prediction of a model fitted without it
           (``cv_folds``-fold cross-validation, rows shuffled with the model's seed) — except
           rows of a label with fewer than ``cv_min_class`` gold rows, which get this model's
           own prediction: holding a row out of a centroid of 1–9 questions moves it so far
           that the held-out prediction no longer resembles what live paraphrases of that
           question get (the demo's 4 scholarship rows all went to "fees" held out, while 11 %
           of its live traffic is rightly "scholarships").
-        * Otherwise: the nearest centroid of this model (for the unsupervised fit, the
-          training assignment).
+        * Otherwise (an unsupervised model, or a row without a label — the model was not
+          fitted on it, so this is live traffic's assignment): the nearest centroid of this
+          model (for the unsupervised fit, the training assignment).
         * A row is :data:`NOVEL` when its leave-one-out novelty similarity (against the other
           gold rows) is below :attr:`threshold` — the calibration that gives live traffic of
           the gold set's own topics about ``novelty_percentile`` % novel questions.
@@ -508,14 +509,16 @@ class TopicModel:
             return {}
         vectors = self._embedder.embed(embedding_texts(texts))
         index = {name: i for i, name in enumerate(self.names)}
-        if (self.supervised and labels is not None and len(labels) == len(texts)
-                and all(label in index for label in labels)):  # fmt: skip
-            known = np.array([index[label] for label in labels])  # type: ignore[index]
-            predicted = _cross_validated(vectors, known, len(index), self._folds, self._seed)
-            small = np.bincount(known, minlength=len(index))[known] < self._min_class
-            predicted[small] = self._vectors_to_topics(vectors[small])[0]
-        else:
-            predicted, _ = self._vectors_to_topics(vectors)
+        predicted, _ = self._vectors_to_topics(vectors)
+        if self.supervised and labels is not None and len(labels) == len(texts):
+            rows = np.array([label in index for label in labels], dtype=bool)
+            if rows.any():
+                known = np.array([index[label] for label in labels if label in index])
+                held_out = _cross_validated(vectors[rows], known, len(index), self._folds,
+                                            self._seed)  # fmt: skip
+                small = np.bincount(known, minlength=len(index))[known] < self._min_class
+                held_out[small] = predicted[rows][small]
+                predicted[rows] = held_out
         if self._centre is not None:
             vectors = _centred(vectors, self._centre)
         penalty = _hubness_penalty(vectors, self.novelty_hubness) if self.novelty_hubness else None

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from service.embeddings.backends import MINILM_MODEL, minilm_embedder
+from service.embeddings.config import english_model_notice
 from service.embeddings.model import EmbeddingConfig, build_embedder
 from service.settings import ConfigError, load_settings
 
@@ -161,3 +162,16 @@ def test_minilm_runs_torch_on_the_native_threads_limit(offline_minilm: Any) -> N
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_an_english_only_backend_on_a_multilingual_gold_set_gets_a_notice() -> None:
+    """A new user ran MiniLM on an en/es/de/hi gold set and nothing said it is an English
+    model. 30 of 100 gold questions in hi/es: 30 % ≥ 10 % → a notice naming the share and the
+    languages; 9 of 100 (< 10 %), the default backend, or English variants only: none."""
+    minilm = EmbeddingConfig(backend="minilm")
+    notice = english_model_notice(minilm, {"en": 70, "hi": 20, "es": 10})
+    assert notice is not None and "English-only" in notice
+    assert "30% of the gold set's questions" in notice and "(hi 20%, es 10%)" in notice
+    assert english_model_notice(minilm, {"en": 91, "hi": 9}) is None
+    assert english_model_notice(minilm, {"en": 50, "en-Latn": 40, "und": 10}) is None
+    assert english_model_notice(EmbeddingConfig(), {"hi": 100}) is None

@@ -10,6 +10,7 @@ every question becomes a suggestion and nothing is shed.
 
 from __future__ import annotations
 
+import copy
 import html
 import json
 import re
@@ -232,3 +233,23 @@ def test_without_a_gold_set_topics_on_the_corpus_have_no_novelty_and_no_gold_col
         assert gold_only not in page, gold_only
     assert "<th>live share</th>" in page
     assert html.escape(f"No question is called novel: {NOVELTY_OFF_NO_GOLD}.") in page
+
+
+def test_a_calibrated_novel_share_shows_its_quality_and_is_never_cut_from_the_topics_line(
+    demo_replay: dict[str, Any],
+) -> None:
+    """A new user saw a trusted novelty detector's ROC AUC only in the JSON, and ``novel``
+    (5.4 %) cut from a text line that listed 6 topics. Here the demo's report with its novelty
+    made calibrated (quality above the floor) and ``novel`` ranked 8th of 9 topics."""
+    doc = copy.deepcopy(demo_replay)
+    analytics = doc["analytics"]
+    quality = {**analytics["novelty"]["quality"], "auc": 0.861, "auc_low": 0.789,
+               "auc_high": 0.921, "trusted": True, "uncalibrated": None}  # fmt: skip
+    analytics["novelty"] = {**analytics["novelty"], "quality": quality, "uncalibrated": None}
+    analytics["topics"] = {**{f"t{i}": 100 - i for i in range(7)}, "novel": 20, "t7": 10}
+    topics = next(x for x in render_text(doc).splitlines() if x.startswith("topics:"))
+    # shares are of the 3,000 events the languages line counts: 20 / 3,000 -> 1 %
+    assert "; novel 1% (novelty detector ROC AUC 0.861 [0.789, 0.921]); " in topics
+    assert "t6" not in topics and topics.endswith("; 2 more in the JSON report")  # t6, t7
+    page = render_replay_html(doc)
+    assert "The novel share comes from a detector of ROC AUC 0.861 [0.789, 0.921]" in page

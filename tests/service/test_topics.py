@@ -12,10 +12,13 @@ import numpy as np
 import pytest
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
+from service.data.goldset import GoldSet, GoldSetError
 from service.embeddings.model import default_embedder
 from service.evaluation.detector_quality import roc_auc
 from service.events import QueryLogEvent
 from service.pipeline import Pipeline, Stage
+from service.records import GoldQuestion
+from service.runtime.analytics import fit_topic_model
 from service.topics.model import (
     KIND,
     NOVEL,
@@ -534,3 +537,42 @@ def test_devanagari_sentence_ends_are_not_part_of_label_words() -> None:
                        2, 5)  # fmt: skip
     assert all("।" not in term for topic in terms for term in topic)
     assert "थे" in terms[0] and "टेस्ला" in terms[1]
+
+
+# -- partly labelled gold sets ---------------------------------------------------------------
+
+
+def _gold(rows: list[tuple[str, str | None]]) -> GoldSet:
+    return GoldSet(tuple(GoldQuestion(f"q-{i}", text, ("p-1",), topic=topic)
+                         for i, (text, topic) in enumerate(rows)))  # fmt: skip
+
+
+def test_one_gold_row_without_a_topic_keeps_the_labels_as_topics() -> None:
+    """An accepted suggestion is written without a topic (what a person did not confirm is no
+    label). That row must not turn the gold set's labels into clusters — a new user saw the
+    gold side become topic-0…7 while live traffic kept the old labels, and topic drift fired
+    on unchanged traffic. The labelled rows train; the unlabelled one is counted as live
+    traffic is, by the model's prediction: 'hostel fee refund' is a fees question."""
+    labelled = [(t, "fees") for t in FEES] + [(t, "exams") for t in EXAMS]
+    config = CONFIG.model_copy(update={"novelty_percentile": 0})
+    before = fit_topic_model(_gold(labelled), config=config)
+    after = fit_topic_model(_gold([*labelled, ("hostel fee refund", None)]), config=config)
+    assert before.supervised and after.supervised and after.names == ("exams", "fees")
+    assert after.version == before.version  # the same fit: the new row is not trained on
+    rows = [*labelled, ("hostel fee refund", None)]
+    counts = after.gold_counts([t for t, _ in rows], [label for _, label in rows])
+    in_sample = before.gold_counts([t for t, _ in labelled], [label for _, label in labelled])
+    assert counts == {**in_sample, "fees": in_sample["fees"] + 1}
+    assert after.assign("hostel fee refund").topic == "fees"
+
+
+def test_one_label_on_every_labelled_row_is_a_gold_set_error_naming_the_way_out() -> None:
+    """A new user's single-topic gold set ended replay in a traceback; now it is a gold-set
+    error (the CLI prints it and exits 2) saying what to do, without echoing the label."""
+    gold = _gold([(t, "fees") for t in FEES] + [("exam hall ticket", None)])
+    with pytest.raises(GoldSetError) as caught:
+        fit_topic_model(gold, config=CONFIG)
+    message = str(caught.value)
+    assert "need at least 2 distinct labels" in message and "use_gold_topics: false" in message
+    assert "'fees'" not in message
+    assert fit_topic_model(gold, config=CONFIG, use_gold_topics=False).supervised is False
