@@ -99,6 +99,7 @@ def test_accept_appends_to_the_gold_set_and_refreshes(server: Server) -> None:
     gold_path = Path(runtime.settings.gold_set)  # type: ignore[arg-type]
     before = gold_path.read_text(encoding="utf-8").splitlines()
     refreshes = runtime.gold_refreshes
+    topics = dict(runtime.live.analytics.topic_descriptions)  # the demo gold set's labels
     refused = _list(server, reason="refused", status="suggested", limit=200)["items"]
     item = next(row for row in refused if row["pool"])  # one with passages to name as gold
     passage = item["pool"][0]["id"]
@@ -118,6 +119,10 @@ def test_accept_appends_to_the_gold_set_and_refreshes(server: Server) -> None:
     index = runtime.live.quality.index  # type: ignore[union-attr]
     assert index is not None and len(index.gold) == len(after)
     assert index.match_many([row["question"]])[0].gold_id == row["id"]
+    # the row was written without a topic (nobody gave one): the labels stay the topics (a
+    # trial saw them become topic-0..7 and topic drift fire on unchanged traffic)
+    assert "topic" not in row and runtime.live.analytics.topic_descriptions == topics
+    assert "exams" in topics and not any(name.startswith("topic-") for name in topics)
 
 
 def test_reject_keeps_the_decision_scrubbed(server: Server) -> None:
