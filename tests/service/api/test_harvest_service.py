@@ -47,24 +47,33 @@ def _refreshes_done(timeout_s: float = 120.0) -> None:
         running[0].join(min(left, 1.0))
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    tmp = tmp_path_factory.mktemp("harvest")
+def _demo_settings(tmp: Path, **overrides: Any) -> Any:
+    """Serve settings on a copy of the demo gold set and the demo log as a file source."""
     gold = tmp / "gold.jsonl"
     shutil.copy(demo_path("gold.jsonl"), gold)
-    settings = load_settings(
+    return load_settings(
         gold_set=gold,
         source={"kind": "file", "path": demo_path("querylog.jsonl")},
         state={"path": tmp / "state.sqlite"},
         api={"port": _free_port(), "token": TOKEN},
         harvest={"flush_interval_s": 0},
+        **overrides,
     )
-    with Server(settings) as running:
-        deadline = time.monotonic() + 120
-        while not httpx.get(running.base + "/v1/status").json()["input_finished"]:
-            assert time.monotonic() < deadline, "the demo log was not consumed in time"
-            time.sleep(0.2)
-        yield running
+
+
+def _consumed(running: Server) -> Server:
+    """``running`` once ``/v1/status`` says its input is finished (fail after 120 s)."""
+    deadline = time.monotonic() + 120
+    while not httpx.get(running.base + "/v1/status").json()["input_finished"]:
+        assert time.monotonic() < deadline, "the demo log was not consumed in time"
+        time.sleep(0.2)
+    return running
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with Server(_demo_settings(tmp_path_factory.mktemp("harvest"))) as running:
+        yield _consumed(running)
 
 
 @pytest.fixture(autouse=True)
@@ -314,22 +323,10 @@ def test_a_finished_input_lists_every_suggestion_as_it_ends(
     checkpoint); the end of input checkpoints once more but nothing flushed them after it, so
     the API listed their state of event 1,000 — which of them depended on when the
     time-based checkpoints had fallen (a test here flaked on it)."""
-    gold = tmp_path / "gold.jsonl"
-    shutil.copy(demo_path("gold.jsonl"), gold)
-    settings = load_settings(
-        gold_set=gold,
-        source={"kind": "file", "path": demo_path("querylog.jsonl")},
-        state={"path": tmp_path / "state.sqlite"},
-        api={"port": _free_port(), "token": TOKEN},
-        harvest={"flush_interval_s": 0},
-        pipeline={"commit_every": 1_000, "commit_interval_s": 3_600},
-    )
+    settings = _demo_settings(tmp_path, pipeline={"commit_every": 1_000,
+                                                  "commit_interval_s": 3_600})  # fmt: skip
     with Server(settings) as running:
-        deadline = time.monotonic() + 120
-        while not httpx.get(running.base + "/v1/status").json()["input_finished"]:
-            assert time.monotonic() < deadline, "the demo log was not consumed in time"
-            time.sleep(0.2)
-        listed = _list(running, limit=200)
+        listed = _list(_consumed(running), limit=200)
         harvest = running.runtime.live.harvest
         assert harvest is not None
         held = {r["id"]: r for r in harvest.records()}

@@ -87,6 +87,25 @@ def test_the_context_manager_limits_and_restores(many_threads: None) -> None:
         assert _blas_threads() == {2}
 
 
+def _one_event_settings(tmp_path: Path) -> Any:
+    """Serve settings reading a one-event file (analytics off: only the stage under test)."""
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"event_id": "e1", "timestamp": "2026-11-20T10:00:00Z",
+                               "question": "when does the library open"}) + "\n",
+                   encoding="utf-8")  # fmt: skip
+    return load_settings(state={"path": tmp_path / "state.sqlite"},
+                         source={"kind": "file", "path": log, "follow": False},
+                         analytics={"enabled": False})  # fmt: skip
+
+
+def _wait_processed(client: Any) -> None:
+    """Until ``/v1/status`` counts the event processed (fail after 30 s)."""
+    deadline = time.monotonic() + 30
+    while not client.get("/v1/status").json()["totals"]["processed"]:
+        assert time.monotonic() < deadline, "the event was not processed within 30 s"
+        time.sleep(0.05)
+
+
 def test_serve_runs_its_stages_on_one_blas_thread_until_it_stops(
     tmp_path: Path, many_threads: None
 ) -> None:
@@ -95,20 +114,11 @@ def test_serve_runs_its_stages_on_one_blas_thread_until_it_stops(
     from service.api.app import create_app
     from service.runtime.process import Runtime
 
-    log = tmp_path / "log.jsonl"
-    log.write_text(json.dumps({"event_id": "e1", "timestamp": "2026-11-20T10:00:00Z",
-                               "question": "when does the library open"}) + "\n",
-                   encoding="utf-8")  # fmt: skip
-    settings = load_settings(state={"path": tmp_path / "state.sqlite"},
-                             source={"kind": "file", "path": log, "follow": False},
-                             analytics={"enabled": False})  # fmt: skip
+    settings = _one_event_settings(tmp_path)
     RecordThreads.seen.clear()
     runtime = Runtime(settings, stages=[RecordThreads()])
     with TestClient(create_app(settings, runtime)) as client:
-        deadline = time.monotonic() + 30
-        while not client.get("/v1/status").json()["totals"]["processed"]:
-            assert time.monotonic() < deadline, "the event was not processed within 30 s"
-            time.sleep(0.05)
+        _wait_processed(client)
         assert _blas_threads() == {1}  # while the service runs
     assert RecordThreads.seen and all(seen == {1} for seen in RecordThreads.seen)
     # (not asserted: the limit lifted at stop — TestClient stops the app in another thread
@@ -139,23 +149,14 @@ def test_serve_runs_torch_on_one_thread_on_its_consumer_thread(tmp_path: Path) -
     from service.api.app import create_app
     from service.runtime.process import Runtime
 
-    log = tmp_path / "log.jsonl"
-    log.write_text(json.dumps({"event_id": "e1", "timestamp": "2026-11-20T10:00:00Z",
-                               "question": "when does the library open"}) + "\n",
-                   encoding="utf-8")  # fmt: skip
-    settings = load_settings(state={"path": tmp_path / "state.sqlite"},
-                             source={"kind": "file", "path": log, "follow": False},
-                             analytics={"enabled": False})  # fmt: skip
+    settings = _one_event_settings(tmp_path)
     before = torch.get_num_threads()
     torch.set_num_threads(2)  # whatever the machine's core count
     RecordTorchThreads.seen.clear()
     try:
         runtime = Runtime(settings, stages=[RecordTorchThreads()])
         with TestClient(create_app(settings, runtime)) as client:
-            deadline = time.monotonic() + 30
-            while not client.get("/v1/status").json()["totals"]["processed"]:
-                assert time.monotonic() < deadline, "the event was not processed within 30 s"
-                time.sleep(0.05)
+            _wait_processed(client)
         assert RecordTorchThreads.seen and set(RecordTorchThreads.seen) == {1}
     finally:
         torch.set_num_threads(before)
