@@ -85,11 +85,10 @@ def test_no_alarm_on_100k_events_of_one_mixture(tmp_path: Path) -> None:
     found = drift_alarms(report, ("language", "topic", "refusal", "out_of_scope"))
     # A fixed mixture never alarms against its own past (baseline comparisons), and nothing
     # about language, refusals or out-of-scope alarms against the gold set. The topic mix does
-    # differ from this gold set's once, for good: 20 of its 80 rows are unanswerable
-    # (out-of-domain) while the traffic is 5 % out-of-domain, so the gold set over-represents
-    # those topics (topic-0 9/80 vs 2.9 % live) and under-represents the busiest one
-    # (15/80 vs 33 %). That one reference alarm is a true statement about this gold set, raised
-    # once and held — never a flapping series of alarms.
+    # differ from this gold set's once, for good: its 60 labelled rows are a third per domain
+    # (its 20 unanswerable rows, unlabelled, counted by the model's prediction) while the
+    # traffic is half banking (gold 25/80 vs 51 % live, measured). That one reference alarm is
+    # a true statement about this gold set, raised once and held — never a flapping series.
     assert [a for a in found if a["comparison"] == "baseline"] == []
     reference = [a for a in found if a["comparison"] == "reference"]
     assert all(a["dimension"] == "topic" for a in reference), reference
