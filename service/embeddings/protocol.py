@@ -14,6 +14,21 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from service.errors import GoldwatchError
+
+
+class EmbeddingModelError(GoldwatchError, ValueError, RuntimeError):
+    """The configured embedding model cannot be loaded: an optional package is missing, or
+    the folder ``analytics.embeddings.model_path`` names holds no loadable model. The message
+    names the setting at fault (and the ``pip install`` to run for a missing package), never
+    a question.
+
+    A ``ValueError``, so the commands report it as the bad configuration it is (exit 2, no
+    traceback); a ``RuntimeError`` for callers of the releases that raised that.
+    """
+
+    safe_text = True  # paths, setting and package names only
+
 
 @runtime_checkable
 class Embedder(Protocol):

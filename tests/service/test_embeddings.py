@@ -24,6 +24,7 @@ from service.embeddings.model import (
     l2_normalise,
     shared_embedder,
 )
+from service.embeddings.protocol import EmbeddingModelError
 from service.settings import ConfigError, load_settings
 
 
@@ -268,8 +269,31 @@ def test_settings_section_errors_name_the_field(tmp_path: Path) -> None:
 
 
 def test_sentence_transformers_folder_without_a_model(tmp_path: Path) -> None:
-    config = EmbeddingConfig(backend="sentence-transformers", model_path=tmp_path)
-    with pytest.raises(RuntimeError, match=r"embeddings\.model_path: .*no modules\.json"):
+    """Refused with the configuration (so ``config check`` and every start name the field);
+    a configuration built without validation is refused at load, as a bad configuration
+    (a ``ValueError`` the commands report with exit 2), naming the setting."""
+    with pytest.raises(
+        ConfigError, match=r"analytics\.embeddings: 'model_path' .*\(no modules\.json"
+    ):
+        load_settings(analytics={"embeddings": {"backend": "sentence-transformers",
+                                                "model_path": str(tmp_path)}})  # fmt: skip
+    config = EmbeddingConfig.model_construct(
+        backend="sentence-transformers", model_path=tmp_path, char_weight=0.35, cache_size=0
+    )
+    with pytest.raises(EmbeddingModelError, match=r"embeddings\.model_path: .*no modules\.json"):
+        build_embedder(config)
+    assert issubclass(EmbeddingModelError, ValueError) and issubclass(
+        EmbeddingModelError, RuntimeError
+    )
+
+
+def test_a_folder_that_does_not_load_is_a_clean_error(tmp_path: Path) -> None:
+    """A ``modules.json`` that is no model (here an empty list of modules): the load fails
+    inside sentence-transformers; goldwatch says which setting points at it."""
+    pytest.importorskip("sentence_transformers")
+    (tmp_path / "modules.json").write_text("[]", encoding="utf-8")
+    config = EmbeddingConfig(backend="sentence-transformers", model_path=tmp_path, char_weight=0)
+    with pytest.raises(EmbeddingModelError, match=r"analytics\.embeddings\.model_path: "):
         build_embedder(config)
 
 
