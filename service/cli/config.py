@@ -14,6 +14,7 @@ import click
 from service.cli.common import _fail, _notices, _settings, config_option
 
 if TYPE_CHECKING:
+    from service.runtime.analytics import Analytics
     from service.settings import Settings
 
 
@@ -32,9 +33,12 @@ def config_check(config: Path | None) -> None:
     Also checks what serve and replay would fail on later: the files it names exist, the
     gold set and corpus load (every row valid), the pseudonym key file holds a key, with
     the Kafka source the secret and TLS files it names can be read, and state.path is a file
-    or can be created (nothing is created). Exit 2 on any problem, naming the field and
-    file. When all is well it ends (stderr) with what serve would start from: the gold
-    set's rows, the corpus's passages, the topics, the source and the state path.
+    or can be created (nothing is created). Then it builds what serve builds before it
+    consumes, fitting the models (a few seconds; nothing written, nothing connected to), so
+    a gold set the fits refuse or an embedding model that does not load fails here too.
+    Exit 2 on any problem, naming the field and file. When all is well it ends (stderr) with
+    what serve would start from: the gold set's rows, the corpus's passages, the topics,
+    each detector's measured quality (calibrated or why not), the source and the state path.
     """
     from service.settings import effective_config
     from service.settings.checks import file_problems
@@ -48,14 +52,54 @@ def config_check(config: Path | None) -> None:
     click.echo(json.dumps(effective_config(settings), indent=2, ensure_ascii=False))
     if problems:
         _fail("; ".join(problems))
+    analytics, problem = _build(settings)
+    if problem:
+        _fail(problem)
     click.echo("# ok: every check passed; serve and replay would start from:", err=True)
-    for line in _check_summary(settings, loaded):
+    for line in _check_summary(settings, loaded, analytics):
         click.echo(f"#   {line}", err=True)
 
 
-def _check_summary(settings: Settings, loaded: dict[str, object]) -> list[str]:
+def _build(settings: Settings) -> tuple[Analytics | None, str | None]:
+    """Build what serve builds before it consumes — the analytics stages with their fitted
+    models (topic model, out-of-scope detector, novelty calibration), live quality, harvest
+    and the shadow candidates — so a gold set the fits refuse, or an embedding model that
+    does not load, fails the check as it would fail the start.
+
+    Fits from scratch (seconds on a few hundred gold questions) with an in-memory state and
+    no model cache and no source (nothing is written, nothing is connected to).
+
+    Returns:
+        ``(analytics, None)`` when the build succeeds (``None`` analytics when they are
+        off), else ``(None, the problem)``: the message serve would print (exit 2).
+    """
+    from prometheus_client import CollectorRegistry
+
+    from service.cli.common import _describe
+    from service.errors import GoldwatchError
+    from service.runtime.live import build_live
+    from service.state import StateStore
+
+    offline = settings.model_copy(
+        update={"source": settings.source.model_copy(update={"kind": "none"})}
+    )
+    state = StateStore.in_memory()
+    try:
+        live = build_live(offline, CollectorRegistry(), state)
+        live.close()
+    except (GoldwatchError, ValueError, OSError) as exc:
+        return None, _describe(exc)
+    finally:
+        state.close()
+    return (live.analytics if settings.analytics.enabled else None), None
+
+
+def _check_summary(
+    settings: Settings, loaded: dict[str, object], built: Analytics | None = None
+) -> list[str]:
     """``config check``'s closing lines: gold set N rows, corpus M passages, topics K (how
-    they are made), source, state path. ``loaded``: what
+    they are made), each detector's measured quality (with ``built``: the analytics
+    :func:`_build` built), source, state path. ``loaded``: what
     :func:`service.settings.checks.file_problems` loaded."""
     from service.runtime.analytics import fit_topic_model
     from service.topics.model import TopicModel
@@ -77,6 +121,8 @@ def _check_summary(settings: Settings, loaded: dict[str, object]) -> list[str]:
         model = fit_topic_model(gold, (), analytics.topics, analytics.use_gold_topics)  # type: ignore[arg-type]
         how = "the gold set's topic labels" if model.supervised else "fitted on the gold set"
         lines.append(f"topics {len(model.names)} ({how})")
+    if built is not None:
+        lines.extend(_detector_lines(built))
     source = settings.source
     if source.kind == "file":
         lines.append(f"source file {source.path}")
@@ -88,4 +134,24 @@ def _check_summary(settings: Settings, loaded: dict[str, object]) -> list[str]:
     else:
         lines.append("source none: events arrive only through POST /v1/events")
     lines.append(f"state {settings.state.path}")
+    return lines
+
+
+def _detector_lines(analytics: Analytics) -> list[str]:
+    """One line per detector with a quality measurement: calibrated, with its ROC AUC and 95 %
+    interval on the gold set, or uncalibrated with the reason
+    (:meth:`~service.runtime.analytics.Analytics.uncalibrated`, the text the reports show);
+    then why a detector is off, if one is."""
+    lines = []
+    for name, quality in sorted(analytics.detector_quality.items()):
+        why = analytics.uncalibrated(name)
+        if why is None:
+            lines.append(f"{name} detector calibrated: ROC AUC {quality.auc:.3f} "
+                         f"[{quality.low:.3f}, {quality.high:.3f}] on the gold set")  # fmt: skip
+        else:
+            lines.append(f"{name} detector UNCALIBRATED (its counts are not facts and raise "
+                         f"no drift alarm): {why}")  # fmt: skip
+    for name, off in (("out_of_scope", analytics.scope_off), ("novelty", analytics.novelty_off)):
+        if off:
+            lines.append(f"{name} detector off: {off}")
     return lines

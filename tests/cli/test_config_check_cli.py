@@ -14,6 +14,8 @@ from click.testing import CliRunner, Result
 
 from service.cli import main
 from service.demo import demo_path
+from service.jobs.replay import run_replay
+from service.settings import load_settings
 from service.topics.config import N_TOPICS_MAX, N_TOPICS_MIN, TopicConfig
 from service.topics.model import TopicModel
 
@@ -101,16 +103,39 @@ def test_a_good_configuration_ends_with_a_positive_summary(tmp_path: Path) -> No
     result = _check(tmp_path, text)
     assert result.exit_code == 0, result.stderr
     base = tmp_path.resolve()
-    assert result.stderr.splitlines()[-6:] == [
+    # the detectors as the replay report of the same configuration judges them (its own
+    # path: the report's "uncalibrated" texts); the demo's two are both uncalibrated
+    settings = load_settings(tmp_path / "goldwatch.yaml")
+    report = run_replay(settings, tmp_path / "q.jsonl", None, tmp_path / "dlq.jsonl")
+    judged = report["analytics"]["detector_quality"]
+    assert sorted(judged) == ["novelty", "out_of_scope"]
+    assert result.stderr.splitlines()[-8:] == [
         "# ok: every check passed; serve and replay would start from:",
         f"#   gold set 59 rows ({base / 'gold.jsonl'})",
         f"#   corpus 58 passages ({base / 'corpus.jsonl'})",
         "#   topics 13 (the gold set's topic labels)",
+        *[f"#   {name} detector UNCALIBRATED (its counts are not facts and raise no drift "
+          f"alarm): {judged[name]['uncalibrated']}" for name in ("novelty", "out_of_scope")],
         f"#   source file {base / 'q.jsonl'}",
         f"#   state {base / 'st' / 'state.sqlite'}",
-    ]
+    ]  # fmt: skip
     bad = _check(tmp_path, text.replace("gold.jsonl", "missing.jsonl"))
     assert bad.exit_code == 2 and "# ok:" not in bad.stderr
+
+
+def test_a_gold_set_the_topic_fit_refuses_fails_the_check(tmp_path: Path) -> None:
+    """Every row of the demo gold set relabelled ``billing``: the rows load, but supervised
+    topics need two labels, so serve and replay refuse to start; config check must too
+    (it passed before, then ended in a traceback), naming the file and field, exit 2."""
+    rows = [json.loads(line) for line in demo_path("gold.jsonl").read_text("utf-8").splitlines()]
+    (tmp_path / "gold.jsonl").write_text(
+        "".join(json.dumps({**row, "topic": "billing"}) + "\n" for row in rows), encoding="utf-8"
+    )
+    shutil.copy(demo_path("corpus.jsonl"), tmp_path / "corpus.jsonl")
+    result = _check(tmp_path, "gold_set: gold.jsonl\ncorpus: corpus.jsonl\n")
+    assert result.exit_code == 2, result.stderr
+    assert "field 'topic': supervised topics need at least 2 distinct labels" in result.stderr
+    assert "Traceback" not in result.stderr and "# ok:" not in result.stderr
 
 
 KAFKA = """source: {{kind: kafka}}
