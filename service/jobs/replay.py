@@ -246,9 +246,12 @@ def render_text(doc: ReplayReport) -> str:
     if novelty.get("off") and not set(analytics["topics"]) <= {"und"}:
         topics += f"; {novelty['off']}"
     refusals = analytics["refusals"]
-    if set(analytics["topics"]) <= {"und"}:  # no topic model: nothing to fit topics on
+    if not names and set(analytics["topics"]) <= {"und"}:  # no model: nothing to fit on
         topics = ("off (no topic model: set gold_set:, corpus: or analytics.topics_model to "
                   "have one)")  # fmt: skip
+    elif not ranked:  # a model, but no event to assign
+        topics = f"none (no events processed; {len(names)} topics in the model)"
+    langs = langs or "none (no events processed)"
     lines += [f"languages: {langs}", f"topics: {topics}"]
     if refusals["rate"] is not None:
         lines.append(f"refusals: {refusals['refused']}/{refusals['answers']} "
@@ -315,7 +318,8 @@ def harvest_lines(summary: HarvestSummary | None) -> list[str]:
         return []
     reasons = ", ".join(f"{r} {n}" for r, n in sorted(summary["by_reason"].items(),
                                                       key=lambda item: -item[1]))  # fmt: skip
-    lines = [f"harvested gold-question suggestions: {summary['n_suggestions']} ({reasons})"]
+    lines = [f"harvested gold-question suggestions: {summary['n_suggestions']}"
+             + (f" ({reasons})" if reasons else "")]  # fmt: skip
     note = shed_note(summary)
     if note is not None:
         lines.append(f"  {note}")

@@ -253,3 +253,24 @@ def test_a_calibrated_novel_share_shows_its_quality_and_is_never_cut_from_the_to
     assert "t6" not in topics and topics.endswith("; 2 more in the JSON report")  # t6, t7
     page = render_replay_html(doc)
     assert "The novel share comes from a detector of ROC AUC 0.861 [0.789, 0.921]" in page
+
+
+def test_an_empty_log_says_no_events_not_no_model(tmp_path: Path) -> None:
+    """An empty log with the demo gold set and corpus (13 topic labels: ``jq -r .topic
+    service/demo/gold.jsonl | sort -u | wc -l``): the text said "topics: off (no topic model:
+    set gold_set: ...)" with both set, "languages: " with nothing after, and
+    "harvested gold-question suggestions: 0 ()"."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    settings = load_settings(gold_set=demo_path("gold.jsonl"), corpus=demo_path("corpus.jsonl"))
+    text = render_text(run_replay(settings, empty, None, tmp_path / "dlq.jsonl"))
+    lines = text.splitlines()
+    assert "languages: none (no events processed)" in lines
+    assert "topics: none (no events processed; 13 topics in the model)" in lines
+    assert "harvested gold-question suggestions: 0" in lines
+    assert "no topic model" not in text
+    without = render_text(run_replay(load_settings(), empty, None, tmp_path / "dlq.jsonl"))
+    assert (
+        "topics: off (no topic model: set gold_set:, corpus: or analytics.topics_model to "
+        "have one)" in without.splitlines()
+    )
