@@ -167,6 +167,7 @@ def run_replay(
         state.close()
     notices = [
         gold_set_notice(settings),
+        *live.notices,
         english_model_notice(settings.analytics.embeddings,
                              live.analytics.gold_counts.get("language", {})),
     ]  # fmt: skip

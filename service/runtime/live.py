@@ -28,7 +28,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from service.data.corpus import Corpus, load_corpus
-from service.data.goldset import GoldSet, load_gold_set
+from service.data.goldset import GoldSet, GoldSetError, corpus_coverage, load_gold_set
 from service.embeddings.model import shared_embedder
 from service.evaluation.detector_quality import quality_gauges
 from service.files.fit_cache import FitCache, Memo, no_memo
@@ -127,6 +127,9 @@ class Live:
             run until :meth:`close`.
         shadow_metrics: shadow, gold-run, known-question and ACL metrics.
         quality: known questions scored live, ACL checks (``None`` without a gold set).
+        notices: what the user should know about the inputs, one line each (gold passage
+            ids missing from the configured corpus: :func:`corpus_notice`); the replay
+            report lists them and serve logs them at start.
     """
 
     pipeline: Pipeline
@@ -138,6 +141,7 @@ class Live:
     harvest: HarvestStage | None = None
     harvest_metrics: HarvestMetrics | None = None
     closers: list[Any] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
 
     def observe(self, batch: Batch) -> None:
         """Export one batch's analytics (counters per batch, drift gauges from the report)
@@ -267,6 +271,7 @@ def build_live(
     gold = load_gold_set(settings.gold_set) if settings.gold_set else GoldSet(())
     corpus = load_corpus(settings.corpus) if settings.corpus else Corpus(())
     memo = fit_cache(model_cache, settings, gold, corpus)
+    notice = corpus_notice(gold, corpus) if has_gold and settings.corpus else None
     if settings.analytics.enabled:
         previous = state.get(TOPIC_IDENTITY_KEY) if state is not None else None
         analytics = build_analytics(settings.analytics, gold, corpus, previous, memo)
@@ -344,4 +349,17 @@ def build_live(
     if harvest is not None:
         stages.append(harvest)
     return Live(build_pipeline(settings, stages), analytics, metrics, shadow_stage,
-                shadow_metrics, quality, harvest, harvest_metrics, closers)  # fmt: skip
+                shadow_metrics, quality, harvest, harvest_metrics, closers,
+                [notice] if notice else [])  # fmt: skip
+
+
+def corpus_notice(gold: GoldSet, corpus: Corpus) -> str | None:
+    """One line when gold questions cite passages the configured corpus lacks
+    (:func:`~service.data.goldset.corpus_coverage`; ``goldwatch eval`` refuses a corpus
+    holding none of them, the live path only says so): shadow candidates and gold-set runs
+    retrieve from this corpus, so those questions can never be found by them. ``None`` when
+    every gold id is in the corpus."""
+    try:
+        return corpus_coverage(gold, corpus)
+    except GoldSetError as exc:
+        return "; ".join(exc.problems)

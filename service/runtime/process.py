@@ -136,6 +136,8 @@ class Runtime:
         try:  # a start that fails releases the state file (and its writer's lock)
             self.live = build_live(settings, self.registry, self.state,
                                    model_cache=settings.state.model_cache_dir())  # fmt: skip
+            for notice in self.live.notices:
+                log.warning("%s", notice)
             # the libraries loaded so far (numpy's OpenBLAS, which the live path's products
             # use) run on one thread until stop(); see native_threads on later loads
             self._native_threads = native_threads(settings.pipeline.native_threads)

@@ -274,3 +274,25 @@ def test_an_empty_log_says_no_events_not_no_model(tmp_path: Path) -> None:
         "topics: off (no topic model: set gold_set:, corpus: or analytics.topics_model to "
         "have one)" in without.splitlines()
     )
+
+
+def test_gold_ids_missing_from_the_corpus_are_a_notice(tmp_path: Path) -> None:
+    """``goldwatch eval`` warned that gold passages were missing from the corpus; replay and
+    serve said nothing. Two demo questions made to cite ids the demo corpus lacks: 2 ids of
+    2 questions, named in the report's notices."""
+    rows = [json.loads(line) for line in demo_path("gold.jsonl").read_text("utf-8").splitlines()]
+    rows[0]["gold"] = ["p-missing-1"]
+    rows[1]["gold"] = ["p-missing-2", *rows[1]["gold"]]
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    settings = load_settings(gold_set=gold, corpus=demo_path("corpus.jsonl"))
+    notices = run_replay(settings, empty, None, tmp_path / "dlq.jsonl")["notices"]
+    missing = [n for n in notices if "not in corpus" in n]
+    assert len(missing) == 1
+    assert missing[0].startswith("2 gold id(s) of 2 question(s) are not in corpus ")
+    assert "'p-missing-1', 'p-missing-2'" in missing[0]
+    clean = load_settings(gold_set=demo_path("gold.jsonl"), corpus=demo_path("corpus.jsonl"))
+    assert not [n for n in run_replay(clean, empty, None, tmp_path / "d2.jsonl")["notices"]
+                if "not in corpus" in n]  # fmt: skip
