@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -249,7 +250,8 @@ def build_live(
     and, with the Kafka source, published to the compacted ``harvest.topic``. With
     ``replay`` (a replay to the end of a file) the shadow stage runs with backpressure and
     waits for each batch's calls, so nothing is skipped for timing and the report is
-    reproducible (:mod:`service.shadow.stage`). With ``model_cache`` (a folder) the
+    reproducible (:mod:`service.shadow.stage`); harvest then publishes at the replay's
+    checkpoints and its end only (:func:`replay_clock`). With ``model_cache`` (a folder) the
     analytics' fits are kept there between starts (:func:`fit_cache`).
 
     Raises:
@@ -326,7 +328,8 @@ def build_live(
             fit = [q.question for q in gold] + [passage.text for passage in corpus.passages]
             embedder = shared_embedder(settings.analytics.embeddings, fit_texts=fit)
         harvest = HarvestStage(settings.harvest, analytics.gold_counts, list(gold), sinks=sinks,
-                               embedder=embedder, memo=memo)  # fmt: skip
+                               embedder=embedder, memo=memo,
+                               clock=replay_clock if replay else time.monotonic)  # fmt: skip
         harvest_metrics = build_harvest_metrics(
             registry, REASONS, sinks=[type(sink).__name__ for sink in sinks]
         )
@@ -351,6 +354,17 @@ def build_live(
     return Live(build_pipeline(settings, stages), analytics, metrics, shadow_stage,
                 shadow_metrics, quality, harvest, harvest_metrics, closers,
                 [notice] if notice else [])  # fmt: skip
+
+
+def replay_clock() -> float:
+    """The harvest stage's clock in a replay: always 0, so no flush is ever due by time and
+    suggestions reach the sinks at the checkpoints (a replay checkpoints every
+    ``pipeline.commit_every`` events, never by time) and at the end. A sink keeps the
+    records of suggestions evicted later, so which ones it holds must follow from the
+    events, not from when the wall clock let a flush run: with the monotonic clock two
+    replays of the same 20,000 production-shaped lines exported 6,884 and 6,641 suggestions.
+    """
+    return 0.0
 
 
 def corpus_notice(gold: GoldSet, corpus: Corpus) -> str | None:
