@@ -385,10 +385,12 @@ class CategoricalDriftDetector(_WindowedDetector):
         # the JSD's confidence bound nearest 0, as for the share changes: a small gold set's
         # own sampling noise must not cross min_jsd (clearing still uses the estimate)
         # (the bound is below the estimate: it is computed only when the estimate reaches
-        # min_jsd, so the bootstrap runs only where it can change the decision)
-        jsd_bound = (js_divergence_lower_bound(table, self.confidence)
-                     if jsd >= self.min_jsd else jsd)  # fmt: skip
-        strong = jsd_bound >= self.min_jsd or effect >= self.min_share_change
+        # min_jsd and the share changes alone do not already make the change strong, so the
+        # bootstrap runs only where it can change the decision; its value is not reported)
+        strong = effect >= self.min_share_change or (
+            jsd >= self.min_jsd
+            and js_divergence_lower_bound(table, self.confidence) >= self.min_jsd
+        )
         exact = strong and before != "drift"  # the p-value decides only then: exact test
         mode: Literal["auto", "asymptotic"] = "auto" if exact else "asymptotic"
         resamples = min(20_000, max(1999, math.ceil(20 / alpha)))  # only for tiny samples

@@ -358,6 +358,12 @@ class LanguageDetector:
         self._shares = {pool: _word_shares(pool) for pool in set(self._pools.values())}
         self._preferred = {pool: tuple(lang for lang in self.config.preferred if lang in pool)
                            for pool in set(self._pools.values())}  # fmt: skip
+        # per (pool, at most SHORT_WORDS words): the preferred-language prior's additions
+        weights = {short: self.config.prior_weight * (2.0 if short else 1.0)
+                   for short in (False, True)}  # fmt: skip
+        self._prior_parts = {(pool, short): [(lang, weight) for lang in preferred]
+                             for pool, preferred in self._preferred.items()
+                             for short, weight in weights.items()}  # fmt: skip
         size = self.config.cache_size
         self._cached = functools.lru_cache(maxsize=size)(self._detect) if size else self._detect
         self._cached_prior = (
@@ -454,7 +460,7 @@ class LanguageDetector:
         self,
         letters: int,
         label: str,
-        lexicon: list[tuple[str, float]],
+        own: dict[str, float],
         cues: list[tuple[str, float]],
         words: Sequence[str],
     ) -> int:
@@ -463,13 +469,11 @@ class LanguageDetector:
         contradicted when another language leads the text's own evidence; else supported when
         ``label`` leads the text's own evidence (function words and character cues, a strict
         lead over every other language), strong when that lead includes a character cue of
-        its own or ``config.min_unexpected_words`` of its function words."""
+        its own or ``config.min_unexpected_words`` of its function words. ``own``: each
+        language's lexicon value plus its cues, added in that order from 0."""
         config = self.config
         if letters >= config.min_evidence_letters:
             return STRONG
-        own: dict[str, float] = {}
-        for lang, value in (*lexicon, *cues):
-            own[lang] = own.get(lang, 0.0) + value
         mine = own.get(label, 0.0)
         if not (mine > 0.0 and all(v < mine for lang, v in own.items() if lang != label)):
             return CONTRADICTED if any(v > mine for v in own.values()) else NO_SUPPORT
@@ -506,14 +510,18 @@ class LanguageDetector:
             return best, STRONG  # few languages share a non-Latin script: it is evidence
         lexicon, cues, prior = self._latin_evidence(text, words, pool)
         # the pool's languages all start at 0 and every addition is >= 0: the two highest
-        # totals are those of the languages with evidence, padded with the untouched zeros
-        evidence: dict[str, float] = {}
-        for part in (lexicon, cues, prior):
-            for lang, value in part:
-                evidence[lang] = evidence.get(lang, 0.0) + value
+        # totals are those of the languages with evidence, padded with the untouched zeros.
+        # Each total adds lexicon, cues and prior in that order from 0 (0.0 + x is x: the
+        # lexicon's values are the first sums), first the text's own evidence, then the prior
+        own = dict(lexicon)
+        for lang, value in cues:
+            own[lang] = own.get(lang, 0.0) + value
+        evidence = dict(own)
+        for lang, value in prior:
+            evidence[lang] = evidence.get(lang, 0.0) + value
         lead = self._decided(evidence, (lexicon, cues, prior), pool)
         if lead is not None:  # langdetect cannot change the winner: skip it
-            return lead, self._support(letters, lead, lexicon, cues, words)
+            return lead, self._support(letters, lead, own, cues, words)
         scores = dict.fromkeys(pool, 0.0)
         scores.update(self._restricted(text, pool))
         for part in (lexicon, cues, prior):  # the same additions in the same order as ever
@@ -522,7 +530,7 @@ class LanguageDetector:
         best = max(scores, key=scores.__getitem__)
         if scores[best] <= 0.0:
             return UNDETERMINED, STRONG
-        return best, self._support(letters, best, lexicon, cues, words)
+        return best, self._support(letters, best, own, cues, words)
 
     def _decided(
         self,
@@ -611,9 +619,9 @@ class LanguageDetector:
             cues = [(lang, config.cue_weight * cue) for lang, cue in latin_cues(text).items()
                     if lang in pool]  # fmt: skip
         # langdetect is unreliable on one to three words ("hostel fee?" comes out Dutch with
-        # p = 0.99999): there the prior counts double, enough to outweigh it.
-        weight = config.prior_weight * (2.0 if len(words) <= SHORT_WORDS else 1.0)
-        prior = [(lang, weight) for lang in self._preferred[tuple(pool)]]
+        # p = 0.99999): there the prior counts double, enough to outweigh it (the additions
+        # are made once per pool: never changed by the callers).
+        prior = self._prior_parts[tuple(pool), len(words) <= SHORT_WORDS]
         return list(lexicon.items()), cues, prior
 
 

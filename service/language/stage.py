@@ -29,6 +29,12 @@ class LanguageStage:
     languages that make at least :data:`BASELINE_MIN_SHARE` of the supported labels seen so
     far, counted in event order (so a replay labels alike). State: ``{"supported": {lang:
     count}}``, kept across restarts.
+
+    With expected languages (the usual case: a gold set) a question's label depends on its
+    text alone, so the labels of recent questions as asked are remembered (up to the
+    detector's ``config.cache_size`` questions, then afresh; forgotten when the detector is
+    replaced): a repeated question costs a look-up, not the normalisation and the detector's
+    own cache (keyed by the normalised text).
     """
 
     name = "language"
@@ -39,6 +45,8 @@ class LanguageStage:
         self.detector = detector or LanguageDetector()
         self.labeler = labeler
         self.supported: dict[str, int] = {}
+        self._labels: dict[str, str] = {}  # question as asked -> label (expected languages)
+        self._labelled_by: LanguageDetector = self.detector
 
     def baseline_prior(self) -> tuple[str, ...]:
         """The live baseline's languages, most frequent first (ties by code)."""
@@ -50,7 +58,10 @@ class LanguageStage:
     def process(self, batch: Batch) -> None:
         detector = self.detector
         learn = not detector.config.preferred
-        prior = self.baseline_prior() if learn else ()
+        if not learn:
+            self._label_known(batch)
+            return
+        prior = self.baseline_prior()
         for event, annotation in zip(batch.events, batch.annotations, strict=True):
             language, supported = detector.detect_with_support(event.question, prior)
             if learn and supported and language != UNDETERMINED:
@@ -58,6 +69,27 @@ class LanguageStage:
             annotation["language"] = language
             if self.labeler is not None:
                 annotation["language_label"] = self.labeler.label(language)
+
+    def _label_known(self, batch: Batch) -> None:
+        """:meth:`process` with expected languages: no prior, no baseline to learn, each
+        label remembered by the question as asked."""
+        detector = self.detector
+        if detector is not self._labelled_by:  # replaced (a gold-set refresh): new labels
+            self._labels, self._labelled_by = {}, detector
+        labels, size, labeler = self._labels, detector.config.cache_size, self.labeler
+        for event, annotation in zip(batch.events, batch.annotations, strict=True):
+            question = event.question
+            known = isinstance(question, str)  # anything else is und (never raises)
+            language = labels.get(question) if known else None
+            if language is None:
+                language = detector.detect_with_support(question)[0]
+                if size and known:
+                    if len(labels) >= size:
+                        labels.clear()
+                    labels[question] = language
+            annotation["language"] = language
+            if labeler is not None:
+                annotation["language_label"] = labeler.label(language)
 
     def state_snapshot(self) -> Any:
         """The baseline's supported-label counts (the detector's cache is rebuilt)."""

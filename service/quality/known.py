@@ -189,8 +189,9 @@ class KnownQuestionIndex:
         gold: the gold set (every row, answerable or not, can be matched).
         threshold: smallest cosine similarity, in (0, 1], that counts as a match.
         ngram_range: character n-gram sizes ``(min_n, max_n)``, ``1 <= min_n <= max_n``.
-        cache_size: normalised questions whose match is remembered (live traffic repeats
-            itself), ``0``: none.
+        cache_size: questions whose match is remembered (live traffic repeats itself), in
+            each of two caches: by the question as asked and by its normalised text; ``0``:
+            none.
 
     Raises:
         ValueError: ``threshold`` outside (0, 1], a bad ``ngram_range``, an empty gold set or
@@ -233,6 +234,11 @@ class KnownQuestionIndex:
         for i, text in enumerate(texts):
             self._exact.setdefault(text, i)
         self._cache: BatchCache[KnownMatch | None] = BatchCache(cache_size)
+        # the same matches by the question as asked: the scope and live-quality stages both
+        # ask for each batch's questions, so the second finds them without normalising (a
+        # miss goes through the normalised cache above, which keeps each batch computed as
+        # before: the same distinct normalised texts together)
+        self._asked: BatchCache[KnownMatch | None] = BatchCache(cache_size)
 
     def _word_grams(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Word index and 64-bit hash of every char_wb n-gram occurrence of distinct
@@ -391,6 +397,10 @@ class KnownQuestionIndex:
         """
         if not questions:
             return []
+        return self._asked.get_many(questions, self._match_asked)
+
+    def _match_asked(self, questions: list[str]) -> list[KnownMatch | None]:
+        """:meth:`match_many` of distinct questions not in the cache of asked questions."""
         normal = [normalise(q, separators="punctuation") for q in questions]
         return self._cache.get_many(normal, self._match_normalised)
 

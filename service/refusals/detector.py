@@ -221,10 +221,17 @@ class RefusalDetector:
             whatever follows; defaults to :data:`DEFAULT_ANSWER_OPENINGS` (``()`` disables).
         model: a fitted :class:`RefusalModel`; see the module docstring for precedence.
         combine: ``"model"`` (the model decides) or ``"any"`` (model OR patterns).
+        memo_size: answer texts whose pattern verdict is remembered (a bot repeats its
+            answers: its refusal templates, an FAQ's answers; 364 distinct of 19,960 in
+            ``benchmarks.bench_production``'s log), then it starts afresh (cleared); 0: none.
+            :meth:`matches_pattern` is a pure function of the text, so the size changes the
+            time, never a verdict (scanning a ~850-character answer for the patterns'
+            literals costs ~23 µs; a remembered one a dictionary look-up). Memory: the texts,
+            ~1 KB each at that length: ~4 MB for the default 4,096.
 
     Raises:
-        ValueError: a pattern is not a valid regular expression (the message names it), or
-            ``combine`` is unknown.
+        ValueError: a pattern is not a valid regular expression (the message names it),
+            ``combine`` is unknown or ``memo_size`` is negative.
 
     >>> RefusalDetector().is_refusal("I'm sorry, I don't have information about that.")
     True
@@ -242,9 +249,14 @@ class RefusalDetector:
         answer_openings: Iterable[str] | None = None,
         model: RefusalModel | None = None,
         combine: Combine = "model",
+        memo_size: int = 4_096,
     ) -> None:
         if combine not in ("model", "any"):
             raise ValueError(f"combine must be 'model' or 'any', got {combine!r}")
+        if memo_size < 0:
+            raise ValueError(f"memo_size must be >= 0, got {memo_size}")
+        self.memo_size = memo_size
+        self._memo: dict[str, bool] = {}
         chosen = (*(tuple(patterns) if patterns is not None else DEFAULT_PATTERNS),
                   *extra_patterns)  # fmt: skip
         # Each pattern with the literals one of which it needs (None: always tried).
@@ -293,6 +305,18 @@ class RefusalDetector:
                         return True
         return False
 
+    def _remembered(self, text: str) -> bool:
+        """:meth:`matches_pattern` of ``text``, remembered (see ``memo_size``)."""
+        memo = self._memo
+        verdict = memo.get(text)
+        if verdict is None:
+            verdict = self.matches_pattern(text)
+            if self.memo_size:
+                if len(memo) >= self.memo_size:
+                    memo.clear()
+                memo[text] = verdict
+        return verdict
+
     def is_refusal(self, text: str | None) -> bool:
         """True when ``text`` declines to answer; an empty or missing answer counts as one."""
         return self.is_refusal_many([text])[0]
@@ -300,7 +324,7 @@ class RefusalDetector:
     def is_refusal_many(self, texts: Sequence[str | None]) -> list[bool]:
         """:meth:`is_refusal` for each text, in order; one model call for the whole list."""
         blank = [t is None or not t.strip() for t in texts]
-        result = [b or self.matches_pattern(t or "") for t, b in zip(texts, blank, strict=True)]
+        result = [b or self._remembered(t or "") for t, b in zip(texts, blank, strict=True)]
         if self.model is None:
             return result
         todo = [i for i, b in enumerate(blank) if not b]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
@@ -362,3 +363,36 @@ def test_a_language_nobody_expects_needs_strong_evidence() -> None:
 def test_preferred_shares_must_match_preferred() -> None:
     with pytest.raises(ValueError, match="preferred_shares"):
         LanguageConfig(preferred=("en", "de"), preferred_shares=(1.0,))
+
+
+def test_stage_remembers_labels_of_questions_as_asked_with_expected_languages() -> None:
+    """With expected languages a question's label is its text's alone: a repeated question
+    is not detected again (until the memo, of the detector's ``cache_size``, is full), a
+    replaced detector (a gold-set refresh) labels afresh, and the labels are the detector's
+    own. By hand: "okay" on an English-dominant gold set is English (finding 6); with
+    Spanish as the only expected language "okay" gets the prior, Spanish."""
+    asked: list[str] = []
+
+    def counting(detector: LanguageDetector) -> LanguageDetector:
+        detect = detector.detect_with_support
+
+        def wrapper(text: str, prior: Sequence[str] = ()) -> tuple[str, bool]:
+            asked.append(text)
+            return detect(text, prior)
+
+        detector.detect_with_support = wrapper  # type: ignore[method-assign]
+        return detector
+
+    site = LanguageDetector(LanguageConfig(preferred=TRIAL_PREFERRED, preferred_shares=TRIAL_SHARES,
+                                           cache_size=2))  # fmt: skip
+    stage = LanguageStage(counting(site))
+    questions = ["okay", "¿Cuántos puntos?", "okay", "okay"]
+    assert _stage_labels(stage, questions) == ["en", "es", "en", "en"]
+    assert asked == ["okay", "¿Cuántos puntos?"]
+    assert _stage_labels(stage, ["Wie groß ist München?", "okay"]) == ["de", "en"]
+    # the memo was full (2): it started afresh with the German question, so "okay" again
+    assert asked == ["okay", "¿Cuántos puntos?", "Wie groß ist München?", "okay"]
+    stage.detector = counting(LanguageDetector(LanguageConfig(preferred=("es",))))
+    assert _stage_labels(stage, ["okay"]) == ["es"]
+    assert asked[-1] == "okay" and len(asked) == 5
+    assert stage.state_snapshot() == {"supported": {}}  # nothing learnt with a gold prior

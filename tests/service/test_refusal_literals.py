@@ -98,3 +98,33 @@ def test_literal_index_verdicts_on_the_demo_answers_and_shared_literals() -> Non
     for text in ("so sorryb", "zz sorry1", "sorry!", "zz sorryz", "12x", "sorry 12x", "nothing"):
         assert custom.is_refusal(text) == plain(text, shared), text
     assert custom.is_refusal("so sorryb") and not custom.is_refusal("sorry!")
+
+
+def test_memo_remembers_verdicts_within_its_size_and_never_changes_one() -> None:
+    """Repeated answers are scanned once (the memo holds their verdicts, at most
+    ``memo_size`` texts, then starts afresh); every verdict is the unremembered one."""
+    answers = ["I'm sorry, I don't have information about that.", "Paris.",
+               "I'm sorry, I don't have information about that.", "No sé la respuesta.",
+               "Paris.", "The fee is 85,000."]  # fmt: skip
+    plain = RefusalDetector(memo_size=0)
+    memo = RefusalDetector(memo_size=2)
+    scanned: list[str] = []
+    scan = memo.matches_pattern
+
+    def counting(text: str) -> bool:
+        scanned.append(text)
+        return scan(text)
+
+    memo.matches_pattern = counting  # type: ignore[method-assign]
+    # by hand: refusal, answer, refusal, refusal (Spanish), answer, answer
+    assert memo.is_refusal_many(answers[:3]) == [True, False, True]
+    assert scanned == answers[:2]  # the repeated refusal came from the memo
+    assert len(memo._memo) == 2
+    assert memo.is_refusal_many(answers[3:]) == [True, False, False]
+    # the third text filled the memo: it started afresh with it, so "Paris." was scanned again
+    assert scanned == [*answers[:2], answers[3], "Paris.", answers[5]]
+    assert len(memo._memo) <= 2
+    assert plain.is_refusal_many(answers) == memo.is_refusal_many(answers)
+    assert plain._memo == {}
+    with pytest.raises(ValueError, match="memo_size"):
+        RefusalDetector(memo_size=-1)

@@ -149,3 +149,31 @@ def test_rebaseline_starts_a_new_warm_up() -> None:
     assert det.states["baseline"] == "insufficient_data"  # warming up again
     det.update_many(xs[1400:], ts[1400:])
     assert det.states["baseline"] == "ok"
+
+
+def test_jsd_bound_is_bootstrapped_only_when_it_can_decide(monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:  # fmt: skip
+    """The JSD's bootstrap lower bound decides a test only when the share changes do not:
+    English 80 % -> 0 % is a share change far above ``min_share_change`` (its CI bound is
+    near -0.8), so the bound is never computed and the detector still alarms; 40 categories
+    of 2.5 % each replaced by 40 others is JSD 1 with every share change below 5 points, so
+    there the bound runs and decides the alarm."""
+    import service.drift.detectors as detectors
+
+    calls: list[float] = []
+    bound = detectors.js_divergence_lower_bound
+
+    def counting(table: Any, confidence: float = 0.95) -> float:
+        calls.append(confidence)
+        return bound(table, confidence)
+
+    monkeypatch.setattr(detectors, "js_divergence_lower_bound", counting)
+    config = WindowConfig(window_s=600, test_every_s=60, baseline="none")
+    det = CategoricalDriftDetector({"en": 800, "hi": 200}, windows=config)
+    det.update_many(["zh"] * 600, np.arange(600) * 2.0)
+    assert det.states["reference"] == "drift"
+    assert calls == []
+    many = CategoricalDriftDetector({f"a{i}": 25 for i in range(40)}, windows=config)
+    many.update_many([f"b{i % 40}" for i in range(1200)], np.arange(1200) * 1.0)
+    assert many.states["reference"] == "drift"
+    assert calls  # the bound was needed: no single share moved 5 points
