@@ -283,8 +283,8 @@ class NearDupIndex:
         width = np.dtype((np.void, 4 * self.rows))  # one band of one row as one bytes value
         keys = np.ascontiguousarray(signed).view(width).tolist()
         if self.embedder is None:
-            return [Probe(text, grams, tuple(row), bitmap=bitmap)
-                    for text, grams, row, bitmap in zip(texts, sets, keys, bitmaps, strict=True)]  # fmt: skip
+            rows = zip(texts, sets, keys, bitmaps, strict=True)
+            return [Probe(text, grams, tuple(band), bitmap=bit) for text, grams, band, bit in rows]
         vectors = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
         near = self._near(vectors, self._size)
         return [Probe(text, grams, tuple(row), vector, hits, self._serial, bitmap)

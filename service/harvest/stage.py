@@ -193,6 +193,8 @@ class HarvestStage:
         self._dirty: set[str] = set()  # changed since published to every sink
         self._stale: set[str] = set()  # changed since published to the repository sink
         self._held: set[str] = set()  # clean in the last snapshot: it relies on their records
+        # suggestion id -> its eviction key (priority, last seen, id), while it is unchanged
+        self._order: dict[str, tuple[float, str, str]] = {}
         self._repository = next((s for s in self.sinks if isinstance(s, CandidateRepository)), None)
         self._last_flush = float("-inf")
         self._pending: dict[str, Counter[str]] = self._empty_pending()
@@ -523,6 +525,7 @@ class HarvestStage:
             self._pending["new"]["suggestions"] += 1
         config = self.config
         if suggestion.add(occurrence, config.max_variants, config.pool_k, config.max_pool):
+            self._order.pop(sid, None)
             self._dirty.add(sid)
             self._stale.add(sid)
             counts = self._pending["reasons"]
@@ -534,17 +537,26 @@ class HarvestStage:
                     self._recent.popitem(last=False)
 
     def _evict(self) -> None:
-        limit = self.config.max_suggestions
-        if len(self.suggestions) <= limit * 1.1:
+        """Past ``1.1 × max_suggestions``, drop the lowest by (priority, last seen, id) down
+        to ``max_suggestions``. Each one's key is computed once while it is unchanged
+        (``_order``), not for every suggestion held at every eviction."""
+        limit, suggestions = self.config.max_suggestions, self.suggestions
+        if len(suggestions) <= limit * 1.1:
             return
-        ranked = sorted(self.suggestions.values(),
-                        key=lambda s: (priority(s, self.config), s.last_seen, s.id))  # fmt: skip
-        for suggestion in ranked[: len(self.suggestions) - limit]:
-            del self.suggestions[suggestion.id]
-            self.index.remove(suggestion.id)
-            self._dirty.discard(suggestion.id)
-            self._stale.discard(suggestion.id)
-        self._exact = {t: s for t, s in self._exact.items() if s in self.suggestions}
+        order, config = self._order, self.config
+        ranked = []
+        for sid, suggestion in suggestions.items():
+            key = order.get(sid)
+            if key is None:
+                key = order[sid] = (priority(suggestion, config), suggestion.last_seen, sid)
+            ranked.append(key)
+        ranked.sort()
+        for _, _, sid in ranked[: len(suggestions) - limit]:
+            del suggestions[sid], order[sid]
+            self.index.remove(sid)
+            self._dirty.discard(sid)
+            self._stale.discard(sid)
+        self._exact = {t: s for t, s in self._exact.items() if s in suggestions}
         self._pending["evicted"]["suggestions"] += len(ranked) - limit
 
     # -- reports, telemetry, persistence -------------------------------------------------
@@ -649,6 +661,7 @@ class HarvestStage:
         if len(rows) < len(ids):
             log.warning("harvest restore: %d suggestions had no published record",
                         len(ids) - len(rows))  # fmt: skip
+        self._order.clear()
         probes = self.index.probes([s.normalised for s in rows]) if rows else []
         for suggestion, probe in zip(rows, probes, strict=True):
             self.suggestions[suggestion.id] = suggestion

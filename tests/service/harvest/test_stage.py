@@ -287,6 +287,25 @@ def test_eviction_keeps_the_highest_priorities() -> None:
     assert stage.pending_observations()["evicted"] == 2
 
 
+def test_eviction_ranks_a_suggestion_by_its_priority_after_it_changed() -> None:
+    # the first eviction ranks every suggestion; delta (2.0, among the oldest) then gets a
+    # second event: count 2, priority 2.0 * (1 + log2 2) = 4.0, so the second eviction
+    # (12 > 11 again) drops echo and foxtrot, the oldest of those still at 2.0, not delta
+    stage = HarvestStage(HarvestConfig(max_suggestions=10, flush_interval_s=0.0))
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+             "india", "juliet", "kilo", "november"]  # fmt: skip
+    notes = [{"acl_leaks": ["p"]}] + [REFUSED] * 11
+    stage.process(batch([event(f"e{i}", w, minute=i) for i, w in enumerate(words)], notes))
+    assert "bravo" not in {s.normalised for s in stage.suggestions.values()}  # evicted
+    stage.process(batch([event("e50", "delta", minute=50)], [REFUSED]))
+    stage.process(batch([event("e51", "oscar", minute=51), event("e52", "papa", minute=52)],
+                        [REFUSED, REFUSED]))  # fmt: skip
+    kept = sorted(s.normalised for s in stage.suggestions.values())
+    assert kept == ["alpha", "delta", "golf", "hotel", "india", "juliet", "kilo", "november",
+                    "oscar", "papa"]  # fmt: skip
+    assert stage.pending_observations()["evicted"] == 4
+
+
 def test_generated_channel_and_pii_are_kept_apart() -> None:
     stage = HarvestStage(CONFIG)
     stage.process(batch(
