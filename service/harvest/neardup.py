@@ -373,8 +373,11 @@ class NearDupIndex:
             if type(found) is str:
                 del table[band]
             elif type(found) is tuple:
-                rest = tuple(k for k in found if k != key)
-                table[band] = rest[0] if len(rest) == 1 else rest
+                if len(found) == 2:
+                    table[band] = found[found[0] == key]  # the other one
+                else:
+                    at = found.index(key)
+                    table[band] = found[:at] + found[at + 1 :]
             else:
                 del found[key]
                 if not found:

@@ -544,13 +544,10 @@ class HarvestStage:
         if len(suggestions) <= limit * 1.1:
             return
         order, config = self._order, self.config
-        ranked = []
-        for sid, suggestion in suggestions.items():
-            key = order.get(sid)
-            if key is None:
-                key = order[sid] = (priority(suggestion, config), suggestion.last_seen, sid)
-            ranked.append(key)
-        ranked.sort()
+        for sid in suggestions.keys() - order.keys():  # new or changed since the last time
+            suggestion = suggestions[sid]
+            order[sid] = (priority(suggestion, config), suggestion.last_seen, sid)
+        ranked = sorted(order.values())  # order holds exactly the suggestions held
         for _, _, sid in ranked[: len(suggestions) - limit]:
             del suggestions[sid], order[sid]
             self.index.remove(sid)
