@@ -212,7 +212,7 @@ class Suggestion:
         pool = self.pool
         mine = _rank_dicts(retriever, len(ranking))
         if not pool and len(ranking) <= max_pool:  # a new suggestion: one C-level update
-            pool.update(zip(ranking, mine))
+            pool.update(zip(ranking, mine, strict=False))  # mine may be longer
             if len(pool) == len(ranking):
                 return
             pool.clear()  # a passage repeated: its first (best) rank must win, as below
