@@ -613,6 +613,15 @@ class HarvestStage:
         First writes to the repository sink the stale records the previous snapshot does not
         rely on (module docstring), so that this one can rely on them."""
         recent = list(islice(reversed(self._recent.items()), _SNAPSHOT_RECENT))[::-1]
+        # each distinct reason set sorted once (the recent events share a few of them)
+        sorted_sets: dict[frozenset[str], list[str]] = {}
+
+        def listed(counted: frozenset[str]) -> list[str]:
+            found = sorted_sets.get(counted)
+            if found is None:
+                found = sorted_sets[counted] = sorted(counted)
+            return found
+
         repository, stale = self._repository, self._stale
         if repository is None:
             full = list(self.suggestions.values())
@@ -636,7 +645,7 @@ class HarvestStage:
             "suggestions": [s.to_json() for s in full],
             "coverage": self.coverage.state(),
             "scores": self.scores.state(),
-            "recent": [[event, sid, sorted(counted)] for event, (sid, counted) in recent],
+            "recent": [[event, sid, listed(counted)] for event, (sid, counted) in recent],
             "dirty": sorted(self._dirty),
         }
 
