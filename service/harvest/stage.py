@@ -362,11 +362,27 @@ class HarvestStage:
         due = sorted(sid for sid in self._dirty if sid not in held)
         if not due:
             return 0
-        records = [record(self.suggestions[sid], self.config)
-                   for sid in due if sid in self.suggestions]  # fmt: skip
+        suggestions, config, stale = self.suggestions, self.config, self._stale
+        present = [sid for sid in due if sid in suggestions]
+        built: dict[str, SuggestionRecord] = {}  # each record built once, when a sink needs it
+
+        def records_of(ids: Iterable[str]) -> list[SuggestionRecord]:
+            rows = []
+            for sid in ids:
+                row = built.get(sid)
+                if row is None:
+                    row = built[sid] = record(suggestions[sid], config)
+                rows.append(row)
+            return rows
+
         for sink in self.sinks:
+            # the repository already holds the current record of a suggestion that is not
+            # stale (state_snapshot wrote it since its last change): not written again
+            ids = [sid for sid in present if sid in stale] if sink is self._repository else present
+            if not ids:
+                continue
             try:
-                sink.publish(records)
+                sink.publish(records_of(ids))
             except Exception as exc:  # a sink outage must not stop the live path
                 log.warning("harvest sink %s failed: %s", type(sink).__name__, type(exc).__name__)
                 self._pending["sink_failures"][type(sink).__name__] += 1
@@ -374,7 +390,7 @@ class HarvestStage:
         self._dirty.difference_update(due)
         self._stale.difference_update(due)
         self._last_flush = now
-        return len(records)
+        return len(present)
 
     @property
     def unpublished(self) -> int:

@@ -270,6 +270,45 @@ def test_flush_waits_for_its_interval_and_retries_a_failed_sink() -> None:
     assert stage.flush(force=True) == 1 and len(repo.all()) == 2
 
 
+def test_flush_writes_to_the_repository_only_records_its_snapshot_did_not() -> None:
+    # the checkpoint's snapshot writes the repository the record of each changed suggestion
+    # (so that it can rely on it); the last flush gives the other sinks every changed one but
+    # the repository only what changed since: "hostel fee refund" again (count 3), not "bus
+    # timings", whose record there is current
+    class Counting(MemoryCandidates):
+        def __init__(self) -> None:
+            super().__init__()
+            self.published: list[list[str]] = []
+
+        def publish(self, records: Any) -> None:
+            self.published.append([row["normalised"] for row in records])
+            super().publish(records)
+
+    class Topic:  # another sink, as the compacted Kafka topic
+        def __init__(self) -> None:
+            self.published: list[list[str]] = []
+
+        def publish(self, records: Any) -> None:
+            self.published.append([row["normalised"] for row in records])
+
+    repo, topic = Counting(), Topic()
+    stage = HarvestStage(HarvestConfig(flush_interval_s=10.0), sinks=[repo, topic],
+                         clock=lambda: 0.0)  # fmt: skip
+    stage.process(batch([event("e1", "hostel fee refund"), event("e2", "bus timings")],
+                        [REFUSED, REFUSED]))  # fmt: skip
+    assert repo.published == topic.published == [["bus timings", "hostel fee refund"]]
+    again = [event("e3", "bus timings", minute=1), event("e4", "hostel fee refund", minute=1)]
+    stage.process(batch(again, [REFUSED, REFUSED]))
+    stage.state_snapshot()  # the checkpoint: both written to the repository, in held order
+    assert repo.published[1:] == [["hostel fee refund", "bus timings"]]
+    stage.process(batch([event("e5", "hostel fee refund", minute=2)], [REFUSED]))
+    assert stage.flush(force=True) == 2
+    assert repo.published[2:] == [["hostel fee refund"]]
+    assert topic.published[1:] == [["bus timings", "hostel fee refund"]]
+    assert [(r["normalised"], r["count"]) for r in sorted(repo.all(), key=lambda r: r["count"])
+            ] == [("bus timings", 2), ("hostel fee refund", 3)]  # fmt: skip
+
+
 def test_eviction_keeps_the_highest_priorities() -> None:
     stage = HarvestStage(HarvestConfig(max_suggestions=10, flush_interval_s=0.0))
     words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
