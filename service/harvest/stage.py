@@ -353,16 +353,19 @@ class HarvestStage:
         """Publish changed suggestions when ``flush_interval_s`` has passed (or ``force``);
         return how many records were published (0 when not due or a sink failed).
 
-        Without ``force``, suggestions the last snapshot relies on the records of wait for
-        the next snapshot (module docstring)."""
+        Without ``force``, suggestions the last snapshot relies on the records of, changed
+        since, wait for the next snapshot (module docstring); the repository sink is given
+        only records it does not hold yet."""
         now = self.clock()
         if not self._dirty or not (force or now - self._last_flush >= self.config.flush_interval_s):
             return 0
+        suggestions, config, stale = self.suggestions, self.config, self._stale
+        # a suggestion the last snapshot relies on waits only when it changed since (stale):
+        # unchanged, its record there is current, so the other sinks take it now
         held = () if force else self._held
-        due = sorted(sid for sid in self._dirty if sid not in held)
+        due = sorted(sid for sid in self._dirty if sid not in held or sid not in stale)
         if not due:
             return 0
-        suggestions, config, stale = self.suggestions, self.config, self._stale
         present = [sid for sid in due if sid in suggestions]
         built: dict[str, SuggestionRecord] = {}  # each record built once, when a sink needs it
 

@@ -309,6 +309,33 @@ def test_flush_writes_to_the_repository_only_records_its_snapshot_did_not() -> N
             ] == [("bus timings", 2), ("hostel fee refund", 3)]  # fmt: skip
 
 
+def test_a_record_the_snapshot_wrote_reaches_the_other_sinks_at_the_next_flush() -> None:
+    # "bus timings" starts between two flushes; the checkpoint's snapshot writes it to the
+    # repository and relies on that record; unchanged, it is due for the other sinks at the
+    # next flush (t = 10 s, interval 5 s), not only at shutdown (before: it stayed held)
+    class Topic:
+        def __init__(self) -> None:
+            self.published: list[list[str]] = []
+
+        def publish(self, records: Any) -> None:
+            self.published.append([row["normalised"] for row in records])
+
+    now = [0.0]
+    repo, topic = MemoryCandidates(), Topic()
+    stage = HarvestStage(HarvestConfig(flush_interval_s=5.0), sinks=[repo, topic],
+                         clock=lambda: now[0])  # fmt: skip
+    stage.process(batch([event("e1", "hostel fee refund")], [REFUSED]))
+    now[0] = 1.0
+    stage.process(batch([event("e2", "bus timings")], [REFUSED]))  # no flush: 1 s < 5 s
+    stage.state_snapshot()
+    assert [r["normalised"] for r in repo.all()] == ["bus timings", "hostel fee refund"]
+    assert topic.published == [["hostel fee refund"]]
+    now[0] = 10.0
+    stage.process(batch([event("e3", "no reason here")], [{}]))
+    assert topic.published == [["hostel fee refund"], ["bus timings"]]
+    assert stage.unpublished == 0
+
+
 def test_eviction_keeps_the_highest_priorities() -> None:
     stage = HarvestStage(HarvestConfig(max_suggestions=10, flush_interval_s=0.0))
     words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
