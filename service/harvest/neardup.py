@@ -80,9 +80,10 @@ if TYPE_CHECKING:
 __all__ = ["NearDupIndex", "Probe", "signatures"]
 
 _LSH_SLACK = 0.25
-#: Most distinct trigrams numbered before the numbering restarts from the stored texts alone
-#: (so the table stays bounded whatever the traffic: ~100 bytes each).
-_MAX_TRIGRAM_IDS = 500_000
+#: Keys in one LSH bucket from which it is a dictionary (keys to ``None``) rather than a
+#: tuple: removing a key from a tuple rebuilds it, and a few band values (those of trigrams
+#: common to many questions, " wh", "wha") gather hundreds of keys.
+_BUCKET_DICT = 8
 _EMPTY = frozenset({b"   "})
 #: Bits of a trigram set's bitmap (module docstring): a bit of ``crc32(trigram)``'s low ones.
 _BITMAP_BITS = 512
@@ -91,10 +92,8 @@ _FMIX = (np.uint32(16), np.uint32(0x85EBCA6B), np.uint32(13), np.uint32(0xC2B2AE
 
 
 class Probe(NamedTuple):
-    """A normalised text with its trigram set and LSH band keys (computed once), the trigram
-    set as the index's integer ids (``ids``, numbered in the index's ``generation``: set
-    operations on small ints cost about half those on bytes) and, when the index has an
-    embedder: its unit vector (``(dim,)`` float32), the stored keys whose cosine
+    """A normalised text with its trigram set and LSH band keys (computed once) and, when the
+    index has an embedder: its unit vector (``(dim,)`` float32), the stored keys whose cosine
     with it reached the index's ``cosine`` when it was made (``near``: ``(key, cosine)``,
     most similar first) and the index's add counter then (``serial``; keys stored later are
     scored at match time); ``bitmap``: the trigram set's bitmap (module docstring; ``None``:
@@ -106,8 +105,6 @@ class Probe(NamedTuple):
     vector: np.ndarray | None = None
     near: tuple[tuple[str, float], ...] = ()
     serial: int = 0
-    ids: frozenset[int] = frozenset()
-    generation: int = 0
     bitmap: int | None = None
 
 
@@ -246,16 +243,15 @@ class NearDupIndex:
                              f"permutations for num_perm={num_perm}")  # fmt: skip
         self._permutations = parameters.permutations
         self.bands, self.rows = parameters.bands, parameters.rows
-        # band value -> the key, or a tuple of keys when several share it: strings and
-        # tuples of strings are not tracked by the garbage collector, sets would be (one per
+        # band value -> the key, a tuple of keys when several share it, a dictionary (keys
+        # to None) from _BUCKET_DICT keys: strings, tuples of strings and dictionaries of
+        # strings to None are not tracked by the garbage collector, sets would be (one per
         # band and text: ~100,000 objects each full collection walks)
-        self._tables: list[dict[bytes, str | tuple[str, ...]]] = [{} for _ in range(self.bands)]
-        # key -> (trigram ids, band keys, trigrams, bitmap)
-        self._grams: dict[str, tuple[frozenset[int], tuple[bytes, ...], frozenset[bytes], int]] = {}
-        # trigram -> its id (a bijection, so |a ∩ b| and the sizes, hence Jaccard, are those
-        # of the trigram sets); renumbered, with a new generation, when it grows too large
-        self._trigram_ids: dict[bytes, int] = {}
-        self._generation = 0
+        self._tables: list[dict[bytes, str | tuple[str, ...] | dict[str, None]]] = [
+            {} for _ in range(self.bands)
+        ]
+        # key -> (trigram count, bitmap, band keys, trigrams)
+        self._grams: dict[str, tuple[int, int, tuple[bytes, ...], frozenset[bytes]]] = {}
         # the stored vectors: row i of _matrix is _keys[i]'s (a zero row and None when free),
         # stored at add number _serials[i]; rows [0, _size) are in use or free
         dim = embedder.dim if embedder is not None else 0
@@ -286,31 +282,14 @@ class NearDupIndex:
         bitmaps = _bitmaps(sets, hashes)
         width = np.dtype((np.void, 4 * self.rows))  # one band of one row as one bytes value
         keys = np.ascontiguousarray(signed).view(width).tolist()
-        if len(self._trigram_ids) > _MAX_TRIGRAM_IDS:
-            self._renumber()
-        ids, generation = [self._number(grams) for grams in sets], self._generation
         if self.embedder is None:
-            return [Probe(text, grams, tuple(row), ids=numbered, generation=generation,
-                          bitmap=bitmap)
-                    for text, grams, row, numbered, bitmap
-                    in zip(texts, sets, keys, ids, bitmaps, strict=True)]  # fmt: skip
+            rows = zip(texts, sets, keys, bitmaps, strict=True)
+            return [Probe(text, grams, tuple(band), bitmap=bit) for text, grams, band, bit in rows]
         vectors = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
         near = self._near(vectors, self._size)
-        return [Probe(text, grams, tuple(row), vector, hits, self._serial, numbered, generation,
-                      bitmap)
-                for text, grams, row, vector, hits, numbered, bitmap
-                in zip(texts, sets, keys, vectors, near, ids, bitmaps, strict=True)]  # fmt: skip
-
-    def _number(self, grams: frozenset[bytes]) -> frozenset[int]:
-        """``grams`` as trigram ids of the current generation (new trigrams numbered)."""
-        table = self._trigram_ids
-        for gram in grams.difference(table):  # C loops: membership in the dict, the map
-            table[gram] = len(table)
-        return frozenset(map(table.__getitem__, grams))
-
-    def _ids_of(self, probe: Probe) -> frozenset[int]:
-        """The probe's trigram ids in the current generation."""
-        return probe.ids if probe.generation == self._generation else self._number(probe.grams)
+        return [Probe(text, grams, tuple(row), vector, hits, self._serial, bitmap)
+                for text, grams, row, vector, hits, bitmap
+                in zip(texts, sets, keys, vectors, near, bitmaps, strict=True)]  # fmt: skip
 
     @staticmethod
     def _bitmap_of(probe: Probe) -> int:
@@ -318,14 +297,6 @@ class NearDupIndex:
         if probe.bitmap is not None:
             return probe.bitmap
         return _bitmaps([probe.grams], _crc32s([probe.grams]))[0]
-
-    def _renumber(self) -> None:
-        """Number the stored texts' trigrams afresh (a new generation; older probes are
-        renumbered when used)."""
-        self._trigram_ids = {}
-        self._generation += 1
-        for key, (_, bands, grams, bitmap) in self._grams.items():
-            self._grams[key] = (self._number(grams), bands, grams, bitmap)
 
     def _near(self, vectors: np.ndarray, size: int, newer_than: int | None = None
               ) -> list[tuple[tuple[str, float], ...]]:  # fmt: skip
@@ -360,9 +331,14 @@ class NearDupIndex:
                 table[band] = key
             elif type(found) is str:
                 table[band] = (found, key)
+            elif type(found) is tuple:
+                if len(found) + 1 < _BUCKET_DICT:
+                    table[band] = (*found, key)
+                else:
+                    table[band] = dict.fromkeys((*found, key))
             else:
-                table[band] = (*found, key)
-        self._grams[key] = (self._ids_of(probe), probe.bands, probe.grams, self._bitmap_of(probe))
+                found[key] = None
+        self._grams[key] = (len(probe.grams), self._bitmap_of(probe), probe.bands, probe.grams)
         if self.embedder is not None:
             self._store(key, probe.vector)
 
@@ -392,13 +368,20 @@ class NearDupIndex:
         stored = self._grams.pop(key, None)
         if stored is None:
             return
-        for table, band in zip(self._tables, stored[1], strict=True):
+        for table, band in zip(self._tables, stored[2], strict=True):
             found = table[band]
             if type(found) is str:
                 del table[band]
-                continue
-            rest = tuple(k for k in found if k != key)
-            table[band] = rest[0] if len(rest) == 1 else rest
+            elif type(found) is tuple:
+                if len(found) == 2:
+                    table[band] = found[found[0] == key]  # the other one
+                else:
+                    at = found.index(key)
+                    table[band] = found[:at] + found[at + 1 :]
+            else:
+                del found[key]
+                if not found:
+                    del table[band]
         row = self._row.pop(key, None)
         if row is not None:
             self._matrix[row] = 0.0
@@ -425,13 +408,12 @@ class NearDupIndex:
         if not self._grams:
             return []
         threshold, stored = self.threshold, self._grams
-        mine = self._ids_of(probe)
+        mine = probe.grams
         size = len(mine)
         bits = self._bitmap_of(probe)
         found = []
         for key in self.candidates(probe):
-            grams, _, _, theirs = stored[key]
-            other = len(grams)
+            other, theirs, _, grams = stored[key]
             # Jaccard <= smaller / larger set: a fifth of the LSH candidates fail this
             if (size if size < other else other) < threshold * (size if size > other else other):
                 continue

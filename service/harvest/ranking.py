@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.suggestion import Suggestion
@@ -46,36 +47,68 @@ __all__ = ["DISTINCT_CHECKED", "primary_reason", "priority", "select"]
 DISTINCT_CHECKED = 200
 
 
-#: id(config) -> (config, {reason: weight}): records are built for every changed suggestion
-#: at each flush and checkpoint, and ``config.weight`` is a method call per reason
-_WEIGHTS: dict[int, tuple[HarvestConfig, dict[str, float]]] = {}
+class _Weights(NamedTuple):
+    """A config's ``{reason: weight}`` and, by a suggestion's reasons (in its order), their
+    weight sum and heaviest reason, remembered: records are built for every changed
+    suggestion at each flush and checkpoint, and a suggestion's reasons are one of a few
+    combinations."""
+
+    config: HarvestConfig
+    weight: dict[str, float]
+    sums: dict[tuple[str, ...], float]
+    primary: dict[tuple[str, ...], str | None]
 
 
-def _weights(config: HarvestConfig) -> dict[str, float]:
-    """``{reason: config.weight(reason)}`` (configs are frozen: computed once per config)."""
+#: id(config) -> its :class:`_Weights` (configs are frozen)
+_WEIGHTS: dict[int, _Weights] = {}
+#: Most combinations of reasons remembered per config (then forgotten, recomputed).
+_COMBINATIONS = 4_096
+
+
+def _of(config: HarvestConfig) -> _Weights:
+    """The :class:`_Weights` of ``config`` (``config.weight`` called once per reason)."""
     entry = _WEIGHTS.get(id(config))
-    if entry is None or entry[0] is not config:
+    if entry is None or entry.config is not config:
         if len(_WEIGHTS) >= 64:
             _WEIGHTS.clear()
-        entry = _WEIGHTS[id(config)] = (config, {r: config.weight(r) for r in REASONS})
-    return entry[1]
+        entry = _WEIGHTS[id(config)] = _Weights(
+            config, {r: config.weight(r) for r in REASONS}, {}, {}
+        )
+    return entry
 
 
 def priority(suggestion: Suggestion, config: HarvestConfig) -> float:
-    """The priority of ``suggestion`` (formula in the module docstring).
+    """The priority of ``suggestion`` (formula in the module docstring); ``W`` summed in
+    the order of ``suggestion.reasons`` (so the same float whether remembered or not).
 
     Raises:
         KeyError: a reason of ``suggestion`` is not one of :data:`REASONS`.
     """
-    weight = sum(map(_weights(config).__getitem__, suggestion.reasons))
+    entry = _of(config)
+    reasons = tuple(suggestion.reasons)
+    weight = entry.sums.get(reasons)
+    if weight is None:
+        weight = sum(map(entry.weight.__getitem__, reasons))
+        if len(entry.sums) >= _COMBINATIONS:
+            entry.sums.clear()
+        entry.sums[reasons] = weight
     frequency = 1.0 + math.log2(max(1, suggestion.count))
     return weight * frequency * (1.0 + suggestion.gap)
 
 
 def primary_reason(suggestion: Suggestion, config: HarvestConfig) -> str | None:
-    """The heaviest reason of ``suggestion`` (``None`` when it has none)."""
+    """The heaviest reason of ``suggestion`` (ties in :data:`REASONS` order; ``None`` when
+    it has none; a reason not in :data:`REASONS` is ignored)."""
+    entry = _of(config)
+    reasons = tuple(suggestion.reasons)
+    if reasons in entry.primary:
+        return entry.primary[reasons]
     present = [r for r in REASONS if r in suggestion.reasons]
-    return max(present, key=_weights(config).__getitem__) if present else None
+    found = max(present, key=entry.weight.__getitem__) if present else None
+    if len(entry.primary) >= _COMBINATIONS:
+        entry.primary.clear()
+    entry.primary[reasons] = found
+    return found
 
 
 def select(

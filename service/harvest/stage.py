@@ -193,6 +193,8 @@ class HarvestStage:
         self._dirty: set[str] = set()  # changed since published to every sink
         self._stale: set[str] = set()  # changed since published to the repository sink
         self._held: set[str] = set()  # clean in the last snapshot: it relies on their records
+        # suggestion id -> its eviction key (priority, last seen, id), while it is unchanged
+        self._order: dict[str, tuple[float, str, str]] = {}
         self._repository = next((s for s in self.sinks if isinstance(s, CandidateRepository)), None)
         self._last_flush = float("-inf")
         self._pending: dict[str, Counter[str]] = self._empty_pending()
@@ -351,20 +353,39 @@ class HarvestStage:
         """Publish changed suggestions when ``flush_interval_s`` has passed (or ``force``);
         return how many records were published (0 when not due or a sink failed).
 
-        Without ``force``, suggestions the last snapshot relies on the records of wait for
-        the next snapshot (module docstring)."""
+        Without ``force``, suggestions the last snapshot relies on the records of, changed
+        since, wait for the next snapshot (module docstring); the repository sink is given
+        only records it does not hold yet."""
         now = self.clock()
         if not self._dirty or not (force or now - self._last_flush >= self.config.flush_interval_s):
             return 0
+        suggestions, config, stale = self.suggestions, self.config, self._stale
+        # a suggestion the last snapshot relies on waits only when it changed since (stale):
+        # unchanged, its record there is current, so the other sinks take it now
         held = () if force else self._held
-        due = sorted(sid for sid in self._dirty if sid not in held)
+        due = sorted(sid for sid in self._dirty if sid not in held or sid not in stale)
         if not due:
             return 0
-        records = [record(self.suggestions[sid], self.config)
-                   for sid in due if sid in self.suggestions]  # fmt: skip
+        present = [sid for sid in due if sid in suggestions]
+        built: dict[str, SuggestionRecord] = {}  # each record built once, when a sink needs it
+
+        def records_of(ids: Iterable[str]) -> list[SuggestionRecord]:
+            rows = []
+            for sid in ids:
+                row = built.get(sid)
+                if row is None:
+                    row = built[sid] = record(suggestions[sid], config)
+                rows.append(row)
+            return rows
+
         for sink in self.sinks:
+            # the repository already holds the current record of a suggestion that is not
+            # stale (state_snapshot wrote it since its last change): not written again
+            ids = [sid for sid in present if sid in stale] if sink is self._repository else present
+            if not ids:
+                continue
             try:
-                sink.publish(records)
+                sink.publish(records_of(ids))
             except Exception as exc:  # a sink outage must not stop the live path
                 log.warning("harvest sink %s failed: %s", type(sink).__name__, type(exc).__name__)
                 self._pending["sink_failures"][type(sink).__name__] += 1
@@ -372,7 +393,7 @@ class HarvestStage:
         self._dirty.difference_update(due)
         self._stale.difference_update(due)
         self._last_flush = now
-        return len(records)
+        return len(present)
 
     @property
     def unpublished(self) -> int:
@@ -523,6 +544,7 @@ class HarvestStage:
             self._pending["new"]["suggestions"] += 1
         config = self.config
         if suggestion.add(occurrence, config.max_variants, config.pool_k, config.max_pool):
+            self._order.pop(sid, None)
             self._dirty.add(sid)
             self._stale.add(sid)
             counts = self._pending["reasons"]
@@ -534,17 +556,23 @@ class HarvestStage:
                     self._recent.popitem(last=False)
 
     def _evict(self) -> None:
-        limit = self.config.max_suggestions
-        if len(self.suggestions) <= limit * 1.1:
+        """Past ``1.1 × max_suggestions``, drop the lowest by (priority, last seen, id) down
+        to ``max_suggestions``. Each one's key is computed once while it is unchanged
+        (``_order``), not for every suggestion held at every eviction."""
+        limit, suggestions = self.config.max_suggestions, self.suggestions
+        if len(suggestions) <= limit * 1.1:
             return
-        ranked = sorted(self.suggestions.values(),
-                        key=lambda s: (priority(s, self.config), s.last_seen, s.id))  # fmt: skip
-        for suggestion in ranked[: len(self.suggestions) - limit]:
-            del self.suggestions[suggestion.id]
-            self.index.remove(suggestion.id)
-            self._dirty.discard(suggestion.id)
-            self._stale.discard(suggestion.id)
-        self._exact = {t: s for t, s in self._exact.items() if s in self.suggestions}
+        order, config = self._order, self.config
+        for sid in suggestions.keys() - order.keys():  # new or changed since the last time
+            suggestion = suggestions[sid]
+            order[sid] = (priority(suggestion, config), suggestion.last_seen, sid)
+        ranked = sorted(order.values())  # order holds exactly the suggestions held
+        for _, _, sid in ranked[: len(suggestions) - limit]:
+            del suggestions[sid], order[sid]
+            self.index.remove(sid)
+            self._dirty.discard(sid)
+            self._stale.discard(sid)
+        self._exact = {t: s for t, s in self._exact.items() if s in suggestions}
         self._pending["evicted"]["suggestions"] += len(ranked) - limit
 
     # -- reports, telemetry, persistence -------------------------------------------------
@@ -604,6 +632,15 @@ class HarvestStage:
         First writes to the repository sink the stale records the previous snapshot does not
         rely on (module docstring), so that this one can rely on them."""
         recent = list(islice(reversed(self._recent.items()), _SNAPSHOT_RECENT))[::-1]
+        # each distinct reason set sorted once (the recent events share a few of them)
+        sorted_sets: dict[frozenset[str], list[str]] = {}
+
+        def listed(counted: frozenset[str]) -> list[str]:
+            found = sorted_sets.get(counted)
+            if found is None:
+                found = sorted_sets[counted] = sorted(counted)
+            return found
+
         repository, stale = self._repository, self._stale
         if repository is None:
             full = list(self.suggestions.values())
@@ -627,7 +664,7 @@ class HarvestStage:
             "suggestions": [s.to_json() for s in full],
             "coverage": self.coverage.state(),
             "scores": self.scores.state(),
-            "recent": [[event, sid, sorted(counted)] for event, (sid, counted) in recent],
+            "recent": [[event, sid, listed(counted)] for event, (sid, counted) in recent],
             "dirty": sorted(self._dirty),
         }
 
@@ -649,6 +686,7 @@ class HarvestStage:
         if len(rows) < len(ids):
             log.warning("harvest restore: %d suggestions had no published record",
                         len(ids) - len(rows))  # fmt: skip
+        self._order.clear()
         probes = self.index.probes([s.normalised for s in rows]) if rows else []
         for suggestion, probe in zip(rows, probes, strict=True):
             self.suggestions[suggestion.id] = suggestion

@@ -85,11 +85,10 @@ class Decision(TypedDict):
 
 def record(suggestion: Suggestion, config: HarvestConfig) -> SuggestionRecord:
     """The published record of ``suggestion`` (module docstring)."""
-    return {
-        **suggestion.to_json(),
-        "priority": round(priority(suggestion, config), 6),
-        "primary_reason": primary_reason(suggestion, config),
-    }
+    row = cast(SuggestionRecord, suggestion.to_json())  # a new dictionary: completed here
+    row["priority"] = round(priority(suggestion, config), 6)
+    row["primary_reason"] = primary_reason(suggestion, config)
+    return row
 
 
 _ENCODER = msgspec.json.Encoder()

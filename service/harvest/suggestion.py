@@ -47,6 +47,22 @@ RECENT_EVENTS = 8
 _normalised = lru_cache(maxsize=8_192)(comparison_form)
 
 
+#: retriever -> its ``{retriever: rank}`` for ranks 1, 2, ... (:func:`_rank_dicts`)
+_RANK_DICTS: dict[str, list[dict[str, int]]] = {}
+
+
+def _rank_dicts(retriever: str, n: int) -> list[dict[str, int]]:
+    """``[{retriever: 1}, ..., {retriever: n}]`` (at least ``n``), the same objects at every
+    call: pools share them (a pool's entry is replaced, never changed in place), so merging
+    a ranking into a new suggestion allocates no dictionary per passage."""
+    ranks = _RANK_DICTS.get(retriever)
+    if ranks is None or len(ranks) < n:
+        if len(_RANK_DICTS) >= 256:  # retriever names are few; bounded whatever comes
+            _RANK_DICTS.clear()
+        ranks = _RANK_DICTS[retriever] = [{retriever: rank} for rank in range(1, max(n, 10) + 1)]
+    return ranks
+
+
 class Occurrence(NamedTuple):
     """One live question picked for harvesting.
 
@@ -191,13 +207,20 @@ class Suggestion:
 
     def _pool(self, retriever: str, ranking: Sequence[str], max_pool: int) -> None:
         # copy on write: a passage's {retriever: rank} is replaced, never changed in place,
-        # so to_json may share it with the records it built
+        # so to_json may share it with the records it built, and a passage's first
+        # {retriever: rank} is the one shared by every suggestion (_rank_dicts)
         pool = self.pool
+        mine = _rank_dicts(retriever, len(ranking))
+        if not pool and len(ranking) <= max_pool:  # a new suggestion: one C-level update
+            pool.update(zip(ranking, mine, strict=False))  # mine may be longer
+            if len(pool) == len(ranking):
+                return
+            pool.clear()  # a passage repeated: its first (best) rank must win, as below
         for rank, passage in enumerate(ranking, start=1):
             ranks = pool.get(passage)
             if ranks is None:
                 if len(pool) < max_pool:
-                    pool[passage] = {retriever: rank}
+                    pool[passage] = mine[rank - 1]
                 continue
             best = ranks.get(retriever)
             if best is None or rank < best:

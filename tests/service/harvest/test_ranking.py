@@ -37,6 +37,24 @@ def test_primary_reason_is_the_heaviest_with_fixed_ties() -> None:
     assert primary_reason(s("c", {}), config) is None
 
 
+def test_remembered_weight_sums_keep_each_order_of_reasons_float() -> None:
+    # 0.1 + 0.2 + 0.3 in that order is 0.6000000000000001, in reverse 0.6: the weight sum is
+    # remembered by the reasons in their order, so each suggestion keeps its own float, on
+    # the first call and the next; and a change of reasons is a new sum
+    config = HarvestConfig(weights={"refused": 0.1, "novel": 0.2, "coverage_gap": 0.3})
+    forward = s("a", {"refused": 1, "novel": 1, "coverage_gap": 1})
+    backward = s("b", {"coverage_gap": 1, "novel": 1, "refused": 1})
+    for _ in range(2):
+        assert priority(forward, config) == 0.6000000000000001
+        assert priority(backward, config) == 0.6
+        assert primary_reason(forward, config) == primary_reason(backward, config) == "coverage_gap"
+    forward.reasons.pop("coverage_gap")
+    assert priority(forward, config) == pytest.approx(0.3)
+    assert primary_reason(forward, config) == "novel"
+    with pytest.raises(KeyError):
+        priority(s("c", {"not_a_reason": 1}), config)
+
+
 def test_select_round_robins_over_strata() -> None:
     config = HarvestConfig(quotas={})
     rows = [

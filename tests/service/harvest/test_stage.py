@@ -270,6 +270,72 @@ def test_flush_waits_for_its_interval_and_retries_a_failed_sink() -> None:
     assert stage.flush(force=True) == 1 and len(repo.all()) == 2
 
 
+def test_flush_writes_to_the_repository_only_records_its_snapshot_did_not() -> None:
+    # the checkpoint's snapshot writes the repository the record of each changed suggestion
+    # (so that it can rely on it); the last flush gives the other sinks every changed one but
+    # the repository only what changed since: "hostel fee refund" again (count 3), not "bus
+    # timings", whose record there is current
+    class Counting(MemoryCandidates):
+        def __init__(self) -> None:
+            super().__init__()
+            self.published: list[list[str]] = []
+
+        def publish(self, records: Any) -> None:
+            self.published.append([row["normalised"] for row in records])
+            super().publish(records)
+
+    class Topic:  # another sink, as the compacted Kafka topic
+        def __init__(self) -> None:
+            self.published: list[list[str]] = []
+
+        def publish(self, records: Any) -> None:
+            self.published.append([row["normalised"] for row in records])
+
+    repo, topic = Counting(), Topic()
+    stage = HarvestStage(HarvestConfig(flush_interval_s=10.0), sinks=[repo, topic],
+                         clock=lambda: 0.0)  # fmt: skip
+    stage.process(batch([event("e1", "hostel fee refund"), event("e2", "bus timings")],
+                        [REFUSED, REFUSED]))  # fmt: skip
+    assert repo.published == topic.published == [["bus timings", "hostel fee refund"]]
+    again = [event("e3", "bus timings", minute=1), event("e4", "hostel fee refund", minute=1)]
+    stage.process(batch(again, [REFUSED, REFUSED]))
+    stage.state_snapshot()  # the checkpoint: both written to the repository, in held order
+    assert repo.published[1:] == [["hostel fee refund", "bus timings"]]
+    stage.process(batch([event("e5", "hostel fee refund", minute=2)], [REFUSED]))
+    assert stage.flush(force=True) == 2
+    assert repo.published[2:] == [["hostel fee refund"]]
+    assert topic.published[1:] == [["bus timings", "hostel fee refund"]]
+    assert [(r["normalised"], r["count"]) for r in sorted(repo.all(), key=lambda r: r["count"])
+            ] == [("bus timings", 2), ("hostel fee refund", 3)]  # fmt: skip
+
+
+def test_a_record_the_snapshot_wrote_reaches_the_other_sinks_at_the_next_flush() -> None:
+    # "bus timings" starts between two flushes; the checkpoint's snapshot writes it to the
+    # repository and relies on that record; unchanged, it is due for the other sinks at the
+    # next flush (t = 10 s, interval 5 s), not only at shutdown (before: it stayed held)
+    class Topic:
+        def __init__(self) -> None:
+            self.published: list[list[str]] = []
+
+        def publish(self, records: Any) -> None:
+            self.published.append([row["normalised"] for row in records])
+
+    now = [0.0]
+    repo, topic = MemoryCandidates(), Topic()
+    stage = HarvestStage(HarvestConfig(flush_interval_s=5.0), sinks=[repo, topic],
+                         clock=lambda: now[0])  # fmt: skip
+    stage.process(batch([event("e1", "hostel fee refund")], [REFUSED]))
+    now[0] = 1.0
+    stage.process(batch([event("e2", "bus timings")], [REFUSED]))  # no flush: 1 s < 5 s
+    stage.state_snapshot()
+    assert [r["normalised"] for r in repo.all()] == ["bus timings", "hostel fee refund"]
+    assert topic.published == [["hostel fee refund"]]
+    now[0] = 10.0
+    stage.process(batch([event("e3", "no reason here")], [{}]))
+    assert topic.published == [["hostel fee refund"], ["bus timings"]]
+    assert stage.unpublished == 0
+
+
 def test_eviction_keeps_the_highest_priorities() -> None:
     stage = HarvestStage(HarvestConfig(max_suggestions=10, flush_interval_s=0.0))
     words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
@@ -285,6 +351,25 @@ def test_eviction_keeps_the_highest_priorities() -> None:
     assert kept == ["alpha", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
                     "kilo", "november"]  # fmt: skip
     assert stage.pending_observations()["evicted"] == 2
+
+
+def test_eviction_ranks_a_suggestion_by_its_priority_after_it_changed() -> None:
+    # the first eviction ranks every suggestion; delta (2.0, among the oldest) then gets a
+    # second event: count 2, priority 2.0 * (1 + log2 2) = 4.0, so the second eviction
+    # (12 > 11 again) drops echo and foxtrot, the oldest of those still at 2.0, not delta
+    stage = HarvestStage(HarvestConfig(max_suggestions=10, flush_interval_s=0.0))
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+             "india", "juliet", "kilo", "november"]  # fmt: skip
+    notes = [{"acl_leaks": ["p"]}] + [REFUSED] * 11
+    stage.process(batch([event(f"e{i}", w, minute=i) for i, w in enumerate(words)], notes))
+    assert "bravo" not in {s.normalised for s in stage.suggestions.values()}  # evicted
+    stage.process(batch([event("e50", "delta", minute=50)], [REFUSED]))
+    stage.process(batch([event("e51", "oscar", minute=51), event("e52", "papa", minute=52)],
+                        [REFUSED, REFUSED]))  # fmt: skip
+    kept = sorted(s.normalised for s in stage.suggestions.values())
+    assert kept == ["alpha", "delta", "golf", "hotel", "india", "juliet", "kilo", "november",
+                    "oscar", "papa"]  # fmt: skip
+    assert stage.pending_observations()["evicted"] == 4
 
 
 def test_generated_channel_and_pii_are_kept_apart() -> None:

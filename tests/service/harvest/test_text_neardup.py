@@ -71,24 +71,28 @@ def test_index_finds_near_duplicate_and_not_distinct_text() -> None:
     assert len(index) == 1 and "b" in index
 
 
-def test_renumbered_trigrams_give_the_same_matches(monkeypatch: pytest.MonkeyPatch) -> None:
-    # the index numbers trigrams to intersect small ints; once more trigrams than the bound
-    # are numbered it renumbers from the stored texts (a new generation): a probe made before
-    # must still score exactly its Jaccard, here 24 / 28 as above
+def test_crowded_buckets_keep_exactly_the_keys_added_and_not_removed() -> None:
+    # a bucket of one key is the key, of a few a tuple, of _BUCKET_DICT or more a dictionary;
+    # 30 keys of one text share all 21 bands; remove them in a shuffled order: after each
+    # removal every band of that text holds exactly the keys left, and the matches are those
+    # keys at Jaccard 1 (ties by key); all removed, the tables are empty
     from service.harvest import neardup
 
     index = NearDupIndex(threshold=0.6)
-    index.add("a", "when are the hostel fees due")
-    early = index.probes(["when are hostel fees due"])[0]
-    monkeypatch.setattr(neardup, "_MAX_TRIGRAM_IDS", 3)
-    index.probes(["library opening hours"])  # over the bound: renumbered, then numbered
-    assert index._generation == 1 and early.generation == 0
-    assert index.matches(early) == [("a", pytest.approx(24 / 28))]
-    later = index.probes(["when are hostel fees due"])[0]
-    assert later.generation == 2 and index.matches(later) == [("a", pytest.approx(24 / 28))]
-    index.add("b", later)  # still over the bound: each probes() call renumbers
-    assert index.matches(index.probes(["when are the hostel fees due"])[0]) == [
-        ("a", 1.0), ("b", pytest.approx(24 / 28))]  # fmt: skip
+    text = "when are the hostel fees due"
+    keys = [f"k{i:02d}" for i in range(30)]
+    for key in keys:
+        index.add(key, text)
+    probe = index.probes([text])[0]
+    assert max(len(bucket) for table in index._tables for bucket in table.values()) == 30
+    assert neardup._BUCKET_DICT < 30
+    left = set(keys)
+    for key in random.Random(5).sample(keys, len(keys)):
+        index.remove(key)
+        left.discard(key)
+        assert index.candidates(probe) == left
+        assert index.matches(probe) == [(k, 1.0) for k in sorted(left)]
+    assert all(not table for table in index._tables) and len(index) == 0
 
 
 def test_matches_are_the_exact_jaccard_of_every_lsh_candidate() -> None:
