@@ -68,7 +68,7 @@ import zlib
 from collections.abc import Sequence
 from functools import lru_cache
 from itertools import chain
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 import numpy as np
 
@@ -336,8 +336,8 @@ class NearDupIndex:
                     table[band] = (*found, key)
                 else:
                     table[band] = dict.fromkeys((*found, key))
-            else:
-                found[key] = None
+            else:  # a crowded bucket: a dict (type() checks do not narrow the else for mypy)
+                cast("dict[str, None]", found)[key] = None
         self._grams[key] = (len(probe.grams), self._bitmap_of(probe), probe.bands, probe.grams)
         if self.embedder is not None:
             self._store(key, probe.vector)
@@ -379,8 +379,9 @@ class NearDupIndex:
                     at = found.index(key)
                     table[band] = found[:at] + found[at + 1 :]
             else:
-                del found[key]
-                if not found:
+                crowded = cast("dict[str, None]", found)
+                del crowded[key]
+                if not crowded:
                     del table[band]
         row = self._row.pop(key, None)
         if row is not None:
