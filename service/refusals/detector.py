@@ -210,6 +210,12 @@ def _compile(patterns: Iterable[str], *, wrap: bool = True) -> re.Pattern[str]:
         raise ValueError(f"invalid refusal pattern: {exc}") from None
 
 
+#: Longest answer (characters) whose pattern verdict :class:`RefusalDetector` remembers: a
+#: memo bounded by count alone would hold up to ``memo_size`` answers of any length (events
+#: may be 1 MiB).
+MEMO_MAX_CHARS = 2_048
+
+
 class RefusalDetector:
     """Refusal classifier: multilingual patterns, optionally with a trained model.
 
@@ -226,8 +232,11 @@ class RefusalDetector:
             ``benchmarks.bench_production``'s log), then it starts afresh (cleared); 0: none.
             :meth:`matches_pattern` is a pure function of the text, so the size changes the
             time, never a verdict (scanning a ~850-character answer for the patterns'
-            literals costs ~23 µs; a remembered one a dictionary look-up). Memory: the texts,
-            ~1 KB each at that length: ~4 MB for the default 4,096.
+            literals costs ~23 µs; a remembered one a dictionary look-up). Only answers of
+            at most :data:`MEMO_MAX_CHARS` characters are remembered (longer ones are scanned
+            every time), so the memo holds at most ``memo_size × 2,048`` characters: 8 MiB
+            of ASCII text for the default 4,096 (32 MiB at 4 bytes a character), ~4 MiB at
+            the benchmark's ~850 characters.
 
     Raises:
         ValueError: a pattern is not a valid regular expression (the message names it),
@@ -311,7 +320,7 @@ class RefusalDetector:
         verdict = memo.get(text)
         if verdict is None:
             verdict = self.matches_pattern(text)
-            if self.memo_size:
+            if self.memo_size and len(text) <= MEMO_MAX_CHARS:
                 if len(memo) >= self.memo_size:
                     memo.clear()
                 memo[text] = verdict

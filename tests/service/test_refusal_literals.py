@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from service.refusals.detector import (
     DEFAULT_ANSWER_OPENINGS,
     DEFAULT_PATTERNS,
+    MEMO_MAX_CHARS,
     RefusalDetector,
     _normalise,
     required_literals,
@@ -128,3 +129,13 @@ def test_memo_remembers_verdicts_within_its_size_and_never_changes_one() -> None
     assert plain._memo == {}
     with pytest.raises(ValueError, match="memo_size"):
         RefusalDetector(memo_size=-1)
+
+
+def test_memo_does_not_hold_long_answers() -> None:
+    """A memo bounded by count alone held 4,095 distinct 64 KiB answers (256 MiB); answers
+    over MEMO_MAX_CHARS are judged every time and never held, the verdict unchanged."""
+    detector = RefusalDetector(memo_size=4)
+    long_refusal = "I'm sorry, I don't have information about that. " + "x" * MEMO_MAX_CHARS
+    edge = "Paris. " + "y" * (MEMO_MAX_CHARS - len("Paris. "))  # exactly the limit
+    assert detector.is_refusal_many([long_refusal, long_refusal, edge]) == [True, True, False]
+    assert list(detector._memo) == [edge]
