@@ -340,5 +340,8 @@ def minilm_embedder(batch_size: int = 64) -> SentenceTransformerEmbedder:
         folder, batch_size, name, setting="analytics.embeddings.backend 'minilm' (reinstall it)"
     )
     if embedder.dim != MINILM_DIM:
-        raise EmbeddingModelError(f"{folder}: a {embedder.dim}-d model, not all-MiniLM-L6-v2's 384")
+        raise EmbeddingModelError(
+            f"analytics.embeddings.backend 'minilm': {folder} holds a {embedder.dim}-d "
+            "model, not all-MiniLM-L6-v2's 384 (reinstall goldwatch[minilm])"
+        )
     return embedder

@@ -100,7 +100,9 @@ class LanguageConfig(BaseModel):
             ``langdetect-rs`` if importable, else ``langdetect``.
         candidates: languages expected in the traffic (langdetect codes, ``zh``, ``hi-Latn``);
             ambiguous scripts are resolved among them. Include the gold set's languages.
-        cache_size: most distinct normalised questions kept in the LRU cache (0: no cache).
+        cache_size: most distinct normalised questions kept in the LRU cache (0: no cache);
+            with expected languages (a gold set) the language stage also remembers the labels
+            of up to this many questions as asked (cleared when full).
         min_letters: texts with fewer letters are ``und``.
         lexicon_weight: weight of the function-word share against langdetect's probability.
         cue_weight: weight of the character cues (each about 1-3 points).

@@ -59,7 +59,9 @@ class PipelineConfig(BaseModel):
         dedup_window: how many recent event ids the dedup stage remembers (W).
         max_event_bytes: larger messages are dead-lettered as ``too_large``, in bytes.
         commit_interval_s: checkpoint state and commit at most this often, in seconds
-            (0: after every batch); stop and end of input always checkpoint.
+            (0: after every batch); stop and end of input always checkpoint. ``goldwatch
+            replay`` ignores it and checkpoints by ``commit_every`` only, so what it writes
+            follows from the events, not from the wall clock.
         commit_every: also checkpoint once this many messages are pending.
         status_interval_s: how often the loop samples ``source.status()`` (lag, rebalances).
         extra_stages: custom stages, ``module:Class`` built with no arguments, run after the

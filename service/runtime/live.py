@@ -250,9 +250,10 @@ def build_live(
     and, with the Kafka source, published to the compacted ``harvest.topic``. With
     ``replay`` (a replay to the end of a file) the shadow stage runs with backpressure and
     waits for each batch's calls, so nothing is skipped for timing and the report is
-    reproducible (:mod:`service.shadow.stage`); harvest then publishes at the replay's
-    checkpoints and its end only (:func:`replay_clock`). With ``model_cache`` (a folder) the
-    analytics' fits are kept there between starts (:func:`fit_cache`).
+    reproducible (:mod:`service.shadow.stage`); harvest then publishes after its first
+    batch, at the replay's checkpoints and at its end only (:func:`replay_clock`). With
+    ``model_cache`` (a folder) the analytics' fits are kept there between starts
+    (:func:`fit_cache`).
 
     Raises:
         ValueError, OSError: the gold set, corpus, topic model or a custom stage is unusable
@@ -357,9 +358,10 @@ def build_live(
 
 
 def replay_clock() -> float:
-    """The harvest stage's clock in a replay: always 0, so no flush is ever due by time and
-    suggestions reach the sinks at the checkpoints (a replay checkpoints every
-    ``pipeline.commit_every`` events, never by time) and at the end. A sink keeps the
+    """The harvest stage's clock in a replay: always 0, so after the first flush (its first
+    batch) none is due by time, and suggestions reach the sinks at the checkpoints (the
+    repository sink only; a replay checkpoints every ``pipeline.commit_every`` events, never
+    by time) and at the end. A sink keeps the
     records of suggestions evicted later, so which ones it holds must follow from the
     events, not from when the wall clock let a flush run: with the monotonic clock two
     replays of the same 20,000 production-shaped lines exported 6,884 and 6,641 suggestions.

@@ -406,12 +406,15 @@ class AnalyticsConfig(_Frozen):
             n-gram mix) that topics, novelty, out-of-scope and the ``dense``/``hybrid``
             retrievers read text through.
         question_cache_size: distinct questions whose topic, out-of-scope score and
-            known-question match are remembered (three LRU caches keyed by the question;
-            0: none). Live traffic repeats its questions, so a hit skips the models. A
-            bound on memory: a remembered question costs about 0.75 KB in the three together
-            (measured with ``tracemalloc``: topic 0.41, out-of-scope 0.20, known match
-            0.17 KB, each counting its own copy of a 47-character question), so the default
-            65,536 is at most ~48 MB (docs/runbook.md, "Memory"). The language detector's
+            known-question match are remembered (three LRU caches keyed by the question,
+            and a fourth of the known-question matches keyed by the question as asked, so
+            the stages that match a batch's questions normalise each once; 0: none). Live
+            traffic repeats its questions, so a hit skips the models. A bound on memory: a
+            remembered question costs about 0.75 KB in the first three together (measured
+            with ``tracemalloc``: topic 0.41, out-of-scope 0.20, known match 0.17 KB, each
+            counting its own copy of a 47-character question) and ~0.25 KB in the fourth
+            (estimated), so the default 65,536 is at most ~64 MB (docs/scaling.md,
+            "Memory"). The language detector's
             cache is ``language.cache_size``, the embedding cache ``embeddings.cache_size``.
         pii_memo_size: distinct texts (questions, answers) whose scrubbed form, and
             distinct ``user.id`` values whose pseudonym, the PII stage remembers (two maps,
