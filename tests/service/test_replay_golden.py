@@ -118,6 +118,34 @@ def test_production_shaped_replay_report_and_suggestions_match_e500539(tmp_path:
     _check(got, "production")
 
 
+#: SHA-256 of the canonical report and suggestions of :func:`production_outputs` on the first
+#: 20,000 lines: past ``harvest.max_suggestions`` (5,000; 6,641 exported), so unlike the
+#: 3,000-line golden it runs harvest's eviction, the near-duplicate index's removals and a
+#: checkpoint in the middle (every 10,000 events). The code at d07bf0d gave these digests when
+#: no wall-clock flush or checkpoint fell inside its replay (of two runs: the second; the first
+#: exported 243 more suggestions, published before their eviction) — the run-to-run
+#: difference this session removed (``replay_clock``); this session's code gives them every
+#: time.
+PRODUCTION_20K_DIGESTS = (
+    "3b81ea4f4e98b7da74c9387169d01ac0aa22ea7aa2a35bc223f0f0d6fc1ac016",
+    "d22d443990ad9da075e9f3fc73f2f300c72985178f56f83c88c220b5f9591bdf",
+)
+
+
+@pytest.mark.slow
+def test_production_shaped_20k_replay_past_eviction_matches_d07bf0d(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib
+
+    monkeypatch.setattr(sys.modules[__name__], "PRODUCTION_LINES", 20_000)
+    got = production_outputs(tmp_path)
+    assert len(got["suggestions"]) == 6_641
+    digests = tuple(hashlib.sha256(_canonical(got[part]).encode("utf-8")).hexdigest()
+                    for part in ("report", "suggestions"))  # fmt: skip
+    assert digests == PRODUCTION_20K_DIGESTS
+
+
 def _write(directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     for name, outputs in (("demo", demo_outputs), ("production", production_outputs)):
