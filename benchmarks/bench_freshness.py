@@ -13,7 +13,7 @@ assigned; the group join on Tansu takes ~30 s with the default 45 s session time
 the test broker's, see issue 22); then a producer *process* (the measuring side must not
 steal the GIL of the sampler) sends events at the rate, each stamped with its send time, round
 robin over the partitions, and records when it handed each one to the client (``time.time()``
-just before ``send``; kafka-python's default ``linger_ms`` 0, ``acks`` 1). The events are
+just before ``send``; ``acks`` 1 and ``--linger-ms`` 5 unless told). The events are
 production-shaped (:func:`benchmarks.bench_production.write_log`: real multilingual questions,
 10 retrieved passages, answers with citations, feedback, 3 % duplicate deliveries, 0.5 % bad
 lines but the ``too_large`` ones, which a default producer refuses), cycled with fresh event
@@ -34,6 +34,16 @@ a delay between two events but never changes the sum of the delays (the mean is 
 only by how far the partitions' progress differs. Each delay includes up to one sampling
 interval (the answer's read time is used, never earlier than the count), so the figures lean
 high, never low.
+
+The producer's ``linger_ms`` (``--linger-ms``, default 5): the default of the Java client
+since Kafka 4.0 (KIP-1030) and of librdkafka since 1.5, the clients a RAG service's producer
+is most likely built on; kafka-python's own default is 0. It decides what this test broker
+delivers: Tansu's in-memory engine costs more per request the more record batches a
+partition holds, so with small batches (0 or 5 ms at 500 events/s a partition) its CPU per
+second and its fetch latency grow through a run and every consumer, a bare kafka-python one
+included, falls seconds behind (a bare client's p99 2.35 s over 120 s with 5); with
+``--linger-ms 50`` (batches of ~25 events) it stays flat (0.31 s). See docs/scaling.md,
+"Freshness", for the measurements per setting.
 
 Reference in the same run (``--before PATH``): the same measurement against a serve started
 from another checkout (e.g. ``git archive <commit> | tar -x -C PATH``), on its own topic,
@@ -102,12 +112,14 @@ def restamp(line: bytes, cycle: int) -> bytes:
 
 
 def _produce(bootstrap: str, topic: str, lines: list[bytes], total: int, rate: float,
-             ready: Any, go: Any, out: str) -> None:  # fmt: skip
-    """Producer process: ``total`` events at ``rate``/s, round robin over the partitions;
-    writes the send times (Unix seconds, in send order) as JSON to ``out``."""
+             ready: Any, go: Any, out: str, linger_ms: int = 5) -> None:  # fmt: skip
+    """Producer process: ``total`` events at ``rate``/s, round robin over the partitions,
+    ``acks`` 1 and ``linger_ms`` (ms); writes the send times (Unix seconds, in send order) as
+    JSON to ``out``."""
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, max_request_size=4 << 20)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=linger_ms,
+                             max_request_size=4 << 20)  # fmt: skip
     ready.set()
     go.wait()
     sent: list[float] = []
@@ -214,8 +226,10 @@ def _serve(
 
 
 def measure(broker: TansuBroker, repo: Path, lines: list[bytes], rate: float, seconds: float,
-            status_every_s: float, metrics_every_s: float) -> dict[str, Any]:  # fmt: skip
-    """One serve from ``repo`` on a fresh topic: the per-event delays (see the module doc)."""
+            status_every_s: float, metrics_every_s: float, linger_ms: int = 5
+            ) -> dict[str, Any]:  # fmt: skip
+    """One serve from ``repo`` on a fresh topic: the per-event delays (see the module doc);
+    the producer lingers ``linger_ms`` (ms)."""
     topic = f"fresh-{uuid.uuid4().hex[:8]}"
     broker.create_topic(topic, PARTITIONS)
     broker.create_topic(f"{topic}.dlq", 1)
@@ -231,7 +245,7 @@ def measure(broker: TansuBroker, repo: Path, lines: list[bytes], rate: float, se
         process, base = _serve(repo, workdir, config)
         try:
             sent, counts = _drive(broker, topic, lines, total, rate, workdir, base,
-                                  status_every_s, metrics_every_s)  # fmt: skip
+                                  status_every_s, metrics_every_s, linger_ms)  # fmt: skip
             batches = batch_figures(httpx.get(f"{base}/metrics", timeout=10).text)
         finally:
             process.terminate()
@@ -263,14 +277,15 @@ def batch_figures(text: str) -> dict[str, float]:
 
 
 def _drive(broker: TansuBroker, topic: str, lines: list[bytes], total: int, rate: float,
-           workdir: Path, base: str, status_every_s: float, metrics_every_s: float
-           ) -> tuple[list[float], Counts]:  # fmt: skip
+           workdir: Path, base: str, status_every_s: float, metrics_every_s: float,
+           linger_ms: int) -> tuple[list[float], Counts]:  # fmt: skip
     """Produce ``total`` events while sampling; wait until all are counted (or 120 s more)."""
     spawn = multiprocessing.get_context("spawn")
     ready, go = spawn.Event(), spawn.Event()
     out = workdir / "sent.json"
     producer = spawn.Process(target=_produce, args=(broker.bootstrap_servers, topic, lines,
-                                                    total, rate, ready, go, str(out)))  # fmt: skip
+                                                    total, rate, ready, go, str(out),
+                                                    linger_ms))  # fmt: skip
     producer.start()
     if not ready.wait(120):
         raise RuntimeError("the producer process did not connect")
@@ -299,8 +314,8 @@ def _drive(broker: TansuBroker, topic: str, lines: list[bytes], total: int, rate
     return json.loads(out.read_text()), counts
 
 
-def raw_reference(broker: TansuBroker, lines: list[bytes], rate: float, seconds: float
-                  ) -> dict[str, Any]:  # fmt: skip
+def raw_reference(broker: TansuBroker, lines: list[bytes], rate: float, seconds: float,
+                  linger_ms: int = 5) -> dict[str, Any]:  # fmt: skip
     """The floor: a kafka-python group consumer (defaults) receiving a topic produced the
     same way; delay = receive time - send time, per event."""
     from kafka import KafkaConsumer
@@ -321,7 +336,8 @@ def raw_reference(broker: TansuBroker, lines: list[bytes], rate: float, seconds:
             ready, go = spawn.Event(), spawn.Event()
             out = Path(tmp) / "sent.json"
             producer = spawn.Process(target=_produce, args=(broker.bootstrap_servers, topic,
-                                     lines, total, rate, ready, go, str(out)))  # fmt: skip
+                                     lines, total, rate, ready, go, str(out),
+                                     linger_ms))  # fmt: skip
             producer.start()
             ready.wait(120)
             go.set()
@@ -341,11 +357,12 @@ def raw_reference(broker: TansuBroker, lines: list[bytes], rate: float, seconds:
     return {"events": total, "received": summary(values)}
 
 
-def render(results: dict[str, dict[str, Any]], rate: float, seconds: float) -> str:
+def render(results: dict[str, dict[str, Any]], rate: float, seconds: float,
+           linger_ms: int = 5) -> str:  # fmt: skip
     """One table: per run, p50/p99/max/mean of the per-event delay (s) by endpoint."""
     rows = [
         f"freshness at {rate:,.0f} events/s for {seconds:.0f} s, default configuration, "
-        "per event (send -> counted)",
+        f"per event (send -> counted); producer acks 1, linger_ms {linger_ms}",
         f"{'run':28} {'counted in':12} {'p50 s':>7} {'p99 s':>7} {'max s':>7} {'mean s':>7}",
     ]
     for name, result in results.items():
@@ -381,6 +398,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="another checkout to measure first, as the same-run reference",
     )
     parser.add_argument("--raw", action="store_true", help="also measure a raw consumer")
+    parser.add_argument("--linger-ms", type=int, default=5,
+                        help="the producer's linger_ms (see the module doc)")  # fmt: skip
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     lines = production_lines(POOL)
@@ -388,17 +407,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     results: dict[str, dict[str, Any]] = {}
     try:
         if args.raw:
-            results["kafka-python (raw)"] = raw_reference(broker, lines, args.rate, args.seconds)
+            results["kafka-python (raw)"] = raw_reference(broker, lines, args.rate, args.seconds,
+                                                          args.linger_ms)  # fmt: skip
         if args.before is not None:
             results[f"before ({args.before.name})"] = measure(
                 broker, args.before, lines, args.rate, args.seconds, args.status_every_s,
-                args.metrics_every_s)  # fmt: skip
+                args.metrics_every_s, args.linger_ms)  # fmt: skip
         results["goldwatch serve (this tree)"] = measure(
             broker, REPO_ROOT, lines, args.rate, args.seconds, args.status_every_s,
-            args.metrics_every_s)  # fmt: skip
+            args.metrics_every_s, args.linger_ms)  # fmt: skip
     finally:
         broker.stop()
-    print(json.dumps(results, indent=1) if args.json else render(results, args.rate, args.seconds))
+    print(json.dumps(results, indent=1) if args.json
+          else render(results, args.rate, args.seconds, args.linger_ms))  # fmt: skip
 
 
 if __name__ == "__main__":
