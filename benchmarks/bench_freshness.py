@@ -51,8 +51,12 @@ on the same broker, right before. And (``--raw``) the floor: a plain kafka-pytho
 consumer (default settings) reading a topic produced the same way, its delay = receive time
 minus send time.
 
+``--floor`` measures only that bare client, assigned the partitions (no group), under the
+producer and consumer settings of :data:`FLOOR_VARIATIONS`, a fresh topic each, with the
+delay's p99 per 10 s and the broker's CPU per 10 s (the tables of docs/scaling.md).
+
 Run: ``python -m benchmarks.bench_freshness [--rate 2000] [--seconds 120] [--before PATH]
-[--raw]``.
+[--raw] [--linger-ms 5] [--floor]``.
 """
 
 from __future__ import annotations
@@ -112,13 +116,14 @@ def restamp(line: bytes, cycle: int) -> bytes:
 
 
 def _produce(bootstrap: str, topic: str, lines: list[bytes], total: int, rate: float,
-             ready: Any, go: Any, out: str, linger_ms: int = 5) -> None:  # fmt: skip
+             ready: Any, go: Any, out: str, linger_ms: int = 5,
+             acks: int | str = 1) -> None:  # fmt: skip
     """Producer process: ``total`` events at ``rate``/s, round robin over the partitions,
-    ``acks`` 1 and ``linger_ms`` (ms); writes the send times (Unix seconds, in send order) as
+    ``acks`` and ``linger_ms`` (ms); writes the send times (Unix seconds, in send order) as
     JSON to ``out``."""
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=linger_ms,
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=acks, linger_ms=linger_ms,
                              max_request_size=4 << 20)  # fmt: skip
     ready.set()
     go.wait()
@@ -357,6 +362,94 @@ def raw_reference(broker: TansuBroker, lines: list[bytes], rate: float, seconds:
     return {"events": total, "received": summary(values)}
 
 
+#: ``--floor``: (name, producer linger_ms, producer acks, consumer kwargs) per row.
+FLOOR_VARIATIONS: tuple[tuple[str, int, int | str, dict[str, int]], ...] = (
+    ("linger 0, acks 1; consumer defaults", 0, 1, {}),
+    ("linger 0, acks all", 0, "all", {}),
+    ("linger 0; fetch_max_wait_ms 100", 0, 1, {"fetch_max_wait_ms": 100}),
+    ("linger 5", 5, 1, {}),
+    ("linger 5, acks all", 5, "all", {}),
+    ("linger 5; goldwatch's fetch bounds", 5, 1,
+     {"fetch_max_bytes": 1 << 20, "max_partition_fetch_bytes": 256 << 10}),
+    ("linger 5; fetch_max_wait_ms 100", 5, 1, {"fetch_max_wait_ms": 100}),
+    ("linger 50", 50, 1, {}),
+    ("linger 50; fetch_max_wait_ms 100", 50, 1, {"fetch_max_wait_ms": 100}),
+)  # fmt: skip
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (``/proc/<pid>/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def floor_row(broker: TansuBroker, lines: list[bytes], rate: float, seconds: float,
+              linger_ms: int, acks: int | str, consumer: dict[str, int]
+              ) -> dict[str, Any]:  # fmt: skip
+    """A bare kafka-python consumer *assigned* the partitions of a fresh topic (no group
+    join, so rows are quick) receiving it as the producer process sends at ``rate``: the
+    per-event delay (receive - send, s), its p99 per 10 s of send time, and the broker's CPU
+    seconds per second per 10 s (``broker_cores``)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    topic = f"floor-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic, PARTITIONS)
+    total = int(rate * seconds)
+    client = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers,
+                           auto_offset_reset="earliest", **consumer)  # fmt: skip
+    client.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
+    client.poll(timeout_ms=200)
+    received: dict[int, float] = {}
+    cores: list[float] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="gw-fresh-") as tmp:
+            spawn = multiprocessing.get_context("spawn")
+            ready, go = spawn.Event(), spawn.Event()
+            out = Path(tmp) / "sent.json"
+            producer = spawn.Process(target=_produce, args=(broker.bootstrap_servers, topic,
+                                     lines, total, rate, ready, go, str(out), linger_ms,
+                                     acks))  # fmt: skip
+            producer.start()
+            ready.wait(120)
+            go.set()
+            end = time.monotonic() + seconds + 120
+            window, cpu = time.monotonic() + 10, _cpu_seconds(broker.process.pid)
+            while len(received) < total and time.monotonic() < end:
+                for tp, records in client.poll(timeout_ms=100).items():
+                    now = time.time()
+                    for record in records:
+                        received[record.offset * PARTITIONS + tp.partition] = now
+                if time.monotonic() >= window:
+                    now_cpu = _cpu_seconds(broker.process.pid)
+                    cores.append(round((now_cpu - cpu) / 10, 2))
+                    window, cpu = window + 10, now_cpu
+            producer.join()
+            sent = json.loads(out.read_text())
+    finally:
+        client.close()
+    values = [received[k] - at for k, at in enumerate(sent) if k in received]
+    if len(values) != total:
+        raise RuntimeError(f"the bare consumer received {len(values)} of {total}")
+    by_window: dict[int, list[float]] = {}
+    for k, at in enumerate(sent):
+        by_window.setdefault(int((at - sent[0]) // 10), []).append(received[k] - at)
+    return {"received": summary(values),
+            "p99_by_10s": [summary(v)["p99_s"] for _, v in sorted(by_window.items())],
+            "broker_cores_by_10s": cores}  # fmt: skip
+
+
+def render_floor(rows: dict[str, dict[str, Any]], rate: float, seconds: float) -> str:
+    """The ``--floor`` table: per variation, the delay's p50/p99/max and its trend."""
+    out = [f"bare kafka-python consumer (assigned), {rate:,.0f} events/s for {seconds:.0f} s, "
+           "send -> received", f"{'variation':44} {'p50 s':>6} {'p99 s':>6} {'max s':>6}  "
+           "p99 per 10 s | broker cores per 10 s"]  # fmt: skip
+    for name, row in rows.items():
+        fig = row["received"]
+        out.append(f"{name:44} {fig['p50_s']:6.2f} {fig['p99_s']:6.2f} {fig['max_s']:6.2f}  "
+                   f"{row['p99_by_10s']} | {row['broker_cores_by_10s']}")  # fmt: skip
+    return "\n".join(out)
+
+
 def render(results: dict[str, dict[str, Any]], rate: float, seconds: float,
            linger_ms: int = 5) -> str:  # fmt: skip
     """One table: per run, p50/p99/max/mean of the per-event delay (s) by endpoint."""
@@ -400,11 +493,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--raw", action="store_true", help="also measure a raw consumer")
     parser.add_argument("--linger-ms", type=int, default=5,
                         help="the producer's linger_ms (see the module doc)")  # fmt: skip
+    parser.add_argument("--floor", action="store_true",
+                        help="only a bare client under FLOOR_VARIATIONS")  # fmt: skip
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     lines = production_lines(POOL)
     broker = TansuBroker.start()
     results: dict[str, dict[str, Any]] = {}
+    if args.floor:
+        try:
+            rows = {name: floor_row(broker, lines, args.rate, args.seconds, linger, acks, kw)
+                    for name, linger, acks, kw in FLOOR_VARIATIONS}  # fmt: skip
+        finally:
+            broker.stop()
+        print(json.dumps(rows, indent=1) if args.json
+              else render_floor(rows, args.rate, args.seconds))  # fmt: skip
+        return
     try:
         if args.raw:
             results["kafka-python (raw)"] = raw_reference(broker, lines, args.rate, args.seconds,
