@@ -38,10 +38,9 @@ high, never low.
 The producer's ``linger_ms`` (``--linger-ms``, default 5): the default of the Java client
 since Kafka 4.0 (KIP-1030) and of librdkafka since 1.5, the clients a RAG service's producer
 is most likely built on; kafka-python's own default is 0. It decides what this test broker
-delivers: Tansu's in-memory engine grows dearer as a partition's record batches pile up
-(its CPU per second rises through a run at a constant rate), so with small batches (0 or
-5 ms at 500 events/s a partition) its CPU per second and its fetch latency grow through a
-run and every consumer, a bare kafka-python one
+delivers: with small batches (0 or 5 ms at 500 events/s a partition) Tansu's in-memory
+engine grows dearer as a partition's batches pile up (its CPU per second and its fetch
+latency rise through a run at a constant rate), and every consumer, a bare kafka-python one
 included, falls seconds behind (a bare client's p99 2.35 s over 120 s with 5); with
 ``--linger-ms 50`` (batches of ~25 events) it stays flat (0.31 s). See docs/scaling.md,
 "Freshness", for the measurements per setting.
