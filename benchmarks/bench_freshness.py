@@ -13,7 +13,7 @@ assigned; the group join on Tansu takes ~30 s with the default 45 s session time
 the test broker's, see issue 22); then a producer *process* (the measuring side must not
 steal the GIL of the sampler) sends events at the rate, each stamped with its send time, round
 robin over the partitions, and records when it handed each one to the client (``time.time()``
-just before ``send``; kafka-python's default ``linger_ms`` 0, ``acks`` 1). The events are
+just before ``send``; ``acks`` 1 and ``--linger-ms`` 5 unless told). The events are
 production-shaped (:func:`benchmarks.bench_production.write_log`: real multilingual questions,
 10 retrieved passages, answers with citations, feedback, 3 % duplicate deliveries, 0.5 % bad
 lines but the ``too_large`` ones, which a default producer refuses), cycled with fresh event
@@ -35,14 +35,28 @@ only by how far the partitions' progress differs. Each delay includes up to one 
 interval (the answer's read time is used, never earlier than the count), so the figures lean
 high, never low.
 
+The producer's ``linger_ms`` (``--linger-ms``, default 5): the default of the Java client
+since Kafka 4.0 (KIP-1030) and of librdkafka since 1.5, the clients a RAG service's producer
+is most likely built on; kafka-python's own default is 0. It decides what this test broker
+delivers: with small batches (0 or 5 ms at 500 events/s a partition) Tansu's in-memory
+engine grows dearer as a partition's batches pile up (its CPU per second and its fetch
+latency rise through a run at a constant rate), and every consumer, a bare kafka-python one
+included, falls seconds behind (a bare client's p99 2.35 s over 120 s with 5); with
+``--linger-ms 50`` (batches of ~25 events) it stays flat (0.31 s). See docs/scaling.md,
+"Freshness", for the measurements per setting.
+
 Reference in the same run (``--before PATH``): the same measurement against a serve started
 from another checkout (e.g. ``git archive <commit> | tar -x -C PATH``), on its own topic,
 on the same broker, right before. And (``--raw``) the floor: a plain kafka-python group
 consumer (default settings) reading a topic produced the same way, its delay = receive time
 minus send time.
 
+``--floor`` measures only that bare client, assigned the partitions (no group), under the
+producer and consumer settings of :data:`FLOOR_VARIATIONS`, a fresh topic each, with the
+delay's p99 per 10 s and the broker's CPU per 10 s (the tables of docs/scaling.md).
+
 Run: ``python -m benchmarks.bench_freshness [--rate 2000] [--seconds 120] [--before PATH]
-[--raw]``.
+[--raw] [--linger-ms 5] [--floor]``.
 """
 
 from __future__ import annotations
@@ -102,12 +116,15 @@ def restamp(line: bytes, cycle: int) -> bytes:
 
 
 def _produce(bootstrap: str, topic: str, lines: list[bytes], total: int, rate: float,
-             ready: Any, go: Any, out: str) -> None:  # fmt: skip
-    """Producer process: ``total`` events at ``rate``/s, round robin over the partitions;
-    writes the send times (Unix seconds, in send order) as JSON to ``out``."""
+             ready: Any, go: Any, out: str, linger_ms: int = 5,
+             acks: int | str = 1) -> None:  # fmt: skip
+    """Producer process: ``total`` events at ``rate``/s, round robin over the partitions,
+    ``acks`` and ``linger_ms`` (ms); writes the send times (Unix seconds, in send order) as
+    JSON to ``out``."""
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, max_request_size=4 << 20)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=acks, linger_ms=linger_ms,
+                             max_request_size=4 << 20)  # fmt: skip
     ready.set()
     go.wait()
     sent: list[float] = []
@@ -214,8 +231,10 @@ def _serve(
 
 
 def measure(broker: TansuBroker, repo: Path, lines: list[bytes], rate: float, seconds: float,
-            status_every_s: float, metrics_every_s: float) -> dict[str, Any]:  # fmt: skip
-    """One serve from ``repo`` on a fresh topic: the per-event delays (see the module doc)."""
+            status_every_s: float, metrics_every_s: float, linger_ms: int = 5
+            ) -> dict[str, Any]:  # fmt: skip
+    """One serve from ``repo`` on a fresh topic: the per-event delays (see the module doc);
+    the producer lingers ``linger_ms`` (ms)."""
     topic = f"fresh-{uuid.uuid4().hex[:8]}"
     broker.create_topic(topic, PARTITIONS)
     broker.create_topic(f"{topic}.dlq", 1)
@@ -231,7 +250,7 @@ def measure(broker: TansuBroker, repo: Path, lines: list[bytes], rate: float, se
         process, base = _serve(repo, workdir, config)
         try:
             sent, counts = _drive(broker, topic, lines, total, rate, workdir, base,
-                                  status_every_s, metrics_every_s)  # fmt: skip
+                                  status_every_s, metrics_every_s, linger_ms)  # fmt: skip
             batches = batch_figures(httpx.get(f"{base}/metrics", timeout=10).text)
         finally:
             process.terminate()
@@ -263,14 +282,15 @@ def batch_figures(text: str) -> dict[str, float]:
 
 
 def _drive(broker: TansuBroker, topic: str, lines: list[bytes], total: int, rate: float,
-           workdir: Path, base: str, status_every_s: float, metrics_every_s: float
-           ) -> tuple[list[float], Counts]:  # fmt: skip
+           workdir: Path, base: str, status_every_s: float, metrics_every_s: float,
+           linger_ms: int) -> tuple[list[float], Counts]:  # fmt: skip
     """Produce ``total`` events while sampling; wait until all are counted (or 120 s more)."""
     spawn = multiprocessing.get_context("spawn")
     ready, go = spawn.Event(), spawn.Event()
     out = workdir / "sent.json"
     producer = spawn.Process(target=_produce, args=(broker.bootstrap_servers, topic, lines,
-                                                    total, rate, ready, go, str(out)))  # fmt: skip
+                                                    total, rate, ready, go, str(out),
+                                                    linger_ms))  # fmt: skip
     producer.start()
     if not ready.wait(120):
         raise RuntimeError("the producer process did not connect")
@@ -299,8 +319,8 @@ def _drive(broker: TansuBroker, topic: str, lines: list[bytes], total: int, rate
     return json.loads(out.read_text()), counts
 
 
-def raw_reference(broker: TansuBroker, lines: list[bytes], rate: float, seconds: float
-                  ) -> dict[str, Any]:  # fmt: skip
+def raw_reference(broker: TansuBroker, lines: list[bytes], rate: float, seconds: float,
+                  linger_ms: int = 5) -> dict[str, Any]:  # fmt: skip
     """The floor: a kafka-python group consumer (defaults) receiving a topic produced the
     same way; delay = receive time - send time, per event."""
     from kafka import KafkaConsumer
@@ -321,7 +341,8 @@ def raw_reference(broker: TansuBroker, lines: list[bytes], rate: float, seconds:
             ready, go = spawn.Event(), spawn.Event()
             out = Path(tmp) / "sent.json"
             producer = spawn.Process(target=_produce, args=(broker.bootstrap_servers, topic,
-                                     lines, total, rate, ready, go, str(out)))  # fmt: skip
+                                     lines, total, rate, ready, go, str(out),
+                                     linger_ms))  # fmt: skip
             producer.start()
             ready.wait(120)
             go.set()
@@ -341,11 +362,100 @@ def raw_reference(broker: TansuBroker, lines: list[bytes], rate: float, seconds:
     return {"events": total, "received": summary(values)}
 
 
-def render(results: dict[str, dict[str, Any]], rate: float, seconds: float) -> str:
+#: ``--floor``: (name, producer linger_ms, producer acks, consumer kwargs) per row.
+FLOOR_VARIATIONS: tuple[tuple[str, int, int | str, dict[str, int]], ...] = (
+    ("linger 0, acks 1; consumer defaults", 0, 1, {}),
+    ("linger 0, acks all", 0, "all", {}),
+    ("linger 0; fetch_max_wait_ms 100", 0, 1, {"fetch_max_wait_ms": 100}),
+    ("linger 5", 5, 1, {}),
+    ("linger 5, acks all", 5, "all", {}),
+    ("linger 5; goldwatch's fetch bounds", 5, 1,
+     {"fetch_max_bytes": 1 << 20, "max_partition_fetch_bytes": 256 << 10}),
+    ("linger 5; fetch_max_wait_ms 100", 5, 1, {"fetch_max_wait_ms": 100}),
+    ("linger 50", 50, 1, {}),
+    ("linger 50; fetch_max_wait_ms 100", 50, 1, {"fetch_max_wait_ms": 100}),
+)  # fmt: skip
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (``/proc/<pid>/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def floor_row(broker: TansuBroker, lines: list[bytes], rate: float, seconds: float,
+              linger_ms: int, acks: int | str, consumer: dict[str, int]
+              ) -> dict[str, Any]:  # fmt: skip
+    """A bare kafka-python consumer *assigned* the partitions of a fresh topic (no group
+    join, so rows are quick) receiving it as the producer process sends at ``rate``: the
+    per-event delay (receive - send, s), its p99 per 10 s of send time, and the broker's CPU
+    seconds per second per 10 s (``broker_cores``)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    topic = f"floor-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic, PARTITIONS)
+    total = int(rate * seconds)
+    client = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers,
+                           auto_offset_reset="earliest", **consumer)  # fmt: skip
+    client.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
+    client.poll(timeout_ms=200)
+    received: dict[int, float] = {}
+    cores: list[float] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="gw-fresh-") as tmp:
+            spawn = multiprocessing.get_context("spawn")
+            ready, go = spawn.Event(), spawn.Event()
+            out = Path(tmp) / "sent.json"
+            producer = spawn.Process(target=_produce, args=(broker.bootstrap_servers, topic,
+                                     lines, total, rate, ready, go, str(out), linger_ms,
+                                     acks))  # fmt: skip
+            producer.start()
+            ready.wait(120)
+            go.set()
+            end = time.monotonic() + seconds + 120
+            window, cpu = time.monotonic() + 10, _cpu_seconds(broker.process.pid)
+            while len(received) < total and time.monotonic() < end:
+                for tp, records in client.poll(timeout_ms=100).items():
+                    now = time.time()
+                    for record in records:
+                        received[record.offset * PARTITIONS + tp.partition] = now
+                if time.monotonic() >= window:
+                    now_cpu = _cpu_seconds(broker.process.pid)
+                    cores.append(round((now_cpu - cpu) / 10, 2))
+                    window, cpu = window + 10, now_cpu
+            producer.join()
+            sent = json.loads(out.read_text())
+    finally:
+        client.close()
+    values = [received[k] - at for k, at in enumerate(sent) if k in received]
+    if len(values) != total:
+        raise RuntimeError(f"the bare consumer received {len(values)} of {total}")
+    by_window: dict[int, list[float]] = {}
+    for k, at in enumerate(sent):
+        by_window.setdefault(int((at - sent[0]) // 10), []).append(received[k] - at)
+    return {"received": summary(values),
+            "p99_by_10s": [summary(v)["p99_s"] for _, v in sorted(by_window.items())],
+            "broker_cores_by_10s": cores}  # fmt: skip
+
+
+def render_floor(rows: dict[str, dict[str, Any]], rate: float, seconds: float) -> str:
+    """The ``--floor`` table: per variation, the delay's p50/p99/max and its trend."""
+    out = [f"bare kafka-python consumer (assigned), {rate:,.0f} events/s for {seconds:.0f} s, "
+           "send -> received", f"{'variation':44} {'p50 s':>6} {'p99 s':>6} {'max s':>6}  "
+           "p99 per 10 s | broker cores per 10 s"]  # fmt: skip
+    for name, row in rows.items():
+        fig = row["received"]
+        out.append(f"{name:44} {fig['p50_s']:6.2f} {fig['p99_s']:6.2f} {fig['max_s']:6.2f}  "
+                   f"{row['p99_by_10s']} | {row['broker_cores_by_10s']}")  # fmt: skip
+    return "\n".join(out)
+
+
+def render(results: dict[str, dict[str, Any]], rate: float, seconds: float,
+           linger_ms: int = 5) -> str:  # fmt: skip
     """One table: per run, p50/p99/max/mean of the per-event delay (s) by endpoint."""
     rows = [
         f"freshness at {rate:,.0f} events/s for {seconds:.0f} s, default configuration, "
-        "per event (send -> counted)",
+        f"per event (send -> counted); producer acks 1, linger_ms {linger_ms}",
         f"{'run':28} {'counted in':12} {'p50 s':>7} {'p99 s':>7} {'max s':>7} {'mean s':>7}",
     ]
     for name, result in results.items():
@@ -381,24 +491,39 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="another checkout to measure first, as the same-run reference",
     )
     parser.add_argument("--raw", action="store_true", help="also measure a raw consumer")
+    parser.add_argument("--linger-ms", type=int, default=5,
+                        help="the producer's linger_ms (see the module doc)")  # fmt: skip
+    parser.add_argument("--floor", action="store_true",
+                        help="only a bare client under FLOOR_VARIATIONS")  # fmt: skip
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     lines = production_lines(POOL)
     broker = TansuBroker.start()
     results: dict[str, dict[str, Any]] = {}
+    if args.floor:
+        try:
+            rows = {name: floor_row(broker, lines, args.rate, args.seconds, linger, acks, kw)
+                    for name, linger, acks, kw in FLOOR_VARIATIONS}  # fmt: skip
+        finally:
+            broker.stop()
+        print(json.dumps(rows, indent=1) if args.json
+              else render_floor(rows, args.rate, args.seconds))  # fmt: skip
+        return
     try:
         if args.raw:
-            results["kafka-python (raw)"] = raw_reference(broker, lines, args.rate, args.seconds)
+            results["kafka-python (raw)"] = raw_reference(broker, lines, args.rate, args.seconds,
+                                                          args.linger_ms)  # fmt: skip
         if args.before is not None:
             results[f"before ({args.before.name})"] = measure(
                 broker, args.before, lines, args.rate, args.seconds, args.status_every_s,
-                args.metrics_every_s)  # fmt: skip
+                args.metrics_every_s, args.linger_ms)  # fmt: skip
         results["goldwatch serve (this tree)"] = measure(
             broker, REPO_ROOT, lines, args.rate, args.seconds, args.status_every_s,
-            args.metrics_every_s)  # fmt: skip
+            args.metrics_every_s, args.linger_ms)  # fmt: skip
     finally:
         broker.stop()
-    print(json.dumps(results, indent=1) if args.json else render(results, args.rate, args.seconds))
+    print(json.dumps(results, indent=1) if args.json
+          else render(results, args.rate, args.seconds, args.linger_ms))  # fmt: skip
 
 
 if __name__ == "__main__":
