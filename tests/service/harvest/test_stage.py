@@ -538,3 +538,68 @@ def test_report_summary_builds_the_top_records_only_and_matches_the_full_records
     assert stage.reason_counts() == {"refused": 5} and stage.best_records(0) == []
     whole = harvest_summary(stage.records(), top=3)
     assert whole["top"] == top and whole["by_reason"] == stage.reason_counts()
+
+
+class _Topic:
+    """A sink with ``retract``, as the compacted Kafka topic: the last value per key wins
+    (``None``: a tombstone, the key is gone after compaction)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+
+    def publish(self, records: Any) -> None:
+        self.values.update({r["normalised"]: r for r in records})
+
+    def retract(self, keys: Any) -> None:
+        self.values.update(dict.fromkeys(keys))
+
+
+def test_evicted_suggestions_leave_the_sinks_unless_decided_or_started_again() -> None:
+    """The store kept the record of every suggestion ever published, evicted or not (6,641
+    records for 5,000 held after 20,000 production-shaped events, growing with traffic).
+    By hand (max 10 held, evicted past 11, lowest (priority, last seen) first: the REFUSED
+    ones tie on priority, so the oldest go): alpha..juliet are published and checkpointed;
+    charlie is rejected; kilo and november push the count to 12, so bravo and charlie go.
+    The next checkpoint deletes bravo's record (charlie's stays beside its decision) and the
+    topic gets tombstones for both. Then bravo is asked again (started anew) and oscar makes
+    12 again: delta and echo, now the oldest, go; bravo's new record is not touched."""
+    store = StateStore.in_memory()
+    repository, topic = StateStoreCandidates(store), _Topic()
+    config = HarvestConfig(max_suggestions=10, flush_interval_s=0.0)
+    stage = HarvestStage(config, sinks=[repository, topic])
+
+    def checkpoint() -> None:  # as the engine does: the snapshot, then its extras
+        store.checkpoint({"stage/harvest": stage.state_snapshot(), **stage.retraction_updates()})
+
+    def stored() -> list[str]:
+        return sorted(row["normalised"] for row in repository.all())
+
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
+             "juliet"]  # fmt: skip
+    notes = [{"acl_leaks": ["p"]}] + [REFUSED] * 9
+    stage.process(batch([event(f"e{i}", w, minute=i) for i, w in enumerate(words)], notes))
+    checkpoint()
+    assert stored() == sorted(words)
+    charlie = next(s.id for s in stage.suggestions.values() if s.normalised == "charlie")
+    repository.decide(charlie, {"status": "rejected", "decided_at": "2026-12-02T08:00:00Z",
+                                "reason": "duplicate"})  # fmt: skip
+    stage.process(batch([event("e10", "kilo", minute=10), event("e11", "november", minute=11)],
+                        [REFUSED, REFUSED]))  # fmt: skip
+    held = {"alpha", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo",
+            "november"}  # fmt: skip
+    assert {s.normalised for s in stage.suggestions.values()} == held
+    assert topic.values["bravo"] is None and topic.values["charlie"] is None  # tombstones
+    assert "bravo" in stored()  # deleted with the checkpoint, not before
+    checkpoint()
+    assert stored() == sorted(held | {"charlie"})
+    restored = HarvestStage(config, sinks=[StateStoreCandidates(store)])
+    restored.restore(store.get("stage/harvest"))
+    assert {s.normalised for s in restored.suggestions.values()} == held
+
+    stage.process(batch([event("e20", "bravo", minute=20)], [REFUSED]))  # started anew
+    stage.process(batch([event("e21", "oscar", minute=21)], [REFUSED]))  # 12: delta, echo go
+    checkpoint()
+    held = held - {"delta", "echo"} | {"bravo", "oscar"}
+    assert {s.normalised for s in stage.suggestions.values()} == held
+    assert stored() == sorted(held | {"charlie"})
+    assert topic.values["bravo"] is not None and topic.values["delta"] is None
