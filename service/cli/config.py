@@ -117,6 +117,10 @@ def _check_summary(
     elif analytics.topics_model is not None:
         model = TopicModel.load(analytics.topics_model)
         lines.append(f"topics {len(model.names)} (analytics.topics_model)")
+    elif built is not None and built.topic_descriptions:  # the model _build fitted
+        supervised = analytics.use_gold_topics and any(q.topic for q in gold or ())  # type: ignore[attr-defined]
+        how = "the gold set's topic labels" if supervised else "fitted on the gold set"
+        lines.append(f"topics {len(built.topic_descriptions)} ({how})")
     elif gold is not None:
         model = fit_topic_model(gold, (), analytics.topics, analytics.use_gold_topics)  # type: ignore[arg-type]
         how = "the gold set's topic labels" if model.supervised else "fitted on the gold set"
