@@ -204,3 +204,23 @@ def test_env_json_nested_too_deep_exits_2_naming_the_variable() -> None:
     assert result.exit_code == 2, result.output
     assert "GOLDWATCH_EVAL__K: JSON nested more than 64 levels" in result.output
     assert "Traceback" not in result.output and deep not in result.output
+
+
+def test_unlabelled_gold_set_counts_the_topics_serve_fits(tmp_path: Path) -> None:
+    """Without topic labels the topics are clusters fitted on the gold set and the corpus:
+    the summary counts the model serve builds (the replay report's topic labels, its own
+    path), not one fitted a second time without the corpus."""
+    rows = [json.loads(line) for line in demo_path("gold.jsonl").read_text("utf-8").splitlines()]
+    (tmp_path / "gold.jsonl").write_text(
+        "".join(json.dumps({k: v for k, v in row.items() if k != "topic"}) + "\n" for row in rows),
+        encoding="utf-8",
+    )
+    shutil.copy(demo_path("corpus.jsonl"), tmp_path / "corpus.jsonl")
+    (tmp_path / "q.jsonl").write_text("", encoding="utf-8")
+    result = _check(tmp_path, "gold_set: gold.jsonl\ncorpus: corpus.jsonl\n")
+    assert result.exit_code == 0, result.stderr
+    settings = load_settings(tmp_path / "goldwatch.yaml")
+    report = run_replay(settings, tmp_path / "q.jsonl", None, tmp_path / "dlq.jsonl")
+    labels = report["analytics"]["topic_labels"]
+    assert labels and all(name.startswith("topic-") for name in labels)
+    assert f"#   topics {len(labels)} (fitted on the gold set)" in result.stderr.splitlines()
