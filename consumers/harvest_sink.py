@@ -67,7 +67,6 @@ class KafkaCandidateSink:
         self.topic = topic
         self.flush_timeout_s = flush_timeout_s
         self.published = 0
-        self.retracted = 0  # tombstones sent (evicted suggestions)
         self._config = config
         self._partitions, self._replication_factor = partitions, replication_factor
         self._producer: KafkaProducer | None = None
@@ -110,21 +109,6 @@ class KafkaCandidateSink:
         for future in futures:
             future.get(timeout=self.flush_timeout_s)
         self.published += len(futures)
-
-    def retract(self, keys: Sequence[str]) -> None:
-        """Send a tombstone (a null value) for each normalised question in ``keys``: the
-        suggestions harvest evicted, so compaction drops their records from the topic. Waits
-        until the broker has them all.
-
-        :raises kafka.errors.KafkaError: a send failed or timed out (the caller retries).
-        :raises SourceUnavailable: the broker cannot be reached to set up (the caller retries).
-        """
-        producer = self._ready_producer()
-        futures = [producer.send(self.topic, key=key.encode("utf-8"), value=None) for key in keys]
-        producer.flush(timeout=self.flush_timeout_s)
-        for future in futures:
-            future.get(timeout=self.flush_timeout_s)
-        self.retracted += len(futures)
 
     def close(self) -> None:
         """Flush and close the producer (nothing to do when no publish set it up)."""

@@ -106,10 +106,7 @@ class HarvestConfig(BaseModel):
         max_variants: scrubbed wordings kept per suggestion.
         pool_k: passages pooled per retriever (top k of production and of each candidate).
         max_pool: most passages kept in one suggestion's pool.
-        max_suggestions: suggestions held; beyond, the lowest-priority ones are evicted:
-            their records leave the state store with the next checkpoint (unless a decision
-            was recorded for them) and the Kafka topic gets a tombstone, so the store and the
-            API's list hold at most ``1.1 ×`` this many undecided suggestions.
+        max_suggestions: suggestions held; beyond, the lowest-priority ones are evicted.
         recent_events: most recent picked events whose counted reasons are remembered, and
             as many recent shed ones (so a late shadow verdict or a redelivery counts each
             reason once per event; two insertion-ordered maps keyed by event id, oldest

@@ -45,12 +45,8 @@ reasons into it (the reasons of recent shed events are remembered, bounded, not 
 Idempotency: the snapshot (suggestions, trackers, recent event → suggestion ids) is written
 with the source offsets in one checkpoint, so after a crash the replayed events rebuild the
 same suggestions; sinks get whole records keyed by id, never increments. Beyond
-``max_suggestions`` the lowest-priority suggestions are evicted, and retracted from the sinks
-so that what they hold stays bounded too: the repository deletes an evicted suggestion's
-record in the checkpoint whose snapshot stops listing it (:meth:`HarvestStage.retraction_updates`,
-one transaction, so a restore never misses a record its snapshot relies on), unless a
-decision was recorded for it; a sink with ``retract`` (the compacted Kafka topic) gets a
-tombstone at the next flush. A suggestion started again under the same id is not retracted.
+``max_suggestions`` the lowest-priority suggestions are evicted from memory (records already
+published stay in the sinks).
 
 Incremental snapshots: when a sink is a :class:`~service.harvest.store.CandidateRepository`
 (the state store's ``harvest/candidate/<id>`` keys in the service), a snapshot lists the ids
@@ -82,13 +78,7 @@ from service.harvest.neardup import NearDupIndex, Probe, lsh_parameters
 from service.harvest.ranking import priority
 from service.harvest.shedding import choose
 from service.harvest.signals import CoverageTracker, ScoreWindow, event_reasons, production_score
-from service.harvest.store import (
-    CANDIDATE_PREFIX,
-    CandidateRepository,
-    CandidateSink,
-    SuggestionRecord,
-    record,
-)
+from service.harvest.store import CandidateRepository, CandidateSink, SuggestionRecord, record
 from service.harvest.suggestion import Occurrence, Suggestion
 from service.harvest.text import candidate_id, comparison_form
 from service.pacing import Backoff
@@ -205,10 +195,6 @@ class HarvestStage:
         self._held: set[str] = set()  # clean in the last snapshot: it relies on their records
         # suggestion id -> its eviction key (priority, last seen, id), while it is unchanged
         self._order: dict[str, tuple[float, str, str]] = {}
-        # evicted since the last checkpoint: their repository records go with the next one
-        self._evicted: set[str] = set()
-        # evicted, tombstone not yet sent: suggestion id -> normalised text (the Kafka key)
-        self._tombstones: dict[str, str] = {}
         self._repository = next((s for s in self.sinks if isinstance(s, CandidateRepository)), None)
         self._last_flush = float("-inf")
         self._pending: dict[str, Counter[str]] = self._empty_pending()
@@ -371,11 +357,7 @@ class HarvestStage:
         since, wait for the next snapshot (module docstring); the repository sink is given
         only records it does not hold yet."""
         now = self.clock()
-        if not (self._dirty or self._tombstones) or not (
-            force or now - self._last_flush >= self.config.flush_interval_s
-        ):
-            return 0
-        if self._tombstones and not self._retract():
+        if not self._dirty or not (force or now - self._last_flush >= self.config.flush_interval_s):
             return 0
         suggestions, config, stale = self.suggestions, self.config, self._stale
         # a suggestion the last snapshot relies on waits only when it changed since (stale):
@@ -412,44 +394,6 @@ class HarvestStage:
         self._stale.difference_update(due)
         self._last_flush = now
         return len(present)
-
-    def _retract(self) -> bool:
-        """Send the pending tombstones (the normalised texts of evicted suggestions not held
-        again) to every sink with ``retract``; False when one failed (kept for the next
-        flush, counted as a sink failure)."""
-        keys = sorted(text for sid, text in self._tombstones.items() if sid not in self.suggestions)
-        for sink in self.sinks:
-            retract = getattr(sink, "retract", None)
-            if retract is None or not keys:
-                continue
-            try:
-                retract(keys)
-            except Exception as exc:  # a sink outage must not stop the live path
-                log.warning("harvest sink %s failed: %s", type(sink).__name__, type(exc).__name__)
-                self._pending["sink_failures"][type(sink).__name__] += 1
-                return False
-        self._tombstones.clear()
-        return True
-
-    def retraction_updates(self) -> dict[str, None]:
-        """The deletions the checkpoint being written makes in the repository sink:
-        ``{"harvest/candidate/<id>": None}`` for every suggestion evicted since the last
-        checkpoint, not held again and with no decision recorded (a decided suggestion's
-        record stays beside its decision). The engine calls it after :meth:`state_snapshot`
-        (a checkpoint extra) and writes them in the same transaction as the snapshot that
-        stops listing those ids, so the store keeps at most the suggestions held (up to
-        ``1.1 × max_suggestions``) plus the decided ones, and a restore from either
-        snapshot finds every record it relies on. Empty without a repository sink.
-
-        Raises:
-            service.state.StateError: the decisions cannot be read.
-        """
-        gone = self._evicted - self.suggestions.keys()
-        self._evicted = set()
-        if not gone or self._repository is None:
-            return {}
-        decided = self._repository.decisions().keys()
-        return {CANDIDATE_PREFIX + sid: None for sid in sorted(gone) if sid not in decided}
 
     @property
     def unpublished(self) -> int:
@@ -595,7 +539,6 @@ class HarvestStage:
             if not occurrence.counts:
                 return
             suggestion = self.suggestions[sid] = Suggestion.start(sid, occurrence)
-            self._tombstones.pop(sid, None)  # started again: its new record replaces the old
             if sid not in self.index:
                 self.index.add(sid, suggestion.normalised)
             self._pending["new"]["suggestions"] += 1
@@ -625,8 +568,6 @@ class HarvestStage:
             order[sid] = (priority(suggestion, config), suggestion.last_seen, sid)
         ranked = sorted(order.values())  # order holds exactly the suggestions held
         for _, _, sid in ranked[: len(suggestions) - limit]:
-            self._evicted.add(sid)
-            self._tombstones[sid] = suggestions[sid].normalised
             del suggestions[sid], order[sid]
             self.index.remove(sid)
             self._dirty.discard(sid)

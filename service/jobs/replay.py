@@ -150,8 +150,6 @@ def run_replay(
 
     engine = Engine(live.pipeline, state, build_metrics(registry), decoder, on_batch=observe,
                     future_tolerance_s=settings.analytics.drift.future_tolerance_s)  # fmt: skip
-    if live.harvest is not None:  # evicted suggestions leave the store with the checkpoint
-        engine.checkpoint_extras.append(live.harvest.retraction_updates)
     try:
         with native_threads(settings.pipeline.native_threads):  # the models are loaded
             report = run(

@@ -163,8 +163,6 @@ class Runtime:
             # letters written after the last checkpoint (a kill -9 before it) are not written
             # again when their request is retried: each checkpoint notes how far it counts
             self.engine.checkpoint_extras.append(self.http_dead_letters.checkpoint_mark)
-            if self.live.harvest is not None:  # evicted suggestions leave the store with it
-                self.engine.checkpoint_extras.append(self.live.harvest.retraction_updates)
             self.http_dead_letters.recover(self.state.get(DEAD_LETTER_MARK_KEY))
             self.gold_runs = GoldRuns(
                 settings, on_run=self._gold_run_finished, on_failure=self._gold_run_failed

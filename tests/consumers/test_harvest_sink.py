@@ -113,29 +113,3 @@ def test_sink_built_while_the_broker_is_down_sets_up_once_it_is_up(
     assert read_all(broker, topic_name) == [(b"hostel fee kab", json.dumps(
         record, separators=(",", ":")).encode())]  # fmt: skip
     assert sink.published == 1
-
-
-def test_an_evicted_suggestion_gets_a_tombstone_on_the_topic(
-    kafka_broker: TansuBroker, source_config: Callable[..., KafkaSourceConfig], topic_name: str
-) -> None:
-    """Eviction retracts: with at most 10 held (evicted past 11, oldest of equal priority
-    first), 12 questions evict "alpha" and "bravo"; the topic then holds a null value (a
-    tombstone: compaction drops the key) as the last record of each, after their records."""
-    sink = KafkaCandidateSink(source_config(), topic_name)
-    stage = HarvestStage(HarvestConfig(max_suggestions=10, flush_interval_s=0), sinks=[sink])
-    try:
-        names = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
-                 "india", "juliet", "kilo", "november"]  # fmt: skip
-        stage.process(batch([event(f"e{i}", q, minute=i) for i, q in enumerate(names[:10])],
-                            [{"refused": True}] * 10))  # fmt: skip
-        stage.process(batch([event(f"e{i}", q, minute=i) for i, q in enumerate(names) if i >= 10],
-                            [{"refused": True}] * 2))  # fmt: skip
-    finally:
-        sink.close()
-    assert sink.retracted == 2
-    latest: dict[bytes, bytes | None] = {}
-    for key, value in read_all(kafka_broker, topic_name):
-        latest[key] = value
-    assert latest[names[0].encode()] is None and latest[names[1].encode()] is None
-    assert all(latest[q.encode()] is not None for q in names[2:])
-    assert len(latest) == 12

