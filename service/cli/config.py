@@ -52,15 +52,17 @@ def config_check(config: Path | None) -> None:
     click.echo(json.dumps(effective_config(settings), indent=2, ensure_ascii=False))
     if problems:
         _fail("; ".join(problems))
-    analytics, problem = _build(settings)
+    analytics, notices, problem = _build(settings)
     if problem:
         _fail(problem)
+    for notice in notices:  # what serve logs at start and replay puts in its report
+        click.echo(f"# note: {notice}", err=True)
     click.echo("# ok: every check passed; serve and replay would start from:", err=True)
     for line in _check_summary(settings, loaded, analytics):
         click.echo(f"#   {line}", err=True)
 
 
-def _build(settings: Settings) -> tuple[Analytics | None, str | None]:
+def _build(settings: Settings) -> tuple[Analytics | None, list[str], str | None]:
     """Build what serve builds before it consumes — the analytics stages with their fitted
     models (topic model, out-of-scope detector, novelty calibration), live quality, harvest
     and the shadow candidates — so a gold set the fits refuse, or an embedding model that
@@ -70,8 +72,10 @@ def _build(settings: Settings) -> tuple[Analytics | None, str | None]:
     no model cache and no source (nothing is written, nothing is connected to).
 
     Returns:
-        ``(analytics, None)`` when the build succeeds (``None`` analytics when they are
-        off), else ``(None, the problem)``: the message serve would print (exit 2).
+        ``(analytics, notices, None)`` when the build succeeds (``None`` analytics when
+        they are off; ``notices``: what serve would warn about at start, e.g. gold passage
+        ids missing from the corpus), else ``(None, [], the problem)``: the message serve
+        would print (exit 2).
     """
     from prometheus_client import CollectorRegistry
 
@@ -88,10 +92,10 @@ def _build(settings: Settings) -> tuple[Analytics | None, str | None]:
         live = build_live(offline, CollectorRegistry(), state)
         live.close()
     except (GoldwatchError, ValueError, OSError) as exc:
-        return None, _describe(exc)
+        return None, [], _describe(exc)
     finally:
         state.close()
-    return (live.analytics if settings.analytics.enabled else None), None
+    return (live.analytics if settings.analytics.enabled else None), live.notices, None
 
 
 def _check_summary(

@@ -210,6 +210,13 @@ def _hub_environment() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+def _clip(text: str, limit: int = 300) -> str:
+    """``text`` on one line, cut to ``limit`` characters (a library's own message about a
+    model folder: paths and file contents, never event text)."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 class SentenceTransformerEmbedder:
     """A ``sentence-transformers`` model loaded from a local folder, on the CPU, offline.
 
@@ -261,7 +268,7 @@ class SentenceTransformerEmbedder:
             )
         except (OSError, ValueError, KeyError) as exc:
             raise EmbeddingModelError(
-                f"{setting}: cannot load {self.model_path}: {type(exc).__name__}"
+                f"{setting}: cannot load {self.model_path}: {type(exc).__name__}: {_clip(str(exc))}"
             ) from exc
         # renamed get_embedding_dimension in sentence-transformers 6
         dimension = getattr(self._model, "get_embedding_dimension", None)

@@ -30,7 +30,14 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 REASONS: tuple[str, ...] = (
     "coverage_gap",
@@ -168,6 +175,12 @@ class HarvestConfig(BaseModel):
     generated_channels: frozenset[str] = frozenset({"generated", "synthetic"})
     topic: str = Field(default="goldwatch.gold-candidates", min_length=1, max_length=249)
     gold_lock_timeout_s: float = Field(default=5.0, gt=0, le=300)
+
+    @field_serializer("generated_channels")
+    def _sorted_channels(self, channels: frozenset[str]) -> list[str]:
+        # a set's order follows string hashing, which differs per process: sorted, so the
+        # effective configuration (config check) prints the same on every run
+        return sorted(channels)
 
     @field_validator("weights")
     @classmethod

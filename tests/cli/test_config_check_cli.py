@@ -224,3 +224,20 @@ def test_unlabelled_gold_set_counts_the_topics_serve_fits(tmp_path: Path) -> Non
     labels = report["analytics"]["topic_labels"]
     assert labels and all(name.startswith("topic-") for name in labels)
     assert f"#   topics {len(labels)} (fitted on the gold set)" in result.stderr.splitlines()
+
+
+def test_gold_ids_missing_from_the_corpus_are_a_note(tmp_path: Path) -> None:
+    """Replay and serve say so, eval warns; config check passed silently. Two demo questions
+    made to cite ids the demo corpus lacks: a note naming 2 ids of 2 questions, exit 0."""
+    rows = [json.loads(line) for line in demo_path("gold.jsonl").read_text("utf-8").splitlines()]
+    rows[0]["gold"] = ["p-missing-1"]
+    rows[1]["gold"] = ["p-missing-2", *rows[1]["gold"]]
+    (tmp_path / "gold.jsonl").write_text(
+        "".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8"
+    )
+    shutil.copy(demo_path("corpus.jsonl"), tmp_path / "corpus.jsonl")
+    result = _check(tmp_path, "gold_set: gold.jsonl\ncorpus: corpus.jsonl\n")
+    assert result.exit_code == 0, result.stderr
+    notes = [line for line in result.stderr.splitlines() if "not in corpus" in line]
+    assert len(notes) == 1 and notes[0].startswith("# note: 2 gold id(s) of 2 question(s) ")
+    assert "'p-missing-1', 'p-missing-2'" in notes[0]

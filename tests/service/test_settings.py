@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -394,3 +395,21 @@ def test_an_empty_path_variable_is_an_error_naming_the_setting(
     monkeypatch.setenv("GOLDWATCH_STATE__PATH", "")
     with pytest.raises(ConfigError, match="state.path: must not be empty"):
         load_settings()
+
+
+def test_effective_configuration_is_the_same_in_every_process() -> None:
+    """``harvest.generated_channels`` is a set: dumped in its iteration order, which follows
+    string hashing (``PYTHONHASHSEED``), ``config check`` printed ["synthetic", "generated"]
+    in one run and ["generated", "synthetic"] in another. Now sorted in every process."""
+    import subprocess
+    import sys
+
+    code = ("import json; from service.settings import load_settings, effective_config; "
+            "print(json.dumps(effective_config(load_settings()), sort_keys=True))")  # fmt: skip
+    outputs = {
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                       env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
+        for seed in range(6)
+    }  # fmt: skip
+    assert len(outputs) == 1
+    assert json.loads(outputs.pop())["harvest"]["generated_channels"] == ["generated", "synthetic"]
