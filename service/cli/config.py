@@ -131,6 +131,7 @@ def _check_summary(
         lines.append(f"topics {len(model.names)} ({how})")
     if built is not None:
         lines.extend(_detector_lines(built))
+    lines.append(_harvest_line(settings))
     source = settings.source
     if source.kind == "file":
         lines.append(f"source file {source.path}")
@@ -143,6 +144,29 @@ def _check_summary(
         lines.append("source none: events arrive only through POST /v1/events")
     lines.append(f"state {settings.state.path}")
     return lines
+
+
+def _harvest_line(settings: Settings) -> str:
+    """Where harvest's per-batch bound applies: ``harvest.max_new_per_batch`` sheds new
+    questions in serve; a replay applies it only when the configuration sets it (see
+    :func:`service.jobs.replay.run_replay`), so the effective value printed above is not a
+    replay's when it is a default."""
+    harvest = settings.harvest
+    if not harvest.enabled:
+        return "harvest off (harvest.enabled false)"
+    if not settings.analytics.enabled:
+        return "harvest off (analytics off)"
+    if settings.gold_set is None:
+        return "harvest off (no gold set to compare questions with)"
+    bound = harvest.max_new_per_batch
+    if bound is None:
+        shed = "no harvest.max_new_per_batch: no new question is shed"
+    elif "max_new_per_batch" in harvest.model_fields_set:
+        shed = f"harvest.max_new_per_batch {bound} (serve and replay)"
+    else:
+        shed = (f"harvest.max_new_per_batch {bound} in serve (the default; a replay sheds "
+                "nothing unless it is set)")  # fmt: skip
+    return f"harvest: at most {harvest.max_suggestions} suggestions held; {shed}"
 
 
 def _detector_lines(analytics: Analytics) -> list[str]:

@@ -109,13 +109,15 @@ def test_a_good_configuration_ends_with_a_positive_summary(tmp_path: Path) -> No
     report = run_replay(settings, tmp_path / "q.jsonl", None, tmp_path / "dlq.jsonl")
     judged = report["analytics"]["detector_quality"]
     assert sorted(judged) == ["novelty", "out_of_scope"]
-    assert result.stderr.splitlines()[-8:] == [
+    assert result.stderr.splitlines()[-9:] == [
         "# ok: every check passed; serve and replay would start from:",
         f"#   gold set 59 rows ({base / 'gold.jsonl'})",
         f"#   corpus 58 passages ({base / 'corpus.jsonl'})",
         "#   topics 13 (the gold set's topic labels)",
         *[f"#   {name} detector UNCALIBRATED (its counts are not facts and raise no drift "
           f"alarm): {judged[name]['uncalibrated']}" for name in ("novelty", "out_of_scope")],
+        "#   harvest: at most 5000 suggestions held; harvest.max_new_per_batch 48 in serve "
+        "(the default; a replay sheds nothing unless it is set)",
         f"#   source file {base / 'q.jsonl'}",
         f"#   state {base / 'st' / 'state.sqlite'}",
     ]  # fmt: skip
@@ -241,3 +243,32 @@ def test_gold_ids_missing_from_the_corpus_are_a_note(tmp_path: Path) -> None:
     notes = [line for line in result.stderr.splitlines() if "not in corpus" in line]
     assert len(notes) == 1 and notes[0].startswith("# note: 2 gold id(s) of 2 question(s) ")
     assert "'p-missing-1', 'p-missing-2'" in notes[0]
+
+
+def test_the_harvest_line_says_where_the_per_batch_bound_applies(tmp_path: Path) -> None:
+    """A new user saw ``max_new_per_batch: 48`` in the effective configuration while their
+    replay shed nothing: a replay applies the bound only when the configuration sets it. The
+    summary says so, and what it says is what replays do: the demo log (3,000 events in
+    batches of up to 500) with the default sheds no question; with the bound set to 1 it sheds
+    (each full batch holds more than one new question)."""
+    shutil.copy(demo_path("gold.jsonl"), tmp_path / "gold.jsonl")
+    shutil.copy(demo_path("corpus.jsonl"), tmp_path / "corpus.jsonl")
+    base = "gold_set: gold.jsonl\ncorpus: corpus.jsonl\n"
+    sheds = {}
+    for name, extra in (("default", ""), ("set", "harvest: {max_new_per_batch: 1}\n")):
+        result = _check(tmp_path, base + extra)
+        assert result.exit_code == 0, result.stderr
+        sheds[name] = [line for line in result.stderr.splitlines() if "#   harvest:" in line]
+        report = run_replay(
+            load_settings(tmp_path / "goldwatch.yaml"), demo_path("querylog.jsonl"), None,
+            tmp_path / f"{name}.dlq.jsonl",
+        )
+        sheds[name].append(report["gold_candidates"]["shed"])
+    assert sheds["default"] == [
+        "#   harvest: at most 5000 suggestions held; harvest.max_new_per_batch 48 in serve "
+        "(the default; a replay sheds nothing unless it is set)", 0]
+    assert sheds["set"][0] == ("#   harvest: at most 5000 suggestions held; "
+                               "harvest.max_new_per_batch 1 (serve and replay)")
+    assert sheds["set"][1] > 0
+    off = _check(tmp_path, base + "harvest: {enabled: false}\n")
+    assert "#   harvest off (harvest.enabled false)" in off.stderr.splitlines()
