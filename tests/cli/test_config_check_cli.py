@@ -260,15 +260,20 @@ def test_the_harvest_line_says_where_the_per_batch_bound_applies(tmp_path: Path)
         assert result.exit_code == 0, result.stderr
         sheds[name] = [line for line in result.stderr.splitlines() if "#   harvest:" in line]
         report = run_replay(
-            load_settings(tmp_path / "goldwatch.yaml"), demo_path("querylog.jsonl"), None,
+            load_settings(tmp_path / "goldwatch.yaml"),
+            demo_path("querylog.jsonl"),
+            None,
             tmp_path / f"{name}.dlq.jsonl",
         )
         sheds[name].append(report["gold_candidates"]["shed"])
     assert sheds["default"] == [
         "#   harvest: at most 5000 suggestions held; harvest.max_new_per_batch 48 in serve "
-        "(the default; a replay sheds nothing unless it is set)", 0]
-    assert sheds["set"][0] == ("#   harvest: at most 5000 suggestions held; "
-                               "harvest.max_new_per_batch 1 (serve and replay)")
+        "(the default; a replay sheds nothing unless it is set)",
+        0,
+    ]
+    assert sheds["set"][0] == (
+        "#   harvest: at most 5000 suggestions held; harvest.max_new_per_batch 1 (serve and replay)"
+    )
     assert sheds["set"][1] > 0
     off = _check(tmp_path, base + "harvest: {enabled: false}\n")
     assert "#   harvest off (harvest.enabled false)" in off.stderr.splitlines()
