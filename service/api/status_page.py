@@ -46,6 +46,7 @@ class Extras(TypedDict, total=False):
 
     shadow: ShadowStageReport | None
     gold_candidates: CandidatesPanel
+    quality: dict[str, Any]
 
 
 def _extras(runtime: Runtime, harvest: Any) -> Extras:
@@ -53,6 +54,10 @@ def _extras(runtime: Runtime, harvest: Any) -> Extras:
     shadow_report = getattr(runtime, "shadow_report", None)
     if callable(shadow_report):
         extras["shadow"] = shadow_report()
+    quality_report = getattr(runtime, "quality_report", None)
+    quality = quality_report() if callable(quality_report) else None
+    if quality is not None:  # the live-quality stage runs (analytics on, a gold set)
+        extras["quality"] = quality
     if harvest is not None:
         page = harvest.list(status="suggested", limit=SUGGESTIONS)
         extras["gold_candidates"] = {

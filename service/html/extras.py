@@ -18,7 +18,7 @@ from markupsafe import Markup
 
 from service.harvest.shed_note import shed_note
 from service.html import plots
-from service.html.page import esc, figure, num, para, section, table
+from service.html.page import esc, figure, minute, num, para, section, table
 
 #: Agreement measures, in the shadow stage's report order.
 AGREEMENT = ("overlap", "jaccard", "rbo", "kendall_tau", "top1", "citation_recall")
@@ -231,7 +231,7 @@ def candidates_section(candidates: Any) -> Markup:
     fields = [f for f in fields if f != "first_seen"]  # the last time matters for triage
     body = [
         [r.get("id") or "–", r.get("question") or r.get("text") or "",
-         *(_minute(r.get(f)) if f == "last_seen" else _cell(r.get(f)) for f in fields)]
+         *(minute(r.get(f)) if f == "last_seen" else _cell(r.get(f)) for f in fields)]
         for r in shown
     ]  # fmt: skip
     header = ["id", "question", *("last seen" if f == "last_seen" else f for f in fields)]
@@ -265,14 +265,6 @@ def _summary(summary: Mapping[str, Any]) -> list[Markup]:
     if note is not None:
         parts.append(para(note[0].upper() + note[1:] + ".", "muted"))
     return parts
-
-
-def _minute(value: Any) -> object:
-    """An RFC 3339 UTC time to the minute, without the year (``2026-11-17T08:42:33Z`` →
-    ``11-17 08:42``); anything else as it is."""
-    if isinstance(value, str) and len(value) >= 16 and value[10:11] == "T":
-        return f"{value[5:10]} {value[11:16]}"
-    return value
 
 
 def _cell(value: Any) -> object:

@@ -161,6 +161,18 @@ def document(title: str, body: Iterable[str], head_extra: str = "") -> str:
     )
 
 
+def minute(value: object) -> object:
+    """An RFC 3339 UTC time to the minute, without the year (``2026-11-17T08:42:33Z`` or
+    ``2026-11-17T08:42:33+00:00`` → ``11-17 08:42``); anything else as it is.
+
+    >>> minute("2026-11-17T08:42:33Z"), minute(None)
+    ('11-17 08:42', None)
+    """
+    if isinstance(value, str) and len(value) >= 16 and value[10:11] == "T":
+        return f"{value[5:10]} {value[11:16]}"
+    return value
+
+
 def when(timestamp: float | None) -> str:
     """Unix seconds as ``YYYY-MM-DD HH:MM UTC`` (``–`` for ``None``).
 

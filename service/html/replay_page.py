@@ -4,8 +4,9 @@ Sections: ``ingest`` (consumed, processed, dead letters), then the analytics sec
 with the status page (:func:`analytics_sections`): ``languages`` and ``topics`` (live shares
 against the gold set's, over time when the report carries a ``series``), ``drift`` (each
 comparison's latest test and the alarm history, with alarm marks on a time line),
-``refusals`` (refusal and out-of-scope rates against their baseline windows), ``shadow``
-and ``gold-candidates`` (only when the report has them).
+``refusals`` (refusal and out-of-scope rates against their baseline windows), ``quality``
+(live quality: :mod:`service.html.quality_section`), ``shadow`` and ``gold-candidates``
+(these three only when the report has them).
 
 Optional time series, read from ``analytics["series"]`` when present::
 
@@ -34,6 +35,7 @@ from service.html.page import (
     section,
     table,
 )
+from service.html.quality_section import quality_section
 from service.html.rates import refusals_section
 from service.topics.model import NOVEL
 
@@ -82,6 +84,7 @@ def analytics_sections(
     """
     shadow = find_extra("shadow", analytics, outer)
     candidates = find_extra("gold_candidates", analytics, outer)
+    quality = find_extra("quality", analytics, outer)
     parts: list[Markup] = []
     if analytics is None:
         parts.append(section("analytics", "Analytics", para("Analytics are disabled.", "muted")))
@@ -105,6 +108,8 @@ def analytics_sections(
             ),
             refusals_section(analytics, series),
         ]
+    if quality is not None:
+        parts.append(quality_section(quality))
     if shadow is not None:
         parts.append(shadow_section(shadow))
     if candidates is not None:

@@ -311,8 +311,7 @@ def render_fast_text(doc: DemoReport) -> str:
             f"{_hm(alarm['timestamp'])}, {item['delay_h']:.1f} h later, after "
             f"{alarm['after_events']} events{_effect(alarm)}"
         )
-    lines += ["", render_text(doc)]
-    lines += _quality_lines(doc.get("quality"))
+    lines += ["", render_text(doc)]  # with its live-quality block
     lines += _candidate_lines(doc.get("gold_candidates"))
     return "\n".join(lines)
 
@@ -331,25 +330,6 @@ def _effect(alarm: dict[str, Any]) -> str:
         return f" ({alarm['rate_compared']:.1%} -> {alarm['rate_current']:.1%})"
     jsd = alarm.get("js_divergence")
     return f" (JSD {jsd:.3f})" if jsd is not None else ""
-
-
-def _quality_lines(quality: dict[str, Any] | None) -> list[str]:
-    if not quality:
-        return []
-    lines = [f"known questions (live near-duplicates of gold questions, k={quality['k']}):"]
-    for name, body in quality["known"].items():
-        if body.get("n_scored"):
-            lines.append(
-                f"  {name}: {body['n_scored']} scored; recall {body['recall']:.3f}, "
-                f"hit rate {body['hit_rate']:.3f}, MRR {body['mrr']:.3f}"
-            )
-    leaks = quality["acl"]["leaks"]
-    if leaks:
-        lines.append(
-            "ACL leaks (answers citing passages the asker may not see): "
-            + ", ".join(f"{row['role']} {row['events']}" for row in leaks)
-        )
-    return lines
 
 
 def _candidate_lines(summary: HarvestSummary | None, top: int = 5) -> list[str]:

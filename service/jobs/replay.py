@@ -312,7 +312,56 @@ def render_text(doc: ReplayReport) -> str:
             quiet = "".join(f"; {c} rising too raises no alarm ({silenced[c]})"
                             for c in alarm["rising"] if c in silenced)  # fmt: skip
             lines.append(f"  DRIFT  {where}: rising {', '.join(rising) or '-'}{quiet}")
+    lines += quality_lines(doc.get("quality"))
     return "\n".join(lines + harvest_lines(doc.get("gold_candidates")))
+
+
+def quality_lines(quality: dict[str, Any] | None) -> list[str]:
+    """The live-quality block of the text report, from
+    :meth:`~service.quality.stage.LiveQualityStage.report`'s dict (empty without one).
+
+    Known questions (live questions matching a gold question at cosine similarity ≥
+    ``threshold``): per retriever, the events scored of those matched and the means of
+    recall@k, hit rate@k and MRR@k over the scored ones (trec_eval's semantics, see
+    :func:`service.quality.known.live_scores`); refusals of known questions both ways; then
+    access control when the corpus has ACLs: leaks (a refused-to-read passage cited in an
+    answer) and retrieval violations per retriever and role, as events (passages).
+    """
+    if not quality:
+        return []
+    k, threshold = quality.get("k"), quality.get("threshold")
+    known = quality.get("known") or {}
+    if threshold is None:
+        return ["live quality: off (no gold set to match live questions with)"]
+    lines = [f"live quality on known questions (a gold question matched at similarity >= "
+             f"{threshold:g}; first {k} passages):"]  # fmt: skip
+    if not any(cell.get("n_known") for cell in known.values()):
+        lines.append("  no live question matched a gold question")
+    for name, cell in known.items():
+        scored = f"{cell['n_scored']} scored of {cell['n_known']} known"
+        if not cell.get("n_scored"):
+            lines.append(f"  {name}: {scored}")
+            continue
+        lines.append(f"  {name}: {scored}; recall@{k} {cell['recall']:.3f}, hit rate "
+                     f"{cell['hit_rate']:.3f}, MRR {cell['mrr']:.3f}")  # fmt: skip
+    refusals = quality.get("refusals") or {}
+    if refusals.get("known_answerable") or refusals.get("known_unanswerable"):
+        lines.append(
+            f"  refusals of known questions: {refusals['refused_answerable']} of "
+            f"{refusals['known_answerable']} answerable refused, "
+            f"{refusals['answered_unanswerable']} of {refusals['known_unanswerable']} "
+            "unanswerable answered"
+        )
+    acl = quality.get("acl") or {}
+    if not acl.get("passages_with_acl"):
+        return lines
+    for kind, what in (("leaks", "LEAKS (cited in answers to a role that may not read them)"),
+                       ("violations", "retrieved for a role that may not read them")):  # fmt: skip
+        rows = acl.get(kind) or []
+        cells = ", ".join(f"{row['retriever']} {row['role']} {row['events']} events "
+                          f"({row['passages']} passages)" for row in rows)  # fmt: skip
+        lines.append(f"  access control, {what}: {cells or 'none'}")
+    return lines
 
 
 def harvest_lines(summary: HarvestSummary | None) -> list[str]:

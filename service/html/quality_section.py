@@ -1,0 +1,124 @@
+"""The "Live quality" section of the replay report and the status page.
+
+Reads :meth:`service.quality.stage.LiveQualityStage.report`'s dict: known questions (live
+questions matching a gold question at cosine similarity ≥ ``threshold``) scored per
+retriever (recall@k, hit rate@k, MRR@k: trec_eval's semantics,
+:func:`service.quality.known.live_scores`), refusals of known questions both ways, and the
+access-control findings: leaks (an answer citing a passage its asker's role may not read),
+retrieval violations, and the newest events to review (questions already scrubbed of
+personal data upstream).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from markupsafe import Markup
+
+from service.html.page import minute, para, section, table
+
+__all__ = ["quality_section"]
+
+#: Review rows shown; the rest stay in the JSON report.
+REVIEW_ROWS = 20
+
+
+def quality_section(quality: Mapping[str, Any]) -> Markup:
+    """The section (anchor ``quality``); every cell escaped.
+
+    Args:
+        quality: the live-quality report (``k``, ``threshold``, ``known``, ``refusals``,
+            ``acl``, ``review``); ``threshold`` ``None`` means no gold set.
+    """
+    if quality.get("threshold") is None:
+        return section("quality", "Live quality", para("No gold set: nothing to match.", "muted"))
+    k, known = quality.get("k"), quality.get("known") or {}
+    parts: list[str] = [
+        para(
+            f"Known questions: live questions matching a gold question at cosine similarity "
+            f"≥ {quality['threshold']:g}, scored on each retriever's first {k} passages "
+            "against the gold question's passages (means over the scored events; a known "
+            "question with no passage its asker may read is not scored).",
+            "muted",
+        ),
+        table(
+            ["retriever", "known", "scored", f"recall@{k}", "hit rate", "MRR"],
+            [
+                [
+                    name,
+                    c.get("n_known"),
+                    c.get("n_scored"),
+                    c.get("recall"),
+                    c.get("hit_rate"),
+                    c.get("mrr"),
+                ]
+                for name, c in known.items()
+            ],
+        ),  # fmt: skip
+    ]
+    refusals = quality.get("refusals") or {}
+    if refusals:
+        parts.append(
+            table(
+                ["known questions", "events", "wrong answer", "count"],
+                [
+                    [
+                        "answerable",
+                        refusals.get("known_answerable"),
+                        "refused",
+                        refusals.get("refused_answerable"),
+                    ],
+                    [
+                        "unanswerable",
+                        refusals.get("known_unanswerable"),
+                        "answered",
+                        refusals.get("answered_unanswerable"),
+                    ],
+                ],
+            )  # fmt: skip
+        )
+    acl = quality.get("acl") or {}
+    if acl.get("passages_with_acl"):
+        parts.append(
+            para(
+                f"Access control: {acl.get('restricted_passages', 0)} passages some role may "
+                "not read. A leak is an answer citing one to that role (its text reached the "
+                "user); a violation is a retrieval that ranked one for that role.",
+                "muted",
+            )
+        )
+        rows = [
+            [kind, row["retriever"], row["role"], row["events"], row["passages"]]
+            for kind in ("leaks", "violations")
+            for row in acl.get(kind) or []
+        ]
+        parts.append(
+            table(["finding", "retriever", "role", "events", "passages"], rows)
+            if rows
+            else para("No leak and no violation.", "muted")
+        )
+        review = quality.get("review") or []
+        if review:
+            parts.append(
+                table(
+                    ["event", "time", "retriever", "role", "leaked", "passages", "question"],
+                    [
+                        [
+                            r.get("event_id"),
+                            minute(r.get("timestamp")),
+                            r.get("retriever"),
+                            r.get("role"),
+                            ", ".join(r.get("leaked") or ()),
+                            ", ".join(r.get("passage_ids") or ()),
+                            r.get("question"),
+                        ]
+                        for r in review[:REVIEW_ROWS]
+                    ],
+                    text_columns=(6,),
+                    nowrap_columns=(0, 1),
+                )  # fmt: skip
+            )
+            if len(review) > REVIEW_ROWS:
+                parts.append(para(f"{len(review) - REVIEW_ROWS} more in the JSON report.", "muted"))
+    return section("quality", "Live quality", *parts)

@@ -1,0 +1,141 @@
+"""The live-quality block of the replay report (text) and its page section (HTML), from a
+hand-built live-quality report; and the status page shows it when the service has it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.html import render_replay_html
+from service.html.quality_section import REVIEW_ROWS, quality_section
+from service.jobs.replay import quality_lines, render_text
+from tests.service.html import samples
+from tests.service.html.structure import parse
+from tests.service.html.test_status_page import StubRuntime, _app, _get
+
+QUESTION = "<script>alert(1)</script> hra kitna milta hai"
+
+
+def quality(review: int = 1, acl: bool = True) -> dict[str, Any]:
+    """Two retrievers over 4 known events, 3 scored: production's reciprocal ranks 1, 1/2
+    and 0 (MRR 0.5), hits 1, 1, 0 (2/3), recalls 1, 1/2, 0 (0.5); the candidate's all 1."""
+    row = {"event_id": "e-7", "timestamp": "2026-11-18T17:54:13+00:00", "role": "student",
+           "retriever": "production", "passage_ids": ["p-2", "p-9"], "leaked": ["p-9"],
+           "question": QUESTION}  # fmt: skip
+    return {
+        "k": 10,
+        "threshold": 0.75,
+        "gold_set_version": "abc",
+        "known": {
+            "hybrid": {"n_known": 4, "n_scored": 3, "recall": 1.0, "hit_rate": 1.0, "mrr": 1.0},
+            "production": {
+                "n_known": 4,
+                "n_scored": 3,
+                "recall": 0.5,
+                "hit_rate": 2 / 3,
+                "mrr": 0.5,
+            },
+        },  # fmt: skip
+        "refusals": {
+            "known_answerable": 3,
+            "refused_answerable": 1,
+            "known_unanswerable": 1,
+            "answered_unanswerable": 1,
+        },  # fmt: skip
+        "acl": {
+            "violations": [
+                {"retriever": "production", "role": "student", "events": 2, "passages": 3}
+            ]
+            if acl
+            else [],
+            "leaks": [{"retriever": "production", "role": "student", "events": 1, "passages": 1}]
+            if acl
+            else [],
+            "restricted_passages": 2 if acl else 0,
+            "passages_with_acl": 2 if acl else 0,
+        },  # fmt: skip
+        "review": [{**row, "event_id": f"e-{i}"} for i in range(review)] if acl else [],
+    }
+
+
+def test_text_block() -> None:
+    assert quality_lines(quality()) == [
+        "live quality on known questions (a gold question matched at similarity >= 0.75; "
+        "first 10 passages):",
+        "  hybrid: 3 scored of 4 known; recall@10 1.000, hit rate 1.000, MRR 1.000",
+        "  production: 3 scored of 4 known; recall@10 0.500, hit rate 0.667, MRR 0.500",
+        "  refusals of known questions: 1 of 3 answerable refused, 1 of 1 unanswerable answered",
+        "  access control, LEAKS (cited in answers to a role that may not read them): "
+        "production student 1 events (1 passages)",
+        "  access control, retrieved for a role that may not read them: production student "
+        "2 events (3 passages)",
+    ]
+    # no ACL in the corpus: no access-control line; nothing matched: said so
+    none = quality(acl=False)
+    none["known"] = {"production": {"n_known": 0, "n_scored": 0, "recall": None,
+                                    "hit_rate": None, "mrr": None}}  # fmt: skip
+    none["refusals"] = dict.fromkeys(none["refusals"], 0)
+    assert quality_lines(none) == [
+        "live quality on known questions (a gold question matched at similarity >= 0.75; "
+        "first 10 passages):",
+        "  no live question matched a gold question",
+        "  production: 0 scored of 0 known",
+    ]
+    assert quality_lines({**quality(), "threshold": None}) == [
+        "live quality: off (no gold set to match live questions with)"
+    ]
+    assert quality_lines(None) == []
+
+
+def test_the_replay_text_shows_the_block_before_the_harvest_lines() -> None:
+    summary = {"n_suggestions": 2, "by_reason": {"refused": 2}, "top": [], "shed": 0,
+               "max_new_per_batch": None}  # fmt: skip
+    report = {**samples.replay_report(), "quality": quality(), "gold_candidates": summary}
+    text = render_text(report).splitlines()  # type: ignore[arg-type]
+    start = text.index(quality_lines(quality())[0])
+    assert text[start : start + 6] == quality_lines(quality())
+    assert text[start + 6] == "harvested gold-question suggestions: 2 (refused 2)"
+
+
+def test_page_section() -> None:
+    page = render_replay_html({**samples.replay_report(), "quality": quality()})
+    parsed = parse(page)
+    assert parsed.unbalanced == []
+    assert parsed.sections == ["ingest", "languages", "topics", "drift", "refusals", "quality",
+                               "shadow", "gold-candidates"]  # fmt: skip
+    assert ("<tr><td>production</td><td>4</td><td>3</td><td>0.500</td><td>0.667</td>"
+            "<td>0.500</td></tr>") in page  # fmt: skip
+    assert "<tr><td>answerable</td><td>3</td><td>refused</td><td>1</td></tr>" in page
+    assert ("<tr><td>leaks</td><td>production</td><td>student</td><td>1</td><td>1</td>"
+            "</tr>") in page  # fmt: skip
+    assert '<td class="nowrap">11-18 17:54</td>' in page
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; hra" in page
+
+
+def test_page_section_bounds_the_review_list_and_says_without_acl() -> None:
+    long = str(quality_section(quality(review=REVIEW_ROWS + 3)))
+    assert long.count("hra kitna milta hai") == REVIEW_ROWS
+    assert "3 more in the JSON report." in long
+    plain = str(quality_section(quality(acl=False)))
+    assert "Access control" not in plain and "<td>production</td>" in plain
+    assert "No gold set" in str(quality_section({**quality(), "threshold": None}))
+
+
+class QualityRuntime(StubRuntime):
+    def quality_report(self) -> dict[str, Any] | None:
+        return quality()
+
+
+class NoQualityRuntime(StubRuntime):
+    def quality_report(self) -> dict[str, Any] | None:
+        return None  # the stage is off
+
+
+def test_status_page_shows_live_quality_when_the_service_has_it() -> None:
+    analytics = samples.replay_report()["analytics"]
+    runtime = QualityRuntime(analytics)
+    page = _get(runtime, app=_app(runtime)).text
+    assert parse(page).sections == ["moved", "languages", "topics", "drift", "refusals",
+                                    "quality", "process"]  # fmt: skip
+    assert "&lt;script&gt;alert(1)" in page and "<script>" not in page
+    off = NoQualityRuntime(analytics)
+    assert "quality" not in parse(_get(off, app=_app(off)).text).sections
