@@ -56,7 +56,7 @@ from consumers.loop import make_decoder, run
 from service.embeddings.config import english_model_notice
 from service.harvest.shed_note import shed_note
 from service.jobs.series import TimeSeries
-from service.pipeline import Batch
+from service.pipeline import Pipeline
 from service.runtime.live import build_live
 from service.runtime.memory import freeze_heap
 from service.runtime.reports import (
@@ -142,19 +142,16 @@ def run_replay(
         source.dlq_path.write_bytes(b"")
     decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes,
                            records=live.pipeline.reads_records)  # fmt: skip
+    # the counts over event time: a last stage, so a resumed replay restores them too
     series = TimeSeries()
-
-    def observe(batch: Batch) -> None:
-        live.observe(batch)
-        series.add_batch([e.timestamp.timestamp() for e in batch.events], batch.annotations)
-
-    engine = Engine(live.pipeline, state, build_metrics(registry), decoder, on_batch=observe,
+    pipeline = Pipeline([*live.pipeline.stages, series])
+    engine = Engine(pipeline, state, build_metrics(registry), decoder, on_batch=live.observe,
                     future_tolerance_s=settings.analytics.drift.future_tolerance_s)  # fmt: skip
     try:
         with native_threads(settings.pipeline.native_threads):  # the models are loaded
             report = run(
                 source,
-                live.pipeline,
+                pipeline,
                 state,
                 engine.metrics,
                 threading.Event(),

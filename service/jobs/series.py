@@ -6,6 +6,10 @@ values, as exported to Prometheus), answers and refusals. When the buckets excee
 ``max_buckets`` the bucket width doubles and neighbours merge, so a long replay stays bounded
 (at most ``max_buckets`` buckets, each at most ``max_labels`` labels + ``other``).
 
+It is a pipeline stage (``"series"``, last in a replay's pipeline): its counts are
+checkpointed with the other stages' state, so a replay resumed from ``--state`` reports the
+buckets of every run on that state file, as its totals do.
+
 >>> from datetime import UTC, datetime
 >>> series = TimeSeries(bucket_s=3600)
 >>> t = datetime(2026, 11, 29, 10, 5, tzinfo=UTC).timestamp()
@@ -22,7 +26,11 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from service.pipeline import Batch
+
 __all__ = ["TimeSeries"]
+
+_VERSION = 1
 
 OTHER = "other"
 
@@ -43,14 +51,49 @@ class TimeSeries:
         ValueError: a bound out of range.
     """
 
+    name = "series"
+    reads_records = False  # timestamps and annotations only (see service.pipeline.Stage)
+
     def __init__(self, bucket_s: float = 3600.0, max_buckets: int = 500, max_labels: int = 40
                  ) -> None:  # fmt: skip
         if bucket_s <= 0 or max_buckets < 2 or max_labels < 1:
             raise ValueError("need bucket_s > 0, max_buckets >= 2, max_labels >= 1")
         self.bucket_s = float(bucket_s)
         self.max_buckets, self.max_labels = max_buckets, max_labels
+        self._start_bucket_s = self.bucket_s
         self._buckets: dict[int, dict[str, Any]] = {}
         self._labels: dict[str, set[str]] = {"languages": set(), "topics": set()}
+
+    def process(self, batch: Batch) -> None:
+        """Count the batch's events (:meth:`add_batch`) by their event time."""
+        self.add_batch([e.timestamp.timestamp() for e in batch.events], batch.annotations)
+
+    def state_snapshot(self) -> dict[str, Any]:
+        """The buckets, their width and the labels seen (JSON-able, ``version`` 1)."""
+        return {
+            "version": _VERSION,
+            "start_bucket_s": self._start_bucket_s,
+            "bucket_s": self.bucket_s,
+            "labels": {dim: sorted(seen) for dim, seen in self._labels.items()},
+            "buckets": [
+                [key, dict(b["languages"]), dict(b["topics"]), b["answers"], b["refused"]]
+                for key, b in sorted(self._buckets.items())
+            ],
+        }
+
+    def restore(self, state: Any) -> None:
+        """Take the buckets of :meth:`state_snapshot` (``None``, another version, or one
+        started at another bucket width: start empty)."""
+        if (not isinstance(state, dict) or state.get("version") != _VERSION
+                or state.get("start_bucket_s") != self._start_bucket_s):  # fmt: skip
+            return
+        self.bucket_s = float(state["bucket_s"])
+        self._labels = {dim: set(state["labels"].get(dim, ())) for dim in self._labels}
+        self._buckets = {
+            int(key): {"languages": Counter(languages), "topics": Counter(topics),
+                       "answers": int(answers), "refused": int(refused)}
+            for key, languages, topics, answers, refused in state["buckets"]
+        }  # fmt: skip
 
     def _label(self, dimension: str, value: str | None) -> str:
         label = value or "und"
