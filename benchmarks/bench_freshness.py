@@ -71,7 +71,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -319,6 +319,37 @@ def _drive(broker: TansuBroker, topic: str, lines: list[bytes], total: int, rate
     return json.loads(out.read_text()), counts
 
 
+def _send_and_receive(client: Any, broker: TansuBroker, topic: str, lines: list[bytes],
+                      total: int, rate: float, seconds: float, linger_ms: int,
+                      acks: int | str = 1, tick: Callable[[], None] | None = None,
+                      ) -> tuple[dict[int, float], list[float]]:  # fmt: skip
+    """Run the producer process (``total`` events of ``lines`` at ``rate``/s, ``linger_ms``,
+    ``acks``) while the bare kafka-python ``client`` polls ``topic``: ``({send rank: receive
+    time}, send times)`` in Unix seconds (send rank = offset · partitions + partition, as the
+    producer sends round robin). ``tick`` runs after each poll."""
+    received: dict[int, float] = {}
+    with tempfile.TemporaryDirectory(prefix="gw-fresh-") as tmp:
+        spawn = multiprocessing.get_context("spawn")
+        ready, go = spawn.Event(), spawn.Event()
+        out = Path(tmp) / "sent.json"
+        producer = spawn.Process(target=_produce, args=(broker.bootstrap_servers, topic, lines,
+                                 total, rate, ready, go, str(out), linger_ms, acks))  # fmt: skip
+        producer.start()
+        ready.wait(120)
+        go.set()
+        end = time.monotonic() + seconds + 120
+        while len(received) < total and time.monotonic() < end:
+            for tp, records in client.poll(timeout_ms=100).items():
+                now = time.time()
+                for record in records:
+                    received[record.offset * PARTITIONS + tp.partition] = now
+            if tick is not None:
+                tick()
+        producer.join()
+        sent = json.loads(out.read_text())
+    return received, sent
+
+
 def raw_reference(broker: TansuBroker, lines: list[bytes], rate: float, seconds: float,
                   linger_ms: int = 5) -> dict[str, Any]:  # fmt: skip
     """The floor: a kafka-python group consumer (defaults) receiving a topic produced the
@@ -331,29 +362,12 @@ def raw_reference(broker: TansuBroker, lines: list[bytes], rate: float, seconds:
     consumer = KafkaConsumer(topic, bootstrap_servers=broker.bootstrap_servers,
                              group_id=f"raw-{uuid.uuid4().hex[:8]}",
                              auto_offset_reset="earliest")  # fmt: skip
-    received: dict[int, float] = {}
     try:
         deadline = time.monotonic() + 240
         while not consumer.assignment() and time.monotonic() < deadline:
             consumer.poll(timeout_ms=200)
-        with tempfile.TemporaryDirectory(prefix="gw-fresh-") as tmp:
-            spawn = multiprocessing.get_context("spawn")
-            ready, go = spawn.Event(), spawn.Event()
-            out = Path(tmp) / "sent.json"
-            producer = spawn.Process(target=_produce, args=(broker.bootstrap_servers, topic,
-                                     lines, total, rate, ready, go, str(out),
-                                     linger_ms))  # fmt: skip
-            producer.start()
-            ready.wait(120)
-            go.set()
-            end = time.monotonic() + seconds + 120
-            while len(received) < total and time.monotonic() < end:
-                for tp, records in consumer.poll(timeout_ms=100).items():
-                    now = time.time()
-                    for record in records:  # send rank = offset * partitions + partition
-                        received[record.offset * PARTITIONS + tp.partition] = now
-            producer.join()
-            sent = json.loads(out.read_text())
+        received, sent = _send_and_receive(consumer, broker, topic, lines, total, rate, seconds,
+                                           linger_ms)  # fmt: skip
     finally:
         consumer.close()
     values = [received[k] - at for k, at in enumerate(sent) if k in received]
@@ -399,32 +413,18 @@ def floor_row(broker: TansuBroker, lines: list[bytes], rate: float, seconds: flo
                            auto_offset_reset="earliest", **consumer)  # fmt: skip
     client.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
     client.poll(timeout_ms=200)
-    received: dict[int, float] = {}
     cores: list[float] = []
+    clock = {"window": time.monotonic() + 10, "cpu": _cpu_seconds(broker.process.pid)}
+
+    def broker_cpu() -> None:  # the broker's CPU seconds per second, per 10 s window
+        if time.monotonic() >= clock["window"]:
+            now_cpu = _cpu_seconds(broker.process.pid)
+            cores.append(round((now_cpu - clock["cpu"]) / 10, 2))
+            clock["window"], clock["cpu"] = clock["window"] + 10, now_cpu
+
     try:
-        with tempfile.TemporaryDirectory(prefix="gw-fresh-") as tmp:
-            spawn = multiprocessing.get_context("spawn")
-            ready, go = spawn.Event(), spawn.Event()
-            out = Path(tmp) / "sent.json"
-            producer = spawn.Process(target=_produce, args=(broker.bootstrap_servers, topic,
-                                     lines, total, rate, ready, go, str(out), linger_ms,
-                                     acks))  # fmt: skip
-            producer.start()
-            ready.wait(120)
-            go.set()
-            end = time.monotonic() + seconds + 120
-            window, cpu = time.monotonic() + 10, _cpu_seconds(broker.process.pid)
-            while len(received) < total and time.monotonic() < end:
-                for tp, records in client.poll(timeout_ms=100).items():
-                    now = time.time()
-                    for record in records:
-                        received[record.offset * PARTITIONS + tp.partition] = now
-                if time.monotonic() >= window:
-                    now_cpu = _cpu_seconds(broker.process.pid)
-                    cores.append(round((now_cpu - cpu) / 10, 2))
-                    window, cpu = window + 10, now_cpu
-            producer.join()
-            sent = json.loads(out.read_text())
+        received, sent = _send_and_receive(client, broker, topic, lines, total, rate, seconds,
+                                           linger_ms, acks, broker_cpu)  # fmt: skip
     finally:
         client.close()
     values = [received[k] - at for k, at in enumerate(sent) if k in received]
