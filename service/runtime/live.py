@@ -35,8 +35,9 @@ from service.evaluation.detector_quality import quality_gauges
 from service.files.fit_cache import FitCache, Memo, no_memo
 from service.harvest import HarvestStage, MemoryCandidates, StateStoreCandidates
 from service.harvest.config import REASONS
+from service.harvest.store import candidate_sweep
 from service.pii import UNKEYED, Pseudonymiser
-from service.pipeline import Batch, CountingStage, Pipeline, PipelineConfig, Stage
+from service.pipeline import Batch, CountingStage, Pipeline, PipelineConfig, Stage, state_key
 from service.pipeline.dedup import DedupStage
 from service.quality.acl import AccessPolicy
 from service.quality.known import KnownQuestionIndex
@@ -317,6 +318,8 @@ def build_live(
     harvest, harvest_metrics, closers = None, None, []
     if settings.harvest.enabled and settings.analytics.enabled and has_gold:
         sinks: list[Any] = [StateStoreCandidates(state) if state else MemoryCandidates()]
+        if state:  # its checkpoints keep the records held (or decided), not every one seen
+            state.add_sweep(candidate_sweep(state_key(HarvestStage.name)))
         if settings.source.kind == "kafka" and settings.kafka is not None:
             from consumers.harvest_sink import KafkaCandidateSink
 
