@@ -45,8 +45,9 @@ reasons into it (the reasons of recent shed events are remembered, bounded, not 
 Idempotency: the snapshot (suggestions, trackers, recent event → suggestion ids) is written
 with the source offsets in one checkpoint, so after a crash the replayed events rebuild the
 same suggestions; sinks get whole records keyed by id, never increments. Beyond
-``max_suggestions`` the lowest-priority suggestions are evicted from memory (records already
-published stay in the sinks).
+``max_suggestions`` the lowest-priority suggestions are evicted from memory; the state
+store's records of them go with the next checkpoint, unless decided
+(:func:`service.harvest.store.candidate_sweep`); the other sinks keep what they were sent.
 
 Incremental snapshots: when a sink is a :class:`~service.harvest.store.CandidateRepository`
 (the state store's ``harvest/candidate/<id>`` keys in the service), a snapshot lists the ids
