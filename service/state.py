@@ -279,7 +279,8 @@ class StateStore:
         return [key for (key,) in rows if key.startswith(prefix)]
 
     def add_sweep(self, sweep: Sweep) -> None:
-        """Run ``sweep`` in every later checkpoint that writes ``sweep.trigger``.
+        """Run ``sweep`` in every later checkpoint that writes ``sweep.trigger`` (once, however
+        often it is added: a second pipeline built on the same store adds the same one).
 
         Raises:
             ValueError: ``sweep.prefix`` is empty.
@@ -287,7 +288,8 @@ class StateStore:
         if not sweep.prefix:
             raise ValueError("a sweep needs a non-empty prefix")
         with self._lock:
-            self._sweeps.append(sweep)
+            if sweep not in self._sweeps:
+                self._sweeps.append(sweep)
 
     def checkpoint(
         self, updates: Mapping[str, Any], if_absent: Mapping[str, Any] | None = None

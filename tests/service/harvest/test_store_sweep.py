@@ -57,8 +57,10 @@ def stored_ids(store: StateStore) -> set[str]:
 
 
 def checkpoint(store: StateStore, stage: HarvestStage) -> None:
-    """What the engine's checkpoint writes of the harvest stage (with the other stages')."""
+    """What the engine's checkpoint writes of the harvest stage (with the other stages'),
+    and its confirmation once committed."""
     store.checkpoint({KEY: stage.state_snapshot(), "stage/count": {"processed": 1}})
+    stage.checkpointed()
 
 
 def swept_store(store: StateStore) -> StateStore:
@@ -89,7 +91,9 @@ def test_checkpoints_keep_the_records_held_and_decided_only() -> None:
 
 def test_a_sweep_keeps_other_namespaces_and_runs_only_with_its_snapshot() -> None:
     store = StateStore.in_memory()
-    store.add_sweep(Sweep("stage/x", "x/r/", lambda value: value["ids"], "x/d/"))
+    sweep = Sweep("stage/x", "x/r/", lambda value: value["ids"], "x/d/")
+    store.add_sweep(sweep)
+    store.add_sweep(sweep)  # once
     store.checkpoint({"x/r/a": 1, "x/r/b": 2, "x/r/c": 3, "x/d/c": "kept", "x/rr": 4,
                       "x/r": 5, "y/r/a": 6})  # fmt: skip
     assert store.keys("x/r/") == ["x/r/a", "x/r/b", "x/r/c"]  # no snapshot written: no sweep
@@ -257,3 +261,75 @@ def test_a_replay_exports_what_its_report_says_is_held(tmp_path: Path) -> None:
     assert 50 <= summary["n_suggestions"] <= 55  # max_suggestions, up to 10 % over
     assert len(exported) == stored == summary["n_suggestions"]
     assert {row["id"] for row in exported} >= {row["id"] for row in summary["top"]}
+
+
+def test_after_a_failed_checkpoint_a_flush_keeps_the_records_the_committed_one_relies_on(
+    tmp_path: Path,
+) -> None:
+    """A suggestion clean at the last committed checkpoint and changed since waits for a
+    snapshot that carries it in full — one that commits: a failed checkpoint's does not
+    count, so the next flush must not overwrite the record a restart would read."""
+    path = tmp_path / "state.sqlite"
+    StateStore.open(path).close()  # the schema
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
+                                 factory=CommitFails)  # fmt: skip
+    assert isinstance(connection, CommitFails)
+    store = swept_store(StateStore(connection, str(path)))
+    stage = HarvestStage(CONFIG, sinks=[StateStoreCandidates(store)])  # flushes every batch
+    stage.process(events(0, 3))
+    checkpoint(store, stage)  # committed: relies on the three records
+    at_checkpoint = stage.records()
+    stage.process(batch([event("e50", word(0), minute=50)], [REFUSED]))  # changed: waits
+    connection.armed = True
+    with pytest.raises(StateError):
+        checkpoint(store, stage)
+    connection.armed = False
+    stage.process(events(3, 1))  # a flush; then kill -9
+    restarted = HarvestStage(CONFIG, sinks=[StateStoreCandidates(store)])
+    restarted.restore(store.get(KEY))
+    assert restarted.records() == at_checkpoint  # word(0) counted once, as at the checkpoint
+    store.close()
+
+
+def test_the_engine_confirms_only_a_committed_checkpoint(tmp_path: Path) -> None:
+    from prometheus_client import CollectorRegistry
+
+    from consumers.engine import Engine
+    from consumers.loop import make_decoder
+    from service.pipeline import Pipeline
+    from service.telemetry import build_metrics
+
+    class Confirmed:
+        name = "confirmed"
+
+        def __init__(self) -> None:
+            self.confirmed = 0
+
+        def process(self, batch: Any) -> None:
+            pass
+
+        def state_snapshot(self) -> Any:
+            return {"n": 1}
+
+        def restore(self, state: Any) -> None:
+            pass
+
+        def checkpointed(self) -> None:
+            self.confirmed += 1
+
+    path = tmp_path / "state.sqlite"
+    StateStore.open(path).close()
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
+                                 factory=CommitFails)  # fmt: skip
+    assert isinstance(connection, CommitFails)
+    stage = Confirmed()
+    metrics = build_metrics(CollectorRegistry())
+    store = StateStore(connection, str(path))
+    engine = Engine(Pipeline([stage]), store, metrics, make_decoder(max_event_bytes=65_536))
+    engine.checkpoint()
+    assert stage.confirmed == 1
+    connection.armed = True
+    with pytest.raises(StateError):
+        engine.checkpoint()
+    assert stage.confirmed == 1
+    connection.close()
