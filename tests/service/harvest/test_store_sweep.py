@@ -108,7 +108,7 @@ class CommitFails(sqlite3.Connection):
 
     armed = False
 
-    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:  # type: ignore[override]
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
         if sql == "COMMIT" and self.armed:
             raise sqlite3.OperationalError("database or disk is full")
         return super().execute(sql, *args)
