@@ -351,6 +351,7 @@ class Engine:
                 updates.update(more())
             updates.update(extra or {})
             self.state.checkpoint(updates)
+            self.pipeline.checkpointed()  # committed: stages may let go of the older one
             self.last_checkpoint_s = time.monotonic()
 
     def note_topic_id(self, topic: str, topic_id: str) -> bool:

@@ -7,7 +7,9 @@ replay or restart overwrites rather than duplicates. The value is the record as 
 JSON; every text in it was scrubbed of personal data by the harvest stage.
 
 The topic is created with ``cleanup.policy=compact`` when missing (an existing topic is used
-as it is; a warning is logged when its policy is not compact).
+as it is; a warning is logged when its policy does not compact: ``compact,delete``, which
+adds a retention, does). goldwatch never deletes from it (no tombstones: the replicas share
+it), so compaction keeps the last record of every question sent; a retention bounds that.
 
 The sink connects lazily: building it never calls the broker, so a broker that is down when
 ``serve`` starts cannot stop the service (the consumer reports it as not ready and retries).
@@ -158,6 +160,17 @@ def cleanup_policy(admin: KafkaAdminClient, topic: str) -> str | None:
     return None if value is None else str(value)
 
 
+def is_compacted(policy: str | None) -> bool:
+    """Whether a ``cleanup.policy`` compacts (``compact``, or ``compact,delete``: compaction
+    plus a retention, which bounds the topic by time; goldwatch never deletes from it, see
+    :mod:`service.harvest.store`); ``None`` (not reported) counts as compacted.
+
+    >>> [is_compacted(p) for p in (None, "compact", "delete,compact", "delete")]
+    [True, True, True, False]
+    """
+    return policy is None or "compact" in (part.strip() for part in policy.split(","))
+
+
 def _warn_unless_compacted(admin: KafkaAdminClient, topic: str) -> None:
-    if cleanup_policy(admin, topic) not in (None, "compact"):
+    if not is_compacted(cleanup_policy(admin, topic)):
         log.warning("topic %s is not compacted: replicas' suggestions will pile up", topic)

@@ -9,7 +9,9 @@ What is kept (keys are ``<namespace>/<name>``; values are any JSON-able data):
 * ``traces/open/<trace id>/<request>`` — spans ``POST /v1/traces`` acknowledged whose trace is
   still being assembled (``service/api/trace_ingest.py``), deleted with the checkpoint that
   records the trace's event.
-* later: drift windows, baselines, harvest candidates under their own namespaces.
+* ``harvest/candidate/<id>``, ``harvest/decision/<id>`` — harvested suggestions' records and
+  labelling decisions (:mod:`service.harvest.store`); the records of suggestions no longer
+  held are swept by the checkpoint that stops holding them (a :class:`Sweep`).
 
 Schema (version 1)::
 
@@ -19,7 +21,10 @@ Schema (version 1)::
 
 The file is opened in WAL mode with ``synchronous=FULL``: once :meth:`StateStore.checkpoint`
 returns, the update survives a crash or power loss. A checkpoint is one transaction: all of
-its keys change, or none do.
+its keys change, or none do — and so do the deletions of its sweeps (:class:`Sweep`): a key
+namespace kept to what the snapshot being written names (e.g. harvested suggestions' records
+to the suggestions held), swept in that snapshot's transaction, so a checkpoint that fails
+deletes nothing and one that commits sweeps whatever was left over by earlier ones.
 
 Opening never repairs or recreates: a corrupt, foreign or unreadable file raises
 :class:`StateError`, whose message names the file and tells the user to move it aside.
@@ -55,10 +60,10 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -110,6 +115,48 @@ class JsonText(str):
     __slots__ = ()
 
 
+class Sweep(NamedTuple):
+    """Keep the keys under ``prefix`` to those a snapshot names, in that snapshot's own
+    checkpoint (:meth:`StateStore.add_sweep`).
+
+    Every checkpoint that writes ``trigger`` (a value other than ``None``) deletes, in the
+    same transaction, each key ``prefix + name`` whose ``name`` is not in ``keep(value)``
+    (``value``: the one written under ``trigger``; names as strings) and for which no key
+    ``protect + name`` exists (in the store, after this checkpoint's writes). E.g. the harvest
+    stage's snapshot (``stage/harvest``) names the suggestions held; their records
+    (``harvest/candidate/<id>``) stay, and so do those with a decision
+    (``harvest/decision/<id>``); the others are swept.
+
+    Attributes:
+        trigger: the key whose write runs the sweep.
+        prefix: the namespace swept (non-empty; its keys' names follow it).
+        keep: the names kept, from the value written under ``trigger``; it may raise
+            (nothing is written then).
+        protect: a name is also kept while ``protect + name`` is a key.
+    """
+
+    trigger: str
+    prefix: str
+    keep: Callable[[Any], Iterable[str]]
+    protect: str
+
+
+def _after_prefix(prefix: str) -> str:
+    """The least string greater than every string that starts with ``prefix`` (non-empty;
+    its last character is not U+10FFFF): keys ``k`` with ``prefix <= k < _after_prefix``
+    are exactly those starting with it, a range SQLite reads on the primary key."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+#: One sweep in SQL: ``?1`` the prefix, ``?2`` the key after the prefix's range, ``?3`` the
+#: kept names as a JSON array, ``?4`` the protecting prefix, ``?5`` the prefix's length + 1.
+_SWEEP_SQL = (
+    "DELETE FROM state WHERE key >= ?1 AND key < ?2 "
+    "AND substr(key, ?5) NOT IN (SELECT value FROM json_each(?3)) "
+    "AND NOT EXISTS (SELECT 1 FROM state AS kept WHERE kept.key = ?4 || substr(state.key, ?5))"
+)
+
+
 class StateStore:
     """Namespaced JSON blobs in one SQLite file, updated atomically.
 
@@ -127,6 +174,9 @@ class StateStore:
         self._label = label
         self._lock = threading.Lock()
         self._lock_fd = lock_fd
+        self._sweeps: list[Sweep] = []
+        #: Keys deleted by sweeps since the store was opened (≥ 0).
+        self.swept = 0
 
     @property
     def label(self) -> str:
@@ -228,21 +278,49 @@ class StateStore:
         rows = self._read("SELECT key FROM state ORDER BY key", [])
         return [key for (key,) in rows if key.startswith(prefix)]
 
-    def checkpoint(self, updates: Mapping[str, Any]) -> None:
+    def add_sweep(self, sweep: Sweep) -> None:
+        """Run ``sweep`` in every later checkpoint that writes ``sweep.trigger`` (once, however
+        often it is added: a second pipeline built on the same store adds the same one).
+
+        Raises:
+            ValueError: ``sweep.prefix`` is empty.
+        """
+        if not sweep.prefix:
+            raise ValueError("a sweep needs a non-empty prefix")
+        with self._lock:
+            if sweep not in self._sweeps:
+                self._sweeps.append(sweep)
+
+    def checkpoint(
+        self, updates: Mapping[str, Any], if_absent: Mapping[str, Any] | None = None
+    ) -> None:
         """Write all ``updates`` in one durable transaction; a ``None`` value deletes its key.
 
-        A :class:`JsonText` value is written as it is (already JSON text).
+        A :class:`JsonText` value is written as it is (already JSON text). ``if_absent``
+        values are written in the same transaction only under keys that hold none (after
+        ``updates``; e.g. a labelling decision brings back the record it was taken on, had a
+        checkpoint swept it meanwhile, without overwriting a newer one). The sweeps whose
+        ``trigger`` this writes run last, in the same transaction (:class:`Sweep`).
 
         Raises:
             TypeError: a value is not JSON-serialisable (nothing is written).
+            Exception: what a sweep's ``keep`` raised (nothing is written).
             StateError: SQLite failed (disk full, read-only); the transaction is rolled back,
-                so the previous checkpoint stays intact.
+                so the previous checkpoint stays intact, its sweeps undone with it.
         """
         now = time.time()
         rows = [(k, v if type(v) is JsonText else _dumps(v), now)
                 for k, v in updates.items() if v is not None]  # fmt: skip
         deleted = [(k,) for k, v in updates.items() if v is None]
+        absent = [(k, v if type(v) is JsonText else _dumps(v), now)
+                  for k, v in (if_absent or {}).items()]  # fmt: skip
         with self._lock:
+            sweeps = [
+                (s.prefix, _after_prefix(s.prefix), _dumps([str(n) for n in s.keep(value)]),
+                 s.protect, len(s.prefix) + 1)
+                for s in self._sweeps
+                if (value := updates.get(s.trigger)) is not None
+            ]  # fmt: skip
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
                 self._conn.executemany(
@@ -252,10 +330,17 @@ class StateStore:
                     rows,
                 )
                 self._conn.executemany("DELETE FROM state WHERE key = ?", deleted)
+                self._conn.executemany(
+                    "INSERT INTO state(key, value, updated_at) VALUES (?, ?, ?) "
+                    "ON CONFLICT(key) DO NOTHING",
+                    absent,
+                )
+                swept = sum(self._conn.execute(_SWEEP_SQL, sweep).rowcount for sweep in sweeps)
                 self._conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 _rollback(self._conn)
                 raise _write_error(self._label, exc) from exc
+            self.swept += swept
 
     def close(self) -> None:
         """Close the connection and release the writer's lock, if held (idempotent)."""

@@ -38,7 +38,12 @@
   control characters are taken out of it (:func:`clean_reason`), and a reason the scrubber
   made longer than :data:`MAX_REASON_CHARS` is clipped with an ellipsis (:func:`clip_reason`).
 
-A suggestion is decided once; a second decision raises :class:`AlreadyDecided`.
+A suggestion is decided once; a second decision raises :class:`AlreadyDecided`. A decision
+is kept with the record it was taken on: the consumer's checkpoint sweeps the records of
+suggestions no longer held (:func:`service.harvest.store.candidate_sweep`) under the
+engine's lock, not this class's, so one may go between reading a record and deciding on it;
+the decision then writes the record back in its own transaction (and a decided record is
+never swept).
 """
 
 from __future__ import annotations
@@ -469,8 +474,8 @@ class Labelling:
                 "status": "accepted", "gold_id": question.id, "gold": list(question.gold),
                 "kind": question.kind, "labels": confirmed, "decided_at": self.clock(),
             }  # fmt: skip
-            try:
-                self.repository.decide(candidate_id, decision)
+            try:  # with the record read: a checkpoint may have swept it since
+                self.repository.decide(candidate_id, decision, row)
             except StateError as exc:  # not kept: a retry finds the row and keeps it then
                 log.warning("accept of %s not kept: %s", candidate_id, exc)
                 raise GoldSetUnavailable(
@@ -503,10 +508,11 @@ class Labelling:
             raise LabellingError(f"reason must be 1..{MAX_REASON_CHARS} non-blank characters")
         kept = clip_reason(scrub(cleaned).text)
         with self._lock:
-            self._undecided(candidate_id)
+            row = self._undecided(candidate_id)
             decision: Decision = {"status": "rejected", "reason": kept,
                                   "decided_at": self.clock()}  # fmt: skip
-            self.repository.decide(candidate_id, decision)
+            # with the record read: a checkpoint may have swept it since
+            self.repository.decide(candidate_id, decision, row)
         return decision
 
     def _undecided(self, candidate_id: str) -> SuggestionRecord:

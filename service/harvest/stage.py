@@ -45,8 +45,9 @@ reasons into it (the reasons of recent shed events are remembered, bounded, not 
 Idempotency: the snapshot (suggestions, trackers, recent event → suggestion ids) is written
 with the source offsets in one checkpoint, so after a crash the replayed events rebuild the
 same suggestions; sinks get whole records keyed by id, never increments. Beyond
-``max_suggestions`` the lowest-priority suggestions are evicted from memory (records already
-published stay in the sinks).
+``max_suggestions`` the lowest-priority suggestions are evicted from memory; the state
+store's records of them go with the next checkpoint, unless decided
+(:func:`service.harvest.store.candidate_sweep`); the other sinks keep what they were sent.
 
 Incremental snapshots: when a sink is a :class:`~service.harvest.store.CandidateRepository`
 (the state store's ``harvest/candidate/<id>`` keys in the service), a snapshot lists the ids
@@ -54,7 +55,9 @@ of every suggestion held but carries in full only those whose record there is no
 current state (the *stale* ones); :meth:`HarvestStage.restore` rebuilds the others from their
 records (:meth:`Suggestion.from_record`). So a checkpoint costs what changed, not all
 ``max_suggestions``. The rule that keeps a restore exact: a record the last snapshot relies on
-is never overwritten before the next snapshot carries that suggestion in full. So a
+is never overwritten before the next snapshot carries that suggestion in full — the last
+*committed* snapshot: the engine confirms a commit (:meth:`HarvestStage.checkpointed`), and
+until it does, after a failed checkpoint too, the records of both are held back. So a
 suggestion clean at the last snapshot and changed since waits (for every sink, at most one
 checkpoint interval); the others are written to the repository by :meth:`state_snapshot`
 itself, just before its checkpoint, so that this snapshot can rely on them (the other sinks
@@ -192,7 +195,10 @@ class HarvestStage:
         self._recent: OrderedDict[str, tuple[str, frozenset[str]]] = OrderedDict()
         self._dirty: set[str] = set()  # changed since published to every sink
         self._stale: set[str] = set()  # changed since published to the repository sink
-        self._held: set[str] = set()  # clean in the last snapshot: it relies on their records
+        # records a snapshot relies on (clean in it): the last committed one's, and those of
+        # any taken since whose commit is not confirmed (checkpointed)
+        self._held: set[str] = set()
+        self._taken: set[str] | None = None  # the last snapshot's, until confirmed
         # suggestion id -> its eviction key (priority, last seen, id), while it is unchanged
         self._order: dict[str, tuple[float, str, str]] = {}
         self._repository = next((s for s in self.sinks if isinstance(s, CandidateRepository)), None)
@@ -644,7 +650,7 @@ class HarvestStage:
         repository, stale = self._repository, self._stale
         if repository is None:
             full = list(self.suggestions.values())
-            self._held = set()
+            self._held, self._taken = set(), None
         else:
             ready = [sid for sid in self.suggestions if sid in stale and sid not in self._held]
             if ready:
@@ -657,7 +663,10 @@ class HarvestStage:
                     log.warning("harvest sink %s failed: %s", name, type(exc).__name__)
                     self._pending["sink_failures"][name] += 1
             full = [s for sid, s in self.suggestions.items() if sid in stale]
-            self._held = self.suggestions.keys() - stale
+            # until checkpointed() confirms this snapshot, the last committed one may still
+            # be the one a restart reads: the records either relies on are held back
+            self._taken = self.suggestions.keys() - stale
+            self._held |= self._taken
         return {
             "version": _VERSION,
             "ids": list(self.suggestions),
@@ -667,6 +676,15 @@ class HarvestStage:
             "recent": [[event, sid, listed(counted)] for event, (sid, counted) in recent],
             "dirty": sorted(self._dirty),
         }
+
+    def checkpointed(self) -> None:
+        """The last :meth:`state_snapshot` was committed (the engine calls this after its
+        checkpoint succeeded): only the records it relies on are held back from now on.
+        Until then, after a failed checkpoint too, the records of the last committed
+        snapshot are held back as well, so a flush never overwrites a record the snapshot
+        a restart would read relies on."""
+        if self._taken is not None:
+            self._held, self._taken = self._taken, None
 
     def restore(self, state: Any) -> None:
         """Load a :meth:`state_snapshot` (version 1 or 2); ``None`` or another version
@@ -703,6 +721,7 @@ class HarvestStage:
         self._dirty = {sid for sid in state.get("dirty", []) if sid in self.suggestions}
         self._stale = {sid for sid in full if sid in self.suggestions}
         self._held = {sid for sid in stored if sid in self.suggestions}
+        self._taken = None
 
     def _stored_records(self, ids: Sequence[str]) -> dict[str, Mapping[str, Any]]:
         """The repository sink's records of ``ids`` that it has."""

@@ -8,10 +8,22 @@ after a restart, a redelivery, or from two replicas — leaves one entry per id.
 * :class:`CandidateSink` — the port: ``publish(records)``. Implementations here: the two
   repositories; in ``consumers.harvest_sink``: the compacted Kafka topic.
 * :class:`CandidateRepository` — records and labelling decisions, read back by id.
-  :class:`MemoryCandidates` (tests, replay) and :class:`StateStoreCandidates` (keys
-  ``harvest/candidate/<id>`` and ``harvest/decision/<id>`` of the SQLite state store, so
-  ``goldwatch candidates export`` can read a stopped service's state file). Both also have
-  ``get_many(ids)``, which the harvest stage uses to rebuild suggestions on a restart.
+  :class:`MemoryCandidates` (tests) and :class:`StateStoreCandidates` (keys
+  ``harvest/candidate/<id>`` and ``harvest/decision/<id>`` of the SQLite state store —
+  serve's file, a replay's in-memory database —, so ``goldwatch candidates export`` can read
+  a stopped service's state file). Both also have ``get_many(ids)``, which the harvest stage
+  uses to rebuild suggestions on a restart.
+
+What the state store keeps is bounded by ``harvest.max_suggestions``: each checkpoint keeps
+the records of the suggestions its harvest snapshot holds and of those decided, and deletes
+the others in its own transaction (:func:`candidate_sweep`, a
+:class:`~service.state.Sweep`): stored = held + decided, whatever earlier checkpoints left
+(a failed one deletes nothing; the next that commits sweeps its leftovers). Decided records
+stay: a decision is never left without the record it was taken on — :meth:`decide` writes
+that record back, in the decision's transaction, if a checkpoint swept it after the
+labeller read it. The other sinks are not swept: the compacted Kafka topic is shared by the
+replicas, keyed by the normalised question, so a tombstone from one replica would erase
+another's live suggestion; compaction keeps one record per key there.
 
 A decision is ``{"status": "accepted" | "rejected", "decided_at": RFC 3339, ...}``; accepted
 ones add ``gold_id``, ``gold``, ``kind``; rejected ones ``reason``.
@@ -31,7 +43,7 @@ from typing_extensions import TypedDict
 from service.harvest.config import HarvestConfig
 from service.harvest.ranking import primary_reason, priority
 from service.harvest.suggestion import Suggestion, SuggestionJson
-from service.state import JsonText, StateStore
+from service.state import JsonText, StateStore, Sweep
 
 __all__ = [
     "CANDIDATE_PREFIX",
@@ -42,6 +54,7 @@ __all__ = [
     "MemoryCandidates",
     "StateStoreCandidates",
     "SuggestionRecord",
+    "candidate_sweep",
     "record",
     "record_json",
 ]
@@ -150,7 +163,34 @@ class CandidateRepository(CandidateSink, Protocol):
 
     def decisions(self) -> dict[str, Decision]: ...
 
-    def decide(self, candidate_id: str, decision: Decision) -> None: ...
+    def decide(
+        self, candidate_id: str, decision: Decision, record: Mapping[str, Any] | None = None
+    ) -> None:
+        """Keep ``decision`` for ``candidate_id``; with ``record`` (the suggestion's record
+        the decision was taken on), also write it, in the same transaction, if the
+        repository no longer holds one (a checkpoint swept it meanwhile)."""
+        ...
+
+
+def _held_ids(snapshot: Any) -> list[str]:
+    """The ids of the suggestions a harvest stage snapshot holds (its ``ids``; a version 1
+    snapshot, without them, its suggestions').
+
+    Raises:
+        TypeError: ``snapshot`` is not a harvest snapshot (nothing is swept or written).
+    """
+    if not isinstance(snapshot, Mapping):
+        raise TypeError("the harvest stage's snapshot is not a mapping")
+    if "ids" in snapshot:
+        return [str(sid) for sid in snapshot["ids"]]
+    return [str(row["id"]) for row in snapshot.get("suggestions", ())]
+
+
+def candidate_sweep(snapshot_key: str) -> Sweep:
+    """The :class:`~service.state.Sweep` that keeps the state store's suggestion records to
+    those held and decided (module docstring), run by each checkpoint that writes the
+    harvest stage's snapshot under ``snapshot_key`` (``stage/harvest``)."""
+    return Sweep(snapshot_key, CANDIDATE_PREFIX, _held_ids, DECISION_PREFIX)
 
 
 class MemoryCandidates:
@@ -190,17 +230,23 @@ class MemoryCandidates:
         with self._lock:
             return {k: v.copy() for k, v in self._decisions.items()}
 
-    def decide(self, candidate_id: str, decision: Decision) -> None:
+    def decide(
+        self, candidate_id: str, decision: Decision, record: Mapping[str, Any] | None = None
+    ) -> None:
         with self._lock:
             self._decisions[candidate_id] = decision.copy()
+            if record is not None and candidate_id not in self._records:
+                self._records[candidate_id] = cast(SuggestionRecord, dict(record))
 
 
 class StateStoreCandidates:
     """A :class:`CandidateRepository` over the SQLite :class:`~service.state.StateStore`.
 
     Each ``publish`` is one durable transaction; records are written as
-    :func:`record_json` encodes them (``json.dumps``'s text). Raises
-    :class:`~service.state.StateError` when the store cannot be read or written.
+    :func:`record_json` encodes them (``json.dumps``'s text). The writer registers
+    :func:`candidate_sweep` on the store, so its checkpoints keep only the records held or
+    decided. Raises :class:`~service.state.StateError` when the store cannot be read or
+    written.
     """
 
     def __init__(self, store: StateStore) -> None:
@@ -231,8 +277,12 @@ class StateStoreCandidates:
     def decisions(self) -> dict[str, Decision]:
         return cast("dict[str, Decision]", self._read(DECISION_PREFIX))
 
-    def decide(self, candidate_id: str, decision: Decision) -> None:
-        self.store.checkpoint({DECISION_PREFIX + candidate_id: dict(decision)})
+    def decide(
+        self, candidate_id: str, decision: Decision, record: Mapping[str, Any] | None = None
+    ) -> None:
+        back = {} if record is None else {CANDIDATE_PREFIX + candidate_id: JsonText(
+            record_json(record))}  # fmt: skip
+        self.store.checkpoint({DECISION_PREFIX + candidate_id: dict(decision)}, if_absent=back)
 
     def _read(self, prefix: str, keys: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
         keys = self.store.keys(prefix) if keys is None else keys

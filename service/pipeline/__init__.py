@@ -271,6 +271,14 @@ class Pipeline:
         snapshots = {state_key(s.name): s.state_snapshot() for s in self._stages}
         return {key: value for key, value in snapshots.items() if value is not None}
 
+    def checkpointed(self) -> None:
+        """Tell the stages that ask (a ``checkpointed()`` method) that the snapshots of the
+        last :meth:`snapshot` were committed (not called when the checkpoint failed)."""
+        for stage in self._stages:
+            confirm = getattr(stage, "checkpointed", None)
+            if confirm is not None:
+                confirm()
+
     def restore(self, states: Mapping[str, Any]) -> None:
         """Give each stage its persisted state (``None`` when there is none)."""
         for stage in self._stages:

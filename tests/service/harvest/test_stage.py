@@ -228,6 +228,7 @@ def test_restart_from_checkpoint_and_replay_gives_the_same_records() -> None:
     # a suggestion the restored snapshot took from its record is republished once the next
     # checkpoint's snapshot carries it in full
     restarted.state_snapshot()
+    restarted.checkpointed()  # the checkpoint committed
     restarted.flush()
     assert repo.all() == straight_repo.all()
     assert len(repo.all()) == 3
@@ -420,6 +421,7 @@ def test_snapshot_carries_only_changed_suggestions_and_restart_rebuilds_the_rest
         assert restarted.records() == at_checkpoint
         restarted.process(batch(later, [REFUSED] * len(later)))  # replayed from the checkpoint
         store.checkpoint({"stage/harvest": restarted.state_snapshot()})
+        restarted.checkpointed()  # as the engine confirms a committed checkpoint
         restarted.flush()
         assert repo.all() == run_straight()
         assert {r["question"]: r["count"] for r in repo.all()}["alpha hostel fees"] == 13

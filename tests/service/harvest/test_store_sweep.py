@@ -1,0 +1,335 @@
+"""The suggestion store stays bounded by ``harvest.max_suggestions`` (issue 22 item 5).
+
+Each checkpoint keeps the records of the suggestions its harvest snapshot holds and of the
+decided ones, and deletes the others in its own transaction: stored = held + decided after
+every checkpoint, whatever earlier ones left; a failed checkpoint deletes nothing; a
+decision racing the checkpoint keeps its record; a restart restores exactly and sweeps what
+the crashed run published after its last checkpoint; a replay exports what its report says
+is held.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.harvest.config import HarvestConfig
+from service.harvest.labelling import Labelling
+from service.harvest.stage import HarvestStage
+from service.harvest.store import (
+    CANDIDATE_PREFIX,
+    StateStoreCandidates,
+    SuggestionRecord,
+    candidate_sweep,
+)
+from service.state import StateError, StateStore, Sweep
+from tests.service.harvest.helpers import batch, event
+
+KEY = "stage/harvest"
+NOW = "2026-12-02T10:00:00Z"
+REFUSED = {"refused": True, "topic": "fees", "language": "en"}
+#: max_suggestions 10: eviction starts past 11 (1.1 ×) and goes back to 10.
+CONFIG = HarvestConfig(max_suggestions=10, flush_interval_s=0.0)
+
+
+def word(i: int) -> str:
+    """A distinct made-up question per ``i`` (20 consonants from the SHA-256 of ``i``): no two
+    of the first 60 share more than 1/8 of their character trigrams, far below the 0.6 at
+    which near-duplicates merge."""
+    digest = hashlib.sha256(str(i).encode("ascii")).hexdigest()[:20]
+    return "".join("bcdfghjklmnpqrstvwxz"[int(c, 16)] for c in digest)
+
+
+def events(start: int, n: int) -> Any:
+    """A batch of ``n`` refused questions ``start``…, one a minute, all of priority 2.0, so
+    each eviction drops the oldest."""
+    return batch([event(f"e{i}", word(i), minute=i) for i in range(start, start + n)],
+                 [REFUSED] * n)  # fmt: skip
+
+
+def stored_ids(store: StateStore) -> set[str]:
+    return {key[len(CANDIDATE_PREFIX) :] for key in store.keys(CANDIDATE_PREFIX)}
+
+
+def checkpoint(store: StateStore, stage: HarvestStage) -> None:
+    """What the engine's checkpoint writes of the harvest stage (with the other stages'),
+    and its confirmation once committed."""
+    store.checkpoint({KEY: stage.state_snapshot(), "stage/count": {"processed": 1}})
+    stage.checkpointed()
+
+
+def swept_store(store: StateStore) -> StateStore:
+    store.add_sweep(candidate_sweep(KEY))  # as build_live does for serve and replay
+    return store
+
+
+def test_checkpoints_keep_the_records_held_and_decided_only() -> None:
+    store = swept_store(StateStore.in_memory())
+    repo = StateStoreCandidates(store)
+    stage = HarvestStage(CONFIG, sinks=[repo])
+    stage.process(events(0, 5))
+    first = stage._exact[word(0)]  # the oldest: evicted first
+    repo.decide(first, {"status": "rejected", "reason": "dup", "decided_at": NOW})
+    checkpoint(store, stage)
+    evicted = 0
+    for start in range(5, 60, 5):
+        stage.process(events(start, 5))  # each flush publishes the new ones at once
+        evicted += stage.pending_observations()["evicted"]
+        checkpoint(store, stage)
+        assert stored_ids(store) == set(stage.suggestions) | {first}
+    # 60 questions seen, 10 or 11 held at a time: 49 or 50 evicted, each of them published
+    assert evicted == 60 - len(stage.suggestions) and first not in stage.suggestions
+    assert len(stored_ids(store)) == len(stage.suggestions) + 1 <= 11 + 1
+    assert store.swept == evicted - 1  # every evicted record but the decided one
+    assert repo.decision(first) is not None and repo.get(first) is not None
+
+
+def test_a_sweep_keeps_other_namespaces_and_runs_only_with_its_snapshot() -> None:
+    store = StateStore.in_memory()
+    sweep = Sweep("stage/x", "x/r/", lambda value: value["ids"], "x/d/")
+    store.add_sweep(sweep)
+    store.add_sweep(sweep)  # once
+    store.checkpoint({"x/r/a": 1, "x/r/b": 2, "x/r/c": 3, "x/d/c": "kept", "x/rr": 4,
+                      "x/r": 5, "y/r/a": 6})  # fmt: skip
+    assert store.keys("x/r/") == ["x/r/a", "x/r/b", "x/r/c"]  # no snapshot written: no sweep
+    store.checkpoint({"stage/x": {"ids": ["b"]}})
+    assert store.keys() == ["stage/x", "x/d/c", "x/r", "x/r/b", "x/r/c", "x/rr", "y/r/a"]
+    assert store.swept == 1
+
+
+class CommitFails(sqlite3.Connection):
+    """A SQLite connection whose ``COMMIT`` fails while ``armed`` (a disk that fills up as
+    the transaction is written), after every statement of it ran."""
+
+    armed = False
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql == "COMMIT" and self.armed:
+            raise sqlite3.OperationalError("database or disk is full")
+        return super().execute(sql, *args)
+
+
+def test_a_failed_checkpoint_deletes_nothing_and_the_next_sweeps_its_leftovers(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "state.sqlite"
+    StateStore.open(path).close()  # the schema
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
+                                 factory=CommitFails)  # fmt: skip
+    store = swept_store(StateStore(connection, str(path)))
+    repo = StateStoreCandidates(store)
+    stage = HarvestStage(CONFIG, sinks=[repo])
+    stage.process(events(0, 11))
+    checkpoint(store, stage)
+    committed = {sid: repo.get(sid) for sid in stored_ids(store)}
+    snapshot = store.get(KEY)
+    stage.process(events(11, 6))  # 17 > 11: the 7 oldest evicted, their records stay
+    leftovers = stored_ids(store) - set(stage.suggestions)
+    assert len(leftovers) == 7
+    before = {sid: repo.get(sid) for sid in stored_ids(store)}
+    assert len(before) == 17
+
+    assert isinstance(connection, CommitFails)
+    connection.armed = True
+    with pytest.raises(StateError, match="disk is full"):
+        checkpoint(store, stage)
+    assert {sid: repo.get(sid) for sid in stored_ids(store)} == before  # nothing deleted
+    assert store.get(KEY) == snapshot and store.swept == 0
+    restored = HarvestStage(CONFIG, sinks=[StateStoreCandidates(store)])
+    restored.restore(store.get(KEY))  # the last committed checkpoint is whole
+    assert {r["id"]: r for r in restored.records()} == {
+        sid: row for sid, row in committed.items() if sid in snapshot["ids"]
+    }
+
+    connection.armed = False
+    checkpoint(store, stage)
+    assert stored_ids(store) == set(stage.suggestions)
+    assert store.swept == 7
+    store.close()
+
+
+class SweptWhileDeciding(StateStoreCandidates):
+    """The labeller's repository; the consumer's checkpoint (``between``) runs right after
+    the labelling read a record and before it decides — the API decides under its own lock,
+    the checkpoint sweeps under the engine's."""
+
+    def __init__(self, store: StateStore, between: Callable[[], None]) -> None:
+        super().__init__(store)
+        self.between = between
+
+    def get(self, candidate_id: str) -> SuggestionRecord | None:
+        row = super().get(candidate_id)
+        self.between()
+        return row
+
+
+@pytest.mark.parametrize("decision", ["rejected", "accepted"])
+def test_a_decision_on_a_suggestion_swept_meanwhile_keeps_its_record(
+    tmp_path: Path, decision: str
+) -> None:
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"id": "q-001", "question": "fees?", "gold": ["p-1"], "kind": "plain"}\n',
+                    encoding="utf-8")  # fmt: skip
+    store = swept_store(StateStore.in_memory())
+    stage = HarvestStage(CONFIG, sinks=[StateStoreCandidates(store)])
+    stage.process(events(0, 11))
+    checkpoint(store, stage)
+    oldest = stage._exact[word(0)]
+    stage.process(events(11, 1))  # 12 > 11: the two oldest evicted, their records stay
+    assert oldest not in stage.suggestions and oldest in stored_ids(store)
+    record = StateStoreCandidates(store).get(oldest)
+
+    labelling = Labelling(SweptWhileDeciding(store, lambda: checkpoint(store, stage)), gold)
+    if decision == "rejected":
+        labelling.reject(oldest, "a duplicate of q-001")
+    else:
+        labelling.accept(oldest, ["p-1"], "plain")
+    assert store.swept == 2  # the checkpoint did sweep both, the decided one too
+
+    repo = StateStoreCandidates(store)
+    assert repo.get(oldest) == record  # written back with the decision
+    assert repo.decision(oldest)["status"] == decision  # type: ignore[index]
+    assert [item["status"] for item in labelling.list(status=decision).items] == [decision]
+    checkpoint(store, stage)  # decided: kept from now on
+    assert stored_ids(store) == set(stage.suggestions) | {oldest}
+
+
+def test_a_decision_never_overwrites_a_newer_record() -> None:
+    store = swept_store(StateStore.in_memory())
+    repo = StateStoreCandidates(store)
+    stage = HarvestStage(CONFIG, sinks=[repo])
+    stage.process(events(0, 1))
+    sid = stage._exact[word(0)]
+    older = repo.get(sid)
+    assert older is not None
+    stage.process(batch([event("e99", word(0), minute=99)], [REFUSED]))  # count 2, published
+    repo.decide(sid, {"status": "rejected", "reason": "no", "decided_at": NOW}, older)
+    assert repo.get(sid)["count"] == 2  # type: ignore[index]
+
+
+def test_a_restart_restores_exactly_and_sweeps_what_the_crashed_run_left(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite"
+    with swept_store(StateStore.open(path, exclusive=True)) as store:
+        crashed = HarvestStage(CONFIG, sinks=[StateStoreCandidates(store)])
+        for start in range(0, 30, 6):
+            crashed.process(events(start, 6))
+            checkpoint(store, crashed)
+        at_checkpoint = crashed.records()
+        crashed.process(events(30, 9))  # published at once, evicting; then kill -9
+        assert len(stored_ids(store)) == len(at_checkpoint) + 9
+    with swept_store(StateStore.open(path, exclusive=True)) as store:
+        restarted = HarvestStage(CONFIG, sinks=[StateStoreCandidates(store)])
+        restarted.restore(store.get(KEY))
+        assert restarted.records() == at_checkpoint  # every record it relies on was kept
+        leftovers = stored_ids(store) - set(restarted.suggestions)
+        assert len(leftovers) == 9  # published after the last checkpoint
+        checkpoint(store, restarted)
+        assert stored_ids(store) == set(restarted.suggestions)
+        again = HarvestStage(CONFIG, sinks=[StateStoreCandidates(store)])
+        again.restore(store.get(KEY))
+        assert again.records() == at_checkpoint
+
+
+@pytest.mark.slow
+def test_a_replay_exports_what_its_report_says_is_held(tmp_path: Path) -> None:
+    """A new user's report said 50 suggestions held (``harvest.max_suggestions`` 50) while
+    ``goldwatch candidates export`` listed 79: the records of evicted suggestions stayed."""
+    from benchmarks.bench_production import write_configs, write_gold_and_corpus, write_log
+    from service.harvest.export import export_rows
+    from service.jobs.replay import run_replay
+    from service.settings import load_settings
+
+    gold, corpus = write_gold_and_corpus(tmp_path, seed=0)
+    log = write_log(tmp_path / "events.jsonl", 1_500, seed=0)
+    defaults, _ = write_configs(tmp_path, gold, corpus)
+    settings = load_settings(defaults)
+    settings = settings.model_copy(update={
+        "harvest": settings.harvest.model_copy(update={"max_suggestions": 50}),
+        "pipeline": settings.pipeline.model_copy(update={"commit_every": 500}),
+    })  # fmt: skip
+    state = tmp_path / "state.sqlite"
+    report = run_replay(settings, log.path, state, tmp_path / "dlq.jsonl")
+    summary = report["gold_candidates"]
+    with StateStore.open(state) as store:
+        exported = export_rows(StateStoreCandidates(store), settings.harvest, None)
+        stored = len(store.keys(CANDIDATE_PREFIX))
+    assert 50 <= summary["n_suggestions"] <= 55  # max_suggestions, up to 10 % over
+    assert len(exported) == stored == summary["n_suggestions"]
+    assert {row["id"] for row in exported} >= {row["id"] for row in summary["top"]}
+
+
+def test_after_a_failed_checkpoint_a_flush_keeps_the_records_the_committed_one_relies_on(
+    tmp_path: Path,
+) -> None:
+    """A suggestion clean at the last committed checkpoint and changed since waits for a
+    snapshot that carries it in full — one that commits: a failed checkpoint's does not
+    count, so the next flush must not overwrite the record a restart would read."""
+    path = tmp_path / "state.sqlite"
+    StateStore.open(path).close()  # the schema
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
+                                 factory=CommitFails)  # fmt: skip
+    assert isinstance(connection, CommitFails)
+    store = swept_store(StateStore(connection, str(path)))
+    stage = HarvestStage(CONFIG, sinks=[StateStoreCandidates(store)])  # flushes every batch
+    stage.process(events(0, 3))
+    checkpoint(store, stage)  # committed: relies on the three records
+    at_checkpoint = stage.records()
+    stage.process(batch([event("e50", word(0), minute=50)], [REFUSED]))  # changed: waits
+    connection.armed = True
+    with pytest.raises(StateError):
+        checkpoint(store, stage)
+    connection.armed = False
+    stage.process(events(3, 1))  # a flush; then kill -9
+    restarted = HarvestStage(CONFIG, sinks=[StateStoreCandidates(store)])
+    restarted.restore(store.get(KEY))
+    assert restarted.records() == at_checkpoint  # word(0) counted once, as at the checkpoint
+    store.close()
+
+
+def test_the_engine_confirms_only_a_committed_checkpoint(tmp_path: Path) -> None:
+    from prometheus_client import CollectorRegistry
+
+    from consumers.engine import Engine
+    from consumers.loop import make_decoder
+    from service.pipeline import Pipeline
+    from service.telemetry import build_metrics
+
+    class Confirmed:
+        name = "confirmed"
+
+        def __init__(self) -> None:
+            self.confirmed = 0
+
+        def process(self, batch: Any) -> None:
+            pass
+
+        def state_snapshot(self) -> Any:
+            return {"n": 1}
+
+        def restore(self, state: Any) -> None:
+            pass
+
+        def checkpointed(self) -> None:
+            self.confirmed += 1
+
+    path = tmp_path / "state.sqlite"
+    StateStore.open(path).close()
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
+                                 factory=CommitFails)  # fmt: skip
+    assert isinstance(connection, CommitFails)
+    stage = Confirmed()
+    metrics = build_metrics(CollectorRegistry())
+    store = StateStore(connection, str(path))
+    engine = Engine(Pipeline([stage]), store, metrics, make_decoder(max_event_bytes=65_536))
+    engine.checkpoint()
+    assert stage.confirmed == 1
+    connection.armed = True
+    with pytest.raises(StateError):
+        engine.checkpoint()
+    assert stage.confirmed == 1
+    connection.close()
