@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 import anyio
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, status
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from service.api.deps import TokenDep, TokenFirstRoute
@@ -29,6 +29,7 @@ from service.harvest.labelling import (
     LabellingError,
 )
 from service.harvest.store import Decision
+from service.language.tags import canonical_tag
 
 router = APIRouter(prefix="/v1/gold-candidates", tags=["harvest"], route_class=TokenFirstRoute)
 
@@ -55,8 +56,13 @@ LabellingDep = Annotated[Labelling, Depends(get_labelling)]
 
 #: A label value: 1-64 characters, not blank.
 _Label = Annotated[str, Field(min_length=1, max_length=64, pattern=r"\S")]
-#: A BCP 47 language tag (``en``, ``hi-Latn``).
-_Language = Annotated[str, Field(max_length=35, pattern=r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$")]
+#: A BCP 47 language tag (``en``, ``hi-Latn``), written in its canonical case (``hi-latn`` is
+#: stored as ``hi-Latn``, the live traffic's label: :func:`service.language.tags.canonical_tag`).
+_Language = Annotated[
+    str,
+    Field(max_length=35, pattern=r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$"),
+    AfterValidator(canonical_tag),
+]
 #: A substring a correct answer must contain.
 _Needle = Annotated[str, Field(min_length=1, max_length=500, pattern=r"\S")]
 #: A reference answer.

@@ -42,6 +42,7 @@ from service.data.corpus import (
     where,
 )
 from service.evaluation.trec import read_qrels, read_topics
+from service.language.tags import canonical_tag
 from service.records import KINDS, GoldQuestion, Qrels
 
 logger = logging.getLogger(__name__)
@@ -76,6 +77,13 @@ class _GoldRow(BaseModel):
     topic: str | None = None
 
     _check_non_blank = field_validator("id", "question", "kind")(non_blank)
+
+    @field_validator("language")
+    @classmethod
+    def _canonical_language(cls, value: str | None) -> str | None:
+        """A language tag in its canonical case (``hi-latn`` → ``hi-Latn``, the live label;
+        :func:`~service.language.tags.canonical_tag`); other values as written."""
+        return None if value is None else canonical_tag(value)
 
     @field_validator("gold", mode="plain")
     @classmethod
