@@ -38,8 +38,9 @@ def quality_section(quality: Mapping[str, Any]) -> Markup:
         para(
             f"Known questions: live questions matching a gold question at cosine similarity "
             f"≥ {quality['threshold']:g}, scored on each retriever's first {k} passages "
-            "against the gold question's passages (means over the scored events; a known "
-            "question with no passage its asker may read is not scored).",
+            "against the gold question's passages (means over the scored events). A known "
+            "question with no gold passage, or none its asker's role may read, is unanswerable "
+            "for that asker: not scored, and a refusal is the right answer.",
             "muted",
         ),
         table(
@@ -70,7 +71,7 @@ def quality_section(quality: Mapping[str, Any]) -> Markup:
                         refusals.get("refused_answerable"),
                     ],
                     [
-                        "unanswerable",
+                        "unanswerable for the asker",
                         refusals.get("known_unanswerable"),
                         "answered",
                         refusals.get("answered_unanswerable"),
@@ -82,9 +83,11 @@ def quality_section(quality: Mapping[str, Any]) -> Markup:
     if acl.get("passages_with_acl"):
         parts.append(
             para(
-                f"Access control: {acl.get('restricted_passages', 0)} passages some role may "
-                "not read. A leak is an answer citing one to that role (its text reached the "
-                "user); a violation is a retrieval that ranked one for that role.",
+                f"Access control: {acl['passages_with_acl']} passages carry an ACL (readable "
+                "only by the roles it lists). A leak is an answer citing one to a role that "
+                "may not read it (its text reached the user); a violation is a retrieval that "
+                "ranked one for such a role. Role other: roles no ACL names (e.g. a guest); "
+                "unknown: events without a role.",
                 "muted",
             )
         )

@@ -321,8 +321,11 @@ def quality_lines(quality: dict[str, Any] | None) -> list[str]:
     ``threshold``): per retriever, the events scored of those matched and the means of
     recall@k, hit rate@k and MRR@k over the scored ones (trec_eval's semantics, see
     :func:`service.quality.known.live_scores`); refusals of known questions both ways; then
-    access control when the corpus has ACLs: leaks (a refused-to-read passage cited in an
-    answer) and retrieval violations per retriever and role, as events (passages).
+    access control when the corpus has ACLs: leaks (a passage the asker's role may not read
+    cited in an answer) and retrieval violations per retriever and role label (a role some
+    ACL names, ``other`` for the rest, ``unknown`` without a role), as events (passages). A
+    known question is unanswerable *for its asker* when it has no gold passage or none the
+    asker's role may read (:mod:`service.quality.stage`).
     """
     if not quality:
         return []
@@ -347,17 +350,20 @@ def quality_lines(quality: dict[str, Any] | None) -> list[str]:
             f"  refusals of known questions: {refusals['refused_answerable']} of "
             f"{refusals['known_answerable']} answerable refused, "
             f"{refusals['answered_unanswerable']} of {refusals['known_unanswerable']} "
-            "unanswerable answered"
+            "unanswerable for their asker answered (no gold passage, or none the asker's "
+            "role may read)"
         )
     acl = quality.get("acl") or {}
     if not acl.get("passages_with_acl"):
         return lines
+    lines.append(f"  access control ({acl['passages_with_acl']} passages with an ACL; role "
+                 "'other': roles no ACL names, 'unknown': no role on the event):")  # fmt: skip
     for kind, what in (("leaks", "LEAKS (cited in answers to a role that may not read them)"),
                        ("violations", "retrieved for a role that may not read them")):  # fmt: skip
         rows = acl.get(kind) or []
         cells = ", ".join(f"{row['retriever']} {row['role']} {row['events']} events "
                           f"({row['passages']} passages)" for row in rows)  # fmt: skip
-        lines.append(f"  access control, {what}: {cells or 'none'}")
+        lines.append(f"    {what}: {cells or 'none'}")
     return lines
 
 

@@ -63,11 +63,13 @@ def test_text_block() -> None:
         "first 10 passages):",
         "  hybrid: 3 scored of 4 known; recall@10 1.000, hit rate 1.000, MRR 1.000",
         "  production: 3 scored of 4 known; recall@10 0.500, hit rate 0.667, MRR 0.500",
-        "  refusals of known questions: 1 of 3 answerable refused, 1 of 1 unanswerable answered",
-        "  access control, LEAKS (cited in answers to a role that may not read them): "
-        "production student 1 events (1 passages)",
-        "  access control, retrieved for a role that may not read them: production student "
-        "2 events (3 passages)",
+        "  refusals of known questions: 1 of 3 answerable refused, 1 of 1 unanswerable for "
+        "their asker answered (no gold passage, or none the asker's role may read)",
+        "  access control (2 passages with an ACL; role 'other': roles no ACL names, "
+        "'unknown': no role on the event):",
+        "    LEAKS (cited in answers to a role that may not read them): production student 1 "
+        "events (1 passages)",
+        "    retrieved for a role that may not read them: production student 2 events (3 passages)",
     ]
     # no ACL in the corpus: no access-control line; nothing matched: said so
     none = quality(acl=False)
@@ -92,8 +94,8 @@ def test_the_replay_text_shows_the_block_before_the_harvest_lines() -> None:
     report = {**samples.replay_report(), "quality": quality(), "gold_candidates": summary}
     text = render_text(report).splitlines()  # type: ignore[arg-type]
     start = text.index(quality_lines(quality())[0])
-    assert text[start : start + 6] == quality_lines(quality())
-    assert text[start + 6] == "harvested gold-question suggestions: 2 (refused 2)"
+    assert text[start : start + 7] == quality_lines(quality())
+    assert text[start + 7] == "harvested gold-question suggestions: 2 (refused 2)"
 
 
 def test_page_section() -> None:
@@ -105,6 +107,9 @@ def test_page_section() -> None:
     assert ("<tr><td>production</td><td>4</td><td>3</td><td>0.500</td><td>0.667</td>"
             "<td>0.500</td></tr>") in page  # fmt: skip
     assert "<tr><td>answerable</td><td>3</td><td>refused</td><td>1</td></tr>" in page
+    assert ("<tr><td>unanswerable for the asker</td><td>1</td><td>answered</td><td>1</td>"
+            "</tr>") in page  # fmt: skip
+    assert "Access control: 2 passages carry an ACL" in page
     assert ("<tr><td>leaks</td><td>production</td><td>student</td><td>1</td><td>1</td>"
             "</tr>") in page  # fmt: skip
     assert '<td class="nowrap">11-18 17:54</td>' in page
