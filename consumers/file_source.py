@@ -59,6 +59,32 @@ STDIN = "-"
 HEAD_BYTES = 1024
 
 
+#: Magic numbers of compressed files: (leading bytes, format, the tool that writes it to stdout).
+_COMPRESSED = (
+    (b"\x1f\x8b", "gzip", "zcat"),
+    (b"BZh", "bzip2", "bzcat"),
+    (b"\xfd7zXZ\x00", "xz", "xzcat"),
+    (b"\x28\xb5\x2f\xfd", "zstd", "zstdcat"),
+    (b"PK\x03\x04", "zip", "unzip -p"),
+)
+
+
+def compression_of(path: str) -> tuple[str, str] | None:
+    """``(format, tool)`` when the file at ``path`` starts with a compressed format's magic
+    number (gzip RFC 1952, bzip2, xz, zstd RFC 8878, zip), else ``None`` (also when it cannot
+    be read: opening it says why). Such a file read as JSONL is a dead letter per "line",
+    and a replay of it looks like a run that found nothing."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(6)
+    except OSError:
+        return None
+    for magic, name, tool in _COMPRESSED:
+        if head.startswith(magic):
+            return name, tool
+    return None
+
+
 class FileSource:
     """JSONL file (or stdin) source; see the module docstring for the line and position rules.
 
@@ -70,7 +96,8 @@ class FileSource:
     :param chunk_bytes: bytes per read.
     :param max_line_bytes: longer lines are cut (see module docstring).
     :param stream: binary stream to read instead of ``sys.stdin.buffer`` when ``path == "-"``.
-    :raises SourceUnavailable: the file does not exist or cannot be opened.
+    :raises SourceUnavailable: the file does not exist or cannot be opened, or it is a
+        compressed file (:func:`compression_of`).
     """
 
     def __init__(
@@ -114,9 +141,18 @@ class FileSource:
         if self.is_stdin:
             return InputStream.over(stream or sys.stdin.buffer, chunk_bytes)
         try:
-            return InputStream.open(self.path, chunk_bytes)
+            opened = InputStream.open(self.path, chunk_bytes)
         except OSError as exc:
             raise SourceUnavailable(f"cannot open {self.path}: {exc.strerror}") from exc
+        compressed = compression_of(self.path)
+        if compressed is not None:
+            opened.close()
+            name, tool = compressed
+            raise SourceUnavailable(
+                f"{self.path} is {name}-compressed, not JSONL text: decompress it first "
+                f"(e.g. `{tool} {self.path} | goldwatch replay -`)"
+            )
+        return opened
 
     def _reset(self, offset: int, line: int) -> None:
         self._buf = b""
