@@ -236,6 +236,8 @@ def _shares(
     caption = ("Share of live questions (all time) and of gold-set questions per category."
                if has_gold else "Share of live questions (all time) per category.")  # fmt: skip
     parts.append(figure(svg, caption))
+    if has_gold and anchor == "topics":
+        parts.append(para(GOLD_TOPIC_COUNTS, "muted"))
     if has_gold:
         parts.append(
             table(
@@ -267,6 +269,16 @@ def _shares(
     parts += [para(f"Left out: {c} ({why}); its share is not a fact.", "warn")
               for c, why in sorted(left_out.items())]  # fmt: skip
     return section(anchor, title, *parts)
+
+
+#: How the topics' gold column is counted (:meth:`service.topics.model.TopicModel.gold_counts`).
+GOLD_TOPIC_COUNTS = (
+    "Gold n counts the gold set's questions the way live questions are counted, not by their "
+    "topic labels: each row gets the topic the model assigns it (a labelled row: the model "
+    "fitted without it, cross-validated; rows of small labels: the model's own prediction) and "
+    "is novel when far from the other gold rows. Both columns thus carry the same assignment "
+    "errors, and a drift alarm compares like with like."
+)
 
 
 #: The drift view's list of under-covered categories (not harvest's ``coverage_gap`` reason,

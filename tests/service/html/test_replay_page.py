@@ -147,3 +147,18 @@ def test_replay_summary_shape_lists_top_with_totals() -> None:
     assert "25 suggestions (by reason: coverage_gap 21, refused 4)" in page
     assert "Shed: 7 picked events whose new question was over harvest.max_new_per_batch" in page
     assert "23 more suggestions not shown." in page
+
+
+def test_topic_gold_counts_say_they_are_assignments_not_labels(page: str) -> None:
+    """A new user read 'gold n' as their labels (15/13/12/8) and saw 13/14/9/9 and 3 novel:
+    the column counts the model's assignment of the gold rows; the topics section says so,
+    the languages section (counted by the rows' language) does not."""
+    from service.html.replay_page import GOLD_TOPIC_COUNTS
+
+    topics = page[page.index('<section id="topics">') :]
+    topics = topics[: topics.index("</section>")]
+    languages = page[page.index('<section id="languages">') :]
+    languages = languages[: languages.index("</section>")]
+    note = "Gold n counts the gold set&#x27;s questions the way live questions are counted"
+    assert GOLD_TOPIC_COUNTS.startswith("Gold n counts") and note in topics
+    assert "Gold n counts" not in languages
