@@ -6,6 +6,7 @@ would start from.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -178,8 +179,12 @@ def _detector_lines(analytics: Analytics) -> list[str]:
     for name, quality in sorted(analytics.detector_quality.items()):
         why = analytics.uncalibrated(name)
         if why is None:
-            lines.append(f"{name} detector calibrated: ROC AUC {quality.auc:.3f} "
-                         f"[{quality.low:.3f}, {quality.high:.3f}] on the gold set")  # fmt: skip
+            point = ("" if math.isnan(quality.balanced_accuracy) else
+                     f"; at its threshold TPR {quality.tpr:.3f}, FPR {quality.fpr:.3f}, "
+                     f"balanced accuracy {quality.balanced_accuracy:.3f}")  # fmt: skip
+            interval = f"[{quality.low:.3f}, {quality.high:.3f}]"
+            lines.append(f"{name} detector calibrated: ROC AUC {quality.auc:.3f} {interval} "
+                         f"on the gold set{point}")  # fmt: skip
         else:
             lines.append(f"{name} detector UNCALIBRATED (its counts are not facts and raise "
                          f"no drift alarm): {why}")  # fmt: skip

@@ -277,3 +277,29 @@ def test_the_harvest_line_says_where_the_per_batch_bound_applies(tmp_path: Path)
     assert sheds["set"][1] > 0
     off = _check(tmp_path, base + "harvest: {enabled: false}\n")
     assert "#   harvest off (harvest.enabled false)" in off.stderr.splitlines()
+
+
+@pytest.mark.slow
+def test_a_calibrated_detector_line_shows_its_operating_point(tmp_path: Path) -> None:
+    """A new user saw config check give the out-of-scope detector's ROC AUC only, where the
+    replay report gives its operating point too (TPR, FPR, balanced accuracy at the threshold
+    its counts use). The benchmark's production-shaped gold set (100 CLINC150 out-of-scope
+    questions as unanswerable rows) calibrates both detectors; the line carries the figures
+    the replay report of the same configuration measured."""
+    from benchmarks.bench_production import write_gold_and_corpus
+
+    gold, corpus = write_gold_and_corpus(tmp_path, seed=0)
+    result = _check(tmp_path, f"gold_set: {gold}\ncorpus: {corpus}\n")
+    assert result.exit_code == 0, result.stderr
+    (tmp_path / "q.jsonl").write_text("", encoding="utf-8")
+    settings = load_settings(tmp_path / "goldwatch.yaml")
+    report = run_replay(settings, tmp_path / "q.jsonl", None, tmp_path / "dlq.jsonl")
+    q = report["analytics"]["detector_quality"]["out_of_scope"]
+    assert q["uncalibrated"] is None and q["balanced_accuracy"] is not None
+    assert (
+        f"#   out_of_scope detector calibrated: ROC AUC {q['auc']:.3f} [{q['auc_low']:.3f}, "
+        f"{q['auc_high']:.3f}] on the gold set; at its threshold TPR {q['tpr']:.3f}, FPR "
+        f"{q['fpr']:.3f}, balanced accuracy {q['balanced_accuracy']:.3f}"
+    ) in result.stderr.splitlines()
+    novelty = [line for line in result.stderr.splitlines() if "#   novelty detector" in line]
+    assert novelty and "at its threshold" not in novelty[0]  # no operating point of its own
