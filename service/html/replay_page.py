@@ -60,11 +60,25 @@ def render_replay_html(report: Mapping[str, Any]) -> str:
     body: list[str] = [
         Markup("<h1>goldwatch — query-log replay</h1>"),
         *notices(report.get("notices") or ()),
-        para(f"{report['file']}: {report['consumed']} events consumed.", "meta"),
+        para(
+            f"{report['file']}: {report['consumed']} events consumed"
+            + (" in this run." if report.get("resumed") else "."),
+            "meta",
+        ),  # fmt: skip
+        *_resumed(report.get("resumed")),
         _ingest(report),
     ]
     body += analytics_sections(report.get("analytics"), report)
     return document("goldwatch replay report", body)
+
+
+def _resumed(resumed: Mapping[str, Any] | None) -> list[Markup]:
+    """A replay resumed from ``--state``: what the page covers (every run on that state)."""
+    if not resumed:
+        return []
+    return [para(f"Resumed from {resumed['state']}: the sections below cover every run on it "
+                 f"({resumed['processed_in_all']} events processed in all); the ingest "
+                 "counts, this run.", "meta")]  # fmt: skip
 
 
 def notices(texts: Sequence[str]) -> list[Markup]:

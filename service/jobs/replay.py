@@ -46,7 +46,7 @@ import math
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 from prometheus_client import CollectorRegistry
 
@@ -56,7 +56,7 @@ from consumers.loop import make_decoder, run
 from service.embeddings.config import english_model_notice
 from service.harvest.shed_note import shed_note
 from service.jobs.series import TimeSeries
-from service.pipeline import Pipeline
+from service.pipeline import CountingStage, Pipeline
 from service.runtime.live import build_live
 from service.runtime.memory import freeze_heap
 from service.runtime.reports import (
@@ -95,6 +95,16 @@ class ReplayReport(LiveReports):
     batches: int
     dlq_path: str
     analytics: AnalyticsReport | None
+    resumed: NotRequired[ResumedFrom]
+
+
+class ResumedFrom(TypedDict):
+    """In a replay resumed from ``--state`` (a state file that had processed events): the
+    ``state`` file and the events ``processed_in_all`` its runs processed — what the analytics,
+    the series and the suggestions cover, where ``consumed``/``processed`` count this run."""
+
+    state: str
+    processed_in_all: int
 
 
 def run_replay(
@@ -171,7 +181,7 @@ def run_replay(
         english_model_notice(settings.analytics.embeddings,
                              live.analytics.gold_counts.get("language", {})),
     ]  # fmt: skip
-    doc: ReplayReport = {
+    doc: dict[str, Any] = {  # a ReplayReport (the cast below)
         "notices": [notice for notice in notices if notice],
         "file": str(file),
         "consumed": report.consumed,
@@ -185,6 +195,10 @@ def run_replay(
         "analytics": _with_series(analytics_report(live), series),
         **live_reports(live, registry),
     }
+    counted = next((st for st in pipeline.stages if isinstance(st, CountingStage)), None)
+    if state_path and counted is not None and counted.processed > report.processed:
+        # resumed: the analytics cover every run on this state file, the counts above this run
+        doc["resumed"] = {"state": str(state_path), "processed_in_all": counted.processed}
     return cast(ReplayReport, json_safe(doc))  # the same keys, NaN and infinities as None
 
 
@@ -221,7 +235,11 @@ def render_text(doc: ReplayReport) -> str:
     lines += [
         f"{doc['file']}: {doc['consumed']} consumed, {doc['processed']} processed, "
         f"{doc['duplicates']} duplicates, {doc['dead_lettered_total']} dead-lettered"
+        + (" in this run" if "resumed" in doc else "")
     ]
+    if resumed := doc.get("resumed"):
+        lines.append(f"resumed from {resumed['state']}: what follows covers every run on it "
+                     f"({resumed['processed_in_all']} events processed in all)")  # fmt: skip
     lines += [f"  dead-lettered {r}: {n}" for r, n in sorted(doc["dead_lettered"].items())]
     if doc["dead_lettered_total"]:
         lines.append(f"dead letters in {doc['dlq_path']}")

@@ -11,7 +11,8 @@ from datetime import datetime
 from pathlib import Path
 
 from service.demo import demo_path
-from service.jobs.replay import run_replay
+from service.html import render_replay_html
+from service.jobs.replay import render_text, run_replay
 from service.jobs.series import TimeSeries
 from service.settings import load_settings
 
@@ -38,9 +39,19 @@ def test_a_resumed_replay_reports_the_buckets_of_both_runs(tmp_path: Path) -> No
     assert series["bucket_s"] == 3600.0
     got = {round(b["start"] / 3600): sum(b["languages"].values()) for b in series["buckets"]}
     assert got == dict(hours)
+    # the resumed report says what it covers: the header counts this run, the rest all runs
+    assert "resumed" not in first
+    assert second["resumed"] == {"state": str(state), "processed_in_all": 1200}
+    text = render_text(second).splitlines()
+    assert text[0].endswith("0 dead-lettered in this run") and text[0].startswith(str(log))
+    assert text[1] == (f"resumed from {state}: what follows covers every run on it (1200 "
+                       "events processed in all)")  # fmt: skip
+    page = render_replay_html(second)
+    assert "Resumed from " in page and "(1200 events processed in all)" in page
     # the same as one replay of the whole log from a fresh state
     whole = run_replay(_settings(), log, None, tmp_path / "whole.dlq.jsonl")  # type: ignore[arg-type]
     assert second["analytics"]["series"] == whole["analytics"]["series"]  # type: ignore[index]
+    assert "resumed" not in whole
 
 
 def test_restore_takes_only_its_own_version_and_bucket_width() -> None:
