@@ -1,6 +1,7 @@
 """``goldwatch candidates``: harvested gold-question suggestions, read from the state file.
 
-``export`` writes the undecided suggestions, best first, as gold-set JSONL (``id`` the
+``export`` writes the undecided suggestions, balanced over topics and languages and best first
+within each, as gold-set JSONL (``id`` the
 suggestion's ``c-…`` id, ``gold: []`` and no ``kind`` until a labeller fills them, ``source``,
 ``status: "suggested"``, ``reasons``, ``pool``; see :mod:`service.harvest.export`) to
 ``--out FILE``, or to stdout with ``--out -`` (the summary line then goes to stderr). The
@@ -57,13 +58,18 @@ def candidates_group() -> None:
 )
 @click.option("--config", "config", type=click.Path(path_type=Path, dir_okay=False),
               envvar="GOLDWATCH_CONFIG", default=None, help="YAML configuration file.")  # fmt: skip
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="Best N only.")
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=None, help="The first N of that order only."
+)
 @click.option("--out", required=True, metavar="FILE|-",
               help="JSONL file to write (its folder must exist), or - for stdout.")  # fmt: skip
 def export_command(
     state_path: Path | None, config: Path | None, limit: int | None, out: str
 ) -> None:
-    """Write the undecided suggestions as gold-set JSONL to OUT (- for stdout), best first."""
+    """Write the undecided suggestions as gold-set JSONL to OUT (- for stdout), in the order a
+    labeller should take them: balanced over topics and languages (each topic and language in
+    turn, best first within each; reason quotas cap any one reason), as the API lists them —
+    so priorities do not fall row by row."""
     # imported here, not at the top: `goldwatch --help` must not load them
     from service.harvest.config import HarvestConfig
     from service.harvest.export import export_rows, write_jsonl
