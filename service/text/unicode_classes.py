@@ -10,8 +10,9 @@ those three planes (~135,000 code points, ~8x faster). ``tests/service/test_unic
 checks the result against a scan of every code point with this Python's Unicode database.
 
 That scan still cost 21-32 ms of every start (quiet 2-core machine; a profiler that hooks C
-calls shows it far larger), so its result ships as a generated table, :mod:`service.text.unicode_table` (per category, the ranges
-of the scanned planes), keyed by the Unicode version it was made with. A Python whose
+calls shows it far larger), so its result ships as a generated table,
+:mod:`service.text.unicode_table` (per category, the ranges of the scanned planes), keyed by
+the Unicode version it was made with. A Python whose
 ``unicodedata.unidata_version`` differs scans at run time instead (the table is never applied
 to another version). Regenerate it with :func:`write_table` (``tests/service/
 test_unicode_classes.py`` fails while it differs from a fresh scan of the running Python's
