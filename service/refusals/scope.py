@@ -386,8 +386,8 @@ class EmbeddingScope:
         # One BLAS thread for the fits (scikit-learn's import above loaded scipy's OpenBLAS,
         # so the limit reaches it): L-BFGS-B's tiny vector operations gain nothing from
         # threads, and OpenBLAS's wake-ups cost 2-90 ms a fit on a shared 2-core machine —
-        # 0.47 s of the 16 fits' 0.49 s measured (0.015 s on one thread). Vectors of a few
-        # elements are never split between threads, so the coefficients are the same.
+        # the demo's 16 fits took 0.47 s at load 2.5, 0.015 s on one thread. Vectors of a
+        # few elements are never split between threads: the fitted values are the same.
         with ThreadpoolController().limit(limits=1, user_api="blas"):
             for columns in candidates:
                 scores = cross_val_predict(model(), features[:, columns], labels, cv=cv,
