@@ -339,6 +339,7 @@ class EmbeddingScope:
         from sklearn.model_selection import StratifiedKFold, cross_val_predict
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
+        from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
 
         from service.evaluation.detector_quality import measure_auc, roc_auc
 
@@ -382,12 +383,19 @@ class EmbeddingScope:
         if self.use_retriever:
             candidates = [[len(names) - 1], embedding, *candidates]
         best_auc, self.columns, cv_scores = -1.0, candidates[-1], np.zeros(len(labels))
-        for columns in candidates:
-            scores = cross_val_predict(model(), features[:, columns], labels, cv=cv,
-                                       method="predict_proba")[:, 1]  # fmt: skip
-            auc = roc_auc(scores[labels], scores[~labels])
-            if auc > best_auc + 1e-9:
-                best_auc, self.columns, cv_scores = auc, columns, scores
+        # One BLAS thread for the fits (scikit-learn's import above loaded scipy's OpenBLAS,
+        # so the limit reaches it): L-BFGS-B's tiny vector operations gain nothing from
+        # threads, and OpenBLAS's wake-ups cost 2-90 ms a fit on a shared 2-core machine —
+        # the demo's 16 fits took 0.47 s at load 2.5, 0.015 s on one thread. Vectors of a
+        # few elements are never split between threads: the fitted values are the same.
+        with ThreadpoolController().limit(limits=1, user_api="blas"):
+            for columns in candidates:
+                scores = cross_val_predict(model(), features[:, columns], labels, cv=cv,
+                                           method="predict_proba")[:, 1]  # fmt: skip
+                auc = roc_auc(scores[labels], scores[~labels])
+                if auc > best_auc + 1e-9:
+                    best_auc, self.columns, cv_scores = auc, columns, scores
+            self.model = model().fit(features[:, self.columns], labels)
         self.feature_names = tuple(names[i] for i in self.columns)
         chosen = ", ".join(self.feature_names)
         self.quality = measure_auc(
@@ -403,7 +411,6 @@ class EmbeddingScope:
         self.calibration = calibrate_threshold(
             cv_scores[labels].tolist(), cv_scores[~labels].tolist(), retriever, min_tpr
         )._replace(auc=self.quality.auc)
-        self.model = model().fit(features[:, self.columns], labels)
 
     def fitted_state(self) -> dict[str, Any]:
         """What the fit computed — the gold and corpus embeddings, the chosen features, the

@@ -187,11 +187,20 @@ def load_artefact(path: Path | str, kind: str) -> tuple[dict[str, Any], Any]:
 
 
 def data_version(texts: Sequence[str], labels: Sequence[Any] | None, params: Any) -> str:
-    """First 12 hex chars of sha256 over the training data, params and scikit-learn version."""
-    import sklearn
-
-    blob = json.dumps([list(texts), labels and list(labels), params, sklearn.__version__])
+    """First 12 hex chars of sha256 over the training data, params and scikit-learn version
+    (:func:`sklearn_version`)."""
+    blob = json.dumps([list(texts), labels and list(labels), params, sklearn_version()])
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
+
+
+@functools.cache
+def sklearn_version() -> str:
+    """The installed scikit-learn's version, from its distribution's metadata: the same
+    string as ``sklearn.__version__`` for a released package, read without importing
+    scikit-learn (~1 s of a cold start; a supervised topic fit needs nothing else of it)."""
+    from importlib.metadata import version
+
+    return version("scikit-learn")
 
 
 class TopicAssignment(NamedTuple):
