@@ -172,15 +172,19 @@ class CandidateRepository(CandidateSink, Protocol):
         ...
 
 
-def _held_ids(snapshot: Any) -> list[str]:
+def _held_ids(snapshot: Any) -> list[str] | None:
     """The ids of the suggestions a harvest stage snapshot holds (its ``ids``; a version 1
-    snapshot, without them, its suggestions').
+    snapshot, without them, its suggestions'), or ``None`` (no sweep) when the snapshot says
+    ``"sweep": false``: no suggestion left since the last committed sweep, so there is
+    nothing to delete and the checkpoint skips the sweep's cost (a scan of the records).
 
     Raises:
         TypeError: ``snapshot`` is not a harvest snapshot (nothing is swept or written).
     """
     if not isinstance(snapshot, Mapping):
         raise TypeError("the harvest stage's snapshot is not a mapping")
+    if snapshot.get("sweep") is False:
+        return None
     if "ids" in snapshot:
         return [str(sid) for sid in snapshot["ids"]]
     return [str(row["id"]) for row in snapshot.get("suggestions", ())]
