@@ -27,6 +27,17 @@ another's live suggestion; compaction keeps one record per key there.
 
 A decision is ``{"status": "accepted" | "rejected", "decided_at": RFC 3339, ...}``; accepted
 ones add ``gold_id``, ``gold``, ``kind``; rejected ones ``reason``.
+
+An accept under way is *held* (:meth:`CandidateRepository.hold`): before its gold row is
+appended, ``{"status": "pending", "since": RFC 3339}`` is kept under the decision's key
+(``harvest/decision/<id>``), with the record brought back if a checkpoint swept it, in one
+transaction, so no sweep deletes the record while the gold row may be in the file without
+its decision (the decision failed to be kept, or the process was killed in between); the
+decision overwrites it, a failed append releases it. A held suggestion is not decided:
+:meth:`~CandidateRepository.decision` and :meth:`~CandidateRepository.decisions` leave it out,
+so the labelling API, ``candidates export`` and the report show it as suggested until an
+accept (which reuses a gold row carrying its id) or a reject (which first settles it as
+accepted if such a row is in the file) decides it.
 """
 
 from __future__ import annotations
@@ -52,6 +63,7 @@ __all__ = [
     "CandidateSink",
     "Decision",
     "MemoryCandidates",
+    "PENDING",
     "StateStoreCandidates",
     "SuggestionRecord",
     "candidate_sweep",
@@ -61,6 +73,8 @@ __all__ = [
 
 CANDIDATE_PREFIX = "harvest/candidate/"
 DECISION_PREFIX = "harvest/decision/"
+#: The ``status`` of an accept under way, kept under the decision's key (module docstring).
+PENDING = "pending"
 _CHUNK = 500
 
 # TypedDicts from typing_extensions: the API serves these (pydantic needs them on < 3.12).
@@ -171,6 +185,21 @@ class CandidateRepository(CandidateSink, Protocol):
         repository no longer holds one (a checkpoint swept it meanwhile)."""
         ...
 
+    def hold(self, candidate_id: str, record: Mapping[str, Any], since: str) -> None:
+        """Keep ``candidate_id``'s ``record`` (written back if absent) and mark the accept
+        under way (``since``: RFC 3339), in one transaction, before its gold row is appended
+        (module docstring); :meth:`decide` ends the hold."""
+        ...
+
+    def release(self, candidate_id: str) -> None:
+        """End a hold whose gold row was not appended (the suggestion stays undecided)."""
+        ...
+
+    def pending(self, candidate_id: str) -> bool:
+        """Whether an accept of ``candidate_id`` is held (under way, or failed after its gold
+        row may have been appended)."""
+        ...
+
 
 def _held_ids(snapshot: Any) -> list[str] | None:
     """The ids of the suggestions a harvest stage snapshot holds (its ``ids``; a version 1
@@ -203,6 +232,7 @@ class MemoryCandidates:
     def __init__(self) -> None:
         self._records: dict[str, SuggestionRecord] = {}
         self._decisions: dict[str, Decision] = {}
+        self._pending: set[str] = set()
         self._lock = threading.Lock()
 
     def publish(self, records: Sequence[Mapping[str, Any]]) -> None:
@@ -239,8 +269,22 @@ class MemoryCandidates:
     ) -> None:
         with self._lock:
             self._decisions[candidate_id] = decision.copy()
+            self._pending.discard(candidate_id)
             if record is not None and candidate_id not in self._records:
                 self._records[candidate_id] = cast(SuggestionRecord, dict(record))
+
+    def hold(self, candidate_id: str, record: Mapping[str, Any], since: str) -> None:
+        with self._lock:
+            self._pending.add(candidate_id)
+            self._records.setdefault(candidate_id, cast(SuggestionRecord, dict(record)))
+
+    def release(self, candidate_id: str) -> None:
+        with self._lock:
+            self._pending.discard(candidate_id)
+
+    def pending(self, candidate_id: str) -> bool:
+        with self._lock:
+            return candidate_id in self._pending
 
 
 class StateStoreCandidates:
@@ -276,10 +320,26 @@ class StateStoreCandidates:
         return cast("dict[str, SuggestionRecord]", self._read(CANDIDATE_PREFIX, keys))
 
     def decision(self, candidate_id: str) -> Decision | None:
-        return cast("Decision | None", self.store.get(DECISION_PREFIX + candidate_id))
+        found = self.store.get(DECISION_PREFIX + candidate_id)
+        return None if _is_pending(found) else cast("Decision | None", found)
 
     def decisions(self) -> dict[str, Decision]:
-        return cast("dict[str, Decision]", self._read(DECISION_PREFIX))
+        found = self._read(DECISION_PREFIX)
+        kept = {cid: value for cid, value in found.items() if not _is_pending(value)}
+        return cast("dict[str, Decision]", kept)
+
+    def hold(self, candidate_id: str, record: Mapping[str, Any], since: str) -> None:
+        self.store.checkpoint(
+            {DECISION_PREFIX + candidate_id: {"status": PENDING, "since": since}},
+            if_absent={CANDIDATE_PREFIX + candidate_id: JsonText(record_json(record))},
+        )
+
+    def release(self, candidate_id: str) -> None:
+        if self.pending(candidate_id):
+            self.store.checkpoint({DECISION_PREFIX + candidate_id: None})
+
+    def pending(self, candidate_id: str) -> bool:
+        return _is_pending(self.store.get(DECISION_PREFIX + candidate_id))
 
     def decide(
         self, candidate_id: str, decision: Decision, record: Mapping[str, Any] | None = None
@@ -295,3 +355,8 @@ class StateStoreCandidates:
             values = self.store.get_many(keys[start : start + _CHUNK])
             out.update({key[len(prefix) :]: values[key] for key in sorted(values)})
         return out
+
+
+def _is_pending(value: Any) -> bool:
+    """Whether a value under a decision's key is a hold (:data:`PENDING`), not a decision."""
+    return isinstance(value, Mapping) and value.get("status") == PENDING
