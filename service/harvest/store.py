@@ -14,11 +14,14 @@ after a restart, a redelivery, or from two replicas — leaves one entry per id.
   a stopped service's state file). Both also have ``get_many(ids)``, which the harvest stage
   uses to rebuild suggestions on a restart.
 
-What the state store keeps is bounded by ``harvest.max_suggestions``: each checkpoint keeps
-the records of the suggestions its harvest snapshot holds and of those decided, and deletes
-the others in its own transaction (:func:`candidate_sweep`, a
-:class:`~service.state.Sweep`): stored = held + decided, whatever earlier checkpoints left
-(a failed one deletes nothing; the next that commits sweeps its leftovers). Decided records
+What the state store keeps is bounded by ``harvest.max_suggestions``: a checkpoint keeps
+the records of the suggestions its harvest snapshot holds and of those decided (or whose
+accept is held, below), and deletes the others in its own transaction
+(:func:`candidate_sweep`, a :class:`~service.state.Sweep`): stored = held + decided,
+whatever earlier checkpoints left (a failed one deletes nothing; the next that commits
+sweeps its leftovers). It sweeps only when a suggestion was evicted since the last committed
+sweep, or first after a start or restore (the snapshot's ``sweep``): otherwise nothing can
+have left, and the sweep's scan of every record is skipped. Decided records
 stay: a decision is never left without the record it was taken on — :meth:`decide` writes
 that record back, in the decision's transaction, if a checkpoint swept it after the
 labeller read it. The other sinks are not swept: the compacted Kafka topic is shared by the
