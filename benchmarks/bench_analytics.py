@@ -154,9 +154,11 @@ def replay_once(
     :param per_stage: time each stage and the metrics export (adds a little overhead).
     :param profile: profile the run (not the start-up) with this profiler.
     """
+    tag = what.replace(" ", "-").replace(",", "")
+    state = StateStore.open(workdir / f"{tag}.sqlite")
     started = time.perf_counter()
     registry = CollectorRegistry()
-    live = build_live(settings, registry)
+    live = build_live(settings, registry, state)  # as run_replay: harvest's records there
     startup = time.perf_counter() - started
     freeze_heap()  # as run_replay: the start-up heap is out of the collector's reach
     stages: dict[str, float] = {}
@@ -164,8 +166,6 @@ def replay_once(
         for stage in live.pipeline.stages:
             stage.process = _timed(stage.process, stages, stage.name)  # type: ignore[method-assign]
     observe = _timed(live.observe, stages, "metrics export") if per_stage else live.observe
-    tag = what.replace(" ", "-").replace(",", "")
-    state = StateStore.open(workdir / f"{tag}.sqlite")
     source = FileSource(str(events), dlq_path=workdir / f"{tag}.dlq.jsonl")
     decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes)
     engine = Engine(live.pipeline, state, build_metrics(registry), decoder, on_batch=observe)

@@ -162,9 +162,12 @@ def replay_cpu(
 ) -> Row:  # fmt: skip
     """``run_replay``'s path, as :func:`benchmarks.bench_analytics.replay_once`, timed in CPU
     seconds (stage timers too) as well as wall seconds."""
+    tag = what.replace(" ", "-").replace(",", "")
+    state = StateStore.open(workdir / f"{tag}.sqlite")
     started = time.process_time()
     registry = CollectorRegistry()
-    live = build_live(settings, registry)
+    # the state as serve and replay pass it: harvest's records there, evicted ones swept
+    live = build_live(settings, registry, state)
     startup = time.process_time() - started
     stages: dict[str, float] = {}
     if per_stage:
@@ -183,8 +186,6 @@ def replay_cpu(
             return observed
 
         harvest.pending_observations = counted  # type: ignore[method-assign]
-    tag = what.replace(" ", "-").replace(",", "")
-    state = StateStore.open(workdir / f"{tag}.sqlite")
     source = FileSource(str(events), dlq_path=workdir / f"{tag}.dlq.jsonl")
     decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes)
     engine = Engine(live.pipeline, state, build_metrics(registry), decoder, on_batch=observe)

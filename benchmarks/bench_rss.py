@@ -131,8 +131,10 @@ def child(events: int, stages: str, sample_every: int, workdir: Path) -> None:
         overrides["analytics"] = {"enabled": False}
     settings = load_settings(demo_path("goldwatch.yaml"), **demo_data(), **overrides)
     registry = CollectorRegistry()
-    live = build_live(settings, registry)
     state = StateStore.open(workdir / "rss.sqlite")
+    # the state to build_live, as serve: harvest's records go there and its checkpoints
+    # sweep the evicted ones (without it they pile up in memory, which serve never does)
+    live = build_live(settings, registry, state)
     source = GeneratedSource(events)
     started = time.perf_counter()
     next_sample = [sample_every]

@@ -181,8 +181,8 @@ def timed(source: Any, workdir: Path, settings: Settings) -> tuple[float, float,
     """(wall seconds, CPU seconds of the process, counts) of one run of the service's loop
     over ``source`` with ``settings``."""
     registry = CollectorRegistry()
-    live = build_live(settings, registry)
     state = StateStore.open(workdir / f"{uuid.uuid4().hex[:6]}.sqlite")
+    live = build_live(settings, registry, state)  # as serve: harvest's records there
     decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes)
     decode = getattr(source, "wrap_decoder", lambda d: d)(decoder)
     engine = Engine(live.pipeline, state, build_metrics(registry), decode, on_batch=live.observe)

@@ -260,7 +260,6 @@ def own_latency(rate: float, seconds: float, warmup_s: float = 2.0) -> dict[str,
 
     settings = load_settings(demo_path("goldwatch.yaml"), **demo_data(), shadow={"candidates": []})
     registry = CollectorRegistry()
-    live = build_live(settings, registry)
     total = int(rate * seconds)
     latencies: list[float] = []
     stop = threading.Event()
@@ -268,6 +267,7 @@ def own_latency(rate: float, seconds: float, warmup_s: float = 2.0) -> dict[str,
         path = Path(tmp) / "live.jsonl"
         path.touch()
         state = StateStore.open(Path(tmp) / "state.sqlite")
+        live = build_live(settings, registry, state)  # as serve: harvest's records there
 
         def observe(batch: Any) -> None:
             live.observe(batch)

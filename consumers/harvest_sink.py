@@ -9,7 +9,10 @@ JSON; every text in it was scrubbed of personal data by the harvest stage.
 The topic is created with ``cleanup.policy=compact`` when missing (an existing topic is used
 as it is; a warning is logged when its policy does not compact: ``compact,delete``, which
 adds a retention, does). goldwatch never deletes from it (no tombstones: the replicas share
-it), so compaction keeps the last record of every question sent; a retention bounds that.
+it), so compaction keeps the last record of every question sent. A retention
+(``compact,delete``) would bound that by time but also delete the record of a suggestion
+still held: the sink sends a record again only when its suggestion changes, and a held
+suggestion may go unchanged for longer than any retention.
 
 The sink connects lazily: building it never calls the broker, so a broker that is down when
 ``serve`` starts cannot stop the service (the consumer reports it as not ready and retries).
@@ -162,8 +165,8 @@ def cleanup_policy(admin: KafkaAdminClient, topic: str) -> str | None:
 
 def is_compacted(policy: str | None) -> bool:
     """Whether a ``cleanup.policy`` compacts (``compact``, or ``compact,delete``: compaction
-    plus a retention, which bounds the topic by time; goldwatch never deletes from it, see
-    :mod:`service.harvest.store`); ``None`` (not reported) counts as compacted.
+    plus a retention, which also deletes held suggestions unchanged for longer than it, see
+    the module docstring); ``None`` (not reported) counts as compacted.
 
     >>> [is_compacted(p) for p in (None, "compact", "delete,compact", "delete")]
     [True, True, True, False]

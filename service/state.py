@@ -122,22 +122,23 @@ class Sweep(NamedTuple):
     Every checkpoint that writes ``trigger`` (a value other than ``None``) deletes, in the
     same transaction, each key ``prefix + name`` whose ``name`` is not in ``keep(value)``
     (``value``: the one written under ``trigger``; names as strings) and for which no key
-    ``protect + name`` exists (in the store, after this checkpoint's writes). E.g. the harvest
-    stage's snapshot (``stage/harvest``) names the suggestions held; their records
+    ``protect + name`` exists (in the store, after this checkpoint's writes); when
+    ``keep(value)`` is ``None`` that checkpoint does not sweep (nothing can have left).
+    E.g. the harvest stage's snapshot (``stage/harvest``) names the suggestions held; their records
     (``harvest/candidate/<id>``) stay, and so do those with a decision
     (``harvest/decision/<id>``); the others are swept.
 
     Attributes:
         trigger: the key whose write runs the sweep.
         prefix: the namespace swept (non-empty; its keys' names follow it).
-        keep: the names kept, from the value written under ``trigger``; it may raise
-            (nothing is written then).
+        keep: the names kept, from the value written under ``trigger``, or ``None`` for
+            no sweep; it may raise (nothing is written then).
         protect: a name is also kept while ``protect + name`` is a key.
     """
 
     trigger: str
     prefix: str
-    keep: Callable[[Any], Iterable[str]]
+    keep: Callable[[Any], Iterable[str] | None]
     protect: str
 
 
@@ -316,10 +317,11 @@ class StateStore:
                   for k, v in (if_absent or {}).items()]  # fmt: skip
         with self._lock:
             sweeps = [
-                (s.prefix, _after_prefix(s.prefix), _dumps([str(n) for n in s.keep(value)]),
+                (s.prefix, _after_prefix(s.prefix), _dumps([str(n) for n in names]),
                  s.protect, len(s.prefix) + 1)
                 for s in self._sweeps
                 if (value := updates.get(s.trigger)) is not None
+                and (names := s.keep(value)) is not None
             ]  # fmt: skip
             try:
                 self._conn.execute("BEGIN IMMEDIATE")

@@ -23,9 +23,15 @@
        "topic": "library", "role": "staff"}, "harvest_id": "c-…",
        "trace_id": "0af7651916cd43dd8448eb211c80319c"}
 
-  Existing rows are never rewritten. If a crash came between the append and the decision, a
+  Existing rows are never rewritten. Before the append the accept is *held*
+  (:meth:`~service.harvest.store.CandidateRepository.hold`: a pending entry under the
+  decision's key, kept with the record), so no checkpoint sweeps the record of an evicted
+  suggestion while its row may be in the file without its decision. If keeping the decision
+  failed (503, "retry the accept"), or a crash came between the append and the decision, a
   retry finds the ``harvest_id`` already in the file, does not append again, and keeps the
-  decision of that row as the gold-set loader reads it. The gold
+  decision of that row as the gold-set loader reads it; a reject of a held suggestion first
+  looks for that row and, found, keeps that accept instead (:class:`AlreadyDecided`). Until
+  then the held suggestion is listed and exported as suggested. The gold
   passages must fit the kind (:func:`service.data.goldset.kind_problem`: e.g. ``multi-passage``
   needs two). When the file cannot be written (missing although it existed at start — moved
   away —, not a regular file, unwritable, disk full, locked by another process for over
@@ -457,18 +463,33 @@ class Labelling:
             deadline = time.monotonic() + self.config.gold_lock_timeout_s
         with self._lock:
             row = self._undecided(candidate_id)
+            try:  # held before the append: no checkpoint sweeps the record until decided
+                self.repository.hold(candidate_id, row, self.clock())
+            except StateError as exc:
+                log.warning("accept of %s refused: %s", candidate_id, exc)
+                raise GoldSetUnavailable(
+                    f"the decision cannot be kept ({exc}); nothing was written, retry the accept"
+                ) from None
             try:
                 gold_row, question = self._append(row, list(gold), kind, confirmed, deadline)
             except OSError as exc:
                 message = f"gold-set file {self.gold_path} cannot be written: {_problem(exc)}"
                 log.warning("accept refused: %s", message)
+                self._release(candidate_id)
                 raise GoldSetUnavailable(message) from None
             except TornTail as exc:  # names the file and line, never its content
                 log.warning("accept refused: %s", exc)
+                self._release(candidate_id)
                 raise GoldSetUnavailable(f"gold-set file damaged: {exc}") from None
             except GoldFileBroken as exc:  # readiness's own message: file and line
                 log.warning("accept refused: %s", exc)
+                self._release(candidate_id)
                 raise GoldSetUnavailable(str(exc)) from None
+            except GoldSetUnavailable:  # a malformed row holds it: kept held for the retry
+                raise
+            except LabellingError:  # the row would not load: nothing was appended
+                self._release(candidate_id)
+                raise
             # the row in the file is what counts (after a crash: the one appended then)
             decision: Decision = {
                 "status": "accepted", "gold_id": question.id, "gold": list(question.gold),
@@ -476,7 +497,8 @@ class Labelling:
             }  # fmt: skip
             try:  # with the record read: a checkpoint may have swept it since
                 self.repository.decide(candidate_id, decision, row)
-            except StateError as exc:  # not kept: a retry finds the row and keeps it then
+            except StateError as exc:  # not kept; held, so the record stays (no sweep
+                # deletes it) and a retry finds the row in the file and keeps the decision
                 log.warning("accept of %s not kept: %s", candidate_id, exc)
                 raise GoldSetUnavailable(
                     f"the row is in the gold-set file but the decision could not be kept "
@@ -509,11 +531,48 @@ class Labelling:
         kept = clip_reason(scrub(cleaned).text)
         with self._lock:
             row = self._undecided(candidate_id)
+            if self.repository.pending(candidate_id):
+                self._settle(candidate_id, row)  # an accept failed after its append?
             decision: Decision = {"status": "rejected", "reason": kept,
                                   "decided_at": self.clock()}  # fmt: skip
             # with the record read: a checkpoint may have swept it since
             self.repository.decide(candidate_id, decision, row)
         return decision
+
+    def _release(self, candidate_id: str) -> None:
+        """End the hold of an accept that appended nothing; if that cannot be written the
+        hold stays (the record is then kept until a decision, which is harmless)."""
+        try:
+            self.repository.release(candidate_id)
+        except StateError as exc:
+            log.warning("hold of %s not released: %s", candidate_id, exc)
+
+    def _settle(self, candidate_id: str, row: SuggestionRecord) -> None:
+        """A held suggestion (an accept whose decision was not kept: failed, or the process
+        was killed after the append): if the gold-set file has a row carrying its id, keep
+        the accept that row records and refuse the reject.
+
+        Raises:
+            AlreadyDecided: ``"accepted"``, the row found (its decision now kept).
+            GoldSetUnavailable: the file cannot be read, so whether it holds the row is
+                unknown; or that row is not a valid gold row.
+        """
+        try:
+            content = read_regular(self.gold_path)
+        except OSError as exc:
+            message = f"gold-set file {self.gold_path} cannot be read: {_problem(exc)}"
+            log.warning("reject refused: %s", message)
+            raise GoldSetUnavailable(message) from None
+        for parsed in _ids_in(content).values():
+            if parsed.get("harvest_id") == candidate_id:
+                question = _recovered(parsed, self.gold_path)
+                labels = {name: parsed[name] for name in LABEL_FIELDS if name in parsed}
+                decision: Decision = {
+                    "status": "accepted", "gold_id": question.id, "gold": list(question.gold),
+                    "kind": question.kind, "labels": labels, "decided_at": self.clock(),
+                }  # fmt: skip
+                self.repository.decide(candidate_id, decision, row)
+                raise AlreadyDecided("accepted")
 
     def _undecided(self, candidate_id: str) -> SuggestionRecord:
         row = self.repository.get(candidate_id)

@@ -195,10 +195,18 @@ class HarvestStage:
         self._recent: OrderedDict[str, tuple[str, frozenset[str]]] = OrderedDict()
         self._dirty: set[str] = set()  # changed since published to every sink
         self._stale: set[str] = set()  # changed since published to the repository sink
-        # records a snapshot relies on (clean in it): the last committed one's, and those of
-        # any taken since whose commit is not confirmed (checkpointed)
+        # records a snapshot relies on (clean in it): the last committed one's (_committed)
+        # and the last one taken since, until its commit is confirmed (checkpointed); a
+        # snapshot whose checkpoint failed is never read, so it holds nothing back
         self._held: set[str] = set()
+        self._committed: set[str] = set()
         self._taken: set[str] | None = None  # the last snapshot's, until confirmed
+        # suggestions evicted since start (≥ 0); the count at the last committed snapshot
+        # that asked for a sweep (None: none since start or restore); the count the last
+        # snapshot taken asked for one at, until confirmed
+        self._evictions = 0
+        self._swept_at: int | None = None
+        self._sweep_taken: int | None = None
         # suggestion id -> its eviction key (priority, last seen, id), while it is unchanged
         self._order: dict[str, tuple[float, str, str]] = {}
         self._repository = next((s for s in self.sinks if isinstance(s, CandidateRepository)), None)
@@ -580,6 +588,7 @@ class HarvestStage:
             self._stale.discard(sid)
         self._exact = {t: s for t, s in self._exact.items() if s in suggestions}
         self._pending["evicted"]["suggestions"] += len(ranked) - limit
+        self._evictions += len(ranked) - limit
 
     # -- reports, telemetry, persistence -------------------------------------------------
 
@@ -632,8 +641,11 @@ class HarvestStage:
 
     def state_snapshot(self) -> Any:
         """Trackers, recent event ids, the ids of the suggestions held (in order) and, in
-        full, those whose record in the repository sink is stale (all of them without one);
-        JSON-able.
+        full, those whose record in the repository sink is stale (all of them without one),
+        and ``sweep``: whether the checkpoint writing it should sweep the repository's
+        records of suggestions no longer held (:func:`service.harvest.store.candidate_sweep`;
+        true after a start or restore and when one was evicted since the last committed
+        sweep); JSON-able.
 
         First writes to the repository sink the stale records the previous snapshot does not
         rely on (module docstring), so that this one can rely on them."""
@@ -650,7 +662,7 @@ class HarvestStage:
         repository, stale = self._repository, self._stale
         if repository is None:
             full = list(self.suggestions.values())
-            self._held, self._taken = set(), None
+            self._held, self._committed, self._taken = set(), set(), None
         else:
             ready = [sid for sid in self.suggestions if sid in stale and sid not in self._held]
             if ready:
@@ -666,7 +678,11 @@ class HarvestStage:
             # until checkpointed() confirms this snapshot, the last committed one may still
             # be the one a restart reads: the records either relies on are held back
             self._taken = self.suggestions.keys() - stale
-            self._held |= self._taken
+            self._held = self._committed | self._taken
+        # the repository's records need sweeping only when a suggestion left since the last
+        # committed sweep (evicted), or after a start or restore (a crashed run's leftovers)
+        sweep = self._swept_at is None or self._evictions != self._swept_at
+        self._sweep_taken = self._evictions if sweep else None
         return {
             "version": _VERSION,
             "ids": list(self.suggestions),
@@ -675,6 +691,7 @@ class HarvestStage:
             "scores": self.scores.state(),
             "recent": [[event, sid, listed(counted)] for event, (sid, counted) in recent],
             "dirty": sorted(self._dirty),
+            "sweep": sweep,
         }
 
     def checkpointed(self) -> None:
@@ -682,9 +699,13 @@ class HarvestStage:
         checkpoint succeeded): only the records it relies on are held back from now on.
         Until then, after a failed checkpoint too, the records of the last committed
         snapshot are held back as well, so a flush never overwrites a record the snapshot
-        a restart would read relies on."""
+        a restart would read relies on. A sweep the snapshot asked for is done; one asked
+        for by a snapshot whose checkpoint failed is asked for again by the next."""
         if self._taken is not None:
-            self._held, self._taken = self._taken, None
+            self._held = self._committed = self._taken
+            self._taken = None
+        if self._sweep_taken is not None:
+            self._swept_at, self._sweep_taken = self._sweep_taken, None
 
     def restore(self, state: Any) -> None:
         """Load a :meth:`state_snapshot` (version 1 or 2); ``None`` or another version
@@ -721,7 +742,8 @@ class HarvestStage:
         self._dirty = {sid for sid in state.get("dirty", []) if sid in self.suggestions}
         self._stale = {sid for sid in full if sid in self.suggestions}
         self._held = {sid for sid in stored if sid in self.suggestions}
-        self._taken = None
+        self._committed, self._taken = set(self._held), None
+        self._swept_at = self._sweep_taken = None  # the crashed run may have left records
 
     def _stored_records(self, ids: Sequence[str]) -> dict[str, Mapping[str, Any]]:
         """The repository sink's records of ``ids`` that it has."""

@@ -14,11 +14,14 @@ after a restart, a redelivery, or from two replicas — leaves one entry per id.
   a stopped service's state file). Both also have ``get_many(ids)``, which the harvest stage
   uses to rebuild suggestions on a restart.
 
-What the state store keeps is bounded by ``harvest.max_suggestions``: each checkpoint keeps
-the records of the suggestions its harvest snapshot holds and of those decided, and deletes
-the others in its own transaction (:func:`candidate_sweep`, a
-:class:`~service.state.Sweep`): stored = held + decided, whatever earlier checkpoints left
-(a failed one deletes nothing; the next that commits sweeps its leftovers). Decided records
+What the state store keeps is bounded by ``harvest.max_suggestions``: a checkpoint keeps
+the records of the suggestions its harvest snapshot holds and of those decided (or whose
+accept is held, below), and deletes the others in its own transaction
+(:func:`candidate_sweep`, a :class:`~service.state.Sweep`): stored = held + decided,
+whatever earlier checkpoints left (a failed one deletes nothing; the next that commits
+sweeps its leftovers). It sweeps only when a suggestion was evicted since the last committed
+sweep, or first after a start or restore (the snapshot's ``sweep``): otherwise nothing can
+have left, and the sweep's scan of every record is skipped. Decided records
 stay: a decision is never left without the record it was taken on — :meth:`decide` writes
 that record back, in the decision's transaction, if a checkpoint swept it after the
 labeller read it. The other sinks are not swept: the compacted Kafka topic is shared by the
@@ -27,6 +30,17 @@ another's live suggestion; compaction keeps one record per key there.
 
 A decision is ``{"status": "accepted" | "rejected", "decided_at": RFC 3339, ...}``; accepted
 ones add ``gold_id``, ``gold``, ``kind``; rejected ones ``reason``.
+
+An accept under way is *held* (:meth:`CandidateRepository.hold`): before its gold row is
+appended, ``{"status": "pending", "since": RFC 3339}`` is kept under the decision's key
+(``harvest/decision/<id>``), with the record brought back if a checkpoint swept it, in one
+transaction, so no sweep deletes the record while the gold row may be in the file without
+its decision (the decision failed to be kept, or the process was killed in between); the
+decision overwrites it, a failed append releases it. A held suggestion is not decided:
+:meth:`~CandidateRepository.decision` and :meth:`~CandidateRepository.decisions` leave it out,
+so the labelling API, ``candidates export`` and the report show it as suggested until an
+accept (which reuses a gold row carrying its id) or a reject (which first settles it as
+accepted if such a row is in the file) decides it.
 """
 
 from __future__ import annotations
@@ -52,6 +66,7 @@ __all__ = [
     "CandidateSink",
     "Decision",
     "MemoryCandidates",
+    "PENDING",
     "StateStoreCandidates",
     "SuggestionRecord",
     "candidate_sweep",
@@ -61,6 +76,8 @@ __all__ = [
 
 CANDIDATE_PREFIX = "harvest/candidate/"
 DECISION_PREFIX = "harvest/decision/"
+#: The ``status`` of an accept under way, kept under the decision's key (module docstring).
+PENDING = "pending"
 _CHUNK = 500
 
 # TypedDicts from typing_extensions: the API serves these (pydantic needs them on < 3.12).
@@ -171,16 +188,35 @@ class CandidateRepository(CandidateSink, Protocol):
         repository no longer holds one (a checkpoint swept it meanwhile)."""
         ...
 
+    def hold(self, candidate_id: str, record: Mapping[str, Any], since: str) -> None:
+        """Keep ``candidate_id``'s ``record`` (written back if absent) and mark the accept
+        under way (``since``: RFC 3339), in one transaction, before its gold row is appended
+        (module docstring); :meth:`decide` ends the hold."""
+        ...
 
-def _held_ids(snapshot: Any) -> list[str]:
+    def release(self, candidate_id: str) -> None:
+        """End a hold whose gold row was not appended (the suggestion stays undecided)."""
+        ...
+
+    def pending(self, candidate_id: str) -> bool:
+        """Whether an accept of ``candidate_id`` is held (under way, or failed after its gold
+        row may have been appended)."""
+        ...
+
+
+def _held_ids(snapshot: Any) -> list[str] | None:
     """The ids of the suggestions a harvest stage snapshot holds (its ``ids``; a version 1
-    snapshot, without them, its suggestions').
+    snapshot, without them, its suggestions'), or ``None`` (no sweep) when the snapshot says
+    ``"sweep": false``: no suggestion left since the last committed sweep, so there is
+    nothing to delete and the checkpoint skips the sweep's cost (a scan of the records).
 
     Raises:
         TypeError: ``snapshot`` is not a harvest snapshot (nothing is swept or written).
     """
     if not isinstance(snapshot, Mapping):
         raise TypeError("the harvest stage's snapshot is not a mapping")
+    if snapshot.get("sweep") is False:
+        return None
     if "ids" in snapshot:
         return [str(sid) for sid in snapshot["ids"]]
     return [str(row["id"]) for row in snapshot.get("suggestions", ())]
@@ -199,6 +235,7 @@ class MemoryCandidates:
     def __init__(self) -> None:
         self._records: dict[str, SuggestionRecord] = {}
         self._decisions: dict[str, Decision] = {}
+        self._pending: set[str] = set()
         self._lock = threading.Lock()
 
     def publish(self, records: Sequence[Mapping[str, Any]]) -> None:
@@ -235,8 +272,22 @@ class MemoryCandidates:
     ) -> None:
         with self._lock:
             self._decisions[candidate_id] = decision.copy()
+            self._pending.discard(candidate_id)
             if record is not None and candidate_id not in self._records:
                 self._records[candidate_id] = cast(SuggestionRecord, dict(record))
+
+    def hold(self, candidate_id: str, record: Mapping[str, Any], since: str) -> None:
+        with self._lock:
+            self._pending.add(candidate_id)
+            self._records.setdefault(candidate_id, cast(SuggestionRecord, dict(record)))
+
+    def release(self, candidate_id: str) -> None:
+        with self._lock:
+            self._pending.discard(candidate_id)
+
+    def pending(self, candidate_id: str) -> bool:
+        with self._lock:
+            return candidate_id in self._pending
 
 
 class StateStoreCandidates:
@@ -272,10 +323,26 @@ class StateStoreCandidates:
         return cast("dict[str, SuggestionRecord]", self._read(CANDIDATE_PREFIX, keys))
 
     def decision(self, candidate_id: str) -> Decision | None:
-        return cast("Decision | None", self.store.get(DECISION_PREFIX + candidate_id))
+        found = self.store.get(DECISION_PREFIX + candidate_id)
+        return None if _is_pending(found) else cast("Decision | None", found)
 
     def decisions(self) -> dict[str, Decision]:
-        return cast("dict[str, Decision]", self._read(DECISION_PREFIX))
+        found = self._read(DECISION_PREFIX)
+        kept = {cid: value for cid, value in found.items() if not _is_pending(value)}
+        return cast("dict[str, Decision]", kept)
+
+    def hold(self, candidate_id: str, record: Mapping[str, Any], since: str) -> None:
+        self.store.checkpoint(
+            {DECISION_PREFIX + candidate_id: {"status": PENDING, "since": since}},
+            if_absent={CANDIDATE_PREFIX + candidate_id: JsonText(record_json(record))},
+        )
+
+    def release(self, candidate_id: str) -> None:
+        if self.pending(candidate_id):
+            self.store.checkpoint({DECISION_PREFIX + candidate_id: None})
+
+    def pending(self, candidate_id: str) -> bool:
+        return _is_pending(self.store.get(DECISION_PREFIX + candidate_id))
 
     def decide(
         self, candidate_id: str, decision: Decision, record: Mapping[str, Any] | None = None
@@ -291,3 +358,8 @@ class StateStoreCandidates:
             values = self.store.get_many(keys[start : start + _CHUNK])
             out.update({key[len(prefix) :]: values[key] for key in sorted(values)})
         return out
+
+
+def _is_pending(value: Any) -> bool:
+    """Whether a value under a decision's key is a hold (:data:`PENDING`), not a decision."""
+    return isinstance(value, Mapping) and value.get("status") == PENDING

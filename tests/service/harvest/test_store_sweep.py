@@ -11,6 +11,7 @@ is held.
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -19,10 +20,11 @@ from typing import Any
 import pytest
 
 from service.harvest.config import HarvestConfig
-from service.harvest.labelling import Labelling
+from service.harvest.labelling import AlreadyDecided, GoldSetUnavailable, Labelling
 from service.harvest.stage import HarvestStage
 from service.harvest.store import (
     CANDIDATE_PREFIX,
+    DECISION_PREFIX,
     StateStoreCandidates,
     SuggestionRecord,
     candidate_sweep,
@@ -333,3 +335,181 @@ def test_the_engine_confirms_only_a_committed_checkpoint(tmp_path: Path) -> None
         engine.checkpoint()
     assert stage.confirmed == 1
     connection.close()
+
+
+def test_failed_checkpoints_hold_back_only_the_committed_snapshot_and_the_last_one() -> None:
+    """200 snapshots never confirmed (every checkpoint failing) held back 2,010 ids with 10
+    suggestions held: the union of every snapshot taken. Only the last committed snapshot
+    and the last one taken can be what a restart reads: at most 2 × 11 ids."""
+    store = swept_store(StateStore.in_memory())
+    stage = HarvestStage(CONFIG, sinks=[StateStoreCandidates(store)])
+    stage.process(events(0, 10))
+    checkpoint(store, stage)
+    committed = set(stage.suggestions)  # all clean (published by the flush): relied on
+    for start in range(10, 2010, 10):  # checkpoints keep failing: taken, never confirmed
+        stage.process(events(start, 10))
+        stage.state_snapshot()
+    last = set(stage.suggestions)  # the last snapshot taken relies on all it holds
+    assert stage._held == committed | last
+    assert len(stage._held) <= 2 * 11
+
+
+def stray(store: StateStore) -> None:
+    """A record no snapshot names (as a crashed run or an evicted suggestion leaves)."""
+    store.checkpoint({CANDIDATE_PREFIX + "c-stray": {"id": "c-stray"}})
+
+
+def test_a_checkpoint_sweeps_only_after_an_eviction_or_a_start() -> None:
+    """A sweep scans every record (100,000 held: 28 → 418 ms a checkpoint), and HTTP ingest
+    checkpoints once per request: a checkpoint sweeps only when a suggestion was evicted
+    since the last committed sweep, or first after a start or restore."""
+    store = swept_store(StateStore.in_memory())
+    stage = HarvestStage(CONFIG, sinks=[StateStoreCandidates(store)])
+    stray(store)
+    stage.process(events(0, 5))
+    checkpoint(store, stage)  # the first after the start: sweeps
+    assert stored_ids(store) == set(stage.suggestions)
+    stray(store)
+    stage.process(events(5, 6))  # 11 held: none evicted
+    checkpoint(store, stage)
+    assert stored_ids(store) == set(stage.suggestions) | {"c-stray"}  # not swept
+    stage.process(events(11, 1))  # 12 > 11: two evicted
+    checkpoint(store, stage)
+    assert stored_ids(store) == set(stage.suggestions)  # swept: the two and the stray
+    assert store.swept == 1 + 3
+
+    restarted = HarvestStage(CONFIG, sinks=[StateStoreCandidates(store)])
+    restarted.restore(store.get(KEY))
+    stray(store)
+    checkpoint(store, restarted)  # the first after a restore: sweeps
+    assert stored_ids(store) == set(restarted.suggestions)
+
+
+def test_a_failed_checkpoint_leaves_its_sweep_to_the_next(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite"
+    StateStore.open(path).close()  # the schema
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
+                                 factory=CommitFails)  # fmt: skip
+    assert isinstance(connection, CommitFails)
+    store = swept_store(StateStore(connection, str(path)))
+    stage = HarvestStage(CONFIG, sinks=[StateStoreCandidates(store)])
+    stage.process(events(0, 11))
+    checkpoint(store, stage)
+    stage.process(events(11, 1))  # two evicted: the next checkpoint must sweep them
+    connection.armed = True
+    with pytest.raises(StateError):
+        checkpoint(store, stage)
+    connection.armed = False
+    checkpoint(store, stage)  # nothing evicted since the failed one: still sweeps
+    assert stored_ids(store) == set(stage.suggestions) and store.swept == 2
+    store.close()
+
+
+GOLD = '{"id": "q-001", "question": "fees?", "gold": ["p-1"], "kind": "plain"}\n'
+
+
+class DecideFails(StateStoreCandidates):
+    """The labeller's repository while the state's disk is full for the decision only (the
+    gold row was appended): ``decide`` raises until ``fail`` is cleared."""
+
+    fail = True
+
+    def decide(self, candidate_id: str, decision: Any, record: Any = None) -> None:
+        if self.fail:
+            raise StateError("database or disk is full")
+        super().decide(candidate_id, decision, record)
+
+
+def evicted_and_listed(store: StateStore) -> tuple[HarvestStage, str]:
+    """A stage whose oldest suggestion was evicted after a checkpoint: its record is still
+    stored (listed, so a labeller may accept it) until the next checkpoint sweeps it."""
+    stage = HarvestStage(CONFIG, sinks=[StateStoreCandidates(store)])
+    stage.process(events(0, 11))
+    checkpoint(store, stage)
+    oldest = stage._exact[word(0)]
+    stage.process(events(11, 1))  # 12 > 11: the two oldest evicted
+    assert oldest not in stage.suggestions and oldest in stored_ids(store)
+    return stage, oldest
+
+
+def harvest_ids(gold: Path) -> list[str]:
+    return [row["harvest_id"] for row in map(json.loads, gold.read_text().splitlines())
+            if "harvest_id" in row]  # fmt: skip
+
+
+def test_an_accept_whose_decision_failed_can_be_retried_after_a_sweep(tmp_path: Path) -> None:
+    """The 503 says "retry the accept"; a checkpoint committing before the retry swept the
+    evicted suggestion's record, so the retry got 404 and the gold row had no decision."""
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(GOLD, encoding="utf-8")
+    store = swept_store(StateStore.in_memory())
+    stage, oldest = evicted_and_listed(store)
+    repo = DecideFails(store)
+    labelling = Labelling(repo, gold)
+    with pytest.raises(GoldSetUnavailable, match="retry the accept"):
+        labelling.accept(oldest, ["p-1"], "plain")
+    assert harvest_ids(gold) == [oldest]  # the row is in the file, its decision is not kept
+    assert repo.decision(oldest) is None  # not decided: listed as suggested
+    assert [item["status"] for item in labelling.list().items if item["id"] == oldest] == [
+        "suggested"
+    ]
+    checkpoint(store, stage)  # sweeps the other evicted one, keeps the held one
+    assert stored_ids(store) == set(stage.suggestions) | {oldest}
+    repo.fail = False
+    decision = labelling.accept(oldest, ["p-1"], "plain")  # the retry
+    assert decision["gold_id"] == "q-002" and harvest_ids(gold) == [oldest]  # not appended
+    assert repo.decision(oldest) == decision
+    checkpoint(store, stage)
+    assert stored_ids(store) == set(stage.suggestions) | {oldest}
+
+
+class Killed(BaseException):
+    """kill -9 of the process between the gold row's append and the decision."""
+
+
+@pytest.mark.parametrize("then", ["accept", "reject"])
+def test_a_restart_after_a_kill_between_the_append_and_the_decision(
+    tmp_path: Path, then: str
+) -> None:
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(GOLD, encoding="utf-8")
+    path = tmp_path / "state.sqlite"
+    with swept_store(StateStore.open(path, exclusive=True)) as store:
+        _, oldest = evicted_and_listed(store)
+        repo = StateStoreCandidates(store)
+        repo.decide = lambda *_: (_ for _ in ()).throw(Killed())  # type: ignore[method-assign]
+        with pytest.raises(Killed):
+            Labelling(repo, gold).accept(oldest, ["p-1"], "plain")
+    assert harvest_ids(gold) == [oldest]
+    with swept_store(StateStore.open(path, exclusive=True)) as store:
+        restarted = HarvestStage(CONFIG, sinks=[StateStoreCandidates(store)])
+        restarted.restore(store.get(KEY))  # the last checkpoint's: the oldest still held
+        restarted.process(events(11, 1))  # the events after it, redelivered: evicted again
+        checkpoint(store, restarted)  # sweeps the other evicted one, not the held one
+        assert stored_ids(store) == set(restarted.suggestions) | {oldest}
+        labelling = Labelling(StateStoreCandidates(store), gold)
+        if then == "accept":  # the retry reuses the row appended before the kill
+            labelling.accept(oldest, ["p-1"], "plain")
+        else:  # a reject finds that row and keeps its accept instead
+            with pytest.raises(AlreadyDecided, match="accepted"):
+                labelling.reject(oldest, "a duplicate")
+        decision = StateStoreCandidates(store).decision(oldest)
+        assert decision is not None and decision["status"] == "accepted"
+        assert decision.get("gold_id") == "q-002" and decision.get("gold") == ["p-1"]
+        assert harvest_ids(gold) == [oldest]
+
+
+def test_an_accept_that_appended_nothing_releases_its_hold(tmp_path: Path) -> None:
+    """The hold keeps a record only while a gold row may lack its decision."""
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(GOLD, encoding="utf-8")
+    store = swept_store(StateStore.in_memory())
+    stage, oldest = evicted_and_listed(store)
+    repo = StateStoreCandidates(store)
+    labelling = Labelling(repo, gold)
+    gold.unlink()  # moved away after the start: nothing appended
+    with pytest.raises(GoldSetUnavailable, match="cannot be written"):
+        labelling.accept(oldest, ["p-1"], "plain")
+    assert store.get(DECISION_PREFIX + oldest) is None  # no hold left behind
+    checkpoint(store, stage)  # evicted, undecided, not held: swept
+    assert stored_ids(store) == set(stage.suggestions)
