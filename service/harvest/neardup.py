@@ -65,7 +65,7 @@ True
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from itertools import chain
 from typing import TYPE_CHECKING, NamedTuple, cast
@@ -97,7 +97,10 @@ class Probe(NamedTuple):
     with it reached the index's ``cosine`` when it was made (``near``: ``(key, cosine)``,
     most similar first) and the index's add counter then (``serial``; keys stored later are
     scored at match time); ``bitmap``: the trigram set's bitmap (module docstring; ``None``:
-    computed when needed)."""
+    computed when needed); ``found``: the keys stored when it was made whose trigram Jaccard
+    with it reaches the threshold and that share an LSH band with it (``(key, Jaccard)``, in
+    no order; :meth:`NearDupIndex.probes` checks a whole batch at once), ``None``: not
+    checked (:meth:`NearDupIndex.matches` then checks every candidate)."""
 
     text: str
     grams: frozenset[bytes]
@@ -106,6 +109,7 @@ class Probe(NamedTuple):
     near: tuple[tuple[str, float], ...] = ()
     serial: int = 0
     bitmap: int | None = None
+    found: tuple[tuple[str, float], ...] | None = None
 
 
 @lru_cache(maxsize=8)
@@ -169,13 +173,42 @@ def _bitmaps(sets: Sequence[frozenset[bytes]], hashes: tuple[np.ndarray, list[in
              ) -> list[int]:  # fmt: skip
     """The bitmap of each of ``sets`` (module docstring): bit ``crc32 mod 512`` of each
     trigram set (``hashes``: :func:`_crc32s` of ``sets``); 0 for an empty set."""
+    packed = _packed_bitmaps(sets, hashes)
+    return [int.from_bytes(row, "little") for row in packed.tolist()]
+
+
+def _packed_bitmaps(sets: Sequence[frozenset[bytes]], hashes: tuple[np.ndarray, list[int]]
+                    ) -> np.ndarray:  # fmt: skip
+    """:func:`_bitmaps` as ``(len(sets), 64)`` bytes (``uint8``; bit ``i``: byte ``i // 8``,
+    bit ``i % 8``); a zero row for an empty set."""
     crcs, sizes = hashes
     rows = np.repeat(np.arange(len(sizes)), sizes)
     bits = np.zeros((len(sizes), _BITMAP_BITS), dtype=bool)
     bits[rows, crcs % _BITMAP_BITS] = True
-    packed = np.packbits(bits, axis=1, bitorder="little")  # bit i: byte i // 8, bit i % 8
-    return [int.from_bytes(row, "little") if grams else 0
-            for row, grams in zip(packed, sets, strict=True)]  # fmt: skip
+    packed = np.packbits(bits, axis=1, bitorder="little")
+    empty = [i for i, grams in enumerate(sets) if not grams]
+    if empty:
+        packed[empty] = 0
+    return packed
+
+
+def _bitmap_words(bitmap: int) -> np.ndarray:
+    """A :func:`_bitmaps` bitmap as ``_BITMAP_BITS // 64`` ``uint64`` words (bit ``i``: word
+    ``i // 64``, bit ``i % 64``)."""
+    return np.frombuffer(bitmap.to_bytes(_BITMAP_BITS // 8, "little"), dtype="<u8")
+
+
+#: Set bits of each byte value (numpy < 2 has no ``bitwise_count``).
+_BYTE_BITS = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
+
+
+def _popcounts(words: np.ndarray) -> np.ndarray:
+    """Set bits of each row of ``words`` (``(n, w)`` ``uint64``), as ``(n,)`` ``int64``."""
+    count = getattr(np, "bitwise_count", None)
+    if count is not None:
+        return count(words).sum(axis=1, dtype=np.int64)  # type: ignore[no-any-return]
+    octets = np.ascontiguousarray(words).view(np.uint8).reshape(len(words), -1)
+    return _BYTE_BITS[octets].sum(axis=1)  # type: ignore[no-any-return]
 
 
 def _signatures(hashes: tuple[np.ndarray, list[int]], num_perm: int,
@@ -250,13 +283,16 @@ class NearDupIndex:
         self._tables: list[dict[bytes, str | tuple[str, ...] | dict[str, None]]] = [
             {} for _ in range(self.bands)
         ]
-        # key -> (trigram count, bitmap, band keys, trigrams)
-        self._grams: dict[str, tuple[int, int, tuple[bytes, ...], frozenset[bytes]]] = {}
-        # the stored vectors: row i of _matrix is _keys[i]'s (a zero row and None when free),
-        # stored at add number _serials[i]; rows [0, _size) are in use or free
+        # key -> (trigram count, bitmap, band keys, trigrams, add number)
+        self._grams: dict[str, tuple[int, int, tuple[bytes, ...], frozenset[bytes], int]] = {}
+        # row i is _keys[i]'s (None when free), stored at add number _serials[i], with its
+        # trigram count _sizes[i], bitmap _words[i] and vector _matrix[i] (zero when free; no
+        # columns without an embedder); rows [0, _size) are in use or free
         dim = embedder.dim if embedder is not None else 0
         self._matrix = np.zeros((0, dim), dtype=np.float32)
         self._serials = np.zeros(0, dtype=np.int64)
+        self._sizes = np.zeros(0, dtype=np.int64)
+        self._words = np.zeros((0, _BITMAP_BITS // 64), dtype=np.uint64)
         self._keys: list[str | None] = []
         self._row: dict[str, int] = {}
         self._free: list[int] = []
@@ -272,24 +308,75 @@ class NearDupIndex:
     def probes(self, texts: Sequence[str]) -> list[Probe]:
         """Probes of normalised ``texts`` (one vectorised MinHash pass and, with an
         embedder, one embedding call and one matrix product against the stored vectors), in
-        order."""
+        order, each with its trigram matches among the keys stored now (``Probe.found``:
+        the size and bitmap bounds of every probe's LSH candidates in one numpy pass, the
+        exact Jaccard of those that pass)."""
+        return self._probes(texts, check=True)
+
+    def _probes(self, texts: Sequence[str], check: bool) -> list[Probe]:
+        """:meth:`probes`; ``found`` left ``None`` unless ``check``."""
         if not texts:
             return []
         sets = [trigrams(text) for text in texts]
         hashes = _crc32s(sets)
         signed = _signatures(hashes, self.num_perm, self._permutations)
         signed = signed[:, : self.bands * self.rows]
-        bitmaps = _bitmaps(sets, hashes)
+        packed = _packed_bitmaps(sets, hashes)
+        bitmaps = [int.from_bytes(row, "little") for row in packed.tolist()]
         width = np.dtype((np.void, 4 * self.rows))  # one band of one row as one bytes value
-        keys = np.ascontiguousarray(signed).view(width).tolist()
+        keys = [tuple(band) for band in np.ascontiguousarray(signed).view(width).tolist()]
+        found: list[tuple[tuple[str, float], ...] | None] = [None] * len(texts)
+        if check:
+            found = list(self._check_all(sets, keys, packed))
+        serial = self._serial
         if self.embedder is None:
-            rows = zip(texts, sets, keys, bitmaps, strict=True)
-            return [Probe(text, grams, tuple(band), bitmap=bit) for text, grams, band, bit in rows]
+            rows = zip(texts, sets, keys, bitmaps, found, strict=True)
+            return [Probe(text, grams, band, None, (), serial, bit, hits)
+                    for text, grams, band, bit, hits in rows]  # fmt: skip
         vectors = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
         near = self._near(vectors, self._size)
-        return [Probe(text, grams, tuple(row), vector, hits, self._serial, bitmap)
-                for text, grams, row, vector, hits, bitmap
-                in zip(texts, sets, keys, vectors, near, bitmaps, strict=True)]  # fmt: skip
+        return [Probe(text, grams, row, vector, hits, serial, bitmap, checked)
+                for text, grams, row, vector, hits, bitmap, checked
+                in zip(texts, sets, keys, vectors, near, bitmaps, found, strict=True)]  # fmt: skip
+
+    def _check_all(self, sets: Sequence[frozenset[bytes]], bands: Sequence[tuple[bytes, ...]],
+                   packed: np.ndarray) -> list[tuple[tuple[str, float], ...]]:  # fmt: skip
+        """For each trigram set (its band keys and :func:`_packed_bitmaps` row), the stored
+        keys sharing a band with it whose Jaccard reaches the threshold, ``(key, Jaccard)``:
+        :meth:`_check` of every pair, the two bounds in one numpy pass over all of them."""
+        if not self._grams:
+            return [() for _ in sets]
+        row_of, counts, rows = self._row, [], []
+        for probe_bands in bands:
+            candidates = self._candidates(probe_bands)
+            counts.append(len(candidates))
+            rows.extend(map(row_of.__getitem__, candidates))
+        found: list[list[tuple[str, float]]] = [[] for _ in sets]
+        if not rows:
+            return [() for _ in sets]
+        threshold = self.threshold
+        which = np.repeat(np.arange(len(sets)), counts)
+        at = np.array(rows, dtype=np.intp)
+        mine = np.array([len(grams) for grams in sets], dtype=np.int64)[which]
+        other = self._sizes[at]
+        # Jaccard <= smaller / larger set (as _check: skipped when smaller < t * larger)
+        keep = np.flatnonzero(np.minimum(mine, other) >= threshold * np.maximum(mine, other))
+        which, at, mine, other = which[keep], at[keep], mine[keep], other[keep]
+        words = packed.view("<u8")
+        most = (mine + other - _popcounts(words[which] ^ self._words[at])) >> 1
+        union = mine + other - most
+        keep = np.flatnonzero(most > 0)  # as _check: skipped when most <= 0 or the bound < t
+        keep = keep[most[keep] / union[keep] >= threshold]
+        keys, stored = self._keys, self._grams
+        for i, row in zip(which[keep].tolist(), at[keep].tolist(), strict=True):
+            key = cast("str", keys[row])
+            size, other_size, grams = len(sets[i]), stored[key][0], stored[key][3]
+            shared = len(sets[i] & grams)
+            union_size = size + other_size - shared
+            score = shared / union_size if union_size else 0.0  # service.harvest.text.jaccard
+            if score >= threshold:
+                found[i].append((key, score))
+        return [tuple(hits) for hits in found]
 
     @staticmethod
     def _bitmap_of(probe: Probe) -> int:
@@ -322,7 +409,7 @@ class NearDupIndex:
     def add(self, key: str, probe: Probe | str) -> None:
         """Store ``key`` with a probe or normalised text (a key already stored is replaced)."""
         if isinstance(probe, str) or (self.embedder is not None and probe.vector is None):
-            probe = self.probes([probe if isinstance(probe, str) else probe.text])[0]
+            probe = self._probes([probe if isinstance(probe, str) else probe.text], False)[0]
         if key in self._grams:
             self.remove(key)
         for table, band in zip(self._tables, probe.bands, strict=True):
@@ -338,12 +425,14 @@ class NearDupIndex:
                     table[band] = dict.fromkeys((*found, key))
             else:  # a crowded bucket: a dict (type() checks do not narrow the else for mypy)
                 cast("dict[str, None]", found)[key] = None
-        self._grams[key] = (len(probe.grams), self._bitmap_of(probe), probe.bands, probe.grams)
-        if self.embedder is not None:
-            self._store(key, probe.vector)
+        bitmap = self._bitmap_of(probe)
+        self._serial += 1
+        self._grams[key] = (len(probe.grams), bitmap, probe.bands, probe.grams, self._serial)
+        self._store(key, probe.vector, len(probe.grams), bitmap)
 
-    def _store(self, key: str, vector: np.ndarray | None) -> None:
-        """Put ``key``'s vector in a free row (the matrix doubles when full)."""
+    def _store(self, key: str, vector: np.ndarray | None, size: int, bitmap: int) -> None:
+        """Put ``key``'s vector, trigram count and bitmap in a free row (the arrays double
+        when full)."""
         if self._free:
             row = self._free.pop()
         else:
@@ -354,12 +443,19 @@ class NearDupIndex:
                 matrix[:row] = self._matrix[:row]
                 serials = np.zeros(grown, dtype=np.int64)
                 serials[:row] = self._serials[:row]
+                sizes = np.zeros(grown, dtype=np.int64)
+                sizes[:row] = self._sizes[:row]
+                words = np.zeros((grown, self._words.shape[1]), dtype=np.uint64)
+                words[:row] = self._words[:row]
                 self._matrix, self._serials = matrix, serials
+                self._sizes, self._words = sizes, words
                 self._keys.extend([None] * (grown - len(self._keys)))
             self._size += 1
-        self._serial += 1
-        self._matrix[row] = 0.0 if vector is None else vector
+        if self.embedder is not None:
+            self._matrix[row] = 0.0 if vector is None else vector
         self._serials[row] = self._serial
+        self._sizes[row] = size
+        self._words[row] = _bitmap_words(bitmap)
         self._keys[row] = key
         self._row[key] = row
 
@@ -385,14 +481,19 @@ class NearDupIndex:
                     del table[band]
         row = self._row.pop(key, None)
         if row is not None:
-            self._matrix[row] = 0.0
+            if self.embedder is not None:
+                self._matrix[row] = 0.0
             self._keys[row] = None
             self._free.append(row)
 
     def candidates(self, probe: Probe) -> set[str]:
         """The stored keys sharing at least one LSH band with the probe (``MinHashLSH.query``)."""
+        return self._candidates(probe.bands)
+
+    def _candidates(self, bands: Sequence[bytes]) -> set[str]:
+        """:meth:`candidates` of a probe's band keys."""
         found: set[str] = set()
-        for hit in map(dict.get, self._tables, probe.bands):  # one C-level pass
+        for hit in map(dict.get, self._tables, bands):  # one C-level pass
             if hit is None:
                 continue
             if type(hit) is str:
@@ -408,13 +509,40 @@ class NearDupIndex:
         similar first); ties by key."""
         if not self._grams:
             return []
+        stored, serial = self._grams, probe.serial
+        if probe.found is None:
+            found = self._check(probe, self.candidates(probe))
+        else:  # checked when made: those still stored unchanged, and the keys stored since
+            found = [(key, score) for key, score in probe.found
+                     if (entry := stored.get(key)) is not None and entry[4] <= serial]  # fmt: skip
+            if self._serial > serial:
+                later = [key for key in self.candidates(probe) if stored[key][4] > serial]
+                found.extend(self._check(probe, later))
+        found.sort(key=lambda row: (-row[1], row[0]))
+        if self.embedder is None or probe.vector is None:
+            return found
+        seen = {key for key, _ in found}
+        row_of, serials = self._row, self._serials
+        # near: stored when the probe was made and not replaced since; later keys: now
+        semantic = [(key, score) for key, score in probe.near
+                    if key not in seen and key in row_of
+                    and serials[row_of[key]] <= probe.serial]  # fmt: skip
+        if self._serial > probe.serial:
+            later_near = self._near(probe.vector[None, :], self._size, newer_than=probe.serial)
+            semantic.extend(hit for hit in later_near[0] if hit[0] not in seen)
+            semantic.sort(key=lambda row: (-row[1], row[0]))
+        return found + semantic
+
+    def _check(self, probe: Probe, keys: Iterable[str]) -> list[tuple[str, float]]:
+        """``(key, Jaccard)`` of the stored ``keys`` whose trigram Jaccard with the probe
+        reaches the threshold (exact bounds first, module docstring), in no order."""
         threshold, stored = self.threshold, self._grams
         mine = probe.grams
         size = len(mine)
         bits = self._bitmap_of(probe)
         found = []
-        for key in self.candidates(probe):
-            other, theirs, _, grams = stored[key]
+        for key in keys:
+            other, theirs, _, grams, _ = stored[key]
             # Jaccard <= smaller / larger set: a fifth of the LSH candidates fail this
             if (size if size < other else other) < threshold * (size if size > other else other):
                 continue
@@ -429,20 +557,7 @@ class NearDupIndex:
             score = shared / union if union else 0.0  # service.harvest.text.jaccard
             if score >= threshold:
                 found.append((key, score))
-        found.sort(key=lambda row: (-row[1], row[0]))
-        if self.embedder is None or probe.vector is None:
-            return found
-        seen = {key for key, _ in found}
-        row_of, serials = self._row, self._serials
-        # near: stored when the probe was made and not replaced since; later keys: now
-        semantic = [(key, score) for key, score in probe.near
-                    if key not in seen and key in row_of
-                    and serials[row_of[key]] <= probe.serial]  # fmt: skip
-        if self._serial > probe.serial:
-            later = self._near(probe.vector[None, :], self._size, newer_than=probe.serial)[0]
-            semantic.extend(hit for hit in later if hit[0] not in seen)
-            semantic.sort(key=lambda row: (-row[1], row[0]))
-        return found + semantic
+        return found
 
     def find(self, text: str) -> tuple[str, float] | None:
         """The best of :meth:`matches` for a normalised text, or ``None``."""
