@@ -29,7 +29,13 @@ trigram set (bit ``crc32(trigram) mod 512``; the bitmap filter of Sandes, Teodor
 set in one bitmap only stands for at least one trigram in one set only, so ``|A ∩ B| ≤
 (|A| + |B| - popcount(bits(A) xor bits(B))) / 2``, and a candidate whose Jaccard cannot
 reach the threshold even then is never intersected. Both only skip pairs below the
-threshold: the matches are the same.
+threshold: the matches are the same. :meth:`NearDupIndex.probes` applies both bounds to
+every LSH candidate of a whole batch of new texts in one numpy pass (~20 candidates each; a
+Python loop cost ~1 µs per candidate), so only the few that pass are intersected; keys
+stored after a probe was made are checked when it is matched. An ASCII text's trigrams are
+hashed by position in numpy (CRC-32 of 3 bytes from three 256-entry tables, its distinct
+trigrams counted by their CRCs, which are distinct on 3-byte messages); its trigram set is
+built only if a pair passes both bounds.
 
 Paraphrases share meaning, not trigrams ("how do I top up" ~ "add money to my account"), so
 with an ``embedder`` (:mod:`service.embeddings.model`) two texts also match when the cosine of their
@@ -91,25 +97,43 @@ _BITMAP_BITS = 512
 _FMIX = (np.uint32(16), np.uint32(0x85EBCA6B), np.uint32(13), np.uint32(0xC2B2AE35))
 
 
-class Probe(NamedTuple):
-    """A normalised text with its trigram set and LSH band keys (computed once) and, when the
-    index has an embedder: its unit vector (``(dim,)`` float32), the stored keys whose cosine
-    with it reached the index's ``cosine`` when it was made (``near``: ``(key, cosine)``,
-    most similar first) and the index's add counter then (``serial``; keys stored later are
-    scored at match time); ``bitmap``: the trigram set's bitmap (module docstring; ``None``:
-    computed when needed); ``found``: the keys stored when it was made whose trigram Jaccard
-    with it reaches the threshold and that share an LSH band with it (``(key, Jaccard)``, in
-    no order; :meth:`NearDupIndex.probes` checks a whole batch at once), ``None``: not
-    checked (:meth:`NearDupIndex.matches` then checks every candidate)."""
+class Probe:
+    """A normalised text with its LSH band keys, trigram count (``size``) and bitmap
+    (``bitmap``, module docstring), computed once; its trigram set (``grams``) computed when
+    first read (the bounds settle most comparisons without it). When the index has an
+    embedder: its unit vector (``(dim,)`` float32) and the stored keys whose cosine with it
+    reached the index's ``cosine`` when it was made (``near``: ``(key, cosine)``, most
+    similar first). ``serial``: the index's add counter when it was made (keys stored later
+    are checked at match time). ``found``: the keys stored when it was made whose trigram
+    Jaccard with it reaches the threshold and that share an LSH band with it (``(key,
+    Jaccard)``, in no order; :meth:`NearDupIndex.probes` checks a whole batch at once),
+    ``None``: not checked (:meth:`NearDupIndex.matches` then checks every candidate)."""
 
-    text: str
-    grams: frozenset[bytes]
-    bands: tuple[bytes, ...]
-    vector: np.ndarray | None = None
-    near: tuple[tuple[str, float], ...] = ()
-    serial: int = 0
-    bitmap: int | None = None
-    found: tuple[tuple[str, float], ...] | None = None
+    __slots__ = ("_grams", "bands", "bitmap", "found", "near", "serial", "size", "text",
+                 "vector")  # fmt: skip
+
+    def __init__(
+        self,
+        text: str,
+        bands: tuple[bytes, ...],
+        size: int,
+        bitmap: int,
+        grams: frozenset[bytes] | None = None,
+        vector: np.ndarray | None = None,
+        near: tuple[tuple[str, float], ...] = (),
+        serial: int = 0,
+        found: tuple[tuple[str, float], ...] | None = None,
+    ) -> None:
+        self.text, self.bands, self.size, self.bitmap = text, bands, size, bitmap
+        self._grams, self.vector, self.near = grams, vector, near
+        self.serial, self.found = serial, found
+
+    @property
+    def grams(self) -> frozenset[bytes]:
+        """The text's character trigrams (:func:`service.harvest.text.trigrams`)."""
+        if self._grams is None:
+            self._grams = trigrams(self.text)
+        return self._grams
 
 
 @lru_cache(maxsize=8)
@@ -161,6 +185,66 @@ def signatures(sets: Sequence[frozenset[bytes]], num_perm: int,
     return _signatures(_crc32s(sets), num_perm, permutations)
 
 
+def _crc_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.uint32]:
+    """``(t0, t1, t2, c)``: ``zlib.crc32(bytes((x, y, z))) == t0[x] ^ t1[y] ^ t2[z] ^ c`` for
+    every 3-byte message (CRC-32 is affine over GF(2): ``crc(u ^ v) = crc(u) ^ crc(v) ^
+    crc(0)`` for messages of one length)."""
+    zero = zlib.crc32(b"\0\0\0")
+    t0 = np.array([zlib.crc32(bytes((v, 0, 0))) ^ zero for v in range(256)], dtype=np.uint32)
+    t1 = np.array([zlib.crc32(bytes((0, v, 0))) ^ zero for v in range(256)], dtype=np.uint32)
+    t2 = np.array([zlib.crc32(bytes((0, 0, v))) ^ zero for v in range(256)], dtype=np.uint32)
+    return t0, t1, t2, np.uint32(zero)
+
+
+_CRC3 = _crc_tables()
+
+
+def _text_hashes(texts: Sequence[str]
+                 ) -> tuple[tuple[np.ndarray, list[int]], list[int], list[frozenset[bytes] | None]]:
+    """What :meth:`NearDupIndex.probes` needs of normalised ``texts``, without building the
+    trigram sets of ASCII ones: ``(hashes, sizes, sets)`` — ``hashes`` as :func:`_crc32s`
+    gives them but with an ASCII text's trigrams once per position (repeats change neither
+    a MinHash signature nor a bitmap), ``sizes`` the distinct trigrams of each text and
+    ``sets`` the trigram set of each text that is not ASCII or empty (``None`` for the
+    others). An ASCII trigram is 3 bytes, and CRC-32 is one-to-one on 3-byte messages (its
+    degree, 32, exceeds their 24 bits), so its distinct CRCs count its distinct trigrams."""
+    ascii_at = [i for i, text in enumerate(texts) if text and text.isascii()]
+    sets: list[frozenset[bytes] | None] = [None] * len(texts)
+    sizes = [0] * len(texts)
+    pieces: list[np.ndarray | None] = [None] * len(texts)
+    if ascii_at:
+        widths = np.array([len(texts[i]) for i in ascii_at], dtype=np.intp)  # trigrams
+        raw = np.frombuffer("".join([f" {texts[i]} " for i in ascii_at]).encode("ascii"),
+                            dtype=np.uint8)  # fmt: skip
+        total = int(widths.sum())
+        # text j's windows start at its padded offset (widths[j] + 2 bytes before it)
+        starts = np.zeros(len(widths), dtype=np.intp)
+        np.cumsum(widths[:-1], out=starts[1:])
+        first = np.zeros(len(widths), dtype=np.intp)
+        np.cumsum(widths[:-1] + 2, out=first[1:])
+        at = np.arange(total) + np.repeat(first - starts, widths)
+        t0, t1, t2, c = _CRC3
+        crcs = t0[raw[at]] ^ t1[raw[at + 1]] ^ t2[raw[at + 2]] ^ c
+        owner = np.repeat(np.arange(len(widths), dtype=np.uint64), widths)
+        keyed = np.sort((owner << np.uint64(32)) | crcs.astype(np.uint64))
+        distinct = keyed[np.concatenate(([True], keyed[1:] != keyed[:-1]))]  # np.unique's
+        counts = np.bincount((distinct >> np.uint64(32)).astype(np.intp), minlength=len(widths))
+        bounds = np.append(starts, total).tolist()
+        for j, (i, size) in enumerate(zip(ascii_at, counts.tolist(), strict=True)):
+            sizes[i] = size
+            pieces[i] = crcs[bounds[j] : bounds[j + 1]]
+        if len(ascii_at) == len(texts):
+            return (crcs, widths.tolist()), sizes, sets
+    for i, text in enumerate(texts):
+        if pieces[i] is None:
+            grams = sets[i] = trigrams(text)
+            sizes[i] = len(grams)
+            hashed = grams or _EMPTY
+            pieces[i] = np.fromiter(map(zlib.crc32, hashed), np.uint32, len(hashed))
+    segments = cast("list[np.ndarray]", pieces)
+    return (np.concatenate(segments), [len(piece) for piece in segments]), sizes, sets
+
+
 def _crc32s(sets: Sequence[frozenset[bytes]]) -> tuple[np.ndarray, list[int]]:
     """The CRC-32 of every trigram of ``sets`` (an empty set as ``{b"   "}``), in order, as
     ``uint32``, and how many each set has."""
@@ -173,20 +257,20 @@ def _bitmaps(sets: Sequence[frozenset[bytes]], hashes: tuple[np.ndarray, list[in
              ) -> list[int]:  # fmt: skip
     """The bitmap of each of ``sets`` (module docstring): bit ``crc32 mod 512`` of each
     trigram set (``hashes``: :func:`_crc32s` of ``sets``); 0 for an empty set."""
-    packed = _packed_bitmaps(sets, hashes)
+    packed = _packed_bitmaps(hashes, [len(grams) for grams in sets])
     return [int.from_bytes(row, "little") for row in packed.tolist()]
 
 
-def _packed_bitmaps(sets: Sequence[frozenset[bytes]], hashes: tuple[np.ndarray, list[int]]
-                    ) -> np.ndarray:  # fmt: skip
-    """:func:`_bitmaps` as ``(len(sets), 64)`` bytes (``uint8``; bit ``i``: byte ``i // 8``,
-    bit ``i % 8``); a zero row for an empty set."""
-    crcs, sizes = hashes
-    rows = np.repeat(np.arange(len(sizes)), sizes)
-    bits = np.zeros((len(sizes), _BITMAP_BITS), dtype=bool)
+def _packed_bitmaps(hashes: tuple[np.ndarray, list[int]], sizes: Sequence[int]) -> np.ndarray:
+    """:func:`_bitmaps` as ``(len(sizes), 64)`` bytes (``uint8``; bit ``i``: byte ``i // 8``,
+    bit ``i % 8``) from the CRCs of each set's trigrams (``hashes``) and its size (a zero row
+    for an empty set)."""
+    crcs, segments = hashes
+    rows = np.repeat(np.arange(len(segments)), segments)
+    bits = np.zeros((len(segments), _BITMAP_BITS), dtype=bool)
     bits[rows, crcs % _BITMAP_BITS] = True
     packed = np.packbits(bits, axis=1, bitorder="little")
-    empty = [i for i, grams in enumerate(sets) if not grams]
+    empty = [i for i, size in enumerate(sizes) if not size]
     if empty:
         packed[empty] = 0
     return packed
@@ -283,8 +367,9 @@ class NearDupIndex:
         self._tables: list[dict[bytes, str | tuple[str, ...] | dict[str, None]]] = [
             {} for _ in range(self.bands)
         ]
-        # key -> (trigram count, bitmap, band keys, trigrams, add number)
-        self._grams: dict[str, tuple[int, int, tuple[bytes, ...], frozenset[bytes], int]] = {}
+        # key -> (trigram count, bitmap, band keys, normalised text, add number): untracked
+        # by the garbage collector; the trigram set is built again when a check needs it
+        self._grams: dict[str, tuple[int, int, tuple[bytes, ...], str, int]] = {}
         # row i is _keys[i]'s (None when free), stored at add number _serials[i], with its
         # trigram count _sizes[i], bitmap _words[i] and vector _matrix[i] (zero when free; no
         # columns without an embedder); rows [0, _size) are in use or free
@@ -317,47 +402,46 @@ class NearDupIndex:
         """:meth:`probes`; ``found`` left ``None`` unless ``check``."""
         if not texts:
             return []
-        sets = [trigrams(text) for text in texts]
-        hashes = _crc32s(sets)
+        hashes, sizes, sets = _text_hashes(texts)
         signed = _signatures(hashes, self.num_perm, self._permutations)
         signed = signed[:, : self.bands * self.rows]
-        packed = _packed_bitmaps(sets, hashes)
+        packed = _packed_bitmaps(hashes, sizes)
         bitmaps = [int.from_bytes(row, "little") for row in packed.tolist()]
         width = np.dtype((np.void, 4 * self.rows))  # one band of one row as one bytes value
         keys = [tuple(band) for band in np.ascontiguousarray(signed).view(width).tolist()]
-        found: list[tuple[tuple[str, float], ...] | None] = [None] * len(texts)
-        if check:
-            found = list(self._check_all(sets, keys, packed))
         serial = self._serial
-        if self.embedder is None:
-            rows = zip(texts, sets, keys, bitmaps, found, strict=True)
-            return [Probe(text, grams, band, None, (), serial, bit, hits)
-                    for text, grams, band, bit, hits in rows]  # fmt: skip
-        vectors = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
-        near = self._near(vectors, self._size)
-        return [Probe(text, grams, row, vector, hits, serial, bitmap, checked)
-                for text, grams, row, vector, hits, bitmap, checked
-                in zip(texts, sets, keys, vectors, near, bitmaps, found, strict=True)]  # fmt: skip
+        made = [Probe(text, band, size, bit, grams, serial=serial)
+                for text, band, size, bit, grams
+                in zip(texts, keys, sizes, bitmaps, sets, strict=True)]  # fmt: skip
+        if check:
+            for probe, hits in zip(made, self._check_all(made, packed), strict=True):
+                probe.found = hits
+        if self.embedder is not None:
+            vectors = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
+            near = self._near(vectors, self._size)
+            for probe, vector, close in zip(made, vectors, near, strict=True):
+                probe.vector, probe.near = vector, close
+        return made
 
-    def _check_all(self, sets: Sequence[frozenset[bytes]], bands: Sequence[tuple[bytes, ...]],
-                   packed: np.ndarray) -> list[tuple[tuple[str, float], ...]]:  # fmt: skip
-        """For each trigram set (its band keys and :func:`_packed_bitmaps` row), the stored
-        keys sharing a band with it whose Jaccard reaches the threshold, ``(key, Jaccard)``:
+    def _check_all(self, probes: Sequence[Probe], packed: np.ndarray
+                   ) -> list[tuple[tuple[str, float], ...]]:  # fmt: skip
+        """For each probe (its :func:`_packed_bitmaps` row in ``packed``), the stored keys
+        sharing a band with it whose Jaccard reaches the threshold, ``(key, Jaccard)``:
         :meth:`_check` of every pair, the two bounds in one numpy pass over all of them."""
         if not self._grams:
-            return [() for _ in sets]
+            return [() for _ in probes]
         row_of, counts, rows = self._row, [], []
-        for probe_bands in bands:
-            candidates = self._candidates(probe_bands)
+        for probe in probes:
+            candidates = self._candidates(probe.bands)
             counts.append(len(candidates))
             rows.extend(map(row_of.__getitem__, candidates))
-        found: list[list[tuple[str, float]]] = [[] for _ in sets]
+        found: list[list[tuple[str, float]]] = [[] for _ in probes]
         if not rows:
-            return [() for _ in sets]
+            return [() for _ in probes]
         threshold = self.threshold
-        which = np.repeat(np.arange(len(sets)), counts)
+        which = np.repeat(np.arange(len(probes)), counts)
         at = np.array(rows, dtype=np.intp)
-        mine = np.array([len(grams) for grams in sets], dtype=np.int64)[which]
+        mine = np.array([probe.size for probe in probes], dtype=np.int64)[which]
         other = self._sizes[at]
         # Jaccard <= smaller / larger set (as _check: skipped when smaller < t * larger)
         keep = np.flatnonzero(np.minimum(mine, other) >= threshold * np.maximum(mine, other))
@@ -369,21 +453,14 @@ class NearDupIndex:
         keep = keep[most[keep] / union[keep] >= threshold]
         keys, stored = self._keys, self._grams
         for i, row in zip(which[keep].tolist(), at[keep].tolist(), strict=True):
-            key = cast("str", keys[row])
-            size, other_size, grams = len(sets[i]), stored[key][0], stored[key][3]
-            shared = len(sets[i] & grams)
+            key, probe = cast("str", keys[row]), probes[i]
+            size, other_size = probe.size, stored[key][0]
+            shared = len(probe.grams & trigrams(stored[key][3]))
             union_size = size + other_size - shared
             score = shared / union_size if union_size else 0.0  # service.harvest.text.jaccard
             if score >= threshold:
                 found[i].append((key, score))
         return [tuple(hits) for hits in found]
-
-    @staticmethod
-    def _bitmap_of(probe: Probe) -> int:
-        """The probe's trigram bitmap (module docstring)."""
-        if probe.bitmap is not None:
-            return probe.bitmap
-        return _bitmaps([probe.grams], _crc32s([probe.grams]))[0]
 
     def _near(self, vectors: np.ndarray, size: int, newer_than: int | None = None
               ) -> list[tuple[tuple[str, float], ...]]:  # fmt: skip
@@ -425,10 +502,10 @@ class NearDupIndex:
                     table[band] = dict.fromkeys((*found, key))
             else:  # a crowded bucket: a dict (type() checks do not narrow the else for mypy)
                 cast("dict[str, None]", found)[key] = None
-        bitmap = self._bitmap_of(probe)
+        bitmap = probe.bitmap
         self._serial += 1
-        self._grams[key] = (len(probe.grams), bitmap, probe.bands, probe.grams, self._serial)
-        self._store(key, probe.vector, len(probe.grams), bitmap)
+        self._grams[key] = (probe.size, bitmap, probe.bands, probe.text, self._serial)
+        self._store(key, probe.vector, probe.size, bitmap)
 
     def _store(self, key: str, vector: np.ndarray | None, size: int, bitmap: int) -> None:
         """Put ``key``'s vector, trigram count and bitmap in a free row (the arrays double
@@ -537,12 +614,10 @@ class NearDupIndex:
         """``(key, Jaccard)`` of the stored ``keys`` whose trigram Jaccard with the probe
         reaches the threshold (exact bounds first, module docstring), in no order."""
         threshold, stored = self.threshold, self._grams
-        mine = probe.grams
-        size = len(mine)
-        bits = self._bitmap_of(probe)
+        size, bits = probe.size, probe.bitmap
         found = []
         for key in keys:
-            other, theirs, _, grams, _ = stored[key]
+            other, theirs, _, text, _ = stored[key]
             # Jaccard <= smaller / larger set: a fifth of the LSH candidates fail this
             if (size if size < other else other) < threshold * (size if size > other else other):
                 continue
@@ -552,7 +627,7 @@ class NearDupIndex:
             most = (size + other - (bits ^ theirs).bit_count()) >> 1
             if most <= 0 or most / (size + other - most) < threshold:
                 continue
-            shared = len(mine & grams)
+            shared = len(probe.grams & trigrams(text))
             union = size + other - shared
             score = shared / union if union else 0.0  # service.harvest.text.jaccard
             if score >= threshold:
