@@ -91,6 +91,9 @@ _LSH_SLACK = 0.25
 #: common to many questions, " wh", "wha") gather hundreds of keys.
 _BUCKET_DICT = 8
 _EMPTY = frozenset({b"   "})
+#: Keys stored after a batch's probes were made beyond which those probes look for the later
+#: ones among every key again (the fresh band tables of :class:`NearDupIndex` stay small).
+_FRESH_MAX = 4_096
 #: Bits of a trigram set's bitmap (module docstring): a bit of ``crc32(trigram)``'s low ones.
 _BITMAP_BITS = 512
 #: MurmurHash3's 32-bit finaliser constants (datasketch's pre-mix of the ``affine32`` scheme).
@@ -276,12 +279,6 @@ def _packed_bitmaps(hashes: tuple[np.ndarray, list[int]], sizes: Sequence[int]) 
     return packed
 
 
-def _bitmap_words(bitmap: int) -> np.ndarray:
-    """A :func:`_bitmaps` bitmap as ``_BITMAP_BITS // 64`` ``uint64`` words (bit ``i``: word
-    ``i // 64``, bit ``i % 64``)."""
-    return np.frombuffer(bitmap.to_bytes(_BITMAP_BITS // 8, "little"), dtype="<u8")
-
-
 #: Set bits of each byte value (numpy < 2 has no ``bitwise_count``).
 _BYTE_BITS = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
 
@@ -381,8 +378,16 @@ class NearDupIndex:
         self._keys: list[str | None] = []
         self._row: dict[str, int] = {}
         self._free: list[int] = []
+        # row -> (trigram count, bitmap) of rows stored since _sizes and _words were written
+        self._unwritten: dict[int, tuple[int, int]] = {}
         self._size = 0
         self._serial = 0
+        # band tables (band value -> keys) of the keys stored since add number _fresh_from,
+        # when the last checked probes were made: a probe of then finds the keys stored
+        # after it there, not among every key; None when a key stored since was removed
+        # (its band entries are stale) or more than _FRESH_MAX were stored since
+        self._fresh: list[dict[bytes, list[str]]] | None = None
+        self._fresh_from = 0
 
     def __len__(self) -> int:
         return len(self._grams)
@@ -416,6 +421,7 @@ class NearDupIndex:
         if check:
             for probe, hits in zip(made, self._check_all(made, packed), strict=True):
                 probe.found = hits
+            self._fresh, self._fresh_from = [{} for _ in range(self.bands)], serial
         if self.embedder is not None:
             vectors = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
             near = self._near(vectors, self._size)
@@ -430,7 +436,8 @@ class NearDupIndex:
         :meth:`_check` of every pair, the two bounds in one numpy pass over all of them."""
         if not self._grams:
             return [() for _ in probes]
-        row_of, counts, rows = self._row, [], []
+        self._write_rows()
+        row_of, counts, rows = self._row, [], cast("list[int]", [])
         for probe in probes:
             candidates = self._candidates(probe.bands)
             counts.append(len(candidates))
@@ -489,6 +496,9 @@ class NearDupIndex:
             probe = self._probes([probe if isinstance(probe, str) else probe.text], False)[0]
         if key in self._grams:
             self.remove(key)
+        fresh = self._fresh
+        if fresh is not None and self._serial - self._fresh_from >= _FRESH_MAX:
+            fresh = self._fresh = None
         for table, band in zip(self._tables, probe.bands, strict=True):
             found = table.get(band)
             if found is None:
@@ -502,10 +512,30 @@ class NearDupIndex:
                     table[band] = dict.fromkeys((*found, key))
             else:  # a crowded bucket: a dict (type() checks do not narrow the else for mypy)
                 cast("dict[str, None]", found)[key] = None
+        if fresh is not None:
+            for new, band in zip(fresh, probe.bands, strict=True):
+                added = new.get(band)
+                if added is None:
+                    new[band] = [key]
+                else:
+                    added.append(key)
         bitmap = probe.bitmap
         self._serial += 1
         self._grams[key] = (probe.size, bitmap, probe.bands, probe.text, self._serial)
         self._store(key, probe.vector, probe.size, bitmap)
+
+    def _write_rows(self) -> None:
+        """Write the trigram counts and bitmaps of the rows stored since the last call into
+        ``_sizes`` and ``_words`` (in one pass: a row at a time cost more than its check)."""
+        unwritten = self._unwritten
+        if not unwritten:
+            return
+        rows = np.fromiter(unwritten.keys(), dtype=np.intp, count=len(unwritten))
+        self._sizes[rows] = [size for size, _ in unwritten.values()]
+        octets = b"".join([bitmap.to_bytes(_BITMAP_BITS // 8, "little")
+                           for _, bitmap in unwritten.values()])  # fmt: skip
+        self._words[rows] = np.frombuffer(octets, dtype="<u8").reshape(len(rows), -1)
+        unwritten.clear()
 
     def _store(self, key: str, vector: np.ndarray | None, size: int, bitmap: int) -> None:
         """Put ``key``'s vector, trigram count and bitmap in a free row (the arrays double
@@ -528,11 +558,10 @@ class NearDupIndex:
                 self._sizes, self._words = sizes, words
                 self._keys.extend([None] * (grown - len(self._keys)))
             self._size += 1
-        if self.embedder is not None:
+        if self.embedder is not None:  # the vectors and add numbers are read with one only
             self._matrix[row] = 0.0 if vector is None else vector
-        self._serials[row] = self._serial
-        self._sizes[row] = size
-        self._words[row] = _bitmap_words(bitmap)
+            self._serials[row] = self._serial
+        self._unwritten[row] = (size, bitmap)
         self._keys[row] = key
         self._row[key] = row
 
@@ -541,6 +570,8 @@ class NearDupIndex:
         stored = self._grams.pop(key, None)
         if stored is None:
             return
+        if stored[4] > self._fresh_from:  # in the fresh band tables: they are stale now
+            self._fresh = None
         for table, band in zip(self._tables, stored[2], strict=True):
             found = table[band]
             if type(found) is str:
@@ -593,8 +624,7 @@ class NearDupIndex:
             found = [(key, score) for key, score in probe.found
                      if (entry := stored.get(key)) is not None and entry[4] <= serial]  # fmt: skip
             if self._serial > serial:
-                later = [key for key in self.candidates(probe) if stored[key][4] > serial]
-                found.extend(self._check(probe, later))
+                found.extend(self._check(probe, self._later(probe)))
         found.sort(key=lambda row: (-row[1], row[0]))
         if self.embedder is None or probe.vector is None:
             return found
@@ -609,6 +639,15 @@ class NearDupIndex:
             semantic.extend(hit for hit in later_near[0] if hit[0] not in seen)
             semantic.sort(key=lambda row: (-row[1], row[0]))
         return found + semantic
+
+    def _later(self, probe: Probe) -> list[str]:
+        """The stored keys sharing an LSH band with the probe that were stored after it was
+        made (from the fresh band tables when they cover them)."""
+        stored, serial, fresh = self._grams, probe.serial, self._fresh
+        if fresh is None or serial < self._fresh_from:
+            return [key for key in self.candidates(probe) if stored[key][4] > serial]
+        keys = {key for hit in map(dict.get, fresh, probe.bands) if hit for key in hit}
+        return [key for key in keys if stored[key][4] > serial]
 
     def _check(self, probe: Probe, keys: Iterable[str]) -> list[tuple[str, float]]:
         """``(key, Jaccard)`` of the stored ``keys`` whose trigram Jaccard with the probe

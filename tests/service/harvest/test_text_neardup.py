@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from datasketch import MinHash, MinHashLSH
 
-from service.harvest.neardup import NearDupIndex, lsh_parameters, signatures
+from service.harvest.neardup import NearDupIndex, Probe, lsh_parameters, signatures
 from service.harvest.text import candidate_id, jaccard, trigrams
 from service.harvest.text import comparison_form as normalise
 
@@ -263,6 +263,13 @@ def test_probes_made_before_adds_and_removes_match_what_is_stored_at_match_time(
     for i, text in enumerate(texts[100:200]):  # stored after the probes were made
         index.add(f"n{i}", text)
         stored[f"n{i}"] = text
+    def definition(probe: Probe) -> list[tuple[str, float]]:
+        grams = trigrams(probe.text)
+        scores = [(k, jaccard(grams, trigrams(stored[k]))) for k in index.candidates(probe)]
+        return sorted([(k, j) for k, j in scores if j >= 0.5], key=lambda r: (-r[1], r[0]))
+
+    # only stored since: found among the keys stored after the probes (the fresh tables)
+    assert [index.matches(probe) for probe in probes] == [definition(p) for p in probes]
     for i in range(0, 100, 3):  # removed after
         index.remove(f"k{i}")
         del stored[f"k{i}"]
@@ -271,9 +278,7 @@ def test_probes_made_before_adds_and_removes_match_what_is_stored_at_match_time(
         stored[f"k{i}"] = texts[-1 - i]
     checked = 0
     for probe in probes:
-        grams = trigrams(probe.text)
-        scores = [(k, jaccard(grams, trigrams(stored[k]))) for k in index.candidates(probe)]
-        want = sorted([(k, j) for k, j in scores if j >= 0.5], key=lambda r: (-r[1], r[0]))
+        want = definition(probe)
         assert index.matches(probe) == want
         checked += any(k.startswith("n") for k, _ in want)
     assert checked > 20  # keys stored after the probes were matched: not vacuous
