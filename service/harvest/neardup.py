@@ -91,9 +91,6 @@ _LSH_SLACK = 0.25
 #: common to many questions, " wh", "wha") gather hundreds of keys.
 _BUCKET_DICT = 8
 _EMPTY = frozenset({b"   "})
-#: Keys stored after a batch's probes were made beyond which those probes look for the later
-#: ones among every key again (the fresh band tables of :class:`NearDupIndex` stay small).
-_FRESH_MAX = 4_096
 #: Bits of a trigram set's bitmap (module docstring): a bit of ``crc32(trigram)``'s low ones.
 _BITMAP_BITS = 512
 #: MurmurHash3's 32-bit finaliser constants (datasketch's pre-mix of the ``affine32`` scheme).
@@ -112,8 +109,8 @@ class Probe:
     Jaccard)``, in no order; :meth:`NearDupIndex.probes` checks a whole batch at once),
     ``None``: not checked (:meth:`NearDupIndex.matches` then checks every candidate)."""
 
-    __slots__ = ("_grams", "bands", "bitmap", "found", "near", "serial", "size", "text",
-                 "vector")  # fmt: skip
+    __slots__ = ("_grams", "bands", "batch", "bitmap", "found", "near", "partners", "serial",
+                 "size", "slot", "text", "vector")  # fmt: skip
 
     def __init__(
         self,
@@ -130,6 +127,10 @@ class Probe:
         self.text, self.bands, self.size, self.bitmap = text, bands, size, bitmap
         self._grams, self.vector, self.near = grams, vector, near
         self.serial, self.found = serial, found
+        # set by a checked batch: its number, this probe's position in it, and the probes of
+        # the batch that match it, (position, Jaccard)
+        self.batch, self.slot = 0, 0
+        self.partners: tuple[tuple[int, float], ...] = ()
 
     @property
     def grams(self) -> frozenset[bytes]:
@@ -382,12 +383,12 @@ class NearDupIndex:
         self._unwritten: dict[int, tuple[int, int]] = {}
         self._size = 0
         self._serial = 0
-        # band tables (band value -> keys) of the keys stored since add number _fresh_from,
-        # when the last checked probes were made: a probe of then finds the keys stored
-        # after it there, not among every key; None when a key stored since was removed
-        # (its band entries are stale) or more than _FRESH_MAX were stored since
-        self._fresh: list[dict[bytes, list[str]]] | None = None
-        self._fresh_from = 0
+        # the last batch of checked probes (number _batch, made at add number _batch_from)
+        # and, by position, the (key, add number) each was stored under since: while every
+        # key stored since came from one of them and none of those was removed (_clean), a
+        # probe of the batch finds the keys stored after it among its partners
+        self._batch, self._batch_from, self._clean = 0, 0, False
+        self._batch_keys: list[tuple[tuple[str, int], ...]] = []
 
     def __len__(self) -> int:
         return len(self._grams)
@@ -421,7 +422,11 @@ class NearDupIndex:
         if check:
             for probe, hits in zip(made, self._check_all(made, packed), strict=True):
                 probe.found = hits
-            self._fresh, self._fresh_from = [{} for _ in range(self.bands)], serial
+            self._batch += 1
+            self._batch_from, self._clean = serial, True
+            self._batch_keys = [() for _ in made]
+            for slot, (probe, partners) in enumerate(zip(made, self._partners(made), strict=True)):
+                probe.batch, probe.slot, probe.partners = self._batch, slot, partners
         if self.embedder is not None:
             vectors = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
             near = self._near(vectors, self._size)
@@ -496,9 +501,6 @@ class NearDupIndex:
             probe = self._probes([probe if isinstance(probe, str) else probe.text], False)[0]
         if key in self._grams:
             self.remove(key)
-        fresh = self._fresh
-        if fresh is not None and self._serial - self._fresh_from >= _FRESH_MAX:
-            fresh = self._fresh = None
         for table, band in zip(self._tables, probe.bands, strict=True):
             found = table.get(band)
             if found is None:
@@ -512,15 +514,13 @@ class NearDupIndex:
                     table[band] = dict.fromkeys((*found, key))
             else:  # a crowded bucket: a dict (type() checks do not narrow the else for mypy)
                 cast("dict[str, None]", found)[key] = None
-        if fresh is not None:
-            for new, band in zip(fresh, probe.bands, strict=True):
-                added = new.get(band)
-                if added is None:
-                    new[band] = [key]
-                else:
-                    added.append(key)
         bitmap = probe.bitmap
         self._serial += 1
+        if self._clean:  # still clean when the probe is of the last batch
+            if probe.batch == self._batch:
+                self._batch_keys[probe.slot] += ((key, self._serial),)
+            else:
+                self._clean = False
         self._grams[key] = (probe.size, bitmap, probe.bands, probe.text, self._serial)
         self._store(key, probe.vector, probe.size, bitmap)
 
@@ -570,8 +570,8 @@ class NearDupIndex:
         stored = self._grams.pop(key, None)
         if stored is None:
             return
-        if stored[4] > self._fresh_from:  # in the fresh band tables: they are stale now
-            self._fresh = None
+        if stored[4] > self._batch_from:  # stored since the last batch's probes
+            self._clean = False
         for table, band in zip(self._tables, stored[2], strict=True):
             found = table[band]
             if type(found) is str:
@@ -624,7 +624,7 @@ class NearDupIndex:
             found = [(key, score) for key, score in probe.found
                      if (entry := stored.get(key)) is not None and entry[4] <= serial]  # fmt: skip
             if self._serial > serial:
-                found.extend(self._check(probe, self._later(probe)))
+                found.extend(self._later(probe))
         found.sort(key=lambda row: (-row[1], row[0]))
         if self.embedder is None or probe.vector is None:
             return found
@@ -640,14 +640,52 @@ class NearDupIndex:
             semantic.sort(key=lambda row: (-row[1], row[0]))
         return found + semantic
 
-    def _later(self, probe: Probe) -> list[str]:
-        """The stored keys sharing an LSH band with the probe that were stored after it was
-        made (from the fresh band tables when they cover them)."""
-        stored, serial, fresh = self._grams, probe.serial, self._fresh
-        if fresh is None or serial < self._fresh_from:
-            return [key for key in self.candidates(probe) if stored[key][4] > serial]
-        keys = {key for hit in map(dict.get, fresh, probe.bands) if hit for key in hit}
-        return [key for key in keys if stored[key][4] > serial]
+    def _later(self, probe: Probe) -> list[tuple[str, float]]:
+        """``(key, Jaccard)`` of the keys stored after the probe was made that match it
+        (among its batch's partners while every key stored since came from that batch)."""
+        stored, serial = self._grams, probe.serial
+        if not (self._clean and probe.batch == self._batch):
+            return self._check(probe, [k for k in self.candidates(probe) if stored[k][4] > serial])
+        keys = self._batch_keys
+        return [(key, score) for slot, score in probe.partners for key, added in keys[slot]
+                if (entry := stored.get(key)) is not None and entry[4] == added]  # fmt: skip
+
+    def _partners(self, probes: Sequence[Probe]) -> list[tuple[tuple[int, float], ...]]:
+        """For each of a batch's probes, ``(position, Jaccard)`` of the probes of the batch
+        (itself included) sharing an LSH band with it whose Jaccard reaches the threshold:
+        what :meth:`_check` gives once one is stored."""
+        tables: list[dict[bytes, int | list[int]]] = [{} for _ in range(self.bands)]
+        pairs: set[tuple[int, int]] = set()
+        for i, probe in enumerate(probes):
+            for table, band in zip(tables, probe.bands, strict=True):
+                got = table.setdefault(band, i)
+                if type(got) is int:
+                    if got != i:
+                        table[band] = [got, i]
+                        pairs.add((got, i))
+                else:
+                    seen = cast("list[int]", got)
+                    pairs.update((j, i) for j in seen)
+                    seen.append(i)
+        threshold = self.threshold
+        partners: list[list[tuple[int, float]]] = [
+            [(i, 1.0)] if probe.size else [] for i, probe in enumerate(probes)
+        ]  # a text with trigrams is its own match (Jaccard 1)
+        for j, i in sorted(pairs):
+            mine, theirs = probes[i], probes[j]
+            size, other = mine.size, theirs.size
+            if (size if size < other else other) < threshold * (size if size > other else other):
+                continue
+            most = (size + other - (mine.bitmap ^ theirs.bitmap).bit_count()) >> 1
+            if most <= 0 or most / (size + other - most) < threshold:
+                continue
+            shared = len(mine.grams & theirs.grams)
+            union = size + other - shared
+            score = shared / union if union else 0.0
+            if score >= threshold:
+                partners[i].append((j, score))
+                partners[j].append((i, score))
+        return [tuple(row) for row in partners]
 
     def _check(self, probe: Probe, keys: Iterable[str]) -> list[tuple[str, float]]:
         """``(key, Jaccard)`` of the stored ``keys`` whose trigram Jaccard with the probe

@@ -258,17 +258,25 @@ def test_probes_made_before_adds_and_removes_match_what_is_stored_at_match_time(
     for i, text in enumerate(texts[:100]):
         index.add(f"k{i}", text)
         stored[f"k{i}"] = text
-    probes = index.probes(texts[200:])
-    assert all(p.found is not None for p in probes)
-    for i, text in enumerate(texts[100:200]):  # stored after the probes were made
-        index.add(f"n{i}", text)
-        stored[f"n{i}"] = text
+
     def definition(probe: Probe) -> list[tuple[str, float]]:
         grams = trigrams(probe.text)
         scores = [(k, jaccard(grams, trigrams(stored[k]))) for k in index.candidates(probe)]
         return sorted([(k, j) for k, j in scores if j >= 0.5], key=lambda r: (-r[1], r[0]))
 
-    # only stored since: found among the keys stored after the probes (the fresh tables)
+    probes = index.probes(texts[200:])
+    assert all(p.found is not None for p in probes)
+    for i, probe in enumerate(probes[::2]):  # some of the batch stored, in turn, as a stage does
+        assert index.matches(probe) == definition(probe)
+        index.add(f"p{i}", probe)
+        stored[f"p{i}"] = probe.text
+    # the batch's keys are found among the partners of its probes
+    assert [index.matches(probe) for probe in probes] == [definition(p) for p in probes]
+    assert sum(k.startswith("p") for p in probes for k, _ in index.matches(p)) > 60
+    for i, text in enumerate(texts[100:200]):  # stored after the probes were made
+        index.add(f"n{i}", text)
+        stored[f"n{i}"] = text
+    # others stored since: the probes look for them among every candidate
     assert [index.matches(probe) for probe in probes] == [definition(p) for p in probes]
     for i in range(0, 100, 3):  # removed after
         index.remove(f"k{i}")
