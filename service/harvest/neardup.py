@@ -29,7 +29,13 @@ trigram set (bit ``crc32(trigram) mod 512``; the bitmap filter of Sandes, Teodor
 set in one bitmap only stands for at least one trigram in one set only, so ``|A ∩ B| ≤
 (|A| + |B| - popcount(bits(A) xor bits(B))) / 2``, and a candidate whose Jaccard cannot
 reach the threshold even then is never intersected. Both only skip pairs below the
-threshold: the matches are the same.
+threshold: the matches are the same. :meth:`NearDupIndex.probes` applies both bounds to
+every LSH candidate of a whole batch of new texts in one numpy pass (~20 candidates each; a
+Python loop cost ~1 µs per candidate), so only the few that pass are intersected; keys
+stored after a probe was made are checked when it is matched. An ASCII text's trigrams are
+hashed by position in numpy (CRC-32 of 3 bytes from three 256-entry tables, its distinct
+trigrams counted by their CRCs, which are distinct on 3-byte messages); its trigram set is
+built only if a pair passes both bounds.
 
 Paraphrases share meaning, not trigrams ("how do I top up" ~ "add money to my account"), so
 with an ``embedder`` (:mod:`service.embeddings.model`) two texts also match when the cosine of their
@@ -65,7 +71,7 @@ True
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from itertools import chain
 from typing import TYPE_CHECKING, NamedTuple, cast
@@ -91,21 +97,47 @@ _BITMAP_BITS = 512
 _FMIX = (np.uint32(16), np.uint32(0x85EBCA6B), np.uint32(13), np.uint32(0xC2B2AE35))
 
 
-class Probe(NamedTuple):
-    """A normalised text with its trigram set and LSH band keys (computed once) and, when the
-    index has an embedder: its unit vector (``(dim,)`` float32), the stored keys whose cosine
-    with it reached the index's ``cosine`` when it was made (``near``: ``(key, cosine)``,
-    most similar first) and the index's add counter then (``serial``; keys stored later are
-    scored at match time); ``bitmap``: the trigram set's bitmap (module docstring; ``None``:
-    computed when needed)."""
+class Probe:
+    """A normalised text with its LSH band keys, trigram count (``size``) and bitmap
+    (``bitmap``, module docstring), computed once; its trigram set (``grams``) computed when
+    first read (the bounds settle most comparisons without it). When the index has an
+    embedder: its unit vector (``(dim,)`` float32) and the stored keys whose cosine with it
+    reached the index's ``cosine`` when it was made (``near``: ``(key, cosine)``, most
+    similar first). ``serial``: the index's add counter when it was made (keys stored later
+    are checked at match time). ``found``: the keys stored when it was made whose trigram
+    Jaccard with it reaches the threshold and that share an LSH band with it (``(key,
+    Jaccard)``, in no order; :meth:`NearDupIndex.probes` checks a whole batch at once),
+    ``None``: not checked (:meth:`NearDupIndex.matches` then checks every candidate)."""
 
-    text: str
-    grams: frozenset[bytes]
-    bands: tuple[bytes, ...]
-    vector: np.ndarray | None = None
-    near: tuple[tuple[str, float], ...] = ()
-    serial: int = 0
-    bitmap: int | None = None
+    __slots__ = ("_grams", "bands", "batch", "bitmap", "found", "near", "partners", "serial",
+                 "size", "slot", "text", "vector")  # fmt: skip
+
+    def __init__(
+        self,
+        text: str,
+        bands: tuple[bytes, ...],
+        size: int,
+        bitmap: int,
+        grams: frozenset[bytes] | None = None,
+        vector: np.ndarray | None = None,
+        near: tuple[tuple[str, float], ...] = (),
+        serial: int = 0,
+        found: tuple[tuple[str, float], ...] | None = None,
+    ) -> None:
+        self.text, self.bands, self.size, self.bitmap = text, bands, size, bitmap
+        self._grams, self.vector, self.near = grams, vector, near
+        self.serial, self.found = serial, found
+        # set by a checked batch: its number, this probe's position in it, and the probes of
+        # the batch that match it, (position, Jaccard)
+        self.batch, self.slot = 0, 0
+        self.partners: tuple[tuple[int, float], ...] = ()
+
+    @property
+    def grams(self) -> frozenset[bytes]:
+        """The text's character trigrams (:func:`service.harvest.text.trigrams`)."""
+        if self._grams is None:
+            self._grams = trigrams(self.text)
+        return self._grams
 
 
 @lru_cache(maxsize=8)
@@ -157,6 +189,66 @@ def signatures(sets: Sequence[frozenset[bytes]], num_perm: int,
     return _signatures(_crc32s(sets), num_perm, permutations)
 
 
+def _crc_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.uint32]:
+    """``(t0, t1, t2, c)``: ``zlib.crc32(bytes((x, y, z))) == t0[x] ^ t1[y] ^ t2[z] ^ c`` for
+    every 3-byte message (CRC-32 is affine over GF(2): ``crc(u ^ v) = crc(u) ^ crc(v) ^
+    crc(0)`` for messages of one length)."""
+    zero = zlib.crc32(b"\0\0\0")
+    t0 = np.array([zlib.crc32(bytes((v, 0, 0))) ^ zero for v in range(256)], dtype=np.uint32)
+    t1 = np.array([zlib.crc32(bytes((0, v, 0))) ^ zero for v in range(256)], dtype=np.uint32)
+    t2 = np.array([zlib.crc32(bytes((0, 0, v))) ^ zero for v in range(256)], dtype=np.uint32)
+    return t0, t1, t2, np.uint32(zero)
+
+
+_CRC3 = _crc_tables()
+
+
+def _text_hashes(texts: Sequence[str]
+                 ) -> tuple[tuple[np.ndarray, list[int]], list[int], list[frozenset[bytes] | None]]:
+    """What :meth:`NearDupIndex.probes` needs of normalised ``texts``, without building the
+    trigram sets of ASCII ones: ``(hashes, sizes, sets)`` — ``hashes`` as :func:`_crc32s`
+    gives them but with an ASCII text's trigrams once per position (repeats change neither
+    a MinHash signature nor a bitmap), ``sizes`` the distinct trigrams of each text and
+    ``sets`` the trigram set of each text that is not ASCII or empty (``None`` for the
+    others). An ASCII trigram is 3 bytes, and CRC-32 is one-to-one on 3-byte messages (its
+    degree, 32, exceeds their 24 bits), so its distinct CRCs count its distinct trigrams."""
+    ascii_at = [i for i, text in enumerate(texts) if text and text.isascii()]
+    sets: list[frozenset[bytes] | None] = [None] * len(texts)
+    sizes = [0] * len(texts)
+    pieces: list[np.ndarray | None] = [None] * len(texts)
+    if ascii_at:
+        widths = np.array([len(texts[i]) for i in ascii_at], dtype=np.intp)  # trigrams
+        raw = np.frombuffer("".join([f" {texts[i]} " for i in ascii_at]).encode("ascii"),
+                            dtype=np.uint8)  # fmt: skip
+        total = int(widths.sum())
+        # text j's windows start at its padded offset (widths[j] + 2 bytes before it)
+        starts = np.zeros(len(widths), dtype=np.intp)
+        np.cumsum(widths[:-1], out=starts[1:])
+        first = np.zeros(len(widths), dtype=np.intp)
+        np.cumsum(widths[:-1] + 2, out=first[1:])
+        at = np.arange(total) + np.repeat(first - starts, widths)
+        t0, t1, t2, c = _CRC3
+        crcs = t0[raw[at]] ^ t1[raw[at + 1]] ^ t2[raw[at + 2]] ^ c
+        owner = np.repeat(np.arange(len(widths), dtype=np.uint64), widths)
+        keyed = np.sort((owner << np.uint64(32)) | crcs.astype(np.uint64))
+        distinct = keyed[np.concatenate(([True], keyed[1:] != keyed[:-1]))]  # np.unique's
+        counts = np.bincount((distinct >> np.uint64(32)).astype(np.intp), minlength=len(widths))
+        bounds = np.append(starts, total).tolist()
+        for j, (i, size) in enumerate(zip(ascii_at, counts.tolist(), strict=True)):
+            sizes[i] = size
+            pieces[i] = crcs[bounds[j] : bounds[j + 1]]
+        if len(ascii_at) == len(texts):
+            return (crcs, widths.tolist()), sizes, sets
+    for i, text in enumerate(texts):
+        if pieces[i] is None:
+            grams = sets[i] = trigrams(text)
+            sizes[i] = len(grams)
+            hashed = grams or _EMPTY
+            pieces[i] = np.fromiter(map(zlib.crc32, hashed), np.uint32, len(hashed))
+    segments = cast("list[np.ndarray]", pieces)
+    return (np.concatenate(segments), [len(piece) for piece in segments]), sizes, sets
+
+
 def _crc32s(sets: Sequence[frozenset[bytes]]) -> tuple[np.ndarray, list[int]]:
     """The CRC-32 of every trigram of ``sets`` (an empty set as ``{b"   "}``), in order, as
     ``uint32``, and how many each set has."""
@@ -169,13 +261,36 @@ def _bitmaps(sets: Sequence[frozenset[bytes]], hashes: tuple[np.ndarray, list[in
              ) -> list[int]:  # fmt: skip
     """The bitmap of each of ``sets`` (module docstring): bit ``crc32 mod 512`` of each
     trigram set (``hashes``: :func:`_crc32s` of ``sets``); 0 for an empty set."""
-    crcs, sizes = hashes
-    rows = np.repeat(np.arange(len(sizes)), sizes)
-    bits = np.zeros((len(sizes), _BITMAP_BITS), dtype=bool)
+    packed = _packed_bitmaps(hashes, [len(grams) for grams in sets])
+    return [int.from_bytes(row, "little") for row in packed.tolist()]
+
+
+def _packed_bitmaps(hashes: tuple[np.ndarray, list[int]], sizes: Sequence[int]) -> np.ndarray:
+    """:func:`_bitmaps` as ``(len(sizes), 64)`` bytes (``uint8``; bit ``i``: byte ``i // 8``,
+    bit ``i % 8``) from the CRCs of each set's trigrams (``hashes``) and its size (a zero row
+    for an empty set)."""
+    crcs, segments = hashes
+    rows = np.repeat(np.arange(len(segments)), segments)
+    bits = np.zeros((len(segments), _BITMAP_BITS), dtype=bool)
     bits[rows, crcs % _BITMAP_BITS] = True
-    packed = np.packbits(bits, axis=1, bitorder="little")  # bit i: byte i // 8, bit i % 8
-    return [int.from_bytes(row, "little") if grams else 0
-            for row, grams in zip(packed, sets, strict=True)]  # fmt: skip
+    packed = np.packbits(bits, axis=1, bitorder="little")
+    empty = [i for i, size in enumerate(sizes) if not size]
+    if empty:
+        packed[empty] = 0
+    return packed
+
+
+#: Set bits of each byte value (numpy < 2 has no ``bitwise_count``).
+_BYTE_BITS = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
+
+
+def _popcounts(words: np.ndarray) -> np.ndarray:
+    """Set bits of each row of ``words`` (``(n, w)`` ``uint64``), as ``(n,)`` ``int64``."""
+    count = getattr(np, "bitwise_count", None)
+    if count is not None:
+        return count(words).sum(axis=1, dtype=np.int64)  # type: ignore[no-any-return]
+    octets = np.ascontiguousarray(words).view(np.uint8).reshape(len(words), -1)
+    return _BYTE_BITS[octets].sum(axis=1)  # type: ignore[no-any-return]
 
 
 def _signatures(hashes: tuple[np.ndarray, list[int]], num_perm: int,
@@ -250,18 +365,30 @@ class NearDupIndex:
         self._tables: list[dict[bytes, str | tuple[str, ...] | dict[str, None]]] = [
             {} for _ in range(self.bands)
         ]
-        # key -> (trigram count, bitmap, band keys, trigrams)
-        self._grams: dict[str, tuple[int, int, tuple[bytes, ...], frozenset[bytes]]] = {}
-        # the stored vectors: row i of _matrix is _keys[i]'s (a zero row and None when free),
-        # stored at add number _serials[i]; rows [0, _size) are in use or free
+        # key -> (trigram count, bitmap, band keys, normalised text, add number): untracked
+        # by the garbage collector; the trigram set is built again when a check needs it
+        self._grams: dict[str, tuple[int, int, tuple[bytes, ...], str, int]] = {}
+        # row i is _keys[i]'s (None when free), stored at add number _serials[i], with its
+        # trigram count _sizes[i], bitmap _words[i] and vector _matrix[i] (zero when free; no
+        # columns without an embedder); rows [0, _size) are in use or free
         dim = embedder.dim if embedder is not None else 0
         self._matrix = np.zeros((0, dim), dtype=np.float32)
         self._serials = np.zeros(0, dtype=np.int64)
+        self._sizes = np.zeros(0, dtype=np.int64)
+        self._words = np.zeros((0, _BITMAP_BITS // 64), dtype=np.uint64)
         self._keys: list[str | None] = []
         self._row: dict[str, int] = {}
         self._free: list[int] = []
+        # row -> (trigram count, bitmap) of rows stored since _sizes and _words were written
+        self._unwritten: dict[int, tuple[int, int]] = {}
         self._size = 0
         self._serial = 0
+        # the last batch of checked probes (number _batch, made at add number _batch_from)
+        # and, by position, the (key, add number) each was stored under since: while every
+        # key stored since came from one of them and none of those was removed (_clean), a
+        # probe of the batch finds the keys stored after it among its partners
+        self._batch, self._batch_from, self._clean = 0, 0, False
+        self._batch_keys: list[tuple[tuple[str, int], ...]] = []
 
     def __len__(self) -> int:
         return len(self._grams)
@@ -272,31 +399,80 @@ class NearDupIndex:
     def probes(self, texts: Sequence[str]) -> list[Probe]:
         """Probes of normalised ``texts`` (one vectorised MinHash pass and, with an
         embedder, one embedding call and one matrix product against the stored vectors), in
-        order."""
+        order, each with its trigram matches among the keys stored now (``Probe.found``:
+        the size and bitmap bounds of every probe's LSH candidates in one numpy pass, the
+        exact Jaccard of those that pass)."""
+        return self._probes(texts, check=True)
+
+    def _probes(self, texts: Sequence[str], check: bool) -> list[Probe]:
+        """:meth:`probes`; ``found`` left ``None`` unless ``check``."""
         if not texts:
             return []
-        sets = [trigrams(text) for text in texts]
-        hashes = _crc32s(sets)
+        hashes, sizes, sets = _text_hashes(texts)
         signed = _signatures(hashes, self.num_perm, self._permutations)
         signed = signed[:, : self.bands * self.rows]
-        bitmaps = _bitmaps(sets, hashes)
+        packed = _packed_bitmaps(hashes, sizes)
+        bitmaps = [int.from_bytes(row, "little") for row in packed.tolist()]
         width = np.dtype((np.void, 4 * self.rows))  # one band of one row as one bytes value
-        keys = np.ascontiguousarray(signed).view(width).tolist()
-        if self.embedder is None:
-            rows = zip(texts, sets, keys, bitmaps, strict=True)
-            return [Probe(text, grams, tuple(band), bitmap=bit) for text, grams, band, bit in rows]
-        vectors = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
-        near = self._near(vectors, self._size)
-        return [Probe(text, grams, tuple(row), vector, hits, self._serial, bitmap)
-                for text, grams, row, vector, hits, bitmap
-                in zip(texts, sets, keys, vectors, near, bitmaps, strict=True)]  # fmt: skip
+        keys = [tuple(band) for band in np.ascontiguousarray(signed).view(width).tolist()]
+        serial = self._serial
+        made = [Probe(text, band, size, bit, grams, serial=serial)
+                for text, band, size, bit, grams
+                in zip(texts, keys, sizes, bitmaps, sets, strict=True)]  # fmt: skip
+        if check:
+            for probe, hits in zip(made, self._check_all(made, packed), strict=True):
+                probe.found = hits
+            self._batch += 1
+            self._batch_from, self._clean = serial, True
+            self._batch_keys = [() for _ in made]
+            for slot, (probe, partners) in enumerate(zip(made, self._partners(made), strict=True)):
+                probe.batch, probe.slot, probe.partners = self._batch, slot, partners
+        if self.embedder is not None:
+            vectors = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
+            near = self._near(vectors, self._size)
+            for probe, vector, close in zip(made, vectors, near, strict=True):
+                probe.vector, probe.near = vector, close
+        return made
 
-    @staticmethod
-    def _bitmap_of(probe: Probe) -> int:
-        """The probe's trigram bitmap (module docstring)."""
-        if probe.bitmap is not None:
-            return probe.bitmap
-        return _bitmaps([probe.grams], _crc32s([probe.grams]))[0]
+    def _check_all(self, probes: Sequence[Probe], packed: np.ndarray
+                   ) -> list[tuple[tuple[str, float], ...]]:  # fmt: skip
+        """For each probe (its :func:`_packed_bitmaps` row in ``packed``), the stored keys
+        sharing a band with it whose Jaccard reaches the threshold, ``(key, Jaccard)``:
+        :meth:`_check` of every pair, the two bounds in one numpy pass over all of them."""
+        if not self._grams:
+            return [() for _ in probes]
+        self._write_rows()
+        row_of, counts, rows = self._row, [], cast("list[int]", [])
+        for probe in probes:
+            candidates = self._candidates(probe.bands)
+            counts.append(len(candidates))
+            rows.extend(map(row_of.__getitem__, candidates))
+        found: list[list[tuple[str, float]]] = [[] for _ in probes]
+        if not rows:
+            return [() for _ in probes]
+        threshold = self.threshold
+        which = np.repeat(np.arange(len(probes)), counts)
+        at = np.array(rows, dtype=np.intp)
+        mine = np.array([probe.size for probe in probes], dtype=np.int64)[which]
+        other = self._sizes[at]
+        # Jaccard <= smaller / larger set (as _check: skipped when smaller < t * larger)
+        keep = np.flatnonzero(np.minimum(mine, other) >= threshold * np.maximum(mine, other))
+        which, at, mine, other = which[keep], at[keep], mine[keep], other[keep]
+        words = packed.view("<u8")
+        most = (mine + other - _popcounts(words[which] ^ self._words[at])) >> 1
+        union = mine + other - most
+        keep = np.flatnonzero(most > 0)  # as _check: skipped when most <= 0 or the bound < t
+        keep = keep[most[keep] / union[keep] >= threshold]
+        keys, stored = self._keys, self._grams
+        for i, row in zip(which[keep].tolist(), at[keep].tolist(), strict=True):
+            key, probe = cast("str", keys[row]), probes[i]
+            size, other_size = probe.size, stored[key][0]
+            shared = len(probe.grams & trigrams(stored[key][3]))
+            union_size = size + other_size - shared
+            score = shared / union_size if union_size else 0.0  # service.harvest.text.jaccard
+            if score >= threshold:
+                found[i].append((key, score))
+        return [tuple(hits) for hits in found]
 
     def _near(self, vectors: np.ndarray, size: int, newer_than: int | None = None
               ) -> list[tuple[tuple[str, float], ...]]:  # fmt: skip
@@ -322,7 +498,7 @@ class NearDupIndex:
     def add(self, key: str, probe: Probe | str) -> None:
         """Store ``key`` with a probe or normalised text (a key already stored is replaced)."""
         if isinstance(probe, str) or (self.embedder is not None and probe.vector is None):
-            probe = self.probes([probe if isinstance(probe, str) else probe.text])[0]
+            probe = self._probes([probe if isinstance(probe, str) else probe.text], False)[0]
         if key in self._grams:
             self.remove(key)
         for table, band in zip(self._tables, probe.bands, strict=True):
@@ -338,12 +514,32 @@ class NearDupIndex:
                     table[band] = dict.fromkeys((*found, key))
             else:  # a crowded bucket: a dict (type() checks do not narrow the else for mypy)
                 cast("dict[str, None]", found)[key] = None
-        self._grams[key] = (len(probe.grams), self._bitmap_of(probe), probe.bands, probe.grams)
-        if self.embedder is not None:
-            self._store(key, probe.vector)
+        bitmap = probe.bitmap
+        self._serial += 1
+        if self._clean:  # still clean when the probe is of the last batch
+            if probe.batch == self._batch:
+                self._batch_keys[probe.slot] += ((key, self._serial),)
+            else:
+                self._clean = False
+        self._grams[key] = (probe.size, bitmap, probe.bands, probe.text, self._serial)
+        self._store(key, probe.vector, probe.size, bitmap)
 
-    def _store(self, key: str, vector: np.ndarray | None) -> None:
-        """Put ``key``'s vector in a free row (the matrix doubles when full)."""
+    def _write_rows(self) -> None:
+        """Write the trigram counts and bitmaps of the rows stored since the last call into
+        ``_sizes`` and ``_words`` (in one pass: a row at a time cost more than its check)."""
+        unwritten = self._unwritten
+        if not unwritten:
+            return
+        rows = np.fromiter(unwritten.keys(), dtype=np.intp, count=len(unwritten))
+        self._sizes[rows] = [size for size, _ in unwritten.values()]
+        octets = b"".join([bitmap.to_bytes(_BITMAP_BITS // 8, "little")
+                           for _, bitmap in unwritten.values()])  # fmt: skip
+        self._words[rows] = np.frombuffer(octets, dtype="<u8").reshape(len(rows), -1)
+        unwritten.clear()
+
+    def _store(self, key: str, vector: np.ndarray | None, size: int, bitmap: int) -> None:
+        """Put ``key``'s vector, trigram count and bitmap in a free row (the arrays double
+        when full)."""
         if self._free:
             row = self._free.pop()
         else:
@@ -354,12 +550,18 @@ class NearDupIndex:
                 matrix[:row] = self._matrix[:row]
                 serials = np.zeros(grown, dtype=np.int64)
                 serials[:row] = self._serials[:row]
+                sizes = np.zeros(grown, dtype=np.int64)
+                sizes[:row] = self._sizes[:row]
+                words = np.zeros((grown, self._words.shape[1]), dtype=np.uint64)
+                words[:row] = self._words[:row]
                 self._matrix, self._serials = matrix, serials
+                self._sizes, self._words = sizes, words
                 self._keys.extend([None] * (grown - len(self._keys)))
             self._size += 1
-        self._serial += 1
-        self._matrix[row] = 0.0 if vector is None else vector
-        self._serials[row] = self._serial
+        if self.embedder is not None:  # the vectors and add numbers are read with one only
+            self._matrix[row] = 0.0 if vector is None else vector
+            self._serials[row] = self._serial
+        self._unwritten[row] = (size, bitmap)
         self._keys[row] = key
         self._row[key] = row
 
@@ -368,6 +570,8 @@ class NearDupIndex:
         stored = self._grams.pop(key, None)
         if stored is None:
             return
+        if stored[4] > self._batch_from:  # stored since the last batch's probes
+            self._clean = False
         for table, band in zip(self._tables, stored[2], strict=True):
             found = table[band]
             if type(found) is str:
@@ -385,14 +589,19 @@ class NearDupIndex:
                     del table[band]
         row = self._row.pop(key, None)
         if row is not None:
-            self._matrix[row] = 0.0
+            if self.embedder is not None:
+                self._matrix[row] = 0.0
             self._keys[row] = None
             self._free.append(row)
 
     def candidates(self, probe: Probe) -> set[str]:
         """The stored keys sharing at least one LSH band with the probe (``MinHashLSH.query``)."""
+        return self._candidates(probe.bands)
+
+    def _candidates(self, bands: Sequence[bytes]) -> set[str]:
+        """:meth:`candidates` of a probe's band keys."""
         found: set[str] = set()
-        for hit in map(dict.get, self._tables, probe.bands):  # one C-level pass
+        for hit in map(dict.get, self._tables, bands):  # one C-level pass
             if hit is None:
                 continue
             if type(hit) is str:
@@ -408,27 +617,14 @@ class NearDupIndex:
         similar first); ties by key."""
         if not self._grams:
             return []
-        threshold, stored = self.threshold, self._grams
-        mine = probe.grams
-        size = len(mine)
-        bits = self._bitmap_of(probe)
-        found = []
-        for key in self.candidates(probe):
-            other, theirs, _, grams = stored[key]
-            # Jaccard <= smaller / larger set: a fifth of the LSH candidates fail this
-            if (size if size < other else other) < threshold * (size if size > other else other):
-                continue
-            # |A ∩ B| <= (|A| + |B| - popcount(bits xor theirs)) / 2 (module docstring): most
-            # of the others fail this; the score is monotone in the intersection, and so is
-            # its rounding, so a bound below the threshold means a score below it
-            most = (size + other - (bits ^ theirs).bit_count()) >> 1
-            if most <= 0 or most / (size + other - most) < threshold:
-                continue
-            shared = len(mine & grams)
-            union = size + other - shared
-            score = shared / union if union else 0.0  # service.harvest.text.jaccard
-            if score >= threshold:
-                found.append((key, score))
+        stored, serial = self._grams, probe.serial
+        if probe.found is None:
+            found = self._check(probe, self.candidates(probe))
+        else:  # checked when made: those still stored unchanged, and the keys stored since
+            found = [(key, score) for key, score in probe.found
+                     if (entry := stored.get(key)) is not None and entry[4] <= serial]  # fmt: skip
+            if self._serial > serial:
+                found.extend(self._later(probe))
         found.sort(key=lambda row: (-row[1], row[0]))
         if self.embedder is None or probe.vector is None:
             return found
@@ -439,10 +635,81 @@ class NearDupIndex:
                     if key not in seen and key in row_of
                     and serials[row_of[key]] <= probe.serial]  # fmt: skip
         if self._serial > probe.serial:
-            later = self._near(probe.vector[None, :], self._size, newer_than=probe.serial)[0]
-            semantic.extend(hit for hit in later if hit[0] not in seen)
+            later_near = self._near(probe.vector[None, :], self._size, newer_than=probe.serial)
+            semantic.extend(hit for hit in later_near[0] if hit[0] not in seen)
             semantic.sort(key=lambda row: (-row[1], row[0]))
         return found + semantic
+
+    def _later(self, probe: Probe) -> list[tuple[str, float]]:
+        """``(key, Jaccard)`` of the keys stored after the probe was made that match it
+        (among its batch's partners while every key stored since came from that batch)."""
+        stored, serial = self._grams, probe.serial
+        if not (self._clean and probe.batch == self._batch):
+            return self._check(probe, [k for k in self.candidates(probe) if stored[k][4] > serial])
+        keys = self._batch_keys
+        return [(key, score) for slot, score in probe.partners for key, added in keys[slot]
+                if (entry := stored.get(key)) is not None and entry[4] == added]  # fmt: skip
+
+    def _partners(self, probes: Sequence[Probe]) -> list[tuple[tuple[int, float], ...]]:
+        """For each of a batch's probes, ``(position, Jaccard)`` of the probes of the batch
+        (itself included) sharing an LSH band with it whose Jaccard reaches the threshold:
+        what :meth:`_check` gives once one is stored."""
+        tables: list[dict[bytes, int | list[int]]] = [{} for _ in range(self.bands)]
+        pairs: set[tuple[int, int]] = set()
+        for i, probe in enumerate(probes):
+            for table, band in zip(tables, probe.bands, strict=True):
+                got = table.setdefault(band, i)
+                if type(got) is int:
+                    if got != i:
+                        table[band] = [got, i]
+                        pairs.add((got, i))
+                else:
+                    seen = cast("list[int]", got)
+                    pairs.update((j, i) for j in seen)
+                    seen.append(i)
+        threshold = self.threshold
+        partners: list[list[tuple[int, float]]] = [
+            [(i, 1.0)] if probe.size else [] for i, probe in enumerate(probes)
+        ]  # a text with trigrams is its own match (Jaccard 1)
+        for j, i in sorted(pairs):
+            mine, theirs = probes[i], probes[j]
+            size, other = mine.size, theirs.size
+            if (size if size < other else other) < threshold * (size if size > other else other):
+                continue
+            most = (size + other - (mine.bitmap ^ theirs.bitmap).bit_count()) >> 1
+            if most <= 0 or most / (size + other - most) < threshold:
+                continue
+            shared = len(mine.grams & theirs.grams)
+            union = size + other - shared
+            score = shared / union if union else 0.0
+            if score >= threshold:
+                partners[i].append((j, score))
+                partners[j].append((i, score))
+        return [tuple(row) for row in partners]
+
+    def _check(self, probe: Probe, keys: Iterable[str]) -> list[tuple[str, float]]:
+        """``(key, Jaccard)`` of the stored ``keys`` whose trigram Jaccard with the probe
+        reaches the threshold (exact bounds first, module docstring), in no order."""
+        threshold, stored = self.threshold, self._grams
+        size, bits = probe.size, probe.bitmap
+        found = []
+        for key in keys:
+            other, theirs, _, text, _ = stored[key]
+            # Jaccard <= smaller / larger set: a fifth of the LSH candidates fail this
+            if (size if size < other else other) < threshold * (size if size > other else other):
+                continue
+            # |A ∩ B| <= (|A| + |B| - popcount(bits xor theirs)) / 2 (module docstring): most
+            # of the others fail this; the score is monotone in the intersection, and so is
+            # its rounding, so a bound below the threshold means a score below it
+            most = (size + other - (bits ^ theirs).bit_count()) >> 1
+            if most <= 0 or most / (size + other - most) < threshold:
+                continue
+            shared = len(probe.grams & trigrams(text))
+            union = size + other - shared
+            score = shared / union if union else 0.0  # service.harvest.text.jaccard
+            if score >= threshold:
+                found.append((key, score))
+        return found
 
     def find(self, text: str) -> tuple[str, float] | None:
         """The best of :meth:`matches` for a normalised text, or ``None``."""

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from datasketch import MinHash, MinHashLSH
 
-from service.harvest.neardup import NearDupIndex, lsh_parameters, signatures
+from service.harvest.neardup import NearDupIndex, Probe, lsh_parameters, signatures
 from service.harvest.text import candidate_id, jaccard, trigrams
 from service.harvest.text import comparison_form as normalise
 
@@ -217,3 +217,76 @@ def test_lsh_parameters_are_datasketchs_and_must_match_num_perm() -> None:
     assert (given.bands, given.rows) == (lsh.b, lsh.r)
     with pytest.raises(ValueError, match="num_perm=32"):
         NearDupIndex(0.6, 32, parameters=params)
+
+
+def test_probes_count_and_hash_each_distinct_trigram_once() -> None:
+    """Probes hash ASCII texts by position without building their trigram sets: the count,
+    bitmap and signature are still those of the set (repeated trigrams once), and the
+    3-byte CRC tables give ``zlib.crc32``."""
+    from service.harvest.neardup import _CRC3
+
+    t0, t1, t2, c = _CRC3
+    rng = random.Random(13)
+    for message in [bytes(rng.randrange(256) for _ in range(3)) for _ in range(20_000)]:
+        assert zlib.crc32(message) == int(t0[message[0]] ^ t1[message[1]] ^ t2[message[2]] ^ c)
+    words = "aaaa abab abcabc when are the fees due कब है fee ¿cuánto".split()
+    texts = ["", "a", "aaaaaaa", "abcabcabc abcabc"] + [
+        " ".join(rng.choices(words, k=rng.randint(1, 7))) for _ in range(300)
+    ]
+    index = NearDupIndex(threshold=0.6)
+    probes = index.probes(texts)
+    sets = [trigrams(text) for text in texts]
+    assert [p.size for p in probes] == [len(s) for s in sets]
+    assert [p.grams for p in probes] == sets
+    bitmaps = [sum({1 << (zlib.crc32(g) % 512) for g in s}) for s in sets]
+    assert [p.bitmap for p in probes] == bitmaps
+    width = np.dtype((np.void, 4 * index.rows))
+    bands = signatures(sets, 64)[:, : index.bands * index.rows].copy().view(width).tolist()
+    assert [p.bands for p in probes] == [tuple(row) for row in bands]
+    assert probes[2].size == 3  # " aa", "aaa", "aa ": 9 positions, 3 trigrams
+
+
+def test_probes_made_before_adds_and_removes_match_what_is_stored_at_match_time() -> None:
+    """A probe checks the keys stored when it was made in one batch; keys stored, removed
+    or replaced afterwards are accounted for when it is matched: the definition (the exact
+    Jaccard of every LSH candidate now) holds."""
+    rng = random.Random(17)
+    words = "when are the hostel fees due library hours bus route exam".split()
+    texts = sorted({" ".join(rng.choices(words, k=rng.randint(2, 6))) for _ in range(300)})
+    index = NearDupIndex(threshold=0.5)
+    stored: dict[str, str] = {}
+    for i, text in enumerate(texts[:100]):
+        index.add(f"k{i}", text)
+        stored[f"k{i}"] = text
+
+    def definition(probe: Probe) -> list[tuple[str, float]]:
+        grams = trigrams(probe.text)
+        scores = [(k, jaccard(grams, trigrams(stored[k]))) for k in index.candidates(probe)]
+        return sorted([(k, j) for k, j in scores if j >= 0.5], key=lambda r: (-r[1], r[0]))
+
+    probes = index.probes(texts[200:])
+    assert all(p.found is not None for p in probes)
+    for i, probe in enumerate(probes[::2]):  # some of the batch stored, in turn, as a stage does
+        assert index.matches(probe) == definition(probe)
+        index.add(f"p{i}", probe)
+        stored[f"p{i}"] = probe.text
+    # the batch's keys are found among the partners of its probes
+    assert [index.matches(probe) for probe in probes] == [definition(p) for p in probes]
+    assert sum(k.startswith("p") for p in probes for k, _ in index.matches(p)) > 60
+    for i, text in enumerate(texts[100:200]):  # stored after the probes were made
+        index.add(f"n{i}", text)
+        stored[f"n{i}"] = text
+    # others stored since: the probes look for them among every candidate
+    assert [index.matches(probe) for probe in probes] == [definition(p) for p in probes]
+    for i in range(0, 100, 3):  # removed after
+        index.remove(f"k{i}")
+        del stored[f"k{i}"]
+    for i in range(1, 100, 3):  # replaced after: another text under the same key
+        index.add(f"k{i}", texts[-1 - i])
+        stored[f"k{i}"] = texts[-1 - i]
+    checked = 0
+    for probe in probes:
+        want = definition(probe)
+        assert index.matches(probe) == want
+        checked += any(k.startswith("n") for k, _ in want)
+    assert checked > 20  # keys stored after the probes were matched: not vacuous
