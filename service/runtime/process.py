@@ -320,8 +320,9 @@ class Runtime:
                 reasons.append("source not connected")
             elif not source.ready():
                 why = source.not_ready_reason() if isinstance(source, ExplainsNotReady) else None
-                generic = ("source not ready (no assignment or broker unreachable)"
-                           if self.settings.source.kind == "kafka" else "source not ready")  # fmt: skip
+                generic = "source not ready"
+                if self.settings.source.kind == "kafka":
+                    generic += " (no assignment or broker unreachable)"
                 reasons.append(why or generic)
         if self.last_error is not None:
             reasons.append("consumer error; retrying")
