@@ -361,7 +361,10 @@ class AnalyticsConfig(_Frozen):
         pii: scrub personal data first, before anything is stored, logged or labelled.
         language: the language detector; the gold set's languages are added to its
             candidates.
-        language_label_limit: most languages with their own metric label (rest: ``other``).
+        language_label_limit: most languages with their own metric label (rest: ``other``),
+            fixed at start: every gold-set language, then a built-in list of frequent ones
+            (en, es, hi-Latn, hi, fr, de, pt, zh, ar, ru, ja, ko, it, id, tr, vi) up to
+            the limit; live traffic adds none (the same labels on every replica).
         topics_model: artefact from ``goldwatch topics fit``; ``None``: fitted on the gold
             set at start.
         topics: topic-model settings used when fitting at start.

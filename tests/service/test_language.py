@@ -195,6 +195,22 @@ def test_allowlist_and_labeler() -> None:
     assert labeler.labels() == ["en", "es", "hi-Latn", "other", "und"]
 
 
+def test_the_default_labels_fill_the_limit_of_16() -> None:
+    """Trial user 3 (gold set all ``en``): ``ru`` (68 of 3,084 events) was counted as
+    ``other`` while ``fr`` and ``pt`` (no events) had labels: the built-in list had 9
+    languages, so 7 of the 16 labels were never used. The default list now fills the 16;
+    gold-set languages come first and push the list's tail out (``sw`` and ``yo``: the last
+    two, ``tr`` and ``vi``, lose their labels)."""
+    labeler = LanguageLabeler(["en"])
+    assert labeler.labels() == sorted(["en", "es", "hi-Latn", "hi", "fr", "de", "pt", "zh",
+                                       "ar", "ru", "ja", "ko", "it", "id", "tr", "vi",
+                                       "und", "other"])  # fmt: skip
+    assert [labeler.label(x) for x in ("ru", "ja", "vi", "uk")] == ["ru", "ja", "vi", "other"]
+    allow = language_allowlist(["sw", "yo"])
+    assert len(allow) == 16 and allow[:3] == ("sw", "yo", "en")
+    assert "id" in allow and "tr" not in allow and "vi" not in allow
+
+
 def test_stage_annotates_every_event() -> None:
     at = datetime(2026, 11, 29, tzinfo=UTC)
     questions = ["¿cuánto sale?", "Hostel ka fee semester wise dena hai ya yearly?", "???"]
