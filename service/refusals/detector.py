@@ -117,6 +117,15 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     r"ไม่พบ(?:ข้อมูล|คำตอบ)|หาไม่พบ",
 )
 
+#: How the refusal rate is determined, shown next to it (replay text and HTML, the status page,
+#: ``GET /v1/refusals``): the patterns have no quality figure on the user's own traffic, only
+#: on NoMIRACL's LLM replies (the module docstring; ``tests/service/test_refusals.py``).
+REFUSAL_RATE_METHOD = (
+    "answer.refused where the event sets it, else phrase patterns (not measured on this "
+    "traffic; precision 0.98, recall 1.00 on NoMIRACL's LLM replies); set answer.refused for "
+    "exact counts"
+)
+
 #: Openings that mark a reply as an answer even when it later says part of the question is not
 #: covered ("Yes, answer is present in [1]; no answer in the other contexts").
 DEFAULT_ANSWER_OPENINGS: tuple[str, ...] = (
