@@ -221,7 +221,7 @@ def test_configured_language_labels_come_after_the_gold_sets_within_the_limit() 
                                        "pt", "zh", "und", "other"])  # fmt: skip
     assert bounded.label("ar") == "other"
     with pytest.raises(pydantic.ValidationError):
-        AnalyticsConfig(language_labels=["Russian language"])
+        AnalyticsConfig(language_labels=("Russian language",))
 
 
 def test_stage_annotates_every_event() -> None:
