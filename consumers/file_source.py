@@ -255,6 +255,18 @@ class FileSource:
         """True while the input is open."""
         return not self._input.closed
 
+    def not_ready_reason(self) -> str | None:
+        """Why :meth:`ready` is false (names the file), or ``None`` while the input is open.
+
+        The poll loop closes the input when its run ends: read to its end (a file not
+        followed; ``serve`` then publishes the final results and reports the input finished)
+        or stopped by an error (``serve`` reopens it)."""
+        if not self._input.closed:
+            return None
+        if self._at_eof:
+            return f"input file {self.path} read to its end; publishing the final results"
+        return f"input file {self.path} closed (reopened after an error)"
+
     def close(self) -> None:
         """Close the input (unless it is stdin) and the dead-letter file; commits nothing."""
         self._input.close()

@@ -4,7 +4,7 @@ The report (``--format json``)::
 
     {"notices": [str, ...], "file", "consumed", "processed", "duplicates",
      "dead_lettered": {reason: n},
-     "dead_lettered_total", "dropped", "batches", "dlq_path",
+     "dead_lettered_total", "dropped": {"<field>: <reason>": n}, "batches", "dlq_path",
      "analytics": {"languages": {lang: n}, "topics": {topic: n},
                    "topic_labels": {topic: label},
                    "refusals": {"answers", "refused", "rate"},
@@ -26,6 +26,11 @@ The report (``--format json``)::
      "shadow": {...}, "quality": {...},
      "gold_candidates": {"n_suggestions", "by_reason": {reason: n}, "top": [record, ...],
                          "shed", "max_new_per_batch"}}
+
+``dropped`` counts what was dropped while its event was kept: optional fields with a wrong
+type or value (``"feedback.rating: wrong_type"``: the field path and reason, as the labels of
+``goldwatch_event_fields_dropped_total``, which ``serve`` exports) and events a pipeline
+stage removed, by the stage's reason (none today: duplicates have their own count).
 
 ``notices`` comes first and says what the numbers do not cover: without a configured gold
 set it holds :data:`service.settings.GOLD_SET_OFF` (gold-set comparisons are off, and which
@@ -57,6 +62,7 @@ from service.embeddings.config import english_model_notice
 from service.harvest.shed_note import shed_note
 from service.jobs.series import TimeSeries
 from service.pipeline import CountingStage, Pipeline
+from service.refusals.detector import REFUSAL_RATE_METHOD
 from service.runtime.live import build_live
 from service.runtime.memory import freeze_heap
 from service.runtime.reports import (
@@ -78,7 +84,8 @@ from service.topics.model import NOVEL
 class ReplayReport(LiveReports):
     """:func:`run_replay`'s report (``goldwatch replay --format json``): its ``notices``
     (what the numbers do not cover), the ``file`` replayed, the counts of the run
-    (``dead_lettered`` and ``dropped`` by reason), the dead-letter file, the ``analytics``
+    (``dead_lettered`` by reason; ``dropped``: optional fields by field and reason), the
+    dead-letter file, the ``analytics``
     (:class:`~service.runtime.reports.AnalyticsReport` with its ``series``; ``None`` when
     analytics are off) and the reports of the stages that are on (``shadow``, ``quality``,
     ``gold_candidates``: :class:`~service.runtime.reports.LiveReports`). NaN and infinities
@@ -189,7 +196,7 @@ def run_replay(
         "duplicates": report.duplicates,
         "dead_lettered": report.dead_lettered,
         "dead_lettered_total": report.dead_lettered_total,
-        "dropped": report.dropped,
+        "dropped": {**report.dropped, **_fields_dropped(registry)},
         "batches": report.batches,
         "dlq_path": str(source.dlq_path),
         "analytics": _with_series(analytics_report(live), series),
@@ -200,6 +207,20 @@ def run_replay(
         # resumed: the analytics cover every run on this state file, the counts above this run
         doc["resumed"] = {"state": str(state_path), "processed_in_all": counted.processed}
     return cast(ReplayReport, json_safe(doc))  # the same keys, NaN and infinities as None
+
+
+def _fields_dropped(registry: CollectorRegistry) -> dict[str, int]:
+    """``{"<field>: <reason>": n}``: the optional fields the run's decoder dropped (the events
+    kept), read from ``goldwatch_event_fields_dropped_total`` on the run's ``registry``."""
+    dropped: dict[str, int] = {}
+    for metric in registry.collect():
+        if metric.name != "goldwatch_event_fields_dropped":
+            continue
+        for sample in metric.samples:
+            if sample.name.endswith("_total") and sample.value:
+                key = f"{sample.labels['field']}: {sample.labels['reason']}"
+                dropped[key] = int(sample.value)
+    return dict(sorted(dropped.items()))
 
 
 def _with_series(analytics: AnalyticsReport | None, series: TimeSeries) -> AnalyticsReport | None:
@@ -243,6 +264,9 @@ def render_text(doc: ReplayReport) -> str:
     lines += [f"  dead-lettered {r}: {n}" for r, n in sorted(doc["dead_lettered"].items())]
     if doc["dead_lettered_total"]:
         lines.append(f"dead letters in {doc['dlq_path']}")
+    if doc.get("dropped"):
+        dropped = ", ".join(f"{key} {n}" for key, n in sorted(doc["dropped"].items()))
+        lines.append(f"dropped (the events kept): {dropped}")
     lines += _shadow_lines(doc.get("shadow"))
     analytics = doc.get("analytics")
     if not analytics:
@@ -274,7 +298,7 @@ def render_text(doc: ReplayReport) -> str:
     lines += [f"languages: {langs}", f"topics: {topics}"]
     if refusals["rate"] is not None:
         lines.append(f"refusals: {refusals['refused']}/{refusals['answers']} "
-                     f"({refusals['rate']:.1%})")  # fmt: skip
+                     f"({refusals['rate']:.1%}; {REFUSAL_RATE_METHOD})")  # fmt: skip
     scope = analytics["out_of_scope"]
     if scope.get("off"):
         lines.append(f"out of scope: off: {scope['off']}")

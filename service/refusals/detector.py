@@ -9,7 +9,11 @@ Three sources of truth, in this order of precedence:
    OR-ed with the patterns (``combine="any"``: more recall, less precision);
 3. the deterministic multilingual patterns below, matched anywhere in the NFKC-casefolded
    text: English; Hindi in Devanagari and romanized (Hinglish); Spanish; and the other XQuAD
-   languages (ar, de, el, ro, ru, th, tr, vi, zh) plus French. ``extra_patterns`` adds more.
+   languages (ar, de, el, ro, ru, th, tr, vi, zh) plus French, each with its "I don't know"
+   and first-person "I could not find" forms ("I'm sorry, I couldn't find that", "मुझे नहीं
+   पता", "我没有找到"; a bare English "I couldn't find …" without an apology is left out: the
+   production benchmark's refusal template says so, and counting it would move the pinned
+   golden replays). ``extra_patterns`` adds more.
 
 Why the model decides when present: the user's examples encode their own system's phrasing and
 its false friends ("No late fee is charged" is an answer), which generic patterns can't know.
@@ -53,14 +57,18 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     r"\bi'?m (?:sorry|afraid)\b.*\b(?:not|no|unable|cannot|can't)\b",
     r"\bunable to (?:answer|determine|find)\b",
     r"\bno answer\b",
+    r"\bsorry\b\W+i (?:could not|couldn't|couldnt|was unable to|was not able to|wasn't able to) "
+    r"(?:find|locate|answer|determine)\b",
     # Hindi, Devanagari
     r"जानकारी (?:नहीं|उपलब्ध नहीं)",
     r"(?:पता|मालूम) नहीं",
+    r"मुझे(?: \S+){0,4} नहीं (?:पता|मालूम)|मैं(?: \S+){0,3} नहीं जानत(?:ा|ी)",
     r"(?:उत्तर|जवाब)(?: \S+){0,2} (?:नहीं|देने में असमर्थ)",
     r"क्षमा करें|माफ़ कीजिए|माफ कीजिए",
     # Hindi, romanized
     r"\bjaa?nkari nahi?n?\b",
     r"\bpata nahi?n?\b|\bmaa?lu?m nahi?n?\b",
+    r"\bmujhe(?: \w+){0,4} nahi?n? (?:pata|maa?lu?m)\b",
     r"\b(?:jawab|uttar) nahi?n?\b|\bmaaf (?:kijiye|karein|karen|kijie)\b",
     # Spanish
     r"\bno (?:tengo|dispongo de|hay) (?:suficiente )?informaci[oó]n\b",
@@ -68,33 +76,54 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     r"\bno (?:lo )?sé\b|\bno lo se\b",
     r"\bno se (?:menciona|especifica|indica)\b",
     r"\blo siento\b",
+    r"\bno (?:pude|he podido|puedo) encontrar\b|\bno (?:encontr[ée]|he encontrado)\b",
     # French
     r"\bje ne (?:le )?sais pas\b|\bje ne peux pas r[ée]pondre\b",
     r"\b(?:pas|aucune?) (?:d'|de |assez d')?informations?\b",
     r"\bn'est pas (?:mentionn[ée]|indiqu[ée]|pr[ée]cis[ée])|\bd[ée]sol[ée]\b",
+    r"\bje n'ai pas (?:pu )?trouv[ée]|\bje ne (?:trouve|peux pas trouver)\b",
     # German (casefold: ß → ss)
     r"\bich weiss (?:es |das )?nicht\b|\bkeine (?:ausreichenden |genauen )?informationen\b",
     r"\b(?:kann|können) (?:ich |wir )?(?:die|diese|ihre) frage nicht beantworten\b",
     r"\bnicht (?:im|in den) (?:kontext|text|dokumenten?|quellen) (?:erwähnt|enthalten)",
+    r"\bdas weiss ich nicht\b|\bich (?:konnte|kann) (?:\w+ ){0,4}nicht finden\b",
+    r"\bich (?:konnte|habe) (?:dazu |hierzu )?keine (?:\w+ ){0,2}(?:finden|gefunden)\b",
     # Russian
     r"\bя не знаю\b|\bне могу ответить\b|\bнет (?:информации|данных|ответа)\b",
     r"\bнедостаточно (?:информации|данных)\b|\bне (?:упоминается|указано|указан)\b|извините",
+    r"\bне знаю\b|\bя не (?:могу|смог|смогла) найти\b|\bмне не удалось найти\b|\bя не наш[её]л",
     # Arabic
     r"لا (?:أعرف|اعرف|أعلم|اعلم|أدري|ادري)|لا (?:أستطيع|استطيع|يمكنني) (?:الإجابة|الاجابة)",
     r"لا (?:توجد|يوجد) (?:معلومات|إجابة|اجابة)|(?:عذرا|عذراً|آسف)",
+    r"لم (?:أتمكن|اتمكن|أستطع|استطع) من (?:العثور|الإجابة|الاجابة)|لم (?:أجد|اجد) ",
     # Chinese (no word boundaries)
     r"我不知道|不清楚|无法(?:回答|确定|找到)|無法(?:回答|確定)|没有(?:相关|足够)?(?:的)?(?:信息|资料|答案)",
     r"沒有(?:相關)?(?:資訊|資料|答案)|(?:未|没有)(?:提及|提到)|抱歉",
+    r"我(?:没有|没|未能|无法|沒有|無法)找到|我找不到",
     # Greek (casefold: final ς → σ)
     r"\bδεν (?:γνωρίζω|ξέρω)\b|\bδεν μπορώ να απαντήσω\b|\bδεν υπάρχουν πληροφορ",
+    r"\bδεν (?:μπόρεσα να βρω|μπορώ να βρω|βρήκα)\b",
     # Romanian (ș and ş spellings)
     r"\bnu (?:[sșş]tiu|pot (?:s[aă] )?r[aă]spunde)\b|\bnu (?:exist[aă]|am) informa[țţt]ii\b",
+    r"\bnu am (?:putut )?g[aă]s[iî]t?\b",
     # Turkish
     r"\bbilmiyorum\b|\bcevap veremiyorum\b|\byan[ıi]t veremiyorum\b|\bbilgi(?:m)? yok\b",
+    r"\bbulamad[ıi]m\b|\bbilgi bulunamad[ıi]\b",
     # Vietnamese
     r"\btôi không biết\b|\bkhông có thông tin\b|\bkhông thể trả lời\b",
+    r"\btôi không (?:tìm thấy|thể tìm)\b|\bkhông tìm thấy thông tin\b",
     # Thai (no word boundaries)
     r"ไม่ทราบ|ไม่มีข้อมูล|ไม่สามารถตอบ|ขออภัย",
+    r"ไม่พบ(?:ข้อมูล|คำตอบ)|หาไม่พบ",
+)
+
+#: How the refusal rate is determined, shown next to it (replay text and HTML, the status page,
+#: ``GET /v1/refusals``): the patterns have no quality figure on the user's own traffic, only
+#: on NoMIRACL's LLM replies (the module docstring; ``tests/service/test_refusals.py``).
+REFUSAL_RATE_METHOD = (
+    "answer.refused where the event sets it, else phrase patterns (not measured on this "
+    "traffic; precision 0.98, recall 1.00 on NoMIRACL's LLM replies); set answer.refused for "
+    "exact counts"
 )
 
 #: Openings that mark a reply as an answer even when it later says part of the question is not

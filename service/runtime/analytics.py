@@ -26,7 +26,12 @@ from service.embeddings.model import shared_embedder
 from service.embeddings.protocol import Embedder
 from service.evaluation.detector_quality import DEFAULT_AUC_FLOOR, DetectorQuality, measure_auc
 from service.files.fit_cache import Memo, no_memo
-from service.language.detector import LanguageConfig, LanguageDetector, LanguageLabeler
+from service.language.detector import (
+    DEFAULT_FREQUENT,
+    LanguageConfig,
+    LanguageDetector,
+    LanguageLabeler,
+)
 from service.language.stage import LanguageStage
 from service.pii import PiiScrubStage, Pseudonymiser
 from service.pipeline import Stage
@@ -408,7 +413,8 @@ def build_analytics(
     language_counts = memo("language-counts", [[(q.question, q.language) for q in gold],
                                                detector.config],
                            lambda: _language_counts(gold, detector))  # fmt: skip
-    labeler = LanguageLabeler(language_counts, limit=config.language_label_limit)
+    labeler = LanguageLabeler(language_counts, [*config.language_labels, *DEFAULT_FREQUENT],
+                              limit=config.language_label_limit)  # fmt: skip
     stages.append(LanguageStage(detector, labeler))
     if notice := english_model_notice(config.embeddings, language_counts):
         log.warning("%s", notice)

@@ -320,7 +320,10 @@ class Runtime:
                 reasons.append("source not connected")
             elif not source.ready():
                 why = source.not_ready_reason() if isinstance(source, ExplainsNotReady) else None
-                reasons.append(why or "source not ready (no assignment or broker unreachable)")
+                generic = "source not ready"
+                if self.settings.source.kind == "kafka":
+                    generic += " (no assignment or broker unreachable)"
+                reasons.append(why or generic)
         if self.last_error is not None:
             reasons.append("consumer error; retrying")
         gold_problem = self.gold_file_problem()

@@ -12,8 +12,10 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from service.files.regular import describe_os_error, open_regular
-from service.settings.loader import ENV_DELIMITER, ENV_PREFIX
+import yaml
+
+from service.files.regular import describe_os_error, open_regular, read_regular
+from service.settings.loader import ENV_DELIMITER, ENV_PREFIX, load_yaml_bounded
 from service.settings.sections import Settings
 
 #: Kafka settings naming a file the client reads at start (passwords, certificates).
@@ -22,16 +24,33 @@ KAFKA_FILES = ("sasl_password_file", "ssl_password_file", "ssl_cafile", "ssl_cer
 
 
 def path_origin(field: str, config: Path | None) -> str:
-    """Where the path setting ``field`` (``"gold_set"``, ``"source.path"``) came from and
-    what a relative value there is relative to: its ``GOLDWATCH_*`` variable (the working
-    folder), else the YAML file (that file's folder), else a default (the working folder).
-    """
+    """Where the path setting ``field`` (``"gold_set"``, ``"source.path"``) came from and,
+    when its value there is relative, what it is relative to: its ``GOLDWATCH_*`` variable
+    (the working folder), else the YAML file (that file's folder), else a default (the working
+    folder). An absolute value is named by its origin alone ("from /etc/goldwatch.yaml")."""
     variable = ENV_PREFIX + field.upper().replace(".", ENV_DELIMITER)
     if variable in os.environ:
+        if Path(os.environ[variable].strip()).is_absolute():
+            return variable
         return f"{variable}, relative to the working folder"
     if config is not None:
+        if _absolute_in_file(field, config):
+            return f"from {config}"
         return f"from {config}, relative to that file's folder"
     return "default, relative to the working folder"
+
+
+def _absolute_in_file(field: str, config: Path) -> bool:
+    """Whether the YAML file ``config`` gives the dotted ``field`` an absolute path (the
+    loaded settings hold relative values already resolved against the file's folder, so the
+    file's own text is read again; a file that cannot be read again counts as relative)."""
+    try:
+        value: object = load_yaml_bounded(read_regular(config).decode("utf-8"), str(config))
+    except (OSError, ValueError, yaml.YAMLError):
+        return False
+    for part in field.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return isinstance(value, str) and Path(value.strip()).is_absolute()
 
 
 def file_problems(settings: Settings, loaded: dict[str, object] | None = None,

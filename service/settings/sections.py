@@ -362,6 +362,13 @@ class AnalyticsConfig(_Frozen):
         language: the language detector; the gold set's languages are added to its
             candidates.
         language_label_limit: most languages with their own metric label (rest: ``other``).
+            The label set is fixed at start, the same on every replica (so their counters
+            add up): every gold-set language, then ``language_labels``, then the built-in
+            list (en, es, hi-Latn, hi, fr, de, pt, zh, ar) until the limit; live traffic
+            adds none.
+        language_labels: languages to give their own metric label after the gold set's and
+            before the built-in list, within ``language_label_limit`` (e.g. ``[ru]`` for
+            Russian traffic the gold set lacks); codes as the detector gives them.
         topics_model: artefact from ``goldwatch topics fit``; ``None``: fitted on the gold
             set at start.
         topics: topic-model settings used when fitting at start.
@@ -442,6 +449,9 @@ class AnalyticsConfig(_Frozen):
     pii: bool = True
     language: LanguageConfig = LanguageConfig()
     language_label_limit: int = Field(default=16, ge=1, le=100)
+    language_labels: tuple[Annotated[str, Field(min_length=1, max_length=16,
+                                                pattern=r"^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$")],
+                           ...] = Field(default=(), max_length=100)  # fmt: skip
     topics_model: Path | None = None
     topics: TopicConfig = TopicConfig()
     use_gold_topics: bool = True

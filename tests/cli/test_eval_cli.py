@@ -277,3 +277,28 @@ def test_config_check_names_the_resolved_path_and_where_it_came_from(tmp_path: P
     assert by_yaml.returncode == 2
     assert (f"gold_set: file not found: {folder / 'gold-missing.jsonl'} "
             f"(from {config}, relative to that file's folder)") in by_yaml.stderr  # fmt: skip
+
+
+def test_a_missing_absolute_path_is_not_said_to_be_relative(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trial user 3: ``source.path: /tmp/.../logg.jsonl`` (a typo, absolute) was reported as
+    "(from <config>, relative to that file's folder)". An absolute value names its origin
+    only; a relative one still says what it is relative to (file and variable alike)."""
+    from service.settings import load_settings
+    from service.settings.checks import file_problems
+
+    monkeypatch.delenv("GOLDWATCH_SOURCE__PATH", raising=False)
+    monkeypatch.delenv("GOLDWATCH_GOLD_SET", raising=False)
+    folder, elsewhere = tmp_path / "cfg", tmp_path / "data"
+    folder.mkdir()
+    config = folder / "goldwatch.yaml"
+    config.write_text(f"gold_set: gold-missing.jsonl\n"
+                      f"source:\n  kind: file\n  path: {elsewhere / 'logg.jsonl'}\n")  # fmt: skip
+    problems = file_problems(load_settings(config), None, config)
+    assert f"source.path: file not found: {elsewhere / 'logg.jsonl'} (from {config})" in problems
+    assert (f"gold_set: file not found: {folder / 'gold-missing.jsonl'} "
+            f"(from {config}, relative to that file's folder)") in problems  # fmt: skip
+    monkeypatch.setenv("GOLDWATCH_GOLD_SET", str(elsewhere / "gold.jsonl"))
+    problems = file_problems(load_settings(config), None, config)
+    assert f"gold_set: file not found: {elsewhere / 'gold.jsonl'} (GOLDWATCH_GOLD_SET)" in problems

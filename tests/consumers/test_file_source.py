@@ -374,3 +374,20 @@ def test_letters_written_before_a_crash_are_not_written_again_on_resume(tmp_path
     resumed.dead_letter([DeadLetter(again[1], "not_json", "x")])  # a new letter: written
     lines = [json.loads(x)["origin"]["line"] for x in first.dlq_path.read_bytes().splitlines()]
     assert lines == [2, 4, 5, 4]
+
+
+def test_a_closed_file_source_says_why_in_file_terms(tmp_path: Path) -> None:
+    """Trial user 3: right after ``serve`` started on a file it had read to its end,
+    ``/v1/status`` said "source not ready (no assignment or broker unreachable)", Kafka's
+    wording. A closed file source names the file and whether it was read to its end."""
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"i":1}\n')
+    done = FileSource(path)
+    assert done.not_ready_reason() is None
+    assert len(done.poll(10, 0)) == 1 and not done.poll(10, 0) and done.at_eof
+    done.close()
+    assert done.not_ready_reason() == (
+        f"input file {path} read to its end; publishing the final results")
+    cut = FileSource(path)
+    cut.close()  # before its end: the run stopped on an error
+    assert cut.not_ready_reason() == f"input file {path} closed (reopened after an error)"

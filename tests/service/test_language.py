@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -193,6 +194,34 @@ def test_allowlist_and_labeler() -> None:
         "hi-Latn",
     ]
     assert labeler.labels() == ["en", "es", "hi-Latn", "other", "und"]
+
+
+def test_configured_language_labels_come_after_the_gold_sets_within_the_limit() -> None:
+    """Trial user 3 (gold set empty of ``ru``): ``ru`` (68 of 3,084 events) was counted as
+    ``other`` while ``fr`` and ``pt`` (no events) had labels, with no way to change it.
+    ``analytics.language_labels: [ru]`` gives it a label; with the limit 10 and ``[ru, ja]``
+    the labels are ru, ja, then the first 8 of the built-in list (en es hi-Latn hi fr de pt
+    zh), so ``ar``, the 9th, is ``other``."""
+    import pydantic
+
+    from service.data.corpus import Corpus
+    from service.data.goldset import GoldSet
+    from service.runtime.analytics import build_analytics
+    from service.settings.sections import AnalyticsConfig
+
+    def labeler(**config: Any) -> LanguageLabeler:
+        built = build_analytics(AnalyticsConfig(**config), GoldSet(()), Corpus(()))
+        assert built.language_labeler is not None
+        return built.language_labeler
+
+    assert labeler().label("ru") == "other"
+    assert labeler(language_labels=["ru"]).label("ru") == "ru"
+    bounded = labeler(language_labels=["ru", "ja"], language_label_limit=10)
+    assert bounded.labels() == sorted(["ru", "ja", "en", "es", "hi-Latn", "hi", "fr", "de",
+                                       "pt", "zh", "und", "other"])  # fmt: skip
+    assert bounded.label("ar") == "other"
+    with pytest.raises(pydantic.ValidationError):
+        AnalyticsConfig(language_labels=("Russian language",))
 
 
 def test_stage_annotates_every_event() -> None:

@@ -64,6 +64,55 @@ def test_multilingual_answers(lang: str) -> None:
     assert not RefusalDetector().is_refusal(ANSWERS[lang])
 
 
+#: Trial user 3: common refusals the patterns missed (the first two printed as not refused),
+#: and the same "I could not find" / "I don't know" forms in the other pattern languages.
+MISSED_REFUSALS = (
+    "I'm sorry, I couldn't find that in the news archive.",
+    "Sorry, I could not find the date of that paper.",
+    "मुझे नहीं पता।",
+    "मुझे इस बारे में नहीं पता।",
+    "मुझे जानकारी नहीं है।",
+    "मैं नहीं जानता।",
+    "Mujhe nahi pata.",
+    "No pude encontrar la respuesta.",
+    "Je n'ai pas trouvé cette information.",
+    "Das weiß ich nicht.",
+    "Ich konnte dazu keine Informationen finden.",
+    "Не знаю.",
+    "Я не смог найти ответ.",
+    "لم أتمكن من العثور على إجابة.",
+    "我没有找到相关信息。",
+    "Δεν βρήκα πληροφορίες.",
+    "Nu am găsit răspunsul.",
+    "Bunu bulamadım.",
+    "Tôi không tìm thấy thông tin.",
+    "ไม่พบข้อมูล",
+)
+#: Real answers that contain "sorry", "could not find", "नहीं पता" or a third person's
+#: "did not find": none is a refusal.
+NOT_REFUSALS = (
+    "I'm sorry to hear that your card couldn't be used abroad; enable international "
+    "payments in the app.",
+    "Sorry for the wait: the fee is 300 euros.",
+    "The police could not find the suspect until 1998.",
+    "उन्हें यह नहीं पता था कि ट्रेन देर से आएगी, इसलिए वे स्टेशन पहुँचे।",
+    "La policía no encontró al sospechoso hasta 1998.",
+    "Полиция не смогла найти подозреваемого до 1998 года.",
+    "Die Polizei konnte den Täter nicht finden.",
+    "警方没有找到嫌疑人。",
+)
+
+
+@pytest.mark.parametrize("text", MISSED_REFUSALS)
+def test_common_refusals_the_patterns_missed(text: str) -> None:
+    assert RefusalDetector().is_refusal(text)
+
+
+@pytest.mark.parametrize("text", NOT_REFUSALS)
+def test_answers_with_sorry_or_not_found_are_not_refusals(text: str) -> None:
+    assert not RefusalDetector().is_refusal(text)
+
+
 def test_extra_patterns_and_batch_api() -> None:
     detector = RefusalDetector(extra_patterns=[r"please contact the office"])
     texts = ["Please contact the office.", "Route 4.", "", None, "I don't know."]

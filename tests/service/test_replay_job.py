@@ -333,3 +333,38 @@ def test_exported_suggestions_do_not_depend_on_when_checkpoints_fall(tmp_path: P
         runs.append(_exported(settings, demo_path("querylog.jsonl"), tmp_path / str(i)))
     assert runs[0] == runs[1]
     assert len(runs[0][0]) >= 10  # the 10 held, and any published before their eviction
+
+
+def test_optional_fields_dropped_are_in_the_json_and_text_reports(tmp_path: Path) -> None:
+    """Trial user 3: ``"feedback": {"rating": "bad"}`` and ``"results": "mh-0001"`` (not a
+    list) in ``retrieval`` were dropped and counted in ``goldwatch_event_fields_dropped_total``
+    by ``serve``, but the replay report said ``"dropped": {}``. Three events: one with both
+    fields mistyped, one with only the rating mistyped, one clean; all three processed, so
+    ``feedback.rating`` twice and ``retrieval.results`` once, both ``wrong_type``."""
+    rows = [
+        {"event_id": "d-1", "timestamp": "2026-11-20T10:00:00Z", "question": "hostel fee?",
+         "feedback": {"rating": "bad"}, "retrieval": {"results": "mh-0001"}},
+        {"event_id": "d-2", "timestamp": "2026-11-20T10:01:00Z", "question": "library hours?",
+         "feedback": {"rating": "terrible"}},
+        {"event_id": "d-3", "timestamp": "2026-11-20T10:02:00Z", "question": "bus timings?",
+         "feedback": {"rating": -1}},
+    ]  # fmt: skip
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    settings = load_settings(gold_set=demo_path("gold.jsonl"), corpus=demo_path("corpus.jsonl"))
+    doc = run_replay(settings, log, None, tmp_path / "dlq.jsonl")
+    assert doc["processed"] == 3 and doc["dead_lettered_total"] == 0
+    assert doc["dropped"] == {"feedback.rating: wrong_type": 2,
+                              "retrieval.results: wrong_type": 1}  # fmt: skip
+    assert ("dropped (the events kept): feedback.rating: wrong_type 2, "
+            "retrieval.results: wrong_type 1") in render_text(doc).splitlines()  # fmt: skip
+
+
+def test_the_refusal_rate_says_how_it_is_determined(small: dict[str, Any]) -> None:
+    """Trial user 3: the refusal rate was printed as a fact while the other detectors show
+    their measured quality. The hand-made log's 20 answers all carry ``refused: true``: 20 of
+    20, and the line says how refusals are counted."""
+    assert ("refusals: 20/20 (100.0%; answer.refused where the event sets it, else phrase "
+            "patterns (not measured on this traffic; precision 0.98, recall 1.00 on NoMIRACL's "
+            "LLM replies); set answer.refused for exact counts)"
+            ) in render_text(small).splitlines()  # fmt: skip

@@ -209,6 +209,9 @@ def test_analytics_endpoints_and_metrics(tmp_path: Path) -> None:
         assert running.post(events).json()["accepted"] == 2
         refusals = httpx.get(running.base + "/v1/refusals").json()
         assert refusals["refusals"] == {"answers": 2, "refused": 1, "rate": 0.5}
+        assert refusals["refusals_method"].startswith(  # how, next to the counts
+            "answer.refused where the event sets it, else phrase patterns (not measured"
+        )
         # the out-of-scope detector's measured quality is served next to its counts, and
         # exported as a gauge with the same (unrounded) value
         quality = refusals["out_of_scope"]["quality"]

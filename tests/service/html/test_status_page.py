@@ -186,7 +186,10 @@ def test_page_opens_with_what_moved() -> None:
     # refusals (baseline) 10 % -> 40 %
     assert ("language (reference): rising: hi-Latn 25%→40%; falling: en 75%→60%<br>"
             "refusal (baseline): 10.0% → 40.0%") in moved  # fmt: skip
-    assert "25.0% of 8 answers refused; refusal drift: drift" in moved  # 2 refusals in 8
+    assert (
+        "25.0% of 8 answers refused (answer.refused where the event sets it, else phrase" in moved
+    )
+    assert "set answer.refused for exact counts); refusal drift: drift" in moved  # 2 in 8
     assert "bm25-v2: RBO 0.750, same first passage 90.0% of 9 compared" in moved
     assert "7 suggested; first: Hostel ka fee semester wise dena hai ya yearly?" in moved
     assert page.index('id="moved"') < page.index('id="process"')
