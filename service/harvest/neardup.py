@@ -203,8 +203,9 @@ def _crc_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.uint32]:
 _CRC3 = _crc_tables()
 
 
-def _text_hashes(texts: Sequence[str]
-                 ) -> tuple[tuple[np.ndarray, list[int]], list[int], list[frozenset[bytes] | None]]:
+def _text_hashes(
+    texts: Sequence[str],
+) -> tuple[tuple[np.ndarray, list[int]], list[int], list[frozenset[bytes] | None]]:
     """What :meth:`NearDupIndex.probes` needs of normalised ``texts``, without building the
     trigram sets of ASCII ones: ``(hashes, sizes, sets)`` — ``hashes`` as :func:`_crc32s`
     gives them but with an ASCII text's trigrams once per position (repeats change neither

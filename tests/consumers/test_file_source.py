@@ -387,7 +387,8 @@ def test_a_closed_file_source_says_why_in_file_terms(tmp_path: Path) -> None:
     assert len(done.poll(10, 0)) == 1 and not done.poll(10, 0) and done.at_eof
     done.close()
     assert done.not_ready_reason() == (
-        f"input file {path} read to its end; publishing the final results")
+        f"input file {path} read to its end; publishing the final results"
+    )
     cut = FileSource(path)
     cut.close()  # before its end: the run stopped on an error
     assert cut.not_ready_reason() == f"input file {path} closed (reopened after an error)"
