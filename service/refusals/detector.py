@@ -11,9 +11,9 @@ Three sources of truth, in this order of precedence:
    text: English; Hindi in Devanagari and romanized (Hinglish); Spanish; and the other XQuAD
    languages (ar, de, el, ro, ru, th, tr, vi, zh) plus French, each with its "I don't know"
    and first-person "I could not find" forms ("I'm sorry, I couldn't find that", "मुझे नहीं
-   पता", "我没有找到"; a bare English "I couldn't find …" without an apology is left out: the
-   production benchmark's refusal template says so, and counting it would move the pinned
-   golden replays). ``extra_patterns`` adds more.
+   पता", "我没有找到"; a bare English "I couldn't find …" only when nothing was found: "I
+   couldn't find anything about this", not "I couldn't find the exact date, but …"), and
+   "outside what I can help with". ``extra_patterns`` adds more.
 
 Why the model decides when present: the user's examples encode their own system's phrasing and
 its false friends ("No late fee is charged" is an answer), which generic patterns can't know.
@@ -59,6 +59,12 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     r"\bno answer\b",
     r"\bsorry\b\W+i (?:could not|couldn't|couldnt|was unable to|was not able to|wasn't able to) "
     r"(?:find|locate|answer|determine)\b",
+    # a bare first-person "I couldn't find" with nothing found: "I couldn't find anything about
+    # this in the documents" (not "I couldn't find the exact date, but it is 1990")
+    r"\bi (?:could not|couldn't|couldnt|was unable to|was not able to|wasn't able to) find "
+    r"(?:anything|any (?:relevant )?(?:information|details|documents?|sources?|answer)|an "
+    r"answer|information (?:on|about)|(?:that|this) (?:in|anywhere))\b",
+    r"\b(?:outside|beyond) (?:of )?(?:what i can (?:help|answer)|my (?:scope|knowledge))\b",
     # Hindi, Devanagari
     r"जानकारी (?:नहीं|उपलब्ध नहीं)",
     r"(?:पता|मालूम) नहीं",

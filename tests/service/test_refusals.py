@@ -87,6 +87,11 @@ MISSED_REFUSALS = (
     "Bunu bulamadım.",
     "Tôi không tìm thấy thông tin.",
     "ไม่พบข้อมูล",
+    # the production benchmark's own refusal templates, two of its three missed before
+    "I couldn't find anything about this in the documents I can search.",
+    "Sorry, that is outside what I can help with here.",
+    "I could not find any information on that topic.",
+    "I couldn't find that in the news archive.",
 )
 #: Real answers that contain "sorry", "could not find", "नहीं पता" or a third person's
 #: "did not find": none is a refusal.
@@ -100,6 +105,9 @@ NOT_REFUSALS = (
     "Полиция не смогла найти подозреваемого до 1998 года.",
     "Die Polizei konnte den Täter nicht finden.",
     "警方没有找到嫌疑人。",
+    "I couldn't find the exact date, but the bridge opened in 1990.",
+    "I could not find a cheaper flight than the one at 9:40, which costs 120 euros.",
+    "It lies outside my jurisdiction's rules: file the form with the state office.",
 )
 
 

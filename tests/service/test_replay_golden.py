@@ -15,7 +15,10 @@ Each compares the whole JSON report of :func:`service.jobs.replay.run_replay` (t
 ``goldwatch candidates export`` writes it (best first). The golden files were written by
 this module's ``__main__`` run against e500539's code (``PYTHONPATH=<e500539 checkout>
 python tests/service/test_replay_golden.py``); rewrite them only for a change of output
-that is meant, and say so in its commit.
+that is meant, and say so in its commit. Rewritten so far: the production-shaped golden in
+the thirteenth session, when the refusal patterns came to count the benchmark's other two
+refusal templates (229 refusals of 2,895 answers: the log's 229 refusal texts; was 81); the
+demo's is e500539's.
 """
 
 from __future__ import annotations
@@ -119,18 +122,22 @@ def test_production_shaped_replay_report_and_suggestions_match_e500539(tmp_path:
 
 
 #: SHA-256 of the canonical report and suggestions of :func:`production_outputs` on the first
-#: 20,000 lines: past ``harvest.max_suggestions`` (5,000; 5,495 held and exported), so unlike
-#: the 3,000-line golden it runs harvest's eviction, the near-duplicate index's removals and a
-#: checkpoint in the middle (every 10,000 events). The report's digest is the one the code at
-#: d07bf0d gave when no wall-clock flush or checkpoint fell inside its replay (of two runs: the
-#: second) — the run-to-run difference the twelfth session removed (``replay_clock``). The
-#: suggestions' digest changed in the thirteenth session, on purpose: d07bf0d's store kept the
-#: records of suggestions evicted after they were published (6,641 exported for 5,495 held);
-#: each checkpoint now sweeps them, and the 5,495 exported are, id for id and field for field,
-#: those of d07bf0d's 6,641 with those ids (checked when re-pinned).
+#: 20,000 lines: past ``harvest.max_suggestions`` (5,000 held and exported), so unlike the
+#: 3,000-line golden it runs harvest's eviction, the near-duplicate index's removals and a
+#: checkpoint in the middle (every 10,000 events). Pinned by the twelfth session (d07bf0d's
+#: output when no wall-clock flush or checkpoint fell inside its replay: the run-to-run
+#: difference ``replay_clock`` removed); re-pinned twice by the thirteenth, on purpose: (1)
+#: each checkpoint sweeps the records of evicted suggestions (6,641 exported for 5,495 held
+#: before; the 5,495 then exported were d07bf0d's rows with those ids, field for field); (2)
+#: the refusal patterns count the benchmark's other two refusal templates ("I couldn't find
+#: anything about this in the documents I can search.", "Sorry, that is outside what I can
+#: help with here."): 1,552 refusals of 19,300 answers — the valid events of the log hold
+#: exactly 1,552 refusal texts (counted with ``validate_event_json``) — where d9a01a0 counted
+#: 516 (one template of three); that moves the refusal counts, over/under-refusals, the
+#: harvest's refused reasons and so its suggestions.
 PRODUCTION_20K_DIGESTS = (
-    "3b81ea4f4e98b7da74c9387169d01ac0aa22ea7aa2a35bc223f0f0d6fc1ac016",
-    "5e1ec9685c2cea8e6799a2463c0ef5b9c925c23f2ff9eb1821bd68efdbc58d3e",
+    "d16548f52f722dda9bd1c88886c4d9595fc6d808a3960b8c4c5f5b0a4973235d",
+    "57afbc6270f0f64275d7006b650e58417e1c89a926927104691665c585effb51",
 )
 
 
@@ -142,7 +149,8 @@ def test_production_shaped_20k_replay_past_eviction_matches_d07bf0d(
 
     monkeypatch.setattr(sys.modules[__name__], "PRODUCTION_LINES", 20_000)
     got = production_outputs(tmp_path)
-    assert len(got["suggestions"]) == 5_495 == got["report"]["gold_candidates"]["n_suggestions"]
+    assert len(got["suggestions"]) == 5_000 == got["report"]["gold_candidates"]["n_suggestions"]
+    assert got["report"]["analytics"]["refusals"]["refused"] == 1_552  # the log's, by hand
     digests = tuple(hashlib.sha256(_canonical(got[part]).encode("utf-8")).hexdigest()
                     for part in ("report", "suggestions"))  # fmt: skip
     assert digests == PRODUCTION_20K_DIGESTS
