@@ -84,10 +84,11 @@ def quality_section(quality: Mapping[str, Any]) -> Markup:
         parts.append(
             para(
                 f"Access control: {acl['passages_with_acl']} passages carry an ACL (readable "
-                "only by the roles it lists). A leak is an answer citing one to a role that "
-                "may not read it (its text reached the user); a violation is a retrieval that "
-                "ranked one for such a role. Role other: roles no ACL names (e.g. a guest); "
-                "unknown: events without a role.",
+                f"only by the roles it lists), {acl.get('restricted_passages', 0)} of them "
+                "closed to a role some ACL names. A leak is an answer citing one to a role "
+                "that may not read it (its text reached the user); a violation is a retrieval "
+                "that ranked one for such a role. Role other: roles no ACL names (e.g. a "
+                "guest), which may read none of them; unknown: events without a role.",
                 "muted",
             )
         )

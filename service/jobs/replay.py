@@ -398,8 +398,10 @@ def quality_lines(quality: dict[str, Any] | None) -> list[str]:
     acl = quality.get("acl") or {}
     if not acl.get("passages_with_acl"):
         return lines
-    lines.append(f"  access control ({acl['passages_with_acl']} passages with an ACL; role "
-                 "'other': roles no ACL names, 'unknown': no role on the event):")  # fmt: skip
+    lines.append(f"  access control ({acl['passages_with_acl']} passages with an ACL, "
+                 f"{acl.get('restricted_passages', 0)} of them closed to a role some ACL "
+                 "names; role 'other': roles no ACL names, which may read none of them; "
+                 "'unknown': no role on the event):")  # fmt: skip
     for kind, what in (("leaks", "LEAKS (cited in answers to a role that may not read them)"),
                        ("violations", "retrieved for a role that may not read them")):  # fmt: skip
         rows = acl.get(kind) or []

@@ -65,8 +65,9 @@ def test_text_block() -> None:
         "  production: 3 scored of 4 known; recall@10 0.500, hit rate 0.667, MRR 0.500",
         "  refusals of known questions: 1 of 3 answerable refused, 1 of 1 unanswerable for "
         "their asker answered (no gold passage, or none the asker's role may read)",
-        "  access control (2 passages with an ACL; role 'other': roles no ACL names, "
-        "'unknown': no role on the event):",
+        "  access control (2 passages with an ACL, 2 of them closed to a role some ACL names; "
+        "role 'other': roles no ACL names, which may read none of them; 'unknown': no role on "
+        "the event):",
         "    LEAKS (cited in answers to a role that may not read them): production student 1 "
         "events (1 passages)",
         "    retrieved for a role that may not read them: production student 2 events (3 passages)",
@@ -109,7 +110,10 @@ def test_page_section() -> None:
     assert "<tr><td>answerable</td><td>3</td><td>refused</td><td>1</td></tr>" in page
     assert ("<tr><td>unanswerable for the asker</td><td>1</td><td>answered</td><td>1</td>"
             "</tr>") in page  # fmt: skip
-    assert "Access control: 2 passages carry an ACL" in page
+    assert (
+        "Access control: 2 passages carry an ACL (readable only by the roles it lists), 2 of"
+        in page
+    )
     assert ("<tr><td>leaks</td><td>production</td><td>student</td><td>1</td><td>1</td>"
             "</tr>") in page  # fmt: skip
     assert '<td class="nowrap">11-18 17:54</td>' in page
