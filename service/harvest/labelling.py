@@ -73,7 +73,13 @@ from typing_extensions import TypedDict
 
 from service.data.goldset import MAX_GOLD_ROW_BYTES, GoldFileCheck, kind_problem, parse_gold_row
 from service.errors import GoldwatchError
-from service.files.append_only import TornTail, append_whole, open_append, prepare_tail
+from service.files.append_only import (
+    MaybeWritten,
+    TornTail,
+    append_whole,
+    open_append,
+    prepare_tail,
+)
 from service.files.regular import read_regular
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.ranking import select
@@ -472,6 +478,12 @@ class Labelling:
                 ) from None
             try:
                 gold_row, question = self._append(row, list(gold), kind, confirmed, deadline)
+            except MaybeWritten as exc:  # the row may be in the file: kept held, so the
+                # retry reuses it or a reject's settle finds it
+                message = (f"gold-set file {self.gold_path} failed after the row may have "
+                           f"been written: {_problem(exc)}; retry the accept")  # fmt: skip
+                log.warning("accept refused: %s", message)
+                raise GoldSetUnavailable(message) from None
             except OSError as exc:
                 message = f"gold-set file {self.gold_path} cannot be written: {_problem(exc)}"
                 log.warning("accept refused: %s", message)
@@ -604,7 +616,10 @@ class Labelling:
         Raises:
             OSError: missing (``ENOENT``) although it existed at start, not a regular file
                 (``EINVAL``), locked by another process for too long (``EAGAIN``), or cannot
-                be opened, read or written.
+                be opened, read or written; nothing was appended.
+            MaybeWritten: an :class:`OSError` after the row may have reached the file (the
+                write or fsync failed and could not be cut back; the file failed after the
+                append or at its close).
             TornTail: the file's last line is incomplete (an earlier append cut short).
             GoldFileBroken: the file (not empty) no longer loads whole: a row appended now
                 would be lost with it; nothing is written.
@@ -617,12 +632,14 @@ class Labelling:
             fd = open_append(self.gold_path, 0o644, create=not self._expected)
         except FileNotFoundError:
             raise FileNotFoundError(errno.ENOENT, "missing (moved or deleted?)") from None
+        written = False
         try:
             # other processes append too
             _lock_exclusive(fd, deadline, self.config.gold_lock_timeout_s)
             existing = _ids_in(_read_all(fd))
             for parsed in existing.values():
                 if parsed.get("harvest_id") == row["id"]:  # appended before a crash: reuse
+                    written = True
                     return parsed, _recovered(parsed, self.gold_path)
             prefix = prepare_tail(fd, self.gold_path, on_torn="refuse")
             before = os.fstat(fd)
@@ -640,10 +657,20 @@ class Labelling:
                 parse_gold_row(gold_row)
             except ValueError as exc:  # names fields, never values
                 raise LabellingError(f"the gold row would not load: {exc}") from None
-            append_whole(fd, prefix + line)
+            append_whole(fd, prefix + line)  # MaybeWritten: not cut back
+            written = True  # the row is in the file: any error from here may follow it
             self.gold_check.appended(before, os.fstat(fd))
+        except OSError as exc:
+            if written and not isinstance(exc, MaybeWritten):
+                raise MaybeWritten(exc.errno, exc.strerror) from exc
+            raise
         finally:
-            os.close(fd)  # releases the flock; nothing buffered is left to write
+            try:
+                os.close(fd)  # releases the flock; nothing buffered is left to write
+            except OSError as exc:  # e.g. EIO: after an append, the row may be in the file
+                if written:
+                    raise MaybeWritten(exc.errno, exc.strerror) from exc
+                raise
         self._expected = True
         self._known_ids.add(gold_row["id"])
         return gold_row, _question(gold_row)

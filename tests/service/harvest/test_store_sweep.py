@@ -10,8 +10,10 @@ is held.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -513,3 +515,53 @@ def test_an_accept_that_appended_nothing_releases_its_hold(tmp_path: Path) -> No
     assert store.get(DECISION_PREFIX + oldest) is None  # no hold left behind
     checkpoint(store, stage)  # evicted, undecided, not held: swept
     assert stored_ids(store) == set(stage.suggestions)
+
+
+def fsync_and_truncate_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The disk fails after the write: ``fsync`` and the cut-back's ``ftruncate`` raise EIO,
+    so the row stays in the file (the page cache holds it)."""
+
+    def eio(*_: Any) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", eio)
+    monkeypatch.setattr(os, "ftruncate", eio)
+
+
+def close_fails_after_closing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``close`` of the gold file reports EIO (NFS, a failed writeback) after the append."""
+    real = os.close
+
+    def close(fd: int) -> None:
+        real(fd)
+        monkeypatch.setattr(os, "close", real)
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "close", close)
+
+
+@pytest.mark.parametrize("failure", [fsync_and_truncate_fail, close_fails_after_closing])
+def test_an_accept_failing_after_its_row_landed_keeps_its_hold(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    failure: Callable[[pytest.MonkeyPatch], None],
+) -> None:
+    """An error after the row reached the file is not "nothing appended": released, the
+    record of an evicted suggestion was swept and the gold row had no decision."""
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(GOLD, encoding="utf-8")
+    store = swept_store(StateStore.in_memory())
+    stage, oldest = evicted_and_listed(store)
+    repo = StateStoreCandidates(store)
+    labelling = Labelling(repo, gold)
+    with monkeypatch.context() as patched:
+        failure(patched)
+        with pytest.raises(GoldSetUnavailable, match="retry the accept"):
+            labelling.accept(oldest, ["p-1"], "plain")
+    assert harvest_ids(gold) == [oldest]  # the row landed
+    assert repo.pending(oldest)  # still held
+    checkpoint(store, stage)  # sweeps the other evicted one, not the held one
+    assert stored_ids(store) == set(stage.suggestions) | {oldest}
+    decision = labelling.accept(oldest, ["p-1"], "plain")  # the retry reuses the row
+    assert decision["gold_id"] == "q-002" and harvest_ids(gold) == [oldest]
+    assert repo.decision(oldest) == decision
