@@ -516,12 +516,7 @@ class Labelling:
                     f"the row is in the gold-set file but the decision could not be kept "
                     f"({exc}); retry the accept"
                 ) from None
-        if self.on_accept is not None:
-            try:  # the decision is kept: a failed refresh must not turn it into an error
-                self.on_accept(question)
-            except Exception:
-                log.exception("after accepting %s: the gold-set refresh could not start",
-                              question.id)  # fmt: skip
+        self._accepted(question)
         return decision
 
     def reject(self, candidate_id: str, reason: str) -> Decision:
@@ -541,15 +536,29 @@ class Labelling:
         if not cleaned or len(reason) > MAX_REASON_CHARS:
             raise LabellingError(f"reason must be 1..{MAX_REASON_CHARS} non-blank characters")
         kept = clip_reason(scrub(cleaned).text)
+        settled: GoldQuestion | None = None
         with self._lock:
             row = self._undecided(candidate_id)
-            if self.repository.pending(candidate_id):
-                self._settle(candidate_id, row)  # an accept failed after its append?
-            decision: Decision = {"status": "rejected", "reason": kept,
-                                  "decided_at": self.clock()}  # fmt: skip
-            # with the record read: a checkpoint may have swept it since
-            self.repository.decide(candidate_id, decision, row)
+            if self.repository.pending(candidate_id):  # an accept failed after its append?
+                settled = self._settle(candidate_id, row)
+            if settled is None:
+                decision: Decision = {"status": "rejected", "reason": kept,
+                                      "decided_at": self.clock()}  # fmt: skip
+                # with the record read: a checkpoint may have swept it since
+                self.repository.decide(candidate_id, decision, row)
+        if settled is not None:  # the accept is kept: refreshed as an accept's retry is
+            self._accepted(settled)
+            raise AlreadyDecided("accepted")
         return decision
+
+    def _accepted(self, question: GoldQuestion) -> None:
+        """Tell ``on_accept`` of a kept accept (outside the lock); a failure is logged."""
+        if self.on_accept is not None:
+            try:  # the decision is kept: a failed refresh must not turn it into an error
+                self.on_accept(question)
+            except Exception:
+                log.exception("after accepting %s: the gold-set refresh could not start",
+                              question.id)  # fmt: skip
 
     def _release(self, candidate_id: str) -> None:
         """End the hold of an accept that appended nothing; if that cannot be written the
@@ -559,19 +568,22 @@ class Labelling:
         except StateError as exc:
             log.warning("hold of %s not released: %s", candidate_id, exc)
 
-    def _settle(self, candidate_id: str, row: SuggestionRecord) -> None:
+    def _settle(self, candidate_id: str, row: SuggestionRecord) -> GoldQuestion | None:
         """A held suggestion (an accept whose decision was not kept: failed, or the process
         was killed after the append): if the gold-set file has a row carrying its id, keep
-        the accept that row records and refuse the reject.
+        the accept that row records and return its question (the reject is then refused);
+        ``None`` when the file has no such row (or does not exist yet, never having been
+        written: a fresh gold path).
 
         Raises:
-            AlreadyDecided: ``"accepted"``, the row found (its decision now kept).
-            GoldSetUnavailable: the file cannot be read, so whether it holds the row is
-                unknown; or that row is not a valid gold row.
+            GoldSetUnavailable: the file cannot be read (or is gone although it existed),
+                so whether it holds the row is unknown; or that row is not a valid gold row.
         """
         try:
             content = read_regular(self.gold_path)
         except OSError as exc:
+            if isinstance(exc, FileNotFoundError) and not self._expected:
+                return None  # never created (a fresh gold path): no accept appended a row
             message = f"gold-set file {self.gold_path} cannot be read: {_problem(exc)}"
             log.warning("reject refused: %s", message)
             raise GoldSetUnavailable(message) from None
@@ -584,7 +596,8 @@ class Labelling:
                     "kind": question.kind, "labels": labels, "decided_at": self.clock(),
                 }  # fmt: skip
                 self.repository.decide(candidate_id, decision, row)
-                raise AlreadyDecided("accepted")
+                return question
+        return None
 
     def _undecided(self, candidate_id: str) -> SuggestionRecord:
         row = self.repository.get(candidate_id)

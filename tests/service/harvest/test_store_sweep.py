@@ -565,3 +565,67 @@ def test_an_accept_failing_after_its_row_landed_keeps_its_hold(
     decision = labelling.accept(oldest, ["p-1"], "plain")  # the retry reuses the row
     assert decision["gold_id"] == "q-002" and harvest_ids(gold) == [oldest]
     assert repo.decision(oldest) == decision
+
+
+def test_a_reject_settling_a_failed_accept_refreshes_the_gold_set(tmp_path: Path) -> None:
+    """A reject that finds the failed accept's row keeps that accept (409) and, as an
+    accept's retry does, tells the running service (``on_accept``: the gold set it
+    evaluates against), which otherwise missed the question until a restart."""
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(GOLD, encoding="utf-8")
+    store = swept_store(StateStore.in_memory())
+    stage = HarvestStage(CONFIG, sinks=[StateStoreCandidates(store)])
+    stage.process(events(0, 3))
+    checkpoint(store, stage)
+    sid = stage._exact[word(0)]
+    refreshed: list[Any] = []
+    repo = DecideFails(store)
+    labelling = Labelling(repo, gold, on_accept=refreshed.append)
+    with pytest.raises(GoldSetUnavailable, match="retry the accept"):
+        labelling.accept(sid, ["p-1"], "plain")
+    assert refreshed == []  # not kept yet
+    repo.fail = False
+    with pytest.raises(AlreadyDecided, match="accepted"):
+        labelling.reject(sid, "meh")
+    assert [(q.id, list(q.gold), q.kind) for q in refreshed] == [("q-002", ["p-1"], "plain")]
+    decision = repo.decision(sid)
+    assert decision is not None and decision["status"] == "accepted"
+
+
+def test_a_reject_of_a_held_suggestion_before_the_gold_file_exists(tmp_path: Path) -> None:
+    """A fresh gold path (created by the first accept): a hold left by a kill before that
+    first append means no row can exist, so the reject is kept (it answered 503 ENOENT)."""
+    store = swept_store(StateStore.in_memory())
+    repo = StateStoreCandidates(store)
+    stage = HarvestStage(CONFIG, sinks=[repo])
+    stage.process(events(0, 3))
+    checkpoint(store, stage)
+    sid = stage._exact[word(0)]
+    gold = tmp_path / "new-gold.jsonl"
+    labelling = Labelling(repo, gold)
+    record = repo.get(sid)
+    assert record is not None
+    repo.hold(sid, record, NOW)  # killed right after the hold
+    decision = labelling.reject(sid, "not a real question")
+    assert decision["status"] == "rejected" and repo.decision(sid) == decision
+    assert not repo.pending(sid) and not gold.exists()
+
+
+def test_a_reject_of_a_held_suggestion_when_the_gold_file_went_missing(tmp_path: Path) -> None:
+    """The file existed at start: gone, whether it held the row is unknown (503)."""
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(GOLD, encoding="utf-8")
+    store = swept_store(StateStore.in_memory())
+    repo = StateStoreCandidates(store)
+    stage = HarvestStage(CONFIG, sinks=[repo])
+    stage.process(events(0, 3))
+    checkpoint(store, stage)
+    sid = stage._exact[word(0)]
+    labelling = Labelling(repo, gold)
+    record = repo.get(sid)
+    assert record is not None
+    repo.hold(sid, record, NOW)
+    gold.unlink()
+    with pytest.raises(GoldSetUnavailable, match="ENOENT"):
+        labelling.reject(sid, "not a real question")
+    assert repo.pending(sid) and repo.decision(sid) is None
