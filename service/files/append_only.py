@@ -215,15 +215,21 @@ def cut_back(fd: int, size: int) -> bool:
     effort: a failure is logged, never raised over the error that caused the cut).
 
     Returns:
-        Whether the file was cut back (``False``: the truncate or its fsync failed).
+        Whether the file was cut back (``False``: the truncate failed, so the record may be
+        in the file; a failed fsync after it is logged only: the file read now ends at
+        ``size``).
     """
     try:
         os.ftruncate(fd, size)
-        os.fsync(fd)
     except OSError as exc:
         log.error("could not cut a partly written record off (%s): the next append will find "
                   "an incomplete last line", exc.strerror)  # fmt: skip
         return False
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        log.error("cut a partly written record off but could not fsync the cut (%s)",
+                  exc.strerror)  # fmt: skip
     return True
 
 
