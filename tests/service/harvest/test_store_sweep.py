@@ -22,7 +22,12 @@ from typing import Any
 import pytest
 
 from service.harvest.config import HarvestConfig
-from service.harvest.labelling import AlreadyDecided, GoldSetUnavailable, Labelling
+from service.harvest.labelling import (
+    AlreadyDecided,
+    GoldSetUnavailable,
+    Labelling,
+    LabellingError,
+)
 from service.harvest.stage import HarvestStage
 from service.harvest.store import (
     CANDIDATE_PREFIX,
@@ -629,3 +634,53 @@ def test_a_reject_of_a_held_suggestion_when_the_gold_file_went_missing(tmp_path:
     with pytest.raises(GoldSetUnavailable, match="ENOENT"):
         labelling.reject(sid, "not a real question")
     assert repo.pending(sid) and repo.decision(sid) is None
+
+
+class SweptAfterRead(StateStoreCandidates):
+    """A checkpoint commits (sweeping the evicted suggestions) right after the labeller
+    read the record: the accept's hold writes it back."""
+
+    def __init__(self, store: StateStore, stage: HarvestStage) -> None:
+        super().__init__(store)
+        self.stage = stage
+
+    def get(self, candidate_id: str) -> SuggestionRecord | None:
+        row = super().get(candidate_id)
+        checkpoint(self.store, self.stage)
+        return row
+
+
+def test_a_released_hold_deletes_the_record_it_wrote_back(tmp_path: Path) -> None:
+    """A hold that brought back a swept record, released (nothing appended), left a record
+    neither held nor decided, listed and exported as suggested until the next sweep."""
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(GOLD, encoding="utf-8")
+    store = swept_store(StateStore.in_memory())
+    stage, oldest = evicted_and_listed(store)
+    repo = SweptAfterRead(store, stage)
+    with pytest.raises(LabellingError, match="shorten reference_answer"):
+        Labelling(repo, gold).accept(oldest, ["p-1"], "plain", {"reference_answer": "x" * 70_000})
+    assert store.get(DECISION_PREFIX + oldest) is None  # released
+    assert stored_ids(store) == set(stage.suggestions)  # as the sweep left it
+    assert oldest not in {item["id"] for item in Labelling(repo, gold).list().items}
+
+
+def test_a_released_hold_keeps_a_record_it_did_not_write(tmp_path: Path) -> None:
+    """A record stored before the hold (or rewritten since) is the stage's: kept."""
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(GOLD, encoding="utf-8")
+    store = swept_store(StateStore.in_memory())
+    stage, oldest = evicted_and_listed(store)
+    repo = StateStoreCandidates(store)
+    with pytest.raises(LabellingError, match="shorten reference_answer"):
+        Labelling(repo, gold).accept(oldest, ["p-1"], "plain", {"reference_answer": "x" * 70_000})
+    assert store.get(DECISION_PREFIX + oldest) is None and oldest in stored_ids(store)
+    record = repo.get(oldest)
+    assert record is not None
+    swept = swept_store(StateStore.in_memory())
+    assert StateStoreCandidates(swept).hold(oldest, record, NOW) is True  # written back
+    newer = {**record, "events": 99}
+    StateStoreCandidates(swept).publish([newer])  # rewritten by the stage since
+    StateStoreCandidates(swept).release(oldest, record)
+    assert StateStoreCandidates(swept).get(oldest) == newer
+    assert not StateStoreCandidates(swept).pending(oldest)
