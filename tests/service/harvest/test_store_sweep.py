@@ -684,3 +684,36 @@ def test_a_released_hold_keeps_a_record_it_did_not_write(tmp_path: Path) -> None
     StateStoreCandidates(swept).release(oldest, record)
     assert StateStoreCandidates(swept).get(oldest) == newer
     assert not StateStoreCandidates(swept).pending(oldest)
+
+
+def test_an_accept_finding_its_row_malformed_keeps_its_hold(tmp_path: Path) -> None:
+    """The file holds a row carrying the suggestion's id (appended before a crash, then
+    edited by hand) that is no valid gold row: the accept is refused (503) but the hold
+    stays, since a row of it is in the file; a sweep keeps the evicted suggestion's record."""
+    gold = tmp_path / "gold.jsonl"
+    store = swept_store(StateStore.in_memory())
+    stage, oldest = evicted_and_listed(store)
+    broken = {"id": "q-002", "question": "fees?", "gold": [], "kind": "plain",
+              "harvest_id": oldest}  # fmt: skip
+    gold.write_text(GOLD + json.dumps(broken) + "\n", encoding="utf-8")
+    repo = StateStoreCandidates(store)
+    with pytest.raises(GoldSetUnavailable, match="not a valid gold row"):
+        Labelling(repo, gold).accept(oldest, ["p-1"], "plain")
+    assert repo.pending(oldest) and repo.decision(oldest) is None
+    checkpoint(store, stage)  # sweeps the other evicted one, not the held one
+    assert stored_ids(store) == set(stage.suggestions) | {oldest}
+
+
+def test_a_restore_on_the_same_stage_sweeps_at_the_next_checkpoint() -> None:
+    """The engine reloads its stages from the last checkpoint after a batch failed partway
+    (the same stage objects): it holds the checkpoint's suggestions only (restore kept the
+    failed batch's too), and the records that batch published are swept by the next
+    checkpoint, as after a start, although no suggestion was evicted since."""
+    store = swept_store(StateStore.in_memory())
+    stage = HarvestStage(CONFIG, sinks=[StateStoreCandidates(store)])
+    stage.process(events(0, 5))
+    checkpoint(store, stage)  # the first: sweeps, and remembers it did
+    stage.process(events(5, 3))  # published, then the batch fails before its checkpoint
+    stage.restore(store.get(KEY))  # the engine's reload
+    checkpoint(store, stage)
+    assert len(stage.suggestions) == 5 and stored_ids(store) == set(stage.suggestions)
