@@ -367,9 +367,10 @@ def stray(store: StateStore) -> None:
 
 
 def test_a_checkpoint_sweeps_only_after_an_eviction_or_a_start() -> None:
-    """A sweep scans every record (100,000 held: 28 → 418 ms a checkpoint), and HTTP ingest
-    checkpoints once per request: a checkpoint sweeps only when a suggestion was evicted
-    since the last committed sweep, or first after a start or restore."""
+    """A sweep scans every record (100,000 held: 20-24 → 146-208 ms a checkpoint,
+    docs/scaling.md), and HTTP ingest checkpoints once per request: a checkpoint sweeps
+    only when a suggestion was evicted since the last committed sweep, or first after a
+    start or restore."""
     store = swept_store(StateStore.in_memory())
     stage = HarvestStage(CONFIG, sinks=[StateStoreCandidates(store)])
     stray(store)
