@@ -293,15 +293,23 @@ class StateStore:
                 self._sweeps.append(sweep)
 
     def checkpoint(
-        self, updates: Mapping[str, Any], if_absent: Mapping[str, Any] | None = None
-    ) -> None:
+        self,
+        updates: Mapping[str, Any],
+        if_absent: Mapping[str, Any] | None = None,
+        delete_if: Mapping[str, JsonText] | None = None,
+    ) -> int:
         """Write all ``updates`` in one durable transaction; a ``None`` value deletes its key.
 
         A :class:`JsonText` value is written as it is (already JSON text). ``if_absent``
         values are written in the same transaction only under keys that hold none (after
         ``updates``; e.g. a labelling decision brings back the record it was taken on, had a
-        checkpoint swept it meanwhile, without overwriting a newer one). The sweeps whose
-        ``trigger`` this writes run last, in the same transaction (:class:`Sweep`).
+        checkpoint swept it meanwhile, without overwriting a newer one). ``delete_if``
+        deletes each key only while it holds exactly that JSON text (e.g. a record brought
+        back by ``if_absent`` and not rewritten since). The sweeps whose ``trigger`` this
+        writes run last, in the same transaction (:class:`Sweep`).
+
+        Returns:
+            How many ``if_absent`` values were written (0 to ``len(if_absent)``).
 
         Raises:
             TypeError: a value is not JSON-serialisable (nothing is written).
@@ -313,6 +321,7 @@ class StateStore:
         rows = [(k, v if type(v) is JsonText else _dumps(v), now)
                 for k, v in updates.items() if v is not None]  # fmt: skip
         deleted = [(k,) for k, v in updates.items() if v is None]
+        unchanged = [(k, str(v)) for k, v in (delete_if or {}).items()]
         absent = [(k, v if type(v) is JsonText else _dumps(v), now)
                   for k, v in (if_absent or {}).items()]  # fmt: skip
         with self._lock:
@@ -332,17 +341,19 @@ class StateStore:
                     rows,
                 )
                 self._conn.executemany("DELETE FROM state WHERE key = ?", deleted)
-                self._conn.executemany(
+                self._conn.executemany("DELETE FROM state WHERE key = ? AND value = ?", unchanged)
+                written = self._conn.executemany(
                     "INSERT INTO state(key, value, updated_at) VALUES (?, ?, ?) "
                     "ON CONFLICT(key) DO NOTHING",
                     absent,
-                )
+                ).rowcount
                 swept = sum(self._conn.execute(_SWEEP_SQL, sweep).rowcount for sweep in sweeps)
                 self._conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 _rollback(self._conn)
                 raise _write_error(self._label, exc) from exc
             self.swept += swept
+        return max(written, 0)
 
     def close(self) -> None:
         """Close the connection and release the writer's lock, if held (idempotent)."""

@@ -40,8 +40,8 @@ from typing import Any, Literal
 
 from service.files.private import PRIVATE_MODE
 
-__all__ = ["AppendOnlyFile", "TornTail", "append_whole", "cut_back", "file_mark", "lines_after",
-           "open_append", "prepare_tail", "torn_tail"]  # fmt: skip
+__all__ = ["AppendOnlyFile", "MaybeWritten", "TornTail", "append_whole", "cut_back",
+           "file_mark", "lines_after", "open_append", "prepare_tail", "torn_tail"]  # fmt: skip
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,13 @@ OnTorn = Literal["cut", "refuse"]
 _CHUNK = 65_536
 #: Most bytes :func:`lines_after` reads back from the end of a file.
 MAX_LINES_AFTER_BYTES = 64 << 20
+
+
+class MaybeWritten(OSError):
+    """An append failed and was not cut back: some or all of its bytes may be in the file
+    (e.g. ``fsync`` failed and the truncate failed too). An :class:`OSError` with the
+    original error's ``errno`` and ``strerror``; callers that must know whether a record
+    may have landed (the labeller's hold) catch it before ``OSError``."""
 
 
 class TornTail(Exception):
@@ -180,9 +187,10 @@ def append_whole(fd: int, data: bytes, *, sync: bool = True) -> int:
         The file's size after the append (bytes).
 
     Raises:
-        OSError: the write or fsync failed (e.g. ``ENOSPC``); the file is as it was — unless
-            the truncate failed too, which is logged: the next append finds the torn tail
-            (:func:`prepare_tail`).
+        OSError: the write or fsync failed (e.g. ``ENOSPC``); the file is as it was.
+        MaybeWritten: the write or fsync failed and the truncate failed too (logged): some
+            or all of ``data`` may be in the file; the next append finds a torn tail
+            (:func:`prepare_tail`), or the whole record.
     """
     start = os.fstat(fd).st_size
     view = memoryview(data)
@@ -192,21 +200,37 @@ def append_whole(fd: int, data: bytes, *, sync: bool = True) -> int:
             view = view[written:]
         if sync:
             os.fsync(fd)
+    except OSError as exc:
+        if not cut_back(fd, start):
+            raise MaybeWritten(exc.errno, exc.strerror) from exc
+        raise
     except BaseException:
         cut_back(fd, start)
         raise
     return start + len(data)
 
 
-def cut_back(fd: int, size: int) -> None:
+def cut_back(fd: int, size: int) -> bool:
     """Truncate the file back to ``size`` bytes after a failed append, and fsync (best
-    effort: a failure is logged, never raised over the error that caused the cut)."""
+    effort: a failure is logged, never raised over the error that caused the cut).
+
+    Returns:
+        Whether the file was cut back (``False``: the truncate failed, so the record may be
+        in the file; a failed fsync after it is logged only: the file read now ends at
+        ``size``).
+    """
     try:
         os.ftruncate(fd, size)
-        os.fsync(fd)
     except OSError as exc:
         log.error("could not cut a partly written record off (%s): the next append will find "
                   "an incomplete last line", exc.strerror)  # fmt: skip
+        return False
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        log.error("cut a partly written record off but could not fsync the cut (%s)",
+                  exc.strerror)  # fmt: skip
+    return True
 
 
 class AppendOnlyFile:

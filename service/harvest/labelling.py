@@ -73,7 +73,13 @@ from typing_extensions import TypedDict
 
 from service.data.goldset import MAX_GOLD_ROW_BYTES, GoldFileCheck, kind_problem, parse_gold_row
 from service.errors import GoldwatchError
-from service.files.append_only import TornTail, append_whole, open_append, prepare_tail
+from service.files.append_only import (
+    MaybeWritten,
+    TornTail,
+    append_whole,
+    open_append,
+    prepare_tail,
+)
 from service.files.regular import read_regular
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.ranking import select
@@ -464,7 +470,7 @@ class Labelling:
         with self._lock:
             row = self._undecided(candidate_id)
             try:  # held before the append: no checkpoint sweeps the record until decided
-                self.repository.hold(candidate_id, row, self.clock())
+                wrote = self.repository.hold(candidate_id, row, self.clock())
             except StateError as exc:
                 log.warning("accept of %s refused: %s", candidate_id, exc)
                 raise GoldSetUnavailable(
@@ -472,23 +478,29 @@ class Labelling:
                 ) from None
             try:
                 gold_row, question = self._append(row, list(gold), kind, confirmed, deadline)
+            except MaybeWritten as exc:  # the row may be in the file: kept held, so the
+                # retry reuses it or a reject's settle finds it
+                message = (f"gold-set file {self.gold_path} failed after the row may have "
+                           f"been written: {_problem(exc)}; retry the accept")  # fmt: skip
+                log.warning("accept refused: %s", message)
+                raise GoldSetUnavailable(message) from None
             except OSError as exc:
                 message = f"gold-set file {self.gold_path} cannot be written: {_problem(exc)}"
                 log.warning("accept refused: %s", message)
-                self._release(candidate_id)
+                self._release(candidate_id, row if wrote else None)
                 raise GoldSetUnavailable(message) from None
             except TornTail as exc:  # names the file and line, never its content
                 log.warning("accept refused: %s", exc)
-                self._release(candidate_id)
+                self._release(candidate_id, row if wrote else None)
                 raise GoldSetUnavailable(f"gold-set file damaged: {exc}") from None
             except GoldFileBroken as exc:  # readiness's own message: file and line
                 log.warning("accept refused: %s", exc)
-                self._release(candidate_id)
+                self._release(candidate_id, row if wrote else None)
                 raise GoldSetUnavailable(str(exc)) from None
             except GoldSetUnavailable:  # a malformed row holds it: kept held for the retry
                 raise
             except LabellingError:  # the row would not load: nothing was appended
-                self._release(candidate_id)
+                self._release(candidate_id, row if wrote else None)
                 raise
             # the row in the file is what counts (after a crash: the one appended then)
             decision: Decision = {
@@ -504,12 +516,7 @@ class Labelling:
                     f"the row is in the gold-set file but the decision could not be kept "
                     f"({exc}); retry the accept"
                 ) from None
-        if self.on_accept is not None:
-            try:  # the decision is kept: a failed refresh must not turn it into an error
-                self.on_accept(question)
-            except Exception:
-                log.exception("after accepting %s: the gold-set refresh could not start",
-                              question.id)  # fmt: skip
+        self._accepted(question)
         return decision
 
     def reject(self, candidate_id: str, reason: str) -> Decision:
@@ -529,37 +536,56 @@ class Labelling:
         if not cleaned or len(reason) > MAX_REASON_CHARS:
             raise LabellingError(f"reason must be 1..{MAX_REASON_CHARS} non-blank characters")
         kept = clip_reason(scrub(cleaned).text)
+        settled: GoldQuestion | None = None
         with self._lock:
             row = self._undecided(candidate_id)
-            if self.repository.pending(candidate_id):
-                self._settle(candidate_id, row)  # an accept failed after its append?
-            decision: Decision = {"status": "rejected", "reason": kept,
-                                  "decided_at": self.clock()}  # fmt: skip
-            # with the record read: a checkpoint may have swept it since
-            self.repository.decide(candidate_id, decision, row)
+            if self.repository.pending(candidate_id):  # an accept failed after its append?
+                settled = self._settle(candidate_id, row)
+            if settled is None:
+                decision: Decision = {"status": "rejected", "reason": kept,
+                                      "decided_at": self.clock()}  # fmt: skip
+                # with the record read: a checkpoint may have swept it since
+                self.repository.decide(candidate_id, decision, row)
+        if settled is not None:  # the accept is kept: refreshed as an accept's retry is
+            self._accepted(settled)
+            raise AlreadyDecided("accepted")
         return decision
 
-    def _release(self, candidate_id: str) -> None:
-        """End the hold of an accept that appended nothing; if that cannot be written the
-        hold stays (the record is then kept until a decision, which is harmless)."""
+    def _accepted(self, question: GoldQuestion) -> None:
+        """Tell ``on_accept`` of a kept accept (outside the lock); a failure is logged."""
+        if self.on_accept is not None:
+            try:  # the decision is kept: a failed refresh must not turn it into an error
+                self.on_accept(question)
+            except Exception:
+                log.exception("after accepting %s: the gold-set refresh could not start",
+                              question.id)  # fmt: skip
+
+    def _release(self, candidate_id: str, written: SuggestionRecord | None) -> None:
+        """End the hold of an accept that appended nothing, deleting the record the hold
+        wrote back (``written``: a checkpoint had swept it, so it is neither held nor decided);
+        if that cannot be written the hold stays (the record is then kept until a decision,
+        which is harmless)."""
         try:
-            self.repository.release(candidate_id)
+            self.repository.release(candidate_id, written)
         except StateError as exc:
             log.warning("hold of %s not released: %s", candidate_id, exc)
 
-    def _settle(self, candidate_id: str, row: SuggestionRecord) -> None:
+    def _settle(self, candidate_id: str, row: SuggestionRecord) -> GoldQuestion | None:
         """A held suggestion (an accept whose decision was not kept: failed, or the process
         was killed after the append): if the gold-set file has a row carrying its id, keep
-        the accept that row records and refuse the reject.
+        the accept that row records and return its question (the reject is then refused);
+        ``None`` when the file has no such row (or does not exist yet, never having been
+        written: a fresh gold path).
 
         Raises:
-            AlreadyDecided: ``"accepted"``, the row found (its decision now kept).
-            GoldSetUnavailable: the file cannot be read, so whether it holds the row is
-                unknown; or that row is not a valid gold row.
+            GoldSetUnavailable: the file cannot be read (or is gone although it existed),
+                so whether it holds the row is unknown; or that row is not a valid gold row.
         """
         try:
             content = read_regular(self.gold_path)
         except OSError as exc:
+            if isinstance(exc, FileNotFoundError) and not self._expected:
+                return None  # never created (a fresh gold path): no accept appended a row
             message = f"gold-set file {self.gold_path} cannot be read: {_problem(exc)}"
             log.warning("reject refused: %s", message)
             raise GoldSetUnavailable(message) from None
@@ -572,7 +598,8 @@ class Labelling:
                     "kind": question.kind, "labels": labels, "decided_at": self.clock(),
                 }  # fmt: skip
                 self.repository.decide(candidate_id, decision, row)
-                raise AlreadyDecided("accepted")
+                return question
+        return None
 
     def _undecided(self, candidate_id: str) -> SuggestionRecord:
         row = self.repository.get(candidate_id)
@@ -604,7 +631,10 @@ class Labelling:
         Raises:
             OSError: missing (``ENOENT``) although it existed at start, not a regular file
                 (``EINVAL``), locked by another process for too long (``EAGAIN``), or cannot
-                be opened, read or written.
+                be opened, read or written; nothing was appended.
+            MaybeWritten: an :class:`OSError` after the row may have reached the file (the
+                write or fsync failed and could not be cut back; the file failed after the
+                append or at its close).
             TornTail: the file's last line is incomplete (an earlier append cut short).
             GoldFileBroken: the file (not empty) no longer loads whole: a row appended now
                 would be lost with it; nothing is written.
@@ -617,12 +647,14 @@ class Labelling:
             fd = open_append(self.gold_path, 0o644, create=not self._expected)
         except FileNotFoundError:
             raise FileNotFoundError(errno.ENOENT, "missing (moved or deleted?)") from None
+        written = False
         try:
             # other processes append too
             _lock_exclusive(fd, deadline, self.config.gold_lock_timeout_s)
             existing = _ids_in(_read_all(fd))
             for parsed in existing.values():
                 if parsed.get("harvest_id") == row["id"]:  # appended before a crash: reuse
+                    written = True
                     return parsed, _recovered(parsed, self.gold_path)
             prefix = prepare_tail(fd, self.gold_path, on_torn="refuse")
             before = os.fstat(fd)
@@ -640,10 +672,20 @@ class Labelling:
                 parse_gold_row(gold_row)
             except ValueError as exc:  # names fields, never values
                 raise LabellingError(f"the gold row would not load: {exc}") from None
-            append_whole(fd, prefix + line)
+            append_whole(fd, prefix + line)  # MaybeWritten: not cut back
+            written = True  # the row is in the file: any error from here may follow it
             self.gold_check.appended(before, os.fstat(fd))
+        except OSError as exc:
+            if written and not isinstance(exc, MaybeWritten):
+                raise MaybeWritten(exc.errno, exc.strerror) from exc
+            raise
         finally:
-            os.close(fd)  # releases the flock; nothing buffered is left to write
+            try:
+                os.close(fd)  # releases the flock; nothing buffered is left to write
+            except OSError as exc:  # e.g. EIO: after an append, the row may be in the file
+                if written:
+                    raise MaybeWritten(exc.errno, exc.strerror) from exc
+                raise
         self._expected = True
         self._known_ids.add(gold_row["id"])
         return gold_row, _question(gold_row)

@@ -188,14 +188,17 @@ class CandidateRepository(CandidateSink, Protocol):
         repository no longer holds one (a checkpoint swept it meanwhile)."""
         ...
 
-    def hold(self, candidate_id: str, record: Mapping[str, Any], since: str) -> None:
+    def hold(self, candidate_id: str, record: Mapping[str, Any], since: str) -> bool:
         """Keep ``candidate_id``'s ``record`` (written back if absent) and mark the accept
         under way (``since``: RFC 3339), in one transaction, before its gold row is appended
-        (module docstring); :meth:`decide` ends the hold."""
+        (module docstring); :meth:`decide` ends the hold. Returns whether ``record`` was
+        written back (a checkpoint had swept it)."""
         ...
 
-    def release(self, candidate_id: str) -> None:
-        """End a hold whose gold row was not appended (the suggestion stays undecided)."""
+    def release(self, candidate_id: str, written: Mapping[str, Any] | None = None) -> None:
+        """End a hold whose gold row was not appended (the suggestion stays undecided).
+        ``written``: the record :meth:`hold` wrote back, deleted in the same transaction
+        unless rewritten since (so the release leaves no record neither held nor decided)."""
         ...
 
     def pending(self, candidate_id: str) -> bool:
@@ -276,13 +279,19 @@ class MemoryCandidates:
             if record is not None and candidate_id not in self._records:
                 self._records[candidate_id] = cast(SuggestionRecord, dict(record))
 
-    def hold(self, candidate_id: str, record: Mapping[str, Any], since: str) -> None:
+    def hold(self, candidate_id: str, record: Mapping[str, Any], since: str) -> bool:
         with self._lock:
             self._pending.add(candidate_id)
-            self._records.setdefault(candidate_id, cast(SuggestionRecord, dict(record)))
+            if candidate_id in self._records:
+                return False
+            self._records[candidate_id] = cast(SuggestionRecord, dict(record))
+            return True
 
-    def release(self, candidate_id: str) -> None:
+    def release(self, candidate_id: str, written: Mapping[str, Any] | None = None) -> None:
         with self._lock:
+            if candidate_id in self._pending and written is not None:
+                if self._records.get(candidate_id) == dict(written):
+                    del self._records[candidate_id]
             self._pending.discard(candidate_id)
 
     def pending(self, candidate_id: str) -> bool:
@@ -331,15 +340,19 @@ class StateStoreCandidates:
         kept = {cid: value for cid, value in found.items() if not _is_pending(value)}
         return cast("dict[str, Decision]", kept)
 
-    def hold(self, candidate_id: str, record: Mapping[str, Any], since: str) -> None:
-        self.store.checkpoint(
+    def hold(self, candidate_id: str, record: Mapping[str, Any], since: str) -> bool:
+        return 1 == self.store.checkpoint(
             {DECISION_PREFIX + candidate_id: {"status": PENDING, "since": since}},
             if_absent={CANDIDATE_PREFIX + candidate_id: JsonText(record_json(record))},
         )
 
-    def release(self, candidate_id: str) -> None:
+    def release(self, candidate_id: str, written: Mapping[str, Any] | None = None) -> None:
         if self.pending(candidate_id):
-            self.store.checkpoint({DECISION_PREFIX + candidate_id: None})
+            self.store.checkpoint(
+                {DECISION_PREFIX + candidate_id: None},
+                delete_if=None if written is None else {
+                    CANDIDATE_PREFIX + candidate_id: JsonText(record_json(written))},
+            )  # fmt: skip
 
     def pending(self, candidate_id: str) -> bool:
         return _is_pending(self.store.get(DECISION_PREFIX + candidate_id))
