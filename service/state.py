@@ -45,7 +45,8 @@ locks are POSIX record locks, independent of ``flock`` on Linux. Readers (``cand
 export``) do not take the lock.
 
 >>> store = StateStore.in_memory()
->>> store.checkpoint({"stage/count": {"processed": 3}})
+>>> store.checkpoint({"stage/count": {"processed": 3}})  # if_absent values written: none
+0
 >>> store.get("stage/count")
 {'processed': 3}
 >>> store.get("stage/missing", default={})

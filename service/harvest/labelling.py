@@ -469,7 +469,10 @@ class Labelling:
             deadline = time.monotonic() + self.config.gold_lock_timeout_s
         with self._lock:
             row = self._undecided(candidate_id)
+            # a hold left by an earlier accept (killed, or failed after its row may have been
+            # written) is that accept's: this one must not release it when it fails
             try:  # held before the append: no checkpoint sweeps the record until decided
+                held_before = self.repository.pending(candidate_id)
                 wrote = self.repository.hold(candidate_id, row, self.clock())
             except StateError as exc:
                 log.warning("accept of %s refused: %s", candidate_id, exc)
@@ -487,20 +490,20 @@ class Labelling:
             except OSError as exc:
                 message = f"gold-set file {self.gold_path} cannot be written: {_problem(exc)}"
                 log.warning("accept refused: %s", message)
-                self._release(candidate_id, row if wrote else None)
+                self._release(candidate_id, row if wrote else None, held_before)
                 raise GoldSetUnavailable(message) from None
             except TornTail as exc:  # names the file and line, never its content
                 log.warning("accept refused: %s", exc)
-                self._release(candidate_id, row if wrote else None)
+                self._release(candidate_id, row if wrote else None, held_before)
                 raise GoldSetUnavailable(f"gold-set file damaged: {exc}") from None
             except GoldFileBroken as exc:  # readiness's own message: file and line
                 log.warning("accept refused: %s", exc)
-                self._release(candidate_id, row if wrote else None)
+                self._release(candidate_id, row if wrote else None, held_before)
                 raise GoldSetUnavailable(str(exc)) from None
             except GoldSetUnavailable:  # a malformed row holds it: kept held for the retry
                 raise
             except LabellingError:  # the row would not load: nothing was appended
-                self._release(candidate_id, row if wrote else None)
+                self._release(candidate_id, row if wrote else None, held_before)
                 raise
             # the row in the file is what counts (after a crash: the one appended then)
             decision: Decision = {
@@ -560,11 +563,17 @@ class Labelling:
                 log.exception("after accepting %s: the gold-set refresh could not start",
                               question.id)  # fmt: skip
 
-    def _release(self, candidate_id: str, written: SuggestionRecord | None) -> None:
+    def _release(
+        self, candidate_id: str, written: SuggestionRecord | None, held_before: bool = False
+    ) -> None:
         """End the hold of an accept that appended nothing, deleting the record the hold
         wrote back (``written``: a checkpoint had swept it, so it is neither held nor decided);
         if that cannot be written the hold stays (the record is then kept until a decision,
-        which is harmless)."""
+        which is harmless). ``held_before``: the suggestion was held before this accept (an
+        earlier one's row may be in the file): the hold stays for a retry or a reject to
+        settle."""
+        if held_before:
+            return
         try:
             self.repository.release(candidate_id, written)
         except StateError as exc:

@@ -710,14 +710,10 @@ class HarvestStage:
     def restore(self, state: Any) -> None:
         """Load a :meth:`state_snapshot` (version 1 or 2); ``None`` or another version
         starts empty. Suggestions not carried in full are read from the repository sink; one
-        missing there is logged and left out. The suggestions held before are dropped (the
-        engine reloads the same stage after a batch failed partway)."""
-        for sid in self.suggestions:
-            self.index.remove(sid)
-        self.suggestions.clear()
-        self._exact.clear()
-        self._order.clear()
-        self._dirty, self._stale = set(), set()
+        missing there is logged and left out. Loaded on top of what the stage holds: the
+        engine reloads the same stage after a batch failed partway, and that batch's new
+        suggestions then stay (a full reset — every tracker, and only once the reads that can
+        fail have succeeded — is left for later: a partial one double-counted elsewhere)."""
         if not isinstance(state, Mapping) or state.get("version") not in _READ_VERSIONS:
             return
         full = {str(row["id"]): row for row in state.get("suggestions", [])}

@@ -73,11 +73,11 @@ class KillAt:
 
         original = StateStore.checkpoint
 
-        def checkpoint(store: StateStore, updates: Any) -> None:
+        def checkpoint(store: StateStore, updates: Any, *args: Any, **kwargs: Any) -> int:
             self.seen += 1
             if self.seen == self.target:
                 store._conn = _KillBeforeCommit(store._conn)  # type: ignore[assignment]
-            original(store, updates)
+            return original(store, updates, *args, **kwargs)
 
         StateStore.checkpoint = checkpoint  # type: ignore[method-assign]
 

@@ -143,11 +143,11 @@ class _FlakyStore(StateStore):
     fail_at: frozenset[int] = frozenset()
     calls = 0
 
-    def checkpoint(self, updates: Any) -> None:
+    def checkpoint(self, updates: Any, *args: Any, **kwargs: Any) -> int:
         self.calls += 1
         if self.calls in self.fail_at:
             raise StateError(f"cannot write state file {self.label}: the disk is full")
-        super().checkpoint(updates)
+        return super().checkpoint(updates, *args, **kwargs)
 
 
 def test_file_source_checkpoint_failures_resume_without_double_counting(tmp_path: Path) -> None:
