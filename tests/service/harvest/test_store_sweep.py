@@ -123,13 +123,20 @@ class CommitFails(sqlite3.Connection):
         return super().execute(sql, *args)
 
 
-def test_a_failed_checkpoint_deletes_nothing_and_the_next_sweeps_its_leftovers(
-    tmp_path: Path,
-) -> None:
+def commit_fails_connection(tmp_path: Path) -> tuple[Path, CommitFails]:
+    """A state file with goldwatch's schema and a :class:`CommitFails` connection to it."""
     path = tmp_path / "state.sqlite"
     StateStore.open(path).close()  # the schema
     connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
                                  factory=CommitFails)  # fmt: skip
+    assert isinstance(connection, CommitFails)
+    return path, connection
+
+
+def test_a_failed_checkpoint_deletes_nothing_and_the_next_sweeps_its_leftovers(
+    tmp_path: Path,
+) -> None:
+    path, connection = commit_fails_connection(tmp_path)
     store = swept_store(StateStore(connection, str(path)))
     repo = StateStoreCandidates(store)
     stage = HarvestStage(CONFIG, sinks=[repo])
@@ -278,11 +285,7 @@ def test_after_a_failed_checkpoint_a_flush_keeps_the_records_the_committed_one_r
     """A suggestion clean at the last committed checkpoint and changed since waits for a
     snapshot that carries it in full — one that commits: a failed checkpoint's does not
     count, so the next flush must not overwrite the record a restart would read."""
-    path = tmp_path / "state.sqlite"
-    StateStore.open(path).close()  # the schema
-    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
-                                 factory=CommitFails)  # fmt: skip
-    assert isinstance(connection, CommitFails)
+    path, connection = commit_fails_connection(tmp_path)
     store = swept_store(StateStore(connection, str(path)))
     stage = HarvestStage(CONFIG, sinks=[StateStoreCandidates(store)])  # flushes every batch
     stage.process(events(0, 3))
@@ -326,11 +329,7 @@ def test_the_engine_confirms_only_a_committed_checkpoint(tmp_path: Path) -> None
         def checkpointed(self) -> None:
             self.confirmed += 1
 
-    path = tmp_path / "state.sqlite"
-    StateStore.open(path).close()
-    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
-                                 factory=CommitFails)  # fmt: skip
-    assert isinstance(connection, CommitFails)
+    path, connection = commit_fails_connection(tmp_path)
     stage = Confirmed()
     metrics = build_metrics(CollectorRegistry())
     store = StateStore(connection, str(path))
@@ -394,11 +393,7 @@ def test_a_checkpoint_sweeps_only_after_an_eviction_or_a_start() -> None:
 
 
 def test_a_failed_checkpoint_leaves_its_sweep_to_the_next(tmp_path: Path) -> None:
-    path = tmp_path / "state.sqlite"
-    StateStore.open(path).close()  # the schema
-    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
-                                 factory=CommitFails)  # fmt: skip
-    assert isinstance(connection, CommitFails)
+    path, connection = commit_fails_connection(tmp_path)
     store = swept_store(StateStore(connection, str(path)))
     stage = HarvestStage(CONFIG, sinks=[StateStoreCandidates(store)])
     stage.process(events(0, 11))
