@@ -423,6 +423,16 @@ class DecideFails(StateStoreCandidates):
         super().decide(candidate_id, decision, record)
 
 
+def gold_and_evicted(tmp_path: Path) -> tuple[Path, StateStore, HarvestStage, str]:
+    """A gold-set file (:data:`GOLD`), a swept in-memory store and a stage that evicted and
+    still lists a suggestion (:func:`evicted_and_listed`): ``(gold, store, stage, its id)``."""
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(GOLD, encoding="utf-8")
+    store = swept_store(StateStore.in_memory())
+    stage, oldest = evicted_and_listed(store)
+    return gold, store, stage, oldest
+
+
 def evicted_and_listed(store: StateStore) -> tuple[HarvestStage, str]:
     """A stage whose oldest suggestion was evicted after a checkpoint: its record is still
     stored (listed, so a labeller may accept it) until the next checkpoint sweeps it."""
@@ -443,10 +453,7 @@ def harvest_ids(gold: Path) -> list[str]:
 def test_an_accept_whose_decision_failed_can_be_retried_after_a_sweep(tmp_path: Path) -> None:
     """The 503 says "retry the accept"; a checkpoint committing before the retry swept the
     evicted suggestion's record, so the retry got 404 and the gold row had no decision."""
-    gold = tmp_path / "gold.jsonl"
-    gold.write_text(GOLD, encoding="utf-8")
-    store = swept_store(StateStore.in_memory())
-    stage, oldest = evicted_and_listed(store)
+    gold, store, stage, oldest = gold_and_evicted(tmp_path)
     repo = DecideFails(store)
     labelling = Labelling(repo, gold)
     with pytest.raises(GoldSetUnavailable, match="retry the accept"):
@@ -504,10 +511,7 @@ def test_a_restart_after_a_kill_between_the_append_and_the_decision(
 
 def test_an_accept_that_appended_nothing_releases_its_hold(tmp_path: Path) -> None:
     """The hold keeps a record only while a gold row may lack its decision."""
-    gold = tmp_path / "gold.jsonl"
-    gold.write_text(GOLD, encoding="utf-8")
-    store = swept_store(StateStore.in_memory())
-    stage, oldest = evicted_and_listed(store)
+    gold, store, stage, oldest = gold_and_evicted(tmp_path)
     repo = StateStoreCandidates(store)
     labelling = Labelling(repo, gold)
     gold.unlink()  # moved away after the start: nothing appended
@@ -549,10 +553,7 @@ def test_an_accept_failing_after_its_row_landed_keeps_its_hold(
 ) -> None:
     """An error after the row reached the file is not "nothing appended": released, the
     record of an evicted suggestion was swept and the gold row had no decision."""
-    gold = tmp_path / "gold.jsonl"
-    gold.write_text(GOLD, encoding="utf-8")
-    store = swept_store(StateStore.in_memory())
-    stage, oldest = evicted_and_listed(store)
+    gold, store, stage, oldest = gold_and_evicted(tmp_path)
     repo = StateStoreCandidates(store)
     labelling = Labelling(repo, gold)
     with monkeypatch.context() as patched:
@@ -576,10 +577,7 @@ def test_a_retry_failing_before_the_file_keeps_the_earlier_accepts_hold(
     sweep could take the record and a reject was kept while the file held the accepted row."""
     import service.harvest.labelling as labelling_module
 
-    gold = tmp_path / "gold.jsonl"
-    gold.write_text(GOLD, encoding="utf-8")
-    store = swept_store(StateStore.in_memory())
-    stage, oldest = evicted_and_listed(store)
+    gold, store, stage, oldest = gold_and_evicted(tmp_path)
     repo = StateStoreCandidates(store)
     labelling = Labelling(repo, gold)
     with monkeypatch.context() as patched:
@@ -685,10 +683,7 @@ class SweptAfterRead(StateStoreCandidates):
 def test_a_released_hold_deletes_the_record_it_wrote_back(tmp_path: Path) -> None:
     """A hold that brought back a swept record, released (nothing appended), left a record
     neither held nor decided, listed and exported as suggested until the next sweep."""
-    gold = tmp_path / "gold.jsonl"
-    gold.write_text(GOLD, encoding="utf-8")
-    store = swept_store(StateStore.in_memory())
-    stage, oldest = evicted_and_listed(store)
+    gold, store, stage, oldest = gold_and_evicted(tmp_path)
     repo = SweptAfterRead(store, stage)
     with pytest.raises(LabellingError, match="shorten reference_answer"):
         Labelling(repo, gold).accept(oldest, ["p-1"], "plain", {"reference_answer": "x" * 70_000})
@@ -699,10 +694,7 @@ def test_a_released_hold_deletes_the_record_it_wrote_back(tmp_path: Path) -> Non
 
 def test_a_released_hold_keeps_a_record_it_did_not_write(tmp_path: Path) -> None:
     """A record stored before the hold (or rewritten since) is the stage's: kept."""
-    gold = tmp_path / "gold.jsonl"
-    gold.write_text(GOLD, encoding="utf-8")
-    store = swept_store(StateStore.in_memory())
-    stage, oldest = evicted_and_listed(store)
+    gold, store, stage, oldest = gold_and_evicted(tmp_path)
     repo = StateStoreCandidates(store)
     with pytest.raises(LabellingError, match="shorten reference_answer"):
         Labelling(repo, gold).accept(oldest, ["p-1"], "plain", {"reference_answer": "x" * 70_000})
