@@ -545,14 +545,14 @@ def close_fails_after_closing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "close", close)
 
 
-@pytest.mark.parametrize("failure", [fsync_and_truncate_fail, close_fails_after_closing])
-def test_an_accept_failing_after_its_row_landed_keeps_its_hold(
+def accepted_after_a_late_failure(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     failure: Callable[[pytest.MonkeyPatch], None],
-) -> None:
-    """An error after the row reached the file is not "nothing appended": released, the
-    record of an evicted suggestion was swept and the gold row had no decision."""
+) -> tuple[Path, StateStore, HarvestStage, str, StateStoreCandidates, Labelling]:
+    """An evicted suggestion's accept that fails (``failure``) after its row reached the
+    gold file: 503 "retry the accept", the row landed, the suggestion still held.
+    Returns ``(gold, store, stage, its id, repository, labelling)``."""
     gold, store, stage, oldest = gold_and_evicted(tmp_path)
     repo = StateStoreCandidates(store)
     labelling = Labelling(repo, gold)
@@ -562,6 +562,20 @@ def test_an_accept_failing_after_its_row_landed_keeps_its_hold(
             labelling.accept(oldest, ["p-1"], "plain")
     assert harvest_ids(gold) == [oldest]  # the row landed
     assert repo.pending(oldest)  # still held
+    return gold, store, stage, oldest, repo, labelling
+
+
+@pytest.mark.parametrize("failure", [fsync_and_truncate_fail, close_fails_after_closing])
+def test_an_accept_failing_after_its_row_landed_keeps_its_hold(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    failure: Callable[[pytest.MonkeyPatch], None],
+) -> None:
+    """An error after the row reached the file is not "nothing appended": released, the
+    record of an evicted suggestion was swept and the gold row had no decision."""
+    gold, store, stage, oldest, repo, labelling = accepted_after_a_late_failure(
+        tmp_path, monkeypatch, failure
+    )
     checkpoint(store, stage)  # sweeps the other evicted one, not the held one
     assert stored_ids(store) == set(stage.suggestions) | {oldest}
     decision = labelling.accept(oldest, ["p-1"], "plain")  # the retry reuses the row
@@ -577,14 +591,9 @@ def test_a_retry_failing_before_the_file_keeps_the_earlier_accepts_hold(
     sweep could take the record and a reject was kept while the file held the accepted row."""
     import service.harvest.labelling as labelling_module
 
-    gold, store, stage, oldest = gold_and_evicted(tmp_path)
-    repo = StateStoreCandidates(store)
-    labelling = Labelling(repo, gold)
-    with monkeypatch.context() as patched:
-        fsync_and_truncate_fail(patched)
-        with pytest.raises(GoldSetUnavailable, match="retry the accept"):
-            labelling.accept(oldest, ["p-1"], "plain")
-    assert harvest_ids(gold) == [oldest] and repo.pending(oldest)
+    gold, store, stage, oldest, repo, labelling = accepted_after_a_late_failure(
+        tmp_path, monkeypatch, fsync_and_truncate_fail
+    )
 
     def locked(*args: Any, **kwargs: Any) -> int:
         raise OSError(errno.EAGAIN, "locked by another process for too long")
