@@ -636,20 +636,27 @@ def test_a_reject_settling_a_failed_accept_refreshes_the_gold_set(tmp_path: Path
     assert decision is not None and decision["status"] == "accepted"
 
 
-def test_a_reject_of_a_held_suggestion_before_the_gold_file_exists(tmp_path: Path) -> None:
-    """A fresh gold path (created by the first accept): a hold left by a kill before that
-    first append means no row can exist, so the reject is kept (it answered 503 ENOENT)."""
+def held_by_a_killed_accept(gold: Path) -> tuple[StateStoreCandidates, str, Labelling]:
+    """A suggestion held by an accept killed right after its hold (no row appended), with
+    ``gold`` as the gold-set file: ``(repository, its id, labelling)``."""
     store = swept_store(StateStore.in_memory())
     repo = StateStoreCandidates(store)
     stage = HarvestStage(CONFIG, sinks=[repo])
     stage.process(events(0, 3))
     checkpoint(store, stage)
     sid = stage._exact[word(0)]
-    gold = tmp_path / "new-gold.jsonl"
     labelling = Labelling(repo, gold)
     record = repo.get(sid)
     assert record is not None
     repo.hold(sid, record, NOW)  # killed right after the hold
+    return repo, sid, labelling
+
+
+def test_a_reject_of_a_held_suggestion_before_the_gold_file_exists(tmp_path: Path) -> None:
+    """A fresh gold path (created by the first accept): a hold left by a kill before that
+    first append means no row can exist, so the reject is kept (it answered 503 ENOENT)."""
+    gold = tmp_path / "new-gold.jsonl"
+    repo, sid, labelling = held_by_a_killed_accept(gold)
     decision = labelling.reject(sid, "not a real question")
     assert decision["status"] == "rejected" and repo.decision(sid) == decision
     assert not repo.pending(sid) and not gold.exists()
@@ -659,16 +666,7 @@ def test_a_reject_of_a_held_suggestion_when_the_gold_file_went_missing(tmp_path:
     """The file existed at start: gone, whether it held the row is unknown (503)."""
     gold = tmp_path / "gold.jsonl"
     gold.write_text(GOLD, encoding="utf-8")
-    store = swept_store(StateStore.in_memory())
-    repo = StateStoreCandidates(store)
-    stage = HarvestStage(CONFIG, sinks=[repo])
-    stage.process(events(0, 3))
-    checkpoint(store, stage)
-    sid = stage._exact[word(0)]
-    labelling = Labelling(repo, gold)
-    record = repo.get(sid)
-    assert record is not None
-    repo.hold(sid, record, NOW)
+    repo, sid, labelling = held_by_a_killed_accept(gold)
     gold.unlink()
     with pytest.raises(GoldSetUnavailable, match="ENOENT"):
         labelling.reject(sid, "not a real question")
