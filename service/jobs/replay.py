@@ -62,7 +62,6 @@ from service.embeddings.config import english_model_notice
 from service.harvest.shed_note import shed_note
 from service.jobs.series import TimeSeries
 from service.pipeline import CountingStage, Pipeline
-from service.refusals.detector import REFUSAL_RATE_METHOD
 from service.runtime.live import build_live
 from service.runtime.memory import freeze_heap
 from service.runtime.reports import (
@@ -298,7 +297,9 @@ def render_text(doc: ReplayReport) -> str:
     lines += [f"languages: {langs}", f"topics: {topics}"]
     if refusals["rate"] is not None:
         lines.append(f"refusals: {refusals['refused']}/{refusals['answers']} "
-                     f"({refusals['rate']:.1%}; {REFUSAL_RATE_METHOD})")  # fmt: skip
+                     f"({refusals['rate']:.1%}; {refusals['method']})")  # fmt: skip
+    else:
+        lines.append("refusals: none (no answers in this log)")
     scope = analytics["out_of_scope"]
     if scope.get("off"):
         lines.append(f"out of scope: off: {scope['off']}")
