@@ -404,3 +404,17 @@ def test_the_refusal_line_counts_flag_and_pattern_decisions_and_stays_without_an
     none = run_replay(load_settings(), empty, None, tmp_path / "dlq2.jsonl")
     assert "refusals: none (no answers in this log)" in render_text(none).splitlines()
     assert "Refused answers: no answers in this log." in render_replay_html(none)
+
+
+def test_the_language_line_adds_the_languages_not_shown_as_other(small: dict[str, Any]) -> None:
+    """Trial user 4: the line showed six languages summing to 96 % and nothing else. Its
+    counts (4,000 events): en 3208, hi-Latn 322, es 89, hi 78, zh 78, ru 77 shown; de 74 +
+    ar 72 + bg 2 = 148 not shown: other 148/4000 = 3.7 % → 4 %. With six or fewer languages
+    there is no ``other``."""
+    doc = copy.deepcopy(small)
+    doc["analytics"]["languages"] = {"en": 3208, "hi-Latn": 322, "es": 89, "hi": 78, "zh": 78,
+                                     "ru": 77, "de": 74, "ar": 72, "bg": 2}  # fmt: skip
+    assert ("languages: en 80%, hi-Latn 8%, es 2%, hi 2%, zh 2%, ru 2%, other 4%"
+            in render_text(doc).splitlines())  # fmt: skip
+    doc["analytics"]["languages"] = {"en": 3, "hi": 1}
+    assert "languages: en 75%, hi 25%" in render_text(doc).splitlines()
