@@ -189,7 +189,14 @@ def test_without_a_gold_set_every_output_says_so_first(out: Path) -> None:
     # what needs no gold set ran on all 20 events: languages and the 20 planted refusals
     analytics = doc["analytics"]
     assert sum(analytics["languages"].values()) == len(QUESTIONS)
-    assert analytics["refusals"] == {"answers": 20, "refused": 20, "rate": 1.0}
+    assert analytics["refusals"] == {
+        "answers": 20,
+        "refused": 20,
+        "rate": 1.0,
+        "by_flag": 20,
+        "by_patterns": 0,
+        "method": "answer.refused decided all 20 answers",
+    }
     # nothing was measured against a gold set or topics fitted on one
     assert analytics["topics"] == {"und": len(QUESTIONS)}
     assert analytics["drift"]["language"]["gold_counts"] == {}
