@@ -85,6 +85,59 @@ def compression_of(path: str) -> tuple[str, str] | None:
     return None
 
 
+#: Bytes of a file's start looked at for a NUL byte: git's rule for "binary" (``FIRST_FEW_BYTES``
+#: = 8000 in ``xdiff-interface.c`` ``buffer_is_binary``).
+BINARY_HEAD_BYTES = 8000
+
+#: Byte-order marks of UTF-16 and UTF-32 text (Unicode §23.8): text, but not the UTF-8 a JSONL
+#: log must be, and NUL-laden when read as bytes.
+_WIDE_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"),
+)  # fmt: skip
+
+
+def binary_problem(path: str) -> str | None:
+    """Why the file at ``path`` is not JSONL text, when its first :data:`BINARY_HEAD_BYTES`
+    bytes say so, else ``None`` (also when it cannot be read: opening it says why).
+
+    A file is binary when that head holds a NUL byte (git's rule; JSON text never holds
+    one, RFC 8259 §7) and not one complete line in it is a UTF-8 JSON object's start
+    (``{``): a log with one corrupt line keeps being read, its bad lines dead-lettered.
+    UTF-16/32 text (by its byte-order mark) is named as such. Read as JSONL, a binary file
+    is a dead letter per "line" and its replay looks like a run that found nothing.
+
+    >>> import os, tempfile
+    >>> with tempfile.NamedTemporaryFile(delete=False) as f:
+    ...     _ = f.write(bytes(range(256)) * 4)
+    >>> binary_problem(f.name)
+    'binary data, not JSONL text (a NUL byte in its first 8000 bytes, no JSON line)'
+    >>> os.unlink(f.name)
+    """
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(BINARY_HEAD_BYTES)
+    except OSError:
+        return None
+    for bom, name in _WIDE_BOMS:
+        if head.startswith(bom):
+            return f"{name} text, not the UTF-8 JSONL text expected"
+    if b"\x00" not in head:
+        return None
+    lines = head.split(b"\n")[:-1]  # complete lines only (the last may be cut)
+    if any(_json_line(line) for line in lines):
+        return None
+    return (f"binary data, not JSONL text (a NUL byte in its first {BINARY_HEAD_BYTES} "
+            "bytes, no JSON line)")  # fmt: skip
+
+
+def _json_line(line: bytes) -> bool:
+    try:
+        return line.decode("utf-8").lstrip().startswith("{")
+    except UnicodeDecodeError:
+        return False
+
+
 class FileSource:
     """JSONL file (or stdin) source; see the module docstring for the line and position rules.
 
@@ -97,7 +150,7 @@ class FileSource:
     :param max_line_bytes: longer lines are cut (see module docstring).
     :param stream: binary stream to read instead of ``sys.stdin.buffer`` when ``path == "-"``.
     :raises SourceUnavailable: the file does not exist or cannot be opened, or it is a
-        compressed file (:func:`compression_of`).
+        compressed file (:func:`compression_of`) or binary data (:func:`binary_problem`).
     """
 
     def __init__(
@@ -151,6 +204,12 @@ class FileSource:
             raise SourceUnavailable(
                 f"{self.path} is {name}-compressed, not JSONL text: decompress it first "
                 f"(e.g. `{tool} {self.path} | goldwatch replay -`)"
+            )
+        problem = binary_problem(self.path)
+        if problem is not None:
+            opened.close()
+            raise SourceUnavailable(
+                f"{self.path} is {problem}: give a JSONL file, one UTF-8 JSON object a line"
             )
         return opened
 

@@ -23,7 +23,6 @@ from service.api.schemas import (
     Status,
     not_found,
 )
-from service.refusals.detector import REFUSAL_RATE_METHOD
 from service.runtime.process import StatusReport
 
 router = APIRouter(route_class=TokenFirstRoute)
@@ -85,7 +84,7 @@ def get_refusals(runtime: RuntimeDep) -> RefusalsReport:
         "drift": {"refusal": drift["refusal"], "out_of_scope": drift["out_of_scope"]},
         "detector_quality": report.get("detector_quality", {}),
         "quality_floor": report.get("quality_floor"),
-        "refusals_method": REFUSAL_RATE_METHOD,
+        "refusals_method": report["refusals"]["method"],
     }
 
 

@@ -176,8 +176,9 @@ class RefusalsReport(TypedDict):
     under-refusals, calibration), their drift, each detector's measured quality
     (:func:`service.runtime.reports.detector_quality_report`) and the AUC floor below which
     a detector is uncalibrated (``None``: analytics without one), and ``refusals_method``:
-    how an answer is counted as refused (``answer.refused``, else phrase patterns whose
-    precision and recall on this traffic are not measured)."""
+    how the answers were counted as refused, with both counts (``answer.refused`` where the
+    event sets it, else phrase patterns whose precision and recall on this traffic are not
+    measured; ``refusals.method``)."""
 
     refusals: RefusalCounts
     out_of_scope: OutOfScopeReport

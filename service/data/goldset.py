@@ -13,6 +13,8 @@ Gold-set row (one JSON object per line, UTF-8, blank lines skipped)::
   explicit ``"unanswerable"`` with non-empty ``gold`` is an error, and so is a
   ``"multi-passage"`` row with fewer than two gold passages (:func:`kind_problem`).
 * ``source`` is one of ``real``, ``written``, ``generated``. Unknown fields are ignored.
+* ``language`` is read as live traffic is labelled: canonical case, region folded (``en-US``,
+  ``en-GB`` → ``en``; the script is kept: ``hi-Latn``, ``zh-Hant``).
 * The shape ``{"id", "question", "relevantDocs", "answerContains"}`` is accepted too.
 * A row is at most :data:`MAX_GOLD_ROW_BYTES` (64 KiB) of UTF-8.
 
@@ -42,7 +44,7 @@ from service.data.corpus import (
     where,
 )
 from service.evaluation.trec import read_qrels, read_topics
-from service.language.tags import canonical_tag
+from service.language.tags import language_key
 from service.records import KINDS, GoldQuestion, Qrels
 
 logger = logging.getLogger(__name__)
@@ -81,9 +83,11 @@ class _GoldRow(BaseModel):
     @field_validator("language")
     @classmethod
     def _canonical_language(cls, value: str | None) -> str | None:
-        """A language tag in its canonical case (``hi-latn`` → ``hi-Latn``, the live label;
-        :func:`~service.language.tags.canonical_tag`); other values as written."""
-        return None if value is None else canonical_tag(value)
+        """A language tag as live traffic is labelled: canonical case, region folded
+        (``hi-latn`` → ``hi-Latn``, ``en-us`` → ``en``, ``zh-Hant-TW`` → ``zh-Hant``;
+        :func:`~service.language.tags.language_key`), so drift, shares, per-language quality
+        and metric labels compare like with like; other values as written."""
+        return None if value is None else language_key(value)
 
     @field_validator("gold", mode="plain")
     @classmethod

@@ -229,9 +229,12 @@ def candidates_section(candidates: Any) -> Markup:
     # the id first and never wrapped (a labeller copies it into the accept URL), the
     # question next to it, wrapped at word boundaries only; times to the minute
     fields = [f for f in fields if f != "first_seen"]  # the last time matters for triage
+    # labels such as answered_out_of_scope=6 or comparison_query may break after an
+    # underscore, so the table fits a 1,400 px window with its last column in view
     body = [
         [r.get("id") or "–", r.get("question") or r.get("text") or "",
-         *(minute(r.get(f)) if f == "last_seen" else _cell(r.get(f)) for f in fields)]
+         *(minute(r.get(f)) if f == "last_seen" else _breakable(_cell(r.get(f)))
+           for f in fields)]
         for r in shown
     ]  # fmt: skip
     header = ["id", "question", *("last seen" if f == "last_seen" else f for f in fields)]
@@ -265,6 +268,18 @@ def _summary(summary: Mapping[str, Any]) -> list[Markup]:
     if note is not None:
         parts.append(para(note[0].upper() + note[1:] + ".", "muted"))
     return parts
+
+
+def _breakable(value: object) -> object:
+    """A text cell that may break after each underscore (``<wbr>``), escaped; other values
+    as they are.
+
+    >>> str(_breakable("acl_violation=1, <x>")), _breakable(0.5)
+    ('acl_<wbr>violation=1, &lt;x&gt;', 0.5)
+    """
+    if not isinstance(value, str) or "_" not in value:
+        return value
+    return Markup("_<wbr>").join(esc(part) for part in value.split("_"))
 
 
 def _cell(value: Any) -> object:

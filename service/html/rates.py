@@ -14,7 +14,6 @@ from markupsafe import Markup
 
 from service.html import plots
 from service.html.page import badge, figure, num, para, pct, section, table
-from service.refusals.detector import REFUSAL_RATE_METHOD
 
 RATES = (
     ("refusal", "refusals", "rate", "refused answers"),
@@ -90,7 +89,7 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
             rows,
         )
     )
-    parts.append(para(f"Refused answers: {REFUSAL_RATE_METHOD}."))
+    parts.append(para(f"Refused answers: {analytics['refusals']['method']}."))
     parts.append(_both_directions(analytics))
     return section("refusals", "Refusals", *parts)
 

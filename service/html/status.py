@@ -26,7 +26,6 @@ from service.html.drift_section import DIMENSIONS, category_moves
 from service.html.extras import find_extra, suggestion_rows
 from service.html.page import badge, document, esc, num, para, pct, section, table
 from service.html.replay_page import analytics_sections, notices
-from service.refusals.detector import REFUSAL_RATE_METHOD
 
 #: Same-origin endpoints linked from the page.
 LINKS = (("/v1/status", "status JSON"), ("/v1/drift", "drift JSON"),
@@ -126,7 +125,8 @@ def moved_section(
         state = ((drift.get("refusal") or {}).get("state")) or "–"
         rows.append([_link("refusals", "refusals"),
                      f"{pct(refusals.get('rate'))} of {refusals.get('answers', 0)} answers "
-                     f"refused ({REFUSAL_RATE_METHOD}); refusal drift: {state}"])  # fmt: skip
+                     f"refused; {refusals.get('method', 'no answers yet')}; "
+                     f"refusal drift: {state}"])  # fmt: skip
     shadow = find_extra("shadow", analytics, extras)
     if shadow is not None:
         agreement = [

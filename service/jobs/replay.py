@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict, cast
@@ -61,8 +62,8 @@ from consumers.loop import make_decoder, run
 from service.embeddings.config import english_model_notice
 from service.harvest.shed_note import shed_note
 from service.jobs.series import TimeSeries
+from service.language.detector import OTHER as OTHER_LANGUAGE
 from service.pipeline import CountingStage, Pipeline
-from service.refusals.detector import REFUSAL_RATE_METHOD
 from service.runtime.live import build_live
 from service.runtime.memory import freeze_heap
 from service.runtime.reports import (
@@ -250,6 +251,21 @@ def operating_point_text(quality: dict[str, Any] | None) -> str:
     )
 
 
+def _language_shares(counts: Mapping[str, int], shown: int = 6) -> str:
+    """``"en 80%, hi-Latn 8%, …, other 4%"``: the ``shown`` most frequent languages (``counts``
+    most common first), then every other language (and the bounded label ``other``) as one
+    ``other`` share, so the line sums to 100 % (± rounding); ``""`` without counts.
+
+    >>> _language_shares({"en": 80, "hi": 8, "es": 7, "de": 5}, shown=2)
+    'en 80%, hi 8%, other 12%'
+    """
+    total = sum(counts.values()) or 1
+    named = [(k, v) for k, v in counts.items() if k != OTHER_LANGUAGE][:shown]
+    rest = sum(counts.values()) - sum(v for _, v in named)
+    parts = [f"{k} {v / total:.0%}" for k, v in named]
+    return ", ".join(parts + ([f"other {rest / total:.0%}"] if rest else []))
+
+
 def render_text(doc: ReplayReport) -> str:
     """A short human summary of :func:`run_replay`'s report (its notices first)."""
     lines = [f"NOTE: {notice}" for notice in doc.get("notices", ())]
@@ -272,7 +288,7 @@ def render_text(doc: ReplayReport) -> str:
     if not analytics:
         return "\n".join(lines + harvest_lines(doc.get("gold_candidates")))
     total = sum(analytics["languages"].values()) or 1
-    langs = ", ".join(f"{k} {v / total:.0%}" for k, v in list(analytics["languages"].items())[:6])
+    langs = _language_shares(analytics["languages"])
     names = analytics.get("topic_labels") or {}
     novelty = analytics.get("novelty") or {}
     caveat = {}  # the novel share next to what it is worth
@@ -298,7 +314,9 @@ def render_text(doc: ReplayReport) -> str:
     lines += [f"languages: {langs}", f"topics: {topics}"]
     if refusals["rate"] is not None:
         lines.append(f"refusals: {refusals['refused']}/{refusals['answers']} "
-                     f"({refusals['rate']:.1%}; {REFUSAL_RATE_METHOD})")  # fmt: skip
+                     f"({refusals['rate']:.1%}; {refusals['method']})")  # fmt: skip
+    else:
+        lines.append("refusals: none (no answers in this log)")
     scope = analytics["out_of_scope"]
     if scope.get("off"):
         lines.append(f"out of scope: off: {scope['off']}")

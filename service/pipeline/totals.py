@@ -10,7 +10,9 @@ them (the checkpoint and the position resumed from are one transaction).
 Counting rules (one per event, from the annotations the analytics stages left):
 
 * ``answers``: events whose answer was judged (``refused`` is ``True`` or ``False``);
-  ``refusals``: of those, the refused ones;
+  ``refusals``: of those, the refused ones; ``answers_by_flag`` / ``answers_by_patterns``: of
+  the answers, those the event's ``answer.refused`` decided / the phrase patterns decided
+  (``refused_by``; totals kept before these existed have neither, so they may sum to less);
 * ``scope_scored``: events given an out-of-scope verdict; ``out_of_scope``: of those, ``True``;
 * ``over_refusals`` / ``under_refusals``: events flagged ``over_refusal`` / ``under_refusal``;
 * ``pii``: scrubbed items by type, summed over the events' ``pii`` counts.
@@ -31,7 +33,7 @@ __all__ = ["FLAGS", "AnnotationTotals", "count_annotations"]
 
 #: The per-event flags counted, in report order.
 FLAGS = ("answers", "refusals", "scope_scored", "out_of_scope", "over_refusals",
-         "under_refusals")  # fmt: skip
+         "under_refusals", "answers_by_flag", "answers_by_patterns")  # fmt: skip
 
 
 def count_annotations(
@@ -51,6 +53,10 @@ def count_annotations(
         refused, out = notes.get("refused"), notes.get("out_of_scope")
         flags["answers"] += refused is not None
         flags["refusals"] += refused is True
+        if refused is not None:
+            by = notes.get("refused_by")
+            flags["answers_by_flag"] += by == "flag"
+            flags["answers_by_patterns"] += by == "patterns"
         flags["scope_scored"] += out is not None
         flags["out_of_scope"] += out is True
         flags["over_refusals"] += notes.get("over_refusal") is True

@@ -123,14 +123,40 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     r"ไม่พบ(?:ข้อมูล|คำตอบ)|หาไม่พบ",
 )
 
-#: How the refusal rate is determined, shown next to it (replay text and HTML, the status page,
-#: ``GET /v1/refusals``): the patterns have no quality figure on the user's own traffic, only
-#: on NoMIRACL's LLM replies (the module docstring; ``tests/service/test_refusals.py``).
-REFUSAL_RATE_METHOD = (
-    "answer.refused where the event sets it, else phrase patterns (not measured on this "
-    "traffic; precision 0.98, recall 1.00 on NoMIRACL's LLM replies); set answer.refused for "
-    "exact counts"
+#: Said of the phrase patterns whenever they decided some answers: their quality is known on
+#: NoMIRACL's LLM replies only, not on the user's traffic (the module docstring;
+#: ``tests/service/test_refusals.py``).
+_PATTERNS_CAVEAT = (
+    "phrase patterns not measured on this traffic; precision 0.98, recall 1.00 on NoMIRACL's "
+    "LLM replies; set answer.refused for exact counts"
 )
+
+
+def refusal_rate_method(by_flag: int, by_patterns: int, answers: int | None = None) -> str:
+    """How this run's refusals were decided, with both counts, for the replay text and HTML,
+    the status page and ``GET /v1/refusals``: ``by_flag`` answers by the event's own
+    ``answer.refused`` (exact), ``by_patterns`` by the phrase patterns over the answer text
+    (:class:`RefusalDetector`; measured on NoMIRACL only, so the caveat is added when any).
+    Counts are ≥ 0; with none of either, "no answers in this log". ``answers`` (the total,
+    when known) above their sum adds how many were counted before the split was kept (totals
+    of an older state file).
+
+    >>> refusal_rate_method(4000, 0)
+    'answer.refused decided all 4000 answers'
+    >>> refusal_rate_method(3, 2)  # doctest: +ELLIPSIS
+    'answer.refused decided 3 answers, phrase patterns 2 (phrase patterns not measured ...)'
+    """
+    earlier = max(0, (answers or 0) - by_flag - by_patterns)
+    before = f"; {earlier} answers counted before this split was kept" if earlier else ""
+    if by_flag + by_patterns == 0:
+        return "no answers in this log" if not earlier else before[2:]
+    if by_patterns == 0:
+        return f"answer.refused decided all {by_flag} answers{before}"
+    if by_flag == 0:
+        return f"phrase patterns decided all {by_patterns} answers ({_PATTERNS_CAVEAT}){before}"
+    return (f"answer.refused decided {by_flag} answers, phrase patterns {by_patterns} "
+            f"({_PATTERNS_CAVEAT}){before}")  # fmt: skip
+
 
 #: Openings that mark a reply as an answer even when it later says part of the question is not
 #: covered ("Yes, answer is present in [1]; no answer in the other contexts").

@@ -30,6 +30,8 @@ class RefusalStage(StatelessStage):
     """Pipeline stage writing ``annotations[i]["refused"]``: ``True``/``False``, or ``None``
     when the event has no answer at all. ``answer.refused`` wins when set; otherwise the
     detector reads ``answer.text`` (empty text counts as a refusal), one batched call.
+    ``annotations[i]["refused_by"]`` says which decided an answer: ``"flag"`` or
+    ``"patterns"`` (absent without an answer).
     """
 
     name = "refusal"
@@ -43,8 +45,11 @@ class RefusalStage(StatelessStage):
         verdicts = self.detector.is_refusal_many([parsed[i][1] for i in todo])
         for notes, (has, _, flag) in zip(batch.annotations, parsed, strict=True):
             notes["refused"] = flag if has else None
+            if has and flag is not None:
+                notes["refused_by"] = "flag"
         for i, verdict in zip(todo, verdicts, strict=True):
             batch.annotations[i]["refused"] = verdict
+            batch.annotations[i]["refused_by"] = "patterns"
 
 
 class ScopeStage(StatelessStage):

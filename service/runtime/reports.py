@@ -13,6 +13,7 @@ from typing_extensions import TypedDict
 
 from service.harvest.store import SuggestionRecord
 from service.pipeline.totals import AnnotationTotals
+from service.refusals.detector import refusal_rate_method
 from service.refusals.scope import describe
 from service.runtime.analytics import Analytics
 from service.runtime.live import Live
@@ -26,11 +27,17 @@ from service.topics.model import NOVEL
 
 class RefusalCounts(TypedDict):
     """Answers seen, how many were refusals, and their rate in [0, 1] (``None``: no
-    answers yet). Counts since the first start (persisted annotation totals)."""
+    answers yet); ``by_flag`` / ``by_patterns``: answers decided by the event's
+    ``answer.refused`` / by the phrase patterns; ``method``: the sentence saying so
+    (:func:`~service.refusals.detector.refusal_rate_method`). Counts since the first start
+    (persisted annotation totals)."""
 
     answers: int
     refused: int
     rate: float | None
+    by_flag: int
+    by_patterns: int
+    method: str
 
 
 class OutOfScopeReport(TypedDict):
@@ -155,7 +162,11 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
         "topics": dict(drift.live_counts["topic"].most_common()),
         "topic_labels": dict(live.analytics.topic_descriptions),
         "refusals": {"answers": answers, "refused": refused,
-                     "rate": refused / answers if answers else None},
+                     "rate": refused / answers if answers else None,
+                     "by_flag": flags["answers_by_flag"],
+                     "by_patterns": flags["answers_by_patterns"],
+                     "method": refusal_rate_method(flags["answers_by_flag"],
+                                                   flags["answers_by_patterns"], answers)},
         "out_of_scope": {
             "scored": scored, "out_of_scope": out, "share": out / scored if scored else None,
             "over_refusals": flags["over_refusals"], "under_refusals": flags["under_refusals"],

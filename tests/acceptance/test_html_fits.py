@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 from service.evaluation.evaluate import evaluate_run
-from service.html import render_eval_html, render_status_page
+from service.html import render_eval_html, render_replay_html, render_status_page
 from service.records import ScoredDoc
 from tests.acceptance.test_html_chromium import CONSOLE, STATUS, chromium  # noqa: F401
 from tests.service.html import samples
@@ -96,3 +96,28 @@ def test_live_quality_tables_fit_at_1400_px(chromium: str, tmp_path: Path) -> No
     page = render_status_page(STATUS, samples.replay_report()["analytics"], extras=extras)
     widths = [r for r in table_widths(chromium, page, tmp_path) if r["section"] == "quality"]
     assert len(widths) == 4 and all(r["scroll"] <= r["client"] for r in widths), widths
+
+
+def test_replay_suggestions_table_fits_at_1400_px(chromium: str, tmp_path: Path) -> None:  # noqa: F811
+    """Trial user 4: the replay report's suggestions table ran past a 1,400 px window and cut
+    its last column ("last seen"). Its shapes: 18-character ids, 242-character questions,
+    three reasons with underscores (answered_out_of_scope=6, acl_violation=1,
+    negative_feedback=1), topics such as comparison_query, a role, a gap."""
+    reasons = {"answered_out_of_scope": 6, "acl_violation": 1, "negative_feedback": 1}
+    question = ("Which company, known for its Kindle lineup that has led the e-reader market "
+                "for years according to The Verge, also provides a platform described by "
+                "sellers in a Cnbc | World Business News Leader report as offering a "
+                "life-changing opportunity?")  # fmt: skip
+    rows = [
+        {"id": f"c-598a8d1301d315{i:02d}", "question": question, "language": "en",
+         "topic": "comparison_query", "role": "student", "source": "real", "count": 6,
+         "first_seen": "2026-11-28T15:02:25Z", "last_seen": "2026-11-30T23:28:55Z",
+         "reasons": reasons, "gap": 0.025, "trace_id": None, "priority": 26.887219,
+         "primary_reason": "acl_violation"}
+        for i in range(20)
+    ]  # fmt: skip
+    doc = samples.replay_report()
+    doc["gold_candidates"] = {"n_suggestions": 20, "by_reason": {}, "top": rows}
+    widths = table_widths(chromium, render_replay_html(doc), tmp_path)
+    table = [r for r in widths if r["section"] == "gold-candidates"]
+    assert table and all(r["scroll"] <= r["client"] for r in table), table

@@ -1,12 +1,13 @@
-"""A compressed log is refused with what to do, not read as JSONL: a new user's gzipped log
-gave exit 0, "1989 consumed, 0 processed, 1989 dead-lettered", a 1 MB dead-letter file and
-an empty report."""
+"""A compressed or binary log is refused with what to do, not read as JSONL: a new user's
+gzipped log gave exit 0, "1989 consumed, 0 processed, 1989 dead-lettered", a 1 MB dead-letter
+file and an empty report."""
 
 from __future__ import annotations
 
 import bz2
 import gzip
 import lzma
+import random
 import zipfile
 from pathlib import Path
 
@@ -67,3 +68,39 @@ def test_replay_of_a_gzipped_log_exits_2_with_what_to_do(tmp_path: Path) -> None
         result.stderr
     )
     assert not Path(f"{path}.dlq.jsonl").exists()
+
+
+def test_replay_of_binary_data_exits_2_and_writes_nothing(tmp_path: Path) -> None:
+    """Trial user 4: 20,000 random bytes replayed with exit 0, "87 consumed, 0 processed,
+    87 dead-lettered" and a 37 KB dead-letter file. Seeded random bytes (a NUL byte in the
+    first 8,000 is all but certain: 1 - (255/256)^8000; this seed has one) are refused up
+    front, as compressed files are."""
+    data = random.Random(4).randbytes(20_000)
+    assert b"\x00" in data[:8000]
+    path = tmp_path / "binary.bin"
+    path.write_bytes(data)
+    with pytest.raises(SourceUnavailable, match="is binary data, not JSONL text"):
+        FileSource(path)
+    result = CliRunner().invoke(main, ["replay", str(path)])
+    assert result.exit_code == 2
+    assert f"{path} is binary data, not JSONL text (a NUL byte in its first 8000 bytes" in (
+        result.stderr
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["binary.bin"]
+
+
+def test_utf16_text_is_refused_by_name_and_one_corrupt_line_is_not(tmp_path: Path) -> None:
+    """A UTF-16 export of a log (Windows tools write it with a byte-order mark) is named;
+    a UTF-8 log with one line of NUL bytes among JSON lines is read, the bad line
+    dead-lettered (one corrupt line must not refuse the whole file)."""
+    wide = tmp_path / "log16.jsonl"
+    wide.write_bytes(LINES.decode("utf-8").encode("utf-16"))
+    with pytest.raises(SourceUnavailable, match="is UTF-16 text, not the UTF-8 JSONL text"):
+        FileSource(wide)
+    mixed = tmp_path / "mixed.jsonl"
+    line = LINES[: LINES.index(b"\n") + 1]
+    mixed.write_bytes(line + b"\x00\x01\x02 torn write\n" + line)
+    source = FileSource(mixed)
+    messages = source.poll(10, 0)
+    source.close()
+    assert len(messages) == 3

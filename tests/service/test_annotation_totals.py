@@ -19,11 +19,12 @@ from tests.acceptance.service_process import ServiceProcess
 AT = datetime(2026, 11, 29, tzinfo=UTC)
 
 NOTES = [
-    {"refused": True, "out_of_scope": False, "over_refusal": True, "under_refusal": False,
-     "pii": {"email": 2}},
-    {"refused": False, "out_of_scope": True, "over_refusal": False, "under_refusal": True},
-    {"refused": True, "out_of_scope": True, "over_refusal": False, "under_refusal": False,
-     "pii": {"phone": 1, "email": 1}},
+    {"refused": True, "refused_by": "flag", "out_of_scope": False, "over_refusal": True,
+     "under_refusal": False, "pii": {"email": 2}},
+    {"refused": False, "refused_by": "patterns", "out_of_scope": True, "over_refusal": False,
+     "under_refusal": True},
+    {"refused": True, "refused_by": "flag", "out_of_scope": True, "over_refusal": False,
+     "under_refusal": False, "pii": {"phone": 1, "email": 1}},
     {"refused": None, "out_of_scope": None},  # no answer, no verdict
     {},
 ]  # fmt: skip
@@ -32,9 +33,11 @@ NOTES = [
 def test_counts_follow_the_rules_worked_by_hand() -> None:
     flags, pii = count_annotations(NOTES)
     # answers: 3 judged (True, False, True); refusals: 2; scored: 3 (False, True, True);
-    # out of scope: 2; over: 1; under: 1; pii: email 2 + 1, phone 1
+    # out of scope: 2; over: 1; under: 1; pii: email 2 + 1, phone 1; of the 3 answers 2 were
+    # decided by answer.refused (rows 1, 3), 1 by the patterns (row 2)
     assert flags == {"answers": 3, "refusals": 2, "scope_scored": 3, "out_of_scope": 2,
-                     "over_refusals": 1, "under_refusals": 1}  # fmt: skip
+                     "over_refusals": 1, "under_refusals": 1, "answers_by_flag": 2,
+                     "answers_by_patterns": 1}  # fmt: skip
     assert pii == {"email": 3, "phone": 1}
     assert tuple(flags) == FLAGS
 

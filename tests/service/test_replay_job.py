@@ -189,7 +189,14 @@ def test_without_a_gold_set_every_output_says_so_first(out: Path) -> None:
     # what needs no gold set ran on all 20 events: languages and the 20 planted refusals
     analytics = doc["analytics"]
     assert sum(analytics["languages"].values()) == len(QUESTIONS)
-    assert analytics["refusals"] == {"answers": 20, "refused": 20, "rate": 1.0}
+    assert analytics["refusals"] == {
+        "answers": 20,
+        "refused": 20,
+        "rate": 1.0,
+        "by_flag": 20,
+        "by_patterns": 0,
+        "method": "answer.refused decided all 20 answers",
+    }
     # nothing was measured against a gold set or topics fitted on one
     assert analytics["topics"] == {"und": len(QUESTIONS)}
     assert analytics["drift"]["language"]["gold_counts"] == {}
@@ -363,8 +370,58 @@ def test_optional_fields_dropped_are_in_the_json_and_text_reports(tmp_path: Path
 def test_the_refusal_rate_says_how_it_is_determined(small: dict[str, Any]) -> None:
     """Trial user 3: the refusal rate was printed as a fact while the other detectors show
     their measured quality. The hand-made log's 20 answers all carry ``refused: true``: 20 of
-    20, and the line says how refusals are counted."""
-    assert ("refusals: 20/20 (100.0%; answer.refused where the event sets it, else phrase "
-            "patterns (not measured on this traffic; precision 0.98, recall 1.00 on NoMIRACL's "
-            "LLM replies); set answer.refused for exact counts)"
-            ) in render_text(small).splitlines()  # fmt: skip
+    20, all decided by the flag (trial user 4: the line spoke of phrase patterns that had
+    decided none), and no caveat about patterns that decided nothing."""
+    assert ("refusals: 20/20 (100.0%; answer.refused decided all 20 answers)"
+            in render_text(small).splitlines())  # fmt: skip
+    assert (small["analytics"]["refusals"]["by_flag"],
+            small["analytics"]["refusals"]["by_patterns"]) == (20, 0)  # fmt: skip
+    assert "Refused answers: answer.refused decided all 20 answers." in render_replay_html(small)
+
+
+def test_the_refusal_line_counts_flag_and_pattern_decisions_and_stays_without_answers(
+    tmp_path: Path,
+) -> None:
+    """Six events: 3 set ``answer.refused`` (2 true, 1 false), 2 only have text (one a
+    refusal phrase, "I'm sorry, I couldn't find that.", one an answer), 1 has no answer.
+    Answers 5, refused 3 (2 flagged + 1 by phrase), by flag 3, by patterns 2. A log without
+    answers keeps the line and says so (it vanished silently)."""
+    answers: list[dict[str, Any] | None] = [
+        {"text": "No.", "refused": True}, {"text": "Sorry.", "refused": True},
+        {"text": "It is 5 pm.", "refused": False}, {"text": "I'm sorry, I couldn't find that."},
+        {"text": "The library opens at 9 am."}, None,
+    ]  # fmt: skip
+    rows = [{"event_id": f"r-{i}", "timestamp": f"2026-11-20T10:{i:02d}:00Z",
+             "question": QUESTIONS[i], **({"answer": a} if a else {})}
+            for i, a in enumerate(answers)]  # fmt: skip
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    doc = run_replay(load_settings(), log, None, tmp_path / "dlq.jsonl")
+    refusals = doc["analytics"]["refusals"]
+    assert (refusals["answers"], refusals["refused"]) == (5, 3)
+    assert (refusals["by_flag"], refusals["by_patterns"]) == (3, 2)
+    assert (
+        "refusals: 3/5 (60.0%; answer.refused decided 3 answers, phrase patterns 2 (phrase "
+        "patterns not measured on this traffic; precision 0.98, recall 1.00 on NoMIRACL's "
+        "LLM replies; set answer.refused for exact counts))"
+    ) in render_text(doc).splitlines()
+    empty = tmp_path / "no-answers.jsonl"
+    empty.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "answer"}) + "\n"
+                             for r in rows), encoding="utf-8")  # fmt: skip
+    none = run_replay(load_settings(), empty, None, tmp_path / "dlq2.jsonl")
+    assert "refusals: none (no answers in this log)" in render_text(none).splitlines()
+    assert "Refused answers: no answers in this log." in render_replay_html(none)
+
+
+def test_the_language_line_adds_the_languages_not_shown_as_other(small: dict[str, Any]) -> None:
+    """Trial user 4: the line showed six languages summing to 96 % and nothing else. Its
+    counts (4,000 events): en 3208, hi-Latn 322, es 89, hi 78, zh 78, ru 77 shown; de 74 +
+    ar 72 + bg 2 = 148 not shown: other 148/4000 = 3.7 % → 4 %. With six or fewer languages
+    there is no ``other``."""
+    doc = copy.deepcopy(small)
+    doc["analytics"]["languages"] = {"en": 3208, "hi-Latn": 322, "es": 89, "hi": 78, "zh": 78,
+                                     "ru": 77, "de": 74, "ar": 72, "bg": 2}  # fmt: skip
+    assert ("languages: en 80%, hi-Latn 8%, es 2%, hi 2%, zh 2%, ru 2%, other 4%"
+            in render_text(doc).splitlines())  # fmt: skip
+    doc["analytics"]["languages"] = {"en": 3, "hi": 1}
+    assert "languages: en 75%, hi 25%" in render_text(doc).splitlines()

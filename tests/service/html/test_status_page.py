@@ -124,7 +124,8 @@ def test_section_cache_redraws_only_when_the_analytics_change() -> None:
     first = render_status_page(STATUS, analytics, cache=cache)
     assert render_status_page(STATUS, analytics, cache=cache) == first
     assert cache.renderings == 1
-    changed = {**analytics, "refusals": {"answers": 9, "refused": 3, "rate": 1 / 3}}
+    changed = {**analytics, "refusals": {**analytics["refusals"], "answers": 9, "refused": 3,
+                                         "rate": 1 / 3}}  # fmt: skip
     assert "33.3%" in render_status_page(STATUS, changed, cache=cache)
     assert cache.renderings == 2
     assert render_status_page(STATUS, analytics) == first  # the same page without a cache
@@ -187,9 +188,10 @@ def test_page_opens_with_what_moved() -> None:
     assert ("language (reference): rising: hi-Latn 25%→40%; falling: en 75%→60%<br>"
             "refusal (baseline): 10.0% → 40.0%") in moved  # fmt: skip
     assert (
-        "25.0% of 8 answers refused (answer.refused where the event sets it, else phrase" in moved
+        "25.0% of 8 answers refused; answer.refused decided 5 answers, phrase patterns 3" in moved
     )
     assert "set answer.refused for exact counts); refusal drift: drift" in moved  # 2 in 8
+    assert "no answers" not in moved
     assert "bm25-v2: RBO 0.750, same first passage 90.0% of 9 compared" in moved
     assert "7 suggested; first: Hostel ka fee semester wise dena hai ya yearly?" in moved
     assert page.index('id="moved"') < page.index('id="process"')
