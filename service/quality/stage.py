@@ -397,6 +397,16 @@ class LiveQualityStage:
                 "review": [dict(row) for row in review[: self.max_review]],
             }
 
+    def gold_set_versions(self) -> list[str]:
+        """The gold-set versions the stage's state has run on, oldest first (the newest 21
+        at most; empty without a gold set): what cumulative counts judged against the gold
+        set (out-of-scope, over- and under-refusals) were judged under."""
+        with self._lock:
+            versions = [self._changes[0]["from"]] if self._changes else []
+            versions += [change["to"] for change in self._changes]
+            versions.append(_gold_version(self.index))
+        return [v for i, v in enumerate(versions) if v is not None and v not in versions[:i]]
+
     def state_snapshot(self) -> Any:
         """Return the aggregates per gold row, the measured rows' versions, the gold-set
         changes and the review rows (JSON-able, ``version`` 2)."""
