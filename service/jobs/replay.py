@@ -441,8 +441,9 @@ def coverage_lines(coverage: dict[str, Any] | None) -> list[str]:
             else "before any event"
         )
         lines.append(
-            f"  {_change_name(change)} {when}: carried over {change['kept_rows']} rows' measurements ({change['kept_events']} "
-            f"known events, rows unchanged), dropped {change['dropped_rows']} rows' "
+            f"  {_change_name(change)} {when}: carried over {change['kept_rows']} rows' "
+            f"measurements ({change['kept_events']} known events, rows unchanged), dropped "
+            f"{change['dropped_rows']} rows' "
             f"({change['dropped_events']} known events, rows changed or removed)"
         )
     return lines
