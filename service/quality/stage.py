@@ -116,6 +116,9 @@ class LiveQualityStage:
         self._recent: OrderedDict[str, str] = OrderedDict()
         # retriever -> gold id -> [n_known, n_scored, Σr, Σh, Σrr]
         self._known: dict[str, dict[str, list[float]]] = {}
+        # retriever -> the same summed over its rows, in event order (the reported figures;
+        # recomputed from the rows only when a gold-set change drops some)
+        self._totals: dict[str, list[float]] = {}
         self._refusals: dict[str, Counter[str]] = {}  # gold id -> refusal counts
         self._first_seen: dict[str, datetime] = {}  # gold id -> its first measured event
         self._since: datetime | None = None  # first event seen (ACL counts' start)
@@ -162,6 +165,8 @@ class LiveQualityStage:
             for gold_id in dropped:
                 cells.pop(gold_id, None)
         self._known = {name: cells for name, cells in self._known.items() if cells}
+        if dropped:
+            self._totals = {name: _sum_cells(cells.values()) for name, cells in self._known.items()}
         for gold_id in dropped:
             self._refusals.pop(gold_id, None)
             self._first_seen.pop(gold_id, None)
@@ -270,7 +275,9 @@ class LiveQualityStage:
         production's empty results may just be unlogged)."""
         cells = self._known.setdefault(retriever, {})
         cell = cells.setdefault(question.id, [0, 0, 0.0, 0.0, 0.0])
+        total = self._totals.setdefault(retriever, [0, 0, 0.0, 0.0, 0.0])
         cell[0] += 1
+        total[0] += 1
         self._pending["known"][retriever] += 1
         if not (ranking or ran) or not self._readable(question, role):
             return
@@ -278,8 +285,10 @@ class LiveQualityStage:
         readable = None if policy is None else (lambda pid: policy.allowed(pid, role))
         scores = live_scores(question, ranking, self.k, readable=readable)
         cell[1] += 1
+        total[1] += 1
         for j, name in enumerate(_SCORES):
             cell[2 + j] += scores[name]
+            total[2 + j] += scores[name]
             self._pending[f"known_{name}"].setdefault(retriever, []).append(scores[name])
 
     def _count_refusal(self, question: GoldQuestion, role: str | None, refused: Any) -> None:
@@ -367,8 +376,7 @@ class LiveQualityStage:
         role restricts nothing); ``passages_with_acl``: passages with a non-empty ACL.
         """
         with self._lock:
-            known = {name: _means(_sum_cells(cells.values()))
-                     for name, cells in sorted(self._known.items())}  # fmt: skip
+            known = {name: _means(cell) for name, cell in sorted(self._totals.items())}
             refusals: Counter[str] = sum(self._refusals.values(), Counter())
             review = [*reversed(self._review["leaks"]), *reversed(self._review["violations"])]
             measured = set(self._first_seen).union(self._refusals, *self._known.values())
@@ -420,6 +428,7 @@ class LiveQualityStage:
                     name: {g: list(cell) for g, cell in cells.items()}
                     for name, cells in self._known.items()
                 },
+                "totals": {name: list(cell) for name, cell in self._totals.items()},
                 "refusals": {g: dict(counts) for g, counts in self._refusals.items()},
                 "rows": {g: self._row_versions[g] for g in measured if g in self._row_versions},
                 "first_seen": {g: t.isoformat() for g, t in self._first_seen.items()},
@@ -458,6 +467,10 @@ class LiveQualityStage:
                 self._events = int(state.get("events", 0))
                 self._changes = [dict(change) for change in state.get("changes", [])]
             self._known, self._refusals, self._first_seen = known, refusals, first_seen
+            totals = state.get("totals") if state["version"] == _VERSION else None
+            if not totals:  # a version-1 state: its one block per retriever is the total
+                totals = {name: _sum_cells(cells.values()) for name, cells in known.items()}
+            self._totals = {name: list(cell) for name, cell in totals.items()}
             if state.get("k") != self.k:
                 self._reconcile(old_version, {}, reason=f"k changed from {state.get('k')}")
             elif old_version != _gold_version(self.index):
