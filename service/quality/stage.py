@@ -472,7 +472,8 @@ class LiveQualityStage:
                 totals = {name: _sum_cells(cells.values()) for name, cells in known.items()}
             self._totals = {name: list(cell) for name, cell in totals.items()}
             if state.get("k") != self.k:
-                self._reconcile(old_version, {}, reason=f"k changed from {state.get('k')}")
+                reason = f"k changed from {state.get('k')} to {self.k}"
+                self._reconcile(old_version, {}, reason=reason)
             elif old_version != _gold_version(self.index):
                 self._reconcile(old_version, {**measured_rows, _WHOLE: old_version or ""})
             self._acl = Counter(
