@@ -198,13 +198,18 @@ class QualityReport(TypedDict):
     ``known`` ``{retriever: {n_known, n_scored, recall, hit_rate, mrr}}``; ``refusals`` of
     known questions (``known_answerable``, ``refused_answerable``, ``known_unanswerable``,
     ``answered_unanswerable``); ``acl`` (``violations`` and ``leaks`` rows per retriever
-    and role, ``restricted_passages``, ``passages_with_acl``); ``review``: scrubbed rows."""
+    and role, ``restricted_passages``, ``passages_with_acl``, ``since``: the first event
+    they count, over every gold-set version); ``coverage``: what ``known`` and ``refusals``
+    cover — ``gold_set_version``, ``since`` (first event counted), ``rows`` (gold rows
+    measured) and ``changes`` (each gold-set change: measurements of unchanged rows carried
+    over, of changed or removed rows dropped); ``review``: scrubbed rows."""
 
     k: int
     threshold: float | None
     gold_set_version: str | None
     known: dict[str, dict[str, Any]]
     refusals: dict[str, int]
+    coverage: dict[str, Any]
     acl: dict[str, Any]
     review: list[dict[str, Any]]
 

@@ -133,6 +133,22 @@ class _GoldRow(BaseModel):
         )
 
 
+def row_version(question: GoldQuestion) -> str:
+    """The version of one gold row: first 12 hex chars of the sha256 of its canonical content
+    (as in :attr:`GoldSet.version`: id, question, gold passages with their grades, kind,
+    ``answer_contains`` and the optional fields), so a row is changed exactly when this is.
+
+    >>> row_version(GoldQuestion("q-1", "When are fees due?", ("p-1",))) == row_version(
+    ...     GoldQuestion("q-1", "When are fees due?", ("p-1",)))
+    True
+    >>> row_version(GoldQuestion("q-1", "When are fees due?", ("p-1", "p-2"))) == row_version(
+    ...     GoldQuestion("q-1", "When are fees due?", ("p-1",)))
+    False
+    """
+    return content_version([{**_canonical_row(question),
+                             "gold": dict(sorted(question.qrels_row().items()))}])  # fmt: skip
+
+
 def _canonical_row(question: GoldQuestion) -> dict[str, Any]:
     row: dict[str, Any] = {"id": question.id, "question": question.question}
     qrels_row = question.qrels_row()

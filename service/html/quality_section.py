@@ -6,7 +6,10 @@ retriever (recall@k, hit rate@k, MRR@k: trec_eval's semantics,
 :func:`service.quality.known.live_scores`), refusals of known questions both ways, and the
 access-control findings: leaks (an answer citing a passage its asker's role may not read),
 retrieval violations, and the newest events to review (questions already scrubbed of
-personal data upstream).
+personal data upstream). What the known-question figures cover is said first: the gold-set
+version, the first event they count and each gold-set change (measurements of unchanged gold
+rows carried over, of changed or removed rows dropped); the ACL counts are cumulative over
+every gold-set version since their first event.
 """
 
 from __future__ import annotations
@@ -22,6 +25,10 @@ __all__ = ["quality_section"]
 
 #: Review rows shown; the rest stay in the JSON report.
 REVIEW_ROWS = 20
+#: Columns of the gold-set changes table.
+_CHANGE_COLUMNS = ["change", "from", "to", "last event before", "after events",
+                   "rows carried over", "events carried over", "rows dropped",
+                   "events dropped"]  # fmt: skip
 
 
 def quality_section(quality: Mapping[str, Any]) -> Markup:
@@ -29,7 +36,7 @@ def quality_section(quality: Mapping[str, Any]) -> Markup:
 
     Args:
         quality: the live-quality report (``k``, ``threshold``, ``known``, ``refusals``,
-            ``acl``, ``review``); ``threshold`` ``None`` means no gold set.
+            ``acl``, ``review``, ``coverage``); ``threshold`` ``None`` means no gold set.
     """
     if quality.get("threshold") is None:
         return section("quality", "Live quality", para("No gold set: nothing to match.", "muted"))
@@ -43,6 +50,7 @@ def quality_section(quality: Mapping[str, Any]) -> Markup:
             "for that asker: not scored, and a refusal is the right answer.",
             "muted",
         ),
+        *_coverage(quality.get("coverage")),
         table(
             ["retriever", "known", "scored", f"recall@{k}", "hit rate", "MRR"],
             [
@@ -81,6 +89,8 @@ def quality_section(quality: Mapping[str, Any]) -> Markup:
         )
     acl = quality.get("acl") or {}
     if acl.get("passages_with_acl"):
+        since = (f" Counted over every event since {minute(acl['since'])} UTC, whatever the "
+                 "gold-set version." if acl.get("since") else "")  # fmt: skip
         parts.append(
             para(
                 f"Access control: {acl['passages_with_acl']} passages carry an ACL (readable "
@@ -88,7 +98,7 @@ def quality_section(quality: Mapping[str, Any]) -> Markup:
                 "closed to a role some ACL names. A leak is an answer citing one to a role "
                 "that may not read it (its text reached the user); a violation is a retrieval "
                 "that ranked one for such a role. Role other: roles no ACL names (e.g. a "
-                "guest), which may read none of them; unknown: events without a role.",
+                f"guest), which may read none of them; unknown: events without a role.{since}",
                 "muted",
             )
         )
@@ -126,3 +136,27 @@ def quality_section(quality: Mapping[str, Any]) -> Markup:
             if len(review) > REVIEW_ROWS:
                 parts.append(para(f"{len(review) - REVIEW_ROWS} more in the JSON report.", "muted"))
     return section("quality", "Live quality", *parts)
+
+
+def _coverage(coverage: Mapping[str, Any] | None) -> list[Markup]:
+    """What the known-question figures cover, and the gold-set changes as a table."""
+    if not coverage:
+        return []
+    since = coverage.get("since")
+    parts: list[Markup] = [
+        para(
+            f"These figures cover known questions asked since "
+            f"{f'{minute(since)} UTC' if since else '-'} on gold-set version "
+            f"{coverage.get('gold_set_version')} ({coverage.get('rows')} gold rows measured). "
+            "A measurement is per gold row: when the gold set changes, those of unchanged rows "
+            "are carried over and those of changed or removed rows dropped.",
+            "muted",
+        )
+    ]
+    changes = coverage.get("changes") or []
+    if changes:
+        rows = [[c.get("reason"), c.get("from"), c.get("to"), minute(c.get("at")),
+                 c.get("after_events"), c.get("kept_rows"), c.get("kept_events"),
+                 c.get("dropped_rows"), c.get("dropped_events")] for c in changes]  # fmt: skip
+        parts.append(table(_CHANGE_COLUMNS, rows))
+    return parts

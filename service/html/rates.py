@@ -140,6 +140,11 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
     point = _operating_point_cell(scope.get("quality"))
     if point is not None:  # the rates behind the counts above, next to the AUC
         rows.append(["out-of-scope detector at its threshold", point])
+    versions = scope.get("gold_set_versions") or []
+    if len(versions) > 1:  # cumulative counts judged by detectors of several gold sets
+        label = ("counts cumulative over gold-set versions (the detector refitted on each; "
+                 "its AUC and rates are the current one's)")  # fmt: skip
+        rows.append([label, " → ".join(versions)])
     calibration = scope.get("calibration") or {}
     for key in ("threshold", "retriever"):  # its AUC and rates are the detector's, above
         if calibration.get(key) is not None:

@@ -331,6 +331,11 @@ def render_text(doc: ReplayReport) -> str:
                          f"no alarm): {counts}")  # fmt: skip
         else:
             lines.append(f"out of scope: {counts}; detector {quality}")
+        versions = scope.get("gold_set_versions") or []
+        if len(versions) > 1:  # cumulative counts judged by detectors of several gold sets
+            lines.append(f"  out-of-scope counts are cumulative over gold-set versions "
+                         f"{' -> '.join(versions)} (the detector was refitted on each; its "
+                         "quality above is the current one's)")  # fmt: skip
     scrubbed = {k: v for k, v in analytics["pii_scrubbed"].items() if v}
     if scrubbed:
         lines.append(
@@ -395,6 +400,7 @@ def quality_lines(quality: dict[str, Any] | None) -> list[str]:
         return ["live quality: off (no gold set to match live questions with)"]
     lines = [f"live quality on known questions (a gold question matched at similarity >= "
              f"{threshold:g}; first {k} passages):"]  # fmt: skip
+    lines += coverage_lines(quality.get("coverage"))
     if not any(cell.get("n_known") for cell in known.values()):
         lines.append("  no live question matched a gold question")
     for name, cell in known.items():
@@ -416,7 +422,12 @@ def quality_lines(quality: dict[str, Any] | None) -> list[str]:
     acl = quality.get("acl") or {}
     if not acl.get("passages_with_acl"):
         return lines
-    lines.append(f"  access control ({acl['passages_with_acl']} passages with an ACL, "
+    since = (
+        f"every event since {_utc_minute(acl['since'])}, whatever the gold-set version; "
+        if acl.get("since")
+        else ""
+    )
+    lines.append(f"  access control ({since}{acl['passages_with_acl']} passages with an ACL, "
                  f"{acl.get('restricted_passages', 0)} of them closed to a role some ACL "
                  "names; role 'other': roles no ACL names, which may read none of them; "
                  "'unknown': no role on the event):")  # fmt: skip
@@ -427,6 +438,44 @@ def quality_lines(quality: dict[str, Any] | None) -> list[str]:
                           f"({row['passages']} passages)" for row in rows)  # fmt: skip
         lines.append(f"    {what}: {cells or 'none'}")
     return lines
+
+
+def coverage_lines(coverage: dict[str, Any] | None) -> list[str]:
+    """What the known-question figures cover (``coverage`` of
+    :meth:`~service.quality.stage.LiveQualityStage.report`): the gold-set version and the
+    first event they count, then each gold-set change with the measurements carried over
+    (rows unchanged) and dropped (rows changed or removed). Empty without one."""
+    if not coverage:
+        return []
+    since = coverage.get("since")
+    lines = [f"  covers known questions asked since {_utc_minute(since) if since else '-'} "
+             f"({coverage['rows']} gold rows measured), gold-set version "
+             f"{coverage['gold_set_version']}"]  # fmt: skip
+    for change in coverage.get("changes") or []:
+        at = change.get("at")
+        when = (
+            f"at {_utc_minute(at)} (after {change['after_events']} events)"
+            if at
+            else "before any event"
+        )
+        lines.append(
+            f"  {_change_name(change)} {when}: carried over {change['kept_rows']} rows' "
+            f"measurements ({change['kept_events']} known events, rows unchanged), dropped "
+            f"{change['dropped_rows']} rows' "
+            f"({change['dropped_events']} known events, rows changed or removed)"
+        )
+    return lines
+
+
+def _change_name(change: dict[str, Any]) -> str:
+    """``"gold set changed (a -> b)"``: the reason, and the versions when they differ."""
+    versions = f" ({change['from']} -> {change['to']})" if change["from"] != change["to"] else ""
+    return f"{change['reason']}{versions}"
+
+
+def _utc_minute(iso: str) -> str:
+    """``"2026-11-29 12:27 UTC"`` from an ISO 8601 time."""
+    return datetime.fromisoformat(iso).astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def harvest_lines(summary: HarvestSummary | None) -> list[str]:

@@ -28,20 +28,37 @@ retrieval violations, never more than ``max_review`` rows; each row is ``{"event
 "timestamp", "role", "retriever", "passage_ids", "leaked", "question"}`` with the question as
 the pipeline holds it (PII is scrubbed upstream).
 
-Persistence: the aggregates and review rows are the snapshot (versioned, JSON-able). Known
-aggregates are restored only if ``k`` and the gold-set version are unchanged. The map of
+Gold-set changes: a known question's measurement is per gold row (its passages, its kind, its
+text), so the aggregates are kept per (retriever, gold row) and the report's figures are their
+sums. When the gold set changes (a new :attr:`LiveQualityStage.index`: the service reloads the
+file after an accepted suggestion or an edit; a resumed replay or a restart finds another
+gold-set version in its state), the measurements of rows whose content is unchanged
+(:func:`~service.data.goldset.row_version`) are carried over and those of changed or removed
+rows dropped; an appended row starts with none. Each change is recorded in the report's
+``coverage`` (versions, the last event time before it, rows and events carried over and
+dropped), and ``coverage.since`` is the earliest event the kept measurements cover, so no
+figure restarts or mixes silently. (An appended row also shifts the n-gram IDF a little, so a
+later live question may match it rather than an older row: each kept measurement still scored
+a live question against the gold row it near-duplicated when asked.) A change of ``k``
+drops every measurement, also recorded. ACL counts do not depend on the gold set: they are
+cumulative over every gold-set version since ``acl.since`` (the first event the stage saw).
+
+Persistence: the aggregates, the measured rows' versions, the changes and the review rows are
+the snapshot (versioned, JSON-able; a version-1 snapshot's known aggregates, which are not per
+row, come back as one block kept only while the gold-set version is unchanged). The map of
 recently matched events (for candidates' results) is not persisted: results in flight at a
-restart are lost anyway, which only thins the sample.
+restart are lost anyway, which only thins the sample; it is cleared on a gold-set change.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import Counter, OrderedDict, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from service.data.goldset import row_version
 from service.pipeline import Batch
 from service.quality.acl import AccessPolicy
 from service.quality.known import KnownQuestionIndex, live_scores
@@ -50,8 +67,13 @@ from service.shadow.runner import ShadowResult, production_ranking
 
 __all__ = ["LiveQualityStage"]
 
-_VERSION = 1
+_VERSION = 2
 _SCORES = ("recall", "hit", "rr")
+#: Gold-row key of a version-1 snapshot's known aggregates (not per row): its "row version"
+#: is the whole gold-set version.
+_WHOLE = ""
+#: Gold-set changes kept in the report (the newest).
+_MAX_CHANGES = 20
 
 
 class LiveQualityStage:
@@ -85,19 +107,78 @@ class LiveQualityStage:
     ) -> None:
         if k < 1 or max_review < 0 or max_roles < 1 or max_events < 1:
             raise ValueError("need k >= 1, max_review >= 0, max_roles >= 1, max_events >= 1")
-        self.index, self.policy, self.k, self.production = index, policy, k, production
+        self.policy, self.k, self.production = policy, k, production
+        self._index = index
+        self._row_versions = _row_versions(index)
         self.max_review, self.max_events = max_review, max_events
         self._roles = frozenset(policy.roles[:max_roles]) if policy is not None else frozenset()
         self._lock = threading.Lock()
         self._recent: OrderedDict[str, str] = OrderedDict()
-        self._known: dict[str, list[float]] = {}  # retriever -> [n_known, n_scored, Σr, Σh, Σrr]
-        self._refusals: Counter[str] = Counter()
+        # retriever -> gold id -> [n_known, n_scored, Σr, Σh, Σrr]
+        self._known: dict[str, dict[str, list[float]]] = {}
+        # retriever -> the same summed over its rows, in event order (the reported figures;
+        # recomputed from the rows only when a gold-set change drops some)
+        self._totals: dict[str, list[float]] = {}
+        self._refusals: dict[str, Counter[str]] = {}  # gold id -> refusal counts
+        self._first_seen: dict[str, datetime] = {}  # gold id -> its first measured event
+        self._since: datetime | None = None  # first event seen (ACL counts' start)
+        self._last: datetime | None = None  # latest event seen
+        self._events = 0  # events seen, over every run on the state
+        self._changes: list[dict[str, Any]] = []
         self._acl: Counter[tuple[str, str, str]] = Counter()  # (kind, retriever, role) -> n
         self._review: dict[str, deque[dict[str, Any]]] = {
             "leaks": deque(maxlen=max_review),
             "violations": deque(maxlen=max_review),
         }
         self._pending = self._empty_pending()
+
+    # ---- the gold set -------------------------------------------------------------------
+
+    @property
+    def index(self) -> KnownQuestionIndex | None:
+        """The known-question index (its gold set defines the known questions)."""
+        return self._index
+
+    @index.setter
+    def index(self, index: KnownQuestionIndex | None) -> None:
+        """Use a new index; when its gold-set version differs, carry over the measurements
+        of unchanged gold rows, drop the others and record the change (module docstring)."""
+        with self._lock:
+            old, old_rows = self._index, self._row_versions
+            self._index, self._row_versions = index, _row_versions(index)
+            old_version = old.gold.version if old is not None else None
+            if old_version != _gold_version(index):
+                self._reconcile(old_version, {**old_rows, _WHOLE: old_version or ""})
+
+    def _reconcile(self, old_version: str | None, old_rows: Mapping[str, str],
+                   reason: str = "gold set changed") -> None:  # fmt: skip
+        """Keep the measurements of gold rows whose version in ``old_rows`` (the rows they
+        were measured on) equals the current one; drop the rest; record the change."""
+        current = {**self._row_versions, _WHOLE: _gold_version(self._index) or ""}
+        measured = set(self._first_seen).union(self._refusals, *self._known.values())
+        kept = {g for g in measured if g in current and current[g] == old_rows.get(g)}
+        dropped = measured - kept
+        production = self._known.get(self.production, {})
+        kept_events, dropped_events = (int(sum(production[g][0] for g in rows if g in production))
+                                       for rows in (kept, dropped))  # fmt: skip
+        for cells in self._known.values():
+            for gold_id in dropped:
+                cells.pop(gold_id, None)
+        self._known = {name: cells for name, cells in self._known.items() if cells}
+        if dropped:
+            self._totals = {name: _sum_cells(cells.values()) for name, cells in self._known.items()}
+        for gold_id in dropped:
+            self._refusals.pop(gold_id, None)
+            self._first_seen.pop(gold_id, None)
+        self._recent.clear()  # candidates' results in flight: matched on the old gold set
+        self._changes.append({
+            "from": old_version, "to": _gold_version(self._index), "reason": reason,
+            "at": self._last.isoformat() if self._last is not None else None,
+            "after_events": self._events, "kept_rows": len(kept - {_WHOLE}),
+            "kept_events": kept_events, "dropped_rows": len(dropped - {_WHOLE}),
+            "dropped_events": dropped_events,
+        })  # fmt: skip
+        del self._changes[:-_MAX_CHANGES]
 
     # ---- labels and small helpers -------------------------------------------------------
 
@@ -127,6 +208,12 @@ class LiveQualityStage:
         # ranking is then only needed to score a known question
         acl = self.policy is not None and bool(self.policy.roles)
         with self._lock:
+            if batch.events:
+                times = [e.timestamp for e in batch.events]
+                first, last = min(times), max(times)
+                self._since = first if self._since is None else min(self._since, first)
+                self._last = last if self._last is None else max(self._last, last)
+                self._events += len(batch.events)
             for i, (event, notes) in enumerate(zip(batch.events, batch.annotations, strict=True)):
                 role = event.user.role if event.user is not None else None
                 check = acl and role is not None
@@ -137,6 +224,9 @@ class LiveQualityStage:
                     notes["known"] = {"gold_id": match.gold_id, "similarity": match.similarity}
                     self._remember(event.event_id, match.gold_id)
                     question = index.gold.by_id[match.gold_id]
+                    seen = self._first_seen.get(match.gold_id)
+                    if seen is None or event.timestamp < seen:
+                        self._first_seen[match.gold_id] = event.timestamp
                     self._score(self.production, question, role, ranking)
                     self._count_refusal(question, role, notes.get("refused"))
                 violations = self._violations(ranking, role) if check else []
@@ -160,7 +250,7 @@ class LiveQualityStage:
                 self._flag(result.candidate, result.role, violations, [], origin)
             gold_id = self._recent.get(result.event_id)
             if gold_id is not None and self.index is not None:
-                question = self.index.gold.by_id[gold_id]
+                question = self.index.gold.by_id[gold_id]  # _recent is cleared on a change
                 self._score(result.candidate, question, result.role, result.ranking, ran=True)
 
     def _remember(self, event_id: str, gold_id: str) -> None:
@@ -183,8 +273,11 @@ class LiveQualityStage:
         """Count a known event; score it unless unanswerable for ``role`` or the ranking is
         empty without proof the retriever ran (``ran``: a candidate's empty answer scores 0;
         production's empty results may just be unlogged)."""
-        cell = self._known.setdefault(retriever, [0, 0, 0.0, 0.0, 0.0])
+        cells = self._known.setdefault(retriever, {})
+        cell = cells.setdefault(question.id, [0, 0, 0.0, 0.0, 0.0])
+        total = self._totals.setdefault(retriever, [0, 0, 0.0, 0.0, 0.0])
         cell[0] += 1
+        total[0] += 1
         self._pending["known"][retriever] += 1
         if not (ranking or ran) or not self._readable(question, role):
             return
@@ -192,18 +285,21 @@ class LiveQualityStage:
         readable = None if policy is None else (lambda pid: policy.allowed(pid, role))
         scores = live_scores(question, ranking, self.k, readable=readable)
         cell[1] += 1
+        total[1] += 1
         for j, name in enumerate(_SCORES):
             cell[2 + j] += scores[name]
+            total[2 + j] += scores[name]
             self._pending[f"known_{name}"].setdefault(retriever, []).append(scores[name])
 
     def _count_refusal(self, question: GoldQuestion, role: str | None, refused: Any) -> None:
         answerable = self._readable(question, role)
-        self._refusals["known_answerable" if answerable else "known_unanswerable"] += 1
+        counts = self._refusals.setdefault(question.id, Counter())
+        counts["known_answerable" if answerable else "known_unanswerable"] += 1
         if refused is True and answerable:
-            self._refusals["refused_answerable"] += 1
+            counts["refused_answerable"] += 1
             self._pending["refusals"]["refused_answerable"] += 1
         elif refused is False and not answerable:
-            self._refusals["answered_unanswerable"] += 1
+            counts["answered_unanswerable"] += 1
             self._pending["refusals"]["answered_unanswerable"] += 1
 
     def _flag(
@@ -263,22 +359,40 @@ class LiveQualityStage:
         ``{"k", "threshold", "gold_set_version", "known": {retriever: {"n_known", "n_scored",
         "recall", "hit_rate", "mrr"}} (means over scored events, ``None`` when none),
         "refusals": {"known_answerable", "refused_answerable", "known_unanswerable",
-        "answered_unanswerable"}, "acl": {"violations": [rows], "leaks": [rows],
-        "restricted_passages": n, "passages_with_acl": n}, "review": [rows]}`` — rows as in
-        :meth:`pending_observations`, review rows as in the module docstring.
+        "answered_unanswerable"}, "coverage": {...}, "acl": {"violations": [rows], "leaks":
+        [rows], "restricted_passages": n, "passages_with_acl": n, "since": iso}, "review":
+        [rows]}`` — rows as in :meth:`pending_observations`, review rows as in the module
+        docstring. ``known`` and ``refusals`` are sums over the gold rows measured (kept
+        across gold-set changes when unchanged); ``coverage`` says what they cover:
+        ``{"gold_set_version", "since": ISO 8601 time of the earliest event they count
+        (None: none), "rows": gold rows with a measurement, "changes": [{"from", "to",
+        "reason", "at": ISO time of the last event before the change (None: none yet),
+        "after_events": events seen before it, "kept_rows", "kept_events", "dropped_rows",
+        "dropped_events"}, ...]}`` (events: production's known events; the newest 20
+        changes). ``acl`` counts are cumulative over every gold-set version since
+        ``acl.since`` (ISO time of the first event seen; None: none).
         ``restricted_passages``: passages at least one role named in the corpus ACLs may not
         read (:attr:`~service.quality.acl.AccessPolicy.restricted_from_a_role`; an ACL listing every
         role restricts nothing); ``passages_with_acl``: passages with a non-empty ACL.
         """
         with self._lock:
-            known = {name: _means(cell) for name, cell in sorted(self._known.items())}
+            known = {name: _means(cell) for name, cell in sorted(self._totals.items())}
+            refusals: Counter[str] = sum(self._refusals.values(), Counter())
             review = [*reversed(self._review["leaks"]), *reversed(self._review["violations"])]
+            measured = set(self._first_seen).union(self._refusals, *self._known.values())
+            since = min(self._first_seen.values(), default=None)
             return {
                 "k": self.k,
                 "threshold": self.index.threshold if self.index else None,
-                "gold_set_version": self.index.gold.version if self.index else None,
+                "gold_set_version": _gold_version(self.index),
                 "known": known,
-                "refusals": {key: self._refusals[key] for key in _REFUSAL_KEYS},
+                "refusals": {key: refusals[key] for key in _REFUSAL_KEYS},
+                "coverage": {
+                    "gold_set_version": _gold_version(self.index),
+                    "since": since.isoformat() if since is not None else None,
+                    "rows": len(measured - {_WHOLE}),
+                    "changes": [dict(change) for change in self._changes],
+                },
                 "acl": {
                     "violations": _acl_rows(self._acl, "violations"),
                     "leaks": _acl_rows(self._acl, "leaks"),
@@ -286,39 +400,110 @@ class LiveQualityStage:
                         len(self.policy.restricted_from_a_role) if self.policy else 0
                     ),
                     "passages_with_acl": len(self.policy.restricted) if self.policy else 0,
+                    "since": self._since.isoformat() if self._since is not None else None,
                 },
                 "review": [dict(row) for row in review[: self.max_review]],
             }
 
-    def state_snapshot(self) -> Any:
-        """Return the aggregates and review rows (JSON-able, ``version`` 1)."""
+    def gold_set_versions(self) -> list[str]:
+        """The gold-set versions the stage's state has run on, oldest first (the newest 21
+        at most; empty without a gold set): what cumulative counts judged against the gold
+        set (out-of-scope, over- and under-refusals) were judged under."""
         with self._lock:
+            versions = [self._changes[0]["from"]] if self._changes else []
+            versions += [change["to"] for change in self._changes]
+            versions.append(_gold_version(self.index))
+        return [v for i, v in enumerate(versions) if v is not None and v not in versions[:i]]
+
+    def state_snapshot(self) -> Any:
+        """Return the aggregates per gold row, the measured rows' versions, the gold-set
+        changes and the review rows (JSON-able, ``version`` 2)."""
+        with self._lock:
+            measured = set(self._first_seen).union(self._refusals, *self._known.values())
             return {
                 "version": _VERSION,
                 "k": self.k,
-                "gold_set_version": self.index.gold.version if self.index else None,
-                "known": {name: list(cell) for name, cell in self._known.items()},
-                "refusals": dict(self._refusals),
+                "gold_set_version": _gold_version(self.index),
+                "known": {
+                    name: {g: list(cell) for g, cell in cells.items()}
+                    for name, cells in self._known.items()
+                },
+                "totals": {name: list(cell) for name, cell in self._totals.items()},
+                "refusals": {g: dict(counts) for g, counts in self._refusals.items()},
+                "rows": {g: self._row_versions[g] for g in measured if g in self._row_versions},
+                "first_seen": {g: t.isoformat() for g, t in self._first_seen.items()},
+                "since": self._since.isoformat() if self._since is not None else None,
+                "last": self._last.isoformat() if self._last is not None else None,
+                "events": self._events,
+                "changes": [dict(change) for change in self._changes],
                 "acl": [[*key, n] for key, n in sorted(self._acl.items())],
                 "review": {kind: list(rows) for kind, rows in self._review.items()},
             }
 
     def restore(self, state: Any) -> None:
-        """Load a :meth:`state_snapshot`; other versions (or ``None``) are ignored. Known
-        aggregates and refusal counts come back only with the same ``k`` and gold-set version."""
-        if not isinstance(state, Mapping) or state.get("version") != _VERSION:
+        """Load a :meth:`state_snapshot` (version 1 or 2; others, or ``None``, are ignored).
+        Known aggregates and refusal counts of gold rows unchanged in the current gold set
+        come back, the others are dropped and the change recorded (module docstring); with
+        another ``k`` all are dropped (recorded too)."""
+        if not isinstance(state, Mapping) or state.get("version") not in (1, _VERSION):
             return
-        gold_version = self.index.gold.version if self.index else None
+        old_version = state.get("gold_set_version")
         with self._lock:
-            if state.get("k") == self.k and state.get("gold_set_version") == gold_version:
-                self._known = {name: list(cell) for name, cell in state.get("known", {}).items()}
-                self._refusals = Counter(state.get("refusals", {}))
+            if state["version"] == 1:  # aggregates not per row: one block, whole-set version
+                known = {name: {_WHOLE: list(cell)}
+                         for name, cell in state.get("known", {}).items()}  # fmt: skip
+                refusals: dict[str, Counter[str]] = {_WHOLE: Counter(state.get("refusals", {}))}
+                measured_rows: dict[str, str] = {}
+                first_seen: dict[str, datetime] = {}
+            else:
+                known = {name: {g: list(cell) for g, cell in cells.items()}
+                         for name, cells in state.get("known", {}).items()}  # fmt: skip
+                refusals = {g: Counter(c) for g, c in state.get("refusals", {}).items()}
+                measured_rows = dict(state.get("rows", {}))
+                first_seen = {g: datetime.fromisoformat(t)
+                              for g, t in state.get("first_seen", {}).items()}  # fmt: skip
+                self._since = _time(state.get("since"))
+                self._last = _time(state.get("last"))
+                self._events = int(state.get("events", 0))
+                self._changes = [dict(change) for change in state.get("changes", [])]
+            self._known, self._refusals, self._first_seen = known, refusals, first_seen
+            totals = state.get("totals") if state["version"] == _VERSION else None
+            if not totals:  # a version-1 state: its one block per retriever is the total
+                totals = {name: _sum_cells(cells.values()) for name, cells in known.items()}
+            self._totals = {name: list(cell) for name, cell in totals.items()}
+            if state.get("k") != self.k:
+                reason = f"k changed from {state.get('k')} to {self.k}"
+                self._reconcile(old_version, {}, reason=reason)
+            elif old_version != _gold_version(self.index):
+                self._reconcile(old_version, {**measured_rows, _WHOLE: old_version or ""})
             self._acl = Counter(
                 {(kind, r, role): int(n) for kind, r, role, n in state.get("acl", [])}
             )
             for kind, rows in state.get("review", {}).items():
                 if kind in self._review:
                     self._review[kind].extend(rows)
+
+
+def _gold_version(index: KnownQuestionIndex | None) -> str | None:
+    return index.gold.version if index is not None else None
+
+
+def _row_versions(index: KnownQuestionIndex | None) -> dict[str, str]:
+    """``{gold id: row version}`` of the index's gold set (empty without one)."""
+    return {q.id: row_version(q) for q in index.gold} if index is not None else {}
+
+
+def _time(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value is not None else None
+
+
+def _sum_cells(cells: Iterable[list[float]]) -> list[float]:
+    """Element-wise sum of ``[n_known, n_scored, Σr, Σh, Σrr]`` cells."""
+    total = [0, 0, 0.0, 0.0, 0.0]
+    for cell in cells:
+        for j, value in enumerate(cell):
+            total[j] += value
+    return total
 
 
 _REFUSAL_KEYS = ("known_answerable", "refused_answerable", "known_unanswerable",

@@ -45,7 +45,11 @@ class OutOfScopeReport(TypedDict):
     scored), over-refusals (refused while in scope), under-refusals (answered while out of
     scope), the detector's calibration (:func:`~service.refusals.scope.describe`), its
     measured quality (a :func:`detector_quality_report` entry), ``uncalibrated`` (why the
-    counts are not facts, or ``None``) and ``off`` (why scope is off, or ``None``)."""
+    counts are not facts, or ``None``), ``off`` (why scope is off, or ``None``) and, with the
+    live-quality stage, ``gold_set_versions``: the gold-set versions the counts (cumulative
+    since the first start) were judged under, oldest first — the detector is refitted on
+    each, so more than one means they mix detectors
+    (:meth:`~service.quality.stage.LiveQualityStage.gold_set_versions`)."""
 
     scored: int
     out_of_scope: int
@@ -56,6 +60,7 @@ class OutOfScopeReport(TypedDict):
     quality: dict[str, Any] | None
     uncalibrated: str | None
     off: str | None
+    gold_set_versions: NotRequired[list[str]]
 
 
 class NoveltyReport(TypedDict):
@@ -157,7 +162,7 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
     scored, out = flags["scope_scored"], flags["out_of_scope"]
     calibration = live.analytics.scope
     qualities = detector_quality_report(live.analytics)
-    return {
+    report: AnalyticsReport = {
         "languages": dict(drift.live_counts["language"].most_common()),
         "topics": dict(drift.live_counts["topic"].most_common()),
         "topic_labels": dict(live.analytics.topic_descriptions),
@@ -182,6 +187,9 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
         "pii_scrubbed": {t: totals.pii[t] for t in PII_TYPES},
         "drift": drift.report(),
     }  # fmt: skip
+    if live.quality is not None:
+        report["out_of_scope"]["gold_set_versions"] = live.quality.gold_set_versions()
+    return report
 
 
 def novelty_report(

@@ -301,9 +301,12 @@ def build_shadow_metrics(
                                  "of a retriever finished (Unix seconds).", ["retriever"]),
         gold_runs=counter("gold_runs", "Gold-set runs, by outcome.", ["outcome"]),
         known_questions=counter("known_questions", "Live questions that near-duplicate a "
-                                "gold question, scored per retriever.", ["retriever"]),
-        known_recall=summary("known_recall", "Live recall@k on known (gold) questions.",
-                             ["retriever"]),
+                                "gold question, scored per retriever (each against the gold "
+                                "set loaded when it was asked: the count goes on across "
+                                "gold-set reloads).", ["retriever"]),
+        known_recall=summary("known_recall", "Live recall@k on known (gold) questions "
+                             "(each against the gold set loaded when it was asked; goes on "
+                             "across gold-set reloads).", ["retriever"]),
         known_refusals=counter("known_refusals", "Live refusals of answerable gold questions "
                                "and answers to unanswerable ones.", ["kind"]),
         acl_violations=counter("acl_violations", "Events whose results hold a passage the "

@@ -84,10 +84,11 @@ def test_status_suggestions_table_fits_at_1400_px(chromium: str, tmp_path: Path)
 def test_live_quality_tables_fit_at_1400_px(chromium: str, tmp_path: Path) -> None:  # noqa: F811
     """The review table holds ids, times, passage lists and whole questions: the demo's
     longest shapes (four passage ids, a 60-character Hinglish question) fit without a
-    horizontal scroll bar, as every other table of the page."""
-    from tests.service.html.test_quality_section import quality
+    horizontal scroll bar, as every other table of the page; so does the table of gold-set
+    changes (nine columns)."""
+    from tests.service.html.test_quality_section import changed_quality, quality
 
-    doc = quality(review=20)
+    doc = {**quality(review=20), "coverage": changed_quality()["coverage"]}
     for row in doc["review"]:
         row["passage_ids"] = ["p-0055", "p-0054", "p-0057", "p-0053"]
         row["leaked"] = ["p-0054", "p-0052"]
@@ -95,7 +96,7 @@ def test_live_quality_tables_fit_at_1400_px(chromium: str, tmp_path: Path) -> No
     extras = {"quality": doc}
     page = render_status_page(STATUS, samples.replay_report()["analytics"], extras=extras)
     widths = [r for r in table_widths(chromium, page, tmp_path) if r["section"] == "quality"]
-    assert len(widths) == 4 and all(r["scroll"] <= r["client"] for r in widths), widths
+    assert len(widths) == 5 and all(r["scroll"] <= r["client"] for r in widths), widths
 
 
 def test_replay_suggestions_table_fits_at_1400_px(chromium: str, tmp_path: Path) -> None:  # noqa: F811

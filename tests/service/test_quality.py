@@ -274,7 +274,7 @@ def test_snapshot_restore_round_trip_through_json() -> None:
     run(stage, EVENTS)
     stage.observe_candidate(candidate(1, ["p-2", "p-9"]))
     saved = json.loads(json.dumps(stage.state_snapshot()))
-    assert saved["version"] == 1
+    assert saved["version"] == 2
     fresh = build()
     fresh.restore(saved)
     assert fresh.report() == stage.report()
@@ -282,6 +282,9 @@ def test_snapshot_restore_round_trip_through_json() -> None:
     other_k = build(k=5)
     other_k.restore(saved)  # known means at another k would mix: dropped, ACL kept
     assert other_k.report()["known"] == {}
+    [dropped] = other_k.report()["coverage"]["changes"]
+    assert (dropped["reason"], dropped["dropped_rows"], dropped["dropped_events"]) == (
+        "k changed from 10 to 5", 3, 3)  # fmt: skip
     assert other_k.report()["acl"] == stage.report()["acl"]
     for junk in (None, {}, {"version": 99}, "x"):
         untouched = build()

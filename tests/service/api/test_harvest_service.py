@@ -109,6 +109,7 @@ def test_accept_appends_to_the_gold_set_and_refreshes(server: Server) -> None:
     before = gold_path.read_text(encoding="utf-8").splitlines()
     refreshes = runtime.gold_refreshes
     topics = dict(runtime.live.analytics.topic_descriptions)  # the demo gold set's labels
+    quality = httpx.get(server.base + "/v1/quality").json()
     refused = _list(server, reason="refused", status="suggested", limit=200)["items"]
     item = next(row for row in refused if row["pool"])  # one with passages to name as gold
     passage = item["pool"][0]["id"]
@@ -128,6 +129,16 @@ def test_accept_appends_to_the_gold_set_and_refreshes(server: Server) -> None:
     index = runtime.live.quality.index  # type: ignore[union-attr]
     assert index is not None and len(index.gold) == len(after)
     assert index.match_many([row["question"]])[0].gold_id == row["id"]
+    # known-question figures: the appended row changed no other, so all are carried over (a
+    # trial saw them labelled with the new version; after a restart, gone) and it says so
+    now = httpx.get(server.base + "/v1/quality").json()
+    assert now["known"] == quality["known"] and now["known"]["production"]["n_known"] > 0
+    assert now["gold_set_version"] == index.gold.version != quality["gold_set_version"]
+    assert {key: now["coverage"]["changes"][-1][key]
+            for key in ("from", "to", "kept_events", "dropped_rows", "dropped_events")} == {
+        "from": quality["gold_set_version"], "to": index.gold.version,
+        "kept_events": quality["known"]["production"]["n_known"], "dropped_rows": 0,
+        "dropped_events": 0}  # fmt: skip
     # the row was written without a topic (nobody gave one): the labels stay the topics (a
     # trial saw them become topic-0..7 and topic drift fire on unchanged traffic)
     assert "topic" not in row and runtime.live.analytics.topic_descriptions == topics

@@ -148,3 +148,66 @@ def test_status_page_shows_live_quality_when_the_service_has_it() -> None:
     assert "&lt;script&gt;alert(1)" in page and "<script>" not in page
     off = NoQualityRuntime(analytics)
     assert "quality" not in parse(_get(off, app=_app(off)).text).sections
+
+
+def changed_quality() -> dict[str, Any]:
+    """:func:`quality` after a gold-set change (version ``old`` -> ``abc``) that kept 3 rows'
+    measurements (4 known events) and dropped 1 row's (2 events), with ACL counts since the
+    first event."""
+    report = quality()
+    report["coverage"] = {
+        "gold_set_version": "abc", "since": "2026-11-18T09:05:40+00:00", "rows": 3,
+        "changes": [{"from": "old", "to": "abc", "reason": "gold set changed",
+                     "at": "2026-11-18T12:00:59+00:00", "after_events": 120, "kept_rows": 3,
+                     "kept_events": 4, "dropped_rows": 1, "dropped_events": 2}],
+    }  # fmt: skip
+    report["acl"]["since"] = "2026-11-18T08:00:00+00:00"
+    return report
+
+
+def test_text_block_says_what_the_figures_cover_across_a_gold_set_change() -> None:
+    lines = quality_lines(changed_quality())
+    assert lines[1:3] == [
+        "  covers known questions asked since 2026-11-18 09:05 UTC (3 gold rows measured), "
+        "gold-set version abc",
+        "  gold set changed (old -> abc) at 2026-11-18 12:00 UTC (after 120 events): carried "
+        "over 3 rows' measurements (4 known events, rows unchanged), dropped 1 rows' (2 known "
+        "events, rows changed or removed)",
+    ]
+    assert lines[6].startswith(
+        "  access control (every event since 2026-11-18 08:00 UTC, whatever the gold-set "
+        "version; 2 passages with an ACL"
+    )
+
+
+def test_out_of_scope_counts_over_several_gold_set_versions_say_so() -> None:
+    report: Any = {**samples.replay_report(), "gold_candidates": None}
+    scope = report["analytics"]["out_of_scope"]
+
+    def with_versions(versions: list[str]) -> Any:
+        scoped = {**scope, "gold_set_versions": versions}
+        return {**report, "analytics": {**report["analytics"], "out_of_scope": scoped}}
+
+    note = ("  out-of-scope counts are cumulative over gold-set versions old -> abc (the "
+            "detector was refitted on each; its quality above is the current one's)")  # fmt: skip
+    assert note not in render_text(with_versions(["abc"])).splitlines()
+    text = render_text(with_versions(["old", "abc"])).splitlines()
+    assert text[text.index(note) - 1].startswith("out of scope: ")
+    page = render_replay_html(with_versions(["old", "abc"]))
+    assert "counts cumulative over gold-set versions (the detector refitted on each" in page
+    assert "<td>old → abc</td>" in page
+    assert "counts cumulative" not in render_replay_html(with_versions(["abc"]))
+
+
+def test_status_page_shows_the_coverage_and_the_gold_set_changes() -> None:
+    class ChangedRuntime(StubRuntime):
+        def quality_report(self) -> dict[str, Any] | None:
+            return changed_quality()
+
+    runtime = ChangedRuntime(samples.replay_report()["analytics"])
+    page = _get(runtime, app=_app(runtime)).text
+    assert ("These figures cover known questions asked since 11-18 09:05 UTC on gold-set "
+            "version abc (3 gold rows measured).") in page  # fmt: skip
+    assert ("<tr><td>gold set changed</td><td>old</td><td>abc</td><td>11-18 12:00</td>"
+            "<td>120</td><td>3</td><td>4</td><td>1</td><td>2</td></tr>") in page  # fmt: skip
+    assert "Counted over every event since 11-18 08:00 UTC, whatever the gold-set version." in page

@@ -1,0 +1,158 @@
+"""LiveQualityStage across gold-set changes: measurements are per gold row, so those of rows a
+new gold-set version leaves unchanged are carried over (in the running service's reload and in
+a resumed state), those of changed or removed rows dropped, and the report says which.
+
+Expected values are worked out by hand from the 4-question gold set of ``test_quality``: its
+five events give q-1 (recall 1, hit 1, RR 1/2; answered), q-2 (recall 1/2, hit 1, RR 1;
+refused while answerable), q-3 (unanswerable, not scored; answered) — n_known 3, n_scored 2.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from service.data.goldset import GoldSet
+from service.quality.acl import AccessPolicy
+from service.quality.known import KnownQuestionIndex
+from service.quality.stage import LiveQualityStage
+from service.records import GoldQuestion
+from tests.service.test_quality import CORPUS, EVENTS, GOLD, candidate, event, run
+
+HOSTEL = "Is there a hostel for first year girls?"
+APPENDED = GoldSet((*GOLD, GoldQuestion("q-5", HOSTEL, ("p-6",))))
+# q-2 relabelled (one gold passage instead of two): its old measurement is not of this row
+CHANGED = GoldSet(
+    tuple(GoldQuestion("q-2", q.question, ("p-5",)) if q.id == "q-2" else q for q in GOLD)
+)
+REMOVED = GoldSet(tuple(q for q in GOLD if q.id != "q-3"))  # q-3 gone
+FIRST = "2026-11-29T10:00:01+00:00"  # EVENTS' first and last event times
+LAST = "2026-11-29T10:00:05+00:00"
+
+
+def stage_on(gold: GoldSet) -> LiveQualityStage:
+    return LiveQualityStage(KnownQuestionIndex(gold), AccessPolicy.from_corpus(CORPUS))
+
+
+def change(to: GoldSet, kept: tuple[int, int], dropped: tuple[int, int]) -> dict[str, Any]:
+    """The expected change record from ``GOLD`` after ``EVENTS`` (rows, events)."""
+    return {"from": GOLD.version, "to": to.version, "reason": "gold set changed", "at": LAST,
+            "after_events": 5, "kept_rows": kept[0], "kept_events": kept[1],
+            "dropped_rows": dropped[0], "dropped_events": dropped[1]}  # fmt: skip
+
+
+def test_appended_row_keeps_every_measurement_in_the_service_reload() -> None:
+    stage = stage_on(GOLD)
+    run(stage, EVENTS)
+    before = stage.report()
+    stage.index = KnownQuestionIndex(APPENDED)  # what the service's gold-set refresh does
+    after = stage.report()
+    assert after["known"] == before["known"]
+    assert after["known"] == {
+        "production": {"n_known": 3, "n_scored": 2, "recall": 0.75, "hit_rate": 1.0, "mrr": 0.75}
+    }
+    assert after["refusals"] == before["refusals"]
+    assert after["gold_set_version"] == APPENDED.version
+    assert after["coverage"] == {"gold_set_version": APPENDED.version, "since": FIRST, "rows": 3,
+                                 "changes": [change(APPENDED, (3, 3), (0, 0))]}  # fmt: skip
+    # the appended row is a new known question: counted on top of the carried-over ones
+    run(stage, [event(6, HOSTEL, ["p-6"])])
+    assert stage.report()["known"]["production"] == {
+        "n_known": 4, "n_scored": 3, "recall": 2.5 / 3, "hit_rate": 1.0, "mrr": 2.5 / 3
+    }  # fmt: skip
+
+
+def test_changed_row_drops_its_measurement_and_says_so() -> None:
+    stage = stage_on(GOLD)
+    run(stage, EVENTS)
+    stage.index = KnownQuestionIndex(CHANGED)
+    report = stage.report()
+    # q-1 and q-3 kept: 2 known, q-1 scored (recall 1, hit 1, RR 1/2)
+    assert report["known"] == {
+        "production": {"n_known": 2, "n_scored": 1, "recall": 1.0, "hit_rate": 1.0, "mrr": 0.5}
+    }
+    assert report["refusals"] == {"known_answerable": 1, "refused_answerable": 0,
+                                  "known_unanswerable": 1, "answered_unanswerable": 1}  # fmt: skip
+    assert report["coverage"]["changes"] == [change(CHANGED, (2, 2), (1, 1))]
+    assert report["coverage"]["rows"] == 2
+
+
+def test_removed_row_drops_its_measurement() -> None:
+    stage = stage_on(GOLD)
+    run(stage, EVENTS)
+    stage.index = KnownQuestionIndex(REMOVED)
+    report = stage.report()
+    assert report["known"]["production"]["n_known"] == 2  # q-1 and q-2; q-3's event dropped
+    assert report["refusals"]["known_unanswerable"] == 0
+    assert report["coverage"]["changes"] == [change(REMOVED, (2, 2), (1, 1))]
+
+
+def test_resumed_state_on_a_new_gold_set_version_carries_unchanged_rows() -> None:
+    """``goldwatch replay --state`` after a gold row was appended (a trial saw 86 known
+    questions reported against 136 before: the first run's 50 silently gone)."""
+    first = stage_on(GOLD)
+    run(first, EVENTS)
+    saved = json.loads(json.dumps(first.state_snapshot()))
+    resumed = stage_on(APPENDED)
+    resumed.restore(saved)
+    report = resumed.report()
+    assert report["known"] == first.report()["known"]
+    assert report["refusals"] == first.report()["refusals"]
+    assert report["coverage"]["changes"] == [change(APPENDED, (3, 3), (0, 0))]
+    changed = stage_on(CHANGED)
+    changed.restore(saved)
+    assert changed.report()["known"]["production"]["n_known"] == 2
+    assert changed.report()["coverage"]["changes"] == [change(CHANGED, (2, 2), (1, 1))]
+    # the change is state too: a restart on the same version neither repeats nor loses it
+    again = stage_on(APPENDED)
+    again.restore(json.loads(json.dumps(resumed.state_snapshot())))
+    assert again.report() == report
+
+
+def test_acl_counts_are_cumulative_over_gold_set_versions_and_say_since_when() -> None:
+    stage = stage_on(GOLD)
+    run(stage, EVENTS)
+    acl = stage.report()["acl"]
+    assert acl["since"] == FIRST
+    stage.index = KnownQuestionIndex(CHANGED)
+    assert stage.report()["acl"] == acl  # not restarted by the gold set
+    run(stage, [event(7, "Is there a bus to the railway station?", ["p-9"], cited=["p-9"])])
+    leaks = stage.report()["acl"]["leaks"]
+    assert leaks == [{"retriever": "production", "role": "student", "events": 2, "passages": 2}]
+
+
+def test_gold_set_versions_list_what_cumulative_counts_were_judged_under() -> None:
+    stage = stage_on(GOLD)
+    assert stage.gold_set_versions() == [GOLD.version]
+    run(stage, EVENTS)
+    stage.index = KnownQuestionIndex(APPENDED)
+    stage.index = KnownQuestionIndex(CHANGED)
+    assert stage.gold_set_versions() == [GOLD.version, APPENDED.version, CHANGED.version]
+
+
+def test_a_candidate_result_in_flight_across_a_change_is_not_scored_on_the_new_set() -> None:
+    stage = stage_on(GOLD)
+    run(stage, EVENTS)
+    stage.index = KnownQuestionIndex(REMOVED)
+    stage.observe_candidate(candidate(3, ["p-9"], role=None))  # e-3 matched the removed q-3
+    assert "cand" not in stage.report()["known"]
+
+
+def test_version_1_state_keeps_known_figures_only_on_the_same_gold_set() -> None:
+    legacy = {"version": 1, "k": 10, "gold_set_version": GOLD.version,
+              "known": {"production": [3, 2, 1.5, 2.0, 1.5]},
+              "refusals": {"known_answerable": 2, "refused_answerable": 1,
+                           "known_unanswerable": 1, "answered_unanswerable": 1},
+              "acl": [["leaks", "production", "student", 1]], "review": {}}  # fmt: skip
+    same = stage_on(GOLD)
+    same.restore(legacy)
+    assert same.report()["known"] == {
+        "production": {"n_known": 3, "n_scored": 2, "recall": 0.75, "hit_rate": 1.0, "mrr": 0.75}
+    }
+    assert same.report()["coverage"]["changes"] == []
+    other = stage_on(APPENDED)
+    other.restore(legacy)  # not per row: cannot tell which rows it measured
+    assert other.report()["known"] == {}
+    assert other.report()["acl"]["leaks"][0]["events"] == 1
+    [dropped] = other.report()["coverage"]["changes"]
+    assert (dropped["dropped_events"], dropped["kept_events"]) == (3, 0)
