@@ -112,8 +112,10 @@ def test_a_good_configuration_ends_with_a_positive_summary(tmp_path: Path) -> No
     assert sorted(judged) == ["novelty", "out_of_scope"]
     # what each AUC is measured on: the demo gold set's 59 rows, 12 of them unanswerable
     # (``jq -c 'select(.gold == [])' | wc -l``)
-    on = {"novelty": "59 gold questions, each topic held out in turn",
-          "out_of_scope": "12 unanswerable / 47 answerable gold questions"}
+    on = {
+        "novelty": "59 gold questions, each topic held out in turn",
+        "out_of_scope": "12 unanswerable / 47 answerable gold questions",
+    }
     assert result.stderr.splitlines()[-10:] == [
         "# ok: every check passed; serve and replay would start from:",
         f"#   gold set 59 rows ({base / 'gold.jsonl'})",
