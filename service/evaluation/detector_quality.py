@@ -8,7 +8,11 @@ The AUC ranks scores over every threshold, but the counts come from one threshol
 with its threshold also reports its *operating point* there (TPR, FPR and balanced accuracy
 on the same calibration scores), and is trusted only when both reach their floors — an AUC of
 0.845 whose threshold lets 78 % of the unanswerable gold questions pass as in scope
-(balanced accuracy 0.584) does not make its counts facts (fresh-user trial, finding 3).
+(balanced accuracy 0.584) does not make its counts facts (fresh-user trial, finding 3). Nor
+does an AUC measured on a handful of rows: a detector is trusted only when each class holds
+at least ``analytics.quality_min_class`` scores (trial user4: ROC AUC 0.991 [0.960, 1.000]
+on 5 unanswerable gold questions, at chance on live off-corpus traffic), and every display
+shows the AUC with what it was measured on (:func:`measured_on`).
 
 ROC AUC is the probability that a random positive scores above a random negative, ties counted
 one half (Mann–Whitney U / (n_pos · n_neg); Hanley & McNeil 1982). The interval is the
