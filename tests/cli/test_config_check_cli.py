@@ -305,10 +305,14 @@ def test_a_calibrated_detector_line_shows_its_operating_point(tmp_path: Path) ->
     report = run_replay(settings, tmp_path / "q.jsonl", None, tmp_path / "dlq.jsonl")
     q = report["analytics"]["detector_quality"]["out_of_scope"]
     assert q["uncalibrated"] is None and q["balanced_accuracy"] is not None
-    assert (
+    lines = result.stderr.splitlines()
+    line = (
         f"#   out_of_scope detector calibrated: ROC AUC {q['auc']:.3f} [{q['auc_low']:.3f}, "
-        f"{q['auc_high']:.3f}] on the gold set; at its threshold TPR {q['tpr']:.3f}, FPR "
-        f"{q['fpr']:.3f}, balanced accuracy {q['balanced_accuracy']:.3f}"
-    ) in result.stderr.splitlines()
+        f"{q['auc_high']:.3f}] on 100 unanswerable / {q['n_pos']} answerable gold questions; "
+        f"at its threshold TPR {q['tpr']:.3f}, FPR {q['fpr']:.3f}, balanced accuracy "
+        f"{q['balanced_accuracy']:.3f}"
+    )
+    assert line in lines
+    assert lines[lines.index(line) + 1] == f"#     out-of-scope calibration: {CALIBRATION_LIMIT}"
     novelty = [line for line in result.stderr.splitlines() if "#   novelty detector" in line]
     assert novelty and "at its threshold" not in novelty[0]  # no operating point of its own
