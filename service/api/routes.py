@@ -72,7 +72,9 @@ def get_refusals(runtime: RuntimeDep) -> RefusalsReport:
     """Refusals in both directions: the refusal rate and its drift, out-of-scope share,
     over-refusals (refused while in scope) and under-refusals (answered while out of scope),
     with the out-of-scope calibration and the detector's measured quality (ROC AUC with its
-    bootstrap interval); below ``analytics.quality_floor`` ``out_of_scope.uncalibrated`` says
+    bootstrap interval and the gold questions it is measured on); below
+    ``analytics.quality_floor``, or measured on fewer than ``analytics.quality_min_class``
+    questions of a class, ``out_of_scope.uncalibrated`` says
     why the counts are not facts and its drift raises no alarm."""
     report = runtime.analytics_report()
     if report is None:
@@ -84,6 +86,7 @@ def get_refusals(runtime: RuntimeDep) -> RefusalsReport:
         "drift": {"refusal": drift["refusal"], "out_of_scope": drift["out_of_scope"]},
         "detector_quality": report.get("detector_quality", {}),
         "quality_floor": report.get("quality_floor"),
+        "quality_min_class": report.get("quality_min_class"),
         "refusals_method": report["refusals"]["method"],
     }
 

@@ -175,16 +175,18 @@ class RefusalsReport(TypedDict):
     """``GET /v1/refusals``: counts and rate, scope (out-of-scope share, over- and
     under-refusals, calibration), their drift, each detector's measured quality
     (:func:`service.runtime.reports.detector_quality_report`) and the AUC floor below which
-    a detector is uncalibrated (``None``: analytics without one), and ``refusals_method``:
-    how the answers were counted as refused, with both counts (``answer.refused`` where the
-    event sets it, else phrase patterns whose precision and recall on this traffic are not
-    measured; ``refusals.method``)."""
+    a detector is uncalibrated (``None``: analytics without one), the class size below which
+    it is likewise (``quality_min_class``), and ``refusals_method``: how the answers were
+    counted as refused, with both counts (``answer.refused`` where the event sets it, else
+    phrase patterns whose precision and recall on this traffic are not measured;
+    ``refusals.method``)."""
 
     refusals: RefusalCounts
     out_of_scope: OutOfScopeReport
     drift: RefusalDrift
     detector_quality: dict[str, dict[str, Any]]
     quality_floor: float | None
+    quality_min_class: int | None
     refusals_method: str
 
 

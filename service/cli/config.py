@@ -172,22 +172,31 @@ def _harvest_line(settings: Settings) -> str:
 
 def _detector_lines(analytics: Analytics) -> list[str]:
     """One line per detector with a quality measurement: calibrated, with its ROC AUC and 95 %
-    interval on the gold set, or uncalibrated with the reason
+    interval on the gold questions it is measured on (``"on 12 unanswerable / 48 answerable
+    gold questions"``; for out-of-scope, the calibration's limit on the next line), or
+    uncalibrated with the reason
     (:meth:`~service.runtime.analytics.Analytics.uncalibrated`, the text the reports show);
     then why a detector is off, if one is."""
+    from service.evaluation.detector_quality import measured_on
+    from service.refusals.scope import CALIBRATION_LIMIT
+
     lines = []
     for name, quality in sorted(analytics.detector_quality.items()):
         why = analytics.uncalibrated(name)
+        on = measured_on(name, quality)
         if why is None:
             point = ("" if math.isnan(quality.balanced_accuracy) else
                      f"; at its threshold TPR {quality.tpr:.3f}, FPR {quality.fpr:.3f}, "
                      f"balanced accuracy {quality.balanced_accuracy:.3f}")  # fmt: skip
             interval = f"[{quality.low:.3f}, {quality.high:.3f}]"
             lines.append(f"{name} detector calibrated: ROC AUC {quality.auc:.3f} {interval} "
-                         f"on the gold set{point}")  # fmt: skip
+                         f"on {on}{point}")  # fmt: skip
         else:
+            also = "" if "measured on only" in why else f" (measured on {on})"
             lines.append(f"{name} detector UNCALIBRATED (its counts are not facts and raise "
-                         f"no drift alarm): {why}")  # fmt: skip
+                         f"no drift alarm): {why}{also}")  # fmt: skip
+        if name == "out_of_scope":
+            lines.append(f"  out-of-scope calibration: {CALIBRATION_LIMIT}")
     for name, off in (("out_of_scope", analytics.scope_off), ("novelty", analytics.novelty_off)):
         if off:
             lines.append(f"{name} detector off: {off}")

@@ -8,7 +8,11 @@ The AUC ranks scores over every threshold, but the counts come from one threshol
 with its threshold also reports its *operating point* there (TPR, FPR and balanced accuracy
 on the same calibration scores), and is trusted only when both reach their floors — an AUC of
 0.845 whose threshold lets 78 % of the unanswerable gold questions pass as in scope
-(balanced accuracy 0.584) does not make its counts facts (fresh-user trial, finding 3).
+(balanced accuracy 0.584) does not make its counts facts (fresh-user trial, finding 3). Nor
+does an AUC measured on a handful of rows: a detector is trusted only when each class holds
+at least ``analytics.quality_min_class`` scores (trial user4: ROC AUC 0.991 [0.960, 1.000]
+on 5 unanswerable gold questions, at chance on live off-corpus traffic), and every display
+shows the AUC with what it was measured on (:func:`measured_on`).
 
 ROC AUC is the probability that a random positive scores above a random negative, ties counted
 one half (Mann–Whitney U / (n_pos · n_neg); Hanley & McNeil 1982). The interval is the
@@ -93,10 +97,18 @@ class DetectorQuality:
     def __hash__(self) -> int:
         return hash(tuple(self.as_dict().values()))
 
-    def trusted(self, floor: float = DEFAULT_AUC_FLOOR, min_balanced_accuracy: float = 0.0) -> bool:
-        """True when the AUC is known and at least ``floor`` (its point estimate) and, when an
-        operating point is reported, its balanced accuracy is at least
-        ``min_balanced_accuracy``."""
+    def trusted(
+        self,
+        floor: float = DEFAULT_AUC_FLOOR,
+        min_balanced_accuracy: float = 0.0,
+        min_class: int = 0,
+    ) -> bool:
+        """True when the AUC is known and at least ``floor`` (its point estimate), both
+        classes hold at least ``min_class`` scores (``analytics.quality_min_class``: an AUC
+        measured on 5 unanswerable gold questions is no measurement) and, when an operating
+        point is reported, its balanced accuracy is at least ``min_balanced_accuracy``."""
+        if min(self.n_pos, self.n_neg) < min_class:
+            return False
         if not (np.isfinite(self.auc) and self.auc >= floor):
             return False
         ba = self.balanced_accuracy
@@ -125,13 +137,60 @@ class DetectorQuality:
         }
 
 
+#: What each detector's two classes are, in its user's words: ``(positives, negatives)``
+#: (novelty scores the same gold questions twice: with their topic held out, and not).
+CLASSES: dict[str, tuple[str, str]] = {
+    "out_of_scope": ("answerable gold questions", "unanswerable gold questions"),
+    "novelty": ("gold questions", "gold questions"),
+}
+
+
+def measured_on(detector: str, quality: DetectorQuality) -> str:
+    """The data ``detector``'s quality was measured on, in its user's words, to show next to
+    its AUC: ``"5 unanswerable / 45 answerable gold questions"`` (out-of-scope, smaller class
+    first), ``"50 gold questions, each topic held out in turn"`` (novelty), else
+    ``"8 positives / 9 negatives"``.
+
+    >>> measured_on("out_of_scope", DetectorQuality(0.99, 0.96, 1.0, 0.95, 45, 5))
+    '5 unanswerable / 45 answerable gold questions'
+    """
+    if detector == "novelty":
+        return f"{quality.n_pos} gold questions, each topic held out in turn"
+    if detector == "out_of_scope":
+        return f"{quality.n_neg} unanswerable / {quality.n_pos} answerable gold questions"
+    return f"{quality.n_pos} positives / {quality.n_neg} negatives"
+
+
+def too_few(detector: str, quality: DetectorQuality, min_class: int) -> str | None:
+    """Why ``quality`` is too small a measurement to count (``None``: both classes hold at
+    least ``min_class`` scores), naming the smaller class in the user's words:
+    ``"measured on only 5 unanswerable gold questions; needs at least 10"``.
+
+    The floor on the class size is ``analytics.quality_min_class`` (default 10, from Hanley &
+    McNeil's 1982 standard error of an AUC: see :class:`service.settings.AnalyticsConfig`).
+
+    >>> too_few("out_of_scope", DetectorQuality(0.99, 0.96, 1.0, 0.95, 45, 5), 10)
+    'measured on only 5 unanswerable gold questions; needs at least 10'
+    >>> too_few("out_of_scope", DetectorQuality(0.99, 0.96, 1.0, 0.95, 45, 10), 10) is None
+    True
+    """
+    positives, negatives = CLASSES.get(detector, ("positives", "negatives"))
+    n, what = ((quality.n_neg, negatives) if quality.n_neg <= quality.n_pos
+               else (quality.n_pos, positives))  # fmt: skip
+    if n >= min_class:
+        return None
+    return f"measured on only {n} {what}; needs at least {min_class}"
+
+
 def quality_gauges(quality: DetectorQuality) -> dict[str, float]:
     """The unrounded numbers a detector's gauges export (``auc``, ``auc_low``, ``auc_high``,
-    ``tpr``, ``fpr``, ``balanced_accuracy``; NaN when unknown), for
+    ``tpr``, ``fpr``, ``balanced_accuracy``; NaN when unknown) and the class sizes its
+    ``trusted`` gauge needs (``n_pos``, ``n_neg``), for
     ``service.telemetry.AnalyticsMetrics.set_detector_quality``."""
     return {"auc": quality.auc, "auc_low": quality.low, "auc_high": quality.high,
             "tpr": quality.tpr, "fpr": quality.fpr,
-            "balanced_accuracy": quality.balanced_accuracy}  # fmt: skip
+            "balanced_accuracy": quality.balanced_accuracy,
+            "n_pos": float(quality.n_pos), "n_neg": float(quality.n_neg)}  # fmt: skip
 
 
 def roc_auc(pos: Sequence[float] | np.ndarray, neg: Sequence[float] | np.ndarray) -> float:

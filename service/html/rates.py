@@ -14,6 +14,7 @@ from markupsafe import Markup
 
 from service.html import plots
 from service.html.page import badge, figure, num, para, pct, section, table
+from service.refusals.scope import CALIBRATION_LIMIT
 
 RATES = (
     ("refusal", "refusals", "rate", "refused answers"),
@@ -95,12 +96,14 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
 
 
 def _quality_cell(quality: Mapping[str, Any] | None) -> str:
-    """``"0.912 (0.880 … 0.941)"``: a detector's ROC AUC and its bootstrap interval."""
+    """``"0.912 (0.880 … 0.941) on 12 unanswerable / 48 answerable gold questions"``: a
+    detector's ROC AUC, its bootstrap interval and what it is measured on."""
     if not quality or quality.get("auc") is None:
         return "not measured"
     low, high = quality.get("auc_low"), quality.get("auc_high")
     interval = f" ({low:.3f} … {high:.3f})" if low is not None and high is not None else ""
-    return f"{quality['auc']:.3f}{interval}"
+    on = f" on {quality['measured_on']}" if quality.get("measured_on") else ""
+    return f"{quality['auc']:.3f}{interval}{on}"
 
 
 def _operating_point_cell(quality: Mapping[str, Any] | None) -> str | None:
@@ -152,7 +155,9 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
             rows.append([f"scope calibration: {key}", num(value) if key != "retriever" else value])
     measured = (" The detector's ROC AUC and its rates at the threshold are measured on the "
                 "gold set it was calibrated on (cross-validated scores); its counts are facts "
-                "only when both reach their floors." if scope.get("quality") else "")  # fmt: skip
+                "only when both reach their floors and each class holds at least "
+                f"{analytics.get('quality_min_class', 0)} gold questions. Its limit: "
+                f"{CALIBRATION_LIMIT}." if scope.get("quality") else "")  # fmt: skip
     note = para(
         "Refusals are judged in both directions: out-of-scope questions should be "
         f"refused, in-scope questions answered.{measured}",

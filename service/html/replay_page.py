@@ -217,9 +217,10 @@ def _shares(
     novelty = novelty or {}
     if novelty.get("uncalibrated"):
         names[NOVEL] = f"{names.get(NOVEL, NOVEL)} (uncalibrated)"
+        on = (novelty.get("quality") or {}).get("measured_on")
         parts.append(para(f"The novel share is UNCALIBRATED and not facts "
-                          f"({novelty['uncalibrated']}); a rise of it alone raises no alarm.",
-                          "warn"))  # fmt: skip
+                          f"({novelty['uncalibrated']}{f'; measured on {on}' if on else ''}); "
+                          f"a rise of it alone raises no alarm.", "warn"))  # fmt: skip
     elif novelty.get("off"):
         parts.append(para(f"No question is called novel: {novelty['off']}.", "muted"))
     elif (quality := novelty.get("quality") or {}).get("auc") is not None:

@@ -16,9 +16,9 @@ The report (``--format json``)::
                    "novelty": {"novel", "share", "quality": {...} | None,
                                "uncalibrated": reason | None, "off": reason | None},
                    "detector_quality": {detector: {"auc", "auc_low", "auc_high", "level",
-                                        "n_pos", "n_neg", "method", "trusted",
+                                        "n_pos", "n_neg", "method", "measured_on", "trusted",
                                         "uncalibrated"}},
-                   "quality_floor": 0.75,
+                   "quality_floor": 0.75, "quality_min_class": 10,
                    "pii_scrubbed": {type: n},
                    "drift": {dimension: {"state", "comparisons", ...}, "alarms": [...]},
                    "series": {"bucket_s", "buckets": [{"start", "languages", "topics",
@@ -64,6 +64,7 @@ from service.harvest.shed_note import shed_note
 from service.jobs.series import TimeSeries
 from service.language.detector import OTHER as OTHER_LANGUAGE
 from service.pipeline import CountingStage, Pipeline
+from service.refusals.scope import CALIBRATION_LIMIT
 from service.runtime.live import build_live
 from service.runtime.memory import freeze_heap
 from service.runtime.reports import (
@@ -230,14 +231,21 @@ def _with_series(analytics: AnalyticsReport | None, series: TimeSeries) -> Analy
 
 
 def quality_text(quality: dict[str, Any] | None) -> str:
-    """``"ROC AUC 0.912 [0.880, 0.941]; at its threshold TPR 0.950, FPR 0.210, balanced
-    accuracy 0.870"`` of a :func:`detector_quality_report` entry (the operating point only
-    when it has one)."""
+    """``"ROC AUC 0.912 [0.880, 0.941] on 12 unanswerable / 48 answerable gold questions; at
+    its threshold TPR 0.950, FPR 0.210, balanced accuracy 0.870"`` of a
+    :func:`detector_quality_report` entry (the operating point only when it has one)."""
     if not quality or quality.get("auc") is None:
         return "ROC AUC not measured"
     low, high = quality.get("auc_low"), quality.get("auc_high")
     interval = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
-    return f"ROC AUC {quality['auc']:.3f}{interval}{operating_point_text(quality)}"
+    return (f"ROC AUC {quality['auc']:.3f}{interval}{measured_on_text(quality)}"
+            f"{operating_point_text(quality)}")  # fmt: skip
+
+
+def measured_on_text(quality: dict[str, Any] | None) -> str:
+    """``" on 12 unanswerable / 48 answerable gold questions"`` of a
+    :func:`detector_quality_report` entry (its ``measured_on``), or ``""`` without one."""
+    return f" on {quality['measured_on']}" if quality and quality.get("measured_on") else ""
 
 
 def operating_point_text(quality: dict[str, Any] | None) -> str:
@@ -293,7 +301,9 @@ def render_text(doc: ReplayReport) -> str:
     novelty = analytics.get("novelty") or {}
     caveat = {}  # the novel share next to what it is worth
     if novelty.get("uncalibrated"):
-        caveat[NOVEL] = f" (UNCALIBRATED, not facts: {novelty['uncalibrated']})"
+        on = measured_on_text(novelty.get("quality"))
+        caveat[NOVEL] = (f" (UNCALIBRATED, not facts: {novelty['uncalibrated']}"
+                         f"{f'; measured{on}' if on else ''})")  # fmt: skip
     elif (novelty.get("quality") or {}).get("auc") is not None:
         caveat[NOVEL] = f" (novelty detector {quality_text(novelty['quality'])})"
     ranked = list(analytics["topics"].items())
@@ -327,8 +337,11 @@ def render_text(doc: ReplayReport) -> str:
         )
         quality = quality_text(scope.get("quality"))
         if scope.get("uncalibrated"):
-            lines.append(f"out of scope (UNCALIBRATED, not facts: {scope['uncalibrated']}; "
-                         f"no alarm): {counts}")  # fmt: skip
+            why = str(scope["uncalibrated"])
+            on = measured_on_text(scope.get("quality"))
+            if on and "measured on only" not in why:  # (too few: the reason says on what)
+                counts += f"; detector measured{on}"
+            lines.append(f"out of scope (UNCALIBRATED, not facts: {why}; no alarm): {counts}")
         else:
             lines.append(f"out of scope: {counts}; detector {quality}")
         versions = scope.get("gold_set_versions") or []
@@ -336,6 +349,7 @@ def render_text(doc: ReplayReport) -> str:
             lines.append(f"  out-of-scope counts are cumulative over gold-set versions "
                          f"{' -> '.join(versions)} (the detector was refitted on each; its "
                          "quality above is the current one's)")  # fmt: skip
+        lines.append(f"  out-of-scope calibration: {CALIBRATION_LIMIT}")
     scrubbed = {k: v for k, v in analytics["pii_scrubbed"].items() if v}
     if scrubbed:
         lines.append(

@@ -44,6 +44,14 @@ if TYPE_CHECKING:
     from service.retrievers.base import Retriever
 
 
+#: The limit of the out-of-scope detector's calibration, stated wherever it is reported.
+CALIBRATION_LIMIT = (
+    "its ROC AUC and rates are measured on the gold set's unanswerable questions; live "
+    "out-of-scope traffic may look nothing like them, so a calibrated detector can still "
+    "miss off-corpus questions"
+)
+
+
 class ScopeCalibration(NamedTuple):
     """A calibrated out-of-scope threshold and how well it separates the gold set.
 

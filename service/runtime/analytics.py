@@ -24,7 +24,12 @@ from service.drift.windows import WindowConfig
 from service.embeddings.config import english_model_notice
 from service.embeddings.model import shared_embedder
 from service.embeddings.protocol import Embedder
-from service.evaluation.detector_quality import DEFAULT_AUC_FLOOR, DetectorQuality, measure_auc
+from service.evaluation.detector_quality import (
+    DEFAULT_AUC_FLOOR,
+    DetectorQuality,
+    measure_auc,
+    too_few,
+)
 from service.files.fit_cache import Memo, no_memo
 from service.language.detector import (
     DEFAULT_FREQUENT,
@@ -79,6 +84,9 @@ class Analytics:
         min_balanced_accuracy: the balanced accuracy at its threshold below which a detector
             that reports an operating point (out-of-scope) is uncalibrated likewise
             (``analytics.scope_min_balanced_accuracy``).
+        quality_min_class: the class size below which a detector's quality is no measurement
+            and the detector is uncalibrated likewise (``analytics.quality_min_class``: e.g.
+            fewer than 10 unanswerable gold questions for out-of-scope).
         novelty_off: why no question is called ``novel`` (e.g. :data:`NOVELTY_OFF_NO_GOLD`),
             or ``None`` while topic novelty is on.
         scope_off: why no question is judged out of scope (e.g. :data:`SCOPE_OFF_NO_GOLD`),
@@ -99,17 +107,24 @@ class Analytics:
     novelty_off: str | None = None
     scope_off: str | None = None
     min_balanced_accuracy: float = 0.0
+    quality_min_class: int = 0
 
     def uncalibrated(self, detector: str) -> str | None:
-        """Why ``detector``'s counts are not facts (e.g. ``"out_of_scope ROC AUC 0.596
-        [0.520, 0.670] is below the quality floor 0.75"``, or its balanced accuracy at its
-        threshold below ``min_balanced_accuracy``), or ``None`` when both reach their floors;
-        a detector without a measurement is uncalibrated."""
+        """Why ``detector``'s counts are not facts (e.g. ``"out_of_scope ROC AUC 0.991
+        [0.960, 1.000] is measured on only 5 unanswerable gold questions; needs at least 10
+        (analytics.quality_min_class)"``, ``"out_of_scope ROC AUC 0.596 [0.520, 0.670] is
+        below the quality floor 0.75"``, or its balanced accuracy at its threshold below
+        ``min_balanced_accuracy``), or ``None`` when all three reach their floors; a
+        detector without a measurement is uncalibrated."""
         quality = self.detector_quality.get(detector)
         if quality is None:
             return f"{detector} has no quality measurement"
-        if quality.trusted(self.quality_floor, self.min_balanced_accuracy):
+        if quality.trusted(self.quality_floor, self.min_balanced_accuracy,
+                           self.quality_min_class):  # fmt: skip
             return None
+        if (few := too_few(detector, quality, self.quality_min_class)) is not None:
+            return (f"{detector} ROC AUC {quality.auc:.3f} [{quality.low:.3f}, "
+                    f"{quality.high:.3f}] is {few} (analytics.quality_min_class)")  # fmt: skip
         if not quality.trusted(self.quality_floor):
             return (f"{detector} ROC AUC {quality.auc:.3f} "
                     f"[{quality.low:.3f}, {quality.high:.3f}] is below the quality floor "
@@ -443,7 +458,7 @@ def build_analytics(
     if scope_stage is not None:
         if scope_quality is not None:
             scope_stage.calibrated = scope_quality.trusted(
-                config.quality_floor, config.scope_min_balanced_accuracy
+                config.quality_floor, config.scope_min_balanced_accuracy, config.quality_min_class
             )
         stages.append(scope_stage)
     gold_counts: dict[str, dict[str, int]] = {}
@@ -486,6 +501,7 @@ def build_analytics(
         topic_descriptions=model.labels() if model is not None else {},
         quality_floor=config.quality_floor,
         min_balanced_accuracy=config.scope_min_balanced_accuracy,
+        quality_min_class=config.quality_min_class,
     )
     if scope_quality is not None:
         analytics.detector_quality["out_of_scope"] = scope_quality
@@ -592,7 +608,8 @@ def scope_references(
                     "running one stays until a restart")  # fmt: skip
         return None
     if quality is not None:
-        stage.calibrated = quality.trusted(config.quality_floor, config.scope_min_balanced_accuracy)
+        stage.calibrated = quality.trusted(config.quality_floor, config.scope_min_balanced_accuracy,
+                                           config.quality_min_class)  # fmt: skip
     return ScopeRefresh(stage, calibration, quality)
 
 

@@ -292,6 +292,7 @@ def build_live(
             {name: quality_gauges(q) for name, q in analytics.detector_quality.items()},
             analytics.quality_floor,
             analytics.min_balanced_accuracy,
+            analytics.quality_min_class,
         )
     stages: list[Stage] = list(analytics.stages)
     shadow_stage = None

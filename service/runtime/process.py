@@ -458,6 +458,7 @@ class Runtime:
                 self.live.analytics_metrics.set_detector_quality(
                     {name: quality_gauges(q) for name, q in analytics.detector_quality.items()},
                     analytics.quality_floor, analytics.min_balanced_accuracy,
+                    analytics.quality_min_class,
                 )  # fmt: skip
         self.gold_refresh_error = None  # before the count: a reader that saw the count
         self.gold_refreshes += 1  # go up sees the error cleared

@@ -11,6 +11,7 @@ from typing import Any, NotRequired
 from prometheus_client import CollectorRegistry
 from typing_extensions import TypedDict
 
+from service.evaluation.detector_quality import measured_on
 from service.harvest.store import SuggestionRecord
 from service.pipeline.totals import AnnotationTotals
 from service.refusals.detector import refusal_rate_method
@@ -90,6 +91,7 @@ class AnalyticsReport(TypedDict):
     novelty: NoveltyReport
     detector_quality: dict[str, dict[str, Any]]
     quality_floor: float
+    quality_min_class: int
     pii_scrubbed: dict[str, int]
     drift: dict[str, Any]
     series: NotRequired[dict[str, Any]]
@@ -184,6 +186,7 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
         "novelty": novelty_report(live.analytics, drift.live_counts["topic"], qualities),
         "detector_quality": qualities,
         "quality_floor": live.analytics.quality_floor,
+        "quality_min_class": live.analytics.quality_min_class,
         "pii_scrubbed": {t: totals.pii[t] for t in PII_TYPES},
         "drift": drift.report(),
     }  # fmt: skip
@@ -217,11 +220,14 @@ def novelty_report(
 
 def detector_quality_report(analytics: Analytics) -> dict[str, dict[str, Any]]:
     """Each detector's measured quality (:meth:`DetectorQuality.as_dict`: the AUC, and the
-    operating point at its threshold where it has one) with ``trusted`` (AUC ≥ the floor and
-    balanced accuracy at the threshold ≥ its floor) and ``uncalibrated`` (why not, or
-    ``None``)."""
+    operating point at its threshold where it has one) with ``measured_on`` (its class sizes
+    in the user's words, :func:`~service.evaluation.detector_quality.measured_on`: ``"5
+    unanswerable / 45 answerable gold questions"``; the numbers are ``n_neg`` and ``n_pos``),
+    ``trusted`` (AUC ≥ the floor, balanced accuracy at the threshold ≥ its floor, each class at
+    least ``analytics.quality_min_class``) and ``uncalibrated`` (why not, or ``None``)."""
     return {
-        name: {**quality.as_dict(), "trusted": analytics.uncalibrated(name) is None,
+        name: {**quality.as_dict(), "measured_on": measured_on(name, quality),
+               "trusted": analytics.uncalibrated(name) is None,
                "uncalibrated": analytics.uncalibrated(name)}
         for name, quality in sorted(analytics.detector_quality.items())
     }  # fmt: skip

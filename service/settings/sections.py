@@ -400,6 +400,18 @@ class AnalyticsConfig(_Frozen):
             data (out-of-scope, novelty) for its counts to be reported as calibrated and its
             drift dimension to raise alarms; below it the counts are labelled uncalibrated
             and its alarms are suppressed, with the reason.
+        quality_min_class: smallest class a detector's quality must be measured on (≥ 2)
+            for it to count as calibrated: the out-of-scope detector's unanswerable and
+            answerable gold questions, novelty's gold questions (each scored with its topic
+            held out); below it the detector is uncalibrated like one below
+            ``quality_floor``, with the reason ("measured on only 5 unanswerable gold
+            questions; needs at least 10"). Default 10: by Hanley & McNeil's standard error
+            of an AUC (1982, Radiology 143:29–36), a detector of AUC 0.90 measured on 10
+            questions of its smaller class (against 45 of the other) has a 95 % interval of
+            ±0.13, which clears the 0.75 floor; on 5 it is ±0.19 (down to 0.72), so such a
+            measurement cannot tell a good detector from one at the floor. This is sampling
+            error only: the calibration is measured on the gold set's unanswerable questions,
+            and live out-of-scope traffic may look nothing like them.
         scope_min_balanced_accuracy: smallest balanced accuracy ((TPR + 1 − FPR) / 2, in
             [0.5, 1]) the out-of-scope detector must show at the threshold its counts use
             (on its cross-validated calibration scores), besides ``quality_floor`` on its AUC:
@@ -461,6 +473,7 @@ class AnalyticsConfig(_Frozen):
     scope_min_tpr: float = Field(default=0.95, ge=0, le=1)
     scope_known_threshold: float = Field(default=0.9, gt=0, le=1)
     quality_floor: float = Field(default=0.75, ge=0.5, le=1)
+    quality_min_class: int = Field(default=10, ge=2, le=100_000)
     scope_min_balanced_accuracy: float = Field(default=0.68, ge=0.5, le=1)
     drift: DriftSettings = DriftSettings()
     embeddings: EmbeddingConfig = EmbeddingConfig()

@@ -166,14 +166,16 @@ class AnalyticsMetrics:
         qualities: Mapping[str, Mapping[str, Any]],
         floor: float,
         min_balanced_accuracy: float = 0.0,
+        min_class: int = 0,
     ) -> None:
         """Export each detector's measured quality: ``qualities`` maps a detector name (one
         of :data:`DETECTORS`; others are skipped) to ``{"auc", "auc_low", "auc_high", "tpr",
         "fpr", "balanced_accuracy"}`` as in
         :meth:`service.evaluation.detector_quality.DetectorQuality.as_dict` (``None`` or NaN exports
         NaN; the rates are optional: a detector without an operating point). ``trusted`` is 1
-        when the AUC is known and ≥ ``floor`` and the balanced accuracy, when known, is
-        ≥ ``min_balanced_accuracy``."""
+        when the AUC is known and ≥ ``floor``, the balanced accuracy, when known, is
+        ≥ ``min_balanced_accuracy`` and both classes (``n_pos``, ``n_neg``, when given) hold
+        at least ``min_class`` scores (``analytics.quality_min_class``)."""
         for detector, quality in qualities.items():
             if detector not in DETECTORS:
                 continue
@@ -192,8 +194,10 @@ class AnalyticsMetrics:
                 )
             ba = rates["balanced_accuracy"]
             point_ok = ba is None or not math.isfinite(ba) or float(ba) >= min_balanced_accuracy
+            sizes = [quality.get(n) for n in ("n_pos", "n_neg")]
+            enough = all(n is None or n >= min_class for n in sizes)
             self.detector_trusted.labels(detector=detector).set(
-                auc is not None and float(auc) >= floor and point_ok  # NaN >= floor is False
+                auc is not None and float(auc) >= floor and point_ok and enough  # NaN >= x: False
             )
 
     def _allowed(self, dimension: str) -> tuple[str, ...]:
@@ -300,7 +304,8 @@ def build_analytics_metrics(
         detector_trusted=gauge(
             "detector_trusted", "1 when the detector's ROC AUC reaches analytics.quality_floor "
             "and, for a detector with an operating point (out-of-scope), its balanced accuracy "
-            "at its threshold reaches analytics.scope_min_balanced_accuracy (its counts are "
+            "at its threshold reaches analytics.scope_min_balanced_accuracy, measured on at "
+            "least analytics.quality_min_class questions of each class (its counts are "
             "calibrated and it may alarm), else 0.", ["detector"],
         ),
         language_labels=languages,

@@ -15,6 +15,7 @@ from click.testing import CliRunner, Result
 from service.cli import main
 from service.demo import demo_path
 from service.jobs.replay import run_replay
+from service.refusals.scope import CALIBRATION_LIMIT
 from service.settings import load_settings
 from service.topics.config import N_TOPICS_MAX, N_TOPICS_MIN, TopicConfig
 from service.topics.model import TopicModel
@@ -109,13 +110,21 @@ def test_a_good_configuration_ends_with_a_positive_summary(tmp_path: Path) -> No
     report = run_replay(settings, tmp_path / "q.jsonl", None, tmp_path / "dlq.jsonl")
     judged = report["analytics"]["detector_quality"]
     assert sorted(judged) == ["novelty", "out_of_scope"]
-    assert result.stderr.splitlines()[-9:] == [
+    # what each AUC is measured on: the demo gold set's 59 rows, 12 of them unanswerable
+    # (``jq -c 'select(.gold == [])' | wc -l``)
+    on = {
+        "novelty": "59 gold questions, each topic held out in turn",
+        "out_of_scope": "12 unanswerable / 47 answerable gold questions",
+    }
+    assert result.stderr.splitlines()[-10:] == [
         "# ok: every check passed; serve and replay would start from:",
         f"#   gold set 59 rows ({base / 'gold.jsonl'})",
         f"#   corpus 58 passages ({base / 'corpus.jsonl'})",
         "#   topics 13 (the gold set's topic labels)",
         *[f"#   {name} detector UNCALIBRATED (its counts are not facts and raise no drift "
-          f"alarm): {judged[name]['uncalibrated']}" for name in ("novelty", "out_of_scope")],
+          f"alarm): {judged[name]['uncalibrated']} (measured on {on[name]})"
+          for name in ("novelty", "out_of_scope")],
+        f"#     out-of-scope calibration: {CALIBRATION_LIMIT}",
         "#   harvest: at most 5000 suggestions held; harvest.max_new_per_batch 48 in serve "
         "(the default; a replay sheds nothing unless it is set)",
         f"#   source file {base / 'q.jsonl'}",
@@ -296,10 +305,14 @@ def test_a_calibrated_detector_line_shows_its_operating_point(tmp_path: Path) ->
     report = run_replay(settings, tmp_path / "q.jsonl", None, tmp_path / "dlq.jsonl")
     q = report["analytics"]["detector_quality"]["out_of_scope"]
     assert q["uncalibrated"] is None and q["balanced_accuracy"] is not None
-    assert (
+    lines = result.stderr.splitlines()
+    line = (
         f"#   out_of_scope detector calibrated: ROC AUC {q['auc']:.3f} [{q['auc_low']:.3f}, "
-        f"{q['auc_high']:.3f}] on the gold set; at its threshold TPR {q['tpr']:.3f}, FPR "
-        f"{q['fpr']:.3f}, balanced accuracy {q['balanced_accuracy']:.3f}"
-    ) in result.stderr.splitlines()
+        f"{q['auc_high']:.3f}] on 100 unanswerable / {q['n_pos']} answerable gold questions; "
+        f"at its threshold TPR {q['tpr']:.3f}, FPR {q['fpr']:.3f}, balanced accuracy "
+        f"{q['balanced_accuracy']:.3f}"
+    )
+    assert line in lines
+    assert lines[lines.index(line) + 1] == f"#     out-of-scope calibration: {CALIBRATION_LIMIT}"
     novelty = [line for line in result.stderr.splitlines() if "#   novelty detector" in line]
     assert novelty and "at its threshold" not in novelty[0]  # no operating point of its own

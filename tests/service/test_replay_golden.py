@@ -18,7 +18,7 @@ python tests/service/test_replay_golden.py``); rewrite them only for a change of
 that is meant, and say so in its commit. Rewritten so far: the production-shaped golden in
 the thirteenth session, when the refusal patterns came to count the benchmark's other two
 refusal templates (229 refusals of 2,895 answers: the log's 229 refusal texts; was 81); the
-demo's is e500539's. Both rewritten in the fourteenth session for six added fields and
+demo's is e500539's. Both rewritten in the fourteenth session for added fields and
 nothing else (checked: each rewritten file with them removed equals its former content):
 ``analytics.refusals.by_flag``, ``by_patterns`` and ``method`` (how many answers
 ``answer.refused`` decided and how many the phrase patterns did): demo 649 and 2,351 (of
@@ -27,7 +27,10 @@ the demo log's 3,000 answers, 649 set ``answer.refused``: counted in its JSONL),
 figures cover: gold-set version, first event counted, gold rows measured, gold-set changes —
 none in these runs), ``quality.acl.since`` (the first event the cumulative ACL counts cover)
 and ``analytics.out_of_scope.gold_set_versions`` (the gold-set versions the cumulative
-out-of-scope counts were judged under).
+out-of-scope counts were judged under); ``analytics.quality_min_class``
+(10) and each detector quality entry's ``measured_on`` (demo: "12 unanswerable / 47
+answerable gold questions", "59 gold questions, each topic held out in turn"; production:
+"100 unanswerable / 377 answerable", "477 gold questions, ...").
 """
 
 from __future__ import annotations
@@ -144,10 +147,11 @@ def test_production_shaped_replay_report_and_suggestions_match_e500539(tmp_path:
 #: exactly 1,552 refusal texts (counted with ``validate_event_json``) — where d9a01a0 counted
 #: 516 (one template of three); that moves the refusal counts, over/under-refusals, the
 #: harvest's refused reasons and so its suggestions. Re-pinned by the fourteenth for the
-#: report's six added fields (see the module docstring: by_flag 0, by_patterns 19,300; the
-#: report without them still hashes to the former d16548f5…235d; the suggestions are unchanged).
+#: report's added fields (see the module docstring: by_flag 0, by_patterns 19,300; coverage;
+#: quality_min_class, measured_on): the report without them still hashes to the former
+#: d16548f5…235d; the suggestions are unchanged.
 PRODUCTION_20K_DIGESTS = (
-    "7016c972d026331aaed4ee2daeec4b02cd3dff7a9f49cce0e4bdd4d3e1c6ac3b",
+    "bcd1b71e8d1bd178386aa73ef7631fba2046c9df4bc0c42083d9742edd7d5244",
     "57afbc6270f0f64275d7006b650e58417e1c89a926927104691665c585effb51",
 )
 

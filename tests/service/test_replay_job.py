@@ -256,7 +256,10 @@ def test_a_calibrated_novel_share_shows_its_quality_and_is_never_cut_from_the_to
     analytics["topics"] = {**{f"t{i}": 100 - i for i in range(7)}, "novel": 20, "t7": 10}
     topics = next(x for x in render_text(doc).splitlines() if x.startswith("topics:"))
     # shares are of the 3,000 events the languages line counts: 20 / 3,000 -> 1 %
-    assert "; novel 1% (novelty detector ROC AUC 0.861 [0.789, 0.921]); " in topics
+    assert (
+        "; novel 1% (novelty detector ROC AUC 0.861 [0.789, 0.921] on 59 gold questions, "
+        "each topic held out in turn); "
+    ) in topics  # the demo gold set's 59 rows
     assert "t6" not in topics and topics.endswith("; 2 more in the JSON report")  # t6, t7
     page = render_replay_html(doc)
     assert "The novel share comes from a detector of ROC AUC 0.861 [0.789, 0.921]" in page

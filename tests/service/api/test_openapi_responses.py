@@ -57,7 +57,7 @@ def test_report_fields_are_documented() -> None:
     schemas = spec["components"]["schemas"]
     assert list(schemas["RefusalsReport"]["properties"]) == [
         "refusals", "out_of_scope", "drift", "detector_quality", "quality_floor",
-        "refusals_method"]  # fmt: skip
+        "quality_min_class", "refusals_method"]  # fmt: skip
     assert {"rate", "answers", "refused", "by_flag", "by_patterns", "method"} == set(
         schemas["RefusalCounts"]["properties"]
     )
