@@ -20,6 +20,9 @@ end of each tenth of the events records:
   count, its bound (:func:`bounds`: the setting or constant that caps it) and an estimate of
   its size (the container plus the mean deep size of up to :data:`SAMPLE` of its entries ×
   its length; numpy arrays with their data);
+* the state store's SQLite footprint (:func:`sqlite_state`): ``sqlite3_memory_used()`` (an
+  in-memory state's pages are in RSS), its pages and free pages, and the stored JSON bytes by
+  key group (the suggestion records, each stage's snapshot);
 * optionally (``--tracemalloc-at 1,5,10``) the traced total and the top files of a
   ``tracemalloc`` snapshot at those tenths (tracing from the start: slow, use it on a
   shorter run).
