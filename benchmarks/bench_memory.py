@@ -443,6 +443,34 @@ def bounds(settings: dict[str, Any]) -> list[tuple[str, str, int]]:
     ]
 
 
+def _accounting(first: dict[str, Any], last: dict[str, Any]) -> list[tuple[str, int]]:
+    """Where the RSS growth from row ``first`` to row ``last`` went, in bytes: allocated
+    (pymalloc's blocks; glibc's in-use heap, SQLite's memory part of it; glibc's ``mmap``-ed
+    blocks), free inside the allocators (pymalloc's arenas, which it maps itself, not in
+    blocks; glibc's heap), and the rest of RSS (code, stacks, other mappings; negative when
+    freed pages are still counted as allocated). Empty when a row lacks the allocator figures
+    (off glibc)."""
+    h0, h1 = first.get("heap", {}), last.get("heap", {})
+    p0, p1 = first.get("pymalloc", {}), last.get("pymalloc", {})
+    if not all(k in h0 and k in h1 for k in ("uordblks", "fordblks", "hblkhd")) or not all(
+            k in p0 and k in p1 for k in ("arenas", "allocated")):  # fmt: skip
+        return []
+    out = [
+        ("pymalloc blocks", p1["allocated"] - p0["allocated"]),
+        ("glibc heap in use", h1["uordblks"] - h0["uordblks"]),
+        ("glibc mmap-ed", h1["hblkhd"] - h0["hblkhd"]),
+        ("free in pymalloc arenas",
+         (p1["arenas"] - p1["allocated"]) - (p0["arenas"] - p0["allocated"])),
+        ("free in glibc heap", h1["fordblks"] - h0["fordblks"]),
+    ]  # fmt: skip
+    out.append(("rest", last["rss"] - first["rss"] - sum(v for _, v in out)))
+    sq0 = first.get("sqlite", {}).get("memory_used", -1)
+    sq1 = last.get("sqlite", {}).get("memory_used", -1)
+    if sq0 >= 0 and sq1 >= 0:  # inside glibc's heap and mmap-ed blocks: not added again
+        out.append(("SQLite (in the glibc figures)", sq1 - sq0))
+    return out
+
+
 def _grouped(row: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
     """Paths differing only in a trailing ``[i]`` / ``['x']`` summed as ``prefix[*]``."""
     out: dict[str, dict[str, int]] = {}
@@ -599,6 +627,9 @@ def render(result: dict[str, Any]) -> str:
                  f"({100 * growth:+.1f} %; target <= +{100 * TARGET_GROWTH:.0f} %: {verdict}); "
                  f"structures {total[0] / mb:.1f} -> {total[-1] / mb:.1f} MiB "
                  f"({(total[-1] - total[0]) / mb:+.1f}); replay {rows[-1]['s']} s")  # fmt: skip
+    accounted = _accounting(rows[0], rows[-1])
+    if accounted:
+        lines.append("of it (MiB): " + ", ".join(f"{k} {v / mb:+.1f}" for k, v in accounted))
     for r in rows:
         if "traced_top" in r:
             lines.append(f"tracemalloc at tenth {r['tenth']}, top files (MiB):")

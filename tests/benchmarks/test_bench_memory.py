@@ -17,7 +17,7 @@ from itertools import islice
 import pytest
 from prometheus_client import CollectorRegistry
 
-from benchmarks.bench_memory import _grouped, bounds, sqlite_state, structures
+from benchmarks.bench_memory import _accounting, _grouped, bounds, sqlite_state, structures
 from service.demo import demo_data, demo_path
 from service.events import QueryLogEvent
 from service.runtime.live import build_live
@@ -68,3 +68,20 @@ def test_sqlite_state_counts_the_stored_json_by_key_group() -> None:
     assert got["by_key"] == {"harvest/candidate": 17, "harvest/snapshot": 7, "offsets": 1}
     assert got["keys"] == 4 and got["page_size"] > 0 and got["pages"] >= 2
     assert 0 <= got["free_pages"] < got["pages"]
+
+
+def test_the_growth_is_split_between_allocated_free_and_the_rest() -> None:
+    first = {"rss": 1_000, "heap": {"uordblks": 100, "fordblks": 10, "hblkhd": 50},
+             "pymalloc": {"arenas": 300, "allocated": 280},
+             "sqlite": {"memory_used": 5}}  # fmt: skip
+    last = {"rss": 1_200, "heap": {"uordblks": 150, "fordblks": 15, "hblkhd": 70},
+            "pymalloc": {"arenas": 380, "allocated": 340},
+            "sqlite": {"memory_used": 25}}  # fmt: skip
+    # by hand: blocks 340-280, heap in use 150-100, mmap 70-50, free in arenas (380-340) -
+    # (300-280), free in heap 15-10; the rest 200 - (60+50+20+20+5); SQLite 25-5, not added
+    assert _accounting(first, last) == [
+        ("pymalloc blocks", 60), ("glibc heap in use", 50), ("glibc mmap-ed", 20),
+        ("free in pymalloc arenas", 20), ("free in glibc heap", 5), ("rest", 45),
+        ("SQLite (in the glibc figures)", 20),
+    ]  # fmt: skip
+    assert _accounting({"rss": 1, "heap": {}}, {"rss": 2, "heap": {}}) == []
