@@ -20,6 +20,9 @@ end of each tenth of the events records:
   count, its bound (:func:`bounds`: the setting or constant that caps it) and an estimate of
   its size (the container plus the mean deep size of up to :data:`SAMPLE` of its entries ×
   its length; numpy arrays with their data);
+* the state store's SQLite footprint (:func:`sqlite_state`): ``sqlite3_memory_used()`` (an
+  in-memory state's pages are in RSS), its pages and free pages, and the stored JSON bytes by
+  key group (the suggestion records, each stage's snapshot);
 * optionally (``--tracemalloc-at 1,5,10``) the traced total and the top files of a
   ``tracemalloc`` snapshot at those tenths (tracing from the start: slow, use it on a
   shorter run).
@@ -123,6 +126,34 @@ def pymalloc() -> dict[str, int]:
     return out
 
 
+def sqlite_state(store: Any) -> dict[str, Any]:
+    """The state store's SQLite footprint: ``memory_used`` (``sqlite3_memory_used()``, bytes
+    SQLite holds from the allocator in this process: an in-memory database's pages and every
+    connection's page cache; -1 when the library cannot be loaded), ``pages`` and ``free_pages``
+    (``PRAGMA page_count`` / ``freelist_count``), ``page_size`` (bytes), and ``by_key``:
+    the JSON bytes stored per key group (the key's first two ``/``-separated parts)."""
+    out: dict[str, Any] = {"memory_used": -1}
+    try:
+        lib = ctypes.CDLL("libsqlite3.so.0")
+        lib.sqlite3_memory_used.restype = ctypes.c_int64
+        out["memory_used"] = int(lib.sqlite3_memory_used())
+    except (OSError, AttributeError):
+        pass
+    read = getattr(store, "_read", None)
+    if read is None:
+        return out
+    for pragma in ("page_count", "freelist_count", "page_size"):
+        out[{"page_count": "pages", "freelist_count": "free_pages"}.get(pragma, pragma)] = int(
+            read(f"PRAGMA {pragma}", [])[0][0])  # fmt: skip
+    by_key: dict[str, int] = {}
+    for key, size in read("SELECT key, length(value) FROM state", []):
+        group = "/".join(str(key).split("/")[:2])
+        by_key[group] = by_key.get(group, 0) + int(size)
+    out["by_key"] = by_key
+    out["keys"] = int(read("SELECT count(*) FROM state", [])[0][0])
+    return out
+
+
 def rss_bytes() -> int:
     """This process's resident set size, from ``/proc/self/status`` (``VmRSS``)."""
     with open("/proc/self/status", encoding="ascii") as status:
@@ -130,6 +161,17 @@ def rss_bytes() -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
     raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def _snapshot(items: Callable[[], Any]) -> list[Any]:
+    """``list(items())``, retried while another thread (a worker of the live pipeline) changes
+    the container under the copy; ``[]`` if it keeps changing."""
+    for _ in range(5):
+        try:
+            return list(items())
+        except RuntimeError:  # "... changed size / mutated during iteration"
+            continue
+    return []
 
 
 def deep_size(obj: Any, seen: set[int], depth: int = 0) -> int:
@@ -147,10 +189,10 @@ def deep_size(obj: Any, seen: set[int], depth: int = 0) -> int:
     if isinstance(obj, str | bytes | int | float | bool | type(None)):
         return size
     if isinstance(obj, dict):
-        for key, value in obj.items():
+        for key, value in _snapshot(obj.items):
             size += deep_size(key, seen, depth + 1) + deep_size(value, seen, depth + 1)
     elif isinstance(obj, list | tuple | set | frozenset) or type(obj).__name__ == "deque":
-        for item in obj:
+        for item in _snapshot(lambda: obj):
             size += deep_size(item, seen, depth + 1)
     else:
         attrs = getattr(obj, "__dict__", None)
@@ -174,7 +216,7 @@ def estimate(container: Any) -> int:
     if n == 0:
         return sys.getsizeof(container)
     step = max(1, n // SAMPLE)
-    items = container.items() if isinstance(container, dict) else container
+    items = _snapshot(container.items if isinstance(container, dict) else lambda: container)
     total, k = 0, 0
     seen: set[int] = set()  # an object the sampled entries share (a reason tuple) counts once
     held = []  # the sampled items stay alive: a freed one's id could be another's
@@ -185,6 +227,8 @@ def estimate(container: Any) -> int:
             k += 1
             if k >= SAMPLE:
                 break
+    if k == 0:  # kept changing under the copy
+        return sys.getsizeof(container)
     return sys.getsizeof(container) + round(total / k * n)
 
 
@@ -272,7 +316,7 @@ def child(args: argparse.Namespace) -> None:
     settings = load_settings(args.config)
     total = args.expected
     libc = _libc() if args.malloc_trim else None
-    state: dict[str, Any] = {"events": 0, "tenth": 1, "live": None}
+    state: dict[str, Any] = {"events": 0, "tenth": 1, "live": None, "store": None}
     started = time.perf_counter()
     original_build, original_freeze = replay_job.build_live, replay_job.freeze_heap
 
@@ -286,6 +330,8 @@ def child(args: argparse.Namespace) -> None:
         }  # fmt: skip
         if state["live"] is not None and tenth > 0:
             row["structures"] = structures(state["live"])
+        if state["store"] is not None:
+            row["sqlite"] = sqlite_state(state["store"])
         if tenth in tracing:
             import tracemalloc
 
@@ -300,6 +346,7 @@ def child(args: argparse.Namespace) -> None:
     def build(*a: Any, **k: Any) -> Any:
         live = original_build(*a, **k)
         state["live"] = live
+        state["store"] = a[2] if len(a) > 2 else k.get("state")
         observe = live.observe
 
         def counted(batch: Any) -> None:
@@ -340,7 +387,7 @@ def bounds(settings: dict[str, Any]) -> list[tuple[str, str, int]]:
     code's constant (then named ``module.CONSTANT``; 0: the bound is another structure's)."""
     an, hv = settings["analytics"], settings["harvest"]
     q, lang = an["question_cache_size"], an["language"]["cache_size"]
-    suggestions = hv["max_suggestions"]
+    suggestions, batch = hv["max_suggestions"], settings["pipeline"]["max_batch_size"]
     # before this benchmark the PII memos and live quality's recent events had constants
     pii = ("analytics.pii_memo_size", an["pii_memo_size"]) if "pii_memo_size" in an else (
         "pii.scrub._MEMO_SIZE", 65_536)  # fmt: skip
@@ -354,21 +401,37 @@ def bounds(settings: dict[str, Any]) -> list[tuple[str, str, int]]:
         ("harvest._recent", "harvest.recent_events", hv["recent_events"]),
         ("harvest._shed_reasons", "harvest.recent_events", hv["recent_events"]),
         ("harvest.suggestions", "harvest.max_suggestions", suggestions),
+        # the near-duplicate index: one entry per key (held suggestion or gold question);
+        # its rows (arrays, _keys) are reused when freed and double when full, so they stay
+        # within twice the most keys held at once
         ("harvest.index._grams", "harvest.max_suggestions (+ gold)", suggestions),
+        ("harvest.index._row", "harvest.max_suggestions (+ gold)", suggestions),
         ("harvest.index._tables[*]", "max_suggestions × bands (+ gold)", 0),
-        ("harvest.index._trigram_ids", "neardup._MAX_TRIGRAM_IDS", 500_000),
+        ("harvest.index._tables", "LSH bands (fixed: threshold, num_perm)", 0),
+        ("harvest.index._permutations", "2 × num_perm (fixed)", 0),
+        ("harvest.index._keys", "2 × most keys held (rows)", 0),
+        ("harvest.index._matrix", "2 × most keys held × dim", 0),
+        ("harvest.index._serials", "2 × most keys held (rows)", 0),
+        ("harvest.index._sizes", "2 × most keys held (rows)", 0),
+        ("harvest.index._words", "2 × most keys held × 8", 0),
+        ("harvest.index._free", "2 × most keys held (rows)", 0),
+        ("harvest.index._unwritten", "rows stored since a batch", 0),
+        ("harvest.index._batch_keys", "pipeline.max_batch_size", batch),
         ("harvest._exact", "harvest._EXACT_CACHE (with _known)", 200_000),
         ("harvest._known", "harvest._EXACT_CACHE (with _exact)", 200_000),
         ("harvest._normal", "harvest._NORMAL_CACHE", 20_000),
         ("scores._recent[*]", "harvest.score_window", hv["score_window"]),
         ("scores._sorted[*]", "harvest.score_window", hv["score_window"]),
         ("quality._recent", *quality),
+        ("harvest._order", "harvest.max_suggestions (ids)", suggestions),
         ("harvest._dirty", "harvest.max_suggestions (ids)", suggestions),
         ("harvest._stale", "harvest.max_suggestions (ids)", suggestions),
         ("harvest._held", "harvest.max_suggestions (ids)", suggestions),
         ("suggestion._normalised", "harvest.suggestion lru_cache", 8_192),
         ("cache._data", "analytics.question_cache_size", q),
         ("verdicts._data", "analytics.question_cache_size", q),
+        ("index._asked._data", "analytics.question_cache_size", q),
+        ("]._labels", "analytics.language.cache_size", lang),
         ("detector._cached", "analytics.language.cache_size", lang),
         ("detector._cached_prior", "analytics.language.cache_size", lang),
         ("detector._cached_confident", "analytics.language.cache_size", lang),
@@ -376,7 +439,36 @@ def bounds(settings: dict[str, Any]) -> list[tuple[str, str, int]]:
         ("memo._texts", *pii),
         ("_text_memo", *pii),
         ("_label_memo", "pii.scrub._MEMO_SIZE", 65_536),
+        ("detector._memo", "RefusalDetector memo_size", 4_096),
     ]
+
+
+def _accounting(first: dict[str, Any], last: dict[str, Any]) -> list[tuple[str, int]]:
+    """Where the RSS growth from row ``first`` to row ``last`` went, in bytes: allocated
+    (pymalloc's blocks; glibc's in-use heap, SQLite's memory part of it; glibc's ``mmap``-ed
+    blocks), free inside the allocators (pymalloc's arenas, which it maps itself, not in
+    blocks; glibc's heap), and the rest of RSS (code, stacks, other mappings; negative when
+    freed pages are still counted as allocated). Empty when a row lacks the allocator figures
+    (off glibc)."""
+    h0, h1 = first.get("heap", {}), last.get("heap", {})
+    p0, p1 = first.get("pymalloc", {}), last.get("pymalloc", {})
+    if not all(k in h0 and k in h1 for k in ("uordblks", "fordblks", "hblkhd")) or not all(
+            k in p0 and k in p1 for k in ("arenas", "allocated")):  # fmt: skip
+        return []
+    out = [
+        ("pymalloc blocks", p1["allocated"] - p0["allocated"]),
+        ("glibc heap in use", h1["uordblks"] - h0["uordblks"]),
+        ("glibc mmap-ed", h1["hblkhd"] - h0["hblkhd"]),
+        ("free in pymalloc arenas",
+         (p1["arenas"] - p1["allocated"]) - (p0["arenas"] - p0["allocated"])),
+        ("free in glibc heap", h1["fordblks"] - h0["fordblks"]),
+    ]  # fmt: skip
+    out.append(("rest", last["rss"] - first["rss"] - sum(v for _, v in out)))
+    sq0 = first.get("sqlite", {}).get("memory_used", -1)
+    sq1 = last.get("sqlite", {}).get("memory_used", -1)
+    if sq0 >= 0 and sq1 >= 0:  # inside glibc's heap and mmap-ed blocks: not added again
+        out.append(("SQLite (in the glibc figures)", sq1 - sq0))
+    return out
 
 
 def _grouped(row: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
@@ -491,6 +583,20 @@ def render(result: dict[str, Any]) -> str:
                  f"{start['pymalloc'][key] / mb:.1f}")  # fmt: skip
     line("pymalloc blocks (k)", [f"{r['blocks'] / 1000:.0f}" for r in rows],
          f"{start['blocks'] / 1000:.0f}")  # fmt: skip
+    if "sqlite" in start:
+        sqlite = [r.get("sqlite", {}) for r in rows]
+        line("SQLite memory used MiB",
+             [f"{q['memory_used'] / mb:.1f}" if q.get("memory_used", -1) >= 0 else ""
+              for q in sqlite], f"{start['sqlite']['memory_used'] / mb:.1f}")  # fmt: skip
+        line("  state pages MiB (free pages MiB)",
+             [f"{q['pages'] * q['page_size'] / mb:.0f} "
+              f"({q['free_pages'] * q['page_size'] / mb:.0f})" if "pages" in q else ""
+              for q in sqlite])  # fmt: skip
+        groups = sorted({g for q in sqlite for g in q.get("by_key", {})},
+                        key=lambda g: -sqlite[-1].get("by_key", {}).get(g, 0))  # fmt: skip
+        for group in groups[:4]:
+            line(f"  {group} JSON MiB",
+                 [f"{q.get('by_key', {}).get(group, 0) / mb:.1f}" for q in sqlite])  # fmt: skip
     if any("traced" in r for r in rows):
         line("tracemalloc traced MiB",
              [f"{r['traced'] / mb:.1f}" if "traced" in r else "" for r in rows])  # fmt: skip
@@ -521,6 +627,9 @@ def render(result: dict[str, Any]) -> str:
                  f"({100 * growth:+.1f} %; target <= +{100 * TARGET_GROWTH:.0f} %: {verdict}); "
                  f"structures {total[0] / mb:.1f} -> {total[-1] / mb:.1f} MiB "
                  f"({(total[-1] - total[0]) / mb:+.1f}); replay {rows[-1]['s']} s")  # fmt: skip
+    accounted = _accounting(rows[0], rows[-1])
+    if accounted:
+        lines.append("of it (MiB): " + ", ".join(f"{k} {v / mb:+.1f}" for k, v in accounted))
     for r in rows:
         if "traced_top" in r:
             lines.append(f"tracemalloc at tenth {r['tenth']}, top files (MiB):")
