@@ -143,8 +143,8 @@ def refusal_rate_method(by_flag: int, by_patterns: int, answers: int | None = No
 
     >>> refusal_rate_method(4000, 0)
     'answer.refused decided all 4000 answers'
-    >>> refusal_rate_method(3, 2)  # doctest: +ELLIPSIS
-    'answer.refused decided 3 answers, phrase patterns 2 (phrase patterns not measured ...)'
+    >>> print(refusal_rate_method(3, 2))  # doctest: +ELLIPSIS
+    answer.refused decided 3 answers, phrase patterns 2 (phrase patterns not measured ...)
     """
     earlier = max(0, (answers or 0) - by_flag - by_patterns)
     before = f"; {earlier} answers counted before this split was kept" if earlier else ""
