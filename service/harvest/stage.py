@@ -231,8 +231,9 @@ class HarvestStage:
         gold = [(f"{_GOLD}{q.id}", comparison_form(q.question)) for q in known_questions]
         gold = [(key, text) for key, text in gold if text]
         # the gold questions' index entries, added again to each index a restore builds
-        self._gold_probes = list(zip([k for k, _ in gold],
-                                     self.index.probes([t for _, t in gold]), strict=True))
+        self._gold_probes = list(
+            zip([k for k, _ in gold], self.index.probes([t for _, t in gold]), strict=True)
+        )
         for key, probe in self._gold_probes:
             self.index.add(key, probe)
 
@@ -608,7 +609,7 @@ class HarvestStage:
             return None
         own = [key for key, _ in found if not key.startswith(_GOLD)]
         if own and own[0].startswith(_DECIDED):  # nearest a decided question: the caller
-            sid = own[0][len(_DECIDED):]  # drops it (a live suggestion nearer takes it)
+            sid = own[0][len(_DECIDED) :]  # drops it (a live suggestion nearer takes it)
         else:
             sid = own[0] if own else candidate_id(probe.text)
             if not own and sid not in self.index and sid not in self._decided:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from service.harvest.config import HarvestConfig
-from service.harvest.labelling import Labelling
+from service.harvest.labelling import GoldSetUnavailable, Labelling
 from service.harvest.stage import HarvestStage
 from service.harvest.store import MemoryCandidates, StateStoreCandidates
 from service.records import GoldQuestion
@@ -28,7 +28,8 @@ QUESTIONS = ["hostel fee refund", "library sunday hours", "bus pass renewal",
              "wifi password for labs", "transcript request process", "parking permit cost",
              "gym membership for staff", "lost id card replacement", "thesis submission format",
              "placement drive companies", "medical leave application", "sports quota admission",
-             "alumni meet registration", "how to appeal a grade", "convocation gown pickup"]  # fmt: skip
+             "alumni meet registration", "how to appeal a grade",
+             "convocation gown pickup"]  # fmt: skip
 
 
 def _limit_10() -> HarvestConfig:
@@ -131,7 +132,8 @@ def test_restore_leaves_out_suggestions_decided_after_the_snapshot() -> None:
         store.checkpoint({"stage/harvest": stage.state_snapshot()})
         stage.checkpointed()
         sid = hot["library sunday hours"]
-        repo.decide(sid, {"status": "rejected", "reason": "no", "decided_at": "2026-12-01T00:00:00Z"})
+        repo.decide(sid, {"status": "rejected", "reason": "no",
+                          "decided_at": "2026-12-01T00:00:00Z"})  # fmt: skip
         held = "bus pass renewal"
         repo.hold(hot[held], repo.get(hot[held]) or {}, "2026-12-01T00:00:00Z")  # not decided
         restarted = HarvestStage(_limit_10(), sinks=[repo])
@@ -146,8 +148,8 @@ def test_restore_leaves_out_suggestions_decided_after_the_snapshot() -> None:
 
 def test_the_labelling_tells_the_stage_of_each_kept_decision(tmp_path: Path) -> None:
     """Accept and reject through :class:`Labelling` with ``on_decide`` wired as the service
-    wires it: both suggestions leave the stage at its next batch; a failed accept (the gold
-    row cannot be appended) tells nothing."""
+    wires it: both suggestions leave the stage at its next batch; a failed accept (the gold-set
+    file moved away) tells nothing."""
     gold = tmp_path / "gold.jsonl"
     gold.write_text('{"id": "q-001", "question": "When are fees due?", "gold": ["p-1"], '
                     '"kind": "plain"}\n', encoding="utf-8")  # fmt: skip
@@ -164,27 +166,16 @@ def test_the_labelling_tells_the_stage_of_each_kept_decision(tmp_path: Path) -> 
         labelling = Labelling(repo, gold, _limit_10(), on_decide=on_decide)
         labelling.accept(hot["hostel fee refund"], ["p-1"], "plain")
         labelling.reject(hot["library sunday hours"], "not a gold question")
-        gold.chmod(0o400)
-        try:
-            if not gold.stat().st_mode & 0o200 and not _writable(gold):
-                with pytest.raises(Exception, match="cannot be written"):
-                    labelling.accept(hot["exam timetable sem 3"], ["p-1"], "plain")
-        finally:
-            gold.chmod(0o600)
-        assert told == [(hot["hostel fee refund"], "hostel fee refund"),
-                        (hot["library sunday hours"], "library sunday hours")]
+        gold.rename(tmp_path / "moved.jsonl")  # missing although it existed: refused
+        with pytest.raises(GoldSetUnavailable):
+            labelling.accept(hot["exam timetable sem 3"], ["p-1"], "plain")
+        assert told == [
+            (hot["hostel fee refund"], "hostel fee refund"),
+            (hot["library sunday hours"], "library sunday hours"),
+        ]
         assert len(stage.suggestions) == 10  # applied by the consumer's thread, not here
         stage.process(batch([event("n1", "hostel fee refund")], [REFUSED]))
         assert len(stage.suggestions) == 8 and hot["exam timetable sem 3"] in stage.suggestions
-
-
-def _writable(path: Path) -> bool:
-    """Whether this process can open ``path`` for appending anyway (root ignores modes)."""
-    try:
-        with path.open("a"):
-            return True
-    except OSError:
-        return False
 
 
 # -- restore after a batch failed partway -------------------------------------------------
