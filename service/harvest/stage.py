@@ -49,6 +49,17 @@ same suggestions; sinks get whole records keyed by id, never increments. Beyond
 store's records of them go with the next checkpoint, unless decided
 (:func:`service.harvest.store.candidate_sweep`); the other sinks keep what they were sent.
 
+Decisions: the labelling API tells the stage of each decision kept
+(:meth:`HarvestStage.decided`, applied on the consumer's thread before its next batch): the
+decided suggestion is no longer held (no place under ``max_suggestions``; its record, kept
+with its decision, is not republished), and an event whose question is that suggestion's is
+not merged anywhere (``known`` via ``decided``), the last ``max_suggestions`` decisions
+remembered (snapshot ``decided``). A decision kept after the last checkpoint but not told (a
+kill in between, a decision from another process) is found at the next restore, which asks
+the repository which of the snapshot's suggestions are decided. :meth:`HarvestStage.restore`
+is a full reset to the snapshot (its docstring lists every piece of state), so the engine's
+reload after a failed batch equals a restart from the same checkpoint.
+
 Incremental snapshots: when a sink is a :class:`~service.harvest.store.CandidateRepository`
 (the state store's ``harvest/candidate/<id>`` keys in the service), a snapshot lists the ids
 of every suggestion held but carries in full only those whose record there is not their
