@@ -864,9 +864,9 @@ class HarvestStage:
             if row.id in decided_there:
                 decided.pop(row.id, None)
                 decided[row.id] = row.normalised
-        while len(decided) > config.max_suggestions:
+        rows = [row for row in rows if row.id not in decided]  # before the bound: a decided
+        while len(decided) > config.max_suggestions:  # suggestion is never held again
             decided.popitem(last=False)
-        rows = [row for row in rows if row.id not in decided]
         coverage = CoverageTracker(self.coverage.gold, self.coverage.min_live_events)
         coverage.load(snapshot.get("coverage", {}))
         scores = ScoreWindow(config.score_window, config.min_live_events)
