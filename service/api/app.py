@@ -126,7 +126,8 @@ def _labelling(settings: Settings, runtime: Runtime) -> Labelling | None:
     passages = [p.id for p in load_corpus(settings.corpus)] if settings.corpus else None
     return Labelling(StateStoreCandidates(runtime.state), settings.gold_set, settings.harvest,
                      on_accept=runtime.gold_accepted, passages=passages,
-                     gold_check=runtime.gold_check)  # fmt: skip
+                     gold_check=runtime.gold_check,
+                     on_decide=runtime.live.harvest.decided)  # fmt: skip
 
 
 def _add_metrics_route(app: FastAPI) -> None:

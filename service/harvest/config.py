@@ -115,7 +115,9 @@ class HarvestConfig(BaseModel):
         max_pool: most passages kept in one suggestion's pool.
         max_suggestions: suggestions held; beyond, the lowest-priority ones are evicted
             (past 1.1 × this, back to it), and the next checkpoint deletes their records
-            from the state (decided ones stay): it bounds the state's records too.
+            from the state (decided ones stay): it bounds the state's records too. A
+            decided suggestion is not held (no place under this bound); the last this many
+            decisions are remembered so their questions are not suggested again.
         recent_events: most recent picked events whose counted reasons are remembered, and
             as many recent shed ones (so a late shadow verdict or a redelivery counts each
             reason once per event; two insertion-ordered maps keyed by event id, oldest

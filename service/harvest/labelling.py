@@ -302,6 +302,11 @@ class Labelling:
         config: weights and quotas for the listing order.
         on_accept: called with each accepted row (e.g. to refresh the topic model and the
             gold distributions).
+        on_decide: called with the suggestion's id and normalised question after each
+            decision is kept (accept, reject, or an accept a reject settled), outside the
+            lock: the service tells the harvest stage, which then stops holding the
+            suggestion (:meth:`service.harvest.stage.HarvestStage.decided`). A failure is
+            logged; the decision stays kept (the stage also learns it at its next restore).
         passages: the corpus's passage ids; when given, an accept naming another id is
             refused (a typo would make a gold question no retriever can ever find).
         clock: returns the decision time as RFC 3339 UTC.
@@ -320,11 +325,13 @@ class Labelling:
         clock: Callable[[], str] = _now,
         passages: Collection[str] | None = None,
         gold_check: GoldFileCheck | None = None,
+        on_decide: Callable[[str, str], None] | None = None,
     ) -> None:
         self.repository = repository
         self.gold_path = Path(gold_path)
         self.config = config or HarvestConfig()
         self.on_accept = on_accept
+        self.on_decide = on_decide
         self.clock = clock
         self.passages = frozenset(passages) if passages is not None else None
         self.gold_check = gold_check or GoldFileCheck(self.gold_path)
@@ -519,6 +526,7 @@ class Labelling:
                     f"the row is in the gold-set file but the decision could not be kept "
                     f"({exc}); retry the accept"
                 ) from None
+        self._decided(candidate_id, row)
         self._accepted(question)
         return decision
 
@@ -549,10 +557,19 @@ class Labelling:
                                       "decided_at": self.clock()}  # fmt: skip
                 # with the record read: a checkpoint may have swept it since
                 self.repository.decide(candidate_id, decision, row)
+        self._decided(candidate_id, row)
         if settled is not None:  # the accept is kept: refreshed as an accept's retry is
             self._accepted(settled)
             raise AlreadyDecided("accepted")
         return decision
+
+    def _decided(self, candidate_id: str, row: SuggestionRecord) -> None:
+        """Tell ``on_decide`` of a kept decision (outside the lock); a failure is logged."""
+        if self.on_decide is not None:
+            try:  # the decision is kept: the stage also finds it at its next restore
+                self.on_decide(candidate_id, str(row.get("normalised") or ""))
+            except Exception:
+                log.exception("after deciding %s: the harvest stage was not told", candidate_id)
 
     def _accepted(self, question: GoldQuestion) -> None:
         """Tell ``on_accept`` of a kept accept (outside the lock); a failure is logged."""

@@ -49,6 +49,17 @@ same suggestions; sinks get whole records keyed by id, never increments. Beyond
 store's records of them go with the next checkpoint, unless decided
 (:func:`service.harvest.store.candidate_sweep`); the other sinks keep what they were sent.
 
+Decisions: the labelling API tells the stage of each decision kept
+(:meth:`HarvestStage.decided`, applied on the consumer's thread before its next batch): the
+decided suggestion is no longer held (no place under ``max_suggestions``; its record, kept
+with its decision, is not republished), and an event whose question is that suggestion's is
+not merged anywhere (``known`` via ``decided``), the last ``max_suggestions`` decisions
+remembered (snapshot ``decided``). A decision kept after the last checkpoint but not told (a
+kill in between, a decision from another process) is found at the next restore, which asks
+the repository which of the snapshot's suggestions are decided. :meth:`HarvestStage.restore`
+is a full reset to the snapshot (its docstring lists every piece of state), so the engine's
+reload after a failed batch equals a restart from the same checkpoint.
+
 Incremental snapshots: when a sink is a :class:`~service.harvest.store.CandidateRepository`
 (the state store's ``harvest/candidate/<id>`` keys in the service), a snapshot lists the ids
 of every suggestion held but carries in full only those whose record there is not their
@@ -70,7 +81,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any
@@ -107,6 +118,8 @@ FINAL_FLUSH_DELAYS_S = tuple(islice(Backoff(0.5, max_s=10.0).delays(), 4))
 #: Pool name of the production retriever.
 PRODUCTION = "production"
 _GOLD = "gold:"
+#: Index-key prefix of a decided suggestion's question (:meth:`HarvestStage.decided`).
+_DECIDED = "decided:"
 _VERSION = 2
 _READ_VERSIONS = (1, 2)
 _SNAPSHOT_RECENT = 5_000
@@ -183,12 +196,17 @@ class HarvestStage:
         cosine = config.embedding_similarity
         lsh = memo("lsh-parameters", [config.similarity, config.num_perm, _datasketch_version()],
                    lambda: lsh_parameters(config.similarity, config.num_perm))  # fmt: skip
-        self.index = NearDupIndex(
-            config.similarity, config.num_perm,
-            embedder=embedder if cosine is not None else None, cosine=cosine or 1.0,
-            parameters=lsh,
-        )  # fmt: skip
+        self._lsh = lsh
+        self._embedder = embedder if cosine is not None else None
+        self.index = self._new_index([])
         self.suggestions: dict[str, Suggestion] = {}
+        # decided suggestions no longer held: id -> normalised question, oldest decision
+        # first, at most max_suggestions (each also in the index as _DECIDED + id); a
+        # question matching one is not suggested again (decided)
+        self._decided: OrderedDict[str, str] = OrderedDict()
+        # decisions told by the labelling API (another thread), applied by the consumer's
+        # thread at its next batch, shadow result or snapshot (deque appends are atomic)
+        self._decisions_in: deque[tuple[str, str]] = deque()
         self._exact: dict[str, str] = {}  # normalised text -> suggestion id
         self._known: set[str] = set()  # normalised texts near a gold question
         # event id -> (suggestion id, reasons counted for the event)
@@ -223,8 +241,23 @@ class HarvestStage:
         self._shed_reasons: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         gold = [(f"{_GOLD}{q.id}", comparison_form(q.question)) for q in known_questions]
         gold = [(key, text) for key, text in gold if text]
-        for (key, _), probe in zip(gold, self.index.probes([t for _, t in gold]), strict=True):
+        # the gold questions' index entries, added again to each index a restore builds
+        self._gold_probes = list(
+            zip([k for k, _ in gold], self.index.probes([t for _, t in gold]), strict=True)
+        )
+        for key, probe in self._gold_probes:
             self.index.add(key, probe)
+
+    def _new_index(self, entries: Sequence[tuple[str, Probe | str]]) -> NearDupIndex:
+        """An empty near-duplicate index of the stage's parameters, with ``entries`` added."""
+        config = self.config
+        index = NearDupIndex(
+            config.similarity, config.num_perm, embedder=self._embedder,
+            cosine=config.embedding_similarity or 1.0, parameters=self._lsh,
+        )  # fmt: skip
+        for key, probe in entries:
+            index.add(key, probe)
+        return index
 
     # -- live path -----------------------------------------------------------------------
 
@@ -235,6 +268,8 @@ class HarvestStage:
         its normalised text (cached by wording); its :class:`Occurrence` (and production
         ranking) is built only if its question is kept, so a shed event, or one with no
         reason, allocates nothing that outlives the loop."""
+        if self._decisions_in:
+            self._apply_decisions()
         annotations = batch.annotations
         self.coverage.update(annotations)
         config, scores, active, normal = self.config, self.scores, self._active, self._normal
@@ -324,6 +359,8 @@ class HarvestStage:
         """Fold one finished shadow result in (module docstring); errors are ignored."""
         if result.error is not None or not result.ranking:
             return
+        if self._decisions_in:
+            self._apply_decisions()
         rbo = result.agreement.rbo if result.agreement is not None else None
         disagrees = rbo is not None and rbo < self.config.max_rbo
         reasons: tuple[str, ...] = ("shadow_disagreement",) if disagrees else ()
@@ -442,6 +479,53 @@ class HarvestStage:
                       "(see the sink failures logged above)", lost, len(delays_s) + 1)  # fmt: skip
         return lost
 
+    # -- decisions -----------------------------------------------------------------------
+
+    def decided(self, candidate_id: str, normalised: str = "") -> None:
+        """A labelling decision (accept or reject) on suggestion ``candidate_id`` was kept
+        (``normalised``: its record's normalised question, used when the stage no longer
+        holds it). Thread-safe: queued, and applied by the consumer's thread before its next
+        batch, shadow result or snapshot (:meth:`_apply_decisions`), never mid-batch.
+
+        Invariants once applied: the suggestion is no longer held (it leaves
+        :attr:`suggestions`, the eviction order and the unpublished sets, so it takes no
+        place under ``max_suggestions`` and its record, kept by its decision, is never
+        republished over the one it was decided on), and a question whose nearest non-gold
+        match is its question (or whose normalised text is its) is not suggested again:
+        counted as ``pending_observations()["known"]["decided"]``. An accepted question also
+        joins the gold set (the service's refresh), where the quality stage's ``known``
+        annotation catches it; a rejected one only this way. Bounded: the last
+        ``max_suggestions`` decisions are remembered (their ids and normalised questions, in
+        the snapshot and the index); an older decided question asked again may start a
+        suggestion anew (the listing shows it with its decision when its id is the same)."""
+        self._decisions_in.append((candidate_id, normalised))
+
+    def _apply_decisions(self) -> None:
+        """Apply the decisions queued by :meth:`decided` (in their order)."""
+        while self._decisions_in:
+            sid, text = self._decisions_in.popleft()
+            self._forget(sid, text)
+
+    def _forget(self, sid: str, text: str) -> None:
+        """Stop holding decided suggestion ``sid`` and remember its question (``text`` when
+        it is not held) among the decided ones, bounded (:meth:`decided`)."""
+        suggestion = self.suggestions.pop(sid, None)
+        if suggestion is not None:
+            text = suggestion.normalised
+            self._order.pop(sid, None)
+            self._dirty.discard(sid)
+            self._stale.discard(sid)
+            self.index.remove(sid)
+        if not text:
+            return
+        decided = self._decided
+        decided.pop(sid, None)
+        decided[sid] = text
+        self.index.add(_DECIDED + sid, text)
+        while len(decided) > self.config.max_suggestions:
+            oldest, _ = decided.popitem(last=False)
+            self.index.remove(_DECIDED + oldest)
+
     # -- merging -------------------------------------------------------------------------
 
     def _gap(self, topic: Any, language: Any, topic_gap: bool = True) -> float:
@@ -488,8 +572,9 @@ class HarvestStage:
             shed = scores.keys() - kept
             fresh = [t for t in fresh if t in kept]
         probes = dict(zip(fresh, self.index.probes(fresh), strict=True)) if fresh else {}
-        shed_events = gold_set = 0
+        shed_events = gold_set = decided_events = 0
         shed_rows: list[int] = []
+        decided = self._decided
         for k, text in enumerate(texts):
             if text in shed:
                 shed_events += 1
@@ -508,17 +593,24 @@ class HarvestStage:
                 if sid is None:
                     gold_set += 1
                     continue
+            if sid in decided:  # a decided question asked again: never suggested again
+                decided_events += 1
+                continue
             self._add(sid, occurrence(k))
         if shed_events:
             self._pending["shed"]["events"] += shed_events
         if gold_set:
             self._pending["known"]["gold_set"] += gold_set
+        if decided_events:
+            self._pending["known"]["decided"] += decided_events
         self._evict()
         return shed_rows
 
     def _place(self, probe: Probe, check_gold: bool) -> str | None:
         """The suggestion id a new normalised text joins or starts; ``None`` when it is a
-        near-duplicate of a gold question (only looked for with ``check_gold``)."""
+        near-duplicate of a gold question (only looked for with ``check_gold``); the id of a
+        decided suggestion (in ``_decided``, not to be suggested again) when that is its
+        nearest non-gold match, or its own id is one."""
         found = self.index.matches(probe)
         if len(self._exact) + len(self._known) >= _EXACT_CACHE:
             self._exact.clear()
@@ -527,9 +619,12 @@ class HarvestStage:
             self._known.add(probe.text)
             return None
         own = [key for key, _ in found if not key.startswith(_GOLD)]
-        sid = own[0] if own else candidate_id(probe.text)
-        if not own and sid not in self.index:
-            self.index.add(sid, probe)
+        if own and own[0].startswith(_DECIDED):  # nearest a decided question: the caller
+            sid = own[0][len(_DECIDED) :]  # drops it (a live suggestion nearer takes it)
+        else:
+            sid = own[0] if own else candidate_id(probe.text)
+            if not own and sid not in self.index and sid not in self._decided:
+                self.index.add(sid, probe)
         self._exact[probe.text] = sid
         return sid
 
@@ -586,7 +681,8 @@ class HarvestStage:
             self.index.remove(sid)
             self._dirty.discard(sid)
             self._stale.discard(sid)
-        self._exact = {t: s for t, s in self._exact.items() if s in suggestions}
+        decided = self._decided
+        self._exact = {t: s for t, s in self._exact.items() if s in suggestions or s in decided}
         self._pending["evicted"]["suggestions"] += len(ranked) - limit
         self._evictions += len(ranked) - limit
 
@@ -599,10 +695,11 @@ class HarvestStage:
 
     def pending_observations(self) -> dict[str, Any]:
         """Return and clear the increments since the last call, for the telemetry layer:
-        ``{"reasons": {reason: n}, "known": {"annotation"|"gold_set": n},
+        ``{"reasons": {reason: n}, "known": {"annotation"|"gold_set"|"decided": n},
         "new_suggestions": n, "evicted": n, "shed": n, "too_long": n,
         "sink_failures": {sink: n}, "suggestions": n}`` (``shed``: events with a reason
-        whose new question was shed by ``max_new_per_batch``; ``too_long``: events with a
+        whose new question was shed by ``max_new_per_batch``; ``known.decided``: events
+        whose question is a decided suggestion's (:meth:`decided`); ``too_long``: events with a
         reason whose question is longer than ``max_question_chars``, never suggested; the
         last is a gauge: suggestions held)."""
         pending, self._pending = self._pending, self._empty_pending()
@@ -645,10 +742,15 @@ class HarvestStage:
         and ``sweep``: whether the checkpoint writing it should sweep the repository's
         records of suggestions no longer held (:func:`service.harvest.store.candidate_sweep`;
         true after a start or restore and when one was evicted since the last committed
-        sweep); JSON-able.
+        sweep), and ``decided``: ``[[id, normalised question], ...]`` of the decided
+        suggestions remembered (:meth:`decided`, oldest first, at most ``max_suggestions``);
+        JSON-able.
 
-        First writes to the repository sink the stale records the previous snapshot does not
-        rely on (module docstring), so that this one can rely on them."""
+        First applies the decisions queued, then writes to the repository sink the stale
+        records the previous snapshot does not rely on (module docstring), so that this one
+        can rely on them."""
+        if self._decisions_in:
+            self._apply_decisions()
         recent = list(islice(reversed(self._recent.items()), _SNAPSHOT_RECENT))[::-1]
         # each distinct reason set sorted once (the recent events share a few of them)
         sorted_sets: dict[frozenset[str], list[str]] = {}
@@ -692,6 +794,7 @@ class HarvestStage:
             "recent": [[event, sid, listed(counted)] for event, (sid, counted) in recent],
             "dirty": sorted(self._dirty),
             "sweep": sweep,
+            "decided": [[sid, text] for sid, text in self._decided.items()],
         }
 
     def checkpointed(self) -> None:
@@ -708,16 +811,39 @@ class HarvestStage:
             self._swept_at, self._sweep_taken = self._sweep_taken, None
 
     def restore(self, state: Any) -> None:
-        """Load a :meth:`state_snapshot` (version 1 or 2); ``None`` or another version
-        starts empty. Suggestions not carried in full are read from the repository sink; one
-        missing there is logged and left out. Loaded on top of what the stage holds: the
-        engine reloads the same stage after a batch failed partway, and that batch's new
-        suggestions then stay (a full reset — every tracker, and only once the reads that can
-        fail have succeeded — is left for later: a partial one double-counted elsewhere)."""
-        if not isinstance(state, Mapping) or state.get("version") not in _READ_VERSIONS:
-            return
-        full = {str(row["id"]): row for row in state.get("suggestions", [])}
-        ids = [str(sid) for sid in state.get("ids", full)]
+        """Reset the stage to a :meth:`state_snapshot` (version 1 or 2); ``None`` or another
+        version resets it to empty, as constructed. Suggestions not carried in full are read
+        from the repository sink; one missing there is logged and left out; one decided there
+        (a decision kept after the snapshot was taken) is not held again (:meth:`decided`).
+
+        The engine calls this at start and again on the same stage to reload the last
+        checkpoint after a batch failed partway, so it is a full reset: afterwards the stage
+        holds exactly what a stage constructed alike and restored from ``state`` holds, and
+        what the failed batch did is gone (its new suggestions, its counts, which its
+        redelivery then adds once). Every piece of state is replaced: the suggestions, the
+        near-duplicate index (rebuilt with the gold questions' entries), the exact-text and
+        known-text look-ups, the coverage counts (the gold counts, a reference the gold-set
+        refresh sets, stay), the score window, the recent and recent shed events, the
+        unpublished (``_dirty``) and repository-stale sets, the held-back records
+        (``_held``/``_committed``/``_taken``), the eviction order and counts, the sweep marks
+        (the next snapshot sweeps), the flush time, the uncalibrated-novel flag and the
+        pending telemetry increments except ``sink_failures`` (publication attempts, which a
+        redelivery does not repeat). Kept: the caches of pure functions (normalised texts,
+        reason weights), the decisions remembered (a decision is durable in the repository
+        before the stage is told of it, so a reload never forgets one) and those queued.
+
+        Every read that can fail (the repository's records and decisions; the snapshot's
+        shape) runs before anything is replaced: when one raises, the stage is unchanged.
+
+        Raises:
+            service.state.StateError: the repository cannot be read.
+            KeyError, TypeError, ValueError: the snapshot has the wrong shape.
+        """
+        config = self.config
+        valid = isinstance(state, Mapping) and state.get("version") in _READ_VERSIONS
+        snapshot: Mapping[str, Any] = state if valid else {}
+        full = {str(row["id"]): row for row in snapshot.get("suggestions", [])}
+        ids = [str(sid) for sid in snapshot.get("ids", full)]
         stored = self._stored_records([sid for sid in ids if sid not in full])
         rows: list[Suggestion] = []
         for sid in ids:
@@ -728,25 +854,67 @@ class HarvestStage:
         if len(rows) < len(ids):
             log.warning("harvest restore: %d suggestions had no published record",
                         len(ids) - len(rows))  # fmt: skip
-        self._order.clear()
-        probes = self.index.probes([s.normalised for s in rows]) if rows else []
-        for suggestion, probe in zip(rows, probes, strict=True):
-            self.suggestions[suggestion.id] = suggestion
-            self.index.add(suggestion.id, probe)
-            self._exact[suggestion.normalised] = suggestion.id
-        self.coverage.load(state.get("coverage", {}))
-        self.scores.load(state.get("scores", {}))
+        decided_there = self._decided_in_repository([row.id for row in rows])
+        decided: OrderedDict[str, str] = OrderedDict(
+            (str(sid), str(text)) for sid, text in snapshot.get("decided", []))  # fmt: skip
+        for sid, text in self._decided.items():  # decided since the snapshot: still decided
+            decided.pop(sid, None)
+            decided[sid] = text
+        for row in rows:
+            if row.id in decided_there:
+                decided.pop(row.id, None)
+                decided[row.id] = row.normalised
+        rows = [row for row in rows if row.id not in decided]  # before the bound: a decided
+        while len(decided) > config.max_suggestions:  # suggestion is never held again
+            decided.popitem(last=False)
+        coverage = CoverageTracker(self.coverage.gold, self.coverage.min_live_events)
+        coverage.load(snapshot.get("coverage", {}))
+        scores = ScoreWindow(config.score_window, config.min_live_events)
+        scores.load(snapshot.get("scores", {}))
         # [event, suggestion, reasons]; an older snapshot's [event, suggestion] did not keep
         # them: every reason counts as counted, so a redelivered event adds none (as then)
-        self._recent = OrderedDict(
+        recent = OrderedDict(
             (str(row[0]), (str(row[1]), _reason_set(map(str, row[2])) if len(row) > 2 else _ALL))
-            for row in state.get("recent", [])
+            for row in snapshot.get("recent", [])
         )  # fmt: skip
-        self._dirty = {sid for sid in state.get("dirty", []) if sid in self.suggestions}
-        self._stale = {sid for sid in full if sid in self.suggestions}
-        self._held = {sid for sid in stored if sid in self.suggestions}
+        probes = self.index.probes([s.normalised for s in rows]) if rows else []
+        index = self._new_index([
+            *self._gold_probes,
+            *((s.id, probe) for s, probe in zip(rows, probes, strict=True)),
+            *((_DECIDED + sid, text) for sid, text in decided.items()),
+        ])  # fmt: skip
+        suggestions = {s.id: s for s in rows}
+        # nothing below can fail: the reset itself
+        self.suggestions, self.index, self._decided = suggestions, index, decided
+        self._exact = {s.normalised: s.id for s in rows}
+        self._known = set()
+        self.coverage, self.scores, self._recent = coverage, scores, recent
+        self._shed_reasons = OrderedDict()
+        self._dirty = {sid for sid in snapshot.get("dirty", []) if sid in suggestions}
+        self._stale = {sid for sid in full if sid in suggestions}
+        self._held = {sid for sid in stored if sid in suggestions}
         self._committed, self._taken = set(self._held), None
+        self._order = {}
+        self._evictions = 0
         self._swept_at = self._sweep_taken = None  # the crashed run may have left records
+        self._last_flush = float("-inf")
+        self._novel_uncalibrated = False
+        failures = self._pending["sink_failures"]
+        self._pending = self._empty_pending()
+        self._pending["sink_failures"] = failures
+        if self._decisions_in:
+            self._apply_decisions()
+
+    def _decided_in_repository(self, ids: Sequence[str]) -> set[str]:
+        """The ``ids`` the repository sink holds a decision for (not a hold: an accept under
+        way is not decided); empty without a repository sink."""
+        repository = self._repository
+        if not ids or repository is None:
+            return set()
+        decided_of = getattr(repository, "decided_of", None)
+        if callable(decided_of):
+            return set(decided_of(ids))
+        return {sid for sid in ids if repository.decision(sid) is not None}
 
     def _stored_records(self, ids: Sequence[str]) -> dict[str, Mapping[str, Any]]:
         """The repository sink's records of ``ids`` that it has."""

@@ -12,7 +12,8 @@ after a restart, a redelivery, or from two replicas — leaves one entry per id.
   ``harvest/candidate/<id>`` and ``harvest/decision/<id>`` of the SQLite state store —
   serve's file, a replay's in-memory database —, so ``goldwatch candidates export`` can read
   a stopped service's state file). Both also have ``get_many(ids)``, which the harvest stage
-  uses to rebuild suggestions on a restart.
+  uses to rebuild suggestions on a restart, and ``decided_of(ids)``, which it uses to leave
+  out those decided since its snapshot.
 
 What the state store keeps is bounded by ``harvest.max_suggestions``: a checkpoint keeps
 the records of the suggestions its harvest snapshot holds and of those decided (or whose
@@ -270,6 +271,11 @@ class MemoryCandidates:
         with self._lock:
             return {k: v.copy() for k, v in self._decisions.items()}
 
+    def decided_of(self, candidate_ids: Sequence[str]) -> set[str]:
+        """The ``candidate_ids`` with a decision (a hold is none)."""
+        with self._lock:
+            return {cid for cid in candidate_ids if cid in self._decisions}
+
     def decide(
         self, candidate_id: str, decision: Decision, record: Mapping[str, Any] | None = None
     ) -> None:
@@ -339,6 +345,12 @@ class StateStoreCandidates:
         found = self._read(DECISION_PREFIX)
         kept = {cid: value for cid, value in found.items() if not _is_pending(value)}
         return cast("dict[str, Decision]", kept)
+
+    def decided_of(self, candidate_ids: Sequence[str]) -> set[str]:
+        """The ``candidate_ids`` with a decision (a hold is none), read in chunks: the
+        harvest stage's restore asks this of the suggestions its snapshot holds."""
+        found = self._read(DECISION_PREFIX, [DECISION_PREFIX + cid for cid in candidate_ids])
+        return {cid for cid, value in found.items() if not _is_pending(value)}
 
     def hold(self, candidate_id: str, record: Mapping[str, Any], since: str) -> bool:
         return 1 == self.store.checkpoint(

@@ -25,7 +25,7 @@ class HarvestMetrics:
     ============================================ ======= ===============================
     goldwatch_gold_candidates_total              counter reason (events picked, per reason)
     goldwatch_gold_candidates_new_total          counter (new distinct suggestions)
-    goldwatch_gold_candidates_known_total        counter via (annotation, gold_set)
+    goldwatch_gold_candidates_known_total        counter via (annotation, gold_set, decided)
     goldwatch_gold_candidates_evicted_total      counter (suggestions dropped at the bound)
     goldwatch_gold_candidates_shed_total         counter (new questions shed per batch)
     goldwatch_gold_candidates_too_long_total     counter (questions over max_question_chars)
@@ -60,7 +60,7 @@ class HarvestMetrics:
             self.held.set(pending["suggestions"])
 
 
-HARVEST_KNOWN_VIA: tuple[str, ...] = ("annotation", "gold_set")
+HARVEST_KNOWN_VIA: tuple[str, ...] = ("annotation", "gold_set", "decided")
 HARVEST_SINKS: tuple[str, ...] = ("StateStoreCandidates", "MemoryCandidates", "KafkaCandidateSink")
 
 
@@ -80,7 +80,8 @@ def build_harvest_metrics(
         new=Counter(_name("gold_candidates_new"), "New distinct gold-question suggestions "
                     "(after near-duplicate merging).", registry=registry),
         known=Counter(_name("gold_candidates_known"), "Picked events skipped as near-"
-                      "duplicates of a gold question.", ["via"], registry=registry),
+                      "duplicates of a gold question (via annotation or gold_set) or of a "
+                      "decided suggestion (via decided).", ["via"], registry=registry),
         evicted=Counter(_name("gold_candidates_evicted"), "Suggestions dropped because the "
                         "bound on held suggestions was reached.", registry=registry),
         shed=Counter(_name("gold_candidates_shed"), "Picked live events whose new question "
