@@ -283,3 +283,16 @@ def stage_after(events: Any) -> LiveQualityStage:
     stage = stage_on(GOLD)
     run(stage, events)
     return stage
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a k change drops the refusal counts of known questions too, though they do not "
+    "depend on k (answerable or not is the gold row and the asker's role)",
+)
+def test_a_k_change_keeps_the_refusal_counts() -> None:
+    # EVENTS: q-1 answerable answered, q-2 answerable refused, q-3 unanswerable answered
+    assert _dropped_by_k()["refusals"] == {
+        "known_answerable": 2, "refused_answerable": 1,
+        "known_unanswerable": 1, "answered_unanswerable": 1,
+    }  # fmt: skip
