@@ -296,3 +296,24 @@ def test_a_k_change_keeps_the_refusal_counts() -> None:
         "known_answerable": 2, "refused_answerable": 1,
         "known_unanswerable": 1, "answered_unanswerable": 1,
     }  # fmt: skip
+
+
+def test_an_appended_row_can_unmatch_a_carried_over_question_on_the_final_gold_set() -> None:
+    """A legitimate difference from a one-shot run, pinned: appending a row re-weights the
+    n-grams (IDF), so e-1 (q-1 with a typo, similarity 0.900 on GOLD) falls to 0.897 < 0.9 on
+    the final gold set. The carried-over figures keep it (it was a known question when
+    asked); a one-shot run on the final gold set does not count it. The outputs say "rows
+    unchanged" only; the module docstring names stolen matches, not this."""
+    final = GoldSet(
+        (
+            *GOLD,
+            GoldQuestion("q-5", "What is the annual hostel fee for the MBA programme?", ("p-6",)),
+        )
+    )
+    carried = stage_after(EVENTS)
+    carried.index = KnownQuestionIndex(final)
+    one_shot = stage_on(final)
+    run(one_shot, EVENTS)
+    assert carried.report()["known"]["production"]["n_known"] == 3  # q-1, q-2, q-3
+    assert one_shot.report()["known"]["production"]["n_known"] == 2  # e-1 no longer known
+    assert carried.report()["coverage"]["changes"][-1]["dropped_rows"] == 0
