@@ -65,11 +65,6 @@ def test_restore_after_a_failed_batch_with_a_gold_change_in_between_counts_once(
     assert (change["kept_rows"], change["dropped_rows"], change["after_events"]) == (1, 1, 2)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="restore() onto a live stage appends the checkpoint's "
-    "review rows to those in memory instead of replacing them",
-)
 def test_restore_onto_a_live_stage_gives_exactly_the_checkpoint() -> None:
     stage = stage_on(GOLD)
     run(stage, EVENTS)  # e-4 (leak) and e-5 (violation) go to review
@@ -111,11 +106,6 @@ def test_dropping_a_version_1_state_reads_sensibly() -> None:
     assert "dropped 0 rows'" not in line
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="restore() of a version-1 state onto a live stage keeps "
-    "the memory's changes, since, last and event count",
-)
 def test_version_1_restore_onto_a_live_stage_resets_what_the_state_lacks() -> None:
     stage = stage_on(GOLD)
     run(stage, EVENTS)
