@@ -1,7 +1,8 @@
 """Review of s14-quality: live-quality measurements across gold-set changes, restores and
 thresholds. Each xfail (strict) test demonstrates one defect found in review; the others pin
-what held. Expected values are worked out by hand from ``test_quality``'s gold set and events
-(q-1: recall 1, hit 1, RR 1/2; q-2: recall 1/2, hit 1, RR 1; q-3 unanswerable)."""
+what held (or what the review fixed: restore onto a live stage). Expected values are worked
+out by hand from ``test_quality``'s gold set and events (q-1: recall 1, hit 1, RR 1/2; q-2:
+recall 1/2, hit 1, RR 1; q-3 unanswerable)."""
 
 from __future__ import annotations
 
