@@ -455,6 +455,9 @@ class LiveQualityStage:
                 refusals: dict[str, Counter[str]] = {_WHOLE: Counter(state.get("refusals", {}))}
                 measured_rows: dict[str, str] = {}
                 first_seen: dict[str, datetime] = {}
+                # not in a version-1 state: none known (onto a live stage, the memory's go)
+                self._since = self._last = None
+                self._events, self._changes = 0, []
             else:
                 known = {name: {g: list(cell) for g, cell in cells.items()}
                          for name, cells in state.get("known", {}).items()}  # fmt: skip
@@ -479,9 +482,9 @@ class LiveQualityStage:
             self._acl = Counter(
                 {(kind, r, role): int(n) for kind, r, role, n in state.get("acl", [])}
             )
-            for kind, rows in state.get("review", {}).items():
-                if kind in self._review:
-                    self._review[kind].extend(rows)
+            for kind, review in self._review.items():  # the state's rows replace the memory's
+                review.clear()
+                review.extend(state.get("review", {}).get(kind, []))
 
 
 def _gold_version(index: KnownQuestionIndex | None) -> str | None:
