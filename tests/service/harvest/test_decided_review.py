@@ -19,8 +19,10 @@ from service.harvest.config import HarvestConfig
 from service.harvest.stage import HarvestStage
 from service.harvest.store import MemoryCandidates, StateStoreCandidates
 from service.harvest.text import candidate_id, comparison_form
+from service.shadow.agreement import compare
+from service.shadow.runner import ShadowResult
 from service.state import StateStore
-from tests.service.harvest.helpers import batch, event
+from tests.service.harvest.helpers import T0, batch, event
 
 REFUSED = {"refused": True, "topic": "fees", "language": "en"}
 REJECT = {"status": "rejected", "reason": "not for the gold set",
@@ -210,3 +212,26 @@ def test_restore_embeds_the_decided_questions_in_one_call() -> None:
     restarted.restore(snapshot)
     assert len(restarted._decided) == 30
     assert embedder.calls <= 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an event of a decided question is counted in "
+    "known{via=decided} when picked and again when its disagreeing shadow "
+    "verdict arrives (the verdict goes through _merge as a new question)",
+)
+def test_one_event_of_a_decided_question_counts_once_as_known() -> None:
+    """One event asks a rejected question; later its shadow verdict disagrees (RBO 0 < 0.5).
+    ``goldwatch_gold_candidates_known_total{via="decided"}`` counts picked *events*: 1."""
+    stage = HarvestStage(_config())
+    stage.decided("c-00000000000000aa", comparison_form(OTHERS[0]))
+    stage.process(batch([event("d1", OTHERS[0])], [REFUSED]))
+    production, ranking = ("p-1", "p-2"), ("p-9", "p-8")
+    stage.observe_shadow(ShadowResult(
+        candidate="cand", event_id="d1", timestamp=T0, question=OTHERS[0], language="en",
+        topic="fees", channel="web", role="student", production=production, ranking=ranking,
+        agreement=compare(production, ranking, k=2), latency_s=0.01, queue_s=0.0, attempts=1,
+        error=None,
+    ))  # fmt: skip
+    assert stage.suggestions == {}
+    assert stage.pending_observations()["known"] == {"decided": 1}
