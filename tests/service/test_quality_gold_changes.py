@@ -36,7 +36,8 @@ def stage_on(gold: GoldSet) -> LiveQualityStage:
 
 def change(to: GoldSet, kept: tuple[int, int], dropped: tuple[int, int]) -> dict[str, Any]:
     """The expected change record from ``GOLD`` after ``EVENTS`` (rows, events)."""
-    return {"from": GOLD.version, "to": to.version, "reason": "gold set changed", "at": LAST,
+    return {"from": GOLD.version, "to": to.version, "reason": "gold set changed",
+            "drops": "changed rows", "at": LAST,
             "after_events": 5, "kept_rows": kept[0], "kept_events": kept[1],
             "dropped_rows": dropped[0], "dropped_events": dropped[1]}  # fmt: skip
 
