@@ -39,15 +39,31 @@ rows dropped; an appended row starts with none. Each change is recorded in the r
 dropped), and ``coverage.since`` is the earliest event the kept measurements cover, so no
 figure restarts or mixes silently. (An appended row also shifts the n-gram IDF a little, so a
 later live question may match it rather than an older row: each kept measurement still scored
-a live question against the gold row it near-duplicated when asked.) A change of ``k``
-drops every measurement, also recorded. ACL counts do not depend on the gold set: they are
-cumulative over every gold-set version since ``acl.since`` (the first event the stage saw).
+a live question against the gold row it near-duplicated when asked.) Appending a gold row
+re-weights the n-grams, so a question matched near the threshold may differ from a one-shot
+run on the final gold set: the carried-over figures count it, such a run may not. A change
+of ``k`` drops every row's recall, hit and RR (they depend on k) and keeps the refusal counts
+(they do not); a change of the known-question threshold drops every measurement (the matches
+themselves were made at the other threshold); both are recorded. ACL counts do not depend on
+the gold set: they are cumulative over every gold-set version since ``acl.since`` (the first
+event the stage saw). A version-1 state (no first events, aggregates not per row) makes
+``coverage.since`` and ``coverage.rows`` unknown (``None``) while its figures are kept, and
+``acl.since`` unknown from then on.
+
+The service sets :attr:`LiveQualityStage.index` under the engine's lock, which
+:meth:`LiveQualityStage.process` runs under too. The stage does not rely on it: a batch's
+questions are matched outside the stage's lock, and a match on a gold row that an index set
+meanwhile changed or removed is not counted.
 
 Persistence: the aggregates, the measured rows' versions, the changes and the review rows are
 the snapshot (versioned, JSON-able; a version-1 snapshot's known aggregates, which are not per
 row, come back as one block kept only while the gold-set version is unchanged). The map of
 recently matched events (for candidates' results) is not persisted: results in flight at a
-restart are lost anyway, which only thins the sample; it is cleared on a gold-set change.
+restart are lost anyway, which only thins the sample. A gold-set change keeps the entries of
+unchanged rows (a candidate's result then scores the same row production's match did) and
+drops the others; a threshold change drops them all. The known-question threshold, the first
+gold-set version (the change list keeps the newest 20) and whether the ACL counts' first event
+is unknown are part of the snapshot too.
 """
 
 from __future__ import annotations
@@ -417,12 +433,17 @@ class LiveQualityStage:
         docstring. ``known`` and ``refusals`` are sums over the gold rows measured (kept
         across gold-set changes when unchanged); ``coverage`` says what they cover:
         ``{"gold_set_version", "since": ISO 8601 time of the earliest event they count
-        (None: none), "rows": gold rows with a measurement, "changes": [{"from", "to",
-        "reason", "at": ISO time of the last event before the change (None: none yet),
-        "after_events": events seen before it, "kept_rows", "kept_events", "dropped_rows",
+        (None: none, or unknown when ``rows`` is None), "rows": gold rows with a measurement
+        (None: unknown, a version-1 state's figures are kept), "changes": [{"from", "to",
+        "reason", "drops": "changed rows" | "scores" (k: recall, hit, RR) | "all"
+        (threshold), "at": ISO time of the last event before the change (None: none yet, or
+        unknown when ``after_events`` is None), "after_events": events seen before it (since
+        the restore of a version-1 state, if any), "kept_rows", "kept_events",
+        "dropped_rows" (kept/dropped rows None: a version-1 state's block, not per row),
         "dropped_events"}, ...]}`` (events: production's known events; the newest 20
         changes). ``acl`` counts are cumulative over every gold-set version since
-        ``acl.since`` (ISO time of the first event seen; None: none).
+        ``acl.since`` (ISO time of the first event seen; None: none, or unknown when counts
+        came from a version-1 state).
         ``restricted_passages``: passages at least one role named in the corpus ACLs may not
         read (:attr:`~service.quality.acl.AccessPolicy.restricted_from_a_role`; an ACL listing every
         role restricts nothing); ``passages_with_acl``: passages with a non-empty ACL.
