@@ -192,8 +192,9 @@ class LiveQualityStage:
         threshold change: the matches themselves were made at another threshold).
         """
         current = {**self._row_versions, _WHOLE: _gold_version(self._index) or ""}
-        scored = set().union(*self._known.values())
+        scored: set[str] = set().union(*self._known.values())
         measured = set(self._first_seen).union(self._refusals, scored)
+        kept: set[str]
         if drops == "scores":
             kept, dropped = set(), scored
         elif drops == "all":
@@ -259,8 +260,9 @@ class LiveQualityStage:
 
         The questions are matched outside the stage's lock (the service sets :attr:`index`
         under the engine's lock, around this call too); should the index change meanwhile,
-        a match on a gold row the change altered or removed is not counted (the change
-        dropped that row's measurements) and one on an unchanged row counts as usual.
+        a match on a gold row the change altered or removed, or any match when the
+        threshold changed, is not counted (the change dropped those measurements); one on an
+        unchanged row counts as usual.
         """
         with self._lock:
             index, matched_on = self._index, self._row_versions
@@ -272,9 +274,13 @@ class LiveQualityStage:
         acl = self.policy is not None and bool(self.policy.roles)
         with self._lock:
             if self._index is not index:  # changed while matching (see above)
-                current, index = self._row_versions, self._index
-                matches = [m if m is not None and current.get(m.gold_id) == matched_on[m.gold_id]
-                           else None for m in matches] or [None] * len(batch.events)  # fmt: skip
+                current, new = self._row_versions, self._index
+                same = new is not None and index is not None and new.threshold == index.threshold
+                matches = [
+                    m if same and m and current.get(m.gold_id) == matched_on[m.gold_id] else None
+                    for m in matches
+                ] or [None] * len(batch.events)
+                index = new
             if batch.events:
                 times = [e.timestamp for e in batch.events]
                 first, last = min(times), max(times)

@@ -246,3 +246,16 @@ def test_a_gold_change_during_a_batch_keeps_matches_on_unchanged_rows() -> None:
     assert stage.report()["known"]["production"] == {
         "n_known": 1, "n_scored": 1, "recall": 1.0, "hit_rate": 1.0, "mrr": 0.5
     }  # fmt: skip
+
+
+def test_a_threshold_change_during_a_batch_counts_none_of_its_matches() -> None:
+    class Racing(KnownQuestionIndex):
+        def match_many(self, questions: Any) -> Any:
+            matches = super().match_many(questions)
+            holder["stage"].index = KnownQuestionIndex(GOLD, threshold=0.95)
+            return matches
+
+    holder: dict[str, LiveQualityStage] = {}
+    stage = holder["stage"] = LiveQualityStage(Racing(GOLD), AccessPolicy.from_corpus(CORPUS))
+    run(stage, EVENTS[:2])  # both matched at 0.9, the threshold the batch no longer runs at
+    assert stage.report()["known"] == {}
