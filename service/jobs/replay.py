@@ -443,7 +443,7 @@ def quality_lines(quality: dict[str, Any] | None) -> list[str]:
         return lines
     if acl.get("since"):
         since = f"every event since {_utc_minute(acl['since'])}, whatever the gold-set version; "
-    elif acl.get("leaks") or acl.get("violations"):  # counted, yet no first event: version 1
+    elif "since" in acl and (acl.get("leaks") or acl.get("violations")):  # counts from version 1
         since = ("every event since an unknown time (counts from a state from before version "
                  "2), whatever the gold-set version; ")  # fmt: skip
     else:
