@@ -91,6 +91,9 @@ def quality_section(quality: Mapping[str, Any]) -> Markup:
     if acl.get("passages_with_acl"):
         since = (f" Counted over every event since {minute(acl['since'])} UTC, whatever the "
                  "gold-set version." if acl.get("since") else "")  # fmt: skip
+        if "since" in acl and not acl["since"] and (acl.get("leaks") or acl.get("violations")):
+            since = (" Counted over every event since an unknown time (counts from a state "
+                     "from before version 2), whatever the gold-set version.")  # fmt: skip
         parts.append(
             para(
                 f"Access control: {acl['passages_with_acl']} passages carry an ACL (readable "
@@ -142,14 +145,18 @@ def _coverage(coverage: Mapping[str, Any] | None) -> list[Markup]:
     """What the known-question figures cover, and the gold-set changes as a table."""
     if not coverage:
         return []
-    since = coverage.get("since")
+    since, rows = coverage.get("since"), coverage.get("rows")
+    start = (f"{f'{minute(since)} UTC' if since else '-'} on gold-set version "
+             f"{coverage.get('gold_set_version')} ({rows} gold rows measured)")  # fmt: skip
+    if rows is None:  # a version-1 state's figures: no first event, not per row
+        start = (f"an unknown time (state from before version 2, whose figures are not per "
+                 f"gold row) on gold-set version {coverage.get('gold_set_version')}")  # fmt: skip
     parts: list[Markup] = [
         para(
-            f"These figures cover known questions asked since "
-            f"{f'{minute(since)} UTC' if since else '-'} on gold-set version "
-            f"{coverage.get('gold_set_version')} ({coverage.get('rows')} gold rows measured). "
-            "A measurement is per gold row: when the gold set changes, those of unchanged rows "
-            "are carried over and those of changed or removed rows dropped.",
+            f"These figures cover known questions asked since {start}. A measurement is per "
+            "gold row: when the gold set changes, those of unchanged rows are carried over and "
+            "those of changed or removed rows dropped. A change of k drops the recall, hit "
+            "rate and MRR and keeps the refusal counts; a change of the threshold drops all.",
             "muted",
         )
     ]

@@ -416,7 +416,12 @@ def quality_lines(quality: dict[str, Any] | None) -> list[str]:
              f"{threshold:g}; first {k} passages):"]  # fmt: skip
     lines += coverage_lines(quality.get("coverage"))
     if not any(cell.get("n_known") for cell in known.values()):
-        lines.append("  no live question matched a gold question")
+        changes = (quality.get("coverage") or {}).get("changes") or []
+        if any(change.get("dropped_events") for change in changes):
+            lines.append("  no known-question measurement left: a change above dropped them, "
+                         "and no live question has matched a gold question since")  # fmt: skip
+        else:
+            lines.append("  no live question matched a gold question")
     for name, cell in known.items():
         scored = f"{cell['n_scored']} scored of {cell['n_known']} known"
         if not cell.get("n_scored"):
@@ -436,11 +441,13 @@ def quality_lines(quality: dict[str, Any] | None) -> list[str]:
     acl = quality.get("acl") or {}
     if not acl.get("passages_with_acl"):
         return lines
-    since = (
-        f"every event since {_utc_minute(acl['since'])}, whatever the gold-set version; "
-        if acl.get("since")
-        else ""
-    )
+    if acl.get("since"):
+        since = f"every event since {_utc_minute(acl['since'])}, whatever the gold-set version; "
+    elif "since" in acl and (acl.get("leaks") or acl.get("violations")):  # counts from version 1
+        since = ("every event since an unknown time (counts from a state from before version "
+                 "2), whatever the gold-set version; ")  # fmt: skip
+    else:
+        since = ""
     lines.append(f"  access control ({since}{acl['passages_with_acl']} passages with an ACL, "
                  f"{acl.get('restricted_passages', 0)} of them closed to a role some ACL "
                  "names; role 'other': roles no ACL names, which may read none of them; "
@@ -457,28 +464,52 @@ def quality_lines(quality: dict[str, Any] | None) -> list[str]:
 def coverage_lines(coverage: dict[str, Any] | None) -> list[str]:
     """What the known-question figures cover (``coverage`` of
     :meth:`~service.quality.stage.LiveQualityStage.report`): the gold-set version and the
-    first event they count, then each gold-set change with the measurements carried over
-    (rows unchanged) and dropped (rows changed or removed). Empty without one."""
+    first event they count, then each change: of the gold set (measurements of unchanged
+    rows carried over, of changed or removed rows dropped), of ``k`` (recall, hit and RR
+    dropped, refusal counts kept) or of the threshold (all dropped). A version-1 state's
+    figures have no first event and are not per row: "unknown". Empty without one."""
     if not coverage:
         return []
-    since = coverage.get("since")
-    lines = [f"  covers known questions asked since {_utc_minute(since) if since else '-'} "
-             f"({coverage['rows']} gold rows measured), gold-set version "
+    since, rows = coverage.get("since"), coverage.get("rows")
+    if rows is None:
+        start = "an unknown time (state from before version 2: its figures are not per gold row)"
+    else:
+        start = f"{_utc_minute(since) if since else '-'} ({rows} gold rows measured)"
+    lines = [f"  covers known questions asked since {start}, gold-set version "
              f"{coverage['gold_set_version']}"]  # fmt: skip
     for change in coverage.get("changes") or []:
-        at = change.get("at")
-        when = (
-            f"at {_utc_minute(at)} (after {change['after_events']} events)"
-            if at
-            else "before any event"
-        )
-        lines.append(
-            f"  {_change_name(change)} {when}: carried over {change['kept_rows']} rows' "
-            f"measurements ({change['kept_events']} known events, rows unchanged), dropped "
-            f"{change['dropped_rows']} rows' "
-            f"({change['dropped_events']} known events, rows changed or removed)"
-        )
+        lines.append(f"  {_change_name(change)} {_change_when(change)}: {_change_effect(change)}")
     return lines
+
+
+def _change_when(change: dict[str, Any]) -> str:
+    """``"at 2026-11-29 10:00 UTC (after 5 events)"``, or why there is no time."""
+    if change.get("at"):
+        return f"at {_utc_minute(change['at'])} (after {change['after_events']} events)"
+    if change.get("after_events") is None:
+        return "at an unknown time (state from before version 2)"
+    return "before any event"
+
+
+def _change_effect(change: dict[str, Any]) -> str:
+    """What a change carried over and dropped, by what it invalidates (``drops``)."""
+    drops = change.get("drops", "changed rows")
+    dropped, events = change["dropped_rows"], change["dropped_events"]
+    rows = f"{dropped} rows'" if dropped is not None else "a version-1 state's (not per gold row)"
+    if drops == "scores":
+        return (
+            f"dropped {rows} recall, hit and RR ({events} known events, scored at the old k), "
+            "kept the refusal counts of known questions (they do not depend on k)"
+        )
+    if drops == "all":
+        return (f"dropped {rows} measurements ({events} known events, matched at the old "
+                "threshold)")  # fmt: skip
+    kept = (f"carried over {change['kept_rows']} rows' measurements ({change['kept_events']} "
+            "known events, rows unchanged), ")  # fmt: skip
+    if dropped is None:
+        return (f"{kept}dropped the measurements of {events} known events (a version-1 "
+                "state's are not per gold row, so none could be carried over)")  # fmt: skip
+    return f"{kept}dropped {rows} ({events} known events, rows changed or removed)"
 
 
 def _change_name(change: dict[str, Any]) -> str:

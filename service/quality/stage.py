@@ -39,15 +39,31 @@ rows dropped; an appended row starts with none. Each change is recorded in the r
 dropped), and ``coverage.since`` is the earliest event the kept measurements cover, so no
 figure restarts or mixes silently. (An appended row also shifts the n-gram IDF a little, so a
 later live question may match it rather than an older row: each kept measurement still scored
-a live question against the gold row it near-duplicated when asked.) A change of ``k``
-drops every measurement, also recorded. ACL counts do not depend on the gold set: they are
-cumulative over every gold-set version since ``acl.since`` (the first event the stage saw).
+a live question against the gold row it near-duplicated when asked.) Appending a gold row
+re-weights the n-grams, so a question matched near the threshold may differ from a one-shot
+run on the final gold set: the carried-over figures count it, such a run may not. A change
+of ``k`` drops every row's recall, hit and RR (they depend on k) and keeps the refusal counts
+(they do not); a change of the known-question threshold drops every measurement (the matches
+themselves were made at the other threshold); both are recorded. ACL counts do not depend on
+the gold set: they are cumulative over every gold-set version since ``acl.since`` (the first
+event the stage saw). A version-1 state (no first events, aggregates not per row) makes
+``coverage.since`` and ``coverage.rows`` unknown (``None``) while its figures are kept, and
+``acl.since`` unknown from then on.
+
+The service sets :attr:`LiveQualityStage.index` under the engine's lock, which
+:meth:`LiveQualityStage.process` runs under too. The stage does not rely on it: a batch's
+questions are matched outside the stage's lock, and a match on a gold row that an index set
+meanwhile changed or removed is not counted.
 
 Persistence: the aggregates, the measured rows' versions, the changes and the review rows are
 the snapshot (versioned, JSON-able; a version-1 snapshot's known aggregates, which are not per
 row, come back as one block kept only while the gold-set version is unchanged). The map of
 recently matched events (for candidates' results) is not persisted: results in flight at a
-restart are lost anyway, which only thins the sample; it is cleared on a gold-set change.
+restart are lost anyway, which only thins the sample. A gold-set change keeps the entries of
+unchanged rows (a candidate's result then scores the same row production's match did) and
+drops the others; a threshold change drops them all. The known-question threshold, the first
+gold-set version (the change list keeps the newest 20) and whether the ACL counts' first event
+is unknown are part of the snapshot too.
 """
 
 from __future__ import annotations
@@ -61,7 +77,7 @@ from typing import Any
 from service.data.goldset import row_version
 from service.pipeline import Batch
 from service.quality.acl import AccessPolicy
-from service.quality.known import KnownQuestionIndex, live_scores
+from service.quality.known import KnownMatch, KnownQuestionIndex, live_scores
 from service.records import GoldQuestion
 from service.shadow.runner import ShadowResult, production_ranking
 
@@ -122,6 +138,10 @@ class LiveQualityStage:
         self._refusals: dict[str, Counter[str]] = {}  # gold id -> refusal counts
         self._first_seen: dict[str, datetime] = {}  # gold id -> its first measured event
         self._since: datetime | None = None  # first event seen (ACL counts' start)
+        # the ACL counts include a version-1 state's, whose first event is unknown
+        self._since_unknown = False
+        # the gold-set version the state first ran on (the change list is bounded)
+        self._first_version = _gold_version(index)
         self._last: datetime | None = None  # latest event seen
         self._events = 0  # events seen, over every run on the state
         self._changes: list[dict[str, Any]] = []
@@ -147,17 +167,41 @@ class LiveQualityStage:
             old, old_rows = self._index, self._row_versions
             self._index, self._row_versions = index, _row_versions(index)
             old_version = old.gold.version if old is not None else None
-            if old_version != _gold_version(index):
+            if self._first_version is None:
+                self._first_version = _gold_version(index)
+            if old is not None and index is not None and old.threshold != index.threshold:
+                reason = (f"known-question threshold changed from {old.threshold:g} to "
+                          f"{index.threshold:g}")  # fmt: skip
+                self._reconcile(old_version, {}, reason=reason, drops="all")
+            elif old_version != _gold_version(index):
                 self._reconcile(old_version, {**old_rows, _WHOLE: old_version or ""})
 
-    def _reconcile(self, old_version: str | None, old_rows: Mapping[str, str],
-                   reason: str = "gold set changed") -> None:  # fmt: skip
-        """Keep the measurements of gold rows whose version in ``old_rows`` (the rows they
-        were measured on) equals the current one; drop the rest; record the change."""
+    def _reconcile(
+        self,
+        old_version: str | None,
+        old_rows: Mapping[str, str],
+        reason: str = "gold set changed",
+        drops: str = "changed rows",
+    ) -> None:
+        """Drop what a change invalidates and record it.
+
+        ``drops``: ``"changed rows"`` (a gold-set change: keep the measurements of gold rows
+        whose version in ``old_rows``, the rows they were measured on, equals the current
+        one, drop the rest), ``"scores"`` (a ``k`` change: drop every row's recall, hit and
+        RR, which depend on k; keep the refusal counts, which do not) or ``"all"`` (a
+        threshold change: the matches themselves were made at another threshold).
+        """
         current = {**self._row_versions, _WHOLE: _gold_version(self._index) or ""}
-        measured = set(self._first_seen).union(self._refusals, *self._known.values())
-        kept = {g for g in measured if g in current and current[g] == old_rows.get(g)}
-        dropped = measured - kept
+        scored: set[str] = set().union(*self._known.values())
+        measured = set(self._first_seen).union(self._refusals, scored)
+        kept: set[str]
+        if drops == "scores":
+            kept, dropped = set(), scored
+        elif drops == "all":
+            kept, dropped = set(), measured
+        else:
+            kept = {g for g in measured if g in current and current[g] == old_rows.get(g)}
+            dropped = measured - kept
         production = self._known.get(self.production, {})
         kept_events, dropped_events = (int(sum(production[g][0] for g in rows if g in production))
                                        for rows in (kept, dropped))  # fmt: skip
@@ -167,15 +211,26 @@ class LiveQualityStage:
         self._known = {name: cells for name, cells in self._known.items() if cells}
         if dropped:
             self._totals = {name: _sum_cells(cells.values()) for name, cells in self._known.items()}
-        for gold_id in dropped:
-            self._refusals.pop(gold_id, None)
-            self._first_seen.pop(gold_id, None)
-        self._recent.clear()  # candidates' results in flight: matched on the old gold set
+        if drops != "scores":
+            for gold_id in dropped:
+                self._refusals.pop(gold_id, None)
+                self._first_seen.pop(gold_id, None)
+        # candidates' results in flight: still valid for a row matched on the same content at
+        # the same threshold (scored at the current k when they arrive)
+        if drops == "all":
+            self._recent.clear()
+        elif drops == "changed rows":
+            for event_id, gold_id in list(self._recent.items()):
+                if gold_id not in current or current[gold_id] != old_rows.get(gold_id):
+                    del self._recent[event_id]
+        unknown = self._last is None and self._since_unknown  # at a version-1 state's restore
         self._changes.append({
             "from": old_version, "to": _gold_version(self._index), "reason": reason,
-            "at": self._last.isoformat() if self._last is not None else None,
-            "after_events": self._events, "kept_rows": len(kept - {_WHOLE}),
-            "kept_events": kept_events, "dropped_rows": len(dropped - {_WHOLE}),
+            "drops": drops, "at": self._last.isoformat() if self._last is not None else None,
+            "after_events": None if unknown else self._events,
+            "kept_rows": None if _WHOLE in kept else len(kept),
+            "kept_events": kept_events,
+            "dropped_rows": None if _WHOLE in dropped else len(dropped),
             "dropped_events": dropped_events,
         })  # fmt: skip
         del self._changes[:-_MAX_CHANGES]
@@ -201,13 +256,31 @@ class LiveQualityStage:
     # ---- live path ----------------------------------------------------------------------
 
     def process(self, batch: Batch) -> None:
-        """Annotate ``known``, ``acl_violations`` and ``acl_leaks``; update the aggregates."""
-        index = self.index
-        matches = index.match_many([e.question for e in batch.events]) if index else []
+        """Annotate ``known``, ``acl_violations`` and ``acl_leaks``; update the aggregates.
+
+        The questions are matched outside the stage's lock (the service sets :attr:`index`
+        under the engine's lock, around this call too); should the index change meanwhile,
+        a match on a gold row the change altered or removed, or any match when the
+        threshold changed, is not counted (the change dropped those measurements); one on an
+        unchanged row counts as usual.
+        """
+        with self._lock:
+            index, matched_on = self._index, self._row_versions
+        matches: list[KnownMatch | None] = (
+            index.match_many([e.question for e in batch.events]) if index else []
+        )
         # without a restricted passage (or an asker's role) nothing can be a violation: the
         # ranking is then only needed to score a known question
         acl = self.policy is not None and bool(self.policy.roles)
         with self._lock:
+            if self._index is not index:  # changed while matching (see above)
+                current, new = self._row_versions, self._index
+                same = new is not None and index is not None and new.threshold == index.threshold
+                matches = [
+                    m if same and m and current.get(m.gold_id) == matched_on[m.gold_id] else None
+                    for m in matches
+                ] or [None] * len(batch.events)
+                index = new
             if batch.events:
                 times = [e.timestamp for e in batch.events]
                 first, last = min(times), max(times)
@@ -250,7 +323,8 @@ class LiveQualityStage:
                 self._flag(result.candidate, result.role, violations, [], origin)
             gold_id = self._recent.get(result.event_id)
             if gold_id is not None and self.index is not None:
-                question = self.index.gold.by_id[gold_id]  # _recent is cleared on a change
+                # _recent keeps only rows a change left unchanged
+                question = self.index.gold.by_id[gold_id]
                 self._score(result.candidate, question, result.role, result.ranking, ran=True)
 
     def _remember(self, event_id: str, gold_id: str) -> None:
@@ -365,12 +439,17 @@ class LiveQualityStage:
         docstring. ``known`` and ``refusals`` are sums over the gold rows measured (kept
         across gold-set changes when unchanged); ``coverage`` says what they cover:
         ``{"gold_set_version", "since": ISO 8601 time of the earliest event they count
-        (None: none), "rows": gold rows with a measurement, "changes": [{"from", "to",
-        "reason", "at": ISO time of the last event before the change (None: none yet),
-        "after_events": events seen before it, "kept_rows", "kept_events", "dropped_rows",
+        (None: none, or unknown when ``rows`` is None), "rows": gold rows with a measurement
+        (None: unknown, a version-1 state's figures are kept), "changes": [{"from", "to",
+        "reason", "drops": "changed rows" | "scores" (k: recall, hit, RR) | "all"
+        (threshold), "at": ISO time of the last event before the change (None: none yet, or
+        unknown when ``after_events`` is None), "after_events": events seen before it (since
+        the restore of a version-1 state, if any), "kept_rows", "kept_events",
+        "dropped_rows" (kept/dropped rows None: a version-1 state's block, not per row),
         "dropped_events"}, ...]}`` (events: production's known events; the newest 20
         changes). ``acl`` counts are cumulative over every gold-set version since
-        ``acl.since`` (ISO time of the first event seen; None: none).
+        ``acl.since`` (ISO time of the first event seen; None: none, or unknown when counts
+        came from a version-1 state).
         ``restricted_passages``: passages at least one role named in the corpus ACLs may not
         read (:attr:`~service.quality.acl.AccessPolicy.restricted_from_a_role`; an ACL listing every
         role restricts nothing); ``passages_with_acl``: passages with a non-empty ACL.
@@ -380,7 +459,10 @@ class LiveQualityStage:
             refusals: Counter[str] = sum(self._refusals.values(), Counter())
             review = [*reversed(self._review["leaks"]), *reversed(self._review["violations"])]
             measured = set(self._first_seen).union(self._refusals, *self._known.values())
-            since = min(self._first_seen.values(), default=None)
+            # a version-1 state's block: neither its first event nor its rows are known
+            legacy = _WHOLE in measured
+            since = None if legacy else min(self._first_seen.values(), default=None)
+            acl_since = None if self._since_unknown else self._since
             return {
                 "k": self.k,
                 "threshold": self.index.threshold if self.index else None,
@@ -390,7 +472,7 @@ class LiveQualityStage:
                 "coverage": {
                     "gold_set_version": _gold_version(self.index),
                     "since": since.isoformat() if since is not None else None,
-                    "rows": len(measured - {_WHOLE}),
+                    "rows": None if legacy else len(measured),
                     "changes": [dict(change) for change in self._changes],
                 },
                 "acl": {
@@ -400,18 +482,17 @@ class LiveQualityStage:
                         len(self.policy.restricted_from_a_role) if self.policy else 0
                     ),
                     "passages_with_acl": len(self.policy.restricted) if self.policy else 0,
-                    "since": self._since.isoformat() if self._since is not None else None,
+                    "since": acl_since.isoformat() if acl_since is not None else None,
                 },
                 "review": [dict(row) for row in review[: self.max_review]],
             }
 
     def gold_set_versions(self) -> list[str]:
-        """The gold-set versions the stage's state has run on, oldest first (the newest 21
-        at most; empty without a gold set): what cumulative counts judged against the gold
-        set (out-of-scope, over- and under-refusals) were judged under."""
+        """The gold-set versions the stage's state has run on, oldest first (the first and
+        the newest 20 at most; empty without a gold set): what cumulative counts judged
+        against the gold set (out-of-scope, over- and under-refusals) were judged under."""
         with self._lock:
-            versions = [self._changes[0]["from"]] if self._changes else []
-            versions += [change["to"] for change in self._changes]
+            versions = [self._first_version, *(change["to"] for change in self._changes)]
             versions.append(_gold_version(self.index))
         return [v for i, v in enumerate(versions) if v is not None and v not in versions[:i]]
 
@@ -423,7 +504,9 @@ class LiveQualityStage:
             return {
                 "version": _VERSION,
                 "k": self.k,
+                "threshold": self._index.threshold if self._index is not None else None,
                 "gold_set_version": _gold_version(self.index),
+                "first_gold_set_version": self._first_version,
                 "known": {
                     name: {g: list(cell) for g, cell in cells.items()}
                     for name, cells in self._known.items()
@@ -433,6 +516,7 @@ class LiveQualityStage:
                 "rows": {g: self._row_versions[g] for g in measured if g in self._row_versions},
                 "first_seen": {g: t.isoformat() for g, t in self._first_seen.items()},
                 "since": self._since.isoformat() if self._since is not None else None,
+                "since_unknown": self._since_unknown,
                 "last": self._last.isoformat() if self._last is not None else None,
                 "events": self._events,
                 "changes": [dict(change) for change in self._changes],
@@ -444,7 +528,11 @@ class LiveQualityStage:
         """Load a :meth:`state_snapshot` (version 1 or 2; others, or ``None``, are ignored).
         Known aggregates and refusal counts of gold rows unchanged in the current gold set
         come back, the others are dropped and the change recorded (module docstring); with
-        another ``k`` all are dropped (recorded too)."""
+        another ``k`` every row's recall, hit and RR are dropped and the refusal counts kept;
+        with another known-question threshold (a state that names one: version 2 from
+        ``threshold`` on) all are dropped. Each is recorded. A version-1 state's first event
+        is unknown: ``coverage.since`` while its known figures are kept, and ``acl.since``
+        from then on, are reported as ``None``."""
         if not isinstance(state, Mapping) or state.get("version") not in (1, _VERSION):
             return
         old_version = state.get("gold_set_version")
@@ -458,6 +546,7 @@ class LiveQualityStage:
                 # not in a version-1 state: none known (onto a live stage, the memory's go)
                 self._since = self._last = None
                 self._events, self._changes = 0, []
+                self._since_unknown, self._first_version = True, old_version
             else:
                 known = {name: {g: list(cell) for g, cell in cells.items()}
                          for name, cells in state.get("known", {}).items()}  # fmt: skip
@@ -469,16 +558,31 @@ class LiveQualityStage:
                 self._last = _time(state.get("last"))
                 self._events = int(state.get("events", 0))
                 self._changes = [dict(change) for change in state.get("changes", [])]
+                for change in self._changes:  # written before "drops" was: k dropped all
+                    change.setdefault("drops", "all" if change["reason"].startswith("k ")
+                                      else "changed rows")  # fmt: skip
+                self._since_unknown = bool(state.get("since_unknown", False))
+                self._first_version = state.get("first_gold_set_version") or (
+                    self._changes[0]["from"] if self._changes else old_version
+                )
             self._known, self._refusals, self._first_seen = known, refusals, first_seen
             totals = state.get("totals") if state["version"] == _VERSION else None
             if not totals:  # a version-1 state: its one block per retriever is the total
                 totals = {name: _sum_cells(cells.values()) for name, cells in known.items()}
             self._totals = {name: list(cell) for name, cell in totals.items()}
-            if state.get("k") != self.k:
-                reason = f"k changed from {state.get('k')} to {self.k}"
-                self._reconcile(old_version, {}, reason=reason)
-            elif old_version != _gold_version(self.index):
-                self._reconcile(old_version, {**measured_rows, _WHOLE: old_version or ""})
+            threshold = self._index.threshold if self._index is not None else None
+            old_threshold = state.get("threshold", threshold)  # not written: taken as the same
+            k_reason = f"k changed from {state.get('k')} to {self.k}"
+            if old_threshold is not None and threshold is not None and old_threshold != threshold:
+                reason = f"known-question threshold changed from {old_threshold:g} to {threshold:g}"
+                if state.get("k") != self.k:
+                    reason += f", {k_reason}"
+                self._reconcile(old_version, {}, reason=reason, drops="all")
+            else:
+                if old_version != _gold_version(self.index):
+                    self._reconcile(old_version, {**measured_rows, _WHOLE: old_version or ""})
+                if state.get("k") != self.k:
+                    self._reconcile(_gold_version(self.index), {}, reason=k_reason, drops="scores")
             self._acl = Counter(
                 {(kind, r, role): int(n) for kind, r, role, n in state.get("acl", [])}
             )

@@ -13,6 +13,8 @@ import json
 from typing import Any
 
 from service.data.goldset import GoldSet
+from service.html.quality_section import quality_section
+from service.jobs.replay import quality_lines
 from service.quality.acl import AccessPolicy
 from service.quality.known import KnownQuestionIndex
 from service.quality.stage import LiveQualityStage
@@ -36,7 +38,8 @@ def stage_on(gold: GoldSet) -> LiveQualityStage:
 
 def change(to: GoldSet, kept: tuple[int, int], dropped: tuple[int, int]) -> dict[str, Any]:
     """The expected change record from ``GOLD`` after ``EVENTS`` (rows, events)."""
-    return {"from": GOLD.version, "to": to.version, "reason": "gold set changed", "at": LAST,
+    return {"from": GOLD.version, "to": to.version, "reason": "gold set changed",
+            "drops": "changed rows", "at": LAST,
             "after_events": 5, "kept_rows": kept[0], "kept_events": kept[1],
             "dropped_rows": dropped[0], "dropped_events": dropped[1]}  # fmt: skip
 
@@ -156,3 +159,103 @@ def test_version_1_state_keeps_known_figures_only_on_the_same_gold_set() -> None
     assert other.report()["acl"]["leaks"][0]["events"] == 1
     [dropped] = other.report()["coverage"]["changes"]
     assert (dropped["dropped_events"], dropped["kept_events"]) == (3, 0)
+
+
+LEGACY = {"version": 1, "k": 10, "gold_set_version": GOLD.version,
+          "known": {"production": [3, 2, 1.5, 2.0, 1.5]},
+          "refusals": {"known_answerable": 2, "refused_answerable": 1,
+                       "known_unanswerable": 1, "answered_unanswerable": 1},
+          "acl": [["leaks", "production", "student", 1]], "review": {}}  # fmt: skip
+BUS = "Is there a bus to the railway station?"  # matches no gold question
+
+
+def test_a_version_1_state_reports_since_unknown_and_keeps_saying_so_after_a_restart() -> None:
+    stage = stage_on(GOLD)
+    stage.restore(LEGACY)
+    run(stage, [event(6, BUS, ["p-6"])])  # after the restart: no match, no ACL finding
+    again = stage_on(GOLD)
+    again.restore(json.loads(json.dumps(stage.state_snapshot())))
+    for report in (stage.report(), again.report()):
+        assert (report["coverage"]["since"], report["coverage"]["rows"]) == (None, None)
+        assert report["acl"]["since"] is None  # the legacy leak's time is unknown
+        lines = quality_lines(report)
+        assert lines[1] == ("  covers known questions asked since an unknown time (state from "
+                            "before version 2: its figures are not per gold row), gold-set "
+                            f"version {GOLD.version}")  # fmt: skip
+        assert "access control (every event since an unknown time (counts from a state from " \
+               "before version 2), whatever the gold-set version;" in "\n".join(lines)  # fmt: skip
+        page = str(quality_section(report))
+        assert "asked since an unknown time (state from before version 2" in page
+        assert "Counted over every event since an unknown time" in page
+
+
+def test_a_threshold_change_in_the_service_drops_every_measurement_and_in_flight_match() -> None:
+    stage = stage_on(GOLD)
+    run(stage, EVENTS)
+    stage.index = KnownQuestionIndex(GOLD, threshold=0.95)  # same gold set, another threshold
+    report = stage.report()
+    assert report["known"] == {} and report["refusals"]["known_answerable"] == 0
+    [record] = report["coverage"]["changes"]
+    assert record["reason"] == "known-question threshold changed from 0.9 to 0.95"
+    assert (record["drops"], record["dropped_rows"], record["dropped_events"]) == ("all", 3, 3)
+    stage.observe_candidate(candidate(1, ["p-2"]))  # e-1 was matched at 0.9
+    assert stage.report()["known"] == {}
+    saved = json.loads(json.dumps(stage.state_snapshot()))
+    assert saved["threshold"] == 0.95
+
+
+def test_a_k_and_gold_set_change_at_one_restart_are_two_records() -> None:
+    first = LiveQualityStage(KnownQuestionIndex(GOLD), AccessPolicy.from_corpus(CORPUS), k=5)
+    run(first, EVENTS)
+    resumed = stage_on(CHANGED)  # k 10, q-2 relabelled
+    resumed.restore(json.loads(json.dumps(first.state_snapshot())))
+    report = resumed.report()
+    gold, k = report["coverage"]["changes"]
+    assert gold == change(CHANGED, (2, 2), (1, 1))  # q-2 dropped whole, refusals too
+    assert (k["reason"], k["drops"], k["from"], k["to"]) == (
+        "k changed from 5 to 10", "scores", CHANGED.version, CHANGED.version)  # fmt: skip
+    assert (k["dropped_rows"], k["dropped_events"]) == (2, 2)  # q-1 and q-3
+    assert report["known"] == {}
+    # q-1 answerable answered, q-3 unanswerable answered: kept; q-2's refusal went with q-2
+    assert report["refusals"] == {"known_answerable": 1, "refused_answerable": 0,
+                                  "known_unanswerable": 1, "answered_unanswerable": 1}  # fmt: skip
+
+
+def test_the_first_gold_set_version_survives_a_restart_after_many_changes() -> None:
+    stage = stage_on(GOLD)
+    run(stage, EVENTS)
+    for n in range(21):
+        extra = GoldQuestion(f"q-x{n}", f"Which form do I fill for request {n}?", ("p-6",))
+        stage.index = KnownQuestionIndex(last := GoldSet((*GOLD, extra)))
+    again = stage_on(last)
+    again.restore(json.loads(json.dumps(stage.state_snapshot())))
+    versions = again.gold_set_versions()
+    assert versions[0] == GOLD.version and len(versions) == 21  # first + the newest 20 "to"
+
+
+def test_a_gold_change_during_a_batch_keeps_matches_on_unchanged_rows() -> None:
+    class Racing(KnownQuestionIndex):
+        def match_many(self, questions: Any) -> Any:
+            matches = super().match_many(questions)
+            holder["stage"].index = KnownQuestionIndex(CHANGED)  # q-2 changed, q-1 not
+            return matches
+
+    holder: dict[str, LiveQualityStage] = {}
+    stage = holder["stage"] = LiveQualityStage(Racing(GOLD), AccessPolicy.from_corpus(CORPUS))
+    run(stage, EVENTS[:2])  # e-1 on q-1 (recall 1, RR 1/2), e-2 on q-2 (changed: not counted)
+    assert stage.report()["known"]["production"] == {
+        "n_known": 1, "n_scored": 1, "recall": 1.0, "hit_rate": 1.0, "mrr": 0.5
+    }  # fmt: skip
+
+
+def test_a_threshold_change_during_a_batch_counts_none_of_its_matches() -> None:
+    class Racing(KnownQuestionIndex):
+        def match_many(self, questions: Any) -> Any:
+            matches = super().match_many(questions)
+            holder["stage"].index = KnownQuestionIndex(GOLD, threshold=0.95)
+            return matches
+
+    holder: dict[str, LiveQualityStage] = {}
+    stage = holder["stage"] = LiveQualityStage(Racing(GOLD), AccessPolicy.from_corpus(CORPUS))
+    run(stage, EVENTS[:2])  # both matched at 0.9, the threshold the batch no longer runs at
+    assert stage.report()["known"] == {}

@@ -10,8 +10,6 @@ import json
 import threading
 from typing import Any
 
-import pytest
-
 from service.data.goldset import GoldSet
 from service.jobs.replay import coverage_lines, quality_lines
 from service.quality.acl import AccessPolicy
@@ -77,11 +75,6 @@ def test_restore_onto_a_live_stage_gives_exactly_the_checkpoint() -> None:
     assert stage.report() == fresh.report()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a version-1 state's known figures have no first_seen: "
-    "coverage says 0 rows measured and since = the first event after restart",
-)
 def test_version_1_figures_kept_are_not_reported_as_covering_nothing() -> None:
     stage = stage_on(GOLD)
     stage.restore(LEGACY)  # the same gold set: its 3 known events are kept
@@ -93,11 +86,6 @@ def test_version_1_figures_kept_are_not_reported_as_covering_nothing() -> None:
     assert report["coverage"]["rows"] != 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="dropping a version-1 state says 'before any event' and "
-    "'dropped 0 rows' (3 known events)': the sentence contradicts itself",
-)
 def test_dropping_a_version_1_state_reads_sensibly() -> None:
     stage = stage_on(APPENDED)
     stage.restore(LEGACY)
@@ -118,11 +106,6 @@ def test_version_1_restore_onto_a_live_stage_resets_what_the_state_lacks() -> No
     assert stage.report()["acl"]["since"] == fresh.report()["acl"]["since"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the known-question threshold is not in the state: a "
-    "restart with another threshold mixes matches made at both, unrecorded",
-)
 def test_a_threshold_change_across_a_restart_is_recorded_like_a_k_change() -> None:
     mba = event(6, "What is the annual fee for the MBA programme?", ["p-7"])  # q-1 at 0.79
     loose = LiveQualityStage(KnownQuestionIndex(GOLD, threshold=0.5),
@@ -138,11 +121,6 @@ def test_a_threshold_change_across_a_restart_is_recorded_like_a_k_change() -> No
     assert report["known"] == one_shot.report()["known"] or report["coverage"]["changes"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gold_set_versions() reads the newest 20 changes only: "
-    "after more, the versions the oldest counts were judged under are gone",
-)
 def test_gold_set_versions_keep_the_first_version_after_many_changes() -> None:
     stage = stage_on(GOLD)
     run(stage, EVENTS)
@@ -168,12 +146,6 @@ class _Racing(KnownQuestionIndex):
         return matches
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="process() matches outside the stage's lock: an index "
-    "set between match and lock scores the old row into the new row's cell "
-    "(the service is safe only because it holds engine.lock around both)",
-)
 def test_a_gold_change_during_a_batch_does_not_mix_row_versions() -> None:
     policy = AccessPolicy.from_corpus(CORPUS)
     holder: dict[str, LiveQualityStage] = {}
@@ -197,10 +169,6 @@ def _dropped_by_k() -> dict[str, Any]:
     return stage.report()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a k change's line says its rows were 'changed or removed'; none was",
-)
 def test_a_k_change_line_does_not_blame_the_rows() -> None:
     [line] = coverage_lines(_dropped_by_k()["coverage"])[1:]
     assert line.startswith("  k changed from 5 to 10 at 2026-11-29 10:00 UTC (after 5 events)")
@@ -208,21 +176,11 @@ def test_a_k_change_line_does_not_blame_the_rows() -> None:
     assert "rows changed or removed" not in line
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="quality_lines says 'no live question matched a gold question' when matches were "
-    "made and their measurements dropped by a change",
-)
 def test_dropped_measurements_are_not_reported_as_no_match() -> None:
     lines = quality_lines(_dropped_by_k())
     assert "  no live question matched a gold question" not in lines
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a version-1 state's ACL counts come back but acl.since becomes the first event "
-    "after the restart",
-)
 def test_acl_since_after_a_version_1_restore_does_not_postdate_its_counts() -> None:
     stage = stage_on(GOLD)
     stage.restore(LEGACY)  # 1 leak, counted before this start
@@ -232,11 +190,6 @@ def test_acl_since_after_a_version_1_restore_does_not_postdate_its_counts() -> N
     assert acl["since"] != "2026-11-29T10:00:06+00:00"  # the leak was counted before that
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a gold-set change clears every recently matched event, so a candidate's result in "
-    "flight for an unchanged row is lost (candidates then count fewer events than production)",
-)
 def test_a_candidate_result_in_flight_for_an_unchanged_row_is_still_scored() -> None:
     stage = stage_on(GOLD)
     run(stage, EVENTS)
@@ -276,11 +229,6 @@ def stage_after(events: Any) -> LiveQualityStage:
     return stage
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a k change drops the refusal counts of known questions too, though they do not "
-    "depend on k (answerable or not is the gold row and the asker's role)",
-)
 def test_a_k_change_keeps_the_refusal_counts() -> None:
     # EVENTS: q-1 answerable answered, q-2 answerable refused, q-3 unanswerable answered
     assert _dropped_by_k()["refusals"] == {

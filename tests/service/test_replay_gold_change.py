@@ -75,8 +75,9 @@ def test_resumed_replay_after_a_gold_change_keeps_unchanged_rows_figures(tmp_pat
     assert quality["coverage"] == {
         "gold_set_version": after, "since": "2026-11-20T10:00:00+00:00", "rows": 3,
         "changes": [{"from": before, "to": after, "reason": "gold set changed",
-                     "at": "2026-11-20T10:02:00+00:00", "after_events": 3, "kept_rows": 2,
-                     "kept_events": 2, "dropped_rows": 1, "dropped_events": 1}],
+                     "drops": "changed rows", "at": "2026-11-20T10:02:00+00:00",
+                     "after_events": 3, "kept_rows": 2, "kept_events": 2, "dropped_rows": 1,
+                     "dropped_events": 1}],
     }  # fmt: skip
     assert second["analytics"]["out_of_scope"]["gold_set_versions"] == [before, after]
     text = render_text(second)
