@@ -331,8 +331,11 @@ def render_text(doc: ReplayReport) -> str:
     if scope.get("off"):
         lines.append(f"out of scope: off: {scope['off']}")
     elif scope["share"] is not None:
+        support = scope.get("support")
+        off_corpus = (f"; {scope.get('off_corpus', 0)} farther from the corpus than any "
+                      "answerable gold question" if support else "")  # fmt: skip
         counts = (
-            f"{scope['out_of_scope']}/{scope['scored']} ({scope['share']:.1%}); "
+            f"{scope['out_of_scope']}/{scope['scored']} ({scope['share']:.1%}{off_corpus}); "
             f"over-refusals {scope['over_refusals']}, under-refusals {scope['under_refusals']}"
         )
         quality = quality_text(scope.get("quality"))
@@ -350,6 +353,11 @@ def render_text(doc: ReplayReport) -> str:
                          f"{' -> '.join(versions)} (the detector was refitted on each; its "
                          "quality above is the current one's)")  # fmt: skip
         lines.append(f"  out-of-scope calibration: {CALIBRATION_LIMIT}")
+        if support:
+            lines.append(f"  off-corpus rule (support similarity below {support['cutoff']:.3f}, "
+                         "the least any answerable gold question has): held-out false-positive "
+                         f"rate {support['held_out_fpr']:.1%} on {support['n_answerable']} "
+                         "answerable gold questions")  # fmt: skip
     scrubbed = {k: v for k, v in analytics["pii_scrubbed"].items() if v}
     if scrubbed:
         lines.append(
