@@ -64,7 +64,7 @@ from service.harvest.shed_note import shed_note
 from service.jobs.series import TimeSeries
 from service.language.detector import OTHER as OTHER_LANGUAGE
 from service.pipeline import CountingStage, Pipeline
-from service.refusals.scope import CALIBRATION_LIMIT
+from service.refusals.scope import CALIBRATION_LIMIT, support_text
 from service.runtime.live import build_live
 from service.runtime.memory import freeze_heap
 from service.runtime.reports import (
@@ -354,10 +354,7 @@ def render_text(doc: ReplayReport) -> str:
                          "quality above is the current one's)")  # fmt: skip
         lines.append(f"  out-of-scope calibration: {CALIBRATION_LIMIT}")
         if support:
-            lines.append(f"  off-corpus rule (support similarity below {support['cutoff']:.3f}, "
-                         "the least any answerable gold question has): held-out false-positive "
-                         f"rate {support['held_out_fpr']:.1%} on {support['n_answerable']} "
-                         "answerable gold questions")  # fmt: skip
+            lines.append(f"  {support_text(support)}")
     scrubbed = {k: v for k, v in analytics["pii_scrubbed"].items() if v}
     if scrubbed:
         lines.append(

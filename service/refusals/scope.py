@@ -260,6 +260,21 @@ class SupportCheck(NamedTuple):
     n_unanswerable: int
 
 
+def support_text(support: Mapping[str, Any]) -> str:
+    """The off-corpus rule as the reports state it, from a :class:`SupportCheck`'s
+    ``_asdict()`` (the JSON report's ``support``).
+
+    >>> print(support_text({"cutoff": 0.30877, "held_out_fpr": 1 / 45, "n_answerable": 45}))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    off-corpus rule (support similarity below 0.309, the least any answerable gold question
+    has): held-out false-positive rate 2.2% on 45 answerable gold questions
+    """
+    return (f"off-corpus rule (support similarity below {support['cutoff']:.3f}, the least any "
+            "answerable gold question has): held-out false-positive rate "
+            f"{support['held_out_fpr']:.1%} on {support['n_answerable']} answerable gold "
+            "questions")  # fmt: skip
+
+
 def support_similarity(features: np.ndarray, use_corpus: bool) -> np.ndarray:
     """Support similarity of each row of an :class:`EmbeddingScope` feature matrix (all
     columns, before the chosen subset): the largest of its nearest answerable, nearest
