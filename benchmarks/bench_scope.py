@@ -19,7 +19,9 @@ gold
   AUC with the bootstrap interval (what the service reports and exports as
   ``goldwatch_detector_auc{detector="out_of_scope"}``), and its AUC on the held-out questions;
 * for both, the held-out share of ``oos`` / in-scope questions judged out of scope at the
-  calibrated threshold (``min_tpr`` 0.95, the service's default);
+  calibrated threshold (``min_tpr`` 0.95, the service's default); for ``embedding`` also its
+  off-corpus rule (:class:`service.refusals.scope.SupportCheck`: cutoff, held-out gold rates)
+  and the held-out shares it flagged off-corpus;
 * ``rules`` — threshold rules on the embedding detector's cross-validated gold-set scores
   (:data:`RULES`: Youden's J among thresholds keeping ``min_tpr`` of the answerable rows in
   scope, for several ``min_tpr``, 0 being plain Youden / best balanced accuracy): the
@@ -141,8 +143,8 @@ def run(per_intent: int = 3, min_tpr: float = 0.95, seed: int = 0,
         retriever_scores=gold_scores, retriever="bm25", min_tpr=min_tpr, seed=seed,
     )  # fmt: skip
     calibrate_s = time.perf_counter() - started
-    p_in = detector.score(inscope, held_in)
-    p_oos = detector.score(oos, held_oos)
+    p_in, off_in = detector.score_support(inscope, held_in)
+    p_oos, off_oos = detector.score_support(oos, held_oos)
     emb_held = measure_auc(p_in, p_oos, n_boot=200, seed=seed)
     th_bm25, th_emb = today.threshold, detector.calibration.threshold
     q = detector.quality
@@ -162,6 +164,10 @@ def run(per_intent: int = 3, min_tpr: float = 0.95, seed: int = 0,
             "oos_flagged": float(np.mean(p_oos < th_emb)),
             "in_scope_flagged": float(np.mean(p_in < th_emb)),
             "calibrate_s": round(calibrate_s, 2),
+            # the off-corpus rule (SupportCheck) and the held-out shares it decided
+            "support": detector.support._asdict(),
+            "oos_off_corpus": float(np.mean(off_oos)),
+            "in_scope_off_corpus": float(np.mean(off_in)),
         },
         "rules": threshold_rules(detector, p_in, p_oos),
     }  # fmt: skip

@@ -173,12 +173,14 @@ def _harvest_line(settings: Settings) -> str:
 def _detector_lines(analytics: Analytics) -> list[str]:
     """One line per detector with a quality measurement: calibrated, with its ROC AUC and 95 %
     interval on the gold questions it is measured on (``"on 12 unanswerable / 48 answerable
-    gold questions"``; for out-of-scope, the calibration's limit on the next line), or
+    gold questions"``; for out-of-scope, the calibration's limit and its off-corpus rule on the
+    next lines), or
     uncalibrated with the reason
     (:meth:`~service.runtime.analytics.Analytics.uncalibrated`, the text the reports show);
     then why a detector is off, if one is."""
     from service.evaluation.detector_quality import measured_on
-    from service.refusals.scope import CALIBRATION_LIMIT
+    from service.refusals.scope import CALIBRATION_LIMIT, support_text
+    from service.runtime.reports import scope_support
 
     lines = []
     for name, quality in sorted(analytics.detector_quality.items()):
@@ -197,6 +199,9 @@ def _detector_lines(analytics: Analytics) -> list[str]:
                          f"no drift alarm): {why}{also}")  # fmt: skip
         if name == "out_of_scope":
             lines.append(f"  out-of-scope calibration: {CALIBRATION_LIMIT}")
+            support = scope_support(analytics)
+            if support:
+                lines.append(f"  {support_text(support)}")
     for name, off in (("out_of_scope", analytics.scope_off), ("novelty", analytics.novelty_off)):
         if off:
             lines.append(f"{name} detector off: {off}")

@@ -136,6 +136,17 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
         ["refused", refusals["refused"]],
         ["questions scored for scope", scope["scored"]],
         [f"judged out of scope{mark}", scope["out_of_scope"]],
+    ]
+    support = scope.get("support")
+    if support:  # the embedding detector's off-corpus rule (SupportCheck)
+        rows += [
+            [f"of which farther from the corpus than any answerable gold question{mark}",
+             scope.get("off_corpus", 0)],
+            ["off-corpus rule: held-out false-positive rate on gold answerables",
+             f"{support['held_out_fpr']:.1%} of {support['n_answerable']} "
+             f"(support similarity below {support['cutoff']:.3f})"],
+        ]  # fmt: skip
+    rows += [
         [f"over-refusals (refused while in scope){mark}", scope["over_refusals"]],
         [f"under-refusals (answered while out of scope){mark}", scope["under_refusals"]],
         ["out-of-scope detector ROC AUC (95 % interval)", _quality_cell(scope.get("quality"))],

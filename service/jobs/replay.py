@@ -64,7 +64,7 @@ from service.harvest.shed_note import shed_note
 from service.jobs.series import TimeSeries
 from service.language.detector import OTHER as OTHER_LANGUAGE
 from service.pipeline import CountingStage, Pipeline
-from service.refusals.scope import CALIBRATION_LIMIT
+from service.refusals.scope import CALIBRATION_LIMIT, support_text
 from service.runtime.live import build_live
 from service.runtime.memory import freeze_heap
 from service.runtime.reports import (
@@ -331,8 +331,11 @@ def render_text(doc: ReplayReport) -> str:
     if scope.get("off"):
         lines.append(f"out of scope: off: {scope['off']}")
     elif scope["share"] is not None:
+        support = scope.get("support")
+        off_corpus = (f"; {scope.get('off_corpus', 0)} farther from the corpus than any "
+                      "answerable gold question" if support else "")  # fmt: skip
         counts = (
-            f"{scope['out_of_scope']}/{scope['scored']} ({scope['share']:.1%}); "
+            f"{scope['out_of_scope']}/{scope['scored']} ({scope['share']:.1%}{off_corpus}); "
             f"over-refusals {scope['over_refusals']}, under-refusals {scope['under_refusals']}"
         )
         quality = quality_text(scope.get("quality"))
@@ -350,6 +353,8 @@ def render_text(doc: ReplayReport) -> str:
                          f"{' -> '.join(versions)} (the detector was refitted on each; its "
                          "quality above is the current one's)")  # fmt: skip
         lines.append(f"  out-of-scope calibration: {CALIBRATION_LIMIT}")
+        if support:
+            lines.append(f"  {support_text(support)}")
     scrubbed = {k: v for k, v in analytics["pii_scrubbed"].items() if v}
     if scrubbed:
         lines.append(

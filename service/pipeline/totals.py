@@ -15,6 +15,9 @@ Counting rules (one per event, from the annotations the analytics stages left):
   (``refused_by``; totals kept before these existed have neither, so they may sum to less);
 * ``scope_scored``: events given an out-of-scope verdict; ``out_of_scope``: of those, ``True``;
 * ``over_refusals`` / ``under_refusals``: events flagged ``over_refusal`` / ``under_refusal``;
+* ``off_corpus``: events flagged ``off_corpus`` (out of scope because they lie outside the
+  embedding detector's support: :class:`~service.refusals.scope.SupportCheck`; totals kept
+  before it existed start it at 0);
 * ``pii``: scrubbed items by type, summed over the events' ``pii`` counts.
 
 :func:`count_annotations` is the one place these rules are written; the telemetry counts
@@ -33,7 +36,7 @@ __all__ = ["FLAGS", "AnnotationTotals", "count_annotations"]
 
 #: The per-event flags counted, in report order.
 FLAGS = ("answers", "refusals", "scope_scored", "out_of_scope", "over_refusals",
-         "under_refusals", "answers_by_flag", "answers_by_patterns")  # fmt: skip
+         "under_refusals", "answers_by_flag", "answers_by_patterns", "off_corpus")  # fmt: skip
 
 
 def count_annotations(
@@ -59,6 +62,7 @@ def count_annotations(
             flags["answers_by_patterns"] += by == "patterns"
         flags["scope_scored"] += out is not None
         flags["out_of_scope"] += out is True
+        flags["off_corpus"] += notes.get("off_corpus") is True
         flags["over_refusals"] += notes.get("over_refusal") is True
         flags["under_refusals"] += notes.get("under_refusal") is True
         for kind, n in (notes.get("pii") or {}).items():

@@ -228,6 +228,101 @@ def nearest_similarity(
     return np.asarray(sims.max(axis=1), dtype=np.float64)
 
 
+class SupportCheck(NamedTuple):
+    """The embedding detector's support: how close to the corpus or the gold set a question
+    must be for the fitted regression to speak about it at all.
+
+    A question's *support similarity* is its largest cosine similarity to any corpus passage
+    or any gold question (answerable or not). A question whose support similarity is below
+    ``cutoff`` — the smallest support similarity of an answerable gold question (leave-one-out,
+    as the detector's features) — is farther from the corpus and from every gold question than
+    any answerable gold question: outside the region the regression was fitted on, where it
+    extrapolates arbitrarily (a news gold set whose unanswerable rows are news questions
+    teaches it nothing about banking questions). Such a question is counted out of scope
+    (*off-corpus*) whatever the regression says.
+
+    Attributes:
+        cutoff: support similarity below which a question is off-corpus, in [-1, 1].
+        held_out_fpr: the rule's false-positive rate measured on held-out gold answerables:
+            in each fold of the detector's stratified cross-validation, the cutoff is the
+            smallest support similarity of the *training* folds' answerable rows, and a
+            held-out answerable row below it counts as a false positive; in [0, 1].
+        held_out_tpr: share of held-out *unanswerable* gold rows the same rule flags, in [0, 1]
+            (in-domain unanswerable rows are not expected to be caught: the regression is for
+            them).
+        n_answerable, n_unanswerable: gold rows the rates are measured on.
+    """
+
+    cutoff: float
+    held_out_fpr: float
+    held_out_tpr: float
+    n_answerable: int
+    n_unanswerable: int
+
+
+def support_text(support: Mapping[str, Any]) -> str:
+    """The off-corpus rule as the reports state it, from a :class:`SupportCheck`'s
+    ``_asdict()`` (the JSON report's ``support``).
+
+    >>> print(support_text({"cutoff": 0.30877, "held_out_fpr": 1 / 45, "n_answerable": 45}))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    off-corpus rule (support similarity below 0.309, the least any answerable gold question
+    has): held-out false-positive rate 2.2% on 45 answerable gold questions
+    """
+    return (f"off-corpus rule (support similarity below {support['cutoff']:.3f}, the least any "
+            "answerable gold question has): held-out false-positive rate "
+            f"{support['held_out_fpr']:.1%} on {support['n_answerable']} answerable gold "
+            "questions")  # fmt: skip
+
+
+def support_similarity(features: np.ndarray, use_corpus: bool) -> np.ndarray:
+    """Support similarity of each row of an :class:`EmbeddingScope` feature matrix (all
+    columns, before the chosen subset): the largest of its nearest answerable, nearest
+    unanswerable and (when used) nearest corpus similarities, shape ``(n,)``, in [-1, 1].
+
+    >>> support_similarity(np.array([[0.2, 0.5, 0.3, 9.0]]), use_corpus=True).tolist()
+    [0.5]
+    """
+    return np.asarray(features[:, : 3 if use_corpus else 2].max(axis=1), dtype=np.float64)
+
+
+def calibrate_support(
+    support: np.ndarray, labels: np.ndarray, folds: Iterable[tuple[np.ndarray, np.ndarray]]
+) -> SupportCheck:
+    """The :class:`SupportCheck` of gold rows' support similarities ``support`` (shape
+    ``(n,)``) with answerability ``labels`` (bool, shape ``(n,)``): the cutoff is the smallest
+    answerable row's support similarity; its rates are cross-validated over ``folds``
+    (``(train indices, test indices)`` pairs, e.g. ``StratifiedKFold.split``).
+
+    Raises:
+        ValueError: no answerable row, or a training fold without one.
+
+    >>> s = np.array([0.9, 0.8, 0.5, 0.7, 0.2]); y = np.array([True, True, True, False, False])
+    >>> folds = [(np.array([0, 1, 3]), np.array([2, 4])), (np.array([2, 4]), np.array([0, 1, 3]))]
+    >>> check = calibrate_support(s, y, folds)
+    >>> check.cutoff, round(check.held_out_fpr, 4), check.held_out_tpr, check.n_answerable
+    (0.5, 0.3333, 0.5, 3)
+    """
+    if not labels.any():
+        raise ValueError("the support check needs answerable gold questions")
+    false_pos = caught = 0
+    for train, test in folds:
+        if not labels[train].any():
+            raise ValueError("a training fold has no answerable gold question")
+        cutoff = support[train][labels[train]].min()
+        below = support[test] < cutoff
+        false_pos += int(np.sum(below & labels[test]))
+        caught += int(np.sum(below & ~labels[test]))
+    n_ans, n_unans = int(labels.sum()), int((~labels).sum())
+    return SupportCheck(
+        cutoff=float(support[labels].min()),
+        held_out_fpr=false_pos / n_ans,
+        held_out_tpr=caught / n_unans if n_unans else 0.0,
+        n_answerable=n_ans,
+        n_unanswerable=n_unans,
+    )
+
+
 def _cv_folds(labels: np.ndarray, max_folds: int = 5) -> int:
     """Folds of a stratified cross-validation: up to ``max_folds``, at most the smaller class."""
     return int(min(max_folds, np.bincount(labels.astype(int), minlength=2).min()))
@@ -300,14 +395,16 @@ class EmbeddingScope:
        as the lowest calibration score minus 1).
 
     A logistic regression on the standardised features (balanced class weights) gives the
-    probability of *in scope*. It is calibrated on the gold set, answerable rows positive and
-    unanswerable rows negative, with the gold features computed leave-one-out (a gold question
-    never matches itself, as a live question is not in the gold set). Its quality is the ROC
-    AUC of **cross-validated** probabilities (stratified k-fold, k ≤ 5), with a stratified
-    percentile-bootstrap interval (:func:`service.evaluation.detector_quality.measure_auc`), never
-    the
-    training fit; the threshold maximises Youden's J on those same probabilities among the
-    thresholds keeping at least ``min_tpr`` of the answerable rows in scope
+    probability of *in scope*, except outside the detector's support (:class:`SupportCheck`): a
+    question farther from the corpus and from every gold question than any answerable gold
+    question is off-corpus, probability 0. It is calibrated on the gold set, answerable rows
+    positive and unanswerable rows negative, with the gold features computed leave-one-out (a
+    gold question never matches itself, as a live question is not in the gold set). Its quality
+    is the ROC AUC of **cross-validated** probabilities (stratified k-fold, k ≤ 5), with a
+    stratified percentile-bootstrap interval
+    (:func:`service.evaluation.detector_quality.measure_auc`), never the training fit; the
+    threshold maximises Youden's J on those same probabilities among the thresholds keeping at
+    least ``min_tpr`` of the answerable rows in scope
     (:func:`calibrate_threshold`). The final model is then fitted on all gold rows.
 
     Cost: the corpus is embedded once at start (WordLlama: ~40 µs a passage; memory
@@ -419,6 +516,10 @@ class EmbeddingScope:
         self.calibration = calibrate_threshold(
             cv_scores[labels].tolist(), cv_scores[~labels].tolist(), retriever, min_tpr
         )._replace(auc=self.quality.auc)
+        #: the off-corpus rule, its held-out rates measured on the same folds
+        self.support = calibrate_support(
+            support_similarity(features, self.use_corpus), labels, cv.split(features, labels)
+        )
 
     def fitted_state(self) -> dict[str, Any]:
         """What the fit computed — the gold and corpus embeddings, the chosen features, the
@@ -475,7 +576,8 @@ class EmbeddingScope:
     def score(
         self, questions: Sequence[str], retriever_scores: Sequence[float | None] | None = None
     ) -> np.ndarray:
-        """Probability of *in scope* per question, shape ``(n,)``, in [0, 1].
+        """Probability of *in scope* per question, shape ``(n,)``, in [0, 1]; 0 for an
+        off-corpus question (outside the detector's support: :class:`SupportCheck`).
 
         ``retriever_scores`` may be ``None`` when the model does not read them
         (:attr:`reads_retriever` false): the column is then filled and left unread.
@@ -484,18 +586,35 @@ class EmbeddingScope:
             ValueError: the model reads the retriever's score and ``retriever_scores`` is
                 missing or of another length.
         """
+        return self.score_support(questions, retriever_scores)[0]
+
+    def score_support(
+        self, questions: Sequence[str], retriever_scores: Sequence[float | None] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(probability in scope, off-corpus)`` per question, shapes ``(n,)``: the
+        probability (:meth:`score`, 0 where off-corpus) and whether the question is outside
+        the detector's support (bool; :class:`SupportCheck`).
+
+        Raises:
+            ValueError: as :meth:`score`.
+        """
         if self.reads_retriever and (
             retriever_scores is None or len(retriever_scores) != len(questions)
         ):
             raise ValueError("this detector needs one retriever score per question")
         if not questions:
-            return np.zeros(0)
+            return np.zeros(0), np.zeros(0, dtype=bool)
         vectors = self.embedder.embed(list(questions))
-        features = self._features(vectors, retriever_scores)[:, self.columns]
+        every = self._features(vectors, retriever_scores)
+        features = every[:, self.columns]
         model = self.model
         if isinstance(model, PickledEstimator):
-            return model.probability_in_scope(features)
-        return probability_in_scope(model, features)
+            proba = model.probability_in_scope(features)
+        else:
+            proba = probability_in_scope(model, features)
+        off = support_similarity(every, self.use_corpus) < self.support.cutoff
+        proba[off] = 0.0
+        return proba, off
 
 
 class KnownScope:

@@ -153,7 +153,9 @@ def annotate_scope(
 class EmbeddingScopeStage(StatelessStage):
     """Pipeline stage of :class:`EmbeddingScope`: writes per event ``scope_score``
     (probability in scope), ``out_of_scope`` (bool), ``scope_known`` (the near-duplicated gold
-    question's id, or ``None``), ``scope_calibrated`` (:func:`annotate_scope`) and
+    question's id, or ``None``), ``off_corpus`` (bool: outside the detector's support, so out
+    of scope whatever the regression says: :class:`~service.refusals.scope.SupportCheck`),
+    ``scope_calibrated`` (:func:`annotate_scope`) and
     ``over_refusal`` / ``under_refusal`` (:func:`crossed`,
     reading ``annotations[i]["refused"]``: run :class:`RefusalStage`
     first).
@@ -193,8 +195,8 @@ class EmbeddingScopeStage(StatelessStage):
         # product gives a row's probability to within 1 ulp of where it sits in its batch:
         # 31 of 40,000 production-shaped questions differed by <= 2.2e-16 from scoring each
         # in its own batch, no verdict changed; the topic stage's cache has the same trait.)
-        self.verdicts: BatchCache[tuple[float, tuple[str | None, bool | None]]] = BatchCache(
-            cache_size
+        self.verdicts: BatchCache[tuple[float, bool, tuple[str | None, bool | None]]] = (
+            BatchCache(cache_size)
         )
         self._scored_by: tuple[EmbeddingScope, KnownScope | None] = (detector, known)
 
@@ -226,12 +228,14 @@ class EmbeddingScopeStage(StatelessStage):
 
         return self.cache.get_many(questions, best)
 
-    def _verdicts(self, questions: list[str]) -> list[tuple[float, tuple[str | None, bool | None]]]:
-        """``(probability in scope, known verdict)`` of distinct ``questions``: one
-        embedding call, one product per feature and one known-question match for all."""
-        proba = self.detector.score(questions, self._retriever_scores(questions)).tolist()
+    def _verdicts(
+        self, questions: list[str]
+    ) -> list[tuple[float, bool, tuple[str | None, bool | None]]]:
+        """``(probability in scope, off-corpus, known verdict)`` of distinct ``questions``:
+        one embedding call, one product per feature and one known-question match for all."""
+        proba, off = self.detector.score_support(questions, self._retriever_scores(questions))
         known = self.known.verdicts(questions) if self.known else [(None, None)] * len(proba)
-        return list(zip(proba, known, strict=True))
+        return list(zip(proba.tolist(), off.tolist(), known, strict=True))
 
     def process(self, batch: Batch) -> None:
         threshold = self.detector.calibration.threshold
@@ -240,5 +244,8 @@ class EmbeddingScopeStage(StatelessStage):
             self.verdicts.clear()  # scored by the detector or known questions replaced
             self._scored_by = scorers
         found = self.verdicts.get_many([e.question for e in batch.events], self._verdicts)
-        for notes, (p, k) in zip(batch.annotations, found, strict=True):
-            annotate_scope(notes, p, p < threshold, k, self.calibrated)
+        for notes, (p, off, k) in zip(batch.annotations, found, strict=True):
+            annotate_scope(notes, p, off or p < threshold, k, self.calibrated)
+            # off-corpus: outside the detector's support (SupportCheck), unless a known
+            # question decided its scope
+            notes["off_corpus"] = off and k[1] is None

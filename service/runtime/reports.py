@@ -16,7 +16,7 @@ from service.harvest.store import SuggestionRecord
 from service.pipeline.totals import AnnotationTotals
 from service.refusals.detector import refusal_rate_method
 from service.refusals.scope import describe
-from service.runtime.analytics import Analytics
+from service.runtime.analytics import Analytics, _running_scope
 from service.runtime.live import Live
 from service.shadow.stage import ShadowStageReport
 from service.telemetry import PII_TYPES
@@ -47,6 +47,10 @@ class OutOfScopeReport(TypedDict):
     scope), the detector's calibration (:func:`~service.refusals.scope.describe`), its
     measured quality (a :func:`detector_quality_report` entry), ``uncalibrated`` (why the
     counts are not facts, or ``None``), ``off`` (why scope is off, or ``None``) and, with the
+    ``off_corpus``: of the out-of-scope events, those farther from the corpus and from every
+    gold question than any answerable gold question, and ``support``: that rule's
+    :class:`~service.refusals.scope.SupportCheck` (cutoff and held-out rates; ``None``: no
+    embedding detector), and, with the
     live-quality stage, ``gold_set_versions``: the gold-set versions the counts (cumulative
     since the first start) were judged under, oldest first — the detector is refitted on
     each, so more than one means they mix detectors
@@ -61,6 +65,8 @@ class OutOfScopeReport(TypedDict):
     quality: dict[str, Any] | None
     uncalibrated: str | None
     off: str | None
+    off_corpus: int
+    support: dict[str, Any] | None
     gold_set_versions: NotRequired[list[str]]
 
 
@@ -182,6 +188,8 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
             "uncalibrated": (qualities["out_of_scope"]["uncalibrated"]
                              if "out_of_scope" in qualities else "no out-of-scope detector"),
             "off": live.analytics.scope_off,
+            "off_corpus": flags["off_corpus"],
+            "support": scope_support(live.analytics),
         },
         "novelty": novelty_report(live.analytics, drift.live_counts["topic"], qualities),
         "detector_quality": qualities,
@@ -193,6 +201,14 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
     if live.quality is not None:
         report["out_of_scope"]["gold_set_versions"] = live.quality.gold_set_versions()
     return report
+
+
+def scope_support(analytics: Analytics) -> dict[str, Any] | None:
+    """The running embedding detector's :class:`~service.refusals.scope.SupportCheck` as a
+    JSON-able dict, or ``None`` (no detector, or the retriever-score one, which has none)."""
+    stage = _running_scope(analytics)
+    support = getattr(getattr(stage, "detector", None), "support", None)
+    return None if support is None else support._asdict()
 
 
 def novelty_report(

@@ -24,7 +24,7 @@ NOTES = [
     {"refused": False, "refused_by": "patterns", "out_of_scope": True, "over_refusal": False,
      "under_refusal": True},
     {"refused": True, "refused_by": "flag", "out_of_scope": True, "over_refusal": False,
-     "under_refusal": False, "pii": {"phone": 1, "email": 1}},
+     "under_refusal": False, "pii": {"phone": 1, "email": 1}, "off_corpus": True},
     {"refused": None, "out_of_scope": None},  # no answer, no verdict
     {},
 ]  # fmt: skip
@@ -34,10 +34,10 @@ def test_counts_follow_the_rules_worked_by_hand() -> None:
     flags, pii = count_annotations(NOTES)
     # answers: 3 judged (True, False, True); refusals: 2; scored: 3 (False, True, True);
     # out of scope: 2; over: 1; under: 1; pii: email 2 + 1, phone 1; of the 3 answers 2 were
-    # decided by answer.refused (rows 1, 3), 1 by the patterns (row 2)
+    # decided by answer.refused (rows 1, 3), 1 by the patterns (row 2); off-corpus: row 3
     assert flags == {"answers": 3, "refusals": 2, "scope_scored": 3, "out_of_scope": 2,
                      "over_refusals": 1, "under_refusals": 1, "answers_by_flag": 2,
-                     "answers_by_patterns": 1}  # fmt: skip
+                     "answers_by_patterns": 1, "off_corpus": 1}  # fmt: skip
     assert pii == {"email": 3, "phone": 1}
     assert tuple(flags) == FLAGS
 

@@ -31,6 +31,22 @@ out-of-scope counts were judged under); ``analytics.quality_min_class``
 (10) and each detector quality entry's ``measured_on`` (demo: "12 unanswerable / 47
 answerable gold questions", "59 gold questions, each topic held out in turn"; production:
 "100 unanswerable / 377 answerable", "477 gold questions, ...").
+Both rewritten again in the fourteenth session for a meant change of the out-of-scope
+detector: a question farther from the corpus and from every gold question than any
+answerable gold question is now off-corpus, out of scope (``SupportCheck`` in
+:mod:`service.refusals.scope`). Added: ``analytics.out_of_scope.off_corpus`` (demo 183,
+production 408) and ``analytics.out_of_scope.support`` (the rule: demo cutoff 0.263,
+held-out false-positive rate 1 of 47 gold answerables; production 0.219, 1 of 377). Moved,
+and nothing else: demo ``out_of_scope`` 96 → 259 (share 0.032 → 0.086), ``over_refusals``
+237 → 186 (refusals of off-corpus questions are no longer over-refusals), ``under_refusals``
+5 → 117, and the out-of-scope drift comparison's baseline rates (0.019 / 0.053 → 0.093 /
+0.100; Fisher's test → z-test, p 0.17 → 0.82; still no alarm); production ``out_of_scope``
+1,269 → 1,318, ``over_refusals`` 87 → 84, ``under_refusals`` 1,127 → 1,173, so
+``gold_candidates.by_reason.answered_out_of_scope`` 1,068 → 1,112 and the suggestions
+(report top list and export) re-rank around the new answered-out-of-scope ones. By the demo
+log's ground truth (:func:`service.demo.querylog.generate_with_meta`), events judged out of
+scope: answerable 1.9 % → 6.0 %, not the college's business ("out") 36 % → 81 %,
+unanswerable 15 % → 29 %.
 """
 
 from __future__ import annotations
@@ -149,10 +165,15 @@ def test_production_shaped_replay_report_and_suggestions_match_e500539(tmp_path:
 #: harvest's refused reasons and so its suggestions. Re-pinned by the fourteenth for the
 #: report's added fields (see the module docstring: by_flag 0, by_patterns 19,300; coverage;
 #: quality_min_class, measured_on): the report without them still hashes to the former
-#: d16548f5…235d; the suggestions are unchanged.
+#: d16548f5…235d; the suggestions are unchanged. Re-pinned again by the fourteenth for the
+#: out-of-scope detector's support check (module docstring): added ``off_corpus`` 2,718 and
+#: ``support``; ``out_of_scope`` 8,523 → 8,843 of 19,300, over-refusals 521 → 509,
+#: under-refusals 7,492 → 7,800, so the harvest's reasons (answered_out_of_scope 3,787 →
+#: 3,970, coverage_gap 3,157 → 3,212, low_confidence 1,047 → 1,051, refused 567 → 566: the
+#: 5,000 held suggestions evict differently) and its suggestions.
 PRODUCTION_20K_DIGESTS = (
-    "bcd1b71e8d1bd178386aa73ef7631fba2046c9df4bc0c42083d9742edd7d5244",
-    "57afbc6270f0f64275d7006b650e58417e1c89a926927104691665c585effb51",
+    "77a146132bb117969c3178fb8947723c0d549b7f2b7766e5f240d33337857b5c",
+    "5ca451e3ab39c406f2ef327419b41d38b987f5f24fc22b8b14b7966285959d35",
 )
 
 

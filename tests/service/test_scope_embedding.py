@@ -243,6 +243,12 @@ class _CountingDetector:
         self.scored += questions
         return np.array([len(q) / 100 for q in questions])
 
+    def score_support(
+        self, questions: Sequence[str], retriever_scores: object = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`score`, every question inside the support (none off-corpus)."""
+        return self.score(questions), np.zeros(len(questions), dtype=bool)
+
 
 def test_a_repeated_question_is_scored_once_until_the_detector_changes() -> None:
     detector = _CountingDetector(threshold=0.1)
