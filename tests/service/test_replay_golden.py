@@ -31,6 +31,13 @@ out-of-scope counts were judged under); ``analytics.quality_min_class``
 (10) and each detector quality entry's ``measured_on`` (demo: "12 unanswerable / 47
 answerable gold questions", "59 gold questions, each topic held out in turn"; production:
 "100 unanswerable / 377 answerable", "477 gold questions, ...").
+The demo's rewritten again in the fourteenth session (helper s14-t3) for two added fields
+of the shadow candidate's live-quality cell and nothing else (checked the same way):
+``quality.known.hybrid.paired`` (production and hybrid on the known questions both were
+scored on: 21, the 21 each was scored on, so its means equal the rows' own: recall 1.0 / 1.0,
+MRR 0.619 / 0.886) and ``quality.known.hybrid.coverage_note`` (``None``: hybrid was scored on
+as many known questions as production, 28 of 28). The production-shaped golden has no
+candidate: unchanged.
 """
 
 from __future__ import annotations
