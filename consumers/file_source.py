@@ -104,7 +104,8 @@ def binary_problem(path: str) -> str | None:
     A file is binary when that head holds a NUL byte (git's rule; JSON text never holds
     one, RFC 8259 §7) and not one complete line in it is a UTF-8 JSON object's start
     (``{``): a log with one corrupt line keeps being read, its bad lines dead-lettered.
-    UTF-16/32 text (by its byte-order mark) is named as such. Read as JSONL, a binary file
+    UTF-16/32 text (by its byte-order mark, or without one by its NUL pattern:
+    :func:`wide_text_without_bom`) is named as such. Read as JSONL, a binary file
     is a dead letter per "line" and its replay looks like a run that found nothing.
 
     >>> import os, tempfile
@@ -124,11 +125,59 @@ def binary_problem(path: str) -> str | None:
             return f"{name} text, not the UTF-8 JSONL text expected"
     if b"\x00" not in head:
         return None
+    wide = wide_text_without_bom(head)
+    if wide is not None:
+        return (f"{wide} text (no byte-order mark: NUL bytes in a regular pattern), "
+                "not the UTF-8 JSONL text expected")  # fmt: skip
     lines = head.split(b"\n")[:-1]  # complete lines only (the last may be cut)
     if any(_json_line(line) for line in lines):
         return None
     return (f"binary data, not JSONL text (a NUL byte in its first {BINARY_HEAD_BYTES} "
             "bytes, no JSON line)")  # fmt: skip
+
+
+#: Share of the bytes at one position modulo 2 (or 4) that must be NUL, and most share at the
+#: others, for :func:`wide_text_without_bom` to call a head UTF-16/32 text.
+_WIDE_NUL_SHARE, _NARROW_NUL_SHARE = 0.5, 0.02
+
+
+def wide_text_without_bom(head: bytes) -> str | None:
+    """``"UTF-16LE"``, ``"UTF-16BE"``, ``"UTF-32LE"`` or ``"UTF-32BE"`` when ``head`` (a file's
+    first bytes, no byte-order mark) is that encoding by its NUL pattern, else ``None``.
+
+    JSON text never holds a NUL (RFC 8259 §7), but the ASCII characters of a JSON object
+    (its braces, quotes, keys) encoded as UTF-16LE are ``X 00``, as UTF-32LE ``X 00 00 00``
+    (Unicode §3.10). So a UTF-16LE head has NULs at (at least half of) its odd offsets and
+    almost none (at most 2%) at its even ones, UTF-16BE the mirror; UTF-32LE has them at
+    (half of) offsets 4k+2 and 4k+3 and almost none at 4k, UTF-32BE the mirror. A UTF-8 log
+    with a torn line of NULs, or random binary data, has NULs at both parities and is not
+    matched (the same idea as the heuristics of ``file(1)``'s ``encoding.c`` and ICU's
+    charset detector, with thresholds of our own).
+
+    :param head: at least 4 bytes to say anything (fewer give ``None``); the share is taken
+        over the first ``len(head) // 4 * 4`` bytes.
+    """
+    size = len(head) // 4 * 4
+    if size == 0:
+        return None
+    quarter = size // 4
+    share = [head[r:size:4].count(0) / quarter for r in range(4)]
+
+    def wide(*at: int) -> bool:
+        return all(share[r] >= _WIDE_NUL_SHARE for r in at)
+
+    def narrow(*at: int) -> bool:
+        return all(share[r] <= _NARROW_NUL_SHARE for r in at)
+
+    if wide(2, 3) and narrow(0):
+        return "UTF-32LE"
+    if wide(0, 1) and narrow(3):
+        return "UTF-32BE"
+    if wide(1, 3) and narrow(0, 2):
+        return "UTF-16LE"
+    if wide(0, 2) and narrow(1, 3):
+        return "UTF-16BE"
+    return None
 
 
 def _json_line(line: bytes) -> bool:

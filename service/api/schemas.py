@@ -197,7 +197,12 @@ class RefusalsReport(TypedDict):
 class QualityReport(TypedDict):
     """``GET /v1/quality`` (:meth:`service.quality.stage.QualityStage.report`): ``k``, the
     near-duplicate ``threshold`` and ``gold_set_version`` (``None`` without a gold set);
-    ``known`` ``{retriever: {n_known, n_scored, recall, hit_rate, mrr}}``; ``refusals`` of
+    ``known`` ``{retriever: {n_known, n_scored, recall, hit_rate, mrr}}``, a shadow
+    candidate's also with ``paired`` (``{n_scored, production: {recall, hit_rate, mrr},
+    candidate: {...}}``: both on the known questions both were scored on) and
+    ``coverage_note`` (why it was scored on fewer known questions than production, e.g.
+    "scored on 54 of 157 known questions (cpu_budget skipped 550 events)"; ``None`` when
+    not fewer); ``refusals`` of
     known questions (``known_answerable``, ``refused_answerable``, ``known_unanswerable``,
     ``answered_unanswerable``); ``acl`` (``violations`` and ``leaks`` rows per retriever
     and role, ``restricted_passages``, ``passages_with_acl``, ``since``: the first event

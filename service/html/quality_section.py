@@ -65,6 +65,7 @@ def quality_section(quality: Mapping[str, Any]) -> Markup:
                 for name, c in known.items()
             ],
         ),  # fmt: skip
+        *_candidate_coverage(known, k),
     ]
     refusals = quality.get("refusals") or {}
     if refusals:
@@ -166,4 +167,26 @@ def _coverage(coverage: Mapping[str, Any] | None) -> list[Markup]:
                  c.get("after_events"), c.get("kept_rows"), c.get("kept_events"),
                  c.get("dropped_rows"), c.get("dropped_events")] for c in changes]  # fmt: skip
         parts.append(table(_CHANGE_COLUMNS, rows))
+    return parts
+
+
+def _candidate_coverage(known: Mapping[str, Any], k: Any) -> list[str]:
+    """Per candidate scored on fewer known questions than production: why (its
+    ``coverage_note``) and, when the report has it, the paired comparison (production and the
+    candidate on the questions both were scored on)."""
+    parts: list[str] = []
+    for name, cell in known.items():
+        note, paired = cell.get("coverage_note"), cell.get("paired") or {}
+        if not note:
+            continue
+        parts.append(para(f"{name}: {note}, so its row is not over the questions "
+                          "production's is.", "warn"))  # fmt: skip
+        if paired.get("n_scored"):
+            parts.append(table(
+                [f"on the {paired['n_scored']} known questions both were scored on",
+                 f"recall@{k}", "hit rate", "MRR"],
+                [[who, means.get("recall"), means.get("hit_rate"), means.get("mrr")]
+                 for who, means in (("production", paired["production"]),
+                                    (name, paired["candidate"]))],
+            ))  # fmt: skip
     return parts

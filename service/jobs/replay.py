@@ -397,6 +397,24 @@ def render_text(doc: ReplayReport) -> str:
     return "\n".join(lines + harvest_lines(doc.get("gold_candidates")))
 
 
+def _paired_lines(name: str, cell: dict[str, Any], known: dict[str, Any], k: Any) -> list[str]:
+    """The paired comparison of candidate ``name`` (production and it on the events both
+    were scored on), when those events are not all that either was scored on."""
+    paired = cell.get("paired")
+    if not paired or not paired.get("n_scored"):
+        return []
+    n = paired["n_scored"]
+    if all(c.get("n_scored") == n for c in known.values()):
+        return []
+
+    def figures(means: dict[str, float]) -> str:
+        return (f"recall@{k} {means['recall']:.3f}, hit rate {means['hit_rate']:.3f}, "
+                f"MRR {means['mrr']:.3f}")  # fmt: skip
+
+    return [f"    like for like, on the {n} known questions both were scored on: production "
+            f"{figures(paired['production'])}; {name} {figures(paired['candidate'])}"]  # fmt: skip
+
+
 def quality_lines(quality: dict[str, Any] | None) -> list[str]:
     """The live-quality block of the text report, from
     :meth:`~service.quality.stage.LiveQualityStage.report`'s dict (empty without one).
@@ -404,7 +422,9 @@ def quality_lines(quality: dict[str, Any] | None) -> list[str]:
     Known questions (live questions matching a gold question at cosine similarity ≥
     ``threshold``): per retriever, the events scored of those matched and the means of
     recall@k, hit rate@k and MRR@k over the scored ones (trec_eval's semantics, see
-    :func:`service.quality.known.live_scores`); refusals of known questions both ways; then
+    :func:`service.quality.known.live_scores`); a candidate scored on fewer known questions
+    than production says so and why, with both on the questions both were scored on (the
+    paired comparison); refusals of known questions both ways; then
     access control when the corpus has ACLs: leaks (a passage the asker's role may not read
     cited in an answer) and retrieval violations per retriever and role label (a role some
     ACL names, ``other`` for the rest, ``unknown`` without a role), as events (passages). A
@@ -431,9 +451,13 @@ def quality_lines(quality: dict[str, Any] | None) -> list[str]:
         scored = f"{cell['n_scored']} scored of {cell['n_known']} known"
         if not cell.get("n_scored"):
             lines.append(f"  {name}: {scored}")
-            continue
-        lines.append(f"  {name}: {scored}; recall@{k} {cell['recall']:.3f}, hit rate "
-                     f"{cell['hit_rate']:.3f}, MRR {cell['mrr']:.3f}")  # fmt: skip
+        else:
+            lines.append(f"  {name}: {scored}; recall@{k} {cell['recall']:.3f}, hit rate "
+                         f"{cell['hit_rate']:.3f}, MRR {cell['mrr']:.3f}")  # fmt: skip
+        if cell.get("coverage_note"):
+            lines.append(f"    {cell['coverage_note']}: not the questions production's "
+                         "figures are over")  # fmt: skip
+        lines += _paired_lines(name, cell, known, k)
     refusals = quality.get("refusals") or {}
     if refusals.get("known_answerable") or refusals.get("known_unanswerable"):
         lines.append(

@@ -81,7 +81,7 @@ from service.quality.known import KnownMatch, KnownQuestionIndex, live_scores
 from service.records import GoldQuestion
 from service.shadow.runner import ShadowResult, production_ranking
 
-__all__ = ["LiveQualityStage"]
+__all__ = ["LiveQualityStage", "coverage_note"]
 
 _VERSION = 2
 _SCORES = ("recall", "hit", "rr")
@@ -130,6 +130,11 @@ class LiveQualityStage:
         self._roles = frozenset(policy.roles[:max_roles]) if policy is not None else frozenset()
         self._lock = threading.Lock()
         self._recent: OrderedDict[str, str] = OrderedDict()
+        # event id -> production's (recall, hit, rr) on it, for the recent events it scored
+        self._recent_scores: dict[str, tuple[float, float, float]] = {}
+        # candidate -> gold id -> [n both scored, production's Σr, Σh, Σrr, the candidate's
+        # Σr, Σh, Σrr]: the paired comparison, on the events both were scored on
+        self._paired: dict[str, dict[str, list[float]]] = {}
         # retriever -> gold id -> [n_known, n_scored, Σr, Σh, Σrr]
         self._known: dict[str, dict[str, list[float]]] = {}
         # retriever -> the same summed over its rows, in event order (the reported figures;
@@ -209,6 +214,10 @@ class LiveQualityStage:
             for gold_id in dropped:
                 cells.pop(gold_id, None)
         self._known = {name: cells for name, cells in self._known.items() if cells}
+        for cells in self._paired.values():
+            for gold_id in dropped:
+                cells.pop(gold_id, None)
+        self._paired = {name: cells for name, cells in self._paired.items() if cells}
         if dropped:
             self._totals = {name: _sum_cells(cells.values()) for name, cells in self._known.items()}
         if drops != "scores":
@@ -223,6 +232,11 @@ class LiveQualityStage:
             for event_id, gold_id in list(self._recent.items()):
                 if gold_id not in current or current[gold_id] != old_rows.get(gold_id):
                     del self._recent[event_id]
+        if drops != "changed rows":  # production's scores were taken at the old k
+            self._recent_scores.clear()
+        else:
+            self._recent_scores = {e: v for e, v in self._recent_scores.items()
+                                   if e in self._recent}  # fmt: skip
         unknown = self._last is None and self._since_unknown  # at a version-1 state's restore
         self._changes.append({
             "from": old_version, "to": _gold_version(self._index), "reason": reason,
@@ -295,12 +309,12 @@ class LiveQualityStage:
                 notes["known"] = None
                 if match is not None and index is not None:
                     notes["known"] = {"gold_id": match.gold_id, "similarity": match.similarity}
-                    self._remember(event.event_id, match.gold_id)
                     question = index.gold.by_id[match.gold_id]
                     seen = self._first_seen.get(match.gold_id)
                     if seen is None or event.timestamp < seen:
                         self._first_seen[match.gold_id] = event.timestamp
-                    self._score(self.production, question, role, ranking)
+                    scores = self._score(self.production, question, role, ranking)
+                    self._remember(event.event_id, match.gold_id, scores)
                     self._count_refusal(question, role, notes.get("refused"))
                 violations = self._violations(ranking, role) if check else []
                 cited = event.answer.citations if check and event.answer is not None else ()
@@ -325,13 +339,32 @@ class LiveQualityStage:
             if gold_id is not None and self.index is not None:
                 # _recent keeps only rows a change left unchanged
                 question = self.index.gold.by_id[gold_id]
-                self._score(result.candidate, question, result.role, result.ranking, ran=True)
+                scores = self._score(
+                    result.candidate, question, result.role, result.ranking, ran=True
+                )
+                production = self._recent_scores.get(result.event_id)
+                if scores is not None and production is not None:
+                    cell = self._paired.setdefault(result.candidate, {}).setdefault(
+                        gold_id, [0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+                    )
+                    cell[0] += 1
+                    for j, value in enumerate((*production, *scores)):
+                        cell[1 + j] += value
 
-    def _remember(self, event_id: str, gold_id: str) -> None:
+    def _remember(
+        self, event_id: str, gold_id: str, scores: tuple[float, float, float] | None
+    ) -> None:
+        """Remember a matched event's gold row, and production's scores when it scored them,
+        for the candidates' results to come (the newest :attr:`max_events`)."""
         self._recent[event_id] = gold_id
         self._recent.move_to_end(event_id)
+        if scores is not None:
+            self._recent_scores[event_id] = scores
+        else:
+            self._recent_scores.pop(event_id, None)
         while len(self._recent) > self.max_events:
-            self._recent.popitem(last=False)
+            evicted, _ = self._recent.popitem(last=False)
+            self._recent_scores.pop(evicted, None)
 
     def _violations(self, ranking: Sequence[str], role: str | None) -> list[str]:
         return self.policy.violations(ranking, role) if self.policy is not None else []
@@ -343,10 +376,11 @@ class LiveQualityStage:
         role: str | None,
         ranking: Sequence[str],
         ran: bool = False,
-    ) -> None:
+    ) -> tuple[float, float, float] | None:
         """Count a known event; score it unless unanswerable for ``role`` or the ranking is
         empty without proof the retriever ran (``ran``: a candidate's empty answer scores 0;
-        production's empty results may just be unlogged)."""
+        production's empty results may just be unlogged). Returns the (recall, hit, RR)
+        scored, or ``None`` when not scored."""
         cells = self._known.setdefault(retriever, {})
         cell = cells.setdefault(question.id, [0, 0, 0.0, 0.0, 0.0])
         total = self._totals.setdefault(retriever, [0, 0, 0.0, 0.0, 0.0])
@@ -354,7 +388,7 @@ class LiveQualityStage:
         total[0] += 1
         self._pending["known"][retriever] += 1
         if not (ranking or ran) or not self._readable(question, role):
-            return
+            return None
         policy = self.policy
         readable = None if policy is None else (lambda pid: policy.allowed(pid, role))
         scores = live_scores(question, ranking, self.k, readable=readable)
@@ -364,6 +398,7 @@ class LiveQualityStage:
             cell[2 + j] += scores[name]
             total[2 + j] += scores[name]
             self._pending[f"known_{name}"].setdefault(retriever, []).append(scores[name])
+        return scores["recall"], scores["hit"], scores["rr"]
 
     def _count_refusal(self, question: GoldQuestion, role: str | None, refused: Any) -> None:
         answerable = self._readable(question, role)
@@ -427,12 +462,21 @@ class LiveQualityStage:
         out["known_answered_unanswerable"] = pending["refusals"]["answered_unanswerable"]
         return out
 
-    def report(self) -> dict[str, Any]:
-        """Return the aggregates as JSON-able data.
+    def report(self, shadow: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Return the aggregates as JSON-able data; with the shadow stage's report
+        (:meth:`~service.shadow.stage.ShadowStage.report`), each candidate scored on fewer
+        known questions than production also gets ``"coverage_note"`` saying so and why
+        (:func:`coverage_note`), e.g. "scored on 54 of 157 known questions (cpu_budget
+        skipped 550 events)"; ``None`` when it was scored on as many.
 
         ``{"k", "threshold", "gold_set_version", "known": {retriever: {"n_known", "n_scored",
-        "recall", "hit_rate", "mrr"}} (means over scored events, ``None`` when none),
-        "refusals": {"known_answerable", "refused_answerable", "known_unanswerable",
+        "recall", "hit_rate", "mrr"}} (means over scored events, ``None`` when none);
+        a candidate's cell also has ``"paired"``: ``{"n_scored", "production": {"recall",
+        "hit_rate", "mrr"}, "candidate": {...}}``, both on the same events (those both were
+        scored on: a candidate skipped by the shadow runner, e.g. for ``cpu_budget``, is
+        scored on fewer known questions than production, so its own means are over other
+        questions than production's); ``"refusals": {"known_answerable", "refused_answerable",
+        "known_unanswerable",
         "answered_unanswerable"}, "coverage": {...}, "acl": {"violations": [rows], "leaks":
         [rows], "restricted_passages": n, "passages_with_acl": n, "since": iso}, "review":
         [rows]}`` — rows as in :meth:`pending_observations`, review rows as in the module
@@ -456,6 +500,17 @@ class LiveQualityStage:
         """
         with self._lock:
             known = {name: _means(cell) for name, cell in sorted(self._totals.items())}
+            for name, cells in self._paired.items():
+                if name in known and name != self.production:
+                    known[name]["paired"] = _paired_means(_sum_cells(cells.values(), 7))
+            if shadow is not None:
+                of_known = known.get(self.production, {}).get("n_known", 0)
+                candidates = shadow.get("candidates") or {}
+                for name, cell in known.items():
+                    if name != self.production and name in candidates:
+                        cell["coverage_note"] = coverage_note(
+                            cell["n_known"], of_known, candidates[name]
+                        )
             refusals: Counter[str] = sum(self._refusals.values(), Counter())
             review = [*reversed(self._review["leaks"]), *reversed(self._review["violations"])]
             measured = set(self._first_seen).union(self._refusals, *self._known.values())
@@ -512,6 +567,10 @@ class LiveQualityStage:
                     for name, cells in self._known.items()
                 },
                 "totals": {name: list(cell) for name, cell in self._totals.items()},
+                "paired": {
+                    name: {g: list(cell) for g, cell in cells.items()}
+                    for name, cells in self._paired.items()
+                },
                 "refusals": {g: dict(counts) for g, counts in self._refusals.items()},
                 "rows": {g: self._row_versions[g] for g in measured if g in self._row_versions},
                 "first_seen": {g: t.isoformat() for g, t in self._first_seen.items()},
@@ -566,6 +625,10 @@ class LiveQualityStage:
                     self._changes[0]["from"] if self._changes else old_version
                 )
             self._known, self._refusals, self._first_seen = known, refusals, first_seen
+            # not in a version-1 state, nor in a version-2 one written before it was kept
+            self._paired = {name: {g: list(cell) for g, cell in cells.items()}
+                            for name, cells in (state.get("paired") or {}).items()
+                            if state["version"] == _VERSION}  # fmt: skip
             totals = state.get("totals") if state["version"] == _VERSION else None
             if not totals:  # a version-1 state: its one block per retriever is the total
                 totals = {name: _sum_cells(cells.values()) for name, cells in known.items()}
@@ -604,9 +667,10 @@ def _time(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value is not None else None
 
 
-def _sum_cells(cells: Iterable[list[float]]) -> list[float]:
-    """Element-wise sum of ``[n_known, n_scored, Σr, Σh, Σrr]`` cells."""
-    total = [0, 0, 0.0, 0.0, 0.0]
+def _sum_cells(cells: Iterable[list[float]], width: int = 5) -> list[float]:
+    """Element-wise sum of ``[n_known, n_scored, Σr, Σh, Σrr]`` cells (``width`` 5), or of
+    the paired comparison's ``[n, Σr, Σh, Σrr, Σr, Σh, Σrr]`` cells (``width`` 7)."""
+    total: list[float] = [0, 0, 0.0, 0.0, 0.0] if width == 5 else [0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     for cell in cells:
         for j, value in enumerate(cell):
             total[j] += value
@@ -622,6 +686,41 @@ def _means(cell: list[float]) -> dict[str, Any]:
     mean = (lambda total: total / n_scored) if n_scored else (lambda total: None)
     return {"n_known": int(n_known), "n_scored": int(n_scored), "recall": mean(recall),
             "hit_rate": mean(hit), "mrr": mean(rr)}  # fmt: skip
+
+
+def coverage_note(n_known: int, of_known: int, candidate: Mapping[str, Any]) -> str | None:
+    """Why a shadow candidate was scored on fewer known questions than production, or
+    ``None`` when it was not (``n_known >= of_known``).
+
+    Args:
+        n_known: known-question events the candidate's results were scored on, >= 0.
+        of_known: known-question events production was scored on, >= 0.
+        candidate: the candidate's shadow report (``skipped`` and ``errors``: ``{reason:
+            events}`` over every event offered, known or not; ``in_flight``).
+
+    >>> coverage_note(54, 157, {"skipped": {"cpu_budget": 550}, "errors": {}})
+    'scored on 54 of 157 known questions (cpu_budget skipped 550 events)'
+    """
+    if n_known >= of_known:
+        return None
+    why = [f"{reason} skipped {n} events" for reason, n in (candidate.get("skipped") or {}).items()]
+    why += [f"{n} {reason} errors" for reason, n in (candidate.get("errors") or {}).items()]
+    if candidate.get("in_flight"):
+        why.append(f"{candidate['in_flight']} results in flight")
+    reasons = ", ".join(why) or "no skip or error recorded"
+    return f"scored on {n_known} of {of_known} known questions ({reasons})"
+
+
+def _paired_means(cell: list[float]) -> dict[str, Any]:
+    """``{"n_scored", "production": {"recall", "hit_rate", "mrr"}, "candidate": {...}}``:
+    means over the events both were scored on (``None`` when none)."""
+    n = int(cell[0])
+
+    def means(sums: list[float]) -> dict[str, float | None]:
+        keys = ("recall", "hit_rate", "mrr")
+        return {key: (value / n if n else None) for key, value in zip(keys, sums, strict=True)}
+
+    return {"n_scored": n, "production": means(cell[1:4]), "candidate": means(cell[4:7])}
 
 
 def _acl_rows(counts: Mapping[tuple[str, str, str], int], kind: str) -> list[dict[str, Any]]:

@@ -12,8 +12,11 @@ Three sources of truth, in this order of precedence:
    languages (ar, de, el, ro, ru, th, tr, vi, zh) plus French, each with its "I don't know"
    and first-person "I could not find" forms ("I'm sorry, I couldn't find that", "मुझे नहीं
    पता", "我没有找到"; a bare English "I couldn't find …" only when nothing was found: "I
-   couldn't find anything about this", not "I couldn't find the exact date, but …"), and
-   "outside what I can help with". ``extra_patterns`` adds more.
+   couldn't find anything about this", not "I couldn't find the exact date, but …"),
+   "outside what I can help with", and in English a reply naming its own sources as lacking
+   the answer ("not covered by our material", "the provided documents do not mention",
+   "outside the scope of the documents"; not "not covered by the policy"). ``extra_patterns``
+   adds more.
 
 Why the model decides when present: the user's examples encode their own system's phrasing and
 its false friends ("No late fee is charged" is an answer), which generic patterns can't know.
@@ -24,7 +27,10 @@ calls invalid left out): patterns, English questions (4,727 replies, 1,076 refus
 precision 0.984 / recall 1.000; Hindi questions (4,464 replies, 1,261 refusals; the replies
 are mostly English) 0.999 / 0.997. A :class:`RefusalModel` fitted on the English-question
 replies scores 0.997 / 0.998 on the Hindi-question ones. Recall is near 1 partly by
-construction: the label keys on "I don't know", which the patterns cover.
+construction: the label keys on "I don't know", which the patterns cover. The
+source-naming forms changed none of these figures: the 68 NoMIRACL replies they match (67
+labelled refusals) were all matched already, so NoMIRACL does not measure them on their own;
+they match none of 5,461 sentences of XQuAD's, SQuAD's and MultiHop-RAG's English passages.
 """
 
 from __future__ import annotations
@@ -51,6 +57,19 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     r"\bnot (?:mentioned|provided|specified|stated|available|covered|present|found) in the "
     r"(?:given |provided )?(?:context|passages?|documents?|sources?|text)",
     r"\b(?:the )?(?:context|passages?|documents?) (?:does|do) not (?:contain|mention|provide|say)",
+    # the reply's source named as what lacks the answer: "that is not covered by our material",
+    # "the provided documents do not mention it", "outside the scope of the documents" (not
+    # "not covered by the policy", "not covered in any newspapers", "beyond the scope of
+    # this article", "outside the scope of article 56": answers)
+    r"(?:\bnot|n't) (?:covered|addressed|discussed|included|mentioned) (?:by|in) (?:the |our |my "
+    r"|these |any of the )(?:given |provided |available |retrieved )?(?:materials?|documents?"
+    r"|documentation|sources?|context|passages?|texts?|knowledge base)\b",
+    r"\b(?:the |these |our |my )(?:given |provided |available |retrieved )?(?:contexts?"
+    r"|passages?|documents?|documentation|sources?|materials?|texts?)(?: (?:given|provided))? "
+    r"(?:does|do) ?(?:not|n't) (?:contain|mention|cover|include|address|discuss|say)\b",
+    r"\b(?:outside|beyond) (?:of )?the scope of (?:the |our |my |these )?(?:given |provided "
+    r"|available )?(?:materials?|documents?|documentation|sources?|context|passages?"
+    r"|knowledge base)\b",
     r"\bnone of the (?:given |provided )?(?:contexts?|passages?|documents?|sources?) "
     r"(?:\w+ )?(?:answers?|contains?|mentions?|provides?)",
     r"\b(?:the )?answer is not (?:present|available|known|given)\b",

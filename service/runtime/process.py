@@ -478,7 +478,8 @@ class Runtime:
             raise EngineBusy("the pipeline is busy (the consumer is waiting on its source)")
         try:
             self.live.collect_shadow()
-            return self.live.quality.report()
+            shadow = self.live.shadow.report() if self.live.shadow is not None else None
+            return self.live.quality.report(shadow)
         finally:
             self.engine.lock.release()
 

@@ -133,7 +133,7 @@ def live_reports(live: Live, registry: CollectorRegistry | None = None) -> LiveR
     if live.shadow is not None:
         reports["shadow"] = live.shadow.report()
     if live.quality is not None:
-        reports["quality"] = live.quality.report()
+        reports["quality"] = live.quality.report(reports.get("shadow"))
     if live.harvest is not None:
         harvest = live.harvest  # harvest_summary(harvest.records()), building 20 records only
         summary: HarvestSummary = {"n_suggestions": len(harvest.suggestions),

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from consumers.errors import SourceUnavailable
-from consumers.file_source import FileSource, compression_of
+from consumers.file_source import FileSource, compression_of, wide_text_without_bom
 from service.cli import main
 
 LINES = b'{"event_id": "e-1", "timestamp": "2026-11-20T10:00:00Z", "question": "fees?"}\n' * 50
@@ -104,3 +104,33 @@ def test_utf16_text_is_refused_by_name_and_one_corrupt_line_is_not(tmp_path: Pat
     messages = source.poll(10, 0)
     source.close()
     assert len(messages) == 3
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"])
+def test_wide_text_without_a_byte_order_mark_is_refused_by_name(
+    tmp_path: Path, encoding: str
+) -> None:
+    """Trial user 5: a UTF-16LE log without a BOM replayed with exit 0, every line
+    dead-lettered (not_json 47, not_utf8 4) and "refusals: none". Its '{' byte starts a
+    "line" (the NUL after it is valid UTF-8), so the JSON-line escape hatch let it through.
+    Refused up front like the BOM case, naming the byte order, and nothing is written."""
+    path = tmp_path / "wide.jsonl"
+    # a non-ASCII question too: 'é' is E9 00 in UTF-16LE, so the pattern holds beyond ASCII
+    path.write_bytes((LINES.decode("utf-8").replace("fees?", "frais à payer?")).encode(encoding))
+    assert not path.read_bytes().startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff"))
+    name = encoding.upper().replace("-LE", "LE").replace("-BE", "BE")  # "UTF-16LE" etc.
+    result = CliRunner().invoke(main, ["replay", str(path)])
+    assert result.exit_code == 2
+    assert f"{path} is {name} text (no byte-order mark" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["wide.jsonl"]
+
+
+def test_nul_pattern_of_wide_text_is_not_found_in_utf8_or_binary() -> None:
+    """The NUL-pattern rule calls only a regular pattern wide text: a UTF-8 line with a run of
+    NULs (both parities), seeded random bytes (NULs ~1/256 at every offset) and too short a
+    head are ``None``; one NUL in four at odd offsets (below half) is not UTF-16 either."""
+    assert wide_text_without_bom(LINES[:80] + b"\x00" * 40 + LINES[:80]) is None
+    assert wide_text_without_bom(random.Random(5).randbytes(8000)) is None
+    assert wide_text_without_bom(b"{\x00") is None
+    assert wide_text_without_bom(b"ab\x00cabcdabcdabcd") is None  # 1 of 8 odd bytes is NUL
+    assert wide_text_without_bom("{}".encode("utf-16-le")) == "UTF-16LE"

@@ -23,7 +23,7 @@ from service.events import FieldMapping, QueryLogEvent
 from service.pipeline import Batch, Pipeline, Stage
 from service.quality.acl import AccessPolicy
 from service.quality.known import KnownQuestionIndex
-from service.quality.stage import LiveQualityStage
+from service.quality.stage import LiveQualityStage, coverage_note
 from service.records import GoldQuestion, Passage
 from service.refusals.stage import RefusalStage
 from service.shadow.runner import ShadowResult
@@ -223,9 +223,54 @@ def test_observe_candidate_scores_known_events_and_counts_violations() -> None:
         {"retriever": "cand", "role": "student", "events": 2, "passages": 2}
     ]
     assert pending["acl_leaks"] == []
+    # paired: e-1 and e-2, the events both were scored on; production there: recall 1 and
+    # 1/2, RR 1/2 and 1 (test above); cand: recall 1 and 1/2, RR 1 and 1/2
+    same = {"recall": 0.75, "hit_rate": 1.0, "mrr": 0.75}
     assert stage.report()["known"]["cand"] == {
-        "n_known": 3, "n_scored": 2, "recall": 0.75, "hit_rate": 1.0, "mrr": 0.75
+        "n_known": 3, "n_scored": 2, "recall": 0.75, "hit_rate": 1.0, "mrr": 0.75,
+        "paired": {"n_scored": 2, "production": same, "candidate": same},
     }  # fmt: skip
+
+
+def test_a_candidate_skipped_on_some_known_questions_is_compared_like_for_like() -> None:
+    """Trial user 5: serve showed hybrid at 54 known / recall 0.824 next to production at
+    157 / 0.817 with no note; hybrid had been skipped on 550 events for cpu_budget, so the two
+    rows were over different questions. Here production is scored on e-1 (recall 1, RR 1/2)
+    and e-2 (recall 1/2, RR 1), the candidate only on e-1 (recall 1, RR 1; e-2 skipped):
+    its own row (MRR 1.0 of 1 known) would beat production's (0.75 of 3 known); on e-1 both,
+    production's MRR is 0.5, and the note says why the counts differ."""
+    stage = build()
+    run(stage, EVENTS)
+    stage.observe_candidate(candidate(1, ["p-2", "p-9"]))
+    shadow = {"candidates": {"cand": {"skipped": {"cpu_budget": 4}, "errors": {},
+                                      "in_flight": 0}}}  # fmt: skip
+    cand = stage.report(shadow)["known"]["cand"]
+    assert (cand["n_known"], cand["n_scored"], cand["mrr"]) == (1, 1, 1.0)
+    assert cand["paired"] == {
+        "n_scored": 1,
+        "production": {"recall": 1.0, "hit_rate": 1.0, "mrr": 0.5},
+        "candidate": {"recall": 1.0, "hit_rate": 1.0, "mrr": 1.0},
+    }
+    assert cand["coverage_note"] == "scored on 1 of 3 known questions (cpu_budget skipped 4 events)"
+    assert "coverage_note" not in stage.report()["known"]["cand"]  # without the shadow report
+    # kept in the state; a gold-set change that alters q-1 drops its paired cell with it
+    saved = json.loads(json.dumps(stage.state_snapshot()))
+    fresh = build()
+    fresh.restore(saved)
+    assert fresh.report(shadow) == stage.report(shadow)
+    changed = GoldSet((GoldQuestion("q-1", MCA, ("p-2", "p-5")), *list(GOLD)[1:]))
+    fresh.index = KnownQuestionIndex(changed)
+    assert "cand" not in fresh.report()["known"]
+
+
+def test_coverage_note_names_every_reason_or_none() -> None:
+    assert coverage_note(3, 3, {"skipped": {"cpu_budget": 9}}) is None
+    assert coverage_note(2, 5, {"skipped": {"not_sampled": 7, "queue_full": 1},
+                                "errors": {"timeout": 2}, "in_flight": 1}) == (
+        "scored on 2 of 5 known questions (not_sampled skipped 7 events, queue_full skipped 1 "
+        "events, 2 timeout errors, 1 results in flight)")  # fmt: skip
+    assert coverage_note(0, 1, {"skipped": {}, "errors": {}}) == (
+        "scored on 0 of 1 known questions (no skip or error recorded)")
 
 
 def test_recent_matches_are_bounded_oldest_evicted() -> None:

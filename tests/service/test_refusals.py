@@ -92,6 +92,14 @@ MISSED_REFUSALS = (
     "Sorry, that is outside what I can help with here.",
     "I could not find any information on that topic.",
     "I couldn't find that in the news archive.",
+    # trial user 5: 428 replies "That is not covered by our material…" were counted as answers;
+    # the reply names its source as lacking the answer, in common LLM phrasings
+    "That is not covered by our material, please ask the help desk.",
+    "Sorry, that isn't covered in the documentation.",
+    "The provided documents do not mention this.",
+    "The documents provided don't contain the answer.",
+    "The given sources do not address your question.",
+    "This question is outside the scope of the provided documents.",
 )
 #: Real answers that contain "sorry", "could not find", "नहीं पता" or a third person's
 #: "did not find": none is a refusal.
@@ -108,6 +116,14 @@ NOT_REFUSALS = (
     "I couldn't find the exact date, but the bridge opened in 1990.",
     "I could not find a cheaper flight than the one at 9:40, which costs 120 euros.",
     "It lies outside my jurisdiction's rules: file the form with the state office.",
+    # "not covered" / "outside the scope" of something other than the reply's sources (the
+    # last three are sentences of XQuAD's and SQuAD's Wikipedia passages)
+    "Flood damage is not covered by the standard policy.",
+    "Roaming is not covered by the data plan.",
+    "His arrest was not covered in any newspapers in the days after it happened.",
+    "Secondary education falls outside the scope of article 56.",
+    "Who may be classified as terrorists is beyond the scope of this article.",
+    "The sources do not agree on the date; some say 1990.",
 )
 
 

@@ -47,6 +47,13 @@ and nothing else: demo ``out_of_scope`` 96 → 259 (share 0.032 → 0.086), ``ov
 log's ground truth (:func:`service.demo.querylog.generate_with_meta`), events judged out of
 scope: answerable 1.9 % → 6.0 %, not the college's business ("out") 36 % → 81 %,
 unanswerable 15 % → 29 %.
+The demo's rewritten again in the fourteenth session (helper s14-t3) for two added fields
+of the shadow candidate's live-quality cell and nothing else (checked the same way):
+``quality.known.hybrid.paired`` (production and hybrid on the known questions both were
+scored on: 21, the 21 each was scored on, so its means equal the rows' own: recall 1.0 / 1.0,
+MRR 0.619 / 0.886) and ``quality.known.hybrid.coverage_note`` (``None``: hybrid was scored on
+as many known questions as production, 28 of 28). The production-shaped golden has no
+candidate: unchanged.
 """
 
 from __future__ import annotations

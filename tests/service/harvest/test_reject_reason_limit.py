@@ -7,6 +7,7 @@ texts are built here from the placeholder's shape, not taken from the code."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -103,3 +104,24 @@ def test_clip_reason_by_hand() -> None:
     assert clip_reason("abc", 1) == "…"
     with pytest.raises(ValueError, match="limit"):
         clip_reason("abc", 0)
+
+
+def test_the_readme_tour_reject_example_works_as_shown(client: TestClient) -> None:
+    """Trial user 5: the README tour showed an accept but no reject. The tour's reject command
+    (its Content-Type, its JSON body with a reason, its path) is taken from the README and
+    sent as shown: 200, and the reason is kept as written (nothing in it to scrub)."""
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    tour = readme[readme.index("**6. Harvest and accept.**"):]
+    shown = re.search(
+        r"""-H 'Content-Type: (application/json)' \\\n\s+-d '(\{"reason": [^']+\})' \\\n\s+"""
+        r"localhost:8000(/v1/gold-candidates/)<[a-z-]+>(/reject)\n",
+        tour[: tour.index("```\n\n")],
+    )
+    assert shown is not None, "the tour's reject example is missing or changed shape"
+    content_type, body, prefix, suffix = shown.groups()
+    cid = client.get("/v1/gold-candidates", params={"status": "suggested"}).json()["items"][0]["id"]
+    answer = client.post(f"{prefix}{cid}{suffix}", content=body.encode("utf-8"),
+                         headers={**AUTH, "Content-Type": content_type})  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    decision = client.get(f"/v1/gold-candidates/{cid}").json()["decision"]
+    assert decision["reason"] == "small talk, not about our products"

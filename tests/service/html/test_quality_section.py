@@ -211,3 +211,66 @@ def test_status_page_shows_the_coverage_and_the_gold_set_changes() -> None:
     assert ("<tr><td>gold set changed</td><td>old</td><td>abc</td><td>11-18 12:00</td>"
             "<td>120</td><td>3</td><td>4</td><td>1</td><td>2</td></tr>") in page  # fmt: skip
     assert "Counted over every event since 11-18 08:00 UTC, whatever the gold-set version." in page
+
+
+def skipped_candidate_quality() -> dict[str, Any]:
+    """Trial user 5's serve figures: hybrid scored on 54 known events (51 scored, recall
+    42/51 = 0.824), production on 157 (147 scored); on the 51 both were scored on,
+    production's recall is 39/51 = 0.765, hit rate 0.765, MRR 30/51 = 0.588; hybrid's MRR
+    38/51 = 0.745."""
+    report = quality()
+    report["known"] = {
+        "hybrid": {
+            "n_known": 54, "n_scored": 51, "recall": 42 / 51, "hit_rate": 42 / 51,
+            "mrr": 38 / 51,
+            "paired": {"n_scored": 51,
+                       "production": {"recall": 39 / 51, "hit_rate": 39 / 51, "mrr": 30 / 51},
+                       "candidate": {"recall": 42 / 51, "hit_rate": 42 / 51, "mrr": 38 / 51}},
+            "coverage_note": "scored on 54 of 157 known questions (cpu_budget skipped 550 "
+                             "events)",
+        },
+        "production": {"n_known": 157, "n_scored": 147, "recall": 120 / 147,
+                       "hit_rate": 120 / 147, "mrr": 0.6},
+    }  # fmt: skip
+    return report
+
+
+def test_a_candidate_scored_on_fewer_questions_says_so_with_the_paired_figures() -> None:
+    """Trial user 5: hybrid at 54 known / 0.824 next to production at 157 / 0.817 with no
+    note. The text report, the HTML section and the status page say which questions each
+    row is over, and give both on the same 51."""
+    lines = quality_lines(skipped_candidate_quality())
+    at = lines.index("  hybrid: 51 scored of 54 known; recall@10 0.824, hit rate 0.824, MRR 0.745")
+    assert lines[at + 1:at + 3] == [
+        "    scored on 54 of 157 known questions (cpu_budget skipped 550 events): not the "
+        "questions production's figures are over",
+        "    like for like, on the 51 known questions both were scored on: production "
+        "recall@10 0.765, hit rate 0.765, MRR 0.588; hybrid recall@10 0.824, hit rate 0.824, "
+        "MRR 0.745",
+    ]
+    section_html = str(quality_section(skipped_candidate_quality()))
+    assert ("hybrid: scored on 54 of 157 known questions (cpu_budget skipped 550 events), so "
+            "its row is not over the questions production&#x27;s is.") in section_html
+    assert ("<tr><td>production</td><td>0.765</td><td>0.765</td><td>0.588</td></tr>"
+            in section_html)
+    assert "<tr><td>hybrid</td><td>0.824</td><td>0.824</td><td>0.745</td></tr>" in section_html
+    assert "on the 51 known questions both were scored on" in section_html
+
+    class Skipped(StubRuntime):
+        def quality_report(self) -> dict[str, Any] | None:
+            return skipped_candidate_quality()
+
+    runtime = Skipped(samples.replay_report()["analytics"])
+    page = _get(runtime, app=_app(runtime)).text
+    assert "scored on 54 of 157 known questions (cpu_budget skipped 550 events)" in page
+    assert "<tr><td>production</td><td>0.765</td><td>0.765</td><td>0.588</td></tr>" in page
+
+
+def test_equal_coverage_adds_no_note_and_no_paired_line() -> None:
+    report = quality()
+    report["known"]["hybrid"]["paired"] = {
+        "n_scored": 3, "production": {"recall": 0.5, "hit_rate": 2 / 3, "mrr": 0.5},
+        "candidate": {"recall": 1.0, "hit_rate": 1.0, "mrr": 1.0}}  # fmt: skip
+    report["known"]["hybrid"]["coverage_note"] = None
+    assert quality_lines(report) == quality_lines(quality())
+    assert str(quality_section(report)) == str(quality_section(quality()))
