@@ -134,6 +134,8 @@ class Live:
             ids missing from the configured corpus: :func:`corpus_notice`; topic labels too
             few to be the topics: :func:`gold_topic_notice`); the replay
             report lists them and serve logs them at start.
+        topic_notice: that topic-label notice alone (``GET /v1/status`` shows it until a
+            gold-set refresh replaces it).
     """
 
     pipeline: Pipeline
@@ -146,6 +148,7 @@ class Live:
     harvest_metrics: HarvestMetrics | None = None
     closers: list[Any] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    topic_notice: str | None = None
 
     def observe(self, batch: Batch) -> None:
         """Export one batch's analytics (counters per batch, drift gauges from the report)
@@ -361,7 +364,7 @@ def build_live(
         stages.append(harvest)
     return Live(build_pipeline(settings, stages), analytics, metrics, shadow_stage,
                 shadow_metrics, quality, harvest, harvest_metrics, closers,
-                [n for n in (notice, topic_notice) if n])  # fmt: skip
+                [n for n in (notice, topic_notice) if n], topic_notice)  # fmt: skip
 
 
 def replay_clock() -> float:
