@@ -472,7 +472,10 @@ class Runtime:
                     analytics.quality_floor, analytics.min_balanced_accuracy,
                     analytics.quality_min_class,
                 )  # fmt: skip
-        self.topic_notice = gold_topic_notice(self.settings, gold)
+        topic_notice = gold_topic_notice(self.settings, gold)
+        if topic_notice is not None and topic_notice != self.topic_notice:
+            log.warning("%s", topic_notice)  # as serve logs the notices at start
+        self.topic_notice = topic_notice
         self.gold_refresh_error = None  # before the count: a reader that saw the count
         self.gold_refreshes += 1  # go up sees the error cleared
         self.gold_refresh_metrics.observe(ok=True)
