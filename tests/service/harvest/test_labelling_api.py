@@ -551,8 +551,12 @@ def test_an_accept_the_gold_set_reload_would_refuse_answers_422_and_appends_noth
     stage = HarvestStage(HarvestConfig(flush_interval_s=0), sinks=[repo])
     stage.process(batch([event("e1", "hostel fee refund kab milega", minute=1)],
                         [{"refused": True}]))  # fmt: skip
-    labelling = Labelling(repo, gold, HarvestConfig(),
-                          gold_rule=lambda qs: topic_label_rule(qs, True, str(gold)).problem)
+    labelling = Labelling(
+        repo,
+        gold,
+        HarvestConfig(),
+        gold_rule=lambda qs: topic_label_rule(qs, True, str(gold)).problem,
+    )
     app = FastAPI()
     app.include_router(router)
     _add_error_handlers(app)
