@@ -73,9 +73,11 @@ class Totals(BaseModel):
 class Status(BaseModel):
     """``GET /v1/status``: source, offsets, lag, counts, uptime."""
 
-    #: What the numbers do not cover, first: without a configured gold set, that gold-set
+    #: What the numbers do not cover, first: a failed gold-set refresh (the old gold set
+    #: stays in use: ``gold_refresh_error``); without a configured gold set, that gold-set
     #: comparisons are off and which setting turns them on (``gold_set:`` /
-    #: ``GOLDWATCH_GOLD_SET``); empty otherwise.
+    #: ``GOLDWATCH_GOLD_SET``); topic labels too few to be the topics (clusters instead);
+    #: empty otherwise.
     notices: list[str] = []
     version: str
     ready: bool

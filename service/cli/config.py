@@ -106,7 +106,7 @@ def _check_summary(
     they are made), each detector's measured quality (with ``built``: the analytics
     :func:`_build` built), source, state path. ``loaded``: what
     :func:`service.settings.checks.file_problems` loaded."""
-    from service.runtime.analytics import fit_topic_model
+    from service.runtime.analytics import fit_topic_model, topic_label_rule
     from service.topics.model import TopicModel
 
     gold, corpus = loaded.get("gold_set"), loaded.get("corpus")
@@ -123,7 +123,7 @@ def _check_summary(
         model = TopicModel.load(analytics.topics_model)
         lines.append(f"topics {len(model.names)} (analytics.topics_model)")
     elif built is not None and built.topic_descriptions:  # the model _build fitted
-        supervised = analytics.use_gold_topics and any(q.topic for q in gold or ())  # type: ignore[attr-defined]
+        supervised = topic_label_rule(gold or (), analytics.use_gold_topics).supervised  # type: ignore[arg-type]
         how = "the gold set's topic labels" if supervised else "fitted on the gold set"
         lines.append(f"topics {len(built.topic_descriptions)} ({how})")
     elif gold is not None:

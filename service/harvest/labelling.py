@@ -33,8 +33,10 @@
   looks for that row and, found, keeps that accept instead (:class:`AlreadyDecided`). Until
   then the held suggestion is listed and exported as suggested. The gold
   passages must fit the kind (:func:`service.data.goldset.kind_problem`: e.g. ``multi-passage``
-  needs two). When the file cannot be written (missing although it existed at start — moved
-  away —, not a regular file, unwritable, disk full, locked by another process for over
+  needs two), and the gold set with the new row must pass the reload's own checks
+  (``gold_rule``: the topic labels' rule), else nothing is appended (422). When the file
+  cannot be written (missing although it existed at start — moved away —, not a regular
+  file, unwritable, disk full, locked by another process for over
   ``harvest.gold_lock_timeout_s``, its last line torn by an earlier crash, or any line
   that keeps the file from loading whole, which ``/readyz`` reports by the same check)
   :class:`GoldSetUnavailable` is raised, the file is left as it was (the append is whole or cut
@@ -64,7 +66,7 @@ import re
 import threading
 import time
 import unicodedata
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple, cast
@@ -314,6 +316,13 @@ class Labelling:
             readiness uses, so an accept is refused (:class:`GoldSetUnavailable`, naming the
             file and line) exactly while ``/readyz`` says the file no longer loads. Default:
             a check of its own on ``gold_path``.
+        gold_rule: the gold-set reload's checks beyond each row's, given the questions the
+            file would hold with the new row (file order, the new one last): why the reload
+            would refuse them (a message naming fields and counts, never text), or ``None``.
+            An accept it refuses appends nothing (:class:`LabellingError`, 422): the service
+            passes the topic labels' rule
+            (:func:`service.runtime.analytics.topic_label_rule`), so an accept never leaves
+            a file that the refresh, the next start and ``config check`` refuse.
     """
 
     def __init__(
@@ -326,6 +335,7 @@ class Labelling:
         passages: Collection[str] | None = None,
         gold_check: GoldFileCheck | None = None,
         on_decide: Callable[[str, str], None] | None = None,
+        gold_rule: Callable[[Sequence[GoldQuestion]], str | None] | None = None,
     ) -> None:
         self.repository = repository
         self.gold_path = Path(gold_path)
@@ -335,6 +345,7 @@ class Labelling:
         self.clock = clock
         self.passages = frozenset(passages) if passages is not None else None
         self.gold_check = gold_check or GoldFileCheck(self.gold_path)
+        self.gold_rule = gold_rule
         self._lock = threading.Lock()
         self._expected = self.gold_path.exists()
         self._known_ids: set[str] = set()
@@ -666,8 +677,8 @@ class Labelling:
                 would be lost with it; nothing is written.
             GoldSetUnavailable: the file holds this suggestion's row, malformed.
             LabellingError: the new row is over the loader's
-                :data:`~service.data.goldset.MAX_GOLD_ROW_BYTES` (:func:`row_too_large`); nothing
-                is written.
+                :data:`~service.data.goldset.MAX_GOLD_ROW_BYTES` (:func:`row_too_large`), or
+                the gold set with it fails ``gold_rule``; nothing is written.
         """
         try:
             fd = open_append(self.gold_path, 0o644, create=not self._expected)
@@ -695,9 +706,13 @@ class Labelling:
             if len(line) - 1 > MAX_GOLD_ROW_BYTES:  # the loader would refuse the whole file
                 raise LabellingError(row_too_large(gold_row, len(line) - 1))
             try:  # a row the loader refuses would make the whole file refused
-                parse_gold_row(gold_row)
+                question = parse_gold_row(gold_row)
             except ValueError as exc:  # names fields, never values
                 raise LabellingError(f"the gold row would not load: {exc}") from None
+            if self.gold_rule is not None:  # the set with the row, as the reload checks it
+                refused = self.gold_rule([*_parsed(existing.values()), question])
+                if refused is not None:
+                    raise LabellingError(f"the gold set would not load with this row: {refused}")
             append_whole(fd, prefix + line)  # MaybeWritten: not cut back
             written = True  # the row is in the file: any error from here may follow it
             self.gold_check.appended(before, os.fstat(fd))
@@ -766,6 +781,18 @@ def _read_all(fd: int) -> bytes:
         parts.append(block)
         offset += len(block)
     return b"".join(parts)
+
+
+def _parsed(rows: Iterable[dict[str, Any]]) -> list[GoldQuestion]:
+    """The questions of parsed gold-set rows that load (the file loads whole when an accept
+    appends: :class:`~service.data.goldset.GoldFileCheck`)."""
+    questions = []
+    for row in rows:
+        try:
+            questions.append(parse_gold_row(row))
+        except ValueError:
+            continue
+    return questions
 
 
 def _recovered(row: dict[str, Any], path: Path) -> GoldQuestion:

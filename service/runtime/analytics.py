@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from service.data.corpus import Corpus
 from service.data.goldset import GoldSet, GoldSetError
@@ -41,7 +41,7 @@ from service.language.stage import LanguageStage
 from service.pii import PiiScrubStage, Pseudonymiser
 from service.pipeline import Stage
 from service.pipeline.totals import AnnotationTotals
-from service.records import Passage
+from service.records import GoldQuestion, Passage
 from service.refusals.detector import RefusalDetector
 from service.refusals.scope import (
     EmbeddingScope,
@@ -147,6 +147,74 @@ class Analytics:
         return topic if topic in self.topic_labels else "other"
 
 
+#: Fewest labelled gold rows for supervised topics (:meth:`TopicModel.fit` needs 3 texts).
+MIN_LABELLED_ROWS = 3
+
+
+class TopicLabelRule(NamedTuple):
+    """What the gold set's ``topic`` labels make of the topics (:func:`topic_label_rule`).
+
+    Attributes:
+        supervised: the labels are the topics (learnt from the labelled rows).
+        notice: labels are present but too few to be the topics: the topics are clusters,
+            and this line says so (``None`` otherwise).
+        problem: enough rows are labelled, all with one label: the gold set is refused
+            with this message (``None`` otherwise).
+    """
+
+    supervised: bool
+    notice: str | None
+    problem: str | None
+
+
+def topic_label_rule(questions: Iterable[GoldQuestion], use_gold_topics: bool = True,
+                     where: str = "the gold set") -> TopicLabelRule:  # fmt: skip
+    """Whether the gold rows' ``topic`` labels are the topics.
+
+    The labels are the topics when ``use_gold_topics`` is on and the labelled rows are at
+    least :data:`MIN_LABELLED_ROWS` (3) and at least as many as the answerable rows without
+    a label (unanswerable rows often carry none), i.e. labels describe the gold set, and
+    they carry at least 2 distinct labels. Rows without one are then counted by the model's
+    prediction (an accepted suggestion written without a label).
+
+    Fewer labelled rows (a gold set without labels that gained a few, e.g. an accept that
+    set ``topic`` on a gold set of 55 unlabelled rows) cannot be the topics — 1 labelled row
+    would make every live question that topic or ``novel`` — so the topics are clusters of
+    all the gold questions, with a ``notice`` saying so and what to do. Enough labelled rows
+    all with one label are a ``problem`` (the gold set is refused: the user labelled the set
+    and supervised topics need 2). Messages give counts, never the labels.
+
+    >>> def q(i, topic=None):
+    ...     return GoldQuestion(f"q-{i}", "?", ("p-1",), topic=topic)
+    >>> topic_label_rule([q(1, "fees"), q(2, "fees"), q(3, "exams"), q(4)]).supervised
+    True
+    >>> rule = topic_label_rule([q(1, "library"), q(2), q(3), q(4)])
+    >>> rule.supervised, rule.notice.split(",")[0]
+    (False, 'the gold set: 1 of 4 gold rows carry a topic label')
+    """
+    rows = list(questions)
+    labelled = [q for q in rows if q.topic]
+    if not use_gold_topics or not labelled:
+        return TopicLabelRule(False, None, None)
+    unlabelled = sum(1 for q in rows if not q.topic and q.answerable)
+    needed = max(MIN_LABELLED_ROWS, unlabelled)
+    if len(labelled) < needed:
+        return TopicLabelRule(False, (
+            f"{where}: {len(labelled)} of {len(rows)} gold rows carry a topic label, too few "
+            f"for supervised topics (they need {needed}: at least {MIN_LABELLED_ROWS}, and as "
+            "many as the answerable rows without one); the topics are clusters of all the "
+            "gold questions. Label more rows (at least 2 topics), or remove the labels"
+        ), None)  # fmt: skip
+    if len({q.topic for q in labelled}) < 2:
+        # the label itself is not echoed: gold-set text stays out of logs and responses
+        return TopicLabelRule(False, None, (
+            f"{where}, field 'topic': supervised topics need at least 2 distinct labels, and "
+            f"all {len(labelled)} labelled rows carry the same one; label rows of another "
+            "topic, remove the labels, or set analytics.use_gold_topics: false (clusters)"
+        ))  # fmt: skip
+    return TopicLabelRule(True, None, None)
+
+
 def fit_topic_model(
     gold: GoldSet,
     passages: Sequence[Passage] = (),
@@ -158,31 +226,28 @@ def fit_topic_model(
 ) -> TopicModel:
     """Fit the topic model on the gold questions (plus passages when given).
 
-    With ``use_gold_topics`` and a ``topic`` on any gold row, the labels are the topics
-    (supervised), learnt from the rows that carry one; rows without one (an accepted
-    suggestion written without a label, unanswerable rows) are not trained on and are counted
-    by the model's prediction, as live traffic is (:meth:`TopicModel.gold_counts`), so one
-    unlabelled row never turns the gold set's own labels into clusters. Passages are then not
-    used, having no label. ``previous`` (the model being replaced, or its identity from the
-    state store) keeps unsupervised topic ids.
+    When the gold set's ``topic`` labels are the topics (:func:`topic_label_rule`: enough
+    labelled rows, at least 2 labels, ``use_gold_topics`` on) the model is supervised,
+    learnt from the rows that carry one; rows without one (an accepted suggestion written
+    without a label, unanswerable rows) are not trained on and are counted by the model's
+    prediction, as live traffic is (:meth:`TopicModel.gold_counts`), so one unlabelled row
+    never turns the gold set's own labels into clusters. Passages are then not used, having
+    no label. Otherwise (no labels, or too few: the rule's notice) the topics are clusters of
+    all the questions and passages. ``previous`` (the model being replaced, or its identity
+    from the state store) keeps unsupervised topic ids.
 
     Raises:
-        GoldSetError: every labelled row carries the same label (supervised topics need
-            2), naming the file and what to do.
+        GoldSetError: enough rows are labelled, all with the same label (supervised topics
+            need 2), naming the file and what to do.
         ValueError: too few texts to fit (from :meth:`TopicModel.fit`).
     """
     questions = list(gold)
-    labelled = [q for q in questions if q.topic]
-    if use_gold_topics and labelled and len({q.topic for q in labelled}) < 2:
-        # a clear start-up error naming the file and the way out, not a traceback (the label
-        # itself is not echoed: gold-set text stays out of logs and responses)
-        where = gold.path or "the gold set"
-        raise GoldSetError(where, [
-            f"{where}, field 'topic': supervised topics need at least 2 distinct labels, and "
-            f"all {len(labelled)} labelled rows carry the same one; label rows of another "
-            "topic, remove the labels, or set analytics.use_gold_topics: false (clusters)"
-        ])  # fmt: skip
-    if use_gold_topics and labelled:
+    where = str(gold.path) if gold.path else "the gold set"
+    rule = topic_label_rule(questions, use_gold_topics, where)
+    if rule.problem is not None:  # a clear start-up error naming the file and the way out
+        raise GoldSetError(where, [rule.problem])
+    if rule.supervised:
+        labelled = [q for q in questions if q.topic]
         return TopicModel.fit([q.question for q in labelled], config,
                               labels=[q.topic for q in labelled],  # type: ignore[misc]
                               embedder=embedder, previous=previous)  # fmt: skip

@@ -49,6 +49,7 @@ from service.runtime.analytics import (
     build_analytics,
     pseudonymiser,
     topic_identity,
+    topic_label_rule,
 )
 from service.settings import Settings
 from service.shadow.runner import ShadowRunner
@@ -130,8 +131,11 @@ class Live:
         shadow_metrics: shadow, gold-run, known-question and ACL metrics.
         quality: known questions scored live, ACL checks (``None`` without a gold set).
         notices: what the user should know about the inputs, one line each (gold passage
-            ids missing from the configured corpus: :func:`corpus_notice`); the replay
+            ids missing from the configured corpus: :func:`corpus_notice`; topic labels too
+            few to be the topics: :func:`gold_topic_notice`); the replay
             report lists them and serve logs them at start.
+        topic_notice: that topic-label notice alone (``GET /v1/status`` shows it until a
+            gold-set refresh replaces it).
     """
 
     pipeline: Pipeline
@@ -144,6 +148,7 @@ class Live:
     harvest_metrics: HarvestMetrics | None = None
     closers: list[Any] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    topic_notice: str | None = None
 
     def observe(self, batch: Batch) -> None:
         """Export one batch's analytics (counters per batch, drift gauges from the report)
@@ -276,6 +281,7 @@ def build_live(
     corpus = load_corpus(settings.corpus) if settings.corpus else Corpus(())
     memo = fit_cache(model_cache, settings, gold, corpus)
     notice = corpus_notice(gold, corpus) if has_gold and settings.corpus else None
+    topic_notice = gold_topic_notice(settings, gold)
     if settings.analytics.enabled:
         previous = state.get(TOPIC_IDENTITY_KEY) if state is not None else None
         analytics = build_analytics(settings.analytics, gold, corpus, previous, memo)
@@ -358,7 +364,7 @@ def build_live(
         stages.append(harvest)
     return Live(build_pipeline(settings, stages), analytics, metrics, shadow_stage,
                 shadow_metrics, quality, harvest, harvest_metrics, closers,
-                [notice] if notice else [])  # fmt: skip
+                [n for n in (notice, topic_notice) if n], topic_notice)  # fmt: skip
 
 
 def replay_clock() -> float:
@@ -372,6 +378,17 @@ def replay_clock() -> float:
     replay exports the 5,495 held).
     """
     return 0.0
+
+
+def gold_topic_notice(settings: Settings, gold: GoldSet) -> str | None:
+    """The line saying the gold set's topic labels are too few to be the topics (clusters
+    are fitted instead: :func:`~service.runtime.analytics.topic_label_rule`), or ``None``
+    (no labels, enough of them, analytics off, or topics from ``analytics.topics_model``)."""
+    analytics = settings.analytics
+    if not analytics.enabled or analytics.topics_model is not None or not len(gold):
+        return None
+    where = str(gold.path) if gold.path else "the gold set"
+    return topic_label_rule(gold, analytics.use_gold_topics, where).notice
 
 
 def corpus_notice(gold: GoldSet, corpus: Corpus) -> str | None:

@@ -36,7 +36,13 @@ from service.evaluation.detector_quality import quality_gauges
 from service.pacing import Backoff
 from service.pipeline import Stage
 from service.quality.known import KnownQuestionIndex
-from service.runtime.live import build_live, build_pipeline, keep_topic_identity
+from service.records import GoldQuestion
+from service.runtime.live import (
+    build_live,
+    build_pipeline,
+    gold_topic_notice,
+    keep_topic_identity,
+)
 from service.runtime.memory import fix_mmap_threshold, freeze_heap
 from service.runtime.reports import AnalyticsReport, analytics_report, json_safe
 from service.runtime.threads import native_threads
@@ -44,7 +50,7 @@ from service.settings import Settings, gold_set_notice
 from service.shadow.gold_runs import GoldRuns
 from service.shadow.stage import ShadowStageReport
 from service.state import StateError, StateStore
-from service.telemetry import build_metrics, build_trace_metrics
+from service.telemetry import build_gold_refresh_metrics, build_metrics, build_trace_metrics
 from service.traces.mapping import content_index
 
 log = logging.getLogger(__name__)
@@ -130,6 +136,7 @@ class Runtime:
         topics = [settings.kafka.topic] if settings.kafka else []
         self.metrics = build_metrics(self.registry, topics=topics)
         self.trace_metrics = build_trace_metrics(self.registry)  # /v1/traces, OTLP topics
+        self.gold_refresh_metrics = build_gold_refresh_metrics(self.registry)
         settings.state.path.parent.mkdir(parents=True, exist_ok=True)
         self.state = StateStore.open(settings.state.path, exclusive=True)
         self._native_threads: AbstractContextManager[Any] = nullcontext()
@@ -176,6 +183,9 @@ class Runtime:
         self.gold_check = GoldFileCheck(settings.gold_set) if settings.gold_set else None
         #: Why the last gold-set refresh failed (``None``: none failed since the last success).
         self.gold_refresh_error: str | None = None
+        #: The gold set's topic labels are too few to be the topics (clusters instead), as
+        #: of the start or the last successful refresh; ``None`` otherwise.
+        self.topic_notice: str | None = self.live.topic_notice
         # Refreshes run one at a time, in order: request N is covered by any refresh that read
         # the file after N was made, so an older read can never land after a newer one.
         self._refresh_lock = threading.Lock()
@@ -348,8 +358,10 @@ class Runtime:
         ready, reasons = self.ready()
         totals = self.engine.totals_view()
         notice = gold_set_notice(self.settings)
+        # a failed refresh first: the gold set in use is not the file's
+        notices = [self.gold_refresh_error, notice, self.topic_notice]
         return {
-            "notices": [notice] if notice else [],
+            "notices": [text for text in notices if text],
             "version": __version__,
             "ready": ready,
             "not_ready_reasons": reasons,
@@ -460,15 +472,36 @@ class Runtime:
                     analytics.quality_floor, analytics.min_balanced_accuracy,
                     analytics.quality_min_class,
                 )  # fmt: skip
+        topic_notice = gold_topic_notice(self.settings, gold)
+        if topic_notice is not None and topic_notice != self.topic_notice:
+            log.warning("%s", topic_notice)  # as serve logs the notices at start
+        self.topic_notice = topic_notice
         self.gold_refresh_error = None  # before the count: a reader that saw the count
         self.gold_refreshes += 1  # go up sees the error cleared
+        self.gold_refresh_metrics.observe(ok=True)
         log.info("gold set refreshed: %d questions (version %s)", len(gold), gold.version)
 
     def _gold_refresh_failed(self, reason: str) -> None:
-        """Keep the old references, log why and show it in ``/v1/status`` until a refresh
+        """Keep the old references, log why, count it (``goldwatch_gold_refreshes_total``,
+        ``goldwatch_gold_refresh_failing``) and show it in ``/v1/status`` (its
+        ``gold_refresh_error`` and first notice: the status page's top) until a refresh
         succeeds (the next start would stop on the same file)."""
         self.gold_refresh_error = f"gold-set refresh failed, the old gold set stays: {reason}"
+        self.gold_refresh_metrics.observe(ok=False)
         log.error("%s", self.gold_refresh_error)
+
+    def gold_set_problem(self, questions: Sequence[GoldQuestion]) -> str | None:
+        """Why a gold-set refresh would refuse ``questions`` beyond each row's own checks
+        (the topic labels' rule, :func:`~service.runtime.analytics.topic_label_rule`, when
+        the topics are fitted on the gold set), or ``None``. Accepts ask it before they
+        append (:class:`~service.harvest.labelling.Labelling` ``gold_rule``)."""
+        from service.runtime.analytics import topic_label_rule
+
+        analytics = self.settings.analytics
+        if not analytics.enabled or analytics.topics_model is not None:
+            return None
+        where = str(self.settings.gold_set or "the gold set")
+        return topic_label_rule(questions, analytics.use_gold_topics, where).problem
 
     def quality_report(self) -> dict[str, Any] | None:
         """Known questions scored live and ACL checks (``None`` when the stage is off)."""

@@ -14,6 +14,7 @@ module           what it owns
 ``shadow``       shadow agreement, gold-set runs, known questions, ACL checks:
                  :func:`build_shadow_metrics`
 ``harvest``      suggested gold questions: :func:`build_harvest_metrics`
+``gold_refresh`` the gold-set refresh after accepts: :func:`build_gold_refresh_metrics`
 ``traces``       OTLP trace ingest: :func:`build_trace_metrics`
 ``families``     :data:`FAMILIES` and :func:`build_all_metrics`: every family on one registry
                  (what ``docs/metrics.md`` lists)
@@ -64,6 +65,11 @@ from service.telemetry.engine import (
     source_label,
 )
 from service.telemetry.families import FAMILIES, MetricFamily, build_all_metrics
+from service.telemetry.gold_refresh import (
+    GOLD_REFRESH_OUTCOMES,
+    GoldRefreshMetrics,
+    build_gold_refresh_metrics,
+)
 from service.telemetry.harvest import (
     HARVEST_KNOWN_VIA,
     HARVEST_SINKS,
@@ -113,6 +119,8 @@ __all__ = [
     "KNOWN_REFUSAL_KINDS", "PRODUCTION", "ALL", "ShadowMetrics", "build_shadow_metrics",
     # harvest: suggested gold questions
     "HARVEST_KNOWN_VIA", "HARVEST_SINKS", "HarvestMetrics", "build_harvest_metrics",
+    # gold_refresh: the gold-set refresh after accepted suggestions
+    "GOLD_REFRESH_OUTCOMES", "GoldRefreshMetrics", "build_gold_refresh_metrics",
     # traces: trace ingest (POST /v1/traces, OTLP topics)
     "TRACE_ASSEMBLED_WHY", "TRACE_SPAN_REJECT_REASONS", "TRACE_UNMAPPED_REASONS",
     "TRACE_REPEAT_REASONS", "TRACE_PAYLOAD_REASONS", "TraceMetrics", "build_trace_metrics",

@@ -27,6 +27,7 @@ from prometheus_client import CollectorRegistry
 from service.harvest.config import REASONS as HARVEST_REASONS
 from service.telemetry.analytics import build_analytics_metrics
 from service.telemetry.engine import build_metrics
+from service.telemetry.gold_refresh import build_gold_refresh_metrics
 from service.telemetry.harvest import build_harvest_metrics
 from service.telemetry.shadow import build_shadow_metrics
 from service.telemetry.traces import build_trace_metrics
@@ -62,6 +63,9 @@ FAMILIES: tuple[MetricFamily, ...] = (
     MetricFamily("harvest", "Harvesting",
                  "`build_harvest_metrics`: with `harvest.enabled` (default).",
                  lambda registry: build_harvest_metrics(registry, HARVEST_REASONS)),
+    MetricFamily("gold_refresh", "Gold-set refresh",
+                 "`build_gold_refresh_metrics`: every `serve` (accepted suggestions).",
+                 build_gold_refresh_metrics),
     MetricFamily("traces", "Trace ingest",
                  "`build_trace_metrics`: every `serve` (`POST /v1/traces`).",
                  build_trace_metrics),

@@ -18,7 +18,7 @@ from service.evaluation.detector_quality import roc_auc
 from service.events import QueryLogEvent
 from service.pipeline import Pipeline, Stage
 from service.records import GoldQuestion
-from service.runtime.analytics import fit_topic_model
+from service.runtime.analytics import fit_topic_model, topic_label_rule
 from service.topics.model import (
     KIND,
     NOVEL,
@@ -576,3 +576,38 @@ def test_one_label_on_every_labelled_row_is_a_gold_set_error_naming_the_way_out(
     assert "need at least 2 distinct labels" in message and "use_gold_topics: false" in message
     assert "'fees'" not in message
     assert fit_topic_model(gold, config=CONFIG, use_gold_topics=False).supervised is False
+
+
+def test_a_few_labelled_rows_on_an_unlabelled_gold_set_give_clusters_and_a_notice() -> None:
+    """Trial user5: one accept with the documented optional ``topic`` on a gold set of 55
+    unlabelled rows made the gold set unloadable (every start, replay and config check exit
+    2). One labelled row among 12 unlabelled answerable ones cannot be the topics (every live
+    question would be that topic or novel): the topics are the clusters of all 13 questions,
+    the same fit as without the label, and a notice says how many rows would be needed."""
+    rows = [(t, None) for t in FEES + EXAMS] + [("when does the library close", "library")]
+    model = fit_topic_model(_gold(rows), config=CONFIG)
+    assert model.supervised is False and len(model.names) == 2  # CONFIG.n_topics
+    unlabelled = TopicModel.fit([t for t, _ in rows], CONFIG)
+    assert model.version == unlabelled.version  # the label is ignored, not trained on
+    notice = topic_label_rule(_gold(rows)).notice
+    assert notice is not None and "1 of 13 gold rows carry a topic label" in notice
+    assert "they need 12" in notice and "library" not in notice  # 12 unlabelled answerable
+
+
+def test_labels_are_topics_once_labelled_rows_match_the_answerable_unlabelled_ones() -> None:
+    """The threshold: labelled rows >= max(3, answerable rows without a label); unanswerable
+    rows without one do not count against the labels."""
+
+    def rows(labelled: int, unlabelled: int, unanswerable: int = 0) -> list[GoldQuestion]:
+        out = [GoldQuestion(f"l-{i}", "?", ("p-1",), topic=("a", "b")[i % 2])
+               for i in range(labelled)]  # fmt: skip
+        out += [GoldQuestion(f"u-{i}", "?", ("p-1",)) for i in range(unlabelled)]
+        return out + [GoldQuestion(f"n-{i}", "?", (), kind="unanswerable")
+                      for i in range(unanswerable)]  # fmt: skip
+
+    assert topic_label_rule(rows(6, 6, 4)) == (True, None, None)
+    assert topic_label_rule(rows(6, 7)).supervised is False
+    assert "they need 7" in str(topic_label_rule(rows(6, 7)).notice)
+    assert topic_label_rule(rows(2, 0)).supervised is False  # fewer than 3 labelled rows
+    assert topic_label_rule(rows(6, 7), use_gold_topics=False) == (False, None, None)
+    assert topic_label_rule(rows(0, 7)) == (False, None, None)  # no labels: no notice

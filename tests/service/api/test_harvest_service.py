@@ -248,6 +248,7 @@ def test_a_failed_gold_refresh_is_shown_with_file_line_and_field(server: Server)
     original = gold_path.read_bytes()
     lines = len(original.splitlines())
     planted = "my number is 9876543210"
+    failed = _metric(server, 'goldwatch_gold_refreshes_total{outcome="failed"}')
     bad = {"id": "q-broken", "question": planted, "gold": "not-a-list"}
     try:
         gold_path.write_bytes(original + json.dumps(bad).encode() + b"\n")
@@ -263,6 +264,13 @@ def test_a_failed_gold_refresh_is_shown_with_file_line_and_field(server: Server)
         assert error is not None, (status, runtime.gold_refresh_error)
         assert f"{gold_path}, line {lines + 1} (id 'q-broken'), field 'gold'" in error, error
         assert "9876543210" not in error
+        # trial user5: the failure was only in the log and this field; now the status page's
+        # first notice and two metrics say it too
+        assert status["notices"][0] == error
+        assert _metric(server, "goldwatch_gold_refresh_failing") == 1.0
+        assert _metric(server, 'goldwatch_gold_refreshes_total{outcome="failed"}') == failed + 1
+        page = httpx.get(server.base + "/").text
+        assert "gold-set refresh failed, the old gold set stays" in page
     finally:
         gold_path.write_bytes(original)
     refreshes = runtime.gold_refreshes
@@ -274,7 +282,33 @@ def test_a_failed_gold_refresh_is_shown_with_file_line_and_field(server: Server)
     # is cleared, so a status read between the two still showed the old error.
     _refreshes_done()
     assert runtime.gold_refreshes == refreshes + 1
-    assert httpx.get(server.base + "/v1/status").json()["gold_refresh_error"] is None
+    status = httpx.get(server.base + "/v1/status").json()
+    assert status["gold_refresh_error"] is None and status["notices"] == []
+    assert _metric(server, "goldwatch_gold_refresh_failing") == 0.0
+
+
+def _metric(server: Server, series: str) -> float:
+    """The value of one series (``name{labels}`` as exposed) on ``GET /metrics``."""
+    for line in httpx.get(server.base + "/metrics").text.splitlines():
+        if line.startswith(series + " "):
+            return float(line.split()[-1])
+    raise AssertionError(f"{series} is not exposed")
+
+
+def test_accepts_ask_the_gold_set_reload_rule_of_the_running_service(server: Server) -> None:
+    """The served labelling checks the gold set with the new row by the service's own rule
+    (the topic labels' rule, on analytics' settings): a set whose 4 labelled rows carry one
+    label among 4 unlabelled answerable ones is refused, naming counts, never the label."""
+    from service.records import GoldQuestion
+
+    runtime = server.runtime
+    assert server.server.config.app.state.harvest.gold_rule == runtime.gold_set_problem
+    rows = [GoldQuestion(f"q-{i}", "?", ("p-1",), topic="fees" if i < 4 else None)
+            for i in range(8)]  # fmt: skip
+    problem = runtime.gold_set_problem(rows)
+    assert problem is not None and "all 4 labelled rows carry the same one" in problem
+    assert "fees" not in problem
+    assert runtime.gold_set_problem(rows[:3] + rows[4:]) is None  # 3 < 4: clusters, loads
 
 
 def test_an_older_gold_refresh_never_lands_after_a_newer_one(

@@ -527,3 +527,57 @@ def test_the_documented_reason_pattern_is_what_the_labelling_enforces(text: str)
     """The OpenAPI document's ``pattern`` of a reject reason holds exactly when a character
     survives ``clean_reason`` (schemathesis generated a blank reason the document allowed)."""
     assert bool(re.search(NON_BLANK_REASON, text)) == bool(clean_reason(text))
+
+
+def test_an_accept_the_gold_set_reload_would_refuse_answers_422_and_appends_nothing(
+    tmp_path: Path,
+) -> None:
+    """Trial user5: an accept answered 200 and appended a row the gold-set refresh then
+    refused (the accepted question never became gold, the next start stopped on the file).
+    The gold set with the new row now goes through the reload's own checks first. Here 3 rows
+    say 'fees' and 4 answerable rows carry no label: clusters (3 < 4). A 4th 'fees' makes the
+    labels the topics (4 >= 4) with one label only, which the reload refuses: 422, the file
+    unchanged, the suggestion still undecided. A label of another topic instead loads (2
+    labels on 4 rows) and is appended."""
+    from service.runtime.analytics import topic_label_rule
+
+    gold = tmp_path / "gold.jsonl"
+    rows = [{"id": f"q-{i:03d}", "question": f"question {i}", "gold": ["p-1"], "kind": "plain",
+             **({"topic": "fees"} if i < 3 else {})} for i in range(7)]  # fmt: skip
+    gold.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert topic_label_rule(load_gold_set(gold)).supervised is False  # it loads: clusters
+    store = StateStore.in_memory()
+    repo = StateStoreCandidates(store)
+    stage = HarvestStage(HarvestConfig(flush_interval_s=0), sinks=[repo])
+    stage.process(batch([event("e1", "hostel fee refund kab milega", minute=1)],
+                        [{"refused": True}]))  # fmt: skip
+    labelling = Labelling(
+        repo,
+        gold,
+        HarvestConfig(),
+        gold_rule=lambda qs: topic_label_rule(qs, True, str(gold)).problem,
+    )
+    app = FastAPI()
+    app.include_router(router)
+    _add_error_handlers(app)
+    app.state.harvest = labelling
+    app.state.runtime = SimpleNamespace(
+        settings=SimpleNamespace(api=SimpleNamespace(token=SecretStr("secret")))
+    )
+    client = TestClient(app)
+    cid = ids_by_question(client)["hostel fee refund kab milega"]
+    before = gold.read_bytes()
+    refused = client.post(f"/v1/gold-candidates/{cid}/accept", headers=AUTH,
+                          json={"gold": ["p-1"], "kind": "plain", "topic": "fees"})  # fmt: skip
+    assert refused.status_code == 422, refused.text
+    detail = refused.json()["detail"]
+    assert detail.startswith("the gold set would not load with this row: ")
+    assert "need at least 2 distinct labels" in detail and "all 4 labelled rows" in detail
+    assert "fees" not in detail and "hostel" not in detail  # no user text
+    assert gold.read_bytes() == before and _status(client, cid) == "suggested"
+    assert repo.pending(cid) is False  # the hold was released
+    accepted = client.post(f"/v1/gold-candidates/{cid}/accept", headers=AUTH,
+                           json={"gold": ["p-1"], "kind": "plain", "topic": "hostel"})  # fmt: skip
+    assert accepted.status_code == 200, accepted.text
+    assert accepted.json()["gold_id"] == "q-007" and _status(client, cid) == "accepted"
+    assert topic_label_rule(load_gold_set(gold)).supervised is True  # 4 labelled, 2 labels
