@@ -173,7 +173,7 @@ def _variables(extra: list[Panel]) -> list[Panel]:
 
 ALERTS = ("RefusalRateMoved|OverRefusal|UnderRefusal|LanguageDrift|TopicDrift|CoverageGap|"
           "GoldRecallDropped|ShadowCandidateFailing|ACLViolation|ConsumerLagHigh|"
-          "DeadLetterRateHigh|NoEventsReceived|GoldwatchDown")  # fmt: skip
+          "DeadLetterRateHigh|NoEventsReceived|GoldSetRefreshFailing|GoldwatchDown")  # fmt: skip
 
 
 def dashboard(uid: str, title: str, description: str, panels: list[Panel | list[Panel]],
