@@ -49,7 +49,7 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Literal, NotRequired, Protocol, cast, runtime_checkable
 
 import msgspec
@@ -58,7 +58,7 @@ from typing_extensions import TypedDict
 from service.harvest.config import HarvestConfig
 from service.harvest.ranking import primary_reason, priority
 from service.harvest.suggestion import Suggestion, SuggestionJson
-from service.state import JsonText, StateStore, Sweep
+from service.state import Guard, JsonText, StateStore, Sweep
 
 __all__ = [
     "CANDIDATE_PREFIX",
@@ -163,15 +163,25 @@ def record_json(row: Mapping[str, Any]) -> str:
 class CandidateSink(Protocol):
     """Receives the current records of changed suggestions (idempotent by ``id``).
 
-    ``publish`` may raise; the harvest stage then keeps the records and retries later.
+    ``publish`` may raise; the harvest stage then keeps the records and retries later. It
+    returns the ids of the records it refused to write (a repository: those of decided
+    suggestions, :meth:`CandidateRepository.publish`), or ``None`` (it takes them all).
     """
 
-    def publish(self, records: Sequence[Mapping[str, Any]]) -> None: ...
+    def publish(self, records: Sequence[Mapping[str, Any]]) -> Collection[str] | None: ...
 
 
 @runtime_checkable
 class CandidateRepository(CandidateSink, Protocol):
     """Records and decisions by suggestion id."""
+
+    def publish(self, records: Sequence[Mapping[str, Any]]) -> Collection[str]:
+        """Write ``records`` (one transaction), except each whose suggestion holds a decision
+        (a hold is none): the record a decision was taken on is never written over. The
+        check and the writes are one transaction, so a decision kept at any moment is never
+        overwritten by a record built before it was known. Returns the ids left unwritten
+        (decided), in the order of ``records``."""
+        ...
 
     def get(self, candidate_id: str) -> SuggestionRecord | None: ...
 
@@ -242,10 +252,16 @@ class MemoryCandidates:
         self._pending: set[str] = set()
         self._lock = threading.Lock()
 
-    def publish(self, records: Sequence[Mapping[str, Any]]) -> None:
+    def publish(self, records: Sequence[Mapping[str, Any]]) -> list[str]:
+        refused: list[str] = []
         with self._lock:
             for row in records:
-                self._records[str(row["id"])] = cast(SuggestionRecord, dict(row))
+                sid = str(row["id"])
+                if sid in self._decisions:  # the record it was decided on stays
+                    refused.append(sid)
+                else:
+                    self._records[sid] = cast(SuggestionRecord, dict(row))
+        return refused
 
     def get(self, candidate_id: str) -> SuggestionRecord | None:
         with self._lock:
@@ -308,7 +324,8 @@ class MemoryCandidates:
 class StateStoreCandidates:
     """A :class:`CandidateRepository` over the SQLite :class:`~service.state.StateStore`.
 
-    Each ``publish`` is one durable transaction; records are written as
+    Each ``publish`` is one durable transaction (which leaves decided suggestions' records
+    as they are: :meth:`CandidateRepository.publish`); records are written as
     :func:`record_json` encodes them (``json.dumps``'s text). The writer registers
     :func:`candidate_sweep` on the store, so its checkpoints keep only the records held or
     decided. Raises :class:`~service.state.StateError` when the store cannot be read or
@@ -318,11 +335,17 @@ class StateStoreCandidates:
     def __init__(self, store: StateStore) -> None:
         self.store = store
 
-    def publish(self, records: Sequence[Mapping[str, Any]]) -> None:
-        if records:
-            self.store.checkpoint(
-                {CANDIDATE_PREFIX + str(r["id"]): JsonText(record_json(r)) for r in records}
-            )
+    def publish(self, records: Sequence[Mapping[str, Any]]) -> list[str]:
+        if not records:
+            return []
+        ids = [str(r["id"]) for r in records]
+        skipped = self.store.write_unless(
+            {CANDIDATE_PREFIX + sid: JsonText(record_json(r))
+             for sid, r in zip(ids, records, strict=True)},
+            {CANDIDATE_PREFIX + sid: Guard(DECISION_PREFIX + sid, "status", PENDING)
+             for sid in ids},
+        )  # fmt: skip
+        return [key[len(CANDIDATE_PREFIX) :] for key in skipped]
 
     # The store holds JSON written by publish/decide (records and decisions as typed above).
 
