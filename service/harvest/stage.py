@@ -54,9 +54,21 @@ Decisions: the labelling API tells the stage of each decision kept
 decided suggestion is no longer held (no place under ``max_suggestions``; its record, kept
 with its decision, is not republished), and an event whose question is that suggestion's is
 not merged anywhere (``known`` via ``decided``), the last ``max_suggestions`` decisions
-remembered (snapshot ``decided``). A decision kept after the last checkpoint but not told (a
-kill in between, a decision from another process) is found at the next restore, which asks
-the repository which of the snapshot's suggestions are decided. :meth:`HarvestStage.restore`
+remembered (snapshot ``decided``). A decision the stage does not know of (kept after the last
+checkpoint and told before a kill, kept by another process, or past the bound) is found
+three ways, none of which trusts the stage's memory: the restore asks the repository which
+of the snapshot's suggestions are decided; each merge asks it (one read) which of the
+suggestions it could start are decided (:meth:`HarvestStage._learn_decisions`), so a
+redelivered or repeated question never starts one under a decided id; and the repository
+refuses to write over a decided record, checked in the publish's own transaction (a
+decision kept while a batch runs, between the stage's last look and its flush), returning
+the refused ids, which the stage then stops holding and gives to no sink after the
+repository (serve lists it first, so the Kafka topic never gets them). :meth:`flush` applies
+the queued decisions first, so the last flush at shutdown publishes none decided since the
+last batch. The Kafka topic cannot know more: a decision kept between the repository's
+write and the produce, or in another replica's state file, is not seen, and a decided
+question's last record stays on the topic (no tombstones); decisions live only in the state
+store, which the labelling API and ``candidates export`` read. :meth:`HarvestStage.restore`
 is a full reset to the snapshot (its docstring lists every piece of state), so the engine's
 reload after a failed batch equals a restart from the same checkpoint.
 
@@ -510,8 +522,10 @@ class HarvestStage:
         joins the gold set (the service's refresh), where the quality stage's ``known``
         annotation catches it; a rejected one only this way. Bounded: the last
         ``max_suggestions`` decisions are remembered (their ids and normalised questions, in
-        the snapshot and the index); an older decided question asked again may start a
-        suggestion anew (the listing shows it with its decision when its id is the same)."""
+        the snapshot and the index); an older decided question asked again is found decided
+        in the repository sink before it could start a suggestion under its id
+        (:meth:`_learn_decisions`), and remembered again; without a repository sink, or
+        when only a near-duplicate of it (another id) is asked, it may start one anew."""
         self._decisions_in.append((candidate_id, normalised))
 
     def _forget_refused(self, refused: Iterable[str],

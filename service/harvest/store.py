@@ -29,6 +29,17 @@ labeller read it. The other sinks are not swept: the compacted Kafka topic is sh
 replicas, keyed by the normalised question, so a tombstone from one replica would erase
 another's live suggestion; compaction keeps one record per key there.
 
+A decided record is never written over: :meth:`CandidateRepository.publish` leaves the record
+of every suggestion holding a decision as it is, checked in the publish's transaction
+(:meth:`~service.state.StateStore.write_unless`), and returns their ids, so no publish built
+before a decision was known (a batch under way, the last flush, a process that was never
+told) overwrites the record it was taken on. A hold is no decision: the stage's records keep
+being written while an accept is under way (refusing them would make the stage drop a
+suggestion whose accept may still fail and leave it undecided: its counts since then lost). The
+one window left is between a labeller's read and the decision: the decision keeps the record
+then stored, which may be newer than the one read (``decide`` writes its record only when
+none is stored).
+
 A decision is ``{"status": "accepted" | "rejected", "decided_at": RFC 3339, ...}``; accepted
 ones add ``gold_id``, ``gold``, ``kind``; rejected ones ``reason``.
 
