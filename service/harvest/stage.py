@@ -683,9 +683,9 @@ class HarvestStage:
             if sid not in suggestions and sid not in decided:
                 ids[sid] = text
         for text in texts:
-            sid = exact.get(text)
-            if sid is not None and sid not in suggestions and sid not in decided:
-                ids[sid] = text
+            known = exact.get(text)
+            if known is not None and known not in suggestions and known not in decided:
+                ids[known] = text
         if not ids:
             return
         try:
