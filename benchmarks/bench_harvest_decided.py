@@ -1,7 +1,9 @@
 """Cost of the decisions the harvest stage remembers, per checkpoint: size and milliseconds of
 one checkpoint writing the stage's snapshot, with none and with ``--decided`` decisions
-remembered (snapshot ``decided``: each one's id and normalised question, written in every
-checkpoint; the default bound is ``harvest.max_suggestions`` = 5,000).
+remembered (each one's id and normalised question; the default bound is
+``harvest.max_suggestions`` = 5,000). Until the fourteenth session the snapshot carried them
+(``decided``) in every checkpoint; now the repository sink keeps them, rewritten only when
+they change, so an unchanged list costs a checkpoint nothing.
 
 The stage first takes ``--events`` real questions (NQ-open's dev set, then CLINC150's, from
 ``../shared/data``), each asked once by a refused event, with the state store as its

@@ -11,7 +11,8 @@ What is kept (keys are ``<namespace>/<name>``; values are any JSON-able data):
   records the trace's event.
 * ``harvest/candidate/<id>``, ``harvest/decision/<id>`` — harvested suggestions' records and
   labelling decisions (:mod:`service.harvest.store`); the records of suggestions no longer
-  held are swept by the checkpoint that stops holding them (a :class:`Sweep`).
+  held are swept by the checkpoint that stops holding them (a :class:`Sweep`);
+  ``harvest/decided`` — the decisions the harvest stage remembers (written when they change).
 
 Schema (version 1)::
 

@@ -54,8 +54,10 @@ Decisions: the labelling API tells the stage of each decision kept
 decided suggestion is no longer held (no place under ``max_suggestions``; its record, kept
 with its decision, is not republished), and an event whose question is that suggestion's is
 not merged anywhere (``known`` via ``decided``), the last ``max_suggestions`` decisions
-remembered (snapshot ``decided``). A decision the stage does not know of (kept after the last
-checkpoint and told before a kill, kept by another process, or past the bound) is found
+remembered (snapshot ``decided``; with a repository sink, kept by it and rewritten only when
+it changed: :meth:`HarvestStage._store_decided`). A decision the stage does not know of
+(kept after the last checkpoint and told before a kill, kept by another process, or past the
+bound) is found
 three ways, none of which trusts the stage's memory: the restore asks the repository which
 of the snapshot's suggestions are decided; each merge asks it (one read) which of the
 suggestions it could start are decided (:meth:`HarvestStage._learn_decisions`), so a
@@ -216,6 +218,10 @@ class HarvestStage:
         # first, at most max_suggestions (each also in the index as _DECIDED + id); a
         # question matching one is not suggested again (decided)
         self._decided: OrderedDict[str, str] = OrderedDict()
+        # changes to _decided since start or restore (≥ 0), and the count at which the
+        # repository sink last took the list (None: not since start or restore)
+        self._decided_changes = 0
+        self._decided_stored: int | None = None
         # decisions told by the labelling API (another thread), applied by the consumer's
         # thread at its next batch, shadow result or snapshot (deque appends are atomic)
         self._decisions_in: deque[tuple[str, str]] = deque()
@@ -557,6 +563,7 @@ class HarvestStage:
         decided = self._decided
         decided.pop(sid, None)
         decided[sid] = text
+        self._decided_changes += 1
         self.index.add(_DECIDED + sid, text)
         while len(decided) > self.config.max_suggestions:
             oldest, _ = decided.popitem(last=False)
@@ -835,8 +842,9 @@ class HarvestStage:
         records of suggestions no longer held (:func:`service.harvest.store.candidate_sweep`;
         true after a start or restore and when one was evicted since the last committed
         sweep), and ``decided``: ``[[id, normalised question], ...]`` of the decided
-        suggestions remembered (:meth:`decided`, oldest first, at most ``max_suggestions``);
-        JSON-able.
+        suggestions remembered (:meth:`decided`, oldest first, at most ``max_suggestions``),
+        or instead ``decided_stored: true`` when the repository sink holds that list
+        (:meth:`_store_decided`: rewritten only when it changed); JSON-able.
 
         First applies the decisions queued, then writes to the repository sink the stale
         records the previous snapshot does not rely on (module docstring), so that this one
@@ -880,6 +888,7 @@ class HarvestStage:
         # committed sweep (evicted), or after a start or restore (a crashed run's leftovers)
         sweep = self._swept_at is None or self._evictions != self._swept_at
         self._sweep_taken = self._evictions if sweep else None
+        decided = self._store_decided()
         return {
             "version": _VERSION,
             "ids": list(self.suggestions),
@@ -889,8 +898,35 @@ class HarvestStage:
             "recent": [[event, sid, listed(counted)] for event, (sid, counted) in recent],
             "dirty": sorted(self._dirty),
             "sweep": sweep,
-            "decided": [[sid, text] for sid, text in self._decided.items()],
+            **({"decided": decided} if decided is not None else {"decided_stored": True}),
         }
+
+    def _store_decided(self) -> list[list[str]] | None:
+        """The remembered decisions as the snapshot carries them (``[[id, normalised], ...]``),
+        or ``None`` when the repository sink holds them instead: written there
+        (``remember_decided``) only when they changed since it last took them, before the
+        checkpoint this snapshot goes into, so a checkpoint does not rewrite an unchanged
+        list (up to ``max_suggestions`` of them: 0.32 MB for 5,000, docs/scaling.md). A
+        restore from any snapshot relying on it reads the list stored then or a newer one
+        (written for a later snapshot whose checkpoint failed, or before a kill): harmless,
+        a decision is durable. A failed write is logged and counted; the snapshot then
+        carries the list."""
+        repository = self._repository
+        remember = getattr(repository, "remember_decided", None)
+        if self._decided_stored == self._decided_changes and callable(remember):
+            return None
+        rows = [[sid, text] for sid, text in self._decided.items()]
+        if callable(remember):
+            try:
+                remember(rows)
+            except Exception as exc:  # the snapshot carries them itself
+                name = type(repository).__name__
+                log.warning("harvest sink %s failed: %s", name, type(exc).__name__)
+                self._pending["sink_failures"][name] += 1
+            else:
+                self._decided_stored = self._decided_changes
+                return None
+        return rows
 
     def checkpointed(self) -> None:
         """The last :meth:`state_snapshot` was committed (the engine calls this after its
@@ -952,7 +988,7 @@ class HarvestStage:
                         len(ids) - len(rows))  # fmt: skip
         decided_there = self._decided_in_repository([row.id for row in rows])
         decided: OrderedDict[str, str] = OrderedDict(
-            (str(sid), str(text)) for sid, text in snapshot.get("decided", []))  # fmt: skip
+            (str(sid), str(text)) for sid, text in self._snapshot_decided(snapshot))  # fmt: skip
         for sid, text in self._decided.items():  # decided since the snapshot: still decided
             decided.pop(sid, None)
             decided[sid] = text
@@ -981,6 +1017,7 @@ class HarvestStage:
         suggestions = {s.id: s for s in rows}
         # nothing below can fail: the reset itself
         self.suggestions, self.index, self._decided = suggestions, index, decided
+        self._decided_changes, self._decided_stored = 0, None  # the next snapshot stores them
         self._exact = {s.normalised: s.id for s in rows}
         self._known = set()
         self.coverage, self.scores, self._recent = coverage, scores, recent
@@ -1000,6 +1037,22 @@ class HarvestStage:
         self._pending["sink_failures"] = failures
         if self._decisions_in:
             self._apply_decisions()
+
+    def _snapshot_decided(self, snapshot: Mapping[str, Any]) -> list[list[str]]:
+        """The remembered decisions of ``snapshot``: its ``decided`` list, or the repository
+        sink's (``remembered_decided``) when it says ``decided_stored`` (:meth:`_store_decided`).
+
+        Raises:
+            service.state.StateError: the repository cannot be read.
+        """
+        if not snapshot.get("decided_stored"):
+            return list(snapshot.get("decided", []))
+        remembered = getattr(self._repository, "remembered_decided", None)
+        if not callable(remembered):
+            log.warning("harvest restore: the snapshot's decided questions are in a repository "
+                        "sink this stage has not; not remembered")  # fmt: skip
+            return []
+        return list(remembered())
 
     def _decided_in_repository(self, ids: Sequence[str]) -> set[str]:
         """The ``ids`` the repository sink holds a decision for (not a hold: an accept under

@@ -12,8 +12,10 @@ after a restart, a redelivery, or from two replicas — leaves one entry per id.
   ``harvest/candidate/<id>`` and ``harvest/decision/<id>`` of the SQLite state store —
   serve's file, a replay's in-memory database —, so ``goldwatch candidates export`` can read
   a stopped service's state file). Both also have ``get_many(ids)``, which the harvest stage
-  uses to rebuild suggestions on a restart, and ``decided_of(ids)``, which it uses to leave
-  out those decided since its snapshot.
+  uses to rebuild suggestions on a restart, ``decided_of(ids)``, which it uses to leave
+  out those decided since its snapshot and before a new suggestion starts under a decided
+  id, and ``remember_decided``/``remembered_decided``, which keep the decisions it remembers
+  (:data:`DECIDED_KEY`) so that its checkpoints need not rewrite them unchanged.
 
 What the state store keeps is bounded by ``harvest.max_suggestions``: a checkpoint keeps
 the records of the suggestions its harvest snapshot holds and of those decided (or whose
@@ -73,6 +75,7 @@ from service.state import Guard, JsonText, StateStore, Sweep
 
 __all__ = [
     "CANDIDATE_PREFIX",
+    "DECIDED_KEY",
     "DECISION_PREFIX",
     "CandidateRepository",
     "CandidateSink",
@@ -88,6 +91,9 @@ __all__ = [
 
 CANDIDATE_PREFIX = "harvest/candidate/"
 DECISION_PREFIX = "harvest/decision/"
+#: The harvest stage's remembered decisions (``[[id, normalised question], ...]``), kept by
+#: the repository so that a checkpoint does not rewrite them unchanged.
+DECIDED_KEY = "harvest/decided"
 #: The ``status`` of an accept under way, kept under the decision's key (module docstring).
 PENDING = "pending"
 _CHUNK = 500
@@ -261,6 +267,7 @@ class MemoryCandidates:
         self._records: dict[str, SuggestionRecord] = {}
         self._decisions: dict[str, Decision] = {}
         self._pending: set[str] = set()
+        self._remembered: list[list[str]] = []
         self._lock = threading.Lock()
 
     def publish(self, records: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -330,6 +337,16 @@ class MemoryCandidates:
     def pending(self, candidate_id: str) -> bool:
         with self._lock:
             return candidate_id in self._pending
+
+    def remember_decided(self, rows: Sequence[Sequence[str]]) -> None:
+        """Keep the harvest stage's remembered decisions (``[[id, normalised], ...]``)."""
+        with self._lock:
+            self._remembered = [[str(sid), str(text)] for sid, text in rows]
+
+    def remembered_decided(self) -> list[list[str]]:
+        """What :meth:`remember_decided` kept last (``[]`` before)."""
+        with self._lock:
+            return [list(row) for row in self._remembered]
 
 
 class StateStoreCandidates:
@@ -402,6 +419,17 @@ class StateStoreCandidates:
 
     def pending(self, candidate_id: str) -> bool:
         return _is_pending(self.store.get(DECISION_PREFIX + candidate_id))
+
+    def remember_decided(self, rows: Sequence[Sequence[str]]) -> None:
+        """Keep the harvest stage's remembered decisions (``[[id, normalised], ...]``) under
+        :data:`DECIDED_KEY`, one durable transaction (not swept: outside the records'
+        prefix)."""
+        self.store.checkpoint({DECIDED_KEY: [[str(sid), str(text)] for sid, text in rows]})
+
+    def remembered_decided(self) -> list[list[str]]:
+        """What :meth:`remember_decided` kept last (``[]`` before)."""
+        found = self.store.get(DECIDED_KEY, default=[])
+        return [[str(sid), str(text)] for sid, text in found]
 
     def decide(
         self, candidate_id: str, decision: Decision, record: Mapping[str, Any] | None = None

@@ -108,7 +108,8 @@ def test_a_snapshot_whose_record_write_is_refused_leaves_the_decided_suggestion_
     stage.process(batch([event("l3", LATE, minute=3)], [REFUSED]))  # stale: count 3
     repo.decide(SID, dict(REJECT), decided_on)  # type: ignore[arg-type]
     snapshot = stage.state_snapshot()
-    assert SID not in snapshot["ids"] and [SID, comparison_form(LATE)] in snapshot["decided"]
+    assert SID not in snapshot["ids"] and snapshot["decided_stored"]
+    assert [SID, comparison_form(LATE)] in repo.remembered_decided()
     assert repo.get(SID) == decided_on
     restarted = HarvestStage(_config(60.0), sinks=[repo], clock=lambda: 0.0)
     restarted.restore(snapshot)
@@ -170,3 +171,64 @@ def test_a_verdict_before_its_event_counts_the_decided_question_once() -> None:
     stage.process(batch([event("d2", LATE)], [REFUSED]))
     assert stage.pending_observations()["known"] == {"decided": 1}
     assert stage.suggestions == {}
+
+
+class _CountingRemember(StateStoreCandidates):
+    """The state store's repository counting (and, when ``fail``, failing) the writes of the
+    remembered decisions."""
+
+    def __init__(self, store: StateStore) -> None:
+        super().__init__(store)
+        self.writes = 0
+        self.fail = False
+
+    def remember_decided(self, rows: Sequence[Sequence[str]]) -> None:
+        if self.fail:
+            raise StateError("cannot write state file x: database or disk is full")
+        self.writes += 1
+        super().remember_decided(rows)
+
+
+def test_the_decided_list_is_written_only_when_it_changed_and_a_kill_loses_none() -> None:
+    """Two decisions, then three snapshots: the list is written once (before the first),
+    the snapshots say ``decided_stored``. A third decision: the next snapshot writes it
+    again (2 writes), but its checkpoint never happens (kill -9). The restart from the
+    committed snapshot reads the newer list: all three remembered, in their order."""
+    with StateStore.in_memory() as store:
+        repo = _CountingRemember(store)
+        stage = HarvestStage(_config(), sinks=[repo])
+        stage.decided("c-000000000000000a", "hostel fee refund")
+        stage.decided("c-000000000000000b", "library sunday hours")
+        for _ in range(3):
+            snapshot = stage.state_snapshot()
+            store.checkpoint({"stage/harvest": snapshot})
+            stage.checkpointed()
+            assert snapshot["decided_stored"] and "decided" not in snapshot
+        assert repo.writes == 1
+        stage.decided("c-000000000000000c", "bus pass renewal")
+        stage.state_snapshot()  # its checkpoint never happens
+        assert repo.writes == 2
+        restarted = HarvestStage(_config(), sinks=[_CountingRemember(store)])
+        restarted.restore(store.get("stage/harvest"))
+        assert list(restarted._decided) == ["c-000000000000000a", "c-000000000000000b",
+                                            "c-000000000000000c"]  # fmt: skip
+        restarted.process(batch([event("x1", "Bus pass renewal?")], [REFUSED]))
+        assert restarted.suggestions == {}
+
+
+def test_a_failed_write_of_the_decided_list_leaves_it_in_the_snapshot() -> None:
+    """The repository cannot take the list: the snapshot carries it (and a sink failure is
+    counted); the next snapshot, the store back, writes it and carries it no more."""
+    with StateStore.in_memory() as store:
+        repo = _CountingRemember(store)
+        stage = HarvestStage(_config(), sinks=[repo])
+        stage.decided("c-000000000000000a", "hostel fee refund")
+        repo.fail = True
+        snapshot = stage.state_snapshot()
+        assert snapshot["decided"] == [["c-000000000000000a", "hostel fee refund"]]
+        assert stage.pending_observations()["sink_failures"] == {"_CountingRemember": 1}
+        restarted = HarvestStage(_config(), sinks=[repo])
+        restarted.restore(snapshot)
+        assert list(restarted._decided) == ["c-000000000000000a"]
+        repo.fail = False
+        assert stage.state_snapshot()["decided_stored"] and repo.writes == 1
