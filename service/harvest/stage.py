@@ -57,21 +57,20 @@ not merged anywhere (``known`` via ``decided``), the last ``max_suggestions`` de
 remembered (snapshot ``decided``; with a repository sink, kept by it and rewritten only when
 it changed: :meth:`HarvestStage._store_decided`). A decision the stage does not know of
 (kept after the last checkpoint and told before a kill, kept by another process, or past the
-bound) is found
-three ways, none of which trusts the stage's memory: the restore asks the repository which
-of the snapshot's suggestions are decided; each merge asks it (one read) which of the
-suggestions it could start are decided (:meth:`HarvestStage._learn_decisions`), so a
-redelivered or repeated question never starts one under a decided id; and the repository
-refuses to write over a decided record, checked in the publish's own transaction (a
-decision kept while a batch runs, between the stage's last look and its flush), returning
+bound) is found three ways, none of which trusts the stage's memory: the restore asks the
+repository which of the snapshot's suggestions are decided; each merge asks it (one read)
+which of the suggestions it could start are decided (:meth:`HarvestStage._learn_decisions`),
+so a redelivered or repeated question never starts one under a decided id; and the
+repository refuses to write over a decided record, checked in the publish's own transaction
+(a decision kept while a batch runs, between the stage's last look and its flush), returning
 the refused ids, which the stage then stops holding and gives to no sink after the
 repository (serve lists it first, so the Kafka topic never gets them). :meth:`flush` applies
 the queued decisions first, so the last flush at shutdown publishes none decided since the
-last batch. The Kafka topic cannot know more: a decision kept between the repository's
-write and the produce, or in another replica's state file, is not seen, and a decided
-question's last record stays on the topic (no tombstones); decisions live only in the state
-store, which the labelling API and ``candidates export`` read. :meth:`HarvestStage.restore`
-is a full reset to the snapshot (its docstring lists every piece of state), so the engine's
+last batch. The Kafka topic cannot know more: a decision kept between the repository's write
+and the produce, or in another replica's state file, is not seen, and a decided question's
+last record stays on the topic (no tombstones); decisions live only in the state store,
+which the labelling API and ``candidates export`` read. :meth:`HarvestStage.restore` is a
+full reset to the snapshot (its docstring lists every piece of state), so the engine's
 reload after a failed batch equals a restart from the same checkpoint.
 
 Incremental snapshots: when a sink is a :class:`~service.harvest.store.CandidateRepository`
