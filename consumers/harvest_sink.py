@@ -14,6 +14,13 @@ it), so compaction keeps the last record of every question sent. A retention
 still held: the sink sends a record again only when its suggestion changes, and a held
 suggestion may go unchanged for longer than any retention.
 
+Decided suggestions: the topic holds no decisions (they live in each replica's state store,
+read by the labelling API). The harvest stage gives this sink no record its repository (the
+state store, listed first) refused as decided in the same flush, nor one it knows decided;
+what it cannot know: a decision kept between the repository's write and this produce, or in
+another replica's state file (the record the replica publishes may follow the decision
+there). A decided question's last record stays on the topic (no tombstones, above).
+
 The sink connects lazily: building it never calls the broker, so a broker that is down when
 ``serve`` starts cannot stop the service (the consumer reports it as not ready and retries).
 The topic and producer are set up by the first :meth:`KafkaCandidateSink.publish`; a publish

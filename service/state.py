@@ -11,7 +11,8 @@ What is kept (keys are ``<namespace>/<name>``; values are any JSON-able data):
   records the trace's event.
 * ``harvest/candidate/<id>``, ``harvest/decision/<id>`` — harvested suggestions' records and
   labelling decisions (:mod:`service.harvest.store`); the records of suggestions no longer
-  held are swept by the checkpoint that stops holding them (a :class:`Sweep`).
+  held are swept by the checkpoint that stops holding them (a :class:`Sweep`);
+  ``harvest/decided`` — the decisions the harvest stage remembers (written when they change).
 
 Schema (version 1)::
 
@@ -152,6 +153,23 @@ def _after_prefix(prefix: str) -> str:
 
 #: One sweep in SQL: ``?1`` the prefix, ``?2`` the key after the prefix's range, ``?3`` the
 #: kept names as a JSON array, ``?4`` the protecting prefix, ``?5`` the prefix's length + 1.
+class Guard(NamedTuple):
+    """The condition under which :meth:`StateStore.write_unless` leaves a key unwritten:
+    while ``key`` holds a value whose top-level ``field`` is anything but ``allowed`` (a value
+    that is no JSON object, or lacks ``field``, counts as holding another). E.g. a harvested
+    suggestion's record is not written over while its decision key holds a decision
+    (``Guard("harvest/decision/<id>", "status", "pending")``: a hold does not block)."""
+
+    key: str
+    field: str
+    allowed: str
+
+
+_GUARD_SQL = (
+    "SELECT 1 FROM state WHERE key = ? "
+    "AND (json_type(value) IS NOT 'object' OR json_extract(value, ?) IS NOT ?)"
+)
+
 _SWEEP_SQL = (
     "DELETE FROM state WHERE key >= ?1 AND key < ?2 "
     "AND substr(key, ?5) NOT IN (SELECT value FROM json_each(?3)) "
@@ -355,6 +373,52 @@ class StateStore:
                 raise _write_error(self._label, exc) from exc
             self.swept += swept
         return max(written, 0)
+
+    def write_unless(self, updates: Mapping[str, Any], guards: Mapping[str, Guard]) -> list[str]:
+        """Write ``updates`` in one durable transaction, except each key whose guard
+        (``guards[key]``, when it has one) holds at that moment (:class:`Guard`): the check
+        and the write are one transaction, so no writer in between can change the guard's
+        key (e.g. a labelling decision kept just before a harvest record is published over
+        the record it was taken on). ``None`` values delete, :class:`JsonText` values are
+        written as they are, as in :meth:`checkpoint`; no sweep runs.
+
+        Returns:
+            The keys left unwritten (their guard held), in the order of ``updates``.
+
+        Raises:
+            TypeError: a value is not JSON-serialisable (nothing is written).
+            StateError: SQLite failed; the transaction is rolled back (nothing is written).
+        """
+        now = time.time()
+        encoded = [(k, None if v is None else v if type(v) is JsonText else _dumps(v))
+                   for k, v in updates.items()]  # fmt: skip
+        skipped: list[str] = []
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                for key, value in encoded:
+                    guard = guards.get(key)
+                    if (
+                        guard is not None
+                        and self._conn.execute(
+                            _GUARD_SQL, (guard.key, "$." + guard.field, guard.allowed)
+                        ).fetchone()
+                    ):
+                        skipped.append(key)
+                    elif value is None:
+                        self._conn.execute("DELETE FROM state WHERE key = ?", (key,))
+                    else:
+                        self._conn.execute(
+                            "INSERT INTO state(key, value, updated_at) VALUES (?, ?, ?) "
+                            "ON CONFLICT(key) DO UPDATE SET value=excluded.value, "
+                            "updated_at=excluded.updated_at",
+                            (key, value, now),
+                        )
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                _rollback(self._conn)
+                raise _write_error(self._label, exc) from exc
+        return skipped
 
     def close(self) -> None:
         """Close the connection and release the writer's lock, if held (idempotent)."""

@@ -119,11 +119,13 @@ class HarvestConfig(BaseModel):
             decided suggestion is not held (no place under this bound); the last this many
             decisions are remembered so their questions are not suggested again.
         recent_events: most recent picked events whose counted reasons are remembered, and
-            as many recent shed ones (so a late shadow verdict or a redelivery counts each
-            reason once per event; two insertion-ordered maps keyed by event id, oldest
-            out). A bound on memory (``tracemalloc``): about 0.42 KB per picked event (its id, the
-            map entry, its reasons' frozenset) and 0.15 KB per shed one, so the default
-            50,000 is at most ~29 MB for the two; an event older than the last
+            as many recent shed ones, and as many counted as known (gold set, decided) (so a
+            late shadow verdict or a redelivery counts each reason, and each known event,
+            once per event; three insertion-ordered maps keyed by event id, oldest out). A
+            bound on memory (``tracemalloc``): about 0.42 KB per picked event (its id, the
+            map entry, its reasons' frozenset), 0.15 KB per shed one and ~0.18 KB per known
+            one (a 36-character id and the map entry), so the default 50,000 is at most
+            ~38 MB for the three; an event older than the last
             ``recent_events`` picked ones may count its reasons again when redelivered.
         max_new_per_batch: load shedding — at most this many distinct *new* normalised
             questions per pipeline batch go through near-duplicate matching and may start

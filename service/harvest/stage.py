@@ -54,10 +54,23 @@ Decisions: the labelling API tells the stage of each decision kept
 decided suggestion is no longer held (no place under ``max_suggestions``; its record, kept
 with its decision, is not republished), and an event whose question is that suggestion's is
 not merged anywhere (``known`` via ``decided``), the last ``max_suggestions`` decisions
-remembered (snapshot ``decided``). A decision kept after the last checkpoint but not told (a
-kill in between, a decision from another process) is found at the next restore, which asks
-the repository which of the snapshot's suggestions are decided. :meth:`HarvestStage.restore`
-is a full reset to the snapshot (its docstring lists every piece of state), so the engine's
+remembered (snapshot ``decided``; with a repository sink, kept by it and rewritten only when
+it changed: :meth:`HarvestStage._store_decided`). A decision the stage does not know of
+(kept after the last checkpoint and told before a kill, kept by another process, or past the
+bound) is found three ways, none of which trusts the stage's memory: the restore asks the
+repository which of the snapshot's suggestions are decided; each merge asks it (one read)
+which of the suggestions it could start are decided (:meth:`HarvestStage._learn_decisions`),
+so a redelivered or repeated question never starts one under a decided id; and the
+repository refuses to write over a decided record, checked in the publish's own transaction
+(a decision kept while a batch runs, between the stage's last look and its flush), returning
+the refused ids, which the stage then stops holding and gives to no sink after the
+repository (serve lists it first, so the Kafka topic never gets them). :meth:`flush` applies
+the queued decisions first, so the last flush at shutdown publishes none decided since the
+last batch. The Kafka topic cannot know more: a decision kept between the repository's write
+and the produce, or in another replica's state file, is not seen, and a decided question's
+last record stays on the topic (no tombstones); decisions live only in the state store,
+which the labelling API and ``candidates export`` read. :meth:`HarvestStage.restore` is a
+full reset to the snapshot (its docstring lists every piece of state), so the engine's
 reload after a failed batch equals a restart from the same checkpoint.
 
 Incremental snapshots: when a sink is a :class:`~service.harvest.store.CandidateRepository`
@@ -204,6 +217,10 @@ class HarvestStage:
         # first, at most max_suggestions (each also in the index as _DECIDED + id); a
         # question matching one is not suggested again (decided)
         self._decided: OrderedDict[str, str] = OrderedDict()
+        # changes to _decided since start or restore (≥ 0), and the count at which the
+        # repository sink last took the list (None: not since start or restore)
+        self._decided_changes = 0
+        self._decided_stored: int | None = None
         # decisions told by the labelling API (another thread), applied by the consumer's
         # thread at its next batch, shadow result or snapshot (deque appends are atomic)
         self._decisions_in: deque[tuple[str, str]] = deque()
@@ -239,6 +256,9 @@ class HarvestStage:
         self._novel_uncalibrated = False
         # event id -> reasons of a recent event shed by max_new_per_batch (not snapshotted)
         self._shed_reasons: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        # recent events counted as known by _merge (gold_set, decided), so that the other of
+        # an event's pick and its shadow verdict does not count it again (not snapshotted)
+        self._known_events: OrderedDict[str, None] = OrderedDict()
         gold = [(f"{_GOLD}{q.id}", comparison_form(q.question)) for q in known_questions]
         gold = [(key, text) for key, text in gold if text]
         # the gold questions' index entries, added again to each index a restore builds
@@ -346,8 +366,9 @@ class HarvestStage:
                 trace_id=event.trace_id,
             )  # fmt: skip
 
+        event_ids = [events[i].event_id for i in rows]
         shed = self._merge(texts, gold_of, strata_of, reasons_of, occurrence,
-                           config.max_new_per_batch)  # fmt: skip
+                           config.max_new_per_batch, event_ids)  # fmt: skip
         shed_reasons = self._shed_reasons
         for k in shed:  # a shadow verdict on it may still start a suggestion: keep its reasons
             shed_reasons[events[rows[k]].event_id] = reasons_of[k]
@@ -398,7 +419,8 @@ class HarvestStage:
                 trace_id=result.trace_id,
             )  # fmt: skip
             stratum = ((occurrence.topic, occurrence.language), occurrence.gap)
-            self._merge([normalised], [True], [stratum], [reasons], lambda _: occurrence)
+            self._merge([normalised], [True], [stratum], [reasons], lambda _: occurrence,
+                        event_ids=[result.event_id])  # fmt: skip
 
     def flush(self, force: bool = False) -> int:
         """Publish changed suggestions when ``flush_interval_s`` has passed (or ``force``);
@@ -406,7 +428,13 @@ class HarvestStage:
 
         Without ``force``, suggestions the last snapshot relies on the records of, changed
         since, wait for the next snapshot (module docstring); the repository sink is given
-        only records it does not hold yet."""
+        only records it does not hold yet. First applies the decisions queued (so a
+        suggestion decided since the last batch is not published, also at the last flush);
+        the records the repository sink refuses (decided in it: by another process, or
+        while this flush ran) are given to no sink after it, and their suggestions are no
+        longer held (:meth:`decided`)."""
+        if self._decisions_in:
+            self._apply_decisions()
         now = self.clock()
         if not self._dirty or not (force or now - self._last_flush >= self.config.flush_interval_s):
             return 0
@@ -436,11 +464,14 @@ class HarvestStage:
             if not ids:
                 continue
             try:
-                sink.publish(records_of(ids))
+                refused = sink.publish(records_of(ids))
             except Exception as exc:  # a sink outage must not stop the live path
                 log.warning("harvest sink %s failed: %s", type(sink).__name__, type(exc).__name__)
                 self._pending["sink_failures"][type(sink).__name__] += 1
                 return 0
+            if refused and sink is self._repository:  # decided there: no sink after it
+                self._forget_refused(refused, built)  # gets them (the Kafka topic included)
+                present = [sid for sid in present if sid in suggestions]
         self._dirty.difference_update(due)
         self._stale.difference_update(due)
         self._last_flush = now
@@ -496,9 +527,19 @@ class HarvestStage:
         joins the gold set (the service's refresh), where the quality stage's ``known``
         annotation catches it; a rejected one only this way. Bounded: the last
         ``max_suggestions`` decisions are remembered (their ids and normalised questions, in
-        the snapshot and the index); an older decided question asked again may start a
-        suggestion anew (the listing shows it with its decision when its id is the same)."""
+        the snapshot and the index); an older decided question asked again is found decided
+        in the repository sink before it could start a suggestion under its id
+        (:meth:`_learn_decisions`), and remembered again; without a repository sink, or
+        when only a near-duplicate of it (another id) is asked, it may start one anew."""
         self._decisions_in.append((candidate_id, normalised))
+
+    def _forget_refused(self, refused: Iterable[str],
+                        rows: Mapping[str, Mapping[str, Any]]) -> None:  # fmt: skip
+        """Stop holding the suggestions whose records (``rows``, by id) the repository sink
+        refused because it holds their decision (:meth:`_forget`)."""
+        for sid in refused:
+            row = rows.get(sid)
+            self._forget(sid, str(row["normalised"]) if row is not None else "")
 
     def _apply_decisions(self) -> None:
         """Apply the decisions queued by :meth:`decided` (in their order)."""
@@ -521,6 +562,7 @@ class HarvestStage:
         decided = self._decided
         decided.pop(sid, None)
         decided[sid] = text
+        self._decided_changes += 1
         self.index.add(_DECIDED + sid, text)
         while len(decided) > self.config.max_suggestions:
             oldest, _ = decided.popitem(last=False)
@@ -541,13 +583,19 @@ class HarvestStage:
         reasons: Sequence[tuple[str, ...]],
         occurrence: Callable[[int], Occurrence],
         budget: int | None = None,
+        event_ids: Sequence[str] = (),
     ) -> list[int]:
         """Merge picked occurrences in order: the ``k``-th has normalised text
         ``texts[k]``, looks for gold near-duplicates if ``gold[k]``, has stratum and
-        coverage gap ``strata[k]`` = ``((topic, language), gap)`` and ``reasons[k]``, and is
-        built by ``occurrence(k)`` only if it is merged. At most ``budget`` distinct new
-        texts are matched; the others' occurrences are shed (:mod:`.shedding`): their
-        indexes ``k`` are returned."""
+        coverage gap ``strata[k]`` = ``((topic, language), gap)`` and ``reasons[k]``, is
+        event ``event_ids[k]``, and is built by ``occurrence(k)`` only if it is merged. At
+        most ``budget`` distinct new texts are matched; the others' occurrences are shed
+        (:mod:`.shedding`): their indexes ``k`` are returned. An event counted as known
+        (``gold_set``, ``decided``) is counted once while remembered (``recent_events``):
+        its pick and its shadow verdict both come here.
+
+        Before matching, the repository sink is asked (one read) which of the suggestions
+        this merge could start are decided there (:meth:`_learn_decisions`)."""
         exact, known, weight_of = self._exact, self._known, self._reason_weights
         scores: dict[str, float] = {}  # new text -> best score in the batch
         first: dict[str, tuple[Any, Any]] = {}  # new text -> stratum of its first occurrence
@@ -571,10 +619,24 @@ class HarvestStage:
             kept = choose(((t, first[t], score) for t, score in scores.items()), budget)
             shed = scores.keys() - kept
             fresh = [t for t in fresh if t in kept]
+        self._learn_decisions(texts, fresh)  # before the probes: they see its index entries
         probes = dict(zip(fresh, self.index.probes(fresh), strict=True)) if fresh else {}
         shed_events = gold_set = decided_events = 0
         shed_rows: list[int] = []
-        decided = self._decided
+        decided, known_events, bound = self._decided, self._known_events, self.config.recent_events
+
+        def first_time(k: int) -> bool:
+            """Whether the ``k``-th event is counted as known for the first time."""
+            if k >= len(event_ids):
+                return True
+            event_id = event_ids[k]
+            if event_id in known_events:
+                return False
+            known_events[event_id] = None
+            if len(known_events) > bound:
+                known_events.popitem(last=False)
+            return True
+
         for k, text in enumerate(texts):
             if text in shed:
                 shed_events += 1
@@ -582,7 +644,7 @@ class HarvestStage:
                 continue
             check_gold = gold[k]
             if check_gold and text in known:
-                gold_set += 1
+                gold_set += first_time(k)
                 continue
             sid = exact.get(text)
             if sid is None:
@@ -591,10 +653,10 @@ class HarvestStage:
                     probe = probes[text] = self.index.probes([text])[0]
                 sid = self._place(probe, check_gold)
                 if sid is None:
-                    gold_set += 1
+                    gold_set += first_time(k)
                     continue
             if sid in decided:  # a decided question asked again: never suggested again
-                decided_events += 1
+                decided_events += first_time(k)
                 continue
             self._add(sid, occurrence(k))
         if shed_events:
@@ -605,6 +667,42 @@ class HarvestStage:
             self._pending["known"]["decided"] += decided_events
         self._evict()
         return shed_rows
+
+    def _learn_decisions(self, texts: Sequence[str], fresh: Sequence[str]) -> None:
+        """Ask the repository sink, in one read, which suggestions this merge could start
+        (the ids of the ``fresh`` texts and the exact-text ids of ``texts`` neither held nor
+        among the decisions remembered) hold a decision there, and stop holding those
+        (:meth:`_forget`): a decision the stage was never told of (kept by another process,
+        or told before a kill -9 after the last checkpoint) or no longer remembers (past the
+        bound). Without it, the redelivered or repeated question would start a suggestion
+        under the decided id: held again (a place under ``max_suggestions``, never
+        decidable: 409) and counted new twice. A failed read is logged and counted as a
+        sink failure; the repository still refuses to write over the decided record, and the
+        flush that it refuses stops holding it."""
+        repository = self._repository
+        if repository is None:
+            return
+        suggestions, decided, exact = self.suggestions, self._decided, self._exact
+        ids: dict[str, str] = {}  # id -> normalised text
+        for text in fresh:
+            sid = candidate_id(text)
+            if sid not in suggestions and sid not in decided:
+                ids[sid] = text
+        for text in texts:
+            known = exact.get(text)
+            if known is not None and known not in suggestions and known not in decided:
+                ids[known] = text
+        if not ids:
+            return
+        try:
+            found = self._decided_in_repository(list(ids))
+        except Exception as exc:  # the store's guard keeps the decided record (docstring)
+            name = type(repository).__name__
+            log.warning("harvest sink %s: decisions not read: %s", name, type(exc).__name__)
+            self._pending["sink_failures"][name] += 1
+            return
+        for sid in sorted(found):
+            self._forget(sid, ids[sid])
 
     def _place(self, probe: Probe, check_gold: bool) -> str | None:
         """The suggestion id a new normalised text joins or starts; ``None`` when it is a
@@ -743,8 +841,9 @@ class HarvestStage:
         records of suggestions no longer held (:func:`service.harvest.store.candidate_sweep`;
         true after a start or restore and when one was evicted since the last committed
         sweep), and ``decided``: ``[[id, normalised question], ...]`` of the decided
-        suggestions remembered (:meth:`decided`, oldest first, at most ``max_suggestions``);
-        JSON-able.
+        suggestions remembered (:meth:`decided`, oldest first, at most ``max_suggestions``),
+        or instead ``decided_stored: true`` when the repository sink holds that list
+        (:meth:`_store_decided`: rewritten only when it changed); JSON-able.
 
         First applies the decisions queued, then writes to the repository sink the stale
         records the previous snapshot does not rely on (module docstring), so that this one
@@ -770,8 +869,11 @@ class HarvestStage:
             if ready:
                 try:
                     config = self.config
-                    repository.publish([record(self.suggestions[sid], config) for sid in ready])
+                    rows = {sid: record(self.suggestions[sid], config) for sid in ready}
+                    refused = repository.publish(list(rows.values()))
                     stale.difference_update(ready)
+                    if refused:  # decided in the repository: no longer held
+                        self._forget_refused(refused, rows)
                 except Exception as exc:  # the snapshot then carries them in full
                     name = type(repository).__name__
                     log.warning("harvest sink %s failed: %s", name, type(exc).__name__)
@@ -785,6 +887,7 @@ class HarvestStage:
         # committed sweep (evicted), or after a start or restore (a crashed run's leftovers)
         sweep = self._swept_at is None or self._evictions != self._swept_at
         self._sweep_taken = self._evictions if sweep else None
+        decided = self._store_decided()
         return {
             "version": _VERSION,
             "ids": list(self.suggestions),
@@ -794,8 +897,35 @@ class HarvestStage:
             "recent": [[event, sid, listed(counted)] for event, (sid, counted) in recent],
             "dirty": sorted(self._dirty),
             "sweep": sweep,
-            "decided": [[sid, text] for sid, text in self._decided.items()],
+            **({"decided": decided} if decided is not None else {"decided_stored": True}),
         }
+
+    def _store_decided(self) -> list[list[str]] | None:
+        """The remembered decisions as the snapshot carries them (``[[id, normalised], ...]``),
+        or ``None`` when the repository sink holds them instead: written there
+        (``remember_decided``) only when they changed since it last took them, before the
+        checkpoint this snapshot goes into, so a checkpoint does not rewrite an unchanged
+        list (up to ``max_suggestions`` of them: 0.32 MB for 5,000, docs/scaling.md). A
+        restore from any snapshot relying on it reads the list stored then or a newer one
+        (written for a later snapshot whose checkpoint failed, or before a kill): harmless,
+        a decision is durable. A failed write is logged and counted; the snapshot then
+        carries the list."""
+        repository = self._repository
+        remember = getattr(repository, "remember_decided", None)
+        if self._decided_stored == self._decided_changes and callable(remember):
+            return None
+        rows = [[sid, text] for sid, text in self._decided.items()]
+        if callable(remember):
+            try:
+                remember(rows)
+            except Exception as exc:  # the snapshot carries them itself
+                name = type(repository).__name__
+                log.warning("harvest sink %s failed: %s", name, type(exc).__name__)
+                self._pending["sink_failures"][name] += 1
+            else:
+                self._decided_stored = self._decided_changes
+                return None
+        return rows
 
     def checkpointed(self) -> None:
         """The last :meth:`state_snapshot` was committed (the engine calls this after its
@@ -824,13 +954,14 @@ class HarvestStage:
         near-duplicate index (rebuilt with the gold questions' entries), the exact-text and
         known-text look-ups, the coverage counts (the gold counts, a reference the gold-set
         refresh sets, stay), the score window, the recent and recent shed events, the
-        unpublished (``_dirty``) and repository-stale sets, the held-back records
-        (``_held``/``_committed``/``_taken``), the eviction order and counts, the sweep marks
-        (the next snapshot sweeps), the flush time, the uncalibrated-novel flag and the
-        pending telemetry increments except ``sink_failures`` (publication attempts, which a
-        redelivery does not repeat). Kept: the caches of pure functions (normalised texts,
-        reason weights), the decisions remembered (a decision is durable in the repository
-        before the stage is told of it, so a reload never forgets one) and those queued.
+        recent events counted as known, the unpublished (``_dirty``) and repository-stale
+        sets, the held-back records (``_held``/``_committed``/``_taken``), the eviction order
+        and counts, the sweep marks (the next snapshot sweeps), the flush time, the
+        uncalibrated-novel flag and the pending telemetry increments except
+        ``sink_failures`` (publication attempts, which a redelivery does not repeat).
+        Kept: the caches of pure functions (normalised texts, reason weights), the
+        decisions remembered (a decision is durable in the repository before the stage is
+        told of it, so a reload never forgets one) and those queued.
 
         Every read that can fail (the repository's records and decisions; the snapshot's
         shape) runs before anything is replaced: when one raises, the stage is unchanged.
@@ -856,7 +987,7 @@ class HarvestStage:
                         len(ids) - len(rows))  # fmt: skip
         decided_there = self._decided_in_repository([row.id for row in rows])
         decided: OrderedDict[str, str] = OrderedDict(
-            (str(sid), str(text)) for sid, text in snapshot.get("decided", []))  # fmt: skip
+            (str(sid), str(text)) for sid, text in self._snapshot_decided(snapshot))  # fmt: skip
         for sid, text in self._decided.items():  # decided since the snapshot: still decided
             decided.pop(sid, None)
             decided[sid] = text
@@ -877,19 +1008,20 @@ class HarvestStage:
             (str(row[0]), (str(row[1]), _reason_set(map(str, row[2])) if len(row) > 2 else _ALL))
             for row in snapshot.get("recent", [])
         )  # fmt: skip
-        probes = self.index.probes([s.normalised for s in rows]) if rows else []
-        index = self._new_index([
-            *self._gold_probes,
-            *((s.id, probe) for s, probe in zip(rows, probes, strict=True)),
-            *((_DECIDED + sid, text) for sid, text in decided.items()),
-        ])  # fmt: skip
+        # the held and the decided questions' probes in one call (one embedding call)
+        texts = [s.normalised for s in rows] + list(decided.values())
+        probes = self.index.probes(texts) if texts else []
+        keys = [s.id for s in rows] + [_DECIDED + sid for sid in decided]
+        index = self._new_index([*self._gold_probes, *zip(keys, probes, strict=True)])
         suggestions = {s.id: s for s in rows}
         # nothing below can fail: the reset itself
         self.suggestions, self.index, self._decided = suggestions, index, decided
+        self._decided_changes, self._decided_stored = 0, None  # the next snapshot stores them
         self._exact = {s.normalised: s.id for s in rows}
         self._known = set()
         self.coverage, self.scores, self._recent = coverage, scores, recent
         self._shed_reasons = OrderedDict()
+        self._known_events = OrderedDict()
         self._dirty = {sid for sid in snapshot.get("dirty", []) if sid in suggestions}
         self._stale = {sid for sid in full if sid in suggestions}
         self._held = {sid for sid in stored if sid in suggestions}
@@ -904,6 +1036,22 @@ class HarvestStage:
         self._pending["sink_failures"] = failures
         if self._decisions_in:
             self._apply_decisions()
+
+    def _snapshot_decided(self, snapshot: Mapping[str, Any]) -> list[list[str]]:
+        """The remembered decisions of ``snapshot``: its ``decided`` list, or the repository
+        sink's (``remembered_decided``) when it says ``decided_stored`` (:meth:`_store_decided`).
+
+        Raises:
+            service.state.StateError: the repository cannot be read.
+        """
+        if not snapshot.get("decided_stored"):
+            return list(snapshot.get("decided", []))
+        remembered = getattr(self._repository, "remembered_decided", None)
+        if not callable(remembered):
+            log.warning("harvest restore: the snapshot's decided questions are in a repository "
+                        "sink this stage has not; not remembered")  # fmt: skip
+            return []
+        return list(remembered())
 
     def _decided_in_repository(self, ids: Sequence[str]) -> set[str]:
         """The ``ids`` the repository sink holds a decision for (not a hold: an accept under

@@ -12,8 +12,10 @@ after a restart, a redelivery, or from two replicas — leaves one entry per id.
   ``harvest/candidate/<id>`` and ``harvest/decision/<id>`` of the SQLite state store —
   serve's file, a replay's in-memory database —, so ``goldwatch candidates export`` can read
   a stopped service's state file). Both also have ``get_many(ids)``, which the harvest stage
-  uses to rebuild suggestions on a restart, and ``decided_of(ids)``, which it uses to leave
-  out those decided since its snapshot.
+  uses to rebuild suggestions on a restart, ``decided_of(ids)``, which it uses to leave
+  out those decided since its snapshot and before a new suggestion starts under a decided
+  id, and ``remember_decided``/``remembered_decided``, which keep the decisions it remembers
+  (:data:`DECIDED_KEY`) so that its checkpoints need not rewrite them unchanged.
 
 What the state store keeps is bounded by ``harvest.max_suggestions``: a checkpoint keeps
 the records of the suggestions its harvest snapshot holds and of those decided (or whose
@@ -28,6 +30,17 @@ that record back, in the decision's transaction, if a checkpoint swept it after 
 labeller read it. The other sinks are not swept: the compacted Kafka topic is shared by the
 replicas, keyed by the normalised question, so a tombstone from one replica would erase
 another's live suggestion; compaction keeps one record per key there.
+
+A decided record is never written over: :meth:`CandidateRepository.publish` leaves the record
+of every suggestion holding a decision as it is, checked in the publish's transaction
+(:meth:`~service.state.StateStore.write_unless`), and returns their ids, so no publish built
+before a decision was known (a batch under way, the last flush, a process that was never
+told) overwrites the record it was taken on. A hold is no decision: the stage's records keep
+being written while an accept is under way (refusing them would make the stage drop a
+suggestion whose accept may still fail and leave it undecided: its counts since then lost). The
+one window left is between a labeller's read and the decision: the decision keeps the record
+then stored, which may be newer than the one read (``decide`` writes its record only when
+none is stored).
 
 A decision is ``{"status": "accepted" | "rejected", "decided_at": RFC 3339, ...}``; accepted
 ones add ``gold_id``, ``gold``, ``kind``; rejected ones ``reason``.
@@ -49,7 +62,7 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Literal, NotRequired, Protocol, cast, runtime_checkable
 
 import msgspec
@@ -58,10 +71,11 @@ from typing_extensions import TypedDict
 from service.harvest.config import HarvestConfig
 from service.harvest.ranking import primary_reason, priority
 from service.harvest.suggestion import Suggestion, SuggestionJson
-from service.state import JsonText, StateStore, Sweep
+from service.state import Guard, JsonText, StateStore, Sweep
 
 __all__ = [
     "CANDIDATE_PREFIX",
+    "DECIDED_KEY",
     "DECISION_PREFIX",
     "CandidateRepository",
     "CandidateSink",
@@ -77,6 +91,9 @@ __all__ = [
 
 CANDIDATE_PREFIX = "harvest/candidate/"
 DECISION_PREFIX = "harvest/decision/"
+#: The harvest stage's remembered decisions (``[[id, normalised question], ...]``), kept by
+#: the repository so that a checkpoint does not rewrite them unchanged.
+DECIDED_KEY = "harvest/decided"
 #: The ``status`` of an accept under way, kept under the decision's key (module docstring).
 PENDING = "pending"
 _CHUNK = 500
@@ -163,15 +180,25 @@ def record_json(row: Mapping[str, Any]) -> str:
 class CandidateSink(Protocol):
     """Receives the current records of changed suggestions (idempotent by ``id``).
 
-    ``publish`` may raise; the harvest stage then keeps the records and retries later.
+    ``publish`` may raise; the harvest stage then keeps the records and retries later. It
+    returns the ids of the records it refused to write (a repository: those of decided
+    suggestions, :meth:`CandidateRepository.publish`), or ``None`` (it takes them all).
     """
 
-    def publish(self, records: Sequence[Mapping[str, Any]]) -> None: ...
+    def publish(self, records: Sequence[Mapping[str, Any]]) -> Collection[str] | None: ...
 
 
 @runtime_checkable
 class CandidateRepository(CandidateSink, Protocol):
     """Records and decisions by suggestion id."""
+
+    def publish(self, records: Sequence[Mapping[str, Any]]) -> Collection[str]:
+        """Write ``records`` (one transaction), except each whose suggestion holds a decision
+        (a hold is none): the record a decision was taken on is never written over. The
+        check and the writes are one transaction, so a decision kept at any moment is never
+        overwritten by a record built before it was known. Returns the ids left unwritten
+        (decided), in the order of ``records``."""
+        ...
 
     def get(self, candidate_id: str) -> SuggestionRecord | None: ...
 
@@ -240,12 +267,19 @@ class MemoryCandidates:
         self._records: dict[str, SuggestionRecord] = {}
         self._decisions: dict[str, Decision] = {}
         self._pending: set[str] = set()
+        self._remembered: list[list[str]] = []
         self._lock = threading.Lock()
 
-    def publish(self, records: Sequence[Mapping[str, Any]]) -> None:
+    def publish(self, records: Sequence[Mapping[str, Any]]) -> list[str]:
+        refused: list[str] = []
         with self._lock:
             for row in records:
-                self._records[str(row["id"])] = cast(SuggestionRecord, dict(row))
+                sid = str(row["id"])
+                if sid in self._decisions:  # the record it was decided on stays
+                    refused.append(sid)
+                else:
+                    self._records[sid] = cast(SuggestionRecord, dict(row))
+        return refused
 
     def get(self, candidate_id: str) -> SuggestionRecord | None:
         with self._lock:
@@ -304,11 +338,22 @@ class MemoryCandidates:
         with self._lock:
             return candidate_id in self._pending
 
+    def remember_decided(self, rows: Sequence[Sequence[str]]) -> None:
+        """Keep the harvest stage's remembered decisions (``[[id, normalised], ...]``)."""
+        with self._lock:
+            self._remembered = [[str(sid), str(text)] for sid, text in rows]
+
+    def remembered_decided(self) -> list[list[str]]:
+        """What :meth:`remember_decided` kept last (``[]`` before)."""
+        with self._lock:
+            return [list(row) for row in self._remembered]
+
 
 class StateStoreCandidates:
     """A :class:`CandidateRepository` over the SQLite :class:`~service.state.StateStore`.
 
-    Each ``publish`` is one durable transaction; records are written as
+    Each ``publish`` is one durable transaction (which leaves decided suggestions' records
+    as they are: :meth:`CandidateRepository.publish`); records are written as
     :func:`record_json` encodes them (``json.dumps``'s text). The writer registers
     :func:`candidate_sweep` on the store, so its checkpoints keep only the records held or
     decided. Raises :class:`~service.state.StateError` when the store cannot be read or
@@ -318,11 +363,17 @@ class StateStoreCandidates:
     def __init__(self, store: StateStore) -> None:
         self.store = store
 
-    def publish(self, records: Sequence[Mapping[str, Any]]) -> None:
-        if records:
-            self.store.checkpoint(
-                {CANDIDATE_PREFIX + str(r["id"]): JsonText(record_json(r)) for r in records}
-            )
+    def publish(self, records: Sequence[Mapping[str, Any]]) -> list[str]:
+        if not records:
+            return []
+        ids = [str(r["id"]) for r in records]
+        skipped = self.store.write_unless(
+            {CANDIDATE_PREFIX + sid: JsonText(record_json(r))
+             for sid, r in zip(ids, records, strict=True)},
+            {CANDIDATE_PREFIX + sid: Guard(DECISION_PREFIX + sid, "status", PENDING)
+             for sid in ids},
+        )  # fmt: skip
+        return [key[len(CANDIDATE_PREFIX) :] for key in skipped]
 
     # The store holds JSON written by publish/decide (records and decisions as typed above).
 
@@ -368,6 +419,17 @@ class StateStoreCandidates:
 
     def pending(self, candidate_id: str) -> bool:
         return _is_pending(self.store.get(DECISION_PREFIX + candidate_id))
+
+    def remember_decided(self, rows: Sequence[Sequence[str]]) -> None:
+        """Keep the harvest stage's remembered decisions (``[[id, normalised], ...]``) under
+        :data:`DECIDED_KEY`, one durable transaction (not swept: outside the records'
+        prefix)."""
+        self.store.checkpoint({DECIDED_KEY: [[str(sid), str(text)] for sid, text in rows]})
+
+    def remembered_decided(self) -> list[list[str]]:
+        """What :meth:`remember_decided` kept last (``[]`` before)."""
+        found = self.store.get(DECIDED_KEY, default=[])
+        return [[str(sid), str(text)] for sid, text in found]
 
     def decide(
         self, candidate_id: str, decision: Decision, record: Mapping[str, Any] | None = None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from service.state import StateError, StateStore
+from service.state import Guard, StateError, StateStore
 
 
 def test_round_trip_survives_reopen(tmp_path: Path) -> None:
@@ -199,3 +199,29 @@ def test_a_value_json_cannot_write_is_still_a_type_error_and_nothing_is_written(
     with pytest.raises(TypeError):
         store.checkpoint({"stage/ok": 1, "stage/bad": {1, 2}})
     assert store.get("stage/ok") is None
+
+
+def test_write_unless_skips_only_keys_whose_guard_holds_in_the_same_transaction() -> None:
+    """Guard (``d/x``, ``status``, ``pending``): blocks while ``d/x`` holds an object whose
+    status is not ``pending`` (or that is no object); absent or pending, the key is written.
+    By hand: r/a (guard absent) written, r/b (pending) written, r/c (rejected) skipped, r/d
+    (a JSON string) skipped, r/e (no guard, ``None``) deleted."""
+    store = StateStore.in_memory()
+    store.checkpoint({"d/b": {"status": "pending"}, "d/c": {"status": "rejected"},
+                      "d/d": "rejected", "r/c": {"n": 1}, "r/d": {"n": 1}, "r/e": 5})  # fmt: skip
+    guards = {f"r/{k}": Guard(f"d/{k}", "status", "pending") for k in "abcd"}
+    updates = {"r/a": {"n": 2}, "r/b": {"n": 2}, "r/c": {"n": 2}, "r/d": {"n": 2}, "r/e": None}
+    assert store.write_unless(updates, guards) == ["r/c", "r/d"]
+    assert store.get_many(["r/a", "r/b", "r/c", "r/d", "r/e"]) == {
+        "r/a": {"n": 2}, "r/b": {"n": 2}, "r/c": {"n": 1}, "r/d": {"n": 1}}  # fmt: skip
+
+
+def test_write_unless_on_a_full_disk_writes_nothing(tmp_path: Path) -> None:
+    store = StateStore.open(tmp_path / "state.db")
+    store.checkpoint({"r/a": 1})
+    page_count = store._conn.execute("PRAGMA page_count").fetchone()[0]
+    store._conn.execute(f"PRAGMA max_page_count={page_count}")  # simulate a full disk
+    with pytest.raises(StateError, match="disk is full"):
+        store.write_unless({"r/a": 2, "r/big": "x" * 200_000}, {})
+    assert store.get("r/a") == 1 and store.get("r/big") is None
+    store.close()

@@ -2,8 +2,9 @@
 suggestion started since the last checkpoint, the bound on decisions remembered), and
 records of decided suggestions written over by the stage after the decision was kept.
 
-Each test fails on the branch as it stands (``xfail(strict=True)``); the reason names the
-bug. The expected values are worked out by hand in each docstring."""
+Each test failed on the branch (committed ``xfail(strict=True)``, the reason naming the
+bug) and passes with the fixes of s14-hfix. The expected values are worked out by hand in
+each docstring."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import pytest
 
 from service.embeddings.protocol import l2_normalise
 from service.harvest.config import HarvestConfig
@@ -36,12 +36,6 @@ def _config(**extra: Any) -> HarvestConfig:
     return HarvestConfig(max_suggestions=10, flush_interval_s=0.0, **extra)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="restore looks for decisions only among the snapshot's "
-    "suggestions: one started after the checkpoint, decided, then a kill -9, is "
-    "rebuilt by the redelivery, held again and its decided record overwritten",
-)
 def test_a_kill_after_deciding_a_suggestion_started_since_the_checkpoint() -> None:
     """Checkpoint C holds 3 suggestions. Batch B (after C) asks LATE twice: a new suggestion,
     flushed (count 2). The labeller rejects it (kept in the store), the stage is told, then
@@ -88,12 +82,6 @@ class _DecideDuringPublish:
             action()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a decision kept while a batch runs is applied only at "
-    "the next batch: that batch's flush publishes the suggestion's newer record "
-    "over the one it was decided on (publish does not skip decided ids)",
-)
 def test_a_decision_during_a_batch_is_not_overwritten_by_that_batch_s_flush() -> None:
     """LATE asked twice and flushed (count 2). The labeller rejects it on that record while
     the next batch, with a third ask, runs (simulated at the first sink's publish, just
@@ -119,12 +107,6 @@ def test_a_decision_during_a_batch_is_not_overwritten_by_that_batch_s_flush() ->
     assert kept is not None and kept["count"] == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="flush/flush_final do not apply the decisions queued: "
-    "the shutdown's last flush publishes a suggestion decided since the last "
-    "batch over the record it was decided on",
-)
 def test_the_last_flush_does_not_publish_a_suggestion_decided_since_the_last_batch() -> None:
     """Flush interval 60 s on a clock that stands still: LATE's first ask is published at
     the first flush (count 1), its second ask waits (dirty). The labeller rejects it on the
@@ -146,13 +128,6 @@ def test_the_last_flush_does_not_publish_a_suggestion_decided_since_the_last_bat
     assert kept is not None and kept["count"] == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a decided question forgotten by the bound on decisions "
-    "remembered starts a suggestion with the decided id: held (a place under "
-    "max_suggestions, never decidable again: 409) and published over the "
-    "record it was decided on",
-)
 def test_a_decided_question_past_the_bound_does_not_take_a_place_again() -> None:
     """max_suggestions 10: LATE is decided, then ten more decisions push it out of the
     remembered ones. LATE asked again: the store still holds its decision, so the stage
@@ -190,13 +165,6 @@ class _CountingEmbedder:
         return l2_normalise(np.array(rows, dtype=np.float32).reshape(len(texts), self.dim))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="restore indexes each remembered decided question with "
-    "its own embedding call (NearDupIndex.add of a text): up to max_suggestions "
-    "calls at every start and every reload after a failed batch, where the "
-    "held suggestions take one batched call",
-)
 def test_restore_embeds_the_decided_questions_in_one_call() -> None:
     """A snapshot remembering 30 decisions (distinct questions) and holding none: the restore
     needs their vectors for the index; the held suggestions' are computed in one
@@ -214,12 +182,6 @@ def test_restore_embeds_the_decided_questions_in_one_call() -> None:
     assert embedder.calls <= 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an event of a decided question is counted in "
-    "known{via=decided} when picked and again when its disagreeing shadow "
-    "verdict arrives (the verdict goes through _merge as a new question)",
-)
 def test_one_event_of_a_decided_question_counts_once_as_known() -> None:
     """One event asks a rejected question; later its shadow verdict disagrees (RBO 0 < 0.5).
     ``goldwatch_gold_candidates_known_total{via="decided"}`` counts picked *events*: 1."""

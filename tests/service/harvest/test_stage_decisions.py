@@ -73,7 +73,8 @@ def test_decided_suggestions_leave_the_held_set_so_new_questions_keep_their_coun
 def test_a_decided_question_asked_again_is_not_suggested_and_its_record_stays() -> None:
     """A rejected question asked again (its exact text, and a near-duplicate wording) is
     counted as known via ``decided``, starts nothing and does not change the record it was
-    decided on; the same after a restart from the snapshot (its ``decided`` list)."""
+    decided on; the same after a restart from the snapshot (its ``decided`` list, which the
+    repository keeps)."""
     repo = MemoryCandidates()
     stage = HarvestStage(_limit_10(), sinks=[repo])
     hot = _hot(stage)
@@ -90,7 +91,8 @@ def test_a_decided_question_asked_again_is_not_suggested_and_its_record_stays() 
     assert at_decision["count"] == 4
 
     snapshot = json.loads(json.dumps(stage.state_snapshot()))
-    assert snapshot["decided"] == [[sid, "hostel fee refund"]]
+    assert snapshot["decided_stored"] and "decided" not in snapshot  # the repository has it
+    assert repo.remembered_decided() == [[sid, "hostel fee refund"]]
     restarted = HarvestStage(_limit_10(), sinks=[repo])
     restarted.restore(snapshot)
     restarted.process(batch([event("a3", "hostel fees refund!", minute=52)], [REFUSED]))
@@ -143,7 +145,8 @@ def test_restore_leaves_out_suggestions_decided_after_the_snapshot() -> None:
         restarted.process(batch([event("r1", "library sunday hours")], [REFUSED]))
         assert restarted.pending_observations()["known"] == {"decided": 1}
         snapshot = restarted.state_snapshot()
-        assert sid not in snapshot["ids"] and [sid, "library sunday hours"] in snapshot["decided"]
+        assert sid not in snapshot["ids"] and snapshot["decided_stored"]
+        assert [sid, "library sunday hours"] in repo.remembered_decided()
 
 
 def test_the_labelling_tells_the_stage_of_each_kept_decision(tmp_path: Path) -> None:
