@@ -195,8 +195,8 @@ class EmbeddingScopeStage(StatelessStage):
         # product gives a row's probability to within 1 ulp of where it sits in its batch:
         # 31 of 40,000 production-shaped questions differed by <= 2.2e-16 from scoring each
         # in its own batch, no verdict changed; the topic stage's cache has the same trait.)
-        self.verdicts: BatchCache[tuple[float, bool, tuple[str | None, bool | None]]] = (
-            BatchCache(cache_size)
+        self.verdicts: BatchCache[tuple[float, bool, tuple[str | None, bool | None]]] = BatchCache(
+            cache_size
         )
         self._scored_by: tuple[EmbeddingScope, KnownScope | None] = (detector, known)
 

@@ -37,8 +37,9 @@ def _write_trial(out: Path, seed: int = 4) -> tuple[Path, Path, list[str], list[
     passages: dict[str, dict[str, Any]] = {}
     for query in queries:
         for ev in truth[query["id"]]["evidence_list"]:
-            row = passages.setdefault(ev["url"], {"id": f"mh-{len(passages):04d}",
-                                                  "text": ev["title"] + ".", "facts": []})
+            row = passages.setdefault(
+                ev["url"], {"id": f"mh-{len(passages):04d}", "text": ev["title"] + ".", "facts": []}
+            )
             if ev["fact"] not in row["facts"]:
                 row["facts"].append(ev["fact"])
     corpus = out / "corpus.jsonl"

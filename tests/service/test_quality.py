@@ -270,7 +270,8 @@ def test_coverage_note_names_every_reason_or_none() -> None:
         "scored on 2 of 5 known questions (not_sampled skipped 7 events, queue_full skipped 1 "
         "events, 2 timeout errors, 1 results in flight)")  # fmt: skip
     assert coverage_note(0, 1, {"skipped": {}, "errors": {}}) == (
-        "scored on 0 of 1 known questions (no skip or error recorded)")
+        "scored on 0 of 1 known questions (no skip or error recorded)"
+    )
 
 
 def test_recent_matches_are_bounded_oldest_evicted() -> None:

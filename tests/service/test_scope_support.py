@@ -66,8 +66,7 @@ def _news_and_banking() -> tuple[dict[str, np.ndarray], list[str], list[GoldQues
 BANKING = [f"banking {i}" for i in range(4)]
 
 
-def test_a_question_far_from_everything_is_off_corpus_though_the_regression_says_in_scope(
-) -> None:
+def test_a_question_far_from_everything_is_off_corpus_though_the_regression_says_in_scope() -> None:
     table, passages, gold = _news_and_banking()
     det = EmbeddingScope(TableEmbedder(table), gold, passages, n_boot=50)
     # The gold set is separated perfectly (cross-validated AUC 1): a "calibrated" detector.
@@ -90,7 +89,8 @@ def test_a_question_far_from_everything_is_off_corpus_though_the_regression_says
     others = [q.question for q in gold]
     expected = min(
         max(float(unit[q.question] @ unit[t]) for t in [*passages, *others] if t != q.question)
-        for q in gold if q.answerable
+        for q in gold
+        if q.answerable
     )
     assert det.support.cutoff == pytest.approx(expected, abs=1e-6)
     assert 0.4 < expected  # the banking questions are outside: 0.4 < cutoff
@@ -121,8 +121,10 @@ def test_support_rates_are_cross_validated_by_hand() -> None:
     # Support similarities of 6 gold rows: answerable 0.9, 0.3, 0.7, 0.8; unanswerable 0.2, 0.6.
     support = np.array([0.9, 0.3, 0.7, 0.8, 0.2, 0.6])
     labels = np.array([True, True, True, True, False, False])
-    folds = [(np.array([0, 1, 4]), np.array([2, 3, 5])),  # train answerables 0.9, 0.3 → 0.3
-             (np.array([2, 3, 5]), np.array([0, 1, 4]))]  # train answerables 0.7, 0.8 → 0.7
+    folds = [
+        (np.array([0, 1, 4]), np.array([2, 3, 5])),  # train answerables 0.9, 0.3 → 0.3
+        (np.array([2, 3, 5]), np.array([0, 1, 4])),
+    ]  # train answerables 0.7, 0.8 → 0.7
     check = calibrate_support(support, labels, folds)
     # Fold 1: nothing held out is below 0.3. Fold 2: held-out 0.3 (answerable: a false
     # positive) and 0.2 (unanswerable: caught) are below 0.7; 0.9 is not.

@@ -111,7 +111,7 @@ def test_the_readme_tour_reject_example_works_as_shown(client: TestClient) -> No
     (its Content-Type, its JSON body with a reason, its path) is taken from the README and
     sent as shown: 200, and the reason is kept as written (nothing in it to scrub)."""
     readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
-    tour = readme[readme.index("**6. Harvest and accept.**"):]
+    tour = readme[readme.index("**6. Harvest and accept.**") :]
     shown = re.search(
         r"""-H 'Content-Type: (application/json)' \\\n\s+-d '(\{"reason": [^']+\})' \\\n\s+"""
         r"localhost:8000(/v1/gold-candidates/)<[a-z-]+>(/reject)\n",

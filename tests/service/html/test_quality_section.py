@@ -241,7 +241,7 @@ def test_a_candidate_scored_on_fewer_questions_says_so_with_the_paired_figures()
     row is over, and give both on the same 51."""
     lines = quality_lines(skipped_candidate_quality())
     at = lines.index("  hybrid: 51 scored of 54 known; recall@10 0.824, hit rate 0.824, MRR 0.745")
-    assert lines[at + 1:at + 3] == [
+    assert lines[at + 1 : at + 3] == [
         "    scored on 54 of 157 known questions (cpu_budget skipped 550 events): not the "
         "questions production's figures are over",
         "    like for like, on the 51 known questions both were scored on: production "
@@ -249,10 +249,11 @@ def test_a_candidate_scored_on_fewer_questions_says_so_with_the_paired_figures()
         "MRR 0.745",
     ]
     section_html = str(quality_section(skipped_candidate_quality()))
-    assert ("hybrid: scored on 54 of 157 known questions (cpu_budget skipped 550 events), so "
-            "its row is not over the questions production&#x27;s is.") in section_html
-    assert ("<tr><td>production</td><td>0.765</td><td>0.765</td><td>0.588</td></tr>"
-            in section_html)
+    assert (
+        "hybrid: scored on 54 of 157 known questions (cpu_budget skipped 550 events), so "
+        "its row is not over the questions production&#x27;s is."
+    ) in section_html
+    assert "<tr><td>production</td><td>0.765</td><td>0.765</td><td>0.588</td></tr>" in section_html
     assert "<tr><td>hybrid</td><td>0.824</td><td>0.824</td><td>0.745</td></tr>" in section_html
     assert "on the 51 known questions both were scored on" in section_html
 
