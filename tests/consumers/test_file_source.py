@@ -392,3 +392,32 @@ def test_a_closed_file_source_says_why_in_file_terms(tmp_path: Path) -> None:
     cut = FileSource(path)
     cut.close()  # before its end: the run stopped on an error
     assert cut.not_ready_reason() == f"input file {path} closed (reopened after an error)"
+
+
+@pytest.mark.parametrize(
+    ("value", "cut", "file", "detail"),
+    [
+        (b'{"q": "\xc3\xa9t\xc3\xa9"', None, "events.jsonl", "not_json: expected ',' or '}'"),
+        (None, None, 'log/é "quoted".jsonl', "message value is null (tombstone)"),
+        (b"\xff\xfe" * 700, (1_000_000, "ab" * 32), "big.jsonl", "message is 1400 bytes"),
+        (b"", None, "tab\there", "control \x01 and \u2028 in a detail"),
+    ],
+)
+def test_dead_letter_line_is_json_dumps_of_its_record(
+    value: bytes | None, cut: tuple[int, str] | None, file: str, detail: str
+) -> None:
+    """The spliced line is byte for byte ``json.dumps(record, ensure_ascii=False)`` of the
+    documented record, keys in order, ``truncated`` and the sizes after ``value_b64``."""
+    from consumers.file_source import dead_letter_line
+
+    letter = DeadLetter(RawMessage(value, Origin(file=file, line=7)), "not_json", detail)
+    record = {
+        "reason": "not_json",
+        "detail": detail if cut is None else detail.replace("1400 bytes", "1000000 bytes"),
+        "origin": {"file": file, "line": 7},
+        "value_b64": None if value is None else base64.b64encode(value).decode("ascii"),
+    }
+    if cut is not None:
+        record.update(truncated=True, value_bytes=cut[0], value_sha256=cut[1])
+    expected = json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
+    assert dead_letter_line(letter, cut) == expected

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 
 import pytest
 
@@ -75,3 +76,25 @@ def test_json_text_is_written_as_it_is() -> None:
         stored = dict(store._conn.execute("SELECT key, value FROM state").fetchall())
         assert stored == {"a": '{"b": [1, 2.50]}', "c": '{"d":1.5}'}
         assert store.get("a") == {"b": [1, 2.5]}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [1e-4, 9.999999999999999e-05, -1e-4, 1.0001e-4, 9999999999999998.0, 1e16, -1e16,
+     1.2345678901234567e15, 123456.789, 2.0, -0.0, 5e-324, 1.7976931348623157e308],
+)  # fmt: skip
+def test_record_json_at_the_edges_of_fixed_notation(value: float) -> None:
+    # json writes 1e-4 as 0.0001 and 9.999999999999999e-05 with an exponent; 1e16 as 1e+16
+    row = _record(gap=value, priority=0.25)
+    assert record_json(row) == _dumps(row)
+    row = _record(gap=0.5, priority=value)
+    assert record_json(row) == _dumps(row)
+
+
+def test_record_json_on_many_floats_of_every_magnitude() -> None:
+    rng = random.Random(7)
+    for _ in range(4_000):
+        gap = rng.random() * 10 ** rng.uniform(-7, 19) * rng.choice((1, -1))
+        priority = round(rng.random() * 10 ** rng.uniform(-8, 8), 6)
+        row = _record(gap=gap, priority=priority)
+        assert record_json(row) == _dumps(row), (gap, priority)
