@@ -336,11 +336,13 @@ def insufficient_reason(
     if comparison == "reference" and n_ref < detector.min_reference_count:
         reasons.append(f"the gold set gives {n_ref} rows to compare with, fewer than the "
                        f"{detector.min_reference_count} needed: add gold questions")  # fmt: skip
+    elif comparison == "baseline" and cfg.baseline == "frozen" and n_ref == 0:
+        reasons.append(f"the baseline is still warming up: it is frozen after "
+                       f"{_duration(cfg.warmup_s)} of traffic ({SETTINGS}.warmup_s) once those "
+                       f"hold {detector.min_count} {unit}")  # fmt: skip
     elif comparison == "baseline" and n_ref < detector.min_reference_count:
         reasons.append(f"the baseline of earlier traffic holds {n_ref} {unit}, fewer than the "
-                       f"{detector.min_reference_count} needed (baseline "
-                       f"'{cfg.baseline}', warm-up {SETTINGS}.warmup_s = "
-                       f"{_duration(cfg.warmup_s)})")  # fmt: skip
+                       f"{detector.min_reference_count} needed")  # fmt: skip
     return "; ".join(reasons) or "too few events to test"
 
 

@@ -45,6 +45,24 @@ def test_an_untested_comparison_says_why_with_the_busiest_window_and_what_to_rai
     assert language["reference"]["state"] == "ok" and "insufficient" not in language["reference"]
 
 
+def test_a_baseline_still_warming_up_says_so() -> None:
+    drift = DriftStage({}, clock=lambda: (START + timedelta(days=30)).timestamp())
+    # 500 answers 10 s apart: 4,990 s of traffic, short of the 6 h warm-up. The last test is
+    # at the 4,800 s mark (the event at 4,800 s crosses it): its 1 h window is the 60 buckets
+    # of minutes 21-80, t = 1,260 ... 4,800 s, events 126 ... 480 = 355 (>= 200, enough), so
+    # the baseline is the only reason
+    events = [types.SimpleNamespace(timestamp=START + timedelta(seconds=10 * i))
+              for i in range(500)]  # fmt: skip
+    notes = [{"language": "en", "topic": "fees", "refused": False}] * 500
+    drift.process(types.SimpleNamespace(events=events, annotations=notes))
+    test = drift.report()["refusal"]["comparisons"]["baseline"]
+    assert (test["state"], test["n_reference"], test["n_current"]) == ("insufficient_data", 0, 355)
+    assert test["insufficient"] == (
+        "the baseline is still warming up: it is frozen after 6 h of traffic "
+        "(analytics.drift.warmup_s) once those hold 200 answers"
+    )
+
+
 def _untested(doc: dict) -> dict:
     doc = copy.deepcopy(doc)
     for dim, unit in (("refusal", "answers"), ("language", "questions")):
