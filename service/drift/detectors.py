@@ -15,8 +15,9 @@ Alarm rule, per comparison (state ``ok`` → ``drift``), all of:
 
 1. enough data: ``n_current ≥ min_count`` and ``n_reference ≥ min_reference_count``
    (otherwise the state is ``insufficient_data``, never an alarm);
-2. significance — chi-square test of homogeneity between the two samples (rare categories
-   pooled; :func:`~service.drift.stats_tests.chi2_homogeneity`) or two-proportion test —
+2. significance — chi-square test of homogeneity between the two samples (sparse categories
+   pooled by Cochran's rule, never a category the reference lacks into one it has;
+   :func:`~service.drift.stats_tests.chi2_homogeneity`) or two-proportion test —
    ``p < alpha / (n_comparisons × n_dimensions × windows_per_period)`` —
    ``alpha`` (default 0.001) is the false-alarm budget per ``alpha_period_s`` (default one
    day) of a family of ``n_dimensions`` detectors, split by Bonferroni over their
