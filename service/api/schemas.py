@@ -122,7 +122,8 @@ def not_found(what: str) -> dict[int | str, dict[str, Any]]:
 class DimensionDrift(TypedDict, total=False):
     """One drift dimension (:meth:`service.drift.stage.DriftStage.report`): ``state`` (``ok``,
     ``warning``, ``drift``, ``insufficient_data``, ``uncalibrated``...), ``comparisons``
-    ``{reference|baseline: latest test}`` (sizes, JSD/PSI or rates, p-value, alpha, method);
+    ``{reference|baseline: latest test}`` (sizes, JSD/PSI or rates, p-value, alpha, method;
+    an ``insufficient_data`` one says why and what to change in ``insufficient``);
     categorical dimensions add ``live_counts`` and ``gold_counts`` ``{category: events}``,
     ``coverage_gaps`` and, when some are left out, ``coverage_gaps_left_out``
     ``{category: why}``; ``tested_state`` is the state the test gave when suppression or

@@ -15,8 +15,9 @@ Alarm rule, per comparison (state ``ok`` → ``drift``), all of:
 
 1. enough data: ``n_current ≥ min_count`` and ``n_reference ≥ min_reference_count``
    (otherwise the state is ``insufficient_data``, never an alarm);
-2. significance — chi-square test of homogeneity between the two samples (rare categories
-   pooled; :func:`~service.drift.stats_tests.chi2_homogeneity`) or two-proportion test —
+2. significance — chi-square test of homogeneity between the two samples (sparse categories
+   pooled by Cochran's rule, never a category the reference lacks into one it has;
+   :func:`~service.drift.stats_tests.chi2_homogeneity`) or two-proportion test —
    ``p < alpha / (n_comparisons × n_dimensions × windows_per_period)`` —
    ``alpha`` (default 0.001) is the false-alarm budget per ``alpha_period_s`` (default one
    day) of a family of ``n_dimensions`` detectors, split by Bonferroni over their
@@ -175,6 +176,9 @@ class _WindowedDetector:
         self._reports: dict[str, Any] = {}
         self.n_alarms = 0  # transitions into drift, over all comparisons
         self.n_tests = 0  # test times (ticks) so far
+        # comparison -> the most events a current window held at a test time (why a
+        # comparison stays insufficient_data: the busiest window still fell short)
+        self.busiest: dict[str, int] = dict.fromkeys(names, 0)
 
     @property
     def drift_detected(self) -> bool:
@@ -191,6 +195,11 @@ class _WindowedDetector:
     def states(self) -> dict[str, State]:
         """State per comparison (``reference``, ``baseline``)."""
         return dict(self._states)
+
+    @property
+    def windows(self) -> WindowConfig:
+        """The windowing (read-only)."""
+        return self._windows.config
 
     @property
     def window(self) -> CategoryWindow:
@@ -216,6 +225,7 @@ class _WindowedDetector:
         for name, before in self._states.items():
             current = self._windows.current(reference=name == "reference")
             n_cur = sum(current.values())
+            self.busiest[name] = max(self.busiest[name], n_cur)
             ref = self._reference if name == "reference" else self._windows.baseline()
             n_ref = sum(ref.values()) if ref is not None else 0
             if ref is None or n_ref < self.min_reference_count or n_cur < self.min_count:
@@ -249,6 +259,7 @@ class _WindowedDetector:
             "reports": {name: report.to_dict() for name, report in self._reports.items()},
             "n_alarms": self.n_alarms,
             "n_tests": self.n_tests,
+            "busiest": dict(self.busiest),
         }
 
     def restore(self, state: dict[str, Any] | None) -> Self:
@@ -274,6 +285,9 @@ class _WindowedDetector:
                 except TypeError as exc:
                     raise ValueError(f"detector snapshot has a malformed report: {exc}") from exc
         self.n_alarms, self.n_tests = int(state["n_alarms"]), int(state["n_tests"])
+        for name, most in (state.get("busiest") or {}).items():  # (older snapshots: none)
+            if name in self.busiest:
+                self.busiest[name] = int(most)
         return self
 
 

@@ -18,6 +18,7 @@ keeps the windows and baselines.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -36,6 +37,11 @@ CATEGORICAL = ("language", "topic")
 RATES = {"refusal": "refused", "out_of_scope": "out_of_scope"}
 DIMENSIONS = (*CATEGORICAL, *RATES)
 MAX_ALARMS = 100
+#: What a dimension's windows count (the unit of an ``insufficient_data`` reason).
+UNITS = {"language": "questions", "topic": "questions", "refusal": "answers",
+         "out_of_scope": "scored questions"}  # fmt: skip
+#: Where the windows and ``min_count`` are set (``analytics.drift`` of the configuration).
+SETTINGS = "analytics.drift"
 #: State of a suppressed dimension (its detector is below the quality floor).
 UNCALIBRATED = "uncalibrated"
 #: Events fed to the detectors at a time, so an alarm is attributed within this many events
@@ -248,6 +254,8 @@ class DriftStage:
             body = out[dim]
             states = self._states_of(dim, detector)
             for name, test in body["comparisons"].items():
+                if test["state"] == "insufficient_data":
+                    test["insufficient"] = insufficient_reason(dim, name, detector, test)
                 state = self._state_of(dim, test["state"], detector.reports[name])
                 if state != test["state"]:
                     test["tested_state"], test["state"] = test["state"], state
@@ -292,6 +300,50 @@ class DriftStage:
         for dim, counts in state.get("live_counts", {}).items():
             if dim in self.live_counts:
                 self.live_counts[dim] = Counter({str(k): int(v) for k, v in counts.items()})
+
+
+def _duration(seconds: float) -> str:
+    """``3600`` → ``"1 h"``, ``600`` → ``"10 min"``, ``90`` → ``"90 s"``."""
+    for size, unit in ((3600, "h"), (60, "min")):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)} {unit}"
+    return f"{seconds:g} s"
+
+
+def insufficient_reason(
+    dim: str, comparison: str, detector: CategoricalDriftDetector | RateDriftDetector,
+    test: Mapping[str, Any],
+) -> str:  # fmt: skip
+    """Why ``comparison`` (``reference`` or ``baseline``) of ``dim`` is ``insufficient_data``
+    and what to change, from its latest report ``test`` (``n_reference``, ``n_current``)
+    and the detector's busiest tested window, e.g. ``"no 1 h window reached 200 answers;
+    the busiest had 57: raise analytics.drift.window_s (or lower analytics.drift.min_count)"``.
+    """
+    unit, cfg = UNITS.get(dim, "events"), detector.windows
+    reasons = []
+    n_ref, n_cur = int(test.get("n_reference") or 0), int(test.get("n_current") or 0)
+    if n_cur < detector.min_count:
+        span, key = ((cfg.reference_window_s, "reference_window_s") if comparison == "reference"
+                     else (cfg.window_s, "window_s"))  # fmt: skip
+        busiest = detector.busiest.get(comparison, n_cur)
+        # the window that would hold min_count at the busiest window's rate, in whole hours
+        hours = math.ceil(span * detector.min_count / busiest / 3600) if busiest else 0
+        about = f" to about {hours} h" if 0 < hours * 3600 > span else ""
+        reasons.append(
+            f"no {_duration(span)} window reached {detector.min_count} {unit}; the busiest had "
+            f"{busiest}: raise {SETTINGS}.{key}{about} (or lower {SETTINGS}.min_count)"
+        )
+    if comparison == "reference" and n_ref < detector.min_reference_count:
+        reasons.append(f"the gold set gives {n_ref} rows to compare with, fewer than the "
+                       f"{detector.min_reference_count} needed: add gold questions")  # fmt: skip
+    elif comparison == "baseline" and cfg.baseline == "frozen" and n_ref == 0:
+        reasons.append(f"the baseline is still warming up: it is frozen after "
+                       f"{_duration(cfg.warmup_s)} of traffic ({SETTINGS}.warmup_s) once those "
+                       f"hold {detector.min_count} {unit}")  # fmt: skip
+    elif comparison == "baseline" and n_ref < detector.min_reference_count:
+        reasons.append(f"the baseline of earlier traffic holds {n_ref} {unit}, fewer than the "
+                       f"{detector.min_reference_count} needed")  # fmt: skip
+    return "; ".join(reasons) or "too few events to test"
 
 
 def _overall(suppressed: bool, states: list[str]) -> str:

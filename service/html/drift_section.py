@@ -48,6 +48,8 @@ def drift_section(
         silenced = drift[dim].get("suppressed_categories") or {}
         for name, test in drift[dim]["comparisons"].items():
             moved = category_moves(test, silenced)
+            if test["state"] == "insufficient_data" and test.get("insufficient"):
+                moved = f"not tested: {test['insufficient']}"
             effect = (
                 f"JSD {num(test.get('js_divergence'))}"
                 if "js_divergence" in test

@@ -41,8 +41,8 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
             label += " (uncalibrated)"
         labels.append(label)
         overall.append(rate or 0.0)
-        baseline.append(test.get("rate_reference") or 0.0)
-        current.append(test.get("rate_current") or 0.0)
+        baseline.append(test.get("rate_reference"))
+        current.append(test.get("rate_current"))
         change = (
             f"{test['ci_low']:+.1%} … {test['ci_high']:+.1%}"
             if test.get("ci_low") is not None
@@ -63,19 +63,23 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
     buckets = (series or {}).get("buckets") or []
     if buckets:
         parts.append(_over_time(buckets, baseline[0], drift))
+    # a window never tested has no rate: no bars and no legend entry for it (not zeros)
+    windows = {"baseline window": baseline, "current window": current}
+    bars = {"all events": overall}
+    bars |= {name: [v or 0.0 for v in values]
+             for name, values in windows.items() if any(v is not None for v in values)}  # fmt: skip
     svg = plots.grouped_bars(
         labels,
-        {"all events": overall, "baseline window": baseline, "current window": current},
+        bars,
         title="Refusal rate" if off else "Refusal and out-of-scope rates",
         xlabel="rate",
     )
-    parts.append(
-        figure(
-            svg,
-            "The current window is tested against the baseline window of "
-            "earlier traffic (two-proportion test).",
-        )
-    )
+    caption = ("The current window is tested against the baseline window of earlier traffic "
+               "(two-proportion test).")  # fmt: skip
+    if len(bars) == 1:  # no window tested yet: say why instead of drawing empty bars
+        why = (drift["refusal"]["comparisons"].get("baseline") or {}).get("insufficient")
+        caption += f" No window has been tested yet{f': {why}' if why else ''}."
+    parts.append(figure(svg, caption))
     parts.append(
         table(
             [
@@ -184,7 +188,7 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
     return Markup(f"{warning}{table(['refusals in both directions', 'value'], rows)}{note}")
 
 
-def _over_time(buckets: Any, baseline: float, drift: Mapping[str, Any]) -> Markup:
+def _over_time(buckets: Any, baseline: float | None, drift: Mapping[str, Any]) -> Markup:
     times, rates = [], []
     for bucket in buckets:
         answers = bucket.get("answers") or 0
@@ -199,11 +203,8 @@ def _over_time(buckets: Any, baseline: float, drift: Mapping[str, Any]) -> Marku
         times,
         {"refusal rate": rates},
         title="Refusal rate over time",
-        gold={"refusal rate": baseline},
+        gold=None if baseline is None else {"refusal rate": baseline},
         alarms=alarms,
     )
-    return figure(
-        svg,
-        "Solid: refusal rate per time bucket; dashed: the baseline window's "
-        "rate; red lines: drift declared.",
-    )
+    dashed = "" if baseline is None else "dashed: the baseline window's rate; "
+    return figure(svg, f"Solid: refusal rate per time bucket; {dashed}red lines: drift declared.")

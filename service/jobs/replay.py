@@ -370,6 +370,13 @@ def render_text(doc: ReplayReport) -> str:
     lines.append(f"drift now ({against}): {states}")
     lines += [f"  {dim} raises no alarm: {why}"
               for dim, why in sorted(drift.get("suppressed_dimensions", {}).items())]  # fmt: skip
+    untested: dict[tuple[str, str], list[str]] = {}  # (comparison, why) -> dimensions
+    for dim in shown:
+        for name, test in (drift.get(dim) or {}).get("comparisons", {}).items():
+            if test.get("state") == "insufficient_data" and test.get("insufficient"):
+                untested.setdefault((name, test["insufficient"]), []).append(dim)
+    lines += [f"  {', '.join(dims)} vs {name} not tested (insufficient_data): {why}"
+              for (name, why), dims in untested.items()]  # fmt: skip
     late, future = drift["event_time"]["late"], drift["event_time"]["future"]
     if late or future:
         lines.append(

@@ -177,3 +177,24 @@ def test_jsd_bound_is_bootstrapped_only_when_it_can_decide(monkeypatch: pytest.M
     many.update_many([f"b{i % 40}" for i in range(1200)], np.arange(1200) * 1.0)
     assert many.states["reference"] == "drift"
     assert calls  # the bound was needed: no single share moved 5 points
+
+
+def test_a_language_the_gold_set_lacks_raises_the_reference_alarm() -> None:
+    """Trial user5 (s14 finding 2): gold en 45, es 10; one window of en 809, es 68,
+    hi-Latn 123. The full 2 x 3 table meets Cochran's rule (one expected cell of 6 below 5,
+    es's 4.07), so chi2 = 15.905 on 2 dof, p = exp(-15.905 / 2) = 3.52e-4 < alpha 0.001
+    (one window per alpha period, one comparison); hi-Latn's share change (12.3 points,
+    Newcombe CI from 5.5) is above 5 points, so the detector alarms. Pooling hi-Latn into
+    es gave p = 0.866 and `ok`."""
+    cats = ["en"] * 808 + ["es"] * 68 + ["hi-Latn"] * 123
+    order = np.random.default_rng(0).permutation(len(cats))
+    xs = [cats[i] for i in order] + ["en"]  # the last event (t = 600 s) triggers the test
+    config = WindowConfig(window_s=600, reference_window_s=600, test_every_s=600,
+                          alpha_period_s=600, baseline="none")  # fmt: skip
+    det = CategoricalDriftDetector({"en": 45, "es": 10}, windows=config, min_count=1000)
+    det.update_many(xs, np.r_[60 + np.arange(999) * 0.54, 600.0])
+    report = det.reports["reference"]
+    assert (report.n_reference, report.n_current) == (55, 1000)
+    assert report.method == "asymptotic" and report.alpha == pytest.approx(0.001)
+    assert report.p_value == pytest.approx(np.exp(-15.905068 / 2), rel=1e-5)
+    assert report.state == "drift" and [s.category for s in report.rising] == ["hi-Latn"]

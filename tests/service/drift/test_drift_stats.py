@@ -47,18 +47,55 @@ def test_auto_pools_rare_categories_when_expected_counts_are_small() -> None:
     cur = {"en": 300, "hi": 150, "fr": 40, "zh": 30}
     auto = chi2_homogeneity(ref, cur)
     assert auto.method == "pooled" and auto.low_expected
-    assert auto.pooled == ("de", "fr", "zh") and auto.new_categories == ("zh",)
-    table = np.array([[30, 8, 3], [300, 150, 70]])  # en, hi, pooled
+    # expected gold counts (41 rows of 561): en 24.1, hi 11.5, fr 3.07, de 0.07, zh 2.19 —
+    # de < 1 breaks Cochran's rule; de+fr pooled still leaves 2 of 8 cells below 5 (25 %);
+    # de+fr+hi pooled leaves only zh's gold cell (2.19) below 5: 1 of 6 cells, none < 1.
+    # zh, absent from the reference, keeps its own column (never pooled into de/fr).
+    assert auto.pooled == ("de", "fr", "hi") and auto.new_categories == ("zh",)
+    table = np.array([[30, 11, 0], [300, 190, 30]])  # en, de+fr+hi, zh
     expected = stats.chi2_contingency(table, correction=False)
     assert auto.statistic == pytest.approx(expected.statistic)
     assert auto.p_value == pytest.approx(expected.pvalue)
-    assert stats.contingency.expected_freq(table).min() >= 5
+    cells = stats.contingency.expected_freq(table)
+    assert cells.min() >= 1 and (cells < 5).sum() == 1
+
+
+def test_a_language_the_gold_set_lacks_is_not_pooled_into_one_it_has() -> None:
+    # trial user5 (s14 finding 2): gold en 45, es 10; the 24 h window en 809, es 68,
+    # hi-Latn 123. Expected gold counts 44.5, 4.07, 6.41: one cell of 6 below 5, none
+    # below 1, so Cochran's rule holds and the full 2 x 3 table is tested (chi2 15.905,
+    # 2 dof: p = exp(-15.905 / 2) = 3.518e-4). Pooling hi-Latn into es gave
+    # [[45, 10], [809, 191]]: p = 0.866, and a missing language could never alarm.
+    result = chi2_homogeneity({"en": 45, "es": 10}, {"en": 809, "es": 68, "hi-Latn": 123})
+    assert result.method == "asymptotic" and result.pooled == ()
+    assert result.new_categories == ("hi-Latn",)
+    assert result.statistic == pytest.approx(15.905068, rel=1e-6)
+    assert result.p_value == pytest.approx(math.exp(-15.905068 / 2), rel=1e-5)
+    assert result.p_value == pytest.approx(3.5177e-4, rel=1e-4)
+
+
+def test_categories_the_reference_lacks_are_pooled_only_with_each_other() -> None:
+    ref = {"en": 45, "es": 10, "fr": 2}
+    cur = {"en": 809, "es": 68, "fr": 5, "hi-Latn": 100, "ta": 20}
+    # expected gold counts (57 of 1059 rows): en 46.0, es 4.20, fr 0.38, hi-Latn 5.38,
+    # ta 1.08: fr < 1. hi-Latn + ta become "not in the gold set" (120; expected 6.46), then
+    # the rarest gold categories fr + es become "other" (85; expected 4.58): 1 cell of 6
+    # below 5, none below 1.
+    result = chi2_homogeneity(ref, cur)
+    assert result.method == "pooled" and result.pooled == ("es", "fr", "hi-Latn", "ta")
+    table = np.array([[45, 12, 0], [809, 73, 120]])  # en, es+fr, hi-Latn+ta
+    expected = stats.chi2_contingency(table, correction=False)
+    assert result.statistic == pytest.approx(expected.statistic)
+    assert result.p_value == pytest.approx(expected.pvalue)
+    assert result.dof == 2
 
 
 def test_a_handful_of_rows_falls_back_to_monte_carlo() -> None:
+    # 4 gold rows: even en+hi against fr+zh leaves a gold cell of 4 x 70 / 524 = 0.53 < 1,
+    # so no pooling meets Cochran's rule: the exact-conditional test runs on the full table
     ref, cur = {"en": 3, "hi": 1}, {"en": 300, "hi": 150, "fr": 40, "zh": 30}
     result = chi2_homogeneity(ref, cur)
-    assert result.method == "monte_carlo" and result.pooled == ("fr", "hi", "zh")
+    assert result.method == "monte_carlo" and result.pooled == () and result.dof == 3
     assert result == chi2_homogeneity(ref, cur)  # seeded: reproducible
     assert 0.0 < result.p_value <= 1.0
 

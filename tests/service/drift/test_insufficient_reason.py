@@ -1,0 +1,107 @@
+"""Trial user5 finding 8: a comparison left at ``insufficient_data`` says why and what to
+change (JSON, text, HTML), and the rates chart draws no empty window bars."""
+
+from __future__ import annotations
+
+import copy
+import re
+import types
+from datetime import UTC, datetime, timedelta
+
+from service.drift.stage import DriftStage
+from service.html.rates import refusals_section
+from service.jobs.replay import render_text
+from tests.service.html import samples
+
+START = datetime(2026, 11, 20, tzinfo=UTC)
+# 1,000 events a day (one every 86.4 s), the trial's traffic: a 1 h window (60 one-minute
+# buckets) spans at most 41 gaps of 86.4 s (3,542.4 s; 42 gaps are 3,628.8 s > 3,600 s), so
+# the busiest tested window holds 42 events; 200 at that rate need 3,600 × 200 / 42 =
+# 17,143 s = 4.8 h, i.e. "about 5 h" in whole hours.
+WHY = ("no 1 h window reached 200 {unit}; the busiest had 42: raise analytics.drift.window_s "
+       "to about 5 h (or lower analytics.drift.min_count)")  # fmt: skip
+
+
+def _one_day() -> DriftStage:
+    drift = DriftStage({"language": {"en": 50}, "topic": {"fees": 50}},
+                       clock=lambda: (START + timedelta(days=30)).timestamp())  # fmt: skip
+    for start in range(0, 1000, 100):
+        events = [types.SimpleNamespace(timestamp=START + timedelta(seconds=86.4 * i))
+                  for i in range(start, start + 100)]  # fmt: skip
+        notes = [{"language": "en", "topic": "fees", "refused": i % 4 == 0}
+                 for i in range(start, start + 100)]  # fmt: skip
+        drift.process(types.SimpleNamespace(events=events, annotations=notes))
+    return drift
+
+
+def test_an_untested_comparison_says_why_with_the_busiest_window_and_what_to_raise() -> None:
+    report = _one_day().report()
+    refusal = report["refusal"]["comparisons"]["baseline"]
+    assert report["refusal"]["state"] == refusal["state"] == "insufficient_data"
+    assert refusal["n_reference"] == 250  # the 6 h warm-up: 21,600 / 86.4 events, frozen
+    assert refusal["insufficient"] == WHY.format(unit="answers")
+    language = report["language"]["comparisons"]
+    assert language["baseline"]["insufficient"] == WHY.format(unit="questions")
+    assert language["reference"]["state"] == "ok" and "insufficient" not in language["reference"]
+
+
+def test_a_baseline_still_warming_up_says_so() -> None:
+    drift = DriftStage({}, clock=lambda: (START + timedelta(days=30)).timestamp())
+    # 500 answers 10 s apart: 4,990 s of traffic, short of the 6 h warm-up. The last test is
+    # at the 4,800 s mark (the event at 4,800 s crosses it): its 1 h window is the 60 buckets
+    # of minutes 21-80, t = 1,260 ... 4,800 s, events 126 ... 480 = 355 (>= 200, enough), so
+    # the baseline is the only reason
+    events = [types.SimpleNamespace(timestamp=START + timedelta(seconds=10 * i))
+              for i in range(500)]  # fmt: skip
+    notes = [{"language": "en", "topic": "fees", "refused": False}] * 500
+    drift.process(types.SimpleNamespace(events=events, annotations=notes))
+    test = drift.report()["refusal"]["comparisons"]["baseline"]
+    assert (test["state"], test["n_reference"], test["n_current"]) == ("insufficient_data", 0, 355)
+    assert test["insufficient"] == (
+        "the baseline is still warming up: it is frozen after 6 h of traffic "
+        "(analytics.drift.warmup_s) once those hold 200 answers"
+    )
+
+
+def _untested(doc: dict) -> dict:
+    doc = copy.deepcopy(doc)
+    for dim, unit in (("refusal", "answers"), ("language", "questions")):
+        doc["analytics"]["drift"][dim]["state"] = "insufficient_data"
+        doc["analytics"]["drift"][dim]["comparisons"] = {"baseline": {
+            "comparison": "baseline", "state": "insufficient_data", "timestamp": 1795003600.0,
+            "n_reference": 250, "n_current": 42, "rate_reference": None,
+            "rate_current": None, "ci_low": None, "ci_high": None, "p_value": 1.0,
+            "alpha": 1e-5, "insufficient": WHY.format(unit=unit)}}  # fmt: skip
+    doc["analytics"]["drift"]["alarms"] = []
+    return doc
+
+
+def _text(doc: dict) -> list[str]:
+    doc = {**doc, "gold_candidates": None}  # (the sample's is the HTML page's list form)
+    return render_text(doc).splitlines()
+
+
+def test_text_report_says_why_a_comparison_is_not_tested() -> None:
+    lines = _text(_untested(samples.replay_report()))
+    assert ("  refusal vs baseline not tested (insufficient_data): "
+            + WHY.format(unit="answers")) in lines  # fmt: skip
+    assert ("  language vs baseline not tested (insufficient_data): "
+            + WHY.format(unit="questions")) in lines  # fmt: skip
+    assert not any("not tested" in line for line in _text(samples.replay_report()))
+
+
+def _chart(html: str) -> str:
+    return next(s for s in re.findall(r"<svg.*?</svg>", html, re.S) if "out-of-scope rates" in s)
+
+
+def test_rates_chart_has_no_empty_window_bars_or_legend_entries() -> None:
+    tested = samples.replay_report()["analytics"]
+    chart = _chart(str(refusals_section(tested, None)))
+    assert "baseline window" in chart and "current window" in chart
+    untested = _untested(samples.replay_report())["analytics"]
+    untested["drift"]["out_of_scope"]["comparisons"] = {}
+    html = str(refusals_section(untested, None))
+    chart = _chart(html)
+    assert "all events" in chart
+    assert "baseline window" not in chart and "current window" not in chart
+    assert "No window has been tested yet: " + WHY.format(unit="answers") in html
