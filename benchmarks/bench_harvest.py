@@ -197,8 +197,8 @@ def replay_cpu(
     if profile is not None:
         profile.disable()
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    live.close()  # publishes the last suggestions into the state store: close it after
     state.close()
-    live.close()
     if report.dead_lettered_total:
         raise RuntimeError(f"{what}: {report.dead_lettered} dead letters in a clean stream")
     return Row(what, report.processed, startup, cpu, wall, stages, tally)
