@@ -1,0 +1,92 @@
+"""Review of s14-t1: an accept is checked by ``Runtime.gold_set_problem`` (the topic labels'
+rule) before it appends, so that "an accept never leaves a file that the refresh, the next
+start and ``config check`` refuse". The reload refuses more than that rule does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from pydantic import SecretStr
+
+from service.api.app import _add_error_handlers
+from service.api.harvest_routes import router
+from service.data.goldset import load_gold_set
+from service.harvest.config import HarvestConfig
+from service.harvest.labelling import Labelling
+from service.harvest.stage import HarvestStage
+from service.harvest.store import StateStoreCandidates
+from service.runtime.analytics import fit_topic_model
+from service.runtime.process import Runtime
+from service.settings.sections import AnalyticsConfig
+from service.state import StateStore
+from tests.service.harvest.helpers import batch, event
+from tests.service.harvest.test_labelling_api import AUTH, ids_by_question
+
+
+@pytest.mark.xfail(strict=True, reason="review s14-rev2: the accept's gold_rule checks only the "
+                   "label counts; a 'novel' topic label (reserved: TopicModel.fit raises) on a "
+                   "supervised gold set is appended with 200, then the refresh fails and the "
+                   "next start refuses the file")  # fmt: skip
+def test_an_accept_labelled_with_the_reserved_novel_topic_is_refused_before_append(
+    tmp_path: Path,
+) -> None:
+    gold = tmp_path / "gold.jsonl"
+    rows = [{"id": f"q-{i:03d}", "question": f"question {i}", "gold": ["p-1"], "kind": "plain",
+             "topic": "fees" if i < 3 else "exams"} for i in range(6)]  # fmt: skip
+    gold.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    # the service's own rule, as serve wires it (analytics on, topics fitted on the gold set)
+    service = SimpleNamespace(settings=SimpleNamespace(analytics=AnalyticsConfig(),
+                                                       gold_set=gold))  # fmt: skip
+    store = StateStore.in_memory()
+    repo = StateStoreCandidates(store)
+    stage = HarvestStage(HarvestConfig(flush_interval_s=0), sinks=[repo])
+    stage.process(batch([event("e1", "hostel fee refund kab milega", minute=1)],
+                        [{"refused": True}]))  # fmt: skip
+    labelling = Labelling(repo, gold, HarvestConfig(),
+                          gold_rule=lambda qs: Runtime.gold_set_problem(service, qs))  # fmt: skip
+    app = FastAPI()
+    app.include_router(router)
+    _add_error_handlers(app)
+    app.state.harvest = labelling
+    app.state.runtime = SimpleNamespace(
+        settings=SimpleNamespace(api=SimpleNamespace(token=SecretStr("secret")))
+    )
+    client = TestClient(app)
+    cid = ids_by_question(client)["hostel fee refund kab milega"]
+    before = gold.read_bytes()
+    answer = client.post(f"/v1/gold-candidates/{cid}/accept", headers=AUTH,
+                         json={"gold": ["p-1"], "kind": "plain", "topic": "novel"})  # fmt: skip
+    # what the reload does with the file as the accept left it (the refresh and the next
+    # start fit the topics on it: TopicModel.fit refuses 'novel' as a label)
+    try:
+        fit_topic_model(load_gold_set(gold), (), AnalyticsConfig().topics, True)
+        reload_refuses = False
+    except ValueError:
+        reload_refuses = True
+    assert not reload_refuses, "the accept left a gold-set file the reload refuses"
+    assert answer.status_code == 422 and gold.read_bytes() == before
+
+
+@pytest.mark.xfail(strict=True, reason="review s14-rev2: one unlabelled accepted row turns a "
+                   "labelled gold set's topics into clusters (labelled < unlabelled answerable), "
+                   "contrary to fit_topic_model's docstring; the accept says nothing, and the "
+                   "drift windows/baseline keep the label names")  # fmt: skip
+def test_one_unlabelled_accept_does_not_turn_the_labels_into_clusters() -> None:
+    from service.records import GoldQuestion
+    from service.runtime.analytics import topic_label_rule
+
+    labelled = [GoldQuestion(f"q-{i}", f"question {i}", ("p-1",),
+                             topic="fees" if i < 3 else "exams") for i in range(6)]  # fmt: skip
+    unlabelled = [GoldQuestion(f"q-{i}", f"question {i}", ("p-1",)) for i in range(6, 12)]
+    assert topic_label_rule([*labelled, *unlabelled]).supervised  # 6 labelled >= 6 unlabelled
+    # an accepted suggestion written without a label (the labeller confirmed no topic)
+    accepted = GoldQuestion("q-012", "hostel fee refund", ("p-1",))
+    # fit_topic_model: "rows without one (an accepted suggestion written without a label ...)
+    # are counted by the model's prediction ... so one unlabelled row never turns the gold
+    # set's own labels into clusters"
+    assert topic_label_rule([*labelled, *unlabelled, accepted]).supervised
