@@ -408,7 +408,9 @@ def bounds(settings: dict[str, Any]) -> list[tuple[str, str, int]]:
         ("harvest.index._row", "harvest.max_suggestions (+ gold)", suggestions),
         ("harvest.index._tables[*]", "max_suggestions × bands (+ gold)", 0),
         ("harvest.index._tables", "LSH bands (fixed: threshold, num_perm)", 0),
-        ("harvest.index._permutations", "2 × num_perm (fixed)", 0),
+        # the index's permutations are neardup._permutations' cached array (reached first
+        # under the module's name when a restore built the index from the cached parameters)
+        ("._permutations", "2 × num_perm (fixed)", 0),
         ("harvest.index._keys", "2 × most keys held (rows)", 0),
         ("harvest.index._matrix", "2 × most keys held × dim", 0),
         ("harvest.index._serials", "2 × most keys held (rows)", 0),
