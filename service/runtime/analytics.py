@@ -182,7 +182,10 @@ def topic_label_rule(questions: Iterable[GoldQuestion], use_gold_topics: bool = 
     would make every live question that topic or ``novel`` — so the topics are clusters of
     all the gold questions, with a ``notice`` saying so and what to do. Enough labelled rows
     all with one label are a ``problem`` (the gold set is refused: the user labelled the set
-    and supervised topics need 2). Messages give counts, never the labels.
+    and supervised topics need 2), and so is a label equal to the reserved
+    :data:`~service.topics.model.NOVEL` (:meth:`TopicModel.fit` refuses it: it is the verdict
+    for questions far from every topic), so an accept checked by this rule never writes a
+    file the reload refuses. Messages give counts, never the labels.
 
     >>> def q(i, topic=None):
     ...     return GoldQuestion(f"q-{i}", "?", ("p-1",), topic=topic)
@@ -211,6 +214,13 @@ def topic_label_rule(questions: Iterable[GoldQuestion], use_gold_topics: bool = 
             f"{where}, field 'topic': supervised topics need at least 2 distinct labels, and "
             f"all {len(labelled)} labelled rows carry the same one; label rows of another "
             "topic, remove the labels, or set analytics.use_gold_topics: false (clusters)"
+        ))  # fmt: skip
+    reserved = sum(1 for q in labelled if q.topic == NOVEL)
+    if reserved:  # TopicModel.fit's own check (_check_labels): the name is the novelty verdict
+        return TopicLabelRule(False, None, (
+            f"{where}, field 'topic': {reserved} labelled row(s) carry the name reserved for "
+            "questions far from every topic, which cannot be a topic label; give them "
+            "another label or none"
         ))  # fmt: skip
     return TopicLabelRule(True, None, None)
 
