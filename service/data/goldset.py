@@ -77,6 +77,8 @@ class _GoldRow(BaseModel):
     role: str | None = None
     language: str | None = None
     topic: str | None = None
+    # written by an accept (service.harvest.labelling); any other value is ignored, as before
+    harvest_id: Any = None
 
     _check_non_blank = field_validator("id", "question", "kind")(non_blank)
 
@@ -130,6 +132,7 @@ class _GoldRow(BaseModel):
             relevance=dict(self.gold) if graded else {},
             answer_contains=tuple(self.answer_contains),
             **optional,
+            harvest_id=self.harvest_id if isinstance(self.harvest_id, str) else None,
         )
 
 

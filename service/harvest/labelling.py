@@ -868,4 +868,5 @@ def _question(row: dict[str, Any]) -> GoldQuestion:
         source=row.get("source"), role=row.get("role"), language=row.get("language"),
         topic=row.get("topic"), answer_contains=tuple(row.get("answer_contains", ())),
         reference_answer=row.get("reference_answer"),
+        harvest_id=row.get("harvest_id"),
     )  # fmt: skip
