@@ -13,6 +13,9 @@ Gold-set row (one JSON object per line, UTF-8, blank lines skipped)::
   explicit ``"unanswerable"`` with non-empty ``gold`` is an error, and so is a
   ``"multi-passage"`` row with fewer than two gold passages (:func:`kind_problem`).
 * ``source`` is one of ``real``, ``written``, ``generated``. Unknown fields are ignored.
+* ``harvest_id`` (written by an accept: the harvested suggestion's id) marks a row the
+  labelling API appended (:attr:`GoldQuestion.harvest_id`; the topic labels' rule does not
+  count such a row without a ``topic`` against the labelled ones); a non-string is ignored.
 * ``language`` is read as live traffic is labelled: canonical case, region folded (``en-US``,
   ``en-GB`` → ``en``; the script is kept: ``hi-Latn``, ``zh-Hant``).
 * The shape ``{"id", "question", "relevantDocs", "answerContains"}`` is accepted too.
