@@ -80,6 +80,8 @@ class GoldQuestion:
         relevance: graded relevance per gold id (TREC qrels levels); defaults to 1 per id.
         answer_contains: substrings a correct answer must contain (dumb answer check).
         reference_answer, source, doc_type, role, language, topic: optional breakdown fields.
+        harvest_id: the harvested suggestion's id on a row an accept appended (the file's
+            ``harvest_id``), ``None`` on rows the user wrote; not part of the row's version.
     """
 
     id: str
@@ -94,6 +96,7 @@ class GoldQuestion:
     role: str | None = None
     language: str | None = None
     topic: str | None = None
+    harvest_id: str | None = None
 
     @property
     def answerable(self) -> bool:

@@ -13,6 +13,9 @@ Gold-set row (one JSON object per line, UTF-8, blank lines skipped)::
   explicit ``"unanswerable"`` with non-empty ``gold`` is an error, and so is a
   ``"multi-passage"`` row with fewer than two gold passages (:func:`kind_problem`).
 * ``source`` is one of ``real``, ``written``, ``generated``. Unknown fields are ignored.
+* ``harvest_id`` (written by an accept: the harvested suggestion's id) marks a row the
+  labelling API appended (:attr:`GoldQuestion.harvest_id`; the topic labels' rule does not
+  count such a row without a ``topic`` against the labelled ones); a non-string is ignored.
 * ``language`` is read as live traffic is labelled: canonical case, region folded (``en-US``,
   ``en-GB`` → ``en``; the script is kept: ``hi-Latn``, ``zh-Hant``).
 * The shape ``{"id", "question", "relevantDocs", "answerContains"}`` is accepted too.
@@ -77,6 +80,8 @@ class _GoldRow(BaseModel):
     role: str | None = None
     language: str | None = None
     topic: str | None = None
+    # written by an accept (service.harvest.labelling); any other value is ignored, as before
+    harvest_id: Any = None
 
     _check_non_blank = field_validator("id", "question", "kind")(non_blank)
 
@@ -130,6 +135,7 @@ class _GoldRow(BaseModel):
             relevance=dict(self.gold) if graded else {},
             answer_contains=tuple(self.answer_contains),
             **optional,
+            harvest_id=self.harvest_id if isinstance(self.harvest_id, str) else None,
         )
 
 

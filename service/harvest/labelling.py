@@ -13,10 +13,11 @@
   ``answer_contains``, ``reference_answer``; only those sent), ``suggested`` (provenance:
   what goldwatch guessed and the labeller did not confirm — the classifier's ``language``
   and ``topic`` unless ``novel``, the first asker's ``role`` — never read as labels:
-  the gold-set loader ignores it), ``harvest_id`` (the suggestion id) and, when the
-  question came from an OpenTelemetry trace, ``trace_id`` (the suggestion's, provenance the
-  loader ignores too) — and keeps the decision. A guess is a label only when the labeller
-  sends it back::
+  the gold-set loader ignores it), ``harvest_id`` (the suggestion id; the loader reads it,
+  and the topic labels' rule does not count an accepted row without a ``topic`` against
+  the labelled ones) and, when the question came from an OpenTelemetry trace,
+  ``trace_id`` (the suggestion's, provenance the loader ignores) — and keeps the
+  decision. A guess is a label only when the labeller sends it back::
 
       {"id": "q-031", "question": "exam kab hai?", "gold": ["p-7"], "kind": "plain",
        "source": "real", "topic": "exams", "suggested": {"language": "hi-Latn",
@@ -868,4 +869,5 @@ def _question(row: dict[str, Any]) -> GoldQuestion:
         source=row.get("source"), role=row.get("role"), language=row.get("language"),
         topic=row.get("topic"), answer_contains=tuple(row.get("answer_contains", ())),
         reference_answer=row.get("reference_answer"),
+        harvest_id=row.get("harvest_id"),
     )  # fmt: skip

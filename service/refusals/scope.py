@@ -287,35 +287,73 @@ def support_similarity(features: np.ndarray, use_corpus: bool) -> np.ndarray:
 
 
 def calibrate_support(
-    support: np.ndarray, labels: np.ndarray, folds: Iterable[tuple[np.ndarray, np.ndarray]]
+    gold_sims: np.ndarray,
+    corpus: np.ndarray | None,
+    labels: np.ndarray,
+    folds: Iterable[tuple[np.ndarray, np.ndarray]],
+    near_duplicate: float = DEFAULT_KNOWN_THRESHOLD,
 ) -> SupportCheck:
-    """The :class:`SupportCheck` of gold rows' support similarities ``support`` (shape
-    ``(n,)``) with answerability ``labels`` (bool, shape ``(n,)``): the cutoff is the smallest
-    answerable row's support similarity; its rates are cross-validated over ``folds``
-    (``(train indices, test indices)`` pairs, e.g. ``StratifiedKFold.split``).
+    """The :class:`SupportCheck` of a gold set from its rows' cosine similarities to each
+    other ``gold_sims`` (shape ``(n, n)``, the diagonal ignored) and to their nearest corpus
+    passage ``corpus`` (shape ``(n,)``, or ``None`` when the corpus is not used), with
+    answerability ``labels`` (bool, shape ``(n,)``).
+
+    The cutoff is the smallest answerable row's support similarity, each row's taken against
+    the other gold rows (leave-one-out) and the corpus: the rule the detector applies live.
+
+    Its rates are cross-validated over ``folds`` (``(train indices, test indices)`` pairs,
+    e.g. ``StratifiedKFold.split``), truly held out: in each fold the cutoff is the same rule
+    on the training rows alone (each against the other training rows and the corpus), and a
+    held-out row's support similarity is taken against the training rows and the corpus only
+    — never against the rows held out with it, which a live question does not have either.
+    A held-out row's *near-duplicates* in the training rows (cosine ≥ ``near_duplicate``,
+    default the known-question threshold 0.9 — on embeddings here, not character n-grams) are
+    also left out of its support: a live question that near-duplicates a gold question is
+    near it by construction and never at risk, so the rate is measured for the questions the
+    rule judges — new ones, whose paraphrase is not in the gold set. Without it, a paraphrase
+    pair split between folds hides exactly the false positive the pair held out together
+    would show. Near-duplicates are *not* left out of the cutoffs (the live one and each
+    fold's, the same rule): the rate is that of the cutoff the detector applies. (Folds
+    grouped by gold passage were not chosen: the detector's stratified folds are shared with
+    its AUC and threshold, and a gold set may put every answerable row on one passage.)
 
     Raises:
         ValueError: no answerable row, or a training fold without one.
 
-    >>> s = np.array([0.9, 0.8, 0.5, 0.7, 0.2]); y = np.array([True, True, True, False, False])
-    >>> folds = [(np.array([0, 1, 3]), np.array([2, 4])), (np.array([2, 4]), np.array([0, 1, 3]))]
-    >>> check = calibrate_support(s, y, folds)
+    >>> sims = np.array([[1.0, 0.95, 0.2, 0.1], [0.95, 1.0, 0.3, 0.1],
+    ...                  [0.2, 0.3, 1.0, 0.1], [0.1, 0.1, 0.1, 1.0]])
+    >>> y = np.array([True, True, True, False])
+    >>> folds = [(np.array([0, 2]), np.array([1, 3])), (np.array([1, 3]), np.array([0, 2]))]
+    >>> check = calibrate_support(sims, np.array([0.25, 0.5, 0.25, 0.0]), y, folds)
     >>> check.cutoff, round(check.held_out_fpr, 4), check.held_out_tpr, check.n_answerable
-    (0.5, 0.3333, 0.5, 3)
+    (0.3, 0.6667, 1.0, 3)
     """
     if not labels.any():
         raise ValueError("the support check needs answerable gold questions")
+    sims = np.array(gold_sims, dtype=np.float64)  # a copy: the diagonal is overwritten
+    np.fill_diagonal(sims, -np.inf)
+    near = np.full(labels.shape[0], -1.0) if corpus is None else np.asarray(corpus, float)
+
+    def support(rows: np.ndarray, against: np.ndarray, drop_near: bool) -> np.ndarray:
+        block = sims[np.ix_(rows, against)]
+        if drop_near:
+            block = np.where(block >= near_duplicate, -np.inf, block)
+        gold = block.max(axis=1) if block.shape[1] else np.full(rows.shape[0], -np.inf)
+        return np.maximum(np.maximum(gold, near[rows]), -1.0)
+
+    everyone = np.arange(labels.shape[0])
     false_pos = caught = 0
     for train, test in folds:
         if not labels[train].any():
             raise ValueError("a training fold has no answerable gold question")
-        cutoff = support[train][labels[train]].min()
-        below = support[test] < cutoff
+        answerable = train[labels[train]]
+        cutoff = support(answerable, train, drop_near=False).min()
+        below = support(test, train, drop_near=True) < cutoff
         false_pos += int(np.sum(below & labels[test]))
         caught += int(np.sum(below & ~labels[test]))
     n_ans, n_unans = int(labels.sum()), int((~labels).sum())
     return SupportCheck(
-        cutoff=float(support[labels].min()),
+        cutoff=float(support(everyone[labels], everyone, drop_near=False).min()),
         held_out_fpr=false_pos / n_ans,
         held_out_tpr=caught / n_unans if n_unans else 0.0,
         n_answerable=n_ans,
@@ -518,7 +556,10 @@ class EmbeddingScope:
         )._replace(auc=self.quality.auc)
         #: the off-corpus rule, its held-out rates measured on the same folds
         self.support = calibrate_support(
-            support_similarity(features, self.use_corpus), labels, cv.split(features, labels)
+            self.gold_vectors @ self.gold_vectors.T,
+            features[:, 2] if self.use_corpus else None,
+            labels,
+            cv.split(features, labels),
         )
 
     def fitted_state(self) -> dict[str, Any]:

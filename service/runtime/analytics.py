@@ -173,16 +173,21 @@ def topic_label_rule(questions: Iterable[GoldQuestion], use_gold_topics: bool = 
 
     The labels are the topics when ``use_gold_topics`` is on and the labelled rows are at
     least :data:`MIN_LABELLED_ROWS` (3) and at least as many as the answerable rows without
-    a label (unanswerable rows often carry none), i.e. labels describe the gold set, and
-    they carry at least 2 distinct labels. Rows without one are then counted by the model's
-    prediction (an accepted suggestion written without a label).
+    a label that the user wrote (unanswerable rows often carry none; accepted suggestions,
+    ``harvest_id`` set, are not counted), i.e. labels describe the gold set, and they carry
+    at least 2 distinct labels. Rows without one are then counted by the model's prediction
+    (an accepted suggestion written without a label), so no number of accepts without a
+    label turns the user's labels into clusters.
 
     Fewer labelled rows (a gold set without labels that gained a few, e.g. an accept that
     set ``topic`` on a gold set of 55 unlabelled rows) cannot be the topics — 1 labelled row
     would make every live question that topic or ``novel`` — so the topics are clusters of
     all the gold questions, with a ``notice`` saying so and what to do. Enough labelled rows
     all with one label are a ``problem`` (the gold set is refused: the user labelled the set
-    and supervised topics need 2). Messages give counts, never the labels.
+    and supervised topics need 2), and so is a label equal to the reserved
+    :data:`~service.topics.model.NOVEL` (:meth:`TopicModel.fit` refuses it: it is the verdict
+    for questions far from every topic), so an accept checked by this rule never writes a
+    file the reload refuses. Messages give counts, never the labels.
 
     >>> def q(i, topic=None):
     ...     return GoldQuestion(f"q-{i}", "?", ("p-1",), topic=topic)
@@ -196,7 +201,9 @@ def topic_label_rule(questions: Iterable[GoldQuestion], use_gold_topics: bool = 
     labelled = [q for q in rows if q.topic]
     if not use_gold_topics or not labelled:
         return TopicLabelRule(False, None, None)
-    unlabelled = sum(1 for q in rows if not q.topic and q.answerable)
+    # accepted rows (harvest_id) are counted by the model's prediction, never against the
+    # labels: the labeller confirming no topic must not turn the user's labels into clusters
+    unlabelled = sum(1 for q in rows if not q.topic and q.answerable and q.harvest_id is None)
     needed = max(MIN_LABELLED_ROWS, unlabelled)
     if len(labelled) < needed:
         return TopicLabelRule(False, (
@@ -211,6 +218,13 @@ def topic_label_rule(questions: Iterable[GoldQuestion], use_gold_topics: bool = 
             f"{where}, field 'topic': supervised topics need at least 2 distinct labels, and "
             f"all {len(labelled)} labelled rows carry the same one; label rows of another "
             "topic, remove the labels, or set analytics.use_gold_topics: false (clusters)"
+        ))  # fmt: skip
+    reserved = sum(1 for q in labelled if q.topic == NOVEL)
+    if reserved:  # TopicModel.fit's own check (_check_labels): the name is the novelty verdict
+        return TopicLabelRule(False, None, (
+            f"{where}, field 'topic': {reserved} labelled row(s) carry the name reserved for "
+            "questions far from every topic, which cannot be a topic label; give them "
+            "another label or none"
         ))  # fmt: skip
     return TopicLabelRule(True, None, None)
 
@@ -265,7 +279,9 @@ def _memo_topics(memo: Memo, embedder: Embedder, gold: GoldSet, passages: Sequen
                                 previous=previous)  # fmt: skip
         return model.fitted_state(), model.version
 
-    inputs = [[(q.question, q.topic) for q in gold], [p.text for p in passages], config,
+    # everything topic_label_rule reads: the labels, answerability and accepted rows
+    inputs = [[(q.question, q.topic, q.answerable, q.harvest_id is not None) for q in gold],
+              [p.text for p in passages], config,
               use_gold_topics, embedder.name, previous]  # fmt: skip
     state, version = memo("topic-model", inputs, fit)
     return TopicModel(state, version, embedder)

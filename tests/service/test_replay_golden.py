@@ -67,6 +67,14 @@ refusal alarm is unchanged; production — the topic vs gold-set alarm keeps its
 6.5e-17 (was 2.6e-17); (2) an ``insufficient_data`` comparison says why in ``insufficient``
 (production: the four baseline comparisons, "the baseline is still warming up: ...", the log
 being shorter than the 6 h warm-up).
+The production-shaped golden rewritten again in the fourteenth session (s14-fix-support) for
+the off-corpus rule's held-out rates, now truly held out (each fold's rows against the
+training rows and the corpus only, a held-out row's near-duplicates left out:
+``calibrate_support``), and nothing else (checked: the file with the two values put back
+equals its former content): ``analytics.out_of_scope.support.held_out_fpr`` 1 → 2 of 377
+answerables (0.00265 → 0.00531) and ``held_out_tpr`` 6 → 5 of 100 unanswerables (0.06 →
+0.05); the cutoff (0.219) and so every verdict are unchanged. The demo's is unchanged (1 of
+47 either way).
 """
 
 from __future__ import annotations
@@ -193,8 +201,12 @@ def test_production_shaped_replay_report_and_suggestions_match_e500539(tmp_path:
 #: 5,000 held suggestions evict differently) and its suggestions.
 #: Re-pinned again for s14-t2's pooling and ``insufficient`` reasons (module docstring): the
 #: topic vs gold-set alarm's p and the four baseline comparisons' reason; suggestions as above.
+#: Re-pinned by s14-fix-support for the off-corpus rule's truly held-out rates (module
+#: docstring), the report only: ``support.held_out_fpr`` 1 → 2 of 377 and ``held_out_tpr``
+#: 0.06 → 0.05 moved, nothing else (field-for-field diff against 80ad894's output, whose
+#: report hashed to the former 1a7c0bf2…c08f); the suggestions' digest is unchanged.
 PRODUCTION_20K_DIGESTS = (
-    "1a7c0bf2b81252cd28a236405356d1619382d7c740f099dcf82619c23b66c08f",
+    "5ad08c675915d69a8091d0fdc0cd99ee76a334481c8d829425147d61ba46fa6e",
     "5ca451e3ab39c406f2ef327419b41d38b987f5f24fc22b8b14b7966285959d35",
 )
 

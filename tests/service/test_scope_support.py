@@ -118,22 +118,36 @@ def test_the_stage_counts_off_corpus_questions_out_of_scope_and_on_their_own() -
 
 
 def test_support_rates_are_cross_validated_by_hand() -> None:
-    # Support similarities of 6 gold rows: answerable 0.9, 0.3, 0.7, 0.8; unanswerable 0.2, 0.6.
-    support = np.array([0.9, 0.3, 0.7, 0.8, 0.2, 0.6])
-    labels = np.array([True, True, True, True, False, False])
-    folds = [
-        (np.array([0, 1, 4]), np.array([2, 3, 5])),  # train answerables 0.9, 0.3 → 0.3
-        (np.array([2, 3, 5]), np.array([0, 1, 4])),
-    ]  # train answerables 0.7, 0.8 → 0.7
-    check = calibrate_support(support, labels, folds)
-    # Fold 1: nothing held out is below 0.3. Fold 2: held-out 0.3 (answerable: a false
-    # positive) and 0.2 (unanswerable: caught) are below 0.7; 0.9 is not.
-    assert check.cutoff == 0.3  # the least answerable row's, on all rows
-    assert check.held_out_fpr == 1 / 4
-    assert check.held_out_tpr == 1 / 2
-    assert (check.n_answerable, check.n_unanswerable) == (4, 2)
+    # 4 gold rows: 0, 1 answerable paraphrases (cosine 0.95), 2 answerable, 3 unanswerable.
+    sims = np.array([[1.0, 0.95, 0.2, 0.1], [0.95, 1.0, 0.3, 0.1],
+                     [0.2, 0.3, 1.0, 0.1], [0.1, 0.1, 0.1, 1.0]])  # fmt: skip
+    corpus = np.array([0.25, 0.5, 0.25, 0.0])  # nearest passage of each row
+    labels = np.array([True, True, True, False])
+    folds = [(np.array([0, 2]), np.array([1, 3])), (np.array([1, 3]), np.array([0, 2]))]
+    check = calibrate_support(sims, corpus, labels, folds)
+    # All rows, leave-one-out: 0 → 0.95, 1 → 0.95, 2 → max(0.2, 0.3, 0.1, 0.25) = 0.3.
+    assert check.cutoff == pytest.approx(0.3)
+    # Fold 1: train 0, 2 (against each other and the corpus: 0.25, 0.25) → cutoff 0.25;
+    # held-out 1 against train: 0.95 is its near-duplicate (≥ 0.9, left out), 0.3, corpus
+    # 0.5 → 0.5, kept; 3 → max(0.1, 0.1, 0.0) = 0.1 < 0.25: caught.
+    # Fold 2: train 1, 3: answerable 1 → max(0.1, 0.5) = 0.5 → cutoff 0.5; held-out 0 →
+    # (0.95 left out) max(0.1, 0.25) = 0.25 < 0.5, and 2 → max(0.3, 0.1, 0.25) = 0.3 < 0.5:
+    # two false positives. FPR 2/3, TPR 1/1.
+    assert check.held_out_fpr == pytest.approx(2 / 3)
+    assert check.held_out_tpr == 1.0
+    assert (check.n_answerable, check.n_unanswerable) == (3, 1)
+    # Counting the paraphrase (no near-duplicate left out): row 0 sees 0.95 in fold 2, kept.
+    loose = calibrate_support(sims, corpus, labels, folds, near_duplicate=1.01)
+    assert loose.held_out_fpr == pytest.approx(1 / 3)
+    # Held-out rows never see each other: held out together, 0 and 1 lose their 0.95 too.
+    together = [(np.array([2, 3]), np.array([0, 1])), (np.array([0, 1]), np.array([2, 3]))]
+    # Fold 1: train 2, 3: answerable 2 → max(0.1, 0.25) = 0.25; 0 → max(0.2, 0.1, 0.25) =
+    # 0.25, 1 → max(0.3, 0.1, 0.5) = 0.5: none below. Fold 2: train 0, 1 → cutoff 0.95 (each
+    # other); 2 → max(0.2, 0.3, 0.25) = 0.3 < 0.95: a false positive; 3 → 0.1: caught.
+    held = calibrate_support(sims, corpus, labels, together, near_duplicate=1.01)
+    assert (held.held_out_fpr, held.held_out_tpr) == (pytest.approx(1 / 3), 1.0)
     with pytest.raises(ValueError, match="no answerable"):
-        calibrate_support(support, labels, [(np.array([4, 5]), np.array([0, 1, 2, 3]))])
+        calibrate_support(sims, None, labels, [(np.array([3]), np.array([0, 1, 2]))])
 
 
 def test_the_rule_s_held_out_rates_use_the_detector_s_folds() -> None:

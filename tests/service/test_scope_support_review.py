@@ -25,9 +25,6 @@ def _e(i: int, scale: float = 1.0) -> np.ndarray:
     return np.eye(DIM)[i] * scale
 
 
-@pytest.mark.xfail(strict=True, reason="review s14-rev2: held-out FPR of the off-corpus rule is "
-                   "computed on support similarities that include the other held-out rows; "
-                   "reported 0.0, truly held out 2/6")  # fmt: skip
 def test_held_out_fpr_counts_a_twin_pair_held_out_together() -> None:
     labels = np.array([True] * 6 + [False] * 6)
     # the detector's folds: stratified 5-fold, shuffled with seed 0 (as EmbeddingScope does)

@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
@@ -28,10 +27,6 @@ from tests.service.harvest.helpers import batch, event
 from tests.service.harvest.test_labelling_api import AUTH, ids_by_question
 
 
-@pytest.mark.xfail(strict=True, reason="review s14-rev2: the accept's gold_rule checks only the "
-                   "label counts; a 'novel' topic label (reserved: TopicModel.fit raises) on a "
-                   "supervised gold set is appended with 200, then the refresh fails and the "
-                   "next start refuses the file")  # fmt: skip
 def test_an_accept_labelled_with_the_reserved_novel_topic_is_refused_before_append(
     tmp_path: Path,
 ) -> None:
@@ -70,12 +65,9 @@ def test_an_accept_labelled_with_the_reserved_novel_topic_is_refused_before_appe
         reload_refuses = True
     assert not reload_refuses, "the accept left a gold-set file the reload refuses"
     assert answer.status_code == 422 and gold.read_bytes() == before
+    assert "novel" not in answer.text.lower()  # the 4xx never echoes the label
 
 
-@pytest.mark.xfail(strict=True, reason="review s14-rev2: one unlabelled accepted row turns a "
-                   "labelled gold set's topics into clusters (labelled < unlabelled answerable), "
-                   "contrary to fit_topic_model's docstring; the accept says nothing, and the "
-                   "drift windows/baseline keep the label names")  # fmt: skip
 def test_one_unlabelled_accept_does_not_turn_the_labels_into_clusters() -> None:
     from service.records import GoldQuestion
     from service.runtime.analytics import topic_label_rule
@@ -84,9 +76,38 @@ def test_one_unlabelled_accept_does_not_turn_the_labels_into_clusters() -> None:
                              topic="fees" if i < 3 else "exams") for i in range(6)]  # fmt: skip
     unlabelled = [GoldQuestion(f"q-{i}", f"question {i}", ("p-1",)) for i in range(6, 12)]
     assert topic_label_rule([*labelled, *unlabelled]).supervised  # 6 labelled >= 6 unlabelled
-    # an accepted suggestion written without a label (the labeller confirmed no topic)
-    accepted = GoldQuestion("q-012", "hostel fee refund", ("p-1",))
+    # an accepted suggestion written without a label (the labeller confirmed no topic); the
+    # accept writes its harvest_id into the row (labelling._gold_row), the loader reads it
+    accepted = GoldQuestion("q-012", "hostel fee refund", ("p-1",), harvest_id="c-1")
     # fit_topic_model: "rows without one (an accepted suggestion written without a label ...)
     # are counted by the model's prediction ... so one unlabelled row never turns the gold
     # set's own labels into clusters"
     assert topic_label_rule([*labelled, *unlabelled, accepted]).supervised
+    # any number of them: 6 labelled rows against the user's 6 unlabelled ones, as before
+    many = [GoldQuestion(f"a-{i}", "fee", ("p-1",), harvest_id=f"c-{i}") for i in range(20)]
+    assert topic_label_rule([*labelled, *unlabelled, *many]).supervised
+    # a row the user wrote without a label still counts: 6 labelled < 7 unlabelled → clusters
+    written = GoldQuestion("q-012", "hostel fee refund", ("p-1",))
+    assert not topic_label_rule([*labelled, *unlabelled, written]).supervised
+
+
+def test_an_unlabelled_accept_keeps_the_file_s_topics_supervised_through_the_loader(
+    tmp_path: Path,
+) -> None:
+    """End to end: the row an accept writes (with ``harvest_id``), read back by the loader,
+    leaves a 6-labelled / 6-unlabelled gold set's topics supervised (the labels' names)."""
+    from service.harvest.labelling import _gold_row
+    from service.runtime.analytics import topic_label_rule
+
+    gold = tmp_path / "gold.jsonl"
+    rows = [{"id": f"q-{i:03d}", "question": f"question {i}", "gold": ["p-1"]} for i in range(12)]
+    for i in range(6):
+        rows[i]["topic"] = "fees" if i < 3 else "exams"
+    accepted = _gold_row("q-012", {"id": "c-7", "question": "hostel fee refund"}, ["p-1"],
+                         "plain", {})  # fmt: skip
+    gold.write_text("".join(json.dumps(r) + "\n" for r in [*rows, accepted]), encoding="utf-8")
+    loaded = load_gold_set(gold)
+    assert [q.harvest_id for q in loaded][-2:] == [None, "c-7"]
+    assert topic_label_rule(list(loaded)).supervised
+    model = fit_topic_model(loaded, (), AnalyticsConfig().topics, True)
+    assert sorted(model.names) == ["exams", "fees"]
