@@ -299,6 +299,8 @@ class _WindowedDetector:
         for name, most in (state.get("busiest") or {}).items():  # (older snapshots: none)
             if name in self.busiest:
                 self.busiest[name] = int(most)
+        for name, report in self._reports.items():  # at least the restored reports' windows
+            self.busiest[name] = max(self.busiest[name], int(report.n_current))
         return self
 
 
