@@ -16,7 +16,8 @@ Alarm rule, per comparison (state ``ok`` → ``drift``), all of:
 1. enough data: ``n_current ≥ min_count`` and ``n_reference ≥ min_reference_count``
    (otherwise the state is ``insufficient_data``, never an alarm);
 2. significance — chi-square test of homogeneity between the two samples (sparse categories
-   pooled by Cochran's rule, never a category the reference lacks into one it has;
+   pooled by Cochran's rule, never a category the reference lacks into one it has — too
+   thin a one leaves the test conditional on the reference's categories;
    :func:`~service.drift.stats_tests.chi2_homogeneity`) or two-proportion test —
    ``p < alpha / (n_comparisons × n_dimensions × windows_per_period)`` —
    ``alpha`` (default 0.001) is the false-alarm budget per ``alpha_period_s`` (default one

@@ -20,19 +20,21 @@ sparse categories (Cochran's advice) and uses the chi-square distribution on the
 2. then the rarest categories the reference has (smallest column total first) become one
    "other" column, until the rule holds or the reference's categories are all in one column;
 3. when even that fails because the "not in the reference" column itself is too thin (its
-   expected reference count is below 1: a few live questions in a language the gold set
-   lacks), the test is CONDITIONAL on the reference's categories (``method="conditional"``):
-   the absent columns are left out, the current row is restricted to the categories the
-   reference has, and steps 2 and the chi-square run on that 2 × K' table (a test of the
-   conditional distribution given "category in the reference", Agresti 3rd ed. §1.2.5 on
-   conditional distributions and §3.2.3 on sparse tables). The absent categories stay in
-   ``new_categories`` (and in the share changes: rising, coverage gaps). Nothing is lost by
-   leaving them out of the p-value: conditional on both margins the reference's count in
-   that column is hypergeometric with mean ``e < 1``, so even the most extreme outcome (all
-   of it in the current row) has probability ``≈ (1 − n_ref / N)^c ≈ exp(−e) > 0.37``; yet
-   resampling the full table instead cannot resolve a detector's level (gold en 45, es 10
-   against live en 200, es 797, hi-Latn 3: Monte-Carlo p = 5e-5 after 20,000 draws, its
-   floor, against alpha 4e-6 — no alarm; conditional test p ≈ 1e-24 — drift).
+   expected counts break the rule — below 1, or too many below 5: a few live questions in a
+   language the gold set lacks), the test is CONDITIONAL on the reference's categories
+   (``method="conditional"``): the absent columns are left out, the current row is
+   restricted to the categories the reference has, and step 2 and the chi-square run on
+   that 2 × K' table (a test of the conditional distribution given "category in the
+   reference", Agresti 3rd ed. §1.2.5 on conditional distributions and §3.2.3 on sparse
+   tables). The absent categories stay in ``new_categories`` (and in the share changes:
+   rising, coverage gaps). Nothing is lost by leaving them out of the p-value: conditional
+   on both margins the reference's count in that column is hypergeometric with a small mean
+   ``e``, so even the most extreme outcome (all of it in the current row) has probability
+   ``≈ (1 − n_ref / N)^c ≈ exp(−e)``: above 0.37 for ``e < 1``, above 0.0067 for ``e < 5``
+   — far above a detector's level; yet resampling the full table instead cannot resolve a
+   detector's level (gold en 45, es 10 against live en 200, es 797, hi-Latn 3: Monte-Carlo
+   p = 5e-5 after 20,000 draws, its floor, against alpha 4e-6 — no alarm; the conditional
+   test's p = 5e-26 — drift).
 
 Pooling keeps the test valid (if the coarsened distributions differ, so do the full ones),
 loses power only on shifts among rare categories — which an effect-size threshold would
