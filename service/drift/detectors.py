@@ -16,7 +16,8 @@ Alarm rule, per comparison (state ``ok`` → ``drift``), all of:
 1. enough data: ``n_current ≥ min_count`` and ``n_reference ≥ min_reference_count``
    (otherwise the state is ``insufficient_data``, never an alarm);
 2. significance — chi-square test of homogeneity between the two samples (sparse categories
-   pooled by Cochran's rule, never a category the reference lacks into one it has;
+   pooled by Cochran's rule, never a category the reference lacks into one it has — too
+   thin a one leaves the test conditional on the reference's categories;
    :func:`~service.drift.stats_tests.chi2_homogeneity`) or two-proportion test —
    ``p < alpha / (n_comparisons × n_dimensions × windows_per_period)`` —
    ``alpha`` (default 0.001) is the false-alarm budget per ``alpha_period_s`` (default one
@@ -27,6 +28,11 @@ Alarm rule, per comparison (state ``ok`` → ``drift``), all of:
    ``min_share_change`` (5 points); rate — the rate change ≥ ``min_change`` (5 points).
    Changes are judged by their 95 % Newcombe CI bound nearest zero, so a small window's
    noise cannot pass, and a huge window's tiny, significant change does not either.
+
+A table too sparse for the chi-square even after pooling is resampled (Monte-Carlo, at most
+20,000 draws): its p-value cannot go below ``1 / 20,001 = 5e-5``; when that floor is not
+below the comparison's alpha the report says so (``cannot_alarm``, with ``p_floor``)
+instead of a silent ``ok``.
 
 Measured on seeded pilot-sized streams (a question every ~10 s; tests/service/drift):
 4 new languages taking 30 % alarm after 100–190 events, 2 new topics taking 40 % after
@@ -104,10 +110,16 @@ class CategoricalDriftReport:
     falling: tuple[ShareChange, ...] = ()
     new_categories: tuple[str, ...] = ()  # absent from the reference side
     held_by_hysteresis: bool = False  # drift kept only because the effect is not yet clear
+    # why this test could not alarm whatever the data: its Monte-Carlo p-value cannot go
+    # below p_floor = 1 / (resamples + 1) > alpha ("" and 0 otherwise; left out of to_dict)
+    cannot_alarm: str = ""
+    p_floor: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able form (``ShareChange`` rows become dicts)."""
-        out = {k: v for k, v in self.__dict__.items() if k not in ("rising", "falling")}
+        """JSON-able form (``ShareChange`` rows become dicts; ``cannot_alarm`` and
+        ``p_floor`` only when the test could not alarm)."""
+        skip = ("rising", "falling") + (() if self.cannot_alarm else ("cannot_alarm", "p_floor"))
+        out = {k: v for k, v in self.__dict__.items() if k not in skip}
         out["rising"] = [s._asdict() for s in self.rising]
         out["falling"] = [s._asdict() for s in self.falling]
         out["new_categories"] = list(self.new_categories)
@@ -288,6 +300,8 @@ class _WindowedDetector:
         for name, most in (state.get("busiest") or {}).items():  # (older snapshots: none)
             if name in self.busiest:
                 self.busiest[name] = int(most)
+        for name, report in self._reports.items():  # at least the restored reports' windows
+            self.busiest[name] = max(self.busiest[name], int(report.n_current))
         return self
 
 
@@ -410,6 +424,12 @@ class CategoricalDriftDetector(_WindowedDetector):
         resamples = min(20_000, max(1999, math.ceil(20 / alpha)))  # only for tiny samples
         chi = chi2_from_table(cats, table, mode, n_resamples=resamples)
         alarm = strong and chi.p_value < alpha
+        cannot = ""
+        if chi.p_floor >= alpha:  # (only a Monte-Carlo test has a floor above 0)
+            cannot = (f"too few rows for the chi-square even after pooling; the Monte-Carlo "
+                      f"test's smallest p-value, 1 / ({resamples:,} + 1) = {chi.p_floor:.1e}, "
+                      f"is not below alpha {alpha:.1e}: no change can alarm (more gold "
+                      "questions or a longer window would)")  # fmt: skip
         if before == "drift":
             weak = jsd < self.clear_jsd and effect < self.clear_share_change
             state: State = "ok" if weak else "drift"
@@ -420,7 +440,8 @@ class CategoricalDriftDetector(_WindowedDetector):
         return CategoricalDriftReport(
             name, state, t, chi.n_reference, chi.n_current, jsd, psi_from_shares(p, q),
             chi.p_value, alpha, chi.method, rising, falling, chi.new_categories,
-            held_by_hysteresis=state == "drift" and not alarm,
+            held_by_hysteresis=state == "drift" and not alarm, cannot_alarm=cannot,
+            p_floor=chi.p_floor if cannot else 0.0,
         )  # fmt: skip
 
 

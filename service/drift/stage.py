@@ -318,6 +318,12 @@ def insufficient_reason(
     and what to change, from its latest report ``test`` (``n_reference``, ``n_current``)
     and the detector's busiest tested window, e.g. ``"no 1 h window reached 200 answers;
     the busiest had 57: raise analytics.drift.window_s (or lower analytics.drift.min_count)"``.
+    The busiest is at least the report's own ``n_current`` (a snapshot written before
+    ``busiest`` was kept restores 0). When a tested window did reach ``min_count``, the
+    reason says traffic fell, with the longer window the current rate would need, e.g.
+    ``"traffic fell: the current 1 h window holds 4 answers, fewer than 200, though a tested
+    one held 355; if it stays this low, raise analytics.drift.window_s to about 50 h (or
+    lower analytics.drift.min_count)"``.
     """
     unit, cfg = UNITS.get(dim, "events"), detector.windows
     reasons = []
@@ -325,13 +331,20 @@ def insufficient_reason(
     if n_cur < detector.min_count:
         span, key = ((cfg.reference_window_s, "reference_window_s") if comparison == "reference"
                      else (cfg.window_s, "window_s"))  # fmt: skip
-        busiest = detector.busiest.get(comparison, n_cur)
-        # the window that would hold min_count at the busiest window's rate, in whole hours
-        hours = math.ceil(span * detector.min_count / busiest / 3600) if busiest else 0
+        busiest = max(detector.busiest.get(comparison, 0), n_cur)
+        fell = busiest >= detector.min_count  # a busier window was tested: traffic fell
+        rate = n_cur if fell else busiest
+        # the window that would hold min_count at that window's rate, in whole hours
+        hours = math.ceil(span * detector.min_count / rate / 3600) if rate else 0
         about = f" to about {hours} h" if 0 < hours * 3600 > span else ""
+        advice = f"raise {SETTINGS}.{key}{about} (or lower {SETTINGS}.min_count)"
         reasons.append(
-            f"no {_duration(span)} window reached {detector.min_count} {unit}; the busiest had "
-            f"{busiest}: raise {SETTINGS}.{key}{about} (or lower {SETTINGS}.min_count)"
+            f"traffic fell: the current {_duration(span)} window holds {n_cur} {unit}, fewer "
+            f"than {detector.min_count}, though a tested one held {busiest}; if it stays this "
+            f"low, {advice}"
+            if fell
+            else f"no {_duration(span)} window reached {detector.min_count} {unit}; the "
+            f"busiest had {busiest}: {advice}"
         )
     if comparison == "reference" and n_ref < detector.min_reference_count:
         reasons.append(f"the gold set gives {n_ref} rows to compare with, fewer than the "

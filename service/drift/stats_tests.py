@@ -18,7 +18,23 @@ sparse categories (Cochran's advice) and uses the chi-square distribution on the
    category the reference has (that would hide it: gold en 45, es 10 against live en 809,
    es 68, hi-Latn 123 gives p = 0.87 with hi-Latn pooled into es, p = 3.5e-4 without);
 2. then the rarest categories the reference has (smallest column total first) become one
-   "other" column, until the rule holds or the reference's categories are all in one column.
+   "other" column, until the rule holds or the reference's categories are all in one column;
+3. when even that fails because the "not in the reference" column itself is too thin (its
+   expected counts break the rule — below 1, or too many below 5: a few live questions in a
+   language the gold set lacks), the test is CONDITIONAL on the reference's categories
+   (``method="conditional"``): the absent columns are left out, the current row is
+   restricted to the categories the reference has, and step 2 and the chi-square run on
+   that 2 × K' table (a test of the conditional distribution given "category in the
+   reference", Agresti 3rd ed. §1.2.5 on conditional distributions and §3.2.3 on sparse
+   tables). The absent categories stay in ``new_categories`` (and in the share changes:
+   rising, coverage gaps). Nothing is lost by leaving them out of the p-value: conditional
+   on both margins the reference's count in that column is hypergeometric with a small mean
+   ``e``, so even the most extreme outcome (all of it in the current row) has probability
+   ``≈ (1 − n_ref / N)^c ≈ exp(−e)``: above 0.37 for ``e < 1``, above 0.0067 for ``e < 5``
+   — far above a detector's level; yet resampling the full table instead cannot resolve a
+   detector's level (gold en 45, es 10 against live en 200, es 797, hi-Latn 3: Monte-Carlo
+   p = 5e-5 after 20,000 draws, its floor, against alpha 4e-6 — no alarm; the conditional
+   test's p = 5e-26 — drift).
 
 Pooling keeps the test valid (if the coarsened distributions differ, so do the full ones),
 loses power only on shifts among rare categories — which an effect-size threshold would
@@ -31,6 +47,10 @@ multivariate hypergeometric distribution of the column totals, up to ``n_resampl
 with Besag & Clifford's (1991) sequential stopping: once ``h = 10`` resampled statistics
 reach the observed one, after ``L`` draws, ``p = h / L``; otherwise ``p = (1 + #{T_b ≥
 T_obs}) / (n_resamples + 1)``. Clearly non-significant tables thus cost a few hundred draws.
+A Monte-Carlo p-value is never below its floor ``1 / (n_resamples + 1)``
+(:attr:`Chi2Result.p_floor`; Besag & Clifford 1991; Davison & Hinkley 1997 §4.2.1): a
+caller whose level is below the floor must say the test cannot reject, not report "no
+change".
 A G-test was rejected: it shares the chi-square's small-sample problem. Seeded, so results
 are reproducible; the smallest possible p-value is ``1 / (n_resamples + 1)``, so choose
 ``n_resamples ≫ 1 / alpha``.
@@ -80,13 +100,15 @@ class Chi2Result(NamedTuple):
     statistic: float
     p_value: float
     dof: int
-    method: Literal["asymptotic", "pooled", "monte_carlo", "degenerate"]
+    method: Literal["asymptotic", "pooled", "conditional", "monte_carlo", "degenerate"]
     n_reference: int
     n_current: int
     new_categories: tuple[str, ...]  # count 0 in reference, > 0 in current
     low_expected: bool  # some expected count < min_expected (before pooling)
     degenerate: bool  # < 2 non-empty categories or an empty side: p = 1
     pooled: tuple[str, ...] = ()  # categories merged into a pooled column (method "pooled")
+    # the smallest p the method can give: 1 / (n_resamples + 1) for "monte_carlo", else 0
+    p_floor: float = 0.0
 
 
 @functools.lru_cache(maxsize=16)
@@ -231,6 +253,19 @@ def _pool(
     return None
 
 
+def _conditional(
+    names: list[str], table: FloatArray, min_expected: float
+) -> tuple[tuple[str, ...], FloatArray] | None:
+    """Step 3 of the module docstring: the table restricted to the categories the reference
+    has (both rows), pooled by :func:`_pool` as needed; ``(merged names, table)`` or ``None``
+    when fewer than 2 such categories hold a current count or no pooling meets the rule."""
+    present = [i for i in range(len(names)) if table[0, i] > 0]
+    sub = table[:, present]
+    if len(present) < 2 or sub[1].sum() <= 0:
+        return None
+    return _pool([names[i] for i in present], sub, min_expected)
+
+
 def chi2_homogeneity(
     reference: Counts,
     current: Counts,
@@ -249,9 +284,11 @@ def chi2_homogeneity(
     correction: equals ``scipy.stats.chi2_contingency(table, correction=False)``.
     ``method="auto"``, when the table breaks Cochran's rule (``min_expected`` is its 5),
     pools sparse categories — never a category the reference lacks into one it has — or, when
-    no pooling meets the rule, uses the Monte-Carlo test on the full table (module
-    docstring). Degenerate tables (an empty side, or < 2 non-empty categories)
-    give ``statistic = 0, p_value = 1, degenerate = True``.
+    only the reference-absent column is too thin, tests conditionally on the reference's
+    categories (``method="conditional"``), or else uses the Monte-Carlo test on the full
+    table, whose ``p_floor`` is ``1 / (n_resamples + 1)`` (module docstring). Degenerate
+    tables (an empty side, or < 2 non-empty categories) give ``statistic = 0, p_value = 1,
+    degenerate = True``.
 
     Raises:
         ValueError: negative or non-finite counts, ``n_resamples < 1``.
@@ -283,6 +320,15 @@ def chi2_from_table(
                                      "asymptotic", min_expected, n_resamples, seed)  # fmt: skip
             return result._replace(new_categories=new, low_expected=True, pooled=pooled,
                                    method="pooled")  # fmt: skip
+        if pooling is None and new:
+            conditional = _conditional(names, table, min_expected)
+            if conditional is not None:
+                pooled, coarse = conditional
+                result = chi2_from_table([f"c{i}" for i in range(coarse.shape[1])], coarse,
+                                         "asymptotic", min_expected, n_resamples, seed)  # fmt: skip
+                return result._replace(new_categories=new, low_expected=True, pooled=pooled,
+                                       method="conditional", n_reference=int(round(rows[0])),
+                                       n_current=int(round(rows[1])))  # fmt: skip
     n_ref, n_cur = int(round(rows[0])), int(round(rows[1]))
     if table.shape[1] < 2 or rows.min() <= 0:
         return Chi2Result(0.0, 1.0, 0, "degenerate", n_ref, n_cur, new, False, True)
@@ -293,7 +339,8 @@ def chi2_from_table(
     low = bool(expected.min() < min_expected)
     if method == "monte_carlo" or (method == "auto" and not _cochran_ok(table, min_expected)):
         p = _monte_carlo_p(cols, n_ref, expected, statistic, n_resamples, seed)
-        return Chi2Result(statistic, p, dof, "monte_carlo", n_ref, n_cur, new, low, False)
+        return Chi2Result(statistic, p, dof, "monte_carlo", n_ref, n_cur, new, low, False,
+                          p_floor=1 / (n_resamples + 1))  # fmt: skip
     p = float(special.chdtrc(dof, statistic))  # = scipy.stats.chi2.sf
     return Chi2Result(statistic, p, dof, "asymptotic", n_ref, n_cur, new, low, False)
 

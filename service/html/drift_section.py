@@ -50,6 +50,8 @@ def drift_section(
             moved = category_moves(test, silenced)
             if test["state"] == "insufficient_data" and test.get("insufficient"):
                 moved = f"not tested: {test['insufficient']}"
+            if test.get("cannot_alarm"):
+                moved = f"{moved}; cannot alarm: {test['cannot_alarm']}"
             effect = (
                 f"JSD {num(test.get('js_divergence'))}"
                 if "js_divergence" in test

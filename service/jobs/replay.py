@@ -377,6 +377,10 @@ def render_text(doc: ReplayReport) -> str:
                 untested.setdefault((name, test["insufficient"]), []).append(dim)
     lines += [f"  {', '.join(dims)} vs {name} not tested (insufficient_data): {why}"
               for (name, why), dims in untested.items()]  # fmt: skip
+    lines += [f"  {dim} vs {name} cannot alarm: {test['cannot_alarm']}"
+              for dim in shown
+              for name, test in (drift.get(dim) or {}).get("comparisons", {}).items()
+              if test.get("cannot_alarm")]  # fmt: skip
     late, future = drift["event_time"]["late"], drift["event_time"]["future"]
     if late or future:
         lines.append(

@@ -10,7 +10,6 @@ import types
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-import pytest
 from scipy.stats import chi2_contingency
 
 from service.drift.stage import DriftStage
@@ -28,9 +27,6 @@ def _reference_test(languages: list[str]) -> dict:
     return drift.report()["language"]["comparisons"]["reference"]
 
 
-@pytest.mark.xfail(strict=True, reason="review s14-rev2: 3 live questions in a language the gold "
-                   "set lacks force the Monte-Carlo test, whose p >= 5e-5 never reaches alpha "
-                   "4e-6: en 82% -> 22% (scipy p = 3e-24) is not flagged")  # fmt: skip
 def test_a_few_questions_in_a_new_language_do_not_hide_a_large_shift() -> None:
     langs = ["en"] * 200 + ["es"] * 797 + ["hi-Latn"] * 3
     random.Random(0).shuffle(langs)

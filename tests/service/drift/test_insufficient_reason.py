@@ -105,3 +105,15 @@ def test_rates_chart_has_no_empty_window_bars_or_legend_entries() -> None:
     assert "all events" in chart
     assert "baseline window" not in chart and "current window" not in chart
     assert "No window has been tested yet: " + WHY.format(unit="answers") in html
+
+
+def test_restoring_a_snapshot_without_busiest_takes_the_restored_reports_windows() -> None:
+    """A snapshot written before ``busiest`` was kept: the detector's busiest is at least
+    each restored report's current window (42, by hand above), not 0."""
+    before = _one_day()
+    old = copy.deepcopy(before.state_snapshot()["detectors"]["refusal"])
+    del old["busiest"]
+    after = DriftStage({"language": {"en": 50}, "topic": {"fees": 50}},
+                       clock=lambda: (START + timedelta(days=30)).timestamp())  # fmt: skip
+    after.rates["refusal"].restore(old)
+    assert after.rates["refusal"].busiest == {"baseline": 42}

@@ -7,15 +7,10 @@ import copy
 import types
 from datetime import timedelta
 
-import pytest
-
 from service.drift.stage import DriftStage
 from tests.service.drift.test_insufficient_reason import START, _one_day
 
 
-@pytest.mark.xfail(strict=True, reason="review s14-rev2: a snapshot without 'busiest' (written "
-                   "by ec1e18b) restores busiest = 0, so the reason says 'the busiest had 0' "
-                   "next to a report whose current window holds 42")  # fmt: skip
 def test_reason_after_restoring_a_snapshot_without_busiest_counts_the_reported_window() -> None:
     before = _one_day()
     n_current = before.report()["refusal"]["comparisons"]["baseline"]["n_current"]
@@ -32,9 +27,6 @@ def test_reason_after_restoring_a_snapshot_without_busiest_counts_the_reported_w
     assert "the busiest had 42" in why
 
 
-@pytest.mark.xfail(strict=True, reason="review s14-rev2: once a busier window than min_count "
-                   "was tested, a quiet current window's reason says 'no window reached 200; "
-                   "the busiest had 355' and advises raising window_s")  # fmt: skip
 def test_reason_is_not_self_contradictory_after_a_busy_window() -> None:
     drift = DriftStage({}, clock=lambda: (START + timedelta(days=30)).timestamp())
     # a 7 h burst of 1 answer every 10 s (360 an hour: the baseline freezes after 6 h with
@@ -49,6 +41,19 @@ def test_reason_is_not_self_contradictory_after_a_busy_window() -> None:
     test = drift.report()["refusal"]["comparisons"]["baseline"]
     assert test["state"] == "insufficient_data" and test["n_current"] < 200
     why = test["insufficient"]
-    busiest = int(why.split("the busiest had ")[1].split(":")[0])
-    # "no 1 h window reached 200" must not be followed by a busiest window of >= 200
-    assert busiest < 200, why
+    if "the busiest had " in why:
+        busiest = int(why.split("the busiest had ")[1].split(":")[0])
+        # "no 1 h window reached 200" must not be followed by a busiest window of >= 200
+        assert busiest < 200, why
+    # (s14-fix-drift) a window did reach 200: the reason says traffic fell, with the busiest
+    # tested window — 355, by hand in test_insufficient_reason (59 full minutes of 6 answers
+    # and the one at the test mark) — and the window the current rate would need. A 1 h
+    # window holds 4 or 5 answers 864 s apart (3,600 / 864 = 4.2); 200 at that rate need
+    # 200 / n_current hours: 40 h for 5, 50 h for 4
+    n_cur = test["n_current"]
+    assert n_cur in (4, 5)
+    assert why == (
+        f"traffic fell: the current 1 h window holds {n_cur} answers, fewer than 200, though "
+        f"a tested one held 355; if it stays this low, raise analytics.drift.window_s to "
+        f"about {200 // n_cur} h (or lower analytics.drift.min_count)"
+    )
