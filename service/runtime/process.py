@@ -162,6 +162,7 @@ class Runtime:
                 on_error=suppress_on_error,  # a stage error: processing_failed letters
             )  # fmt: skip
             self.engine.restore()
+            self.live.export_held()  # the held suggestions restored, before any batch
             freeze_heap()
             dlq = settings.source.dlq_path or settings.state.path.parent / "goldwatch.dlq.jsonl"
             self.http_dead_letters = JsonlDeadLetters(dlq)
