@@ -31,6 +31,9 @@ construction: the label keys on "I don't know", which the patterns cover. The
 source-naming forms changed none of these figures: the 68 NoMIRACL replies they match (67
 labelled refusals) were all matched already, so NoMIRACL does not measure them on their own;
 they match none of 5,461 sentences of XQuAD's, SQuAD's and MultiHop-RAG's English passages.
+The German first-person forms with a filler word ("Das weiß ich leider nicht", "dazu finde
+ich nichts in unseren Unterlagen") changed none of the NoMIRACL figures either, and match none
+of the 3,685 distinct sentences, questions and answers of XQuAD's German passages.
 """
 
 from __future__ import annotations
@@ -113,6 +116,16 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     r"\bnicht (?:im|in den) (?:kontext|text|dokumenten?|quellen) (?:erwähnt|enthalten)",
     r"\bdas weiss ich nicht\b|\bich (?:konnte|kann) (?:\w+ ){0,4}nicht finden\b",
     r"\bich (?:konnte|habe) (?:dazu |hierzu )?keine (?:\w+ ){0,2}(?:finden|gefunden)\b",
+    # first-person forms with a filler word ("leider", "auch", "dazu"): "Das weiß ich leider
+    # nicht", "Tut mir leid, dazu finde ich nichts in unseren Unterlagen", "Das kann ich
+    # leider nicht beantworten" (an apology only with a negation after it, as in English:
+    # not "Tut mir leid, dass Sie warten mussten: die Gebühr beträgt 300 Euro")
+    r"\b(?:ich weiss|weiss ich) (?:\w+ ){0,3}nicht\b",
+    r"\btut mir (?:\w+ )?leid\b.*\b(?:nicht|nichts|keine?n?)\b",
+    r"\b(?:ich finde|finde ich|ich fand|fand ich) (?:\w+ ){0,3}(?:nichts|keine)\b",
+    r"\b(?:ich kann|kann ich) (?:\w+ ){0,4}nicht (?:beantworten|sagen|helfen)\b",
+    r"\bnicht in (?:unseren|meinen|den (?:vorliegenden|bereitgestellten)) (?:unterlagen"
+    r"|dokumenten|quellen)\b",
     # Russian
     r"\bя не знаю\b|\bне могу ответить\b|\bнет (?:информации|данных|ответа)\b",
     r"\bнедостаточно (?:информации|данных)\b|\bне (?:упоминается|указано|указан)\b|извините",
