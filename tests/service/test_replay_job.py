@@ -436,3 +436,19 @@ def test_the_language_line_adds_the_languages_not_shown_as_other(small: dict[str
             in render_text(doc).splitlines())  # fmt: skip
     doc["analytics"]["languages"] = {"en": 3, "hi": 1}
     assert "languages: en 75%, hi 25%" in render_text(doc).splitlines()
+
+
+def test_the_shadow_line_gives_every_agreement_mean_its_n() -> None:
+    """Trial user6: Kendall's tau was left out of the text and shown bare in the HTML,
+    though the JSON said it was over 132 of 2,712 results. The line gives each mean its n,
+    "few" under the analytics' ``quality_min_class``: of 9 compared results 9 have overlap
+    and RBO, 3 a Kendall's tau, none a citation recall."""
+    from service.jobs.replay import _shadow_lines
+    from tests.service.html import samples
+
+    (line,) = _shadow_lines(samples.shadow(), 5)  # type: ignore[arg-type]
+    assert line == (
+        "shadow bm25-v2: 9 compared of 12 offered; overlap@k 0.800 (n 9), RBO 0.750 (n 9), "
+        "Kendall's tau 0.500 (n 3, few), citation recall – (n 0, few); skipped: queue_full 2; "
+        "errors: timeout 1"
+    )
