@@ -67,6 +67,15 @@ refusal alarm is unchanged; production — the topic vs gold-set alarm keeps its
 6.5e-17 (was 2.6e-17); (2) an ``insufficient_data`` comparison says why in ``insufficient``
 (production: the four baseline comparisons, "the baseline is still warming up: ...", the log
 being shorter than the 6 h warm-up).
+Both rewritten again in the fourteenth session (s14-t6) for added fields and nothing else
+(checked: each rewritten file with them removed, and the method sentence written without
+them, equals its former content): ``analytics.refusals.refused_by_flag`` and
+``refused_by_patterns`` (of the refused answers, those ``answer.refused`` decided and those
+the phrase patterns did: demo 68 and 260 of 328, production 0 and 229 of 229) and the same
+two counts in ``analytics.refusals.method`` ("answer.refused decided 649 answers (68
+refused), phrase patterns 2351 (260 refused) ..."); the demo's shadow ``by_language`` and
+``by_topic`` cells' ``counts`` (the results each per-label mean is over; Kendall's tau's is
+the one that differs from ``n``). The German refusal patterns added with them moved nothing.
 """
 
 from __future__ import annotations
@@ -193,8 +202,11 @@ def test_production_shaped_replay_report_and_suggestions_match_e500539(tmp_path:
 #: 5,000 held suggestions evict differently) and its suggestions.
 #: Re-pinned again for s14-t2's pooling and ``insufficient`` reasons (module docstring): the
 #: topic vs gold-set alarm's p and the four baseline comparisons' reason; suggestions as above.
+#: Re-pinned again for s14-t6's added refused split (module docstring): refused_by_flag 0,
+#: refused_by_patterns 1,552 and the method sentence's "(1552 refused)"; the report without
+#: them still hashes to the former 1a7c0bf2…c08f; the suggestions are unchanged.
 PRODUCTION_20K_DIGESTS = (
-    "1a7c0bf2b81252cd28a236405356d1619382d7c740f099dcf82619c23b66c08f",
+    "eb744b68d9103dc9f1f91b36090ee40790a1ada5e92a4f30b1827d7bd989b8c7",
     "5ca451e3ab39c406f2ef327419b41d38b987f5f24fc22b8b14b7966285959d35",
 )
 
