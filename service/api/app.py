@@ -127,7 +127,7 @@ def _labelling(settings: Settings, runtime: Runtime) -> Labelling | None:
     return Labelling(StateStoreCandidates(runtime.state), settings.gold_set, settings.harvest,
                      on_accept=runtime.gold_accepted, passages=passages,
                      gold_check=runtime.gold_check,
-                     on_decide=runtime.live.harvest.decided,
+                     on_decide=runtime.live.decided,
                      gold_rule=runtime.gold_set_problem)  # fmt: skip
 
 

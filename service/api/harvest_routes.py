@@ -29,7 +29,7 @@ from service.harvest.labelling import (
     LabellingError,
 )
 from service.harvest.store import Decision
-from service.language.tags import canonical_tag
+from service.language.tags import LANGUAGE_TAG_MAX_CHARS, LANGUAGE_TAG_PATTERN, canonical_tag
 
 router = APIRouter(prefix="/v1/gold-candidates", tags=["harvest"], route_class=TokenFirstRoute)
 
@@ -60,7 +60,7 @@ _Label = Annotated[str, Field(min_length=1, max_length=64, pattern=r"\S")]
 #: stored as ``hi-Latn``, the live traffic's label: :func:`service.language.tags.canonical_tag`).
 _Language = Annotated[
     str,
-    Field(max_length=35, pattern=r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$"),
+    Field(max_length=LANGUAGE_TAG_MAX_CHARS, pattern=LANGUAGE_TAG_PATTERN),
     AfterValidator(canonical_tag),
 ]
 #: A substring a correct answer must contain.

@@ -47,7 +47,7 @@ from service.data.corpus import (
     where,
 )
 from service.evaluation.trec import read_qrels, read_topics
-from service.language.tags import language_key
+from service.language.tags import is_language_tag, language_key
 from service.records import KINDS, GoldQuestion, Qrels
 
 logger = logging.getLogger(__name__)
@@ -91,8 +91,18 @@ class _GoldRow(BaseModel):
         """A language tag as live traffic is labelled: canonical case, region folded
         (``hi-latn`` → ``hi-Latn``, ``en-us`` → ``en``, ``zh-Hant-TW`` → ``zh-Hant``;
         :func:`~service.language.tags.language_key`), so drift, shares, per-language quality
-        and metric labels compare like with like; other values as written."""
-        return None if value is None else language_key(value)
+        and metric labels compare like with like.
+
+        Raises:
+            ValueError: not a language tag by the accept API's check
+                (:func:`~service.language.tags.is_language_tag`; ``Deutsch (Schweiz)`` would
+                be a gold language of its own that live traffic never shows); the message
+                does not repeat the value."""
+        if value is None:
+            return None
+        if not is_language_tag(value):
+            raise ValueError("must be a BCP 47 language tag such as 'de', 'de-CH' or 'hi-Latn'")
+        return language_key(value)
 
     @field_validator("gold", mode="plain")
     @classmethod

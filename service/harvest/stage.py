@@ -533,6 +533,14 @@ class HarvestStage:
         when only a near-duplicate of it (another id) is asked, it may start one anew."""
         self._decisions_in.append((candidate_id, normalised))
 
+    def held(self) -> int:
+        """How many suggestions the stage holds once the decisions queued by :meth:`decided`
+        are applied (what ``pending_observations()["suggestions"]`` gives after the next
+        batch), ≥ 0. Callable from the thread that calls :meth:`decided` (the queue is copied
+        in one step; the suggestions are only counted and looked up)."""
+        queued = {sid for sid, _ in list(self._decisions_in)}
+        return len(self.suggestions) - sum(1 for sid in queued if sid in self.suggestions)
+
     def _forget_refused(self, refused: Iterable[str],
                         rows: Mapping[str, Mapping[str, Any]]) -> None:  # fmt: skip
         """Stop holding the suggestions whose records (``rows``, by id) the repository sink

@@ -19,6 +19,7 @@ from markupsafe import Markup
 from service.harvest.shed_note import shed_note
 from service.html import plots
 from service.html.page import esc, figure, minute, num, para, section, table
+from service.shadow.stage import FEW_RESULTS, with_n
 
 #: Agreement measures, in the shadow stage's report order.
 AGREEMENT = ("overlap", "jaccard", "rbo", "kendall_tau", "top1", "citation_recall")
@@ -59,9 +60,11 @@ def find_extra(key: str, *docs: Mapping[str, Any] | None) -> Any:
     return None
 
 
-def shadow_section(shadow: Mapping[str, Any]) -> Markup:
+def shadow_section(shadow: Mapping[str, Any], min_n: int = FEW_RESULTS) -> Markup:
     """Agreement of each shadow candidate with production: means, per language, and the
-    questions where they disagreed most (lowest RBO)."""
+    questions where they disagreed most (lowest RBO). Every agreement figure is shown with
+    the number of results it is over, marked "few" under ``min_n`` (:func:`with_n`; the
+    replay page passes ``analytics.quality_min_class``)."""
     candidates: Mapping[str, Mapping[str, Any]] = shadow.get("candidates") or {}
     if not candidates:
         return section("shadow", "Shadow agreement", para("No shadow candidate.", "muted"))
@@ -78,7 +81,10 @@ def shadow_section(shadow: Mapping[str, Any]) -> Markup:
                 ", ".join(f"{r} {n}" for r, n in (c.get("errors") or {}).items()) or "none",
                 c.get("in_flight", 0),
                 None if latency is None else latency * 1000.0,
-                *((c.get("agreement") or {}).get(m) for m in AGREEMENT),
+                *(
+                    with_n((c.get("agreement") or {}).get(m), (c.get("counts") or {}).get(m), min_n)
+                    for m in AGREEMENT
+                ),  # fmt: skip
             ]
         )
     parts: list[str] = [
@@ -96,7 +102,10 @@ def shadow_section(shadow: Mapping[str, Any]) -> Markup:
         ),
         para(
             "Coverage: every offered event is compared, skipped (by reason), failed (by "
-            "error) or still in flight; the four add up to offered.",
+            "error) or still in flight; the four add up to offered. Each agreement figure is "
+            "a mean over the results that have one (n; Kendall's tau needs at least 2 "
+            f'passages in both rankings); "few": fewer than {min_n} '
+            "(analytics.quality_min_class), too few to read.",
             "muted",
         ),
         table(
@@ -112,16 +121,22 @@ def shadow_section(shadow: Mapping[str, Any]) -> Markup:
             ],
             rows,
             text_columns=(3, 4),
+            nowrap_columns=tuple(range(7, 7 + len(AGREEMENT))),  # "0.596 (n 132)" whole
         ),  # fmt: skip
     ]
-    parts.append(_by_label(candidates, "by_language", "language"))
-    parts.append(_by_label(candidates, "by_topic", "topic"))
+    parts.append(_by_label(candidates, "by_language", "language", min_n))
+    parts.append(_by_label(candidates, "by_topic", "topic", min_n))
     for name, c in candidates.items():
         parts.append(_disagreements(name, c.get("disagreements") or []))
     return section("shadow", "Shadow agreement", *parts)
 
 
-def _by_label(candidates: Mapping[str, Mapping[str, Any]], key: str, label: str) -> Markup:
+#: Agreement measures shown per label, each with its own n.
+LABEL_AGREEMENT = ("rbo", "kendall_tau", "overlap", "top1")
+
+
+def _by_label(candidates: Mapping[str, Mapping[str, Any]], key: str, label: str,
+              min_n: int) -> Markup:  # fmt: skip
     tables = {name: c.get(key) or {} for name, c in candidates.items()}
     values = sorted({v for t in tables.values() for v in t})
     if not values:
@@ -133,23 +148,21 @@ def _by_label(candidates: Mapping[str, Mapping[str, Any]], key: str, label: str)
         xlabel="RBO",
     )
     rows = [
-        [
-            v,
-            *(
-                x
-                for t in tables.values()
-                for x in (
-                    (t.get(v) or {}).get("n"),
-                    (t.get(v) or {}).get("rbo"),
-                    (t.get(v) or {}).get("top1"),
-                )
-            ),
-        ]
+        [v, *(x for t in tables.values() for x in _label_cells(t.get(v) or {}, min_n))]
         for v in values
     ]
-    header = [label, *(f"{n} {c}" for n in tables for c in ("n", "rbo", "top1"))]
+    header = [label, *(f"{n} {c}" for n in tables for c in ("n", *LABEL_AGREEMENT))]
     chart = figure(svg, f"Mean RBO per {label}")
     return Markup(f"<h3>By {label}</h3>{chart}{table(header, rows)}")
+
+
+def _label_cells(cell: Mapping[str, Any], min_n: int) -> list[object]:
+    """A label's results and its agreement figures with their n (a report without
+    per-measure counts: each over the label's results, except Kendall's tau: unknown)."""
+    n, counts = cell.get("n"), cell.get("counts")
+    return [n, *(with_n(cell.get(m), (counts or {}).get(m) if counts is not None
+                        else (None if m == "kendall_tau" else n), min_n)
+                 for m in LABEL_AGREEMENT)]  # fmt: skip
 
 
 def _disagreements(name: str, rows: Sequence[Mapping[str, Any]]) -> Markup:

@@ -37,6 +37,7 @@ from service.html.page import (
 )
 from service.html.quality_section import quality_section
 from service.html.rates import refusals_section
+from service.shadow.stage import FEW_RESULTS
 from service.topics.model import NOVEL
 
 #: Categories drawn per dimension; the rest are summed under ``other``.
@@ -125,7 +126,8 @@ def analytics_sections(
     if quality is not None:
         parts.append(quality_section(quality))
     if shadow is not None:
-        parts.append(shadow_section(shadow))
+        parts.append(shadow_section(shadow, (analytics or {}).get("quality_min_class",
+                                                                  FEW_RESULTS)))  # fmt: skip
     if candidates is not None:
         parts.append(candidates_section(candidates))
     return parts

@@ -77,7 +77,7 @@ from service.runtime.reports import (
 )
 from service.runtime.threads import native_threads
 from service.settings import GOLD_SET_OFF, Settings, gold_set_notice
-from service.shadow.stage import ShadowStageReport
+from service.shadow.stage import FEW_RESULTS, ShadowStageReport, with_n
 from service.state import StateStore
 from service.telemetry import build_metrics
 from service.topics.model import NOVEL
@@ -291,8 +291,9 @@ def render_text(doc: ReplayReport) -> str:
     if doc.get("dropped"):
         dropped = ", ".join(f"{key} {n}" for key, n in sorted(doc["dropped"].items()))
         lines.append(f"dropped (the events kept): {dropped}")
-    lines += _shadow_lines(doc.get("shadow"))
     analytics = doc.get("analytics")
+    min_n = analytics.get("quality_min_class", FEW_RESULTS) if analytics else FEW_RESULTS
+    lines += _shadow_lines(doc.get("shadow"), min_n)
     if not analytics:
         return "\n".join(lines + harvest_lines(doc.get("gold_candidates")))
     total = sum(analytics["languages"].values()) or 1
@@ -578,23 +579,26 @@ def harvest_lines(summary: HarvestSummary | None) -> list[str]:
     return lines
 
 
-def _shadow_lines(shadow: ShadowStageReport | None) -> list[str]:
+def _shadow_lines(shadow: ShadowStageReport | None, min_n: int = FEW_RESULTS) -> list[str]:
+    """One line per shadow candidate; every agreement mean with the number of results it
+    is over, marked "few" under ``min_n`` (:func:`~service.shadow.stage.with_n`)."""
     if not shadow:
         return []
     lines = []
     for name, body in shadow["candidates"].items():
-        agreement = body["agreement"]
+        agreement, counts = body["agreement"], body.get("counts") or {}
         skipped = ", ".join(f"{r} {n}" for r, n in body["skipped"].items()) or "none"
         errors = ", ".join(f"{r} {n}" for r, n in body["errors"].items()) or "none"
 
-        def fmt(key: str, agreement: dict[str, float | None] = agreement) -> str:
-            value = agreement.get(key)
-            return "-" if value is None else f"{value:.3f}"
+        def fmt(key: str, agreement: dict[str, float | None] = agreement,
+                counts: dict[str, int] = counts) -> str:  # fmt: skip
+            return with_n(agreement.get(key), counts.get(key), min_n)
 
         lines.append(
             f"shadow {name}: {body['completed']} compared of {body['offered']} offered"
             + (f" ({body['in_flight']} in flight)" if body.get("in_flight") else "")
-            + f"; overlap@k {fmt('overlap')}, RBO {fmt('rbo')}, citation recall "
-            f"{fmt('citation_recall')}; skipped: {skipped}; errors: {errors}"
+            + f"; overlap@k {fmt('overlap')}, RBO {fmt('rbo')}, Kendall's tau "
+            f"{fmt('kendall_tau')}, citation recall {fmt('citation_recall')}; skipped: "
+            f"{skipped}; errors: {errors}"
         )
     return lines

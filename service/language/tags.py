@@ -19,11 +19,39 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["canonical_tag", "language_key"]
+__all__ = [
+    "LANGUAGE_TAG_MAX_CHARS",
+    "LANGUAGE_TAG_PATTERN",
+    "canonical_tag",
+    "is_language_tag",
+    "language_key",
+]
 
 #: A tag of the shape RFC 5646 §2.1 allows, with a 2–3 letter primary language subtag (ISO 639)
 #: or a private-use / grandfathered ``x``/``i`` singleton first.
 _TAG = re.compile(r"(?:[A-Za-z]{2,3}|[xXiI])(?:-[A-Za-z0-9]{1,8})*")
+
+
+#: What goldwatch accepts as a language tag wherever a person writes one (an accepted
+#: suggestion's ``language``, a gold-set row's): subtags of 1–8 letters or digits joined by
+#: hyphens, the first 2–8 letters (RFC 5646 §2.1's syntax, without its registry), at most
+#: :data:`LANGUAGE_TAG_MAX_CHARS` characters (RFC 5646 §4.4.1's advised 35).
+LANGUAGE_TAG_PATTERN = r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$"
+LANGUAGE_TAG_MAX_CHARS = 35
+_CHECK = re.compile(LANGUAGE_TAG_PATTERN)
+
+
+def is_language_tag(value: str) -> bool:
+    """Whether ``value`` is a language tag by :data:`LANGUAGE_TAG_PATTERN` and
+    :data:`LANGUAGE_TAG_MAX_CHARS` (the accept API's check). Never raises.
+
+    >>> is_language_tag("de-CH"), is_language_tag("hi-Latn"), is_language_tag("Deutsch (Schweiz)")
+    (True, True, False)
+    >>> is_language_tag("de_CH"), is_language_tag("")
+    (False, False)
+    """
+    return (isinstance(value, str) and len(value) <= LANGUAGE_TAG_MAX_CHARS
+            and _CHECK.fullmatch(value) is not None)  # fmt: skip
 
 
 def canonical_tag(value: str) -> str:

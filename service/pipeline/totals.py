@@ -13,6 +13,8 @@ Counting rules (one per event, from the annotations the analytics stages left):
   ``refusals``: of those, the refused ones; ``answers_by_flag`` / ``answers_by_patterns``: of
   the answers, those the event's ``answer.refused`` decided / the phrase patterns decided
   (``refused_by``; totals kept before these existed have neither, so they may sum to less);
+  ``refusals_by_flag`` / ``refusals_by_patterns``: of the refusals, those decided by each
+  (the same caveat: totals kept before them start at 0);
 * ``scope_scored``: events given an out-of-scope verdict; ``out_of_scope``: of those, ``True``;
 * ``over_refusals`` / ``under_refusals``: events flagged ``over_refusal`` / ``under_refusal``;
 * ``off_corpus``: events flagged ``off_corpus`` (out of scope because they lie outside the
@@ -36,7 +38,8 @@ __all__ = ["FLAGS", "AnnotationTotals", "count_annotations"]
 
 #: The per-event flags counted, in report order.
 FLAGS = ("answers", "refusals", "scope_scored", "out_of_scope", "over_refusals",
-         "under_refusals", "answers_by_flag", "answers_by_patterns", "off_corpus")  # fmt: skip
+         "under_refusals", "answers_by_flag", "answers_by_patterns", "off_corpus",
+         "refusals_by_flag", "refusals_by_patterns")  # fmt: skip
 
 
 def count_annotations(
@@ -60,6 +63,8 @@ def count_annotations(
             by = notes.get("refused_by")
             flags["answers_by_flag"] += by == "flag"
             flags["answers_by_patterns"] += by == "patterns"
+            flags["refusals_by_flag"] += refused is True and by == "flag"
+            flags["refusals_by_patterns"] += refused is True and by == "patterns"
         flags["scope_scored"] += out is not None
         flags["out_of_scope"] += out is True
         flags["off_corpus"] += notes.get("off_corpus") is True

@@ -31,6 +31,9 @@ construction: the label keys on "I don't know", which the patterns cover. The
 source-naming forms changed none of these figures: the 68 NoMIRACL replies they match (67
 labelled refusals) were all matched already, so NoMIRACL does not measure them on their own;
 they match none of 5,461 sentences of XQuAD's, SQuAD's and MultiHop-RAG's English passages.
+The German first-person forms with a filler word ("Das weiß ich leider nicht", "dazu finde
+ich nichts in unseren Unterlagen") changed none of the NoMIRACL figures either, and match none
+of the 3,685 distinct sentences, questions and answers of XQuAD's German passages.
 """
 
 from __future__ import annotations
@@ -113,6 +116,16 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     r"\bnicht (?:im|in den) (?:kontext|text|dokumenten?|quellen) (?:erwähnt|enthalten)",
     r"\bdas weiss ich nicht\b|\bich (?:konnte|kann) (?:\w+ ){0,4}nicht finden\b",
     r"\bich (?:konnte|habe) (?:dazu |hierzu )?keine (?:\w+ ){0,2}(?:finden|gefunden)\b",
+    # first-person forms with a filler word ("leider", "auch", "dazu"): "Das weiß ich leider
+    # nicht", "Tut mir leid, dazu finde ich nichts in unseren Unterlagen", "Das kann ich
+    # leider nicht beantworten" (an apology only with a negation after it, as in English:
+    # not "Tut mir leid, dass Sie warten mussten: die Gebühr beträgt 300 Euro")
+    r"\b(?:ich weiss|weiss ich) (?:\w+ ){0,3}nicht\b",
+    r"\btut mir (?:\w+ )?leid\b.*\b(?:nicht|nichts|keine?n?)\b",
+    r"\b(?:ich finde|finde ich|ich fand|fand ich) (?:\w+ ){0,3}(?:nichts|keine)\b",
+    r"\b(?:ich kann|kann ich) (?:\w+ ){0,4}nicht (?:beantworten|sagen|helfen)\b",
+    r"\bnicht in (?:unseren|meinen|den (?:vorliegenden|bereitgestellten)) (?:unterlagen"
+    r"|dokumenten|quellen)\b",
     # Russian
     r"\bя не знаю\b|\bне могу ответить\b|\bнет (?:информации|данных|ответа)\b",
     r"\bнедостаточно (?:информации|данных)\b|\bне (?:упоминается|указано|указан)\b|извините",
@@ -151,30 +164,44 @@ _PATTERNS_CAVEAT = (
 )
 
 
-def refusal_rate_method(by_flag: int, by_patterns: int, answers: int | None = None) -> str:
+def refusal_rate_method(by_flag: int, by_patterns: int, answers: int | None = None,
+                        refused_by: tuple[int, int] | None = None,
+                        refused: int | None = None) -> str:  # fmt: skip
     """How this run's refusals were decided, with both counts, for the replay text and HTML,
     the status page and ``GET /v1/refusals``: ``by_flag`` answers by the event's own
     ``answer.refused`` (exact), ``by_patterns`` by the phrase patterns over the answer text
     (:class:`RefusalDetector`; measured on NoMIRACL only, so the caveat is added when any).
     Counts are ≥ 0; with none of either, "no answers in this log". ``answers`` (the total,
     when known) above their sum adds how many were counted before the split was kept (totals
-    of an older state file).
+    of an older state file). ``refused_by`` (``(by flag, by patterns)``: of those answers,
+    the refused ones) adds each side's refusals, so the refused count reconciles with the
+    sources that decided it; ``refused`` (the total) above their sum adds how many refusals
+    were counted before that split was kept.
 
     >>> refusal_rate_method(4000, 0)
     'answer.refused decided all 4000 answers'
-    >>> print(refusal_rate_method(3, 2))  # doctest: +ELLIPSIS
-    answer.refused decided 3 answers, phrase patterns 2 (phrase patterns not measured ...)
+    >>> refusal_rate_method(4000, 0, refused_by=(432, 0))
+    'answer.refused decided all 4000 answers (432 refused)'
+    >>> print(refusal_rate_method(3, 2, refused_by=(1, 2)))  # doctest: +ELLIPSIS
+    answer.refused decided 3 answers (1 refused), phrase patterns 2 (2 refused) (phrase ...)
     """
     earlier = max(0, (answers or 0) - by_flag - by_patterns)
     before = f"; {earlier} answers counted before this split was kept" if earlier else ""
+    flag_refused = patterns_refused = ""
+    if refused_by is not None:
+        flag_refused, patterns_refused = (f" ({n} refused)" for n in refused_by)
+        untold = max(0, (refused or 0) - sum(refused_by))
+        if untold:
+            before += f"; {untold} refusals counted before their split was kept"
     if by_flag + by_patterns == 0:
-        return "no answers in this log" if not earlier else before[2:]
+        return "no answers in this log" if not before else before[2:]
     if by_patterns == 0:
-        return f"answer.refused decided all {by_flag} answers{before}"
+        return f"answer.refused decided all {by_flag} answers{flag_refused}{before}"
     if by_flag == 0:
-        return f"phrase patterns decided all {by_patterns} answers ({_PATTERNS_CAVEAT}){before}"
-    return (f"answer.refused decided {by_flag} answers, phrase patterns {by_patterns} "
-            f"({_PATTERNS_CAVEAT}){before}")  # fmt: skip
+        return (f"phrase patterns decided all {by_patterns} answers{patterns_refused} "
+                f"({_PATTERNS_CAVEAT}){before}")  # fmt: skip
+    return (f"answer.refused decided {by_flag} answers{flag_refused}, phrase patterns "
+            f"{by_patterns}{patterns_refused} ({_PATTERNS_CAVEAT}){before}")  # fmt: skip
 
 
 #: Openings that mark a reply as an answer even when it later says part of the question is not

@@ -170,6 +170,21 @@ class Live:
         if self.harvest is not None and self.harvest_metrics is not None:
             self.harvest_metrics.observe(self.harvest.pending_observations())
 
+    def export_held(self) -> None:
+        """Set ``goldwatch_gold_candidates_held`` to the suggestions held now
+        (:meth:`~service.harvest.stage.HarvestStage.held`): after a restore and after each
+        decision, which would otherwise show only after the next batch."""
+        if self.harvest is not None and self.harvest_metrics is not None:
+            self.harvest_metrics.held.set(self.harvest.held())
+
+    def decided(self, candidate_id: str, normalised: str = "") -> None:
+        """A labelling decision was kept: queue it for the harvest stage
+        (:meth:`~service.harvest.stage.HarvestStage.decided`) and export the suggestions
+        held once it is applied. No-op without harvesting."""
+        if self.harvest is not None:
+            self.harvest.decided(candidate_id, normalised)
+            self.export_held()
+
     def collect_shadow(self) -> None:
         """Fold in shadow results finished since the last batch and export them (call with
         the engine lock held: the stage is not thread-safe)."""

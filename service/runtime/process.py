@@ -162,6 +162,7 @@ class Runtime:
                 on_error=suppress_on_error,  # a stage error: processing_failed letters
             )  # fmt: skip
             self.engine.restore()
+            self.live.export_held()  # the held suggestions restored, before any batch
             freeze_heap()
             dlq = settings.source.dlq_path or settings.state.path.parent / "goldwatch.dlq.jsonl"
             self.http_dead_letters = JsonlDeadLetters(dlq)
@@ -451,8 +452,9 @@ class Runtime:
         except DataFileError as exc:  # names file, line, id and field; no question text
             self._gold_refresh_failed(str(exc))
             return
-        except Exception as exc:  # the service keeps the old references
-            self._gold_refresh_failed(f"{type(exc).__name__} while reloading {path}")
+        except Exception as exc:  # the service keeps the old references; our own errors
+            # (a topic fit's "'novel' is reserved") say why, others only their type
+            self._gold_refresh_failed(f"{describe_error(exc)} while reloading {path}")
             return
         with self.engine.lock:
             apply_gold_references(self.live.analytics, model, counts, detector)

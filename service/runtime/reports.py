@@ -29,7 +29,9 @@ from service.topics.model import NOVEL
 class RefusalCounts(TypedDict):
     """Answers seen, how many were refusals, and their rate in [0, 1] (``None``: no
     answers yet); ``by_flag`` / ``by_patterns``: answers decided by the event's
-    ``answer.refused`` / by the phrase patterns; ``method``: the sentence saying so
+    ``answer.refused`` / by the phrase patterns; ``refused_by_flag`` /
+    ``refused_by_patterns``: of those, the refused ones (with ``refused`` minus their sum
+    counted before this split was kept); ``method``: the sentence saying so
     (:func:`~service.refusals.detector.refusal_rate_method`). Counts since the first start
     (persisted annotation totals)."""
 
@@ -38,6 +40,8 @@ class RefusalCounts(TypedDict):
     rate: float | None
     by_flag: int
     by_patterns: int
+    refused_by_flag: int
+    refused_by_patterns: int
     method: str
 
 
@@ -178,8 +182,12 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
                      "rate": refused / answers if answers else None,
                      "by_flag": flags["answers_by_flag"],
                      "by_patterns": flags["answers_by_patterns"],
-                     "method": refusal_rate_method(flags["answers_by_flag"],
-                                                   flags["answers_by_patterns"], answers)},
+                     "refused_by_flag": flags["refusals_by_flag"],
+                     "refused_by_patterns": flags["refusals_by_patterns"],
+                     "method": refusal_rate_method(
+                         flags["answers_by_flag"], flags["answers_by_patterns"], answers,
+                         (flags["refusals_by_flag"], flags["refusals_by_patterns"]), refused,
+                     )},
         "out_of_scope": {
             "scored": scored, "out_of_scope": out, "share": out / scored if scored else None,
             "over_refusals": flags["over_refusals"], "under_refusals": flags["under_refusals"],

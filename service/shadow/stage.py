@@ -57,8 +57,10 @@ __all__ = [
     "CandidateReport",
     "CandidateSummary",
     "Disagreement",
+    "FEW_RESULTS",
     "ShadowStage",
     "ShadowStageReport",
+    "with_n",
 ]
 
 #: Skip reasons of queued events whose result never arrived (see the module docstring).
@@ -105,7 +107,8 @@ class CandidateSummary(TypedDict):
     ``in_flight``; ``queued`` of them sent to the candidate), ``latency_seconds`` (left out
     of a replay's report), agreement ``{measure: mean or None}`` with the ``counts`` each
     mean is over, the same means per language and per topic (``{label: {"n": results,
-    measure: mean}}``) and, in the live service, the runner's gauges."""
+    measure: mean, "counts": {measure: results}}}``: a label's Kendall's tau is often over far
+    fewer results than its ``n``) and, in the live service, the runner's gauges."""
 
     offered: int
     queued: int
@@ -271,9 +274,31 @@ class _Candidate:
 
 def _table(table: Mapping[str, _Means]) -> dict[str, dict[str, Any]]:
     return {
-        label: {"n": means.counts()["rbo"], **means.means()}
+        label: {"n": means.counts()["rbo"], **means.means(), "counts": means.counts()}
         for label, means in sorted(table.items())
     }
+
+
+#: An agreement figure that is a mean over fewer results than this is marked "few" where it
+#: is shown (:func:`with_n`): the floor ``analytics.quality_min_class`` (default 10) puts on
+#: the sample a detector's measured quality counts on
+#: (:func:`service.evaluation.detector_quality.too_few`); the reports pass their own setting.
+FEW_RESULTS = 10
+
+
+def with_n(value: float | None, n: int | None, min_n: int = FEW_RESULTS) -> str:
+    """A shadow agreement mean shown with the number of results ``n`` it is over (a label's
+    Kendall's tau is often over a handful: only results sharing ≥ 2 passages have one):
+    3 decimals, ``"(n N)"``, and ``", few"`` when ``n < min_n``; ``"–"`` for no value (``n`` 0);
+    without ``n`` (a report written before counts were kept) the value alone.
+
+    >>> with_n(0.59596, 132), with_n(1.0, 3), with_n(None, 0), with_n(0.5, None)
+    ('0.596 (n 132)', '1.000 (n 3, few)', '– (n 0, few)', '0.500')
+    """
+    shown = "–" if value is None else f"{value:.3f}"
+    if n is None:
+        return shown
+    return f"{shown} (n {n}{', few' if n < min_n else ''})"
 
 
 def _disagreement(result: ShadowResult, values: Mapping[str, Any]) -> Disagreement:

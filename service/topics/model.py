@@ -141,6 +141,15 @@ _ALNUM = re.compile(r"[\W_]+")
 _HINDI = STRONG_WORDS | WEAK_WORDS
 
 
+class TopicFitError(GoldwatchError, ValueError):
+    """Topics cannot be fitted on these texts or labels (too few texts, too few distinct
+    labels, the reserved label ``'novel'``, ``n_topics`` out of range). Every message is
+    written from counts and constants, never from a text or a label, so it may be shown
+    (:attr:`~service.errors.GoldwatchError.safe_text`)."""
+
+    safe_text = True
+
+
 class ArtefactError(GoldwatchError, ValueError):
     """A saved model can't be loaded: wrong kind, bad header, incompatible scikit-learn."""
 
@@ -343,14 +352,15 @@ class TopicModel:
                 new centroid matches an old one (see the module docstring).
 
         Raises:
-            ValueError: fewer than 3 texts, ``labels`` not as long as ``texts``, fewer than
-                2 distinct labels, more clusters than texts, or a name equal to ``"novel"``.
+            TopicFitError: (a ``ValueError``) fewer than 3 texts, ``labels`` not as long as
+                ``texts``, fewer than 2 distinct labels, more clusters than texts, or a name
+                equal to ``"novel"``.
         """
         config = config or TopicConfig()
         embedder = embedder or default_embedder()
         texts = list(texts)
         if len(texts) < 3:
-            raise ValueError(f"need at least 3 texts to fit topics, got {len(texts)}")
+            raise TopicFitError(f"need at least 3 texts to fit topics, got {len(texts)}")
         if labels is not None:
             _check_labels(texts, labels)
         vectors = embedder.embed(embedding_texts(texts))  # (n, d), unit rows
@@ -366,7 +376,7 @@ class TopicModel:
             ids, assigned, centroids, next_id = _cluster(vectors, config, prior)
             names = [config.names.get(i, f"topic-{i}") for i in ids]
             if NOVEL in names:
-                raise ValueError(f"{NOVEL!r} is reserved for questions far from every topic")
+                raise TopicFitError(f"{NOVEL!r} is reserved for questions far from every topic")
             topic_ids: list[int | None] = list(ids)
         else:
             names, assigned, centroids = _by_label(vectors, labels)
@@ -793,11 +803,11 @@ def _novelty_quality(vectors: np.ndarray, assigned: np.ndarray, seed: int, k: in
 
 def _check_labels(texts: Sequence[str], labels: Sequence[str]) -> None:
     if len(labels) != len(texts):
-        raise ValueError(f"{len(labels)} labels for {len(texts)} texts")
+        raise TopicFitError(f"{len(labels)} labels for {len(texts)} texts")
     if len(set(labels)) < 2:
-        raise ValueError("supervised topics need at least 2 distinct labels")
+        raise TopicFitError("supervised topics need at least 2 distinct labels")
     if NOVEL in labels:
-        raise ValueError(f"{NOVEL!r} is reserved for questions far from every topic")
+        raise TopicFitError(f"{NOVEL!r} is reserved for questions far from every topic")
 
 
 def _spherical_lloyd(vectors: np.ndarray, centroids: np.ndarray, max_iter: int = 100
@@ -829,10 +839,10 @@ def _cluster(vectors: np.ndarray, config: TopicConfig, prior: dict[str, Any] | N
     else:  # a config built with model_copy(update=...) skipped validation: check again
         k = config.n_topics
         if not N_TOPICS_MIN <= k <= N_TOPICS_MAX:
-            raise ValueError(f"n_topics must be in [{N_TOPICS_MIN}, {N_TOPICS_MAX}], got {k}")
+            raise TopicFitError(f"n_topics must be in [{N_TOPICS_MIN}, {N_TOPICS_MAX}], got {k}")
     if k > n:
         if config.n_topics is not None or len(old) == 0:
-            raise ValueError(f"n_topics={k} is more than the {n} training texts")
+            raise TopicFitError(f"n_topics={k} is more than the {n} training texts")
         k = n
     if len(old):
         start = _extend(old[:k], vectors, k)

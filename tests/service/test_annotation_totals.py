@@ -14,6 +14,7 @@ from service.demo import demo_path
 from service.events import QueryLogEvent
 from service.pipeline import Batch
 from service.pipeline.totals import FLAGS, AnnotationTotals, count_annotations
+from service.refusals.detector import refusal_rate_method
 from tests.acceptance.service_process import ServiceProcess
 
 AT = datetime(2026, 11, 29, tzinfo=UTC)
@@ -37,9 +38,33 @@ def test_counts_follow_the_rules_worked_by_hand() -> None:
     # decided by answer.refused (rows 1, 3), 1 by the patterns (row 2); off-corpus: row 3
     assert flags == {"answers": 3, "refusals": 2, "scope_scored": 3, "out_of_scope": 2,
                      "over_refusals": 1, "under_refusals": 1, "answers_by_flag": 2,
-                     "answers_by_patterns": 1, "off_corpus": 1}  # fmt: skip
+                     "answers_by_patterns": 1, "off_corpus": 1, "refusals_by_flag": 2,
+                     "refusals_by_patterns": 0}  # fmt: skip
     assert pii == {"email": 3, "phone": 1}
     assert tuple(flags) == FLAGS
+
+
+def test_the_refused_count_is_split_by_who_decided_it() -> None:
+    """Trial user6: 839 refused, with only the answers split by flag and patterns; the
+    refused count could not be reconciled. Of these 6 answers, the flag decided 3 (2
+    refused: rows 1, 2), the patterns 3 (1 refused: row 4): refused 3 = 2 + 1."""
+    notes = [{"refused": True, "refused_by": "flag"}, {"refused": True, "refused_by": "flag"},
+             {"refused": False, "refused_by": "flag"}, {"refused": True, "refused_by": "patterns"},
+             {"refused": False, "refused_by": "patterns"},
+             {"refused": False, "refused_by": "patterns"}]  # fmt: skip
+    flags, _ = count_annotations(notes)
+    assert (flags["refusals"], flags["refusals_by_flag"], flags["refusals_by_patterns"]) == (
+        3,
+        2,
+        1,
+    )
+    assert refusal_rate_method(3, 3, 6, (2, 1), 3).startswith(
+        "answer.refused decided 3 answers (2 refused), phrase patterns 3 (1 refused) (phrase "
+    )
+    # totals kept before the refused split: 5 refusals of which the split knows 3
+    assert refusal_rate_method(3, 3, 6, (2, 1), 5).endswith(
+        "; 2 refusals counted before their split was kept"
+    )
 
 
 def test_totals_survive_a_state_round_trip_and_keep_adding() -> None:

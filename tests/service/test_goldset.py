@@ -368,3 +368,26 @@ def test_gold_file_check_parses_only_when_the_file_changed(
         handle.write(b'{"id": "q-4", "question": "Library?", "gold": ["p-4"]}\n')
     check.appended(before, os.stat(path))  # it did not load before: not taken as whole
     assert check.problem() is not None and len(parses) == 3
+
+
+@pytest.mark.parametrize("language", ["Deutsch (Schweiz)", "de_CH", "en US", "d", "de-", "x" * 36])
+def test_a_language_that_is_no_tag_names_file_line_and_field(tmp_path: Path, language: str) -> None:
+    """Trial user6: ``"language": "Deutsch (Schweiz)"`` passed ``config check`` and became a
+    gold language of its own, though the accept API refuses the same value. Loading the gold
+    set refuses it as the API does (a BCP 47 tag: subtags of letters/digits joined by
+    hyphens, the first 2–8 letters), naming file, line, id and field, not the value."""
+    bad = row(id="q-1", question="Q?", gold=[], language=language)
+    err = load_error(tmp_path, [row(id="q-0", question="fine", gold=[]), bad])
+    assert err.problems == (
+        f"{tmp_path / 'gold.jsonl'}, line 2 (id 'q-1'), field 'language': must be a BCP 47 "
+        "language tag such as 'de', 'de-CH' or 'hi-Latn'",
+    )
+
+
+def test_language_tags_the_api_takes_load_in_their_key(tmp_path: Path) -> None:
+    """What the accept API takes loads, folded to the key live traffic is labelled with."""
+    tags = ["de-CH", "hi-latn", "EN", "zh-Hant-TW", "gsw"]
+    path = write_lines(tmp_path / "gold.jsonl",
+                       [row(id=f"q-{i}", question="Q?", gold=[], language=tag)
+                        for i, tag in enumerate(tags)])  # fmt: skip
+    assert [q.language for q in load_gold_set(path)] == ["de", "hi-Latn", "en", "zh-Hant", "gsw"]

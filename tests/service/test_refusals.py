@@ -14,6 +14,7 @@ precision is the informative figure (mixed replies, per-context listings, echoed
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,16 @@ MISSED_REFUSALS = (
     "The documents provided don't contain the answer.",
     "The given sources do not address your question.",
     "This question is outside the scope of the provided documents.",
+    # trial user6: German first-person refusals with a filler word (145 unflagged replies of
+    # two of these forms were counted as answers), and the same forms worded otherwise
+    "Das weiß ich leider nicht.",
+    "Ich weiß es leider auch nicht.",
+    "Tut mir leid, dazu finde ich nichts in unseren Unterlagen.",
+    "Es tut mir sehr leid, aber darauf habe ich keine Antwort.",
+    "Leider finde ich keine Angaben dazu.",
+    "Das kann ich Ihnen leider nicht beantworten.",
+    "Ich kann Ihnen dabei leider nicht helfen.",
+    "Das steht nicht in unseren Unterlagen.",
 )
 #: Real answers that contain "sorry", "could not find", "नहीं पता" or a third person's
 #: "did not find": none is a refusal.
@@ -124,6 +135,9 @@ NOT_REFUSALS = (
     "Secondary education falls outside the scope of article 56.",
     "Who may be classified as terrorists is beyond the scope of this article.",
     "The sources do not agree on the date; some say 1990.",
+    "Es tut mir leid, dass Sie warten mussten: die Gebühr beträgt 300 Euro.",
+    "Ich weiß, dass die Gebühr 300 Euro beträgt.",
+    "Ich finde, die Gebühr von 300 Euro ist angemessen.",
 )
 
 
@@ -276,3 +290,21 @@ def test_nomiracl_model_trained_on_english_transfers_to_hindi(shared_data: Path)
     precision, recall = precision_recall(predicted, [label for _, label in test])
     assert precision >= 0.95
     assert recall >= 0.95
+
+
+def test_no_german_sentence_of_xquad_is_a_refusal(shared_data: Path) -> None:
+    """The German patterns (first-person "weiß ich nicht", "finde ich nichts", "tut mir leid …
+    nicht") match none of the 3,685 distinct sentences, questions and answers of XQuAD's
+    German Wikipedia passages (none of which is a refusal)."""
+    data = json.loads((shared_data / "xquad" / "xquad.de.json").read_text(encoding="utf-8"))
+    sentences: list[str] = []
+    for article in data["data"]:
+        for paragraph in article["paragraphs"]:
+            sentences += re.split(r"(?<=[.!?])\s+", paragraph["context"])
+            for qa in paragraph["qas"]:
+                sentences += [qa["question"], *(a["text"] for a in qa["answers"])]
+    distinct = list(dict.fromkeys(s for s in sentences if s.strip()))
+    assert len(distinct) == 3685
+    flagged = [s for s, r in zip(distinct, RefusalDetector().is_refusal_many(distinct),
+                                 strict=True) if r]  # fmt: skip
+    assert flagged == []

@@ -195,7 +195,9 @@ def test_without_a_gold_set_every_output_says_so_first(out: Path) -> None:
         "rate": 1.0,
         "by_flag": 20,
         "by_patterns": 0,
-        "method": "answer.refused decided all 20 answers",
+        "refused_by_flag": 20,
+        "refused_by_patterns": 0,
+        "method": "answer.refused decided all 20 answers (20 refused)",
     }
     # nothing was measured against a gold set or topics fitted on one
     assert analytics["topics"] == {"und": len(QUESTIONS)}
@@ -375,11 +377,14 @@ def test_the_refusal_rate_says_how_it_is_determined(small: dict[str, Any]) -> No
     their measured quality. The hand-made log's 20 answers all carry ``refused: true``: 20 of
     20, all decided by the flag (trial user 4: the line spoke of phrase patterns that had
     decided none), and no caveat about patterns that decided nothing."""
-    assert ("refusals: 20/20 (100.0%; answer.refused decided all 20 answers)"
+    assert ("refusals: 20/20 (100.0%; answer.refused decided all 20 answers (20 refused))"
             in render_text(small).splitlines())  # fmt: skip
     assert (small["analytics"]["refusals"]["by_flag"],
             small["analytics"]["refusals"]["by_patterns"]) == (20, 0)  # fmt: skip
-    assert "Refused answers: answer.refused decided all 20 answers." in render_replay_html(small)
+    assert (
+        "Refused answers: answer.refused decided all 20 answers (20 refused)."
+        in render_replay_html(small)
+    )
 
 
 def test_the_refusal_line_counts_flag_and_pattern_decisions_and_stays_without_answers(
@@ -387,7 +392,8 @@ def test_the_refusal_line_counts_flag_and_pattern_decisions_and_stays_without_an
 ) -> None:
     """Six events: 3 set ``answer.refused`` (2 true, 1 false), 2 only have text (one a
     refusal phrase, "I'm sorry, I couldn't find that.", one an answer), 1 has no answer.
-    Answers 5, refused 3 (2 flagged + 1 by phrase), by flag 3, by patterns 2. A log without
+    Answers 5, refused 3 (2 flagged + 1 by phrase), by flag 3 (2 refused), by patterns 2 (1
+    refused: trial user6 could not reconcile its refused count). A log without
     answers keeps the line and says so (it vanished silently)."""
     answers: list[dict[str, Any] | None] = [
         {"text": "No.", "refused": True}, {"text": "Sorry.", "refused": True},
@@ -403,8 +409,10 @@ def test_the_refusal_line_counts_flag_and_pattern_decisions_and_stays_without_an
     refusals = doc["analytics"]["refusals"]
     assert (refusals["answers"], refusals["refused"]) == (5, 3)
     assert (refusals["by_flag"], refusals["by_patterns"]) == (3, 2)
+    assert (refusals["refused_by_flag"], refusals["refused_by_patterns"]) == (2, 1)
     assert (
-        "refusals: 3/5 (60.0%; answer.refused decided 3 answers, phrase patterns 2 (phrase "
+        "refusals: 3/5 (60.0%; answer.refused decided 3 answers (2 refused), phrase patterns 2 "
+        "(1 refused) (phrase "
         "patterns not measured on this traffic; precision 0.98, recall 1.00 on NoMIRACL's "
         "LLM replies; set answer.refused for exact counts))"
     ) in render_text(doc).splitlines()
@@ -428,3 +436,19 @@ def test_the_language_line_adds_the_languages_not_shown_as_other(small: dict[str
             in render_text(doc).splitlines())  # fmt: skip
     doc["analytics"]["languages"] = {"en": 3, "hi": 1}
     assert "languages: en 75%, hi 25%" in render_text(doc).splitlines()
+
+
+def test_the_shadow_line_gives_every_agreement_mean_its_n() -> None:
+    """Trial user6: Kendall's tau was left out of the text and shown bare in the HTML,
+    though the JSON said it was over 132 of 2,712 results. The line gives each mean its n,
+    "few" under the analytics' ``quality_min_class``: of 9 compared results 9 have overlap
+    and RBO, 3 a Kendall's tau, none a citation recall."""
+    from service.jobs.replay import _shadow_lines
+    from tests.service.html import samples
+
+    (line,) = _shadow_lines(samples.shadow(), 5)  # type: ignore[arg-type]
+    assert line == (
+        "shadow bm25-v2: 9 compared of 12 offered; overlap@k 0.800 (n 9), RBO 0.750 (n 9), "
+        "Kendall's tau 0.500 (n 3, few), citation recall – (n 0, few); skipped: queue_full 2; "
+        "errors: timeout 1"
+    )

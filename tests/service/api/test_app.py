@@ -209,11 +209,12 @@ def test_analytics_endpoints_and_metrics(tmp_path: Path) -> None:
         assert running.post(events).json()["accepted"] == 2
         refusals = httpx.get(running.base + "/v1/refusals").json()
         # neither answer sets answer.refused: the patterns decided both
-        method = ("phrase patterns decided all 2 answers (phrase patterns not measured on this "
-                  "traffic; precision 0.98, recall 1.00 on NoMIRACL's LLM replies; set "
-                  "answer.refused for exact counts)")  # fmt: skip
+        method = ("phrase patterns decided all 2 answers (1 refused) (phrase patterns not "
+                  "measured on this traffic; precision 0.98, recall 1.00 on NoMIRACL's LLM "
+                  "replies; set answer.refused for exact counts)")  # fmt: skip
         assert refusals["refusals"] == {"answers": 2, "refused": 1, "rate": 0.5, "by_flag": 0,
-                                        "by_patterns": 2, "method": method}  # fmt: skip
+                                        "by_patterns": 2, "refused_by_flag": 0,
+                                        "refused_by_patterns": 1, "method": method}  # fmt: skip
         assert refusals["refusals_method"] == method  # how, next to the counts
         # the out-of-scope detector's measured quality is served next to its counts, and
         # exported as a gauge with the same (unrounded) value

@@ -287,6 +287,34 @@ def test_a_failed_gold_refresh_is_shown_with_file_line_and_field(server: Server)
     assert _metric(server, "goldwatch_gold_refresh_failing") == 0.0
 
 
+def test_a_failed_topic_refit_is_shown_with_its_own_reason(server: Server) -> None:
+    """Trial user6: a refresh whose topic refit refused the gold set said only "ValueError
+    while reloading <file>", though the runbook promises the reason. Every row labelled,
+    some ``'novel'`` (the label reserved for questions far from every topic): the refit
+    refuses it, and ``/v1/status`` gives the fit's own message (written from constants, no
+    row text); the old gold set stays."""
+    runtime = server.runtime
+    gold_path = Path(runtime.settings.gold_set)  # type: ignore[arg-type]
+    original = gold_path.read_bytes()
+    rows = [json.loads(line) for line in original.decode().splitlines() if line.strip()]
+    for i, row in enumerate(rows):
+        row["topic"] = "novel" if i % 2 else "fees"
+    try:
+        gold_path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        runtime.gold_accepted(None)
+        _refreshes_done()
+        error = httpx.get(server.base + "/v1/status").json()["gold_refresh_error"]
+        assert error == (
+            "gold-set refresh failed, the old gold set stays: TopicFitError: 'novel' is "
+            f"reserved for questions far from every topic while reloading {gold_path}"
+        ), error
+    finally:
+        gold_path.write_bytes(original)
+    runtime.gold_accepted(None)
+    _refreshes_done()
+    assert runtime.gold_refresh_error is None
+
+
 def _metric(server: Server, series: str) -> float:
     """The value of one series (``name{labels}`` as exposed) on ``GET /metrics``."""
     for line in httpx.get(server.base + "/metrics").text.splitlines():

@@ -58,9 +58,16 @@ def test_report_fields_are_documented() -> None:
     assert list(schemas["RefusalsReport"]["properties"]) == [
         "refusals", "out_of_scope", "drift", "detector_quality", "quality_floor",
         "quality_min_class", "refusals_method"]  # fmt: skip
-    assert {"rate", "answers", "refused", "by_flag", "by_patterns", "method"} == set(
-        schemas["RefusalCounts"]["properties"]
-    )
+    assert {
+        "rate",
+        "answers",
+        "refused",
+        "by_flag",
+        "by_patterns",
+        "refused_by_flag",
+        "refused_by_patterns",
+        "method",
+    } == set(schemas["RefusalCounts"]["properties"])
     assert {"total", "offset", "limit", "items"} == set(schemas["CandidatePage"]["properties"])
     item = schemas["CandidateItem"]["properties"]
     assert {"id", "question", "status", "decision", "reasons", "reason_counts", "pool"} <= set(item)

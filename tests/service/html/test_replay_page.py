@@ -64,12 +64,23 @@ def test_refusal_rate_with_its_baseline(page: str) -> None:
 
 def test_shadow_and_suggestions(page: str) -> None:
     # columns: offered, compared, skipped by reason, errors by reason, in flight,
-    # mean latency ms, overlap, jaccard, rbo, tau, top1, cr (12 = 9 + 2 + 1 + 0)
+    # mean latency ms, overlap, jaccard, rbo, tau, top1, cr (12 = 9 + 2 + 1 + 0); each
+    # agreement mean with its n, "few" under the analytics' quality_min_class (10 here):
+    # 9 results have overlap, jaccard, rbo and top1, 3 a Kendall's tau, none citation recall
     assert ("<tr><td>bm25-v2</td><td>12</td><td>9</td><td class=\"text\">queue_full 2</td>"
-            "<td class=\"text\">timeout 1</td><td>0</td><td>12.000</td><td>0.800</td>"
-            "<td>0.700</td><td>0.750</td><td>0.500</td><td>0.900</td><td>–</td></tr>"
+            "<td class=\"text\">timeout 1</td><td>0</td><td>12.000</td>"
+            + "".join(f"<td class=\"nowrap\">{cell}</td>" for cell in (
+                "0.800 (n 9, few)", "0.700 (n 9, few)", "0.750 (n 9, few)", "0.500 (n 3, few)",
+                "0.900 (n 9, few)", "– (n 0, few)"))
+            + "</tr>"
             ) in page  # fmt: skip
-    assert "<tr><td>hi-Latn</td><td>4</td><td>0.550</td><td>0.750</td></tr>" in page
+    # trial user6: a language's Kendall's tau of 1.0 on one result was shown bare; per label:
+    # n, then RBO, Kendall's tau, overlap and top1 each with its own n (a report without
+    # per-measure counts: the label's n, and no n for Kendall's tau, which it cannot know)
+    assert ("<tr><td>hi-Latn</td><td>4</td><td>0.550 (n 4, few)</td><td>1.000 (n 1, few)</td>"
+            "<td>0.500 (n 4, few)</td><td>0.750 (n 4, few)</td></tr>") in page  # fmt: skip
+    assert ("<tr><td>en</td><td>5</td><td>0.900 (n 5, few)</td><td>–</td><td>– (n 5, few)</td>"
+            "<td>1.000 (n 5, few)</td></tr>") in page  # fmt: skip
     assert '<td class="text">p-1, p-2</td><td class="text">p-5, p-1</td>' in page
     assert "<th>id</th><th>question</th><th>count</th><th>language</th><th>topic</th>" in page
 

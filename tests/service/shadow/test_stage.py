@@ -90,6 +90,12 @@ def test_report_means_counts_and_breakdowns(stage: ShadowStage) -> None:
     # max_label_values = 3: two languages plus "other".
     assert set(rot["by_language"]) == {"en", "hi", "other"}
     assert sum(row["n"] for row in rot["by_language"].values()) == 50
+    # each label carries the count of every mean (trial user6: a language's Kendall's tau was
+    # shown without the handful it was over); the labels' counts add up to the candidate's
+    for measure in ("overlap", "rbo", "kendall_tau", "top1"):
+        total = sum(row["counts"][measure] for row in rot["by_language"].values())
+        assert total == rot["counts"][measure], measure
+    assert all(row["counts"]["rbo"] == row["n"] for row in rot["by_language"].values())
     assert set(rot["by_topic"]) == {"fees"}
     assert same["latency_seconds"]["count"] == 50 and same["runner"]["workers"] >= 1
 
