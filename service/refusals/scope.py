@@ -339,7 +339,8 @@ def calibrate_support(
         if drop_near:
             block = np.where(block >= near_duplicate, -np.inf, block)
         gold = block.max(axis=1) if block.shape[1] else np.full(rows.shape[0], -np.inf)
-        return np.maximum(np.maximum(gold, near[rows]), -1.0)
+        out: np.ndarray = np.maximum(np.maximum(gold, near[rows]), -1.0)
+        return out
 
     everyone = np.arange(labels.shape[0])
     false_pos = caught = 0
