@@ -60,16 +60,21 @@ def harvested(tmp_path: Path) -> tuple[Labelling, Path, StateStore]:
     return Labelling(repo, gold, HarvestConfig()), gold, store
 
 
-@pytest.fixture
-def client(harvested: tuple[Labelling, Path, StateStore]) -> TestClient:
+def labelling_client(labelling: Labelling) -> TestClient:
+    """The harvest routes over ``labelling``, with the API token ``secret`` (:data:`AUTH`)."""
     app = FastAPI()
     app.include_router(router)
     _add_error_handlers(app)
-    app.state.harvest = harvested[0]
+    app.state.harvest = labelling
     app.state.runtime = SimpleNamespace(
         settings=SimpleNamespace(api=SimpleNamespace(token=SecretStr("secret")))
     )
     return TestClient(app)
+
+
+@pytest.fixture
+def client(harvested: tuple[Labelling, Path, StateStore]) -> TestClient:
+    return labelling_client(harvested[0])
 
 
 def ids_by_question(client: TestClient) -> dict[str, str]:
@@ -483,14 +488,7 @@ def test_an_accept_over_the_loaders_row_cap_is_a_422_naming_the_fields(tmp_path:
     stage.process(batch(long_questions, [{"refused": True}, {"refused": True}]))
     labelling = Labelling(repo, gold, HarvestConfig())
     cids = {row["question"].split()[0]: row["id"] for row in labelling.list().items}
-    app = FastAPI()
-    app.include_router(router)
-    _add_error_handlers(app)
-    app.state.harvest = labelling
-    app.state.runtime = SimpleNamespace(
-        settings=SimpleNamespace(api=SimpleNamespace(token=SecretStr("secret")))
-    )
-    client = TestClient(app)
+    client = labelling_client(labelling)
 
     def accept(cid: str, reference_answer: str) -> Any:
         body = {"gold": ["p-1"], "kind": "plain", "answer_contains": [emoji * 500] * 20,
@@ -557,14 +555,7 @@ def test_an_accept_the_gold_set_reload_would_refuse_answers_422_and_appends_noth
         HarvestConfig(),
         gold_rule=lambda qs: topic_label_rule(qs, True, str(gold)).problem,
     )
-    app = FastAPI()
-    app.include_router(router)
-    _add_error_handlers(app)
-    app.state.harvest = labelling
-    app.state.runtime = SimpleNamespace(
-        settings=SimpleNamespace(api=SimpleNamespace(token=SecretStr("secret")))
-    )
-    client = TestClient(app)
+    client = labelling_client(labelling)
     cid = ids_by_question(client)["hostel fee refund kab milega"]
     before = gold.read_bytes()
     refused = client.post(f"/v1/gold-candidates/{cid}/accept", headers=AUTH,

@@ -8,12 +8,6 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
-from pydantic import SecretStr
-
-from service.api.app import _add_error_handlers
-from service.api.harvest_routes import router
 from service.data.goldset import load_gold_set
 from service.harvest.config import HarvestConfig
 from service.harvest.labelling import Labelling
@@ -24,7 +18,7 @@ from service.runtime.process import Runtime
 from service.settings.sections import AnalyticsConfig
 from service.state import StateStore
 from tests.service.harvest.helpers import batch, event
-from tests.service.harvest.test_labelling_api import AUTH, ids_by_question
+from tests.service.harvest.test_labelling_api import AUTH, ids_by_question, labelling_client
 
 
 def test_an_accept_labelled_with_the_reserved_novel_topic_is_refused_before_append(
@@ -44,14 +38,7 @@ def test_an_accept_labelled_with_the_reserved_novel_topic_is_refused_before_appe
                         [{"refused": True}]))  # fmt: skip
     labelling = Labelling(repo, gold, HarvestConfig(),
                           gold_rule=lambda qs: Runtime.gold_set_problem(service, qs))  # fmt: skip
-    app = FastAPI()
-    app.include_router(router)
-    _add_error_handlers(app)
-    app.state.harvest = labelling
-    app.state.runtime = SimpleNamespace(
-        settings=SimpleNamespace(api=SimpleNamespace(token=SecretStr("secret")))
-    )
-    client = TestClient(app)
+    client = labelling_client(labelling)
     cid = ids_by_question(client)["hostel fee refund kab milega"]
     before = gold.read_bytes()
     answer = client.post(f"/v1/gold-candidates/{cid}/accept", headers=AUTH,

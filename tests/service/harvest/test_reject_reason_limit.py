@@ -9,21 +9,17 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 
-from service.api.app import _add_error_handlers
-from service.api.harvest_routes import router
 from service.harvest.config import HarvestConfig
 from service.harvest.labelling import Labelling, clip_reason
 from service.harvest.stage import HarvestStage
 from service.harvest.store import StateStoreCandidates
 from service.state import StateStore
 from tests.service.harvest.helpers import batch, event
+from tests.service.harvest.test_labelling_api import labelling_client
 
 AUTH = {"Authorization": "Bearer secret"}
 EMAIL = "<EMAIL>"  # scrub's placeholder for an e-mail address
@@ -41,14 +37,7 @@ def client(tmp_path: Path) -> TestClient:
                     "library timings on sunday", "bus pass renewal form"])],
         [{"refused": True, "language": "en", "topic": "t"}] * 4,
     ))  # fmt: skip
-    app = FastAPI()
-    app.include_router(router)
-    _add_error_handlers(app)
-    app.state.harvest = Labelling(repo, gold, HarvestConfig())
-    app.state.runtime = SimpleNamespace(
-        settings=SimpleNamespace(api=SimpleNamespace(token=SecretStr("secret")))
-    )
-    return TestClient(app)
+    return labelling_client(Labelling(repo, gold, HarvestConfig()))
 
 
 def _reject(client: TestClient, reason: str) -> tuple[int, str, str | None]:
