@@ -701,7 +701,10 @@ def test_gc_paused_freezes_what_outlives_a_full_collection() -> None:
 
     def step(freeze: bool) -> tuple[list[Box], int]:
         before = gc.get_freeze_count()
-        with gc_paused(freeze_survivors=freeze, freeze_interval_s=0.0):
+        # no thaw: a thaw unfreezes and collects whatever earlier tests froze (freeze_heap),
+        # and the garbage among it would make the frozen count's difference depend on them
+        with gc_paused(freeze_survivors=freeze, freeze_interval_s=0.0,
+                       thaw_interval_s=float("inf")):  # fmt: skip
             gc.collect(1)
             gc.collect(1)  # generation 2's count is now 2, over its threshold of 1
             kept = [Box() for _ in range(200)]
