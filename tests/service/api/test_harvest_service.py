@@ -290,9 +290,9 @@ def test_a_failed_gold_refresh_is_shown_with_file_line_and_field(server: Server)
 def test_a_failed_topic_refit_is_shown_with_its_own_reason(server: Server) -> None:
     """Trial user6: a refresh whose topic refit refused the gold set said only "ValueError
     while reloading <file>", though the runbook promises the reason. Every row labelled,
-    some ``'novel'`` (the label reserved for questions far from every topic): the refit
-    refuses it, and ``/v1/status`` gives the fit's own message (written from constants, no
-    row text); the old gold set stays."""
+    some ``'novel'`` (the label reserved for questions far from every topic): the topic
+    labels' rule refuses it (before the refit, as an accept's check does), and ``/v1/status``
+    gives its message with file, field and count (no row text); the old gold set stays."""
     runtime = server.runtime
     gold_path = Path(runtime.settings.gold_set)  # type: ignore[arg-type]
     original = gold_path.read_bytes()
@@ -304,9 +304,14 @@ def test_a_failed_topic_refit_is_shown_with_its_own_reason(server: Server) -> No
         runtime.gold_accepted(None)
         _refreshes_done()
         error = httpx.get(server.base + "/v1/status").json()["gold_refresh_error"]
+        # the topic labels' rule refuses it before the fit (as the accept's check does),
+        # naming the file, the field and how many rows: every second row is labelled novel
+        novel = len(rows) // 2
         assert error == (
-            "gold-set refresh failed, the old gold set stays: TopicFitError: 'novel' is "
-            f"reserved for questions far from every topic while reloading {gold_path}"
+            f"gold-set refresh failed, the old gold set stays: 1 problem(s) in {gold_path}:\n"
+            f"  - {gold_path}, field 'topic': {novel} labelled row(s) carry the name reserved "
+            "for questions far from every topic, which cannot be a topic label; give them "
+            "another label or none"
         ), error
     finally:
         gold_path.write_bytes(original)
