@@ -150,6 +150,26 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
              f"{support['held_out_fpr']:.1%} of {support['n_answerable']} "
              f"(support similarity below {support['cutoff']:.3f})"],
         ]  # fmt: skip
+        off_by = scope.get("off_corpus_by_language") or {}
+        unjudged = scope.get("not_judged_by_language") or {}
+        for key, row in sorted((support.get("by_language") or {}).items()):
+            if row["cutoff"] is None:
+                rule = (f"not judged ({row['n_answerable']} answerable gold questions; no "
+                        "language of its script has enough)")  # fmt: skip
+            else:
+                fpr = ("not measured" if row["held_out_fpr"] is None
+                       else f"{row['held_out_fpr']:.1%}")  # fmt: skip
+                basis = "own cutoff" if row["basis"] == "own" else f"{row['basis']} cutoff"
+                rule = (f"below {row['cutoff']:.3f} ({basis}, {row['n_answerable']} answerable "
+                        f"gold questions; held-out false-positive rate {fpr})")  # fmt: skip
+            rows.append([f"off-corpus rule, language {key}: off-corpus {off_by.get(key, 0)}, "
+                         f"not judged {unjudged.get(key, 0)}{mark}", rule])  # fmt: skip
+        others = sorted(set(off_by) | set(unjudged) - set(support.get("by_language") or {}))
+        others = [k for k in others if k not in (support.get("by_language") or {})]
+        if others:
+            rows.append([f"off-corpus rule, languages not in the gold set{mark}",
+                         ", ".join(f"{k}: off-corpus {off_by.get(k, 0)}, not judged "
+                                   f"{unjudged.get(k, 0)}" for k in others)])  # fmt: skip
     rows += [
         [f"over-refusals (refused while in scope){mark}", scope["over_refusals"]],
         [f"under-refusals (answered while out of scope){mark}", scope["under_refusals"]],

@@ -44,6 +44,10 @@ if TYPE_CHECKING:
     from service.retrievers.base import Retriever
 
 
+#: The language label of a question whose language is unknown
+#: (:data:`service.language.detector.UNDETERMINED`).
+UNDETERMINED = "und"
+
 #: The limit of the out-of-scope detector's calibration, stated wherever it is reported.
 CALIBRATION_LIMIT = (
     "its ROC AUC and rates are measured on the gold set's unanswerable questions; live "
@@ -258,6 +262,13 @@ class SupportCheck(NamedTuple):
     held_out_tpr: float
     n_answerable: int
     n_unanswerable: int
+    #: per language key (:func:`service.language.tags.language_key`), when the gold rows'
+    #: languages are known: ``{"cutoff": float | None, "basis": "own" | "script Latn" | "not
+    #: judged", "script": str | None, "held_out_fpr": float | None, "n_answerable": int,
+    #: "n_unanswerable": int}`` (:func:`support_by_language`); empty: one pooled cutoff
+    by_language: dict[str, dict[str, Any]] = {}
+    #: the fallback cutoff of each script (the least of its own-cutoff languages' cutoffs)
+    by_script: dict[str, float] = {}
 
 
 def support_text(support: Mapping[str, Any]) -> str:
@@ -273,6 +284,189 @@ def support_text(support: Mapping[str, Any]) -> str:
             "answerable gold question has): held-out false-positive rate "
             f"{support['held_out_fpr']:.1%} on {support['n_answerable']} answerable gold "
             "questions")  # fmt: skip
+
+
+def support_by_language_text(support: Mapping[str, Any]) -> list[str]:
+    """One line per gold-set language of a :class:`SupportCheck`'s ``_asdict()`` judged
+    per language (none when it is pooled), and the limit sentence naming the languages.
+
+    >>> lines = support_by_language_text({"by_language": {
+    ...     "de": {"cutoff": 0.285, "basis": "own", "held_out_fpr": 0.0, "n_answerable": 28},
+    ...     "en": {"cutoff": 0.285, "basis": "script Latn", "held_out_fpr": 0.125,
+    ...            "n_answerable": 8},
+    ...     "hi": {"cutoff": None, "basis": "not judged", "held_out_fpr": None,
+    ...            "n_answerable": 1}}})
+    >>> for line in lines: print(line)  # doctest: +NORMALIZE_WHITESPACE
+    de: below 0.285 (its own 28 answerable gold questions), held-out false-positive rate
+    0.0%
+    en: below 0.285 (too few rows, 8: its script's (Latn) cutoff), false-positive rate 12.5%
+    on its 8
+    hi: not judged by the off-corpus rule (1 answerable gold question, no language of its
+    script has enough)
+    off-corpus rule limit: cutoffs and false-positive rates are measured on the gold set's
+    languages (de, en, hi); a question in another language is judged by its script's cutoff
+    or not at all
+    """
+    rows = support.get("by_language") or {}
+    lines = []
+    for key, row in sorted(rows.items()):
+        n = row["n_answerable"]
+        if row["cutoff"] is None:
+            lines.append(f"{key}: not judged by the off-corpus rule ({n} answerable gold "
+                         f"question{'s' if n != 1 else ''}, no language of its script has "
+                         "enough)")  # fmt: skip
+        elif row["basis"] == "own":
+            lines.append(f"{key}: below {row['cutoff']:.3f} (its own {n} answerable gold "
+                         f"questions), held-out false-positive rate {row['held_out_fpr']:.1%}")
+        else:
+            fpr = "not measured" if row["held_out_fpr"] is None else f"{row['held_out_fpr']:.1%}"
+            lines.append(f"{key}: below {row['cutoff']:.3f} (too few rows, {n}: its script's "
+                         f"({row['basis'].split()[-1]}) cutoff), false-positive rate {fpr} on "
+                         f"its {n}")  # fmt: skip
+    if rows:
+        lines.append("off-corpus rule limit: cutoffs and false-positive rates are measured on "
+                     f"the gold set's languages ({', '.join(sorted(rows))}); a question in "
+                     "another language is judged by its script's cutoff or not at all")
+    return lines
+
+
+def live_by_language_text(scope: Mapping[str, Any]) -> str:
+    """The live off-corpus and not-judged counts per language of the JSON report's
+    ``out_of_scope`` (empty when neither has a count).
+
+    >>> live_by_language_text({"off_corpus_by_language": {"en": 700, "de": 3},
+    ...                        "not_judged_by_language": {"hi": 250}})
+    'live off-corpus by language: en 700, de 3; not judged by the off-corpus rule: hi 250'
+    """
+    off = scope.get("off_corpus_by_language") or {}
+    unjudged = scope.get("not_judged_by_language") or {}
+    parts = []
+    if off:
+        parts.append("live off-corpus by language: "
+                     + ", ".join(f"{k} {n}" for k, n in off.items()))  # fmt: skip
+    if unjudged:
+        parts.append("not judged by the off-corpus rule: "
+                     + ", ".join(f"{k} {n}" for k, n in unjudged.items()))  # fmt: skip
+    return "; ".join(parts)
+
+
+def support_by_language(
+    gold_sims: np.ndarray,
+    corpus: np.ndarray | None,
+    labels: np.ndarray,
+    folds: Sequence[tuple[np.ndarray, np.ndarray]],
+    languages: Sequence[str],
+    scripts: Sequence[str | None],
+    min_rows: int,
+    near_duplicate: float = DEFAULT_KNOWN_THRESHOLD,
+) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
+    """The off-corpus rule per language: ``(by language, by script)`` for the gold rows'
+    language keys ``languages`` and their questions' dominant scripts ``scripts`` (shape
+    ``(n,)`` each; other arguments as :func:`calibrate_support`).
+
+    A language with at least ``min_rows`` answerable rows (``analytics.quality_min_class``)
+    gets its own cutoff — the least support similarity of *its* answerable rows, each
+    against every other gold row and the corpus — and its held-out false-positive rate
+    (:func:`calibrate_support` on its rows alone, over the same folds). A language with fewer
+    is judged by its script's cutoff: the least own cutoff of the languages written mostly in
+    that script (its rows never move a cutoff, so one odd row — a Hindi or Hinglish question
+    in a German/English gold set — changes nothing but its own line), and its false-positive
+    rate is measured on its own rows against that cutoff (leave-one-out support, near-
+    duplicates left out: rows that set no cutoff are held out already). Without a language of
+    its script that has its own cutoff it is *not judged* (cutoff ``None``): a cutoff of
+    another script does not transfer (trial 6: Devanagari questions the corpus answers sat
+    at support 0.16-0.18, below every Latin cutoff, 245 of 250 flagged).
+
+    Returns:
+        ``{language: {"cutoff", "basis", "script", "held_out_fpr", "n_answerable",
+        "n_unanswerable"}}`` (every language of the gold set) and ``{script: cutoff}``.
+
+    >>> sims = np.full((5, 5), 0.1); np.fill_diagonal(sims, 1.0)
+    >>> sims[0, 1] = sims[1, 0] = 0.6; sims[2, 3] = sims[3, 2] = 0.5
+    >>> y = np.array([True, True, True, True, False])
+    >>> folds = [(np.array([0, 2, 4]), np.array([1, 3])), (np.array([1, 3]), np.array([0, 2, 4]))]
+    >>> by, scripts = support_by_language(sims, None, y, folds, ["de", "de", "en", "hi", "en"],
+    ...                                   ["Latn", "Latn", "Latn", "Deva", "Latn"], 2)
+    >>> by["de"]["cutoff"], by["en"]["cutoff"], by["en"]["held_out_fpr"], by["hi"]["basis"]
+    (0.6, 0.6, 1.0, 'not judged')
+    >>> scripts
+    {'Latn': 0.6}
+    """
+    keys = np.array(languages, dtype=object)
+    sims = np.array(gold_sims, dtype=np.float64)
+    np.fill_diagonal(sims, -np.inf)
+    near = np.full(labels.shape[0], -1.0) if corpus is None else np.asarray(corpus, float)
+    held = np.where(sims >= near_duplicate, -np.inf, sims).max(axis=1)
+    held_support = np.maximum(np.maximum(held, near), -1.0)
+    out: dict[str, dict[str, Any]] = {}
+    script_of: dict[str, str | None] = {}
+    for key in sorted(set(languages)):
+        rows = keys == key
+        found = [s for s, r in zip(scripts, rows, strict=True) if r and s is not None]
+        script_of[key] = max(sorted(set(found)), key=found.count) if found else None
+        n_ans, n_unans = int((rows & labels).sum()), int((rows & ~labels).sum())
+        out[key] = {"cutoff": None, "basis": "not judged", "script": script_of[key],
+                    "held_out_fpr": None, "n_answerable": n_ans, "n_unanswerable": n_unans}
+        if n_ans >= min_rows:
+            own = _calibrate_members(sims, near, labels, folds, rows, near_duplicate)
+            out[key].update(cutoff=own.cutoff, basis="own", held_out_fpr=own.held_out_fpr)
+    by_script: dict[str, float] = {}
+    for row in out.values():
+        if row["basis"] == "own" and row["script"] is not None:
+            by_script[row["script"]] = min(by_script.get(row["script"], np.inf), row["cutoff"])
+    for key, row in out.items():
+        script = row["script"]
+        if row["basis"] == "own" or script not in by_script:
+            continue
+        cutoff = by_script[script]
+        answerable = (keys == key) & labels
+        row.update(cutoff=cutoff, basis=f"script {script}",
+                   held_out_fpr=(float(np.mean(held_support[answerable] < cutoff))
+                                 if answerable.any() else None))  # fmt: skip
+    return out, by_script
+
+
+def _calibrate_members(
+    sims: np.ndarray,
+    near: np.ndarray,
+    labels: np.ndarray,
+    folds: Sequence[tuple[np.ndarray, np.ndarray]],
+    members: np.ndarray,
+    near_duplicate: float,
+) -> SupportCheck:
+    """:func:`calibrate_support`'s cutoff and rates for the rows in ``members`` (bool, shape
+    ``(n,)``) only, their support still against every gold row: a fold whose training rows
+    hold no answerable member judges its held-out members by nothing (not counted)."""
+    everyone = np.arange(labels.shape[0])
+
+    def support(rows: np.ndarray, against: np.ndarray, drop_near: bool) -> np.ndarray:
+        block = sims[np.ix_(rows, against)]
+        if drop_near:
+            block = np.where(block >= near_duplicate, -np.inf, block)
+        gold = block.max(axis=1) if block.shape[1] else np.full(rows.shape[0], -np.inf)
+        found: np.ndarray = np.maximum(np.maximum(gold, near[rows]), -1.0)
+        return found
+
+    false_pos = caught = n_ans = n_unans = 0
+    for train, test in folds:
+        answerable = train[labels[train] & members[train]]
+        test = test[members[test]]
+        if not answerable.shape[0] or not test.shape[0]:
+            continue
+        cutoff = support(answerable, train, drop_near=False).min()
+        below = support(test, train, drop_near=True) < cutoff
+        false_pos += int(np.sum(below & labels[test]))
+        caught += int(np.sum(below & ~labels[test]))
+        n_ans += int(labels[test].sum())
+        n_unans += int((~labels[test]).sum())
+    mine = everyone[members & labels]
+    return SupportCheck(
+        cutoff=float(support(mine, everyone, drop_near=False).min()),
+        held_out_fpr=false_pos / n_ans if n_ans else 0.0,
+        held_out_tpr=caught / n_unans if n_unans else 0.0,
+        n_answerable=int((members & labels).sum()),
+        n_unanswerable=int((members & ~labels).sum()),
+    )
 
 
 def support_similarity(features: np.ndarray, use_corpus: bool) -> np.ndarray:
@@ -459,6 +653,12 @@ class EmbeddingScope:
         retriever: name of that retriever (live scores must come from the same one).
         min_tpr: see :func:`calibrate_threshold`.
         n_boot, seed: bootstrap replicates and seed of the quality interval (deterministic).
+        languages: each gold row's language (its ``language`` or the language stage's
+            label), or ``None``: one pooled off-corpus cutoff. Given, the off-corpus rule is
+            per language (:func:`support_by_language`) and a live question is judged by its
+            language's cutoff (:meth:`cutoffs`).
+        min_rows: answerable rows a language needs for its own cutoff
+            (``analytics.quality_min_class``).
 
     Raises:
         ValueError: fewer than 2 answerable or 2 unanswerable gold questions, lengths differ,
@@ -478,6 +678,8 @@ class EmbeddingScope:
         min_tpr: float = 0.0,
         n_boot: int = 1000,
         seed: int = 0,
+        languages: Sequence[str | None] | None = None,
+        min_rows: int = 10,
     ) -> None:
         from sklearn.linear_model import LogisticRegression
         from sklearn.model_selection import StratifiedKFold, cross_val_predict
@@ -556,12 +758,19 @@ class EmbeddingScope:
             cv_scores[labels].tolist(), cv_scores[~labels].tolist(), retriever, min_tpr
         )._replace(auc=self.quality.auc)
         #: the off-corpus rule, its held-out rates measured on the same folds
-        self.support = calibrate_support(
-            self.gold_vectors @ self.gold_vectors.T,
-            features[:, 2] if self.use_corpus else None,
-            labels,
-            cv.split(features, labels),
-        )
+        split = list(cv.split(features, labels))
+        gold_sims = self.gold_vectors @ self.gold_vectors.T
+        corpus = features[:, 2] if self.use_corpus else None
+        self.support = calibrate_support(gold_sims, corpus, labels, split)
+        if languages is not None:
+            from service.language.scripts import dominant_script
+            from service.language.tags import language_key
+
+            keys = [language_key(lang or UNDETERMINED) for lang in languages]
+            scripts = [dominant_script(q.question) for q in questions]
+            by_language, by_script = support_by_language(gold_sims, corpus, labels, split,
+                                                         keys, scripts, min_rows)  # fmt: skip
+            self.support = self.support._replace(by_language=by_language, by_script=by_script)
 
     def fitted_state(self) -> dict[str, Any]:
         """What the fit computed — the gold and corpus embeddings, the chosen features, the
@@ -631,11 +840,15 @@ class EmbeddingScope:
         return self.score_support(questions, retriever_scores)[0]
 
     def score_support(
-        self, questions: Sequence[str], retriever_scores: Sequence[float | None] | None = None
+        self,
+        questions: Sequence[str],
+        retriever_scores: Sequence[float | None] | None = None,
+        languages: Sequence[str | None] | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(probability in scope, off-corpus)`` per question, shapes ``(n,)``: the
         probability (:meth:`score`, 0 where off-corpus) and whether the question is outside
-        the detector's support (bool; :class:`SupportCheck`).
+        the detector's support (bool; :class:`SupportCheck`), each judged by the cutoff of
+        its language ``languages`` (:meth:`cutoffs`; ``None``: by its script).
 
         Raises:
             ValueError: as :meth:`score`.
@@ -654,9 +867,37 @@ class EmbeddingScope:
             proba = model.probability_in_scope(features)
         else:
             proba = probability_in_scope(model, features)
-        off = support_similarity(every, self.use_corpus) < self.support.cutoff
+        off = support_similarity(every, self.use_corpus) < self.cutoffs(questions, languages)
         proba[off] = 0.0
         return proba, off
+
+    def cutoffs(
+        self, questions: Sequence[str], languages: Sequence[str | None] | None = None
+    ) -> np.ndarray:
+        """The off-corpus cutoff each question is judged by, shape ``(n,)``: the pooled
+        :attr:`SupportCheck.cutoff` when the rule is not per language; else its language's
+        (``languages``: the language stage's labels, folded by
+        :func:`~service.language.tags.language_key`) own cutoff, or else the cutoff of its
+        question's dominant script, or ``-inf`` — not judged by the off-corpus rule — when its
+        script has none (:func:`support_by_language`).
+        """
+        support = self.support
+        by_language = getattr(support, "by_language", None) or {}
+        if not by_language:
+            return np.full(len(questions), support.cutoff)
+        from service.language.scripts import dominant_script
+        from service.language.tags import language_key
+
+        by_script = support.by_script
+        out = np.full(len(questions), -np.inf)
+        for i, question in enumerate(questions):
+            row = by_language.get(language_key(languages[i] or UNDETERMINED)
+                                  if languages is not None else UNDETERMINED)  # fmt: skip
+            if row is not None and row["basis"] == "own":
+                out[i] = row["cutoff"]
+            elif (script := dominant_script(question)) in by_script:
+                out[i] = by_script[script]
+        return out
 
 
 class KnownScope:

@@ -1,0 +1,120 @@
+"""The off-corpus rule per language (trial 6): cutoffs, rates and verdicts by the gold rows'
+and the live question's languages.
+
+The bug: one cutoff pooled over every answerable gold row is the least of them all, so one row
+of another script (a Hindi question against a German/English corpus, which a monolingual
+embedding puts far from everything) moved it for every language — off-corpus catches fell
+1,054 → 295 while the report printed the same false-positive rate — and Hindi questions the
+corpus answers were all off-corpus, though no Hindi row had been measured.
+"""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+
+from service.pipeline.totals import AnnotationTotals
+from service.records import GoldQuestion
+from service.refusals.scope import (
+    EmbeddingScope,
+    calibrate_support,
+    support_by_language,
+    support_by_language_text,
+)
+from service.refusals.stage import EmbeddingScopeStage
+from tests.service.test_scope_embedding import TableEmbedder, _events
+from tests.service.test_scope_support import BANKING, DIM, _news_and_banking
+
+# 6 gold rows: 0-2 German answerable, 3 English answerable, 4 Hindi answerable (Devanagari),
+# 5 German unanswerable; cosines 0.1 unless set.
+LANGUAGES = ["de", "de", "de", "en", "hi", "de"]
+SCRIPTS = ["Latn", "Latn", "Latn", "Latn", "Deva", "Latn"]
+LABELS = np.array([True, True, True, True, True, False])
+CORPUS = np.array([0.3, 0.3, 0.3, 0.3, 0.05, 0.1])  # each row's nearest passage
+
+
+def _sims() -> np.ndarray:
+    sims = np.full((6, 6), 0.1)
+    np.fill_diagonal(sims, 1.0)
+    for (i, j), value in {(0, 1): 0.7, (1, 2): 0.6, (0, 2): 0.5, (0, 3): 0.45}.items():
+        sims[i, j] = sims[j, i] = value
+    sims[5, :5] = sims[:5, 5] = 0.2
+    return sims
+
+
+FOLDS = [(np.array([0, 1, 3, 5]), np.array([2, 4])), (np.array([2, 3, 4, 5]), np.array([0, 1]))]
+
+
+def test_one_row_of_another_script_moves_the_pooled_cutoff_but_no_language_cutoff() -> None:
+    pooled = calibrate_support(_sims(), CORPUS, LABELS, FOLDS)
+    # Pooled: row 4's support is max(0.1 to rows 0-3, 0.2 to row 5, 0.05 to the corpus) =
+    # 0.2, the least of all, so it is the cutoff for everyone (the bug).
+    assert pooled.cutoff == pytest.approx(0.2)
+    by, by_script = support_by_language(_sims(), CORPUS, LABELS, FOLDS, LANGUAGES, SCRIPTS, 3)
+    # German, leave-one-out: row 0 → 0.7 (row 1), row 1 → 0.7, row 2 → 0.6 (row 1): 0.6.
+    assert by["de"]["cutoff"] == pytest.approx(0.6) and by["de"]["basis"] == "own"
+    # Held out: fold 1 trains on rows 0, 1 (cutoff 0.7); row 2 against rows 0, 1, 3, 5 and
+    # the corpus is 0.6 < 0.7: a false positive. Fold 2 trains on row 2 alone (its support
+    # against rows 3, 4, 5 and the corpus: 0.3); rows 0 (0.5) and 1 (0.6) are above. 1 of 3.
+    assert by["de"]["held_out_fpr"] == pytest.approx(1 / 3)
+    assert (by["de"]["n_answerable"], by["de"]["n_unanswerable"]) == (3, 1)
+    # English, 1 row (< 3): its script's cutoff, German's 0.6; its row's support is
+    # max(0.45 to row 0, 0.3 to the corpus) = 0.45 < 0.6: a false positive, 1 of 1.
+    assert by["en"]["cutoff"] == pytest.approx(0.6) and by["en"]["basis"] == "script Latn"
+    assert by["en"]["held_out_fpr"] == 1.0
+    # Hindi: no language written in Devanagari has its own cutoff: not judged.
+    assert by["hi"]["cutoff"] is None and by["hi"]["basis"] == "not judged"
+    assert by_script == {"Latn": pytest.approx(0.6)}
+    text = support_by_language_text({"by_language": by})
+    assert text[-1].endswith("(de, en, hi); a question in another language is judged by its "
+                             "script's cutoff or not at all")  # fmt: skip
+    assert text[2].startswith("hi: not judged by the off-corpus rule (1 answerable gold question")
+
+
+def _with_a_far_hindi_row() -> tuple[dict[str, np.ndarray], list[str], list[GoldQuestion]]:
+    """The news gold set of test_scope_support plus one answerable Hindi row on a dimension
+    (9) nothing else uses: its support similarity is 0, the least of every row."""
+    table, passages, gold = _news_and_banking()
+    table["समाचार का प्रश्न"] = np.eye(DIM)[9]
+    table["हिंदी में दूसरा प्रश्न"] = np.eye(DIM)[10]
+    gold.append(GoldQuestion("h0", "समाचार का प्रश्न", ("p0",), language="hi-IN"))
+    return table, passages, gold
+
+
+def test_the_detector_judges_each_live_question_by_its_language() -> None:
+    table, passages, gold = _with_a_far_hindi_row()
+    languages = [q.language or "en" for q in gold]
+    pooled = EmbeddingScope(TableEmbedder(table), gold, passages, n_boot=0)
+    # The bug: the Hindi row pulls the pooled cutoff to 0, and the banking questions (support
+    # 0.4: test_scope_support) are no longer off-corpus.
+    assert pooled.support.cutoff == pytest.approx(0.0, abs=1e-6)
+    assert pooled.score_support(BANKING)[1].tolist() == [False] * 4
+    det = EmbeddingScope(TableEmbedder(table), gold, passages, n_boot=0, languages=languages,
+                         min_rows=10)  # fmt: skip
+    english = det.support.by_language["en"]
+    assert english["basis"] == "own" and english["n_answerable"] == 12
+    assert english["cutoff"] > 0.4  # the news rows' own least support, as before the Hindi row
+    assert det.support.by_language["hi"]["basis"] == "not judged"
+    asked = [*BANKING, "हिंदी में दूसरा प्रश्न"]
+    proba, off = det.score_support(asked, None, ["en-GB"] * 4 + ["hi"])
+    assert off.tolist() == [True] * 4 + [False]  # Hindi: not judged, not off-corpus
+    assert np.isneginf(det.cutoffs(asked, ["en"] * 4 + ["hi"])[4])
+    # A language the gold set lacks, in Latin script, is judged by the Latin cutoff.
+    assert det.cutoffs(["banking 0"], ["fr"])[0] == pytest.approx(english["cutoff"])
+
+    stage = EmbeddingScopeStage(det)
+    notes: list[dict[str, object]] = [{"refused": False, "language": lang}
+                                      for lang in ["en"] * 4 + ["hi"]]  # fmt: skip
+    batch = types.SimpleNamespace(events=_events(asked), annotations=notes)
+    stage.process(batch)
+    assert [n["off_corpus"] for n in notes] == [True] * 4 + [False]
+    assert [n["off_corpus_judged"] for n in notes] == [True] * 4 + [False]
+    totals = AnnotationTotals()
+    totals.process(batch)  # type: ignore[arg-type]
+    assert totals.by_language["off_corpus"] == {"en": 4}
+    assert totals.by_language["not_judged"] == {"hi": 1}
+    again = AnnotationTotals()
+    again.restore(totals.state_snapshot())
+    assert again.by_language == totals.by_language
