@@ -142,7 +142,10 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
         [f"judged out of scope{mark}", scope["out_of_scope"]],
     ]
     support = scope.get("support")
-    if support:  # the embedding detector's off-corpus rule (SupportCheck)
+    if support and support.get("by_language"):  # per language: one row each, below
+        rows.append([f"of which farther from the corpus than any answerable gold question of "
+                     f"its language{mark}", scope.get("off_corpus", 0)])  # fmt: skip
+    elif support:  # the embedding detector's off-corpus rule (SupportCheck)
         rows += [
             [f"of which farther from the corpus than any answerable gold question{mark}",
              scope.get("off_corpus", 0)],
@@ -150,6 +153,7 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
              f"{support['held_out_fpr']:.1%} of {support['n_answerable']} "
              f"(support similarity below {support['cutoff']:.3f})"],
         ]  # fmt: skip
+    if support:
         off_by = scope.get("off_corpus_by_language") or {}
         unjudged = scope.get("not_judged_by_language") or {}
         for key, row in sorted((support.get("by_language") or {}).items()):
@@ -164,8 +168,7 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
                         f"gold questions; held-out false-positive rate {fpr})")  # fmt: skip
             rows.append([f"off-corpus rule, language {key}: off-corpus {off_by.get(key, 0)}, "
                          f"not judged {unjudged.get(key, 0)}{mark}", rule])  # fmt: skip
-        others = sorted(set(off_by) | set(unjudged) - set(support.get("by_language") or {}))
-        others = [k for k in others if k not in (support.get("by_language") or {})]
+        others = sorted((set(off_by) | set(unjudged)) - set(support.get("by_language") or {}))
         if others:
             rows.append([f"off-corpus rule, languages not in the gold set{mark}",
                          ", ".join(f"{k}: off-corpus {off_by.get(k, 0)}, not judged "

@@ -22,7 +22,8 @@ Counting rules (one per event, from the annotations the analytics stages left):
   before it existed start it at 0);
 * ``pii``: scrubbed items by type, summed over the events' ``pii`` counts;
 * ``by_language`` (kept by :class:`AnnotationTotals` only): per live language label
-  (``language``), ``off_corpus`` events and ``not_judged`` events (scored for scope but not
+  (``language``, folded by :func:`~service.language.tags.language_key` as the off-corpus
+  rule's cutoffs are), ``off_corpus`` events and ``not_judged`` events (scored for scope but not
   judged by the off-corpus rule: ``off_corpus_judged`` false — their language and script have
   no cutoff).
 
@@ -36,6 +37,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from service.language.tags import language_key
 from service.pipeline import Batch
 
 __all__ = ["FLAGS", "AnnotationTotals", "count_annotations"]
@@ -104,7 +106,7 @@ class AnnotationTotals:
         self.pii.update(pii)
         off, not_judged = self.by_language["off_corpus"], self.by_language["not_judged"]
         for notes in batch.annotations:
-            language = str(notes.get("language") or "und")
+            language = language_key(str(notes.get("language") or "und"))
             if notes.get("off_corpus") is True:
                 off[language] += 1
             if notes.get("off_corpus_judged") is False:

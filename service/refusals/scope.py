@@ -269,6 +269,8 @@ class SupportCheck(NamedTuple):
     by_language: dict[str, dict[str, Any]] = {}
     #: the fallback cutoff of each script (the least of its own-cutoff languages' cutoffs)
     by_script: dict[str, float] = {}
+    #: answerable rows a language needs for its own cutoff (0: the rule is pooled)
+    min_rows: int = 0
 
 
 def support_text(support: Mapping[str, Any]) -> str:
@@ -280,6 +282,11 @@ def support_text(support: Mapping[str, Any]) -> str:
     off-corpus rule (support similarity below 0.309, the least any answerable gold question
     has): held-out false-positive rate 2.2% on 45 answerable gold questions
     """
+    if support.get("by_language"):
+        return (f"off-corpus rule per gold-set language (support similarity below the least "
+                f"any answerable gold question of the language has; a language with fewer "
+                f"than {support.get('min_rows', 0)} answerable rows takes its script's cutoff, "
+                "or is not judged):")  # fmt: skip
     return (f"off-corpus rule (support similarity below {support['cutoff']:.3f}, the least any "
             "answerable gold question has): held-out false-positive rate "
             f"{support['held_out_fpr']:.1%} on {support['n_answerable']} answerable gold "
@@ -360,26 +367,34 @@ def support_by_language(
     min_rows: int,
     near_duplicate: float = DEFAULT_KNOWN_THRESHOLD,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
-    """The off-corpus rule per language: ``(by language, by script)`` for the gold rows'
-    language keys ``languages`` and their questions' dominant scripts ``scripts`` (shape
-    ``(n,)`` each; other arguments as :func:`calibrate_support`).
+    """The off-corpus rule by script, measured per language: ``(by language, by script)`` for
+    the gold rows' language keys ``languages`` and their questions' dominant scripts
+    ``scripts`` (shape ``(n,)`` each; other arguments as :func:`calibrate_support`).
 
-    A language with at least ``min_rows`` answerable rows (``analytics.quality_min_class``)
-    gets its own cutoff — the least support similarity of *its* answerable rows, each
-    against every other gold row and the corpus — and its held-out false-positive rate
-    (:func:`calibrate_support` on its rows alone, over the same folds). A language with fewer
-    is judged by its script's cutoff: the least own cutoff of the languages written mostly in
-    that script (its rows never move a cutoff, so one odd row — a Hindi or Hinglish question
-    in a German/English gold set — changes nothing but its own line), and its false-positive
-    rate is measured on its own rows against that cutoff (leave-one-out support, near-
-    duplicates left out: rows that set no cutoff are held out already). Without a language of
-    its script that has its own cutoff it is *not judged* (cutoff ``None``): a cutoff of
-    another script does not transfer (trial 6: Devanagari questions the corpus answers sat
-    at support 0.16-0.18, below every Latin cutoff, 245 of 250 flagged).
+    A language is *measured* when it has at least ``min_rows`` answerable rows
+    (``analytics.quality_min_class``). A script's cutoff is the least support similarity of
+    the answerable rows of its measured languages (each row against every other gold row and
+    the corpus: :func:`calibrate_support`'s rule on those rows), and every language written
+    in it is judged by it. So a language with fewer rows never moves a cutoff (one Hindi or
+    Hinglish row in a German/English gold set changes nothing but its own line), and a script
+    without a measured language is *not judged* (cutoff ``None``): a cutoff of another script
+    does not transfer (trial 6: Devanagari questions the corpus answers sat at support
+    0.16-0.18, below every Latin cutoff; 245 of 250 flagged). Each language's cutoff is its
+    script's, not its own least row: the least of 10 rows is a noisy cutoff (trial 5:
+    Spanish's own 0.474 flagged 32 of 200 answerable XQuAD-es questions; the Latin one, 0.181,
+    none).
+
+    Rates, per language: a measured language's held-out false-positive rate over ``folds``
+    (in each, the script's cutoff from the training rows alone; its held-out answerable rows
+    below it, their near-duplicates left out as in :func:`calibrate_support`); a language
+    with fewer rows, the share of its own answerable rows below the script's cutoff (support
+    leave-one-out, near-duplicates left out: rows that set no cutoff are held out already).
 
     Returns:
-        ``{language: {"cutoff", "basis", "script", "held_out_fpr", "n_answerable",
-        "n_unanswerable"}}`` (every language of the gold set) and ``{script: cutoff}``.
+        ``{language: {"cutoff": float | None, "basis": "own" (measured) | "script Latn"
+        (fewer rows) | "not judged", "script", "held_out_fpr": float | None,
+        "n_answerable", "n_unanswerable"}}`` (every language of the gold set) and
+        ``{script: cutoff}``.
 
     >>> sims = np.full((5, 5), 0.1); np.fill_diagonal(sims, 1.0)
     >>> sims[0, 1] = sims[1, 0] = 0.6; sims[2, 3] = sims[3, 2] = 0.5
@@ -399,30 +414,36 @@ def support_by_language(
     held = np.where(sims >= near_duplicate, -np.inf, sims).max(axis=1)
     held_support = np.maximum(np.maximum(held, near), -1.0)
     out: dict[str, dict[str, Any]] = {}
-    script_of: dict[str, str | None] = {}
     for key in sorted(set(languages)):
         rows = keys == key
         found = [s for s, r in zip(scripts, rows, strict=True) if r and s is not None]
-        script_of[key] = max(sorted(set(found)), key=found.count) if found else None
-        n_ans, n_unans = int((rows & labels).sum()), int((rows & ~labels).sum())
-        out[key] = {"cutoff": None, "basis": "not judged", "script": script_of[key],
-                    "held_out_fpr": None, "n_answerable": n_ans, "n_unanswerable": n_unans}
-        if n_ans >= min_rows:
-            own = _calibrate_members(sims, near, labels, folds, rows, near_duplicate)
-            out[key].update(cutoff=own.cutoff, basis="own", held_out_fpr=own.held_out_fpr)
-    by_script: dict[str, float] = {}
-    for row in out.values():
-        if row["basis"] == "own" and row["script"] is not None:
-            by_script[row["script"]] = min(by_script.get(row["script"], np.inf), row["cutoff"])
+        out[key] = {"cutoff": None, "basis": "not judged",
+                    "script": max(sorted(set(found)), key=found.count) if found else None,
+                    "held_out_fpr": None, "n_answerable": int((rows & labels).sum()),
+                    "n_unanswerable": int((rows & ~labels).sum())}  # fmt: skip
+    setters: dict[str, np.ndarray] = {}  # script -> rows of its measured languages
+    for key, row in out.items():
+        if row["n_answerable"] >= min_rows and row["script"] is not None:
+            mask = setters.setdefault(row["script"], np.zeros(labels.shape[0], dtype=bool))
+            mask |= keys == key
+    by_script = {
+        script: _calibrate_members(sims, near, labels, folds, mask, mask, near_duplicate).cutoff
+        for script, mask in sorted(setters.items())
+    }
     for key, row in out.items():
         script = row["script"]
-        if row["basis"] == "own" or script not in by_script:
+        if script not in by_script:
             continue
-        cutoff = by_script[script]
-        answerable = (keys == key) & labels
-        row.update(cutoff=cutoff, basis=f"script {script}",
-                   held_out_fpr=(float(np.mean(held_support[answerable] < cutoff))
-                                 if answerable.any() else None))  # fmt: skip
+        rows = keys == key
+        if row["n_answerable"] >= min_rows:
+            check = _calibrate_members(sims, near, labels, folds, setters[script], rows,
+                                       near_duplicate)  # fmt: skip
+            row.update(cutoff=by_script[script], basis="own", held_out_fpr=check.held_out_fpr)
+        else:
+            answerable = rows & labels
+            row.update(cutoff=by_script[script], basis=f"script {script}",
+                       held_out_fpr=(float(np.mean(held_support[answerable] < by_script[script]))
+                                     if answerable.any() else None))  # fmt: skip
     return out, by_script
 
 
@@ -431,12 +452,15 @@ def _calibrate_members(
     near: np.ndarray,
     labels: np.ndarray,
     folds: Sequence[tuple[np.ndarray, np.ndarray]],
+    setters: np.ndarray,
     members: np.ndarray,
     near_duplicate: float,
 ) -> SupportCheck:
-    """:func:`calibrate_support`'s cutoff and rates for the rows in ``members`` (bool, shape
-    ``(n,)``) only, their support still against every gold row: a fold whose training rows
-    hold no answerable member judges its held-out members by nothing (not counted)."""
+    """:func:`calibrate_support`'s rule with the cutoff set by the answerable rows in
+    ``setters`` and the rates measured on the rows in ``members`` (bool masks, shape
+    ``(n,)``), support always against every (training) gold row and the corpus; a fold whose
+    training rows hold no answerable setter judges its held-out members by nothing (not
+    counted)."""
     everyone = np.arange(labels.shape[0])
 
     def support(rows: np.ndarray, against: np.ndarray, drop_near: bool) -> np.ndarray:
@@ -449,7 +473,7 @@ def _calibrate_members(
 
     false_pos = caught = n_ans = n_unans = 0
     for train, test in folds:
-        answerable = train[labels[train] & members[train]]
+        answerable = train[labels[train] & setters[train]]
         test = test[members[test]]
         if not answerable.shape[0] or not test.shape[0]:
             continue
@@ -459,9 +483,8 @@ def _calibrate_members(
         caught += int(np.sum(below & ~labels[test]))
         n_ans += int(labels[test].sum())
         n_unans += int((~labels[test]).sum())
-    mine = everyone[members & labels]
     return SupportCheck(
-        cutoff=float(support(mine, everyone, drop_near=False).min()),
+        cutoff=float(support(everyone[setters & labels], everyone, drop_near=False).min()),
         held_out_fpr=false_pos / n_ans if n_ans else 0.0,
         held_out_tpr=caught / n_unans if n_unans else 0.0,
         n_answerable=int((members & labels).sum()),
@@ -770,7 +793,8 @@ class EmbeddingScope:
             scripts = [dominant_script(q.question) for q in questions]
             by_language, by_script = support_by_language(gold_sims, corpus, labels, split,
                                                          keys, scripts, min_rows)  # fmt: skip
-            self.support = self.support._replace(by_language=by_language, by_script=by_script)
+            self.support = self.support._replace(by_language=by_language, by_script=by_script,
+                                                 min_rows=min_rows)  # fmt: skip
 
     def fitted_state(self) -> dict[str, Any]:
         """What the fit computed — the gold and corpus embeddings, the chosen features, the
@@ -875,11 +899,11 @@ class EmbeddingScope:
         self, questions: Sequence[str], languages: Sequence[str | None] | None = None
     ) -> np.ndarray:
         """The off-corpus cutoff each question is judged by, shape ``(n,)``: the pooled
-        :attr:`SupportCheck.cutoff` when the rule is not per language; else its language's
-        (``languages``: the language stage's labels, folded by
-        :func:`~service.language.tags.language_key`) own cutoff, or else the cutoff of its
-        question's dominant script, or ``-inf`` — not judged by the off-corpus rule — when its
-        script has none (:func:`support_by_language`).
+        :attr:`SupportCheck.cutoff` when the rule is not per language; else the cutoff of its
+        script (:func:`support_by_language`) — its language's (``languages``: the language
+        stage's labels, folded by :func:`~service.language.tags.language_key`) when the gold
+        set has that language in a judged script, else its question's dominant script — or
+        ``-inf`` (not judged by the off-corpus rule) when that script has no cutoff.
         """
         support = self.support
         by_language = getattr(support, "by_language", None) or {}
@@ -893,9 +917,9 @@ class EmbeddingScope:
         for i, question in enumerate(questions):
             row = by_language.get(language_key(languages[i] or UNDETERMINED)
                                   if languages is not None else UNDETERMINED)  # fmt: skip
-            if row is not None and row["basis"] == "own":
-                out[i] = row["cutoff"]
-            elif (script := dominant_script(question)) in by_script:
+            if row is not None and row["script"] in by_script:
+                out[i] = by_script[row["script"]]
+            elif row is None and (script := dominant_script(question)) in by_script:
                 out[i] = by_script[script]
         return out
 

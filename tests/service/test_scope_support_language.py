@@ -118,3 +118,27 @@ def test_the_detector_judges_each_live_question_by_its_language() -> None:
     again = AnnotationTotals()
     again.restore(totals.state_snapshot())
     assert again.by_language == totals.by_language
+
+
+def test_the_languages_of_one_script_share_its_least_cutoff() -> None:
+    # Rows 0, 1 German (cosine 0.7), rows 2, 3 Spanish (cosine 0.4), row 4 unanswerable; no
+    # corpus. Each language's own least row would be 0.7 and 0.4; the Latin cutoff is the
+    # least of both, 0.4, and German is judged by it (the least of few rows is noisy: trial 5,
+    # Spanish's own cutoff flagged 16 % of the Spanish questions the corpus answers).
+    sims = np.full((5, 5), 0.1)
+    np.fill_diagonal(sims, 1.0)
+    sims[0, 1] = sims[1, 0] = 0.7
+    sims[2, 3] = sims[3, 2] = 0.4
+    labels = np.array([True, True, True, True, False])
+    folds = [(np.array([0, 2, 3]), np.array([1, 4])), (np.array([1, 2, 3, 4]), np.array([0]))]
+    by, by_script = support_by_language(sims, None, labels, folds, ["de", "de", "es", "es", "de"],
+                                        ["Latn"] * 5, 2)  # fmt: skip
+    assert by_script == {"Latn": pytest.approx(0.4)}
+    assert by["de"]["cutoff"] == by["es"]["cutoff"] == pytest.approx(0.4)
+    assert by["de"]["basis"] == by["es"]["basis"] == "own"
+    # German held out: fold 1's cutoff is the least of rows 0, 2, 3 against rows 0, 2, 3:
+    # row 0 → 0.1, so 0.1; row 1 against them is 0.7: inside. Fold 2: rows 1, 2, 3 against
+    # rows 1-4: 0.4 (rows 2, 3); row 0 against them 0.7: inside. 0 of 2.
+    assert by["de"]["held_out_fpr"] == 0.0
+    # Spanish: no held-out Spanish row in these folds: nothing measured, rate 0 of 0.
+    assert by["es"]["held_out_fpr"] == 0.0
