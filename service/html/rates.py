@@ -158,14 +158,15 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
         unjudged = scope.get("not_judged_by_language") or {}
         for key, row in sorted((support.get("by_language") or {}).items()):
             if row["cutoff"] is None:
-                rule = (f"not judged ({row['n_answerable']} answerable gold questions; no "
+                rule = (f"not judged (answerable gold questions: {row['n_answerable']}; no "
                         "language of its script has enough)")  # fmt: skip
             else:
                 fpr = ("not measured" if row["held_out_fpr"] is None
                        else f"{row['held_out_fpr']:.1%}")  # fmt: skip
-                basis = "own cutoff" if row["basis"] == "own" else f"{row['basis']} cutoff"
-                rule = (f"below {row['cutoff']:.3f} ({basis}, {row['n_answerable']} answerable "
-                        f"gold questions; held-out false-positive rate {fpr})")  # fmt: skip
+                few = "" if row["basis"] == "own" else ", too few to set it"
+                rule = (f"below {row['cutoff']:.3f} ({row['script']} cutoff; "
+                        f"{row['n_answerable']} answerable gold questions{few}; "
+                        f"false-positive rate {fpr})")  # fmt: skip
             rows.append([f"off-corpus rule, language {key}: off-corpus {off_by.get(key, 0)}, "
                          f"not judged {unjudged.get(key, 0)}{mark}", rule])  # fmt: skip
         others = sorted((set(off_by) | set(unjudged)) - set(support.get("by_language") or {}))

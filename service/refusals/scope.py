@@ -283,10 +283,10 @@ def support_text(support: Mapping[str, Any]) -> str:
     has): held-out false-positive rate 2.2% on 45 answerable gold questions
     """
     if support.get("by_language"):
-        return (f"off-corpus rule per gold-set language (support similarity below the least "
-                f"any answerable gold question of the language has; a language with fewer "
-                f"than {support.get('min_rows', 0)} answerable rows takes its script's cutoff, "
-                "or is not judged):")  # fmt: skip
+        return (f"off-corpus rule by script, measured per gold-set language (support "
+                "similarity below the least any answerable gold question of the script's "
+                f"languages with at least {support.get('min_rows', 0)} such rows has; a script "
+                "without one is not judged):")  # fmt: skip
     return (f"off-corpus rule (support similarity below {support['cutoff']:.3f}, the least any "
             "answerable gold question has): held-out false-positive rate "
             f"{support['held_out_fpr']:.1%} on {support['n_answerable']} answerable gold "
@@ -298,16 +298,17 @@ def support_by_language_text(support: Mapping[str, Any]) -> list[str]:
     per language (none when it is pooled), and the limit sentence naming the languages.
 
     >>> lines = support_by_language_text({"by_language": {
-    ...     "de": {"cutoff": 0.285, "basis": "own", "held_out_fpr": 0.0, "n_answerable": 28},
-    ...     "en": {"cutoff": 0.285, "basis": "script Latn", "held_out_fpr": 0.125,
-    ...            "n_answerable": 8},
+    ...     "de": {"cutoff": 0.285, "basis": "own", "script": "Latn", "held_out_fpr": 0.0,
+    ...            "n_answerable": 28},
+    ...     "en": {"cutoff": 0.285, "basis": "script Latn", "script": "Latn",
+    ...            "held_out_fpr": 0.125, "n_answerable": 8},
     ...     "hi": {"cutoff": None, "basis": "not judged", "held_out_fpr": None,
     ...            "n_answerable": 1}}})
     >>> for line in lines: print(line)  # doctest: +NORMALIZE_WHITESPACE
-    de: below 0.285 (its own 28 answerable gold questions), held-out false-positive rate
-    0.0%
-    en: below 0.285 (too few rows, 8: its script's (Latn) cutoff), false-positive rate 12.5%
-    on its 8
+    de: below 0.285 (the Latn cutoff; 28 answerable gold questions), held-out false-positive
+    rate 0.0%
+    en: below 0.285 (the Latn cutoff; too few answerable gold questions to set it, 8),
+    false-positive rate 12.5% on them
     hi: not judged by the off-corpus rule (1 answerable gold question, no language of its
     script has enough)
     off-corpus rule limit: cutoffs and false-positive rates are measured on the gold set's
@@ -323,13 +324,14 @@ def support_by_language_text(support: Mapping[str, Any]) -> list[str]:
                          f"question{'s' if n != 1 else ''}, no language of its script has "
                          "enough)")  # fmt: skip
         elif row["basis"] == "own":
-            lines.append(f"{key}: below {row['cutoff']:.3f} (its own {n} answerable gold "
-                         f"questions), held-out false-positive rate {row['held_out_fpr']:.1%}")
+            lines.append(f"{key}: below {row['cutoff']:.3f} (the {row['script']} cutoff; {n} "
+                         "answerable gold questions), held-out false-positive rate "
+                         f"{row['held_out_fpr']:.1%}")  # fmt: skip
         else:
             fpr = "not measured" if row["held_out_fpr"] is None else f"{row['held_out_fpr']:.1%}"
-            lines.append(f"{key}: below {row['cutoff']:.3f} (too few rows, {n}: its script's "
-                         f"({row['basis'].split()[-1]}) cutoff), false-positive rate {fpr} on "
-                         f"its {n}")  # fmt: skip
+            lines.append(f"{key}: below {row['cutoff']:.3f} (the {row['script']} cutoff; too few "
+                         f"answerable gold questions to set it, {n}), false-positive rate {fpr} "
+                         "on them")  # fmt: skip
     if rows:
         lines.append("off-corpus rule limit: cutoffs and false-positive rates are measured on "
                      f"the gold set's languages ({', '.join(sorted(rows))}); a question in "
