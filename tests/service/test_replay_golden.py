@@ -100,6 +100,20 @@ two counts in ``analytics.refusals.method`` ("answer.refused decided 649 answers
 refused), phrase patterns 2351 (260 refused) ..."); the demo's shadow ``by_language`` and
 ``by_topic`` cells' ``counts`` (the results each per-label mean is over; Kendall's tau's is
 the one that differs from ``n``). The German refusal patterns added with them moved nothing.
+Both rewritten in the fifteenth session (s15-lang-support) for the off-corpus rule by script,
+measured per language (``support_by_language`` in :mod:`service.refusals.scope`), and nothing
+else (checked: each file with the added fields removed and the moved values put back equals
+its former content; the production suggestions are the former 1,610 rows unchanged plus 2).
+Added: ``analytics.out_of_scope.support.by_language``, ``by_script`` and ``min_rows`` (10),
+``analytics.out_of_scope.off_corpus_by_language`` and ``not_judged_by_language``. Demo: Latin
+cutoff 0.263 (set by its 39 English rows, the pooled one before), ``hi-Latn`` (6 rows) judged
+by it, ``hi`` (2 rows, Devanagari) not judged: 76 live events, none of them off-corpus before;
+no verdict moved. Production: Latin 0.219 (English 277 and Spanish 50 rows; the pooled one
+before), Devanagari 0.614 (Hindi's 50 rows, held-out false-positive rate 1 of 50), so 2 live
+Hindi questions below 0.614 are now off-corpus: moved ``off_corpus`` 408 → 410,
+``out_of_scope`` 1,318 → 1,320 (share 0.45527 → 0.45596), ``under_refusals`` 1,173 → 1,175,
+``gold_candidates.by_reason.answered_out_of_scope`` 1,112 → 1,114 and ``n_suggestions``
+1,610 → 1,612 (two new suggestions, ``c-e8f159acad432d8a`` and ``c-b77d19d40b80f7f6``).
 """
 
 from __future__ import annotations
