@@ -14,7 +14,7 @@ from markupsafe import Markup
 
 from service.html import plots
 from service.html.page import badge, figure, num, para, pct, section, table
-from service.refusals.scope import CALIBRATION_LIMIT
+from service.refusals.scope import CALIBRATION_LIMIT, support_by_language_text
 
 RATES = (
     ("refusal", "refusals", "rate", "refused answers"),
@@ -169,6 +169,9 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
                         f"false-positive rate {fpr})")  # fmt: skip
             rows.append([f"off-corpus rule, language {key}: off-corpus {off_by.get(key, 0)}, "
                          f"not judged {unjudged.get(key, 0)}{mark}", rule])  # fmt: skip
+        if support.get("by_language"):
+            limit = support_by_language_text(support)[-1]
+            rows.append(["off-corpus rule limit", limit.removeprefix("off-corpus rule limit: ")])
         others = sorted((set(off_by) | set(unjudged)) - set(support.get("by_language") or {}))
         if others:
             rows.append([f"off-corpus rule, languages not in the gold set{mark}",

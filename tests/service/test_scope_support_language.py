@@ -142,3 +142,27 @@ def test_the_languages_of_one_script_share_its_least_cutoff() -> None:
     assert by["de"]["held_out_fpr"] == 0.0
     # Spanish: no held-out Spanish row in these folds: nothing measured, rate 0 of 0.
     assert by["es"]["held_out_fpr"] == 0.0
+
+
+def test_the_html_report_lists_each_language_its_counts_and_the_limit() -> None:
+    from service.html.rates import _both_directions
+
+    support = {"cutoff": 0.163, "held_out_fpr": 1 / 37, "n_answerable": 37, "min_rows": 10,
+               "by_language": {
+                   "de": {"cutoff": 0.285, "basis": "own", "script": "Latn",
+                          "held_out_fpr": 2 / 28, "n_answerable": 28},
+                   "hi": {"cutoff": None, "basis": "not judged", "script": "Deva",
+                          "held_out_fpr": None, "n_answerable": 1}}}  # fmt: skip
+    analytics = {"refusals": {"answers": 3, "refused": 0},
+                 "out_of_scope": {"scored": 3, "out_of_scope": 1, "off_corpus": 1,
+                                  "over_refusals": 0, "under_refusals": 1, "support": support,
+                                  "off_corpus_by_language": {"de": 1},
+                                  "not_judged_by_language": {"hi": 1, "ta": 1}}}  # fmt: skip
+    html = str(_both_directions(analytics))
+    assert ("off-corpus rule, language de: off-corpus 1, not judged 0</td><td>below 0.285 (Latn "
+            "cutoff; 28 answerable gold questions; false-positive rate 7.1%)") in html
+    assert "off-corpus rule, language hi: off-corpus 0, not judged 1" in html
+    assert "ta: off-corpus 0, not judged 1" in html  # a live language the gold set lacks
+    assert "measured on the gold set&#39;s languages (de, hi)" in html or (
+        "measured on the gold set&#x27;s languages (de, hi)" in html)
+    assert "support similarity below 0.163" not in html  # the pooled cutoff is not applied
