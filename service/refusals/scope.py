@@ -333,9 +333,11 @@ def support_by_language_text(support: Mapping[str, Any]) -> list[str]:
                          f"answerable gold questions to set it, {n}), false-positive rate {fpr} "
                          "on them")  # fmt: skip
     if rows:
-        lines.append("off-corpus rule limit: cutoffs and false-positive rates are measured on "
-                     f"the gold set's languages ({', '.join(sorted(rows))}); a question in "
-                     "another language is judged by its script's cutoff or not at all")
+        lines.append(
+            "off-corpus rule limit: cutoffs and false-positive rates are measured on "
+            f"the gold set's languages ({', '.join(sorted(rows))}); a question in "
+            "another language is judged by its script's cutoff or not at all"
+        )
     return lines
 
 

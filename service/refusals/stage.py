@@ -233,9 +233,7 @@ class EmbeddingScopeStage(StatelessStage):
 
         return self.cache.get_many(questions, best)
 
-    def _verdicts(
-        self, asked: list[str]
-    ) -> list[Verdict]:
+    def _verdicts(self, asked: list[str]) -> list[Verdict]:
         """``(probability in scope, off-corpus, judged by the off-corpus rule, known
         verdict)`` of distinct ``asked`` keys
         ``"language\tquestion"`` (the off-corpus cutoff is its language's:
