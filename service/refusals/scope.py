@@ -324,9 +324,14 @@ def support_by_language_text(support: Mapping[str, Any]) -> list[str]:
                          f"question{'s' if n != 1 else ''}, no language of its script has "
                          "enough)")  # fmt: skip
         elif row["basis"] == "own":
+            fpr = (
+                "not measured (no fold held out one of its rows with a training row of its script)"
+                if row["held_out_fpr"] is None
+                else f"{row['held_out_fpr']:.1%}"
+            )
             lines.append(f"{key}: below {row['cutoff']:.3f} (the {row['script']} cutoff; {n} "
-                         "answerable gold questions), held-out false-positive rate "
-                         f"{row['held_out_fpr']:.1%}")  # fmt: skip
+                         f"answerable gold questions), held-out false-positive rate "
+                         f"{fpr}")  # fmt: skip
         else:
             fpr = "not measured" if row["held_out_fpr"] is None else f"{row['held_out_fpr']:.1%}"
             lines.append(f"{key}: below {row['cutoff']:.3f} (the {row['script']} cutoff; too few "
@@ -390,9 +395,11 @@ def support_by_language(
 
     Rates, per language: a measured language's held-out false-positive rate over ``folds``
     (in each, the script's cutoff from the training rows alone; its held-out answerable rows
-    below it, their near-duplicates left out as in :func:`calibrate_support`); a language
-    with fewer rows, the share of its own answerable rows below the script's cutoff (support
-    leave-one-out, near-duplicates left out: rows that set no cutoff are held out already).
+    below it, their near-duplicates left out as in :func:`calibrate_support`; ``None``, not
+    measured, when no fold's training rows held a measured row of its script while holding
+    out one of its answerable rows); a language with fewer rows, the share of its own
+    answerable rows below the script's cutoff (support leave-one-out, near-duplicates left
+    out: rows that set no cutoff are held out already).
 
     Returns:
         ``{language: {"cutoff": float | None, "basis": "own" (measured) | "script Latn"
@@ -442,7 +449,8 @@ def support_by_language(
         if row["n_answerable"] >= min_rows:
             check = _calibrate_members(sims, near, labels, folds, setters[script], rows,
                                        near_duplicate)  # fmt: skip
-            row.update(cutoff=by_script[script], basis="own", held_out_fpr=check.held_out_fpr)
+            fpr = None if np.isnan(check.held_out_fpr) else check.held_out_fpr  # none held out
+            row.update(cutoff=by_script[script], basis="own", held_out_fpr=fpr)
         else:
             answerable = rows & labels
             row.update(cutoff=by_script[script], basis=f"script {script}",
@@ -464,7 +472,9 @@ def _calibrate_members(
     ``setters`` and the rates measured on the rows in ``members`` (bool masks, shape
     ``(n,)``), support always against every (training) gold row and the corpus; a fold whose
     training rows hold no answerable setter judges its held-out members by nothing (not
-    counted)."""
+    counted); ``held_out_fpr`` is NaN when no held-out answerable member was judged (not
+    measured: with ``analytics.quality_min_class`` 2, a language's two rows held out together
+    in the one fold whose training rows have no other row of their script), not 0 of 0."""
     everyone = np.arange(labels.shape[0])
 
     def support(rows: np.ndarray, against: np.ndarray, drop_near: bool) -> np.ndarray:
@@ -489,7 +499,7 @@ def _calibrate_members(
         n_unans += int((~labels[test]).sum())
     return SupportCheck(
         cutoff=float(support(everyone[setters & labels], everyone, drop_near=False).min()),
-        held_out_fpr=false_pos / n_ans if n_ans else 0.0,
+        held_out_fpr=false_pos / n_ans if n_ans else float("nan"),
         held_out_tpr=caught / n_unans if n_unans else 0.0,
         n_answerable=int((members & labels).sum()),
         n_unanswerable=int((members & ~labels).sum()),

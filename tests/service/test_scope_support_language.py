@@ -140,8 +140,39 @@ def test_the_languages_of_one_script_share_its_least_cutoff() -> None:
     # row 0 → 0.1, so 0.1; row 1 against them is 0.7: inside. Fold 2: rows 1, 2, 3 against
     # rows 1-4: 0.4 (rows 2, 3); row 0 against them 0.7: inside. 0 of 2.
     assert by["de"]["held_out_fpr"] == 0.0
-    # Spanish: no held-out Spanish row in these folds: nothing measured, rate 0 of 0.
-    assert by["es"]["held_out_fpr"] == 0.0
+    # Spanish: no held-out Spanish row in these folds: nothing measured (not a rate of 0).
+    assert by["es"]["held_out_fpr"] is None
+
+
+def test_a_language_never_held_out_against_its_script_has_no_rate_not_a_rate_of_0() -> None:
+    # analytics.quality_min_class 2: rows 0, 1 German and 2, 3 Greek answerable, 4 German and 5
+    # Greek unanswerable; no corpus; cosines 0.1 but German 0-1 0.7 and Greek 2-3 0.8. Three
+    # folds hold out [2, 3, 4], [0, 5], [1] (a partition, as StratifiedKFold's).
+    sims = np.full((6, 6), 0.1)
+    np.fill_diagonal(sims, 1.0)
+    sims[0, 1] = sims[1, 0] = 0.7
+    sims[2, 3] = sims[3, 2] = 0.8
+    labels = np.array([True, True, True, True, False, False])
+    folds = [(np.array([0, 1, 5]), np.array([2, 3, 4])), (np.array([1, 2, 3, 4]), np.array([0, 5])),
+             (np.array([0, 2, 3, 4, 5]), np.array([1]))]  # fmt: skip
+    languages = ["de", "de", "el", "el", "de", "el"]
+    scripts = ["Latn", "Latn", "Grek", "Grek", "Latn", "Grek"]
+    by, by_script = support_by_language(sims, None, labels, folds, languages, scripts, 2)
+    # Cutoffs, leave-one-out: German rows 0, 1 → 0.7 each; Greek rows 2, 3 → 0.8 each.
+    assert by_script == {"Grek": pytest.approx(0.8), "Latn": pytest.approx(0.7)}
+    # German held out: fold 2's cutoff is row 1 against rows 2-4 (0.1); row 0 against rows
+    # 1-4 is 0.7, inside. Fold 3's is row 0 against rows 2-5 (0.1); row 1 against them and
+    # row 0 is 0.7, inside. 0 of 2, measured.
+    assert by["de"]["held_out_fpr"] == 0.0
+    # Greek: both rows are held out in fold 1, whose training rows (0, 1, 5) have no measured
+    # Greek row to set a cutoff; no other fold holds one out. Nothing measured: no rate (the
+    # code reported 0.0, "held-out false-positive rate 0.0%", for 0 of 0).
+    assert by["el"]["basis"] == "own" and by["el"]["cutoff"] == pytest.approx(0.8)
+    assert by["el"]["held_out_fpr"] is None
+    lines = support_by_language_text({"by_language": by})
+    assert lines[1] == ("el: below 0.800 (the Grek cutoff; 2 answerable gold questions), held-out "
+                        "false-positive rate not measured (no fold held out one of its rows with "
+                        "a training row of its script)")  # fmt: skip
 
 
 def test_the_html_report_lists_each_language_its_counts_and_the_limit() -> None:
