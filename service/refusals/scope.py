@@ -916,8 +916,11 @@ class EmbeddingScope:
         :attr:`SupportCheck.cutoff` when the rule is not per language; else the cutoff of its
         script (:func:`support_by_language`) — its language's (``languages``: the language
         stage's labels, folded by :func:`~service.language.tags.language_key`) when the gold
-        set has that language in a judged script, else its question's dominant script — or
-        ``-inf`` (not judged by the off-corpus rule) when that script has no cutoff.
+        set has that language, else its question's dominant script — or ``-inf`` (not judged
+        by the off-corpus rule) when that script has no cutoff. ``und`` (no language, or
+        ``languages`` not given) is no language: its question's own script decides, never the
+        script of the gold rows labelled ``und`` (a Cyrillic question the detector could not
+        name would otherwise be judged by the Latin cutoff of Latin ``und`` gold rows).
         """
         support = self.support
         by_language = getattr(support, "by_language", None) or {}
@@ -929,8 +932,8 @@ class EmbeddingScope:
         by_script = support.by_script
         out = np.full(len(questions), -np.inf)
         for i, question in enumerate(questions):
-            row = by_language.get(language_key(languages[i] or UNDETERMINED)
-                                  if languages is not None else UNDETERMINED)  # fmt: skip
+            key = UNDETERMINED if languages is None else language_key(languages[i] or UNDETERMINED)
+            row = None if key == UNDETERMINED else by_language.get(key)
             if row is not None and row["script"] in by_script:
                 out[i] = by_script[row["script"]]
             elif row is None and (script := dominant_script(question)) in by_script:

@@ -200,3 +200,25 @@ def test_the_html_report_lists_each_language_its_counts_and_the_limit() -> None:
         "measured on the gold set&#x27;s languages (de, hi)" in html
     )
     assert "support similarity below 0.163" not in html  # the pooled cutoff is not applied
+
+
+def test_an_undetermined_live_question_is_judged_by_its_own_script() -> None:
+    # Gold: English (Latin, measured: cutoff 0.3) and rows the detector could not name, "und",
+    # written in Latin. Live questions labelled "und" are in any script: each is judged by its
+    # own script's cutoff, Latin 0.3, and a Cyrillic or letterless one by none (-inf): no
+    # Cyrillic gold row was measured (before: every "und" question got the "und" gold rows'
+    # Latin cutoff, the cross-script transfer the rule is there to avoid).
+    support = types.SimpleNamespace(
+        by_language={
+            "en": {"cutoff": 0.3, "basis": "own", "script": "Latn"},
+            "und": {"cutoff": 0.3, "basis": "script Latn", "script": "Latn"},
+        },
+        by_script={"Latn": 0.3},
+    )
+    detector = types.SimpleNamespace(support=support)
+    asked = ["where is my card", "где моя карта", "2024?", "где моя карта"]
+    found = EmbeddingScope.cutoffs(detector, asked, ["und", "und", "und", "en"])  # type: ignore[arg-type]
+    # The last: labelled English by the language stage, judged by English's script.
+    assert found.tolist() == [0.3, -np.inf, -np.inf, 0.3]
+    # No labels at all (score_support without languages): each question's own script.
+    assert EmbeddingScope.cutoffs(detector, asked[:3]).tolist() == [0.3, -np.inf, -np.inf]  # type: ignore[arg-type]
