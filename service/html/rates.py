@@ -14,7 +14,11 @@ from markupsafe import Markup
 
 from service.html import plots
 from service.html.page import badge, figure, num, para, pct, section, table
-from service.refusals.scope import CALIBRATION_LIMIT, support_by_language_text
+from service.refusals.scope import (
+    CALIBRATION_LIMIT,
+    live_before_by_language,
+    support_by_language_text,
+)
 
 RATES = (
     ("refusal", "refusals", "rate", "refused answers"),
@@ -144,7 +148,8 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
     support = scope.get("support")
     if support and support.get("by_language"):  # per language: one row each, below
         rows.append([f"of which farther from the corpus than any answerable gold question of "
-                     f"its language{mark}", scope.get("off_corpus", 0)])  # fmt: skip
+                     f"their script's measured languages{mark}",
+                     scope.get("off_corpus", 0)])  # fmt: skip
     elif support:  # the embedding detector's off-corpus rule (SupportCheck)
         rows += [
             [f"of which farther from the corpus than any answerable gold question{mark}",
@@ -172,6 +177,9 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
         if support.get("by_language"):
             limit = support_by_language_text(support)[-1]
             rows.append(["off-corpus rule limit", limit.removeprefix("off-corpus rule limit: ")])
+        if (before := live_before_by_language(scope)) > 0:  # totals kept before the counts
+            rows.append([f"off-corpus, counted before the counts by language were kept{mark}",
+                         before])  # fmt: skip
         others = sorted((set(off_by) | set(unjudged)) - set(support.get("by_language") or {}))
         if others:
             rows.append([f"off-corpus rule, languages not in the gold set{mark}",

@@ -338,8 +338,9 @@ def render_text(doc: ReplayReport) -> str:
         lines.append(f"out of scope: off: {scope['off']}")
     elif scope["share"] is not None:
         support = scope.get("support")
+        of = " of their script's measured languages" if (support or {}).get("by_language") else ""
         off_corpus = (f"; {scope.get('off_corpus', 0)} farther from the corpus than any "
-                      "answerable gold question" if support else "")  # fmt: skip
+                      f"answerable gold question{of}" if support else "")  # fmt: skip
         counts = (
             f"{scope['out_of_scope']}/{scope['scored']} ({scope['share']:.1%}{off_corpus}); "
             f"over-refusals {scope['over_refusals']}, under-refusals {scope['under_refusals']}"

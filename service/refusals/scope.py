@@ -353,17 +353,33 @@ def live_by_language_text(scope: Mapping[str, Any]) -> str:
     >>> live_by_language_text({"off_corpus_by_language": {"en": 700, "de": 3},
     ...                        "not_judged_by_language": {"hi": 250}})
     'live off-corpus by language: en 700, de 3; not judged by the off-corpus rule: hi 250'
+
+    Totals kept before the counts by language (restored without them) count off-corpus
+    events no language holds; they are named, so the languages add up to ``off_corpus``:
+
+    >>> live_by_language_text({"off_corpus": 703, "off_corpus_by_language": {"en": 3}})
+    'live off-corpus by language: en 3, 700 counted before the counts by language were kept'
     """
     off = scope.get("off_corpus_by_language") or {}
     unjudged = scope.get("not_judged_by_language") or {}
     parts = []
-    if off:
-        parts.append("live off-corpus by language: "
-                     + ", ".join(f"{k} {n}" for k, n in off.items()))  # fmt: skip
+    counts = [f"{k} {n}" for k, n in off.items()]
+    if (before := live_before_by_language(scope)) > 0:
+        counts.append(f"{before} counted before the counts by language were kept")
+    if counts:
+        parts.append(f"live off-corpus by language: {', '.join(counts)}")
     if unjudged:
         parts.append("not judged by the off-corpus rule: "
                      + ", ".join(f"{k} {n}" for k, n in unjudged.items()))  # fmt: skip
     return "; ".join(parts)
+
+
+def live_before_by_language(scope: Mapping[str, Any]) -> int:
+    """Off-corpus events of the JSON report's ``out_of_scope`` that no language's count holds:
+    those of totals kept before the counts by language
+    (:class:`~service.pipeline.totals.AnnotationTotals` restored without them), else 0."""
+    off = scope.get("off_corpus_by_language") or {}
+    return int(scope.get("off_corpus", 0)) - sum(off.values())
 
 
 def support_by_language(

@@ -222,3 +222,40 @@ def test_an_undetermined_live_question_is_judged_by_its_own_script() -> None:
     assert found.tolist() == [0.3, -np.inf, -np.inf, 0.3]
     # No labels at all (score_support without languages): each question's own script.
     assert EmbeddingScope.cutoffs(detector, asked[:3]).tolist() == [0.3, -np.inf, -np.inf]  # type: ignore[arg-type]
+
+
+def test_totals_kept_before_the_counts_by_language_say_what_no_language_holds() -> None:
+    from service.html.rates import _both_directions
+    from service.refusals.scope import live_by_language_text
+
+    # Totals of a serve run before this change: 700 off-corpus, no counts by language.
+    totals = AnnotationTotals()
+    totals.restore({"flags": {"off_corpus": 700, "out_of_scope": 900, "scope_scored": 2000},
+                    "pii": {}})  # fmt: skip
+    english = {"out_of_scope": True, "off_corpus": True, "off_corpus_judged": True,
+               "language": "en-GB"}  # fmt: skip
+    hindi = {"out_of_scope": False, "off_corpus": False, "off_corpus_judged": False,
+             "language": "hi"}  # fmt: skip
+    notes = [english] * 3 + [hindi]
+    totals.process(types.SimpleNamespace(events=[None] * 4, annotations=notes))  # type: ignore[arg-type]
+    assert totals.flags["off_corpus"] == 703
+    scope = {"off_corpus": totals.flags["off_corpus"],
+             "off_corpus_by_language": dict(totals.by_language["off_corpus"]),
+             "not_judged_by_language": dict(totals.by_language["not_judged"])}  # fmt: skip
+    # 703 off-corpus: 3 English since the restart, 700 before; the line adds up to 703.
+    assert live_by_language_text(scope) == (
+        "live off-corpus by language: en 3, 700 counted before the counts by language were "
+        "kept; not judged by the off-corpus rule: hi 1"
+    )
+    support = {"cutoff": 0.2, "held_out_fpr": 0.0, "n_answerable": 12, "min_rows": 10,
+               "by_language": {"en": {"cutoff": 0.2, "basis": "own", "script": "Latn",
+                                      "held_out_fpr": 0.0, "n_answerable": 12}}}  # fmt: skip
+    analytics = {"refusals": {"answers": 0, "refused": 0},
+                 "out_of_scope": {"scored": 2004, "out_of_scope": 903, "over_refusals": 0,
+                                  "under_refusals": 0, "support": support, **scope}}  # fmt: skip
+    html = str(_both_directions(analytics))
+    assert "off-corpus rule, language en: off-corpus 3, not judged 0" in html
+    assert "off-corpus, counted before the counts by language were kept</td><td>700" in html
+    assert "than any answerable gold question of their script&#39;s measured languages" in html or (
+        "than any answerable gold question of their script&#x27;s measured languages" in html
+    )
