@@ -396,12 +396,14 @@ def support_by_language(
     the gold rows' language keys ``languages`` and their questions' dominant scripts
     ``scripts`` (shape ``(n,)`` each; other arguments as :func:`calibrate_support`).
 
-    A language is *measured* when it has at least ``min_rows`` answerable rows
-    (``analytics.quality_min_class``). A script's cutoff is the least support similarity of
-    the answerable rows of its measured languages (each row against every other gold row and
-    the corpus: :func:`calibrate_support`'s rule on those rows), and every language written
-    in it is judged by it. So a language with fewer rows never moves a cutoff (one Hindi or
-    Hinglish row in a German/English gold set changes nothing but its own line), and a script
+    A language is *measured* when it has at least ``min_rows`` answerable rows written in its
+    script (the dominant script of most of its rows; ``analytics.quality_min_class``). A
+    script's cutoff is the least support similarity of the answerable rows of its measured
+    languages written in it (each row against every other gold row and the corpus:
+    :func:`calibrate_support`'s rule on those rows), and every language written in it is
+    judged by it; a row in another script than its language's sets nothing. So a language
+    with fewer rows never moves a cutoff (one Hindi or Hinglish row in a German/English gold
+    set changes nothing but its own line), nor does a row of another script, and a script
     without a measured language is *not judged* (cutoff ``None``): a cutoff of another script
     does not transfer (trial 6: Devanagari questions the corpus answers sat at support
     0.16-0.18, below every Latin cutoff; 245 of 250 flagged). Each language's cutoff is its
@@ -448,11 +450,18 @@ def support_by_language(
                     "script": max(sorted(set(found)), key=found.count) if found else None,
                     "held_out_fpr": None, "n_answerable": int((rows & labels).sum()),
                     "n_unanswerable": int((rows & ~labels).sum())}  # fmt: skip
-    setters: dict[str, np.ndarray] = {}  # script -> rows of its measured languages
+    # script -> rows of its measured languages written in it: a row of another script (a
+    # romanised question labelled "hi", the Latin and Devanagari rows the detector left "und")
+    # sets no cutoff of its language's script, nor counts towards measuring the language
+    written = np.array(scripts, dtype=object)
+    setters: dict[str, np.ndarray] = {}
+    measured = set()
     for key, row in out.items():
-        if row["n_answerable"] >= min_rows and row["script"] is not None:
+        in_script = (keys == key) & (written == row["script"])
+        if row["script"] is not None and int((in_script & labels).sum()) >= min_rows:
             mask = setters.setdefault(row["script"], np.zeros(labels.shape[0], dtype=bool))
-            mask |= keys == key
+            mask |= in_script
+            measured.add(key)
     by_script = {
         script: _calibrate_members(sims, near, labels, folds, mask, mask, near_duplicate).cutoff
         for script, mask in sorted(setters.items())
@@ -462,7 +471,7 @@ def support_by_language(
         if script not in by_script:
             continue
         rows = keys == key
-        if row["n_answerable"] >= min_rows:
+        if key in measured:
             check = _calibrate_members(sims, near, labels, folds, setters[script], rows,
                                        near_duplicate)  # fmt: skip
             fpr = None if np.isnan(check.held_out_fpr) else check.held_out_fpr  # none held out

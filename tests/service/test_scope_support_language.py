@@ -259,3 +259,28 @@ def test_totals_kept_before_the_counts_by_language_say_what_no_language_holds() 
     assert "than any answerable gold question of their script&#39;s measured languages" in html or (
         "than any answerable gold question of their script&#x27;s measured languages" in html
     )
+
+
+def test_a_row_of_another_script_sets_no_cutoff_of_its_languages_script() -> None:
+    # min_rows 3. Rows 0-2: answerable, Latin, left "und" by the detector (no language
+    # field); row 3: answerable, Devanagari, also "und"; row 4: English unanswerable. No
+    # corpus; cosines 0.1 but 0-1 0.6, 1-2 0.5, 0-2 0.4, and row 3 0.05 to everything.
+    sims = np.full((5, 5), 0.1)
+    np.fill_diagonal(sims, 1.0)
+    for (i, j), value in {(0, 1): 0.6, (1, 2): 0.5, (0, 2): 0.4}.items():
+        sims[i, j] = sims[j, i] = value
+    sims[3, :3] = sims[:3, 3] = sims[3, 4] = sims[4, 3] = 0.05
+    labels = np.array([True, True, True, True, False])
+    folds = [(np.setdiff1d(np.arange(5), [i]), np.array([i])) for i in range(5)]
+    by, by_script = support_by_language(sims, None, labels, folds, ["und"] * 4 + ["en"],
+                                        ["Latn", "Latn", "Latn", "Deva", "Latn"], 3)  # fmt: skip
+    # "und" is written in Latin by most of its rows. Its three Latin rows set the Latin
+    # cutoff: least of 0.6 (row 0: row 1), 0.6 (row 1: row 0), 0.5 (row 2: row 1) = 0.5.
+    # Counting the Devanagari row (support 0.05) would make it 0.05: one row of another
+    # script moving the cutoff for every Latin question (trial 6's bug).
+    assert by_script == {"Latn": pytest.approx(0.5)}
+    assert by["und"]["basis"] == "own" and by["und"]["n_answerable"] == 4
+    # Held out (leave-one-out folds), answerable und rows: row 0 → training cutoff 0.5 (rows
+    # 1, 2), support 0.6: in; row 1 → cutoff 0.4 (rows 0, 2), 0.6: in; row 2 → cutoff 0.6
+    # (rows 0, 1), 0.5: out; row 3 → cutoff 0.5, support 0.05: out. 2 of 4.
+    assert by["und"]["held_out_fpr"] == pytest.approx(0.5)
