@@ -284,3 +284,26 @@ def test_a_row_of_another_script_sets_no_cutoff_of_its_languages_script() -> Non
     # 1, 2), support 0.6: in; row 1 → cutoff 0.4 (rows 0, 2), 0.6: in; row 2 → cutoff 0.6
     # (rows 0, 1), 0.5: out; row 3 → cutoff 0.5, support 0.05: out. 2 of 4.
     assert by["und"]["held_out_fpr"] == pytest.approx(0.5)
+
+
+def test_a_one_language_gold_set_is_judged_as_by_the_pooled_rule() -> None:
+    from sklearn.model_selection import StratifiedKFold
+
+    # 40 rows of one language and script, 30 answerable, random unit vectors and corpus
+    # similarities: the per-language cutoff and held-out rate are the pooled rule's, the
+    # same folds (every answerable row sets the one cutoff and is held out once).
+    rng = np.random.default_rng(5)  # (a seed whose rates are not 0: 2 of 30 both ways)
+    vectors = rng.normal(size=(40, 8))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    sims = vectors @ vectors.T
+    corpus = rng.uniform(0.0, 0.6, size=40)
+    labels = np.arange(40) < 30
+    folds = list(StratifiedKFold(5, shuffle=True, random_state=0).split(sims, labels))
+    for near in (corpus, None):
+        pooled = calibrate_support(sims, near, labels, folds)
+        by, by_script = support_by_language(sims, near, labels, folds, ["en"] * 40,
+                                            ["Latn"] * 40, 10)  # fmt: skip
+        assert by_script == {"Latn": pooled.cutoff}
+        assert by["en"]["held_out_fpr"] == pooled.held_out_fpr
+        assert (by["en"]["n_answerable"], by["en"]["n_unanswerable"]) == (30, 10)
+        assert pooled.held_out_fpr > 0  # a case where the rate measures something
