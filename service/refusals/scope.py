@@ -255,6 +255,11 @@ class SupportCheck(NamedTuple):
             (in-domain unanswerable rows are not expected to be caught: the regression is for
             them).
         n_answerable, n_unanswerable: gold rows the rates are measured on.
+
+    With ``by_language`` (the rule by script, :func:`support_by_language`), ``cutoff`` and
+    the rates above are the pooled rule's, kept for comparison in the JSON report: a live
+    question is judged by ``by_script`` (:meth:`EmbeddingScope.cutoffs`), and the text and
+    HTML reports show the per-language rows only.
     """
 
     cutoff: float
