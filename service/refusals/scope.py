@@ -384,7 +384,7 @@ def live_before_by_language(scope: Mapping[str, Any]) -> int:
     those of totals kept before the counts by language
     (:class:`~service.pipeline.totals.AnnotationTotals` restored without them), else 0."""
     off = scope.get("off_corpus_by_language") or {}
-    return int(scope.get("off_corpus", 0)) - sum(off.values())
+    return int(scope.get("off_corpus", 0)) - sum(int(n) for n in off.values())
 
 
 def support_by_language(
