@@ -183,7 +183,7 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
         others = sorted((set(off_by) | set(unjudged)) - set(support.get("by_language") or {}))
         if others:
             rows.append([f"off-corpus rule, languages not in the gold set{mark}",
-                         ", ".join(f"{k}: off-corpus {off_by.get(k, 0)}, not judged "
+                         "; ".join(f"{k}: off-corpus {off_by.get(k, 0)}, not judged "
                                    f"{unjudged.get(k, 0)}" for k in others)])  # fmt: skip
     rows += [
         [f"over-refusals (refused while in scope){mark}", scope["over_refusals"]],

@@ -188,14 +188,16 @@ def test_the_html_report_lists_each_language_its_counts_and_the_limit() -> None:
                  "out_of_scope": {"scored": 3, "out_of_scope": 1, "off_corpus": 1,
                                   "over_refusals": 0, "under_refusals": 1, "support": support,
                                   "off_corpus_by_language": {"de": 1},
-                                  "not_judged_by_language": {"hi": 1, "ta": 1}}}  # fmt: skip
+                                  "not_judged_by_language": {"hi": 1, "ta": 1,
+                                                             "ru": 2}}}  # fmt: skip
     html = str(_both_directions(analytics))
     assert (
         "off-corpus rule, language de: off-corpus 1, not judged 0</td><td>below 0.285 (Latn "
         "cutoff; 28 answerable gold questions; false-positive rate 7.1%)"
     ) in html
     assert "off-corpus rule, language hi: off-corpus 0, not judged 1" in html
-    assert "ta: off-corpus 0, not judged 1" in html  # a live language the gold set lacks
+    # live languages the gold set lacks, one after the other ("; ": each has two counts)
+    assert "ru: off-corpus 0, not judged 2; ta: off-corpus 0, not judged 1" in html
     assert "measured on the gold set&#39;s languages (de, hi)" in html or (
         "measured on the gold set&#x27;s languages (de, hi)" in html
     )
