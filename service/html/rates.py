@@ -17,6 +17,7 @@ from service.html.page import badge, figure, num, para, pct, section, table
 from service.refusals.scope import (
     CALIBRATION_LIMIT,
     live_before_by_language,
+    not_judged_why,
     support_by_language_text,
 )
 
@@ -163,8 +164,8 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
         unjudged = scope.get("not_judged_by_language") or {}
         for key, row in sorted((support.get("by_language") or {}).items()):
             if row["cutoff"] is None:
-                rule = (f"not judged (answerable gold questions: {row['n_answerable']}; no "
-                        "language of its script has enough)")  # fmt: skip
+                rule = (f"not judged (answerable gold questions: {row['n_answerable']}; "
+                        f"{not_judged_why(row)})")  # fmt: skip
             else:
                 fpr = ("not measured" if row["held_out_fpr"] is None
                        else f"{row['held_out_fpr']:.1%}")  # fmt: skip

@@ -307,8 +307,8 @@ def support_by_language_text(support: Mapping[str, Any]) -> list[str]:
     ...            "n_answerable": 28},
     ...     "en": {"cutoff": 0.285, "basis": "script Latn", "script": "Latn",
     ...            "held_out_fpr": 0.125, "n_answerable": 8},
-    ...     "hi": {"cutoff": None, "basis": "not judged", "held_out_fpr": None,
-    ...            "n_answerable": 1}}})
+    ...     "hi": {"cutoff": None, "basis": "not judged", "script": "Deva",
+    ...            "held_out_fpr": None, "n_answerable": 1}}})
     >>> for line in lines: print(line)  # doctest: +NORMALIZE_WHITESPACE
     de: below 0.285 (the Latn cutoff; 28 answerable gold questions), held-out false-positive
     rate 0.0%
@@ -326,8 +326,7 @@ def support_by_language_text(support: Mapping[str, Any]) -> list[str]:
         n = row["n_answerable"]
         if row["cutoff"] is None:
             lines.append(f"{key}: not judged by the off-corpus rule ({n} answerable gold "
-                         f"question{'s' if n != 1 else ''}, no language of its script has "
-                         "enough)")  # fmt: skip
+                         f"question{'s' if n != 1 else ''}, {not_judged_why(row)})")  # fmt: skip
         elif row["basis"] == "own":
             fpr = (
                 "not measured (no fold held out one of its rows with a training row of its script)"
@@ -349,6 +348,18 @@ def support_by_language_text(support: Mapping[str, Any]) -> list[str]:
             "another language is judged by its script's cutoff or not at all"
         )
     return lines
+
+
+def not_judged_why(row: Mapping[str, Any]) -> str:
+    """Why a gold-set language of :func:`support_by_language` is not judged by the off-corpus
+    rule: its script has no measured language, or its questions have no script at all.
+
+    >>> not_judged_why({"script": "Deva"}), not_judged_why({"script": None})
+    ('no language of its script has enough', 'its questions have no letters of a known script')
+    """
+    if row.get("script") is None:
+        return "its questions have no letters of a known script"
+    return "no language of its script has enough"
 
 
 def live_by_language_text(scope: Mapping[str, Any]) -> str:

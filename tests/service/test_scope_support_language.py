@@ -309,3 +309,19 @@ def test_a_one_language_gold_set_is_judged_as_by_the_pooled_rule() -> None:
         assert by["en"]["held_out_fpr"] == pooled.held_out_fpr
         assert (by["en"]["n_answerable"], by["en"]["n_unanswerable"]) == (30, 10)
         assert pooled.held_out_fpr > 0  # a case where the rate measures something
+
+
+def test_a_language_whose_questions_have_no_script_says_so() -> None:
+    # 12 answerable rows labelled "xx" with no letter of a known script (numbers, symbols):
+    # enough rows, but no script to set a cutoff for; and 10 Latin English rows.
+    sims = np.full((23, 23), 0.2)
+    np.fill_diagonal(sims, 1.0)
+    labels = np.array([True] * 22 + [False])
+    folds = [(np.setdiff1d(np.arange(23), [i]), np.array([i])) for i in range(23)]
+    by, _ = support_by_language(sims, None, labels, folds, ["xx"] * 12 + ["en"] * 11,
+                                [None] * 12 + ["Latn"] * 11, 10)  # fmt: skip
+    assert by["xx"]["cutoff"] is None and by["xx"]["script"] is None
+    assert support_by_language_text({"by_language": by})[1] == (
+        "xx: not judged by the off-corpus rule (12 answerable gold questions, its questions have "
+        "no letters of a known script)"
+    )  # (it said "no language of its script has enough": it has 12, and no script)
