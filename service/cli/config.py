@@ -179,7 +179,7 @@ def _detector_lines(analytics: Analytics) -> list[str]:
     (:meth:`~service.runtime.analytics.Analytics.uncalibrated`, the text the reports show);
     then why a detector is off, if one is."""
     from service.evaluation.detector_quality import measured_on
-    from service.refusals.scope import CALIBRATION_LIMIT, support_text
+    from service.refusals.scope import CALIBRATION_LIMIT, support_by_language_text, support_text
     from service.runtime.reports import scope_support
 
     lines = []
@@ -202,6 +202,7 @@ def _detector_lines(analytics: Analytics) -> list[str]:
             support = scope_support(analytics)
             if support:
                 lines.append(f"  {support_text(support)}")
+                lines += [f"    {line}" for line in support_by_language_text(support)]
     for name, off in (("out_of_scope", analytics.scope_off), ("novelty", analytics.novelty_off)):
         if off:
             lines.append(f"{name} detector off: {off}")

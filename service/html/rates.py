@@ -14,7 +14,12 @@ from markupsafe import Markup
 
 from service.html import plots
 from service.html.page import badge, figure, num, para, pct, section, table
-from service.refusals.scope import CALIBRATION_LIMIT
+from service.refusals.scope import (
+    CALIBRATION_LIMIT,
+    live_before_by_language,
+    not_judged_why,
+    support_by_language_text,
+)
 
 RATES = (
     ("refusal", "refusals", "rate", "refused answers"),
@@ -142,7 +147,11 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
         [f"judged out of scope{mark}", scope["out_of_scope"]],
     ]
     support = scope.get("support")
-    if support:  # the embedding detector's off-corpus rule (SupportCheck)
+    if support and support.get("by_language"):  # per language: one row each, below
+        rows.append([f"of which farther from the corpus than any answerable gold question of "
+                     f"their script's measured languages{mark}",
+                     scope.get("off_corpus", 0)])  # fmt: skip
+    elif support:  # the embedding detector's off-corpus rule (SupportCheck)
         rows += [
             [f"of which farther from the corpus than any answerable gold question{mark}",
              scope.get("off_corpus", 0)],
@@ -150,6 +159,33 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
              f"{support['held_out_fpr']:.1%} of {support['n_answerable']} "
              f"(support similarity below {support['cutoff']:.3f})"],
         ]  # fmt: skip
+    if support:
+        off_by = scope.get("off_corpus_by_language") or {}
+        unjudged = scope.get("not_judged_by_language") or {}
+        for key, row in sorted((support.get("by_language") or {}).items()):
+            if row["cutoff"] is None:
+                rule = (f"not judged (answerable gold questions: {row['n_answerable']}; "
+                        f"{not_judged_why(row)})")  # fmt: skip
+            else:
+                fpr = ("not measured" if row["held_out_fpr"] is None
+                       else f"{row['held_out_fpr']:.1%}")  # fmt: skip
+                few = "" if row["basis"] == "own" else ", too few to set it"
+                rule = (f"below {row['cutoff']:.3f} ({row['script']} cutoff; "
+                        f"{row['n_answerable']} answerable gold questions{few}; "
+                        f"false-positive rate {fpr})")  # fmt: skip
+            rows.append([f"off-corpus rule, language {key}: off-corpus {off_by.get(key, 0)}, "
+                         f"not judged {unjudged.get(key, 0)}{mark}", rule])  # fmt: skip
+        if support.get("by_language"):
+            limit = support_by_language_text(support)[-1]
+            rows.append(["off-corpus rule limit", limit.removeprefix("off-corpus rule limit: ")])
+        if (before := live_before_by_language(scope)) > 0:  # totals kept before the counts
+            rows.append([f"off-corpus, counted before the counts by language were kept{mark}",
+                         before])  # fmt: skip
+        others = sorted((set(off_by) | set(unjudged)) - set(support.get("by_language") or {}))
+        if others:
+            rows.append([f"off-corpus rule, languages not in the gold set{mark}",
+                         "; ".join(f"{k}: off-corpus {off_by.get(k, 0)}, not judged "
+                                   f"{unjudged.get(k, 0)}" for k in others)])  # fmt: skip
     rows += [
         [f"over-refusals (refused while in scope){mark}", scope["over_refusals"]],
         [f"under-refusals (answered while out of scope){mark}", scope["under_refusals"]],

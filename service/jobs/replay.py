@@ -64,7 +64,12 @@ from service.harvest.shed_note import shed_note
 from service.jobs.series import TimeSeries
 from service.language.detector import OTHER as OTHER_LANGUAGE
 from service.pipeline import CountingStage, Pipeline
-from service.refusals.scope import CALIBRATION_LIMIT, support_text
+from service.refusals.scope import (
+    CALIBRATION_LIMIT,
+    live_by_language_text,
+    support_by_language_text,
+    support_text,
+)
 from service.runtime.live import build_live
 from service.runtime.memory import freeze_heap
 from service.runtime.reports import (
@@ -333,8 +338,9 @@ def render_text(doc: ReplayReport) -> str:
         lines.append(f"out of scope: off: {scope['off']}")
     elif scope["share"] is not None:
         support = scope.get("support")
+        of = " of their script's measured languages" if (support or {}).get("by_language") else ""
         off_corpus = (f"; {scope.get('off_corpus', 0)} farther from the corpus than any "
-                      "answerable gold question" if support else "")  # fmt: skip
+                      f"answerable gold question{of}" if support else "")  # fmt: skip
         counts = (
             f"{scope['out_of_scope']}/{scope['scored']} ({scope['share']:.1%}{off_corpus}); "
             f"over-refusals {scope['over_refusals']}, under-refusals {scope['under_refusals']}"
@@ -356,6 +362,10 @@ def render_text(doc: ReplayReport) -> str:
         lines.append(f"  out-of-scope calibration: {CALIBRATION_LIMIT}")
         if support:
             lines.append(f"  {support_text(support)}")
+            lines += [f"    {line}" for line in support_by_language_text(support)]
+            live = live_by_language_text(scope)
+            if live:
+                lines.append(f"    {live}")
     scrubbed = {k: v for k, v in analytics["pii_scrubbed"].items() if v}
     if scrubbed:
         lines.append(

@@ -20,7 +20,12 @@ Counting rules (one per event, from the annotations the analytics stages left):
 * ``off_corpus``: events flagged ``off_corpus`` (out of scope because they lie outside the
   embedding detector's support: :class:`~service.refusals.scope.SupportCheck`; totals kept
   before it existed start it at 0);
-* ``pii``: scrubbed items by type, summed over the events' ``pii`` counts.
+* ``pii``: scrubbed items by type, summed over the events' ``pii`` counts;
+* ``by_language`` (kept by :class:`AnnotationTotals` only): per live language label
+  (``language``, folded by :func:`~service.language.tags.language_key` as the off-corpus
+  rule's cutoffs are), ``off_corpus`` events and ``not_judged`` events (scored for scope but not
+  judged by the off-corpus rule: ``off_corpus_judged`` false — their language and script have
+  no cutoff).
 
 :func:`count_annotations` is the one place these rules are written; the telemetry counts
 the same way through it.
@@ -32,9 +37,13 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from service.language.tags import language_key
 from service.pipeline import Batch
 
 __all__ = ["FLAGS", "AnnotationTotals", "count_annotations"]
+
+#: The per-language counts :class:`AnnotationTotals` keeps.
+BY_LANGUAGE = ("off_corpus", "not_judged")
 
 #: The per-event flags counted, in report order.
 FLAGS = ("answers", "refusals", "scope_scored", "out_of_scope", "over_refusals",
@@ -87,16 +96,27 @@ class AnnotationTotals:
     def __init__(self) -> None:
         self.flags: Counter[str] = Counter(dict.fromkeys(FLAGS, 0))
         self.pii: Counter[str] = Counter()
+        #: ``{"off_corpus": {language: n}, "not_judged": {language: n}}``
+        self.by_language: dict[str, Counter[str]] = {k: Counter() for k in BY_LANGUAGE}
 
     def process(self, batch: Batch) -> None:
         """Add the batch's counts."""
         flags, pii = count_annotations(batch.annotations)
         self.flags.update(flags)
         self.pii.update(pii)
+        off, not_judged = self.by_language["off_corpus"], self.by_language["not_judged"]
+        for notes in batch.annotations:
+            language = language_key(str(notes.get("language") or "und"))
+            if notes.get("off_corpus") is True:
+                off[language] += 1
+            if notes.get("off_corpus_judged") is False:
+                not_judged[language] += 1
 
     def state_snapshot(self) -> Any:
         """The totals, JSON-able."""
-        return {"flags": dict(self.flags), "pii": dict(self.pii)}
+        return {"flags": dict(self.flags), "pii": dict(self.pii),
+                "by_language": {k: {lang: n for lang, n in v.items() if n}
+                                for k, v in self.by_language.items()}}  # fmt: skip
 
     def restore(self, state: Any) -> None:
         """Load :meth:`state_snapshot` output (``None``: a first start keeps zeros).
@@ -110,3 +130,7 @@ class AnnotationTotals:
         self.flags = Counter(dict.fromkeys(FLAGS, 0))
         self.flags.update({str(k): int(v) for k, v in state.get("flags", {}).items()})
         self.pii = Counter({str(k): int(v) for k, v in state.get("pii", {}).items()})
+        by_language = state.get("by_language", {})  # (totals kept before it: zeros)
+        self.by_language = {k: Counter({str(lang): int(n)
+                                        for lang, n in by_language.get(k, {}).items()})
+                            for k in BY_LANGUAGE}  # fmt: skip

@@ -44,6 +44,10 @@ if TYPE_CHECKING:
     from service.retrievers.base import Retriever
 
 
+#: The language label of a question whose language is unknown
+#: (:data:`service.language.detector.UNDETERMINED`).
+UNDETERMINED = "und"
+
 #: The limit of the out-of-scope detector's calibration, stated wherever it is reported.
 CALIBRATION_LIMIT = (
     "its ROC AUC and rates are measured on the gold set's unanswerable questions; live "
@@ -251,6 +255,11 @@ class SupportCheck(NamedTuple):
             (in-domain unanswerable rows are not expected to be caught: the regression is for
             them).
         n_answerable, n_unanswerable: gold rows the rates are measured on.
+
+    With ``by_language`` (the rule by script, :func:`support_by_language`), ``cutoff`` and
+    the rates above are the pooled rule's, kept for comparison in the JSON report: a live
+    question is judged by ``by_script`` (:meth:`EmbeddingScope.cutoffs`), and the text and
+    HTML reports show the per-language rows only.
     """
 
     cutoff: float
@@ -258,6 +267,15 @@ class SupportCheck(NamedTuple):
     held_out_tpr: float
     n_answerable: int
     n_unanswerable: int
+    #: per language key (:func:`service.language.tags.language_key`), when the gold rows'
+    #: languages are known: ``{"cutoff": float | None, "basis": "own" | "script Latn" | "not
+    #: judged", "script": str | None, "held_out_fpr": float | None, "n_answerable": int,
+    #: "n_unanswerable": int}`` (:func:`support_by_language`); empty: one pooled cutoff
+    by_language: dict[str, dict[str, Any]] = {}
+    #: the fallback cutoff of each script (the least of its own-cutoff languages' cutoffs)
+    by_script: dict[str, float] = {}
+    #: answerable rows a language needs for its own cutoff (0: the rule is pooled)
+    min_rows: int = 0
 
 
 def support_text(support: Mapping[str, Any]) -> str:
@@ -269,10 +287,264 @@ def support_text(support: Mapping[str, Any]) -> str:
     off-corpus rule (support similarity below 0.309, the least any answerable gold question
     has): held-out false-positive rate 2.2% on 45 answerable gold questions
     """
+    if support.get("by_language"):
+        return (f"off-corpus rule by script, measured per gold-set language (support "
+                "similarity below the least any answerable gold question of the script's "
+                f"languages with at least {support.get('min_rows', 0)} such rows has; a script "
+                "without one is not judged):")  # fmt: skip
     return (f"off-corpus rule (support similarity below {support['cutoff']:.3f}, the least any "
             "answerable gold question has): held-out false-positive rate "
             f"{support['held_out_fpr']:.1%} on {support['n_answerable']} answerable gold "
             "questions")  # fmt: skip
+
+
+def support_by_language_text(support: Mapping[str, Any]) -> list[str]:
+    """One line per gold-set language of a :class:`SupportCheck`'s ``_asdict()`` judged
+    per language (none when it is pooled), and the limit sentence naming the languages.
+
+    >>> lines = support_by_language_text({"by_language": {
+    ...     "de": {"cutoff": 0.285, "basis": "own", "script": "Latn", "held_out_fpr": 0.0,
+    ...            "n_answerable": 28},
+    ...     "en": {"cutoff": 0.285, "basis": "script Latn", "script": "Latn",
+    ...            "held_out_fpr": 0.125, "n_answerable": 8},
+    ...     "hi": {"cutoff": None, "basis": "not judged", "script": "Deva",
+    ...            "held_out_fpr": None, "n_answerable": 1}}})
+    >>> for line in lines: print(line)  # doctest: +NORMALIZE_WHITESPACE
+    de: below 0.285 (the Latn cutoff; 28 answerable gold questions), held-out false-positive
+    rate 0.0%
+    en: below 0.285 (the Latn cutoff; too few answerable gold questions to set it, 8),
+    false-positive rate 12.5% on them
+    hi: not judged by the off-corpus rule (1 answerable gold question, no language of its
+    script has enough)
+    off-corpus rule limit: cutoffs and false-positive rates are measured on the gold set's
+    languages (de, en, hi); a question in another language is judged by its script's cutoff
+    or not at all
+    """
+    rows = support.get("by_language") or {}
+    lines = []
+    for key, row in sorted(rows.items()):
+        n = row["n_answerable"]
+        if row["cutoff"] is None:
+            lines.append(f"{key}: not judged by the off-corpus rule ({n} answerable gold "
+                         f"question{'s' if n != 1 else ''}, {not_judged_why(row)})")  # fmt: skip
+        elif row["basis"] == "own":
+            fpr = (
+                "not measured (no fold held out one of its rows with a training row of its script)"
+                if row["held_out_fpr"] is None
+                else f"{row['held_out_fpr']:.1%}"
+            )
+            lines.append(f"{key}: below {row['cutoff']:.3f} (the {row['script']} cutoff; {n} "
+                         f"answerable gold questions), held-out false-positive rate "
+                         f"{fpr}")  # fmt: skip
+        else:
+            fpr = "not measured" if row["held_out_fpr"] is None else f"{row['held_out_fpr']:.1%}"
+            lines.append(f"{key}: below {row['cutoff']:.3f} (the {row['script']} cutoff; too few "
+                         f"answerable gold questions to set it, {n}), false-positive rate {fpr} "
+                         "on them")  # fmt: skip
+    if rows:
+        lines.append(
+            "off-corpus rule limit: cutoffs and false-positive rates are measured on "
+            f"the gold set's languages ({', '.join(sorted(rows))}); a question in "
+            "another language is judged by its script's cutoff or not at all"
+        )
+    return lines
+
+
+def not_judged_why(row: Mapping[str, Any]) -> str:
+    """Why a gold-set language of :func:`support_by_language` is not judged by the off-corpus
+    rule: its script has no measured language, or its questions have no script at all.
+
+    >>> not_judged_why({"script": "Deva"}), not_judged_why({"script": None})
+    ('no language of its script has enough', 'its questions have no letters of a known script')
+    """
+    if row.get("script") is None:
+        return "its questions have no letters of a known script"
+    return "no language of its script has enough"
+
+
+def live_by_language_text(scope: Mapping[str, Any]) -> str:
+    """The live off-corpus and not-judged counts per language of the JSON report's
+    ``out_of_scope`` (empty when neither has a count).
+
+    >>> live_by_language_text({"off_corpus_by_language": {"en": 700, "de": 3},
+    ...                        "not_judged_by_language": {"hi": 250}})
+    'live off-corpus by language: en 700, de 3; not judged by the off-corpus rule: hi 250'
+
+    Totals kept before the counts by language (restored without them) count off-corpus
+    events no language holds; they are named, so the languages add up to ``off_corpus``:
+
+    >>> live_by_language_text({"off_corpus": 703, "off_corpus_by_language": {"en": 3}})
+    'live off-corpus by language: en 3, 700 counted before the counts by language were kept'
+    """
+    off = scope.get("off_corpus_by_language") or {}
+    unjudged = scope.get("not_judged_by_language") or {}
+    parts = []
+    counts = [f"{k} {n}" for k, n in off.items()]
+    if (before := live_before_by_language(scope)) > 0:
+        counts.append(f"{before} counted before the counts by language were kept")
+    if counts:
+        parts.append(f"live off-corpus by language: {', '.join(counts)}")
+    if unjudged:
+        parts.append("not judged by the off-corpus rule: "
+                     + ", ".join(f"{k} {n}" for k, n in unjudged.items()))  # fmt: skip
+    return "; ".join(parts)
+
+
+def live_before_by_language(scope: Mapping[str, Any]) -> int:
+    """Off-corpus events of the JSON report's ``out_of_scope`` that no language's count holds:
+    those of totals kept before the counts by language
+    (:class:`~service.pipeline.totals.AnnotationTotals` restored without them), else 0."""
+    off = scope.get("off_corpus_by_language") or {}
+    return int(scope.get("off_corpus", 0)) - sum(int(n) for n in off.values())
+
+
+def support_by_language(
+    gold_sims: np.ndarray,
+    corpus: np.ndarray | None,
+    labels: np.ndarray,
+    folds: Sequence[tuple[np.ndarray, np.ndarray]],
+    languages: Sequence[str],
+    scripts: Sequence[str | None],
+    min_rows: int,
+    near_duplicate: float = DEFAULT_KNOWN_THRESHOLD,
+) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
+    """The off-corpus rule by script, measured per language: ``(by language, by script)`` for
+    the gold rows' language keys ``languages`` and their questions' dominant scripts
+    ``scripts`` (shape ``(n,)`` each; other arguments as :func:`calibrate_support`).
+
+    A language is *measured* when it has at least ``min_rows`` answerable rows written in its
+    script (the dominant script of most of its rows; ``analytics.quality_min_class``). A
+    script's cutoff is the least support similarity of the answerable rows of its measured
+    languages written in it (each row against every other gold row and the corpus:
+    :func:`calibrate_support`'s rule on those rows), and every language written in it is
+    judged by it; a row in another script than its language's sets nothing. So a language
+    with fewer rows never moves a cutoff (one Hindi or Hinglish row in a German/English gold
+    set changes nothing but its own line), nor does a row of another script, and a script
+    without a measured language is *not judged* (cutoff ``None``): a cutoff of another script
+    does not transfer (trial 6: Devanagari questions the corpus answers sat at support
+    0.16-0.18, below every Latin cutoff; 245 of 250 flagged). Each language's cutoff is its
+    script's, not its own least row: the least of 10 rows is a noisy cutoff (trial 5:
+    Spanish's own 0.474 flagged 32 of 200 answerable XQuAD-es questions; the Latin one, 0.181,
+    none).
+
+    Rates, per language: a measured language's held-out false-positive rate over ``folds``
+    (in each, the script's cutoff from the training rows alone; its held-out answerable rows
+    below it, their near-duplicates left out as in :func:`calibrate_support`; ``None``, not
+    measured, when no fold's training rows held a measured row of its script while holding
+    out one of its answerable rows); a language with fewer rows, the share of its own
+    answerable rows below the script's cutoff (support leave-one-out, near-duplicates left
+    out: rows that set no cutoff are held out already).
+
+    Returns:
+        ``{language: {"cutoff": float | None, "basis": "own" (measured) | "script Latn"
+        (fewer rows) | "not judged", "script", "held_out_fpr": float | None,
+        "n_answerable", "n_unanswerable"}}`` (every language of the gold set) and
+        ``{script: cutoff}``.
+
+    >>> sims = np.full((5, 5), 0.1); np.fill_diagonal(sims, 1.0)
+    >>> sims[0, 1] = sims[1, 0] = 0.6; sims[2, 3] = sims[3, 2] = 0.5
+    >>> y = np.array([True, True, True, True, False])
+    >>> folds = [(np.array([0, 2, 4]), np.array([1, 3])), (np.array([1, 3]), np.array([0, 2, 4]))]
+    >>> by, scripts = support_by_language(sims, None, y, folds, ["de", "de", "en", "hi", "en"],
+    ...                                   ["Latn", "Latn", "Latn", "Deva", "Latn"], 2)
+    >>> by["de"]["cutoff"], by["en"]["cutoff"], by["en"]["held_out_fpr"], by["hi"]["basis"]
+    (0.6, 0.6, 1.0, 'not judged')
+    >>> scripts
+    {'Latn': 0.6}
+    """
+    keys = np.array(languages, dtype=object)
+    sims = np.array(gold_sims, dtype=np.float64)
+    np.fill_diagonal(sims, -np.inf)
+    near = np.full(labels.shape[0], -1.0) if corpus is None else np.asarray(corpus, float)
+    held = np.where(sims >= near_duplicate, -np.inf, sims).max(axis=1)
+    held_support = np.maximum(np.maximum(held, near), -1.0)
+    out: dict[str, dict[str, Any]] = {}
+    for key in sorted(set(languages)):
+        rows = keys == key
+        found = [s for s, r in zip(scripts, rows, strict=True) if r and s is not None]
+        out[key] = {"cutoff": None, "basis": "not judged",
+                    "script": max(sorted(set(found)), key=found.count) if found else None,
+                    "held_out_fpr": None, "n_answerable": int((rows & labels).sum()),
+                    "n_unanswerable": int((rows & ~labels).sum())}  # fmt: skip
+    # script -> rows of its measured languages written in it: a row of another script (a
+    # romanised question labelled "hi", the Latin and Devanagari rows the detector left "und")
+    # sets no cutoff of its language's script, nor counts towards measuring the language
+    written = np.array(scripts, dtype=object)
+    setters: dict[str, np.ndarray] = {}
+    measured = set()
+    for key, row in out.items():
+        in_script = (keys == key) & (written == row["script"])
+        if row["script"] is not None and int((in_script & labels).sum()) >= min_rows:
+            mask = setters.setdefault(row["script"], np.zeros(labels.shape[0], dtype=bool))
+            mask |= in_script
+            measured.add(key)
+    by_script = {
+        script: _calibrate_members(sims, near, labels, folds, mask, mask, near_duplicate).cutoff
+        for script, mask in sorted(setters.items())
+    }
+    for key, row in out.items():
+        script = row["script"]
+        if script not in by_script:
+            continue
+        rows = keys == key
+        if key in measured:
+            check = _calibrate_members(sims, near, labels, folds, setters[script], rows,
+                                       near_duplicate)  # fmt: skip
+            fpr = None if np.isnan(check.held_out_fpr) else check.held_out_fpr  # none held out
+            row.update(cutoff=by_script[script], basis="own", held_out_fpr=fpr)
+        else:
+            answerable = rows & labels
+            row.update(cutoff=by_script[script], basis=f"script {script}",
+                       held_out_fpr=(float(np.mean(held_support[answerable] < by_script[script]))
+                                     if answerable.any() else None))  # fmt: skip
+    return out, by_script
+
+
+def _calibrate_members(
+    sims: np.ndarray,
+    near: np.ndarray,
+    labels: np.ndarray,
+    folds: Sequence[tuple[np.ndarray, np.ndarray]],
+    setters: np.ndarray,
+    members: np.ndarray,
+    near_duplicate: float,
+) -> SupportCheck:
+    """:func:`calibrate_support`'s rule with the cutoff set by the answerable rows in
+    ``setters`` and the rates measured on the rows in ``members`` (bool masks, shape
+    ``(n,)``), support always against every (training) gold row and the corpus; a fold whose
+    training rows hold no answerable setter judges its held-out members by nothing (not
+    counted); ``held_out_fpr`` is NaN when no held-out answerable member was judged (not
+    measured: with ``analytics.quality_min_class`` 2, a language's two rows held out together
+    in the one fold whose training rows have no other row of their script), not 0 of 0."""
+    everyone = np.arange(labels.shape[0])
+
+    def support(rows: np.ndarray, against: np.ndarray, drop_near: bool) -> np.ndarray:
+        block = sims[np.ix_(rows, against)]
+        if drop_near:
+            block = np.where(block >= near_duplicate, -np.inf, block)
+        gold = block.max(axis=1) if block.shape[1] else np.full(rows.shape[0], -np.inf)
+        found: np.ndarray = np.maximum(np.maximum(gold, near[rows]), -1.0)
+        return found
+
+    false_pos = caught = n_ans = n_unans = 0
+    for train, test in folds:
+        answerable = train[labels[train] & setters[train]]
+        test = test[members[test]]
+        if not answerable.shape[0] or not test.shape[0]:
+            continue
+        cutoff = support(answerable, train, drop_near=False).min()
+        below = support(test, train, drop_near=True) < cutoff
+        false_pos += int(np.sum(below & labels[test]))
+        caught += int(np.sum(below & ~labels[test]))
+        n_ans += int(labels[test].sum())
+        n_unans += int((~labels[test]).sum())
+    return SupportCheck(
+        cutoff=float(support(everyone[setters & labels], everyone, drop_near=False).min()),
+        held_out_fpr=false_pos / n_ans if n_ans else float("nan"),
+        held_out_tpr=caught / n_unans if n_unans else 0.0,
+        n_answerable=int((members & labels).sum()),
+        n_unanswerable=int((members & ~labels).sum()),
+    )
 
 
 def support_similarity(features: np.ndarray, use_corpus: bool) -> np.ndarray:
@@ -459,6 +731,12 @@ class EmbeddingScope:
         retriever: name of that retriever (live scores must come from the same one).
         min_tpr: see :func:`calibrate_threshold`.
         n_boot, seed: bootstrap replicates and seed of the quality interval (deterministic).
+        languages: each gold row's language (its ``language`` or the language stage's
+            label), or ``None``: one pooled off-corpus cutoff. Given, the off-corpus rule is
+            per language (:func:`support_by_language`) and a live question is judged by its
+            language's cutoff (:meth:`cutoffs`).
+        min_rows: answerable rows a language needs for its own cutoff
+            (``analytics.quality_min_class``).
 
     Raises:
         ValueError: fewer than 2 answerable or 2 unanswerable gold questions, lengths differ,
@@ -478,6 +756,8 @@ class EmbeddingScope:
         min_tpr: float = 0.0,
         n_boot: int = 1000,
         seed: int = 0,
+        languages: Sequence[str | None] | None = None,
+        min_rows: int = 10,
     ) -> None:
         from sklearn.linear_model import LogisticRegression
         from sklearn.model_selection import StratifiedKFold, cross_val_predict
@@ -556,12 +836,20 @@ class EmbeddingScope:
             cv_scores[labels].tolist(), cv_scores[~labels].tolist(), retriever, min_tpr
         )._replace(auc=self.quality.auc)
         #: the off-corpus rule, its held-out rates measured on the same folds
-        self.support = calibrate_support(
-            self.gold_vectors @ self.gold_vectors.T,
-            features[:, 2] if self.use_corpus else None,
-            labels,
-            cv.split(features, labels),
-        )
+        split = list(cv.split(features, labels))
+        gold_sims = self.gold_vectors @ self.gold_vectors.T
+        corpus = features[:, 2] if self.use_corpus else None
+        self.support = calibrate_support(gold_sims, corpus, labels, split)
+        if languages is not None:
+            from service.language.scripts import dominant_script
+            from service.language.tags import language_key
+
+            keys = [language_key(lang or UNDETERMINED) for lang in languages]
+            scripts = [dominant_script(q.question) for q in questions]
+            by_language, by_script = support_by_language(gold_sims, corpus, labels, split,
+                                                         keys, scripts, min_rows)  # fmt: skip
+            self.support = self.support._replace(by_language=by_language, by_script=by_script,
+                                                 min_rows=min_rows)  # fmt: skip
 
     def fitted_state(self) -> dict[str, Any]:
         """What the fit computed — the gold and corpus embeddings, the chosen features, the
@@ -631,11 +919,15 @@ class EmbeddingScope:
         return self.score_support(questions, retriever_scores)[0]
 
     def score_support(
-        self, questions: Sequence[str], retriever_scores: Sequence[float | None] | None = None
+        self,
+        questions: Sequence[str],
+        retriever_scores: Sequence[float | None] | None = None,
+        languages: Sequence[str | None] | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(probability in scope, off-corpus)`` per question, shapes ``(n,)``: the
         probability (:meth:`score`, 0 where off-corpus) and whether the question is outside
-        the detector's support (bool; :class:`SupportCheck`).
+        the detector's support (bool; :class:`SupportCheck`), each judged by the cutoff of
+        its language ``languages`` (:meth:`cutoffs`; ``None``: by its script).
 
         Raises:
             ValueError: as :meth:`score`.
@@ -654,9 +946,40 @@ class EmbeddingScope:
             proba = model.probability_in_scope(features)
         else:
             proba = probability_in_scope(model, features)
-        off = support_similarity(every, self.use_corpus) < self.support.cutoff
+        off = support_similarity(every, self.use_corpus) < self.cutoffs(questions, languages)
         proba[off] = 0.0
         return proba, off
+
+    def cutoffs(
+        self, questions: Sequence[str], languages: Sequence[str | None] | None = None
+    ) -> np.ndarray:
+        """The off-corpus cutoff each question is judged by, shape ``(n,)``: the pooled
+        :attr:`SupportCheck.cutoff` when the rule is not per language; else the cutoff of its
+        script (:func:`support_by_language`) — its language's (``languages``: the language
+        stage's labels, folded by :func:`~service.language.tags.language_key`) when the gold
+        set has that language, else its question's dominant script — or ``-inf`` (not judged
+        by the off-corpus rule) when that script has no cutoff. ``und`` (no language, or
+        ``languages`` not given) is no language: its question's own script decides, never the
+        script of the gold rows labelled ``und`` (a Cyrillic question the detector could not
+        name would otherwise be judged by the Latin cutoff of Latin ``und`` gold rows).
+        """
+        support = self.support
+        by_language = getattr(support, "by_language", None) or {}
+        if not by_language:
+            return np.full(len(questions), support.cutoff)
+        from service.language.scripts import dominant_script
+        from service.language.tags import language_key
+
+        by_script = support.by_script
+        out = np.full(len(questions), -np.inf)
+        for i, question in enumerate(questions):
+            key = UNDETERMINED if languages is None else language_key(languages[i] or UNDETERMINED)
+            row = None if key == UNDETERMINED else by_language.get(key)
+            if row is not None and row["script"] in by_script:
+                out[i] = by_script[row["script"]]
+            elif row is None and (script := dominant_script(question)) in by_script:
+                out[i] = by_script[script]
+        return out
 
 
 class KnownScope:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from service.pipeline import Batch, StatelessStage
 from service.pipeline.batch_cache import BatchCache
 from service.refusals.detector import RefusalDetector, answer_text
@@ -150,6 +152,11 @@ def annotate_scope(
     notes.update(crossed(notes.get("refused"), notes["out_of_scope"]))
 
 
+#: a question's ``(probability in scope, off-corpus, judged by the off-corpus rule, known
+#: verdict)``
+Verdict = tuple[float, bool, bool, tuple[str | None, bool | None]]
+
+
 class EmbeddingScopeStage(StatelessStage):
     """Pipeline stage of :class:`EmbeddingScope`: writes per event ``scope_score``
     (probability in scope), ``out_of_scope`` (bool), ``scope_known`` (the near-duplicated gold
@@ -195,9 +202,7 @@ class EmbeddingScopeStage(StatelessStage):
         # product gives a row's probability to within 1 ulp of where it sits in its batch:
         # 31 of 40,000 production-shaped questions differed by <= 2.2e-16 from scoring each
         # in its own batch, no verdict changed; the topic stage's cache has the same trait.)
-        self.verdicts: BatchCache[tuple[float, bool, tuple[str | None, bool | None]]] = BatchCache(
-            cache_size
-        )
+        self.verdicts: BatchCache[Verdict] = BatchCache(cache_size)
         self._scored_by: tuple[EmbeddingScope, KnownScope | None] = (detector, known)
 
     def adopt(self, rebuilt: EmbeddingScopeStage) -> None:
@@ -228,14 +233,22 @@ class EmbeddingScopeStage(StatelessStage):
 
         return self.cache.get_many(questions, best)
 
-    def _verdicts(
-        self, questions: list[str]
-    ) -> list[tuple[float, bool, tuple[str | None, bool | None]]]:
-        """``(probability in scope, off-corpus, known verdict)`` of distinct ``questions``:
-        one embedding call, one product per feature and one known-question match for all."""
-        proba, off = self.detector.score_support(questions, self._retriever_scores(questions))
+    def _verdicts(self, asked: list[str]) -> list[Verdict]:
+        """``(probability in scope, off-corpus, judged by the off-corpus rule, known
+        verdict)`` of distinct ``asked`` keys
+        ``"language\tquestion"`` (the off-corpus cutoff is its language's:
+        :meth:`~service.refusals.scope.EmbeddingScope.cutoffs`; a language label has no
+        tab): one embedding call, one product per feature and one known-question match for
+        all."""
+        pairs = [key.split("\t", 1) for key in asked]
+        questions = [question for _, question in pairs]
+        languages: list[str | None] = [language or None for language, _ in pairs]
+        proba, off = self.detector.score_support(
+            questions, self._retriever_scores(questions), languages
+        )
+        judged = np.isfinite(self.detector.cutoffs(questions, languages))
         known = self.known.verdicts(questions) if self.known else [(None, None)] * len(proba)
-        return list(zip(proba.tolist(), off.tolist(), known, strict=True))
+        return list(zip(proba.tolist(), off.tolist(), judged.tolist(), known, strict=True))
 
     def process(self, batch: Batch) -> None:
         threshold = self.detector.calibration.threshold
@@ -243,9 +256,13 @@ class EmbeddingScopeStage(StatelessStage):
         if scorers[0] is not self._scored_by[0] or scorers[1] is not self._scored_by[1]:
             self.verdicts.clear()  # scored by the detector or known questions replaced
             self._scored_by = scorers
-        found = self.verdicts.get_many([e.question for e in batch.events], self._verdicts)
-        for notes, (p, off, k) in zip(batch.annotations, found, strict=True):
+        asked = [f"{notes.get('language') or ''}\t{e.question}"
+                 for e, notes in zip(batch.events, batch.annotations, strict=True)]  # fmt: skip
+        found = self.verdicts.get_many(asked, self._verdicts)
+        for notes, (p, off, judged, k) in zip(batch.annotations, found, strict=True):
             annotate_scope(notes, p, off or p < threshold, k, self.calibrated)
             # off-corpus: outside the detector's support (SupportCheck), unless a known
             # question decided its scope
             notes["off_corpus"] = off and k[1] is None
+            # not judged by the off-corpus rule: its language (and script) has no cutoff
+            notes["off_corpus_judged"] = judged or k[1] is not None

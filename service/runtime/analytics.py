@@ -373,12 +373,20 @@ def _scope_stage(
     passages = [p.text for p in corpus.passages]
     scores = [best_score(r) for r in found]
 
+    # each gold row's language as the language stage labels a live question (its own
+    # ``language`` first): the off-corpus rule's cutoffs are per language
+    missing = [q.question for q in questions if not q.language]
+    detected = iter(language_detector(config, gold).detect_many(missing))
+    languages = [q.language or next(detected) for q in questions]
+
     def fit() -> dict[str, Any]:
         return EmbeddingScope(embedder, questions, passages, retriever_scores=scores,
                               retriever=retriever.name, min_tpr=config.scope_min_tpr,
+                              languages=languages, min_rows=config.quality_min_class,
                               ).fitted_state()  # fmt: skip
 
-    inputs = [questions, passages, scores, retriever.name, config.scope_min_tpr, embedder.name]
+    inputs = [questions, passages, scores, retriever.name, config.scope_min_tpr, embedder.name,
+              languages, config.quality_min_class]  # fmt: skip
     detector = EmbeddingScope.restore(embedder, memo("embedding-scope", inputs, fit))
     stage = EmbeddingScopeStage(detector, retriever, known, cache_size)
     cal = detector.calibration  # its rates are those of the cross-validated scores

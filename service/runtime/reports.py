@@ -71,6 +71,8 @@ class OutOfScopeReport(TypedDict):
     off: str | None
     off_corpus: int
     support: dict[str, Any] | None
+    off_corpus_by_language: dict[str, int]
+    not_judged_by_language: dict[str, int]
     gold_set_versions: NotRequired[list[str]]
 
 
@@ -198,6 +200,8 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
             "off": live.analytics.scope_off,
             "off_corpus": flags["off_corpus"],
             "support": scope_support(live.analytics),
+            "off_corpus_by_language": dict(totals.by_language["off_corpus"].most_common()),
+            "not_judged_by_language": dict(totals.by_language["not_judged"].most_common()),
         },
         "novelty": novelty_report(live.analytics, drift.live_counts["topic"], qualities),
         "detector_quality": qualities,

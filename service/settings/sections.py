@@ -413,7 +413,11 @@ class AnalyticsConfig(_Frozen):
             ±0.13, which clears the 0.75 floor; on 5 it is ±0.19 (down to 0.72), so such a
             measurement cannot tell a good detector from one at the floor. This is sampling
             error only: the calibration is measured on the gold set's unanswerable questions,
-            and live out-of-scope traffic may look nothing like them.
+            and live out-of-scope traffic may look nothing like them. Also the answerable
+            gold questions a language needs (written in its script) to set its script's
+            off-corpus cutoff and have its held-out false-positive rate measured; a language
+            with fewer is judged by its script's cutoff, a script without such a language not
+            by the off-corpus rule.
         scope_min_balanced_accuracy: smallest balanced accuracy ((TPR + 1 − FPR) / 2, in
             [0.5, 1]) the out-of-scope detector must show at the threshold its counts use
             (on its cross-validated calibration scores), besides ``quality_floor`` on its AUC:

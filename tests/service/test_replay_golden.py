@@ -100,6 +100,20 @@ two counts in ``analytics.refusals.method`` ("answer.refused decided 649 answers
 refused), phrase patterns 2351 (260 refused) ..."); the demo's shadow ``by_language`` and
 ``by_topic`` cells' ``counts`` (the results each per-label mean is over; Kendall's tau's is
 the one that differs from ``n``). The German refusal patterns added with them moved nothing.
+Both rewritten in the fifteenth session (s15-lang-support) for the off-corpus rule by script,
+measured per language (``support_by_language`` in :mod:`service.refusals.scope`), and nothing
+else (checked: each file with the added fields removed and the moved values put back equals
+its former content; the production suggestions are the former 1,610 rows unchanged plus 2).
+Added: ``analytics.out_of_scope.support.by_language``, ``by_script`` and ``min_rows`` (10),
+``analytics.out_of_scope.off_corpus_by_language`` and ``not_judged_by_language``. Demo: Latin
+cutoff 0.263 (set by its 39 English rows, the pooled one before), ``hi-Latn`` (6 rows) judged
+by it, ``hi`` (2 rows, Devanagari) not judged: 76 live events, none of them off-corpus before;
+no verdict moved. Production: Latin 0.219 (English 277 and Spanish 50 rows; the pooled one
+before), Devanagari 0.614 (Hindi's 50 rows, held-out false-positive rate 1 of 50), so 2 live
+Hindi questions below 0.614 are now off-corpus: moved ``off_corpus`` 408 → 410,
+``out_of_scope`` 1,318 → 1,320 (share 0.45527 → 0.45596), ``under_refusals`` 1,173 → 1,175,
+``gold_candidates.by_reason.answered_out_of_scope`` 1,112 → 1,114 and ``n_suggestions``
+1,610 → 1,612 (two new suggestions, ``c-e8f159acad432d8a`` and ``c-b77d19d40b80f7f6``).
 """
 
 from __future__ import annotations
@@ -233,9 +247,18 @@ def test_production_shaped_replay_report_and_suggestions_match_e500539(tmp_path:
 #: Re-pinned again for s14-t6's added refused split (module docstring): refused_by_flag 0,
 #: refused_by_patterns 1,552 and the method sentence's "(1552 refused)"; the report without
 #: them hashes to the pin before (5ad08c67…6e); the suggestions are unchanged.
+#: Re-pinned by s15-lang-support for the off-corpus rule by script (module docstring; the
+#: former pin reproduced by main's code of this session, field-for-field diff against it): added
+#: ``support.by_language``, ``by_script``, ``min_rows`` and the live ``off_corpus_by_language``
+#: / ``not_judged_by_language``; moved ``off_corpus`` 2,718 → 2,743 (25 of the 988 live Hindi
+#: questions below the Devanagari cutoff 0.614, whose held-out false-positive rate is 1 of 50;
+#: they were judged by the pooled 0.219 before), ``out_of_scope`` 8,843 → 8,868,
+#: over-refusals 509 → 508, under-refusals 7,800 → 7,824, harvest reasons
+#: answered_out_of_scope 3,970 → 3,971, low_confidence 1,051 → 1,052, negative_feedback
+#: 345 → 346, and 4 of the 5,000 held suggestions (eviction order).
 PRODUCTION_20K_DIGESTS = (
-    "e8ee3a1651a7efdb42345951f60908ecd28092771e30179a9a98e8e594d5b434",
-    "5ca451e3ab39c406f2ef327419b41d38b987f5f24fc22b8b14b7966285959d35",
+    "974e2e601d18660faffbaa6fe80fec9f76ea8b387f4dbdf19d2982541cd4452e",
+    "63889915038a8bebc1bc01f1368b1accdb6b985e7ccc8d4a17e5ffabfde2fbb7",
 )
 
 

@@ -244,10 +244,14 @@ class _CountingDetector:
         return np.array([len(q) / 100 for q in questions])
 
     def score_support(
-        self, questions: Sequence[str], retriever_scores: object = None
+        self, questions: Sequence[str], retriever_scores: object = None, languages: object = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`score`, every question inside the support (none off-corpus)."""
         return self.score(questions), np.zeros(len(questions), dtype=bool)
+
+    def cutoffs(self, questions: Sequence[str], languages: object = None) -> np.ndarray:
+        """Every question judged by the off-corpus rule (a finite cutoff)."""
+        return np.zeros(len(questions))
 
 
 def test_a_repeated_question_is_scored_once_until_the_detector_changes() -> None:
