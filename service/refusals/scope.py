@@ -337,10 +337,12 @@ def support_by_language_text(support: Mapping[str, Any]) -> list[str]:
                          f"answerable gold questions), held-out false-positive rate "
                          f"{fpr}")  # fmt: skip
         else:
-            fpr = "not measured" if row["held_out_fpr"] is None else f"{row['held_out_fpr']:.1%}"
+            if row["held_out_fpr"] is None:  # no answerable row of its own to measure on
+                rate = "false-positive rate not measured (no answerable gold question)"
+            else:
+                rate = f"false-positive rate {row['held_out_fpr']:.1%} on them"
             lines.append(f"{key}: below {row['cutoff']:.3f} (the {row['script']} cutoff; too few "
-                         f"answerable gold questions to set it, {n}), false-positive rate {fpr} "
-                         "on them")  # fmt: skip
+                         f"answerable gold questions to set it, {n}), {rate}")  # fmt: skip
     if rows:
         lines.append(
             "off-corpus rule limit: cutoffs and false-positive rates are measured on "

@@ -175,6 +175,28 @@ def test_a_language_never_held_out_against_its_script_has_no_rate_not_a_rate_of_
                         "a training row of its script)")  # fmt: skip
 
 
+def test_a_language_with_only_unanswerable_rows_says_its_rate_is_not_measured() -> None:
+    # Rows 0-2 German answerable (support 0.6 each: 0-1, 1-2, 0-2 pairs), row 3 English
+    # unanswerable only: English is judged by the Latin cutoff but has no answerable row to
+    # measure a false-positive rate on (the text said "..., 0), false-positive rate not
+    # measured on them").
+    sims = np.full((4, 4), 0.1)
+    np.fill_diagonal(sims, 1.0)
+    for i, j in ((0, 1), (1, 2), (0, 2)):
+        sims[i, j] = sims[j, i] = 0.6
+    labels = np.array([True, True, True, False])
+    folds = [(np.array([0, 1, 3]), np.array([2])), (np.array([1, 2]), np.array([0, 3])),
+             (np.array([0, 2, 3]), np.array([1]))]  # fmt: skip
+    by, _ = support_by_language(sims, None, labels, folds, ["de", "de", "de", "en"],
+                                ["Latn"] * 4, 2)  # fmt: skip
+    assert by["en"]["basis"] == "script Latn" and by["en"]["cutoff"] == pytest.approx(0.6)
+    assert by["en"]["held_out_fpr"] is None and by["en"]["n_answerable"] == 0
+    lines = support_by_language_text({"by_language": by})
+    assert lines[1] == ("en: below 0.600 (the Latn cutoff; too few answerable gold questions to "
+                        "set it, 0), false-positive rate not measured (no answerable gold "
+                        "question)")  # fmt: skip
+
+
 def test_the_html_report_lists_each_language_its_counts_and_the_limit() -> None:
     from service.html.rates import _both_directions
 
