@@ -17,7 +17,6 @@ from service.html.page import badge, figure, num, para, pct, section, table
 from service.refusals.scope import (
     CALIBRATION_LIMIT,
     live_before_by_language,
-    not_judged_why,
     support_by_language_text,
 )
 
@@ -162,17 +161,12 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
     if support:
         off_by = scope.get("off_corpus_by_language") or {}
         unjudged = scope.get("not_judged_by_language") or {}
-        for key, row in sorted((support.get("by_language") or {}).items()):
-            if row["cutoff"] is None:
-                rule = (f"not judged (answerable gold questions: {row['n_answerable']}; "
-                        f"{not_judged_why(row)})")  # fmt: skip
-            else:
-                fpr = ("not measured" if row["held_out_fpr"] is None
-                       else f"{row['held_out_fpr']:.1%}")  # fmt: skip
-                few = "" if row["basis"] == "own" else ", too few to set it"
-                rule = (f"below {row['cutoff']:.3f} ({row['script']} cutoff; "
-                        f"{row['n_answerable']} answerable gold questions{few}; "
-                        f"false-positive rate {fpr})")  # fmt: skip
+        # one wording with the text report: the held-out rate of a measured language, the
+        # leave-one-out share of a language with too few rows, or why neither was measured
+        texts = support_by_language_text(support)
+        for (key, _row), line in zip(sorted((support.get("by_language") or {}).items()), texts,
+                                     strict=False):  # fmt: skip
+            rule = line.removeprefix(f"{key}: ")
             rows.append([f"off-corpus rule, language {key}: off-corpus {off_by.get(key, 0)}, "
                          f"not judged {unjudged.get(key, 0)}{mark}", rule])  # fmt: skip
         if support.get("by_language"):

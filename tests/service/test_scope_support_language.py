@@ -214,8 +214,12 @@ def test_the_html_report_lists_each_language_its_counts_and_the_limit() -> None:
                                                              "ru": 2}}}  # fmt: skip
     html = str(_both_directions(analytics))
     assert (
-        "off-corpus rule, language de: off-corpus 1, not judged 0</td><td>below 0.285 (Latn "
-        "cutoff; 28 answerable gold questions; false-positive rate 7.1%)"
+        "off-corpus rule, language de: off-corpus 1, not judged 0</td><td>below 0.285 (the Latn "
+        "cutoff; 28 answerable gold questions), held-out false-positive rate 7.1%"
+    ) in html
+    assert (
+        "hi: off-corpus 0, not judged 1</td><td>not judged by the off-corpus rule (1 "
+        "answerable gold question, no language of its script has enough)"
     ) in html
     assert "off-corpus rule, language hi: off-corpus 0, not judged 1" in html
     # live languages the gold set lacks, one after the other ("; ": each has two counts)
