@@ -170,6 +170,15 @@ _GUARD_SQL = (
     "AND (json_type(value) IS NOT 'object' OR json_extract(value, ?) IS NOT ?)"
 )
 
+#: :data:`_GUARD_SQL` for many guard keys of one field and allowed value (``{}``: the
+#: keys' placeholders): the keys among them whose guard holds.
+_GUARDS_SQL = (
+    "SELECT key FROM state WHERE key IN ({}) "
+    "AND (json_type(value) IS NOT 'object' OR json_extract(value, ?) IS NOT ?)"
+)
+#: Most guard keys per :data:`_GUARDS_SQL` query (SQLite's variable limit is 999 before 3.32).
+_GUARD_CHUNK = 500
+
 _SWEEP_SQL = (
     "DELETE FROM state WHERE key >= ?1 AND key < ?2 "
     "AND substr(key, ?5) NOT IN (SELECT value FROM json_each(?3)) "
@@ -393,9 +402,35 @@ class StateStore:
         encoded = [(k, None if v is None else v if type(v) is JsonText else _dumps(v))
                    for k, v in updates.items()]  # fmt: skip
         skipped: list[str] = []
+        # a guard reads its own key only: unless that key is written here too, or a key is
+        # deleted (a write after a delete may take the deleted row's rowid), the guards give
+        # the same answers before the writes as between them: one query per 500 guards and
+        # one executemany instead of two statements a key (2,000 guarded records: 7.0
+        # against 9.7 ms in memory, 7.5 against 11.4 in a file; same rows, rowids, skips)
+        batched = all(value is not None for _, value in encoded) and not any(
+            guard.key in updates for key in updates if (guard := guards.get(key)) is not None
+        )
         with self._lock:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
+                if batched:
+                    held = self._guards_held(
+                        [g for k in updates if (g := guards.get(k)) is not None]
+                    )
+                    rows: list[tuple[str, str | None, float]] = []
+                    for key, value in encoded:
+                        guard = guards.get(key)
+                        if guard is not None and guard in held:
+                            skipped.append(key)
+                        else:
+                            rows.append((key, value, now))
+                    self._conn.executemany(
+                        "INSERT INTO state(key, value, updated_at) VALUES (?, ?, ?) "
+                        "ON CONFLICT(key) DO UPDATE SET value=excluded.value, "
+                        "updated_at=excluded.updated_at",
+                        rows,
+                    )
+                    encoded = []
                 for key, value in encoded:
                     guard = guards.get(key)
                     if (
@@ -419,6 +454,21 @@ class StateStore:
                 _rollback(self._conn)
                 raise _write_error(self._label, exc) from exc
         return skipped
+
+    def _guards_held(self, guards: Iterable[Guard]) -> set[Guard]:
+        """The ``guards`` that hold now (:data:`_GUARD_SQL` of each, in a few queries); the
+        caller holds the lock, in a transaction."""
+        keys_of: dict[tuple[str, str], list[str]] = {}
+        for guard in dict.fromkeys(guards):
+            keys_of.setdefault((guard.field, guard.allowed), []).append(guard.key)
+        held: set[Guard] = set()
+        for (field, allowed), keys in keys_of.items():
+            for start in range(0, len(keys), _GUARD_CHUNK):
+                chunk = keys[start : start + _GUARD_CHUNK]
+                query = _GUARDS_SQL.format(",".join("?" * len(chunk)))
+                for (key,) in self._conn.execute(query, (*chunk, "$." + field, allowed)):
+                    held.add(Guard(key, field, allowed))
+        return held
 
     def close(self) -> None:
         """Close the connection and release the writer's lock, if held (idempotent)."""

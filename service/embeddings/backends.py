@@ -95,31 +95,54 @@ class CharNgramEmbedder:
             points = np.frombuffer(joined, dtype=np.uint32).astype(np.uint64)
             lengths = np.fromiter(map(len, parts), dtype=np.int64, count=n_texts)
             rows = np.repeat(np.arange(n_texts), lengths + 1)[: len(points)]
-            for n in range(self.ngram_range[0], self.ngram_range[1] + 1):
-                self._count(points, rows, n, counts)
+            cells, signs = self._cells(points, rows)
+            if cells:  # the ±1 counts are small integers: any order of adding is exact
+                counts += np.bincount(np.concatenate(cells), np.concatenate(signs), len(counts))
         return l2_normalise(counts.reshape(n_texts, dim))
 
-    def _count(self, points: np.ndarray, rows: np.ndarray, n: int, counts: np.ndarray) -> None:
-        """Add the signed hashed n-grams of length ``n`` into ``counts`` (flat, row-major)."""
-        windows = len(points) - n + 1
-        if windows <= 0:
-            return
-        hashes = np.full(windows, n, dtype=np.uint64)
-        broken = np.zeros(windows, dtype=bool)  # spans two texts, or a space inside
-        for k in range(n):
-            window = points[k : k + windows]
-            hashes = hashes * _POLY + window
-            broken |= window == 0
-            if 0 < k < n - 1:
-                broken |= window == 32
-        hashes ^= hashes >> np.uint64(29)
-        hashes *= _MIX
-        hashes ^= hashes >> np.uint64(32)
-        keep = ~broken
-        hashes = hashes[keep]
-        cols = (hashes % np.uint64(self.dim)).astype(np.int64)
-        signs = np.where(hashes & _SIGN_BIT, -1.0, 1.0)
-        counts += np.bincount(rows[:windows][keep] * self.dim + cols, signs, len(counts))
+    def _cells(
+        self, points: np.ndarray, rows: np.ndarray
+    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Per n-gram length, the flat count cell (``row * dim + column``) and sign of every
+        n-gram occurrence.
+
+        The hash of the ``n`` code points from ``i`` is ``n·P^n + Σ_k p[i+k]·P^(n-1-k)``
+        modulo 2⁶⁴ (``P`` = :data:`_POLY`; Horner's rule from the seed ``n``); its sum part
+        for ``n`` extends that for ``n - 1`` by one step (``·P + p[i+n-1]``), so each length
+        costs one pass, not ``n``: the same uint64 values, wrapping alike. Likewise an
+        n-gram is dropped (spans two texts, or holds a space inside) when the ``n - 1``-gram
+        from ``i`` was, or its last code point is a NUL, or its former last one (now inside)
+        is a space.
+        """
+        low, high = self.ngram_range
+        cells: list[np.ndarray] = []
+        signs: list[np.ndarray] = []
+        sums = points  # the sum parts of the 1-grams
+        nul, space = points == 0, points == 32
+        broken = nul  # of the 1-grams: a NUL
+        seed = np.uint64(0)
+        for n in range(1, high + 1):
+            windows = len(points) - n + 1
+            if windows <= 0:
+                break
+            if n > 1:
+                sums = sums[:windows] * _POLY + points[n - 1 : n - 1 + windows]
+                broken = broken[:windows] | nul[n - 1 : n - 1 + windows]
+                if n > 2:
+                    broken |= space[n - 2 : n - 2 + windows]
+            if n < low:
+                continue
+            seed = np.uint64((n * pow(int(_POLY), n, 1 << 64)) % (1 << 64))
+            hashes = sums + seed
+            hashes ^= hashes >> np.uint64(29)
+            hashes *= _MIX
+            hashes ^= hashes >> np.uint64(32)
+            keep = ~broken
+            hashes = hashes[keep]
+            cols = (hashes % np.uint64(self.dim)).astype(np.int64)
+            cells.append(rows[:windows][keep] * self.dim + cols)
+            signs.append(np.where(hashes & _SIGN_BIT, -1.0, 1.0))
+        return cells, signs
 
 
 class MixedEmbedder:

@@ -204,11 +204,22 @@ def _mean_token_vectors(model: Any, texts: list[str]) -> np.ndarray:
     ids = [encoding.ids for encoding in encode(texts, add_special_tokens=False)]
     lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
     out = np.zeros((len(texts), table.shape[1]), dtype=np.float32)
-    for length in np.unique(lengths[lengths > 0]).tolist():
-        rows = np.flatnonzero(lengths == length)
-        grid = np.array([ids[row] for row in rows.tolist()], dtype=np.int32)  # (rows, length)
-        np.clip(grid, 0, table.shape[0] - 1, out=grid)
-        out[rows] = np.sum(table[grid], axis=1, dtype=np.float32) / np.float32(length)
+    # every text's ids in one array, texts by token count (stable: each group's rows in
+    # ascending order), so each group's (rows, length) grid is a slice of it, not an array
+    # built from its lists: the same grids, rows and sums (3.9 against 5.9 µs a text)
+    order = np.argsort(lengths, kind="stable")
+    by_length = lengths[order]
+    flat = np.fromiter(itertools.chain.from_iterable([ids[i] for i in order.tolist()]),
+                       dtype=np.int32, count=int(by_length.sum()))  # fmt: skip
+    np.clip(flat, 0, table.shape[0] - 1, out=flat)
+    offsets = np.concatenate(([0], np.cumsum(by_length))).tolist()
+    found, starts, counts = np.unique(by_length, return_index=True, return_counts=True)
+    for length, start, count in zip(found.tolist(), starts.tolist(), counts.tolist(),
+                                    strict=True):  # fmt: skip
+        if length:
+            grid = flat[offsets[start] : offsets[start + count]].reshape(count, length)
+            rows = order[start : start + count]
+            out[rows] = np.sum(table[grid], axis=1, dtype=np.float32) / np.float32(length)
     return out
 
 

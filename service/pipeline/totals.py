@@ -62,25 +62,40 @@ def count_annotations(
     Returns:
         The flag counts (every flag present, ≥ 0) and the scrubbed items by type.
     """
-    flags = dict.fromkeys(FLAGS, 0)
+    # the counts in locals, one dictionary built at the end: the same ints at 0.53 against
+    # 0.84 µs an event (eleven dictionary items incremented per event); it runs twice a
+    # batch, in this stage and in the telemetry
+    answers = refusals = scored = out_of_scope = over = under = off_corpus = 0
+    answers_by_flag = answers_by_patterns = refusals_by_flag = refusals_by_patterns = 0
     pii: dict[str, int] = {}
     for notes in annotations:
-        refused, out = notes.get("refused"), notes.get("out_of_scope")
-        flags["answers"] += refused is not None
-        flags["refusals"] += refused is True
+        get = notes.get
+        refused = get("refused")
         if refused is not None:
-            by = notes.get("refused_by")
-            flags["answers_by_flag"] += by == "flag"
-            flags["answers_by_patterns"] += by == "patterns"
-            flags["refusals_by_flag"] += refused is True and by == "flag"
-            flags["refusals_by_patterns"] += refused is True and by == "patterns"
-        flags["scope_scored"] += out is not None
-        flags["out_of_scope"] += out is True
-        flags["off_corpus"] += notes.get("off_corpus") is True
-        flags["over_refusals"] += notes.get("over_refusal") is True
-        flags["under_refusals"] += notes.get("under_refusal") is True
-        for kind, n in (notes.get("pii") or {}).items():
+            answers += 1
+            by = get("refused_by")
+            answers_by_flag += by == "flag"
+            answers_by_patterns += by == "patterns"
+            if refused is True:
+                refusals += 1
+                refusals_by_flag += by == "flag"
+                refusals_by_patterns += by == "patterns"
+        out = get("out_of_scope")
+        if out is not None:
+            scored += 1
+            out_of_scope += out is True
+        off_corpus += get("off_corpus") is True
+        over += get("over_refusal") is True
+        under += get("under_refusal") is True
+        for kind, n in (get("pii") or {}).items():
             pii[kind] = pii.get(kind, 0) + n
+    flags = {
+        "answers": answers, "refusals": refusals, "scope_scored": scored,
+        "out_of_scope": out_of_scope, "over_refusals": over, "under_refusals": under,
+        "answers_by_flag": answers_by_flag, "answers_by_patterns": answers_by_patterns,
+        "off_corpus": off_corpus, "refusals_by_flag": refusals_by_flag,
+        "refusals_by_patterns": refusals_by_patterns,
+    }  # fmt: skip
     return flags, pii
 
 

@@ -216,6 +216,38 @@ def test_write_unless_skips_only_keys_whose_guard_holds_in_the_same_transaction(
         "r/a": {"n": 2}, "r/b": {"n": 2}, "r/c": {"n": 1}, "r/d": {"n": 1}}  # fmt: skip
 
 
+def test_write_unless_checks_many_guards_at_once_as_one_by_one() -> None:
+    """No deletes and no guard key among the updates: the guards are checked together, 500 to
+    a query. 1,200 records r/i, each guarded by d/i: d/i holds ``accepted`` for i % 3 == 0
+    (blocks), ``pending`` for i % 3 == 1 (writes), nothing for i % 3 == 2 (writes), except d/7
+    holds the JSON string "pending" (no object: blocks). So the skipped keys are r/0, r/3,
+    ..., r/1197 (400 of them) and r/7, in key order; they keep n = 1, the others get n = 2."""
+    store = StateStore.in_memory()
+    decisions: dict[str, object] = {f"d/{i}": {"status": "accepted" if i % 3 == 0 else "pending"}
+                                    for i in range(1200) if i % 3 != 2}  # fmt: skip
+    decisions["d/7"] = "pending"
+    store.checkpoint({**decisions, **{f"r/{i}": {"n": 1} for i in range(1200)}})
+    guards = {f"r/{i}": Guard(f"d/{i}", "status", "pending") for i in range(1200)}
+    skipped = store.write_unless({f"r/{i}": {"n": 2} for i in range(1200)}, guards)
+    blocked = [i for i in range(1200) if i % 3 == 0 or i == 7]
+    assert skipped == [f"r/{i}" for i in blocked] and len(skipped) == 401
+    values = store.get_many([f"r/{i}" for i in range(1200)])
+    assert values == {f"r/{i}": {"n": 1 if i in blocked else 2} for i in range(1200)}
+
+
+def test_write_unless_guard_sees_a_write_of_the_same_call_made_before_it() -> None:
+    """A guard key among the updates: each guard is checked after the writes before it, in
+    the order of ``updates``. d/x written ``accepted`` first blocks r/x; written after r/x,
+    r/x was checked against an absent d/x and written."""
+    guard = {"r/x": Guard("d/x", "status", "pending")}
+    first = StateStore.in_memory()
+    assert first.write_unless({"d/x": {"status": "accepted"}, "r/x": {"n": 2}}, guard) == ["r/x"]
+    assert first.get("r/x") is None and first.get("d/x") == {"status": "accepted"}
+    second = StateStore.in_memory()
+    assert second.write_unless({"r/x": {"n": 2}, "d/x": {"status": "accepted"}}, guard) == []
+    assert second.get("r/x") == {"n": 2}
+
+
 def test_write_unless_on_a_full_disk_writes_nothing(tmp_path: Path) -> None:
     store = StateStore.open(tmp_path / "state.db")
     store.checkpoint({"r/a": 1})
