@@ -56,6 +56,8 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
+from itertools import islice
+from operator import attrgetter, lt
 from typing import Any
 
 import msgspec
@@ -65,7 +67,9 @@ from kafka.producer.future import FutureRecordMetadata
 
 from consumers.base import (
     DeadLetter,
+    OffsetRun,
     Origin,
+    PartitionRuns,
     RawMessage,
     UndecodableRecord,
     message_slot_setters,
@@ -290,6 +294,36 @@ def _message_builder() -> Callable[[Iterable[Any]], list[RawMessage]]:
 messages_from_records = _message_builder()
 
 
+_record_offset = attrgetter("offset")
+
+
+def partition_runs(record_lists: Iterable[Sequence[Any]]) -> PartitionRuns:
+    """The messages of kafka-python's record lists (one list per partition, as ``poll``
+    gives them), in that order, with one :class:`~consumers.base.OffsetRun` per list (no
+    runs at all should a record lack its topic, partition or offset: then the loop and the
+    engine read each message's origin)."""
+    messages = PartitionRuns()
+    runs: list[OffsetRun] | None = []
+    for records in record_lists:
+        if not records:
+            continue
+        start = len(messages)
+        messages += messages_from_records(records)
+        if runs is None:
+            continue
+        offsets = list(map(_record_offset, records))
+        origin = messages[start].origin
+        topic, partition = origin.topic, origin.partition
+        if topic is None or partition is None or None in offsets:
+            runs = None
+            continue
+        rising = all(map(lt, offsets, islice(offsets, 1, None)))
+        runs.append(OffsetRun(topic, partition, start, len(messages), offsets[0], offsets[-1],
+                              rising))  # fmt: skip
+    messages.runs = tuple(runs or ())
+    return messages
+
+
 class KafkaSource:
     """A :class:`~consumers.base.Source` over a Kafka consumer group (kafka-python).
 
@@ -371,9 +405,7 @@ class KafkaSource:
                 log.warning("poll failed (retriable): %r", exc)
                 return []
             raise SourceUnavailable(f"poll failed: {exc!r}") from exc
-        messages: list[RawMessage] = []
-        for records in batches.values():
-            messages += messages_from_records(records)
+        messages = partition_runs(batches.values())
         if messages:
             self._last_ok = time.monotonic()
         self._maybe_probe()
