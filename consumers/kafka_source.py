@@ -270,7 +270,7 @@ class RecordMessage(RawMessage):
     __slots__ = ("record",)
     record: Any
 
-    def __init__(self, record: Any) -> None:  # mypy: not the dataclass's __init__
+    def __init__(self, record: Any) -> None:  # messages_from_records builds them without it
         _set_value(self, record.value)
         _set_record(self, record)
 
@@ -342,7 +342,7 @@ def partition_runs(record_lists: Iterable[Sequence[Any]]) -> PartitionRuns:
         if runs is None:
             continue
         offsets = list(map(_record_offset, records))
-        topic, partition = records[0].topic, records[0].partition  # the messages' origins'
+        topic, partition = records[0].topic, records[0].partition  # one partition a list
         if topic is None or partition is None or None in offsets:
             runs = None
             continue
