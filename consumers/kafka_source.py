@@ -57,6 +57,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Iterable, Sequence
+from dataclasses import FrozenInstanceError
 from itertools import islice, repeat
 from operator import attrgetter, lt
 from typing import Any
@@ -301,6 +302,16 @@ class RecordMessage(RawMessage):
         return NotImplemented
 
     __hash__ = RawMessage.__hash__  # hash((value, origin, key, timestamp_ms)), as RawMessage
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")  # frozen, as RawMessage
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Copied or pickled as the equal plain RawMessage (no kafka-python record)."""
+        return RawMessage, (self.value, self.origin, self.key, self.timestamp_ms)
 
 
 _set_value = RawMessage.__dict__["value"].__set__

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import copy
 import itertools
 import json
+import pickle
 import threading
 import time
 from collections.abc import Callable
@@ -545,6 +547,14 @@ def test_a_record_message_is_a_raw_message_in_everything_but_when_it_builds_its_
     ]  # fmt: skip
     with pytest.raises(AttributeError):  # frozen, as RawMessage
         built.value = b"x"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        built.record = None
+    copied = copy.copy(built)  # a copy is the plain message
+    assert (
+        type(copied) is RawMessage
+        and copied == plain
+        and pickle.loads(pickle.dumps(built)) == plain
+    )
 
 
 @pytest.mark.slow
