@@ -45,6 +45,49 @@ class RawMessage:
     timestamp_ms: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class OffsetRun:
+    """Where one partition's messages lie in a :class:`PartitionRuns` list:
+    ``messages[start:stop]``, all of ``topic[partition]``, offsets ``first_offset`` up to
+    ``last_offset``, strictly rising when ``rising`` (false: the consumer handed them out of
+    order, and whoever reads the run must go message by message)."""
+
+    topic: str
+    partition: int
+    start: int
+    stop: int
+    first_offset: int
+    last_offset: int
+    rising: bool
+
+
+class PartitionRuns(list[RawMessage]):
+    """A poll's messages (a plain list of them) that also says, in :attr:`runs`, how they
+    fall into runs of one partition each (the Kafka source builds it).
+
+    The poll loop and the engine read what they need per partition from the runs (the last
+    message to commit, the redelivery check) instead of each message's origin: about
+    0.5 µs an event less on the Kafka path (issue 22 item 3). The runs describe the list as
+    the source built it: a copy or a slice is a plain list (no runs), and nothing changes the
+    list in place; a consumer checks ``type(x) is PartitionRuns`` and that the runs cover it.
+    """
+
+    __slots__ = ("runs",)
+
+    def __init__(self, messages: Iterable[RawMessage] = (), runs: Sequence[OffsetRun] = ()):
+        super().__init__(messages)
+        self.runs: tuple[OffsetRun, ...] = tuple(runs)
+
+    def covered(self) -> bool:
+        """True when the runs cover the list exactly, one after the other (as built)."""
+        at = 0
+        for run in self.runs:
+            if run.start != at or run.stop <= run.start:
+                return False
+            at = run.stop
+        return at == len(self)
+
+
 #: Dead-letter reason of a record the Kafka consumer could not decode with its record batch
 #: (a compression codec whose library is missing, a corrupt batch): see
 #: :class:`UndecodableRecord`.

@@ -56,6 +56,7 @@ from consumers.base import (
     Finite,
     HoldsDeadLetters,
     MarksFailure,
+    PartitionRuns,
     RawMessage,
     Source,
     SyncsDeadLetters,
@@ -411,8 +412,14 @@ class _Loop:
                 self.engine.positions[resumable.state_key] = resumable.position_after(messages)
             if not self.pending_dead_letters():
                 self.engine.settle()  # else settled by the checkpoint that syncs them
-        # the last message per key wins
-        self.pending.update(zip(map(_commit_key, messages), messages, strict=True))
+        # the last message per key wins; a poll that says where its partitions' runs are
+        # (Kafka's) gives each run's last message without reading the others' origins
+        if type(messages) is PartitionRuns and messages.covered():
+            for run in messages.runs:
+                last = messages[run.stop - 1]
+                self.pending[_commit_key(last)] = last
+        else:
+            self.pending.update(zip(map(_commit_key, messages), messages, strict=True))
         self.pending_count += len(messages)
         self.maybe_checkpoint()
         self.tally.add(outcome.counts, outcome.dropped)

@@ -62,8 +62,14 @@ _RFC3339 = re.compile(
 )
 _rfc3339_shape = _RFC3339.fullmatch
 _fromisoformat = datetime.fromisoformat
-#: (upper bound, ticks per second): seconds, then milliseconds, microseconds, nanoseconds.
-_EPOCH_UNITS = ((1e11, 1), (1e14, 1_000), (1e17, 10**6), (math.inf, 10**9))
+#: ASCII digits 1-9 -> "0", so one C-level ``bytes.translate`` turns a timestamp into its shape.
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+#: The common spellings ``YYYY-MM-DDTHH:MM:SSZ`` and ``YYYY-MM-DDTHH:MM:SS.fZ`` (1 to 9
+#: fraction digits) with their digits as "0": each is one the regex :data:`_RFC3339` matches,
+#: so a timestamp of one of these shapes needs no regex to be known RFC 3339-shaped.
+_UTC_SHAPES = frozenset(
+    [b"0000-00-00T00:00:00Z", *(b"0000-00-00T00:00:00.%sZ" % (b"0" * n) for n in range(1, 10))]
+)
 TIMESTAMP_EXPECTED = "RFC 3339 string or epoch seconds/milliseconds number"
 
 
@@ -128,7 +134,12 @@ def parse_timestamp(value: Any) -> datetime:
     """
     kind = type(value)
     if kind is str:
-        if _rfc3339_shape(value) is not None:  # the common "...Z": no conversion, no helpers
+        # the common "...Z": no conversion, no helpers. Its shape is checked without the
+        # regex first (0.1 against 0.6 µs here: the regex was most of a timestamp's cost);
+        # a string of one of _UTC_SHAPES is one the regex matches, anything else asks it.
+        if (value.isascii() and value.encode().translate(_DIGITS_AS_ZERO) in _UTC_SHAPES) or (
+            _rfc3339_shape(value) is not None
+        ):
             try:
                 stamp = _fromisoformat(value)
             except ValueError:
@@ -178,7 +189,16 @@ def _from_epoch(number: float) -> datetime:
     # epoch crashed decode); comparisons of an int with a float are exact, never overflow.
     if number < 0 or (type(number) is float and not math.isfinite(number)):
         raise _invalid("epoch must be a finite number >= 0")
-    ticks = next(per_second for limit, per_second in _EPOCH_UNITS if number < limit)
+    # the unit by magnitude: seconds below 1e11, then milliseconds, microseconds, nanoseconds
+    # (an if chain: a generator over a table of the bounds cost ~0.3 µs an epoch event)
+    if number < 1e11:
+        ticks = 1
+    elif number < 1e14:
+        ticks = 1_000
+    elif number < 1e17:
+        ticks = 10**6
+    else:
+        ticks = 10**9
     try:
         if type(number) is int:
             return _EPOCH + timedelta(microseconds=number * 10**6 // ticks)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import copy
 import itertools
 import json
+import pickle
 import threading
 import time
 from collections.abc import Callable
@@ -17,7 +19,13 @@ from kafka.consumer.fetcher import ConsumerRecord
 
 from consumers.base import DeadLetter, Origin, RawMessage
 from consumers.errors import DeadLetterError
-from consumers.kafka_source import KafkaSource, KafkaSourceConfig, messages_from_records
+from consumers.kafka_source import (
+    KafkaSource,
+    KafkaSourceConfig,
+    dead_letter_headers,
+    dead_letter_value,
+    messages_from_records,
+)
 from tests.acceptance.conftest import read_topic
 from tests.kafka_broker import TansuBroker
 
@@ -515,6 +523,37 @@ def test_records_become_the_same_messages_the_constructors_build() -> None:
     assert (built[1].origin.file, built[1].origin.line) == (None, None)
     assert hash(built[0]) == hash(
         RawMessage(b'{"a": 1}', Origin("q", 3, 41), b"k", 1_700_000_000_000)
+    )
+
+
+def test_a_record_message_is_a_raw_message_in_everything_but_when_it_builds_its_origin() -> None:
+    record = ConsumerRecord("q", 1, -1, 7, 1_700_000_000_123, 0, b"key", b"not json", [], None,
+                            3, 8, -1)  # fmt: skip
+    (built,) = messages_from_records([record])
+    plain = RawMessage(b"not json", Origin("q", 1, 7), b"key", 1_700_000_000_123)
+    assert isinstance(built, RawMessage) and built.value == b"not json"
+    assert (built.key, built.timestamp_ms) == (b"key", 1_700_000_000_123)
+    assert built.origin is built.origin and built.origin == Origin("q", 1, 7)  # built once
+    assert built == plain and plain == built and not built != plain  # noqa: SIM202
+    assert built != RawMessage(b"not json", Origin("q", 1, 8), b"key", 1_700_000_000_123)
+    assert {built, plain} == {plain}
+    # its dead letter is the plain message's, byte for byte
+    letter, plain_letter = DeadLetter(built, "not_json", "d"), DeadLetter(plain, "not_json", "d")
+    assert letter == plain_letter
+    assert dead_letter_value(letter) == dead_letter_value(plain_letter)
+    assert dead_letter_headers(letter) == [
+        ("goldwatch.dlq.reason", b"not_json"), ("goldwatch.dlq.topic", b"q"),
+        ("goldwatch.dlq.partition", b"1"), ("goldwatch.dlq.offset", b"7"),
+    ]  # fmt: skip
+    with pytest.raises(AttributeError):  # frozen, as RawMessage
+        built.value = b"x"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        built.record = None
+    copied = copy.copy(built)  # a copy is the plain message
+    assert (
+        type(copied) is RawMessage
+        and copied == plain
+        and pickle.loads(pickle.dumps(built)) == plain
     )
 
 

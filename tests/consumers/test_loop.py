@@ -12,13 +12,15 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kafka.consumer.fetcher import ConsumerRecord
 from kafka.errors import KafkaTimeoutError
 from prometheus_client import CollectorRegistry
 
-from consumers.base import DeadLetter, Origin, RawMessage
+from consumers.base import DeadLetter, OffsetRun, Origin, PartitionRuns, RawMessage
 from consumers.engine import Engine
 from consumers.errors import DeadLetterError, suppress_on_error
 from consumers.file_source import FileSource
+from consumers.kafka_source import partition_runs
 from consumers.loop import (
     PROCESSING_FAILED,
     DeadLetterWriteAborted,
@@ -986,3 +988,68 @@ def test_a_polled_run_of_rising_offsets_is_kept_whole_and_a_replayed_one_dropped
     again = kafka_messages([event(i) for i in range(4)], 6)  # 6, 7 applied; 8, 9 fresh
     assert engine._drop_redelivered(again) == again[2:]
     assert engine._applied == {("queries", 0): 9}
+
+
+def records(topic: str, partition: int, offsets: Sequence[int]) -> list[ConsumerRecord]:
+    """kafka-python's records of one partition (as its ``poll`` lists them)."""
+    return [ConsumerRecord(topic, partition, -1, offset, 1_700_000_000_000 + offset, 0, None,
+                           b"{}", [], None, -1, 2, -1) for offset in offsets]  # fmt: skip
+
+
+runs_of_a_poll = st.lists(
+    st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 2),
+              st.lists(st.integers(0, 12), min_size=1, max_size=6)),
+    max_size=4,
+)  # fmt: skip
+
+
+# issue 22: a Kafka poll's runs are checked per run, without reading the messages' origins
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(runs_of_a_poll, max_size=4),
+    st.dictionaries(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 2)),
+                    st.integers(-1, 12)),
+)  # fmt: skip
+def test_a_polls_partition_runs_drop_redeliveries_as_one_by_one(
+    polls: list[list[tuple[str, int, list[int]]]], applied: dict[tuple[str, int], int]
+) -> None:
+    engine = Engine(pipeline(), StateStore.in_memory(), fresh_metrics()[1], make_decoder())
+    engine._applied = dict(applied)
+    expected_applied = dict(applied)
+    for poll in polls:
+        messages = partition_runs([records(t, p, offsets) for t, p, offsets in poll])
+        assert type(messages) is PartitionRuns and messages.covered()
+        expected = redelivered_reference(list(messages), expected_applied)
+        assert engine._drop_redelivered(messages) == expected
+        assert engine._applied == expected_applied
+
+
+def test_partition_runs_say_where_each_partitions_messages_are() -> None:
+    polled = partition_runs([records("q", 2, [7, 8, 9]), [], records("q", 0, [3, 1])])
+    assert [m.origin for m in polled] == [
+        Origin("q", 2, 7), Origin("q", 2, 8), Origin("q", 2, 9), Origin("q", 0, 3),
+        Origin("q", 0, 1),
+    ]  # fmt: skip
+    assert polled.runs == (
+        OffsetRun("q", 2, 0, 3, 7, 9, True),
+        OffsetRun("q", 0, 3, 5, 3, 1, False),
+    )
+    assert polled.covered()
+    assert type(polled[1:]) is list and type(polled + []) is list  # copies carry no runs
+    assert not PartitionRuns(list(polled), polled.runs[:1]).covered()
+
+
+def test_the_loop_commits_the_last_message_of_each_partition_run() -> None:
+    polls = [
+        partition_runs([records("queries", 0, [0, 1, 2]), records("queries", 1, [5, 6])]),
+        partition_runs([records("queries", 1, [7]), records("queries", 0, [3, 4])]),
+    ]
+    source = FakeSource(list(polls))
+    report = run(source, pipeline(), StateStore.in_memory(), fresh_metrics()[1],
+                 threading.Event(), config=PipelineConfig(commit_interval_s=3600),
+                 until_eof=True)  # fmt: skip
+    assert report.consumed == 8
+    assert sorted((m.origin.partition, m.origin.offset) for m in source.committed) == [
+        (0, 4),
+        (1, 7),
+    ]
