@@ -338,6 +338,7 @@ def replay(config: Path, log: Path, workdir: Path,
         return live
 
     replay_job.freeze_heap, replay_job.build_live = freeze, build  # type: ignore[assignment]
+    cold_caches()
     gc.collect()
     wall0, cpu0 = time.perf_counter(), time.process_time()
     try:
@@ -349,6 +350,22 @@ def replay(config: Path, log: Path, workdir: Path,
         gc.unfreeze()
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     return Run(wall, cpu, split[0][0] - wall0, split[0][1] - cpu0, report)
+
+
+def cold_caches() -> None:
+    """Empty the process-wide per-question caches a replay fills, so every replay of a run
+    pays what a user's ``goldwatch replay`` (a fresh process) pays: the shared embedder
+    (:func:`service.embeddings.model.shared_embedder`: the model and its question vectors; the
+    next build loads it again, in start-up) and harvest's normalised-text memo. Without it,
+    the second and later replays of one process found the log's ~16,000 question vectors
+    cached (topic 44-46 µs/event in a first replay, 14.6 in a later one; the per-stage table
+    and the medians of ``--repeats`` above 1 came from warm replays)."""
+    from service.embeddings import model
+    from service.harvest import suggestion
+
+    with model._SHARED_LOCK:
+        model._SHARED.clear()
+    suggestion._normalised.cache_clear()
 
 
 def _timed(fn: Callable[..., Any], totals: dict[str, float], key: str) -> Callable[..., Any]:
