@@ -502,6 +502,25 @@ def support_by_language(
     return out, by_script
 
 
+def _support_of(
+    sims: np.ndarray,
+    near: np.ndarray,
+    rows: np.ndarray,
+    against: np.ndarray,
+    near_duplicate: float | None,
+) -> np.ndarray:
+    """Support similarity of gold rows ``rows`` (indices, shape ``(m,)``): the highest of their
+    similarity to the rows ``against`` (``sims``, diagonal ``-inf``) and to the corpus
+    (``near``, shape ``(n,)``), at least -1; with ``near_duplicate`` a row's near-duplicates
+    (similarity at or above it) among ``against`` are left out. Shape ``(m,)``."""
+    block = sims[np.ix_(rows, against)]
+    if near_duplicate is not None:
+        block = np.where(block >= near_duplicate, -np.inf, block)
+    gold = block.max(axis=1) if block.shape[1] else np.full(rows.shape[0], -np.inf)
+    found: np.ndarray = np.maximum(np.maximum(gold, near[rows]), -1.0)
+    return found
+
+
 def _calibrate_members(
     sims: np.ndarray,
     near: np.ndarray,
@@ -521,12 +540,7 @@ def _calibrate_members(
     everyone = np.arange(labels.shape[0])
 
     def support(rows: np.ndarray, against: np.ndarray, drop_near: bool) -> np.ndarray:
-        block = sims[np.ix_(rows, against)]
-        if drop_near:
-            block = np.where(block >= near_duplicate, -np.inf, block)
-        gold = block.max(axis=1) if block.shape[1] else np.full(rows.shape[0], -np.inf)
-        found: np.ndarray = np.maximum(np.maximum(gold, near[rows]), -1.0)
-        return found
+        return _support_of(sims, near, rows, against, near_duplicate if drop_near else None)
 
     false_pos = caught = n_ans = n_unans = 0
     for train, test in folds:
@@ -609,12 +623,7 @@ def calibrate_support(
     near = np.full(labels.shape[0], -1.0) if corpus is None else np.asarray(corpus, float)
 
     def support(rows: np.ndarray, against: np.ndarray, drop_near: bool) -> np.ndarray:
-        block = sims[np.ix_(rows, against)]
-        if drop_near:
-            block = np.where(block >= near_duplicate, -np.inf, block)
-        gold = block.max(axis=1) if block.shape[1] else np.full(rows.shape[0], -np.inf)
-        out: np.ndarray = np.maximum(np.maximum(gold, near[rows]), -1.0)
-        return out
+        return _support_of(sims, near, rows, against, near_duplicate if drop_near else None)
 
     everyone = np.arange(labels.shape[0])
     false_pos = caught = 0
