@@ -87,6 +87,14 @@ def canonical_tag(value: str) -> str:
     return "-".join(out)
 
 
+#: language_key's results by value (a log holds few distinct language labels; cleared when
+#: full, so arbitrary labels cannot grow it past ~4,096 short strings)
+_KEYS: dict[str, str] = {}
+_KEYS_MAX = 4_096
+#: Longest value remembered (a language tag is at most 35 characters)
+_KEY_CHARS_MAX = 64
+
+
 def language_key(value: str) -> str:
     """The tag gold-set and live languages are compared on: ``value`` in its canonical case
     (:func:`canonical_tag`) cut to the primary language subtag, its extended language
@@ -102,6 +110,20 @@ def language_key(value: str) -> str:
     >>> language_key("en-x-custom"), language_key("x-klingon"), language_key("English")
     ('en', 'x-klingon', 'English')
     """
+    try:
+        return _KEYS[value]  # called for every live event: remembered
+    except (KeyError, TypeError):  # TypeError: an unhashable value (never raises)
+        pass
+    key = _language_key(value)
+    if isinstance(value, str) and len(value) <= _KEY_CHARS_MAX:
+        if len(_KEYS) >= _KEYS_MAX:
+            _KEYS.clear()
+        _KEYS[value] = key
+    return key
+
+
+def _language_key(value: str) -> str:
+    """:func:`language_key`, not remembered."""
     tag = canonical_tag(value)
     if not isinstance(tag, str) or _TAG.fullmatch(tag) is None:
         return tag

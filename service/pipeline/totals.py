@@ -121,10 +121,14 @@ class AnnotationTotals:
         self.pii.update(pii)
         off, not_judged = self.by_language["off_corpus"], self.by_language["not_judged"]
         for notes in batch.annotations:
-            language = language_key(str(notes.get("language") or "und"))
-            if notes.get("off_corpus") is True:
+            get = notes.get
+            is_off, unjudged = get("off_corpus") is True, get("off_corpus_judged") is False
+            if not (is_off or unjudged):  # most events: no language to fold
+                continue
+            language = language_key(str(get("language") or "und"))
+            if is_off:
                 off[language] += 1
-            if notes.get("off_corpus_judged") is False:
+            if unjudged:
                 not_judged[language] += 1
 
     def state_snapshot(self) -> Any:
