@@ -317,8 +317,8 @@ def support_by_language_text(support: Mapping[str, Any]) -> list[str]:
     hi: not judged by the off-corpus rule (1 answerable gold question, no language of its
     script has enough)
     off-corpus rule limit: cutoffs and false-positive rates are measured on the gold set's
-    languages (de, en, hi); a question in another language is judged by its script's cutoff
-    or not at all
+    languages (de, en, hi); a question in another language is not judged, one of no named
+    language by its script's cutoff or not at all
     """
     rows = support.get("by_language") or {}
     lines = []
@@ -347,7 +347,8 @@ def support_by_language_text(support: Mapping[str, Any]) -> list[str]:
         lines.append(
             "off-corpus rule limit: cutoffs and false-positive rates are measured on "
             f"the gold set's languages ({', '.join(sorted(rows))}); a question in "
-            "another language is judged by its script's cutoff or not at all"
+            "another language is not judged, one of no named language by its script's "
+            "cutoff or not at all"
         )
     return lines
 
@@ -968,11 +969,16 @@ class EmbeddingScope:
         :attr:`SupportCheck.cutoff` when the rule is not per language; else the cutoff of its
         script (:func:`support_by_language`) — its language's (``languages``: the language
         stage's labels, folded by :func:`~service.language.tags.language_key`) when the gold
-        set has that language, else its question's dominant script — or ``-inf`` (not judged
-        by the off-corpus rule) when that script has no cutoff. ``und`` (no language, or
-        ``languages`` not given) is no language: its question's own script decides, never the
-        script of the gold rows labelled ``und`` (a Cyrillic question the detector could not
-        name would otherwise be judged by the Latin cutoff of Latin ``und`` gold rows).
+        set has that language — or ``-inf`` (not judged by the off-corpus rule) when that
+        script has no cutoff or the question's language is one the gold set lacks: the
+        support similarity of a language no gold row is written in is not measured (a
+        German question to an English gold set is far from every English row whether or not
+        the corpus answers it; trial finding 2 of the sixteenth session: 240 German
+        questions, most of them answerable translations, were counted off-corpus by the
+        Latin cutoff). ``und`` (no language, or ``languages`` not given) is no language: its
+        question's own script decides, never the script of the gold rows labelled ``und`` (a
+        Cyrillic question the detector could not name would otherwise be judged by the Latin
+        cutoff of Latin ``und`` gold rows).
         """
         support = self.support
         by_language = getattr(support, "by_language", None) or {}
@@ -985,10 +991,11 @@ class EmbeddingScope:
         out = np.full(len(questions), -np.inf)
         for i, question in enumerate(questions):
             key = UNDETERMINED if languages is None else language_key(languages[i] or UNDETERMINED)
-            row = None if key == UNDETERMINED else by_language.get(key)
-            if row is not None and row["script"] in by_script:
-                out[i] = by_script[row["script"]]
-            elif row is None and (script := dominant_script(question)) in by_script:
+            if key != UNDETERMINED:  # a named language: its gold rows' script, if it has any
+                row = by_language.get(key)
+                if row is not None and row["script"] in by_script:
+                    out[i] = by_script[row["script"]]
+            elif (script := dominant_script(question)) in by_script:
                 out[i] = by_script[script]
         return out
 

@@ -417,7 +417,7 @@ class AnalyticsConfig(_Frozen):
             gold questions a language needs (written in its script) to set its script's
             off-corpus cutoff and have its held-out false-positive rate measured; a language
             with fewer is judged by its script's cutoff, a script without such a language not
-            by the off-corpus rule.
+            by the off-corpus rule, nor a live question in a language the gold set lacks.
         scope_min_balanced_accuracy: smallest balanced accuracy ((TPR + 1 − FPR) / 2, in
             [0.5, 1]) the out-of-scope detector must show at the threshold its counts use
             (on its cross-validated calibration scores), besides ``quality_floor`` on its AUC:

@@ -139,8 +139,8 @@ def test_a_good_configuration_ends_with_a_positive_summary(tmp_path: Path) -> No
         f"#       hi-Latn: below {cutoff:.3f} (the Latn cutoff; too few answerable gold "
         "questions to set it, 6), false-positive rate 0.0% on them",
         "#       off-corpus rule limit: cutoffs and false-positive rates are measured on the "
-        "gold set's languages (en, hi, hi-Latn); a question in another language is judged by "
-        "its script's cutoff or not at all",
+        "gold set's languages (en, hi, hi-Latn); a question in another language is not "
+        "judged, one of no named language by its script's cutoff or not at all",
         "#   harvest: at most 5000 suggestions held; harvest.max_new_per_batch 48 in serve "
         "(the default; a replay sheds nothing unless it is set)",
         f"#   source file {base / 'q.jsonl'}",

@@ -68,8 +68,9 @@ def test_one_row_of_another_script_moves_the_pooled_cutoff_but_no_language_cutof
     assert by["hi"]["cutoff"] is None and by["hi"]["basis"] == "not judged"
     assert by_script == {"Latn": pytest.approx(0.6)}
     text = support_by_language_text({"by_language": by})
-    assert text[-1].endswith("(de, en, hi); a question in another language is judged by its "
-                             "script's cutoff or not at all")  # fmt: skip
+    assert text[-1].endswith("(de, en, hi); a question in another language is not judged, "
+                             "one of no named language by its script's cutoff or not at "
+                             "all")  # fmt: skip
     assert text[2].startswith("hi: not judged by the off-corpus rule (1 answerable gold question")
 
 
@@ -101,8 +102,13 @@ def test_the_detector_judges_each_live_question_by_its_language() -> None:
     proba, off = det.score_support(asked, None, ["en-GB"] * 4 + ["hi"])
     assert off.tolist() == [True] * 4 + [False]  # Hindi: not judged, not off-corpus
     assert np.isneginf(det.cutoffs(asked, ["en"] * 4 + ["hi"])[4])
-    # A language the gold set lacks, in Latin script, is judged by the Latin cutoff.
-    assert det.cutoffs(["banking 0"], ["fr"])[0] == pytest.approx(english["cutoff"])
+    # A language the gold set lacks, even in Latin script, is not judged: no gold row
+    # measured how close its answerable questions come (before: the Latin cutoff, and a
+    # German question to an English gold set was off-corpus whatever the corpus held).
+    assert np.isneginf(det.cutoffs(["banking 0"], ["fr"])[0])
+    assert det.score_support(["banking 0"], None, ["fr"])[1].tolist() == [False]
+    # The same question labelled English (or a regional English) is judged, and off-corpus.
+    assert det.cutoffs(["banking 0"], ["en-GB"])[0] == pytest.approx(english["cutoff"])
 
     stage = EmbeddingScopeStage(det)
     notes: list[dict[str, object]] = [{"refused": False, "language": lang}
