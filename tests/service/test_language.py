@@ -162,6 +162,43 @@ def test_config_rejects_unknown_fields_and_backends() -> None:
         LanguageConfig(cache=3)  # type: ignore[call-arg]
 
 
+def test_candidates_are_labels_the_detector_gives() -> None:
+    """Trial finding 4 (sixteenth session): ``[en, xx-bogus]`` was accepted and, with ``en``
+    the only Latin candidate it knew, every German and Spanish question was English. An
+    unknown code fails naming it; a regional tag gets its folded code as a hint."""
+    import pydantic
+
+    from service.settings.sections import AnalyticsConfig
+
+    with pytest.raises(pydantic.ValidationError) as raised:
+        AnalyticsConfig(language={"candidates": ["en", "xx-bogus", "en-US"]})
+    (error,) = raised.value.errors()
+    assert error["loc"] == ("language", "candidates")
+    assert "'xx-bogus', 'en-US' (did you mean 'en'?)" in error["msg"]
+    # every label of the defaults, Hinglish, and a language only its script decides
+    assert LanguageConfig(candidates=("en", "hi-Latn", "zh", "hy")).candidates[-1] == "hy"
+    assert LanguageConfig().candidates  # the defaults pass their own check
+
+
+def test_gold_set_languages_join_the_candidates_as_the_detector_labels_them() -> None:
+    """A gold row tagged ``de-DE`` makes ``de`` a candidate (before: the tag itself, which
+    matches no label, so with ``candidates: [en]`` German questions stayed English); a tag
+    the detector never gives (``tlh``) adds nothing."""
+    from service.data.goldset import GoldQuestion, GoldSet
+    from service.runtime.analytics import language_detector
+    from service.settings.sections import AnalyticsConfig
+
+    gold = GoldSet(
+        (
+            GoldQuestion("q-1", "Wo ist die Mensa?", ("p-1",), language="de-DE"),
+            GoldQuestion("q-2", "nuqDaq 'oH puchpa''e'", ("p-2",), language="tlh"),
+        )
+    )
+    detector = language_detector(AnalyticsConfig(language={"candidates": ["en"]}), gold)
+    assert detector.config.candidates == ("en", "de")
+    assert detector.detect("Wie viel kostet das Zimmer im Studentenwohnheim pro Monat?") == "de"
+
+
 def test_scripts_and_cues() -> None:
     assert dominant_script("What does 東京 mean?") == "Latn"
     assert dominant_script("ოთხი") == "Geor"
