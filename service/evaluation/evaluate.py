@@ -117,10 +117,20 @@ class RetrieverReport:
         if self.n_averaged < 0:
             object.__setattr__(self, "n_averaged", self.n_questions)
 
+    def defined_overall(self) -> dict[str, float | None]:
+        """``overall``, or every measure ``None`` when the means are over no question (a gold
+        set with no answerable question): a mean over nothing is undefined, not 0 — a report
+        of 0.0000 reads as a retriever that finds nothing (trial finding 3 of the sixteenth
+        session)."""
+        if self.n_averaged == 0:
+            return dict.fromkeys(self.overall)
+        return dict(self.overall)
+
     def to_json(self) -> dict[str, object]:
-        """Return the documented machine-readable form (``--format json``)."""
+        """Return the documented machine-readable form (``--format json``); ``overall``
+        values are ``null`` when the means are over no question (:meth:`defined_overall`)."""
         return {
-            "overall": self.overall,
+            "overall": self.defined_overall(),
             "by": self.by,
             "n_questions": self.n_questions,
             "n_unanswerable": self.n_unanswerable,

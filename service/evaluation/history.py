@@ -32,14 +32,15 @@ def history_row(
     retriever: str,
     retriever_config: Mapping[str, Any],
     eval_config: Mapping[str, Any],
-    overall: Mapping[str, float],
+    overall: Mapping[str, float | None],
     *,
     gold_set_version: str,
     corpus_version: str | None,
     n_questions: int,
     now: datetime | None = None,
 ) -> dict[str, Any]:
-    """Build one history row (JSON-able)."""
+    """Build one history row (JSON-able); a measure ``None`` (a mean over no question) is
+    ``null``."""
     return {
         "date": (now or datetime.now(UTC)).isoformat(timespec="seconds"),
         "retriever": retriever,

@@ -249,6 +249,12 @@ def _check_gates(reports: Sequence[RetrieverReport], gates: Sequence[Gate]) -> l
                 raise EvalUsageError(
                     f"--fail-under metric {gate.metric} is not computed; add its k to --k"
                 )
+            if report.n_averaged == 0:
+                raise EvalUsageError(
+                    f"--fail-under {gate.metric} cannot be checked for {report.retriever}: the "
+                    f"gold set has no answerable question ({report.n_unanswerable} "
+                    "unanswerable), so the mean is undefined"
+                )
             value = report.overall[gate.metric]
             if value < gate.threshold:
                 failed.append(
@@ -340,7 +346,7 @@ def run_eval(request: EvalRequest, settings: Settings) -> EvalOutcome:
                 r.retriever,
                 retriever_config(settings, r.retriever, bool(request.runs)),
                 eval_config,
-                r.overall,
+                r.defined_overall(),
                 gold_set_version=gold.version,
                 corpus_version=corpus.version if corpus else None,
                 n_questions=r.n_questions,

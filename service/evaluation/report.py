@@ -90,6 +90,8 @@ def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
 def _cell(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.4f}"
+    if value is None:  # a mean over no question
+        return "n/a"
     return str(value)
 
 
@@ -151,7 +153,8 @@ def render_text(reports: Sequence[RetrieverReport], comparisons: Sequence[Paired
             f"{misses} (a gold passage outside the top {max_k(r.measures)}){duplicates} =="
         )
         out.append(mean_note(r))
-        rows: list[list[object]] = [["all", r.n_averaged, *(r.overall[m] for m in columns)]]
+        overall = r.defined_overall()
+        rows: list[list[object]] = [["all", r.n_averaged, *(overall[m] for m in columns)]]
         for field, groups in r.by.items():
             rows.extend(
                 [f"{field}={value}", int(g["n"]), *(g[m] for m in columns)]
@@ -209,6 +212,11 @@ def mean_note(report: RetrieverReport) -> str:
             f"means over all {report.n_averaged} judged questions (trec_eval -c: "
             f"{report.n_averaged - report.n_questions} with no relevant passage scored 0; "
             f"breakdowns over the {report.n_questions} answerable)"
+        )
+    elif report.n_averaged == 0:
+        return (
+            "no answerable question: recall, hit rate, MRR, nDCG and MAP are undefined "
+            "(n/a); the unanswerable questions are scored apart (their best scores above)"
         )
     else:
         text = f"means over {report.n_averaged} answerable questions"

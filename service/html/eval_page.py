@@ -82,7 +82,8 @@ def render_eval_html(outcome: EvalOutcome, *, max_misses: int = MAX_MISSES) -> s
 def _overall(outcome: EvalOutcome) -> Markup:
     reports = outcome.reports
     columns = text_measures(reports[0].measures)
-    rows: list[list[object]] = [[m, *(r.overall.get(m) for r in reports)] for m in columns]
+    defined = [r.defined_overall() for r in reports]  # None ("–"): a mean over no question
+    rows: list[list[object]] = [[m, *(d.get(m) for d in defined)] for m in columns]
     rows += [
         [f"misses (a gold passage outside the top {max_k(reports[0].measures)})",
          *(len(r.misses) for r in reports)],
@@ -122,8 +123,13 @@ def _overall(outcome: EvalOutcome) -> Markup:
 
 
 def _curves(ks: Sequence[int], reports: Sequence[RetrieverReport]) -> Markup:
+    scored = [r for r in reports if r.n_averaged > 0]  # a mean over no question: no curve
+    if not scored:
+        return section("curves", "Recall@k curves",
+                       Markup('<p class="notes">No answerable question: no curve to draw (the '
+                              "means are undefined).</p>"))  # fmt: skip
     panels = {
-        metric: {r.retriever: [r.overall.get(f"{metric}@{k}", 0.0) for k in ks] for r in reports}
+        metric: {r.retriever: [r.overall.get(f"{metric}@{k}", 0.0) for k in ks] for r in scored}
         for metric in ("recall", "hit_rate")
     }
     svg = plots.k_curves(list(ks), panels)

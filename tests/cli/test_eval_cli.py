@@ -302,3 +302,34 @@ def test_a_missing_absolute_path_is_not_said_to_be_relative(
     monkeypatch.setenv("GOLDWATCH_GOLD_SET", str(elsewhere / "gold.jsonl"))
     problems = file_problems(load_settings(config), None, config)
     assert f"gold_set: file not found: {elsewhere / 'gold.jsonl'} (GOLDWATCH_GOLD_SET)" in problems
+
+
+def test_a_gold_set_with_no_answerable_question_has_undefined_means(tmp_path: Path) -> None:
+    """Trial finding 3 (sixteenth session): a gold set of unanswerable rows only printed
+    0.0000 for every mean and ``--fail-under`` failed on that 0. A mean over no question is
+    undefined: n/a in the table, ``null`` in JSON and the run history, and a gate on it is
+    a usage error (exit 2), not a pass or a fail."""
+    (tmp_path / "corpus.jsonl").write_text(
+        json.dumps({"id": "p-1", "text": "The library opens at nine."}) + "\n"
+        + json.dumps({"id": "p-2", "text": "Parking costs two euros an hour."}) + "\n"
+    )  # fmt: skip
+    (tmp_path / "gold.jsonl").write_text(
+        json.dumps({"id": "q-1", "question": "Who won the 1998 World Cup?", "gold": []}) + "\n"
+        + json.dumps({"id": "q-2", "question": "What is the capital of Peru?", "gold": []})
+        + "\n"
+    )  # fmt: skip
+    base = ["eval", "--gold", "gold.jsonl", "--corpus", "corpus.jsonl", "--retriever", "bm25",
+            "--no-progress", "--k", "1,5"]  # fmt: skip
+    text = run(base, tmp_path)
+    assert text.returncode == 0, text.stderr
+    assert "0 answerable questions, 2 unanswerable" in text.stdout
+    row = next(line for line in text.stdout.splitlines() if line.startswith("all "))
+    assert row.split()[1:] == ["0"] + ["n/a"] * 7  # recall@1,5, hit_rate@1,5, mrr, ndcg@5, map
+    doc = json.loads(run([*base, "--format", "json"], tmp_path).stdout)
+    assert set(doc["retrievers"]["bm25"]["overall"].values()) == {None}
+    history = [json.loads(line) for line in (tmp_path / "goldwatch-runs.jsonl").open()]
+    assert set(history[-1]["metrics"].values()) == {None}
+    gated = run([*base, "--fail-under", "recall@5=0.5"], tmp_path)
+    assert gated.returncode == 2
+    assert "no answerable question (2 unanswerable)" in gated.stderr
+    assert "FAIL" not in gated.stderr
