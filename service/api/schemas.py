@@ -67,6 +67,8 @@ class Totals(BaseModel):
     duplicates: int
     redelivered: int
     dead_lettered: dict[str, int]
+    #: events a pipeline stage removed, by the stage's reason (none today: duplicates have
+    #: their own count); optional fields dropped from kept events are ``Status.fields_dropped``
     dropped: dict[str, int]
 
 
@@ -87,6 +89,12 @@ class Status(BaseModel):
     source: dict[str, Any] | None
     input_finished: bool
     totals: Totals
+    #: Optional fields the decoder dropped while keeping their events, ``{"<field>:
+    #: <reason>": n}`` (``feedback.rating: wrong_type``), since this process started — the
+    #: ``goldwatch_event_fields_dropped_total`` counter, which a restart resets (a replay's
+    #: ``dropped`` holds the same counts). Before: only in ``/metrics``, while
+    #: ``totals.dropped`` read ``{}`` (trial finding 5 of the sixteenth session).
+    fields_dropped: dict[str, int] = {}
     last_error: str | None
     #: Why the last gold-set refresh (after an accepted suggestion) failed; ``None`` after a
     #: successful one. The old gold set stays in use meanwhile.

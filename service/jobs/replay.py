@@ -169,7 +169,8 @@ def run_replay(
     # the counts over event time: a last stage, so a resumed replay restores them too
     series = TimeSeries()
     pipeline = Pipeline([*live.pipeline.stages, series])
-    engine = Engine(pipeline, state, build_metrics(registry), decoder, on_batch=live.observe,
+    metrics = build_metrics(registry)
+    engine = Engine(pipeline, state, metrics, decoder, on_batch=live.observe,
                     future_tolerance_s=settings.analytics.drift.future_tolerance_s)  # fmt: skip
     try:
         with native_threads(settings.pipeline.native_threads):  # the models are loaded
@@ -203,7 +204,7 @@ def run_replay(
         "duplicates": report.duplicates,
         "dead_lettered": report.dead_lettered,
         "dead_lettered_total": report.dead_lettered_total,
-        "dropped": {**report.dropped, **_fields_dropped(registry)},
+        "dropped": {**report.dropped, **metrics.fields_dropped()},
         "batches": report.batches,
         "dlq_path": str(source.dlq_path),
         "analytics": _with_series(analytics_report(live), series),
@@ -214,20 +215,6 @@ def run_replay(
         # resumed: the analytics cover every run on this state file, the counts above this run
         doc["resumed"] = {"state": str(state_path), "processed_in_all": counted.processed}
     return cast(ReplayReport, json_safe(doc))  # the same keys, NaN and infinities as None
-
-
-def _fields_dropped(registry: CollectorRegistry) -> dict[str, int]:
-    """``{"<field>: <reason>": n}``: the optional fields the run's decoder dropped (the events
-    kept), read from ``goldwatch_event_fields_dropped_total`` on the run's ``registry``."""
-    dropped: dict[str, int] = {}
-    for metric in registry.collect():
-        if metric.name != "goldwatch_event_fields_dropped":
-            continue
-        for sample in metric.samples:
-            if sample.name.endswith("_total") and sample.value:
-                key = f"{sample.labels['field']}: {sample.labels['reason']}"
-                dropped[key] = int(sample.value)
-    return dict(sorted(dropped.items()))
 
 
 def _with_series(analytics: AnalyticsReport | None, series: TimeSeries) -> AnalyticsReport | None:

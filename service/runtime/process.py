@@ -93,6 +93,7 @@ class StatusReport(TypedDict):
     source: dict[str, Any] | None
     input_finished: bool
     totals: TotalsJson
+    fields_dropped: dict[str, int]
     last_error: str | None
     gold_refresh_error: str | None
     gold_file_error: str | None
@@ -371,6 +372,7 @@ class Runtime:
             "source": source.status() if source is not None else None,
             "input_finished": self._finished,
             "totals": totals,
+            "fields_dropped": self.metrics.fields_dropped(),
             "last_error": self.last_error,
             "gold_refresh_error": self.gold_refresh_error,
             "gold_file_error": self.gold_file_problem(),

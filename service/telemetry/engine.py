@@ -214,6 +214,18 @@ class Metrics:
                 reason=bounded_label(reason, FIELD_DROP_REASONS),
             ).inc(n)
 
+    def fields_dropped(self) -> dict[str, int]:
+        """``{"<field>: <reason>": n}``, sorted: the optional fields the decoder dropped (the
+        events kept) since this process started, as ``event_fields_dropped_total`` counts
+        them (not persisted: a restart starts from 0)."""
+        dropped: dict[str, int] = {}
+        for metric in self.event_fields_dropped.collect():
+            for sample in metric.samples:
+                if sample.name.endswith("_total") and sample.value:
+                    key = f"{sample.labels['field']}: {sample.labels['reason']}"
+                    dropped[key] = int(sample.value)
+        return dict(sorted(dropped.items()))
+
     def dead_lettered(self, source: str, reason: str) -> Counter:
         """Return the ``events_dead_lettered_total`` child with bounded labels."""
         return self.events_dead_lettered.labels(

@@ -203,10 +203,15 @@ def test_analytics_endpoints_and_metrics(tmp_path: Path) -> None:
         {**_event("a1", f"Hostel ka fee kitna hai? mail me at {SECRET}"),
          "answer": {"text": "Mujhe iske baare mein jaankari nahi hai."}},
         {**_event("a2", "When does the odd semester exam start?"),
-         "answer": {"text": "The end-semester examinations start on 1 December 2026."}},
+         "answer": {"text": "The end-semester examinations start on 1 December 2026."},
+         "feedback": {"rating": "bad"}},  # a mistyped optional field: dropped, event kept
     ]  # fmt: skip
     with Server(settings) as running:
         assert running.post(events).json()["accepted"] == 2
+        # the dropped field is in the status, as in /metrics (trial finding 5)
+        status = httpx.get(running.base + "/v1/status").json()
+        assert status["fields_dropped"] == {"feedback.rating: wrong_type": 1}
+        assert status["totals"]["dropped"] == {}  # no event was removed by a stage
         refusals = httpx.get(running.base + "/v1/refusals").json()
         # neither answer sets answer.refused: the patterns decided both
         method = ("phrase patterns decided all 2 answers (1 refused) (phrase patterns not "
