@@ -72,6 +72,11 @@ type          placeholder      shape (after digit folding), check
                                longer run of numbers; ten bare digits (``4155550100``) kept:
                                roll numbers look the same), international ``+cc``/``00cc``
                                with 8-15 digits
+``name``      ``<NAME>``       a name a person gives of themselves after a cue: ``my name
+                               is``, ``call me``, ``I am`` + Title-case words, ``mera
+                               naam``, ``me llamo``, ``ich heiße`` ...
+                               (:mod:`service.pii.names`); the cue is kept, the name
+                               replaced (``my name is <NAME>``)
 ============  ===============  =========================================================
 
 Detectors run in that order (:data:`_DETECTORS`, over one view of the text: :func:`_spans`); the
@@ -103,6 +108,7 @@ from typing import Protocol
 
 from service.pii.checksums import luhn_valid
 from service.pii.fold import _CF, _FORMAT_BMP
+from service.pii.names import find_names, may_hold_name
 
 #: Mail providers: ``name at gmail.com`` is an address even without ``dot`` or brackets.
 MAIL_PROVIDERS = frozenset(
@@ -492,6 +498,25 @@ def _may_share(low: str) -> bool:
 
 _Accept = Callable[[re.Match[str]], int | None]
 
+#: Matches anything (empty), so a name span can be handed out as an ``re.Match``.
+_ANY = re.compile(r"(?s:.*)")
+
+
+class _Names:
+    """:func:`service.pii.names.find_names` as a detector: each self-introduced name as a
+    match of exactly its span (``m.start()``, ``m.end()``)."""
+
+    def finditer(self, text: str, /) -> Iterator[re.Match[str]]:
+        """Yield one match per name, in text order."""
+        for start, end in find_names(text):
+            m = _ANY.match(text, start, end)
+            if m is not None:
+                yield m
+
+
+def _name_end(m: re.Match[str]) -> int | None:
+    return m.end()
+
 
 class _Finder(Protocol):
     """What a detector scans with: a compiled pattern or a :class:`_DigitAnchored`."""
@@ -520,6 +545,7 @@ _DETECTORS: tuple[tuple[str, _Finder, _Accept, _Gate], ...] = (
     ("phone", _NANP_PHONE, _whole, lambda s, low, n: n >= 10 and "(" in s),
     ("phone", _NANP_BARE_PHONE, _nanp, lambda s, low, n: n >= 10),
     ("phone", _SPACED_MOBILE, _whole, lambda s, low, n: n >= 10),
+    ("name", _Names(), _name_end, lambda s, low, n: may_hold_name(low)),
 )  # fmt: skip
 _ASCII_DIGITS = b"0123456789"
 
@@ -537,6 +563,8 @@ def _clean_fast(text: str) -> bool:
         low = text.lower()
         if "www." in low or ("dot" in low and _HINT_DOT.search(low) is not None):
             return False
+        if may_hold_name(low):
+            return False
         if " at " in low and _HINT_AT_PROVIDER.search(low) is not None:
             return False
         return not rare or (_HINT_BRACKET_AT.search(low) is None and not _may_share(low))
@@ -545,9 +573,11 @@ def _clean_fast(text: str) -> bool:
         text = _CF.sub("", text)
         if _TRIGGER.search(text) is not None:
             return False
+    low = (text if stripped else _CF.sub("", text)).lower()  # astral Cf chars too
+    if may_hold_name(low):
+        return False
     if "t" not in text and "T" not in text and "/" not in text:
         return True  # no "at", "dot", "com/", "ms/" in any case
-    low = (text if stripped else _CF.sub("", text)).lower()  # astral Cf chars too
     return not _may_obfuscate(low) and not _may_share(low)
 
 
@@ -590,6 +620,7 @@ def _plain_identifier(text: str) -> bool:
     * ``pan``/``passport``/``voter_id`` (:class:`_DigitAnchored`): tried only at a digit run
       right after a letter, or after a space or ``-`` that follows an UPPER-case letter;
       ``D`` follows ``-`` after a lower-case letter.
+    * ``name``: every cue of :mod:`service.pii.names` holds a space; ``L-D`` has none.
     * ``secret``: its look-behind ``(?<![\\w\\-])`` lets it start only at position 0; the
       prefixes that fit ``L-`` (``sk-``/``pk-``/``rk-`` + 16, ``xoxb-``... + 10, ``glpat-`` +
       20) are excluded by trying :data:`_SECRET` there.

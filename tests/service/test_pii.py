@@ -212,6 +212,15 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("url", "https://1drv.ms/u/s!AbCdEf123", "<URL>"),
     ("url", "https://x.sharepoint.com/:w:/g/EaBc1", "<URL>"),
     ("url", "https://files.example.com/share/Zx9KqP2mN7vR4tY8wB3cL6hJ", "<URL>"),
+    ("name", "I am Alice Smith, what is the fee?", "I am <NAME>, what is the fee?"),
+    ("name", "Hi, this is Rahul Verma from Pune", "Hi, this is <NAME> from Pune"),
+    ("name", "my name is tom and I lost my card", "my name is <NAME> and I lost my card"),
+    ("name", "please call me bob", "please call me <NAME>"),
+    ("name", "jason is my name", "<NAME> is my name"),
+    ("name", "mera naam Priya Sharma hai", "mera naam <NAME> hai"),
+    ("name", "मेरा नाम राहुल शर्मा है", "मेरा नाम <NAME> है"),
+    ("name", "Me llamo José García, ¿cuándo abre?", "Me llamo <NAME>, ¿cuándo abre?"),
+    ("name", "Ich bin Anna Müller und habe eine Frage", "Ich bin <NAME> und habe eine Frage"),
 ]
 
 
@@ -245,6 +254,17 @@ def test_phone_in_non_ascii_digits_is_replaced_in_the_original_text(text: str) -
 # -- look-alikes that must survive -----------------------------------------------------------
 
 LOOK_ALIKES = [
+    # names nobody introduced, titles, and what follows a cue that is no name
+    "who sang my name is stanley",
+    "when did my name is earl end",
+    "Who founded Apple and when did Steve Jobs die?",
+    "this is URGENT",
+    "Ich bin Student.",
+    "I am New to this, how do I apply?",
+    "my name is going to change after marriage",
+    "can you call me back tomorrow",
+    "what is my name",
+    "if i go by bus how long is the trip",
     "exam on 2026-11-29",
     "due 29/11/2026",
     "due 29.11.2026",
@@ -430,6 +450,7 @@ def test_fast_path_and_api_shapes() -> None:
         "voter_id",
         "ip",
         "phone",
+        "name",
     )
     with pytest.raises(TypeError, match="expects str"):
         scrub(b"9876543210")  # type: ignore[arg-type]
@@ -510,7 +531,7 @@ def test_scrub_event_alone_keeps_identity_when_clean_and_handles_missing_answer(
 def test_new_types_are_counted_and_exported_under_their_own_bounded_label() -> None:
     from service.telemetry import PII_TYPES as METRIC_LABELS
 
-    assert METRIC_LABELS == PII_TYPES and len(set(PII_TYPES)) == 12  # no "other" for them
+    assert METRIC_LABELS == PII_TYPES and len(set(PII_TYPES)) == 13  # no "other" for them
     event = _event("e-5", "pay rahul77@okicici, key sk-live-51HxyzSECRETKEYabc123, SSN 123-45-6789")
     clean, counts = scrub_event(event)
     assert clean.question == "pay <UPI>, key <SECRET>, SSN <SSN>"

@@ -125,6 +125,15 @@ rows' Latin cutoff). The log's 302 Hinglish questions (no ``hi-Latn`` gold row) 
 ``over_refusals`` 84 → 86, ``under_refusals`` 1,175 → 1,136,
 ``gold_candidates.by_reason.answered_out_of_scope`` 1,114 → 1,076, and the suggestions
 re-rank (the same 1,612 ids).
+Both rewritten again in the sixteenth session for the PII type ``name`` (names people give
+of themselves: :mod:`service.pii.names`), and nothing else (checked field for field): added
+``analytics.pii_scrubbed.name`` (demo 0; production 3: "my name's frank", "call me
+ishmael", "just call me dennis", from CLINC150's ``change_user_name``); moved, production
+only: two topic counts (topic-16 226 → 225, topic-19 112 → 113) and the topic drift
+statistics over them (the alarm at the same time, p 6.5e-17 → 7.9e-17), harvest reasons
+answered_out_of_scope 1,076 → 1,075, coverage_gap 683 → 682, novel 587 → 586, and the
+suggestions: the three named ones become "call me <NAME>" and "my name's <NAME>" (two
+suggestions where there were three: "call me <NAME>" is one question), 1,612 → 1,611.
 """
 
 from __future__ import annotations
@@ -267,9 +276,20 @@ def test_production_shaped_replay_report_and_suggestions_match_e500539(tmp_path:
 #: over-refusals 509 → 508, under-refusals 7,800 → 7,824, harvest reasons
 #: answered_out_of_scope 3,970 → 3,971, low_confidence 1,051 → 1,052, negative_feedback
 #: 345 → 346, and 4 of the 5,000 held suggestions (eviction order).
+#: Re-pinned by the sixteenth session for two meant changes together (module docstring; the
+#: former pin reproduced by c3e1424, field-for-field diff against it): a language the gold
+#: set lacks is not judged by the off-corpus rule — 1,858 Hinglish questions and 1
+#: Indonesian now ``not_judged_by_language`` (1,131 of them were off-corpus by the Latin
+#: cutoff), ``off_corpus`` 2,743 → 1,616, ``out_of_scope`` 8,868 → 8,608, over-refusals
+#: 508 → 514, under-refusals 7,824 → 7,570 —; and the PII type ``name``: 30 names scrubbed,
+#: which moves topic counts by a few (novel 3,981 → 3,984) and the topic drift figures
+#: (alarm at the same time, p 1.2e-17 → 1.4e-17); harvest reasons answered_out_of_scope
+#: 3,971 → 3,821, coverage_gap 3,212 → 3,150, low_confidence 1,052 → 1,046, novel 2,904 →
+#: 2,898, refused 566 → 567, and 75 of the 5,000 held suggestions (eviction order; among the
+#: gone, "my name is brad" and "the name i go by is sandy").
 PRODUCTION_20K_DIGESTS = (
-    "974e2e601d18660faffbaa6fe80fec9f76ea8b387f4dbdf19d2982541cd4452e",
-    "63889915038a8bebc1bc01f1368b1accdb6b985e7ccc8d4a17e5ffabfde2fbb7",
+    "e48ff18df5513f8881476ac337459402d597c8fcebe259c7460f53567a5018e5",
+    "acb26888879fcad007d0f3f4330b1b4f23c4cbd7e1a59e758b1c55b59683126e",
 )
 
 

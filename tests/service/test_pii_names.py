@@ -1,0 +1,86 @@
+"""Self-introduced names (:mod:`service.pii.names`) on real questions nobody here wrote.
+
+A new user's trial (sixteenth session): "I am Alice Smith, phone <PHONE>. ..." reached the
+suggestions and, through an accept, the gold set — the phone scrubbed, the name not. The
+expected figures below were read by hand, utterance by utterance:
+
+* CLINC150's ``change_user_name`` intent (150 utterances, all splits; lower case, as the data
+  set is): 124 of them hold a name (or a form of address the person asks for: ``sir``,
+  ``dad``, ``lord snugglebottom``), 26 none ("please change my name", "call me something
+  else", "can you call me a different name"). Found: 112 of the 124, no span in the 26. The
+  12 missed, all on purpose or beyond a cue-based detector: six lower-case ``i am jason`` /
+  ``hi, i'm john`` (a weak cue needs Title case: "i am hungry"), "the name you should call
+  me is janet", "use bob", "call be ray ray" (a typo), "anything besides bailey", "which is
+  deb", "going to be sherlock".
+* Every other text (CLINC150's other intents, BANKING77 train and test, NQ-open dev,
+  Hinglish-TOP's three splits, both columns: 62,043 texts): 3 spans, each read — "you will
+  be called rose from now on" and "you are going to be called joe now" (names given to the
+  assistant: names all the same), and "correct my name to reflect that" (a false positive).
+  NQ-open's titles stay whole ("when did my name is earl end", "who's the guy in call me
+  maybe").
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from service.pii import scrub
+from service.pii.names import find_names
+
+pytestmark = pytest.mark.slow
+
+#: The change_user_name utterances that hold a name the detector misses (read by hand).
+MISSED_NAMES = {
+    "i am jason", "i am camile", "i am john", "hi, i'm john", "i am david", "i am josh",
+    "the name you should call me is janet", "when you talk to me, use bob",
+    "i'd rather have you call be ray ray", "don't call me anything besides bailey",
+    "ai answer my questions with my name first which is deb",
+    "my name is going to be sherlock",
+}  # fmt: skip
+
+
+def _clinc(shared_data: Path) -> list[tuple[str, str]]:
+    data = json.loads((shared_data / "clinc150" / "data_full.json").read_text())
+    return [(text, intent) for split in data.values() for text, intent in split]
+
+
+def test_clinc150_change_user_name_recall(shared_data: Path) -> None:
+    utterances = [text for text, intent in _clinc(shared_data) if intent == "change_user_name"]
+    assert len(utterances) == 150
+    found = {text: [text[a:b] for a, b in find_names(text)] for text in utterances}
+    missed = {text for text, names in found.items() if not names}
+    assert MISSED_NAMES <= missed
+    nameless = missed - MISSED_NAMES  # utterances holding no name at all
+    assert len(nameless) == 26
+    assert all("call me" in t or "name" in t for t in nameless)
+    assert len(utterances) - len(missed) == 112  # of the 124 holding a name
+    # spans are the names only, the cue kept
+    assert found["please stop calling me dave, my name's bob"] == ["dave", "bob"]
+    assert found["i'd like you to address me as lord snugglebottom"] == ["lord snugglebottom"]
+    assert found["don't call me bill anymore - call me bob"] == ["bill", "bob"]
+    assert scrub("my name is stu, not sue!").text == "my name is <NAME>, not sue!"
+
+
+def test_other_real_questions_keep_their_words(shared_data: Path) -> None:
+    texts = [text for text, intent in _clinc(shared_data) if intent != "change_user_name"]
+    for name in ("train.csv", "test.csv"):
+        with (shared_data / "banking77" / name).open(encoding="utf-8", newline="") as handle:
+            texts += [row[0] for row in csv.reader(handle)]
+    with (shared_data / "nq-open" / "NQ-open.dev.jsonl").open(encoding="utf-8") as handle:
+        texts += [json.loads(line)["question"] for line in handle]
+    for name in ("train.tsv", "validation.tsv", "test.tsv"):
+        with (shared_data / "hinglish-top" / name).open(encoding="utf-8") as handle:
+            for line in handle:
+                texts += line.rstrip("\n").split("\t")[:2]
+    assert len(texts) == 62_043
+    hits = {text: [text[a:b] for a, b in find_names(text)] for text in texts}
+    hits = {text: names for text, names in hits.items() if names}
+    assert hits == {
+        "you will be called rose from now on": ["rose"],
+        "you are going to be called joe now": ["joe"],
+        "My marital status has change, I got to correct my name to reflect that.": ["reflect"],
+    }
