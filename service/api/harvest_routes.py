@@ -67,18 +67,25 @@ _Language = Annotated[
 _Needle = Annotated[str, Field(min_length=1, max_length=500, pattern=r"\S")]
 #: A reference answer.
 _Answer = Annotated[str, Field(min_length=1, max_length=5000, pattern=r"\S")]
+#: A reworded question (at most the harvest's default ``max_question_chars``).
+_Question = Annotated[str, Field(min_length=1, max_length=2000, pattern=r"\S")]
 
 
 class AcceptBody(BaseModel):
     """The labeller's verdict: gold passage ids (``[]``: unanswerable) and a kind, plus the
-    labels the labeller sets or confirms. Only labels sent here are written as labels of
-    the gold row; the suggestion's own guesses (language, topic, first asker's role) are
-    kept under ``suggested`` in the row, as provenance, never as labels."""
+    labels the labeller sets or confirms, and optionally the question reworded. Only labels
+    sent here are written as labels of the gold row; the suggestion's own guesses (language,
+    topic, first asker's role) are kept under ``suggested`` in the row, as provenance, never
+    as labels."""
 
     model_config = ConfigDict(extra="forbid")
 
     gold: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(max_length=100)
     kind: Literal["plain", "expert", "multi-passage", "unanswerable", "role-restricted"]
+    #: The question as it goes into the gold set, when the labeller rewords the suggestion's
+    #: (to take out a name or other personal data the scrubber missed, or fix a typo);
+    #: scrubbed again. ``None``: the suggestion's scrubbed text.
+    question: _Question | None = None
     topic: _Label | None = None
     language: _Language | None = None
     role: _Label | None = None

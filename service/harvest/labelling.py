@@ -7,7 +7,10 @@
 * **Get** (:meth:`Labelling.get`): one suggestion as a listing item.
 * **Accept** (:meth:`Labelling.accept`): appends one row to the gold-set JSONL file — a fresh
   id (unique against the ids of the set as it was when the labelling started *and* of the
-  file as it is now), the scrubbed question, the labeller's gold passage ids and kind,
+  file as it is now), the scrubbed question — or the labeller's rewording of it
+  (``question``, scrubbed again: to take out personal data the scrubber missed, such as a
+  name nobody introduced, or to fix a typo; the suggestion's own text is then not kept in
+  the row) —, the labeller's gold passage ids and kind,
   ``source`` (``real`` unless the suggestion was a generated question), the labels the
   labeller set or confirmed (:data:`LABEL_FIELDS`: ``topic``, ``language``, ``role``,
   ``answer_contains``, ``reference_answer``; only those sent), ``suggested`` (provenance:
@@ -110,7 +113,7 @@ log = logging.getLogger(__name__)
 
 STATUSES = ("suggested", "accepted", "rejected")
 #: Labels a labeller may set or correct on accept (gold-set row fields), in row order.
-LABEL_FIELDS = ("topic", "language", "role", "answer_contains", "reference_answer")
+LABEL_FIELDS = ("question", "topic", "language", "role", "answer_contains", "reference_answer")
 #: Guesses of a suggestion kept as provenance (``suggested``) when not confirmed.
 GUESSED_FIELDS = ("language", "topic", "role")
 #: Most characters of a reject reason, as sent and as kept (scrubbed, then clipped).
@@ -839,6 +842,8 @@ def _confirmed(labels: Mapping[str, Any] | None) -> dict[str, Any]:
             out[name] = list(value)
         elif not isinstance(value, str) or not value.strip():
             raise LabellingError(f"{name}: must be a non-blank string")
+        elif name == "question":  # the labeller's rewording, scrubbed like the asked text
+            out[name] = scrub(value.strip()).text
         else:
             out[name] = value
     return {name: out[name] for name in LABEL_FIELDS if name in out}

@@ -435,6 +435,31 @@ def test_accept_with_and_without_corrections_reads_back_from_the_gold_file(
     assert (third.topic, third.language, third.role) == ("transport", None, None)
 
 
+def test_a_reworded_question_is_scrubbed_and_replaces_the_suggestions_text(
+    client: TestClient, harvested: tuple[Labelling, Path, StateStore]
+) -> None:
+    """Trial finding 1 (sixteenth session): a question holding a name the scrubber missed
+    could only be accepted as it was (``question`` was an unknown field, 422). The labeller
+    now sends the question as it goes into the gold set; it is scrubbed again, and the
+    suggestion's own text is not kept in the row."""
+    _, gold, _ = harvested
+    cid = ids_by_question(client)["call me on <PHONE> about the bus pass"]
+    reworded = "Whom do I call about the bus pass, says Alice Smith at alice@example.com?"
+    answer = client.post(f"/v1/gold-candidates/{cid}/accept", headers=AUTH,
+                         json={"gold": ["p-4"], "kind": "plain", "question": reworded})  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    kept = "Whom do I call about the bus pass, says Alice Smith at <EMAIL>?"  # no cue: kept
+    assert answer.json()["labels"] == {"question": kept}
+    row = json.loads(gold.read_text(encoding="utf-8").splitlines()[-1])
+    assert row["question"] == kept and "bus pass" in row["question"]
+    assert "call me on" not in json.dumps(row)  # the suggestion's text is not in the row
+    assert load_gold_set(gold).questions[-1].question == kept
+    blank = client.post(f"/v1/gold-candidates/{ids_by_question(client)['exam schedule for sem 3']}"
+                        "/accept", headers=AUTH,
+                        json={"gold": ["p-9"], "kind": "plain", "question": "   "})  # fmt: skip
+    assert blank.status_code == 422 and blank.json()["detail"][0]["loc"] == ["body", "question"]
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [("language", "SECRET english!"), ("topic", "   "), ("role", "S" * 65),
