@@ -36,6 +36,7 @@ __all__ = [
     "SCRIPT_LANGUAGES",
     "dominant_script",
     "function_word_scores",
+    "function_words",
     "latin_cues",
     "script_and_letters",
     "script_counts",
@@ -227,6 +228,21 @@ _FUNCTION_WORDS: dict[str, str] = {
     "id": "apa siapa mana kapan dimana mengapa kenapa bagaimana berapa yang di ke dari dan"
     " untuk dengan ini itu adalah tidak ada",
 }
+_FUNCTION_SETS: dict[str, frozenset[str]] = {
+    lang: frozenset(words.split()) for lang, words in _FUNCTION_WORDS.items()
+}
+
+
+def function_words(language: str) -> frozenset[str]:
+    """The function words (question words, articles, prepositions, auxiliaries) listed for
+    ``language`` (en es de ro tr vi fr it pt nl id), lower case; empty for any other.
+
+    >>> sorted(function_words("de") & {"für", "ein", "stadt"}), function_words("hi")
+    (['ein', 'für'], frozenset())
+    """
+    return _FUNCTION_SETS.get(language, frozenset())
+
+
 _WORD_LANGS: dict[str, tuple[str, ...]] = {}
 for _lang, _words in _FUNCTION_WORDS.items():
     for _word in set(_words.split()):

@@ -33,7 +33,11 @@ L2-normalised rows; Hinglish questions without their romanised Hindi function wo
   texts; :func:`data_stop_words`). With an English-centric embedding, questions of other
   languages often cluster by language; without this rule such a topic's c-TF-IDF terms were
   its language's function words ("die, wie, wann", "का, क्या, था"): distinctive of the
-  cluster, silent on its subject. English labels are unchanged (the demo, CLINC150).
+  cluster, silent on its subject. English labels are unchanged (the demo, CLINC150). The
+  function words the language detector lists for a Latin-script language other than English
+  (:func:`service.language.scripts.function_words`: de es fr it pt nl ro tr vi id) are
+  dropped from that language's texts whatever their number: a new user's German gold set (14
+  German rows, fewer than :data:`MIN_LANGUAGE_TEXTS`) had topics labelled "für, ein".
 * **Novelty**: a question whose *novelty similarity* is below ``threshold`` is ``"novel"``.
   The novelty similarity is the mean cosine similarity to the ``novelty_neighbours`` (k,
   default 1: the nearest) gold questions; with ``novelty_centring`` every vector is first
@@ -103,6 +107,7 @@ from service.errors import GoldwatchError
 from service.evaluation.detector_quality import DetectorQuality, measure_auc
 from service.files.regular import open_regular
 from service.language.hinglish import STRONG_WORDS, WEAK_WORDS, is_hinglish
+from service.language.scripts import function_words
 from service.text.stop_words import ENGLISH_STOP_WORDS
 from service.topics.config import N_TOPICS_MAX, N_TOPICS_MIN, TopicConfig
 
@@ -1010,7 +1015,11 @@ def _top_terms(texts: Sequence[str], assigned: np.ndarray, k: int, n_terms: int,
         stop = data_stop_words([set(w) for w in text_words], languages, assigned)
         kept = [Counter() for _ in range(k)]
         for words, g, c in zip(text_words, languages, assigned.tolist(), strict=True):
-            kept[c].update(w for w in words if w not in stop.get((c, g), ()))
+            # a function word of the text's language ("für", "ein", "qué") is no label term,
+            # however few texts of the language there are (English: the stop words above)
+            listed = function_words(g) if g != "en" else frozenset()
+            kept[c].update(w for w in words
+                           if w not in stop.get((c, g), ()) and w not in listed)  # fmt: skip
     total: Counter[str] = Counter()
     spread: Counter[str] = Counter()
     for counts in per_topic:

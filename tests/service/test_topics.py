@@ -296,6 +296,29 @@ def test_top_terms_are_class_based_tfidf_without_stop_words() -> None:
     assert terms == [("card", "lost", "stolen"), ("exam", "date", "hall")]
 
 
+def test_function_words_of_a_few_german_texts_are_no_label_terms() -> None:
+    """Trial finding 8 (sixteenth session): a gold set with 14 German rows (fewer than the
+    50 a language needs for its data stop words) had topics labelled "für, ein". By hand:
+    topic 0 has 12 words, topic 1 eleven, so A = 11.5; w(gebühr) = w(semester) = w(für) =
+    2/12 · ln(1 + 11.5/2) = 0.318, w(hoch) = 1/12 · ln(1 + 11.5) = 0.210. With the
+    languages, "für", "ein", "wie", "ist", "die", "das" (German function words) are dropped:
+    gebühr, semester, hoch. Without them "für" ties "gebühr" and sorts first, as before. An
+    English text keeps "war" (a German function word, an English content word)."""
+    texts = [
+        "Wie hoch ist die Gebühr für ein Semester?",
+        "Gebühr für das Semester",
+        "Prüfung im Januar",
+        "Wann ist die Prüfung im Januar?",
+        "the war was long",
+    ]
+    assigned = np.array([0, 0, 1, 1, 1])
+    german = ["de", "de", "de", "de", "en"]
+    terms = _top_terms(texts, assigned, 2, 3, german)
+    assert terms[0] == ("gebühr", "semester", "hoch")
+    assert _top_terms(texts, assigned, 2, 3)[0] == ("für", "gebühr", "semester")
+    assert "war" in _top_terms(["war war", "der Krieg"], np.array([0, 0]), 1, 3, ["en", "de"])[0]
+
+
 def test_top_terms_of_real_topics_are_whole_clean_words(model: TopicModel) -> None:
     words = {w.lower() for text in FEES + EXAMS for w in text.replace("-", " ").split()}
     for topic in model.topics:
