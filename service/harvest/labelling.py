@@ -746,14 +746,18 @@ def row_too_large(gold_row: Mapping[str, Any], size: int) -> str:
     >>> row = {"question": "?" * 9000, "reference_answer": "\u00e9" * 30000, "kind": "plain"}
     >>> print(row_too_large(row, 69_050))  # doctest: +NORMALIZE_WHITESPACE
     the gold row would be 69,050 bytes of UTF-8, over the gold set's limit of 65,536 bytes
-    a row: reference_answer 60,002 bytes, question 9,002 bytes; shorten reference_answer
+    a row: reference_answer 60,002 bytes, question 9,002 bytes; shorten reference_answer or
+    question (send it reworded)
     """
     sizes = {name: len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
              for name, value in gold_row.items()}  # fmt: skip
     large = sorted((n for n, b in sizes.items() if b > 1024), key=lambda n: (-sizes[n], n))
     listed = ", ".join(f"{name} {sizes[name]:,} bytes" for name in large)
     settable = [name for name in large if name in LABEL_FIELDS]
-    advice = (f"shorten {' or '.join(settable)}" if settable
+    names = [f"{name} (send it reworded)" if name == "question" else name for name in settable]
+    head = ", ".join(names[:-1])
+    joined = f"{head} or {names[-1]}" if head else "".join(names)
+    advice = (f"shorten {joined}" if settable
               else "the suggestion's question alone is too long to be a gold question")  # fmt: skip
     return (f"the gold row would be {size:,} bytes of UTF-8, over the gold set's limit of "
             f"{MAX_GOLD_ROW_BYTES:,} bytes a row: {listed}; {advice}")  # fmt: skip
