@@ -37,6 +37,7 @@ from service.html.page import (
 )
 from service.html.quality_section import quality_section
 from service.html.rates import refusals_section
+from service.language.quality import agreement_text
 from service.shadow.stage import FEW_RESULTS
 from service.topics.model import NOVEL
 
@@ -106,8 +107,13 @@ def analytics_sections(
     else:
         drift = analytics["drift"]
         series = analytics.get("series")
+        agreement = analytics.get("language_quality")
+        live = analytics.get("languages") or {}
+        note = agreement_text(agreement, live) + "." if agreement is not None else None
         parts += [
-            _shares("languages", "Languages", drift["language"], series, "languages", drift),
+            _shares(
+                "languages", "Languages", drift["language"], series, "languages", drift, note=note
+            ),  # fmt: skip
             _shares(
                 "topics",
                 "Topics",
@@ -205,17 +211,21 @@ def _shares(
     drift: Mapping[str, Any],
     labels: Mapping[str, str] | None = None,
     novelty: Mapping[str, Any] | None = None,
+    note: str | None = None,
 ) -> Markup:
     """One dimension's shares; ``labels`` names categories (a topic's top terms);
     ``novelty`` (topics: :func:`service.jobs.replay.novelty_report`) labels the ``novel``
-    share uncalibrated, or says why novelty is off. Without gold counts (no gold set) only
-    the live shares are shown."""
+    share uncalibrated, or says why novelty is off; ``note`` (languages: the language id's
+    agreement with the gold set's labels) is shown under the drift state. Without gold
+    counts (no gold set) only the live shares are shown."""
     rows = share_rows(dim.get("live_counts", {}), dim.get("gold_counts", {}))
     names = dict(labels or {})
     if not rows:
         return section(anchor, title, para("No events yet.", "muted"))
     name = anchor.rstrip("s")
     parts: list[str] = [Markup(f"<p>Drift state: {badge(dim['state'])}</p>")]
+    if note:
+        parts.append(para(note, "muted"))
     novelty = novelty or {}
     if novelty.get("uncalibrated"):
         names[NOVEL] = f"{names.get(NOVEL, NOVEL)} (uncalibrated)"

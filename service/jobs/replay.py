@@ -63,6 +63,7 @@ from service.embeddings.config import english_model_notice
 from service.harvest.shed_note import shed_note
 from service.jobs.series import TimeSeries
 from service.language.detector import OTHER as OTHER_LANGUAGE
+from service.language.quality import agreement_text
 from service.pipeline import CountingStage, Pipeline
 from service.refusals.scope import (
     CALIBRATION_LIMIT,
@@ -314,7 +315,10 @@ def render_text(doc: ReplayReport) -> str:
     elif not ranked:  # a model, but no event to assign
         topics = f"none (no events processed; {len(names)} topics in the model)"
     langs = langs or "none (no events processed)"
-    lines += [f"languages: {langs}", f"topics: {topics}"]
+    lines += [f"languages: {langs}"]
+    if analytics.get("language_quality") is not None:  # with a gold set: measured on it
+        lines.append(f"  {agreement_text(analytics['language_quality'], analytics['languages'])}")
+    lines += [f"topics: {topics}"]
     if refusals["rate"] is not None:
         lines.append(f"refusals: {refusals['refused']}/{refusals['answers']} "
                      f"({refusals['rate']:.1%}; {refusals['method']})")  # fmt: skip

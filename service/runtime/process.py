@@ -430,6 +430,7 @@ class Runtime:
             apply_gold_references,
             apply_scope_references,
             gold_references,
+            language_quality,
             scope_references,
         )
 
@@ -441,6 +442,7 @@ class Runtime:
             model, counts, detector = gold_references(
                 self.live.analytics, self.settings.analytics, gold
             )
+            agreement = language_quality(gold, detector) if detector is not None else None
             index = KnownQuestionIndex(
                 gold,
                 threshold=self.settings.shadow.known_threshold,
@@ -459,7 +461,7 @@ class Runtime:
             self._gold_refresh_failed(f"{describe_error(exc)} while reloading {path}")
             return
         with self.engine.lock:
-            apply_gold_references(self.live.analytics, model, counts, detector)
+            apply_gold_references(self.live.analytics, model, counts, detector, agreement)
             if scope is not None:
                 apply_scope_references(self.live.analytics, scope)
         keep_topic_identity(self.state, self.live.analytics)

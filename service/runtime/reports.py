@@ -89,13 +89,18 @@ class NoveltyReport(TypedDict):
 class AnalyticsReport(TypedDict):
     """:func:`analytics_report`: what ``goldwatch replay`` prints under ``analytics`` and
     ``GET /v1/drift`` and ``/v1/refusals`` serve parts of. ``languages``/``topics``: live
-    counts per BCP 47 tag / topic, most common first; ``topic_labels``: topic -> its
+    counts per BCP 47 tag / topic, most common first; ``language_quality``: how far the
+    language labels agree with the gold set's own; ``topic_labels``: topic -> its
     description; ``pii_scrubbed``: count per PII type; ``drift``: the drift stage's report
     (per dimension its state, comparisons, counts and gaps; alarms; see
     :meth:`service.drift.stage.DriftStage.report`). The replay adds ``series`` (time series
     for its charts)."""
 
     languages: dict[str, int]
+    #: the language stage's agreement with the gold set's ``language`` labels
+    #: (:meth:`service.language.quality.LanguageAgreement.to_json`), ``None`` without a
+    #: gold set
+    language_quality: dict[str, Any] | None
     topics: dict[str, int]
     topic_labels: dict[str, str]
     refusals: RefusalCounts
@@ -178,6 +183,7 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
     qualities = detector_quality_report(live.analytics)
     report: AnalyticsReport = {
         "languages": dict(drift.live_counts["language"].most_common()),
+        "language_quality": live.analytics.language_quality,
         "topics": dict(drift.live_counts["topic"].most_common()),
         "topic_labels": dict(live.analytics.topic_descriptions),
         "refusals": {"answers": answers, "refused": refused,

@@ -199,6 +199,37 @@ def test_gold_set_languages_join_the_candidates_as_the_detector_labels_them() ->
     assert detector.detect("Wie viel kostet das Zimmer im Studentenwohnheim pro Monat?") == "de"
 
 
+def test_the_language_stage_is_measured_on_the_gold_sets_own_labels() -> None:
+    """Trial finding 7 (sixteenth session): the language counts stated no measured quality.
+    The analytics measure the detector, as configured for live traffic, on the gold set's
+    labelled rows: here 2 German, 3 English and 1 unlabelled row (not counted). By hand: one
+    "English" row is Spanish (a mislabel: "¿" and "á" are Spanish cues, so the detector says
+    es whatever the prior); the others carry function words of their language."""
+    from service.data.corpus import Corpus
+    from service.data.goldset import GoldQuestion, GoldSet
+    from service.runtime.analytics import build_analytics
+    from service.settings.sections import AnalyticsConfig
+
+    rows = [("Wie hoch ist die Gebühr für das Semester?", "de"),
+            ("Wann ist die Prüfung im Januar?", "de"), ("¿Dónde está la biblioteca?", "en"),
+            ("When is the fee due for the semester?", "en"),
+            ("Where is the exam hall for the January exam?", "en-US"),
+            ("Where is the library?", None)]  # fmt: skip
+    gold = GoldSet(tuple(GoldQuestion(f"q-{i}", text, ("p-1",), language=lang)
+                         for i, (text, lang) in enumerate(rows)))  # fmt: skip
+    built = build_analytics(AnalyticsConfig(topics={"n_topics": 2}), gold, Corpus(()))
+    quality = built.language_quality
+    assert quality is not None
+    assert (quality["n"], quality["agree"]) == (5, 4)
+    assert quality["by_language"] == {"en": {"n": 3, "agree": 2}, "de": {"n": 2, "agree": 2}}
+    assert quality["confusions"] == {"en → es": 1}
+    # Wilson 95 % interval of 4/5, by hand: centre (0.8 + 0.3842) / 1.7683 = 0.6697, half
+    # sqrt(3.8415 · 0.16 / 5 + 3.8415² / 100) / 1.7683 = 0.3204 -> [0.376, 0.964]
+    assert quality["low"] == pytest.approx(0.3755, abs=1e-3)
+    assert quality["high"] == pytest.approx(0.9638, abs=1e-3)
+    assert build_analytics(AnalyticsConfig(), GoldSet(()), Corpus(())).language_quality is None
+
+
 def test_scripts_and_cues() -> None:
     assert dominant_script("What does 東京 mean?") == "Latn"
     assert dominant_script("ოთხი") == "Geor"
