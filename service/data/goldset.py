@@ -13,6 +13,8 @@ Gold-set row (one JSON object per line, UTF-8, blank lines skipped)::
   explicit ``"unanswerable"`` with non-empty ``gold`` is an error, and so is a
   ``"multi-passage"`` row with fewer than two gold passages (:func:`kind_problem`).
 * ``source`` is one of ``real``, ``written``, ``generated``. Unknown fields are ignored.
+* A row of ``goldwatch candidates export`` still ``"status": "suggested"`` without a ``kind``
+  is refused: nobody labelled it, and its ``gold: []`` would make it unanswerable.
 * ``harvest_id`` (written by an accept: the harvested suggestion's id) marks a row the
   labelling API appended (:attr:`GoldQuestion.harvest_id`; the topic labels' rule does not
   count such a row without a ``topic`` against the labelled ones); a non-string is ignored.
@@ -82,6 +84,9 @@ class _GoldRow(BaseModel):
     topic: str | None = None
     # written by an accept (service.harvest.labelling); any other value is ignored, as before
     harvest_id: Any = None
+    # "suggested" on a row of `goldwatch candidates export` (service.harvest.export); any
+    # other value is ignored
+    status: Any = None
 
     _check_non_blank = field_validator("id", "question", "kind")(non_blank)
 
@@ -274,8 +279,26 @@ def kind_problem(kind: str | None, gold: Collection[str]) -> tuple[str, str] | N
     return None
 
 
+#: Why an exported suggestion no labeller finished is refused (:func:`_label_problem`).
+UNLABELLED = (
+    "an exported suggestion not labelled yet (status 'suggested', no kind): give it gold "
+    "and kind — the labeller's verdict, 'unanswerable' too — or leave the row out"
+)
+
+
+def _label_problem(row: _GoldRow) -> tuple[str, str] | None:
+    """A row of ``goldwatch candidates export`` that nobody labelled — ``status`` still
+    ``"suggested"`` and no ``kind`` — would load as an *unanswerable* question (its ``gold``
+    is the export's ``[]``): a verdict no person gave. So ``kind`` is the labeller's mark:
+    with it the row loads (``gold: []`` and kind ``unanswerable`` is a verdict), without it
+    the row is refused (trial finding 10 of the sixteenth session)."""
+    if row.status == "suggested" and row.kind is None:
+        return "kind", UNLABELLED
+    return kind_problem(row.kind, row.gold)
+
+
 def _row_problems(path: Path, lineno: int, row: _GoldRow) -> list[str]:
-    problem = kind_problem(row.kind, row.gold)
+    problem = _label_problem(row)
     if problem is None:
         return []
     name, what = problem
@@ -296,7 +319,7 @@ def parse_gold_row(obj: object) -> GoldQuestion:
     except ValidationError as exc:
         names = sorted({".".join(map(str, e["loc"])) or "?" for e in exc.errors()})
         raise ValueError(f"invalid field(s): {', '.join(names)}") from None
-    problem = kind_problem(row.kind, row.gold)
+    problem = _label_problem(row)
     if problem is not None:
         raise ValueError(f"field '{problem[0]}': {problem[1]}")
     return row.to_question()
@@ -310,7 +333,8 @@ def load_gold_set(path: Path | str) -> GoldSet:
             <what>"`` (first 20, then ``"... and N more"``): a row over
             :data:`MAX_GOLD_ROW_BYTES`, invalid JSON, non-object rows,
             missing/blank ``id`` or ``question``, missing ``gold``, wrong types, unknown
-            ``source``, a ``kind`` that does not fit ``gold`` (:func:`kind_problem`),
+            ``source``, a ``kind`` that does not fit ``gold`` (:func:`kind_problem`), an
+            exported suggestion nobody labelled (``status: "suggested"`` and no ``kind``),
             duplicate ids (naming both lines), or an empty file.
         OSError: the file can't be read.
     """

@@ -12,10 +12,12 @@ One row per suggestion, in selection order (:func:`service.harvest.ranking.selec
 suggestions harvested from traces.
 
 ``gold`` stays ``[]`` and ``kind`` is left out until a labeller fills them; ``load_gold_set``
-reads such a file (it ignores the extra fields), but treats every row as unanswerable until
-then. goldwatch's guesses (the classifier's language and topic, the first asker's role) are
-provenance under ``suggested``, never labels: a labeller who confirms one copies it to the
-row's own ``language`` / ``topic`` / ``role`` field, as the accept API does
+refuses a row still ``"status": "suggested"`` without a ``kind`` (naming its line), so an
+unlabelled export appended to the gold set cannot pass as unanswerable questions; a labelled
+row (``kind`` set, ``"unanswerable"`` too) loads, its extra fields ignored. goldwatch's
+guesses (the classifier's language and topic, the first asker's role) are provenance under
+``suggested``, never labels: a labeller who confirms one copies it to the row's own
+``language`` / ``topic`` / ``role`` field, as the accept API does
 (:mod:`service.harvest.labelling`). ``source`` is ``generated`` for generated questions,
 else ``real``. Every text is scrubbed again (:func:`service.pii.scrub`) on the way out.
 """

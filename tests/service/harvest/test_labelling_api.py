@@ -21,7 +21,7 @@ from pydantic import SecretStr
 
 from service.api.app import _add_error_handlers
 from service.api.harvest_routes import NON_BLANK_REASON, router
-from service.data.goldset import GoldSetError, load_gold_set
+from service.data.goldset import UNLABELLED, GoldSetError, load_gold_set
 from service.harvest.config import HarvestConfig
 from service.harvest.export import export_rows, write_jsonl
 from service.harvest.labelling import (
@@ -190,11 +190,23 @@ def test_export_is_gold_set_format_without_personal_data(
     assert {k: first[k] for k in ("gold", "source", "status", "reasons", "count")} == {
         "gold": [], "source": "real", "status": "suggested", "reasons": ["refused"], "count": 2,
     }  # fmt: skip
+    # Trial finding 10 (sixteenth session): the unlabelled export loaded as 3 unanswerable
+    # questions — appended to a gold set, verdicts nobody gave. Refused, naming each line.
+    with pytest.raises(GoldSetError) as refused:
+        load_gold_set(out)
+    assert [p.split(", field")[0].rsplit(", ", 1)[-1] for p in refused.value.problems] == [
+        "line 1 (id '" + rows[0]["id"] + "')", "line 2 (id '" + rows[1]["id"] + "')",
+        "line 3 (id '" + rows[2]["id"] + "')"]  # fmt: skip
+    assert all(UNLABELLED in p for p in refused.value.problems)
+    # labelled by hand: a kind on each (unanswerable too) is the labeller's verdict
+    labelled = [{**row, "kind": "unanswerable"} for row in rows]
+    write_jsonl(labelled, out)  # type: ignore[arg-type]
     assert [q.gold for q in load_gold_set(out)] == [(), (), ()]
     # guesses are provenance, never labels of the exported rows
     assert not any({"language", "topic", "role"} & set(row) for row in rows)
     assert rows[0]["suggested"] == {"language": "hi-Latn", "topic": "hostel", "role": "student"}
     assert {(q.language, q.topic, q.role) for q in load_gold_set(out)} == {(None, None, None)}
+    write_jsonl(rows, out)
     text = out.read_text()
     assert "98765" not in text and "<PHONE>" in text
     limited = export_rows(labelling.repository, HarvestConfig(), limit=1)
