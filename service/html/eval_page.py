@@ -97,6 +97,10 @@ def _overall(outcome: EvalOutcome) -> Markup:
         note = ("Means as trec_eval -c (--trec-mean): over every judged question; those with "
                 "no relevant passage score 0, as do questions missing from a run; the "
                 "breakdowns stay over answerable questions." + skipped)  # fmt: skip
+    elif all(r.n_averaged == 0 for r in reports):
+        note = ("No answerable question: every mean is undefined (–), not 0; the "
+                f"{reports[0].n_unanswerable} questions with no gold passage have their own "
+                "section below." + skipped)  # fmt: skip
     else:
         judged = reports[0].n_unanswerable - unjudged
         judged_text = f"{judged} judged" if outcome.from_qrels else str(judged)

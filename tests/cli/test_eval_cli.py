@@ -329,6 +329,11 @@ def test_a_gold_set_with_no_answerable_question_has_undefined_means(tmp_path: Pa
     assert set(doc["retrievers"]["bm25"]["overall"].values()) == {None}
     history = [json.loads(line) for line in (tmp_path / "goldwatch-runs.jsonl").open()]
     assert set(history[-1]["metrics"].values()) == {None}
+    page = run([*base, "--html", "eval.html"], tmp_path)
+    assert page.returncode == 0, page.stderr
+    html = (tmp_path / "eval.html").read_text()
+    assert "No answerable question: every mean is undefined" in html
+    assert "0.000" not in html.split('id="overall"')[1].split("</table>")[0]  # no fake 0
     gated = run([*base, "--fail-under", "recall@5=0.5"], tmp_path)
     assert gated.returncode == 2
     assert "no answerable question (2 unanswerable)" in gated.stderr
