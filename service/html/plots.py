@@ -297,7 +297,8 @@ def shares_over_time(
     alarms: Sequence[float] = (),
 ) -> str:
     """Category shares per time bucket (lines), the gold set's share of each category as a
-    dashed line of the same colour, and alarm times as red vertical lines.
+    dashed line of the same colour, and alarm times as red vertical lines; the legend right
+    of the plot area, where it covers no line.
 
     Args:
         times: bucket start times (Unix seconds), ascending.
@@ -322,5 +323,7 @@ def shares_over_time(
         # matplotlib.dates ships no type annotations
         ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M"))  # type: ignore[no-untyped-call]
         ax.set(title=title, ylabel="share", ylim=(0, 1.02), xlabel="event time (UTC)")
-        ax.legend(loc="upper left", fontsize=7, ncols=3)
+        # right of the plot area, as grouped_bars' legend: inside it, at the top, it hid the
+        # largest share's line (a language's near 1.0) and its gold set's dashed one
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
         return to_svg(fig)

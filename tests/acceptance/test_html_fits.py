@@ -1,7 +1,8 @@
 """What a reader sees at 1,400 px in a real browser (headless Chromium): the eval report's
 overall table (issue 18, item 5) and the status page's suggestions table, whole ids and
-questions included (item 6), fit the page without a horizontal scroll bar. The drift
-alarms' triangles lie inside the plot area (at 800 px too).
+questions included (item 6), fit the page without a horizontal scroll bar. The charts keep
+their marks whole and uncovered (at 800 px too): the drift alarms' triangles inside the plot
+area, the shares-over-time legend off every line.
 
 The pages run no script; the test loads a copy with one appended script that logs, per
 table, its section and whether its scroll box overflows (or, per chart, the boxes of its
@@ -199,3 +200,26 @@ def test_drift_alarm_markers_are_drawn_whole(chromium: str, tmp_path: Path) -> N
             assert all(m["left"] - 1 >= area["left"] and m["right"] + 1 <= area["right"]
                        and m["top"] - 1 >= area["top"] and m["bottom"] + 1 <= area["bottom"]
                        for m in markers), (width, chart)  # fmt: skip
+
+
+def test_shares_over_time_legend_covers_no_line(chromium: str, tmp_path: Path) -> None:  # noqa: F811
+    """A new user's trial: the languages-over-time legend sat in the plot area's top left
+    and hid the ``en`` line (a share near 1.0) and the gold set's dashed one. Its shape: 72
+    hourly buckets, ``en`` between 88 % and 100 %."""
+    report = samples.replay_report(series=True)
+    start = samples.T0
+    report["analytics"]["series"]["buckets"] = [
+        {"start": start + 3600 * i, "languages": {"en": 22 + i % 4, "hi-Latn": 3 - i % 4},
+         "topics": {"fees": 10 + i % 5, "exams": 15 - i % 5}, "answers": 10, "refused": i % 4}
+        for i in range(72)
+    ]  # fmt: skip
+    page = render_replay_html(report)
+    for width in (WIDTH, 800):
+        found = charts(chromium, page, tmp_path, width)
+        for title in ("Languages: share over time", "Topics: share over time",
+                      "Refusal rate over time"):  # fmt: skip
+            chart = found[title]
+            legend, area = chart["legend"], chart["area"]
+            assert legend is not None and chart["points"] > 1000, chart
+            assert chart["covered"] == 0, (width, chart)
+            assert legend["left"] >= area["right"], (width, chart)  # off the plot area

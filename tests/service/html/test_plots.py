@@ -1,6 +1,6 @@
 """Chart geometry read from the SVG itself (no browser; ``tests/acceptance/test_html_fits.py``
-measures the same in Chromium): the drift alarms' markers inside the plot area. Coordinates
-are the SVG's user units (points)."""
+measures the same in Chromium): the drift alarms' markers inside the plot area, the
+shares-over-time legend right of it. Coordinates are the SVG's user units (points)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,13 @@ def _plot_area(svg: str) -> tuple[float, float, float, float]:
     """The axes' background patch (the first patch inside ``axes_1``)."""
     axes = svg[svg.index('<g id="axes_1">') :]
     d = re.search(r'<g id="patch_\d+">\s*<path d="([^"]*)"', axes)
+    assert d is not None
+    return _path_box(d.group(1))
+
+
+def _legend_box(svg: str) -> tuple[float, float, float, float]:
+    legend = svg[svg.index('<g id="legend_1">') :]
+    d = re.search(r'<path d="([^"]*)"', legend)
     assert d is not None
     return _path_box(d.group(1))
 
@@ -70,3 +77,13 @@ def test_alarm_axis_padding_changes_no_tick() -> None:
     shown = [label for _, label in plots.time_ticks(START, START + 34205)]
     assert shown == ["12:00", "14:00", "16:00", "18:00", "20:00"]
     assert re.findall(r">(\d\d:\d\d)</text>", svg) == shown
+
+
+def test_shares_over_time_legend_is_right_of_the_plot_area() -> None:
+    days = [START + 3600 * i for i in range(72)]
+    shares = {"en": [0.88 + 0.04 * (i % 4) for i in range(72)],
+              "de": [0.12 - 0.04 * (i % 4) for i in range(72)]}  # fmt: skip
+    svg = plots.shares_over_time(days, shares, title="Languages", gold={"en": 1.0, "de": 0.0})
+    _, _, area_right, _ = _plot_area(svg)
+    legend_left, _, _, _ = _legend_box(svg)
+    assert legend_left > area_right
