@@ -1,8 +1,8 @@
 """What a reader sees at 1,400 px in a real browser (headless Chromium): the eval report's
 overall table (issue 18, item 5) and the status page's suggestions table, whole ids and
-questions included (item 6), fit the page without a horizontal scroll bar. The charts keep
-their marks whole and uncovered (at 800 px too): the drift alarms' triangles inside the plot
-area, the shares-over-time legend off every line.
+questions included (item 6), fit the page without a horizontal scroll bar; so do the shadow
+section's tables, at 800 px too. The charts keep their marks whole and uncovered: the drift
+alarms' triangles inside the plot area, the shares-over-time legend off every line.
 
 The pages run no script; the test loads a copy with one appended script that logs, per
 table, its section and whether its scroll box overflows (or, per chart, the boxes of its
@@ -19,6 +19,7 @@ from typing import Any
 
 from service.evaluation.evaluate import evaluate_run
 from service.html import render_eval_html, render_replay_html, render_status_page
+from service.html.extras import AGREEMENT
 from service.records import ScoredDoc
 from tests.acceptance.test_html_chromium import CONSOLE, STATUS, chromium  # noqa: F401
 from tests.service.html import samples
@@ -174,6 +175,30 @@ def test_replay_suggestions_table_fits_at_1400_px(chromium: str, tmp_path: Path)
     widths = table_widths(chromium, render_replay_html(doc), tmp_path)
     table = [r for r in widths if r["section"] == "gold-candidates"]
     assert table and all(r["scroll"] <= r["client"] for r in table), table
+
+
+def test_shadow_tables_fit_at_1400_and_800_px(chromium: str, tmp_path: Path) -> None:  # noqa: F811
+    """A new user's trial: the shadow section's coverage table (13 columns, the skip reasons
+    in 14em-wide text cells) was 1,536 px wide, and scrolled sideways in a 1,400 px window.
+    Its shapes: a candidate skipped for two reasons, no errors, every mean over thousands of
+    results (``0.608 (n 2922)``), and the status page's ``cpu_budget`` count."""
+    report = samples.replay_report()
+    report["shadow"]["candidates"] = {"hybrid": {
+        "offered": 3003, "completed": 482, "skipped": {"no_production": 81, "cpu_budget": 2440},
+        "errors": {}, "in_flight": 0, "latency_seconds": {"count": 482, "mean": 0.001702},
+        "agreement": dict(zip(AGREEMENT, (0.618, 0.491, 0.639, 0.605, 0.768, 0.926),
+                              strict=True)),
+        "counts": dict(zip(AGREEMENT, (2922, 2922, 2922, 2637, 2922, 2095), strict=True)),
+        "by_language": {"de": {"n": 254, "rbo": 0.538}, "en": {"n": 2626, "rbo": 0.636}},
+        "by_topic": {}, "disagreements": [],
+    }}  # fmt: skip
+    for page in (render_replay_html(report),
+                 render_status_page(STATUS, report["analytics"], extras=report)):  # fmt: skip
+        for width in (WIDTH, 800):
+            rows = [r for r in table_widths(chromium, page, tmp_path, width)
+                    if r["section"] == "shadow"]  # fmt: skip
+            assert len(rows) >= 3, rows  # coverage, agreement, by language
+            assert all(r["scroll"] <= r["client"] for r in rows), (width, rows)
 
 
 def test_drift_alarm_markers_are_drawn_whole(chromium: str, tmp_path: Path) -> None:  # noqa: F811
