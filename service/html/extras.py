@@ -68,24 +68,23 @@ def shadow_section(shadow: Mapping[str, Any], min_n: int = FEW_RESULTS) -> Marku
     candidates: Mapping[str, Mapping[str, Any]] = shadow.get("candidates") or {}
     if not candidates:
         return section("shadow", "Shadow agreement", para("No shadow candidate.", "muted"))
-    rows = []
+    coverage, agreement = [], []
     for name, c in candidates.items():
         latency = (c.get("latency_seconds") or {}).get("mean")
-        skipped = c.get("skipped") or {}
-        rows.append(
+        coverage.append(
             [
                 name,
                 c.get("offered"),
                 c.get("completed"),
-                ", ".join(f"{r} {n}" for r, n in skipped.items()) or "none",
-                ", ".join(f"{r} {n}" for r, n in (c.get("errors") or {}).items()) or "none",
+                _by_reason(c.get("skipped")),
+                _by_reason(c.get("errors")),
                 c.get("in_flight", 0),
                 None if latency is None else latency * 1000.0,
-                *(
-                    with_n((c.get("agreement") or {}).get(m), (c.get("counts") or {}).get(m), min_n)
-                    for m in AGREEMENT
-                ),  # fmt: skip
             ]
+        )
+        means, counts = c.get("agreement") or {}, c.get("counts") or {}
+        agreement.append(
+            [name, *(_n_whole(with_n(means.get(m), counts.get(m), min_n)) for m in AGREEMENT)]
         )
     parts: list[str] = [
         figure(
@@ -108,6 +107,8 @@ def shadow_section(shadow: Mapping[str, Any], min_n: int = FEW_RESULTS) -> Marku
             "(analytics.quality_min_class), too few to read.",
             "muted",
         ),
+        # Two tables: as one (13 columns, the reasons in 14em-wide text cells) it needed
+        # about 1,500 px, and scrolled sideways in a 1,400 px window.
         table(
             [
                 "candidate",
@@ -117,18 +118,33 @@ def shadow_section(shadow: Mapping[str, Any], min_n: int = FEW_RESULTS) -> Marku
                 "errors",
                 "in flight",
                 "mean latency ms",
-                *AGREEMENT,
             ],
-            rows,
-            text_columns=(3, 4),
-            nowrap_columns=tuple(range(7, 7 + len(AGREEMENT))),  # "0.596 (n 132)" whole
-        ),  # fmt: skip
+            coverage,
+            nowrap_columns=(3, 4),  # one reason a line, never broken from its count
+        ),
+        table(["candidate", *AGREEMENT], agreement),
     ]
     parts.append(_by_label(candidates, "by_language", "language", min_n))
     parts.append(_by_label(candidates, "by_topic", "topic", min_n))
     for name, c in candidates.items():
         parts.append(_disagreements(name, c.get("disagreements") or []))
     return section("shadow", "Shadow agreement", *parts)
+
+
+def _by_reason(counts: Mapping[str, int] | None) -> Markup | str:
+    """Skip or error counts by reason, one ``reason n`` a line (``none`` without any)."""
+    if not counts:
+        return "none"
+    return Markup("<br>".join(esc(f"{reason} {n}") for reason, n in counts.items()))
+
+
+def _n_whole(shown: str) -> Markup | str:
+    """:func:`with_n`'s ``0.596 (n 132)`` for a cell that may break before ``(n 132)`` (a
+    narrow window: the value above its n), never inside it."""
+    value, sep, n = shown.partition(" (")
+    if not sep:
+        return shown
+    return Markup(f'{esc(value)} <span class="nowrap">({esc(n)}</span>')
 
 
 #: Agreement measures shown per label, each with its own n.

@@ -36,7 +36,7 @@ th, td { border-bottom: 1px solid var(--line); padding: 3px 9px; text-align: rig
 th { background: var(--band); font-weight: 600; }
 th:first-child, td:first-child, td.text { text-align: left; }
 td.text { max-width: 520px; min-width: 14em; overflow-wrap: break-word; }
-td.nowrap { white-space: nowrap; }
+td.nowrap, span.nowrap { white-space: nowrap; }
 figure { margin: 8px 0 16px; }
 figure svg { max-width: 100%; height: auto; }
 figcaption { color: var(--muted); font-size: 12px; }

@@ -209,6 +209,26 @@ def time_ticks(start: float, end: float, max_ticks: int = 8) -> list[tuple[float
     return ticks
 
 
+#: Area of :func:`timeline`'s alarm markers (points², matplotlib's ``s``).
+ALARM_MARKER_S = 70.0
+
+
+def edge_pad(length: float, axis_pt: float, reach_pt: float) -> float:
+    """Data units to add at each end of an axis ``axis_pt`` points long showing ``length``
+    data units, so that a marker reaching ``reach_pt`` points from its centre is drawn whole
+    at either end: ``pad / (length + 2 pad) * axis_pt = reach_pt``.
+
+    >>> edge_pad(3600.0, 400.0, 8.0)  # an hour on 400 pt, a marker reaching 8 pt: 75 s more
+    75.0
+
+    Raises:
+        ValueError: the axis is no longer than two reaches.
+    """
+    if axis_pt <= 2 * reach_pt:
+        raise ValueError("axis too short for its markers")
+    return length * reach_pt / (axis_pt - 2 * reach_pt)
+
+
 def timeline(
     rows: Sequence[str],
     marks: Sequence[tuple[str, float, bool]],
@@ -223,31 +243,42 @@ def timeline(
         rows: row labels (dimensions), top to bottom.
         marks: ``(row, unix_seconds, entered_drift)``.
         span: the x range to show (Unix seconds), e.g. the traffic's; default: the marks'
-            own range (at least an hour). Ticks: :func:`time_ticks`.
+            own range (at least an hour). Ticks: :func:`time_ticks` of that range; the axis
+            runs a marker's reach (:func:`edge_pad`) past both ends, so a mark at either end
+            is drawn whole.
     """
     _require(bool(rows), title)
     plt = _pyplot()
     with _style():
         fig, ax = plt.subplots(figsize=(7.0, 0.9 + 0.35 * len(rows)))
         index = {row: i for i, row in enumerate(rows)}
+        reach = 0.0  # how far a marker reaches from its centre (points)
         for entered in (True, False):
             xs = [t / DAY_S for r, t, e in marks if e is entered and r in index]
             ys = [index[r] for r, _, e in marks if e is entered and r in index]
-            ax.scatter(
+            dots = ax.scatter(
                 xs,
                 ys,
                 marker="v",
-                s=70,
+                s=ALARM_MARKER_S,
                 zorder=3,
                 color=ALARM_COLOUR if entered else "none",
                 edgecolors=ALARM_COLOUR if entered else "#777777",
                 label="entered drift" if entered else "left drift",
             )
+            # half the triangle's width, its outline's mitred corner (under one line width
+            # past the corner) and a point to spare
+            edge = max(dots.get_linewidths(), default=0.0)
+            reach = max(reach, math.sqrt(ALARM_MARKER_S) / 2 + edge + 1.0)
         times = [t for _, t, _ in marks]
         lo, hi = span if span is not None else (min(times, default=0.0), max(times, default=0.0))
         if hi - lo < 3600:  # one alarm, or alarms close together: an hour around them
             lo, hi = lo - 1800, hi + 1800
-        ax.set_xlim(lo / DAY_S, hi / DAY_S)
+        # The markers are clipped to the plot area: one at lo or hi (an alarm at the span's
+        # first or last moment, always so without a span) lost half its triangle. The axis
+        # runs a marker's reach past both ends; the ticks stay those of lo..hi.
+        pad = edge_pad(hi - lo, ax.get_position().width * fig.get_figwidth() * 72.0, reach)
+        ax.set_xlim((lo - pad) / DAY_S, (hi + pad) / DAY_S)
         ticks = time_ticks(lo, hi)
         ax.set_xticks([t / DAY_S for t, _ in ticks], [label for _, label in ticks])
         ax.set_yticks(list(range(len(rows))), list(rows))
@@ -266,7 +297,8 @@ def shares_over_time(
     alarms: Sequence[float] = (),
 ) -> str:
     """Category shares per time bucket (lines), the gold set's share of each category as a
-    dashed line of the same colour, and alarm times as red vertical lines.
+    dashed line of the same colour, and alarm times as red vertical lines; the legend right
+    of the plot area, where it covers no line.
 
     Args:
         times: bucket start times (Unix seconds), ascending.
@@ -291,5 +323,7 @@ def shares_over_time(
         # matplotlib.dates ships no type annotations
         ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M"))  # type: ignore[no-untyped-call]
         ax.set(title=title, ylabel="share", ylim=(0, 1.02), xlabel="event time (UTC)")
-        ax.legend(loc="upper left", fontsize=7, ncols=3)
+        # right of the plot area, as grouped_bars' legend: inside it, at the top, it hid the
+        # largest share's line (a language's near 1.0) and its gold set's dashed one
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
         return to_svg(fig)

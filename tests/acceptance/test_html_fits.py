@@ -1,9 +1,12 @@
 """What a reader sees at 1,400 px in a real browser (headless Chromium): the eval report's
 overall table (issue 18, item 5) and the status page's suggestions table, whole ids and
-questions included (item 6), fit the page without a horizontal scroll bar.
+questions included (item 6), fit the page without a horizontal scroll bar; so do the shadow
+section's tables, at 800 px too. The charts keep their marks whole and uncovered: the drift
+alarms' triangles inside the plot area, the shares-over-time legend off every line.
 
 The pages run no script; the test loads a copy with one appended script that logs, per
-table, its section and whether its scroll box overflows, and reads Chromium's console.
+table, its section and whether its scroll box overflows (or, per chart, the boxes of its
+plot area, markers and legend), and reads Chromium's console.
 """
 
 from __future__ import annotations
@@ -12,9 +15,11 @@ import dataclasses
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from service.evaluation.evaluate import evaluate_run
 from service.html import render_eval_html, render_replay_html, render_status_page
+from service.html.extras import AGREEMENT
 from service.records import ScoredDoc
 from tests.acceptance.test_html_chromium import CONSOLE, STATUS, chromium  # noqa: F401
 from tests.service.html import samples
@@ -28,14 +33,50 @@ for (const box of document.querySelectorAll("section .scroll")) {
 </script>"""
 
 
-def table_widths(browser: str, page: str, tmp_path: Path) -> list[dict[str, object]]:
-    """Each table's ``{section, scroll, client}`` widths (px) in a 1,400 px wide window."""
+#: Per chart (an inline SVG of :mod:`service.html.plots`): its title, the client boxes of its
+#: plot area (the axes' background patch), of its scatter markers and of its legend frame,
+#: and how many points of its lines (sampled each px along each path) fall in the legend.
+_CHARTS = """<script>
+function box(el) {
+  const r = el.getBoundingClientRect();
+  return {left: r.left, top: r.top, right: r.right, bottom: r.bottom};
+}
+for (const svg of document.querySelectorAll("figure svg")) {
+  const axes = svg.querySelector('g[id^="axes_"]');
+  const title = axes.querySelector(':scope > g[id^="text_"] text');
+  const frame = axes.querySelector('g[id^="legend_"] > g[id^="patch_"] path');
+  const legend = frame ? box(frame) : null;
+  let points = 0, covered = 0;
+  for (const line of axes.querySelectorAll(':scope > g[id^="line2d_"] path')) {
+    const ctm = line.getScreenCTM(), length = line.getTotalLength();
+    for (let at = 0; at <= length; at += 1) {
+      const p = line.getPointAtLength(at).matrixTransform(ctm);
+      points += 1;
+      if (legend && p.x > legend.left && p.x < legend.right && p.y > legend.top
+          && p.y < legend.bottom) covered += 1;
+    }
+  }
+  // filled markers: <use> of a path in <defs>; hollow ones: a path each
+  const markers = axes.querySelectorAll(':scope > g[id^="PathCollection_"] use, '
+                                        + ':scope > g[id^="PathCollection_"] > path');
+  console.log(JSON.stringify({
+    title: title ? title.textContent : "",
+    area: box(axes.querySelector(':scope > g[id^="patch_"] path')),
+    markers: Array.from(markers, box), legend, points, covered}));
+}
+</script>"""
+
+
+def logged_rows(
+    browser: str, page: str, script: str, tmp_path: Path, width: int = WIDTH
+) -> list[dict[str, Any]]:
+    """The JSON lines ``script``, appended to ``page``, logs in a ``width`` px wide window."""
     copy = tmp_path / "measured.html"
-    copy.write_text(page.replace("</body>", _MEASURE + "</body>"), encoding="utf-8")
+    copy.write_text(page.replace("</body>", script + "</body>"), encoding="utf-8")
     result = subprocess.run(
         [browser, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
          "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}",
-         "--enable-logging=stderr", "--v=0", f"--window-size={WIDTH},1000", "--dump-dom",
+         "--enable-logging=stderr", "--v=0", f"--window-size={width},1000", "--dump-dom",
          copy.resolve().as_uri()],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
@@ -45,6 +86,18 @@ def table_widths(browser: str, page: str, tmp_path: Path) -> list[dict[str, obje
     rows = [json.loads(line.split(", source:")[0].strip()[1:-1]) for line in logged]
     assert rows, result.stderr[-2000:]
     return rows
+
+
+def table_widths(
+    browser: str, page: str, tmp_path: Path, width: int = WIDTH
+) -> list[dict[str, Any]]:
+    """Each table's ``{section, scroll, client}`` widths (px) in a ``width`` px wide window."""
+    return logged_rows(browser, page, _MEASURE, tmp_path, width)
+
+
+def charts(browser: str, page: str, tmp_path: Path, width: int = WIDTH) -> dict[str, Any]:
+    """Each chart's geometry (:data:`_CHARTS`) by its title."""
+    return {row["title"]: row for row in logged_rows(browser, page, _CHARTS, tmp_path, width)}
 
 
 def test_eval_overall_table_fits_at_1400_px(chromium: str, tmp_path: Path) -> None:  # noqa: F811
@@ -122,3 +175,76 @@ def test_replay_suggestions_table_fits_at_1400_px(chromium: str, tmp_path: Path)
     widths = table_widths(chromium, render_replay_html(doc), tmp_path)
     table = [r for r in widths if r["section"] == "gold-candidates"]
     assert table and all(r["scroll"] <= r["client"] for r in table), table
+
+
+def test_shadow_tables_fit_at_1400_and_800_px(chromium: str, tmp_path: Path) -> None:  # noqa: F811
+    """A new user's trial: the shadow section's coverage table (13 columns, the skip reasons
+    in 14em-wide text cells) was 1,536 px wide, and scrolled sideways in a 1,400 px window.
+    Its shapes: a candidate skipped for two reasons, no errors, every mean over thousands of
+    results (``0.608 (n 2922)``), and the status page's ``cpu_budget`` count."""
+    report = samples.replay_report()
+    report["shadow"]["candidates"] = {"hybrid": {
+        "offered": 3003, "completed": 482, "skipped": {"no_production": 81, "cpu_budget": 2440},
+        "errors": {}, "in_flight": 0, "latency_seconds": {"count": 482, "mean": 0.001702},
+        "agreement": dict(zip(AGREEMENT, (0.618, 0.491, 0.639, 0.605, 0.768, 0.926),
+                              strict=True)),
+        "counts": dict(zip(AGREEMENT, (2922, 2922, 2922, 2637, 2922, 2095), strict=True)),
+        "by_language": {"de": {"n": 254, "rbo": 0.538}, "en": {"n": 2626, "rbo": 0.636}},
+        "by_topic": {}, "disagreements": [],
+    }}  # fmt: skip
+    for page in (render_replay_html(report),
+                 render_status_page(STATUS, report["analytics"], extras=report)):  # fmt: skip
+        for width in (WIDTH, 800):
+            rows = [r for r in table_widths(chromium, page, tmp_path, width)
+                    if r["section"] == "shadow"]  # fmt: skip
+            assert len(rows) >= 3, rows  # coverage, agreement, by language
+            assert all(r["scroll"] <= r["client"] for r in rows), (width, rows)
+
+
+def test_drift_alarm_markers_are_drawn_whole(chromium: str, tmp_path: Path) -> None:  # noqa: F811
+    """A new user's trial: the status page's alarm chart spans its alarms (no time series
+    there), so the first and last sat on the plot area's edges and lost half their triangle
+    to its clip. The trial's alarms: language entered drift 11:01, refusal 13:01, language
+    left 20:31. And the replay report's chart spans the traffic, with the sample's language
+    alarm at its first moment."""
+    analytics = samples.replay_report()["analytics"]
+    start = 1772535693.0  # 2026-03-03 11:01:33 UTC
+    analytics["drift"]["alarms"] = [
+        {**analytics["drift"]["alarms"][0], "timestamp": start},
+        {**analytics["drift"]["alarms"][1], "timestamp": start + 7190},
+        {**analytics["drift"]["alarms"][0], "timestamp": start + 34205, "state": "ok"},
+    ]
+    pages = (render_status_page(STATUS, analytics),
+             render_replay_html(samples.replay_report(series=True)))  # fmt: skip
+    for page in pages:
+        for width in (WIDTH, 800):
+            chart = charts(chromium, page, tmp_path, width)["Drift alarms"]
+            area, markers = chart["area"], chart["markers"]
+            assert markers, chart
+            # 1 px for the outline, which the boxes leave out
+            assert all(m["left"] - 1 >= area["left"] and m["right"] + 1 <= area["right"]
+                       and m["top"] - 1 >= area["top"] and m["bottom"] + 1 <= area["bottom"]
+                       for m in markers), (width, chart)  # fmt: skip
+
+
+def test_shares_over_time_legend_covers_no_line(chromium: str, tmp_path: Path) -> None:  # noqa: F811
+    """A new user's trial: the languages-over-time legend sat in the plot area's top left
+    and hid the ``en`` line (a share near 1.0) and the gold set's dashed one. Its shape: 72
+    hourly buckets, ``en`` between 88 % and 100 %."""
+    report = samples.replay_report(series=True)
+    start = samples.T0
+    report["analytics"]["series"]["buckets"] = [
+        {"start": start + 3600 * i, "languages": {"en": 22 + i % 4, "hi-Latn": 3 - i % 4},
+         "topics": {"fees": 10 + i % 5, "exams": 15 - i % 5}, "answers": 10, "refused": i % 4}
+        for i in range(72)
+    ]  # fmt: skip
+    page = render_replay_html(report)
+    for width in (WIDTH, 800):
+        found = charts(chromium, page, tmp_path, width)
+        for title in ("Languages: share over time", "Topics: share over time",
+                      "Refusal rate over time"):  # fmt: skip
+            chart = found[title]
+            legend, area = chart["legend"], chart["area"]
+            assert legend is not None and chart["points"] > 1000, chart
+            assert chart["covered"] == 0, (width, chart)
+            assert legend["left"] >= area["right"], (width, chart)  # off the plot area

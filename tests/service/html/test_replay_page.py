@@ -63,15 +63,18 @@ def test_refusal_rate_with_its_baseline(page: str) -> None:
 
 
 def test_shadow_and_suggestions(page: str) -> None:
-    # columns: offered, compared, skipped by reason, errors by reason, in flight,
-    # mean latency ms, overlap, jaccard, rbo, tau, top1, cr (12 = 9 + 2 + 1 + 0); each
-    # agreement mean with its n, "few" under the analytics' quality_min_class (10 here):
-    # 9 results have overlap, jaccard, rbo and top1, 3 a Kendall's tau, none citation recall
-    assert ("<tr><td>bm25-v2</td><td>12</td><td>9</td><td class=\"text\">queue_full 2</td>"
-            "<td class=\"text\">timeout 1</td><td>0</td><td>12.000</td>"
-            + "".join(f"<td class=\"nowrap\">{cell}</td>" for cell in (
-                "0.800 (n 9, few)", "0.700 (n 9, few)", "0.750 (n 9, few)", "0.500 (n 3, few)",
-                "0.900 (n 9, few)", "– (n 0, few)"))
+    # coverage: offered, compared, skipped by reason (one a line), errors by reason, in
+    # flight, mean latency ms (12 = 9 + 2 + 1 + 0)
+    assert ('<tr><td>bm25-v2</td><td>12</td><td>9</td><td class="nowrap">queue_full 2</td>'
+            '<td class="nowrap">timeout 1</td><td>0</td><td>12.000</td></tr>') in page  # fmt: skip
+    # agreement, a table of its own: overlap, jaccard, rbo, tau, top1, cr, each mean with its
+    # n, "few" under the analytics' quality_min_class (10 here): 9 results have overlap,
+    # jaccard, rbo and top1, 3 a Kendall's tau, none citation recall; a cell may break
+    # before its n, never inside it
+    assert ("<tr><td>bm25-v2</td>"
+            + "".join(f'<td>{value} <span class="nowrap">({n})</span></td>' for value, n in (
+                ("0.800", "n 9, few"), ("0.700", "n 9, few"), ("0.750", "n 9, few"),
+                ("0.500", "n 3, few"), ("0.900", "n 9, few"), ("–", "n 0, few")))
             + "</tr>"
             ) in page  # fmt: skip
     # trial user6: a language's Kendall's tau of 1.0 on one result was shown bare; per label:
@@ -83,6 +86,18 @@ def test_shadow_and_suggestions(page: str) -> None:
             "<td>1.000 (n 5, few)</td></tr>") in page  # fmt: skip
     assert '<td class="text">p-1, p-2</td><td class="text">p-5, p-1</td>' in page
     assert "<th>id</th><th>question</th><th>count</th><th>language</th><th>topic</th>" in page
+
+
+def test_shadow_coverage_lists_one_reason_a_line() -> None:
+    """A trial user's candidate skipped for two reasons: each reason with its count on a line
+    of its own (the cell is as wide as the longer one, not a 14em text column)."""
+    report = samples.replay_report()
+    candidate = report["shadow"]["candidates"]["bm25-v2"]
+    candidate["skipped"] = {"no_production": 81, "cpu_budget": 2440}
+    candidate["errors"] = {}
+    page = render_replay_html(report)
+    assert ('<td class="nowrap">no_production 81<br>cpu_budget 2440</td>'
+            '<td class="nowrap">none</td>') in page  # fmt: skip
 
 
 def test_suggestions_show_the_whole_id_first_and_the_time_to_the_minute() -> None:

@@ -1,0 +1,89 @@
+"""Chart geometry read from the SVG itself (no browser; ``tests/acceptance/test_html_fits.py``
+measures the same in Chromium): the drift alarms' markers inside the plot area, the
+shares-over-time legend right of it. Coordinates are the SVG's user units (points)."""
+
+from __future__ import annotations
+
+import re
+
+from service.html import plots
+
+NUMBER = r"-?[\d.]+"
+
+
+def _group(svg: str, gid: str) -> str:
+    """The text of ``<g id="gid">`` up to the next group of the same kind."""
+    start = svg.index(f'<g id="{gid}">')
+    return svg[start : svg.find('<g id="', start + 1)]
+
+
+def _path_box(d: str) -> tuple[float, float, float, float]:
+    """``(left, top, right, bottom)`` of a path's points (curves: their control points)."""
+    values = [float(v) for v in re.findall(NUMBER, d)]
+    xs, ys = values[0::2], values[1::2]
+    return min(xs), min(ys), max(xs), max(ys)
+
+
+def _plot_area(svg: str) -> tuple[float, float, float, float]:
+    """The axes' background patch (the first patch inside ``axes_1``)."""
+    axes = svg[svg.index('<g id="axes_1">') :]
+    d = re.search(r'<g id="patch_\d+">\s*<path d="([^"]*)"', axes)
+    assert d is not None
+    return _path_box(d.group(1))
+
+
+def _legend_box(svg: str) -> tuple[float, float, float, float]:
+    legend = svg[svg.index('<g id="legend_1">') :]
+    d = re.search(r'<path d="([^"]*)"', legend)
+    assert d is not None
+    return _path_box(d.group(1))
+
+
+def _markers(svg: str, collection: str) -> list[tuple[float, float, float, float]]:
+    """The boxes of a scatter's markers: filled ones are one marker path (in ``<defs>``)
+    moved to each ``<use>``, hollow ones a path each."""
+    group = _group(svg, collection)
+    defined = re.search(r'<path id="[^"]*" d="([^"]*)"', group)
+    if defined is None:
+        return [_path_box(d) for d in re.findall(r'<path d="([^"]*)"', group)]
+    left, top, right, bottom = _path_box(defined.group(1))
+    uses = re.findall(rf'<use xlink:href="#[^"]*" x="({NUMBER})" y="({NUMBER})"', group)
+    return [(float(x) + left, float(y) + top, float(x) + right, float(y) + bottom)
+            for x, y in uses]  # fmt: skip
+
+
+# the trial's status page: language entered drift 11:01, refusal 13:01, language left 20:31
+ROWS = ["language", "topic", "refusal", "out_of_scope"]
+START = 1772535693.0  # 2026-03-03 11:01:33 UTC
+MARKS = [("language", START, True), ("refusal", START + 7190, True),
+         ("language", START + 34205, False)]  # fmt: skip
+
+
+def test_alarm_markers_at_the_span_ends_are_drawn_whole() -> None:
+    for span in (None, (START, START + 34205), (START - 86400, START + 34205)):
+        svg = plots.timeline(ROWS, MARKS, title="Drift alarms", span=span)
+        left, top, right, bottom = _plot_area(svg)
+        markers = _markers(svg, "PathCollection_1") + _markers(svg, "PathCollection_2")
+        assert len(markers) == 3
+        # a point for the outline (1 pt wide, mitred) the path leaves out
+        for m_left, m_top, m_right, m_bottom in markers:
+            assert left <= m_left - 1 and m_right + 1 <= right, (span, markers, left, right)
+            assert top <= m_top - 1 and m_bottom + 1 <= bottom
+
+
+def test_alarm_axis_padding_changes_no_tick() -> None:
+    """The axis runs past the alarms, its ticks are still those of their range."""
+    svg = plots.timeline(ROWS, MARKS, title="Drift alarms")
+    shown = [label for _, label in plots.time_ticks(START, START + 34205)]
+    assert shown == ["12:00", "14:00", "16:00", "18:00", "20:00"]
+    assert re.findall(r">(\d\d:\d\d)</text>", svg) == shown
+
+
+def test_shares_over_time_legend_is_right_of_the_plot_area() -> None:
+    days = [START + 3600 * i for i in range(72)]
+    shares = {"en": [0.88 + 0.04 * (i % 4) for i in range(72)],
+              "de": [0.12 - 0.04 * (i % 4) for i in range(72)]}  # fmt: skip
+    svg = plots.shares_over_time(days, shares, title="Languages", gold={"en": 1.0, "de": 0.0})
+    _, _, area_right, _ = _plot_area(svg)
+    legend_left, _, _, _ = _legend_box(svg)
+    assert legend_left > area_right
