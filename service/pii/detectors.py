@@ -498,6 +498,30 @@ def _may_share(low: str) -> bool:
 
 _Accept = Callable[[re.Match[str]], int | None]
 
+
+class _Retrying:
+    """A pattern whose rejected match must not hide a later one inside it: after ``accept``
+    refuses a match, the search goes on from the character after its start (``finditer``
+    would go on after its end). ``email me at j.weber (at) uni-a dot de``: ``me at j.weber``
+    is a candidate the check refuses (no handle, no ``dot``), and the address inside it was
+    never tried (a new user's trial). Yields only accepted matches; ``accept`` returns the
+    match's own end or ``None``."""
+
+    def __init__(self, pattern: re.Pattern[str], accept: _Accept) -> None:
+        self.pattern, self.accept = pattern, accept
+
+    def finditer(self, text: str, /) -> Iterator[re.Match[str]]:
+        """Yield the accepted matches in text order, never overlapping."""
+        pos = 0
+        while (m := self.pattern.search(text, pos)) is not None:
+            end = self.accept(m)
+            if end is None:
+                pos = m.start() + 1
+                continue
+            yield m  # accept's end is the match's (``_obfuscated_email``)
+            pos = max(end, m.start() + 1)
+
+
 #: Matches anything (empty), so a name span can be handed out as an ``re.Match``.
 _ANY = re.compile(r"(?s:.*)")
 
@@ -532,7 +556,8 @@ _DETECTORS: tuple[tuple[str, _Finder, _Accept, _Gate], ...] = (
                                                                or "AKIA" in s or "ASIA" in s
                                                                or "AIza" in s)),
     ("email", _EMAIL, _whole, lambda s, low, n: "@" in s),
-    ("email", _OBFUSCATED_EMAIL, _obfuscated_email, lambda s, low, n: _may_obfuscate(low)),
+    ("email", _Retrying(_OBFUSCATED_EMAIL, _obfuscated_email), _whole,
+     lambda s, low, n: _may_obfuscate(low)),
     ("upi", _UPI, _upi, lambda s, low, n: "@" in s and _UPI_HINT.search(s) is not None),
     ("card", _CARD, _card, lambda s, low, n: n >= 13),
     ("aadhaar", _AADHAAR, _whole, lambda s, low, n: n >= 12),

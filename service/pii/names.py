@@ -13,8 +13,10 @@ and leaves every other capitalised word alone:
   chamo``, ``mera naam``, ``मेरा नाम``, at the start of a clause (the text's start, after
   punctuation, or after a greeting or conjunction such as ``hi``, ``and``, ``so``:
   :data:`OPENERS`), so a title stays (``who sang my name is stanley``, ``when did my name is
-  earl end``). Also ``change|update|set|correct my (full|first|last|sur)name to`` anywhere
-  (``can you change my name to bob``). The name is the next one to three words, cut at the
+  earl end``). Also ``change|update|set|correct my (full|first|last|sur)name to``, ``call
+  me``, ``refer to me as``, ``address me as``, ``want|like|prefer to be called`` anywhere
+  (``can you change my name to bob``, ``please call me bob``), ``X is my name`` and a form's
+  ``Name: X``. The name is the next one to three words, cut at the
   first function word (:data:`STOP_WORDS`: ``my name is going to change`` has no name).
 * **Weak cues** (``I am``, ``I'm``, ``this is``, ``ich bin``, ``soy``, ``je suis``, also at a
   clause start): two or three Title-case words (``I am Alice Smith``, ``Hi, this is Rahul
@@ -22,6 +24,9 @@ and leaves every other capitalised word alone:
   followed by ``from``, ``and`` or ``here`` (``Hi, I'm Rahul.``). All-capital words are no
   name (``this is URGENT``); a German noun after ``ich bin`` is one word, so no name
   (``Ich bin Student.``).
+* **Sign-offs and self-announcements** (Title-case words): ``Regards, Klaus Müller.``,
+  ``Thanks, Anna`` (ending the text or its sentence), ``Maria Lopez here - …``, ``Hi,
+  Dmitri Ivanov speaking.`` (at a clause start).
 
 The span replaced is the name only (``my name is <NAME>``), so the question keeps its
 meaning. Measured on the questions of CLINC150, BANKING77, Hinglish-TOP and NQ-open dev
@@ -45,7 +50,9 @@ __all__ = ["OPENERS", "STOP_WORDS", "find_names", "may_hold_name"]
 #: scan for almost every question.
 _HINTS = ("name", "i am", "i'm", "i’m", "this is", "ich bin", "heiß", "heiss", "llamo",
           "nombre", "appelle", "nom est", "nome", "chamo", "naam", "नाम", "soy ",
-          "je suis", "call", "me as", "go by", "called")  # fmt: skip
+          "je suis", "call", "me as", "go by", "called", "regards", "thank", "cheers",
+          "sincerely", "saludos", "gracias", "grüße", "gruß", "merci", "cordialement",
+          "dhanyavaad", " here", "speaking")  # fmt: skip
 
 #: Words before a cue that still leave it at the start of a clause (lower case).
 OPENERS = frozenset(
@@ -83,7 +90,10 @@ _UPPER = "A-ZÀ-ÖØ-Þ"
 _LOWER = "a-zß-öø-ÿ"
 #: A Title-case word: an upper-case letter, then lower-case letters, with inner ``'``/``-``
 #: parts (``O'Brien``, ``Jean-Luc``) and ``Mc``/``Mac`` (``McDonald``).
-_TITLE = rf"(?:Ma?c)?[{_UPPER}][{_LOWER}]+(?:['’-][{_UPPER}]?[{_LOWER}]+)*"
+_TITLE = (
+    rf"(?:Ma?c)?[{_UPPER}](?:[{_LOWER}]+|(?=['’][{_UPPER}]))"
+    rf"(?:['’-][{_UPPER}]?[{_LOWER}]+)*"
+)
 #: Any word of letters (any script, with Indic vowel signs and viramas), inner ``'``/``-``.
 _WORD = r"(?:[^\W\d_]|[\u0900-\u0dff])+(?:['’-](?:[^\W\d_]|[\u0900-\u0dff])+)*"
 
@@ -99,7 +109,7 @@ _STRONG = re.compile(
     # what the person wants to be called, anywhere in the clause
     r"|call(?:ing)?\s+me(?:\s+by)?|(?:refer(?:ring)?|speak|talk)\s+to\s+me\s+as"
     r"|address\s+me\s+as|address\s+me\s+by\s+the\s+name|prefer\s+to\s+go\s+by"
-    r"|go\s+by\s+the\s+name|be\s+called(?:\s+by)?"
+    r"|go\s+by\s+the\s+name|(?:want|like|prefer|love)\s+to\s+be\s+called(?:\s+by)?"
     r"|(?:i\s+am|i['’]m)\s+called|the\s+name\s+(?:is|i\s+go\s+by\s+is)|my\s+names)))"
     rf"\s+[\"“']?(?P<n>{_WORD}(?:\s+{_WORD}){{0,2}})"
 )
@@ -109,11 +119,27 @@ _BEFORE = re.compile(
     r"(?![\w'’])"
 )
 _WEAK = re.compile(
-    r"(?<![\w\u0900-\u0dff])(?P<cue>(?i:i\s+am|i['’]m|this\s+is)|(?P<other>(?i:ich\s+bin|soy"
-    r"|je\s+suis)))"
+    r"(?<![\w\u0900-\u0dff])(?P<cue>(?i:i\s+am|i['’]m|this\s+is|soy|je\s+suis)"
+    r"|(?P<other>(?i:ich\s+bin)))"
     rf"\s+(?P<n>{_TITLE}(?:\s+{_TITLE}){{0,2}})(?![\w'’-])"
 )
-_SINGLE_END = re.compile(r"\s*(?:[,.!?;:)]|$|(?:from|and|here)\b)", re.IGNORECASE)
+_SINGLE_END = re.compile(r"\s*(?:[,.!?;:)\-–—]|$|(?:from|and|here|btw|y|et)\b)", re.IGNORECASE)
+#: A sign-off: ``Regards, Klaus Müller.``, ``Thanks! Maria`` — Title-case words that end the
+#: text or their sentence.
+_SIGNOFF = re.compile(
+    r"(?<![\w])(?i:(?:(?:best|kind|warm|many)\s+)?regards|thanks|thank\s+you|cheers|sincerely"
+    r"|saludos|gracias|gruß|grüße|viele\s+grüße|merci|cordialement|dhanyavaad)[,!.]?\s+"
+    r"(?!(?i:(?:(?:best|kind|warm|many)\s+)?regards|thanks|thank\s+you|cheers|sincerely)\b)"
+    rf"(?P<n>{_TITLE}(?:\s+{_TITLE}){{0,2}})(?=\s*(?:[.!,;]|$))"
+)
+#: ``Name: Alice Smith`` (a form's field, any case).
+_FIELD = re.compile(rf"(?<![\w])(?i:name)\s*[:=]\s*(?P<n>{_WORD}(?:\s+{_WORD}){{0,2}})")
+#: ``Maria Lopez here - ...``, ``Hi, Dmitri Ivanov speaking.``: at a clause start, before a
+#: dash, comma, full stop or the text's end.
+_SELF = re.compile(
+    rf"(?<![\w'’-])(?P<n>{_TITLE}(?:\s+{_TITLE}){{0,2}})\s+(?i:here|speaking)"
+    r"(?=\s*(?:[-–—,.!:;]|$))"
+)
 _WORDS = re.compile(rf"{_WORD}")
 
 
@@ -141,6 +167,12 @@ def _strong_end(m: re.Match[str]) -> int | None:
     when the first is one, or the cue does not start a clause."""
     if m.group("change") is None and not _clause_start(m.string, m.start()):
         return None
+    return _strong_end_of(m)
+
+
+def _strong_end_of(m: re.Match[str]) -> int | None:
+    """The end of group ``n``'s words up to the first stop word (``None``: the first is
+    one)."""
     end = None
     for word in _WORDS.finditer(m.string, m.start("n"), m.end("n")):
         if word.group().lower() in STOP_WORDS:
@@ -203,6 +235,15 @@ def find_names(text: str) -> Iterator[tuple[int, int]]:
         span = _before_span(m)
         if span is not None:
             spans.append(span)
+    for m in _SIGNOFF.finditer(text):
+        spans.append((m.start("n"), m.end("n")))
+    for m in _FIELD.finditer(text):
+        end = _strong_end_of(m)
+        if end is not None:
+            spans.append((m.start("n"), end))
+    for m in _SELF.finditer(text):
+        if _clause_start(text, m.start("n")):
+            spans.append((m.start("n"), m.end("n")))
     free = 0
     for start, end in sorted(spans):
         if start >= free:

@@ -154,6 +154,8 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("email", "priya(at)college(dot)ac(dot)in", "<EMAIL>"),
     ("email", "rahul77 at gmail.com", "<EMAIL>"),
     ("email", "rahul at gmail dot com.", "<EMAIL>."),
+    # a refused candidate ("me at j.weber") no longer hides the address inside it
+    ("email", "email me at j.weber (at) uni-a dot de", "email me at <EMAIL>"),
     ("pan", "pan abcde1234f", "pan <PAN>"),
     ("pan", "PAN ABCDE 1234 F ok", "PAN <PAN> ok"),
     ("pan", "ABCDE-1234-F", "<PAN>"),
@@ -221,6 +223,19 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("name", "मेरा नाम राहुल शर्मा है", "मेरा नाम <NAME> है"),
     ("name", "Me llamo José García, ¿cuándo abre?", "Me llamo <NAME>, ¿cuándo abre?"),
     ("name", "Ich bin Anna Müller und habe eine Frage", "Ich bin <NAME> und habe eine Frage"),
+    # a second trial's misses: apostrophes, "btw", Spanish single names, sign-offs, fields,
+    # "X here" / "X speaking"
+    ("name", "Hi, I'm Seán O'Brien, where is it?", "Hi, I'm <NAME>, where is it?"),
+    ("name", "I'm Zoë btw, what is the fee?", "I'm <NAME> btw, what is the fee?"),
+    ("name", "Soy José, ¿dónde está?", "Soy <NAME>, ¿dónde está?"),
+    (
+        "name",
+        "When does it open? Thanks! Regards, Klaus Müller.",
+        "When does it open? Thanks! Regards, <NAME>.",
+    ),
+    ("name", "Name: alice smith. What is the fee?", "Name: <NAME>. What is the fee?"),
+    ("name", "Maria Lopez here - who designed it?", "<NAME> here - who designed it?"),
+    ("name", "Hi, Dmitri Ivanov speaking. What is it?", "Hi, <NAME> speaking. What is it?"),
 ]
 
 
@@ -265,6 +280,9 @@ LOOK_ALIKES = [
     "can you call me back tomorrow",
     "what is my name",
     "if i go by bus how long is the trip",
+    "What shouldn't be called social classes?",
+    "Is the Super Bowl here?",
+    "Thanks, Best Buy is open",
     "exam on 2026-11-29",
     "due 29/11/2026",
     "due 29.11.2026",

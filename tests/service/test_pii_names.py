@@ -13,11 +13,12 @@ expected figures below were read by hand, utterance by utterance:
   me is janet", "use bob", "call be ray ray" (a typo), "anything besides bailey", "which is
   deb", "going to be sherlock".
 * Every other text (CLINC150's other intents, BANKING77 train and test, NQ-open dev,
-  Hinglish-TOP's three splits, both columns: 62,043 texts): 3 spans, each read — "you will
-  be called rose from now on" and "you are going to be called joe now" (names given to the
-  assistant: names all the same), and "correct my name to reflect that" (a false positive).
-  NQ-open's titles stay whole ("when did my name is earl end", "who's the guy in call me
-  maybe").
+  Hinglish-TOP's three splits, both columns: 62,043 texts): 1 span, read — "correct my name
+  to reflect that" (a false positive). NQ-open's titles stay whole ("when did my name is
+  earl end", "who's the guy in call me maybe"); so does "be called" after anything but a
+  wish (a second trial's "what shouldn't be called social classes?").
+* XQuAD (every language, questions and paragraphs) and the SQuAD 2.0 and MultiHop-RAG
+  samples (19,314 texts): none.
 """
 
 from __future__ import annotations
@@ -80,7 +81,30 @@ def test_other_real_questions_keep_their_words(shared_data: Path) -> None:
     hits = {text: [text[a:b] for a, b in find_names(text)] for text in texts}
     hits = {text: names for text, names in hits.items() if names}
     assert hits == {
-        "you will be called rose from now on": ["rose"],
-        "you are going to be called joe now": ["joe"],
         "My marital status has change, I got to correct my name to reflect that.": ["reflect"],
     }
+
+
+def test_xquad_squad_and_multihop_texts_keep_their_words(shared_data: Path) -> None:
+    """XQuAD's questions and paragraphs in all its languages, and the SQuAD 2.0 and
+    MultiHop-RAG samples' texts: full of Title-case names nobody introduced; none is taken."""
+    texts: list[str] = []
+    for path in sorted((shared_data / "xquad").glob("xquad.*.json")):
+        for article in json.loads(path.read_text(encoding="utf-8"))["data"]:
+            for paragraph in article["paragraphs"]:
+                texts += [qa["question"] for qa in paragraph["qas"]]
+                texts.append(paragraph["context"])
+
+    def strings(value: object) -> list[str]:
+        if isinstance(value, str):
+            return [value] if len(value) > 15 else []
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list):
+            return [s for item in value for s in strings(item)]
+        return []
+
+    for name in ("squad2-dev-sample500", "multihop-rag-sample500"):
+        texts += strings(json.loads((shared_data / name / "queries.json").read_text()))
+    assert len(texts) > 19_000
+    assert [text for text in texts if list(find_names(text))] == []
