@@ -29,7 +29,13 @@ from service.harvest.labelling import (
     LabellingError,
 )
 from service.harvest.store import Decision
-from service.language.tags import LANGUAGE_TAG_MAX_CHARS, LANGUAGE_TAG_PATTERN, canonical_tag
+from service.language.detector import LABELS
+from service.language.tags import (
+    LANGUAGE_TAG_MAX_CHARS,
+    LANGUAGE_TAG_PATTERN,
+    canonical_tag,
+    language_key,
+)
 
 router = APIRouter(prefix="/v1/gold-candidates", tags=["harvest"], route_class=TokenFirstRoute)
 
@@ -56,12 +62,29 @@ LabellingDep = Annotated[Labelling, Depends(get_labelling)]
 
 #: A label value: 1-64 characters, not blank.
 _Label = Annotated[str, Field(min_length=1, max_length=64, pattern=r"\S")]
+
+
 #: A BCP 47 language tag (``en``, ``hi-Latn``), written in its canonical case (``hi-latn`` is
 #: stored as ``hi-Latn``, the live traffic's label: :func:`service.language.tags.canonical_tag`).
+def _labelled_language(tag: str) -> str:
+    """A gold row's language must be one the language stage can give live questions (its
+    tag folded: ``en-US`` → ``en``): a row labelled ``xx-foo`` never agrees with any live
+    label and makes the measured language quality and the per-language off-corpus rule
+    report a language nobody asks in (a second trial's accept). The message does not repeat
+    the value."""
+    if language_key(tag) not in LABELS:
+        raise ValueError(
+            "not a language the language stage labels (a langdetect code such as en, de or "
+            "es, zh, hi-Latn, optionally with a region: en-US)"
+        )
+    return tag
+
+
 _Language = Annotated[
     str,
     Field(max_length=LANGUAGE_TAG_MAX_CHARS, pattern=LANGUAGE_TAG_PATTERN),
     AfterValidator(canonical_tag),
+    AfterValidator(_labelled_language),
 ]
 #: A substring a correct answer must contain.
 _Needle = Annotated[str, Field(min_length=1, max_length=500, pattern=r"\S")]

@@ -474,7 +474,8 @@ def test_a_reworded_question_is_scrubbed_and_replaces_the_suggestions_text(
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("language", "SECRET english!"), ("topic", "   "), ("role", "S" * 65),
+    [("language", "SECRET english!"), ("language", "xx-Foo"), ("topic", "   "),
+     ("role", "S" * 65),
      ("answer_contains", ["SECRET", " "]), ("answer_contains", "SECRET"),
      ("reference_answer", "")],
 )  # fmt: skip
@@ -487,7 +488,7 @@ def test_a_bad_label_is_a_422_naming_the_field(
     answer = client.post(f"/v1/gold-candidates/{cid}/accept", headers=AUTH,
                          json={"gold": ["p-9"], "kind": "plain", field: value})  # fmt: skip
     assert answer.status_code == 422
-    assert "SECRET" not in answer.text and "S" * 65 not in answer.text
+    assert "SECRET" not in answer.text and "S" * 65 not in answer.text and "xx-" not in answer.text
     locs = [entry["loc"] for entry in answer.json()["detail"]]
     assert all(loc[:2] == ["body", field] for loc in locs), locs
     assert gold.read_bytes() == before and _status(client, cid) == "suggested"
