@@ -320,8 +320,18 @@ def shares_over_time(
                 ax.axhline(gold[category], color=colour, linestyle="--", linewidth=1)
         for t in alarms:
             ax.axvline(t / DAY_S, color=ALARM_COLOUR, linewidth=1.2, alpha=0.8)
-        # matplotlib.dates ships no type annotations
-        ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M"))  # type: ignore[no-untyped-call]
+        # At most 6 ticks labelled "Mar 02" at midnight, "12:00" between (time_ticks, as the
+        # alarm timeline): matplotlib's own ticks, each "03-02 06:00", ran into one another
+        # once the legend moved right of the plot (a second trial's replay report).
+        ticks = time_ticks(times[0], times[-1], max_ticks=6)
+        if len(ticks) >= 2:
+            ax.set_xticks([t / DAY_S for t, _ in ticks], [label for _, label in ticks])
+        else:  # under two hours: matplotlib's ticks, few of them
+            from matplotlib.ticker import MaxNLocator
+
+            ax.xaxis.set_major_locator(MaxNLocator(4))
+            # matplotlib.dates ships no type annotations
+            ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))  # type: ignore[no-untyped-call]
         ax.set(title=title, ylabel="share", ylim=(0, 1.02), xlabel="event time (UTC)")
         # right of the plot area, as grouped_bars' legend: inside it, at the top, it hid the
         # largest share's line (a language's near 1.0) and its gold set's dashed one

@@ -87,3 +87,15 @@ def test_shares_over_time_legend_is_right_of_the_plot_area() -> None:
     _, _, area_right, _ = _plot_area(svg)
     legend_left, _, _, _ = _legend_box(svg)
     assert legend_left > area_right
+
+
+def test_shares_over_time_ticks_are_few_and_never_run_together() -> None:
+    """A second trial's replay report: matplotlib's ticks, each "03-02 06:00", ran into one
+    another once the legend moved right. Two days from Mar 02 06:00 give time_ticks' 12 h
+    step: 12:00, Mar 03, 12:00, Mar 04 (at most 6, short labels)."""
+    start = 1_772_431_200.0  # 2026-03-02 06:00 UTC
+    times = [start + i * 3600 for i in range(49)]
+    svg = plots.shares_over_time(times, {"en": [0.5] * 49}, title="t")
+    labels = [text for text in ("12:00", "Mar 03", "Mar 04") if text in svg]
+    assert labels == ["12:00", "Mar 03", "Mar 04"]
+    assert "03-02" not in svg and "06:00" not in svg
