@@ -172,7 +172,10 @@ def _breakdown(reports: Sequence[RetrieverReport], k: int) -> Markup:
             figure(svg, f"{metric} per {field}"),
             table(header, rows),
         ]
-    if not parts:
+    if not parts and all(r.n_averaged == 0 for r in reports):
+        parts.append(para("No answerable question to break down (the breakdowns are over "
+                          "answerable questions).", "muted"))  # fmt: skip
+    elif not parts:
         parts.append(para("The gold set sets none of the breakdown fields.", "muted"))
     else:
         parts.insert(0, para(

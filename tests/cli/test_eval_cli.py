@@ -333,6 +333,7 @@ def test_a_gold_set_with_no_answerable_question_has_undefined_means(tmp_path: Pa
     assert page.returncode == 0, page.stderr
     html = (tmp_path / "eval.html").read_text()
     assert "No answerable question: every mean is undefined" in html
+    assert "No answerable question to break down" in html  # not "sets none of the fields"
     assert "0.000" not in html.split('id="overall"')[1].split("</table>")[0]  # no fake 0
     gated = run([*base, "--fail-under", "recall@5=0.5"], tmp_path)
     assert gated.returncode == 2
