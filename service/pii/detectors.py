@@ -528,11 +528,12 @@ _ANY = re.compile(r"(?s:.*)")
 
 class _Names:
     """:func:`service.pii.names.find_names` as a detector: each self-introduced name as a
-    match of exactly its span (``m.start()``, ``m.end()``)."""
+    match of exactly its span (``m.start()``, ``m.end()``). Its table gate has asked
+    :func:`~service.pii.names.may_hold_name` already."""
 
     def finditer(self, text: str, /) -> Iterator[re.Match[str]]:
         """Yield one match per name, in text order."""
-        for start, end in find_names(text):
+        for start, end in find_names(text, checked=True):
             m = _ANY.match(text, start, end)
             if m is not None:
                 yield m

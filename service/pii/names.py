@@ -170,31 +170,34 @@ def _strong_end(m: re.Match[str]) -> int | None:
     return _strong_end_of(m)
 
 
-def _strong_end_of(m: re.Match[str]) -> int | None:
-    """The end of group ``n``'s words up to the first stop word (``None``: the first is
-    one)."""
-    end = None
-    for word in _WORDS.finditer(m.string, m.start("n"), m.end("n")):
-        if word.group().lower() in STOP_WORDS:
-            break
-        end = word.end()
-    return end
-
-
-def _weak_end(m: re.Match[str]) -> int | None:
-    """End of the Title-case name after a weak cue (two or three words; one only after an
-    English cue and before the clause's end, ``from``, ``and`` or ``here``), else ``None``."""
-    if not _clause_start(m.string, m.start()):
-        return None
+def _kept_words(m: re.Match[str]) -> tuple[list[re.Match[str]], int]:
+    """Group ``n``'s words up to the first stop word, and how many words it has in all."""
     words = list(_WORDS.finditer(m.string, m.start("n"), m.end("n")))
     kept = []
     for word in words:
         if word.group().lower() in STOP_WORDS:
             break
         kept.append(word)
+    return kept, len(words)
+
+
+def _strong_end_of(m: re.Match[str]) -> int | None:
+    """The end of group ``n``'s words up to the first stop word (``None``: the first is
+    one)."""
+    kept, _ = _kept_words(m)
+    return kept[-1].end() if kept else None
+
+
+def _weak_end(m: re.Match[str]) -> int | None:
+    """End of the Title-case name after a weak cue (two or three words; one only after a
+    cue other than ``ich bin`` — German nouns are capitalised — and before the clause's end,
+    a dash, ``from``, ``and``, ``here``, ``btw``, ``y`` or ``et``), else ``None``."""
+    if not _clause_start(m.string, m.start()):
+        return None
+    kept, n_words = _kept_words(m)
     if len(kept) >= 2:
         return kept[-1].end()
-    if len(kept) == 1 and len(words) == 1 and m.group("other") is None:
+    if len(kept) == 1 and n_words == 1 and m.group("other") is None:
         if _SINGLE_END.match(m.string, kept[0].end()) is not None:
             return kept[0].end()
     return None
@@ -213,9 +216,11 @@ def _before_span(m: re.Match[str]) -> tuple[int, int] | None:
     return words[0].start(), words[-1].end()
 
 
-def find_names(text: str) -> Iterator[tuple[int, int]]:
+def find_names(text: str, checked: bool = False) -> Iterator[tuple[int, int]]:
     """Yield ``(start, end)`` of each self-introduced name in ``text`` (module docstring),
     in text order, never overlapping; nothing when :func:`may_hold_name` is False.
+    ``checked``: the caller has already seen :func:`may_hold_name` say yes (the scrubber's
+    gate), so it is not asked again.
 
     >>> text = "Hi, I am Alice Smith. My name is alice smith and I want a refund"
     >>> [text[a:b] for a, b in find_names(text)]
@@ -223,7 +228,7 @@ def find_names(text: str) -> Iterator[tuple[int, int]]:
     >>> list(find_names("who sang my name is stanley")), list(find_names("this is URGENT"))
     ([], [])
     """
-    if not may_hold_name(text.lower()):
+    if not checked and not may_hold_name(text.lower()):
         return
     spans = []
     for pattern, end_of in ((_STRONG, _strong_end), (_WEAK, _weak_end)):
