@@ -97,6 +97,10 @@ _TITLE = (
 #: Any word of letters (any script, with Indic vowel signs and viramas), inner ``'``/``-``.
 _WORD = r"(?:[^\W\d_]|[\u0900-\u0dff])+(?:['’-](?:[^\W\d_]|[\u0900-\u0dff])+)*"
 
+#: Between a name's words: spaces, never a line break (``Name: Fatima Al-Zahra\nIssue: …``
+#: is one name, not three words: a second trial's form lost its "Issue").
+_GAP = r"[^\S\n\r]+"
+
 _STRONG = re.compile(
     r"(?<![\w\u0900-\u0dff])(?P<cue>"
     r"(?i:my\s+(?:(?:full|first|last|given|real)\s+)?name(?:\s+is|'s|’s)"
@@ -111,17 +115,17 @@ _STRONG = re.compile(
     r"|address\s+me\s+as|address\s+me\s+by\s+the\s+name|prefer\s+to\s+go\s+by"
     r"|go\s+by\s+the\s+name|(?:want|like|prefer|love)\s+to\s+be\s+called(?:\s+by)?"
     r"|(?:i\s+am|i['’]m)\s+called|the\s+name\s+(?:is|i\s+go\s+by\s+is)|my\s+names)))"
-    rf"\s+[\"“']?(?P<n>{_WORD}(?:\s+{_WORD}){{0,2}})"
+    rf"\s+[\"“']?(?P<n>{_WORD}(?:{_GAP}{_WORD}){{0,2}})"
 )
 #: ``jason is my name``: the name before the cue, at the start of a clause.
 _BEFORE = re.compile(
-    rf"(?<![\w\u0900-\u0dff])(?P<n>{_WORD}(?:\s+{_WORD})?)\s+(?i:is\s+my\s+(?:real\s+)?name)"
+    rf"(?<![\w\u0900-\u0dff])(?P<n>{_WORD}(?:{_GAP}{_WORD})?)\s+(?i:is\s+my\s+(?:real\s+)?name)"
     r"(?![\w'’])"
 )
 _WEAK = re.compile(
     r"(?<![\w\u0900-\u0dff])(?P<cue>(?i:i\s+am|i['’]m|this\s+is|soy|je\s+suis)"
     r"|(?P<other>(?i:ich\s+bin)))"
-    rf"\s+(?P<n>{_TITLE}(?:\s+{_TITLE}){{0,2}})(?![\w'’-])"
+    rf"\s+(?P<n>{_TITLE}(?:{_GAP}{_TITLE}){{0,2}})(?![\w'’-])"
 )
 _SINGLE_END = re.compile(r"\s*(?:[,.!?;:)\-–—]|$|(?:from|and|here|btw|y|et)\b)", re.IGNORECASE)
 #: A sign-off: ``Regards, Klaus Müller.``, ``Thanks! Maria`` — Title-case words that end the
@@ -130,14 +134,14 @@ _SIGNOFF = re.compile(
     r"(?<![\w])(?i:(?:(?:best|kind|warm|many)\s+)?regards|thanks|thank\s+you|cheers|sincerely"
     r"|saludos|gracias|gruß|grüße|viele\s+grüße|merci|cordialement|dhanyavaad)[,!.]?\s+"
     r"(?!(?i:(?:(?:best|kind|warm|many)\s+)?regards|thanks|thank\s+you|cheers|sincerely)\b)"
-    rf"(?P<n>{_TITLE}(?:\s+{_TITLE}){{0,2}})(?=\s*(?:[.!,;]|$))"
+    rf"(?P<n>{_TITLE}(?:{_GAP}{_TITLE}){{0,2}})(?=[^\S\n]*(?:[.!,;\n]|$))"
 )
 #: ``Name: Alice Smith`` (a form's field, any case).
-_FIELD = re.compile(rf"(?<![\w])(?i:name)\s*[:=]\s*(?P<n>{_WORD}(?:\s+{_WORD}){{0,2}})")
+_FIELD = re.compile(rf"(?<![\w])(?i:name)\s*[:=]\s*(?P<n>{_WORD}(?:{_GAP}{_WORD}){{0,2}})")
 #: ``Maria Lopez here - ...``, ``Hi, Dmitri Ivanov speaking.``: at a clause start, before a
 #: dash, comma, full stop or the text's end.
 _SELF = re.compile(
-    rf"(?<![\w'’-])(?P<n>{_TITLE}(?:\s+{_TITLE}){{0,2}})\s+(?i:here|speaking)"
+    rf"(?<![\w'’-])(?P<n>{_TITLE}(?:{_GAP}{_TITLE}){{0,2}})\s+(?i:here|speaking)"
     r"(?=\s*(?:[-–—,.!:;]|$))"
 )
 _WORDS = re.compile(rf"{_WORD}")

@@ -236,6 +236,13 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("name", "Name: alice smith. What is the fee?", "Name: <NAME>. What is the fee?"),
     ("name", "Maria Lopez here - who designed it?", "<NAME> here - who designed it?"),
     ("name", "Hi, Dmitri Ivanov speaking. What is it?", "Hi, <NAME> speaking. What is it?"),
+    # a third trial: a name never runs over a line break; a sign-off on its own line
+    ("name", "Name: Fatima Al-Zahra\nIssue: card declined", "Name: <NAME>\nIssue: card declined"),
+    (
+        "name",
+        "Best regards,\nDmitri Ivanov\nHow do I verify?",
+        "Best regards,\n<NAME>\nHow do I verify?",
+    ),
 ]
 
 
