@@ -826,7 +826,9 @@ def _problem(exc: OSError) -> str:
 
 
 def _confirmed(labels: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The labeller's labels, checked: keys of :data:`LABEL_FIELDS`, ``None`` left out.
+    """The labeller's labels, checked and scrubbed (:func:`service.pii.scrub`: a role or a
+    reference answer holding an e-mail or a self-introduced name was stored as sent — a
+    third trial): keys of :data:`LABEL_FIELDS`, ``None`` left out.
 
     Raises:
         LabellingError: an unknown key, or a value of the wrong shape; the message names
@@ -843,13 +845,13 @@ def _confirmed(labels: Mapping[str, Any] | None) -> dict[str, Any]:
                 isinstance(v, str) and v.strip() for v in value
             ):
                 raise LabellingError(f"{name}: must be a list of non-blank strings")
-            out[name] = list(value)
+            out[name] = [scrub(v).text for v in value]
         elif not isinstance(value, str) or not value.strip():
             raise LabellingError(f"{name}: must be a non-blank string")
         elif name == "question":  # the labeller's rewording, scrubbed like the asked text
             out[name] = scrub(value.strip()).text
-        else:
-            out[name] = value
+        else:  # every label is scrubbed before it is stored, as a reject reason is
+            out[name] = scrub(value).text
     return {name: out[name] for name in LABEL_FIELDS if name in out}
 
 

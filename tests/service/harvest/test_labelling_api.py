@@ -472,6 +472,28 @@ def test_a_reworded_question_is_scrubbed_and_replaces_the_suggestions_text(
     assert blank.status_code == 422 and blank.json()["detail"][0]["loc"] == ["body", "question"]
 
 
+def test_every_label_is_scrubbed_before_it_is_stored(
+    client: TestClient, harvested: tuple[Labelling, Path, StateStore]
+) -> None:
+    """A third trial: topic, role, answer_contains and reference_answer were written to the
+    gold set as sent, e-mails, phones and names included (a reworded question and a reject
+    reason were scrubbed)."""
+    _, gold, _ = harvested
+    cid = ids_by_question(client)["exam schedule for sem 3"]
+    answer = client.post(f"/v1/gold-candidates/{cid}/accept", headers=AUTH, json={
+        "gold": ["p-9"], "kind": "plain", "topic": "call +91 98765 43210",
+        "role": "zq@example.com", "answer_contains": ["Regards, Zebedee Quux.", "15 December"],
+        "reference_answer": "My name is Zebedee Quux, mail zq@example.com"})  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    expected = {"topic": "call <PHONE>", "role": "<EMAIL>",
+                "answer_contains": ["Regards, <NAME>.", "15 December"],
+                "reference_answer": "My name is <NAME>, mail <EMAIL>"}  # fmt: skip
+    assert answer.json()["labels"] == expected
+    row = json.loads(gold.read_text(encoding="utf-8").splitlines()[-1])
+    assert {k: row[k] for k in expected} == expected
+    assert "98765" not in gold.read_text() and "Zebedee" not in answer.text
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [("language", "SECRET english!"), ("language", "xx-Foo"), ("topic", "   "),
