@@ -221,6 +221,96 @@ def test_wordllama_pooling_is_the_librarys_own_to_the_bit() -> None:
     assert not ours.embed([""]).any()  # no token: a zero row
 
 
+def _real_questions(shared_data: Path) -> list[str]:
+    """Distinct real questions and paragraphs: NQ-open, CLINC150, BANKING77, Hinglish-TOP
+    (both columns), XQuAD's questions in all twelve languages and its paragraphs in en, hi
+    and es."""
+    import csv
+    import json
+
+    texts = []
+    with (shared_data / "nq-open" / "NQ-open.dev.jsonl").open(encoding="utf-8") as handle:
+        texts += [json.loads(line)["question"] for line in handle]
+    clinc = json.loads((shared_data / "clinc150" / "data_full.json").read_text())
+    texts += [text for split in clinc.values() for text, _ in split]
+    with (shared_data / "banking77" / "test.csv").open(encoding="utf-8", newline="") as handle:
+        texts += [row[0] for row in csv.reader(handle)]
+    with (shared_data / "hinglish-top" / "test.tsv").open(encoding="utf-8") as handle:
+        for line in handle:
+            texts += line.rstrip("\n").split("\t")[:2]
+    for path in sorted((shared_data / "xquad").glob("xquad.*.json")):
+        lang = path.name.split(".")[1]
+        for article in json.loads(path.read_text(encoding="utf-8"))["data"]:
+            for paragraph in article["paragraphs"]:
+                if lang in ("en", "hi", "es"):
+                    texts.append(paragraph["context"])
+                texts += [qa["question"] for qa in paragraph["qas"]]
+    return list(dict.fromkeys(texts))
+
+
+#: Texts at the edges of the word split: spaces (none, leading, trailing, runs), other
+#: whitespace, the word mark itself, added tokens, byte fallback, empty.
+ODD_TEXTS = [
+    "", " ", "  ", "a", " a", "a ", "a  b", "   three leading", "trailing   ", "tab\there",
+    "new\nline \n next", "\u2581already marked", "mid\u2581word", "a </s> b", "<s>", "x<unk>y",
+    "🙂🙂 fee?", "परीक्षा कब है", "ü ö ä ß", "word " * 300, "Hostel  FEE!!", "<EMAIL> mailed",
+    "\u00a0non-breaking\u00a0space", "zero\u200bwidth",
+]  # fmt: skip
+
+
+def test_word_tokens_are_the_librarys_ids_on_real_text(shared_data: Path) -> None:
+    # The reference is the library's own encode_batch of each text whole; every real question
+    # (and the odd texts) must get the very same ids with the word memo cold, warm, and
+    # cleared every few words.
+    from service.embeddings.model import WordTokens, words_never_merge
+
+    model = WordLlamaEmbedder()._load()
+    tokenizer = model.tokenizer
+    assert words_never_merge(tokenizer)  # the shipped tokenizer takes the word path
+    texts = _real_questions(shared_data) + ODD_TEXTS
+    assert len(texts) > 25_000
+    expected = [e.ids for e in tokenizer.encode_batch(texts, add_special_tokens=False)]
+    memo = WordTokens(tokenizer)
+    assert memo.by_word
+    for _ in range(2):  # cold, then every word known
+        assert memo(texts) == expected
+    assert WordTokens(tokenizer, capacity=3)(texts) == expected  # cleared all the time
+    # the marked texts went to the library: a space inside a word is not a word boundary
+    assert memo(["a\u2581b"]) == [tokenizer.encode("a\u2581b", add_special_tokens=False).ids]
+
+
+def test_word_tokens_leave_other_tokenizers_to_the_library() -> None:
+    # A tokenizer that truncates, or whose vocabulary holds a token with the mark inside
+    # (a merge across two words), is encoded whole, as the library does.
+    from tokenizers import Tokenizer
+    from tokenizers.models import BPE
+
+    from service.embeddings.model import WordTokens, words_never_merge
+
+    shipped = WordLlamaEmbedder()._load().tokenizer
+    truncating = Tokenizer.from_str(shipped.to_str())
+    truncating.enable_truncation(3)
+    assert not words_never_merge(truncating)
+    words = WordTokens(truncating)
+    assert not words.by_word
+    text = "one two three four five"
+    assert words([text]) == [truncating.encode(text, add_special_tokens=False).ids]
+    assert len(words([text])[0]) == 3
+
+    mark = "\u2581"
+    vocab = {mark: 0, "a": 1, "b": 2, mark + "a": 3, mark + "b": 4, "a" + mark: 5,
+             "a" + mark + "b": 6}  # fmt: skip
+    crossing = Tokenizer(BPE(vocab, [("a", mark), ("a" + mark, "b"), (mark, "a"), (mark, "b")]))
+    crossing.normalizer = Tokenizer.from_str(shipped.to_str()).normalizer
+    assert not words_never_merge(crossing)  # "a▁" and "a▁b" cross a word boundary
+    # "a b" is normalised to ▁a▁b; the first merge (a, ▁) spans the two words: ▁ + a▁b,
+    # where the words alone would be ▁a + ▁b
+    assert crossing.encode("a b").ids == [0, 6]
+    assert [[t.id for t in crossing.model.tokenize(w)] for w in (mark + "a", mark + "b")] == [
+        [3], [4]]  # fmt: skip
+    assert WordTokens(crossing)(["a b"]) == [[0, 6]]
+
+
 # -- the factory and its configuration ---------------------------------------------------------
 
 
