@@ -30,6 +30,7 @@ refusing a question the gold set marks unanswerable is never an over-refusal.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import pickle
 from collections.abc import Iterable, Mapping, Sequence
@@ -706,6 +707,36 @@ class PickledEstimator:
         return probability_in_scope(self._estimator, features)
 
 
+def corpus_sample(ids: Sequence[str], limit: int | None) -> list[int]:
+    """The positions, in corpus order, of the passages the corpus feature reads: all of them
+    when there are at most ``limit`` (or ``limit`` is ``None``), else the ``limit`` passages
+    whose ids have the smallest 64-bit BLAKE2b digests.
+
+    The nearest passage of a question is a matrix product with every passage read, so its
+    cost grows with the corpus (~27 µs a distinct question at 1,024 passages of the default
+    768-dimensional vectors, ~0.5 ms at 20,000, on one core) and so does the start-up (each
+    passage embedded). A fixed sample bounds both. The digest makes it a sample of the
+    corpus's ids alone: the same passages whatever their order in the file, and a passage
+    added or removed changes at most one place in it. The gold rows' features and the live
+    questions' read the same sample, so the fitted model, its cross-validated quality and
+    its off-corpus cutoffs are measured on what is applied.
+
+    Raises:
+        ValueError: ``limit`` below 1.
+
+    >>> corpus_sample(["a", "b", "c"], None), corpus_sample(["a", "b", "c"], 5)
+    ([0, 1, 2], [0, 1, 2])
+    >>> len(corpus_sample([f"p{i}" for i in range(100)], 10))
+    10
+    """
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be >= 1, got {limit}")
+    if limit is None or len(ids) <= limit:
+        return list(range(len(ids)))
+    digests = [hashlib.blake2b(pid.encode("utf-8"), digest_size=8).digest() for pid in ids]
+    return sorted(sorted(range(len(ids)), key=lambda i: (digests[i], i))[:limit])
+
+
 class EmbeddingScope:
     """Out-of-scope detector on the embedding layer, calibrated on the gold set.
 
@@ -730,14 +761,18 @@ class EmbeddingScope:
     least ``min_tpr`` of the answerable rows in scope
     (:func:`calibrate_threshold`). The final model is then fitted on all gold rows.
 
-    Cost: the corpus is embedded once at start (WordLlama: ~40 µs a passage; memory
-    ``n_passages × dim × 4`` bytes, 100 MB for 100,000 passages at 256 dimensions); a live
-    batch costs one embedding call and two matrix products (gold set, corpus).
+    Cost: the corpus passages given are embedded once at start (WordLlama: ~40 µs a
+    passage; memory ``n_passages × dim × 4`` bytes) and a live batch costs one embedding call
+    and matrix products with the gold set and those passages: the caller bounds them with a
+    fixed sample (:func:`corpus_sample`, ``analytics.scope_corpus_passages``), named in the
+    quality's ``method`` with ``corpus_total``.
 
     Args:
         embedder: any :class:`service.embeddings.model.Embedder`.
         questions: the gold set (needs ≥ 2 answerable and ≥ 2 unanswerable rows).
         passages: corpus passage texts (may be empty: the corpus feature is then left out).
+        corpus_total: passages in the whole corpus when ``passages`` is a sample of it
+            (:func:`corpus_sample`); ``None``: they are the whole corpus.
         retriever_scores: best retriever score per gold question (same order), or ``None``
             to leave the retriever feature out.
         retriever: name of that retriever (live scores must come from the same one).
@@ -770,6 +805,7 @@ class EmbeddingScope:
         seed: int = 0,
         languages: Sequence[str | None] | None = None,
         min_rows: int = 10,
+        corpus_total: int | None = None,
     ) -> None:
         from sklearn.linear_model import LogisticRegression
         from sklearn.model_selection import StratifiedKFold, cross_val_predict
@@ -834,12 +870,17 @@ class EmbeddingScope:
             self.model = model().fit(features[:, self.columns], labels)
         self.feature_names = tuple(names[i] for i in self.columns)
         chosen = ", ".join(self.feature_names)
+        n_passages = self.passage_vectors.shape[0]
+        sampled = ""  # the corpus feature and the off-corpus rule read the passages given
+        if corpus_total and corpus_total > n_passages:
+            sampled = (f"; nearest passage over a fixed sample of {n_passages:,} of the "
+                       f"corpus's {corpus_total:,} passages")  # fmt: skip
         self.quality = measure_auc(
             cv_scores[labels], cv_scores[~labels], n_boot=n_boot, seed=seed,
             method=(f"{folds}-fold cross-validated logistic regression on {chosen} "
                     f"(best of {len(candidates)} feature sets; gold similarities leave-one-out), "
                     f"{int(labels.sum())} answerable vs {int((~labels).sum())} unanswerable "
-                    "gold questions"),
+                    f"gold questions{sampled}"),
         )  # fmt: skip
         #: cross-validated probability in scope of each gold row (gold order), whose rates at
         #: the threshold are the operating point reported next to the AUC

@@ -52,6 +52,7 @@ from service.refusals.scope import (
     ScopeCalibration,
     best_score,
     calibrate_with_retriever,
+    corpus_sample,
 )
 from service.refusals.stage import EmbeddingScopeStage, RefusalStage, ScopeStage
 from service.retrievers.base import Retriever
@@ -388,7 +389,9 @@ def _scope_stage(
         return by_score, calibration, quality
     found = retriever.search_batch([q.question for q in questions], 1)
     embedder = embedder or shared_embedder(config.embeddings)
-    passages = [p.text for p in corpus.passages]
+    every = corpus.passages
+    sample = corpus_sample([p.id for p in every], config.scope_corpus_passages)
+    passages = [every[i].text for i in sample]
     scores = [best_score(r) for r in found]
 
     # each gold row's language as the language stage labels a live question (its own
@@ -401,10 +404,10 @@ def _scope_stage(
         return EmbeddingScope(embedder, questions, passages, retriever_scores=scores,
                               retriever=retriever.name, min_tpr=config.scope_min_tpr,
                               languages=languages, min_rows=config.quality_min_class,
-                              ).fitted_state()  # fmt: skip
+                              corpus_total=len(every)).fitted_state()  # fmt: skip
 
     inputs = [questions, passages, scores, retriever.name, config.scope_min_tpr, embedder.name,
-              languages, config.quality_min_class]  # fmt: skip
+              languages, config.quality_min_class, len(every)]  # fmt: skip
     detector = EmbeddingScope.restore(embedder, memo("embedding-scope", inputs, fit))
     stage = EmbeddingScopeStage(detector, retriever, known, cache_size)
     cal = detector.calibration  # its rates are those of the cross-validated scores

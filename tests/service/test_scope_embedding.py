@@ -351,3 +351,70 @@ def test_probability_in_scope_is_predict_proba_to_the_bit(seed: int) -> None:
     # a model of another shape goes through its own predict_proba
     plain = LogisticRegression().fit(x, y)
     assert np.array_equal(probability_in_scope(plain, live), plain.predict_proba(live)[:, 1])
+
+
+# -- the corpus sample (issue 22: a large corpus) ------------------------------------------------
+
+
+def _digest_order(ids: Sequence[str]) -> list[str]:
+    """The ids by their 64-bit BLAKE2b digest, computed here from the definition."""
+    import hashlib
+
+    return sorted(ids, key=lambda pid: hashlib.blake2b(pid.encode(), digest_size=8).digest())
+
+
+def test_corpus_sample_takes_the_smallest_digests_in_corpus_order() -> None:
+    from service.refusals.scope import corpus_sample
+
+    ids = [f"doc-{i}" for i in range(40)]
+    picked = corpus_sample(ids, 7)
+    assert picked == sorted(picked) and len(picked) == 7  # positions, corpus order
+    assert {ids[i] for i in picked} == set(_digest_order(ids)[:7])
+    # a sample of the ids alone: the same passages whatever the file's order
+    backwards = ids[::-1]
+    assert {backwards[i] for i in corpus_sample(backwards, 7)} == {ids[i] for i in picked}
+    # one passage added changes at most one place in the sample
+    grown = [*ids, "doc-new"]
+    assert len({grown[i] for i in corpus_sample(grown, 7)} - {ids[i] for i in picked}) <= 1
+    assert corpus_sample(ids, 40) == corpus_sample(ids, None) == list(range(40))
+    with pytest.raises(ValueError, match=">= 1"):
+        corpus_sample(ids, 0)
+
+
+def test_a_corpus_over_the_limit_is_read_through_its_sample_and_says_so() -> None:
+    # The demo corpus (58 passages) with scope_corpus_passages 16: the detector embeds and
+    # reads 16 passages, the 16 smallest digests, and its quality line names the sample; at
+    # the default (1,024) it reads all 58 and says nothing of a sample.
+    from service.data.corpus import load_corpus
+    from service.demo import demo_data
+    from service.runtime.analytics import _scope_stage
+    from service.settings.sections import AnalyticsConfig
+
+    paths = demo_data()
+    gold, corpus = load_gold_set(paths["gold_set"]), load_corpus(paths["corpus"])
+    assert len(corpus.passages) == 58
+    sampled, _, quality = _scope_stage(AnalyticsConfig(scope_corpus_passages=16), gold, corpus)
+    assert isinstance(sampled, EmbeddingScopeStage) and quality is not None
+    assert sampled.detector.passage_vectors.shape[0] == 16
+    expected = set(_digest_order([p.id for p in corpus.passages])[:16])
+    vectors = sampled.detector.embedder.embed([p.text for p in corpus.passages
+                                               if p.id in expected])  # fmt: skip
+    assert np.array_equal(np.sort(sampled.detector.passage_vectors, axis=0),
+                          np.sort(vectors, axis=0))  # fmt: skip
+    assert quality.method.endswith("; nearest passage over a fixed sample of 16 of the "
+                                   "corpus's 58 passages")  # fmt: skip
+    whole, _, quality = _scope_stage(AnalyticsConfig(), gold, corpus)
+    assert isinstance(whole, EmbeddingScopeStage) and quality is not None
+    assert whole.detector.passage_vectors.shape[0] == 58
+    assert "sample" not in quality.method
+
+
+def test_scope_corpus_passages_setting() -> None:
+    from pydantic import ValidationError
+
+    from service.settings.sections import AnalyticsConfig
+
+    assert AnalyticsConfig().scope_corpus_passages == 1_024
+    assert AnalyticsConfig(scope_corpus_passages=None).scope_corpus_passages is None
+    with pytest.raises(ValidationError, match="scope_corpus_passages"):
+        AnalyticsConfig(scope_corpus_passages=3)
