@@ -33,6 +33,12 @@ Opening never repairs or recreates: a corrupt, foreign or unreadable file raises
 The file holds users' questions (scrubbed), pseudonymised ids and, for seconds, the raw spans
 of open traces (``traces/open/``), so it is created readable by
 its owner only (mode 0600; SQLite gives its ``-wal`` and ``-shm`` files the database's mode).
+Deleted content does not linger on disk: the file is opened with ``PRAGMA secure_delete=ON``
+(SQLite overwrites deleted cells and freed pages with zeros) and a checkpoint that deletes a
+key then checkpoints the write-ahead log into the file and truncates it (``PRAGMA
+wal_checkpoint(TRUNCATE)``), so the older page images in the ``-wal`` file go too. Without
+them, a trial found the raw e-mails and names of assembled traces in freed pages and WAL
+frames minutes later, and after a ``kill -9`` and restart.
 A writer (``serve``, ``replay --state``) opens it with ``exclusive=True``: an advisory
 ``flock`` on ``<file>.lock`` held until :meth:`StateStore.close` (or the process's death), so
 a second process on the same file — also through a symlink or another spelling of the path:
@@ -57,6 +63,7 @@ export``) do not take the lock.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import sys
@@ -70,6 +77,8 @@ from typing import Any, NamedTuple
 import msgspec
 
 from service.errors import GoldwatchError
+
+log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "1"
 _SCHEMA = (
@@ -261,6 +270,7 @@ class StateStore:
             _check_integrity(conn, label)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA secure_delete=ON")  # deleted raw spans leave no trace
             _init_schema(conn, label)
         except BaseException:
             conn.close()
@@ -381,7 +391,23 @@ class StateStore:
                 _rollback(self._conn)
                 raise _write_error(self._label, exc) from exc
             self.swept += swept
+            if deleted or unchanged or swept:
+                self._truncate_log()
         return max(written, 0)
+
+    def _truncate_log(self) -> None:
+        """Checkpoint the write-ahead log into the file and truncate it to 0 bytes, so page
+        images holding deleted values (the raw spans of an assembled trace) leave the disk
+        (module docstring). Best effort, under the lock: a reader in the way (another
+        process's ``candidates`` command) leaves the log for the next checkpoint that
+        deletes; an in-memory store has no log."""
+        if self._label == ":memory:":
+            return
+        try:
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except sqlite3.Error as exc:  # the commit stands; the next deleting checkpoint retries
+            log.warning("state file %s: write-ahead log not truncated: %s", self._label,
+                        type(exc).__name__)  # fmt: skip
 
     def write_unless(self, updates: Mapping[str, Any], guards: Mapping[str, Guard]) -> list[str]:
         """Write ``updates`` in one durable transaction, except each key whose guard

@@ -117,6 +117,41 @@ def test_the_state_file_and_its_wal_are_private(tmp_path: Path) -> None:
         os.umask(old)
 
 
+def test_a_deleted_value_leaves_neither_the_file_nor_its_write_ahead_log(
+    tmp_path: Path,
+) -> None:
+    """Raw spans of an open trace are stored until the checkpoint that assembles the trace
+    deletes them; after it, their bytes are on disk nowhere: not in a freed cell or page of
+    the database (secure_delete) nor in an older page image in the -wal file (truncated).
+    A trial found them in both minutes later, and after a kill -9. The process stays open
+    (a crash would leave the files as they are now). This machine's SQLite is built with
+    secure_delete on by default (the log's truncation alone is then what the files show):
+    the store sets it on whatever the build's default."""
+    secret = "hannah.k@posteo.de +1 415 555 0134 Hannah Kowalczyk"
+    path = tmp_path / "state.db"
+    files = [path, tmp_path / "state.db-wal"]
+    with StateStore.open(path, exclusive=True) as store:
+        # small values (cells in a page) and large ones (overflow pages, freed whole)
+        store.checkpoint(
+            {
+                f"traces/open/t{i}/1.{i}": {"spans": f"{secret} {i} " * (1 + i % 2 * 300)}
+                for i in range(50)
+            }
+            | {"stage/count": {"processed": 0}, "x": None}
+        )
+        # (deleting "x" moved the log into the file: the spans are in its pages now)
+        assert any(secret.encode() in f.read_bytes() for f in files if f.exists())  # stored
+        store.checkpoint({f"traces/open/t{i}/1.{i}": None for i in range(50)}
+                         | {"stage/count": {"processed": 50}})  # fmt: skip
+        assert store.get("stage/count") == {"processed": 50}
+        assert store.keys("traces/") == []
+        assert store._conn.execute("PRAGMA secure_delete").fetchone() == (1,)
+        for file in files:
+            assert not file.exists() or secret.encode()[:20] not in file.read_bytes(), file
+    with StateStore.open(path) as store:  # the truncated log lost nothing committed
+        assert store.get("stage/count") == {"processed": 50}
+
+
 def test_one_writer_per_state_file(tmp_path: Path) -> None:
     """A second writer fails at open, naming the holder's pid, while readers still open the
     file; closing the first releases it."""
