@@ -678,7 +678,26 @@ class Settings(BaseSettings):
                 self.retriever(name)
             except KeyError as exc:
                 raise ValueError(f"{where}: {exc.args[0]}") from None
+        for where, name in fields:
+            if self.corpus is None and self._searches_corpus(name, ()):
+                # else every gold-set run and shadow call fails at run time (EvalUsageError)
+                raise ValueError(f"{where}: {name!r} searches the corpus, and no corpus is "
+                                 "configured: set corpus (or GOLDWATCH_CORPUS)")  # fmt: skip
         return self
+
+    def _searches_corpus(self, name: str, seen: tuple[str, ...]) -> bool:
+        """Whether retriever ``name`` (known) is built on the corpus: ``bm25``, ``tfidf`` and
+        ``dense`` are, a ``hybrid`` is when one of its members is (``seen``: the hybrids
+        already followed, against a cycle)."""
+        if name in seen:
+            return False
+        try:
+            config = self.retriever(name)
+        except KeyError:  # an unknown member: _unique_names reports it
+            return False
+        if config.kind == "hybrid":
+            return any(self._searches_corpus(m, (*seen, name)) for m in config.members)
+        return config.kind in ("bm25", "tfidf", "dense")
 
     @field_validator("retrievers")
     @classmethod

@@ -235,6 +235,28 @@ def test_yaml_error_names_line_and_column(tmp_path: Path) -> None:
         load_settings(_write(tmp_path, "eval:\n  k: [1,\n"))  # the list never closes
 
 
+def test_a_shadow_retriever_built_on_the_corpus_needs_one() -> None:
+    # A trial's `shadow: {production: bm25}` without a corpus passed config check, then every
+    # gold-set run failed with a bare "EvalUsageError". An http retriever (or a hybrid of
+    # http ones) searches no corpus of ours.
+    from service.settings import ConfigError, load_settings
+
+    with pytest.raises(ConfigError, match=r"shadow\.production: 'bm25' searches the corpus, "
+                                          r"and no corpus is configured"):  # fmt: skip
+        load_settings(shadow={"production": "bm25"})
+    with pytest.raises(ConfigError, match=r"shadow\.candidates\[0\]\.retriever: 'hybrid'"):
+        load_settings(shadow={"candidates": [{"name": "hybrid"}]})
+    remote = [{"name": "a", "kind": "http", "url": "http://127.0.0.1:9/a"},
+              {"name": "b", "kind": "http", "url": "http://127.0.0.1:9/b"},
+              {"name": "ab", "kind": "hybrid", "members": ["a", "b"]},
+              {"name": "a-bm25", "kind": "hybrid", "members": ["a", "bm25"]}]  # fmt: skip
+    shadow = {"production": "a", "candidates": [{"name": "ab"}]}
+    settings = load_settings(retrievers=remote, shadow=shadow)
+    assert settings.corpus is None and settings.shadow.production == "a"
+    with pytest.raises(ConfigError, match="'a-bm25' searches the corpus"):
+        load_settings(retrievers=remote, shadow={"candidates": [{"name": "a-bm25"}]})
+
+
 def test_shadow_candidates_must_name_known_retrievers() -> None:
     from service.settings import ConfigError, load_settings
 

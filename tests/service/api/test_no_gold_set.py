@@ -18,7 +18,10 @@ AUTH = {"authorization": f"Bearer {TOKEN}"}
 def test_status_json_page_and_gold_runs_say_the_gold_set_is_off(tmp_path: Path) -> None:
     settings = load_settings(
         state={"path": tmp_path / "state.sqlite"}, api={"port": _free_port(), "token": TOKEN},
-        shadow={"production": "bm25"},  # a gold-set run would need the gold set
+        # a gold-set run would need the gold set (a production retriever of the app's own:
+        # bm25 would need a corpus too, refused at load)
+        retrievers=[{"name": "prod", "kind": "http", "url": "http://127.0.0.1:9/search"}],
+        shadow={"production": "prod"},
     )  # fmt: skip
     assert settings.gold_set is None and settings.corpus is None
     events = [{**_event(f"n{i}", q), "answer": {"text": a}} for i, (q, a) in enumerate([
