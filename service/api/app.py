@@ -86,7 +86,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> FastAPI:
     app.include_router(trace_router)
     app.include_router(status_page.router)
     _add_metrics_route(app)
-    _add_body_limit(app, settings.api.max_request_bytes)
+    _add_body_limit(app, settings.api.max_request_bytes, settings.api.max_header_bytes)
     app.add_middleware(HeadAsGet)
     _add_error_handlers(app)
     return app
@@ -148,8 +148,8 @@ def _add_metrics_route(app: FastAPI) -> None:
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
 
-def _add_body_limit(app: FastAPI, limit: int) -> None:
-    app.add_middleware(BodyLimit, limit=limit)
+def _add_body_limit(app: FastAPI, limit: int, header_limit: int | None = None) -> None:
+    app.add_middleware(BodyLimit, limit=limit, header_limit=header_limit)
 
 
 #: Bytes of an over-size request body read and dropped after its 413 is sent (on top of the
@@ -160,9 +160,10 @@ DRAIN_BYTES = 64 * 1_048_576
 
 
 class BodyLimit:
-    """Reject request bodies over ``limit`` bytes (413) and malformed ``Content-Length`` (400)
-    before the route runs; a body without a length (chunked POST/PUT/PATCH) is read up to the
-    limit and handed on.
+    """Reject request bodies over ``limit`` bytes (413), malformed ``Content-Length`` (400)
+    and, with ``header_limit``, a request line and headers over that many bytes (431, RFC
+    6585) before the route runs; a body without a length (chunked POST/PUT/PATCH) is read up
+    to the limit and handed on.
 
     A 413 is answered at once (from ``Content-Length`` before any of the body is read), then
     the rest of the body is read and dropped (at most :data:`DRAIN_BYTES`; bounded in time by
@@ -177,13 +178,18 @@ class BodyLimit:
     request; every turn waits for the GIL while the pipeline thread holds it (issue 9).
     """
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: int, header_limit: int | None = None) -> None:
         self.app = app
         self.limit = limit
+        self.header_limit = header_limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if self.header_limit is not None and _head_bytes(scope) > self.header_limit:
+            detail = f"request line and headers over {self.header_limit} bytes"
+            await _problem(431, "headers_too_large", detail)(scope, receive, send)
             return
         length = Headers(scope=scope).get("content-length")
         if length is not None:
@@ -234,6 +240,20 @@ class BodyLimit:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
         await response(scope, receive, drained)
+
+
+def _head_bytes(scope: Scope) -> int:
+    """The request head's size as sent (HTTP/1.1): ``METHOD SP target SP HTTP/x.y CRLF``,
+    ``name: value CRLF`` per header, then ``CRLF`` (``api.max_header_bytes``). h11's
+    own limit (``h11_max_incomplete_event_size``) bounds only what it buffers while a head is
+    incomplete: a 20 KB head that arrived in one read passed a 16 KB limit (a trial)."""
+    target = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"")
+    if scope.get("query_string"):
+        target += 1  # the "?"
+    size = len(scope["method"]) + target + len(scope.get("http_version", "1.1")) + 9
+    for name, value in scope["headers"]:
+        size += len(name) + len(value) + 4
+    return size + 2  # the empty line ending the head
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

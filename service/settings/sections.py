@@ -272,7 +272,8 @@ class ApiConfig(_Frozen):
             process's open-files limit). Past it the oldest connection still sending its
             request is closed (408) to make room; when every connection is running a
             request, the new one gets 503 with ``Retry-After``.
-        max_header_bytes: largest request line plus headers (h11's incomplete-event limit).
+        max_header_bytes: largest request head (request line, headers, the empty line):
+            larger gets 431, however it arrived (it is also h11's incomplete-event limit).
     """
 
     host: str = "127.0.0.1"
