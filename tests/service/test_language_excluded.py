@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -25,6 +26,8 @@ from service.language.detector import (
 )
 from service.language.hinglish import is_hinglish
 from service.language.scripts import SCRIPT_LANGUAGES
+from service.language.stage import LanguageStage
+from service.pipeline import Batch
 from service.text import normalise
 
 EN_DE = LanguageConfig(candidates=("en", "de"), preferred=("en", "de"))
@@ -166,3 +169,72 @@ def test_the_reference_runs_only_on_low_confidence_text(xquad: dict[str, list[st
     # each once, normalised as the detector caches it (one question is asked twice)
     assert sorted(ran) == sorted({normalise(q, fold="nfc", separators="whitespace")
                                   for q in spanish})  # fmt: skip
+
+
+def _process(stage: LanguageStage, questions: list[str]) -> Batch:
+    batch = Batch.of([SimpleNamespace(event_id=f"e-{i}", question=q)  # type: ignore[misc]
+                      for i, q in enumerate(questions)], source="file")  # fmt: skip
+    stage.process(batch)
+    return batch
+
+
+@pytest.mark.parametrize("preferred", [("en", "de"), ()], ids=["gold set", "no gold set"])
+def test_the_stage_counts_the_20_spanish_questions_of_100(
+    xquad: dict[str, list[str]], preferred: tuple[str, ...]
+) -> None:
+    """The same log through the language stage, with and without expected languages: 100
+    judged, 20 Spanish (by construction), annotated where they are, kept with the state."""
+    config = LanguageConfig(candidates=("en", "de"), preferred=preferred)
+    stage = LanguageStage(LanguageDetector(config))
+    batch = _process(stage, spanish_log(xquad))
+    marked = {i for i, notes in enumerate(batch.annotations) if "language_excluded" in notes}
+    assert marked == SPANISH_AT
+    assert {batch.annotations[i]["language_excluded"] for i in marked} == {"es"}
+    assert (stage.judged, dict(stage.excluded)) == (100, {"es": 20})
+    assert stage.excluded_counts() == (100, {"es": 20})
+    assert stage.take_pending() == {"es": 20} and stage.take_pending() == {}
+    state = stage.state_snapshot()
+    assert state["excluded"] == {"candidates": ["en", "de"], "judged": 100,
+                                 "by_language": {"es": 20}}  # fmt: skip
+    restarted = LanguageStage(LanguageDetector(config))
+    restarted.restore(json.loads(json.dumps(state)))
+    assert restarted.excluded_counts() == (100, {"es": 20})
+    _process(restarted, spanish_log(xquad)[:5])  # one more Spanish question
+    assert restarted.excluded_counts() == (105, {"es": 21})
+
+
+def test_counts_start_afresh_under_other_candidates(xquad: dict[str, list[str]]) -> None:
+    """Counts kept under ``[en, de]`` say nothing about ``[en, de, es]`` (a restart with
+    Spanish added, or a gold-set refresh adding it): they are dropped, not reported."""
+    stage = LanguageStage(LanguageDetector(EN_DE))
+    _process(stage, spanish_log(xquad))
+    state = stage.state_snapshot()
+    wider = LanguageConfig(candidates=("en", "de", "es"), preferred=("en", "de", "es"))
+    restarted = LanguageStage(LanguageDetector(wider))
+    restarted.restore(state)
+    assert restarted.excluded_counts() == (0, {})
+    assert "excluded" not in restarted.state_snapshot()
+    stage.detector = LanguageDetector(wider)  # a gold-set refresh swaps the detector in
+    assert stage.excluded_counts() == (0, {})  # before the next batch too
+    _process(stage, spanish_log(xquad))
+    assert stage.excluded_counts() == (100, {})
+    restarted.restore({"supported": {}, "excluded": "garbage"})  # a malformed state: none
+    assert restarted.excluded_counts() == (0, {})
+
+
+def test_default_candidates_cost_the_stage_nothing(
+    nq_open: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the default candidates the stage never asks for a left-out language: the check
+    raising would fail the batch. No annotation, no count, no state."""
+
+    def never(self: LanguageDetector, text: str, label: str) -> str | None:
+        raise AssertionError("asked with the default candidates")
+
+    monkeypatch.setattr(LanguageDetector, "excluded_language", never)
+    for config in (LanguageConfig(), LanguageConfig(preferred=("en",))):
+        stage = LanguageStage(LanguageDetector(config))
+        batch = _process(stage, nq_open[:500])
+        assert not any("language_excluded" in notes for notes in batch.annotations)
+        assert stage.excluded_counts() == (0, {}) and stage.judged == 0
+        assert "excluded" not in stage.state_snapshot()
