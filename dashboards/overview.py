@@ -69,6 +69,24 @@ def _traffic() -> list[Panel | list[Panel]]:
                 "percentunit", stack=True, maximum=1,
             ),
         ],
+        [
+            timeseries(
+                "Questions in languages the candidates leave out (share of the last hour)",
+                "Share of the last hour's questions, all replicas, whose text reads as a "
+                "language that analytics.language.candidates (plus the gold set's languages) "
+                "leaves out, by that language (goldwatch_questions_excluded_language_total over "
+                "all questions). Such questions are labelled as a candidate or und, so the "
+                "language shares and language drift miss them; from 5 % the reports and "
+                "/v1/status call the language figures unreliable. Empty with the default "
+                "candidates. Add the language to analytics.language.candidates, or remove the "
+                "setting.",
+                [(f"sum by (language) (rate(goldwatch_questions_excluded_language_total{{{SEL}}}"
+                  f"[1h])) / ignoring (language) group_left () "
+                  f"(sum(rate(goldwatch_questions_by_language_total{{{SEL}}}[1h])) > 0)",
+                  "{{language}}")],
+                "percentunit", stack=True, maximum=1,
+            ),
+        ],
     ]  # fmt: skip
 
 

@@ -79,7 +79,9 @@ class Status(BaseModel):
     #: stays in use: ``gold_refresh_error``); without a configured gold set, that gold-set
     #: comparisons are off and which setting turns them on (``gold_set:`` /
     #: ``GOLDWATCH_GOLD_SET``); topic labels too few to be the topics (clusters instead);
-    #: empty otherwise.
+    #: that the language figures are unreliable (at least 5 % of the live questions read as
+    #: a language the language candidates leave out); the languages they leave out
+    #: (``analytics.language.candidates`` narrower than the defaults); empty otherwise.
     notices: list[str] = []
     version: str
     ready: bool

@@ -37,6 +37,7 @@ from service.html.page import (
 )
 from service.html.quality_section import quality_section
 from service.html.rates import refusals_section
+from service.language.excluded import excluded_text
 from service.language.quality import agreement_text
 from service.shadow.stage import FEW_RESULTS
 from service.topics.model import NOVEL
@@ -110,10 +111,18 @@ def analytics_sections(
         agreement = analytics.get("language_quality")
         live = analytics.get("languages") or {}
         note = agreement_text(agreement, live) + "." if agreement is not None else None
+        left_out = analytics.get("language_candidates")
         parts += [
             _shares(
-                "languages", "Languages", drift["language"], series, "languages", drift, note=note
-            ),  # fmt: skip
+                "languages",
+                "Languages",
+                drift["language"],
+                series,
+                "languages",
+                drift,
+                note=note,
+                left_out=left_out,
+            ),
             _shares(
                 "topics",
                 "Topics",
@@ -212,20 +221,31 @@ def _shares(
     labels: Mapping[str, str] | None = None,
     novelty: Mapping[str, Any] | None = None,
     note: str | None = None,
+    left_out: Mapping[str, Any] | None = None,
 ) -> Markup:
     """One dimension's shares; ``labels`` names categories (a topic's top terms);
     ``novelty`` (topics: :func:`service.jobs.replay.novelty_report`) labels the ``novel``
     share uncalibrated, or says why novelty is off; ``note`` (languages: the language id's
-    agreement with the gold set's labels) is shown under the drift state. Without gold
-    counts (no gold set) only the live shares are shown."""
+    agreement with the gold set's labels) is shown under the drift state, and so is
+    ``left_out`` (languages: :func:`service.language.excluded.excluded_report`, the
+    questions reading as a language the candidates leave out; a warning when it calls the
+    language figures unreliable). Without gold counts (no gold set) only the live shares are
+    shown."""
     rows = share_rows(dim.get("live_counts", {}), dim.get("gold_counts", {}))
     names = dict(labels or {})
     if not rows:
         return section(anchor, title, para("No events yet.", "muted"))
     name = anchor.rstrip("s")
     parts: list[str] = [Markup(f"<p>Drift state: {badge(dim['state'])}</p>")]
+    if left_out is not None and left_out.get("unreliable"):
+        text = str(left_out["unreliable"])
+        parts.append(para(f"These language shares are UNRELIABLE and not facts: "
+                          f"{text.removeprefix('the language figures are unreliable: ')}.",
+                          "warn"))  # fmt: skip
     if note:
         parts.append(para(note, "muted"))
+    if left_out is not None and not left_out.get("unreliable"):
+        parts.append(para(f"{excluded_text(left_out)}.", "muted"))
     novelty = novelty or {}
     if novelty.get("uncalibrated"):
         names[NOVEL] = f"{names.get(NOVEL, NOVEL)} (uncalibrated)"

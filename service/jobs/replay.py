@@ -63,6 +63,7 @@ from service.embeddings.config import english_model_notice
 from service.harvest.shed_note import shed_note
 from service.jobs.series import TimeSeries
 from service.language.detector import OTHER as OTHER_LANGUAGE
+from service.language.excluded import excluded_text
 from service.language.quality import agreement_text
 from service.pipeline import CountingStage, Pipeline
 from service.refusals.scope import (
@@ -315,9 +316,17 @@ def render_text(doc: ReplayReport) -> str:
     elif not ranked:  # a model, but no event to assign
         topics = f"none (no events processed; {len(names)} topics in the model)"
     langs = langs or "none (no events processed)"
-    lines += [f"languages: {langs}"]
+    left_out = analytics.get("language_candidates")  # candidates narrower than the defaults
+    if left_out is not None and left_out.get("unreliable"):
+        named = ", ".join(list(left_out["by_language"])[:3])
+        lines.append(f"languages (UNRELIABLE, not facts: the candidates leave out {named}, "
+                     f"read in {left_out['share']:.1%} of the questions): {langs}")  # fmt: skip
+    else:
+        lines.append(f"languages: {langs}")
     if analytics.get("language_quality") is not None:  # with a gold set: measured on it
         lines.append(f"  {agreement_text(analytics['language_quality'], analytics['languages'])}")
+    if left_out is not None:
+        lines.append(f"  {excluded_text(left_out)}")
     lines += [f"topics: {topics}"]
     if refusals["rate"] is not None:
         lines.append(f"refusals: {refusals['refused']}/{refusals['answers']} "

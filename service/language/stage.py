@@ -1,9 +1,11 @@
 """The language pipeline stage: the adapter from a batch of events to the detector
 (:mod:`service.language.detector`), writing each question's language into its annotations
-and keeping the live baseline's language mix as state."""
+and keeping the live baseline's language mix as state, and — when the candidates leave
+languages out — the count of questions that read as one of them."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from service.language.detector import UNDETERMINED, LanguageDetector, LanguageLabeler
@@ -35,6 +37,14 @@ class LanguageStage:
     detector's ``config.cache_size`` questions, then afresh; forgotten when the detector is
     replaced): a repeated question costs a look-up, not the normalisation and the detector's
     own cache (keyed by the normalised text).
+
+    When the detector's candidates leave languages out (:attr:`LanguageDetector.excluded`,
+    e.g. ``[en, de]``), every question is also judged for reading as one of them
+    (:meth:`LanguageDetector.excluded_language`): ``annotations[i]["language_excluded"]``
+    is set to that language on the questions that do, and :attr:`judged` and
+    :attr:`excluded` count them since the first start, for the candidates they were counted
+    under (a restart or gold-set refresh with other candidates starts them afresh). With
+    candidates that leave nothing out (the default) nothing of this runs.
     """
 
     name = "language"
@@ -47,6 +57,12 @@ class LanguageStage:
         self.supported: dict[str, int] = {}
         self._labels: dict[str, str] = {}  # question as asked -> label (expected languages)
         self._labelled_by: LanguageDetector = self.detector
+        #: questions judged for a left-out language, and those that read as one, by it
+        self.judged = 0
+        self.excluded: Counter[str] = Counter()
+        self._counted_for: tuple[str, ...] = self.detector.config.candidates
+        self._pending: Counter[str] = Counter()  # not yet taken by the metrics
+        self._counts: tuple[int, dict[str, int]] = (0, {})  # read by other threads
 
     def baseline_prior(self) -> tuple[str, ...]:
         """The live baseline's languages, most frequent first (ties by code)."""
@@ -57,18 +73,54 @@ class LanguageStage:
 
     def process(self, batch: Batch) -> None:
         detector = self.detector
-        learn = not detector.config.preferred
-        if not learn:
+        if detector.config.preferred:
             self._label_known(batch)
-            return
-        prior = self.baseline_prior()
+        else:
+            prior = self.baseline_prior()
+            for event, annotation in zip(batch.events, batch.annotations, strict=True):
+                language, supported = detector.detect_with_support(event.question, prior)
+                if supported and language != UNDETERMINED:
+                    self.supported[language] = self.supported.get(language, 0) + 1
+                annotation["language"] = language
+                if self.labeler is not None:
+                    annotation["language_label"] = self.labeler.label(language)
+        if detector.excluded:  # candidates narrower than the defaults (empty: no cost)
+            self._judge_excluded(batch, detector)
+
+    def _judge_excluded(self, batch: Batch, detector: LanguageDetector) -> None:
+        """Count the batch's questions that read as a language the candidates leave out
+        (annotated ``language_excluded``); the counts start afresh under other candidates."""
+        if detector.config.candidates != self._counted_for:
+            self._restart_counts(detector.config.candidates)
+        check, excluded, pending = detector.excluded_language, self.excluded, self._pending
         for event, annotation in zip(batch.events, batch.annotations, strict=True):
-            language, supported = detector.detect_with_support(event.question, prior)
-            if learn and supported and language != UNDETERMINED:
-                self.supported[language] = self.supported.get(language, 0) + 1
-            annotation["language"] = language
-            if self.labeler is not None:
-                annotation["language_label"] = self.labeler.label(language)
+            guess = check(event.question, annotation["language"])
+            if guess is not None:
+                annotation["language_excluded"] = guess
+                excluded[guess] += 1
+                pending[guess] += 1
+        self.judged += len(batch.events)
+        self._counts = (self.judged, dict(excluded.most_common()))
+
+    def _restart_counts(self, candidates: tuple[str, ...]) -> None:
+        self.judged, self.excluded, self._counted_for = 0, Counter(), candidates
+        self._counts = (0, {})
+
+    def excluded_counts(self) -> tuple[int, dict[str, int]]:
+        """``(judged, {left-out language: questions})`` under the current detector's
+        candidates, most first; ``(0, {})`` when they leave nothing out or nothing was
+        judged under them yet. Safe to call from another thread (a snapshot per batch)."""
+        judged, counts = self._counts
+        if not self.detector.excluded or self.detector.config.candidates != self._counted_for:
+            return 0, {}
+        return judged, counts
+
+    def take_pending(self) -> dict[str, int]:
+        """The left-out-language counts since the last call (for the metrics), then none."""
+        if not self._pending:
+            return {}
+        pending, self._pending = dict(self._pending), Counter()
+        return pending
 
     def _label_known(self, batch: Batch) -> None:
         """:meth:`process` with expected languages: no prior, no baseline to learn, each
@@ -92,13 +144,32 @@ class LanguageStage:
                 annotation["language_label"] = labeler.label(language)
 
     def state_snapshot(self) -> Any:
-        """The baseline's supported-label counts (the detector's cache is rebuilt)."""
-        return {"supported": dict(self.supported)}
+        """The baseline's supported-label counts (the detector's cache is rebuilt) and, once
+        questions were judged for a left-out language, ``"excluded"``: ``{"candidates",
+        "judged", "by_language"}``."""
+        state: dict[str, Any] = {"supported": dict(self.supported)}
+        if self.judged:
+            state["excluded"] = {"candidates": list(self._counted_for), "judged": self.judged,
+                                 "by_language": dict(self.excluded)}  # fmt: skip
+        return state
 
     def restore(self, state: Any) -> None:
-        """Take back :meth:`state_snapshot`'s counts (``None`` or a malformed state: none)."""
+        """Take back :meth:`state_snapshot`'s counts (``None`` or a malformed state: none);
+        left-out-language counts only when kept under the current detector's candidates."""
         counts = state.get("supported") if isinstance(state, dict) else None
         self.supported = {}
         if isinstance(counts, dict):
             self.supported = {str(k): int(v) for k, v in counts.items()
                               if isinstance(v, int) and v > 0}  # fmt: skip
+        self._restart_counts(self.detector.config.candidates)
+        kept = state.get("excluded") if isinstance(state, dict) else None
+        if not isinstance(kept, dict) or not isinstance(kept.get("judged"), int):
+            return
+        if tuple(kept.get("candidates") or ()) != self._counted_for:
+            return  # counted under other candidates: no longer what this detector misses
+        by_language = kept.get("by_language")
+        self.judged = max(0, kept["judged"])
+        if isinstance(by_language, dict):
+            self.excluded = Counter({str(k): v for k, v in by_language.items()
+                                     if isinstance(v, int) and v > 0})  # fmt: skip
+        self._counts = (self.judged, dict(self.excluded.most_common()))

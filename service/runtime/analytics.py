@@ -38,6 +38,7 @@ from service.language.detector import (
     LanguageDetector,
     LanguageLabeler,
 )
+from service.language.excluded import candidates_notice
 from service.language.quality import language_agreement
 from service.language.stage import LanguageStage
 from service.language.tags import language_key
@@ -98,6 +99,11 @@ class Analytics:
         language_quality: the language stage's agreement with the gold set's ``language``
             labels (:meth:`~service.language.quality.LanguageAgreement.to_json`), or
             ``None`` without a language stage or a gold set.
+        language_stage: the language stage (its left-out-language counts), or ``None``.
+        language_notice: the line naming the languages the language candidates leave out
+            (:func:`~service.language.excluded.candidates_notice`), or ``None`` when they
+            leave none out (the default) or there is no language stage; replaced when a
+            gold-set refresh changes the candidates.
     """
 
     stages: list[Stage]
@@ -116,6 +122,8 @@ class Analytics:
     min_balanced_accuracy: float = 0.0
     quality_min_class: int = 0
     language_quality: dict[str, Any] | None = None
+    language_stage: LanguageStage | None = None
+    language_notice: str | None = None
 
     def uncalibrated(self, detector: str) -> str | None:
         """Why ``detector``'s counts are not facts (e.g. ``"out_of_scope ROC AUC 0.991
@@ -544,7 +552,8 @@ def build_analytics(
                            lambda: _language_counts(gold, detector))  # fmt: skip
     labeler = LanguageLabeler(language_counts, [*config.language_labels, *DEFAULT_FREQUENT],
                               limit=config.language_label_limit)  # fmt: skip
-    stages.append(LanguageStage(detector, labeler))
+    language_stage = LanguageStage(detector, labeler)
+    stages.append(language_stage)
     if notice := english_model_notice(config.embeddings, language_counts):
         log.warning("%s", notice)
     # One embedder for topics, novelty and out-of-scope (``analytics.embeddings``); the
@@ -617,6 +626,8 @@ def build_analytics(
         min_balanced_accuracy=config.scope_min_balanced_accuracy,
         quality_min_class=config.quality_min_class,
         language_quality=language_quality(gold, detector),
+        language_stage=language_stage,
+        language_notice=candidates_notice(detector.config.candidates, detector.excluded),
     )
     if scope_quality is not None:
         analytics.detector_quality["out_of_scope"] = scope_quality
@@ -754,13 +765,17 @@ def apply_gold_references(
     agreement: dict[str, Any] | None = None,
 ) -> None:
     """Swap in what :func:`gold_references` computed (call with the pipeline lock held):
-    the topic stage's model (its cache cleared), the language stage's detector, and the
-    drift stage's gold counts. (The language *label* set stays as at start, so the metric
+    the topic stage's model (its cache cleared), the language stage's detector, the drift
+    stage's gold counts, and the notice of left-out languages (the candidates include the
+    gold set's languages). (The language *label* set stays as at start, so the metric
     series stay bounded: a language new to the gold set is labelled ``other`` on the
     ``language`` metric label until a restart.) ``agreement``: the new detector's
     :func:`language_quality` on the changed gold set."""
     if detector is not None and agreement is not None:
         analytics.language_quality = agreement
+    if detector is not None:  # a new gold-set language is a candidate from now on
+        analytics.language_notice = candidates_notice(detector.config.candidates,
+                                                      detector.excluded)  # fmt: skip
     for stage in analytics.stages:
         if isinstance(stage, LanguageStage) and detector is not None:
             stage.detector = detector

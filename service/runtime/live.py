@@ -132,7 +132,8 @@ class Live:
         quality: known questions scored live, ACL checks (``None`` without a gold set).
         notices: what the user should know about the inputs, one line each (gold passage
             ids missing from the configured corpus: :func:`corpus_notice`; topic labels too
-            few to be the topics: :func:`gold_topic_notice`); the replay
+            few to be the topics: :func:`gold_topic_notice`; the languages the language
+            candidates leave out: :attr:`Analytics.language_notice`); the replay
             report lists them and serve logs them at start.
         topic_notice: that topic-label notice alone (``GET /v1/status`` shows it until a
             gold-set refresh replaces it).
@@ -155,6 +156,9 @@ class Live:
         and what the shadow stage collected since the last batch."""
         if self.analytics_metrics is not None:
             self.analytics_metrics.observe_annotations(batch.annotations)
+            language = self.analytics.language_stage
+            if language is not None and (excluded := language.take_pending()):
+                self.analytics_metrics.observe_excluded_languages(excluded)
             if self.analytics.drift is not None:
                 self.analytics_metrics.observe_drift(self.analytics.drift.report())
         self.export_shadow()
@@ -379,7 +383,8 @@ def build_live(
         stages.append(harvest)
     return Live(build_pipeline(settings, stages), analytics, metrics, shadow_stage,
                 shadow_metrics, quality, harvest, harvest_metrics, closers,
-                [n for n in (notice, topic_notice) if n], topic_notice)  # fmt: skip
+                [n for n in (notice, topic_notice, analytics.language_notice) if n],
+                topic_notice)  # fmt: skip
 
 
 def replay_clock() -> float:

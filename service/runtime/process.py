@@ -44,7 +44,12 @@ from service.runtime.live import (
     keep_topic_identity,
 )
 from service.runtime.memory import fix_mmap_threshold, freeze_heap
-from service.runtime.reports import AnalyticsReport, analytics_report, json_safe
+from service.runtime.reports import (
+    AnalyticsReport,
+    analytics_report,
+    json_safe,
+    language_candidates_report,
+)
 from service.runtime.threads import native_threads
 from service.settings import Settings, gold_set_notice
 from service.shadow.gold_runs import GoldRuns
@@ -360,8 +365,12 @@ class Runtime:
         ready, reasons = self.ready()
         totals = self.engine.totals_view()
         notice = gold_set_notice(self.settings)
-        # a failed refresh first: the gold set in use is not the file's
-        notices = [self.gold_refresh_error, notice, self.topic_notice]
+        analytics = self.live.analytics
+        unreliable = (language_candidates_report(analytics) or {}).get("unreliable")
+        # a failed refresh first: the gold set in use is not the file's; then the language
+        # figures called unreliable, before the start-up line that names the left-out ones
+        notices = [self.gold_refresh_error, notice, self.topic_notice, unreliable,
+                   analytics.language_notice]  # fmt: skip
         return {
             "notices": [text for text in notices if text],
             "version": __version__,

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, NotRequired
+from typing import Any, NotRequired, cast
 
 from prometheus_client import CollectorRegistry
 from typing_extensions import TypedDict
 
 from service.evaluation.detector_quality import measured_on
 from service.harvest.store import SuggestionRecord
+from service.language.excluded import excluded_report
 from service.pipeline.totals import AnnotationTotals
 from service.refusals.detector import refusal_rate_method
 from service.refusals.scope import describe
@@ -90,7 +91,9 @@ class AnalyticsReport(TypedDict):
     """:func:`analytics_report`: what ``goldwatch replay`` prints under ``analytics`` and
     ``GET /v1/drift`` and ``/v1/refusals`` serve parts of. ``languages``/``topics``: live
     counts per BCP 47 tag / topic, most common first; ``language_quality``: how far the
-    language labels agree with the gold set's own; ``topic_labels``: topic -> its
+    language labels agree with the gold set's own; ``language_candidates`` (only when the
+    language candidates leave languages out): those languages and the live questions that
+    read as one of them (:func:`language_candidates_report`); ``topic_labels``: topic -> its
     description; ``pii_scrubbed``: count per PII type; ``drift``: the drift stage's report
     (per dimension its state, comparisons, counts and gaps; alarms; see
     :meth:`service.drift.stage.DriftStage.report`). The replay adds ``series`` (time series
@@ -101,6 +104,9 @@ class AnalyticsReport(TypedDict):
     #: (:meth:`service.language.quality.LanguageAgreement.to_json`), ``None`` without a
     #: gold set
     language_quality: dict[str, Any] | None
+    #: the languages the candidates leave out and the live questions reading as one
+    #: (:func:`service.language.excluded.excluded_report`); absent when none is left out
+    language_candidates: NotRequired[dict[str, Any]]
     topics: dict[str, int]
     topic_labels: dict[str, str]
     refusals: RefusalCounts
@@ -218,7 +224,27 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
     }  # fmt: skip
     if live.quality is not None:
         report["out_of_scope"]["gold_set_versions"] = live.quality.gold_set_versions()
+    candidates = language_candidates_report(live.analytics)
+    if candidates is not None:  # right after language_quality, as the reports read them
+        items = list(report.items())
+        at = [key for key, _ in items].index("language_quality") + 1
+        items.insert(at, ("language_candidates", candidates))
+        report = cast(AnalyticsReport, dict(items))
     return report
+
+
+def language_candidates_report(analytics: Analytics) -> dict[str, Any] | None:
+    """The languages the running language stage's candidates leave out and the live
+    questions that read as one of them (:func:`~service.language.excluded.excluded_report`,
+    with ``analytics.quality_min_class`` as its fewest questions), or ``None`` (no language
+    stage, or candidates that leave nothing out). Safe without the pipeline lock."""
+    stage = analytics.language_stage
+    if stage is None or not stage.detector.excluded:
+        return None
+    detector = stage.detector
+    judged, by_language = stage.excluded_counts()
+    return excluded_report(detector.config.candidates, detector.excluded, judged, by_language,
+                           analytics.quality_min_class)  # fmt: skip
 
 
 def scope_support(analytics: Analytics) -> dict[str, Any] | None:

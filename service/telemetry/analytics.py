@@ -41,6 +41,9 @@ class AnalyticsMetrics:
     goldwatch_pii_scrubbed_total                 counter type
     goldwatch_questions_by_language_total        counter language (allow-list + other)
     goldwatch_questions_by_topic_total           counter topic (model topics + novel)
+    goldwatch_questions_excluded_language_total  counter language (allow-list + other): the
+                                                         left-out language a question reads
+                                                         as (narrowed candidates only)
     goldwatch_answers_total                      counter (events with an answer)
     goldwatch_refusals_total                     counter (answers that refused)
     goldwatch_scope_scored_total                 counter (questions with a scope score)
@@ -67,6 +70,7 @@ class AnalyticsMetrics:
     pii_scrubbed: Counter
     questions_by_language: Counter
     questions_by_topic: Counter
+    questions_excluded_language: Counter
     answers: Counter
     refusals: Counter
     scope_scored: Counter
@@ -113,6 +117,13 @@ class AnalyticsMetrics:
             ("under_refusals", self.under_refusals),
         ):
             counter.inc(flags[key])  # fmt: skip
+
+    def observe_excluded_languages(self, counts: Mapping[str, int]) -> None:
+        """Count questions that read as a language the language candidates leave out
+        (:meth:`~service.language.stage.LanguageStage.take_pending`), by that language."""
+        for language, n in counts.items():
+            label = bounded_label(language, self.language_labels)
+            self.questions_excluded_language.labels(language=label).inc(n)
 
     def observe_drift(self, report: Mapping[str, Any]) -> None:
         """Mirror a :meth:`service.drift.stage.DriftStage.report` into the drift gauges."""
@@ -249,6 +260,14 @@ def build_analytics_metrics(
         ),
         questions_by_topic=counter(
             "questions_by_topic", _topic_help(topic_descriptions or {}), ["topic"]
+        ),
+        questions_excluded_language=counter(
+            "questions_excluded_language", "Questions whose text reads as a language the "
+            "language candidates (analytics.language.candidates and the gold set's languages) "
+            "leave out, by that language; each was labelled as a candidate or und instead. "
+            "Counted only while the candidates leave languages out (never with the default "
+            "ones); its share of questions_by_language is the share the language figures "
+            "miss.", ["language"],
         ),
         answers=counter("answers", "Events that carried an answer."),
         refusals=counter("refusals", "Answers that declined to answer."),

@@ -80,6 +80,8 @@ REFUSAL_RECORDS = ("goldwatch:refusal:ratio_rate1h", "goldwatch:refusal:ratio_ra
 EXPECTED_EMPTY: dict[str, str] = {
     "ACL violations per hour by retriever and role/B":
         "no answer in this traffic cites a passage its asker may not read (no leak planted)",
+    "Questions in languages the candidates leave out (share of the last hour)/A":
+        "the replicas run the default language candidates, which leave no language out",
 }  # fmt: skip
 
 
