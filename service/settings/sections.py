@@ -680,10 +680,18 @@ class Settings(BaseSettings):
             except KeyError as exc:
                 raise ValueError(f"{where}: {exc.args[0]}") from None
         for where, name in fields:
-            if self.corpus is None and self._searches_corpus(name, ()):
-                # else every gold-set run and shadow call fails at run time (EvalUsageError)
-                raise ValueError(f"{where}: {name!r} searches the corpus, and no corpus is "
-                                 "configured: set corpus (or GOLDWATCH_CORPUS)")  # fmt: skip
+            # with a gold set and no corpus every gold-set run failed at run time with a bare
+            # EvalUsageError; without a gold set (the packaged demo's file: the demo command
+            # adds both) gold-set runs are off and say so
+            if (
+                self.gold_set is not None
+                and self.corpus is None
+                and self._searches_corpus(name, ())
+            ):
+                raise ValueError(
+                    f"{where}: {name!r} searches the corpus, and a gold set but no corpus is "
+                    "configured: set corpus (or GOLDWATCH_CORPUS)"
+                )
         return self
 
     def _searches_corpus(self, name: str, seen: tuple[str, ...]) -> bool:

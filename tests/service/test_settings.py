@@ -239,22 +239,28 @@ def test_a_shadow_retriever_built_on_the_corpus_needs_one() -> None:
     # A trial's `shadow: {production: bm25}` without a corpus passed config check, then every
     # gold-set run failed with a bare "EvalUsageError". An http retriever (or a hybrid of
     # http ones) searches no corpus of ours.
+    from service.demo import demo_path
     from service.settings import ConfigError, load_settings
 
-    with pytest.raises(ConfigError, match=r"shadow\.production: 'bm25' searches the corpus, "
-                                          r"and no corpus is configured"):  # fmt: skip
-        load_settings(shadow={"production": "bm25"})
+    gold = demo_path("gold.jsonl")
+    expected = r"shadow\.production: 'bm25' searches the corpus, and a gold set but no corpus"
+    with pytest.raises(ConfigError, match=expected):
+        load_settings(gold_set=gold, shadow={"production": "bm25"})
     with pytest.raises(ConfigError, match=r"shadow\.candidates\[0\]\.retriever: 'hybrid'"):
-        load_settings(shadow={"candidates": [{"name": "hybrid"}]})
+        load_settings(gold_set=gold, shadow={"candidates": [{"name": "hybrid"}]})
+    # no gold set (the packaged demo's file, to which the demo command adds both): gold-set
+    # runs are off and say so
+    assert load_settings(demo_path("goldwatch.yaml")).shadow.candidates
     remote = [{"name": "a", "kind": "http", "url": "http://127.0.0.1:9/a"},
               {"name": "b", "kind": "http", "url": "http://127.0.0.1:9/b"},
               {"name": "ab", "kind": "hybrid", "members": ["a", "b"]},
               {"name": "a-bm25", "kind": "hybrid", "members": ["a", "bm25"]}]  # fmt: skip
     shadow = {"production": "a", "candidates": [{"name": "ab"}]}
-    settings = load_settings(retrievers=remote, shadow=shadow)
+    settings = load_settings(gold_set=gold, retrievers=remote, shadow=shadow)
     assert settings.corpus is None and settings.shadow.production == "a"
     with pytest.raises(ConfigError, match="'a-bm25' searches the corpus"):
-        load_settings(retrievers=remote, shadow={"candidates": [{"name": "a-bm25"}]})
+        load_settings(gold_set=gold, retrievers=remote,
+                      shadow={"candidates": [{"name": "a-bm25"}]})  # fmt: skip
 
 
 def test_shadow_candidates_must_name_known_retrievers() -> None:
