@@ -646,7 +646,8 @@ def _plain_identifier(text: str) -> bool:
     * ``pan``/``passport``/``voter_id`` (:class:`_DigitAnchored`): tried only at a digit run
       right after a letter, or after a space or ``-`` that follows an UPPER-case letter;
       ``D`` follows ``-`` after a lower-case letter.
-    * ``name``: every cue of :mod:`service.pii.names` holds a space; ``L-D`` has none.
+    * ``name``: every cue of :mod:`service.pii.names` holds a space or ``--``; ``L-D`` has
+      neither.
     * ``secret``: its look-behind ``(?<![\\w\\-])`` lets it start only at position 0; the
       prefixes that fit ``L-`` (``sk-``/``pk-``/``rk-`` + 16, ``xoxb-``... + 10, ``glpat-`` +
       20) are excluded by trying :data:`_SECRET` there.
