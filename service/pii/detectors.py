@@ -71,7 +71,11 @@ type          placeholder      shape (after digit folding), check
                                brackets kept as round figures (``200-300-4000``) and inside a
                                longer run of numbers; ten bare digits (``4155550100``) kept:
                                roll numbers look the same), international ``+cc``/``00cc``
-                               with 8-15 digits
+                               with 8-15 digits (``+34 612 345 678``); Spanish 3-3-3 (``612
+                               345 678``, ``-`` or ``.`` too, first digit 6-9) only after a
+                               phone cue (``llámame al``, ``teléfono:``, ``mi número es``,
+                               ``call me on``, ``my number is``, ``whatsapp`` ...): without
+                               one a figure (``734 000 000``, a space separating thousands)
 ``name``      ``<NAME>``       a name a person gives of themselves after a cue: ``my name
                                is``, ``call me``, ``I am`` + Title-case words, ``mera
                                naam``, ``me llamo``, ``ich heiße`` ...
@@ -94,7 +98,9 @@ round) cannot be told from a mobile number and are scrubbed: privacy over precis
 On the questions of CLINC150, BANKING77 (all splits), Hinglish-TOP (all splits) and NQ-open
 dev (51,289 questions) none of the types added with ``secret``, ``upi``, ``ssn``,
 ``passport``, ``voter_id``, written-out e-mails, spaced PANs and mobiles, nor the mobile
-splits and North American numbers (bracketed or not) added later, fires.
+splits and North American numbers (bracketed or not) added later, fires; nor does any phone
+pattern on those and XQuAD's, SQuAD 2.0's and MultiHop-RAG's texts (81,357 in all,
+``tests/service/test_pii_phone.py``).
 :data:`service.records.PII_TYPES` is the fixed, bounded set of type names (a metric label's
 values).
 """
@@ -307,6 +313,22 @@ _NANP_PHONE = re.compile(rf"{_NUM_L}{_NANP}{_NUM_R}")
 #: Scanned on its own: as an alternative of :data:`_PHONE` its groups would need that pattern's
 #: group guards, which the mobile splits do not all take.
 _NANP_BARE_PHONE = re.compile(rf"{_GROUP_L}{_NANP_BARE}{_GROUP_R}")
+#: A Spanish number written 3-3-3 (``612 345 678``, ``612-345-678``, ``612.345.678``; mobiles
+#: start with 6 or 7, landlines with 8 or 9), a whole run of number groups, kept unless a phone
+#: cue comes right before it (:data:`_PHONE_CUE`, :func:`_cued_phone`): a space or a dot also
+#: separates thousands (XQuAD's ``734 000 000``). With ``+34``/``0034`` it is :data:`_INTL`'s.
+_ES_PHONE = re.compile(rf"{_GROUP_L}[6-9]\d\d(?P<s>[ .-])\d{{3}}(?P=s)\d{{3}}{_GROUP_R}")
+#: A phone cue ending the text before a number: ``llámame al``, ``mi número es el``,
+#: ``teléfono:``, ``call me on``, ``my number is``, ``whatsapp``, ``tel.`` — a cue word, then
+#: only short link words (``al``, ``es``, ``el``, ``on``, ``at``, ``is`` ...) and punctuation.
+_PHONE_CUE = re.compile(
+    r"(?<!\w)(?:ll[aá]m(?:a|ame|eme|enme|anos|ar|arme)|tel[eé]fono|tel|tlf|tfno|m[oó]vil"
+    r"|celular|whats\s?app|wasap|phone|call|mobile|cell|contact|contacto|text|ring|reach"
+    r"|(?:my|mi|su|tu|your|our|nuestro)\s+(?:number|n[uú]mero))"
+    r"(?:[^\w\n]+(?:me|us|al|a|en|es|el|is|on|at|to|de|number|n[uú]mero|contacto))*"
+    r"[^\w\n]*$",
+    re.IGNORECASE,
+)
 #: A mobile number typed one digit at a time: ``9 8 7 6 5 4 3 2 1 0`` (one kind of separator).
 _SPACED_MOBILE = re.compile(
     r"(?=[0-9+])(?<![\w+])(?<!\d[ .\-])(?:(?:\+|00)?91[ .\-]?)?"
@@ -480,6 +502,14 @@ def _whole(m: re.Match[str]) -> int | None:
     return m.end()
 
 
+def _cued_phone(m: re.Match[str]) -> int | None:
+    """Accept a number only a phone cue tells from a figure (:data:`_ES_PHONE`): the cue in
+    the 40 characters before it (``llámame al 612 345 678``; ``734 000 000 habitantes``
+    stays)."""
+    start = m.start()
+    return m.end() if _PHONE_CUE.search(m.string, max(0, start - 40), start) else None
+
+
 def _may_obfuscate(low: str) -> bool:
     """True if lower-cased ``low`` may hold an e-mail address written out: `` dot ``,
     ``(dot)``, ``[at]``, or `` at `` before a mail provider (substring tests first)."""
@@ -571,6 +601,7 @@ _DETECTORS: tuple[tuple[str, _Finder, _Accept, _Gate], ...] = (
     ("phone", _NANP_PHONE, _whole, lambda s, low, n: n >= 10 and "(" in s),
     ("phone", _NANP_BARE_PHONE, _nanp, lambda s, low, n: n >= 10),
     ("phone", _SPACED_MOBILE, _whole, lambda s, low, n: n >= 10),
+    ("phone", _ES_PHONE, _cued_phone, lambda s, low, n: n >= 9),
     ("name", _Names(), _name_end, lambda s, low, n: may_hold_name(low)),
 )  # fmt: skip
 _ASCII_DIGITS = b"0123456789"
@@ -646,7 +677,8 @@ def _plain_identifier(text: str) -> bool:
     * ``pan``/``passport``/``voter_id`` (:class:`_DigitAnchored`): tried only at a digit run
       right after a letter, or after a space or ``-`` that follows an UPPER-case letter;
       ``D`` follows ``-`` after a lower-case letter.
-    * ``name``: every cue of :mod:`service.pii.names` holds a space; ``L-D`` has none.
+    * ``name``: every cue of :mod:`service.pii.names` holds a space or ``--``; ``L-D`` has
+      neither.
     * ``secret``: its look-behind ``(?<![\\w\\-])`` lets it start only at position 0; the
       prefixes that fit ``L-`` (``sk-``/``pk-``/``rk-`` + 16, ``xoxb-``... + 10, ``glpat-`` +
       20) are excluded by trying :data:`_SECRET` there.

@@ -243,6 +243,30 @@ POSITIVES: list[tuple[str, str, str]] = [
         "Best regards,\nDmitri Ivanov\nHow do I verify?",
         "Best regards,\n<NAME>\nHow do I verify?",
     ),
+    # a third trial's misses: German "hier ist", Spanish "yo soy", Hinglish "main ... bol raha
+    # hoon" and "mujhe ... bolte hain", "its" after a greeting (O'Connor one word), "Name - X",
+    # "Signed, X", a signature line "-- X"
+    ("name", "hier ist Sabine Krüger", "hier ist <NAME>"),
+    ("name", "Hallo, hier spricht Sabine Krüger.", "Hallo, hier spricht <NAME>."),
+    ("name", "Yo soy Andrés", "Yo soy <NAME>"),
+    ("name", "Hola, yo soy Andrés y tengo una duda", "Hola, yo soy <NAME> y tengo una duda"),
+    ("name", "main Vikram Singh bol raha hoon", "main <NAME> bol raha hoon"),
+    ("name", "main Priya bol rahi hoon", "main <NAME> bol rahi hoon"),
+    (
+        "name",
+        "hello mai Rohit bol rha hu, card block hai",
+        "hello mai <NAME> bol rha hu, card block hai",
+    ),
+    ("name", "mujhe Arjun bolte hain", "mujhe <NAME> bolte hain"),
+    ("name", "ghar pe mujhe sab arjun kehte hain", "ghar pe mujhe sab <NAME> kehte hain"),
+    ("name", "hey its Kevin O'Connor", "hey its <NAME>"),
+    ("name", "Hi! It's Kevin, is the branch open?", "Hi! It's <NAME>, is the branch open?"),
+    ("name", "Name - Ramesh Kumar", "Name - <NAME>"),
+    ("name", "Full name – Ramesh Kumar\nIssue: card", "Full name – <NAME>\nIssue: card"),
+    ("name", "Signed, Maria Lopez", "Signed, <NAME>"),
+    ("name", "Refund it please.\n-- Ngozi Okafor", "Refund it please.\n-- <NAME>"),
+    ("name", "Refund it please.\n--\nNgozi Okafor\n", "Refund it please.\n--\n<NAME>\n"),
+    ("name", "Refund it please.\n-- Ngozi", "Refund it please.\n-- <NAME>"),
 ]
 
 
@@ -290,6 +314,26 @@ LOOK_ALIKES = [
     "What shouldn't be called social classes?",
     "Is the Super Bowl here?",
     "Thanks, Best Buy is open",
+    # near-misses of the third trial's cues
+    "Yo soy estudiante",
+    "main ghar ja raha hoon",
+    "main Hindi bol raha hoon",
+    "its Monday",
+    "hey its Monday",
+    "It's Apple Pay that fails",
+    "Name - of the river",
+    "What is in a name - Romeo and Juliet?",
+    "-- see above",
+    "see the notes\n-- Edit: fixed\nthanks",
+    "-- Ngozi\nis the branch open?",  # one word on a signature line: the last line only
+    "Which wallets work?\n- Apple Pay\n- Google Pay",  # one dash: a list
+    "Refund it please.\n— Ngozi Okafor",  # an em dash is folded to "-", a list's dash
+    "mujhe ye sab bolte hain",
+    "mujhe Hindi mein bolte hain",
+    "mujhe English bolte hain",
+    "Signed, Sealed, Delivered",
+    "I signed, Monday.",
+    "Hier ist Platz.",
     "exam on 2026-11-29",
     "due 29/11/2026",
     "due 29.11.2026",

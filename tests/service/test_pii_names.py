@@ -19,6 +19,10 @@ expected figures below were read by hand, utterance by utterance:
   wish (a second trial's "what shouldn't be called social classes?").
 * XQuAD (every language, questions and paragraphs) and the SQuAD 2.0 and MultiHop-RAG
   samples (19,314 texts): none.
+
+A third trial's cues (``hier ist``, ``yo soy``, ``main … bol raha hoon``, ``mujhe … bolte
+hain``, ``hey its``, ``Name - X``, ``Signed,``, a ``--`` signature line) changed none of these
+figures: every span above is the same span, and no text gained one.
 """
 
 from __future__ import annotations
@@ -66,7 +70,9 @@ def test_clinc150_change_user_name_recall(shared_data: Path) -> None:
     assert scrub("my name is stu, not sue!").text == "my name is <NAME>, not sue!"
 
 
-def test_other_real_questions_keep_their_words(shared_data: Path) -> None:
+def other_questions(shared_data: Path) -> list[str]:
+    """CLINC150's questions but ``change_user_name``, BANKING77 train and test, NQ-open dev,
+    Hinglish-TOP's three splits (both columns): 62,043 texts."""
     texts = [text for text, intent in _clinc(shared_data) if intent != "change_user_name"]
     for name in ("train.csv", "test.csv"):
         with (shared_data / "banking77" / name).open(encoding="utf-8", newline="") as handle:
@@ -77,6 +83,11 @@ def test_other_real_questions_keep_their_words(shared_data: Path) -> None:
         with (shared_data / "hinglish-top" / name).open(encoding="utf-8") as handle:
             for line in handle:
                 texts += line.rstrip("\n").split("\t")[:2]
+    return texts
+
+
+def test_other_real_questions_keep_their_words(shared_data: Path) -> None:
+    texts = other_questions(shared_data)
     assert len(texts) == 62_043
     hits = {text: [text[a:b] for a, b in find_names(text)] for text in texts}
     hits = {text: names for text, names in hits.items() if names}
@@ -85,9 +96,9 @@ def test_other_real_questions_keep_their_words(shared_data: Path) -> None:
     }
 
 
-def test_xquad_squad_and_multihop_texts_keep_their_words(shared_data: Path) -> None:
+def xquad_squad_multihop_texts(shared_data: Path) -> list[str]:
     """XQuAD's questions and paragraphs in all its languages, and the SQuAD 2.0 and
-    MultiHop-RAG samples' texts: full of Title-case names nobody introduced; none is taken."""
+    MultiHop-RAG samples' texts (19,314)."""
     texts: list[str] = []
     for path in sorted((shared_data / "xquad").glob("xquad.*.json")):
         for article in json.loads(path.read_text(encoding="utf-8"))["data"]:
@@ -106,5 +117,11 @@ def test_xquad_squad_and_multihop_texts_keep_their_words(shared_data: Path) -> N
 
     for name in ("squad2-dev-sample500", "multihop-rag-sample500"):
         texts += strings(json.loads((shared_data / name / "queries.json").read_text()))
+    return texts
+
+
+def test_xquad_squad_and_multihop_texts_keep_their_words(shared_data: Path) -> None:
+    """Texts full of Title-case names nobody introduced; none is taken."""
+    texts = xquad_squad_multihop_texts(shared_data)
     assert len(texts) > 19_000
     assert [text for text in texts if list(find_names(text))] == []

@@ -4,9 +4,14 @@ for one."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from service.pii import Scrubbed, pseudonymise, scrub
+from service.pii.detectors import _ES_PHONE
+from service.pii.scrub import _find
+from tests.service.test_pii_names import other_questions, xquad_squad_multihop_texts
 
 MOBILE = "9876543210"
 
@@ -208,3 +213,55 @@ def test_rare_indian_groupings_are_scrubbed(body: str, prefix: str) -> None:
 )
 def test_rare_groupings_inside_lists_are_kept(text: str) -> None:
     assert scrub(text) == Scrubbed(text, {})
+
+
+# Spanish numbers written 3-3-3 (a third trial): a phone after a phone cue or with +34/0034;
+# without either, a figure (a space or a dot also separates thousands: XQuAD's "734 000 000").
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("llámame al 612 345 678", "llámame al <PHONE>"),
+        ("+34 612 345 678", "<PHONE>"),
+        ("0034 612 345 678", "<PHONE>"),
+        ("Llámame al 612-345-678 por favor", "Llámame al <PHONE> por favor"),
+        ("mi número es el 712 345 678, gracias", "mi número es el <PHONE>, gracias"),
+        ("Teléfono: 912 345 678", "Teléfono: <PHONE>"),
+        ("móvil 612 345 678", "móvil <PHONE>"),
+        ("call me on 612 345 678", "call me on <PHONE>"),
+        ("my number is 612.345.678", "my number is <PHONE>"),
+        ("WhatsApp 612 345 678", "WhatsApp <PHONE>"),
+        ("Tel. 612 345 678", "Tel. <PHONE>"),
+    ],
+)
+def test_spanish_number_after_a_cue_is_scrubbed(text: str, expected: str) -> None:
+    assert scrub(text) == Scrubbed(expected, {"phone": 1})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "612 345 678",  # no cue: as likely 612 million
+        "población 734 000 000 en 2020",
+        "the number 612 345 678 is odd",
+        "phone bill was 612 345 678 pesos",
+        "llamado 612 345 678",
+        "call 612 345 678 901",  # four groups
+        "in 1998 645 000 people",
+        "tengo 612.345.678 euros",
+    ],
+)
+def test_spanish_number_shapes_without_a_cue_are_kept(text: str) -> None:
+    assert scrub(text) == Scrubbed(text, {})
+
+
+@pytest.mark.slow
+def test_real_questions_hold_no_phone(shared_data: Path) -> None:
+    """The question sets of ``test_pii_names.py`` (CLINC150, BANKING77, NQ-open, Hinglish-TOP;
+    XQuAD in every language, SQuAD 2.0 and MultiHop-RAG texts: 81,357) hold no phone number,
+    and the scrubber finds none. The Spanish 3-3-3 shape occurs once, a figure nothing cues
+    (XQuAD's "734 000 000"), and stays."""
+    texts = other_questions(shared_data) + xquad_squad_multihop_texts(shared_data)
+    assert len(texts) == 81_357
+    shaped = [m.group() for text in texts for m in _ES_PHONE.finditer(text)]
+    assert shaped == ["734 000 000"]
+    assert [text for text in texts if any(kind == "phone" for *_, kind in _find(text))] == []
