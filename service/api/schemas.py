@@ -153,11 +153,14 @@ class DimensionDrift(TypedDict, total=False):
 
 class EventTime(TypedDict):
     """Events kept out of the drift windows: ``late`` (beyond the allowed lateness),
-    ``future`` (ahead of the wall clock), and the ``watermark`` (Unix seconds, ``None``
-    before the first event)."""
+    ``future`` (ahead of the wall clock), ``ahead`` (held: too far ahead of the other
+    events), their ``kept_out_share`` of the events seen, and the ``watermark`` (Unix
+    seconds, ``None`` before the first event)."""
 
     late: int
     future: int
+    ahead: int
+    kept_out_share: float
     watermark: float | None
 
 

@@ -11,9 +11,12 @@ Each is compared with the reference (when there is one) and with a baseline of e
 traffic (:mod:`service.drift.detectors`). A dimension fed by a detector whose measured
 quality is below the floor (:mod:`service.evaluation.detector_quality`) is *suppressed*
 (:meth:`DriftStage.suppress`): still tested, it reports state ``uncalibrated`` with the reason
-and raises no alarm. The stage also keeps all-time counts per category for the coverage-gap
-report. Its state (detectors and counts) is persisted with the other stages, so a restart
-keeps the windows and baselines.
+and raises no alarm. When at least :data:`STARVED_SHARE` of the events seen were kept out of
+the windows (late, stamped in the future, or held too far ahead of the others), a comparison
+that tested ``ok`` reads ``starved`` instead, with the share (``starved`` in the report): its
+windows are blind to most traffic. The stage also keeps all-time counts per category for the
+coverage-gap report. Its state (detectors and counts) is persisted with the other stages, so
+a restart keeps the windows and baselines.
 """
 
 from __future__ import annotations
@@ -44,6 +47,11 @@ UNITS = {"language": "questions", "topic": "questions", "refusal": "answers",
 SETTINGS = "analytics.drift"
 #: State of a suppressed dimension (its detector is below the quality floor).
 UNCALIBRATED = "uncalibrated"
+#: State of a comparison that tested ``ok`` while a large share of the events seen were kept
+#: out of the windows (late, future or ahead): the windows are starved, ``ok`` means little.
+STARVED = "starved"
+#: Share of the events seen kept out of the windows from which the windows are starved.
+STARVED_SHARE = 0.2
 #: Events fed to the detectors at a time, so an alarm is attributed within this many events
 #: even when a replayed batch spans hours of event time.
 ALARM_RESOLUTION = 100
@@ -144,11 +152,32 @@ class DriftStage:
         else:
             silenced[category] = reason
 
+    def kept_out(self) -> tuple[int, int, int, float]:
+        """``(late, future, ahead, share of the events seen)`` kept out of the windows."""
+        window = self.categorical["language"].window
+        out = window.late + window.future + window.ahead
+        seen = out + window.accepted
+        return window.late, window.future, window.ahead, (out / seen if seen else 0.0)
+
+    def starved(self) -> str | None:
+        """Why the windows are starved (``None``: they are not), e.g. ``"83% of the events
+        seen were kept out of the drift windows (2170 late, 0 future, 1 ahead): an ok test
+        saw too little of the traffic"``."""
+        late, future, ahead, share = self.kept_out()
+        if share < STARVED_SHARE:
+            return None
+        return (f"{share:.0%} of the events seen were kept out of the drift windows ({late} "
+                f"late, {future} future, {ahead} ahead): an ok test saw too little of the "
+                f"traffic")  # fmt: skip
+
     def _state_of(self, dim: str, state: str, report: Any) -> str:
-        """A comparison's ``state`` after suppression (``uncalibrated`` when silenced);
-        ``report`` is its latest test (``None`` before the first one after a restore)."""
+        """A comparison's ``state`` after suppression (``uncalibrated`` when silenced) and
+        starvation (``starved`` instead of ``ok``); ``report`` is its latest test (``None``
+        before the first one after a restore)."""
         if dim in self.suppressed:
             return UNCALIBRATED
+        if state == "ok" and self.starved():
+            return STARVED
         silenced = self.suppressed_categories.get(dim)
         if silenced and state == "drift" and report is not None:
             rising = {change.category for change in getattr(report, "rising", ())}
@@ -271,9 +300,18 @@ class DriftStage:
         out["alarms"] = list(self.alarms)
         out["events_seen"] = self.events_seen
         window = self.categorical["language"].window
-        # events outside the allowed lateness / ahead of the wall clock stay out of the windows
-        out["event_time"] = {"late": window.late, "future": window.future,
+        # events outside the allowed lateness / ahead of the wall clock / held too far ahead of
+        # the other events stay out of the windows
+        late, future, ahead, share = self.kept_out()
+        out["event_time"] = {"late": late, "future": future, "ahead": ahead,
+                             "kept_out_share": round(share, 4),
                              "watermark": window.watermark}  # fmt: skip
+        starved = self.starved()
+        if starved:
+            out["event_time"]["starved"] = starved
+            for dim in DIMENSIONS:
+                if out[dim]["state"] == STARVED:
+                    out[dim]["starved"] = starved
         return out
 
     def state_snapshot(self) -> Any:
@@ -362,10 +400,11 @@ def insufficient_reason(
 def _overall(suppressed: bool, states: list[str]) -> str:
     """A dimension's state from its comparisons' (after suppression): ``uncalibrated`` when
     the whole dimension is suppressed, else ``drift`` if any drifts, ``uncalibrated`` if any is
-    silenced, ``ok`` if any was tested, else ``insufficient_data``."""
+    silenced, ``starved`` if any tested ok on starved windows, ``ok`` if any was tested, else
+    ``insufficient_data``."""
     if suppressed:
         return UNCALIBRATED
-    for state in ("drift", UNCALIBRATED, "ok"):
+    for state in ("drift", UNCALIBRATED, STARVED, "ok"):
         if state in states:
             return state
     return "insufficient_data"

@@ -6,7 +6,7 @@ question was asked), never arrival time. Each accepted event is counted in the b
 window of ``window_s`` ending at the watermark is the sum of the ``ceil(window_s / bucket_s)``
 buckets up to and including the watermark's bucket (so it slides one bucket at a time).
 
-Arrival rules (counts always balance: ``accepted + late + future == events seen``):
+Arrival rules (counts always balance: ``accepted + late + future + ahead == events seen``):
 
 * out of order is fine: an event older than the watermark is counted in its own bucket;
 * late: an event older than ``watermark − allowed_lateness_s`` (the watermark as it was when
@@ -15,6 +15,15 @@ Arrival rules (counts always balance: ``accepted + late + future == events seen`
   ``now + future_tolerance_s`` is counted under ``future`` and REJECTED, not clamped — one bad
   clock must not drag the watermark ahead and turn every later event into a late one.
   Without ``now`` event times are trusted.
+* ahead: an event more than ``max_ahead_s`` ahead of the watermark is HELD and counted under
+  ``ahead``; it does not move the watermark, so one outlier (a clock days ahead yet still in
+  the wall clock's past, e.g. in a replay) cannot turn every later event into a late one.
+  Once ``ahead_confirm`` held events (this one included) lie within ``max_ahead_s`` of each
+  other, traffic really did jump (e.g. it resumed after a gap): they are released — added
+  to their buckets, moved from ``ahead`` to ``accepted`` — and the watermark moves to the
+  newest of them. Held events are never released otherwise (the watermark catching up with
+  one leaves it counted as ``ahead``). At most :data:`MAX_HELD` are held; the oldest goes.
+  Decisions depend only on the events and their order, never on the wall clock.
 
 Memory is bounded: ``ceil(retention_s / bucket_s) + 1`` buckets × at most
 ``max_categories + 1`` columns (categories beyond ``max_categories`` are counted as
@@ -26,6 +35,14 @@ Memory is bounded: ``ceil(retention_s / bucket_s) + 1`` buckets × at most
 {'en': 1, 'hi': 1}
 >>> w.update("en", 1.0).late
 1
+>>> w = CategoryWindow(120, 60, allowed_lateness_s=60, max_ahead_s=600, ahead_confirm=2)
+>>> _ = w.update_many(["en", "xx", "hi"], [0.0, 9000.0, 61.0])  # 9000: held, ahead
+>>> w.current(), w.ahead, w.watermark
+({'en': 1, 'hi': 1}, 1, 61.0)
+>>> w.update_many(["hi"], [9100.0])  # a second one near it confirms the jump
+WindowUpdate(accepted=2, late=0, future=0, ahead=-1)
+>>> w.current(), w.ahead, w.watermark
+({'xx': 1, 'hi': 1}, 0, 9100.0)
 """
 
 from __future__ import annotations
@@ -52,14 +69,19 @@ OTHER = "__other__"
 
 _EMPTY = np.iinfo(np.int64).min
 SNAPSHOT_VERSION = 1
+MAX_HELD = 64
+"""Events held ahead of the watermark at most (the oldest is dropped, staying ``ahead``)."""
 
 
 class WindowUpdate(NamedTuple):
-    """How many events of one update were accepted, late (dropped) or future (rejected)."""
+    """How many events of one update were accepted, late (dropped), future (rejected) or
+    ahead (held); ``ahead`` is negative when held events of earlier updates were released
+    (they are then in ``accepted``)."""
 
     accepted: int
     late: int
     future: int
+    ahead: int = 0
 
 
 def running_watermark(
@@ -67,16 +89,52 @@ def running_watermark(
     prior: float | None,
     now: float | None = None,
     future_tolerance_s: float = math.inf,
-) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-    """Return ``(watermark after each event, future mask)``, shapes ``(n,)``.
+    *,
+    max_ahead_s: float = math.inf,
+    ahead_confirm: int = 1,
+    held: Sequence[float] = (),
+) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_], list[int], list[int]]:
+    """Return ``(watermark after each event, future mask, ahead mask, released, held)``.
 
     Future events (``> now + future_tolerance_s``) do not move the watermark; before any
-    event the watermark is ``prior`` (``-inf`` when ``None``).
+    event the watermark is ``prior`` (``-inf`` when ``None``). ``held`` are the timestamps
+    held ahead before this batch (oldest first); an event more than ``max_ahead_s`` ahead of
+    the watermark is held (``ahead`` mask) until ``ahead_confirm`` held events lie within
+    ``max_ahead_s`` of one another (see the module docstring). ``released``: indices into
+    ``[*held, *timestamps]`` of the events released by a confirmed jump (a released event of
+    this batch is not in the ``ahead`` mask); ``held``: indices likewise of the events
+    still held after the batch, oldest first.
     """
     future = timestamps > (now + future_tolerance_s) if now is not None else timestamps > math.inf
     start = -math.inf if prior is None else prior
     moves = np.where(future, -math.inf, timestamps)
-    return np.maximum.accumulate(np.concatenate([[start], moves]))[1:], future
+    marks = np.maximum.accumulate(np.concatenate([[start], moves]))[1:]
+    ahead = np.zeros(len(timestamps), dtype=np.bool_)
+    if ahead_confirm <= 1 or not math.isfinite(max_ahead_s):
+        return marks, future, ahead, [], []
+    prev = np.concatenate([[start], marks[:-1]])
+    jumps = ~future & np.isfinite(prev) & (moves > prev + max_ahead_s)
+    if not (held or jumps.any()):
+        return marks, future, ahead, [], []
+    items, pending, released = [*held, *map(float, timestamps)], list(range(len(held))), []
+    mark = start
+    for i, t in enumerate(map(float, timestamps)):
+        if not future[i] and math.isfinite(mark) and t > mark + max_ahead_s:
+            near = [k for k in pending if abs(items[k] - t) <= max_ahead_s]
+            if len(near) + 1 >= ahead_confirm:  # confirmed: traffic jumped
+                released += near
+                pending = [k for k in pending if k not in near]
+                mark = max([t, *(items[k] for k in near)])
+            else:
+                ahead[i] = True
+                pending = [*pending, len(held) + i][-MAX_HELD:]
+        elif not future[i]:
+            mark = max(mark, t)
+        marks[i] = mark
+    for k in released:
+        if k >= len(held):
+            ahead[k - len(held)] = False
+    return marks, future, ahead, released, pending
 
 
 class CategoryWindow:
@@ -91,6 +149,10 @@ class CategoryWindow:
         retention_s: how much history to keep, seconds (≥ window_s; default window_s), e.g.
             2 × window_s to also read the previous window.
         max_categories: distinct categories kept before the rest go to :data:`OTHER` (≥ 1).
+        max_ahead_s: how far ahead of the watermark an event may be before it is held,
+            seconds (> 0; default: no limit).
+        ahead_confirm: held events within ``max_ahead_s`` of one another that confirm a jump
+            (≥ 1; 1: never hold).
 
     Raises:
         ValueError: an argument is out of range.
@@ -105,6 +167,8 @@ class CategoryWindow:
         future_tolerance_s: float = 60.0,
         retention_s: float | None = None,
         max_categories: int = 500,
+        max_ahead_s: float = math.inf,
+        ahead_confirm: int = 1,
     ) -> None:
         retention = window_s if retention_s is None else retention_s
         if not (bucket_s > 0 and window_s > 0 and math.isfinite(window_s + bucket_s)):
@@ -115,6 +179,9 @@ class CategoryWindow:
             raise ValueError("allowed_lateness_s must be in [0, retention_s]")
         if future_tolerance_s < 0 or max_categories < 1:
             raise ValueError("future_tolerance_s must be >= 0 and max_categories >= 1")
+        if not (max_ahead_s > 0 and ahead_confirm >= 1):
+            raise ValueError("max_ahead_s must be > 0 and ahead_confirm >= 1")
+        self.max_ahead_s, self.ahead_confirm = float(max_ahead_s), int(ahead_confirm)
         self.window_s, self.bucket_s = float(window_s), float(bucket_s)
         self.allowed_lateness_s = float(allowed_lateness_s)
         self.future_tolerance_s = float(future_tolerance_s)
@@ -128,7 +195,13 @@ class CategoryWindow:
         self._counts = np.zeros((self._n_slots, 8), dtype=np.int64)
         self._slot_bucket = np.full(self._n_slots, _EMPTY, dtype=np.int64)
         self.watermark: float | None = None
-        self.accepted = self.late = self.future = 0
+        self.accepted = self.late = self.future = self.ahead = 0
+        self._held: list[tuple[float, str]] = []  # (timestamp, category) held ahead
+
+    @property
+    def held(self) -> list[tuple[float, str]]:
+        """The events held ahead of the watermark, ``(timestamp, category)``, oldest first."""
+        return list(self._held)
 
     def _code(self, category: str) -> int:
         code = self._codes.get(category)
@@ -161,24 +234,37 @@ class CategoryWindow:
         if len(categories) != len(ts) or not np.all(np.isfinite(ts)):
             raise ValueError("need one finite timestamp per category")
         if len(ts) == 0:
-            return WindowUpdate(0, 0, 0)
-        marks, future = running_watermark(ts, self.watermark, now, self.future_tolerance_s)
+            return WindowUpdate(0, 0, 0, 0)
+        held_ts = [t for t, _ in self._held]
+        marks, future, ahead, released, pending = running_watermark(
+            ts, self.watermark, now, self.future_tolerance_s, max_ahead_s=self.max_ahead_s,
+            ahead_confirm=self.ahead_confirm, held=held_ts,
+        )  # fmt: skip
         before = np.concatenate([[-math.inf if self.watermark is None else self.watermark], marks])
-        late = ~future & (ts < before[:-1] - self.allowed_lateness_s)
-        ok = ~future & ~late
-        if ok.any():
+        late = ~future & ~ahead & (ts < before[:-1] - self.allowed_lateness_s)
+        ok = ~future & ~late & ~ahead
+        items = [*self._held, *zip(ts.tolist(), categories, strict=True)]
+        back = [items[k] for k in released if k < len(held_ts)]  # released from earlier batches
+        self._held = [items[k] for k in pending]
+        if ok.any() or back:
             self.watermark = float(marks[-1])
             kept = categories if ok.all() else [c for c, k in zip(categories, ok, strict=True) if k]
+            kept = [*kept, *(c for _, c in back)]
             known = self._codes.get
             found = [known(c) for c in kept]  # categories seen before: one dict look-up each
             if None in found:
                 found = [self._code(c) for c in kept]
-            codes = np.array(found)
-            self._add(np.floor(ts[ok] / self.bucket_s).astype(np.int64), codes)
-        result = WindowUpdate(int(ok.sum()), int(late.sum()), int(future.sum()))
+            codes = np.array(found, dtype=np.int64)
+            stamps = np.concatenate([ts[ok], np.array([t for t, _ in back], dtype=np.float64)])
+            self._add(np.floor(stamps / self.bucket_s).astype(np.int64), codes)
+        n_ahead = int(ahead.sum()) - len(back)
+        result = WindowUpdate(
+            int(ok.sum()) + len(back), int(late.sum()), int(future.sum()), n_ahead
+        )
         self.accepted += result.accepted
         self.late += result.late
         self.future += result.future
+        self.ahead += result.ahead
         return result
 
     def _add(self, buckets: NDArray[np.int64], codes: NDArray[np.int64]) -> None:
@@ -233,6 +319,8 @@ class CategoryWindow:
             "accepted": self.accepted,
             "late": self.late,
             "future": self.future,
+            "ahead": self.ahead,
+            "held": [[t, c] for t, c in self._held],
             "buckets": buckets,
         }
 
@@ -258,6 +346,8 @@ class CategoryWindow:
             self.watermark = None if wm is None else float(wm)
             self.accepted, self.late = int(state["accepted"]), int(state["late"])
             self.future = int(state["future"])
+            self.ahead = int(state.get("ahead", 0))  # (older snapshots: none held)
+            self._held = [(float(t), str(c)) for t, c in state.get("held", ())][-MAX_HELD:]
         except (KeyError, TypeError, ValueError) as exc:
             self._reset()
             raise ValueError(f"malformed window snapshot: {exc}") from exc
@@ -281,7 +371,9 @@ class WindowConfig:
         warmup_s: warm-up of a frozen baseline (default 6 h).
         alpha_period_s: a detector's ``alpha`` is its false-alarm budget per this much event
             time (default one day); see :meth:`ComparisonWindows.windows_per_period`.
-        allowed_lateness_s, future_tolerance_s, max_categories: see :class:`CategoryWindow`.
+        allowed_lateness_s, future_tolerance_s, max_categories, max_ahead_s, ahead_confirm:
+            see :class:`CategoryWindow` (defaults: an event over 6 h ahead of the watermark is
+            held until 5 such events within 6 h of one another confirm the jump).
 
     Raises:
         ValueError: a duration is not > 0 (lateness, tolerance: ≥ 0) or baseline is unknown.
@@ -297,6 +389,8 @@ class WindowConfig:
     allowed_lateness_s: float = 300.0
     future_tolerance_s: float = 60.0
     max_categories: int = 500
+    max_ahead_s: float = 21_600.0
+    ahead_confirm: int = 5
 
     def __post_init__(self) -> None:
         if self.baseline not in ("frozen", "previous", "none"):
@@ -323,6 +417,8 @@ class WindowConfig:
             future_tolerance_s=self.future_tolerance_s,
             retention_s=retention,
             max_categories=self.max_categories,
+            max_ahead_s=self.max_ahead_s,
+            ahead_confirm=self.ahead_confirm,
         )
 
 
@@ -360,8 +456,11 @@ class ComparisonWindows:
         ts = np.asarray(timestamps, dtype=np.float64).reshape(-1)
         if len(ts) != len(categories) or not np.all(np.isfinite(ts)):
             raise ValueError("need one finite timestamp per event")
-        tol = self.window.future_tolerance_s
-        marks, _ = running_watermark(ts, self.window.watermark, now, tol)
+        w = self.window
+        marks, *_ = running_watermark(
+            ts, w.watermark, now, w.future_tolerance_s, max_ahead_s=w.max_ahead_s,
+            ahead_confirm=w.ahead_confirm, held=[t for t, _ in w.held],
+        )  # fmt: skip
         ticks = np.floor(marks / self.config.test_every_s)
         previous = np.concatenate(
             [[-math.inf if self._last_tick is None else self._last_tick], ticks[:-1]]

@@ -136,7 +136,8 @@ def drift_section(
     parts.append(
         para(
             f"{seen} events seen; kept out of the windows: {timing.get('late', 0)} "
-            f"late, {timing.get('future', 0)} stamped in the future.",
+            f"late, {timing.get('future', 0)} stamped in the future, "
+            f"{timing.get('ahead', 0)} too far ahead of the others.",
             "muted",
         )
     )

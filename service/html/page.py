@@ -44,7 +44,7 @@ figcaption { color: var(--muted); font-size: 12px; }
          font-weight: 600; color: #fff; background: var(--muted); }
 .badge.drift, .badge.fail { background: var(--bad); }
 .badge.ok { background: var(--ok); }
-.badge.insufficient_data, .badge.uncalibrated { background: var(--warn); }
+.badge.insufficient_data, .badge.uncalibrated, .badge.starved { background: var(--warn); }
 details { margin: 4px 0 10px; }
 summary { cursor: pointer; font-weight: 600; }
 ul.notes { margin: 4px 0; padding-left: 20px; }

@@ -392,10 +392,13 @@ def render_text(doc: ReplayReport) -> str:
               for dim in shown
               for name, test in (drift.get(dim) or {}).get("comparisons", {}).items()
               if test.get("cannot_alarm")]  # fmt: skip
-    late, future = drift["event_time"]["late"], drift["event_time"]["future"]
-    if late or future:
+    timing = drift["event_time"]
+    late, future, ahead = timing["late"], timing["future"], timing.get("ahead", 0)
+    if late or future or ahead:
         lines.append(
-            f"  kept out of the drift windows: {late} late events, {future} stamped in the future"
+            f"  kept out of the drift windows: {late} late events, {future} stamped in the "
+            f"future, {ahead} too far ahead of the others "
+            f"({timing.get('kept_out_share', 0.0):.0%} of the events seen)"
         )
     for alarm in drift["alarms"]:
         when = datetime.fromtimestamp(alarm["timestamp"], UTC).strftime("%Y-%m-%d %H:%M")

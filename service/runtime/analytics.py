@@ -337,6 +337,8 @@ def _window_config(drift: DriftSettings) -> WindowConfig:
         warmup_s=drift.warmup_s,
         allowed_lateness_s=drift.allowed_lateness_s,
         future_tolerance_s=drift.future_tolerance_s,
+        max_ahead_s=drift.max_ahead_s,
+        ahead_confirm=drift.ahead_confirm,
     )
 
 

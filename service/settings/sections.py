@@ -333,6 +333,12 @@ class DriftSettings(_Frozen):
             not added.
         future_tolerance_s: seconds an event may be stamped ahead of the wall clock; later
             ones are kept out of the drift windows and counted as ``future``.
+        max_ahead_s: seconds an event may be stamped ahead of the newest event time so far
+            (the watermark) before it is held and counted as ``ahead`` instead of moving the
+            watermark, so one skewed clock cannot make every later event late.
+        ahead_confirm: held events within ``max_ahead_s`` of one another that confirm traffic
+            really jumped (it resumed after a gap): they are then added and time moves on.
+            1: never hold.
         min_count: events a window needs before it is tested (below: ``insufficient_data``).
         alpha: false-alarm budget per day for the whole family of detectors.
         min_jsd, min_share_change, min_rate_change: effect sizes an alarm needs (JSD base 2;
@@ -347,6 +353,8 @@ class DriftSettings(_Frozen):
     warmup_s: float = Field(default=21_600.0, gt=0)
     allowed_lateness_s: float = Field(default=300.0, ge=0)
     future_tolerance_s: float = Field(default=60.0, ge=0)
+    max_ahead_s: float = Field(default=21_600.0, gt=0)
+    ahead_confirm: int = Field(default=5, ge=1)
     min_count: int = Field(default=200, ge=1)
     alpha: float = Field(default=0.001, gt=0, lt=1)
     min_jsd: float = Field(default=0.05, ge=0, le=1)

@@ -23,7 +23,7 @@ from service.telemetry.conventions import metric_name as _name
 #: Drift dimensions and comparisons (bounded label values).
 DRIFT_DIMENSIONS: tuple[str, ...] = ("language", "topic", "refusal", "out_of_scope")
 DRIFT_COMPARISONS: tuple[str, ...] = ("reference", "baseline")
-DRIFT_STATES: tuple[str, ...] = ("ok", "drift", "insufficient_data", "uncalibrated")
+DRIFT_STATES: tuple[str, ...] = ("ok", "drift", "insufficient_data", "uncalibrated", "starved")
 #: Detectors that report their measured quality (bounded label values).
 DETECTORS: tuple[str, ...] = ("out_of_scope", "novelty")
 #: Rates of a detector's operating point (``goldwatch_detector_operating_point_ratio``).

@@ -25,7 +25,7 @@ def test_sliding_window_sums_whole_buckets_up_to_the_watermark() -> None:
 def test_out_of_order_events_are_counted_late_ones_are_not() -> None:
     w = CategoryWindow(window_s=600, bucket_s=60, allowed_lateness_s=120)
     result = w.update_many(["a", "b", "c", "d"], [500.0, 400.0, 379.0, 520.0])
-    assert result == (3, 1, 0)  # 379 < 500 - 120: late
+    assert result == (3, 1, 0, 0)  # 379 < 500 - 120: late
     assert w.current() == {"a": 1, "b": 1, "d": 1}
     assert (w.accepted, w.late, w.future) == (3, 1, 0)
 
@@ -33,7 +33,7 @@ def test_out_of_order_events_are_counted_late_ones_are_not() -> None:
 def test_future_events_are_rejected_and_do_not_move_the_watermark() -> None:
     w = CategoryWindow(window_s=600, bucket_s=60, future_tolerance_s=30)
     result = w.update_many(["a", "b", "c"], [1000.0, 99_999.0, 1010.0], now=1020.0)
-    assert result == (2, 0, 1)
+    assert result == (2, 0, 1, 0)
     assert w.watermark == 1010.0 and w.current() == {"a": 1, "c": 1}
     w.update_many(["x"], [99_999.0])  # without `now`, event times are trusted
     assert w.watermark == 99_999.0

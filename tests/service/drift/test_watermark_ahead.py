@@ -1,0 +1,116 @@
+"""One event stamped far ahead of the rest must not switch drift detection off.
+
+Every expected value below is counted by hand from the tiny logs (buckets of 60 s).
+"""
+
+from __future__ import annotations
+
+from service.drift.stage import STARVED, DriftStage
+from service.drift.windows import CategoryWindow, ComparisonWindows, WindowConfig
+
+
+def _window(**kw: object) -> CategoryWindow:
+    args = {"allowed_lateness_s": 60.0, "retention_s": 86_400.0, "max_ahead_s": 3600.0,
+            "ahead_confirm": 3} | kw  # fmt: skip
+    return CategoryWindow(600.0, 60.0, **args)  # type: ignore[arg-type]
+
+
+def test_one_outlier_is_held_and_later_events_are_not_late() -> None:
+    w = _window()
+    # a at 0, 100, 200; outlier z 3 days ahead; then b at 300, 400, 500
+    cats = ["a", "a", "a", "z", "b", "b", "b"]
+    stamps = [0.0, 100.0, 200.0, 259_200.0, 300.0, 400.0, 500.0]
+    update = w.update_many(cats, stamps)
+    assert update == (6, 0, 0, 1)
+    assert (w.accepted, w.late, w.future, w.ahead) == (6, 0, 0, 1)
+    assert w.watermark == 500.0
+    # 600 s window up to bucket 8 (500 s): buckets -1..8 hold all six kept events
+    assert w.current() == {"a": 3, "b": 3}
+    assert w.held == [(259_200.0, "z")]
+
+
+def test_without_a_bound_the_outlier_makes_everything_late() -> None:
+    w = _window(max_ahead_s=float("inf"))
+    w.update_many(["a", "z", "b", "b"], [0.0, 259_200.0, 300.0, 400.0])
+    assert (w.accepted, w.late, w.ahead) == (2, 2, 0)  # the reported bug, for contrast
+
+
+def test_a_gap_of_six_hours_advances_time_once_confirmed() -> None:
+    w = _window()
+    w.update_many(["a", "a"], [0.0, 100.0])
+    gap = 6 * 3600.0  # nothing for 6 h, then traffic resumes at 21 600 s
+    assert w.update_many(["b"], [gap]) == (0, 0, 0, 1)  # held: 6 h > 1 h ahead
+    assert w.update_many(["b"], [gap + 60]) == (0, 0, 0, 1)
+    assert w.watermark == 100.0
+    # the third within 1 h of the other two confirms the jump: all three added
+    assert w.update_many(["c"], [gap + 120]) == (3, 0, 0, -2)
+    assert (w.accepted, w.late, w.ahead, w.watermark) == (5, 0, 0, gap + 120)
+    assert w.current() == {"b": 2, "c": 1}  # the a's are 6 h back, out of the 600 s window
+    assert w.held == []
+    assert w.update_many(["c"], [gap + 180]) == (1, 0, 0, 0)  # time moves on normally
+
+
+def test_same_input_same_result_however_batched() -> None:
+    cats = ["a", "a", "z", "b", "b", "c", "b", "c"]
+    stamps = [0.0, 60.0, 500_000.0, 120.0, 21_600.0, 21_660.0, 21_700.0, 21_720.0]
+    whole = _window()
+    whole.update_many(cats, stamps)
+    one_by_one = _window()
+    for cat, stamp in zip(cats, stamps, strict=True):
+        one_by_one.update(cat, stamp)
+    restored = _window()
+    restored.update_many(cats[:4], stamps[:4])
+    restored = _window().restore(restored.snapshot())
+    restored.update_many(cats[4:], stamps[4:])
+    for w in (whole, one_by_one, restored):
+        # z held for good; the b at 21 600 and 21 660 c held, confirmed by 21 700
+        assert (w.accepted, w.late, w.future, w.ahead) == (7, 0, 0, 1)
+        assert w.watermark == 21_720.0
+        assert w.snapshot() == whole.snapshot()
+
+
+def test_ticks_follow_the_held_watermark() -> None:
+    config = WindowConfig(window_s=600, bucket_s=60, test_every_s=300, baseline="none",
+                          max_ahead_s=3600, ahead_confirm=3)  # fmt: skip
+    windows = ComparisonWindows(config, min_count=1, has_reference=False)
+    ticks: list[float | None] = []
+    stamps = [0.0, 259_200.0, 310.0, 620.0]
+    windows.ingest(["a"] * 4, stamps, None, lambda: ticks.append(windows.window.watermark))
+    assert ticks == [0.0, 310.0, 620.0]  # the outlier is no test time
+    assert windows.window.ahead == 1
+
+
+def _stage() -> DriftStage:
+    config = WindowConfig(window_s=600, bucket_s=60, test_every_s=300, warmup_s=600,
+                          reference_window_s=600, max_ahead_s=float("inf"))  # fmt: skip
+    gold = {"language": {"en": 500}, "topic": {"t": 500}}
+    return DriftStage(gold, windows=config, min_count=1, clock=lambda: 1e12)
+
+
+NOTES = [{"language": "en", "topic": "t"}] * 10
+
+
+def test_starved_windows_do_not_read_ok() -> None:
+    stage = _stage()
+    # 2 on time, then one far ahead (no hold configured), then 7 late: 7 / 10 kept out
+    stage._update(NOTES, [0.0, 10.0, 100_000.0, *[20.0 + i for i in range(7)]])
+    assert stage.kept_out() == (7, 0, 0, 0.7)
+    report = stage.report()
+    assert report["event_time"]["kept_out_share"] == 0.7
+    why = ("70% of the events seen were kept out of the drift windows (7 late, 0 future, "
+           "0 ahead): an ok test saw too little of the traffic")  # fmt: skip
+    assert report["event_time"]["starved"] == why
+    for dim in ("language", "topic"):  # tested ok against the gold set, on 1 of 10 events
+        assert (report[dim]["state"], report[dim]["tested_state"]) == (STARVED, "ok")
+        assert report[dim]["starved"] == why
+        assert report[dim]["comparisons"]["reference"]["state"] == STARVED
+    assert stage.states()["language"] == STARVED
+
+
+def test_few_kept_out_events_leave_ok_alone() -> None:
+    stage = _stage()
+    stage._update(NOTES, [float(i) for i in range(10)])
+    assert stage.kept_out() == (0, 0, 0, 0.0)
+    assert stage.starved() is None
+    assert "starved" not in stage.report()["event_time"]
+    assert stage.states()["language"] == "ok"
