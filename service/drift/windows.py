@@ -42,7 +42,7 @@ Memory is bounded: ``ceil(retention_s / bucket_s) + 1`` buckets × at most
 >>> w.update_many(["hi"], [9100.0])  # a second one near it confirms the jump
 WindowUpdate(accepted=2, late=0, future=0, ahead=-1)
 >>> w.current(), w.ahead, w.watermark
-({'xx': 1, 'hi': 1}, 0, 9100.0)
+({'hi': 1, 'xx': 1}, 0, 9100.0)
 """
 
 from __future__ import annotations
@@ -134,6 +134,10 @@ def running_watermark(
     for k in released:
         if k >= len(held):
             ahead[k - len(held)] = False
+    # a held event the watermark has passed can never be near a later held one (that one
+    # is more than max_ahead_s past the watermark): forget it, so that batches after one
+    # outlier return to the vectorised path once traffic has caught up with it
+    pending = [k for k in pending if items[k] >= mark]
     return marks, future, ahead, released, pending
 
 
