@@ -109,7 +109,9 @@ def drift_section(
             span = (min(float(buckets[0]["start"]), *(t for _, t, _ in marks)),
                     max(last, *(t for _, t, _ in marks)))  # fmt: skip
         svg = plots.timeline(list(DIMENSIONS), marks, title="Drift alarms", span=span)
-        parts.append(figure(svg, "Filled: a comparison entered drift; hollow: it left."))
+        outside = (series or {}).get("outside_note", "") if buckets else ""
+        parts.append(figure(svg, "Filled: a comparison entered drift; hollow: it left."
+                            + (f" {outside}" if outside else "")))  # fmt: skip
         parts.append(
             table(
                 ["time", "dimension", "compared with", "state", "after events", "what moved"],
