@@ -109,7 +109,9 @@ def drift_section(
             span = (min(float(buckets[0]["start"]), *(t for _, t, _ in marks)),
                     max(last, *(t for _, t, _ in marks)))  # fmt: skip
         svg = plots.timeline(list(DIMENSIONS), marks, title="Drift alarms", span=span)
-        parts.append(figure(svg, "Filled: a comparison entered drift; hollow: it left."))
+        outside = (series or {}).get("outside_note", "") if buckets else ""
+        parts.append(figure(svg, "Filled: a comparison entered drift; hollow: it left."
+                            + (f" {outside}" if outside else "")))  # fmt: skip
         parts.append(
             table(
                 ["time", "dimension", "compared with", "state", "after events", "what moved"],
@@ -146,31 +148,32 @@ def drift_section(
 
 def category_moves(test: Mapping[str, Any], silenced: Mapping[str, str] | None = None) -> str:
     """What moved in a categorical drift test: ``"rising: hi-Latn 8%→37%; falling: en
-    92%→59%; new: hi"`` (``–`` when nothing did). A rising category in ``silenced``
-    (``{category: why}``, e.g. an uncalibrated ``novel``) is listed apart, as raising no
-    alarm, with why."""
+    92%→59%; new: hi"`` (``–`` when nothing did). A category in ``silenced`` (``{category:
+    why}``, e.g. an uncalibrated ``novel``) is listed apart, as raising no alarm, with why,
+    whichever way it moved: its share is not a fact."""
     silenced = silenced or {}
-    up = [
-        f"{r['category']} {r['reference_share']:.0%}→{r['current_share']:.0%}"
-        for r in test.get("rising", ())
-        if r["category"] not in silenced
-    ]
-    quiet = [
-        f"{r['category']} {r['reference_share']:.0%}→{r['current_share']:.0%}"
-        f" ({silenced[r['category']]})"
-        for r in test.get("rising", ())
-        if r["category"] in silenced
-    ]
-    down = [
-        f"{r['category']} {r['reference_share']:.0%}→{r['current_share']:.0%}"
-        for r in test.get("falling", ())
-    ]
+
+    def moves(rows: Any, quiet: bool) -> list[str]:
+        return [
+            f"{r['category']} {r['reference_share']:.0%}→{r['current_share']:.0%}"
+            + (f" ({silenced[r['category']]})" if quiet else "")
+            for r in rows or ()
+            if (r["category"] in silenced) is quiet
+        ]
+
     new = test.get("new_categories") or []
+    heard = [
+        (label, moves(test.get(key), quiet))
+        for quiet in (False, True)
+        for label, key in (("rising", "rising"), ("falling", "falling"))
+    ]
+    loud_new = [c for c in new if c not in silenced]
+    quiet_new = [f"{c} ({silenced[c]})" for c in new if c in silenced]
     parts = (
-        ([f"rising: {', '.join(up)}"] if up else [])
-        + ([f"falling: {', '.join(down)}"] if down else [])
-        + ([f"new: {', '.join(new)}"] if new else [])
-        + ([f"rising, raises no alarm: {', '.join(quiet)}"] if quiet else [])
+        [f"{label}: {', '.join(cats)}" for label, cats in heard[:2] if cats]
+        + ([f"new: {', '.join(loud_new)}"] if loud_new else [])
+        + [f"{label}, raises no alarm: {', '.join(cats)}" for label, cats in heard[2:] if cats]
+        + ([f"new, raises no alarm: {', '.join(quiet_new)}"] if quiet_new else [])
     )
     return "; ".join(parts) or "–"
 

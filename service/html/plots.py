@@ -189,23 +189,31 @@ def time_ticks(start: float, end: float, max_ticks: int = 8) -> list[tuple[float
     """Ticks of a UTC time axis from ``start`` to ``end`` (Unix seconds): ``(time, label)``
     at whole multiples of the smallest step of :data:`TICK_STEPS_S` giving at most
     ``max_ticks`` ticks; a tick at midnight is labelled with its date (``Nov 16``), any other
-    with its time of day (``12:00``), so three days read as dates with noons between.
+    with its time of day (``12:00``), so three days read as dates with noons between. A range
+    too long for a week's step gets a step of whole days, the fewest giving at most
+    ``max_ticks`` ticks, labelled ``2026-11-16``: never more than ``max_ticks`` ticks (one
+    1970 stamp in a 2026 log gave a week's step over 56 years: 2,970 ticks).
 
     Raises:
         ValueError: ``end`` < ``start`` or ``max_ticks`` < 2.
 
     >>> [label for _, label in time_ticks(1795046400.0, 1795046400.0 + 2.5 * 86400)]
     ['Nov 19', '12:00', 'Nov 20', '12:00', 'Nov 21', '12:00']
+    >>> [label for _, label in time_ticks(0.0, 1795046400.0, max_ticks=3)]
+    ['1970-01-01', '1998-06-11', '2026-11-19']
     """
     if end < start or max_ticks < 2:
         raise ValueError("need start <= end and max_ticks >= 2")
-    step = next((s for s in TICK_STEPS_S if (end - start) // s + 1 <= max_ticks), TICK_STEPS_S[-1])
+    step = next((s for s in TICK_STEPS_S if (end - start) // s + 1 <= max_ticks), None)
+    dated = step is None
+    if step is None:  # more than max_ticks weeks: whole days
+        step = DAY_S * math.ceil((end - start) / DAY_S / (max_ticks - 1))
     first = math.ceil(start / step) * step
     ticks = []
     for i in range(int((end - first) // step) + 1):
         at = datetime.fromtimestamp(first + i * step, UTC)
-        label = at.strftime("%b %d") if (at.hour, at.minute) == (0, 0) else at.strftime("%H:%M")
-        ticks.append((float(first + i * step), label))
+        label = ("%Y-%m-%d" if dated else "%b %d") if (at.hour, at.minute) == (0, 0) else "%H:%M"
+        ticks.append((float(first + i * step), at.strftime(label)))
     return ticks
 
 

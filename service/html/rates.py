@@ -66,7 +66,8 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
     parts: list[str] = []
     buckets = (series or {}).get("buckets") or []
     if buckets:
-        parts.append(_over_time(buckets, baseline[0], drift))
+        parts.append(_over_time(buckets, baseline[0], drift,
+                                (series or {}).get("outside_note", "")))  # fmt: skip
     # a window never tested has no rate: no bars and no legend entry for it (not zeros)
     windows = {"baseline window": baseline, "current window": current}
     bars = {"all events": overall}
@@ -218,7 +219,8 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
     return Markup(f"{warning}{table(['refusals in both directions', 'value'], rows)}{note}")
 
 
-def _over_time(buckets: Any, baseline: float | None, drift: Mapping[str, Any]) -> Markup:
+def _over_time(buckets: Any, baseline: float | None, drift: Mapping[str, Any],
+               outside: str = "") -> Markup:  # fmt: skip
     times, rates = [], []
     for bucket in buckets:
         answers = bucket.get("answers") or 0
@@ -237,4 +239,8 @@ def _over_time(buckets: Any, baseline: float | None, drift: Mapping[str, Any]) -
         alarms=alarms,
     )
     dashed = "" if baseline is None else "dashed: the baseline window's rate; "
-    return figure(svg, f"Solid: refusal rate per time bucket; {dashed}red lines: drift declared.")
+    return figure(
+        svg,
+        f"Solid: refusal rate per time bucket; {dashed}red lines: drift "
+        f"declared.{' ' + outside if outside else ''}",
+    )

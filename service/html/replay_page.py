@@ -13,6 +13,9 @@ Optional time series, read from ``analytics["series"]`` when present::
     {"bucket_s": 3600,
      "buckets": [{"start": unix_s, "languages": {lang: n}, "topics": {topic: n},
                   "answers": n, "refused": n}, ...]}
+
+The charts over time draw the buckets of :func:`service.html.time_range.plotted` (the
+traffic's range: an event stamped decades away is not drawn, and a caption says so).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from service.html import plots
+from service.html import plots, time_range
 from service.html.drift_section import drift_section
 from service.html.extras import candidates_section, find_extra, shadow_section
 from service.html.page import (
@@ -107,7 +110,17 @@ def analytics_sections(
         parts.append(section("analytics", "Analytics", para("Analytics are disabled.", "muted")))
     else:
         drift = analytics["drift"]
-        series = analytics.get("series")
+        # the charts over time draw the traffic's range, not an outlier's (time_range)
+        shown = time_range.plotted(analytics.get("series"))
+        series = (
+            None
+            if shown is None
+            else {
+                **analytics["series"],
+                "buckets": shown.buckets,
+                "outside_note": time_range.outside_note(shown),
+            }
+        )
         agreement = analytics.get("language_quality")
         live = analytics.get("languages") or {}
         note = agreement_text(agreement, live) + "." if agreement is not None else None
@@ -269,7 +282,8 @@ def _shares(
     ]
     buckets = (series or {}).get("buckets") or []
     if buckets:
-        parts.append(_shares_over_time(title, buckets, series_key, rows, alarms, names))
+        parts.append(_shares_over_time(title, buckets, series_key, rows, alarms, names,
+                                       (series or {}).get("outside_note", "")))  # fmt: skip
     bars = {"live traffic (all time)": [r[2] for r in rows]}
     if has_gold:
         bars["gold set"] = [r[4] for r in rows]
@@ -355,6 +369,7 @@ def _shares_over_time(
     rows: Sequence[tuple[str, int, float, int, float]],
     alarms: Sequence[float],
     names: Mapping[str, str] | None = None,
+    outside: str = "",
 ) -> Markup:
     cats = [r[0] for r in rows if r[0] != "other"][:6]
     names = names or {}
@@ -371,4 +386,8 @@ def _shares_over_time(
         times, shares, title=f"{title}: share over time", gold=gold, alarms=alarms
     )
     dashed = "dashed: the gold set's share; " if gold else ""
-    return figure(svg, f"Solid: live share per time bucket; {dashed}red lines: drift declared.")
+    return figure(
+        svg,
+        f"Solid: live share per time bucket; {dashed}red lines: drift "
+        f"declared.{' ' + outside if outside else ''}",
+    )

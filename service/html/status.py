@@ -113,8 +113,16 @@ def moved_section(
     rows: list[list[object]] = []
     if analytics is not None:
         drift = analytics.get("drift") or {}
+        # as the drift table: an uncalibrated category (novel, while the novelty detector is)
+        # or dimension (out_of_scope, while the scope detector is) is marked so right here;
+        # a fourth trial's page listed "rising: novel 5%→24%" as fact
+        muted = drift.get("suppressed_dimensions") or {}
         moving = [
-            esc(f"{dim} ({name}): {_what_moved(test)}")
+            esc(
+                f"{dim} ({name}): "
+                f"{_what_moved(test, (drift.get(dim) or {}).get('suppressed_categories'))}"
+                + (f"; raises no alarm: {muted[dim]}" if muted.get(dim) else "")
+            )
             for dim in DIMENSIONS
             for name, test in (drift.get(dim) or {}).get("comparisons", {}).items()
             if test.get("state") == "drift"
@@ -158,11 +166,12 @@ def moved_section(
     return section("moved", "What moved", table(["what", "now"], rows, text_columns=(1,)))
 
 
-def _what_moved(test: Mapping[str, Any]) -> str:
-    """A drift test's movement: shares for categories, ``a → b`` for a rate."""
+def _what_moved(test: Mapping[str, Any], silenced: Mapping[str, str] | None = None) -> str:
+    """A drift test's movement: shares for categories (``silenced`` ones apart, as in the
+    drift table: :func:`category_moves`), ``a → b`` for a rate."""
     if "rate_current" in test:
         return f"{pct(test.get('rate_reference'))} → {pct(test.get('rate_current'))}"
-    return category_moves(test)
+    return category_moves(test, silenced)
 
 
 def _link(anchor: str, label: str) -> Markup:

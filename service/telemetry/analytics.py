@@ -58,7 +58,7 @@ class AnalyticsMetrics:
     goldwatch_drift_rate_ratio                   gauge   dimension, window (current/compared)
     goldwatch_coverage_gap_ratio                 gauge   dimension, category
     goldwatch_detector_auc                       gauge   detector (ROC AUC on its
-                                                         calibration data; NaN: unknown)
+                                                         calibration data; absent: unknown)
     goldwatch_detector_auc_bound                 gauge   detector, bound (low, high)
     goldwatch_detector_operating_point_ratio     gauge   detector, rate (tpr, fpr,
                                                          balanced_accuracy at its threshold)
@@ -182,8 +182,9 @@ class AnalyticsMetrics:
         """Export each detector's measured quality: ``qualities`` maps a detector name (one
         of :data:`DETECTORS`; others are skipped) to ``{"auc", "auc_low", "auc_high", "tpr",
         "fpr", "balanced_accuracy"}`` as in
-        :meth:`service.evaluation.detector_quality.DetectorQuality.as_dict` (``None`` or NaN exports
-        NaN; the rates are optional: a detector without an operating point). ``trusted`` is 1
+        :meth:`service.evaluation.detector_quality.DetectorQuality.as_dict` (a value ``None``
+        or not finite removes its series, see :func:`_set_or_remove`; the rates are optional: a
+        detector without an operating point exports none). ``trusted`` is 1
         when the AUC is known and ≥ ``floor``, the balanced accuracy, when known, is
         ≥ ``min_balanced_accuracy`` and both classes (``n_pos``, ``n_neg``, when given) hold
         at least ``min_class`` scores (``analytics.quality_min_class``)."""
@@ -191,18 +192,13 @@ class AnalyticsMetrics:
             if detector not in DETECTORS:
                 continue
             auc = quality.get("auc")
-            self.detector_auc.labels(detector=detector).set(_finite(
-                float("nan") if auc is None else auc))  # fmt: skip
+            _set_or_remove(self.detector_auc, auc, detector)
             for bound in ("low", "high"):
-                value = quality.get(f"auc_{bound}")
-                self.detector_auc_bound.labels(detector=detector, bound=bound).set(
-                    float("nan") if value is None else _finite(value)
-                )
+                _set_or_remove(self.detector_auc_bound, quality.get(f"auc_{bound}"), detector,
+                               bound)  # fmt: skip
             rates = {rate: quality.get(rate) for rate in OPERATING_RATES}
             for rate, value in rates.items():
-                self.detector_operating_point.labels(detector=detector, rate=rate).set(
-                    float("nan") if value is None else _finite(value)
-                )
+                _set_or_remove(self.detector_operating_point, value, detector, rate)
             ba = rates["balanced_accuracy"]
             point_ok = ba is None or not math.isfinite(ba) or float(ba) >= min_balanced_accuracy
             sizes = [quality.get(n) for n in ("n_pos", "n_neg")]
@@ -213,6 +209,22 @@ class AnalyticsMetrics:
 
     def _allowed(self, dimension: str) -> tuple[str, ...]:
         return self.language_labels if dimension == "language" else self.topic_labels
+
+
+def _set_or_remove(gauge: Gauge, value: Any, *labels: str) -> None:
+    """Set the labelled series to ``value``, or remove it while ``value`` is undefined
+    (``None``, NaN, ±infinity): a NaN sample (a novelty detector's TPR without unanswerable
+    gold questions) poisons alert arithmetic (``NaN < 0.7`` is false, ``min`` of NaN and a
+    number depends on the order) and draws nothing in Grafana, where an absent series is
+    what ``absent()`` and "no data" are for. ``detector_trusted`` stays exported (0)."""
+    number = math.nan if value is None else _finite(value)
+    if math.isfinite(number):
+        gauge.labels(*labels).set(number)
+        return
+    try:
+        gauge.remove(*labels)
+    except KeyError:  # never set: nothing to remove
+        pass
 
 
 def _topic_help(descriptions: Mapping[str, str]) -> str:
@@ -307,17 +319,19 @@ def build_analytics_metrics(
         ),
         detector_auc=gauge(
             "detector_auc", "ROC AUC of a detector (out-of-scope, novelty) on the data it was "
-            "calibrated on (cross-validated or leave-one-out scores); NaN: not measured.",
+            "calibrated on (cross-validated or leave-one-out scores); absent while not "
+            "measured.",
             ["detector"],
         ),
         detector_auc_bound=gauge(
             "detector_auc_bound", "Bounds of the 95 % bootstrap interval of the detector's "
-            "ROC AUC.", ["detector", "bound"],
+            "ROC AUC; absent while not measured.", ["detector", "bound"],
         ),
         detector_operating_point=gauge(
             "detector_operating_point_ratio", "A detector's rates at the threshold its counts "
             "use, on its calibration data (cross-validated scores): tpr, fpr and "
-            "balanced_accuracy = (tpr + 1 - fpr) / 2; NaN: no operating point reported.",
+            "balanced_accuracy = (tpr + 1 - fpr) / 2; a rate is absent while undefined (no "
+            "operating point, or a class without calibration scores).",
             ["detector", "rate"],
         ),
         detector_trusted=gauge(

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, generate_latest
 
 from service.drift.stage import DriftStage
 from service.evaluation.detector_quality import DetectorQuality
@@ -430,3 +430,30 @@ def test_html_says_out_of_scope_is_off_not_zero() -> None:
     assert '<span class="badge off">off</span>' in page
     for zero in ("judged out of scope", "under-refusals (answered", "out-of-scope questions"):
         assert zero not in page, zero
+
+
+def test_undefined_detector_quality_is_not_exported_as_nan() -> None:
+    """A fourth trial's /metrics read ``..._operating_point_ratio{detector="novelty",
+    rate="tpr"} NaN``: an undefined rate (or AUC) now has no series, one set earlier is
+    removed, and trusted stays exported as 0."""
+    registry = CollectorRegistry()
+    metrics = build_analytics_metrics(registry)
+
+    def get(name: str, **labels: str) -> float | None:
+        return registry.get_sample_value(f"goldwatch_{name}", labels)
+
+    defined = {"auc": 0.9, "auc_low": 0.8, "auc_high": 0.95, "tpr": 0.7, "fpr": 0.1,
+               "balanced_accuracy": 0.8}  # fmt: skip
+    metrics.set_detector_quality({"novelty": defined}, floor=0.75)
+    assert get("detector_operating_point_ratio", detector="novelty", rate="tpr") == 0.7
+    undefined = {"auc": None, "auc_low": float("nan"), "auc_high": None, "tpr": float("nan"),
+                 "fpr": float("inf"), "balanced_accuracy": None}  # fmt: skip
+    metrics.set_detector_quality({"novelty": undefined, "out_of_scope": undefined}, floor=0.75)
+    text = generate_latest(registry).decode()
+    assert "NaN" not in text
+    for detector in ("novelty", "out_of_scope"):
+        assert get("detector_auc", detector=detector) is None
+        assert get("detector_auc_bound", detector=detector, bound="low") is None
+        for rate in ("tpr", "fpr", "balanced_accuracy"):
+            assert get("detector_operating_point_ratio", detector=detector, rate=rate) is None
+        assert get("detector_trusted", detector=detector) == 0.0

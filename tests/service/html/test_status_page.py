@@ -197,6 +197,40 @@ def test_page_opens_with_what_moved() -> None:
     assert page.index('id="moved"') < page.index('id="process"')
 
 
+def test_what_moved_marks_uncalibrated_shares_as_the_drift_table_does() -> None:
+    """A fourth trial's page said "topic (reference): rising: novel 5%→24%, places 18%→33%"
+    as fact while the same page called the novel share UNCALIBRATED and its drift table
+    "raises no alarm"; an uncalibrated dimension in drift is marked too."""
+    analytics = samples.replay_report()["analytics"]
+    drift = analytics["drift"]
+    why = "uncalibrated: novelty ROC AUC 0.642 [0.542, 0.724] is below the quality floor 0.75"
+    drift["topic"]["comparisons"]["reference"] = {
+        "comparison": "reference", "state": "drift", "timestamp": samples.T0, "n_reference": 60,
+        "n_current": 436, "js_divergence": 0.1, "p_value": 1e-5, "alpha": 1e-4,
+        "new_categories": [],
+        "rising": [{"category": "novel", "reference_share": 0.05, "current_share": 0.24},
+                   {"category": "places", "reference_share": 0.18, "current_share": 0.33}],
+        "falling": [{"category": "science", "reference_share": 0.28, "current_share": 0.16}],
+    }  # fmt: skip
+    drift["topic"]["suppressed_categories"] = {"novel": why}
+    drift["out_of_scope"]["comparisons"]["baseline"] = {
+        "comparison": "baseline", "state": "drift", "timestamp": samples.T0, "n_reference": 291,
+        "n_current": 145, "rate_reference": 0.206, "rate_current": 0.372,
+    }  # fmt: skip
+    scope_why = "uncalibrated: out_of_scope ROC AUC 0.514 is below the quality floor 0.75"
+    drift["suppressed_dimensions"] = {"out_of_scope": scope_why}
+    page = render_status_page(STATUS, analytics)
+    moved = page[page.index('<section id="moved">') : page.index('<section id="languages">')]
+    assert (
+        "topic (reference): rising: places 18%→33%; falling: science 28%→16%; rising, raises no "
+        f"alarm: novel 5%→24% ({why})<br>"
+    ) in moved
+    assert "rising: novel" not in moved
+    assert f"out_of_scope (baseline): 20.6% → 37.2%; raises no alarm: {scope_why}" in moved
+    table = page[page.index('<section id="drift">') :]
+    assert f"rising, raises no alarm: novel 5%→24% ({why})" in table  # the same words
+
+
 def test_suggestions_show_the_totals_by_status_and_the_shed_count(tmp_path: Path) -> None:
     """30 distinct refused questions in one batch with at most 23 new per batch: 23 kept,
     7 shed; 2 of the 23 rejected: 21 undecided, 23 in all, though only 20 are listed."""
