@@ -75,7 +75,14 @@ type          placeholder      shape (after digit folding), check
                                345 678``, ``-`` or ``.`` too, first digit 6-9) only after a
                                phone cue (``llámame al``, ``teléfono:``, ``mi número es``,
                                ``call me on``, ``my number is``, ``whatsapp`` ...): without
-                               one a figure (``734 000 000``, a space separating thousands)
+                               one a figure (``734 000 000``, a space separating thousands);
+                               so are Spanish 3-2-2-2 (``612 98 76 54``) and 2-3-2-2 (``91
+                               234 56 78``) and German landlines (``030 901820``, ``(0)30 901
+                               820``, ``089/1234567``: 7-13 digits) after a cue (also
+                               ``Telefon``, ``Handy``, ``Nummer``, ``ruf mich an unter``,
+                               ``appelle-moi au``, ``portable``, ``numéro``); French ``0X XX
+                               XX XX XX`` (one kind of separator) and ``06``/``07`` + 8 digits
+                               with no cue: figures are not written so
 ``name``      ``<NAME>``       a name a person gives of themselves after a cue: ``my name
                                is``, ``call me``, ``I am`` + Title-case words, ``mera
                                naam``, ``me llamo``, ``ich heiße`` ...
@@ -318,14 +325,34 @@ _NANP_BARE_PHONE = re.compile(rf"{_GROUP_L}{_NANP_BARE}{_GROUP_R}")
 #: cue comes right before it (:data:`_PHONE_CUE`, :func:`_cued_phone`): a space or a dot also
 #: separates thousands (XQuAD's ``734 000 000``). With ``+34``/``0034`` it is :data:`_INTL`'s.
 _ES_PHONE = re.compile(rf"{_GROUP_L}[6-9]\d\d(?P<s>[ .-])\d{{3}}(?P=s)\d{{3}}{_GROUP_R}")
+#: Numbers only a phone cue tells from figures (:func:`_cued_phone`), each a whole run of number
+#: groups: Spanish 3-2-2-2 (``612 98 76 54``, first digit 6-9) and landline 2-3-2-2 (``91 234
+#: 56 78``, first digit 8-9); German landlines, the trunk ``0`` or ``(0)`` and an area code of
+#: 2-5 digits, then one to three groups (``030 901820``, ``(0)30 901 820``, ``089/1234567``,
+#: 7-13 digits in all: :func:`_cued_phone`). XQuAD's paragraphs space thousands the same way.
+_CUED_PHONE = re.compile(
+    rf"{_GROUP_L}(?:[6-9]\d\d(?P<t>[ .-])\d\d(?P=t)\d\d(?P=t)\d\d"
+    rf"|[89]\d(?P<u>[ .-])\d{{3}}(?P=u)\d\d(?P=u)\d\d"
+    rf"|(?P<de>(?:\(0\) ?|0)[1-9]\d{{1,4}}(?:[ /-]\d{{2,8}}){{1,3}}|0[1-9]\d{{6,12}})){_GROUP_R}"
+)
+#: A French number (ARCEP's plan: ``0`` and nine digits, the second 1-9), in five pairs with one
+#: kind of separator (``06 12 34 56 78``, ``06.12.34.56.78``, ``06-12-34-56-78``), or ten
+#: contiguous digits starting ``06``/``07`` (a mobile: ``0612345678``). A whole run of number
+#: groups; five pairs starting ``0`` are not how figures are written, so no cue is needed.
+_FR_PHONE = re.compile(
+    rf"{_GROUP_L}0(?:[1-9](?P<fs>[ .-])\d\d(?:(?P=fs)\d\d){{3}}|[67]\d{{8}}){_GROUP_R}"
+)
 #: A phone cue ending the text before a number: ``llámame al``, ``mi número es el``,
 #: ``teléfono:``, ``call me on``, ``my number is``, ``whatsapp``, ``tel.`` — a cue word, then
 #: only short link words (``al``, ``es``, ``el``, ``on``, ``at``, ``is`` ...) and punctuation.
 _PHONE_CUE = re.compile(
     r"(?<!\w)(?:ll[aá]m(?:a|ame|eme|enme|anos|ar|arme)|tel[eé]fono|tel|tlf|tfno|m[oó]vil"
     r"|celular|whats\s?app|wasap|phone|call|mobile|cell|contact|contacto|text|ring|reach"
-    r"|(?:my|mi|su|tu|your|our|nuestro)\s+(?:number|n[uú]mero))"
-    r"(?:[^\w\n]+(?:me|us|al|a|en|es|el|is|on|at|to|de|number|n[uú]mero|contacto))*"
+    r"|(?:my|mi|su|tu|your|our|nuestro)\s+(?:number|n[uú]mero)"
+    r"|(?:telefon|rufnummer|handy|mobil)(?:nummer)?|nummer|anrufen|ruf(?:e|en|t)?|erreichbar"
+    r"|appel(?:le|lez)|appeler|portable|num[eé]ro|t[eé]l[eé]phone|t[eé]l|joindre|fixe)"
+    r"(?:[^\w\n]+(?:me|us|al|a|en|es|el|is|on|at|to|de|number|n[uú]mero|contacto"
+    r"|unter|an|ist|lautet|mich|moi|au|le|la|est|mon|ma|sur))*"
     r"[^\w\n]*$",
     re.IGNORECASE,
 )
@@ -507,6 +534,8 @@ def _cued_phone(m: re.Match[str]) -> int | None:
     the 40 characters before it (``llámame al 612 345 678``; ``734 000 000 habitantes``
     stays)."""
     start = m.start()
+    if "de" in m.re.groupindex and m.group("de") and not 7 <= len(_digits(m.group())) <= 13:
+        return None
     return m.end() if _PHONE_CUE.search(m.string, max(0, start - 40), start) else None
 
 
@@ -602,6 +631,8 @@ _DETECTORS: tuple[tuple[str, _Finder, _Accept, _Gate], ...] = (
     ("phone", _NANP_BARE_PHONE, _nanp, lambda s, low, n: n >= 10),
     ("phone", _SPACED_MOBILE, _whole, lambda s, low, n: n >= 10),
     ("phone", _ES_PHONE, _cued_phone, lambda s, low, n: n >= 9),
+    ("phone", _FR_PHONE, _whole, lambda s, low, n: n >= 10),
+    ("phone", _CUED_PHONE, _cued_phone, lambda s, low, n: n >= 7),
     ("name", _Names(), _name_end, lambda s, low, n: may_hold_name(low)),
 )  # fmt: skip
 _ASCII_DIGITS = b"0123456789"
