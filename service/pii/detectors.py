@@ -29,6 +29,11 @@ type          placeholder      shape (after digit folding), check
                                outlook.com`` and ``rahul at gmail.com`` are kept)
 ``upi``       ``<UPI>``        ``handle@psp`` with a dot-less PSP handle from
                                :data:`UPI_HANDLES` (``ybl``, ``okicici``, ``paytm`` ...)
+``iban``      ``<IBAN>``       IBAN (ISO 13616): 2 upper-case letters, 2 check digits, 11-30
+                               upper-case letters and digits, contiguous or in groups of 4
+                               (``DE89 3704 0044 0532 0130 00``), whole; ISO 7064 mod-97
+                               (:func:`~service.pii.checksums.iban_valid`): a mistyped one is
+                               not an IBAN (its digits may still be a phone)
 ``card``      ``<CARD>``       13-19 digits, contiguous or 4-4-4-4(-3) / 4-6-5 / 4-6-4
                                with one kind of separator; Luhn (ISO/IEC 7812-1 Annex B);
                                not after ``ISBN``; a following ``cvv 123``, ``exp 12/28``
@@ -119,7 +124,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
-from service.pii.checksums import luhn_valid
+from service.pii.checksums import iban_valid, luhn_valid
 from service.pii.fold import _CF, _FORMAT_BMP
 from service.pii.names import find_names, may_hold_name
 
@@ -235,6 +240,13 @@ UPI_HANDLES = frozenset(
 )
 _UPI_HINT = re.compile(r"@[A-Za-z]{2,30}(?![\w\-@]|\.\w)")  # "@" first: a fast literal scan
 _UPI = re.compile(r"(?<![\w.\-])[\w.\-]{2,256}+@(?P<psp>[a-z]{2,30})(?![\w\-@]|\.\w)", re.I)
+#: An IBAN (ISO 13616): two upper-case letters, two check digits, 11-30 upper-case letters and
+#: digits, contiguous or in groups of four split by single spaces (the last group shorter);
+#: :func:`_iban` keeps only what passes the mod-97 check, the longest such prefix of the groups.
+_IBAN = re.compile(
+    r"(?=[A-Z]{2}\d\d)(?<![\w\-/])[A-Z]{2}\d\d(?:[A-Z0-9]{11,30}|(?: [A-Z0-9]{4}){2,7}"
+    r"(?: [A-Z0-9]{1,3})?|[A-Z0-9]{2}(?: [A-Z0-9]{4}){2,6}(?: [A-Z0-9]{1,4})?)(?![\w\-])"
+)
 _CARD = re.compile(
     _GROUP_L + r"(?:\d{13,19}|\d{4}(?P<s>[ -])(?:\d{4}(?P=s)\d{4}(?P=s)\d{4}(?:(?P=s)\d{3})?"
     r"|\d{6}(?P=s)\d{4,5}))" + _GROUP_R
@@ -412,6 +424,18 @@ def _obfuscated_email(m: re.Match[str]) -> int | None:
     local = m.string[m.start() : m.start("at")]
     handle = any(c.isdigit() or c in "._" for c in local) or _DOT_WORD.search(local)
     return m.end() if first in MAIL_PROVIDERS and handle else None
+
+
+def _iban(m: re.Match[str]) -> int | None:
+    """Accept an IBAN that passes the ISO 7064 mod-97 check (:func:`iban_valid`): the whole
+    match, else the longest run of its groups that does (``DE89 3704 0044 0532 0130 00 EUR``)."""
+    text, start = m.string, m.start()
+    ends = [m.end()] + [start + i for i in range(m.end() - start - 1, 14, -1) if text[i] == " "]
+    for end in ends:
+        compact = text[start:end].replace(" ", "")
+        if 15 <= len(compact) <= 34 and iban_valid(compact):
+            return end
+    return None
 
 
 def _upi(m: re.Match[str]) -> int | None:
@@ -619,6 +643,7 @@ _DETECTORS: tuple[tuple[str, _Finder, _Accept, _Gate], ...] = (
     ("email", _Retrying(_OBFUSCATED_EMAIL, _obfuscated_email), _whole,
      lambda s, low, n: _may_obfuscate(low)),
     ("upi", _UPI, _upi, lambda s, low, n: "@" in s and _UPI_HINT.search(s) is not None),
+    ("iban", _IBAN, _iban, lambda s, low, n: n >= 4),
     ("card", _CARD, _card, lambda s, low, n: n >= 13),
     ("aadhaar", _AADHAAR, _whole, lambda s, low, n: n >= 12),
     ("ssn", _SSN, _whole, lambda s, low, n: n >= 9 and "-" in s),
