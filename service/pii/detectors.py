@@ -224,6 +224,17 @@ _OBFUSCATED_EMAIL = re.compile(
     re.IGNORECASE,
 )
 _DOT_WORD = re.compile(r"\bdot\b", re.IGNORECASE)
+#: An address whose name is written out with `` dot ``/``[dot]``/``(dot)`` but whose ``@`` and
+#: domain are not (``aaaaaaaa dot a0 @ gmail.com``, ``zoe [dot] quinlan@gmail.com``): scanned
+#: before :data:`_EMAIL`, which would take ``a0 @ gmail.com`` alone and leave the first words.
+_O_DOT_WORD = r"(?:\s*[\[({<]\s*dot\s*[\])}>]\s*|\s+dot\s+)"
+_DOTTED_EMAIL = re.compile(
+    rf"(?<![{_W}.%+\-])(?P<first>[{_W}.%+\-]{{1,64}}+)(?:{_O_DOT_WORD}[{_W}.%+\-]{{1,64}}+){{1,4}}"
+    rf"[ \t]{{0,2}}@[ \t]{{0,2}}(?:[{_W}\-]{{1,63}}+\.){{1,8}}"
+    rf"(?:[^\W\d_]|[\u0300-\u036f\u0900-\u0dff]){{2,63}}(?![{_W}\-])",
+    re.IGNORECASE,
+)
+
 #: Words that start a phrase, not a domain (``at the dot com crash``).
 _NOT_DOMAIN = frozenset("the a an this that my your our his her their its any some one".split())
 _HINT_DOT = re.compile(r"\sdot\s|dot\s*[\])}>]")
@@ -438,6 +449,12 @@ def _iban(m: re.Match[str]) -> int | None:
     return None
 
 
+def _dotted_email(m: re.Match[str]) -> int | None:
+    """Accept a :data:`_DOTTED_EMAIL` match unless its first word starts a phrase (``the dot
+    a0@gmail.com``: the address is ``a0@gmail.com``, which :data:`_EMAIL` takes)."""
+    return None if m.group("first").lower() in _NOT_DOMAIN else m.end()
+
+
 def _upi(m: re.Match[str]) -> int | None:
     return m.end() if m.group("psp").lower() in UPI_HANDLES else None
 
@@ -622,6 +639,45 @@ class _Names:
                 yield m
 
 
+#: A credential after its cue: ``password:``, ``passwd=``, ``pwd:``, ``pin:``, ``passcode:``,
+#: ``mot de passe :``, ``contraseña:``, ``Passwort:``, ``Kennwort:`` (a ``:`` or ``=``, maybe
+#: after ``is``/``est``/``es``/``ist``), or the same cue and ``is``/``est``/``es``/``ist`` with
+#: no ``:`` when the word after it holds a digit (``my password is Hunter2``; ``my password is
+#: wrong`` is kept). Only the credential is replaced, the cue kept (:class:`_Credentials`).
+_CREDENTIAL = re.compile(
+    r"(?<!\w)(?:pass(?:word|wd|code|wort)|pwd|pin|kennwort|mot de passe|contrase[ñn]a)"
+    r"(?P<sep>(?:\s+(?:is|est|es|ist))?\s*[:=]|\s+(?:is|est|es|ist))[ \t]*"
+    r"(?P<cred>[^\s\]\[(){}<>\"'`]{3,128})",
+    re.IGNORECASE,
+)
+_CREDENTIAL_HINTS = ("pass", "pwd", "pin", "kennwort", "contrase")
+_CREDENTIAL_END = ".,;:!?"
+
+
+def _may_hold_credential(low: str) -> bool:
+    """True if lower-cased ``low`` names a password or PIN (substring tests)."""
+    return any(hint in low for hint in _CREDENTIAL_HINTS)
+
+
+class _Credentials:
+    """:data:`_CREDENTIAL` as a detector: each credential as a match of exactly its span (the
+    cue kept); a sentence's closing ``.``/``,``/``?``... is not part of it unless the credential
+    would be shorter than 3 characters without it."""
+
+    def finditer(self, text: str, /) -> Iterator[re.Match[str]]:
+        """Yield one match per credential, in text order."""
+        for m in _CREDENTIAL.finditer(text):
+            cred = m.group("cred")
+            if ":" not in m.group("sep") and "=" not in m.group("sep"):
+                if not any(c.isdigit() for c in cred):
+                    continue
+            stripped = cred.rstrip(_CREDENTIAL_END)
+            end = m.start("cred") + (len(stripped) if len(stripped) >= 3 else len(cred))
+            found = _ANY.match(text, m.start("cred"), end)
+            if found is not None:
+                yield found
+
+
 def _name_end(m: re.Match[str]) -> int | None:
     return m.end()
 
@@ -639,6 +695,9 @@ _DETECTORS: tuple[tuple[str, _Finder, _Accept, _Gate], ...] = (
     ("secret", _SECRET, _secret, lambda s, low, n: n >= 1 and ("_" in s or "-" in s
                                                                or "AKIA" in s or "ASIA" in s
                                                                or "AIza" in s)),
+    ("secret", _Credentials(), _name_end, lambda s, low, n: _may_hold_credential(low)),
+    ("email", _Retrying(_DOTTED_EMAIL, _dotted_email), _whole,
+     lambda s, low, n: "@" in s and "dot" in low),
     ("email", _EMAIL, _whole, lambda s, low, n: "@" in s),
     ("email", _Retrying(_OBFUSCATED_EMAIL, _obfuscated_email), _whole,
      lambda s, low, n: _may_obfuscate(low)),
@@ -678,6 +737,8 @@ def _clean_fast(text: str) -> bool:
             return False
         if may_hold_name(low):
             return False
+        if ("=" in text or ":" in text) and _may_hold_credential(low):
+            return False
         if " at " in low and _HINT_AT_PROVIDER.search(low) is not None:
             return False
         return not rare or (_HINT_BRACKET_AT.search(low) is None and not _may_share(low))
@@ -688,6 +749,8 @@ def _clean_fast(text: str) -> bool:
             return False
     low = (text if stripped else _CF.sub("", text)).lower()  # astral Cf chars too
     if may_hold_name(low):
+        return False
+    if ("=" in low or ":" in low or "\uff1a" in low) and _may_hold_credential(low):
         return False
     if "t" not in text and "T" not in text and "/" not in text:
         return True  # no "at", "dot", "com/", "ms/" in any case
@@ -735,6 +798,8 @@ def _plain_identifier(text: str) -> bool:
       ``D`` follows ``-`` after a lower-case letter.
     * ``name``: every cue of :mod:`service.pii.names` holds a space or ``--``; ``L-D`` has
       neither.
+    * credential (``secret``, :class:`_Credentials`): a ``:``, ``=`` or a space follows its
+      cue; ``L-D`` has none. ``iban``: upper-case letters only.
     * ``secret``: its look-behind ``(?<![\\w\\-])`` lets it start only at position 0; the
       prefixes that fit ``L-`` (``sk-``/``pk-``/``rk-`` + 16, ``xoxb-``... + 10, ``glpat-`` +
       20) are excluded by trying :data:`_SECRET` there.

@@ -163,6 +163,23 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("iban", "FR14 2004 1010 0505 0001 3M02 606", "<IBAN>"),
     ("iban", "to NL91 ABNA 0417 1643 00 EUR", "to <IBAN> EUR"),
     ("iban", "NO9386011117947", "<IBAN>"),
+    # a seventeenth-session trial: written-out names before a plain "@" and domain, whole
+    ("email", "aaaaaaaa dot a0 @ gmail.com", "<EMAIL>"),
+    ("email", "reach zoe [dot] quinlan [at] gmail [dot] com", "reach <EMAIL>"),
+    ("email", "reach zoe (dot) quinlan (at) gmail (dot) com", "reach <EMAIL>"),
+    ("email", "mail zoe [dot] quinlan@gmail.com?", "mail <EMAIL>?"),
+    ("email", "mail zoe (dot) quinlan @ uni-a.de", "mail <EMAIL>"),
+    ("email", "the dot a0@gmail.com", "the dot <EMAIL>"),  # "the" starts a phrase
+    # credentials after their cue (the cue kept)
+    ("secret", "wifi? password: Hunter2!Secret", "wifi? password: <SECRET>"),
+    ("secret", "passwd=abc123.", "passwd=<SECRET>."),
+    ("secret", "pwd: s3cr3t, user rahul", "pwd: <SECRET>, user rahul"),
+    ("secret", "card PIN: 4321", "card PIN: <SECRET>"),
+    ("secret", "passcode: 778899", "passcode: <SECRET>"),
+    ("secret", "mot de passe : soleil", "mot de passe : <SECRET>"),
+    ("secret", "contraseña: Gato2024", "contraseña: <SECRET>"),
+    ("secret", "Passwort: geheim", "Passwort: <SECRET>"),
+    ("secret", "my password is Hunter2", "my password is <SECRET>"),
     ("pan", "pan abcde1234f", "pan <PAN>"),
     ("pan", "PAN ABCDE 1234 F ok", "PAN <PAN> ok"),
     ("pan", "ABCDE-1234-F", "<PAN>"),
@@ -307,6 +324,18 @@ def test_phone_in_non_ascii_digits_is_replaced_in_the_original_text(text: str) -
 # -- look-alikes that must survive -----------------------------------------------------------
 
 LOOK_ALIKES = [
+    # written-out e-mail near misses: prose with "at"/"dot", a phrase word before "dot"
+    "look at the dot",
+    "meet at 5",
+    "meet at 5 at the dot com office",
+    "what is the dot product of two vectors at 90 degrees",
+    # credential cues without a credential
+    "my password is wrong",
+    "how do I reset my PIN?",
+    "my PIN is blocked, what do I do?",
+    "my card pin is for the atm only",
+    "the passcode is not working",
+    "change my password please",
     # IBAN shapes failing the mod-97 check, and codes of the same letters-and-digits shape
     "DE89 3704 0044 0532",
     "model XY12 ABCD EFGH IJKL",
