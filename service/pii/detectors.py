@@ -19,14 +19,19 @@ type          placeholder      shape (after digit folding), check
                                ``pk_``/``rk_`` (+ 16 chars, a digit among them), ``ghp_``
                                ``gho_`` ``ghu_`` ``ghs_`` ``ghr_`` ``github_pat_``,
                                ``xoxb-``/``xoxp-``..., ``AKIA``/``ASIA`` + 16, ``AIza``
-                               + 35, ``glpat-``, ``hf_``
+                               + 35, ``glpat-``, ``hf_``; a credential after ``password:``,
+                               ``pwd=``, ``pin:``, ``passcode:``, ``mot de passe :``,
+                               ``contraseña:``, ``Passwort:`` (or ``password is`` + a word
+                               with a digit), the cue kept (:data:`_CREDENTIAL`)
 ``email``     ``<EMAIL>``      ``local@label.tld``, up to two spaces around the ``@``;
                                Unicode (IDN) names accepted; written out: ``[at]``
                                ``(at)`` ``{at}`` ``<at>``, or `` at `` when the domain
                                says `` dot ``/``[dot]`` (``rahul dot v at gmail dot com``)
                                or is a mail provider after a handle-like name with a digit,
                                ``.`` or ``_`` (``rahul77 at gmail.com``; ``sign in at
-                               outlook.com`` and ``rahul at gmail.com`` are kept)
+                               outlook.com`` and ``rahul at gmail.com`` are kept); a name
+                               written out before a plain ``@`` (``a dot b @ gmail.com``,
+                               ``zoe [dot] quinlan@gmail.com``) whole
 ``upi``       ``<UPI>``        ``handle@psp`` with a dot-less PSP handle from
                                :data:`UPI_HANDLES` (``ybl``, ``okicici``, ``paytm`` ...)
 ``iban``      ``<IBAN>``       IBAN (ISO 13616): 2 upper-case letters, 2 check digits, 11-30
@@ -98,8 +103,9 @@ type          placeholder      shape (after digit folding), check
 Detectors run in that order (:data:`_DETECTORS`, over one view of the text: :func:`_spans`); the
 scrubber runs them on the folded text (:mod:`service.pii.fold`) and skips a span overlapping an
 earlier one. Numbers glued to words, codes (``INV-``), decimals or longer digit groups are left
-alone. Text with no digit, ``@``, ``://``, ``www.``, share host, nor an ``at``/``dot`` written
-out returns at once (the fast path, :func:`_clean_fast`), so a secret key or id without any digit
+alone. Text with no digit, ``@``, ``://``, ``www.``, share host, an ``at``/``dot`` written
+out, nor a ``:``/``=`` with a credential cue (``password``, ``pin`` ...) returns at once (the
+fast path, :func:`_clean_fast`), so a secret key or id without any digit
 is not looked for.
 Kept on purpose (ordinary questions; ``tests/service/test_pii.py`` and ``test_pii_phone.py``
 list more): ``order 12345678``, ``flight AI 302``, ``room B-204``, ``error code E1234567`` (a
