@@ -1,4 +1,5 @@
-"""Check digits of the numbers the scrubber finds: Luhn (payment cards) and Verhoeff (Aadhaar).
+"""Check digits of the numbers the scrubber finds: Luhn (payment cards), Verhoeff (Aadhaar) and
+ISO 7064 mod-97 (IBAN).
 
 Pure functions over ASCII digit strings; :mod:`service.pii.detectors` accepts a card shape only
 when :func:`luhn_valid` says so.
@@ -54,3 +55,17 @@ def luhn_valid(digits: str) -> bool:
         n = ord(char) - 48
         total += (n * 2 - 9 if n > 4 else n * 2) if i % 2 else n
     return total % 10 == 0
+
+
+def iban_valid(iban: str) -> bool:
+    """True if ``iban`` (ASCII letters and digits, no spaces) passes the IBAN check (ISO 13616,
+    ISO 7064 MOD 97-10): the first four characters moved to the end, each letter read as a
+    number (``A`` 10 ... ``Z`` 35), the whole is 1 modulo 97. Anything else is ``False``.
+
+    >>> iban_valid("DE89370400440532013000"), iban_valid("DE89370400440532013001")
+    (True, False)
+    """
+    if not (iban.isascii() and iban.isalnum() and 5 <= len(iban) <= 34):
+        return False
+    rotated = (iban[4:] + iban[:4]).upper()
+    return int("".join(str(int(c, 36)) for c in rotated)) % 97 == 1

@@ -19,16 +19,26 @@ type          placeholder      shape (after digit folding), check
                                ``pk_``/``rk_`` (+ 16 chars, a digit among them), ``ghp_``
                                ``gho_`` ``ghu_`` ``ghs_`` ``ghr_`` ``github_pat_``,
                                ``xoxb-``/``xoxp-``..., ``AKIA``/``ASIA`` + 16, ``AIza``
-                               + 35, ``glpat-``, ``hf_``
+                               + 35, ``glpat-``, ``hf_``; a credential after ``password:``,
+                               ``pwd=``, ``pin:``, ``passcode:``, ``mot de passe :``,
+                               ``contraseña:``, ``Passwort:`` (or ``password is`` + a word
+                               with a digit), the cue kept (:data:`_CREDENTIAL`)
 ``email``     ``<EMAIL>``      ``local@label.tld``, up to two spaces around the ``@``;
                                Unicode (IDN) names accepted; written out: ``[at]``
                                ``(at)`` ``{at}`` ``<at>``, or `` at `` when the domain
                                says `` dot ``/``[dot]`` (``rahul dot v at gmail dot com``)
                                or is a mail provider after a handle-like name with a digit,
                                ``.`` or ``_`` (``rahul77 at gmail.com``; ``sign in at
-                               outlook.com`` and ``rahul at gmail.com`` are kept)
+                               outlook.com`` and ``rahul at gmail.com`` are kept); a name
+                               written out before a plain ``@`` (``a dot b @ gmail.com``,
+                               ``zoe [dot] quinlan@gmail.com``) whole
 ``upi``       ``<UPI>``        ``handle@psp`` with a dot-less PSP handle from
                                :data:`UPI_HANDLES` (``ybl``, ``okicici``, ``paytm`` ...)
+``iban``      ``<IBAN>``       IBAN (ISO 13616): 2 upper-case letters, 2 check digits, 11-30
+                               upper-case letters and digits, contiguous or in groups of 4
+                               (``DE89 3704 0044 0532 0130 00``), whole; ISO 7064 mod-97
+                               (:func:`~service.pii.checksums.iban_valid`): a mistyped one is
+                               not an IBAN (its digits may still be a phone)
 ``card``      ``<CARD>``       13-19 digits, contiguous or 4-4-4-4(-3) / 4-6-5 / 4-6-4
                                with one kind of separator; Luhn (ISO/IEC 7812-1 Annex B);
                                not after ``ISBN``; a following ``cvv 123``, ``exp 12/28``
@@ -75,7 +85,14 @@ type          placeholder      shape (after digit folding), check
                                345 678``, ``-`` or ``.`` too, first digit 6-9) only after a
                                phone cue (``llámame al``, ``teléfono:``, ``mi número es``,
                                ``call me on``, ``my number is``, ``whatsapp`` ...): without
-                               one a figure (``734 000 000``, a space separating thousands)
+                               one a figure (``734 000 000``, a space separating thousands);
+                               so are Spanish 3-2-2-2 (``612 98 76 54``) and 2-3-2-2 (``91
+                               234 56 78``) and German landlines (``030 901820``, ``(0)30 901
+                               820``, ``089/1234567``: 7-13 digits) after a cue (also
+                               ``Telefon``, ``Handy``, ``Nummer``, ``ruf mich an unter``,
+                               ``appelle-moi au``, ``portable``, ``numéro``); French ``0X XX
+                               XX XX XX`` (one kind of separator) and ``06``/``07`` + 8 digits
+                               with no cue: figures are not written so
 ``name``      ``<NAME>``       a name a person gives of themselves after a cue: ``my name
                                is``, ``call me``, ``I am`` + Title-case words, ``mera
                                naam``, ``me llamo``, ``ich heiße`` ...
@@ -86,8 +103,9 @@ type          placeholder      shape (after digit folding), check
 Detectors run in that order (:data:`_DETECTORS`, over one view of the text: :func:`_spans`); the
 scrubber runs them on the folded text (:mod:`service.pii.fold`) and skips a span overlapping an
 earlier one. Numbers glued to words, codes (``INV-``), decimals or longer digit groups are left
-alone. Text with no digit, ``@``, ``://``, ``www.``, share host, nor an ``at``/``dot`` written
-out returns at once (the fast path, :func:`_clean_fast`), so a secret key or id without any digit
+alone. Text with no digit, ``@``, ``://``, ``www.``, share host, an ``at``/``dot`` written
+out, nor a ``:``/``=`` with a credential cue (``password``, ``pin`` ...) returns at once (the
+fast path, :func:`_clean_fast`), so a secret key or id without any digit
 is not looked for.
 Kept on purpose (ordinary questions; ``tests/service/test_pii.py`` and ``test_pii_phone.py``
 list more): ``order 12345678``, ``flight AI 302``, ``room B-204``, ``error code E1234567`` (a
@@ -112,7 +130,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
-from service.pii.checksums import luhn_valid
+from service.pii.checksums import iban_valid, luhn_valid
 from service.pii.fold import _CF, _FORMAT_BMP
 from service.pii.names import find_names, may_hold_name
 
@@ -212,6 +230,17 @@ _OBFUSCATED_EMAIL = re.compile(
     re.IGNORECASE,
 )
 _DOT_WORD = re.compile(r"\bdot\b", re.IGNORECASE)
+#: An address whose name is written out with `` dot ``/``[dot]``/``(dot)`` but whose ``@`` and
+#: domain are not (``aaaaaaaa dot a0 @ gmail.com``, ``zoe [dot] quinlan@gmail.com``): scanned
+#: before :data:`_EMAIL`, which would take ``a0 @ gmail.com`` alone and leave the first words.
+_O_DOT_WORD = r"(?:\s*[\[({<]\s*dot\s*[\])}>]\s*|\s+dot\s+)"
+_DOTTED_EMAIL = re.compile(
+    rf"(?<![{_W}.%+\-])(?P<first>[{_W}.%+\-]{{1,64}}+)(?:{_O_DOT_WORD}[{_W}.%+\-]{{1,64}}+){{1,4}}"
+    rf"[ \t]{{0,2}}@[ \t]{{0,2}}(?:[{_W}\-]{{1,63}}+\.){{1,8}}"
+    rf"(?:[^\W\d_]|[\u0300-\u036f\u0900-\u0dff]){{2,63}}(?![{_W}\-])",
+    re.IGNORECASE,
+)
+
 #: Words that start a phrase, not a domain (``at the dot com crash``).
 _NOT_DOMAIN = frozenset("the a an this that my your our his her their its any some one".split())
 _HINT_DOT = re.compile(r"\sdot\s|dot\s*[\])}>]")
@@ -228,6 +257,13 @@ UPI_HANDLES = frozenset(
 )
 _UPI_HINT = re.compile(r"@[A-Za-z]{2,30}(?![\w\-@]|\.\w)")  # "@" first: a fast literal scan
 _UPI = re.compile(r"(?<![\w.\-])[\w.\-]{2,256}+@(?P<psp>[a-z]{2,30})(?![\w\-@]|\.\w)", re.I)
+#: An IBAN (ISO 13616): two upper-case letters, two check digits, 11-30 upper-case letters and
+#: digits, contiguous or in groups of four split by single spaces (the last group shorter);
+#: :func:`_iban` keeps only what passes the mod-97 check, the longest such prefix of the groups.
+_IBAN = re.compile(
+    r"(?=[A-Z]{2}\d\d)(?<![\w\-/])[A-Z]{2}\d\d(?:[A-Z0-9]{11,30}|(?: [A-Z0-9]{4}){2,7}"
+    r"(?: [A-Z0-9]{1,3})?|[A-Z0-9]{2}(?: [A-Z0-9]{4}){2,6}(?: [A-Z0-9]{1,4})?)(?![\w\-])"
+)
 _CARD = re.compile(
     _GROUP_L + r"(?:\d{13,19}|\d{4}(?P<s>[ -])(?:\d{4}(?P=s)\d{4}(?P=s)\d{4}(?:(?P=s)\d{3})?"
     r"|\d{6}(?P=s)\d{4,5}))" + _GROUP_R
@@ -318,14 +354,34 @@ _NANP_BARE_PHONE = re.compile(rf"{_GROUP_L}{_NANP_BARE}{_GROUP_R}")
 #: cue comes right before it (:data:`_PHONE_CUE`, :func:`_cued_phone`): a space or a dot also
 #: separates thousands (XQuAD's ``734 000 000``). With ``+34``/``0034`` it is :data:`_INTL`'s.
 _ES_PHONE = re.compile(rf"{_GROUP_L}[6-9]\d\d(?P<s>[ .-])\d{{3}}(?P=s)\d{{3}}{_GROUP_R}")
+#: Numbers only a phone cue tells from figures (:func:`_cued_phone`), each a whole run of number
+#: groups: Spanish 3-2-2-2 (``612 98 76 54``, first digit 6-9) and landline 2-3-2-2 (``91 234
+#: 56 78``, first digit 8-9); German landlines, the trunk ``0`` or ``(0)`` and an area code of
+#: 2-5 digits, then one to three groups (``030 901820``, ``(0)30 901 820``, ``089/1234567``,
+#: 7-13 digits in all: :func:`_cued_phone`). XQuAD's paragraphs space thousands the same way.
+_CUED_PHONE = re.compile(
+    rf"{_GROUP_L}(?:[6-9]\d\d(?P<t>[ .-])\d\d(?P=t)\d\d(?P=t)\d\d"
+    rf"|[89]\d(?P<u>[ .-])\d{{3}}(?P=u)\d\d(?P=u)\d\d"
+    rf"|(?P<de>(?:\(0\) ?|0)[1-9]\d{{1,4}}(?:[ /-]\d{{2,8}}){{1,3}}|0[1-9]\d{{6,12}})){_GROUP_R}"
+)
+#: A French number (ARCEP's plan: ``0`` and nine digits, the second 1-9), in five pairs with one
+#: kind of separator (``06 12 34 56 78``, ``06.12.34.56.78``, ``06-12-34-56-78``), or ten
+#: contiguous digits starting ``06``/``07`` (a mobile: ``0612345678``). A whole run of number
+#: groups; five pairs starting ``0`` are not how figures are written, so no cue is needed.
+_FR_PHONE = re.compile(
+    rf"{_GROUP_L}0(?:[1-9](?P<fs>[ .-])\d\d(?:(?P=fs)\d\d){{3}}|[67]\d{{8}}){_GROUP_R}"
+)
 #: A phone cue ending the text before a number: ``llámame al``, ``mi número es el``,
 #: ``teléfono:``, ``call me on``, ``my number is``, ``whatsapp``, ``tel.`` — a cue word, then
 #: only short link words (``al``, ``es``, ``el``, ``on``, ``at``, ``is`` ...) and punctuation.
 _PHONE_CUE = re.compile(
     r"(?<!\w)(?:ll[aá]m(?:a|ame|eme|enme|anos|ar|arme)|tel[eé]fono|tel|tlf|tfno|m[oó]vil"
     r"|celular|whats\s?app|wasap|phone|call|mobile|cell|contact|contacto|text|ring|reach"
-    r"|(?:my|mi|su|tu|your|our|nuestro)\s+(?:number|n[uú]mero))"
-    r"(?:[^\w\n]+(?:me|us|al|a|en|es|el|is|on|at|to|de|number|n[uú]mero|contacto))*"
+    r"|(?:my|mi|su|tu|your|our|nuestro)\s+(?:number|n[uú]mero)"
+    r"|(?:telefon|rufnummer|handy|mobil)(?:nummer)?|nummer|anrufen|ruf(?:e|en|t)?|erreichbar"
+    r"|appel(?:le|lez)|appeler|portable|num[eé]ro|t[eé]l[eé]phone|t[eé]l|joindre|fixe)"
+    r"(?:[^\w\n]+(?:me|us|al|a|en|es|el|is|on|at|to|de|number|n[uú]mero|contacto"
+    r"|unter|an|ist|lautet|mich|moi|au|le|la|est|mon|ma|sur))*"
     r"[^\w\n]*$",
     re.IGNORECASE,
 )
@@ -385,6 +441,24 @@ def _obfuscated_email(m: re.Match[str]) -> int | None:
     local = m.string[m.start() : m.start("at")]
     handle = any(c.isdigit() or c in "._" for c in local) or _DOT_WORD.search(local)
     return m.end() if first in MAIL_PROVIDERS and handle else None
+
+
+def _iban(m: re.Match[str]) -> int | None:
+    """Accept an IBAN that passes the ISO 7064 mod-97 check (:func:`iban_valid`): the whole
+    match, else the longest run of its groups that does (``DE89 3704 0044 0532 0130 00 EUR``)."""
+    text, start = m.string, m.start()
+    ends = [m.end()] + [start + i for i in range(m.end() - start - 1, 14, -1) if text[i] == " "]
+    for end in ends:
+        compact = text[start:end].replace(" ", "")
+        if 15 <= len(compact) <= 34 and iban_valid(compact):
+            return end
+    return None
+
+
+def _dotted_email(m: re.Match[str]) -> int | None:
+    """Accept a :data:`_DOTTED_EMAIL` match unless its first word starts a phrase (``the dot
+    a0@gmail.com``: the address is ``a0@gmail.com``, which :data:`_EMAIL` takes)."""
+    return None if m.group("first").lower() in _NOT_DOMAIN else m.end()
 
 
 def _upi(m: re.Match[str]) -> int | None:
@@ -507,6 +581,8 @@ def _cued_phone(m: re.Match[str]) -> int | None:
     the 40 characters before it (``llámame al 612 345 678``; ``734 000 000 habitantes``
     stays)."""
     start = m.start()
+    if "de" in m.re.groupindex and m.group("de") and not 7 <= len(_digits(m.group())) <= 13:
+        return None
     return m.end() if _PHONE_CUE.search(m.string, max(0, start - 40), start) else None
 
 
@@ -569,6 +645,45 @@ class _Names:
                 yield m
 
 
+#: A credential after its cue: ``password:``, ``passwd=``, ``pwd:``, ``pin:``, ``passcode:``,
+#: ``mot de passe :``, ``contraseña:``, ``Passwort:``, ``Kennwort:`` (a ``:`` or ``=``, maybe
+#: after ``is``/``est``/``es``/``ist``), or the same cue and ``is``/``est``/``es``/``ist`` with
+#: no ``:`` when the word after it holds a digit (``my password is Hunter2``; ``my password is
+#: wrong`` is kept). Only the credential is replaced, the cue kept (:class:`_Credentials`).
+_CREDENTIAL = re.compile(
+    r"(?<!\w)(?:pass(?:word|wd|code|wort)|pwd|pin|kennwort|mot de passe|contrase[ñn]a)"
+    r"(?P<sep>(?:\s+(?:is|est|es|ist))?\s*[:=]|\s+(?:is|est|es|ist))[ \t]*"
+    r"(?P<cred>[^\s\]\[(){}<>\"'`]{3,128})",
+    re.IGNORECASE,
+)
+_CREDENTIAL_HINTS = ("pass", "pwd", "pin", "kennwort", "contrase")
+_CREDENTIAL_END = ".,;:!?"
+
+
+def _may_hold_credential(low: str) -> bool:
+    """True if lower-cased ``low`` names a password or PIN (substring tests)."""
+    return any(hint in low for hint in _CREDENTIAL_HINTS)
+
+
+class _Credentials:
+    """:data:`_CREDENTIAL` as a detector: each credential as a match of exactly its span (the
+    cue kept); a sentence's closing ``.``/``,``/``?``... is not part of it unless the credential
+    would be shorter than 3 characters without it."""
+
+    def finditer(self, text: str, /) -> Iterator[re.Match[str]]:
+        """Yield one match per credential, in text order."""
+        for m in _CREDENTIAL.finditer(text):
+            cred = m.group("cred")
+            if ":" not in m.group("sep") and "=" not in m.group("sep"):
+                if not any(c.isdigit() for c in cred):
+                    continue
+            stripped = cred.rstrip(_CREDENTIAL_END)
+            end = m.start("cred") + (len(stripped) if len(stripped) >= 3 else len(cred))
+            found = _ANY.match(text, m.start("cred"), end)
+            if found is not None:
+                yield found
+
+
 def _name_end(m: re.Match[str]) -> int | None:
     return m.end()
 
@@ -586,10 +701,14 @@ _DETECTORS: tuple[tuple[str, _Finder, _Accept, _Gate], ...] = (
     ("secret", _SECRET, _secret, lambda s, low, n: n >= 1 and ("_" in s or "-" in s
                                                                or "AKIA" in s or "ASIA" in s
                                                                or "AIza" in s)),
+    ("secret", _Credentials(), _name_end, lambda s, low, n: _may_hold_credential(low)),
+    ("email", _Retrying(_DOTTED_EMAIL, _dotted_email), _whole,
+     lambda s, low, n: "@" in s and "dot" in low),
     ("email", _EMAIL, _whole, lambda s, low, n: "@" in s),
     ("email", _Retrying(_OBFUSCATED_EMAIL, _obfuscated_email), _whole,
      lambda s, low, n: _may_obfuscate(low)),
     ("upi", _UPI, _upi, lambda s, low, n: "@" in s and _UPI_HINT.search(s) is not None),
+    ("iban", _IBAN, _iban, lambda s, low, n: n >= 4),
     ("card", _CARD, _card, lambda s, low, n: n >= 13),
     ("aadhaar", _AADHAAR, _whole, lambda s, low, n: n >= 12),
     ("ssn", _SSN, _whole, lambda s, low, n: n >= 9 and "-" in s),
@@ -602,6 +721,8 @@ _DETECTORS: tuple[tuple[str, _Finder, _Accept, _Gate], ...] = (
     ("phone", _NANP_BARE_PHONE, _nanp, lambda s, low, n: n >= 10),
     ("phone", _SPACED_MOBILE, _whole, lambda s, low, n: n >= 10),
     ("phone", _ES_PHONE, _cued_phone, lambda s, low, n: n >= 9),
+    ("phone", _FR_PHONE, _whole, lambda s, low, n: n >= 10),
+    ("phone", _CUED_PHONE, _cued_phone, lambda s, low, n: n >= 7),
     ("name", _Names(), _name_end, lambda s, low, n: may_hold_name(low)),
 )  # fmt: skip
 _ASCII_DIGITS = b"0123456789"
@@ -622,6 +743,8 @@ def _clean_fast(text: str) -> bool:
             return False
         if may_hold_name(low):
             return False
+        if ("=" in text or ":" in text) and _may_hold_credential(low):
+            return False
         if " at " in low and _HINT_AT_PROVIDER.search(low) is not None:
             return False
         return not rare or (_HINT_BRACKET_AT.search(low) is None and not _may_share(low))
@@ -632,6 +755,8 @@ def _clean_fast(text: str) -> bool:
             return False
     low = (text if stripped else _CF.sub("", text)).lower()  # astral Cf chars too
     if may_hold_name(low):
+        return False
+    if ("=" in low or ":" in low or "\uff1a" in low) and _may_hold_credential(low):
         return False
     if "t" not in text and "T" not in text and "/" not in text:
         return True  # no "at", "dot", "com/", "ms/" in any case
@@ -679,6 +804,8 @@ def _plain_identifier(text: str) -> bool:
       ``D`` follows ``-`` after a lower-case letter.
     * ``name``: every cue of :mod:`service.pii.names` holds a space or ``--``; ``L-D`` has
       neither.
+    * credential (``secret``, :class:`_Credentials`): a ``:``, ``=`` or a space follows its
+      cue; ``L-D`` has none. ``iban``: upper-case letters only.
     * ``secret``: its look-behind ``(?<![\\w\\-])`` lets it start only at position 0; the
       prefixes that fit ``L-`` (``sk-``/``pk-``/``rk-`` + 16, ``xoxb-``... + 10, ``glpat-`` +
       20) are excluded by trying :data:`_SECRET` there.

@@ -156,6 +156,30 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("email", "rahul at gmail dot com.", "<EMAIL>."),
     # a refused candidate ("me at j.weber") no longer hides the address inside it
     ("email", "email me at j.weber (at) uni-a dot de", "email me at <EMAIL>"),
+    # IBANs (ISO 13616, mod-97 checked), whole: a trial kept "DE89 3704" of one
+    ("iban", "My IBAN is DE89 3704 0044 0532 0130 00", "My IBAN is <IBAN>"),
+    ("iban", "IBAN: DE89370400440532013000.", "IBAN: <IBAN>."),
+    ("iban", "GB82 WEST 1234 5698 7654 32 please", "<IBAN> please"),
+    ("iban", "FR14 2004 1010 0505 0001 3M02 606", "<IBAN>"),
+    ("iban", "to NL91 ABNA 0417 1643 00 EUR", "to <IBAN> EUR"),
+    ("iban", "NO9386011117947", "<IBAN>"),
+    # a seventeenth-session trial: written-out names before a plain "@" and domain, whole
+    ("email", "aaaaaaaa dot a0 @ gmail.com", "<EMAIL>"),
+    ("email", "reach zoe [dot] quinlan [at] gmail [dot] com", "reach <EMAIL>"),
+    ("email", "reach zoe (dot) quinlan (at) gmail (dot) com", "reach <EMAIL>"),
+    ("email", "mail zoe [dot] quinlan@gmail.com?", "mail <EMAIL>?"),
+    ("email", "mail zoe (dot) quinlan @ uni-a.de", "mail <EMAIL>"),
+    ("email", "the dot a0@gmail.com", "the dot <EMAIL>"),  # "the" starts a phrase
+    # credentials after their cue (the cue kept)
+    ("secret", "wifi? password: Hunter2!Secret", "wifi? password: <SECRET>"),
+    ("secret", "passwd=abc123.", "passwd=<SECRET>."),
+    ("secret", "pwd: s3cr3t, user rahul", "pwd: <SECRET>, user rahul"),
+    ("secret", "card PIN: 4321", "card PIN: <SECRET>"),
+    ("secret", "passcode: 778899", "passcode: <SECRET>"),
+    ("secret", "mot de passe : soleil", "mot de passe : <SECRET>"),
+    ("secret", "contraseña: Gato2024", "contraseña: <SECRET>"),
+    ("secret", "Passwort: geheim", "Passwort: <SECRET>"),
+    ("secret", "my password is Hunter2", "my password is <SECRET>"),
     ("pan", "pan abcde1234f", "pan <PAN>"),
     ("pan", "PAN ABCDE 1234 F ok", "PAN <PAN> ok"),
     ("pan", "ABCDE-1234-F", "<PAN>"),
@@ -300,6 +324,23 @@ def test_phone_in_non_ascii_digits_is_replaced_in_the_original_text(text: str) -
 # -- look-alikes that must survive -----------------------------------------------------------
 
 LOOK_ALIKES = [
+    # written-out e-mail near misses: prose with "at"/"dot", a phrase word before "dot"
+    "look at the dot",
+    "meet at 5",
+    "meet at 5 at the dot com office",
+    "what is the dot product of two vectors at 90 degrees",
+    # credential cues without a credential
+    "my password is wrong",
+    "how do I reset my PIN?",
+    "my PIN is blocked, what do I do?",
+    "my card pin is for the atm only",
+    "the passcode is not working",
+    "change my password please",
+    # IBAN shapes failing the mod-97 check, and codes of the same letters-and-digits shape
+    "DE89 3704 0044 0532",
+    "model XY12 ABCD EFGH IJKL",
+    "order AB12CDEF34567890",
+    "DE89370400440532013001",
     # names nobody introduced, titles, and what follows a cue that is no name
     "who sang my name is stanley",
     "when did my name is earl end",
@@ -511,6 +552,7 @@ def test_fast_path_and_api_shapes() -> None:
         "secret",
         "email",
         "upi",
+        "iban",
         "card",
         "aadhaar",
         "ssn",
@@ -600,7 +642,7 @@ def test_scrub_event_alone_keeps_identity_when_clean_and_handles_missing_answer(
 def test_new_types_are_counted_and_exported_under_their_own_bounded_label() -> None:
     from service.telemetry import PII_TYPES as METRIC_LABELS
 
-    assert METRIC_LABELS == PII_TYPES and len(set(PII_TYPES)) == 13  # no "other" for them
+    assert METRIC_LABELS == PII_TYPES and len(set(PII_TYPES)) == 14  # no "other" for them
     event = _event("e-5", "pay rahul77@okicici, key sk-live-51HxyzSECRETKEYabc123, SSN 123-45-6789")
     clean, counts = scrub_event(event)
     assert clean.question == "pay <UPI>, key <SECRET>, SSN <SSN>"

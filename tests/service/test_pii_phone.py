@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from service.pii import Scrubbed, pseudonymise, scrub
-from service.pii.detectors import _ES_PHONE
+from service.pii.detectors import _CUED_PHONE, _ES_PHONE, _FR_PHONE
 from service.pii.scrub import _find
 from tests.service.test_pii_names import other_questions, xquad_squad_multihop_texts
 
@@ -264,4 +264,58 @@ def test_real_questions_hold_no_phone(shared_data: Path) -> None:
     assert len(texts) == 81_357
     shaped = [m.group() for text in texts for m in _ES_PHONE.finditer(text)]
     assert shaped == ["734 000 000"]
+    # the French, Spanish 3-2-2-2 / 2-3-2-2 and German shapes (a seventeenth-session trial) occur
+    # nowhere, cue or not
+    assert [m.group() for t in texts for p in (_FR_PHONE, _CUED_PHONE) for m in p.finditer(t)] == []
     assert [text for text in texts if any(kind == "phone" for *_, kind in _find(text))] == []
+
+
+# A seventeenth-session trial ("<topic>? ring <number>"): French numbers in five pairs or ten
+# digits from 06/07 (no cue needed: figures are not written so); Spanish 3-2-2-2 and 2-3-2-2 and
+# German landlines only after a phone cue, like the Spanish 3-3-3 (figures look the same).
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("hostel fees? ring 06 12 34 56 78", "hostel fees? ring <PHONE>"),
+        ("hostel fees? ring 0612345678", "hostel fees? ring <PHONE>"),
+        ("06 12 34 56 78", "<PHONE>"),
+        ("0712345678", "<PHONE>"),
+        ("appelle-moi au 06.12.34.56.78", "appelle-moi au <PHONE>"),
+        ("mon numéro est le 01-23-45-67-89.", "mon numéro est le <PHONE>."),
+        ("library hours? ring 612 98 76 54", "library hours? ring <PHONE>"),
+        ("ring 91 234 56 78", "ring <PHONE>"),
+        ("llámame al 91 234 56 78", "llámame al <PHONE>"),
+        ("mi móvil: 612-98-76-54", "mi móvil: <PHONE>"),
+        ("exam dates? ring 030 901820", "exam dates? ring <PHONE>"),
+        ("ring (0)30 901 820", "ring <PHONE>"),
+        ("Telefon: 030 901820", "Telefon: <PHONE>"),
+        ("Meine Nummer ist 0301234567", "Meine Nummer ist <PHONE>"),
+        ("Handy 0171 2345678", "Handy <PHONE>"),
+        ("ruf mich an unter 089/1234567", "ruf mich an unter <PHONE>"),
+    ],
+)
+def test_french_spanish_and_german_numbers_are_scrubbed(text: str, expected: str) -> None:
+    assert scrub(text) == Scrubbed(expected, {"phone": 1})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "612 98 76 54",  # no cue: a figure and a list of marks
+        "030 901820",
+        "(0)30 901 820",
+        "91 234 56 78",
+        "in 1998 91 234 56 78 people",
+        "the score was 612 98 76 54",
+        "ring 030 9",  # too short for a number
+        "ring 0301 2345 6789 0123 4",  # too long
+        "marks 06 12 34 56 78 90",  # six pairs: a list
+        "0612345678 9",  # a longer run of numbers
+        "0812345678",  # ten digits, not 06/07 and not in pairs
+        "16 12 34 56 78",  # not 0 first
+        "00 12 34 56 78",  # 0 then 0: no French number
+        "ratio 0.612345678",
+    ],
+)
+def test_french_spanish_and_german_look_alikes_are_kept(text: str) -> None:
+    assert scrub(text) == Scrubbed(text, {})
