@@ -52,7 +52,10 @@ def test_drift_tests_and_alarms(page: str) -> None:
             '<td><span class="badge drift">drift</span></td><td>5</td>') in page  # fmt: skip
     assert "<td>2026-11-18 11:36 UTC</td><td>refusal</td>" in page
     assert '<td class="text">10.0% → 40.0%</td>' in page
-    assert "10 events seen; kept out of the windows: 1 late, 0 stamped in the future." in page
+    assert (
+        "10 events seen; kept out of the windows: 1 late, 0 stamped in the future, 0 too "
+        "far ahead of the others."
+    ) in page
 
 
 def test_refusal_rate_with_its_baseline(page: str) -> None:
