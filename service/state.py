@@ -403,11 +403,23 @@ class StateStore:
         deletes; an in-memory store has no log."""
         if self._label == ":memory:":
             return
+        # no wait for a reader (the default busy handler waited up to 5 s, the lock held, the
+        # API's reads behind it): a busy log is left for the next deleting checkpoint
+        conn = self._conn
         try:
-            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            timeout = conn.execute("PRAGMA busy_timeout").fetchone()[0]
+            conn.execute("PRAGMA busy_timeout=0")
+            try:
+                busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            finally:
+                conn.execute(f"PRAGMA busy_timeout={int(timeout)}")
         except sqlite3.Error as exc:  # the commit stands; the next deleting checkpoint retries
             log.warning("state file %s: write-ahead log not truncated: %s", self._label,
                         type(exc).__name__)  # fmt: skip
+            return
+        if busy:
+            log.debug("state file %s: a reader kept the write-ahead log; truncated later",
+                      self._label)  # fmt: skip
 
     def write_unless(self, updates: Mapping[str, Any], guards: Mapping[str, Guard]) -> list[str]:
         """Write ``updates`` in one durable transaction, except each key whose guard

@@ -127,6 +127,10 @@ def _wordllama_folder() -> Path:
 _WORD_MARK: Final = "\u2581"
 #: A normalised text's words: a run of marks and the characters up to the next mark.
 _WORDS = re.compile(f"{_WORD_MARK}+[^{_WORD_MARK}]*|[^{_WORD_MARK}]+")
+#: Longest word :class:`WordTokens` remembers: a text without spaces (Chinese, Japanese, a
+#: URL, base64) is one word, and remembering those bounded the memo by count, not bytes
+#: (300-character Chinese questions: ~170 MiB at capacity).
+_MEMO_WORD_CHARS: Final = 48
 #: The normaliser :class:`WordTokens` reproduces (the ``tokenizer.json`` of Llama 2 models).
 _LLAMA_NORMALIZER: Final = {
     "type": "Sequence",
@@ -162,6 +166,7 @@ def words_never_merge(tokenizer: Any) -> bool:
         and config.get("truncation") is None
         and model.get("type") == "BPE"
         and model.get("dropout") is None
+        and not model.get("ignore_merges")  # a whole-vocabulary word would skip its merges
         and not model.get("continuing_subword_prefix")
         and not model.get("end_of_word_suffix")
         and _WORD_MARK in vocab
@@ -183,8 +188,9 @@ class WordTokens:
 
     Args:
         tokenizer: a ``tokenizers.Tokenizer``, its padding off.
-        capacity: most words remembered (≥ 0; 0: none); when full, the memo starts afresh
-            (a word and its ids: ~0.3 KB, measured, so ≤ ~6 MiB at the default).
+        capacity: most words remembered (≥ 0; 0: none; a word over 48 characters, such as
+            a whole question without spaces, is tokenized each time); when full, the memo
+            starts afresh (a word and its ids: ~0.3 KB, measured, so ≤ ~6 MiB at the default).
 
     Raises:
         ValueError: ``capacity`` below 0.
@@ -219,9 +225,11 @@ class WordTokens:
                 for word in words(mark + text.replace(" ", mark)):
                     known = memo.get(word)
                     if known is None:
-                        if len(memo) >= self.capacity:
-                            memo.clear()
-                        known = memo[word] = tuple([token.id for token in tokenize(word)])
+                        known = tuple([token.id for token in tokenize(word)])
+                        if len(word) <= _MEMO_WORD_CHARS:  # a text without spaces is one word
+                            if len(memo) >= self.capacity:
+                                memo.clear()
+                            memo[word] = known
                     ids += known
             out.append(ids)
         if aside:

@@ -261,8 +261,11 @@ def _may_dash_line(low: str) -> bool:
 
 def _clause_start(text: str, at: int) -> bool:
     """True if the cue at ``at`` starts a clause: nothing before it, punctuation right
-    before it, or an opener word (:data:`OPENERS`: a greeting, a conjunction, ``say``)."""
-    before = text[:at].rstrip()
+    before it, or an opener word (:data:`OPENERS`: a greeting, a conjunction, ``say``).
+    Reads the 64 characters before the cue only (the whole prefix, copied and split for each
+    cue, made a long text's scrub quadratic: 3.3 s for 100 KB of "hier ist Ab "); a longer
+    run of spaces before it is a clause break too."""
+    before = text[max(0, at - 64) : at].rstrip()
     if not before or before[-1] in ".!?,;:()[]\"'“”‘’-–—\n":
         return True
     return before.split()[-1].lower().strip(".,!?;:'\"") in OPENERS

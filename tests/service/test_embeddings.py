@@ -275,6 +275,13 @@ def test_word_tokens_are_the_librarys_ids_on_real_text(shared_data: Path) -> Non
     for _ in range(2):  # cold, then every word known
         assert memo(texts) == expected
     assert WordTokens(tokenizer, capacity=3)(texts) == expected  # cleared all the time
+    # a text without spaces is one word: tokenized, not remembered (the memo's bytes)
+    chinese = "请问图书馆周末几点开门以及如何办理借书证和续借手续" * 6
+    fresh = WordTokens(tokenizer)
+    assert fresh([chinese, "a b"]) == [
+        tokenizer.encode(chinese, add_special_tokens=False).ids,
+        tokenizer.encode("a b", add_special_tokens=False).ids]  # fmt: skip
+    assert set(fresh._memo) == {"\u2581a", "\u2581b"}
     # the marked texts went to the library: a space inside a word is not a word boundary
     assert memo(["a\u2581b"]) == [tokenizer.encode("a\u2581b", add_special_tokens=False).ids]
 

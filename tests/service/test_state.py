@@ -152,6 +152,42 @@ def test_a_deleted_value_leaves_neither_the_file_nor_its_write_ahead_log(
         assert store.get("stage/count") == {"processed": 50}
 
 
+def test_a_reader_never_holds_a_deleting_checkpoint(tmp_path: Path) -> None:
+    """The log's truncation does not wait for a reader (another process's ``candidates``
+    command in a long read): the default busy handler held the checkpoint, and the API reads
+    behind its lock, up to 5 s. The log is truncated by the next deleting checkpoint after
+    the reader is gone."""
+    import threading
+    import time
+
+    path = tmp_path / "state.db"
+    with StateStore.open(path, exclusive=True) as store:
+        store.checkpoint({"traces/open/a": {"spans": "x" * 5000}, "x": None})
+        store.checkpoint({"traces/open/b": {"spans": "y" * 5000}})
+        reading, done = threading.Event(), threading.Event()
+
+        def reader() -> None:
+            conn = sqlite3.connect(str(path))
+            conn.execute("BEGIN")
+            conn.execute("SELECT count(*) FROM state").fetchall()  # holds a read lock
+            reading.set()
+            done.wait(30)
+            conn.close()
+
+        thread = threading.Thread(target=reader)
+        thread.start()
+        assert reading.wait(10)
+        started = time.monotonic()
+        store.checkpoint({"traces/open/a": None})
+        waited = time.monotonic() - started
+        done.set()
+        thread.join()
+        assert waited < 4.0, waited  # not the 5 s busy wait (typically milliseconds)
+        assert store.keys("traces/") == ["traces/open/b"]
+        store.checkpoint({"traces/open/b": None})
+        assert (tmp_path / "state.db-wal").stat().st_size == 0
+
+
 def test_one_writer_per_state_file(tmp_path: Path) -> None:
     """A second writer fails at open, naming the holder's pid, while readers still open the
     file; closing the first releases it."""
