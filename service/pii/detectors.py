@@ -364,13 +364,17 @@ _CUED_PHONE = re.compile(
     rf"|[89]\d(?P<u>[ .-])\d{{3}}(?P=u)\d\d(?P=u)\d\d"
     rf"|(?P<de>(?:\(0\) ?|0)[1-9]\d{{1,4}}(?:[ /-]\d{{2,8}}){{1,3}}|0[1-9]\d{{6,12}})){_GROUP_R}"
 )
-#: A French number (ARCEP's plan: ``0`` and nine digits, the second 1-9), in five pairs with one
-#: kind of separator (``06 12 34 56 78``, ``06.12.34.56.78``, ``06-12-34-56-78``), or ten
-#: contiguous digits starting ``06``/``07`` (a mobile: ``0612345678``). A whole run of number
-#: groups; five pairs starting ``0`` are not how figures are written, so no cue is needed.
+#: A French mobile number (ARCEP's plan: ``06``/``07`` and eight digits), in five pairs with
+#: one kind of separator (``06 12 34 56 78``, ``06.12.34.56.78``, ``06-12-34-56-78``) or ten
+#: contiguous digits (``0612345678``). A whole run of number groups; no cue is needed. Other
+#: prefixes (``01``-``05``, ``08``, ``09``) take a cue (:data:`_FR_LANDLINE`): "roll no 01 02 03
+#: 04 05", "lottery numbers 05 12 23 34 45" and "marks 09.12.14.15.16" are lists (a review).
 _FR_PHONE = re.compile(
-    rf"{_GROUP_L}0(?:[1-9](?P<fs>[ .-])\d\d(?:(?P=fs)\d\d){{3}}|[67]\d{{8}}){_GROUP_R}"
+    rf"{_GROUP_L}0[67](?:(?P<fs>[ .-])\d\d(?:(?P=fs)\d\d){{3}}|\d{{8}}){_GROUP_R}"
 )
+#: A French landline or service number in five pairs (``01 42 68 53 00``), after a phone cue
+#: only (:func:`_cued_phone`).
+_FR_LANDLINE = re.compile(rf"{_GROUP_L}0[1-589](?P<fl>[ .-])\d\d(?:(?P=fl)\d\d){{3}}{_GROUP_R}")
 #: A phone cue ending the text before a number: ``llámame al``, ``mi número es el``,
 #: ``teléfono:``, ``call me on``, ``my number is``, ``whatsapp``, ``tel.`` — a cue word, then
 #: only short link words (``al``, ``es``, ``el``, ``on``, ``at``, ``is`` ...) and punctuation.
@@ -583,6 +587,9 @@ def _cued_phone(m: re.Match[str]) -> int | None:
     start = m.start()
     if "de" in m.re.groupindex and m.group("de") and not 7 <= len(_digits(m.group())) <= 13:
         return None
+    groups = re.findall(r"\d+", m.group())
+    if len(groups) > 1 and all(set(g) == {"0"} for g in groups[1:]):
+        return None  # "reach 700 000 000 users": a figure, whatever the cue
     return m.end() if _PHONE_CUE.search(m.string, max(0, start - 40), start) else None
 
 
@@ -656,6 +663,15 @@ _CREDENTIAL = re.compile(
     r"(?P<cred>[^\s\]\[(){}<>\"'`]{3,128})",
     re.IGNORECASE,
 )
+#: What follows a credential cue in a question about it, not a credential (a review found
+#: ``PIN: how do I reset it?`` and ``my PIN is 4-digit`` scrubbed): a question or function word,
+#: or a length (``4-digit``, ``6-digits``, ``8-character``).
+_NOT_A_CREDENTIAL = re.compile(
+    r"(?i:how|what|why|where|when|which|who|whom|whose|is|are|was|were|do|does|did|can|could"
+    r"|should|would|will|the|a|an|my|your|our|not|no|and|or|for|to|of|in|on|reset|forgot"
+    r"|forgotten|change|changed|required|rules|policy|help|please|wrong|incorrect|expired"
+    r"|locked|blocked|qu[eé]|c[oó]mo|comment|wie|was|warum|\d+-?(?:digits?|characters?|chars?))"
+)
 _CREDENTIAL_HINTS = ("pass", "pwd", "pin", "kennwort", "contrase")
 _CREDENTIAL_END = ".,;:!?"
 
@@ -677,6 +693,8 @@ class _Credentials:
             if ":" not in m.group("sep") and "=" not in m.group("sep"):
                 if not any(c.isdigit() for c in cred):
                     continue
+            if _NOT_A_CREDENTIAL.fullmatch(cred.rstrip(_CREDENTIAL_END)):
+                continue  # "PIN: how do I reset it?", "my PIN is 4-digit"
             stripped = cred.rstrip(_CREDENTIAL_END)
             end = m.start("cred") + (len(stripped) if len(stripped) >= 3 else len(cred))
             found = _ANY.match(text, m.start("cred"), end)
@@ -722,6 +740,7 @@ _DETECTORS: tuple[tuple[str, _Finder, _Accept, _Gate], ...] = (
     ("phone", _SPACED_MOBILE, _whole, lambda s, low, n: n >= 10),
     ("phone", _ES_PHONE, _cued_phone, lambda s, low, n: n >= 9),
     ("phone", _FR_PHONE, _whole, lambda s, low, n: n >= 10),
+    ("phone", _FR_LANDLINE, _cued_phone, lambda s, low, n: n >= 10),
     ("phone", _CUED_PHONE, _cued_phone, lambda s, low, n: n >= 7),
     ("name", _Names(), _name_end, lambda s, low, n: may_hold_name(low)),
 )  # fmt: skip
