@@ -127,7 +127,10 @@ def running_watermark(
                 mark = max([t, *(items[k] for k in near)])
             else:
                 ahead[i] = True
-                pending = [*pending, len(held) + i][-MAX_HELD:]
+                # those the watermark has passed first (see below): else they would take
+                # places from one still held, unlike the same events in other batches
+                kept = [k for k in pending if items[k] >= mark]
+                pending = [*kept, len(held) + i][-MAX_HELD:]
         elif not future[i]:
             mark = max(mark, t)
         marks[i] = mark

@@ -114,3 +114,24 @@ def test_few_kept_out_events_leave_ok_alone() -> None:
     assert stage.starved() is None
     assert "starved" not in stage.report()["event_time"]
     assert stage.states()["language"] == "ok"
+
+
+def test_held_events_the_watermark_passed_take_no_place_from_one_still_held() -> None:
+    # A review's case (max_ahead_s 100): 100000 is held, then 150 (more than 100 past the
+    # watermark 0), which 90 and 180 then pass; 63 more are held one by one (200 s apart, so
+    # none near another) and 100050 confirms 100000. One by one, 150 is forgotten once passed,
+    # and 100000 is among the 64 held (MAX_HELD); in one batch 150 still held a place and
+    # pushed 100000 out, so nothing confirmed it.
+    def window() -> CategoryWindow:
+        return CategoryWindow(50.0, 10.0, allowed_lateness_s=10.0, retention_s=200.0,
+                              max_ahead_s=100.0, ahead_confirm=2)  # fmt: skip
+
+    stamps = [0.0, 100000.0, 150.0, 90.0, 180.0] + [1050.0 + 200 * i for i in range(63)]
+    stamps.append(100050.0)
+    whole, single = window(), window()
+    whole.update_many(["a"] * len(stamps), stamps)
+    for stamp in stamps:
+        single.update("a", stamp)
+    counts = [(w.accepted, w.late, w.future, w.ahead, w.watermark) for w in (whole, single)]
+    assert counts[0] == counts[1]
+    assert counts[0][4] == 100050.0  # the far one was confirmed by the last
