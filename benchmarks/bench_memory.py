@@ -433,7 +433,7 @@ def bounds(settings: dict[str, Any]) -> list[tuple[str, str, int]]:
         ("cache._data", "analytics.question_cache_size", q),
         ("verdicts._data", "analytics.question_cache_size", q),
         ("index._asked._data", "analytics.question_cache_size", q),
-        ("]._labels", "analytics.language.cache_size", lang),
+        ("language_stage._labels", "analytics.language.cache_size", lang),
         ("detector._cached", "analytics.language.cache_size", lang),
         ("detector._cached_prior", "analytics.language.cache_size", lang),
         ("detector._cached_confident", "analytics.language.cache_size", lang),
