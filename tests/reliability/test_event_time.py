@@ -4,8 +4,8 @@ The service's wall clock is years away from the events: the stream is stamped in
 jumps forwards and backwards by hours and days, in several time-zone spellings and as Unix
 seconds; a few events claim to come from days ahead of the wall clock; half-way the process is
 killed (``kill -9``) and restarted; then the stream's clock jumps to the present and back to
-2019. The drift windows are configured with ``allowed_lateness_s: 3600`` and
-``future_tolerance_s: 600``.
+2019. The drift windows are configured with ``allowed_lateness_s: 3600``,
+``future_tolerance_s: 600`` and ``ahead_confirm: 1`` (no hold of events far ahead).
 
 Expected (``service/drift/windows.py``): windows advance by event time only (the watermark is
 the largest accepted event time, never the wall clock); an event more than an hour behind the
@@ -108,7 +108,14 @@ def clock_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
         "state": {"path": str(workdir / "state" / "state.sqlite")},
         "analytics": {
             "scope_retriever": None,
-            "drift": {"allowed_lateness_s": LATENESS_S, "future_tolerance_s": FUTURE_S},
+            # ahead_confirm 1: no hold of events far ahead of the watermark, the rule this
+            # module models; the stream's single jumps of days would each be held (ahead)
+            # under the defaults, which tests/service/drift/test_watermark_ahead.py checks
+            "drift": {
+                "allowed_lateness_s": LATENESS_S,
+                "future_tolerance_s": FUTURE_S,
+                "ahead_confirm": 1,
+            },
         },
     }
     monitor = Monitor(interval_s=0.5)
