@@ -154,13 +154,17 @@ class DimensionDrift(TypedDict, total=False):
 class EventTime(TypedDict):
     """Events kept out of the drift windows: ``late`` (beyond the allowed lateness),
     ``future`` (ahead of the wall clock), ``ahead`` (held: too far ahead of the other
-    events), their ``kept_out_share`` of the events seen, and the ``watermark`` (Unix
-    seconds, ``None`` before the first event)."""
+    events), their ``kept_out_share`` of all the events seen, the share of the latest
+    ``recent_events`` seen kept out (``recent_kept_out_share``; from 0.2 a test that reads
+    ``ok`` reads ``starved``), and the ``watermark`` (Unix seconds, ``None`` before the first
+    event)."""
 
     late: int
     future: int
     ahead: int
     kept_out_share: float
+    recent_events: int
+    recent_kept_out_share: float
     watermark: float | None
 
 

@@ -12,18 +12,20 @@ traffic (:mod:`service.drift.detectors`). A dimension fed by a detector whose me
 quality is below the floor (:mod:`service.evaluation.detector_quality`) is *suppressed*
 (:meth:`DriftStage.suppress`): still tested, it reports state ``uncalibrated`` with the reason
 and raises no alarm. When at least :data:`STARVED_SHARE` of the events seen were kept out of
-the windows (late, stamped in the future, or held too far ahead of the others), a comparison
-that tested ``ok`` reads ``starved`` instead, with the share (``starved`` in the report): its
-windows are blind to most traffic. The stage also keeps all-time counts per category for the
-coverage-gap report. Its state (detectors and counts) is persisted with the other stages, so
-a restart keeps the windows and baselines.
+the windows (late, stamped in the future, or held too far ahead of the others) among the latest
+:data:`STARVED_RECENT_EVENTS` seen, a comparison that tested ``ok`` reads ``starved`` instead,
+with the share (``starved`` in the report): its windows are blind to most traffic. The share
+is of the latest events, not of all: an old backlog that arrived late stops starving the
+windows once that many events came after it. The stage also keeps all-time counts per
+category for the coverage-gap report. Its state (detectors and counts) is persisted with the
+other stages, so a restart keeps the windows and baselines.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -52,6 +54,9 @@ UNCALIBRATED = "uncalibrated"
 STARVED = "starved"
 #: Share of the events seen kept out of the windows from which the windows are starved.
 STARVED_SHARE = 0.2
+#: The latest events seen over which that share is measured (in the stage's chunks of at most
+#: :data:`ALARM_RESOLUTION` events, so between this and this + ALARM_RESOLUTION - 1 events).
+STARVED_RECENT_EVENTS = 5_000
 #: Events fed to the detectors at a time, so an alarm is attributed within this many events
 #: even when a replayed batch spans hours of event time.
 ALARM_RESOLUTION = 100
@@ -109,6 +114,10 @@ class DriftStage:
         }
         self.live_counts: dict[str, Counter[str]] = {dim: Counter() for dim in CATEGORICAL}
         self.events_seen = 0
+        #: per update of the windows, oldest first: (events, late, future, ahead) added (ahead
+        #: negative when held events were released), covering the latest STARVED_RECENT_EVENTS
+        self._recent: deque[tuple[int, int, int, int]] = deque()
+        self._recent_sums = [0, 0, 0, 0]
         self.alarms: list[dict[str, Any]] = []  # the last MAX_ALARMS state changes to drift
         self._last_state: dict[str, str] = {}
         self.suppressed: dict[str, str] = {}  # dimension -> why it raises no alarm
@@ -159,16 +168,26 @@ class DriftStage:
         seen = out + window.accepted
         return window.late, window.future, window.ahead, (out / seen if seen else 0.0)
 
+    def recent_kept_out(self) -> tuple[int, int, int, int, float]:
+        """``(events, late, future, ahead, share kept out)`` of the latest events seen (about
+        :data:`STARVED_RECENT_EVENTS`; fewer before that many came). ``ahead`` counts those
+        still held; one released after being held longer than that is not subtracted twice
+        (each count is at least 0)."""
+        events, late, future, ahead = (max(0, value) for value in self._recent_sums)
+        out = late + future + ahead
+        return events, late, future, ahead, (min(1.0, out / events) if events else 0.0)
+
     def starved(self) -> str | None:
-        """Why the windows are starved (``None``: they are not), e.g. ``"83% of the events
-        seen were kept out of the drift windows (2170 late, 0 future, 1 ahead): an ok test
-        saw too little of the traffic"``."""
-        late, future, ahead, share = self.kept_out()
+        """Why the windows are starved (``None``: they are not): at least
+        :data:`STARVED_SHARE` of the latest events seen were kept out, e.g. ``"83% of the
+        latest 5000 events seen were kept out of the drift windows (4150 late, 0 future, 0
+        ahead): an ok test saw too little of the traffic"``."""
+        events, late, future, ahead, share = self.recent_kept_out()
         if share < STARVED_SHARE:
             return None
-        return (f"{share:.0%} of the events seen were kept out of the drift windows ({late} "
-                f"late, {future} future, {ahead} ahead): an ok test saw too little of the "
-                f"traffic")  # fmt: skip
+        return (f"{share:.0%} of the latest {events} events seen were kept out of the drift "
+                f"windows ({late} late, {future} future, {ahead} ahead): an ok test saw too "
+                f"little of the traffic")  # fmt: skip
 
     def _state_of(self, dim: str, state: str, report: Any) -> str:
         """A comparison's ``state`` after suppression (``uncalibrated`` when silenced) and
@@ -210,6 +229,8 @@ class DriftStage:
 
     def _update(self, annotations: list[dict[str, Any]], stamps: list[float]) -> None:
         now = self.clock()
+        window = self.categorical["language"].window
+        before = (window.late, window.future, window.ahead)
         for dim, detector in self.categorical.items():
             values = [str(notes.get(dim) or "und") for notes in annotations]
             detector.update_many(values, stamps, now)
@@ -222,6 +243,20 @@ class DriftStage:
             ]
             if pairs:
                 self.rates[dim].update_many([p for p, _ in pairs], [t for _, t in pairs], now)
+        after = (window.late, window.future, window.ahead)
+        self._remember((len(stamps), *(a - b for a, b in zip(after, before, strict=True))))
+
+    def _remember(self, update: tuple[int, ...]) -> None:
+        """Add one update's ``(events, late, future, ahead)`` to the latest ones and forget
+        the oldest while the rest still cover :data:`STARVED_RECENT_EVENTS` events."""
+        events, late, future, ahead = update
+        self._recent.append((events, late, future, ahead))
+        sums = self._recent_sums
+        for i, value in enumerate(update):
+            sums[i] += value
+        while len(self._recent) > 1 and sums[0] - self._recent[0][0] >= STARVED_RECENT_EVENTS:
+            for i, value in enumerate(self._recent.popleft()):
+                sums[i] -= value
 
     def _record_alarms(self) -> None:
         """Remember each comparison's move into ``drift`` (and out of it) with what moved."""
@@ -303,8 +338,11 @@ class DriftStage:
         # events outside the allowed lateness / ahead of the wall clock / held too far ahead of
         # the other events stay out of the windows
         late, future, ahead, share = self.kept_out()
+        recent, *_, recent_share = self.recent_kept_out()
         out["event_time"] = {"late": late, "future": future, "ahead": ahead,
                              "kept_out_share": round(share, 4),
+                             "recent_events": recent,
+                             "recent_kept_out_share": round(recent_share, 4),
                              "watermark": window.watermark}  # fmt: skip
         starved = self.starved()
         if starved:
@@ -324,6 +362,7 @@ class DriftStage:
                 dim: det.snapshot() for dim, det in {**self.categorical, **self.rates}.items()
             },
             "live_counts": {dim: dict(c) for dim, c in self.live_counts.items()},
+            "recent_kept_out": [list(update) for update in self._recent],
         }
 
     def restore(self, state: Any) -> None:
@@ -338,6 +377,14 @@ class DriftStage:
         for dim, counts in state.get("live_counts", {}).items():
             if dim in self.live_counts:
                 self.live_counts[dim] = Counter({str(k): int(v) for k, v in counts.items()})
+        self._recent, self._recent_sums = deque(), [0, 0, 0, 0]
+        recent = state.get("recent_kept_out")
+        if recent is None:  # a snapshot from before: all its events as one (the oldest) update
+            window = self.categorical["language"].window
+            late, future, ahead = window.late, window.future, window.ahead
+            recent = [[late + future + ahead + window.accepted, late, future, ahead]]
+        for update in recent:
+            self._remember(tuple(int(value) for value in update))
 
 
 def _duration(seconds: float) -> str:

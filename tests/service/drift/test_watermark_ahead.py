@@ -5,6 +5,8 @@ Every expected value below is counted by hand from the tiny logs (buckets of 60 
 
 from __future__ import annotations
 
+import json
+
 from service.drift.stage import STARVED, DriftStage
 from service.drift.windows import CategoryWindow, ComparisonWindows, WindowConfig
 
@@ -97,8 +99,10 @@ def test_starved_windows_do_not_read_ok() -> None:
     assert stage.kept_out() == (7, 0, 0, 0.7)
     report = stage.report()
     assert report["event_time"]["kept_out_share"] == 0.7
-    why = ("70% of the events seen were kept out of the drift windows (7 late, 0 future, "
-           "0 ahead): an ok test saw too little of the traffic")  # fmt: skip
+    assert report["event_time"]["recent_kept_out_share"] == 0.7
+    assert report["event_time"]["recent_events"] == 10
+    why = ("70% of the latest 10 events seen were kept out of the drift windows (7 late, 0 "
+           "future, 0 ahead): an ok test saw too little of the traffic")  # fmt: skip
     assert report["event_time"]["starved"] == why
     for dim in ("language", "topic"):  # tested ok against the gold set, on 1 of 10 events
         assert (report[dim]["state"], report[dim]["tested_state"]) == (STARVED, "ok")
@@ -135,3 +139,45 @@ def test_held_events_the_watermark_passed_take_no_place_from_one_still_held() ->
     counts = [(w.accepted, w.late, w.future, w.ahead, w.watermark) for w in (whole, single)]
     assert counts[0] == counts[1]
     assert counts[0][4] == 100050.0  # the far one was confirmed by the last
+
+
+def test_an_old_late_backlog_stops_starving_the_windows_once_enough_events_came_after() -> None:
+    # 2 on time, then 3,000 late (a replayed backlog) then on-time traffic: the lifetime share
+    # stays high, the share of the latest STARVED_RECENT_EVENTS (5,000) falls below 20 %
+    stage = _stage()
+    stage._update(NOTES[:2], [1000.0, 1001.0])
+    for _ in range(30):  # 100 at a time, as process() feeds them
+        stage._update([NOTES[0]] * 100, [10.0] * 100)
+    assert stage.recent_kept_out() == (3002, 3000, 0, 0, 3000 / 3002)
+    assert stage.starved() is not None
+    # 4,000 on time: the latest updates cover 5,000+ events once the 2-event one is gone...
+    for start in range(0, 4000, 100):
+        stage._update([NOTES[0]] * 100, [1002.0 + (start + i) / 100 for i in range(100)])
+    # ...: 10 updates of 100 late + 40 of 100 on time = 5,000 (the 2-event one and 20 late
+    # ones forgotten): 1,000 / 5,000 kept out = 20 %, still starved
+    assert stage.recent_kept_out() == (5000, 1000, 0, 0, 0.2)
+    assert stage.starved() is not None
+    stage._update([NOTES[0]] * 100, [1100.0 + i / 100 for i in range(100)])
+    assert stage.recent_kept_out() == (5000, 900, 0, 0, 0.18)
+    assert stage.starved() is None
+    assert stage.kept_out()[0] == 3000  # the lifetime count is still reported
+    report = stage.report()["event_time"]
+    # all: 3,000 late of 7,102 seen (2 + 3,000 + 4,100)
+    assert (report["kept_out_share"], report["recent_kept_out_share"]) == (0.4224, 0.18)
+    assert "starved" not in report
+
+
+def test_the_latest_kept_out_events_survive_a_restart() -> None:
+    stage = _stage()
+    stage._update(NOTES, [1000.0, 1001.0, *[1.0] * 8])  # 8 of 10 late (lateness 300 s)
+    snapshot = json.loads(json.dumps(stage.state_snapshot()))
+    again = _stage()
+    again.restore(snapshot)
+    assert again.recent_kept_out() == stage.recent_kept_out() == (10, 8, 0, 0, 0.8)
+    # a snapshot written before the latest updates were kept: all its events as one update
+    del snapshot["recent_kept_out"]
+    old = _stage()
+    old.restore(snapshot)
+    assert old.recent_kept_out() == (10, 8, 0, 0, 0.8)
+    old._update([NOTES[0]] * 100, [1002.0 + i for i in range(100)])
+    assert old.recent_kept_out() == (110, 8, 0, 0, 8 / 110)
