@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from service.embeddings.model import shared_embedder
 from service.embeddings.protocol import Embedder
+from service.files.fit_cache import Memo, digest, no_memo
 from service.records import Passage
 from service.retrievers.base import Retriever
 from service.retrievers.bm25 import BM25Retriever
@@ -75,6 +76,7 @@ def build_retriever(
     corpus: Sequence[Passage] | None,
     resolve: Resolve | None = None,
     embedder: Embedder | None = None,
+    memo: Memo = no_memo,
 ) -> Retriever:
     """Build one retriever.
 
@@ -85,6 +87,8 @@ def build_retriever(
         resolve: maps a hybrid member name to its retriever; default: build ``bm25`` /
             ``tfidf`` / ``dense`` with default settings (other member names then fail).
         embedder: the embedding layer of ``dense`` (default: the process default).
+        memo: may keep a ``bm25`` index between starts (:class:`~service.files.fit_cache.
+            FitCache`, kind ``bm25-index-<params digest>``, keyed by the passages and params).
 
     Returns:
         A :class:`Retriever` named ``config.name``. HTTP retrievers hold a connection pool:
@@ -104,8 +108,9 @@ def build_retriever(
             )
         if kind == "dense":
             return _construct(config, DenseRetriever, corpus, embedder=embedder)
-        factory = BM25Retriever if kind == "bm25" else TfidfRetriever
-        return _construct(config, factory, corpus)
+        if kind == "bm25":
+            return _bm25(config, corpus, memo)
+        return _construct(config, TfidfRetriever, corpus)
     if kind == "hybrid":
         resolver = resolve if resolve is not None else _default_resolve(corpus, embedder)
         members = [resolver(member) for member in config.members]
@@ -125,11 +130,30 @@ def build_retriever(
     raise ValueError(f"retriever {config.name!r}: unknown kind {kind!r}")
 
 
+def _bm25(config: RetrieverConfig, corpus: Sequence[Passage], memo: Memo) -> Retriever:
+    """A ``bm25`` retriever, its index read from ``memo`` when kept there."""
+    if memo is no_memo:
+        return _construct(config, BM25Retriever, corpus)
+    inputs = [[passage.id for passage in corpus], [passage.text for passage in corpus],
+              dict(config.params)]  # fmt: skip
+
+    def fit() -> dict[str, Any]:
+        built = _construct(config, BM25Retriever, corpus)
+        assert isinstance(built, BM25Retriever)
+        return built.fitted_state()
+
+    # one kind per params (an entry evicts the older ones of its kind): two bm25 retrievers
+    # with different params (e.g. the scope's default and a tuned shadow one) both stay kept
+    kind = f"bm25-index-{digest(dict(config.params))[:8]}"
+    return BM25Retriever.from_fitted(memo(kind, inputs, fit), name=config.name)
+
+
 def build_retrievers(
     names: Iterable[str],
     lookup: Callable[[str], RetrieverConfig] | SettingsLike,
     corpus: Sequence[Passage] | None,
     embedder: Embedder | None = None,
+    memo: Memo = no_memo,
 ) -> dict[str, Retriever]:
     """Build the named retrievers, each at most once.
 
@@ -144,6 +168,7 @@ def build_retrievers(
         embedder: the embedding layer of ``dense`` retrievers; default: built from
             ``lookup.analytics.embeddings`` when ``lookup`` is a ``Settings`` (the ``tfidf``
             backend is then fitted on the corpus), else the process default.
+        memo: may keep ``bm25`` indexes between starts (see :func:`build_retriever`).
 
     Returns:
         ``{name: retriever}`` for ``names``, in their order.
@@ -174,8 +199,9 @@ def build_retrievers(
         building.append(name)
         config = config_of(name)
         built[name] = build_retriever(
-            config, corpus, resolve, embedder=dense_embedder() if config.kind == "dense" else None
-        )
+            config, corpus, resolve,
+            embedder=dense_embedder() if config.kind == "dense" else None, memo=memo,
+        )  # fmt: skip
         building.pop()
         return built[name]
 

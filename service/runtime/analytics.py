@@ -365,7 +365,8 @@ def _scope_stage(
 
     ``retriever``: the built-in ``config.scope_retriever`` already built on ``corpus`` (a
     gold-set refresh reuses the running one); ``None`` builds it. ``memo`` may keep the
-    embedding detector's fit (:meth:`~service.refusals.scope.EmbeddingScope.fitted_state`)."""
+    embedding detector's fit (:meth:`~service.refusals.scope.EmbeddingScope.fitted_state`)
+    and a built-in ``bm25`` retriever's index."""
     method = config.scope_method
     off = scope_off(config, gold, corpus)
     if off is not None:
@@ -380,6 +381,7 @@ def _scope_stage(
             [name],
             lambda n: RetrieverConfig(name=n, kind=name),  # n is name: the only one asked for
             corpus.passages,
+            memo=memo,
         )[name]
     questions = list(gold)
     cache_size = config.question_cache_size

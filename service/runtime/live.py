@@ -375,7 +375,8 @@ def build_live(
     if candidates:
         names = list(dict.fromkeys(c.retriever_name for c in candidates))
         retrievers = build_retrievers(names, settings,
-                                      corpus.passages if settings.corpus else None)  # fmt: skip
+                                      corpus.passages if settings.corpus else None,
+                                      memo=memo)  # fmt: skip
         runner = ShadowRunner(settings.shadow, retrievers, backpressure=replay)
         shadow_stage = ShadowStage(runner, listeners=listeners, synchronous=replay)
         stages.append(shadow_stage)

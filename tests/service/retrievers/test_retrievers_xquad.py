@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,3 +48,47 @@ def test_bm25_best_scores_are_the_first_scores_of_search_batch(shared_data: Path
     assert expected[0] is None and expected[-1] is None and expected[1] is not None
     assert bm25.best_scores(texts) == expected
     assert bm25.best_scores([]) == []
+
+
+def test_a_bm25_index_kept_by_the_fit_cache_ranks_and_scores_as_a_fresh_one(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    """``build_retrievers(..., memo=FitCache)`` keeps the bm25 index between starts: the first
+    start builds and writes it, the next reads it back, and the retriever read back returns
+    the same rankings and scores as one built fresh (the index is bm25s's own object). A
+    changed passage is a new key; a ``bm25`` with other params is another kind, so both are
+    kept rather than evicting each other at every start."""
+    from service.files.fit_cache import FitCache
+    from service.records import Passage
+    from service.retrievers.registry import build_retrievers
+    from service.settings import RetrieverConfig
+
+    passages, questions = load_xquad("en", root=shared_data)
+    _, spanish = load_xquad("es", root=shared_data)
+    texts = [q[1] for q in questions[:200]] + [q[1] for q in spanish[:50]] + ["zzzz", ""]
+    configs = {
+        "bm25": RetrieverConfig(name="bm25", kind="bm25"),
+        "tuned": RetrieverConfig(name="tuned", kind="bm25", params={"k1": 0.9, "b": 0.4}),
+    }
+
+    def start(corpus: list[Passage]) -> tuple[FitCache, dict[str, Any]]:
+        cache = FitCache(tmp_path / "model-cache")
+        return cache, build_retrievers(["bm25", "tuned"], configs.__getitem__, corpus, memo=cache)
+
+    first, built = start(passages)
+    again, kept = start(passages)
+    assert (first.misses, first.hits, again.misses, again.hits) == (2, 0, 0, 2)
+    fresh = {"bm25": BM25Retriever(passages), "tuned": BM25Retriever(passages, k1=0.9, b=0.4)}
+    for name, retriever in fresh.items():
+        expected = retriever.search_batch(texts, 10)
+        assert built[name].search_batch(texts, 10) == expected
+        assert kept[name].search_batch(texts, 10) == expected
+        assert kept[name].best_scores(texts) == retriever.best_scores(texts)
+        assert kept[name].name == name
+    assert fresh["bm25"].search_batch(texts, 10) != fresh["tuned"].search_batch(texts, 10)
+    assert len(list((tmp_path / "model-cache").glob("bm25-index-*.pickle"))) == 2
+
+    changed = [Passage(passages[0].id, passages[0].text + " zzzz"), *passages[1:]]
+    third, moved = start(changed)
+    assert (third.misses, third.hits) == (2, 0)
+    assert moved["bm25"].search("zzzz", 1)[0].doc_id == passages[0].id
