@@ -240,6 +240,7 @@ class TansuBroker:
         while (running := _threads_not_stopped(self.process.pid)) and time.monotonic() < deadline:
             time.sleep(0.001)
         if running:
+            self.resume()  # callers resume in a finally they have not entered yet
             raise RuntimeError(f"tansu threads {running} run {PAUSE_TIMEOUT_S}s after SIGSTOP")
 
     def resume(self) -> None:
