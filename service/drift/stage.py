@@ -114,8 +114,8 @@ class DriftStage:
         }
         self.live_counts: dict[str, Counter[str]] = {dim: Counter() for dim in CATEGORICAL}
         self.events_seen = 0
-        #: per update of the windows, oldest first: (events, late, future, ahead) added (ahead
-        #: negative when held events were released), covering the latest STARVED_RECENT_EVENTS
+        #: per update of the windows (those of fewer than ALARM_RESOLUTION events merged), oldest
+        #: first: (events, late, future, newly held), covering the latest STARVED_RECENT_EVENTS
         self._recent: deque[tuple[int, int, int, int]] = deque()
         self._recent_sums = [0, 0, 0, 0]
         self.alarms: list[dict[str, Any]] = []  # the last MAX_ALARMS state changes to drift
@@ -170,10 +170,11 @@ class DriftStage:
 
     def recent_kept_out(self) -> tuple[int, int, int, int, float]:
         """``(events, late, future, ahead, share kept out)`` of the latest events seen (about
-        :data:`STARVED_RECENT_EVENTS`; fewer before that many came). ``ahead`` counts those
-        still held; one released after being held longer than that is not subtracted twice
-        (each count is at least 0)."""
-        events, late, future, ahead = (max(0, value) for value in self._recent_sums)
+        :data:`STARVED_RECENT_EVENTS`; fewer before that many came). ``ahead``: those of them
+        held, at most as many as are held (or were dropped held) now — an event released since
+        is in the windows, not kept out."""
+        events, late, future, held = self._recent_sums
+        ahead = min(held, self.categorical["language"].window.ahead)
         out = late + future + ahead
         return events, late, future, ahead, (min(1.0, out / events) if events else 0.0)
 
@@ -248,11 +249,25 @@ class DriftStage:
 
     def _remember(self, update: tuple[int, ...]) -> None:
         """Add one update's ``(events, late, future, ahead)`` to the latest ones and forget
-        the oldest while the rest still cover :data:`STARVED_RECENT_EVENTS` events."""
+        the oldest while the rest still cover :data:`STARVED_RECENT_EVENTS` events.
+
+        ``ahead`` is the change of the held count, negative when held events were released:
+        only a rise is kept (events newly held; a release is read off the held count in
+        :meth:`recent_kept_out`, so one held before the latest events cannot cancel one held
+        among them). An update of fewer than :data:`ALARM_RESOLUTION` events is merged into
+        the one before while that one is as small, so events fed one at a time keep about
+        ``STARVED_RECENT_EVENTS / ALARM_RESOLUTION`` entries, not one per event.
+        """
         events, late, future, ahead = update
-        self._recent.append((events, late, future, ahead))
+        added = (events, late, future, max(0, ahead))
+        last = self._recent[-1] if self._recent else None
+        if last is not None and last[0] < ALARM_RESOLUTION:
+            self._recent[-1] = (last[0] + events, last[1] + late, last[2] + future,
+                                last[3] + added[3])  # fmt: skip
+        else:
+            self._recent.append(added)
         sums = self._recent_sums
-        for i, value in enumerate(update):
+        for i, value in enumerate(added):
             sums[i] += value
         while len(self._recent) > 1 and sums[0] - self._recent[0][0] >= STARVED_RECENT_EVENTS:
             for i, value in enumerate(self._recent.popleft()):

@@ -139,11 +139,20 @@ def drift_section(
         para(
             f"{seen} events seen; kept out of the windows: {timing.get('late', 0)} "
             f"late, {timing.get('future', 0)} stamped in the future, "
-            f"{timing.get('ahead', 0)} too far ahead of the others.",
+            f"{timing.get('ahead', 0)} too far ahead of the others.{_recent(timing)}",
             "muted",
         )
     )
     return section("drift", "Drift", *parts)
+
+
+def _recent(timing: Mapping[str, Any]) -> str:
+    """`` Of the latest 5000 events, 12% were kept out.`` (what ``starved`` is decided on),
+    or ``""`` when none of them were or the report predates the field."""
+    share, events = timing.get("recent_kept_out_share"), timing.get("recent_events")
+    if not share or not events:
+        return ""
+    return f" Of the latest {events} events, {share:.0%} were kept out."
 
 
 def category_moves(test: Mapping[str, Any], silenced: Mapping[str, str] | None = None) -> str:

@@ -398,8 +398,11 @@ def render_text(doc: ReplayReport) -> str:
         lines.append(
             f"  kept out of the drift windows: {late} late events, {future} stamped in the "
             f"future, {ahead} too far ahead of the others "
-            f"({timing.get('kept_out_share', 0.0):.0%} of the events seen)"
-        )
+            f"({timing.get('kept_out_share', 0.0):.0%} of the events seen"
+            + (f", {timing['recent_kept_out_share']:.0%} of the latest {timing['recent_events']}"
+               if timing.get("recent_events") else "")
+            + ")"
+        )  # fmt: skip
     for alarm in drift["alarms"]:
         when = datetime.fromtimestamp(alarm["timestamp"], UTC).strftime("%Y-%m-%d %H:%M")
         where = (

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from service.drift.stage import STARVED, DriftStage
+from service.drift.stage import STARVED, STARVED_RECENT_EVENTS, DriftStage
 from service.drift.windows import CategoryWindow, ComparisonWindows, WindowConfig
 
 
@@ -181,3 +181,37 @@ def test_the_latest_kept_out_events_survive_a_restart() -> None:
     assert old.recent_kept_out() == (10, 8, 0, 0, 0.8)
     old._update([NOTES[0]] * 100, [1002.0 + i for i in range(100)])
     assert old.recent_kept_out() == (110, 8, 0, 0, 8 / 110)
+
+
+def _held_stage() -> DriftStage:
+    config = WindowConfig(window_s=600, bucket_s=60, test_every_s=300, warmup_s=600,
+                          reference_window_s=600, max_ahead_s=3600.0, ahead_confirm=3)  # fmt: skip
+    return DriftStage({"language": {"en": 500}}, windows=config, min_count=1, clock=lambda: 1e12)
+
+
+def test_a_release_of_events_held_before_the_latest_ones_hides_none_held_among_them() -> None:
+    # A review's case: 2 held (far ahead), 5,000 on time (the holds leave the latest events),
+    # then a third far-ahead event confirms and releases them, then 2 new far-ahead events are
+    # held: the latest events hold those 2, kept out (the release of the old ones cancels
+    # nothing); the on-time events are fed in updates of 100, as process() does
+    stage = _held_stage()
+    stage._update([NOTES[0]] * 100, [float(i) for i in range(100)])
+    stage._update([NOTES[0]] * 2, [1e6, 1e6 + 1])
+    assert stage.categorical["language"].window.ahead == 2
+    for start in range(100, 5100, 100):
+        stage._update([NOTES[0]] * 100, [float(start + i) for i in range(100)])
+    stage._update([NOTES[0]], [1e6 + 2])  # confirms the two held: all three accepted
+    assert stage.categorical["language"].window.ahead == 0
+    stage._update([NOTES[0]] * 2, [5e6, 5e6 + 1])
+    assert stage.categorical["language"].window.ahead == 2
+    events, late, future, ahead, share = stage.recent_kept_out()
+    assert (late, future, ahead) == (0, 0, 2)
+    assert 5000 <= events < 5100 and share == 2 / events
+
+
+def test_events_fed_one_at_a_time_keep_a_short_list_of_updates() -> None:
+    stage = _stage()
+    for i in range(6000):
+        stage._update([NOTES[0]], [float(i)])
+    assert len(stage._recent) <= STARVED_RECENT_EVENTS // 100 + 1
+    assert stage.recent_kept_out()[0] == 5000

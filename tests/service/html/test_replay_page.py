@@ -191,3 +191,28 @@ def test_topic_gold_counts_say_they_are_assignments_not_labels(page: str) -> Non
     note = "Gold n counts the gold set&#x27;s questions the way live questions are counted"
     assert GOLD_TOPIC_COUNTS.startswith("Gold n counts") and note in topics
     assert "Gold n counts" not in languages
+
+
+def test_the_share_of_the_latest_events_kept_out_is_shown_when_there_is_one() -> None:
+    # what ``starved`` is decided on: 600 of the latest 5,000 kept out = 12 %
+    report = samples.replay_report()
+    timing = report["analytics"]["drift"]["event_time"]
+    timing.update(recent_events=5000, recent_kept_out_share=0.12)
+    assert (
+        "kept out of the windows: 1 late, 0 stamped in the future, 0 too far ahead of the "
+        "others. Of the latest 5000 events, 12% were kept out."
+    ) in render_replay_html(report)
+    timing["recent_kept_out_share"] = 0.0  # none of the latest: nothing added
+    assert "others.</p>" in render_replay_html(report)
+
+
+def test_the_text_report_gives_both_shares_kept_out() -> None:
+    from service.jobs.replay import render_text
+
+    report = samples.replay_report(extras=False)
+    timing = report["analytics"]["drift"]["event_time"]
+    timing.update(kept_out_share=0.1, recent_events=10, recent_kept_out_share=0.1)
+    assert (
+        "  kept out of the drift windows: 1 late events, 0 stamped in the future, 0 too far "
+        "ahead of the others (10% of the events seen, 10% of the latest 10)"
+    ) in render_text(report).splitlines()
