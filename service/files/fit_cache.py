@@ -36,7 +36,7 @@ file itself.
 Cost: one file per kind (the demo: 575 KiB in all, mostly the gold and corpus embeddings of
 the out-of-scope detector and the topic model's reference sample; it grows with the corpus:
 ``n_passages × dim × 4`` bytes, and the BM25 index of a built-in ``bm25`` retriever, kind
-``bm25-index-<params digest>``, ~1.3 kB a passage of ~740 characters: 26 MB for 20,317); a
+``bm25-index-<name digest>``, ~1.3 kB a passage of ~740 characters: 26 MB for 20,317); a
 miss costs the fit plus one write, a hit one read.
 """
 
@@ -84,6 +84,8 @@ FIT_MODULES = (
     "service.retrievers.bm25",
     "service.retrievers.text",
     "service.text.normalise",
+    "service.text.stop_words",
+    "service.text.unicode_classes",
     "service.refusals.scope",
     "service.topics.config",
     "service.topics.model",

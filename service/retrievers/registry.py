@@ -88,7 +88,7 @@ def build_retriever(
             ``tfidf`` / ``dense`` with default settings (other member names then fail).
         embedder: the embedding layer of ``dense`` (default: the process default).
         memo: may keep a ``bm25`` index between starts (:class:`~service.files.fit_cache.
-            FitCache`, kind ``bm25-index-<params digest>``, keyed by the passages and params).
+            FitCache`, kind ``bm25-index-<name digest>``, keyed by the passages and params).
 
     Returns:
         A :class:`Retriever` named ``config.name``. HTTP retrievers hold a connection pool:
@@ -132,19 +132,24 @@ def build_retriever(
 
 def _bm25(config: RetrieverConfig, corpus: Sequence[Passage], memo: Memo) -> Retriever:
     """A ``bm25`` retriever, its index read from ``memo`` when kept there."""
+    params = dict(config.params)
+    try:
+        # one kind per retriever name (a new entry evicts the older ones of its kind): a
+        # changed corpus or params replaces the entry, and two bm25 retrievers with different
+        # params (e.g. the scope's "bm25" and a tuned shadow one) are both kept
+        kind = f"bm25-index-{digest(config.name)[:8]}"
+        digest(params)
+    except TypeError:  # params no key can hold: built, and refused by name if bad
+        memo = no_memo
     if memo is no_memo:
         return _construct(config, BM25Retriever, corpus)
-    inputs = [[passage.id for passage in corpus], [passage.text for passage in corpus],
-              dict(config.params)]  # fmt: skip
+    inputs = [[passage.id for passage in corpus], [passage.text for passage in corpus], params]
 
     def fit() -> dict[str, Any]:
         built = _construct(config, BM25Retriever, corpus)
         assert isinstance(built, BM25Retriever)
         return built.fitted_state()
 
-    # one kind per params (an entry evicts the older ones of its kind): two bm25 retrievers
-    # with different params (e.g. the scope's default and a tuned shadow one) both stay kept
-    kind = f"bm25-index-{digest(dict(config.params))[:8]}"
     return BM25Retriever.from_fitted(memo(kind, inputs, fit), name=config.name)
 
 

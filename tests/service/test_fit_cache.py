@@ -223,9 +223,10 @@ def test_demo_replays_are_byte_identical_with_the_cache_cold_and_warm(
     cold = _replay(settings, tmp_path / "cold", states / "cold.sqlite")
     cache = states / "model-cache"
     kinds = sorted(p.name.rsplit("-", 1)[0] for p in entries(cache))
-    # the bm25 index (the scope's and the shadow hybrid's member, both with no params: the
-    # kind ends with the first 8 hex digits of SHA-256("{}"), 44136fa3...)
-    assert kinds == ["bm25-index-44136fa3", "embedding-scope", "language-counts",
+    # the bm25 index (the scope's and the shadow hybrid's member, both named "bm25" with no
+    # params: one entry; the kind ends with the first 8 hex digits of SHA-256 of the name's
+    # JSON, '"bm25"': 084e851b...)
+    assert kinds == ["bm25-index-084e851b", "embedding-scope", "language-counts",
                      "lsh-parameters", "topic-counts", "topic-model"]  # fmt: skip
 
     monkeypatch.setattr(EmbeddingScope, "__init__", _no_fitting)

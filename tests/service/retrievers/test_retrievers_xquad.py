@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +93,13 @@ def test_a_bm25_index_kept_by_the_fit_cache_ranks_and_scores_as_a_fresh_one(
     third, moved = start(changed)
     assert (third.misses, third.hits) == (2, 0)
     assert moved["bm25"].search("zzzz", 1)[0].doc_id == passages[0].id
+    # retuned params replace the retriever's entry (its kind is its name's): no pile-up
+    configs["tuned"] = RetrieverConfig(name="tuned", kind="bm25", params={"k1": 1.2})
+    fourth, _ = start(changed)
+    assert (fourth.misses, fourth.hits) == (1, 1)
+    assert len(list((tmp_path / "model-cache").glob("bm25-index-*.pickle"))) == 2
+    # params no key can hold (a date from YAML) are refused naming the retriever, as uncached
+    configs["tuned"] = RetrieverConfig(name="tuned", kind="bm25",
+                                       params={"k1": datetime.date(2026, 1, 1)})  # fmt: skip
+    with pytest.raises(ValueError, match="retriever 'tuned'"):
+        start(changed)
