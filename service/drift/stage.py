@@ -190,6 +190,21 @@ class DriftStage:
                 f"windows ({late} late, {future} future, {ahead} ahead): an ok test saw too "
                 f"little of the traffic")  # fmt: skip
 
+    def starved_windows(self) -> str | None:
+        """Why a test lacks events when the windows are starved (``None``: they are not),
+        instead of :func:`insufficient_reason`'s advice on the windows' sizes, which would
+        mislead: the windows are short of events because the events' times kept them out,
+        e.g. ``"100% of the latest 3006 events seen were kept out of the drift windows (3000
+        late, 0 future, 0 ahead): the events' timestamps, not the traffic, leave the windows
+        short; check the clocks that stamp them (or analytics.drift.allowed_lateness_s)"``."""
+        events, late, future, ahead, share = self.recent_kept_out()
+        if share < STARVED_SHARE:
+            return None
+        return (f"{share:.0%} of the latest {events} events seen were kept out of the drift "
+                f"windows ({late} late, {future} future, {ahead} ahead): the events' "
+                f"timestamps, not the traffic, leave the windows short; check the clocks that "
+                f"stamp them (or {SETTINGS}.allowed_lateness_s)")  # fmt: skip
+
     def _state_of(self, dim: str, state: str, report: Any) -> str:
         """A comparison's ``state`` after suppression (``uncalibrated`` when silenced) and
         starvation (``starved`` instead of ``ok``); ``report`` is its latest test (``None``
@@ -334,7 +349,10 @@ class DriftStage:
             states = self._states_of(dim, detector)
             for name, test in body["comparisons"].items():
                 if test["state"] == "insufficient_data":
-                    test["insufficient"] = insufficient_reason(dim, name, detector, test)
+                    # kept-out events, not thin traffic: the window advice would mislead
+                    test["insufficient"] = self.starved_windows() or insufficient_reason(
+                        dim, name, detector, test
+                    )
                 state = self._state_of(dim, test["state"], detector.reports[name])
                 if state != test["state"]:
                     test["tested_state"], test["state"] = test["state"], state

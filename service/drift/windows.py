@@ -23,7 +23,12 @@ Arrival rules (counts always balance: ``accepted + late + future + ahead == even
   to their buckets, moved from ``ahead`` to ``accepted`` — and the watermark moves to the
   newest of them. Held events are never released otherwise (the watermark catching up with
   one leaves it counted as ``ahead``). At most :data:`MAX_HELD` are held; the oldest goes.
-  Decisions depend only on the events and their order, never on the wall clock.
+  Before the first watermark every event is ahead of it: the first events are held until
+  ``ahead_confirm`` of them lie within ``max_ahead_s`` of one another, which releases them and
+  starts the watermark — so a first event stamped days off stays held instead of becoming
+  the watermark that makes every later event late (with ``ahead_confirm`` 1 the first event
+  starts it, as before). Decisions depend only on the events and their order, never on the
+  wall clock.
 
 Memory is bounded: ``ceil(retention_s / bucket_s) + 1`` buckets × at most
 ``max_categories + 1`` columns (categories beyond ``max_categories`` are counted as
@@ -99,8 +104,9 @@ def running_watermark(
     Future events (``> now + future_tolerance_s``) do not move the watermark; before any
     event the watermark is ``prior`` (``-inf`` when ``None``). ``held`` are the timestamps
     held ahead before this batch (oldest first); an event more than ``max_ahead_s`` ahead of
-    the watermark is held (``ahead`` mask) until ``ahead_confirm`` held events lie within
-    ``max_ahead_s`` of one another (see the module docstring). ``released``: indices into
+    the watermark — with no watermark yet, every event — is held (``ahead`` mask) until
+    ``ahead_confirm`` held events lie within ``max_ahead_s`` of one another (see the module
+    docstring). ``released``: indices into
     ``[*held, *timestamps]`` of the events released by a confirmed jump (a released event of
     this batch is not in the ``ahead`` mask); ``held``: indices likewise of the events
     still held after the batch, oldest first.
@@ -113,13 +119,13 @@ def running_watermark(
     if ahead_confirm <= 1 or not math.isfinite(max_ahead_s):
         return marks, future, ahead, [], []
     prev = np.concatenate([[start], marks[:-1]])
-    jumps = ~future & np.isfinite(prev) & (moves > prev + max_ahead_s)
+    jumps = ~future & (moves > prev + max_ahead_s)
     if not (held or jumps.any()):
         return marks, future, ahead, [], []
     items, pending, released = [*held, *map(float, timestamps)], list(range(len(held))), []
     mark = start
     for i, t in enumerate(map(float, timestamps)):
-        if not future[i] and math.isfinite(mark) and t > mark + max_ahead_s:
+        if not future[i] and t > mark + max_ahead_s:
             near = [k for k in pending if abs(items[k] - t) <= max_ahead_s]
             if len(near) + 1 >= ahead_confirm:  # confirmed: traffic jumped
                 released += near

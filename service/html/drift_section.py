@@ -143,6 +143,8 @@ def drift_section(
             "muted",
         )
     )
+    if timing.get("starved"):
+        parts.append(para(f"Starved: {timing['starved']}.", "warn"))
     return section("drift", "Drift", *parts)
 
 

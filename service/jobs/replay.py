@@ -403,6 +403,8 @@ def render_text(doc: ReplayReport) -> str:
                if timing.get("recent_events") else "")
             + ")"
         )  # fmt: skip
+    if timing.get("starved"):
+        lines.append(f"  starved: {timing['starved']}")
     for alarm in drift["alarms"]:
         when = datetime.fromtimestamp(alarm["timestamp"], UTC).strftime("%Y-%m-%d %H:%M")
         where = (

@@ -39,14 +39,15 @@ def test_without_a_bound_the_outlier_makes_everything_late() -> None:
 
 def test_a_gap_of_six_hours_advances_time_once_confirmed() -> None:
     w = _window()
-    w.update_many(["a", "a"], [0.0, 100.0])
+    # the first events start the watermark once 3 lie within 1 h of one another (the third)
+    assert w.update_many(["a", "a", "a"], [0.0, 60.0, 100.0]) == (3, 0, 0, 0)
     gap = 6 * 3600.0  # nothing for 6 h, then traffic resumes at 21 600 s
     assert w.update_many(["b"], [gap]) == (0, 0, 0, 1)  # held: 6 h > 1 h ahead
     assert w.update_many(["b"], [gap + 60]) == (0, 0, 0, 1)
     assert w.watermark == 100.0
     # the third within 1 h of the other two confirms the jump: all three added
     assert w.update_many(["c"], [gap + 120]) == (3, 0, 0, -2)
-    assert (w.accepted, w.late, w.ahead, w.watermark) == (5, 0, 0, gap + 120)
+    assert (w.accepted, w.late, w.ahead, w.watermark) == (6, 0, 0, gap + 120)
     assert w.current() == {"b": 2, "c": 1}  # the a's are 6 h back, out of the 600 s window
     assert w.held == []
     assert w.update_many(["c"], [gap + 180]) == (1, 0, 0, 0)  # time moves on normally
@@ -76,10 +77,32 @@ def test_ticks_follow_the_held_watermark() -> None:
                           max_ahead_s=3600, ahead_confirm=3)  # fmt: skip
     windows = ComparisonWindows(config, min_count=1, has_reference=False)
     ticks: list[float | None] = []
-    stamps = [0.0, 259_200.0, 310.0, 620.0]
-    windows.ingest(["a"] * 4, stamps, None, lambda: ticks.append(windows.window.watermark))
-    assert ticks == [0.0, 310.0, 620.0]  # the outlier is no test time
+    stamps = [0.0, 30.0, 60.0, 259_200.0, 310.0, 620.0]
+    windows.ingest(["a"] * 6, stamps, None, lambda: ticks.append(windows.window.watermark))
+    # the first tick when 0, 30 and 60 start the watermark (at 60); the outlier is no test time
+    assert ticks == [60.0, 310.0, 620.0]
     assert windows.window.ahead == 1
+
+
+def test_a_first_event_stamped_days_ahead_does_not_make_the_rest_late() -> None:
+    # The first event is 3 days ahead (a test event with a bad clock, a stray line): with no
+    # watermark yet, events wait until 3 lie within 1 h of one another, so it stays held and
+    # the traffic after it starts the watermark instead of being all late.
+    stamps = [259_200.0, 0.0, 100.0, 200.0, 300.0, 400.0]
+    cats = ["z", "a", "a", "b", "b", "b"]
+    whole = _window()
+    assert whole.update_many(cats, stamps) == (5, 0, 0, 1)
+    one_by_one = _window()
+    got = [one_by_one.update(cat, stamp) for cat, stamp in zip(cats, stamps, strict=True)]
+    # z held, a held, a held, b confirms (releases both a's: accepted 3, held -2), b, b
+    assert got == [(0, 0, 0, 1), (0, 0, 0, 1), (0, 0, 0, 1), (3, 0, 0, -2), (1, 0, 0, 0),
+                   (1, 0, 0, 0)]  # fmt: skip
+    for w in (whole, one_by_one):
+        assert (w.accepted, w.late, w.future, w.ahead, w.watermark) == (5, 0, 0, 1, 400.0)
+        assert w.current() == {"a": 2, "b": 3}
+        assert w.held == [(259_200.0, "z")]
+    before = _window(ahead_confirm=1)  # no hold: the rule before, for contrast
+    assert before.update_many(cats, stamps) == (1, 5, 0, 0)  # all but the outlier late
 
 
 def _stage() -> DriftStage:
@@ -215,3 +238,32 @@ def test_events_fed_one_at_a_time_keep_a_short_list_of_updates() -> None:
         stage._update([NOTES[0]], [float(i)])
     assert len(stage._recent) <= STARVED_RECENT_EVENTS // 100 + 1
     assert stage.recent_kept_out()[0] == 5000
+
+
+def test_a_starved_window_short_of_events_blames_the_timestamps_not_the_window_size() -> None:
+    # A trial's case: six first events days ahead start the watermark, the 3,000 after are all
+    # late; each test is insufficient_data, and "raise window_s to about 80 h" was false advice
+    config = WindowConfig(window_s=600, bucket_s=60, test_every_s=300, warmup_s=600,
+                          reference_window_s=600)  # fmt: skip
+    stage = DriftStage({"language": {"en": 500}, "topic": {"t": 500}}, windows=config,
+                       min_count=200, clock=lambda: 1e12)  # fmt: skip
+    stage._update([NOTES[0]] * 6, [259_200.0 + i for i in range(6)])
+    for start in range(0, 3000, 100):
+        stage._update([NOTES[0]] * 100, [float(start + i) for i in range(100)])
+    assert stage.recent_kept_out() == (3006, 3000, 0, 0, 3000 / 3006)
+    why = (
+        "100% of the latest 3006 events seen were kept out of the drift windows (3000 late, "
+        "0 future, 0 ahead): the events' timestamps, not the traffic, leave the windows "
+        "short; check the clocks that stamp them (or analytics.drift.allowed_lateness_s)"
+    )
+    report = stage.report()
+    for dim in ("language", "topic"):
+        for test in report[dim]["comparisons"].values():
+            assert (test["state"], test["insufficient"]) == ("insufficient_data", why)
+    fine = DriftStage({"language": {"en": 500}}, windows=config, min_count=200,
+                      clock=lambda: 1e12)  # fmt: skip
+    fine._update([NOTES[0]] * 10, [float(i) for i in range(10)])  # thin traffic: the old advice
+    assert (
+        "raise analytics.drift"
+        in fine.report()["language"]["comparisons"]["reference"]["insufficient"]
+    )

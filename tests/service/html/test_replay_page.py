@@ -216,3 +216,13 @@ def test_the_text_report_gives_both_shares_kept_out() -> None:
         "  kept out of the drift windows: 1 late events, 0 stamped in the future, 0 too far "
         "ahead of the others (10% of the events seen, 10% of the latest 10)"
     ) in render_text(report).splitlines()
+
+
+def test_starved_windows_are_said_in_the_text_and_the_page() -> None:
+    from service.jobs.replay import render_text
+
+    report = samples.replay_report(extras=False)
+    why = "70% of the latest 10 events seen were kept out of the drift windows (7 late, ...)"
+    report["analytics"]["drift"]["event_time"]["starved"] = why
+    assert f"  starved: {why}" in render_text(report).splitlines()
+    assert f'<p class="warn">Starved: {why}.</p>' in render_replay_html(report)
