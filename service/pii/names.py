@@ -32,8 +32,8 @@ and leaves every other capitalised word alone:
   ``it's`` / ``its`` / ``it is`` only right after a greeting (``hey its Kevin O'Connor``;
   ``It's Apple Pay`` and ``its Monday`` stay), one word not a weekday, month or feast.
 * **Sign-offs and self-announcements** (Title-case words): ``Regards, Klaus Müller.``,
-  ``Thanks, Anna``, ``Signed, Maria Lopez`` (ending the text or its sentence; ``Signed`` at a
-  clause start), a signature line ``-- Ngozi Okafor`` (``--`` starting a line, the name
+  ``Thanks, Anna``, ``Signed, Maria Lopez`` (ending the text, its sentence or a clause before a
+  dash; ``Signed`` at a clause start), a signature line ``-- Ngozi Okafor`` (``--`` starting a line, the name
   ending it; one word only on the text's last line), ``Maria Lopez here -
   …``, ``Hi, Dmitri Ivanov speaking.``, Hinglish ``main Vikram Singh bol raha hoon`` ("I am
   Vikram Singh speaking"; not a language: ``main Hindi bol raha hoon``) (at a clause start).
@@ -171,14 +171,14 @@ _CALENDAR = frozenset(
     "tonight".split()
 )
 _SINGLE_END = re.compile(r"\s*(?:[,.!?;:)\-–—]|$|(?:from|and|here|btw|y|et)\b)", re.IGNORECASE)
-#: A sign-off: ``Regards, Klaus Müller.``, ``Thanks! Maria`` — Title-case words that end the
-#: text or their sentence.
+#: A sign-off: ``Regards, Klaus Müller.``, ``Thanks! Maria``, ``Regards, Klaus Müller - how
+#: do I ...`` — Title-case words that end the text, their sentence or their clause (a dash).
 _SIGNOFF = re.compile(
     r"(?<![\w])(?i:(?:(?:best|kind|warm|many)\s+)?regards|thanks|thank\s+you|cheers|sincerely"
     r"|saludos|gracias|gruß|grüße|viele\s+grüße|merci|cordialement|dhanyavaad"
     r"|(?P<signed>signed[,:](?!\s*sealed\b)))[,!.]?\s+"
     r"(?!(?i:(?:(?:best|kind|warm|many)\s+)?regards|thanks|thank\s+you|cheers|sincerely)\b)"
-    rf"(?P<n>{_TITLE}(?:{_GAP}{_TITLE}){{0,2}})(?=[^\S\n]*(?:[.!,;\n]|$))"
+    rf"(?P<n>{_TITLE}(?:{_GAP}{_TITLE}){{0,2}})(?=[^\S\n]*(?:[.!,;\n]|[-–—](?:\s|$)|$))"
 )
 #: ``Name: Alice Smith`` (a form's field, any case).
 _FIELD = re.compile(rf"(?<![\w])(?i:name)\s*[:=]\s*(?P<n>{_WORD}(?:{_GAP}{_WORD}){{0,2}})")

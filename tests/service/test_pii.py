@@ -291,6 +291,13 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("name", "Refund it please.\n-- Ngozi Okafor", "Refund it please.\n-- <NAME>"),
     ("name", "Refund it please.\n--\nNgozi Okafor\n", "Refund it please.\n--\n<NAME>\n"),
     ("name", "Refund it please.\n-- Ngozi", "Refund it please.\n-- <NAME>"),
+    # a fifth trial's miss: a sign-off's name before a dash
+    (
+        "name",
+        "Regards, Klaus Müller - how do I change my PIN?",
+        "Regards, <NAME> - how do I change my PIN?",
+    ),
+    ("name", "Thanks, Anna – why was I charged?", "Thanks, <NAME> – why was I charged?"),
 ]
 
 
