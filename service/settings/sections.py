@@ -363,6 +363,16 @@ class DriftSettings(_Frozen):
     min_share_change: float = Field(default=0.05, ge=0, le=1)
     min_rate_change: float = Field(default=0.05, ge=0, le=1)
 
+    @model_validator(mode="after")
+    def _windows_hold_a_bucket(self) -> DriftSettings:
+        """A window shorter than one bucket is one bucket (windows slide a bucket at a time),
+        so its reports would name a span it never had ("no 1 s window ...")."""
+        for name in ("window_s", "reference_window_s", "warmup_s"):
+            if getattr(self, name) < self.bucket_s:
+                raise ValueError(f"{name} ({getattr(self, name):g} s) must be at least bucket_s "
+                                 f"({self.bucket_s:g} s): windows are whole buckets")  # fmt: skip
+        return self
+
 
 class AnalyticsConfig(_Frozen):
     """The live analytics stages (PII, language, topic, refusal, out-of-scope, drift).

@@ -119,6 +119,12 @@ def test_settings_are_frozen() -> None:
     [
         ("eval:\n  k: [0, 5]\n", "eval.k", ">= 1"),
         ("eval:\n  depth: 5\n  k: [10]\n", "eval", "depth"),
+        # a fifth trial: a window shorter than its bucket read "no 1 s window reached ..."
+        (
+            "analytics:\n  drift: {window_s: 1, bucket_s: 3600}\n",
+            "analytics.drift",
+            "window_s (1 s) must be at least bucket_s (3600 s)",
+        ),
         ("retrievers:\n  - {name: prod, kind: http}\n", "retrievers.0", "needs 'url'"),
         ("retrievers:\n  - {name: x, kind: nope}\n", "retrievers.0.kind", "bm25"),
         ("colour: blue\n", "colour", "unknown setting"),
