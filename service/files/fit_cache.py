@@ -33,7 +33,7 @@ entry not owned by this process's user, or writable by its group or others, is r
 fitted again), so only the service's own user can plant one — the same trust as the state
 file itself.
 
-Cost: one file per kind (the demo: 575 KiB in all, mostly the gold and corpus embeddings of
+Cost: one file per kind (the demo: 624 KiB in all, mostly the gold and corpus embeddings of
 the out-of-scope detector and the topic model's reference sample; it grows with the corpus:
 ``n_passages × dim × 4`` bytes, and the BM25 index of a built-in ``bm25`` retriever, kind
 ``bm25-index-<name digest>``, ~1.3 kB a passage of ~740 characters: 26 MB for 20,317); a
