@@ -34,8 +34,9 @@ True
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -135,6 +136,32 @@ class DetectorQuality:
             "fpr": num(self.fpr),
             "balanced_accuracy": num(self.balanced_accuracy),
         }
+
+
+def operating_point_summary(quality: Mapping[str, Any]) -> str:
+    """``"TPR 0.950 (38 of 40), FPR 0.000 (0 of 12), balanced accuracy 0.975"`` of a quality
+    report entry (its ``tpr``, ``fpr``, ``balanced_accuracy``, ``n_pos``, ``n_neg``): each
+    rate with the counts it is a share of, so it can be checked against the class sizes next
+    to it (``"12 unanswerable / 40 answerable gold questions"``: the out-of-scope detector's
+    positives are the answerable ones, kept in scope). The counts are left out where a rate
+    is no whole share of its class (a rate measured on other rows than the class sizes).
+
+    >>> operating_point_summary({"tpr": 0.95, "fpr": 0.0, "balanced_accuracy": 0.975,
+    ...                          "n_pos": 40, "n_neg": 12})
+    'TPR 0.950 (38 of 40), FPR 0.000 (0 of 12), balanced accuracy 0.975'
+    >>> operating_point_summary({"tpr": 0.9, "fpr": 0.25, "balanced_accuracy": 0.825})
+    'TPR 0.900, FPR 0.250, balanced accuracy 0.825'
+    """
+
+    def rate(name: str, value: float, n: Any) -> str:
+        text = f"{name} {value:.3f}"
+        if isinstance(n, int) and n > 0 and abs(value * n - round(value * n)) < 1e-6:
+            text += f" ({round(value * n)} of {n})"
+        return text
+
+    return (f"{rate('TPR', quality['tpr'], quality.get('n_pos'))}, "
+            f"{rate('FPR', quality['fpr'], quality.get('n_neg'))}, "
+            f"balanced accuracy {quality['balanced_accuracy']:.3f}")  # fmt: skip
 
 
 #: What each detector's two classes are, in its user's words: ``(positives, negatives)``

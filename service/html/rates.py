@@ -12,6 +12,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from service.evaluation.detector_quality import operating_point_summary
 from service.html import plots
 from service.html.page import badge, figure, num, para, pct, section, table
 from service.refusals.scope import (
@@ -116,14 +117,12 @@ def _quality_cell(quality: Mapping[str, Any] | None) -> str:
 
 
 def _operating_point_cell(quality: Mapping[str, Any] | None) -> str | None:
-    """``"TPR 0.952, FPR 0.783, balanced accuracy 0.584"`` at the detector's threshold, or
-    ``None`` when it reports none."""
+    """``"TPR 0.952 (40 of 42), FPR 0.783 (47 of 60), balanced accuracy 0.584"`` at the
+    detector's threshold (:func:`~service.evaluation.detector_quality.operating_point_summary`),
+    or ``None`` when it reports none."""
     if not quality or quality.get("balanced_accuracy") is None:
         return None
-    return (
-        f"TPR {quality['tpr']:.3f}, FPR {quality['fpr']:.3f}, "
-        f"balanced accuracy {quality['balanced_accuracy']:.3f}"
-    )
+    return operating_point_summary(quality)
 
 
 def _both_directions(analytics: Mapping[str, Any]) -> Markup:

@@ -33,8 +33,8 @@ and leaves every other capitalised word alone:
   ``It's Apple Pay`` and ``its Monday`` stay), one word not a weekday, month or feast.
 * **Sign-offs and self-announcements** (Title-case words): ``Regards, Klaus Müller.``,
   ``Thanks, Anna``, ``Signed, Maria Lopez`` (ending the text, its sentence or a clause before a
-  dash; ``Signed`` at a clause start), a signature line ``-- Ngozi Okafor`` (``--`` starting a line, the name
-  ending it; one word only on the text's last line), ``Maria Lopez here -
+  dash; ``Signed`` at a clause start), a signature line ``-- Ngozi Okafor`` (``--`` starting a
+  line, the name ending it; one word only on the text's last line), ``Maria Lopez here -
   …``, ``Hi, Dmitri Ivanov speaking.``, Hinglish ``main Vikram Singh bol raha hoon`` ("I am
   Vikram Singh speaking"; not a language: ``main Hindi bol raha hoon``) (at a clause start).
 

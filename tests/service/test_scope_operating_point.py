@@ -84,8 +84,8 @@ def test_text_shows_the_operating_point_next_to_the_auc() -> None:
     _, quality = _calibrated_quality()
     row = {**quality.as_dict(), "trusted": True, "uncalibrated": None}
     assert quality_text(row).endswith(
-        "; at its threshold TPR 1.000, FPR 0.750, balanced accuracy 0.625"
-    )
+        "; at its threshold TPR 1.000 (10 of 10), FPR 0.750 (3 of 4), balanced accuracy 0.625"
+    )  # the counts by hand above: 10 answerable rows all kept, 3 of the 4 unanswerable pass
     report = copy.deepcopy(replay_report(extras=False))
     report["analytics"]["out_of_scope"] |= {"quality": row, "uncalibrated": None}
     line = next(x for x in render_text(report).splitlines() if x.startswith("out of scope"))
@@ -105,7 +105,7 @@ def test_html_shows_one_auc_and_the_operating_point() -> None:
                                             "calibration": calibration}  # fmt: skip
     page = render_replay_html(report)
     assert "scope calibration: auc" not in page and "0.844" not in page
-    assert "TPR 1.000, FPR 0.750, balanced accuracy 0.625" in page
+    assert "TPR 1.000 (10 of 10), FPR 0.750 (3 of 4), balanced accuracy 0.625" in page
     assert "scope calibration: threshold" in page
 
 
