@@ -276,15 +276,17 @@ def render_text(doc: ReplayReport) -> str:
         f"{doc['duplicates']} duplicates, {doc['dead_lettered_total']} dead-lettered"
         + (" in this run" if "resumed" in doc else "")
     ]
-    if resumed := doc.get("resumed"):
-        lines.append(f"resumed from {resumed['state']}: what follows covers every run on it "
-                     f"({resumed['processed_in_all']} events processed in all)")  # fmt: skip
+    # this run's dead letters and dropped fields first: a resumed report's totals follow
     lines += [f"  dead-lettered {r}: {n}" for r, n in sorted(doc["dead_lettered"].items())]
     if doc["dead_lettered_total"]:
         lines.append(f"dead letters in {doc['dlq_path']}")
     if doc.get("dropped"):
         dropped = ", ".join(f"{key} {n}" for key, n in sorted(doc["dropped"].items()))
-        lines.append(f"dropped (the events kept): {dropped}")
+        this_run = ", in this run" if "resumed" in doc else ""
+        lines.append(f"dropped (the events kept{this_run}): {dropped}")
+    if resumed := doc.get("resumed"):
+        lines.append(f"resumed from {resumed['state']}: what follows covers every run on it "
+                     f"({resumed['processed_in_all']} events processed in all)")  # fmt: skip
     analytics = doc.get("analytics")
     min_n = analytics.get("quality_min_class", FEW_RESULTS) if analytics else FEW_RESULTS
     lines += _shadow_lines(doc.get("shadow"), min_n)

@@ -226,3 +226,18 @@ def test_starved_windows_are_said_in_the_text_and_the_page() -> None:
     report["analytics"]["drift"]["event_time"]["starved"] = why
     assert f"  starved: {why}" in render_text(report).splitlines()
     assert f'<p class="warn">Starved: {why}.</p>' in render_replay_html(report)
+
+
+def test_a_resumed_text_report_gives_this_runs_dead_letters_before_the_totals_of_every_run() -> (
+    None
+):
+    # a fifth trial: the per-run reason counts sat under "what follows covers every run on it"
+    from service.jobs.replay import render_text
+
+    report = samples.replay_report(extras=False)
+    report |= {"dead_lettered": {"not_json": 1}, "dead_lettered_total": 1,
+               "resumed": {"state": "s.sqlite", "processed_in_all": 3001}}  # fmt: skip
+    lines = render_text(report).splitlines()
+    reason = lines.index("  dead-lettered not_json: 1")
+    resumed = next(i for i, line in enumerate(lines) if line.startswith("resumed from s.sqlite"))
+    assert lines[0].endswith("1 dead-lettered in this run") and reason < resumed
