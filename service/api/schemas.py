@@ -156,8 +156,9 @@ class EventTime(TypedDict):
     ``future`` (ahead of the wall clock), ``ahead`` (held: too far ahead of the other
     events), their ``kept_out_share`` of all the events seen, the share of the latest
     ``recent_events`` seen kept out (``recent_kept_out_share``; from 0.2 a test that reads
-    ``ok`` reads ``starved``), and the ``watermark`` (Unix seconds, ``None`` before the first
-    event)."""
+    ``ok`` reads ``starved``), and the ``watermark`` (Unix seconds, ``None`` until the first
+    events start it: ``analytics.drift.ahead_confirm`` of them in a run, each within
+    ``max_ahead_s`` of the next; those before are held, counted in ``ahead``)."""
 
     late: int
     future: int

@@ -190,20 +190,31 @@ class DriftStage:
                 f"windows ({late} late, {future} future, {ahead} ahead): an ok test saw too "
                 f"little of the traffic")  # fmt: skip
 
-    def starved_windows(self) -> str | None:
-        """Why a test lacks events when the windows are starved (``None``: they are not),
-        instead of :func:`insufficient_reason`'s advice on the windows' sizes, which would
-        mislead: the windows are short of events because the events' times kept them out,
-        e.g. ``"100% of the latest 3006 events seen were kept out of the drift windows (3000
-        late, 0 future, 0 ahead): the events' timestamps, not the traffic, leave the windows
-        short; check the clocks that stamp them (or analytics.drift.allowed_lateness_s)"``."""
+    def starved_windows(self, reason: str, n_current: int, min_count: int) -> str | None:
+        """Why a test lacks events when the windows are starved (``None``: they are not).
+
+        When the events kept out would have filled the window (``n_current`` in it plus those
+        kept out of the latest reach ``min_count``), the events' timestamps are the cause and
+        :func:`insufficient_reason`'s advice on the windows' sizes (``reason``) would mislead:
+        only the timestamps are named, e.g. ``"100% of the latest 3006 events seen were kept
+        out of the drift windows (3000 late, 0 future, 0 ahead): the events' timestamps, not
+        the traffic, leave the windows short; check the clocks that stamp them (or
+        analytics.drift.allowed_lateness_s)"``. Otherwise the traffic is thin too: the
+        kept-out share is said first, then ``reason``. The setting named is the one of the
+        most kept-out kind (late: ``allowed_lateness_s``; future: ``future_tolerance_s``;
+        ahead: ``max_ahead_s``).
+        """
         events, late, future, ahead, share = self.recent_kept_out()
         if share < STARVED_SHARE:
             return None
-        return (f"{share:.0%} of the latest {events} events seen were kept out of the drift "
-                f"windows ({late} late, {future} future, {ahead} ahead): the events' "
-                f"timestamps, not the traffic, leave the windows short; check the clocks that "
-                f"stamp them (or {SETTINGS}.allowed_lateness_s)")  # fmt: skip
+        setting = max((late, "allowed_lateness_s"), (future, "future_tolerance_s"),
+                      (ahead, "max_ahead_s"))[1]  # fmt: skip
+        kept = (f"{share:.0%} of the latest {events} events seen were kept out of the drift "
+                f"windows ({late} late, {future} future, {ahead} ahead)")  # fmt: skip
+        if n_current + late + future + ahead >= min_count:
+            return (f"{kept}: the events' timestamps, not the traffic, leave the windows short; "
+                    f"check the clocks that stamp them (or {SETTINGS}.{setting})")  # fmt: skip
+        return f"{kept} (check the clocks that stamp them, or {SETTINGS}.{setting}); {reason}"
 
     def _state_of(self, dim: str, state: str, report: Any) -> str:
         """A comparison's ``state`` after suppression (``uncalibrated`` when silenced) and
@@ -349,9 +360,10 @@ class DriftStage:
             states = self._states_of(dim, detector)
             for name, test in body["comparisons"].items():
                 if test["state"] == "insufficient_data":
-                    # kept-out events, not thin traffic: the window advice would mislead
-                    test["insufficient"] = self.starved_windows() or insufficient_reason(
-                        dim, name, detector, test
+                    reason = insufficient_reason(dim, name, detector, test)
+                    n_current = int(test.get("n_current") or 0)
+                    test["insufficient"] = (
+                        self.starved_windows(reason, n_current, detector.min_count) or reason
                     )
                 state = self._state_of(dim, test["state"], detector.reports[name])
                 if state != test["state"]:

@@ -24,11 +24,12 @@ Arrival rules (counts always balance: ``accepted + late + future + ahead == even
   newest of them. Held events are never released otherwise (the watermark catching up with
   one leaves it counted as ``ahead``). At most :data:`MAX_HELD` are held; the oldest goes.
   Before the first watermark every event is ahead of it: the first events are held until
-  ``ahead_confirm`` of them lie within ``max_ahead_s`` of one another, which releases them and
-  starts the watermark — so a first event stamped days off stays held instead of becoming
-  the watermark that makes every later event late (with ``ahead_confirm`` 1 the first event
-  starts it, as before). Decisions depend only on the events and their order, never on the
-  wall clock.
+  ``ahead_confirm`` of them form a run in which each is within ``max_ahead_s`` of the next
+  (sparse traffic of a few events per ``max_ahead_s`` starts it too, as it keeps it moving),
+  which releases them and starts the watermark — so a first event stamped days off stays
+  held instead of becoming the watermark that makes every later event late (with
+  ``ahead_confirm`` 1 the first event starts it, as before). Decisions depend only on the
+  events and their order, never on the wall clock.
 
 Memory is bounded: ``ceil(retention_s / bucket_s) + 1`` buckets × at most
 ``max_categories + 1`` columns (categories beyond ``max_categories`` are counted as
@@ -105,11 +106,11 @@ def running_watermark(
     event the watermark is ``prior`` (``-inf`` when ``None``). ``held`` are the timestamps
     held ahead before this batch (oldest first); an event more than ``max_ahead_s`` ahead of
     the watermark — with no watermark yet, every event — is held (``ahead`` mask) until
-    ``ahead_confirm`` held events lie within ``max_ahead_s`` of one another (see the module
-    docstring). ``released``: indices into
-    ``[*held, *timestamps]`` of the events released by a confirmed jump (a released event of
-    this batch is not in the ``ahead`` mask); ``held``: indices likewise of the events
-    still held after the batch, oldest first.
+    ``ahead_confirm`` held events lie within ``max_ahead_s`` of one another (with no
+    watermark: form a run with steps of at most ``max_ahead_s``; see the module docstring).
+    ``released``: indices into ``[*held, *timestamps]`` of the events released by a confirmed
+    jump (a released event of this batch is not in the ``ahead`` mask); ``held``: indices
+    likewise of the events still held after the batch, oldest first.
     """
     future = timestamps > (now + future_tolerance_s) if now is not None else timestamps > math.inf
     start = -math.inf if prior is None else prior
@@ -126,8 +127,11 @@ def running_watermark(
     mark = start
     for i, t in enumerate(map(float, timestamps)):
         if not future[i] and t > mark + max_ahead_s:
-            near = [k for k in pending if abs(items[k] - t) <= max_ahead_s]
-            if len(near) + 1 >= ahead_confirm:  # confirmed: traffic jumped
+            if math.isfinite(mark):
+                near = [k for k in pending if abs(items[k] - t) <= max_ahead_s]
+            else:  # no watermark yet: the held events linked to t by steps of max_ahead_s
+                near = _run(items, pending, t, max_ahead_s)
+            if len(near) + 1 >= ahead_confirm:  # confirmed: traffic jumped (or started)
                 released += near
                 pending = [k for k in pending if k not in near]
                 mark = max([t, *(items[k] for k in near)])
@@ -148,6 +152,27 @@ def running_watermark(
     # outlier return to the vectorised path once traffic has caught up with it
     pending = [k for k in pending if items[k] >= mark]
     return marks, future, ahead, released, pending
+
+
+def _run(items: Sequence[float], pending: Sequence[int], t: float, gap: float) -> list[int]:
+    """The indices in ``pending`` whose times ``items[k]`` are linked to ``t`` by steps of at
+    most ``gap`` seconds (a run of held events around ``t``, ``t`` itself excluded), in
+    ``pending``'s order: what confirms the first events, so traffic of a few events per
+    ``max_ahead_s`` starts the watermark as it keeps it moving.
+
+    >>> _run([0.0, 100.0, 9000.0, 250.0], [0, 1, 2, 3], 400.0, 200.0)
+    [0, 1, 3]
+    """
+    linked: set[int] = set()
+    for side in (sorted((items[k], k) for k in pending if items[k] <= t)[::-1],
+                 sorted((items[k], k) for k in pending if items[k] > t)):  # fmt: skip
+        edge = t
+        for time, k in side:
+            if abs(time - edge) > gap:
+                break
+            linked.add(k)
+            edge = time
+    return [k for k in pending if k in linked]
 
 
 class CategoryWindow:

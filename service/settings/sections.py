@@ -338,9 +338,9 @@ class DriftSettings(_Frozen):
             watermark, so one skewed clock cannot make every later event late.
         ahead_confirm: held events within ``max_ahead_s`` of one another that confirm traffic
             really jumped (it resumed after a gap): they are then added and time moves on.
-            The first events likewise wait until this many lie within ``max_ahead_s`` of one
-            another, which starts the watermark (so a first event stamped days off is held,
-            not taken as the time). 1: never hold.
+            The first events likewise wait until this many form a run with steps of at most
+            ``max_ahead_s``, which starts the watermark (so a first event stamped days off is
+            held, not taken as the time). 1: never hold.
         min_count: events a window needs before it is tested (below: ``insufficient_data``).
         alpha: false-alarm budget per day for the whole family of detectors.
         min_jsd, min_share_change, min_rate_change: effect sizes an alarm needs (JSD base 2;

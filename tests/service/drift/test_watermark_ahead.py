@@ -267,3 +267,37 @@ def test_a_starved_window_short_of_events_blames_the_timestamps_not_the_window_s
         "raise analytics.drift"
         in fine.report()["language"]["comparisons"]["reference"]["insufficient"]
     )
+
+
+def test_sparse_first_events_start_the_watermark_as_a_run() -> None:
+    # A review's case: traffic of a few events per max_ahead_s never had 3 within 1 h of one
+    # another, so the first events were held for good. Now 3 linked by steps of <= 1 h start
+    # it: 0, 3000, 6000 (6000 is 6000 s from 0, but each step is 3000 s).
+    w = _window()
+    got = [w.update("a", t) for t in (259_200.0, 0.0, 3000.0, 6000.0, 9000.0)]
+    assert got == [(0, 0, 0, 1), (0, 0, 0, 1), (0, 0, 0, 1), (3, 0, 0, -2), (1, 0, 0, 0)]
+    assert (w.accepted, w.ahead, w.watermark) == (4, 1, 9000.0)
+    assert w.held == [(259_200.0, "a")]
+    whole = _window()
+    whole.update_many(["a"] * 5, [259_200.0, 0.0, 3000.0, 6000.0, 9000.0])
+    assert whole.snapshot() == w.snapshot()
+
+
+def test_starved_windows_with_thin_traffic_say_both() -> None:
+    # A review's case: 40 events on time, 15 late (23 % of the latest 65), 10 more: even all
+    # 65 could not reach min_count 200, so the window advice stays, after the kept-out share
+    config = WindowConfig(window_s=600, bucket_s=60, test_every_s=300, warmup_s=600,
+                          reference_window_s=600)  # fmt: skip
+    stage = DriftStage({"language": {"en": 500}}, windows=config, min_count=200,
+                       clock=lambda: 1e12)  # fmt: skip
+    stage._update([NOTES[0]] * 40, [1000.0 + i for i in range(40)])
+    stage._update([NOTES[0]] * 15, [0.0] * 15)  # 1,039 - 0 > 300 s lateness: late
+    stage._update([NOTES[0]] * 10, [1040.0 + i for i in range(10)])
+    assert stage.recent_kept_out() == (65, 15, 0, 0, 15 / 65)
+    why = stage.report()["language"]["comparisons"]["reference"]["insufficient"]
+    assert why.startswith(
+        "23% of the latest 65 events seen were kept out of the drift windows (15 late, 0 "
+        "future, 0 ahead) (check the clocks that stamp them, or "
+        "analytics.drift.allowed_lateness_s); no 10 min window reached 200 questions; the "
+        "busiest had 5: raise analytics.drift.reference_window_s"
+    ), why  # the one test ran when the 5th event started the watermark (a 300 s tick): 5 in it
