@@ -183,12 +183,17 @@ class DriftStage:
         :data:`STARVED_SHARE` of the latest events seen were kept out, e.g. ``"83% of the
         latest 5000 events seen were kept out of the drift windows (4150 late, 0 future, 0
         ahead): an ok test saw too little of the traffic"``."""
+        kept = self._kept_out_text()
+        return None if kept is None else f"{kept}: an ok test saw too little of the traffic"
+
+    def _kept_out_text(self) -> str | None:
+        """``"83% of the latest 5000 events seen were kept out of the drift windows (4150 late,
+        0 future, 0 ahead)"`` when the windows are starved, else ``None``."""
         events, late, future, ahead, share = self.recent_kept_out()
         if share < STARVED_SHARE:
             return None
         return (f"{share:.0%} of the latest {events} events seen were kept out of the drift "
-                f"windows ({late} late, {future} future, {ahead} ahead): an ok test saw too "
-                f"little of the traffic")  # fmt: skip
+                f"windows ({late} late, {future} future, {ahead} ahead)")  # fmt: skip
 
     def starved_windows(self, reason: str, n_current: int, min_count: int) -> str | None:
         """Why a test lacks events when the windows are starved (``None``: they are not).
@@ -204,13 +209,12 @@ class DriftStage:
         most kept-out kind (late: ``allowed_lateness_s``; future: ``future_tolerance_s``;
         ahead: ``max_ahead_s``).
         """
-        events, late, future, ahead, share = self.recent_kept_out()
-        if share < STARVED_SHARE:
+        kept = self._kept_out_text()
+        if kept is None:
             return None
+        _, late, future, ahead, _ = self.recent_kept_out()
         setting = max((late, "allowed_lateness_s"), (future, "future_tolerance_s"),
                       (ahead, "max_ahead_s"))[1]  # fmt: skip
-        kept = (f"{share:.0%} of the latest {events} events seen were kept out of the drift "
-                f"windows ({late} late, {future} future, {ahead} ahead)")  # fmt: skip
         if n_current + late + future + ahead >= min_count:
             return (f"{kept}: the events' timestamps, not the traffic, leave the windows short; "
                     f"check the clocks that stamp them (or {SETTINGS}.{setting})")  # fmt: skip
