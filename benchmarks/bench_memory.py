@@ -425,6 +425,8 @@ def bounds(settings: dict[str, Any]) -> list[tuple[str, str, int]]:
         ("scores._recent[*]", "harvest.score_window", hv["score_window"]),
         ("scores._sorted[*]", "harvest.score_window", hv["score_window"]),
         ("quality._recent", *quality),
+        # the production scores of the remembered events: a subset of quality._recent's keys
+        ("quality._recent_scores", f"{quality[0]} (a subset of _recent)", quality[1]),
         ("harvest._order", "harvest.max_suggestions (ids)", suggestions),
         ("harvest._dirty", "harvest.max_suggestions (ids)", suggestions),
         ("harvest._stale", "harvest.max_suggestions (ids)", suggestions),
