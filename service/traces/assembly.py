@@ -79,7 +79,11 @@ class AssemblyLimits(BaseModel):
 
     Attributes:
         settle_s: quiet period after the root span, seconds (> 0).
-        timeout_s: longest a trace stays open after its first span, seconds (>= settle_s).
+        timeout_s: longest a trace stays open after its first span, seconds (>= settle_s;
+            default 300: a trace whose root ends later — an LLM call of minutes — would go
+            out without its later spans, which then become ``late_span`` dead letters; a
+            rooted trace goes out ``settle_s`` after its last span whatever this is, so it
+            delays only traces whose root never comes).
         max_open_traces: open traces kept at once (>= 1).
         max_spans_per_trace: spans kept per trace (>= 1).
         max_attribute_bytes: largest attribute value kept whole, UTF-8 bytes (>= 64).
@@ -94,7 +98,7 @@ class AssemblyLimits(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     settle_s: float = Field(default=2.0, gt=0)
-    timeout_s: float = Field(default=30.0, gt=0)
+    timeout_s: float = Field(default=300.0, gt=0)
     max_open_traces: int = Field(default=10_000, ge=1)
     max_spans_per_trace: int = Field(default=1_000, ge=1)
     max_attribute_bytes: int = Field(default=65_536, ge=64)
@@ -185,6 +189,9 @@ class TraceAssembler:
         self._open: OrderedDict[str, _Open] = OrderedDict()  # by first arrival
         self._rooted: OrderedDict[str, None] = OrderedDict()  # rooted, by last arrival
         self._closed = RecentIds(capacity=limits.max_open_traces)
+        #: the handed-out traces closed by ``timeout`` (not checkpointed: after a restart
+        #: their late spans get the general detail), so a late span can say why
+        self._timed_out = RecentIds(capacity=limits.max_open_traces)
         #: span ids of recently handed-out traces, oldest first, and how many in all
         self._emitted: OrderedDict[str, frozenset[str]] = OrderedDict()
         self._emitted_ids = 0
@@ -281,7 +288,14 @@ class TraceAssembler:
         if span.span_id in self._emitted.get(trace_id, ()):
             detail = "span sent again after its trace was handed out"
             return Rejected(trace_id, "duplicate", detail, (span,))
-        return Rejected(trace_id, "late_span", "span after its trace was handed out", (span,))
+        detail = "span after its trace was handed out"
+        if trace_id in self._timed_out:
+            detail += (
+                f" at timeout_s ({self._limits.timeout_s:g} s after its first span): its"
+                " event went out without this span; raise traces.assembly.timeout_s when"
+                " calls (e.g. an LLM's) end later than that"
+            )
+        return Rejected(trace_id, "late_span", detail, (span,))
 
     def _admit(self, span: Span, held: AbstractSet[str]) -> tuple[list[Rejected], Span | None]:
         """Whether an open trace already holding the span ids ``held`` keeps ``span``: the
@@ -369,6 +383,8 @@ class TraceAssembler:
         trace = self._open.pop(trace_id)
         self._rooted.pop(trace_id, None)
         self._closed.add(trace_id)
+        if why == "timeout":
+            self._timed_out.add(trace_id)
         self._remember(trace_id, trace.span_ids)
         return Completed(trace_id, tuple(trace.spans), why, trace.has_root)
 

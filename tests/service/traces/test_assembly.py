@@ -141,6 +141,34 @@ def test_late_spans_and_retried_spans() -> None:
     assert (late.reason, len(asm)) == ("late_span", 0)
 
 
+def test_a_late_span_of_a_timed_out_trace_names_the_setting() -> None:
+    """A slow call (a trial's 35 s LLM span under a 30 s timeout): the event went out without
+    it, and its dead letter says so and which setting to raise; a settled trace's late span
+    keeps the plain detail."""
+    asm = TraceAssembler(limits(settle_s=2.0, timeout_s=30.0))
+    asm.add([sp(A, 2)], now=0.0)  # retrieval ends at once; the root ends after the LLM call
+    asm.add([sp(B, 1, parent=None)], now=0.0)
+    assert sorted((d.trace_id, d.why) for d in asm.due(now=30.0)) == [
+        (A, "timeout"),
+        (B, "settled"),
+    ]
+    (late,) = asm.add([sp(A, 3)], now=35.0)
+    assert late.reason == "late_span"
+    assert late.detail == (
+        "span after its trace was handed out at timeout_s (30 s after its first span): its"
+        " event went out without this span; raise traces.assembly.timeout_s when calls"
+        " (e.g. an LLM's) end later than that"
+    )
+    (plain,) = asm.add([sp(B, 4)], now=35.0)
+    assert (plain.reason, plain.detail) == ("late_span", "span after its trace was handed out")
+
+
+def test_the_default_timeout_outlasts_slow_llm_calls() -> None:
+    """Five minutes: a rooted trace settles 2 s after its last span anyway, so only traces
+    whose root never comes wait that long."""
+    assert (AssemblyLimits().timeout_s, AssemblyLimits().settle_s) == (300.0, 2.0)
+
+
 def test_low_watermarks_hold_back_commits_of_open_traces() -> None:
     asm = TraceAssembler(limits())
     asm.add([sp(A, 2)], now=0.0, position=("spans/0", 5))
