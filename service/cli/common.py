@@ -54,9 +54,9 @@ def _notices(settings: Settings) -> list[str]:
 
 
 NO_TOKEN_NOTICE = (
-    "api.token is unset: the mutating endpoints (POST /v1/events, POST /v1/shadow/evaluate, "
-    "POST /v1/gold-candidates/{id}/accept and /reject) are refused (401 or 403) until it is set "
-    "(GOLDWATCH_API__TOKEN or api.token_file)"
+    "api.token is unset: the mutating endpoints (POST /v1/events, POST /v1/traces, "
+    "POST /v1/shadow/evaluate, POST /v1/gold-candidates/{id}/accept and /reject) are refused "
+    "(401 or 403) until it is set (GOLDWATCH_API__TOKEN or api.token_file)"
 )
 
 

@@ -142,7 +142,7 @@ def _check_summary(
     elif source.kind == "stdin":
         lines.append("source stdin")
     else:
-        lines.append("source none: events arrive only through POST /v1/events")
+        lines.append("source none: events arrive only through POST /v1/events and POST /v1/traces")
     lines.append(f"state {settings.state.path}")
     return lines
 

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from service.files.private import PRIVATE_MODE
+from service.files.regular import NOT_REGULAR
 
 __all__ = ["AppendOnlyFile", "MaybeWritten", "TornTail", "append_whole", "cut_back",
            "file_mark", "lines_after", "open_append", "prepare_tail", "torn_tail"]  # fmt: skip
@@ -87,20 +88,20 @@ def open_append(path: str | Path, mode: int = PRIVATE_MODE, *, create: bool = Tr
         The file descriptor (the caller closes it).
 
     Raises:
-        OSError: cannot be opened or created; ``EINVAL`` ("not a regular file") for a FIFO,
-            device, socket or folder at ``path`` (``O_NONBLOCK`` keeps a FIFO without a
-            reader from hanging the open).
+        OSError: cannot be opened or created; ``EINVAL`` (``NOT_REGULAR``, naming ``path``)
+            for a FIFO, device, socket or folder at ``path`` (``O_NONBLOCK`` keeps a FIFO
+            without a reader from hanging the open).
     """
     flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK
     try:
         fd = os.open(path, flags | (os.O_CREAT if create else 0), mode)
     except OSError as exc:
         if exc.errno in (errno.ENXIO, errno.EISDIR):  # a FIFO without a reader; a folder
-            raise OSError(errno.EINVAL, "not a regular file") from None
+            raise OSError(errno.EINVAL, NOT_REGULAR, str(path)) from None
         raise
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file")
+            raise OSError(errno.EINVAL, NOT_REGULAR, str(path))
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)

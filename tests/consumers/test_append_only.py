@@ -25,6 +25,7 @@ from service.files.append_only import (
     prepare_tail,
     torn_tail,
 )
+from service.files.regular import describe_os_error
 
 BEFORE = b'{"id": 1}\n{"id": 2}\n'
 RECORD = b'{"id": 3, "text": "' + b"x" * 5000 + b'"}\n'
@@ -171,3 +172,14 @@ def test_a_fifo_gets_a_plain_error_not_a_hang(tmp_path: Path) -> None:
     with pytest.raises(OSError) as info:
         open_append(fifo)
     assert info.value.errno == errno.EINVAL and "not a regular file" in str(info.value)
+    assert info.value.filename == str(fifo)  # the CLI's message names it (a trial's
+    # `eval --history /dev/null` said only "[Errno 22] not a regular file")
+
+
+def test_a_device_is_refused_by_name(tmp_path: Path) -> None:
+    with pytest.raises(OSError) as info:
+        open_append("/dev/null")
+    assert (info.value.errno, info.value.filename) == (errno.EINVAL, "/dev/null")
+    assert describe_os_error(info.value) == (
+        "/dev/null: not a regular file (a FIFO, device, socket or folder)"
+    )
