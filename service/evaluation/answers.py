@@ -3,7 +3,10 @@
 Given a file of production answers (``{"id", "answer"}`` JSONL, optional ``"refused": bool``):
 
 * for answerable gold questions with ``answer_contains``: does the answer contain every
-  expected substring (NFKC + casefold, whitespace-collapsed)?
+  expected substring (NFKC + casefold, whitespace-collapsed)? A substring holding a PII
+  placeholder (``call <PHONE>``: an accepted label is scrubbed before it is stored, as every
+  label is) is also looked for in the answer as scrubbed, so it matches an answer giving a
+  phone number there (a sixth trial's confirmed "call +1 212 555 0199" could never match);
 * for unanswerable gold questions: did the system refuse (the right behaviour)?
 * for answerable questions: did it refuse anyway (over-refusal)?
 """
@@ -16,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from service.errors import GoldwatchError
-from service.records import GoldQuestion
+from service.pii.scrub import scrub
+from service.records import PLACEHOLDERS, GoldQuestion
 from service.refusals.detector import RefusalDetector
 from service.text import normalise
 
@@ -100,6 +104,31 @@ class AnswerCheckReport:
         }
 
 
+def _contains_all(answer: str, checks: Sequence[str]) -> bool:
+    """Whether ``answer`` holds every one of ``checks`` (both NFKC + casefold,
+    whitespace-collapsed); a check holding a PII placeholder (``<PHONE>``) may match the
+    answer as :func:`~service.pii.scrub.scrub` leaves it instead (module docstring).
+
+    >>> _contains_all("Call +1 212 555 0199 today", ["call <PHONE>"])
+    True
+    >>> _contains_all("Call us today", ["call <PHONE>"])
+    False
+    """
+    text = normalise(answer, separators="whitespace")
+    scrubbed: str | None = None
+    for check in checks:
+        needle = normalise(check, separators="whitespace")
+        if needle in text:
+            continue
+        if not any(placeholder in check for placeholder in PLACEHOLDERS.values()):
+            return False
+        if scrubbed is None:
+            scrubbed = normalise(scrub(answer).text, separators="whitespace")
+        if needle not in scrubbed:
+            return False
+    return True
+
+
 def _rate(flags: Sequence[bool]) -> float | None:
     return sum(flags) / len(flags) if flags else None
 
@@ -125,8 +154,7 @@ def check_answers(
         refused = answer.refused if answer.refused is not None else detector.is_refusal(answer.text)
         hit: bool | None = None
         if q.answerable and q.answer_contains:
-            text = normalise(answer.text, separators="whitespace")
-            hit = all(normalise(s, separators="whitespace") in text for s in q.answer_contains)
+            hit = _contains_all(answer.text, q.answer_contains)
             contains.append(hit)
         (refused_answerable if q.answerable else refused_unanswerable).append(refused)
         per_question[q.id] = {"contains": hit, "refused": refused}

@@ -79,3 +79,26 @@ def test_load_answers_errors_name_file_and_line(tmp_path: Path) -> None:
     path.write_text("not json\n")
     with pytest.raises(AnswersFileError, match=r":1: not valid JSON"):
         load_answers(path)
+
+
+def test_a_scrubbed_label_matches_the_answer_it_was_confirmed_from() -> None:
+    """An accept scrubs its labels, so a confirmed "call +1 212 555 0199" is stored as
+    "call <PHONE>" (a sixth trial): it matches any phone number at that place in the answer,
+    an answer without one there does not, and a placeholder typed in the answer matches too."""
+    questions = [
+        GoldQuestion("q1", "support?", ("p1",), answer_contains=("1596", "call <PHONE>")),
+        GoldQuestion("q2", "support?", ("p1",), answer_contains=("call <PHONE>",)),
+        GoldQuestion("q3", "support?", ("p1",), answer_contains=("mail <EMAIL>",)),
+        GoldQuestion("q4", "support?", ("p1",), answer_contains=("1596", "call <PHONE>")),
+    ]
+    answers = {
+        "q1": Answer("q1", "Founded in 1596; for help call +1 212 555 0199."),
+        "q2": Answer("q2", "For help call us on weekdays."),
+        "q3": Answer("q3", "Write to us: mail help@example.org"),
+        "q4": Answer("q4", "For help call +1 212 555 0199."),  # 1596 missing
+    }
+    report = check_answers(questions, answers)
+    assert {q: r["contains"] for q, r in report.per_question.items()} == {
+        "q1": True, "q2": False, "q3": True, "q4": False,
+    }  # fmt: skip
+    assert report.contains_rate == 0.5
