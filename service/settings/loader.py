@@ -80,10 +80,18 @@ def load_yaml_bounded(text: str, source: str) -> Any:
 
 
 def _check_yaml_bounds(root: yaml.Node, source: str) -> None:
-    stack: list[tuple[yaml.Node, int]] = [(root, 0)]
+    """The bounds of :func:`load_yaml_bounded`, and no key given twice in one mapping:
+    PyYAML keeps the last silently, so ``source: {kind: kafka}`` followed further down by
+    ``source: {kind: none}`` ran with no source and ``config check`` passed (a trial).
+
+    Raises:
+        ConfigError: naming the file, the bound, or the repeated key's path and lines (key
+            names only, never a value).
+    """
+    stack: list[tuple[yaml.Node, int, str]] = [(root, 0, "")]
     count = 0
     while stack:
-        node, depth = stack.pop()
+        node, depth, path = stack.pop()
         count += 1
         if count > MAX_CONFIG_NODES:
             raise ConfigError(f"{source}: expands to more than {MAX_CONFIG_NODES} values "
@@ -91,10 +99,21 @@ def _check_yaml_bounds(root: yaml.Node, source: str) -> None:
         if depth > MAX_CONFIG_DEPTH:
             raise ConfigError(f"{source}: nested more than {MAX_CONFIG_DEPTH} levels")
         if isinstance(node, yaml.SequenceNode):
-            stack.extend((child, depth + 1) for child in node.value)
+            stack.extend((child, depth + 1, f"{path}[{i}]") for i, child in enumerate(node.value))
         elif isinstance(node, yaml.MappingNode):
+            seen: dict[str, int] = {}
             for key, value in node.value:
-                stack.extend(((key, depth + 1), (value, depth + 1)))
+                name = key.value if isinstance(key, yaml.ScalarNode) else None
+                where = f"{path}.{name}" if path else str(name)
+                if name is not None and key.tag != "tag:yaml.org,2002:merge":
+                    line = key.start_mark.line + 1
+                    if name in seen:
+                        raise ConfigError(
+                            f"{source}: {where} is given twice (lines {seen[name]} and {line}); "
+                            "YAML keeps only the last: remove one"
+                        )
+                    seen[name] = line
+                stack.extend(((key, depth + 1, where), (value, depth + 1, where)))
 
 
 def _item_model(annotation: Any) -> type[BaseModel] | None:

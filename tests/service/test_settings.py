@@ -13,7 +13,7 @@ import yaml
 from pydantic import ValidationError
 from pydantic_settings import EnvSettingsSource
 
-from service.settings import ConfigError, effective_config, load_settings
+from service.settings import ConfigError, effective_config, load_settings, load_yaml_bounded
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -447,3 +447,30 @@ def test_effective_configuration_is_the_same_in_every_process() -> None:
     }  # fmt: skip
     assert len(outputs) == 1
     assert json.loads(outputs.pop())["harvest"]["generated_channels"] == ["generated", "synthetic"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # a trial: the later `source` won silently, serve ran with no source and sat idle
+        ("source: {kind: kafka}\nkafka:\n  topic: rag\nsource: {kind: none}\n",
+         "source is given twice (lines 1 and 4)"),
+        ("analytics:\n  drift:\n    window_s: 3600\n    bucket_s: 60\n    window_s: 7200\n",
+         "analytics.drift.window_s is given twice (lines 3 and 5)"),
+        ("retrievers:\n  - {name: a, kind: bm25, name: b}\n",
+         "retrievers[0].name is given twice (lines 2 and 2)"),
+    ],
+)  # fmt: skip
+def test_a_key_given_twice_is_a_config_error_naming_it(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_settings(path)
+    assert str(info.value) == f"{path}: {message}; YAML keeps only the last: remove one"
+
+
+def test_a_merged_key_overridden_is_not_a_repeated_key() -> None:
+    """``<<: *base`` then ``k:`` overrides the merged ``k``: YAML's way, not a mistake."""
+    text = "base: &b {k: [1, 5], n: 2}\nx:\n  <<: *b\n  k: [10]\n"
+    assert load_yaml_bounded(text, "t") == {"base": {"k": [1, 5], "n": 2}, "x": {"k": [10], "n": 2}}
