@@ -245,6 +245,17 @@ class Engine:
             self.positions = {}
             self._loaded = self._settled = True
 
+    def idle(self) -> None:
+        """A poll brought nothing: the stages' idle turn (:meth:`Pipeline.idle`), under the
+        lock as a batch runs. A stage error is logged (the stage and the error's type),
+        never raised: the next batch or idle turn tries again."""
+        with self.lock:
+            try:
+                self.pipeline.idle()
+            except StageError as exc:
+                log.warning("idle turn of stage %s failed: %s", exc.stage,
+                            type(exc.__cause__).__name__)  # fmt: skip
+
     def settle(self) -> None:
         """Record that the dead letters of every processed batch are durable (the poll loop
         calls this after writing them); see :meth:`restore`."""

@@ -382,6 +382,7 @@ class _Loop:
         elif until_eof and (self.can.finite is None or self.can.finite.at_eof):
             return False
         else:
+            self.engine.idle()
             self.maybe_checkpoint()
         return True
 

@@ -376,6 +376,11 @@ class HarvestStage:
             shed_reasons.popitem(last=False)
         self.flush()
 
+    def idle(self) -> None:
+        """No batch came (:meth:`service.pipeline.Pipeline.idle`): publish what is due, as
+        after a batch (:meth:`flush`, not forced)."""
+        self.flush()
+
     def observe_shadow(self, result: ShadowResult) -> None:
         """Fold one finished shadow result in (module docstring); errors are ignored."""
         if result.error is not None or not result.ranking:

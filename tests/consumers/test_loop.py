@@ -1053,3 +1053,33 @@ def test_the_loop_commits_the_last_message_of_each_partition_run() -> None:
         (0, 4),
         (1, 7),
     ]
+
+
+class IdleRecorder(CountingStage):
+    """Records its idle turns in the shared call list; raises in them if told to."""
+
+    name = "idle_recorder"
+
+    def __init__(self, calls: list[str], fail: bool = False) -> None:
+        super().__init__()
+        self.calls, self.fail = calls, fail
+
+    def idle(self) -> None:
+        self.calls.append("idle")
+        if self.fail:
+            raise RuntimeError("sink down")
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_an_empty_poll_gives_the_stages_their_idle_turn(fail: bool) -> None:
+    """Harvest publishes on a clock (flush_interval_s) from its idle turn too, so a quiet
+    stream's last suggestions are not held until the next batch or shutdown (a seventh
+    trial); a failing idle turn is logged and the loop goes on."""
+    calls: list[str] = []
+    batches = [kafka_messages([event(1)], 0), [], kafka_messages([event(2)], 1)]
+    source = FakeSource(batches, calls)
+    stage = IdleRecorder(calls, fail=fail)
+    report = run(source, Pipeline([stage]), StateStore.in_memory(), fresh_metrics()[1],
+                 threading.Event(), config=EVERY_BATCH, until_eof=True)  # fmt: skip
+    assert [c for c in calls if c in ("poll", "idle")] == ["poll", "poll", "idle", "poll", "poll"]
+    assert stage.processed == 2 and report.processed == 2

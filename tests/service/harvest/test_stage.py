@@ -13,6 +13,7 @@ import pytest
 from service.harvest.config import HarvestConfig
 from service.harvest.stage import HarvestStage
 from service.harvest.store import MemoryCandidates, StateStoreCandidates
+from service.pipeline import Pipeline
 from service.records import GoldQuestion
 from service.shadow.agreement import compare
 from service.shadow.runner import ShadowResult
@@ -269,6 +270,35 @@ def test_flush_waits_for_its_interval_and_retries_a_failed_sink() -> None:
     stage.process(batch([event("e2", "bus timings")], [REFUSED]))
     assert flaky.calls == 3  # 1 s since the last flush < 10 s
     assert stage.flush(force=True) == 1 and len(repo.all()) == 2
+
+
+def test_an_idle_pipeline_publishes_what_came_in_its_last_batch() -> None:
+    """A seventh trial: the suggestions of the last batch reached the topic only at shutdown,
+    as flushes ran only after a batch. The idle turn publishes them once the interval has
+    passed, and not before."""
+    now = [0.0]
+
+    class Topic:
+        def __init__(self) -> None:
+            self.records: list[Any] = []
+
+        def publish(self, records: Any) -> None:
+            self.records.extend(records)
+
+    topic = Topic()
+    stage = HarvestStage(HarvestConfig(flush_interval_s=10.0), sinks=[topic],
+                         clock=lambda: now[0])  # fmt: skip
+    pipeline = Pipeline([stage])
+    stage.process(batch([event("e1", "hostel fee refund")], [REFUSED]))
+    now[0] = 1.0
+    stage.process(batch([event("e2", "bus timings")], [REFUSED]))  # 1 s: not due yet
+    assert [r["question"] for r in topic.records] == ["hostel fee refund"]
+    now[0] = 5.0
+    pipeline.idle()
+    assert len(topic.records) == 1  # 5 s since the last flush < 10 s
+    now[0] = 10.0
+    pipeline.idle()
+    assert [r["question"] for r in topic.records] == ["hostel fee refund", "bus timings"]
 
 
 def test_flush_writes_to_the_repository_only_records_its_snapshot_did_not() -> None:
