@@ -156,6 +156,20 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("email", "rahul at gmail dot com.", "<EMAIL>."),
     # a refused candidate ("me at j.weber") no longer hides the address inside it
     ("email", "email me at j.weber (at) uni-a dot de", "email me at <EMAIL>"),
+    # a new user's trial stored "Reach <EMAIL> at gmail dot com": "me at priya dot sharma"
+    # was taken for the address; the address written out after it is whole now
+    (
+        "email",
+        "Reach me at priya dot sharma at gmail dot com",
+        "Reach me at <EMAIL>",
+    ),
+    ("email", "priya dot sharma at gmail dot com", "<EMAIL>"),
+    (
+        "email",
+        "write to me at priya dot sharma (at) gmail dot co dot in.",
+        "write to me at <EMAIL>.",
+    ),
+    ("email", "reach me at priya dot sharma at gmail.com", "reach me at <EMAIL>"),
     # IBANs (ISO 13616, mod-97 checked), whole: a trial kept "DE89 3704" of one
     ("iban", "My IBAN is DE89 3704 0044 0532 0130 00", "My IBAN is <IBAN>"),
     ("iban", "IBAN: DE89370400440532013000.", "IBAN: <IBAN>."),
@@ -372,6 +386,8 @@ LOOK_ALIKES = [
     "look at the dot",
     "meet at 5",
     "meet at 5 at the dot com office",
+    "meet me at the station",
+    "meet me at the station at 5 dot 30",
     "what is the dot product of two vectors at 90 degrees",
     # credential cues without a credential
     "my password is wrong",
