@@ -37,6 +37,16 @@ and leaves every other capitalised word alone:
   line, the name ending it; one word only on the text's last line), ``Maria Lopez here -
   …``, ``Hi, Dmitri Ivanov speaking.``, Hinglish ``main Vikram Singh bol raha hoon`` ("I am
   Vikram Singh speaking"; not a language: ``main Hindi bol raha hoon``) (at a clause start).
+* **Titles** (:data:`TITLES`: ``Dr``, ``Mr``, ``Mrs``, ``Ms``, ``Mx``, ``Miss``, ``Prof``,
+  ``Sr``, ``Sra``, ``Srta``, ``Dra``, ``Herr``, ``Frau``, ``M.``, ``Mme``, ``Mlle``, ``Sri``,
+  ``Shri``, ``Smt``; with or without a full stop, up to three: ``Herr Dr. Krüger``) before a
+  name after any cue above are part of the name, not one of its words: ``I'm Dr. Wanjiru
+  Wambui Kamau from Nairobi`` is ``I'm <NAME> from Nairobi`` (a trial's suggestions kept
+  ``I'm <NAME>. Wanjiru Kamau``: the title's full stop ended the name). After a title one
+  Title-case word is a name wherever it ends (``I am Dr. Kamau calling``, ``Thanks, Dr. Smith
+  for the help``); a title before a stop word is none (``I am Dr. Who fan`` reads ``Dr`` as
+  before). Titles after a weak cue or in a sign-off are Title case; a title with no cue stays
+  (``Dr. Pepper ingredients?``).
 
 The span replaced is the name only (``my name is <NAME>``), so the question keeps its
 meaning. Measured on the questions of CLINC150, BANKING77, Hinglish-TOP and NQ-open dev
@@ -58,7 +68,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-__all__ = ["OPENERS", "STOP_WORDS", "find_names", "may_hold_name"]
+__all__ = ["OPENERS", "STOP_WORDS", "TITLES", "find_names", "may_hold_name"]
 
 #: The hints of ``main … bol raha hoon`` and ``mujhe … bolte hain``: asked by the gate and
 #: again by :func:`find_names` before its scans for them.
@@ -125,6 +135,40 @@ _WORD = r"(?:[^\W\d_]|[\u0900-\u0dff])+(?:['’-](?:[^\W\d_]|[\u0900-\u0dff])+)*
 #: is one name, not three words: a second trial's form lost its "Issue").
 _GAP = r"[^\S\n\r]+"
 
+#: Titles before a name (English, Spanish, Portuguese, German, French, Hindi), with or
+#: without a full stop; the French ``M.`` only with it (``M`` alone is an initial or a size).
+TITLES = ("Dr", "Dra", "Mr", "Mrs", "Ms", "Mx", "Miss", "Prof", "Sr", "Sra", "Srta", "Herr",
+          "Frau", "Mme", "Mlle", "Sri", "Shri", "Smt")  # fmt: skip
+_TITLE_WORDS = "|".join(sorted(TITLES, key=len, reverse=True)) + r"|M(?=\.)"
+#: After a title, the next word must not be a stop word: ``I am Dr. and …`` takes no title,
+#: so its cue reads ``Dr`` as it did before titles were known.
+_NOT_STOP = (
+    "(?!(?i:"
+    + "|".join(re.escape(w) for w in sorted(STOP_WORDS, key=len, reverse=True))
+    + r")(?![\w'’-]))"
+)
+
+
+def _titled(any_case: bool) -> str:
+    """The pattern of an optional title before a name (group ``title``: the first title's
+    word; up to three titles, ``Herr Dr. Krüger``, ``Frau Prof. Dr. Anna Weber``) and the gap
+    after it. A title is not one of the name's one to three words (``I'm Dr. Wanjiru Wambui
+    Kamau``), and the span found starts at it (:func:`_start`). ``any_case``: in any case
+    (after a cue whose name may be lower case, ``my name is dr. smith``), else Title case as
+    :data:`TITLES` writes it."""
+    words = f"(?i:{_TITLE_WORDS})" if any_case else f"(?:{_TITLE_WORDS})"
+    return rf"(?:(?P<title>{words})\.?{_GAP}(?:(?:{words})\.?{_GAP}){{0,2}}{_NOT_STOP})?"
+
+
+#: A title before a name after a cue of Title-case names, and after one of any-case names.
+_TITLED = _titled(any_case=False)
+_TITLED_ANY = _titled(any_case=True)
+#: Up to three titles right before a name found by what follows it (``Dr. Maria Lopez
+#: here``, ``Mr. Smith is my name``: :func:`_title_start`); in its patterns an optional
+#: title first made every scan try the titles at every position (~1.5x slower).
+_TITLES_BEFORE = re.compile(rf"(?<![\w'’-])(?:(?:{_TITLE_WORDS})\.?{_GAP}){{1,3}}\Z")
+_TITLES_BEFORE_ANY = re.compile(_TITLES_BEFORE.pattern, re.IGNORECASE)
+
 _STRONG = re.compile(
     r"(?<![\w\u0900-\u0dff])(?P<cue>"
     r"(?i:my\s+(?:(?:full|first|last|given|real)\s+)?name(?:\s+is|'s|’s)"
@@ -139,7 +183,7 @@ _STRONG = re.compile(
     r"|address\s+me\s+as|address\s+me\s+by\s+the\s+name|prefer\s+to\s+go\s+by"
     r"|go\s+by\s+the\s+name|(?:want|like|prefer|love)\s+to\s+be\s+called(?:\s+by)?"
     r"|(?:i\s+am|i['’]m)\s+called|the\s+name\s+(?:is|i\s+go\s+by\s+is)|my\s+names)))"
-    rf"\s+[\"“']?(?P<n>{_WORD}(?:{_GAP}{_WORD}){{0,2}})"
+    rf"\s+[\"“']?{_TITLED_ANY}(?P<n>{_WORD}(?:{_GAP}{_WORD}){{0,2}})"
 )
 #: ``jason is my name``: the name before the cue, at the start of a clause.
 _BEFORE = re.compile(
@@ -149,7 +193,7 @@ _BEFORE = re.compile(
 _WEAK = re.compile(
     r"(?<![\w\u0900-\u0dff])(?P<cue>(?i:i\s+am|i['’]m|this\s+is|soy|je\s+suis)"
     r"|(?P<other>(?i:ich\s+bin)))"
-    rf"\s+(?P<n>{_TITLE}(?:{_GAP}{_TITLE}){{0,2}})(?![\w'’-])"
+    rf"\s+{_TITLED}(?P<n>{_TITLE}(?:{_GAP}{_TITLE}){{0,2}})(?![\w'’-])"
 )
 #: The weak cues scanned for only when their hint is in the text (:func:`_rare_spans`; in
 #: :data:`_WEAK` they made every scan ~2x slower): ``it's`` (group ``its``) and the German
@@ -157,7 +201,7 @@ _WEAK = re.compile(
 _WEAK_RARE = re.compile(
     r"(?<![\w\u0900-\u0dff])(?:(?P<its>(?i:it['’]?s|it\s+is))"
     r"|(?P<other>(?i:hier\s+ist|hier\s+spricht)))"
-    rf"\s+(?P<n>{_TITLE}(?:{_GAP}{_TITLE}){{0,2}})(?![\w'’-])"
+    rf"\s+{_TITLED}(?P<n>{_TITLE}(?:{_GAP}{_TITLE}){{0,2}})(?![\w'’-])"
 )
 #: Words before ``it's`` that make it a self-introduction (``hey its Kevin``), lower case.
 _GREETINGS = frozenset("hi hii hello hey heya hiya hallo hola yo namaste greetings".split())
@@ -172,16 +216,21 @@ _CALENDAR = frozenset(
 )
 _SINGLE_END = re.compile(r"\s*(?:[,.!?;:)\-–—]|$|(?:from|and|here|btw|y|et)\b)", re.IGNORECASE)
 #: A sign-off: ``Regards, Klaus Müller.``, ``Thanks! Maria``, ``Regards, Klaus Müller - how
-#: do I ...`` — Title-case words that end the text, their sentence or their clause (a dash).
+#: do I ...`` — Title-case words that end the text, their sentence or their clause (a dash);
+#: after a title wherever they end (``Thanks, Dr. Smith for the help``: ``Thanks, Best Buy
+#: is open`` has none).
 _SIGNOFF = re.compile(
     r"(?<![\w])(?i:(?:(?:best|kind|warm|many)\s+)?regards|thanks|thank\s+you|cheers|sincerely"
     r"|saludos|gracias|gruß|grüße|viele\s+grüße|merci|cordialement|dhanyavaad"
     r"|(?P<signed>signed[,:](?!\s*sealed\b)))[,!.]?\s+"
     r"(?!(?i:(?:(?:best|kind|warm|many)\s+)?regards|thanks|thank\s+you|cheers|sincerely)\b)"
-    rf"(?P<n>{_TITLE}(?:{_GAP}{_TITLE}){{0,2}})(?=[^\S\n]*(?:[.!,;\n]|[-–—](?:\s|$)|$))"
+    rf"{_TITLED}(?P<n>{_TITLE}(?:{_GAP}{_TITLE}){{0,2}})"
+    r"(?(title)(?![\w'’-])|(?=[^\S\n]*(?:[.!,;\n]|[-–—](?:\s|$)|$)))"
 )
 #: ``Name: Alice Smith`` (a form's field, any case).
-_FIELD = re.compile(rf"(?<![\w])(?i:name)\s*[:=]\s*(?P<n>{_WORD}(?:{_GAP}{_WORD}){{0,2}})")
+_FIELD = re.compile(
+    rf"(?<![\w])(?i:name)\s*[:=]\s*{_TITLED_ANY}(?P<n>{_WORD}(?:{_GAP}{_WORD}){{0,2}})"
+)
 #: The test for :data:`_FIELD_DASH` on the lower-cased text: ``name`` a literal first, so
 #: found by a fast search, where ``_FIELD_DASH``'s own scan tries every character.
 _NAME_DASH = re.compile(r"name[^\S\n]*[-–—]")
@@ -189,7 +238,7 @@ _NAME_DASH = re.compile(r"name[^\S\n]*[-–—]")
 #: the same line; at a clause start only (``in a name - Romeo`` stays; :func:`_rare_spans`).
 _FIELD_DASH = re.compile(
     r"(?<![\w])(?i:(?:(?:full|first|last)[^\S\n]+)?name)[^\S\n]*[-–—]{1,2}[^\S\n]+"
-    rf"(?P<n>{_WORD}(?:{_GAP}{_WORD}){{0,2}})"
+    rf"{_TITLED_ANY}(?P<n>{_WORD}(?:{_GAP}{_WORD}){{0,2}})"
 )
 #: ``Maria Lopez here - ...``, ``Hi, Dmitri Ivanov speaking.``: at a clause start, before a
 #: dash, comma, full stop or the text's end.
@@ -205,12 +254,12 @@ _DASH_LINE = re.compile(r"(?:^|\n)\s*--")
 _SIG_DASH = re.compile(
     r"(?:^|(?<=\n))[^\S\n]*--[^\S\n]*(?:\r?\n[^\S\n]*)?"
     r"(?!(?i:(?:(?:best|kind|warm|many)\s+)?regards|thanks|cheers|sincerely)\b)"
-    rf"(?P<n>{_TITLE}(?:{_GAP}{_TITLE}){{0,2}})(?=[^\S\n]*[.,]?[^\S\n]*(?:\r?\n|$))"
+    rf"{_TITLED}(?P<n>{_TITLE}(?:{_GAP}{_TITLE}){{0,2}})(?=[^\S\n]*[.,]?[^\S\n]*(?:\r?\n|$))"
 )
 #: Hinglish ``main Vikram Singh bol raha hoon`` ("I am Vikram Singh speaking"), also ``mai``,
 #: ``bol rahi``, ``bol rha``, ``hu``/``hun``.
 _BOL = re.compile(
-    rf"(?<![\w'’-])(?i:main|mai)\s+(?P<n>{_TITLE}(?:{_GAP}{_TITLE}){{0,2}})"
+    rf"(?<![\w'’-])(?i:main|mai)\s+{_TITLED}(?P<n>{_TITLE}(?:{_GAP}{_TITLE}){{0,2}})"
     r"\s+(?i:bol\s+r(?:aha|ahi|ha|hi)\s+(?:hoon|hun|hu|hoo)\b)"
 )
 #: Languages, which ``main … bol raha hoon`` may name instead of a person (``main Hindi bol
@@ -222,7 +271,7 @@ _LANGUAGES = frozenset(
 #: Hinglish ``mujhe Arjun bolte hain`` ("people call me Arjun"), also ``mujhko``, ``bulate``,
 #: ``kehte``, ``kahte``, ``hai``.
 _MUJHE = re.compile(
-    rf"(?<![\w'’-])(?i:mujhe|mujhko)\s+(?P<n>{_WORD}(?:{_GAP}{_WORD}){{0,2}})"
+    rf"(?<![\w'’-])(?i:mujhe|mujhko)\s+{_TITLED_ANY}(?P<n>{_WORD}(?:{_GAP}{_WORD}){{0,2}})"
     r"\s+(?i:(?:bolte|bulate|kehte|kahte)\s+(?:hain|hai|h)\b)"
 )
 #: Words between ``mujhe`` and ``bolte hain`` that are no name (lower case): a leading one
@@ -271,6 +320,21 @@ def _clause_start(text: str, at: int) -> bool:
     return before.split()[-1].lower().strip(".,!?;:'\"") in OPENERS
 
 
+def _start(m: re.Match[str]) -> int:
+    """Where the name ``m`` found starts: at its title if it has one (``Dr. Wanjiru Kamau`` is
+    one name, the title with it), else at group ``n``."""
+    title = m.start("title")
+    return title if title >= 0 else m.start("n")
+
+
+def _title_start(text: str, at: int, titles: re.Pattern[str]) -> int:
+    """Where the titles right before the name at ``at`` start (``titles``:
+    :data:`_TITLES_BEFORE` or :data:`_TITLES_BEFORE_ANY`), else ``at``. Reads the 40
+    characters before it only."""
+    found = titles.search(text, max(0, at - 40), at)
+    return at if found is None else found.start()
+
+
 def _strong_end(m: re.Match[str]) -> int | None:
     """End of the name after a strong cue: its words up to the first stop word; ``None``
     when the first is one, or the cue does not start a clause."""
@@ -298,16 +362,17 @@ def _strong_end_of(m: re.Match[str]) -> int | None:
 
 
 def _weak_end(m: re.Match[str]) -> int | None:
-    """End of the Title-case name after a weak cue (two or three words; one only after a
-    cue other than ``ich bin`` and ``hier ist`` — German nouns are capitalised — and before
-    the clause's end, a dash, ``from``, ``and``, ``here``, ``btw``, ``y`` or ``et``; after
-    ``it's`` not a day, :data:`_CALENDAR`), else ``None``. A cue starts a clause; ``it's``
-    follows a greeting (``It's Apple Pay`` is no introduction)."""
+    """End of the Title-case name after a weak cue (two or three words, or one after a title:
+    ``I am Dr. Kamau and``; one without a title only after a cue other than ``ich bin`` and
+    ``hier ist`` — German nouns are capitalised — and before the clause's end, a dash,
+    ``from``, ``and``, ``here``, ``btw``, ``y`` or ``et``; after ``it's`` not a day,
+    :data:`_CALENDAR`), else ``None``. A cue starts a clause; ``it's`` follows a greeting
+    (``It's Apple Pay`` is no introduction)."""
     its = m.re is _WEAK_RARE and m.group("its") is not None
     if not (_after_greeting(m.string, m.start()) if its else _clause_start(m.string, m.start())):
         return None
     kept, n_words = _kept_words(m)
-    if len(kept) >= 2:
+    if len(kept) >= 2 or (kept and m.group("title") is not None):
         return kept[-1].end()
     if len(kept) == 1 and n_words == 1 and m.group("other") is None:
         if its and kept[0].group().lower() in _CALENDAR:
@@ -334,7 +399,8 @@ def _sandwich_span(m: re.Match[str], no_name: frozenset[str]) -> tuple[int, int]
         w.group().lower() in no_name or w.group().lower() in STOP_WORDS for w in words
     ):
         return None
-    return words[0].start(), words[-1].end()
+    start = words[0].start() if words[0].start() > m.start("n") else _start(m)
+    return start, words[-1].end()
 
 
 def _before_span(m: re.Match[str]) -> tuple[int, int] | None:
@@ -345,9 +411,10 @@ def _before_span(m: re.Match[str]) -> tuple[int, int] | None:
         words.pop(0)
     if not words or any(w.group().lower() in STOP_WORDS for w in words):
         return None
-    if not _clause_start(m.string, words[0].start()):
+    start = _title_start(m.string, words[0].start(), _TITLES_BEFORE_ANY)
+    if not _clause_start(m.string, start):
         return None
-    return words[0].start(), words[-1].end()
+    return start, words[-1].end()
 
 
 def _rare_spans(text: str, low: str) -> list[tuple[int, int]]:
@@ -361,23 +428,24 @@ def _rare_spans(text: str, low: str) -> list[tuple[int, int]]:
         for m in _WEAK_RARE.finditer(text):
             end = _weak_end(m)
             if end is not None:
-                spans.append((m.start("n"), end))
+                spans.append((_start(m), end))
     if "name" in low and _NAME_DASH.search(low) is not None:
         for m in _FIELD_DASH.finditer(text):
             end = _strong_end_of(m) if _clause_start(text, m.start()) else None
             if end is not None:
-                spans.append((m.start("n"), end))
+                spans.append((_start(m), end))
     if _may_dash_line(low):
         for m in _SIG_DASH.finditer(text):
             kept, n_words = _kept_words(m)
-            if len(kept) == n_words and (n_words > 1 or not text[m.end() :].strip(" \t\r\n.,")):
-                spans.append((m.start("n"), m.end("n")))
+            alone = n_words > 1 or m.group("title") is not None  # a name, whatever follows
+            if len(kept) == n_words and (alone or not text[m.end() :].strip(" \t\r\n.,")):
+                spans.append((_start(m), m.end("n")))
     if _BOL_HINT in low:
         for m in _BOL.finditer(text):
             kept, n_words = _kept_words(m)
             language = any(w.group().lower() in _LANGUAGES for w in kept)
             if len(kept) == n_words and not language and _clause_start(text, m.start()):
-                spans.append((m.start("n"), m.end("n")))
+                spans.append((_start(m), m.end("n")))
     if any(hint in low for hint in _MUJHE_HINTS):
         for m in _MUJHE.finditer(text):
             span = _sandwich_span(m, _NOT_CALLED)
@@ -406,22 +474,23 @@ def find_names(text: str, checked: bool = False) -> Iterator[tuple[int, int]]:
         for m in pattern.finditer(text):
             end = end_of(m)
             if end is not None:
-                spans.append((m.start("n"), end))
+                spans.append((_start(m), end))
     for m in _BEFORE.finditer(text):
         span = _before_span(m)
         if span is not None:
             spans.append(span)
     for m in _SIGNOFF.finditer(text):
         if m.group("signed") is None or _clause_start(text, m.start()):
-            spans.append((m.start("n"), m.end("n")))
+            spans.append((_start(m), m.end("n")))
     for m in _FIELD.finditer(text):
         end = _strong_end_of(m)
         if end is not None:
-            spans.append((m.start("n"), end))
+            spans.append((_start(m), end))
     spans += _rare_spans(text, low)
     for m in _SELF.finditer(text):
-        if _clause_start(text, m.start("n")):
-            spans.append((m.start("n"), m.end("n")))
+        start = _title_start(text, m.start("n"), _TITLES_BEFORE)
+        if _clause_start(text, start):
+            spans.append((start, m.end("n")))
     free = 0
     for start, end in sorted(spans):
         if start >= free:

@@ -156,6 +156,20 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("email", "rahul at gmail dot com.", "<EMAIL>."),
     # a refused candidate ("me at j.weber") no longer hides the address inside it
     ("email", "email me at j.weber (at) uni-a dot de", "email me at <EMAIL>"),
+    # a new user's trial stored "Reach <EMAIL> at gmail dot com": "me at priya dot sharma"
+    # was taken for the address; the address written out after it is whole now
+    (
+        "email",
+        "Reach me at priya dot sharma at gmail dot com",
+        "Reach me at <EMAIL>",
+    ),
+    ("email", "priya dot sharma at gmail dot com", "<EMAIL>"),
+    (
+        "email",
+        "write to me at priya dot sharma (at) gmail dot co dot in.",
+        "write to me at <EMAIL>.",
+    ),
+    ("email", "reach me at priya dot sharma at gmail.com", "reach me at <EMAIL>"),
     # IBANs (ISO 13616, mod-97 checked), whole: a trial kept "DE89 3704" of one
     ("iban", "My IBAN is DE89 3704 0044 0532 0130 00", "My IBAN is <IBAN>"),
     ("iban", "IBAN: DE89370400440532013000.", "IBAN: <IBAN>."),
@@ -298,6 +312,43 @@ POSITIVES: list[tuple[str, str, str]] = [
         "Regards, <NAME> - how do I change my PIN?",
     ),
     ("name", "Thanks, Anna – why was I charged?", "Thanks, <NAME> – why was I charged?"),
+    # a new user's trial: a title's full stop ended the name, so "<NAME>. Wanjiru Kamau" was
+    # stored; a title and the name after it are one name, the title not one of its words
+    (
+        "name",
+        "I'm Dr. Wanjiru Kamau from Nairobi, is the branch open?",
+        "I'm <NAME> from Nairobi, is the branch open?",
+    ),
+    (
+        "name",
+        "My name is Mr. John Smith and I lost my card",
+        "My name is <NAME> and I lost my card",
+    ),
+    ("name", "I am Mrs. Priya Sharma", "I am <NAME>"),
+    ("name", "This is Prof. Wei Chen", "This is <NAME>"),
+    ("name", "Regards, Dr. Klaus Müller", "Regards, <NAME>"),
+    ("name", "me llamo Dra. María López", "me llamo <NAME>"),
+    ("name", "I'm Dr. Wanjiru Wambui Kamau from Nairobi", "I'm <NAME> from Nairobi"),
+    ("name", "My name is Dr Wanjiru Wambui Kamau", "My name is <NAME>"),
+    ("name", "Namaste, I am Smt. Lakshmi Devi Iyer", "Namaste, I am <NAME>"),
+    ("name", "mera naam Smt. Sunita Devi hai", "mera naam <NAME> hai"),
+    ("name", "main Shri Ram Prasad Verma bol raha hoon", "main <NAME> bol raha hoon"),
+    ("name", "meu nome é Sra. Ana Souza", "meu nome é <NAME>"),
+    ("name", "Soy Dra. Ana Ruiz Pérez, ¿dónde está?", "Soy <NAME>, ¿dónde está?"),
+    ("name", "Je suis M. Dupont, où est-ce ?", "Je suis <NAME>, où est-ce ?"),
+    ("name", "je m'appelle Mme Claire Dubois", "je m'appelle <NAME>"),
+    ("name", "Ich bin Frau Müller", "Ich bin <NAME>"),  # one German noun alone is no name
+    ("name", "Hallo, hier ist Herr Dr. Krüger.", "Hallo, hier ist <NAME>."),
+    ("name", "I am Dr. Kamau calling about my visa", "I am <NAME> calling about my visa"),
+    ("name", "Thanks, Dr. Smith for the help", "Thanks, <NAME> for the help"),
+    ("name", "Gracias, Sra. Ana Ruiz Pérez, hasta luego", "Gracias, <NAME>, hasta luego"),
+    ("name", "Hi, Dr. Dmitri Ivanov speaking.", "Hi, <NAME> speaking."),
+    ("name", "Prof. Wei Chen here - who designed it?", "<NAME> here - who designed it?"),
+    ("name", "Mr. John Smith is my name", "<NAME> is my name"),
+    ("name", "Name: Dr. Fatima Al-Zahra\nIssue: card", "Name: <NAME>\nIssue: card"),
+    ("name", "Refund it please.\n-- Dr. Ngozi Okafor", "Refund it please.\n-- <NAME>"),
+    ("name", "hey its Dr. Kevin O'Connor", "hey its <NAME>"),
+    ("name", "mujhe Dr. Arjun bolte hain", "mujhe <NAME> bolte hain"),
 ]
 
 
@@ -335,6 +386,8 @@ LOOK_ALIKES = [
     "look at the dot",
     "meet at 5",
     "meet at 5 at the dot com office",
+    "meet me at the station",
+    "meet me at the station at 5 dot 30",
     "what is the dot product of two vectors at 90 degrees",
     # credential cues without a credential
     "my password is wrong",
@@ -382,6 +435,17 @@ LOOK_ALIKES = [
     "Signed, Sealed, Delivered",
     "I signed, Monday.",
     "Hier ist Platz.",
+    # titles with no cue before them, or a cue that is no self-introduction
+    "Dr. Pepper ingredients?",
+    "Who is Dr. Smith here?",
+    "Is Dr. Pepper here?",
+    "Mr. Bean is funny",
+    "Regards to Dr. Smith",
+    "Was sagt Frau Dr. Weber?",
+    "Dr. Who is my favourite show",
+    "Sri Lanka visa fee?",
+    "I am from Sri Lanka",
+    "Call Dr. House here.",  # "X here" announces the speaker at a clause start only
     "exam on 2026-11-29",
     "due 29/11/2026",
     "due 29.11.2026",
@@ -502,6 +566,22 @@ def test_look_alike_table_is_large_enough() -> None:
 @pytest.mark.parametrize("text", LOOK_ALIKES)
 def test_look_alikes_are_not_scrubbed(text: str) -> None:
     assert scrub(text) == Scrubbed(text, {})
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # no name after the title: a weak or strong cue reads the title alone as it did before
+        # titles were known (a one-word name), and the common word after it stays
+        ("I am Dr. available?", "I am <NAME>. available?"),
+        ("my name is dr. and I need help", "my name is <NAME>. and I need help"),
+        ("Regards, Dr.", "Regards, <NAME>."),
+        # a stop word after a title is no name (STOP_WORDS), so it is no title either
+        ("I am Dr. Who fan", "I am <NAME>. Who fan"),
+    ],
+)
+def test_a_title_with_no_name_after_it_scrubs_no_common_word(text: str, expected: str) -> None:
+    assert scrub(text).text == expected
 
 
 # -- mixed text, counts, idempotence, API ----------------------------------------------------
