@@ -23,6 +23,7 @@ import bisect
 from collections import Counter, deque
 from collections.abc import Collection, Iterable, Mapping
 from functools import lru_cache
+from itertools import islice
 from math import ceil, sqrt
 from typing import Any
 
@@ -102,7 +103,7 @@ class CoverageTracker:
         self.window = window
         self.min_ratio = min_ratio
         # per dimension: the window's labels, oldest first, and their counts (no zero counts)
-        self._labels: dict[str, deque[str]] = {dim: deque() for dim in DIMENSIONS}
+        self._labels: dict[str, deque[str]] = {dim: deque(maxlen=window) for dim in DIMENSIONS}
         self.live: dict[str, Counter[str]] = {dim: Counter() for dim in DIMENSIONS}
 
     @property
@@ -126,16 +127,17 @@ class CoverageTracker:
             self._push(dim, [str(notes.get(dim) or "und") for notes in rows])
 
     def _push(self, dim: str, labels: list[str]) -> None:
-        """Append ``labels`` to ``dim``'s window and drop its oldest beyond ``window``."""
+        """Append ``labels`` (at most ``window``) to ``dim``'s window, whose ``maxlen`` drops
+        its oldest beyond ``window``; their counts leave with them (all C loops: counting,
+        the bounded deque's extend)."""
         window, counts = self._labels[dim], self.live[dim]
+        excess = len(window) + len(labels) - self.window
+        gone = Counter(islice(window, excess)) if excess > 0 else None
         window.extend(labels)
         counts.update(labels)
-        excess = len(window) - self.window
-        if excess > 0:
-            pop = window.popleft
-            gone = [pop() for _ in range(excess)]
+        if gone:
             counts.subtract(gone)
-            for label in set(gone):
+            for label in gone:
                 if counts[label] <= 0:
                     del counts[label]
 
@@ -193,7 +195,7 @@ class CoverageTracker:
             else:
                 counts = {str(k): int(v) for k, v in state.get("live", {}).get(dim, {}).items()}
                 labels = _spread(counts, min(int(state.get("events", 0)), self.window))
-            self._labels[dim] = deque(labels[-self.window :] if labels else ())
+            self._labels[dim] = deque(labels, maxlen=self.window)
             self.live[dim] = Counter(self._labels[dim])
 
 
