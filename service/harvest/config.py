@@ -3,14 +3,18 @@
 Reasons, in report order (:data:`REASONS`), with what triggers each on one event:
 
 =========================  ======================================================================
-``coverage_gap``           its topic or language is under-represented in the gold set by
-                           harvest's own rule: live share minus gold share (point estimate,
-                           all live events so far) ≥ ``min_gap`` after ``min_live_events``;
-                           an uncalibrated ``novel`` topic (``novelty_calibrated`` False)
-                           counts for nothing. Not the drift view's coverage gaps (status
-                           page "Under-covered by the gold set", ``coverage_gap_ratio``):
-                           live ≥ 2 × gold and a 95 % lower bound of the difference ≥ 2
-                           points
+``coverage_gap``           its topic or language is under-represented in the gold set over
+                           the last ``gap_window`` live events (once ``min_live_events`` are
+                           in it): live share ≥ ``min_gap_ratio`` (2) × gold share AND the
+                           live share's 95 % lower bound (Wilson) − gold share ≥ ``min_gap``
+                           (5 points); that bound difference is the ``gap`` (in [0, 1]) a
+                           suggestion's priority uses. The drift view's rule (status page
+                           "Under-covered by the gold set", ``coverage_gap_ratio``: live ≥ 2
+                           × gold, 95 % lower bound of the difference ≥ 2 points, all
+                           traffic) with the gold shares exact — the gold set is what is
+                           being completed, not a sample — and recent traffic. An
+                           uncalibrated ``novel`` topic (``novelty_calibrated`` False)
+                           counts for nothing
 ``novel``                  the topic stage found it far from every gold topic (``"novel"``)
 ``refused``                the answer was a refusal (``annotations["refused"]``)
 ``answered_out_of_scope``  answered although out of scope (``annotations["under_refusal"]``)
@@ -81,11 +85,29 @@ class HarvestConfig(BaseModel):
             :data:`DEFAULT_WEIGHTS`; weight 0 turns a reason off.
         quotas: reason → largest share in (0, 1] of a selection whose *primary* reason (the
             heaviest) it may be; missing reasons are uncapped.
-        min_gap: live share − gold share (fractions, point estimate) from which a
-            question's topic or language gives it harvest's ``coverage_gap`` reason (the
-            status page's "Under-covered by the gold set" list is the drift view's own rule:
-            live ≥ 2 × gold and a 95 % lower bound of the difference ≥ 2 points).
-        min_live_events: events counted before coverage gaps and score quantiles are used.
+        min_gap: smallest coverage gap, in [0, 1], that gives a question harvest's
+            ``coverage_gap`` reason: the 95 % Wilson lower bound of its topic's or language's
+            share of the last ``gap_window`` live events minus its gold share (fractions;
+            only a label whose live share is ≥ ``min_gap_ratio`` × its gold share has a gap).
+            The drift view's coverage gaps (status page "Under-covered by the gold set") are
+            its own rule over all traffic: live ≥ 2 × gold and a 95 % lower bound of the
+            difference, the gold share an estimate too, ≥ 2 points.
+        min_gap_ratio: live share ÷ gold share from which a topic or language can be a
+            coverage gap (≥ 1; 2, the drift view's): a majority label a few points above its
+            gold share (86 % live, 76 % gold) is not under-covered; a label the gold set
+            lacks always can be.
+        gap_window: the most recent live events whose topics and languages the coverage gaps
+            compare with the gold set's (≥ ``min_live_events``): a change of traffic shows
+            within this many events. The default 1,000 is about a day of a small
+            deployment's traffic (the trials' logs: ~3,000 events over three days), so a
+            language that rises on the third day is a gap on it; 5,000 would still mix in
+            the first two (hi 5 % → 25 % then reads 15 %, under 2 × 12 %). Larger windows
+            react later but bound shares tighter: the 95 % bound is at most 3.1 points under
+            the live share at 1,000, 1.4 at 5,000. Memory: a reference per event and
+            dimension (~16 KB at 1,000); the state snapshot holds each event's two labels as
+            indexes into its distinct labels (~7 KB of JSON at 1,000, ~32 KB at 5,000).
+        min_live_events: events counted before coverage gaps (events in ``gap_window``) and
+            score quantiles are used.
         low_confidence_quantile: best production scores strictly below this quantile of
             the last ``score_window`` scores are low-confidence (a tie with the quantile is
             not), in [0, 0.5]; 0: none.
@@ -162,6 +184,8 @@ class HarvestConfig(BaseModel):
     weights: dict[str, float] = Field(default_factory=dict)
     quotas: dict[str, float] = Field(default_factory=lambda: {"coverage_gap": 0.4})
     min_gap: float = Field(default=0.05, ge=0, le=1)
+    min_gap_ratio: float = Field(default=2.0, ge=1, le=1_000)
+    gap_window: int = Field(default=1_000, ge=1, le=1_000_000)
     min_live_events: int = Field(default=200, ge=1)
     low_confidence_quantile: float = Field(default=0.1, ge=0, le=0.5)
     score_window: int = Field(default=2_000, ge=10, le=1_000_000)
@@ -201,6 +225,15 @@ class HarvestConfig(BaseModel):
         if any(not 0 < q <= 1 for q in value.values()):
             raise ValueError("quotas must be shares in (0, 1]")
         return _check_reason_keys(value)
+
+    @model_validator(mode="after")
+    def _window_holds_min_events(self) -> HarvestConfig:
+        if self.gap_window < self.min_live_events:
+            raise ValueError(
+                f"gap_window ({self.gap_window}) must be >= min_live_events "
+                f"({self.min_live_events}): a smaller window never has a coverage gap"
+            )
+        return self
 
     @model_validator(mode="after")
     def _some_reason_on(self) -> HarvestConfig:

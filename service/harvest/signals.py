@@ -3,15 +3,18 @@
 :func:`event_reasons` reads an event and the annotations of the earlier stages; the two
 trackers give it the context a single event lacks:
 
-* :class:`CoverageTracker` — live counts of topics and languages against the gold set's, so
-  ``gap(dimension, label) = max(0, live share − gold share)``, in [0, 1];
+* :class:`CoverageTracker` — topic and language counts of the last N live events against the
+  gold set's: ``gap(dimension, label)`` is ``max(0, L − gold share)`` when the live share is
+  at least ``min_ratio`` (2) × the gold share, else 0, ``L`` the live share's 95 % Wilson
+  lower bound; in [0, 1];
 * :class:`ScoreWindow` — the last N best production scores per retriever, so a score can be
   placed in their distribution (scores of different retrievers never compare).
 
->>> coverage = CoverageTracker({"language": {"en": 3, "hi": 1}}, min_live_events=2)
->>> coverage.update([{"language": "hi"}, {"language": "hi"}])
->>> coverage.gap("language", "hi"), coverage.gap("language", "en"), coverage.gap("topic", "x")
-(0.75, 0.0, 0.0)
+>>> coverage = CoverageTracker({"language": {"en": 3, "hi": 1}}, min_live_events=100)
+>>> coverage.update([{"language": "hi"}] * 60 + [{"language": "en"}] * 40)
+>>> hi = coverage.gap("language", "hi")  # .60 ≥ 2 × .25; Wilson lower bound of 60/100: .502
+>>> round(hi, 3), coverage.gap("language", "en"), coverage.gap("topic", "x")  # en .40 < .75
+(0.252, 0.0, 0.0)
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import bisect
 from collections import Counter, deque
 from collections.abc import Collection, Iterable, Mapping
 from functools import lru_cache
-from math import ceil
+from itertools import islice
+from math import ceil, sqrt
 from typing import Any
 
 from service.events import QueryLogEvent
@@ -30,6 +34,8 @@ from service.pii.scrub import scrub_label
 __all__ = ["DIMENSIONS", "CoverageTracker", "ScoreWindow", "event_reasons", "production_score"]
 
 DIMENSIONS = ("topic", "language")
+#: The standard normal's 97.5 % quantile: two-sided 95 % intervals (``scipy.special.ndtri(0.975)``).
+_Z95 = 1.959963984540054
 _MAX_RETRIEVERS = 16
 
 _BIT = {reason: 1 << i for i, reason in enumerate(REASONS)}
@@ -51,20 +57,59 @@ def _named(bits: int, active: frozenset[str]) -> tuple[str, ...]:
 
 
 class CoverageTracker:
-    """Live category counts per dimension against fixed gold counts.
+    """Topic and language counts of the most recent live events against fixed gold counts.
+
+    The live side is a sliding window: the last ``window`` events' labels per dimension, in
+    arrival order, with their counts kept incrementally (each event is added once and
+    removed once: O(1) amortised per event), so a change of traffic shows within ``window``
+    events however long the service has run.
+
+    A label is under-covered (:meth:`gap`) when, with ``x`` of the window's ``n`` events
+    carrying it, its live share ``p = x / n`` and its gold share ``g``:
+
+    * ``p ≥ min_ratio × g`` — relative: a majority label a few points above its gold share
+      (en 86 % live, 76 % gold) is not under-covered, a label the gold set lacks is;
+    * and then ``gap = max(0, L − g)``, ``L`` the 95 % Wilson lower bound of ``p`` over the
+      ``n`` window events (:func:`service.drift.stats_tests.wilson_interval`, Wilson 1927),
+      which the caller compares with ``min_gap`` (absolute).
+
+    This is the drift view's coverage-gap rule (:func:`service.drift.stats_tests.coverage_gaps`:
+    ``p ≥ 2 × g`` and the lower Newcombe bound of ``p − g`` ≥ 2 points) with the gold share
+    taken as exact: the gold set is the set being completed, not a sample of one, so its
+    Wilson interval is the point ``g`` and Newcombe's (1998, method 10) lower bound
+    ``d − √((p − L)² + (u_g − g)²)`` is ``L − g``. The drift view's two-sample bound fits
+    another question (does the gold set's *population* under-cover?): with a 50-row gold set
+    it flags nothing a harvest needs (hi 25 % live in 5,000 events against 6 of 50 gold rows:
+    bound 0.011; de 8 % against 0 of 50: 0.008).
 
     Args:
         gold_counts: ``{dimension: {label: count}}`` of the gold set; a dimension without
             counts has no reference and never has a gap.
-        min_live_events: live events needed before any gap is reported (``gap`` gives 0).
+        min_live_events: window events needed before any gap is reported (``gap`` gives 0).
+        window: most recent events counted (≥ 1).
+        min_ratio: live share ÷ gold share from which a label can be under-covered (≥ 1).
     """
 
-    def __init__(self, gold_counts: Mapping[str, Mapping[str, int]], min_live_events: int = 200):
+    def __init__(
+        self,
+        gold_counts: Mapping[str, Mapping[str, int]],
+        min_live_events: int = 200,
+        window: int = 1_000,
+        min_ratio: float = 2.0,
+    ) -> None:
         self.gold = {dim: dict(counts) for dim, counts in gold_counts.items()}
         self._gold_total = {dim: sum(c.values()) for dim, c in self.gold.items()}
         self.min_live_events = min_live_events
+        self.window = window
+        self.min_ratio = min_ratio
+        # per dimension: the window's labels, oldest first, and their counts (no zero counts)
+        self._labels: dict[str, deque[str]] = {dim: deque(maxlen=window) for dim in DIMENSIONS}
         self.live: dict[str, Counter[str]] = {dim: Counter() for dim in DIMENSIONS}
-        self.events = 0
+
+    @property
+    def events(self) -> int:
+        """Events in the window (at most ``window``)."""
+        return len(self._labels[DIMENSIONS[0]])
 
     def set_gold(self, gold_counts: Mapping[str, Mapping[str, int]]) -> None:
         """Replace the gold counts of the dimensions given (the gold set grew)."""
@@ -73,21 +118,44 @@ class CoverageTracker:
             self._gold_total[dim] = sum(self.gold[dim].values())
 
     def update(self, annotations: Iterable[Mapping[str, Any]]) -> None:
-        """Count each event's ``topic`` and ``language`` annotation (missing ones: ``und``)."""
+        """Count each event's ``topic`` and ``language`` annotation (missing ones: ``und``)
+        into the window; the oldest events beyond ``window`` leave it."""
         rows = annotations if isinstance(annotations, list) else list(annotations)
-        self.events += len(rows)
+        if len(rows) > self.window:
+            rows = rows[-self.window :]
         for dim in DIMENSIONS:
-            self.live[dim].update([str(notes.get(dim) or "und") for notes in rows])
+            self._push(dim, [str(notes.get(dim) or "und") for notes in rows])
+
+    def _push(self, dim: str, labels: list[str]) -> None:
+        """Append ``labels`` (at most ``window``) to ``dim``'s window, whose ``maxlen`` drops
+        its oldest beyond ``window``; their counts leave with them (all C loops: counting,
+        the bounded deque's extend)."""
+        window, counts = self._labels[dim], self.live[dim]
+        excess = len(window) + len(labels) - self.window
+        gone = Counter(islice(window, excess)) if excess > 0 else None
+        window.extend(labels)
+        counts.update(labels)
+        if gone:
+            counts.subtract(gone)
+            for label in gone:
+                if counts[label] <= 0:
+                    del counts[label]
 
     def gap(self, dimension: str, label: str | None) -> float:
-        """``max(0, live share − gold share)`` of ``label``; 0 before ``min_live_events``."""
+        """How far ``label``'s live share is above its gold share (class docstring):
+        ``max(0, L − g)`` when ``p ≥ min_ratio × g``, else 0; a share difference in [0, 1].
+        0 before ``min_live_events`` window events or without gold counts."""
         gold_total = self._gold_total.get(dimension, 0)
-        if self.events < self.min_live_events or not gold_total:
+        n = len(self._labels[dimension]) if dimension in self._labels else 0
+        if n < self.min_live_events or not gold_total:
             return 0.0
         key = str(label or "und")
-        live_share = self.live[dimension][key] / self.events
-        gold_share = self.gold[dimension].get(key, 0) / gold_total
-        return max(0.0, live_share - gold_share)
+        x = self.live[dimension][key]
+        gold_count = self.gold[dimension].get(key, 0)
+        # p ≥ min_ratio × g as x · G ≥ min_ratio · gold_count · n: no division to round
+        if not x or x * gold_total < self.min_ratio * gold_count * n:
+            return 0.0
+        return max(0.0, _wilson_lower(x, n) - gold_count / gold_total)
 
     def gaps(self) -> dict[str, dict[str, float]]:
         """``{dimension: {label: gap}}`` of every live label with a positive gap."""
@@ -97,13 +165,64 @@ class CoverageTracker:
         }
 
     def state(self) -> dict[str, Any]:
-        return {"events": self.events, "live": {d: dict(c) for d, c in self.live.items()}}
+        """``{"window": {dim: {"labels": [label, ...], "at": [index, ...]}}, "events": n,
+        "live": {dim: {label: count}}}``: the window's labels oldest first, each an index
+        into the distinct ``labels`` (a few bytes per event); ``events`` and ``live`` (the
+        window's size and counts) are what a snapshot before the window held (all-time
+        counts), so code of then reads a snapshot of now as recent counts."""
+        window: dict[str, dict[str, list[Any]]] = {}
+        for dim, labels in self._labels.items():
+            index: dict[str, int] = {}
+            at = [index.setdefault(label, len(index)) for label in labels]
+            window[dim] = {"labels": list(index), "at": at}
+        return {
+            "events": self.events,
+            "live": {d: dict(c) for d, c in self.live.items()},
+            "window": window,
+        }
 
     def load(self, state: Mapping[str, Any]) -> None:
-        self.events = int(state.get("events", 0))
-        for dim, counts in state.get("live", {}).items():
-            if dim in self.live:
-                self.live[dim] = Counter({k: int(v) for k, v in counts.items()})
+        """Replace the window with :meth:`state`'s (its newest ``window`` events). A snapshot
+        without ``window`` (before it) holds all-time counts: their mix seeds the window,
+        ``min(events, window)`` events spread evenly (largest remainders), so gaps go on
+        from the long-run shares until recent events replace them."""
+        encoded = state.get("window")
+        for dim in DIMENSIONS:
+            if isinstance(encoded, Mapping):
+                part = encoded.get(dim, {})
+                names = [str(name) for name in part.get("labels", [])]
+                labels = [names[int(i)] for i in part.get("at", [])]
+            else:
+                counts = {str(k): int(v) for k, v in state.get("live", {}).get(dim, {}).items()}
+                labels = _spread(counts, min(int(state.get("events", 0)), self.window))
+            self._labels[dim] = deque(labels, maxlen=self.window)
+            self.live[dim] = Counter(self._labels[dim])
+
+
+def _wilson_lower(successes: int, n: int) -> float:
+    """The 95 % Wilson score lower bound of ``successes / n`` (Wilson 1927; Newcombe 1998
+    method 3), ``(p̂ + z²/2n − z √(p̂(1−p̂)/n + z²/4n²)) / (1 + z²/n)``, in [0, 1], ``n ≥ 1``:
+    :func:`service.drift.stats_tests.wilson_interval`'s, in plain floats (that module
+    imports scipy, ~0.24 s, for a three-line formula; a test pins the two equal)."""
+    p, z2 = successes / n, _Z95 * _Z95
+    centre = p + z2 / (2 * n)
+    half = _Z95 * sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return max(0.0, (centre - half) / (1 + z2 / n))
+
+
+def _spread(counts: Mapping[str, int], size: int) -> list[str]:
+    """``size`` labels in the proportions of ``counts`` (largest remainders, ties by label),
+    each label's copies spread evenly over the list (sorted by ``(j + ½) / k``)."""
+    total = sum(counts.values())
+    if size <= 0 or total <= 0:
+        return []
+    exact = {label: c * size / total for label, c in counts.items() if c > 0}
+    whole = {label: int(q) for label, q in exact.items()}
+    short = size - sum(whole.values())
+    for label in sorted(exact, key=lambda lab: (whole[lab] - exact[lab], lab))[:short]:
+        whole[label] += 1
+    slots = sorted(((j + 0.5) / k, label) for label, k in whole.items() for j in range(k))
+    return [label for _, label in slots]
 
 
 class ScoreWindow:

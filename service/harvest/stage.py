@@ -4,7 +4,8 @@ Runs after the analytics, quality, shadow and drift stages and reads their annot
 (``topic``, ``language``, ``refused``, ``under_refusal``, ``known``, ``acl_leaks``). Per
 batch, :meth:`HarvestStage.process`:
 
-1. counts every event's topic and language (coverage gaps, :class:`CoverageTracker`) and
+1. counts every event's topic and language into the window of the last ``gap_window``
+   (coverage gaps, :class:`CoverageTracker`) and
    places its best production score among the recent ones (:class:`ScoreWindow`);
 2. keeps the events with at least one reason (:func:`event_reasons`) whose question is not
    a *known* question: ``annotations["known"]`` set by the quality stage, or — when that key
@@ -204,7 +205,8 @@ class HarvestStage:
         self.config = config
         self.sinks = list(sinks)
         self.clock = clock
-        self.coverage = CoverageTracker(gold_counts or {}, config.min_live_events)
+        self.coverage = CoverageTracker(gold_counts or {}, config.min_live_events,
+                                        config.gap_window, config.min_gap_ratio)  # fmt: skip
         self.scores = ScoreWindow(config.score_window, config.min_live_events)
         cosine = config.embedding_similarity
         lsh = memo("lsh-parameters", [config.similarity, config.num_perm, _datasketch_version()],
@@ -1011,7 +1013,8 @@ class HarvestStage:
         rows = [row for row in rows if row.id not in decided]  # before the bound: a decided
         while len(decided) > config.max_suggestions:  # suggestion is never held again
             decided.popitem(last=False)
-        coverage = CoverageTracker(self.coverage.gold, self.coverage.min_live_events)
+        coverage = CoverageTracker(self.coverage.gold, config.min_live_events,
+                                   config.gap_window, config.min_gap_ratio)  # fmt: skip
         coverage.load(snapshot.get("coverage", {}))
         scores = ScoreWindow(config.score_window, config.min_live_events)
         scores.load(snapshot.get("scores", {}))

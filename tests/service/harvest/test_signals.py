@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import math
+
 import pytest
 
+from service.drift.stats_tests import wilson_interval
 from service.harvest.config import HarvestConfig
-from service.harvest.signals import CoverageTracker, ScoreWindow, event_reasons, production_score
+from service.harvest.signals import (
+    CoverageTracker,
+    ScoreWindow,
+    _wilson_lower,
+    event_reasons,
+    production_score,
+)
 from tests.service.harvest.helpers import event
 
 CONFIG = HarvestConfig()
@@ -52,6 +62,63 @@ def test_weight_zero_turns_a_reason_off() -> None:
     assert event_reasons(event("e", "q"), {"refused": True}, config) == ()
 
 
+Z = 1.959963984540054  # the standard normal's 97.5 % quantile
+
+
+def wilson_lower(x: int, n: int) -> float:
+    """The 95 % Wilson lower bound of x / n, written out for the hand-worked tests."""
+    p = x / n
+    return (p + Z**2 / (2 * n) - Z * math.sqrt(p * (1 - p) / n + Z**2 / (4 * n**2))) / (
+        1 + Z**2 / n
+    )
+
+
+def trial_tracker(window: int = 1_000) -> CoverageTracker:
+    # the trial's gold set: 50 rows, en 38 (76 %), hi 6 (12 %), es 6; no German row
+    gold = {"language": {"en": 38, "hi": 6, "es": 6}}
+    return CoverageTracker(gold, min_live_events=200, window=window, min_ratio=2.0)
+
+
+def languages(**counts: int) -> list[dict[str, str]]:
+    return [{"language": lang} for lang, k in counts.items() for _ in range(k)]
+
+
+def test_coverage_gap_the_trials_case() -> None:
+    """Days 1–2 (en 86 %) then day 3 (hi 25 %, de 8 %), 1,000 events each, window 1,000.
+    The former rule (live − gold over all events) flagged en (.86 − .76 = .10) on days 1–2
+    and, after day 3, nothing: en .765, hi .15 (+.03), de .04 (+.04), all < .05."""
+    tracker = trial_tracker()
+    tracker.update(languages(en=860, hi=50, es=90))
+    # en .86 < 2 × .76: a majority label a few points over its gold share is no gap
+    assert tracker.gap("language", "en") == 0.0
+    assert tracker.gap("language", "hi") == 0.0  # .05 < 2 × .12
+    tracker.update(languages(en=670, hi=250, de=80))  # day 3 replaces days 1–2
+    assert tracker.gap("language", "en") == 0.0  # .67 < 1.52
+    # hi: .25 ≥ .24; L(250 / 1,000) = (.25 + .001921 − 1.96 √(.0001875 + 9.6e-7)) / 1.003841
+    # = .22415, minus the gold share .12: .10415 ≥ min_gap .05
+    hi = tracker.gap("language", "hi")
+    assert hi == pytest.approx(wilson_lower(250, 1_000) - 0.12) == pytest.approx(0.10415, abs=1e-5)
+    # de: no gold row, so any live share qualifies; L(80 / 1,000) = .06475 ≥ .05
+    de = tracker.gap("language", "de")
+    assert de == pytest.approx(wilson_lower(80, 1_000)) == pytest.approx(0.06475, abs=1e-5)
+    assert event_reasons(event("e", "q"), {}, CONFIG, gap=hi) == ("coverage_gap",)
+    assert event_reasons(event("e", "q"), {}, CONFIG, gap=de) == ("coverage_gap",)
+    assert tracker.gaps()["language"] == {"de": de, "hi": hi}
+
+
+def test_coverage_gap_over_a_window_longer_than_the_change() -> None:
+    """The same days in a 5,000-event window, which still holds all 2,000 events: hi
+    (50 + 250) / 2,000 = .15 < .24 (no gap); de .04 has the bound L(80 / 2,000) = .0322, a
+    gap below min_gap .05 (no reason). Why the default window is 1,000: a day of a small
+    deployment's traffic (the trials' logs: about 3,000 events over three days)."""
+    tracker = trial_tracker(window=5_000)
+    tracker.update(languages(en=860, hi=50, es=90))
+    tracker.update(languages(en=670, hi=250, de=80))
+    assert tracker.gap("language", "hi") == 0.0
+    assert tracker.gap("language", "de") == pytest.approx(wilson_lower(80, 2_000))
+    assert tracker.gap("language", "de") < CONFIG.min_gap
+
+
 def test_coverage_gap_hand_worked() -> None:
     # gold: fees 6, hostel 2, exams 2 (shares .6 .2 .2); live: 5 exams, 4 fees, 1 novel
     tracker = CoverageTracker({"topic": {"fees": 6, "hostel": 2, "exams": 2}}, min_live_events=10)
@@ -59,20 +126,93 @@ def test_coverage_gap_hand_worked() -> None:
     tracker.update(notes)
     assert tracker.gap("topic", "exams") == 0.0  # 9 events < min_live_events
     tracker.update([{"topic": "novel"}])
-    assert tracker.gap("topic", "exams") == pytest.approx(0.5 - 0.2)
-    assert tracker.gap("topic", "fees") == 0.0  # 0.4 < 0.6
-    assert tracker.gap("topic", "novel") == pytest.approx(0.1)
-    assert tracker.gaps()["topic"] == {"exams": pytest.approx(0.3), "novel": pytest.approx(0.1)}
+    # exams .5 ≥ 2 × .2; L(5 / 10) = (.5 + .19207 − .36459) / 1.38415 = .23659: gap .03659
+    assert tracker.gap("topic", "exams") == pytest.approx(0.03659, abs=1e-5)
+    assert tracker.gap("topic", "fees") == 0.0  # 0.4 < 2 × 0.6
+    # novel: no gold row; L(1 / 10) = (.1 + .19207 − .26733) / 1.38415 = .01788
+    assert tracker.gap("topic", "novel") == pytest.approx(0.01788, abs=1e-5)
+    assert set(tracker.gaps()["topic"]) == {"exams", "novel"}
     assert tracker.gap("language", "en") == 0.0  # no gold reference
 
 
+def test_coverage_gap_ratio_is_inclusive_and_configurable() -> None:
+    # gold hi 1 of 4 (.25); live hi 100 of 200 = .5 = 2 × .25 exactly: a gap
+    tracker = CoverageTracker({"language": {"en": 3, "hi": 1}}, min_live_events=1)
+    tracker.update(languages(hi=100, en=100))
+    assert tracker.gap("language", "hi") == pytest.approx(wilson_lower(100, 200) - 0.25)
+    strict = CoverageTracker({"language": {"en": 3, "hi": 1}}, min_live_events=1, min_ratio=2.5)
+    strict.update(languages(hi=100, en=100))
+    assert strict.gap("language", "hi") == 0.0
+
+
+def test_wilson_bound_is_the_drift_views() -> None:
+    for x, n in [(0, 1), (1, 1), (1, 10), (5, 10), (250, 1_000), (80, 1_000), (999, 1_000)]:
+        low, _ = wilson_interval(x, n)
+        assert _wilson_lower(x, n) == pytest.approx(float(low), abs=1e-12)
+
+
+def test_the_window_slides_old_events_leave() -> None:
+    tracker = CoverageTracker({"language": {"en": 1}}, min_live_events=2, window=4)
+    tracker.update(languages(hi=2, en=2))
+    assert tracker.events == 4 and tracker.live["language"] == {"hi": 2, "en": 2}
+    # L(2 / 4) = .15004; hi has no gold row
+    assert tracker.gap("language", "hi") == pytest.approx(wilson_lower(2, 4))
+    tracker.update(languages(en=2))  # the two hi events, the oldest, leave
+    assert tracker.events == 4 and tracker.live["language"] == {"en": 4}
+    assert "hi" not in tracker.live["language"]  # no zero count is kept
+    assert tracker.gap("language", "hi") == 0.0
+    tracker.update(languages(de=6))  # a batch larger than the window: its last 4 stay
+    assert tracker.live["language"] == {"de": 4} and tracker.live["topic"] == {"und": 4}
+
+
+def test_min_live_events_counts_the_window() -> None:
+    tracker = CoverageTracker({"language": {"en": 1}}, min_live_events=3, window=10)
+    tracker.update(languages(hi=2))
+    assert tracker.gap("language", "hi") == 0.0  # 2 < 3 events
+    tracker.update(languages(hi=1))
+    assert tracker.gap("language", "hi") == pytest.approx(wilson_lower(3, 3))
+
+
 def test_coverage_state_round_trip() -> None:
-    tracker = CoverageTracker({"language": {"en": 1}}, min_live_events=1)
-    tracker.update([{"language": "hi"}, {}])
-    copy = CoverageTracker({"language": {"en": 1}}, min_live_events=1)
-    copy.load(tracker.state())
-    assert copy.gap("language", "hi") == tracker.gap("language", "hi") == 0.5
-    assert copy.live["language"]["und"] == 1
+    tracker = CoverageTracker({"language": {"en": 1}}, min_live_events=1, window=3)
+    tracker.update([{"language": "hi"}, {}, {"language": "en"}, {"language": "hi"}])
+    state = tracker.state()
+    assert state["window"]["language"] == {"labels": ["und", "en", "hi"], "at": [0, 1, 2]}
+    # what a snapshot before the window held, now of the window: older code reads it
+    assert state["events"] == 3 and state["live"]["language"] == {"und": 1, "en": 1, "hi": 1}
+    copy = CoverageTracker({"language": {"en": 1}}, min_live_events=1, window=3)
+    copy.load(json.loads(json.dumps(state)))
+    assert copy.gap("language", "hi") == tracker.gap("language", "hi") > 0
+    assert copy.live == tracker.live
+    copy.update([{"language": "de"}])  # the oldest restored event (und) leaves first
+    assert copy.live["language"] == {"en": 1, "hi": 1, "de": 1}
+
+
+def test_coverage_restores_an_old_all_time_state() -> None:
+    """A snapshot before the window: all-time counts, 10 events (en 7, hi 3). A window of 4
+    is seeded with their mix: 2.8 en and 1.2 hi -> 2 and 1, the one left to the larger
+    remainder (en .8): en 3, hi 1, spread evenly (en at 1/6, 1/2, 5/6; hi at 1/2)."""
+    old = {"events": 10, "live": {"language": {"en": 7, "hi": 3}, "topic": {"und": 10}}}
+    tracker = CoverageTracker({"language": {"en": 1}}, min_live_events=1, window=4)
+    tracker.load(old)
+    assert tracker.events == 4 and tracker.live["language"] == {"en": 3, "hi": 1}
+    assert tracker.live["topic"] == {"und": 4}
+    assert list(tracker.state()["window"]["language"]["at"]) == [0, 0, 1, 0]  # en en hi en
+    tracker.update(languages(hi=2))  # the two oldest (en, en) leave
+    assert tracker.live["language"] == {"hi": 3, "en": 1}
+    # fewer all-time events than the window: kept as they were
+    small = CoverageTracker({"language": {"en": 1}}, min_live_events=1, window=40)
+    small.load(old)
+    assert small.events == 10 and small.live["language"] == {"en": 7, "hi": 3}
+    empty = CoverageTracker({"language": {"en": 1}}, window=4)
+    empty.load({})
+    assert empty.events == 0 and empty.gap("language", "hi") == 0.0
+
+
+def test_gap_window_must_hold_min_live_events() -> None:
+    with pytest.raises(ValueError, match="gap_window"):
+        HarvestConfig(gap_window=100, min_live_events=200)
+    assert HarvestConfig(gap_window=200, min_live_events=200).gap_window == 200
 
 
 def test_score_window_quantile() -> None:

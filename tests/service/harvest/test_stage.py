@@ -159,12 +159,14 @@ def test_an_uncalibrated_novel_topic_is_no_coverage_gap() -> None:
     stage.observe_shadow(replace(shadow("e8", "late fee", ("p-1",), ("p-8",)), topic="novel"))
     [row] = stage.records()
     assert row["reasons"] == {"shadow_disagreement": 1} and row["gap"] == 0.0
-    # calibrated: live share 1/1 against gold share 0 -> gap 1.0 ≥ min_gap 0.05
+    # calibrated: live share 1/1 against gold share 0 -> gap = the Wilson lower bound of
+    # 1/1, 1 / (1 + z²) = 0.2065 ≥ min_gap 0.05
     calibrated = HarvestStage(config, gold_counts=gold)
     calibrated.process(batch([event("e1", "question number 1")],
                              [{**novel, "novelty_calibrated": True}]))  # fmt: skip
     [row] = calibrated.records()
-    assert row["reasons"] == {"coverage_gap": 1, "novel": 1} and row["gap"] == 1.0
+    assert row["reasons"] == {"coverage_gap": 1, "novel": 1}
+    assert row["gap"] == pytest.approx(1 / (1 + 1.959964**2))
 
 
 def _events() -> tuple[list[Any], list[dict[str, Any]]]:
@@ -476,6 +478,25 @@ def test_restore_reads_version_1_snapshots_and_skips_missing_records(
     empty = HarvestStage(CONFIG, sinks=[MemoryCandidates()])  # its records are gone
     empty.restore(snapshot)
     assert empty.records() == [] and "3 suggestions had no published record" in caplog.text
+
+
+def test_restore_seeds_the_gap_window_from_an_old_all_time_snapshot() -> None:
+    """A snapshot written before the window held all-time counts (``events``, ``live``):
+    the window starts from their mix (here 300 events, de 30 %: the window of 200 gets 60
+    de, 140 en), so gaps go on across the upgrade; the next events push them out."""
+    config = HarvestConfig(flush_interval_s=0.0, gap_window=200, min_live_events=100)
+    gold = {"language": {"en": 4}}
+    old = HarvestStage(config, gold_counts=gold).state_snapshot()
+    live = {"language": {"en": 210, "de": 90}, "topic": {"und": 300}}
+    old["coverage"] = {"events": 300, "live": live}
+    stage = HarvestStage(config, gold_counts=gold)
+    stage.restore(json.loads(json.dumps(old)))
+    assert stage.coverage.live["language"] == {"en": 140, "de": 60}
+    gap = stage._gap("fees", "de")
+    assert gap > config.min_gap  # L(60 / 200) = .2405, no gold row
+    stage.process(batch([event(f"e{i}", f"question {i}") for i in range(200)],
+                        [{"language": "en"}] * 200))  # fmt: skip
+    assert stage.coverage.live["language"] == {"en": 200} and stage._gap("fees", "de") == 0.0
 
 
 def test_questions_over_max_question_chars_are_counted_not_suggested() -> None:
