@@ -40,7 +40,9 @@ type          placeholder      shape (after digit folding), check
                                upper-case letters and digits, contiguous or in groups of 4
                                (``DE89 3704 0044 0532 0130 00``), whole; ISO 7064 mod-97
                                (:func:`~service.pii.checksums.iban_valid`): a mistyped one is
-                               not an IBAN (its digits may still be a phone)
+                               not an IBAN (its digits may still be a phone); in lower or
+                               mixed case only within 24 characters after the word ``iban``
+                               (``iban gb82 west 1234 5698 7654 32``)
 ``card``      ``<CARD>``       13-19 digits, contiguous or 4-4-4-4(-3) / 4-6-5 / 4-6-4
                                with one kind of separator; Luhn (ISO/IEC 7812-1 Annex B);
                                not after ``ISBN``; a following ``cvv 123``, ``exp 12/28``
@@ -271,6 +273,13 @@ _IBAN = re.compile(
     r"(?=[A-Z]{2}\d\d)(?<![\w\-/])[A-Z]{2}\d\d(?:[A-Z0-9]{11,30}|(?: [A-Z0-9]{4}){2,7}"
     r"(?: [A-Z0-9]{1,3})?|[A-Z0-9]{2}(?: [A-Z0-9]{4}){2,6}(?: [A-Z0-9]{1,4})?)(?![\w\-])"
 )
+#: The same shapes in any case, taken only after the word ``iban`` (:func:`_iban_cued`): people
+#: type them in lower case (``iban gb82west12345698765432``: a trial found it stored as
+#: written), but lower-case letters and digits in those shapes are common in other tokens, and
+#: the mod-97 check alone passes one random string in 97.
+_IBAN_ANY_CASE = re.compile(_IBAN.pattern, re.IGNORECASE)
+#: How far before a lower-case IBAN its ``iban`` cue may be (``my iban is: gb82 ...``).
+_IBAN_CUE_CHARS = 24
 _CARD = re.compile(
     _GROUP_L + r"(?:\d{13,19}|\d{4}(?P<s>[ -])(?:\d{4}(?P=s)\d{4}(?P=s)\d{4}(?:(?P=s)\d{3})?"
     r"|\d{6}(?P=s)\d{4,5}))" + _GROUP_R
@@ -483,6 +492,22 @@ def _iban(m: re.Match[str]) -> int | None:
         if 15 <= len(compact) <= 34 and iban_valid(compact):
             return end
     return None
+
+
+def _iban_cued(m: re.Match[str]) -> int | None:
+    """:func:`_iban` for an IBAN in any case (:data:`_IBAN_ANY_CASE`), when the word ``iban``
+    ends at most :data:`_IBAN_CUE_CHARS` characters before it.
+
+    >>> _iban_cued(_IBAN_ANY_CASE.search("pls refund to iban gb82west12345698765432 asap"))
+    41
+    >>> _iban_cued(_IBAN_ANY_CASE.search("ref gb82west12345698765432")) is None
+    True
+    """
+    before = m.string[max(0, m.start() - _IBAN_CUE_CHARS - 4) : m.start()].lower()
+    cue = before.rfind("iban")
+    if cue < 0 or len(before) - (cue + 4) > _IBAN_CUE_CHARS:
+        return None
+    return _iban(m)
 
 
 def _dotted_email(m: re.Match[str]) -> int | None:
@@ -753,6 +778,7 @@ _DETECTORS: tuple[tuple[str, _Finder, _Accept, _Gate], ...] = (
      lambda s, low, n: _may_obfuscate(low)),
     ("upi", _UPI, _upi, lambda s, low, n: "@" in s and _UPI_HINT.search(s) is not None),
     ("iban", _IBAN, _iban, lambda s, low, n: n >= 4),
+    ("iban", _IBAN_ANY_CASE, _iban_cued, lambda s, low, n: n >= 4 and "iban" in low),
     ("card", _CARD, _card, lambda s, low, n: n >= 13),
     ("aadhaar", _AADHAAR, _whole, lambda s, low, n: n >= 12),
     ("ssn", _SSN, _whole, lambda s, low, n: n >= 9 and "-" in s),

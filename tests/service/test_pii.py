@@ -177,6 +177,10 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("iban", "FR14 2004 1010 0505 0001 3M02 606", "<IBAN>"),
     ("iban", "to NL91 ABNA 0417 1643 00 EUR", "to <IBAN> EUR"),
     ("iban", "NO9386011117947", "<IBAN>"),
+    # lower case after the word "iban" (a seventh trial found both stored as written)
+    ("iban", "pls refund to iban gb82west12345698765432 asap", "pls refund to iban <IBAN> asap"),
+    ("iban", "iban gb82 west 1234 5698 7654 32 refund", "iban <IBAN> refund"),
+    ("iban", "my iban is: de89 3704 0044 0532 0130 00", "my iban is: <IBAN>"),
     # a seventeenth-session trial: written-out names before a plain "@" and domain, whole
     ("email", "aaaaaaaa dot a0 @ gmail.com", "<EMAIL>"),
     ("email", "reach zoe [dot] quinlan [at] gmail [dot] com", "reach <EMAIL>"),
@@ -401,6 +405,9 @@ LOOK_ALIKES = [
     "model XY12 ABCD EFGH IJKL",
     "order AB12CDEF34567890",
     "DE89370400440532013001",
+    # a valid IBAN in lower case without the word "iban" before it, and one too far after it
+    "ref gb82west12345698765432",
+    "iban questions about my transfer to gb82west12345698765432",
     # names nobody introduced, titles, and what follows a cue that is no name
     "who sang my name is stanley",
     "when did my name is earl end",
