@@ -35,11 +35,14 @@ from opentelemetry.trace import Tracer
 from service.api import listen
 from service.api.app import create_app
 from service.api.serving import server_config
+from service.api.trace_routes import partial_success
 from service.events import Answer, QueryLogEvent, Retrieval, RetrievedPassage, User
 from service.pipeline import Batch
 from service.runtime.process import Runtime
 from service.settings import Settings, load_settings
-from service.traces.otlp import decode_protobuf, encode_json
+from service.traces.assembly import Rejected
+from service.traces.otlp import InvalidSpan, decode_protobuf, encode_json
+from service.traces.spans import Span
 from tests.ports import free_port
 
 TOKEN = "t0ken-for-traces"
@@ -502,6 +505,27 @@ def test_an_unreadable_span_is_dead_lettered_and_the_rest_of_its_request_kept(
         "goldwatch_trace_spans_received_total 5.0",  # 3 + 1, then the unreadable one
     ):
         assert line in metrics, line
+
+
+def test_partial_success_lists_the_first_unreadable_positions_and_counts_every_reason() -> None:
+    """Many unreadable spans: every one counted, the first three positions named (the message
+    stays short for a batch of 512); dropped by assembly and unreadable add up."""
+    invalid = [InvalidSpan("wrong_type" if i % 2 else "invalid_value",
+                           f"resourceSpans[0].scopeSpans[0].spans[{i}].name: expected string",
+                           b"{}") for i in range(5)]  # fmt: skip
+    late = Rejected("a" * 32, "late_span", "late", (_span(), _span()))
+    answer = partial_success([late], invalid).partial_success
+    assert answer.rejected_spans == 7
+    assert answer.error_message == (
+        "spans dead-lettered: invalid_value (3), late_span (2), wrong_type (2); unreadable "
+        "spans (3 of 5 listed): resourceSpans[0].scopeSpans[0].spans[0].name: expected "
+        "string; resourceSpans[0].scopeSpans[0].spans[1].name: expected string; "
+        "resourceSpans[0].scopeSpans[0].spans[2].name: expected string"
+    )
+
+
+def _span() -> Span:
+    return Span("a" * 32, "b" * 16, None, "s", 1, 2)
 
 
 def _status(status: Status) -> dict[str, Any]:
