@@ -6,7 +6,9 @@ the traces that are due, maps each to one event (:func:`~service.traces.mapping.
 and runs them through :meth:`service.runtime.process.Runtime.ingest`, the path of
 ``POST /v1/events``: dedup on ``event_id`` (the trace id), PII scrubbing, analytics, shadow,
 harvest, metrics, checkpoint. Everything not kept goes to the HTTP dead-letter file with its
-reason (the spans as OTLP/JSON, replayable): undecodable payloads, rejected spans
+reason (the spans as OTLP/JSON, replayable): undecodable payloads, unreadable spans of a
+decodable payload (:class:`~service.traces.otlp.InvalidSpan`, one letter each: the span alone
+as a request in the payload's encoding), rejected spans
 (:data:`~service.traces.assembly.REJECT_REASONS`), traces without a question; each is counted
 by that runtime path too (``Runtime.ingest``'s ``letters``: ``totals.dead_lettered`` and
 ``goldwatch_events_dead_lettered_total`` by reason, in the checkpoint that deletes the spans'
@@ -63,7 +65,7 @@ from service.state import StateError
 from service.telemetry import TraceMetrics
 from service.traces.assembly import REPEAT_REASONS, Rejected, TraceAssembler
 from service.traces.mapping import TraceMappingError, content_index, trace_to_event
-from service.traces.otlp import TraceDecodeError, decode_json, encode_json
+from service.traces.otlp import InvalidSpan, TraceDecodeError, decode_json, encode_json
 from service.traces.spans import Span, SpanEvent
 
 log = logging.getLogger(__name__)
@@ -150,10 +152,11 @@ class TraceIngest:
         self._thread: threading.Thread | None = None
         self.restore()
 
-    def receive(self, spans: Sequence[Span]) -> list[Rejected]:
-        """Keep decoded spans for assembly; dead-letter and count what assembly does not
-        keep whole. In the order of ``/v1/events``: the request's dead letters are made
-        durable and counted, and its kept spans written to the state store, in one
+    def receive(self, spans: Sequence[Span], invalid: Sequence[InvalidSpan] = ()) -> list[Rejected]:
+        """Keep decoded spans for assembly; dead-letter and count the request's ``invalid``
+        spans (unreadable: one letter each) and what assembly does not keep whole. In the
+        order of ``/v1/events``: the request's dead letters are made durable and counted, and
+        its kept spans written to the state store, in one
         :meth:`~service.runtime.process.Runtime.ingest` (module docstring); only then do they
         join their open traces. When a step fails, nothing of the request is kept (the route
         answers 503 or 429 and the exporter sends it again; letters already written for the
@@ -172,7 +175,7 @@ class TraceIngest:
                 be written (``IngestUnavailable``); StateError: the state file cannot be
                 written (503 either way: nothing kept).
         """
-        self.metrics.spans_received.inc(len(spans))
+        self.metrics.spans_received.inc(len(spans) + len(invalid))
         limit = self.config.assembly.max_open_traces
         with self._lock:  # a trace cannot be handed out between its spans' check and add
             plan = self.assembler.preview(spans)
@@ -189,11 +192,13 @@ class TraceIngest:
                     retry_after_s=max(1, math.ceil(self.config.assembly.settle_s)),
                 )
             letters, duplicates = _sort_out(plan.rejected)
-            counted = self._persist(plan.kept, letters, duplicates)
+            unreadable = [dead_letter(i.payload, i.reason, i.detail) for i in invalid]
+            counted = self._persist(plan.kept, unreadable + letters, duplicates)
             rejected = self.assembler.add(spans, now=self.clock())
             self.metrics.open_traces.set(len(self.assembler))
-        # each previewed rejection holds one span: the letters counted by reason are spans
-        # (a retry's letters written by the failed try count as duplicates, not again here)
+        # each previewed rejection and unreadable span is one span: the letters counted by
+        # reason are spans (a retry's letters written by the failed try count as duplicates,
+        # not again here)
         for reason, n in counted.items():
             self.metrics.spans_rejected.labels(reason=reason).inc(n)
         self._count_repeats(plan.rejected)

@@ -7,11 +7,18 @@
 * 200: ``ExportTraceServiceResponse`` in the request's encoding, sent once the kept spans are
   in the state file (a crash after it loses none: ``service/api/trace_ingest.py``); spans
   dropped are counted in ``partial_success.rejected_spans``, and ``error_message`` gives the
-  counts per reason, also of spans kept with an attribute cut (:func:`partial_success`;
-  counts and reason codes only, never content).
-* 400: an undecodable payload (dead-lettered with its reason and counted, as every dead
-  letter of trace ingest, in ``/v1/status`` ``totals.dead_lettered`` and
-  ``goldwatch_events_dead_lettered_total``); 415: another content type or encoding; 429
+  counts per reason, also of spans kept with an attribute cut, and the positions of the first
+  unreadable spans (:func:`partial_success`; reason codes, counts and field paths only, never
+  content). OTLP's partial success: a span that cannot be read (a bad id, timestamp or
+  attribute: :class:`~service.traces.otlp.InvalidSpan`) in a request whose envelope can is
+  dead-lettered alone (reason ``invalid_value`` or ``wrong_type``) and the request's other
+  spans are kept, in the same checkpoint; exporters do not retry a 400, so one bad span
+  answered with 400 lost every good trace of its batch.
+* 400: a payload whose envelope cannot be decoded (not protobuf, JSON or UTF-8;
+  ``resourceSpans``, ``scopeSpans`` or ``spans`` of the wrong type): dead-lettered whole with
+  its reason; or a request none of whose spans can be read: each dead-lettered as above. Either
+  is counted, as every dead letter of trace ingest, in ``/v1/status`` ``totals.dead_lettered``
+  and ``goldwatch_events_dead_lettered_total``. 415: another content type or encoding; 429
   with ``Retry-After``: the request's new traces would take the open traces over
   ``traces.assembly.max_open_traces`` (OTLP/HTTP throttling: the exporter waits and sends it
   again; a pipeline that is behind keeps traces open, so this is also its backpressure);
@@ -40,7 +47,12 @@ from service.api.trace_ingest import Backpressure, TooManyTraces, TraceIngest, d
 from service.runtime.process import EngineBusy, IngestUnavailable
 from service.state import StateError
 from service.traces.assembly import Rejected
-from service.traces.otlp import TraceDecodeError, decode_json, decode_protobuf
+from service.traces.otlp import (
+    InvalidSpan,
+    TraceDecodeError,
+    decode_json_request,
+    decode_protobuf_request,
+)
 
 router = APIRouter(route_class=TokenFirstRoute)
 
@@ -49,6 +61,8 @@ JSON = "application/json"
 #: Span rejections that drop the span (``attribute_too_large`` keeps it, cut; a request
 #: that would evict a trace is refused with 429).
 _DROPPED = frozenset({"too_many_spans", "late_span"})
+#: Unreadable spans whose position ``error_message`` names (the rest are counted).
+_LISTED = 3
 _INVALID_ARGUMENT, _RESOURCE_EXHAUSTED, _UNAVAILABLE = 3, 8, 14  # google.rpc.Code
 
 #: The 200 body in both encodings: OTLP/JSON's ``ExportTraceServiceResponse`` (proto3 JSON
@@ -60,8 +74,9 @@ EXPORT_RESPONSE_CONTENT: dict[str, Any] = {
         "type": "object",
         "properties": {"partialSuccess": {
             "type": "object",
-            "description": "spans dropped (rejectedSpans) and counts per reason "
-                           "(errorMessage: reason codes only, never content)",
+            "description": "spans dropped (rejectedSpans) and counts per reason, with the "
+                           "positions of the first unreadable spans (errorMessage: reason "
+                           "codes, counts and field paths only, never content)",
             "properties": {
                 "rejectedSpans": {"type": "string", "pattern": "^[0-9]+$"},
                 "errorMessage": {"type": "string"},
@@ -103,7 +118,10 @@ def _gunzip(body: bytes, limit: int) -> bytes:
             "description": "ExportTraceServiceResponse (partial_success when spans dropped)",
             "content": EXPORT_RESPONSE_CONTENT,
         },
-        400: {"description": "undecodable payload (dead-lettered); google.rpc.Status"},
+        400: {
+            "description": "undecodable payload, or no span of it readable (dead-lettered); "
+            "google.rpc.Status"
+        },
         401: {"description": "no bearer token"},
         403: {"description": "wrong token, or ingest disabled"},
         413: {
@@ -136,7 +154,7 @@ async def post_traces(request: Request, _: TokenDep) -> Response:
     if encoding == "gzip":
         body = _gunzip(body, traces.runtime.settings.api.max_request_bytes)
     try:
-        spans = decode_protobuf(body) if media == PROTOBUF else decode_json(body)
+        decoded = decode_protobuf_request(body) if media == PROTOBUF else decode_json_request(body)
     except TraceDecodeError as exc:
         traces.metrics.payloads_rejected.labels(reason=exc.reason).inc()
         try:  # written, then counted in the totals (dead_lettered by reason)
@@ -149,7 +167,7 @@ async def post_traces(request: Request, _: TokenDep) -> Response:
             return _unavailable("pipeline busy", media)
         return _encode(Status(code=_INVALID_ARGUMENT, message=str(exc)), media, 400)
     try:
-        rejected = await run_in_threadpool(traces.receive, spans)
+        rejected = await run_in_threadpool(traces.receive, decoded.spans, decoded.invalid)
     except Backpressure as exc:  # OTLP/HTTP throttling: retryable, after Retry-After
         response = _encode(Status(code=_RESOURCE_EXHAUSTED, message=str(exc)), media, 429)
         response.headers["Retry-After"] = str(exc.retry_after_s)
@@ -162,19 +180,30 @@ async def post_traces(request: Request, _: TokenDep) -> Response:
         return _unavailable("pipeline busy", media)
     except StateError:  # the spans are not durable: nothing kept
         return _unavailable("cannot write state", media)
-    return _encode(partial_success(rejected), media)
+    answer = partial_success(rejected, decoded.invalid)
+    if decoded.invalid and not decoded.spans:  # nothing of it readable: the request is bad
+        message = answer.partial_success.error_message
+        return _encode(Status(code=_INVALID_ARGUMENT, message=message), media, 400)
+    return _encode(answer, media)
 
 
-def partial_success(rejected: Sequence[Rejected]) -> ExportTraceServiceResponse:
-    """The OTLP answer to a request whose spans assembly did not all keep whole.
+def partial_success(
+    rejected: Sequence[Rejected], invalid: Sequence[InvalidSpan] = ()
+) -> ExportTraceServiceResponse:
+    """The OTLP answer to a request whose spans were not all readable or kept whole.
 
-    ``partial_success.rejected_spans``: spans dropped (dead-lettered, not kept:
-    ``too_many_spans``, ``late_span``). ``error_message``: counts per reason, reason codes
-    only (never content), also for spans kept with an attribute cut (``attribute_too_large``:
-    their full values are in the dead-letter file) — with none dropped, that is OTLP's
-    warning form (``rejected_spans`` 0, a message). Empty when everything was kept whole.
+    ``partial_success.rejected_spans``: spans dropped (dead-lettered, not kept: unreadable
+    ones, ``invalid_value`` or ``wrong_type``, and ``too_many_spans``, ``late_span``).
+    ``error_message``: counts per reason, then the positions of the first :data:`_LISTED`
+    unreadable spans with what is wrong (``resourceSpans[0].scopeSpans[0].spans[3].traceId:
+    4 hex characters, expected 32``), also the count of spans kept with an attribute cut
+    (``attribute_too_large``: their full values are in the dead-letter file) — with none
+    dropped, that is OTLP's warning form (``rejected_spans`` 0, a message). Reason codes,
+    counts and field paths only, never content. Empty when everything was kept whole.
     """
     dropped: dict[str, int] = {}
+    for unreadable in invalid:
+        dropped[unreadable.reason] = dropped.get(unreadable.reason, 0) + 1
     cut = 0
     for item in rejected:
         if item.reason in _DROPPED:
@@ -187,6 +216,10 @@ def partial_success(rejected: Sequence[Rejected]) -> ExportTraceServiceResponse:
         response.partial_success.rejected_spans = sum(dropped.values())
         parts.append("spans dead-lettered: " + ", ".join(
             f"{reason} ({n})" for reason, n in sorted(dropped.items())))  # fmt: skip
+    if invalid:
+        listed = "; ".join(unreadable.detail for unreadable in invalid[:_LISTED])
+        more = f" ({_LISTED} of {len(invalid)} listed)" if len(invalid) > _LISTED else ""
+        parts.append(f"unreadable spans{more}: {listed}")
     if cut:
         parts.append(f"spans kept with attribute values cut, originals dead-lettered: "
                      f"attribute_too_large ({cut})")  # fmt: skip

@@ -24,8 +24,9 @@ class TraceMetrics:
     goldwatch_traces_assembled_total           counter why (settled, timeout, flushed)
     goldwatch_traces_without_root_total        counter (handed out with no root span)
     goldwatch_traces_unmapped_total            counter reason (no question: dead-lettered)
-    goldwatch_trace_spans_received_total       counter (decoded spans)
-    goldwatch_trace_spans_rejected_total       counter reason (evicted, too_many_spans,
+    goldwatch_trace_spans_received_total       counter (spans of decodable payloads)
+    goldwatch_trace_spans_rejected_total       counter reason (invalid_value, wrong_type:
+                                                       unreadable; evicted, too_many_spans,
                                                        attribute_too_large, late_span)
     goldwatch_trace_payloads_rejected_total    counter reason (undecodable payloads)
     goldwatch_trace_spans_repeated_total       counter reason (repeated, duplicate: spans
@@ -53,7 +54,8 @@ class TraceMetrics:
 #: Label values of the trace metrics (pre-initialised).
 TRACE_ASSEMBLED_WHY: tuple[str, ...] = ("settled", "timeout", "flushed")
 TRACE_SPAN_REJECT_REASONS: tuple[str, ...] = (
-    "evicted", "too_many_spans", "attribute_too_large", "late_span",
+    "invalid_value", "wrong_type", "evicted", "too_many_spans", "attribute_too_large",
+    "late_span",
 )  # fmt: skip
 TRACE_UNMAPPED_REASONS: tuple[str, ...] = ("missing_field", "invalid_value")
 TRACE_REPEAT_REASONS: tuple[str, ...] = ("repeated", "duplicate")
@@ -78,12 +80,15 @@ def build_trace_metrics(registry: CollectorRegistry) -> TraceMetrics:
                              registry=registry),
         unmapped=Counter(_name("traces_unmapped"), "Assembled traces that gave no event (no "
                          "question), dead-lettered.", ["reason"], registry=registry),
-        spans_received=Counter(_name("trace_spans_received"), "Spans decoded from OTLP "
-                               "payloads.", registry=registry),
-        spans_rejected=Counter(_name("trace_spans_rejected"), "Spans not kept whole by "
-                               "assembly (evicted with their trace, over the per-trace bound, "
-                               "an attribute cut, late), dead-lettered.", ["reason"],
+        spans_received=Counter(_name("trace_spans_received"), "Spans of the OTLP payloads "
+                               "that could be decoded (unreadable spans included).",
                                registry=registry),
+        spans_rejected=Counter(_name("trace_spans_rejected"), "Spans not kept whole: "
+                               "unreadable in a decodable /v1/traces payload (invalid_value, "
+                               "wrong_type: a bad id, timestamp or attribute; its other spans "
+                               "are kept), or by assembly (evicted with their trace, over the "
+                               "per-trace bound, an attribute cut, late), dead-lettered.",
+                               ["reason"], registry=registry),
         payloads_rejected=Counter(_name("trace_payloads_rejected"), "OTLP payloads that could "
                                   "not be decoded, dead-lettered.", ["reason"],
                                   registry=registry),

@@ -13,8 +13,14 @@ Two encodings, the ones ``POST /v1/traces`` and the Collector's ``kafka`` export
   field names, ``trace_id``, are accepted too), unknown fields are ignored. ``bytesValue``
   is base64.
 
-Errors raise :class:`TraceDecodeError` with a bounded ``reason`` (:data:`REASONS`) and a
-detail naming the field path and expected type, never the content.
+Errors carry a bounded ``reason`` (:data:`REASONS`) and a detail naming the field path and
+what is wrong with it (expected type, length, not hex, all zero), never the content. A
+payload whose envelope cannot be read (not protobuf, not UTF-8 or JSON, ``resourceSpans``,
+``scopeSpans`` or ``spans`` of the wrong type) raises :class:`TraceDecodeError`;
+:func:`decode_protobuf_request` and :func:`decode_json_request` keep the readable spans of a
+readable envelope and set the others apart as :class:`InvalidSpan` (OTLP's partial success:
+``POST /v1/traces`` keeps the valid spans of a request). :func:`decode_protobuf` and
+:func:`decode_json` raise on the first unreadable span instead.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ import binascii
 import json
 import math
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from dataclasses import dataclass
+from typing import Any
 
 from google.protobuf.message import DecodeError as ProtobufDecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -54,23 +61,78 @@ class TraceDecodeError(GoldwatchError):
         self.detail = detail
 
 
+@dataclass(frozen=True, slots=True)
+class InvalidSpan:
+    """A span that cannot be read, in a payload whose envelope (and other spans) can.
+
+    Attributes:
+        reason: ``invalid_value`` or ``wrong_type`` (:data:`REASONS`).
+        detail: the span's position and the field that is wrong, and how
+            (``resourceSpans[0].scopeSpans[0].spans[3].traceId: 4 hex characters, expected
+            32``); never content.
+        payload: the span alone, with its resource and scope, as a request in the payload's
+            encoding (protobuf or OTLP/JSON): the dead letter's bytes, replayable once fixed.
+    """
+
+    reason: str
+    detail: str
+    payload: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """The spans of one payload: those read and those that cannot be.
+
+    Attributes:
+        spans: the spans read, in payload order.
+        invalid: the spans that cannot be read, in payload order.
+    """
+
+    spans: list[Span]
+    invalid: list[InvalidSpan]
+
+
+def _strict(decoded: Decoded) -> list[Span]:
+    """The spans of ``decoded``; raises the first unreadable span's error."""
+    if decoded.invalid:
+        first = decoded.invalid[0]
+        raise TraceDecodeError(first.reason, first.detail)
+    return decoded.spans
+
+
 # --- protobuf -------------------------------------------------------------------------------
 
 
 def decode_protobuf(payload: bytes) -> list[Span]:
-    """Decode ``ExportTraceServiceRequest`` (or ``TracesData``) protobuf bytes into spans.
+    """Decode ``ExportTraceServiceRequest`` (or ``TracesData``) protobuf bytes into spans,
+    all or none (:func:`decode_protobuf_request` keeps the readable ones).
+
+    Returns:
+        every span of every resource and scope, in payload order (possibly empty).
+
+    Raises:
+        TraceDecodeError: as :func:`decode_protobuf_request`, and ``invalid_value`` for the
+            first span whose ids cannot be read.
+    """
+    return _strict(decode_protobuf_request(payload))
+
+
+def decode_protobuf_request(payload: bytes) -> Decoded:
+    """Decode ``ExportTraceServiceRequest`` (or ``TracesData``) protobuf bytes into spans,
+    setting apart the spans whose ids cannot be read (``invalid_value``: a trace id that is
+    not 16 bytes or is all zero, a span id not 8 bytes or all zero, a parent span id neither
+    empty, all zero nor 8 bytes). The wire format types every other field.
 
     Reads the upb-backed message objects directly, one pass; a resource's attributes are
     decoded once per distinct resource (:data:`_RESOURCES`, keyed by its serialised bytes)
     and shared by its spans, as within one request.
 
     Returns:
-        every span of every resource and scope, in payload order (possibly empty).
+        every span of every resource and scope, in payload order (possibly none), and the
+        spans set apart.
 
     Raises:
-        TraceDecodeError: ``not_protobuf`` (truncated or not protobuf), ``invalid_value`` (a
-            trace id that is not 16 non-zero bytes, a span id not 8 non-zero bytes, a parent
-            span id neither empty nor 8 bytes).
+        TraceDecodeError: ``not_protobuf`` (truncated or not protobuf).
     """
     request = ExportTraceServiceRequest()
     try:
@@ -80,25 +142,29 @@ def decode_protobuf(payload: bytes) -> list[Span]:
             "not_protobuf", f"not an ExportTraceServiceRequest ({len(payload)} bytes)"
         ) from None
     spans: list[Span] = []
+    invalid: list[InvalidSpan] = []
     append = spans.append
     last_trace, last_hex = b"", ""
-    for resource_spans in request.resource_spans:
+    for r, resource_spans in enumerate(request.resource_spans):
         resource = _pb_resource(resource_spans.resource)
-        for scope_spans in resource_spans.scope_spans:
-            for span in scope_spans.spans:
+        for s, scope_spans in enumerate(resource_spans.scope_spans):
+            for i, span in enumerate(scope_spans.spans):
                 trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
                 if trace_id != last_trace:  # spans of one trace come together
                     if len(trace_id) != 16 or trace_id == _ZERO_16:
-                        _bad_ids(request)
+                        invalid.append(_pb_invalid(resource_spans, scope_spans, span, r, s, i))
+                        continue
                     last_trace, last_hex = trace_id, trace_id.hex()
                 if len(span_id) != 8 or span_id == _ZERO_8:
-                    _bad_ids(request)
+                    invalid.append(_pb_invalid(resource_spans, scope_spans, span, r, s, i))
+                    continue
                 if not parent or parent == _ZERO_8:
                     parent_hex = None
                 elif len(parent) == 8:
                     parent_hex = parent.hex()
                 else:
-                    _bad_ids(request)
+                    invalid.append(_pb_invalid(resource_spans, scope_spans, span, r, s, i))
+                    continue
                 events = span.events
                 append(
                     _new_span(
@@ -119,7 +185,7 @@ def decode_protobuf(payload: bytes) -> list[Span]:
                         span.status.code,
                     )
                 )
-    return spans
+    return Decoded(spans, invalid)
 
 
 _ZERO_16, _ZERO_8 = bytes(16), bytes(8)
@@ -167,28 +233,39 @@ def _span_builder() -> Any:
 _new_span = _span_builder()
 
 
-def _bad_ids(request: Any) -> NoReturn:
-    """Raise the ``invalid_value`` error naming the first bad id (the slow, exact pass)."""
-    for r, resource_spans in enumerate(request.resource_spans):
-        for s, scope_spans in enumerate(resource_spans.scope_spans):
-            for i, span in enumerate(scope_spans.spans):
-                where = f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]"
-                _id_hex(span.trace_id, 16, f"{where}.traceId")
-                _id_hex(span.span_id, 8, f"{where}.spanId")
-                _parent_hex(span.parent_span_id, f"{where}.parentSpanId")
-    raise AssertionError("no bad id found")  # pragma: no cover - called on a bad id only
+def _pb_invalid(
+    resource_spans: Any, scope_spans: Any, span: Any, r: int, s: int, i: int
+) -> InvalidSpan:
+    """The :class:`InvalidSpan` of a span whose ids :func:`decode_protobuf_request` refused
+    (the same rules): the first bad id named, the span alone as the dead letter's request."""
+    where = f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]"
+    parent = span.parent_span_id
+    problem = (
+        _pb_id_problem(span.trace_id, 16, f"{where}.traceId")
+        or _pb_id_problem(span.span_id, 8, f"{where}.spanId")
+        or (None if not parent or parent == _ZERO_8
+            else _pb_id_problem(parent, 8, f"{where}.parentSpanId"))
+        or f"{where}: invalid id"  # not reached: called for a refused span only
+    )  # fmt: skip
+    alone = ExportTraceServiceRequest()
+    resource = alone.resource_spans.add()
+    resource.resource.CopyFrom(resource_spans.resource)
+    resource.schema_url = resource_spans.schema_url
+    scope = resource.scope_spans.add()
+    scope.scope.CopyFrom(scope_spans.scope)
+    scope.schema_url = scope_spans.schema_url
+    scope.spans.add().CopyFrom(span)
+    return InvalidSpan("invalid_value", problem, alone.SerializeToString(deterministic=True))
 
 
-def _id_hex(raw: bytes, size: int, where: str) -> str:
-    if len(raw) != size or not any(raw):
-        raise TraceDecodeError("invalid_value", f"{where}: expected {size} non-zero bytes")
-    return raw.hex()
-
-
-def _parent_hex(raw: bytes, where: str) -> str | None:
-    if not raw or not any(raw):
-        return None
-    return _id_hex(raw, 8, where)
+def _pb_id_problem(raw: bytes, size: int, where: str) -> str | None:
+    """What is wrong with a protobuf id of ``size`` bytes (its length or all zero), or
+    ``None``; never its value."""
+    if len(raw) != size:
+        return f"{where}: {len(raw)} bytes, expected {size}"
+    if not any(raw):
+        return f"{where}: all zero (an id has a non-zero byte)"
+    return None
 
 
 #: ``AnyValue`` fields read as they are.
@@ -226,15 +303,32 @@ def _pb_value(value: AnyValue) -> Any:
 
 
 def decode_json(payload: bytes) -> list[Span]:
-    """Decode OTLP/JSON ``ExportTraceServiceRequest`` bytes into spans.
+    """Decode OTLP/JSON ``ExportTraceServiceRequest`` bytes into spans, all or none
+    (:func:`decode_json_request` keeps the readable ones).
 
     Returns:
         every span, in payload order (possibly empty).
 
     Raises:
-        TraceDecodeError: ``not_utf8``, ``not_json``, ``wrong_type`` (e.g. ``resourceSpans``
-            not an array, ``intValue`` not an integer string), ``invalid_value`` (ids not hex
-            of the right length, an integer out of range).
+        TraceDecodeError: as :func:`decode_json_request`, and ``wrong_type`` or
+            ``invalid_value`` for the first span that cannot be read.
+    """
+    return _strict(decode_json_request(payload))
+
+
+def decode_json_request(payload: bytes) -> Decoded:
+    """Decode OTLP/JSON ``ExportTraceServiceRequest`` bytes into spans, setting apart the
+    spans that cannot be read: ``wrong_type`` (e.g. ``intValue`` not an integer string, a
+    span not an object), ``invalid_value`` (ids not hex of the right length or all zero, an
+    integer out of range). A resource that cannot be read sets apart every span under it.
+
+    Returns:
+        every span read, in payload order (possibly none), and the spans set apart.
+
+    Raises:
+        TraceDecodeError: the envelope cannot be read: ``not_utf8``, ``not_json``,
+            ``wrong_type`` (the document not an object; ``resourceSpans``, ``scopeSpans`` or
+            ``spans`` not an array, or an item of the first two not an object).
     """
     try:
         text = payload.decode("utf-8")
@@ -246,20 +340,45 @@ def decode_json(payload: bytes) -> list[Span]:
         raise TraceDecodeError("not_json", f"not one JSON text ({len(payload)} bytes)") from None
     _expect(top, dict, "object", "$")
     spans: list[Span] = []
+    invalid: list[InvalidSpan] = []
     for r, resource_spans in enumerate(_list(top, "resourceSpans", "resource_spans", "$")):
         where_r = f"resourceSpans[{r}]"
         _expect(resource_spans, dict, "object", where_r)
-        resource_obj = _field(resource_spans, "resource", "resource") or {}
-        _expect(resource_obj, dict, "object", f"{where_r}.resource")
-        resource = _json_attributes(resource_obj, f"{where_r}.resource")
+        scopes = []  # the envelope first: an error in it is the whole payload's
         for s, scope_spans in enumerate(
             _list(resource_spans, "scopeSpans", "scope_spans", where_r)
         ):
             where_s = f"{where_r}.scopeSpans[{s}]"
             _expect(scope_spans, dict, "object", where_s)
-            for i, span in enumerate(_list(scope_spans, "spans", "spans", where_s)):
-                spans.append(_json_span(span, resource, f"{where_s}.spans[{i}]"))
-    return spans
+            scopes.append((where_s, scope_spans, _list(scope_spans, "spans", "spans", where_s)))
+        resource: Attributes = {}
+        unreadable: TraceDecodeError | None = None
+        try:
+            resource_obj = _field(resource_spans, "resource", "resource") or {}
+            _expect(resource_obj, dict, "object", f"{where_r}.resource")
+            resource = _json_attributes(resource_obj, f"{where_r}.resource")
+        except TraceDecodeError as exc:  # the spans under it are set apart
+            unreadable = exc
+        for where_s, scope_spans, items in scopes:
+            for i, span in enumerate(items):
+                try:
+                    if unreadable is not None:
+                        raise unreadable
+                    spans.append(_json_span(span, resource, f"{where_s}.spans[{i}]"))
+                except TraceDecodeError as exc:
+                    alone = _json_alone(resource_spans, scope_spans, span)
+                    invalid.append(InvalidSpan(exc.reason, exc.detail, alone))
+    return Decoded(spans, invalid)
+
+
+def _json_alone(resource_spans: dict[str, Any], scope_spans: dict[str, Any], span: Any) -> bytes:
+    """One span of an OTLP/JSON request as a request of its own, its resource and scope
+    (and their other fields) kept: ASCII JSON, the same bytes for the same span."""
+    scope = {k: v for k, v in scope_spans.items() if k != "spans"}
+    scope["spans"] = [span]
+    resource = {k: v for k, v in resource_spans.items() if k not in ("scopeSpans", "scope_spans")}
+    resource["scopeSpans"] = [scope]
+    return json.dumps({"resourceSpans": [resource]}).encode("ascii")
 
 
 def _json_span(span: Any, resource: Attributes, where: str) -> Span:
@@ -356,14 +475,28 @@ def _hex_id(
     try:
         raw = bytes.fromhex(value)
     except ValueError:
-        raise TraceDecodeError("invalid_value", f"{where}.{camel}: expected hex") from None
-    if len(raw) != size or (required and not any(raw)):
-        raise TraceDecodeError(
-            "invalid_value", f"{where}.{camel}: expected {2 * size} hex characters, not zero"
-        )
+        raw = b""
+    if len(raw) != size:
+        raise TraceDecodeError("invalid_value", f"{where}.{camel}: {_hex_problem(value, size)}")
     if not any(raw):
+        if required:
+            raise TraceDecodeError(
+                "invalid_value", f"{where}.{camel}: all zero (an id has a non-zero digit)"
+            )
         return None
     return raw.hex()
+
+
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+
+def _hex_problem(value: str, size: int) -> str:
+    """Why ``value`` is not an id of ``size`` bytes in hex: not hex, or how many hex
+    characters it has; never the value itself."""
+    digits = sum(c in _HEX_DIGITS for c in value)
+    if digits + sum(c.isspace() for c in value) != len(value):  # fromhex skips whitespace
+        return f"not hex (expected {2 * size} hex characters)"
+    return f"{digits} hex characters, expected {2 * size}"
 
 
 def _json_attributes(obj: dict[str, Any], where: str) -> Attributes:

@@ -18,6 +18,7 @@ import pytest
 from service.api.trace_ingest import EMITTED_PREFIX, Backpressure
 from service.runtime.process import IngestUnavailable
 from service.state import StateError
+from service.traces.otlp import InvalidSpan
 from service.traces.spans import Span
 from tests.service.api.test_trace_durability import (
     SETTLE_S,
@@ -198,4 +199,48 @@ def test_a_refused_request_keeps_nothing_and_its_retry_writes_its_letter_once(
     clocks.advance(SETTLE_S)
     assert second.ingest.tick() == 1
     assert second.capture.events == [_expected_event(a)]
+    second.crash()
+
+
+def test_an_unreadable_span_is_counted_in_the_checkpoint_that_stores_its_requests_spans(
+    tmp_path: Path, traces: Traces, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request's unreadable span (OTLP partial success: the route answers 200 for the rest)
+    is written and counted in the one checkpoint that stores the request's readable spans:
+    when that checkpoint fails nothing is held and the letter is on disk once; the retry
+    holds the spans and counts the letter once; a crash before the trace settles keeps both."""
+    clocks = Clocks()
+    (a, a_kids, a_root), _, _ = traces
+    where = "resourceSpans[0].scopeSpans[0].spans[3].traceId"
+    unreadable = InvalidSpan("invalid_value", f"{where}: 4 hex characters, expected 32",
+                             b'{"resourceSpans": []}')  # fmt: skip
+    process = Process(tmp_path, clocks)
+    store = process.runtime.state
+    real = store.checkpoint
+
+    def full(updates: Any) -> None:
+        raise StateError(f"cannot write state file {store.label}: the disk is full")
+
+    monkeypatch.setattr(store, "checkpoint", full)
+    with pytest.raises(IngestUnavailable):
+        process.ingest.receive(a_kids + a_root, [unreadable])
+    assert len(process.ingest.assembler) == 0 and process.pending() == []
+    assert [row["reason"] for row in process.dead_letters(tmp_path)] == ["invalid_value"]
+    monkeypatch.setattr(store, "checkpoint", real)
+    assert process.ingest.receive(a_kids + a_root, [unreadable]) == []  # the retry
+    assert [row["reason"] for row in process.dead_letters(tmp_path)] == ["invalid_value"]
+    assert _dead(process, "invalid_value") == 1
+    process.crash()  # before the trace settled
+    second = Process(tmp_path, clocks)  # the retry's checkpoint: its spans and the count
+    totals = second.runtime.engine.totals
+    # the letter once; its repeat by the retry a duplicate, as on /v1/events
+    assert (totals.consumed, totals.duplicates, totals.dead_lettered) == (
+        2, 1, {"invalid_value": 1},
+    )  # fmt: skip
+    assert len(second.ingest.assembler) == 1
+    clocks.advance(SETTLE_S)
+    assert second.ingest.tick() == 1
+    assert second.capture.events == [_expected_event(a)]
+    totals = second.runtime.engine.totals
+    assert totals.consumed == totals.processed + totals.duplicates + 1 == 3
     second.crash()

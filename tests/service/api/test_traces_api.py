@@ -22,7 +22,10 @@ from google.rpc.status_pb2 import Status
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -32,11 +35,14 @@ from opentelemetry.trace import Tracer
 from service.api import listen
 from service.api.app import create_app
 from service.api.serving import server_config
+from service.api.trace_routes import partial_success
 from service.events import Answer, QueryLogEvent, Retrieval, RetrievedPassage, User
 from service.pipeline import Batch
 from service.runtime.process import Runtime
 from service.settings import Settings, load_settings
-from service.traces.otlp import decode_protobuf, encode_json
+from service.traces.assembly import Rejected
+from service.traces.otlp import InvalidSpan, decode_protobuf, encode_json
+from service.traces.spans import Span
 from tests.ports import free_port
 
 TOKEN = "t0ken-for-traces"
@@ -406,6 +412,124 @@ def test_partial_success_reports_a_cut_attribute_in_both_encodings(
     }
     dlq = [json.loads(line) for line in (tmp_path / "goldwatch.dlq.jsonl").open()]
     assert [row["reason"] for row in dlq].count("attribute_too_large") == 3
+
+
+JSON, PROTOBUF = "application/json", "application/x-protobuf"
+
+
+def _with_a_bad_span(payload: bytes, media: str, keep: bool = True) -> bytes:
+    """The SDK's request of one 3-span trace (``payload``) with a fourth span in the same
+    scope, ``spans[3]``: a copy of the first with ``traceId`` ``"abcd"`` (the trial's span; 2
+    bytes in protobuf) and its own span id. Without ``keep``, the bad span alone
+    (``spans[0]``)."""
+    if media == JSON:
+        body = json.loads(encode_json(decode_protobuf(payload)))
+        spans = body["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        bad = {**spans[0], "traceId": "abcd", "spanId": "ab" * 8}
+        spans[:] = [*spans, bad] if keep else [bad]
+        return json.dumps(body).encode()
+    request = ExportTraceServiceRequest.FromString(payload)
+    spans = request.resource_spans[0].scope_spans[0].spans
+    assert len(spans) == 3
+    added = spans.add()
+    added.CopyFrom(spans[0])
+    added.trace_id, added.span_id = b"\xab\xcd", b"\xab" * 8
+    if not keep:
+        del spans[:3]
+    return request.SerializeToString()
+
+
+@pytest.mark.parametrize("media", [JSON, PROTOBUF])
+def test_an_unreadable_span_is_dead_lettered_and_the_rest_of_its_request_kept(
+    server: Server, tmp_path: Path, media: str
+) -> None:
+    """A trial's request: a valid 3-span trace and a span with ``traceId: "abcd"``. Before:
+    400 for the whole request (which exporters do not retry: the valid trace was lost), one
+    ``invalid_value`` dead letter. Now OTLP's partial success: the trace becomes its event,
+    the bad span one dead letter, 200 with ``rejectedSpans`` 1 and its position, never the
+    id. A request with no readable span, or whose envelope cannot be read, still gets 400."""
+    payload, trace_id = _sdk_request()
+    response = server.post(_with_a_bad_span(payload, media), media)
+    assert response.status_code == 200 and response.headers["content-type"] == media
+    where = "resourceSpans[0].scopeSpans[0].spans[3].traceId"
+    said = "4 hex characters, expected 32" if media == JSON else "2 bytes, expected 16"
+    message = f"spans dead-lettered: invalid_value (1); unreadable spans: {where}: {said}"
+    if media == JSON:
+        assert response.json() == {
+            "partialSuccess": {"rejectedSpans": "1", "errorMessage": message}
+        }
+    else:
+        answer = ExportTraceServiceResponse.FromString(response.content)
+        assert answer.partial_success.rejected_spans == 1
+        assert answer.partial_success.error_message == message
+    assert b"abcd" not in response.content and b"\xab\xcd" not in response.content
+    (event,) = server.wait_for(1)
+    assert event == _expected(trace_id, "b" * 32, "c" * 32, "d" * 32)[trace_id]
+    assert event.question == "What is the refund window?"
+    (row,) = [json.loads(line) for line in (tmp_path / "goldwatch.dlq.jsonl").open()]
+    assert (row["reason"], row["detail"]) == ("invalid_value", f"{where}: {said}")
+    letter = base64.b64decode(row["value_b64"])  # the span alone, in the request's encoding
+    if media == JSON:
+        (alone,) = json.loads(letter)["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        assert alone["traceId"] == "abcd"
+    else:
+        request = ExportTraceServiceRequest.FromString(letter)
+        (alone,) = request.resource_spans[0].scope_spans[0].spans
+        assert alone.trace_id == b"\xab\xcd"
+    # no span readable: 400 (google.rpc.Status INVALID_ARGUMENT), the span dead-lettered
+    # alone as above; an envelope that cannot be read: 400, dead-lettered whole
+    payload, _ = _sdk_request()
+    unreadable = server.post(_with_a_bad_span(payload, media, keep=False), media)
+    garbage = server.post(b"{not json" if media == JSON else payload[:-7], media)
+    statuses = [
+        unreadable.json() if media == JSON else _status(Status.FromString(unreadable.content)),
+        garbage.json() if media == JSON else _status(Status.FromString(garbage.content)),
+    ]
+    assert (unreadable.status_code, garbage.status_code) == (400, 400)
+    assert statuses[0] == {"code": 3, "message": message.replace("spans[3]", "spans[0]")}
+    envelope = "not_json" if media == JSON else "not_protobuf"
+    assert statuses[1]["code"] == 3 and statuses[1]["message"].startswith(f"{envelope}:")
+    assert b"abcd" not in unreadable.content and b"\xab\xcd" not in unreadable.content
+    rows = [json.loads(line) for line in (tmp_path / "goldwatch.dlq.jsonl").open()]
+    assert [r["reason"] for r in rows] == ["invalid_value", "invalid_value", envelope]
+    # counted where every dead letter is: consumed = processed + duplicates + dead letters
+    totals = httpx.get(server.base + "/v1/status").json()["totals"]
+    assert (totals["consumed"], totals["processed"], totals["duplicates"]) == (4, 1, 0)
+    assert totals["dead_lettered"] == {"invalid_value": 2, envelope: 1}
+    metrics = httpx.get(server.base + "/metrics").text
+    for line in (
+        'goldwatch_events_dead_lettered_total{reason="invalid_value",source="http"} 2.0',
+        'goldwatch_trace_spans_rejected_total{reason="invalid_value"} 2.0',
+        f'goldwatch_trace_payloads_rejected_total{{reason="{envelope}"}} 1.0',
+        'goldwatch_trace_payloads_rejected_total{reason="invalid_value"} 0.0',
+        "goldwatch_trace_spans_received_total 5.0",  # 3 + 1, then the unreadable one
+    ):
+        assert line in metrics, line
+
+
+def test_partial_success_lists_the_first_unreadable_positions_and_counts_every_reason() -> None:
+    """Many unreadable spans: every one counted, the first three positions named (the message
+    stays short for a batch of 512); dropped by assembly and unreadable add up."""
+    invalid = [InvalidSpan("wrong_type" if i % 2 else "invalid_value",
+                           f"resourceSpans[0].scopeSpans[0].spans[{i}].name: expected string",
+                           b"{}") for i in range(5)]  # fmt: skip
+    late = Rejected("a" * 32, "late_span", "late", (_span(), _span()))
+    answer = partial_success([late], invalid).partial_success
+    assert answer.rejected_spans == 7
+    assert answer.error_message == (
+        "spans dead-lettered: invalid_value (3), late_span (2), wrong_type (2); unreadable "
+        "spans (3 of 5 listed): resourceSpans[0].scopeSpans[0].spans[0].name: expected "
+        "string; resourceSpans[0].scopeSpans[0].spans[1].name: expected string; "
+        "resourceSpans[0].scopeSpans[0].spans[2].name: expected string"
+    )
+
+
+def _span() -> Span:
+    return Span("a" * 32, "b" * 16, None, "s", 1, 2)
+
+
+def _status(status: Status) -> dict[str, Any]:
+    return {"code": status.code, "message": status.message}
 
 
 def encode_spans_request(spans: list[Any]) -> bytes:

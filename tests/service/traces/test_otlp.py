@@ -8,12 +8,21 @@ import json
 import pytest
 from google.protobuf.json_format import MessageToDict
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from service.traces.otlp import TraceDecodeError, decode_json, decode_protobuf, encode_json
+from service.traces.otlp import (
+    TraceDecodeError,
+    decode_json,
+    decode_json_request,
+    decode_protobuf,
+    decode_protobuf_request,
+    encode_json,
+)
 from service.traces.spans import Span, SpanEvent
 
 
@@ -230,3 +239,170 @@ def test_encode_json_round_trips_for_dead_letters() -> None:
         1,
     )
     assert decode_json(encode_json([*spans, odd])) == [*spans, odd]
+
+
+# --- per-span validation: a readable envelope keeps its readable spans ----------------------
+
+
+def _valid(n: int) -> list[dict]:
+    """``n`` valid OTLP/JSON spans of trace :data:`TRACE` (the first is the root)."""
+    return [
+        {"traceId": TRACE, "spanId": f"{i + 1:016x}", "name": f"s{i}",
+         **({"parentSpanId": "0" * 15 + "1"} if i else {})}
+        for i in range(n)
+    ]  # fmt: skip
+
+
+def test_json_request_keeps_the_valid_spans_and_sets_the_bad_one_apart() -> None:
+    """The trial's request: a valid 3-span trace and a span with ``traceId: "abcd"``."""
+    bad = {"traceId": "abcd", "spanId": "ab" * 8, "name": "bad",
+           "attributes": [{"key": "k", "value": {"stringValue": "secret text"}}]}  # fmt: skip
+    decoded = decode_json_request(_request_of([*_valid(3), bad]))
+    assert [s.name for s in decoded.spans] == ["s0", "s1", "s2"]
+    assert decoded.spans[0].resource == {"service.name": "svc"}
+    (invalid,) = decoded.invalid
+    assert invalid.reason == "invalid_value"
+    assert invalid.detail == (
+        "resourceSpans[0].scopeSpans[0].spans[3].traceId: 4 hex characters, expected 32"
+    )
+    # the dead letter's bytes: the span alone with its resource and scope, as sent
+    alone = json.loads(invalid.payload)
+    assert alone == {"resourceSpans": [{
+        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "svc"}}]},
+        "scopeSpans": [{"scope": {"name": "x"}, "spans": [bad]}],
+    }]}  # fmt: skip
+    with pytest.raises(TraceDecodeError) as caught:  # all or none: the first bad span
+        decode_json(_request_of([*_valid(3), bad]))
+    assert (caught.value.reason, caught.value.detail) == (invalid.reason, invalid.detail)
+
+
+def _request_of(spans: list) -> bytes:
+    body = json.loads(_request({}))
+    body["resourceSpans"][0]["scopeSpans"][0]["spans"] = spans
+    return json.dumps(body).encode()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason", "said"),
+    [
+        ("traceId", "abcd", "invalid_value", "traceId: 4 hex characters, expected 32"),
+        ("traceId", TRACE[:31], "invalid_value", "traceId: 31 hex characters, expected 32"),
+        ("traceId", "zz" * 16, "invalid_value", "traceId: not hex (expected 32 hex characters)"),
+        ("traceId", "0" * 32, "invalid_value", "traceId: all zero (an id has a non-zero digit)"),
+        ("traceId", 7, "wrong_type", "traceId: expected hex string"),
+        ("traceId", None, "invalid_value", "traceId: missing"),
+        ("spanId", "abcd", "invalid_value", "spanId: 4 hex characters, expected 16"),
+        ("spanId", "0" * 16, "invalid_value", "spanId: all zero (an id has a non-zero digit)"),
+        ("parentSpanId", "abc", "invalid_value", "parentSpanId: 3 hex characters, expected 16"),
+        ("parentSpanId", "0" * 8, "invalid_value", "parentSpanId: 8 hex characters, expected 16"),
+        ("startTimeUnixNano", "-1", "invalid_value", "startTimeUnixNano: integer out of range"),
+        ("endTimeUnixNano", "soon", "wrong_type", "endTimeUnixNano: expected integer or integer"),
+        ("name", ["secret text"], "wrong_type", "name: expected string"),
+        ("status", {"code": "secret text"}, "wrong_type", "status.code: expected integer"),
+        ("events", [{"name": "e", "timeUnixNano": 1.5}], "wrong_type",
+         "events[0].timeUnixNano: expected integer or integer string"),
+        ("attributes", [{"key": "n", "value": {"intValue": "secret text"}}], "wrong_type",
+         "attributes[0].value.intValue: expected integer or integer string"),
+    ],
+)  # fmt: skip
+def test_json_span_errors_say_what_is_wrong_not_the_value(
+    field: str, value: object, reason: str, said: str
+) -> None:
+    span = {**_valid(2)[1], field: value}
+    if value is None:
+        del span[field]
+    decoded = decode_json_request(_request_of([*_valid(1), span]))
+    assert [s.name for s in decoded.spans] == ["s0"]
+    (invalid,) = decoded.invalid
+    assert invalid.reason == reason
+    assert invalid.detail.startswith(f"resourceSpans[0].scopeSpans[0].spans[1].{said}")
+    assert "secret" not in invalid.detail and "abcd" not in invalid.detail
+    assert "zz" not in invalid.detail and "not zero" not in invalid.detail
+
+
+def test_json_zero_or_empty_parent_is_a_root() -> None:
+    root = {**_valid(1)[0], "parentSpanId": "0" * 16}
+    (decoded,) = decode_json_request(_request_of([root])).spans
+    assert decoded.is_root
+
+
+def test_json_span_not_an_object_and_an_unreadable_resource() -> None:
+    """A span that is not an object is set apart alone; a resource that cannot be read sets
+    apart every span under it (each one letter), other resources' spans are kept."""
+    body = {"resourceSpans": [
+        {"resource": {"attributes": [{"key": "k", "value": {"intValue": "x"}}]},
+         "scopeSpans": [{"spans": _valid(2)}]},
+        {"scopeSpans": [{"spans": [_valid(1)[0], "secret text"]}]},
+    ]}  # fmt: skip
+    decoded = decode_json_request(json.dumps(body).encode())
+    assert [s.name for s in decoded.spans] == ["s0"]
+    assert [(i.reason, i.detail) for i in decoded.invalid] == [
+        ("wrong_type", "resourceSpans[0].resource.attributes[0].value.intValue: expected "
+                       "integer or integer string"),
+        ("wrong_type", "resourceSpans[0].resource.attributes[0].value.intValue: expected "
+                       "integer or integer string"),
+        ("wrong_type", "resourceSpans[1].scopeSpans[0].spans[1]: expected object"),
+    ]  # fmt: skip
+    assert json.loads(decoded.invalid[2].payload)["resourceSpans"][0]["scopeSpans"] == [
+        {"spans": ["secret text"]}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason", "where"),
+    [
+        (b"\xff\xfe", "not_utf8", "UTF-8"),
+        (b"{", "not_json", "JSON"),
+        (b"[]", "wrong_type", "$"),
+        (b'{"resourceSpans": {}}', "wrong_type", "$.resourceSpans"),
+        (b'{"resourceSpans": [3]}', "wrong_type", "resourceSpans[0]"),
+        (b'{"resourceSpans": [{"scopeSpans": {}}]}', "wrong_type", "resourceSpans[0].scopeSpans"),
+        (b'{"resourceSpans": [{"scopeSpans": [{"spans": {}}]}]}', "wrong_type",
+         "resourceSpans[0].scopeSpans[0].spans"),
+    ],
+)  # fmt: skip
+def test_json_envelope_errors_still_refuse_the_whole_payload(
+    payload: bytes, reason: str, where: str
+) -> None:
+    with pytest.raises(TraceDecodeError) as caught:
+        decode_json_request(payload)
+    assert caught.value.reason == reason and where in caught.value.detail
+
+
+def test_protobuf_request_keeps_the_valid_spans_and_sets_bad_ids_apart() -> None:
+    request = encode_spans(_sdk_spans())
+    spans = request.resource_spans[0].scope_spans[0].spans
+    good = len(spans)
+    template = ProtoSpan()
+    template.CopyFrom(spans[0])
+    for trace_id, span_id, parent in [
+        (b"\xab\xcd", b"\x01" * 8, b""),  # trace id too short
+        (bytes(16), b"\x02" * 8, b""),  # trace id all zero
+        (b"\x05" * 16, b"\x03" * 7, b""),  # span id too short
+        (b"\x05" * 16, bytes(8), b""),  # span id all zero
+        (b"\x05" * 16, b"\x04" * 8, bytes(4)),  # parent neither empty, zero nor 8 bytes
+        (b"\x05" * 16, b"\x06" * 8, bytes(8)),  # a zero parent: a root, kept
+    ]:
+        span = spans.add()
+        span.CopyFrom(template)
+        span.trace_id, span.span_id, span.parent_span_id = trace_id, span_id, parent
+    decoded = decode_protobuf_request(request.SerializeToString())
+    assert len(decoded.spans) == good + 1 and decoded.spans[-1].is_root
+    where = "resourceSpans[0].scopeSpans[0].spans"
+    assert [(i.reason, i.detail) for i in decoded.invalid] == [
+        ("invalid_value", f"{where}[{good}].traceId: 2 bytes, expected 16"),
+        ("invalid_value", f"{where}[{good + 1}].traceId: all zero (an id has a non-zero byte)"),
+        ("invalid_value", f"{where}[{good + 2}].spanId: 7 bytes, expected 8"),
+        ("invalid_value", f"{where}[{good + 3}].spanId: all zero (an id has a non-zero byte)"),
+        ("invalid_value", f"{where}[{good + 4}].parentSpanId: 4 bytes, expected 8"),
+    ]
+    # the dead letter's bytes: a request holding the span alone, its resource and scope kept
+    alone = ExportTraceServiceRequest.FromString(decoded.invalid[0].payload)
+    (resource_spans,) = alone.resource_spans
+    assert resource_spans.resource == request.resource_spans[0].resource
+    (scope_spans,) = resource_spans.scope_spans
+    assert scope_spans.scope == request.resource_spans[0].scope_spans[0].scope
+    assert [s.trace_id for s in scope_spans.spans] == [b"\xab\xcd"]
+    with pytest.raises(TraceDecodeError) as caught:  # all or none: the first bad span
+        decode_protobuf(request.SerializeToString())
+    assert caught.value.detail == decoded.invalid[0].detail
