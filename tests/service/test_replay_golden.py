@@ -159,6 +159,19 @@ later one late), so the history the per-test alpha is spread over starts at the 
 time instead of the first's: the six ``alpha`` values of the drift comparisons move in the
 fourth digit (1.8225e-06 → 1.8201e-06, 3.6451e-06 → 3.6401e-06), nothing else; the demo's
 golden is unchanged.
+Both rewritten in the twentieth session for one meant change: harvest's ``coverage_gap``
+follows the last ``harvest.gap_window`` (1,000) live events and is relative as well as
+absolute (live share ≥ 2 × gold share, and its 95 % Wilson lower bound − gold share ≥
+``min_gap``; the bound difference is the suggestion's ``gap``). Checked field for field: only
+``gold_candidates`` and the suggestions moved. Demo: suggestions 514 → 372, ``coverage_gap``
+446 → 163 — English (the majority language, 0.102 over its gold share in all) carries none,
+Hinglish (the log's planted rise from 8 % to 35 % against a 13.6 % gold share) carries it at
+about 0.185; 144 of the 204 suggestions gone were English questions whose only reason it was;
+``acl_violation`` 13 → 12, ``negative_feedback`` 79 → 78, ``refused`` 135 → 136 as one
+cluster is now led by a later wording. Production-shaped: the reasons and the set of
+suggestions unchanged; their priorities and order moved (gaps are now lower bounds: the
+``novel`` topic 0.189 → 0.159; English topics' small positive gaps, 0.009 and 0.005, fail
+the ratio test and are 0).
 """
 
 from __future__ import annotations
@@ -323,9 +336,15 @@ def test_production_shaped_replay_report_and_suggestions_match_e500539(tmp_path:
 #: 5,000 events) and ``recent_kept_out_share`` 0.0; the suggestions unchanged. Then for the
 #: first events waiting for ``ahead_confirm`` before they start the watermark (module
 #: docstring): the two reference comparisons' ``alpha`` 1.39759e-05 → 1.39729e-05, nothing else.
+#: Re-pinned by the twentieth session for harvest's ``coverage_gap`` over a recent window,
+#: relative and absolute (module docstring; field-for-field diff against the former pin's
+#: output): only ``gold_candidates`` and the suggestions moved — coverage_gap 3,150 → 3,148,
+#: novel 2,898 → 2,896, answered_out_of_scope 3,821 → 3,824, refused 567 → 566,
+#: negative_feedback 346 → 345 (low_confidence 1,046), and 384 of the 5,000 held suggestions
+#: (the priorities, so the eviction order, moved).
 PRODUCTION_20K_DIGESTS = (
-    "9bffffac3374e45548f659fc8b1582a25a3c5d3cd3633aa7b3d5c488cb7e3e13",
-    "acb26888879fcad007d0f3f4330b1b4f23c4cbd7e1a59e758b1c55b59683126e",
+    "733d7feb84b82b6488a4091e6b23c197263a7fcf05d273e2d34e5024af8632ff",
+    "f8b3f0d7381d207f5947498ec99c96667ad95979048590a2275b589988ac7f04",
 )
 
 
