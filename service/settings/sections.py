@@ -335,7 +335,11 @@ class DriftSettings(_Frozen):
             ones are kept out of the drift windows and counted as ``future``.
         max_ahead_s: seconds an event may be stamped ahead of the newest event time so far
             (the watermark) before it is held and counted as ``ahead`` instead of moving the
-            watermark, so one skewed clock cannot make every later event late.
+            watermark, so one skewed clock cannot make every later event late. A skew
+            smaller than it (local time stamped as UTC: 1–8 h) still moves the watermark and
+            makes the events after it late (a trial's one event 5.5 h ahead kept 55 % out);
+            lower it towards the longest pause your traffic really has — below that, every
+            event after a pause waits for ``ahead_confirm`` others before it counts.
         ahead_confirm: held events within ``max_ahead_s`` of one another that confirm traffic
             really jumped (it resumed after a gap): they are then added and time moves on.
             The first events likewise wait until this many form a run with steps of at most
