@@ -3,8 +3,8 @@ the poll loop's checkpoint (on a worker thread, waiting cooperatively) before co
 revoked partitions, so what was processed since the last checkpoint is committed, not read
 again by the next owner. kafka-python is stood in for by a source that runs the listener (with
 asyncio in place of kafka-python's selector) while the consumer thread waits in ``poll``, as
-kafka-python 3 does. The same against a real broker with two members:
-test_kafka_source.py (``kafka`` marker)."""
+kafka-python 3 does. Two loops in one group on a real broker: test_loop.py
+(``test_a_member_joining_mid_stream_makes_no_event_count_twice``, ``kafka`` marker)."""
 
 from __future__ import annotations
 
