@@ -148,8 +148,8 @@ class Source(Protocol):
     Optional capabilities are the small protocols below; the loop and the runtime check them
     with ``isinstance`` (they are ``runtime_checkable``) and fall back as noted on each:
     :class:`SyncsDeadLetters`, :class:`HoldsDeadLetters`, :class:`Finite`,
-    :class:`TracksTopicIds`, :class:`MarksFailure`, :class:`ExplainsNotReady`,
-    :class:`Assigned`, :class:`WritesDeadLetterFile`.
+    :class:`TracksTopicIds`, :class:`CheckpointsOnRevoke`, :class:`MarksFailure`,
+    :class:`ExplainsNotReady`, :class:`Assigned`, :class:`WritesDeadLetterFile`.
     """
 
     name: str
@@ -231,6 +231,19 @@ class TracksTopicIds(Protocol):
 
     def restart_topics(self, topics: Iterable[str]) -> None:
         """Read ``topics`` again from offset 0 (they were re-created)."""
+        ...
+
+
+@runtime_checkable
+class CheckpointsOnRevoke(Protocol):
+    """A consumer-group member that has the poll loop checkpoint before its partitions are
+    revoked, so offsets of everything processed are committed before the next owner reads
+    them (Kafka). Without it, a revocation commits only what the last checkpoint stored."""
+
+    def checkpoint_on_revoke(self, checkpoint: Callable[[], None] | None) -> None:
+        """Run ``checkpoint`` (blocking; on another thread than the consumer thread, which
+        waits in the source meanwhile) at each revocation, before committing; ``None``
+        unhooks it."""
         ...
 
 

@@ -11,6 +11,15 @@ counted and logged, never raised: the next owner replays, and duplicates are rem
 downstream by ``event_id``. Revoked partitions get their processed offsets committed by
 :class:`~consumers.rebalance.CommitOnRevoke`, unless :meth:`KafkaSource.mark_failed` was called.
 
+Rebalances: the poll loop registers its checkpoint with :meth:`KafkaSource.checkpoint_on_revoke`;
+a revocation then runs it (on a worker thread, while the consumer thread waits inside
+kafka-python's ``poll`` or ``close``) before committing, so every message processed on a
+revoked partition is checkpointed and committed before the next owner reads it: nothing is
+counted twice or lost (see :mod:`consumers.rebalance`; a timed-out checkpoint falls back to
+at least once). While it runs, :meth:`KafkaSource.commit` only stores (the listener commits the
+revoked partitions, the next due commit the others). :meth:`KafkaSource.poll` never hands out a
+record of a partition no longer assigned (kafka-python drops them too).
+
 Dead letters: ``dead_letter`` queues them in this process and ``sync_dead_letters`` (called
 by the poll loop before every checkpoint, hence before every commit) hands them to the DLQ
 producer and waits for the acknowledgements, so a checkpoint costs one DLQ produce request
@@ -78,7 +87,7 @@ from consumers.base import (
 from consumers.checkpoint import Checkpoint
 from consumers.errors import DeadLetterError, SourceUnavailable
 from consumers.lag import LagSampler
-from consumers.rebalance import CommitOnRevoke, PartitionHook, to_kafka_offsets
+from consumers.rebalance import CommitOnRevoke, PartitionHook, RevokeCheckpoint, to_kafka_offsets
 from service.settings.kafka import KafkaSourceConfig
 
 log = logging.getLogger(__name__)
@@ -403,6 +412,8 @@ class KafkaSource:
         #: whether a change of them calls for subscribing again (see _note_partitions)
         self._partitions_seen: frozenset[int] | None = None
         self._resubscribe_due = False
+        #: revoke checkpoints running now: commits wait (see checkpoint_on_revoke)
+        self._holding_commits = 0
         self._user_on_assign = on_assign
         try:
             self._consumer = KafkaConsumer(**consumer_kwargs(config))
@@ -415,6 +426,7 @@ class KafkaSource:
             lambda: self._failed,
             self._on_assigned,
             on_revoke,
+            revoke_timeout_s=config.revoke_timeout_ms() / 1000,
         )
         self._consumer.subscribe([config.topic], listener=self._listener)
         log.info(
@@ -445,12 +457,33 @@ class KafkaSource:
                 log.warning("poll failed (retriable): %r", exc)
                 return []
             raise SourceUnavailable(f"poll failed: {exc!r}") from exc
-        messages = partition_runs(batches.values())
+        assigned = self._listener.assigned()
+        messages = partition_runs(records for tp, records in batches.items()
+                                  if (tp.topic, tp.partition) in assigned)  # fmt: skip
         if messages:
             self._last_ok = time.monotonic()
         self._maybe_probe()
         self._follow_partitions()
         return messages
+
+    def checkpoint_on_revoke(self, checkpoint: RevokeCheckpoint | None) -> None:
+        """Have a revocation run ``checkpoint`` (the poll loop's, which hands this source its
+        processed messages through :meth:`commit`) before the revoked partitions' offsets are
+        committed and forgotten; ``None`` unhooks it. The listener runs it on a worker thread
+        and waits for it at most ``revoke_checkpoint_timeout_ms`` (see
+        :mod:`consumers.rebalance`); meanwhile :meth:`commit` stores without committing."""
+        if checkpoint is None:
+            self._listener.set_revoke_checkpoint(None)
+            return
+
+        def holding_commits() -> None:
+            self._holding_commits += 1
+            try:
+                checkpoint()
+            finally:
+                self._holding_commits -= 1
+
+        self._listener.set_revoke_checkpoint(holding_commits)
 
     def _on_assigned(self, keys: list[tuple[str, int]]) -> None:
         """Assignment hook (kafka-python's I/O thread): when the topic's partition set in
@@ -592,8 +625,10 @@ class KafkaSource:
     def commit(self, messages: Sequence[RawMessage], force: bool = False) -> None:
         """Store the offsets of processed ``messages``; commit ``last + 1`` when due.
 
-        A commit happens when ``commit_interval_s`` passed since the last one, or ``force``.
-        Messages of partitions no longer assigned are skipped (their new owner replays them).
+        A commit happens when ``commit_interval_s`` passed since the last one, or ``force``,
+        except while a revoke checkpoint runs (see :meth:`checkpoint_on_revoke`): then the
+        offsets are only stored. Messages of partitions no longer assigned are skipped (their
+        new owner replays them).
         Kafka commit errors are counted and logged, never raised.
 
         :raises InvalidStoredOffset: an offset is not greater than one stored before.
@@ -612,7 +647,7 @@ class KafkaSource:
                 log.info(
                     "not storing %s[%d] offset=%d: partition revoked", topic, partition, offset
                 )
-        if force or self._checkpoint.due():
+        if (force or self._checkpoint.due()) and not self._holding_commits:
             self._commit_stored()
 
     def _commit_stored(self) -> None:
@@ -771,6 +806,9 @@ class KafkaSource:
             "commits": self.commits + self._listener.revoke_commits,
             "commit_failures": self.commit_failures + self._listener.revoke_commit_failures,
             "rebalances": self._listener.rebalances,
+            "revoke_checkpoints": self._listener.revoke_checkpoints,
+            "revoke_checkpoint_timeouts": self._listener.revoke_checkpoint_timeouts,
+            "revoke_checkpoint_failures": self._listener.revoke_checkpoint_failures,
             "dead_letters": self.dead_letters,
             "undecodable_batches": self.undecodable_batches,
             "topic_recreations": self.topic_recreations,

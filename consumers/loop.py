@@ -30,6 +30,13 @@ Guarantees:
   commits and closes the source within ``max_batch_wait_ms`` plus one batch.
 * After a crash (any exception) the source is marked failed (if it supports it) and closed
   without committing anything further.
+* Rebalances (sources with ``checkpoint_on_revoke``: Kafka): before partitions are revoked,
+  the source runs the loop's checkpoint (:meth:`_Loop.revoke_checkpoint`) on a worker thread
+  while the consumer thread waits inside the source's ``poll``/``close``; the loop's lock
+  serializes it with the consumer thread's steps, so a batch being handled is finished and
+  included. Everything processed on a revoked partition is thus checkpointed and its offset
+  committed before the next owner reads it (no double count at a rebalance). A failure of
+  that checkpoint is raised on the consumer thread at its next step, as if it had failed there.
 
 Counts are exact: ``consumed == processed + dead_lettered + duplicates + other drops``.
 """
@@ -52,6 +59,7 @@ from typing import Any, Protocol, runtime_checkable
 from prometheus_client import CollectorRegistry
 
 from consumers.base import (
+    CheckpointsOnRevoke,
     DeadLetter,
     Finite,
     HoldsDeadLetters,
@@ -313,18 +321,21 @@ class Capabilities:
     resumable: Resumable | None
     finite: Finite | None
     topic_ids: TracksTopicIds | None
+    revokes: CheckpointsOnRevoke | None = None
 
     @classmethod
     def of(cls, source: Source) -> Capabilities:
         """The capabilities of ``source``: :class:`~consumers.base.HoldsDeadLetters`,
         :class:`~consumers.base.SyncsDeadLetters`, :class:`Resumable`,
-        :class:`~consumers.base.Finite`, :class:`~consumers.base.TracksTopicIds`."""
+        :class:`~consumers.base.Finite`, :class:`~consumers.base.TracksTopicIds`,
+        :class:`~consumers.base.CheckpointsOnRevoke`."""
         return cls(
             holds=source if isinstance(source, HoldsDeadLetters) else None,
             syncs=source if isinstance(source, SyncsDeadLetters) else None,
             resumable=source if isinstance(source, Resumable) else None,
             finite=source if isinstance(source, Finite) else None,
             topic_ids=source if isinstance(source, TracksTopicIds) else None,
+            revokes=source if isinstance(source, CheckpointsOnRevoke) else None,
         )
 
 
@@ -346,6 +357,11 @@ class _Loop:
         self.last_checkpoint = self.last_status = time.monotonic()
         self.status: dict[str, Any] = {}
         self.can = Capabilities.of(source)
+        #: held by whoever changes the loop's state: the consumer thread for each step and
+        #: checkpoint, a revoke checkpoint's worker thread for its checkpoint
+        self.busy = threading.Lock()
+        #: what a revoke checkpoint raised, raised again on the consumer thread
+        self.revoke_failure: BaseException | None = None
 
     def pending_dead_letters(self) -> int:
         """Dead letters the source holds in memory, not yet durable (0 unless it
@@ -363,6 +379,8 @@ class _Loop:
         self.engine.restore()
         if self.can.holds is not None:
             self.engine.before_checkpoint = self.can.holds.sync_dead_letters
+        if self.can.revokes is not None:
+            self.can.revokes.checkpoint_on_revoke(self.revoke_checkpoint)
         resumable = self.can.resumable
         if resumable is not None and resumable.state_key:
             key = resumable.state_key
@@ -376,15 +394,46 @@ class _Loop:
         :func:`gc_paused` lets the collector run again).
         """
         messages = self.source.poll(self.config.max_batch_size, self.config.max_batch_wait_ms)
-        messages = self.drop_recreated(messages)
-        if messages:
-            self.handle(messages)
-        elif until_eof and (self.can.finite is None or self.can.finite.at_eof):
-            return False
-        else:
-            self.engine.idle()
-            self.maybe_checkpoint()
+        with self.busy:
+            self.raise_revoke_failure()
+            messages = self.drop_recreated(messages)
+            if messages:
+                self.handle(messages)
+            elif until_eof and (self.can.finite is None or self.can.finite.at_eof):
+                return False
+            else:
+                self.engine.idle()
+                self.maybe_checkpoint()
         return True
+
+    def revoke_checkpoint(self) -> None:
+        """The checkpoint a source runs before partitions are revoked (see the module
+        docstring): on the source's worker thread, after the consumer thread's current
+        batch or checkpoint (``busy``). Everything handled so far is then durable and its
+        offsets stored with the source; nothing after a failed one (see
+        :meth:`raise_revoke_failure`).
+
+        :raises Exception: whatever :meth:`checkpoint` raised (also kept for the consumer
+            thread).
+        """
+        with self.busy:
+            if self.revoke_failure is not None:
+                raise self.revoke_failure
+            try:
+                self.checkpoint()
+            except BaseException as exc:
+                self.revoke_failure = exc
+                raise
+
+    def raise_revoke_failure(self) -> None:
+        """Raise, on the consumer thread, what a revoke checkpoint raised (the loop then
+        stops as after any failed checkpoint).
+
+        :raises Exception: the revoke checkpoint's error, if there was one.
+        """
+        failure = self.revoke_failure
+        if failure is not None:
+            raise failure
 
     def drop_recreated(self, messages: list[RawMessage]) -> list[RawMessage]:
         """Check the source's topic ids (sources with ``topic_ids()``: Kafka) against the
@@ -485,9 +534,13 @@ class _Loop:
         self.sample_status()
 
     def detach(self) -> None:
-        """Unhook the source from the engine's checkpoints (the loop is ending). Dead letters
-        it still holds are lost with it: the engine is marked unsettled, so the next
-        :meth:`restore` reloads the last checkpoint and their batches are replayed."""
+        """Unhook the source from the engine's checkpoints and its revocations (the loop is
+        ending: closing the source revokes its partitions, and what the final checkpoint
+        stored is committed then). Dead letters it still holds are lost with it: the engine
+        is marked unsettled, so the next :meth:`restore` reloads the last checkpoint and
+        their batches are replayed."""
+        if self.can.revokes is not None:
+            self.can.revokes.checkpoint_on_revoke(None)
         source = self.source
         if isinstance(source, SyncsDeadLetters) and (
             source.sync_dead_letters == self.engine.before_checkpoint
@@ -596,7 +649,9 @@ def run(
             with gc_paused():
                 if not loop.step(until_eof):
                     break
-        loop.checkpoint(final=True)
+        with loop.busy:
+            loop.raise_revoke_failure()
+            loop.checkpoint(final=True)
     except BaseException:
         if isinstance(source, MarksFailure):
             source.mark_failed()

@@ -49,6 +49,7 @@ from typing import Any, Literal
 
 from consumers.base import (
     Assigned,
+    CheckpointsOnRevoke,
     DeadLetter,
     ExplainsNotReady,
     Finite,
@@ -433,6 +434,14 @@ class TraceSource:
         """Have the wrapped source read ``topics`` again from offset 0."""
         if isinstance(self.inner, TracksTopicIds):
             self.inner.restart_topics(topics)
+
+    def checkpoint_on_revoke(self, checkpoint: Callable[[], None] | None) -> None:
+        """The wrapped source's, when it has it (Kafka): the loop's checkpoint then runs
+        this source's :meth:`commit` before a revocation, storing each revoked partition's
+        offsets below its oldest open trace (the open traces are discarded at the next poll
+        and read again by the new owner)."""
+        if isinstance(self.inner, CheckpointsOnRevoke):
+            self.inner.checkpoint_on_revoke(checkpoint)
 
     def not_ready_reason(self) -> str | None:
         """The wrapped source's reason for not being ready, or ``None``."""

@@ -46,6 +46,11 @@ class KafkaSourceConfig(BaseModel):
             and offset also in the headers ``goldwatch.dlq.*``.
         commit_interval_s: seconds between offset commits (after a state checkpoint); 0
             commits after every batch.
+        revoke_checkpoint_timeout_ms: longest wait (ms) at a rebalance for the checkpoint of
+            what was processed on the revoked partitions before their offsets are committed;
+            at most half of ``max_poll_interval_ms`` (the group's rebalance timeout). Unset:
+            half of it, at most 60 s. On timeout the last checkpoint's offsets are committed
+            and the next owner replays the rest (at least once).
         lag_interval_s: seconds between consumer-lag measurements (``goldwatch_consumer_lag``).
         probe_interval_s: seconds between broker reachability probes (``/readyz``).
         probe_timeout_ms: timeout of one probe (ms).
@@ -81,6 +86,7 @@ class KafkaSourceConfig(BaseModel):
     request_timeout_ms: int = Field(30_000, gt=0)
     dlq_topic: str = ""
     commit_interval_s: float = Field(5.0, ge=0)
+    revoke_checkpoint_timeout_ms: int | None = Field(None, gt=0)
     lag_interval_s: float = Field(5.0, ge=0)
     probe_interval_s: float = Field(2.0, gt=0)
     probe_timeout_ms: int = Field(1_000, gt=0)
@@ -120,6 +126,14 @@ class KafkaSourceConfig(BaseModel):
     def _check(self) -> KafkaSourceConfig:
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise ValueError("heartbeat_interval_ms must be < session_timeout_ms")
+        if (
+            self.revoke_checkpoint_timeout_ms is not None
+            and self.revoke_checkpoint_timeout_ms > self.max_poll_interval_ms // 2
+        ):
+            raise ValueError(
+                "revoke_checkpoint_timeout_ms must be <= max_poll_interval_ms / 2 (the group's "
+                "rebalance timeout)"
+            )
         if self.sasl_password and self.sasl_password_file:
             raise ValueError("give sasl_password or sasl_password_file, not both")
         if self.ssl_password and self.ssl_password_file:
@@ -133,6 +147,13 @@ class KafkaSourceConfig(BaseModel):
                 "SASL needs sasl_mechanism, sasl_username and sasl_password (or sasl_password_file)"
             )
         return self
+
+    def revoke_timeout_ms(self) -> int:
+        """The revoke checkpoint's timeout (ms): ``revoke_checkpoint_timeout_ms``, or half of
+        ``max_poll_interval_ms`` capped at 60,000 (at least 1)."""
+        if self.revoke_checkpoint_timeout_ms is not None:
+            return self.revoke_checkpoint_timeout_ms
+        return max(1, min(60_000, self.max_poll_interval_ms // 2))
 
     @staticmethod
     def _secret(value: SecretStr | None, path: str | None, name: str) -> str | None:

@@ -543,6 +543,76 @@ def test_loop_over_a_real_broker_commits_everything_it_counted(
     assert (registry.get_sample_value("goldwatch_rebalances_total") or 0) >= 1
 
 
+@pytest.mark.kafka
+def test_a_member_joining_mid_stream_makes_no_event_count_twice(
+    kafka_broker: Any, make_topic: Any, source_config: Any, consumer_group: str
+) -> None:
+    """Two loops in one group, the second joining while the first has processed hundreds of
+    events it has not checkpointed (checkpoints are an hour apart): the revocation
+    checkpoints and commits them first, so between them every event counts once and every
+    dead letter is sent once (a new user's trial counted 3,450 of 3,004)."""
+    from consumers.kafka_source import KafkaSource
+    from tests.acceptance.conftest import read_topic
+
+    topic = make_topic(4)
+    first_half = [event(i) for i in range(600)] + [b"not json"] * 5
+    second_half = [event(i) for i in range(600, 1000)] + [b"not json"] * 5
+    total, valid = len(first_half) + len(second_half), 1000
+    kafka_broker.produce(topic, first_half)
+    # hour-long checkpoint and commit intervals: nothing is checkpointed before the revocation
+    config = PipelineConfig(max_batch_size=50, max_batch_wait_ms=100, commit_interval_s=3600,
+                            commit_every=1_000_000, status_interval_s=0)  # fmt: skip
+    source_settings = {"commit_interval_s": 3600.0, "max_poll_interval_ms": 20_000}
+    registries = [CollectorRegistry(), CollectorRegistry()]
+    stops = [threading.Event(), threading.Event()]
+    sources: list[Any] = []
+    reports: list[list[Report]] = [[], []]
+    errors: list[BaseException] = []
+
+    def member(i: int) -> None:
+        try:
+            source = KafkaSource(source_config(client_id=f"member-{i}", **source_settings))
+            sources.append(source)
+            metrics = build_metrics(registries[i], topics=[topic])
+            reports[i].append(run(source, pipeline(), StateStore.in_memory(), metrics, stops[i],
+                                  config=config))  # fmt: skip
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    def consumed(i: int) -> float:
+        value = registries[i].get_sample_value(
+            "goldwatch_events_consumed_total", {"source": "kafka"}
+        )
+        return value or 0.0
+
+    threads = [threading.Thread(target=member, args=(i,)) for i in range(2)]
+    threads[0].start()
+    try:
+        wait_for(lambda: consumed(0) >= len(first_half) or bool(errors), 90)
+        assert not errors and kafka_broker.committed(topic, consumer_group) == dict.fromkeys(
+            range(4)
+        )  # all of it processed, none of it committed
+        threads[1].start()  # joining revokes the first member's partitions
+        kafka_broker.produce(topic, second_half)
+        wait_for(lambda: consumed(0) + consumed(1) >= total or bool(errors), 120)
+    finally:
+        for stop in stops:
+            stop.set()
+        for thread in threads:
+            if thread.ident is not None:
+                thread.join(timeout=60)
+    assert not errors and not any(thread.is_alive() for thread in threads)
+    (first,), (second,) = reports
+    assert first.consumed + second.consumed == total
+    assert first.processed + second.processed == valid
+    assert first.dead_lettered_total + second.dead_lettered_total == 10
+    assert first.duplicates == second.duplicates == 0
+    assert len(read_topic(kafka_broker, f"{topic}.dlq")) == 10  # none sent twice
+    assert kafka_broker.committed(topic, consumer_group) == kafka_broker.end_offsets(topic)
+    status = sources[0].status()
+    assert status["revoke_checkpoints"] >= 1 and status["revoke_checkpoint_timeouts"] == 0
+
+
 class FlakyDeadLetters(FakeSource):
     """Its dead-letter destination fails ``failures`` times (a paused broker), then works."""
 
