@@ -248,6 +248,7 @@ class HarvestStage:
         self._order: dict[str, tuple[float, str, str]] = {}
         self._repository = next((s for s in self.sinks if isinstance(s, CandidateRepository)), None)
         self._last_flush = float("-inf")
+        self._idle_failed = float("-inf")  # when an idle turn's flush last failed
         self._pending: dict[str, Counter[str]] = self._empty_pending()
         self._active = frozenset(r for r in REASONS if config.weight(r) > 0)
         self._weights = {r: config.weight(r) for r in REASONS}
@@ -380,8 +381,17 @@ class HarvestStage:
 
     def idle(self) -> None:
         """No batch came (:meth:`service.pipeline.Pipeline.idle`): publish what is due, as
-        after a batch (:meth:`flush`, not forced)."""
+        after a batch (:meth:`flush`, not forced) — but at most once per
+        ``flush_interval_s`` (a failed flush leaves :meth:`flush` due at once, and idle turns
+        come about every second: a sink down on a quiet stream would be tried, under the
+        engine's lock, at each of them)."""
+        now = self.clock()
+        since = now - max(self._last_flush, self._idle_failed)
+        if not self._dirty or since < self.config.flush_interval_s:
+            return
         self.flush()
+        if self._dirty and self._last_flush != now:  # a sink failed: wait an interval
+            self._idle_failed = now
 
     def observe_shadow(self, result: ShadowResult) -> None:
         """Fold one finished shadow result in (module docstring); errors are ignored."""

@@ -303,6 +303,28 @@ def test_an_idle_pipeline_publishes_what_came_in_its_last_batch() -> None:
     assert [r["question"] for r in topic.records] == ["hostel fee refund", "bus timings"]
 
 
+def test_an_idle_turn_retries_a_failed_sink_once_per_interval() -> None:
+    """A review's case: a failed flush is due again at once, and idle turns come about every
+    second, so a sink down on a quiet stream was tried (under the engine's lock) at each."""
+    now = [0.0]
+
+    class Down:
+        calls = 0
+
+        def publish(self, records: Any) -> None:
+            Down.calls += 1
+            raise ConnectionError("down")
+
+    stage = HarvestStage(HarvestConfig(flush_interval_s=10.0), sinks=[Down()],
+                         clock=lambda: now[0])  # fmt: skip
+    stage.process(batch([event("e1", "hostel fee refund")], [REFUSED]))
+    assert Down.calls == 1
+    for second in range(1, 31):
+        now[0] = float(second)
+        stage.idle()
+    assert Down.calls == 4  # the batch's flush at 0, then idle turns at 1, 11 and 21 (of 30)
+
+
 def test_flush_writes_to_the_repository_only_records_its_snapshot_did_not() -> None:
     # the checkpoint's snapshot writes the repository the record of each changed suggestion
     # (so that it can rely on it); the last flush gives the other sinks every changed one but
