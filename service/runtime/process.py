@@ -65,6 +65,8 @@ MAX_BACKOFF_S = 30.0
 #: Waits between restarts of a failed consumer: 0.5, 1, 2, ... s, at most MAX_BACKOFF_S.
 RESTART_BACKOFF = Backoff(0.5, max_s=MAX_BACKOFF_S)
 LOCK_TIMEOUT_S = 5.0
+#: Seconds between the stages' idle turns when events come only over HTTP (no poll loop).
+IDLE_TURN_S = 1.0
 
 
 class EngineBusy(GoldwatchError, RuntimeError):
@@ -203,6 +205,7 @@ class Runtime:
         self.stop_event = threading.Event()
         self._source: Source | None = None
         self._thread: threading.Thread | None = None
+        self._idle_thread: threading.Thread | None = None
         self._finished = False
         self.last_error: str | None = None
         self._error_at = 0.0
@@ -210,10 +213,14 @@ class Runtime:
     # -- lifecycle -----------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the gold-set schedule and the consumer thread (no consumer thread for
-        ``source.kind: none``)."""
+        """Start the gold-set schedule and the consumer thread (for ``source.kind: none``,
+        where events come only over HTTP, a thread that gives the stages their idle turns
+        instead: :meth:`_idle_turns`)."""
         self.gold_runs.schedule(ready=lambda: self.ready()[0])
         if self.settings.source.kind == "none":
+            self._idle_thread = threading.Thread(target=self._idle_turns, name="goldwatch-idle")
+            self._idle_thread.daemon = True
+            self._idle_thread.start()
             return
         self._thread = threading.Thread(target=self._consume, name="goldwatch-consumer")
         self._thread.daemon = True
@@ -223,6 +230,8 @@ class Runtime:
         """Ask the loop to finish its batch, checkpoint, commit and close; wait ``timeout_s``."""
         self.stop_event.set()
         self.gold_runs.stop()
+        if self._idle_thread is not None:
+            self._idle_thread.join(timeout_s)
         if self._thread is not None:
             self._thread.join(timeout_s)
             if self._thread.is_alive():
@@ -255,6 +264,15 @@ class Runtime:
         if self.last_error is not None:
             return f"the consumer had failed and was not checkpointed since ({self.last_error})"
         return None
+
+    def _idle_turns(self) -> None:
+        """With no consumer thread (events only over HTTP), the stages' idle turn
+        (:meth:`~consumers.engine.Engine.idle`: harvesting publishes what
+        ``flush_interval_s`` made due) every :data:`IDLE_TURN_S` until stopped, as an empty
+        poll gives it with a source (a review: the last request's suggestions waited for the
+        next request or the shutdown)."""
+        while not self.stop_event.wait(IDLE_TURN_S):
+            self.engine.idle()
 
     def _consume(self) -> None:
         delays = RESTART_BACKOFF.delays()
