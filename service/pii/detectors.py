@@ -237,8 +237,14 @@ _DOT_WORD = re.compile(r"\bdot\b", re.IGNORECASE)
 #: A written-out ``at`` right after a :data:`_OBFUSCATED_EMAIL` match: its domain may be the
 #: name of the address that follows (:func:`_obfuscated_email`).
 _AT_AFTER = re.compile(_O_AT, re.IGNORECASE)
-#: A name of letters only (``me``, ``rahul``): a word of the sentence as likely as a name.
-_PLAIN_WORD = re.compile(r"[^\W\d_]+")
+#: Words before `` at `` that say where to write, not whose address it is (``reach me at
+#: priya dot sharma at gmail dot com``): only these are refused as an address's name when a
+#: written-out address follows (:func:`_obfuscated_email`); any other plain word is a name
+#: (``email john at acme dot com at john dot doe at gmail dot com`` is two addresses, a review).
+_NOT_AN_ADDRESS_NAME = frozenset(
+    "me us him her them you mail email e-mail write reach contact ping message msg text "
+    "find".split()
+)
 #: An address whose name is written out with `` dot ``/``[dot]``/``(dot)`` but whose ``@`` and
 #: domain are not (``aaaaaaaa dot a0 @ gmail.com``, ``zoe [dot] quinlan@gmail.com``): scanned
 #: before :data:`_EMAIL`, which would take ``a0 @ gmail.com`` alone and leave the first words.
@@ -446,17 +452,17 @@ def _secret(m: re.Match[str]) -> int | None:
 
 
 def _obfuscated_email(m: re.Match[str]) -> int | None:
-    """Accept a written-out address (:func:`_written_out_address`) unless its name is one
-    plain word and its domain the name of an address written out after it: in ``reach me at
+    """Accept a written-out address (:func:`_written_out_address`) unless its name is one of
+    :data:`_NOT_AN_ADDRESS_NAME` and its domain the name of an address written out after it:
+    in ``reach me at
     priya dot sharma at gmail dot com``, ``me at priya dot sharma`` is refused (a trial
     stored ``Reach <EMAIL> at gmail dot com``), and :class:`_Retrying` goes on to find
-    ``priya dot sharma at gmail dot com``. A name with a dot, digit or ``_`` is kept: a
-    chain ``a dot b at c dot d at …`` is not refused link by link (a 100 kB one took 20x
-    as long)."""
+    ``priya dot sharma at gmail dot com``. Any other name is kept, so a chain ``a dot b at
+    c dot d at …`` is not refused link by link (a 100 kB one took 20x as long)."""
     end = _written_out_address(m)
     if end is None or _AT_AFTER.match(m.string, end) is None:
         return end
-    if _PLAIN_WORD.fullmatch(m.string, m.start(), m.start("at")) is None:
+    if m.string[m.start() : m.start("at")].strip().lower() not in _NOT_AN_ADDRESS_NAME:
         return end
     inner = _OBFUSCATED_EMAIL.match(m.string, m.start("domain"))
     if inner is not None and inner.end() > end and _written_out_address(inner) is not None:
