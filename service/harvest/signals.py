@@ -191,7 +191,11 @@ class CoverageTracker:
             if isinstance(encoded, Mapping):
                 part = encoded.get(dim, {})
                 names = [str(name) for name in part.get("labels", [])]
-                labels = [names[int(i)] for i in part.get("at", [])]
+                at = [int(i) for i in part.get("at", [])]
+                if any(not 0 <= i < len(names) for i in at):  # a damaged state: the
+                    raise ValueError(f"harvest coverage window of {dim}: label index out "
+                                     "of range")  # restore's StateError names it  # fmt: skip
+                labels = [names[i] for i in at]
             else:
                 counts = {str(k): int(v) for k, v in state.get("live", {}).get(dim, {}).items()}
                 labels = _spread(counts, min(int(state.get("events", 0)), self.window))

@@ -248,3 +248,20 @@ def test_production_score() -> None:
     assert production_score(event("e", "q", results=[("p", 2.0), ("r", 7.5)])) == ("prod", 7.5)
     assert production_score(event("e", "q", results=[])) == ("prod", None)
     assert production_score(event("e", "q", retrieval=False)) is None
+    # left unset, it grows to min_live_events: a configuration from before gap_window
+    # existed still starts (a review: min_live_events 2,000 failed against the default 1,000)
+    assert HarvestConfig(min_live_events=2_000).gap_window == 2_000
+    assert HarvestConfig(min_live_events=500).gap_window == 1_000
+    with pytest.raises(ValueError, match="less than or equal to 100000"):
+        HarvestConfig(gap_window=100_001)
+
+
+@pytest.mark.parametrize("at", [[0, 3], [-1], ["x"]])
+def test_a_damaged_coverage_window_is_a_value_error(at: list[object]) -> None:
+    """An index outside the snapshot's labels (or not a number) is a ValueError, which the
+    engine's restore reports as a damaged state file naming no content; a negative index
+    was read from the end of the list before (a review)."""
+    tracker = CoverageTracker({"language": {"en": 1}}, min_live_events=1, window=4)
+    state = {"window": {"language": {"labels": ["en", "hi", "und"], "at": at}}}
+    with pytest.raises(ValueError):
+        tracker.load(state)
