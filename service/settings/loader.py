@@ -73,16 +73,20 @@ def load_yaml_bounded(text: str, source: str) -> Any:
             raise ConfigError(f"{source}: nested more than {MAX_CONFIG_DEPTH} levels") from None
         if node is None:
             return None
-        _check_yaml_bounds(node, source)
+        _check_yaml_bounds(node, source, loader)
         return loader.construct_document(node)
     finally:
         loader.dispose()
 
 
-def _check_yaml_bounds(root: yaml.Node, source: str) -> None:
+def _check_yaml_bounds(root: yaml.Node, source: str, loader: yaml.SafeLoader) -> None:
     """The bounds of :func:`load_yaml_bounded`, and no key given twice in one mapping:
     PyYAML keeps the last silently, so ``source: {kind: kafka}`` followed further down by
     ``source: {kind: none}`` ran with no source and ``config check`` passed (a trial).
+
+    Keys are compared as ``loader`` builds them (``yes`` and ``on`` are both ``True``,
+    ``1`` and ``0x1`` both ``1``: one key of the mapping PyYAML returns, a review), so a
+    repeat is exactly a key PyYAML would drop.
 
     Raises:
         ConfigError: naming the file, the bound, or the repeated key's path and lines (key
@@ -101,18 +105,25 @@ def _check_yaml_bounds(root: yaml.Node, source: str) -> None:
         if isinstance(node, yaml.SequenceNode):
             stack.extend((child, depth + 1, f"{path}[{i}]") for i, child in enumerate(node.value))
         elif isinstance(node, yaml.MappingNode):
-            seen: dict[str, int] = {}
+            seen: dict[Any, tuple[str, int]] = {}  # built key -> (its text, its line)
             for key, value in node.value:
                 name = key.value if isinstance(key, yaml.ScalarNode) else None
                 where = f"{path}.{name}" if path else str(name)
                 if name is not None and key.tag != "tag:yaml.org,2002:merge":
                     line = key.start_mark.line + 1
-                    if name in seen:
+                    try:
+                        built = loader.construct_object(key)
+                        hash(built)
+                    except (yaml.YAMLError, TypeError):  # PyYAML refuses it itself later
+                        built = (key.tag, name)
+                    if built in seen:
+                        first, at = seen[built]
+                        also = "" if first == name else f" (as {first})"
                         raise ConfigError(
-                            f"{source}: {where} is given twice (lines {seen[name]} and {line}); "
+                            f"{source}: {where} is given twice{also} (lines {at} and {line}); "
                             "YAML keeps only the last: remove one"
                         )
-                    seen[name] = line
+                    seen[built] = (name, line)
                 stack.extend(((key, depth + 1, where), (value, depth + 1, where)))
 
 

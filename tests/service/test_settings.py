@@ -459,6 +459,9 @@ def test_effective_configuration_is_the_same_in_every_process() -> None:
          "analytics.drift.window_s is given twice (lines 3 and 5)"),
         ("retrievers:\n  - {name: a, kind: bm25, name: b}\n",
          "retrievers[0].name is given twice (lines 2 and 2)"),
+        # keys PyYAML builds alike are one key of its mapping (a review): True, and 1
+        ("topics:\n  yes: a\n  on: b\n", "topics.on is given twice (as yes) (lines 2 and 3)"),
+        ("topics:\n  1: a\n  0x1: b\n", "topics.0x1 is given twice (as 1) (lines 2 and 3)"),
     ],
 )  # fmt: skip
 def test_a_key_given_twice_is_a_config_error_naming_it(
