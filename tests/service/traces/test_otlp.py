@@ -265,8 +265,12 @@ def test_json_request_keeps_the_valid_spans_and_sets_the_bad_one_apart() -> None
     assert invalid.detail == (
         "resourceSpans[0].scopeSpans[0].spans[3].traceId: 4 hex characters, expected 32"
     )
-    # the dead letter's bytes: the span alone with its resource and scope, as sent
-    alone = json.loads(invalid.payload)
+    # the dead letter: the span alone with its resource and scope, as sent
+    (letter,) = decoded.letters
+    assert (letter.reason, letter.detail, letter.spans, letter.whole) == (
+        "invalid_value", invalid.detail, {"invalid_value": 1}, False,
+    )  # fmt: skip
+    alone = json.loads(letter.payload)
     assert alone == {"resourceSpans": [{
         "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "svc"}}]},
         "scopeSpans": [{"scope": {"name": "x"}, "spans": [bad]}],
@@ -328,7 +332,7 @@ def test_json_zero_or_empty_parent_is_a_root() -> None:
 
 def test_json_span_not_an_object_and_an_unreadable_resource() -> None:
     """A span that is not an object is set apart alone; a resource that cannot be read sets
-    apart every span under it (each one letter), other resources' spans are kept."""
+    apart every span under it (one letter for them), other resources' spans are kept."""
     body = {"resourceSpans": [
         {"resource": {"attributes": [{"key": "k", "value": {"intValue": "x"}}]},
          "scopeSpans": [{"spans": _valid(2)}]},
@@ -343,9 +347,16 @@ def test_json_span_not_an_object_and_an_unreadable_resource() -> None:
                        "integer or integer string"),
         ("wrong_type", "resourceSpans[1].scopeSpans[0].spans[1]: expected object"),
     ]  # fmt: skip
-    assert json.loads(decoded.invalid[2].payload)["resourceSpans"][0]["scopeSpans"] == [
-        {"spans": ["secret text"]}
-    ]
+    said = "resourceSpans[0].resource.attributes[0].value.intValue: expected integer or " \
+        "integer string"  # fmt: skip
+    assert [(x.reason, x.spans, x.detail) for x in decoded.letters] == [
+        ("wrong_type", {"wrong_type": 2}, f"2 unreadable spans: {said}; {said}"),
+        ("wrong_type", {"wrong_type": 1}, "resourceSpans[1].scopeSpans[0].spans[1]: expected "
+                                          "object"),
+    ]  # fmt: skip
+    first, second = (json.loads(x.payload)["resourceSpans"] for x in decoded.letters)
+    assert first == [{**body["resourceSpans"][0], "scopeSpans": [{"spans": _valid(2)}]}]
+    assert second == [{"scopeSpans": [{"spans": ["secret text"]}]}]
 
 
 @pytest.mark.parametrize(
@@ -396,13 +407,46 @@ def test_protobuf_request_keeps_the_valid_spans_and_sets_bad_ids_apart() -> None
         ("invalid_value", f"{where}[{good + 3}].spanId: all zero (an id has a non-zero byte)"),
         ("invalid_value", f"{where}[{good + 4}].parentSpanId: 4 bytes, expected 8"),
     ]
-    # the dead letter's bytes: a request holding the span alone, its resource and scope kept
-    alone = ExportTraceServiceRequest.FromString(decoded.invalid[0].payload)
+    # one dead letter: a request holding the five spans, their resource and scope once
+    (letter,) = decoded.letters
+    assert (letter.reason, letter.spans, letter.whole) == ("invalid_value", {"invalid_value": 5},
+                                                           False)  # fmt: skip
+    listed = "; ".join(i.detail for i in decoded.invalid[:3])
+    assert letter.detail == f"5 unreadable spans (3 of 5 listed): {listed}"
+    alone = ExportTraceServiceRequest.FromString(letter.payload)
     (resource_spans,) = alone.resource_spans
     assert resource_spans.resource == request.resource_spans[0].resource
     (scope_spans,) = resource_spans.scope_spans
     assert scope_spans.scope == request.resource_spans[0].scope_spans[0].scope
-    assert [s.trace_id for s in scope_spans.spans] == [b"\xab\xcd"]
+    assert [s.trace_id for s in scope_spans.spans] == [b"\xab\xcd", bytes(16), *[b"\x05" * 16] * 3]
     with pytest.raises(TraceDecodeError) as caught:  # all or none: the first bad span
         decode_protobuf(request.SerializeToString())
     assert caught.value.detail == decoded.invalid[0].detail
+
+
+def test_more_resources_with_unreadable_spans_than_letters_max_are_one_letter() -> None:
+    """65 resources of one zero-trace-id span each would be 65 letters (> LETTERS_MAX 64),
+    each with a line's metadata: the request itself is the one letter."""
+    request = ExportTraceServiceRequest()
+    for r in range(65):
+        span = request.resource_spans.add().scope_spans.add().spans.add()
+        span.trace_id, span.span_id = bytes(16), (r + 1).to_bytes(8, "big")
+    body = request.SerializeToString()
+    decoded = decode_protobuf_request(body)
+    assert decoded.spans == [] and len(decoded.invalid) == 65
+    (letter,) = decoded.letters
+    assert (letter.reason, letter.spans, letter.whole, letter.payload) == (
+        "invalid_value", {"invalid_value": 65}, True, body,
+    )  # fmt: skip
+    zero = "traceId: all zero (an id has a non-zero byte)"
+    assert letter.detail == (
+        "the whole request: 65 of its 65 spans unreadable (invalid_value (65)); its 0 readable "
+        "spans were kept (a replay of this letter counts them as spans sent again); a letter "
+        "per resource and reason would take more than 64 letters; 65 unreadable spans (3 of 65 "
+        f"listed): resourceSpans[0].scopeSpans[0].spans[0].{zero}; "
+        f"resourceSpans[1].scopeSpans[0].spans[0].{zero}; "
+        f"resourceSpans[2].scopeSpans[0].spans[0].{zero}"
+    )
+    request.resource_spans.pop()  # 64: one letter each, each no larger than its resource
+    letters = decode_protobuf_request(request.SerializeToString()).letters
+    assert len(letters) == 64 and not any(x.whole for x in letters)
