@@ -243,7 +243,9 @@ def decode_protobuf_request(payload: bytes) -> Decoded:
     spans: list[Span] = []
     invalid: list[InvalidSpan] = []
     append = spans.append
-    last_trace, last_hex = b"", ""
+    # the last valid trace id (None before one: an empty id is checked like any other)
+    last_trace: bytes | None = None
+    last_hex = ""
     for r, resource_spans in enumerate(request.resource_spans):
         resource = _pb_resource(resource_spans.resource)
         for s, scope_spans in enumerate(resource_spans.scope_spans):

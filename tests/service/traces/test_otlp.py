@@ -450,3 +450,19 @@ def test_more_resources_with_unreadable_spans_than_letters_max_are_one_letter() 
     request.resource_spans.pop()  # 64: one letter each, each no larger than its resource
     letters = decode_protobuf_request(request.SerializeToString()).letters
     assert len(letters) == 64 and not any(x.whole for x in letters)
+
+
+def test_protobuf_empty_trace_ids_are_refused_before_and_after_a_valid_span() -> None:
+    """Before: the comparison with the last trace id started from b"", so empty trace ids
+    before the first valid span were kept as trace '' and a later one refused."""
+    request = ExportTraceServiceRequest()
+    spans = request.resource_spans.add().scope_spans.add().spans
+    for trace_id, n in [(b"", 1), (b"", 2), (b"\x05" * 16, 3), (b"", 4)]:
+        span = spans.add()
+        span.trace_id, span.span_id = trace_id, n.to_bytes(8, "big")
+    decoded = decode_protobuf_request(request.SerializeToString())
+    assert [(s.trace_id, s.span_id) for s in decoded.spans] == [("05" * 16, f"{3:016x}")]
+    where = "resourceSpans[0].scopeSpans[0].spans"
+    assert [i.detail for i in decoded.invalid] == [
+        f"{where}[{i}].traceId: 0 bytes, expected 16" for i in (0, 1, 3)
+    ]
