@@ -500,7 +500,8 @@ def _stored(spans: Sequence[Span]) -> dict[str, str]:
     """``spans`` as a state-store value that :func:`_restored` reads back to equal spans.
 
     Usually ``{"spans": JSON text}``: one array per span (``[trace id, span id, parent id,
-    name, start, end, attributes, [[event name, time, attributes], ...], resource, status]``),
+    name, start, end, attributes, [[event name, time, attributes], ...], resource, status,
+    parent is remote]``; a value without the last item, written before it existed: unknown),
     attribute values as plain JSON (str, bool, int, float, list, map), ASCII-escaped (a lone
     surrogate from a JSON ``\\udXXX`` escape stays an escape: SQLite takes only valid
     UTF-8). Values plain JSON cannot hold (bytes, NaN, infinities) fall back to
@@ -510,7 +511,7 @@ def _stored(spans: Sequence[Span]) -> dict[str, str]:
     rows = [
         [s.trace_id, s.span_id, s.parent_span_id, s.name, s.start_unix_nano, s.end_unix_nano,
          s.attributes, [[e.name, e.time_unix_nano, e.attributes] for e in s.events],
-         s.resource, s.status_code]
+         s.resource, s.status_code, s.parent_is_remote]
         for s in spans
     ]  # fmt: skip
     try:
@@ -533,25 +534,19 @@ def _restored(value: Mapping[str, Any]) -> list[Span]:
     if "otlp" in value:
         return decode_json(str(value["otlp"]).encode("utf-8", "surrogatepass"))
     spans = []
-    for (
-        trace_id,
-        span_id,
-        parent,
-        name,
-        start,
-        end,
-        attributes,
-        events,
-        resource,
-        status,
-    ) in json.loads(value["spans"]):
+    for row in json.loads(value["spans"]):
+        (trace_id, span_id, parent, name, start, end, attributes, events, resource,
+         status) = row[:10]  # fmt: skip
+        remote = row[10] if len(row) > 10 else None  # written before the field: unknown
         if not (isinstance(attributes, dict) and isinstance(resource, dict)):
             raise TypeError("attributes and resource must be maps")
+        if len(row) > 11 or remote not in (None, True, False):
+            raise ValueError("not a stored span")
         spans.append(Span(
             str(trace_id), str(span_id), None if parent is None else str(parent), str(name),
             int(start), int(end), attributes,
             tuple(SpanEvent(str(n), int(t), dict(a)) for n, t, a in events), resource,
-            int(status),
+            int(status), remote,
         ))  # fmt: skip
     return spans
 

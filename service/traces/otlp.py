@@ -284,6 +284,7 @@ def decode_protobuf_request(payload: bytes) -> Decoded:
                         else (),
                         resource,
                         span.status.code,
+                        _remote(span.flags),
                     )
                 )
     if not invalid:
@@ -296,6 +297,21 @@ def decode_protobuf_request(payload: bytes) -> Decoded:
 
 
 _ZERO_16, _ZERO_8 = bytes(16), bytes(8)
+#: OTLP ``SpanFlags`` (opentelemetry-proto >= 1.1): the parent's remoteness is known, and
+#: it is remote.
+HAS_IS_REMOTE, IS_REMOTE = 0x100, 0x200
+
+
+def _remote(flags: int) -> bool | None:
+    """:attr:`Span.parent_is_remote` from a span's ``flags``: ``None`` without HAS_IS_REMOTE."""
+    return bool(flags & IS_REMOTE) if flags & HAS_IS_REMOTE else None
+
+
+def _flags(remote: bool | None) -> int:
+    """The ``flags`` remoteness bits of :attr:`Span.parent_is_remote` (0: unknown)."""
+    return 0 if remote is None else HAS_IS_REMOTE | (IS_REMOTE if remote else 0)
+
+
 #: Decoded resource attributes by the resource's serialised bytes (a process sees few
 #: distinct resources: one per service instance); emptied when it reaches 1,024 entries.
 _RESOURCES: dict[bytes, Attributes] = {}
@@ -318,20 +334,23 @@ def _span_builder() -> Any:
     ``object.__setattr__`` per field (about half the cost); ``Span`` itself when its fields
     are not exactly these."""
     names = ("trace_id", "span_id", "parent_span_id", "name", "start_unix_nano",
-             "end_unix_nano", "attributes", "events", "resource", "status_code")  # fmt: skip
+             "end_unix_nano", "attributes", "events", "resource", "status_code",
+             "parent_is_remote")  # fmt: skip
     if Span.__slots__ != names:
         return Span
     setters = [getattr(Span, name).__set__ for name in names]
     new = object.__new__
-    (a, b, c, d, e, f, g, h, i, j) = setters
+    (a, b, c, d, e, f, g, h, i, j, k) = setters
 
     def build(
         trace_id: str, span_id: str, parent: str | None, name: str, start: int, end: int,
         attributes: Attributes, events: tuple[SpanEvent, ...], resource: Attributes, code: int,
+        remote: bool | None,
     ) -> Span:  # fmt: skip
         span = new(Span)
         a(span, trace_id), b(span, span_id), c(span, parent), d(span, name), e(span, start)
         f(span, end), g(span, attributes), h(span, events), i(span, resource), j(span, code)
+        k(span, remote)
         return span
 
     return build
@@ -539,6 +558,8 @@ def _json_span(span: Any, resource: Attributes, where: str) -> Span:
     elif type(code) is not int:
         raise TraceDecodeError("wrong_type", f"{where}.status.code: expected integer")
     parent = _hex_id(span, "parentSpanId", "parent_span_id", 8, where, required=False)
+    flags = _field(span, "flags", "flags")
+    flags = 0 if flags is None else _integer(flags, 0, 2**32 - 1, f"{where}.flags")
     return Span(
         trace_id=_hex_id(span, "traceId", "trace_id", 16, where) or "",
         span_id=_hex_id(span, "spanId", "span_id", 8, where) or "",
@@ -550,6 +571,7 @@ def _json_span(span: Any, resource: Attributes, where: str) -> Span:
         events=tuple(events),
         resource=resource,
         status_code=code,
+        parent_is_remote=_remote(flags),
     )
 
 
@@ -739,6 +761,8 @@ def _json_span_out(span: Span) -> dict[str, Any]:
     }
     if span.parent_span_id is not None:
         out["parentSpanId"] = span.parent_span_id
+    if span.parent_is_remote is not None:
+        out["flags"] = _flags(span.parent_is_remote)
     return out
 
 

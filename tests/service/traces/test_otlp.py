@@ -466,3 +466,72 @@ def test_protobuf_empty_trace_ids_are_refused_before_and_after_a_valid_span() ->
     assert [i.detail for i in decoded.invalid] == [
         f"{where}[{i}].traceId: 0 bytes, expected 16" for i in (0, 1, 3)
     ]
+
+
+def test_a_span_whose_parent_is_remote_is_the_local_root_and_its_trace_settles() -> None:
+    """A service called through a gateway that propagates W3C traceparent: its root's
+    parent is the gateway's span, in another process. The SDK marks it in ``flags``
+    (0x100 HAS_IS_REMOTE | 0x200 IS_REMOTE); decoded, the span is the trace's local root, so
+    the trace settles ``settle_s`` after it instead of waiting ``timeout_s``. Before: no
+    root, every such trace open for the whole timeout (300 s)."""
+    from dataclasses import replace
+
+    from opentelemetry import trace
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+    from service.traces.assembly import AssemblyLimits, TraceAssembler
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "rag-app"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("t")
+    gateway = SpanContext(0x5 << 100, 0x77, is_remote=True, trace_flags=TraceFlags(1))
+    with tracer.start_as_current_span("rag", trace.set_span_in_context(NonRecordingSpan(gateway))):
+        with tracer.start_as_current_span("llm"):
+            pass
+    with tracer.start_as_current_span("alone"):
+        pass
+    request = encode_spans(exporter.get_finished_spans())
+    (scope,) = request.resource_spans[0].scope_spans
+    # the SDK's flags (opentelemetry-exporter-otlp-proto-common's _span_flags): the parent's
+    # remoteness known (0x100) on every span, remote (0x200) for rag only
+    assert [(s.name, s.flags) for s in scope.spans] == [
+        ("llm", 0x100), ("rag", 0x300), ("alone", 0x100)
+    ]  # fmt: skip
+    spans = decode_protobuf(request.SerializeToString())
+    assert [(s.name, s.parent_span_id, s.parent_is_remote, s.is_root) for s in spans] == [
+        ("llm", spans[1].span_id, False, False),
+        ("rag", f"{0x77:016x}", True, True),
+        ("alone", None, False, True),
+    ]  # fmt: skip
+    assert decode_json(encode_json(spans)) == spans  # OTLP/JSON keeps the flags
+    assert json.loads(encode_json(spans[1:2]))["resourceSpans"][0]["scopeSpans"][0]["spans"][
+        0
+    ]["flags"] == 0x300  # fmt: skip
+    limits = AssemblyLimits(settle_s=1.0, timeout_s=300.0)
+    assembler = TraceAssembler(limits)
+    assembler.add(spans[:2], now=0.0)
+    (done,) = assembler.due(1.0)
+    assert (done.why, done.has_root, len(done.spans)) == ("settled", True, 2)
+    # without the flags (a producer that does not set them): no root, open until timeout_s
+    assembler = TraceAssembler(limits)
+    assembler.add([replace(s, parent_is_remote=None) for s in spans[:2]], now=0.0)
+    assert assembler.due(1.0) == [] and assembler.due(299.9) == []
+    (done,) = assembler.due(300.0)
+    assert (done.why, done.has_root) == ("timeout", False)
+
+
+@pytest.mark.parametrize(
+    ("flags", "remote"), [(None, None), (0, None), (0x200, None), (0x101, False), ("769", True)]
+)
+def test_json_flags_say_whether_the_parent_is_remote(flags: object, remote: bool | None) -> None:
+    """IS_REMOTE counts only with HAS_IS_REMOTE; a fixed32 in JSON is a number (a string is
+    read too); anything else is a wrong_type span."""
+    span = {**_valid(2)[1], **({} if flags is None else {"flags": flags})}
+    (decoded,) = decode_json_request(_request_of([span])).spans
+    assert decoded.parent_is_remote is remote and decoded.is_root is (remote is True)
+    bad = decode_json_request(_request_of([{**span, "flags": [1]}]))
+    assert [(i.reason, i.detail) for i in bad.invalid] == [
+        ("wrong_type", "resourceSpans[0].scopeSpans[0].spans[0].flags: expected integer or "
+                       "integer string"),
+    ]  # fmt: skip
