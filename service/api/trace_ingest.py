@@ -7,15 +7,19 @@ and runs them through :meth:`service.runtime.process.Runtime.ingest`, the path o
 ``POST /v1/events``: dedup on ``event_id`` (the trace id), PII scrubbing, analytics, shadow,
 harvest, metrics, checkpoint. Everything not kept goes to the HTTP dead-letter file with its
 reason (the spans as OTLP/JSON, replayable): undecodable payloads, unreadable spans of a
-decodable payload (:class:`~service.traces.otlp.InvalidSpan`, one letter each: the span alone
-as a request in the payload's encoding), rejected spans
-(:data:`~service.traces.assembly.REJECT_REASONS`), traces without a question; each is counted
-by that runtime path too (``Runtime.ingest``'s ``letters``: ``totals.dead_lettered`` and
-``goldwatch_events_dead_lettered_total`` by reason, in the checkpoint that deletes the spans'
-keys). Spans sent again (:data:`~service.traces.assembly.REPEAT_REASONS`) are no dead letters:
-kept once while their trace is open; after it was handed out the trace counts as a duplicate.
-The span ids of handed-out traces are kept in the state store (:data:`EMITTED_PREFIX`, written
-with the trace's checkpoint) so that this holds across a restart.
+decodable payload (:class:`~service.traces.otlp.UnreadableLetter`: one letter per resource and
+reason holding its unreadable spans, or the whole request when those would outgrow it),
+rejected spans (:data:`~service.traces.assembly.REJECT_REASONS`), traces without a question;
+each is counted by that runtime path too (``Runtime.ingest``'s ``letters``:
+``totals.dead_lettered`` and ``goldwatch_events_dead_lettered_total`` by reason, in the
+checkpoint that deletes the spans' keys). Those totals count letters (lines of the
+dead-letter file, each one consumed message, so ``consumed = processed + duplicates +
+dead_lettered``); the spans in them are counted in ``goldwatch_trace_spans_rejected_total``
+(and ``partial_success.rejected_spans``). Spans sent again
+(:data:`~service.traces.assembly.REPEAT_REASONS`) are no dead letters: kept once while their
+trace is open; after it was handed out the trace counts as a duplicate. The span ids of
+handed-out traces are kept in the state store (:data:`EMITTED_PREFIX`, written with the
+trace's checkpoint) so that this holds across a restart.
 
 Durability (the same guarantee as ``/v1/events``: once the 200 is sent, a crash loses
 nothing and counts nothing twice):
@@ -65,7 +69,13 @@ from service.state import StateError
 from service.telemetry import TraceMetrics
 from service.traces.assembly import REPEAT_REASONS, Rejected, TraceAssembler
 from service.traces.mapping import TraceMappingError, content_index, trace_to_event
-from service.traces.otlp import InvalidSpan, TraceDecodeError, decode_json, encode_json
+from service.traces.otlp import (
+    InvalidSpan,
+    TraceDecodeError,
+    UnreadableLetter,
+    decode_json,
+    encode_json,
+)
 from service.traces.spans import Span, SpanEvent
 
 log = logging.getLogger(__name__)
@@ -152,9 +162,17 @@ class TraceIngest:
         self._thread: threading.Thread | None = None
         self.restore()
 
-    def receive(self, spans: Sequence[Span], invalid: Sequence[InvalidSpan] = ()) -> list[Rejected]:
-        """Keep decoded spans for assembly; dead-letter and count the request's ``invalid``
-        spans (unreadable: one letter each) and what assembly does not keep whole. In the
+    def receive(
+        self,
+        spans: Sequence[Span],
+        invalid: Sequence[InvalidSpan] = (),
+        unreadable: Sequence[UnreadableLetter] = (),
+    ) -> list[Rejected]:
+        """Keep decoded spans for assembly; dead-letter the request's ``invalid`` spans (the
+        decoder's ``unreadable`` letters: :attr:`~service.traces.otlp.Decoded.letters`, at
+        most the request's size) and what assembly does not keep whole, counting each
+        unreadable span in ``goldwatch_trace_spans_received_total`` and
+        ``goldwatch_trace_spans_rejected_total`` and each letter in the totals. In the
         order of ``/v1/events``: the request's dead letters are made durable and counted, and
         its kept spans written to the state store, in one
         :meth:`~service.runtime.process.Runtime.ingest` (module docstring); only then do they
@@ -192,15 +210,19 @@ class TraceIngest:
                     retry_after_s=max(1, math.ceil(self.config.assembly.settle_s)),
                 )
             letters, duplicates = _sort_out(plan.rejected)
-            unreadable = [dead_letter(i.payload, i.reason, i.detail) for i in invalid]
-            counted = self._persist(plan.kept, unreadable + letters, duplicates)
+            # the spans each letter stands for, by reason (a previewed rejection: one span)
+            weights = [u.spans for u in unreadable] + [{r.reason: 1} for r in letters]
+            letters = [dead_letter(u.payload, u.reason, u.detail) for u in unreadable] + letters
+            counted = self._persist(plan.kept, letters, duplicates)
             rejected = self.assembler.add(spans, now=self.clock())
             self.metrics.open_traces.set(len(self.assembler))
-        # each previewed rejection and unreadable span is one span: the letters counted by
-        # reason are spans (a retry's letters written by the failed try count as duplicates,
-        # not again here)
-        for reason, n in counted.items():
-            self.metrics.spans_rejected.labels(reason=reason).inc(n)
+        # the spans of the letters counted now (a retry's letters written by the failed try
+        # count as duplicates, not again here; of a reason's letters, the first ones counted)
+        for letter, weight in zip(letters, weights, strict=True):
+            if counted.get(letter.reason, 0) > 0:
+                counted[letter.reason] -= 1
+                for reason, n in weight.items():
+                    self.metrics.spans_rejected.labels(reason=reason).inc(n)
         self._count_repeats(plan.rejected)
         if [r.reason for r in rejected] != [r.reason for r in plan.rejected]:  # pragma: no cover
             log.error("trace ingest: assembly rejected other spans than it previewed")
@@ -478,7 +500,8 @@ def _stored(spans: Sequence[Span]) -> dict[str, str]:
     """``spans`` as a state-store value that :func:`_restored` reads back to equal spans.
 
     Usually ``{"spans": JSON text}``: one array per span (``[trace id, span id, parent id,
-    name, start, end, attributes, [[event name, time, attributes], ...], resource, status]``),
+    name, start, end, attributes, [[event name, time, attributes], ...], resource, status,
+    parent is remote]``; a value without the last item, written before it existed: unknown),
     attribute values as plain JSON (str, bool, int, float, list, map), ASCII-escaped (a lone
     surrogate from a JSON ``\\udXXX`` escape stays an escape: SQLite takes only valid
     UTF-8). Values plain JSON cannot hold (bytes, NaN, infinities) fall back to
@@ -488,7 +511,7 @@ def _stored(spans: Sequence[Span]) -> dict[str, str]:
     rows = [
         [s.trace_id, s.span_id, s.parent_span_id, s.name, s.start_unix_nano, s.end_unix_nano,
          s.attributes, [[e.name, e.time_unix_nano, e.attributes] for e in s.events],
-         s.resource, s.status_code]
+         s.resource, s.status_code, s.parent_is_remote]
         for s in spans
     ]  # fmt: skip
     try:
@@ -511,25 +534,19 @@ def _restored(value: Mapping[str, Any]) -> list[Span]:
     if "otlp" in value:
         return decode_json(str(value["otlp"]).encode("utf-8", "surrogatepass"))
     spans = []
-    for (
-        trace_id,
-        span_id,
-        parent,
-        name,
-        start,
-        end,
-        attributes,
-        events,
-        resource,
-        status,
-    ) in json.loads(value["spans"]):
+    for row in json.loads(value["spans"]):
+        (trace_id, span_id, parent, name, start, end, attributes, events, resource,
+         status) = row[:10]  # fmt: skip
+        remote = row[10] if len(row) > 10 else None  # written before the field: unknown
         if not (isinstance(attributes, dict) and isinstance(resource, dict)):
             raise TypeError("attributes and resource must be maps")
+        if len(row) > 11 or remote not in (None, True, False):
+            raise ValueError("not a stored span")
         spans.append(Span(
             str(trace_id), str(span_id), None if parent is None else str(parent), str(name),
             int(start), int(end), attributes,
             tuple(SpanEvent(str(n), int(t), dict(a)) for n, t, a in events), resource,
-            int(status),
+            int(status), remote,
         ))  # fmt: skip
     return spans
 

@@ -11,8 +11,10 @@
   unreadable spans (:func:`partial_success`; reason codes, counts and field paths only, never
   content). OTLP's partial success: a span that cannot be read (a bad id, timestamp or
   attribute: :class:`~service.traces.otlp.InvalidSpan`) in a request whose envelope can is
-  dead-lettered alone (reason ``invalid_value`` or ``wrong_type``) and the request's other
-  spans are kept, in the same checkpoint; exporters do not retry a 400, so one bad span
+  dead-lettered (reason ``invalid_value`` or ``wrong_type``: one letter per resource and
+  reason, or the whole request when those would be larger than it,
+  :func:`~service.traces.otlp.unreadable_letters`) and the request's other spans are kept,
+  in the same checkpoint; exporters do not retry a 400, so one bad span
   answered with 400 lost every good trace of its batch.
 * 400: a payload whose envelope cannot be decoded (not protobuf, JSON or UTF-8;
   ``resourceSpans``, ``scopeSpans`` or ``spans`` of the wrong type): dead-lettered whole with
@@ -167,7 +169,9 @@ async def post_traces(request: Request, _: TokenDep) -> Response:
             return _unavailable("pipeline busy", media)
         return _encode(Status(code=_INVALID_ARGUMENT, message=str(exc)), media, 400)
     try:
-        rejected = await run_in_threadpool(traces.receive, decoded.spans, decoded.invalid)
+        rejected = await run_in_threadpool(
+            traces.receive, decoded.spans, decoded.invalid, decoded.letters
+        )
     except Backpressure as exc:  # OTLP/HTTP throttling: retryable, after Retry-After
         response = _encode(Status(code=_RESOURCE_EXHAUSTED, message=str(exc)), media, 429)
         response.headers["Retry-After"] = str(exc.retry_after_s)

@@ -19,8 +19,9 @@ payload whose envelope cannot be read (not protobuf, not UTF-8 or JSON, ``resour
 ``scopeSpans`` or ``spans`` of the wrong type) raises :class:`TraceDecodeError`;
 :func:`decode_protobuf_request` and :func:`decode_json_request` keep the readable spans of a
 readable envelope and set the others apart as :class:`InvalidSpan` (OTLP's partial success:
-``POST /v1/traces`` keeps the valid spans of a request). :func:`decode_protobuf` and
-:func:`decode_json` raise on the first unreadable span instead.
+``POST /v1/traces`` keeps the valid spans of a request), with their dead letters
+(:class:`UnreadableLetter`, bounded by the payload's size: :func:`unreadable_letters`).
+:func:`decode_protobuf` and :func:`decode_json` raise on the first unreadable span instead.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ import base64
 import binascii
 import json
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from google.protobuf.message import DecodeError as ProtobufDecodeError
@@ -70,13 +71,36 @@ class InvalidSpan:
         detail: the span's position and the field that is wrong, and how
             (``resourceSpans[0].scopeSpans[0].spans[3].traceId: 4 hex characters, expected
             32``); never content.
-        payload: the span alone, with its resource and scope, as a request in the payload's
-            encoding (protobuf or OTLP/JSON): the dead letter's bytes, replayable once fixed.
+        position: ``(resource, scope, span)`` indexes of the span in the payload.
+    """
+
+    reason: str
+    detail: str
+    position: tuple[int, int, int] = (0, 0, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadableLetter:
+    """One dead letter of a payload's unreadable spans (:func:`unreadable_letters`).
+
+    Attributes:
+        reason: the bounded reason (:data:`REASONS`) of its spans (of the first unreadable
+            span when it is the whole payload and their reasons differ).
+        detail: how many spans, the positions and problems of the first
+            :data:`LETTER_LISTED` of them, and for the whole payload why; never content.
+        payload: the replayable request in the payload's encoding (protobuf or OTLP/JSON):
+            one resource with its scopes and the unreadable spans of that reason under it,
+            or the whole payload.
+        spans: the unreadable spans it stands for, by reason (sums to at least 1).
+        whole: ``payload`` is the whole request (its readable spans were kept too: a
+            replay of it counts them as spans sent again).
     """
 
     reason: str
     detail: str
     payload: bytes
+    spans: dict[str, int]
+    whole: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,11 +109,86 @@ class Decoded:
 
     Attributes:
         spans: the spans read, in payload order.
-        invalid: the spans that cannot be read, in payload order.
+        invalid: the spans that cannot be read, in payload order (one each, for counts and
+            positions).
+        letters: the dead letters of ``invalid`` (:func:`unreadable_letters`); empty when
+            ``invalid`` is.
     """
 
     spans: list[Span]
     invalid: list[InvalidSpan]
+    letters: list[UnreadableLetter] = field(default_factory=list)
+
+
+#: Unreadable spans whose position a letter's detail names (the rest are counted).
+LETTER_LISTED = 3
+#: Most letters the unreadable spans of one payload become before the payload itself is
+#: the one letter (each letter also costs a line's detail and metadata, ~0.5 kB).
+LETTERS_MAX = 64
+
+
+def unreadable_letters(
+    payload: bytes,
+    invalid: Sequence[InvalidSpan],
+    read: int,
+    build: Callable[[int, list[InvalidSpan]], bytes],
+) -> list[UnreadableLetter]:
+    """The dead letters of a payload's unreadable spans, bounded by the payload's own size.
+
+    One letter per resource (``resourceSpans`` entry) and reason, holding that resource
+    once, each scope with such spans once and all its unreadable spans of that reason
+    (``build(resource index, its spans)`` makes the request bytes). Guarantee: the letters'
+    payloads total at most ``len(payload)`` bytes and there are at most :data:`LETTERS_MAX`
+    of them; otherwise (a resource repeated per reason or under many scopes, JSON written
+    back larger than it came, many resources) the payload itself is the one letter
+    (``whole``), its detail saying how many spans were unreadable and that the ``read``
+    readable ones were kept. Letters are built one at a time and building stops at the
+    bound, so memory stays within about twice the payload. Each detail is bounded: counts
+    and the first :data:`LETTER_LISTED` positions.
+
+    Returns:
+        the letters, in payload order of their first span (empty without ``invalid``).
+    """
+    if not invalid:
+        return []
+    groups: dict[tuple[int, str], list[InvalidSpan]] = {}
+    for item in invalid:
+        groups.setdefault((item.position[0], item.reason), []).append(item)
+    letters: list[UnreadableLetter] = []
+    total = 0
+    if len(groups) <= LETTERS_MAX:
+        for (r, reason), items in groups.items():
+            body = build(r, items)
+            total += len(body)
+            if total > len(payload):
+                break
+            letters.append(UnreadableLetter(reason, _listed(items), body, {reason: len(items)}))
+        else:
+            return letters
+    del letters  # over the bound: the payload itself
+    by_reason: dict[str, int] = {}
+    for item in invalid:
+        by_reason[item.reason] = by_reason.get(item.reason, 0) + 1
+    counts = ", ".join(f"{reason} ({n})" for reason, n in sorted(by_reason.items()))
+    why = (f"more than {LETTERS_MAX} letters" if len(groups) > LETTERS_MAX
+           else f"more than the request's {len(payload)} bytes")  # fmt: skip
+    detail = (
+        f"the whole request: {len(invalid)} of its {len(invalid) + read} spans unreadable "
+        f"({counts}); its {read} readable spans were kept (a replay of this letter counts "
+        f"them as spans sent again); a letter per resource and reason would take {why}; "
+        + _listed(list(invalid))
+    )
+    return [UnreadableLetter(invalid[0].reason, detail, payload, by_reason, whole=True)]
+
+
+def _listed(items: Sequence[InvalidSpan]) -> str:
+    """The detail of a letter of ``items``: the span's own detail for one, else the count
+    and the first :data:`LETTER_LISTED` details."""
+    if len(items) == 1:
+        return items[0].detail
+    more = f" ({LETTER_LISTED} of {len(items)} listed)" if len(items) > LETTER_LISTED else ""
+    return (f"{len(items)} unreadable spans{more}: "
+            + "; ".join(item.detail for item in items[:LETTER_LISTED]))  # fmt: skip
 
 
 def _strict(decoded: Decoded) -> list[Span]:
@@ -144,7 +243,9 @@ def decode_protobuf_request(payload: bytes) -> Decoded:
     spans: list[Span] = []
     invalid: list[InvalidSpan] = []
     append = spans.append
-    last_trace, last_hex = b"", ""
+    # the last valid trace id (None before one: an empty id is checked like any other)
+    last_trace: bytes | None = None
+    last_hex = ""
     for r, resource_spans in enumerate(request.resource_spans):
         resource = _pb_resource(resource_spans.resource)
         for s, scope_spans in enumerate(resource_spans.scope_spans):
@@ -152,18 +253,18 @@ def decode_protobuf_request(payload: bytes) -> Decoded:
                 trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
                 if trace_id != last_trace:  # spans of one trace come together
                     if len(trace_id) != 16 or trace_id == _ZERO_16:
-                        invalid.append(_pb_invalid(resource_spans, scope_spans, span, r, s, i))
+                        invalid.append(_pb_invalid(span, r, s, i))
                         continue
                     last_trace, last_hex = trace_id, trace_id.hex()
                 if len(span_id) != 8 or span_id == _ZERO_8:
-                    invalid.append(_pb_invalid(resource_spans, scope_spans, span, r, s, i))
+                    invalid.append(_pb_invalid(span, r, s, i))
                     continue
                 if not parent or parent == _ZERO_8:
                     parent_hex = None
                 elif len(parent) == 8:
                     parent_hex = parent.hex()
                 else:
-                    invalid.append(_pb_invalid(resource_spans, scope_spans, span, r, s, i))
+                    invalid.append(_pb_invalid(span, r, s, i))
                     continue
                 events = span.events
                 append(
@@ -183,12 +284,34 @@ def decode_protobuf_request(payload: bytes) -> Decoded:
                         else (),
                         resource,
                         span.status.code,
+                        _remote(span.flags),
                     )
                 )
-    return Decoded(spans, invalid)
+    if not invalid:
+        return Decoded(spans, invalid)
+
+    def build(r: int, items: list[InvalidSpan]) -> bytes:
+        return _pb_letter(request.resource_spans[r], items)
+
+    return Decoded(spans, invalid, unreadable_letters(payload, invalid, len(spans), build))
 
 
 _ZERO_16, _ZERO_8 = bytes(16), bytes(8)
+#: OTLP ``SpanFlags`` (opentelemetry-proto >= 1.1): the parent's remoteness is known, and
+#: it is remote.
+HAS_IS_REMOTE, IS_REMOTE = 0x100, 0x200
+
+
+def _remote(flags: int) -> bool | None:
+    """:attr:`Span.parent_is_remote` from a span's ``flags``: ``None`` without HAS_IS_REMOTE."""
+    return bool(flags & IS_REMOTE) if flags & HAS_IS_REMOTE else None
+
+
+def _flags(remote: bool | None) -> int:
+    """The ``flags`` remoteness bits of :attr:`Span.parent_is_remote` (0: unknown)."""
+    return 0 if remote is None else HAS_IS_REMOTE | (IS_REMOTE if remote else 0)
+
+
 #: Decoded resource attributes by the resource's serialised bytes (a process sees few
 #: distinct resources: one per service instance); emptied when it reaches 1,024 entries.
 _RESOURCES: dict[bytes, Attributes] = {}
@@ -211,20 +334,23 @@ def _span_builder() -> Any:
     ``object.__setattr__`` per field (about half the cost); ``Span`` itself when its fields
     are not exactly these."""
     names = ("trace_id", "span_id", "parent_span_id", "name", "start_unix_nano",
-             "end_unix_nano", "attributes", "events", "resource", "status_code")  # fmt: skip
+             "end_unix_nano", "attributes", "events", "resource", "status_code",
+             "parent_is_remote")  # fmt: skip
     if Span.__slots__ != names:
         return Span
     setters = [getattr(Span, name).__set__ for name in names]
     new = object.__new__
-    (a, b, c, d, e, f, g, h, i, j) = setters
+    (a, b, c, d, e, f, g, h, i, j, k) = setters
 
     def build(
         trace_id: str, span_id: str, parent: str | None, name: str, start: int, end: int,
         attributes: Attributes, events: tuple[SpanEvent, ...], resource: Attributes, code: int,
+        remote: bool | None,
     ) -> Span:  # fmt: skip
         span = new(Span)
         a(span, trace_id), b(span, span_id), c(span, parent), d(span, name), e(span, start)
         f(span, end), g(span, attributes), h(span, events), i(span, resource), j(span, code)
+        k(span, remote)
         return span
 
     return build
@@ -233,11 +359,9 @@ def _span_builder() -> Any:
 _new_span = _span_builder()
 
 
-def _pb_invalid(
-    resource_spans: Any, scope_spans: Any, span: Any, r: int, s: int, i: int
-) -> InvalidSpan:
+def _pb_invalid(span: Any, r: int, s: int, i: int) -> InvalidSpan:
     """The :class:`InvalidSpan` of a span whose ids :func:`decode_protobuf_request` refused
-    (the same rules): the first bad id named, the span alone as the dead letter's request."""
+    (the same rules): the first bad id named."""
     where = f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]"
     parent = span.parent_span_id
     problem = (
@@ -247,15 +371,30 @@ def _pb_invalid(
             else _pb_id_problem(parent, 8, f"{where}.parentSpanId"))
         or f"{where}: invalid id"  # not reached: called for a refused span only
     )  # fmt: skip
+    return InvalidSpan("invalid_value", problem, (r, s, i))
+
+
+def _pb_letter(resource_spans: Any, items: Sequence[InvalidSpan]) -> bytes:
+    """One resource of a protobuf request with only the spans ``items`` (its scopes that
+    hold them, in order) as a request of its own: the resource copied once."""
     alone = ExportTraceServiceRequest()
     resource = alone.resource_spans.add()
-    resource.resource.CopyFrom(resource_spans.resource)
+    if resource_spans.HasField("resource"):  # an absent one stays absent: no larger
+        resource.resource.CopyFrom(resource_spans.resource)
     resource.schema_url = resource_spans.schema_url
-    scope = resource.scope_spans.add()
-    scope.scope.CopyFrom(scope_spans.scope)
-    scope.schema_url = scope_spans.schema_url
-    scope.spans.add().CopyFrom(span)
-    return InvalidSpan("invalid_value", problem, alone.SerializeToString(deterministic=True))
+    scope: Any = None
+    last = -1
+    for item in items:
+        _, s, i = item.position
+        if s != last:
+            scope_spans = resource_spans.scope_spans[s]
+            scope = resource.scope_spans.add()
+            if scope_spans.HasField("scope"):
+                scope.scope.CopyFrom(scope_spans.scope)
+            scope.schema_url = scope_spans.schema_url
+            last = s
+        scope.spans.add().CopyFrom(resource_spans.scope_spans[s].spans[i])
+    return alone.SerializeToString(deterministic=True)
 
 
 def _pb_id_problem(raw: bytes, size: int, where: str) -> str | None:
@@ -359,26 +498,43 @@ def decode_json_request(payload: bytes) -> Decoded:
             resource = _json_attributes(resource_obj, f"{where_r}.resource")
         except TraceDecodeError as exc:  # the spans under it are set apart
             unreadable = exc
-        for where_s, scope_spans, items in scopes:
+        for s, (where_s, _, items) in enumerate(scopes):
             for i, span in enumerate(items):
                 try:
                     if unreadable is not None:
                         raise unreadable
                     spans.append(_json_span(span, resource, f"{where_s}.spans[{i}]"))
                 except TraceDecodeError as exc:
-                    alone = _json_alone(resource_spans, scope_spans, span)
-                    invalid.append(InvalidSpan(exc.reason, exc.detail, alone))
-    return Decoded(spans, invalid)
+                    invalid.append(InvalidSpan(exc.reason, exc.detail, (r, s, i)))
+    if not invalid:
+        return Decoded(spans, invalid)
+    resources = _field(top, "resourceSpans", "resource_spans")
+
+    def build(r: int, items: list[InvalidSpan]) -> bytes:
+        return _json_letter(resources[r], items)
+
+    return Decoded(spans, invalid, unreadable_letters(payload, invalid, len(spans), build))
 
 
-def _json_alone(resource_spans: dict[str, Any], scope_spans: dict[str, Any], span: Any) -> bytes:
-    """One span of an OTLP/JSON request as a request of its own, its resource and scope
-    (and their other fields) kept: ASCII JSON, the same bytes for the same span."""
-    scope = {k: v for k, v in scope_spans.items() if k != "spans"}
-    scope["spans"] = [span]
+def _json_letter(resource_spans: dict[str, Any], items: Sequence[InvalidSpan]) -> bytes:
+    """One resource of an OTLP/JSON request with only the spans ``items`` (its scopes that
+    hold them, in order) as a request of its own, the resource's and scopes' other fields
+    kept: compact ASCII JSON, the same bytes for the same spans."""
+    scopes_in = _field(resource_spans, "scopeSpans", "scope_spans")
+    scopes: list[dict[str, Any]] = []
+    last = -1
+    for item in items:
+        _, s, i = item.position
+        scope_spans = scopes_in[s]
+        if s != last:
+            scope = {k: v for k, v in scope_spans.items() if k != "spans"}
+            scope["spans"] = []
+            scopes.append(scope)
+            last = s
+        scope["spans"].append(scope_spans["spans"][i])
     resource = {k: v for k, v in resource_spans.items() if k not in ("scopeSpans", "scope_spans")}
-    resource["scopeSpans"] = [scope]
-    return json.dumps({"resourceSpans": [resource]}).encode("ascii")
+    resource["scopeSpans"] = scopes
+    return json.dumps({"resourceSpans": [resource]}, separators=(",", ":")).encode("ascii")
 
 
 def _json_span(span: Any, resource: Attributes, where: str) -> Span:
@@ -402,6 +558,8 @@ def _json_span(span: Any, resource: Attributes, where: str) -> Span:
     elif type(code) is not int:
         raise TraceDecodeError("wrong_type", f"{where}.status.code: expected integer")
     parent = _hex_id(span, "parentSpanId", "parent_span_id", 8, where, required=False)
+    flags = _field(span, "flags", "flags")
+    flags = 0 if flags is None else _integer(flags, 0, 2**32 - 1, f"{where}.flags")
     return Span(
         trace_id=_hex_id(span, "traceId", "trace_id", 16, where) or "",
         span_id=_hex_id(span, "spanId", "span_id", 8, where) or "",
@@ -413,6 +571,7 @@ def _json_span(span: Any, resource: Attributes, where: str) -> Span:
         events=tuple(events),
         resource=resource,
         status_code=code,
+        parent_is_remote=_remote(flags),
     )
 
 
@@ -602,6 +761,8 @@ def _json_span_out(span: Span) -> dict[str, Any]:
     }
     if span.parent_span_id is not None:
         out["parentSpanId"] = span.parent_span_id
+    if span.parent_is_remote is not None:
+        out["flags"] = _flags(span.parent_is_remote)
     return out
 
 

@@ -44,6 +44,9 @@ class Span:
         events: span events in the order the producer recorded them.
         resource: the attributes of the resource that emitted the span (``service.name``...).
         status_code: OTLP status code (0 unset, 1 ok, 2 error).
+        parent_is_remote: whether the parent is in another process (OTLP ``flags`` bits
+            ``0x100`` HAS_IS_REMOTE and ``0x200`` IS_REMOTE, opentelemetry-proto >= 1.1; the
+            Python SDK sets them): ``None`` when the producer did not say.
     """
 
     trace_id: str
@@ -56,8 +59,12 @@ class Span:
     events: tuple[SpanEvent, ...] = ()
     resource: Attributes = field(default_factory=dict)
     status_code: int = 0
+    parent_is_remote: bool | None = None
 
     @property
     def is_root(self) -> bool:
-        """True for a span without a parent (the trace's root)."""
-        return self.parent_span_id is None
+        """True for the trace's (local) root: a span without a parent, or one whose parent
+        is flagged remote (a service called with W3C ``traceparent``: its root's parent is
+        the caller's span, in another process, usually never sent here). Assembly settles a
+        trace ``settle_s`` after such a span instead of waiting ``timeout_s``."""
+        return self.parent_span_id is None or self.parent_is_remote is True

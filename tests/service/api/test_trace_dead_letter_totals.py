@@ -18,7 +18,7 @@ import pytest
 from service.api.trace_ingest import EMITTED_PREFIX, Backpressure
 from service.runtime.process import IngestUnavailable
 from service.state import StateError
-from service.traces.otlp import InvalidSpan
+from service.traces.otlp import InvalidSpan, UnreadableLetter
 from service.traces.spans import Span
 from tests.service.api.test_trace_durability import (
     SETTLE_S,
@@ -212,8 +212,9 @@ def test_an_unreadable_span_is_counted_in_the_checkpoint_that_stores_its_request
     clocks = Clocks()
     (a, a_kids, a_root), _, _ = traces
     where = "resourceSpans[0].scopeSpans[0].spans[3].traceId"
-    unreadable = InvalidSpan("invalid_value", f"{where}: 4 hex characters, expected 32",
-                             b'{"resourceSpans": []}')  # fmt: skip
+    unreadable = InvalidSpan("invalid_value", f"{where}: 4 hex characters, expected 32")
+    letter = UnreadableLetter("invalid_value", unreadable.detail, b'{"resourceSpans": []}',
+                              {"invalid_value": 1})  # fmt: skip
     process = Process(tmp_path, clocks)
     store = process.runtime.state
     real = store.checkpoint
@@ -223,11 +224,11 @@ def test_an_unreadable_span_is_counted_in_the_checkpoint_that_stores_its_request
 
     monkeypatch.setattr(store, "checkpoint", full)
     with pytest.raises(IngestUnavailable):
-        process.ingest.receive(a_kids + a_root, [unreadable])
+        process.ingest.receive(a_kids + a_root, [unreadable], [letter])
     assert len(process.ingest.assembler) == 0 and process.pending() == []
     assert [row["reason"] for row in process.dead_letters(tmp_path)] == ["invalid_value"]
     monkeypatch.setattr(store, "checkpoint", real)
-    assert process.ingest.receive(a_kids + a_root, [unreadable]) == []  # the retry
+    assert process.ingest.receive(a_kids + a_root, [unreadable], [letter]) == []  # the retry
     assert [row["reason"] for row in process.dead_letters(tmp_path)] == ["invalid_value"]
     assert _dead(process, "invalid_value") == 1
     process.crash()  # before the trace settled

@@ -512,7 +512,7 @@ def test_partial_success_lists_the_first_unreadable_positions_and_counts_every_r
     stays short for a batch of 512); dropped by assembly and unreadable add up."""
     invalid = [InvalidSpan("wrong_type" if i % 2 else "invalid_value",
                            f"resourceSpans[0].scopeSpans[0].spans[{i}].name: expected string",
-                           b"{}") for i in range(5)]  # fmt: skip
+                           (0, 0, i)) for i in range(5)]  # fmt: skip
     late = Rejected("a" * 32, "late_span", "late", (_span(), _span()))
     answer = partial_success([late], invalid).partial_success
     assert answer.rejected_spans == 7
@@ -640,3 +640,135 @@ def _post_whole_then_read(
         "error": "too_large",
         "detail": "request body over 200000 bytes",
     }
+
+
+#: The reviewer's payload: a resource with a 100 kB attribute and 500 spans with a zero
+#: trace id, next to the SDK's valid 3-span trace (its own resource).
+BIG_ATTRIBUTE, ZERO_SPANS = 100_000, 500
+
+
+def _amplifier(media: str, mixed: bool = False) -> bytes:
+    """The SDK's request of one 3-span trace plus ``resourceSpans[1]``: a resource with a
+    100 kB attribute and 500 spans with an all-zero trace id (with ``mixed``, every odd one
+    has a valid trace id and a ``name`` that is not a string instead: ``wrong_type``)."""
+    payload, _ = _sdk_request()
+    if media == JSON:
+        body = json.loads(encode_json(decode_protobuf(payload)))
+        spans: list[Any] = []
+        for i in range(ZERO_SPANS):
+            span: dict[str, Any] = {"traceId": "0" * 32, "spanId": f"{i + 1:016x}", "name": "n"}
+            if mixed and i % 2:
+                span.update(traceId="e" * 32, name=7)
+            spans.append(span)
+        body["resourceSpans"].append({
+            "resource": {"attributes": [
+                {"key": "big", "value": {"stringValue": "x" * BIG_ATTRIBUTE}}]},
+            "scopeSpans": [{"scope": {"name": "s"}, "spans": spans}],
+        })  # fmt: skip
+        return json.dumps(body).encode()
+    request = ExportTraceServiceRequest.FromString(payload)
+    resource_spans = request.resource_spans.add()
+    attribute = resource_spans.resource.attributes.add()
+    attribute.key, attribute.value.string_value = "big", "x" * BIG_ATTRIBUTE
+    scope_spans = resource_spans.scope_spans.add()
+    scope_spans.scope.name = "s"
+    for i in range(ZERO_SPANS):
+        span = scope_spans.spans.add()
+        span.trace_id, span.span_id, span.name = bytes(16), (i + 1).to_bytes(8, "big"), "n"
+    return request.SerializeToString()
+
+
+@pytest.mark.parametrize("media", [JSON, PROTOBUF])
+def test_the_unreadable_spans_of_a_request_are_one_letter_no_larger_than_it(
+    server: Server, tmp_path: Path, media: str
+) -> None:
+    """The reviewer's payload. Before: one letter per span, each copying the 100 kB
+    resource: 500 letters, a 66.8 MB dead-letter file for a 117 kB protobuf request (573x;
+    JSON 66.9 MB for 146 kB). Now one letter for the resource's 500 spans, smaller than the
+    request; every span still counted in rejectedSpans and the span metric, the letter once
+    in the totals (consumed = processed + duplicates + dead letters)."""
+    body = _amplifier(media)
+    response = server.post(body, media)
+    assert response.status_code == 200
+    zero = "all zero (an id has a non-zero digit)" if media == JSON else (
+        "all zero (an id has a non-zero byte)")  # fmt: skip
+    listed = "; ".join(f"resourceSpans[1].scopeSpans[0].spans[{i}].traceId: {zero}"
+                       for i in range(3))  # fmt: skip
+    message = (f"spans dead-lettered: invalid_value (500); unreadable spans (3 of 500 listed): "
+               f"{listed}")  # fmt: skip
+    if media == JSON:
+        assert response.json() == {
+            "partialSuccess": {"rejectedSpans": "500", "errorMessage": message}
+        }
+    else:
+        answer = ExportTraceServiceResponse.FromString(response.content)
+        assert (answer.partial_success.rejected_spans, answer.partial_success.error_message) == (
+            500, message)  # fmt: skip
+    assert len(server.wait_for(1)) == 1  # the valid trace's event
+    dlq = tmp_path / "goldwatch.dlq.jsonl"
+    (row,) = [json.loads(line) for line in dlq.open()]
+    assert (row["reason"], row["detail"]) == (
+        "invalid_value", f"500 unreadable spans (3 of 500 listed): {listed}")  # fmt: skip
+    letter = base64.b64decode(row["value_b64"])
+    assert len(letter) <= len(body)  # the bound: the letters' payloads within the request's
+    assert dlq.stat().st_size <= len(body) * 4 / 3 + 2048  # base64, one line's metadata
+    if media == JSON:
+        (resource,) = json.loads(letter)["resourceSpans"]
+        spans = resource["scopeSpans"][0]["spans"]
+        assert resource["resource"]["attributes"][0]["key"] == "big"
+        assert {s["traceId"] for s in spans} == {"0" * 32} and len(spans) == 500
+    else:
+        (resource,) = ExportTraceServiceRequest.FromString(letter).resource_spans
+        assert resource.resource.attributes[0].key == "big"
+        assert {s.trace_id for s in resource.scope_spans[0].spans} == {bytes(16)}
+        assert len(resource.scope_spans[0].spans) == 500
+    totals = httpx.get(server.base + "/v1/status").json()["totals"]
+    assert (totals["consumed"], totals["processed"], totals["duplicates"]) == (2, 1, 0)
+    assert totals["dead_lettered"] == {"invalid_value": 1}
+    metrics = httpx.get(server.base + "/metrics").text
+    for line in (
+        'goldwatch_events_dead_lettered_total{reason="invalid_value",source="http"} 1.0',
+        'goldwatch_trace_spans_rejected_total{reason="invalid_value"} 500.0',
+        "goldwatch_trace_spans_received_total 503.0",
+    ):
+        assert line in metrics, line
+
+
+def test_letters_larger_than_their_request_are_the_request_itself(
+    server: Server, tmp_path: Path
+) -> None:
+    """The 100 kB resource's spans of two reasons (250 all-zero trace ids, 250 names that
+    are not strings) would be two letters of 100 kB each, more than the request: the
+    request itself is the one letter, saying so; every span counted by its reason. Its
+    replay after the trace was handed out: the valid trace a duplicate, the unreadable spans
+    one letter again."""
+    body = _amplifier(JSON, mixed=True)
+    response = server.post(body, JSON)
+    assert response.status_code == 200
+    assert response.json()["partialSuccess"]["rejectedSpans"] == "500"
+    assert len(server.wait_for(1)) == 1
+    where = "resourceSpans[1].scopeSpans[0].spans"
+    zero = "traceId: all zero (an id has a non-zero digit)"
+    dlq = tmp_path / "goldwatch.dlq.jsonl"
+    (row,) = [json.loads(line) for line in dlq.open()]
+    assert row["reason"] == "invalid_value"  # the first unreadable span's
+    assert row["detail"] == (
+        "the whole request: 500 of its 503 spans unreadable (invalid_value (250), wrong_type "
+        "(250)); its 3 readable spans were kept (a replay of this letter counts them as spans "
+        "sent again); a letter per resource and reason would take more than the request's "
+        f"{len(body)} bytes; 500 unreadable spans (3 of 500 listed): {where}[0].{zero}; "
+        f"{where}[1].name: expected string; {where}[2].{zero}"
+    )
+    assert base64.b64decode(row["value_b64"]) == body
+    metrics = httpx.get(server.base + "/metrics").text
+    for line in (
+        'goldwatch_trace_spans_rejected_total{reason="invalid_value"} 250.0',
+        'goldwatch_trace_spans_rejected_total{reason="wrong_type"} 250.0',
+        'goldwatch_events_dead_lettered_total{reason="invalid_value",source="http"} 1.0',
+    ):
+        assert line in metrics, line
+    again = server.post(base64.b64decode(row["value_b64"]), JSON)  # the letter replayed
+    assert again.status_code == 200
+    totals = httpx.get(server.base + "/v1/status").json()["totals"]
+    assert (totals["consumed"], totals["processed"], totals["duplicates"]) == (4, 1, 1)
+    assert totals["dead_lettered"] == {"invalid_value": 2}

@@ -265,8 +265,12 @@ def test_json_request_keeps_the_valid_spans_and_sets_the_bad_one_apart() -> None
     assert invalid.detail == (
         "resourceSpans[0].scopeSpans[0].spans[3].traceId: 4 hex characters, expected 32"
     )
-    # the dead letter's bytes: the span alone with its resource and scope, as sent
-    alone = json.loads(invalid.payload)
+    # the dead letter: the span alone with its resource and scope, as sent
+    (letter,) = decoded.letters
+    assert (letter.reason, letter.detail, letter.spans, letter.whole) == (
+        "invalid_value", invalid.detail, {"invalid_value": 1}, False,
+    )  # fmt: skip
+    alone = json.loads(letter.payload)
     assert alone == {"resourceSpans": [{
         "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "svc"}}]},
         "scopeSpans": [{"scope": {"name": "x"}, "spans": [bad]}],
@@ -328,7 +332,7 @@ def test_json_zero_or_empty_parent_is_a_root() -> None:
 
 def test_json_span_not_an_object_and_an_unreadable_resource() -> None:
     """A span that is not an object is set apart alone; a resource that cannot be read sets
-    apart every span under it (each one letter), other resources' spans are kept."""
+    apart every span under it (one letter for them), other resources' spans are kept."""
     body = {"resourceSpans": [
         {"resource": {"attributes": [{"key": "k", "value": {"intValue": "x"}}]},
          "scopeSpans": [{"spans": _valid(2)}]},
@@ -343,9 +347,16 @@ def test_json_span_not_an_object_and_an_unreadable_resource() -> None:
                        "integer or integer string"),
         ("wrong_type", "resourceSpans[1].scopeSpans[0].spans[1]: expected object"),
     ]  # fmt: skip
-    assert json.loads(decoded.invalid[2].payload)["resourceSpans"][0]["scopeSpans"] == [
-        {"spans": ["secret text"]}
-    ]
+    said = "resourceSpans[0].resource.attributes[0].value.intValue: expected integer or " \
+        "integer string"  # fmt: skip
+    assert [(x.reason, x.spans, x.detail) for x in decoded.letters] == [
+        ("wrong_type", {"wrong_type": 2}, f"2 unreadable spans: {said}; {said}"),
+        ("wrong_type", {"wrong_type": 1}, "resourceSpans[1].scopeSpans[0].spans[1]: expected "
+                                          "object"),
+    ]  # fmt: skip
+    first, second = (json.loads(x.payload)["resourceSpans"] for x in decoded.letters)
+    assert first == [{**body["resourceSpans"][0], "scopeSpans": [{"spans": _valid(2)}]}]
+    assert second == [{"scopeSpans": [{"spans": ["secret text"]}]}]
 
 
 @pytest.mark.parametrize(
@@ -396,13 +407,131 @@ def test_protobuf_request_keeps_the_valid_spans_and_sets_bad_ids_apart() -> None
         ("invalid_value", f"{where}[{good + 3}].spanId: all zero (an id has a non-zero byte)"),
         ("invalid_value", f"{where}[{good + 4}].parentSpanId: 4 bytes, expected 8"),
     ]
-    # the dead letter's bytes: a request holding the span alone, its resource and scope kept
-    alone = ExportTraceServiceRequest.FromString(decoded.invalid[0].payload)
+    # one dead letter: a request holding the five spans, their resource and scope once
+    (letter,) = decoded.letters
+    assert (letter.reason, letter.spans, letter.whole) == ("invalid_value", {"invalid_value": 5},
+                                                           False)  # fmt: skip
+    listed = "; ".join(i.detail for i in decoded.invalid[:3])
+    assert letter.detail == f"5 unreadable spans (3 of 5 listed): {listed}"
+    alone = ExportTraceServiceRequest.FromString(letter.payload)
     (resource_spans,) = alone.resource_spans
     assert resource_spans.resource == request.resource_spans[0].resource
     (scope_spans,) = resource_spans.scope_spans
     assert scope_spans.scope == request.resource_spans[0].scope_spans[0].scope
-    assert [s.trace_id for s in scope_spans.spans] == [b"\xab\xcd"]
+    assert [s.trace_id for s in scope_spans.spans] == [b"\xab\xcd", bytes(16), *[b"\x05" * 16] * 3]
     with pytest.raises(TraceDecodeError) as caught:  # all or none: the first bad span
         decode_protobuf(request.SerializeToString())
     assert caught.value.detail == decoded.invalid[0].detail
+
+
+def test_more_resources_with_unreadable_spans_than_letters_max_are_one_letter() -> None:
+    """65 resources of one zero-trace-id span each would be 65 letters (> LETTERS_MAX 64),
+    each with a line's metadata: the request itself is the one letter."""
+    request = ExportTraceServiceRequest()
+    for r in range(65):
+        span = request.resource_spans.add().scope_spans.add().spans.add()
+        span.trace_id, span.span_id = bytes(16), (r + 1).to_bytes(8, "big")
+    body = request.SerializeToString()
+    decoded = decode_protobuf_request(body)
+    assert decoded.spans == [] and len(decoded.invalid) == 65
+    (letter,) = decoded.letters
+    assert (letter.reason, letter.spans, letter.whole, letter.payload) == (
+        "invalid_value", {"invalid_value": 65}, True, body,
+    )  # fmt: skip
+    zero = "traceId: all zero (an id has a non-zero byte)"
+    assert letter.detail == (
+        "the whole request: 65 of its 65 spans unreadable (invalid_value (65)); its 0 readable "
+        "spans were kept (a replay of this letter counts them as spans sent again); a letter "
+        "per resource and reason would take more than 64 letters; 65 unreadable spans (3 of 65 "
+        f"listed): resourceSpans[0].scopeSpans[0].spans[0].{zero}; "
+        f"resourceSpans[1].scopeSpans[0].spans[0].{zero}; "
+        f"resourceSpans[2].scopeSpans[0].spans[0].{zero}"
+    )
+    request.resource_spans.pop()  # 64: one letter each, each no larger than its resource
+    letters = decode_protobuf_request(request.SerializeToString()).letters
+    assert len(letters) == 64 and not any(x.whole for x in letters)
+
+
+def test_protobuf_empty_trace_ids_are_refused_before_and_after_a_valid_span() -> None:
+    """Before: the comparison with the last trace id started from b"", so empty trace ids
+    before the first valid span were kept as trace '' and a later one refused."""
+    request = ExportTraceServiceRequest()
+    spans = request.resource_spans.add().scope_spans.add().spans
+    for trace_id, n in [(b"", 1), (b"", 2), (b"\x05" * 16, 3), (b"", 4)]:
+        span = spans.add()
+        span.trace_id, span.span_id = trace_id, n.to_bytes(8, "big")
+    decoded = decode_protobuf_request(request.SerializeToString())
+    assert [(s.trace_id, s.span_id) for s in decoded.spans] == [("05" * 16, f"{3:016x}")]
+    where = "resourceSpans[0].scopeSpans[0].spans"
+    assert [i.detail for i in decoded.invalid] == [
+        f"{where}[{i}].traceId: 0 bytes, expected 16" for i in (0, 1, 3)
+    ]
+
+
+def test_a_span_whose_parent_is_remote_is_the_local_root_and_its_trace_settles() -> None:
+    """A service called through a gateway that propagates W3C traceparent: its root's
+    parent is the gateway's span, in another process. The SDK marks it in ``flags``
+    (0x100 HAS_IS_REMOTE | 0x200 IS_REMOTE); decoded, the span is the trace's local root, so
+    the trace settles ``settle_s`` after it instead of waiting ``timeout_s``. Before: no
+    root, every such trace open for the whole timeout (300 s)."""
+    from dataclasses import replace
+
+    from opentelemetry import trace
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+    from service.traces.assembly import AssemblyLimits, TraceAssembler
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "rag-app"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("t")
+    gateway = SpanContext(0x5 << 100, 0x77, is_remote=True, trace_flags=TraceFlags(1))
+    with tracer.start_as_current_span("rag", trace.set_span_in_context(NonRecordingSpan(gateway))):
+        with tracer.start_as_current_span("llm"):
+            pass
+    with tracer.start_as_current_span("alone"):
+        pass
+    request = encode_spans(exporter.get_finished_spans())
+    (scope,) = request.resource_spans[0].scope_spans
+    # the SDK's flags (opentelemetry-exporter-otlp-proto-common's _span_flags): the parent's
+    # remoteness known (0x100) on every span, remote (0x200) for rag only
+    assert [(s.name, s.flags) for s in scope.spans] == [
+        ("llm", 0x100), ("rag", 0x300), ("alone", 0x100)
+    ]  # fmt: skip
+    spans = decode_protobuf(request.SerializeToString())
+    assert [(s.name, s.parent_span_id, s.parent_is_remote, s.is_root) for s in spans] == [
+        ("llm", spans[1].span_id, False, False),
+        ("rag", f"{0x77:016x}", True, True),
+        ("alone", None, False, True),
+    ]  # fmt: skip
+    assert decode_json(encode_json(spans)) == spans  # OTLP/JSON keeps the flags
+    assert json.loads(encode_json(spans[1:2]))["resourceSpans"][0]["scopeSpans"][0]["spans"][
+        0
+    ]["flags"] == 0x300  # fmt: skip
+    limits = AssemblyLimits(settle_s=1.0, timeout_s=300.0)
+    assembler = TraceAssembler(limits)
+    assembler.add(spans[:2], now=0.0)
+    (done,) = assembler.due(1.0)
+    assert (done.why, done.has_root, len(done.spans)) == ("settled", True, 2)
+    # without the flags (a producer that does not set them): no root, open until timeout_s
+    assembler = TraceAssembler(limits)
+    assembler.add([replace(s, parent_is_remote=None) for s in spans[:2]], now=0.0)
+    assert assembler.due(1.0) == [] and assembler.due(299.9) == []
+    (done,) = assembler.due(300.0)
+    assert (done.why, done.has_root) == ("timeout", False)
+
+
+@pytest.mark.parametrize(
+    ("flags", "remote"), [(None, None), (0, None), (0x200, None), (0x101, False), ("769", True)]
+)
+def test_json_flags_say_whether_the_parent_is_remote(flags: object, remote: bool | None) -> None:
+    """IS_REMOTE counts only with HAS_IS_REMOTE; a fixed32 in JSON is a number (a string is
+    read too); anything else is a wrong_type span."""
+    span = {**_valid(2)[1], **({} if flags is None else {"flags": flags})}
+    (decoded,) = decode_json_request(_request_of([span])).spans
+    assert decoded.parent_is_remote is remote and decoded.is_root is (remote is True)
+    bad = decode_json_request(_request_of([{**span, "flags": [1]}]))
+    assert [(i.reason, i.detail) for i in bad.invalid] == [
+        ("wrong_type", "resourceSpans[0].scopeSpans[0].spans[0].flags: expected integer or "
+                       "integer string"),
+    ]  # fmt: skip
