@@ -63,6 +63,7 @@ import base64
 import hashlib
 import json
 import logging
+import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Sequence
@@ -87,7 +88,13 @@ from consumers.base import (
 from consumers.checkpoint import Checkpoint
 from consumers.errors import DeadLetterError, SourceUnavailable
 from consumers.lag import LagSampler
-from consumers.rebalance import CommitOnRevoke, PartitionHook, RevokeCheckpoint, to_kafka_offsets
+from consumers.rebalance import (
+    CommitOnRevoke,
+    PartitionHook,
+    RevokeCheckpoint,
+    revoke_abandoned,
+    to_kafka_offsets,
+)
 from service.settings.kafka import KafkaSourceConfig
 
 log = logging.getLogger(__name__)
@@ -412,8 +419,12 @@ class KafkaSource:
         #: whether a change of them calls for subscribing again (see _note_partitions)
         self._partitions_seen: frozenset[int] | None = None
         self._resubscribe_due = False
-        #: revoke checkpoints running now: commits wait (see checkpoint_on_revoke)
+        #: revoke checkpoints running now: commits wait (see checkpoint_on_revoke); set
+        #: when none runs: poll waits for it (a late one must not run beside the caller)
         self._holding_commits = 0
+        self._holding_lock = threading.Lock()
+        self._no_revoke_worker = threading.Event()
+        self._no_revoke_worker.set()
         self._user_on_assign = on_assign
         try:
             self._consumer = KafkaConsumer(**consumer_kwargs(config))
@@ -457,6 +468,10 @@ class KafkaSource:
                 log.warning("poll failed (retriable): %r", exc)
                 return []
             raise SourceUnavailable(f"poll failed: {exc!r}") from exc
+        # a revoke checkpoint the listener gave up waiting for may still run (on its worker
+        # thread, holding the loop's lock): the caller must not go on beside it (a trace
+        # source changes its open traces after this returns, which that checkpoint reads)
+        self._no_revoke_worker.wait()
         assigned = self._listener.assigned()
         messages = partition_runs(records for tp, records in batches.items()
                                   if (tp.topic, tp.partition) in assigned)  # fmt: skip
@@ -477,11 +492,16 @@ class KafkaSource:
             return
 
         def holding_commits() -> None:
-            self._holding_commits += 1
+            with self._holding_lock:
+                self._holding_commits += 1
+                self._no_revoke_worker.clear()
             try:
                 checkpoint()
             finally:
-                self._holding_commits -= 1
+                with self._holding_lock:
+                    self._holding_commits -= 1
+                    if not self._holding_commits:
+                        self._no_revoke_worker.set()
 
         self._listener.set_revoke_checkpoint(holding_commits)
 
@@ -633,6 +653,11 @@ class KafkaSource:
 
         :raises InvalidStoredOffset: an offset is not greater than one stored before.
         """
+        if revoke_abandoned():  # a late revoke checkpoint: its assignment was forgotten
+            log.warning("not storing the offsets of %d messages: the checkpoint before a "
+                        "revoke finished after its timeout (the next owner replays them)",
+                        len(messages))  # fmt: skip
+            return
         last: dict[tuple[str, int], int] = {}
         for msg in messages:
             o = msg.origin

@@ -51,6 +51,21 @@ log = logging.getLogger(__name__)
 PartitionHook = Callable[[list[tuple[str, int]]], None]
 """Called with sorted ``[(topic, partition), ...]``; must return promptly."""
 
+#: Per thread: the revoke checkpoint's worker learns here that the listener stopped waiting.
+_worker = threading.local()
+
+
+def revoke_abandoned() -> bool:
+    """Whether the calling thread is a revoke checkpoint's worker whose listener gave up
+    waiting for it (``revoke_checkpoint_timeout_ms``): what it would store now belongs to an
+    assignment already forgotten — the partition may be assigned again, to this member, and
+    read again from its last commit — so it must store nothing (a review: a late store of
+    offset X, then the consumer's store of a re-read offset below X, raised
+    ``InvalidStoredOffset``)."""
+    event: threading.Event | None = getattr(_worker, "abandoned", None)
+    return event is not None and event.is_set()
+
+
 RevokeCheckpoint = Callable[[], None]
 """Blocking: make everything processed so far durable and store its offsets in the
 :class:`Checkpoint` (without committing them); called on a worker thread. Raises on failure."""
@@ -167,10 +182,11 @@ class CommitOnRevoke(AsyncConsumerRebalanceListener):  # type: ignore[misc]
             checkpoint = self._revoke_checkpoint
         if checkpoint is None or not keys:
             return
-        done = threading.Event()
+        done, abandoned = threading.Event(), threading.Event()
         failure: list[BaseException] = []
 
         def work() -> None:
+            _worker.abandoned = abandoned
             try:
                 checkpoint()
             except BaseException as exc:  # reported by the listener; the loop re-raises it
@@ -183,6 +199,7 @@ class CommitOnRevoke(AsyncConsumerRebalanceListener):  # type: ignore[misc]
         while not done.is_set() and time.monotonic() < deadline:
             await self._sleep(REVOKE_POLL_S)
         if not done.is_set():
+            abandoned.set()  # what it would still store is skipped (revoke_abandoned)
             self.revoke_checkpoint_timeouts += 1
             log.warning("checkpoint before revoking %s not done within %.1f s: committing what "
                         "was checkpointed before (the next owner replays the rest)", keys,

@@ -394,7 +394,8 @@ def _pb_letter(resource_spans: Any, items: Sequence[InvalidSpan]) -> bytes:
             scope.schema_url = scope_spans.schema_url
             last = s
         scope.spans.add().CopyFrom(resource_spans.scope_spans[s].spans[i])
-    return alone.SerializeToString(deterministic=True)
+    encoded: bytes = alone.SerializeToString(deterministic=True)
+    return encoded
 
 
 def _pb_id_problem(raw: bytes, size: int, where: str) -> str | None:

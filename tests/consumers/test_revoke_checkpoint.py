@@ -26,7 +26,12 @@ from consumers.checkpoint import Checkpoint
 from consumers.kafka_source import KafkaSource
 from consumers.lag import LagSampler
 from consumers.loop import run
-from consumers.rebalance import CommitOnRevoke, kernel_sleep, to_kafka_offsets
+from consumers.rebalance import (
+    CommitOnRevoke,
+    kernel_sleep,
+    revoke_abandoned,
+    to_kafka_offsets,
+)
 from service.pipeline import Batch, CountingStage, Pipeline, PipelineConfig
 from service.settings.kafka import KafkaSourceConfig
 from service.state import StateError, StateStore
@@ -306,6 +311,32 @@ def test_lost_partitions_are_forgotten_without_a_checkpoint() -> None:
     assert ran == [] and source.committer.commits == [] and source.listener.assigned() == {(T, 1)}
 
 
+@pytest.mark.parametrize("late", [False, True])
+def test_a_checkpoint_the_listener_gave_up_on_knows_it_stores_nothing(late: bool) -> None:
+    """A review: after the timeout the partitions are forgotten and may come straight back to
+    this member, read again from the last commit; a late checkpoint's store of offset X, then
+    the consumer's store of a re-read offset below X, raised InvalidStoredOffset. The worker
+    sees it was given up on (revoke_abandoned), on its own thread only."""
+    source = RevokingSource([], [], timeout_s=0.05)
+    release, seen = threading.Event(), []
+
+    def checkpoint() -> None:
+        if late:
+            assert release.wait(30)
+        seen.append(revoke_abandoned())
+
+    source.listener.set_revoke_checkpoint(checkpoint)
+    source.revoke([0])
+    release.set()
+    for _ in range(3000):  # bounded wait for the worker (not a timing assertion)
+        if seen:
+            break
+        threading.Event().wait(0.01)
+    assert seen == [late]
+    assert source.listener.revoke_checkpoint_timeouts == int(late)
+    assert not revoke_abandoned()  # this thread is no worker
+
+
 def test_the_listener_waits_on_kafka_pythons_selector_by_yielding_a_sleep() -> None:
     waiting = kernel_sleep(0.02).__await__()
     yielded = next(waiting)
@@ -348,6 +379,31 @@ def test_poll_hands_out_no_record_of_a_partition_revoked_meanwhile() -> None:
     asyncio.run(listener.on_partitions_assigned([TopicPartition(T, 1)]))
     source._listener = listener
     source._last_ok = 0.0
+    source._no_revoke_worker = threading.Event()
+    source._no_revoke_worker.set()  # no revoke checkpoint running
     source._maybe_probe = lambda: None  # type: ignore[method-assign]
     source._follow_partitions = lambda: None  # type: ignore[method-assign]
     assert [m.origin for m in source.poll(10, 0)] == [Origin(T, 1, 3)]
+
+
+def test_poll_returns_only_once_no_revoke_checkpoint_runs() -> None:
+    """A review: a checkpoint the listener gave up on may still run on its worker; a trace
+    source changes its open traces right after poll returns, which that checkpoint reads, so
+    poll waits for it."""
+    source = KafkaSource.__new__(KafkaSource)
+    source._consumer = PollingConsumer({TopicPartition(T, 1): [record(1, 3)]})
+    listener = CommitOnRevoke(Committer([]), Checkpoint(), LagSampler(), lambda: False)
+    asyncio.run(listener.on_partitions_assigned([TopicPartition(T, 1)]))
+    source._listener = listener
+    source._last_ok = 0.0
+    source._no_revoke_worker = threading.Event()  # a revoke checkpoint runs
+    source._maybe_probe = lambda: None  # type: ignore[method-assign]
+    source._follow_partitions = lambda: None  # type: ignore[method-assign]
+    got: list[list[RawMessage]] = []
+    poller = threading.Thread(target=lambda: got.append(source.poll(10, 0)))
+    poller.start()
+    poller.join(0.2)
+    assert poller.is_alive() and got == []  # still waiting for the checkpoint
+    source._no_revoke_worker.set()
+    poller.join(30)
+    assert [m.origin for m in got[0]] == [Origin(T, 1, 3)]
