@@ -80,16 +80,24 @@ class AssemblyLimits(BaseModel):
     Attributes:
         settle_s: quiet period after the root span, seconds (> 0).
         timeout_s: longest a trace stays open after its first span, seconds (>= settle_s;
-            default 300: a trace whose root ends later — an LLM call of minutes — would go
-            out without its later spans, which then become ``late_span`` dead letters; a
-            rooted trace goes out ``settle_s`` after its last span whatever this is, so it
-            delays only traces whose root never comes).
+            default 120: above most LLM calls — a trace whose root ends later goes out
+            without its later spans, which become ``late_span`` dead letters, so raise it for
+            answers of minutes; a trace without a parentless root, such as a service called
+            with W3C ``traceparent``, waits this long unless ``remote_parent_is_root``, and
+            ``max_open_traces`` then bounds such traffic at about max_open_traces / timeout_s
+            traces per second).
         max_open_traces: open traces kept at once (>= 1).
         max_spans_per_trace: spans kept per trace (>= 1).
         max_attribute_bytes: largest attribute value kept whole, UTF-8 bytes (>= 64).
         remember_span_ids: span ids of recently handed-out traces remembered, so that a
             retry of a trace after it was assembled is a ``duplicate``, not ``late_span``
             dead letters (>= 0; 0: none; about 100 bytes each).
+        remote_parent_is_root: a span whose parent is flagged remote (OTLP ``flags``
+            0x100|0x200, set by the Python SDK for a span started from an incoming
+            ``traceparent``) is its trace's root, so the trace settles ``settle_s`` after its
+            last span. Set it when goldwatch receives only the RAG service's spans: with
+            several services' spans, a downstream service's entry span (its parent is the
+            caller's client span) would close the trace before the caller's root came.
 
     Raises:
         pydantic.ValidationError: a bound out of range, or ``timeout_s < settle_s``.
@@ -98,11 +106,12 @@ class AssemblyLimits(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     settle_s: float = Field(default=2.0, gt=0)
-    timeout_s: float = Field(default=300.0, gt=0)
+    timeout_s: float = Field(default=120.0, gt=0)
     max_open_traces: int = Field(default=10_000, ge=1)
     max_spans_per_trace: int = Field(default=1_000, ge=1)
     max_attribute_bytes: int = Field(default=65_536, ge=64)
     remember_span_ids: int = Field(default=100_000, ge=0)
+    remote_parent_is_root: bool = False
 
     def model_post_init(self, context: Any, /) -> None:
         if self.timeout_s < self.settle_s:
@@ -186,6 +195,7 @@ class TraceAssembler:
 
     def __init__(self, limits: AssemblyLimits) -> None:
         self._limits = limits
+        self._remote_roots = limits.remote_parent_is_root
         self._open: OrderedDict[str, _Open] = OrderedDict()  # by first arrival
         self._rooted: OrderedDict[str, None] = OrderedDict()  # rooted, by last arrival
         self._closed = RecentIds(capacity=limits.max_open_traces)
@@ -242,7 +252,7 @@ class TraceAssembler:
             trace.last_seen = now
             if position is not None:
                 trace.starts.setdefault(position[0], position[1])
-            if kept.is_root:
+            if kept.is_root or (self._remote_roots and kept.parent_is_remote is True):
                 trace.has_root = True
             if trace.has_root:
                 self._rooted[trace_id] = None

@@ -559,8 +559,7 @@ def _json_span(span: Any, resource: Attributes, where: str) -> Span:
     elif type(code) is not int:
         raise TraceDecodeError("wrong_type", f"{where}.status.code: expected integer")
     parent = _hex_id(span, "parentSpanId", "parent_span_id", 8, where, required=False)
-    flags = _field(span, "flags", "flags")
-    flags = 0 if flags is None else _integer(flags, 0, 2**32 - 1, f"{where}.flags")
+    flags = _json_flags(_field(span, "flags", "flags"))
     return Span(
         trace_id=_hex_id(span, "traceId", "trace_id", 16, where) or "",
         span_id=_hex_id(span, "spanId", "span_id", 8, where) or "",
@@ -600,6 +599,19 @@ def _string(obj: dict[str, Any], camel: str, snake: str, where: str) -> str:
         return ""
     _expect(value, str, "string", f"{where}.{camel}")
     return value  # type: ignore[no-any-return]
+
+
+def _json_flags(value: Any) -> int:
+    """A span's OTLP/JSON ``flags`` (a fixed32: a number, or a decimal string), 0 when absent
+    or unreadable: they only hint at the parent's remoteness, so a producer's odd spelling
+    (``256.0``, which protobuf's own JSON parser takes) costs the hint, never the span (a
+    review)."""
+    if type(value) is float and value.is_integer():
+        value = int(value)
+    try:
+        return _integer(value, 0, 2**32 - 1, "flags") if value is not None else 0
+    except TraceDecodeError:
+        return 0
 
 
 def _integer(value: Any, low: int, high: int, where: str) -> int:

@@ -63,8 +63,9 @@ class Span:
 
     @property
     def is_root(self) -> bool:
-        """True for the trace's (local) root: a span without a parent, or one whose parent
-        is flagged remote (a service called with W3C ``traceparent``: its root's parent is
-        the caller's span, in another process, usually never sent here). Assembly settles a
-        trace ``settle_s`` after such a span instead of waiting ``timeout_s``."""
-        return self.parent_span_id is None or self.parent_is_remote is True
+        """True for a span without a parent (the trace's root). A span whose parent is
+        flagged remote (``parent_is_remote``: a service called with W3C ``traceparent``) is
+        a root for settling only with ``traces.assembly.remote_parent_is_root``: when several
+        services of one trace send their spans here, a downstream service's entry span has a
+        remote parent too, and arrives before the caller's root (a review)."""
+        return self.parent_span_id is None

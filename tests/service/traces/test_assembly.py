@@ -25,7 +25,7 @@ def sp(trace: str, sid: int, parent: int | None = 1, **attrs: object) -> Span:
     )
 
 
-def limits(**over: float) -> AssemblyLimits:
+def limits(**over: float | bool) -> AssemblyLimits:
     base = {"settle_s": 2.0, "timeout_s": 30.0, "max_open_traces": 100}
     return AssemblyLimits(**{**base, **over})
 
@@ -164,9 +164,29 @@ def test_a_late_span_of_a_timed_out_trace_names_the_setting() -> None:
 
 
 def test_the_default_timeout_outlasts_slow_llm_calls() -> None:
-    """Five minutes: a rooted trace settles 2 s after its last span anyway, so only traces
-    whose root never comes wait that long."""
-    assert (AssemblyLimits().timeout_s, AssemblyLimits().settle_s) == (300.0, 2.0)
+    """Two minutes (a trial's 35 s LLM call lost its answer under 30 s): a rooted trace
+    settles 2 s after its last span anyway, so only traces without a parentless root wait
+    that long."""
+    assert (AssemblyLimits().timeout_s, AssemblyLimits().settle_s) == (120.0, 2.0)
+    assert AssemblyLimits().remote_parent_is_root is False
+
+
+def test_a_downstream_entry_span_does_not_close_the_callers_trace() -> None:
+    """A review: RAG service A calls retriever B, both send spans here; B's entry span has a
+    remote parent (A's client span) and arrives first. By default it is no root, so the
+    trace waits for A's root; with remote_parent_is_root it would settle without A."""
+    from dataclasses import replace
+
+    entry = replace(sp(A, 7, parent=5), parent_is_remote=True)  # B's, parent in A
+    asm = TraceAssembler(limits(settle_s=2.0, timeout_s=120.0))
+    asm.add([entry], now=0.0)
+    assert asm.due(now=10.0) == []  # not settled on B's span alone
+    asm.add([sp(A, 5, parent=1), sp(A, 1, parent=None)], now=30.0)  # A's client span, root
+    (done,) = asm.due(now=32.0)
+    assert (done.why, done.has_root, len(done.spans)) == ("settled", True, 3)
+    eager = TraceAssembler(limits(settle_s=2.0, timeout_s=120.0, remote_parent_is_root=True))
+    eager.add([entry], now=0.0)
+    assert [(d.why, len(d.spans)) for d in eager.due(now=2.0)] == [("settled", 1)]
 
 
 def test_low_watermarks_hold_back_commits_of_open_traces() -> None:
