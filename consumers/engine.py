@@ -56,6 +56,16 @@ _topic_of = attrgetter("origin.topic")
 _partition_of = attrgetter("origin.topic", "origin.partition")
 _offset_of = attrgetter("origin.offset")
 _event_of = itemgetter(1)
+
+
+def _streams(decoded: Sequence[tuple[RawMessage, QueryLogEvent]]) -> list[str] | None:
+    """The Kafka ``topic[partition]`` each decoded event was read from, or ``None`` when the
+    first was not read from Kafka (a file, stdin or HTTP batch is one stream)."""
+    if not decoded or decoded[0][0].origin.partition is None:
+        return None
+    return [f"{m.origin.topic}[{m.origin.partition}]" for m, _ in decoded]
+
+
 _timestamp_of = attrgetter("timestamp")
 
 Decoder = Callable[
@@ -473,7 +483,7 @@ class Engine:
         if dropped:
             self.metrics.observe_dropped_fields(dropped)
         try:
-            batch = self.pipeline.process(list(map(_event_of, decoded)), source)
+            batch = self.pipeline.process(list(map(_event_of, decoded)), source, _streams(decoded))
             return batch, dead, counted, repeats
         except Exception as exc:
             if admit_dead is None:

@@ -228,8 +228,14 @@ class _WindowedDetector:
         self._windows.rebaseline()
         return self
 
-    def _ingest(self, categories: Sequence[str], timestamps: ArrayLike, now: float | None) -> None:
-        self._windows.ingest(categories, timestamps, now, self._evaluate)
+    def _ingest(
+        self,
+        categories: Sequence[str],
+        timestamps: ArrayLike,
+        now: float | None,
+        streams: Sequence[str] | None = None,
+    ) -> None:
+        self._windows.ingest(categories, timestamps, now, self._evaluate, streams)
 
     def _evaluate(self) -> None:
         self.n_tests += 1
@@ -383,15 +389,20 @@ class CategoricalDriftDetector(_WindowedDetector):
         return self.update_many([x], [timestamp], now)
 
     def update_many(
-        self, categories: Sequence[str], timestamps: ArrayLike, now: float | None = None
+        self,
+        categories: Sequence[str],
+        timestamps: ArrayLike,
+        now: float | None = None,
+        streams: Sequence[str] | None = None,
     ) -> Self:
         """Add a micro-batch (``categories[i]`` at ``timestamps[i]``, Unix seconds); tests run
-        as event time crosses each ``test_every_s`` mark. ``now``: see :class:`CategoryWindow`.
+        as event time crosses each ``test_every_s`` mark. ``now`` and ``streams`` (the stream
+        each event was read from, for lateness): see :meth:`CategoryWindow.update_many`.
 
         Raises:
             ValueError: lengths differ or a timestamp is not finite.
         """
-        self._ingest(list(categories), timestamps, now)
+        self._ingest(list(categories), timestamps, now, streams)
         return self
 
     def _report_from_dict(self, data: dict[str, Any]) -> CategoricalDriftReport:
@@ -493,7 +504,11 @@ class RateDriftDetector(_WindowedDetector):
         return self.update_many([x], [timestamp], now)
 
     def update_many(
-        self, values: ArrayLike, timestamps: ArrayLike, now: float | None = None
+        self,
+        values: ArrayLike,
+        timestamps: ArrayLike,
+        now: float | None = None,
+        streams: Sequence[str] | None = None,
     ) -> Self:
         """Add a micro-batch of booleans; see :meth:`CategoricalDriftDetector.update_many`.
 
@@ -501,7 +516,7 @@ class RateDriftDetector(_WindowedDetector):
             ValueError: lengths differ or a timestamp is not finite.
         """
         flags = np.asarray(values, dtype=bool).reshape(-1)
-        self._ingest(np.where(flags, "1", "0").tolist(), timestamps, now)
+        self._ingest(np.where(flags, "1", "0").tolist(), timestamps, now, streams)
         return self
 
     def _report_from_dict(self, data: dict[str, Any]) -> RateDriftReport:

@@ -54,11 +54,14 @@ UNCALIBRATED = "uncalibrated"
 STARVED = "starved"
 #: Share of the events seen kept out of the windows from which the windows are starved.
 STARVED_SHARE = 0.2
-#: The other cause of events kept out late: one watermark for the whole stream, while a
-#: Kafka consumer catching up a backlog reads its partitions one after another (a trial's
-#: 4-partition backlog of 10 hours: 72 % late, its clocks fine).
-_READ_ORDER = ("the order they are read in (a backlog of several Kafka partitions comes one "
-               "partition after another)")  # fmt: skip
+#: The other cause of events kept out late: the order they are read in. Each Kafka partition
+#: is judged against its own watermark (a consumer catching up a backlog reads its partitions
+#: one stretch after another: a trial's 4-partition backlog of 10 hours was 72 % late against
+#: one watermark); a file, stdin or HTTP is one stream, and no partition's event may be older
+#: than the history the windows keep.
+_READ_ORDER = ("the order they are read in (events merged from several producers into one "
+               "file or HTTP stream, or a Kafka partition further behind the others than the "
+               "windows keep)")  # fmt: skip
 #: The latest events seen over which that share is measured (in the stage's chunks of at most
 #: :data:`ALARM_RESOLUTION` events, so between this and this + ALARM_RESOLUTION - 1 events).
 STARVED_RECENT_EVENTS = 5_000
@@ -260,28 +263,34 @@ class DriftStage:
         """Add the batch's annotated events to every detector, ``ALARM_RESOLUTION`` events
         at a time (the detectors' results do not depend on the split)."""
         stamps = [event.timestamp.timestamp() for event in batch.events]
+        streams = batch.streams
         for start in range(0, len(stamps), ALARM_RESOLUTION):
             end = start + ALARM_RESOLUTION
-            self._update(batch.annotations[start:end], stamps[start:end])
+            part = None if streams is None else streams[start:end]
+            self._update(batch.annotations[start:end], stamps[start:end], part)
             self.events_seen += len(stamps[start:end])
             self._record_alarms()
 
-    def _update(self, annotations: list[dict[str, Any]], stamps: list[float]) -> None:
+    def _update(
+        self,
+        annotations: list[dict[str, Any]],
+        stamps: list[float],
+        streams: list[str] | None = None,
+    ) -> None:
         now = self.clock()
         window = self.categorical["language"].window
         before = (window.late, window.future, window.ahead)
         for dim, detector in self.categorical.items():
             values = [str(notes.get(dim) or "und") for notes in annotations]
-            detector.update_many(values, stamps, now)
+            detector.update_many(values, stamps, now, streams)
             self.live_counts[dim].update(values)
         for dim, key in RATES.items():
-            pairs = [
-                (bool(notes[key]), stamp)
-                for notes, stamp in zip(annotations, stamps, strict=True)
-                if notes.get(key) is not None
-            ]
-            if pairs:
-                self.rates[dim].update_many([p for p, _ in pairs], [t for _, t in pairs], now)
+            rows = [i for i, notes in enumerate(annotations) if notes.get(key) is not None]
+            if rows:
+                self.rates[dim].update_many(
+                    [bool(annotations[i][key]) for i in rows], [stamps[i] for i in rows], now,
+                    None if streams is None else [streams[i] for i in rows],
+                )  # fmt: skip
         after = (window.late, window.future, window.ahead)
         self._remember((len(stamps), *(a - b for a, b in zip(after, before, strict=True))))
 

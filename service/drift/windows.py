@@ -10,7 +10,15 @@ Arrival rules (counts always balance: ``accepted + late + future + ahead == even
 
 * out of order is fine: an event older than the watermark is counted in its own bucket;
 * late: an event older than ``watermark − allowed_lateness_s`` (the watermark as it was when
-  the event arrived) is counted under ``late`` and NOT added; it does not move the watermark;
+  the event arrived) is counted under ``late`` and NOT added; it does not move the watermark.
+  When the caller says which *stream* each event was read from (a Kafka ``topic[partition]``),
+  an event is late against its own stream's watermark instead (the largest timestamp accepted
+  from that stream so far; a stream's first event is never late by it), or when it is older
+  than the history kept (``watermark − retention_s``): a consumer catching up on a backlog of
+  several partitions reads them one stretch after another, hours apart in event time, and
+  against one watermark most of the backlog would be late (a trial's 4-partition backlog:
+  72 %) though every partition is in order. The window still ends at the (one) watermark;
+  an event of a stream that is behind is added to its own, older bucket;
 * future: when the caller passes ``now`` (wall clock, seconds), an event newer than
   ``now + future_tolerance_s`` is counted under ``future`` and REJECTED, not clamped — one bad
   clock must not drag the watermark ahead and turn every later event into a late one.
@@ -77,6 +85,8 @@ _EMPTY = np.iinfo(np.int64).min
 SNAPSHOT_VERSION = 1
 MAX_HELD = 64
 """Events held ahead of the watermark at most (the oldest is dropped, staying ``ahead``)."""
+MAX_STREAMS = 4096
+"""Streams (e.g. Kafka partitions) whose own watermarks are kept at most."""
 
 
 class WindowUpdate(NamedTuple):
@@ -235,6 +245,7 @@ class CategoryWindow:
         self.watermark: float | None = None
         self.accepted = self.late = self.future = self.ahead = 0
         self._held: list[tuple[float, str]] = []  # (timestamp, category) held ahead
+        self._streams: dict[str, float] = {}  # stream -> its watermark (streams given only)
 
     @property
     def held(self) -> list[tuple[float, str]]:
@@ -261,9 +272,15 @@ class CategoryWindow:
         return self.update_many([category], [timestamp], now)
 
     def update_many(
-        self, categories: Sequence[str], timestamps: ArrayLike, now: float | None = None
+        self,
+        categories: Sequence[str],
+        timestamps: ArrayLike,
+        now: float | None = None,
+        streams: Sequence[str] | None = None,
     ) -> WindowUpdate:
-        """Add a micro-batch: ``categories[i]`` happened at ``timestamps[i]`` (Unix seconds).
+        """Add a micro-batch: ``categories[i]`` happened at ``timestamps[i]`` (Unix seconds),
+        read from stream ``streams[i]`` (e.g. a Kafka ``topic[partition]``; ``None``: one
+        stream, the whole batch's). Lateness is judged per stream (see the module docstring).
 
         Raises:
             ValueError: lengths differ or a timestamp is not finite.
@@ -271,6 +288,8 @@ class CategoryWindow:
         ts = np.asarray(timestamps, dtype=np.float64).reshape(-1)
         if len(categories) != len(ts) or not np.all(np.isfinite(ts)):
             raise ValueError("need one finite timestamp per category")
+        if streams is not None and len(streams) != len(ts):
+            raise ValueError("need one stream per category")
         if len(ts) == 0:
             return WindowUpdate(0, 0, 0, 0)
         held_ts = [t for t, _ in self._held]
@@ -279,7 +298,18 @@ class CategoryWindow:
             ahead_confirm=self.ahead_confirm, held=held_ts,
         )  # fmt: skip
         before = np.concatenate([[-math.inf if self.watermark is None else self.watermark], marks])
-        late = ~future & ~ahead & (ts < before[:-1] - self.allowed_lateness_s)
+        if streams is None:
+            late = ~future & ~ahead & (ts < before[:-1] - self.allowed_lateness_s)
+        else:  # behind its own stream's watermark, or older than the history kept
+            moves = np.where(future | ahead, -math.inf, ts)
+            late = (
+                ~future
+                & ~ahead
+                & (
+                    (ts < self._stream_marks(streams, moves) - self.allowed_lateness_s)
+                    | (ts < before[:-1] - self.retention_s)
+                )
+            )
         ok = ~future & ~late & ~ahead
         items = [*self._held, *zip(ts.tolist(), categories, strict=True)]
         back = [items[k] for k in released if k < len(held_ts)]  # released from earlier batches
@@ -304,6 +334,29 @@ class CategoryWindow:
         self.future += result.future
         self.ahead += result.ahead
         return result
+
+    def _stream_marks(
+        self, streams: Sequence[str], moves: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """Each event's stream watermark before it (``-inf`` for a stream's first event), and
+        move each stream's watermark to the largest of ``moves`` (``-inf``: does not move it)
+        of its events. At most :data:`MAX_STREAMS` streams are kept: beyond that the one read
+        least recently is forgotten (if it comes back, its first event is judged as a new
+        stream's)."""
+        names = np.asarray(streams, dtype=object)
+        before = np.empty(len(moves), dtype=np.float64)
+        marks = self._streams
+        for name in dict.fromkeys(streams):
+            where = np.flatnonzero(names == name)
+            prior = marks.get(name, -math.inf)
+            run = np.maximum.accumulate(np.concatenate([[prior], moves[where]]))
+            before[where] = run[:-1]
+            if math.isfinite(run[-1]):
+                marks.pop(name, None)  # (re-inserted: the dict's order is last use, oldest first)
+                marks[name] = float(run[-1])
+        while len(marks) > MAX_STREAMS:
+            del marks[next(iter(marks))]
+        return before
 
     def _add(self, buckets: NDArray[np.int64], codes: NDArray[np.int64]) -> None:
         slots = buckets % self._n_slots
@@ -359,6 +412,7 @@ class CategoryWindow:
             "future": self.future,
             "ahead": self.ahead,
             "held": [[t, c] for t, c in self._held],
+            "streams": dict(self._streams),
             "buckets": buckets,
         }
 
@@ -386,6 +440,8 @@ class CategoryWindow:
             self.future = int(state["future"])
             self.ahead = int(state.get("ahead", 0))  # (older snapshots: none held)
             self._held = [(float(t), str(c)) for t, c in state.get("held", ())][-MAX_HELD:]
+            streams = state.get("streams", {}).items()  # (older snapshots: none)
+            self._streams = {str(name): float(mark) for name, mark in streams}
         except (KeyError, TypeError, ValueError) as exc:
             self._reset()
             raise ValueError(f"malformed window snapshot: {exc}") from exc
@@ -485,8 +541,10 @@ class ComparisonWindows:
         timestamps: ArrayLike,
         now: float | None,
         on_tick: Callable[[], None],
+        streams: Sequence[str] | None = None,
     ) -> None:
-        """Add a micro-batch, calling ``on_tick()`` at each test time it crosses.
+        """Add a micro-batch, calling ``on_tick()`` at each test time it crosses;
+        ``streams``: see :meth:`CategoryWindow.update_many`.
 
         Raises:
             ValueError: lengths differ or a timestamp is not finite.
@@ -505,12 +563,14 @@ class ComparisonWindows:
         )
         start = 0
         for i in map(int, np.flatnonzero(np.isfinite(ticks) & (ticks > previous))):
-            self.window.update_many(categories[start : i + 1], ts[start : i + 1], now)
+            part = None if streams is None else streams[start : i + 1]
+            self.window.update_many(categories[start : i + 1], ts[start : i + 1], now, part)
             start, self._last_tick = i + 1, float(ticks[i])
             self._start = self.window.watermark if self._start is None else self._start
             self._freeze()
             on_tick()
-        self.window.update_many(categories[start:], ts[start:], now)
+        rest = None if streams is None else streams[start:]
+        self.window.update_many(categories[start:], ts[start:], now, rest)
 
     def current(self, reference: bool = False) -> dict[str, int]:
         """Counts of the current window: the one compared with the fixed reference

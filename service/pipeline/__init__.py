@@ -97,17 +97,35 @@ class Batch:
         events: surviving events, in arrival order.
         annotations: one dict per surviving event (same index), filled by stages.
         dropped: how many events each stage removed, by reason (e.g. ``duplicate``).
+        streams: the stream each surviving event was read from (same index), e.g. a Kafka
+            ``topic[partition]``, within which events come in the order they were written;
+            ``None`` when the source is one stream (a file, stdin, HTTP). Event-time windows
+            judge lateness per stream (:mod:`service.drift.windows`).
     """
 
     source: str
     events: list[QueryLogEvent]
     annotations: list[dict[str, Any]]
     dropped: Counter[str] = field(default_factory=Counter)
+    streams: list[str] | None = None
 
     @classmethod
-    def of(cls, events: Sequence[QueryLogEvent], source: str) -> Batch:
-        """Return a batch of ``events`` with empty annotations."""
-        return cls(source=source, events=list(events), annotations=[{} for _ in events])
+    def of(
+        cls, events: Sequence[QueryLogEvent], source: str, streams: Sequence[str] | None = None
+    ) -> Batch:
+        """Return a batch of ``events`` with empty annotations (``streams``: see the class).
+
+        Raises:
+            ValueError: ``streams`` is not as long as ``events``.
+        """
+        if streams is not None and len(streams) != len(events):
+            raise ValueError(f"{len(streams)} streams for {len(events)} events")
+        return cls(
+            source=source,
+            events=list(events),
+            annotations=[{} for _ in events],
+            streams=None if streams is None else list(streams),
+        )
 
     def __len__(self) -> int:
         return len(self.events)
@@ -128,6 +146,8 @@ class Batch:
         if dropped:
             self.events = [self.events[i] for i in kept]
             self.annotations = [self.annotations[i] for i in kept]
+            if self.streams is not None:
+                self.streams = [self.streams[i] for i in kept]
             self.dropped[reason] += dropped
         return dropped
 
@@ -248,13 +268,17 @@ class Pipeline:
         :class:`Stage`): the decoder may then leave them out."""
         return any(getattr(stage, "reads_records", True) for stage in self._stages)
 
-    def process(self, events: Sequence[QueryLogEvent], source: str) -> Batch:
-        """Run every stage over a new batch of ``events`` and return it.
+    def process(
+        self, events: Sequence[QueryLogEvent], source: str, streams: Sequence[str] | None = None
+    ) -> Batch:
+        """Run every stage over a new batch of ``events`` (read from ``streams``, see
+        :class:`Batch`) and return it.
 
         Raises:
+            ValueError: ``streams`` is not as long as ``events``.
             StageError: a stage raised; earlier stages' effects on their own state remain.
         """
-        batch = Batch.of(events, source)
+        batch = Batch.of(events, source, streams)
         for stage in self._stages:
             try:
                 stage.process(batch)

@@ -330,7 +330,10 @@ class DriftSettings(_Frozen):
             before the current one) or ``none``.
         warmup_s: warm-up of a frozen baseline.
         allowed_lateness_s: events older than the watermark minus this are counted as late,
-            not added.
+            not added. Each Kafka partition is judged against its own watermark (the newest
+            event time read from it), so a backlog whose partitions are read one stretch
+            after another is not late; an event older than the history the windows keep
+            (the longest of ``reference_window_s`` with a gold set, ``warmup_s``) is.
         future_tolerance_s: seconds an event may be stamped ahead of the wall clock; later
             ones are kept out of the drift windows and counted as ``future``.
         max_ahead_s: seconds an event may be stamped ahead of the newest event time so far

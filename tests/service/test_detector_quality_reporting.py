@@ -37,7 +37,7 @@ def _rate_stream(drift: DriftStage, seed: int = 5) -> None:
             events.append(types.SimpleNamespace(timestamp=START + timedelta(seconds=10 * i)))
             notes.append({"language": "en", "topic": "fees",
                           "out_of_scope": bool(rng.random() < share)})  # fmt: skip
-        drift.process(types.SimpleNamespace(events=events, annotations=notes))
+        drift.process(types.SimpleNamespace(events=events, annotations=notes, streams=None))
 
 
 def _drift() -> DriftStage:
@@ -197,7 +197,7 @@ def _topic_stream(drift: DriftStage, rising: str, seed: int = 9) -> None:
                 topic = "fees" if rng.random() < 0.5 else "exams"
             events.append(types.SimpleNamespace(timestamp=START + timedelta(seconds=10 * i)))
             notes.append({"language": "en", "topic": topic})
-        drift.process(types.SimpleNamespace(events=events, annotations=notes))
+        drift.process(types.SimpleNamespace(events=events, annotations=notes, streams=None))
 
 
 def _topic_drift() -> DriftStage:
@@ -355,7 +355,7 @@ def test_drift_coverage_gaps_leave_an_uncalibrated_novel_out_with_why() -> None:
         topics = ["novel"] * 60 + ["fees"] * 20 + ["exams"] * 20
         drift.process(types.SimpleNamespace(
             events=[types.SimpleNamespace(timestamp=START) for _ in topics],
-            annotations=[{"language": "en", "topic": t} for t in topics],
+            annotations=[{"language": "en", "topic": t} for t in topics], streams=None,
         ))  # fmt: skip
         return dict(drift.report()["topic"])
 

@@ -23,7 +23,7 @@ def _reference_test(languages: list[str]) -> dict:
     events = [types.SimpleNamespace(timestamp=START + timedelta(seconds=3.0 * i))
               for i in range(len(languages))]  # fmt: skip
     notes = [{"language": lang, "topic": "fees", "refused": False} for lang in languages]
-    drift.process(types.SimpleNamespace(events=events, annotations=notes))
+    drift.process(types.SimpleNamespace(events=events, annotations=notes, streams=None))
     return drift.report()["language"]["comparisons"]["reference"]
 
 

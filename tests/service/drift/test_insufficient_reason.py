@@ -30,7 +30,7 @@ def _one_day() -> DriftStage:
                   for i in range(start, start + 100)]  # fmt: skip
         notes = [{"language": "en", "topic": "fees", "refused": i % 4 == 0}
                  for i in range(start, start + 100)]  # fmt: skip
-        drift.process(types.SimpleNamespace(events=events, annotations=notes))
+        drift.process(types.SimpleNamespace(events=events, annotations=notes, streams=None))
     return drift
 
 
@@ -54,7 +54,7 @@ def test_a_baseline_still_warming_up_says_so() -> None:
     events = [types.SimpleNamespace(timestamp=START + timedelta(seconds=10 * i))
               for i in range(500)]  # fmt: skip
     notes = [{"language": "en", "topic": "fees", "refused": False}] * 500
-    drift.process(types.SimpleNamespace(events=events, annotations=notes))
+    drift.process(types.SimpleNamespace(events=events, annotations=notes, streams=None))
     test = drift.report()["refusal"]["comparisons"]["baseline"]
     assert (test["state"], test["n_reference"], test["n_current"]) == ("insufficient_data", 0, 355)
     assert test["insufficient"] == (

@@ -37,7 +37,7 @@ def test_reason_is_not_self_contradictory_after_a_busy_window() -> None:
         events = [types.SimpleNamespace(timestamp=t) for t in stamps]
         notes = [{"language": "en", "topic": "fees", "refused": i % 4 == 0}
                  for i in range(len(stamps))]  # fmt: skip
-        drift.process(types.SimpleNamespace(events=events, annotations=notes))
+        drift.process(types.SimpleNamespace(events=events, annotations=notes, streams=None))
     test = drift.report()["refusal"]["comparisons"]["baseline"]
     assert test["state"] == "insufficient_data" and test["n_current"] < 200
     why = test["insufficient"]

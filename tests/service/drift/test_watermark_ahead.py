@@ -254,8 +254,9 @@ def test_a_starved_window_short_of_events_blames_the_timestamps_not_the_window_s
     why = (
         "100% of the latest 3006 events seen were kept out of the drift windows (3000 late, "
         "0 future, 0 ahead): the events' timestamps, not the traffic, leave the windows "
-        "short; check the clocks that stamp them and the order they are read in (a backlog "
-        "of several Kafka partitions comes one partition after another) (or "
+        "short; check the clocks that stamp them and the order they are read in (events "
+        "merged from several producers into one file or HTTP stream, or a Kafka partition "
+        "further behind the others than the windows keep) (or "
         "analytics.drift.allowed_lateness_s)"
     )
     report = stage.report()
@@ -300,7 +301,8 @@ def test_starved_windows_with_thin_traffic_say_both() -> None:
     assert why.startswith(
         "23% of the latest 65 events seen were kept out of the drift windows (15 late, 0 "
         "future, 0 ahead) (check the clocks that stamp them and the order they are read in "
-        "(a backlog of several Kafka partitions comes one partition after another), or "
+        "(events merged from several producers into one file or HTTP stream, or a Kafka "
+        "partition further behind the others than the windows keep), or "
         "analytics.drift.allowed_lateness_s); no 10 min window reached 200 questions; the "
         "busiest had 5: raise analytics.drift.reference_window_s"
     ), why  # the one test ran when the 5th event started the watermark (a 300 s tick): 5 in it

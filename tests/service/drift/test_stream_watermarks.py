@@ -1,0 +1,114 @@
+"""Lateness judged per stream (a Kafka partition), against hand-worked windows.
+
+A consumer catching up on a backlog of several partitions reads them in stretches, one
+partition after another; against one watermark most of the backlog was late (a trial: 72 %)
+though each partition was in order. See ``tests/acceptance/test_live_kafka_partitions.py``
+for the same on a real broker.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from consumers.base import Origin, RawMessage
+from consumers.engine import _streams
+from service.drift import windows
+from service.drift.windows import CategoryWindow, WindowUpdate
+from service.pipeline import Batch
+
+TIMES = [600.0 * k for k in range(11)]  # 0, 600, …, 6000
+
+
+def _window() -> CategoryWindow:
+    # 1 h window, 1 min buckets, 5 min lateness, 2 h kept: 121 slots
+    return CategoryWindow(3600, 60, allowed_lateness_s=300, retention_s=7200)
+
+
+def test_one_stream_read_after_another_is_late_against_one_watermark() -> None:
+    w = _window()
+    assert w.update_many(["en"] * 11, TIMES) == WindowUpdate(11, 0, 0, 0)
+    # the second partition's stretch, no streams given: all older than 6000 − 300 = 5700 but
+    # the last (6000) are late
+    assert w.update_many(["hi"] * 11, TIMES) == WindowUpdate(1, 10, 0, 0)
+
+
+def test_each_stream_is_late_only_against_its_own_watermark() -> None:
+    w = _window()
+    assert w.update_many(["en"] * 11, TIMES, streams=["q[0]"] * 11) == WindowUpdate(11, 0, 0, 0)
+    assert w.update_many(["hi"] * 11, TIMES, streams=["q[1]"] * 11) == WindowUpdate(11, 0, 0, 0)
+    # the window ends at the one watermark, 6000 (bucket 100): buckets 41..100, t in
+    # [2460, 6060): 3000, 3600, 4200, 4800, 5400, 6000 of each stream
+    assert w.watermark == 6000.0
+    assert w.current() == {"en": 6, "hi": 6}
+    # 5600 is more than 300 s behind q[0]'s and q[1]'s own 6000: late; a new stream's is not
+    assert w.update_many(["en", "hi", "es"], [5600.0] * 3, streams=["q[0]", "q[1]", "q[2]"]) == (
+        WindowUpdate(1, 2, 0, 0)
+    )
+    # but no window holds an event older than the history kept, 6000 − 7200 = −1200
+    assert w.update("es", -1300.0) == WindowUpdate(0, 1, 0, 0)  # (one stream: as before)
+    assert w.update_many(["es", "es"], [-1300.0, -1100.0], streams=["q[3]", "q[4]"]) == (
+        WindowUpdate(1, 1, 0, 0)
+    )
+    # −1100 is in bucket −19, the oldest of the 120 buckets up to 100
+    assert w.counts(7200) == {"en": 11, "hi": 11, "es": 2}
+
+
+def test_a_batch_mixing_streams_judges_each_event_by_its_own_stream() -> None:
+    w = _window()
+    # interleaved in one batch: q[0] at 0, 3000, 6000 then q[1] at 0 (its first), 100, 5000
+    got = w.update_many(
+        ["a", "a", "a", "b", "b", "b", "a"],
+        [0.0, 3000.0, 6000.0, 0.0, 100.0, 5000.0, 5500.0],
+        streams=["q[0]", "q[0]", "q[0]", "q[1]", "q[1]", "q[1]", "q[0]"],
+    )
+    # only q[0]'s 5500 is late: 500 s behind q[0]'s 6000
+    assert got == WindowUpdate(6, 1, 0, 0)
+
+
+def test_stream_watermarks_survive_a_restart() -> None:
+    w = _window()
+    w.update_many(["en"] * 11, TIMES, streams=["q[0]"] * 11)
+    back = _window().restore(w.snapshot())
+    assert back.update("en", 5600.0).late == 1  # one stream: the watermark 6000
+    assert back.update_many(["en"], [5600.0], streams=["q[0]"]) == WindowUpdate(0, 1, 0, 0)
+    assert back.update_many(["en"], [5600.0], streams=["q[9]"]) == WindowUpdate(1, 0, 0, 0)
+    # a snapshot of before stream watermarks were kept restores none
+    old = w.snapshot()
+    del old["streams"]
+    assert _window().restore(old).update_many(["en"], [5600.0], streams=["q[0]"]).accepted == 1
+
+
+def test_the_stream_read_least_recently_is_forgotten_beyond_the_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(windows, "MAX_STREAMS", 2)
+    w = _window()
+    w.update_many(["x"] * 3, [6000.0, 6000.0, 6000.0], streams=["a", "b", "c"])
+    # "a" was forgotten: its next event is judged as a new stream's, "b"'s is still late
+    assert w.update_many(["x", "x"], [5000.0, 5000.0], streams=["a", "b"]) == WindowUpdate(
+        1, 1, 0, 0
+    )
+
+
+def test_streams_must_match_the_events() -> None:
+    with pytest.raises(ValueError, match="one stream per category"):
+        _window().update_many(["en", "en"], [0.0, 1.0], streams=["q[0]"])
+    with pytest.raises(ValueError, match="1 streams for 2 events"):
+        Batch.of([None, None], "kafka", ["q[0]"])  # type: ignore[list-item]
+
+
+def test_a_batch_keeps_its_streams_in_step_with_its_events() -> None:
+    batch = Batch.of(["e1", "e2", "e3"], "kafka", ["t[0]", "t[1]", "t[2]"])  # type: ignore[list-item]
+    batch.keep([True, False, True], "duplicate")
+    assert (batch.events, batch.streams) == (["e1", "e3"], ["t[0]", "t[2]"])
+    assert Batch.of(["e1"], "file").streams is None  # type: ignore[list-item]
+
+
+def test_kafka_messages_name_their_partition_as_the_stream() -> None:
+    def message(origin: Origin) -> tuple[RawMessage, None]:
+        return RawMessage(b"{}", origin), None
+
+    kafka = [message(Origin(topic="queries", partition=p, offset=7)) for p in (3, 0)]
+    assert _streams(kafka) == ["queries[3]", "queries[0]"]  # type: ignore[arg-type]
+    assert _streams([message(Origin(file="log.jsonl", line=1))]) is None  # type: ignore[arg-type]
+    assert _streams([]) is None
