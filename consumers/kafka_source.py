@@ -783,7 +783,9 @@ class KafkaSource:
 
     def lag(self) -> list[dict[str, Any]]:
         """Per partition ``{topic, partition, end_offset, committed_offset, position, lag}``
-        from the last sample (``lag`` is ``None`` when unknown). Thread-safe."""
+        from the last sample: ``lag`` is ``end_offset - committed_offset`` (``position`` only
+        while nothing is committed; ``None`` when unknown), never ``end_offset - position``.
+        Thread-safe."""
         return [p.as_dict() for p in self._lag.snapshot()]
 
     def refresh_lag(self) -> bool:

@@ -123,6 +123,13 @@ def state_timeline(title: str, description: str, queries: list[tuple[str, str]],
     }  # fmt: skip
 
 
+def no_value(note: str, panel: Panel) -> Panel:
+    """``panel`` showing ``note`` instead of "No data" (``fieldConfig.defaults.noValue``): say
+    when a panel that is empty on a fresh deployment fills."""
+    panel["fieldConfig"]["defaults"]["noValue"] = note
+    return panel
+
+
 def row(title: str) -> Panel:
     return {"type": "row", "title": title, "collapsed": False, "panels": []}
 

@@ -13,6 +13,7 @@ from dashboards.grafana import (
     SEL,
     Panel,
     bargauge,
+    no_value,
     row,
     stat,
     state_timeline,
@@ -339,7 +340,7 @@ def _ingestion() -> list[Panel | list[Panel]]:
     return [
         row("Ingestion health"),
         [
-            timeseries(
+            no_value("No Kafka source (source.kind: kafka): lag is per Kafka partition", timeseries(
                 "Consumer lag by partition",
                 "Messages between the consumer group's committed offset and the end of each "
                 "partition (a partition counted once even while two replicas report it during a "
@@ -352,7 +353,7 @@ def _ingestion() -> list[Panel | list[Panel]]:
                     (f"sum by (topic) (goldwatch:consumer_lag:sum{{{SEL}}})", "{{topic}} total"),
                 ],
                 "short",
-            ),
+            )),
             timeseries(
                 "Throughput: consumed, processed, duplicates, dead letters",
                 "Messages per second through the pipeline, all replicas: consumed = processed + "

@@ -8,10 +8,17 @@ scores are gauges set by each gold-set run.
 
 from __future__ import annotations
 
-from dashboards.grafana import RATE, SEL, Panel, query_variable, row, table, timeseries
+from dashboards.grafana import RATE, SEL, Panel, no_value, query_variable, row, table, timeseries
 
 GOLD = f'{SEL}, retriever=~"$retriever", k=~"$k", kind=~"$kind"'
 SHADOW = f'{SEL}, retriever=~"$candidate"'
+#: What an empty panel says: the gold gauges appear with the first gold-set run, the shadow
+#: series with the first configured candidate (none by default).
+NO_GOLD_RUN = (
+    "No gold-set run yet (shadow.production or shadow.candidates, then "
+    "shadow.evaluate_on_start, shadow.evaluate_every_s or POST /v1/shadow/evaluate)"
+)
+NO_CANDIDATE = "No shadow candidate configured (shadow.candidates)"
 
 VARIABLES = [
     query_variable("retriever", "Retriever",
@@ -27,7 +34,7 @@ def _gold() -> list[Panel | list[Panel]]:
     return [
         row("Gold set"),
         [
-            timeseries(
+            no_value(NO_GOLD_RUN, timeseries(
                 "Gold-set recall@k per retriever and kind",
                 "Share of gold passages found in the top k, per retriever and kind of question "
                 "(plain, expert, multi-passage, role-restricted), on the whole gold set. A drop "
@@ -37,8 +44,8 @@ def _gold() -> list[Panel | list[Panel]]:
                 [(f"max by (retriever, k, kind) (goldwatch_gold_recall{{{GOLD}}})",
                   "{{retriever}} recall@{{k}} {{kind}}")],
                 "percentunit", maximum=1,
-            ),
-            timeseries(
+            )),
+            no_value(NO_GOLD_RUN, timeseries(
                 "Gold-set MRR per retriever and kind",
                 "Mean reciprocal rank of the first gold passage, per retriever and kind. Recall "
                 "steady but MRR falling means the gold passage is still found but ranked "
@@ -46,10 +53,10 @@ def _gold() -> list[Panel | list[Panel]]:
                 [(f'max by (retriever, kind) (goldwatch_gold_mrr{{{SEL}, '
                   f'retriever=~"$retriever", kind=~"$kind"}})', "{{retriever}} {{kind}}")],
                 "percentunit", maximum=1,
-            ),
+            )),
         ],
         [
-            timeseries(
+            no_value(NO_GOLD_RUN, timeseries(
                 "Gold-set hit rate@k and nDCG@k (all kinds)",
                 "Hit rate: share of answerable gold questions with at least one gold passage "
                 "in the top k. nDCG@k: graded, position-discounted gain (trec_eval "
@@ -62,12 +69,14 @@ def _gold() -> list[Panel | list[Panel]]:
                   f'retriever=~"$retriever", k=~"$k", kind="all"}})',
                   "{{retriever}} nDCG@{{k}}")],
                 "percentunit", maximum=1,
-            ),
+            )),
             timeseries(
                 "Age of the latest gold-set run, and failed runs",
                 "Seconds since each retriever's latest gold-set run finished, and failed runs "
                 "in the last hour. The age grows past shadow.evaluate_every_s when runs fail "
-                "(see GET /v1/shadow/evaluate: last_error) — the gold gauges are then stale.",
+                "(see GET /v1/shadow/evaluate: last_error) — the gold gauges are then stale. No "
+                "age line before the first gold-set run (shadow.evaluate_on_start, "
+                "shadow.evaluate_every_s or POST /v1/shadow/evaluate).",
                 [(f'time() - max by (retriever) (goldwatch_gold_run_timestamp_seconds{{{SEL}, '
                   f'retriever=~"$retriever"}})', "{{retriever}} age"),
                  (f'sum(increase(goldwatch_gold_runs_total{{{SEL}, outcome="failed"}}[1h]))',
@@ -75,14 +84,14 @@ def _gold() -> list[Panel | list[Panel]]:
                 "s",
             ),
         ],
-        table(
+        no_value(NO_GOLD_RUN, table(
             "Latest recall@k: retriever x kind",
             "The latest gold-set recall@k per retriever, k and kind, side by side. Use it to "
             "pick a candidate: compare rows at the same k; kinds with few questions move in big "
             "steps.",
             [(f"max by (retriever, k, kind) (goldwatch_gold_recall{{{GOLD}}})", "")],
             "percentunit",
-        ),
+        )),
     ]  # fmt: skip
 
 
@@ -117,7 +126,7 @@ def _agreement() -> list[Panel | list[Panel]]:
     return [
         row("Shadow candidates against production (live questions)"),
         [
-            timeseries(
+            no_value(NO_CANDIDATE, timeseries(
                 "Top-k overlap with production",
                 "Share of production's top-k passages that the candidate also returns, on the "
                 "same live questions (mean over the recent window). Low overlap is not bad by "
@@ -125,26 +134,26 @@ def _agreement() -> list[Panel | list[Panel]]:
                 "changed or broke: check its errors and its gold-set recall.",
                 [(_mean("overlap"), "{{retriever}}")],
                 "percentunit", maximum=1,
-            ),
-            timeseries(
+            )),
+            no_value(NO_CANDIDATE, timeseries(
                 "Rank-biased overlap (RBO) with production",
                 "Rank-biased overlap of the candidate's ranking with production's (top-weighted "
                 "agreement, 1 = same order). Read with the overlap: same passages but low RBO "
                 "means a different order, which changes what the model reads first.",
                 [(_mean("rbo"), "{{retriever}}")],
                 "percentunit", maximum=1,
-            ),
-            timeseries(
+            )),
+            no_value(NO_CANDIDATE, timeseries(
                 "Citation recall: passages the answer cited that the candidate returns",
                 "Share of the passages production's answer cited that the candidate also "
                 "retrieves. The closest live proxy of gold recall: if it falls, the candidate "
                 "would have lost passages the answers actually used.",
                 [(_mean("citation_recall"), "{{retriever}}")],
                 "percentunit", maximum=1,
-            ),
+            )),
         ],
         [
-            timeseries(
+            no_value(NO_CANDIDATE, timeseries(
                 "RBO with production by question language",
                 "Rank-biased overlap per candidate and language of the live question. A "
                 "candidate that handles cross-lingual questions differently from production "
@@ -152,15 +161,15 @@ def _agreement() -> list[Panel | list[Panel]]:
                 "before reading it as worse.",
                 [(_by_language("rbo"), "{{retriever}} {{language}}")],
                 "percentunit", maximum=1,
-            ),
-            timeseries(
+            )),
+            no_value(NO_CANDIDATE, timeseries(
                 "RBO with production by topic",
                 "Rank-biased overlap per candidate and topic of the live question. A topic "
                 "where only one candidate disagrees is where its index or chunking differs: "
                 "read that topic's disagreements (GET /v1/shadow/disagreements).",
                 [(_by_topic("rbo"), "{{retriever}} {{topic}}")],
                 "percentunit", maximum=1,
-            ),
+            )),
         ],
         [
             timeseries(
@@ -196,7 +205,7 @@ def _health() -> list[Panel | list[Panel]]:
     return [
         row("Shadow health and access control"),
         [
-            timeseries(
+            no_value(NO_CANDIDATE, timeseries(
                 "Shadow call latency per candidate (p50, p95, p99)",
                 "Duration of the shadow calls to each candidate, all replicas. Compare with "
                 "production's latency budget before a rollout; a p99 close to the shadow "
@@ -210,18 +219,18 @@ def _health() -> list[Panel | list[Panel]]:
                      "{{retriever}} p99"),
                 ],
                 "s",
-            ),
-            timeseries(
+            )),
+            no_value(NO_CANDIDATE, timeseries(
                 "Shadow calls per second per candidate",
                 "Shadow calls made to each candidate per second, all replicas. It follows the "
                 "live traffic (times the sampling rate); zero for a configured candidate means "
                 "the shadow runner skips it.",
                 [(f"sum by (retriever) (rate({count}))", "{{retriever}}")],
                 "reqps",
-            ),
+            )),
         ],
         [
-            timeseries(
+            no_value(NO_CANDIDATE, timeseries(
                 "Skipped shadow offers per second by reason",
                 "Live events not shadow-run, by candidate and reason: not_sampled and filtered "
                 "are configuration; queue_full, rate_limited and breaker_open mean the "
@@ -229,13 +238,14 @@ def _health() -> list[Panel | list[Panel]]:
                 [(f'sum by (retriever, outcome) (rate(goldwatch_shadow_offers_total{{{SHADOW}, '
                   f'outcome!="queued"}}[{RATE}]))', "{{retriever}}: {{outcome}}")],
                 "reqps",
-            ),
+            )),
             timeseries(
                 "Shadow queue depth, workers and open breakers",
                 "Events waiting per candidate, its worker threads, and 1 while its circuit "
                 "breaker is open (after consecutive failures; half-open probes close it). A "
                 "full queue drops offers as queue_full; dropped results mean the pipeline "
-                "collects slower than the candidates answer.",
+                "collects slower than the candidates answer. Only the dropped results show "
+                "while no shadow candidate is configured (shadow.candidates).",
                 [(f"sum by (retriever) (goldwatch_shadow_queue_depth{{{SHADOW}}})",
                   "{{retriever}} queued"),
                  (f"sum by (retriever) (goldwatch_shadow_workers{{{SHADOW}}})",
@@ -250,7 +260,7 @@ def _health() -> list[Panel | list[Panel]]:
             ),
         ],
         [
-            timeseries(
+            no_value(NO_CANDIDATE, timeseries(
                 "Shadow error share per candidate",
                 "Failed shadow calls per call, all replicas. Above 5 % with 50 calls in 15 "
                 "minutes fires ShadowCandidateFailing; the candidate's agreement numbers then "
@@ -258,8 +268,8 @@ def _health() -> list[Panel | list[Panel]]:
                 [(f"sum by (retriever) (rate(goldwatch_shadow_errors_total{{{SHADOW}}}[{RATE}]))"
                   f" / sum by (retriever) (rate({count}))", "{{retriever}}")],
                 "percentunit", maximum=1, threshold=0.05,
-            ),
-            timeseries(
+            )),
+            no_value(NO_CANDIDATE, timeseries(
                 "Shadow errors per second by reason",
                 "Failed shadow calls per second by candidate and reason (timeout, connection, "
                 "HTTP status, bad response). Timeouts: raise the timeout or scale the "
@@ -268,7 +278,7 @@ def _health() -> list[Panel | list[Panel]]:
                   f"(rate(goldwatch_shadow_errors_total{{{SHADOW}}}[{RATE}]))",
                   "{{retriever}}: {{reason}}")],
                 "reqps",
-            ),
+            )),
             timeseries(
                 "ACL violations per hour by retriever and role",
                 "Events whose results hold a passage the asker's role may not read (its ACL "

@@ -88,6 +88,14 @@ class Status(BaseModel):
     not_ready_reasons: list[str]
     uptime_s: float
     source_kind: str
+    #: The source's own status (``None`` without one). A Kafka source's ``lag`` lists, per
+    #: assigned partition, ``end_offset`` (sampled every ``kafka.lag_interval_s``),
+    #: ``committed_offset`` (this replica's last successful commit, else the group's offset
+    #: fetched at assignment), ``position`` (the consumer's next fetch offset, ahead of the
+    #: committed one by what was fetched but not yet committed) and ``lag`` = ``end_offset -
+    #: committed_offset`` (``position`` stands in only while nothing is committed): the value
+    #: of ``goldwatch_consumer_lag``, which copies it every ``pipeline.status_interval_s``, so
+    #: the gauge can trail this field by that long.
     source: dict[str, Any] | None
     input_finished: bool
     totals: Totals

@@ -281,7 +281,10 @@ def _consumer_metrics(registry: CollectorRegistry) -> dict[str, Counter | Gauge]
     return {
         "consumer_lag": Gauge(
             _name("consumer_lag"),
-            "Messages between the committed offset and the end of the partition.",
+            "Messages between the end of the partition and this replica's committed offset (its "
+            "consumer position only while nothing is committed), as /v1/status source.lag; set "
+            "every pipeline.status_interval_s, kept at its last value while unknown or no "
+            "longer assigned.",
             ["topic", "partition"],
             registry=registry,
         ),

@@ -9,6 +9,7 @@ clocks, a crash = the state file closed without a flush).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import pytest
 
 from service.api.trace_ingest import EMITTED_PREFIX, Backpressure
 from service.runtime.process import IngestUnavailable
-from service.state import StateError
+from service.state import StateError, StateStore
 from service.traces.otlp import InvalidSpan, UnreadableLetter
 from service.traces.spans import Span
 from tests.service.api.test_trace_durability import (
@@ -35,6 +36,17 @@ Traces = list[tuple[str, list[Span], list[Span]]]
 
 def _dead(process: Process, reason: str) -> float:
     return process.metric("goldwatch_events_dead_lettered_total", source="http", reason=reason)
+
+
+def _fill_disk(store: StateStore, monkeypatch: pytest.MonkeyPatch) -> Callable[..., int]:
+    """Make ``store.checkpoint`` fail as on a full disk; return the real one (to put back)."""
+    real = store.checkpoint
+
+    def full(updates: Any) -> None:
+        raise StateError(f"cannot write state file {store.label}: the disk is full")
+
+    monkeypatch.setattr(store, "checkpoint", full)
+    return real
 
 
 def test_a_trace_without_a_question_is_a_dead_letter_in_the_totals_once(
@@ -171,12 +183,7 @@ def test_a_refused_request_keeps_nothing_and_its_retry_writes_its_letter_once(
     big = replace(a_kids[0], attributes={**a_kids[0].attributes, "blob": "x" * 70_000})
     request = [big, *a_kids[1:], *a_root]
     store = process.runtime.state
-    real = store.checkpoint
-
-    def full(updates: Any) -> None:
-        raise StateError(f"cannot write state file {store.label}: the disk is full")
-
-    monkeypatch.setattr(store, "checkpoint", full)
+    real = _fill_disk(store, monkeypatch)
     with pytest.raises(IngestUnavailable):
         process.ingest.receive(request)
     assert len(process.ingest.assembler) == 0
@@ -217,12 +224,7 @@ def test_an_unreadable_span_is_counted_in_the_checkpoint_that_stores_its_request
                               {"invalid_value": 1})  # fmt: skip
     process = Process(tmp_path, clocks)
     store = process.runtime.state
-    real = store.checkpoint
-
-    def full(updates: Any) -> None:
-        raise StateError(f"cannot write state file {store.label}: the disk is full")
-
-    monkeypatch.setattr(store, "checkpoint", full)
+    real = _fill_disk(store, monkeypatch)
     with pytest.raises(IngestUnavailable):
         process.ingest.receive(a_kids + a_root, [unreadable], [letter])
     assert len(process.ingest.assembler) == 0 and process.pending() == []

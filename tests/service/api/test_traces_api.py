@@ -417,6 +417,13 @@ def test_partial_success_reports_a_cut_attribute_in_both_encodings(
 JSON, PROTOBUF = "application/json", "application/x-protobuf"
 
 
+def _assert_metric_lines(server: Server, *lines: str) -> None:
+    """Assert that each of ``lines`` is in the server's ``/metrics`` text (read once)."""
+    metrics = httpx.get(server.base + "/metrics").text
+    for line in lines:
+        assert line in metrics, line
+
+
 def _with_a_bad_span(payload: bytes, media: str, keep: bool = True) -> bytes:
     """The SDK's request of one 3-span trace (``payload``) with a fourth span in the same
     scope, ``spans[3]``: a copy of the first with ``traceId`` ``"abcd"`` (the trial's span; 2
@@ -496,15 +503,14 @@ def test_an_unreadable_span_is_dead_lettered_and_the_rest_of_its_request_kept(
     totals = httpx.get(server.base + "/v1/status").json()["totals"]
     assert (totals["consumed"], totals["processed"], totals["duplicates"]) == (4, 1, 0)
     assert totals["dead_lettered"] == {"invalid_value": 2, envelope: 1}
-    metrics = httpx.get(server.base + "/metrics").text
-    for line in (
+    _assert_metric_lines(
+        server,
         'goldwatch_events_dead_lettered_total{reason="invalid_value",source="http"} 2.0',
         'goldwatch_trace_spans_rejected_total{reason="invalid_value"} 2.0',
         f'goldwatch_trace_payloads_rejected_total{{reason="{envelope}"}} 1.0',
         'goldwatch_trace_payloads_rejected_total{reason="invalid_value"} 0.0',
         "goldwatch_trace_spans_received_total 5.0",  # 3 + 1, then the unreadable one
-    ):
-        assert line in metrics, line
+    )
 
 
 def test_partial_success_lists_the_first_unreadable_positions_and_counts_every_reason() -> None:
@@ -725,13 +731,12 @@ def test_the_unreadable_spans_of_a_request_are_one_letter_no_larger_than_it(
     totals = httpx.get(server.base + "/v1/status").json()["totals"]
     assert (totals["consumed"], totals["processed"], totals["duplicates"]) == (2, 1, 0)
     assert totals["dead_lettered"] == {"invalid_value": 1}
-    metrics = httpx.get(server.base + "/metrics").text
-    for line in (
+    _assert_metric_lines(
+        server,
         'goldwatch_events_dead_lettered_total{reason="invalid_value",source="http"} 1.0',
         'goldwatch_trace_spans_rejected_total{reason="invalid_value"} 500.0',
         "goldwatch_trace_spans_received_total 503.0",
-    ):
-        assert line in metrics, line
+    )
 
 
 def test_letters_larger_than_their_request_are_the_request_itself(
@@ -760,13 +765,12 @@ def test_letters_larger_than_their_request_are_the_request_itself(
         f"{where}[1].name: expected string; {where}[2].{zero}"
     )
     assert base64.b64decode(row["value_b64"]) == body
-    metrics = httpx.get(server.base + "/metrics").text
-    for line in (
+    _assert_metric_lines(
+        server,
         'goldwatch_trace_spans_rejected_total{reason="invalid_value"} 250.0',
         'goldwatch_trace_spans_rejected_total{reason="wrong_type"} 250.0',
         'goldwatch_events_dead_lettered_total{reason="invalid_value",source="http"} 1.0',
-    ):
-        assert line in metrics, line
+    )
     again = server.post(base64.b64decode(row["value_b64"]), JSON)  # the letter replayed
     assert again.status_code == 200
     totals = httpx.get(server.base + "/v1/status").json()["totals"]
