@@ -43,7 +43,7 @@ goldwatch_build_info                            gauge   version, python (always 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -165,6 +165,9 @@ class Metrics:
     build_info: Gauge
     topics: tuple[str, ...]
     reasons: tuple[str, ...]
+    #: ``(topic label, partition)`` of the lag series exported now (the partitions assigned at
+    #: the last status sample); one no longer assigned is removed, see :meth:`observe_status`
+    lag_series: set[tuple[str, str]] = field(default_factory=set)
 
     def lag_labels(self, topic: str, partition: int) -> Gauge:
         """Return the ``consumer_lag`` child for a bounded ``topic`` and a partition number."""
@@ -189,21 +192,36 @@ class Metrics:
         """Mirror a ``Source.status()`` sample: counter deltas since ``previous``, and lag.
 
         ``status`` may hold the cumulative counts of :data:`STATUS_COUNTERS` (ints)
-        and ``lag``: a list of ``{"topic", "partition", "lag", "past_end"}`` (``None`` =
-        unknown, left as it was). Missing keys are ignored; counters never go backwards.
+        and ``lag``: a list of ``{"topic", "partition", "lag", "past_end"}``, one per partition
+        assigned now (``None`` = unknown, left as it was). The lag and past-end series of a
+        partition no longer in the list are removed: a replica that lost a partition in a
+        rebalance must not keep exporting its last lag, which ``max`` over replicas on the
+        dashboard and in ``ConsumerLagHigh`` would read as the partition's. Missing keys are
+        ignored (no ``lag``: nothing removed); counters never go backwards.
         """
         for key in STATUS_COUNTERS:
             delta = int(status.get(key) or 0) - int(previous.get(key) or 0)
             if delta > 0:
                 getattr(self, key).inc(delta)
-        for row in status.get("lag") or ():
+        rows = status.get("lag")
+        if rows is None:
+            return
+        assigned: set[tuple[str, str]] = set()
+        for row in rows:
+            series = (bounded_label(str(row["topic"]), self.topics), str(int(row["partition"])))
+            assigned.add(series)
             if row.get("lag") is not None:
-                self.lag_labels(str(row["topic"]), int(row["partition"])).set(row["lag"])
+                self.consumer_lag.labels(*series).set(row["lag"])
             if row.get("past_end") is not None:
-                self.consumer_offset_past_end.labels(
-                    topic=bounded_label(str(row["topic"]), self.topics),
-                    partition=str(int(row["partition"])),
-                ).set(row["past_end"])
+                self.consumer_offset_past_end.labels(*series).set(row["past_end"])
+        for series in self.lag_series - assigned:
+            for gauge in (self.consumer_lag, self.consumer_offset_past_end):
+                try:
+                    gauge.remove(*series)
+                except KeyError:  # never set (its lag was always unknown)
+                    pass
+        self.lag_series.clear()
+        self.lag_series.update(assigned)
 
     def observe_dropped_fields(self, drops: Mapping[tuple[str, str], int]) -> None:
         """Count optional fields the decoder dropped (the events were kept): ``drops`` maps
@@ -283,8 +301,8 @@ def _consumer_metrics(registry: CollectorRegistry) -> dict[str, Counter | Gauge]
             _name("consumer_lag"),
             "Messages between the end of the partition and this replica's committed offset (its "
             "consumer position only while nothing is committed), as /v1/status source.lag; set "
-            "every pipeline.status_interval_s, kept at its last value while unknown or no "
-            "longer assigned.",
+            "every pipeline.status_interval_s, kept at its last value while unknown, removed "
+            "once the partition is no longer assigned to this replica.",
             ["topic", "partition"],
             registry=registry,
         ),

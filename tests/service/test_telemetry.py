@@ -108,14 +108,36 @@ def test_observe_status_mirrors_counter_deltas_and_bounded_lag() -> None:
         ],
     }
     metrics.observe_status(first, {})
-    metrics.observe_status({**first, "commits": 5, "lag": []}, first)
+    second = {
+        **first,
+        "commits": 5,
+        "lag": [
+            {"topic": "queries", "partition": 0, "lag": None, "past_end": 2},  # unknown now
+            {"topic": "secret-topic", "partition": 1, "lag": 9},
+            {"topic": "queries", "partition": 2, "lag": None},
+        ],
+    }
+    metrics.observe_status(second, first)
     assert registry.get_sample_value("goldwatch_commits_total") == 5
     assert registry.get_sample_value("goldwatch_commit_failures_total") == 1
     assert registry.get_sample_value("goldwatch_rebalances_total") == 1
-    lag = "goldwatch_consumer_lag"
-    assert registry.get_sample_value(lag, {"topic": "queries", "partition": "0"}) == 5
-    assert registry.get_sample_value(lag, {"topic": OTHER, "partition": "1"}) == 7
-    assert registry.get_sample_value(lag, {"topic": "queries", "partition": "2"}) is None
+    lag, past = "goldwatch_consumer_lag", "goldwatch_consumer_offset_past_end"
+    p0, p1, p2 = ({"topic": "queries", "partition": "0"}, {"topic": OTHER, "partition": "1"},
+                  {"topic": "queries", "partition": "2"})  # fmt: skip
+    assert registry.get_sample_value(lag, p0) == 5  # unknown: the last value stays
+    assert registry.get_sample_value(past, p0) == 2
+    assert registry.get_sample_value(lag, p1) == 9
+    assert registry.get_sample_value(lag, p2) is None
+    # a status without lag (a file source) leaves the series alone
+    metrics.observe_status({"commits": 5}, second)
+    assert registry.get_sample_value(lag, p0) == 5
+    # a rebalance took partitions 0 and 2: their series go, partition 1's stays
+    metrics.observe_status({**second, "lag": [second["lag"][1]]}, second)
+    assert registry.get_sample_value(lag, p0) is None
+    assert registry.get_sample_value(past, p0) is None
+    assert registry.get_sample_value(lag, p1) == 9
+    metrics.observe_status({**second, "lag": []}, second)  # none assigned
+    assert registry.get_sample_value(lag, p1) is None
 
 
 def test_build_info() -> None:
