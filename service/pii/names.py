@@ -47,6 +47,20 @@ and leaves every other capitalised word alone:
   for the help``); a title before a stop word is none (``I am Dr. Who fan`` reads ``Dr`` as
   before). Titles after a weak cue or in a sign-off are Title case; a title with no cue stays
   (``Dr. Pepper ingredients?``).
+* **Particles and initials** (:data:`PARTICLES`: ``de``, ``la``, ``van``, ``von``, ``der``,
+  ``del``, ``da``, ``dos``, ``al``…, either case; a capital and a full stop) before a
+  Title-case word are one word of the name with it, after every cue above but ``X here``,
+  ``X is my name`` and ``mujhe … bolte hain``: ``Regards, Maria de la Cruz``, ``I'm Dr. van
+  der Berg``, ``My name is Mr. De Souza``, ``I'm J. R. Tolkien``, ``my name is John F.
+  Kennedy`` are one ``<NAME>`` each (a twenty-first-session report: ``My name is <NAME>. De
+  Souza``, ``Regards, Maria de la Cruz`` kept whole, ``my name is <NAME>. Kennedy``; ``de`` is
+  a stop word and an initial's full stop ended the name). A particle is none before a word in
+  lower case (``I'm de facto in charge``, ``I'm van driver``, ``my name is juan de la
+  fuente`` keeps ``de la fuente``), nor an initial before a stop word (``My name is J. I need
+  help`` keeps ``I need help``); a name's full stop still ends it (``My name is J. Smith. I
+  need help``). A Title-case name's first word takes a particle only after a title (``this
+  is La Liga`` stays as before); after a weak cue, initials and a word are a name as two
+  words are (``I'm J. R. Tolkien calling``).
 
 The span replaced is the name only (``my name is <NAME>``), so the question keeps its
 meaning. Measured on the questions of CLINC150, BANKING77, Hinglish-TOP and NQ-open dev
@@ -60,7 +74,9 @@ dash (``- Ngozi Okafor``, ``— Ngozi Okafor``: the scrubber folds ``—`` and `
 one ``-`` starts a list's items, ``- Apple Pay``), and the Devanagari
 ``मैं … बोल रहा हूँ`` (no case tells a name from ``हिंदी``). False positives, by design: two
 Title-case words after a weak cue that are not a name (``this is New York``), a quotation's
-attribution on its own line (``-- Mahatma Gandhi``): privacy over precision.
+attribution on its own line (``-- Mahatma Gandhi``), a sentence after a middle initial that
+starts with a word no stop word (``My name is Anna K. Need help`` is ``My name is <NAME>``: an
+initial's full stop cannot tell ``K. Need`` from ``F. Kennedy``): privacy over precision.
 """
 
 from __future__ import annotations
@@ -149,6 +165,57 @@ _NOT_STOP = (
 )
 
 
+#: Particles a surname may start with (lower case here; the first letter in either case, ``de
+#: la Cruz``, ``De Souza``, ``van der Berg``, ``Van Dyke``): Spanish, Portuguese, Italian,
+#: French, Dutch, German, Arabic. Several are stop words (``de``, ``la``, ``der``, ``du``) that
+#: cut a name, and one in lower case is no Title-case word, so ``Regards, Maria de la Cruz``
+#: and ``I'm Dr. van der Berg`` were scrubbed in part or not at all. A run of them is a
+#: name's only when a Title-case word follows it (:data:`_PART_LEAD`): ``I'm de facto in
+#: charge`` and ``I'm van driver`` hold no particle.
+PARTICLES = ("da", "das", "de", "degli", "dei", "del", "della", "der", "des", "di", "do", "dos",
+             "du", "la", "le", "ten", "ter", "van", "von", "vom", "zu", "zum", "zur", "al",
+             "el", "bin", "ibn")  # fmt: skip
+_PARTICLE = (
+    "(?:"
+    + "|".join(f"[{w[0].upper()}{w[0]}]{w[1:]}" for w in sorted(PARTICLES, key=len, reverse=True))
+    + ")"
+)
+#: An initial: a capital and a full stop, a space after it or not (``J. R. Tolkien``,
+#: ``J.R.R. Tolkien``).
+_INITIAL = rf"[{_UPPER}]\.(?:{_GAP})?"
+#: What may come before a name part's Title-case word and is one part with it: initials, then
+#: particles (``J. Smith``, ``de la Cruz``, ``A. van Dijk``); the word after it is a Title-case
+#: word, not a stop word (:func:`_part`): ``My name is J. I need help`` keeps ``I need
+#: help``, and a name's full stop after it ends the name (``J. Smith. I need help``).
+_PART_LEAD = rf"(?:(?:{_INITIAL})+(?:(?:{_PARTICLE}{_GAP})+)?|(?:{_PARTICLE}{_GAP})+)"
+#: The same lead without particles first: initials only.
+_PART_LEAD_INITIALS = rf"(?:{_INITIAL})+(?:(?:{_PARTICLE}{_GAP})+)?"
+
+#: What may follow a title: a lead and its Title-case word (``Mr. De Souza``, ``Mr. A. Kumar``:
+#: ``de`` and ``a`` are stop words), else no stop word (:data:`_NOT_STOP`).
+_AFTER_TITLE = rf"(?:(?={_PART_LEAD}{_NOT_STOP}{_TITLE}(?![\w'’-]))|{_NOT_STOP})"
+
+
+def _part(word: str, particles: bool = True) -> str:
+    """The pattern of one part of a name: a lead (initials, particles: :data:`_PART_LEAD`) and
+    the Title-case word it belongs to, or ``word`` alone (:data:`_TITLE` or :data:`_WORD`).
+    A part is one of a name's one to three words, whatever its lead holds (``Juan de la
+    Fuente`` is two, ``J. R. Tolkien`` one). ``particles``: a part may start with one; not a
+    Title-case name's first part without a title before it (``this is La Liga.`` stays)."""
+    lead = _PART_LEAD if particles else _PART_LEAD_INITIALS
+    return rf"(?:{lead}{_NOT_STOP}{_TITLE}(?![\w'’-])|{word})"
+
+
+def _name(word: str, any_case: bool) -> str:
+    """The pattern of a name of one to three parts (:func:`_part`) as group ``n``, after the
+    optional title of :func:`_titled` (group ``title``). ``any_case``: after a cue whose name
+    may be in any case, where a name may start with a particle (``my name is de la Cruz``);
+    else a Title-case name, whose first part holds a particle only after a title (``I'm Dr.
+    van der Berg``)."""
+    first = _part(word) if any_case else rf"(?(title){_part(word)}|{_part(word, False)})"
+    return rf"(?P<n>{first}(?:{_GAP}{_part(word)}){{0,2}})"
+
+
 def _titled(any_case: bool) -> str:
     """The pattern of an optional title before a name (group ``title``: the first title's
     word; up to three titles, ``Herr Dr. Krüger``, ``Frau Prof. Dr. Anna Weber``) and the gap
@@ -157,12 +224,21 @@ def _titled(any_case: bool) -> str:
     (after a cue whose name may be lower case, ``my name is dr. smith``), else Title case as
     :data:`TITLES` writes it."""
     words = f"(?i:{_TITLE_WORDS})" if any_case else f"(?:{_TITLE_WORDS})"
-    return rf"(?:(?P<title>{words})\.?{_GAP}(?:(?:{words})\.?{_GAP}){{0,2}}{_NOT_STOP})?"
+    return rf"(?:(?P<title>{words})\.?{_GAP}(?:(?:{words})\.?{_GAP}){{0,2}}{_AFTER_TITLE})?"
 
 
 #: A title before a name after a cue of Title-case names, and after one of any-case names.
 _TITLED = _titled(any_case=False)
 _TITLED_ANY = _titled(any_case=True)
+#: A name after a cue of Title-case names, and after one of any-case names (:func:`_name`).
+_NAME = _name(_TITLE, any_case=False)
+_NAME_ANY = _name(_WORD, any_case=True)
+#: A name's parts, one match each, as :func:`_name` reads them (:func:`_kept_words`).
+_PARTS = re.compile(_part(_WORD))
+#: A Title-case name's first part without a title before it: no particle (:func:`_name`).
+_FIRST_PARTS = re.compile(_part(_WORD, particles=False))
+#: A part with initials (``J. Smith``), a full name after a weak cue as two words are.
+_INITIALED = re.compile(rf"[{_UPPER}]\.")
 #: Up to three titles right before a name found by what follows it (``Dr. Maria Lopez
 #: here``, ``Mr. Smith is my name``: :func:`_title_start`); in its patterns an optional
 #: title first made every scan try the titles at every position (~1.5x slower).
@@ -183,7 +259,7 @@ _STRONG = re.compile(
     r"|address\s+me\s+as|address\s+me\s+by\s+the\s+name|prefer\s+to\s+go\s+by"
     r"|go\s+by\s+the\s+name|(?:want|like|prefer|love)\s+to\s+be\s+called(?:\s+by)?"
     r"|(?:i\s+am|i['’]m)\s+called|the\s+name\s+(?:is|i\s+go\s+by\s+is)|my\s+names)))"
-    rf"\s+[\"“']?{_TITLED_ANY}(?P<n>{_WORD}(?:{_GAP}{_WORD}){{0,2}})"
+    rf"\s+[\"“']?{_TITLED_ANY}{_NAME_ANY}"
 )
 #: ``jason is my name``: the name before the cue, at the start of a clause.
 _BEFORE = re.compile(
@@ -193,7 +269,7 @@ _BEFORE = re.compile(
 _WEAK = re.compile(
     r"(?<![\w\u0900-\u0dff])(?P<cue>(?i:i\s+am|i['’]m|this\s+is|soy|je\s+suis)"
     r"|(?P<other>(?i:ich\s+bin)))"
-    rf"\s+{_TITLED}(?P<n>{_TITLE}(?:{_GAP}{_TITLE}){{0,2}})(?![\w'’-])"
+    rf"\s+{_TITLED}{_NAME}(?![\w'’-])"
 )
 #: The weak cues scanned for only when their hint is in the text (:func:`_rare_spans`; in
 #: :data:`_WEAK` they made every scan ~2x slower): ``it's`` (group ``its``) and the German
@@ -201,7 +277,7 @@ _WEAK = re.compile(
 _WEAK_RARE = re.compile(
     r"(?<![\w\u0900-\u0dff])(?:(?P<its>(?i:it['’]?s|it\s+is))"
     r"|(?P<other>(?i:hier\s+ist|hier\s+spricht)))"
-    rf"\s+{_TITLED}(?P<n>{_TITLE}(?:{_GAP}{_TITLE}){{0,2}})(?![\w'’-])"
+    rf"\s+{_TITLED}{_NAME}(?![\w'’-])"
 )
 #: Words before ``it's`` that make it a self-introduction (``hey its Kevin``), lower case.
 _GREETINGS = frozenset("hi hii hello hey heya hiya hallo hola yo namaste greetings".split())
@@ -224,13 +300,11 @@ _SIGNOFF = re.compile(
     r"|saludos|gracias|gruß|grüße|viele\s+grüße|merci|cordialement|dhanyavaad"
     r"|(?P<signed>signed[,:](?!\s*sealed\b)))[,!.]?\s+"
     r"(?!(?i:(?:(?:best|kind|warm|many)\s+)?regards|thanks|thank\s+you|cheers|sincerely)\b)"
-    rf"{_TITLED}(?P<n>{_TITLE}(?:{_GAP}{_TITLE}){{0,2}})"
+    rf"{_TITLED}{_NAME}"
     r"(?(title)(?![\w'’-])|(?=[^\S\n]*(?:[.!,;\n]|[-–—](?:\s|$)|$)))"
 )
 #: ``Name: Alice Smith`` (a form's field, any case).
-_FIELD = re.compile(
-    rf"(?<![\w])(?i:name)\s*[:=]\s*{_TITLED_ANY}(?P<n>{_WORD}(?:{_GAP}{_WORD}){{0,2}})"
-)
+_FIELD = re.compile(rf"(?<![\w])(?i:name)\s*[:=]\s*{_TITLED_ANY}{_NAME_ANY}")
 #: The test for :data:`_FIELD_DASH` on the lower-cased text: ``name`` a literal first, so
 #: found by a fast search, where ``_FIELD_DASH``'s own scan tries every character.
 _NAME_DASH = re.compile(r"name[^\S\n]*[-–—]")
@@ -238,8 +312,10 @@ _NAME_DASH = re.compile(r"name[^\S\n]*[-–—]")
 #: the same line; at a clause start only (``in a name - Romeo`` stays; :func:`_rare_spans`).
 _FIELD_DASH = re.compile(
     r"(?<![\w])(?i:(?:(?:full|first|last)[^\S\n]+)?name)[^\S\n]*[-–—]{1,2}[^\S\n]+"
-    rf"{_TITLED_ANY}(?P<n>{_WORD}(?:{_GAP}{_WORD}){{0,2}})"
+    rf"{_TITLED_ANY}{_NAME_ANY}"
 )
+#: The cues whose name may be in any case and start with a particle (:func:`_name`).
+_ANY_CASE = frozenset({_STRONG, _FIELD, _FIELD_DASH})
 #: ``Maria Lopez here - ...``, ``Hi, Dmitri Ivanov speaking.``: at a clause start, before a
 #: dash, comma, full stop or the text's end.
 _SELF = re.compile(
@@ -254,12 +330,12 @@ _DASH_LINE = re.compile(r"(?:^|\n)\s*--")
 _SIG_DASH = re.compile(
     r"(?:^|(?<=\n))[^\S\n]*--[^\S\n]*(?:\r?\n[^\S\n]*)?"
     r"(?!(?i:(?:(?:best|kind|warm|many)\s+)?regards|thanks|cheers|sincerely)\b)"
-    rf"{_TITLED}(?P<n>{_TITLE}(?:{_GAP}{_TITLE}){{0,2}})(?=[^\S\n]*[.,]?[^\S\n]*(?:\r?\n|$))"
+    rf"{_TITLED}{_NAME}(?=[^\S\n]*[.,]?[^\S\n]*(?:\r?\n|$))"
 )
 #: Hinglish ``main Vikram Singh bol raha hoon`` ("I am Vikram Singh speaking"), also ``mai``,
 #: ``bol rahi``, ``bol rha``, ``hu``/``hun``.
 _BOL = re.compile(
-    rf"(?<![\w'’-])(?i:main|mai)\s+{_TITLED}(?P<n>{_TITLE}(?:{_GAP}{_TITLE}){{0,2}})"
+    rf"(?<![\w'’-])(?i:main|mai)\s+{_TITLED}{_NAME}"
     r"\s+(?i:bol\s+r(?:aha|ahi|ha|hi)\s+(?:hoon|hun|hu|hoo)\b)"
 )
 #: Languages, which ``main … bol raha hoon`` may name instead of a person (``main Hindi bol
@@ -344,8 +420,13 @@ def _strong_end(m: re.Match[str]) -> int | None:
 
 
 def _kept_words(m: re.Match[str]) -> tuple[list[re.Match[str]], int]:
-    """Group ``n``'s words up to the first stop word, and how many words it has in all."""
-    words = list(_WORDS.finditer(m.string, m.start("n"), m.end("n")))
+    """Group ``n``'s words up to the first stop word, and how many words it has in all; a
+    word is a part (:data:`_PARTS`: ``de la Cruz``, ``J. Smith`` one each), never a stop
+    word when it has a lead."""
+    start, end = m.span("n")
+    may_lead = m.re in _ANY_CASE or m.group("title") is not None  # with a particle (_name)
+    first = (_PARTS if may_lead else _FIRST_PARTS).match(m.string, start, end)
+    words = [] if first is None else [first, *_PARTS.finditer(m.string, first.end(), end)]
     kept = []
     for word in words:
         if word.group().lower() in STOP_WORDS:
@@ -362,17 +443,19 @@ def _strong_end_of(m: re.Match[str]) -> int | None:
 
 
 def _weak_end(m: re.Match[str]) -> int | None:
-    """End of the Title-case name after a weak cue (two or three words, or one after a title:
-    ``I am Dr. Kamau and``; one without a title only after a cue other than ``ich bin`` and
-    ``hier ist`` — German nouns are capitalised — and before the clause's end, a dash,
-    ``from``, ``and``, ``here``, ``btw``, ``y`` or ``et``; after ``it's`` not a day,
-    :data:`_CALENDAR`), else ``None``. A cue starts a clause; ``it's`` follows a greeting
-    (``It's Apple Pay`` is no introduction)."""
+    """End of the Title-case name after a weak cue (two or three words, or one after a title or
+    with initials: ``I am Dr. Kamau and``, ``I'm J. R. Tolkien calling``; one without either
+    only after a cue other than ``ich bin`` and ``hier ist`` — German nouns are capitalised —
+    and before the clause's end, a dash, ``from``, ``and``, ``here``, ``btw``, ``y`` or
+    ``et``; after ``it's`` not a day, :data:`_CALENDAR`), else ``None``. A cue starts a
+    clause; ``it's`` follows a greeting (``It's Apple Pay`` is no introduction)."""
     its = m.re is _WEAK_RARE and m.group("its") is not None
     if not (_after_greeting(m.string, m.start()) if its else _clause_start(m.string, m.start())):
         return None
     kept, n_words = _kept_words(m)
-    if len(kept) >= 2 or (kept and m.group("title") is not None):
+    if len(kept) >= 2 or (
+        kept and (m.group("title") is not None or _INITIALED.match(kept[0].group()))
+    ):
         return kept[-1].end()
     if len(kept) == 1 and n_words == 1 and m.group("other") is None:
         if its and kept[0].group().lower() in _CALENDAR:

@@ -361,6 +361,28 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("name", "Refund it please.\n-- Dr. Ngozi Okafor", "Refund it please.\n-- <NAME>"),
     ("name", "hey its Dr. Kevin O'Connor", "hey its <NAME>"),
     ("name", "mujhe Dr. Arjun bolte hain", "mujhe <NAME> bolte hain"),
+    # twenty-first session: a surname's particle (a stop word, or in lower case) and an
+    # initial's full stop ended the name, so "My name is <NAME>. De Souza" and "my name is
+    # <NAME>. Kennedy" were stored and "Regards, Maria de la Cruz" kept whole
+    ("name", "My name is Mr. De Souza", "My name is <NAME>"),
+    ("name", "I'm Dr. van der Berg", "I'm <NAME>"),
+    ("name", "Regards, Maria de la Cruz", "Regards, <NAME>"),
+    ("name", "me llamo Juan de la Fuente", "me llamo <NAME>"),
+    ("name", "Ich bin Frau von Weizsäcker", "Ich bin <NAME>"),
+    ("name", "My name is J. Smith", "My name is <NAME>"),
+    ("name", "I'm J. R. Tolkien", "I'm <NAME>"),
+    ("name", "Regards, A. Kumar", "Regards, <NAME>"),
+    ("name", "my name is John F. Kennedy", "my name is <NAME>"),
+    ("name", "My name is J. Smith. I need help", "My name is <NAME>. I need help"),
+    ("name", "Regards, A. Kumar.", "Regards, <NAME>."),
+    ("name", "Regards, Maria de la Cruz. Where is it?", "Regards, <NAME>. Where is it?"),
+    ("name", "My name is Mr. De Souza and I lost my card", "My name is <NAME> and I lost my card"),
+    ("name", "Hi, I am Anna van der Berg from Delft", "Hi, I am <NAME> from Delft"),
+    ("name", "I'm J.R.R. Tolkien calling about my visa", "I'm <NAME> calling about my visa"),
+    ("name", "I am Mr. A. Kumar", "I am <NAME>"),  # "a" is a stop word, "A." an initial
+    ("name", "my name is de la Cruz", "my name is <NAME>"),
+    ("name", "Name: Maria de la Cruz\nIssue: card", "Name: <NAME>\nIssue: card"),
+    ("name", "Refund it please.\n-- A. Kumar", "Refund it please.\n-- <NAME>"),
 ]
 
 
@@ -458,6 +480,12 @@ LOOK_ALIKES = [
     "Regards to Dr. Smith",
     "Was sagt Frau Dr. Weber?",
     "Dr. Who is my favourite show",
+    # particles and initials with no cue, and particles before no capitalised word
+    "Contact Dr. Emily Watson about X",
+    "Ask Maria de la Cruz or J. R. Tolkien",
+    "I'm de facto in charge",
+    "I'm van driver",
+    "this is La Liga.",  # a particle starts a Title-case name only after a title
     "Sri Lanka visa fee?",
     "I am from Sri Lanka",
     "Call Dr. House here.",  # "X here" announces the speaker at a clause start only
@@ -596,6 +624,26 @@ def test_look_alikes_are_not_scrubbed(text: str) -> None:
     ],
 )
 def test_a_title_with_no_name_after_it_scrubs_no_common_word(text: str, expected: str) -> None:
+    assert scrub(text).text == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a particle before a word in lower case is no particle: the name ends before it
+        ("my name is juan de la fuente", "my name is <NAME> de la fuente"),
+        ("My name is Anna de facto the owner", "My name is <NAME> de facto the owner"),
+        ("I'm Dr. de facto in charge", "I'm <NAME>. de facto in charge"),  # as before
+        # an initial before a stop word is no initial; a name's full stop ends it
+        ("My name is J. I need help", "My name is <NAME>. I need help"),
+        ("I'm J. R. Tolkien. Is it open?", "I'm <NAME>. Is it open?"),
+        ("my name is John F. Kennedy. Can you help?", "my name is <NAME>. Can you help?"),
+        # privacy over precision: a sentence after a middle initial whose first word is no
+        # stop word reads as the name's surname (module docstring)
+        ("My name is Anna K. Need help", "My name is <NAME>"),
+    ],
+)
+def test_particles_and_initials_end_where_the_name_does(text: str, expected: str) -> None:
     assert scrub(text).text == expected
 
 

@@ -22,7 +22,9 @@ expected figures below were read by hand, utterance by utterance:
 
 A third trial's cues (``hier ist``, ``yo soy``, ``main … bol raha hoon``, ``mujhe … bolte
 hain``, ``hey its``, ``Name - X``, ``Signed,``, a ``--`` signature line) changed none of these
-figures: every span above is the same span, and no text gained one.
+figures: every span above is the same span, and no text gained one. Neither did the
+twenty-first session's particles and initials (``Regards, Maria de la Cruz``, ``I'm J. R.
+Tolkien``): every span and every scrubbed text of the 81,357 texts as before.
 """
 
 from __future__ import annotations
