@@ -178,6 +178,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import sys
 import tempfile
 from pathlib import Path
@@ -187,6 +188,16 @@ import pytest
 
 GOLDEN = Path(__file__).parent / "golden"
 PRODUCTION_LINES = 3_000
+#: Relative tolerance of a float against its golden. A replay is exact on one machine, but
+#: what BLAS-backed fitting computes differs in its last bits between CPUs: the embedding
+#: out-of-scope detector's threshold (a logistic regression's cross-validated probability)
+#: read 0.41690199126004923 on an AMD EPYC where the goldens, written on another machine,
+#: hold 0.4169019557504985 (8.5e-8 apart, relative), and 0.15875277113841546 for …554.
+#: Everything else — counts, ids, texts, decisions — must be equal.
+REL_TOL = 1e-6
+#: Significant digits the 20k pin keeps of the floats under ``detector_quality`` (the fitted
+#: detectors' thresholds, see :data:`REL_TOL`) before it hashes the report.
+PIN_DIGITS = 4
 
 
 def _canonical(value: Any) -> str:
@@ -250,14 +261,37 @@ def _first_difference(got: Any, want: Any, path: str = "") -> str | None:
             if found:
                 return found
         return None if len(got) == len(want) else f"{path}: {len(got)} items, golden {len(want)}"
+    if _same_float(got, want):
+        return None
     return None if got == want else f"{path}: {got!r} != golden {want!r}"
 
 
+def _same_float(got: Any, want: Any) -> bool:
+    """Both floats (not bools), equal within :data:`REL_TOL` (or both NaN)."""
+    if not (isinstance(got, float) and isinstance(want, float | int)) or isinstance(want, bool):
+        return False
+    if math.isnan(got) or math.isnan(want):
+        return math.isnan(got) and math.isnan(want)
+    return math.isclose(got, want, rel_tol=REL_TOL, abs_tol=1e-12)
+
+
 def _check(got: dict[str, Any], name: str) -> None:
-    want = _golden(name)
-    assert _canonical(got) == _canonical(want), _first_difference(
-        json.loads(_canonical(got)), json.loads(_canonical(want))
-    )
+    """``got`` equals the golden ``name``: floats within :data:`REL_TOL`, the rest exactly."""
+    difference = _first_difference(json.loads(_canonical(got)), _golden(name))
+    assert difference is None, difference
+
+
+def _pinned(value: Any, under_quality: bool = False) -> Any:
+    """``value`` with the floats under ``detector_quality`` kept to :data:`PIN_DIGITS`
+    significant digits, for the 20k pin's digest (see :data:`REL_TOL`)."""
+    if isinstance(value, dict):
+        return {key: _pinned(item, under_quality or key == "detector_quality")
+                for key, item in value.items()}  # fmt: skip
+    if isinstance(value, list):
+        return [_pinned(item, under_quality) for item in value]
+    if under_quality and isinstance(value, float) and math.isfinite(value):
+        return float(f"{value:.{PIN_DIGITS}g}")
+    return value
 
 
 @pytest.mark.slow
@@ -358,7 +392,7 @@ def test_production_shaped_20k_replay_past_eviction_matches_d07bf0d(
     got = production_outputs(tmp_path)
     assert len(got["suggestions"]) == 5_000 == got["report"]["gold_candidates"]["n_suggestions"]
     assert got["report"]["analytics"]["refusals"]["refused"] == 1_552  # the log's, by hand
-    digests = tuple(hashlib.sha256(_canonical(got[part]).encode("utf-8")).hexdigest()
+    digests = tuple(hashlib.sha256(_canonical(_pinned(got[part])).encode("utf-8")).hexdigest()
                     for part in ("report", "suggestions"))  # fmt: skip
     assert digests == PRODUCTION_20K_DIGESTS
 
