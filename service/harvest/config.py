@@ -7,7 +7,7 @@ Reasons, in report order (:data:`REASONS`), with what triggers each on one event
                            the last ``gap_window`` live events (once ``min_live_events`` are
                            in it): live share ≥ ``min_gap_ratio`` (2) × gold share AND the
                            live share's 95 % lower bound (Wilson) − gold share ≥ ``min_gap``
-                           (5 points); that bound difference is the ``gap`` (in [0, 1]) a
+                           (2 points); that bound difference is the ``gap`` (in [0, 1]) a
                            suggestion's priority uses. The drift view's rule (status page
                            "Under-covered by the gold set", ``coverage_gap_ratio``: live ≥ 2
                            × gold, 95 % lower bound of the difference ≥ 2 points, all
@@ -89,13 +89,19 @@ class HarvestConfig(BaseModel):
             ``coverage_gap`` reason: the 95 % Wilson lower bound of its topic's or language's
             share of the last ``gap_window`` live events minus its gold share (fractions;
             only a label whose live share is ≥ ``min_gap_ratio`` × its gold share has a gap).
+            The default 0.02 is the drift view's floor, applied here to a lower bound too: a
+            language the gold set lacks at 6.2 % of the last 1,000 events (bound 4.9 %) is a
+            gap, as a new user's trial expected (0.05, the former default, flagged nothing on
+            that log); a label with a handful of events is not (10 of 1,000: bound 0.5 %).
             The drift view's coverage gaps (status page "Under-covered by the gold set") are
             its own rule over all traffic: live ≥ 2 × gold and a 95 % lower bound of the
             difference, the gold share an estimate too, ≥ 2 points.
         min_gap_ratio: live share ÷ gold share from which a topic or language can be a
             coverage gap (≥ 1; 2, the drift view's): a majority label a few points above its
             gold share (86 % live, 76 % gold) is not under-covered; a label the gold set
-            lacks always can be.
+            lacks always can be. A label under twice its gold share is no gap however large
+            the difference, as in the drift view: the trial's Hindi at 1.87 × its gold share
+            stays unflagged with ``min_gap`` 0.02.
         gap_window: the most recent live events whose topics and languages the coverage gaps
             compare with the gold set's (≥ ``min_live_events``): a change of traffic shows
             within this many events. The default 1,000 is about a day of a small
@@ -185,7 +191,7 @@ class HarvestConfig(BaseModel):
     enabled: bool = True
     weights: dict[str, float] = Field(default_factory=dict)
     quotas: dict[str, float] = Field(default_factory=lambda: {"coverage_gap": 0.4})
-    min_gap: float = Field(default=0.05, ge=0, le=1)
+    min_gap: float = Field(default=0.02, ge=0, le=1)
     min_gap_ratio: float = Field(default=2.0, ge=1, le=1_000)
     gap_window: int = Field(default=1_000, ge=1, le=100_000)
     min_live_events: int = Field(default=200, ge=1)

@@ -54,7 +54,7 @@ def test_gap_and_low_confidence_come_from_the_caller_and_order_is_fixed() -> Non
         event("e", "q", rating=-1.0), {"refused": True}, CONFIG, gap=0.05, low_confidence=True
     )
     assert reasons == ("coverage_gap", "refused", "low_confidence", "negative_feedback")
-    assert "coverage_gap" not in event_reasons(event("e", "q"), {}, CONFIG, gap=0.049)
+    assert "coverage_gap" not in event_reasons(event("e", "q"), {}, CONFIG, gap=0.019)
 
 
 def test_weight_zero_turns_a_reason_off() -> None:
@@ -95,10 +95,10 @@ def test_coverage_gap_the_trials_case() -> None:
     tracker.update(languages(en=670, hi=250, de=80))  # day 3 replaces days 1–2
     assert tracker.gap("language", "en") == 0.0  # .67 < 1.52
     # hi: .25 ≥ .24; L(250 / 1,000) = (.25 + .001921 − 1.96 √(.0001875 + 9.6e-7)) / 1.003841
-    # = .22415, minus the gold share .12: .10415 ≥ min_gap .05
+    # = .22415, minus the gold share .12: .10415 ≥ min_gap .02
     hi = tracker.gap("language", "hi")
     assert hi == pytest.approx(wilson_lower(250, 1_000) - 0.12) == pytest.approx(0.10415, abs=1e-5)
-    # de: no gold row, so any live share qualifies; L(80 / 1,000) = .06475 ≥ .05
+    # de: no gold row, so any live share qualifies; L(80 / 1,000) = .06475 ≥ .02
     de = tracker.gap("language", "de")
     assert de == pytest.approx(wilson_lower(80, 1_000)) == pytest.approx(0.06475, abs=1e-5)
     assert event_reasons(event("e", "q"), {}, CONFIG, gap=hi) == ("coverage_gap",)
@@ -108,15 +108,58 @@ def test_coverage_gap_the_trials_case() -> None:
 
 def test_coverage_gap_over_a_window_longer_than_the_change() -> None:
     """The same days in a 5,000-event window, which still holds all 2,000 events: hi
-    (50 + 250) / 2,000 = .15 < .24 (no gap); de .04 has the bound L(80 / 2,000) = .0322, a
-    gap below min_gap .05 (no reason). Why the default window is 1,000: a day of a small
+    (50 + 250) / 2,000 = .15 < .24 (no gap, where the 1,000-event window has one); de .04
+    has the bound L(80 / 2,000) = .0322, a gap ≥ min_gap .02 but a third smaller than the
+    window of day 3 alone gives (.0648). Why the default window is 1,000: a day of a small
     deployment's traffic (the trials' logs: about 3,000 events over three days)."""
     tracker = trial_tracker(window=5_000)
     tracker.update(languages(en=860, hi=50, es=90))
     tracker.update(languages(en=670, hi=250, de=80))
     assert tracker.gap("language", "hi") == 0.0
     assert tracker.gap("language", "de") == pytest.approx(wilson_lower(80, 2_000))
-    assert tracker.gap("language", "de") < CONFIG.min_gap
+    assert tracker.gap("language", "de") == pytest.approx(0.0322, abs=1e-4)
+
+
+def test_min_gap_default_flags_a_language_the_gold_set_lacks_at_6_percent() -> None:
+    """A new user's trial: German 62 of the last 1,000 events (6.2 %), no German gold row.
+    The 95 % Wilson lower bound, z = 1.959964, p = x / n:
+
+        L = (p + z²/2n − z·√(p(1−p)/n + z²/4n²)) / (1 + z²/n)
+
+    62 / 1,000: p = .062, z² = 3.841459, z²/2n = .0019207, z²/4n² = 9.6036e-7,
+    p(1−p)/n = 5.8156e-5, √(5.8156e-5 + 9.6036e-7) = .0076887, z × it = .0150696,
+    1 + z²/n = 1.0038415: L = (.062 + .0019207 − .0150696) / 1.0038415 = .048664.
+    Gap .0487 − 0 ≥ min_gap .02: flagged (the former default .05 flagged nothing).
+    28 / 1,000: p = .028, p(1−p)/n = 2.7216e-5, √(2.7216e-5 + 9.6036e-7) = .0053081,
+    z × it = .0104037: L = (.028 + .0019207 − .0104037) / 1.0038415 = .019442 < .02: not
+    flagged (29 / 1,000 gives .020266, flagged)."""
+    tracker = trial_tracker()  # gold: en 76 %, hi 12 %, es 12 %
+    tracker.update(languages(en=760, hi=120, es=58, de=62))
+    de = tracker.gap("language", "de")
+    assert de == pytest.approx(wilson_lower(62, 1_000)) == pytest.approx(0.048664, abs=1e-6)
+    assert event_reasons(event("e", "q"), {"language": "de"}, CONFIG, gap=de) == ("coverage_gap",)
+    tracker = trial_tracker()
+    tracker.update(languages(en=760, hi=120, es=92, de=28))
+    de = tracker.gap("language", "de")
+    assert de == pytest.approx(wilson_lower(28, 1_000)) == pytest.approx(0.019442, abs=1e-6)
+    assert event_reasons(event("e", "q"), {"language": "de"}, CONFIG, gap=de) == ()
+    tracker.update(languages(de=1))  # the oldest (en) leaves: de 29 of 1,000
+    gap = tracker.gap("language", "de")
+    assert gap == pytest.approx(wilson_lower(29, 1_000)) == pytest.approx(0.020266, abs=1e-6)
+    assert event_reasons(event("e", "q"), {}, CONFIG, gap=gap) == ("coverage_gap",)
+    assert CONFIG.min_gap == 0.02  # the drift view's floor (min_difference)
+
+
+def test_min_gap_ratio_keeps_a_label_under_twice_its_gold_share_unflagged() -> None:
+    """Hindi at 1.87 × its gold share (.224 live against .12) is no gap although its bound
+    is far above the gold share (L(224 / 1,000) = .1992, .079 over): the ratio test comes
+    first, as in the drift view; at 2 × (240 of 1,000) it is one."""
+    tracker = trial_tracker()
+    tracker.update(languages(en=700, hi=224, es=76))
+    assert wilson_lower(224, 1_000) - 0.12 > CONFIG.min_gap
+    assert tracker.gap("language", "hi") == 0.0
+    tracker.update(languages(hi=16))  # 16 en leave: hi 240 of 1,000 = 2 × .12
+    assert tracker.gap("language", "hi") == pytest.approx(wilson_lower(240, 1_000) - 0.12)
 
 
 def test_coverage_gap_hand_worked() -> None:

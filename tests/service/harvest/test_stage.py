@@ -160,7 +160,7 @@ def test_an_uncalibrated_novel_topic_is_no_coverage_gap() -> None:
     [row] = stage.records()
     assert row["reasons"] == {"shadow_disagreement": 1} and row["gap"] == 0.0
     # calibrated: live share 1/1 against gold share 0 -> gap = the Wilson lower bound of
-    # 1/1, 1 / (1 + z²) = 0.2065 ≥ min_gap 0.05
+    # 1/1, 1 / (1 + z²) = 0.2065 ≥ min_gap 0.02
     calibrated = HarvestStage(config, gold_counts=gold)
     calibrated.process(batch([event("e1", "question number 1")],
                              [{**novel, "novelty_calibrated": True}]))  # fmt: skip
