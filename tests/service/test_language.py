@@ -465,6 +465,26 @@ def test_short_german_questions_count_their_german_only_words() -> None:
     assert function_word_scores(["in", "welchem"], ["en", "de"]) == {"en": 0.25, "de": 0.75}
 
 
+@pytest.mark.parametrize("site", ["trial", "xquad"])
+def test_german_function_words_outvote_an_english_name(site: str) -> None:
+    """XQuAD de: langdetect reads "Engineering News-Record" as English (p = 1.0) and
+    outweighed ist/das; a label contradicted by two function words of an expected
+    language that are not its own is that language (a word of both, "was", is no evidence
+    between them; nor is a name's letter, "Temüjin"'s ü)."""
+    xquad = LanguageConfig(preferred=XQUAD)  # default candidates: they hold XQuAD's
+    detector = _trial_site() if site == "trial" else LanguageDetector(xquad)
+    assert detector.detect("Was ist das Engineering News-Record?") == "de"
+    assert detector.detect_with_support("Was ist das Engineering News-Record?") == ("de", True)
+    assert detector.detect("Ce este Engineering News-Record?") == (
+        "ro" if site == "xquad" else "en")  # fmt: skip
+    assert [detector.detect(q) for q in ENGLISH_SHORT] == ["en"] * len(ENGLISH_SHORT)
+    # an unexpected language's words do not take over: "as a" is also Portuguese
+    assert detector.detect("speak as a british male") == "en"
+    # without expected languages or a baseline there is nothing to fall back on: und
+    plain = LanguageDetector(LanguageConfig())
+    assert plain.detect("Was ist das Engineering News-Record?") == UNDETERMINED
+
+
 def test_no_dominant_language_keeps_the_expected_label() -> None:
     """Equal shares (or none) give no dominant language: an expected label is kept."""
     equal = LanguageDetector(LanguageConfig(preferred=("de", "en", "es"),
