@@ -24,7 +24,11 @@ langdetect alone on a few letters) is replaced by the site's prior: the best-sco
 expected languages (``config.preferred``: the configured ones, else the gold set's; else the
 live baseline's mix that :class:`service.language.stage.LanguageStage` passes in) among those
 that write the text's script, or ``und`` when there is none. An unsupported label that is
-itself expected is kept.
+itself expected is kept, unless the text's own evidence is for another expected language:
+a label outvoted that way (langdetect reads the names of "Was ist das Engineering
+News-Record?" as English) gives way to the language leading the text's function words and
+cues when at least ``config.min_unexpected_words`` of them are its and not the label's (a
+word of both, "was" or "in", says nothing between them).
 With the gold set's language mix (``preferred_shares``) a script's *dominant* language (at
 least :data:`DOMINANT_SHARE` of its expected rows) is the label of its questions without
 evidence, and a label nobody expects needs strong evidence (``min_unexpected_words``).
@@ -390,6 +394,19 @@ def dominant_languages(preferred: Sequence[str], shares: Sequence[float]) -> dic
     return out
 
 
+def _leader(own: dict[str, float]) -> str | None:
+    """The language strictly ahead of every other in ``own`` (a text's function-word and
+    character-cue values), or ``None`` on a tie for the first place or without evidence."""
+    first = second = 0.0
+    lead: str | None = None
+    for lang, value in own.items():
+        if value > first:
+            first, second, lead = value, first, lang
+        elif value > second:
+            second = value
+    return lead if first > second else None
+
+
 #: A lead of the non-langdetect evidence above this is decisive: langdetect's probabilities
 #: are in [0, 1] (the margin covers their rounding).
 _DECIDED = 1.0 + 1e-6
@@ -496,7 +513,7 @@ class LanguageDetector:
         if not isinstance(text, str):
             return UNDETERMINED, True
         key = normalise(text, fold="nfc", separators="whitespace")  # case kept
-        label, level = self._cached(key)
+        label, level, leader = self._cached(key)
         preferred = self.config.preferred
         if level == STRONG:
             return label, True
@@ -504,6 +521,11 @@ class LanguageDetector:
                                    or self._cached_confident(key, label)):  # fmt: skip
             return label, True
         expected = preferred or tuple(prior)
+        if leader in expected:
+            # langdetect (and the prior) outvoted the text's own evidence for an expected
+            # language: on so few letters mostly a name or loanword ("Was ist das
+            # Engineering News-Record?": de leads ist/das, langdetect says en 1.0)
+            return leader, True
         if label in expected and (
             not self._dominant or (level != CONTRADICTED and self._cached_confident(key, label))
         ):
@@ -660,8 +682,32 @@ class LanguageDetector:
         own_words = sum(1 for word in words if label in _WORD_LANGS.get(word, ()))
         return STRONG if own_words >= config.min_unexpected_words else SUPPORTED
 
-    def _detect(self, text: str) -> tuple[str, int]:
-        """``(label, evidence level)``: the label and its :meth:`_support` level."""
+    def _leader(
+        self, level: int, label: str, own: dict[str, float], words: Sequence[str]
+    ) -> str | None:
+        """For a :data:`CONTRADICTED` ``label``: the language strictly leading the text's own
+        evidence (function words and character cues) when at least
+        ``config.min_unexpected_words`` (1 at least) of the text's function words are its and
+        not ``label``'s, else ``None``. A word of both ("was": en, de, nl; "in") says nothing
+        between them, and a cue alone may be a name's ("Temüjin": ü), so neither suffices."""
+        if level != CONTRADICTED:
+            return None
+        leader = _leader(own)
+        if leader is None:
+            return None
+        need = max(1, self.config.min_unexpected_words)
+        for word in words:
+            langs = _WORD_LANGS.get(word, ())
+            if leader in langs and label not in langs:
+                need -= 1
+                if not need:
+                    return leader
+        return None
+
+    def _detect(self, text: str) -> tuple[str, int, str | None]:
+        """``(label, evidence level, leader)``: the label, its :meth:`_support` level and,
+        when that is :data:`CONTRADICTED`, the language strictly leading the text's own
+        evidence (function words and character cues; ``None`` on a tie), else ``None``."""
         text = self._strip(text)
         if text.isascii():  # script_and_letters without the Counter: Latin letters or nothing
             raw = text.encode("ascii")
@@ -670,22 +716,22 @@ class LanguageDetector:
         else:
             script, letters = script_and_letters(text)
         if script is None:
-            return UNDETERMINED, STRONG
+            return UNDETERMINED, STRONG, None
         pool = self._pools[script]
         words = tokens(text) if script == "Latn" else []
         if words and self._hinglish and text.isascii() and hinglish_words(words):
-            return HINGLISH, STRONG
+            return HINGLISH, STRONG, None
         if len(pool) == 1:
-            return pool[0], STRONG
+            return pool[0], STRONG, None
         if letters < self.config.min_letters:
-            return UNDETERMINED, STRONG
+            return UNDETERMINED, STRONG, None
         if not words:
             scores = dict.fromkeys(pool, 0.0)
             scores.update(self._restricted(text, pool))
             best = max(scores, key=scores.__getitem__)
             if scores[best] <= 0.0:
-                return UNDETERMINED, STRONG
-            return best, STRONG  # few languages share a non-Latin script: it is evidence
+                return UNDETERMINED, STRONG, None
+            return best, STRONG, None  # few languages share a non-Latin script: evidence
         lexicon, cues, prior = self._latin_evidence(text, words, pool)
         # the pool's languages all start at 0 and every addition is >= 0: the two highest
         # totals are those of the languages with evidence, padded with the untouched zeros.
@@ -699,7 +745,8 @@ class LanguageDetector:
             evidence[lang] = evidence.get(lang, 0.0) + value
         lead = self._decided(evidence, (lexicon, cues, prior), pool)
         if lead is not None:  # langdetect cannot change the winner: skip it
-            return lead, self._support(letters, lead, own, cues, words)
+            level = self._support(letters, lead, own, cues, words)
+            return lead, level, self._leader(level, lead, own, words)
         scores = dict.fromkeys(pool, 0.0)
         scores.update(self._restricted(text, pool))
         for part in (lexicon, cues, prior):  # the same additions in the same order as ever
@@ -707,8 +754,9 @@ class LanguageDetector:
                 scores[lang] += value
         best = max(scores, key=scores.__getitem__)
         if scores[best] <= 0.0:
-            return UNDETERMINED, STRONG
-        return best, self._support(letters, best, own, cues, words)
+            return UNDETERMINED, STRONG, None
+        level = self._support(letters, best, own, cues, words)
+        return best, level, self._leader(level, best, own, words)
 
     def _decided(
         self,

@@ -210,7 +210,13 @@ _FUNCTION_WORDS: dict[str, str] = {
     "de": "was wer wen wem wessen welche welcher welches welchen wann wo woher wohin warum wie"
     " wieviel viele der die das den dem des ein eine einen einem einer ist sind war waren"
     " wurde wurden hat haben hatte hatten von vom zu zum zur mit im in auf für und oder"
-    " nicht sich als auch bei nach aus",
+    " nicht sich als auch bei nach aus"
+    # German-only ones (no other list has them, nor English): without them a German question
+    # whose function words are shared (Was, In, Wie; en/nl) had no German lead
+    " welchem wieso weshalb wofür woran worauf wodurch womit worin wozu wird werden"
+    " kann können konnte konnten soll sollte sollten muss musste gibt gab noch dass über"
+    " durch gegen zwischen ohne unter vor beim während diese dieser dieses diesem diesen"
+    " sie seine seiner seinen seinem ihr ihre ihrer ihren ihrem",
     "ro": "ce care cine cui cum când unde cât câte câți de la în pe cu din pentru și sau este"
     " sunt era au a fost fi un o unei unui al ale ai lui se mai că prin după despre",
     "tr": "ne neden nasıl nerede nereye hangi hangisi kim kimin kaç kaçıncı zaman mı mi mu mü"

@@ -439,6 +439,52 @@ def test_short_english_falls_back_to_the_gold_sets_dominant_language() -> None:
     assert site.detect("Was machen einige Gemeinschaftsapotheken?") == "de"
 
 
+#: Real short German questions of XQuAD (xquad.de.json) and their first words, labelled en on
+#: the trial's gold set (the twenty-first session's trial: 4 of 66 short German questions):
+#: "Was" and "In" are English function words too, and no German-only word was counted.
+GERMAN_SHORT = ["Wie lange sollte diese Koalition halten?", "In welchem Jahr starb Tesla?",
+                "In welchem", "Was sollte", "Woran werden Statoren", "Was wird laut",
+                "In China kam diese", "Was muss getan"]  # fmt: skip
+#: English questions opening with the same words ("Was he", "In which year") stay English.
+ENGLISH_SHORT = ["In which year did Tesla die?", "Was he married?", "Was it worth it?",
+                 "Was Tesla born in Smiljan?", "In what year was Super Bowl 50 played?",
+                 "In which city is the Eiffel Tower?", "Was the game played in Santa Clara?",
+                 "Where was Temüjin's patron Toghrul exiled?", "roll a die please",
+                 "tell me something interesting about los angeles"]  # fmt: skip
+
+
+def test_short_german_questions_count_their_german_only_words() -> None:
+    """Function words German alone has (welchem, sollte, diese, wird, muss, ...) give a short
+    German question a lead of its own over the English-majority gold set's dominant
+    language; the shared "Was"/"In" alone still do not."""
+    site = _trial_site()
+    assert [site.detect(q) for q in GERMAN_SHORT] == ["de"] * len(GERMAN_SHORT)
+    assert [site.detect(q) for q in ENGLISH_SHORT] == ["en"] * len(ENGLISH_SHORT)
+    assert site.detect("speak in german") == "en"  # CLINC150: "in" alone is no German lead
+    assert function_word_scores(["was", "in"], ["en", "de"]) == {"en": 0.5, "de": 0.5}
+    assert function_word_scores(["in", "welchem"], ["en", "de"]) == {"en": 0.25, "de": 0.75}
+
+
+@pytest.mark.parametrize("site", ["trial", "xquad"])
+def test_german_function_words_outvote_an_english_name(site: str) -> None:
+    """XQuAD de: langdetect reads "Engineering News-Record" as English (p = 1.0) and
+    outweighed ist/das; a label contradicted by two function words of an expected
+    language that are not its own is that language (a word of both, "was", is no evidence
+    between them; nor is a name's letter, "Temüjin"'s ü)."""
+    xquad = LanguageConfig(preferred=XQUAD)  # default candidates: they hold XQuAD's
+    detector = _trial_site() if site == "trial" else LanguageDetector(xquad)
+    assert detector.detect("Was ist das Engineering News-Record?") == "de"
+    assert detector.detect_with_support("Was ist das Engineering News-Record?") == ("de", True)
+    assert detector.detect("Ce este Engineering News-Record?") == (
+        "ro" if site == "xquad" else "en")  # fmt: skip
+    assert [detector.detect(q) for q in ENGLISH_SHORT] == ["en"] * len(ENGLISH_SHORT)
+    # an unexpected language's words do not take over: "as a" is also Portuguese
+    assert detector.detect("speak as a british male") == "en"
+    # without expected languages or a baseline there is nothing to fall back on: und
+    plain = LanguageDetector(LanguageConfig())
+    assert plain.detect("Was ist das Engineering News-Record?") == UNDETERMINED
+
+
 def test_no_dominant_language_keeps_the_expected_label() -> None:
     """Equal shares (or none) give no dominant language: an expected label is kept."""
     equal = LanguageDetector(LanguageConfig(preferred=("de", "en", "es"),
