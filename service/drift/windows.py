@@ -343,11 +343,15 @@ class CategoryWindow:
         of its events. At most :data:`MAX_STREAMS` streams are kept: beyond that the one read
         least recently is forgotten (if it comes back, its first event is judged as a new
         stream's)."""
-        names = np.asarray(streams, dtype=object)
         before = np.empty(len(moves), dtype=np.float64)
         marks = self._streams
-        for name in dict.fromkeys(streams):
-            where = np.flatnonzero(names == name)
+        groups: dict[str, Any]
+        if streams.count(streams[0]) == len(streams):  # one partition's stretch: the common case
+            groups = {streams[0]: slice(None)}
+        else:
+            names = np.asarray(streams, dtype=object)
+            groups = {name: np.flatnonzero(names == name) for name in dict.fromkeys(streams)}
+        for name, where in groups.items():
             prior = marks.get(name, -math.inf)
             run = np.maximum.accumulate(np.concatenate([[prior], moves[where]]))
             before[where] = run[:-1]
