@@ -301,7 +301,12 @@ class CategoryWindow:
         if streams is None:
             late = ~future & ~ahead & (ts < before[:-1] - self.allowed_lateness_s)
         else:  # behind its own stream's watermark, or older than the history kept
-            moves = np.where(future | ahead, -math.inf, ts)
+            # an event held when it came moves no stream's watermark, even if released later
+            # in this batch (as one released in a later batch): results do not depend on
+            # where batches are split
+            arrived_ahead = ahead.copy()
+            arrived_ahead[[k - len(held_ts) for k in released if k >= len(held_ts)]] = True
+            moves = np.where(future | arrived_ahead, -math.inf, ts)
             late = (
                 ~future
                 & ~ahead
@@ -444,7 +449,7 @@ class CategoryWindow:
             self.future = int(state["future"])
             self.ahead = int(state.get("ahead", 0))  # (older snapshots: none held)
             self._held = [(float(t), str(c)) for t, c in state.get("held", ())][-MAX_HELD:]
-            streams = state.get("streams", {}).items()  # (older snapshots: none)
+            streams = list(state.get("streams", {}).items())[-MAX_STREAMS:]  # (older: none)
             self._streams = {str(name): float(mark) for name, mark in streams}
         except (KeyError, TypeError, ValueError) as exc:
             self._reset()

@@ -333,7 +333,8 @@ class DriftSettings(_Frozen):
             not added. Each Kafka partition is judged against its own watermark (the newest
             event time read from it), so a backlog whose partitions are read one stretch
             after another is not late; an event older than the history the windows keep
-            (the longest of ``reference_window_s`` with a gold set, ``warmup_s``) is.
+            (the longest of ``window_s`` — twice it for a ``previous`` baseline —,
+            ``reference_window_s`` with a gold set, and ``warmup_s`` for a ``frozen`` one) is.
         future_tolerance_s: seconds an event may be stamped ahead of the wall clock; later
             ones are kept out of the drift windows and counted as ``future``.
         max_ahead_s: seconds an event may be stamped ahead of the newest event time so far

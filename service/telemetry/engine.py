@@ -192,12 +192,16 @@ class Metrics:
         """Mirror a ``Source.status()`` sample: counter deltas since ``previous``, and lag.
 
         ``status`` may hold the cumulative counts of :data:`STATUS_COUNTERS` (ints)
-        and ``lag``: a list of ``{"topic", "partition", "lag", "past_end"}``, one per partition
-        assigned now (``None`` = unknown, left as it was). The lag and past-end series of a
-        partition no longer in the list are removed: a replica that lost a partition in a
-        rebalance must not keep exporting its last lag, which ``max`` over replicas on the
-        dashboard and in ``ConsumerLagHigh`` would read as the partition's. Missing keys are
-        ignored (no ``lag``: nothing removed); counters never go backwards.
+        and ``lag``: a list of ``{"topic", "partition", "lag", "past_end"}`` (``None`` =
+        unknown, left as it was), and ``assigned_partitions`` (partition numbers). The lag and
+        past-end series of a partition neither in ``lag`` nor assigned in this sample or in
+        ``previous`` are removed: a replica that lost a partition in a rebalance must not keep
+        exporting its last lag, which ``max`` over replicas on the dashboard and in
+        ``ConsumerLagHigh`` would read as the partition's. Two samples, not one: kafka-python
+        revokes every partition at a rebalance and assigns them again, and lag is sampled a
+        few seconds after; a series that vanished for that moment would reset the alert's
+        ``for``. Missing keys are ignored (no ``lag``: nothing removed); counters never go
+        backwards.
         """
         for key in STATUS_COUNTERS:
             delta = int(status.get(key) or 0) - int(previous.get(key) or 0)
@@ -214,6 +218,9 @@ class Metrics:
                 self.consumer_lag.labels(*series).set(row["lag"])
             if row.get("past_end") is not None:
                 self.consumer_offset_past_end.labels(*series).set(row["past_end"])
+        owned = {int(number) for sample in (status, previous)
+                 for number in sample.get("assigned_partitions") or ()}  # fmt: skip
+        assigned |= {series for series in self.lag_series if int(series[1]) in owned}
         for series in self.lag_series - assigned:
             for gauge in (self.consumer_lag, self.consumer_offset_past_end):
                 try:

@@ -131,12 +131,26 @@ def test_observe_status_mirrors_counter_deltas_and_bounded_lag() -> None:
     # a status without lag (a file source) leaves the series alone
     metrics.observe_status({"commits": 5}, second)
     assert registry.get_sample_value(lag, p0) == 5
-    # a rebalance took partitions 0 and 2: their series go, partition 1's stays
-    metrics.observe_status({**second, "lag": [second["lag"][1]]}, second)
+    # a rebalance revokes every partition and assigns them again; lag is sampled later: one
+    # status without them (assigned or sampled) keeps the series (the alert's `for` holds)
+    gap = {**second, "assigned_partitions": [], "lag": []}
+    metrics.observe_status(gap, {**second, "assigned_partitions": [0, 1, 2]})
+    assert registry.get_sample_value(lag, p0) == 5
+    back = {**second, "assigned_partitions": [0, 1, 2]}
+    metrics.observe_status(back, gap)
+    assert registry.get_sample_value(lag, p0) == 5
+    # the rebalance took partitions 0 and 2 for good: gone after two samples without them
+    kept = {**second, "assigned_partitions": [1], "lag": [second["lag"][1]]}
+    metrics.observe_status(kept, back)
+    assert registry.get_sample_value(lag, p0) == 5  # assigned in the sample before
+    metrics.observe_status(kept, kept)
     assert registry.get_sample_value(lag, p0) is None
     assert registry.get_sample_value(past, p0) is None
     assert registry.get_sample_value(lag, p1) == 9
-    metrics.observe_status({**second, "lag": []}, second)  # none assigned
+    none = {**second, "assigned_partitions": [], "lag": []}
+    metrics.observe_status(none, kept)
+    assert registry.get_sample_value(lag, p1) == 9
+    metrics.observe_status(none, none)  # none assigned, twice
     assert registry.get_sample_value(lag, p1) is None
 
 

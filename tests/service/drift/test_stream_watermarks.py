@@ -112,3 +112,25 @@ def test_kafka_messages_name_their_partition_as_the_stream() -> None:
     assert _streams(kafka) == ["queries[3]", "queries[0]"]  # type: ignore[arg-type]
     assert _streams([message(Origin(file="log.jsonl", line=1))]) is None  # type: ignore[arg-type]
     assert _streams([]) is None
+
+
+def test_an_event_released_later_in_the_batch_moves_no_stream_watermark() -> None:
+    """Held events (over ``max_ahead_s`` ahead) move no stream's watermark, released in the
+    same batch or a later one: the counts do not depend on the split (a review's case)."""
+
+    def window() -> CategoryWindow:
+        w = CategoryWindow(3600, 60, allowed_lateness_s=300, max_ahead_s=600, ahead_confirm=2)
+        w.update_many(["x"], [1001.0], streams=["a"])  # (ahead_confirm 2: held, not started)
+        w.update_many(["x"], [1100.0], streams=["a"])  # a run of two starts the watermark
+        return w
+
+    # 5000 is held (3900 s ahead of 1100), 1002 is in order for "a" (its watermark 1100,
+    # lateness 300), 5001 confirms the jump and releases 5000
+    whole = window()
+    got = whole.update_many(["x"] * 3, [5000.0, 1002.0, 5001.0], streams=["a"] * 3)
+    assert got == WindowUpdate(3, 0, 0, 0)
+    split = window()
+    first = split.update_many(["x"], [5000.0], streams=["a"])
+    second = split.update_many(["x"] * 2, [1002.0, 5001.0], streams=["a"] * 2)
+    assert (first, second) == (WindowUpdate(0, 0, 0, 1), WindowUpdate(3, 0, 0, -1))
+    assert whole.snapshot()["buckets"] == split.snapshot()["buckets"]
