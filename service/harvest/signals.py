@@ -144,12 +144,17 @@ class CoverageTracker:
     def gap(self, dimension: str, label: str | None) -> float:
         """How far ``label``'s live share is above its gold share (class docstring):
         ``max(0, L − g)`` when ``p ≥ min_ratio × g``, else 0; a share difference in [0, 1].
-        0 before ``min_live_events`` window events or without gold counts."""
+        0 before ``min_live_events`` window events, without gold counts, and for ``und``
+        (undetermined: a question whose language could not be told, e.g. "ok??" or a number,
+        is no coverage gap of a language; gold rows rarely carry ``und``, so at the 0.02
+        ``min_gap`` such questions would otherwise take the reason from about 3 % of traffic)."""
         gold_total = self._gold_total.get(dimension, 0)
         n = len(self._labels[dimension]) if dimension in self._labels else 0
         if n < self.min_live_events or not gold_total:
             return 0.0
         key = str(label or "und")
+        if key == "und":  # undetermined (no language or topic known): nothing to cover
+            return 0.0
         x = self.live[dimension][key]
         gold_count = self.gold[dimension].get(key, 0)
         # p ≥ min_ratio × g as x · G ≥ min_ratio · gold_count · n: no division to round

@@ -308,3 +308,15 @@ def test_a_damaged_coverage_window_is_a_value_error(at: list[object]) -> None:
     state = {"window": {"language": {"labels": ["en", "hi", "und"], "at": at}}}
     with pytest.raises(ValueError):
         tracker.load(state)
+
+
+def test_an_undetermined_language_is_no_coverage_gap() -> None:
+    """``und`` (the language could not be told: "ok??", a number) is absent from gold sets,
+    so 62 of 1,000 would have the same gap as German above (.048664): it has none, and
+    neither has an event whose topic or language is missing (counted as ``und``)."""
+    tracker = trial_tracker()
+    tracker.update(languages(en=760, hi=120, es=58, und=62))
+    assert tracker.gap("language", "und") == 0.0
+    assert tracker.gap("language", None) == 0.0
+    tracker.update(languages(de=62))  # the same count of a real language the gold set lacks
+    assert tracker.gap("language", "de") == pytest.approx(0.048664, abs=1e-6)
