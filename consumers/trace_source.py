@@ -66,8 +66,13 @@ from service.events import QueryLogEvent
 from service.telemetry import TraceMetrics
 from service.traces.assembly import REPEAT_REASONS, Completed, Rejected, TraceAssembler
 from service.traces.mapping import TraceMapping, TraceMappingError, trace_to_event
-from service.traces.otlp import TraceDecodeError, decode_json, decode_protobuf, encode_json
-from service.traces.spans import Span
+from service.traces.otlp import (
+    Decoded,
+    TraceDecodeError,
+    decode_json_request,
+    decode_protobuf_request,
+    encode_json,
+)
 
 Encoding = Literal["otlp_proto", "otlp_json", "otlp"]
 #: Most messages per trace :meth:`TraceSource.poll` asks the wrapped source for, per event
@@ -134,16 +139,19 @@ def json_size_bound(event: QueryLogEvent) -> int:
     return 6 * chars + 1024 + 256 * records
 
 
-def decode_payload(value: bytes, encoding: Encoding) -> list[Span]:
-    """Decode one message value in ``encoding`` (``otlp``: JSON if it starts with ``{``).
+def decode_payload(value: bytes, encoding: Encoding) -> Decoded:
+    """Decode one message value in ``encoding`` (``otlp``: JSON if it starts with ``{``):
+    its readable spans, and its unreadable ones set apart with their dead letters (OTLP's
+    partial success, as on ``POST /v1/traces``).
 
     Raises:
-        TraceDecodeError: as :func:`~service.traces.otlp.decode_protobuf` /
-            :func:`~service.traces.otlp.decode_json`.
+        TraceDecodeError: the envelope cannot be read (as
+            :func:`~service.traces.otlp.decode_protobuf_request` /
+            :func:`~service.traces.otlp.decode_json_request`).
     """
     if encoding == "otlp_json" or (encoding == "otlp" and value.lstrip()[:1] == b"{"):
-        return decode_json(value)
-    return decode_protobuf(value)
+        return decode_json_request(value)
+    return decode_protobuf_request(value)
 
 
 class TraceSource:
@@ -349,17 +357,25 @@ class TraceSource:
         if message.value is None:
             return [] if replay else [DeadLetter(message, "tombstone", "tombstone (no value)")]
         try:
-            spans = decode_payload(message.value, self.encoding)
+            decoded = decode_payload(message.value, self.encoding)
         except TraceDecodeError as exc:
             if replay:
                 return []
             self._count("undecodable", exc.reason)
             return [DeadLetter(message, exc.reason, exc.detail)]
-        self._count("spans", "received", len(spans))
+        spans = decoded.spans
+        self._count("spans", "received", len(spans) + len(decoded.invalid))
         rejected = self.assembler.add(spans, now=self.clock(), position=position)
         if replay:  # counted and dead-lettered before the restart
             return []
+        # a message's unreadable spans are its dead letters, its readable ones kept (one bad
+        # span used to dead-letter the whole message, every good trace in it lost)
         letters = []
+        for unreadable in decoded.letters:
+            for reason, n in unreadable.spans.items():
+                self._count("rejected", reason, n)
+            stand_in = RawMessage(unreadable.payload, origin, message.key, message.timestamp_ms)
+            letters.append(DeadLetter(stand_in, unreadable.reason, unreadable.detail))
         for item in rejected:
             if item.reason in REPEAT_REASONS:  # sent again: kept once, not a dead letter
                 self._count("repeated", item.reason, len(item.spans))

@@ -3,6 +3,7 @@ commits held below the oldest open trace."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -222,3 +223,27 @@ def test_spans_sent_again_are_not_dead_letters() -> None:
     assert _decode(source, source.poll(100, 0)) == ([], [("late_span", 3)])
     assert source.counts["repeated"] == {"repeated": 1, "duplicate": 1}
     assert source.counts["rejected"] == {"late_span": 1}
+
+
+def test_one_unreadable_span_costs_only_itself() -> None:
+    """A message of a good 2-span trace and one span whose trace id is 4 hex characters:
+    the trace becomes its event, the bad span one ``invalid_value`` letter holding only it
+    (the message used to be dead-lettered whole, the good trace lost)."""
+    good = json.loads(encode_json([root(A, "A?"), child(A, 1)]))
+    bad = json.loads(encode_json([child(B, 2)]))["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    bad["traceId"] = "abcd"
+    good["resourceSpans"][0]["scopeSpans"][0]["spans"].append(bad)
+    raw = RawMessage(json.dumps(good).encode(), Origin("otlp_spans", 0, 5))
+    source, _, clock = _source([[raw]])
+    decoded, dead = source.wrap_decoder(make_decoder())(source.poll(100, 0))
+    assert (decoded, [(d.reason, d.message.origin.offset) for d in dead]) == (
+        [], [("invalid_value", 5)]
+    )  # fmt: skip
+    letter = json.loads(dead[0].message.value or b"")  # the bad span alone
+    assert [s["traceId"] for r in letter["resourceSpans"] for sc in r["scopeSpans"]
+            for s in sc["spans"]] == ["abcd"]  # fmt: skip
+    clock.now = 1.0  # the trace settles
+    assert _decode(source, source.poll(100, 0)) == ([A], [])
+    assert source.counts["spans"] == {"received": 3}
+    assert source.counts["rejected"] == {"invalid_value": 1}
+    assert not source.counts["undecodable"]
