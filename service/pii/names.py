@@ -60,7 +60,13 @@ and leaves every other capitalised word alone:
   help`` keeps ``I need help``); a name's full stop still ends it (``My name is J. Smith. I
   need help``). A Title-case name's first word takes a particle only after a title (``this
   is La Liga`` stays as before); after a weak cue, initials and a word are a name as two
-  words are (``I'm J. R. Tolkien calling``).
+  words are (``I'm J. R. Tolkien calling``). An initial is a capital and a full stop with a
+  space after it (``M.Sc.`` holds none); initials written together (``J.R.R. Tolkien``,
+  ``J.P. Morgan``) are a name's only after a strong cue, ``Name:``, ``Name -``, a ``--``
+  signature line or a title (``I am Mr. J.P. Morgan``): after a weak cue or a sign-off they
+  are an abbreviation as often (``I am U.S. Army veteran``, ``This is A.I. Generated?``,
+  ``Regards, U.S. Bank`` stay whole, as before initials were known; a review of the
+  twenty-first session's change).
 
 The span replaced is the name only (``my name is <NAME>``), so the question keeps its
 meaning. Measured on the questions of CLINC150, BANKING77, Hinglish-TOP and NQ-open dev
@@ -76,7 +82,12 @@ one ``-`` starts a list's items, ``- Apple Pay``), and the Devanagari
 Title-case words after a weak cue that are not a name (``this is New York``), a quotation's
 attribution on its own line (``-- Mahatma Gandhi``), a sentence after a middle initial that
 starts with a word no stop word (``My name is Anna K. Need help`` is ``My name is <NAME>``: an
-initial's full stop cannot tell ``K. Need`` from ``F. Kennedy``): privacy over precision.
+initial's full stop cannot tell ``K. Need`` from ``F. Kennedy``), one spaced initial and a
+Title-case word after a weak cue whatever follows (``I am A. Lot confused`` is ``I am <NAME>
+confused``: it cannot be told from ``I'm A. Kumar calling``): privacy over precision. Missed
+for the same reason: initials written together after a weak cue or a sign-off (``I'm J.R.R.
+Tolkien calling`` stays, as ``I'm U.S. Citizen`` must), and initials with no space before the
+surname (``my name is J.Smith`` is ``my name is <NAME>.Smith``).
 """
 
 from __future__ import annotations
@@ -136,8 +147,13 @@ STOP_WORDS = frozenset(
     "est le les une des du e o os um uma não no na".split()
 )
 
-_UPPER = "A-ZÀ-ÖØ-Þ"
-_LOWER = "a-zß-öø-ÿ"
+#: Capitals and small letters of Latin-1 and of Latin Extended-A and -B (``Ł``, ``Š``,
+#: ``Ş``, ``İ``, ``Č``, ``Ž``; ``ı``, ``ł``, ``ș``), as ``str.isupper``/``str.islower`` read
+#: them: with Latin-1 alone ``My name is Ł. Kowalski`` kept ``Kowalski`` and ``I'm İ.
+#: Yılmaz`` was no name (a twenty-first-session review).
+_EXTENDED = [chr(c) for c in range(0x100, 0x250)]
+_UPPER = "A-ZÀ-ÖØ-Þ" + "".join(c for c in _EXTENDED if c.isupper())
+_LOWER = "a-zß-öø-ÿ" + "".join(c for c in _EXTENDED if c.islower())
 #: A Title-case word: an upper-case letter, then lower-case letters, with inner ``'``/``-``
 #: parts (``O'Brien``, ``Jean-Luc``) and ``Mc``/``Mac`` (``McDonald``).
 _TITLE = (
@@ -170,7 +186,7 @@ _NOT_STOP = (
 #: French, Dutch, German, Arabic. Several are stop words (``de``, ``la``, ``der``, ``du``) that
 #: cut a name, and one in lower case is no Title-case word, so ``Regards, Maria de la Cruz``
 #: and ``I'm Dr. van der Berg`` were scrubbed in part or not at all. A run of them is a
-#: name's only when a Title-case word follows it (:data:`_PART_LEAD`): ``I'm de facto in
+#: name's only when a Title-case word follows it (:func:`_lead`): ``I'm de facto in
 #: charge`` and ``I'm van driver`` hold no particle.
 PARTICLES = ("da", "das", "de", "degli", "dei", "del", "della", "der", "des", "di", "do", "dos",
              "du", "la", "le", "ten", "ter", "van", "von", "vom", "zu", "zum", "zur", "al",
@@ -180,40 +196,57 @@ _PARTICLE = (
     + "|".join(f"[{w[0].upper()}{w[0]}]{w[1:]}" for w in sorted(PARTICLES, key=len, reverse=True))
     + ")"
 )
-#: An initial: a capital and a full stop, a space after it or not (``J. R. Tolkien``,
-#: ``J.R.R. Tolkien``).
-_INITIAL = rf"[{_UPPER}]\.(?:{_GAP})?"
-#: What may come before a name part's Title-case word and is one part with it: initials, then
-#: particles (``J. Smith``, ``de la Cruz``, ``A. van Dijk``); the word after it is a Title-case
-#: word, not a stop word (:func:`_part`): ``My name is J. I need help`` keeps ``I need
-#: help``, and a name's full stop after it ends the name (``J. Smith. I need help``).
-_PART_LEAD = rf"(?:(?:{_INITIAL})+(?:(?:{_PARTICLE}{_GAP})+)?|(?:{_PARTICLE}{_GAP})+)"
-#: The same lead without particles first: initials only.
-_PART_LEAD_INITIALS = rf"(?:{_INITIAL})+(?:(?:{_PARTICLE}{_GAP})+)?"
-
-#: What may follow a title: a lead and its Title-case word (``Mr. De Souza``, ``Mr. A. Kumar``:
-#: ``de`` and ``a`` are stop words), else no stop word (:data:`_NOT_STOP`).
-_AFTER_TITLE = rf"(?:(?={_PART_LEAD}{_NOT_STOP}{_TITLE}(?![\w'’-]))|{_NOT_STOP})"
+#: An initial: a capital and a full stop with a space after it (``J. R. Tolkien``, ``A.
+#: Kumar``): ``M.Sc.`` holds none. After a weak cue, a sign-off, ``main … bol raha hoon`` and
+#: a ``--`` signature line's Title case alone these are a name's initials.
+_INITIALS = rf"(?:[{_UPPER}]\.{_GAP})+"
+#: Initials also written together (``J.R.R. Tolkien``, ``J.P. Morgan``): the run's last full
+#: stop before a space. A name's only after a cue that says a name follows (``my name is``,
+#: ``me llamo``, ``Name:``, a ``--`` signature line): after ``I'm``, ``this is`` or
+#: ``Regards,`` they are an abbreviation as often (``I am U.S. Army veteran``, ``This is
+#: A.I. Generated?``, ``Regards, U.S. Bank`` stay whole, as before initials were known).
+_INITIALS_JOINED = rf"(?:(?:[{_UPPER}]\.)+{_GAP})+"
 
 
-def _part(word: str, particles: bool = True) -> str:
-    """The pattern of one part of a name: a lead (initials, particles: :data:`_PART_LEAD`) and
-    the Title-case word it belongs to, or ``word`` alone (:data:`_TITLE` or :data:`_WORD`).
-    A part is one of a name's one to three words, whatever its lead holds (``Juan de la
+def _lead(initials: str, particles: bool = True) -> str:
+    """What may come before a name part's Title-case word and is one part with it: initials
+    (``initials``: :data:`_INITIALS` or :data:`_INITIALS_JOINED`), then particles (``J.
+    Smith``, ``de la Cruz``, ``A. van Dijk``); the word after it is a Title-case word, not a
+    stop word (:func:`_part`): ``My name is J. I need help`` keeps ``I need help``, and a
+    name's full stop after it ends the name (``J. Smith. I need help``). ``particles``: it may
+    start with a particle (else initials only)."""
+    with_initials = rf"{initials}(?:(?:{_PARTICLE}{_GAP})+)?"
+    return rf"(?:{with_initials}|(?:{_PARTICLE}{_GAP})+)" if particles else with_initials
+
+
+def _after_title(initials: str) -> str:
+    """What may follow a title: a lead (:func:`_lead`) and its Title-case word (``Mr. De
+    Souza``, ``Mr. A. Kumar``: ``de`` and ``a`` are stop words), else no stop word
+    (:data:`_NOT_STOP`)."""
+    return rf"(?:(?={_lead(initials)}{_NOT_STOP}{_TITLE}(?![\w'’-]))|{_NOT_STOP})"
+
+
+def _part(word: str, initials: str, particles: bool = True) -> str:
+    """The pattern of one part of a name: a lead (initials, particles: :func:`_lead`) and the
+    Title-case word it belongs to, or ``word`` alone (:data:`_TITLE` or :data:`_WORD`). A
+    part is one of a name's one to three words, whatever its lead holds (``Juan de la
     Fuente`` is two, ``J. R. Tolkien`` one). ``particles``: a part may start with one; not a
     Title-case name's first part without a title before it (``this is La Liga.`` stays)."""
-    lead = _PART_LEAD if particles else _PART_LEAD_INITIALS
-    return rf"(?:{lead}{_NOT_STOP}{_TITLE}(?![\w'’-])|{word})"
+    return rf"(?:{_lead(initials, particles)}{_NOT_STOP}{_TITLE}(?![\w'’-])|{word})"
 
 
-def _name(word: str, any_case: bool) -> str:
+def _name(word: str, any_case: bool, initials: str = _INITIALS) -> str:
     """The pattern of a name of one to three parts (:func:`_part`) as group ``n``, after the
     optional title of :func:`_titled` (group ``title``). ``any_case``: after a cue whose name
     may be in any case, where a name may start with a particle (``my name is de la Cruz``);
     else a Title-case name, whose first part holds a particle only after a title (``I'm Dr.
-    van der Berg``)."""
-    first = _part(word) if any_case else rf"(?(title){_part(word)}|{_part(word, False)})"
-    return rf"(?P<n>{first}(?:{_GAP}{_part(word)}){{0,2}})"
+    van der Berg``). ``initials``: which initials a part may start with (:data:`_INITIALS`,
+    or :data:`_INITIALS_JOINED` after a cue that says a name follows); a first part after a
+    title may start with either, the title saying a name follows (``I am Mr. J.P. Morgan``)."""
+    part = _part(word, initials)
+    titled = _part(word, _INITIALS_JOINED)
+    first = part if any_case else rf"(?(title){titled}|{_part(word, initials, False)})"
+    return rf"(?P<n>{first}(?:{_GAP}{part}){{0,2}})"
 
 
 def _titled(any_case: bool) -> str:
@@ -222,21 +255,26 @@ def _titled(any_case: bool) -> str:
     after it. A title is not one of the name's one to three words (``I'm Dr. Wanjiru Wambui
     Kamau``), and the span found starts at it (:func:`_start`). ``any_case``: in any case
     (after a cue whose name may be lower case, ``my name is dr. smith``), else Title case as
-    :data:`TITLES` writes it."""
+    :data:`TITLES` writes it. Initials after a title may be written together (``Mr. J.P.
+    Morgan``: :func:`_name`)."""
     words = f"(?i:{_TITLE_WORDS})" if any_case else f"(?:{_TITLE_WORDS})"
-    return rf"(?:(?P<title>{words})\.?{_GAP}(?:(?:{words})\.?{_GAP}){{0,2}}{_AFTER_TITLE})?"
+    after = _after_title(_INITIALS_JOINED)
+    return rf"(?:(?P<title>{words})\.?{_GAP}(?:(?:{words})\.?{_GAP}){{0,2}}{after})?"
 
 
 #: A title before a name after a cue of Title-case names, and after one of any-case names.
 _TITLED = _titled(any_case=False)
 _TITLED_ANY = _titled(any_case=True)
-#: A name after a cue of Title-case names, and after one of any-case names (:func:`_name`).
+#: A name after a cue of Title-case names, after one of any-case names and on a signature
+#: line (:func:`_name`).
 _NAME = _name(_TITLE, any_case=False)
-_NAME_ANY = _name(_WORD, any_case=True)
-#: A name's parts, one match each, as :func:`_name` reads them (:func:`_kept_words`).
-_PARTS = re.compile(_part(_WORD))
+_NAME_ANY = _name(_WORD, any_case=True, initials=_INITIALS_JOINED)
+_NAME_SIG = _name(_TITLE, any_case=False, initials=_INITIALS_JOINED)
+#: A name's parts, one match each, as :func:`_name` reads them (:func:`_kept_words`; initials
+#: written together are in group ``n`` only after a cue that allows them).
+_PARTS = re.compile(_part(_WORD, _INITIALS_JOINED))
 #: A Title-case name's first part without a title before it: no particle (:func:`_name`).
-_FIRST_PARTS = re.compile(_part(_WORD, particles=False))
+_FIRST_PARTS = re.compile(_part(_WORD, _INITIALS_JOINED, particles=False))
 #: A part with initials (``J. Smith``), a full name after a weak cue as two words are.
 _INITIALED = re.compile(rf"[{_UPPER}]\.")
 #: Up to three titles right before a name found by what follows it (``Dr. Maria Lopez
@@ -330,7 +368,7 @@ _DASH_LINE = re.compile(r"(?:^|\n)\s*--")
 _SIG_DASH = re.compile(
     r"(?:^|(?<=\n))[^\S\n]*--[^\S\n]*(?:\r?\n[^\S\n]*)?"
     r"(?!(?i:(?:(?:best|kind|warm|many)\s+)?regards|thanks|cheers|sincerely)\b)"
-    rf"{_TITLED}{_NAME}(?=[^\S\n]*[.,]?[^\S\n]*(?:\r?\n|$))"
+    rf"{_TITLED}{_NAME_SIG}(?=[^\S\n]*[.,]?[^\S\n]*(?:\r?\n|$))"
 )
 #: Hinglish ``main Vikram Singh bol raha hoon`` ("I am Vikram Singh speaking"), also ``mai``,
 #: ``bol rahi``, ``bol rha``, ``hu``/``hun``.

@@ -24,7 +24,9 @@ A third trial's cues (``hier ist``, ``yo soy``, ``main … bol raha hoon``, ``mu
 hain``, ``hey its``, ``Name - X``, ``Signed,``, a ``--`` signature line) changed none of these
 figures: every span above is the same span, and no text gained one. Neither did the
 twenty-first session's particles and initials (``Regards, Maria de la Cruz``, ``I'm J. R.
-Tolkien``): every span and every scrubbed text of the 81,357 texts as before.
+Tolkien``): every span and every scrubbed text of the 81,357 texts as before; nor did
+initials written together being a name's after strong cues and titles only, nor the capitals
+of Latin Extended-A and -B (``Ł. Kowalski``, ``İ. Yılmaz``).
 """
 
 from __future__ import annotations
