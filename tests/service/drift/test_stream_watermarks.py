@@ -8,6 +8,8 @@ for the same on a real broker.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from consumers.base import Origin, RawMessage
@@ -134,3 +136,60 @@ def test_an_event_released_later_in_the_batch_moves_no_stream_watermark() -> Non
     second = split.update_many(["x"] * 2, [1002.0, 5001.0], streams=["a"] * 2)
     assert (first, second) == (WindowUpdate(0, 0, 0, 1), WindowUpdate(3, 0, 0, -1))
     assert whole.snapshot()["buckets"] == split.snapshot()["buckets"]
+
+
+def _retest_windows() -> tuple[Any, list[tuple[float | None, dict[str, int]]]]:
+    from service.drift.windows import ComparisonWindows, WindowConfig
+
+    config = WindowConfig(window_s=3600, bucket_s=60, test_every_s=300, baseline="none")
+    windows = ComparisonWindows(config, min_count=200, has_reference=False)
+    tests: list[tuple[float | None, dict[str, int]]] = []
+    return windows, tests
+
+
+def test_a_partition_read_after_another_is_tested_again() -> None:
+    """Partition a (400 events of x, every 10 s over 0…3990) read whole, then b (y, the
+    same times). Ticks every 300 s of a's time: 0, 300, …, 3900 — 14 tests; the last at the
+    watermark 3900: buckets 6…65 (t in [360, 3960)), 355 of a. b's events older than the
+    history kept (3990 − 3600 = 390: 0…380, 39 of them) are late; the others at or before 3900
+    (352) go to windows already tested: past min_count (200) they are tested again, at the
+    watermark 3990: buckets 7…66 (t in [420, 4020)), 358 of a and 358 of b."""
+    windows, tests = _retest_windows()
+
+    def on_tick() -> None:
+        tests.append((windows.window.watermark, windows.current()))
+
+    times = [10.0 * k for k in range(400)]
+    windows.ingest(["x"] * 400, times, None, on_tick, ["q[a]"] * 400)
+    assert len(tests) == 14 and tests[-1] == (3900.0, {"x": 355})
+    windows.ingest(["y"] * 400, times, None, on_tick, ["q[b]"] * 400)
+    assert len(tests) == 15 and tests[-1] == (3990.0, {"x": 358, "y": 358})
+    # in chunks of 100 (as the drift stage feeds it): 61 + 100 added behind after two chunks,
+    # 261 after three: tested then (b up to 2990 in the window: 420…2990, 258); the last
+    # chunk's 91 at or before 3900 are not yet 200
+    windows, tests = _retest_windows()
+    windows.ingest(["x"] * 400, times, None, on_tick, ["q[a]"] * 400)
+    for start in range(0, 400, 100):
+        windows.ingest(["y"] * 100, times[start : start + 100], None, on_tick, ["q[b]"] * 100)
+    assert len(tests) == 15 and tests[-1] == (3990.0, {"x": 358, "y": 258})
+    # without streams b is one stream with a: late but its last 31 (3690…3990), no re-test
+    windows, tests = _retest_windows()
+    windows.ingest(["x"] * 400, times, None, on_tick)
+    windows.ingest(["y"] * 400, times, None, on_tick)
+    assert len(tests) == 14 and windows.current() == {"x": 358, "y": 31}
+
+
+def test_a_re_test_survives_a_restart() -> None:
+    from service.drift.windows import ComparisonWindows
+
+    windows, tests = _retest_windows()
+    times = [10.0 * k for k in range(400)]
+    windows.ingest(["x"] * 400, times, None, lambda: None, ["q[a]"] * 400)
+    windows.ingest(["y"] * 150, times[100:250], None, lambda: None, ["q[b]"] * 150)
+    back = ComparisonWindows(windows.config, min_count=200, has_reference=False)
+    back.restore(windows.snapshot())
+    calls: list[int] = []
+    back.ingest(["y"] * 49, times[250:299], None, lambda: calls.append(1), ["q[b]"] * 49)
+    assert calls == []  # 150 + 49 behind the last test (3900): not yet min_count
+    back.ingest(["y"], times[299:300], None, lambda: calls.append(1), ["q[b]"])
+    assert calls == [1]  # 150 before the restart + 50 after reach it
