@@ -189,8 +189,8 @@ _NOT_STOP = (
 #: name's only when a Title-case word follows it (:func:`_lead`): ``I'm de facto in
 #: charge`` and ``I'm van driver`` hold no particle.
 PARTICLES = ("da", "das", "de", "degli", "dei", "del", "della", "der", "des", "di", "do", "dos",
-             "du", "la", "le", "ten", "ter", "van", "von", "vom", "zu", "zum", "zur", "al",
-             "el", "bin", "ibn")  # fmt: skip
+             "du", "la", "las", "le", "los", "den", "ten", "ter", "van", "von", "vom", "zu",
+             "zum", "zur", "al", "el", "bin", "ibn")  # fmt: skip
 _PARTICLE = (
     "(?:"
     + "|".join(f"[{w[0].upper()}{w[0]}]{w[1:]}" for w in sorted(PARTICLES, key=len, reverse=True))

@@ -393,6 +393,17 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("name", "Refund it please.\n-- J.R.R. Tolkien", "Refund it please.\n-- <NAME>"),
     ("name", "I am Mr. J.P. Morgan", "I am <NAME>"),
     ("name", "I'm A. Kumar calling", "I'm <NAME> calling"),
+    # a new user's trial: "de los", "de las", "von den" left the second particle and the
+    # surname ("Mi nombre es <NAME> de los Santos" was accepted into a gold set)
+    (
+        "name",
+        "Mi nombre es María José de los Santos, no puedo entrar",
+        "Mi nombre es <NAME>, no puedo entrar",
+    ),
+    ("name", "me llamo Juan de los Santos", "me llamo <NAME>"),
+    ("name", "My name is Juan de los Santos", "My name is <NAME>"),
+    ("name", "Regards, Ana de las Heras", "Regards, <NAME>"),
+    ("name", "Ich bin Frau von den Driesch", "Ich bin <NAME>"),
     # capitals and small letters of Latin Extended-A/B: "My name is <NAME>. Kowalski" was
     # stored and "I'm İ. Yılmaz" kept whole (Ł, İ, Š, Č were no capitals, ı no small letter)
     ("name", "My name is Ł. Kowalski", "My name is <NAME>"),
@@ -505,6 +516,8 @@ LOOK_ALIKES = [
     "I'm de facto in charge",
     "I'm van driver",
     "this is La Liga.",  # a particle starts a Title-case name only after a title
+    "I am los angeles based",
+    "this is Los Angeles question",
     # initials written together after a weak cue or a sign-off: an abbreviation as often as a
     # name, so none (as before initials were known); "M.Sc." holds no initial at all
     "I am U.S. Army veteran",
