@@ -237,6 +237,11 @@ class _WindowedDetector:
     ) -> None:
         self._windows.ingest(categories, timestamps, now, self._evaluate, streams)
 
+    def flush(self) -> bool:
+        """Test again if events of a later-read stream came behind the last test (see
+        :meth:`~service.drift.windows.ComparisonWindows.flush`); whether it tested."""
+        return self._windows.flush(self._evaluate)
+
     def _evaluate(self) -> None:
         self.n_tests += 1
         t = float(self.window.watermark or 0.0)

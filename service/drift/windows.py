@@ -393,6 +393,25 @@ class CategoryWindow:
         sums: NDArray[np.int64] = self._counts[mask, : len(self._names)].sum(axis=0)
         return sums
 
+    def bucket_range(self, span_s: float) -> tuple[int, int] | None:
+        """The buckets ``(first, last)`` of the ``span_s`` seconds ending in the watermark's
+        bucket, as :meth:`counts` reads them (``None`` before the first watermark)."""
+        if self.watermark is None:
+            return None
+        last = math.floor(self.watermark / self.bucket_s)
+        return last - math.ceil(span_s / self.bucket_s) + 1, last
+
+    def counts_between(self, first: int, last: int) -> dict[str, int] | None:
+        """Counts of the buckets ``first`` to ``last`` (as :meth:`bucket_range` gives them),
+        or ``None`` once the oldest of them may have left the retained history (a newer
+        bucket took its slot)."""
+        newest = int(self._slot_bucket.max())
+        if newest != _EMPTY and first <= newest - self._n_slots:
+            return None
+        mask = (self._slot_bucket >= first) & (self._slot_bucket <= last)
+        sums = self._counts[mask, : len(self._names)].sum(axis=0)
+        return {self._names[i]: int(n) for i, n in enumerate(sums) if n > 0}
+
     def counts(self, span_s: float | None = None, offset_s: float = 0.0) -> dict[str, int]:
         """Counts of the ``span_s`` seconds (default ``window_s``) ending ``offset_s`` seconds
         before the watermark's bucket; only categories with a count > 0. Spans beyond
@@ -537,15 +556,19 @@ class ComparisonWindows:
     :meth:`ingest` splits each micro-batch where the watermark crosses a multiple of
     ``test_every_s`` and calls ``on_tick`` there (after adding the crossing event), so the
     tests — and their results — do not depend on how events were batched.
-    With streams (Kafka partitions), a partition read after another adds its events behind
-    the watermark, to windows already tested: once ``min_count`` events were added at or
-    before the watermark of the last test, the windows are tested again (a *re-test*, at the
-    end of that :meth:`ingest`; it freezes no baseline), so a backlog read one partition after
-    another is tested on every partition's events, not only on the first one read (a trial:
-    the last test of a 4-partition backlog saw 724 of 3,000 events, all of one partition, and
-    missed the alarms a replay of the same log raised). Up to ``min_count − 1`` events added
-    behind wait for the next test. Events of one stream never come behind it that way, so
-    without streams there is no re-test.
+    With streams (Kafka partitions), a partition read after another adds its events behind the
+    watermark, to windows already tested: once ``min_count`` events were added at or before the
+    watermark of the last test, the windows are tested again (a *re-test*, at the end of that
+    :meth:`ingest`; it freezes no baseline), so a backlog read one partition after another is
+    tested on every partition's events, not only on the first one read (a trial: the last test
+    of a 4-partition backlog saw 724 of 3,000 events, all of one partition, and missed the
+    alarms a replay of the same log raised). Up to ``min_count − 1`` events added behind wait
+    for the next test, or for :meth:`flush` (the source went quiet). The events such a partition
+    adds to a frozen baseline's span are the baseline's too, as long as that span is held
+    (``retention_s``): the baseline is taken again from its buckets at each test that follows
+    them (the trial's baseline otherwise held one partition's 556 events of 2,244, and a topic
+    alarm was missed). Events of one stream never come behind it that way, so without streams
+    there is no re-test, and a frozen baseline keeps the counts it froze with.
     A frozen baseline starts its warm-up at the first tick and freezes at the first tick
     at least ``warmup_s`` later whose last ``warmup_s`` hold ``min_count`` events (it is then
     the counts of those last ``warmup_s``).
@@ -555,6 +578,7 @@ class ComparisonWindows:
         self.config, self.min_count = config, min_count
         self.window = config.window(has_reference)
         self._frozen: dict[str, int] | None = None
+        self._frozen_buckets: tuple[int, int] | None = None  # the frozen baseline's buckets
         self._warmup_start: float | None = None
         self._last_tick: float | None = None
         self._start: float | None = None  # watermark at the first tick
@@ -601,6 +625,16 @@ class ComparisonWindows:
         if self._behind >= self.min_count:  # (streams only) a re-test, see the class
             self._test(on_tick, freeze=False)
 
+    def flush(self, on_tick: Callable[[], None]) -> bool:
+        """Re-test now (``on_tick``) if any event was added behind the last test's watermark
+        since it (streams only; fewer than ``min_count``, else :meth:`ingest` did): the
+        caller's source went quiet, e.g. the end of a backlog, so they would wait for the
+        next event otherwise. Returns whether it tested."""
+        if not self._behind:
+            return False
+        self._test(on_tick, freeze=False)
+        return True
+
     def _count_behind(self, streams: Sequence[str] | None) -> None:
         """Count the events the last update added at or before the last test's watermark."""
         if streams is not None and self._tested_at is not None:
@@ -612,6 +646,12 @@ class ComparisonWindows:
         watermark."""
         if freeze:
             self._freeze()
+        if self._behind and self._frozen_buckets is not None:  # (streams only)
+            # a later-read partition added events to the frozen baseline's span: they are
+            # the baseline's too while that span is still held
+            fresh = self.window.counts_between(*self._frozen_buckets)
+            if fresh is not None:
+                self._frozen = fresh
         self._tested_at, self._behind = self.window.watermark, 0
         on_tick()
 
@@ -647,16 +687,19 @@ class ComparisonWindows:
             counts = w.counts(self.config.warmup_s)
             if sum(counts.values()) >= self.min_count:
                 self._frozen = counts
+                self._frozen_buckets = w.bucket_range(self.config.warmup_s)
 
     def rebaseline(self) -> None:
         """Drop a frozen baseline and start a new warm-up at the watermark."""
         self._frozen, self._warmup_start = None, self.window.watermark
+        self._frozen_buckets = None
 
     def snapshot(self) -> dict[str, Any]:
         """JSON-able state: the window, the frozen baseline, warm-up start, last tick."""
         return {
             "window": self.window.snapshot(),
             "frozen": self._frozen,
+            "frozen_buckets": None if self._frozen_buckets is None else list(self._frozen_buckets),
             "warmup_start": self._warmup_start,
             "last_tick": self._last_tick,
             "start": self._start,
@@ -673,6 +716,8 @@ class ComparisonWindows:
         self.window.restore(state.get("window"))
         frozen = state.get("frozen")
         self._frozen = None if frozen is None else {str(k): int(v) for k, v in frozen.items()}
+        span = state.get("frozen_buckets")  # (older snapshots: none, the counts stay as they are)
+        self._frozen_buckets = None if span is None else (int(span[0]), int(span[1]))
         self._warmup_start, self._last_tick = state.get("warmup_start"), state.get("last_tick")
         self._start = state.get("start")
         # (older snapshots: the last tick's watermark is unknown; none behind it yet)

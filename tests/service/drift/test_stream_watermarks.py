@@ -165,8 +165,8 @@ def test_a_partition_read_after_another_is_tested_again() -> None:
     windows.ingest(["y"] * 400, times, None, on_tick, ["q[b]"] * 400)
     assert len(tests) == 15 and tests[-1] == (3990.0, {"x": 358, "y": 358})
     # in chunks of 100 (as the drift stage feeds it): 61 + 100 added behind after two chunks,
-    # 261 after three: tested then (b up to 2990 in the window: 420…2990, 258); the last
-    # chunk's 91 at or before 3900 are not yet 200
+    # 261 after three: tested then, at 3990 (b up to 2990 in the window: 420…2990, 258); the
+    # last chunk's 100, all at or before 3990, are not yet 200
     windows, tests = _retest_windows()
     windows.ingest(["x"] * 400, times, None, on_tick, ["q[a]"] * 400)
     for start in range(0, 400, 100):
@@ -193,3 +193,79 @@ def test_a_re_test_survives_a_restart() -> None:
     assert calls == []  # 150 + 49 behind the last test (3900): not yet min_count
     back.ingest(["y"], times[299:300], None, lambda: calls.append(1), ["q[b]"])
     assert calls == [1]  # 150 before the restart + 50 after reach it
+
+
+def test_a_later_partition_joins_the_frozen_baseline_while_its_span_is_held() -> None:
+    """Frozen baseline, warm-up 1200 s, 1 min buckets, min_count 50. Partition a (x every
+    10 s over 0…3990) starts the watermark at its 5th event (40: ``ahead_confirm`` 5), where
+    the warm-up starts; ticks every 300 s; the first at least 1200 s later is 1500: its last
+    1200 s are buckets 6…25 (t in [360, 1560)), 115 of a's events (360…1500): frozen. Then
+    partition b (y, the same times) fills that span behind the watermark: with a gold set
+    (24 h held) the re-test takes the baseline again from buckets 6…25: a's 120 (360…1550,
+    the last five came after the freeze) and b's 120. Without one only 1200 s are held and
+    bucket 6 has left by then (the newest is 66): the baseline stays as it froze."""
+    from service.drift.windows import ComparisonWindows, WindowConfig
+
+    config = WindowConfig(window_s=600, bucket_s=60, test_every_s=300, warmup_s=1200)
+    times = [10.0 * k for k in range(400)]
+    for has_reference, after in ((True, {"x": 120, "y": 120}), (False, {"x": 115})):
+        windows = ComparisonWindows(config, min_count=50, has_reference=has_reference)
+        windows.ingest(["x"] * 400, times, None, lambda: None, ["q[a]"] * 400)
+        assert windows.baseline() == {"x": 115}
+        windows.ingest(["y"] * 400, times, None, lambda: None, ["q[b]"] * 400)
+        assert windows.baseline() == after, has_reference
+        back = ComparisonWindows(config, min_count=50, has_reference=has_reference)
+        back.restore(windows.snapshot())
+        assert back.baseline() == after
+
+
+def test_a_quiet_source_tests_the_last_events_behind_at_once() -> None:
+    """The chunked case above: after b's last chunk 100 events at or before 3990 wait (fewer
+    than min_count); a flush (the drift stage's idle turn) tests them: b's 420…3990 in the
+    window (358) beside a's 358. A second flush has nothing to test."""
+    windows, tests = _retest_windows()
+
+    def on_tick() -> None:
+        tests.append((windows.window.watermark, windows.current()))
+
+    times = [10.0 * k for k in range(400)]
+    windows.ingest(["x"] * 400, times, None, on_tick, ["q[a]"] * 400)
+    for start in range(0, 400, 100):
+        windows.ingest(["y"] * 100, times[start : start + 100], None, on_tick, ["q[b]"] * 100)
+    assert tests[-1] == (3990.0, {"x": 358, "y": 258})
+    assert windows.flush(on_tick) and tests[-1] == (3990.0, {"x": 358, "y": 358})
+    assert not windows.flush(on_tick) and len(tests) == 16
+    # one stream: nothing is ever behind, a flush never tests
+    windows, tests = _retest_windows()
+    windows.ingest(["x"] * 400, times, None, on_tick)
+    assert not windows.flush(on_tick)
+
+
+def test_the_drift_stage_idle_turn_flushes_every_detector() -> None:
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from service.drift.stage import DriftStage
+    from service.drift.windows import WindowConfig
+
+    config = WindowConfig(window_s=3600, bucket_s=60, test_every_s=300, baseline="previous")
+    stage = DriftStage({"language": {"x": 10, "y": 10}}, windows=config, min_count=200,
+                       clock=lambda: 2e9)  # fmt: skip
+    times = [10.0 * k for k in range(400)]
+
+    def feed(language: str, part: str, chunk: list[float]) -> None:
+        events = [SimpleNamespace(timestamp=datetime.fromtimestamp(t, UTC)) for t in chunk]
+        notes = [{"language": language} for _ in chunk]
+        stage.process(Batch("kafka", events, notes, streams=[part] * len(chunk)))  # type: ignore[arg-type]
+
+    feed("x", "q[a]", times)
+    for start in range(0, 350, 100):  # b's first 350 (0…3490)
+        feed("y", "q[b]", times[start : min(start + 100, 350)])
+    # the reference window (24 h) holds everything; with 24 h kept none of b is late, so
+    # b's first two chunks (200) reach min_count: that test, at 3990, saw a's 400 and 200 of
+    # b; the next 150 (all at or before 3990) wait
+    reference = stage.categorical["language"].reports["reference"]
+    assert reference.n_current == 400 + 200
+    stage.idle()
+    reference = stage.categorical["language"].reports["reference"]
+    assert reference.n_current == 400 + 350
