@@ -239,6 +239,21 @@ def _drift() -> list[Panel | list[Panel]]:
                 ],
                 "none", threshold=0.05,
             ),
+            timeseries(
+                "Events kept out of the drift windows",
+                "Events the drift detectors never saw, all replicas: per hour, late (older "
+                "than their partition's watermark minus analytics.drift.allowed_lateness_s) "
+                "and future (stamped more than analytics.drift.future_tolerance_s after the "
+                "wall clock); and held now (more than analytics.drift.max_ahead_s ahead of the "
+                "watermark, until analytics.drift.ahead_confirm of them confirm a jump). When "
+                "they reach 20 % of the latest 5,000 events, an ok test reads starved: check "
+                "the producers' clocks and how far the partitions' backlogs differ "
+                "(GET /v1/drift event_time).",
+                [(f"sum by (reason) (increase(goldwatch_drift_events_kept_out_total"
+                  f"{{{SEL}}}[1h]))", "{{reason}} / h"),
+                 (f"sum (goldwatch_drift_events_held_ahead{{{SEL}}})", "held ahead")],
+                "short",
+            ),
         ],
         [
             timeseries(

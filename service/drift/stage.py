@@ -126,6 +126,9 @@ class DriftStage:
         #: first: (events, late, future, newly held), covering the latest STARVED_RECENT_EVENTS
         self._recent: deque[tuple[int, int, int, int]] = deque()
         self._recent_sums = [0, 0, 0, 0]
+        #: events kept out late and future since the metrics last took them (not persisted:
+        #: a restarted process counts only the events it saw, as a counter must)
+        self._pending_kept_out = {"late": 0, "future": 0}
         self.alarms: list[dict[str, Any]] = []  # the last MAX_ALARMS state changes to drift
         self._last_state: dict[str, str] = {}
         self.suppressed: dict[str, str] = {}  # dimension -> why it raises no alarm
@@ -175,6 +178,15 @@ class DriftStage:
         out = window.late + window.future + window.ahead
         seen = out + window.accepted
         return window.late, window.future, window.ahead, (out / seen if seen else 0.0)
+
+    def take_kept_out(self) -> dict[str, int]:
+        """``{"late": n, "future": n}``: the events kept out of the windows late and future
+        since the last call (for the metrics; counted as :meth:`kept_out` counts them, in the
+        language window, which every event reaches), then zero. Events restored from a
+        snapshot are not among them. Held events (``ahead``) are not counted here: their
+        count falls when a confirmed jump releases them (:meth:`kept_out`)."""
+        taken, self._pending_kept_out = self._pending_kept_out, {"late": 0, "future": 0}
+        return taken
 
     def recent_kept_out(self) -> tuple[int, int, int, int, float]:
         """``(events, late, future, ahead, share kept out)`` of the latest events seen (about
@@ -301,6 +313,8 @@ class DriftStage:
                     None if streams is None else [streams[i] for i in rows],
                 )  # fmt: skip
         after = (window.late, window.future, window.ahead)
+        self._pending_kept_out["late"] += after[0] - before[0]
+        self._pending_kept_out["future"] += after[1] - before[1]
         self._remember((len(stamps), *(a - b for a, b in zip(after, before, strict=True))))
 
     def _remember(self, update: tuple[int, ...]) -> None:

@@ -73,7 +73,7 @@ import unicodedata
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, NotRequired, cast
 
 from typing_extensions import TypedDict
 
@@ -178,6 +178,7 @@ class CandidateItem(TypedDict):
     last_seen: str
     variants: list[str]
     gap: float
+    gap_dimension: NotRequired[str | None]  # absent from a record written before it existed
     trace_id: str | None
     priority: float
     primary_reason: str | None

@@ -297,9 +297,10 @@ class HarvestStage:
         self.coverage.update(annotations)
         config, scores, active, normal = self.config, self.scores, self._active, self._normal
         quantile = config.low_confidence_quantile
-        # (topic, language, uncalibrated novel) -> ((topic, language), gap): the counts are
-        # fixed for the batch
+        # (topic, language, uncalibrated novel) -> ((topic, language), gap), and the gap's
+        # dimension: the counts are fixed for the batch
         strata: dict[tuple[Any, Any, bool], tuple[tuple[Any, Any], float]] = {}
+        gap_dimensions: dict[tuple[Any, Any, bool], str | None] = {}
         events = batch.events
         # the picked events, as parallel lists of shared or untracked objects
         rows: list[int] = []  # index in the batch
@@ -307,6 +308,7 @@ class HarvestStage:
         questions: list[str] = []  # scrubbed question
         reasons_of: list[tuple[str, ...]] = []
         strata_of: list[tuple[tuple[Any, Any], float]] = []
+        dimension_of: list[str | None] = []  # the dimension of the stratum's gap
         gold_of: list[bool] = []  # whether to look for a gold near-duplicate
         known = too_long = 0
         max_chars = config.max_question_chars
@@ -319,12 +321,13 @@ class HarvestStage:
             labels = (notes.get("topic"), notes.get("language"))
             # an uncalibrated 'novel' is no fact: its topic share is no coverage gap
             uncalibrated = labels[0] == "novel" and notes.get("novelty_calibrated") is False
-            stratum = strata.get((*labels, uncalibrated))
+            key = (*labels, uncalibrated)
+            stratum = strata.get(key)
             if stratum is None:
                 if uncalibrated:
                     self._novel_uncalibrated = True
-                gap = self._gap(*labels, topic_gap=not uncalibrated)
-                stratum = strata[(*labels, uncalibrated)] = (labels, gap)
+                gap, gap_dimensions[key] = self._gap(*labels, topic_gap=not uncalibrated)
+                stratum = strata[key] = (labels, gap)
             reasons = event_reasons(event, notes, config, stratum[1], low, active)
             if not reasons:
                 continue
@@ -348,6 +351,7 @@ class HarvestStage:
                 questions.append(question)
                 reasons_of.append(reasons)
                 strata_of.append(stratum)
+                dimension_of.append(gap_dimensions[key])
                 gold_of.append("known" not in notes)
         if known:
             self._pending["known"]["annotation"] += known
@@ -366,7 +370,7 @@ class HarvestStage:
                 language=language, topic=topic,
                 role=_role(event, annotations[rows[k]]),
                 source="generated" if event.channel in generated else "real", gap=gap,
-                trace_id=event.trace_id,
+                trace_id=event.trace_id, gap_dimension=dimension_of[k],
             )  # fmt: skip
 
         event_ids = [events[i].event_id for i in rows]
@@ -426,14 +430,14 @@ class HarvestStage:
         question = scrub(result.question).text
         normalised = comparison_form(question)
         if normalised:
+            gap, dimension = self._gap(result.topic, result.language, topic_gap=not (
+                result.topic == "novel" and self._novel_uncalibrated))  # fmt: skip
             occurrence = Occurrence(
                 event_id=result.event_id, timestamp=result.timestamp, question=question,
                 normalised=normalised, reasons=reasons,
                 rankings={PRODUCTION: result.production, **rankings},
                 language=result.language, topic=result.topic, role=result.role,
-                gap=self._gap(result.topic, result.language, topic_gap=not (
-                    result.topic == "novel" and self._novel_uncalibrated)),
-                trace_id=result.trace_id,
+                gap=gap, trace_id=result.trace_id, gap_dimension=dimension,
             )  # fmt: skip
             stratum = ((occurrence.topic, occurrence.language), occurrence.gap)
             self._merge([normalised], [True], [stratum], [reasons], lambda _: occurrence,
@@ -595,10 +599,15 @@ class HarvestStage:
 
     # -- merging -------------------------------------------------------------------------
 
-    def _gap(self, topic: Any, language: Any, topic_gap: bool = True) -> float:
-        """The larger coverage gap of ``topic`` (unless not ``topic_gap``) and ``language``."""
+    def _gap(self, topic: Any, language: Any, topic_gap: bool = True) -> tuple[float, str | None]:
+        """``(gap, dimension)``: the larger coverage gap of ``topic`` (unless not
+        ``topic_gap``) and ``language``, in [0, 1], and whose it is (``"language"`` when
+        both are as large; ``None`` when it is 0)."""
         language_gap = self.coverage.gap("language", language)
-        return max(self.coverage.gap("topic", topic), language_gap) if topic_gap else language_gap
+        topic_gap_ = self.coverage.gap("topic", topic) if topic_gap else 0.0
+        if topic_gap_ > language_gap:
+            return topic_gap_, "topic"
+        return language_gap, ("language" if language_gap > 0 else None)
 
     def _merge(
         self,

@@ -109,8 +109,9 @@ class SuggestionRecord(SuggestionJson):
     ``generated``), ``count`` of distinct events, ``first_seen``/``last_seen`` (RFC 3339,
     UTC), the recent ``events`` ids, ``reasons`` ``{reason: events}``, up to 3 scrubbed
     ``variants``, the ``pool`` ``{passage id: {retriever: best rank (1-based)}}``, the
-    coverage ``gap`` (≥ 0) and the first ``trace_id`` — then ``priority`` (float ≥ 0, 6
-    decimals) and ``primary_reason``."""
+    coverage ``gap`` (≥ 0) with its ``gap_dimension`` (``"language"`` or ``"topic"``, ``None``
+    without a gap) and the first ``trace_id`` — then ``priority`` (float ≥ 0, 6 decimals) and
+    ``primary_reason``."""
 
     priority: float
     primary_reason: str | None

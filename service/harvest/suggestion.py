@@ -17,7 +17,10 @@ disagreeing shadow result) and keeps, bounded:
 * ``pool`` — ``{passage id: {retriever: best rank}}`` from the top ``pool_k`` of production
   and of every shadow candidate, at most ``max_pool`` passages (first come first kept);
 * ``language``, ``topic``, ``role``, ``source`` (``real`` or ``generated``) of the first
-  occurrence, and ``gap`` — the largest coverage gap of its topic or language, in [0, 1];
+  occurrence, and ``gap`` — the largest coverage gap of its topic or language, in [0, 1] —
+  with ``gap_dimension``, the dimension whose gap it is (``"language"`` or ``"topic"``;
+  ``"language"`` when both are that large; ``None`` while ``gap`` is 0, and in a record
+  written before the field existed);
 * ``trace_id`` — provenance: the OpenTelemetry trace of the first counted occurrence that
   came from a trace (the representative's own when it did), ``None`` when none did.
 
@@ -74,6 +77,8 @@ class Occurrence(NamedTuple):
         language, topic, role: breakdown labels (``None`` unknown).
         source: ``"real"`` or ``"generated"``.
         gap: coverage gap of its topic or language at that time, in [0, 1].
+        gap_dimension: ``"language"`` or ``"topic"``, whose gap ``gap`` is (the language's
+            when both are as large), ``None`` when ``gap`` is 0.
         counts: whether this is a new event (``False``: evidence added to a counted event,
             e.g. a shadow result arriving after its event). Not ``count``: that would hide
             ``tuple.count``.
@@ -93,6 +98,7 @@ class Occurrence(NamedTuple):
     gap: float = 0.0
     counts: bool = True
     trace_id: str | None = None
+    gap_dimension: str | None = None
 
 
 class SuggestionJson(TypedDict):
@@ -116,6 +122,7 @@ class SuggestionJson(TypedDict):
     variants: list[str]
     pool: dict[str, dict[str, int]]
     gap: float
+    gap_dimension: str | None
     trace_id: str | None
 
 
@@ -143,6 +150,7 @@ class Suggestion:
     variants: tuple[str, ...] = ()
     pool: dict[str, dict[str, int]] = field(default_factory=dict)
     gap: float = 0.0
+    gap_dimension: str | None = None
     trace_id: str | None = None
 
     def __post_init__(self) -> None:
@@ -186,7 +194,11 @@ class Suggestion:
             if self._pooled.get(retriever) != top:
                 self._pool(retriever, top, max_pool)
                 self._pooled[retriever] = top
-        self.gap = max(self.gap, occurrence.gap) if occurrence.counts else self.gap
+        if occurrence.counts and (occurrence.gap > self.gap or (
+                occurrence.gap == self.gap and self.gap_dimension is None)):  # fmt: skip
+            # the dimension of the largest gap (a record from before the field learns it
+            # from the next occurrence with as large a gap)
+            self.gap, self.gap_dimension = occurrence.gap, occurrence.gap_dimension
         return True
 
     def _count(self, occurrence: Occurrence, max_variants: int) -> None:
@@ -246,7 +258,7 @@ class Suggestion:
             "last_seen": self.last_seen, "events": list(self.events),
             "reasons": dict(self.reasons), "variants": list(self.variants),
             "pool": dict(self.pool), "gap": self.gap,  # its values are never changed (_pool)
-            "trace_id": self.trace_id,
+            "gap_dimension": self.gap_dimension, "trace_id": self.trace_id,
         }  # fmt: skip
 
     @classmethod

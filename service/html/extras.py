@@ -29,7 +29,8 @@ MAX_SUGGESTIONS = 20
 #: Keys of ``gold_candidates`` dicts that hold the suggestion list (``top``: the replay
 #: report's summary).
 LIST_KEYS = ("top", "suggestions", "candidates", "questions")
-#: Suggestion fields shown (in this order) when present, after the question.
+#: Suggestion fields shown (in this order) when present, after the question (``gap`` with its
+#: ``gap_dimension``: :func:`_gap_cell`).
 SUGGESTION_FIELDS = (
     "count",
     "n",
@@ -276,8 +277,8 @@ def candidates_section(candidates: Any) -> Markup:
     # underscore, so the table fits a 1,400 px window with its last column in view
     body = [
         [r.get("id") or "–", r.get("question") or r.get("text") or "",
-         *(minute(r.get(f)) if f == "last_seen" else _breakable(_cell(r.get(f)))
-           for f in fields)]
+         *(minute(r.get(f)) if f == "last_seen" else _gap_cell(r) if f == "gap"
+           else _breakable(_cell(r.get(f))) for f in fields)]
         for r in shown
     ]  # fmt: skip
     header = ["id", "question", *("last seen" if f == "last_seen" else f for f in fields)]
@@ -323,6 +324,19 @@ def _breakable(value: object) -> object:
     if not isinstance(value, str) or "_" not in value:
         return value
     return Markup("_<wbr>").join(esc(part) for part in value.split("_"))
+
+
+def _gap_cell(row: Mapping[str, Any]) -> object:
+    """A suggestion's ``gap`` with the dimension it is of, when the row says (a record from
+    before ``gap_dimension`` does not), e.g. ``0.185 (language)``.
+
+    >>> _gap_cell({"gap": 0.18351, "gap_dimension": "language"}), _gap_cell({"gap": 0.0})
+    ('0.184 (language)', 0.0)
+    """
+    gap, dimension = row.get("gap"), row.get("gap_dimension")
+    if not isinstance(dimension, str) or not isinstance(gap, int | float):
+        return gap
+    return f"{num(float(gap))} ({dimension})"
 
 
 def _cell(value: Any) -> object:

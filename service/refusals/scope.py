@@ -807,13 +807,8 @@ class EmbeddingScope:
         min_rows: int = 10,
         corpus_total: int | None = None,
     ) -> None:
-        from sklearn.linear_model import LogisticRegression
-        from sklearn.model_selection import StratifiedKFold, cross_val_predict
-        from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import StandardScaler
+        import sklearn.linear_model  # noqa: F401 - loads scipy's OpenBLAS before the limit below
         from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
-
-        from service.evaluation.detector_quality import measure_auc, roc_auc
 
         labels = np.array([q.answerable for q in questions], dtype=bool)
         if labels.sum() < 2 or (~labels).sum() < 2:
@@ -827,6 +822,47 @@ class EmbeddingScope:
         self.gold_vectors = embedder.embed([q.question for q in questions])
         self.gold_answerable = labels
         self.passage_vectors = embedder.embed(list(passages))
+        # One BLAS thread from the embeddings on, for the fit and its calibration (the
+        # matrix products of the features, the off-corpus rule's gold similarities, the
+        # logistic regressions; scikit-learn's import above loaded scipy's OpenBLAS, so the
+        # limit reaches it as well as numpy's). A float32 product's last bits depend on how
+        # OpenBLAS splits it between threads: the production-shaped gold set's Devanagari
+        # cutoff read 0.6144985556602478 on one thread, 0.6144986748695374 on two, and the
+        # threshold 0.4169020000563417 and 0.41690199126004923 — one thread gives the same
+        # fitted values whatever the machine's thread count (not across CPU models, whose
+        # OpenBLAS kernels differ). It costs nothing: L-BFGS-B's tiny vector operations gain
+        # nothing from threads, and OpenBLAS's wake-ups cost 2-90 ms a fit on a shared
+        # 2-core machine (the demo's 16 fits took 0.47 s at load 2.5, 0.015 s on one
+        # thread). The embeddings are left to the backend's threads (a torch backend's
+        # would be slower on one).
+        with ThreadpoolController().limit(limits=1, user_api="blas"):
+            self._fit(questions, labels, retriever_scores, min_tpr=min_tpr, n_boot=n_boot,
+                      seed=seed, languages=languages, min_rows=min_rows,
+                      corpus_total=corpus_total)  # fmt: skip
+
+    def _fit(
+        self,
+        questions: Sequence[GoldQuestion],
+        labels: np.ndarray,
+        retriever_scores: Sequence[float | None] | None,
+        *,
+        min_tpr: float,
+        n_boot: int,
+        seed: int,
+        languages: Sequence[str | None] | None,
+        min_rows: int,
+        corpus_total: int | None,
+    ) -> None:
+        """The fit and calibration from the embeddings on (the class docstring; arguments
+        as there, ``labels`` the gold rows' answerability): the caller holds BLAS to one
+        thread."""
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.model_selection import StratifiedKFold, cross_val_predict
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        from service.evaluation.detector_quality import measure_auc, roc_auc
+
         self.use_corpus = self.passage_vectors.shape[0] > 0
         self.use_retriever = retriever_scores is not None
         finite = [s for s in retriever_scores or () if s is not None]
@@ -855,19 +891,13 @@ class EmbeddingScope:
         if self.use_retriever:
             candidates = [[len(names) - 1], embedding, *candidates]
         best_auc, self.columns, cv_scores = -1.0, candidates[-1], np.zeros(len(labels))
-        # One BLAS thread for the fits (scikit-learn's import above loaded scipy's OpenBLAS,
-        # so the limit reaches it): L-BFGS-B's tiny vector operations gain nothing from
-        # threads, and OpenBLAS's wake-ups cost 2-90 ms a fit on a shared 2-core machine —
-        # the demo's 16 fits took 0.47 s at load 2.5, 0.015 s on one thread. Vectors of a
-        # few elements are never split between threads: the fitted values are the same.
-        with ThreadpoolController().limit(limits=1, user_api="blas"):
-            for columns in candidates:
-                scores = cross_val_predict(model(), features[:, columns], labels, cv=cv,
-                                           method="predict_proba")[:, 1]  # fmt: skip
-                auc = roc_auc(scores[labels], scores[~labels])
-                if auc > best_auc + 1e-9:
-                    best_auc, self.columns, cv_scores = auc, columns, scores
-            self.model = model().fit(features[:, self.columns], labels)
+        for columns in candidates:
+            scores = cross_val_predict(model(), features[:, columns], labels, cv=cv,
+                                       method="predict_proba")[:, 1]  # fmt: skip
+            auc = roc_auc(scores[labels], scores[~labels])
+            if auc > best_auc + 1e-9:
+                best_auc, self.columns, cv_scores = auc, columns, scores
+        self.model = model().fit(features[:, self.columns], labels)
         self.feature_names = tuple(names[i] for i in self.columns)
         chosen = ", ".join(self.feature_names)
         n_passages = self.passage_vectors.shape[0]
@@ -886,7 +916,7 @@ class EmbeddingScope:
         #: the threshold are the operating point reported next to the AUC
         self.cv_scores = cv_scores
         self.calibration = calibrate_threshold(
-            cv_scores[labels].tolist(), cv_scores[~labels].tolist(), retriever, min_tpr
+            cv_scores[labels].tolist(), cv_scores[~labels].tolist(), self.retriever, min_tpr
         )._replace(auc=self.quality.auc)
         #: the off-corpus rule, its held-out rates measured on the same folds
         split = list(cv.split(features, labels))

@@ -152,15 +152,17 @@ class Live:
     topic_notice: str | None = None
 
     def observe(self, batch: Batch) -> None:
-        """Export one batch's analytics (counters per batch, drift gauges from the report)
-        and what the shadow stage collected since the last batch."""
+        """Export one batch's analytics (counters per batch, drift gauges from the report,
+        the events the drift stage kept out since the last batch) and what the shadow stage
+        collected since the last batch."""
         if self.analytics_metrics is not None:
             self.analytics_metrics.observe_annotations(batch.annotations)
             language = self.analytics.language_stage
             if language is not None and (excluded := language.take_pending()):
                 self.analytics_metrics.observe_excluded_languages(excluded)
-            if self.analytics.drift is not None:
-                self.analytics_metrics.observe_drift(self.analytics.drift.report())
+            if (drift := self.analytics.drift) is not None:
+                self.analytics_metrics.observe_drift(drift.report())
+                self.analytics_metrics.count_kept_out(drift.take_kept_out())
         self.export_shadow()
 
     def export_shadow(self) -> None:

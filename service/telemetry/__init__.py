@@ -44,6 +44,7 @@ from service.telemetry.analytics import (
     DETECTORS,
     DRIFT_COMPARISONS,
     DRIFT_DIMENSIONS,
+    DRIFT_KEPT_OUT_REASONS,
     DRIFT_STATES,
     OPERATING_RATES,
     PII_TYPES,
@@ -111,7 +112,8 @@ __all__ = [
     "BATCH_SECONDS_BUCKETS", "STATUS_COUNTERS", "source_label", "BatchCounts", "Metrics",
     "build_metrics", "build_info_gauge",
     # analytics: PII, language, topic, refusal, out-of-scope, drift, detector quality
-    "DRIFT_DIMENSIONS", "DRIFT_COMPARISONS", "DRIFT_STATES", "DETECTORS", "OPERATING_RATES",
+    "DRIFT_DIMENSIONS", "DRIFT_COMPARISONS", "DRIFT_STATES", "DRIFT_KEPT_OUT_REASONS",
+    "DETECTORS", "OPERATING_RATES",
     "PII_TYPES", "AnalyticsMetrics", "build_analytics_metrics",
     # shadow: shadow evaluation, gold-set runs, known questions, access control
     "SHADOW_MEASURES", "SHADOW_BREAKDOWN_MEASURES", "SHADOW_OUTCOMES", "SHADOW_ERRORS",

@@ -24,6 +24,9 @@ from service.telemetry.conventions import metric_name as _name
 DRIFT_DIMENSIONS: tuple[str, ...] = ("language", "topic", "refusal", "out_of_scope")
 DRIFT_COMPARISONS: tuple[str, ...] = ("reference", "baseline")
 DRIFT_STATES: tuple[str, ...] = ("ok", "drift", "insufficient_data", "uncalibrated", "starved")
+#: Why the drift stage kept an event out of its windows for good (bounded label values of
+#: ``goldwatch_drift_events_kept_out_total``; events held ahead are a gauge, they may return).
+DRIFT_KEPT_OUT_REASONS: tuple[str, ...] = ("late", "future")
 #: Detectors that report their measured quality (bounded label values).
 DETECTORS: tuple[str, ...] = ("out_of_scope", "novelty")
 #: Rates of a detector's operating point (``goldwatch_detector_operating_point_ratio``).
@@ -56,6 +59,8 @@ class AnalyticsMetrics:
     goldwatch_drift_p_value                      gauge   dimension, comparison
     goldwatch_drift_state                        gauge   dimension, comparison, state (1/0)
     goldwatch_drift_rate_ratio                   gauge   dimension, window (current/compared)
+    goldwatch_drift_events_kept_out_total        counter reason (late, future)
+    goldwatch_drift_events_held_ahead            gauge   (events held ahead of the watermark)
     goldwatch_coverage_gap_ratio                 gauge   dimension, category
     goldwatch_detector_auc                       gauge   detector (ROC AUC on its
                                                          calibration data; absent: unknown)
@@ -83,6 +88,8 @@ class AnalyticsMetrics:
     drift_p_value: Gauge
     drift_state: Gauge
     drift_rate: Gauge
+    drift_kept_out: Counter
+    drift_held_ahead: Gauge
     coverage_gap: Gauge
     detector_auc: Gauge
     detector_auc_bound: Gauge
@@ -126,7 +133,11 @@ class AnalyticsMetrics:
             self.questions_excluded_language.labels(language=label).inc(n)
 
     def observe_drift(self, report: Mapping[str, Any]) -> None:
-        """Mirror a :meth:`service.drift.stage.DriftStage.report` into the drift gauges."""
+        """Mirror a :meth:`service.drift.stage.DriftStage.report` into the drift gauges
+        (its ``event_time.ahead`` into ``goldwatch_drift_events_held_ahead``)."""
+        ahead = (report.get("event_time") or {}).get("ahead")
+        if ahead is not None:
+            self.drift_held_ahead.set(int(ahead))
         for dimension, body in report.items():
             if dimension not in DRIFT_DIMENSIONS:
                 continue
@@ -159,6 +170,15 @@ class AnalyticsMetrics:
                 gaps[category] = max(gaps.get(category, 0.0), float(gap["ci_low"]))
             for category, value in gaps.items():
                 self.coverage_gap.labels(dimension=dimension, category=category).set(value)
+
+    def count_kept_out(self, counts: Mapping[str, int]) -> None:
+        """Count the events the drift stage kept out of its windows since the last call,
+        ``{"late": n, "future": n}`` (:meth:`service.drift.stage.DriftStage.take_kept_out`;
+        a reason outside :data:`DRIFT_KEPT_OUT_REASONS` counts under ``other``)."""
+        for reason, n in counts.items():
+            if n:
+                label = bounded_label(reason, DRIFT_KEPT_OUT_REASONS)
+                self.drift_kept_out.labels(reason=label).inc(n)
 
     def set_gold_shares(self, gold_counts: Mapping[str, Mapping[str, int]]) -> None:
         """Export the gold set's share of every category (the drift references)."""
@@ -311,6 +331,24 @@ def build_analytics_metrics(
             "drift_rate_ratio", "Rate (refusals, out-of-scope) in the current window and in "
             "the window it is compared with.", ["dimension", "window"],
         ),
+        drift_kept_out=counter(
+            "drift_events_kept_out", "Events the drift stage kept out of its windows for "
+            "good, by reason: late = older than the watermark of its stream (Kafka "
+            "partition; file, stdin and HTTP are one stream) minus "
+            "analytics.drift.allowed_lateness_s, or older than the history the windows keep; "
+            "future = stamped more than analytics.drift.future_tolerance_s after the wall "
+            "clock. Each event counts once, as GET /v1/drift event_time.late and .future "
+            "count them (over every event the drift stage sees, after deduplication); "
+            "counted from the process start (a restart restores those totals, not this "
+            "counter).", ["reason"],
+        ),
+        drift_held_ahead=gauge(
+            "drift_events_held_ahead", "Events the drift stage holds out of its windows now "
+            "because they were stamped more than analytics.drift.max_ahead_s ahead of the "
+            "watermark, plus those dropped while held (beyond 64 held): GET /v1/drift "
+            "event_time.ahead. Falls when analytics.drift.ahead_confirm of them confirm a "
+            "jump in event time and are released into the windows.", [],
+        ),
         coverage_gap=gauge(
             "coverage_gap_ratio", "Lower CI bound of live share minus gold-set share, for "
             "categories the gold set under-covers (the drift view's coverage gaps: live share "
@@ -354,4 +392,6 @@ def build_analytics_metrics(
         for comparison in DRIFT_COMPARISONS:
             for state in DRIFT_STATES:
                 metrics.drift_state.labels(dimension=dimension, comparison=comparison, state=state)
+    for reason in DRIFT_KEPT_OUT_REASONS:
+        metrics.drift_kept_out.labels(reason=reason)
     return metrics

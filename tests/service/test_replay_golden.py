@@ -190,6 +190,16 @@ Written from a machine whose out-of-scope ``threshold`` differs from these files
 digits (demo 0.15875277113841546, production 0.41690199126004923, with the code before the
 change too): the demo's three ``threshold`` fields were put back to the file's value,
 nothing else edited.
+All three rewritten in the twenty-second session for one added field and nothing else
+(checked: each file with ``gap_dimension`` removed equals its former content, value for
+value): each suggestion of the report's ``gold_candidates.top`` (20 per file) says which
+dimension its coverage ``gap`` is of — demo 16 ``language`` (the Hinglish questions), 1
+``topic``, 3 ``None`` (gap 0); production 17 ``topic`` (the ``novel`` topic and others), 1
+``language``, 2 ``None``; 20k report 16 ``topic``, 2 ``language``, 2 ``None``. The exported
+suggestions carry no ``gap``: unchanged, and so is the 20k suggestions' digest. Written on a
+machine whose out-of-scope ``threshold`` reads 0.15875277113841546 (demo) and
+0.41690199126004923 (production) where the files hold ...554 and 0.4169019557504985: those
+six fields were put back to the files' values.
 """
 
 from __future__ import annotations
@@ -213,7 +223,9 @@ PRODUCTION_LINES = 3_000
 #: EPYC where the goldens, written on another machine, hold 0.4169019557504985 (8.5e-8 apart,
 #: relative), and its per-script cutoff (float32) 0.6144986748695374 with two OpenBLAS threads,
 #: 0.6144985556602478 with one (the full suite runs the replay after a test left the pools at
-#: one thread). Everything else — counts, ids, texts, decisions — must be equal.
+#: one thread). Since the twenty-second session the detector is fitted under one BLAS thread
+#: whatever the machine's count (``tests/service/test_scope_fit_threads.py``), so only the
+#: CPU model moves them. Everything else — counts, ids, texts, decisions — must be equal.
 REL_TOL = 1e-6
 
 

@@ -514,11 +514,12 @@ def test_restore_seeds_the_gap_window_from_an_old_all_time_snapshot() -> None:
     stage = HarvestStage(config, gold_counts=gold)
     stage.restore(json.loads(json.dumps(old)))
     assert stage.coverage.live["language"] == {"en": 140, "de": 60}
-    gap = stage._gap("fees", "de")
-    assert gap > config.min_gap  # L(60 / 200) = .2405, no gold row
+    gap, dimension = stage._gap("fees", "de")
+    assert gap > config.min_gap and dimension == "language"  # L(60 / 200) = .2405, no gold row
     stage.process(batch([event(f"e{i}", f"question {i}") for i in range(200)],
                         [{"language": "en"}] * 200))  # fmt: skip
-    assert stage.coverage.live["language"] == {"en": 200} and stage._gap("fees", "de") == 0.0
+    assert stage.coverage.live["language"] == {"en": 200}
+    assert stage._gap("fees", "de") == (0.0, None)
 
 
 def test_questions_over_max_question_chars_are_counted_not_suggested() -> None:
