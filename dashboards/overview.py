@@ -132,10 +132,18 @@ def _refusals() -> list[Panel | list[Panel]]:
                 "set, so read them as trends, and not at all while that detector is below the "
                 "quality floor (panel Detector quality; the alerts stay silent then). "
                 "A rising over-refusal rate points at retrieval or prompt regressions "
-                "(OverRefusal); a rising under-refusal rate at made-up answers (UnderRefusal).",
+                "(OverRefusal); a rising under-refusal rate at made-up answers (UnderRefusal). "
+                "The detector misjudges some answerable questions, which a correct bot answers: "
+                "under-refusals per scored question up to the detector's own error bound "
+                "(95 % upper bound of the answerable gold questions it judges out of scope) "
+                "are explained by it and do not alert.",
                 [
                     (f"goldwatch:over_refusal:ratio_rate1h{{{SEL}}}", "over-refusal"),
                     (f"goldwatch:under_refusal:ratio_rate1h{{{SEL}}}", "under-refusal"),
+                    (f"goldwatch:under_refusal:per_scored_rate1h{{{SEL}}}",
+                     "under-refusals per scored question"),
+                    (f"goldwatch:out_of_scope_detector:misjudged_answerable_upper{{{SEL}}}",
+                     "explained by the detector's error (upper bound)"),
                 ],
                 "percentunit", maximum=1,
             ),

@@ -180,7 +180,7 @@ def _detector_lines(analytics: Analytics) -> list[str]:
     then why a detector is off, if one is."""
     from service.evaluation.detector_quality import measured_on
     from service.refusals.scope import CALIBRATION_LIMIT, support_by_language_text, support_text
-    from service.runtime.reports import scope_support
+    from service.runtime.analytics import scope_support
 
     lines = []
     for name, quality in sorted(analytics.detector_quality.items()):

@@ -34,6 +34,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -281,3 +282,104 @@ def measure_auc(
         alpha = (1 - level) / 2
         low, high = (float(x) for x in np.quantile(reps, [alpha, 1 - alpha]))
     return DetectorQuality(auc, low, high, level, int(p.size), int(n.size), method)
+
+
+@dataclass(frozen=True)
+class MisjudgedAnswerable:
+    """How often the out-of-scope detector judges an *answerable* question out of scope,
+    measured on held-out gold rows: the share that bounds how many under-refusals (answered
+    while judged out of scope) its own error explains.
+
+    A bot that answers every answerable question correctly still has under-refusals: the
+    answerable questions the detector misjudges (trial 9: 203 of 2,400 answerable questions,
+    all answered, all counted as under-refusals, and the alert fired). Only under-refusals
+    beyond ``upper`` of the scored questions are evidence of answers to questions the corpus
+    cannot answer.
+
+    Attributes:
+        count: answerable gold rows judged out of scope on held-out data, by the regression
+            (``(1 − tpr) · n_pos``, cross-validated) plus by the off-corpus rule (its
+            ``held_out_fpr · n_answerable``): the sum bounds the rows either rule judges out of
+            scope from above (a row both rules judge counts twice), ≤ ``n``.
+        n: answerable gold rows (``n_pos``), ≥ 1.
+        upper: the 95 % Wilson upper bound of ``count / n`` (Wilson 1927), in (0, 1].
+    """
+
+    count: int
+    n: int
+    upper: float
+
+    def explains(self, scored: int) -> int:
+        """Under-refusals among ``scored`` live questions that the detector's own error
+        explains, at most: ``⌊upper · scored⌋`` (every scored question counted as possibly
+        answerable: a bound from above, so a count at or under it is no evidence)."""
+        return math.floor(self.upper * scored)
+
+    def as_dict(self) -> dict[str, float | int]:
+        """``{"count", "of", "upper"}`` for the JSON report."""
+        return {"count": self.count, "of": self.n, "upper": self.upper}
+
+
+def misjudged_answerable(
+    quality: Mapping[str, Any] | None, support: Mapping[str, Any] | None = None
+) -> MisjudgedAnswerable | None:
+    """The detector's misjudged answerable gold rows (:class:`MisjudgedAnswerable`) from its
+    quality report entry (``tpr``, ``n_pos``: :meth:`DetectorQuality.as_dict`) and its
+    off-corpus rule (``held_out_fpr``, ``n_answerable``: ``SupportCheck._asdict()``; the
+    pooled rule's rate, also kept when the rule goes by script). ``None`` when ``tpr`` or
+    ``n_pos`` is unknown (no operating point). An off-corpus rate that is unknown (NaN,
+    ``None``) adds nothing.
+
+    >>> m = misjudged_answerable({"tpr": 33 / 34, "n_pos": 34},
+    ...                          {"held_out_fpr": 1 / 34, "n_answerable": 34})
+    >>> m.count, m.n, round(m.upper, 4), m.explains(2400)
+    (2, 34, 0.1909, 458)
+    """
+    if not quality:
+        return None
+    tpr, n = quality.get("tpr"), quality.get("n_pos")
+    if tpr is None or n is None or not math.isfinite(float(tpr)) or int(n) < 1:
+        return None
+    n = int(n)
+    count = round((1.0 - float(tpr)) * n)
+    if support:
+        rate, rows = support.get("held_out_fpr"), support.get("n_answerable")
+        if rate is not None and rows and math.isfinite(float(rate)):
+            count += round(float(rate) * int(rows))
+    count = min(count, n)
+    return MisjudgedAnswerable(count, n, _wilson_upper(count, n))
+
+
+def _wilson_upper(successes: int, n: int, z: float = 1.959963984540054) -> float:
+    """Upper end of the 95 % Wilson score interval of ``successes / n`` (Wilson 1927):
+    ``(p + z²/2n + z √(p(1−p)/n + z²/4n²)) / (1 + z²/n)``, capped at 1."""
+    p, z2 = successes / n, z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = math.sqrt(z2 * p * (1 - p) / n + z2 * z2 / (4 * n * n)) / (1 + z2 / n)
+    return min(centre + half, 1.0)
+
+
+def under_refusals_explained_text(scope: Mapping[str, Any]) -> str:
+    """What the out-of-scope detector's own error explains of the under-refusals, for the
+    text report (``""`` when unknown): ``under_refusals_explained`` of a scope report
+    (:class:`~service.runtime.reports.OutOfScopeReport`) with the held-out measurement it
+    comes from.
+
+    >>> under_refusals_explained_text({"under_refusals": 203, "under_refusals_explained": 458,
+    ...     "misjudged_answerable": {"count": 2, "of": 34, "upper": 0.1909}})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ' (up to 458 explained by the detector judging answerable questions out of scope: 2 of 34
+    answerable gold questions on held-out data, 95 % upper bound 19.1% of the scored
+    questions; no evidence of made-up answers)'
+    """
+    explained, misjudged = scope.get("under_refusals_explained"), scope.get("misjudged_answerable")
+    if explained is None or not misjudged:
+        return ""
+    verdict = ("no evidence of made-up answers" if scope["under_refusals"] <= explained
+               else f"{scope['under_refusals'] - explained} beyond it")  # fmt: skip
+    return (
+        f" (up to {explained} explained by the detector judging answerable questions out "
+        f"of scope: {misjudged['count']} of {misjudged['of']} answerable gold questions on "
+        f"held-out data, 95 % upper bound {misjudged['upper']:.1%} of the scored questions; "
+        f"{verdict})"
+    )

@@ -12,7 +12,10 @@ from typing import Any
 
 from markupsafe import Markup
 
-from service.evaluation.detector_quality import operating_point_summary
+from service.evaluation.detector_quality import (
+    operating_point_summary,
+    under_refusals_explained_text,
+)
 from service.html import plots
 from service.html.page import badge, figure, num, para, pct, section, table
 from service.refusals.scope import (
@@ -183,6 +186,11 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
     rows += [
         [f"over-refusals (refused while in scope){mark}", scope["over_refusals"]],
         [f"under-refusals (answered while out of scope){mark}", scope["under_refusals"]],
+    ]
+    explained = under_refusals_explained_text(scope).strip().removeprefix("(").removesuffix(")")
+    if explained:  # what the detector's own error on answerable questions accounts for
+        rows.append(["under-refusals the detector's own error explains", explained])
+    rows += [
         ["out-of-scope detector ROC AUC (95 % interval)", _quality_cell(scope.get("quality"))],
     ]
     point = _operating_point_cell(scope.get("quality"))

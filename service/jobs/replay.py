@@ -60,7 +60,10 @@ from consumers.engine import Engine
 from consumers.file_source import FileSource
 from consumers.loop import make_decoder, run
 from service.embeddings.config import english_model_notice
-from service.evaluation.detector_quality import operating_point_summary
+from service.evaluation.detector_quality import (
+    operating_point_summary,
+    under_refusals_explained_text,
+)
 from service.harvest.shed_note import shed_note
 from service.jobs.series import TimeSeries
 from service.language.detector import OTHER as OTHER_LANGUAGE
@@ -347,6 +350,7 @@ def render_text(doc: ReplayReport) -> str:
             f"{scope['out_of_scope']}/{scope['scored']} ({scope['share']:.1%}{off_corpus}); "
             f"over-refusals {scope['over_refusals']}, under-refusals {scope['under_refusals']}"
         )
+        counts += under_refusals_explained_text(scope)
         quality = quality_text(scope.get("quality"))
         if scope.get("uncalibrated"):
             why = str(scope["uncalibrated"])

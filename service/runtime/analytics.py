@@ -27,7 +27,9 @@ from service.embeddings.protocol import Embedder
 from service.evaluation.detector_quality import (
     DEFAULT_AUC_FLOOR,
     DetectorQuality,
+    MisjudgedAnswerable,
     measure_auc,
+    misjudged_answerable,
     too_few,
 )
 from service.files.fit_cache import Memo, no_memo
@@ -711,6 +713,24 @@ class ScopeRefresh:
 def _running_scope(analytics: Analytics) -> ScopeStage | EmbeddingScopeStage | None:
     return next((st for st in analytics.stages
                  if isinstance(st, ScopeStage | EmbeddingScopeStage)), None)  # fmt: skip
+
+
+def scope_support(analytics: Analytics) -> dict[str, Any] | None:
+    """The running embedding detector's :class:`~service.refusals.scope.SupportCheck` as a
+    JSON-able dict, or ``None`` (no detector, or the retriever-score one, which has none)."""
+    stage = _running_scope(analytics)
+    support = getattr(getattr(stage, "detector", None), "support", None)
+    return None if support is None else support._asdict()
+
+
+def misjudged_of(analytics: Analytics) -> MisjudgedAnswerable | None:
+    """The running out-of-scope detector's misjudged answerable gold rows
+    (:func:`~service.evaluation.detector_quality.misjudged_answerable`), or ``None`` (no
+    detector, or no operating point)."""
+    quality = analytics.detector_quality.get("out_of_scope")
+    if quality is None:
+        return None
+    return misjudged_answerable(quality.as_dict(), scope_support(analytics))
 
 
 def scope_references(

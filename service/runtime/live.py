@@ -47,6 +47,7 @@ from service.runtime.analytics import (
     TOPIC_IDENTITY_KEY,
     Analytics,
     build_analytics,
+    misjudged_of,
     pseudonymiser,
     topic_identity,
     topic_label_rule,
@@ -321,6 +322,8 @@ def build_live(
             analytics.min_balanced_accuracy,
             analytics.quality_min_class,
         )
+        misjudged = misjudged_of(analytics)
+        metrics.set_misjudged_answerable(None if misjudged is None else misjudged.upper)
     stages: list[Stage] = list(analytics.stages)
     shadow_stage = None
     roles = sorted({role for passage in corpus for role in passage.acl}

@@ -458,6 +458,7 @@ class Runtime:
             apply_scope_references,
             gold_references,
             language_quality,
+            misjudged_of,
             scope_references,
         )
 
@@ -505,6 +506,10 @@ class Runtime:
                     analytics.quality_floor, analytics.min_balanced_accuracy,
                     analytics.quality_min_class,
                 )  # fmt: skip
+                misjudged = misjudged_of(analytics)
+                self.live.analytics_metrics.set_misjudged_answerable(
+                    None if misjudged is None else misjudged.upper
+                )
         topic_notice = gold_topic_notice(self.settings, gold)
         if topic_notice is not None and topic_notice != self.topic_notice:
             log.warning("%s", topic_notice)  # as serve logs the notices at start

@@ -11,13 +11,13 @@ from typing import Any, NotRequired, cast
 from prometheus_client import CollectorRegistry
 from typing_extensions import TypedDict
 
-from service.evaluation.detector_quality import measured_on
+from service.evaluation.detector_quality import measured_on, misjudged_answerable
 from service.harvest.store import SuggestionRecord
 from service.language.excluded import excluded_report
 from service.pipeline.totals import AnnotationTotals
 from service.refusals.detector import refusal_rate_method
 from service.refusals.scope import describe
-from service.runtime.analytics import Analytics, _running_scope
+from service.runtime.analytics import Analytics, scope_support
 from service.runtime.live import Live
 from service.shadow.stage import ShadowStageReport
 from service.telemetry import PII_TYPES
@@ -55,7 +55,11 @@ class OutOfScopeReport(TypedDict):
     ``off_corpus``: of the out-of-scope events, those farther from the corpus and from every
     gold question than any answerable gold question, and ``support``: that rule's
     :class:`~service.refusals.scope.SupportCheck` (cutoff and held-out rates; ``None``: no
-    embedding detector), and, with the
+    embedding detector), ``misjudged_answerable``: the answerable gold rows the detector
+    judges out of scope on held-out data (``{"count", "of", "upper"}``,
+    :func:`~service.evaluation.detector_quality.misjudged_answerable`; ``None``: unknown) and
+    ``under_refusals_explained``: the under-refusals that error explains at most
+    (``⌊upper · scored⌋``; ``None``: unknown), and, with the
     live-quality stage, ``gold_set_versions``: the gold-set versions the counts (cumulative
     since the first start) were judged under, oldest first — the detector is refitted on
     each, so more than one means they mix detectors
@@ -72,6 +76,8 @@ class OutOfScopeReport(TypedDict):
     off: str | None
     off_corpus: int
     support: dict[str, Any] | None
+    misjudged_answerable: dict[str, float | int] | None
+    under_refusals_explained: int | None
     off_corpus_by_language: dict[str, int]
     not_judged_by_language: dict[str, int]
     gold_set_versions: NotRequired[list[str]]
@@ -187,6 +193,8 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
     scored, out = flags["scope_scored"], flags["out_of_scope"]
     calibration = live.analytics.scope
     qualities = detector_quality_report(live.analytics)
+    support = scope_support(live.analytics)
+    misjudged = misjudged_answerable(qualities.get("out_of_scope"), support)
     report: AnalyticsReport = {
         "languages": dict(drift.live_counts["language"].most_common()),
         "language_quality": live.analytics.language_quality,
@@ -211,7 +219,9 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
                              if "out_of_scope" in qualities else "no out-of-scope detector"),
             "off": live.analytics.scope_off,
             "off_corpus": flags["off_corpus"],
-            "support": scope_support(live.analytics),
+            "support": support,
+            "misjudged_answerable": None if misjudged is None else misjudged.as_dict(),
+            "under_refusals_explained": None if misjudged is None else misjudged.explains(scored),
             "off_corpus_by_language": dict(totals.by_language["off_corpus"].most_common()),
             "not_judged_by_language": dict(totals.by_language["not_judged"].most_common()),
         },
@@ -245,14 +255,6 @@ def language_candidates_report(analytics: Analytics) -> dict[str, Any] | None:
     judged, by_language = stage.excluded_counts()
     return excluded_report(detector.config.candidates, detector.excluded, judged, by_language,
                            analytics.quality_min_class)  # fmt: skip
-
-
-def scope_support(analytics: Analytics) -> dict[str, Any] | None:
-    """The running embedding detector's :class:`~service.refusals.scope.SupportCheck` as a
-    JSON-able dict, or ``None`` (no detector, or the retriever-score one, which has none)."""
-    stage = _running_scope(analytics)
-    support = getattr(getattr(stage, "detector", None), "support", None)
-    return None if support is None else support._asdict()
 
 
 def novelty_report(

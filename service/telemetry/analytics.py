@@ -69,6 +69,10 @@ class AnalyticsMetrics:
                                                          balanced_accuracy at its threshold)
     goldwatch_detector_trusted                   gauge   detector (1: AUC ≥ quality floor
                                                          and balanced accuracy ≥ its floor)
+    goldwatch_detector_misjudged_answerable_upper_ratio
+                                                 gauge   detector (out_of_scope: 95 % upper
+                                                         bound of the answerable gold share
+                                                         it judges out of scope)
     ============================================ ======= ===============================
     """
 
@@ -95,6 +99,7 @@ class AnalyticsMetrics:
     detector_auc_bound: Gauge
     detector_operating_point: Gauge
     detector_trusted: Gauge
+    misjudged_answerable_upper: Gauge
     language_labels: tuple[str, ...]
     topic_labels: tuple[str, ...]
 
@@ -226,6 +231,12 @@ class AnalyticsMetrics:
             self.detector_trusted.labels(detector=detector).set(
                 auc is not None and float(auc) >= floor and point_ok and enough  # NaN >= x: False
             )
+
+    def set_misjudged_answerable(self, upper: float | None) -> None:
+        """Export the out-of-scope detector's misjudged-answerable upper bound, a share in
+        [0, 1] (:class:`service.evaluation.detector_quality.MisjudgedAnswerable`'s ``upper``);
+        ``None`` or not finite removes the series (unknown, not 0)."""
+        _set_or_remove(self.misjudged_answerable_upper, upper, "out_of_scope")
 
     def _allowed(self, dimension: str) -> tuple[str, ...]:
         return self.language_labels if dimension == "language" else self.topic_labels
@@ -378,6 +389,13 @@ def build_analytics_metrics(
             "at its threshold reaches analytics.scope_min_balanced_accuracy, measured on at "
             "least analytics.quality_min_class questions of each class (its counts are "
             "calibrated and it may alarm), else 0.", ["detector"],
+        ),
+        misjudged_answerable_upper=gauge(
+            "detector_misjudged_answerable_upper_ratio", "95 % Wilson upper bound of the "
+            "share of answerable gold questions the out-of-scope detector judges out of scope "
+            "on held-out data (its regression and its off-corpus rule): under-refusals up to "
+            "this share of the scored questions are explained by the detector's own error "
+            "(the UnderRefusal alert needs more); absent while unknown.", ["detector"],
         ),
         language_labels=languages,
         topic_labels=topics,
