@@ -15,8 +15,19 @@ threshold. The signatures and band tables are computed here, though, because dat
 per-object path (one ``MinHash`` per question, one byte-swapped copy and one storage call
 per band) cost about 150 µs per new question on a high-novelty stream: :meth:`probes` hashes
 a whole batch in one numpy pass (MurmurHash3's 32-bit finaliser, then ``a·h + b`` modulo
-2³², as ``MinHash.update_batch`` does), and the bands are plain dictionaries. A test pins the
-signatures and candidates to ``MinHash.bulk`` and ``MinHashLSH.query``.
+2³², as ``MinHash.update_batch`` does). A test pins the signatures and candidates to
+``MinHash.bulk`` and ``MinHashLSH.query``.
+
+The band tables are numpy arrays, not one dictionary per band (whose 21 look-ups and stores
+per stored or evicted key, a Python loop, were ~20 % of the harvest stage on a high-novelty
+stream): every stored key's band values (``_values``, one row per key) and one sorted array
+of all their band *keys* (a 64-bit mix of the band's number and its ``r`` values,
+:func:`_band_keys`) with the row each came from. Storing or removing a key only notes its row;
+the sorted array takes the noted rows in at the next look-up, in one pass
+(:meth:`NearDupIndex._merge_bands`), and a look-up finds a whole batch's candidates with two
+``searchsorted`` calls. A key is a hash, so two band values may share one: each candidate's
+band values are compared with the probe's, so the candidates are exactly the keys sharing a
+band value (``MinHashLSH.query``'s).
 
 The LSH is asked for candidates at ``threshold - 0.25`` (at least 0.1) to lower its
 false-negative rate around the threshold. So few candidates are near-duplicates (on the
@@ -86,10 +97,8 @@ if TYPE_CHECKING:
 __all__ = ["NearDupIndex", "Probe", "signatures"]
 
 _LSH_SLACK = 0.25
-#: Keys in one LSH bucket from which it is a dictionary (keys to ``None``) rather than a
-#: tuple: removing a key from a tuple rebuilds it, and a few band values (those of trigrams
-#: common to many questions, " wh", "wha") gather hundreds of keys.
-_BUCKET_DICT = 8
+#: Odd 64-bit multipliers of :func:`_band_keys` (a band's number, then each of its values).
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9))
 _EMPTY = frozenset({b"   "})
 #: Bits of a trigram set's bitmap (module docstring): a bit of ``crc32(trigram)``'s low ones.
 _BITMAP_BITS = 512
@@ -109,8 +118,8 @@ class Probe:
     Jaccard)``, in no order; :meth:`NearDupIndex.probes` checks a whole batch at once),
     ``None``: not checked (:meth:`NearDupIndex.matches` then checks every candidate)."""
 
-    __slots__ = ("_grams", "bands", "batch", "bitmap", "found", "near", "partners", "serial",
-                 "size", "slot", "text", "vector")  # fmt: skip
+    __slots__ = ("_grams", "_values", "bands", "batch", "bitmap", "found", "near", "partners",
+                 "serial", "size", "slot", "text", "vector")  # fmt: skip
 
     def __init__(
         self,
@@ -131,6 +140,15 @@ class Probe:
         # the batch that match it, (position, Jaccard)
         self.batch, self.slot = 0, 0
         self.partners: tuple[tuple[int, float], ...] = ()
+        self._values: np.ndarray | None = None
+
+    @property
+    def values(self) -> np.ndarray:
+        """The MinHash values of its bands, ``(bands × rows,)`` ``uint32`` (``bands`` as
+        numbers)."""
+        if self._values is None:
+            self._values = np.frombuffer(b"".join(self.bands), dtype=np.uint32)
+        return self._values
 
     @property
     def grams(self) -> frozenset[bytes]:
@@ -294,6 +312,21 @@ def _popcounts(words: np.ndarray) -> np.ndarray:
     return _BYTE_BITS[octets].sum(axis=1)  # type: ignore[no-any-return]
 
 
+def _band_keys(values: np.ndarray, bands: int) -> np.ndarray:
+    """``(n, bands)`` ``uint64`` keys of the bands of ``values`` (``(n, bands × rows)``
+    ``uint32``: each row's band values, band after band): a multiplicative mix of the band's
+    number and its values, so equal band values of one band have one key (two different ones
+    may share a key too: :meth:`NearDupIndex._lookup` compares the values)."""
+    n = len(values)
+    parts = values.reshape(n, bands, -1).astype(np.uint64)
+    band_mix, value_mix = _MIX
+    keys = np.broadcast_to(np.arange(1, bands + 1, dtype=np.uint64) * band_mix, (n, bands))
+    for j in range(parts.shape[2]):
+        keys = (keys ^ parts[:, :, j]) * value_mix
+        keys ^= keys >> np.uint64(31)
+    return np.ascontiguousarray(keys)
+
+
 def _signatures(hashes: tuple[np.ndarray, list[int]], num_perm: int,
                 permutations: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """:func:`signatures` from the sets' :func:`_crc32s`."""
@@ -359,13 +392,19 @@ class NearDupIndex:
                              f"permutations for num_perm={num_perm}")  # fmt: skip
         self._permutations = parameters.permutations
         self.bands, self.rows = parameters.bands, parameters.rows
-        # band value -> the key, a tuple of keys when several share it, a dictionary (keys
-        # to None) from _BUCKET_DICT keys: strings, tuples of strings and dictionaries of
-        # strings to None are not tracked by the garbage collector, sets would be (one per
-        # band and text: ~100,000 objects each full collection walks)
-        self._tables: list[dict[bytes, str | tuple[str, ...] | dict[str, None]]] = [
-            {} for _ in range(self.bands)
-        ]
+        # the LSH band tables (module docstring): row i's band values _values[i] (written
+        # when merged), and every merged row's band keys sorted (_band_keys) with its row
+        # (_band_rows); rows stored since the last merge (row -> band values) and freed
+        # since (their entries leave at the next merge)
+        self._values = np.zeros((0, self.bands * self.rows), dtype=np.uint32)
+        self._band_keys = np.zeros(0, dtype=np.uint64)
+        self._band_rows = np.zeros(0, dtype=np.intp)
+        self._added: dict[int, np.ndarray] = {}
+        self._removed: list[int] = []
+        # rows holding a key as the band tables know it (written when merged), and the
+        # entries of freed rows still in the tables
+        self._live = np.zeros(0, dtype=bool)
+        self._stale = 0
         # key -> (trigram count, bitmap, band keys, normalised text, add number): untracked
         # by the garbage collector; the trigram set is built again when a check needs it
         self._grams: dict[str, tuple[int, int, tuple[bytes, ...], str, int]] = {}
@@ -411,17 +450,19 @@ class NearDupIndex:
             return []
         hashes, sizes, sets = _text_hashes(texts)
         signed = _signatures(hashes, self.num_perm, self._permutations)
-        signed = signed[:, : self.bands * self.rows]
+        signed = np.ascontiguousarray(signed[:, : self.bands * self.rows])
         packed = _packed_bitmaps(hashes, sizes)
         bitmaps = [int.from_bytes(row, "little") for row in packed.tolist()]
         width = np.dtype((np.void, 4 * self.rows))  # one band of one row as one bytes value
-        keys = [tuple(band) for band in np.ascontiguousarray(signed).view(width).tolist()]
+        keys = [tuple(band) for band in signed.view(width).tolist()]
         serial = self._serial
         made = [Probe(text, band, size, bit, grams, serial=serial)
                 for text, band, size, bit, grams
                 in zip(texts, keys, sizes, bitmaps, sets, strict=True)]  # fmt: skip
+        for probe, values in zip(made, signed, strict=True):
+            probe._values = values
         if check:
-            for probe, hits in zip(made, self._check_all(made, packed), strict=True):
+            for probe, hits in zip(made, self._check_all(made, packed, signed), strict=True):
                 probe.found = hits
             self._batch += 1
             self._batch_from, self._clean = serial, True
@@ -435,25 +476,20 @@ class NearDupIndex:
                 probe.vector, probe.near = vector, close
         return made
 
-    def _check_all(self, probes: Sequence[Probe], packed: np.ndarray
+    def _check_all(self, probes: Sequence[Probe], packed: np.ndarray, values: np.ndarray
                    ) -> list[tuple[tuple[str, float], ...]]:  # fmt: skip
-        """For each probe (its :func:`_packed_bitmaps` row in ``packed``), the stored keys
-        sharing a band with it whose Jaccard reaches the threshold, ``(key, Jaccard)``:
-        :meth:`_check` of every pair, the two bounds in one numpy pass over all of them."""
+        """For each probe (its :func:`_packed_bitmaps` row in ``packed``, its band values
+        in ``values``), the stored keys sharing a band with it whose Jaccard reaches the
+        threshold, ``(key, Jaccard)``: :meth:`_check` of every pair, the two bounds in one
+        numpy pass over all of them."""
         if not self._grams:
             return [() for _ in probes]
         self._write_rows()
-        row_of, counts, rows = self._row, [], cast("list[int]", [])
-        for probe in probes:
-            candidates = self._candidates(probe.bands)
-            counts.append(len(candidates))
-            rows.extend(map(row_of.__getitem__, candidates))
+        which, at = self._lookup(values)
         found: list[list[tuple[str, float]]] = [[] for _ in probes]
-        if not rows:
+        if not len(at):
             return [() for _ in probes]
         threshold = self.threshold
-        which = np.repeat(np.arange(len(probes)), counts)
-        at = np.array(rows, dtype=np.intp)
         mine = np.array([probe.size for probe in probes], dtype=np.int64)[which]
         other = self._sizes[at]
         # Jaccard <= smaller / larger set (as _check: skipped when smaller < t * larger)
@@ -502,19 +538,6 @@ class NearDupIndex:
             probe = self._probes([probe if isinstance(probe, str) else probe.text], False)[0]
         if key in self._grams:
             self.remove(key)
-        for table, band in zip(self._tables, probe.bands, strict=True):
-            found = table.get(band)
-            if found is None:
-                table[band] = key
-            elif type(found) is str:
-                table[band] = (found, key)
-            elif type(found) is tuple:
-                if len(found) + 1 < _BUCKET_DICT:
-                    table[band] = (*found, key)
-                else:
-                    table[band] = dict.fromkeys((*found, key))
-            else:  # a crowded bucket: a dict (type() checks do not narrow the else for mypy)
-                cast("dict[str, None]", found)[key] = None
         bitmap = probe.bitmap
         self._serial += 1
         if self._clean:  # still clean when the probe is of the last batch
@@ -523,7 +546,66 @@ class NearDupIndex:
             else:
                 self._clean = False
         self._grams[key] = (probe.size, bitmap, probe.bands, probe.text, self._serial)
-        self._store(key, probe.vector, probe.size, bitmap)
+        self._added[self._store(key, probe.vector, probe.size, bitmap)] = probe.values
+
+    def _merge_bands(self) -> None:
+        """Take the rows stored and freed since the last call into the band tables (module
+        docstring): write the stored rows' band values and insert their keys in order (one
+        pass over the tables). A freed row's entries stay (a look-up skips them: the row is
+        not live, or holds another key whose values decide) until they are as many as the
+        others; then the tables are rebuilt from the live rows."""
+        live, added = self._live, self._added
+        if self._removed:
+            live[self._removed] = False
+            self._removed.clear()
+        if added:
+            rows = np.fromiter(added.keys(), dtype=np.intp, count=len(added))
+            values = np.stack(list(added.values()))
+            self._values[rows] = values
+            live[rows] = True
+            added.clear()
+            if 2 * self._stale <= len(self._band_keys):
+                keys = _band_keys(values, self.bands).ravel()
+                order = np.argsort(keys)
+                keys, owners = keys[order], np.repeat(rows, self.bands)[order]
+                at = np.searchsorted(self._band_keys, keys)
+                self._band_keys = np.insert(self._band_keys, at, keys)
+                self._band_rows = np.insert(self._band_rows, at, owners)
+        if self._stale and 2 * self._stale > len(self._band_keys):
+            rows = np.flatnonzero(live)
+            keys = _band_keys(self._values[rows], self.bands).ravel()
+            order = np.argsort(keys)
+            self._band_keys, self._band_rows = keys[order], np.repeat(rows, self.bands)[order]
+            self._stale = 0
+
+    def _lookup(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(which, rows)``: each pair of a probe (its index in ``values``, ``(m, bands ×
+        rows)`` band values) and a stored row sharing at least one band value with it, once,
+        ordered by probe then row (``MinHashLSH.query`` of each probe)."""
+        self._merge_bands()
+        bands, width = self.bands, self.rows
+        wanted = _band_keys(values, bands).ravel()
+        order = np.argsort(wanted)  # sorted needles: each search starts where the last ended
+        wanted = wanted[order]
+        stored = self._band_keys
+        low = np.searchsorted(stored, wanted, side="left")
+        counts = np.searchsorted(stored, wanted, side="right") - low
+        total = int(counts.sum())
+        if not total:
+            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+        ends = np.cumsum(counts)
+        entries = np.repeat(low - (ends - counts), counts) + np.arange(total)
+        rows = self._band_rows[entries]
+        which, band = np.divmod(np.repeat(order, counts), bands)
+        # a key is a hash, and a freed row's entries stay: the row must be live and hold
+        # the band's very values
+        columns = band[:, None] * width + np.arange(width)
+        same = self._live[rows] & (
+            self._values[rows[:, None], columns] == values[which[:, None], columns]
+        ).all(1)
+        capacity = len(self._keys)
+        pairs = np.unique(which[same] * capacity + rows[same])
+        return np.divmod(pairs, capacity)
 
     def _write_rows(self) -> None:
         """Write the trigram counts and bitmaps of the rows stored since the last call into
@@ -538,9 +620,9 @@ class NearDupIndex:
         self._words[rows] = np.frombuffer(octets, dtype="<u8").reshape(len(rows), -1)
         unwritten.clear()
 
-    def _store(self, key: str, vector: np.ndarray | None, size: int, bitmap: int) -> None:
+    def _store(self, key: str, vector: np.ndarray | None, size: int, bitmap: int) -> int:
         """Put ``key``'s vector, trigram count and bitmap in a free row (the arrays double
-        when full)."""
+        when full); return the row."""
         if self._free:
             row = self._free.pop()
         else:
@@ -555,8 +637,12 @@ class NearDupIndex:
                 sizes[:row] = self._sizes[:row]
                 words = np.zeros((grown, self._words.shape[1]), dtype=np.uint64)
                 words[:row] = self._words[:row]
-                self._matrix, self._serials = matrix, serials
-                self._sizes, self._words = sizes, words
+                values = np.zeros((grown, self._values.shape[1]), dtype=np.uint32)
+                values[:row] = self._values[:row]
+                live = np.zeros(grown, dtype=bool)
+                live[:row] = self._live[:row]
+                self._matrix, self._serials, self._live = matrix, serials, live
+                self._sizes, self._words, self._values = sizes, words, values
                 self._keys.extend([None] * (grown - len(self._keys)))
             self._size += 1
         if self.embedder is not None:  # the vectors and add numbers are read with one only
@@ -565,6 +651,7 @@ class NearDupIndex:
         self._unwritten[row] = (size, bitmap)
         self._keys[row] = key
         self._row[key] = row
+        return row
 
     def remove(self, key: str) -> None:
         """Forget ``key`` (no-op when absent)."""
@@ -573,23 +660,11 @@ class NearDupIndex:
             return
         if stored[4] > self._batch_from:  # stored since the last batch's probes
             self._clean = False
-        for table, band in zip(self._tables, stored[2], strict=True):
-            found = table[band]
-            if type(found) is str:
-                del table[band]
-            elif type(found) is tuple:
-                if len(found) == 2:
-                    table[band] = found[found[0] == key]  # the other one
-                else:
-                    at = found.index(key)
-                    table[band] = found[:at] + found[at + 1 :]
-            else:
-                crowded = cast("dict[str, None]", found)
-                del crowded[key]
-                if not crowded:
-                    del table[band]
         row = self._row.pop(key, None)
         if row is not None:
+            if self._added.pop(row, None) is None:  # merged: its entries are now stale
+                self._stale += self.bands
+            self._removed.append(row)
             if self.embedder is not None:
                 self._matrix[row] = 0.0
             self._keys[row] = None
@@ -597,19 +672,11 @@ class NearDupIndex:
 
     def candidates(self, probe: Probe) -> set[str]:
         """The stored keys sharing at least one LSH band with the probe (``MinHashLSH.query``)."""
-        return self._candidates(probe.bands)
-
-    def _candidates(self, bands: Sequence[bytes]) -> set[str]:
-        """:meth:`candidates` of a probe's band keys."""
-        found: set[str] = set()
-        for hit in map(dict.get, self._tables, bands):  # one C-level pass
-            if hit is None:
-                continue
-            if type(hit) is str:
-                found.add(hit)
-            else:
-                found.update(hit)
-        return found
+        if not self._grams:
+            return set()
+        _, rows = self._lookup(probe.values[None, :])
+        keys = self._keys
+        return {cast("str", keys[row]) for row in rows.tolist()}
 
     def matches(self, probe: Probe) -> list[tuple[str, float]]:
         """``[(key, score)]`` of the stored texts matching the probe: first those whose
