@@ -305,6 +305,9 @@ class HarvestStage:
         rows: list[int] = []  # index in the batch
         texts: list[str] = []  # normalised question
         questions: list[str] = []  # scrubbed question
+        # whether its scrub found nothing in it (Occurrence.scrubbed): the PII stage's (its
+        # annotation empty: nothing in the question or answer) or the one here
+        clean_of: list[bool] = []
         reasons_of: list[tuple[str, ...]] = []
         strata_of: list[tuple[tuple[Any, Any], float]] = []
         gold_of: list[bool] = []  # whether to look for a gold near-duplicate
@@ -335,8 +338,10 @@ class HarvestStage:
             if len(question) > max_chars:
                 too_long += 1
                 continue
-            if PII_ANNOTATION not in notes:  # the PII stage did not run on it: scrub here
-                question = scrub(question).text
+            if PII_ANNOTATION in notes:  # the PII stage's counts (question and answer)
+                found = notes[PII_ANNOTATION]
+            else:  # the PII stage did not run on it: scrub here
+                question, found = scrub(question)
             text = normal.get(question)
             if text is None:
                 if len(normal) >= _NORMAL_CACHE:
@@ -346,6 +351,7 @@ class HarvestStage:
                 rows.append(i)
                 texts.append(text)
                 questions.append(question)
+                clean_of.append(found == {})
                 reasons_of.append(reasons)
                 strata_of.append(stratum)
                 gold_of.append("known" not in notes)
@@ -366,7 +372,7 @@ class HarvestStage:
                 language=language, topic=topic,
                 role=_role(event, annotations[rows[k]]),
                 source="generated" if event.channel in generated else "real", gap=gap,
-                trace_id=event.trace_id,
+                trace_id=event.trace_id, scrubbed=clean_of[k],
             )  # fmt: skip
 
         event_ids = [events[i].event_id for i in rows]
@@ -423,7 +429,7 @@ class HarvestStage:
         if len(result.question) > self.config.max_question_chars:
             self._pending["too_long"]["events"] += 1
             return
-        question = scrub(result.question).text
+        question, found = scrub(result.question)
         normalised = comparison_form(question)
         if normalised:
             occurrence = Occurrence(
@@ -433,7 +439,7 @@ class HarvestStage:
                 language=result.language, topic=result.topic, role=result.role,
                 gap=self._gap(result.topic, result.language, topic_gap=not (
                     result.topic == "novel" and self._novel_uncalibrated)),
-                trace_id=result.trace_id,
+                trace_id=result.trace_id, scrubbed=found == {},
             )  # fmt: skip
             stratum = ((occurrence.topic, occurrence.language), occurrence.gap)
             self._merge([normalised], [True], [stratum], [reasons], lambda _: occurrence,
