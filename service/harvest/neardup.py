@@ -118,13 +118,13 @@ class Probe:
     Jaccard)``, in no order; :meth:`NearDupIndex.probes` checks a whole batch at once),
     ``None``: not checked (:meth:`NearDupIndex.matches` then checks every candidate)."""
 
-    __slots__ = ("_grams", "_values", "bands", "batch", "bitmap", "found", "near", "partners",
-                 "serial", "size", "slot", "text", "vector")  # fmt: skip
+    __slots__ = ("_bands", "_grams", "_values", "_width", "batch", "bitmap", "found", "near",
+                 "partners", "serial", "size", "slot", "text", "vector")  # fmt: skip
 
     def __init__(
         self,
         text: str,
-        bands: tuple[bytes, ...],
+        bands: tuple[bytes, ...] | None,
         size: int,
         bitmap: int,
         grams: frozenset[bytes] | None = None,
@@ -133,14 +133,25 @@ class Probe:
         serial: int = 0,
         found: tuple[tuple[str, float], ...] | None = None,
     ) -> None:
-        self.text, self.bands, self.size, self.bitmap = text, bands, size, bitmap
+        self.text, self._bands, self.size, self.bitmap = text, bands, size, bitmap
         self._grams, self.vector, self.near = grams, vector, near
         self.serial, self.found = serial, found
         # set by a checked batch: its number, this probe's position in it, and the probes of
         # the batch that match it, (position, Jaccard)
         self.batch, self.slot = 0, 0
         self.partners: tuple[tuple[int, float], ...] = ()
+        # its band values, (bands × rows,) uint32, and a band's width in bytes: set by the
+        # index that made it (bands None), or read from ``bands``
         self._values: np.ndarray | None = None
+        self._width = 0
+
+    @property
+    def bands(self) -> tuple[bytes, ...]:
+        """Its LSH band keys: each band's ``rows`` MinHash values as one ``bytes`` value."""
+        if self._bands is None:
+            raw, width = cast("np.ndarray", self._values).tobytes(), self._width
+            self._bands = tuple([raw[at : at + width] for at in range(0, len(raw), width)])
+        return self._bands
 
     @property
     def values(self) -> np.ndarray:
@@ -405,9 +416,9 @@ class NearDupIndex:
         # entries of freed rows still in the tables
         self._live = np.zeros(0, dtype=bool)
         self._stale = 0
-        # key -> (trigram count, bitmap, band keys, normalised text, add number): untracked
+        # key -> (trigram count, bitmap, normalised text, add number): untracked
         # by the garbage collector; the trigram set is built again when a check needs it
-        self._grams: dict[str, tuple[int, int, tuple[bytes, ...], str, int]] = {}
+        self._grams: dict[str, tuple[int, int, str, int]] = {}
         # row i is _keys[i]'s (None when free), stored at add number _serials[i], with its
         # trigram count _sizes[i], bitmap _words[i] and vector _matrix[i] (zero when free; no
         # columns without an embedder); rows [0, _size) are in use or free
@@ -453,21 +464,21 @@ class NearDupIndex:
         signed = np.ascontiguousarray(signed[:, : self.bands * self.rows])
         packed = _packed_bitmaps(hashes, sizes)
         bitmaps = [int.from_bytes(row, "little") for row in packed.tolist()]
-        width = np.dtype((np.void, 4 * self.rows))  # one band of one row as one bytes value
-        keys = [tuple(band) for band in signed.view(width).tolist()]
-        serial = self._serial
-        made = [Probe(text, band, size, bit, grams, serial=serial)
-                for text, band, size, bit, grams
-                in zip(texts, keys, sizes, bitmaps, sets, strict=True)]  # fmt: skip
+        serial, width = self._serial, 4 * self.rows
+        made = [
+            Probe(text, None, size, bit, grams, serial=serial)
+            for text, size, bit, grams in zip(texts, sizes, bitmaps, sets, strict=True)
+        ]
         for probe, values in zip(made, signed, strict=True):
-            probe._values = values
+            probe._values, probe._width = values, width
         if check:
             for probe, hits in zip(made, self._check_all(made, packed, signed), strict=True):
                 probe.found = hits
             self._batch += 1
             self._batch_from, self._clean = serial, True
             self._batch_keys = [() for _ in made]
-            for slot, (probe, partners) in enumerate(zip(made, self._partners(made), strict=True)):
+            partnered = self._partners(made, signed, packed)
+            for slot, (probe, partners) in enumerate(zip(made, partnered, strict=True)):
                 probe.batch, probe.slot, probe.partners = self._batch, slot, partners
         if self.embedder is not None:
             vectors = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
@@ -504,7 +515,7 @@ class NearDupIndex:
         for i, row in zip(which[keep].tolist(), at[keep].tolist(), strict=True):
             key, probe = cast("str", keys[row]), probes[i]
             size, other_size = probe.size, stored[key][0]
-            shared = len(probe.grams & trigrams(stored[key][3]))
+            shared = len(probe.grams & trigrams(stored[key][2]))
             union_size = size + other_size - shared
             score = shared / union_size if union_size else 0.0  # service.harvest.text.jaccard
             if score >= threshold:
@@ -545,7 +556,7 @@ class NearDupIndex:
                 self._batch_keys[probe.slot] += ((key, self._serial),)
             else:
                 self._clean = False
-        self._grams[key] = (probe.size, bitmap, probe.bands, probe.text, self._serial)
+        self._grams[key] = (probe.size, bitmap, probe.text, self._serial)
         self._added[self._store(key, probe.vector, probe.size, bitmap)] = probe.values
 
     def _merge_bands(self) -> None:
@@ -658,7 +669,7 @@ class NearDupIndex:
         stored = self._grams.pop(key, None)
         if stored is None:
             return
-        if stored[4] > self._batch_from:  # stored since the last batch's probes
+        if stored[3] > self._batch_from:  # stored since the last batch's probes
             self._clean = False
         row = self._row.pop(key, None)
         if row is not None:
@@ -690,7 +701,7 @@ class NearDupIndex:
             found = self._check(probe, self.candidates(probe))
         else:  # checked when made: those still stored unchanged, and the keys stored since
             found = [(key, score) for key, score in probe.found
-                     if (entry := stored.get(key)) is not None and entry[4] <= serial]  # fmt: skip
+                     if (entry := stored.get(key)) is not None and entry[3] <= serial]  # fmt: skip
             if self._serial > serial:
                 found.extend(self._later(probe))
         found.sort(key=lambda row: (-row[1], row[0]))
@@ -713,46 +724,61 @@ class NearDupIndex:
         (among its batch's partners while every key stored since came from that batch)."""
         stored, serial = self._grams, probe.serial
         if not (self._clean and probe.batch == self._batch):
-            return self._check(probe, [k for k in self.candidates(probe) if stored[k][4] > serial])
+            return self._check(probe, [k for k in self.candidates(probe) if stored[k][3] > serial])
         keys = self._batch_keys
         return [(key, score) for slot, score in probe.partners for key, added in keys[slot]
-                if (entry := stored.get(key)) is not None and entry[4] == added]  # fmt: skip
+                if (entry := stored.get(key)) is not None and entry[3] == added]  # fmt: skip
 
-    def _partners(self, probes: Sequence[Probe]) -> list[tuple[tuple[int, float], ...]]:
-        """For each of a batch's probes, ``(position, Jaccard)`` of the probes of the batch
-        (itself included) sharing an LSH band with it whose Jaccard reaches the threshold:
-        what :meth:`_check` gives once one is stored."""
-        tables: list[dict[bytes, int | list[int]]] = [{} for _ in range(self.bands)]
-        pairs: set[tuple[int, int]] = set()
-        for i, probe in enumerate(probes):
-            for table, band in zip(tables, probe.bands, strict=True):
-                got = table.setdefault(band, i)
-                if type(got) is int:
-                    if got != i:
-                        table[band] = [got, i]
-                        pairs.add((got, i))
-                else:
-                    seen = cast("list[int]", got)
-                    pairs.update((j, i) for j in seen)
-                    seen.append(i)
+    def _partners(self, probes: Sequence[Probe], values: np.ndarray, packed: np.ndarray
+                  ) -> list[tuple[tuple[int, float], ...]]:  # fmt: skip
+        """For each of a batch's probes (their band values ``values`` and
+        :func:`_packed_bitmaps` rows ``packed``), ``(position, Jaccard)`` of the probes of the
+        batch (itself included) sharing an LSH band with it whose Jaccard reaches the
+        threshold: what :meth:`_check` gives once one is stored. The pairs sharing a band
+        key (their band values compared: a key is a hash) and the two bounds in numpy, the
+        exact Jaccard of the pairs that pass both."""
+        bands = self.bands
+        keys = _band_keys(values, bands).ravel()
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+        # each entry paired with every later one of its run of equal keys
+        first = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+        runs = np.diff(np.append(first, len(ordered)))
+        after = np.repeat(first + runs, runs) - np.arange(len(ordered)) - 1  # later in the run
+        total = int(after.sum())
         threshold = self.threshold
         partners: list[list[tuple[int, float]]] = [
             [(i, 1.0)] if probe.size else [] for i, probe in enumerate(probes)
         ]  # a text with trigrams is its own match (Jaccard 1)
-        for j, i in sorted(pairs):
-            mine, theirs = probes[i], probes[j]
-            size, other = mine.size, theirs.size
-            if (size if size < other else other) < threshold * (size if size > other else other):
-                continue
-            most = (size + other - (mine.bitmap ^ theirs.bitmap).bit_count()) >> 1
-            if most <= 0 or most / (size + other - most) < threshold:
-                continue
-            shared = len(mine.grams & theirs.grams)
-            union = size + other - shared
-            score = shared / union if union else 0.0
-            if score >= threshold:
-                partners[i].append((j, score))
-                partners[j].append((i, score))
+        if total:
+            left = np.repeat(np.arange(len(ordered)), after)
+            right = left + np.arange(total) - np.repeat(np.cumsum(after) - after, after) + 1
+            (one, band), (two, other_band) = np.divmod(order[left], bands), np.divmod(
+                order[right], bands)  # fmt: skip
+            width = self.rows
+            columns = band[:, None] * width + np.arange(width)
+            same = (band == other_band) & (one != two) & (
+                values[one[:, None], columns] == values[two[:, None], columns]).all(1)  # fmt: skip
+            low, high = np.minimum(one[same], two[same]), np.maximum(one[same], two[same])
+            pairs = np.unique(low * len(probes) + high)  # by (j, i), j < i
+            js, is_ = np.divmod(pairs, len(probes))
+            sizes = np.array([probe.size for probe in probes], dtype=np.int64)
+            mine, other = sizes[is_], sizes[js]
+            # the bounds of _check: smaller / larger set, then the bitmaps'
+            fits = np.minimum(mine, other) >= threshold * np.maximum(mine, other)
+            js, is_, mine, other = js[fits], is_[fits], mine[fits], other[fits]
+            words = packed.view("<u8")
+            most = (mine + other - _popcounts(words[is_] ^ words[js])) >> 1
+            keep = np.flatnonzero(most > 0)
+            keep = keep[most[keep] / (mine + other - most)[keep] >= threshold]
+            for j, i in zip(js[keep].tolist(), is_[keep].tolist(), strict=True):
+                size, other_size = probes[i].size, probes[j].size
+                shared = len(probes[i].grams & probes[j].grams)
+                union = size + other_size - shared
+                score = shared / union if union else 0.0
+                if score >= threshold:
+                    partners[i].append((j, score))
+                    partners[j].append((i, score))
         return [tuple(row) for row in partners]
 
     def _check(self, probe: Probe, keys: Iterable[str]) -> list[tuple[str, float]]:
@@ -762,7 +788,7 @@ class NearDupIndex:
         size, bits = probe.size, probe.bitmap
         found = []
         for key in keys:
-            other, theirs, _, text, _ = stored[key]
+            other, theirs, text, _ = stored[key]
             # Jaccard <= smaller / larger set: a fifth of the LSH candidates fail this
             if (size if size < other else other) < threshold * (size if size > other else other):
                 continue
