@@ -406,8 +406,14 @@ def bounds(settings: dict[str, Any]) -> list[tuple[str, str, int]]:
         # within twice the most keys held at once
         ("harvest.index._grams", "harvest.max_suggestions (+ gold)", suggestions),
         ("harvest.index._row", "harvest.max_suggestions (+ gold)", suggestions),
-        ("harvest.index._tables[*]", "max_suggestions × bands (+ gold)", 0),
-        ("harvest.index._tables", "LSH bands (fixed: threshold, num_perm)", 0),
+        # the LSH band tables: one entry per band of each row, freed rows' entries at most
+        # as many as the live ones (then rebuilt)
+        ("harvest.index._band_keys", "2 × bands × most keys held", 0),
+        ("harvest.index._band_rows", "2 × bands × most keys held", 0),
+        ("harvest.index._values", "2 × most keys held × bands × rows", 0),
+        ("harvest.index._live", "2 × most keys held (rows)", 0),
+        ("harvest.index._added", "rows stored since a batch", 0),
+        ("harvest.index._removed", "rows freed since a batch", 0),
         # the index's permutations are neardup._permutations' cached array (reached first
         # under the module's name when a restore built the index from the cached parameters)
         ("._permutations", "2 × num_perm (fixed)", 0),

@@ -15,8 +15,19 @@ threshold. The signatures and band tables are computed here, though, because dat
 per-object path (one ``MinHash`` per question, one byte-swapped copy and one storage call
 per band) cost about 150 µs per new question on a high-novelty stream: :meth:`probes` hashes
 a whole batch in one numpy pass (MurmurHash3's 32-bit finaliser, then ``a·h + b`` modulo
-2³², as ``MinHash.update_batch`` does), and the bands are plain dictionaries. A test pins the
-signatures and candidates to ``MinHash.bulk`` and ``MinHashLSH.query``.
+2³², as ``MinHash.update_batch`` does). A test pins the signatures and candidates to
+``MinHash.bulk`` and ``MinHashLSH.query``.
+
+The band tables are numpy arrays, not one dictionary per band (whose 21 look-ups and stores
+per stored or evicted key, a Python loop, were ~20 % of the harvest stage on a high-novelty
+stream): every stored key's band values (``_values``, one row per key) and one sorted array
+of all their band *keys* (a 64-bit mix of the band's number and its ``r`` values,
+:func:`_band_keys`) with the row each came from. Storing or removing a key only notes its row;
+the sorted array takes the noted rows in at the next look-up, in one pass
+(:meth:`NearDupIndex._merge_bands`), and a look-up finds a whole batch's candidates with two
+``searchsorted`` calls. A key is a hash, so two band values may share one: each candidate's
+band values are compared with the probe's, so the candidates are exactly the keys sharing a
+band value (``MinHashLSH.query``'s).
 
 The LSH is asked for candidates at ``threshold - 0.25`` (at least 0.1) to lower its
 false-negative rate around the threshold. So few candidates are near-duplicates (on the
@@ -86,10 +97,8 @@ if TYPE_CHECKING:
 __all__ = ["NearDupIndex", "Probe", "signatures"]
 
 _LSH_SLACK = 0.25
-#: Keys in one LSH bucket from which it is a dictionary (keys to ``None``) rather than a
-#: tuple: removing a key from a tuple rebuilds it, and a few band values (those of trigrams
-#: common to many questions, " wh", "wha") gather hundreds of keys.
-_BUCKET_DICT = 8
+#: Odd 64-bit multipliers of :func:`_band_keys` (a band's number, then each of its values).
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9))
 _EMPTY = frozenset({b"   "})
 #: Bits of a trigram set's bitmap (module docstring): a bit of ``crc32(trigram)``'s low ones.
 _BITMAP_BITS = 512
@@ -109,13 +118,13 @@ class Probe:
     Jaccard)``, in no order; :meth:`NearDupIndex.probes` checks a whole batch at once),
     ``None``: not checked (:meth:`NearDupIndex.matches` then checks every candidate)."""
 
-    __slots__ = ("_grams", "bands", "batch", "bitmap", "found", "near", "partners", "serial",
-                 "size", "slot", "text", "vector")  # fmt: skip
+    __slots__ = ("_bands", "_grams", "_values", "_width", "batch", "bitmap", "found", "near",
+                 "partners", "serial", "size", "slot", "text", "vector")  # fmt: skip
 
     def __init__(
         self,
         text: str,
-        bands: tuple[bytes, ...],
+        bands: tuple[bytes, ...] | None,
         size: int,
         bitmap: int,
         grams: frozenset[bytes] | None = None,
@@ -124,13 +133,33 @@ class Probe:
         serial: int = 0,
         found: tuple[tuple[str, float], ...] | None = None,
     ) -> None:
-        self.text, self.bands, self.size, self.bitmap = text, bands, size, bitmap
+        self.text, self._bands, self.size, self.bitmap = text, bands, size, bitmap
         self._grams, self.vector, self.near = grams, vector, near
         self.serial, self.found = serial, found
         # set by a checked batch: its number, this probe's position in it, and the probes of
         # the batch that match it, (position, Jaccard)
         self.batch, self.slot = 0, 0
         self.partners: tuple[tuple[int, float], ...] = ()
+        # its band values, (bands × rows,) uint32, and a band's width in bytes: set by the
+        # index that made it (bands None), or read from ``bands``
+        self._values: np.ndarray | None = None
+        self._width = 0
+
+    @property
+    def bands(self) -> tuple[bytes, ...]:
+        """Its LSH band keys: each band's ``rows`` MinHash values as one ``bytes`` value."""
+        if self._bands is None:
+            raw, width = cast("np.ndarray", self._values).tobytes(), self._width
+            self._bands = tuple([raw[at : at + width] for at in range(0, len(raw), width)])
+        return self._bands
+
+    @property
+    def values(self) -> np.ndarray:
+        """The MinHash values of its bands, ``(bands × rows,)`` ``uint32`` (``bands`` as
+        numbers)."""
+        if self._values is None:
+            self._values = np.frombuffer(b"".join(self.bands), dtype=np.uint32)
+        return self._values
 
     @property
     def grams(self) -> frozenset[bytes]:
@@ -294,6 +323,21 @@ def _popcounts(words: np.ndarray) -> np.ndarray:
     return _BYTE_BITS[octets].sum(axis=1)  # type: ignore[no-any-return]
 
 
+def _band_keys(values: np.ndarray, bands: int) -> np.ndarray:
+    """``(n, bands)`` ``uint64`` keys of the bands of ``values`` (``(n, bands × rows)``
+    ``uint32``: each row's band values, band after band): a multiplicative mix of the band's
+    number and its values, so equal band values of one band have one key (two different ones
+    may share a key too: :meth:`NearDupIndex._lookup` compares the values)."""
+    n = len(values)
+    parts = values.reshape(n, bands, -1).astype(np.uint64)
+    band_mix, value_mix = _MIX
+    keys = np.broadcast_to(np.arange(1, bands + 1, dtype=np.uint64) * band_mix, (n, bands))
+    for j in range(parts.shape[2]):
+        keys = (keys ^ parts[:, :, j]) * value_mix
+        keys ^= keys >> np.uint64(31)
+    return np.ascontiguousarray(keys)
+
+
 def _signatures(hashes: tuple[np.ndarray, list[int]], num_perm: int,
                 permutations: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """:func:`signatures` from the sets' :func:`_crc32s`."""
@@ -359,16 +403,22 @@ class NearDupIndex:
                              f"permutations for num_perm={num_perm}")  # fmt: skip
         self._permutations = parameters.permutations
         self.bands, self.rows = parameters.bands, parameters.rows
-        # band value -> the key, a tuple of keys when several share it, a dictionary (keys
-        # to None) from _BUCKET_DICT keys: strings, tuples of strings and dictionaries of
-        # strings to None are not tracked by the garbage collector, sets would be (one per
-        # band and text: ~100,000 objects each full collection walks)
-        self._tables: list[dict[bytes, str | tuple[str, ...] | dict[str, None]]] = [
-            {} for _ in range(self.bands)
-        ]
-        # key -> (trigram count, bitmap, band keys, normalised text, add number): untracked
+        # the LSH band tables (module docstring): row i's band values _values[i] (written
+        # when merged), and every merged row's band keys sorted (_band_keys) with its row
+        # (_band_rows); rows stored since the last merge (row -> band values) and freed
+        # since (their entries leave at the next merge)
+        self._values = np.zeros((0, self.bands * self.rows), dtype=np.uint32)
+        self._band_keys = np.zeros(0, dtype=np.uint64)
+        self._band_rows = np.zeros(0, dtype=np.intp)
+        self._added: dict[int, np.ndarray] = {}
+        self._removed: list[int] = []
+        # rows holding a key as the band tables know it (written when merged), and the
+        # entries of freed rows still in the tables
+        self._live = np.zeros(0, dtype=bool)
+        self._stale = 0
+        # key -> (trigram count, bitmap, normalised text, add number): untracked
         # by the garbage collector; the trigram set is built again when a check needs it
-        self._grams: dict[str, tuple[int, int, tuple[bytes, ...], str, int]] = {}
+        self._grams: dict[str, tuple[int, int, str, int]] = {}
         # row i is _keys[i]'s (None when free), stored at add number _serials[i], with its
         # trigram count _sizes[i], bitmap _words[i] and vector _matrix[i] (zero when free; no
         # columns without an embedder); rows [0, _size) are in use or free
@@ -411,22 +461,24 @@ class NearDupIndex:
             return []
         hashes, sizes, sets = _text_hashes(texts)
         signed = _signatures(hashes, self.num_perm, self._permutations)
-        signed = signed[:, : self.bands * self.rows]
+        signed = np.ascontiguousarray(signed[:, : self.bands * self.rows])
         packed = _packed_bitmaps(hashes, sizes)
         bitmaps = [int.from_bytes(row, "little") for row in packed.tolist()]
-        width = np.dtype((np.void, 4 * self.rows))  # one band of one row as one bytes value
-        keys = [tuple(band) for band in np.ascontiguousarray(signed).view(width).tolist()]
-        serial = self._serial
-        made = [Probe(text, band, size, bit, grams, serial=serial)
-                for text, band, size, bit, grams
-                in zip(texts, keys, sizes, bitmaps, sets, strict=True)]  # fmt: skip
+        serial, width = self._serial, 4 * self.rows
+        made = [
+            Probe(text, None, size, bit, grams, serial=serial)
+            for text, size, bit, grams in zip(texts, sizes, bitmaps, sets, strict=True)
+        ]
+        for probe, values in zip(made, signed, strict=True):
+            probe._values, probe._width = values, width
         if check:
-            for probe, hits in zip(made, self._check_all(made, packed), strict=True):
+            for probe, hits in zip(made, self._check_all(made, packed, signed), strict=True):
                 probe.found = hits
             self._batch += 1
             self._batch_from, self._clean = serial, True
             self._batch_keys = [() for _ in made]
-            for slot, (probe, partners) in enumerate(zip(made, self._partners(made), strict=True)):
+            partnered = self._partners(made, signed, packed)
+            for slot, (probe, partners) in enumerate(zip(made, partnered, strict=True)):
                 probe.batch, probe.slot, probe.partners = self._batch, slot, partners
         if self.embedder is not None:
             vectors = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
@@ -435,25 +487,20 @@ class NearDupIndex:
                 probe.vector, probe.near = vector, close
         return made
 
-    def _check_all(self, probes: Sequence[Probe], packed: np.ndarray
+    def _check_all(self, probes: Sequence[Probe], packed: np.ndarray, values: np.ndarray
                    ) -> list[tuple[tuple[str, float], ...]]:  # fmt: skip
-        """For each probe (its :func:`_packed_bitmaps` row in ``packed``), the stored keys
-        sharing a band with it whose Jaccard reaches the threshold, ``(key, Jaccard)``:
-        :meth:`_check` of every pair, the two bounds in one numpy pass over all of them."""
+        """For each probe (its :func:`_packed_bitmaps` row in ``packed``, its band values
+        in ``values``), the stored keys sharing a band with it whose Jaccard reaches the
+        threshold, ``(key, Jaccard)``: :meth:`_check` of every pair, the two bounds in one
+        numpy pass over all of them."""
         if not self._grams:
             return [() for _ in probes]
         self._write_rows()
-        row_of, counts, rows = self._row, [], cast("list[int]", [])
-        for probe in probes:
-            candidates = self._candidates(probe.bands)
-            counts.append(len(candidates))
-            rows.extend(map(row_of.__getitem__, candidates))
+        which, at = self._lookup(values)
         found: list[list[tuple[str, float]]] = [[] for _ in probes]
-        if not rows:
+        if not len(at):
             return [() for _ in probes]
         threshold = self.threshold
-        which = np.repeat(np.arange(len(probes)), counts)
-        at = np.array(rows, dtype=np.intp)
         mine = np.array([probe.size for probe in probes], dtype=np.int64)[which]
         other = self._sizes[at]
         # Jaccard <= smaller / larger set (as _check: skipped when smaller < t * larger)
@@ -468,7 +515,7 @@ class NearDupIndex:
         for i, row in zip(which[keep].tolist(), at[keep].tolist(), strict=True):
             key, probe = cast("str", keys[row]), probes[i]
             size, other_size = probe.size, stored[key][0]
-            shared = len(probe.grams & trigrams(stored[key][3]))
+            shared = len(probe.grams & trigrams(stored[key][2]))
             union_size = size + other_size - shared
             score = shared / union_size if union_size else 0.0  # service.harvest.text.jaccard
             if score >= threshold:
@@ -502,19 +549,6 @@ class NearDupIndex:
             probe = self._probes([probe if isinstance(probe, str) else probe.text], False)[0]
         if key in self._grams:
             self.remove(key)
-        for table, band in zip(self._tables, probe.bands, strict=True):
-            found = table.get(band)
-            if found is None:
-                table[band] = key
-            elif type(found) is str:
-                table[band] = (found, key)
-            elif type(found) is tuple:
-                if len(found) + 1 < _BUCKET_DICT:
-                    table[band] = (*found, key)
-                else:
-                    table[band] = dict.fromkeys((*found, key))
-            else:  # a crowded bucket: a dict (type() checks do not narrow the else for mypy)
-                cast("dict[str, None]", found)[key] = None
         bitmap = probe.bitmap
         self._serial += 1
         if self._clean:  # still clean when the probe is of the last batch
@@ -522,8 +556,67 @@ class NearDupIndex:
                 self._batch_keys[probe.slot] += ((key, self._serial),)
             else:
                 self._clean = False
-        self._grams[key] = (probe.size, bitmap, probe.bands, probe.text, self._serial)
-        self._store(key, probe.vector, probe.size, bitmap)
+        self._grams[key] = (probe.size, bitmap, probe.text, self._serial)
+        self._added[self._store(key, probe.vector, probe.size, bitmap)] = probe.values
+
+    def _merge_bands(self) -> None:
+        """Take the rows stored and freed since the last call into the band tables (module
+        docstring): write the stored rows' band values and insert their keys in order (one
+        pass over the tables). A freed row's entries stay (a look-up skips them: the row is
+        not live, or holds another key whose values decide) until they are as many as the
+        others; then the tables are rebuilt from the live rows."""
+        live, added = self._live, self._added
+        if self._removed:
+            live[self._removed] = False
+            self._removed.clear()
+        if added:
+            rows = np.fromiter(added.keys(), dtype=np.intp, count=len(added))
+            values = np.stack(list(added.values()))
+            self._values[rows] = values
+            live[rows] = True
+            added.clear()
+            if 2 * self._stale <= len(self._band_keys):
+                keys = _band_keys(values, self.bands).ravel()
+                order = np.argsort(keys)
+                keys, owners = keys[order], np.repeat(rows, self.bands)[order]
+                at = np.searchsorted(self._band_keys, keys)
+                self._band_keys = np.insert(self._band_keys, at, keys)
+                self._band_rows = np.insert(self._band_rows, at, owners)
+        if self._stale and 2 * self._stale > len(self._band_keys):
+            rows = np.flatnonzero(live)
+            keys = _band_keys(self._values[rows], self.bands).ravel()
+            order = np.argsort(keys)
+            self._band_keys, self._band_rows = keys[order], np.repeat(rows, self.bands)[order]
+            self._stale = 0
+
+    def _lookup(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(which, rows)``: each pair of a probe (its index in ``values``, ``(m, bands ×
+        rows)`` band values) and a stored row sharing at least one band value with it, once,
+        ordered by probe then row (``MinHashLSH.query`` of each probe)."""
+        self._merge_bands()
+        bands, width = self.bands, self.rows
+        wanted = _band_keys(values, bands).ravel()
+        order = np.argsort(wanted)  # sorted needles: each search starts where the last ended
+        wanted = wanted[order]
+        stored = self._band_keys
+        low = np.searchsorted(stored, wanted, side="left")
+        counts = np.searchsorted(stored, wanted, side="right") - low
+        total = int(counts.sum())
+        if not total:
+            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+        ends = np.cumsum(counts)
+        entries = np.repeat(low - (ends - counts), counts) + np.arange(total)
+        rows = self._band_rows[entries]
+        which, band = np.divmod(np.repeat(order, counts), bands)
+        # a key is a hash, and a freed row's entries stay: the row must be live and hold
+        # the band's very values
+        columns = band[:, None] * width + np.arange(width)
+        same = self._live[rows] & (
+            self._values[rows[:, None], columns] == values[which[:, None], columns]
+        ).all(1)
+        capacity = len(self._keys)
+        pairs = np.unique(which[same] * capacity + rows[same])
+        return np.divmod(pairs, capacity)
 
     def _write_rows(self) -> None:
         """Write the trigram counts and bitmaps of the rows stored since the last call into
@@ -538,9 +631,9 @@ class NearDupIndex:
         self._words[rows] = np.frombuffer(octets, dtype="<u8").reshape(len(rows), -1)
         unwritten.clear()
 
-    def _store(self, key: str, vector: np.ndarray | None, size: int, bitmap: int) -> None:
+    def _store(self, key: str, vector: np.ndarray | None, size: int, bitmap: int) -> int:
         """Put ``key``'s vector, trigram count and bitmap in a free row (the arrays double
-        when full)."""
+        when full); return the row."""
         if self._free:
             row = self._free.pop()
         else:
@@ -555,8 +648,12 @@ class NearDupIndex:
                 sizes[:row] = self._sizes[:row]
                 words = np.zeros((grown, self._words.shape[1]), dtype=np.uint64)
                 words[:row] = self._words[:row]
-                self._matrix, self._serials = matrix, serials
-                self._sizes, self._words = sizes, words
+                values = np.zeros((grown, self._values.shape[1]), dtype=np.uint32)
+                values[:row] = self._values[:row]
+                live = np.zeros(grown, dtype=bool)
+                live[:row] = self._live[:row]
+                self._matrix, self._serials, self._live = matrix, serials, live
+                self._sizes, self._words, self._values = sizes, words, values
                 self._keys.extend([None] * (grown - len(self._keys)))
             self._size += 1
         if self.embedder is not None:  # the vectors and add numbers are read with one only
@@ -565,31 +662,20 @@ class NearDupIndex:
         self._unwritten[row] = (size, bitmap)
         self._keys[row] = key
         self._row[key] = row
+        return row
 
     def remove(self, key: str) -> None:
         """Forget ``key`` (no-op when absent)."""
         stored = self._grams.pop(key, None)
         if stored is None:
             return
-        if stored[4] > self._batch_from:  # stored since the last batch's probes
+        if stored[3] > self._batch_from:  # stored since the last batch's probes
             self._clean = False
-        for table, band in zip(self._tables, stored[2], strict=True):
-            found = table[band]
-            if type(found) is str:
-                del table[band]
-            elif type(found) is tuple:
-                if len(found) == 2:
-                    table[band] = found[found[0] == key]  # the other one
-                else:
-                    at = found.index(key)
-                    table[band] = found[:at] + found[at + 1 :]
-            else:
-                crowded = cast("dict[str, None]", found)
-                del crowded[key]
-                if not crowded:
-                    del table[band]
         row = self._row.pop(key, None)
         if row is not None:
+            if self._added.pop(row, None) is None:  # merged: its entries are now stale
+                self._stale += self.bands
+            self._removed.append(row)
             if self.embedder is not None:
                 self._matrix[row] = 0.0
             self._keys[row] = None
@@ -597,19 +683,11 @@ class NearDupIndex:
 
     def candidates(self, probe: Probe) -> set[str]:
         """The stored keys sharing at least one LSH band with the probe (``MinHashLSH.query``)."""
-        return self._candidates(probe.bands)
-
-    def _candidates(self, bands: Sequence[bytes]) -> set[str]:
-        """:meth:`candidates` of a probe's band keys."""
-        found: set[str] = set()
-        for hit in map(dict.get, self._tables, bands):  # one C-level pass
-            if hit is None:
-                continue
-            if type(hit) is str:
-                found.add(hit)
-            else:
-                found.update(hit)
-        return found
+        if not self._grams:
+            return set()
+        _, rows = self._lookup(probe.values[None, :])
+        keys = self._keys
+        return {cast("str", keys[row]) for row in rows.tolist()}
 
     def matches(self, probe: Probe) -> list[tuple[str, float]]:
         """``[(key, score)]`` of the stored texts matching the probe: first those whose
@@ -623,7 +701,7 @@ class NearDupIndex:
             found = self._check(probe, self.candidates(probe))
         else:  # checked when made: those still stored unchanged, and the keys stored since
             found = [(key, score) for key, score in probe.found
-                     if (entry := stored.get(key)) is not None and entry[4] <= serial]  # fmt: skip
+                     if (entry := stored.get(key)) is not None and entry[3] <= serial]  # fmt: skip
             if self._serial > serial:
                 found.extend(self._later(probe))
         found.sort(key=lambda row: (-row[1], row[0]))
@@ -646,46 +724,61 @@ class NearDupIndex:
         (among its batch's partners while every key stored since came from that batch)."""
         stored, serial = self._grams, probe.serial
         if not (self._clean and probe.batch == self._batch):
-            return self._check(probe, [k for k in self.candidates(probe) if stored[k][4] > serial])
+            return self._check(probe, [k for k in self.candidates(probe) if stored[k][3] > serial])
         keys = self._batch_keys
         return [(key, score) for slot, score in probe.partners for key, added in keys[slot]
-                if (entry := stored.get(key)) is not None and entry[4] == added]  # fmt: skip
+                if (entry := stored.get(key)) is not None and entry[3] == added]  # fmt: skip
 
-    def _partners(self, probes: Sequence[Probe]) -> list[tuple[tuple[int, float], ...]]:
-        """For each of a batch's probes, ``(position, Jaccard)`` of the probes of the batch
-        (itself included) sharing an LSH band with it whose Jaccard reaches the threshold:
-        what :meth:`_check` gives once one is stored."""
-        tables: list[dict[bytes, int | list[int]]] = [{} for _ in range(self.bands)]
-        pairs: set[tuple[int, int]] = set()
-        for i, probe in enumerate(probes):
-            for table, band in zip(tables, probe.bands, strict=True):
-                got = table.setdefault(band, i)
-                if type(got) is int:
-                    if got != i:
-                        table[band] = [got, i]
-                        pairs.add((got, i))
-                else:
-                    seen = cast("list[int]", got)
-                    pairs.update((j, i) for j in seen)
-                    seen.append(i)
+    def _partners(self, probes: Sequence[Probe], values: np.ndarray, packed: np.ndarray
+                  ) -> list[tuple[tuple[int, float], ...]]:  # fmt: skip
+        """For each of a batch's probes (their band values ``values`` and
+        :func:`_packed_bitmaps` rows ``packed``), ``(position, Jaccard)`` of the probes of the
+        batch (itself included) sharing an LSH band with it whose Jaccard reaches the
+        threshold: what :meth:`_check` gives once one is stored. The pairs sharing a band
+        key (their band values compared: a key is a hash) and the two bounds in numpy, the
+        exact Jaccard of the pairs that pass both."""
+        bands = self.bands
+        keys = _band_keys(values, bands).ravel()
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+        # each entry paired with every later one of its run of equal keys
+        first = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+        runs = np.diff(np.append(first, len(ordered)))
+        after = np.repeat(first + runs, runs) - np.arange(len(ordered)) - 1  # later in the run
+        total = int(after.sum())
         threshold = self.threshold
         partners: list[list[tuple[int, float]]] = [
             [(i, 1.0)] if probe.size else [] for i, probe in enumerate(probes)
         ]  # a text with trigrams is its own match (Jaccard 1)
-        for j, i in sorted(pairs):
-            mine, theirs = probes[i], probes[j]
-            size, other = mine.size, theirs.size
-            if (size if size < other else other) < threshold * (size if size > other else other):
-                continue
-            most = (size + other - (mine.bitmap ^ theirs.bitmap).bit_count()) >> 1
-            if most <= 0 or most / (size + other - most) < threshold:
-                continue
-            shared = len(mine.grams & theirs.grams)
-            union = size + other - shared
-            score = shared / union if union else 0.0
-            if score >= threshold:
-                partners[i].append((j, score))
-                partners[j].append((i, score))
+        if total:
+            left = np.repeat(np.arange(len(ordered)), after)
+            right = left + np.arange(total) - np.repeat(np.cumsum(after) - after, after) + 1
+            (one, band), (two, other_band) = np.divmod(order[left], bands), np.divmod(
+                order[right], bands)  # fmt: skip
+            width = self.rows
+            columns = band[:, None] * width + np.arange(width)
+            same = (band == other_band) & (one != two) & (
+                values[one[:, None], columns] == values[two[:, None], columns]).all(1)  # fmt: skip
+            low, high = np.minimum(one[same], two[same]), np.maximum(one[same], two[same])
+            pairs = np.unique(low * len(probes) + high)  # by (j, i), j < i
+            js, is_ = np.divmod(pairs, len(probes))
+            sizes = np.array([probe.size for probe in probes], dtype=np.int64)
+            mine, other = sizes[is_], sizes[js]
+            # the bounds of _check: smaller / larger set, then the bitmaps'
+            fits = np.minimum(mine, other) >= threshold * np.maximum(mine, other)
+            js, is_, mine, other = js[fits], is_[fits], mine[fits], other[fits]
+            words = packed.view("<u8")
+            most = (mine + other - _popcounts(words[is_] ^ words[js])) >> 1
+            keep = np.flatnonzero(most > 0)
+            keep = keep[most[keep] / (mine + other - most)[keep] >= threshold]
+            for j, i in zip(js[keep].tolist(), is_[keep].tolist(), strict=True):
+                size, other_size = probes[i].size, probes[j].size
+                shared = len(probes[i].grams & probes[j].grams)
+                union = size + other_size - shared
+                score = shared / union if union else 0.0
+                if score >= threshold:
+                    partners[i].append((j, score))
+                    partners[j].append((i, score))
         return [tuple(row) for row in partners]
 
     def _check(self, probe: Probe, keys: Iterable[str]) -> list[tuple[str, float]]:
@@ -695,7 +788,7 @@ class NearDupIndex:
         size, bits = probe.size, probe.bitmap
         found = []
         for key in keys:
-            other, theirs, _, text, _ = stored[key]
+            other, theirs, text, _ = stored[key]
             # Jaccard <= smaller / larger set: a fifth of the LSH candidates fail this
             if (size if size < other else other) < threshold * (size if size > other else other):
                 continue

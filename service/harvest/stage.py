@@ -306,6 +306,9 @@ class HarvestStage:
         rows: list[int] = []  # index in the batch
         texts: list[str] = []  # normalised question
         questions: list[str] = []  # scrubbed question
+        # whether its scrub found nothing in it (Occurrence.scrubbed): the PII stage's (its
+        # annotation empty: nothing in the question or answer) or the one here
+        clean_of: list[bool] = []
         reasons_of: list[tuple[str, ...]] = []
         strata_of: list[tuple[tuple[Any, Any], float]] = []
         dimension_of: list[str | None] = []  # the dimension of the stratum's gap
@@ -338,8 +341,10 @@ class HarvestStage:
             if len(question) > max_chars:
                 too_long += 1
                 continue
-            if PII_ANNOTATION not in notes:  # the PII stage did not run on it: scrub here
-                question = scrub(question).text
+            if PII_ANNOTATION in notes:  # the PII stage's counts (question and answer)
+                found = notes[PII_ANNOTATION]
+            else:  # the PII stage did not run on it: scrub here
+                question, found = scrub(question)
             text = normal.get(question)
             if text is None:
                 if len(normal) >= _NORMAL_CACHE:
@@ -349,6 +354,7 @@ class HarvestStage:
                 rows.append(i)
                 texts.append(text)
                 questions.append(question)
+                clean_of.append(found == {})
                 reasons_of.append(reasons)
                 strata_of.append(stratum)
                 dimension_of.append(gap_dimensions[key])
@@ -370,7 +376,7 @@ class HarvestStage:
                 language=language, topic=topic,
                 role=_role(event, annotations[rows[k]]),
                 source="generated" if event.channel in generated else "real", gap=gap,
-                trace_id=event.trace_id, gap_dimension=dimension_of[k],
+                trace_id=event.trace_id, gap_dimension=dimension_of[k], scrubbed=clean_of[k],
             )  # fmt: skip
 
         event_ids = [events[i].event_id for i in rows]
@@ -427,7 +433,7 @@ class HarvestStage:
         if len(result.question) > self.config.max_question_chars:
             self._pending["too_long"]["events"] += 1
             return
-        question = scrub(result.question).text
+        question, found = scrub(result.question)
         normalised = comparison_form(question)
         if normalised:
             gap, dimension = self._gap(result.topic, result.language, topic_gap=not (
@@ -438,6 +444,7 @@ class HarvestStage:
                 rankings={PRODUCTION: result.production, **rankings},
                 language=result.language, topic=result.topic, role=result.role,
                 gap=gap, trace_id=result.trace_id, gap_dimension=dimension,
+                scrubbed=found == {},
             )  # fmt: skip
             stratum = ((occurrence.topic, occurrence.language), occurrence.gap)
             self._merge([normalised], [True], [stratum], [reasons], lambda _: occurrence,

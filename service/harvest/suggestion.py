@@ -13,7 +13,9 @@ disagreeing shadow result) and keeps, bounded:
   stage passes an event's later evidence as a non-counting occurrence carrying only the
   reasons not yet counted for that event);
 * ``variants`` — up to ``max_variants`` distinct wordings, scrubbed again with
-  :func:`service.pii.scrub` before they are kept;
+  :func:`service.pii.scrub` before they are kept (as ``question`` is), unless the occurrence
+  says its scrub found nothing in it (``Occurrence.scrubbed``: the text is then what a scrub
+  of it gives, so it is kept as it is);
 * ``pool`` — ``{passage id: {retriever: best rank}}`` from the top ``pool_k`` of production
   and of every shadow candidate, at most ``max_pool`` passages (first come first kept);
 * ``language``, ``topic``, ``role``, ``source`` (``real`` or ``generated``) of the first
@@ -83,6 +85,11 @@ class Occurrence(NamedTuple):
             e.g. a shadow result arriving after its event). Not ``count``: that would hide
             ``tuple.count``.
         trace_id: the OpenTelemetry trace the event came from (``None``: not from a trace).
+        scrubbed: ``question`` is a :func:`service.pii.scrub` result that found nothing
+            (``counts`` empty): ``scrub(question).text == question``, so a suggestion keeps
+            it without scrubbing it again. ``False`` (the default, always safe): scrubbed
+            again before it is kept (a scrub that replaced something may have stopped at
+            :data:`service.pii.scrub.MAX_PASSES` with more to find).
     """
 
     event_id: str
@@ -99,6 +106,7 @@ class Occurrence(NamedTuple):
     counts: bool = True
     trace_id: str | None = None
     gap_dimension: str | None = None
+    scrubbed: bool = False
 
 
 class SuggestionJson(TypedDict):
@@ -162,9 +170,10 @@ class Suggestion:
     @classmethod
     def start(cls, suggestion_id: str, occurrence: Occurrence) -> Suggestion:
         """A new suggestion whose representative is ``occurrence`` (not yet added)."""
+        wording = occurrence.question
         suggestion = cls(
             id=suggestion_id,
-            question=scrub(occurrence.question).text,
+            question=wording if occurrence.scrubbed else scrub(wording).text,
             normalised=occurrence.normalised,
             language=occurrence.language,
             topic=occurrence.topic,
@@ -214,7 +223,10 @@ class Suggestion:
         if (len(self.variants) < max_variants and not (self.variants and text == self.normalised)
                 and text not in {_normalised(v) for v in self.variants}):  # fmt: skip
             wording = occurrence.question
-            kept = self.question if wording == self._started_from else scrub(wording).text
+            if wording == self._started_from:
+                kept = self.question
+            else:
+                kept = wording if occurrence.scrubbed else scrub(wording).text
             self.variants = (*self.variants, kept)
 
     def _pool(self, retriever: str, ranking: Sequence[str], max_pool: int) -> None:

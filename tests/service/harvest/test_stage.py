@@ -440,6 +440,44 @@ def test_generated_channel_and_pii_are_kept_apart() -> None:
     assert "@" not in json.dumps(stage.state_snapshot())
 
 
+def test_a_question_the_pii_stage_found_nothing_in_is_kept_without_a_second_scrub(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The PII stage's empty counts (``pii: {}``) say its scrub found nothing in the event, so
+    the question is what a scrub of it gives: the suggestion keeps it, and its variants,
+    without scrubbing them again; so does a question the stage's own scrub found nothing in
+    (no PII stage). When the PII stage found something, the question is scrubbed again as it
+    is kept (a scrub that replaced something may have stopped at MAX_PASSES): here the
+    e-mail it left is replaced."""
+    from service.harvest import suggestion
+
+    scrubbed: list[str] = []
+    real = suggestion.scrub
+
+    def counted(text: str) -> Any:
+        scrubbed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(suggestion, "scrub", counted)
+    stage = HarvestStage(CONFIG)
+    stage.process(batch(
+        [event("e1", "when are the hostel fees due"),
+         event("e2", "mail me at rahul@example.com about the library"),
+         event("e3", "bus route to kamptee"),
+         event("e4", "when are hostel fees due")],
+        [{**REFUSED, "pii": {}}, {**REFUSED, "pii": {"email": 1}}, REFUSED,
+         {**REFUSED, "pii": {}}],
+    ))  # fmt: skip
+    rows = {row["question"]: row["variants"] for row in stage.records()}
+    assert rows == {
+        "when are the hostel fees due": ["when are the hostel fees due",
+                                         "when are hostel fees due"],
+        "mail me at <EMAIL> about the library": ["mail me at <EMAIL> about the library"],
+        "bus route to kamptee": ["bus route to kamptee"],
+    }  # fmt: skip
+    assert scrubbed == ["mail me at rahul@example.com about the library"]
+
+
 def test_snapshot_carries_only_changed_suggestions_and_restart_rebuilds_the_rest() -> None:
     """Records in the state store stand in for the clean suggestions of a checkpoint; a
     suggestion changed after it is not republished before the next one, so a crash and a

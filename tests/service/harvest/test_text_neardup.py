@@ -72,27 +72,86 @@ def test_index_finds_near_duplicate_and_not_distinct_text() -> None:
 
 
 def test_crowded_buckets_keep_exactly_the_keys_added_and_not_removed() -> None:
-    # a bucket of one key is the key, of a few a tuple, of _BUCKET_DICT or more a dictionary;
     # 30 keys of one text share all 21 bands; remove them in a shuffled order: after each
-    # removal every band of that text holds exactly the keys left, and the matches are those
-    # keys at Jaccard 1 (ties by key); all removed, the tables are empty
-    from service.harvest import neardup
-
+    # removal the candidates are exactly the keys left, and the matches are those keys at
+    # Jaccard 1 (ties by key); the tables hold 21 entries per key left plus the freed rows'
+    # ones, never more of those than of the others (then they are rebuilt)
     index = NearDupIndex(threshold=0.6)
     text = "when are the hostel fees due"
     keys = [f"k{i:02d}" for i in range(30)]
     for key in keys:
         index.add(key, text)
     probe = index.probes([text])[0]
-    assert max(len(bucket) for table in index._tables for bucket in table.values()) == 30
-    assert neardup._BUCKET_DICT < 30
+    assert len(index._band_keys) == 30 * 21
     left = set(keys)
     for key in random.Random(5).sample(keys, len(keys)):
         index.remove(key)
         left.discard(key)
         assert index.candidates(probe) == left
         assert index.matches(probe) == [(k, 1.0) for k in sorted(left)]
-    assert all(not table for table in index._tables) and len(index) == 0
+        if left:
+            assert len(index._band_keys) - index._stale == 21 * len(left)
+            assert 2 * index._stale <= len(index._band_keys)
+    assert len(index) == 0 and index.candidates(probe) == set()
+
+
+def _sharing(bands: dict[str, tuple[bytes, ...]], probe: Probe) -> set[str]:
+    """The keys of ``bands`` (key -> its band values) sharing a band value with ``probe``:
+    ``MinHashLSH.query``'s definition, by hand."""
+    return {key for key, mine in bands.items()
+            if any(a == b for a, b in zip(mine, probe.bands, strict=True))}  # fmt: skip
+
+
+def test_candidates_are_the_keys_sharing_a_band_through_adds_removes_and_reused_rows() -> None:
+    """Random adds, removes and replacements (freed rows reused, their old band entries left
+    in the tables until a rebuild): the candidates are always the keys stored now that share
+    a band value with the probe."""
+    rng = random.Random(23)
+    words = "when are the hostel fees due library hours bus route exam".split()
+    texts = sorted({" ".join(rng.choices(words, k=rng.randint(1, 4))) for _ in range(200)})
+    index = NearDupIndex(threshold=0.6)
+    bands = {text: probe.bands for text, probe in zip(texts, index.probes(texts), strict=True)}
+    stored: dict[str, tuple[bytes, ...]] = {}
+    rebuilt = 0
+    for step in range(1_500):
+        key = f"k{rng.randrange(60)}"
+        if key in stored and rng.random() < 0.5:
+            index.remove(key)
+            del stored[key]
+        else:
+            text = rng.choice(texts)
+            index.add(key, text)
+            stored[key] = bands[text]
+        if step % 7 == 0:
+            stale = index._stale
+            probe = index.probes([rng.choice(texts)])[0]
+            assert index.candidates(probe) == _sharing(stored, probe)
+            rebuilt += index._stale < stale
+    assert rebuilt > 3  # the freed rows' entries were dropped several times
+
+
+def test_band_key_collisions_never_make_a_candidate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A band key is a 64-bit hash of the band's values; with one key for every band (all
+    collide) the look-up still returns only the keys sharing a band value."""
+    from service.harvest import neardup
+
+    monkeypatch.setattr(neardup, "_band_keys", lambda values, bands: np.zeros(
+        (len(values), bands), dtype=np.uint64))  # fmt: skip
+    index = NearDupIndex(threshold=0.6)
+    texts = ["when are the hostel fees due", "when are hostel fees due", "library hours",
+             "bus route to kamptee", "hostel fee due date"]  # fmt: skip
+    probes = index.probes(texts)
+    for text, probe in zip(texts[:3], probes[:3], strict=True):
+        index.add(text, probe)
+    stored = {text: probe.bands for text, probe in zip(texts[:3], probes[:3], strict=True)}
+    for probe in probes:  # stored after the batch was made: matched through its partners
+        sharing = _sharing(stored, probe)
+        assert index.candidates(probe) == sharing
+        scores = [(key, jaccard(probe.grams, trigrams(key))) for key in sharing]
+        want = sorted([(k, j) for k, j in scores if j >= 0.6], key=lambda r: (-r[1], r[0]))
+        assert index.matches(probe) == want
+    assert index.candidates(probes[3]) == set()  # no band shared with any of them
+    assert index.find("when are hostel fees due") == ("when are hostel fees due", 1.0)
 
 
 def test_matches_are_the_exact_jaccard_of_every_lsh_candidate() -> None:
