@@ -37,6 +37,14 @@ and leaves every other capitalised word alone:
   line, the name ending it; one word only on the text's last line), ``Maria Lopez here -
   …``, ``Hi, Dmitri Ivanov speaking.``, Hinglish ``main Vikram Singh bol raha hoon`` ("I am
   Vikram Singh speaking"; not a language: ``main Hindi bol raha hoon``) (at a clause start).
+* **Signatures after a sentence** (Title-case words): ``…animals? - Dieter Schmidt, Tel. …``,
+  ``…theory? - Dr. Emily Chen, …`` (a dash right after ``?``, ``!`` or ``.``; two or three
+  words, or one after a title, ending the text, its line or a clause), and a mail client's
+  ``sent from my iPhone, Mike Johnson`` (the name ending the text, its line or a clause). A
+  question answered after a dash reads as signed (``Who wrote Emma? - Jane Austen``).
+* **Repeats**: a name found by any cue is scrubbed wherever the text repeats one of its words,
+  in any case (``My name is o'connor, sean o'connor``; not a title, particle or word under
+  three letters): :func:`_with_repeats`.
 * **Titles** (:data:`TITLES`: ``Dr``, ``Mr``, ``Mrs``, ``Ms``, ``Mx``, ``Miss``, ``Prof``,
   ``Sr``, ``Sra``, ``Srta``, ``Dra``, ``Herr``, ``Frau``, ``M.``, ``Mme``, ``Mlle``, ``Sri``,
   ``Shri``, ``Smt``; with or without a full stop, up to three: ``Herr Dr. Krüger``) before a
@@ -108,7 +116,8 @@ _HINTS = ("name", "i am", "i'm", "i’m", "this is", "ich bin", "heiß", "heiss"
           "nombre", "appelle", "nom est", "nome", "chamo", "naam", "नाम", "soy ",
           "je suis", "call", "me as", "go by", "called", "regards", "thank", "cheers",
           "sincerely", "saludos", "gracias", "grüße", "gruß", "merci", "cordialement",
-          "dhanyavaad", " here", "speaking", "hier ", "signed,", "signed:", _BOL_HINT,
+          "dhanyavaad", " here", "speaking", "hier ", "signed,", "signed:", "sent from",
+          _BOL_HINT,
           *_MUJHE_HINTS)  # fmt: skip
 #: Hints common in questions that are no cue (``what is its capital``, ``--verbose``): the
 #: gate passes on them only after a second test, a greeting word for ``it's``
@@ -370,6 +379,26 @@ _SIG_DASH = re.compile(
     r"(?!(?i:(?:(?:best|kind|warm|many)\s+)?regards|thanks|cheers|sincerely)\b)"
     rf"{_TITLED}{_NAME_SIG}(?=[^\S\n]*[.,]?[^\S\n]*(?:\r?\n|$))"
 )
+#: A mail client's signature: ``sent from my iPhone, Mike Johnson`` (the device in one to
+#: three words, then a comma, full stop, colon or line break, then Title-case words that end
+#: the text, their line or their clause).
+_SENT_FROM = re.compile(
+    r"(?<![\w])(?i:sent\s+from\s+my)[^\S\n]+[^,.:;!?\n]{1,40}?[^\S\n]*(?:[,.:;]|\r?\n)\s*"
+    r"(?!(?i:(?:(?:best|kind|warm|many)\s+)?regards|thanks|cheers|sincerely)\b)"
+    rf"{_TITLED}{_NAME_SIG}(?=[^\S\n]*(?:[.!,;\n]|[-–—](?:\s|$)|$))"
+)
+#: A signature after a dash that follows a sentence: ``Who first …? - Dr. Emily Chen, …``,
+#: ``… animals? - Dieter Schmidt, Tel. …``: Title-case words (two or three, or one after a
+#: title) ending the text, their line or their clause (a comma or semicolon: the contact
+#: details that follow). A question followed by a dash and a two-word Title-case answer ends
+#: that way too (``Who wrote Emma? - Jane Austen``): it is read as a signature (privacy first).
+_DASH_SIGN = re.compile(
+    r"(?<=[?.!])[^\S\n]*[-–—]{1,2}[^\S\n]+"
+    r"(?!(?i:(?:(?:best|kind|warm|many)\s+)?regards|thanks|cheers|sincerely)\b)"
+    rf"{_TITLED}{_NAME_SIG}(?=[^\S\n]*(?:[,;\n]|$))"
+)
+#: The gate's test for :data:`_DASH_SIGN` on the lower-cased text: a dash after a sentence.
+_DASH_AFTER_SENTENCE = re.compile(r"[?.!][^\S\n]*[-–—]")
 #: Hinglish ``main Vikram Singh bol raha hoon`` ("I am Vikram Singh speaking"), also ``mai``,
 #: ``bol rahi``, ``bol rha``, ``hu``/``hun``.
 _BOL = re.compile(
@@ -398,6 +427,10 @@ _HINDI_FILLERS = frozenset(
 #: bolte hain``: "they speak Hindi to me").
 _NOT_CALLED = _HINDI_FILLERS | _LANGUAGES
 _WORDS = re.compile(rf"{_WORD}")
+#: Particles and titles in lower case: no word a name's repeats are looked for by
+#: (:func:`_with_repeats`).
+_PARTICLE_WORDS = frozenset(PARTICLES)
+_TITLE_LOWER = frozenset(t.lower() for t in TITLES)
 
 
 def may_hold_name(low: str) -> bool:
@@ -413,8 +446,17 @@ def may_hold_name(low: str) -> bool:
             return True
     for hint in _ITS_HINTS:
         if hint in low:
-            return _GREETING_WORD.search(low) is not None or _may_dash_line(low)
-    return _may_dash_line(low)
+            if _GREETING_WORD.search(low) is not None:
+                return True
+            break
+    return _may_dash_line(low) or _may_dash_sign(low)
+
+
+def _may_dash_sign(low: str) -> bool:
+    """True if ``low`` may hold a signature after a dash (:data:`_DASH_SIGN`)."""
+    return ("-" in low or "–" in low or "—" in low) and (
+        _DASH_AFTER_SENTENCE.search(low) is not None
+    )
 
 
 def _may_dash_line(low: str) -> bool:
@@ -561,6 +603,16 @@ def _rare_spans(text: str, low: str) -> list[tuple[int, int]]:
             alone = n_words > 1 or m.group("title") is not None  # a name, whatever follows
             if len(kept) == n_words and (alone or not text[m.end() :].strip(" \t\r\n.,")):
                 spans.append((_start(m), m.end("n")))
+    if _may_dash_sign(low):
+        for m in _DASH_SIGN.finditer(text):
+            kept, n_words = _kept_words(m)  # two or three words, or one after a title
+            if len(kept) == n_words and (n_words > 1 or m.group("title") is not None):
+                spans.append((_start(m), m.end("n")))
+    if "sent from" in low:
+        for m in _SENT_FROM.finditer(text):
+            kept, n_words = _kept_words(m)
+            if len(kept) == n_words:
+                spans.append((_start(m), m.end("n")))
     if _BOL_HINT in low:
         for m in _BOL.finditer(text):
             kept, n_words = _kept_words(m)
@@ -612,8 +664,38 @@ def find_names(text: str, checked: bool = False) -> Iterator[tuple[int, int]]:
         start = _title_start(text, m.start("n"), _TITLES_BEFORE)
         if _clause_start(text, start):
             spans.append((start, m.end("n")))
+    found: list[tuple[int, int]] = []
     free = 0
     for start, end in sorted(spans):
         if start >= free:
-            yield start, end
+            found.append((start, end))
             free = end
+    yield from _with_repeats(text, found)
+
+
+def _with_repeats(text: str, found: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``found`` (in text order, not overlapping) and every other occurrence, in any case, of
+    a word of those names (not a title, particle or function word, at least three letters):
+    a name given once is the person's wherever the text repeats it (``My name is o'connor,
+    sean o'connor``, ``Dr. Emily Chen, emily chen at gmail dot com``: a trial's suggestions
+    kept the second). Each repeated word is a span of its own (``<NAME> <NAME>``): a span that
+    took the next word too could overlap another detector's (``chen at gmail dot com``) and
+    lose to it whole."""
+    if not found:
+        return found
+    skip = STOP_WORDS | _PARTICLE_WORDS | _TITLE_LOWER
+    words = {w.group().lower() for a, b in found for w in _WORDS.finditer(text, a, b)}
+    words = {w for w in words if len(w) >= 3 and w not in skip}
+    if not words:
+        return found
+    alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+    repeat = re.compile(rf"(?<![\w'’-])(?:{alternatives})(?![\w'’-])", re.IGNORECASE)
+    spans = sorted(
+        {*found, *(m.span() for m in repeat.finditer(text))}, key=lambda s: (s[0], -s[1])
+    )
+    kept: list[tuple[int, int]] = []
+    for start, end in spans:
+        if kept and start < kept[-1][1]:  # inside a name found: already covered
+            continue
+        kept.append((start, end))
+    return kept
