@@ -315,7 +315,8 @@ def render_text(doc: ReplayReport) -> str:
     if novelty.get("off") and not set(analytics["topics"]) <= {"und"}:
         topics += f"; {novelty['off']}"
     refusals = analytics["refusals"]
-    if not names and set(analytics["topics"]) <= {"und"}:  # no model: nothing to fit on
+    topics_off = not names and set(analytics["topics"]) <= {"und"}
+    if topics_off:  # no model: nothing to fit on
         topics = ("off (no topic model: set gold_set:, corpus: or analytics.topics_model to "
                   "have one)")  # fmt: skip
     elif not ranked:  # a model, but no event to assign
@@ -381,6 +382,8 @@ def render_text(doc: ReplayReport) -> str:
     shown = {dim: drift[dim]["state"] for dim in ("language", "topic", "refusal", "out_of_scope")}
     if scope.get("off"):  # no detector: no data to be insufficient
         shown["out_of_scope"] = "off"
+    if topics_off:  # every question "und": no topic to test (trial 9 read insufficient_data)
+        shown["topic"] = "off"
     states = ", ".join(f"{dim} {state}" for dim, state in shown.items())
     against = ("baseline comparisons" if GOLD_SET_OFF in doc.get("notices", ())
                else "worst of gold set and baseline comparisons")  # fmt: skip
@@ -388,14 +391,15 @@ def render_text(doc: ReplayReport) -> str:
     lines += [f"  {dim} raises no alarm: {why}"
               for dim, why in sorted(drift.get("suppressed_dimensions", {}).items())]  # fmt: skip
     untested: dict[tuple[str, str], list[str]] = {}  # (comparison, why) -> dimensions
-    for dim in shown:
+    tested = [dim for dim, state in shown.items() if state != "off"]
+    for dim in tested:
         for name, test in (drift.get(dim) or {}).get("comparisons", {}).items():
             if test.get("state") == "insufficient_data" and test.get("insufficient"):
                 untested.setdefault((name, test["insufficient"]), []).append(dim)
     lines += [f"  {', '.join(dims)} vs {name} not tested (insufficient_data): {why}"
               for (name, why), dims in untested.items()]  # fmt: skip
     lines += [f"  {dim} vs {name} cannot alarm: {test['cannot_alarm']}"
-              for dim in shown
+              for dim in tested
               for name, test in (drift.get(dim) or {}).get("comparisons", {}).items()
               if test.get("cannot_alarm")]  # fmt: skip
     timing = drift["event_time"]

@@ -206,6 +206,12 @@ def test_without_a_gold_set_every_output_says_so_first(out: Path) -> None:
     text = render_text(doc)
     assert text.splitlines()[0] == f"NOTE: {notice}"
     assert "topics: off" in text and "drift now (baseline comparisons):" in text
+    # no topic model: the topic drift is off too, not short of data (trial 9), and is not
+    # listed among the dimensions not tested
+    drift_line = next(line for line in text.splitlines() if line.startswith("drift now"))
+    assert "topic off" in drift_line and "topic insufficient_data" not in drift_line
+    assert not any(" topic vs " in line or "topic vs " in line.split(",")[-1]
+                   for line in text.splitlines() if "not tested" in line)  # fmt: skip
     page = render_replay_html(doc)
     first_p = page.index("<p")
     assert page[first_p:].startswith('<p class="notice">')
