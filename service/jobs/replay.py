@@ -383,6 +383,7 @@ def render_text(doc: ReplayReport) -> str:
     lines.append(f"drift now ({against}): {states}")
     lines += [f"  {dim} raises no alarm: {why}"
               for dim, why in sorted(drift.get("suppressed_dimensions", {}).items())]  # fmt: skip
+    lines += coverage_gap_lines(drift, analytics.get("topic_labels") or {})
     untested: dict[tuple[str, str], list[str]] = {}  # (comparison, why) -> dimensions
     for dim in shown:
         for name, test in (drift.get(dim) or {}).get("comparisons", {}).items():
@@ -427,6 +428,34 @@ def render_text(doc: ReplayReport) -> str:
             lines.append(f"  DRIFT  {where}: rising {', '.join(rising) or '-'}{quiet}")
     lines += quality_lines(doc.get("quality"))
     return "\n".join(lines + harvest_lines(doc.get("gold_candidates")))
+
+
+#: The drift view's coverage-gap rule (:func:`service.drift.stats_tests.coverage_gaps`), as
+#: the text report states it.
+COVERAGE_GAP_RULE = "live share ≥ 2 × gold share, its 95 % lower bound ≥ gold share + 2 points"
+
+
+def coverage_gap_lines(drift: dict[str, Any], topic_names: dict[str, str]) -> list[str]:
+    """The drift report's coverage gaps (``{dim: {"coverage_gaps": [...], "gold_counts":
+    {...}, "coverage_gaps_left_out": {category: why}}}``; the why is shown with the
+    suppressed categories), one line for the language and
+    topic dimensions that have gold counts: ``"  coverage gaps vs gold (rule): language de
+    11.1 % live / 0.0 % gold, …; topic none"``; ``[]`` when no dimension has gold counts.
+    Topics are named by ``topic_names`` (id → "topic-1: warsaw") where known."""
+    parts = []
+    for dim in ("language", "topic"):
+        body = drift.get(dim) or {}
+        if not body.get("gold_counts"):
+            continue
+        names = topic_names if dim == "topic" else {}
+        gaps = [f"{names.get(g['category'], g['category'])} {g['live_share']:.1%} live / "
+                f"{g['gold_share']:.1%} gold" for g in body.get("coverage_gaps") or []]  # fmt: skip
+        gaps += [
+            f"{names.get(c, c)} left out (its share is not a fact: above)"
+            for c in sorted(body.get("coverage_gaps_left_out") or {})
+        ]
+        parts.append(f"{dim} {', '.join(gaps) or 'none'}")
+    return [f"  coverage gaps vs gold ({COVERAGE_GAP_RULE}): {'; '.join(parts)}"] if parts else []
 
 
 def _paired_lines(name: str, cell: dict[str, Any], known: dict[str, Any], k: Any) -> list[str]:

@@ -350,9 +350,10 @@ def build_analytics_metrics(
             "jump in event time and are released into the windows.", [],
         ),
         coverage_gap=gauge(
-            "coverage_gap_ratio", "Lower CI bound of live share minus gold-set share, for "
-            "categories the gold set under-covers (the drift view's coverage gaps: live share "
-            "at least twice the gold share; not harvest's coverage_gap reason).",
+            "coverage_gap_ratio", "Live share's 95 % Wilson lower bound minus gold-set share, "
+            "for categories the gold set under-covers (the drift view's coverage gaps, over all "
+            "live traffic: live share at least twice the gold share and that bound at least "
+            "0.02; harvest's coverage_gap rule, which uses recent traffic).",
             ["dimension", "category"],
         ),
         detector_auc=gauge(
