@@ -225,16 +225,17 @@ def _with_series(analytics: AnalyticsReport | None, series: TimeSeries) -> Analy
     return None if analytics is None else {**analytics, "series": series.report()}
 
 
-def quality_text(quality: dict[str, Any] | None) -> str:
+def quality_text(quality: dict[str, Any] | None, detector: str | None = None) -> str:
     """``"ROC AUC 0.912 [0.880, 0.941] on 12 unanswerable / 48 answerable gold questions; at
-    its threshold TPR 0.950, FPR 0.210, balanced accuracy 0.870"`` of a
+    its threshold answerable kept in scope 38 of 40 (TPR 0.950); unanswerable judged in scope
+    0 of 12 (FPR 0.000); balanced accuracy 0.975"`` of ``detector``'s
     :func:`detector_quality_report` entry (the operating point only when it has one)."""
     if not quality or quality.get("auc") is None:
         return "ROC AUC not measured"
     low, high = quality.get("auc_low"), quality.get("auc_high")
     interval = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
     return (f"ROC AUC {quality['auc']:.3f}{interval}{measured_on_text(quality)}"
-            f"{operating_point_text(quality)}")  # fmt: skip
+            f"{operating_point_text(quality, detector)}")  # fmt: skip
 
 
 def measured_on_text(quality: dict[str, Any] | None) -> str:
@@ -243,14 +244,16 @@ def measured_on_text(quality: dict[str, Any] | None) -> str:
     return f" on {quality['measured_on']}" if quality and quality.get("measured_on") else ""
 
 
-def operating_point_text(quality: dict[str, Any] | None) -> str:
-    """``"; at its threshold TPR 0.950 (38 of 40), FPR 0.000 (0 of 12), balanced accuracy
-    0.975"`` of a :func:`detector_quality_report` entry
-    (:func:`~service.evaluation.detector_quality.operating_point_summary`), or ``""`` without
-    an operating point."""
+def operating_point_text(quality: dict[str, Any] | None, detector: str | None = None) -> str:
+    """``"; at its threshold answerable kept in scope 38 of 40 (TPR 0.950); unanswerable
+    judged in scope 0 of 12 (FPR 0.000); balanced accuracy 0.975"`` of ``detector``'s
+    :func:`detector_quality_report` entry
+    (:func:`~service.evaluation.detector_quality.operating_point_summary`: the classes named
+    for a detector of :data:`~service.evaluation.detector_quality.RATE_WORDS`), or ``""``
+    without an operating point."""
     if not quality or quality.get("balanced_accuracy") is None:
         return ""
-    return f"; at its threshold {operating_point_summary(quality)}"
+    return f"; at its threshold {operating_point_summary(quality, detector)}"
 
 
 def _language_shares(counts: Mapping[str, int], shown: int = 6) -> str:
@@ -302,7 +305,7 @@ def render_text(doc: ReplayReport) -> str:
         caveat[NOVEL] = (f" (UNCALIBRATED, not facts: {novelty['uncalibrated']}"
                          f"{f'; measured{on}' if on else ''})")  # fmt: skip
     elif (novelty.get("quality") or {}).get("auc") is not None:
-        caveat[NOVEL] = f" (novelty detector {quality_text(novelty['quality'])})"
+        caveat[NOVEL] = f" (novelty detector {quality_text(novelty['quality'], 'novelty')})"
     ranked = list(analytics["topics"].items())
     listed = ranked[:6] + [(k, v) for k, v in ranked[6:] if k == NOVEL]  # novel always shown
     topics = "; ".join(f"{names.get(k, k)} {v / total:.0%}{caveat.get(k, '')}"
@@ -347,7 +350,7 @@ def render_text(doc: ReplayReport) -> str:
             f"{scope['out_of_scope']}/{scope['scored']} ({scope['share']:.1%}{off_corpus}); "
             f"over-refusals {scope['over_refusals']}, under-refusals {scope['under_refusals']}"
         )
-        quality = quality_text(scope.get("quality"))
+        quality = quality_text(scope.get("quality"), "out_of_scope")
         if scope.get("uncalibrated"):
             why = str(scope["uncalibrated"])
             on = measured_on_text(scope.get("quality"))

@@ -369,7 +369,9 @@ def build_analytics_metrics(
         detector_operating_point=gauge(
             "detector_operating_point_ratio", "A detector's rates at the threshold its counts "
             "use, on its calibration data (cross-validated scores): tpr, fpr and "
-            "balanced_accuracy = (tpr + 1 - fpr) / 2; a rate is absent while undefined (no "
+            "balanced_accuracy = (tpr + 1 - fpr) / 2 (out_of_scope: tpr the share of "
+            "answerable gold questions kept in scope, fpr of unanswerable ones judged in "
+            "scope); a rate is absent while undefined (no "
             "operating point, or a class without calibration scores).",
             ["detector", "rate"],
         ),

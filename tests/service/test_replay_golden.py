@@ -211,6 +211,10 @@ the gold share and ``ci_high`` its upper bound minus it. Moved: production langu
 demo: ``analytics.drift.topic.coverage_gaps_left_out`` added — ``novel`` (410 of 3,000 live,
 3 of 59 gold: bound .125 − .051) is now a gap, left out as uncalibrated. The suggestions
 (harvest's rule, unchanged) and the 20k digest are unchanged.
+The demo's rewritten again in the twenty-second session (trial 9, F3) for text only: its five
+``uncalibrated`` / ``suppressed`` strings of the out-of-scope detector name the classes of its
+rates ("(answerable kept in scope 46 of 47 (TPR 0.979); unanswerable judged in scope 11 of 12
+(FPR 0.917); ROC AUC 0.813)", was "(TPR 0.979, FPR 0.917; ROC AUC 0.813)"); nothing else.
 """
 
 from __future__ import annotations
