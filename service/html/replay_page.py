@@ -154,8 +154,8 @@ def analytics_sections(
     if quality is not None:
         parts.append(quality_section(quality))
     if shadow is not None:
-        parts.append(shadow_section(shadow, (analytics or {}).get("quality_min_class",
-                                                                  FEW_RESULTS)))  # fmt: skip
+        min_n = (analytics or {}).get("quality_min_class", FEW_RESULTS)
+        parts.append(shadow_section(shadow, min_n, (analytics or {}).get("topic_labels")))
     if candidates is not None:
         parts.append(candidates_section(candidates))
     return parts
