@@ -203,7 +203,10 @@ class RefusalDrift(TypedDict):
 class RefusalsReport(TypedDict):
     """``GET /v1/refusals``: counts and rate, scope (out-of-scope share, over- and
     under-refusals, calibration), their drift, each detector's measured quality
-    (:func:`service.runtime.reports.detector_quality_report`) and the AUC floor below which
+    (:func:`service.runtime.reports.detector_quality_report`; the out-of-scope detector's
+    positive class is "in scope": its ``tpr`` is the share of answerable gold questions kept
+    in scope, its ``fpr`` the share of unanswerable ones judged in scope, not a rate of
+    false alarms) and the AUC floor below which
     a detector is uncalibrated (``None``: analytics without one), the class size below which
     it is likewise (``quality_min_class``), and ``refusals_method``: how the answers were
     counted as refused, with both counts (``answer.refused`` where the event sets it, else

@@ -178,7 +178,7 @@ def _detector_lines(analytics: Analytics) -> list[str]:
     uncalibrated with the reason
     (:meth:`~service.runtime.analytics.Analytics.uncalibrated`, the text the reports show);
     then why a detector is off, if one is."""
-    from service.evaluation.detector_quality import measured_on
+    from service.evaluation.detector_quality import measured_on, operating_point_summary
     from service.refusals.scope import CALIBRATION_LIMIT, support_by_language_text, support_text
     from service.runtime.analytics import scope_support
 
@@ -187,9 +187,9 @@ def _detector_lines(analytics: Analytics) -> list[str]:
         why = analytics.uncalibrated(name)
         on = measured_on(name, quality)
         if why is None:
-            point = ("" if math.isnan(quality.balanced_accuracy) else
-                     f"; at its threshold TPR {quality.tpr:.3f}, FPR {quality.fpr:.3f}, "
-                     f"balanced accuracy {quality.balanced_accuracy:.3f}")  # fmt: skip
+            point = ""
+            if not math.isnan(quality.balanced_accuracy):
+                point = f"; at its threshold {operating_point_summary(quality.as_dict(), name)}"
             interval = f"[{quality.low:.3f}, {quality.high:.3f}]"
             lines.append(f"{name} detector calibrated: ROC AUC {quality.auc:.3f} {interval} "
                          f"on {on}{point}")  # fmt: skip

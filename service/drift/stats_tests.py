@@ -73,6 +73,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
+from service.coverage import gap_lower_bound, wilson_bounds
 from service.drift.distances import Counts, union_categories
 
 __all__ = [
@@ -444,15 +445,16 @@ def two_proportion_test(
 
 
 class CoverageGap(NamedTuple):
-    """A category much more common in live traffic than in the gold set."""
+    """A category much more common in live traffic than in the gold set
+    (:func:`coverage_gaps`); shares are fractions in [0, 1]."""
 
     category: str
     live_share: float
     gold_share: float
     ratio: float  # live_share / gold_share; inf when the gold set lacks the category
     difference: float  # live_share − gold_share
-    ci_low: float  # Newcombe CI of the difference
-    ci_high: float
+    ci_low: float  # the live share's Wilson interval minus the (exact) gold share: L − g
+    ci_high: float  # U − g
 
 
 def coverage_gaps(
@@ -465,11 +467,15 @@ def coverage_gaps(
 ) -> list[CoverageGap]:
     """Categories the gold set under-covers, for harvesting gold questions.
 
-    A category is a gap when ``live_share ≥ min_ratio × gold_share`` AND the lower Newcombe
-    bound of ``live_share − gold_share`` is ≥ ``min_difference`` (so a 1-row difference in a
-    50-row gold set is not a gap). Sorted by the lower bound, largest first. Empty live
-    counts give ``[]``; so does an empty gold set (a share of 0 out of 0 rows has the
-    CI [0, 1], so no difference can be shown).
+    The harvest's rule (:func:`service.coverage.gap_lower_bound`, also behind its
+    ``coverage_gap`` reason), with ``p`` a category's live share over all ``live_counts``
+    and ``g`` its gold share: a gap when ``p ≥ min_ratio × g`` AND ``L − g ≥ min_difference``
+    (and ``> 0``), ``L`` the Wilson lower bound of ``p`` at ``confidence``. The gold share
+    is exact (the gold set is the set being completed, not a sample of one): Newcombe's
+    (1998, method 10) bound of ``p − g`` with a point ``g`` is ``L − g``, and the interval
+    reported is ``(L − g, U − g)``. ``und`` (undetermined language or topic) is never a gap.
+    Sorted by the lower bound, largest first, then by name. Empty live counts give ``[]``;
+    so does an empty gold set (no share to compare with).
 
     Raises:
         ValueError: ``min_ratio < 1`` or ``min_difference`` not in [0, 1).
@@ -478,19 +484,18 @@ def coverage_gaps(
         raise ValueError(f"min_ratio must be >= 1, got {min_ratio}")
     if not 0 <= min_difference < 1:
         raise ValueError(f"min_difference must be in [0, 1), got {min_difference}")
-    gaps = [
-        CoverageGap(
-            s.category,
-            s.current_share,
-            s.reference_share,
-            s.current_share / s.reference_share if s.reference_share > 0 else math.inf,
-            s.change,
-            s.ci_low,
-            s.ci_high,
-        )
-        for s in share_differences(gold_counts, live_counts, confidence)
-        if s.current_count > 0
-        and s.current_share >= min_ratio * s.reference_share
-        and s.ci_low >= min_difference
-    ]
+    cats, table = contingency_table(gold_counts, live_counts)
+    if not cats:
+        return []
+    gold_total, live_total = (float(t) for t in table.sum(axis=1))
+    z = _z(confidence)
+    gaps = []
+    for category, gold, live in zip(cats, table[0].tolist(), table[1].tolist(), strict=True):
+        bound = gap_lower_bound(live, live_total, gold, gold_total, min_ratio, z, category)
+        if bound <= 0 or bound < min_difference:
+            continue
+        p, g = live / live_total, gold / gold_total
+        high = wilson_bounds(live, live_total, z)[1] - g
+        ratio = p / g if g > 0 else math.inf
+        gaps.append(CoverageGap(category, p, g, ratio, p - g, bound, high))
     return sorted(gaps, key=lambda g: (-g.ci_low, g.category))

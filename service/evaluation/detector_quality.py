@@ -139,30 +139,75 @@ class DetectorQuality:
         }
 
 
-def operating_point_summary(quality: Mapping[str, Any]) -> str:
-    """``"TPR 0.950 (38 of 40), FPR 0.000 (0 of 12), balanced accuracy 0.975"`` of a quality
-    report entry (its ``tpr``, ``fpr``, ``balanced_accuracy``, ``n_pos``, ``n_neg``): each
-    rate with the counts it is a share of, so it can be checked against the class sizes next
-    to it (``"12 unanswerable / 40 answerable gold questions"``: the out-of-scope detector's
-    positives are the answerable ones, kept in scope). The counts are left out where a rate
-    is no whole share of its class (a rate measured on other rows than the class sizes).
+#: What a detector's two rates at its threshold count, in its user's words: ``(TPR, FPR)``.
+#: The out-of-scope detector's positive class is "in scope" (answerable), so its FPR is the
+#: share of unanswerable gold questions it lets pass as in scope, not a rate of false alarms.
+RATE_WORDS: dict[str, tuple[str, str]] = {
+    "out_of_scope": ("answerable kept in scope", "unanswerable judged in scope"),
+}
 
-    >>> operating_point_summary({"tpr": 0.95, "fpr": 0.0, "balanced_accuracy": 0.975,
-    ...                          "n_pos": 40, "n_neg": 12})
-    'TPR 0.950 (38 of 40), FPR 0.000 (0 of 12), balanced accuracy 0.975'
+
+def class_rates_text(quality: Mapping[str, Any], detector: str | None = None) -> str:
+    """A detector's TPR and FPR at its threshold, each with the class it is a share of named
+    (:data:`RATE_WORDS`) and its counts: ``"answerable kept in scope 27 of 28 (TPR 0.964);
+    unanswerable judged in scope 13 of 14 (FPR 0.929)"`` of a quality entry (``tpr``,
+    ``fpr``, ``n_pos``, ``n_neg``). The counts are left out where a rate is no whole share
+    of its class (a rate measured on other rows than the class sizes): ``"answerable kept in
+    scope: TPR 0.900; ..."``. A detector without words: ``"TPR 0.950 (38 of 40), FPR 0.000
+    (0 of 12)"``.
+
+    >>> text = class_rates_text({"tpr": 27 / 28, "fpr": 13 / 14, "n_pos": 28, "n_neg": 14},
+    ...                         "out_of_scope")
+    >>> for part in text.split("; "):
+    ...     print(part)
+    answerable kept in scope 27 of 28 (TPR 0.964)
+    unanswerable judged in scope 13 of 14 (FPR 0.929)
+    >>> class_rates_text({"tpr": 0.9, "fpr": 0.25}, "out_of_scope")
+    'answerable kept in scope: TPR 0.900; unanswerable judged in scope: FPR 0.250'
+    """
+
+    def count(value: float, n: Any) -> str | None:
+        if isinstance(n, int) and n > 0 and abs(value * n - round(value * n)) < 1e-6:
+            return f"{round(value * n)} of {n}"
+        return None
+
+    parts = []
+    for name, value, n, words in zip(
+        ("TPR", "FPR"),
+        (quality["tpr"], quality["fpr"]),
+        (quality.get("n_pos"), quality.get("n_neg")),
+        RATE_WORDS.get(detector or "", (None, None)),
+        strict=True,
+    ):
+        of = count(value, n)
+        rate = f"{name} {value:.3f}"
+        if words is None:
+            parts.append(f"{rate} ({of})" if of else rate)
+        else:
+            parts.append(f"{words} {of} ({rate})" if of else f"{words}: {rate}")
+    return ("; " if detector in RATE_WORDS else ", ").join(parts)
+
+
+def operating_point_summary(quality: Mapping[str, Any], detector: str | None = None) -> str:
+    """:func:`class_rates_text` and the balanced accuracy of a quality report entry (its
+    ``tpr``, ``fpr``, ``balanced_accuracy``, ``n_pos``, ``n_neg``), each rate with the class
+    it is a share of and its counts, so it can be checked against the class sizes next to it
+    (``"14 unanswerable / 28 answerable gold questions"``: the out-of-scope detector's
+    positives are the answerable ones, kept in scope).
+
+    >>> text = operating_point_summary({"tpr": 0.95, "fpr": 0.0, "balanced_accuracy": 0.975,
+    ...                                 "n_pos": 40, "n_neg": 12}, "out_of_scope")
+    >>> for part in text.split("; "):
+    ...     print(part)
+    answerable kept in scope 38 of 40 (TPR 0.950)
+    unanswerable judged in scope 0 of 12 (FPR 0.000)
+    balanced accuracy 0.975
     >>> operating_point_summary({"tpr": 0.9, "fpr": 0.25, "balanced_accuracy": 0.825})
     'TPR 0.900, FPR 0.250, balanced accuracy 0.825'
     """
-
-    def rate(name: str, value: float, n: Any) -> str:
-        text = f"{name} {value:.3f}"
-        if isinstance(n, int) and n > 0 and abs(value * n - round(value * n)) < 1e-6:
-            text += f" ({round(value * n)} of {n})"
-        return text
-
-    return (f"{rate('TPR', quality['tpr'], quality.get('n_pos'))}, "
-            f"{rate('FPR', quality['fpr'], quality.get('n_neg'))}, "
-            f"balanced accuracy {quality['balanced_accuracy']:.3f}")  # fmt: skip
+    sep = "; " if detector in RATE_WORDS else ", "
+    rates = class_rates_text(quality, detector)
+    return f"{rates}{sep}balanced accuracy {quality['balanced_accuracy']:.3f}"
 
 
 #: What each detector's two classes are, in its user's words: ``(positives, negatives)``

@@ -230,11 +230,22 @@ COMPARISON_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 
 
+#: A mean difference (or interval end) smaller than this is float noise of equal means
+#: (trial 9: "1.63e-18" for two retrievers' identical means) and is shown as 0.
+NOISE = 1e-12
+
+
+def _denoised(x: float) -> float:
+    return 0.0 if abs(x) < NOISE else x
+
+
 def comparison_rows(comparisons: Sequence[PairedComparison]) -> list[list[object]]:
-    """One row per paired comparison, in :data:`COMPARISON_COLUMNS` order."""
+    """One row per paired comparison, in :data:`COMPARISON_COLUMNS` order, for display: the
+    difference and its interval ends below :data:`NOISE` in magnitude as 0 (the JSON report
+    keeps the values computed)."""
     return [
-        [c.metric, c.a, c.b, c.n, c.mean_a, c.mean_b, c.mean_diff, c.ci_low, c.ci_high, c.wins,
-         c.losses, c.ties, c.p_value]
+        [c.metric, c.a, c.b, c.n, c.mean_a, c.mean_b, _denoised(c.mean_diff),
+         _denoised(c.ci_low), _denoised(c.ci_high), c.wins, c.losses, c.ties, c.p_value]
         for c in comparisons
     ]  # fmt: skip
 

@@ -94,8 +94,7 @@ class HarvestConfig(BaseModel):
             gap, as a new user's trial expected (0.05, the former default, flagged nothing on
             that log); a label with a handful of events is not (10 of 1,000: bound 0.5 %).
             The drift view's coverage gaps (status page "Under-covered by the gold set") are
-            its own rule over all traffic: live ≥ 2 × gold and a 95 % lower bound of the
-            difference, the gold share an estimate too, ≥ 2 points.
+            the same rule over all traffic, against a fixed 2 points.
         min_gap_ratio: live share ÷ gold share from which a topic or language can be a
             coverage gap (≥ 1; 2, the drift view's): a majority label a few points above its
             gold share (86 % live, 76 % gold) is not under-covered; a label the gold set

@@ -24,9 +24,10 @@ from collections import Counter, deque
 from collections.abc import Collection, Iterable, Mapping
 from functools import lru_cache
 from itertools import islice
-from math import ceil, sqrt
+from math import ceil
 from typing import Any
 
+from service.coverage import UNDETERMINED, gap_lower_bound
 from service.events import QueryLogEvent
 from service.harvest.config import REASONS, HarvestConfig
 from service.pii.scrub import scrub_label
@@ -34,8 +35,6 @@ from service.pii.scrub import scrub_label
 __all__ = ["DIMENSIONS", "CoverageTracker", "ScoreWindow", "event_reasons", "production_score"]
 
 DIMENSIONS = ("topic", "language")
-#: The standard normal's 97.5 % quantile: two-sided 95 % intervals (``scipy.special.ndtri(0.975)``).
-_Z95 = 1.959963984540054
 _MAX_RETRIEVERS = 16
 
 _BIT = {reason: 1 << i for i, reason in enumerate(REASONS)}
@@ -73,14 +72,10 @@ class CoverageTracker:
       ``n`` window events (:func:`service.drift.stats_tests.wilson_interval`, Wilson 1927),
       which the caller compares with ``min_gap`` (absolute).
 
-    This is the drift view's coverage-gap rule (:func:`service.drift.stats_tests.coverage_gaps`:
-    ``p ≥ 2 × g`` and the lower Newcombe bound of ``p − g`` ≥ 2 points) with the gold share
-    taken as exact: the gold set is the set being completed, not a sample of one, so its
-    Wilson interval is the point ``g`` and Newcombe's (1998, method 10) lower bound
-    ``d − √((p − L)² + (u_g − g)²)`` is ``L − g``. The drift view's two-sample bound fits
-    another question (does the gold set's *population* under-cover?): with a 50-row gold set
-    it flags nothing a harvest needs (hi 25 % live in 5,000 events against 6 of 50 gold rows:
-    bound 0.011; de 8 % against 0 of 50: 0.008).
+    This is :func:`service.coverage.gap_lower_bound`, the rule the drift view's coverage gaps
+    use too (:func:`service.drift.stats_tests.coverage_gaps`, over all live traffic): the
+    gold share taken as exact (the gold set is the set being completed, not a sample of
+    one), so Newcombe's (1998, method 10) lower bound of ``p − g`` is ``L − g``.
 
     Args:
         gold_counts: ``{dimension: {label: count}}`` of the gold set; a dimension without
@@ -152,15 +147,10 @@ class CoverageTracker:
         n = len(self._labels[dimension]) if dimension in self._labels else 0
         if n < self.min_live_events or not gold_total:
             return 0.0
-        key = str(label or "und")
-        if key == "und":  # undetermined (no language or topic known): nothing to cover
-            return 0.0
+        key = str(label or UNDETERMINED)
         x = self.live[dimension][key]
         gold_count = self.gold[dimension].get(key, 0)
-        # p ≥ min_ratio × g as x · G ≥ min_ratio · gold_count · n: no division to round
-        if not x or x * gold_total < self.min_ratio * gold_count * n:
-            return 0.0
-        return max(0.0, _wilson_lower(x, n) - gold_count / gold_total)
+        return gap_lower_bound(x, n, gold_count, gold_total, self.min_ratio, label=key)
 
     def gaps(self) -> dict[str, dict[str, float]]:
         """``{dimension: {label: gap}}`` of every live label with a positive gap."""
@@ -206,17 +196,6 @@ class CoverageTracker:
                 labels = _spread(counts, min(int(state.get("events", 0)), self.window))
             self._labels[dim] = deque(labels, maxlen=self.window)
             self.live[dim] = Counter(self._labels[dim])
-
-
-def _wilson_lower(successes: int, n: int) -> float:
-    """The 95 % Wilson score lower bound of ``successes / n`` (Wilson 1927; Newcombe 1998
-    method 3), ``(p̂ + z²/2n − z √(p̂(1−p̂)/n + z²/4n²)) / (1 + z²/n)``, in [0, 1], ``n ≥ 1``:
-    :func:`service.drift.stats_tests.wilson_interval`'s, in plain floats (that module
-    imports scipy, ~0.24 s, for a three-line formula; a test pins the two equal)."""
-    p, z2 = successes / n, _Z95 * _Z95
-    centre = p + z2 / (2 * n)
-    half = _Z95 * sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    return max(0.0, (centre - half) / (1 + z2 / n))
 
 
 def _spread(counts: Mapping[str, int], size: int) -> list[str]:

@@ -61,11 +61,17 @@ def find_extra(key: str, *docs: Mapping[str, Any] | None) -> Any:
     return None
 
 
-def shadow_section(shadow: Mapping[str, Any], min_n: int = FEW_RESULTS) -> Markup:
-    """Agreement of each shadow candidate with production: means, per language, and the
-    questions where they disagreed most (lowest RBO). Every agreement figure is shown with
+def shadow_section(
+    shadow: Mapping[str, Any],
+    min_n: int = FEW_RESULTS,
+    topic_labels: Mapping[str, str] | None = None,
+) -> Markup:
+    """Agreement of each shadow candidate with production: means, per language and topic, and
+    the questions where they disagreed most (lowest RBO). Every agreement figure is shown with
     the number of results it is over, marked "few" under ``min_n`` (:func:`with_n`; the
-    replay page passes ``analytics.quality_min_class``)."""
+    replay page passes ``analytics.quality_min_class``); a per-label mean over fewer than
+    ``min_n`` results is drawn as no bar. Topics are named by ``topic_labels`` (``{id:
+    "topic-1: warsaw"}``, the analytics report's) where known, as on the rest of the page."""
     candidates: Mapping[str, Mapping[str, Any]] = shadow.get("candidates") or {}
     if not candidates:
         return section("shadow", "Shadow agreement", para("No shadow candidate.", "muted"))
@@ -139,10 +145,11 @@ def shadow_section(shadow: Mapping[str, Any], min_n: int = FEW_RESULTS) -> Marku
         ),
         table(["candidate", *AGREEMENT], agreement),
     ]
+    names_of = dict(topic_labels or {})
     parts.append(_by_label(candidates, "by_language", "language", min_n))
-    parts.append(_by_label(candidates, "by_topic", "topic", min_n))
+    parts.append(_by_label(candidates, "by_topic", "topic", min_n, names_of))
     for name, c in candidates.items():
-        parts.append(_disagreements(name, c.get("disagreements") or []))
+        parts.append(_disagreements(name, c.get("disagreements") or [], names_of))
     return section("shadow", "Shadow agreement", *parts)
 
 
@@ -167,24 +174,35 @@ LABEL_AGREEMENT = ("rbo", "kendall_tau", "overlap", "top1")
 
 
 def _by_label(candidates: Mapping[str, Mapping[str, Any]], key: str, label: str,
-              min_n: int) -> Markup:  # fmt: skip
+              min_n: int, names: Mapping[str, str] | None = None) -> Markup:  # fmt: skip
+    """The chart and table of each candidate's agreement per ``label`` value (language or
+    topic, shown by ``names`` where given); a mean RBO over fewer than ``min_n`` results is
+    drawn as no bar (trial 9: a language with n = 1 had one)."""
     tables = {name: c.get(key) or {} for name, c in candidates.items()}
     values = sorted({v for t in tables.values() for v in t})
     if not values:
         return Markup("")
+    shown = [(names or {}).get(v, v) for v in values]
     svg = plots.grouped_bars(
-        values,
-        {n: [(t.get(v) or {}).get("rbo") or 0.0 for v in values] for n, t in tables.items()},
+        shown,
+        {n: [_bar_rbo(t.get(v) or {}, min_n) for v in values] for n, t in tables.items()},
         title=f"RBO with production by {label}",
         xlabel="RBO",
     )
     rows = [
-        [v, *(x for t in tables.values() for x in _label_cells(t.get(v) or {}, min_n))]
-        for v in values
+        [s, *(x for t in tables.values() for x in _label_cells(t.get(v) or {}, min_n))]
+        for v, s in zip(values, shown, strict=True)
     ]
     header = [label, *(f"{n} {c}" for n in tables for c in ("n", *LABEL_AGREEMENT))]
-    chart = figure(svg, f"Mean RBO per {label}")
+    chart = figure(svg, f"Mean RBO per {label}; a mean over fewer than {min_n} is drawn as no bar.")
     return Markup(f"<h3>By {label}</h3>{chart}{table(header, rows)}")
+
+
+def _bar_rbo(cell: Mapping[str, Any], min_n: int) -> float:
+    """A label's mean RBO as a bar: 0 (no bar) when over fewer than ``min_n`` results (its
+    RBO count, else the label's results) or missing."""
+    n = (cell.get("counts") or {}).get("rbo", cell.get("n"))
+    return float(cell.get("rbo") or 0.0) if isinstance(n, int) and n >= min_n else 0.0
 
 
 def _label_cells(cell: Mapping[str, Any], min_n: int) -> list[object]:
@@ -196,14 +214,15 @@ def _label_cells(cell: Mapping[str, Any], min_n: int) -> list[object]:
                  for m in LABEL_AGREEMENT)]  # fmt: skip
 
 
-def _disagreements(name: str, rows: Sequence[Mapping[str, Any]]) -> Markup:
+def _disagreements(name: str, rows: Sequence[Mapping[str, Any]],
+                   names: Mapping[str, str] | None = None) -> Markup:  # fmt: skip
     if not rows:
         return Markup("")
     body = [
         [
             r.get("question", ""),
             r.get("language"),
-            r.get("topic"),
+            (names or {}).get(r.get("topic") or "", r.get("topic")),
             r.get("rbo"),
             r.get("overlap"),
             _ids(r.get("production")),

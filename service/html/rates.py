@@ -120,12 +120,13 @@ def _quality_cell(quality: Mapping[str, Any] | None) -> str:
 
 
 def _operating_point_cell(quality: Mapping[str, Any] | None) -> str | None:
-    """``"TPR 0.952 (40 of 42), FPR 0.783 (47 of 60), balanced accuracy 0.584"`` at the
-    detector's threshold (:func:`~service.evaluation.detector_quality.operating_point_summary`),
-    or ``None`` when it reports none."""
+    """``"answerable kept in scope 40 of 42 (TPR 0.952); unanswerable judged in scope 47 of
+    60 (FPR 0.783); balanced accuracy 0.584"``: the out-of-scope detector at its threshold
+    (:func:`~service.evaluation.detector_quality.operating_point_summary`), or ``None`` when
+    it reports none."""
     if not quality or quality.get("balanced_accuracy") is None:
         return None
-    return operating_point_summary(quality)
+    return operating_point_summary(quality, "out_of_scope")
 
 
 def _both_directions(analytics: Mapping[str, Any]) -> Markup:

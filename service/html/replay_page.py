@@ -154,8 +154,8 @@ def analytics_sections(
     if quality is not None:
         parts.append(quality_section(quality))
     if shadow is not None:
-        parts.append(shadow_section(shadow, (analytics or {}).get("quality_min_class",
-                                                                  FEW_RESULTS)))  # fmt: skip
+        min_n = (analytics or {}).get("quality_min_class", FEW_RESULTS)
+        parts.append(shadow_section(shadow, min_n, (analytics or {}).get("topic_labels")))
     if candidates is not None:
         parts.append(candidates_section(candidates))
     return parts
@@ -342,17 +342,17 @@ GOLD_TOPIC_COUNTS = (
 )
 
 
-#: The drift view's list of under-covered categories (not harvest's ``coverage_gap`` reason,
-#: the same kind of rule over the last ``harvest.gap_window`` events with the gold shares
-#: exact): heading and rule, as shown.
+#: The drift view's list of under-covered categories (harvest's ``coverage_gap`` rule,
+#: :func:`service.coverage.gap_lower_bound`, over all live traffic rather than the last
+#: ``harvest.gap_window`` events): heading and rule, as shown.
 UNDER_COVERED_TITLE = "Under-covered by the gold set (drift view's coverage gaps)"
 UNDER_COVERED_RULE = (
     "A category is listed when its live share is at least twice its gold-set share and the "
-    "95 % lower bound of live share − gold share (Newcombe interval) is at least 2 points: a "
-    "statistical test over all live traffic so far (goldwatch_coverage_gap_ratio exports that "
-    "lower bound). Harvesting's coverage_gap reason is a separate, per-question rule over "
-    "the last harvest.gap_window events: live share ≥ 2 × gold share and the live share's "
-    "95 % lower bound − gold share ≥ harvest.min_gap (the gold shares taken as exact)."
+    "live share's 95 % lower bound (Wilson) minus the gold share is at least 2 points, over "
+    "all live traffic so far; the gold share is taken as exact, since the gold set is the set "
+    "being completed (goldwatch_coverage_gap_ratio exports that lower bound). Harvesting's "
+    "coverage_gap reason uses the same rule over the last harvest.gap_window events, against "
+    "harvest.min_gap. An undetermined language or topic (und) is never listed."
 )
 
 

@@ -228,16 +228,17 @@ def _with_series(analytics: AnalyticsReport | None, series: TimeSeries) -> Analy
     return None if analytics is None else {**analytics, "series": series.report()}
 
 
-def quality_text(quality: dict[str, Any] | None) -> str:
+def quality_text(quality: dict[str, Any] | None, detector: str | None = None) -> str:
     """``"ROC AUC 0.912 [0.880, 0.941] on 12 unanswerable / 48 answerable gold questions; at
-    its threshold TPR 0.950, FPR 0.210, balanced accuracy 0.870"`` of a
+    its threshold answerable kept in scope 38 of 40 (TPR 0.950); unanswerable judged in scope
+    0 of 12 (FPR 0.000); balanced accuracy 0.975"`` of ``detector``'s
     :func:`detector_quality_report` entry (the operating point only when it has one)."""
     if not quality or quality.get("auc") is None:
         return "ROC AUC not measured"
     low, high = quality.get("auc_low"), quality.get("auc_high")
     interval = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
     return (f"ROC AUC {quality['auc']:.3f}{interval}{measured_on_text(quality)}"
-            f"{operating_point_text(quality)}")  # fmt: skip
+            f"{operating_point_text(quality, detector)}")  # fmt: skip
 
 
 def measured_on_text(quality: dict[str, Any] | None) -> str:
@@ -246,14 +247,16 @@ def measured_on_text(quality: dict[str, Any] | None) -> str:
     return f" on {quality['measured_on']}" if quality and quality.get("measured_on") else ""
 
 
-def operating_point_text(quality: dict[str, Any] | None) -> str:
-    """``"; at its threshold TPR 0.950 (38 of 40), FPR 0.000 (0 of 12), balanced accuracy
-    0.975"`` of a :func:`detector_quality_report` entry
-    (:func:`~service.evaluation.detector_quality.operating_point_summary`), or ``""`` without
-    an operating point."""
+def operating_point_text(quality: dict[str, Any] | None, detector: str | None = None) -> str:
+    """``"; at its threshold answerable kept in scope 38 of 40 (TPR 0.950); unanswerable
+    judged in scope 0 of 12 (FPR 0.000); balanced accuracy 0.975"`` of ``detector``'s
+    :func:`detector_quality_report` entry
+    (:func:`~service.evaluation.detector_quality.operating_point_summary`: the classes named
+    for a detector of :data:`~service.evaluation.detector_quality.RATE_WORDS`), or ``""``
+    without an operating point."""
     if not quality or quality.get("balanced_accuracy") is None:
         return ""
-    return f"; at its threshold {operating_point_summary(quality)}"
+    return f"; at its threshold {operating_point_summary(quality, detector)}"
 
 
 def _language_shares(counts: Mapping[str, int], shown: int = 6) -> str:
@@ -305,7 +308,7 @@ def render_text(doc: ReplayReport) -> str:
         caveat[NOVEL] = (f" (UNCALIBRATED, not facts: {novelty['uncalibrated']}"
                          f"{f'; measured{on}' if on else ''})")  # fmt: skip
     elif (novelty.get("quality") or {}).get("auc") is not None:
-        caveat[NOVEL] = f" (novelty detector {quality_text(novelty['quality'])})"
+        caveat[NOVEL] = f" (novelty detector {quality_text(novelty['quality'], 'novelty')})"
     ranked = list(analytics["topics"].items())
     listed = ranked[:6] + [(k, v) for k, v in ranked[6:] if k == NOVEL]  # novel always shown
     topics = "; ".join(f"{names.get(k, k)} {v / total:.0%}{caveat.get(k, '')}"
@@ -352,7 +355,7 @@ def render_text(doc: ReplayReport) -> str:
             f"over-refusals {scope['over_refusals']}, under-refusals {scope['under_refusals']}"
         )
         counts += under_refusals_explained_text(scope)
-        quality = quality_text(scope.get("quality"))
+        quality = quality_text(scope.get("quality"), "out_of_scope")
         if scope.get("uncalibrated"):
             why = str(scope["uncalibrated"])
             on = measured_on_text(scope.get("quality"))
@@ -390,6 +393,7 @@ def render_text(doc: ReplayReport) -> str:
     lines.append(f"drift now ({against}): {states}")
     lines += [f"  {dim} raises no alarm: {why}"
               for dim, why in sorted(drift.get("suppressed_dimensions", {}).items())]  # fmt: skip
+    lines += coverage_gap_lines(drift, analytics.get("topic_labels") or {})
     untested: dict[tuple[str, str], list[str]] = {}  # (comparison, why) -> dimensions
     tested = [dim for dim, state in shown.items() if state != "off"]
     for dim in tested:
@@ -435,6 +439,34 @@ def render_text(doc: ReplayReport) -> str:
             lines.append(f"  DRIFT  {where}: rising {', '.join(rising) or '-'}{quiet}")
     lines += quality_lines(doc.get("quality"))
     return "\n".join(lines + harvest_lines(doc.get("gold_candidates")))
+
+
+#: The drift view's coverage-gap rule (:func:`service.drift.stats_tests.coverage_gaps`), as
+#: the text report states it.
+COVERAGE_GAP_RULE = "live share ≥ 2 × gold share, its 95 % lower bound ≥ gold share + 2 points"
+
+
+def coverage_gap_lines(drift: dict[str, Any], topic_names: dict[str, str]) -> list[str]:
+    """The drift report's coverage gaps (``{dim: {"coverage_gaps": [...], "gold_counts":
+    {...}, "coverage_gaps_left_out": {category: why}}}``; the why is shown with the
+    suppressed categories), one line for the language and
+    topic dimensions that have gold counts: ``"  coverage gaps vs gold (rule): language de
+    11.1 % live / 0.0 % gold, …; topic none"``; ``[]`` when no dimension has gold counts.
+    Topics are named by ``topic_names`` (id → "topic-1: warsaw") where known."""
+    parts = []
+    for dim in ("language", "topic"):
+        body = drift.get(dim) or {}
+        if not body.get("gold_counts"):
+            continue
+        names = topic_names if dim == "topic" else {}
+        gaps = [f"{names.get(g['category'], g['category'])} {g['live_share']:.1%} live / "
+                f"{g['gold_share']:.1%} gold" for g in body.get("coverage_gaps") or []]  # fmt: skip
+        gaps += [
+            f"{names.get(c, c)} left out (its share is not a fact: above)"
+            for c in sorted(body.get("coverage_gaps_left_out") or {})
+        ]
+        parts.append(f"{dim} {', '.join(gaps) or 'none'}")
+    return [f"  coverage gaps vs gold ({COVERAGE_GAP_RULE}): {'; '.join(parts)}"] if parts else []
 
 
 def _paired_lines(name: str, cell: dict[str, Any], known: dict[str, Any], k: Any) -> list[str]:

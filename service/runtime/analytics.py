@@ -28,6 +28,7 @@ from service.evaluation.detector_quality import (
     DEFAULT_AUC_FLOOR,
     DetectorQuality,
     MisjudgedAnswerable,
+    class_rates_text,
     measure_auc,
     misjudged_answerable,
     too_few,
@@ -148,7 +149,7 @@ class Analytics:
                     f"[{quality.low:.3f}, {quality.high:.3f}] is below the quality floor "
                     f"{self.quality_floor:.2f}")  # fmt: skip
         return (f"{detector} balanced accuracy {quality.balanced_accuracy:.3f} at its "
-                f"threshold (TPR {quality.tpr:.3f}, FPR {quality.fpr:.3f}; ROC AUC "
+                f"threshold ({class_rates_text(quality.as_dict(), detector)}; ROC AUC "
                 f"{quality.auc:.3f}) is below analytics.scope_min_balanced_accuracy "
                 f"{self.min_balanced_accuracy:.2f}")  # fmt: skip
 

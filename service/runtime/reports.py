@@ -282,7 +282,9 @@ def novelty_report(
 
 def detector_quality_report(analytics: Analytics) -> dict[str, dict[str, Any]]:
     """Each detector's measured quality (:meth:`DetectorQuality.as_dict`: the AUC, and the
-    operating point at its threshold where it has one) with ``measured_on`` (its class sizes
+    operating point at its threshold where it has one; out-of-scope: ``tpr`` the share of
+    answerable gold questions kept in scope, ``fpr`` of unanswerable ones judged in scope,
+    :data:`~service.evaluation.detector_quality.RATE_WORDS`) with ``measured_on`` (its class sizes
     in the user's words, :func:`~service.evaluation.detector_quality.measured_on`: ``"5
     unanswerable / 45 answerable gold questions"``; the numbers are ``n_neg`` and ``n_pos``),
     ``trusted`` (AUC ≥ the floor, balanced accuracy at the threshold ≥ its floor, each class at

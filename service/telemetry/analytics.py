@@ -361,9 +361,10 @@ def build_analytics_metrics(
             "jump in event time and are released into the windows.", [],
         ),
         coverage_gap=gauge(
-            "coverage_gap_ratio", "Lower CI bound of live share minus gold-set share, for "
-            "categories the gold set under-covers (the drift view's coverage gaps: live share "
-            "at least twice the gold share; not harvest's coverage_gap reason).",
+            "coverage_gap_ratio", "Live share's 95 % Wilson lower bound minus gold-set share, "
+            "for categories the gold set under-covers (the drift view's coverage gaps, over all "
+            "live traffic: live share at least twice the gold share and that bound at least "
+            "0.02; harvest's coverage_gap rule, which uses recent traffic).",
             ["dimension", "category"],
         ),
         detector_auc=gauge(
@@ -379,7 +380,9 @@ def build_analytics_metrics(
         detector_operating_point=gauge(
             "detector_operating_point_ratio", "A detector's rates at the threshold its counts "
             "use, on its calibration data (cross-validated scores): tpr, fpr and "
-            "balanced_accuracy = (tpr + 1 - fpr) / 2; a rate is absent while undefined (no "
+            "balanced_accuracy = (tpr + 1 - fpr) / 2 (out_of_scope: tpr the share of "
+            "answerable gold questions kept in scope, fpr of unanswerable ones judged in "
+            "scope); a rate is absent while undefined (no "
             "operating point, or a class without calibration scores).",
             ["detector", "rate"],
         ),

@@ -108,6 +108,7 @@ from service.evaluation.detector_quality import DetectorQuality, measure_auc
 from service.files.regular import open_regular
 from service.language.hinglish import STRONG_WORDS, WEAK_WORDS, is_hinglish
 from service.language.scripts import function_words
+from service.records import PLACEHOLDERS
 from service.text.stop_words import ENGLISH_STOP_WORDS
 from service.topics.config import N_TOPICS_MAX, N_TOPICS_MIN, TopicConfig
 
@@ -121,6 +122,8 @@ KIND = "topics-embedding"
 _WORD = re.compile(TOKEN_PATTERN)
 #: Label words: :data:`TOKEN_PATTERN` without the Devanagari danda and double danda (U+0964,
 #: U+0965: sentence ends, which made "थे।" a label term beside "थे").
+#: The placeholders of scrubbed personal data, never label words (:func:`_words`).
+_PLACEHOLDER = re.compile("|".join(re.escape(p) for p in PLACEHOLDERS.values()))
 _LABEL_WORD = re.compile(TOKEN_PATTERN.replace(r"\u0900-\u0dff", r"\u0900-\u0963\u0966-\u0dff"))
 #: Words of how questions are asked, not what about (with scikit-learn's English stop words).
 QUESTION_WORDS = frozenset(
@@ -935,9 +938,16 @@ def _cross_validated(vectors: np.ndarray, known: np.ndarray, k: int, folds: int,
 
 def _words(text: str) -> list[str]:
     """Clean label words of a text: lower-cased whole word tokens (:data:`TOKEN_PATTERN`),
-    without scikit-learn's English stop words, :data:`QUESTION_WORDS`, numbers, and one-letter
-    Latin tokens."""
-    return [w for w in _LABEL_WORD.findall(text.lower())
+    without scikit-learn's English stop words, :data:`QUESTION_WORDS`, numbers, one-letter
+    Latin tokens and the personal-data placeholders a scrubbed text holds (``<EMAIL>``,
+    ``<PHONE>``, ``<NAME>``…: :data:`service.records.PLACEHOLDERS`; a topic was labelled
+    "asked, city, email" after a gold question "(asked by <EMAIL>)" was accepted). The plain
+    word ("change my email") stays a word.
+
+    >>> _words("Which city? (asked by <EMAIL>, <PHONE>) My email changed")
+    ['city', 'asked', 'email', 'changed']
+    """
+    return [w for w in _LABEL_WORD.findall(_PLACEHOLDER.sub(" ", text).lower())
             if w not in ENGLISH_STOP_WORDS and w not in QUESTION_WORDS and not w.isdigit()
             and (len(w) > 1 or not w.isascii())]  # fmt: skip
 

@@ -325,7 +325,9 @@ def test_a_calibrated_detector_line_shows_its_operating_point(tmp_path: Path) ->
     line = (
         f"#   out_of_scope detector calibrated: ROC AUC {q['auc']:.3f} [{q['auc_low']:.3f}, "
         f"{q['auc_high']:.3f}] on 100 unanswerable / {q['n_pos']} answerable gold questions; "
-        f"at its threshold TPR {q['tpr']:.3f}, FPR {q['fpr']:.3f}, balanced accuracy "
+        f"at its threshold answerable kept in scope {round(q['tpr'] * q['n_pos'])} of "
+        f"{q['n_pos']} (TPR {q['tpr']:.3f}); unanswerable judged in scope "
+        f"{round(q['fpr'] * 100)} of 100 (FPR {q['fpr']:.3f}); balanced accuracy "
         f"{q['balanced_accuracy']:.3f}"
     )
     assert line in lines

@@ -200,6 +200,21 @@ suggestions carry no ``gap``: unchanged, and so is the 20k suggestions' digest. 
 machine whose out-of-scope ``threshold`` reads 0.15875277113841546 (demo) and
 0.41690199126004923 (production) where the files hold ...554 and 0.4169019557504985: those
 six fields were put back to the files' values.
+All three rewritten again in the twenty-second session (trial 9, F2) for a meant change of the
+drift view's coverage-gap rule and nothing else (checked field for field, floats to 1e-6
+relative, against the former files): it is now harvest's, the gold share taken as exact
+(:mod:`service.coverage`), so a gap's ``ci_low`` is the live share's Wilson lower bound minus
+the gold share and ``ci_high`` its upper bound minus it. Moved: production language gap
+``ci_low`` 0.0910 → 0.0937, topic gap ``ci_low`` 0.1359 → 0.1490 and ``ci_high`` 0.1858 →
+0.1788; 20k report language ``ci_low`` 0.0873 → 0.0922, topic 0.1320 → 0.1505 and 0.1734 →
+0.1619 (a language the gold set lacks keeps its ``ci_high``: 0 of G's Wilson lower end is 0);
+demo: ``analytics.drift.topic.coverage_gaps_left_out`` added — ``novel`` (410 of 3,000 live,
+3 of 59 gold: bound .125 − .051) is now a gap, left out as uncalibrated. The suggestions
+(harvest's rule, unchanged) and the 20k digest are unchanged.
+The demo's rewritten again in the twenty-second session (trial 9, F3) for text only: its five
+``uncalibrated`` / ``suppressed`` strings of the out-of-scope detector name the classes of its
+rates ("(answerable kept in scope 46 of 47 (TPR 0.979); unanswerable judged in scope 11 of 12
+(FPR 0.917); ROC AUC 0.813)", was "(TPR 0.979, FPR 0.917; ROC AUC 0.813)"); nothing else.
 """
 
 from __future__ import annotations

@@ -458,3 +458,34 @@ def test_the_shadow_line_gives_every_agreement_mean_its_n() -> None:
         "Kendall's tau 0.500 (n 3, few), citation recall – (n 0, few); skipped: queue_full 2; "
         "errors: timeout 1"
     )
+
+
+def test_the_text_report_lists_the_coverage_gaps(small: dict[str, Any]) -> None:
+    """Trial 9: German 11.1 % and Spanish 10.1 % of the live questions, none of the 42 gold
+    rows; the text report never named a coverage gap. It lists the drift view's, per
+    dimension with gold counts ("none" when it has none), topics by their names, a
+    category left out as uncalibrated as such."""
+    doc = copy.deepcopy(small)
+    drift = doc["analytics"]["drift"]
+    drift["language"]["gold_counts"] = {"en": 42}
+    drift["language"]["coverage_gaps"] = [
+        {"category": "de", "live_share": 0.111, "gold_share": 0.0},
+        {"category": "es", "live_share": 0.101, "gold_share": 0.0},
+    ]
+    drift["topic"]["gold_counts"] = {"topic-1": 20, "topic-2": 22}
+    drift["topic"]["coverage_gaps"] = []
+    drift["topic"].pop("coverage_gaps_left_out", None)
+    rule = "live share ≥ 2 × gold share, its 95 % lower bound ≥ gold share + 2 points"
+    expected = (f"  coverage gaps vs gold ({rule}): language de 11.1% live / 0.0% gold, "
+                "es 10.1% live / 0.0% gold; topic none")  # fmt: skip
+    assert expected in render_text(doc).splitlines()
+    doc["analytics"]["topic_labels"] = {"topic-1": "topic-1: warsaw"}
+    drift["topic"]["coverage_gaps"] = [
+        {"category": "topic-1", "live_share": 0.6, "gold_share": 0.25}
+    ]
+    drift["topic"]["coverage_gaps_left_out"] = {"novel": "uncalibrated: AUC 0.7"}
+    del drift["language"]["gold_counts"]  # no gold counts: no comparison to state
+    assert (
+        f"  coverage gaps vs gold ({rule}): topic topic-1: warsaw 60.0% live / 25.0% gold, "
+        "novel left out (its share is not a fact: above)"
+    ) in render_text(doc).splitlines()

@@ -66,7 +66,8 @@ def test_a_high_auc_with_a_poor_operating_point_is_uncalibrated_and_raises_no_al
     analytics = Analytics(stages=[], drift=_drift(), quality_floor=0.75,
                           min_balanced_accuracy=0.68)  # fmt: skip
     analytics.detector_quality["out_of_scope"] = quality
-    why = ("out_of_scope balanced accuracy 0.625 at its threshold (TPR 1.000, FPR 0.750; "
+    why = ("out_of_scope balanced accuracy 0.625 at its threshold (answerable kept in scope "
+           "10 of 10 (TPR 1.000); unanswerable judged in scope 3 of 4 (FPR 0.750); "
            "ROC AUC 0.900) is below analytics.scope_min_balanced_accuracy 0.68")  # fmt: skip
     assert analytics.uncalibrated("out_of_scope") == why
     assert apply_quality_floor(analytics) == {"out_of_scope": f"uncalibrated: {why}"}
@@ -83,13 +84,16 @@ def test_a_high_auc_with_a_poor_operating_point_is_uncalibrated_and_raises_no_al
 def test_text_shows_the_operating_point_next_to_the_auc() -> None:
     _, quality = _calibrated_quality()
     row = {**quality.as_dict(), "trusted": True, "uncalibrated": None}
-    assert quality_text(row).endswith(
-        "; at its threshold TPR 1.000 (10 of 10), FPR 0.750 (3 of 4), balanced accuracy 0.625"
+    assert quality_text(row, "out_of_scope").endswith(
+        "; at its threshold answerable kept in scope 10 of 10 (TPR 1.000); unanswerable judged "
+        "in scope 3 of 4 (FPR 0.750); balanced accuracy 0.625"
     )  # the counts by hand above: 10 answerable rows all kept, 3 of the 4 unanswerable pass
     report = copy.deepcopy(replay_report(extras=False))
     report["analytics"]["out_of_scope"] |= {"quality": row, "uncalibrated": None}
     line = next(x for x in render_text(report).splitlines() if x.startswith("out of scope"))
     assert "ROC AUC 0.900" in line and "balanced accuracy 0.625" in line
+    # trial 9: "FPR 0.929 (13 of 14)" read as 93 % false alarms; the classes are named
+    assert "unanswerable judged in scope 3 of 4 (FPR 0.750)" in line
 
 
 @pytest.mark.slow
@@ -105,7 +109,10 @@ def test_html_shows_one_auc_and_the_operating_point() -> None:
                                             "calibration": calibration}  # fmt: skip
     page = render_replay_html(report)
     assert "scope calibration: auc" not in page and "0.844" not in page
-    assert "TPR 1.000 (10 of 10), FPR 0.750 (3 of 4), balanced accuracy 0.625" in page
+    assert (
+        "answerable kept in scope 10 of 10 (TPR 1.000); unanswerable judged in scope 3 of 4 "
+        "(FPR 0.750); balanced accuracy 0.625"
+    ) in page
     assert "scope calibration: threshold" in page
 
 

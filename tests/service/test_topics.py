@@ -634,3 +634,18 @@ def test_labels_are_topics_once_labelled_rows_match_the_answerable_unlabelled_on
     assert topic_label_rule(rows(2, 0)).supervised is False  # fewer than 3 labelled rows
     assert topic_label_rule(rows(6, 7), use_gold_topics=False) == (False, None, None)
     assert topic_label_rule(rows(0, 7)) == (False, None, None)  # no labels: no notice
+
+
+def test_pii_placeholders_are_no_label_terms() -> None:
+    """Trial 9: accepting a gold question "... (asked by <EMAIL>)" named a topic "topic-6:
+    asked, city, email". Every scrubbed-data placeholder is left out of the terms; the plain
+    word stays one ("change my email")."""
+    texts = ["Which city hosts the fair? (asked by <EMAIL>)",
+             "Which city has the fair, call <PHONE> or <EMAIL>",
+             "Fair city tickets <NAME> <EMAIL> <CARD>",
+             "How do I change my email address?", "Where is the email address form?"]  # fmt: skip
+    terms = _top_terms(texts, np.array([0, 0, 0, 1, 1]), 2, 10)
+    # topic 0's words by hand: city 3, fair 3, asked 1, hosts 1, tickets 1 ("which", "has",
+    # "call", "by", "or" are stop words; no placeholder)
+    assert sorted(terms[0]) == ["asked", "city", "fair", "hosts", "tickets"]
+    assert {"email", "address"} <= set(terms[1])  # the word itself, typed by the asker

@@ -218,6 +218,38 @@ def test_coverage_gaps() -> None:
         coverage_gaps(live, gold, min_ratio=0.5)
 
 
+def test_coverage_gaps_take_the_gold_share_as_exact() -> None:
+    # A trial: 42 English gold rows; live de 111, es 101 of 1,000 from the first event. The
+    # gold share 0 is exact, so the bound is the live share's Wilson lower bound
+    # (p + z²/2n − z·√(p(1−p)/n + z²/4n²)) / (1 + z²/n), z = 1.959964, z² = 3.841459:
+    # es, p = .101: (.101 + .0019207 − 1.959964 · √(9.0799e-5 + 9.6036e-7)) / 1.0038415
+    #   = (.1029207 − .0187747) / 1.0038415 = .083824; upper (.1029207 + .0187747) / … = .121230
+    # de, p = .111: (.111 + .0019207 − 1.959964 · √(9.8679e-5 + 9.6036e-7)) / 1.0038415
+    #   = (.1129207 − .0195643) / 1.0038415 = .092999
+    # (the two-sample Newcombe bound, which also counts 0 of 42's Wilson upper end .0838,
+    # gave es .101 − √(.0172² + .0838²) = .0155 < .02: no gap)
+    live = {"en": 758, "de": 111, "es": 101, "und": 30}
+    gaps = coverage_gaps(live, {"en": 42})
+    assert [g.category for g in gaps] == ["de", "es"]  # und is never a gap
+    de, es = gaps
+    assert de.ci_low == pytest.approx(0.092999, abs=2e-6)
+    assert (es.ci_low, es.ci_high) == pytest.approx((0.083824, 0.121230), abs=2e-6)
+    assert es.live_share == 0.101 and es.gold_share == 0.0 and math.isinf(es.ratio)
+    assert es.difference == pytest.approx(0.101)
+
+
+def test_coverage_gap_floor_and_ratio() -> None:
+    # 29 of 1,000 against no gold row: bound .020266 ≥ .02, a gap; 28: .019442, none
+    assert [g.category for g in coverage_gaps({"x": 29, "en": 971}, {"en": 10})] == ["x"]
+    assert coverage_gaps({"x": 28, "en": 972}, {"en": 10}) == []
+    # gold hi 1 of 4 (.25): live .5 = 2 × .25 is a gap; bound of 500/1,000:
+    # (.5019207 − 1.959964 · √(2.5e-4 + 9.6036e-7)) / 1.0038415 = .469070, minus .25;
+    # .49 is not, however large the difference
+    (hi,) = coverage_gaps({"hi": 500, "en": 500}, {"hi": 1, "en": 3})
+    assert hi.ci_low == pytest.approx(0.469070 - 0.25, abs=2e-6)
+    assert coverage_gaps({"hi": 490, "en": 510}, {"hi": 1, "en": 3}) == []
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.integers(0, 300), st.integers(0, 300), st.integers(0, 300), st.integers(0, 300))
 def test_two_proportion_ci_is_the_vectorised_newcombe_interval(a, b, c, d) -> None:  # noqa: ANN001

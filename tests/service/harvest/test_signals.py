@@ -7,12 +7,13 @@ import math
 
 import pytest
 
-from service.drift.stats_tests import wilson_interval
+from service.coverage import wilson_bounds
+from service.coverage import wilson_lower as coverage_wilson_lower
+from service.drift.stats_tests import coverage_gaps, wilson_interval
 from service.harvest.config import HarvestConfig
 from service.harvest.signals import (
     CoverageTracker,
     ScoreWindow,
-    _wilson_lower,
     event_reasons,
     production_score,
 )
@@ -190,8 +191,22 @@ def test_coverage_gap_ratio_is_inclusive_and_configurable() -> None:
 
 def test_wilson_bound_is_the_drift_views() -> None:
     for x, n in [(0, 1), (1, 1), (1, 10), (5, 10), (250, 1_000), (80, 1_000), (999, 1_000)]:
-        low, _ = wilson_interval(x, n)
-        assert _wilson_lower(x, n) == pytest.approx(float(low), abs=1e-12)
+        low, high = wilson_interval(x, n)
+        assert wilson_bounds(x, n) == pytest.approx((float(low), float(high)), abs=1e-12)
+        assert coverage_wilson_lower(x, n) == pytest.approx(wilson_lower(x, n), abs=1e-12)
+
+
+def test_the_drift_views_gaps_are_the_trackers() -> None:
+    # one rule in both views: the same counts give the same gaps and bounds
+    gold = {"en": 33, "hi": 3}
+    live = {"en": 600, "hi": 250, "de": 80, "fr": 21, "und": 49}
+    tracker = CoverageTracker({"language": gold}, min_live_events=1)
+    tracker.update([{"language": lang} for lang, k in live.items() for _ in range(k)])
+    tracked = {lab: g for lab, g in tracker.gaps()["language"].items() if g >= CONFIG.min_gap}
+    drift = {g.category: g.ci_low for g in coverage_gaps(live, gold)}
+    assert drift == pytest.approx(tracked)
+    # hi: 250 of 1,000 ≥ 2 × 3/36; de: 80 of 1,000 against none; fr 21: bound below 0.02
+    assert sorted(drift) == ["de", "hi"]
 
 
 def test_the_window_slides_old_events_leave() -> None:

@@ -112,3 +112,15 @@ def test_misses_limit_and_errors() -> None:
 
 def test_rendering_is_deterministic(page: str) -> None:
     assert render_eval_html(samples.eval_outcome()) == page
+
+
+def test_a_float_noise_difference_is_shown_as_zero() -> None:
+    """Trial 9: the paired-comparison table showed "1.63e-18" for two equal means."""
+    from service.evaluation.compare import PairedComparison
+    from service.evaluation.report import comparison_rows
+
+    c = PairedComparison(metric="recall@10", a="bm25", b="hybrid", n=3, mean_a=0.5,
+                         mean_b=0.5, mean_diff=1.63e-18, wins=0, losses=0, ties=3, p_value=1.0,
+                         ci_low=-2e-17, ci_high=0.01, confidence=0.95, deltas={})  # fmt: skip
+    (row,) = comparison_rows([c])
+    assert row[6:9] == [0.0, 0.0, 0.01]  # the difference and its interval ends

@@ -241,3 +241,31 @@ def test_a_resumed_text_report_gives_this_runs_dead_letters_before_the_totals_of
     reason = lines.index("  dead-lettered not_json: 1")
     resumed = next(i for i, line in enumerate(lines) if line.startswith("resumed from s.sqlite"))
     assert lines[0].endswith("1 dead-lettered in this run") and reason < resumed
+
+
+def test_shadow_by_label_draws_no_bar_under_min_n_and_names_topics(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Trial 9: the "RBO by language" chart drew a bar for a language with n = 1, and the
+    shadow-by-topic tables showed "topic-1" where the rest of the page says "topic-1: warsaw"."""
+    from service.html import extras
+
+    drawn: dict[str, tuple[list[str], dict[str, list[float]]]] = {}
+
+    def capture(labels: list[str], series: dict[str, list[float]], **kw: object) -> str:
+        drawn[str(kw["title"])] = (list(labels), {k: list(v) for k, v in series.items()})
+        return "<svg></svg>"
+
+    monkeypatch.setattr(extras.plots, "grouped_bars", capture)
+    shadow = samples.shadow()
+    cell = shadow["candidates"]["bm25-v2"]
+    cell["by_language"] = {"en": {"n": 20, "rbo": 0.9}, "de": {"n": 1, "rbo": 0.5}}
+    cell["by_topic"] = {"topic-1": {"n": 12, "rbo": 0.7, "counts": {"rbo": 12}}}
+    cell["disagreements"][0]["topic"] = "topic-1"
+    html = str(extras.shadow_section(shadow, 10, {"topic-1": "topic-1: warsaw"}))
+    # de's mean is over 1 result (< 10): no bar; en's over 20: its mean
+    assert drawn["RBO with production by language"] == (["de", "en"], {"bm25-v2": [0.0, 0.9]})
+    assert drawn["RBO with production by topic"] == (["topic-1: warsaw"], {"bm25-v2": [0.7]})
+    assert "<tr><td>topic-1: warsaw</td><td>12</td>" in html
+    assert "<td>topic-1: warsaw</td>" in html.split("Largest disagreements")[1]
+    assert "<td>topic-1</td>" not in html

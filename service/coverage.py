@@ -1,0 +1,79 @@
+"""The coverage-gap rule: how far a label's live share is above its share of the gold set.
+
+One rule for both views of "categories the gold set under-covers": the drift view's list
+(:func:`service.drift.stats_tests.coverage_gaps`, over all live traffic) and the harvest's
+``coverage_gap`` reason (:class:`service.harvest.signals.CoverageTracker`, over its window).
+Plain floats and the standard library only, so the harvest need not import scipy.
+
+With ``x`` of ``n`` live events carrying a label and ``k`` of the gold set's ``G`` rows:
+live share ``p = x / n``, gold share ``g = k / G``, and the gap is
+
+* ``max(0, L − g)`` when ``x > 0`` and ``p ≥ min_ratio × g`` (relative: a majority label a few
+  points above its gold share — en 86 % live, 76 % gold — is not under-covered, a label the
+  gold set lacks can be), ``L`` the Wilson (1927) lower bound of ``p`` over the ``n`` events;
+* else 0; also 0 for ``und`` (undetermined: a question whose language or topic could not be
+  told is no gap of one) and without live events or gold rows.
+
+The gold share is exact: the gold set is the set being completed, not a sample of one, so its
+Wilson interval is the point ``g`` and Newcombe's (1998, method 10) lower bound of ``p − g``,
+``d − √((p − L)² + (u_g − g)²)``, is ``L − g``. (A two-sample bound that also counts the gold
+set's sampling error answers another question — does the gold set's *population* under-cover?
+— and with a 42-row gold set misses a language at 10 % of live traffic the gold set lacks.)
+A caller compares the gap with its floor (0.02 in both views).
+
+>>> round(wilson_lower(101, 1_000), 6)  # 10.1 % of 1,000 live events
+0.083824
+>>> round(gap_lower_bound(101, 1_000, 0, 42), 6), gap_lower_bound(790, 1_000, 42, 42)
+(0.083824, 0.0)
+"""
+
+from __future__ import annotations
+
+from math import sqrt
+
+__all__ = ["UNDETERMINED", "Z95", "gap_lower_bound", "wilson_bounds", "wilson_lower"]
+
+#: The standard normal's 97.5 % quantile: two-sided 95 % intervals (``scipy.special.ndtri(0.975)``).
+Z95 = 1.959963984540054
+#: The label of an event whose language or topic is unknown: never a coverage gap.
+UNDETERMINED = "und"
+
+
+def wilson_bounds(successes: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of ``successes / n`` (Wilson 1927; Newcombe 1998 method 3),
+    ``(p̂ + z²/2n ± z √(p̂(1−p̂)/n + z²/4n²)) / (1 + z²/n)``, clipped to [0, 1]; ``n ≤ 0``
+    gives ``(0, 1)``. ``z`` is the normal quantile (1.96: 95 %, two-sided). Plain floats:
+    :func:`service.drift.stats_tests.wilson_interval`'s values (a test pins them equal)."""
+    if n <= 0:
+        return 0.0, 1.0
+    p, z2 = successes / n, z * z
+    centre = p + z2 / (2 * n)
+    half = z * sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    scale = 1 + z2 / n
+    return max(0.0, (centre - half) / scale), min(1.0, (centre + half) / scale)
+
+
+def wilson_lower(successes: float, n: float, z: float = Z95) -> float:
+    """The lower end of :func:`wilson_bounds`, in [0, 1]."""
+    return wilson_bounds(successes, n, z)[0]
+
+
+def gap_lower_bound(
+    live_count: float,
+    live_total: float,
+    gold_count: float,
+    gold_total: float,
+    min_ratio: float = 2.0,
+    z: float = Z95,
+    label: str | None = None,
+) -> float:
+    """The coverage gap of one label (module docstring): ``max(0, L − g)`` when
+    ``live_count > 0`` and ``p ≥ min_ratio × g``, else 0; a share difference in [0, 1].
+
+    ``p ≥ min_ratio × g`` is tested as ``x · G ≥ min_ratio · k · n`` (no division to round).
+    0 when ``live_total`` or ``gold_total`` is 0 and when ``label`` is ``und``."""
+    if live_total <= 0 or gold_total <= 0 or live_count <= 0 or label == UNDETERMINED:
+        return 0.0
+    if live_count * gold_total < min_ratio * gold_count * live_total:
+        return 0.0
+    return max(0.0, wilson_lower(live_count, live_total, z) - gold_count / gold_total)
