@@ -76,6 +76,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from service.language.hinglish import hinglish_words, tokens
 from service.language.scripts import (
     _WORD_LANGS,
+    CUE_LETTERS,
     SCRIPT_LANGUAGES,
     latin_cues,
     script_and_letters,
@@ -842,13 +843,40 @@ class LanguageDetector:
                    for lang, hit in hits.items()}  # fmt: skip
         cues: list[tuple[str, float]] = []
         if "'" in text or not text.isascii():  # latin_cues of other text is {}
-            cues = [(lang, config.cue_weight * cue) for lang, cue in latin_cues(text).items()
+            weight = config.cue_weight * _cue_share(words)
+            cues = [(lang, weight * cue) for lang, cue in latin_cues(text).items()
                     if lang in pool]  # fmt: skip
         # langdetect is unreliable on one to three words ("hostel fee?" comes out Dutch with
         # p = 0.99999): there the prior counts double, enough to outweigh it (the additions
         # are made once per pool: never changed by the callers).
         prior = self._prior_parts[tuple(pool), len(words) <= SHORT_WORDS]
         return list(lexicon.items()), cues, prior
+
+
+#: From this many words on, a text's character cues count by the share of its words that
+#: carry a cue letter (:func:`_cue_share`); shorter texts count them whole.
+CUE_SHARE_FROM = 20
+#: The share of cue-carrying words at which a long text's cues count whole.
+CUE_SHARE_FULL = 0.25
+
+
+def _cue_share(words: Sequence[str]) -> float:
+    """The factor of a text's character cues, in (0, 1]: 1 below :data:`CUE_SHARE_FROM`
+    words; else ``min(1, k / (CUE_SHARE_FULL · n))`` with ``k`` of its ``n`` words carrying a
+    cue letter (``ñ``, ``ß``, ``ã``…; at least one when there are cues). A cue counts once per
+    distinct letter whatever the text's length, so one quoted name in a long English question
+    (``… about "Iñigo Quintero's Si No Estás" reaching the top of Spotify's Global Top 50 …``,
+    45 words, 2 with a cue: a trial labelled it ``es``) outweighed 17 English function words;
+    in a long text the cue letters of a language it is written in are on many words.
+
+    >>> _cue_share(["qué", "es"]), round(_cue_share(["iñigo", "estás"] + ["the"] * 43), 4)
+    (1.0, 0.1778)
+    """
+    n = len(words)
+    if n < CUE_SHARE_FROM:
+        return 1.0
+    carrying = sum(1 for word in words if not word.isascii() and not CUE_LETTERS.isdisjoint(word))
+    return min(1.0, max(1, carrying) / (CUE_SHARE_FULL * n))
 
 
 OTHER = "other"

@@ -175,6 +175,8 @@ _TURKISH_SUFFIX = re.compile(
 )
 _CUE_OF: dict[str, dict[str, float]] = {ch: w for chars, w in _CUES for ch in chars}
 _CUE_LETTERS = frozenset(_CUE_OF)
+#: The cue letters as a set, public for :func:`cue_word_share`.
+CUE_LETTERS: frozenset[str] = _CUE_LETTERS
 
 
 def latin_cues(text: str) -> dict[str, float]:
