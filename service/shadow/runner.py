@@ -60,14 +60,14 @@ import hashlib
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from typing_extensions import TypedDict  # served by the API (pydantic, Python < 3.12)
 
-from service.events import QueryLogEvent
+from service.events import QueryLogEvent, RetrievedPassage
 from service.pacing import Backoff, TokenBucket
 from service.retrievers.base import Retriever, RetrieverError
 from service.shadow.agreement import Agreement, compare, unique
@@ -171,13 +171,16 @@ def production_ranking(event: QueryLogEvent) -> tuple[str, ...]:
     """Return production's passage ids, best first: by ``rank`` when every result has one,
     else by ``score`` descending when every result has one, else in logged order; repeated
     ids keep their best place."""
-    results = event.retrieval.results if event.retrieval is not None else ()
-    ordered = list(results)
-    if all(r.rank is not None for r in ordered):
-        ordered.sort(key=lambda r: r.rank or 0)
-    elif all(r.score is not None for r in ordered):
-        ordered.sort(key=lambda r: -(r.score or 0.0))
-    return tuple(unique([r.id for r in ordered]))
+    retrieval = event.retrieval
+    results: Sequence[RetrievedPassage] = retrieval.results if retrieval is not None else ()
+    ranks = [r.rank for r in results if r.rank is not None]
+    if len(ranks) == len(results):
+        # logged best first (the usual case): a stable sort would change nothing
+        if ranks != sorted(ranks):
+            results = sorted(results, key=lambda r: r.rank or 0)
+    elif all(r.score is not None for r in results):
+        results = sorted(results, key=lambda r: -(r.score or 0.0))
+    return tuple(dict.fromkeys([r.id for r in results]))  # unique(), as a tuple
 
 
 class _BadResponse(Exception):

@@ -345,6 +345,14 @@ def test_production_ranking_order_rules() -> None:
         {"id": "x", "score": 0.5},
     ]
     assert production_ranking(type(event).model_validate(scored)) == ("y", "x")
+    ranked = make_event(3).model_dump()  # ranks logged out of order, one id twice
+    ranked["retrieval"]["results"] = [
+        {"id": "p", "rank": 3, "score": 9.0},
+        {"id": "q", "rank": 1, "score": 1.0},
+        {"id": "p", "rank": 2, "score": 5.0},
+        {"id": "r", "rank": 4, "score": 7.0},
+    ]
+    assert production_ranking(type(event).model_validate(ranked)) == ("q", "p", "r")
 
 
 def test_config_validation() -> None:
