@@ -413,6 +413,7 @@ def bounds(settings: dict[str, Any]) -> list[tuple[str, str, int]]:
         ("harvest.index._values", "2 × most keys held × bands × rows", 0),
         ("harvest.index._live", "2 × most keys held (rows)", 0),
         ("harvest.index._added", "rows stored since a batch", 0),
+        ("harvest.index._added[*]", "a stored row's band values (bands × rows)", 0),
         ("harvest.index._removed", "rows freed since a batch", 0),
         # the index's permutations are neardup._permutations' cached array (reached first
         # under the module's name when a restore built the index from the cached parameters)
