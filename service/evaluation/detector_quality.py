@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from service.coverage import wilson_bounds
+
 #: The default quality floor: a detector whose ROC AUC is below it raises no alarm.
 DEFAULT_AUC_FLOOR = 0.75
 
@@ -392,16 +394,7 @@ def misjudged_answerable(
         if rate is not None and rows and math.isfinite(float(rate)):
             count += round(float(rate) * int(rows))
     count = min(count, n)
-    return MisjudgedAnswerable(count, n, _wilson_upper(count, n))
-
-
-def _wilson_upper(successes: int, n: int, z: float = 1.959963984540054) -> float:
-    """Upper end of the 95 % Wilson score interval of ``successes / n`` (Wilson 1927):
-    ``(p + z²/2n + z √(p(1−p)/n + z²/4n²)) / (1 + z²/n)``, capped at 1."""
-    p, z2 = successes / n, z * z
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = math.sqrt(z2 * p * (1 - p) / n + z2 * z2 / (4 * n * n)) / (1 + z2 / n)
-    return min(centre + half, 1.0)
+    return MisjudgedAnswerable(count, n, wilson_bounds(count, n)[1])
 
 
 def under_refusals_explained_text(scope: Mapping[str, Any]) -> str:
