@@ -11,13 +11,13 @@ from typing import Any, NotRequired, cast
 from prometheus_client import CollectorRegistry
 from typing_extensions import TypedDict
 
-from service.evaluation.detector_quality import measured_on, misjudged_answerable
+from service.evaluation.detector_quality import measured_on
 from service.harvest.store import SuggestionRecord
 from service.language.excluded import excluded_report
 from service.pipeline.totals import AnnotationTotals
 from service.refusals.detector import refusal_rate_method
 from service.refusals.scope import describe
-from service.runtime.analytics import Analytics, scope_support
+from service.runtime.analytics import Analytics, misjudged_of, scope_support
 from service.runtime.live import Live
 from service.shadow.stage import ShadowStageReport
 from service.telemetry import PII_TYPES
@@ -194,7 +194,7 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
     calibration = live.analytics.scope
     qualities = detector_quality_report(live.analytics)
     support = scope_support(live.analytics)
-    misjudged = misjudged_answerable(qualities.get("out_of_scope"), support)
+    misjudged = misjudged_of(live.analytics)  # as the gauge has it (Live, refresh)
     report: AnalyticsReport = {
         "languages": dict(drift.live_counts["language"].most_common()),
         "language_quality": live.analytics.language_quality,
