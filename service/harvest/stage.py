@@ -106,7 +106,13 @@ from service.harvest.neardup import NearDupIndex, Probe, lsh_parameters
 from service.harvest.ranking import priority
 from service.harvest.shedding import choose
 from service.harvest.signals import CoverageTracker, ScoreWindow, event_reasons, production_score
-from service.harvest.store import CandidateRepository, CandidateSink, SuggestionRecord, record
+from service.harvest.store import (
+    CandidateRepository,
+    CandidateSink,
+    GapSuggestions,
+    SuggestionRecord,
+    record,
+)
 from service.harvest.suggestion import Occurrence, Suggestion
 from service.harvest.text import candidate_id, comparison_form
 from service.pacing import Backoff
@@ -873,7 +879,35 @@ class HarvestStage:
         config = self.config
         ranked = sorted((-round(priority(self.suggestions[sid], config), 6), sid)
                         for sid in sorted(self.suggestions))  # fmt: skip
-        return [record(self.suggestions[sid], config) for _, sid in ranked[:top]]
+        return [record(self.suggestions[sid], config) for _, sid in sorted(ranked)[:top]]
+
+    def best_records_in_gaps(self, top: int, groups: int) -> tuple[list[GapSuggestions], int]:
+        """The suggestions held in a coverage gap, grouped by the gap they were flagged in:
+        per ``(gap_dimension, value)`` — ``value`` the suggestion's language or topic — how
+        many (``n``) and the records of the ``top`` (≥ 0) of highest priority (ties by id, as
+        :meth:`best_records`). Returns the ``groups`` (≥ 0) largest (by ``n`` descending,
+        then dimension and value) and how many gaps there are in all. A suggestion without
+        ``gap_dimension`` (never seen in a gap) or without that value is in none. The
+        report's ``top`` list ranks by priority across reasons, so a gap's suggestions can
+        all fall below it (the ninth trial: German and Spanish gaps, the top 20 all
+        English): these groups show each gap's own."""
+        config = self.config
+        by_gap: dict[tuple[str, str], list[tuple[float, str]]] = {}
+        for sid, suggestion in self.suggestions.items():
+            dimension = suggestion.gap_dimension
+            value = (suggestion.language if dimension == "language"
+                     else suggestion.topic if dimension == "topic" else None)  # fmt: skip
+            if dimension is None or value is None:
+                continue
+            by_gap.setdefault((dimension, value), []).append(
+                (-round(priority(suggestion, config), 6), sid)
+            )
+        largest = sorted(by_gap.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:groups]
+        out: list[GapSuggestions] = []
+        for (dimension, value), ranked in largest:
+            best = [record(self.suggestions[sid], config) for _, sid in sorted(ranked)[:top]]
+            out.append({"dimension": dimension, "value": value, "n": len(ranked), "top": best})
+        return out, len(by_gap)
 
     def state_snapshot(self) -> Any:
         """Trackers, recent event ids, the ids of the suggestions held (in order) and, in

@@ -117,6 +117,19 @@ class SuggestionRecord(SuggestionJson):
     primary_reason: str | None
 
 
+class GapSuggestions(TypedDict):
+    """The suggestions held in one coverage gap
+    (:meth:`~service.harvest.stage.HarvestStage.best_records_in_gaps`): the gap's
+    ``dimension`` (``"language"`` or ``"topic"``) and ``value`` (a BCP 47 tag or a topic
+    id), how many suggestions were flagged in it (``n`` ≥ 1) and the records of the ``top``
+    ones by priority."""
+
+    dimension: str
+    value: str
+    n: int
+    top: list[SuggestionRecord]
+
+
 class Decision(TypedDict):
     """A labelling decision: ``status`` and ``decided_at`` (RFC 3339, UTC); an accept adds
     ``gold_id``, the ``gold`` passage ids, ``kind`` and the ``labels`` written; a reject

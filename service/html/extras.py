@@ -308,7 +308,39 @@ def candidates_section(candidates: Any) -> Markup:
     hidden = (total if isinstance(total, int) else len(rows)) - len(shown)
     if hidden > 0:
         parts.append(para(f"{hidden} more suggestions not shown.", "muted"))
+    if isinstance(candidates, Mapping):
+        parts.extend(_gap_tables(candidates.get("in_gaps"), candidates.get("n_gaps")))
     return section("gold-candidates", "Suggested gold questions", *parts)
+
+
+def _gap_tables(groups: Any, n_gaps: Any = None) -> list[Markup]:
+    """The suggestions held per coverage gap (the summary's ``in_gaps``, the largest of
+    ``n_gaps``): a heading line and one row per gap — the gap, how many suggestions it
+    holds, its highest-priority ones (id and question, one per line). The top table ranks
+    across reasons, so a gap's own suggestions can all fall below it; empty without gaps."""
+    if not isinstance(groups, list) or not groups:
+        return []
+    more = n_gaps - len(groups) if isinstance(n_gaps, int) else 0
+    body = []
+    for group in groups:
+        if not isinstance(group, Mapping):
+            continue
+        lines = [
+            f"{esc(r.get('id') or '–')} {esc(r.get('question') or '')}"
+            for r in group.get("top") or ()
+            if isinstance(r, Mapping)
+        ]
+        body.append([f"{group.get('dimension', '')} {group.get('value', '')}",
+                     group.get("n", 0), Markup("<br>".join(lines))])  # fmt: skip
+    return [
+        para("Seen in a coverage gap (a language or topic the recent events, "
+             "harvest.gap_window, asked far more than the gold set holds; the drift section "
+             "judges gaps over all the traffic): each gap's suggestions and its "
+             "highest-priority ones"
+             + (f"; the {len(groups)} largest of {n_gaps} gaps." if more > 0 else "."),
+             "meta"),
+        table(["gap", "suggestions", "highest priority"], body, text_columns=(2,)),
+    ]  # fmt: skip
 
 
 def _summary(summary: Mapping[str, Any]) -> list[Markup]:

@@ -625,14 +625,20 @@ def _utc_minute(iso: str) -> str:
 
 
 def harvest_lines(summary: HarvestSummary | None) -> list[str]:
-    """The harvest summary of the text report: suggestions by reason, then what was shed
-    (:func:`service.harvest.shed_note.shed_note`); empty without a summary."""
+    """The harvest summary of the text report: suggestions by reason, per coverage gap, then
+    what was shed (:func:`service.harvest.shed_note.shed_note`); empty without a summary."""
     if not summary:
         return []
     reasons = ", ".join(f"{r} {n}" for r, n in sorted(summary["by_reason"].items(),
                                                       key=lambda item: -item[1]))  # fmt: skip
     lines = [f"harvested gold-question suggestions: {summary['n_suggestions']}"
              + (f" ({reasons})" if reasons else "")]  # fmt: skip
+    gaps = summary.get("in_gaps") or []
+    if gaps:
+        more = summary.get("n_gaps", len(gaps)) - len(gaps)
+        listed = ", ".join(f"{g['dimension']} {g['value']} {g['n']}" for g in gaps)
+        lines.append(f"  seen in a coverage gap of the recent events (harvest.gap_window): {listed}"
+                     + (f" (and {more} smaller gaps)" if more > 0 else ""))  # fmt: skip
     note = shed_note(summary)
     if note is not None:
         lines.append(f"  {note}")

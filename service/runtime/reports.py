@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from typing_extensions import TypedDict
 
 from service.evaluation.detector_quality import measured_on
-from service.harvest.store import SuggestionRecord
+from service.harvest.store import GapSuggestions, SuggestionRecord
 from service.language.excluded import excluded_report
 from service.pipeline.totals import AnnotationTotals
 from service.refusals.detector import refusal_rate_method
@@ -126,15 +126,25 @@ class AnalyticsReport(TypedDict):
     series: NotRequired[dict[str, Any]]
 
 
+#: Suggestions shown per coverage gap in a report's ``in_gaps``, and gaps shown at most.
+GAP_TOP = 3
+GAP_GROUPS = 10
+
+
 class HarvestSummary(TypedDict):
     """:func:`harvest_summary`: suggestions held, their count per reason, the ``top`` ones
-    by priority (published records, :class:`~service.harvest.store.SuggestionRecord`);
-    with a registry, ``shed`` (picked events whose new question was shed) and
-    ``max_new_per_batch`` (the bound that sheds them)."""
+    by priority (published records, :class:`~service.harvest.store.SuggestionRecord`),
+    ``in_gaps``: per coverage gap (the :data:`GAP_GROUPS` largest of ``n_gaps``) its
+    suggestions' count and its best :data:`GAP_TOP`
+    (:meth:`~service.harvest.stage.HarvestStage.best_records_in_gaps`); with a registry,
+    ``shed`` (picked events whose new question was shed) and ``max_new_per_batch`` (the
+    bound that sheds them)."""
 
     n_suggestions: int
     by_reason: dict[str, int]
     top: list[SuggestionRecord]
+    in_gaps: NotRequired[list[GapSuggestions]]
+    n_gaps: NotRequired[int]
     shed: NotRequired[int]
     max_new_per_batch: NotRequired[int | None]
 
@@ -159,9 +169,11 @@ def live_reports(live: Live, registry: CollectorRegistry | None = None) -> LiveR
         reports["quality"] = live.quality.report(reports.get("shadow"))
     if live.harvest is not None:
         harvest = live.harvest  # harvest_summary(harvest.records()), building 20 records only
+        in_gaps, n_gaps = harvest.best_records_in_gaps(GAP_TOP, GAP_GROUPS)
         summary: HarvestSummary = {"n_suggestions": len(harvest.suggestions),
                                    "by_reason": harvest.reason_counts(),
-                                   "top": harvest.best_records(20)}  # fmt: skip
+                                   "top": harvest.best_records(20),
+                                   "in_gaps": in_gaps, "n_gaps": n_gaps}  # fmt: skip
         if registry is not None:
             shed = registry.get_sample_value("goldwatch_gold_candidates_shed_total")
             summary["shed"] = int(shed or 0)
@@ -171,13 +183,27 @@ def live_reports(live: Live, registry: CollectorRegistry | None = None) -> LiveR
 
 
 def harvest_summary(records: Sequence[SuggestionRecord], top: int = 20) -> HarvestSummary:
-    """Suggestion counts by reason and the ``top`` suggestions by priority."""
+    """Suggestion counts by reason, the ``top`` suggestions by priority and, per coverage gap
+    (the :data:`GAP_GROUPS` largest), its suggestions' count and best :data:`GAP_TOP` (as
+    :meth:`~service.harvest.stage.HarvestStage.best_records_in_gaps` groups them)."""
     by_reason: dict[str, int] = {}
     for row in records:
         for reason in row.get("reasons", ()):
             by_reason[reason] = by_reason.get(reason, 0) + 1
     ranked = sorted(records, key=lambda r: (-float(r.get("priority", 0)), str(r.get("id"))))
-    return {"n_suggestions": len(records), "by_reason": by_reason, "top": ranked[:top]}
+    groups: dict[tuple[str, str], list[SuggestionRecord]] = {}
+    for row in ranked:
+        dimension = row.get("gap_dimension")
+        value = row.get(dimension) if dimension in ("language", "topic") else None
+        if dimension is not None and value is not None:
+            groups.setdefault((dimension, str(value)), []).append(row)
+    largest = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:GAP_GROUPS]
+    in_gaps: list[GapSuggestions] = [
+        {"dimension": dimension, "value": value, "n": len(rows), "top": rows[:GAP_TOP]}
+        for (dimension, value), rows in largest
+    ]
+    return {"n_suggestions": len(records), "by_reason": by_reason, "top": ranked[:top],
+            "in_gaps": in_gaps, "n_gaps": len(groups)}  # fmt: skip
 
 
 def analytics_report(live: Live) -> AnalyticsReport | None:

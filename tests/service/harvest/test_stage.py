@@ -652,3 +652,49 @@ def test_report_summary_builds_the_top_records_only_and_matches_the_full_records
     assert stage.reason_counts() == {"refused": 5} and stage.best_records(0) == []
     whole = harvest_summary(stage.records(), top=3)
     assert whole["top"] == top and whole["by_reason"] == stage.reason_counts()
+
+
+def test_suggestions_in_coverage_gaps_are_grouped_by_their_gap_with_each_gaps_best() -> None:
+    """Trial 9 (F5): with German and Spanish gaps the report's top 20 were all English. Six
+    suggestions set by hand, all ``refused`` (weight 2), priority 2 × (1 + log2 count) ×
+    (1 + gap): de count 4 gap .5 → 9; two de count 2 gap .5 → 6 each (a tie: by id); es
+    count 1 gap .5 → 3; topic fees count 8 → 2 × 4 × 1.5 = 12; de without a gap dimension
+    (never seen in a gap) → in no group. Groups by size, then (dimension, value)."""
+    from service.harvest.suggestion import Suggestion
+    from service.jobs.replay import harvest_lines
+    from service.runtime.reports import harvest_summary
+
+    def made(sid: str, language: str, count: int, dimension: str | None, topic: str = "x"
+             ) -> Suggestion:  # fmt: skip
+        return Suggestion(id=sid, question=f"q {sid}", normalised=f"q {sid}", language=language,
+                          topic=topic, count=count, reasons={"refused": count},
+                          gap=0.5 if dimension else 0.0, gap_dimension=dimension)  # fmt: skip
+
+    stage = HarvestStage(CONFIG)
+    for s in (
+        made("c-6", "de", 2, "language"),
+        made("c-1", "de", 4, "language"),
+        made("c-2", "de", 2, "language"),
+        made("c-3", "es", 1, "language"),
+        made("c-4", "en", 8, "topic", topic="fees"),
+        made("c-5", "de", 3, None),
+    ):
+        stage.suggestions[s.id] = s  # fmt: skip
+    groups, n_gaps = stage.best_records_in_gaps(top=2, groups=2)
+    assert n_gaps == 3
+    assert [(g["dimension"], g["value"], g["n"]) for g in groups] == [
+        ("language", "de", 3), ("language", "es", 1)]  # fmt: skip
+    assert [r["id"] for r in groups[0]["top"]] == ["c-1", "c-2"]
+    assert [r["priority"] for r in groups[0]["top"]] == [9.0, 6.0]
+    assert [r["priority"] for r in groups[1]["top"]] == [3.0]
+    all_groups, _ = stage.best_records_in_gaps(top=3, groups=10)
+    assert [(g["value"], g["n"]) for g in all_groups] == [("de", 3), ("es", 1), ("fees", 1)]
+    assert all_groups[2]["top"][0]["priority"] == 12.0
+    assert stage.best_records_in_gaps(top=0, groups=0) == ([], 3)
+    # the summary built from published records groups the same way
+    summary = harvest_summary(stage.records())
+    assert summary["in_gaps"] == all_groups and summary["n_gaps"] == 3
+    seen = "  seen in a coverage gap of the recent events (harvest.gap_window): "
+    assert harvest_lines(summary)[1] == seen + "language de 3, language es 1, topic fees 1"
+    summary["in_gaps"], summary["n_gaps"] = groups, n_gaps
+    assert harvest_lines(summary)[1] == seen + "language de 3, language es 1 (and 1 smaller gaps)"

@@ -178,6 +178,35 @@ def test_replay_summary_shape_lists_top_with_totals() -> None:
     assert "23 more suggestions not shown." in page
 
 
+def test_suggestions_in_coverage_gaps_get_their_own_table() -> None:
+    """Trial 9 (F5): the top table (by priority across reasons) held no German or Spanish
+    suggestion while both languages were gaps; ``in_gaps`` lists each gap's own, escaped,
+    and says when smaller gaps were left off."""
+    report = samples.replay_report(extras=False)
+    de = [
+        {"id": "c-1", "question": "Wann <b>ist</b> die Prüfung?"},
+        {"id": "c-2", "question": "Gebühren?"},
+    ]
+    report["gold_candidates"] = {
+        "n_suggestions": 5, "by_reason": {"coverage_gap": 5},
+        "top": [{"id": "c-9", "question": "Exam date?"}],
+        "in_gaps": [{"dimension": "language", "value": "de", "n": 4, "top": de},
+                    {"dimension": "topic", "value": "fees", "n": 1, "top": []}],
+        "n_gaps": 3,
+    }  # fmt: skip
+    page = render_replay_html(report)
+    section = page[page.index('<section id="gold-candidates">') :]
+    section = section[: section.index("</section>")]
+    assert "the 2 largest of 3 gaps." in section
+    assert (
+        '<td>language de</td><td>4</td><td class="text">c-1 Wann &lt;b&gt;ist&lt;/b&gt; die '
+        "Prüfung?<br>c-2 Gebühren?</td>"
+    ) in section
+    assert "<td>topic fees</td><td>1</td>" in section
+    del report["gold_candidates"]["in_gaps"]
+    assert "Seen in a coverage gap" not in render_replay_html(report)
+
+
 def test_topic_gold_counts_say_they_are_assignments_not_labels(page: str) -> None:
     """A new user read 'gold n' as their labels (15/13/12/8) and saw 13/14/9/9 and 3 novel:
     the column counts the model's assignment of the gold rows; the topics section says so,
