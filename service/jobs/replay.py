@@ -25,7 +25,8 @@ The report (``--format json``)::
                                                        "answers", "refused"}]}},
      "shadow": {...}, "quality": {...},
      "gold_candidates": {"n_suggestions", "by_reason": {reason: n}, "top": [record, ...],
-                         "shed", "max_new_per_batch"}}
+                         "in_gaps": [{"dimension", "value", "n", "top": [record, ...]}],
+                         "n_gaps", "shed", "max_new_per_batch"}}
 
 ``dropped`` counts what was dropped while its event was kept: optional fields with a wrong
 type or value (``"feedback.rating: wrong_type"``: the field path and reason, as the labels of
@@ -35,6 +36,10 @@ stage removed, by the stage's reason (none today: duplicates have their own coun
 ``notices`` comes first and says what the numbers do not cover: without a configured gold
 set it holds :data:`service.settings.GOLD_SET_OFF` (gold-set comparisons are off, and which
 setting turns them on); the text and HTML reports show it at their top.
+
+``gold_candidates.in_gaps`` lists the suggestions seen in a coverage gap of the recent events
+(``harvest.gap_window``), per gap its count and its 3 best by priority, the 10 largest of
+``n_gaps`` gaps: the ``top`` list ranks across reasons, so a gap's own can all fall below it.
 
 ``gold_candidates.shed`` counts the picked events whose new question harvesting shed
 (``goldwatch_gold_candidates_shed_total``: over ``harvest.max_new_per_batch`` new questions
