@@ -254,12 +254,15 @@ def test_two_replicas_one_killed_partitions_move(
         + _warnings(victim)
     )
     print(f"\n{why}")
-    assert combined["consumed"] == expected_total, why
+    # a redelivery within one replica (the survivor's own, after a rebalance) is absorbed by
+    # its applied offsets and counted as such: consumed covers it, nothing else does
+    dead = sum(combined["dead_lettered"].values())
+    assert combined["consumed"] == combined["processed"] + dead + combined["duplicates"], why
+    assert combined["duplicates"] == combined["redelivered"], why
     assert combined["processed"] == items.good + len(overlap) - sum(twice_dead.values()), why
     assert combined["dead_lettered"] == {
         r: n + twice_dead.get(r, 0) for r, n in items.dead.items()
     }, why
-    assert combined["duplicates"] == combined["redelivered"] == 0, why
     assert_metrics_balance(survivor.samples(), "kafka")
     assert metric_sum(survivor.samples(), "goldwatch_rebalances_total") >= 2
     monitor.assert_monotonic()
