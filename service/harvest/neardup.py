@@ -360,15 +360,21 @@ def _entries(keys: np.ndarray, rows: np.ndarray, wanted: np.ndarray, order: np.n
     """``(rows, needles)``: for each entry of the sorted band table ``keys`` (with its rows
     ``rows``) equal to one of the sorted ``wanted`` keys, its row and that key's place
     before sorting (``order[i]`` for ``wanted[i]``), as ``(n,)`` ``intp`` arrays (by wanted
-    key, then by place in the table)."""
+    key, then by place in the table). Most wanted keys are in no table entry: the end of
+    each run of equal entries is searched for those found only."""
+    none = np.zeros(0, dtype=np.intp)
+    if not len(keys):
+        return none, none
     low = np.searchsorted(keys, wanted, side="left")
-    counts = np.searchsorted(keys, wanted, side="right") - low
+    found = np.flatnonzero(keys[np.minimum(low, len(keys) - 1)] == wanted)
+    if not len(found):
+        return none, none
+    low = low[found]
+    counts = np.searchsorted(keys, wanted[found], side="right") - low
     total = int(counts.sum())
-    if not total:
-        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
     ends = np.cumsum(counts)
     entries = np.repeat(low - (ends - counts), counts) + np.arange(total)
-    return rows[entries], np.repeat(order, counts)
+    return rows[entries], np.repeat(order[found], counts)
 
 
 def _signatures(hashes: tuple[np.ndarray, list[int]], num_perm: int,
