@@ -809,10 +809,11 @@ class NearDupIndex:
             right = left + np.arange(total) - np.repeat(np.cumsum(after) - after, after) + 1
             (one, band), (two, other_band) = np.divmod(order[left], bands), np.divmod(
                 order[right], bands)  # fmt: skip
-            width = self.rows
-            columns = band[:, None] * width + np.arange(width)
-            same = (band == other_band) & (one != two) & (
-                values[one[:, None], columns] == values[two[:, None], columns]).all(1)  # fmt: skip
+            width, flat, stride = self.rows, values.reshape(-1), values.shape[1]
+            same = (band == other_band) & (one != two)
+            mine, theirs = one * stride + band * width, two * stride + band * width
+            for column in range(width):  # as _lookup: a column at a time, flat offsets
+                same &= flat[mine + column] == flat[theirs + column]
             low, high = np.minimum(one[same], two[same]), np.maximum(one[same], two[same])
             pairs = _distinct(low * len(probes) + high)  # by (j, i), j < i
             js, is_ = np.divmod(pairs, len(probes))
