@@ -299,7 +299,7 @@ def _bitmaps(sets: Sequence[frozenset[bytes]], hashes: tuple[np.ndarray, list[in
     """The bitmap of each of ``sets`` (module docstring): bit ``crc32 mod 512`` of each
     trigram set (``hashes``: :func:`_crc32s` of ``sets``); 0 for an empty set."""
     packed = _packed_bitmaps(hashes, [len(grams) for grams in sets])
-    return [int.from_bytes(row, "little") for row in packed.tolist()]
+    return _bitmap_ints(packed)
 
 
 def _packed_bitmaps(hashes: tuple[np.ndarray, list[int]], sizes: Sequence[int]) -> np.ndarray:
@@ -315,6 +315,14 @@ def _packed_bitmaps(hashes: tuple[np.ndarray, list[int]], sizes: Sequence[int]) 
     if empty:
         packed[empty] = 0
     return packed
+
+
+def _bitmap_ints(packed: np.ndarray) -> list[int]:
+    """Each row of :func:`_packed_bitmaps`'s ``(n, 64)`` ``uint8`` array as one ``int``
+    (byte ``i`` little-endian: bit ``i``), from one ``bytes`` copy (``tolist`` made 64
+    Python ints a row first)."""
+    raw, width = packed.tobytes(), packed.shape[1]
+    return [int.from_bytes(raw[at : at + width], "little") for at in range(0, len(raw), width)]
 
 
 #: Set bits of each byte value (numpy < 2 has no ``bitwise_count``).
@@ -506,7 +514,7 @@ class NearDupIndex:
         signed = _signatures(hashes, self.num_perm, self._permutations)
         signed = np.ascontiguousarray(signed[:, : self.bands * self.rows])
         packed = _packed_bitmaps(hashes, sizes)
-        bitmaps = [int.from_bytes(row, "little") for row in packed.tolist()]
+        bitmaps = _bitmap_ints(packed)
         serial, width = self._serial, 4 * self.rows
         made = [
             Probe(text, None, size, bit, grams, serial=serial)
