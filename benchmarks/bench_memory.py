@@ -410,6 +410,8 @@ def bounds(settings: dict[str, Any]) -> list[tuple[str, str, int]]:
         # as many as the live ones (then rebuilt)
         ("harvest.index._band_keys", "2 × bands × most keys held", 0),
         ("harvest.index._band_rows", "2 × bands × most keys held", 0),
+        ("harvest.index._delta_keys", "a quarter of _band_keys + a batch's", 0),
+        ("harvest.index._delta_rows", "a quarter of _band_keys + a batch's", 0),
         ("harvest.index._values", "2 × most keys held × bands × rows", 0),
         ("harvest.index._live", "2 × most keys held (rows)", 0),
         ("harvest.index._added", "rows stored since a batch", 0),

@@ -23,9 +23,12 @@ per stored or evicted key, a Python loop, were ~20 % of the harvest stage on a h
 stream): every stored key's band values (``_values``, one row per key) and one sorted array
 of all their band *keys* (a 64-bit mix of the band's number and its ``r`` values,
 :func:`_band_keys`) with the row each came from. Storing or removing a key only notes its row;
-the sorted array takes the noted rows in at the next look-up, in one pass
-(:meth:`NearDupIndex._merge_bands`), and a look-up finds a whole batch's candidates with two
-``searchsorted`` calls. A key is a hash, so two band values may share one: each candidate's
+the next look-up takes the noted rows in (:meth:`NearDupIndex._merge_bands`): inserted into
+a small sorted *delta* array, which joins the main one once it holds a quarter as many
+entries (LSM style: inserting into the ~150,000-entry main array at every batch was the
+largest cost of a look-up on ``benchmarks.bench_production``'s stream), and a look-up finds
+a whole batch's candidates with two ``searchsorted`` calls on each. A key is a hash, so two
+band values may share one: each candidate's
 band values are compared with the probe's, so the candidates are exactly the keys sharing a
 band value (``MinHashLSH.query``'s).
 
@@ -100,6 +103,10 @@ _LSH_SLACK = 0.25
 #: Odd 64-bit multipliers of :func:`_band_keys` (a band's number, then each of its values).
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9))
 _EMPTY = frozenset({b"   "})
+#: The delta band tables join the main ones once they hold more entries than this share of
+#: the main ones' (:meth:`NearDupIndex._merge_bands`): a batch's insert copies the delta
+#: tables, and the main ones only every few batches.
+_DELTA_SHARE = 0.25
 #: Bits of a trigram set's bitmap (module docstring): a bit of ``crc32(trigram)``'s low ones.
 _BITMAP_BITS = 512
 #: MurmurHash3's 32-bit finaliser constants (datasketch's pre-mix of the ``affine32`` scheme).
@@ -292,7 +299,7 @@ def _bitmaps(sets: Sequence[frozenset[bytes]], hashes: tuple[np.ndarray, list[in
     """The bitmap of each of ``sets`` (module docstring): bit ``crc32 mod 512`` of each
     trigram set (``hashes``: :func:`_crc32s` of ``sets``); 0 for an empty set."""
     packed = _packed_bitmaps(hashes, [len(grams) for grams in sets])
-    return [int.from_bytes(row, "little") for row in packed.tolist()]
+    return _bitmap_ints(packed)
 
 
 def _packed_bitmaps(hashes: tuple[np.ndarray, list[int]], sizes: Sequence[int]) -> np.ndarray:
@@ -308,6 +315,14 @@ def _packed_bitmaps(hashes: tuple[np.ndarray, list[int]], sizes: Sequence[int]) 
     if empty:
         packed[empty] = 0
     return packed
+
+
+def _bitmap_ints(packed: np.ndarray) -> list[int]:
+    """Each row of :func:`_packed_bitmaps`'s ``(n, 64)`` ``uint8`` array as one ``int``
+    (byte ``i`` little-endian: bit ``i``), from one ``bytes`` copy (``tolist`` made 64
+    Python ints a row first)."""
+    raw, width = packed.tobytes(), packed.shape[1]
+    return [int.from_bytes(raw[at : at + width], "little") for at in range(0, len(raw), width)]
 
 
 #: Set bits of each byte value (numpy < 2 has no ``bitwise_count``).
@@ -346,6 +361,28 @@ def _band_keys(values: np.ndarray, bands: int) -> np.ndarray:
         keys = (keys ^ parts[:, :, j]) * value_mix
         keys ^= keys >> np.uint64(31)
     return np.ascontiguousarray(keys)
+
+
+def _entries(keys: np.ndarray, rows: np.ndarray, wanted: np.ndarray, order: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """``(rows, needles)``: for each entry of the sorted band table ``keys`` (with its rows
+    ``rows``) equal to one of the sorted ``wanted`` keys, its row and that key's place
+    before sorting (``order[i]`` for ``wanted[i]``), as ``(n,)`` ``intp`` arrays (by wanted
+    key, then by place in the table). Most wanted keys are in no table entry: the end of
+    each run of equal entries is searched for those found only."""
+    none = np.zeros(0, dtype=np.intp)
+    if not len(keys):
+        return none, none
+    low = np.searchsorted(keys, wanted, side="left")
+    found = np.flatnonzero(keys[np.minimum(low, len(keys) - 1)] == wanted)
+    if not len(found):
+        return none, none
+    low = low[found]
+    counts = np.searchsorted(keys, wanted[found], side="right") - low
+    total = int(counts.sum())
+    ends = np.cumsum(counts)
+    entries = np.repeat(low - (ends - counts), counts) + np.arange(total)
+    return rows[entries], np.repeat(order[found], counts)
 
 
 def _signatures(hashes: tuple[np.ndarray, list[int]], num_perm: int,
@@ -414,12 +451,16 @@ class NearDupIndex:
         self._permutations = parameters.permutations
         self.bands, self.rows = parameters.bands, parameters.rows
         # the LSH band tables (module docstring): row i's band values _values[i] (written
-        # when merged), and every merged row's band keys sorted (_band_keys) with its row
+        # when merged), and the merged rows' band keys sorted (_band_keys) with their rows
         # (_band_rows); rows stored since the last merge (row -> band values) and freed
-        # since (their entries leave at the next merge)
+        # since (their entries leave at a rebuild)
         self._values = np.zeros((0, self.bands * self.rows), dtype=np.uint32)
         self._band_keys = np.zeros(0, dtype=np.uint64)
         self._band_rows = np.zeros(0, dtype=np.intp)
+        # the entries merged since the main tables last took them in, sorted likewise (a
+        # look-up searches both; they join the main tables past _DELTA_SHARE of them)
+        self._delta_keys = np.zeros(0, dtype=np.uint64)
+        self._delta_rows = np.zeros(0, dtype=np.intp)
         self._added: dict[int, np.ndarray] = {}
         self._removed: list[int] = []
         # rows holding a key as the band tables know it (written when merged), and the
@@ -473,7 +514,7 @@ class NearDupIndex:
         signed = _signatures(hashes, self.num_perm, self._permutations)
         signed = np.ascontiguousarray(signed[:, : self.bands * self.rows])
         packed = _packed_bitmaps(hashes, sizes)
-        bitmaps = [int.from_bytes(row, "little") for row in packed.tolist()]
+        bitmaps = _bitmap_ints(packed)
         serial, width = self._serial, 4 * self.rows
         made = [
             Probe(text, None, size, bit, grams, serial=serial)
@@ -571,32 +612,43 @@ class NearDupIndex:
 
     def _merge_bands(self) -> None:
         """Take the rows stored and freed since the last call into the band tables (module
-        docstring): write the stored rows' band values and insert their keys in order (one
-        pass over the tables). A freed row's entries stay (a look-up skips them: the row is
-        not live, or holds another key whose values decide) until they are as many as the
-        others; then the tables are rebuilt from the live rows."""
+        docstring): write the stored rows' band values and insert their keys in order into
+        the small delta tables (a pass over those only), which join the main ones when they
+        hold more than ``_DELTA_SHARE`` of their entries (one pass over the main tables every
+        few batches, not every batch). A freed row's entries stay (a look-up skips them: the
+        row is not live, or holds another key whose values decide) until they are as many
+        as the others; then the tables are rebuilt from the live rows."""
         live, added = self._live, self._added
         if self._removed:
             live[self._removed] = False
             self._removed.clear()
+        entries = len(self._band_keys) + len(self._delta_keys)
         if added:
             rows = np.fromiter(added.keys(), dtype=np.intp, count=len(added))
             values = np.stack(list(added.values()))
             self._values[rows] = values
             live[rows] = True
             added.clear()
-            if 2 * self._stale <= len(self._band_keys):
+            if 2 * self._stale <= entries:
                 keys = _band_keys(values, self.bands).ravel()
                 order = np.argsort(keys)
                 keys, owners = keys[order], np.repeat(rows, self.bands)[order]
-                at = np.searchsorted(self._band_keys, keys)
-                self._band_keys = np.insert(self._band_keys, at, keys)
-                self._band_rows = np.insert(self._band_rows, at, owners)
-        if self._stale and 2 * self._stale > len(self._band_keys):
+                at = np.searchsorted(self._delta_keys, keys)
+                delta_keys = np.insert(self._delta_keys, at, keys)
+                delta_rows = np.insert(self._delta_rows, at, owners)
+                if len(delta_keys) > _DELTA_SHARE * len(self._band_keys):
+                    at = np.searchsorted(self._band_keys, delta_keys)
+                    self._band_keys = np.insert(self._band_keys, at, delta_keys)
+                    self._band_rows = np.insert(self._band_rows, at, delta_rows)
+                    delta_keys, delta_rows = delta_keys[:0], delta_rows[:0]
+                self._delta_keys, self._delta_rows = delta_keys, delta_rows
+                entries += len(keys)
+        if self._stale and 2 * self._stale > entries:
             rows = np.flatnonzero(live)
             keys = _band_keys(self._values[rows], self.bands).ravel()
             order = np.argsort(keys)
             self._band_keys, self._band_rows = keys[order], np.repeat(rows, self.bands)[order]
+            self._delta_keys, self._delta_rows = self._delta_keys[:0], self._delta_rows[:0]
             self._stale = 0
 
     def _lookup(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -608,22 +660,22 @@ class NearDupIndex:
         wanted = _band_keys(values, bands).ravel()
         order = np.argsort(wanted)  # sorted needles: each search starts where the last ended
         wanted = wanted[order]
-        stored = self._band_keys
-        low = np.searchsorted(stored, wanted, side="left")
-        counts = np.searchsorted(stored, wanted, side="right") - low
-        total = int(counts.sum())
-        if not total:
+        rows, needles = _entries(self._band_keys, self._band_rows, wanted, order)
+        if len(self._delta_keys):  # the delta tables' entries too (the pairs are sorted)
+            more, also = _entries(self._delta_keys, self._delta_rows, wanted, order)
+            rows, needles = np.concatenate((rows, more)), np.concatenate((needles, also))
+        if not len(rows):
             return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
-        ends = np.cumsum(counts)
-        entries = np.repeat(low - (ends - counts), counts) + np.arange(total)
-        rows = self._band_rows[entries]
-        which, band = np.divmod(np.repeat(order, counts), bands)
+        which, band = np.divmod(needles, bands)
         # a key is a hash, and a freed row's entries stay: the row must be live and hold
-        # the band's very values
-        columns = band[:, None] * width + np.arange(width)
-        same = self._live[rows] & (
-            self._values[rows[:, None], columns] == values[which[:, None], columns]
-        ).all(1)
+        # the band's very values (compared a column at a time through flat offsets: a 2-d
+        # gather of (entries, width) cost ten times more)
+        stored, wanted_values = self._values.reshape(-1), values.reshape(-1)
+        offset = band * width
+        mine, theirs = rows * (bands * width) + offset, which * (bands * width) + offset
+        same = self._live[rows]
+        for column in range(width):
+            same &= stored[mine + column] == wanted_values[theirs + column]
         capacity = len(self._keys)
         pairs = _distinct(which[same] * capacity + rows[same])
         return np.divmod(pairs, capacity)
@@ -765,10 +817,11 @@ class NearDupIndex:
             right = left + np.arange(total) - np.repeat(np.cumsum(after) - after, after) + 1
             (one, band), (two, other_band) = np.divmod(order[left], bands), np.divmod(
                 order[right], bands)  # fmt: skip
-            width = self.rows
-            columns = band[:, None] * width + np.arange(width)
-            same = (band == other_band) & (one != two) & (
-                values[one[:, None], columns] == values[two[:, None], columns]).all(1)  # fmt: skip
+            width, flat, stride = self.rows, values.reshape(-1), values.shape[1]
+            same = (band == other_band) & (one != two)
+            mine, theirs = one * stride + band * width, two * stride + band * width
+            for column in range(width):  # as _lookup: a column at a time, flat offsets
+                same &= flat[mine + column] == flat[theirs + column]
             low, high = np.minimum(one[same], two[same]), np.maximum(one[same], two[same])
             pairs = _distinct(low * len(probes) + high)  # by (j, i), j < i
             js, is_ = np.divmod(pairs, len(probes))

@@ -82,7 +82,7 @@ def test_crowded_buckets_keep_exactly_the_keys_added_and_not_removed() -> None:
     for key in keys:
         index.add(key, text)
     probe = index.probes([text])[0]
-    assert len(index._band_keys) == 30 * 21
+    assert len(index._band_keys) + len(index._delta_keys) == 30 * 21
     left = set(keys)
     for key in random.Random(5).sample(keys, len(keys)):
         index.remove(key)
@@ -90,8 +90,9 @@ def test_crowded_buckets_keep_exactly_the_keys_added_and_not_removed() -> None:
         assert index.candidates(probe) == left
         assert index.matches(probe) == [(k, 1.0) for k in sorted(left)]
         if left:
-            assert len(index._band_keys) - index._stale == 21 * len(left)
-            assert 2 * index._stale <= len(index._band_keys)
+            entries = len(index._band_keys) + len(index._delta_keys)
+            assert entries - index._stale == 21 * len(left)
+            assert 2 * index._stale <= entries
     assert len(index) == 0 and index.candidates(probe) == set()
 
 
@@ -349,3 +350,61 @@ def test_probes_made_before_adds_and_removes_match_what_is_stored_at_match_time(
         assert index.matches(probe) == want
         checked += any(k.startswith("n") for k, _ in want)
     assert checked > 20  # keys stored after the probes were matched: not vacuous
+
+
+def test_matches_through_delta_merges_rebuilds_and_a_rebuilt_index_are_the_reference() -> None:
+    """Batches as a stage makes them (probes first, then some stored under new or existing
+    keys), evictions between them, against an independent reference: datasketch's
+    ``MinHashLSH`` (insert, remove, query) for the candidates and ``jaccard`` of the trigram
+    sets for the scores. The band tables' small delta (entries since the main tables last
+    took them in) is searched at most look-ups, joins the main tables several times and goes
+    with the rebuilds; an index rebuilt by adding the stored keys (a restore) matches alike."""
+    rng = random.Random(29)
+    words = "when are the hostel fees due library hours bus route exam date fee".split()
+    texts = sorted({" ".join(rng.choices(words, k=rng.randint(2, 6))) for _ in range(900)})
+    sets = [trigrams(t) for t in texts]
+    minhash = dict(zip(texts, MinHash.bulk(sets, num_perm=64, hashfunc=zlib.crc32), strict=True))
+    index, lsh = NearDupIndex(threshold=0.6), MinHashLSH(threshold=0.35, num_perm=64)
+    stored: dict[str, str] = {}
+
+    def store(key: str, text: str, probe: Probe | str) -> None:
+        index.add(key, probe)
+        if key in stored:
+            lsh.remove(key)
+        lsh.insert(key, minhash[text])
+        stored[key] = text
+
+    def reference(text: str) -> list[tuple[str, float]]:
+        scores = [
+            (k, jaccard(trigrams(text), trigrams(stored[k]))) for k in lsh.query(minhash[text])
+        ]
+        return sorted([(k, j) for k, j in scores if j >= 0.6], key=lambda r: (-r[1], r[0]))
+
+    for i, text in enumerate(rng.sample(texts, 300)):
+        store(f"k{i}", text, text)
+    with_delta = merged = rebuilt = 0
+    serial = 300
+    for _ in range(80):
+        batch = rng.sample(texts, 30)
+        main = len(index._band_keys)
+        probes = index.probes(batch)
+        with_delta += len(index._delta_keys) > 0
+        merged += len(index._delta_keys) == 0 and len(index._band_keys) > main
+        rebuilt += len(index._band_keys) < main
+        for text, probe in zip(batch, probes, strict=True):
+            assert index.matches(probe) == reference(text)
+            if rng.random() < 0.6:  # a new key, or one stored before (replaced)
+                key = f"k{serial}" if rng.random() < 0.8 else rng.choice(list(stored))
+                serial += 1
+                store(key, text, probe)
+        for key in rng.sample(list(stored), max(0, len(stored) - 300)):  # evictions
+            index.remove(key)
+            lsh.remove(key)
+            del stored[key]
+    assert with_delta > 40 and merged > 3 and rebuilt > 1
+    restored = NearDupIndex(threshold=0.6)
+    for key, text in stored.items():
+        restored.add(key, text)
+    batch = rng.sample(texts, 200)
+    for text, live, fresh in zip(batch, index.probes(batch), restored.probes(batch), strict=True):
+        assert index.matches(live) == restored.matches(fresh) == reference(text)
