@@ -882,31 +882,41 @@ class HarvestStage:
         return [record(self.suggestions[sid], config) for _, sid in sorted(ranked)[:top]]
 
     def best_records_in_gaps(self, top: int, groups: int) -> tuple[list[GapSuggestions], int]:
-        """The suggestions held in a coverage gap, grouped by the gap they were flagged in:
-        per ``(gap_dimension, value)`` — ``value`` the suggestion's language or topic — how
-        many (``n``) and the records of the ``top`` (≥ 0) of highest priority (ties by id, as
+        """The suggestions held per current coverage gap: for each language or topic whose
+        gap over the last ``gap_window`` events (:meth:`CoverageTracker.gaps`) reaches
+        ``min_gap`` — an uncalibrated ``novel`` topic is none, as for the reason — its
+        ``gap``, how many held suggestions carry that language or topic (``n`` ≥ 1) and the
+        records of the ``top`` (≥ 0) of highest priority (ties by id, as
         :meth:`best_records`). Returns the ``groups`` (≥ 0) largest (by ``n`` descending,
-        then dimension and value) and how many gaps there are in all. A suggestion without
-        ``gap_dimension`` (never seen in a gap) or without that value is in none. The
-        report's ``top`` list ranks by priority across reasons, so a gap's suggestions can
-        all fall below it (the ninth trial: German and Spanish gaps, the top 20 all
-        English): these groups show each gap's own."""
+        then dimension and value) and how many gaps hold a suggestion in all. The report's
+        ``top`` list ranks by priority across reasons, so a gap's suggestions can all fall
+        below it (the ninth trial: German and Spanish gaps, the top 20 all English): these
+        groups show each gap's own. Grouped by the suggestions' own labels, not by the
+        ``gap_dimension`` they were flagged with: a suggestion's label is its first
+        wording's, and a later wording in another language may have brought the gap."""
         config = self.config
+        current = {
+            (dimension, label): gap
+            for dimension, labels in self.coverage.gaps().items()
+            for label, gap in labels.items()
+            if gap >= config.min_gap
+            and not (dimension == "topic" and label == "novel" and self._novel_uncalibrated)
+        }
+        if not current:
+            return [], 0
         by_gap: dict[tuple[str, str], list[tuple[float, str]]] = {}
         for sid, suggestion in self.suggestions.items():
-            dimension = suggestion.gap_dimension
-            value = (suggestion.language if dimension == "language"
-                     else suggestion.topic if dimension == "topic" else None)  # fmt: skip
-            if dimension is None or value is None:
-                continue
-            by_gap.setdefault((dimension, value), []).append(
-                (-round(priority(suggestion, config), 6), sid)
-            )
+            for key in (("language", suggestion.language), ("topic", suggestion.topic)):
+                if key in current:
+                    by_gap.setdefault(key, []).append(
+                        (-round(priority(suggestion, config), 6), sid)
+                    )
         largest = sorted(by_gap.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:groups]
         out: list[GapSuggestions] = []
         for (dimension, value), ranked in largest:
             best = [record(self.suggestions[sid], config) for _, sid in sorted(ranked)[:top]]
-            out.append({"dimension": dimension, "value": value, "n": len(ranked), "top": best})
+            out.append({"dimension": dimension, "value": value, "gap": current[dimension, value],
+                        "n": len(ranked), "top": best})  # fmt: skip
         return out, len(by_gap)
 
     def state_snapshot(self) -> Any:

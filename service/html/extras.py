@@ -331,15 +331,16 @@ def _gap_tables(groups: Any, n_gaps: Any = None) -> list[Markup]:
             if isinstance(r, Mapping)
         ]
         body.append([f"{group.get('dimension', '')} {group.get('value', '')}",
-                     group.get("n", 0), Markup("<br>".join(lines))])  # fmt: skip
+                     group.get("gap"), group.get("n", 0), Markup("<br>".join(lines))])  # fmt: skip
     return [
-        para("Seen in a coverage gap (a language or topic the recent events, "
-             "harvest.gap_window, asked far more than the gold set holds; the drift section "
-             "judges gaps over all the traffic): each gap's suggestions and its "
+        para("In the coverage gaps of the recent events (harvest.gap_window: a language or "
+             "topic asked far more than the gold set holds; the drift section judges gaps over "
+             "all the traffic): the suggestions of each gap's language or topic and its "
              "highest-priority ones"
              + (f"; the {len(groups)} largest of {n_gaps} gaps." if more > 0 else "."),
              "meta"),
-        table(["gap", "suggestions", "highest priority"], body, text_columns=(2,)),
+        table(["coverage gap", "gap", "suggestions", "highest priority"], body,
+              text_columns=(3,)),
     ]  # fmt: skip
 
 

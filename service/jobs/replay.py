@@ -25,7 +25,7 @@ The report (``--format json``)::
                                                        "answers", "refused"}]}},
      "shadow": {...}, "quality": {...},
      "gold_candidates": {"n_suggestions", "by_reason": {reason: n}, "top": [record, ...],
-                         "in_gaps": [{"dimension", "value", "n", "top": [record, ...]}],
+                         "in_gaps": [{"dimension", "value", "gap", "n", "top": [...]}],
                          "n_gaps", "shed", "max_new_per_batch"}}
 
 ``dropped`` counts what was dropped while its event was kept: optional fields with a wrong
@@ -37,9 +37,10 @@ stage removed, by the stage's reason (none today: duplicates have their own coun
 set it holds :data:`service.settings.GOLD_SET_OFF` (gold-set comparisons are off, and which
 setting turns them on); the text and HTML reports show it at their top.
 
-``gold_candidates.in_gaps`` lists the suggestions seen in a coverage gap of the recent events
-(``harvest.gap_window``), per gap its count and its 3 best by priority, the 10 largest of
-``n_gaps`` gaps: the ``top`` list ranks across reasons, so a gap's own can all fall below it.
+``gold_candidates.in_gaps`` lists, per coverage gap of the recent events at the end
+(``harvest.gap_window``), its ``gap``, the suggestions of its language or topic and their 3
+best by priority, the 10 largest of ``n_gaps`` gaps: the ``top`` list ranks across reasons, so
+a gap's own can all fall below it.
 
 ``gold_candidates.shed`` counts the picked events whose new question harvesting shed
 (``goldwatch_gold_candidates_shed_total``: over ``harvest.max_new_per_batch`` new questions
@@ -642,7 +643,7 @@ def harvest_lines(summary: HarvestSummary | None) -> list[str]:
     if gaps:
         more = summary.get("n_gaps", len(gaps)) - len(gaps)
         listed = ", ".join(f"{g['dimension']} {g['value']} {g['n']}" for g in gaps)
-        lines.append(f"  seen in a coverage gap of the recent events (harvest.gap_window): {listed}"
+        lines.append(f"  in the coverage gaps of the recent events (harvest.gap_window): {listed}"
                      + (f" (and {more} smaller gaps)" if more > 0 else ""))  # fmt: skip
     note = shed_note(summary)
     if note is not None:

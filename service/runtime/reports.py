@@ -134,8 +134,8 @@ GAP_GROUPS = 10
 class HarvestSummary(TypedDict):
     """:func:`harvest_summary`: suggestions held, their count per reason, the ``top`` ones
     by priority (published records, :class:`~service.harvest.store.SuggestionRecord`),
-    ``in_gaps``: per coverage gap (the :data:`GAP_GROUPS` largest of ``n_gaps``) its
-    suggestions' count and its best :data:`GAP_TOP`
+    ``in_gaps`` (live only): per current coverage gap (the :data:`GAP_GROUPS` largest of
+    ``n_gaps``) its suggestions' count and its best :data:`GAP_TOP`
     (:meth:`~service.harvest.stage.HarvestStage.best_records_in_gaps`); with a registry,
     ``shed`` (picked events whose new question was shed) and ``max_new_per_batch`` (the
     bound that sheds them)."""
@@ -183,27 +183,14 @@ def live_reports(live: Live, registry: CollectorRegistry | None = None) -> LiveR
 
 
 def harvest_summary(records: Sequence[SuggestionRecord], top: int = 20) -> HarvestSummary:
-    """Suggestion counts by reason, the ``top`` suggestions by priority and, per coverage gap
-    (the :data:`GAP_GROUPS` largest), its suggestions' count and best :data:`GAP_TOP` (as
-    :meth:`~service.harvest.stage.HarvestStage.best_records_in_gaps` groups them)."""
+    """Suggestion counts by reason and the ``top`` suggestions by priority (records alone
+    know no coverage gaps: ``in_gaps`` comes from the live stage, :func:`live_reports`)."""
     by_reason: dict[str, int] = {}
     for row in records:
         for reason in row.get("reasons", ()):
             by_reason[reason] = by_reason.get(reason, 0) + 1
     ranked = sorted(records, key=lambda r: (-float(r.get("priority", 0)), str(r.get("id"))))
-    groups: dict[tuple[str, str], list[SuggestionRecord]] = {}
-    for row in ranked:
-        dimension = row.get("gap_dimension")
-        value = row.get(dimension) if dimension in ("language", "topic") else None
-        if dimension is not None and value is not None:
-            groups.setdefault((dimension, str(value)), []).append(row)
-    largest = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:GAP_GROUPS]
-    in_gaps: list[GapSuggestions] = [
-        {"dimension": dimension, "value": value, "n": len(rows), "top": rows[:GAP_TOP]}
-        for (dimension, value), rows in largest
-    ]
-    return {"n_suggestions": len(records), "by_reason": by_reason, "top": ranked[:top],
-            "in_gaps": in_gaps, "n_gaps": len(groups)}  # fmt: skip
+    return {"n_suggestions": len(records), "by_reason": by_reason, "top": ranked[:top]}
 
 
 def analytics_report(live: Live) -> AnalyticsReport | None:

@@ -655,14 +655,16 @@ def test_report_summary_builds_the_top_records_only_and_matches_the_full_records
 
 
 def test_suggestions_in_coverage_gaps_are_grouped_by_their_gap_with_each_gaps_best() -> None:
-    """Trial 9 (F5): with German and Spanish gaps the report's top 20 were all English. Six
-    suggestions set by hand, all ``refused`` (weight 2), priority 2 × (1 + log2 count) ×
-    (1 + gap): de count 4 gap .5 → 9; two de count 2 gap .5 → 6 each (a tie: by id); es
-    count 1 gap .5 → 3; topic fees count 8 → 2 × 4 × 1.5 = 12; de without a gap dimension
-    (never seen in a gap) → in no group. Groups by size, then (dimension, value)."""
+    """Trial 9 (F5): with German and Spanish gaps the report's top 20 were all English. The
+    current gaps (harvest's window, set here): language de .3, es .1, en .01 (under min_gap
+    .02: none), topic fees .05, novel .4 (uncalibrated: none). Suggestions set by hand, all
+    ``refused`` (weight 2), priority 2 × (1 + log2 count) × (1 + gap): de count 4 gap .5 → 9;
+    two de count 2 gap .5 → 6 each (a tie: by id); de count 3 without a gap → 2 × (1 +
+    log2 3) = 5.17 (grouped by its own language all the same); es count 1 → 3; topic fees
+    count 8 → 12; an en suggestion flagged in a language gap (a later Spanish wording brought
+    it, trial 9's "Was ist das Engineering News-Record?") → in no group, en is no gap."""
     from service.harvest.suggestion import Suggestion
     from service.jobs.replay import harvest_lines
-    from service.runtime.reports import harvest_summary
 
     def made(sid: str, language: str, count: int, dimension: str | None, topic: str = "x"
              ) -> Suggestion:  # fmt: skip
@@ -671,6 +673,7 @@ def test_suggestions_in_coverage_gaps_are_grouped_by_their_gap_with_each_gaps_be
                           gap=0.5 if dimension else 0.0, gap_dimension=dimension)  # fmt: skip
 
     stage = HarvestStage(CONFIG)
+    assert stage.best_records_in_gaps(top=3, groups=10) == ([], 0)  # no gap yet
     for s in (
         made("c-6", "de", 2, "language"),
         made("c-1", "de", 4, "language"),
@@ -678,23 +681,30 @@ def test_suggestions_in_coverage_gaps_are_grouped_by_their_gap_with_each_gaps_be
         made("c-3", "es", 1, "language"),
         made("c-4", "en", 8, "topic", topic="fees"),
         made("c-5", "de", 3, None),
+        made("c-7", "en", 5, "language"),
     ):
         stage.suggestions[s.id] = s  # fmt: skip
+    gaps = {"language": {"de": 0.3, "es": 0.1, "en": 0.01}, "topic": {"fees": 0.05, "novel": 0.4}}
+    stage.coverage.gaps = lambda: gaps  # type: ignore[method-assign]
+    stage._novel_uncalibrated = True
     groups, n_gaps = stage.best_records_in_gaps(top=2, groups=2)
     assert n_gaps == 3
-    assert [(g["dimension"], g["value"], g["n"]) for g in groups] == [
-        ("language", "de", 3), ("language", "es", 1)]  # fmt: skip
+    assert [(g["dimension"], g["value"], g["gap"], g["n"]) for g in groups] == [
+        ("language", "de", 0.3, 4), ("language", "es", 0.1, 1)]  # fmt: skip
     assert [r["id"] for r in groups[0]["top"]] == ["c-1", "c-2"]
     assert [r["priority"] for r in groups[0]["top"]] == [9.0, 6.0]
     assert [r["priority"] for r in groups[1]["top"]] == [3.0]
-    all_groups, _ = stage.best_records_in_gaps(top=3, groups=10)
-    assert [(g["value"], g["n"]) for g in all_groups] == [("de", 3), ("es", 1), ("fees", 1)]
+    all_groups, _ = stage.best_records_in_gaps(top=4, groups=10)
+    assert [(g["value"], g["n"]) for g in all_groups] == [("de", 4), ("es", 1), ("fees", 1)]
+    assert [r["id"] for r in all_groups[0]["top"]] == ["c-1", "c-2", "c-6", "c-5"]
+    assert all_groups[0]["top"][3]["priority"] == round(2 * (1 + math.log2(3)), 6)
     assert all_groups[2]["top"][0]["priority"] == 12.0
     assert stage.best_records_in_gaps(top=0, groups=0) == ([], 3)
-    # the summary built from published records groups the same way
-    summary = harvest_summary(stage.records())
-    assert summary["in_gaps"] == all_groups and summary["n_gaps"] == 3
-    seen = "  seen in a coverage gap of the recent events (harvest.gap_window): "
-    assert harvest_lines(summary)[1] == seen + "language de 3, language es 1, topic fees 1"
+    summary = {"n_suggestions": 7, "by_reason": {"refused": 7}, "top": [],
+               "in_gaps": all_groups, "n_gaps": 3}  # fmt: skip
+    seen = "  in the coverage gaps of the recent events (harvest.gap_window): "
+    assert harvest_lines(summary)[1] == seen + "language de 4, language es 1, topic fees 1"  # type: ignore[arg-type]
     summary["in_gaps"], summary["n_gaps"] = groups, n_gaps
-    assert harvest_lines(summary)[1] == seen + "language de 3, language es 1 (and 1 smaller gaps)"
+    assert harvest_lines(summary)[1] == seen + "language de 4, language es 1 (and 1 smaller gaps)"  # type: ignore[arg-type]
+    stage._novel_uncalibrated = False  # a calibrated novel topic is a gap like any other
+    assert stage.best_records_in_gaps(top=1, groups=10)[1] == 3  # no suggestion is novel

@@ -190,8 +190,8 @@ def test_suggestions_in_coverage_gaps_get_their_own_table() -> None:
     report["gold_candidates"] = {
         "n_suggestions": 5, "by_reason": {"coverage_gap": 5},
         "top": [{"id": "c-9", "question": "Exam date?"}],
-        "in_gaps": [{"dimension": "language", "value": "de", "n": 4, "top": de},
-                    {"dimension": "topic", "value": "fees", "n": 1, "top": []}],
+        "in_gaps": [{"dimension": "language", "value": "de", "gap": 0.25, "n": 4, "top": de},
+                    {"dimension": "topic", "value": "fees", "gap": 0.05, "n": 1, "top": []}],
         "n_gaps": 3,
     }  # fmt: skip
     page = render_replay_html(report)
@@ -199,12 +199,12 @@ def test_suggestions_in_coverage_gaps_get_their_own_table() -> None:
     section = section[: section.index("</section>")]
     assert "the 2 largest of 3 gaps." in section
     assert (
-        '<td>language de</td><td>4</td><td class="text">c-1 Wann &lt;b&gt;ist&lt;/b&gt; die '
+        '<td>language de</td><td>0.250</td><td>4</td><td class="text">c-1 Wann &lt;b&gt;ist&lt;/b&gt; die '
         "Prüfung?<br>c-2 Gebühren?</td>"
     ) in section
-    assert "<td>topic fees</td><td>1</td>" in section
+    assert "<td>topic fees</td><td>0.050</td><td>1</td>" in section
     del report["gold_candidates"]["in_gaps"]
-    assert "Seen in a coverage gap" not in render_replay_html(report)
+    assert "In the coverage gaps" not in render_replay_html(report)
 
 
 def test_topic_gold_counts_say_they_are_assignments_not_labels(page: str) -> None:
