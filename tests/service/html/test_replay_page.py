@@ -199,8 +199,8 @@ def test_suggestions_in_coverage_gaps_get_their_own_table() -> None:
     section = section[: section.index("</section>")]
     assert "the 2 largest of 3 gaps." in section
     assert (
-        '<td>language de</td><td>0.250</td><td>4</td><td class="text">c-1 Wann &lt;b&gt;ist&lt;/b&gt; die '
-        "Prüfung?<br>c-2 Gebühren?</td>"
+        '<td>language de</td><td>0.250</td><td>4</td><td class="text">c-1 Wann '
+        "&lt;b&gt;ist&lt;/b&gt; die Prüfung?<br>c-2 Gebühren?</td>"
     ) in section
     assert "<td>topic fees</td><td>0.050</td><td>1</td>" in section
     del report["gold_candidates"]["in_gaps"]
