@@ -879,7 +879,7 @@ class HarvestStage:
         config = self.config
         ranked = sorted((-round(priority(self.suggestions[sid], config), 6), sid)
                         for sid in sorted(self.suggestions))  # fmt: skip
-        return [record(self.suggestions[sid], config) for _, sid in sorted(ranked)[:top]]
+        return [record(self.suggestions[sid], config) for _, sid in ranked[:top]]
 
     def best_records_in_gaps(self, top: int, groups: int) -> tuple[list[GapSuggestions], int]:
         """The suggestions held per current coverage gap: for each language or topic whose
