@@ -43,6 +43,7 @@ from typing import Any, Final
 import numpy as np
 
 from service.embeddings.config import EmbeddingConfig
+from service.embeddings.nearest import NearestMemo
 from service.embeddings.protocol import Embedder, EmbeddingModelError, l2_normalise
 
 
@@ -74,6 +75,9 @@ class CachedEmbedder:
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+        #: the last batch's nearest similarities to the gold vectors, shared by the stages
+        #: that embed through this object (:mod:`service.embeddings.nearest`)
+        self.nearest = NearestMemo()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """As :meth:`Embedder.embed`; cached rows are shared read-only copies."""

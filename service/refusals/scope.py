@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from service.embeddings.nearest import NearestMemo
 from service.records import GoldQuestion, Run, ScoredDoc
 
 if TYPE_CHECKING:
@@ -1021,8 +1022,12 @@ class EmbeddingScope:
             raise ValueError("this detector needs one retriever score per question")
         if not questions:
             return np.zeros(0), np.zeros(0, dtype=bool)
-        vectors = self.embedder.embed(list(questions))
+        texts = list(questions)
+        vectors = self.embedder.embed(texts)
         every = self._features(vectors, retriever_scores)
+        memo = getattr(self.embedder, "nearest", None)
+        if isinstance(memo, NearestMemo):  # the topic stage's novelty check reads them
+            memo.remember(self.gold_vectors, texts, np.maximum(every[:, 0], every[:, 1]))
         features = every[:, self.columns]
         model = self.model
         if isinstance(model, PickledEstimator):

@@ -1,12 +1,14 @@
 """Compose the live analytics stages from the configuration and the gold set.
 
 Order matters: PII scrubbing first (nothing downstream ever sees the raw text), then language,
-topic, refusal, out-of-scope (which needs the refusal flag), then drift (which reads every
-annotation). The gold set gives the references: its languages (the rows' ``language`` field,
-else detected), its topics (through the same assignment as live traffic: cross-validated
-predictions of its labelled rows, or the model's assignment, with leave-one-out novelty; see
-:meth:`~service.topics.model.TopicModel.gold_counts`) and, for out-of-scope, the calibration of a
-built-in retriever's best score on its answerable vs unanswerable questions.
+refusal, out-of-scope (which needs the refusal flag), topic (whose novelty check takes the
+out-of-scope detector's nearest gold similarities: :mod:`service.embeddings.nearest`), then
+drift (which reads every annotation). The gold set gives the references: its languages (the
+rows' ``language`` field, else detected), its topics (through the same assignment as live
+traffic: cross-validated predictions of its labelled rows, or the model's assignment, with
+leave-one-out novelty; see :meth:`~service.topics.model.TopicModel.gold_counts`) and, for
+out-of-scope, the calibration of a built-in retriever's best score on its answerable vs
+unanswerable questions.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ class Analytics:
     """The built stages and what telemetry and the API need to read them.
 
     Attributes:
-        stages: in run order (PII, language, topic, refusal, scope, drift).
+        stages: in run order (PII, language, refusal, scope, topic, drift).
         drift: the drift stage (its :meth:`~service.drift.stage.DriftStage.report`).
         totals: refusal, out-of-scope and PII totals since the first start (persisted).
         language_labels, topic_labels: every bounded label value (pre-initialised series).
@@ -580,8 +582,6 @@ def build_analytics(
         no_novelty = config.topics.model_copy(update={"novelty_percentile": 0.0})
         model = _memo_topics(memo, embedder, gold, corpus.passages, no_novelty, False,
                              previous_topics)  # fmt: skip
-    if model is not None:  # else no topics: nothing of the user's to fit them on
-        stages.append(TopicStage(model, config.question_cache_size))
     stages.append(RefusalStage(RefusalDetector(extra_patterns=config.refusal_patterns)))
     scope_stage, calibration, scope_quality = _scope_stage(config, gold, corpus, embedder,
                                                            memo=memo)  # fmt: skip
@@ -591,6 +591,10 @@ def build_analytics(
                 config.quality_floor, config.scope_min_balanced_accuracy, config.quality_min_class
             )
         stages.append(scope_stage)
+    # after the out-of-scope stage, whose nearest gold similarities its novelty check takes
+    # (service.embeddings.nearest); neither reads the other's annotations
+    if model is not None:  # else no topics: nothing of the user's to fit them on
+        stages.append(TopicStage(model, config.question_cache_size))
     gold_counts: dict[str, dict[str, int]] = {}
     if len(gold):  # no gold set: no reference comparisons, the baseline only
         topic_counts: dict[str, int] = {}

@@ -102,6 +102,7 @@ import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
 from service.embeddings.model import default_embedder
+from service.embeddings.nearest import NearestMemo
 from service.embeddings.protocol import Embedder
 from service.errors import GoldwatchError
 from service.evaluation.detector_quality import DetectorQuality, measure_auc
@@ -474,10 +475,28 @@ class TopicModel:
         best = sims.argmax(axis=1)
         return best, sims[np.arange(len(best)), best]
 
-    def _novelty_similarity(self, vectors: np.ndarray) -> np.ndarray:
-        """Novelty similarity of each row of ``vectors`` (n, d) to the gold set, ``(n,)``."""
+    def _novelty_similarity(self, vectors: np.ndarray, texts: Sequence[str] | None = None
+                            ) -> np.ndarray:  # fmt: skip
+        """Novelty similarity of each row of ``vectors`` (n, d) to the gold set, ``(n,)``.
+
+        ``texts``: the embedded text of each row. Given, with the nearest gold question as
+        the novelty similarity (uncentred, unpenalised, ``k = 1``), a text's value is taken
+        from the embedder's :class:`~service.embeddings.nearest.NearestMemo` when the
+        out-of-scope detector (which runs first) has just computed it against equal gold
+        vectors: the largest of its nearest answerable and unanswerable gold similarities.
+        """
+        memo = getattr(self._embedder, "nearest", None)
         if self._centre is not None:
             vectors = _centred(vectors, self._centre)
+        elif (texts is not None and isinstance(memo, NearestMemo) and self._penalty is None
+                and self.novelty_neighbours == 1):  # fmt: skip
+            found = memo.recall(self._reference, texts)
+            todo = [i for i, value in enumerate(found) if value is None]
+            if len(todo) < len(found):
+                out = np.array([-np.inf if v is None else v for v in found], dtype=np.float32)
+                if todo:
+                    out[todo] = _top_k_similarity(vectors[todo], self._reference, 1)
+                return out
         return _top_k_similarity(vectors, self._reference, self.novelty_neighbours,
                                  penalty=self._penalty)  # fmt: skip
 
@@ -494,11 +513,12 @@ class TopicModel:
         """
         if not texts:
             return []
-        vectors = self._embedder.embed(embedding_texts(texts))  # (n, d)
+        embedded = embedding_texts(texts)
+        vectors = self._embedder.embed(embedded)  # (n, d)
         # Small products: OpenBLAS threads only contend with the process's other work.
         with _blas().limit(limits=1, user_api="blas"):
             best, top = self._vectors_to_topics(vectors)
-            neighbour = self._novelty_similarity(vectors)
+            neighbour = self._novelty_similarity(vectors, embedded)
         names = self.names
         rows = zip(best.tolist(), top.tolist(), neighbour.tolist(), strict=True)
         return [

@@ -1,12 +1,12 @@
 """Hypothesis: hostile Unicode through the decoder and every analytics stage, in process.
 
-The live engine of ``goldwatch serve`` (decode → dedup → PII → language → topic → refusal →
-out-of-scope → drift → harvest ... → count, with the analytics metrics observer), built from the
-default settings on the demo gold set, gets micro-batches of events whose questions, answers
-and labels are made of RTL marks, zero-width joiners, combining characters, lone surrogates
-(as JSON escapes and as raw bytes), emoji sequences, NUL bytes and 100 kB runs. For every batch:
-nothing raises, every message is processed, dead-lettered or a duplicate, and the Prometheus
-exposition still parses with a bounded number of series.
+The live engine of ``goldwatch serve`` (decode → dedup → PII → language → refusal → out-of-scope
+→ topic → drift → harvest ... → count, with the analytics metrics observer), built from the
+default settings on the demo gold set, gets micro-batches of events whose questions, answers and
+labels are made of RTL marks, zero-width joiners, combining characters, lone surrogates (as JSON
+escapes and as raw bytes), emoji sequences, NUL bytes and 100 kB runs. For every batch: nothing
+raises, every message is processed, dead-lettered or a duplicate, and the Prometheus exposition
+still parses with a bounded number of series.
 """
 
 from __future__ import annotations
