@@ -1007,15 +1007,19 @@ class EmbeddingScope:
         questions: Sequence[str],
         retriever_scores: Sequence[float | None] | None = None,
         languages: Sequence[str | None] | None = None,
+        cutoffs: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(probability in scope, off-corpus)`` per question, shapes ``(n,)``: the
         probability (:meth:`score`, 0 where off-corpus) and whether the question is outside
         the detector's support (bool; :class:`SupportCheck`), each judged by the cutoff of
-        its language ``languages`` (:meth:`cutoffs`; ``None``: by its script).
+        its language ``languages`` (:meth:`cutoffs`; ``None``: by its script). ``cutoffs``:
+        :meth:`cutoffs` of these questions and languages when the caller has them already.
 
         Raises:
-            ValueError: as :meth:`score`.
+            ValueError: as :meth:`score`, or ``cutoffs`` is not one per question.
         """
+        if cutoffs is not None and len(cutoffs) != len(questions):
+            raise ValueError(f"{len(cutoffs)} cutoffs for {len(questions)} questions")
         if self.reads_retriever and (
             retriever_scores is None or len(retriever_scores) != len(questions)
         ):
@@ -1034,7 +1038,9 @@ class EmbeddingScope:
             proba = model.probability_in_scope(features)
         else:
             proba = probability_in_scope(model, features)
-        off = support_similarity(every, self.use_corpus) < self.cutoffs(questions, languages)
+        if cutoffs is None:
+            cutoffs = self.cutoffs(questions, languages)
+        off = support_similarity(every, self.use_corpus) < cutoffs
         proba[off] = 0.0
         return proba, off
 

@@ -243,10 +243,11 @@ class EmbeddingScopeStage(StatelessStage):
         pairs = [key.split("\t", 1) for key in asked]
         questions = [question for _, question in pairs]
         languages: list[str | None] = [language or None for language, _ in pairs]
+        cutoffs = self.detector.cutoffs(questions, languages)
         proba, off = self.detector.score_support(
-            questions, self._retriever_scores(questions), languages
+            questions, self._retriever_scores(questions), languages, cutoffs
         )
-        judged = np.isfinite(self.detector.cutoffs(questions, languages))
+        judged = np.isfinite(cutoffs)
         known = self.known.verdicts(questions) if self.known else [(None, None)] * len(proba)
         return list(zip(proba.tolist(), off.tolist(), judged.tolist(), known, strict=True))
 

@@ -244,7 +244,11 @@ class _CountingDetector:
         return np.array([len(q) / 100 for q in questions])
 
     def score_support(
-        self, questions: Sequence[str], retriever_scores: object = None, languages: object = None
+        self,
+        questions: Sequence[str],
+        retriever_scores: object = None,
+        languages: object = None,
+        cutoffs: object = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`score`, every question inside the support (none off-corpus)."""
         return self.score(questions), np.zeros(len(questions), dtype=bool)

@@ -117,6 +117,30 @@ def test_the_stage_counts_off_corpus_questions_out_of_scope_and_on_their_own() -
     assert flags["off_corpus"] == 4 and flags["out_of_scope"] >= 4
 
 
+def test_given_cutoffs_judge_the_questions_and_the_stage_works_them_out_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    table, passages, gold = _news_and_banking()
+    det = EmbeddingScope(TableEmbedder(table), gold, passages, n_boot=0)
+    # the banking questions are off-corpus by the fitted cutoff (above); a cutoff of -inf
+    # judges none off-corpus, +inf every one (probability 0)
+    _, off = det.score_support(BANKING, cutoffs=np.full(4, -np.inf))
+    assert off.tolist() == [False] * 4
+    proba, off = det.score_support(BANKING, cutoffs=np.full(4, np.inf))
+    assert off.tolist() == [True] * 4 and proba.tolist() == [0.0] * 4
+    with pytest.raises(ValueError, match="3 cutoffs for 4 questions"):
+        det.score_support(BANKING, cutoffs=np.zeros(3))
+    calls: list[int] = []
+    cutoffs = det.cutoffs
+    monkeypatch.setattr(
+        det, "cutoffs", lambda q, lang=None: calls.append(len(q)) or cutoffs(q, lang)
+    )
+    stage = EmbeddingScopeStage(det)
+    notes: list[dict[str, object]] = [{"refused": False} for _ in BANKING]
+    stage.process(types.SimpleNamespace(events=_events(BANKING), annotations=notes))
+    assert calls == [4] and [n["off_corpus"] for n in notes] == [True] * 4
+
+
 def test_support_rates_are_cross_validated_by_hand() -> None:
     # 4 gold rows: 0, 1 answerable paraphrases (cosine 0.95), 2 answerable, 3 unanswerable.
     sims = np.array([[1.0, 0.95, 0.2, 0.1], [0.95, 1.0, 0.3, 0.1],
