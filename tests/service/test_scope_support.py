@@ -182,3 +182,22 @@ def test_the_rule_s_held_out_rates_use_the_detector_s_folds() -> None:
     restored = EmbeddingScope.restore(det.embedder, det.fitted_state())
     assert restored.support == det.support
     assert restored.score_support(BANKING)[1].tolist() == [True] * 4
+
+
+def test_live_scoring_copies_the_gold_groups_once_and_never_into_the_fitted_state() -> None:
+    table, passages, gold = _news_and_banking()
+    det = EmbeddingScope(TableEmbedder(table), gold, passages, n_boot=0)
+    first = det.score_support(BANKING)
+    answerable, unanswerable = det._gold_groups()
+    again = det.score_support(BANKING)
+    assert det._gold_groups()[0] is answerable and det._gold_groups()[1] is unanswerable
+    assert [a.tolist() for a in first] == [b.tolist() for b in again]
+    # the groups are the gold rows in gold order: 12 answerable, 12 unanswerable
+    labels = [q.answerable for q in gold]
+    np.testing.assert_array_equal(answerable, det.gold_vectors[labels])
+    np.testing.assert_array_equal(unanswerable, det.gold_vectors[[not a for a in labels]])
+    assert answerable.shape[0] == unanswerable.shape[0] == 12
+    state = det.fitted_state()
+    assert "_groups" not in state and "embedder" not in state
+    restored = EmbeddingScope.restore(det.embedder, state)
+    assert restored.score_support(BANKING)[1].tolist() == [True] * 4
