@@ -133,12 +133,27 @@ class ResumedFrom(TypedDict):
     processed_in_all: int
 
 
+def replay_dlq_path(file: Path) -> Path:
+    """The dead-letter file of a replay without ``--state`` nor ``--dlq``:
+    ``<file>.replay.dlq.jsonl`` beside the log (``stdin.replay.dlq.jsonl`` in the current
+    folder for ``-``). Not the file source's ``<file>.dlq.jsonl`` (nor ``source.dlq_path``):
+    a fresh replay empties its dead-letter file first, and that one may hold the letters of a
+    ``goldwatch serve`` reading the same log (a tenth trial: a replay wiped them)."""
+    if str(file) == "-":
+        return Path("stdin.replay.dlq.jsonl")
+    return Path(f"{file}.replay.dlq.jsonl")
+
+
 def run_replay(
     settings: Settings, file: Path, state_path: Path | None, dlq_path: Path | None
 ) -> ReplayReport:
     """Replay ``file`` (``-``: stdin) to its end and return the report.
 
-    Without ``state_path`` the replay starts fresh, and so does its dead-letter file. The
+    Without ``state_path`` the replay starts fresh, and so does its dead-letter file:
+    ``dlq_path``, else its own :func:`replay_dlq_path` (never the file source's or
+    ``source.dlq_path``, which a ``goldwatch serve`` of the same log writes). With
+    ``state_path`` it resumes and appends to ``dlq_path``, else ``source.dlq_path``, else
+    ``<file>.dlq.jsonl``, as serve does. The
     shadow CPU budget (``shadow.max_cpu_share``) is off: a replay has no live path to
     protect, so every sampled shadow call runs. For the same reason harvesting sheds no new
     question (``harvest.max_new_per_batch`` is ``None``) unless that setting was given
@@ -173,7 +188,9 @@ def run_replay(
         state.close()  # and its writer's lock
         raise
     freeze_heap()
-    source = FileSource(str(file), dlq_path=dlq_path or settings.source.dlq_path)
+    if dlq_path is None:  # a fresh replay never takes (nor empties) serve's dead letters
+        dlq_path = settings.source.dlq_path if state_path else replay_dlq_path(file)
+    source = FileSource(str(file), dlq_path=dlq_path)
     if state_path is None and source.dlq_path.exists():
         source.dlq_path.write_bytes(b"")
     decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes,

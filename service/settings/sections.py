@@ -189,7 +189,9 @@ class SourceConfig(_Frozen):
             (``/v1/events``, ``/v1/traces``), shared. Unset: a file source writes
             ``<file>.dlq.jsonl``, stdin and HTTP ingest ``<state dir>/goldwatch.dlq.jsonl``
             (so with a file source, HTTP ingest's dead letters are in the latter). A Kafka
-            source always writes its ``<topic>.dlq`` topic.
+            source always writes its ``<topic>.dlq`` topic. ``goldwatch replay`` without
+            ``--state`` ignores it: it writes its own ``<file>.replay.dlq.jsonl`` (or
+            ``--dlq``), emptied at each run.
     """
 
     kind: Literal["kafka", "file", "stdin", "none"] = "none"

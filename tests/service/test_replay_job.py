@@ -489,3 +489,25 @@ def test_the_text_report_lists_the_coverage_gaps(small: dict[str, Any]) -> None:
         f"  coverage gaps vs gold ({rule}): topic topic-1: warsaw 60.0% live / 25.0% gold, "
         "novel left out (its share is not a fact: above)"
     ) in render_text(doc).splitlines()
+
+
+def test_a_fresh_replay_leaves_serves_dead_letters_alone(tmp_path: Path) -> None:
+    """A tenth trial: serve's ``<file>.dlq.jsonl`` held its dead letters, and the next replay
+    without ``--state`` emptied it (it started its own dead-letter file afresh at the same
+    path). A fresh replay writes ``<file>.replay.dlq.jsonl``; with ``--state`` it appends to
+    serve's file, as serve does."""
+    log = tmp_path / "q.jsonl"
+    good = '{"event_id": "e1", "timestamp": "2026-11-20T10:00:00Z", "question": "hostel fee?"}'
+    log.write_text(good + "\nnot json\n", encoding="utf-8")
+    serves = tmp_path / "q.jsonl.dlq.jsonl"
+    serves.write_bytes(b'{"reason": "not_json", "from": "serve"}\n')
+    settings = load_settings(None)
+    for _ in range(2):  # the second run starts its own file afresh: one letter, not two
+        doc = run_replay(settings, log, None, None)
+        own = tmp_path / "q.jsonl.replay.dlq.jsonl"
+        assert doc["dlq_path"] == str(own)
+        assert [json.loads(x)["reason"] for x in own.read_text().splitlines()] == ["not_json"]
+        assert serves.read_bytes() == b'{"reason": "not_json", "from": "serve"}\n'
+    resumed = run_replay(settings, log, tmp_path / "state.sqlite", None)
+    assert resumed["dlq_path"] == str(serves)
+    assert len(serves.read_bytes().splitlines()) == 2  # appended after serve's letter
