@@ -459,7 +459,9 @@ def render_text(doc: ReplayReport) -> str:
             rising = [c for c in alarm["rising"] if c not in silenced]
             quiet = "".join(f"; {c} rising too raises no alarm ({silenced[c]})"
                             for c in alarm["rising"] if c in silenced)  # fmt: skip
-            lines.append(f"  DRIFT  {where}: rising {', '.join(rising) or '-'}{quiet}")
+            falling = ", ".join(alarm.get("falling") or ()) or "-"
+            lines.append(f"  DRIFT  {where}: rising {', '.join(rising) or '-'}, "
+                         f"falling {falling}{quiet}")  # fmt: skip
     lines += quality_lines(doc.get("quality"))
     return "\n".join(lines + harvest_lines(doc.get("gold_candidates")))
 
