@@ -283,18 +283,28 @@ def operating_point_text(quality: dict[str, Any] | None, detector: str | None = 
 
 
 def _language_shares(counts: Mapping[str, int], shown: int = 6) -> str:
-    """``"en 80%, hi-Latn 8%, …, other 4%"``: the ``shown`` most frequent languages (``counts``
-    most common first), then every other language (and the bounded label ``other``) as one
-    ``other`` share, so the line sums to 100 % (± rounding); ``""`` without counts.
+    """``"en 80%, hi-Latn 8%, …, 3 more 4% (zh, ru, pt)"``: the ``shown`` most frequent
+    languages (``counts`` most common first), then the rest as one share naming them (the
+    first five; the bounded label ``other`` as ``other``), so the line sums to 100 % (±
+    rounding) and no language hides behind a name it does not carry on ``/metrics``; a rest
+    of one language is shown by its name. ``""`` without counts.
 
     >>> _language_shares({"en": 80, "hi": 8, "es": 7, "de": 5}, shown=2)
-    'en 80%, hi 8%, other 12%'
+    'en 80%, hi 8%, 2 more 12% (es, de)'
+    >>> _language_shares({"en": 90, "hi": 9, "zh": 1}, shown=2)
+    'en 90%, hi 9%, zh 1%'
     """
     total = sum(counts.values()) or 1
     named = [(k, v) for k, v in counts.items() if k != OTHER_LANGUAGE][:shown]
-    rest = sum(counts.values()) - sum(v for _, v in named)
     parts = [f"{k} {v / total:.0%}" for k, v in named]
-    return ", ".join(parts + ([f"other {rest / total:.0%}"] if rest else []))
+    kept = {k for k, _ in named}
+    rest = [(k, v) for k, v in counts.items() if k not in kept and v]
+    if len(rest) == 1:
+        parts.append(f"{rest[0][0]} {rest[0][1] / total:.0%}")
+    elif rest:
+        names = ", ".join(k for k, _ in rest[:5]) + (", …" if len(rest) > 5 else "")
+        parts.append(f"{len(rest)} more {sum(v for _, v in rest) / total:.0%} ({names})")
+    return ", ".join(parts)
 
 
 def render_text(doc: ReplayReport) -> str:
