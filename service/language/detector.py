@@ -342,7 +342,11 @@ _URLS_AND_MAILS = re.compile(
 _PLACEHOLDER_RE = re.compile("|".join(re.escape(p) for p in PLACEHOLDERS.values()))
 
 
-_ASCII_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+#: ``bytes.translate`` table: ASCII letters lower-cased, every other byte a space (the
+#: letters of ASCII text are then its bytes that are not spaces, its tokens the split).
+_ASCII_FOLD = bytes(
+    b + 0x20 if 0x41 <= b <= 0x5A else b if 0x61 <= b <= 0x7A else 0x20 for b in range(256)
+)
 
 
 def _word_shares(pool: Sequence[str]) -> dict[str, tuple[tuple[str, float], ...]]:
@@ -750,15 +754,19 @@ class LanguageDetector:
         evidence (function words and character cues; ``None`` on a tie), else ``None``."""
         text = self._strip(text)
         if text.isascii():  # script_and_letters without the Counter: Latin letters or nothing
-            raw = text.encode("ascii")
-            letters = len(raw) - len(raw.translate(None, _ASCII_LETTERS))
-            script: str | None = "Latn" if letters else None
+            folded = text.encode("ascii").translate(_ASCII_FOLD)
+            letters = len(folded) - folded.count(b" ")
+            if not letters:
+                return UNDETERMINED, STRONG, None
+            script = "Latn"
+            words = folded.decode("ascii").split()  # tokens(text), the letter runs lowered
         else:
-            script, letters = script_and_letters(text)
-        if script is None:
-            return UNDETERMINED, STRONG, None
+            found, letters = script_and_letters(text)
+            if found is None:
+                return UNDETERMINED, STRONG, None
+            script = found
+            words = tokens(text) if script == "Latn" else []
         pool = self._pools[script]
-        words = tokens(text) if script == "Latn" else []
         if words and self._hinglish and text.isascii() and hinglish_words(words):
             return HINGLISH, STRONG, None
         if len(pool) == 1:
