@@ -215,6 +215,9 @@ The demo's rewritten again in the twenty-second session (trial 9, F3) for text o
 ``uncalibrated`` / ``suppressed`` strings of the out-of-scope detector name the classes of its
 rates ("(answerable kept in scope 46 of 47 (TPR 0.979); unanswerable judged in scope 11 of 12
 (FPR 0.917); ROC AUC 0.813)", was "(TPR 0.979, FPR 0.917; ROC AUC 0.813)"); nothing else.
+All three rewritten in the twenty-fourth session for the PII type ``address`` (street
+addresses with their number) and nothing else (checked field for field): added
+``analytics.pii_scrubbed.address`` 0 (no street address in either log).
 """
 
 from __future__ import annotations
