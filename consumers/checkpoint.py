@@ -12,13 +12,13 @@ yields ``last + 1``, the ``committed_offset`` Kafka expects (the next message to
 >>> cp.mark_committed({("queries", 0): 43})
 >>> cp.to_commit()
 {}
->>> cp.store("queries", 0, 45, first=44)
->>> cp.uncommitted()
-3
 >>> cp.store("queries", 0, 42)
 Traceback (most recent call last):
 ...
 consumers.errors.InvalidStoredOffset: queries[0]: offset 42 stored after 42
+>>> cp.store("queries", 0, 45, first=43)
+>>> cp.uncommitted()
+3
 """
 
 from __future__ import annotations
