@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict, cast
@@ -338,6 +338,9 @@ def render_text(doc: ReplayReport) -> str:
                      f"read in {left_out['share']:.1%} of the questions): {langs}")  # fmt: skip
     else:
         lines.append(f"languages: {langs}")
+    labels: Mapping[str, Any] = analytics.get("language_labels") or {}
+    if labels.get("notice"):  # a language /metrics exports as "other", worth naming
+        lines.append(f"  {labels['notice']}")
     if analytics.get("language_quality") is not None:  # with a gold set: measured on it
         lines.append(f"  {agreement_text(analytics['language_quality'], analytics['languages'])}")
     if left_out is not None:
@@ -399,7 +402,8 @@ def render_text(doc: ReplayReport) -> str:
     lines.append(f"drift now ({against}): {states}")
     lines += [f"  {dim} raises no alarm: {why}"
               for dim, why in sorted(drift.get("suppressed_dimensions", {}).items())]  # fmt: skip
-    lines += coverage_gap_lines(drift, analytics.get("topic_labels") or {})
+    unlabelled = [u["language"] for u in labels.get("unlabelled") or ()]
+    lines += coverage_gap_lines(drift, analytics.get("topic_labels") or {}, unlabelled)
     untested: dict[tuple[str, str], list[str]] = {}  # (comparison, why) -> dimensions
     tested = [dim for dim, state in shown.items() if state != "off"]
     for dim in tested:
@@ -452,21 +456,27 @@ def render_text(doc: ReplayReport) -> str:
 COVERAGE_GAP_RULE = "live share ≥ 2 × gold share, its 95 % lower bound ≥ gold share + 2 points"
 
 
-def coverage_gap_lines(drift: dict[str, Any], topic_names: dict[str, str]) -> list[str]:
+def coverage_gap_lines(
+    drift: dict[str, Any], topic_names: dict[str, str], unlabelled: Sequence[str] = ()
+) -> list[str]:
     """The drift report's coverage gaps (``{dim: {"coverage_gaps": [...], "gold_counts":
     {...}, "coverage_gaps_left_out": {category: why}}}``; the why is shown with the
     suppressed categories), one line for the language and
     topic dimensions that have gold counts: ``"  coverage gaps vs gold (rule): language de
     11.1 % live / 0.0 % gold, …; topic none"``; ``[]`` when no dimension has gold counts.
-    Topics are named by ``topic_names`` (id → "topic-1: warsaw") where known."""
+    Topics are named by ``topic_names`` (id → "topic-1: warsaw") where known; a language of
+    ``unlabelled`` (exported as ``other``: :mod:`service.language.unlabelled`) says so."""
     parts = []
     for dim in ("language", "topic"):
         body = drift.get(dim) or {}
         if not body.get("gold_counts"):
             continue
         names = topic_names if dim == "topic" else {}
+        other = set(unlabelled) if dim == "language" else set()
         gaps = [f"{names.get(g['category'], g['category'])} {g['live_share']:.1%} live / "
-                f"{g['gold_share']:.1%} gold" for g in body.get("coverage_gaps") or []]  # fmt: skip
+                f"{g['gold_share']:.1%} gold"
+                + (' (language="other" on /metrics)' if g["category"] in other else "")
+                for g in body.get("coverage_gaps") or []]  # fmt: skip
         gaps += [
             f"{names.get(c, c)} left out (its share is not a fact: above)"
             for c in sorted(body.get("coverage_gaps_left_out") or {})

@@ -36,6 +36,7 @@ from service.files.fit_cache import FitCache, Memo, no_memo
 from service.harvest import HarvestStage, MemoryCandidates, StateStoreCandidates
 from service.harvest.config import REASONS
 from service.harvest.store import candidate_sweep
+from service.language.unlabelled import unlabelled_languages, unlabelled_text
 from service.pii import UNKEYED, Pseudonymiser
 from service.pipeline import Batch, CountingStage, Pipeline, PipelineConfig, Stage, state_key
 from service.pipeline.dedup import DedupStage
@@ -154,8 +155,9 @@ class Live:
 
     def observe(self, batch: Batch) -> None:
         """Export one batch's analytics (counters per batch, drift gauges from the report,
-        the events the drift stage kept out since the last batch) and what the shadow stage
-        collected since the last batch."""
+        the events the drift stage kept out since the last batch, the live languages
+        exported as ``other`` worth naming: :attr:`Analytics.unlabelled_notice`) and what the
+        shadow stage collected since the last batch."""
         if self.analytics_metrics is not None:
             self.analytics_metrics.observe_annotations(batch.annotations)
             language = self.analytics.language_stage
@@ -164,6 +166,11 @@ class Live:
             if (drift := self.analytics.drift) is not None:
                 self.analytics_metrics.observe_drift(drift.report())
                 self.analytics_metrics.count_kept_out(drift.take_kept_out())
+                labeler = self.analytics.language_labeler
+                named = unlabelled_languages(drift.live_counts["language"], labeler)
+                self.analytics.unlabelled_notice = (
+                    unlabelled_text(named, labeler) if labeler is not None else None
+                )
         self.export_shadow()
 
     def export_shadow(self) -> None:

@@ -386,9 +386,10 @@ class Runtime:
         analytics = self.live.analytics
         unreliable = (language_candidates_report(analytics) or {}).get("unreliable")
         # a failed refresh first: the gold set in use is not the file's; then the language
-        # figures called unreliable, before the start-up line that names the left-out ones
+        # figures called unreliable, before the start-up line that names the left-out ones;
+        # then the live languages /metrics exports as "other" (set after each batch)
         notices = [self.gold_refresh_error, notice, self.topic_notice, unreliable,
-                   analytics.language_notice]  # fmt: skip
+                   analytics.language_notice, analytics.unlabelled_notice]  # fmt: skip
         return {
             "notices": [text for text in notices if text],
             "version": __version__,
