@@ -109,8 +109,9 @@ class Analytics:
             gold-set refresh changes the candidates.
         unlabelled_notice: the line naming the live languages exported as ``other`` that
             are worth naming, with the fix (:func:`~service.language.unlabelled.unlabelled_text`),
-            or ``None``; set after each batch (:meth:`service.runtime.live.Live.observe`), so
-            ``GET /v1/status`` reads it without the pipeline lock.
+            or ``None``; set after each batch and after a restore
+            (:meth:`service.runtime.live.Live.name_unlabelled`), so ``GET /v1/status`` reads
+            it without the pipeline lock.
     """
 
     stages: list[Stage]

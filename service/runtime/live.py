@@ -166,12 +166,20 @@ class Live:
             if (drift := self.analytics.drift) is not None:
                 self.analytics_metrics.observe_drift(drift.report())
                 self.analytics_metrics.count_kept_out(drift.take_kept_out())
-                labeler = self.analytics.language_labeler
-                named = unlabelled_languages(drift.live_counts["language"], labeler)
-                self.analytics.unlabelled_notice = (
-                    unlabelled_text(named, labeler) if labeler is not None else None
-                )
+                self.name_unlabelled()
         self.export_shadow()
+
+    def name_unlabelled(self) -> None:
+        """Set :attr:`Analytics.unlabelled_notice` from the drift stage's live language
+        counts (:func:`~service.language.unlabelled.unlabelled_languages`): after each batch
+        and after a restore (call in the pipeline's thread or with its lock held)."""
+        analytics = self.analytics
+        labeler, drift = analytics.language_labeler, analytics.drift
+        if labeler is None or drift is None:
+            analytics.unlabelled_notice = None
+            return
+        named = unlabelled_languages(drift.live_counts["language"], labeler)
+        analytics.unlabelled_notice = unlabelled_text(named, labeler)
 
     def export_shadow(self) -> None:
         """Hand the shadow and live-quality stages' pending observations to the metrics."""

@@ -171,6 +171,7 @@ class Runtime:
             )  # fmt: skip
             self.engine.restore()
             self.live.export_held()  # the held suggestions restored, before any batch
+            self.live.name_unlabelled()  # the restored language counts' notice, likewise
             freeze_heap()
             dlq = settings.source.dlq_path or settings.state.path.parent / "goldwatch.dlq.jsonl"
             self.http_dead_letters = JsonlDeadLetters(dlq)

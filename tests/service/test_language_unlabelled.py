@@ -165,8 +165,11 @@ def test_status_names_the_language_exported_as_other(tmp_path: Path, shared_data
         assert server.post(events).status_code == 200
         after = httpx.get(server.base + "/v1/status").json()["notices"]
         metrics = httpx.get(server.base + "/metrics").text
+    with Server(settings) as server:  # restarted on the same state: named before any batch
+        restarted = httpx.get(server.base + "/v1/status").json()["notices"]
     assert not [n for n in before if "/metrics" in n]
     (notice,) = [n for n in after if 'exported as language="other"' in n]
     assert notice.startswith("ru 20.0% of the questions (20 of 100) is exported")
     assert "analytics.language_labels: [ru]" in notice
     assert 'goldwatch_questions_by_language_total{language="other"} 20.0' in metrics
+    assert notice in restarted
