@@ -5,7 +5,9 @@ The report (``--format json``)::
     {"notices": [str, ...], "file", "consumed", "processed", "duplicates",
      "dead_lettered": {reason: n},
      "dead_lettered_total", "dropped": {"<field>: <reason>": n}, "batches", "dlq_path",
-     "analytics": {"languages": {lang: n}, "topics": {topic: n},
+     "analytics": {"languages": {lang: n},
+                   "language_labels": {"labels", "limit", "unlabelled": [...], "notice"},
+                   "topics": {topic: n},
                    "topic_labels": {topic: label},
                    "refusals": {"answers", "refused", "rate"},
                    "out_of_scope": {"scored", "out_of_scope", "share", "over_refusals",
@@ -36,6 +38,11 @@ stage removed, by the stage's reason (none today: duplicates have their own coun
 ``notices`` comes first and says what the numbers do not cover: without a configured gold
 set it holds :data:`service.settings.GOLD_SET_OFF` (gold-set comparisons are off, and which
 setting turns them on); the text and HTML reports show it at their top.
+
+``analytics.language_labels`` is the ``language`` metric label set (fixed at start) and the
+live languages it exports as ``other`` that are worth naming, with the line naming them and
+the setting that labels them (:mod:`service.language.unlabelled`); the text and HTML reports
+show that line under the language shares and mark those languages' coverage gaps.
 
 ``gold_candidates.in_gaps`` lists, per coverage gap of the recent events at the end
 (``harvest.gap_window``), its ``gap``, the suggestions of its language or topic and their 3
