@@ -5,7 +5,9 @@ The report (``--format json``)::
     {"notices": [str, ...], "file", "consumed", "processed", "duplicates",
      "dead_lettered": {reason: n},
      "dead_lettered_total", "dropped": {"<field>: <reason>": n}, "batches", "dlq_path",
-     "analytics": {"languages": {lang: n}, "topics": {topic: n},
+     "analytics": {"languages": {lang: n},
+                   "language_labels": {"labels", "limit", "unlabelled": [...], "notice"},
+                   "topics": {topic: n},
                    "topic_labels": {topic: label},
                    "refusals": {"answers", "refused", "rate"},
                    "out_of_scope": {"scored", "out_of_scope", "share", "over_refusals",
@@ -37,6 +39,11 @@ stage removed, by the stage's reason (none today: duplicates have their own coun
 set it holds :data:`service.settings.GOLD_SET_OFF` (gold-set comparisons are off, and which
 setting turns them on); the text and HTML reports show it at their top.
 
+``analytics.language_labels`` is the ``language`` metric label set (fixed at start) and the
+live languages it exports as ``other`` that are worth naming, with the line naming them and
+the setting that labels them (:mod:`service.language.unlabelled`); the text and HTML reports
+show that line under the language shares and mark those languages' coverage gaps.
+
 ``gold_candidates.in_gaps`` lists, per coverage gap of the recent events at the end
 (``harvest.gap_window``), its ``gap``, the suggestions of its language or topic and their 3
 best by priority, the 10 largest of ``n_gaps`` gaps: the ``top`` list ranks across reasons, so
@@ -55,7 +62,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict, cast
@@ -365,6 +372,9 @@ def render_text(doc: ReplayReport) -> str:
                      f"read in {left_out['share']:.1%} of the questions): {langs}")  # fmt: skip
     else:
         lines.append(f"languages: {langs}")
+    labels: Mapping[str, Any] = analytics.get("language_labels") or {}
+    if labels.get("notice"):  # a language /metrics exports as "other", worth naming
+        lines.append(f"  {labels['notice']}")
     if analytics.get("language_quality") is not None:  # with a gold set: measured on it
         lines.append(f"  {agreement_text(analytics['language_quality'], analytics['languages'])}")
     if left_out is not None:
@@ -426,7 +436,8 @@ def render_text(doc: ReplayReport) -> str:
     lines.append(f"drift now ({against}): {states}")
     lines += [f"  {dim} raises no alarm: {why}"
               for dim, why in sorted(drift.get("suppressed_dimensions", {}).items())]  # fmt: skip
-    lines += coverage_gap_lines(drift, analytics.get("topic_labels") or {})
+    unlabelled = [u["language"] for u in labels.get("unlabelled") or ()]
+    lines += coverage_gap_lines(drift, analytics.get("topic_labels") or {}, unlabelled)
     untested: dict[tuple[str, str], list[str]] = {}  # (comparison, why) -> dimensions
     tested = [dim for dim, state in shown.items() if state != "off"]
     for dim in tested:
@@ -481,21 +492,27 @@ def render_text(doc: ReplayReport) -> str:
 COVERAGE_GAP_RULE = "live share ≥ 2 × gold share, its 95 % lower bound ≥ gold share + 2 points"
 
 
-def coverage_gap_lines(drift: dict[str, Any], topic_names: dict[str, str]) -> list[str]:
+def coverage_gap_lines(
+    drift: dict[str, Any], topic_names: dict[str, str], unlabelled: Sequence[str] = ()
+) -> list[str]:
     """The drift report's coverage gaps (``{dim: {"coverage_gaps": [...], "gold_counts":
     {...}, "coverage_gaps_left_out": {category: why}}}``; the why is shown with the
     suppressed categories), one line for the language and
     topic dimensions that have gold counts: ``"  coverage gaps vs gold (rule): language de
     11.1 % live / 0.0 % gold, …; topic none"``; ``[]`` when no dimension has gold counts.
-    Topics are named by ``topic_names`` (id → "topic-1: warsaw") where known."""
+    Topics are named by ``topic_names`` (id → "topic-1: warsaw") where known; a language of
+    ``unlabelled`` (exported as ``other``: :mod:`service.language.unlabelled`) says so."""
     parts = []
     for dim in ("language", "topic"):
         body = drift.get(dim) or {}
         if not body.get("gold_counts"):
             continue
         names = topic_names if dim == "topic" else {}
+        other = set(unlabelled) if dim == "language" else set()
         gaps = [f"{names.get(g['category'], g['category'])} {g['live_share']:.1%} live / "
-                f"{g['gold_share']:.1%} gold" for g in body.get("coverage_gaps") or []]  # fmt: skip
+                f"{g['gold_share']:.1%} gold"
+                + (' (language="other" on /metrics)' if g["category"] in other else "")
+                for g in body.get("coverage_gaps") or []]  # fmt: skip
         gaps += [
             f"{names.get(c, c)} left out (its share is not a fact: above)"
             for c in sorted(body.get("coverage_gaps_left_out") or {})

@@ -975,8 +975,17 @@ class LanguageLabeler:
         gold_languages: Iterable[str],
         frequent: Iterable[str] = DEFAULT_FREQUENT,
         limit: int = 16,
+        configured: Iterable[str] = (),
     ) -> None:
-        self.allowlist = frozenset(language_allowlist(gold_languages, frequent, limit))
+        """``configured``: the languages asked for (``analytics.language_labels``), placed
+        before ``frequent``; kept, with the gold set's and ``limit``, to say what to add
+        (:mod:`service.language.unlabelled`)."""
+        self.gold = tuple(dict.fromkeys(gold_languages))
+        self.configured = tuple(dict.fromkeys(configured))
+        self.limit = limit
+        self.allowlist = frozenset(
+            language_allowlist(self.gold, [*self.configured, *frequent], limit)
+        )
 
     def label(self, language: str) -> str:
         """``language`` if allow-listed (or ``und``), else ``other``."""
