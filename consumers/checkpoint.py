@@ -16,6 +16,9 @@ yields ``last + 1``, the ``committed_offset`` Kafka expects (the next message to
 Traceback (most recent call last):
 ...
 consumers.errors.InvalidStoredOffset: queries[0]: offset 42 stored after 42
+>>> cp.store("queries", 0, 45, first=43)
+>>> cp.uncommitted()
+3
 """
 
 from __future__ import annotations
@@ -51,10 +54,15 @@ class Checkpoint:
         self._lock = threading.Lock()
         self._stored: dict[TopicPartitionKey, int] = {}
         self._committed: dict[TopicPartitionKey, int] = {}
+        #: the first offset stored of a partition nothing was committed for through this
+        #: checkpoint (where its next owner would start reading: :meth:`uncommitted`)
+        self._first: dict[TopicPartitionKey, int] = {}
         self._last_commit = clock()
 
-    def store(self, topic: str, partition: int, offset: int) -> None:
-        """Record that ``offset`` of ``topic[partition]`` is processed.
+    def store(self, topic: str, partition: int, offset: int, first: int | None = None) -> None:
+        """Record that ``offset`` of ``topic[partition]`` is processed, and with it every
+        message from ``first`` (the lowest offset of the messages stored now; ``None``:
+        ``offset``'s alone).
 
         :raises InvalidStoredOffset: ``offset`` is not greater than the last stored offset
             (or not at least the committed offset) of that partition.
@@ -68,7 +76,30 @@ class Checkpoint:
                 raise InvalidStoredOffset(
                     f"{topic}[{partition}]: offset {offset} stored after {last}"
                 )
+            if last is None:  # the partition's first store since it was assigned
+                self._first[key] = offset if first is None else min(first, offset)
             self._stored[key] = offset
+
+    def uncommitted(self, partitions: Iterable[TopicPartitionKey] | None = None) -> int:
+        """Offsets stored but not committed, summed over the partitions (optionally only
+        ``partitions``), ≥ 0: per partition ``last stored + 1`` minus its committed offset
+        (or, before its first commit here, minus the first offset stored).
+
+        The consumer stores offsets only after a durable checkpoint, so this is the stretch
+        an at-least-once consumer would see again: were the process to die now, the
+        partitions' next owner would read it from the committed offsets and count it a
+        second time. In offsets, not messages (a compacted or transactional topic's offsets
+        have gaps).
+        """
+        with self._lock:
+            wanted = None if partitions is None else set(partitions)
+            total = 0
+            for key, offset in self._stored.items():
+                if wanted is not None and key not in wanted:
+                    continue
+                start = self._committed.get(key, self._first.get(key, offset + 1))
+                total += max(0, offset + 1 - start)
+            return total
 
     def to_commit(
         self, partitions: Iterable[TopicPartitionKey] | None = None
@@ -100,6 +131,7 @@ class Checkpoint:
             for key in partitions:
                 self._stored.pop(key, None)
                 self._committed.pop(key, None)
+                self._first.pop(key, None)
 
     def due(self) -> bool:
         """True when ``commit_interval_s`` seconds have passed since the last commit."""

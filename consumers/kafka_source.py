@@ -659,15 +659,17 @@ class KafkaSource:
                         len(messages))  # fmt: skip
             return
         last: dict[tuple[str, int], int] = {}
+        first: dict[tuple[str, int], int] = {}
         for msg in messages:
             o = msg.origin
             if o.topic is not None and o.partition is not None and o.offset is not None:
                 key = (o.topic, o.partition)
                 last[key] = max(last.get(key, -1), o.offset)
+                first[key] = min(first.get(key, o.offset), o.offset)
         assigned = self._listener.assigned()
         for (topic, partition), offset in last.items():
             if (topic, partition) in assigned:
-                self._checkpoint.store(topic, partition, offset)
+                self._checkpoint.store(topic, partition, offset, first[topic, partition])
             else:
                 log.info(
                     "not storing %s[%d] offset=%d: partition revoked", topic, partition, offset
@@ -843,6 +845,7 @@ class KafkaSource:
             "committed_offsets": {
                 f"{t}[{p}]": off for (t, p), off in sorted(self._checkpoint.committed().items())
             },
+            "uncommitted_offsets": self._checkpoint.uncommitted(assigned),
             "lag": self.lag(),
         }
 

@@ -369,11 +369,16 @@ def _ingestion() -> list[Panel | list[Panel]]:
                 "partition (a partition counted once even while two replicas report it during a "
                 "rebalance), and the total per topic. Flat near zero is healthy; a steady climb "
                 "means goldwatch cannot keep up (ConsumerLagHigh): scale replicas up to the "
-                "partition count or fix slow batches.",
+                "partition count or fix slow batches. 'checkpointed, not committed': offsets "
+                "the replicas checkpointed but have not committed yet, what a crash now would "
+                "have the next owner count again (usually 0; up to about "
+                "kafka.commit_interval_s of events while commits succeed).",
                 [
                     (f"max by (topic, partition) (goldwatch_consumer_lag{{{SEL}}})",
                      "{{topic}}[{{partition}}]"),
                     (f"sum by (topic) (goldwatch:consumer_lag:sum{{{SEL}}})", "{{topic}} total"),
+                    (f"sum (goldwatch_consumer_uncommitted_offsets{{{SEL}}})",
+                     "checkpointed, not committed"),
                 ],
                 "short",
             )),

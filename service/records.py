@@ -20,7 +20,7 @@ from typing import Literal, NamedTuple
 #: Personal-data types the scrubber (:mod:`service.pii`) finds, in detection order.
 PII_TYPES: tuple[str, ...] = (
     "url", "secret", "email", "upi", "iban", "card", "aadhaar", "ssn", "pan", "passport",
-    "voter_id", "ip", "phone", "name",
+    "voter_id", "ip", "phone", "address", "name",
 )  # fmt: skip
 #: The placeholder that replaces each type in a scrubbed text: ``f"<{type.upper()}>"``.
 PLACEHOLDERS = {kind: f"<{kind.upper()}>" for kind in PII_TYPES}

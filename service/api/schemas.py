@@ -81,7 +81,10 @@ class Status(BaseModel):
     #: ``GOLDWATCH_GOLD_SET``); topic labels too few to be the topics (clusters instead);
     #: that the language figures are unreliable (at least 5 % of the live questions read as
     #: a language the language candidates leave out); the languages they leave out
-    #: (``analytics.language.candidates`` narrower than the defaults); empty otherwise.
+    #: (``analytics.language.candidates`` narrower than the defaults); the live languages
+    #: without their own metric label (exported as ``language="other"``) that are worth
+    #: naming, with the setting that labels them (:mod:`service.language.unlabelled`: at
+    #: least 10 questions, a 95 % lower bound of their share ≥ 2 points); empty otherwise.
     notices: list[str] = []
     version: str
     ready: bool

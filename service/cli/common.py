@@ -50,7 +50,20 @@ def _notices(settings: Settings) -> list[str]:
         notices.append(NO_PII_NOTICE.format(why="analytics.enabled is false"))
     elif not settings.analytics.pii:
         notices.append(NO_PII_NOTICE.format(why="analytics.pii is false"))
+    elif settings.analytics.pii_key is None and settings.analytics.pii_key_file is None:
+        notices.append(UNKEYED_PSEUDONYM_NOTICE)
     return notices
+
+
+#: What serve logs at start, and config check prints, while personal data is scrubbed with
+#: no pseudonym key (a tenth trial: ``zoe.k@proton.me`` became the first 32 hex digits of its
+#: plain SHA-256, and nothing said so).
+UNKEYED_PSEUDONYM_NOTICE = (
+    "analytics.pii_key is unset: event_id and user.id values holding personal data become "
+    "unkeyed SHA-256 pseudonyms, which anyone can check a guessed id (an e-mail address) "
+    "against; set GOLDWATCH_ANALYTICS__PII_KEY or analytics.pii_key_file (e.g. openssl rand "
+    "-hex 32) and keep it (docs/security.md)"
+)
 
 
 NO_TOKEN_NOTICE = (

@@ -29,8 +29,9 @@ def config_group() -> None:
 def config_check(config: Path | None) -> None:
     """Validate the configuration and print the effective values (secrets masked).
 
-    Notes on stderr when api.token is unset (the mutating endpoints are then disabled) and
-    when personal data is not scrubbed (analytics or its PII stage off).
+    Notes on stderr when api.token is unset (the mutating endpoints are then disabled),
+    when personal data is not scrubbed (analytics or its PII stage off) and when it is
+    scrubbed with no pseudonym key (analytics.pii_key unset: unkeyed pseudonyms).
     Also checks what serve and replay would fail on later: the files it names exist, the
     gold set and corpus load (every row valid), the pseudonym key file holds a key, with
     the Kafka source the secret and TLS files it names can be read, and state.path is a file

@@ -35,7 +35,8 @@ from service.cli.common import (
     "dlq_path",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="Dead-letter JSONL (default <FILE>.dlq.jsonl).",
+    help="Dead-letter JSONL (default: <FILE>.replay.dlq.jsonl, emptied first; with --state, "
+    "source.dlq_path or <FILE>.dlq.jsonl, appended to).",
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 @html_option
@@ -57,7 +58,8 @@ def replay_command(
     The gold set and corpus are those of the configuration (gold_set:, corpus:); without a
     gold set the gold-set comparisons are off and the report says so first. --demo replays
     the embedded demo log (three days of a college bot's traffic) with the demo's data.
-    Without --state every replay starts fresh, and so does its dead-letter file.
+    Without --state every replay starts fresh, and so does its dead-letter file (its own,
+    <FILE>.replay.dlq.jsonl: never the <FILE>.dlq.jsonl a serve of the same file writes).
     """
     from consumers.errors import GoldwatchConsumerError
     from service.demo import demo_data, demo_path

@@ -52,16 +52,16 @@ def history_row(
     }
 
 
-def append_history(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Append rows to the JSONL history file (created with its folder), all of them or none
-    (:func:`service.files.append_only.append_whole`), fsynced.
+def append_history(path: Path, rows: list[dict[str, Any]], mode: int = 0o644) -> None:
+    """Append rows to the JSONL history file (created with its folder, with ``mode``), all of
+    them or none (:func:`service.files.append_only.append_whole`), fsynced.
 
     Raises:
         OSError: the file cannot be written.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     data = "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
-    fd = open_append(path, 0o644)
+    fd = open_append(path, mode)
     try:  # all rows or none; a torn tail of a crashed run is cut (that run was not reported)
         append_whole(fd, prepare_tail(fd, path, on_torn="cut") + data.encode("utf-8"))
     finally:

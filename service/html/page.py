@@ -161,6 +161,19 @@ def document(title: str, body: Iterable[str], head_extra: str = "") -> str:
     )
 
 
+def dated_minute(value: object) -> object:
+    """An RFC 3339 UTC time to the minute, with the year (``2026-11-17T08:42:33Z`` →
+    ``2026-11-17 08:42``), for prose where the year may differ from the report's (a "since"
+    that an old event set); anything else as it is.
+
+    >>> dated_minute("2026-11-17T08:42:33Z"), dated_minute(None)
+    ('2026-11-17 08:42', None)
+    """
+    if isinstance(value, str) and len(value) >= 16 and value[10:11] == "T":
+        return f"{value[:10]} {value[11:16]}"
+    return value
+
+
 def minute(value: object) -> object:
     """An RFC 3339 UTC time to the minute, without the year (``2026-11-17T08:42:33Z`` or
     ``2026-11-17T08:42:33+00:00`` → ``11-17 08:42``); anything else as it is.

@@ -19,7 +19,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from service.html.page import minute, para, section, table
+from service.html.page import dated_minute, minute, para, section, table
 
 __all__ = ["quality_section"]
 
@@ -90,7 +90,7 @@ def quality_section(quality: Mapping[str, Any]) -> Markup:
         )
     acl = quality.get("acl") or {}
     if acl.get("passages_with_acl"):
-        since = (f" Counted over every event since {minute(acl['since'])} UTC, whatever the "
+        since = (f" Counted over every event since {dated_minute(acl['since'])} UTC, whatever the "
                  "gold-set version." if acl.get("since") else "")  # fmt: skip
         if "since" in acl and not acl["since"] and (acl.get("leaks") or acl.get("violations")):
             since = (" Counted over every event since an unknown time (counts from a state "
@@ -147,7 +147,7 @@ def _coverage(coverage: Mapping[str, Any] | None) -> list[Markup]:
     if not coverage:
         return []
     since, rows = coverage.get("since"), coverage.get("rows")
-    start = (f"{f'{minute(since)} UTC' if since else '-'} on gold-set version "
+    start = (f"{f'{dated_minute(since)} UTC' if since else '-'} on gold-set version "
              f"{coverage.get('gold_set_version')} ({rows} gold rows measured)")  # fmt: skip
     if rows is None:  # a version-1 state's figures: no first event, not per row
         start = (f"an unknown time (state from before version 2, whose figures are not per "

@@ -135,6 +135,7 @@ def analytics_sections(
                 drift,
                 note=note,
                 left_out=left_out,
+                unlabelled=analytics.get("language_labels"),
             ),
             _shares(
                 "topics",
@@ -235,6 +236,7 @@ def _shares(
     novelty: Mapping[str, Any] | None = None,
     note: str | None = None,
     left_out: Mapping[str, Any] | None = None,
+    unlabelled: Mapping[str, Any] | None = None,
 ) -> Markup:
     """One dimension's shares; ``labels`` names categories (a topic's top terms);
     ``novelty`` (topics: :func:`service.jobs.replay.novelty_report`) labels the ``novel``
@@ -242,8 +244,10 @@ def _shares(
     agreement with the gold set's labels) is shown under the drift state, and so is
     ``left_out`` (languages: :func:`service.language.excluded.excluded_report`, the
     questions reading as a language the candidates leave out; a warning when it calls the
-    language figures unreliable). Without gold counts (no gold set) only the live shares are
-    shown."""
+    language figures unreliable), and ``unlabelled`` (languages:
+    :func:`service.runtime.reports.language_labels_report`; a warning naming the live
+    languages /metrics exports as ``other``, with the fix, and a mark on their coverage
+    gaps). Without gold counts (no gold set) only the live shares are shown."""
     rows = share_rows(dim.get("live_counts", {}), dim.get("gold_counts", {}))
     names = dict(labels or {})
     if not rows:
@@ -255,6 +259,8 @@ def _shares(
         parts.append(para(f"These language shares are UNRELIABLE and not facts: "
                           f"{text.removeprefix('the language figures are unreliable: ')}.",
                           "warn"))  # fmt: skip
+    if unlabelled and unlabelled.get("notice"):
+        parts.append(para(f"{unlabelled['notice']}.", "warn"))
     if note:
         parts.append(para(note, "muted"))
     if left_out is not None and not left_out.get("unreliable"):
@@ -321,7 +327,8 @@ def _shares(
         parts.append(table(
             [name, "live share", "gold share", "live ÷ gold", "live − gold",
              "live − gold, 95 % interval"],
-            [[names.get(g["category"], g["category"]), pct(g["live_share"]),
+            [[names.get(g["category"], g["category"]) + _on_metrics(g["category"], unlabelled),
+              pct(g["live_share"]),
               pct(g["gold_share"]), _ratio(g["ratio"]), f"{g['difference']:+.1%}",
               f"{g['ci_low']:+.1%} … {g['ci_high']:+.1%}"] for g in gaps],
         ))  # fmt: skip
@@ -330,6 +337,13 @@ def _shares(
     parts += [para(f"Left out: {c} ({why}); its share is not a fact.", "warn")
               for c, why in sorted(left_out.items())]  # fmt: skip
     return section(anchor, title, *parts)
+
+
+def _on_metrics(category: str, unlabelled: Mapping[str, Any] | None) -> str:
+    """``' (language="other" on /metrics)'`` for a language of ``unlabelled``'s ``unlabelled``
+    (:func:`service.runtime.reports.language_labels_report`), else ``""``."""
+    named = {u["language"] for u in (unlabelled or {}).get("unlabelled") or ()}
+    return ' (language="other" on /metrics)' if category in named else ""
 
 
 #: How the topics' gold column is counted (:meth:`service.topics.model.TopicModel.gold_counts`).

@@ -5,7 +5,9 @@ The report (``--format json``)::
     {"notices": [str, ...], "file", "consumed", "processed", "duplicates",
      "dead_lettered": {reason: n},
      "dead_lettered_total", "dropped": {"<field>: <reason>": n}, "batches", "dlq_path",
-     "analytics": {"languages": {lang: n}, "topics": {topic: n},
+     "analytics": {"languages": {lang: n},
+                   "language_labels": {"labels", "limit", "unlabelled": [...], "notice"},
+                   "topics": {topic: n},
                    "topic_labels": {topic: label},
                    "refusals": {"answers", "refused", "rate"},
                    "out_of_scope": {"scored", "out_of_scope", "share", "over_refusals",
@@ -37,6 +39,11 @@ stage removed, by the stage's reason (none today: duplicates have their own coun
 set it holds :data:`service.settings.GOLD_SET_OFF` (gold-set comparisons are off, and which
 setting turns them on); the text and HTML reports show it at their top.
 
+``analytics.language_labels`` is the ``language`` metric label set (fixed at start) and the
+live languages it exports as ``other`` that are worth naming, with the line naming them and
+the setting that labels them (:mod:`service.language.unlabelled`); the text and HTML reports
+show that line under the language shares and mark those languages' coverage gaps.
+
 ``gold_candidates.in_gaps`` lists, per coverage gap of the recent events at the end
 (``harvest.gap_window``), its ``gap``, the suggestions of its language or topic and their 3
 best by priority, the 10 largest of ``n_gaps`` gaps: the ``top`` list ranks across reasons, so
@@ -55,7 +62,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict, cast
@@ -133,12 +140,27 @@ class ResumedFrom(TypedDict):
     processed_in_all: int
 
 
+def replay_dlq_path(file: Path) -> Path:
+    """The dead-letter file of a replay without ``--state`` nor ``--dlq``:
+    ``<file>.replay.dlq.jsonl`` beside the log (``stdin.replay.dlq.jsonl`` in the current
+    folder for ``-``). Not the file source's ``<file>.dlq.jsonl`` (nor ``source.dlq_path``):
+    a fresh replay empties its dead-letter file first, and that one may hold the letters of a
+    ``goldwatch serve`` reading the same log (a tenth trial: a replay wiped them)."""
+    if str(file) == "-":
+        return Path("stdin.replay.dlq.jsonl")
+    return Path(f"{file}.replay.dlq.jsonl")
+
+
 def run_replay(
     settings: Settings, file: Path, state_path: Path | None, dlq_path: Path | None
 ) -> ReplayReport:
     """Replay ``file`` (``-``: stdin) to its end and return the report.
 
-    Without ``state_path`` the replay starts fresh, and so does its dead-letter file. The
+    Without ``state_path`` the replay starts fresh, and so does its dead-letter file:
+    ``dlq_path``, else its own :func:`replay_dlq_path` (never the file source's or
+    ``source.dlq_path``, which a ``goldwatch serve`` of the same log writes). With
+    ``state_path`` it resumes and appends to ``dlq_path``, else ``source.dlq_path``, else
+    ``<file>.dlq.jsonl``, as serve does. The
     shadow CPU budget (``shadow.max_cpu_share``) is off: a replay has no live path to
     protect, so every sampled shadow call runs. For the same reason harvesting sheds no new
     question (``harvest.max_new_per_batch`` is ``None``) unless that setting was given
@@ -173,7 +195,9 @@ def run_replay(
         state.close()  # and its writer's lock
         raise
     freeze_heap()
-    source = FileSource(str(file), dlq_path=dlq_path or settings.source.dlq_path)
+    if dlq_path is None:  # a fresh replay never takes (nor empties) serve's dead letters
+        dlq_path = settings.source.dlq_path if state_path else replay_dlq_path(file)
+    source = FileSource(str(file), dlq_path=dlq_path)
     if state_path is None and source.dlq_path.exists():
         source.dlq_path.write_bytes(b"")
     decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes,
@@ -266,18 +290,28 @@ def operating_point_text(quality: dict[str, Any] | None, detector: str | None = 
 
 
 def _language_shares(counts: Mapping[str, int], shown: int = 6) -> str:
-    """``"en 80%, hi-Latn 8%, …, other 4%"``: the ``shown`` most frequent languages (``counts``
-    most common first), then every other language (and the bounded label ``other``) as one
-    ``other`` share, so the line sums to 100 % (± rounding); ``""`` without counts.
+    """``"en 80%, hi-Latn 8%, …, 3 more 4% (zh, ru, pt)"``: the ``shown`` most frequent
+    languages (``counts`` most common first), then the rest as one share naming them (the
+    first five; the bounded label ``other`` as ``other``), so the line sums to 100 % (±
+    rounding) and no language hides behind a name it does not carry on ``/metrics``; a rest
+    of one language is shown by its name. ``""`` without counts.
 
     >>> _language_shares({"en": 80, "hi": 8, "es": 7, "de": 5}, shown=2)
-    'en 80%, hi 8%, other 12%'
+    'en 80%, hi 8%, 2 more 12% (es, de)'
+    >>> _language_shares({"en": 90, "hi": 9, "zh": 1}, shown=2)
+    'en 90%, hi 9%, zh 1%'
     """
     total = sum(counts.values()) or 1
     named = [(k, v) for k, v in counts.items() if k != OTHER_LANGUAGE][:shown]
-    rest = sum(counts.values()) - sum(v for _, v in named)
     parts = [f"{k} {v / total:.0%}" for k, v in named]
-    return ", ".join(parts + ([f"other {rest / total:.0%}"] if rest else []))
+    kept = {k for k, _ in named}
+    rest = [(k, v) for k, v in counts.items() if k not in kept and v]
+    if len(rest) == 1:
+        parts.append(f"{rest[0][0]} {rest[0][1] / total:.0%}")
+    elif rest:
+        names = ", ".join(k for k, _ in rest[:5]) + (", …" if len(rest) > 5 else "")
+        parts.append(f"{len(rest)} more {sum(v for _, v in rest) / total:.0%} ({names})")
+    return ", ".join(parts)
 
 
 def render_text(doc: ReplayReport) -> str:
@@ -338,6 +372,9 @@ def render_text(doc: ReplayReport) -> str:
                      f"read in {left_out['share']:.1%} of the questions): {langs}")  # fmt: skip
     else:
         lines.append(f"languages: {langs}")
+    labels: Mapping[str, Any] = analytics.get("language_labels") or {}
+    if labels.get("notice"):  # a language /metrics exports as "other", worth naming
+        lines.append(f"  {labels['notice']}")
     if analytics.get("language_quality") is not None:  # with a gold set: measured on it
         lines.append(f"  {agreement_text(analytics['language_quality'], analytics['languages'])}")
     if left_out is not None:
@@ -399,7 +436,8 @@ def render_text(doc: ReplayReport) -> str:
     lines.append(f"drift now ({against}): {states}")
     lines += [f"  {dim} raises no alarm: {why}"
               for dim, why in sorted(drift.get("suppressed_dimensions", {}).items())]  # fmt: skip
-    lines += coverage_gap_lines(drift, analytics.get("topic_labels") or {})
+    unlabelled = [u["language"] for u in labels.get("unlabelled") or ()]
+    lines += coverage_gap_lines(drift, analytics.get("topic_labels") or {}, unlabelled)
     untested: dict[tuple[str, str], list[str]] = {}  # (comparison, why) -> dimensions
     tested = [dim for dim, state in shown.items() if state != "off"]
     for dim in tested:
@@ -442,7 +480,9 @@ def render_text(doc: ReplayReport) -> str:
             rising = [c for c in alarm["rising"] if c not in silenced]
             quiet = "".join(f"; {c} rising too raises no alarm ({silenced[c]})"
                             for c in alarm["rising"] if c in silenced)  # fmt: skip
-            lines.append(f"  DRIFT  {where}: rising {', '.join(rising) or '-'}{quiet}")
+            falling = ", ".join(alarm.get("falling") or ()) or "-"
+            lines.append(f"  DRIFT  {where}: rising {', '.join(rising) or '-'}, "
+                         f"falling {falling}{quiet}")  # fmt: skip
     lines += quality_lines(doc.get("quality"))
     return "\n".join(lines + harvest_lines(doc.get("gold_candidates")))
 
@@ -452,21 +492,27 @@ def render_text(doc: ReplayReport) -> str:
 COVERAGE_GAP_RULE = "live share ≥ 2 × gold share, its 95 % lower bound ≥ gold share + 2 points"
 
 
-def coverage_gap_lines(drift: dict[str, Any], topic_names: dict[str, str]) -> list[str]:
+def coverage_gap_lines(
+    drift: dict[str, Any], topic_names: dict[str, str], unlabelled: Sequence[str] = ()
+) -> list[str]:
     """The drift report's coverage gaps (``{dim: {"coverage_gaps": [...], "gold_counts":
     {...}, "coverage_gaps_left_out": {category: why}}}``; the why is shown with the
     suppressed categories), one line for the language and
     topic dimensions that have gold counts: ``"  coverage gaps vs gold (rule): language de
     11.1 % live / 0.0 % gold, …; topic none"``; ``[]`` when no dimension has gold counts.
-    Topics are named by ``topic_names`` (id → "topic-1: warsaw") where known."""
+    Topics are named by ``topic_names`` (id → "topic-1: warsaw") where known; a language of
+    ``unlabelled`` (exported as ``other``: :mod:`service.language.unlabelled`) says so."""
     parts = []
     for dim in ("language", "topic"):
         body = drift.get(dim) or {}
         if not body.get("gold_counts"):
             continue
         names = topic_names if dim == "topic" else {}
+        other = set(unlabelled) if dim == "language" else set()
         gaps = [f"{names.get(g['category'], g['category'])} {g['live_share']:.1%} live / "
-                f"{g['gold_share']:.1%} gold" for g in body.get("coverage_gaps") or []]  # fmt: skip
+                f"{g['gold_share']:.1%} gold"
+                + (' (language="other" on /metrics)' if g["category"] in other else "")
+                for g in body.get("coverage_gaps") or []]  # fmt: skip
         gaps += [
             f"{names.get(c, c)} left out (its share is not a fact: above)"
             for c in sorted(body.get("coverage_gaps_left_out") or {})

@@ -342,7 +342,11 @@ _URLS_AND_MAILS = re.compile(
 _PLACEHOLDER_RE = re.compile("|".join(re.escape(p) for p in PLACEHOLDERS.values()))
 
 
-_ASCII_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+#: ``bytes.translate`` table: ASCII letters lower-cased, every other byte a space (the
+#: letters of ASCII text are then its bytes that are not spaces, its tokens the split).
+_ASCII_FOLD = bytes(
+    b + 0x20 if 0x41 <= b <= 0x5A else b if 0x61 <= b <= 0x7A else 0x20 for b in range(256)
+)
 
 
 def _word_shares(pool: Sequence[str]) -> dict[str, tuple[tuple[str, float], ...]]:
@@ -408,6 +412,26 @@ def _leader(own: dict[str, float]) -> str | None:
     return lead if first > second else None
 
 
+def _first_highest(scores: dict[str, float], rank: dict[str, int]) -> str | None:
+    """The language ``max(dict.fromkeys(pool, 0.0) | scores, key=...)`` picks — the first
+    highest in pool order (``rank``: each pool language's place; a key outside the pool
+    comes after them, in ``scores``' order) — or ``None`` when that highest is not above 0
+    (every pool language missing from ``scores`` scores 0). ``scores``' values: >= 0."""
+    if not scores:
+        return None
+    top = max(scores.values())
+    if top <= 0.0:
+        return None
+    behind = len(rank)
+    best, place = "", behind + 1
+    for lang, value in scores.items():
+        if value == top:
+            at = rank.get(lang, behind)
+            if at < place:
+                best, place = lang, at
+    return best
+
+
 #: A lead of the non-langdetect evidence above this is decisive: langdetect's probabilities
 #: are in [0, 1] (the margin covers their rounding).
 _DECIDED = 1.0 + 1e-6
@@ -440,6 +464,9 @@ class LanguageDetector:
         self._hinglish = HINGLISH in self._candidates
         self._ranks = {pool: {lang: i for i, lang in enumerate(pool)}
                        for pool in set(self._pools.values())}  # fmt: skip
+        # per script (looked up by the script's name: a pool tuple's hash is not cached)
+        self._script_ranks = {script: self._ranks[pool] for script, pool in self._pools.items()}
+        self._pool_sets = {script: frozenset(pool) for script, pool in self._pools.items()}
         # ties at a lead of exactly 1 are decided without langdetect only where its
         # probabilities are proven to be at most 1 (see _decided)
         self._exact_ties = isinstance(self.backend, LangdetectBackend)
@@ -455,6 +482,8 @@ class LanguageDetector:
         self._prior_parts = {(pool, short): [(lang, weight) for lang in preferred]
                              for pool, preferred in self._preferred.items()
                              for short, weight in weights.items()}  # fmt: skip
+        latin = self._pools["Latn"]
+        self._latin_prior = {short: self._prior_parts[latin, short] for short in (False, True)}
         size = self.config.cache_size
         self._cached = functools.lru_cache(maxsize=size)(self._detect) if size else self._detect
         self._cached_prior = (
@@ -676,12 +705,26 @@ class LanguageDetector:
         if letters >= config.min_evidence_letters:
             return STRONG
         mine = own.get(label, 0.0)
-        if not (mine > 0.0 and all(v < mine for lang, v in own.items() if lang != label)):
+        leads = mine > 0.0
+        if leads:  # a strict lead over every other language
+            for lang, value in own.items():
+                if value >= mine and lang != label:
+                    leads = False
+                    break
+        if not leads:
             return CONTRADICTED if any(v > mine for v in own.values()) else NO_SUPPORT
-        if any(lang == label and value > 0.0 for lang, value in cues):
+        for lang, value in cues:
+            if lang == label and value > 0.0:
+                return STRONG
+        need = config.min_unexpected_words  # of its function words, for STRONG
+        if need <= 0:
             return STRONG
-        own_words = sum(1 for word in words if label in _WORD_LANGS.get(word, ()))
-        return STRONG if own_words >= config.min_unexpected_words else SUPPORTED
+        for word in words:
+            if label in _WORD_LANGS.get(word, ()):
+                need -= 1
+                if not need:
+                    return STRONG
+        return SUPPORTED
 
     def _leader(
         self, level: int, label: str, own: dict[str, float], words: Sequence[str]
@@ -711,15 +754,19 @@ class LanguageDetector:
         evidence (function words and character cues; ``None`` on a tie), else ``None``."""
         text = self._strip(text)
         if text.isascii():  # script_and_letters without the Counter: Latin letters or nothing
-            raw = text.encode("ascii")
-            letters = len(raw) - len(raw.translate(None, _ASCII_LETTERS))
-            script: str | None = "Latn" if letters else None
+            folded = text.encode("ascii").translate(_ASCII_FOLD)
+            letters = len(folded) - folded.count(b" ")
+            if not letters:
+                return UNDETERMINED, STRONG, None
+            script = "Latn"
+            words = folded.decode("ascii").split()  # tokens(text), the letter runs lowered
         else:
-            script, letters = script_and_letters(text)
-        if script is None:
-            return UNDETERMINED, STRONG, None
+            found, letters = script_and_letters(text)
+            if found is None:
+                return UNDETERMINED, STRONG, None
+            script = found
+            words = tokens(text) if script == "Latn" else []
         pool = self._pools[script]
-        words = tokens(text) if script == "Latn" else []
         if words and self._hinglish and text.isascii() and hinglish_words(words):
             return HINGLISH, STRONG, None
         if len(pool) == 1:
@@ -727,10 +774,8 @@ class LanguageDetector:
         if letters < self.config.min_letters:
             return UNDETERMINED, STRONG, None
         if not words:
-            scores = dict.fromkeys(pool, 0.0)
-            scores.update(self._restricted(text, pool))
-            best = max(scores, key=scores.__getitem__)
-            if scores[best] <= 0.0:
+            best = _first_highest(self._restricted(text, script), self._script_ranks[script])
+            if best is None:
                 return UNDETERMINED, STRONG, None
             return best, STRONG, None  # few languages share a non-Latin script: evidence
         lexicon, cues, prior = self._latin_evidence(text, words, pool)
@@ -748,13 +793,15 @@ class LanguageDetector:
         if lead is not None:  # langdetect cannot change the winner: skip it
             level = self._support(letters, lead, own, cues, words)
             return lead, level, self._leader(level, lead, own, words)
-        scores = dict.fromkeys(pool, 0.0)
-        scores.update(self._restricted(text, pool))
-        for part in (lexicon, cues, prior):  # the same additions in the same order as ever
+        # each language's score: langdetect's probability (none: 0), then the same additions
+        # in the same order as ever; a language without either stays 0 and cannot be the
+        # first highest unless every score is 0 (then und)
+        scores = self._restricted(text, script)
+        for part in (lexicon, cues, prior):
             for lang, value in part:
-                scores[lang] += value
-        best = max(scores, key=scores.__getitem__)
-        if scores[best] <= 0.0:
+                scores[lang] = scores.get(lang, 0.0) + value
+        best = _first_highest(scores, self._script_ranks[script])
+        if best is None:
             return UNDETERMINED, STRONG, None
         level = self._support(letters, best, own, cues, words)
         return best, level, self._leader(level, best, own, words)
@@ -809,13 +856,15 @@ class LanguageDetector:
                 return None
         return lead
 
-    def _restricted(self, text: str, pool: Sequence[str]) -> dict[str, float]:
-        """langdetect probabilities over ``pool``; the prior-map run only when needed."""
+    def _restricted(self, text: str, script: str) -> dict[str, float]:
+        """langdetect probabilities over ``script``'s pool (a new dict, the caller's to
+        change); the prior-map run only when needed."""
         probs = self._unrestricted(text)
+        pool = self._pool_sets[script]
         mass = sum(p for lang, p in probs.items() if lang in pool)
         if mass >= 0.5:
             return {lang: p / mass for lang, p in probs.items() if lang in pool}
-        return self.backend.probabilities(text, restrict=pool)
+        return dict(self.backend.probabilities(text, restrict=self._pools[script]))
 
     def _unrestricted(self, text: str) -> dict[str, float]:
         """``backend.probabilities(text)`` (not to be modified), remembered for the last text:
@@ -832,25 +881,27 @@ class LanguageDetector:
         self, text: str, words: Sequence[str], pool: Sequence[str]
     ) -> tuple[list[tuple[str, float]], ...]:
         """What Latin-script text adds to langdetect's probabilities, by kind: function-word
-        lexicon, character cues, preferred-language prior (pool languages only)."""
+        lexicon, character cues, preferred-language prior (pool languages only; ``pool``:
+        the Latin script's)."""
         config = self.config
         hits: dict[str, float] = {}  # scripts.function_word_scores, with the pool's shares
-        shares = self._shares[tuple(pool)]
+        shares = self._latin_shares
         for word in words:
-            for lang, share in shares.get(word, ()):
-                hits[lang] = hits.get(lang, 0.0) + share
-        lexicon = {lang: config.lexicon_weight * (hit / len(words))
-                   for lang, hit in hits.items()}  # fmt: skip
+            found = shares.get(word)
+            if found is not None:
+                for lang, share in found:
+                    hits[lang] = hits.get(lang, 0.0) + share
+        weight, n = config.lexicon_weight, len(words)
+        lexicon = [(lang, weight * (hit / n)) for lang, hit in hits.items()]
         cues: list[tuple[str, float]] = []
         if "'" in text or not text.isascii():  # latin_cues of other text is {}
-            weight = config.cue_weight * _cue_share(words)
-            cues = [(lang, weight * cue) for lang, cue in latin_cues(text).items()
+            cue_weight = config.cue_weight * _cue_share(words)
+            cues = [(lang, cue_weight * cue) for lang, cue in latin_cues(text).items()
                     if lang in pool]  # fmt: skip
         # langdetect is unreliable on one to three words ("hostel fee?" comes out Dutch with
         # p = 0.99999): there the prior counts double, enough to outweigh it (the additions
         # are made once per pool: never changed by the callers).
-        prior = self._prior_parts[tuple(pool), len(words) <= SHORT_WORDS]
-        return list(lexicon.items()), cues, prior
+        return lexicon, cues, self._latin_prior[n <= SHORT_WORDS]
 
 
 #: From this many words on, a text's character cues count by the share of its words that
@@ -924,8 +975,17 @@ class LanguageLabeler:
         gold_languages: Iterable[str],
         frequent: Iterable[str] = DEFAULT_FREQUENT,
         limit: int = 16,
+        configured: Iterable[str] = (),
     ) -> None:
-        self.allowlist = frozenset(language_allowlist(gold_languages, frequent, limit))
+        """``configured``: the languages asked for (``analytics.language_labels``), placed
+        before ``frequent``; kept, with the gold set's and ``limit``, to say what to add
+        (:mod:`service.language.unlabelled`)."""
+        self.gold = tuple(dict.fromkeys(gold_languages))
+        self.configured = tuple(dict.fromkeys(configured))
+        self.limit = limit
+        self.allowlist = frozenset(
+            language_allowlist(self.gold, [*self.configured, *frequent], limit)
+        )
 
     def label(self, language: str) -> str:
         """``language`` if allow-listed (or ``und``), else ``other``."""

@@ -80,13 +80,17 @@ WEAK_WORDS: frozenset[str] = (
 _TOKEN = re.compile(r"[^\W\d_]+")
 
 
-_ASCII_TOKEN = re.compile(r"[a-z]+")  # _TOKEN on lower-cased ASCII text, ~2.5x faster
+#: _TOKEN on lower-cased ASCII text: every byte but a-z made a space, then split (the runs
+#: of a-z that ``[a-z]+`` finds; ~3.5x faster than _TOKEN, ~1.4x than ``[a-z]+``)
+_ASCII_NOT_LOWER = bytes(b if 0x61 <= b <= 0x7A else 0x20 for b in range(256))
 
 
 def tokens(text: str) -> list[str]:
     """Lower-case letter runs of ``text`` (``"Kya hawaii me?"`` -> kya, hawaii, me)."""
     lowered = text.lower()
-    return (_ASCII_TOKEN if lowered.isascii() else _TOKEN).findall(lowered)
+    if lowered.isascii():
+        return lowered.encode("ascii").translate(_ASCII_NOT_LOWER).decode("ascii").split()
+    return _TOKEN.findall(lowered)
 
 
 def hinglish_score(words: Sequence[str]) -> tuple[int, int]:

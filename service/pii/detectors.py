@@ -97,6 +97,21 @@ type          placeholder      shape (after digit folding), check
                                ``appelle-moi au``, ``portable``, ``numéro``); French ``0X XX
                                XX XX XX`` (one kind of separator) and ``06``/``07`` + 8 digits
                                with no cue: figures are not written so
+``address``   ``<ADDRESS>``    a street address with its number: English ``42 Elm Street``,
+                               ``221B Baker St``, ``1600 Pennsylvania Avenue NW, Suite 5``
+                               (a number of 1-5 digits, one to three Title-case words or
+                               an ordinal, a street word from :data:`_STREET_EN`; a unit,
+                               and a city with a UK or US postcode after it, go with it;
+                               a year-like 1800-2099 only after an address cue such as
+                               ``at``, ``to``, ``is``, ``ship``: ``in 1945 Oxford Street``
+                               and ``the 1978 Supreme Court case`` are kept); German
+                               ``Hauptstraße 5``, ``Berliner Straße 12a`` (a ``-straße``,
+                               ``-weg``, ``-gasse``, ``-platz``, ``-allee``, ``-damm``,
+                               ``-ufer`` word, or an adjective and the word, then the
+                               number), a following ``10115 Berlin`` with it; Spanish
+                               ``Calle de Alcalá, 23``, ``Avenida ... nº 12``; French ``12
+                               rue de la Paix``, ``12 bis, avenue Victor Hugo``. A street
+                               without a number, a postcode alone and a city are kept
 ``name``      ``<NAME>``       a name a person gives of themselves after a cue: ``my name
                                is``, ``call me``, ``I am`` + Title-case words, ``mera
                                naam``, ``me llamo``, ``ich heiße`` ...
@@ -416,6 +431,65 @@ _SPACED_MOBILE = re.compile(
     r"(?=[0-9+])(?<![\w+])(?<!\d[ .\-])(?:(?:\+|00)?91[ .\-]?)?"
     r"[6-9](?P<s>[ .\-])\d(?:(?P=s)\d){8}(?!\w|[ .\-]\d)"
 )
+
+
+#: English street words of :data:`_ADDRESS_EN` (Title case, or all lower case).
+_STREET_EN = (
+    "Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl"
+    "|Terrace|Crescent|Close|Square|Sq|Highway|Hwy|Parkway|Pkwy|Circle|Cir|Mews|Gardens"
+)
+_STREET_WORD = r"(?:[A-Z][a-z'’]+|[A-Z]{1,3}\.?|\d{1,3}(?:st|nd|rd|th))"
+#: A UK postcode (``NW1 6XE``) or a US state and ZIP code (``NY 10001``), after a city.
+_POSTCODE = r"(?:[A-Z]{1,2}\d[A-Z\d]?\s?\d[A-Z]{2}|[A-Z]{2}\s\d{5}(?:-\d{4})?)"
+_ADDRESS_EN = re.compile(
+    r"(?<![\w.,/#$€£-])(?P<num>\d{1,5}[A-Za-z]?)(?:-\d{1,5})?\s+"
+    rf"(?:{_STREET_WORD}\s+){{1,3}}(?:{_STREET_EN}|{_STREET_EN.lower()})\b\.?"
+    r"(?:\s+(?:NE|NW|SE|SW|N|S|E|W)\b\.?)?"
+    r"(?:,?\s+(?:Apt|Apartment|Suite|Ste|Unit|Flat|#)\.?\s*#?\w{1,6}\b)?"
+    rf"(?:,?\s+[A-Z][a-z]+(?:\s[A-Z][a-z]+)?,?\s+{_POSTCODE}\b)?"
+)
+#: German: a street word and its number (``Hauptstraße 5``, ``Berliner Straße 12a``), and a
+#: following five-digit postcode with its town.
+_ADDRESS_DE = re.compile(
+    "(?<![\\w-])(?:[A-ZÄÖÜ][\\wäöüß-]*?(?:straße|strasse|str\\.|weg|gasse|platz|allee|damm|ufer)"
+    "|[A-ZÄÖÜ][\\wäöüß]*(?:er|sche[rn]?)\\s+(?:Straße|Strasse|Str\\.|Weg|Gasse|Platz|Allee|Damm"
+    "|Ufer))\\s+\\d{1,4}(?:\\s?[a-zA-Z](?!\\w))?(?![\\w.,]?\\d)"
+    "(?:,?\\s+\\d{5}(?:\\s+[A-ZÄÖÜ][\\wäöüß-]+)?)?"
+)
+#: Spanish (and Catalan, Portuguese, French) street first, its number after.
+_ADDRESS_ES = re.compile(
+    r"(?<![\w-])(?:Calle|C/|Avenida|Avda\.?|Av\.|Plaza|Paseo|Carrer|Rua|Rue)\s+"
+    r"(?:(?:de|del|la|las|los|el|du|des|d')\s+)*[A-ZÁÉÍÓÚÑÈ][\wáéíóúñèéê'-]*"
+    r"(?:\s+(?:(?:de|del|la|las|los|el|du|des)\s+)?[A-ZÁÉÍÓÚÑÈ][\wáéíóúñèéê'-]*){0,3},?\s+"
+    r"(?:n[º°o]\.?\s*|núm\.?\s*|#\s*)?\d{1,4}(?:\s?[a-zA-Z](?!\w))?(?![.,]?\d)"
+)
+#: French: the number first (``12 rue de la Paix``, ``12 bis, avenue Victor Hugo``).
+_ADDRESS_FR = re.compile(
+    r"(?<![\w.,/-])(?P<num>\d{1,4})(?:\s?(?:bis|ter))?,?\s+"
+    r"(?:rue|avenue|boulevard|bd|allée|impasse|quai)\s+"
+    r"(?:(?:de la|de l'|du|des|de|d')\s*)?[A-ZÉÈ][\w'-]*(?:\s+[A-ZÉÈ-][\w'-]*){0,3}"
+)
+#: What every :data:`_ADDRESS_EN` match holds: a number, a space, a capital or an ordinal (a
+#: cheap first scan: most numbers in questions are followed by a lower-case word or nothing).
+_ADDRESS_HINT = re.compile(r"\d[A-Za-z]?(?:-\d{1,5})?\s+(?:[A-Z]|\d{1,3}(?:st|nd|rd|th)\b)")
+#: Words that, ending the text before a year-like house number, say it is an address
+#: (:func:`_address`): ``drive to 1600 Pennsylvania Avenue``, ``my address is 1999 Oak Rd``.
+_ADDRESS_CUE = re.compile(
+    r"(?:\b(?:at|to|is|address|live|lives|living|ship|deliver|send|visit|near|en|à|au)|:)\s*$",
+    re.IGNORECASE,
+)
+
+
+def _address(m: re.Match[str]) -> int | None:
+    """Accept a street address (:data:`_ADDRESS_EN`, :data:`_ADDRESS_FR`) unless its house
+    number looks like a year (1800-2099) with no address cue in the 24 characters before it
+    (``in 1945 Oxford Street``, ``the 1978 Supreme Court case`` are history)."""
+    number = m.group("num")
+    if len(number) == 4 and number.isdigit() and 1800 <= int(number) <= 2099:
+        before = m.string[max(0, m.start() - 24) : m.start()]
+        if _ADDRESS_CUE.search(before) is None:
+            return None
+    return m.end()
 
 
 def _digits(text: str) -> str:
@@ -800,9 +874,26 @@ _DETECTORS: tuple[tuple[str, _Finder, _Accept, _Gate], ...] = (
     ("phone", _FR_PHONE, _whole, lambda s, low, n: n >= 10),
     ("phone", _FR_LANDLINE, _cued_phone, lambda s, low, n: n >= 10),
     ("phone", _CUED_PHONE, _cued_phone, lambda s, low, n: n >= 7),
+    ("address", _ADDRESS_EN, _address,
+     lambda s, low, n: n >= 1 and _ADDRESS_HINT.search(s) is not None),
+    ("address", _ADDRESS_DE, _whole, lambda s, low, n: n >= 1 and _may_be_de_street(low)),
+    ("address", _ADDRESS_ES, _whole, lambda s, low, n: n >= 1 and _may_be_es_street(low)),
+    ("address", _ADDRESS_FR, _address, lambda s, low, n: n >= 1 and _may_be_fr_street(low)),
     ("name", _Names(), _name_end, lambda s, low, n: may_hold_name(low)),
 )  # fmt: skip
 _ASCII_DIGITS = b"0123456789"
+
+
+def _may_be_de_street(low: str) -> bool:
+    return any(w in low for w in ("stra", "str.", "weg", "gasse", "platz", "allee", "damm", "ufer"))
+
+
+def _may_be_es_street(low: str) -> bool:
+    return any(w in low for w in ("calle", "c/", "av", "plaza", "paseo", "carrer", "rua", "rue"))
+
+
+def _may_be_fr_street(low: str) -> bool:
+    return any(w in low for w in ("rue", "avenue", "boulevard", "bd", "allée", "impasse", "quai"))
 
 
 def _clean_fast(text: str) -> bool:
@@ -880,7 +971,8 @@ def _plain_identifier(text: str) -> bool:
       right after a letter, or after a space or ``-`` that follows an UPPER-case letter;
       ``D`` follows ``-`` after a lower-case letter.
     * ``name``: every cue of :mod:`service.pii.names` holds a space or ``--``; ``L-D`` has
-      neither.
+      neither. ``address``: each of its patterns needs a space (between the number and the
+      street, or the street and the number); ``L-D`` has none.
     * credential (``secret``, :class:`_Credentials`): a ``:``, ``=`` or a space follows its
       cue; ``L-D`` has none. ``iban``: upper-case letters only.
     * ``secret``: its look-behind ``(?<![\\w\\-])`` lets it start only at position 0; the

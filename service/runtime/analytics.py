@@ -109,6 +109,11 @@ class Analytics:
             (:func:`~service.language.excluded.candidates_notice`), or ``None`` when they
             leave none out (the default) or there is no language stage; replaced when a
             gold-set refresh changes the candidates.
+        unlabelled_notice: the line naming the live languages exported as ``other`` that
+            are worth naming, with the fix (:func:`~service.language.unlabelled.unlabelled_text`),
+            or ``None``; set after each batch and after a restore
+            (:meth:`service.runtime.live.Live.name_unlabelled`), so ``GET /v1/status`` reads
+            it without the pipeline lock.
     """
 
     stages: list[Stage]
@@ -129,6 +134,7 @@ class Analytics:
     language_quality: dict[str, Any] | None = None
     language_stage: LanguageStage | None = None
     language_notice: str | None = None
+    unlabelled_notice: str | None = None
 
     def uncalibrated(self, detector: str) -> str | None:
         """Why ``detector``'s counts are not facts (e.g. ``"out_of_scope ROC AUC 0.991
@@ -559,8 +565,8 @@ def build_analytics(
     language_counts = memo("language-counts", [[(q.question, q.language) for q in gold],
                                                detector.config],
                            lambda: _language_counts(gold, detector))  # fmt: skip
-    labeler = LanguageLabeler(language_counts, [*config.language_labels, *DEFAULT_FREQUENT],
-                              limit=config.language_label_limit)  # fmt: skip
+    labeler = LanguageLabeler(language_counts, DEFAULT_FREQUENT, config.language_label_limit,
+                              configured=config.language_labels)  # fmt: skip
     language_stage = LanguageStage(detector, labeler)
     stages.append(language_stage)
     if notice := english_model_notice(config.embeddings, language_counts):

@@ -36,6 +36,7 @@ from service.files.fit_cache import FitCache, Memo, no_memo
 from service.harvest import HarvestStage, MemoryCandidates, StateStoreCandidates
 from service.harvest.config import REASONS
 from service.harvest.store import candidate_sweep
+from service.language.unlabelled import unlabelled_languages, unlabelled_text
 from service.pii import UNKEYED, Pseudonymiser
 from service.pipeline import Batch, CountingStage, Pipeline, PipelineConfig, Stage, state_key
 from service.pipeline.dedup import DedupStage
@@ -154,8 +155,9 @@ class Live:
 
     def observe(self, batch: Batch) -> None:
         """Export one batch's analytics (counters per batch, drift gauges from the report,
-        the events the drift stage kept out since the last batch) and what the shadow stage
-        collected since the last batch."""
+        the events the drift stage kept out since the last batch, the live languages
+        exported as ``other`` worth naming: :attr:`Analytics.unlabelled_notice`) and what the
+        shadow stage collected since the last batch."""
         if self.analytics_metrics is not None:
             self.analytics_metrics.observe_annotations(batch.annotations)
             language = self.analytics.language_stage
@@ -164,7 +166,20 @@ class Live:
             if (drift := self.analytics.drift) is not None:
                 self.analytics_metrics.observe_drift(drift.report())
                 self.analytics_metrics.count_kept_out(drift.take_kept_out())
+                self.name_unlabelled()
         self.export_shadow()
+
+    def name_unlabelled(self) -> None:
+        """Set :attr:`Analytics.unlabelled_notice` from the drift stage's live language
+        counts (:func:`~service.language.unlabelled.unlabelled_languages`): after each batch
+        and after a restore (call in the pipeline's thread or with its lock held)."""
+        analytics = self.analytics
+        labeler, drift = analytics.language_labeler, analytics.drift
+        if labeler is None or drift is None:
+            analytics.unlabelled_notice = None
+            return
+        named = unlabelled_languages(drift.live_counts["language"], labeler)
+        analytics.unlabelled_notice = unlabelled_text(named, labeler)
 
     def export_shadow(self) -> None:
         """Hand the shadow and live-quality stages' pending observations to the metrics."""

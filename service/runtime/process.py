@@ -171,6 +171,7 @@ class Runtime:
             )  # fmt: skip
             self.engine.restore()
             self.live.export_held()  # the held suggestions restored, before any batch
+            self.live.name_unlabelled()  # the restored language counts' notice, likewise
             freeze_heap()
             dlq = settings.source.dlq_path or settings.state.path.parent / "goldwatch.dlq.jsonl"
             self.http_dead_letters = JsonlDeadLetters(dlq)
@@ -386,9 +387,10 @@ class Runtime:
         analytics = self.live.analytics
         unreliable = (language_candidates_report(analytics) or {}).get("unreliable")
         # a failed refresh first: the gold set in use is not the file's; then the language
-        # figures called unreliable, before the start-up line that names the left-out ones
+        # figures called unreliable, before the start-up line that names the left-out ones;
+        # then the live languages /metrics exports as "other" (set after each batch)
         notices = [self.gold_refresh_error, notice, self.topic_notice, unreliable,
-                   analytics.language_notice]  # fmt: skip
+                   analytics.language_notice, analytics.unlabelled_notice]  # fmt: skip
         return {
             "notices": [text for text in notices if text],
             "version": __version__,

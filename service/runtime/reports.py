@@ -13,7 +13,13 @@ from typing_extensions import TypedDict
 
 from service.evaluation.detector_quality import measured_on
 from service.harvest.store import GapSuggestions, SuggestionRecord
+from service.language.detector import LanguageLabeler
 from service.language.excluded import excluded_report
+from service.language.unlabelled import (
+    UnlabelledLanguage,
+    unlabelled_languages,
+    unlabelled_text,
+)
 from service.pipeline.totals import AnnotationTotals
 from service.refusals.detector import refusal_rate_method
 from service.refusals.scope import describe
@@ -93,6 +99,19 @@ class NoveltyReport(TypedDict):
     off: str | None
 
 
+class LanguageLabelsReport(TypedDict):
+    """:func:`language_labels_report`: every ``language`` metric label value (``labels``,
+    sorted, fixed at start), the most languages with their own (``limit``,
+    ``analytics.language_label_limit``), the live languages exported as ``other`` that are
+    worth naming (``unlabelled``, most questions first) and the line naming them with the
+    fix (``notice``, ``None`` when none is named)."""
+
+    labels: list[str]
+    limit: int
+    unlabelled: list[UnlabelledLanguage]
+    notice: str | None
+
+
 class AnalyticsReport(TypedDict):
     """:func:`analytics_report`: what ``goldwatch replay`` prints under ``analytics`` and
     ``GET /v1/drift`` and ``/v1/refusals`` serve parts of. ``languages``/``topics``: live
@@ -106,6 +125,9 @@ class AnalyticsReport(TypedDict):
     for its charts)."""
 
     languages: dict[str, int]
+    #: the ``language`` metric label set and the live languages it exports as ``other`` that
+    #: are worth naming (:func:`language_labels_report`); ``None`` without a labeler
+    language_labels: LanguageLabelsReport | None
     #: the language stage's agreement with the gold set's ``language`` labels
     #: (:meth:`service.language.quality.LanguageAgreement.to_json`), ``None`` without a
     #: gold set
@@ -210,6 +232,8 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
     misjudged = misjudged_of(live.analytics)  # as the gauge has it (Live, refresh)
     report: AnalyticsReport = {
         "languages": dict(drift.live_counts["language"].most_common()),
+        "language_labels": language_labels_report(live.analytics.language_labeler,
+                                                  drift.live_counts["language"]),
         "language_quality": live.analytics.language_quality,
         "topics": dict(drift.live_counts["topic"].most_common()),
         "topic_labels": dict(live.analytics.topic_descriptions),
@@ -254,6 +278,21 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
         items.insert(at, ("language_candidates", candidates))
         report = cast(AnalyticsReport, dict(items))
     return report
+
+
+def language_labels_report(
+    labeler: LanguageLabeler | None, counts: Mapping[str, int]
+) -> LanguageLabelsReport | None:
+    """The ``language`` metric label set of ``labeler`` and the languages of ``counts`` (live
+    questions per language) it exports as ``other`` that are worth naming
+    (:func:`~service.language.unlabelled.unlabelled_languages`), with the line naming them
+    and the fix (:func:`~service.language.unlabelled.unlabelled_text`); ``None`` without a
+    labeler."""
+    if labeler is None:
+        return None
+    named = unlabelled_languages(counts, labeler)
+    return {"labels": labeler.labels(), "limit": labeler.limit, "unlabelled": named,
+            "notice": unlabelled_text(named, labeler)}  # fmt: skip
 
 
 def language_candidates_report(analytics: Analytics) -> dict[str, Any] | None:

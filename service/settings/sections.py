@@ -189,7 +189,9 @@ class SourceConfig(_Frozen):
             (``/v1/events``, ``/v1/traces``), shared. Unset: a file source writes
             ``<file>.dlq.jsonl``, stdin and HTTP ingest ``<state dir>/goldwatch.dlq.jsonl``
             (so with a file source, HTTP ingest's dead letters are in the latter). A Kafka
-            source always writes its ``<topic>.dlq`` topic.
+            source always writes its ``<topic>.dlq`` topic. ``goldwatch replay`` without
+            ``--state`` ignores it: it writes its own ``<file>.replay.dlq.jsonl`` (or
+            ``--dlq``), emptied at each run.
     """
 
     kind: Literal["kafka", "file", "stdin", "none"] = "none"
@@ -394,7 +396,10 @@ class AnalyticsConfig(_Frozen):
             The label set is fixed at start, the same on every replica (so their counters
             add up): every gold-set language, then ``language_labels``, then the built-in
             list (en, es, hi-Latn, hi, fr, de, pt, zh, ar) until the limit; live traffic
-            adds none.
+            adds none. A live language left without one (exported as ``other``) is named
+            with the fix in ``GET /v1/status`` notices and the replay reports once it has
+            at least 10 questions and a 95 % lower bound of its share of 2 points (a
+            coverage gap by :mod:`service.coverage`'s rule: :mod:`service.language.unlabelled`).
         language_labels: languages to give their own metric label after the gold set's and
             before the built-in list, within ``language_label_limit`` (e.g. ``[ru]`` for
             Russian traffic the gold set lacks); codes as the detector gives them.

@@ -40,6 +40,7 @@ from service.evaluation.compare import compare_all
 from service.evaluation.evaluate import RetrieverReport, evaluate_run
 from service.evaluation.history import append_history, history_row
 from service.evaluation.job import EvalRequest, load_gold, retrieved_runs, retriever_config
+from service.files.private import PRIVATE_MODE
 from service.quality.acl import AccessPolicy
 from service.records import Run
 from service.settings import Settings
@@ -156,7 +157,7 @@ def run_gold_set(settings: Settings, trigger: str = "on_demand") -> dict[str, An
                 n_questions=reports[name].n_questions,
             )
             for label, (name, _) in labels.items()
-        ])  # fmt: skip
+        ], mode=PRIVATE_MODE)  # fmt: skip
     return {
         "trigger": trigger,
         "started_at": started,

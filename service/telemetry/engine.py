@@ -15,6 +15,7 @@ goldwatch_batch_size                            histo   (events per batch)
 goldwatch_batch_processing_seconds              histo   (decode → commit, seconds)
 goldwatch_consumer_lag                          gauge   topic (bounded), partition
 goldwatch_consumer_offset_past_end              gauge   topic (bounded), partition
+goldwatch_consumer_uncommitted_offsets          gauge   (checkpointed, not committed)
 goldwatch_commits_total                         counter
 goldwatch_commit_failures_total                 counter
 goldwatch_rebalances_total                      counter
@@ -156,6 +157,7 @@ class Metrics:
     batch_processing_seconds: Histogram
     consumer_lag: Gauge
     consumer_offset_past_end: Gauge
+    consumer_uncommitted_offsets: Gauge
     commits: Counter
     commit_failures: Counter
     rebalances: Counter
@@ -192,7 +194,8 @@ class Metrics:
         """Mirror a ``Source.status()`` sample: counter deltas since ``previous``, and lag.
 
         ``status`` may hold the cumulative counts of :data:`STATUS_COUNTERS` (ints)
-        and ``lag``: a list of ``{"topic", "partition", "lag", "past_end"}`` (``None`` =
+        ``uncommitted_offsets`` (an int, the gauge's value), and ``lag``: a list of
+        ``{"topic", "partition", "lag", "past_end"}`` (``None`` =
         unknown, left as it was), and ``assigned_partitions`` (partition numbers). The lag and
         past-end series of a partition neither in ``lag`` nor assigned in this sample or in
         ``previous`` are removed: a replica that lost a partition in a rebalance must not keep
@@ -207,6 +210,9 @@ class Metrics:
             delta = int(status.get(key) or 0) - int(previous.get(key) or 0)
             if delta > 0:
                 getattr(self, key).inc(delta)
+        uncommitted = status.get("uncommitted_offsets")
+        if uncommitted is not None:
+            self.consumer_uncommitted_offsets.set(uncommitted)
         rows = status.get("lag")
         if rows is None:
             return
@@ -318,6 +324,15 @@ def _consumer_metrics(registry: CollectorRegistry) -> dict[str, Counter | Gauge]
             "Offsets the committed offset is beyond the end of the partition (0 normally; "
             "above 0 the group points at offsets the partition does not have, not ready).",
             ["topic", "partition"],
+            registry=registry,
+        ),
+        "consumer_uncommitted_offsets": Gauge(
+            _name("consumer_uncommitted_offsets"),
+            "Offsets this replica checkpointed but has not committed yet, summed over its "
+            "partitions: were it to die now, the next owner would read them again and count "
+            "them a second time (at-least-once). Usually 0; up to about "
+            "kafka.commit_interval_s of events while commits succeed. Set every "
+            "pipeline.status_interval_s.",
             registry=registry,
         ),
         "commits": Counter(_name("commits"), "Successful offset commits.", registry=registry),

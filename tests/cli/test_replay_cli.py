@@ -45,8 +45,10 @@ def test_counts_dead_letters_and_bad_inputs(tmp_path: Path) -> None:
     doc = json.loads(result.stdout)
     assert (doc["consumed"], doc["processed"], doc["duplicates"]) == (4, 2, 1)
     assert doc["dead_lettered"] == {"not_json": 1}
-    rows = [json.loads(x) for x in (tmp_path / "events.jsonl.dlq.jsonl").read_text().splitlines()]
+    rows = [json.loads(x) for x in
+            (tmp_path / "events.jsonl.replay.dlq.jsonl").read_text().splitlines()]  # fmt: skip
     assert [(r["reason"], r["origin"]["line"]) for r in rows] == [("not_json", 3)]
+    assert doc["dlq_path"] == str(tmp_path / "events.jsonl.replay.dlq.jsonl")
     missing = run(["replay", "nowhere.jsonl"], tmp_path)
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
     assert "nowhere.jsonl" in missing.stderr

@@ -134,3 +134,24 @@ def test_config_check_notes_when_personal_data_is_not_scrubbed(
         assert notes == [f"# note: personal-data scrubbing is off ({why}): questions, answers, "
                          "ids and labels are stored, logged and exported as they arrive, e-mail "
                          "addresses and phone numbers included"]  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", [None, "k" * 40], ids=["unkeyed", "keyed"])
+def test_config_check_notes_unkeyed_pseudonyms(tmp_path: Path, key: str | None) -> None:
+    """A tenth trial: with no ``analytics.pii_key`` an id holding an e-mail address became the
+    first 32 hex digits of its plain SHA-256 (documented, but nothing said so at start)."""
+    env = {"GOLDWATCH_API__TOKEN": "Zq7-set"}
+    if key is not None:
+        env["GOLDWATCH_ANALYTICS__PII_KEY"] = key
+    result = subprocess.run(
+        [*GOLDWATCH, "config", "check"], cwd=tmp_path, capture_output=True, text=True,
+        env=_env(**env), timeout=WAIT_S, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    notes = [line for line in result.stderr.splitlines() if "analytics.pii_key is unset" in line]
+    assert len(notes) == (1 if key is None else 0), result.stderr
+    if key is None:
+        assert "GOLDWATCH_ANALYTICS__PII_KEY" in notes[0] and "unkeyed SHA-256" in notes[0]
+    else:
+        assert key not in result.stderr + result.stdout  # the key itself is never printed

@@ -26,6 +26,24 @@ def test_to_commit_is_last_stored_plus_one_per_partition() -> None:
     assert cp.pending
 
 
+def test_uncommitted_counts_stored_offsets_past_the_commit() -> None:
+    cp = Checkpoint()
+    assert cp.uncommitted() == 0
+    cp.store("q", 0, 9, first=5)  # offsets 5..9 checkpointed, nothing committed: 5
+    cp.store("q", 1, 3)  # no first: offset 3 alone: 1
+    assert cp.uncommitted() == 6
+    cp.mark_committed({("q", 0): 8})  # 8 and 9 left
+    assert cp.uncommitted() == 3
+    cp.store("q", 0, 14, first=10)  # 8..14: 7 (the first offset counts only before a commit)
+    assert cp.uncommitted() == 8
+    assert cp.uncommitted([("q", 1), ("q", 7)]) == 1
+    cp.mark_committed(cp.to_commit())
+    assert cp.uncommitted() == 0
+    cp.drop([("q", 1)])
+    cp.store("q", 1, 20, first=18)  # assigned again after a drop: counted from 18
+    assert cp.uncommitted() == 3
+
+
 @pytest.mark.parametrize("offset", [5, 4, 0])
 def test_non_increasing_store_raises(offset: int) -> None:
     cp = Checkpoint()

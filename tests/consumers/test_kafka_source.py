@@ -182,15 +182,43 @@ def test_close_commits_stored_offsets_unless_failed(
     failed = open_source(slow_commits)
     got = drain(failed, 100, commit=False)
     failed.commit(got[:10])  # stored, not due: nothing committed yet
+    assert failed.status()["uncommitted_offsets"] == 10  # what a crash now counts again
     failed.mark_failed()
     failed.close()  # after a crash the revoke listener must not commit
     assert kafka_broker.committed(topic, consumer_group) == {0: None, 1: None}
 
     healthy = open_source(slow_commits)
     got = drain(healthy, 100, commit=False)
-    healthy.commit(got)  # stored, not due
+    healthy.commit(got[:30])  # stored, not due
+    healthy.commit(got[30:])
+    assert healthy.status()["uncommitted_offsets"] == 100
     healthy.close()  # the revoke listener commits the stored offsets
     assert kafka_broker.committed(topic, consumer_group) == kafka_broker.end_offsets(topic)
+    assert healthy.status()["uncommitted_offsets"] == 0
+
+
+def test_uncommitted_offsets_fall_to_zero_at_a_commit(
+    kafka_broker: TansuBroker,
+    make_topic: Callable[[int], str],
+    source_config: MakeConfig,
+    open_source: OpenSource,
+    consumer_group: str,
+) -> None:
+    topic = make_topic(2)
+    kafka_broker.produce(topic, values(60))
+    source = open_source(source_config(commit_interval_s=3600.0))
+    try:
+        got = drain(source, 60, commit=False)
+        source.commit(got[:25])
+        assert source.status()["uncommitted_offsets"] == 25
+        source.commit(got[25:40], force=True)  # committed: nothing would be counted again
+        committed = kafka_broker.committed(topic, consumer_group)
+        assert sum(offset or 0 for offset in committed.values()) == 40
+        assert source.status()["uncommitted_offsets"] == 0
+        source.commit(got[40:])
+        assert source.status()["uncommitted_offsets"] == 20
+    finally:
+        source.close()
 
 
 class Member(threading.Thread):

@@ -394,7 +394,8 @@ def test_text_drift_line_lists_an_uncalibrated_novel_rise_as_raising_no_alarm() 
     lines = render_text(_novel_rise()).splitlines()
     # T0 = 1795000000 s = 2026-11-18 11:06:40 UTC
     assert (
-        "  DRIFT  topic vs reference at 2026-11-18 11:06 UTC (after 9 events): rising exams; "
+        "  DRIFT  topic vs reference at 2026-11-18 11:06 UTC (after 9 events): rising exams, "
+        "falling fees; "
         f"novel rising too raises no alarm (uncalibrated: {NOVELTY_WHY})"
     ) in lines
 

@@ -14,13 +14,29 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from benchmarks.datasets import load_xquad
-from service.language.detector import LanguageConfig, LanguageDetector
+from service.language.detector import (
+    CONTRADICTED,
+    HINGLISH,
+    NO_SUPPORT,
+    SHORT_WORDS,
+    STRONG,
+    SUPPORTED,
+    UNDETERMINED,
+    LanguageConfig,
+    LanguageDetector,
+    _cue_share,
+    _first_highest,
+)
+from service.language.hinglish import hinglish_words, tokens
+from service.language.scripts import _WORD_LANGS, latin_cues, script_and_letters
+from service.text import normalise
 
 pytest.importorskip("langdetect_rs")
 
@@ -122,3 +138,107 @@ def test_a_lead_of_exactly_one_is_decided_when_the_leader_comes_first() -> None:
     # another backend's probabilities are not proven to be at most 1: no exact tie rule
     other = LanguageDetector(config, backend=Counting(detector.backend))
     assert other._decided(evidence, parts, pool) is None
+
+
+class Before(SlowPath):
+    """The scoring as it was before the twenty-fourth session's rewrite (verbatim, the
+    shortcuts off): every pool language's score from 0 and ``max`` over the pool in its
+    order, the Latin evidence looked up by the pool, ``_support`` with generators, and the
+    ``[a-z]+`` tokens. The detector must give the same ``(label, level, leader)``."""
+
+    def _detect(self, text: str) -> tuple[str, int, str | None]:  # type: ignore[override]
+        text = self._strip(text)
+        script, letters = script_and_letters(text)
+        if script is None:
+            return UNDETERMINED, STRONG, None
+        pool = self._pools[script]
+        words = old_tokens(text) if script == "Latn" else []
+        if words and self._hinglish and text.isascii() and hinglish_words(words):
+            return HINGLISH, STRONG, None
+        if len(pool) == 1:
+            return pool[0], STRONG, None
+        if letters < self.config.min_letters:
+            return UNDETERMINED, STRONG, None
+        scores = dict.fromkeys(pool, 0.0)
+        probs = self.backend.probabilities(text)
+        mass = sum(p for lang, p in probs.items() if lang in pool)
+        if mass >= 0.5:
+            scores.update({lang: p / mass for lang, p in probs.items() if lang in pool})
+        else:
+            scores.update(self.backend.probabilities(text, restrict=pool))
+        if not words:
+            best = max(scores, key=scores.__getitem__)
+            return (UNDETERMINED if scores[best] <= 0.0 else best), STRONG, None
+        config, hits = self.config, {}
+        for word in words:
+            for lang, share in self._shares[tuple(pool)].get(word, ()):
+                hits[lang] = hits.get(lang, 0.0) + share
+        lexicon = [(lang, config.lexicon_weight * (hit / len(words))) for lang, hit in hits.items()]
+        cues = []
+        if "'" in text or not text.isascii():
+            weight = config.cue_weight * _cue_share(words)
+            cues = [(lang, weight * cue) for lang, cue in latin_cues(text).items() if lang in pool]
+        prior = self._prior_parts[tuple(pool), len(words) <= SHORT_WORDS]
+        own: dict[str, float] = dict(lexicon)
+        for lang, value in cues:
+            own[lang] = own.get(lang, 0.0) + value
+        for part in (lexicon, cues, prior):
+            for lang, value in part:
+                scores[lang] += value
+        best = max(scores, key=scores.__getitem__)
+        if scores[best] <= 0.0:
+            return UNDETERMINED, STRONG, None
+        level = self._old_support(letters, best, own, cues, words)
+        return best, level, self._leader(level, best, own, words)
+
+    def _old_support(self, letters, label, own, cues, words):  # type: ignore[no-untyped-def]
+        if letters >= self.config.min_evidence_letters:
+            return STRONG
+        mine = own.get(label, 0.0)
+        if not (mine > 0.0 and all(v < mine for lang, v in own.items() if lang != label)):
+            return CONTRADICTED if any(v > mine for v in own.values()) else NO_SUPPORT
+        if any(lang == label and value > 0.0 for lang, value in cues):
+            return STRONG
+        own_words = sum(1 for word in words if label in _WORD_LANGS.get(word, ()))
+        return STRONG if own_words >= self.config.min_unexpected_words else SUPPORTED
+
+
+def old_tokens(text: str) -> list[str]:
+    lowered = text.lower()
+    return re.findall("[a-z]+" if lowered.isascii() else r"[^\W\d_]+", lowered)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        LanguageConfig(),
+        LanguageConfig(preferred=("en", "es", "hi"), preferred_shares=(377.0, 50.0, 50.0)),
+        LanguageConfig(preferred=("de", "en", "es")),
+        LanguageConfig(candidates=("en", "de"), min_unexpected_words=0),
+    ],
+    ids=["default", "dominant_en", "no_dominant", "narrow"],
+)
+def test_the_scoring_gives_what_it_gave_before(texts: list[str], config: LanguageConfig) -> None:
+    """Every ``(label, evidence level, leader)`` and every label and support flag, as the
+    scoring before the rewrite gave them (the shortcuts off in both: they are checked
+    above), on the real questions and their prefixes; and the tokens."""
+    now, before = SlowPath(config), Before(config)
+    keys = [normalise(text, fold="nfc", separators="whitespace") for text in texts]
+    assert [now._detect(key) for key in keys] == [before._detect(key) for key in keys]
+    assert [now.detect_with_support(t) for t in texts] == [
+        before.detect_with_support(t) for t in texts
+    ]
+    assert [tokens(key) for key in keys] == [old_tokens(key) for key in keys]
+
+
+def test_the_first_highest_score_in_pool_order() -> None:
+    """``_first_highest`` picks as ``max`` over the pool's zeros updated with the scores did:
+    the highest; on a tie the earlier pool language; a key outside the pool after every
+    pool language; ``None`` when nothing is above 0."""
+    rank = {"en": 0, "es": 1, "de": 2}
+    assert _first_highest({"de": 0.7, "es": 0.2}, rank) == "de"
+    assert _first_highest({"de": 0.5, "es": 0.5}, rank) == "es"  # es comes before de
+    assert _first_highest({"xx": 0.5, "de": 0.5}, rank) == "de"
+    assert _first_highest({"xx": 0.5, "yy": 0.5}, rank) == "xx"  # outside: their own order
+    assert _first_highest({"en": 0.0}, rank) is None
+    assert _first_highest({}, rank) is None

@@ -213,6 +213,25 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("ssn", "ssn: 078-05-1120.", "ssn: <SSN>."),
     ("passport", "passport K8765432", "passport <PASSPORT>"),
     ("passport", "P1234567 expired", "<PASSPORT> expired"),
+    # street addresses with their number (trial 10: "not covered" until then)
+    (
+        "address",
+        "I live at 42 Elm Street, can you update it",
+        "I live at <ADDRESS>, can you update it",
+    ),
+    ("address", "ship to 221B Baker Street, London NW1 6XE", "ship to <ADDRESS>"),
+    ("address", "my address is 1600 Pennsylvania Avenue NW, Apt 5", "my address is <ADDRESS>"),
+    ("address", "deliver to 1234 Main St. Suite 200 today", "deliver to <ADDRESS> today"),
+    ("address", "drive to 1999 Oak Rd", "drive to <ADDRESS>"),  # a year-like number after a cue
+    ("address", "go to 5 West 3rd Street now", "go to <ADDRESS> now"),
+    ("address", "154 Jane street tak", "<ADDRESS> tak"),
+    ("address", "Ich wohne in der Hauptstraße 5, 10115 Berlin", "Ich wohne in der <ADDRESS>"),
+    ("address", "Lieferung an Berliner Straße 12a bitte", "Lieferung an <ADDRESS> bitte"),
+    ("address", "Musterweg 12 in Köln", "<ADDRESS> in Köln"),
+    ("address", "vivo en Calle de Alcalá, 23, Madrid", "vivo en <ADDRESS>, Madrid"),
+    ("address", "Avenida de la Constitución nº 12", "<ADDRESS>"),
+    ("address", "j'habite au 12 rue de la Paix", "j'habite au <ADDRESS>"),
+    ("address", "12 bis, avenue Victor Hugo", "<ADDRESS>"),
     ("voter_id", "voter id ABC1234567", "voter id <VOTER_ID>"),
     ("voter_id", "EPIC: XYZ7654321.", "EPIC: <VOTER_ID>."),
     ("secret", "key sk-live-51HxyzSECRETKEYabc123 leaked", "key <SECRET> leaked"),
@@ -622,6 +641,15 @@ LOOK_ALIKES = [
     "https://web.archive.org/web/20150721065141/http://x.org",  # Luhn-valid time stamp
     "2 + 2 = 4",
     "score +5 marks",
+    "In 1945 Oxford Street was bombed",  # a year before a street: history, not an address
+    "the 1978 Supreme Court case",
+    "in 1886, Robert Lane and Benjamin Vail",
+    "Baker Street station",  # a street without a number
+    "Spring 2020 semester",
+    "Platz 3 im Ranking",
+    "5 of the best ways to save",
+    "top 10 best street foods",  # lower-case words between the number and the street word
+    "Nagpur 440001 Maharashtra",
 ]
 
 
@@ -762,6 +790,7 @@ def test_fast_path_and_api_shapes() -> None:
         "voter_id",
         "ip",
         "phone",
+        "address",
         "name",
     )
     with pytest.raises(TypeError, match="expects str"):
@@ -843,7 +872,7 @@ def test_scrub_event_alone_keeps_identity_when_clean_and_handles_missing_answer(
 def test_new_types_are_counted_and_exported_under_their_own_bounded_label() -> None:
     from service.telemetry import PII_TYPES as METRIC_LABELS
 
-    assert METRIC_LABELS == PII_TYPES and len(set(PII_TYPES)) == 14  # no "other" for them
+    assert METRIC_LABELS == PII_TYPES and len(set(PII_TYPES)) == 15  # no "other" for them
     event = _event("e-5", "pay rahul77@okicici, key sk-live-51HxyzSECRETKEYabc123, SSN 123-45-6789")
     clean, counts = scrub_event(event)
     assert clean.question == "pay <UPI>, key <SECRET>, SSN <SSN>"

@@ -129,3 +129,24 @@ def test_xquad_squad_and_multihop_texts_keep_their_words(shared_data: Path) -> N
     texts = xquad_squad_multihop_texts(shared_data)
     assert len(texts) > 19_000
     assert [text for text in texts if list(find_names(text))] == []
+
+
+def test_street_addresses_in_real_texts_are_the_four_navigation_requests(
+    shared_data: Path,
+) -> None:
+    """The address detector on the 81,357 real texts (both sets above): it changes exactly
+    the four Hinglish-TOP navigation requests that name a street address, read by hand, and
+    keeps every year before a Title-case phrase (``in 1886, Robert Lane``, ``the 1978 Supreme
+    Court case`` in XQuAD) and every XQuAD paragraph's street."""
+    texts = other_questions(shared_data) + xquad_squad_multihop_texts(shared_data)
+    changed = {t: scrub(t).text for t in texts if scrub(t).counts.get("address")}
+    assert changed == {
+        "how long will it take to drive to 118 Sunset Avenue":
+            "how long will it take to drive to <ADDRESS>",
+        "118 Sunset Avenue ke liye drive karne mei kitni der lagegi":
+            "<ADDRESS> ke liye drive karne mei kitni der lagegi",
+        "How long will it take me to get to 154 Jane street today":
+            "How long will it take me to get to <ADDRESS> today",
+        "mujhe aaj 154 Jane street tak pahunchne me kitna samay lagega":
+            "mujhe aaj <ADDRESS> tak pahunchne me kitna samay lagega",
+    }  # fmt: skip

@@ -131,6 +131,12 @@ def test_observe_status_mirrors_counter_deltas_and_bounded_lag() -> None:
     # a status without lag (a file source) leaves the series alone
     metrics.observe_status({"commits": 5}, second)
     assert registry.get_sample_value(lag, p0) == 5
+    uncommitted = "goldwatch_consumer_uncommitted_offsets"
+    assert registry.get_sample_value(uncommitted) == 0
+    metrics.observe_status({"commits": 5, "uncommitted_offsets": 120}, second)
+    assert registry.get_sample_value(uncommitted) == 120
+    metrics.observe_status({"commits": 5}, second)  # not sampled: the last value stays
+    assert registry.get_sample_value(uncommitted) == 120
     # a rebalance revokes every partition and assigns them again; lag is sampled later: one
     # status without them (assigned or sampled) keeps the series (the alert's `for` holds)
     gap = {**second, "assigned_partitions": [], "lag": []}

@@ -408,3 +408,116 @@ def test_matches_through_delta_merges_rebuilds_and_a_rebuilt_index_are_the_refer
     batch = rng.sample(texts, 200)
     for text, live, fresh in zip(batch, index.probes(batch), restored.probes(batch), strict=True):
         assert index.matches(live) == restored.matches(fresh) == reference(text)
+
+
+def _entries_of(index: NearDupIndex, key: str) -> str:
+    """Where the band-table entries of stored ``key`` are: ``pending`` (not yet taken in by
+    a look-up), ``delta`` or ``main`` (a freed row's stale entries are only ever older than
+    its current key's: in the main table when the current ones are in the delta)."""
+    row = index._row[key]
+    if row in index._added:
+        return "pending"
+    return "delta" if bool((index._delta_rows == row).any()) else "main"
+
+
+@pytest.mark.parametrize(("seed", "mask"), [(41, None), (43, 7)])
+def test_raw_candidates_through_merges_removals_and_a_restore_are_the_brute_force(
+    monkeypatch: pytest.MonkeyPatch, seed: int, mask: int | None
+) -> None:
+    """The raw LSH look-up (``candidates`` of a probe, and ``_lookup`` of a whole batch, what
+    ``probes`` checks) against a brute force computed here: the stored keys whose datasketch
+    ``MinHash`` (``MinHash.bulk``, not the index's signatures) equals the probe's on every row
+    of at least one band. Matches (the Jaccard filter) would hide an extra candidate, and a
+    missing one below the threshold. Texts of one to three words, so many pairs share a band;
+    50 keys added, replaced, removed and re-added, the look-ups between them taking the rows
+    in, so keys are removed before they are taken in, from the delta and from the main table,
+    the delta joins the main table several times and the freed rows' entries go with rebuilds;
+    then an index rebuilt from the stored entries (a restore, some as probes, as
+    ``HarvestStage`` does) is checked alike, and changed further. ``mask``: the 64-bit band
+    keys cut to 3 bits, so every look-up runs into long runs of equal keys from other bands
+    and other values, which only the comparison of the band values turns away."""
+    from service.harvest import neardup
+
+    if mask is not None:
+        full, cut = neardup._band_keys, np.uint64(mask)
+        monkeypatch.setattr(neardup, "_band_keys", lambda values, bands: full(values, bands) & cut)
+    rng = random.Random(seed)
+    pool = 50  # keys k0 .. k49
+    words = "when are the hostel fees due library hours bus".split()
+    texts = sorted({" ".join(rng.choices(words, k=rng.randint(1, 3))) for _ in range(300)})
+    index = NearDupIndex(threshold=0.6)
+    bands, rows = index.bands, index.rows
+    # the brute force: text i and text j share a band when all `rows` values of one band of
+    # their MinHash signatures (band k: values k·rows .. (k+1)·rows - 1) are equal
+    reference = MinHash.bulk([trigrams(t) for t in texts], num_perm=64, hashfunc=zlib.crc32)
+    grid = np.array([m.hashvalues for m in reference])[:, : bands * rows]
+    grid = grid.reshape(len(texts), bands, rows)
+    share = (grid[:, None] == grid[None, :]).all(axis=3).any(axis=2)
+    at = {text: i for i, text in enumerate(texts)}
+    assert 0.1 < share.mean() < 0.9  # pairs that share a band and pairs that do not, many
+
+    def expected(stored: dict[str, str], text: str) -> set[str]:
+        return {key for key, other in stored.items() if share[at[text], at[other]]}
+
+    def check(index: NearDupIndex, stored: dict[str, str], batch: list[str]) -> list[Probe]:
+        probes = index.probes(batch)  # takes the pending rows in
+        for text, probe in zip(batch, probes, strict=True):
+            assert index.candidates(probe) == expected(stored, text), text
+        which, found = index._lookup(np.stack([probe.values for probe in probes]))
+        pairs = list(zip(which.tolist(), [index._keys[row] for row in found.tolist()], strict=True))
+        want = {(i, key) for i, text in enumerate(batch) for key in expected(stored, text)}
+        assert set(pairs) == want
+        flat = which * len(index._keys) + found  # each pair once, by probe then row
+        assert len(flat) == len(want) and bool((np.diff(flat) > 0).all())
+        return probes
+
+    removed_from = {"pending": 0, "delta": 0, "main": 0}
+    counts = {"with_delta": 0, "merged": 0, "rebuilt": 0}
+
+    def run(index: NearDupIndex, stored: dict[str, str], steps: int) -> None:
+        last: tuple[str, str] | None = None
+        for step in range(steps):
+            roll = rng.random()
+            if stored and roll < 0.35:  # half the time one of the last keys stored
+                key = rng.choice(list(stored)[-6:] if roll < 0.17 else list(stored))
+                removed_from[_entries_of(index, key)] += 1
+                index.remove(key)
+                last = (key, stored.pop(key))
+            elif last is not None and roll < 0.5:  # the key just removed, back with its text
+                index.add(*last)
+                stored.pop(last[0], None)
+                stored[last[0]] = last[1]
+                last = None
+            else:  # a new key or a replaced one (stored last: in order of storing)
+                key, text = f"k{rng.randrange(pool)}", rng.choice(texts)
+                index.add(key, text)
+                stored.pop(key, None)
+                stored[key] = text
+            if step % 5 == 4:  # every stored key's text, and a few others
+                batch = sorted(set(stored.values())) + rng.sample(texts, 3)
+                main, stale = len(index._band_keys), index._stale
+                probes = check(index, stored, batch)
+                counts["with_delta"] += len(index._delta_keys) > 0
+                counts["merged"] += len(index._delta_keys) == 0 and len(index._band_keys) > main
+                counts["rebuilt"] += index._stale < stale
+                if rng.random() < 0.3:  # stored from the batch's probes, as a stage does
+                    slot = rng.randrange(len(batch))
+                    key = f"k{rng.randrange(pool)}"
+                    index.add(key, probes[slot])
+                    stored.pop(key, None)
+                    stored[key] = batch[slot]
+
+    stored: dict[str, str] = {}
+    run(index, stored, 400)
+    assert min(removed_from.values()) > 15, removed_from  # 22 / 26 pending, 27 / 28 delta
+    assert counts["with_delta"] > 30 and counts["merged"] > 10 and counts["rebuilt"] > 5, counts
+    if mask is not None:
+        # runs of ~60 equal keys in the main table, nearly all of other values
+        assert len(np.unique(index._band_keys)) <= mask + 1 < len(index._band_keys) // 40
+    restored = NearDupIndex(threshold=0.6)
+    made = restored.probes(list(stored.values()))
+    for i, (key, text) in enumerate(stored.items()):
+        restored.add(key, made[i] if i % 2 else text)
+    check(restored, stored, texts)  # every text of the pool, stored or not
+    check(index, stored, texts)
+    run(restored, stored, 60)

@@ -206,11 +206,14 @@ def test_status_page_shows_the_coverage_and_the_gold_set_changes() -> None:
 
     runtime = ChangedRuntime(samples.replay_report()["analytics"])
     page = _get(runtime, app=_app(runtime)).text
-    assert ("These figures cover known questions asked since 11-18 09:05 UTC on gold-set "
+    assert ("These figures cover known questions asked since 2026-11-18 09:05 UTC on gold-set "
             "version abc (3 gold rows measured).") in page  # fmt: skip
     assert ("<tr><td>gold set changed</td><td>old</td><td>abc</td><td>11-18 12:00</td>"
             "<td>120</td><td>3</td><td>4</td><td>1</td><td>2</td></tr>") in page  # fmt: skip
-    assert "Counted over every event since 11-18 08:00 UTC, whatever the gold-set version." in page
+    assert (
+        "Counted over every event since 2026-11-18 08:00 UTC, whatever the gold-set version."
+        in page
+    )
 
 
 def skipped_candidate_quality() -> dict[str, Any]:

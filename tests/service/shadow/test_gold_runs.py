@@ -112,7 +112,9 @@ def test_history_defaults_to_the_state_folder(settings: Settings, tmp_path: Path
         update={"shadow": shadow, "state": settings.state.model_copy(update={"path": state})}
     )
     run_gold_set(moved)
-    assert len((state.parent / "gold-runs.jsonl").read_text().splitlines()) == 2
+    history = state.parent / "gold-runs.jsonl"
+    assert len(history.read_text().splitlines()) == 2
+    assert history.stat().st_mode & 0o777 == 0o600  # private, as the state folder's files
 
 
 def test_background_run_feeds_the_gauges(settings: Settings) -> None:
