@@ -215,6 +215,13 @@ The demo's rewritten again in the twenty-second session (trial 9, F3) for text o
 ``uncalibrated`` / ``suppressed`` strings of the out-of-scope detector name the classes of its
 rates ("(answerable kept in scope 46 of 47 (TPR 0.979); unanswerable judged in scope 11 of 12
 (FPR 0.917); ROC AUC 0.813)", was "(TPR 0.979, FPR 0.917; ROC AUC 0.813)"); nothing else.
+All three rewritten in the twenty-fourth session for two added fields and nothing else
+(checked: the uncompressed files differ from the former ones by these lines only):
+``analytics.out_of_scope.misjudged_unanswerable`` (the unanswerable gold rows the detector
+judges in scope on held-out data, ``fpr · n_neg``, with the 95 % Wilson upper bound: demo 11
+of 12, 0.98513; production and 20k report 4 of 100, 0.09837) and ``over_refusals_explained``
+(⌊upper · scored refusals⌋: demo ⌊0.98513 · 328⌋ = 323, production ⌊0.09837 · 229⌋ = 22, 20k
+report ⌊0.09837 · 1,552⌋ = 152; every refusal of these logs is scored).
 """
 
 from __future__ import annotations
