@@ -225,6 +225,13 @@ languages it exports as ``other`` worth naming: :mod:`service.language.unlabelle
 three ar, de, en, es, fr, hi, hi-Latn, pt, zh (the gold set's languages and the built-in
 list), ``other`` and ``und``, limit 16; no language named (``unlabelled`` empty, ``notice``
 ``None``: the 20k log's one ``id`` question is under 10).
+All three rewritten in the twenty-fourth session for two added fields and nothing else
+(checked: the uncompressed files differ from the former ones by these lines only):
+``analytics.out_of_scope.misjudged_unanswerable`` (the unanswerable gold rows the detector
+judges in scope on held-out data, ``fpr · n_neg``, with the 95 % Wilson upper bound: demo 11
+of 12, 0.98513; production and 20k report 4 of 100, 0.09837) and ``over_refusals_explained``
+(⌊upper · scored refusals⌋: demo ⌊0.98513 · 328⌋ = 323, production ⌊0.09837 · 229⌋ = 22, 20k
+report ⌊0.09837 · 1,552⌋ = 152; every refusal of these logs is scored).
 """
 
 from __future__ import annotations
