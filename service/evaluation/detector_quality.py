@@ -467,13 +467,14 @@ def over_refusals_explained_text(scope: Mapping[str, Any]) -> str:
     ... # doctest: +NORMALIZE_WHITESPACE
     ' (up to 240 explained by the detector judging unanswerable questions in scope: 7 of 12
     unanswerable gold questions on held-out data, 95 % upper bound 80.7% of the scored
-    refusals; no evidence of over-refusal)'
+    refusals; within its error: no evidence of over-refusal, nor of none)'
     """
     explained = scope.get("over_refusals_explained")
     misjudged = scope.get("misjudged_unanswerable")
     if explained is None or not misjudged:
         return ""
-    verdict = ("no evidence of over-refusal" if scope["over_refusals"] <= explained
+    verdict = ("within its error: no evidence of over-refusal, nor of none"
+               if scope["over_refusals"] <= explained
                else f"{scope['over_refusals'] - explained} beyond it")  # fmt: skip
     return (
         f" (up to {explained} explained by the detector judging unanswerable questions in "
@@ -494,12 +495,13 @@ def under_refusals_explained_text(scope: Mapping[str, Any]) -> str:
     ... # doctest: +NORMALIZE_WHITESPACE
     ' (up to 458 explained by the detector judging answerable questions out of scope: 2 of 34
     answerable gold questions on held-out data, 95 % upper bound 19.1% of the scored
-    questions; no evidence of made-up answers)'
+    questions; within its error: no evidence of made-up answers, nor of none)'
     """
     explained, misjudged = scope.get("under_refusals_explained"), scope.get("misjudged_answerable")
     if explained is None or not misjudged:
         return ""
-    verdict = ("no evidence of made-up answers" if scope["under_refusals"] <= explained
+    verdict = ("within its error: no evidence of made-up answers, nor of none"
+               if scope["under_refusals"] <= explained
                else f"{scope['under_refusals'] - explained} beyond it")  # fmt: skip
     return (
         f" (up to {explained} explained by the detector judging answerable questions out "

@@ -72,7 +72,9 @@ def test_text_says_how_many_go_beyond_the_bound() -> None:
     assert "up to 240 explained" in text and "7 of 12 unanswerable gold questions" in text
     assert "80.7% of the scored refusals" in text and text.endswith("; 10 beyond it)")
     scope["over_refusals"] = 240  # at the bound: explained
-    assert over_refusals_explained_text(scope).endswith("; no evidence of over-refusal)")
+    assert over_refusals_explained_text(scope).endswith(
+        "; within its error: no evidence of over-refusal, nor of none)"
+    )
     assert over_refusals_explained_text({"over_refusals": 3}) == ""
 
 
