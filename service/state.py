@@ -312,6 +312,20 @@ class StateStore:
                 ) from None
         return values
 
+    def any_key(self, prefix: str) -> bool:
+        """Whether some stored key starts with ``prefix`` (non-empty): one look-up of the
+        primary key's range, however many keys there are.
+
+        Raises:
+            ValueError: ``prefix`` is empty.
+            StateError: SQLite failed.
+        """
+        if not prefix:
+            raise ValueError("any_key needs a non-empty prefix")
+        rows = self._read("SELECT 1 FROM state WHERE key >= ? AND key < ? LIMIT 1",
+                          [prefix, _after_prefix(prefix)])  # fmt: skip
+        return bool(rows)
+
     def keys(self, prefix: str = "") -> list[str]:
         """Return the stored keys that start with ``prefix`` (e.g. ``"stage/"``), sorted."""
         rows = self._read("SELECT key FROM state ORDER BY key", [])
