@@ -30,7 +30,8 @@ candidates, agreement), ``benchmarks.bench_rss``, ``benchmarks.bench_startup``,
 ``benchmarks.bench_kafka_phases`` (where section 4's Kafka row spends its CPU: per phase of
 the consumer thread, per thread, and the broker requests of the timed window),
 ``benchmarks.topic_acceptance`` (issue 17's topic figures: novelty ROC AUC, NMI, stable ids,
-like-for-like gold counts, each next to the TF-IDF/LSA path's).
+like-for-like gold counts, each next to the TF-IDF/LSA path's), ``benchmarks.drift_sizing``
+(events a drift window needs to alarm on a given change; the table of docs/drift.md).
 """
 
 from __future__ import annotations

@@ -136,7 +136,10 @@ def _refusals() -> list[Panel | list[Panel]]:
                 "The detector misjudges some answerable questions, which a correct bot answers: "
                 "under-refusals per scored question up to the detector's own error bound "
                 "(95 % upper bound of the answerable gold questions it judges out of scope) "
-                "are explained by it and do not alert.",
+                "are explained by it and do not alert. Likewise it lets some unanswerable "
+                "questions pass as in scope, which a correct bot refuses: over-refusals per "
+                "refusal up to its bound on those (95 % upper bound of the unanswerable gold "
+                "questions it judges in scope) are explained by it and do not alert.",
                 [
                     (f"goldwatch:over_refusal:ratio_rate1h{{{SEL}}}", "over-refusal"),
                     (f"goldwatch:under_refusal:ratio_rate1h{{{SEL}}}", "under-refusal"),
@@ -144,6 +147,10 @@ def _refusals() -> list[Panel | list[Panel]]:
                      "under-refusals per scored question"),
                     (f"goldwatch:out_of_scope_detector:misjudged_answerable_upper{{{SEL}}}",
                      "explained by the detector's error (upper bound)"),
+                    (f"goldwatch:over_refusal:per_refusal_rate1h{{{SEL}}}",
+                     "over-refusals per refusal"),
+                    (f"goldwatch:out_of_scope_detector:misjudged_unanswerable_upper{{{SEL}}}",
+                     "over-refusals explained by the detector's error (upper bound)"),
                 ],
                 "percentunit", maximum=1,
             ),

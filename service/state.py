@@ -185,6 +185,9 @@ _GUARDS_SQL = (
     "SELECT key FROM state WHERE key IN ({}) "
     "AND (json_type(value) IS NOT 'object' OR json_extract(value, ?) IS NOT ?)"
 )
+#: Whether some key lies in ``[?1, ?2)`` (a prefix's range: :func:`_after_prefix`).
+_RANGE_SQL = "SELECT 1 FROM state WHERE key >= ? AND key < ? LIMIT 1"
+_LAST_CHAR = chr(0x10FFFF)
 #: Most guard keys per :data:`_GUARDS_SQL` query (SQLite's variable limit is 999 before 3.32).
 _GUARD_CHUNK = 500
 
@@ -311,6 +314,20 @@ class StateStore:
                     + _move_aside_hint(self.label)
                 ) from None
         return values
+
+    def any_key(self, prefix: str) -> bool:
+        """Whether some stored key starts with ``prefix`` (non-empty): one look-up of the
+        primary key's range, however many keys there are.
+
+        Raises:
+            ValueError: ``prefix`` is empty.
+            StateError: SQLite failed.
+        """
+        if not prefix:
+            raise ValueError("any_key needs a non-empty prefix")
+        if prefix[-1] == _LAST_CHAR:  # no string follows its range: read the keys
+            return any(key.startswith(prefix) for key in self.keys(prefix[:-1]))
+        return bool(self._read(_RANGE_SQL, [prefix, _after_prefix(prefix)]))
 
     def keys(self, prefix: str = "") -> list[str]:
         """Return the stored keys that start with ``prefix`` (e.g. ``"stage/"``), sorted."""
@@ -500,6 +517,15 @@ class StateStore:
         for guard in dict.fromkeys(guards):
             keys_of.setdefault((guard.field, guard.allowed), []).append(guard.key)
         held: set[Guard] = set()
+        # a guard holds only while its key holds a value: when no key shares the guards'
+        # common prefix (no labelling decision stored, for harvest's records), none does
+        prefix = os.path.commonprefix([key for keys in keys_of.values() for key in keys])
+        if (
+            prefix
+            and prefix[-1] != _LAST_CHAR
+            and self._conn.execute(_RANGE_SQL, (prefix, _after_prefix(prefix))).fetchone() is None
+        ):
+            return held
         for (field, allowed), keys in keys_of.items():
             for start in range(0, len(keys), _GUARD_CHUNK):
                 chunk = keys[start : start + _GUARD_CHUNK]

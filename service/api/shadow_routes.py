@@ -25,9 +25,10 @@ def _report(runtime: Any) -> dict[str, Any]:
             responses={**not_found("no shadow candidates are configured"), **BUSY})  # fmt: skip
 def get_shadow(runtime: RuntimeDep) -> dict[str, Any]:
     """Per candidate: offers by outcome (queued or skip reason), completed calls, errors by
-    reason, latency, agreement with production (overlap@k, Jaccard@k, RBO_ext, Kendall's tau,
-    top-1, citation recall: means and counts), the same by language and topic, circuit
-    breaker and queue; plus the latest gold-set run."""
+    reason, latency, agreement with production (RBO_ext of production's ranking as logged and
+    the candidate's k passages; overlap@k, Jaccard@k, Kendall's tau, top-1, citation recall
+    at k = min(candidate k, production depth): means and counts), the same by language and
+    topic, circuit breaker and queue; plus the latest gold-set run."""
     report = _report(runtime)
     candidates = {
         name: {k: v for k, v in body.items() if k != "disagreements"}

@@ -79,7 +79,8 @@ class DriftStage:
         windows: windowing shared by the detectors.
         min_count: events a window needs before it is tested.
         alpha: false-alarm budget per day for the whole family of detectors.
-        min_jsd, min_share_change, min_rate_change: effect-size thresholds.
+        min_jsd, min_share_change, min_rate_change: effect-size thresholds; an alarm clears
+            below half of each (hysteresis; 0.025 with the defaults).
         clock: wall clock (Unix seconds); events stamped further in its future than the
             windows' ``future_tolerance_s`` are counted and rejected, so one bad clock cannot
             drag the watermark years ahead.
@@ -112,12 +113,19 @@ class DriftStage:
                 self.gold_counts.get(dim),
                 min_jsd=min_jsd,
                 min_share_change=min_share_change,
+                clear_jsd=min_jsd / 2,
+                clear_share_change=min_share_change / 2,
                 **common,  # type: ignore[arg-type]
             )
             for dim in CATEGORICAL
         }
         self.rates = {
-            dim: RateDriftDetector(None, min_change=min_rate_change, **common)  # type: ignore[arg-type]
+            dim: RateDriftDetector(
+                None,
+                min_change=min_rate_change,
+                clear_change=min_rate_change / 2,
+                **common,  # type: ignore[arg-type]
+            )
             for dim in RATES
         }
         self.live_counts: dict[str, Counter[str]] = {dim: Counter() for dim in CATEGORICAL}

@@ -397,6 +397,93 @@ def misjudged_answerable(
     return MisjudgedAnswerable(count, n, wilson_bounds(count, n)[1])
 
 
+@dataclass(frozen=True)
+class MisjudgedUnanswerable:
+    """How often the out-of-scope detector judges an *unanswerable* question in scope,
+    measured on held-out gold rows: the share that bounds how many over-refusals (refused
+    while judged in scope) its own error explains — :class:`MisjudgedAnswerable`'s mirror.
+
+    A bot that refuses only questions its corpus cannot answer still has over-refusals: the
+    unanswerable questions the detector lets pass as in scope (trial 10: 298 refusals, every
+    one of an out-of-scope or unanswerable question, 182 of them judged in scope by a detector
+    with FPR 7 of 12, all counted as over-refusals). Only over-refusals beyond ``upper`` of the
+    scored refusals are evidence of refused answerable questions.
+
+    Attributes:
+        count: unanswerable gold rows judged in scope on held-out data by the detector's
+            score at its threshold (``fpr · n_neg``: the embedding detector's regression,
+            cross-validated; the retriever-score detector fits nothing), ≤ ``n``. The
+            off-corpus rule adds nothing: it can only move a question out of scope (an
+            off-corpus question's probability of in scope is set to 0:
+            :class:`service.refusals.scope.SupportCheck`), never into it, so the rows judged
+            in scope by both rules together are at most the score's alone.
+        n: unanswerable gold rows (``n_neg``), ≥ 1.
+        upper: the 95 % Wilson upper bound of ``count / n`` (Wilson 1927), in (0, 1].
+    """
+
+    count: int
+    n: int
+    upper: float
+
+    def explains(self, refused: int) -> int:
+        """Over-refusals among ``refused`` scored refusals that the detector's own error
+        explains, at most: ``⌊upper · refused⌋`` (every refusal counted as possibly out of
+        scope: a bound from above, so a count at or under it is no evidence)."""
+        return math.floor(self.upper * refused)
+
+    def as_dict(self) -> dict[str, float | int]:
+        """``{"count", "of", "upper"}`` for the JSON report."""
+        return {"count": self.count, "of": self.n, "upper": self.upper}
+
+
+def misjudged_unanswerable(quality: Mapping[str, Any] | None) -> MisjudgedUnanswerable | None:
+    """The detector's misjudged unanswerable gold rows (:class:`MisjudgedUnanswerable`) from
+    its quality report entry (``fpr``, ``n_neg``: :meth:`DetectorQuality.as_dict`, the
+    operating point on cross-validated scores). ``None`` when ``fpr`` or ``n_neg`` is unknown
+    (no operating point, or no unanswerable row).
+
+    >>> m = misjudged_unanswerable({"fpr": 7 / 12, "n_neg": 12})
+    >>> m.count, m.n, round(m.upper, 4), m.explains(298)
+    (7, 12, 0.8067, 240)
+    """
+    if not quality:
+        return None
+    fpr, n = quality.get("fpr"), quality.get("n_neg")
+    if fpr is None or n is None or not math.isfinite(float(fpr)) or int(n) < 1:
+        return None
+    n = int(n)
+    count = min(round(float(fpr) * n), n)
+    return MisjudgedUnanswerable(count, n, wilson_bounds(count, n)[1])
+
+
+def over_refusals_explained_text(scope: Mapping[str, Any]) -> str:
+    """What the out-of-scope detector's own error explains of the over-refusals, for the text
+    report (``""`` when unknown): ``over_refusals_explained`` of a scope report
+    (:class:`~service.runtime.reports.OutOfScopeReport`) with the held-out measurement it
+    comes from.
+
+    >>> over_refusals_explained_text({"over_refusals": 182, "over_refusals_explained": 240,
+    ...     "misjudged_unanswerable": {"count": 7, "of": 12, "upper": 0.8067}})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ' (up to 240 explained by the detector judging unanswerable questions in scope: 7 of 12
+    unanswerable gold questions on held-out data, 95 % upper bound 80.7% of the scored
+    refusals; within its error: no evidence of over-refusal, nor of none)'
+    """
+    explained = scope.get("over_refusals_explained")
+    misjudged = scope.get("misjudged_unanswerable")
+    if explained is None or not misjudged:
+        return ""
+    verdict = ("within its error: no evidence of over-refusal, nor of none"
+               if scope["over_refusals"] <= explained
+               else f"{scope['over_refusals'] - explained} beyond it")  # fmt: skip
+    return (
+        f" (up to {explained} explained by the detector judging unanswerable questions in "
+        f"scope: {misjudged['count']} of {misjudged['of']} unanswerable gold questions on "
+        f"held-out data, 95 % upper bound {misjudged['upper']:.1%} of the scored refusals; "
+        f"{verdict})"
+    )
+
+
 def under_refusals_explained_text(scope: Mapping[str, Any]) -> str:
     """What the out-of-scope detector's own error explains of the under-refusals, for the
     text report (``""`` when unknown): ``under_refusals_explained`` of a scope report
@@ -408,12 +495,13 @@ def under_refusals_explained_text(scope: Mapping[str, Any]) -> str:
     ... # doctest: +NORMALIZE_WHITESPACE
     ' (up to 458 explained by the detector judging answerable questions out of scope: 2 of 34
     answerable gold questions on held-out data, 95 % upper bound 19.1% of the scored
-    questions; no evidence of made-up answers)'
+    questions; within its error: no evidence of made-up answers, nor of none)'
     """
     explained, misjudged = scope.get("under_refusals_explained"), scope.get("misjudged_answerable")
     if explained is None or not misjudged:
         return ""
-    verdict = ("no evidence of made-up answers" if scope["under_refusals"] <= explained
+    verdict = ("within its error: no evidence of made-up answers, nor of none"
+               if scope["under_refusals"] <= explained
                else f"{scope['under_refusals'] - explained} beyond it")  # fmt: skip
     return (
         f" (up to {explained} explained by the detector judging answerable questions out "

@@ -270,12 +270,12 @@ def _text_hashes(
         keyed = np.sort((owner << np.uint64(32)) | crcs.astype(np.uint64))
         distinct = keyed[np.concatenate(([True], keyed[1:] != keyed[:-1]))]  # np.unique's
         counts = np.bincount((distinct >> np.uint64(32)).astype(np.intp), minlength=len(widths))
+        if len(ascii_at) == len(texts):  # the usual batch: no piece to join
+            return (crcs, widths.tolist()), counts.tolist(), sets
         bounds = np.append(starts, total).tolist()
         for j, (i, size) in enumerate(zip(ascii_at, counts.tolist(), strict=True)):
             sizes[i] = size
             pieces[i] = crcs[bounds[j] : bounds[j + 1]]
-        if len(ascii_at) == len(texts):
-            return (crcs, widths.tolist()), sizes, sets
     for i, text in enumerate(texts):
         if pieces[i] is None:
             grams = sets[i] = trigrams(text)

@@ -427,7 +427,12 @@ class StateStoreCandidates:
 
     def decided_of(self, candidate_ids: Sequence[str]) -> set[str]:
         """The ``candidate_ids`` with a decision (a hold is none), read in chunks: the
-        harvest stage's restore asks this of the suggestions its snapshot holds."""
+        harvest stage's restore asks this of the suggestions its snapshot holds, and each of
+        its merges of the ids it could start. Without any decision or hold stored (a replay,
+        a service before its first labelling) that is one look-up of the keys' range, not
+        one per id."""
+        if not candidate_ids or not self.store.any_key(DECISION_PREFIX):
+            return set()
         found = self._read(DECISION_PREFIX, [DECISION_PREFIX + cid for cid in candidate_ids])
         return {cid for cid, value in found.items() if not _is_pending(value)}
 

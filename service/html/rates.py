@@ -14,6 +14,7 @@ from markupsafe import Markup
 
 from service.evaluation.detector_quality import (
     operating_point_summary,
+    over_refusals_explained_text,
     under_refusals_explained_text,
 )
 from service.html import plots
@@ -188,6 +189,9 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
         [f"over-refusals (refused while in scope){mark}", scope["over_refusals"]],
         [f"under-refusals (answered while out of scope){mark}", scope["under_refusals"]],
     ]
+    explained = over_refusals_explained_text(scope).strip().removeprefix("(").removesuffix(")")
+    if explained:  # what the detector's own error on unanswerable questions accounts for
+        rows.append(["over-refusals the detector's own error explains", explained])
     explained = under_refusals_explained_text(scope).strip().removeprefix("(").removesuffix(")")
     if explained:  # what the detector's own error on answerable questions accounts for
         rows.append(["under-refusals the detector's own error explains", explained])

@@ -75,6 +75,7 @@ from consumers.loop import make_decoder, run
 from service.embeddings.config import english_model_notice
 from service.evaluation.detector_quality import (
     operating_point_summary,
+    over_refusals_explained_text,
     under_refusals_explained_text,
 )
 from service.harvest.shed_note import shed_note
@@ -395,7 +396,8 @@ def render_text(doc: ReplayReport) -> str:
                       f"answerable gold question{of}" if support else "")  # fmt: skip
         counts = (
             f"{scope['out_of_scope']}/{scope['scored']} ({scope['share']:.1%}{off_corpus}); "
-            f"over-refusals {scope['over_refusals']}, under-refusals {scope['under_refusals']}"
+            f"over-refusals {scope['over_refusals']}{over_refusals_explained_text(scope)}, "
+            f"under-refusals {scope['under_refusals']}"
         )
         counts += under_refusals_explained_text(scope)
         quality = quality_text(scope.get("quality"), "out_of_scope")

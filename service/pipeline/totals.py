@@ -17,6 +17,9 @@ Counting rules (one per event, from the annotations the analytics stages left):
   (the same caveat: totals kept before them start at 0);
 * ``scope_scored``: events given an out-of-scope verdict; ``out_of_scope``: of those, ``True``;
 * ``over_refusals`` / ``under_refusals``: events flagged ``over_refusal`` / ``under_refusal``;
+  ``scored_refusals``: refusals given an out-of-scope verdict (what the over-refusals are a
+  share of: :class:`~service.evaluation.detector_quality.MisjudgedUnanswerable`; totals kept
+  before it existed start it at 0);
 * ``off_corpus``: events flagged ``off_corpus`` (out of scope because they lie outside the
   embedding detector's support: :class:`~service.refusals.scope.SupportCheck`; totals kept
   before it existed start it at 0);
@@ -48,7 +51,7 @@ BY_LANGUAGE = ("off_corpus", "not_judged")
 #: The per-event flags counted, in report order.
 FLAGS = ("answers", "refusals", "scope_scored", "out_of_scope", "over_refusals",
          "under_refusals", "answers_by_flag", "answers_by_patterns", "off_corpus",
-         "refusals_by_flag", "refusals_by_patterns")  # fmt: skip
+         "refusals_by_flag", "refusals_by_patterns", "scored_refusals")  # fmt: skip
 
 
 def count_annotations(
@@ -67,6 +70,7 @@ def count_annotations(
     # batch, in this stage and in the telemetry
     answers = refusals = scored = out_of_scope = over = under = off_corpus = 0
     answers_by_flag = answers_by_patterns = refusals_by_flag = refusals_by_patterns = 0
+    scored_refusals = 0
     pii: dict[str, int] = {}
     for notes in annotations:
         get = notes.get
@@ -84,6 +88,7 @@ def count_annotations(
         if out is not None:
             scored += 1
             out_of_scope += out is True
+            scored_refusals += refused is True
         off_corpus += get("off_corpus") is True
         over += get("over_refusal") is True
         under += get("under_refusal") is True
@@ -94,7 +99,7 @@ def count_annotations(
         "out_of_scope": out_of_scope, "over_refusals": over, "under_refusals": under,
         "answers_by_flag": answers_by_flag, "answers_by_patterns": answers_by_patterns,
         "off_corpus": off_corpus, "refusals_by_flag": refusals_by_flag,
-        "refusals_by_patterns": refusals_by_patterns,
+        "refusals_by_patterns": refusals_by_patterns, "scored_refusals": scored_refusals,
     }  # fmt: skip
     return flags, pii
 

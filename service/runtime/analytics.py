@@ -30,9 +30,11 @@ from service.evaluation.detector_quality import (
     DEFAULT_AUC_FLOOR,
     DetectorQuality,
     MisjudgedAnswerable,
+    MisjudgedUnanswerable,
     class_rates_text,
     measure_auc,
     misjudged_answerable,
+    misjudged_unanswerable,
     too_few,
 )
 from service.files.fit_cache import Memo, no_memo
@@ -742,6 +744,16 @@ def misjudged_of(analytics: Analytics) -> MisjudgedAnswerable | None:
     if quality is None:
         return None
     return misjudged_answerable(quality.as_dict(), scope_support(analytics))
+
+
+def misjudged_unanswerable_of(analytics: Analytics) -> MisjudgedUnanswerable | None:
+    """The running out-of-scope detector's misjudged unanswerable gold rows
+    (:func:`~service.evaluation.detector_quality.misjudged_unanswerable`), or ``None`` (no
+    detector, or no operating point)."""
+    quality = analytics.detector_quality.get("out_of_scope")
+    if quality is None:
+        return None
+    return misjudged_unanswerable(quality.as_dict())
 
 
 def scope_references(

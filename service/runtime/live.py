@@ -49,6 +49,7 @@ from service.runtime.analytics import (
     Analytics,
     build_analytics,
     misjudged_of,
+    misjudged_unanswerable_of,
     pseudonymiser,
     topic_identity,
     topic_label_rule,
@@ -339,6 +340,8 @@ def build_live(
         )
         misjudged = misjudged_of(analytics)
         metrics.set_misjudged_answerable(None if misjudged is None else misjudged.upper)
+        let_in = misjudged_unanswerable_of(analytics)
+        metrics.set_misjudged_unanswerable(None if let_in is None else let_in.upper)
     stages: list[Stage] = list(analytics.stages)
     shadow_stage = None
     roles = sorted({role for passage in corpus for role in passage.acl}

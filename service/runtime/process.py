@@ -461,6 +461,7 @@ class Runtime:
             gold_references,
             language_quality,
             misjudged_of,
+            misjudged_unanswerable_of,
             scope_references,
         )
 
@@ -511,6 +512,10 @@ class Runtime:
                 misjudged = misjudged_of(analytics)
                 self.live.analytics_metrics.set_misjudged_answerable(
                     None if misjudged is None else misjudged.upper
+                )
+                let_in = misjudged_unanswerable_of(analytics)
+                self.live.analytics_metrics.set_misjudged_unanswerable(
+                    None if let_in is None else let_in.upper
                 )
         topic_notice = gold_topic_notice(self.settings, gold)
         if topic_notice is not None and topic_notice != self.topic_notice:

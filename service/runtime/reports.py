@@ -23,7 +23,12 @@ from service.language.unlabelled import (
 from service.pipeline.totals import AnnotationTotals
 from service.refusals.detector import refusal_rate_method
 from service.refusals.scope import describe
-from service.runtime.analytics import Analytics, misjudged_of, scope_support
+from service.runtime.analytics import (
+    Analytics,
+    misjudged_of,
+    misjudged_unanswerable_of,
+    scope_support,
+)
 from service.runtime.live import Live
 from service.shadow.stage import ShadowStageReport
 from service.telemetry import PII_TYPES
@@ -65,7 +70,11 @@ class OutOfScopeReport(TypedDict):
     judges out of scope on held-out data (``{"count", "of", "upper"}``,
     :func:`~service.evaluation.detector_quality.misjudged_answerable`; ``None``: unknown) and
     ``under_refusals_explained``: the under-refusals that error explains at most
-    (``⌊upper · scored⌋``; ``None``: unknown), and, with the
+    (``⌊upper · scored⌋``; ``None``: unknown), ``misjudged_unanswerable``: the unanswerable
+    gold rows it judges in scope on held-out data (``{"count", "of", "upper"}``,
+    :func:`~service.evaluation.detector_quality.misjudged_unanswerable`; ``None``: unknown)
+    and ``over_refusals_explained``: the over-refusals that error explains at most
+    (``⌊upper · scored refusals⌋``; ``None``: unknown), and, with the
     live-quality stage, ``gold_set_versions``: the gold-set versions the counts (cumulative
     since the first start) were judged under, oldest first — the detector is refitted on
     each, so more than one means they mix detectors
@@ -84,6 +93,8 @@ class OutOfScopeReport(TypedDict):
     support: dict[str, Any] | None
     misjudged_answerable: dict[str, float | int] | None
     under_refusals_explained: int | None
+    misjudged_unanswerable: dict[str, float | int] | None
+    over_refusals_explained: int | None
     off_corpus_by_language: dict[str, int]
     not_judged_by_language: dict[str, int]
     gold_set_versions: NotRequired[list[str]]
@@ -230,6 +241,7 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
     qualities = detector_quality_report(live.analytics)
     support = scope_support(live.analytics)
     misjudged = misjudged_of(live.analytics)  # as the gauge has it (Live, refresh)
+    let_in = misjudged_unanswerable_of(live.analytics)  # (the same)
     report: AnalyticsReport = {
         "languages": dict(drift.live_counts["language"].most_common()),
         "language_labels": language_labels_report(live.analytics.language_labeler,
@@ -259,6 +271,9 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
             "support": support,
             "misjudged_answerable": None if misjudged is None else misjudged.as_dict(),
             "under_refusals_explained": None if misjudged is None else misjudged.explains(scored),
+            "misjudged_unanswerable": None if let_in is None else let_in.as_dict(),
+            "over_refusals_explained": (None if let_in is None
+                                        else let_in.explains(flags["scored_refusals"])),
             "off_corpus_by_language": dict(totals.by_language["off_corpus"].most_common()),
             "not_judged_by_language": dict(totals.by_language["not_judged"].most_common()),
         },

@@ -354,7 +354,8 @@ class DriftSettings(_Frozen):
         min_count: events a window needs before it is tested (below: ``insufficient_data``).
         alpha: false-alarm budget per day for the whole family of detectors.
         min_jsd, min_share_change, min_rate_change: effect sizes an alarm needs (JSD base 2;
-            shares and rates as fractions), judged on the CI bound nearest zero.
+            shares and rates as fractions), judged on the CI bound nearest zero; an alarm
+            clears when the effect falls below half of it (hysteresis).
     """
 
     window_s: float = Field(default=3600.0, gt=0)

@@ -9,6 +9,18 @@ Conventions (the same for every function here):
   on and every measure is ``None`` (the ``rbo`` package returns 1 there; we do not, so empty
   pairs cannot inflate a mean). When exactly one is empty, set measures are 0.
 * ``k`` is a cut-off ≥ 1; each ranking is cut to its top ``k`` before a set measure.
+  ``RBO_ext`` takes no cut-off: it is defined for rankings of different lengths and is
+  measured on the two rankings whole.
+
+What :func:`compare` (the shadow runner's call) measures, for production's ranking ``A`` as
+logged (depth ``a``) and the candidate's ``B`` as returned (at most its ``k`` passages):
+
+* ``RBO_ext`` on ``A`` and ``B`` whole — with ``a ≠ len(B)`` by eq. 32 below, so a
+  candidate asked for more passages than production logged is credited for production's
+  passages it ranks below depth ``a`` (and a shorter candidate is not cut from production's
+  deeper ranks);
+* overlap, Jaccard, Kendall's τ, top-1 and citation recall at the common depth
+  ``d = min(k, a)`` (the runner's ``depth``): the two top-``d`` lists, equal passage budgets.
 
 Measures, with ``A_k``/``B_k`` the top-``k`` sets:
 
@@ -25,6 +37,10 @@ Measures, with ``A_k``/``B_k`` the top-``k`` sets:
 
   It extrapolates the agreement seen up to depth ``l`` to infinite depth, assuming the short
   list would keep agreeing at rate ``X_s/s`` (section 4.2). With ``s = l`` it is eq. 30.
+  Example: production ``S`` of 5 passages, a candidate ``L`` of 10 ranking 3 of them 6th to
+  8th and nothing else in common: ``X_d`` = 0 (d ≤ 5), 1, 2, 3, 3, 3 (d = 6..10), ``X_s = 0``,
+  so at ``p = 0.9`` RBO_ext = 1/9 · (p⁶/6 + 2p⁷/7 + 3p⁸/8 + 3p⁹/9 + 3p¹⁰/10) + 3/10 · p¹⁰
+  ≈ 0.0689 + 0.1046 ≈ 0.174 (cut both to 5, it would read 0).
   ``p`` in (0, 1) sets top-weightness: the first ``d`` ranks carry a share
   ``1 - p^{d-1} + (1-p)/p · d · (ln(1/(1-p)) - Σ_{i<d} p^i/i)`` of the weight (eq. 21); at
   ``p = 0.9`` the top 10 carry about 86 %. Identical lists give 1, disjoint lists 0.
@@ -209,13 +225,16 @@ def citation_recall(cited: Collection[str], candidate: Sequence[str], k: int) ->
 
 @dataclass(frozen=True, slots=True)
 class Agreement:
-    """Every measure for one (production, candidate) pair at depth ``depth``.
+    """Every measure for one (production, candidate) pair (:func:`compare`).
 
     Attributes:
-        depth: the cut-off ``k`` used.
+        depth: the common cut-off ``k`` of the set measures (the runner's
+            ``min(candidate k, production depth)``).
         shared: ``|A_k ∩ B_k|``.
-        overlap, jaccard, rbo, kendall_tau, top1, citation_recall: as in the module
-            docstring (``rbo`` is ``RBO_ext`` of the two top-``k`` lists); ``None`` = undefined.
+        overlap, jaccard, kendall_tau, top1, citation_recall: as in the module docstring, on
+            the two top-``depth`` lists; ``None`` = undefined.
+        rbo: ``RBO_ext`` of the two rankings whole (production's as logged, the candidate's
+            as returned; eq. 32 when their lengths differ), not cut to ``depth``.
     """
 
     depth: int
@@ -240,7 +259,21 @@ def compare(
     p: float = DEFAULT_P,
     cited: Collection[str] = (),
 ) -> Agreement:
-    """Compute every measure of the module on the top ``k`` of both rankings.
+    """Compare a candidate's ranking with production's (module docstring, "What compare
+    measures").
+
+    Args:
+        production: production's ranking as logged, best first (duplicates dropped).
+        candidate: the candidate's ranking as returned, best first (cut it to the
+            candidate's ``k``; duplicates dropped).
+        k: the common depth ≥ 1 of overlap, Jaccard, τ, top-1 and citation recall
+            (the runner passes ``min(candidate k, len(production))``).
+        p: RBO persistence in (0, 1).
+        cited: passages production's answer cited (citation recall; empty: ``None``).
+
+    Returns:
+        The :class:`Agreement`; its ``rbo`` is ``RBO_ext`` of the whole rankings, whatever
+        ``k`` (with equal lengths ``k``, the same as on the top-``k`` lists).
 
     Raises:
         ValueError: ``k < 1`` or ``p`` not in (0, 1).
@@ -249,7 +282,8 @@ def compare(
     1.0
     """
     _check_k(k)
-    top_a, top_b = unique(production)[:k], unique(candidate)[:k]
+    whole_a, whole_b = unique(production), unique(candidate)
+    top_a, top_b = whole_a[:k], whole_b[:k]
     set_a, set_b = set(top_a), set(top_b)
     shared = len(set_a & set_b)
     union = len(set_a | set_b)
@@ -260,7 +294,7 @@ def compare(
         shared=shared,
         overlap=shared / k if union else None,
         jaccard=shared / union if union else None,
-        rbo=rbo_ext(top_a, top_b, p),
+        rbo=rbo_ext(whole_a, whole_b, p),
         kendall_tau=_tau([rank_b[item] for item in top_a if item in rank_b]),
         top1=top1_agreement(top_a, top_b),
         citation_recall=len(wanted & set_b) / len(wanted) if wanted else None,

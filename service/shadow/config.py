@@ -24,7 +24,9 @@ class CandidateConfig(_Frozen):
         name: the candidate's name (reports, metric label ``retriever``).
         retriever: the retriever to run (a ``RetrieverConfig`` name or built-in); default
             ``name``.
-        k: passages asked for; agreement is measured at ``min(k, production depth)``.
+        k: passages asked for; RBO is measured on production's ranking as logged and the
+            candidate's k passages whole (RBO_ext for uneven lengths), overlap, Jaccard,
+            Kendall's tau, top-1 and citation recall at ``min(k, production depth)``.
         sample_rate: share of events run, in [0, 1] (deterministic per ``event_id``).
         timeout_s: deadline of one shadow call in seconds, retries included.
         max_concurrency: worker threads (parallel calls).

@@ -130,8 +130,10 @@ class ShadowResult:
         language, topic, channel, role: breakdown labels (``None`` when unknown).
         production: production's ranking (passage ids, best first), from the event.
         ranking: the candidate's ranking; ``()`` on error.
-        agreement: measures at ``min(k, len(production))``; ``None`` on error or when
-            production returned nothing.
+        agreement: RBO_ext of ``production`` and ``ranking`` whole (up to the candidate's
+            ``k``), the other measures at ``min(k, len(production))``
+            (:func:`~service.shadow.agreement.compare`); ``None`` on error or when production
+            returned nothing.
         latency_s: call duration in seconds, retries included (≈ ``timeout_s`` on timeout).
         queue_s: seconds the event waited in the queue.
         attempts: calls started (1 + retries used).
@@ -596,8 +598,12 @@ class ShadowRunner:
         agreement = None
         if error is None and production:
             cited = event.answer.citations if event.answer is not None else ()
+            # RBO on both rankings whole (production's as logged, the candidate's up to its
+            # k), the set measures at the depth both have: agreement.compare.
             depth = min(lane.config.k, len(production))
-            agreement = compare(production, ranking, depth, p=self.config.rbo_p, cited=cited)
+            agreement = compare(
+                production, ranking[: lane.config.k], depth, p=self.config.rbo_p, cited=cited
+            )
         result = ShadowResult(
             candidate=lane.config.name,
             event_id=event.event_id,

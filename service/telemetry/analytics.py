@@ -73,6 +73,10 @@ class AnalyticsMetrics:
                                                  gauge   detector (out_of_scope: 95 % upper
                                                          bound of the answerable gold share
                                                          it judges out of scope)
+    goldwatch_detector_misjudged_unanswerable_upper_ratio
+                                                 gauge   detector (out_of_scope: 95 % upper
+                                                         bound of the unanswerable gold
+                                                         share it judges in scope)
     ============================================ ======= ===============================
     """
 
@@ -100,6 +104,7 @@ class AnalyticsMetrics:
     detector_operating_point: Gauge
     detector_trusted: Gauge
     misjudged_answerable_upper: Gauge
+    misjudged_unanswerable_upper: Gauge
     language_labels: tuple[str, ...]
     topic_labels: tuple[str, ...]
 
@@ -237,6 +242,12 @@ class AnalyticsMetrics:
         [0, 1] (:class:`service.evaluation.detector_quality.MisjudgedAnswerable`'s ``upper``);
         ``None`` or not finite removes the series (unknown, not 0)."""
         _set_or_remove(self.misjudged_answerable_upper, upper, "out_of_scope")
+
+    def set_misjudged_unanswerable(self, upper: float | None) -> None:
+        """Export the out-of-scope detector's misjudged-unanswerable upper bound, a share in
+        [0, 1] (:class:`service.evaluation.detector_quality.MisjudgedUnanswerable`'s
+        ``upper``); ``None`` or not finite removes the series (unknown, not 0)."""
+        _set_or_remove(self.misjudged_unanswerable_upper, upper, "out_of_scope")
 
     def _allowed(self, dimension: str) -> tuple[str, ...]:
         return self.language_labels if dimension == "language" else self.topic_labels
@@ -399,6 +410,14 @@ def build_analytics_metrics(
             "on held-out data (its regression and its off-corpus rule): under-refusals up to "
             "this share of the scored questions are explained by the detector's own error "
             "(the UnderRefusal alert needs more); absent while unknown.", ["detector"],
+        ),
+        misjudged_unanswerable_upper=gauge(
+            "detector_misjudged_unanswerable_upper_ratio", "95 % Wilson upper bound of the "
+            "share of unanswerable gold questions the out-of-scope detector judges in scope "
+            "on held-out data (its cross-validated fpr; the off-corpus rule only moves "
+            "questions out of scope): over-refusals up to this share of the scored refusals "
+            "are explained by the detector's own error (the OverRefusal alert needs more); "
+            "absent while unknown.", ["detector"],
         ),
         language_labels=languages,
         topic_labels=topics,

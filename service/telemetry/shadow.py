@@ -262,8 +262,10 @@ def build_shadow_metrics(
         ),
         agreement=Histogram(
             _name("shadow_agreement"), "Agreement of a candidate's ranking with production's "
-            "on the same live question (overlap@k, jaccard@k, RBO_ext, Kendall's tau on "
-            "shared items, top-1, citation recall).", ["retriever", "measure"],
+            "on the same live question (RBO_ext of production's ranking as logged and the "
+            "candidate's k passages; overlap@k, jaccard@k, Kendall's tau on shared items, "
+            "top-1 and citation recall at k = min(candidate k, production depth)).",
+            ["retriever", "measure"],
             buckets=AGREEMENT_BUCKETS, registry=registry,
         ),
         agreement_by_language=summary(

@@ -35,13 +35,28 @@ def test_counts_follow_the_rules_worked_by_hand() -> None:
     flags, pii = count_annotations(NOTES)
     # answers: 3 judged (True, False, True); refusals: 2; scored: 3 (False, True, True);
     # out of scope: 2; over: 1; under: 1; pii: email 2 + 1, phone 1; of the 3 answers 2 were
-    # decided by answer.refused (rows 1, 3), 1 by the patterns (row 2); off-corpus: row 3
+    # decided by answer.refused (rows 1, 3), 1 by the patterns (row 2); off-corpus: row 3;
+    # refusals with a scope verdict: rows 1, 3
     assert flags == {"answers": 3, "refusals": 2, "scope_scored": 3, "out_of_scope": 2,
                      "over_refusals": 1, "under_refusals": 1, "answers_by_flag": 2,
                      "answers_by_patterns": 1, "off_corpus": 1, "refusals_by_flag": 2,
-                     "refusals_by_patterns": 0}  # fmt: skip
+                     "refusals_by_patterns": 0, "scored_refusals": 2}  # fmt: skip
     assert pii == {"email": 3, "phone": 1}
     assert tuple(flags) == FLAGS
+
+
+def test_scored_refusals_count_only_refusals_with_a_scope_verdict() -> None:
+    """The over-refusal bound's base (``⌊upper · scored_refusals⌋``): a refusal without a
+    scope verdict (row 1) cannot be an over-refusal, and an answer with one (row 3) is no
+    refusal: 2 of these 4 rows (rows 2, 4)."""
+    notes = [
+        {"refused": True, "out_of_scope": None},
+        {"refused": True, "out_of_scope": True},
+        {"refused": False, "out_of_scope": False},
+        {"refused": True, "out_of_scope": False},
+    ]
+    flags, _ = count_annotations(notes)
+    assert (flags["refusals"], flags["scope_scored"], flags["scored_refusals"]) == (3, 3, 2)
 
 
 def test_the_refused_count_is_split_by_who_decided_it() -> None:

@@ -81,7 +81,9 @@ def test_text_says_how_many_go_beyond_the_bound() -> None:
     assert "up to 458 explained" in text and "2 of 34 answerable gold questions" in text
     assert "19.1%" in text and text.endswith("; 42 beyond it)")
     scope["under_refusals"] = 458  # at the bound: explained
-    assert under_refusals_explained_text(scope).endswith("; no evidence of made-up answers)")
+    assert under_refusals_explained_text(scope).endswith(
+        "; within its error: no evidence of made-up answers, nor of none)"
+    )
     assert under_refusals_explained_text({"under_refusals": 3}) == ""
 
 

@@ -225,6 +225,32 @@ languages it exports as ``other`` worth naming: :mod:`service.language.unlabelle
 three ar, de, en, es, fr, hi, hi-Latn, pt, zh (the gold set's languages and the built-in
 list), ``other`` and ``und``, limit 16; no language named (``unlabelled`` empty, ``notice``
 ``None``: the 20k log's one ``id`` question is under 10).
+All three rewritten in the twenty-fourth session for two added fields and nothing else
+(checked: the uncompressed files differ from the former ones by these lines only):
+``analytics.out_of_scope.misjudged_unanswerable`` (the unanswerable gold rows the detector
+judges in scope on held-out data, ``fpr · n_neg``, with the 95 % Wilson upper bound: demo 11
+of 12, 0.98513; production and 20k report 4 of 100, 0.09837) and ``over_refusals_explained``
+(⌊upper · scored refusals⌋: demo ⌊0.98513 · 328⌋ = 323, production ⌊0.09837 · 229⌋ = 22, 20k
+report ⌊0.09837 · 1,552⌋ = 152; every refusal of these logs is scored).
+The demo's rewritten in the twenty-fourth session (s24-rbo) for one meant change: a shadow
+candidate's RBO is measured on production's ranking as logged and the candidate's ``k``
+passages whole (RBO_ext for uneven lists, eq. 32), no longer with both cut to
+``min(k, production depth)`` (:func:`service.shadow.agreement.compare`). The demo's ``hybrid``
+asks for 10 passages where production logged at most 5 (2,809 of its 2,914 compared results
+5), so RBO moved on 1,972 results and on none downwards (it cannot: a longer candidate only
+adds agreement, ``test_agreement``): mean ``agreement.rbo`` 0.6903 → 0.7378 (its
+by_language / by_topic means likewise), and the 20 ``disagreements`` (lowest RBO) are other
+events (7 read 0.0, now 1). Results with RBO < ``harvest.max_rbo`` (0.5) 431 → 264, none new;
+the other agreement measures are unchanged. Checked: the same replay with harvest fed the
+former (cut) RBO gives the former ``gold_candidates`` and suggestions exactly, so what moved
+there follows from the verdicts: ``by_reason.shadow_disagreement`` 130 → 84,
+``n_suggestions`` 378 → 362 — 38 gone (21 whose only reason it was; the others
+clusters whose first wording was a no-longer-disagreeing event, their events now led by
+another wording), 22 new ids for those regrouped events, 18 kept ones without the reason —
+and with the regrouping ``coverage_gap`` 181 → 183, ``negative_feedback`` 78 → 77,
+``refused`` 136 → 137; the pools lose the candidate's passages of those events (a verdict
+that disagrees brings them in a replay). The production-shaped goldens (no candidate) are
+byte-identical.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import types
 from pathlib import Path
 
 import pytest
+from scipy.stats import binomtest
 
 from service.data.corpus import load_corpus
 from service.data.goldset import load_gold_set
@@ -26,6 +27,10 @@ from service.settings import AnalyticsConfig
 NEW_QUESTION = "Can I bring my pet iguana to the convocation ceremony?"
 PROBES = [NEW_QUESTION, "What is the annual tuition fee for the MCA programme?",
           "is there a bus from the railway station to campus"]  # fmt: skip
+
+
+def _wilson_high(k: int, n: int) -> float:
+    return float(binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson").high)
 
 
 def _scope(analytics: object) -> ScopeStage | EmbeddingScopeStage:
@@ -112,9 +117,17 @@ def test_the_service_recalibrates_out_of_scope_after_an_accept(tmp_path: Path) -
     settings = load_settings(gold_set=gold_path, corpus=demo_path("corpus.jsonl"),
                              source={"kind": "file", "path": events})  # fmt: skip
     runtime = Runtime(settings, registry=CollectorRegistry())
+    let_in = "goldwatch_detector_misjudged_unanswerable_upper_ratio"
     try:
         stage = _scope(runtime.live.analytics)
         assert _verdicts(stage)[0][0] is None
+        # at start: the Wilson upper bound of the unanswerable gold rows judged in scope
+        # (fpr · n_neg of the demo's 12), the over-refusal bound the OverRefusal alert reads
+        quality = runtime.live.analytics.detector_quality["out_of_scope"]
+        judged_in = round(quality.fpr * quality.n_neg)
+        assert runtime.registry.get_sample_value(let_in, {"detector": "out_of_scope"}) == (
+            pytest.approx(_wilson_high(judged_in, quality.n_neg), abs=1e-12)
+        )
         row = {"id": "q-accepted", "question": NEW_QUESTION, "gold": [], "kind": "unanswerable"}
         with gold_path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(row) + "\n")
@@ -130,5 +143,12 @@ def test_the_service_recalibrates_out_of_scope_after_an_accept(tmp_path: Path) -
         exported = runtime.registry.get_sample_value(
             "goldwatch_detector_auc", {"detector": "out_of_scope"})  # fmt: skip
         assert exported == pytest.approx(auc)
+        # and the over-refusal bound follows the refitted detector (13 unanswerable rows)
+        fitted = restarted.detector_quality["out_of_scope"]
+        assert fitted.n_neg == quality.n_neg + 1
+        bound = _wilson_high(round(fitted.fpr * fitted.n_neg), fitted.n_neg)
+        assert runtime.registry.get_sample_value(let_in, {"detector": "out_of_scope"}) == (
+            pytest.approx(bound, abs=1e-12)
+        )
     finally:
         runtime.stop()

@@ -306,6 +306,37 @@ def test_write_unless_checks_many_guards_at_once_as_one_by_one() -> None:
     assert values == {f"r/{i}": {"n": 1 if i in blocked else 2} for i in range(1200)}
 
 
+def test_write_unless_reads_no_guard_when_no_key_shares_their_prefix() -> None:
+    """Guards dec/c-10, dec/c-11, dec/c-12 (common prefix dec/c-1). Nothing under it: one
+    range look-up, no guard query (the SQL traced), all written. Its neighbours dec/c-0 and
+    dec/c-2 stored: still none under it, all written. dec/c-1 itself stored
+    (``rejected``, but no guard's key): the guards are read, none holds. dec/c-11 stored
+    ``rejected``: r/11 skipped."""
+    store = StateStore.in_memory()
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    guards = {f"r/{i}": Guard(f"dec/c-{i}", "status", "pending") for i in (10, 11, 12)}
+    updates = {f"r/{i}": {"n": 2} for i in (10, 11, 12)}
+    assert store.write_unless(updates, guards) == []
+    assert not [sql for sql in statements if "json_type" in sql]
+    rejected = {"status": "rejected"}
+    store.checkpoint({"dec/c-0": rejected, "dec/c-2": rejected})
+    assert store.write_unless(updates, guards) == []
+    store.checkpoint({"dec/c-1": rejected})
+    statements.clear()
+    assert store.write_unless(updates, guards) == []
+    assert [sql for sql in statements if "json_type" in sql]
+    store.checkpoint({"dec/c-11": rejected, "r/11": {"n": 1}})
+    assert store.write_unless(updates, guards) == ["r/11"]
+    assert store.get_many(list(updates)) == {"r/10": {"n": 2}, "r/11": {"n": 1}, "r/12": {"n": 2}}
+    top = chr(0x10FFFF)  # a prefix ending in the last code point has no range after it
+    store.checkpoint({f"d/{top}": rejected})
+    assert store.write_unless({"r/x": {"n": 2}}, {"r/x": Guard(f"d/{top}", "status", "ok")}) == [
+        "r/x"
+    ]
+    assert store.any_key(f"d/{top}") and not store.any_key(f"e/{top}")
+
+
 def test_write_unless_guard_sees_a_write_of_the_same_call_made_before_it() -> None:
     """A guard key among the updates: each guard is checked after the writes before it, in
     the order of ``updates``. d/x written ``accepted`` first blocks r/x; written after r/x,

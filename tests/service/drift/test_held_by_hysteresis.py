@@ -37,3 +37,25 @@ def test_categorical_drift_held_when_the_test_alone_would_not_alarm() -> None:
     held = det._assess("reference", ref, middle, "drift", 0.0, 1e-4)
     assert fresh.state == "ok"
     assert held.state == "drift" and held.held_by_hysteresis
+
+
+def test_effect_thresholds_below_the_old_fixed_clear_ones_build_and_clear_at_half() -> None:
+    """A drift-sizing review: the clear thresholds were fixed at 0.025, so a configured
+    ``min_rate_change`` (or share change, or JSD) below it stopped the drift stage at start
+    with a bare "need 0 <= clear_change <= min_change". They are now half of each alarm
+    threshold: 0.025 with the defaults, 0.01 for 0.02."""
+    from service.drift.stage import DriftStage
+    from service.settings import load_settings
+
+    stage = DriftStage({}, min_rate_change=0.02, min_share_change=0.01, min_jsd=0.03)
+    assert {dim: d.clear_change for dim, d in stage.rates.items()} == dict.fromkeys(
+        stage.rates, 0.01
+    )
+    language = stage.categorical["language"]
+    assert (language.clear_share_change, language.clear_jsd) == (0.005, 0.015)
+    default = DriftStage({})
+    assert default.rates["refusal"].clear_change == 0.025
+    assert default.categorical["topic"].clear_share_change == 0.025
+    assert default.categorical["topic"].clear_jsd == 0.025
+    settings = load_settings(None, analytics={"drift": {"min_rate_change": 0.02}})
+    assert settings.analytics.drift.min_rate_change == 0.02

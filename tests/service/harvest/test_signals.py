@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -20,6 +21,7 @@ from service.harvest.signals import (
 from tests.service.harvest.helpers import event
 
 CONFIG = HarvestConfig()
+THREE = [("p-1", 5.0), ("p-2", 4.0), ("p-3", 1.0)]  # results
 
 
 def test_plain_event_has_no_reason() -> None:
@@ -41,6 +43,13 @@ def test_plain_event_has_no_reason() -> None:
         ({"rating": 0.0}, {}, ()),
         ({"citations": ["p-1", "p-9"]}, {}, ("cited_not_retrieved",)),
         ({"citations": ["p-1"]}, {}, ()),
+        # every citation is looked for among all the results, whatever their order
+        ({"citations": ["p-9", "p-1"]}, {}, ("cited_not_retrieved",)),
+        ({"citations": ["p-2", "p-1", "p-2"]}, {}, ()),
+        ({"citations": ["p-3"], "results": THREE}, {}, ()),
+        ({"citations": ["p-1", "p-4"], "results": THREE}, {}, ("cited_not_retrieved",)),
+        ({"citations": ["p-1"], "results": []}, {}, ("cited_not_retrieved",)),
+        ({"citations": ["p-1"], "retrieval": False}, {}, ()),  # nothing logged: no reason
         ({}, {"acl_leaks": ["p-7"]}, ("acl_violation",)),
         ({}, {"acl_violations": ["p-7"]}, ()),  # retrieved but not cited: see /v1/quality
         ({}, {"acl_leaks": []}, ()),
@@ -306,6 +315,21 @@ def test_production_score() -> None:
     assert production_score(event("e", "q", results=[("p", 2.0), ("r", 7.5)])) == ("prod", 7.5)
     assert production_score(event("e", "q", results=[])) == ("prod", None)
     assert production_score(event("e", "q", retrieval=False)) is None
+
+
+def test_production_score_scrubs_the_retriever_name_every_time() -> None:
+    """The name keys the persisted score windows: an e-mail address as a name becomes its
+    placeholder, also when remembered (the second call), and an unnamed retriever is
+    ``production``."""
+    named = event("e", "q", results=[("p", 2.0), ("r", None)])  # type: ignore[list-item]
+    data = named.retrieval
+    assert data is not None
+    leaky = dataclasses.replace(named, retrieval=dataclasses.replace(
+        data, retriever="ret-7-oscar@example.com"))  # fmt: skip
+    assert production_score(leaky) == ("<EMAIL>", 2.0)
+    assert production_score(leaky) == ("<EMAIL>", 2.0)
+    unnamed = dataclasses.replace(named, retrieval=dataclasses.replace(data, retriever=None))
+    assert production_score(unnamed) == ("production", 2.0)
     # left unset, it grows to min_live_events: a configuration from before gap_window
     # existed still starts (a review: min_live_events 2,000 failed against the default 1,000)
     assert HarvestConfig(min_live_events=2_000).gap_window == 2_000

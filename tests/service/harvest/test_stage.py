@@ -427,6 +427,27 @@ def test_eviction_ranks_a_suggestion_by_its_priority_after_it_changed() -> None:
     assert stage.pending_observations()["evicted"] == 4
 
 
+def test_eviction_after_a_kept_suggestion_was_decided() -> None:
+    # the first eviction (12 > 11) drops bravo and charlie (2.0, oldest) and keeps the
+    # rest ranked; delta, kept, is then decided: no longer held (10 → 9). Three more
+    # (9 + 3 = 12 > 11) evict again down to 10: echo and foxtrot, the oldest at 2.0 of
+    # those held (delta's old place in the ranking does not count)
+    stage = HarvestStage(HarvestConfig(max_suggestions=10, flush_interval_s=0.0))
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+             "india", "juliet", "kilo", "november"]  # fmt: skip
+    notes = [{"acl_leaks": ["p"]}] + [REFUSED] * 11
+    stage.process(batch([event(f"e{i}", w, minute=i) for i, w in enumerate(words)], notes))
+    [delta] = [s.id for s in stage.suggestions.values() if s.normalised == "delta"]
+    stage.decided(delta)
+    stage.process(batch([event(f"e{50 + i}", w, minute=50 + i)
+                         for i, w in enumerate(["oscar", "papa", "quebec"])],
+                        [REFUSED] * 3))  # fmt: skip
+    kept = sorted(s.normalised for s in stage.suggestions.values())
+    assert kept == ["alpha", "golf", "hotel", "india", "juliet", "kilo", "november", "oscar",
+                    "papa", "quebec"]  # fmt: skip
+    assert stage.pending_observations()["evicted"] == 4
+
+
 def test_generated_channel_and_pii_are_kept_apart() -> None:
     stage = HarvestStage(CONFIG)
     stage.process(batch(

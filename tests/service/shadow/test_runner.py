@@ -27,6 +27,7 @@ from tests.service.shadow.shadow_fakes import (
     Hanging,
     Switch,
     collect,
+    docs,
     make_event,
     wait_for,
 )
@@ -130,6 +131,31 @@ def test_identical_candidate_agrees_fully() -> None:
     assert agreement.rbo == pytest.approx(1.0) and agreement.overlap == 1.0
     assert agreement.kendall_tau == pytest.approx(1.0) and agreement.citation_recall == 1.0
     assert result.latency_s >= 0 and result.attempts == 1
+
+
+class Overlong(Fixed):
+    """Returns its whole ranking whatever ``k`` (a remote candidate ignoring ``k``)."""
+
+    def search(self, question: str, k: int) -> list[Any]:
+        return docs(self.ranking)
+
+
+def test_candidate_k_beyond_productions_depth_counts_in_rbo() -> None:
+    """New-user trial: production logged 5 passages; a candidate with k = 10 ranked 3 of them
+    6th to 8th. The runner cut both to 5 (disjoint: RBO 0.0, as with k = 5); RBO_ext now
+    compares production's 5 with the candidate's 10 (by hand in test_agreement: 0.1735367)."""
+    ranking = ("x1", "x2", "x3", "x4", "x5", "p3", "p2", "p1", "x6", "x7", "p4", "p5")
+    rbo = {}
+    for k in (5, 10):
+        with runner_for(Overlong(ranking), k=k) as runner:
+            runner.offer(make_event(1), {})
+            (result,) = collect(runner, 1)
+        agreement = result.agreement
+        assert agreement is not None and agreement.depth == 5  # the common depth
+        assert agreement.overlap == 0.0 and agreement.citation_recall == 0.0  # p1: rank 8
+        rbo[k] = agreement.rbo
+    # k = 10: the candidate's 10 only (its ranks 11-12, p4 and p5, are past its k).
+    assert rbo == {5: 0.0, 10: pytest.approx(0.1735367, abs=1e-7)}
 
 
 def test_submit_never_blocks_on_a_hanging_candidate(hanging: Hanging) -> None:
