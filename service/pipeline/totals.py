@@ -152,7 +152,12 @@ class AnnotationTotals:
         if not state:
             return
         self.flags = Counter(dict.fromkeys(FLAGS, 0))
-        self.flags.update({str(k): int(v) for k, v in state.get("flags", {}).items()})
+        flags = state.get("flags", {})
+        self.flags.update({str(k): int(v) for k, v in flags.items()})
+        if "scored_refusals" not in flags:  # totals kept before it: every refusal, a bound
+            # from above (over-refusals are scored refusals), so the error bound on them
+            # stays an upper bound instead of 0 against their lifetime count
+            self.flags["scored_refusals"] = self.flags["refusals"]
         self.pii = Counter({str(k): int(v) for k, v in state.get("pii", {}).items()})
         by_language = state.get("by_language", {})  # (totals kept before it: zeros)
         self.by_language = {k: Counter({str(lang): int(n)

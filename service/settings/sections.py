@@ -354,8 +354,9 @@ class DriftSettings(_Frozen):
         min_count: events a window needs before it is tested (below: ``insufficient_data``).
         alpha: false-alarm budget per day for the whole family of detectors.
         min_jsd, min_share_change, min_rate_change: effect sizes an alarm needs (JSD base 2;
-            shares and rates as fractions), judged on the CI bound nearest zero; an alarm
-            clears when the effect falls below half of it (hysteresis).
+            shares and rates as fractions; above 0), judged on the CI bound nearest zero; an
+            alarm clears when the effect falls below half of it (hysteresis: with 0 it could
+            never clear).
     """
 
     window_s: float = Field(default=3600.0, gt=0)
@@ -370,9 +371,9 @@ class DriftSettings(_Frozen):
     ahead_confirm: int = Field(default=5, ge=1)
     min_count: int = Field(default=200, ge=1)
     alpha: float = Field(default=0.001, gt=0, lt=1)
-    min_jsd: float = Field(default=0.05, ge=0, le=1)
-    min_share_change: float = Field(default=0.05, ge=0, le=1)
-    min_rate_change: float = Field(default=0.05, ge=0, le=1)
+    min_jsd: float = Field(default=0.05, gt=0, le=1)
+    min_share_change: float = Field(default=0.05, gt=0, le=1)
+    min_rate_change: float = Field(default=0.05, gt=0, le=1)
 
     @model_validator(mode="after")
     def _windows_hold_a_bucket(self) -> DriftSettings:

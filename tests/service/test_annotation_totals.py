@@ -99,6 +99,20 @@ def test_totals_survive_a_state_round_trip_and_keep_adding() -> None:
     assert set(fresh.flags.values()) == {0}
 
 
+def test_totals_kept_before_scored_refusals_bound_them_by_every_refusal() -> None:
+    """A review: a state saved before ``scored_refusals`` restored it as 0 while
+    ``over_refusals`` kept its lifetime count, so the report's bound explained 0 of 182
+    over-refusals ("182 beyond it"). Every refusal bounds the scored ones from above."""
+    old = {"flags": {"refusals": 298, "scope_scored": 1803, "out_of_scope": 308,
+                     "over_refusals": 182}}  # fmt: skip
+    restored = AnnotationTotals()
+    restored.restore(old)
+    assert restored.flags["scored_refusals"] == 298
+    kept = AnnotationTotals()
+    kept.restore({"flags": {"refusals": 298, "scored_refusals": 250}})
+    assert kept.flags["scored_refusals"] == 250  # stored: as it was
+
+
 @pytest.mark.slow
 def test_refusals_endpoint_keeps_its_totals_across_a_restart(tmp_path: Path) -> None:
     config = {

@@ -4,6 +4,8 @@ answered ``ok``."""
 
 from __future__ import annotations
 
+import pytest
+
 from service.drift.detectors import CategoricalDriftDetector, RateDriftDetector, WindowConfig
 
 WINDOWS = WindowConfig(window_s=600, test_every_s=60, baseline="none")
@@ -45,7 +47,7 @@ def test_effect_thresholds_below_the_old_fixed_clear_ones_build_and_clear_at_hal
     with a bare "need 0 <= clear_change <= min_change". They are now half of each alarm
     threshold: 0.025 with the defaults, 0.01 for 0.02."""
     from service.drift.stage import DriftStage
-    from service.settings import load_settings
+    from service.settings import ConfigError, load_settings
 
     stage = DriftStage({}, min_rate_change=0.02, min_share_change=0.01, min_jsd=0.03)
     assert {dim: d.clear_change for dim, d in stage.rates.items()} == dict.fromkeys(
@@ -59,3 +61,6 @@ def test_effect_thresholds_below_the_old_fixed_clear_ones_build_and_clear_at_hal
     assert default.categorical["topic"].clear_jsd == 0.025
     settings = load_settings(None, analytics={"drift": {"min_rate_change": 0.02}})
     assert settings.analytics.drift.min_rate_change == 0.02
+    # 0 would clear below 0, never: refused at start, naming the field (a review)
+    with pytest.raises(ConfigError, match="min_rate_change"):
+        load_settings(None, analytics={"drift": {"min_rate_change": 0}})
