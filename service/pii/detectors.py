@@ -99,19 +99,18 @@ type          placeholder      shape (after digit folding), check
                                with no cue: figures are not written so
 ``address``   ``<ADDRESS>``    a street address with its number: English ``42 Elm Street``,
                                ``221B Baker St``, ``1600 Pennsylvania Avenue NW, Suite 5``
-                               (a number of 1-5 digits, one to three Title-case words or
-                               an ordinal, a street word from :data:`_STREET_EN`; a unit,
-                               and a city with a UK or US postcode after it, go with it;
-                               a year-like 1800-2099 only after an address cue such as
-                               ``at``, ``to``, ``is``, ``ship``: ``in 1945 Oxford Street``
-                               and ``the 1978 Supreme Court case`` are kept); German
-                               ``Hauptstraße 5``, ``Berliner Straße 12a`` (a ``-straße``,
-                               ``-weg``, ``-gasse``, ``-platz``, ``-allee``, ``-damm``,
-                               ``-ufer`` word, or an adjective and the word, then the
-                               number), a following ``10115 Berlin`` with it; Spanish
-                               ``Calle de Alcalá, 23``, ``Avenida ... nº 12``; French ``12
-                               rue de la Paix``, ``12 bis, avenue Victor Hugo``. A street
-                               without a number, a postcode alone and a city are kept
+                               (a number of 1-5 digits, one to three Title-case words, a
+                               compass point or an ordinal, a street word from
+                               :data:`_STREET_EN`; a unit, and a city with a UK or US
+                               postcode after it, go with it); German ``Hauptstraße 5,
+                               10115 Berlin``, ``Berliner Straße 12a``; Spanish ``Calle de
+                               Alcalá, 23``; French ``12 rue de la Paix``. Kept: a year-like
+                               number without a strong cue, a street word that is also an
+                               ordinary word (Drive, Way, Court…) without a cue, a number
+                               after a Title-case word (a product, a title, a room), a
+                               ``-platz``/``-weg`` compound without a German cue, a number
+                               with a unit after it (:func:`_address`); a street without a
+                               number, a postcode alone, lower-case street names
 ``name``      ``<NAME>``       a name a person gives of themselves after a cue: ``my name
                                is``, ``call me``, ``I am`` + Title-case words, ``mera
                                naam``, ``me llamo``, ``ich heiße`` ...
@@ -433,35 +432,65 @@ _SPACED_MOBILE = re.compile(
 )
 
 
-#: English street words of :data:`_ADDRESS_EN` (Title case, or all lower case).
+#: English street words of :data:`_ADDRESS_EN` (Title case; the common ones in lower case too).
 _STREET_EN = (
     "Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl"
     "|Terrace|Crescent|Close|Square|Sq|Highway|Hwy|Parkway|Pkwy|Circle|Cir|Mews|Gardens"
 )
-_STREET_WORD = r"(?:[A-Z][a-z'’]+|[A-Z]{1,3}\.?|\d{1,3}(?:st|nd|rd|th))"
+_STREET_EN_LOWER = "street|st|avenue|ave|road|rd|lane|ln|boulevard|blvd"
+#: Street words that are also ordinary words or names (``2 TB Hard Drive``, ``No Way Home``,
+#: ``Supreme Court``, ``1st Place``): an address only after a cue (:data:`_ADDRESS_CUE`) or
+#: at the start of the text.
+_AMBIGUOUS_STREETS = frozenset(
+    "drive dr way court ct place pl close square sq circle cir gardens mews terrace "
+    "crescent".split()
+)
+#: A word of a street's name: Title case, a compass point, or an ordinal (``3rd``); no other
+#: capitals (``2 TB Hard Drive``, ``9 AM Court`` are no streets).
+_STREET_WORD = r"(?:[A-Z][a-z'\u2019]+|(?:NE|NW|SE|SW|N|S|E|W)\.?|\d{1,3}(?:st|nd|rd|th))"
 #: A UK postcode (``NW1 6XE``) or a US state and ZIP code (``NY 10001``), after a city.
 _POSTCODE = r"(?:[A-Z]{1,2}\d[A-Z\d]?\s?\d[A-Z]{2}|[A-Z]{2}\s\d{5}(?:-\d{4})?)"
 _ADDRESS_EN = re.compile(
-    r"(?<![\w.,/#$€£-])(?P<num>\d{1,5}[A-Za-z]?)(?:-\d{1,5})?\s+"
-    rf"(?:{_STREET_WORD}\s+){{1,3}}(?:{_STREET_EN}|{_STREET_EN.lower()})\b\.?"
+    r"(?<![\w.,/#$\u20ac\u00a3-])(?P<num>\d{1,5}[A-Za-z]?)(?:-\d{1,5})?\s+"
+    rf"(?:{_STREET_WORD}\s+){{1,3}}(?P<street>{_STREET_EN}|{_STREET_EN_LOWER})\b\.?"
     r"(?:\s+(?:NE|NW|SE|SW|N|S|E|W)\b\.?)?"
     r"(?:,?\s+(?:Apt|Apartment|Suite|Ste|Unit|Flat|#)\.?\s*#?\w{1,6}\b)?"
     rf"(?:,?\s+[A-Z][a-z]+(?:\s[A-Z][a-z]+)?,?\s+{_POSTCODE}\b)?"
 )
+#: A number's unit after it: a count, a time or a distance, not a house number
+#: (``Potsdamer Platz 10 Minuten``, ``Plaza de España, 3 horas``).
+_UNIT_AFTER = (
+    r"(?!\s*(?:Minuten|Min\b|Stunden|Std\b|Uhr|km|Kilometer|Meter|m\b|Jahre|Euro|Prozent|%"
+    r"|horas|hora|minutos|min\b|metros|años|euros|kilómetros|°))"
+)
 #: German: a street word and its number (``Hauptstraße 5``, ``Berliner Straße 12a``), and a
-#: following five-digit postcode with its town.
+#: following five-digit postcode with its town. A ``-platz``/``-weg`` compound only after a
+#: cue (:data:`_DE_CUE`: ``Tabellenplatz 1``, ``Umweg 20`` are no addresses); a federal or
+#: state road (``Bundesstraße 96``) is none; no determiner opens the adjective form (``Der
+#: Platz 1``, ``Welcher Weg 3``).
 _ADDRESS_DE = re.compile(
-    "(?<![\\w-])(?:[A-ZÄÖÜ][\\wäöüß-]*?(?:straße|strasse|str\\.|weg|gasse|platz|allee|damm|ufer)"
-    "|[A-ZÄÖÜ][\\wäöüß]*(?:er|sche[rn]?)\\s+(?:Straße|Strasse|Str\\.|Weg|Gasse|Platz|Allee|Damm"
-    "|Ufer))\\s+\\d{1,4}(?:\\s?[a-zA-Z](?!\\w))?(?![\\w.,]?\\d)"
-    "(?:,?\\s+\\d{5}(?:\\s+[A-ZÄÖÜ][\\wäöüß-]+)?)?"
+    r"(?<![\w-])(?!(?:Bundes|Land|Staats|Kreis)stra)"
+    r"(?:(?P<street>[A-ZÄÖÜ][\wäöüß-]*?(?:straße|strasse|str\.|gasse|allee|damm|ufer))"
+    r"|(?P<compound>[A-ZÄÖÜ][\wäöüß-]*?(?:platz|weg))"
+    r"|(?!(?:Der|Die|Das|Den|Dem|Des|Jeder|Jede|Jedes|Welcher|Welche|Welches|Dieser|Diese"
+    r"|Dieses|Aber|Oder|Immer|Wieder|Unser|Euer|Ihr|Mein|Dein|Sein|Kein|Einer|Eine|Ein)\s)"
+    r"[A-ZÄÖÜ][\wäöüß]*(?:er|sche[rn]?)\s+(?:Straße|Strasse|Str\.|Weg|Gasse|Platz|Allee|Damm"
+    r"|Ufer))\s+(?P<num>\d{1,4})(?:\s?[a-zA-Z](?!\w))?(?![\w.,]?\d)"
+    + _UNIT_AFTER
+    + r"(?:,?\s+\d{5}(?:\s+[A-ZÄÖÜ][\wäöüß-]+)?)?"
+)
+#: A German address cue ending the text before a ``-platz``/``-weg`` compound.
+_DE_CUE = re.compile(
+    r"\b(?:wohne|wohnt|wohnen|adresse|anschrift|an|am|in der|zur|zum|nach|bei|liefer\w*)\s*:?\s*$",
+    re.IGNORECASE,
 )
 #: Spanish (and Catalan, Portuguese, French) street first, its number after.
 _ADDRESS_ES = re.compile(
     r"(?<![\w-])(?:Calle|C/|Avenida|Avda\.?|Av\.|Plaza|Paseo|Carrer|Rua|Rue)\s+"
     r"(?:(?:de|del|la|las|los|el|du|des|d')\s+)*[A-ZÁÉÍÓÚÑÈ][\wáéíóúñèéê'-]*"
     r"(?:\s+(?:(?:de|del|la|las|los|el|du|des)\s+)?[A-ZÁÉÍÓÚÑÈ][\wáéíóúñèéê'-]*){0,3},?\s+"
-    r"(?:n[º°o]\.?\s*|núm\.?\s*|#\s*)?\d{1,4}(?:\s?[a-zA-Z](?!\w))?(?![.,]?\d)"
+    r"(?:n[º°o]\.?\s*|núm\.?\s*|#\s*)?(?P<num>\d{1,4})(?:\s?[a-zA-Z](?!\w))?(?![.,]?\d)"
+    + _UNIT_AFTER
 )
 #: French: the number first (``12 rue de la Paix``, ``12 bis, avenue Victor Hugo``).
 _ADDRESS_FR = re.compile(
@@ -472,23 +501,66 @@ _ADDRESS_FR = re.compile(
 #: What every :data:`_ADDRESS_EN` match holds: a number, a space, a capital or an ordinal (a
 #: cheap first scan: most numbers in questions are followed by a lower-case word or nothing).
 _ADDRESS_HINT = re.compile(r"\d[A-Za-z]?(?:-\d{1,5})?\s+(?:[A-Z]|\d{1,3}(?:st|nd|rd|th)\b)")
-#: Words that, ending the text before a year-like house number, say it is an address
-#: (:func:`_address`): ``drive to 1600 Pennsylvania Avenue``, ``my address is 1999 Oak Rd``.
+#: Words that, ending the text before a house number, say an address follows: ``drive to 4
+#: Privet Drive``, ``my address is …``, ``I live at …``.
 _ADDRESS_CUE = re.compile(
-    r"(?:\b(?:at|to|is|address|live|lives|living|ship|deliver|send|visit|near|en|à|au)|:)\s*$",
+    r"(?:\b(?:at|to|is|address|live|lives|living|ship|deliver|send|visit|near|à|au)|:)\s*$",
     re.IGNORECASE,
 )
+#: The stronger cues a year-like house number (1800-2099) needs (``What led to 1929 Wall
+#: Street``, ``Timeline: 1929 Wall Street crash`` are history): ``ship to``, ``my address is``,
+#: ``I live at``, ``deliver to``.
+_YEAR_ADDRESS_CUE = re.compile(
+    r"\b(?:at|address|live|lives|living|ship|deliver|send|visit|near|à|au)"
+    r"(?:\s+(?:to|is|at))?\s*:?\s*$",
+    re.IGNORECASE,
+)
+#: The word right before a number, when it is one (:func:`_address`).
+_WORD_BEFORE = re.compile(r"(\S+)\s+$")
 
 
 def _address(m: re.Match[str]) -> int | None:
-    """Accept a street address (:data:`_ADDRESS_EN`, :data:`_ADDRESS_FR`) unless its house
-    number looks like a year (1800-2099) with no address cue in the 24 characters before it
-    (``in 1945 Oxford Street``, ``the 1978 Supreme Court case`` are history)."""
+    """Accept a street address (:data:`_ADDRESS_EN`, ``_DE``, ``_ES``, ``_FR``) unless:
+
+    * its house number looks like a year (1800-2099) with no strong address cue in the 24
+      characters before it (:data:`_YEAR_ADDRESS_CUE`: ``in 1945 Oxford Street``, ``the
+      1978 Supreme Court case``, ``what led to 1929 Wall Street``; in German and Spanish,
+      whose street comes first, never: ``Alexanderplatz 1989``, ``Plaza de Tiananmen 1989``);
+    * (English) a Title-case word, or one holding a digit or ``-``, stands right before the
+      number with no cue before it (:data:`_ADDRESS_CUE`): a product, a title or a room
+      (``Mario Kart 8 Rainbow Road``, ``Chapter 7 Bankruptcy Court``, ``Room 101 Oxford
+      Street``); a word ending a sentence or clause (``Thanks. 42 Elm Street``) does not count;
+    * (English) its street word is also an ordinary word (:data:`_AMBIGUOUS_STREETS`: Drive,
+      Way, Court, Place…) with neither a cue before it nor the text's start (``sync 2 Google
+      Drive accounts``, ``the 9 Supreme Court justices``);
+    * (German) a ``-platz``/``-weg`` compound with no German cue before it
+      (:data:`_DE_CUE`: ``Tabellenplatz 1``; ``wohne am Marktplatz 3`` is one).
+    """
+    text, start = m.string, m.start()
+    before = text[max(0, start - 24) : start]
+    groups = m.re.groupindex
     number = m.group("num")
     if len(number) == 4 and number.isdigit() and 1800 <= int(number) <= 2099:
-        before = m.string[max(0, m.start() - 24) : m.start()]
-        if _ADDRESS_CUE.search(before) is None:
+        if m.re is not _ADDRESS_EN and m.re is not _ADDRESS_FR:
             return None
+        if _YEAR_ADDRESS_CUE.search(before) is None:
+            return None
+    if m.re is _ADDRESS_DE:
+        if m.group("compound") and _DE_CUE.search(before) is None:
+            return None
+        return m.end()
+    if m.re is not _ADDRESS_EN or "street" not in groups:
+        return m.end()
+    cued = _ADDRESS_CUE.search(before) is not None
+    word = _WORD_BEFORE.search(before)
+    if word is not None and not cued:
+        previous = word.group(1)
+        if previous[-1] not in ".,;:!?)" and (
+            previous[0].isupper() or "-" in previous or any(c.isdigit() for c in previous)
+        ):
+            return None
+    if m.group("street").lower() in _AMBIGUOUS_STREETS and not cued and text[:start].strip():
+        return None
     return m.end()
 
 
@@ -876,8 +948,8 @@ _DETECTORS: tuple[tuple[str, _Finder, _Accept, _Gate], ...] = (
     ("phone", _CUED_PHONE, _cued_phone, lambda s, low, n: n >= 7),
     ("address", _ADDRESS_EN, _address,
      lambda s, low, n: n >= 1 and _ADDRESS_HINT.search(s) is not None),
-    ("address", _ADDRESS_DE, _whole, lambda s, low, n: n >= 1 and _may_be_de_street(low)),
-    ("address", _ADDRESS_ES, _whole, lambda s, low, n: n >= 1 and _may_be_es_street(low)),
+    ("address", _ADDRESS_DE, _address, lambda s, low, n: n >= 1 and _may_be_de_street(low)),
+    ("address", _ADDRESS_ES, _address, lambda s, low, n: n >= 1 and _may_be_es_street(s)),
     ("address", _ADDRESS_FR, _address, lambda s, low, n: n >= 1 and _may_be_fr_street(low)),
     ("name", _Names(), _name_end, lambda s, low, n: may_hold_name(low)),
 )  # fmt: skip
@@ -888,12 +960,16 @@ def _may_be_de_street(low: str) -> bool:
     return any(w in low for w in ("stra", "str.", "weg", "gasse", "platz", "allee", "damm", "ufer"))
 
 
-def _may_be_es_street(low: str) -> bool:
-    return any(w in low for w in ("calle", "c/", "av", "plaza", "paseo", "carrer", "rua", "rue"))
+def _may_be_es_street(text: str) -> bool:
+    return any(w in text for w in ("Calle", "C/", "Avenida", "Avda", "Av.", "Plaza", "Paseo",
+                                   "Carrer", "Rua", "Rue"))  # fmt: skip
+
+
+_FR_STREET = re.compile(r"\b(?:rue|avenue|boulevard|bd|allée|impasse|quai)\b")
 
 
 def _may_be_fr_street(low: str) -> bool:
-    return any(w in low for w in ("rue", "avenue", "boulevard", "bd", "allée", "impasse", "quai"))
+    return _FR_STREET.search(low) is not None
 
 
 def _clean_fast(text: str) -> bool:

@@ -222,12 +222,15 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("address", "ship to 221B Baker Street, London NW1 6XE", "ship to <ADDRESS>"),
     ("address", "my address is 1600 Pennsylvania Avenue NW, Apt 5", "my address is <ADDRESS>"),
     ("address", "deliver to 1234 Main St. Suite 200 today", "deliver to <ADDRESS> today"),
-    ("address", "drive to 1999 Oak Rd", "drive to <ADDRESS>"),  # a year-like number after a cue
+    ("address", "deliver to 1999 Oak Rd", "deliver to <ADDRESS>"),  # year-like, strong cue
     ("address", "go to 5 West 3rd Street now", "go to <ADDRESS> now"),
     ("address", "154 Jane street tak", "<ADDRESS> tak"),
     ("address", "Ich wohne in der Hauptstraße 5, 10115 Berlin", "Ich wohne in der <ADDRESS>"),
     ("address", "Lieferung an Berliner Straße 12a bitte", "Lieferung an <ADDRESS> bitte"),
-    ("address", "Musterweg 12 in Köln", "<ADDRESS> in Köln"),
+    ("address", "Lieferung an Musterweg 12 in Köln", "Lieferung an <ADDRESS> in Köln"),
+    ("address", "wohne am Marktplatz 3", "wohne am <ADDRESS>"),
+    ("address", "I live at 4 Privet Drive", "I live at <ADDRESS>"),
+    ("address", "Thanks. 42 Elm Street is home", "Thanks. <ADDRESS> is home"),
     ("address", "vivo en Calle de Alcalá, 23, Madrid", "vivo en <ADDRESS>, Madrid"),
     ("address", "Avenida de la Constitución nº 12", "<ADDRESS>"),
     ("address", "j'habite au 12 rue de la Paix", "j'habite au <ADDRESS>"),
@@ -650,6 +653,28 @@ LOOK_ALIKES = [
     "5 of the best ways to save",
     "top 10 best street foods",  # lower-case words between the number and the street word
     "Nagpur 440001 Maharashtra",
+    # a review's false positives of a first version (product, title, unit, determiner, year)
+    "2 TB Hard Drive",
+    "9 AM Court session",
+    "Mario Kart 8 Rainbow Road",
+    "Chapter 7 Bankruptcy Court",
+    "Room 101 Oxford Street",
+    "24 Hour Fitness close to me",
+    "sync 2 Google Drive accounts",
+    "the 9 Supreme Court justices",
+    "won 2 1st Place awards",
+    "What led to 1929 Wall Street crash",
+    "Timeline: 1929 Wall Street crash",
+    "Tabellenplatz 1",
+    "Umweg 20 km",
+    "Bundesstraße 96",
+    "Der Platz 1 in der Bundesliga",
+    "Potsdamer Platz 10 Minuten",
+    "Alexanderplatz 1989",
+    "Plaza de Tiananmen 1989",
+    "Plaza de España, 3 horas",
+    "passé en 1968 rue Gay-Lussac",
+    "is it true 12 rue",
 ]
 
 
