@@ -397,7 +397,11 @@ def bounds(settings: dict[str, Any]) -> list[tuple[str, str, int]]:
     return [
         ("recent._ids", "pipeline.dedup_window", settings["pipeline"]["dedup_window"]),
         ("recent._order", "pipeline.dedup_window (+ stale)", settings["pipeline"]["dedup_window"]),
-        ("_embedder._cache", "analytics.embeddings.cache_size", an["embeddings"]["cache_size"]),
+        # the shared embedder, reached as the out-of-scope detector's (and harvest's) embedder
+        ("embedder._cache", "analytics.embeddings.cache_size", an["embeddings"]["cache_size"]),
+        # the nearest-similarity memo: one digest per reference (gold) matrix alive, the
+        # dead ones dropped at the next digest; its last batch's values at most a batch
+        ("embedder.nearest._digests", "reference matrices alive (gold vectors)", 0),
         ("harvest._recent", "harvest.recent_events", hv["recent_events"]),
         ("harvest._shed_reasons", "harvest.recent_events", hv["recent_events"]),
         ("harvest.suggestions", "harvest.max_suggestions", suggestions),

@@ -390,7 +390,7 @@ def test_replay_of_the_same_events_gives_the_same_counts(
     assert _nonzero(report["dead_lettered"]) == expected_dead
     rows = [
         json.loads(line)
-        for line in path.with_name("events.jsonl.dlq.jsonl").read_text().splitlines()
+        for line in path.with_name("events.jsonl.replay.dlq.jsonl").read_text().splitlines()
     ]
     by_line = {row["origin"]["line"]: row["reason"] for row in rows}
     assert by_line == {i + 1: r for i, (_, r) in enumerate(lines) if r is not None}
