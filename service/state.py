@@ -126,6 +126,79 @@ class JsonText(str):
     __slots__ = ()
 
 
+class EncodedObject(dict[str, Any]):
+    """A JSON object (a ``dict``) that carries its own JSON text (``text``):
+    :meth:`StateStore.checkpoint` writes ``text`` instead of encoding the dictionary again.
+    Build it with :func:`encoded_object`, which vouches that ``json.loads(text)`` reads back
+    what :func:`_dumps` of the dictionary would (e.g. the harvest stage's snapshot, whose
+    suggestions are encoded without :func:`_dumps`'s decode-and-compare check: 1.8 MB a
+    checkpoint in a production-shaped replay). Setting or deleting a key drops the text
+    (``None``: the dictionary is then encoded as any other); its values' own contents are
+    not to be changed (the snapshots built so are fresh containers nobody changes)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, members: Mapping[str, Any], text: str) -> None:
+        super().__init__(members)
+        self.text: str | None = text
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.text = None
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        self.text = None
+        super().__delitem__(key)
+
+    def _changing(name: str) -> Any:  # type: ignore[misc]  # noqa: N805 - a class-body helper
+        method = getattr(dict, name)
+
+        def change(self: EncodedObject, *args: Any, **kwargs: Any) -> Any:
+            self.text = None
+            return method(self, *args, **kwargs)
+
+        change.__name__ = name
+        return change
+
+    clear = _changing("clear")
+    pop = _changing("pop")
+    popitem = _changing("popitem")
+    setdefault = _changing("setdefault")
+    update = _changing("update")
+    __ior__ = _changing("__ior__")
+    del _changing
+
+
+def encoded_object(members: Mapping[str, Any], texts: Mapping[str, str]) -> EncodedObject:
+    """``members`` (string keys, in their order) with their JSON object text: each member's
+    value written as ``texts[key]`` when given there — the caller vouches that
+    ``json.loads`` of it equals ``json.loads(json.dumps(members[key]))`` (e.g. the text
+    :func:`json.dumps` itself writes, as :func:`service.harvest.store.record_json` does) —
+    else as :func:`_dumps` writes it (checked). ``json.loads(result.text)`` is then the
+    dictionary ``members`` reads back as, member by member.
+
+    Raises:
+        TypeError: a member without a text is not JSON-serialisable; a key is not a string.
+    """
+    parts = []
+    for key, value in members.items():
+        if type(key) is not str:
+            raise TypeError(f"an encoded object's keys are strings, not {type(key).__name__}")
+        text = texts.get(key)
+        parts.append(f"{_dumps(key)}:{_dumps(value) if text is None else text}")
+    return EncodedObject(members, "{" + ",".join(parts) + "}")
+
+
+def _text(value: Any) -> str:
+    """The JSON text :meth:`StateStore.checkpoint` writes for ``value`` (not ``None``)."""
+    kind = type(value)
+    if kind is JsonText:
+        return str(value)
+    if kind is EncodedObject and value.text is not None:
+        return str(value.text)
+    return _dumps(value)
+
+
 class Sweep(NamedTuple):
     """Keep the keys under ``prefix`` to those a snapshot names, in that snapshot's own
     checkpoint (:meth:`StateStore.add_sweep`).
@@ -355,7 +428,8 @@ class StateStore:
     ) -> int:
         """Write all ``updates`` in one durable transaction; a ``None`` value deletes its key.
 
-        A :class:`JsonText` value is written as it is (already JSON text). ``if_absent``
+        A :class:`JsonText` value is written as it is (already JSON text), an
+        :class:`EncodedObject` as its ``text``. ``if_absent``
         values are written in the same transaction only under keys that hold none (after
         ``updates``; e.g. a labelling decision brings back the record it was taken on, had a
         checkpoint swept it meanwhile, without overwriting a newer one). ``delete_if``
@@ -373,12 +447,10 @@ class StateStore:
                 so the previous checkpoint stays intact, its sweeps undone with it.
         """
         now = time.time()
-        rows = [(k, v if type(v) is JsonText else _dumps(v), now)
-                for k, v in updates.items() if v is not None]  # fmt: skip
+        rows = [(k, _text(v), now) for k, v in updates.items() if v is not None]
         deleted = [(k,) for k, v in updates.items() if v is None]
         unchanged = [(k, str(v)) for k, v in (delete_if or {}).items()]
-        absent = [(k, v if type(v) is JsonText else _dumps(v), now)
-                  for k, v in (if_absent or {}).items()]  # fmt: skip
+        absent = [(k, _text(v), now) for k, v in (if_absent or {}).items()]
         with self._lock:
             sweeps = [
                 (s.prefix, _after_prefix(s.prefix), _dumps([str(n) for n in names]),
@@ -443,7 +515,8 @@ class StateStore:
         (``guards[key]``, when it has one) holds at that moment (:class:`Guard`): the check
         and the write are one transaction, so no writer in between can change the guard's
         key (e.g. a labelling decision kept just before a harvest record is published over
-        the record it was taken on). ``None`` values delete, :class:`JsonText` values are
+        the record it was taken on). ``None`` values delete, :class:`JsonText` (and
+        :class:`EncodedObject`) values are
         written as they are, as in :meth:`checkpoint`; no sweep runs.
 
         Returns:
@@ -454,8 +527,7 @@ class StateStore:
             StateError: SQLite failed; the transaction is rolled back (nothing is written).
         """
         now = time.time()
-        encoded = [(k, None if v is None else v if type(v) is JsonText else _dumps(v))
-                   for k, v in updates.items()]  # fmt: skip
+        encoded = [(k, None if v is None else _text(v)) for k, v in updates.items()]
         skipped: list[str] = []
         # a guard reads its own key only: unless that key is written here too, or a key is
         # deleted (a write after a delete may take the deleted row's rowid), the guards give
@@ -673,12 +745,18 @@ def _dumps(value: Any) -> str:
     ``json.dumps`` gives, but not equal to ``value``), lone surrogates, integers over 64
     bits, and types ``json.dumps`` refuses (sets, datetimes: ``TypeError`` as before).
 
+    A list of strings (exactly ``str``: e.g. the harvest snapshot's ids) skips the
+    decode-and-compare: msgspec writes each string so that it reads back equal, or raises
+    (a lone surrogate: then ``json.dumps`` as above).
+
     Raises:
         TypeError: ``json.dumps`` cannot serialise ``value``.
         ValueError: a circular reference.
     """
     try:
         text = _encode(value)
+        if type(value) is list and all(type(item) is str for item in value):
+            return text.decode("utf-8")
         if _decode(text) == value:
             return text.decode("utf-8")
     except (TypeError, ValueError, OverflowError, RecursionError, msgspec.MsgspecError):
