@@ -112,6 +112,7 @@ from service.harvest.store import (
     GapSuggestions,
     SuggestionRecord,
     record,
+    records_json,
 )
 from service.harvest.suggestion import Occurrence, Suggestion
 from service.harvest.text import candidate_id, comparison_form
@@ -121,6 +122,7 @@ from service.pii.stage import ANNOTATION_KEY as PII_ANNOTATION
 from service.pipeline import Batch
 from service.records import GoldQuestion
 from service.shadow.runner import ShadowResult, production_ranking
+from service.state import encoded_object
 
 if TYPE_CHECKING:
     from service.embeddings.protocol import Embedder
@@ -958,7 +960,9 @@ class HarvestStage:
         sweep), and ``decided``: ``[[id, normalised question], ...]`` of the decided
         suggestions remembered (:meth:`decided`, oldest first, at most ``max_suggestions``),
         or instead ``decided_stored: true`` when the repository sink holds that list
-        (:meth:`_store_decided`: rewritten only when it changed); JSON-able.
+        (:meth:`_store_decided`: rewritten only when it changed). A read-only dictionary
+        with its JSON text (:class:`~service.state.EncodedObject`; its suggestions encoded
+        as :func:`json.dumps` writes them, by :func:`~service.harvest.store.records_json`).
 
         First applies the decisions queued, then writes to the repository sink the stale
         records the previous snapshot does not rely on (module docstring), so that this one
@@ -1003,10 +1007,11 @@ class HarvestStage:
         sweep = self._swept_at is None or self._evictions != self._swept_at
         self._sweep_taken = self._evictions if sweep else None
         decided = self._store_decided()
-        return {
+        carried = [s.to_json() for s in full]
+        members = {
             "version": _VERSION,
             "ids": list(self.suggestions),
-            "suggestions": [s.to_json() for s in full],
+            "suggestions": carried,
             "coverage": self.coverage.state(),
             "scores": self.scores.state(),
             "recent": [[event, sid, listed(counted)] for event, (sid, counted) in recent],
@@ -1014,6 +1019,9 @@ class HarvestStage:
             "sweep": sweep,
             **({"decided": decided} if decided is not None else {"decided_stored": True}),
         }
+        # the suggestions (most of the snapshot's bytes) as json.dumps writes them, encoded
+        # as the records are (the same fields, less two), not decoded again to be checked
+        return encoded_object(members, {"suggestions": records_json(carried)})
 
     def _store_decided(self) -> list[list[str]] | None:
         """The remembered decisions as the snapshot carries them (``[[id, normalised], ...]``),
