@@ -206,6 +206,7 @@ class HarvestStage:
     """
 
     name = "harvest"
+    keeps_counts = True  # reads the annotations only (see service.pipeline.Stage)
 
     def __init__(
         self,

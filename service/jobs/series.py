@@ -52,6 +52,7 @@ class TimeSeries:
     """
 
     name = "series"
+    keeps_counts = True  # reads the annotations only (see service.pipeline.Stage)
     reads_records = False  # timestamps and annotations only (see service.pipeline.Stage)
 
     def __init__(self, bucket_s: float = 3600.0, max_buckets: int = 500, max_labels: int = 40

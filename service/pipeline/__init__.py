@@ -101,6 +101,13 @@ class Batch:
             ``topic[partition]``, within which events come in the order they were written;
             ``None`` when the source is one stream (a file, stdin, HTTP). Event-time windows
             judge lateness per stream (:mod:`service.drift.windows`).
+        counted: ``(annotations, flags, pii)``: what
+            :func:`service.pipeline.totals.count_annotations` gave on the list
+            ``annotations`` (the batch's own list object then), kept by the stage that
+            counted it (:class:`~service.pipeline.totals.AnnotationTotals`) so the batch's
+            export does not count again; :meth:`Pipeline.process` drops it (``None``) after
+            any later stage that does not say it leaves the counted annotations as they are
+            (``keeps_counts = True``, see :class:`Stage`). ``None``: not counted.
     """
 
     source: str
@@ -108,6 +115,16 @@ class Batch:
     annotations: list[dict[str, Any]]
     dropped: Counter[str] = field(default_factory=Counter)
     streams: list[str] | None = None
+    counted: tuple[list[dict[str, Any]], dict[str, int], dict[str, int]] | None = None
+
+    def counts(self) -> tuple[dict[str, int], dict[str, int]] | None:
+        """``(flags, pii)`` of :attr:`counted` when they are this batch's current counts
+        (counted on the list it holds now, and no stage since may have changed them), else
+        ``None``."""
+        counted = self.counted
+        if counted is None or counted[0] is not self.annotations:
+            return None
+        return counted[1], counted[2]
 
     @classmethod
     def of(
@@ -165,6 +182,13 @@ class Stage(Protocol):
     stage of a pipeline does (:attr:`Pipeline.reads_records`), the decoder does not build
     them (``consumers.decoding.decode_batch(records=False)``: they are ``None``). A stage
     without the attribute reads them.
+
+    A stage that changes none of the annotations :func:`service.pipeline.totals.
+    count_annotations` reads (``refused``, ``refused_by``, ``out_of_scope``, ``off_corpus``,
+    ``over_refusal``, ``under_refusal``, ``pii``: it neither sets, replaces nor mutates
+    them, nor swaps the batch's annotation dicts) may say so with ``keeps_counts = True``;
+    a stage without it after the counting one makes the batch's export count again
+    (:attr:`Batch.counted`).
     """
 
     name: str
@@ -203,6 +227,7 @@ class CountingStage:
 
     name = "count"
     reads_records = False  # timestamps only (see Stage)
+    keeps_counts = True  # writes no annotation (see Stage)
 
     def __init__(self) -> None:
         self.processed = 0
@@ -255,6 +280,9 @@ class Pipeline:
         if dupes:
             raise ValueError(f"duplicate stage names: {', '.join(dupes)}")
         self._stages = tuple(stages)
+        #: per stage: it leaves the counted annotations alone (``keeps_counts``, see Stage)
+        self._keeps_counts = tuple(getattr(stage, "keeps_counts", False) is True
+                                   for stage in self._stages)  # fmt: skip
 
     @property
     def stages(self) -> tuple[Stage, ...]:
@@ -279,11 +307,13 @@ class Pipeline:
             StageError: a stage raised; earlier stages' effects on their own state remain.
         """
         batch = Batch.of(events, source, streams)
-        for stage in self._stages:
+        for stage, keeps_counts in zip(self._stages, self._keeps_counts, strict=True):
             try:
                 stage.process(batch)
             except Exception as exc:
                 raise StageError(stage.name, exc) from exc
+            if not keeps_counts:
+                batch.counted = None
         return batch
 
     def state_keys(self) -> list[str]:

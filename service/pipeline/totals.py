@@ -112,6 +112,7 @@ class AnnotationTotals:
     """
 
     name = "annotation_totals"
+    keeps_counts = True  # reads the annotations, changes nothing (see Stage)
 
     def __init__(self) -> None:
         self.flags: Counter[str] = Counter(dict.fromkeys(FLAGS, 0))
@@ -120,8 +121,11 @@ class AnnotationTotals:
         self.by_language: dict[str, Counter[str]] = {k: Counter() for k in BY_LANGUAGE}
 
     def process(self, batch: Batch) -> None:
-        """Add the batch's counts."""
-        flags, pii = count_annotations(batch.annotations)
+        """Add the batch's counts, and keep them on the batch (:attr:`Batch.counted`) for
+        its export."""
+        annotations = batch.annotations
+        flags, pii = count_annotations(annotations)
+        batch.counted = (annotations, flags, pii)
         self.flags.update(flags)
         self.pii.update(pii)
         off, not_judged = self.by_language["off_corpus"], self.by_language["not_judged"]

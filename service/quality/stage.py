@@ -109,6 +109,8 @@ class LiveQualityStage:
     """
 
     name = "quality"
+    #: sets ``known`` and the ACL lists only (see :class:`service.pipeline.Stage`)
+    keeps_counts = True
 
     def __init__(
         self,

@@ -160,7 +160,7 @@ class Live:
         exported as ``other`` worth naming: :attr:`Analytics.unlabelled_notice`) and what the
         shadow stage collected since the last batch."""
         if self.analytics_metrics is not None:
-            self.analytics_metrics.observe_annotations(batch.annotations)
+            self.analytics_metrics.observe_annotations(batch.annotations, batch.counts())
             language = self.analytics.language_stage
             if language is not None and (excluded := language.take_pending()):
                 self.analytics_metrics.observe_excluded_languages(excluded)

@@ -332,6 +332,7 @@ class ShadowStage:
     """
 
     name = "shadow"
+    keeps_counts = True  # sets ``shadow`` only (see service.pipeline.Stage)
 
     def __init__(
         self,

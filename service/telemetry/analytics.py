@@ -108,17 +108,17 @@ class AnalyticsMetrics:
     language_labels: tuple[str, ...]
     topic_labels: tuple[str, ...]
 
-    def observe_annotations(self, annotations: Sequence[Mapping[str, Any]]) -> None:
-        """Count one batch's annotations (one ``inc`` per label value, not per event)."""
-        languages: dict[str, int] = {}
-        topics: dict[str, int] = {}
-        flags, pii = count_annotations(annotations)
-        for notes in annotations:
-            language = bounded_label(notes.get("language_label", notes.get("language")),
-                                     self.language_labels)  # fmt: skip
-            languages[language] = languages.get(language, 0) + 1
-            topic = bounded_label(notes.get("topic"), self.topic_labels)
-            topics[topic] = topics.get(topic, 0) + 1
+    def observe_annotations(
+        self,
+        annotations: Sequence[Mapping[str, Any]],
+        counted: tuple[Mapping[str, int], Mapping[str, int]] | None = None,
+    ) -> None:
+        """Count one batch's annotations (one ``inc`` per label value, not per event).
+
+        ``counted``: ``count_annotations(annotations)`` when already known (the batch's
+        :meth:`~service.pipeline.Batch.counts`), else it is counted here."""
+        flags, pii = counted if counted is not None else count_annotations(annotations)
+        languages, topics = self._label_counts(annotations)
         for kind, n in pii.items():
             self.pii_scrubbed.labels(type=bounded_label(kind, PII_TYPES)).inc(n)
         for language, n in languages.items():
@@ -134,6 +134,44 @@ class AnalyticsMetrics:
             ("under_refusals", self.under_refusals),
         ):
             counter.inc(flags[key])  # fmt: skip
+
+    def _label_counts(
+        self, annotations: Sequence[Mapping[str, Any]]
+    ) -> tuple[dict[str, int], dict[str, int]]:
+        """``({language label: n}, {topic label: n})`` of a batch, labels bounded
+        (:func:`bounded_label`), each dictionary in the order its labels first occur.
+
+        The raw values are counted first and each distinct one bounded once: the label sets
+        are tuples (a linear ``in``), and a batch holds a few distinct values for hundreds of
+        events. The first event of a bounded label is the first of the first raw value
+        mapped to it, so the order is the one per-event bounding gives. A value that cannot
+        be a dictionary key (a custom stage's) makes it bound per event instead."""
+        raw_languages: dict[Any, int] = {}
+        raw_topics: dict[Any, int] = {}
+        try:
+            for notes in annotations:
+                get = notes.get
+                value = get("language_label", get("language"))
+                raw_languages[value] = raw_languages.get(value, 0) + 1
+                value = get("topic")
+                raw_topics[value] = raw_topics.get(value, 0) + 1
+        except TypeError:  # unhashable
+            raw_languages, raw_topics = {}, {}
+            for notes in annotations:
+                language = bounded_label(notes.get("language_label", notes.get("language")),
+                                         self.language_labels)  # fmt: skip
+                raw_languages[language] = raw_languages.get(language, 0) + 1
+                topic = bounded_label(notes.get("topic"), self.topic_labels)
+                raw_topics[topic] = raw_topics.get(topic, 0) + 1
+        languages: dict[str, int] = {}
+        for value, n in raw_languages.items():
+            label = bounded_label(value, self.language_labels)
+            languages[label] = languages.get(label, 0) + n
+        topics: dict[str, int] = {}
+        for value, n in raw_topics.items():
+            label = bounded_label(value, self.topic_labels)
+            topics[label] = topics.get(label, 0) + n
+        return languages, topics
 
     def observe_excluded_languages(self, counts: Mapping[str, int]) -> None:
         """Count questions that read as a language the language candidates leave out

@@ -162,6 +162,7 @@ class EvaluationEmitter:
     """
 
     name = "evaluations"
+    keeps_counts = True  # reads the annotations only (see service.pipeline.Stage)
 
     def __init__(self, emit: Callable[[Evaluation], None], max_rbo: float) -> None:
         self.emit = emit
