@@ -21,6 +21,8 @@ from typing import NoReturn
 
 import click
 
+from service.cli.common import FilePath
+
 EXIT_USAGE = 2
 STDOUT = "-"
 
@@ -52,11 +54,11 @@ def candidates_group() -> None:
 @click.option(
     "--state",
     "state_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=FilePath(path_type=Path, dir_okay=False),
     default=None,
     help="State file (default: state.path of the configuration).",
 )
-@click.option("--config", "config", type=click.Path(path_type=Path, dir_okay=False),
+@click.option("--config", "config", type=FilePath(path_type=Path, dir_okay=False),
               envvar="GOLDWATCH_CONFIG", default=None, help="YAML configuration file.")  # fmt: skip
 @click.option(
     "--limit", type=click.IntRange(min=1), default=None, help="The first N of that order only."

@@ -24,6 +24,20 @@ if TYPE_CHECKING:  # the commands import what they need: `goldwatch --help` load
     from service.settings import Settings
 
 
+class FilePath(click.Path):
+    """:class:`click.Path` that refuses an empty value (``--history ''``), which
+    :class:`pathlib.Path` would read as the current folder ``.`` and a command would then
+    report as "not a regular file" about a path the user never typed. Exit code 2 (usage),
+    naming the option.
+    """
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """``value`` as :class:`click.Path` converts it; an empty string fails (exit 2)."""
+        if isinstance(value, str) and not value.strip():
+            self.fail("an empty path names no file or folder", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 EXIT_GATE_FAILED = 1
 EXIT_STOP_FAILED = 1  # serve: the stop was not clean (a failed shutdown or last checkpoint)
 EXIT_USAGE = 2
@@ -91,7 +105,7 @@ def _settings(config: Path | None) -> Settings:
 config_option = click.option(
     "--config",
     "config",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=FilePath(path_type=Path, dir_okay=False),
     envvar="GOLDWATCH_CONFIG",
     default=None,
     help="YAML configuration file (env GOLDWATCH_CONFIG).",
@@ -101,7 +115,7 @@ config_option = click.option(
 html_option = click.option(
     "--html",
     "html_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=FilePath(path_type=Path, dir_okay=False),
     default=None,
     help="Also write a self-contained HTML report (charts inline, opens offline).",
 )

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from service.cli.common import (
+    FilePath,
     _describe,
     _emit_replay_report,
     _fail,
@@ -35,7 +36,7 @@ from service.cli.common import (
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
     "--workdir",
-    type=click.Path(path_type=Path, file_okay=False),
+    type=FilePath(path_type=Path, file_okay=False),
     default=Path("goldwatch-demo"),
     show_default=True,
     help="Folder for state, dead letters, run history and the gold-set copy.",

@@ -15,6 +15,7 @@ import click
 from service.cli.common import (
     EXIT_GATE_FAILED,
     EXIT_RETRIEVER_FAILED,
+    FilePath,
     _describe,
     _fail,
     _settings,
@@ -55,8 +56,8 @@ def _check_compare(
 
 @click.command("eval")
 @config_option
-@click.option("--gold", type=click.Path(path_type=Path, dir_okay=False), help="Gold-set JSONL.")
-@click.option("--corpus", type=click.Path(path_type=Path, dir_okay=False), help="Corpus JSONL.")
+@click.option("--gold", type=FilePath(path_type=Path, dir_okay=False), help="Gold-set JSONL.")
+@click.option("--corpus", type=FilePath(path_type=Path, dir_okay=False), help="Corpus JSONL.")
 @click.option(
     "--demo", is_flag=True, help="Use the embedded demo corpus, and its gold set unless --gold."
 )
@@ -68,13 +69,13 @@ def _check_compare(
     "repeatable.",
 )
 @click.option("--k", "ks", default=None, help="Cut-offs, e.g. 1,5,10,20.")
-@click.option("--qrels", type=click.Path(path_type=Path, dir_okay=False), help="TREC qrels.")
-@click.option("--topics", type=click.Path(path_type=Path, dir_okay=False), help="TREC topics.")
+@click.option("--qrels", type=FilePath(path_type=Path, dir_okay=False), help="TREC qrels.")
+@click.option("--topics", type=FilePath(path_type=Path, dir_okay=False), help="TREC topics.")
 @click.option(
     "--run",
     "runs",
     multiple=True,
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=FilePath(path_type=Path, dir_okay=False),
     help="TREC run file (no retrieval); repeatable.",
 )
 @click.option("--compare", nargs=2, default=None, callback=_check_compare,
@@ -90,13 +91,11 @@ def _check_compare(
 )
 @click.option(
     "--answers",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=FilePath(path_type=Path, dir_okay=False),
     help="JSONL of production answers {id, answer} for the answer-level checks.",
 )
-@click.option("--misses", type=click.Path(path_type=Path, dir_okay=False), help="Misses JSONL.")
-@click.option(
-    "--history", type=click.Path(path_type=Path, dir_okay=False), help="Run-history JSONL."
-)
+@click.option("--misses", type=FilePath(path_type=Path, dir_okay=False), help="Misses JSONL.")
+@click.option("--history", type=FilePath(path_type=Path, dir_okay=False), help="Run-history JSONL.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 @html_option
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")

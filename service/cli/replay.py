@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from service.cli.common import (
+    FilePath,
     _describe,
     _emit_replay_report,
     _fail,
@@ -21,19 +22,19 @@ from service.cli.common import (
 @click.command("replay")
 @config_option
 @click.argument(
-    "file", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True), required=False
+    "file", type=FilePath(path_type=Path, dir_okay=False, allow_dash=True), required=False
 )
 @click.option(
     "--state",
     "state_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=FilePath(path_type=Path, dir_okay=False),
     default=None,
     help="Resume from / checkpoint to this state file (default: none).",
 )
 @click.option(
     "--dlq",
     "dlq_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=FilePath(path_type=Path, dir_okay=False),
     default=None,
     help="Dead-letter JSONL (default: <FILE>.replay.dlq.jsonl, emptied first; with --state, "
     "source.dlq_path or <FILE>.dlq.jsonl, appended to).",

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from service.cli.common import _describe, _fail, _settings, config_option
+from service.cli.common import FilePath, _describe, _fail, _settings, config_option
 from service.topics.bounds import N_TOPICS_MAX, N_TOPICS_MIN
 
 
@@ -21,10 +21,10 @@ def topics_group() -> None:
 
 @topics_group.command("fit")
 @config_option
-@click.option("--gold", type=click.Path(path_type=Path, dir_okay=False), help="Gold-set JSONL.")
+@click.option("--gold", type=FilePath(path_type=Path, dir_okay=False), help="Gold-set JSONL.")
 @click.option(
     "--corpus",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=FilePath(path_type=Path, dir_okay=False),
     help="Also fit on the corpus passages.",
 )
 @click.option(
@@ -41,13 +41,13 @@ def topics_group() -> None:
 )
 @click.option(
     "--previous",
-    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    type=FilePath(path_type=Path, dir_okay=False, exists=True),
     default=None,
     help="A topic artefact this fit replaces: its unsupervised topic ids are kept where the "
     "topics barely moved.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the topics as JSON.")
-@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True)
+@click.option("--out", type=FilePath(path_type=Path, dir_okay=False), required=True)
 def topics_fit(
     config: Path | None,
     gold: Path | None,
@@ -93,7 +93,7 @@ def topics_fit(
 
 
 @topics_group.command("show")
-@click.argument("artefact", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@click.argument("artefact", type=FilePath(path_type=Path, dir_okay=False, exists=True))
 @click.option("--json", "as_json", is_flag=True, help="Print the topics as JSON.")
 def topics_show(artefact: Path, as_json: bool) -> None:
     """Show a saved topic model: its topics with their labels, sizes, top terms and most
