@@ -16,21 +16,22 @@ no letters or too few to say; it never raises. The steps:
 
 Evidence threshold (issue 18): a label needs evidence of its own. A label is *supported* when
 the script decides it (one candidate language writes it), the Hinglish lexicon decides it, the
-winning language leads the text's function words and character cues (a strict lead: ``a``
-or ``in``, shared by several languages, is no lead), or langdetect decided it on at least
-``config.min_evidence_letters`` letters (default 60). A non-Latin script is evidence itself
-(few languages share one). An unsupported label (``ok`` -> sk, ``lost my debit card`` -> ro:
-langdetect alone on a few letters) is replaced by the site's prior: the best-scoring of the
-expected languages (``config.preferred``: the configured ones, else the gold set's; else the
-live baseline's mix that :class:`service.language.stage.LanguageStage` passes in) among those
-that write the text's script, or ``und`` when there is none. An unsupported label that is
-itself expected is kept, unless the text's own evidence is for another expected language:
-a label outvoted that way (langdetect reads the names of "Was ist das Engineering
-News-Record?" as English) gives way to the language leading the text's function words and
-cues when at least ``config.min_unexpected_words`` of them are its and not the label's (a
-word of both, "was" or "in", says nothing between them).
-With the gold set's language mix (``preferred_shares``) a script's *dominant* language (at
-least :data:`DOMINANT_SHARE` of its expected rows) is the label of its questions without
+winning language leads the text's function words and character cues (a strict lead: ``a`` or
+``in``, shared by several languages, is no lead), or langdetect decided it on at least
+``config.min_evidence_letters`` letters (default 60). Sixty letters or more written with fewer
+than :data:`MIN_DISTINCT_LETTERS` distinct ones are no language (``und``). A non-Latin script is
+evidence itself (few languages share one). An unsupported label (``ok`` -> sk, ``lost my debit
+card`` -> ro: langdetect alone on a few letters) is replaced by the site's prior: the
+best-scoring of the expected languages (``config.preferred``: the configured ones, else the gold
+set's; else the live baseline's mix that :class:`service.language.stage.LanguageStage` passes
+in) among those that write the text's script, or ``und`` when there is none. An unsupported
+label that is itself expected is kept, unless the text's own evidence is for another expected
+language: a label outvoted that way (langdetect reads the names of "Was ist das Engineering
+News-Record?" as English) gives way to the language leading the text's function words and cues
+when at least ``config.min_unexpected_words`` of them are its and not the label's (a word of
+both, "was" or "in", says nothing between them). With the gold set's language mix
+(``preferred_shares``) a script's *dominant* language (at least :data:`DOMINANT_SHARE` of its
+expected rows) is the label of its questions without
 evidence, and a label nobody expects needs strong evidence (``min_unexpected_words``).
 PII placeholders (``<PHONE>``, ``<EMAIL>``, ...) are not text: they are removed before
 detection, so a question that is only personal data is ``und``.
@@ -364,6 +365,15 @@ def _word_shares(pool: Sequence[str]) -> dict[str, tuple[tuple[str, float], ...]
 #: its own function words or cues, strong (enough letters, a character cue, the script, the
 #: Hinglish lexicon, or ``min_unexpected_words`` function words).
 NO_SUPPORT, SUPPORTED, STRONG = 0, 1, 2
+#: Latin-script text of at least :data:`NO_LANGUAGE_LETTERS` letters written with fewer distinct
+#: letters than this is no language (``und``): a run of one letter ("xxxx…", which langdetect
+#: called French with the strength of its 3,000 letters) or a keysmash ("asdfasdf…"). Every
+#: sentence of 60 letters in a language has more (none of the texts in ../shared/data is
+#: affected: tests/service/test_language_no_language.py).
+MIN_DISTINCT_LETTERS = 5
+#: See :data:`MIN_DISTINCT_LETTERS` (the default ``min_evidence_letters``; fixed, so that
+#: ``min_evidence_letters: 0``, the behaviour before issue 18, keeps short texts' labels).
+NO_LANGUAGE_LETTERS = 60
 #: Below :data:`NO_SUPPORT`: another language leads the text's own function words and cues.
 CONTRADICTED = -1
 #: An expected language holding at least this share of the expected languages that write a
@@ -766,6 +776,12 @@ class LanguageDetector:
                 return UNDETERMINED, STRONG, None
             script = found
             words = tokens(text) if script == "Latn" else []
+        if (
+            script == "Latn"
+            and letters >= NO_LANGUAGE_LETTERS
+            and len(set("".join(words))) < MIN_DISTINCT_LETTERS
+        ):
+            return UNDETERMINED, STRONG, None  # a long run of a few letters: no language
         pool = self._pools[script]
         if words and self._hinglish and text.isascii() and hinglish_words(words):
             return HINGLISH, STRONG, None
