@@ -52,14 +52,22 @@ type          placeholder      shape (after digit folding), check
                                (roll, account, application numbers) are personal too —
                                privacy wins over precision (:func:`verhoeff_valid` is kept
                                for callers that need UIDAI's own check)
-``ssn``       ``<SSN>``        US SSN ``123-45-6789`` (dashes only; area not 000/666/9xx,
-                               group not 00, serial not 0000: SSA's never-issued ranges)
+``ssn``       ``<SSN>``        US SSN ``123-45-6789`` (dashes; area not 000/666/9xx,
+                               group not 00, serial not 0000: SSA's never-issued ranges);
+                               after an SSN cue (``ssn``, ``social security``, then only
+                               link words: ``my ssn is``, ``ssn:``, ``social security no.``;
+                               :data:`_SSN_CUE`) also ``123 45 6789`` and ``123456789``,
+                               any range (``ssn 2023 rules`` is no SSN: 4 digits)
 ``pan``       ``<PAN>``        ``AAAAA1234A``: five letters, four digits, a letter, any
                                case; ``ABCDE 1234 F`` (space or ``-``) in upper case only
                                (the Income Tax Department's shape; the 4th letter, the
                                holder status, is not required: typos count)
 ``passport``  ``<PASSPORT>``   Indian passport: an upper-case letter but Q/X/Z and 7 digits
-                               (``K8765432``, first digit not 0)
+                               (``K8765432``, first digit not 0); after a passport cue
+                               (``passport``, ``pasaporte``, ``passeport``, ``Reisepass``,
+                               then only link words: ``my passport number is``;
+                               :data:`_PASSPORT_CUE`) any 0-2 letters and 6-9 digits, any
+                               case (``X12345678``, ``x1234567``, ``123456789``)
 ``voter_id``  ``<VOTER_ID>``   EPIC: 3 upper-case letters and 7 digits (``ABC1234567``)
                                — passport and EPIC shapes are kept after a code word
                                (``error``, ``code``, ``order``, ``ticket``, ``model`` ...,
@@ -83,8 +91,13 @@ type          placeholder      shape (after digit folding), check
                                ``415.555.0100``, ``415 555 0100``, ``415 555-0100``,
                                ``415-5550100``), ``+1``/``001``/``1`` first or not; without
                                brackets kept as round figures (``200-300-4000``) and inside a
-                               longer run of numbers; ten bare digits (``4155550100``) kept:
-                               roll numbers look the same), international ``+cc``/``00cc``
+                               longer run of numbers; ten bare digits (``4155550100``) kept
+                               without a cue: roll numbers look the same), any bare run of
+                               7-15 digits right after a phone cue (``call me on
+                               4155550133``, ``my number is 12345678``; ``number`` alone is
+                               no cue: ``what is the number 4155550133 in binary`` stays; a
+                               digit and zeros is a figure: ``reach 100000000 users``),
+                               international ``+cc``/``00cc``
                                with 8-15 digits (``+34 612 345 678``); Spanish 3-3-3 (``612
                                345 678``, ``-`` or ``.`` too, first digit 6-9) only after a
                                phone cue (``llámame al``, ``teléfono:``, ``mi número es``,
@@ -317,6 +330,29 @@ _PAN = re.compile(
 _SSN = re.compile(_GROUP_L + r"(?!000|666|9)\d{3}-(?!00)\d{2}-(?!0000)\d{4}" + _GROUP_R)
 _PASSPORT = re.compile(r"(?<![\w\-/])[A-PR-WY][1-9]\d{6}(?![\w\-])")
 _EPIC = re.compile(r"(?<![\w\-/])[A-Z]{3}\d{7}(?![\w\-])")
+#: A US SSN after its cue (:data:`_SSN_CUE`): three, two and four digits split by spaces or
+#: not at all (``123 45 6789``, ``123456789``), a whole run of number groups; no range check
+#: (what a user calls their SSN is personal, mistyped or not).
+_CUED_SSN = re.compile(_GROUP_L + r"\d{3}(?P<s>[ -]?)\d{2}(?P=s)\d{4}" + _GROUP_R)
+#: An SSN cue ending the text before a number: ``ssn``, ``social security``, then only link
+#: words (``number``, ``no``, ``#``, ``is``, ``my`` ...) and punctuation.
+_SSN_CUE = re.compile(
+    r"(?<![\w<])(?:ssn|social\s+security)(?:[^\w\n]+(?:number|num|no|nr|is|was|my|card))*"
+    r"[^\w\n]*$",
+    re.IGNORECASE,
+)
+#: A passport number after its cue (:data:`_PASSPORT_CUE`): up to two letters and 6-9 digits,
+#: any case (``X12345678``, ``x1234567``, a US ``123456789``): the Indian shape of
+#: :data:`_PASSPORT` needs no cue, other countries' shapes do.
+_CUED_PASSPORT = re.compile(r"(?<![\w\-/])[A-Za-z]{0,2}\d{6,9}(?![\w\-]|\.\d)")
+#: A passport cue ending the text before a number: ``passport``, ``pasaporte``, ``passeport``,
+#: ``Reisepass``, then only link words (``number``, ``no``, ``#``, ``is``, ``my`` ...).
+_PASSPORT_CUE = re.compile(
+    r"(?<![\w<])(?:passport|pasaporte|passeport|reisepass)"
+    r"(?:[^\w\n]+(?:number|num|no|nr|is|was|my|id|es|est|ist|de|mi|mon|n[uú]mero|num[eé]ro"
+    r"|nummer))*[^\w\n]*$",
+    re.IGNORECASE,
+)
 _DIGIT_RUN = re.compile(r"[0-9]{4,}")
 
 
@@ -414,8 +450,10 @@ _FR_LANDLINE = re.compile(rf"{_GROUP_L}0[1-589](?P<fl>[ .-])\d\d(?:(?P=fl)\d\d){
 #: A phone cue ending the text before a number: ``llámame al``, ``mi número es el``,
 #: ``teléfono:``, ``call me on``, ``my number is``, ``whatsapp``, ``tel.`` — a cue word, then
 #: only short link words (``al``, ``es``, ``el``, ``on``, ``at``, ``is`` ...) and punctuation.
+#: A placeholder is no cue (``<PHONE>``, ``<SSN>``, ``<PASSPORT>`` all three: ``(?<![\w<])``),
+#: so a scrubbed item does not cue the next pass and ``scrub`` stays idempotent.
 _PHONE_CUE = re.compile(
-    r"(?<!\w)(?:ll[aá]m(?:a|ame|eme|enme|anos|ar|arme)|tel[eé]fono|tel|tlf|tfno|m[oó]vil"
+    r"(?<![\w<])(?:ll[aá]m(?:a|ame|eme|enme|anos|ar|arme)|tel[eé]fono|tel|tlf|tfno|m[oó]vil"
     r"|celular|whats\s?app|wasap|phone|call|mobile|cell|contact|contacto|text|ring|reach"
     r"|(?:my|mi|su|tu|your|our|nuestro)\s+(?:number|n[uú]mero)"
     r"|(?:telefon|rufnummer|handy|mobil)(?:nummer)?|nummer|anrufen|ruf(?:e|en|t)?|erreichbar"
@@ -425,6 +463,10 @@ _PHONE_CUE = re.compile(
     r"[^\w\n]*$",
     re.IGNORECASE,
 )
+#: A phone number written as one bare run of 7-15 digits (``4155550133``), kept unless a phone
+#: cue comes right before it (:func:`_cued_bare_phone`): roll numbers, ids and figures look
+#: the same, so ``what is the number 4155550133 in binary`` (``number`` alone is no cue) stays.
+_BARE_PHONE = re.compile(_GROUP_L + r"\d{7,15}" + _GROUP_R)
 #: A mobile number typed one digit at a time: ``9 8 7 6 5 4 3 2 1 0`` (one kind of separator).
 _SPACED_MOBILE = re.compile(
     r"(?=[0-9+])(?<![\w+])(?<!\d[ .\-])(?:(?:\+|00)?91[ .\-]?)?"
@@ -796,6 +838,47 @@ def _cued_phone(m: re.Match[str]) -> int | None:
     return m.end() if _PHONE_CUE.search(m.string, max(0, start - 40), start) else None
 
 
+def _cue_before(m: re.Match[str], cue: re.Pattern[str], span: int = 40) -> bool:
+    """True if ``cue`` (anchored at its end with ``$``) ends right before ``m``, within the
+    ``span`` characters before it."""
+    return cue.search(m.string, max(0, m.start() - span), m.start()) is not None
+
+
+def _cued_bare_phone(m: re.Match[str]) -> int | None:
+    """Accept a bare digit run (:data:`_BARE_PHONE`) after a phone cue (:data:`_PHONE_CUE`)
+    unless it is a round figure (``reach 100000000 users``: a digit, then zeros).
+
+    >>> _cued_bare_phone(_BARE_PHONE.search("call me on 4155550133"))
+    21
+    >>> _cued_bare_phone(_BARE_PHONE.search("what is the number 4155550133 in binary")) is None
+    True
+    """
+    if set(m.group()[1:]) == {"0"}:
+        return None
+    return m.end() if _cue_before(m, _PHONE_CUE) else None
+
+
+def _cued_ssn(m: re.Match[str]) -> int | None:
+    """Accept a 3-2-4 or 9-digit number (:data:`_CUED_SSN`) after an SSN cue (:data:`_SSN_CUE`).
+
+    >>> _cued_ssn(_CUED_SSN.search("ssn: 123456789")), _cued_ssn(_CUED_SSN.search("id 123456789"))
+    (14, None)
+    """
+    return m.end() if _cue_before(m, _SSN_CUE) else None
+
+
+def _cued_passport(m: re.Match[str]) -> int | None:
+    """Accept a letters-and-digits or all-digit id (:data:`_CUED_PASSPORT`) after a passport
+    cue (:data:`_PASSPORT_CUE`).
+
+    >>> _cued_passport(_CUED_PASSPORT.search("passport X1234567 expired"))
+    17
+    >>> _cued_passport(_CUED_PASSPORT.search("order X1234567 expired")) is None
+    True
+    """
+    return m.end() if _cue_before(m, _PASSPORT_CUE) else None
+
+
 def _may_obfuscate(low: str) -> bool:
     """True if lower-cased ``low`` may hold an e-mail address written out: `` dot ``,
     ``(dot)``, ``[at]``, or `` at `` before a mail provider (substring tests first)."""
@@ -934,8 +1017,11 @@ _DETECTORS: tuple[tuple[str, _Finder, _Accept, _Gate], ...] = (
     ("card", _CARD, _card, lambda s, low, n: n >= 13),
     ("aadhaar", _AADHAAR, _whole, lambda s, low, n: n >= 12),
     ("ssn", _SSN, _whole, lambda s, low, n: n >= 9 and "-" in s),
+    ("ssn", _CUED_SSN, _cued_ssn,
+     lambda s, low, n: n >= 9 and ("ssn" in low or "social security" in low)),
     # pan, passport and voter_id in one scan of the digit runs; the type is _KIND_OF[m.re]
     ("pan", _LETTERS_DIGITS, _letters_digits, lambda s, low, n: n >= 4),
+    ("passport", _CUED_PASSPORT, _cued_passport, lambda s, low, n: n >= 6 and _may_passport(low)),
     ("ip", _IPV6, _ipv6, lambda s, low, n: n >= 1 and s.count(":") >= 2),
     ("ip", _IPV4, _ipv4, lambda s, low, n: n >= 4 and s.count(".") >= 3),
     ("phone", _PHONE, _phone, lambda s, low, n: n >= 8),
@@ -946,6 +1032,7 @@ _DETECTORS: tuple[tuple[str, _Finder, _Accept, _Gate], ...] = (
     ("phone", _FR_PHONE, _whole, lambda s, low, n: n >= 10),
     ("phone", _FR_LANDLINE, _cued_phone, lambda s, low, n: n >= 10),
     ("phone", _CUED_PHONE, _cued_phone, lambda s, low, n: n >= 7),
+    ("phone", _BARE_PHONE, _cued_bare_phone, lambda s, low, n: n >= 7),
     ("address", _ADDRESS_EN, _address,
      lambda s, low, n: n >= 1 and _ADDRESS_HINT.search(s) is not None),
     ("address", _ADDRESS_DE, _address, lambda s, low, n: n >= 1 and _may_be_de_street(low)),
@@ -954,6 +1041,10 @@ _DETECTORS: tuple[tuple[str, _Finder, _Accept, _Gate], ...] = (
     ("name", _Names(), _name_end, lambda s, low, n: may_hold_name(low)),
 )  # fmt: skip
 _ASCII_DIGITS = b"0123456789"
+
+
+def _may_passport(low: str) -> bool:
+    return any(w in low for w in ("passport", "pasaporte", "passeport", "reisepass"))
 
 
 def _may_be_de_street(low: str) -> bool:
@@ -1038,7 +1129,7 @@ def _plain_identifier(text: str) -> bool:
 
     * ``url``, ``ip``, ``email``/``upi``, written-out e-mail: their gates need ``://``,
       ``www.``, ``/``, ``:``, ``.``, ``@``, a space or a bracket; ``L-D`` has none.
-    * ``card``, ``aadhaar``, ``ssn``, ``phone`` (all three patterns) start with
+    * ``card``, ``aadhaar``, ``ssn``, ``phone`` (every pattern, the cued ones too) start with
       :data:`_NUM_L`: a digit (or ``+``/``(``) not after a word character nor after ``\\w-``.
       ``D``'s first digit follows ``x-`` (a letter, then ``-``), every other one a digit.
     * spaced mobile: ``D``'s first digit may start it, but its pattern needs a separator
@@ -1046,6 +1137,8 @@ def _plain_identifier(text: str) -> bool:
     * ``pan``/``passport``/``voter_id`` (:class:`_DigitAnchored`): tried only at a digit run
       right after a letter, or after a space or ``-`` that follows an UPPER-case letter;
       ``D`` follows ``-`` after a lower-case letter.
+      The cued passport (:data:`_CUED_PASSPORT`) starts not after ``\\w``, ``-`` nor ``/``, so
+      only at ``L``'s first letter, where the digits do not follow its letters.
     * ``name``: every cue of :mod:`service.pii.names` holds a space or ``--``; ``L-D`` has
       neither. ``address``: each of its patterns needs a space (between the number and the
       street, or the street and the number); ``L-D`` has none.

@@ -40,8 +40,9 @@ and leaves every other capitalised word alone:
 * **Signatures after a sentence** (Title-case words): ``…animals? - Dieter Schmidt, Tel. …``,
   ``…theory? - Dr. Emily Chen, …`` (a dash right after ``?``, ``!`` or ``.``; two or three
   words, or one after a title, ending the text, its line or a clause), and a mail client's
-  ``sent from my iPhone, Mike Johnson`` (the name ending the text, its line or a clause). A
-  question answered after a dash reads as signed (``Who wrote Emma? - Jane Austen``).
+  ``sent from my iPhone, Mike Johnson`` or ``- Mike Johnson`` (the name ending the text, its
+  line or a clause). A question answered after a dash reads as signed (``Who wrote Emma? -
+  Jane Austen``).
 * **Repeats**: a name found by any cue is scrubbed wherever the text repeats one of its words,
   in any case (``My name is o'connor, sean o'connor``; not a title, particle or word under
   three letters): :func:`_with_repeats`.
@@ -380,10 +381,12 @@ _SIG_DASH = re.compile(
     rf"{_TITLED}{_NAME_SIG}(?=[^\S\n]*[.,]?[^\S\n]*(?:\r?\n|$))"
 )
 #: A mail client's signature: ``sent from my iPhone, Mike Johnson`` (the device in one to
-#: three words, then a comma, full stop, colon or line break, then Title-case words that end
-#: the text, their line or their clause).
+#: three words, then a comma, full stop, colon, line break or a dash between spaces — ``sent
+#: from my iPhone - Mike Johnson``, a trial's — then Title-case words that end the text, their
+#: line or their clause).
 _SENT_FROM = re.compile(
-    r"(?<![\w])(?i:sent\s+from\s+my)[^\S\n]+[^,.:;!?\n]{1,40}?[^\S\n]*(?:[,.:;]|\r?\n)\s*"
+    r"(?<![\w])(?i:sent\s+from\s+my)[^\S\n]+[^,.:;!?\n]{1,40}?[^\S\n]*"
+    r"(?:[,.:;]|\r?\n|(?<=\s)[-–—]{1,2}(?=\s))\s*"
     r"(?!(?i:(?:(?:best|kind|warm|many)\s+)?regards|thanks|cheers|sincerely)\b)"
     rf"{_TITLED}{_NAME_SIG}(?=[^\S\n]*(?:[.!,;\n]|[-–—](?:\s|$)|$))"
 )
