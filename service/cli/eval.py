@@ -92,7 +92,10 @@ def _check_compare(
 @click.option(
     "--answers",
     type=FilePath(path_type=Path, dir_okay=False),
-    help="JSONL of production answers {id, answer} for the answer-level checks.",
+    help="JSONL of production answers {id, answer, refused?} for the answer-level checks. "
+    "An answer contains an answer_contains string when its words appear in the answer as "
+    "whole words, in order (case, Unicode forms and punctuation ignored: 'No' is not in "
+    '"I don\'t know"); a refused answer never counts.',
 )
 @click.option("--misses", type=FilePath(path_type=Path, dir_okay=False), help="Misses JSONL.")
 @click.option("--history", type=FilePath(path_type=Path, dir_okay=False), help="Run-history JSONL.")

@@ -3,7 +3,12 @@
 Given a file of production answers (``{"id", "answer"}`` JSONL, optional ``"refused": bool``):
 
 * for answerable gold questions with ``answer_contains``: does the answer contain every
-  expected substring (NFKC + casefold, whitespace-collapsed)? A substring holding a PII
+  expected string as a whole-token sequence? Both are normalised (NFKC + casefold, every
+  punctuation character a space, whitespace runs collapsed: ``normalise(..., separators=
+  "punctuation")``), and the expected tokens must appear consecutively in the answer's tokens:
+  "No" is not in "I don't know" (``i don t know``), "Paris" is not in "Parisian", "U.S." is in
+  "the u.s. rules" (``u s``). A refused answer never counts as containing the answer (trial 11:
+  "No" had matched inside "I don't know", 27 refusals counted as hits). A string holding a PII
   placeholder (``call <PHONE>``: an accepted label is scrubbed before it is stored, as every
   label is) is also looked for in the answer as scrubbed, so it matches an answer giving a
   phone number there (a sixth trial's confirmed "call +1 212 555 0199" could never match);
@@ -77,7 +82,8 @@ class AnswerCheckReport:
 
     Attributes:
         contains_rate: share of checked answerable questions whose answer holds every
-            ``answer_contains`` substring (``None`` if no question has them).
+            ``answer_contains`` string as whole tokens and is not refused (``None`` if no
+            question has them); the rule is :data:`CONTAINS_RULE`.
         unanswerable_refusal_rate: share of unanswerable questions that were refused
             (``None`` if none).
         over_refusal_rate: share of answerable questions that were refused (``None`` if none).
@@ -97,6 +103,7 @@ class AnswerCheckReport:
         return {
             "n_answers": self.n_answers,
             "contains_rate": self.contains_rate,
+            "contains_rule": CONTAINS_RULE,
             "unanswerable_refusal_rate": self.unanswerable_refusal_rate,
             "over_refusal_rate": self.over_refusal_rate,
             "missing": list(self.missing),
@@ -104,27 +111,51 @@ class AnswerCheckReport:
         }
 
 
+#: How ``contains`` is decided, as written into the JSON report and the CLI help.
+CONTAINS_RULE = (
+    "every answer_contains string appears in the answer as a whole-token sequence after "
+    "NFKC + casefold with punctuation and whitespace collapsed to single spaces "
+    "('No' is not in \"I don't know\", 'Paris' not in 'Parisian'); a refused answer never counts"
+)
+
+
+def _has_tokens(text: str, needle: str) -> bool:
+    """Whether normalised ``needle`` is a whole-token run of normalised ``text`` (space-padded
+    substring test: both are single-space separated after ``normalise``)."""
+    return f" {needle} " in f" {text} "
+
+
 def _contains_all(answer: str, checks: Sequence[str]) -> bool:
-    """Whether ``answer`` holds every one of ``checks`` (both NFKC + casefold,
-    whitespace-collapsed); a check holding a PII placeholder (``<PHONE>``) may match the
-    answer as :func:`~service.pii.scrub.scrub` leaves it instead (module docstring).
+    """Whether ``answer`` holds every one of ``checks`` as a whole-token sequence (both
+    NFKC + casefold, punctuation and whitespace collapsed: :data:`CONTAINS_RULE`); a check
+    holding a PII placeholder (``<PHONE>``) may match the answer as
+    :func:`~service.pii.scrub.scrub` leaves it instead (module docstring). A check with no
+    token left after normalising (only punctuation) is looked for as a plain substring.
 
     >>> _contains_all("Call +1 212 555 0199 today", ["call <PHONE>"])
     True
     >>> _contains_all("Call us today", ["call <PHONE>"])
     False
+    >>> _contains_all("I don't know.", ["No"]), _contains_all("No, it is not.", ["no"])
+    (False, True)
     """
-    text = normalise(answer, separators="whitespace")
+    text = normalise(answer, separators="punctuation")
     scrubbed: str | None = None
     for check in checks:
-        needle = normalise(check, separators="whitespace")
-        if needle in text:
+        needle = normalise(check, separators="punctuation")
+        if not needle:
+            if normalise(check, separators="whitespace") in normalise(
+                answer, separators="whitespace"
+            ):
+                continue
+            return False
+        if _has_tokens(text, needle):
             continue
         if not any(placeholder in check for placeholder in PLACEHOLDERS.values()):
             return False
         if scrubbed is None:
-            scrubbed = normalise(scrub(answer).text, separators="whitespace")
-        if needle not in scrubbed:
+            scrubbed = normalise(scrub(answer).text, separators="punctuation")
+        if not _has_tokens(scrubbed, needle):
             return False
     return True
 
@@ -140,7 +171,8 @@ def check_answers(
 ) -> AnswerCheckReport:
     """Run the dumb checks of every gold question that has an answer.
 
-    An explicit ``refused`` flag in the answers file wins over the pattern detector.
+    An explicit ``refused`` flag in the answers file wins over the pattern detector. A refused
+    answer's ``contains`` is ``False`` whatever it says (:data:`CONTAINS_RULE`).
     """
     detector = detector or RefusalDetector()
     per_question: dict[str, dict[str, bool | None]] = {}
@@ -154,7 +186,7 @@ def check_answers(
         refused = answer.refused if answer.refused is not None else detector.is_refusal(answer.text)
         hit: bool | None = None
         if q.answerable and q.answer_contains:
-            hit = _contains_all(answer.text, q.answer_contains)
+            hit = not refused and _contains_all(answer.text, q.answer_contains)
             contains.append(hit)
         (refused_answerable if q.answerable else refused_unanswerable).append(refused)
         per_question[q.id] = {"contains": hit, "refused": refused}

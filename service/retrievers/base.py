@@ -20,8 +20,11 @@ class RetrieverError(GoldwatchError, RuntimeError):
 class Retriever(Protocol):
     """Anything that ranks corpus passages for a question.
 
-    Implementations return at most ``k`` :class:`~service.records.ScoredDoc`, best first
-    (higher score = better). ``search_batch`` returns one list per question, in input order;
+    Implementations return at most ``k`` distinct passage ids as
+    :class:`~service.records.ScoredDoc`, best first (higher score = better). A user's retriever
+    (entry point, HTTP) that repeats an id keeps the repeats (:func:`top_k_ids`), so ``eval``
+    counts and scores them as it does a TREC run file's (``n_duplicates``, best rank kept).
+    ``search_batch`` returns one list per question, in input order;
     built-in retrievers vectorise it, remote ones may loop.
 
     Raises:
@@ -38,3 +41,35 @@ class Retriever(Protocol):
     def search_batch(self, questions: Sequence[str], k: int) -> list[list[ScoredDoc]]:
         """Return the top ``k`` passages for each question, in input order."""
         ...
+
+
+def top_k_ids(docs: Sequence[ScoredDoc], k: int) -> list[ScoredDoc]:
+    """Sort results by score descending (stable: the retriever's order breaks ties) and keep
+    every entry of the first ``k`` distinct ids, repeats included.
+
+    Repeats are not dropped here: ``eval`` handles them as it does a TREC run file's
+    (:func:`service.evaluation.ir_metrics.rank_run`: best rank kept, the rest counted in
+    ``n_duplicates``), so a retriever returning every id twice reports its duplicates
+    instead of scoring silently like a clean one (trial 11).
+
+    Args:
+        docs: validated ``(doc_id, score)`` pairs, finite scores, any order.
+        k: how many distinct ids to keep, >= 1.
+
+    Returns:
+        The kept entries, best first; ``len`` is between the distinct ids kept and ``len(docs)``.
+
+    >>> [d.doc_id for d in top_k_ids([ScoredDoc("a", 1.0), ScoredDoc("b", 2.0),
+    ...                               ScoredDoc("b", 2.0), ScoredDoc("c", 0.5)], 2)]
+    ['b', 'b', 'a']
+    """
+    ordered = sorted(docs, key=lambda doc: -doc.score)
+    kept: set[str] = set()
+    out: list[ScoredDoc] = []
+    for doc in ordered:
+        if doc.doc_id not in kept:
+            if len(kept) == k:
+                continue
+            kept.add(doc.doc_id)
+        out.append(doc)
+    return out

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from service.records import ScoredDoc
-from service.retrievers.base import RetrieverError
+from service.retrievers.base import RetrieverError, top_k_ids
 from service.retrievers.text import check_k
 
 
@@ -125,11 +125,7 @@ class EntrypointRetriever:
         if not isinstance(raw, list | tuple):
             raise self._bad(f"{type(raw).__name__}, expected a list of results")
         docs = [self._item(item, index) for index, item in enumerate(raw)]
-        docs.sort(key=lambda doc: -doc.score)
-        unique: dict[str, ScoredDoc] = {}
-        for doc in docs:
-            unique.setdefault(doc.doc_id, doc)
-        return list(unique.values())[:k]
+        return top_k_ids(docs, k)
 
     def _item(self, item: Any, index: int) -> ScoredDoc:
         if isinstance(item, dict):

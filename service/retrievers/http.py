@@ -31,7 +31,7 @@ import httpx
 
 from service.pacing import Backoff
 from service.records import ScoredDoc
-from service.retrievers.base import RetrieverError
+from service.retrievers.base import RetrieverError, top_k_ids
 from service.retrievers.text import check_k
 
 _RETRY_STATUSES = frozenset({429}) | frozenset(range(500, 600))
@@ -184,8 +184,9 @@ def parse_results(body: bytes, k: int, name: str) -> list[ScoredDoc]:
     """Validate a ``{"results": [{"id", "score"}]}`` body; return the top ``k`` results.
 
     Ids may be strings or integers (turned into strings); scores finite numbers (not bools).
-    Results are sorted by score descending (stable: the server's order breaks ties); a repeated
-    id keeps its first, best-placed occurrence.
+    Results are sorted by score descending (stable: the server's order breaks ties); the entries
+    of the first ``k`` distinct ids are kept, repeats included (:func:`~service.retrievers.base.
+    top_k_ids`: ``eval`` counts them as a run file's duplicates).
 
     Raises:
         RetrieverError: the body is not such a document; the message names the offending
@@ -216,8 +217,4 @@ def parse_results(body: bytes, k: int, name: str) -> list[ScoredDoc]:
         if not math.isfinite(score):
             raise bad(f"results[{index}].score is not finite")
         docs.append(ScoredDoc(str(doc_id), float(score)))
-    docs.sort(key=lambda doc: -doc.score)
-    unique: dict[str, ScoredDoc] = {}
-    for doc in docs:
-        unique.setdefault(doc.doc_id, doc)
-    return list(unique.values())[:k]
+    return top_k_ids(docs, k)

@@ -28,7 +28,9 @@ def fuse(rankings: Sequence[Sequence[ScoredDoc]], rrf_k: int = 60) -> list[Score
     """Fuse ranked lists (each best first) into one list by RRF.
 
     Args:
-        rankings: one ranked list per member; member scores are ignored, only ranks count.
+        rankings: one ranked list per member; member scores are ignored, only ranks count (a
+            repeated id counts once, at its first place; later places move up, as in
+            :func:`~service.evaluation.ir_metrics.rank_run`).
         rrf_k: the RRF constant, ≥ 1.
 
     Returns:
@@ -36,8 +38,9 @@ def fuse(rankings: Sequence[Sequence[ScoredDoc]], rrf_k: int = 60) -> list[Score
     """
     parts: dict[str, list[float]] = {}
     for ranking in rankings:
-        for rank, doc in enumerate(ranking, start=1):
-            parts.setdefault(doc.doc_id, []).append(1.0 / (rrf_k + rank))
+        ids = dict.fromkeys(doc.doc_id for doc in ranking)  # a repeated id counts once, first
+        for rank, doc_id in enumerate(ids, start=1):
+            parts.setdefault(doc_id, []).append(1.0 / (rrf_k + rank))
     fused = [ScoredDoc(doc_id, math.fsum(values)) for doc_id, values in parts.items()]
     fused.sort(key=lambda doc: (-doc.score, doc.doc_id))
     return fused

@@ -31,9 +31,10 @@ harvest (``service.harvest``)         nfkc_casefold, non_word    suggestion ids 
 known questions (``service.quality.known``)   nfkc_casefold,             matches gold questions;
                                       punctuation                keeps ``+``/``$``/marks, which
                                                                  its n-grams score
-answer checks (``service.evaluation.answers``),  nfkc_casefold, whitespace  substring tests and
-n-grams:
-char n-gram embedder                                             punctuation is meaningful
+answer checks (``service.evaluation.answers``)  nfkc_casefold,             whole-token tests:
+                                      punctuation                "no" is no token of "don t"
+char n-gram embedder                  nfkc_casefold, whitespace  n-grams: punctuation is
+                                                                 meaningful
 built-in retrievers' tokeniser        nfkc_casefold, keep        the tokeniser splits words
                                                                  itself; TF-IDF ``char_wb``
                                                                  splits on whitespace itself

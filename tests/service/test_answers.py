@@ -102,3 +102,51 @@ def test_a_scrubbed_label_matches_the_answer_it_was_confirmed_from() -> None:
         "q1": True, "q2": False, "q3": True, "q4": False,
     }  # fmt: skip
     assert report.contains_rate == 0.5
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected", "hit"),
+    [
+        ("I don't know.", "No", False),  # i don t know: no token "no" (trial 11, mh-q347)
+        ("No, it is not offered.", "no", True),  # "no" is the first token
+        ("Nobody knows.", "No", False),
+        ("The capital is Paris.", "Paris", True),
+        ("A Parisian café.", "Paris", False),
+        ("Rules of the u.s. navy", "U.S.", True),  # both u s
+        ("Rules of the U. S. navy", "U.S.", True),  # u s as well
+        ("Rules of the US navy", "U.S.", False),  # us is one token, u s two
+        ("Pay by 15  JULY.", "15 july", True),
+        ("Pay by 15 July.", "July 15", False),  # tokens in order
+        ("ＰＡＲＩＳ!", "paris", True),  # NFKC: full-width letters
+    ],
+)
+def test_answer_contains_matches_whole_tokens(answer: str, expected: str, hit: bool) -> None:
+    """Hand-worked: both sides NFKC + casefold, punctuation to spaces; the expected tokens
+    must be a consecutive run of the answer's tokens."""
+    q = GoldQuestion("q1", "?", ("p1",), answer_contains=(expected,))
+    report = check_answers([q], {"q1": Answer("q1", answer, refused=False)})
+    assert report.per_question["q1"]["contains"] is hit
+    assert report.contains_rate == (1.0 if hit else 0.0)
+
+
+def test_a_refused_answer_never_contains_the_answer() -> None:
+    """Trial 11: 27 answers flagged refused counted as answer_contains hits. Refused by the
+    flag (q1, holding "Paris") or by the detector (q2, holding "no") is no hit; q3 is."""
+    questions = [
+        GoldQuestion("q1", "capital?", ("p1",), answer_contains=("Paris",)),
+        GoldQuestion("q2", "fee?", ("p2",), answer_contains=("no",)),
+        GoldQuestion("q3", "capital?", ("p1",), answer_contains=("Paris",)),
+    ]
+    answers = {
+        "q1": Answer("q1", "Paris, I think, but I cannot say.", refused=True),
+        "q2": Answer("q2", "I'm sorry, I don't have information, no."),
+        "q3": Answer("q3", "Paris.", refused=False),
+    }
+    report = check_answers(questions, answers)
+    assert report.per_question == {
+        "q1": {"contains": False, "refused": True},
+        "q2": {"contains": False, "refused": True},
+        "q3": {"contains": True, "refused": False},
+    }
+    assert report.contains_rate == pytest.approx(1 / 3)
+    assert report.to_json()["contains_rule"].startswith("every answer_contains string")

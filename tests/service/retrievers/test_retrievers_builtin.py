@@ -118,6 +118,15 @@ def test_rrf_of_two_hand_lists() -> None:
     assert fused[0].score == pytest.approx(0.0325224, abs=1e-7)
 
 
+def test_rrf_counts_a_repeated_id_once_at_its_first_place() -> None:
+    # A = a, a, b (a user's retriever repeating a) reads as a, b; B = b:
+    # a: 1/61   b: 1/62 + 1/61 (not 1/63 + 1/61, and a not 1/61 + 1/62)
+    a_list = [ScoredDoc("a", 3.0), ScoredDoc("a", 3.0), ScoredDoc("b", 1.0)]
+    fused = fuse([a_list, [ScoredDoc("b", 0.9)]], rrf_k=60)
+    assert [doc.doc_id for doc in fused] == ["b", "a"]
+    assert [doc.score for doc in fused] == pytest.approx([1 / 62 + 1 / 61, 1 / 61], rel=1e-12)
+
+
 def test_rrf_ties_are_deterministic_and_member_order_free() -> None:
     x_first = fuse([[ScoredDoc("y", 1.0)], [ScoredDoc("x", 1.0)]])
     assert [doc.doc_id for doc in x_first] == ["x", "y"]  # equal 1/61: by id

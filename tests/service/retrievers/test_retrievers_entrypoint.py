@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from service.records import ScoredDoc
+from service.evaluation.evaluate import evaluate_run, retrieve_run
+from service.evaluation.trec import read_run, write_run
+from service.records import GoldQuestion, ScoredDoc
 from service.retrievers.base import RetrieverError
 from service.retrievers.entrypoint import EntrypointRetriever
 
@@ -27,6 +29,9 @@ def boom(question, k):
 
 def bad_score(question, k):
     return [("a", "high")]
+
+def twice(question, k):
+    return [("p2", 0.5), ("p1", 1.0), ("p1", 1.0), ("p2", 0.2)]  # every id twice
 
 def not_a_list(question, k):
     return {"a": 1.0}
@@ -59,6 +64,29 @@ def test_tuples_are_sorted_and_cut(module: str) -> None:
     assert retriever.search("q", 2) == [ScoredDoc("b", 3.0), ScoredDoc("c", 2.0)]
     assert retriever.search("q", 5) == [("b", 3.0), ("c", 2.0), ("a", 1.0)]
     assert retriever.search_batch(["q1", "q2"], 1) == [[("b", 3.0)], [("b", 3.0)]]
+
+
+def test_repeated_ids_are_reported_and_scored_as_a_run_file_would_be(
+    module: str, tmp_path: Path
+) -> None:
+    """Trial 11: a retriever returning every id twice had reported n_duplicates 0 (the wrapper
+    dropped the repeats). The repeats are kept, so eval counts them as it does a TREC run's:
+    by hand, p1 1.0, p1 1.0, p2 0.5, p2 0.2 → ranking p1, p2 (best rank kept, p2 moves up to
+    2), 2 duplicates; gold p2: recall@1 0, recall@2 1, MRR 1/2 — as the same rows read from a
+    run file."""
+    retriever = EntrypointRetriever(f"{module}:twice", name="twice")
+    assert retriever.search("q", 1) == [("p1", 1.0), ("p1", 1.0)]  # one distinct id, twice
+    run = retrieve_run(retriever, [GoldQuestion("q1", "?", ("p2",))], depth=5)
+    assert run == {"q1": [("p1", 1.0), ("p1", 1.0), ("p2", 0.5), ("p2", 0.2)]}
+    questions = [GoldQuestion("q1", "?", ("p2",))]
+    report = evaluate_run("twice", questions, run, ks=[1, 2])
+    assert report.n_duplicates == 2
+    assert report.overall["recall@1"] == 0.0
+    assert report.overall["recall@2"] == 1.0
+    assert report.overall["mrr"] == 0.5
+    write_run(run, tmp_path / "twice.run", "twice")
+    from_file = evaluate_run("twice", questions, read_run(tmp_path / "twice.run"), ks=[1, 2])
+    assert (from_file.n_duplicates, from_file.overall) == (2, report.overall)
 
 
 def test_dicts_and_scored_docs(module: str) -> None:

@@ -121,13 +121,15 @@ def test_oversized_response_is_refused(fake_server: FakeServer) -> None:
             remote.search("q", 5)
 
 
-def test_results_are_sorted_cut_to_k_and_deduplicated(fake_server: FakeServer) -> None:
+def test_results_are_sorted_and_cut_to_k_ids_repeats_kept(fake_server: FakeServer) -> None:
+    """A repeated id is kept (eval counts it as a run file's duplicate, trial 11); ``k``
+    counts distinct ids, so k=2 keeps b, 7 and b's repeat, not a."""
     body = b'{"results": [{"id": "a", "score": 1}, {"id": "b", "score": 3}, {"id": 7, "score": 2},'
     body += b' {"id": "b", "score": 0.5}], "took_ms": 4}'
     fake_server.responder = lambda payload: Reply(200, body)
     with client(fake_server) as remote:
-        assert remote.search("q", 2) == [ScoredDoc("b", 3.0), ScoredDoc("7", 2.0)]
-        assert remote.search("q", 10) == [ScoredDoc("b", 3.0), ScoredDoc("7", 2.0), ("a", 1.0)]
+        assert remote.search("q", 2) == [("b", 3.0), ("7", 2.0), ("b", 0.5)]
+        assert remote.search("q", 10) == [("b", 3.0), ("7", 2.0), ("a", 1.0), ("b", 0.5)]
 
 
 def test_search_batch_keeps_input_order(fake_server: FakeServer) -> None:
