@@ -243,11 +243,12 @@ class QualityReport(TypedDict):
     candidate's also with ``paired`` (``{n_scored, production: {recall, hit_rate, mrr},
     candidate: {...}}``: both on the known questions both were scored on) and
     ``coverage_note`` (why it was scored on fewer known questions than production, e.g.
-    "scored on 54 of 157 known questions (cpu_budget skipped 550 events)"; ``None`` when
-    not fewer); ``refusals`` of
-    known questions (``known_answerable``, ``refused_answerable``, ``known_unanswerable``,
-    ``answered_unanswerable``); ``acl`` (``violations`` and ``leaks`` rows per retriever
-    and role, ``restricted_passages``, ``passages_with_acl``, ``since``: the first event
+    "scored on 50 known questions, results for 54 of production's 157 (cpu_budget skipped
+    550 events)": scored on ``n_scored``, results for ``n_known``; ``None`` when not
+    fewer); ``refusals`` of known questions (``known_answerable``, ``refused_answerable``,
+    ``known_unanswerable``, ``answered_unanswerable``); ``acl`` (``violations`` and
+    ``leaks`` rows per retriever and role, ``restricted_passages``, ``passages_with_acl``,
+    ``since``: the first event
     they count, over every gold-set version); ``coverage``: what ``known`` and ``refusals``
     cover — ``gold_set_version``, ``since`` (first event counted), ``rows`` (gold rows
     measured) and ``changes`` (each gold-set change: measurements of unchanged rows carried
