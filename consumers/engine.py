@@ -19,7 +19,8 @@ offsets; :meth:`Engine.note_topic_id` forgets a topic's offsets when its id chan
 poll loop then has the source read the new topic from its beginning.
 
 All-time totals (``consumed``, ``processed``, ``dead_lettered`` by reason, ``duplicates``,
-``redelivered``) are persisted under ``totals`` so they survive restarts; Prometheus counters
+``redelivered``, ``dropped`` by reason and the optional ``fields_dropped`` of kept events) are
+persisted under ``totals`` so they survive restarts; Prometheus counters
 restart at zero with the process, as counters do.
 """
 
@@ -78,7 +79,8 @@ AdmitDead = Callable[[list[DeadLetter]], list[DeadLetter]]
 
 class TotalsJson(TypedDict):
     """:meth:`Totals.to_json`: the all-time counts as stored in the state and shown in
-    ``/v1/status`` ``totals`` (``dead_lettered`` and ``dropped`` by reason)."""
+    ``/v1/status`` ``totals`` (``dead_lettered`` and ``dropped`` by reason; ``fields_dropped``
+    by ``"<field>: <reason>"``, the optional fields the decoder dropped from kept events)."""
 
     consumed: int
     processed: int
@@ -86,12 +88,15 @@ class TotalsJson(TypedDict):
     redelivered: int
     dead_lettered: dict[str, int]
     dropped: dict[str, int]
+    fields_dropped: dict[str, int]
 
 
 @dataclass
 class Totals:
     """All-time counts; ``consumed == processed + Σ dead_lettered + duplicates + Σ dropped``
-    (``duplicates`` includes the ``redelivered`` ones)."""
+    (``duplicates`` includes the ``redelivered`` ones). ``dropped``: events a pipeline stage
+    removed, by reason; ``fields_dropped``: optional fields dropped from events that were
+    kept, ``{"<field>: <reason>": n}`` (not events, so outside that sum)."""
 
     consumed: int = 0
     processed: int = 0
@@ -99,6 +104,7 @@ class Totals:
     redelivered: int = 0
     dead_lettered: dict[str, int] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)
+    fields_dropped: dict[str, int] = field(default_factory=dict)
 
     def add(self, counts: BatchCounts, redelivered: int, dropped: Mapping[str, int]) -> None:
         """Add one batch's counts."""
@@ -118,6 +124,7 @@ class Totals:
             "redelivered": self.redelivered,
             "dead_lettered": dict(self.dead_lettered),
             "dropped": dict(self.dropped),
+            "fields_dropped": dict(sorted(self.fields_dropped.items())),
         }
 
     @classmethod
@@ -132,6 +139,8 @@ class Totals:
             int(data.get("redelivered", 0)),
             {str(k): int(v) for k, v in dict(data.get("dead_lettered", {})).items()},
             {str(k): int(v) for k, v in dict(data.get("dropped", {})).items()},
+            # absent from states written before the twenty-fifth session: zeros
+            {str(k): int(v) for k, v in dict(data.get("fields_dropped", {})).items()},
         )
 
 
@@ -481,7 +490,8 @@ class Engine:
             self._admitting = False
         repeats = len(dead) - len(counted)
         if dropped:
-            self.metrics.observe_dropped_fields(dropped)
+            # counted once, in the counter and the persisted totals alike (same labels)
+            _merge(self.totals.fields_dropped, self.metrics.observe_dropped_fields(dropped))
         try:
             batch = self.pipeline.process(list(map(_event_of, decoded)), source, _streams(decoded))
             return batch, dead, counted, repeats

@@ -494,6 +494,7 @@ class FileSource:
             ends_append(base + pos)
             append(make(self._oversized, line))
             self._oversized, room = None, room - 1
+        max_line = self._max_line
         while room > 0:
             nl = find(b"\n", pos)
             if nl < 0:
@@ -501,6 +502,10 @@ class FileSource:
             value = buf[pos:nl]
             pos, line = nl + 1, line + 1
             ends_append(base + pos)
+            if len(value) > max_line:
+                # whole in the buffer (one read brought its end): cut as a line that spans
+                # reads is (trial 11: a 17,000,055-byte line was dead-lettered whole)
+                value = self._cut_whole(value, line)
             if value and not value.isspace():
                 append(make(value, line))
                 room -= 1
@@ -523,9 +528,19 @@ class FileSource:
         """The cut line ``line`` ends with ``last``: remember its whole size and SHA-256 for
         its dead letter (at most :data:`MAX_CUT_LINES` remembered; the oldest go first)."""
         self._over_hash.update(last)
+        self._remember_cut(line, self._over_bytes + len(last), self._over_hash.hexdigest())
+
+    def _cut_whole(self, value: bytes, line: int) -> bytes:
+        """A line over ``max_line_bytes`` found whole in the buffer: remember its size and
+        SHA-256 (:meth:`_end_overlong`'s record) and return its first ``max_line_bytes + 1``
+        bytes, as a line cut across reads keeps."""
+        self._remember_cut(line, len(value), hashlib.sha256(value).hexdigest())
+        return value[: self._max_line + 1]
+
+    def _remember_cut(self, line: int, size: int, digest: str) -> None:
         if len(self._cut_lines) >= MAX_CUT_LINES:
             del self._cut_lines[next(iter(self._cut_lines))]
-        self._cut_lines[line] = (self._over_bytes + len(last), self._over_hash.hexdigest())
+        self._cut_lines[line] = (size, digest)
 
     def _tail_line(self) -> tuple[bytes, int] | None:
         """At end of input (not following), return the last line if it has no newline."""

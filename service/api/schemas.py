@@ -67,9 +67,15 @@ class Totals(BaseModel):
     duplicates: int
     redelivered: int
     dead_lettered: dict[str, int]
-    #: events a pipeline stage removed, by the stage's reason (none today: duplicates have
-    #: their own count); optional fields dropped from kept events are ``Status.fields_dropped``
+    #: Events a pipeline stage removed, by the stage's reason — whole events, so
+    #: ``consumed == processed + Σ dead_lettered + duplicates + Σ dropped``. No stage
+    #: removes events today (duplicates have their own count), so it reads ``{}``: a field
+    #: dropped from a kept event is not a dropped event, and is ``fields_dropped``.
     dropped: dict[str, int]
+    #: Optional fields the decoder dropped while keeping their events, ``{"<field>:
+    #: <reason>": n}`` (``feedback.rating: wrong_type``), all-time like the other totals
+    #: (checkpointed; a state written before this field starts it at zero).
+    fields_dropped: dict[str, int] = {}
 
 
 class Status(BaseModel):
@@ -102,11 +108,12 @@ class Status(BaseModel):
     source: dict[str, Any] | None
     input_finished: bool
     totals: Totals
-    #: Optional fields the decoder dropped while keeping their events, ``{"<field>:
-    #: <reason>": n}`` (``feedback.rating: wrong_type``), since this process started — the
-    #: ``goldwatch_event_fields_dropped_total`` counter, which a restart resets (a replay's
-    #: ``dropped`` holds the same counts). Before: only in ``/metrics``, while
-    #: ``totals.dropped`` read ``{}`` (trial finding 5 of the sixteenth session).
+    #: ``totals.fields_dropped`` again, kept where earlier versions put it: the optional
+    #: fields the decoder dropped while keeping their events, ``{"<field>: <reason>": n}``,
+    #: all-time and checkpointed (a trial-11 restart had lost them: this was the
+    #: ``goldwatch_event_fields_dropped_total`` counter, which a restart resets, and still
+    #: is in ``/metrics``). ``totals.dropped`` counts removed events, not fields (trial
+    #: finding 5 of the sixteenth session).
     fields_dropped: dict[str, int] = {}
     last_error: str | None
     #: Why the last gold-set refresh (after an accepted suggestion) failed; ``None`` after a
@@ -236,11 +243,12 @@ class QualityReport(TypedDict):
     candidate's also with ``paired`` (``{n_scored, production: {recall, hit_rate, mrr},
     candidate: {...}}``: both on the known questions both were scored on) and
     ``coverage_note`` (why it was scored on fewer known questions than production, e.g.
-    "scored on 54 of 157 known questions (cpu_budget skipped 550 events)"; ``None`` when
-    not fewer); ``refusals`` of
-    known questions (``known_answerable``, ``refused_answerable``, ``known_unanswerable``,
-    ``answered_unanswerable``); ``acl`` (``violations`` and ``leaks`` rows per retriever
-    and role, ``restricted_passages``, ``passages_with_acl``, ``since``: the first event
+    "scored on 50 known questions, results for 54 of production's 157 (cpu_budget skipped
+    550 events)": scored on ``n_scored``, results for ``n_known``; ``None`` when not
+    fewer); ``refusals`` of known questions (``known_answerable``, ``refused_answerable``,
+    ``known_unanswerable``, ``answered_unanswerable``); ``acl`` (``violations`` and
+    ``leaks`` rows per retriever and role, ``restricted_passages``, ``passages_with_acl``,
+    ``since``: the first event
     they count, over every gold-set version); ``coverage``: what ``known`` and ``refusals``
     cover — ``gold_set_version``, ``since`` (first event counted), ``rows`` (gold rows
     measured) and ``changes`` (each gold-set change: measurements of unchanged rows carried

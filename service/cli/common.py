@@ -64,7 +64,7 @@ def _notices(settings: Settings) -> list[str]:
         notices.append(NO_PII_NOTICE.format(why="analytics.enabled is false"))
     elif not settings.analytics.pii:
         notices.append(NO_PII_NOTICE.format(why="analytics.pii is false"))
-    elif settings.analytics.pii_key is None and settings.analytics.pii_key_file is None:
+    elif _unkeyed_pseudonyms(settings):
         notices.append(UNKEYED_PSEUDONYM_NOTICE)
     return notices
 
@@ -78,6 +78,18 @@ UNKEYED_PSEUDONYM_NOTICE = (
     "against; set GOLDWATCH_ANALYTICS__PII_KEY or analytics.pii_key_file (e.g. openssl rand "
     "-hex 32) and keep it (docs/security.md)"
 )
+
+
+def _unkeyed_pseudonyms(settings: Settings) -> bool:
+    """Whether personal data is scrubbed into unkeyed (guessable) SHA-256 pseudonyms:
+    analytics and its scrubbing on, and neither ``analytics.pii_key`` nor its file set."""
+    analytics = settings.analytics
+    return (
+        analytics.enabled
+        and analytics.pii
+        and analytics.pii_key is None
+        and analytics.pii_key_file is None
+    )
 
 
 NO_TOKEN_NOTICE = (

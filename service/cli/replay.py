@@ -9,11 +9,13 @@ from pathlib import Path
 import click
 
 from service.cli.common import (
+    UNKEYED_PSEUDONYM_NOTICE,
     FilePath,
     _describe,
     _emit_replay_report,
     _fail,
     _settings,
+    _unkeyed_pseudonyms,
     config_option,
     html_option,
 )
@@ -79,6 +81,10 @@ def replay_command(
         return
     else:
         settings = _settings(config)
+    if state_path is not None and _unkeyed_pseudonyms(settings):
+        # the state file keeps the pseudonyms (a trial-11 state held sha256 of an e-mail
+        # address): say so as serve and config check do
+        click.echo(f"goldwatch: warning: {UNKEYED_PSEUDONYM_NOTICE}", err=True)
     try:
         doc = run_replay(settings, file, state_path, dlq_path)
     except (StateError, ValueError, OSError, GoldwatchConsumerError) as exc:

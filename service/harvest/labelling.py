@@ -69,7 +69,6 @@ import os
 import re
 import threading
 import time
-import unicodedata
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -91,6 +90,7 @@ from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.ranking import select
 from service.harvest.store import CandidateRepository, Decision, SuggestionRecord
 from service.harvest.suggestion import Suggestion
+from service.harvest.text import strip_controls
 from service.pii.scrub import scrub
 from service.records import PLACEHOLDERS, GoldQuestion
 from service.state import StateError
@@ -225,29 +225,20 @@ def _check_labels(gold: Sequence[str], kind: str) -> None:
         raise LabellingError(f"{problem[0]}: {problem[1]}")
 
 
-#: Bidirectional embedding, override and isolate controls (format characters that reorder
-#: what a reader sees); other format characters (ZWJ in Indic scripts, emoji) are kept.
-_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-_SPACE_CONTROLS = frozenset("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\x85")
+_SPACE_CONTROLS = str.maketrans(dict.fromkeys("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\x85", " "))
 
 
 def clean_reason(text: str) -> str:
     """``text`` without control characters: line breaks and tabs (and the other whitespace
     controls) become one space each, every other control character (``Cc``: NUL, ESC, DEL,
-    C1) and the bidirectional controls are removed; then stripped.
+    C1) and the bidirectional controls are removed
+    (:func:`~service.harvest.text.strip_controls`, as from a suggestion's wording); then
+    stripped.
 
     >>> clean_reason("dup\\x00licate\\nof q-12\\u202e\\x1b[31m ")
     'duplicate of q-12[31m'
     """
-    out = []
-    for char in text:
-        if char in _SPACE_CONTROLS:
-            out.append(" ")
-        elif char in _BIDI or unicodedata.category(char) == "Cc":
-            continue
-        else:
-            out.append(char)
-    return "".join(out).strip()
+    return strip_controls(text.translate(_SPACE_CONTROLS)).strip()
 
 
 def clip_reason(text: str, limit: int = MAX_REASON_CHARS) -> str:

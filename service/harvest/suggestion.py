@@ -3,7 +3,8 @@
 A :class:`Suggestion` is built from :class:`Occurrence` records (one per selected event, or per
 disagreeing shadow result) and keeps, bounded:
 
-* ``question`` — the first wording seen (already scrubbed), its ``normalised`` form and
+* ``question`` — the first wording seen (already scrubbed; control characters other than tab
+  and newline, and bidirectional controls, taken out), its ``normalised`` form and
   ``id`` (:func:`service.harvest.text.candidate_id` of it, stable across replicas);
 * ``count`` — distinct events merged in; ``first_seen``/``last_seen`` (RFC 3339 UTC, event
   time); ``events`` — the last :data:`RECENT_EVENTS` event ids (an event id seen again is not
@@ -40,7 +41,7 @@ from typing import Any, NamedTuple
 
 from typing_extensions import TypedDict
 
-from service.harvest.text import comparison_form
+from service.harvest.text import comparison_form, strip_controls
 from service.pii.scrub import scrub
 
 __all__ = ["RECENT_EVENTS", "Occurrence", "Suggestion"]
@@ -109,6 +110,14 @@ class Occurrence(NamedTuple):
     scrubbed: bool = False
 
 
+def _shown(wording: str) -> str:
+    """A wording as a suggestion keeps and exports it: without control characters other
+    than tab and newline, nor bidirectional controls (:func:`strip_controls`, as reject
+    reasons are cleaned; trial 11 kept ``bell\\u0007``, ``nul\\u0000`` and an RTL
+    override U+202E in a harvested question)."""
+    return strip_controls(wording, keep="\t\n")
+
+
 class SuggestionJson(TypedDict):
     """:meth:`Suggestion.to_json`: every field, JSON-able, in field order (``events`` and
     ``variants`` as lists; ``pool`` ``{passage id: {retriever: best rank}}``). From
@@ -173,7 +182,7 @@ class Suggestion:
         wording = occurrence.question
         suggestion = cls(
             id=suggestion_id,
-            question=wording if occurrence.scrubbed else scrub(wording).text,
+            question=_shown(wording if occurrence.scrubbed else scrub(wording).text),
             normalised=occurrence.normalised,
             language=occurrence.language,
             topic=occurrence.topic,
@@ -226,7 +235,7 @@ class Suggestion:
             if wording == self._started_from:
                 kept = self.question
             else:
-                kept = wording if occurrence.scrubbed else scrub(wording).text
+                kept = _shown(wording if occurrence.scrubbed else scrub(wording).text)
             self.variants = (*self.variants, kept)
 
     def _pool(self, retriever: str, ranking: Sequence[str], max_pool: int) -> None:

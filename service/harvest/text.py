@@ -20,11 +20,42 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable
+import unicodedata
+from collections.abc import Callable, Collection
 
 from service.text import normalise
 
-__all__ = ["candidate_id", "comparison_form", "jaccard", "trigrams"]
+__all__ = [
+    "BIDI_CONTROLS",
+    "candidate_id",
+    "comparison_form",
+    "jaccard",
+    "strip_controls",
+    "trigrams",
+]
+
+#: Bidirectional embedding, override and isolate controls (format characters that reorder
+#: what a reader sees: U+202A–U+202E, U+2066–U+2069); other format characters (ZWJ in Indic
+#: scripts, emoji) are kept.
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def strip_controls(text: str, keep: Collection[str] = ()) -> str:
+    """``text`` without its control characters (``Cc``: U+0000–U+001F, DEL U+007F, C1
+    U+0080–U+009F) and bidirectional controls (:data:`BIDI_CONTROLS`), except the characters
+    in ``keep``; nothing else changes. Shared by reject reasons
+    (:func:`service.harvest.labelling.clean_reason`) and suggestion wordings.
+
+    >>> strip_controls("bell\\x07 and nul\\x00 and rtl \\u202e override\\tok\\n", keep="\\t\\n")
+    'bell and nul and rtl  override\\tok\\n'
+    """
+    if text.isprintable():  # the usual case: no Cc, no Cf (bidi controls are Cf)
+        return text
+    return "".join(
+        char for char in text
+        if char in keep or not (char in BIDI_CONTROLS or unicodedata.category(char) == "Cc")
+    )  # fmt: skip
+
 
 #: The form harvesting compares and keys questions by (module docstring); one argument, so it
 #: can be cached (``functools.lru_cache``) and mapped.

@@ -468,8 +468,9 @@ class LiveQualityStage:
         """Return the aggregates as JSON-able data; with the shadow stage's report
         (:meth:`~service.shadow.stage.ShadowStage.report`), each candidate scored on fewer
         known questions than production also gets ``"coverage_note"`` saying so and why
-        (:func:`coverage_note`), e.g. "scored on 54 of 157 known questions (cpu_budget
-        skipped 550 events)"; ``None`` when it was scored on as many.
+        (:func:`coverage_note`), e.g. "scored on 50 known questions, results for 54 of
+        production's 157 (cpu_budget skipped 550 events)"; ``None`` when it was scored on as
+        many.
 
         ``{"k", "threshold", "gold_set_version", "known": {retriever: {"n_known", "n_scored",
         "recall", "hit_rate", "mrr"}} (means over scored events, ``None`` when none);
@@ -511,7 +512,7 @@ class LiveQualityStage:
                 for name, cell in known.items():
                     if name != self.production and name in candidates:
                         cell["coverage_note"] = coverage_note(
-                            cell["n_known"], of_known, candidates[name]
+                            cell["n_known"], cell["n_scored"], of_known, candidates[name]
                         )
             refusals: Counter[str] = sum(self._refusals.values(), Counter())
             review = [*reversed(self._review["leaks"]), *reversed(self._review["violations"])]
@@ -690,18 +691,25 @@ def _means(cell: list[float]) -> dict[str, Any]:
             "hit_rate": mean(hit), "mrr": mean(rr)}  # fmt: skip
 
 
-def coverage_note(n_known: int, of_known: int, candidate: Mapping[str, Any]) -> str | None:
+def coverage_note(
+    n_known: int, n_scored: int, of_known: int, candidate: Mapping[str, Any]
+) -> str | None:
     """Why a shadow candidate was scored on fewer known questions than production, or
-    ``None`` when it was not (``n_known >= of_known``).
+    ``None`` when it was not (``n_known >= of_known``). The note names the events the
+    candidate was scored on (``n_scored``: its means are over those), then how many of the
+    known-question events production saw it had results for (a trial-11 note had said
+    "scored on 376" for a candidate scored on 318: 376 was its results, of which 58 were
+    unanswerable for the asker's role and not scored).
 
     Args:
-        n_known: known-question events the candidate's results were scored on, >= 0.
-        of_known: known-question events production was scored on, >= 0.
+        n_known: known-question events the candidate had results for, >= 0.
+        n_scored: those it was scored on (answerable for the asker's role), 0..n_known.
+        of_known: known-question events production saw, >= 0.
         candidate: the candidate's shadow report (``skipped`` and ``errors``: ``{reason:
             events}`` over every event offered, known or not; ``in_flight``).
 
-    >>> coverage_note(54, 157, {"skipped": {"cpu_budget": 550}, "errors": {}})
-    'scored on 54 of 157 known questions (cpu_budget skipped 550 events)'
+    >>> print(coverage_note(54, 50, 157, {"skipped": {"cpu_budget": 550}, "errors": {}}))
+    scored on 50 known questions, results for 54 of production's 157 (cpu_budget skipped 550 events)
     """
     if n_known >= of_known:
         return None
@@ -710,7 +718,10 @@ def coverage_note(n_known: int, of_known: int, candidate: Mapping[str, Any]) -> 
     if candidate.get("in_flight"):
         why.append(f"{candidate['in_flight']} results in flight")
     reasons = ", ".join(why) or "no skip or error recorded"
-    return f"scored on {n_known} of {of_known} known questions ({reasons})"
+    return (
+        f"scored on {n_scored} known questions, results for {n_known} of production's "
+        f"{of_known} ({reasons})"
+    )
 
 
 def _paired_means(cell: list[float]) -> dict[str, Any]:

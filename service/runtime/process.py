@@ -401,7 +401,7 @@ class Runtime:
             "source": source.status() if source is not None else None,
             "input_finished": self._finished,
             "totals": totals,
-            "fields_dropped": self.metrics.fields_dropped(),
+            "fields_dropped": totals["fields_dropped"],
             "last_error": self.last_error,
             "gold_refresh_error": self.gold_refresh_error,
             "gold_file_error": self.gold_file_problem(),

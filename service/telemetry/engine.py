@@ -236,14 +236,19 @@ class Metrics:
         self.lag_series.clear()
         self.lag_series.update(assigned)
 
-    def observe_dropped_fields(self, drops: Mapping[tuple[str, str], int]) -> None:
+    def observe_dropped_fields(self, drops: Mapping[tuple[str, str], int]) -> dict[str, int]:
         """Count optional fields the decoder dropped (the events were kept): ``drops`` maps
-        ``(field path, reason)`` to a count; labels outside the schema's become ``other``."""
+        ``(field path, reason)`` to a count; labels outside the schema's become ``other``.
+        Returns what was counted as ``{"<field>: <reason>": n}`` (the bounded labels, as
+        :meth:`fields_dropped` names them), for the persisted totals."""
+        counted: dict[str, int] = {}
         for (name, reason), n in drops.items():
-            self.event_fields_dropped.labels(
-                field=bounded_label(name, OPTIONAL_FIELD_PATHS),
-                reason=bounded_label(reason, FIELD_DROP_REASONS),
-            ).inc(n)
+            label = bounded_label(name, OPTIONAL_FIELD_PATHS)
+            why = bounded_label(reason, FIELD_DROP_REASONS)
+            self.event_fields_dropped.labels(field=label, reason=why).inc(n)
+            key = f"{label}: {why}"
+            counted[key] = counted.get(key, 0) + n
+        return counted
 
     def fields_dropped(self) -> dict[str, int]:
         """``{"<field>: <reason>": n}``, sorted: the optional fields the decoder dropped (the

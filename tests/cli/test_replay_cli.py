@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from service.demo import demo_path
+from tests.cli.goldwatch_cli import run_goldwatch
 from tests.cli.test_eval_cli import run
 
 GOOD = '{"event_id": "e%d", "timestamp": "2026-11-20T10:%02d:00Z", "question": "hostel fee?"}'
@@ -85,3 +87,35 @@ def test_damaged_state_value_is_a_clear_error(tmp_path: Path) -> None:
         conn.execute("UPDATE state SET value = '[1, 2]' WHERE key = 'totals'")
     shape = run(["replay", str(log), "--state", str(state)], tmp_path)
     assert shape.returncode == 2 and "wrong shape" in shape.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("state", "key", "noted"),
+    [(True, None, True), (True, "k" * 40, False), (False, None, False)],
+    ids=["state-unkeyed", "state-keyed", "no-state"],
+)
+def test_replay_with_state_notes_unkeyed_pseudonyms(
+    tmp_path: Path, state: bool, key: str | None, noted: bool
+) -> None:
+    """Trial 11: a replay with --state and no analytics.pii_key stored
+    ``pii-`` + sha256("carol.secret@example.net")[:32] in the state file and said nothing;
+    serve and config check say so, and so must a replay that stores anything."""
+    user = "carol.secret@example.net"
+    line = json.dumps({"event_id": user, "timestamp": "2026-11-20T10:01:00Z",
+                       "question": "hostel fee?", "user": {"id": user}})  # fmt: skip
+    log = _log(tmp_path, [line])
+    args = ["replay", str(log), "--format", "json"]
+    if state:
+        args += ["--state", str(tmp_path / "state.db")]
+    env = {"GOLDWATCH_ANALYTICS__PII_KEY": key} if key is not None else None
+    result = run_goldwatch(args, tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    notes = [x for x in result.stderr.splitlines() if "analytics.pii_key is unset" in x]
+    assert len(notes) == (1 if noted else 0), result.stderr
+    if noted:
+        assert notes[0].startswith("goldwatch: warning: ") and "unkeyed SHA-256" in notes[0]
+        # what the note warns about: the state holds the plain-hash pseudonym
+        # (sha256 of the address, first 32 hex digits: a guessable pseudonym)
+        guessable = "pii-" + hashlib.sha256(user.encode()).hexdigest()[:32]
+        assert guessable.encode() in (tmp_path / "state.db").read_bytes()

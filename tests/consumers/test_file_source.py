@@ -421,3 +421,36 @@ def test_dead_letter_line_is_json_dumps_of_its_record(
         record.update(truncated=True, value_bytes=cut[0], value_sha256=cut[1])
     expected = json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
     assert dead_letter_line(letter, cut) == expected
+
+
+@pytest.mark.parametrize("last", [False, True], ids=["newline", "last-without-newline"])
+def test_a_17_mb_line_read_whole_is_cut_at_16_mib(tmp_path: Path, last: bool) -> None:
+    """Trial 11: line 3 of huge.jsonl (17,000,055 bytes) was dead-lettered whole, without
+    ``truncated``: with the default 1 MiB reads, the read that brought its end made the whole
+    line complete in the buffer, and complete lines were never checked against the limit.
+    The README's rule: its first 16 MiB + 1 = 16,777,217 bytes kept, ``"truncated": true``,
+    the whole size and SHA-256 (hashlib over the line as written)."""
+    import hashlib
+
+    from consumers.loop import make_decoder
+
+    good = b'{"event_id": "e%d", "timestamp": "2026-11-29T10:00:00Z", "question": "hi"}'
+    huge = b'{"event_id": "big", "question": "' + b"q" * 16_999_999 + b'"}'
+    assert len(huge) == 17_000_034
+    path = tmp_path / "huge.jsonl"
+    tail = b"" if last else b"\n" + good % 4 + b"\n"
+    path.write_bytes(good % 1 + b"\n" + good % 2 + b"\n" + huge + tail)
+    source = FileSource(path)  # the defaults: 1 MiB reads, 16 MiB lines
+    messages = drain(source)
+    assert [(m.origin.line, len(m.value or b"")) for m in messages][2] == (3, 16_777_217)
+    decoded, dead = make_decoder()(messages)
+    assert len(decoded) == (2 if last else 3)
+    source.dead_letter(dead)
+    source.close()
+    (letter,) = [json.loads(x) for x in source.dlq_path.read_bytes().splitlines()]
+    assert letter["origin"]["line"] == 3 and letter["reason"] == "too_large"
+    assert letter["truncated"] is True
+    assert letter["value_bytes"] == 17_000_034
+    assert letter["value_sha256"] == hashlib.sha256(huge).hexdigest()
+    assert base64.b64decode(letter["value_b64"]) == huge[:16_777_217]
+    assert "message is 17000034 bytes" in letter["detail"] or "17,000,034" in letter["detail"]

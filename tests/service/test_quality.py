@@ -251,7 +251,9 @@ def test_a_candidate_skipped_on_some_known_questions_is_compared_like_for_like()
         "production": {"recall": 1.0, "hit_rate": 1.0, "mrr": 0.5},
         "candidate": {"recall": 1.0, "hit_rate": 1.0, "mrr": 1.0},
     }
-    assert cand["coverage_note"] == "scored on 1 of 3 known questions (cpu_budget skipped 4 events)"
+    assert cand["coverage_note"] == (
+        "scored on 1 known questions, results for 1 of production's 3 (cpu_budget skipped 4 events)"
+    )
     assert "coverage_note" not in stage.report()["known"]["cand"]  # without the shadow report
     # kept in the state; a gold-set change that alters q-1 drops its paired cell with it
     saved = json.loads(json.dumps(stage.state_snapshot()))
@@ -264,13 +266,19 @@ def test_a_candidate_skipped_on_some_known_questions_is_compared_like_for_like()
 
 
 def test_coverage_note_names_every_reason_or_none() -> None:
-    assert coverage_note(3, 3, {"skipped": {"cpu_budget": 9}}) is None
-    assert coverage_note(2, 5, {"skipped": {"not_sampled": 7, "queue_full": 1},
-                                "errors": {"timeout": 2}, "in_flight": 1}) == (
-        "scored on 2 of 5 known questions (not_sampled skipped 7 events, queue_full skipped 1 "
-        "events, 2 timeout errors, 1 results in flight)")  # fmt: skip
-    assert coverage_note(0, 1, {"skipped": {}, "errors": {}}) == (
-        "scored on 0 of 1 known questions (no skip or error recorded)"
+    assert coverage_note(3, 3, 3, {"skipped": {"cpu_budget": 9}}) is None
+    assert coverage_note(2, 2, 5, {"skipped": {"not_sampled": 7, "queue_full": 1},
+                                   "errors": {"timeout": 2}, "in_flight": 1}) == (
+        "scored on 2 known questions, results for 2 of production's 5 (not_sampled skipped 7 "
+        "events, queue_full skipped 1 events, 2 timeout errors, 1 results in flight)")  # fmt: skip
+    assert coverage_note(0, 0, 1, {"skipped": {}, "errors": {}}) == (
+        "scored on 0 known questions, results for 0 of production's 1 (no skip or error recorded)"
+    )
+    # trial 11: results for 376 known-question events, 58 of them unanswerable for the
+    # asker's role, so 376 - 58 = 318 scored: the note names 318, not 376
+    assert coverage_note(376, 318, 1639, {"skipped": {"cpu_budget": 2}}) == (
+        "scored on 318 known questions, results for 376 of production's 1639 (cpu_budget "
+        "skipped 2 events)"
     )
 
 

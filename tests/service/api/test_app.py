@@ -145,6 +145,28 @@ def test_totals_survive_a_restart(tmp_path: Path) -> None:
         assert (totals["consumed"], totals["processed"], totals["duplicates"]) == (2, 1, 1)
 
 
+def test_dropped_fields_survive_a_restart(tmp_path: Path) -> None:
+    """Trial 11: ``feedback.rating: wrong_type 1`` was in ``fields_dropped`` (the process's
+    counter) and gone after a restart, while the other totals were kept. One mistyped
+    rating before the restart and one after: 2 in all."""
+    settings = load_settings(
+        state={"path": tmp_path / "state.sqlite"}, api={"port": _free_port(), "token": TOKEN}
+    )
+    bad = {"feedback": {"rating": "bad"}}  # a mistyped optional field: dropped, event kept
+    with Server(settings) as first:
+        assert first.post({**_event("f1"), **bad}).json()["accepted"] == 1
+        status = httpx.get(first.base + "/v1/status").json()
+        assert status["totals"]["fields_dropped"] == {"feedback.rating: wrong_type": 1}
+        assert status["fields_dropped"] == {"feedback.rating: wrong_type": 1}
+    with Server(settings) as second:
+        assert second.post({**_event("f2"), **bad}).json()["accepted"] == 1
+        status = httpx.get(second.base + "/v1/status").json()
+        assert status["totals"]["fields_dropped"] == {"feedback.rating: wrong_type": 2}
+        assert status["fields_dropped"] == {"feedback.rating: wrong_type": 2}
+        assert status["totals"]["dropped"] == {}  # whole events removed: none
+        assert status["totals"]["processed"] == 2
+
+
 def test_auth_on_ingest(server: Server) -> None:
     missing = server.post(_event("a"), token=None)
     assert missing.status_code == 401

@@ -42,8 +42,9 @@ def test_quality_says_a_sampled_candidate_covers_fewer_known_questions(tmp_path:
     assert 1800 < skipped["not_sampled"] < 2400
     assert 0 < hybrid["n_known"] < production["n_known"]
     assert hybrid["coverage_note"] == (
-        f"scored on {hybrid['n_known']} of {production['n_known']} known questions "
-        f"(not_sampled skipped {skipped['not_sampled']} events, no_production skipped "
+        f"scored on {hybrid['n_scored']} known questions, results for {hybrid['n_known']} of "
+        f"production's {production['n_known']} (not_sampled skipped "
+        f"{skipped['not_sampled']} events, no_production skipped "
         f"{skipped['no_production']} events)"
     )
     # hybrid runs only where production's results are logged, and both are scored for the

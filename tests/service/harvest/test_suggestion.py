@@ -36,3 +36,24 @@ def test_the_first_variant_is_the_scrubbed_question() -> None:
     suggestion.add(_occurrence("e2", "Mail me at bo@example.com?", {}))  # another wording
     assert suggestion.question == "Mail me at <EMAIL>?"
     assert suggestion.variants == ("Mail me at <EMAIL>?", "Mail me at <EMAIL>?")
+
+
+def test_control_and_bidi_characters_are_taken_out_of_the_wordings() -> None:
+    """Trial 11: c-c62ca6e7b593bbff kept "bell\\u0007 and nul\\u0000 and rtl \\u202e override"
+    as its question, while reject reasons lose such characters. Taken out here: BEL, NUL,
+    DEL, CR, the RTL override U+202E and the isolate U+2066; tab and newline stay, and so
+    does every other character (the spaces around a removed one included)."""
+    raw = "bell\u0007 and nul\u0000 and rtl \u202e override"
+    first = _occurrence("e1", raw, {})
+    suggestion = Suggestion.start("c-1", first)
+    suggestion.add(first)
+    suggestion.add(_occurrence("e2", "del\u007f,\r cr\tand \u2066isolate\u2069\nend", {}))
+    assert suggestion.question == "bell and nul and rtl  override"
+    assert suggestion.variants == ("bell and nul and rtl  override",
+                                   "del, cr\tand isolate\nend")  # fmt: skip
+    assert suggestion.to_json()["question"] == "bell and nul and rtl  override"
+    # a wording its scrub left unchanged (scrubbed=True) is cleaned too
+    assert (
+        Suggestion.start("c-2", first._replace(scrubbed=True)).question
+        == "bell and nul and rtl  override"
+    )

@@ -229,8 +229,8 @@ def skipped_candidate_quality() -> dict[str, Any]:
             "paired": {"n_scored": 51,
                        "production": {"recall": 39 / 51, "hit_rate": 39 / 51, "mrr": 30 / 51},
                        "candidate": {"recall": 42 / 51, "hit_rate": 42 / 51, "mrr": 38 / 51}},
-            "coverage_note": "scored on 54 of 157 known questions (cpu_budget skipped 550 "
-                             "events)",
+            "coverage_note": "scored on 51 known questions, results for 54 of production's "
+                             "157 (cpu_budget skipped 550 events)",
         },
         "production": {"n_known": 157, "n_scored": 147, "recall": 120 / 147,
                        "hit_rate": 120 / 147, "mrr": 0.6},
@@ -245,16 +245,17 @@ def test_a_candidate_scored_on_fewer_questions_says_so_with_the_paired_figures()
     lines = quality_lines(skipped_candidate_quality())
     at = lines.index("  hybrid: 51 scored of 54 known; recall@10 0.824, hit rate 0.824, MRR 0.745")
     assert lines[at + 1 : at + 3] == [
-        "    scored on 54 of 157 known questions (cpu_budget skipped 550 events): not the "
-        "questions production's figures are over",
+        "    scored on 51 known questions, results for 54 of production's 157 (cpu_budget "
+        "skipped 550 events): not the questions production's figures are over",
         "    like for like, on the 51 known questions both were scored on: production "
         "recall@10 0.765, hit rate 0.765, MRR 0.588; hybrid recall@10 0.824, hit rate 0.824, "
         "MRR 0.745",
     ]
     section_html = str(quality_section(skipped_candidate_quality()))
     assert (
-        "hybrid: scored on 54 of 157 known questions (cpu_budget skipped 550 events), so "
-        "its row is not over the questions production&#x27;s is."
+        "hybrid: scored on 51 known questions, results for 54 of production&#x27;s 157 "
+        "(cpu_budget skipped 550 events), so its row is not over the questions "
+        "production&#x27;s is."
     ) in section_html
     assert "<tr><td>production</td><td>0.765</td><td>0.765</td><td>0.588</td></tr>" in section_html
     assert "<tr><td>hybrid</td><td>0.824</td><td>0.824</td><td>0.745</td></tr>" in section_html
@@ -266,7 +267,10 @@ def test_a_candidate_scored_on_fewer_questions_says_so_with_the_paired_figures()
 
     runtime = Skipped(samples.replay_report()["analytics"])
     page = _get(runtime, app=_app(runtime)).text
-    assert "scored on 54 of 157 known questions (cpu_budget skipped 550 events)" in page
+    assert (
+        "scored on 51 known questions, results for 54 of production&#x27;s 157 (cpu_budget "
+        "skipped 550 events)"
+    ) in page
     assert "<tr><td>production</td><td>0.765</td><td>0.765</td><td>0.588</td></tr>" in page
 
 
