@@ -8,6 +8,7 @@ for the same on a real broker.
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import pytest
@@ -306,3 +307,37 @@ def test_the_drift_stage_idle_turn_flushes_every_detector() -> None:
     stage.idle()
     reference = stage.categorical["language"].reports["reference"]
     assert reference.n_current == 400 + 350
+
+
+def test_every_detector_of_the_stage_has_the_replay_baseline_from_two_partitions() -> None:
+    """The trial's Kafka case through the drift stage: 3,000 events 20 s apart (0…59,980 s),
+    keyed alternately to partitions 0 and 1, read partition 0 whole then partition 1. The
+    frozen baseline (6 h = 21,600 s from the first event, at a minute's start) holds the
+    1,080 events at 0…21,580 s in every detector, as one stream in time order (a replay)
+    gives; language and topic (with a gold set) keep 24 h of history, refusal and out of scope
+    only 6 h (the trial: topic 1,500, refusal 748)."""
+    from datetime import UTC, datetime, timedelta
+
+    from service.drift.stage import DIMENSIONS, DriftStage
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    events = [types.SimpleNamespace(timestamp=start + timedelta(seconds=20 * i))
+              for i in range(3000)]  # fmt: skip
+    notes = [{"language": "en", "topic": "fees", "refused": i % 7 == 0,
+              "out_of_scope": i % 5 == 0} for i in range(3000)]  # fmt: skip
+    gold = {"language": {"en": 40}, "topic": {"fees": 40}}
+    clock = (start + timedelta(days=30)).timestamp
+
+    def baselines(order: list[int], streams: list[str] | None) -> dict[str, int]:
+        drift = DriftStage(gold, clock=clock)
+        drift.process(types.SimpleNamespace(
+            events=[events[i] for i in order], annotations=[notes[i] for i in order],
+            streams=streams))  # fmt: skip
+        report = drift.report()
+        return {dim: report[dim]["comparisons"]["baseline"]["n_reference"] for dim in DIMENSIONS}
+
+    assert baselines(list(range(3000)), None) == dict.fromkeys(DIMENSIONS, 1080)
+    kafka = [*range(0, 3000, 2), *range(1, 3000, 2)]
+    streams = ["q[0]"] * 1500 + ["q[1]"] * 1500
+    assert baselines(kafka, streams) == dict.fromkeys(DIMENSIONS, 1080)
+    assert baselines(kafka[1500:] + kafka[:1500], streams[::-1]) == dict.fromkeys(DIMENSIONS, 1080)
