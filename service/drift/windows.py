@@ -718,7 +718,6 @@ class ComparisonWindows:
         stamps = np.concatenate([w.last_accepted, w.last_too_old])
         if not len(stamps):
             return
-        names = [*w.last_accepted_categories, *w.last_too_old_categories]
         buckets = np.floor(stamps / self.config.bucket_s).astype(np.int64)
         earliest = int(buckets.min())
         if self._base_first is None or (not self._base_fixed and earliest < self._base_first):
@@ -726,10 +725,13 @@ class ComparisonWindows:
             end = earliest + self._span
             self._base = {b: cells for b, cells in self._base.items() if b < end}
         first = self._base_first
-        for bucket, name in zip(buckets.tolist(), names, strict=True):
-            if first <= bucket < first + self._span:
-                cells = self._base.setdefault(bucket, {})
-                cells[name] = cells.get(name, 0) + 1
+        inside = np.flatnonzero((buckets >= first) & (buckets < first + self._span))
+        if not len(inside):  # (once the span is past: no per-event work)
+            return
+        names = [*w.last_accepted_categories, *w.last_too_old_categories]
+        for i in inside.tolist():
+            cells = self._base.setdefault(int(buckets[i]), {})
+            cells[names[i]] = cells.get(names[i], 0) + 1
 
     def _freeze(self) -> None:
         w = self.window
