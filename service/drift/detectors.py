@@ -7,8 +7,11 @@ the batching), compares a *current* window with
 * ``reference`` — a fixed sample such as the gold set's counts (optional), using the last
   ``reference_window_s`` (default 24 h: "is the gold set still representative?"), and
 * ``baseline`` — earlier traffic, using the last ``window_s`` (default 1 h: "did the traffic
-  just change?"): ``"frozen"`` (the first ``warmup_s`` of traffic, default
-  6 h, frozen once it holds ``min_count`` events; :meth:`rebaseline` starts a new warm-up),
+  just change?"): ``"frozen"`` (exactly the events with event time in
+  ``[start, start + warmup_s)``, ``start`` the first event's bucket, default 6 h, whatever
+  ``test_every_s`` or the order partitions are read in; ready once the watermark is past it
+  if it holds ``min_count`` events, else a new warm-up starts;
+  :meth:`rebaseline` starts a new warm-up),
   ``"previous"`` (the window just before the current one), or ``"none"``.
 
 Alarm rule, per comparison (state ``ok`` → ``drift``), all of:

@@ -532,9 +532,9 @@ def insufficient_reason(
         reasons.append(f"the gold set gives {n_ref} rows to compare with, fewer than the "
                        f"{detector.min_reference_count} needed: add gold questions")  # fmt: skip
     elif comparison == "baseline" and cfg.baseline == "frozen" and n_ref == 0:
-        reasons.append(f"the baseline is still warming up: it is frozen after "
-                       f"{_duration(cfg.warmup_s)} of traffic ({SETTINGS}.warmup_s) once those "
-                       f"hold {detector.min_count} {unit}")  # fmt: skip
+        reasons.append(f"the baseline is still warming up: it is the first "
+                       f"{_duration(cfg.warmup_s)} of traffic ({SETTINGS}.warmup_s), ready once "
+                       f"those hold {detector.min_count} {unit}")  # fmt: skip
     elif comparison == "baseline" and n_ref < detector.min_reference_count:
         reasons.append(f"the baseline of earlier traffic holds {n_ref} {unit}, fewer than the "
                        f"{detector.min_reference_count} needed")  # fmt: skip

@@ -249,6 +249,13 @@ class CategoryWindow:
         self._streams: dict[str, float] = {}  # stream -> its watermark (streams given only)
         #: the timestamps the last update added (to the windows), for ComparisonWindows' re-test
         self.last_accepted: NDArray[np.float64] = _NONE
+        #: their categories, in the same order (for a frozen baseline's span)
+        self.last_accepted_categories: list[str] = []
+        #: (streams only) the events of the last update counted late only because they were
+        #: older than the history kept (not behind their own stream), and their categories: a
+        #: frozen baseline's span takes them still (a partition read hours after another)
+        self.last_too_old: NDArray[np.float64] = _NONE
+        self.last_too_old_categories: list[str] = []
 
     @property
     def held(self) -> list[tuple[float, str]]:
@@ -294,8 +301,11 @@ class CategoryWindow:
         if streams is not None and len(streams) != len(ts):
             raise ValueError("need one stream per category")
         if len(ts) == 0:
+            self.last_accepted, self.last_accepted_categories = _NONE, []
+            self.last_too_old, self.last_too_old_categories = _NONE, []
             return WindowUpdate(0, 0, 0, 0)
         held_ts = [t for t, _ in self._held]
+        old_ts, old_categories = _NONE, []
         marks, future, ahead, released, pending = running_watermark(
             ts, self.watermark, now, self.future_tolerance_s, max_ahead_s=self.max_ahead_s,
             ahead_confirm=self.ahead_confirm, held=held_ts,
@@ -310,14 +320,12 @@ class CategoryWindow:
             arrived_ahead = ahead.copy()
             arrived_ahead[[k - len(held_ts) for k in released if k >= len(held_ts)]] = True
             moves = np.where(future | arrived_ahead, -math.inf, ts)
-            late = (
-                ~future
-                & ~ahead
-                & (
-                    (ts < self._stream_marks(streams, moves) - self.allowed_lateness_s)
-                    | (ts < before[:-1] - self.retention_s)
-                )
-            )
+            behind_own = ts < self._stream_marks(streams, moves) - self.allowed_lateness_s
+            too_old = ~future & ~ahead & ~behind_own & (ts < before[:-1] - self.retention_s)
+            late = (~future & ~ahead & behind_own) | too_old
+            if too_old.any():
+                old_ts = ts[too_old]
+                old_categories = [c for c, k in zip(categories, too_old, strict=True) if k]
         ok = ~future & ~late & ~ahead
         items = [*self._held, *zip(ts.tolist(), categories, strict=True)]
         back = [items[k] for k in released if k < len(held_ts)]  # released from earlier batches
@@ -333,9 +341,10 @@ class CategoryWindow:
             codes = np.array(found, dtype=np.int64)
             stamps = np.concatenate([ts[ok], np.array([t for t, _ in back], dtype=np.float64)])
             self._add(np.floor(stamps / self.bucket_s).astype(np.int64), codes)
-            self.last_accepted = stamps
+            self.last_accepted, self.last_accepted_categories = stamps, kept
         else:
-            self.last_accepted = _NONE
+            self.last_accepted, self.last_accepted_categories = _NONE, []
+        self.last_too_old, self.last_too_old_categories = old_ts, old_categories
         n_ahead = int(ahead.sum()) - len(back)
         result = WindowUpdate(
             int(ok.sum()) + len(back), int(late.sum()), int(future.sum()), n_ahead
@@ -499,7 +508,9 @@ class WindowConfig:
             sample: against a short, noisy window, repeated tests would sooner or later
             catch the window's noise on top of the reference's own sampling error.
         test_every_s: one test each time the watermark crosses a multiple of this (5 min).
-        baseline: ``"frozen"`` (the first ``warmup_s`` of traffic, kept), ``"previous"``
+        baseline: ``"frozen"`` (the events with event time in the first ``warmup_s`` from the
+            earliest event's bucket, whatever ``test_every_s``: see
+            :class:`ComparisonWindows`), ``"previous"``
             (the window just before the current one) or ``"none"``.
         warmup_s: warm-up of a frozen baseline (default 6 h).
         alpha_period_s: a detector's ``alpha`` is its false-alarm budget per this much event
@@ -568,23 +579,31 @@ class ComparisonWindows:
     tested on every partition's events, not only on the first one read (a trial: the last test
     of a 4-partition backlog saw 724 of 3,000 events, all of one partition, and missed the
     alarms a replay of the same log raised). Up to ``min_count − 1`` events added behind wait
-    for the next test, or for :meth:`flush` (the source went quiet). The events such a partition
-    adds to a frozen baseline's span are the baseline's too, as long as that span is held
-    (``retention_s``): the baseline is taken again from its buckets at each test that follows
-    them (the trial's baseline otherwise held one partition's 556 events of 2,244, and a topic
-    alarm was missed). Events of one stream never come behind it that way, so without streams
-    there is no re-test, and a frozen baseline keeps the counts it froze with.
-    A frozen baseline starts its warm-up at the first tick and freezes at the first tick
-    at least ``warmup_s`` later whose last ``warmup_s`` hold ``min_count`` events (it is then
-    the counts of those last ``warmup_s``).
+    for the next test, or for :meth:`flush` (the source went quiet). Events of one stream never
+    come behind it that way, so without streams there is no re-test.
+
+    A frozen baseline is exactly the events with event time in ``[start, start + warmup_s)``:
+    ``start`` is the start of the bucket (``bucket_s``) of the earliest event the window took,
+    and ``warmup_s`` is rounded up to whole buckets. It is counted as the events come, apart
+    from the windows, so it holds the same events whatever the test cadence (``test_every_s``),
+    the batching, or the order partitions are read in: a partition read later adds its events
+    of the span (even those older than the windows' history, ``retention_s``), and one with
+    an earlier first event moves ``start`` back (the span's newest buckets then leave it), as
+    a replay of the same events in time order would have it. The baseline is ready (frozen)
+    at the first tick whose watermark is past the span, if the span holds ``min_count``
+    events; if it holds fewer, a new warm-up starts with the bucket after the watermark's.
+    Memory: at most ``ceil(warmup_s / bucket_s)`` buckets of counts.
     """
 
     def __init__(self, config: WindowConfig, min_count: int, has_reference: bool) -> None:
         self.config, self.min_count = config, min_count
         self.window = config.window(has_reference)
-        self._frozen: dict[str, int] | None = None
-        self._frozen_buckets: tuple[int, int] | None = None  # the frozen baseline's buckets
-        self._warmup_start: float | None = None
+        self._span = math.ceil(config.warmup_s / config.bucket_s)  # the baseline's buckets
+        self._base: dict[int, dict[str, int]] = {}  # bucket -> counts, within the span
+        self._base_first: int | None = None  # the span's first bucket
+        self._base_fixed = False  # True: the span starts there (a new warm-up), never earlier
+        self._ready = False  # the baseline is frozen (ready for tests)
+        self._legacy: dict[str, int] | None = None  # a baseline restored without its buckets
         self._last_tick: float | None = None
         self._start: float | None = None  # watermark at the first tick
         self._tested_at: float | None = None  # watermark at the last test
@@ -621,12 +640,14 @@ class ComparisonWindows:
             part = None if streams is None else streams[start : i + 1]
             self.window.update_many(categories[start : i + 1], ts[start : i + 1], now, part)
             self._count_behind(streams)
+            self._take_baseline()
             start, self._last_tick = i + 1, float(ticks[i])
             self._start = self.window.watermark if self._start is None else self._start
             self._test(on_tick)
         rest = None if streams is None else streams[start:]
         self.window.update_many(categories[start:], ts[start:], now, rest)
         self._count_behind(streams)
+        self._take_baseline()
         if self._behind >= self.min_count:  # (streams only) a re-test, see the class
             self._test(on_tick, freeze=False)
 
@@ -651,12 +672,6 @@ class ComparisonWindows:
         watermark."""
         if freeze:
             self._freeze()
-        if self._behind and self._frozen_buckets is not None:  # (streams only)
-            # a later-read partition added events to the frozen baseline's span: they are
-            # the baseline's too while that span is still held
-            fresh = self.window.counts_between(*self._frozen_buckets)
-            if fresh is not None:
-                self._frozen = fresh
         self._tested_at, self._behind = self.window.watermark, 0
         on_tick()
 
@@ -680,32 +695,76 @@ class ComparisonWindows:
 
     def baseline(self) -> dict[str, int] | None:
         """Counts of the baseline, or ``None`` while it is not ready (or ``"none"``)."""
-        return self.window.previous() if self.config.baseline == "previous" else self._frozen
+        if self.config.baseline == "previous":
+            return self.window.previous()
+        if self._legacy is not None:
+            return dict(self._legacy)
+        return self._base_counts() if self._ready else None
+
+    def _base_counts(self) -> dict[str, int]:
+        """The counts of the frozen baseline's span so far (categories with a count > 0)."""
+        total: dict[str, int] = {}
+        for cells in self._base.values():
+            for category, n in cells.items():
+                total[category] = total.get(category, 0) + n
+        return total
+
+    def _take_baseline(self) -> None:
+        """Count the events the last window update took (and, with streams, those only older
+        than its history) that fall in the frozen baseline's span (see the class)."""
+        w = self.window
+        if self.config.baseline != "frozen" or self._legacy is not None:
+            return
+        stamps = np.concatenate([w.last_accepted, w.last_too_old])
+        if not len(stamps):
+            return
+        buckets = np.floor(stamps / self.config.bucket_s).astype(np.int64)
+        earliest = int(buckets.min())
+        if self._base_first is None or (not self._base_fixed and earliest < self._base_first):
+            self._base_first = earliest  # (an earlier event: the span starts with it)
+            end = earliest + self._span
+            self._base = {b: cells for b, cells in self._base.items() if b < end}
+        first = self._base_first
+        inside = np.flatnonzero((buckets >= first) & (buckets < first + self._span))
+        if not len(inside):  # (once the span is past: no per-event work)
+            return
+        names = [*w.last_accepted_categories, *w.last_too_old_categories]
+        for i in inside.tolist():
+            cells = self._base.setdefault(int(buckets[i]), {})
+            cells[names[i]] = cells.get(names[i], 0) + 1
 
     def _freeze(self) -> None:
         w = self.window
-        if self.config.baseline != "frozen" or self._frozen is not None or w.watermark is None:
+        if self.config.baseline != "frozen" or self._ready or self._legacy is not None:
             return
-        if self._warmup_start is None:
-            self._warmup_start = w.watermark
-        if w.watermark - self._warmup_start >= self.config.warmup_s:
-            counts = w.counts(self.config.warmup_s)
-            if sum(counts.values()) >= self.min_count:
-                self._frozen = counts
-                self._frozen_buckets = w.bucket_range(self.config.warmup_s)
+        if w.watermark is None or self._base_first is None:
+            return
+        if w.watermark >= (self._base_first + self._span) * self.config.bucket_s:
+            if sum(self._base_counts().values()) >= self.min_count:
+                self._ready = True
+            else:  # too few: a new warm-up with the next bucket
+                self._restart()
+
+    def _restart(self) -> None:
+        """Start a new warm-up with the bucket after the watermark's (or the first event's)."""
+        wm = self.window.watermark
+        self._base, self._ready, self._legacy = {}, False, None
+        self._base_fixed = wm is not None
+        self._base_first = None if wm is None else math.floor(wm / self.config.bucket_s) + 1
 
     def rebaseline(self) -> None:
-        """Drop a frozen baseline and start a new warm-up at the watermark."""
-        self._frozen, self._warmup_start = None, self.window.watermark
-        self._frozen_buckets = None
+        """Drop a frozen baseline and start a new warm-up with the bucket after the
+        watermark's (events from then on, see the class)."""
+        self._restart()
 
     def snapshot(self) -> dict[str, Any]:
         """JSON-able state: the window, the frozen baseline, warm-up start, last tick."""
         return {
             "window": self.window.snapshot(),
-            "frozen": self._frozen,
-            "frozen_buckets": None if self._frozen_buckets is None else list(self._frozen_buckets),
-            "warmup_start": self._warmup_start,
+            "frozen": self.baseline() if self.config.baseline == "frozen" else None,
+            "base": {str(b): dict(cells) for b, cells in sorted(self._base.items())},
+            "base_first": self._base_first,
+            "base_fixed": self._base_fixed,
             "last_tick": self._last_tick,
             "start": self._start,
             "tested_at": self._tested_at,
@@ -720,10 +779,18 @@ class ComparisonWindows:
         """
         self.window.restore(state.get("window"))
         frozen = state.get("frozen")
-        self._frozen = None if frozen is None else {str(k): int(v) for k, v in frozen.items()}
-        span = state.get("frozen_buckets")  # (older snapshots: none, the counts stay as they are)
-        self._frozen_buckets = None if span is None else (int(span[0]), int(span[1]))
-        self._warmup_start, self._last_tick = state.get("warmup_start"), state.get("last_tick")
+        self._base, self._ready, self._legacy = {}, False, None
+        if "base" in state:
+            self._base = {int(b): {str(c): int(n) for c, n in cells.items()}
+                          for b, cells in state["base"].items()}  # fmt: skip
+            first = state.get("base_first")
+            self._base_first = None if first is None else int(first)
+            self._base_fixed, self._ready = bool(state.get("base_fixed")), frozen is not None
+        else:  # an older snapshot: its frozen counts stay as they are, or a new warm-up
+            self._base_first, self._base_fixed = None, False
+            if frozen is not None:
+                self._legacy = {str(k): int(v) for k, v in frozen.items()}
+        self._last_tick = state.get("last_tick")
         self._start = state.get("start")
         # (older snapshots: the last tick's watermark is unknown; none behind it yet)
         self._tested_at, self._behind = state.get("tested_at"), int(state.get("behind") or 0)

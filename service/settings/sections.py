@@ -328,9 +328,13 @@ class DriftSettings(_Frozen):
         reference_window_s: current window compared with the gold set.
         bucket_s: bucket width of all windows.
         test_every_s: one test per this much event time.
-        baseline: ``frozen`` (the first ``warmup_s`` of traffic), ``previous`` (the window
-            before the current one) or ``none``.
-        warmup_s: warm-up of a frozen baseline.
+        baseline: ``frozen`` (the first ``warmup_s`` of traffic: exactly the events with
+            event time in ``[start, start + warmup_s)``, ``start`` the start of the earliest
+            event's bucket, whatever ``test_every_s``), ``previous`` (the window before the
+            current one) or ``none``.
+        warmup_s: warm-up of a frozen baseline (rounded up to whole buckets); the baseline is
+            ready once the watermark is past it if it holds ``min_count`` events, else a new
+            warm-up starts with the next bucket.
         allowed_lateness_s: events older than the watermark minus this are counted as late,
             not added. Each Kafka partition is judged against its own watermark (the newest
             event time read from it), so a backlog whose partitions are read one stretch

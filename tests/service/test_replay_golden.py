@@ -251,6 +251,15 @@ and with the regrouping ``coverage_gap`` 181 → 183, ``negative_feedback`` 78 �
 ``refused`` 136 → 137; the pools lose the candidate's passages of those events (a verdict
 that disagrees brings them in a replay). The production-shaped goldens (no candidate) are
 byte-identical.
+
+All three rewritten in the twenty-fifth session (s25-drift, trial 11) for one meant change:
+a frozen drift baseline is exactly the events in ``[start, start + warmup_s)`` from the
+earliest event's bucket, and a warm-up holding fewer than ``min_count`` is followed by a new
+one (it used to slide). The demo's first 8 h hold 78 events (< 100), so its baseline is now
+the next 8 h (428 events; it was a sliding 8 h of 108): every drift ``baseline`` comparison
+and the alarms that follow from it moved (first alarms after 1,500 events, were 1,600);
+nothing outside ``analytics.drift`` did. The production ones change only in the
+still-warming-up wording of the four ``baseline`` ``insufficient`` reasons.
 """
 
 from __future__ import annotations

@@ -58,8 +58,8 @@ def test_a_baseline_still_warming_up_says_so() -> None:
     test = drift.report()["refusal"]["comparisons"]["baseline"]
     assert (test["state"], test["n_reference"], test["n_current"]) == ("insufficient_data", 0, 355)
     assert test["insufficient"] == (
-        "the baseline is still warming up: it is frozen after 6 h of traffic "
-        "(analytics.drift.warmup_s) once those hold 200 answers"
+        "the baseline is still warming up: it is the first 6 h of traffic "
+        "(analytics.drift.warmup_s), ready once those hold 200 answers"
     )
 
 

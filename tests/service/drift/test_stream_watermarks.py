@@ -8,6 +8,7 @@ for the same on a real broker.
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import pytest
@@ -195,28 +196,65 @@ def test_a_re_test_survives_a_restart() -> None:
     assert calls == [1]  # 150 before the restart + 50 after reach it
 
 
-def test_a_later_partition_joins_the_frozen_baseline_while_its_span_is_held() -> None:
-    """Frozen baseline, warm-up 1200 s, 1 min buckets, min_count 50. Partition a (x every
-    10 s over 0…3990) starts the watermark at its 5th event (40: ``ahead_confirm`` 5), where
-    the warm-up starts; ticks every 300 s; the first at least 1200 s later is 1500: its last
-    1200 s are buckets 6…25 (t in [360, 1560)), 115 of a's events (360…1500): frozen. Then
-    partition b (y, the same times) fills that span behind the watermark: with a gold set
-    (24 h held) the re-test takes the baseline again from buckets 6…25: a's 120 (360…1550,
-    the last five came after the freeze) and b's 120. Without one only 1200 s are held and
-    bucket 6 has left by then (the newest is 66): the baseline stays as it froze."""
+def test_a_frozen_baseline_holds_the_same_events_in_any_partition_order() -> None:
+    """Frozen baseline, warm-up 1200 s, 1 min buckets (20 of them), min_count 50, ticks every
+    300 s. Partition a: x every 20 s over 60…4040; partition b: y every 20 s over 0…3980
+    (interleaved in event time). A replay of both in time order starts the span at bucket 0:
+    [0, 1200) holds x at 60…1180 (57) and y at 0…1180 (60). Read a then b (a Kafka backlog):
+    a alone starts it at bucket 1, [60, 1260): its 60 x (60…1240); b's earlier events move it
+    back to bucket 0, dropping x at 1200…1240 (3): 57 x, 60 y. Read b then a: 60 y, then x in
+    [0, 1200): 57. With or without a gold set: without one, only 1200 s are held, and b's events
+    before 4040 − 1200 = 2840 are late for the windows, yet in the baseline's span they count
+    (the trial's refusal baseline held 748 of 1,500). A snapshot keeps it."""
     from service.drift.windows import ComparisonWindows, WindowConfig
 
     config = WindowConfig(window_s=600, bucket_s=60, test_every_s=300, warmup_s=1200)
-    times = [10.0 * k for k in range(400)]
-    for has_reference, after in ((True, {"x": 120, "y": 120}), (False, {"x": 115})):
+    a_times = [60.0 + 20 * k for k in range(200)]
+    b_times = [20.0 * k for k in range(200)]
+    expected = {"x": 57, "y": 60}
+    for has_reference in (True, False):
+        replay = ComparisonWindows(config, min_count=50, has_reference=has_reference)
+        merged = sorted([(t, "x") for t in a_times] + [(t, "y") for t in b_times])
+        replay.ingest([c for _, c in merged], [t for t, _ in merged], None, lambda: None)
+        assert replay.baseline() == expected, has_reference
+
         windows = ComparisonWindows(config, min_count=50, has_reference=has_reference)
-        windows.ingest(["x"] * 400, times, None, lambda: None, ["q[a]"] * 400)
-        assert windows.baseline() == {"x": 115}
-        windows.ingest(["y"] * 400, times, None, lambda: None, ["q[b]"] * 400)
-        assert windows.baseline() == after, has_reference
+        windows.ingest(["x"] * 200, a_times, None, lambda: None, ["q[a]"] * 200)
+        assert windows.baseline() == {"x": 60}
+        windows.ingest(["y"] * 200, b_times, None, lambda: None, ["q[b]"] * 200)
+        assert windows.baseline() == expected, has_reference
         back = ComparisonWindows(config, min_count=50, has_reference=has_reference)
         back.restore(windows.snapshot())
-        assert back.baseline() == after
+        assert back.baseline() == expected
+
+        windows = ComparisonWindows(config, min_count=50, has_reference=has_reference)
+        windows.ingest(["y"] * 200, b_times, None, lambda: None, ["q[b]"] * 200)
+        assert windows.baseline() == {"y": 60}
+        windows.ingest(["x"] * 200, a_times, None, lambda: None, ["q[a]"] * 200)
+        assert windows.baseline() == expected, has_reference
+
+
+@pytest.mark.parametrize("test_every_s", [60.0, 300.0, 600.0, 1500.0])
+def test_a_frozen_baseline_is_the_first_warmup_whatever_the_test_cadence(
+    test_every_s: float,
+) -> None:
+    """The trial: one event every 10 s, refused false for the first 1200 s (the warm-up,
+    from 0), true after, over 0…3990. The baseline is the 120 events in [0, 1200), all false,
+    at any test cadence; it had frozen at the first tick at least 1200 s after the warm-up
+    started and kept the last 1200 s up to it, swallowing up to test_every_s of true ones."""
+    from service.drift.windows import ComparisonWindows, WindowConfig
+
+    config = WindowConfig(window_s=600, bucket_s=60, test_every_s=test_every_s, warmup_s=1200)
+    times = [10.0 * k for k in range(400)]
+    values = ["0" if t < 1200 else "1" for t in times]
+    windows = ComparisonWindows(config, min_count=50, has_reference=False)
+    windows.ingest(values, times, None, lambda: None)
+    assert windows.baseline() == {"0": 120}
+    # in small batches too
+    windows = ComparisonWindows(config, min_count=50, has_reference=False)
+    for start in range(0, 400, 7):
+        windows.ingest(values[start : start + 7], times[start : start + 7], None, lambda: None)
+    assert windows.baseline() == {"0": 120}
 
 
 def test_a_quiet_source_tests_the_last_events_behind_at_once() -> None:
@@ -269,3 +307,37 @@ def test_the_drift_stage_idle_turn_flushes_every_detector() -> None:
     stage.idle()
     reference = stage.categorical["language"].reports["reference"]
     assert reference.n_current == 400 + 350
+
+
+def test_every_detector_of_the_stage_has_the_replay_baseline_from_two_partitions() -> None:
+    """The trial's Kafka case through the drift stage: 3,000 events 20 s apart (0…59,980 s),
+    keyed alternately to partitions 0 and 1, read partition 0 whole then partition 1. The
+    frozen baseline (6 h = 21,600 s from the first event, at a minute's start) holds the
+    1,080 events at 0…21,580 s in every detector, as one stream in time order (a replay)
+    gives; language and topic (with a gold set) keep 24 h of history, refusal and out of scope
+    only 6 h (the trial: topic 1,500, refusal 748)."""
+    from datetime import UTC, datetime, timedelta
+
+    from service.drift.stage import DIMENSIONS, DriftStage
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    events = [types.SimpleNamespace(timestamp=start + timedelta(seconds=20 * i))
+              for i in range(3000)]  # fmt: skip
+    notes = [{"language": "en", "topic": "fees", "refused": i % 7 == 0,
+              "out_of_scope": i % 5 == 0} for i in range(3000)]  # fmt: skip
+    gold = {"language": {"en": 40}, "topic": {"fees": 40}}
+    clock = (start + timedelta(days=30)).timestamp
+
+    def baselines(order: list[int], streams: list[str] | None) -> dict[str, int]:
+        drift = DriftStage(gold, clock=clock)
+        drift.process(types.SimpleNamespace(
+            events=[events[i] for i in order], annotations=[notes[i] for i in order],
+            streams=streams))  # fmt: skip
+        report = drift.report()
+        return {dim: report[dim]["comparisons"]["baseline"]["n_reference"] for dim in DIMENSIONS}
+
+    assert baselines(list(range(3000)), None) == dict.fromkeys(DIMENSIONS, 1080)
+    kafka = [*range(0, 3000, 2), *range(1, 3000, 2)]
+    streams = ["q[0]"] * 1500 + ["q[1]"] * 1500
+    assert baselines(kafka, streams) == dict.fromkeys(DIMENSIONS, 1080)
+    assert baselines(kafka[1500:] + kafka[:1500], streams[::-1]) == dict.fromkeys(DIMENSIONS, 1080)
