@@ -49,7 +49,7 @@ lists the 10 heaviest imports of serve's entry (``python -X importtime``, cumula
 top functions by own time and the stages' cumulative shares.
 
 Run: ``python -m benchmarks.bench_production [--events 100000] [--repeats 3] [--startup]
-[--startup-only] [--reference DIR] [--profile]``.
+[--startup-only] [--reference DIR] [--profile [--profile-out FILE]]``.
 """
 
 from __future__ import annotations
@@ -440,9 +440,11 @@ def _check(report: dict[str, Any], log: Log, what: str) -> None:
         raise RuntimeError(f"{what}: report {got} != the log's {expected}")
 
 
-def measure(n: int, repeats: int, workdir: Path, profile: bool = False, seed: int = 0
+def measure(n: int, repeats: int, workdir: Path, profile: bool = False, seed: int = 0,
+            profile_out: Path | None = None,
             ) -> tuple[list[Row], dict[str, float], int, str]:  # fmt: skip
-    """Write the inputs, run the rows interleaved ``repeats`` times, then the per-stage run.
+    """Write the inputs, run the rows interleaved ``repeats`` times, then the per-stage run
+    (and the profiled run with ``profile``; its pstats file written to ``profile_out``).
 
     Returns ``(rows, stage seconds, events processed, profile text)``.
     """
@@ -470,6 +472,8 @@ def measure(n: int, repeats: int, workdir: Path, profile: bool = False, seed: in
         profiler = cProfile.Profile()
         replay(defaults, log.path, workdir, profile=profiler)
         text = profile_text(profiler)
+        if profile_out is not None:
+            profiler.dump_stats(profile_out)
     return rows, stages, processed, text
 
 
@@ -729,11 +733,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="another copy of goldwatch to time the start-up of (same run)",
     )
     parser.add_argument("--profile", action="store_true", help="cProfile one more replay")
+    parser.add_argument(
+        "--profile-out",
+        type=Path,
+        default=None,
+        help="with --profile: write the pstats file here (for pstats/snakeviz)",
+    )
     args = parser.parse_args(argv)
     if not args.startup_only:
         with tempfile.TemporaryDirectory(prefix="gw-bench-production-") as tmp:
             rows, stages, processed, text = measure(args.events, args.repeats, Path(tmp),
-                                                    args.profile, args.seed)  # fmt: skip
+                                                    args.profile, args.seed,
+                                                    args.profile_out)  # fmt: skip
         print(render(rows, stages, processed, args.events, args.repeats), flush=True)
         if text:
             print("\n" + text, flush=True)
