@@ -713,15 +713,27 @@ def coverage_note(
     """
     if n_known >= of_known:
         return None
-    why = [f"{reason} skipped {n} events" for reason, n in (candidate.get("skipped") or {}).items()]
-    why += [f"{n} {reason} errors" for reason, n in (candidate.get("errors") or {}).items()]
+    skipped = (candidate.get("skipped") or {}).items()
+    why = [f"{reason} skipped {_count(n, 'event')}" for reason, n in skipped]
+    why += [
+        f"{_count(n, f'{reason} error')}" for reason, n in (candidate.get("errors") or {}).items()
+    ]
     if candidate.get("in_flight"):
-        why.append(f"{candidate['in_flight']} results in flight")
+        why.append(f"{_count(candidate['in_flight'], 'result')} in flight")
     reasons = ", ".join(why) or "no skip or error recorded"
     return (
-        f"scored on {n_scored} known questions, results for {n_known} of production's "
-        f"{of_known} ({reasons})"
+        f"scored on {_count(n_scored, 'known question')}, results for {n_known} of "
+        f"production's {of_known} ({reasons})"
     )
+
+
+def _count(n: int, noun: str) -> str:
+    """``"1 event"``, ``"2 events"``: ``n`` and ``noun``, plural unless ``n == 1``.
+
+    >>> _count(1, "known question"), _count(0, "result")
+    ('1 known question', '0 results')
+    """
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _paired_means(cell: list[float]) -> dict[str, Any]:

@@ -252,7 +252,7 @@ def test_a_candidate_skipped_on_some_known_questions_is_compared_like_for_like()
         "candidate": {"recall": 1.0, "hit_rate": 1.0, "mrr": 1.0},
     }
     assert cand["coverage_note"] == (
-        "scored on 1 known questions, results for 1 of production's 3 (cpu_budget skipped 4 events)"
+        "scored on 1 known question, results for 1 of production's 3 (cpu_budget skipped 4 events)"
     )
     assert "coverage_note" not in stage.report()["known"]["cand"]  # without the shadow report
     # kept in the state; a gold-set change that alters q-1 drops its paired cell with it
@@ -270,7 +270,7 @@ def test_coverage_note_names_every_reason_or_none() -> None:
     assert coverage_note(2, 2, 5, {"skipped": {"not_sampled": 7, "queue_full": 1},
                                    "errors": {"timeout": 2}, "in_flight": 1}) == (
         "scored on 2 known questions, results for 2 of production's 5 (not_sampled skipped 7 "
-        "events, queue_full skipped 1 events, 2 timeout errors, 1 results in flight)")  # fmt: skip
+        "events, queue_full skipped 1 event, 2 timeout errors, 1 result in flight)")  # fmt: skip
     assert coverage_note(0, 0, 1, {"skipped": {}, "errors": {}}) == (
         "scored on 0 known questions, results for 0 of production's 1 (no skip or error recorded)"
     )
