@@ -60,7 +60,9 @@ kept with the bound of 48, 489 without; the live demo keeps 482).
 
 from __future__ import annotations
 
+import fcntl
 import math
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -152,6 +154,37 @@ def replay_dlq_path(file: Path) -> Path:
     return Path(f"{file}.replay.dlq.jsonl")
 
 
+def hold_dead_letters(path: Path) -> int:
+    """Lock ``path`` (created if missing, left as it is) for this process's fresh replay:
+    an exclusive, non-blocking ``flock`` on an open descriptor, returned; closing it
+    releases the lock (so does the process's end, however it ends).
+
+    Two fresh replays of stdin in one folder (or of one file) would write one
+    ``*.replay.dlq.jsonl``, each emptying it first: the second would wipe the first's
+    letters. The lock makes the second fail at start instead. A writer that does not lock
+    (``goldwatch serve`` appending to its own file) is not held off: only replays take it.
+
+    Raises:
+        ValueError: another process holds the lock (the message names the file and the way
+            out, ``--dlq``), or the file cannot be created or opened.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:  # the wording of the loop's own failure to write there
+        raise ValueError(f"cannot write dead letters to {path}: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise ValueError(f"another replay is writing the dead-letter file {path}: wait for it, "
+                         "or give this one its own with --dlq") from None  # fmt: skip
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def run_replay(
     settings: Settings, file: Path, state_path: Path | None, dlq_path: Path | None
 ) -> ReplayReport:
@@ -170,7 +203,8 @@ def run_replay(
 
     Raises:
         service.state.StateError: the state file is unusable.
-        ValueError, OSError: an input or the analytics set-up is unusable.
+        ValueError, OSError: an input or the analytics set-up is unusable, or another fresh
+            replay is writing the same dead-letter file (:func:`hold_dead_letters`).
     """
     # A replay has no live traffic to protect: every sampled shadow call runs, and every new
     # question is considered by harvesting (unless the bound was asked for explicitly).
@@ -184,6 +218,10 @@ def run_replay(
         }
     )
     registry = CollectorRegistry()
+    if dlq_path is None:  # a fresh replay never takes (nor empties) serve's dead letters
+        dlq_path = settings.source.dlq_path if state_path else replay_dlq_path(file)
+    # a fresh replay empties its dead-letter file: never under another fresh replay's feet
+    dlq_lock = None if state_path or dlq_path is None else hold_dead_letters(Path(dlq_path))
     if state_path:
         Path(state_path).parent.mkdir(parents=True, exist_ok=True)  # as serve does
         state = StateStore.open(state_path, exclusive=True)
@@ -194,10 +232,10 @@ def run_replay(
         live = build_live(settings, registry, state, replay=True, model_cache=cache)
     except BaseException:
         state.close()  # and its writer's lock
+        if dlq_lock is not None:
+            os.close(dlq_lock)
         raise
     freeze_heap()
-    if dlq_path is None:  # a fresh replay never takes (nor empties) serve's dead letters
-        dlq_path = settings.source.dlq_path if state_path else replay_dlq_path(file)
     source = FileSource(str(file), dlq_path=dlq_path)
     if state_path is None and source.dlq_path.exists():
         source.dlq_path.write_bytes(b"")
@@ -227,6 +265,8 @@ def run_replay(
     finally:
         live.close()
         state.close()
+        if dlq_lock is not None:
+            os.close(dlq_lock)  # and its lock
     notices = [
         gold_set_notice(settings),
         *live.notices,

@@ -5,12 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from service.demo import demo_path
-from tests.cli.goldwatch_cli import run_goldwatch
+from tests.cli.goldwatch_cli import GOLDWATCH, clean_env, run_goldwatch
 from tests.cli.test_eval_cli import run
 
 GOOD = '{"event_id": "e%d", "timestamp": "2026-11-20T10:%02d:00Z", "question": "hostel fee?"}'
@@ -119,3 +121,47 @@ def test_replay_with_state_notes_unkeyed_pseudonyms(
         # (sha256 of the address, first 32 hex digits: a guessable pseudonym)
         guessable = "pii-" + hashlib.sha256(user.encode()).hexdigest()[:32]
         assert guessable.encode() in (tmp_path / "state.db").read_bytes()
+
+
+@pytest.mark.slow
+def test_a_second_stdin_replay_in_one_folder_never_wipes_the_firsts_dead_letters(
+    tmp_path: Path,
+) -> None:
+    """Two fresh replays of stdin in one folder share ``stdin.replay.dlq.jsonl``, which a fresh
+    replay empties first: the second must fail at start naming the file and ``--dlq``, and
+    the first's dead letter must survive it."""
+    first = subprocess.Popen(
+        [*GOLDWATCH, "replay", "-", "--format", "json"], cwd=tmp_path, env=clean_env(None),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        dlq = tmp_path / "stdin.replay.dlq.jsonl"
+        deadline = time.monotonic() + 120
+        while not dlq.exists() and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # os.open, then flock: the lock follows the file within microseconds
+        assert dlq.exists() and first.poll() is None
+        second = subprocess.run(
+            [*GOLDWATCH, "replay", "-"], cwd=tmp_path, env=clean_env(None), input="",
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert second.returncode == 2 and "Traceback" not in second.stderr
+        assert "another replay is writing the dead-letter file stdin.replay.dlq.jsonl" in (
+            second.stderr
+        )
+        assert "--dlq" in second.stderr
+        out, err = first.communicate(GOOD % (1, 1) + "\nnot json\n", timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 0, err
+    assert json.loads(out)["dead_lettered"] == {"not_json": 1}
+    rows = [json.loads(line) for line in dlq.read_text().splitlines()]
+    assert [row["reason"] for row in rows] == ["not_json"]
+    # the lock went with the first replay: a third starts (and empties the file, as it says)
+    third = subprocess.run(
+        [*GOLDWATCH, "replay", "-", "--format", "json"], cwd=tmp_path, env=clean_env(None),
+        input="", capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert third.returncode == 0, third.stderr
+    assert dlq.read_text() == ""
