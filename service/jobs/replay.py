@@ -154,35 +154,57 @@ def replay_dlq_path(file: Path) -> Path:
     return Path(f"{file}.replay.dlq.jsonl")
 
 
-def hold_dead_letters(path: Path) -> int:
-    """Lock ``path`` (created if missing, left as it is) for this process's fresh replay:
-    an exclusive, non-blocking ``flock`` on an open descriptor, returned; closing it
-    releases the lock (so does the process's end, however it ends).
+class DeadLetterLock:
+    """An exclusive, non-blocking ``flock`` on a fresh replay's dead-letter file, held from
+    before the replay empties it until the replay ends (:meth:`release`; the process's end
+    releases it too, however it ends).
 
     Two fresh replays of stdin in one folder (or of one file) would write one
     ``*.replay.dlq.jsonl``, each emptying it first: the second would wipe the first's
     letters. The lock makes the second fail at start instead. A writer that does not lock
     (``goldwatch serve`` appending to its own file) is not held off: only replays take it.
+    A file the lock had to create and no letter was written to is removed again, so a clean
+    replay leaves no empty dead-letter file behind.
+
+    Args:
+        path: the dead-letter file (created, with its folder, if missing).
 
     Raises:
         ValueError: another process holds the lock (the message names the file and the way
             out, ``--dlq``), or the file cannot be created or opened.
     """
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    except OSError as exc:  # the wording of the loop's own failure to write there
-        raise ValueError(f"cannot write dead letters to {path}: {exc.strerror or exc}") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise ValueError(f"another replay is writing the dead-letter file {path}: wait for it, "
-                         "or give this one its own with --dlq") from None  # fmt: skip
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.created = not path.exists()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:  # the wording of the loop's own failure to write there
+            raise ValueError(f"cannot write dead letters to {path}: {exc.strerror or exc}"
+                             ) from None  # fmt: skip
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise ValueError(f"another replay is writing the dead-letter file {path}: wait for "
+                             "it, or give this one its own with --dlq") from None  # fmt: skip
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        """Remove the file if this lock created it and it is still empty, then unlock.
+        Idempotent."""
+        if self._fd is None:
+            return
+        try:
+            if self.created and os.fstat(self._fd).st_size == 0:
+                self.path.unlink(missing_ok=True)
+        finally:
+            os.close(self._fd)
+            self._fd = None
 
 
 def run_replay(
@@ -204,7 +226,7 @@ def run_replay(
     Raises:
         service.state.StateError: the state file is unusable.
         ValueError, OSError: an input or the analytics set-up is unusable, or another fresh
-            replay is writing the same dead-letter file (:func:`hold_dead_letters`).
+            replay is writing the same dead-letter file (:class:`DeadLetterLock`).
     """
     # A replay has no live traffic to protect: every sampled shadow call runs, and every new
     # question is considered by harvesting (unless the bound was asked for explicitly).
@@ -220,8 +242,6 @@ def run_replay(
     registry = CollectorRegistry()
     if dlq_path is None:  # a fresh replay never takes (nor empties) serve's dead letters
         dlq_path = settings.source.dlq_path if state_path else replay_dlq_path(file)
-    # a fresh replay empties its dead-letter file: never under another fresh replay's feet
-    dlq_lock = None if state_path or dlq_path is None else hold_dead_letters(Path(dlq_path))
     if state_path:
         Path(state_path).parent.mkdir(parents=True, exist_ok=True)  # as serve does
         state = StateStore.open(state_path, exclusive=True)
@@ -232,22 +252,22 @@ def run_replay(
         live = build_live(settings, registry, state, replay=True, model_cache=cache)
     except BaseException:
         state.close()  # and its writer's lock
-        if dlq_lock is not None:
-            os.close(dlq_lock)
         raise
     freeze_heap()
-    source = FileSource(str(file), dlq_path=dlq_path)
-    if state_path is None and source.dlq_path.exists():
-        source.dlq_path.write_bytes(b"")
-    decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes,
-                           records=live.pipeline.reads_records)  # fmt: skip
     # the counts over event time: a last stage, so a resumed replay restores them too
     series = TimeSeries()
     pipeline = Pipeline([*live.pipeline.stages, series])
-    metrics = build_metrics(registry)
-    engine = Engine(pipeline, state, metrics, decoder, on_batch=live.observe,
-                    future_tolerance_s=settings.analytics.drift.future_tolerance_s)  # fmt: skip
+    dlq_lock: DeadLetterLock | None = None
     try:
+        source = FileSource(str(file), dlq_path=dlq_path)
+        if state_path is None:  # a fresh replay empties its dead-letter file: never under
+            dlq_lock = DeadLetterLock(source.dlq_path)  # another fresh replay's feet
+            source.dlq_path.write_bytes(b"")
+        decoder = make_decoder(settings.events, settings.pipeline.max_event_bytes,
+                               records=live.pipeline.reads_records)  # fmt: skip
+        metrics = build_metrics(registry)
+        engine = Engine(pipeline, state, metrics, decoder, on_batch=live.observe,
+                        future_tolerance_s=settings.analytics.drift.future_tolerance_s)  # fmt: skip
         with native_threads(settings.pipeline.native_threads):  # the models are loaded
             report = run(
                 source,
@@ -266,7 +286,7 @@ def run_replay(
         live.close()
         state.close()
         if dlq_lock is not None:
-            os.close(dlq_lock)  # and its lock
+            dlq_lock.release()
     notices = [
         gold_set_notice(settings),
         *live.notices,

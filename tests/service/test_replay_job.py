@@ -516,3 +516,28 @@ def test_a_fresh_replay_leaves_serves_dead_letters_alone(tmp_path: Path) -> None
     resumed = run_replay(settings, log, tmp_path / "state.sqlite", None)
     assert resumed["dlq_path"] == str(serves)
     assert len(serves.read_bytes().splitlines()) == 2  # appended after serve's letter
+
+
+def test_a_clean_replay_leaves_no_dead_letter_file_and_a_held_one_stops_the_next(
+    tmp_path: Path,
+) -> None:
+    """The dead-letter lock (:class:`~service.jobs.replay.DeadLetterLock`): a replay with no
+    bad line leaves no empty file it created; one whose file another replay holds stops
+    before emptying it (the letters in it survive)."""
+    from service.jobs.replay import DeadLetterLock
+
+    settings = load_settings(None, pipeline={"max_batch_size": BATCH})
+    log = _log(tmp_path / "clean.jsonl")
+    dlq = tmp_path / "clean.dlq.jsonl"
+    assert run_replay(settings, log, None, dlq)["processed"] == len(QUESTIONS)
+    assert not dlq.exists()
+    dlq.write_text('{"reason": "not_json"}\n', encoding="utf-8")
+    held = DeadLetterLock(dlq)
+    try:
+        with pytest.raises(ValueError, match="another replay is writing the dead-letter file"):
+            run_replay(settings, log, None, dlq)
+    finally:
+        held.release()
+    assert dlq.read_text(encoding="utf-8") == '{"reason": "not_json"}\n'
+    run_replay(settings, log, None, dlq)  # released: this one empties it, as documented
+    assert dlq.read_text(encoding="utf-8") == ""
