@@ -69,8 +69,9 @@ is unknown are part of the snapshot too.
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter, OrderedDict, deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -103,6 +104,11 @@ class LiveQualityStage:
         max_review: review rows kept, >= 0.
         max_roles: role label values besides ``other``/``unknown``, >= 1.
         max_events: recently matched events remembered for candidates' results, >= 1.
+        future_tolerance_s: seconds an event may be stamped ahead of ``clock``; later ones
+            are scored but never become the coverage's ``since`` or last event time (the
+            ``at`` of a gold-set change): one client clock years ahead must not date them
+            (the drift windows' setting of the same name, :mod:`service.drift.windows`).
+        clock: the wall clock, Unix seconds.
 
     Raises:
         ValueError: a bound below its minimum.
@@ -122,10 +128,13 @@ class LiveQualityStage:
         max_review: int = 50,
         max_roles: int = 16,
         max_events: int = 100_000,
+        future_tolerance_s: float = 60.0,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         if k < 1 or max_review < 0 or max_roles < 1 or max_events < 1:
             raise ValueError("need k >= 1, max_review >= 0, max_roles >= 1, max_events >= 1")
         self.policy, self.k, self.production = policy, k, production
+        self.future_tolerance_s, self._clock = future_tolerance_s, clock
         self._index = index
         self._row_versions = _row_versions(index)
         self.max_review, self.max_events = max_review, max_events
@@ -297,12 +306,16 @@ class LiveQualityStage:
                     for m in matches
                 ] or [None] * len(batch.events)
                 index = new
-            if batch.events:
-                times = [e.timestamp for e in batch.events]
+            times = [e.timestamp for e in batch.events]
+            if times:
+                self._events += len(times)
+                limit = self._clock() + self.future_tolerance_s
+                if max(times).timestamp() > limit:  # stamped in the future: not a time to show
+                    times = [t for t in times if t.timestamp() <= limit]
+            if times:
                 first, last = min(times), max(times)
                 self._since = first if self._since is None else min(self._since, first)
                 self._last = last if self._last is None else max(self._last, last)
-                self._events += len(batch.events)
             for i, (event, notes) in enumerate(zip(batch.events, batch.annotations, strict=True)):
                 role = event.user.role if event.user is not None else None
                 check = acl and role is not None

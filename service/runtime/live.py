@@ -361,7 +361,9 @@ def build_live(
                             settings.analytics.question_cache_size)  # fmt: skip
         quality = LiveQualityStage(index, AccessPolicy.from_corpus(corpus),
                                    k=settings.shadow.known_k, production=PRODUCTION,
-                                   max_events=settings.shadow.known_recent_events)  # fmt: skip
+                                   max_events=settings.shadow.known_recent_events,
+                                   future_tolerance_s=settings.analytics.drift.future_tolerance_s,
+                                   )  # fmt: skip
         stages.append(quality)
         listeners.append(quality.observe_candidate)
     harvest, harvest_metrics, closers = None, None, []

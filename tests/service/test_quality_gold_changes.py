@@ -10,9 +10,11 @@ refused while answerable), q-3 (unanswerable, not scored; answered) — n_known 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from service.data.goldset import GoldSet
+from service.events import QueryLogEvent
 from service.html.quality_section import quality_section
 from service.jobs.replay import quality_lines
 from service.quality.acl import AccessPolicy
@@ -259,3 +261,24 @@ def test_a_threshold_change_during_a_batch_counts_none_of_its_matches() -> None:
     stage = holder["stage"] = LiveQualityStage(Racing(GOLD), AccessPolicy.from_corpus(CORPUS))
     run(stage, EVENTS[:2])  # both matched at 0.9, the threshold the batch no longer runs at
     assert stage.report()["known"] == {}
+
+
+def test_an_event_stamped_in_the_future_never_dates_the_coverage_or_a_change() -> None:
+    """Trial 12 F5: one event stamped in year 5138 (epoch milliseconds read as seconds) was
+    kept out of drift as ``future`` but became the ``at`` of the next gold-set change. With the
+    wall clock at the events' last second, an event stamped a day ahead is scored (n_known
+    counts it) but the coverage keeps FIRST…LAST."""
+    clock = datetime.fromisoformat(LAST).timestamp()
+    stage = LiveQualityStage(KnownQuestionIndex(GOLD), AccessPolicy.from_corpus(CORPUS),
+                             future_tolerance_s=60.0, clock=lambda: clock)  # fmt: skip
+    ahead = QueryLogEvent.model_validate(
+        {"event_id": "e-6", "timestamp": "2026-11-30T10:00:05Z", "question": HOSTEL,
+         "retrieval": {"results": [{"id": "p-6", "rank": 1}]}}
+    )  # fmt: skip
+    run(stage, [*EVENTS, ahead])
+    run(stage, [ahead])  # alone in its batch too
+    stage.index = KnownQuestionIndex(APPENDED)
+    coverage = stage.report()["coverage"]
+    assert coverage["since"] == FIRST
+    assert coverage["changes"][0]["at"] == LAST
+    assert coverage["changes"][0]["after_events"] == 7
