@@ -193,6 +193,9 @@ def eval_command(
             f"< {gate['threshold']}",
             err=True,
         )
+    if outcome.answers is not None and outcome.answers.unknown:  # both formats: stderr
+        click.echo("goldwatch: warning: " + unknown_answers_text(list(outcome.answers.unknown)),
+                   err=True)  # fmt: skip
     if outcome.failed_gates:
         sys.exit(EXIT_GATE_FAILED)
 
@@ -201,9 +204,28 @@ def _answers_text(doc: dict[str, Any]) -> str:
     def pct(value: float | None) -> str:
         return "n/a" if value is None else f"{value:.1%}"
 
-    return (
+    text = (
         f"Answer checks ({doc['n_answers']} answers): "
         f"answer_contains hit {pct(doc['contains_rate'])}, "
         f"unanswerable refused {pct(doc['unanswerable_refusal_rate'])}, "
         f"answerable refused (over-refusal) {pct(doc['over_refusal_rate'])}"
     )
+    if doc.get("missing"):
+        text += f"\n  {len(doc['missing'])} gold questions have no answer in the file"
+    if doc.get("unknown"):
+        text += "\n  " + unknown_answers_text(doc["unknown"])
+    return text
+
+
+def unknown_answers_text(unknown: list[str]) -> str:
+    """``"2 answers are for ids not in the gold set, ignored: ghost-1, ghost-2"`` (the first
+    five ids, then how many more).
+
+    >>> unknown_answers_text(["a", "b", "c", "d", "e", "f", "g"])
+    '7 answers are for ids not in the gold set, ignored: a, b, c, d, e and 2 more'
+    >>> unknown_answers_text(["ghost-1"])
+    '1 answer is for an id not in the gold set, ignored: ghost-1'
+    """
+    shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+    noun = "answer is for an id" if len(unknown) == 1 else "answers are for ids"
+    return f"{len(unknown)} {noun} not in the gold set, ignored: {shown}"

@@ -89,6 +89,8 @@ class AnswerCheckReport:
         over_refusal_rate: share of answerable questions that were refused (``None`` if none).
         per_question: question id → ``{"contains": bool|None, "refused": bool}``.
         missing: gold question ids with no answer in the file.
+        unknown: answer ids that are no gold question's (file order): ignored, and said so
+            (a mis-keyed answers file otherwise shows only as ``missing``).
     """
 
     n_answers: int
@@ -97,6 +99,7 @@ class AnswerCheckReport:
     over_refusal_rate: float | None
     per_question: dict[str, dict[str, bool | None]]
     missing: tuple[str, ...]
+    unknown: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         """Return the JSON form."""
@@ -107,6 +110,7 @@ class AnswerCheckReport:
             "unanswerable_refusal_rate": self.unanswerable_refusal_rate,
             "over_refusal_rate": self.over_refusal_rate,
             "missing": list(self.missing),
+            "unknown": list(self.unknown),
             "per_question": self.per_question,
         }
 
@@ -175,6 +179,7 @@ def check_answers(
     answer's ``contains`` is ``False`` whatever it says (:data:`CONTAINS_RULE`).
     """
     detector = detector or RefusalDetector()
+    asked = {q.id for q in questions}
     per_question: dict[str, dict[str, bool | None]] = {}
     contains: list[bool] = []
     refused_unanswerable: list[bool] = []
@@ -197,4 +202,5 @@ def check_answers(
         over_refusal_rate=_rate(refused_answerable),
         per_question=per_question,
         missing=tuple(q.id for q in questions if q.id not in answers),
+        unknown=tuple(i for i in answers if i not in per_question and i not in asked),
     )

@@ -292,5 +292,7 @@ def _answers(doc: dict[str, object]) -> Markup:
         ["answer_contains hit", pct(doc.get("contains_rate"))],  # type: ignore[arg-type]
         ["unanswerable refused", pct(doc.get("unanswerable_refusal_rate"))],  # type: ignore[arg-type]
         ["answerable refused (over-refusal)", pct(doc.get("over_refusal_rate"))],  # type: ignore[arg-type]
+        ["gold questions without an answer", num(len(doc.get("missing") or ()))],  # type: ignore[arg-type]
+        ["answers for ids not in the gold set (ignored)", num(len(doc.get("unknown") or ()))],  # type: ignore[arg-type]
     ]
     return section("answers", "Answer checks", table(["check", "value"], rows))

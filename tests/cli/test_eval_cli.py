@@ -75,6 +75,9 @@ def test_fail_under_gate_exit_codes(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_compare_and_answers(tmp_path: Path) -> None:
     demo = Path(__file__).resolve().parents[2] / "service" / "demo"
+    answers_file = tmp_path / "answers.jsonl"
+    answers_file.write_text((demo / "answers.jsonl").read_text(encoding="utf-8")
+                            + '{"id": "ghost-1", "answer": "boo"}\n', encoding="utf-8")  # fmt: skip
     result = run(
         [
             "eval",
@@ -83,7 +86,7 @@ def test_compare_and_answers(tmp_path: Path) -> None:
             "bm25",
             "tfidf",
             "--answers",
-            str(demo / "answers.jsonl"),
+            str(answers_file),
             "--format",
             "json",
             "--no-progress",
@@ -91,6 +94,9 @@ def test_compare_and_answers(tmp_path: Path) -> None:
         tmp_path,
     )
     assert result.returncode == 0, result.stderr
+    # trial 12 F4: an answer for an id the gold set lacks is named on stderr and in the JSON
+    assert ("goldwatch: warning: 1 answer is for an id not in the gold set, ignored: ghost-1"
+            in result.stderr)  # fmt: skip
     doc = json.loads(result.stdout)
     recall = next(c for c in doc["comparison"] if c["metric"] == "recall@10")
     assert recall["wins"] + recall["losses"] + recall["ties"] == recall["n"] == 47
@@ -99,6 +105,7 @@ def test_compare_and_answers(tmp_path: Path) -> None:
     # demo/README.md: 42 of 47 answerable answers hold their substrings (5 planted wrong,
     # but one of those, q-028, is a refusal without answer_contains miss counted separately)
     assert answers["n_answers"] == 59
+    assert answers["unknown"] == ["ghost-1"] and answers["missing"] == []
     # 12 no-gold questions: 8 refused, 4 answered anyway (3 hallucinations + 1 ACL leak)
     assert answers["unanswerable_refusal_rate"] == pytest.approx(8 / 12)
 

@@ -66,6 +66,20 @@ def test_check_answers_rates() -> None:
     assert report.over_refusal_rate == pytest.approx(1 / 3)
     assert report.per_question["q4"] == {"contains": None, "refused": False}
     assert report.missing == ()
+    assert report.unknown == ()
+
+
+def test_answers_for_ids_not_in_the_gold_set_are_named_not_scored() -> None:
+    """Trial 12 F4: an answer row keyed ``ghost-1`` was ignored without a word."""
+    questions = [GoldQuestion("q1", "fee?", ("p1",), answer_contains=("85,000",)),
+                 GoldQuestion("q2", "bus?", ("p3",))]  # fmt: skip
+    answers = {"ghost-1": Answer("ghost-1", "boo"), "q1": Answer("q1", "It is 85,000."),
+               "Q2": Answer("Q2", "Route 4.")}  # fmt: skip
+    report = check_answers(questions, answers)
+    assert (report.n_answers, report.contains_rate) == (1, 1.0)
+    assert report.unknown == ("ghost-1", "Q2")  # file order; ids are case-sensitive
+    assert report.missing == ("q2",)
+    assert report.to_json()["unknown"] == ["ghost-1", "Q2"]
 
 
 def test_load_answers_errors_name_file_and_line(tmp_path: Path) -> None:
