@@ -614,13 +614,24 @@ def _apply_mapping(obj: dict[str, Any], mapping: FieldMapping) -> dict[str, str]
 
 
 def _results_from_alias(items: list[Any], mapping: FieldMapping) -> list[Any]:
-    """Apply ``mapping.string_results`` to the string items of an aliased results list."""
+    """Apply ``mapping.string_results`` to the string items of an aliased results list.
+
+    Ignored string items (``"ignore"``: passage texts, not ids) are counted as a drop of
+    ``("retrieval.results", "wrong_type")`` in the enclosing :func:`collect_dropped_fields`,
+    once per event: a log of RAGAS-style ``contexts`` texts is then visible in ``dropped``
+    and ``goldwatch_event_fields_dropped_total`` instead of silently having no results.
+    """
     if mapping.string_results == "ids":
         return [
             {"id": item, "rank": rank} if type(item) is str else item
             for rank, item in enumerate(items, start=1)
         ]
-    return [item for item in items if type(item) is not str]
+    kept = [item for item in items if type(item) is not str]
+    counts = _DROPS.get()
+    if len(kept) < len(items) and counts is not None:
+        key = ("retrieval.results", "wrong_type")
+        counts[key] = counts.get(key, 0) + 1
+    return kept
 
 
 def _passage(item: Any, mapping: FieldMapping) -> Any:

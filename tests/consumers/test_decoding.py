@@ -337,6 +337,21 @@ def test_string_contexts_are_dropped_by_default_but_the_event_is_kept() -> None:
     assert retrieval is not None and retrieval.results == ()
 
 
+def test_ignored_string_contexts_are_counted_once_per_event() -> None:
+    """Trial 12 F2: RAGAS-style ``contexts`` texts left ``dropped`` empty, so a log whose
+    results were all texts looked like one without retrieval. Each event with an ignored
+    string item counts one ``(retrieval.results, wrong_type)``; ids or objects count none."""
+    with collect_dropped_fields() as drops:
+        for contexts in (["text one", "text two"], [{"id": "p-1"}, "a text"], [{"id": "p-1"}]):
+            decode(raw(encode({**BASE, "contexts": contexts})), MAPPING, LIMIT)
+    assert drops == {("retrieval.results", "wrong_type"): 2}
+    ids = FieldMapping(string_results="ids")
+    with collect_dropped_fields() as drops:
+        got = decode(raw(encode({**BASE, "contexts": ["p-1", "p-2"]})), ids, LIMIT)
+    assert drops == {}
+    assert got.retrieval is not None and [r.id for r in got.retrieval.results] == ["p-1", "p-2"]
+
+
 def test_canonical_fields_win_over_aliases() -> None:
     obj = {**BASE, "query": "alias", "id": "x", "ts": 0, "response": "alias answer",
            "answer": {"text": "canonical"}, "contexts": [{"id": "alias"}],
