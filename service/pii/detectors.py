@@ -313,6 +313,25 @@ _IBAN = re.compile(
 _IBAN_ANY_CASE = re.compile(_IBAN.pattern, re.IGNORECASE)
 #: How far before a lower-case IBAN its ``iban`` cue may be (``my iban is: gb82 ...``).
 _IBAN_CUE_CHARS = 24
+#: An IBAN grouped any other way (``DE89 370400440532013000``, ``DE89 3704 00440532013000``:
+#: a trial found the first kept): letters and digits in runs split by single spaces.
+#: :func:`_iban_registered` takes it only at the exact length the country's IBAN has
+#: (:data:`IBAN_LENGTHS`) and with a valid mod-97 check, so a looser shape costs no precision.
+_IBAN_GROUPED = re.compile(
+    r"(?=[A-Z]{2}\d\d)(?<![\w\-/])[A-Z]{2}\d\d(?: ?[A-Z0-9]{1,30}){1,9}(?![\w\-])"
+)
+#: IBAN length per country code (the SWIFT IBAN registry, ISO 13616).
+IBAN_LENGTHS: dict[str, int] = {
+    "AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22,
+    "BR": 29, "BY": 28, "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DK": 18, "DO": 28,
+    "EE": 20, "EG": 29, "ES": 24, "FI": 18, "FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23,
+    "GL": 18, "GR": 27, "GT": 28, "HR": 21, "HU": 28, "IE": 22, "IL": 23, "IQ": 23, "IS": 26,
+    "IT": 27, "JO": 30, "KW": 30, "KZ": 20, "LB": 28, "LC": 32, "LI": 21, "LT": 20, "LU": 20,
+    "LV": 21, "LY": 25, "MC": 27, "MD": 24, "ME": 22, "MK": 19, "MR": 27, "MT": 31, "MU": 30,
+    "NL": 18, "NO": 15, "PK": 24, "PL": 28, "PS": 29, "PT": 25, "QA": 29, "RO": 24, "RS": 22,
+    "SA": 24, "SC": 31, "SD": 18, "SE": 24, "SI": 19, "SK": 24, "SM": 27, "ST": 25, "SV": 28,
+    "TL": 23, "TN": 24, "TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20,
+}  # fmt: skip
 _CARD = re.compile(
     _GROUP_L + r"(?:\d{13,19}|\d{4}(?P<s>[ -])(?:\d{4}(?P=s)\d{4}(?P=s)\d{4}(?:(?P=s)\d{3})?"
     r"|\d{6}(?P=s)\d{4,5}))" + _GROUP_R
@@ -704,6 +723,30 @@ def _iban_cued(m: re.Match[str]) -> int | None:
     return _iban(m)
 
 
+def _iban_registered(m: re.Match[str]) -> int | None:
+    """Accept the longest run of a :data:`_IBAN_GROUPED` match's groups whose letters and
+    digits are exactly as many as its country's IBAN has (:data:`IBAN_LENGTHS`) and pass the
+    mod-97 check (upper case only: a lower-case one is taken by :func:`_iban_cued` when in
+    four-character groups or contiguous).
+
+    >>> text = "my IBAN is DE89 370400440532013000, can I transfer money?"
+    >>> m = _IBAN_GROUPED.search(text); text[m.start():_iban_registered(m)]
+    'DE89 370400440532013000'
+    >>> _iban_registered(_IBAN_GROUPED.search("DE89 370400440532013001"))  # check digits fail
+    >>> _iban_registered(_IBAN_GROUPED.search("ZZ89 370400440532013000"))  # no such country
+    """
+    text, start = m.string, m.start()
+    length = IBAN_LENGTHS.get(text[start : start + 2])
+    if length is None:
+        return None
+    ends = [m.end()] + [i for i in range(m.end() - 1, start + 4, -1) if text[i] == " "]
+    for end in ends:
+        compact = text[start:end].replace(" ", "")
+        if len(compact) == length and iban_valid(compact):
+            return end
+    return None
+
+
 def _dotted_email(m: re.Match[str]) -> int | None:
     """Accept a :data:`_DOTTED_EMAIL` match unless its first word starts a phrase (``the dot
     a0@gmail.com``: the address is ``a0@gmail.com``, which :data:`_EMAIL` takes)."""
@@ -1014,6 +1057,7 @@ _DETECTORS: tuple[tuple[str, _Finder, _Accept, _Gate], ...] = (
     ("upi", _UPI, _upi, lambda s, low, n: "@" in s and _UPI_HINT.search(s) is not None),
     ("iban", _IBAN, _iban, lambda s, low, n: n >= 4),
     ("iban", _IBAN_ANY_CASE, _iban_cued, lambda s, low, n: n >= 4 and "iban" in low),
+    ("iban", _IBAN_GROUPED, _iban_registered, lambda s, low, n: n >= 11),
     ("card", _CARD, _card, lambda s, low, n: n >= 13),
     ("aadhaar", _AADHAAR, _whole, lambda s, low, n: n >= 12),
     ("ssn", _SSN, _whole, lambda s, low, n: n >= 9 and "-" in s),

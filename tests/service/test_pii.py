@@ -185,6 +185,10 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("iban", "FR14 2004 1010 0505 0001 3M02 606", "<IBAN>"),
     ("iban", "to NL91 ABNA 0417 1643 00 EUR", "to <IBAN> EUR"),
     ("iban", "NO9386011117947", "<IBAN>"),
+    # grouped another way (trial 12 kept the first): the country's exact length, mod-97 checked
+    ("iban", "my IBAN is DE89 370400440532013000, can I", "my IBAN is <IBAN>, can I"),
+    ("iban", "ES9121000418 450200051332 thanks", "<IBAN> thanks"),
+    ("iban", "GB82 WEST12345698765432", "<IBAN>"),
     # lower case after the word "iban" (a seventh trial found both stored as written)
     ("iban", "pls refund to iban gb82west12345698765432 asap", "pls refund to iban <IBAN> asap"),
     ("iban", "iban gb82 west 1234 5698 7654 32 refund", "iban <IBAN> refund"),
@@ -487,6 +491,10 @@ LOOK_ALIKES = [
     "model XY12 ABCD EFGH IJKL",
     "order AB12CDEF34567890",
     "DE89370400440532013001",
+    # loosely grouped: a wrong length for the country, a wrong check, no such country
+    "DE89 37040044053201300 left",
+    "DE89 370400440532013001",
+    "ZZ89 370400440532013000",
     # a valid IBAN in lower case without the word "iban" before it, and one too far after it
     "ref gb82west12345698765432",
     "iban questions about my transfer to gb82west12345698765432",
