@@ -42,7 +42,9 @@ type          placeholder      shape (after digit folding), check
                                (:func:`~service.pii.checksums.iban_valid`): a mistyped one is
                                not an IBAN (its digits may still be a phone); in lower or
                                mixed case only within 24 characters after the word ``iban``
-                               (``iban gb82 west 1234 5698 7654 32``)
+                               (``iban gb82 west 1234 5698 7654 32``); grouped any other way
+                               (``DE89 370400440532013000``) in upper case at exactly its
+                               country's length (:data:`IBAN_LENGTHS`)
 ``card``      ``<CARD>``       13-19 digits, contiguous or 4-4-4-4(-3) / 4-6-5 / 4-6-4
                                with one kind of separator; Luhn (ISO/IEC 7812-1 Annex B);
                                not after ``ISBN``; a following ``cvv 123``, ``exp 12/28``
