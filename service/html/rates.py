@@ -150,6 +150,11 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
         ["questions scored for scope", scope["scored"]],
         [f"judged out of scope{mark}", scope["out_of_scope"]],
     ]
+    lacking = scope.get("no_gold_rows_by_language") or {}
+    if lacking:  # given no verdict: not in the scored count above
+        rows.append(["not judged: no gold row in their language",
+                     f"{sum(lacking.values())} ("
+                     + ", ".join(f"{k} {n}" for k, n in lacking.items()) + ")"])  # fmt: skip
     support = scope.get("support")
     if support and support.get("by_language"):  # per language: one row each, below
         rows.append([f"of which farther from the corpus than any answerable gold question of "

@@ -89,6 +89,7 @@ from service.pipeline import CountingStage, Pipeline
 from service.refusals.scope import (
     CALIBRATION_LIMIT,
     live_by_language_text,
+    no_gold_rows_text,
     support_by_language_text,
     support_text,
 )
@@ -469,6 +470,8 @@ def render_text(doc: ReplayReport) -> str:
             lines.append(f"out of scope (UNCALIBRATED, not facts: {why}; no alarm): {counts}")
         else:
             lines.append(f"out of scope: {counts}; detector {quality}")
+        if lacking := no_gold_rows_text(scope):
+            lines.append(f"  {lacking}")
         versions = scope.get("gold_set_versions") or []
         if len(versions) > 1:  # cumulative counts judged by detectors of several gold sets
             lines.append(f"  out-of-scope counts are cumulative over gold-set versions "

@@ -26,9 +26,10 @@ Counting rules (one per event, from the annotations the analytics stages left):
 * ``pii``: scrubbed items by type, summed over the events' ``pii`` counts;
 * ``by_language`` (kept by :class:`AnnotationTotals` only): per live language label
   (``language``, folded by :func:`~service.language.tags.language_key` as the off-corpus
-  rule's cutoffs are), ``off_corpus`` events and ``not_judged`` events (scored for scope but not
+  rule's cutoffs are), ``off_corpus`` events, ``not_judged`` events (scored for scope but not
   judged by the off-corpus rule: ``off_corpus_judged`` false — their language and script have
-  no cutoff).
+  no cutoff) and ``no_gold_rows`` events (given no out-of-scope verdict at all, as no gold
+  row is written in their language: ``scope_unjudged_language``).
 
 :func:`count_annotations` is the one place these rules are written; the telemetry counts
 the same way through it.
@@ -46,7 +47,7 @@ from service.pipeline import Batch
 __all__ = ["FLAGS", "AnnotationTotals", "count_annotations"]
 
 #: The per-language counts :class:`AnnotationTotals` keeps.
-BY_LANGUAGE = ("off_corpus", "not_judged")
+BY_LANGUAGE = ("off_corpus", "not_judged", "no_gold_rows")
 
 #: The per-event flags counted, in report order.
 FLAGS = ("answers", "refusals", "scope_scored", "out_of_scope", "over_refusals",
@@ -129,16 +130,20 @@ class AnnotationTotals:
         self.flags.update(flags)
         self.pii.update(pii)
         off, not_judged = self.by_language["off_corpus"], self.by_language["not_judged"]
+        no_gold = self.by_language["no_gold_rows"]
         for notes in batch.annotations:
             get = notes.get
             is_off, unjudged = get("off_corpus") is True, get("off_corpus_judged") is False
-            if not (is_off or unjudged):  # most events: no language to fold
+            lacking = get("scope_unjudged_language") is True
+            if not (is_off or unjudged or lacking):  # most events: no language to fold
                 continue
             language = language_key(str(get("language") or "und"))
             if is_off:
                 off[language] += 1
             if unjudged:
                 not_judged[language] += 1
+            if lacking:
+                no_gold[language] += 1
 
     def state_snapshot(self) -> Any:
         """The totals, JSON-able."""

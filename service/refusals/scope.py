@@ -395,6 +395,26 @@ def live_by_language_text(scope: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def no_gold_rows_text(scope: Mapping[str, Any]) -> str:
+    """The live questions the JSON report's ``out_of_scope`` gave no verdict because no gold
+    row is written in their language (``no_gold_rows_by_language``); empty when none.
+
+    >>> print(no_gold_rows_text({"no_gold_rows_by_language": {"de": 400, "hi": 3}}))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    403 questions not judged for scope: no gold row is written in their language
+    (de 400, hi 3); add gold rows in it to judge them
+    >>> no_gold_rows_text({})
+    ''
+    """
+    lacking = scope.get("no_gold_rows_by_language") or {}
+    if not lacking:
+        return ""
+    n = sum(lacking.values())
+    return (f"{n} question{'s' if n != 1 else ''} not judged for scope: no gold row is written "
+            f"in their language ({', '.join(f'{k} {v}' for k, v in lacking.items())}); add "
+            "gold rows in it to judge them")  # fmt: skip
+
+
 def live_before_by_language(scope: Mapping[str, Any]) -> int:
     """Off-corpus events of the JSON report's ``out_of_scope`` that no language's count holds:
     those of totals kept before the counts by language
@@ -1054,6 +1074,18 @@ class EmbeddingScope:
         off = support_similarity(every, self.use_corpus) < cutoffs
         proba[off] = 0.0
         return proba, off
+
+    def gold_languages(self) -> frozenset[str] | None:
+        """The language keys (:func:`~service.language.tags.language_key`) the gold set has
+        rows in, answerable or not; ``None`` when the detector was calibrated without
+        languages (a pooled off-corpus rule): then every question is judged.
+
+        A live question in another language is judged by neither the regression nor the
+        off-corpus rule (:class:`~service.refusals.stage.EmbeddingScopeStage`): no gold row
+        measured how its similarities look when the corpus answers it.
+        """
+        by_language = getattr(self.support, "by_language", None)
+        return frozenset(by_language) if by_language else None
 
     def cutoffs(
         self, questions: Sequence[str], languages: Sequence[str | None] | None = None

@@ -97,6 +97,7 @@ class OutOfScopeReport(TypedDict):
     over_refusals_explained: int | None
     off_corpus_by_language: dict[str, int]
     not_judged_by_language: dict[str, int]
+    no_gold_rows_by_language: dict[str, int]
     gold_set_versions: NotRequired[list[str]]
 
 
@@ -276,6 +277,7 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
                                         else let_in.explains(flags["scored_refusals"])),
             "off_corpus_by_language": dict(totals.by_language["off_corpus"].most_common()),
             "not_judged_by_language": dict(totals.by_language["not_judged"].most_common()),
+            "no_gold_rows_by_language": dict(totals.by_language["no_gold_rows"].most_common()),
         },
         "novelty": novelty_report(live.analytics, drift.live_counts["topic"], qualities),
         "detector_quality": qualities,

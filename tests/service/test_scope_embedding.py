@@ -253,6 +253,10 @@ class _CountingDetector:
         """:meth:`score`, every question inside the support (none off-corpus)."""
         return self.score(questions), np.zeros(len(questions), dtype=bool)
 
+    def gold_languages(self) -> None:
+        """Calibrated without languages: every question is judged."""
+        return None
+
     def cutoffs(self, questions: Sequence[str], languages: object = None) -> np.ndarray:
         """Every question judged by the off-corpus rule (a finite cutoff)."""
         return np.zeros(len(questions))

@@ -121,9 +121,44 @@ def test_the_detector_judges_each_live_question_by_its_language() -> None:
     totals.process(batch)  # type: ignore[arg-type]
     assert totals.by_language["off_corpus"] == {"en": 4}
     assert totals.by_language["not_judged"] == {"hi": 1}
+    assert totals.by_language["no_gold_rows"] == {}
     again = AnnotationTotals()
     again.restore(totals.state_snapshot())
     assert again.by_language == totals.by_language
+
+
+def test_a_live_question_in_a_language_the_gold_set_lacks_gets_no_verdict() -> None:
+    """Trial 12 F1: the regression, too, was fitted on no row of a language the gold set
+    lacks (300 answerable Hindi questions to an English/Spanish gold set were all "out of
+    scope", 270 under-refusals "beyond" the detector's error, and a rise of German raised an
+    out-of-scope drift alarm). Such a question gets no out-of-scope verdict (``None``: not in
+    the scored count, no over- or under-refusal), and counts by language in ``no_gold_rows``;
+    Hindi, which has a gold row, is still judged by the regression."""
+    table, passages, gold = _with_a_far_hindi_row()
+    languages = [q.language or "en" for q in gold]
+    det = EmbeddingScope(TableEmbedder(table), gold, passages, n_boot=0, languages=languages,
+                         min_rows=10)  # fmt: skip
+    assert det.gold_languages() == {"en", "hi"}
+    asked = [*BANKING, "हिंदी में दूसरा प्रश्न", "banking 0", "banking 1"]
+    labels = ["en"] * 4 + ["hi", "fr", "und"]
+    notes: list[dict[str, object]] = [{"refused": False, "language": lang} for lang in labels]
+    batch = types.SimpleNamespace(events=_events(asked), annotations=notes)
+    EmbeddingScopeStage(det).process(batch)
+    assert [n["out_of_scope"] for n in notes] == [True] * 4 + [notes[4]["out_of_scope"], None,
+                                                             True]  # fmt: skip
+    assert notes[4]["out_of_scope"] is not None  # judged by the regression
+    french, undetermined = notes[5], notes[6]
+    assert french["scope_unjudged_language"] is True and "scope_unjudged_language" not in notes[0]
+    assert (french["off_corpus"], french["off_corpus_judged"]) == (False, None)
+    assert (french["under_refusal"], french["over_refusal"]) == (None, None)
+    assert undetermined["off_corpus"] is True  # und: judged by its own script, as before
+    totals = AnnotationTotals()
+    totals.process(batch)  # type: ignore[arg-type]
+    assert totals.flags["scope_scored"] == 6 and totals.flags["out_of_scope"] == 5 + (
+        notes[4]["out_of_scope"] is True
+    )
+    assert totals.by_language["no_gold_rows"] == {"fr": 1}
+    assert totals.by_language["not_judged"] == {"hi": 1}
 
 
 def test_the_languages_of_one_script_share_its_least_cutoff() -> None:
