@@ -58,9 +58,11 @@ from service.refusals.scope import (
     EmbeddingScope,
     KnownScope,
     ScopeCalibration,
+    SupportCheck,
     best_score,
     calibrate_with_retriever,
     corpus_sample,
+    support_change,
 )
 from service.refusals.stage import EmbeddingScopeStage, RefusalStage, ScopeStage
 from service.retrievers.base import Retriever
@@ -111,6 +113,8 @@ class Analytics:
             (:func:`~service.language.excluded.candidates_notice`), or ``None`` when they
             leave none out (the default) or there is no language stage; replaced when a
             gold-set refresh changes the candidates.
+        scope_notice: the notice of the last gold-set change that moved the off-corpus
+            cutoff (:func:`~service.refusals.scope.support_change`), or ``None``.
         unlabelled_notice: the line naming the live languages exported as ``other`` that
             are worth naming, with the fix (:func:`~service.language.unlabelled.unlabelled_text`),
             or ``None``; set after each batch and after a restore
@@ -137,6 +141,7 @@ class Analytics:
     language_stage: LanguageStage | None = None
     language_notice: str | None = None
     unlabelled_notice: str | None = None
+    scope_notice: str | None = None
 
     def uncalibrated(self, detector: str) -> str | None:
         """Why ``detector``'s counts are not facts (e.g. ``"out_of_scope ROC AUC 0.991
@@ -783,6 +788,14 @@ def scope_references(
     if quality is not None:
         stage.calibrated = quality.trusted(config.quality_floor, config.scope_min_balanced_accuracy,
                                            config.quality_min_class)  # fmt: skip
+    new = getattr(getattr(stage, "detector", None), "support", None)
+    if isinstance(stage, EmbeddingScopeStage) and isinstance(new, SupportCheck):
+        old = getattr(getattr(running, "detector", None), "support", None)
+        change = support_change(old if isinstance(old, SupportCheck) else None, new,
+                                f"gold-set refresh, {len(gold)} rows")  # fmt: skip
+        stage.detector.support = new._replace(change=change)
+        if change is not None:
+            log.warning("%s", change)
     return ScopeRefresh(stage, calibration, quality)
 
 
@@ -799,6 +812,8 @@ def apply_scope_references(analytics: Analytics, refresh: ScopeRefresh) -> None:
         return
     running.adopt(refresh.stage)  # type: ignore[arg-type]
     analytics.scope = refresh.calibration
+    support = getattr(getattr(refresh.stage, "detector", None), "support", None)
+    analytics.scope_notice = getattr(support, "change", None)
     if refresh.quality is not None:
         analytics.detector_quality["out_of_scope"] = refresh.quality
     apply_quality_floor(analytics)

@@ -390,7 +390,8 @@ class Runtime:
         # figures called unreliable, before the start-up line that names the left-out ones;
         # then the live languages /metrics exports as "other" (set after each batch)
         notices = [self.gold_refresh_error, notice, self.topic_notice, unreliable,
-                   analytics.language_notice, analytics.unlabelled_notice]  # fmt: skip
+                   analytics.language_notice, analytics.unlabelled_notice,
+                   analytics.scope_notice]  # fmt: skip
         return {
             "notices": [text for text in notices if text],
             "version": __version__,
