@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import math
 import pickle
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -346,6 +346,39 @@ class SupportCheck(NamedTuple):
     #: the notice of the gold-set change that moved the cutoff (:func:`cutoff_change`), or
     #: ``None``
     change: str | None = None
+    #: the most ``trim`` allowed (:func:`off_corpus_trim` of the detector's ``min_tpr``); a
+    #: ``trim`` below it: leaving out more rows would bring the detector's held-out in-scope
+    #: recall below ``min_tpr`` (:class:`EmbeddingScope`)
+    trim_limit: float = 0.0
+
+
+def choose_trim(
+    n: int, limit: float, recall: Callable[[float], float], min_tpr: float
+) -> float:
+    """The off-corpus rule's trim: ``j / n`` for the most rows ``j`` ≤ ``⌊limit · n⌋`` whose
+    leaving out keeps ``recall(j / n)`` — the detector's held-out in-scope recall with the rule
+    at that trim, in [0, 1] — at ``min_tpr`` or above; 0 (the least) when none does. Tries the
+    most first, then bisects (recall falls as the trim grows), so ``recall`` is called at most
+    ``2 + log2(⌊limit · n⌋)`` times, each trim once. (Chosen on the folds its recall is
+    measured on: a choice among at most ``⌊limit · n⌋ + 1`` rules, not a fit.)
+
+    >>> rates = {0.0: 0.98, 0.05: 0.96, 0.1: 0.95, 0.15: 0.94, 0.2: 0.93}
+    >>> choose_trim(20, 0.2, lambda t: rates[round(t, 2)], 0.95)
+    0.1
+    >>> choose_trim(20, 0.2, lambda t: rates[round(t, 2)], 0.99), choose_trim(19, 0.05, None, 0.9)
+    (0.0, 0.0)
+    """
+    low, high = 0, trimmed_rows(limit, n)
+    if high == 0 or recall(high / n) >= min_tpr - 1e-12:
+        return high / n if high else 0.0
+    high -= 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if recall(middle / n) >= min_tpr - 1e-12:
+            low = middle
+        else:
+            high = middle - 1
+    return low / n
 
 
 def trimmed_rows(trim: float, n: int) -> int:
@@ -373,7 +406,7 @@ def support_text(support: Mapping[str, Any]) -> str:
     ...                     "trim": 0.05, "least": 0.208, "set_by": "q-7"}))
     ... # doctest: +NORMALIZE_WHITESPACE
     off-corpus rule (support similarity below 0.352, the least of the answerable gold
-    questions once the lowest 2 of 45 (5%) are left out, set by q-7; their least is 0.208):
+    questions once the lowest 2 of 45 are left out, set by q-7; their least is 0.208):
     held-out false-positive rate 4.4% on 45 answerable gold questions
     """
     if support.get("by_language"):
@@ -385,7 +418,7 @@ def support_text(support: Mapping[str, Any]) -> str:
         n, trim = int(support["n_answerable"]), float(support.get("trim") or 0.0)
         if trimmed_rows(trim, n):
             how = (f"the least of the answerable gold questions once the lowest "
-                   f"{trimmed_rows(trim, n)} of {n} ({trim:.0%}) are left out")  # fmt: skip
+                   f"{trimmed_rows(trim, n)} of {n} are left out")  # fmt: skip
             if support.get("set_by"):
                 how += f", set by {support['set_by']}"
             if support.get("least") is not None:
@@ -394,6 +427,9 @@ def support_text(support: Mapping[str, Any]) -> str:
             how = "the least any answerable gold question has"
             if support.get("set_by"):
                 how += f", set by {support['set_by']}"
+            if trimmed_rows(float(support.get("trim_limit") or 0.0), n):
+                how += (", none left out: leaving out the lowest would bring the held-out "
+                        "in-scope recall below its target")  # fmt: skip
         text = (f"off-corpus rule (support similarity below {support['cutoff']:.3f}, {how}): "
                 f"held-out false-positive rate {support['held_out_fpr']:.1%} on {n} answerable "
                 "gold questions")  # fmt: skip
@@ -403,9 +439,12 @@ def support_text(support: Mapping[str, Any]) -> str:
 
 
 def _trim_clause(support: Mapping[str, Any]) -> str:
-    """``", once the lowest 5% of them are left out"`` for a rule by script with a trim."""
+    """``", once the lowest ⌊0.043 · n⌋ of its n are left out"`` for a rule by script with a
+    trim (``trim``: :func:`robust_cutoff`; n: the script's setting rows), ``""`` without."""
     trim = float(support.get("trim") or 0.0)
-    return f", once the lowest {trim:.0%} of them are left out" if trim > 0 else ""
+    if trim <= 0:
+        return ""
+    return f", once the lowest ⌊{trim:.3f} · n⌋ of its n are left out"
 
 
 def cutoff_change(
@@ -1184,23 +1223,31 @@ class EmbeddingScope:
         split = list(cv.split(features, labels))
         gold_sims = self.gold_vectors @ self.gold_vectors.T
         corpus = features[:, 2] if self.use_corpus else None
-        trim = off_corpus_trim(min_tpr)
         ids = [q.id for q in questions]
-        self.support, off = _pooled_support(gold_sims, corpus, labels, split,
-                                            DEFAULT_KNOWN_THRESHOLD, trim, ids)  # fmt: skip
+        by_lang: tuple[list[str], list[str | None]] | None = None
         if languages is not None:
             from service.language.scripts import dominant_script
             from service.language.tags import language_key
 
-            keys = [language_key(lang or UNDETERMINED) for lang in languages]
-            scripts = [dominant_script(q.question) for q in questions]
-            by_language, by_script = support_by_language(gold_sims, corpus, labels, split,
-                                                         keys, scripts, min_rows,
-                                                         trim=trim)  # fmt: skip
-            self.support = self.support._replace(by_language=by_language, by_script=by_script,
-                                                 min_rows=min_rows)  # fmt: skip
-            off = _held_out_by_script(gold_sims, corpus, labels, split, keys, scripts,
-                                      by_language, by_script, trim=trim)  # fmt: skip
+            by_lang = ([language_key(lang or UNDETERMINED) for lang in languages],
+                       [dominant_script(q.question) for q in questions])  # fmt: skip
+
+        def rule_at(trim: float) -> tuple[SupportCheck, np.ndarray]:
+            """The off-corpus rule at ``trim`` and its held-out verdicts (the pooled rule, or
+            by script when the gold rows' languages are given)."""
+            support, off = _pooled_support(gold_sims, corpus, labels, split,
+                                           DEFAULT_KNOWN_THRESHOLD, trim, ids)  # fmt: skip
+            if by_lang is not None:
+                keys, scripts = by_lang
+                by_language, by_script = support_by_language(gold_sims, corpus, labels, split,
+                                                             keys, scripts, min_rows,
+                                                             trim=trim)  # fmt: skip
+                support = support._replace(by_language=by_language, by_script=by_script,
+                                           min_rows=min_rows)  # fmt: skip
+                off = _held_out_by_script(gold_sims, corpus, labels, split, keys, scripts,
+                                          by_language, by_script, trim=trim)  # fmt: skip
+            return support, off
+
         # The threshold is chosen on the regression's cross-validated probabilities; the
         # quality shown (AUC, and the TPR and FPR at that threshold) is that of the detector
         # as applied live — a held-out row its fold's off-corpus cutoff flags has probability
@@ -1209,6 +1256,17 @@ class EmbeddingScope:
         regression = calibrate_threshold(
             cv_scores[labels].tolist(), cv_scores[~labels].tolist(), self.retriever, min_tpr
         )
+        kept = cv_scores >= regression.threshold
+
+        rules: dict[float, tuple[SupportCheck, np.ndarray]] = {}
+
+        def recall(trim: float) -> float:
+            rules[trim] = rule_at(trim)
+            return float((kept & ~rules[trim][1])[labels].mean())
+
+        trim = choose_trim(int(labels.sum()), off_corpus_trim(min_tpr), recall, min_tpr)
+        self.support, off = rules[trim] if trim in rules else rule_at(trim)
+        self.support = self.support._replace(trim_limit=off_corpus_trim(min_tpr))
         applied = np.where(off, 0.0, cv_scores)
         rule = ("the off-corpus rule applied per fold" if not self.support.by_language
                 else "the off-corpus rule by script applied per fold")  # fmt: skip
@@ -1224,7 +1282,7 @@ class EmbeddingScope:
         #: held-out row is off-corpus), whose rates at the threshold are the operating point
         #: reported next to the AUC
         self.cv_scores = applied
-        inside = ~off & (cv_scores >= regression.threshold)
+        inside = ~off & kept
         tpr, fpr = float(inside[labels].mean()), float(inside[~labels].mean())
         self.calibration = regression._replace(
             tpr=tpr, fpr=fpr, balanced_accuracy=(tpr + 1.0 - fpr) / 2, auc=self.quality.auc

@@ -20,6 +20,7 @@ from service.records import GoldQuestion
 from service.refusals.scope import (
     SupportCheck,
     calibrate_support,
+    choose_trim,
     robust_cutoff,
     support_change,
     support_text,
@@ -96,10 +97,29 @@ def test_the_report_names_the_rule_the_row_that_sets_it_and_a_move() -> None:
     after = _check(odd=True, trim=0.05)
     text = support_text(after._asdict())
     assert ("below 0.310, the least of the answerable gold questions once the lowest 2 of 41 "
-            "(5%) are left out, set by a1; their least is 0.050" in text)  # fmt: skip
+            "are left out, set by a1; their least is 0.050" in text)  # fmt: skip
     old = _check(odd=False, trim=0.0)
     moved = support_change(old, _check(odd=True, trim=0.0), "accepted odd")
     assert moved is not None and "0.300 → 0.050 (accepted odd; now set by odd" in moved
     # the robust rule: 0.32 → 0.31, within the stated 0.02: no notice
     assert support_change(_check(odd=False, trim=0.05), after, "accepted odd") is None
     assert "off-corpus cutoff moved" in support_text(after._replace(change=moved)._asdict())
+
+
+def test_the_trim_is_the_most_rows_that_keep_the_recall_target() -> None:
+    # recall with the rule at j rows of 40 left out: 0.99 - 0.01 j (hand-made); target 0.95:
+    # j = 4 → 0.95 is the most; the limit 0.2 allows up to ⌊8.0⌋ = 8 rows
+    asked: list[float] = []
+
+    def recall(trim: float) -> float:
+        asked.append(trim)
+        return 0.99 - 0.01 * round(trim * 40)
+
+    assert choose_trim(40, 0.2, recall, 0.95) == pytest.approx(4 / 40)
+    assert asked[0] == pytest.approx(8 / 40) and len(asked) <= 2 + 3  # the most, then bisection
+    assert len(set(asked)) == len(asked)
+    # the most allowed keeps it: no more asked
+    asked.clear()
+    assert choose_trim(40, 0.05, recall, 0.95) == pytest.approx(2 / 40) and len(asked) == 1
+    # not even one row: the least (trim 0)
+    assert choose_trim(40, 0.05, recall, 0.995) == 0.0
