@@ -414,6 +414,8 @@ def render_text(doc: ReplayReport) -> str:
             lines.append(f"  out-of-scope counts are cumulative over gold-set versions "
                          f"{' -> '.join(versions)} (the detector was refitted on each; its "
                          "quality above is the current one's)")  # fmt: skip
+        if scope.get("counted_under_notice"):
+            lines.append(f"  {scope['counted_under_notice']}")
         lines.append(f"  out-of-scope calibration: {CALIBRATION_LIMIT}")
         if support:
             lines.append(f"  {support_text(support)}")

@@ -352,9 +352,7 @@ class SupportCheck(NamedTuple):
     trim_limit: float = 0.0
 
 
-def choose_trim(
-    n: int, limit: float, recall: Callable[[float], float], min_tpr: float
-) -> float:
+def choose_trim(n: int, limit: float, recall: Callable[[float], float], min_tpr: float) -> float:
     """The off-corpus rule's trim: ``j / n`` for the most rows ``j`` ≤ ``⌊limit · n⌋`` whose
     leaving out keeps ``recall(j / n)`` — the detector's held-out in-scope recall with the rule
     at that trim, in [0, 1] — at ``min_tpr`` or above; 0 (the least) when none does. Tries the

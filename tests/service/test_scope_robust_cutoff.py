@@ -16,7 +16,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from service.records import GoldQuestion
 from service.refusals.scope import (
     SupportCheck,
     calibrate_support,
@@ -25,7 +24,6 @@ from service.refusals.scope import (
     support_change,
     support_text,
 )
-from tests.service.test_scope_embedding import TableEmbedder
 
 
 def _gold_set(odd: bool) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]],
