@@ -392,6 +392,8 @@ def render_text(doc: ReplayReport) -> str:
     elif scope["share"] is not None:
         support = scope.get("support")
         of = " of their script's measured languages" if (support or {}).get("by_language") else ""
+        if support and float(support.get("trim") or 0.0) > 0:  # (robust_cutoff)
+            of += " but the lowest the cutoff leaves out"
         off_corpus = (f"; {scope.get('off_corpus', 0)} farther from the corpus than any "
                       f"answerable gold question{of}" if support else "")  # fmt: skip
         counts = (
