@@ -156,13 +156,18 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
                      f"{sum(lacking.values())} ("
                      + ", ".join(f"{k} {n}" for k, n in lacking.items()) + ")"])  # fmt: skip
     support = scope.get("support")
+    but = (
+        " but the lowest the cutoff leaves out"
+        if support and float(support.get("trim") or 0.0) > 0
+        else ""
+    )  # (robust_cutoff)
     if support and support.get("by_language"):  # per language: one row each, below
         rows.append([f"of which farther from the corpus than any answerable gold question of "
-                     f"their script's measured languages{mark}",
+                     f"their script's measured languages{but}{mark}",
                      scope.get("off_corpus", 0)])  # fmt: skip
     elif support:  # the embedding detector's off-corpus rule (SupportCheck)
         rows += [
-            [f"of which farther from the corpus than any answerable gold question{mark}",
+            [f"of which farther from the corpus than any answerable gold question{but}{mark}",
              scope.get("off_corpus", 0)],
             ["off-corpus rule: held-out false-positive rate on gold answerables",
              f"{support['held_out_fpr']:.1%} of {support['n_answerable']} "

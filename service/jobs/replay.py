@@ -453,6 +453,8 @@ def render_text(doc: ReplayReport) -> str:
     elif scope["share"] is not None:
         support = scope.get("support")
         of = " of their script's measured languages" if (support or {}).get("by_language") else ""
+        if support and float(support.get("trim") or 0.0) > 0:  # (robust_cutoff)
+            of += " but the lowest the cutoff leaves out"
         off_corpus = (f"; {scope.get('off_corpus', 0)} farther from the corpus than any "
                       f"answerable gold question{of}" if support else "")  # fmt: skip
         counts = (
@@ -477,6 +479,8 @@ def render_text(doc: ReplayReport) -> str:
             lines.append(f"  out-of-scope counts are cumulative over gold-set versions "
                          f"{' -> '.join(versions)} (the detector was refitted on each; its "
                          "quality above is the current one's)")  # fmt: skip
+        if scope.get("counted_under_notice"):
+            lines.append(f"  {scope['counted_under_notice']}")
         lines.append(f"  out-of-scope calibration: {CALIBRATION_LIMIT}")
         if support:
             lines.append(f"  {support_text(support)}")

@@ -24,6 +24,10 @@ Counting rules (one per event, from the annotations the analytics stages left):
   embedding detector's support: :class:`~service.refusals.scope.SupportCheck`; totals kept
   before it existed start it at 0);
 * ``pii``: scrubbed items by type, summed over the events' ``pii`` counts;
+* ``counted_under`` (kept by :class:`AnnotationTotals` only): the out-of-scope detectors the
+  scope counts were counted under, in order, each with the ``scope_scored`` total when it
+  began (a restart or a gold-set refresh with another detector adds one: its bounds are
+  shown next to counts partly of the ones before);
 * ``by_language`` (kept by :class:`AnnotationTotals` only): per live language label
   (``language``, folded by :func:`~service.language.tags.language_key` as the off-corpus
   rule's cutoffs are), ``off_corpus`` events, ``not_judged`` events (scored for scope but not
@@ -109,7 +113,12 @@ class AnnotationTotals:
     """A pipeline stage that keeps :func:`count_annotations` totals across restarts.
 
     Runs after the analytics stages (it reads their annotations, changes nothing).
-    State: ``{"flags": {flag: int}, "pii": {type: int}}``.
+    State: ``{"flags": {flag: int}, "pii": {type: int}, "by_language": {...},
+    "counted_under": [{"detector": str, "from_scored": int}]}``.
+
+    :attr:`detector` names the out-of-scope detector the scope verdicts now come from (set by
+    whoever builds or replaces it); the first batch counted under another name than the last
+    in :attr:`counted_under` appends it with the ``scope_scored`` total so far.
     """
 
     name = "annotation_totals"
@@ -120,11 +129,22 @@ class AnnotationTotals:
         self.pii: Counter[str] = Counter()
         #: ``{"off_corpus": {language: n}, "not_judged": {language: n}}``
         self.by_language: dict[str, Counter[str]] = {k: Counter() for k in BY_LANGUAGE}
+        #: the out-of-scope detector counting now (``None``: none named)
+        self.detector: str | None = None
+        #: ``[{"detector": name, "from_scored": scope_scored total when it began}]``
+        self.counted_under: list[dict[str, Any]] = []
 
     def process(self, batch: Batch) -> None:
         """Add the batch's counts, and keep them on the batch (:attr:`Batch.counted`) for
         its export."""
         annotations = batch.annotations
+        detector = self.detector
+        if detector is not None and (
+            not self.counted_under or self.counted_under[-1]["detector"] != detector
+        ):
+            self.counted_under.append(
+                {"detector": detector, "from_scored": int(self.flags["scope_scored"])}
+            )
         flags, pii = count_annotations(annotations)
         batch.counted = (annotations, flags, pii)
         self.flags.update(flags)
@@ -149,7 +169,8 @@ class AnnotationTotals:
         """The totals, JSON-able."""
         return {"flags": dict(self.flags), "pii": dict(self.pii),
                 "by_language": {k: {lang: n for lang, n in v.items() if n}
-                                for k, v in self.by_language.items()}}  # fmt: skip
+                                for k, v in self.by_language.items()},
+                "counted_under": [dict(row) for row in self.counted_under]}  # fmt: skip
 
     def restore(self, state: Any) -> None:
         """Load :meth:`state_snapshot` output (``None``: a first start keeps zeros).
@@ -172,3 +193,6 @@ class AnnotationTotals:
         self.by_language = {k: Counter({str(lang): int(n)
                                         for lang, n in by_language.get(k, {}).items()})
                             for k in BY_LANGUAGE}  # fmt: skip
+        self.counted_under = [{"detector": str(row["detector"]),
+                               "from_scored": int(row["from_scored"])}
+                              for row in state.get("counted_under", [])]  # fmt: skip

@@ -58,9 +58,11 @@ from service.refusals.scope import (
     EmbeddingScope,
     KnownScope,
     ScopeCalibration,
+    SupportCheck,
     best_score,
     calibrate_with_retriever,
     corpus_sample,
+    support_change,
 )
 from service.refusals.stage import EmbeddingScopeStage, RefusalStage, ScopeStage
 from service.retrievers.base import Retriever
@@ -111,6 +113,8 @@ class Analytics:
             (:func:`~service.language.excluded.candidates_notice`), or ``None`` when they
             leave none out (the default) or there is no language stage; replaced when a
             gold-set refresh changes the candidates.
+        scope_notice: the notice of the last gold-set change that moved the off-corpus
+            cutoff (:func:`~service.refusals.scope.support_change`), or ``None``.
         unlabelled_notice: the line naming the live languages exported as ``other`` that
             are worth naming, with the fix (:func:`~service.language.unlabelled.unlabelled_text`),
             or ``None``; set after each batch and after a restore
@@ -137,6 +141,7 @@ class Analytics:
     language_stage: LanguageStage | None = None
     language_notice: str | None = None
     unlabelled_notice: str | None = None
+    scope_notice: str | None = None
 
     def uncalibrated(self, detector: str) -> str | None:
         """Why ``detector``'s counts are not facts (e.g. ``"out_of_scope ROC AUC 0.991
@@ -621,6 +626,7 @@ def build_analytics(
     )
     stages.append(drift)
     totals = AnnotationTotals()
+    totals.detector = scope_detector_name(scope_stage)
     stages.append(totals)
     analytics = Analytics(
         stages=stages,
@@ -728,6 +734,61 @@ def _running_scope(analytics: Analytics) -> ScopeStage | EmbeddingScopeStage | N
                  if isinstance(st, ScopeStage | EmbeddingScopeStage)), None)  # fmt: skip
 
 
+def scope_detector_name(stage: Any) -> str | None:
+    """The out-of-scope detector a scope stage applies, as the annotation totals label the
+    counts with it (:attr:`~service.pipeline.totals.AnnotationTotals.counted_under`): its
+    threshold and, for the embedding detector, its off-corpus cutoffs (4 places, the
+    precision a restart or refresh that changes nothing keeps); ``None``: no stage.
+
+    >>> from service.refusals.scope import ScopeCalibration
+    >>> stage = ScopeStage.__new__(ScopeStage)
+    >>> stage.calibration = ScopeCalibration(7.5, 1.0, 0.0, 1.0, 1.0, 4, 3, "bm25")
+    >>> scope_detector_name(stage)
+    'bm25 best score, threshold 7.5000'
+    """
+    if stage is None:
+        return None
+    detector = getattr(stage, "detector", None)
+    if detector is None:
+        calibration = stage.calibration
+        return f"{calibration.retriever} best score, threshold {calibration.threshold:.4f}"
+    support = detector.support
+    cutoffs = (", ".join(f"{script} {c:.4f}" for script, c in sorted(support.by_script.items()))
+               if support.by_language else f"{support.cutoff:.4f}")  # fmt: skip
+    return (
+        f"embedding, threshold {detector.calibration.threshold:.4f}, off-corpus cutoff "
+        f"{cutoffs or 'none'}"
+    )
+
+
+def counted_under_text(rows: Sequence[Mapping[str, Any]], scored: int) -> str | None:
+    """The notice that the scope counts since the first start were counted under more than
+    one out-of-scope detector (``rows``: :attr:`AnnotationTotals.counted_under`; ``scored``:
+    the ``scope_scored`` total), or ``None`` (one detector, or none named).
+
+    >>> print(counted_under_text([{"detector": "A", "from_scored": 0},
+    ...                           {"detector": "B", "from_scored": 40}], 100))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    out-of-scope counts since the first start come from 2 detectors: 40 scored under A, 60
+    under B (now): the bounds shown are the last one's
+    """
+    if not rows or (len(rows) == 1 and int(rows[0]["from_scored"]) == 0):
+        return None
+    parts = []
+    if int(rows[0]["from_scored"]) > 0:
+        parts.append(f"{rows[0]['from_scored']} scored before the detector was recorded")
+    for i, row in enumerate(rows):
+        end = int(rows[i + 1]["from_scored"]) if i + 1 < len(rows) else scored
+        n = end - int(row["from_scored"])
+        now = " (now)" if i + 1 == len(rows) else ""
+        parts.append(f"{n} {'scored ' if i == 0 else ''}under {row['detector']}{now}")
+    k = len(rows) + (int(rows[0]["from_scored"]) > 0)  # an unrecorded one before them
+    return (
+        f"out-of-scope counts since the first start come from {k} detectors: "
+        f"{', '.join(parts)}: the bounds shown are the last one's"
+    )
+
+
 def scope_support(analytics: Analytics) -> dict[str, Any] | None:
     """The running embedding detector's :class:`~service.refusals.scope.SupportCheck` as a
     JSON-able dict, or ``None`` (no detector, or the retriever-score one, which has none)."""
@@ -783,6 +844,14 @@ def scope_references(
     if quality is not None:
         stage.calibrated = quality.trusted(config.quality_floor, config.scope_min_balanced_accuracy,
                                            config.quality_min_class)  # fmt: skip
+    new = getattr(getattr(stage, "detector", None), "support", None)
+    if isinstance(stage, EmbeddingScopeStage) and isinstance(new, SupportCheck):
+        old = getattr(getattr(running, "detector", None), "support", None)
+        change = support_change(old if isinstance(old, SupportCheck) else None, new,
+                                f"gold-set refresh, {len(gold)} rows")  # fmt: skip
+        stage.detector.support = new._replace(change=change)
+        if change is not None:
+            log.warning("%s", change)
     return ScopeRefresh(stage, calibration, quality)
 
 
@@ -799,6 +868,10 @@ def apply_scope_references(analytics: Analytics, refresh: ScopeRefresh) -> None:
         return
     running.adopt(refresh.stage)  # type: ignore[arg-type]
     analytics.scope = refresh.calibration
+    support = getattr(getattr(refresh.stage, "detector", None), "support", None)
+    analytics.scope_notice = getattr(support, "change", None)
+    if analytics.totals is not None:
+        analytics.totals.detector = scope_detector_name(running)
     if refresh.quality is not None:
         analytics.detector_quality["out_of_scope"] = refresh.quality
     apply_quality_floor(analytics)

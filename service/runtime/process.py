@@ -370,6 +370,16 @@ class Runtime:
             reasons.append(dead_letter_problem)
         return not reasons, reasons
 
+    def _counted_under_notice(self) -> str | None:
+        """The notice that the scope totals come from more than one out-of-scope detector
+        (:func:`~service.runtime.analytics.counted_under_text`), or ``None``."""
+        from service.runtime.analytics import counted_under_text
+
+        totals = self.live.analytics.totals
+        if totals is None:
+            return None
+        return counted_under_text(totals.counted_under, int(totals.flags["scope_scored"]))
+
     def gold_file_problem(self) -> str | None:
         """Why the configured gold-set file no longer loads as ``serve`` would load it at its
         next start (``load_gold_set``), or ``None`` (also without a gold-set file of one's
@@ -390,7 +400,8 @@ class Runtime:
         # figures called unreliable, before the start-up line that names the left-out ones;
         # then the live languages /metrics exports as "other" (set after each batch)
         notices = [self.gold_refresh_error, notice, self.topic_notice, unreliable,
-                   analytics.language_notice, analytics.unlabelled_notice]  # fmt: skip
+                   analytics.language_notice, analytics.unlabelled_notice,
+                   analytics.scope_notice, self._counted_under_notice()]  # fmt: skip
         return {
             "notices": [text for text in notices if text],
             "version": __version__,

@@ -25,6 +25,7 @@ from service.refusals.detector import refusal_rate_method
 from service.refusals.scope import describe
 from service.runtime.analytics import (
     Analytics,
+    counted_under_text,
     misjudged_of,
     misjudged_unanswerable_of,
     scope_support,
@@ -78,7 +79,11 @@ class OutOfScopeReport(TypedDict):
     live-quality stage, ``gold_set_versions``: the gold-set versions the counts (cumulative
     since the first start) were judged under, oldest first — the detector is refitted on
     each, so more than one means they mix detectors
-    (:meth:`~service.quality.stage.LiveQualityStage.gold_set_versions`)."""
+    (:meth:`~service.quality.stage.LiveQualityStage.gold_set_versions`); ``counted_under``:
+    the detectors the counts were counted under since the first start, each with the scored
+    total when it began (:class:`~service.pipeline.totals.AnnotationTotals`), and
+    ``counted_under_notice``: the notice when there is more than one
+    (:func:`~service.runtime.analytics.counted_under_text`; ``None``: one)."""
 
     scored: int
     out_of_scope: int
@@ -98,6 +103,8 @@ class OutOfScopeReport(TypedDict):
     off_corpus_by_language: dict[str, int]
     not_judged_by_language: dict[str, int]
     no_gold_rows_by_language: dict[str, int]
+    counted_under: list[dict[str, Any]]
+    counted_under_notice: str | None
     gold_set_versions: NotRequired[list[str]]
 
 
@@ -278,6 +285,8 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
             "off_corpus_by_language": dict(totals.by_language["off_corpus"].most_common()),
             "not_judged_by_language": dict(totals.by_language["not_judged"].most_common()),
             "no_gold_rows_by_language": dict(totals.by_language["no_gold_rows"].most_common()),
+            "counted_under": [dict(row) for row in totals.counted_under],
+            "counted_under_notice": counted_under_text(totals.counted_under, scored),
         },
         "novelty": novelty_report(live.analytics, drift.live_counts["topic"], qualities),
         "detector_quality": qualities,

@@ -260,6 +260,26 @@ the next 8 h (428 events; it was a sliding 8 h of 108): every drift ``baseline``
 and the alarms that follow from it moved (first alarms after 1,500 events, were 1,600);
 nothing outside ``analytics.drift`` did. The production ones change only in the
 still-warming-up wording of the four ``baseline`` ``insufficient`` reasons.
+
+All three rewritten in the twenty-sixth session (s26-scope, trial 11 finding F3) for one meant
+change: the off-corpus cutoff is the least answerable support once the lowest ``j`` of ``n``
+are left out — the most ``j ≤ ⌊0.05 n⌋`` keeping the held-out in-scope recall at
+``scope_min_tpr`` (0.95) — not the least, and the detector's quality figures count a
+held-out row below its fold's cutoff out of scope. Added: ``support.trim``, ``trim_limit``,
+``least``, ``set_by``, ``below``, ``change`` (``None``), ``out_of_scope.counted_under`` (one
+detector) and ``counted_under_notice`` (``None``). Demo: trim 1 of 47 (pooled cutoff
+0.263 → 0.317; a second row cost recall below 0.95) leaves no Latin row out (⌊39/47⌋ = 0),
+so its live counts are unchanged; quality AUC 0.813 → 0.799, TPR 0.979 → 0.957 (the rule's
+held-out flags), ``misjudged_answerable`` 2 → 3. Production-shaped: 15 of 377 left out, Latin
+cutoff 0.219 → 0.331 (Devanagari 0.614 → 0.617), rule held-out FPR 2 → 13 of 377; AUC 0.989
+→ 0.962, TPR 0.973 → 0.952, FPR 0.04 → 0.03; live ``off_corpus`` 230 → 1,080,
+``out_of_scope`` 1,279 → 1,498, ``over_refusals`` 86 → 70, ``under_refusals`` 1,136 →
+1,339, so ``answered_out_of_scope`` suggestions 1,075 → 1,262 (1,611 → 1,737; the 20k
+report's 3,821 → 4,032, ``low_confidence`` 1,046 → 1,140, ``negative_feedback`` 345 → 365,
+``novel`` 2,896 → 2,895, ``off_corpus`` 1,616 → 7,356) and the suggestions re-rank. By the
+log's sources (bench_production pools, the same 3,000 events): out of scope NQ 61.6 % → 80.1 %,
+CLINC150 70.0 % → 78.0 %, CLINC150-oos 77.5 % → 83.4 % (not in the corpus), BANKING77 2.3 %
+→ 3.6 %, XQuAD-en 8.3 % → 12.6 % (answerable), XQuAD-hi/es and Hinglish unchanged.
 """
 
 from __future__ import annotations
@@ -464,8 +484,13 @@ def test_production_shaped_replay_report_and_suggestions_match_e500539(tmp_path:
 #: :data:`REL_TOL`): a digest cannot hold across CPUs and BLAS thread counts (the full suite
 #: on this machine hashed it 2e38e16e…, the test alone 912ac711…, the thresholds and cutoffs
 #: 1e-7 apart). The suggestions hash the same everywhere: their digest stays.
+#: Re-pinned by the twenty-sixth session (s26-scope) for the trimmed off-corpus cutoff (module
+#: docstring): Latin cutoff 0.219 → 0.331, ``off_corpus`` 1,616 → 7,356, ``out_of_scope``
+#: 8,608 → 10,111 of 19,300, over-refusals 514 → 389, under-refusals 7,570 → 8,948; harvest
+#: reasons answered_out_of_scope 3,821 → 4,032, low_confidence 1,046 → 1,140,
+#: negative_feedback 345 → 365, novel 2,896 → 2,895, and the held suggestions (eviction order).
 PRODUCTION_20K_SUGGESTIONS_DIGEST = (
-    "c3d5f520820a2ea3794cd1135761881b1451689391c2186238757eb880c3d046"
+    "3624db585da46699fd1b8f6dfc16fd5f015c3cbd3caa994348a4c66635dc22ed"
 )
 
 

@@ -88,8 +88,13 @@ def test_leave_one_out_features_by_hand() -> None:
 def test_separable_gold_set_scores_auc_one_and_scores_live_questions() -> None:
     questions, table = _gold([0, 5, 10, 15, 20, 25], [70, 75, 80, 85, 90, 65])
     table |= {"live near": _unit(12), "live far": _unit(88)}
+    # a passage every degree: every question here is on one, so none is off-corpus (held
+    # out or live; the rule's verdicts are in the quality figures: test_scope_quality_rule.py)
+    # and the corpus feature is constant
+    passages = [f"passage {d}" for d in range(91)]
+    table |= {f"passage {d}": _unit(d) for d in range(91)}
     emb = TableEmbedder(table)
-    det = EmbeddingScope(emb, questions, n_boot=200)
+    det = EmbeddingScope(emb, questions, passages, n_boot=200)
     # Every answerable row is closer to the answerable cluster than any unanswerable row:
     # cross-validated scores separate them completely (AUC = 1, interval [1, 1]).
     assert det.quality.auc == 1.0 and det.quality.low == det.quality.high == 1.0
@@ -117,7 +122,11 @@ def test_too_few_unanswerable_rows_is_an_error() -> None:
 
 def test_threshold_comes_from_cross_validated_scores() -> None:
     questions, table = _gold([0, 5, 10, 15, 40, 60], [70, 75, 80, 85, 30, 50])
-    det = EmbeddingScope(TableEmbedder(table), questions, min_tpr=0.5, n_boot=0)
+    # a passage every degree: no held-out row is off-corpus, so the rates at the threshold
+    # are the regression's, whose threshold keeps min_tpr
+    passages = [f"passage {d}" for d in range(91)]
+    table |= {f"passage {d}": _unit(d) for d in range(91)}
+    det = EmbeddingScope(TableEmbedder(table), questions, passages, min_tpr=0.5, n_boot=0)
     # The stored calibration is calibrate_threshold on the same CV scores the AUC used.
     assert det.calibration.auc == det.quality.auc
     assert det.calibration.n_answerable == 6 and det.calibration.n_unanswerable == 6
