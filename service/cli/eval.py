@@ -193,9 +193,6 @@ def eval_command(
             f"< {gate['threshold']}",
             err=True,
         )
-    if outcome.answers is not None and outcome.answers.unknown:  # both formats: stderr
-        click.echo("goldwatch: warning: " + unknown_answers_text(list(outcome.answers.unknown)),
-                   err=True)  # fmt: skip
     if outcome.failed_gates:
         sys.exit(EXIT_GATE_FAILED)
 
@@ -213,19 +210,7 @@ def _answers_text(doc: dict[str, Any]) -> str:
     if doc.get("missing"):
         text += f"\n  {len(doc['missing'])} gold questions have no answer in the file"
     if doc.get("unknown"):
+        from service.evaluation.answers import unknown_answers_text
+
         text += "\n  " + unknown_answers_text(doc["unknown"])
     return text
-
-
-def unknown_answers_text(unknown: list[str]) -> str:
-    """``"2 answers are for ids not in the gold set, ignored: ghost-1, ghost-2"`` (the first
-    five ids, then how many more).
-
-    >>> unknown_answers_text(["a", "b", "c", "d", "e", "f", "g"])
-    '7 answers are for ids not in the gold set, ignored: a, b, c, d, e and 2 more'
-    >>> unknown_answers_text(["ghost-1"])
-    '1 answer is for an id not in the gold set, ignored: ghost-1'
-    """
-    shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
-    noun = "answer is for an id" if len(unknown) == 1 else "answers are for ids"
-    return f"{len(unknown)} {noun} not in the gold set, ignored: {shown}"

@@ -204,3 +204,17 @@ def check_answers(
         missing=tuple(q.id for q in questions if q.id not in answers),
         unknown=tuple(i for i in answers if i not in per_question and i not in asked),
     )
+
+
+def unknown_answers_text(unknown: list[str]) -> str:
+    """``"2 answers are for ids not in the gold set, ignored: ghost-1, ghost-2"`` (the first
+    five ids, then how many more).
+
+    >>> unknown_answers_text(["a", "b", "c", "d", "e", "f", "g"])
+    '7 answers are for ids not in the gold set, ignored: a, b, c, d, e and 2 more'
+    >>> unknown_answers_text(["ghost-1"])
+    '1 answer is for an id not in the gold set, ignored: ghost-1'
+    """
+    shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+    noun = "answer is for an id" if len(unknown) == 1 else "answers are for ids"
+    return f"{len(unknown)} {noun} not in the gold set, ignored: {shown}"

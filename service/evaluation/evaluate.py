@@ -96,6 +96,9 @@ class RetrieverReport:
         unanswerable_best: unanswerable question id → the passage ranked first for it and
             its score (``None``: nothing returned); the right answer is a refusal, so a high
             score here is a confident match for a question the corpus cannot answer.
+        ascending: ``(lists returned in ascending score order, lists whose scores are not
+            all equal)``: :func:`ascending_lists`; when most are ascending the scores look
+            like distances (:meth:`order_warning`).
     """
 
     retriever: str
@@ -112,6 +115,21 @@ class RetrieverReport:
     mean: str = "answerable"
     n_averaged: int = -1
     unanswerable_best: Mapping[str, tuple[str, float] | None] = field(default_factory=dict)
+    ascending: tuple[int, int] = (0, 0)
+
+    def order_warning(self) -> str | None:
+        """A warning when at least :data:`MIN_ORDERED_LISTS` lists had scores that are not
+        all equal and at least :data:`ASCENDING_SHARE` of them came in ascending score order,
+        the order of distances (FAISS L2, Chroma, pgvector ``<->``: lower is better) returned
+        best first: ranked by score descending, as trec_eval ranks, each is reversed (a
+        trial's perfect retriever scored recall@10 0.000). ``None`` otherwise."""
+        rising, ordered = self.ascending
+        if ordered < MIN_ORDERED_LISTS or rising < ASCENDING_SHARE * ordered:
+            return None
+        return (f"{self.retriever}: {rising} of {ordered} result lists came in ascending score "
+                "order; goldwatch ranks by score descending (trec_eval), so if these scores are "
+                "distances (lower is better) every list was scored reversed: return "
+                "similarities or negated distances")  # fmt: skip
 
     def __post_init__(self) -> None:
         if self.n_averaged < 0:
@@ -140,6 +158,8 @@ class RetrieverReport:
             "n_missing_from_run": self.n_missing,
             "mean": self.mean,
             "n_averaged": self.n_averaged,
+            "ascending_lists": list(self.ascending),
+            "order_warning": self.order_warning(),
         }
 
 
@@ -249,6 +269,32 @@ def _find_misses(
     return tuple(misses)
 
 
+#: :meth:`RetrieverReport.order_warning`: the least lists with unequal scores it judges on,
+#: and the share of them in ascending order that warns.
+MIN_ORDERED_LISTS = 5
+ASCENDING_SHARE = 0.9
+
+
+def ascending_lists(run: Run) -> tuple[int, int]:
+    """``(rising, ordered)`` over the run's lists as returned: ``ordered`` lists whose
+    scores are not all equal, ``rising`` of them never falling from one entry to the next
+    (ascending score order: distances, best first).
+
+    >>> ascending_lists({"q1": [ScoredDoc("a", 0.1), ScoredDoc("b", 0.2)],
+    ...                  "q2": [ScoredDoc("a", 0.9), ScoredDoc("b", 0.2)],
+    ...                  "q3": [ScoredDoc("a", 1.0), ScoredDoc("b", 1.0)]})
+    (1, 2)
+    """
+    rising = ordered = 0
+    for docs in run.values():
+        scores = [doc.score for doc in docs]
+        if len(set(scores)) < 2:
+            continue
+        ordered += 1
+        rising += all(a <= b for a, b in zip(scores, scores[1:], strict=False))
+    return rising, ordered
+
+
 def _best_scores(docs: Iterable[ScoredDoc]) -> dict[str, float]:
     best: dict[str, float] = {}
     for doc_id, score in docs:
@@ -263,6 +309,7 @@ def evaluate_run(
     run: Run,
     ks: Sequence[int],
     relevance_level: int = 1,
+    ascending: tuple[int, int] | None = None,
 ) -> RetrieverReport:
     """Score one run against the gold questions.
 
@@ -273,6 +320,9 @@ def evaluate_run(
             ``-c``).
         ks: cut-offs (each ≥ 1).
         relevance_level: minimum graded relevance counted as relevant (trec_eval ``-l``).
+        ascending: ``(rising, ordered)`` of the lists as the retriever returned them, when
+            ``run`` holds them sorted (:class:`~service.retrievers.base.ReturnedOrder`);
+            ``None``: counted on ``run``'s own order (:func:`ascending_lists`; a run file's).
 
     Returns:
         A :class:`RetrieverReport`.
@@ -315,4 +365,9 @@ def evaluate_run(
         measures=measures,
         n_missing=sum(1 for q in answerable if q.id not in run),
         unanswerable_best=best,
+        ascending=(
+            ascending
+            if ascending is not None
+            else ascending_lists({q.id: run[q.id] for q in questions if q.id in run})
+        ),
     )

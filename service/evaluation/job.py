@@ -24,7 +24,12 @@ from service.data.goldset import (
 )
 from service.demo import demo_path
 from service.errors import GoldwatchError
-from service.evaluation.answers import AnswerCheckReport, check_answers, load_answers
+from service.evaluation.answers import (
+    AnswerCheckReport,
+    check_answers,
+    load_answers,
+    unknown_answers_text,
+)
 from service.evaluation.compare import PairedComparison, compare_all
 from service.evaluation.evaluate import (
     RetrieverReport,
@@ -194,9 +199,11 @@ def load_corpus_for(request: EvalRequest, settings: Settings) -> Corpus:
 
 def retrieved_runs(
     request: EvalRequest, settings: Settings, gold: GoldSet, names: Sequence[str]
-) -> tuple[dict[str, Run], Corpus | None, list[str]]:
-    """Return ``(runs, corpus, warnings)``: each named retriever's run over the gold set
-    (``settings.eval.depth`` deep), or the request's TREC run files (corpus ``None``).
+) -> tuple[dict[str, Run], Corpus | None, list[str], dict[str, tuple[int, int]]]:
+    """Return ``(runs, corpus, warnings, orders)``: each named retriever's run over the gold
+    set (``settings.eval.depth`` deep), or the request's TREC run files (corpus ``None``);
+    ``orders``: per entrypoint or HTTP retriever, ``(rising, ordered)`` of its lists as it
+    returned them (:class:`~service.retrievers.base.ReturnedOrder`; its run is sorted).
 
     Raises:
         EvalUsageError: two run files share a name.
@@ -207,7 +214,7 @@ def retrieved_runs(
         runs = {path.name: read_run(path) for path in request.runs}
         if len(runs) != len(request.runs):
             raise EvalUsageError("two --run files share a file name; rename one")
-        return runs, None, warnings
+        return runs, None, warnings, {}
     corpus = load_corpus_for(request, settings)
     coverage = corpus_coverage(gold, corpus)  # none of the gold ids in it: an error
     if coverage is not None:
@@ -215,6 +222,7 @@ def retrieved_runs(
     retrievers = build_retrievers(names, settings, corpus.passages)
     depth = max(settings.eval.depth, max(request.ks or settings.eval.k))
     runs = {}
+    orders: dict[str, tuple[int, int]] = {}
     questions = list(gold)
     for name in names:
         with tqdm(
@@ -227,11 +235,14 @@ def retrieved_runs(
             runs[name] = retrieve_run(
                 retrievers[name], questions, depth, settings.eval.batch_size, bar.update
             )
+        order = getattr(retrievers[name], "returned_order", None)
+        if order is not None:  # an entrypoint or HTTP retriever: lists as returned, unsorted
+            orders[name] = (order.rising, order.ordered)
     for retriever in retrievers.values():
         close = getattr(retriever, "close", None)
         if callable(close):
             close()
-    return runs, corpus, warnings
+    return runs, corpus, warnings, orders
 
 
 def _check_gates(reports: Sequence[RetrieverReport], gates: Sequence[Gate]) -> list[FailedGate]:
@@ -310,10 +321,12 @@ def run_eval(request: EvalRequest, settings: Settings) -> EvalOutcome:
     names = list(dict.fromkeys(request.retrievers or DEFAULT_RETRIEVERS))
     if request.compare and not request.runs:
         names.extend(n for n in request.compare if n not in names)
-    runs, corpus, warnings = retrieved_runs(request, settings, gold, names)
+    runs, corpus, warnings, orders = retrieved_runs(request, settings, gold, names)
     questions = list(gold)
     reports = tuple(
-        evaluate_run(name, questions, run, ks, settings.eval.relevance_level)
+        evaluate_run(
+            name, questions, run, ks, settings.eval.relevance_level, ascending=orders.get(name)
+        )  # fmt: skip
         for name, run in runs.items()
     )
     # trec_eval -c averages over the topics in the qrels: a topic of the topics file with no
@@ -331,9 +344,12 @@ def run_eval(request: EvalRequest, settings: Settings) -> EvalOutcome:
         comparisons = tuple(
             compare_all(a, by_name[a].per_query, b, by_name[b].per_query, by_name[a].measures)
         )
+    warnings += [warning for r in reports if (warning := r.order_warning())]
     answer_report = None
     if request.answers is not None:
         answer_report = check_answers(questions, load_answers(request.answers))
+        if answer_report.unknown:
+            warnings.append(unknown_answers_text(list(answer_report.unknown)))
     misses_path = request.misses or settings.eval.misses
     if misses_path is not None:
         _write_misses(misses_path, reports)

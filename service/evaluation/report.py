@@ -14,7 +14,9 @@ JSON schema (``schema_version`` 1)::
                            "n_misses": int, "n_duplicates": int,
                            "n_missing_from_run": int,    # answerable, absent: scored 0
                            "mean": "answerable" | "trec_eval -c",  # what overall averages
-                           "n_averaged": int}},                    # over, and how many
+                           "n_averaged": int,                      # over, and how many
+                           "ascending_lists": [rising, ordered],   # lists in ascending
+                           "order_warning": str | None}},          # score order: distances?
      "comparison": [{"metric", "a", "b", "n", "mean_a", "mean_b", "mean_diff", "wins",
                      "losses", "ties", "p_value", "ci_low", "ci_high", "confidence",
                      "deltas": {question_id: b - a}}],        # only with --compare
@@ -153,6 +155,8 @@ def render_text(reports: Sequence[RetrieverReport], comparisons: Sequence[Paired
             f"{misses} (a gold passage outside the top {max_k(r.measures)}){duplicates} =="
         )
         out.append(mean_note(r))
+        if warning := r.order_warning():
+            out.append(f"WARNING: {warning}")
         overall = r.defined_overall()
         rows: list[list[object]] = [["all", r.n_averaged, *(overall[m] for m in columns)]]
         for field, groups in r.by.items():

@@ -65,8 +65,10 @@ def render_eval_html(outcome: EvalOutcome, *, max_misses: int = MAX_MISSES) -> s
         ),
     ]
     k = outcome.breakdown_k or breakdown_k(outcome.ks)
+    warnings = [para(w, "notice") for r in outcome.reports if (w := r.order_warning())]
     body = [
         *header,
+        *warnings,
         _overall(outcome),
         _curves(outcome.ks, outcome.reports),
         _breakdown(outcome.reports, k),

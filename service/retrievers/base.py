@@ -43,6 +43,35 @@ class Retriever(Protocol):
         ...
 
 
+class ReturnedOrder:
+    """Counts, over the result lists a retriever returned as it returned them (before
+    :func:`top_k_ids` sorts them), the lists whose scores are not all equal (``ordered``) and
+    those of them whose scores never fall from one entry to the next (``rising``): the order
+    of distances (lower is better) returned best first, which ``eval`` would score reversed
+    (:meth:`service.evaluation.evaluate.RetrieverReport.order_warning`). Not thread-safe: the
+    ``eval`` job calls a retriever from one thread.
+
+    >>> order = ReturnedOrder()
+    >>> order.observe([ScoredDoc("a", 0.1), ScoredDoc("b", 0.3)])
+    >>> order.observe([ScoredDoc("a", 2.0), ScoredDoc("b", 1.0)])
+    >>> order.observe([ScoredDoc("a", 1.0)])
+    >>> (order.rising, order.ordered)
+    (1, 2)
+    """
+
+    def __init__(self) -> None:
+        self.rising = 0
+        self.ordered = 0
+
+    def observe(self, docs: Sequence[ScoredDoc]) -> None:
+        """Count one returned list."""
+        scores = [doc.score for doc in docs]
+        if len(set(scores)) < 2:
+            return
+        self.ordered += 1
+        self.rising += all(a <= b for a, b in zip(scores, scores[1:], strict=False))
+
+
 def top_k_ids(docs: Sequence[ScoredDoc], k: int) -> list[ScoredDoc]:
     """Sort results by score descending (stable: the retriever's order breaks ties) and keep
     every entry of the first ``k`` distinct ids, repeats included.

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from service.records import ScoredDoc
-from service.retrievers.base import RetrieverError, top_k_ids
+from service.retrievers.base import RetrieverError, ReturnedOrder, top_k_ids
 from service.retrievers.text import check_k
 
 
@@ -68,6 +68,8 @@ class EntrypointRetriever:
     def __init__(self, entrypoint: str, *, name: str = "entrypoint", **params: Any) -> None:
         self.name = name
         self.entrypoint = entrypoint
+        #: the lists as returned, before sorting: ``eval`` warns of distances from it
+        self.returned_order = ReturnedOrder()
         target = load_entrypoint(entrypoint)
         if inspect.isclass(target):
             try:
@@ -125,6 +127,7 @@ class EntrypointRetriever:
         if not isinstance(raw, list | tuple):
             raise self._bad(f"{type(raw).__name__}, expected a list of results")
         docs = [self._item(item, index) for index, item in enumerate(raw)]
+        self.returned_order.observe(docs)
         return top_k_ids(docs, k)
 
     def _item(self, item: Any, index: int) -> ScoredDoc:

@@ -23,7 +23,7 @@ import json
 import math
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -31,7 +31,7 @@ import httpx
 
 from service.pacing import Backoff
 from service.records import ScoredDoc
-from service.retrievers.base import RetrieverError, top_k_ids
+from service.retrievers.base import RetrieverError, ReturnedOrder, top_k_ids
 from service.retrievers.text import check_k
 
 _RETRY_STATUSES = frozenset({429}) | frozenset(range(500, 600))
@@ -91,6 +91,9 @@ class HttpRetriever:
         self.max_response_bytes = max_response_bytes
         self.concurrency = concurrency
         self.retries_total = 0
+        #: the lists as returned, before sorting (under ``_lock``): ``eval`` warns of
+        #: distances from it
+        self.returned_order = ReturnedOrder()
         self._lock = threading.Lock()
         self._client = httpx.Client(timeout=timeout_s, headers=dict(headers or {}))
 
@@ -113,7 +116,11 @@ class HttpRetriever:
         """
         check_k(k)
         body = self._post_with_retries({"question": question, "k": k})
-        return parse_results(body, k, self.name)
+        return parse_results(body, k, self.name, observe=self._observe)
+
+    def _observe(self, docs: list[ScoredDoc]) -> None:
+        with self._lock:
+            self.returned_order.observe(docs)
 
     def search_batch(self, questions: Sequence[str], k: int) -> list[list[ScoredDoc]]:
         """Call :meth:`search` per question, ``concurrency`` at a time; input order kept."""
@@ -180,8 +187,11 @@ class HttpRetriever:
         return min(max(seconds, 0.0), self.max_backoff_s) if math.isfinite(seconds) else 0.0
 
 
-def parse_results(body: bytes, k: int, name: str) -> list[ScoredDoc]:
-    """Validate a ``{"results": [{"id", "score"}]}`` body; return the top ``k`` results.
+def parse_results(
+    body: bytes, k: int, name: str, observe: Callable[[list[ScoredDoc]], None] | None = None
+) -> list[ScoredDoc]:
+    """Validate a ``{"results": [{"id", "score"}]}`` body; return the top ``k`` results
+    (``observe``, if given, first sees every result in the server's order).
 
     Ids may be strings or integers (turned into strings); scores finite numbers (not bools).
     Results are sorted by score descending (stable: the server's order breaks ties); the entries
@@ -217,4 +227,6 @@ def parse_results(body: bytes, k: int, name: str) -> list[ScoredDoc]:
         if not math.isfinite(score):
             raise bad(f"results[{index}].score is not finite")
         docs.append(ScoredDoc(str(doc_id), float(score)))
+    if observe is not None:
+        observe(docs)
     return top_k_ids(docs, k)

@@ -107,7 +107,7 @@ def run_gold_set(settings: Settings, trigger: str = "on_demand") -> dict[str, An
     request = EvalRequest(progress=False)
     gold = load_gold(request, settings)
     names = list(dict.fromkeys(name for name, _ in labels.values()))
-    runs, corpus, warnings = retrieved_runs(request, settings, gold, names)
+    runs, corpus, warnings, _ = retrieved_runs(request, settings, gold, names)
     ks = tuple(settings.eval.k)
     questions = list(gold)
     reports = {

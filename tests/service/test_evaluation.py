@@ -97,3 +97,31 @@ def test_retrieve_run_batches_and_reports_progress() -> None:
     assert run["q2"] == [ScoredDoc("hostel fee?", 1.0)]
     with pytest.raises(ValueError):
         retrieve_run(retriever, QUESTIONS, depth=0)
+
+
+def test_lists_of_distances_returned_best_first_are_named() -> None:
+    """Trial 12 F12: a retriever returning distances (lower is better, FAISS L2) best first
+    scored recall@1 0 and MRR 0.01 without a word, its lists reversed by the trec_eval rank
+    (score descending). Six questions, gold at position 1 of 3, distances 0.1, 0.2, 0.3:
+    ranked by score descending the gold passage is third (recall@1 0, RR 1/3, by hand), and
+    6 of 6 lists are ascending: warned. Similarities in the same order: no warning."""
+    questions = [GoldQuestion(f"q{i}", "?", (f"g{i}",)) for i in range(6)]
+    distances = {f"q{i}": [ScoredDoc(f"g{i}", 0.1), ScoredDoc("x", 0.2), ScoredDoc("y", 0.3)]
+                 for i in range(6)}  # fmt: skip
+    report = evaluate_run("faiss", questions, distances, [1])
+    assert report.overall["recall@1"] == 0.0 and report.overall["mrr"] == pytest.approx(1 / 3)
+    assert report.ascending == (6, 6)
+    warning = report.order_warning()
+    assert warning is not None and warning.startswith(
+        "faiss: 6 of 6 result lists came in ascending score order"
+    )
+    assert report.to_json()["order_warning"] == warning
+    similarities = {q: [ScoredDoc(d.doc_id, 1 - d.score) for d in docs]
+                    for q, docs in distances.items()}  # fmt: skip
+    report = evaluate_run("faiss", questions, similarities, [1])
+    assert report.overall["recall@1"] == 1.0 and report.ascending == (0, 6)
+    assert report.order_warning() is None
+    # fewer than 5 lists with unequal scores, or under 90 % ascending: no warning
+    assert evaluate_run("f", questions[:4], distances, [1]).order_warning() is None
+    mixed = {**distances, "q0": similarities["q0"]}  # 5 of 6 = 83 %
+    assert evaluate_run("f", questions, mixed, [1]).order_warning() is None

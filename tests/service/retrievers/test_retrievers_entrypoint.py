@@ -36,6 +36,9 @@ def twice(question, k):
 def not_a_list(question, k):
     return {"a": 1.0}
 
+def distances(question, k):
+    return [("g", 0.1), ("x", 0.2), ("y", 0.3)]  # FAISS L2: lower is better, best first
+
 class Searcher:
     def __init__(self, bonus=0.0):
         self.bonus = bonus
@@ -127,3 +130,21 @@ def test_errors_from_the_callable_never_echo_the_question(module: str) -> None:
         with pytest.raises(RetrieverError, match=match) as caught:
             EntrypointRetriever(f"{module}:{attribute}").search(question, 3)
         assert question not in str(caught.value)
+
+
+def test_distances_returned_best_first_are_counted_before_sorting(module: str) -> None:
+    """Trial 12 F12: the wrapper sorts by score descending before eval sees the lists, so
+    eval must learn their returned order from the wrapper. Six questions, gold ``g``
+    returned first at distance 0.1: ranked by score it is third (RR 1/3 by hand), and all 6
+    lists came ascending: the report warns."""
+    retriever = EntrypointRetriever(f"{module}:distances", name="faiss")
+    questions = [GoldQuestion(f"q{i}", "?", ("g",)) for i in range(6)]
+    run = retrieve_run(retriever, questions, depth=3)
+    assert run["q0"] == [("y", 0.3), ("x", 0.2), ("g", 0.1)]  # sorted: the order eval sees
+    assert (retriever.returned_order.rising, retriever.returned_order.ordered) == (6, 6)
+    unwarned = evaluate_run("faiss", questions, run, ks=[1])
+    assert unwarned.ascending == (0, 6) and unwarned.order_warning() is None
+    report = evaluate_run("faiss", questions, run, ks=[1], ascending=(6, 6))
+    assert report.overall["mrr"] == pytest.approx(1 / 3)
+    assert (report.order_warning() or "").startswith("faiss: 6 of 6 result lists came in "
+                                                     "ascending score order")  # fmt: skip

@@ -143,3 +143,17 @@ def test_search_batch_keeps_input_order(fake_server: FakeServer) -> None:
     with client(fake_server, concurrency=4) as remote:
         batch = remote.search_batch(questions, 1)
     assert [results[0].doc_id for results in batch] == questions
+
+
+def test_the_returned_order_is_counted_before_sorting(fake_server: FakeServer) -> None:
+    """Trial 12 F12: ``eval`` warns of distances from the lists as the server sent them;
+    the retriever sorts them (score descending) before anyone else sees them. Two ascending
+    replies and one descending: 2 rising of 3 ordered."""
+    ascending = b'{"results": [{"id": "g", "score": 0.1}, {"id": "x", "score": 0.2}]}'
+    descending = b'{"results": [{"id": "g", "score": 0.9}, {"id": "x", "score": 0.2}]}'
+    fake_server.script.extend([Reply(200, ascending), Reply(200, ascending),
+                               Reply(200, descending)])  # fmt: skip
+    with client(fake_server, concurrency=1) as remote:
+        found = remote.search_batch(["a", "b", "c"], 2)
+    assert found[0] == [ScoredDoc("x", 0.2), ScoredDoc("g", 0.1)]
+    assert (remote.returned_order.rising, remote.returned_order.ordered) == (2, 3)
