@@ -148,10 +148,16 @@ _SNAPSHOT_RECENT = 5_000
 _ALL = frozenset(REASONS)
 _EXACT_CACHE = 200_000
 _NORMAL_CACHE = 20_000
-#: The distinct reason sets (subsets of :data:`REASONS`), each one object shared by every
-#: remembered event that has it, instead of a frozenset per event (~0.2 KB each: ~10 MB at
-#: the default 50,000 ``recent_events``).
-_REASON_SETS: dict[frozenset[str], frozenset[str]] = {}
+#: The distinct reason sets a remembered event's counted reasons take (subsets of
+#: :data:`REASONS`), each one tuple shared by every event that has it (its reasons once each,
+#: in :data:`REASONS` order), by the tuples they came as: not a frozenset per event (~0.2 KB
+#: each: ~10 MB at the default 50,000 ``recent_events``), and not a frozenset at all: a tuple
+#: of strings, and so each event's ``(suggestion id, reasons)`` entry, is left untracked by
+#: the garbage collector, whose full collections walked every remembered event's entry (a
+#: frozenset keeps its tuple tracked: ~28,000 of the replay's ~110,000 tracked objects on
+#: ``benchmarks.bench_production``'s 50,000 events).
+_REASON_SETS: dict[tuple[str, ...], tuple[str, ...]] = {}
+_REASON_ORDER = {reason: at for at, reason in enumerate(REASONS)}
 _new_tuple = tuple.__new__
 #: :class:`Occurrence`'s fields in the order :meth:`HarvestStage.process` builds them.
 _OCCURRENCE_FIELDS = ("event_id", "timestamp", "question", "normalised", "reasons", "rankings",
@@ -161,10 +167,22 @@ if Occurrence._fields != _OCCURRENCE_FIELDS:  # a field added or moved: process 
     raise ImportError(f"Occurrence's fields are {Occurrence._fields}, not {_OCCURRENCE_FIELDS}")
 
 
-def _reason_set(reasons: Iterable[str]) -> frozenset[str]:
-    """``frozenset(reasons)``, the shared one when it is a subset of :data:`REASONS`."""
-    found = frozenset(reasons)
-    return _REASON_SETS.setdefault(found, found) if found <= _ALL else found
+def _reason_set(reasons: Iterable[str]) -> tuple[str, ...]:
+    """The distinct ``reasons`` as one tuple, in :data:`REASONS` order (others after them,
+    sorted): the shared one (:data:`_REASON_SETS`) when they are among :data:`REASONS`.
+    What a remembered event's counted reasons are tested (``in``) and listed with."""
+    given = reasons if isinstance(reasons, tuple) else tuple(reasons)
+    shared = _REASON_SETS.get(given)
+    if shared is None:
+        found = frozenset(given)
+        order = len(_REASON_ORDER)
+        shared = tuple(sorted(found, key=lambda r: (_REASON_ORDER.get(r, order), r)))
+        if found <= _ALL:  # at most 2^len(REASONS) distinct, each under a few orders
+            if len(_REASON_SETS) >= 4_096:
+                _REASON_SETS.clear()
+            shared = _REASON_SETS.setdefault(shared, shared)
+            _REASON_SETS[given] = shared
+    return shared
 
 
 def _role(event: QueryLogEvent, notes: dict[str, Any]) -> str | None:
@@ -245,7 +263,7 @@ class HarvestStage:
         self._exact: dict[str, str] = {}  # normalised text -> suggestion id
         self._known: set[str] = set()  # normalised texts near a gold question
         # event id -> (suggestion id, reasons counted for the event)
-        self._recent: OrderedDict[str, tuple[str, frozenset[str]]] = OrderedDict()
+        self._recent: OrderedDict[str, tuple[str, tuple[str, ...]]] = OrderedDict()
         self._dirty: set[str] = set()  # changed since published to every sink
         self._stale: set[str] = set()  # changed since published to the repository sink
         # records a snapshot relies on (clean in it): the last committed one's (_committed)
@@ -809,27 +827,31 @@ class HarvestStage:
                 return
             occurrence = occurrence._replace(reasons=new, counts=False)
             if new:
-                self._recent[occurrence.event_id] = (sid, _reason_set(counted.union(new)))
+                self._recent[occurrence.event_id] = (sid, _reason_set((*counted, *new)))
         suggestion = self.suggestions.get(sid)
+        config = self.config
         if suggestion is None:
             if not occurrence.counts:
                 return
-            suggestion = self.suggestions[sid] = Suggestion.start(sid, occurrence)
+            # started and added in one step (Suggestion.first: the same fields)
+            suggestion = self.suggestions[sid] = Suggestion.first(
+                sid, occurrence, config.max_variants, config.pool_k, config.max_pool)  # fmt: skip
             if sid not in self.index:
                 self.index.add(sid, suggestion.normalised)
             self._pending["new"]["suggestions"] += 1
-        config = self.config
-        if suggestion.add(occurrence, config.max_variants, config.pool_k, config.max_pool):
-            self._order.pop(sid, None)
-            self._dirty.add(sid)
-            self._stale.add(sid)
-            counts = self._pending["reasons"]
-            for reason in occurrence.reasons:  # Counter.update: an ABC check per call
-                counts[reason] += 1
-            if occurrence.counts:
-                self._recent[occurrence.event_id] = (sid, _reason_set(occurrence.reasons))
-                if len(self._recent) > self.config.recent_events:
-                    self._recent.popitem(last=False)
+        elif not suggestion.add(occurrence, config.max_variants, config.pool_k, config.max_pool):
+            return
+        self._order.pop(sid, None)
+        self._dirty.add(sid)
+        self._stale.add(sid)
+        counts = self._pending["reasons"]
+        for reason in occurrence.reasons:  # Counter.update: an ABC check per call
+            counts[reason] += 1
+        if occurrence.counts:
+            recent = self._recent
+            recent[occurrence.event_id] = (sid, _reason_set(occurrence.reasons))
+            if len(recent) > config.recent_events:
+                recent.popitem(last=False)
 
     def _evict(self) -> None:
         """Past ``1.1 × max_suggestions``, drop the lowest by (priority, last seen, id) down
@@ -972,9 +994,9 @@ class HarvestStage:
             self._apply_decisions()
         recent = list(islice(reversed(self._recent.items()), _SNAPSHOT_RECENT))[::-1]
         # each distinct reason set sorted once (the recent events share a few of them)
-        sorted_sets: dict[frozenset[str], list[str]] = {}
+        sorted_sets: dict[tuple[str, ...], list[str]] = {}
 
-        def listed(counted: frozenset[str]) -> list[str]:
+        def listed(counted: tuple[str, ...]) -> list[str]:
             found = sorted_sets.get(counted)
             if found is None:
                 found = sorted_sets[counted] = sorted(counted)
@@ -1129,8 +1151,9 @@ class HarvestStage:
         scores.load(snapshot.get("scores", {}))
         # [event, suggestion, reasons]; an older snapshot's [event, suggestion] did not keep
         # them: every reason counts as counted, so a redelivered event adds none (as then)
+        every = _reason_set(REASONS)
         recent = OrderedDict(
-            (str(row[0]), (str(row[1]), _reason_set(map(str, row[2])) if len(row) > 2 else _ALL))
+            (str(row[0]), (str(row[1]), _reason_set(map(str, row[2])) if len(row) > 2 else every))
             for row in snapshot.get("recent", [])
         )  # fmt: skip
         # the held and the decided questions' probes in one call (one embedding call)
