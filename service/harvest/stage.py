@@ -103,7 +103,7 @@ from typing import TYPE_CHECKING, Any
 from service.files.fit_cache import Memo, no_memo
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.neardup import NearDupIndex, Probe, lsh_parameters
-from service.harvest.ranking import priority
+from service.harvest.ranking import eviction_keys, priority
 from service.harvest.shedding import choose
 from service.harvest.signals import CoverageTracker, ScoreWindow, event_reasons, production_score
 from service.harvest.store import (
@@ -860,12 +860,12 @@ class HarvestStage:
         limit, suggestions = self.config.max_suggestions, self.suggestions
         if len(suggestions) <= limit * 1.1:
             return
-        order, config = self._order, self.config
-        fresh = []
-        for sid in suggestions.keys() - order.keys():  # new or changed since the last time
-            suggestion = suggestions[sid]
-            key = order[sid] = (priority(suggestion, config), suggestion.last_seen, sid)
-            fresh.append(key)
+        order = self._order
+        # new or changed since the last time (eviction_keys: priority's floats)
+        fresh = eviction_keys([suggestions[sid] for sid in suggestions.keys() - order.keys()],
+                              self.config)  # fmt: skip
+        for key in fresh:
+            order[key[2]] = key
         # the last eviction's sorted keys still current, then the new ones sorted: two runs,
         # which list.sort merges in about one pass (a full sort of the ~5,500 keys was most
         # of an eviction); order holds exactly the suggestions held, so these are its values
