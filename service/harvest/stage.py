@@ -339,39 +339,38 @@ class HarvestStage:
         strata: dict[tuple[Any, Any, bool], tuple[tuple[Any, Any], float]] = {}
         gap_dimensions: dict[tuple[Any, Any, bool], str | None] = {}
         events = batch.events
-        # the picked events, as parallel lists of shared or untracked objects
-        rows: list[int] = []  # index in the batch
-        texts: list[str] = []  # normalised question
-        questions: list[str] = []  # scrubbed question
-        # whether its scrub found nothing in it (Occurrence.scrubbed): the PII stage's (its
-        # annotation empty: nothing in the question or answer) or the one here
-        clean_of: list[bool] = []
-        reasons_of: list[tuple[str, ...]] = []
-        strata_of: list[tuple[tuple[Any, Any], float]] = []
-        dimension_of: list[str | None] = []  # the dimension of the stratum's gap
-        gold_of: list[bool] = []  # whether to look for a gold near-duplicate
+        # the picked events: (index in the batch, normalised question, scrubbed question,
+        # whether its scrub found nothing in it (Occurrence.scrubbed: the PII stage's, its
+        # annotation empty: nothing in the question or answer, or the one here), reasons,
+        # stratum ((topic, language), gap), the dimension of the stratum's gap, whether to
+        # look for a gold near-duplicate); one tuple each, split into columns after the loop
+        picked: list[tuple[int, str, str, bool, tuple[str, ...], tuple[tuple[Any, Any], float],
+                           str | None, bool]] = []  # fmt: skip
         known = too_long = 0
         max_chars = config.max_question_chars
+        is_low, gap_of = scores.is_low, self._gap
         for i, (event, notes) in enumerate(zip(events, annotations, strict=True)):
             low = False
             scored = production_score(event)
             if scored is not None:
-                retriever, best = scored
-                low = best is None or scores.is_low(retriever, best, quantile)
-            labels = (notes.get("topic"), notes.get("language"))
+                best = scored[1]
+                low = best is None or is_low(scored[0], best, quantile)
+            get = notes.get
+            topic = get("topic")
             # an uncalibrated 'novel' is no fact: its topic share is no coverage gap
-            uncalibrated = labels[0] == "novel" and notes.get("novelty_calibrated") is False
-            key = (*labels, uncalibrated)
+            key = (topic, get("language"),
+                   topic == "novel" and get("novelty_calibrated") is False)  # fmt: skip
             stratum = strata.get(key)
             if stratum is None:
+                uncalibrated = key[2]
                 if uncalibrated:
                     self._novel_uncalibrated = True
-                gap, gap_dimensions[key] = self._gap(*labels, topic_gap=not uncalibrated)
-                stratum = strata[key] = (labels, gap)
+                gap, gap_dimensions[key] = gap_of(topic, key[1], topic_gap=not uncalibrated)
+                stratum = strata[key] = ((topic, key[1]), gap)
             reasons = event_reasons(event, notes, config, stratum[1], low, active)
             if not reasons:
                 continue
-            if notes.get("known"):
+            if get("known"):
                 known += 1
                 continue
             question = event.question
@@ -388,14 +387,19 @@ class HarvestStage:
                     normal.clear()
                 text = normal[question] = comparison_form(question)
             if text:
-                rows.append(i)
-                texts.append(text)
-                questions.append(question)
-                clean_of.append(found == {})
-                reasons_of.append(reasons)
-                strata_of.append(stratum)
-                dimension_of.append(gap_dimensions[key])
-                gold_of.append("known" not in notes)
+                picked.append((i, text, question, found == {}, reasons, stratum,
+                               gap_dimensions[key], "known" not in notes))  # fmt: skip
+        rows: Sequence[int] = ()
+        texts: Sequence[str] = ()
+        questions: Sequence[str] = ()
+        clean_of: Sequence[bool] = ()
+        reasons_of: Sequence[tuple[str, ...]] = ()
+        strata_of: Sequence[tuple[tuple[Any, Any], float]] = ()
+        dimension_of: Sequence[str | None] = ()
+        gold_of: Sequence[bool] = ()
+        if picked:
+            (rows, texts, questions, clean_of, reasons_of, strata_of, dimension_of,
+             gold_of) = zip(*picked, strict=True)  # fmt: skip
         if known:
             self._pending["known"]["annotation"] += known
         if too_long:
