@@ -152,7 +152,8 @@ class HarvestConfig(BaseModel):
             late shadow verdict or a redelivery counts each reason, and each known event,
             once per event; three insertion-ordered maps keyed by event id, oldest out). A
             bound on memory (``tracemalloc``): about 0.42 KB per picked event (its id, the
-            map entry, its reasons' frozenset), 0.15 KB per shed one and ~0.18 KB per known
+            map entry, its (suggestion id, reasons) pair; each set of reasons one tuple
+            shared by the events that have it), 0.15 KB per shed one and ~0.18 KB per known
             one (a 36-character id and the map entry), so the default 50,000 is at most
             ~38 MB for the three; an event older than the last
             ``recent_events`` picked ones may count its reasons again when redelivered.

@@ -103,7 +103,7 @@ from typing import TYPE_CHECKING, Any
 from service.files.fit_cache import Memo, no_memo
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.neardup import NearDupIndex, Probe, lsh_parameters
-from service.harvest.ranking import priority
+from service.harvest.ranking import eviction_keys, priority
 from service.harvest.shedding import choose
 from service.harvest.signals import CoverageTracker, ScoreWindow, event_reasons, production_score
 from service.harvest.store import (
@@ -148,10 +148,16 @@ _SNAPSHOT_RECENT = 5_000
 _ALL = frozenset(REASONS)
 _EXACT_CACHE = 200_000
 _NORMAL_CACHE = 20_000
-#: The distinct reason sets (subsets of :data:`REASONS`), each one object shared by every
-#: remembered event that has it, instead of a frozenset per event (~0.2 KB each: ~10 MB at
-#: the default 50,000 ``recent_events``).
-_REASON_SETS: dict[frozenset[str], frozenset[str]] = {}
+#: The distinct reason sets a remembered event's counted reasons take (subsets of
+#: :data:`REASONS`), each one tuple shared by every event that has it (its reasons once each,
+#: in :data:`REASONS` order), by the tuples they came as: not a frozenset per event (~0.2 KB
+#: each: ~10 MB at the default 50,000 ``recent_events``), and not a frozenset at all: a tuple
+#: of strings, and so each event's ``(suggestion id, reasons)`` entry, is left untracked by
+#: the garbage collector, whose full collections walked every remembered event's entry (a
+#: frozenset keeps its tuple tracked: ~28,000 of the replay's ~110,000 tracked objects on
+#: ``benchmarks.bench_production``'s 50,000 events).
+_REASON_SETS: dict[tuple[str, ...], tuple[str, ...]] = {}
+_REASON_ORDER = {reason: at for at, reason in enumerate(REASONS)}
 _new_tuple = tuple.__new__
 #: :class:`Occurrence`'s fields in the order :meth:`HarvestStage.process` builds them.
 _OCCURRENCE_FIELDS = ("event_id", "timestamp", "question", "normalised", "reasons", "rankings",
@@ -161,10 +167,22 @@ if Occurrence._fields != _OCCURRENCE_FIELDS:  # a field added or moved: process 
     raise ImportError(f"Occurrence's fields are {Occurrence._fields}, not {_OCCURRENCE_FIELDS}")
 
 
-def _reason_set(reasons: Iterable[str]) -> frozenset[str]:
-    """``frozenset(reasons)``, the shared one when it is a subset of :data:`REASONS`."""
-    found = frozenset(reasons)
-    return _REASON_SETS.setdefault(found, found) if found <= _ALL else found
+def _reason_set(reasons: Iterable[str]) -> tuple[str, ...]:
+    """The distinct ``reasons`` as one tuple, in :data:`REASONS` order (others after them,
+    sorted): the shared one (:data:`_REASON_SETS`) when they are among :data:`REASONS`.
+    What a remembered event's counted reasons are tested (``in``) and listed with."""
+    given = reasons if isinstance(reasons, tuple) else tuple(reasons)
+    shared = _REASON_SETS.get(given)
+    if shared is None:
+        found = frozenset(given)
+        order = len(_REASON_ORDER)
+        shared = tuple(sorted(found, key=lambda r: (_REASON_ORDER.get(r, order), r)))
+        if found <= _ALL:  # at most 2^len(REASONS) distinct, each under a few orders
+            if len(_REASON_SETS) >= 4_096:
+                _REASON_SETS.clear()
+            shared = _REASON_SETS.setdefault(shared, shared)
+            _REASON_SETS[given] = shared
+    return shared
 
 
 def _role(event: QueryLogEvent, notes: dict[str, Any]) -> str | None:
@@ -245,7 +263,7 @@ class HarvestStage:
         self._exact: dict[str, str] = {}  # normalised text -> suggestion id
         self._known: set[str] = set()  # normalised texts near a gold question
         # event id -> (suggestion id, reasons counted for the event)
-        self._recent: OrderedDict[str, tuple[str, frozenset[str]]] = OrderedDict()
+        self._recent: OrderedDict[str, tuple[str, tuple[str, ...]]] = OrderedDict()
         self._dirty: set[str] = set()  # changed since published to every sink
         self._stale: set[str] = set()  # changed since published to the repository sink
         # records a snapshot relies on (clean in it): the last committed one's (_committed)
@@ -321,39 +339,38 @@ class HarvestStage:
         strata: dict[tuple[Any, Any, bool], tuple[tuple[Any, Any], float]] = {}
         gap_dimensions: dict[tuple[Any, Any, bool], str | None] = {}
         events = batch.events
-        # the picked events, as parallel lists of shared or untracked objects
-        rows: list[int] = []  # index in the batch
-        texts: list[str] = []  # normalised question
-        questions: list[str] = []  # scrubbed question
-        # whether its scrub found nothing in it (Occurrence.scrubbed): the PII stage's (its
-        # annotation empty: nothing in the question or answer) or the one here
-        clean_of: list[bool] = []
-        reasons_of: list[tuple[str, ...]] = []
-        strata_of: list[tuple[tuple[Any, Any], float]] = []
-        dimension_of: list[str | None] = []  # the dimension of the stratum's gap
-        gold_of: list[bool] = []  # whether to look for a gold near-duplicate
+        # the picked events: (index in the batch, normalised question, scrubbed question,
+        # whether its scrub found nothing in it (Occurrence.scrubbed: the PII stage's, its
+        # annotation empty: nothing in the question or answer, or the one here), reasons,
+        # stratum ((topic, language), gap), the dimension of the stratum's gap, whether to
+        # look for a gold near-duplicate); one tuple each, split into columns after the loop
+        picked: list[tuple[int, str, str, bool, tuple[str, ...], tuple[tuple[Any, Any], float],
+                           str | None, bool]] = []  # fmt: skip
         known = too_long = 0
         max_chars = config.max_question_chars
+        is_low, gap_of = scores.is_low, self._gap
         for i, (event, notes) in enumerate(zip(events, annotations, strict=True)):
             low = False
             scored = production_score(event)
             if scored is not None:
-                retriever, best = scored
-                low = best is None or scores.is_low(retriever, best, quantile)
-            labels = (notes.get("topic"), notes.get("language"))
+                best = scored[1]
+                low = best is None or is_low(scored[0], best, quantile)
+            get = notes.get
+            topic = get("topic")
             # an uncalibrated 'novel' is no fact: its topic share is no coverage gap
-            uncalibrated = labels[0] == "novel" and notes.get("novelty_calibrated") is False
-            key = (*labels, uncalibrated)
+            key = (topic, get("language"),
+                   topic == "novel" and get("novelty_calibrated") is False)  # fmt: skip
             stratum = strata.get(key)
             if stratum is None:
+                uncalibrated = key[2]
                 if uncalibrated:
                     self._novel_uncalibrated = True
-                gap, gap_dimensions[key] = self._gap(*labels, topic_gap=not uncalibrated)
-                stratum = strata[key] = (labels, gap)
+                gap, gap_dimensions[key] = gap_of(topic, key[1], topic_gap=not uncalibrated)
+                stratum = strata[key] = ((topic, key[1]), gap)
             reasons = event_reasons(event, notes, config, stratum[1], low, active)
             if not reasons:
                 continue
-            if notes.get("known"):
+            if get("known"):
                 known += 1
                 continue
             question = event.question
@@ -370,14 +387,19 @@ class HarvestStage:
                     normal.clear()
                 text = normal[question] = comparison_form(question)
             if text:
-                rows.append(i)
-                texts.append(text)
-                questions.append(question)
-                clean_of.append(found == {})
-                reasons_of.append(reasons)
-                strata_of.append(stratum)
-                dimension_of.append(gap_dimensions[key])
-                gold_of.append("known" not in notes)
+                picked.append((i, text, question, found == {}, reasons, stratum,
+                               gap_dimensions[key], "known" not in notes))  # fmt: skip
+        rows: Sequence[int] = ()
+        texts: Sequence[str] = ()
+        questions: Sequence[str] = ()
+        clean_of: Sequence[bool] = ()
+        reasons_of: Sequence[tuple[str, ...]] = ()
+        strata_of: Sequence[tuple[tuple[Any, Any], float]] = ()
+        dimension_of: Sequence[str | None] = ()
+        gold_of: Sequence[bool] = ()
+        if picked:
+            (rows, texts, questions, clean_of, reasons_of, strata_of, dimension_of,
+             gold_of) = zip(*picked, strict=True)  # fmt: skip
         if known:
             self._pending["known"]["annotation"] += known
         if too_long:
@@ -809,27 +831,31 @@ class HarvestStage:
                 return
             occurrence = occurrence._replace(reasons=new, counts=False)
             if new:
-                self._recent[occurrence.event_id] = (sid, _reason_set(counted.union(new)))
+                self._recent[occurrence.event_id] = (sid, _reason_set((*counted, *new)))
         suggestion = self.suggestions.get(sid)
+        config = self.config
         if suggestion is None:
             if not occurrence.counts:
                 return
-            suggestion = self.suggestions[sid] = Suggestion.start(sid, occurrence)
+            # started and added in one step (Suggestion.first: the same fields)
+            suggestion = self.suggestions[sid] = Suggestion.first(
+                sid, occurrence, config.max_variants, config.pool_k, config.max_pool)  # fmt: skip
             if sid not in self.index:
                 self.index.add(sid, suggestion.normalised)
             self._pending["new"]["suggestions"] += 1
-        config = self.config
-        if suggestion.add(occurrence, config.max_variants, config.pool_k, config.max_pool):
-            self._order.pop(sid, None)
-            self._dirty.add(sid)
-            self._stale.add(sid)
-            counts = self._pending["reasons"]
-            for reason in occurrence.reasons:  # Counter.update: an ABC check per call
-                counts[reason] += 1
-            if occurrence.counts:
-                self._recent[occurrence.event_id] = (sid, _reason_set(occurrence.reasons))
-                if len(self._recent) > self.config.recent_events:
-                    self._recent.popitem(last=False)
+        elif not suggestion.add(occurrence, config.max_variants, config.pool_k, config.max_pool):
+            return
+        self._order.pop(sid, None)
+        self._dirty.add(sid)
+        self._stale.add(sid)
+        counts = self._pending["reasons"]
+        for reason in occurrence.reasons:  # Counter.update: an ABC check per call
+            counts[reason] += 1
+        if occurrence.counts:
+            recent = self._recent
+            recent[occurrence.event_id] = (sid, _reason_set(occurrence.reasons))
+            if len(recent) > config.recent_events:
+                recent.popitem(last=False)
 
     def _evict(self) -> None:
         """Past ``1.1 × max_suggestions``, drop the lowest by (priority, last seen, id) down
@@ -838,12 +864,12 @@ class HarvestStage:
         limit, suggestions = self.config.max_suggestions, self.suggestions
         if len(suggestions) <= limit * 1.1:
             return
-        order, config = self._order, self.config
-        fresh = []
-        for sid in suggestions.keys() - order.keys():  # new or changed since the last time
-            suggestion = suggestions[sid]
-            key = order[sid] = (priority(suggestion, config), suggestion.last_seen, sid)
-            fresh.append(key)
+        order = self._order
+        # new or changed since the last time (eviction_keys: priority's floats)
+        fresh = eviction_keys([suggestions[sid] for sid in suggestions.keys() - order.keys()],
+                              self.config)  # fmt: skip
+        for key in fresh:
+            order[key[2]] = key
         # the last eviction's sorted keys still current, then the new ones sorted: two runs,
         # which list.sort merges in about one pass (a full sort of the ~5,500 keys was most
         # of an eviction); order holds exactly the suggestions held, so these are its values
@@ -972,9 +998,9 @@ class HarvestStage:
             self._apply_decisions()
         recent = list(islice(reversed(self._recent.items()), _SNAPSHOT_RECENT))[::-1]
         # each distinct reason set sorted once (the recent events share a few of them)
-        sorted_sets: dict[frozenset[str], list[str]] = {}
+        sorted_sets: dict[tuple[str, ...], list[str]] = {}
 
-        def listed(counted: frozenset[str]) -> list[str]:
+        def listed(counted: tuple[str, ...]) -> list[str]:
             found = sorted_sets.get(counted)
             if found is None:
                 found = sorted_sets[counted] = sorted(counted)
@@ -1129,8 +1155,9 @@ class HarvestStage:
         scores.load(snapshot.get("scores", {}))
         # [event, suggestion, reasons]; an older snapshot's [event, suggestion] did not keep
         # them: every reason counts as counted, so a redelivered event adds none (as then)
+        every = _reason_set(REASONS)
         recent = OrderedDict(
-            (str(row[0]), (str(row[1]), _reason_set(map(str, row[2])) if len(row) > 2 else _ALL))
+            (str(row[0]), (str(row[1]), _reason_set(map(str, row[2])) if len(row) > 2 else every))
             for row in snapshot.get("recent", [])
         )  # fmt: skip
         # the held and the decided questions' probes in one call (one embedding call)

@@ -193,6 +193,54 @@ class Suggestion:
         suggestion._started_from = occurrence.question
         return suggestion
 
+    @classmethod
+    def first(
+        cls,
+        suggestion_id: str,
+        occurrence: Occurrence,
+        max_variants: int = 3,
+        pool_k: int = 10,
+        max_pool: int = 40,
+    ) -> Suggestion:
+        """``start(suggestion_id, occurrence)`` with ``occurrence`` (counted: ``counts``
+        true) added: the same suggestion, field for field, built in one step. On a stream of
+        new questions most suggestions are started this way and evicted unchanged, so the
+        general :meth:`add` (its redelivery, variant and gap checks, each trivially decided
+        on an empty suggestion) is skipped: ``count`` 1, ``first_seen`` and ``last_seen`` the
+        event's time, ``events`` its id, ``variants`` the representative's wording (its first
+        variant: ``max_variants`` ≥ 1), ``reasons`` each counted once, the gap and its
+        dimension the occurrence's; the pool as :meth:`add` builds it.
+
+        Raises:
+            ValueError: ``occurrence.counts`` is false (evidence for an event never counted
+                starts no suggestion; :meth:`start` then :meth:`add` would count nothing).
+        """
+        if not occurrence.counts:
+            raise ValueError("a suggestion is started by a counted occurrence")
+        wording = occurrence.question
+        question = _shown(wording if occurrence.scrubbed else scrub(wording).text)
+        stamp = occurrence.timestamp.isoformat().replace("+00:00", "Z")
+        reasons: dict[str, int] = {}
+        for reason in occurrence.reasons:
+            reasons[reason] = reasons.get(reason, 0) + 1
+        gap = occurrence.gap
+        # add's rule against an empty suggestion's (0.0, None): any gap ≥ 0 is taken
+        dimension = occurrence.gap_dimension if gap >= 0.0 else None
+        suggestion = cls(
+            suggestion_id, question, occurrence.normalised, occurrence.language,
+            occurrence.topic, occurrence.role, occurrence.source, 1, stamp, stamp,
+            (occurrence.event_id,), reasons, (question,) if max_variants > 0 else (), {},
+            gap if gap >= 0.0 else 0.0, dimension, occurrence.trace_id,
+        )  # fmt: skip
+        suggestion._started_from = wording
+        pooled = suggestion._pooled
+        for retriever, ranking in occurrence.rankings.items():
+            top = tuple(ranking[:pool_k])
+            if pooled.get(retriever) != top:
+                suggestion._pool(retriever, top, max_pool)
+                pooled[retriever] = top
+        return suggestion
+
     def add(
         self, occurrence: Occurrence, max_variants: int = 3, pool_k: int = 10, max_pool: int = 40
     ) -> bool:

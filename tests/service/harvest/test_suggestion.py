@@ -57,3 +57,48 @@ def test_control_and_bidi_characters_are_taken_out_of_the_wordings() -> None:
         Suggestion.start("c-2", first._replace(scrubbed=True)).question
         == "bell and nul and rtl  override"
     )
+
+
+def test_first_is_start_then_add_worked_out_by_hand() -> None:
+    """Suggestion.first (issue 22: the stage starts most suggestions with it) gives what
+    start then add give, each field worked out here: a repeated passage keeps its best
+    rank, the pool takes only the top pool_k of each ranking, an email is scrubbed out of
+    the question and its one variant, the gap and its dimension are the occurrence's."""
+    occurrence = Occurrence(
+        "e1", T0, "Mail ana@example.com the fees?", "mail the fees", ("refused", "novel"),
+        {"production": ("p-1", "p-2", "p-1", "p-3"), "cand": ("p-4", "p-2")},
+        language="en", topic="fees", role="student", gap=0.25, trace_id="t-1",
+        gap_dimension="topic",
+    )  # fmt: skip
+    made = Suggestion.first("c-1", occurrence, max_variants=3, pool_k=3, max_pool=40)
+    assert made.to_json() == {
+        "id": "c-1", "question": "Mail <EMAIL> the fees?", "normalised": "mail the fees",
+        "language": "en", "topic": "fees", "role": "student", "source": "real", "count": 1,
+        "first_seen": "2026-11-29T10:00:00Z", "last_seen": "2026-11-29T10:00:00Z",
+        "events": ["e1"], "reasons": {"refused": 1, "novel": 1},
+        "variants": ["Mail <EMAIL> the fees?"],
+        "pool": {"p-1": {"production": 1}, "p-2": {"production": 2, "cand": 2},
+                 "p-4": {"cand": 1}},
+        "gap": 0.25, "gap_dimension": "topic", "trace_id": "t-1",
+    }  # fmt: skip
+    reference = Suggestion.start("c-1", occurrence)
+    assert reference.add(occurrence, max_variants=3, pool_k=3, max_pool=40)
+    assert made == reference and vars(made) == vars(reference)  # _pooled, _started_from too
+    # the same event again is a redelivery for both; a new wording is a variant for both
+    assert not made.add(occurrence) and not reference.add(occurrence)
+    again = occurrence._replace(event_id="e2", question="Mail the fees now",
+                                normalised="mail the fees now", gap=0.0)  # fmt: skip
+    assert made.add(again) and reference.add(again)
+    assert vars(made) == vars(reference) and made.variants[1] == "Mail the fees now"
+
+
+def test_first_takes_no_gap_below_zero_as_add_does_and_needs_a_counted_occurrence() -> None:
+    occurrence = Occurrence("e1", T0, "q?", "q", ("refused",), gap=-1.0, gap_dimension="topic")
+    made = Suggestion.first("c-1", occurrence)
+    assert (made.gap, made.gap_dimension) == (0.0, None)
+    try:
+        Suggestion.first("c-1", occurrence._replace(counts=False))
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("an uncounted occurrence started a suggestion")
