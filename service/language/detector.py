@@ -809,6 +809,11 @@ class LanguageDetector:
         if lead is not None:  # langdetect cannot change the winner: skip it
             level = self._support(letters, lead, own, cues, words)
             return lead, level, self._leader(level, lead, own, words)
+        if letters < self.config.min_evidence_letters:
+            # langdetect may change the winner, but perhaps not the label given
+            settled = self._settled(script, letters, own, evidence, cues, words, pool)
+            if settled is not None:
+                return settled
         # each language's score: langdetect's probability (none: 0), then the same additions
         # in the same order as ever; a language without either stays 0 and cannot be the
         # first highest unless every score is 0 (then und)
@@ -821,6 +826,93 @@ class LanguageDetector:
             return UNDETERMINED, STRONG, None
         level = self._support(letters, best, own, cues, words)
         return best, level, self._leader(level, best, own, words)
+
+    def _settled(
+        self,
+        script: str,
+        letters: int,
+        own: dict[str, float],
+        evidence: dict[str, float],
+        cues: list[tuple[str, float]],
+        words: Sequence[str],
+        pool: Sequence[str],
+    ) -> tuple[str, int, str | None] | None:
+        """A :meth:`_detect` result for a text whose winner langdetect may change but whose
+        :meth:`detect_with_support` answer it cannot, or ``None`` (then langdetect must run).
+
+        Whatever langdetect's probabilities, the winner is a pool language whose evidence
+        plus 1 reaches the leader's evidence (:meth:`_decided`: a probability is at most 1;
+        a margin of 1e-9 covers the rounding of the additions). For each such language
+        ``x`` the answer follows from ``(x, _support(x), _leader(x))`` alone
+        (:meth:`_answer`) — unless a branch of :meth:`detect_with_support` would ask
+        langdetect (:meth:`_confident`) or the backend (:meth:`_prior_label` of a script
+        without a dominant language); with ``config.min_evidence_letters`` letters every
+        winner is strong, so each gives its own answer (not called then). When every
+        possible winner gives the same answer, the first of them in pool order is returned
+        with its level and leader: :meth:`detect_with_support` answers as if langdetect
+        had run (the label stored may be another possible winner than langdetect's; nothing
+        else reads it). The pool languages without function words or cues in the text
+        share one level and leader (their only difference, the name, meets nothing of the
+        text), computed once, and those of them not expected share one answer. Used only
+        with expected languages (``config.preferred``): the live baseline's prior is not
+        a constant of the text.
+
+        Cost: one pass over the pool (20 Latin languages by default) instead of a langdetect
+        run (~40 µs); on the production-shaped benchmark it settled 6,662 of the 11,321
+        texts that ran langdetect (English questions whose function words lead by less
+        than 1), the same labels (``tests/service/test_language_settled.py``).
+        """
+        preferred = self.config.preferred
+        dominant = self._dominant.get(script)
+        if not preferred or dominant is None:
+            return None
+        first = max(evidence.values(), default=0.0)
+        if first <= 0.0:  # no evidence: langdetect alone decides
+            return None
+        reach = first - 1.0 - 1e-9  # a language whose evidence is below it cannot win
+        answer: tuple[str, bool] | None = None
+        settled: tuple[str, int, str | None] | None = None
+        shared: tuple[int, str | None] | None = None  # the level and leader of no evidence
+        other = False  # an unexpected language without evidence was answered for
+        for lang in pool:
+            if lang in own:
+                if evidence[lang] < reach:
+                    continue
+                level = self._support(letters, lang, own, cues, words)
+                leader = self._leader(level, lang, own, words)
+            else:
+                expected = lang in preferred
+                if evidence.get(lang, 0.0) < reach or (other and not expected):
+                    continue  # cannot win, or answered as another of its kind
+                other = other or not expected
+                if shared is None:
+                    level = self._support(letters, lang, own, cues, words)
+                    shared = (level, self._leader(level, lang, own, words))
+                level, leader = shared
+            found = self._answer(lang, level, leader, preferred, dominant)
+            if found is None or (answer is not None and found != answer):
+                return None
+            if answer is None:
+                answer, settled = found, (lang, level, leader)
+        return settled
+
+    @staticmethod
+    def _answer(
+        label: str, level: int, leader: str | None, preferred: tuple[str, ...], dominant: str
+    ) -> tuple[str, bool] | None:
+        """What :meth:`detect_with_support` answers for the :meth:`_detect` result
+        ``(label, level, leader)``, with expected languages ``preferred`` and a text whose
+        script's dominant language is ``dominant``, or ``None`` where it would ask
+        langdetect (:meth:`_confident`)."""
+        if level == STRONG:
+            return label, True
+        if level == SUPPORTED:
+            return (label, True) if label in preferred else None
+        if leader is not None and leader in preferred:
+            return leader, True
+        if label in preferred and level != CONTRADICTED:
+            return None  # asks whether langdetect is confident of it
+        return dominant, False
 
     def _decided(
         self,
