@@ -134,7 +134,7 @@ class LanguageStage:
             known = isinstance(question, str)  # anything else is und (never raises)
             language = labels.get(question) if known else None
             if language is None:
-                language = detector.detect_with_support(question)[0]
+                language = detector.detect(question)
                 if size and known:
                     if len(labels) >= size:
                         labels.clear()

@@ -98,3 +98,19 @@ def test_not_settled_without_expected_languages_or_a_dominant_one() -> None:
         detector = LanguageDetector(config)
         pool = detector._pools["Latn"]
         assert detector._settled("Latn", 19, own, evidence, [], words, pool) is None
+
+
+def test_a_label_no_winner_changes_skips_langdetect_when_only_the_label_is_asked() -> None:
+    """The question "i need you to phone sal", 6 words: only "to" is a function word
+    (``en``): the lexicon gives ``en`` 3 x 1 / 6 = 0.5, the prior 0.6 goes to ``en`` and
+    ``es`` (evidence en 1.1, es 0.6; the rest 0 < 1.1 - 1 cannot win). ``en`` as winner
+    leads its own evidence with one function word (supported, expected): ``("en", True)``;
+    ``es`` is contradicted and has no leader (one word of ``en``'s, two needed), so it
+    falls back to the script's dominant language: ``("en", False)``. The label is ``en``
+    either way: :meth:`detect` runs no langdetect; :meth:`detect_with_support`, whose flag
+    depends on the winner, runs it."""
+    detector, backend = counted(settle=True)
+    assert detector.detect("i need you to phone sal") == "en"
+    assert backend.calls == 0
+    assert detector.detect_with_support("i need you to phone sal") == ("en", True)
+    assert backend.calls == 1

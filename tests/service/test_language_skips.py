@@ -120,6 +120,11 @@ def test_shortcuts_give_the_slow_paths_labels(texts: list[str], config: Language
     # the new shortcuts were taken: fewer langdetect runs than before them
     calls = [d.backend.calls for d in (fast, before, reference)]  # type: ignore[attr-defined]
     assert calls[0] < calls[1] < calls[2]
+    # the labels alone (detect), settled on the label where the flag is not asked for
+    labels = LanguageDetector(config)
+    labels.backend = Counting(labels.backend)  # type: ignore[assignment]
+    assert [labels.detect(text) for text in texts] == [label for label, _ in expected]
+    assert labels.backend.calls <= calls[0]  # type: ignore[attr-defined]
 
 
 def test_a_lead_of_exactly_one_is_decided_when_the_leader_comes_first() -> None:
