@@ -33,7 +33,9 @@ class LanguageStage:
     count}}``, kept across restarts.
 
     With expected languages (the usual case: a gold set) a question's label depends on its
-    text alone, so the labels of recent questions as asked are remembered (up to the
+    text alone (asked of :meth:`LanguageDetector.detect`, the label without the support flag,
+    which spares langdetect runs only the flag would need), so the labels of recent
+    questions as asked are remembered (up to the
     detector's ``config.cache_size`` questions, then afresh; forgotten when the detector is
     replaced): a repeated question costs a look-up, not the normalisation and the detector's
     own cache (keyed by the normalised text).
@@ -134,7 +136,7 @@ class LanguageStage:
             known = isinstance(question, str)  # anything else is und (never raises)
             language = labels.get(question) if known else None
             if language is None:
-                language = detector.detect_with_support(question)[0]
+                language = detector.detect(question)
                 if size and known:
                     if len(labels) >= size:
                         labels.clear()

@@ -517,13 +517,13 @@ def test_stage_remembers_labels_of_questions_as_asked_with_expected_languages() 
     asked: list[str] = []
 
     def counting(detector: LanguageDetector) -> LanguageDetector:
-        detect = detector.detect_with_support
+        detect = detector.detect  # the label alone: what the stage asks with expected languages
 
-        def wrapper(text: str, prior: Sequence[str] = ()) -> tuple[str, bool]:
+        def wrapper(text: str, prior: Sequence[str] = ()) -> str:
             asked.append(text)
             return detect(text, prior)
 
-        detector.detect_with_support = wrapper  # type: ignore[method-assign]
+        detector.detect = wrapper  # type: ignore[method-assign]
         return detector
 
     site = LanguageDetector(LanguageConfig(preferred=TRIAL_PREFERRED, preferred_shares=TRIAL_SHARES,

@@ -2,12 +2,14 @@
 
 :meth:`LanguageDetector._decided` skips langdetect where it proves that langdetect cannot
 change the winner (a lead of the text's own evidence of more than 1, or exactly 1 with the
-leader first in the pool), and :meth:`LanguageDetector._unrestricted` reuses the last text's
-probabilities. The reference below always runs langdetect and never reuses anything: every
-label and support flag must be the same, on questions of every source the benchmark mixes
-(CLINC150, BANKING77, NQ-open, Hinglish-TOP, XQuAD in several languages) and on their one- to
-four-word prefixes (where ties at a lead of exactly 1 are common), under the default
-configuration and under a gold set's expected languages with and without a dominant one.
+leader first in the pool), :meth:`LanguageDetector._settled` where it proves that langdetect
+cannot change the answer (every possible winner gives the same label and support flag), and
+:meth:`LanguageDetector._unrestricted` reuses the last text's probabilities. The reference
+below always runs langdetect and never reuses anything: every label and support flag must be
+the same, on questions of every source the benchmark mixes (CLINC150, BANKING77, NQ-open,
+Hinglish-TOP, XQuAD in several languages) and on their one- to four-word prefixes (where ties
+at a lead of exactly 1 are common), under the default configuration and under a gold set's
+expected languages with and without a dominant one.
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ class SlowPath(LanguageDetector):
     """The detector without shortcuts: langdetect runs for every ambiguous text."""
 
     def _decided(self, evidence, parts, pool):  # type: ignore[no-untyped-def]
+        return None
+
+    def _settled(self, *args):  # type: ignore[no-untyped-def]
         return None
 
     def _unrestricted(self, text: str) -> dict[str, float]:
@@ -103,6 +108,7 @@ def texts(shared_data: Path) -> list[str]:
 def test_shortcuts_give_the_slow_paths_labels(texts: list[str], config: LanguageConfig) -> None:
     fast, reference, before = LanguageDetector(config), SlowPath(config), LanguageDetector(config)
     before._exact_ties = False  # the shortcut of a lead above 1 only, as before
+    before._settled = lambda *args: None  # type: ignore[method-assign]
     # counted after construction: the exact tie rule is on for the langdetect backends only
     for detector in (fast, reference, before):
         detector.backend = Counting(detector.backend)  # type: ignore[assignment]
@@ -114,6 +120,11 @@ def test_shortcuts_give_the_slow_paths_labels(texts: list[str], config: Language
     # the new shortcuts were taken: fewer langdetect runs than before them
     calls = [d.backend.calls for d in (fast, before, reference)]  # type: ignore[attr-defined]
     assert calls[0] < calls[1] < calls[2]
+    # the labels alone (detect), settled on the label where the flag is not asked for
+    labels = LanguageDetector(config)
+    labels.backend = Counting(labels.backend)  # type: ignore[assignment]
+    assert [labels.detect(text) for text in texts] == [label for label, _ in expected]
+    assert labels.backend.calls <= calls[0]  # type: ignore[attr-defined]
 
 
 def test_a_lead_of_exactly_one_is_decided_when_the_leader_comes_first() -> None:
