@@ -49,6 +49,7 @@ from service.data.corpus import (
     where,
 )
 from service.evaluation.trec import read_qrels, read_topics
+from service.language.detector import LABELS
 from service.language.tags import is_language_tag, language_key
 from service.records import KINDS, GoldQuestion, Qrels
 
@@ -59,6 +60,8 @@ logger = logging.getLogger(__name__)
 #: row is parsed (a pasted 5 MB "question" would otherwise be retrieved for minutes).
 MAX_GOLD_ROW_BYTES = 64 << 10
 
+#: The primary subtags a gold row's language may have: those of the language stage's labels.
+_LABEL_PRIMARIES: frozenset[str] = frozenset({label.split("-")[0] for label in LABELS} | {"und"})
 _OPTIONAL_FIELDS = ("reference_answer", "source", "doc_type", "role", "language", "topic")
 
 
@@ -101,13 +104,22 @@ class _GoldRow(BaseModel):
         Raises:
             ValueError: not a language tag by the accept API's check
                 (:func:`~service.language.tags.is_language_tag`; ``Deutsch (Schweiz)`` would
-                be a gold language of its own that live traffic never shows); the message
-                does not repeat the value."""
+                be a gold language of its own that live traffic never shows), or its primary
+                subtag is none of the language stage's labels' (``english``: :data:`LABELS
+                <service.language.detector.LABELS>`, and ``und``); the message does not
+                repeat the value."""
         if value is None:
             return None
         if not is_language_tag(value):
             raise ValueError("must be a BCP 47 language tag such as 'de', 'de-CH' or 'hi-Latn'")
-        return language_key(value)
+        key = language_key(value)
+        if key.split("-")[0].lower() not in _LABEL_PRIMARIES:
+            # "english" is a well-formed tag, but no live question is ever labelled with it:
+            # its rows would be a gold language of their own (trial 12; the accept API refuses
+            # it, and now so does the file)
+            raise ValueError("is not a language the language stage labels: use a langdetect "
+                             "code such as 'en', 'de' or 'es' (or 'hi-Latn', 'und')")  # fmt: skip
+        return key
 
     @field_validator("gold", mode="plain")
     @classmethod

@@ -386,8 +386,24 @@ def test_a_language_that_is_no_tag_names_file_line_and_field(tmp_path: Path, lan
 
 def test_language_tags_the_api_takes_load_in_their_key(tmp_path: Path) -> None:
     """What the accept API takes loads, folded to the key live traffic is labelled with."""
-    tags = ["de-CH", "hi-latn", "EN", "zh-Hant-TW", "gsw"]
+    tags = ["de-CH", "hi-latn", "EN", "zh-Hant-TW", "und"]
     path = write_lines(tmp_path / "gold.jsonl",
                        [row(id=f"q-{i}", question="Q?", gold=[], language=tag)
                         for i, tag in enumerate(tags)])  # fmt: skip
-    assert [q.language for q in load_gold_set(path)] == ["de", "hi-Latn", "en", "zh-Hant", "gsw"]
+    assert [q.language for q in load_gold_set(path)] == ["de", "hi-Latn", "en", "zh-Hant", "und"]
+
+
+@pytest.mark.parametrize("language", ["english", "gsw", "tlh"])
+def test_a_tag_the_language_stage_never_labels_names_file_line_and_field(
+    tmp_path: Path, language: str
+) -> None:
+    """Trial 12 F10: ``"language": "english"`` is a well-formed tag, so it loaded and
+    became a gold language of its own (a ``language=english`` breakdown) that live traffic,
+    labelled ``en``, never has; the accept API refuses such tags. So does the file now."""
+    bad = row(id="q-1", question="Q?", gold=[], language=language)
+    err = load_error(tmp_path, [row(id="q-0", question="fine", gold=[]), bad])
+    assert err.problems == (
+        f"{tmp_path / 'gold.jsonl'}, line 2 (id 'q-1'), field 'language': is not a language "
+        "the language stage labels: use a langdetect code such as 'en', 'de' or 'es' (or "
+        "'hi-Latn', 'und')",
+    )
