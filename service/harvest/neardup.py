@@ -779,13 +779,15 @@ class NearDupIndex:
                      if (entry := stored.get(key)) is not None and entry[3] <= serial]  # fmt: skip
             if self._serial > serial:
                 found.extend(self._later(probe))
+        # a trigram match is judged as one (the rule reads its words) and never again as a
+        # semantic match
+        seen = {key for key, _ in found}
         rule = self.rule
         if rule is not None and found:
             found = [row for row in found if rule(probe.text, stored[row[0]][2], False)]
         found.sort(key=lambda row: (-row[1], row[0]))
         if self.embedder is None or probe.vector is None:
             return found
-        seen = {key for key, _ in found}
         row_of, serials = self._row, self._serials
         # near: stored when the probe was made and not replaced since; later keys: now
         semantic = [(key, score) for key, score in probe.near

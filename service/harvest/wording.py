@@ -113,6 +113,9 @@ FUNCTION_WORDS: frozenset[str] = frozenset(
         "not no yes also too very just only really some any all each every such own same other "
         "another more most much many lot lots please pls plz tell know let get got gets give "
         "show name list find say said "
+        # English: the glue of requests ("i need", "can you help me", "go ahead and")
+        "need want wanna gonna gotta like would help now wish ahead go okay ok hey hi hello "
+        "thanks thank kindly maybe don doesn didn isn aren wasn weren "
         # Spanish
         "el la los las lo un una unos unas y e o u ni de del al en a con sin por para sobre entre "
         "hasta desde hacia según es son era eran fue fueron ser sido está están estaba esta estan "
@@ -129,7 +132,7 @@ FUNCTION_WORDS: frozenset[str] = frozenset(
         "le les l du des au aux et ou mais donc ni dans sur sous avec sans pour par chez vers "
         "entre est sont était etait étaient etaient été ete être etre a ont avait avaient fait "
         "je tu il elle on nous vous ils elles moi toi lui leur leurs se ce cet cette ces mon ma "
-        "mes ton ta tes sa ses notre nos votre vos qui que qu j n c pas ne plus très tres aussi "
+        "mes ton ta tes sa ses notre nos votre vos qui que qu j n c pas ne plus aussi "
         # Hindi: Devanagari
         "है हैं था थी थे हो होता होती होते हूँ हूं और या का की के को से में पर ने तो भी ही "
         "यह ये वह वे इस उस इन उन मैं मेरा मेरी मेरे हम हमारा आप आपका तुम नहीं न जो "
@@ -189,11 +192,11 @@ NUMBER_WORDS: dict[str, str] = {
         (4, "four fourth cuatro vier vierte vierten quatre quatrième quatrieme चार चौथा"),
         (5, "five fifth cinco quinto quinta fünf funf fünfte cinq cinquième cinquieme पांच पाँच"),
         (6, "six sixth seis sexto sexta sechs sechste sixième sixieme छह"),
-        (7, "seven seventh siete séptimo septimo sieben siebte sept septième septieme सात"),
+        (7, "seven seventh siete séptimo septimo sieben siebte septième septieme सात"),
         (8, "eight eighth ocho octavo octava acht achte huit huitième huitieme आठ"),
         (9, "nine ninth nueve noveno novena neun neunte neuf neuvième neuvieme नौ"),
         (10, "ten tenth diez décimo decimo zehn zehnte dix dixième dixieme दस"),
-        (11, "eleven eleventh once elf onze"),
+        (11, "eleven eleventh onze"),
         (12, "twelve twelfth doce zwölf zwolf douze"),
         (13, "thirteen thirteenth trece dreizehn treize"),
         (14, "fourteen fourteenth catorce vierzehn quatorze"),
@@ -210,18 +213,23 @@ NUMBER_WORDS: dict[str, str] = {
         (70, "seventy setenta siebzig"),
         (80, "eighty ochenta achtzig"),
         (90, "ninety noventa neunzig"),
-        (100, "hundred cien ciento hundert cent सौ"),
+        (100, "hundred cien ciento hundert सौ"),
         (1000, "thousand mil tausend mille हज़ार हजार"),
         (1000000, "million millón millon millones millionen millions"),
     )
     for word in words.split()
 }
 
-#: Words that are a number as often as an article or a pronoun ("which one", "un libro",
-#: "eine Frage", Hindi "दो" also "give"): one may stand for its number, none asks for it.
+#: Words that are a number as often as an article, a pronoun or another word ("which one",
+#: "un libro", "eine Frage", Hindi "दो" also "give", English "do"; the collisions of the
+#: languages below): one may stand for its number, none asks for it.
 WEAK_NUMBER_WORDS: dict[str, str] = {
     "one": "1", "uno": "1", "una": "1", "un": "1", "une": "1", "ein": "1", "eine": "1",
     "eins": "1", "एक": "1", "ek": "1", "do": "2", "दो": "2",
+    # a number in one language, another word in another: Spanish "tres", French "très"
+    # (folded); Spanish "once", English "once"; German "elf"; French "sept", "Sept 11";
+    # French "cent", English "cent"
+    "tres": "3", "sept": "7", "once": "11", "elf": "11", "cent": "100",
 }  # fmt: skip
 
 #: A token of digits with an optional ordinal or plural suffix (en, es, de, fr; "º", "ª"
@@ -258,13 +266,17 @@ class Wording(NamedTuple):
 
 def _stem(word: str) -> str:
     """``word`` without one ending of :data:`_ENDINGS` (the first that leaves 3 or more
-    characters; not ``s`` after ``s``): ``"played"``, ``"plays"``, ``"playing"`` are ``"play"``;
-    ``"come"``, ``"coming"`` ``"com"``."""
+    characters; not ``s`` after ``s``; a doubled consonant other than l, s, z before ``ing``
+    or ``ed`` once): ``"played"``, ``"plays"``, ``"playing"`` are ``"play"``; ``"come"``,
+    ``"coming"`` ``"com"``; ``"setting"`` ``"set"``."""
     for ending in _ENDINGS:
         if word.endswith(ending) and len(word) - len(ending) >= 3:
             if ending == "s" and word[-2] == "s":
                 return word
-            return word[: -len(ending)]
+            stem = word[: -len(ending)]
+            if len(ending) > 1 and ending != "es" and stem[-1] == stem[-2] not in "lsz":
+                return stem[:-1]  # "setting", "stopped": "set", "stop"
+            return stem
     return word
 
 

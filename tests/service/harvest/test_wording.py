@@ -8,7 +8,9 @@ so each case is one the similarity alone merges."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
+import numpy as np
 import pytest
 
 from service.harvest.config import HarvestConfig
@@ -87,6 +89,9 @@ TOGETHER = [
     ("Wie hoch sind die Studiengebühren?", "wie hoch sind die studiengebüren"),
     ("hostel ki fees kab tak jama karni hai", "hostel ki fees kab jama karni hai?"),
     ("谁是法国总统", "谁是法国的总统"),  # no spaces: only numbers are read
+    ("i need directions to phoenix", "can you help me get directions to phoenix"),  # glue
+    ("setting up direct deposit", "set up direct deposit"),  # doubled consonant
+    ("please reset to factory settings at once", "reset to factory settings"),  # "once": weak
 ]
 
 
@@ -137,6 +142,32 @@ def test_the_index_with_the_rule_finds_the_same_question_only() -> None:
     ruled.add("b", "who won an oscar for the best actor in 1975")
     found = ruled.find(actor)
     assert found is not None and found[0] == "b"
+
+
+class _SameVector:
+    """A fake embedder: one unit vector for every text (every pair at cosine 1)."""
+
+    name = "same"
+    dim = 2
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return np.tile(np.array([1.0, 0.0], dtype=np.float32), (len(texts), 1))
+
+
+def test_with_an_embedder_a_pair_refused_by_its_words_does_not_return_as_a_paraphrase() -> None:
+    index = NearDupIndex(0.6, embedder=_SameVector(), cosine=0.8, rule=may_merge)
+    index.add("picture", "who won the oscar for best picture in 1976")
+    index.add("money", "how can i add money to my card")
+    index.add("fifty", "add 50 euros")
+    # a trigram match (Jaccard >= 0.6) whose content words differ: refused as a whole
+    # (and the other two differ in numbers or question word)
+    assert index.find("who won the oscar for best actor in 1976") is None
+    # a paraphrase only the embedding matches (trigram Jaccard < 0.6): words not read
+    paraphrase = "how do i top up my card"
+    assert jaccard(trigrams(paraphrase), trigrams("how can i add money to my card")) < 0.6
+    assert [key for key, _ in index.matches(index.probes([paraphrase])[0])] == ["money"]
+    # numbers are read for it: 20 is not 50
+    assert "fifty" not in [key for key, _ in index.matches(index.probes(["top up 20 euros"])[0])]
 
 
 def test_the_stage_keeps_two_questions_apart_and_counts_each() -> None:
