@@ -24,9 +24,13 @@ if they agree on
    other: the same word up to an inflection (``"fees"``, ``"fee"``; ``"played"``,
    ``"plays"``: :func:`_stem`), the same typed with one slip (an insertion, deletion or swap
    of neighbours when both are at least 4 characters, a substitution when both are at least
-   7: ``"goverment"``, ``"presidant"``; names one letter apart, ``"nora"``/``"noah"``,
-   ``"marvin"``/``"martin"``, stay apart), or the same written as two neighbouring words
-   (``"superbowl"``, ``"super bowl"``). A word with a digit (``"ps4"``) must be the same.
+   7, or 5 for a vowel or a keyboard neighbour: ``"goverment"``, ``"presidant"``,
+   ``"hostal"``; names one letter apart, ``"nora"``/``"noah"``, ``"marvin"``/``"martin"``,
+   stay apart; also against a function word or an inflected form the other has,
+   ``"atfer"``, ``"studynig"``), the same chat spelling (:data:`CHAT_SPELLINGS`:
+   ``"sem"``, ``"clg"``) or the same written as two neighbouring words (``"superbowl"``,
+   ``"super bowl"``). A word with a digit (``"ps4"``) must be the same. Greetings,
+   politeness and urgency ("good morning sir", "pls", "urgent", "ji") are function words.
    "Rare" is this list's complement, not a frequency, so the rule is the same whatever the
    stream has seen and in whatever order. An added content word is a difference too ("best
    actor", "best supporting actor"): some refinements of one question are kept apart with
@@ -61,9 +65,11 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Mapping
 from typing import Literal, NamedTuple
 
 __all__ = [
+    "CHAT_SPELLINGS",
     "FUNCTION_WORDS",
     "NUMBER_WORDS",
     "QUESTION_WORDS",
@@ -116,6 +122,9 @@ FUNCTION_WORDS: frozenset[str] = frozenset(
         # English: the glue of requests ("i need", "can you help me", "go ahead and")
         "need want wanna gonna gotta like would help now wish ahead go okay ok hey hi hello "
         "thanks thank kindly maybe don doesn didn isn aren wasn weren "
+        # greetings, politeness and urgency, as people type them in a chat (English, Hinglish)
+        "sir madam mam maam dear hello hi hey namaste namaskar urgent urgently asap reply "
+        "thx u ur r bhaiya bhai ji yaar kya kia kyaa h "
         # Spanish
         "el la los las lo un una unos unas y e o u ni de del al en a con sin por para sobre entre "
         "hasta desde hacia según es son era eran fue fueron ser sido está están estaba esta estan "
@@ -135,13 +144,22 @@ FUNCTION_WORDS: frozenset[str] = frozenset(
         "mes ton ta tes sa ses notre nos votre vos qui que qu j n c pas ne plus aussi "
         # Hindi: Devanagari
         "है हैं था थी थे हो होता होती होते हूँ हूं और या का की के को से में पर ने तो भी ही "
-        "यह ये वह वे इस उस इन उन मैं मेरा मेरी मेरे हम हमारा आप आपका तुम नहीं न जो "
+        "यह ये वह वे इस उस इन उन मैं मेरा मेरी मेरे हम हमारा आप आपका तुम नहीं न जो क्या जी "
+        "कृपया नमस्ते "
         # Hindi: romanised (Hinglish)
         "hai hain tha thi the ho hota hoti hote hoon hu hun aur ya ka ki ke ko se mein par ne "
         "toh bhi hi yeh ye woh wo is us in un mera meri mere hum humara aap aapka tum nahi "
         "nahin jo tak karo kar karna karne batao bataiye"
     ).split()
 )
+
+#: Chat spellings read as the word they stand for (English and Hinglish short forms).
+CHAT_SPELLINGS: dict[str, str] = {
+    "wen": "when", "wat": "what", "wht": "what", "sem": "semester", "clg": "college",
+    "kb": "kab", "abt": "about", "govt": "government", "dept": "department", "yr": "year",
+}  # fmt: skip
+#: "good morning", "good evening"...: a greeting, dropped (both words).
+_GREETED = frozenset({"morning", "afternoon", "evening", "night", "day"})
 
 #: Question words and what each asks (module docstring, 3), accents folded: English, and
 #: those of Spanish, German, French and Hindi that are no other common word (not Spanish
@@ -239,6 +257,21 @@ _DIGITS = re.compile(r"\d+")
 #: Inflectional endings :func:`_stem` drops, longest first (English mostly; the plural ``s``
 #: and ``es`` of Spanish and French too).
 _ENDINGS = ("ing", "ed", "es", "s", "e")
+_VOWELS = frozenset("aeiouy")
+_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+#: Each letter's neighbours on a QWERTY keyboard: the same row either side, the row above
+#: and below at the same and the next position.
+_QWERTY_NEIGHBOURS: dict[str, str] = {
+    key: "".join(
+        row[c]
+        for other, row in enumerate(_ROWS)
+        if abs(other - r) <= 1
+        for c in (col - 1, col, col + 1)
+        if 0 <= c < len(row) and row[c] != key
+    )
+    for r, keys in enumerate(_ROWS)
+    for col, key in enumerate(keys)
+}
 #: Scripts written without spaces between words (module docstring).
 _UNSPACED = re.compile(
     "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
@@ -254,14 +287,20 @@ class Wording(NamedTuple):
         words: its content words, stemmed (:func:`_stem`).
         pairs: ``{joined: (left, right)}`` of each two neighbouring tokens (content words
             stemmed), for the split-word counterpart.
-        asks: its English question words, counted as :data:`QUESTION_WORDS` says.
+        asks: its question words, counted as :data:`QUESTION_WORDS` says.
+        tokens: its tokens that are no number, unstemmed (accents folded, chat spellings
+            read), for a slip against a function word (``"atfer"``, ``"after"``).
+        raw: ``{content word: the token it was stemmed from}`` (the first in sorted order),
+            for a slip in an ending (``"studynig"``, ``"studying"``).
     """
 
     numbers: frozenset[str]
     weak: frozenset[str]
     words: frozenset[str]
-    pairs: dict[str, tuple[str, str]]
+    pairs: Mapping[str, tuple[str, str]]
     asks: frozenset[str]
+    tokens: frozenset[str] = frozenset()
+    raw: Mapping[str, str] = {}
 
 
 def _stem(word: str) -> str:
@@ -306,20 +345,29 @@ def wording(normalised: str) -> Wording:
     words: set[str] = set()
     asks: set[str] = set()
     kept: list[str] = []  # tokens as compared (stems), for the neighbouring pairs
+    seen: set[str] = set()  # tokens not numbers, unstemmed
+    raw: dict[str, str] = {}  # content word -> its first unstemmed token
+    plain = normalised.isascii()  # the usual text: no accents to fold, no unspaced script
     i = 0
     while i < len(tokens):
         token = tokens[i]
         i += 1
+        if token == "good" and i < len(tokens) and tokens[i] in _GREETED:
+            i += 1
+            continue
+        token = CHAT_SPELLINGS.get(token, token)
         if token.isdecimal() and len(token) <= 3:  # 1,000,000 normalises to "1 000 000"
             while i < len(tokens) and len(tokens[i]) == 3 and tokens[i].isdecimal():
                 token += tokens[i]
                 i += 1
-        token = _fold(token)
-        if _UNSPACED.search(token):
-            numbers.update(str(int(d)) for d in _DIGITS.findall(token))
-            kept.append(token)
-            continue
-        value = _number(token) if any(c.isdigit() for c in token) else NUMBER_WORDS.get(token)
+        if not plain:
+            token = _fold(token)
+            if _UNSPACED.search(token):
+                numbers.update(str(int(d)) for d in _DIGITS.findall(token))
+                kept.append(token)
+                continue
+        digits = not token.isalpha() and any(c.isdigit() for c in token)
+        value = _number(token) if digits else NUMBER_WORDS.get(token)
         if value is not None:
             numbers.add(value)
             kept.append(value)
@@ -329,20 +377,25 @@ def wording(normalised: str) -> Wording:
             kept.append(token)
             continue
         ask = QUESTION_WORDS.get(token)
+        seen.add(token)
         if ask is not None:
             asks.add(ask)
         elif token not in FUNCTION_WORDS:
-            words.add(_stem(token))
+            stem = _stem(token)
+            words.add(stem)
+            if token < raw.get(stem, "\U0010ffff"):
+                raw[stem] = token
         kept.append(_stem(token))
     pairs = {left + right: (left, right) for left, right in zip(kept, kept[1:], strict=False)}
     return Wording(frozenset(numbers), frozenset(weak), frozenset(words), pairs,
-                   frozenset(asks))  # fmt: skip
+                   frozenset(asks), frozenset(seen), raw)  # fmt: skip
 
 
 def _slip(a: str, b: str) -> bool:
     """Whether ``a`` and ``b`` differ by one typing slip (module docstring, 2): one inserted
     or deleted character or two neighbours swapped when both have at least 4 characters, one
-    substituted when both have at least 7; never when either holds a digit."""
+    substituted when both have at least 7, or at least 5 when the two letters are vowels or
+    keyboard neighbours (:func:`_near_keys`); never when either holds a digit."""
     if len(a) > len(b):
         a, b = b, a
     if len(a) < 4 or len(b) - len(a) > 1 or any(c.isdigit() for c in a + b):
@@ -352,13 +405,25 @@ def _slip(a: str, b: str) -> bool:
         return a[at:] == b[at + 1 :]
     at = next(i for i in range(len(a)) if a[i] != b[i])  # a != b here
     if a[at + 1 :] == b[at + 1 :]:  # one substitution
-        return len(a) >= 7
+        return len(a) >= 7 or (len(a) >= 5 and _near_keys(a[at], b[at]))
     return (at + 1 < len(a) and a[at] == b[at + 1] and a[at + 1] == b[at]
             and a[at + 2 :] == b[at + 2 :])  # fmt: skip
 
 
-def _unmatched(mine: frozenset[str], theirs: frozenset[str], pairs: dict[str, tuple[str, str]],
-               their_pairs: dict[str, tuple[str, str]]) -> tuple[set[str], set[str]]:  # fmt: skip
+def _near_keys(x: str, y: str) -> bool:
+    """Whether typing ``y`` for ``x`` is a likely slip: both vowels (``"hostal"``), or
+    neighbours on a QWERTY keyboard (``"teacjer"``)."""
+    if x in _VOWELS and y in _VOWELS:
+        return True
+    return y in _QWERTY_NEIGHBOURS.get(x, "")
+
+
+def _unmatched(
+    mine: frozenset[str],
+    theirs: frozenset[str],
+    pairs: Mapping[str, tuple[str, str]],
+    their_pairs: Mapping[str, tuple[str, str]],
+) -> tuple[set[str], set[str]]:
     """The content words of each side with no counterpart of the other (module docstring, 2)
     but a typing slip, which :func:`disagreement` then looks for."""
     left, right = set(mine - theirs), set(theirs - mine)
@@ -371,6 +436,16 @@ def _unmatched(mine: frozenset[str], theirs: frozenset[str], pairs: dict[str, tu
             right.discard(joined)
             left.difference_update(parts)
     return left, right
+
+
+def _excused(word: str, others: set[str], mine: Wording, theirs: Wording) -> bool:
+    """Whether my content ``word`` without a counterpart is one slip (:func:`_slip`) from one
+    of their content words without a counterpart (``others``), or, as I typed it, from one of
+    their tokens I do not have (a function word, an inflected form)."""
+    if any(_slip(word, other) for other in others):
+        return True
+    typed = mine.raw.get(word, word)
+    return any(_slip(typed, token) for token in theirs.tokens - mine.tokens)
 
 
 def disagreement(a: Wording, b: Wording, semantic: bool = False) -> Disagreement | None:
@@ -391,8 +466,8 @@ def disagreement(a: Wording, b: Wording, semantic: bool = False) -> Disagreement
         return "numbers"
     if not semantic and a.words != b.words:
         left, right = _unmatched(a.words, b.words, a.pairs, b.pairs)
-        if any(not any(_slip(x, y) for y in right) for x in left) or any(
-            not any(_slip(y, x) for x in left) for y in right
+        if not all(_excused(x, right, a, b) for x in left) or not all(
+            _excused(y, left, b, a) for y in right
         ):
             return "words"
     if a.asks and b.asks and a.asks != b.asks:

@@ -55,7 +55,8 @@ APART = [
         "who plays noah on the young and the restless",
         "words",
     ),  # a substitution in 4 letters
-    ("who plays marvin in the office", "who plays martin in the office", "words"),  # 6 < 7
+    ("who plays marvin in the office", "who plays martin in the office", "words"),  # v, t
+    ("who plays karen in the office", "who plays karel in the office", "words"),  # n, l: 5
     ("who won best actor", "who won best supporting actor", "words"),  # an added content word
     ("when did the titanic sink", "where did the titanic sink", "question"),
     # Spanish, German, French, Hindi, Hinglish, Chinese
@@ -92,6 +93,11 @@ TOGETHER = [
     ("i need directions to phoenix", "can you help me get directions to phoenix"),  # glue
     ("setting up direct deposit", "set up direct deposit"),  # doubled consonant
     ("please reset to factory settings at once", "reset to factory settings"),  # "once": weak
+    ("sir is there a late bus atfer 7 pm", "is there a late bus after 7 pm"),  # a function word
+    ("both my twins are studynig here", "both my twins are studying here"),  # in an ending
+    ("good morning sir hostel fees kab tak bharni hai urgent", "hostel fees kab tak bharni h"),
+    ("wen is the odd sem exam", "when is the odd semester exam"),  # chat spellings
+    ("what is the hostal fee", "what is the hostel fee"),  # a vowel for a vowel
 ]
 
 
