@@ -211,3 +211,21 @@ def test_a_question_near_a_gold_one_but_not_it_is_suggested() -> None:
         ("who won the oscar for best actor in 1975", 1)
     ]
     assert stage.pending_observations()["known"] == {"gold_set": 1}
+
+
+def test_the_export_keeps_two_similar_suggestions_that_ask_different_questions() -> None:
+    from service.harvest.ranking import select
+    from service.harvest.suggestion import Suggestion
+
+    config = HarvestConfig()
+    picture = Suggestion("c-1", "who won the oscar for best picture in 1976",
+                         "who won the oscar for best picture in 1976", count=3,
+                         reasons={"refused": 3})  # fmt: skip
+    actor = Suggestion("c-2", "who won the oscar for best actor in 1975",
+                       "who won the oscar for best actor in 1975", count=2,
+                       reasons={"refused": 2})  # fmt: skip
+    typo = Suggestion("c-3", "who won the oscar for best pictrue in 1976",
+                      "who won the oscar for best pictrue in 1976", count=1,
+                      reasons={"refused": 1})  # fmt: skip
+    # the typo is the first one's question (an LSH miss): dropped; the other question stays
+    assert [s.id for s in select([picture, actor, typo], config)] == ["c-1", "c-2"]
