@@ -1,4 +1,4 @@
-"""Whether two similar wordings ask the same question: numbers, content words, question word.
+"""Whether two similar wordings ask the same question: numbers, words, question word, negation.
 
 Trigram Jaccard ≥ 0.6 (:mod:`service.harvest.neardup`) joins wordings that share most of
 their characters, and so joined, on the NQ-open trial (finding F6), "who won the oscar for
@@ -40,6 +40,9 @@ if they agree on
    ``"when did the titanic sink"`` is not ``"where did the titanic sink"``; ``"which
    year"`` is ``"what year"``; ``"whos"`` is ``"who"``).
 
+4. their *negation*: both negate (a word of :data:`NEGATIONS`) or neither does ("that is
+   not right", "that is right").
+
 Words are compared with the accents of Latin letters folded (``"cuál"``, ``"cual"``).
 Scripts written without spaces (Han, kana, Thai, Lao, Khmer, Myanmar) have no words to
 compare: in their tokens only the numbers are read (a digit run inside a token counts).
@@ -70,6 +73,7 @@ from typing import Literal, NamedTuple
 
 __all__ = [
     "CHAT_SPELLINGS",
+    "NEGATIONS",
     "FUNCTION_WORDS",
     "NUMBER_WORDS",
     "QUESTION_WORDS",
@@ -82,7 +86,7 @@ __all__ = [
 ]
 
 #: Why two wordings do not merge (:func:`disagreement`).
-Disagreement = Literal["numbers", "words", "question"]
+Disagreement = Literal["numbers", "negation", "words", "question"]
 
 _LATIN_MARKS = re.compile("[\u0300-\u036f]")
 
@@ -151,6 +155,16 @@ FUNCTION_WORDS: frozenset[str] = frozenset(
         "toh bhi hi yeh ye woh wo is us in un mera meri mere hum humara aap aapka tum nahi "
         "nahin jo tak karo kar karna karne batao bataiye"
     ).split()
+)
+
+#: Words that negate (module docstring, 4), accents folded: English (with the piece
+#: "don't" normalises to, "don"; "can't", "won't": "t" after "can", "won"), Spanish,
+#: German, French, Hindi. Not "no" before a number ("no 1 song": number one).
+NEGATIONS: frozenset[str] = frozenset(
+    "not no never nor don doesn didn isn aren wasn weren couldn wouldn shouldn haven hasn "
+    "hadn dont doesnt didnt isnt arent wasnt werent cant wont couldnt wouldnt shouldnt "
+    "havent hasnt hadnt aint nunca nicht kein keine keinen keinem keiner nie ne pas jamais "
+    "nahi nahin नहीं न मत".split()
 )
 
 #: Chat spellings read as the word they stand for (English and Hinglish short forms).
@@ -292,6 +306,7 @@ class Wording(NamedTuple):
             read), for a slip against a function word (``"atfer"``, ``"after"``).
         raw: ``{content word: the token it was stemmed from}`` (the first in sorted order),
             for a slip in an ending (``"studynig"``, ``"studying"``).
+        negated: whether a token is one of :data:`NEGATIONS`.
     """
 
     numbers: frozenset[str]
@@ -301,6 +316,7 @@ class Wording(NamedTuple):
     asks: frozenset[str]
     tokens: frozenset[str] = frozenset()
     raw: Mapping[str, str] = {}
+    negated: bool = False
 
 
 def _stem(word: str) -> str:
@@ -388,7 +404,20 @@ def wording(normalised: str) -> Wording:
         kept.append(_stem(token))
     pairs = {left + right: (left, right) for left, right in zip(kept, kept[1:], strict=False)}
     return Wording(frozenset(numbers), frozenset(weak), frozenset(words), pairs,
-                   frozenset(asks), frozenset(seen), raw)  # fmt: skip
+                   frozenset(asks), frozenset(seen), raw, _negated(tokens))  # fmt: skip
+
+
+def _negated(tokens: list[str]) -> bool:
+    """Whether the tokens negate (:data:`NEGATIONS`; ``"t"`` after ``"can"``, ``"won"``,
+    ``"ain"``; not ``"no"`` before a digit)."""
+    for i, token in enumerate(tokens):
+        if token in NEGATIONS:
+            if token == "no" and i + 1 < len(tokens) and tokens[i + 1][:1].isdigit():
+                continue
+            return True
+        if token == "t" and i and tokens[i - 1] in ("can", "won", "ain"):
+            return True
+    return False
 
 
 def _slip(a: str, b: str) -> bool:
@@ -450,9 +479,10 @@ def _excused(word: str, others: set[str], mine: Wording, theirs: Wording) -> boo
 
 def disagreement(a: Wording, b: Wording, semantic: bool = False) -> Disagreement | None:
     """Why the wordings ``a`` and ``b`` (:func:`wording`) do not ask the same question, or
-    ``None`` when they may merge (module docstring): ``"numbers"``, ``"words"`` (not read when
-    ``semantic``: a pair only the embedding rule matched) or ``"question"``, first found in
-    that order. Symmetric: ``disagreement(a, b) == disagreement(b, a)``.
+    ``None`` when they may merge (module docstring): ``"numbers"``, ``"negation"``,
+    ``"words"`` (not read when ``semantic``: a pair only the embedding rule matched) or
+    ``"question"``, first found in that order. Symmetric: ``disagreement(a, b) ==
+    disagreement(b, a)``. Cost: set comparisons; a slip check per unmatched pair of words.
 
     >>> disagreement(wording("when did the titanic sink"), wording("where did the titanic sink"))
     'question'
@@ -464,6 +494,8 @@ def disagreement(a: Wording, b: Wording, semantic: bool = False) -> Disagreement
         a.numbers <= b.numbers | b.weak and b.numbers <= a.numbers | a.weak
     ):
         return "numbers"
+    if a.negated != b.negated:
+        return "negation"
     if not semantic and a.words != b.words:
         left, right = _unmatched(a.words, b.words, a.pairs, b.pairs)
         if not all(_excused(x, right, a, b) for x in left) or not all(

@@ -59,6 +59,10 @@ APART = [
     ("who plays karen in the office", "who plays karel in the office", "words"),  # n, l: 5
     ("who won best actor", "who won best supporting actor", "words"),  # an added content word
     ("when did the titanic sink", "where did the titanic sink", "question"),
+    ("no, that is not right", "that is right", "negation"),
+    ("can't i pay the fee late", "can i pay the fee late", "negation"),  # "can t"
+    ("¿No hay autobús hoy?", "hay autobús hoy", "negation"),
+    ("hostel mein wifi nahi hai", "hostel mein wifi hai", "negation"),
     # Spanish, German, French, Hindi, Hinglish, Chinese
     ("¿Quién ganó el Mundial de 2010?", "quien gano el mundial de 2014", "numbers"),
     ("¿Cuál es la capital de Francia?", "cual es la capital de españa", "words"),
@@ -98,6 +102,8 @@ TOGETHER = [
     ("good morning sir hostel fees kab tak bharni hai urgent", "hostel fees kab tak bharni h"),
     ("wen is the odd sem exam", "when is the odd semester exam"),  # chat spellings
     ("what is the hostal fee", "what is the hostel fee"),  # a vowel for a vowel
+    ("who is in the rock n roll hall of fame", "who is in the rock and roll hall of fame"),
+    ("don't i need a visa", "do i not need a visa"),  # both negate
 ]
 
 
