@@ -31,7 +31,9 @@ candidates, agreement), ``benchmarks.bench_rss``, ``benchmarks.bench_startup``,
 the consumer thread, per thread, and the broker requests of the timed window),
 ``benchmarks.topic_acceptance`` (issue 17's topic figures: novelty ROC AUC, NMI, stable ids,
 like-for-like gold counts, each next to the TF-IDF/LSA path's), ``benchmarks.drift_sizing``
-(events a drift window needs to alarm on a given change; the table of docs/drift.md).
+(events a drift window needs to alarm on a given change; the table of docs/drift.md),
+``benchmarks.bench_merge_rule`` (harvest's merge rule vs similarity alone: NQ-open merges undone
+and kept, precision and recall on labelled pools).
 """
 
 from __future__ import annotations

@@ -74,6 +74,11 @@ Jaccard ≥ 0.6 OR cosine ≥ 0.8   .890 / .282      .965 / .321
 Jaccard ≥ 0.6 OR cosine ≥ 0.75  .896 / .396      .957 / .400
 ==============================  ===============  ===============
 
+Similar is not the same question: "who won best picture in 1976" and "who won best actor in
+1975" share most trigrams. With a ``rule`` (harvest's: :func:`service.harvest.wording.may_merge`,
+numbers, content words and question word), :meth:`NearDupIndex.matches` keeps only the pairs
+it lets merge; it runs on the pairs that matched, after the bounds and the exact Jaccard.
+
 >>> index = NearDupIndex(threshold=0.6)
 >>> index.add("a", "when are the hostel fees due")
 >>> index.find("when are hostel fees due")  # 24 shared trigrams of 28: 6/7
@@ -85,7 +90,7 @@ True
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from itertools import chain
 from typing import TYPE_CHECKING, NamedTuple, cast
@@ -419,6 +424,12 @@ class NearDupIndex:
             ``embedder`` only.
         parameters: ``lsh_parameters(threshold, num_perm)`` computed before (a fit cache's);
             ``None`` computes them.
+        rule: ``rule(text, stored_text, semantic)``: whether a probe's normalised text may
+            match a stored one that the similarity matched (``semantic``: by the embedding
+            rule only); a pair it refuses is no match. Harvest's is
+            :func:`service.harvest.wording.may_merge` (numbers, content words, question
+            word). ``None``: every pair the similarity matches. Called only on those pairs
+            (a few per look-up), so it costs next to nothing.
 
     Raises:
         ValueError: ``threshold`` or ``cosine`` outside (0, 1] or ``num_perm < 2``, or
@@ -432,6 +443,7 @@ class NearDupIndex:
         embedder: Embedder | None = None,
         cosine: float = 0.8,
         parameters: LshParameters | None = None,
+        rule: Callable[[str, str, bool], bool] | None = None,
     ) -> None:
         if not 0 < threshold <= 1:
             raise ValueError(f"threshold must be in (0, 1], got {threshold}")
@@ -443,6 +455,7 @@ class NearDupIndex:
         self.num_perm = num_perm
         self.embedder = embedder
         self.cosine = cosine
+        self.rule = rule
         if parameters is None:
             parameters = lsh_parameters(threshold, num_perm)
         if parameters.permutations.shape != (2, num_perm):
@@ -755,7 +768,7 @@ class NearDupIndex:
         """``[(key, score)]`` of the stored texts matching the probe: first those whose
         trigram Jaccard reaches ``threshold`` (score: the Jaccard, most similar first), then,
         with an embedder, those only whose cosine reaches ``cosine`` (score: the cosine, most
-        similar first); ties by key."""
+        similar first); ties by key. With a ``rule``, only the pairs it lets match."""
         if not self._grams:
             return []
         stored, serial = self._grams, probe.serial
@@ -766,10 +779,15 @@ class NearDupIndex:
                      if (entry := stored.get(key)) is not None and entry[3] <= serial]  # fmt: skip
             if self._serial > serial:
                 found.extend(self._later(probe))
+        # a trigram match is judged as one (the rule reads its words) and never again as a
+        # semantic match
+        seen = {key for key, _ in found}
+        rule = self.rule
+        if rule is not None and found:
+            found = [row for row in found if rule(probe.text, stored[row[0]][2], False)]
         found.sort(key=lambda row: (-row[1], row[0]))
         if self.embedder is None or probe.vector is None:
             return found
-        seen = {key for key, _ in found}
         row_of, serials = self._row, self._serials
         # near: stored when the probe was made and not replaced since; later keys: now
         semantic = [(key, score) for key, score in probe.near
@@ -779,6 +797,8 @@ class NearDupIndex:
             later_near = self._near(probe.vector[None, :], self._size, newer_than=probe.serial)
             semantic.extend(hit for hit in later_near[0] if hit[0] not in seen)
             semantic.sort(key=lambda row: (-row[1], row[0]))
+        if rule is not None and semantic:
+            semantic = [row for row in semantic if rule(probe.text, stored[row[0]][2], True)]
         return found + semantic
 
     def _later(self, probe: Probe) -> list[tuple[str, float]]:

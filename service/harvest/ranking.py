@@ -18,9 +18,10 @@ repeating the commonest question:
    quota (``floor(quota · limit)``, at least 1) is set aside.
 3. If the budget is not used up, fill it with the set-aside ones by priority.
 4. With ``distinct``, a suggestion whose trigram Jaccard with one already chosen is at least
-   ``config.similarity`` is dropped (the stage's LSH misses a few near-duplicate pairs, about
-   1 in 500 suggestions on the demo log); checked among the first :data:`DISTINCT_CHECKED`
-   chosen, O(n²).
+   ``config.similarity`` and that asks the same question (the stage's merge rule,
+   :func:`service.harvest.wording.may_merge`) is dropped (the stage's LSH misses a few
+   near-duplicate pairs, about 1 in 500 suggestions on the demo log); checked among the
+   first :data:`DISTINCT_CHECKED` chosen, O(n²).
 
 >>> from service.harvest.config import HarvestConfig
 >>> s = Suggestion("c-1", "q", "q", count=4, reasons={"refused": 4, "novel": 1}, gap=0.5)
@@ -40,6 +41,7 @@ from typing import NamedTuple
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.suggestion import Suggestion
 from service.harvest.text import jaccard, trigrams
+from service.harvest.wording import may_merge
 
 __all__ = ["DISTINCT_CHECKED", "eviction_keys", "primary_reason", "priority", "select"]
 
@@ -167,14 +169,19 @@ def select(
     chosen: list[Suggestion] = []
     aside: list[Suggestion] = []
     grams: list[frozenset[bytes]] = []
+    texts: list[str] = []  # the normalised questions of grams
 
     def duplicate(candidate: Suggestion) -> bool:
         if not distinct or len(grams) >= DISTINCT_CHECKED:
             return False
-        mine = trigrams(candidate.normalised)
-        if any(jaccard(mine, other) >= config.similarity for other in grams):
+        mine, text = trigrams(candidate.normalised), candidate.normalised
+        if any(
+            jaccard(mine, other) >= config.similarity and may_merge(text, other_text)
+            for other, other_text in zip(grams, texts, strict=True)
+        ):
             return True
         grams.append(mine)
+        texts.append(text)
         return False
 
     queues = list(strata.values())

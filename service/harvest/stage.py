@@ -12,8 +12,11 @@ batch, :meth:`HarvestStage.process`:
    is absent — a near-duplicate of a gold question given at construction;
 3. merges each into the suggestion with the same normalised text, else the most similar one
    (:class:`NearDupIndex`: trigram Jaccard ≥ ``similarity`` or, with an embedder, cosine ≥
-   ``embedding_similarity``; the batch's new texts are embedded in one call), else a new
-   suggestion with id ``candidate_id(normalised)``;
+   ``embedding_similarity``; the batch's new texts are embedded in one call) that asks the
+   same question (:func:`service.harvest.wording.may_merge`: the same numbers, content words
+   and question word; "best picture in 1976" is not "best actor in 1975"), else a new
+   suggestion with id ``candidate_id(normalised)``; a gold question is a near-duplicate by
+   the same rule;
    pools production's top ``pool_k`` passages under the name ``"production"``. Load
    shedding: at most ``max_new_per_batch`` distinct *new* texts (neither a suggestion's nor
    a known question's) per batch go through the near-duplicate matching, chosen by
@@ -116,6 +119,7 @@ from service.harvest.store import (
 )
 from service.harvest.suggestion import Occurrence, Suggestion
 from service.harvest.text import candidate_id, comparison_form
+from service.harvest.wording import may_merge
 from service.pacing import Backoff
 from service.pii.scrub import scrub, scrub_label
 from service.pii.stage import ANNOTATION_KEY as PII_ANNOTATION
@@ -313,7 +317,7 @@ class HarvestStage:
         config = self.config
         index = NearDupIndex(
             config.similarity, config.num_perm, embedder=self._embedder,
-            cosine=config.embedding_similarity or 1.0, parameters=self._lsh,
+            cosine=config.embedding_similarity or 1.0, parameters=self._lsh, rule=may_merge,
         )  # fmt: skip
         for key, probe in entries:
             index.add(key, probe)

@@ -20,6 +20,7 @@ from service.harvest.ranking import select
 from service.harvest.stage import HarvestStage
 from service.harvest.store import MemoryCandidates
 from service.harvest.text import jaccard, trigrams
+from service.harvest.wording import may_merge
 from service.pipeline import Pipeline
 from service.pipeline.dedup import DedupStage
 from service.runtime.analytics import build_analytics
@@ -62,8 +63,11 @@ def test_no_two_of_the_top_100_are_near_duplicates(harvested: tuple) -> None:
     stage, _, _, _ = harvested
     top = select(stage.suggestions.values(), stage.config, 100)
     assert len(top) == 100
-    grams = [trigrams(s.normalised) for s in top]
-    assert max(jaccard(a, b) for a, b in combinations(grams, 2)) < stage.config.similarity
+    # near-duplicates by trigrams may both be there only when they ask different questions
+    # (harvest's merge rule: "fee for 1st year" is not "fee")
+    pairs = [(a.normalised, b.normalised) for a, b in combinations(top, 2)]
+    assert not [(a, b) for a, b in pairs if jaccard(trigrams(a), trigrams(b))
+                >= stage.config.similarity and may_merge(a, b)]  # fmt: skip
 
 
 def test_planted_personal_data_reaches_no_output(harvested: tuple, caplog) -> None:

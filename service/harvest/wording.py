@@ -1,0 +1,521 @@
+"""Whether two similar wordings ask the same question: numbers, words, question word, negation.
+
+Trigram Jaccard ≥ 0.6 (:mod:`service.harvest.neardup`) joins wordings that share most of
+their characters, and so joined, on the NQ-open trial (finding F6), "who won the oscar for
+best picture in 1976" with "who won the oscar for best actor in 1975": the words that differ
+are the question. :func:`disagreement` is the merge rule applied to every pair the index
+matches: the two normalised texts (:data:`service.harvest.text.comparison_form`) merge only
+if they agree on
+
+1. their *numbers*: the set of numbers of one equals the other's. A number is a token of
+   digits (any script's decimal digits: ``"१९७६"`` is 1976), with an ordinal or plural suffix
+   (``"1st"``, ``"2nd"``, ``"3e"``, ``"2º"``, ``"1970s"``), leading zeros dropped; a run of
+   three-digit groups after a group of one to three digits is one number (``"1,000"``
+   normalises to ``"1 000"``: 1000; ``"1.5"`` to ``"1 5"``, the same on both sides); or a
+   number word of :data:`NUMBER_WORDS` (``"first"`` is 1, ``"zwei"`` 2). A word that is an
+   article or a pronoun as often as a number (``"one"``, ``"un"``, ``"eine"``:
+   :data:`WEAK_NUMBER_WORDS`) may stand for its number on one side but never asks for it.
+   A year is a number like any other; ``"76"`` and ``"1976"`` differ.
+2. their *content words* (for a pair the trigram rule matched; not for a pair only the
+   embedding rule matched, whose paraphrases differ in words by design): every word of one
+   that is neither a number nor a function word (:data:`FUNCTION_WORDS`: English, Spanish,
+   German, French, Hindi in Devanagari and romanised; one list for all, so no language has
+   to be detected and a pair's verdict depends on nothing else) has a counterpart in the
+   other: the same word up to an inflection (``"fees"``, ``"fee"``; ``"played"``,
+   ``"plays"``: :func:`_stem`), the same typed with one slip (an insertion, deletion or swap
+   of neighbours when both are at least 4 characters, a substitution when both are at least
+   7, or 5 for a vowel or a keyboard neighbour: ``"goverment"``, ``"presidant"``,
+   ``"hostal"``; names one letter apart, ``"nora"``/``"noah"``, ``"marvin"``/``"martin"``,
+   stay apart; also against a function word or an inflected form the other has,
+   ``"atfer"``, ``"studynig"``), the same chat spelling (:data:`CHAT_SPELLINGS`:
+   ``"sem"``, ``"clg"``) or the same written as two neighbouring words (``"superbowl"``,
+   ``"super bowl"``). A word with a digit (``"ps4"``) must be the same. Greetings,
+   politeness and urgency ("good morning sir", "pls", "urgent", "ji") are function words.
+   "Rare" is this list's complement, not a frequency, so the rule is the same whatever the
+   stream has seen and in whatever order. An added content word is a difference too ("best
+   actor", "best supporting actor"): some refinements of one question are kept apart with
+   the different questions (measured: the benchmark's false splits).
+3. their *question word*: when both ask with one, they ask with the same ones
+   (:data:`QUESTION_WORDS`, those of the five languages that are no other common word:
+   ``"when did the titanic sink"`` is not ``"where did the titanic sink"``; ``"which
+   year"`` is ``"what year"``; ``"whos"`` is ``"who"``).
+
+4. their *negation*: both negate (a word of :data:`NEGATIONS`) or neither does ("that is
+   not right", "that is right").
+
+Words are compared with the accents of Latin letters folded (``"cuál"``, ``"cual"``).
+Scripts written without spaces (Han, kana, Thai, Lao, Khmer, Myanmar) have no words to
+compare: in their tokens only the numbers are read (a digit run inside a token counts).
+
+Measured on NQ-open (``python -m benchmarks.bench_merge_rule``, module docstring there).
+
+>>> disagreement(wording("who won the oscar for best picture in 1976"),
+...              wording("who won the oscar for best actor in 1975"))
+'numbers'
+>>> disagreement(wording("who won the oscar for best picture in 1976"),
+...              wording("who won the oscar for best actor in 1976"))
+'words'
+>>> disagreement(wording("whos the president of france"),
+...              wording("who is the president of france")) is None
+True
+>>> disagreement(wording("who won the 1st battle of bull run"),
+...              wording("who won the first battle of bull run")) is None
+True
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Mapping
+from typing import Literal, NamedTuple
+
+__all__ = [
+    "CHAT_SPELLINGS",
+    "NEGATIONS",
+    "FUNCTION_WORDS",
+    "NUMBER_WORDS",
+    "QUESTION_WORDS",
+    "WEAK_NUMBER_WORDS",
+    "Disagreement",
+    "Wording",
+    "disagreement",
+    "may_merge",
+    "wording",
+]
+
+#: Why two wordings do not merge (:func:`disagreement`).
+Disagreement = Literal["numbers", "negation", "words", "question"]
+
+_LATIN_MARKS = re.compile("[\u0300-\u036f]")
+
+
+def _fold(token: str) -> str:
+    """``token`` without the accents of Latin letters (combining marks U+0300–U+036F after
+    NFD: ``"cuál"`` is ``"cual"``, ``"präsident"`` ``"prasident"``); other scripts' marks
+    (Devanagari vowel signs) are letters and stay."""
+    if token.isascii():
+        return token
+    return unicodedata.normalize("NFC", _LATIN_MARKS.sub("", unicodedata.normalize("NFD", token)))
+
+
+#: Function words of the languages the tool handles, one set (module docstring): articles,
+#: pronouns, prepositions, conjunctions, auxiliaries and the glue of questions ("tell me",
+#: "please"). English; Spanish, German and French (accents folded: :func:`_fold`); Hindi
+#: in Devanagari and romanised (Hinglish). Left out: words that are content words in another of
+#: the languages (German "war", "hat", Hinglish "main"; German "die" is in: English "die" is
+#: rarer as a question's only difference), the question words (:data:`QUESTION_WORDS`) and
+#: the numbers.
+FUNCTION_WORDS: frozenset[str] = frozenset(
+    _fold(word)
+    for word in (
+        # English
+        "a an the and or but nor if then than so as of in on at to for from by with without "
+        "about into onto over under between through during before after above below up down out "
+        "off upon within along across against among around behind beside near till until via per "
+        "is are was were be been being am isnt arent wasnt werent do does did doing done dont "
+        "doesnt didnt have has had having havent hasnt hadnt will would shall should can could "
+        "may might must cant couldnt wouldnt shouldnt wont ll ve re s t d m "
+        "i me my mine myself you your yours yourself he him his himself she her hers herself it "
+        "its itself we us our ours they them their theirs themselves this that these those there "
+        "here thats theres "
+        "not no yes also too very just only really some any all each every such own same other "
+        "another more most much many lot lots please pls plz tell know let get got gets give "
+        "show name list find say said "
+        # English: the glue of requests ("i need", "can you help me", "go ahead and")
+        "need want wanna gonna gotta like would help now wish ahead go okay ok hey hi hello "
+        "thanks thank kindly maybe don doesn didn isn aren wasn weren "
+        # greetings, politeness and urgency, as people type them in a chat (English, Hinglish)
+        "sir madam mam maam dear hello hi hey namaste namaskar urgent urgently asap reply "
+        "thx u ur r bhaiya bhai ji yaar kya kia kyaa h "
+        # Spanish
+        "el la los las lo un una unos unas y e o u ni de del al en a con sin por para sobre entre "
+        "hasta desde hacia según es son era eran fue fueron ser sido está están estaba esta estan "
+        "hay ha han había habia he se su sus mi mis tu tus me te le les nos que quien quienes "
+        "cuyo este esta estos estas ese esa esos esas muy más mas también tambien"
+        # German
+        " der die den dem des das ein einen einem einer eines und oder aber im ins am vom zum zur "
+        "von zu mit bei nach aus für fur um an auf über uber unter vor hinter neben zwischen "
+        "durch gegen ohne ist sind bin bist seid waren wird werden wurde wurden worden sein "
+        "habe haben hatte hatten kann können konnte muss soll ich du er sie es wir ihr mich mir "
+        "dich dir sich ihn ihm ihnen mein meine dein deine ihre unser nicht kein keine auch sehr "
+        "noch schon dass "
+        # French
+        "le les l du des au aux et ou mais donc ni dans sur sous avec sans pour par chez vers "
+        "entre est sont était etait étaient etaient été ete être etre a ont avait avaient fait "
+        "je tu il elle on nous vous ils elles moi toi lui leur leurs se ce cet cette ces mon ma "
+        "mes ton ta tes sa ses notre nos votre vos qui que qu j n c pas ne plus aussi "
+        # Hindi: Devanagari
+        "है हैं था थी थे हो होता होती होते हूँ हूं और या का की के को से में पर ने तो भी ही "
+        "यह ये वह वे इस उस इन उन मैं मेरा मेरी मेरे हम हमारा आप आपका तुम नहीं न जो क्या जी "
+        "कृपया नमस्ते "
+        # Hindi: romanised (Hinglish)
+        "hai hain tha thi the ho hota hoti hote hoon hu hun aur ya ka ki ke ko se mein par ne "
+        "toh bhi hi yeh ye woh wo is us in un mera meri mere hum humara aap aapka tum nahi "
+        "nahin jo tak karo kar karna karne batao bataiye"
+    ).split()
+)
+
+#: Words that negate (module docstring, 4), accents folded: English (with the piece
+#: "don't" normalises to, "don"; "can't", "won't": "t" after "can", "won"), Spanish,
+#: German, French, Hindi. Not "no" before a number ("no 1 song": number one).
+NEGATIONS: frozenset[str] = frozenset(
+    "not no never nor don doesn didn isn aren wasn weren couldn wouldn shouldn haven hasn "
+    "hadn dont doesnt didnt isnt arent wasnt werent cant wont couldnt wouldnt shouldnt "
+    "havent hasnt hadnt aint nunca nicht kein keine keinen keinem keiner nie ne pas jamais "
+    "nahi nahin नहीं न मत".split()
+)
+
+#: Chat spellings read as the word they stand for (English and Hinglish short forms).
+CHAT_SPELLINGS: dict[str, str] = {
+    "wen": "when", "wat": "what", "wht": "what", "sem": "semester", "clg": "college",
+    "kb": "kab", "abt": "about", "govt": "government", "dept": "department", "yr": "year",
+}  # fmt: skip
+#: "good morning", "good evening"...: a greeting, dropped (both words).
+_GREETED = frozenset({"morning", "afternoon", "evening", "night", "day"})
+
+#: Question words and what each asks (module docstring, 3), accents folded: English, and
+#: those of Spanish, German, French and Hindi that are no other common word (not Spanish
+#: "que", "como", German "was", "wo" (Hinglish "that"), French "qui", "où" (folded: "ou", or),
+#: "comment", Hindi "क्या"/"kya", also a yes-no particle). A word missing here is no question
+#: word.
+QUESTION_WORDS: dict[str, str] = {
+    _fold(word): asked
+    for asked, words in (
+        ("who", "who whom whos quien quienes wer कौन kaun"),
+        ("whose", "whose"),
+        (
+            "what",
+            "what whats which cual cuales welche welcher welches welchen quel quelle quels quelles",
+        ),
+        ("when", "when whens cuando wann quand कब kab"),
+        ("where", "where wheres donde कहाँ कहां kahan kaha"),
+        ("why", "why whys warum wieso weshalb pourquoi क्यों kyun kyon kyu"),
+        (
+            "how",
+            "how hows cuanto cuanta cuantos cuantas wie combien कैसे कितना कितने कितनी "
+            "kaise kitna kitne kitni",
+        ),
+    )
+    for word in words.split()
+}
+
+#: Number words read as their number (module docstring, 1): cardinals and ordinals of English,
+#: Spanish, German, French and Hindi (Devanagari). Values are canonical digit strings.
+NUMBER_WORDS: dict[str, str] = {
+    _fold(word): str(value)
+    for value, words in (
+        (
+            1,
+            "first 1st premier première premiere primer primero primera erste erster ersten "
+            "erstes पहला पहली",
+        ),
+        (
+            2,
+            "two second dos segundo segunda zwei zweite zweiter zweiten deux deuxième "
+            "deuxieme seconde दूसरा दूसरी",
+        ),
+        (
+            3,
+            "three third tres tercer tercero tercera drei dritte dritter dritten trois "
+            "troisième troisieme तीन तीसरा तीसरी",
+        ),
+        (4, "four fourth cuatro vier vierte vierten quatre quatrième quatrieme चार चौथा"),
+        (5, "five fifth cinco quinto quinta fünf funf fünfte cinq cinquième cinquieme पांच पाँच"),
+        (6, "six sixth seis sexto sexta sechs sechste sixième sixieme छह"),
+        (7, "seven seventh siete séptimo septimo sieben siebte septième septieme सात"),
+        (8, "eight eighth ocho octavo octava acht achte huit huitième huitieme आठ"),
+        (9, "nine ninth nueve noveno novena neun neunte neuf neuvième neuvieme नौ"),
+        (10, "ten tenth diez décimo decimo zehn zehnte dix dixième dixieme दस"),
+        (11, "eleven eleventh onze"),
+        (12, "twelve twelfth doce zwölf zwolf douze"),
+        (13, "thirteen thirteenth trece dreizehn treize"),
+        (14, "fourteen fourteenth catorce vierzehn quatorze"),
+        (15, "fifteen fifteenth quince fünfzehn quinze"),
+        (16, "sixteen sixteenth dieciséis dieciseis sechzehn seize"),
+        (17, "seventeen seventeenth diecisiete siebzehn"),
+        (18, "eighteen eighteenth dieciocho achtzehn"),
+        (19, "nineteen nineteenth diecinueve neunzehn"),
+        (20, "twenty twentieth veinte zwanzig vingt"),
+        (30, "thirty treinta dreißig dreissig trente"),
+        (40, "forty cuarenta vierzig quarante"),
+        (50, "fifty cincuenta fünfzig cinquante"),
+        (60, "sixty sesenta sechzig soixante"),
+        (70, "seventy setenta siebzig"),
+        (80, "eighty ochenta achtzig"),
+        (90, "ninety noventa neunzig"),
+        (100, "hundred cien ciento hundert सौ"),
+        (1000, "thousand mil tausend mille हज़ार हजार"),
+        (1000000, "million millón millon millones millionen millions"),
+    )
+    for word in words.split()
+}
+
+#: Words that are a number as often as an article, a pronoun or another word ("which one",
+#: "un libro", "eine Frage", Hindi "दो" also "give", English "do"; the collisions of the
+#: languages below): one may stand for its number, none asks for it.
+WEAK_NUMBER_WORDS: dict[str, str] = {
+    "one": "1", "uno": "1", "una": "1", "un": "1", "une": "1", "ein": "1", "eine": "1",
+    "eins": "1", "एक": "1", "ek": "1", "do": "2", "दो": "2",
+    # a number in one language, another word in another: Spanish "tres", French "très"
+    # (folded); Spanish "once", English "once"; German "elf"; French "sept", "Sept 11";
+    # French "cent", English "cent"
+    "tres": "3", "sept": "7", "once": "11", "elf": "11", "cent": "100",
+}  # fmt: skip
+
+#: A token of digits with an optional ordinal or plural suffix (en, es, de, fr; "º", "ª"
+#: survive normalisation as "o", "a").
+_NUMBER = re.compile(r"(\d+)(?:st|nd|rd|th|s|er|re|e|eme|ème|o|a|te|ten|ter|tes)?")
+_DIGITS = re.compile(r"\d+")
+#: Inflectional endings :func:`_stem` drops, longest first (English mostly; the plural ``s``
+#: and ``es`` of Spanish and French too).
+_ENDINGS = ("ing", "ed", "es", "s", "e")
+_VOWELS = frozenset("aeiouy")
+_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+#: Each letter's neighbours on a QWERTY keyboard: the same row either side, the row above
+#: and below at the same and the next position.
+_QWERTY_NEIGHBOURS: dict[str, str] = {
+    key: "".join(
+        row[c]
+        for other, row in enumerate(_ROWS)
+        if abs(other - r) <= 1
+        for c in (col - 1, col, col + 1)
+        if 0 <= c < len(row) and row[c] != key
+    )
+    for r, keys in enumerate(_ROWS)
+    for col, key in enumerate(keys)
+}
+#: Scripts written without spaces between words (module docstring).
+_UNSPACED = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
+)
+
+
+class Wording(NamedTuple):
+    """What :func:`disagreement` compares of one normalised text.
+
+    Attributes:
+        numbers: canonical digit strings its numbers stand for (``"1976"``).
+        weak: numbers its :data:`WEAK_NUMBER_WORDS` may stand for.
+        words: its content words, stemmed (:func:`_stem`).
+        pairs: ``{joined: (left, right)}`` of each two neighbouring tokens (content words
+            stemmed), for the split-word counterpart.
+        asks: its question words, counted as :data:`QUESTION_WORDS` says.
+        tokens: its tokens that are no number, unstemmed (accents folded, chat spellings
+            read), for a slip against a function word (``"atfer"``, ``"after"``).
+        raw: ``{content word: the token it was stemmed from}`` (the first in sorted order),
+            for a slip in an ending (``"studynig"``, ``"studying"``).
+        negated: whether a token is one of :data:`NEGATIONS`.
+    """
+
+    numbers: frozenset[str]
+    weak: frozenset[str]
+    words: frozenset[str]
+    pairs: Mapping[str, tuple[str, str]]
+    asks: frozenset[str]
+    tokens: frozenset[str] = frozenset()
+    raw: Mapping[str, str] = {}
+    negated: bool = False
+
+
+def _stem(word: str) -> str:
+    """``word`` without one ending of :data:`_ENDINGS` (the first that leaves 3 or more
+    characters; not ``s`` after ``s``; a doubled consonant other than l, s, z before ``ing``
+    or ``ed`` once): ``"played"``, ``"plays"``, ``"playing"`` are ``"play"``; ``"come"``,
+    ``"coming"`` ``"com"``; ``"setting"`` ``"set"``."""
+    for ending in _ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            if ending == "s" and word[-2] == "s":
+                return word
+            stem = word[: -len(ending)]
+            if len(ending) > 1 and ending != "es" and stem[-1] == stem[-2] not in "lsz":
+                return stem[:-1]  # "setting", "stopped": "set", "stop"
+            return stem
+    return word
+
+
+def _number(token: str) -> str | None:
+    """The canonical number of a digit token (module docstring, 1), else ``None``."""
+    match = _NUMBER.fullmatch(token)
+    if match is None:
+        return None
+    digits = match.group(1)
+    if not digits.isascii():  # another script's digits: their value
+        digits = "".join(str(unicodedata.decimal(c)) for c in digits)
+    return digits.lstrip("0") or "0"
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def wording(normalised: str) -> Wording:
+    """The :class:`Wording` of a normalised text (``comparison_form``; cached, 16,384 texts).
+
+    >>> from service.harvest.text import comparison_form
+    >>> w = wording(comparison_form("Who won Best Pictures in 1976: the 2nd of 1,000 or one?"))
+    >>> sorted(w.numbers), sorted(w.weak), sorted(w.words), sorted(w.asks)
+    (['1000', '1976', '2'], ['1'], ['best', 'pictur', 'won'], ['who'])
+    """
+    tokens = normalised.split()
+    numbers: set[str] = set()
+    weak: set[str] = set()
+    words: set[str] = set()
+    asks: set[str] = set()
+    kept: list[str] = []  # tokens as compared (stems), for the neighbouring pairs
+    seen: set[str] = set()  # tokens not numbers, unstemmed
+    raw: dict[str, str] = {}  # content word -> its first unstemmed token
+    plain = normalised.isascii()  # the usual text: no accents to fold, no unspaced script
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        i += 1
+        if token == "good" and i < len(tokens) and tokens[i] in _GREETED:
+            i += 1
+            continue
+        token = CHAT_SPELLINGS.get(token, token)
+        if token.isdecimal() and len(token) <= 3:  # 1,000,000 normalises to "1 000 000"
+            while i < len(tokens) and len(tokens[i]) == 3 and tokens[i].isdecimal():
+                token += tokens[i]
+                i += 1
+        if not plain:
+            token = _fold(token)
+            if _UNSPACED.search(token):
+                numbers.update(str(int(d)) for d in _DIGITS.findall(token))
+                kept.append(token)
+                continue
+        digits = not token.isalpha() and any(c.isdigit() for c in token)
+        value = _number(token) if digits else NUMBER_WORDS.get(token)
+        if value is not None:
+            numbers.add(value)
+            kept.append(value)
+            continue
+        if token in WEAK_NUMBER_WORDS:
+            weak.add(WEAK_NUMBER_WORDS[token])
+            kept.append(token)
+            continue
+        ask = QUESTION_WORDS.get(token)
+        seen.add(token)
+        if ask is not None:
+            asks.add(ask)
+        elif token not in FUNCTION_WORDS:
+            stem = _stem(token)
+            words.add(stem)
+            if token < raw.get(stem, "\U0010ffff"):
+                raw[stem] = token
+        kept.append(_stem(token))
+    pairs = {left + right: (left, right) for left, right in zip(kept, kept[1:], strict=False)}
+    return Wording(frozenset(numbers), frozenset(weak), frozenset(words), pairs,
+                   frozenset(asks), frozenset(seen), raw, _negated(tokens))  # fmt: skip
+
+
+def _negated(tokens: list[str]) -> bool:
+    """Whether the tokens negate (:data:`NEGATIONS`; ``"t"`` after ``"can"``, ``"won"``,
+    ``"ain"``; not ``"no"`` before a digit)."""
+    for i, token in enumerate(tokens):
+        if token in NEGATIONS:
+            if token == "no" and i + 1 < len(tokens) and tokens[i + 1][:1].isdigit():
+                continue
+            return True
+        if token == "t" and i and tokens[i - 1] in ("can", "won", "ain"):
+            return True
+    return False
+
+
+def _slip(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` differ by one typing slip (module docstring, 2): one inserted
+    or deleted character or two neighbours swapped when both have at least 4 characters, one
+    substituted when both have at least 7, or at least 5 when the two letters are vowels or
+    keyboard neighbours (:func:`_near_keys`); never when either holds a digit."""
+    if len(a) > len(b):
+        a, b = b, a
+    if len(a) < 4 or len(b) - len(a) > 1 or any(c.isdigit() for c in a + b):
+        return False
+    if len(a) < len(b):  # one deletion
+        at = next((i for i in range(len(a)) if a[i] != b[i]), len(a))
+        return a[at:] == b[at + 1 :]
+    at = next(i for i in range(len(a)) if a[i] != b[i])  # a != b here
+    if a[at + 1 :] == b[at + 1 :]:  # one substitution
+        return len(a) >= 7 or (len(a) >= 5 and _near_keys(a[at], b[at]))
+    return (at + 1 < len(a) and a[at] == b[at + 1] and a[at + 1] == b[at]
+            and a[at + 2 :] == b[at + 2 :])  # fmt: skip
+
+
+def _near_keys(x: str, y: str) -> bool:
+    """Whether typing ``y`` for ``x`` is a likely slip: both vowels (``"hostal"``), or
+    neighbours on a QWERTY keyboard (``"teacjer"``)."""
+    if x in _VOWELS and y in _VOWELS:
+        return True
+    return y in _QWERTY_NEIGHBOURS.get(x, "")
+
+
+def _unmatched(
+    mine: frozenset[str],
+    theirs: frozenset[str],
+    pairs: Mapping[str, tuple[str, str]],
+    their_pairs: Mapping[str, tuple[str, str]],
+) -> tuple[set[str], set[str]]:
+    """The content words of each side with no counterpart of the other (module docstring, 2)
+    but a typing slip, which :func:`disagreement` then looks for."""
+    left, right = set(mine - theirs), set(theirs - mine)
+    for joined, parts in their_pairs.items():  # my "superbowl", their "super bowl"
+        if joined in left:
+            left.discard(joined)
+            right.difference_update(parts)
+    for joined, parts in pairs.items():  # my "super bowl", their "superbowl"
+        if joined in right:
+            right.discard(joined)
+            left.difference_update(parts)
+    return left, right
+
+
+def _excused(word: str, others: set[str], mine: Wording, theirs: Wording) -> bool:
+    """Whether my content ``word`` without a counterpart is one slip (:func:`_slip`) from one
+    of their content words without a counterpart (``others``), or, as I typed it, from one of
+    their tokens I do not have (a function word, an inflected form)."""
+    if any(_slip(word, other) for other in others):
+        return True
+    typed = mine.raw.get(word, word)
+    return any(_slip(typed, token) for token in theirs.tokens - mine.tokens)
+
+
+def disagreement(a: Wording, b: Wording, semantic: bool = False) -> Disagreement | None:
+    """Why the wordings ``a`` and ``b`` (:func:`wording`) do not ask the same question, or
+    ``None`` when they may merge (module docstring): ``"numbers"``, ``"negation"``,
+    ``"words"`` (not read when ``semantic``: a pair only the embedding rule matched) or
+    ``"question"``, first found in that order. Symmetric: ``disagreement(a, b) ==
+    disagreement(b, a)``. Cost: set comparisons; a slip check per unmatched pair of words.
+
+    >>> disagreement(wording("when did the titanic sink"), wording("where did the titanic sink"))
+    'question'
+    >>> disagreement(wording("who sang the superbowl anthem"),
+    ...              wording("who sang the super bowl anthem")) is None
+    True
+    """
+    if a.numbers != b.numbers and not (
+        a.numbers <= b.numbers | b.weak and b.numbers <= a.numbers | a.weak
+    ):
+        return "numbers"
+    if a.negated != b.negated:
+        return "negation"
+    if not semantic and a.words != b.words:
+        left, right = _unmatched(a.words, b.words, a.pairs, b.pairs)
+        if not all(_excused(x, right, a, b) for x in left) or not all(
+            _excused(y, left, b, a) for y in right
+        ):
+            return "words"
+    if a.asks and b.asks and a.asks != b.asks:
+        return "question"
+    return None
+
+
+def may_merge(text: str, other: str, semantic: bool = False) -> bool:
+    """Whether two normalised texts a near-duplicate index matched may merge:
+    :func:`disagreement` of their :func:`wording` is ``None`` (``semantic``: only the
+    embedding rule matched them). The ``rule`` of harvest's
+    :class:`~service.harvest.neardup.NearDupIndex`.
+
+    >>> may_merge("who won best picture in 1976", "who won best picture in 1976 oscars")
+    False
+    >>> may_merge("who won best picture in 1976", "who won the best picture 1976")
+    True
+    """
+    return disagreement(wording(text), wording(other), semantic) is None
