@@ -54,8 +54,11 @@ if TYPE_CHECKING:
 #: Default refusal patterns (regular expressions over NFKC-casefolded text).
 DEFAULT_PATTERNS: tuple[str, ...] = (
     # English
-    r"\bi (?:do not|don't|dont) (?:have|know|find)\b",
-    r"\bi (?:cannot|can't|cant|am unable to|am not able to) (?:answer|help|find|provide|say)",
+    # not "I don't know why anyone doubts it: ..." nor "I can't say for sure, but ...": an
+    # answer follows (trial 12); "I'm unable to help", "I cannot determine" are refusals
+    r"\bi (?:do not|don't|dont) (?:have|find|know(?! why\b))\b",
+    r"\bi(?: am|'m|m)? (?:cannot|can't|cant|unable to|not able to) (?:answer|help|find|provide"
+    r"|determine|say(?! for (?:sure|certain)\b))",
     r"\b(?:no|not enough|insufficient) (?:relevant )?(?:information|context|data)\b",
     r"\bnot (?:mentioned|provided|specified|stated|available|covered|present|found) in the "
     r"(?:given |provided )?(?:context|passages?|documents?|sources?|text)",

@@ -308,3 +308,22 @@ def test_no_german_sentence_of_xquad_is_a_refusal(shared_data: Path) -> None:
     flagged = [s for s, r in zip(distinct, RefusalDetector().is_refusal_many(distinct),
                                  strict=True) if r]  # fmt: skip
     assert flagged == []
+
+
+@pytest.mark.parametrize(
+    ("reply", "refused"),
+    [  # trial 12: four of twelve ordinary phrasings were misread
+        ("I'm unable to help with that request.", True),
+        ("Based on the passages, I cannot determine the answer.", True),
+        ("I'm not able to answer this question.", True),
+        ("I don't know why anyone doubts it: the Panthers allowed 308 points.", False),
+        ("I can't say for sure, but it is most likely 1754.", False),
+        # unchanged: a bare "I can't say", "I don't know if/whether" (NoMIRACL's refusals)
+        ("I can't say.", True),
+        ("I don't know if any of the contexts answer the question.", True),
+    ],
+)
+def test_ordinary_phrasings_of_a_refusal_and_of_an_answer(reply: str, refused: bool) -> None:
+    """Measured with the change on NoMIRACL's replies, same run: English precision 0.9844,
+    recall 1.0000; Hindi 0.9992, 0.9968 — as before it."""
+    assert RefusalDetector().is_refusal(reply) is refused
