@@ -680,6 +680,13 @@ def quality_lines(quality: dict[str, Any] | None) -> list[str]:
         cells = ", ".join(f"{row['retriever']} {row['role']} {row['events']} events "
                           f"({row['passages']} passages)" for row in rows)  # fmt: skip
         lines.append(f"    {what}: {cells or 'none'}")
+    named = acl.get("roles") or []
+    if named and any(row["role"] == "other" for k in ("leaks", "violations")
+                     for row in acl.get(k) or []):  # fmt: skip
+        lines.append(f"    role 'other' has violations; the ACLs name {', '.join(named)}: a live "
+                     "role spelled otherwise (another case, a synonym) is 'other', and every "
+                     "restricted passage retrieved for it a violation; map it in the events "
+                     "or the corpus")  # fmt: skip
     return lines
 
 

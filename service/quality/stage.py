@@ -494,7 +494,8 @@ class LiveQualityStage:
         questions than production's); ``"refusals": {"known_answerable", "refused_answerable",
         "known_unanswerable",
         "answered_unanswerable"}, "coverage": {...}, "acl": {"violations": [rows], "leaks":
-        [rows], "restricted_passages": n, "passages_with_acl": n, "since": iso}, "review":
+        [rows], "restricted_passages": n, "passages_with_acl": n, "roles": [the role labels
+        the corpus ACLs name, sorted; any other live role is ``other``], "since": iso}, "review":
         [rows]}`` — rows as in :meth:`pending_observations`, review rows as in the module
         docstring. ``known`` and ``refusals`` are sums over the gold rows measured (kept
         across gold-set changes when unchanged); ``coverage`` says what they cover:
@@ -553,6 +554,7 @@ class LiveQualityStage:
                         len(self.policy.restricted_from_a_role) if self.policy else 0
                     ),
                     "passages_with_acl": len(self.policy.restricted) if self.policy else 0,
+                    "roles": sorted(self._roles),
                     "since": acl_since.isoformat() if acl_since is not None else None,
                 },
                 "review": [dict(row) for row in review[: self.max_review]],

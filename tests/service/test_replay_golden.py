@@ -312,7 +312,9 @@ distinct check would have dropped 6 that ask other questions than a similar one)
 are against the code before the s26-scope and F1 changes above; the three files were rewritten
 once more for the three changes together, and only ``gold_candidates`` moved against the F1
 pins: demo 418 suggestions, production-shaped 1,737 → 1,753, and the 20k replay holds 5,000
-at its end (an eviction fell on its last batch).)
+at its end (an eviction fell on its last batch).) And for one added field and nothing else
+(trial 12 F9): ``quality.acl.roles``, the roles the corpus ACLs name (demo ``["parent",
+"staff", "student"]``, production ``[]``).
 """
 
 from __future__ import annotations

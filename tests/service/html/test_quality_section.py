@@ -89,6 +89,24 @@ def test_text_block() -> None:
     assert quality_lines(None) == []
 
 
+def test_violations_of_role_other_name_the_roles_the_acls_have() -> None:
+    """Trial 12 F9: live role ``Customer`` against ACLs naming ``customer`` made every
+    restricted result a violation under ``other`` with no hint why."""
+    report = quality()
+    report["acl"] = {
+        **report["acl"],
+        "roles": ["customer", "staff"],
+        "violations": [{"retriever": "production", "role": "other", "events": 20, "passages": 30}],
+    }
+    assert quality_lines(report)[-1] == (
+        "    role 'other' has violations; the ACLs name customer, staff: a live role spelled "
+        "otherwise (another case, a synonym) is 'other', and every restricted passage "
+        "retrieved for it a violation; map it in the events or the corpus"
+    )
+    report["acl"]["violations"][0]["role"] = "student"  # a named role: no such line
+    assert "role 'other' has violations" not in quality_lines(report)[-1]
+
+
 def test_the_replay_text_shows_the_block_before_the_harvest_lines() -> None:
     summary = {"n_suggestions": 2, "by_reason": {"refused": 2}, "top": [], "shed": 0,
                "max_new_per_batch": None}  # fmt: skip
