@@ -1,0 +1,148 @@
+"""The subject of a scrubbed question (:func:`service.text.subject.subject`) and the stages
+that read it (trial 12, F6 and F7).
+
+F7: the same in-scope questions, each prefixed with a self-introduction the PII stage scrubs to
+``My name is <NAME>, my email is <EMAIL> and my phone is <PHONE>. ``, were out of scope 30/60
+vs 9/60 without it. F6: one accepted gold row written with that prefix drew 59 of 60 prefixed
+live questions into its topic. The expected values here are the plain question's own verdicts:
+who asked must not change what a question is about.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from service.data.corpus import load_corpus
+from service.data.goldset import load_gold_set
+from service.demo import demo_path
+from service.events import QueryLogEvent
+from service.harvest.labelling import placeholder_warning
+from service.pipeline import Batch
+from service.runtime.analytics import analysis_gold, build_analytics
+from service.settings import AnalyticsConfig
+from service.text.subject import has_placeholder, subject
+
+PREFIX = ("My name is Alice Smith, my email is alice.smith@example.org and my phone is "
+          "+1 415 555 0100. ")  # fmt: skip
+SCRUBBED = "My name is <NAME>, my email is <EMAIL> and my phone is <PHONE>. "
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (SCRUBBED + "When is the hostel fee due?", "When is the hostel fee due?"),
+        ("Call me at <PHONE>. Is the library open on Sunday?", "Is the library open on Sunday?"),
+        ("<NAME> here - what is the MCA fee?", "what is the MCA fee?"),
+        ("This is <NAME>, when do exams start?", "when do exams start?"),
+        ("I am <NAME>. Who wrote Emma?", "Who wrote Emma?"),
+        ("Who wrote Emma? Sent from my iPhone, <NAME>", "Who wrote Emma?"),
+        ("Who wrote Emma? Regards, <NAME>", "Who wrote Emma?"),
+        ("Me llamo <NAME> y mi correo es <EMAIL>. ¿Cuándo es el examen?",
+         "¿Cuándo es el examen?"),
+        ("Je m'appelle <NAME>, mon numéro est <PHONE>. Quand est l'examen?",
+         "Quand est l'examen?"),
+        ("Ich heiße <NAME> und meine Telefonnummer ist <PHONE>. Wann ist die Prüfung?",
+         "Wann ist die Prüfung?"),
+        ("mera naam <NAME> hai, hostel fee kitni hai?", "hostel fee kitni hai?"),
+        # a placeholder inside the question proper: removed alone, the question kept
+        ("What did <NAME> say about the budget?", "What did say about the budget?"),
+        ("Can you send the syllabus to <EMAIL>?", "Can you send the syllabus to?"),
+        ("Is <NAME>'s thesis in the library?", "Is thesis in the library?"),
+        # nothing but a contact clause: the text less its placeholders
+        ("My name is <NAME>", "My name is"),
+    ],
+)
+def test_subject_of_hand_built_texts(text: str, expected: str) -> None:
+    assert subject(text) == expected
+    assert has_placeholder(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["When is the hostel fee due?", "Is 3 < 4?", "a <b> tag", "Sent from my iPhone", ""]
+)
+def test_nothing_to_do_returns_the_same_object(text: str) -> None:
+    assert subject(text) is text
+    assert not has_placeholder(text)
+
+
+def _questions() -> list[str]:
+    """English questions of the demo log that carry no personal data, not gold questions."""
+    gold = {q.question for q in load_gold_set(demo_path("gold.jsonl"))}
+    seen: list[str] = []
+    for line in demo_path("querylog.jsonl").read_text(encoding="utf-8").splitlines():
+        question = json.loads(line)["question"]
+        if (question not in gold and question not in seen and "<" not in question
+                and question.isascii() and len(question.split()) >= 5):  # fmt: skip
+            seen.append(question)
+        if len(seen) == 40:
+            break
+    return seen
+
+
+def _verdicts(gold_path: Path, questions: list[str]) -> list[tuple[object, object, object]]:
+    """Per question ``(topic, out_of_scope, scope_score)`` through all the analytics stages."""
+    analytics = build_analytics(AnalyticsConfig(), load_gold_set(gold_path),
+                                load_corpus(demo_path("corpus.jsonl")))  # fmt: skip
+    events = [QueryLogEvent(event_id=f"e-{i}", timestamp="2026-12-04T10:00:00Z", question=q)
+              for i, q in enumerate(questions)]  # fmt: skip
+    batch = Batch("file", events, [{} for _ in events])
+    for stage in analytics.stages:
+        stage.process(batch)
+    return [(n.get("topic"), n.get("out_of_scope"), n.get("scope_score"))
+            for n in batch.annotations]  # fmt: skip
+
+
+def test_a_scrubbed_self_introduction_changes_neither_topic_nor_scope(tmp_path: Path) -> None:
+    """F7 through the stages (PII scrub, language, topic, out-of-scope), then F6: with one
+    accepted gold row carrying the scrubbed prefix, the prefixed questions still get the
+    plain ones' topic and scope (before: the prefix drew them into the row's topic)."""
+    questions = _questions()
+    assert len(questions) == 40
+    gold_path = tmp_path / "gold.jsonl"
+    gold_path.write_bytes(demo_path("gold.jsonl").read_bytes())
+    plain = _verdicts(gold_path, questions)
+    prefixed = _verdicts(gold_path, [PREFIX + q for q in questions])
+    assert prefixed == plain
+    assert {topic for topic, _, _ in plain} - {"novel"}  # the check is not about one topic
+
+    # an accepted suggestion written as scrubbed (F6), in a topic few questions are about
+    row = {"id": "q-acc", "question": SCRUBBED + "Is there a cultural fest in March?",
+           "gold": ["p-0001"], "topic": "events", "harvest_id": "c-0000000000000000"}  # fmt: skip
+    with gold_path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(row) + "\n")
+    plain_after = _verdicts(gold_path, questions)
+    prefixed_after = _verdicts(gold_path, [PREFIX + q for q in questions])
+    assert prefixed_after == plain_after
+    assert sum(topic == "events" for topic, _, _ in prefixed_after) <= 2
+    # the gold-set fit reads the row's subject: as if the row had been written without it
+    clean_path = tmp_path / "clean.jsonl"
+    clean_path.write_bytes(demo_path("gold.jsonl").read_bytes())
+    with clean_path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({**row, "question": "Is there a cultural fest in March?"}) + "\n")
+    assert _verdicts(clean_path, questions) == plain_after
+
+
+def test_the_gold_rows_are_analysed_as_their_subjects(tmp_path: Path) -> None:
+    gold_path = tmp_path / "gold.jsonl"
+    rows = [{"id": "q-1", "question": SCRUBBED + "When is the fee due?", "gold": ["p-1"]},
+            {"id": "q-2", "question": "Who runs the library?", "gold": ["p-2"]}]  # fmt: skip
+    gold_path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    gold = load_gold_set(gold_path)
+    analysed = analysis_gold(gold)
+    assert [q.question for q in analysed] == ["When is the fee due?", "Who runs the library?"]
+    assert [q.id for q in analysed] == ["q-1", "q-2"] and analysed.path == gold_path
+    no_placeholders = analysis_gold(analysed)
+    assert no_placeholders is analysed  # nothing to do: the same set
+
+
+def test_accept_warns_of_placeholders_and_names_the_subject() -> None:
+    warning = placeholder_warning(SCRUBBED + "How many points did the Panthers defense "
+                                  "surrender?")  # fmt: skip
+    assert warning is not None
+    assert "(<EMAIL>, <PHONE>, <NAME>)" in warning
+    assert "'How many points did the Panthers defense surrender?'" in warning
+    assert 'reworded "question" label' in warning
+    assert placeholder_warning("How many points did the Panthers defense surrender?") is None
