@@ -40,12 +40,12 @@ SCRUBBED = "My name is <NAME>, my email is <EMAIL> and my phone is <PHONE>. "
         ("I am <NAME>. Who wrote Emma?", "Who wrote Emma?"),
         ("Who wrote Emma? Sent from my iPhone, <NAME>", "Who wrote Emma?"),
         ("Who wrote Emma? Regards, <NAME>", "Who wrote Emma?"),
-        ("Me llamo <NAME> y mi correo es <EMAIL>. ¿Cuándo es el examen?",
-         "¿Cuándo es el examen?"),
-        ("Je m'appelle <NAME>, mon numéro est <PHONE>. Quand est l'examen?",
-         "Quand est l'examen?"),
-        ("Ich heiße <NAME> und meine Telefonnummer ist <PHONE>. Wann ist die Prüfung?",
-         "Wann ist die Prüfung?"),
+        ("Me llamo <NAME> y mi correo es <EMAIL>. ¿Cuándo es el examen?", "¿Cuándo es el examen?"),
+        ("Je m'appelle <NAME>, mon numéro est <PHONE>. Quand est l'examen?", "Quand est l'examen?"),
+        (
+            "Ich heiße <NAME> und meine Telefonnummer ist <PHONE>. Wann ist die Prüfung?",
+            "Wann ist die Prüfung?",
+        ),
         ("mera naam <NAME> hai, hostel fee kitni hai?", "hostel fee kitni hai?"),
         # a placeholder inside the question proper: removed alone, the question kept
         ("What did <NAME> say about the budget?", "What did say about the budget?"),
