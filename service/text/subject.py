@@ -29,6 +29,7 @@ _BOUNDARY = re.compile(r"([.!?;:,\n¿¡|()\[\]]+\s*|\s+-+\s+|\s+(?:and|or|y|et|u
 #: A word (letters, an apostrophe inside: ``m'appelle``, ``i'm``), lower-cased before lookup.
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _SPACES = re.compile(r"\s{2,}")
+_SENTENCE_END = re.compile(r"[.!?]")
 
 #: The words a clause around a placeholder may hold and still be only about the asker: the
 #: cue words of the scrubber's detectors (:mod:`service.pii.names` ``_STRONG``/``_WEAK``,
@@ -44,6 +45,9 @@ CONTACT_WORDS: frozenset[str] = frozenset(
     "ssn social security passport iban account card credit debit upi aadhaar pan voter id ip "
     "url website site link secret password pin token key speaking hi hello hey dear greetings "
     "mr mrs ms mx miss dr prof sir madam "
+    # requests to be contacted (``pls reply on whatsapp <PHONE>``, ``send it to <EMAIL>``)
+    "please pls plz kindly reply back urgently urgent asap soon send it write message msg dm "
+    "ping drop line "
     # Spanish / Portuguese
     "me llamo mi nombre es soy yo correo electrónico electronico teléfono telefono número "
     "numero móvil movil celular llámame llamame al el la mí escríbeme escribeme hola y "
@@ -56,7 +60,7 @@ CONTACT_WORDS: frozenset[str] = frozenset(
     "rufnummer unter erreichbar mich hier spricht hallo adresse mobil e-mail "
     # Hindi (Latin letters)
     "mera meri naam hai hain mujhe bolte bulate kehte main hoon hun bol raha rahi namaste aur "
-    "ka ki ke se par"
+    "ka ki ke se par kar karo do dena dijiye"
     .split()
 )  # fmt: skip
 #: The words of a sign-off or mail-client line (``Sent from my iPhone``, ``Regards``,
@@ -114,7 +118,7 @@ def subject(text: str) -> str:
     >>> subject("What did <NAME> say about the budget?")
     'What did say about the budget?'
     >>> subject("Hi, this is <NAME>. Who wrote Emma? Sent from my iPhone")
-    'Hi, Who wrote Emma?'
+    'Hi. Who wrote Emma?'
     >>> subject("Me llamo <NAME> y mi teléfono es <PHONE>. ¿Qué es el oxígeno?")
     '¿Qué es el oxígeno?'
     >>> subject("mera naam <NAME> hai, Delhi ki population kitni hai?")
@@ -141,9 +145,14 @@ def subject(text: str) -> str:
             continue
         if not kept and i:  # an opening mark of the boundary before the first kept clause
             kept.append("".join(ch for ch in parts[2 * i - 1] if ch in "¿¡(["))
+        elif kept and drop[i - 1] and not kept[-1][-1:].isspace():
+            kept.append(parts[2 * i - 1])  # after a removed clause: the boundary before this
         kept.append(_SPACES.sub(" ", clause).strip() if held[i] else clause)
-        if 2 * i + 1 < len(parts):
-            kept.append(parts[2 * i + 1])  # the boundary after a kept clause stays
+        if 2 * i + 1 < len(parts):  # the boundary after a kept clause: kept before a kept
+            # clause or when it ends a sentence (``… for my son. contact me on <PHONE>``)
+            after = parts[2 * i + 1]
+            if not drop[i + 1] or _SENTENCE_END.search(after):
+                kept.append(after)
     # a removed last clause leaves the boundary before it: a comma, a dash or spaces
     result = "".join(kept).strip().rstrip(",;:- \n|").strip()
     if not _WORD.search(result):
