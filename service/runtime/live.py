@@ -47,6 +47,7 @@ from service.retrievers.registry import build_retrievers
 from service.runtime.analytics import (
     TOPIC_IDENTITY_KEY,
     Analytics,
+    analysis_gold,
     build_analytics,
     misjudged_of,
     misjudged_unanswerable_of,
@@ -248,12 +249,13 @@ def known_index(analytics: Analytics, gold: GoldSet, threshold: float,
     the same list; sharing one index (and its cache of matches) makes the second lookup a
     cache hit instead of a second n-gram transform and product, with the same matches.
     """
+    analysed = analysis_gold(gold)  # the rows' subjects, as the stage matches live subjects
     for stage in analytics.stages:
         index = getattr(getattr(stage, "known", None), "index", None)
-        if (isinstance(index, KnownQuestionIndex) and index.gold is gold
-                and index.threshold == threshold):  # fmt: skip
+        if (isinstance(index, KnownQuestionIndex) and index.threshold == threshold
+                and (index.gold is analysed or index.gold == analysed)):  # fmt: skip
             return index
-    return KnownQuestionIndex(gold, threshold=threshold, cache_size=cache_size)
+    return KnownQuestionIndex(analysed, threshold=threshold, cache_size=cache_size)
 
 
 def keep_topic_identity(state: StateStore | None, analytics: Analytics) -> None:

@@ -47,7 +47,9 @@ CONTACT_WORDS: frozenset[str] = frozenset(
     "mr mrs ms mx miss dr prof sir madam "
     # requests to be contacted (``pls reply on whatsapp <PHONE>``, ``send it to <EMAIL>``)
     "please pls plz kindly reply back urgently urgent asap soon send it write message msg dm "
-    "ping drop line "
+    "ping drop line just only now from here on out onwards forward ok okay "
+    # what the person wants to be called (service.pii.names _STRONG's ``change`` cues)
+    "like want prefer love be refer referring speak talk as change update set correct "
     # Spanish / Portuguese
     "me llamo mi nombre es soy yo correo electrónico electronico teléfono telefono número "
     "numero móvil movil celular llámame llamame al el la mí escríbeme escribeme hola y "
@@ -99,8 +101,10 @@ def subject(text: str) -> str:
     first in the text, after it); so is a sign-off clause (:data:`SIGN_OFF_WORDS`: ``Sent from
     my iPhone``, ``Regards``) when a contact clause was removed. A placeholder inside the
     question proper is removed alone, its clause kept (``what did <NAME> say about the
-    budget`` → ``what did say about the budget``). Were nothing left, the text less its
-    placeholders is returned.
+    budget`` → ``what did say about the budget``). A text that is nothing but contact
+    clauses (``call me <NAME>``, ``my name is <NAME>``: a request about the name itself) is
+    its own subject, returned as is: removing them would leave only cue words, and the
+    placeholder is what such requests share (the production-shaped log's "call me X" intents).
 
     Deterministic; linear in ``len(text)``. A text without ``<`` is returned as is (the same
     object): the hot path's cost is one ``in`` test.
@@ -123,8 +127,8 @@ def subject(text: str) -> str:
     '¿Qué es el oxígeno?'
     >>> subject("mera naam <NAME> hai, Delhi ki population kitni hai?")
     'Delhi ki population kitni hai?'
-    >>> subject("Who won in 2016?") == "Who won in 2016?", subject("<EMAIL>")
-    (True, '')
+    >>> subject("Who won in 2016?") == "Who won in 2016?", subject("please call me <NAME>")
+    (True, 'please call me <NAME>')
     """
     if "<" not in text or _PLACEHOLDER.search(text) is None:
         return text
@@ -155,6 +159,6 @@ def subject(text: str) -> str:
                 kept.append(after)
     # a removed last clause leaves the boundary before it: a comma, a dash or spaces
     result = "".join(kept).strip().rstrip(",;:- \n|").strip()
-    if not _WORD.search(result):
-        return _SPACES.sub(" ", _PLACEHOLDER.sub(" ", text)).strip()
+    if not any(not d and _WORD.search(r) for d, r in zip(drop, residue, strict=True)):
+        return text  # nothing but contact clauses (and sign-offs): the request itself
     return result

@@ -51,8 +51,9 @@ SCRUBBED = "My name is <NAME>, my email is <EMAIL> and my phone is <PHONE>. "
         ("What did <NAME> say about the budget?", "What did say about the budget?"),
         ("Can you send the syllabus to <EMAIL>?", "Can you send the syllabus to?"),
         ("Is <NAME>'s thesis in the library?", "Is thesis in the library?"),
-        # nothing but a contact clause: the text less its placeholders
-        ("My name is <NAME>", "My name is"),
+        # nothing but contact clauses: a request about the name itself, kept whole
+        ("My name is <NAME>", "My name is <NAME>"),
+        ("you can call me <NAME>", "you can call me <NAME>"),
     ],
 )
 def test_subject_of_hand_built_texts(text: str, expected: str) -> None:
