@@ -147,3 +147,29 @@ def test_accept_warns_of_placeholders_and_names_the_subject() -> None:
     assert "'How many points did the Panthers defense surrender?'" in warning
     assert 'reworded "question" label' in warning
     assert placeholder_warning("How many points did the Panthers defense surrender?") is None
+
+
+def test_harvest_compares_subjects_and_shows_the_scrubbed_question() -> None:
+    """Trial 12's addendum: distinct questions after one scrubbed self-introduction were merged
+    as variants of one suggestion (56 suggestions for 60 questions); a prefixed gold question
+    was not known. Expected by hand: the two distinct questions stay two suggestions, the
+    prefixed gold question is known, and what is shown is the scrubbed text as asked."""
+    from service.harvest.config import HarvestConfig
+    from service.harvest.stage import HarvestStage
+    from service.harvest.store import MemoryCandidates
+    from service.records import GoldQuestion
+    from tests.service.harvest.helpers import batch, event
+
+    refused = {"refused": True, "topic": "Intergovernmental_Panel_on_Climate_Change",
+               "language": "en"}  # fmt: skip
+    asked = [SCRUBBED + "Who is the chair of the IPCC?",
+             SCRUBBED + "Who was the first chair of the IPCC?",
+             SCRUBBED + "When is the hostel fee due?"]  # fmt: skip
+    repo = MemoryCandidates()
+    gold = [GoldQuestion("q-1", "When is the hostel fee due?", ("p-1",))]
+    stage = HarvestStage(HarvestConfig(flush_interval_s=0.0), sinks=[repo], known_questions=gold)
+    stage.process(batch([event(f"e{i}", q, minute=i) for i, q in enumerate(asked)],
+                        [refused] * len(asked)))  # fmt: skip
+    rows = sorted(repo.all(), key=lambda r: r["question"])
+    assert [r["question"] for r in rows] == asked[:2]
+    assert [r["count"] for r in rows] == [1, 1]
