@@ -173,3 +173,27 @@ def test_harvest_compares_subjects_and_shows_the_scrubbed_question() -> None:
     rows = sorted(repo.all(), key=lambda r: r["question"])
     assert [r["question"] for r in rows] == asked[:2]
     assert [r["count"] for r in rows] == [1, 1]
+
+
+def test_live_quality_knows_a_prefixed_gold_question() -> None:
+    """A gold question asked after a scrubbed self-introduction is the known gold row (its
+    recall is measured), as the same question asked plainly is; before, it matched nothing."""
+    from service.data.goldset import GoldSet
+    from service.quality.known import KnownQuestionIndex
+    from service.quality.stage import LiveQualityStage
+    from service.records import GoldQuestion
+    from service.runtime.analytics import Analytics
+    from service.runtime.live import known_index
+
+    gold = GoldSet((GoldQuestion("q-1", SCRUBBED + "When is the hostel fee due?", ("p-1",)),
+                    GoldQuestion("q-2", "Who runs the library?", ("p-2",))))  # fmt: skip
+    index = known_index(Analytics(stages=[]), gold, threshold=0.8)
+    assert isinstance(index, KnownQuestionIndex)
+    stage = LiveQualityStage(index, None)
+    asked = [SCRUBBED + "Who runs the library?", "When is the hostel fee due?",
+             SCRUBBED + "When is the hostel fee due?"]  # fmt: skip
+    events = [QueryLogEvent(event_id=f"e-{i}", timestamp="2026-12-04T10:00:00Z", question=q)
+              for i, q in enumerate(asked)]  # fmt: skip
+    batch = Batch("file", events, [{} for _ in events])
+    stage.process(batch)
+    assert [(n["known"] or {}).get("gold_id") for n in batch.annotations] == ["q-2", "q-1", "q-1"]
