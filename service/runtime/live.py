@@ -242,8 +242,10 @@ class Live:
 def known_index(analytics: Analytics, gold: GoldSet, threshold: float,
                 cache_size: int = 65_536) -> KnownQuestionIndex:  # fmt: skip
     """The known-question index of the live-quality stage: the out-of-scope stage's own
-    (:class:`service.refusals.scope.KnownScope`) when it is of the same gold set (the same object)
-    and threshold, else a new one (remembering ``cache_size`` questions' matches).
+    (:class:`service.refusals.scope.KnownScope`) when it is of the same gold set (the same object,
+    or for a gold set holding PII placeholders an equal :func:`analysis_gold` copy) and
+    threshold, else a new one (remembering ``cache_size`` questions' matches). The index holds
+    the rows' subjects (:func:`analysis_gold`), as the stages match live questions' subjects.
 
     Both stages match every question of a batch against the gold set, in that order, with
     the same list; sharing one index (and its cache of matches) makes the second lookup a
@@ -253,7 +255,9 @@ def known_index(analytics: Analytics, gold: GoldSet, threshold: float,
     for stage in analytics.stages:
         index = getattr(getattr(stage, "known", None), "index", None)
         if (isinstance(index, KnownQuestionIndex) and index.threshold == threshold
-                and (index.gold is analysed or index.gold == analysed)):  # fmt: skip
+                and (index.gold is analysed
+                     # the scope stage's own analysed copy of this gold set
+                     or (analysed is not gold and index.gold == analysed))):  # fmt: skip
             return index
     return KnownQuestionIndex(analysed, threshold=threshold, cache_size=cache_size)
 
