@@ -197,3 +197,39 @@ def test_live_quality_knows_a_prefixed_gold_question() -> None:
     batch = Batch("file", events, [{} for _ in events])
     stage.process(batch)
     assert [(n["known"] or {}).get("gold_id") for n in batch.annotations] == ["q-2", "q-1", "q-1"]
+
+
+def test_accepting_a_row_with_placeholders_warns_and_writes_it_as_asked(tmp_path: Path) -> None:
+    """F6's accept: the row keeps the scrubbed text (nothing unconfirmed is written); the
+    answer warns, quoting what the analysis reads; a row without placeholders gets none."""
+    from service.harvest.config import HarvestConfig
+    from service.harvest.labelling import Labelling
+    from service.harvest.stage import HarvestStage
+    from service.harvest.store import StateStoreCandidates
+    from service.state import StateStore
+    from tests.service.harvest.helpers import batch, event
+
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"id": "q-001", "question": "When are fees due?", "gold": ["p-1"]}\n',
+                    encoding="utf-8")  # fmt: skip
+    repo = StateStoreCandidates(StateStore.in_memory())
+    HarvestStage(HarvestConfig(flush_interval_s=0), sinks=[repo]).process(batch(
+        [event("e1", PREFIX + "Is the bus pass valid on Sundays?", minute=1),
+         event("e2", "Is the library open during exams?", minute=2)],
+        [{"refused": True}, {"refused": True}],
+    ))  # fmt: skip
+    labelling = Labelling(repo, gold, HarvestConfig())
+    by_question = {row["question"]: row["id"] for row in labelling.list().items}
+    scrubbed = SCRUBBED + "Is the bus pass valid on Sundays?"
+    assert set(by_question) == {scrubbed, "Is the library open during exams?"}
+    decision = labelling.accept(by_question[scrubbed], ["p-1"], "plain")
+    assert decision["warnings"] == [
+        "the question written holds placeholders (<EMAIL>, <PHONE>, <NAME>) of scrubbed "
+        "personal data: it is kept as asked; topics and out-of-scope read it as 'Is the bus "
+        "pass valid on Sundays?' (without the placeholders and the contact clauses around "
+        'them); to write another wording, accept with a reworded "question" label (or edit '
+        "the gold-set row)"
+    ]
+    assert json.loads(gold.read_text(encoding="utf-8").splitlines()[-1])["question"] == scrubbed
+    plain = labelling.accept(by_question["Is the library open during exams?"], ["p-1"], "plain")
+    assert "warnings" not in plain
