@@ -94,6 +94,7 @@ from service.harvest.text import strip_controls
 from service.pii.scrub import scrub
 from service.records import PLACEHOLDERS, GoldQuestion
 from service.state import StateError
+from service.text.subject import has_placeholder, subject
 
 __all__ = [
     "STATUSES",
@@ -107,6 +108,7 @@ __all__ = [
     "clean_reason",
     "clip_reason",
     "fresh_gold_id",
+    "placeholder_warning",
 ]
 
 log = logging.getLogger(__name__)
@@ -269,6 +271,35 @@ def clip_reason(text: str, limit: int = MAX_REASON_CHARS) -> str:
                             for p in PLACEHOLDERS.values()):  # fmt: skip
         cut = opening
     return text[:cut].rstrip() + ELLIPSIS
+
+
+def placeholder_warning(question: str) -> str | None:
+    """What an accept answers when the gold row written still holds personal-data
+    placeholders (``<NAME>``, ``<EMAIL>`` …: the asked text was scrubbed); ``None`` otherwise.
+
+    The row keeps the text as it was asked and scrubbed (nothing the reviewer did not
+    confirm is written); topics, out-of-scope and their gold-set fit read its subject
+    (:func:`service.text.subject.subject`), which the warning quotes. A reviewer who wants
+    the text itself reworded sends a ``question`` label with the accept (trial 12 F6: one
+    accepted ``My name is <NAME>, my email is <EMAIL> …`` row drew 59 of 60 scrubbed live
+    questions into its topic before the analysis read subjects).
+
+    >>> placeholder_warning("Who won?") is None
+    True
+    >>> print(placeholder_warning("My name is <NAME>. Who won?"))
+    the question written holds placeholders (<NAME>) of scrubbed personal data: it is kept as \
+asked; topics and out-of-scope read it as 'Who won?' (without the placeholders and the \
+contact clauses around them); to write another wording, accept with a reworded "question" \
+label (or edit the gold-set row)
+    """
+    if not has_placeholder(question):
+        return None
+    found = [p for p in PLACEHOLDERS.values() if p in question]
+    return (f"the question written holds placeholders ({', '.join(found)}) of scrubbed "
+            f"personal data: it is kept as asked; topics and out-of-scope read it as "
+            f"{subject(question)!r} (without the placeholders and the contact clauses around "
+            f"them); to write another wording, accept with a reworded \"question\" label (or "
+            f"edit the gold-set row)")  # fmt: skip
 
 
 _LONGEST_PLACEHOLDER = max(len(p) for p in PLACEHOLDERS.values())
@@ -535,6 +566,9 @@ class Labelling:
                 ) from None
         self._decided(candidate_id, row)
         self._accepted(question)
+        warning = placeholder_warning(question.question)
+        if warning is not None:  # in the answer only: the decision kept is unchanged
+            decision = {**decision, "warnings": [warning]}
         return decision
 
     def reject(self, candidate_id: str, reason: str) -> Decision:

@@ -127,6 +127,7 @@ from service.pipeline import Batch
 from service.records import GoldQuestion
 from service.shadow.runner import ShadowResult, production_ranking
 from service.state import encoded_object
+from service.text.subject import subject
 
 if TYPE_CHECKING:
     from service.embeddings.protocol import Embedder
@@ -303,7 +304,11 @@ class HarvestStage:
         # recent events counted as known by _merge (gold_set, decided), so that the other of
         # an event's pick and its shadow verdict does not count it again (not snapshotted)
         self._known_events: OrderedDict[str, None] = OrderedDict()
-        gold = [(f"{_GOLD}{q.id}", comparison_form(q.question)) for q in known_questions]
+        # the subjects (service.text.subject) of questions and gold rows are compared: a
+        # scrubbed self-introduction is no similarity (trial 12 F6: distinct questions after
+        # "My name is <NAME>, my email is <EMAIL> …" merged as one suggestion's variants)
+        gold = [(f"{_GOLD}{q.id}", comparison_form(subject(q.question)))
+                for q in known_questions]  # fmt: skip
         gold = [(key, text) for key, text in gold if text]
         # the gold questions' index entries, added again to each index a restore builds
         self._gold_probes = list(
@@ -389,7 +394,7 @@ class HarvestStage:
             if text is None:
                 if len(normal) >= _NORMAL_CACHE:
                     normal.clear()
-                text = normal[question] = comparison_form(question)
+                text = normal[question] = comparison_form(subject(question))
             if text:
                 picked.append((i, text, question, found == {}, reasons, stratum,
                                gap_dimensions[key], "known" not in notes))  # fmt: skip
@@ -481,7 +486,7 @@ class HarvestStage:
             self._pending["too_long"]["events"] += 1
             return
         question, found = scrub(result.question)
-        normalised = comparison_form(question)
+        normalised = comparison_form(subject(question))
         if normalised:
             gap, dimension = self._gap(result.topic, result.language, topic_gap=not (
                 result.topic == "novel" and self._novel_uncalibrated))  # fmt: skip

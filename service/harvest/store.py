@@ -136,7 +136,9 @@ class Decision(TypedDict):
     """A labelling decision: ``status`` and ``decided_at`` (RFC 3339, UTC); an accept adds
     ``gold_id``, the ``gold`` passage ids, ``kind`` and the ``labels`` written; a reject
     adds its scrubbed ``reason`` (≤ 500 characters). Keys in the order
-    :class:`~service.harvest.labelling.Labelling` writes them."""
+    :class:`~service.harvest.labelling.Labelling` writes them. ``warnings`` (an accept's
+    answer only, never kept): what the reviewer should know of the row written
+    (:func:`~service.harvest.labelling.placeholder_warning`)."""
 
     status: Literal["accepted", "rejected"]
     gold_id: NotRequired[str]
@@ -145,6 +147,7 @@ class Decision(TypedDict):
     labels: NotRequired[dict[str, Any]]
     reason: NotRequired[str]
     decided_at: str
+    warnings: NotRequired[list[str]]
 
 
 def record(suggestion: Suggestion, config: HarvestConfig) -> SuggestionRecord:

@@ -81,6 +81,7 @@ from service.quality.acl import AccessPolicy
 from service.quality.known import KnownMatch, KnownQuestionIndex, live_scores
 from service.records import GoldQuestion
 from service.shadow.runner import ShadowResult, production_ranking
+from service.text.subject import subject
 
 __all__ = ["LiveQualityStage", "coverage_note"]
 
@@ -292,7 +293,7 @@ class LiveQualityStage:
         with self._lock:
             index, matched_on = self._index, self._row_versions
         matches: list[KnownMatch | None] = (
-            index.match_many([e.question for e in batch.events]) if index else []
+            index.match_many([subject(e.question) for e in batch.events]) if index else []
         )
         # without a restricted passage (or an asker's role) nothing can be a violation: the
         # ranking is then only needed to score a known question

@@ -22,6 +22,7 @@ from service.refusals.scope import (
     crossed,
     event_score,
 )
+from service.text.subject import subject
 
 if TYPE_CHECKING:
     from service.events import QueryLogEvent
@@ -122,11 +123,11 @@ class ScopeStage(StatelessStage):
                 return list(fast(questions))
             return [best_score(found) for found in retriever.search_batch(questions, k)]
 
-        return self.cache.get_many([e.question for e in events], best) if events else []
+        return self.cache.get_many([subject(e.question) for e in events], best) if events else []
 
     def process(self, batch: Batch) -> None:
         scores = self.scores(batch.events)
-        known = (self.known.verdicts([e.question for e in batch.events]) if self.known
+        known = (self.known.verdicts([subject(e.question) for e in batch.events]) if self.known
                  else [(None, None)] * len(scores))  # fmt: skip
         for notes, score, k in zip(batch.annotations, scores, known, strict=True):
             inside = self.calibration.in_scope(score)
@@ -264,7 +265,7 @@ class EmbeddingScopeStage(StatelessStage):
         if scorers[0] is not self._scored_by[0] or scorers[1] is not self._scored_by[1]:
             self.verdicts.clear()  # scored by the detector or known questions replaced
             self._scored_by = scorers
-        asked = [f"{notes.get('language') or ''}\t{e.question}"
+        asked = [f"{notes.get('language') or ''}\t{subject(e.question)}"
                  for e, notes in zip(batch.events, batch.annotations, strict=True)]  # fmt: skip
         found = self.verdicts.get_many(asked, self._verdicts)
         for notes, (p, off, judged, k, has_gold) in zip(batch.annotations, found, strict=True):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from service.data.corpus import Corpus
@@ -68,6 +68,7 @@ from service.refusals.stage import EmbeddingScopeStage, RefusalStage, ScopeStage
 from service.retrievers.base import Retriever
 from service.retrievers.registry import build_retrievers
 from service.settings import AnalyticsConfig, DriftSettings, RetrieverConfig
+from service.text.subject import has_placeholder, subject
 from service.topics.config import TopicConfig
 from service.topics.model import NOVEL, TopicModel
 from service.topics.stage import TopicStage
@@ -289,7 +290,7 @@ def fit_topic_model(
             need 2), naming the file and what to do.
         ValueError: too few texts to fit (from :meth:`TopicModel.fit`).
     """
-    questions = list(gold)
+    questions = list(analysis_gold(gold))
     where = str(gold.path) if gold.path else "the gold set"
     rule = topic_label_rule(questions, use_gold_topics, where)
     if rule.problem is not None:  # a clear start-up error naming the file and the way out
@@ -303,6 +304,26 @@ def fit_topic_model(
     return TopicModel.fit(texts, config, embedder=embedder, previous=previous)
 
 
+def analysis_gold(gold: GoldSet) -> GoldSet:
+    """``gold`` as the analysis reads it: each row's question its subject
+    (:func:`~service.text.subject.subject`: without personal-data placeholders and the
+    contact clauses around them), ids, labels and path kept. The topic model's fit and gold
+    counts and the out-of-scope calibration and known questions read these rows, as their
+    stages read live questions' subjects; the gold-set file and what is shown keep the text
+    written (trial 12 F6: one accepted row ``My name is <NAME>, my email is <EMAIL> … How many
+    points did the Panthers defense surrender?`` drew 59 of 60 scrubbed live questions into
+    its topic). ``gold`` itself when no row holds a placeholder. A row that would be left
+    empty (only placeholders) keeps its text.
+    """
+    if not any(has_placeholder(q.question) for q in gold):
+        return gold
+    rows = []
+    for q in gold:
+        text = subject(q.question)
+        rows.append(q if text is q.question or not text else replace(q, question=text))
+    return GoldSet(tuple(rows), gold.path)
+
+
 def _memo_topics(memo: Memo, embedder: Embedder, gold: GoldSet, passages: Sequence[Passage],
                  config: TopicConfig, use_gold_topics: bool,
                  previous: Mapping[str, Any] | None) -> TopicModel:  # fmt: skip
@@ -314,7 +335,8 @@ def _memo_topics(memo: Memo, embedder: Embedder, gold: GoldSet, passages: Sequen
         return model.fitted_state(), model.version
 
     # everything topic_label_rule reads: the labels, answerability and accepted rows
-    inputs = [[(q.question, q.topic, q.answerable, q.harvest_id is not None) for q in gold],
+    inputs = [[(q.question, q.topic, q.answerable, q.harvest_id is not None)
+               for q in analysis_gold(gold)],
               [p.text for p in passages], config,
               use_gold_topics, embedder.name, previous]  # fmt: skip
     state, version = memo("topic-model", inputs, fit)
@@ -341,7 +363,7 @@ def language_quality(gold: GoldSet, detector: LanguageDetector) -> dict[str, Any
 
 def _topic_counts(gold: GoldSet, model: TopicModel) -> dict[str, int]:
     """Like-for-like: the gold rows through live traffic's assignment (cross-validated)."""
-    rows = list(gold)
+    rows = list(analysis_gold(gold))
     return model.gold_counts([q.question for q in rows], [q.topic for q in rows])
 
 
@@ -401,9 +423,10 @@ def _scope_stage(
             corpus.passages,
             memo=memo,
         )[name]
-    questions = list(gold)
+    analysed = analysis_gold(gold)  # the rows' subjects, as the stage reads live questions
+    questions = list(analysed)
     cache_size = config.question_cache_size
-    known = KnownScope(gold, config.scope_known_threshold, cache_size)
+    known = KnownScope(analysed, config.scope_known_threshold, cache_size)
     if method == "retriever":
         calibration = calibrate_with_retriever(questions, retriever, min_tpr=config.scope_min_tpr)
         run = retriever.search_batch([q.question for q in questions], 1)
@@ -612,7 +635,7 @@ def build_analytics(
     if len(gold):  # no gold set: no reference comparisons, the baseline only
         topic_counts: dict[str, int] = {}
         if model is not None:
-            topic_inputs = [model.version, [(q.question, q.topic) for q in gold]]
+            topic_inputs = [model.version, [(q.question, q.topic) for q in analysis_gold(gold)]]
             topic_counts = memo("topic-counts", topic_inputs, lambda: _topic_counts(gold, model))
         gold_counts = {"language": language_counts, "topic": topic_counts}
     drift = DriftStage(

@@ -467,6 +467,7 @@ class Runtime:
 
     def _refresh_gold_now(self) -> None:
         from service.runtime.analytics import (
+            analysis_gold,
             apply_gold_references,
             apply_scope_references,
             gold_references,
@@ -486,7 +487,7 @@ class Runtime:
             )
             agreement = language_quality(gold, detector) if detector is not None else None
             index = KnownQuestionIndex(
-                gold,
+                analysis_gold(gold),  # the rows' subjects (service.text.subject)
                 threshold=self.settings.shadow.known_threshold,
                 cache_size=self.settings.analytics.question_cache_size,
             )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from service.pipeline import Batch, StatelessStage
 from service.pipeline.batch_cache import BatchCache
+from service.text.subject import subject
 from service.topics.model import NOVEL, TopicAssignment, TopicModel
 
 __all__ = ["TopicStage"]
@@ -16,7 +17,9 @@ class TopicStage(StatelessStage):
     ``annotations[i]["topic_similarity"]`` (float), one :meth:`TopicModel.assign_many` per batch.
     A ``novel`` question also gets ``annotations[i]["novelty_calibrated"]``: whether the
     novelty detector reaches the quality floor (:attr:`novelty_calibrated`, set by the
-    analytics), so harvesting suggests "novel" only on a calibrated verdict.
+    analytics), so harvesting suggests "novel" only on a calibrated verdict. The model reads
+    each question's subject (:func:`~service.text.subject.subject`: a scrubbed
+    self-introduction such as ``My name is <NAME>, …`` is no topic; trial 12 F6/F7).
     """
 
     name = "topic"
@@ -27,7 +30,7 @@ class TopicStage(StatelessStage):
         self.novelty_calibrated = True
 
     def process(self, batch: Batch) -> None:
-        questions = [event.question for event in batch.events]
+        questions = [subject(event.question) for event in batch.events]
         assignments = self.cache.get_many(questions, self.model.assign_many)
         calibrated = self.novelty_calibrated
         for notes, found in zip(batch.annotations, assignments, strict=True):

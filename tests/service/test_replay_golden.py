@@ -315,6 +315,18 @@ pins: demo 418 suggestions, production-shaped 1,737 → 1,753, and the 20k repla
 at its end (an eviction fell on its last batch).) And for one added field and nothing else
 (trial 12 F9): ``quality.acl.roles``, the roles the corpus ACLs name (demo ``["parent",
 "staff", "student"]``, production ``[]``).
+The demo's rewritten again in the twenty-sixth session (s26-neutral, trial 12 F6/F7) for one meant
+change: topics, out-of-scope, live quality's known questions and harvest's near-duplicates
+read a question's subject (:func:`service.text.subject.subject`: without PII placeholders and
+the contact clauses around them), so a scrubbed self-introduction no longer steers them. Only
+its 8 planted PII events can move: topics ``novel`` 410 → 408, ``exams`` 525 → 526,
+``transport`` 182 → 183; ``out_of_scope`` 259 → 258, ``off_corpus`` 183 → 182,
+``under_refusals`` 117 → 116 (and the per-topic shadow and drift figures); one suggestion
+fewer (361): ``exam kab se shuru hai? pls reply on whatsapp <PHONE> or <EMAIL>`` joins ``exam
+kb se shuru hai ji``. The production-shaped goldens are unchanged (their 30 ``<NAME>`` events
+are CLINC150's "call me X" requests, nothing but contact clauses: their own subject).
+(Figures against the code before s26-merge; on the merged code the demo moved the same way,
+its suggestions 418 → 417.)
 """
 
 from __future__ import annotations
