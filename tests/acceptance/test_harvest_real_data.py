@@ -24,20 +24,25 @@ What is asserted:
 
 * the top 100 suggestions, in the order ``GET /v1/gold-candidates`` lists them
   (:meth:`service.harvest.labelling.Labelling.list`), cover ≥ 90 % of the nine;
-* no two of them are near-duplicates: character-trigram Jaccard < 0.6, computed here on an
-  independent normalisation, not with the harvest code's own index;
+* no two of them are near-duplicates that ask the same question: of the pairs at
+  character-trigram Jaccard ≥ 0.6, computed here on an independent normalisation, not with
+  the harvest code's own index, none asks the same question by harvest's merge rule
+  (:mod:`service.harvest.wording`: same numbers, negation, content words, question word);
+  a pair it tells apart ("abhi" / "kal temperature kya hai") is two questions;
 * out-of-scope questions are flagged as such. *Flagged* means the suggestion carries the
   reason ``answered_out_of_scope`` (the out-of-scope stage judged it unanswerable from the
   corpus and the assistant answered anyway), or its topic is ``out_of_scope`` (nearest to the
   gold set's unanswerable questions) or ``novel`` (far from every gold question). Every
-  suggestion made from a CLINC out-of-scope question must be flagged, and out-of-scope events
+  suggestion made from a CLINC out-of-scope question that the pipeline labels with a language
+  of the gold set must be flagged; one labelled with another language gets no out-of-scope
+  verdict (F1) and must be a coverage gap instead, and such are few. Out-of-scope events
   must end in a flagged suggestion at least twice as often as in-domain events do;
 * replaying the same traffic again (the file replaced by the same events in another order,
   same state file) changes no suggestion: same ids, same records;
 * two replicas (two independent pipelines over disjoint halves of the traffic, as two
   consumers of one group would split it) publishing to one compacted topic on a real Tansu
   broker leave one record per key and per suggestion id, and the top 100 read back from the
-  topic have no near-duplicates.
+  topic have no near-duplicates that ask the same question.
 
 Figures (``pytest -s``; deterministic): printed by each test, summed up in its docstring.
 """
@@ -66,6 +71,8 @@ from service.events import QueryLogEvent
 from service.harvest.config import HarvestConfig
 from service.harvest.labelling import Labelling
 from service.harvest.store import MemoryCandidates, StateStoreCandidates
+from service.harvest.text import comparison_form
+from service.harvest.wording import disagreement, wording
 from service.jobs.replay import run_replay
 from service.runtime.live import build_live
 from service.settings import Settings, load_settings
@@ -118,6 +125,33 @@ def near_duplicate_pairs(texts: Sequence[str]) -> list[tuple[str, str, float]]:
         if score >= NEAR_DUPLICATE:
             found.append((texts[i], texts[j], score))
     return found
+
+
+def same_question(pairs: Sequence[tuple[str, str, float]]) -> list[tuple[str, str, float]]:
+    """The near-duplicate ``pairs`` (:func:`near_duplicate_pairs`) that ask the same question
+    by harvest's merge rule (:func:`service.harvest.wording.disagreement` of the two
+    questions' ``comparison_form`` is ``None``: same numbers, negation, content words and
+    question word). Those are duplicates; a pair the rule tells apart ("abhi" / "kal", "5
+    baje" / "4 baje") asks two questions and both belong in a list of questions to label.
+
+    Pairs of this traffic: two the stage merges into one suggestion (two suggestions when
+    its near-duplicate merge is turned off), two it keeps apart.
+
+    >>> kept = same_question([
+    ...     ("abhi temperature kitna hai ?", "abhi temperature kya hai ?", 0.72),
+    ...     ("my current location is what", "what is my current location", 0.86),
+    ...     ("abhi temperature kya hai ?", "Kal ka temperature kya hai", 0.63),
+    ...     ("subha 5 baje ke liye alarm set karen", "subah 4 baje ke liye alarm set kardo", 0.6),
+    ... ])
+    >>> [(a, b) for a, b, _ in kept]  # doctest: +NORMALIZE_WHITESPACE
+    [('abhi temperature kitna hai ?', 'abhi temperature kya hai ?'),
+     ('my current location is what', 'what is my current location')]
+    """
+    return [
+        (a, b, score)
+        for a, b, score in pairs
+        if disagreement(wording(comparison_form(a)), wording(comparison_form(b))) is None
+    ]
 
 
 @dataclass(frozen=True)
@@ -225,10 +259,12 @@ def is_flagged(row: dict[str, Any]) -> bool:
 def test_top_100_cover_the_missing_domains_and_languages(harvested: Run) -> None:
     """Measured with the default load shedding (``harvest.max_new_per_batch`` 48: at most 48
     new questions of a 500-event batch are matched and may start a suggestion): 10,094 events
-    give 974 suggestions (coverage_gap 627, answered_out_of_scope 887, novel 4; without
-    shedding 4,864). The top 100 cover 9 of 9 (100 %, as without shedding): Hinglish 35,
-    BANKING77 15, small_talk 14, utility 9, meta 8, home 7, CLINC banking 2, credit_cards 1,
-    auto_and_commute 1; besides, 5 out-of-scope and 3 from the gold domains."""
+    give 999 suggestions (coverage_gap 575, answered_out_of_scope 538, novel 224; 974 before
+    s26: F1 leaves Hinglish without an out-of-scope verdict, and the merge rule keeps apart
+    wordings that ask other questions; before s26 without shedding 4,864). The top 100 cover 9
+    of 9 (100 %, as before): Hinglish 50, BANKING77 13, small_talk 7, meta 6, home 5, utility
+    5, credit_cards 3, CLINC banking 1, auto_and_commute 1; besides, 7 out-of-scope and 1 from
+    the gold domains; 1 unlabelled (scrubbed: "call me <NAME> from now on")."""
     run = harvested
     assert run.report["processed"] == len(run.traffic.events)
     assert run.report["dead_lettered_total"] == 0
@@ -260,29 +296,52 @@ def test_top_100_cover_the_missing_domains_and_languages(harvested: Run) -> None
 
 
 def test_top_100_has_no_near_duplicates(harvested: Run) -> None:
-    """Measured: 0 pairs at trigram Jaccard ≥ 0.6; the most similar pair 0.56."""
+    """No two of the top 100 are near-duplicates that ask the same question: trigram Jaccard
+    ≥ 0.6 (the test's own) *and* the same question by harvest's merge rule
+    (:func:`same_question`). Since the merge rule (s26-merge, trial 11 F6), wordings that
+    share most trigrams but ask another question stay two suggestions and both may be listed.
+    Measured: 2 pairs at Jaccard ≥ 0.6, the highest 0.63, both asking two questions —
+    "abhi temperature kya hai ?" / "Kal ka temperature kya hai" (0.63: now / tomorrow,
+    ``words``) and "subha 5 baje ke liye alarm set karen" / "subah 4 baje ke liye alarm set
+    kardo" (0.60: 5 / 4 o'clock, ``numbers``); 0 pairs asking the same question. Before the
+    rule: 0 pairs at ≥ 0.6, the highest 0.56."""
     texts = [row["question"] for row in harvested.top]
     assert len({row["id"] for row in harvested.top}) == TOP
     pairs = near_duplicate_pairs(texts)
+    duplicates = same_question(pairs)
     grams = [trigram_set(t) for t in texts]
     highest = max(len(a & b) / len(a | b) for a, b in combinations(grams, 2))
-    print(f"\ntop {TOP}: {len(pairs)} near-duplicate pairs; highest Jaccard {highest:.2f}")
-    assert pairs == []
+    print(f"\ntop {TOP}: {len(pairs)} pairs at Jaccard >= {NEAR_DUPLICATE} (highest "
+          f"{highest:.2f}), {len(duplicates)} asking the same question; the others: "
+          f"{[p for p in pairs if p not in duplicates]}")  # fmt: skip
+    assert duplicates == []
 
 
 def test_out_of_scope_questions_are_flagged(harvested: Run) -> None:
-    """Measured: all 70 suggestions made from CLINC out-of-scope questions are flagged (69
-    by ``answered_out_of_scope``, the rest by topic); 7 % of out-of-scope events end in a
-    flagged suggestion against 1 % of the gold domains' events (11 % of the other domains',
+    """Every suggestion made from a CLINC out-of-scope question that the pipeline labels with
+    a language of the gold set is flagged. One labelled with a language no gold row is
+    written in gets no out-of-scope verdict (F1: the gold set cannot say what is in scope in
+    that language), so it must carry no ``answered_out_of_scope`` and be suggested as that
+    language's coverage gap instead; such rows are the language stage's mislabels of English
+    and stay few (≤ 5 % of them).
+
+    Measured: 77 suggestions from out-of-scope questions; 76 labelled ``en``, all flagged
+    (all 76 by ``answered_out_of_scope``); 1 labelled ``hi-Latn`` ("has ko gone up or down":
+    "ko" is a common Hinglish word), a ``coverage_gap`` (language) with topic ``work``, which
+    before F1 was flagged ``answered_out_of_scope``. 8 % of out-of-scope events end in a
+    flagged suggestion against 1 % of the gold domains' events (9 % of the other domains',
     which are out of this assistant's scope too). The shares are low because load shedding
-    keeps 48 new questions a batch, most of them single questions asked once (without
-    shedding: 569 suggestions, 57 % against 15 %). 5 reach the top 100: each is asked once,
-    and the selection favours repeated questions and the larger gaps."""
+    keeps 48 new questions a batch, most of them single questions asked once (measured
+    before s26, without shedding: 569 suggestions, 57 % against 15 %). 7 reach the top 100:
+    each is asked once, and the selection favours repeated questions and the larger gaps."""
     run = harvested
     label_of = run.traffic.label_of()
+    gold_languages = {row["language"] for row in run.traffic.gold}
     oos = [row for row in run.records if (OUT_OF_SCOPE, "en") in labels_of(row, label_of)]
-    flagged = [row for row in oos if is_flagged(row)]
-    by_reason = sum("answered_out_of_scope" in row["reasons"] for row in oos)
+    judged = [row for row in oos if row["language"] in gold_languages]
+    outside = [row for row in oos if row["language"] not in gold_languages]
+    flagged = [row for row in judged if is_flagged(row)]
+    by_reason = sum("answered_out_of_scope" in row["reasons"] for row in judged)
     # event level, through the ids each suggestion keeps (the last 8 merged events)
     in_flagged = {e for row in run.records if is_flagged(row) for e in row["events"]}
     totals: Counter[str] = Counter()
@@ -295,19 +354,24 @@ def test_out_of_scope_questions_are_flagged(harvested: Run) -> None:
     rate = {group: hits[group] / totals[group] for group in totals}
     top_oos = sum((OUT_OF_SCOPE, "en") in labels_of(row, label_of) for row in run.top)
     print(
-        f"\nout-of-scope suggestions: {len(flagged)}/{len(oos)} flagged ({by_reason} by "
-        f"answered_out_of_scope); in the top {TOP}: {top_oos}; events in a flagged "
+        f"\nout-of-scope suggestions: {len(oos)}; in a gold language {len(judged)}, "
+        f"{len(flagged)} flagged ({by_reason} by answered_out_of_scope); in another "
+        f"{[(r['question'], r['language'], r['topic'], r['reasons']) for r in outside]}; "
+        f"in the top {TOP}: {top_oos}; events in a flagged "
         f"suggestion: { {g: f'{r:.0%}' for g, r in sorted(rate.items())} }"
     )
-    assert oos, "no suggestion from an out-of-scope question"
-    assert flagged == oos
+    assert judged, "no suggestion from an out-of-scope question in a gold language"
+    assert flagged == judged
+    assert len(outside) <= 0.05 * len(oos)
+    assert all("answered_out_of_scope" not in row["reasons"] for row in outside)
+    assert all("coverage_gap" in row["reasons"] for row in outside)
     assert rate[OUT_OF_SCOPE] >= 2 * rate["gold domains"]
 
 
 def test_replaying_the_same_traffic_adds_no_suggestion(harvested: Run) -> None:
     """The events file replaced by the same events in reverse order (so the source reads it
     from the top again), replayed with the same state file. Measured: 10,094 consumed, all
-    duplicates, 0 processed; the 974 records unchanged, no normalised question twice."""
+    duplicates, 0 processed; the 999 records unchanged, no normalised question twice."""
     run = harvested
     again = write_jsonl(run.out / "events.jsonl", run.traffic.events[::-1])
     report = run_replay(run.settings, again, run.out / "state.sqlite", run.out / "dlq.jsonl")
@@ -358,11 +422,13 @@ def test_two_replicas_publish_no_duplicate_suggestion(
     harvested: Run, broker: TansuBroker, sink: KafkaCandidateSink
 ) -> None:
     """The traffic split as four partitions shared by two consumers (events ``i % 4 < 2`` to
-    replica A, the rest to B). Measured: A 509 + B 490 suggestions, 1 by both (kept once):
-    1,006 messages, 998 keys, 998 ids (without load shedding: A 2,592 + B 2,512, 5,100 keys).
-    The keyed topic merges only identical normalised questions: wordings each replica
-    clustered on its own stay apart; the listing's distinct check keeps them out of the top
-    100 (0 near-duplicate pairs)."""
+    replica A, the rest to B). Measured: A 517 + B 510 suggestions, 3 by both (kept once):
+    1,028 messages, 1,024 keys, 1,024 ids (before s26, without load shedding: A 2,592 + B
+    2,512, 5,100 keys). The keyed topic merges only identical normalised questions: wordings
+    each replica clustered on its own stay apart; the listing's distinct check keeps those
+    that ask the same question out of the top 100 (0 pairs; 1 pair at trigram Jaccard ≥ 0.6
+    asks two questions, "subha 5 baje ke liye alarm set karen" / "subah 4 baje ke liye alarm
+    set kardo", 0.60, and both are listed since the merge rule, s26-merge; before it 0)."""
     run = harvested
     events = [QueryLogEvent.model_validate(e) for e in run.traffic.events]
     own_a = replica(run.settings, [e for i, e in enumerate(events) if i % 4 < 2], sink)
@@ -377,13 +443,16 @@ def test_two_replicas_publish_no_duplicate_suggestion(
     repository.publish(list(latest.values()))
     top = Labelling(repository, run.out / "gold.jsonl", run.settings.harvest).list(limit=TOP)
     pairs = near_duplicate_pairs([row["question"] for row in top.items])
+    duplicates = same_question(pairs)
     print(
         f"\nreplicas: A {len(own_a)} + B {len(own_b)} suggestions, {len(both)} suggested by "
         f"both; topic: {len(messages)} messages, {len(latest)} keys, {len(ids)} ids; "
-        f"top {TOP} from the topic: {len(pairs)} near-duplicate pairs"
+        f"top {TOP} from the topic: {len(pairs)} pairs at Jaccard >= {NEAR_DUPLICATE}, "
+        f"{len(duplicates)} asking the same question; the others: "
+        f"{[p for p in pairs if p not in duplicates]}"
     )
     assert len(messages) == sink.published
     assert len(latest) == len(ids) == len({row["id"] for row in own_a + own_b})
     assert max(ids.values()) == 1
     assert len(top.items) == TOP
-    assert pairs == []
+    assert duplicates == []
