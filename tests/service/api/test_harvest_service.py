@@ -94,7 +94,11 @@ def test_suggestions_are_listed_with_reasons_and_filters(server: Server) -> None
     page = _list(server, limit=5)
     assert page["total"] > 50 and len(page["items"]) == 5
     first = page["items"][0]
-    assert first["status"] == "suggested" and first["reasons"] and first["pool"]
+    assert first["status"] == "suggested" and first["reasons"]
+    # the passages production retrieved for a suggestion's questions come with it; the first
+    # may have none (since the twenty-sixth session's merge rule and subjects, "koi accha gaana
+    # batao", a refused request for a song production retrieved nothing for, ranks first)
+    assert sum(bool(item["pool"]) for item in page["items"]) >= 3
     refused = _list(server, reason="refused", limit=200)
     assert refused["items"] and all("refused" in row["reasons"] for row in refused["items"])
     hinglish = _list(server, language="hi-Latn", limit=200)
