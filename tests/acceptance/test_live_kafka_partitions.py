@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -36,21 +37,28 @@ def _iso(seconds: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + "Z"
 
 
+def _send_round_robin(
+    broker: TansuBroker, topic: str, stamps: Sequence[float], partitions: int, seed: int
+) -> None:
+    """Produce one query-log event per stamp (Unix seconds), event ``i`` stamped ``stamps[i]``
+    to partition ``i % partitions``, keyed by its id."""
+    producer = broker.producer()
+    try:
+        for i, event in enumerate(query_log_events(len(stamps), seed=seed)):
+            event["timestamp"] = _iso(stamps[i])
+            producer.send(topic, value=encode(event), key=event["event_id"].encode(),
+                          partition=i % partitions)  # fmt: skip
+        producer.flush(timeout=120)
+    finally:
+        producer.close()
+
+
 def test_a_multi_partition_backlog_is_not_late(broker: TansuBroker, tmp_path: Path) -> None:
     topic = f"backlog-{uuid.uuid4().hex[:8]}"
     broker.create_topic(topic, PARTITIONS)
     start = time.time() - SPAN_S - 3_600  # all in the past: none stamped in the future
-    events = query_log_events(N, seed=21)
-    producer = broker.producer()
-    try:
-        for i, event in enumerate(events):
-            event["timestamp"] = _iso(start + i * STEP_S)
-            # event i to partition i % 4: each partition in event-time order
-            producer.send(topic, value=encode(event), key=event["event_id"].encode(),
-                          partition=i % PARTITIONS)  # fmt: skip
-        producer.flush(timeout=120)
-    finally:
-        producer.close()
+    # event i to partition i % 4: each partition in event-time order
+    _send_round_robin(broker, topic, [start + i * STEP_S for i in range(N)], PARTITIONS, seed=21)
 
     config = kafka_config(broker, topic, state=tmp_path / "state.sqlite")
     service = ServiceProcess.start(tmp_path, config)
@@ -96,15 +104,7 @@ def test_a_frozen_baseline_from_two_partitions_is_exactly_the_first_warmup(
     broker.create_topic(topic, 2)
     start = time.time() - span_s - 3_600
     stamps = [int(start + i * span_s / n) for i in range(n)]
-    producer = broker.producer()
-    try:
-        for i, event in enumerate(query_log_events(n, seed=23)):
-            event["timestamp"] = _iso(stamps[i])
-            producer.send(topic, value=encode(event), key=event["event_id"].encode(),
-                          partition=i % 2)  # fmt: skip
-        producer.flush(timeout=120)
-    finally:
-        producer.close()
+    _send_round_robin(broker, topic, stamps, 2, seed=23)
     b0 = min(stamps) // 60 * 60
     expected = sum(1 for t in stamps if b0 <= t < b0 + warmup_s)  # 556…667: start in its minute
     config = kafka_config(broker, topic, state=tmp_path / "state.sqlite")
