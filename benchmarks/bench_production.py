@@ -8,6 +8,12 @@ same file, so the ratios survive a noisy machine (medians of ``--repeats``, defa
   only ``gold_set`` and ``corpus`` (every other setting at its default: analytics, drift,
   live quality, harvest; no shadow candidates since none is configured by default);
 * ``goldwatch replay, analytics off`` — the same with ``analytics.enabled: false``;
+* ``replay, serve's harvest bound`` — the defaults plus ``harvest.max_new_per_batch`` at its
+  default (48), which ``goldwatch serve`` applies and a replay drops unless it is set
+  (:func:`service.jobs.replay.run_replay`): with a replay's full batches this is serve's
+  harvesting under a backlog (its batches full, ``pipeline.max_batch_size``), so its per-stage
+  line (harvest µs/event and share, the events shed) is the harvest cost serve's defaults
+  pay at capacity. Its report differs from the defaults' (shed questions are not kept);
 * ``json.loads loop`` — a plain loop that only ``json.loads`` each line (the floor).
 
 Figures: events/s on wall time and on CPU time (``time.process_time``: the process's CPU
@@ -419,6 +425,32 @@ def write_configs(workdir: Path, gold: Path, corpus: Path) -> tuple[Path, Path]:
     return defaults, off
 
 
+def write_bound_config(workdir: Path, gold: Path, corpus: Path) -> Path:
+    """``bound.yaml``: the gold set and corpus, and ``harvest.max_new_per_batch`` set to its
+    default (the bound serve applies; a replay drops it unless it is set explicitly)."""
+    from service.harvest.config import HarvestConfig
+
+    bound = HarvestConfig.model_fields["max_new_per_batch"].default
+    path = workdir / "bound.yaml"
+    path.write_text(yaml.safe_dump({"gold_set": str(gold), "corpus": str(corpus),
+                                    "harvest": {"max_new_per_batch": bound}}),
+                    encoding="utf-8")  # fmt: skip
+    return path
+
+
+@dataclass(frozen=True)
+class Bounded:
+    """The harvest cost under serve's bound, from one more stage-timed replay: the
+    harvest stage's and the whole run's CPU seconds, the bound, the events whose new
+    question was shed and the events harvesting picked (with a reason)."""
+
+    harvest_s: float
+    run_s: float
+    bound: int
+    shed: int
+    suggestions: int
+
+
 @dataclass(frozen=True)
 class Row:
     """One line of the table: the medians of repeated runs."""
@@ -442,31 +474,43 @@ def _check(report: dict[str, Any], log: Log, what: str) -> None:
 
 def measure(n: int, repeats: int, workdir: Path, profile: bool = False, seed: int = 0,
             profile_out: Path | None = None,
-            ) -> tuple[list[Row], dict[str, float], int, str]:  # fmt: skip
-    """Write the inputs, run the rows interleaved ``repeats`` times, then the per-stage run
-    (and the profiled run with ``profile``; its pstats file written to ``profile_out``).
+            ) -> tuple[list[Row], dict[str, float], int, str, Bounded]:  # fmt: skip
+    """Write the inputs, run the rows interleaved ``repeats`` times, then the per-stage runs
+    (defaults; serve's harvest bound) and the profiled run with ``profile`` (its pstats file
+    written to ``profile_out``).
 
-    Returns ``(rows, stage seconds, events processed, profile text)``.
+    Returns ``(rows, stage seconds, events processed, profile text, bounded harvest)``.
     """
     gold, corpus = write_gold_and_corpus(workdir, seed)
     log = write_log(workdir / "events.jsonl", n, seed)
     defaults, off = write_configs(workdir, gold, corpus)
-    runs: dict[str, list[Run]] = {"defaults": [], "off": [], "json": []}
+    bound = write_bound_config(workdir, gold, corpus)
+    runs: dict[str, list[Run]] = {"defaults": [], "off": [], "bound": [], "json": []}
     for _ in range(repeats):  # interleaved: a load spike hits every row alike
         runs["defaults"].append(replay(defaults, log.path, workdir))
         _check(runs["defaults"][-1].report, log, "defaults")
         runs["off"].append(replay(off, log.path, workdir))
         _check(runs["off"][-1].report, log, "analytics off")
+        runs["bound"].append(replay(bound, log.path, workdir))
+        _check(runs["bound"][-1].report, log, "serve's harvest bound")
         runs["json"].append(json_loop(log.path))
     processed = log.lines - len(log.duplicates) - len(log.bad)
     rows = [
         Row("goldwatch replay, defaults", processed, runs["defaults"]),
         Row("goldwatch replay, analytics off", processed, runs["off"]),
+        Row("replay, serve's harvest bound", processed, runs["bound"]),
         Row("json.loads loop (reference)", log.lines, runs["json"]),
     ]
     stages: dict[str, float] = {}
     timed = replay(defaults, log.path, workdir, stage_timers=stages)
     stages["(whole run, start-up excluded)"] = timed.cpu_s - timed.startup_cpu_s
+    bound_stages: dict[str, float] = {}
+    bounded_run = replay(bound, log.path, workdir, stage_timers=bound_stages)
+    candidates = bounded_run.report["gold_candidates"]
+    bounded = Bounded(bound_stages.get("harvest", 0.0),
+                      bounded_run.cpu_s - bounded_run.startup_cpu_s,
+                      candidates["max_new_per_batch"], candidates["shed"],
+                      candidates["n_suggestions"])  # fmt: skip
     text = ""
     if profile:
         profiler = cProfile.Profile()
@@ -474,7 +518,7 @@ def measure(n: int, repeats: int, workdir: Path, profile: bool = False, seed: in
         text = profile_text(profiler)
         if profile_out is not None:
             profiler.dump_stats(profile_out)
-    return rows, stages, processed, text
+    return rows, stages, processed, text, bounded
 
 
 def profile_text(profiler: cProfile.Profile, top: int = 25) -> str:
@@ -508,8 +552,9 @@ def _short(path: str) -> str:
 
 
 def render(rows: Sequence[Row], stages: dict[str, float], processed: int, n: int,
-           repeats: int) -> str:  # fmt: skip
-    """The table: events/s (wall, CPU; with and without start-up), µs/event, ratios."""
+           repeats: int, bounded: Bounded | None = None) -> str:  # fmt: skip
+    """The table: events/s (wall, CPU; with and without start-up), µs/event, ratios; the
+    per-stage table; with ``bounded``, the harvest line under serve's bound."""
 
     def run_cpu(row: Row) -> float:
         return row.median(lambda r: r.cpu_s - r.startup_cpu_s)
@@ -549,6 +594,15 @@ def render(rows: Sequence[Row], stages: dict[str, float], processed: int, n: int
     rest = whole - sum(stages.values())
     lines.append(f"  {'(rest: read, decode, finish, report)':48} {rest:7.2f} "
                  f"{1e6 * rest / processed:8.1f} {rest / whole:6.1%}")  # fmt: skip
+    if bounded is not None:
+        lines.append(
+            f"with serve's harvest bound (harvest.max_new_per_batch {bounded.bound}; a replay's "
+            f"full batches, as serve's under a backlog; one more timed replay): harvest "
+            f"{1e6 * bounded.harvest_s / processed:.1f} µs/event, "
+            f"{bounded.harvest_s / bounded.run_s:.1%} of the run "
+            f"({1e6 * bounded.run_s / processed:.1f} µs/event); {bounded.shed:,} picked events "
+            f"shed, {bounded.suggestions:,} suggestions kept (target: harvest <= 15 %)"
+        )
     return "\n".join(lines)
 
 
@@ -742,10 +796,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if not args.startup_only:
         with tempfile.TemporaryDirectory(prefix="gw-bench-production-") as tmp:
-            rows, stages, processed, text = measure(args.events, args.repeats, Path(tmp),
-                                                    args.profile, args.seed,
-                                                    args.profile_out)  # fmt: skip
-        print(render(rows, stages, processed, args.events, args.repeats), flush=True)
+            rows, stages, processed, text, bounded = measure(
+                args.events, args.repeats, Path(tmp), args.profile, args.seed, args.profile_out
+            )
+        print(render(rows, stages, processed, args.events, args.repeats, bounded), flush=True)
         if text:
             print("\n" + text, flush=True)
     if args.startup or args.startup_only:

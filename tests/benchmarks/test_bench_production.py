@@ -90,3 +90,17 @@ def test_gold_set_and_corpus_join_the_log(tmp_path: Path) -> None:
     assert all(set(row["gold"]) <= corpus for row in gold)
     assert sum(row["kind"] == "unanswerable" for row in gold) == 100
     assert abs(sum(MIX.values()) - 1.0) < 1e-9
+
+
+def test_bound_row_keeps_serves_harvest_bound_through_the_replay(tmp_path: Path) -> None:
+    """The "serve's harvest bound" row sets ``harvest.max_new_per_batch`` explicitly to 48
+    (serve's default, stated in the README): a replay keeps an explicit bound and drops an
+    implicit one, so a config that only inherited the default would time the unbounded
+    harvest under the bounded row's name."""
+    from benchmarks.bench_production import write_bound_config
+    from service.settings import load_settings
+
+    settings = load_settings(write_bound_config(tmp_path, tmp_path / "g.jsonl",
+                                                tmp_path / "c.jsonl"))  # fmt: skip
+    assert settings.harvest.max_new_per_batch == 48
+    assert "max_new_per_batch" in settings.harvest.model_fields_set
