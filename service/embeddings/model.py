@@ -212,13 +212,21 @@ class WordTokens:
         self._memo: dict[str, tuple[int, ...]] = {}
 
     def __call__(self, texts: list[str]) -> list[list[int]]:
-        """The token ids of each text, in order."""
+        """The token ids of each text, in order.
+
+        A text's words are its space-separated pieces, each after one mark; the memo is
+        keyed by a word without that first mark (a piece itself, where the text has no
+        leading, trailing or repeated space: no regular expression, no marked copy of the
+        text; ~3 µs a question with its words known, against ~6.5 µs splitting the marked
+        text). A run of spaces gives a word of several marks (its key starts with ``▁``, so
+        it is no piece's key), a trailing space a word of marks alone.
+        """
         if not self.by_word:
             return [encoding.ids for encoding in self._encode(texts, add_special_tokens=False)]
         out: list[list[int]] = []
         aside: list[int] = []  # texts for the library
         memo, words, special = self._memo, _WORDS.findall, self._special.search
-        tokenize, mark = self._model.tokenize, _WORD_MARK
+        remembered, mark = memo.get, _WORD_MARK
         for i, text in enumerate(texts):
             if special(text):
                 aside.append(i)
@@ -226,14 +234,13 @@ class WordTokens:
                 continue
             ids: list[int] = []
             if text:  # the normaliser: "" stays empty
-                for word in words(mark + text.replace(" ", mark)):
-                    known = memo.get(word)
+                keys = text.split(" ")
+                if "" in keys:  # a leading, trailing or repeated space: marks run together
+                    keys = [word[1:] for word in words(mark + text.replace(" ", mark))]
+                for key in keys:
+                    known = remembered(key)
                     if known is None:
-                        known = tuple([token.id for token in tokenize(word)])
-                        if len(word) <= _MEMO_WORD_CHARS:  # a text without spaces is one word
-                            if len(memo) >= self.capacity:
-                                memo.clear()
-                            memo[word] = known
+                        known = self._tokenize(key)
                     ids += known
             out.append(ids)
         if aside:
@@ -241,6 +248,17 @@ class WordTokens:
             for i, encoding in zip(aside, encoded, strict=True):
                 out[i] = encoding.ids
         return out
+
+    def _tokenize(self, key: str) -> tuple[int, ...]:
+        """The ids of the word ``▁`` + ``key``, remembered unless the word is over
+        :data:`_MEMO_WORD_CHARS` characters (the memo starts afresh when full)."""
+        word = _WORD_MARK + key
+        known = tuple([token.id for token in self._model.tokenize(word)])
+        if len(word) <= _MEMO_WORD_CHARS:  # a text without spaces is one word
+            if len(self._memo) >= self.capacity:
+                self._memo.clear()
+            self._memo[key] = known
+        return known
 
 
 class WordLlamaEmbedder:
