@@ -86,7 +86,7 @@ class CharNgramEmbedder:
         """Shape ``(len(texts), dim)``, float32, rows of L2 norm 1 (zero for text with no
         n-gram, e.g. the empty string)."""
         n_texts, dim = len(texts), self.dim
-        counts = np.zeros(n_texts * dim, dtype=np.float64)  # no n-gram: zero rows
+        counts: np.ndarray = np.zeros(n_texts * dim, dtype=np.float64)  # no n-gram: zero rows
         if n_texts:
             # NFKC, case-folded: full-width forms, ligatures and case do not split n-grams
             parts = [" " + normalise(text, separators="whitespace") + " " for text in texts]
