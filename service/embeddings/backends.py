@@ -86,7 +86,7 @@ class CharNgramEmbedder:
         """Shape ``(len(texts), dim)``, float32, rows of L2 norm 1 (zero for text with no
         n-gram, e.g. the empty string)."""
         n_texts, dim = len(texts), self.dim
-        counts = np.zeros(n_texts * dim, dtype=np.float64)
+        counts: np.ndarray = np.zeros(n_texts * dim, dtype=np.float64)  # no n-gram: zero rows
         if n_texts:
             # NFKC, case-folded: full-width forms, ligatures and case do not split n-grams
             parts = [" " + normalise(text, separators="whitespace") + " " for text in texts]
@@ -97,7 +97,8 @@ class CharNgramEmbedder:
             rows = np.repeat(np.arange(n_texts), lengths + 1)[: len(points)]
             cells, signs = self._cells(points, rows)
             if cells:  # the ±1 counts are small integers: any order of adding is exact
-                counts += np.bincount(np.concatenate(cells), np.concatenate(signs), len(counts))
+                # the sums themselves, not added to zeros (the same values: 0 + x is x)
+                counts = np.bincount(np.concatenate(cells), np.concatenate(signs), len(counts))
         return l2_normalise(counts.reshape(n_texts, dim))
 
     def _cells(

@@ -306,6 +306,40 @@ def test_pruned_rows_are_the_same_bits_and_the_others_cannot_match(
     assert np.array_equal(index._scored(texts)[0], np.arange(len(texts)))
 
 
+def test_cluster_bound_holds_and_prunes_beyond_cauchy_schwarz(live_questions: list[str]) -> None:
+    """The second pruning bound: for gold rows ``16c .. 16c + 15`` (a cluster), ``a · g <=
+    Σ_k a_k · max_{g' in cluster} g'_k`` (all weights are non-negative), so a text whose
+    bound over every cluster is below the floor cannot match; recomputed here densely from
+    the gold vectors. It holds for every text and gold row, and it drops texts that the
+    Cauchy–Schwarz bound alone keeps (the pruning is not vacuous)."""
+    index = KnownQuestionIndex(load_gold_set(demo_path("gold.jsonl")), cache_size=0)
+    texts = list(dict.fromkeys(normalize(q) for q in live_questions))
+    full = index._similarities(texts)  # (texts, gold)
+    counts, unseen, _ = index._term_counts(texts)
+    weights = counts.toarray() * index._idf  # (texts, gold n-grams)
+    norms = np.sqrt((weights**2).sum(axis=1)
+                    + (unseen.toarray() ** 2).sum(axis=1) * index._unseen_idf**2)  # fmt: skip
+    gold = index._gold_t.toarray()  # (gold n-grams, gold), unit columns
+    clusters = [range(start, min(start + 16, gold.shape[1]))
+                for start in range(0, gold.shape[1], 16)]  # fmt: skip
+    assert len(clusters) > 1
+    safe = np.where(norms > 0, norms, 1.0)
+    reach = np.column_stack([weights @ gold[:, list(c)].max(axis=1)
+                             for c in clusters]) / safe[:, None]  # fmt: skip
+    for j, cluster in enumerate(clusters):
+        assert (full[:, list(cluster)].max(axis=1) <= reach[:, j] + 1e-12).all()
+    floor = 0.6
+    rows, sims = index._scored(texts, floor=floor)
+    assert np.array_equal(sims, full[rows])
+    cauchy_schwarz = np.sqrt((weights**2).sum(axis=1)) >= floor * norms
+    assert set(rows.tolist()) <= set(np.flatnonzero(cauchy_schwarz).tolist())
+    # (a text without n-grams, norm 0, passes both bounds and meets every gold row at 0)
+    beyond = cauchy_schwarz & (norms > 0) & (reach.max(axis=1) < floor - 1e-9)
+    assert beyond.any()  # texts the first bound keeps and the cluster bound drops
+    assert not set(rows.tolist()) & set(np.flatnonzero(beyond).tolist())
+    assert (full[beyond].max(axis=1) < floor).all()
+
+
 def _reference_hash(gram: str) -> int:
     value = int(known._SEED)
     for char in gram:
