@@ -115,6 +115,7 @@ from service.harvest.store import (
     GapSuggestions,
     SuggestionRecord,
     record,
+    record_text,
     records_json,
 )
 from service.harvest.suggestion import Occurrence, Suggestion
@@ -266,6 +267,11 @@ class HarvestStage:
         # thread at its next batch, shadow result or snapshot (deque appends are atomic)
         self._decisions_in: deque[tuple[str, str]] = deque()
         self._exact: dict[str, str] = {}  # normalised text -> suggestion id
+        # suggestion id -> the texts _exact was given for it, and the ids whose texts may
+        # point to no suggestion held or decided (placed since the last eviction, evicted,
+        # or decisions forgotten): an eviction drops those texts, not a pass over _exact
+        self._exact_of: dict[str, list[str]] = {}
+        self._exact_check: set[str] = set()
         self._known: set[str] = set()  # normalised texts near a gold question
         # event id -> (suggestion id, reasons counted for the event)
         self._recent: OrderedDict[str, tuple[str, tuple[str, ...]]] = OrderedDict()
@@ -655,6 +661,7 @@ class HarvestStage:
         while len(decided) > self.config.max_suggestions:
             oldest, _ = decided.popitem(last=False)
             self.index.remove(_DECIDED + oldest)
+            self._exact_check.add(oldest)
 
     # -- merging -------------------------------------------------------------------------
 
@@ -813,6 +820,8 @@ class HarvestStage:
         if len(self._exact) + len(self._known) >= _EXACT_CACHE:
             self._exact.clear()
             self._known.clear()
+            self._exact_of.clear()
+            self._exact_check.clear()
         if check_gold and any(key.startswith(_GOLD) for key, _ in found):
             self._known.add(probe.text)
             return None
@@ -824,6 +833,8 @@ class HarvestStage:
             if not own and sid not in self.index and sid not in self._decided:
                 self.index.add(sid, probe)
         self._exact[probe.text] = sid
+        self._exact_of.setdefault(sid, []).append(probe.text)
+        self._exact_check.add(sid)
         return sid
 
     def _add(self, sid: str, occurrence: Occurrence) -> None:
@@ -887,15 +898,24 @@ class HarvestStage:
         ranked += fresh
         ranked.sort()
         evicted = len(ranked) - limit
+        check = self._exact_check
         for _, _, sid in ranked[:evicted]:
             del suggestions[sid], order[sid]
             self.index.remove(sid)
             self._dirty.discard(sid)
             self._stale.discard(sid)
+            check.add(sid)
         del ranked[:evicted]
         self._ranked = ranked
-        decided = self._decided
-        self._exact = {t: s for t, s in self._exact.items() if s in suggestions or s in decided}
+        # the exact-text look-up keeps only texts of suggestions held or decided: those of
+        # the ids that may have left (an O(evicted + placed) pass, not one over every text)
+        decided, exact, exact_of = self._decided, self._exact, self._exact_of
+        for sid in check:
+            if sid not in suggestions and sid not in decided:
+                for text in exact_of.pop(sid, ()):
+                    if exact.get(text) == sid:
+                        del exact[text]
+        check.clear()
         self._pending["evicted"]["suggestions"] += evicted
         self._evictions += evicted
 
@@ -1023,12 +1043,11 @@ class HarvestStage:
             ready = [sid for sid in self.suggestions if sid in stale and sid not in self._held]
             if ready:
                 try:
-                    config = self.config
-                    rows = {sid: record(self.suggestions[sid], config) for sid in ready}
-                    refused = repository.publish(list(rows.values()))
+                    refused = self._publish_ready(repository, ready)
                     stale.difference_update(ready)
                     if refused:  # decided in the repository: no longer held
-                        self._forget_refused(refused, rows)
+                        self._forget_refused(refused, {sid: {
+                            "normalised": self.suggestions[sid].normalised} for sid in ready})
                 except Exception as exc:  # the snapshot then carries them in full
                     name = type(repository).__name__
                     log.warning("harvest sink %s failed: %s", name, type(exc).__name__)
@@ -1058,6 +1077,20 @@ class HarvestStage:
         # the suggestions (most of the snapshot's bytes) as json.dumps writes them, encoded
         # as the records are (the same fields, less two), not decoded again to be checked
         return encoded_object(members, {"suggestions": records_json(carried)})
+
+    def _publish_ready(self, repository: CandidateRepository,
+                       ids: Sequence[str]) -> Collection[str]:  # fmt: skip
+        """Publish the current records of suggestions ``ids`` (held) to ``repository``;
+        return the ids it refused. Encoded straight from the suggestions
+        (:func:`~service.harvest.store.record_text`: no record's containers built) when the
+        repository takes JSON texts (``publish_json``: it encodes at once anyway)."""
+        suggestions, config = self.suggestions, self.config
+        publish_json = getattr(repository, "publish_json", None)
+        if callable(publish_json):
+            refused = publish_json({sid: record_text(suggestions[sid], config) for sid in ids})
+        else:
+            refused = repository.publish([record(suggestions[sid], config) for sid in ids])
+        return refused or ()
 
     def _store_decided(self) -> list[list[str]] | None:
         """The remembered decisions as the snapshot carries them (``[[id, normalised], ...]``),
@@ -1179,6 +1212,8 @@ class HarvestStage:
         self.suggestions, self.index, self._decided = suggestions, index, decided
         self._decided_changes, self._decided_stored = 0, None  # the next snapshot stores them
         self._exact = {s.normalised: s.id for s in rows}
+        self._exact_of = {s.id: [s.normalised] for s in rows}
+        self._exact_check = set()
         self._known = set()
         self.coverage, self.scores, self._recent = coverage, scores, recent
         self._shed_reasons = OrderedDict()
