@@ -103,12 +103,14 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from service.files.fit_cache import Memo, no_memo
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.neardup import NearDupIndex, Probe, lsh_parameters
 from service.harvest.ranking import eviction_keys, priority
 from service.harvest.shedding import choose
-from service.harvest.signals import CoverageTracker, ScoreWindow, event_reasons, production_score
+from service.harvest.signals import CoverageTracker, ScoreWindow, event_reasons
 from service.harvest.store import (
     CandidateRepository,
     CandidateSink,
@@ -165,6 +167,7 @@ _NORMAL_CACHE = 20_000
 _REASON_SETS: dict[tuple[str, ...], tuple[str, ...]] = {}
 _REASON_ORDER = {reason: at for at, reason in enumerate(REASONS)}
 _new_tuple = tuple.__new__
+_ENCODE = msgspec.json.encode
 #: :class:`Occurrence`'s fields in the order :meth:`HarvestStage.process` builds them.
 _OCCURRENCE_FIELDS = ("event_id", "timestamp", "question", "normalised", "reasons", "rankings",
                       "language", "topic", "role", "source", "gap", "counts", "trace_id",
@@ -294,6 +297,8 @@ class HarvestStage:
         # the keys of _order the last eviction kept, sorted (each the very object _order
         # held then: one _order no longer holds is out of date)
         self._ranked: list[tuple[float, str, str]] = []
+        # keys put in _order by _add (a suggestion it started) since the last eviction
+        self._unranked: list[tuple[float, str, str]] = []
         self._repository = next((s for s in self.sinks if isinstance(s, CandidateRepository)), None)
         self._last_flush = float("-inf")
         self._idle_failed = float("-inf")  # when an idle turn's flush last failed
@@ -363,13 +368,9 @@ class HarvestStage:
                            str | None, bool]] = []  # fmt: skip
         known = too_long = 0
         max_chars = config.max_question_chars
-        is_low, gap_of = scores.is_low, self._gap
-        for i, (event, notes) in enumerate(zip(events, annotations, strict=True)):
-            low = False
-            scored = production_score(event)
-            if scored is not None:
-                best = scored[1]
-                low = best is None or is_low(scored[0], best, quantile)
+        gap_of = self._gap
+        lows = scores.lows(events, quantile)
+        for i, (event, notes, low) in enumerate(zip(events, annotations, lows, strict=True)):
             get = notes.get
             topic = get("topic")
             # an uncalibrated 'novel' is no fact: its topic share is no coverage gap
@@ -863,9 +864,11 @@ class HarvestStage:
             if sid not in self.index:
                 self.index.add(sid, suggestion.normalised)
             self._pending["new"]["suggestions"] += 1
+            self._key_started(suggestion, occurrence.reasons)
         elif not suggestion.add(occurrence, config.max_variants, config.pool_k, config.max_pool):
             return
-        self._order.pop(sid, None)
+        else:
+            self._order.pop(sid, None)
         self._dirty.add(sid)
         self._stale.add(sid)
         counts = self._pending["reasons"]
@@ -877,19 +880,48 @@ class HarvestStage:
             if len(recent) > config.recent_events:
                 recent.popitem(last=False)
 
+    def _key_started(self, suggestion: Suggestion, reasons: tuple[str, ...]) -> None:
+        """Put the eviction key of ``suggestion``, just started (count 1) by an occurrence
+        of ``reasons``, in ``_order`` (and ``_unranked``): the key
+        :func:`~service.harvest.ranking.eviction_keys` gives, from the reasons' weight sum
+        the merge already knows (``_reason_weights``: the weights summed in the reasons'
+        order, as ``eviction_keys`` sums them over the suggestion's reasons, the same keys
+        in the same order) — a started suggestion is keyed when it starts, not looked for
+        among all those held at the next eviction. Left to the eviction when the reasons
+        repeat one (the suggestion's dictionary then holds fewer)."""
+        if len(reasons) != len(suggestion.reasons):
+            return
+        weight = self._reason_weights.get(reasons)
+        if weight is None:
+            weight = self._reason_weights[reasons] = sum(self._weights[r] for r in reasons)
+        # eviction_keys' total * frequency * (1 + gap), frequency 1 + log2(1) = 1.0
+        key = (weight * 1.0 * (1.0 + suggestion.gap), suggestion.last_seen, suggestion.id)
+        self._order[suggestion.id] = key
+        unranked = self._unranked
+        unranked.append(key)
+        if len(unranked) > 2 * self.config.max_suggestions:  # no eviction for long (few
+            # suggestions, or decisions): those changed or gone since are dropped, bounded
+            order = self._order
+            self._unranked = [k for k in unranked if order.get(k[2]) is k]
+
     def _evict(self) -> None:
         """Past ``1.1 × max_suggestions``, drop the lowest by (priority, last seen, id) down
         to ``max_suggestions``. Each one's key is computed once while it is unchanged
-        (``_order``), not for every suggestion held at every eviction."""
+        (``_order``), not for every suggestion held at every eviction: a started one's when
+        it starts (:meth:`_key_started`), a changed one's here. The exact-text look-up then
+        loses the texts of the ids that left (O(evicted + placed since), not O(texts))."""
         limit, suggestions = self.config.max_suggestions, self.suggestions
         if len(suggestions) <= limit * 1.1:
             return
         order = self._order
-        # new or changed since the last time (eviction_keys: priority's floats)
+        # new or changed since the last time (eviction_keys: priority's floats), and those
+        # keyed when they started (_key_started) and unchanged since
         fresh = eviction_keys([suggestions[sid] for sid in suggestions.keys() - order.keys()],
                               self.config)  # fmt: skip
         for key in fresh:
             order[key[2]] = key
+        fresh += [key for key in self._unranked if order.get(key[2]) is key]
+        self._unranked = []
         # the last eviction's sorted keys still current, then the new ones sorted: two runs,
         # which list.sort merges in about one pass (a full sort of the ~5,500 keys was most
         # of an eviction); order holds exactly the suggestions held, so these are its values
@@ -1018,11 +1050,14 @@ class HarvestStage:
         or instead ``decided_stored: true`` when the repository sink holds that list
         (:meth:`_store_decided`: rewritten only when it changed). A read-only dictionary
         with its JSON text (:class:`~service.state.EncodedObject`; its suggestions encoded
-        as :func:`json.dumps` writes them, by :func:`~service.harvest.store.records_json`).
+        as :func:`json.dumps` writes them, by :func:`~service.harvest.store.records_json`,
+        and its recent events, lists of strings, by msgspec: neither decoded to be checked).
 
         First applies the decisions queued, then writes to the repository sink the stale
         records the previous snapshot does not rely on (module docstring), so that this one
-        can rely on them."""
+        can rely on them: encoded straight from the suggestions when the repository takes
+        JSON texts (:meth:`_publish_ready`; ~2,000 records a checkpoint on
+        ``benchmarks.bench_production``'s stream)."""
         if self._decisions_in:
             self._apply_decisions()
         recent = list(islice(reversed(self._recent.items()), _SNAPSHOT_RECENT))[::-1]
@@ -1046,8 +1081,9 @@ class HarvestStage:
                     refused = self._publish_ready(repository, ready)
                     stale.difference_update(ready)
                     if refused:  # decided in the repository: no longer held
-                        self._forget_refused(refused, {sid: {
-                            "normalised": self.suggestions[sid].normalised} for sid in ready})
+                        held = self.suggestions
+                        rows = {sid: {"normalised": held[sid].normalised} for sid in ready}
+                        self._forget_refused(refused, rows)
                 except Exception as exc:  # the snapshot then carries them in full
                     name = type(repository).__name__
                     log.warning("harvest sink %s failed: %s", name, type(exc).__name__)
@@ -1063,20 +1099,29 @@ class HarvestStage:
         self._sweep_taken = self._evictions if sweep else None
         decided = self._store_decided()
         carried = [s.to_json() for s in full]
+        recent_rows = [[event, sid, listed(counted)] for event, (sid, counted) in recent]
         members = {
             "version": _VERSION,
             "ids": list(self.suggestions),
             "suggestions": carried,
             "coverage": self.coverage.state(),
             "scores": self.scores.state(),
-            "recent": [[event, sid, listed(counted)] for event, (sid, counted) in recent],
+            "recent": recent_rows,
             "dirty": sorted(self._dirty),
             "sweep": sweep,
             **({"decided": decided} if decided is not None else {"decided_stored": True}),
         }
         # the suggestions (most of the snapshot's bytes) as json.dumps writes them, encoded
         # as the records are (the same fields, less two), not decoded again to be checked
-        return encoded_object(members, {"suggestions": records_json(carried)})
+        texts = {"suggestions": records_json(carried)}
+        # the recent events (lists of strings only: msgspec writes each string so that it
+        # reads back equal, or raises on a lone surrogate, then encoded_object's checked
+        # path writes them), not decoded again to be checked either
+        try:
+            texts["recent"] = _ENCODE(recent_rows).decode("utf-8")
+        except (TypeError, ValueError):
+            pass
+        return encoded_object(members, texts)
 
     def _publish_ready(self, repository: CandidateRepository,
                        ids: Sequence[str]) -> Collection[str]:  # fmt: skip
@@ -1222,7 +1267,7 @@ class HarvestStage:
         self._stale = {sid for sid in full if sid in suggestions}
         self._held = {sid for sid in stored if sid in suggestions}
         self._committed, self._taken = set(self._held), None
-        self._order, self._ranked = {}, []
+        self._order, self._ranked, self._unranked = {}, [], []
         self._evictions = 0
         self._swept_at = self._sweep_taken = None  # the crashed run may have left records
         self._last_flush = float("-inf")

@@ -167,15 +167,24 @@ def record_text(suggestion: Suggestion, config: HarvestConfig) -> str:
     copies are). For a sink that encodes at once (:meth:`StateStoreCandidates.publish_json`):
     a checkpoint of a production-shaped replay writes ~2,600 records, ~1.5 KB each."""
     s = suggestion
-    row = {
+    rank = round(priority(s, config), 6)
+    row: dict[str, Any] = {
         "id": s.id, "question": s.question, "normalised": s.normalised,
         "language": s.language, "topic": s.topic, "role": s.role, "source": s.source,
         "count": s.count, "first_seen": s.first_seen, "last_seen": s.last_seen,
         "events": s.events, "reasons": s.reasons, "variants": s.variants, "pool": s.pool,
         "gap": s.gap, "gap_dimension": s.gap_dimension, "trace_id": s.trace_id,
-        "priority": round(priority(s, config), 6),
-        "primary_reason": primary_reason(s, config),
+        "priority": rank, "primary_reason": primary_reason(s, config),
     }  # fmt: skip
+    # its only floats are gap and priority: when both are in the range msgspec writes as
+    # json does, encoded at once (record_json would look at every value for floats)
+    gap = s.gap
+    if (type(gap) is float and (_FIXED_LOW <= abs(gap) < _FIXED_HIGH or gap == 0.0)
+            and (_FIXED_LOW <= abs(rank) < _FIXED_HIGH or rank == 0.0)):  # fmt: skip
+        try:
+            return _ENCODER.encode(row).decode("utf-8")
+        except (TypeError, ValueError):  # a lone surrogate: record_json's json.dumps
+            pass
     return record_json(row)
 
 
@@ -428,7 +437,8 @@ class StateStoreCandidates:
 
     Each ``publish`` is one durable transaction (which leaves decided suggestions' records
     as they are: :meth:`CandidateRepository.publish`); records are written as
-    :func:`record_json` encodes them (``json.dumps``'s text). The writer registers
+    :func:`record_json` encodes them (``json.dumps``'s text), or as given already encoded
+    (:meth:`publish_json`, e.g. by :func:`record_text`). The writer registers
     :func:`candidate_sweep` on the store, so its checkpoints keep only the records held or
     decided. Raises :class:`~service.state.StateError` when the store cannot be read or
     written.
