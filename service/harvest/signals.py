@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter, deque
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
 from itertools import islice
 from math import ceil
@@ -256,6 +256,48 @@ class ScoreWindow:
             del ordered[bisect.bisect_left(ordered, recent.popleft())]
         return low
 
+    def lows(self, events: Sequence[QueryLogEvent], quantile: float) -> list[bool]:
+        """For each event in order, whether its production retrieval is of low confidence:
+        it returned nothing scored, or ``is_low(*production_score(event), quantile)``
+        (which its best score then joins); ``False`` for an event that logs no retrieval.
+        Exactly those calls, in that order, as one loop over the batch (the harvest stage
+        judges every event: two calls and a tuple an event otherwise)."""
+        out: list[bool] = []
+        append = out.append
+        labels, sorted_of, recent_of = _RETRIEVER_LABELS, self._sorted, self._recent
+        size, min_count = self.size, self.min_count
+        insort, bisect_left = bisect.insort, bisect.bisect_left
+        for event in events:
+            retrieval = event.retrieval
+            if retrieval is None:
+                append(False)
+                continue
+            scores = [score for r in retrieval.results if (score := r.score) is not None]
+            if not scores:  # production_score's None: low, and no score joins the window
+                append(True)
+                continue
+            raw = retrieval.retriever
+            if not raw:
+                name = "production"
+            else:
+                name = labels.get(raw)  # type: ignore[assignment]
+                if name is None:
+                    name = _retriever_label(raw)
+            best = max(scores)
+            ordered = sorted_of.get(name)
+            if ordered is None:  # is_low's first score of a retriever, or one too many
+                append(self.is_low(name, best, quantile))
+                continue
+            n = len(ordered)
+            at = max(0, ceil(quantile * n - 1e-9) - 1)  # as is_low
+            append(n >= min_count and quantile > 0 and best < ordered[at])
+            recent = recent_of[name]
+            recent.append(best)
+            insort(ordered, best)
+            if len(recent) > size:
+                del ordered[bisect_left(ordered, recent.popleft())]
+        return out
+
     def state(self) -> dict[str, list[float]]:
         return {name: list(scores) for name, scores in self._recent.items()}
 
@@ -279,10 +321,16 @@ def production_score(event: QueryLogEvent) -> tuple[str, float | None] | None:
         return "production", (max(scores) if scores else None)
     name = _RETRIEVER_LABELS.get(raw)
     if name is None:  # scrub_label's memo costs a call and a closure per event
-        if len(_RETRIEVER_LABELS) >= _MAX_LABELS:
-            _RETRIEVER_LABELS.clear()
-        name = _RETRIEVER_LABELS[raw] = scrub_label(raw)
+        name = _retriever_label(raw)
     return name, (max(scores) if scores else None)
+
+
+def _retriever_label(raw: str) -> str:
+    """:func:`scrub_label` of a retriever's name, remembered (:data:`_RETRIEVER_LABELS`)."""
+    if len(_RETRIEVER_LABELS) >= _MAX_LABELS:
+        _RETRIEVER_LABELS.clear()
+    name = _RETRIEVER_LABELS[raw] = scrub_label(raw)
+    return name
 
 
 def event_reasons(

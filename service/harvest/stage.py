@@ -103,18 +103,21 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from service.files.fit_cache import Memo, no_memo
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.neardup import NearDupIndex, Probe, lsh_parameters
 from service.harvest.ranking import eviction_keys, priority
 from service.harvest.shedding import choose
-from service.harvest.signals import CoverageTracker, ScoreWindow, event_reasons, production_score
+from service.harvest.signals import CoverageTracker, ScoreWindow, event_reasons
 from service.harvest.store import (
     CandidateRepository,
     CandidateSink,
     GapSuggestions,
     SuggestionRecord,
     record,
+    record_text,
     records_json,
 )
 from service.harvest.suggestion import Occurrence, Suggestion
@@ -164,6 +167,7 @@ _NORMAL_CACHE = 20_000
 _REASON_SETS: dict[tuple[str, ...], tuple[str, ...]] = {}
 _REASON_ORDER = {reason: at for at, reason in enumerate(REASONS)}
 _new_tuple = tuple.__new__
+_ENCODE = msgspec.json.encode
 #: :class:`Occurrence`'s fields in the order :meth:`HarvestStage.process` builds them.
 _OCCURRENCE_FIELDS = ("event_id", "timestamp", "question", "normalised", "reasons", "rankings",
                       "language", "topic", "role", "source", "gap", "counts", "trace_id",
@@ -266,6 +270,11 @@ class HarvestStage:
         # thread at its next batch, shadow result or snapshot (deque appends are atomic)
         self._decisions_in: deque[tuple[str, str]] = deque()
         self._exact: dict[str, str] = {}  # normalised text -> suggestion id
+        # suggestion id -> the texts _exact was given for it, and the ids whose texts may
+        # point to no suggestion held or decided (placed since the last eviction, evicted,
+        # or decisions forgotten): an eviction drops those texts, not a pass over _exact
+        self._exact_of: dict[str, list[str]] = {}
+        self._exact_check: set[str] = set()
         self._known: set[str] = set()  # normalised texts near a gold question
         # event id -> (suggestion id, reasons counted for the event)
         self._recent: OrderedDict[str, tuple[str, tuple[str, ...]]] = OrderedDict()
@@ -288,6 +297,8 @@ class HarvestStage:
         # the keys of _order the last eviction kept, sorted (each the very object _order
         # held then: one _order no longer holds is out of date)
         self._ranked: list[tuple[float, str, str]] = []
+        # keys put in _order by _add (a suggestion it started) since the last eviction
+        self._unranked: list[tuple[float, str, str]] = []
         self._repository = next((s for s in self.sinks if isinstance(s, CandidateRepository)), None)
         self._last_flush = float("-inf")
         self._idle_failed = float("-inf")  # when an idle turn's flush last failed
@@ -357,13 +368,9 @@ class HarvestStage:
                            str | None, bool]] = []  # fmt: skip
         known = too_long = 0
         max_chars = config.max_question_chars
-        is_low, gap_of = scores.is_low, self._gap
-        for i, (event, notes) in enumerate(zip(events, annotations, strict=True)):
-            low = False
-            scored = production_score(event)
-            if scored is not None:
-                best = scored[1]
-                low = best is None or is_low(scored[0], best, quantile)
+        gap_of = self._gap
+        lows = scores.lows(events, quantile)
+        for i, (event, notes, low) in enumerate(zip(events, annotations, lows, strict=True)):
             get = notes.get
             topic = get("topic")
             # an uncalibrated 'novel' is no fact: its topic share is no coverage gap
@@ -655,6 +662,7 @@ class HarvestStage:
         while len(decided) > self.config.max_suggestions:
             oldest, _ = decided.popitem(last=False)
             self.index.remove(_DECIDED + oldest)
+            self._exact_check.add(oldest)
 
     # -- merging -------------------------------------------------------------------------
 
@@ -813,6 +821,8 @@ class HarvestStage:
         if len(self._exact) + len(self._known) >= _EXACT_CACHE:
             self._exact.clear()
             self._known.clear()
+            self._exact_of.clear()
+            self._exact_check.clear()
         if check_gold and any(key.startswith(_GOLD) for key, _ in found):
             self._known.add(probe.text)
             return None
@@ -824,6 +834,8 @@ class HarvestStage:
             if not own and sid not in self.index and sid not in self._decided:
                 self.index.add(sid, probe)
         self._exact[probe.text] = sid
+        self._exact_of.setdefault(sid, []).append(probe.text)
+        self._exact_check.add(sid)
         return sid
 
     def _add(self, sid: str, occurrence: Occurrence) -> None:
@@ -852,9 +864,11 @@ class HarvestStage:
             if sid not in self.index:
                 self.index.add(sid, suggestion.normalised)
             self._pending["new"]["suggestions"] += 1
+            self._key_started(suggestion, occurrence.reasons)
         elif not suggestion.add(occurrence, config.max_variants, config.pool_k, config.max_pool):
             return
-        self._order.pop(sid, None)
+        else:
+            self._order.pop(sid, None)
         self._dirty.add(sid)
         self._stale.add(sid)
         counts = self._pending["reasons"]
@@ -866,19 +880,48 @@ class HarvestStage:
             if len(recent) > config.recent_events:
                 recent.popitem(last=False)
 
+    def _key_started(self, suggestion: Suggestion, reasons: tuple[str, ...]) -> None:
+        """Put the eviction key of ``suggestion``, just started (count 1) by an occurrence
+        of ``reasons``, in ``_order`` (and ``_unranked``): the key
+        :func:`~service.harvest.ranking.eviction_keys` gives, from the reasons' weight sum
+        the merge already knows (``_reason_weights``: the weights summed in the reasons'
+        order, as ``eviction_keys`` sums them over the suggestion's reasons, the same keys
+        in the same order) — a started suggestion is keyed when it starts, not looked for
+        among all those held at the next eviction. Left to the eviction when the reasons
+        repeat one (the suggestion's dictionary then holds fewer)."""
+        if len(reasons) != len(suggestion.reasons):
+            return
+        weight = self._reason_weights.get(reasons)
+        if weight is None:
+            weight = self._reason_weights[reasons] = sum(self._weights[r] for r in reasons)
+        # eviction_keys' total * frequency * (1 + gap), frequency 1 + log2(1) = 1.0
+        key = (weight * 1.0 * (1.0 + suggestion.gap), suggestion.last_seen, suggestion.id)
+        self._order[suggestion.id] = key
+        unranked = self._unranked
+        unranked.append(key)
+        if len(unranked) > 2 * self.config.max_suggestions:  # no eviction for long (few
+            # suggestions, or decisions): those changed or gone since are dropped, bounded
+            order = self._order
+            self._unranked = [k for k in unranked if order.get(k[2]) is k]
+
     def _evict(self) -> None:
         """Past ``1.1 × max_suggestions``, drop the lowest by (priority, last seen, id) down
         to ``max_suggestions``. Each one's key is computed once while it is unchanged
-        (``_order``), not for every suggestion held at every eviction."""
+        (``_order``), not for every suggestion held at every eviction: a started one's when
+        it starts (:meth:`_key_started`), a changed one's here. The exact-text look-up then
+        loses the texts of the ids that left (O(evicted + placed since), not O(texts))."""
         limit, suggestions = self.config.max_suggestions, self.suggestions
         if len(suggestions) <= limit * 1.1:
             return
         order = self._order
-        # new or changed since the last time (eviction_keys: priority's floats)
+        # new or changed since the last time (eviction_keys: priority's floats), and those
+        # keyed when they started (_key_started) and unchanged since
         fresh = eviction_keys([suggestions[sid] for sid in suggestions.keys() - order.keys()],
                               self.config)  # fmt: skip
         for key in fresh:
             order[key[2]] = key
+        fresh += [key for key in self._unranked if order.get(key[2]) is key]
+        self._unranked = []
         # the last eviction's sorted keys still current, then the new ones sorted: two runs,
         # which list.sort merges in about one pass (a full sort of the ~5,500 keys was most
         # of an eviction); order holds exactly the suggestions held, so these are its values
@@ -887,15 +930,24 @@ class HarvestStage:
         ranked += fresh
         ranked.sort()
         evicted = len(ranked) - limit
+        check = self._exact_check
         for _, _, sid in ranked[:evicted]:
             del suggestions[sid], order[sid]
             self.index.remove(sid)
             self._dirty.discard(sid)
             self._stale.discard(sid)
+            check.add(sid)
         del ranked[:evicted]
         self._ranked = ranked
-        decided = self._decided
-        self._exact = {t: s for t, s in self._exact.items() if s in suggestions or s in decided}
+        # the exact-text look-up keeps only texts of suggestions held or decided: those of
+        # the ids that may have left (an O(evicted + placed) pass, not one over every text)
+        decided, exact, exact_of = self._decided, self._exact, self._exact_of
+        for sid in check:
+            if sid not in suggestions and sid not in decided:
+                for text in exact_of.pop(sid, ()):
+                    if exact.get(text) == sid:
+                        del exact[text]
+        check.clear()
         self._pending["evicted"]["suggestions"] += evicted
         self._evictions += evicted
 
@@ -998,11 +1050,14 @@ class HarvestStage:
         or instead ``decided_stored: true`` when the repository sink holds that list
         (:meth:`_store_decided`: rewritten only when it changed). A read-only dictionary
         with its JSON text (:class:`~service.state.EncodedObject`; its suggestions encoded
-        as :func:`json.dumps` writes them, by :func:`~service.harvest.store.records_json`).
+        as :func:`json.dumps` writes them, by :func:`~service.harvest.store.records_json`,
+        and its recent events, lists of strings, by msgspec: neither decoded to be checked).
 
         First applies the decisions queued, then writes to the repository sink the stale
         records the previous snapshot does not rely on (module docstring), so that this one
-        can rely on them."""
+        can rely on them: encoded straight from the suggestions when the repository takes
+        JSON texts (:meth:`_publish_ready`; ~2,000 records a checkpoint on
+        ``benchmarks.bench_production``'s stream)."""
         if self._decisions_in:
             self._apply_decisions()
         recent = list(islice(reversed(self._recent.items()), _SNAPSHOT_RECENT))[::-1]
@@ -1023,11 +1078,11 @@ class HarvestStage:
             ready = [sid for sid in self.suggestions if sid in stale and sid not in self._held]
             if ready:
                 try:
-                    config = self.config
-                    rows = {sid: record(self.suggestions[sid], config) for sid in ready}
-                    refused = repository.publish(list(rows.values()))
+                    refused = self._publish_ready(repository, ready)
                     stale.difference_update(ready)
                     if refused:  # decided in the repository: no longer held
+                        held = self.suggestions
+                        rows = {sid: {"normalised": held[sid].normalised} for sid in ready}
                         self._forget_refused(refused, rows)
                 except Exception as exc:  # the snapshot then carries them in full
                     name = type(repository).__name__
@@ -1044,20 +1099,43 @@ class HarvestStage:
         self._sweep_taken = self._evictions if sweep else None
         decided = self._store_decided()
         carried = [s.to_json() for s in full]
+        recent_rows = [[event, sid, listed(counted)] for event, (sid, counted) in recent]
         members = {
             "version": _VERSION,
             "ids": list(self.suggestions),
             "suggestions": carried,
             "coverage": self.coverage.state(),
             "scores": self.scores.state(),
-            "recent": [[event, sid, listed(counted)] for event, (sid, counted) in recent],
+            "recent": recent_rows,
             "dirty": sorted(self._dirty),
             "sweep": sweep,
             **({"decided": decided} if decided is not None else {"decided_stored": True}),
         }
         # the suggestions (most of the snapshot's bytes) as json.dumps writes them, encoded
         # as the records are (the same fields, less two), not decoded again to be checked
-        return encoded_object(members, {"suggestions": records_json(carried)})
+        texts = {"suggestions": records_json(carried)}
+        # the recent events (lists of strings only: msgspec writes each string so that it
+        # reads back equal, or raises on a lone surrogate, then encoded_object's checked
+        # path writes them), not decoded again to be checked either
+        try:
+            texts["recent"] = _ENCODE(recent_rows).decode("utf-8")
+        except (TypeError, ValueError):
+            pass
+        return encoded_object(members, texts)
+
+    def _publish_ready(self, repository: CandidateRepository,
+                       ids: Sequence[str]) -> Collection[str]:  # fmt: skip
+        """Publish the current records of suggestions ``ids`` (held) to ``repository``;
+        return the ids it refused. Encoded straight from the suggestions
+        (:func:`~service.harvest.store.record_text`: no record's containers built) when the
+        repository takes JSON texts (``publish_json``: it encodes at once anyway)."""
+        suggestions, config = self.suggestions, self.config
+        publish_json = getattr(repository, "publish_json", None)
+        if callable(publish_json):
+            refused = publish_json({sid: record_text(suggestions[sid], config) for sid in ids})
+        else:
+            refused = repository.publish([record(suggestions[sid], config) for sid in ids])
+        return refused or ()
 
     def _store_decided(self) -> list[list[str]] | None:
         """The remembered decisions as the snapshot carries them (``[[id, normalised], ...]``),
@@ -1179,6 +1257,8 @@ class HarvestStage:
         self.suggestions, self.index, self._decided = suggestions, index, decided
         self._decided_changes, self._decided_stored = 0, None  # the next snapshot stores them
         self._exact = {s.normalised: s.id for s in rows}
+        self._exact_of = {s.id: [s.normalised] for s in rows}
+        self._exact_check = set()
         self._known = set()
         self.coverage, self.scores, self._recent = coverage, scores, recent
         self._shed_reasons = OrderedDict()
@@ -1187,7 +1267,7 @@ class HarvestStage:
         self._stale = {sid for sid in full if sid in suggestions}
         self._held = {sid for sid in stored if sid in suggestions}
         self._committed, self._taken = set(self._held), None
-        self._order, self._ranked = {}, []
+        self._order, self._ranked, self._unranked = {}, [], []
         self._evictions = 0
         self._swept_at = self._sweep_taken = None  # the crashed run may have left records
         self._last_flush = float("-inf")

@@ -87,6 +87,7 @@ __all__ = [
     "candidate_sweep",
     "record",
     "record_json",
+    "record_text",
     "records_json",
 ]
 
@@ -156,6 +157,35 @@ def record(suggestion: Suggestion, config: HarvestConfig) -> SuggestionRecord:
     row["priority"] = round(priority(suggestion, config), 6)
     row["primary_reason"] = primary_reason(suggestion, config)
     return row
+
+
+def record_text(suggestion: Suggestion, config: HarvestConfig) -> str:
+    """``record_json(record(suggestion, config))``: the same text, without the record's
+    new containers (:meth:`Suggestion.to_json` copies ``events``, ``reasons``, ``variants``
+    and the ``pool`` of up to ``max_pool`` passages, so that a sink may keep the record):
+    the suggestion's own are encoded as they are (its tuples as JSON arrays, as their list
+    copies are). For a sink that encodes at once (:meth:`StateStoreCandidates.publish_json`):
+    a checkpoint of a production-shaped replay writes ~2,600 records, ~1.5 KB each."""
+    s = suggestion
+    rank = round(priority(s, config), 6)
+    row: dict[str, Any] = {
+        "id": s.id, "question": s.question, "normalised": s.normalised,
+        "language": s.language, "topic": s.topic, "role": s.role, "source": s.source,
+        "count": s.count, "first_seen": s.first_seen, "last_seen": s.last_seen,
+        "events": s.events, "reasons": s.reasons, "variants": s.variants, "pool": s.pool,
+        "gap": s.gap, "gap_dimension": s.gap_dimension, "trace_id": s.trace_id,
+        "priority": rank, "primary_reason": primary_reason(s, config),
+    }  # fmt: skip
+    # its only floats are gap and priority: when both are in the range msgspec writes as
+    # json does, encoded at once (record_json would look at every value for floats)
+    gap = s.gap
+    if (type(gap) is float and (_FIXED_LOW <= abs(gap) < _FIXED_HIGH or gap == 0.0)
+            and (_FIXED_LOW <= abs(rank) < _FIXED_HIGH or rank == 0.0)):  # fmt: skip
+        try:
+            return _ENCODER.encode(row).decode("utf-8")
+        except (TypeError, ValueError):  # a lone surrogate: record_json's json.dumps
+            pass
+    return record_json(row)
 
 
 _ENCODER = msgspec.json.Encoder()
@@ -407,7 +437,8 @@ class StateStoreCandidates:
 
     Each ``publish`` is one durable transaction (which leaves decided suggestions' records
     as they are: :meth:`CandidateRepository.publish`); records are written as
-    :func:`record_json` encodes them (``json.dumps``'s text). The writer registers
+    :func:`record_json` encodes them (``json.dumps``'s text), or as given already encoded
+    (:meth:`publish_json`, e.g. by :func:`record_text`). The writer registers
     :func:`candidate_sweep` on the store, so its checkpoints keep only the records held or
     decided. Raises :class:`~service.state.StateError` when the store cannot be read or
     written.
@@ -417,14 +448,17 @@ class StateStoreCandidates:
         self.store = store
 
     def publish(self, records: Sequence[Mapping[str, Any]]) -> list[str]:
-        if not records:
+        return self.publish_json({str(r["id"]): record_json(r) for r in records})
+
+    def publish_json(self, texts: Mapping[str, str]) -> list[str]:
+        """:meth:`publish` of records already encoded: ``{id: record_json(record)}`` (or
+        :func:`record_text`), in order; the same transaction and refusals."""
+        if not texts:
             return []
-        ids = [str(r["id"]) for r in records]
         skipped = self.store.write_unless(
-            {CANDIDATE_PREFIX + sid: JsonText(record_json(r))
-             for sid, r in zip(ids, records, strict=True)},
+            {CANDIDATE_PREFIX + sid: JsonText(text) for sid, text in texts.items()},
             {CANDIDATE_PREFIX + sid: Guard(DECISION_PREFIX + sid, "status", PENDING)
-             for sid in ids},
+             for sid in texts},
         )  # fmt: skip
         return [key[len(CANDIDATE_PREFIX) :] for key in skipped]
 
