@@ -339,15 +339,19 @@ class CategoryWindow:
                 old_ts = ts[too_old]
                 old_categories = [c for c, k in zip(categories, too_old, strict=True) if k]
         ok = ~future & ~late & ~ahead
-        items = [*self._held, *zip(ts.tolist(), categories, strict=True)]
-        back = [items[k] for k in released if k < len(held_ts)]  # released from earlier batches
-        self._held = [items[k] for k in pending]
+        back: list[tuple[float, str]] = []
+        if released or pending:  # (else, the common case, nothing is or was held)
+            items = [*self._held, *zip(ts.tolist(), categories, strict=True)]
+            back = [items[k] for k in released if k < len(held_ts)]  # released from earlier
+            self._held = [items[k] for k in pending]
+        else:
+            self._held = []
         if ok.any() or back:
             self.watermark = float(marks[-1])
             kept = categories if ok.all() else [c for c, k in zip(categories, ok, strict=True) if k]
             kept = [*kept, *(c for _, c in back)]
             known = self._codes.get
-            found = [known(c) for c in kept]  # categories seen before: one dict look-up each
+            found = list(map(known, kept))  # categories seen before: one dict look-up each
             if None in found:
                 found = [self._code(c) for c in kept]
             codes = np.array(found, dtype=np.int64)
