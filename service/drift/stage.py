@@ -310,7 +310,7 @@ class DriftStage:
         window = self.categorical["language"].window
         before = (window.late, window.future, window.ahead)
         for dim, detector in self.categorical.items():
-            values = [str(notes.get(dim) or "und") for notes in annotations]
+            values = list(map(str, [notes.get(dim) or "und" for notes in annotations]))
             detector.update_many(values, stamps, now, streams)
             self.live_counts[dim].update(values)
         for dim, key in RATES.items():

@@ -173,6 +173,13 @@ class ScrubMemo:
         """Texts remembered now (at most ``size``)."""
         return len(self._texts)
 
+    @property
+    def peek(self) -> Callable[[str], Scrubbed | None]:
+        """``text -> Scrubbed | None``: the remembered result of ``text`` (``None``: not
+        remembered), changing nothing (a hit of a call changes nothing either). A batch's
+        loop binds it once: one C-level look-up per text, no Python call."""
+        return self._texts.get
+
 
 #: The memo of :func:`service.pii.event.scrub_event` calls given none (the PII stage has its
 #: own, of ``analytics.pii_memo_size`` texts).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from service.pii.event import scrub_event
+from service.pii.event import scrub_events
 from service.pii.pseudonym import UNKEYED, Pseudonymiser
 from service.pii.scrub import _MEMO_SIZE, ScrubMemo
 
@@ -20,10 +20,12 @@ class PiiScrubStage:
     answer, the labels, ``user.id`` with ``pseudonymiser``), before any later stage sees it.
 
     Sets ``batch.annotations[i]["pii"]`` to the event's counts by type (``{}`` when clean),
-    for telemetry. Never logs text. Other modules may call :func:`scrub_event`. Its only
-    state is a cache: the scrubbed forms of up to ``memo_size`` recent texts
-    (:class:`~service.pii.scrub.ScrubMemo`, ``analytics.pii_memo_size``), which changes the
-    time a repeated question takes, never a result.
+    for telemetry. The batch goes through :func:`~service.pii.event.scrub_events` (an event
+    whose look-ups find nothing to change costs no call). Never logs text. Other modules
+    may call :func:`scrub_event`. Its only state is a cache: the scrubbed forms of up to
+    ``memo_size`` recent texts (:class:`~service.pii.scrub.ScrubMemo`,
+    ``analytics.pii_memo_size``), which changes the time a repeated question takes, never a
+    result.
 
     Raises:
         ValueError: ``memo_size`` is negative.
@@ -37,11 +39,9 @@ class PiiScrubStage:
         self.memo = ScrubMemo(memo_size)
 
     def process(self, batch: Batch) -> None:
-        for i, event in enumerate(batch.events):
-            clean, counts = scrub_event(event, self.pseudonymiser, self.memo)
-            if clean is not event:
-                batch.events[i] = clean
-            batch.annotations[i][ANNOTATION_KEY] = counts
+        counts = scrub_events(batch.events, self.pseudonymiser, self.memo)
+        for notes, found in zip(batch.annotations, counts, strict=True):
+            notes[ANNOTATION_KEY] = found
 
     def state_snapshot(self) -> Any:
         """Nothing to persist."""

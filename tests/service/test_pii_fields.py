@@ -90,6 +90,45 @@ def test_scrub_event_covers_labels_and_user_id() -> None:
     assert scrub_event(plain)[0] is plain  # nothing to scrub: nothing copied
 
 
+def test_the_stage_scrubs_what_changes_once_the_memos_know_the_rest() -> None:
+    # Every text and label of the batch is remembered clean from a first batch; then one
+    # field at a time carries personal data. The stage's inline look-ups must find each,
+    # and give what scrub_event gives (worked out above, by type, from the texts themselves).
+    base = {"user": {"id": "u-7", "role": "parent", "tenant": "sunrise"}, "channel": "app",
+            "retrieval": {"retriever": "prod-bm25", "results": [{"id": "p-1"}]},
+            "answer": {"text": "ok", "citations": ["p-1"]}}  # fmt: skip
+    stage = PiiScrubStage(memo_size=4)  # small: the memo starts afresh inside the batch
+    warm = Batch.of([event("e-0", **base)], "file")
+    stage.process(warm)
+    assert warm.events[0] == event("e-0", **base) and warm.annotations[0]["pii"] == {}
+    planted = [
+        event("e-1", **base),
+        event("e-2", **{**base, "user": {**base["user"], "id": "zoe.1@example.com"}}),
+        event("e-3", **{**base, "user": {**base["user"], "role": "role-leo@example.com"}}),
+        event("e-4", **{**base, "user": {**base["user"], "tenant": "t +91 98765 43210"}}),
+        event("e-5", **{**base, "channel": "app of mia@example.com"}),
+        event("e-6", **{**base, "retrieval": {"retriever": "ret-oscar@example.com"}}),
+        event("e-7", **{**base, "answer": {"text": "mail bo@example.com"}}),
+        QueryLogEvent.model_validate({"event_id": "e-8", "timestamp": STAMP,
+                                      "question": "card 4111 1111 1111 1111?", **base}),
+        event("e-9", **base),
+    ]  # fmt: skip
+    batch = Batch.of(planted, "file")
+    stage.process(batch)
+    out = batch.events
+    assert out[0] is planted[0] and out[8] is planted[8]  # clean: not copied
+    assert out[1].user is not None and out[1].user.id == digest_id("zoe.1@example.com")
+    assert out[2].user is not None and out[2].user.role == "<EMAIL>"
+    assert out[3].user is not None and out[3].user.tenant == "t <PHONE>"
+    assert out[4].channel == "app of <EMAIL>"
+    assert out[5].retrieval is not None and out[5].retrieval.retriever == "<EMAIL>"
+    assert out[6].answer is not None and out[6].answer.text == "mail <EMAIL>"
+    assert out[7].question == "card <CARD>?"
+    counts = [notes["pii"] for notes in batch.annotations]
+    assert counts == [{}, {}, {}, {}, {}, {}, {"email": 1}, {"card": 1}, {}]
+    assert [scrub_event(e, memo=None)[1] for e in planted] == counts
+
+
 # -- dedup ---------------------------------------------------------------------------------------
 
 

@@ -64,3 +64,38 @@ def test_the_demo_replay_series_shows_the_planted_hinglish_rise(
 
     # service/demo/querylog.py CHANGES: Hinglish rises to ~35 % part-way through the log.
     assert share(buckets[-24:]) > share(buckets[:24]) + 0.1
+
+
+def test_add_batch_counts_as_add_one_by_one_through_coarsening_and_other() -> None:
+    # 2 labels at most, 3 buckets at most: the batch coarsens twice and meets a third label
+    stamps = [0.0, 10.0, HOUR, 2 * HOUR + 1, 3 * HOUR, 5 * HOUR, 5 * HOUR + 9, 6 * HOUR,
+              6 * HOUR + 5]  # fmt: skip
+    notes: list[dict[str, Any]] = [
+        {"language": "en", "topic": "fees", "refused": False},
+        {"language_label": "hi-Latn", "language": "hi", "topic": "fees", "refused": True},
+        {"language": "en", "topic": None},
+        {"language": "fr", "topic": "exams", "refused": False},  # third language: other
+        {"language": "en", "topic": "exams", "refused": True},
+        {"language_label": None, "language": "en", "topic": "fees"},  # label None: und
+        {"language": "en", "topic": "fees", "refused": False},
+        {"language": "hi-Latn", "topic": "visa", "refused": False},  # third topic: other
+        {"language": "en", "topic": "bus"},  # a bucket that exists, a new topic: other
+    ]
+    batch, one_by_one = (TimeSeries(bucket_s=HOUR, max_buckets=3, max_labels=2)
+                         for _ in range(2))  # fmt: skip
+    batch.add_batch(stamps, notes)
+    for stamp, n in zip(stamps, notes, strict=True):
+        one_by_one.add(stamp, n.get("language_label", n.get("language")), n.get("topic"),
+                       n.get("refused"))  # fmt: skip
+    assert batch.report() == one_by_one.report()
+    # by hand: 1 h buckets 0-6 h; the 4th bucket (3 h) makes them 2 h wide, the 6 h event
+    # (a 4th 2 h bucket) 4 h wide: [0, 4 h) holds the first five events, [4 h, 8 h) the rest
+    report = batch.report()
+    assert report["bucket_s"] == 4 * HOUR
+    first, second = report["buckets"]
+    assert first["languages"] == {"en": 3, "hi-Latn": 1, "other": 1}
+    assert first["topics"] == {"fees": 2, "und": 1, "other": 2}  # "und" took a label
+    assert (first["answers"], first["refused"]) == (4, 2)
+    assert second["languages"] == {"other": 1, "en": 2, "hi-Latn": 1}
+    assert second["topics"] == {"fees": 2, "other": 2}
+    assert (second["answers"], second["refused"]) == (2, 0)

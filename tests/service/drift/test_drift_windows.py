@@ -131,3 +131,21 @@ def test_comparison_windows_tick_on_event_time_whatever_the_batching() -> None:
             cw.ingest(cats[i : i + batch], ts[i : i + batch], None, lambda s=seen: s.append(0))
         assert cw.baseline() is not None and sum(cw.baseline().values()) >= 10
     assert len(ticks[0]) == len(ticks[1]) == 10  # 0, 300, ..., 2700
+
+
+def test_baseline_counts_each_bucket_by_hand_whatever_the_batching() -> None:
+    # 60 s buckets, a 300 s warm-up from the first event's bucket (t = 0): buckets 0-4 only.
+    # Events: bucket 0: b a b; bucket 1: b; bucket 3: a c a; bucket 5 (past the span): a.
+    config = WindowConfig(bucket_s=60, window_s=600, test_every_s=120, warmup_s=300)
+    ts = [1.0, 10.0, 20.0, 70.0, 185.0, 190.0, 200.0, 305.0]
+    cats = ["b", "a", "b", "b", "a", "c", "a", "a"]
+    by_hand = {"0": {"b": 2, "a": 1}, "1": {"b": 1}, "3": {"a": 2, "c": 1}}
+    snapshots = []
+    for batch in (1, 3, len(ts)):  # one by one, across ticks (every 120 s), all at once
+        cw = ComparisonWindows(config, min_count=1, has_reference=False)
+        for i in range(0, len(ts), batch):
+            cw.ingest(cats[i : i + batch], ts[i : i + batch], None, lambda: None)
+        snapshots.append(cw.snapshot())
+        assert cw.snapshot()["base"] == by_hand
+        assert list(cw.snapshot()["base"]["0"]) == ["b", "a"]  # first-seen order
+    assert snapshots[0] == snapshots[1] == snapshots[2]
