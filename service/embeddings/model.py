@@ -99,8 +99,12 @@ class CachedEmbedder:
         vectors = self.inner.embed(fresh)
         if len(vectors) != len(fresh):
             raise ValueError(f"the embedder returned {len(vectors)} rows for {len(fresh)} texts")
-        if len(fresh) == len(texts):  # every text a distinct miss, in order: the rows are out
-            out = np.asarray(vectors, dtype=np.float32)  # the cache keeps copies (below)
+        if (len(fresh) == len(texts) and isinstance(vectors, np.ndarray)
+                and vectors.shape == out.shape and vectors.dtype == np.float32
+                and vectors.flags.writeable):  # fmt: skip
+            # every text a distinct miss, in order: the rows are ``out`` (a new array the
+            # caller owns, per :meth:`Embedder.embed`; the cache keeps copies, below)
+            out = vectors
         else:  # one scatter for the whole batch: a per-text ``out[positions] = vector`` ~3 µs
             places = list(missing.values())
             sources = np.repeat(np.arange(len(fresh)), [len(p) for p in places])

@@ -44,7 +44,8 @@ class Embedder(Protocol):
     dim: int
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Shape ``(len(texts), dim)``, float32, each row of L2 norm 1 (or all zero)."""
+        """Shape ``(len(texts), dim)``, float32, each row of L2 norm 1 (or all zero): a new
+        array the caller owns (it may write to it; an embedder keeps no reference to it)."""
         ...
 
 

@@ -106,6 +106,31 @@ def test_cache_caller_owns_the_rows_of_an_all_miss_call() -> None:
     assert inner.calls == [["a", "b"]]
 
 
+class _OddEmbedder:
+    """Returns what the test sets: a read-only array, or rows one column too wide."""
+
+    def __init__(self, rows: np.ndarray, dim: int) -> None:
+        self.rows, self.dim, self.name = rows, dim, "odd"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.rows
+
+
+def test_cache_all_miss_call_checks_width_and_never_hands_on_a_read_only_array() -> None:
+    # the all-miss path returns the inner embedder's array only when it is what ``embed``
+    # promises (shape (n, dim), float32, writable); a wrong width still fails as a mixed
+    # call does, and a read-only array is copied into a fresh one the caller may write
+    wide = _OddEmbedder(np.ones((1, 3), dtype=np.float32), dim=2)
+    with pytest.raises(ValueError):
+        CachedEmbedder(wide, capacity=10).embed(["a"])
+    frozen = np.array([[1.0, 0.0]], dtype=np.float32)
+    frozen.flags.writeable = False
+    got = CachedEmbedder(_OddEmbedder(frozen, dim=2), capacity=10).embed(["a"])
+    assert got.flags.writeable and got is not frozen
+    got /= 2
+    np.testing.assert_array_equal(frozen, [[1.0, 0.0]])
+
+
 def test_cache_capacity_zero_and_negative() -> None:
     inner = TableEmbedder({"a": [1, 0]})
     cached = CachedEmbedder(inner, capacity=0)
