@@ -168,14 +168,9 @@ def record_text(suggestion: Suggestion, config: HarvestConfig) -> str:
     a checkpoint of a production-shaped replay writes ~2,600 records, ~1.5 KB each."""
     s = suggestion
     rank = round(priority(s, config), 6)
-    row: dict[str, Any] = {
-        "id": s.id, "question": s.question, "normalised": s.normalised,
-        "language": s.language, "topic": s.topic, "role": s.role, "source": s.source,
-        "count": s.count, "first_seen": s.first_seen, "last_seen": s.last_seen,
-        "events": s.events, "reasons": s.reasons, "variants": s.variants, "pool": s.pool,
-        "gap": s.gap, "gap_dimension": s.gap_dimension, "trace_id": s.trace_id,
-        "priority": rank, "primary_reason": primary_reason(s, config),
-    }  # fmt: skip
+    row = cast(dict[str, Any], s.to_json(shared=True))  # encoded below, then dropped
+    row["priority"] = rank
+    row["primary_reason"] = primary_reason(s, config)
     # its only floats are gap and priority: when both are in the range msgspec writes as
     # json does, encoded at once (record_json would look at every value for floats)
     gap = s.gap

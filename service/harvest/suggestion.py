@@ -316,17 +316,29 @@ class Suggestion:
         rows.sort(key=lambda r: (-len(r["by"]), min(r["by"].values()), r["id"]))
         return rows
 
-    def to_json(self) -> SuggestionJson:
+    def to_json(self, *, shared: bool = False) -> SuggestionJson:
         """Every field as JSON-able data: new containers, except each passage's
         ``{retriever: rank}`` in ``pool``, which the suggestion replaces rather than changes
-        (so nothing that merges into the suggestion changes what this returned)."""
+        (so nothing that merges into the suggestion changes what this returned).
+
+        ``shared``: the suggestion's own ``events``, ``reasons``, ``variants`` and ``pool``
+        (tuples and dictionaries, no copies), for a caller that encodes the result at once
+        and keeps nothing of it (:func:`~service.harvest.store.record_text`); a JSON encoder
+        writes a tuple as the list it copies to."""
+        if shared:
+            events: Any = self.events
+            reasons: Any = self.reasons
+            variants: Any = self.variants
+            pool: Any = self.pool
+        else:  # the pool's values are never changed (_pool): a shallow copy
+            events, reasons = list(self.events), dict(self.reasons)
+            variants, pool = list(self.variants), dict(self.pool)
         return {
             "id": self.id, "question": self.question, "normalised": self.normalised,
             "language": self.language, "topic": self.topic, "role": self.role,
             "source": self.source, "count": self.count, "first_seen": self.first_seen,
-            "last_seen": self.last_seen, "events": list(self.events),
-            "reasons": dict(self.reasons), "variants": list(self.variants),
-            "pool": dict(self.pool), "gap": self.gap,  # its values are never changed (_pool)
+            "last_seen": self.last_seen, "events": events, "reasons": reasons,
+            "variants": variants, "pool": pool, "gap": self.gap,
             "gap_dimension": self.gap_dimension, "trace_id": self.trace_id,
         }  # fmt: skip
 
