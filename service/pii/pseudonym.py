@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
-from collections.abc import Callable
 
 from service.pii.detectors import _plain_identifier
 from service.pii.scrub import _MEMO_SIZE, _memo, scrub
@@ -112,12 +111,6 @@ class Pseudonymiser:
         """As calling it, remembered (up to ``memo_size`` identifiers, then afresh; about
         0.13 KB each, ``benchmarks.bench_memory``)."""
         return _memo(self._memo, identifier, self, self._memo_size)
-
-    @property
-    def peek(self) -> Callable[[str], str | None]:
-        """``identifier -> pseudonym | None``: what :meth:`memoised` remembers for it
-        (``None``: nothing), changing nothing (as a hit of :meth:`memoised`)."""
-        return self._memo.get
 
     @property
     def remembered(self) -> int:
