@@ -230,7 +230,7 @@ class Runtime:
     def stop(self, timeout_s: float = 15.0) -> None:
         """Ask the loop to finish its batch, checkpoint, commit and close; wait ``timeout_s``."""
         self.stop_event.set()
-        self.gold_runs.stop()
+        self.gold_runs.stop()  # no new run; the one in progress is waited for below
         if self._idle_thread is not None:
             self._idle_thread.join(timeout_s)
         if self._thread is not None:
@@ -243,6 +243,9 @@ class Runtime:
             self._refresh_lock.release()
         else:
             log.error("gold-set refresh did not finish within %.1f s", timeout_s)
+        # a gold-set run in progress ends before the native libraries' limits are reset and
+        # before the interpreter exits (see GoldRuns.stop)
+        self.gold_runs.close(timeout_s)
         self.live.close()
         if self.http_dead_letters.queued:
             try:

@@ -219,7 +219,7 @@ class GoldRuns:
     def start(self, trigger: str = "on_demand") -> bool:
         """Start a run in the background; ``False`` when one is already running."""
         with self._lock:
-            if self.running or not self.enabled:
+            if self.running or not self.enabled or self._stop.is_set():
                 return False
             self._thread = threading.Thread(target=self._run, args=(trigger,),
                                             name="goldwatch-gold-run", daemon=True)  # fmt: skip
@@ -268,5 +268,28 @@ class GoldRuns:
         threading.Thread(target=loop, name="goldwatch-gold-schedule", daemon=True).start()
 
     def stop(self) -> None:
-        """Stop the scheduler (a run in progress finishes in its daemon thread)."""
-        self._stop.set()
+        """Stop the scheduler and refuse new runs; a run in progress goes on (see
+        :meth:`close`)."""
+        with self._lock:  # a start racing this either ran first (``close`` joins it) or refuses
+            self._stop.set()
+
+    def close(self, timeout_s: float = 15.0) -> bool:
+        """:meth:`stop`, then wait up to ``timeout_s`` seconds for a run in progress to finish
+        (its result and history rows are kept).
+
+        The wait is what makes the process's exit safe: a daemon thread still inside a
+        native call that released the GIL (scipy's pybind11 kernels, for one) when the
+        interpreter finalises is ended with ``pthread_exit``, whose forced unwinding through
+        a ``noexcept`` C++ frame aborts the whole process ("terminate called without an
+        active exception", exit status -6).
+
+        Returns:
+            Whether no run is in progress afterwards; ``False`` (and an error in the log)
+            when one outlived ``timeout_s`` and is abandoned.
+        """
+        self.stop()
+        if self.wait(timeout_s):
+            return True
+        log.error("gold-set run still in progress %.1f s after the stop; abandoned (its result "
+                  "is not kept)", timeout_s)  # fmt: skip
+        return False
