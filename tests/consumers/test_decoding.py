@@ -570,3 +570,19 @@ def test_without_records_the_dead_letters_are_the_same() -> None:
                                              "invalid_value"]  # fmt: skip
     assert bare_dead == full_dead
     assert [m for m, _ in bare_ok] == [m for m, _ in full_ok] == [messages[4]]
+
+
+# issue 22: without records no "question" key is looked for before msgspec is tried
+def test_without_records_an_escaped_or_aliased_question_gives_the_full_decoders_event() -> None:
+    escaped = (b'{"event_id": "e-1", "timestamp": "2026-11-29T10:00:00Z", '
+               b'"\\u0071uestion": "fee?", "query": "not this", "channel": "web"}')  # fmt: skip
+    aliased = encode({"id": 7, "ts": 1795946400, "query": "hostel?", "channel": "api"})
+    bare_ok, bare_dead = decode_batch([raw(escaped), raw(aliased)], MAPPING, LIMIT, records=False)
+    assert bare_dead == []
+    # worked out by hand: the canonical key wins over its alias, the aliases fill the rest
+    assert [(e.event_id, e.timestamp, e.question, e.channel) for _, e in bare_ok] == [
+        ("e-1", TEN_UTC, "fee?", "web"),
+        ("7", TEN_UTC, "hostel?", "api"),  # 1,795,946,400 s = 20,786 days + 10 h
+    ]
+    full_ok, _ = decode_batch([raw(escaped), raw(aliased)], MAPPING, LIMIT)
+    assert bare_ok == full_ok

@@ -17,7 +17,7 @@ from kafka.errors import KafkaTimeoutError
 from prometheus_client import CollectorRegistry
 
 from consumers.base import DeadLetter, OffsetRun, Origin, PartitionRuns, RawMessage
-from consumers.engine import Engine
+from consumers.engine import Engine, _streams
 from consumers.errors import DeadLetterError, suppress_on_error
 from consumers.file_source import FileSource
 from consumers.kafka_source import partition_runs
@@ -1128,6 +1128,62 @@ def test_the_loop_commits_the_last_message_of_each_partition_run() -> None:
         (0, 4),
         (1, 7),
     ]
+
+
+class StreamSeer(CountingStage):
+    """Remembers the streams of each batch it sees."""
+
+    name = "stream_seer"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[list[str] | None] = []
+
+    def process(self, batch: Batch) -> None:
+        self.seen.append(None if batch.streams is None else list(batch.streams))
+        super().process(batch)
+
+
+def valued(topic: str, partition: int, values: dict[int, bytes | None]) -> list[ConsumerRecord]:
+    """kafka-python's records of one partition, ``{offset: value}``."""
+    return [ConsumerRecord(topic, partition, -1, offset, 1_700_000_000_000 + offset, 0, None,
+                           value, [], None, -1, 2, -1)
+            for offset, value in values.items()]  # fmt: skip
+
+
+# issue 22: a Kafka poll's streams come from its runs, its dead letters counted out
+def test_a_polls_streams_name_each_decoded_events_partition_less_its_dead_letters() -> None:
+    seer = StreamSeer()
+    engine = Engine(Pipeline([seer]), StateStore.in_memory(), fresh_metrics()[1],
+                    make_decoder())  # fmt: skip
+    poll = partition_runs([
+        valued("q", 2, {7: event(1), 8: b"not json", 9: event(2)}),
+        valued("q", 0, {3: None, 4: event(3)}),
+        valued("r", 2, {5: event(4)}),
+    ])  # fmt: skip
+    outcome = engine.process(poll, "kafka")
+    assert [letter.message.origin.offset for letter in outcome.dead] == [8, 3]
+    # worked out by hand: q[2] offsets 7 and 9, q[0] offset 4, r[2] offset 5
+    assert seer.seen == [["q[2]", "q[2]", "q[0]", "r[2]"]]
+    assert engine.process(partition_runs([valued("q", 1, {0: b"[]"})]), "kafka").dead
+    assert seer.seen[1:] == [None]  # nothing decoded: no streams, as for any empty batch
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 2),
+                       st.lists(st.booleans(), min_size=1, max_size=6)),
+             max_size=4, unique_by=lambda run: run[:2]),
+)  # fmt: skip
+def test_a_polls_streams_are_each_decoded_messages_origin(
+    poll: list[tuple[str, int, list[bool]]],
+) -> None:
+    lists = [valued(t, p, {k: event(k) if good else b"{" for k, good in enumerate(goods)})
+             for t, p, goods in poll]  # fmt: skip
+    messages = partition_runs(lists)
+    decoded, dead = make_decoder()(messages)
+    expected = [f"{m.origin.topic}[{m.origin.partition}]" for m, _ in decoded] or None
+    assert _streams(decoded, messages, dead) == expected
 
 
 class IdleRecorder(CountingStage):
