@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import kafka.partitioner.default
 import pytest
 from kafka import KafkaConsumer
 from kafka.consumer.fetcher import ConsumerRecord
@@ -315,6 +316,48 @@ def test_dead_letters_land_on_dlq_topic(
          "goldwatch.dlq.partition": b"1", "goldwatch.dlq.offset": str(offset).encode()}
         for offset in (0, 1)
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("dlq_partitions", [1, 3])
+def test_dead_letters_land_where_the_partitioner_puts_them_hashing_keys_only_when_it_must(
+    kafka_broker: TansuBroker,
+    make_topic: Callable[[int], str],
+    source_config: MakeConfig,
+    open_source: OpenSource,
+    monkeypatch: pytest.MonkeyPatch,
+    dlq_partitions: int,
+) -> None:
+    """A keyed letter lands on the partition of its key's murmur2 (the Java client's
+    partitioner, which kafka-python's default copies), a key-less one anywhere: with one
+    partition, all on 0, and the producer is told so instead of hashing each key."""
+    topic = make_topic(1)
+    kafka_broker.create_topic(f"{topic}.dlq", dlq_partitions)
+    hashed: list[bytes] = []
+    murmur2 = kafka.partitioner.default.murmur2
+
+    def counted(data: bytes) -> int:
+        hashed.append(bytes(data))
+        return int(murmur2(data))
+
+    monkeypatch.setattr(kafka.partitioner.default, "murmur2", counted)
+    keys = [b"user-%d" % i for i in range(12)] + [None] * 3
+    letters = [DeadLetter(RawMessage(b"{bad", Origin(topic, 0, offset), key), "not_json", "d")
+               for offset, key in enumerate(keys)]  # fmt: skip
+    source = open_source(source_config())
+    source.dead_letter(letters)
+    source.sync_dead_letters()
+    assert source.status()["dead_letters"] == len(keys)
+
+    records = read_dead_letters(kafka_broker, topic)
+    by_offset = {json.loads(r.value)["origin"]["offset"]: r for r in records}
+    assert sorted(by_offset) == list(range(len(keys)))
+    for offset, key in enumerate(keys):
+        assert by_offset[offset].key == key
+        if dlq_partitions == 1:
+            assert by_offset[offset].partition == 0
+        elif key is not None:
+            assert by_offset[offset].partition == (murmur2(key) & 0x7FFFFFFF) % dlq_partitions
+    assert hashed == ([] if dlq_partitions == 1 else [k for k in keys if k is not None])
 
 
 def test_a_dead_letter_of_a_message_near_the_size_limit_is_sent_cut_not_retried_forever(

@@ -149,6 +149,46 @@ def test_dead_letter_value_is_byte_for_byte_what_json_dumps_writes(detail: str) 
         assert dead_letter_value(letter) == _letter_as_json_dumps_writes_it(letter)
 
 
+def _cut_letter_as_json_dumps_writes_it(letter: DeadLetter, max_bytes: int) -> bytes:
+    """A letter over ``max_bytes`` as its docstring defines it, written by ``json.dumps``:
+    the fixed fields, ``truncated``, each present part's size and SHA-256, and the longest
+    whole-3-byte prefixes whose base64 fits (the key's in half the room at most)."""
+    msg = letter.message
+    body: dict[str, Any] = {
+        "reason": letter.reason, "detail": letter.detail,
+        "origin": {"topic": msg.origin.topic, "partition": msg.origin.partition,
+                   "offset": msg.origin.offset},
+        "value_b64": None, "key_b64": None, "timestamp_ms": msg.timestamp_ms, "truncated": True,
+    }  # fmt: skip
+    for name, raw in (("value", msg.value), ("key", msg.key)):
+        if raw is not None:
+            body[f"{name}_b64"] = ""
+            body[f"{name}_bytes"] = len(raw)
+            body[f"{name}_sha256"] = hashlib.sha256(raw).hexdigest()
+    room = max_bytes - len(json.dumps(body, separators=(",", ":")).encode())
+    if msg.key is not None:
+        key_chars = min(room // 2 // 4 * 4, (len(msg.key) + 2) // 3 * 4)
+        body["key_b64"] = base64.b64encode(msg.key[: key_chars // 4 * 3]).decode()
+        room -= len(body["key_b64"])
+    if msg.value is not None:
+        body["value_b64"] = base64.b64encode(msg.value[: room // 4 * 3]).decode()
+    return json.dumps(body, separators=(",", ":")).encode("utf-8")
+
+
+@pytest.mark.parametrize("detail", ["message is 899844 bytes", "field ✓ ü", "lone \ud800"])
+@pytest.mark.parametrize("key", [None, b"u-7", b"k" * 5000])
+@pytest.mark.parametrize("max_bytes", [1024, 4096, DLQ_MAX_LETTER_BYTES])
+def test_a_cut_dead_letter_is_byte_for_byte_what_json_dumps_writes(
+    detail: str, key: bytes | None, max_bytes: int
+) -> None:
+    value = bytes(range(256)) * 3515 + b"tail"  # 899,844 bytes: over every bound here
+    msg = RawMessage(value=value, origin=Origin("queries", 1, 9), key=key, timestamp_ms=5)
+    letter = DeadLetter(msg, "too_large", detail)
+    assert dead_letter_value(letter, max_bytes) == _cut_letter_as_json_dumps_writes_it(
+        letter, max_bytes
+    )
+
+
 def test_error_callbacks_log_topic_partition_offset(caplog: pytest.LogCaptureFixture) -> None:
     msg = RawMessage(value=b"x", origin=Origin("queries", 2, 5))
     logger = logging.getLogger("goldwatch.test")
