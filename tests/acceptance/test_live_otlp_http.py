@@ -218,7 +218,9 @@ def test_accepted_gold_question_keeps_its_trace_id(tmp_path: Path) -> None:
 
         item = _wait("the suggestion", service, suggestion)
         assert "asha.k@example.com" not in json.dumps(item)
-        (event,) = read_events(log)  # as the pipeline holds it: scrubbed, trace id kept
+        # as the pipeline holds it: scrubbed, trace id kept (the log's stage runs after
+        # harvest, which can publish the suggestion first: wait for it too)
+        (event,) = _wait("the event in the log", service, lambda: read_events(log))
         assert event.trace_id == trace_id and event.answer is not None and event.answer.refused
         assert event.question == "Is the swimming pool open on Sundays? write to <EMAIL>"
         accepted = service.client.post(
