@@ -29,9 +29,12 @@ from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
+
 from service.drift.detectors import (
     CategoricalDriftDetector,
     RateDriftDetector,
+    TestLog,
     WindowConfig,
 )
 from service.drift.distances import Counts
@@ -281,15 +284,85 @@ class DriftStage:
 
     def process(self, batch: Batch) -> None:
         """Add the batch's annotated events to every detector, ``ALARM_RESOLUTION`` events
-        at a time (the detectors' results do not depend on the split)."""
+        at a time (the detectors' results do not depend on the split): a chunk's alarms say
+        ``after_events`` at its end, the wall clock is read once per chunk (before the
+        batch), the share kept out is remembered per chunk.
+
+        A batch of one stream (``streams`` ``None``: a file, stdin, HTTP) with no event held
+        ahead of a watermark (nor one held before) is fed to each detector at once
+        (:meth:`_process_at_once`), with each event's chunk's clock reading, and the chunks'
+        alarms and kept-out shares are read off the tests' log and the late and future masks:
+        the same detectors, reports, alarms and state as chunk by chunk, with one update per
+        detector instead of one per chunk (~2 µs an event less on 500-event batches). Else
+        (Kafka partitions: a re-test is decided at each update's end; holds) chunk by chunk.
+        """
         stamps = [event.timestamp.timestamp() for event in batch.events]
-        streams = batch.streams
-        for start in range(0, len(stamps), ALARM_RESOLUTION):
-            end = start + ALARM_RESOLUTION
+        ends = [*range(ALARM_RESOLUTION, len(stamps), ALARM_RESOLUTION), len(stamps)]
+        nows = [self.clock() for _ in stamps[::ALARM_RESOLUTION]]  # one per chunk
+        if batch.streams is None and stamps:
+            if self._process_at_once(batch.annotations, stamps, ends, nows):
+                return
+        streams, start = batch.streams, 0
+        for end, now in zip(ends, nows, strict=False):  # (no chunk when no event)
             part = None if streams is None else streams[start:end]
-            self._update(batch.annotations[start:end], stamps[start:end], part)
-            self.events_seen += len(stamps[start:end])
+            self._update(batch.annotations[start:end], stamps[start:end], part, now)
+            self.events_seen += end - start
             self._record_alarms()
+            start = end
+
+    def _process_at_once(
+        self,
+        annotations: list[dict[str, Any]],
+        stamps: list[float],
+        ends: list[int],
+        nows: list[float],
+    ) -> bool:
+        """Feed one stream's batch to each detector in one update, as :meth:`process` says;
+        ``ends``: the chunks' ends, ``nows``: their clock readings. Returns ``False``, having
+        changed nothing, when some detector holds events or would hold or release some (then
+        the caller goes chunk by chunk). Same cost in memory: a few arrays of the batch's
+        length."""
+        sizes = np.diff([0, *ends])
+        ts = np.array(stamps, dtype=np.float64)
+        now = np.repeat(np.array(nows, dtype=np.float64), sizes)
+        # (dimension, detector, values, timestamps, clock readings, batch rows or None: all)
+        feeds: list[tuple[str, Any, list[Any], Any, Any, list[int] | None]] = []
+        for dim, detector in self.categorical.items():
+            values = list(map(str, [notes.get(dim) or "und" for notes in annotations]))
+            feeds.append((dim, detector, values, ts, now, None))
+        for dim, key in RATES.items():
+            rows = [i for i, notes in enumerate(annotations) if notes.get(key) is not None]
+            if rows:
+                flags = [bool(annotations[i][key]) for i in rows]
+                feeds.append((dim, self.rates[dim], flags, ts[rows], now[rows], rows))
+        marks = [feed[1].watermarks(feed[3], feed[4]) for feed in feeds]
+        if any(feed[1].holds(wm) for feed, wm in zip(feeds, marks, strict=True)):
+            return False
+        latest = {dim: det.reports for dim, det in self._detectors().items()}  # before the batch
+        # each detector's reports after each of its tests, at the batch's event it followed
+        logs: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+        for (dim, detector, values, times, clock, picked), wm in zip(feeds, marks, strict=True):
+            tests: TestLog = []
+            detector.update_many(values, times, clock, watermarks=wm, tests=tests)
+            logs[dim] = [(after if picked is None else picked[after - 1] + 1, reports)
+                         for after, reports in tests]  # fmt: skip
+            if picked is None:
+                self.live_counts[dim].update(values)
+        late, future = self.categorical["language"].kept_out_masks()
+        starts = [0, *ends[:-1]]  # each chunk's late and future events
+        lates = np.add.reduceat(late, starts, dtype=np.int64).tolist()
+        futures = np.add.reduceat(future, starts, dtype=np.int64).tolist()
+        self._pending_kept_out["late"] += int(late.sum())
+        self._pending_kept_out["future"] += int(future.sum())
+        for size, end, n_late, n_future in zip(sizes.tolist(), ends, lates, futures,
+                                                strict=True):  # fmt: skip
+            self._remember((size, n_late, n_future, 0))  # (nothing held: none newly held)
+            self.events_seen += size
+            for dim, log in logs.items():
+                while log and log[0][0] <= end:
+                    latest[dim] = log.pop(0)[1]
+            self._record_alarms(latest)
+        return True
 
     def idle(self) -> None:
         """The pipeline's idle turn (no event came): test again the windows a later-read
@@ -305,8 +378,11 @@ class DriftStage:
         annotations: list[dict[str, Any]],
         stamps: list[float],
         streams: list[str] | None = None,
+        now: float | None = None,
     ) -> None:
-        now = self.clock()
+        """Feed one chunk to every detector (``now``: its clock reading; ``None``: read
+        here) and remember its kept-out counts."""
+        now = self.clock() if now is None else now
         window = self.categorical["language"].window
         before = (window.late, window.future, window.ahead)
         for dim, detector in self.categorical.items():
@@ -351,10 +427,13 @@ class DriftStage:
             for i, value in enumerate(self._recent.popleft()):
                 sums[i] -= value
 
-    def _record_alarms(self) -> None:
-        """Remember each comparison's move into ``drift`` (and out of it) with what moved."""
+    def _record_alarms(self, reports: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        """Remember each comparison's move into ``drift`` (and out of it) with what moved;
+        ``reports``: each dimension's latest report per comparison (default: its
+        detector's)."""
         for dim, det in self._detectors().items():
-            for name, report in det.reports.items():
+            latest = det.reports if reports is None else reports[dim]
+            for name, report in latest.items():
                 key = f"{dim}/{name}"
                 before, now = self._last_state.get(key), self._state_of(dim, report.state, report)
                 self._last_state[key] = now

@@ -74,16 +74,21 @@ __all__ = [
     "OTHER",
     "CategoryWindow",
     "ComparisonWindows",
+    "Now",
     "WindowConfig",
     "WindowUpdate",
     "running_watermark",
 ]
+
+Now = float | NDArray[np.float64] | None
+"""A wall-clock reading (Unix seconds) for a whole update, one per event, or ``None``."""
 
 OTHER = "__other__"
 """Column that absorbs categories beyond ``max_categories``."""
 
 _EMPTY = np.iinfo(np.int64).min
 _NONE: NDArray[np.float64] = np.zeros(0, dtype=np.float64)
+_NO_MASK: NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
 SNAPSHOT_VERSION = 1
 MAX_HELD = 64
 """Events held ahead of the watermark at most (the oldest is dropped, staying ``ahead``)."""
@@ -105,7 +110,7 @@ class WindowUpdate(NamedTuple):
 def running_watermark(
     timestamps: NDArray[np.float64],
     prior: float | None,
-    now: float | None = None,
+    now: Now = None,
     future_tolerance_s: float = math.inf,
     *,
     max_ahead_s: float = math.inf,
@@ -114,6 +119,8 @@ def running_watermark(
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_], list[int], list[int]]:
     """Return ``(watermark after each event, future mask, ahead mask, released, held)``.
 
+    ``now``: the wall clock (seconds) for every event, or one reading per event (an array as
+    long as ``timestamps``), or ``None`` (event times trusted).
     Future events (``> now + future_tolerance_s``) do not move the watermark; before any
     event the watermark is ``prior`` (``-inf`` when ``None``). ``held`` are the timestamps
     held ahead before this batch (oldest first); an event more than ``max_ahead_s`` ahead of
@@ -261,6 +268,9 @@ class CategoryWindow:
         #: frozen baseline's span takes them still (a partition read hours after another)
         self.last_too_old: NDArray[np.float64] = _NONE
         self.last_too_old_categories: list[str] = []
+        #: which events of the last update were counted late / future (masks over its events)
+        self.last_late: NDArray[np.bool_] = _NO_MASK
+        self.last_future: NDArray[np.bool_] = _NO_MASK
 
     @property
     def held(self) -> list[tuple[float, str]]:
@@ -282,7 +292,7 @@ class CategoryWindow:
             self._codes[category] = code
         return code
 
-    def update(self, category: str, timestamp: float, now: float | None = None) -> WindowUpdate:
+    def update(self, category: str, timestamp: float, now: Now = None) -> WindowUpdate:
         """Add one event; see :meth:`update_many`."""
         return self.update_many([category], [timestamp], now)
 
@@ -290,7 +300,7 @@ class CategoryWindow:
         self,
         categories: Sequence[str],
         timestamps: ArrayLike,
-        now: float | None = None,
+        now: Now = None,
         streams: Sequence[str] | None = None,
         *,
         watermarks: _Watermarks | None = None,
@@ -298,6 +308,7 @@ class CategoryWindow:
         """Add a micro-batch: ``categories[i]`` happened at ``timestamps[i]`` (Unix seconds),
         read from stream ``streams[i]`` (e.g. a Kafka ``topic[partition]``; ``None``: one
         stream, the whole batch's). Lateness is judged per stream (see the module docstring).
+        ``now``: the wall clock, one reading or one per event (:func:`running_watermark`).
         ``watermarks``: what :func:`running_watermark` gives for these timestamps and ``now``
         from this window's state as it is (:meth:`ComparisonWindows.ingest` has it), so it
         is not computed again; ``None``: computed here.
@@ -313,6 +324,7 @@ class CategoryWindow:
         if len(ts) == 0:
             self.last_accepted, self.last_accepted_categories = _NONE, []
             self.last_too_old, self.last_too_old_categories = _NONE, []
+            self.last_late, self.last_future = _NO_MASK, _NO_MASK
             return WindowUpdate(0, 0, 0, 0)
         held_ts = [t for t, _ in self._held]
         old_ts, old_categories = _NONE, []
@@ -361,6 +373,7 @@ class CategoryWindow:
         else:
             self.last_accepted, self.last_accepted_categories = _NONE, []
         self.last_too_old, self.last_too_old_categories = old_ts, old_categories
+        self.last_late, self.last_future = late, future
         n_ahead = int(ahead.sum()) - len(back)
         result = WindowUpdate(
             int(ok.sum()) + len(back), int(late.sum()), int(future.sum()), n_ahead
@@ -624,17 +637,27 @@ class ComparisonWindows:
         self._start: float | None = None  # watermark at the first tick
         self._tested_at: float | None = None  # watermark at the last test
         self._behind = 0  # events added at or before it since (streams only)
+        #: events of the running ingest added when ``on_tick`` runs (for the caller's log)
+        self.tested_after = 0
+        #: the window updates' (late, future) masks of the last ingest
+        self._parts: list[tuple[NDArray[np.bool_], NDArray[np.bool_]]] = []
 
     def ingest(
         self,
         categories: Sequence[str],
         timestamps: ArrayLike,
-        now: float | None,
+        now: Now,
         on_tick: Callable[[], None],
         streams: Sequence[str] | None = None,
+        *,
+        watermarks: _Watermarks | None = None,
     ) -> None:
-        """Add a micro-batch, calling ``on_tick()`` at each test time it crosses;
-        ``streams``: see :meth:`CategoryWindow.update_many`.
+        """Add a micro-batch, calling ``on_tick()`` at each test time it crosses (when it
+        runs, :attr:`tested_after` says after how many of these events); ``now``: the wall
+        clock, one reading or one per event; ``streams``: see
+        :meth:`CategoryWindow.update_many`; ``watermarks``: what :meth:`watermarks` gave for
+        these timestamps and ``now`` in the window's present state (``None``: computed here).
+        Afterwards :meth:`kept_out_masks` tells which of the events were late and future.
 
         Raises:
             ValueError: lengths differ or a timestamp is not finite.
@@ -642,34 +665,66 @@ class ComparisonWindows:
         ts = np.asarray(timestamps, dtype=np.float64).reshape(-1)
         if len(ts) != len(categories) or not np.all(np.isfinite(ts)):
             raise ValueError("need one finite timestamp per event")
-        w = self.window
-        watermarks = running_watermark(
-            ts, w.watermark, now, w.future_tolerance_s, max_ahead_s=w.max_ahead_s,
-            ahead_confirm=w.ahead_confirm, held=[t for t, _ in w.held],
-        )  # fmt: skip
+        if watermarks is None:
+            watermarks = self.watermarks(ts, now)
         marks = watermarks[0]
         ticks = np.floor(marks / self.config.test_every_s)
         previous = np.concatenate(
             [[-math.inf if self._last_tick is None else self._last_tick], ticks[:-1]]
         )
+        each = isinstance(now, np.ndarray)  # one reading per event: sliced with the events
+        self._parts = []
         start = 0
         for i in map(int, np.flatnonzero(np.isfinite(ticks) & (ticks > previous))):
             part = None if streams is None else streams[start : i + 1]
-            self.window.update_many(categories[start : i + 1], ts[start : i + 1], now, part)
+            clock = now[start : i + 1] if each else now  # type: ignore[index]
+            self.window.update_many(categories[start : i + 1], ts[start : i + 1], clock, part)
+            self._added()
             self._count_behind(streams)
             self._take_baseline()
             start, self._last_tick = i + 1, float(ticks[i])
             self._start = self.window.watermark if self._start is None else self._start
+            self.tested_after = i + 1
             self._test(on_tick)
         rest = None if streams is None else streams[start:]
+        clock = now[start:] if each else now  # type: ignore[index]
         # no test inside (the common case): the window's state is the one the watermarks
         # above were computed from, so update_many need not compute them again
-        self.window.update_many(categories[start:], ts[start:], now, rest,
+        self.window.update_many(categories[start:], ts[start:], clock, rest,
                                 watermarks=watermarks if start == 0 else None)  # fmt: skip
+        self._added()
         self._count_behind(streams)
         self._take_baseline()
         if self._behind >= self.min_count:  # (streams only) a re-test, see the class
+            self.tested_after = len(ts)
             self._test(on_tick, freeze=False)
+
+    def watermarks(self, timestamps: NDArray[np.float64], now: Now) -> _Watermarks:
+        """What :func:`running_watermark` gives for ``timestamps`` (and ``now``, one reading
+        or one per event) from the window's present state."""
+        w = self.window
+        return running_watermark(
+            timestamps, w.watermark, now, w.future_tolerance_s, max_ahead_s=w.max_ahead_s,
+            ahead_confirm=w.ahead_confirm, held=[t for t, _ in w.held],
+        )  # fmt: skip
+
+    def holds(self, watermarks: _Watermarks) -> bool:
+        """Whether events are held ahead of the watermark now, or an update with these
+        ``watermarks`` (:meth:`watermarks`) would hold or release any."""
+        _, _, ahead, released, pending = watermarks
+        return bool(self.window.held or released or pending or ahead.any())
+
+    def _added(self) -> None:
+        """Keep the last window update's late and future masks for :meth:`kept_out_masks`."""
+        self._parts.append((self.window.last_late, self.window.last_future))
+
+    def kept_out_masks(self) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+        """``(late, future)``: which events of the last :meth:`ingest` were counted late and
+        future (boolean masks over its events, in their order)."""
+        if len(self._parts) <= 1:
+            return self._parts[0] if self._parts else (_NO_MASK, _NO_MASK)
+        late, future = zip(*self._parts, strict=True)
+        return np.concatenate(late), np.concatenate(future)
 
     def flush(self, on_tick: Callable[[], None]) -> bool:
         """Re-test now (``on_tick``) if any event was added behind the last test's watermark
