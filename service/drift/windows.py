@@ -63,8 +63,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, Literal, NamedTuple, Self
 
 import numpy as np
@@ -175,6 +176,12 @@ def running_watermark(
 
 #: What :func:`running_watermark` returns.
 _Watermarks = tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_], list[int], list[int]]
+
+
+def _part(watermarks: _Watermarks, start: int, end: int) -> _Watermarks:
+    """The watermarks of the events ``start:end`` when none is held or released."""
+    marks, future, ahead, _, _ = watermarks
+    return marks[start:end], future[start:end], ahead[start:end], [], []
 
 
 def _run(items: Sequence[float], pending: Sequence[int], t: float, gap: float) -> list[int]:
@@ -675,12 +682,17 @@ class ComparisonWindows:
             [[-math.inf if self._last_tick is None else self._last_tick], ticks[:-1]]
         )
         each = isinstance(now, np.ndarray)  # one reading per event: sliced with the events
+        # nothing held nor released (the common case): a part's watermarks are the slice of
+        # the whole's (the window's watermark at its start is the running one before it)
+        plain = not self.holds(watermarks)
         self._parts = []
         start = 0
         for i in map(int, np.flatnonzero(np.isfinite(ticks) & (ticks > previous))):
             part = None if streams is None else streams[start : i + 1]
             clock = now[start : i + 1] if each else now  # type: ignore[index]
-            self.window.update_many(categories[start : i + 1], ts[start : i + 1], clock, part)
+            known = _part(watermarks, start, i + 1) if plain else None
+            self.window.update_many(categories[start : i + 1], ts[start : i + 1], clock, part,
+                                    watermarks=known)  # fmt: skip
             self._added()
             self._count_behind(streams)
             self._take_baseline()
@@ -692,8 +704,9 @@ class ComparisonWindows:
         clock = now[start:] if each else now  # type: ignore[index]
         # no test inside (the common case): the window's state is the one the watermarks
         # above were computed from, so update_many need not compute them again
+        known = watermarks if start == 0 else _part(watermarks, start, len(ts)) if plain else None
         self.window.update_many(categories[start:], ts[start:], clock, rest,
-                                watermarks=watermarks if start == 0 else None)  # fmt: skip
+                                watermarks=known)  # fmt: skip
         self._added()
         self._count_behind(streams)
         self._take_baseline()
@@ -816,11 +829,23 @@ class ComparisonWindows:
         # one count per distinct (bucket, category), in first-seen order: the same dicts,
         # in the same order, as adding the events one by one (a Python step per event cost
         # ~1 µs an event over the four dimensions while the span was filling)
-        pairs = Counter(zip(buckets[inside].tolist(), names, strict=True))
+        kept = buckets[inside]
+        steps = np.diff(kept)
+        groups: Iterable[tuple[int, Counter[str]]]
+        if (steps >= 0).all():  # in bucket order (the common case): a Counter per bucket
+            bounds = [0, *(np.flatnonzero(steps) + 1).tolist(), len(names)]
+            groups = [(int(kept[a]), Counter(names[a:b])) for a, b in pairwise(bounds)]
+        else:  # a Counter of (bucket, category) pairs, regrouped in first-seen order
+            pairs = Counter(zip(kept.tolist(), names, strict=True))
+            by_bucket: dict[int, Counter[str]] = {}
+            for (bucket, name), n in pairs.items():
+                by_bucket.setdefault(bucket, Counter())[name] = n
+            groups = by_bucket.items()
         base, self._base_total = self._base, None
-        for (bucket, name), n in pairs.items():
+        for bucket, counts in groups:
             cells = base.setdefault(bucket, {})
-            cells[name] = cells.get(name, 0) + n
+            for name, n in counts.items():
+                cells[name] = cells.get(name, 0) + n
 
     def _freeze(self) -> None:
         w = self.window
