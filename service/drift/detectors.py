@@ -246,6 +246,7 @@ class _WindowedDetector:
         streams: Sequence[str] | None = None,
         watermarks: Watermarks | None = None,
         tests: TestLog | None = None,
+        checks: Sequence[int] = (),
     ) -> None:
         on_tick: Callable[[], None] = self._evaluate
         if tests is not None:
@@ -256,7 +257,7 @@ class _WindowedDetector:
                 tests.append((windows.tested_after, dict(self._reports)))
 
         self._windows.ingest(categories, timestamps, now, on_tick, streams,
-                             watermarks=watermarks)  # fmt: skip
+                             watermarks=watermarks, checks=checks)  # fmt: skip
 
     def watermarks(self, timestamps: NDArray[np.float64], now: Now) -> Watermarks:
         """The running watermark (and who is future, held, released) an update with these
@@ -438,6 +439,7 @@ class CategoricalDriftDetector(_WindowedDetector):
         *,
         watermarks: Watermarks | None = None,
         tests: TestLog | None = None,
+        checks: Sequence[int] = (),
     ) -> Self:
         """Add a micro-batch (``categories[i]`` at ``timestamps[i]``, Unix seconds); tests run
         as event time crosses each ``test_every_s`` mark. ``now`` (the wall clock, one reading
@@ -445,11 +447,13 @@ class CategoricalDriftDetector(_WindowedDetector):
         see :meth:`CategoryWindow.update_many`. ``watermarks``: :meth:`watermarks` of these
         timestamps and ``now`` (``None``: computed here). ``tests``: a list each test appends
         ``(events of this update added before it, latest report per comparison)`` to.
+        ``checks`` (with ``streams``): after how many events a re-test is also due, as if
+        the update ended there (:meth:`~service.drift.windows.ComparisonWindows.ingest`).
 
         Raises:
             ValueError: lengths differ or a timestamp is not finite.
         """
-        self._ingest(list(categories), timestamps, now, streams, watermarks, tests)
+        self._ingest(list(categories), timestamps, now, streams, watermarks, tests, checks)
         return self
 
     def _report_from_dict(self, data: dict[str, Any]) -> CategoricalDriftReport:
@@ -559,6 +563,7 @@ class RateDriftDetector(_WindowedDetector):
         *,
         watermarks: Watermarks | None = None,
         tests: TestLog | None = None,
+        checks: Sequence[int] = (),
     ) -> Self:
         """Add a micro-batch of booleans; see :meth:`CategoricalDriftDetector.update_many`.
 
@@ -567,7 +572,7 @@ class RateDriftDetector(_WindowedDetector):
         """
         flags = np.asarray(values, dtype=bool).reshape(-1)
         self._ingest(np.where(flags, "1", "0").tolist(), timestamps, now, streams,
-                     watermarks, tests)  # fmt: skip
+                     watermarks, tests, checks)  # fmt: skip
         return self
 
     def _report_from_dict(self, data: dict[str, Any]) -> RateDriftReport:

@@ -288,20 +288,19 @@ class DriftStage:
         ``after_events`` at its end, the wall clock is read once per chunk (before the
         batch), the share kept out is remembered per chunk.
 
-        A batch of one stream (``streams`` ``None``: a file, stdin, HTTP) with no event held
-        ahead of a watermark (nor one held before) is fed to each detector at once
-        (:meth:`_process_at_once`), with each event's chunk's clock reading, and the chunks'
-        alarms and kept-out shares are read off the tests' log and the late and future masks:
-        the same detectors, reports, alarms and state as chunk by chunk, with one update per
-        detector instead of one per chunk (~2 µs an event less on 500-event batches). Else
-        (Kafka partitions: a re-test is decided at each update's end; holds) chunk by chunk.
+        A batch with no event held ahead of a watermark (nor one held before) is fed to each
+        detector at once (:meth:`_process_at_once`), with each event's chunk's clock reading;
+        the chunks' alarms and kept-out shares are read off the tests' log and the late and
+        future masks, and a Kafka partition's re-test (decided at the end of each update) is
+        checked at each chunk's end: the same detectors, reports, alarms and state as chunk by
+        chunk, with one update per detector instead of one per chunk (~2 µs an event less on
+        500-event batches). Batches that hold or release events go chunk by chunk.
         """
         stamps = [event.timestamp.timestamp() for event in batch.events]
         ends = [*range(ALARM_RESOLUTION, len(stamps), ALARM_RESOLUTION), len(stamps)]
         nows = [self.clock() for _ in stamps[::ALARM_RESOLUTION]]  # one per chunk
-        if batch.streams is None and stamps:
-            if self._process_at_once(batch.annotations, stamps, ends, nows):
-                return
+        if stamps and self._process_at_once(batch.annotations, stamps, ends, nows, batch.streams):
+            return
         streams, start = batch.streams, 0
         for end, now in zip(ends, nows, strict=False):  # (no chunk when no event)
             part = None if streams is None else streams[start:end]
@@ -316,34 +315,42 @@ class DriftStage:
         stamps: list[float],
         ends: list[int],
         nows: list[float],
+        streams: list[str] | None = None,
     ) -> bool:
-        """Feed one stream's batch to each detector in one update, as :meth:`process` says;
-        ``ends``: the chunks' ends, ``nows``: their clock readings. Returns ``False``, having
-        changed nothing, when some detector holds events or would hold or release some (then
-        the caller goes chunk by chunk). Same cost in memory: a few arrays of the batch's
-        length."""
+        """Feed a batch to each detector in one update, as :meth:`process` says; ``ends``: the
+        chunks' ends, ``nows``: their clock readings, ``streams``: the batch's. Returns
+        ``False``, having changed nothing, when some detector holds events or would hold or
+        release some (then the caller goes chunk by chunk). Same cost in memory: a few arrays
+        of the batch's length."""
         sizes = np.diff([0, *ends])
         ts = np.array(stamps, dtype=np.float64)
         now = np.repeat(np.array(nows, dtype=np.float64), sizes)
-        # (dimension, detector, values, timestamps, clock readings, batch rows or None: all)
-        feeds: list[tuple[str, Any, list[Any], Any, Any, list[int] | None]] = []
+        # (dimension, detector, values, timestamps, clock readings, streams, batch rows or
+        # None: all, after how many of its events each chunk ends)
+        feeds: list[tuple[str, Any, list[Any], Any, Any, Any, list[int] | None, list[int]]] = []
         for dim, detector in self.categorical.items():
             values = list(map(str, [notes.get(dim) or "und" for notes in annotations]))
-            feeds.append((dim, detector, values, ts, now, None))
+            feeds.append((dim, detector, values, ts, now, streams, None, ends))
         for dim, key in RATES.items():
             rows = [i for i, notes in enumerate(annotations) if notes.get(key) is not None]
             if rows:
                 flags = [bool(annotations[i][key]) for i in rows]
-                feeds.append((dim, self.rates[dim], flags, ts[rows], now[rows], rows))
+                part = None if streams is None else [streams[i] for i in rows]
+                # a chunk without such an event updated nothing: its end checks nothing more
+                checks = sorted(set(np.searchsorted(rows, ends).tolist()))
+                feeds.append((dim, self.rates[dim], flags, ts[rows], now[rows], part, rows,
+                              checks))  # fmt: skip
         marks = [feed[1].watermarks(feed[3], feed[4]) for feed in feeds]
         if any(feed[1].holds(wm) for feed, wm in zip(feeds, marks, strict=True)):
             return False
         latest = {dim: det.reports for dim, det in self._detectors().items()}  # before the batch
         # each detector's reports after each of its tests, at the batch's event it followed
         logs: dict[str, list[tuple[int, dict[str, Any]]]] = {}
-        for (dim, detector, values, times, clock, picked), wm in zip(feeds, marks, strict=True):
+        for feed, wm in zip(feeds, marks, strict=True):
+            dim, detector, values, times, clock, part, picked, checks = feed
             tests: TestLog = []
-            detector.update_many(values, times, clock, watermarks=wm, tests=tests)
+            detector.update_many(values, times, clock, part, watermarks=wm, tests=tests,
+                                 checks=checks)  # fmt: skip
             logs[dim] = [(after if picked is None else picked[after - 1] + 1, reports)
                          for after, reports in tests]  # fmt: skip
             if picked is None:

@@ -660,12 +660,17 @@ class ComparisonWindows:
         streams: Sequence[str] | None = None,
         *,
         watermarks: _Watermarks | None = None,
+        checks: Sequence[int] = (),
     ) -> None:
         """Add a micro-batch, calling ``on_tick()`` at each test time it crosses (when it
         runs, :attr:`tested_after` says after how many of these events); ``now``: the wall
         clock, one reading or one per event; ``streams``: see
         :meth:`CategoryWindow.update_many`; ``watermarks``: what :meth:`watermarks` gave for
         these timestamps and ``now`` in the window's present state (``None``: computed here).
+        ``checks`` (streams only): after how many events a re-test (see the class) is also
+        due if ``min_count`` events came behind, as if the batch were ingested in parts
+        ending there (the end is always one); the batch is split only where the events
+        stamped at or before the last test's watermark could reach ``min_count``.
         Afterwards :meth:`kept_out_masks` tells which of the events were late and future.
 
         Raises:
@@ -686,33 +691,65 @@ class ComparisonWindows:
         # the whole's (the window's watermark at its start is the running one before it)
         plain = not self.holds(watermarks)
         self._parts = []
-        start = 0
-        for i in map(int, np.flatnonzero(np.isfinite(ticks) & (ticks > previous))):
-            part = None if streams is None else streams[start : i + 1]
-            clock = now[start : i + 1] if each else now  # type: ignore[index]
-            known = _part(watermarks, start, i + 1) if plain else None
-            self.window.update_many(categories[start : i + 1], ts[start : i + 1], clock, part,
-                                    watermarks=known)  # fmt: skip
+
+        def add(start: int, end: int) -> None:
+            """Add the events ``start:end`` to the window and the baseline."""
+            whole = start == 0 and end == len(ts)  # (the common case: no test inside)
+            known = watermarks if whole else _part(watermarks, start, end) if plain else None
+            self.window.update_many(
+                categories[start:end], ts[start:end],
+                now[start:end] if each else now,  # type: ignore[index]
+                None if streams is None else streams[start:end], watermarks=known,
+            )  # fmt: skip
             self._added()
             self._count_behind(streams)
             self._take_baseline()
+
+        stops = sorted({int(c) for c in checks if 0 < c < len(ts)}) if streams else []
+        start = 0
+        for i in [*map(int, np.flatnonzero(np.isfinite(ticks) & (ticks > previous))), None]:
+            limit = len(ts) if i is None else i + 1
+            while (stop := self._due(ts, start, limit, stops, plain)) is not None:
+                add(start, stop)
+                start = stop
+                if self._behind >= self.min_count:  # a re-test, as at the end below
+                    self.tested_after = stop
+                    self._test(on_tick, freeze=False)
+            if i is None:
+                break
+            add(start, i + 1)
             start, self._last_tick = i + 1, float(ticks[i])
             self._start = self.window.watermark if self._start is None else self._start
             self.tested_after = i + 1
             self._test(on_tick)
-        rest = None if streams is None else streams[start:]
-        clock = now[start:] if each else now  # type: ignore[index]
-        # no test inside (the common case): the window's state is the one the watermarks
-        # above were computed from, so update_many need not compute them again
-        known = watermarks if start == 0 else _part(watermarks, start, len(ts)) if plain else None
-        self.window.update_many(categories[start:], ts[start:], clock, rest,
-                                watermarks=known)  # fmt: skip
-        self._added()
-        self._count_behind(streams)
-        self._take_baseline()
+        add(start, len(ts))
         if self._behind >= self.min_count:  # (streams only) a re-test, see the class
             self.tested_after = len(ts)
             self._test(on_tick, freeze=False)
+
+    def _due(
+        self, ts: NDArray[np.float64], start: int, limit: int, stops: list[int], plain: bool
+    ) -> int | None:
+        """The first of ``stops`` (dropping those up to ``start``) before ``limit`` at which a
+        re-test may be due, the events ``start:`` added from the present state, or ``None``.
+        With nothing held (``plain``) only an event stamped at or before the last test's
+        watermark can come behind it, so the first stop where those could reach
+        ``min_count``; else every stop."""
+        while stops and stops[0] <= start:
+            stops.pop(0)
+        if not stops or stops[0] >= limit:
+            return None
+        if not plain:
+            return stops[0]
+        if self._tested_at is None:  # nothing is counted behind before the first test
+            return None
+        behind = self._behind + np.cumsum(ts[start:limit] <= self._tested_at)
+        for stop in stops:
+            if stop >= limit:
+                return None
+            if behind[stop - start - 1] >= self.min_count:
+                return stop
+        return None
 
     def watermarks(self, timestamps: NDArray[np.float64], now: Now) -> _Watermarks:
         """What :func:`running_watermark` gives for ``timestamps`` (and ``now``, one reading

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from service.drift.stage import ALARM_RESOLUTION, DriftStage
-from service.drift.windows import WindowConfig
+from service.drift.windows import ComparisonWindows, WindowConfig
 from service.events import QueryLogEvent
 from service.pipeline import Batch
 
@@ -80,13 +81,15 @@ def _batches(stamps: list[float], notes: list[dict[str, Any]], sizes: tuple[int,
 
 
 def _run(stage: DriftStage, stamps: list[float], notes: list[dict[str, Any]],
-         bounds: list[tuple[int, int]]) -> tuple[list[dict[str, Any]], dict[str, int]]:  # fmt: skip
+         bounds: list[tuple[int, int]], streams: list[str] | None = None,
+         ) -> tuple[list[dict[str, Any]], dict[str, int]]:  # fmt: skip
     kept = {"late": 0, "future": 0}
     for start, end in bounds:
         events = [QueryLogEvent(event_id=str(i), question="q",
                                 timestamp=datetime.fromtimestamp(stamps[i], UTC))
                   for i in range(start, end)]  # fmt: skip
-        batch = Batch.of(events, "file")
+        batch = Batch.of(events, "file" if streams is None else "kafka",
+                         None if streams is None else streams[start:end])  # fmt: skip
         batch.annotations = [dict(note) for note in notes[start:end]]
         stage.process(batch)
         for key, n in stage.take_kept_out().items():
@@ -95,8 +98,8 @@ def _run(stage: DriftStage, stamps: list[float], notes: list[dict[str, Any]],
     return state, kept
 
 
-def _stage() -> DriftStage:
-    return DriftStage(GOLD, windows=CONFIG, min_count=40, clock=lambda: NOW)
+def _stage(config: WindowConfig = CONFIG) -> DriftStage:
+    return DriftStage(GOLD, windows=config, min_count=40, clock=lambda: NOW)
 
 
 @pytest.fixture(scope="module")
@@ -126,6 +129,40 @@ def test_at_once_equals_chunk_by_chunk(
     event_time = report["event_time"]
     assert event_time["late"] > 1000 and event_time["future"] > 30 and event_time["ahead"] == 1
     assert want_kept["late"] == event_time["late"] and "starved" in event_time
+    assert got == want
+    assert got_kept == want_kept
+
+
+def test_at_once_equals_chunk_by_chunk_on_kafka_partitions(
+    stream: tuple[list[float], list[dict[str, Any]], list[tuple[int, int]]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the same events read from 3 partitions, the second 150 s and the third 280 s behind
+    # the first in event time, tested every 10 min: most of theirs come behind the last
+    # test, so re-tests (after min_count such events, decided at each chunk's end) run
+    # inside batches
+    stamps, notes, bounds = stream
+    streams = [f"q[{i % 3}]" for i in range(len(stamps))]
+    shifted = [t - (0.0, 150.0, 280.0)[i % 3] for i, t in enumerate(stamps)]
+    retests: list[int] = []
+    test = ComparisonWindows._test
+
+    def counted(self: ComparisonWindows, on_tick: Any, freeze: bool = True) -> None:
+        retests.append(not freeze)
+        test(self, on_tick, freeze)
+
+    monkeypatch.setattr(ComparisonWindows, "_test", counted)
+    config = replace(CONFIG, test_every_s=600)
+    at_once = _stage(config)
+    taken = _at_once(at_once, monkeypatch)
+    chunked = _stage(config)
+    monkeypatch.setattr(chunked, "_process_at_once", lambda *args: False)
+    got, got_kept = _run(at_once, shifted, notes, bounds, streams)
+    n_retests = sum(retests)
+    want, want_kept = _run(chunked, shifted, notes, bounds, streams)
+    assert taken.count(True) > 20 and taken.count(False) > 2
+    assert n_retests > 20 and sum(retests) == 2 * n_retests
+    assert len(want[0]["alarms"]) >= 6
     assert got == want
     assert got_kept == want_kept
 
