@@ -611,12 +611,13 @@ class ComparisonWindows:
     With streams (Kafka partitions), a partition read after another adds its events behind the
     watermark, to windows already tested: once ``min_count`` events were added at or before the
     watermark of the last test, the windows are tested again (a *re-test*, at the end of that
-    :meth:`ingest`; it freezes no baseline), so a backlog read one partition after another is
-    tested on every partition's events, not only on the first one read (a trial: the last test
-    of a 4-partition backlog saw 724 of 3,000 events, all of one partition, and missed the
-    alarms a replay of the same log raised). Up to ``min_count − 1`` events added behind wait
-    for the next test, or for :meth:`flush` (the source went quiet). Events of one stream never
-    come behind it that way, so without streams there is no re-test.
+    :meth:`ingest` or at one of its ``checks``; it freezes no baseline), so a backlog read one
+    partition after another is tested on every partition's events, not only on the first one
+    read (a trial: the last test of a 4-partition backlog saw 724 of 3,000 events, all of one
+    partition, and missed the alarms a replay of the same log raised). Up to
+    ``min_count − 1`` events added behind wait for the next test, or for :meth:`flush` (the
+    source went quiet). Events of one stream never come behind it that way, so without
+    streams there is no re-test.
 
     A frozen baseline is exactly the events with event time in ``[start, start + warmup_s)``:
     ``start`` is the start of the bucket (``bucket_s``) of the earliest event the window took,
