@@ -59,7 +59,7 @@ below alpha) but the effect has not fallen below ``clear_*`` — says
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Self
 
@@ -79,11 +79,14 @@ from service.drift.stats_tests import (
     share_changes_from_table,
     two_proportion_test,
 )
-from service.drift.windows import CategoryWindow, ComparisonWindows, Now, WindowConfig
+from service.drift.windows import (
+    CategoryWindow,
+    ComparisonWindows,
+    Now,
+    Watermarks,
+    WindowConfig,
+)
 
-#: What :meth:`~service.drift.windows.ComparisonWindows.watermarks` gives (running watermark,
-#: future mask, ahead mask, released, held).
-Watermarks = tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_], list[int], list[int]]
 #: A detector's tests during one update: ``(events of the update added before the test,
 #: the latest report per comparison after it)``, in order.
 TestLog = list[tuple[int, dict[str, Any]]]
@@ -248,13 +251,10 @@ class _WindowedDetector:
         tests: TestLog | None = None,
         checks: Sequence[int] = (),
     ) -> None:
-        on_tick: Callable[[], None] = self._evaluate
-        if tests is not None:
-            windows = self._windows
-
-            def on_tick() -> None:
-                self._evaluate()
-                tests.append((windows.tested_after, dict(self._reports)))
+        def on_tick(after: int) -> None:
+            self._evaluate()
+            if tests is not None:
+                tests.append((after, dict(self._reports)))
 
         self._windows.ingest(categories, timestamps, now, on_tick, streams,
                              watermarks=watermarks, checks=checks)  # fmt: skip
@@ -277,7 +277,7 @@ class _WindowedDetector:
     def flush(self) -> bool:
         """Test again if events of a later-read stream came behind the last test (see
         :meth:`~service.drift.windows.ComparisonWindows.flush`); whether it tested."""
-        return self._windows.flush(self._evaluate)
+        return self._windows.flush(lambda _: self._evaluate())
 
     def _evaluate(self) -> None:
         self.n_tests += 1

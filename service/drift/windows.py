@@ -62,6 +62,7 @@ WindowUpdate(accepted=2, late=0, future=0, ahead=-1)
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -76,6 +77,8 @@ __all__ = [
     "CategoryWindow",
     "ComparisonWindows",
     "Now",
+    "OnTick",
+    "Watermarks",
     "WindowConfig",
     "WindowUpdate",
     "running_watermark",
@@ -83,6 +86,12 @@ __all__ = [
 
 Now = float | NDArray[np.float64] | None
 """A wall-clock reading (Unix seconds) for a whole update, one per event, or ``None``."""
+Watermarks = tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_], list[int], list[int]]
+"""What :func:`running_watermark` returns: ``(watermark after each event, future mask, ahead
+mask, released, held)``."""
+OnTick = Callable[[int], None]
+"""Called at each test of :meth:`ComparisonWindows.ingest` with after how many of its events
+the test runs (``0`` from :meth:`ComparisonWindows.flush`, which adds none)."""
 
 OTHER = "__other__"
 """Column that absorbs categories beyond ``max_categories``."""
@@ -117,7 +126,7 @@ def running_watermark(
     max_ahead_s: float = math.inf,
     ahead_confirm: int = 1,
     held: Sequence[float] = (),
-) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_], list[int], list[int]]:
+) -> Watermarks:
     """Return ``(watermark after each event, future mask, ahead mask, released, held)``.
 
     ``now``: the wall clock (seconds) for every event, or one reading per event (an array as
@@ -174,14 +183,18 @@ def running_watermark(
     return marks, future, ahead, released, pending
 
 
-#: What :func:`running_watermark` returns.
-_Watermarks = tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_], list[int], list[int]]
-
-
-def _part(watermarks: _Watermarks, start: int, end: int) -> _Watermarks:
+def _part(watermarks: Watermarks, start: int, end: int) -> Watermarks:
     """The watermarks of the events ``start:end`` when none is held or released."""
     marks, future, ahead, _, _ = watermarks
     return marks[start:end], future[start:end], ahead[start:end], [], []
+
+
+def _first_in_last_part(rows: list[int], splits: Sequence[int]) -> int:
+    """Of ``rows`` (a stream's events in a batch, increasing), the first in the last part of
+    the batch they are in (the parts end after ``splits`` events, increasing)."""
+    ends_before = bisect_right(splits, rows[-1])  # the parts before the last row's
+    part_start = splits[ends_before - 1] if ends_before else 0
+    return rows[bisect_left(rows, part_start)]
 
 
 def _run(items: Sequence[float], pending: Sequence[int], t: float, gap: float) -> list[int]:
@@ -310,7 +323,8 @@ class CategoryWindow:
         now: Now = None,
         streams: Sequence[str] | None = None,
         *,
-        watermarks: _Watermarks | None = None,
+        watermarks: Watermarks | None = None,
+        splits: Sequence[int] = (),
     ) -> WindowUpdate:
         """Add a micro-batch: ``categories[i]`` happened at ``timestamps[i]`` (Unix seconds),
         read from stream ``streams[i]`` (e.g. a Kafka ``topic[partition]``; ``None``: one
@@ -318,7 +332,11 @@ class CategoryWindow:
         ``now``: the wall clock, one reading or one per event (:func:`running_watermark`).
         ``watermarks``: what :func:`running_watermark` gives for these timestamps and ``now``
         from this window's state as it is (:meth:`ComparisonWindows.ingest` has it), so it
-        is not computed again; ``None``: computed here.
+        is not computed again; ``None``: computed here. ``splits`` (increasing, inside the
+        batch; with ``streams``): where the batch stands for several updates (after how many
+        events each but the last ends): the streams are then remembered in the order those
+        updates would leave them (:meth:`_stream_marks`); the caller makes sure no stream
+        would be forgotten (:meth:`could_forget`).
 
         Raises:
             ValueError: lengths differ or a timestamp is not finite.
@@ -351,7 +369,7 @@ class CategoryWindow:
             arrived_ahead = ahead.copy()
             arrived_ahead[[k - len(held_ts) for k in released if k >= len(held_ts)]] = True
             moves = np.where(future | arrived_ahead, -math.inf, ts)
-            behind_own = ts < self._stream_marks(streams, moves) - self.allowed_lateness_s
+            behind_own = ts < self._stream_marks(streams, moves, splits) - self.allowed_lateness_s
             too_old = ~future & ~ahead & ~behind_own & (ts < before[:-1] - self.retention_s)
             late = (~future & ~ahead & behind_own) | too_old
             if too_old.any():
@@ -392,13 +410,19 @@ class CategoryWindow:
         return result
 
     def _stream_marks(
-        self, streams: Sequence[str], moves: NDArray[np.float64]
+        self, streams: Sequence[str], moves: NDArray[np.float64], splits: Sequence[int] = ()
     ) -> NDArray[np.float64]:
         """Each event's stream watermark before it (``-inf`` for a stream's first event), and
         move each stream's watermark to the largest of ``moves`` (``-inf``: does not move it)
         of its events. At most :data:`MAX_STREAMS` streams are kept: beyond that the one read
         least recently is forgotten (if it comes back, its first event is judged as a new
-        stream's)."""
+        stream's).
+
+        The streams are kept in the order of their last use, oldest first: one update
+        re-inserts those with a watermark in the order of their first event in it. With
+        ``splits`` (the batch stands for several updates ending there) a stream's place is
+        that of its first event in the last of those updates it is in, as they would leave
+        it; the caller makes sure none would be forgotten between them."""
         before = np.empty(len(moves), dtype=np.float64)
         marks = self._streams
         groups: dict[str, Any]
@@ -412,16 +436,29 @@ class CategoryWindow:
                     groups[name] = [i]
                 else:
                     rows.append(i)
+        moved: list[tuple[str, float]] = []
         for name, where in groups.items():
             prior = marks.get(name, -math.inf)
             run = np.maximum.accumulate(np.concatenate([[prior], moves[where]]))
             before[where] = run[:-1]
             if math.isfinite(run[-1]):
-                marks.pop(name, None)  # (re-inserted: the dict's order is last use, oldest first)
-                marks[name] = float(run[-1])
+                moved.append((name, float(run[-1])))
+        if splits and len(moved) > 1:  # (one stream: its place is the last either way)
+            moved.sort(key=lambda item: _first_in_last_part(groups[item[0]], splits))
+        for name, mark in moved:
+            marks.pop(name, None)  # (re-inserted: the dict's order is last use, oldest first)
+            marks[name] = mark
         while len(marks) > MAX_STREAMS:
             del marks[next(iter(marks))]
         return before
+
+    def could_forget(self, streams: Sequence[str]) -> bool:
+        """Whether an update read from ``streams`` could forget a stream's watermark: the
+        streams known and these are more than :data:`MAX_STREAMS` together."""
+        known = self._streams
+        if len(known) + len(streams) <= MAX_STREAMS:  # (the common case: no set built)
+            return False
+        return len(known.keys() | set(streams)) > MAX_STREAMS
 
     def _add(self, buckets: NDArray[np.int64], codes: NDArray[np.int64]) -> None:
         slots = buckets % self._n_slots
@@ -647,8 +684,6 @@ class ComparisonWindows:
         self._start: float | None = None  # watermark at the first tick
         self._tested_at: float | None = None  # watermark at the last test
         self._behind = 0  # events added at or before it since (streams only)
-        #: events of the running ingest added when ``on_tick`` runs (for the caller's log)
-        self.tested_after = 0
         #: the window updates' (late, future) masks of the last ingest
         self._parts: list[tuple[NDArray[np.bool_], NDArray[np.bool_]]] = []
 
@@ -657,22 +692,28 @@ class ComparisonWindows:
         categories: Sequence[str],
         timestamps: ArrayLike,
         now: Now,
-        on_tick: Callable[[], None],
+        on_tick: OnTick,
         streams: Sequence[str] | None = None,
         *,
-        watermarks: _Watermarks | None = None,
+        watermarks: Watermarks | None = None,
         checks: Sequence[int] = (),
     ) -> None:
-        """Add a micro-batch, calling ``on_tick()`` at each test time it crosses (when it
-        runs, :attr:`tested_after` says after how many of these events); ``now``: the wall
-        clock, one reading or one per event; ``streams``: see
-        :meth:`CategoryWindow.update_many`; ``watermarks``: what :meth:`watermarks` gave for
-        these timestamps and ``now`` in the window's present state (``None``: computed here).
-        ``checks`` (streams only): after how many events a re-test (see the class) is also
-        due if ``min_count`` events came behind, as if the batch were ingested in parts
-        ending there (the end is always one); the batch is split only where the events
-        stamped at or before the last test's watermark could reach ``min_count``.
-        Afterwards :meth:`kept_out_masks` tells which of the events were late and future.
+        """Add a micro-batch, calling ``on_tick(after)`` at each test time it crosses (``after``
+        of these events added before the test); ``now``: the wall clock, one reading or one
+        per event; ``streams``: see :meth:`CategoryWindow.update_many`; ``watermarks``: what
+        :meth:`watermarks` gave for these timestamps and ``now`` in the window's present state
+        (``None``: computed here). Afterwards :meth:`kept_out_masks` tells which of the events
+        were late and future.
+
+        ``checks`` (with ``streams``): after how many events the batch would have ended had it
+        been ingested in parts: the result (tests, their ``after``, the state) is that of
+        ingesting those parts one after another. A re-test (see the class) is due at a part's
+        end, so the batch is split there where one could be due: only where the events
+        stamped at or before the last test's watermark could reach ``min_count`` (:meth:`_due`),
+        or at every end while events are held or released (the part's watermarks are then not
+        the whole's) or when the streams would be more than the window keeps (which it forgets
+        depends on the parts). Between splits the streams are remembered in the parts' order
+        (``splits`` of :meth:`CategoryWindow.update_many`).
 
         Raises:
             ValueError: lengths differ or a timestamp is not finite.
@@ -691,68 +732,63 @@ class ComparisonWindows:
         # nothing held nor released (the common case): a part's watermarks are the slice of
         # the whole's (the window's watermark at its start is the running one before it)
         plain = not self.holds(watermarks)
+        stops = sorted({int(c) for c in checks if 0 < c < len(ts)}) if streams else []
+        every_stop = bool(stops) and (not plain or self.window.could_forget(streams or []))
         self._parts = []
 
         def add(start: int, end: int) -> None:
             """Add the events ``start:end`` to the window and the baseline."""
             whole = start == 0 and end == len(ts)  # (the common case: no test inside)
             known = watermarks if whole else _part(watermarks, start, end) if plain else None
+            inside = stops[bisect_right(stops, start) : bisect_left(stops, end)]
             self.window.update_many(
                 categories[start:end], ts[start:end],
                 now[start:end] if each else now,  # type: ignore[index]
                 None if streams is None else streams[start:end], watermarks=known,
+                splits=[stop - start for stop in inside],
             )  # fmt: skip
             self._added()
             self._count_behind(streams)
             self._take_baseline()
 
-        stops = sorted({int(c) for c in checks if 0 < c < len(ts)}) if streams else []
         start = 0
         for i in [*map(int, np.flatnonzero(np.isfinite(ticks) & (ticks > previous))), None]:
             limit = len(ts) if i is None else i + 1
-            while (stop := self._due(ts, start, limit, stops, plain)) is not None:
+            while (stop := self._due(ts, start, limit, stops, every_stop)) is not None:
                 add(start, stop)
                 start = stop
                 if self._behind >= self.min_count:  # a re-test, as at the end below
-                    self.tested_after = stop
-                    self._test(on_tick, freeze=False)
+                    self._test(on_tick, stop, freeze=False)
             if i is None:
                 break
             add(start, i + 1)
             start, self._last_tick = i + 1, float(ticks[i])
             self._start = self.window.watermark if self._start is None else self._start
-            self.tested_after = i + 1
-            self._test(on_tick)
+            self._test(on_tick, i + 1)
         add(start, len(ts))
         if self._behind >= self.min_count:  # (streams only) a re-test, see the class
-            self.tested_after = len(ts)
-            self._test(on_tick, freeze=False)
+            self._test(on_tick, len(ts), freeze=False)
 
     def _due(
-        self, ts: NDArray[np.float64], start: int, limit: int, stops: list[int], plain: bool
+        self, ts: NDArray[np.float64], start: int, limit: int, stops: list[int], every: bool
     ) -> int | None:
-        """The first of ``stops`` (dropping those up to ``start``) before ``limit`` at which a
-        re-test may be due, the events ``start:`` added from the present state, or ``None``.
-        With nothing held (``plain``) only an event stamped at or before the last test's
-        watermark can come behind it, so the first stop where those could reach
-        ``min_count``; else every stop."""
-        while stops and stops[0] <= start:
-            stops.pop(0)
-        if not stops or stops[0] >= limit:
-            return None
-        if not plain:
-            return stops[0]
+        """Where to split the batch next (see :meth:`ingest`): the first of ``stops`` after
+        ``start`` and before ``limit`` (the next test time's event, or the end) where a
+        re-test may be due once the events ``ts[start:stop]`` are added; ``None``: none.
+
+        With ``every``, each stop. Else a re-test is due once ``min_count`` events were added
+        at or before the last test's watermark since that test; an event added is stamped
+        at or before it, so counting the events so stamped (added or not) never misses a
+        stop where it is due: the first stop where that count reaches ``min_count``."""
+        due = stops[bisect_right(stops, start) : bisect_left(stops, limit)]
+        if not due or every:
+            return due[0] if due else None
         if self._tested_at is None:  # nothing is counted behind before the first test
             return None
         behind = self._behind + np.cumsum(ts[start:limit] <= self._tested_at)
-        for stop in stops:
-            if stop >= limit:
-                return None
-            if behind[stop - start - 1] >= self.min_count:
-                return stop
-        return None
+        return next((stop for stop in due if behind[stop - start - 1] >= self.min_count), None)
 
-    def watermarks(self, timestamps: NDArray[np.float64], now: Now) -> _Watermarks:
+    def watermarks(self, timestamps: NDArray[np.float64], now: Now) -> Watermarks:
         """What :func:`running_watermark` gives for ``timestamps`` (and ``now``, one reading
         or one per event) from the window's present state."""
         w = self.window
@@ -761,7 +797,7 @@ class ComparisonWindows:
             ahead_confirm=w.ahead_confirm, held=[t for t, _ in w.held],
         )  # fmt: skip
 
-    def holds(self, watermarks: _Watermarks) -> bool:
+    def holds(self, watermarks: Watermarks) -> bool:
         """Whether events are held ahead of the watermark now, or an update with these
         ``watermarks`` (:meth:`watermarks`) would hold or release any."""
         _, _, ahead, released, pending = watermarks
@@ -779,14 +815,14 @@ class ComparisonWindows:
         late, future = zip(*self._parts, strict=True)
         return np.concatenate(late), np.concatenate(future)
 
-    def flush(self, on_tick: Callable[[], None]) -> bool:
+    def flush(self, on_tick: OnTick) -> bool:
         """Re-test now (``on_tick``) if any event was added behind the last test's watermark
         since it (streams only; fewer than ``min_count``, else :meth:`ingest` did): the
         caller's source went quiet, e.g. the end of a backlog, so they would wait for the
         next event otherwise. Returns whether it tested."""
         if not self._behind:
             return False
-        self._test(on_tick, freeze=False)
+        self._test(on_tick, 0, freeze=False)
         return True
 
     def _count_behind(self, streams: Sequence[str] | None) -> None:
@@ -794,14 +830,14 @@ class ComparisonWindows:
         if streams is not None and self._tested_at is not None:
             self._behind += int((self.window.last_accepted <= self._tested_at).sum())
 
-    def _test(self, on_tick: Callable[[], None], freeze: bool = True) -> None:
+    def _test(self, on_tick: OnTick, after: int, freeze: bool = True) -> None:
         """Freeze a baseline that is due (a tick, not a re-test: one would freeze the window
-        it compares, all the backlog's latest events) and test (``on_tick``) at the
-        watermark."""
+        it compares, all the backlog's latest events) and test (``on_tick(after)``; ``after``:
+        the running ingest's events added) at the watermark."""
         if freeze:
             self._freeze()
         self._tested_at, self._behind = self.window.watermark, 0
-        on_tick()
+        on_tick(after)
 
     def current(self, reference: bool = False) -> dict[str, int]:
         """Counts of the current window: the one compared with the fixed reference

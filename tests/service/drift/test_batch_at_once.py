@@ -147,9 +147,9 @@ def test_at_once_equals_chunk_by_chunk_on_kafka_partitions(
     retests: list[int] = []
     test = ComparisonWindows._test
 
-    def counted(self: ComparisonWindows, on_tick: Any, freeze: bool = True) -> None:
+    def counted(self: ComparisonWindows, on_tick: Any, after: int, freeze: bool = True) -> None:
         retests.append(not freeze)
-        test(self, on_tick, freeze)
+        test(self, on_tick, after, freeze)
 
     monkeypatch.setattr(ComparisonWindows, "_test", counted)
     config = replace(CONFIG, test_every_s=600)

@@ -128,7 +128,7 @@ def test_comparison_windows_tick_on_event_time_whatever_the_batching() -> None:
     for seen, batch in zip(ticks, (1, len(ts)), strict=True):
         cw = ComparisonWindows(config, min_count=10, has_reference=False)
         for i in range(0, len(ts), batch):
-            cw.ingest(cats[i : i + batch], ts[i : i + batch], None, lambda s=seen: s.append(0))
+            cw.ingest(cats[i : i + batch], ts[i : i + batch], None, lambda _, s=seen: s.append(0))
         assert cw.baseline() is not None and sum(cw.baseline().values()) >= 10
     assert len(ticks[0]) == len(ticks[1]) == 10  # 0, 300, ..., 2700
 
@@ -144,7 +144,7 @@ def test_baseline_counts_each_bucket_by_hand_whatever_the_batching() -> None:
     for batch in (1, 3, len(ts)):  # one by one, across ticks (every 120 s), all at once
         cw = ComparisonWindows(config, min_count=1, has_reference=False)
         for i in range(0, len(ts), batch):
-            cw.ingest(cats[i : i + batch], ts[i : i + batch], None, lambda: None)
+            cw.ingest(cats[i : i + batch], ts[i : i + batch], None, lambda _: None)
         snapshots.append(cw.snapshot())
         assert cw.snapshot()["base"] == by_hand
         assert list(cw.snapshot()["base"]["0"]) == ["b", "a"]  # first-seen order
@@ -165,7 +165,7 @@ def test_baseline_of_events_out_of_bucket_order_keeps_first_seen_order_by_hand()
     for batch in (1, 2, len(ts)):
         cw = ComparisonWindows(config, min_count=1, has_reference=False)
         for i in range(0, len(ts), batch):
-            cw.ingest(cats[i : i + batch], ts[i : i + batch], None, lambda: None)
+            cw.ingest(cats[i : i + batch], ts[i : i + batch], None, lambda _: None)
         assert cw.snapshot()["base"] == {"0": {"y": 1, "x": 1}, "1": {"z": 1, "y": 1},
                                          "2": {"w": 1}, "4": {"v": 1}}  # fmt: skip
         assert [list(cells) for cells in cw.snapshot()["base"].values()] == [
