@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from service.drift import windows
 from service.drift.stage import ALARM_RESOLUTION, DriftStage
 from service.drift.windows import ComparisonWindows, WindowConfig
 from service.events import QueryLogEvent
@@ -129,7 +130,7 @@ def test_at_once_equals_chunk_by_chunk(
     event_time = report["event_time"]
     assert event_time["late"] > 1000 and event_time["future"] > 30 and event_time["ahead"] == 1
     assert want_kept["late"] == event_time["late"] and "starved" in event_time
-    assert got == want
+    assert json.dumps(got) == json.dumps(want)  # the keys' order too (e.g. the partitions')
     assert got_kept == want_kept
 
 
@@ -163,7 +164,7 @@ def test_at_once_equals_chunk_by_chunk_on_kafka_partitions(
     assert taken.count(True) > 20 and taken.count(False) > 2
     assert n_retests > 20 and sum(retests) == 2 * n_retests
     assert len(want[0]["alarms"]) >= 6
-    assert got == want
+    assert json.dumps(got) == json.dumps(want)  # the keys' order too (e.g. the partitions')
     assert got_kept == want_kept
 
 
@@ -264,3 +265,32 @@ def test_each_chunk_is_judged_by_its_own_clock_reading(monkeypatch: pytest.Monke
     assert stage.kept_out()[:3] == (0, 39, 0)
     assert stage.state_snapshot()["recent_kept_out"] == [[100, 0, 0, 0], [100, 0, 39, 0],
                                                          [100, 0, 0, 0]]  # fmt: skip
+
+
+def test_past_max_streams_a_batch_is_judged_as_chunk_by_chunk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 2 partitions kept. The first chunk reads B (alone until the first test time splits
+    # it), then A, B, C in turn up to 1099 s: A is forgotten at its end (read least
+    # recently). The second chunk's 100 events of A at 400-499 s are behind A's own
+    # watermark (1097 s) by more than the 60 s allowed, but A was forgotten: judged as a new
+    # partition's, none late; the partitions kept: C (1099 s), then A (499 s)
+    monkeypatch.setattr(windows, "MAX_STREAMS", 2)
+    config = WindowConfig(window_s=3600, bucket_s=60, test_every_s=300, allowed_lateness_s=60,
+                          ahead_confirm=1)  # fmt: skip
+    stamps = [T0 + 1000 + i for i in range(100)] + [T0 + 400 + i for i in range(100)]
+    streams = ["B"] + [("A", "B", "C")[i % 3] for i in range(99)] + ["A"] * 100
+    results = []
+    for at_once in (True, False):
+        stage = DriftStage({"language": {"en": 100}}, windows=config, min_count=5,
+                           clock=lambda: NOW)  # fmt: skip
+        taken = _at_once(stage, monkeypatch)
+        if not at_once:
+            monkeypatch.setattr(stage, "_process_at_once", lambda *args: False)
+        state, kept = _run(stage, stamps, [{"language": "en"}] * 200, [(0, 200)], streams)
+        assert taken == ([True] if at_once else [])
+        assert kept == {"late": 0, "future": 0} and stage.kept_out()[:3] == (0, 0, 0)
+        marks = state[1]["detectors"]["language"]["windows"]["window"]["streams"]
+        assert list(marks.items()) == [("C", T0 + 1099), ("A", T0 + 499)]
+        results.append(json.dumps(state))
+    assert results[0] == results[1]
