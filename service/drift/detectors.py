@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Self
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from service.drift.distances import (
     Counts,
@@ -79,7 +79,17 @@ from service.drift.stats_tests import (
     share_changes_from_table,
     two_proportion_test,
 )
-from service.drift.windows import CategoryWindow, ComparisonWindows, WindowConfig
+from service.drift.windows import (
+    CategoryWindow,
+    ComparisonWindows,
+    Now,
+    Watermarks,
+    WindowConfig,
+)
+
+#: A detector's tests during one update: ``(events of the update added before the test,
+#: the latest report per comparison after it)``, in order.
+TestLog = list[tuple[int, dict[str, Any]]]
 
 __all__ = [
     "CategoricalDriftDetector",
@@ -235,15 +245,39 @@ class _WindowedDetector:
         self,
         categories: Sequence[str],
         timestamps: ArrayLike,
-        now: float | None,
+        now: Now,
         streams: Sequence[str] | None = None,
+        watermarks: Watermarks | None = None,
+        tests: TestLog | None = None,
+        checks: Sequence[int] = (),
     ) -> None:
-        self._windows.ingest(categories, timestamps, now, self._evaluate, streams)
+        def on_tick(after: int) -> None:
+            self._evaluate()
+            if tests is not None:
+                tests.append((after, dict(self._reports)))
+
+        self._windows.ingest(categories, timestamps, now, on_tick, streams,
+                             watermarks=watermarks, checks=checks)  # fmt: skip
+
+    def watermarks(self, timestamps: NDArray[np.float64], now: Now) -> Watermarks:
+        """The running watermark (and who is future, held, released) an update with these
+        ``timestamps`` (Unix seconds) and ``now`` (one reading or one per event) would give
+        from the present state; pass it to ``update_many`` so it is not computed again."""
+        return self._windows.watermarks(timestamps, now)
+
+    def holds(self, watermarks: Watermarks) -> bool:
+        """Whether events are held ahead of the watermark, or an update with these
+        ``watermarks`` (:meth:`watermarks`) would hold or release some."""
+        return self._windows.holds(watermarks)
+
+    def kept_out_masks(self) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+        """``(late, future)`` masks over the events of the last update."""
+        return self._windows.kept_out_masks()
 
     def flush(self) -> bool:
         """Test again if events of a later-read stream came behind the last test (see
         :meth:`~service.drift.windows.ComparisonWindows.flush`); whether it tested."""
-        return self._windows.flush(self._evaluate)
+        return self._windows.flush(lambda _: self._evaluate())
 
     def _evaluate(self) -> None:
         self.n_tests += 1
@@ -400,17 +434,26 @@ class CategoricalDriftDetector(_WindowedDetector):
         self,
         categories: Sequence[str],
         timestamps: ArrayLike,
-        now: float | None = None,
+        now: Now = None,
         streams: Sequence[str] | None = None,
+        *,
+        watermarks: Watermarks | None = None,
+        tests: TestLog | None = None,
+        checks: Sequence[int] = (),
     ) -> Self:
         """Add a micro-batch (``categories[i]`` at ``timestamps[i]``, Unix seconds); tests run
-        as event time crosses each ``test_every_s`` mark. ``now`` and ``streams`` (the stream
-        each event was read from, for lateness): see :meth:`CategoryWindow.update_many`.
+        as event time crosses each ``test_every_s`` mark. ``now`` (the wall clock, one reading
+        or one per event) and ``streams`` (the stream each event was read from, for lateness):
+        see :meth:`CategoryWindow.update_many`. ``watermarks``: :meth:`watermarks` of these
+        timestamps and ``now`` (``None``: computed here). ``tests``: a list each test appends
+        ``(events of this update added before it, latest report per comparison)`` to.
+        ``checks`` (with ``streams``): after how many events a re-test is also due, as if
+        the update ended there (:meth:`~service.drift.windows.ComparisonWindows.ingest`).
 
         Raises:
             ValueError: lengths differ or a timestamp is not finite.
         """
-        self._ingest(list(categories), timestamps, now, streams)
+        self._ingest(list(categories), timestamps, now, streams, watermarks, tests, checks)
         return self
 
     def _report_from_dict(self, data: dict[str, Any]) -> CategoricalDriftReport:
@@ -515,8 +558,12 @@ class RateDriftDetector(_WindowedDetector):
         self,
         values: ArrayLike,
         timestamps: ArrayLike,
-        now: float | None = None,
+        now: Now = None,
         streams: Sequence[str] | None = None,
+        *,
+        watermarks: Watermarks | None = None,
+        tests: TestLog | None = None,
+        checks: Sequence[int] = (),
     ) -> Self:
         """Add a micro-batch of booleans; see :meth:`CategoricalDriftDetector.update_many`.
 
@@ -524,7 +571,8 @@ class RateDriftDetector(_WindowedDetector):
             ValueError: lengths differ or a timestamp is not finite.
         """
         flags = np.asarray(values, dtype=bool).reshape(-1)
-        self._ingest(np.where(flags, "1", "0").tolist(), timestamps, now, streams)
+        self._ingest(np.where(flags, "1", "0").tolist(), timestamps, now, streams,
+                     watermarks, tests, checks)  # fmt: skip
         return self
 
     def _report_from_dict(self, data: dict[str, Any]) -> RateDriftReport:

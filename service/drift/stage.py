@@ -27,11 +27,15 @@ import math
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
 
 from service.drift.detectors import (
     CategoricalDriftDetector,
     RateDriftDetector,
+    TestLog,
     WindowConfig,
 )
 from service.drift.distances import Counts
@@ -68,6 +72,47 @@ STARVED_RECENT_EVENTS = 5_000
 #: Events fed to the detectors at a time, so an alarm is attributed within this many events
 #: even when a replayed batch spans hours of event time.
 ALARM_RESOLUTION = 100
+
+
+class _Column(NamedTuple):
+    """A dimension's values in a batch (:func:`_columns`)."""
+
+    dimension: str
+    #: a categorical dimension's categories, a rate's flags
+    values: list[Any]
+    #: the batch's rows the values are of, increasing (``None``: every row)
+    rows: list[int] | None
+
+
+class _Feed(NamedTuple):
+    """One detector's update of :meth:`DriftStage._process_at_once`."""
+
+    column: _Column
+    detector: CategoricalDriftDetector | RateDriftDetector
+    timestamps: NDArray[np.float64]  # of the column's rows (Unix seconds)
+    now: NDArray[np.float64]  # their chunks' clock readings
+    streams: list[str] | None  # theirs
+    checks: list[int]  # after how many of the column's values each chunk ends
+
+
+def _columns(annotations: list[dict[str, Any]]) -> list[_Column]:
+    """Each dimension's values in a batch's annotations, categorical ones first: a categorical
+    dimension's category (``"und"`` when none) for every event; a rate's flag (``refused``,
+    ``out_of_scope``) for the events that have one, left out when none has."""
+    columns = [
+        _Column(dim, list(map(str, [notes.get(dim) or "und" for notes in annotations])), None)
+        for dim in CATEGORICAL
+    ]
+    for dim, key in RATES.items():
+        rows = [i for i, notes in enumerate(annotations) if notes.get(key) is not None]
+        if rows:
+            columns.append(_Column(dim, [bool(annotations[i][key]) for i in rows], rows))
+    return columns
+
+
+def _pick(streams: list[str] | None, rows: list[int]) -> list[str] | None:
+    """The streams of ``rows`` (``None``: one stream)."""
+    return None if streams is None else [streams[i] for i in rows]
 
 
 class DriftStage:
@@ -147,6 +192,13 @@ class DriftStage:
         """Every dimension's detector, categorical ones first."""
         return {**self.categorical, **self.rates}
 
+    @property
+    def _kept_out_counter(self) -> CategoricalDriftDetector:
+        """The detector whose window counts the events kept out of the windows (late, future,
+        ahead) and gives the event-time watermark: the ``language`` one, which every event
+        reaches (an event without a language is ``und``), unlike a rate's."""
+        return self.categorical["language"]
+
     def suppress(self, dimension: str, reason: str | None) -> None:
         """Stop (``reason``: why, e.g. ``"uncalibrated: out_of_scope AUC 0.60 < floor
         0.75"``) or resume (``None``) alarms of ``dimension``. A suppressed dimension is still
@@ -181,18 +233,19 @@ class DriftStage:
             silenced[category] = reason
 
     def kept_out(self) -> tuple[int, int, int, float]:
-        """``(late, future, ahead, share of the events seen)`` kept out of the windows."""
-        window = self.categorical["language"].window
+        """``(late, future, ahead, share of the events seen)`` kept out of the windows (as
+        the window every event reaches counts them, :attr:`_kept_out_counter`)."""
+        window = self._kept_out_counter.window
         out = window.late + window.future + window.ahead
         seen = out + window.accepted
         return window.late, window.future, window.ahead, (out / seen if seen else 0.0)
 
     def take_kept_out(self) -> dict[str, int]:
         """``{"late": n, "future": n}``: the events kept out of the windows late and future
-        since the last call (for the metrics; counted as :meth:`kept_out` counts them, in the
-        language window, which every event reaches), then zero. Events restored from a
-        snapshot are not among them. Held events (``ahead``) are not counted here: their
-        count falls when a confirmed jump releases them (:meth:`kept_out`)."""
+        since the last call (for the metrics; counted as :meth:`kept_out` counts them), then
+        zero. Events restored from a snapshot are not among them. Held events (``ahead``)
+        are not counted here: their count falls when a confirmed jump releases them
+        (:meth:`kept_out`)."""
         taken, self._pending_kept_out = self._pending_kept_out, {"late": 0, "future": 0}
         return taken
 
@@ -202,7 +255,7 @@ class DriftStage:
         held, at most as many as are held (or were dropped held) now — an event released since
         is in the windows, not kept out."""
         events, late, future, held = self._recent_sums
-        ahead = min(held, self.categorical["language"].window.ahead)
+        ahead = min(held, self._kept_out_counter.window.ahead)
         out = late + future + ahead
         return events, late, future, ahead, (min(1.0, out / events) if events else 0.0)
 
@@ -281,15 +334,94 @@ class DriftStage:
 
     def process(self, batch: Batch) -> None:
         """Add the batch's annotated events to every detector, ``ALARM_RESOLUTION`` events
-        at a time (the detectors' results do not depend on the split)."""
+        at a time (the detectors' results do not depend on the split): a chunk's alarms say
+        ``after_events`` at its end, the wall clock is read once per chunk (before the
+        batch), the share kept out is remembered per chunk.
+
+        A batch with no event held ahead of a watermark (nor one held before) is fed to each
+        detector at once (:meth:`_process_at_once`), with each event's chunk's clock reading;
+        the chunks' alarms and kept-out shares are read off the tests' log and the late and
+        future masks; a Kafka partition's re-test (decided at the end of each update) is
+        checked at each chunk's end, and the partitions' watermarks are remembered in the
+        order the chunks would leave them (split at each chunk's end when more partitions
+        than a window keeps are read): the same detectors, reports, alarms and state (key
+        order included) as chunk by chunk, with one update per detector instead of one per
+        chunk (~2 µs an event less on 500-event batches). Batches that hold or release events
+        go chunk by chunk.
+        """
         stamps = [event.timestamp.timestamp() for event in batch.events]
-        streams = batch.streams
-        for start in range(0, len(stamps), ALARM_RESOLUTION):
-            end = start + ALARM_RESOLUTION
+        if not stamps:
+            return
+        ends = [*range(ALARM_RESOLUTION, len(stamps), ALARM_RESOLUTION), len(stamps)]
+        nows = [self.clock() for _ in ends]  # one per chunk
+        if self._process_at_once(batch.annotations, stamps, ends, nows, batch.streams):
+            return
+        streams, start = batch.streams, 0
+        for end, now in zip(ends, nows, strict=True):
             part = None if streams is None else streams[start:end]
-            self._update(batch.annotations[start:end], stamps[start:end], part)
-            self.events_seen += len(stamps[start:end])
+            self._update(batch.annotations[start:end], stamps[start:end], part, now)
+            self.events_seen += end - start
             self._record_alarms()
+            start = end
+
+    def _process_at_once(
+        self,
+        annotations: list[dict[str, Any]],
+        stamps: list[float],
+        ends: list[int],
+        nows: list[float],
+        streams: list[str] | None = None,
+    ) -> bool:
+        """Feed a batch to each detector in one update, as :meth:`process` says; ``ends``: the
+        chunks' ends, ``nows``: their clock readings, ``streams``: the batch's. Returns
+        ``False``, having changed nothing, when some detector holds events or would hold or
+        release some (then the caller goes chunk by chunk). Same cost in memory: a few arrays
+        of the batch's length."""
+        sizes = np.diff([0, *ends])
+        ts = np.array(stamps, dtype=np.float64)
+        now = np.repeat(np.array(nows, dtype=np.float64), sizes)
+        detectors = self._detectors()
+        feeds: list[_Feed] = []
+        for column in _columns(annotations):
+            rows = column.rows
+            if rows is None:
+                feeds.append(_Feed(column, detectors[column.dimension], ts, now, streams, ends))
+            else:  # a chunk without such an event updated nothing: its end checks nothing more
+                checks = sorted(set(np.searchsorted(rows, ends).tolist()))
+                feeds.append(_Feed(column, detectors[column.dimension], ts[rows], now[rows],
+                                   _pick(streams, rows), checks))  # fmt: skip
+        marks = [feed.detector.watermarks(feed.timestamps, feed.now) for feed in feeds]
+        if any(feed.detector.holds(wm) for feed, wm in zip(feeds, marks, strict=True)):
+            return False
+        latest = {dim: det.reports for dim, det in detectors.items()}  # before the batch
+        # each detector's reports after each of its tests, at the batch's event it followed
+        logs: dict[str, TestLog] = {}
+        for feed, wm in zip(feeds, marks, strict=True):
+            dim, values, rows = feed.column
+            tests: TestLog = []
+            feed.detector.update_many(values, feed.timestamps, feed.now, feed.streams,
+                                      watermarks=wm, tests=tests, checks=feed.checks)  # fmt: skip
+            logs[dim] = [(after if rows is None else rows[after - 1] + 1, reports)
+                         for after, reports in tests]  # fmt: skip
+            if rows is None:
+                self.live_counts[dim].update(values)
+        late, future = self._kept_out_counter.kept_out_masks()
+        starts = [0, *ends[:-1]]  # each chunk's late and future events
+        lates = np.add.reduceat(late, starts, dtype=np.int64).tolist()
+        futures = np.add.reduceat(future, starts, dtype=np.int64).tolist()
+        self._pending_kept_out["late"] += int(late.sum())
+        self._pending_kept_out["future"] += int(future.sum())
+        read = dict.fromkeys(logs, 0)  # each log's tests taken so far
+        for size, end, n_late, n_future in zip(sizes.tolist(), ends, lates, futures,
+                                                strict=True):  # fmt: skip
+            self._remember((size, n_late, n_future, 0))  # (nothing held: none newly held)
+            self.events_seen += size
+            for dim, log in logs.items():
+                while read[dim] < len(log) and log[read[dim]][0] <= end:
+                    latest[dim] = log[read[dim]][1]
+                    read[dim] += 1
+            self._record_alarms(latest)
+        return True
 
     def idle(self) -> None:
         """The pipeline's idle turn (no event came): test again the windows a later-read
@@ -305,21 +437,21 @@ class DriftStage:
         annotations: list[dict[str, Any]],
         stamps: list[float],
         streams: list[str] | None = None,
+        now: float | None = None,
     ) -> None:
-        now = self.clock()
-        window = self.categorical["language"].window
+        """Feed one chunk to every detector (``now``: its clock reading; ``None``: read
+        here) and remember its kept-out counts."""
+        now = self.clock() if now is None else now
+        window = self._kept_out_counter.window
         before = (window.late, window.future, window.ahead)
-        for dim, detector in self.categorical.items():
-            values = list(map(str, [notes.get(dim) or "und" for notes in annotations]))
-            detector.update_many(values, stamps, now, streams)
-            self.live_counts[dim].update(values)
-        for dim, key in RATES.items():
-            rows = [i for i, notes in enumerate(annotations) if notes.get(key) is not None]
-            if rows:
-                self.rates[dim].update_many(
-                    [bool(annotations[i][key]) for i in rows], [stamps[i] for i in rows], now,
-                    None if streams is None else [streams[i] for i in rows],
-                )  # fmt: skip
+        detectors = self._detectors()
+        for dim, values, rows in _columns(annotations):
+            if rows is None:
+                detectors[dim].update_many(values, stamps, now, streams)
+                self.live_counts[dim].update(values)
+            else:
+                detectors[dim].update_many(values, [stamps[i] for i in rows], now,
+                                           _pick(streams, rows))  # fmt: skip
         after = (window.late, window.future, window.ahead)
         self._pending_kept_out["late"] += after[0] - before[0]
         self._pending_kept_out["future"] += after[1] - before[1]
@@ -351,10 +483,13 @@ class DriftStage:
             for i, value in enumerate(self._recent.popleft()):
                 sums[i] -= value
 
-    def _record_alarms(self) -> None:
-        """Remember each comparison's move into ``drift`` (and out of it) with what moved."""
+    def _record_alarms(self, reports: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        """Remember each comparison's move into ``drift`` (and out of it) with what moved;
+        ``reports``: each dimension's latest report per comparison (default: its
+        detector's)."""
         for dim, det in self._detectors().items():
-            for name, report in det.reports.items():
+            latest = det.reports if reports is None else reports[dim]
+            for name, report in latest.items():
                 key = f"{dim}/{name}"
                 before, now = self._last_state.get(key), self._state_of(dim, report.state, report)
                 self._last_state[key] = now
@@ -431,7 +566,7 @@ class DriftStage:
         out["suppressed_dimensions"] = silenced
         out["alarms"] = list(self.alarms)
         out["events_seen"] = self.events_seen
-        window = self.categorical["language"].window
+        window = self._kept_out_counter.window
         # events outside the allowed lateness / ahead of the wall clock / held too far ahead of
         # the other events stay out of the windows
         late, future, ahead, share = self.kept_out()
@@ -477,7 +612,7 @@ class DriftStage:
         self._recent, self._recent_sums = deque(), [0, 0, 0, 0]
         recent = state.get("recent_kept_out")
         if recent is None:  # a snapshot from before: all its events as one (the oldest) update
-            window = self.categorical["language"].window
+            window = self._kept_out_counter.window
             late, future, ahead = window.late, window.future, window.ahead
             recent = [[late + future + ahead + window.accepted, late, future, ahead]]
         for update in recent:

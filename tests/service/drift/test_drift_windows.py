@@ -128,7 +128,7 @@ def test_comparison_windows_tick_on_event_time_whatever_the_batching() -> None:
     for seen, batch in zip(ticks, (1, len(ts)), strict=True):
         cw = ComparisonWindows(config, min_count=10, has_reference=False)
         for i in range(0, len(ts), batch):
-            cw.ingest(cats[i : i + batch], ts[i : i + batch], None, lambda s=seen: s.append(0))
+            cw.ingest(cats[i : i + batch], ts[i : i + batch], None, lambda _, s=seen: s.append(0))
         assert cw.baseline() is not None and sum(cw.baseline().values()) >= 10
     assert len(ticks[0]) == len(ticks[1]) == 10  # 0, 300, ..., 2700
 
@@ -144,8 +144,36 @@ def test_baseline_counts_each_bucket_by_hand_whatever_the_batching() -> None:
     for batch in (1, 3, len(ts)):  # one by one, across ticks (every 120 s), all at once
         cw = ComparisonWindows(config, min_count=1, has_reference=False)
         for i in range(0, len(ts), batch):
-            cw.ingest(cats[i : i + batch], ts[i : i + batch], None, lambda: None)
+            cw.ingest(cats[i : i + batch], ts[i : i + batch], None, lambda _: None)
         snapshots.append(cw.snapshot())
         assert cw.snapshot()["base"] == by_hand
         assert list(cw.snapshot()["base"]["0"]) == ["b", "a"]  # first-seen order
     assert snapshots[0] == snapshots[1] == snapshots[2]
+
+
+def test_baseline_of_events_out_of_bucket_order_keeps_first_seen_order_by_hand() -> None:
+    # 60 s buckets, a 300 s warm-up from the earliest event's bucket (0): buckets 0-4.
+    # Events (bucket, category): (4 v) alone (the first test time, every 120 s), then
+    # (2 w) (0 y) (1 z) (0 x) (1 y) behind it (within the 300 s lateness: one update, its
+    # buckets out of order), then one at 370 s (bucket 6, past the span) whose test time
+    # freezes the baseline. Buckets first seen 4, 2, 0, 1; in bucket 0 y before x, in 1 z
+    # before y: the baseline's counts in that order (v w y x z), whatever the batching.
+    config = WindowConfig(bucket_s=60, window_s=600, test_every_s=120, warmup_s=300,
+                          ahead_confirm=1)  # fmt: skip
+    ts = [250.0, 130.0, 10.0, 80.0, 20.0, 75.0, 370.0]
+    cats = ["v", "w", "y", "z", "x", "y", "u"]
+    for batch in (1, 2, len(ts)):
+        cw = ComparisonWindows(config, min_count=1, has_reference=False)
+        for i in range(0, len(ts), batch):
+            cw.ingest(cats[i : i + batch], ts[i : i + batch], None, lambda _: None)
+        assert cw.snapshot()["base"] == {"0": {"y": 1, "x": 1}, "1": {"z": 1, "y": 1},
+                                         "2": {"w": 1}, "4": {"v": 1}}  # fmt: skip
+        assert [list(cells) for cells in cw.snapshot()["base"].values()] == [
+            ["y", "x"],
+            ["z", "y"],
+            ["w"],
+            ["v"],
+        ]
+        baseline = cw.baseline()
+        assert baseline is not None
+        assert list(baseline.items()) == [("v", 1), ("w", 1), ("y", 2), ("x", 1), ("z", 1)]

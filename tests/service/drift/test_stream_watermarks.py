@@ -157,7 +157,7 @@ def test_a_partition_read_after_another_is_tested_again() -> None:
     watermark 3990: buckets 7…66 (t in [420, 4020)), 358 of a and 358 of b."""
     windows, tests = _retest_windows()
 
-    def on_tick() -> None:
+    def on_tick(_: int) -> None:
         tests.append((windows.window.watermark, windows.current()))
 
     times = [10.0 * k for k in range(400)]
@@ -185,14 +185,14 @@ def test_a_re_test_survives_a_restart() -> None:
 
     windows, tests = _retest_windows()
     times = [10.0 * k for k in range(400)]
-    windows.ingest(["x"] * 400, times, None, lambda: None, ["q[a]"] * 400)
-    windows.ingest(["y"] * 150, times[100:250], None, lambda: None, ["q[b]"] * 150)
+    windows.ingest(["x"] * 400, times, None, lambda _: None, ["q[a]"] * 400)
+    windows.ingest(["y"] * 150, times[100:250], None, lambda _: None, ["q[b]"] * 150)
     back = ComparisonWindows(windows.config, min_count=200, has_reference=False)
     back.restore(windows.snapshot())
     calls: list[int] = []
-    back.ingest(["y"] * 49, times[250:299], None, lambda: calls.append(1), ["q[b]"] * 49)
+    back.ingest(["y"] * 49, times[250:299], None, lambda _: calls.append(1), ["q[b]"] * 49)
     assert calls == []  # 150 + 49 behind the last test (3900): not yet min_count
-    back.ingest(["y"], times[299:300], None, lambda: calls.append(1), ["q[b]"])
+    back.ingest(["y"], times[299:300], None, lambda _: calls.append(1), ["q[b]"])
     assert calls == [1]  # 150 before the restart + 50 after reach it
 
 
@@ -215,22 +215,22 @@ def test_a_frozen_baseline_holds_the_same_events_in_any_partition_order() -> Non
     for has_reference in (True, False):
         replay = ComparisonWindows(config, min_count=50, has_reference=has_reference)
         merged = sorted([(t, "x") for t in a_times] + [(t, "y") for t in b_times])
-        replay.ingest([c for _, c in merged], [t for t, _ in merged], None, lambda: None)
+        replay.ingest([c for _, c in merged], [t for t, _ in merged], None, lambda _: None)
         assert replay.baseline() == expected, has_reference
 
         windows = ComparisonWindows(config, min_count=50, has_reference=has_reference)
-        windows.ingest(["x"] * 200, a_times, None, lambda: None, ["q[a]"] * 200)
+        windows.ingest(["x"] * 200, a_times, None, lambda _: None, ["q[a]"] * 200)
         assert windows.baseline() == {"x": 60}
-        windows.ingest(["y"] * 200, b_times, None, lambda: None, ["q[b]"] * 200)
+        windows.ingest(["y"] * 200, b_times, None, lambda _: None, ["q[b]"] * 200)
         assert windows.baseline() == expected, has_reference
         back = ComparisonWindows(config, min_count=50, has_reference=has_reference)
         back.restore(windows.snapshot())
         assert back.baseline() == expected
 
         windows = ComparisonWindows(config, min_count=50, has_reference=has_reference)
-        windows.ingest(["y"] * 200, b_times, None, lambda: None, ["q[b]"] * 200)
+        windows.ingest(["y"] * 200, b_times, None, lambda _: None, ["q[b]"] * 200)
         assert windows.baseline() == {"y": 60}
-        windows.ingest(["x"] * 200, a_times, None, lambda: None, ["q[a]"] * 200)
+        windows.ingest(["x"] * 200, a_times, None, lambda _: None, ["q[a]"] * 200)
         assert windows.baseline() == expected, has_reference
 
 
@@ -248,12 +248,12 @@ def test_a_frozen_baseline_is_the_first_warmup_whatever_the_test_cadence(
     times = [10.0 * k for k in range(400)]
     values = ["0" if t < 1200 else "1" for t in times]
     windows = ComparisonWindows(config, min_count=50, has_reference=False)
-    windows.ingest(values, times, None, lambda: None)
+    windows.ingest(values, times, None, lambda _: None)
     assert windows.baseline() == {"0": 120}
     # in small batches too
     windows = ComparisonWindows(config, min_count=50, has_reference=False)
     for start in range(0, 400, 7):
-        windows.ingest(values[start : start + 7], times[start : start + 7], None, lambda: None)
+        windows.ingest(values[start : start + 7], times[start : start + 7], None, lambda _: None)
     assert windows.baseline() == {"0": 120}
 
 
@@ -263,7 +263,7 @@ def test_a_quiet_source_tests_the_last_events_behind_at_once() -> None:
     window (358) beside a's 358. A second flush has nothing to test."""
     windows, tests = _retest_windows()
 
-    def on_tick() -> None:
+    def on_tick(_: int) -> None:
         tests.append((windows.window.watermark, windows.current()))
 
     times = [10.0 * k for k in range(400)]

@@ -78,7 +78,7 @@ def test_ticks_follow_the_held_watermark() -> None:
     windows = ComparisonWindows(config, min_count=1, has_reference=False)
     ticks: list[float | None] = []
     stamps = [0.0, 30.0, 60.0, 259_200.0, 310.0, 620.0]
-    windows.ingest(["a"] * 6, stamps, None, lambda: ticks.append(windows.window.watermark))
+    windows.ingest(["a"] * 6, stamps, None, lambda _: ticks.append(windows.window.watermark))
     # the first tick when 0, 30 and 60 start the watermark (at 60); the outlier is no test time
     assert ticks == [60.0, 310.0, 620.0]
     assert windows.window.ahead == 1
