@@ -71,6 +71,12 @@ _UTC_SHAPES = frozenset(
     [b"0000-00-00T00:00:00Z", *(b"0000-00-00T00:00:00.%sZ" % (b"0" * n) for n in range(1, 10))]
 )
 TIMESTAMP_EXPECTED = "RFC 3339 string or epoch seconds/milliseconds number"
+#: The pieces of :func:`parse_timestamp`'s common case, for a decoder that inlines it
+#: (``consumers.decoding``'s bare fast path): a ``str`` ``s`` with ``s.isascii()`` and
+#: ``s.encode().translate(DIGITS_AS_ZERO) in UTC_SHAPES`` whose ``datetime.fromisoformat``
+#: has ``tzinfo is UTC`` and is ``>= EPOCH`` is that datetime; anything else asks
+#: :func:`parse_timestamp`.
+DIGITS_AS_ZERO, UTC_SHAPES, EPOCH = _DIGITS_AS_ZERO, _UTC_SHAPES, _EPOCH
 
 
 def _wrong_type(expected: str) -> PydanticCustomError:
