@@ -284,17 +284,18 @@ def _fast_bare(value: bytes) -> QueryLogEvent | None:
             event_id = event_id_value(event_id)  # raises, or gives an integer's text
         elif event_id.isspace():
             return None  # blank: pydantic names the problem
-        stamp = top.timestamp
+        when = top.timestamp
+        stamp: datetime
         if (
-            type(stamp) is str
-            and stamp.isascii()
-            and stamp.encode().translate(DIGITS_AS_ZERO) in UTC_SHAPES
+            type(when) is str
+            and when.isascii()
+            and when.encode().translate(DIGITS_AS_ZERO) in UTC_SHAPES
         ):
-            stamp = _fromisoformat(stamp)  # ValueError: an impossible date, pydantic names it
+            stamp = _fromisoformat(when)  # ValueError: an impossible date, pydantic names it
             if stamp.tzinfo is not UTC or stamp < EPOCH:
-                stamp = parse_timestamp(top.timestamp)
+                stamp = parse_timestamp(when)
         else:
-            stamp = parse_timestamp(stamp)
+            stamp = parse_timestamp(when)
     except _MSGSPEC_ERRORS:
         return None
     except ValueError:  # PydanticCustomError; str() of an int over 4,300 digits

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,6 +15,7 @@ from consumers.decoding import (
     REASONS,
     DecodeError,
     _decode_slow,
+    _fast_bare,
     collect_dropped_fields,
     decode,
     decode_batch,
@@ -586,3 +588,45 @@ def test_without_records_an_escaped_or_aliased_question_gives_the_full_decoders_
     ]
     full_ok, _ = decode_batch([raw(escaped), raw(aliased)], MAPPING, LIMIT)
     assert bare_ok == full_ok
+
+
+# issue 22 item 3: the bare fast path settles the common "...Z" timestamp and a string id's
+# length itself; every case it does not settle gives the full decoder's answer
+@pytest.mark.parametrize(
+    ("fields", "settled", "expected"),
+    [
+        ({}, True, ("e-1", TEN_UTC)),
+        ({"timestamp": "2026-11-29T10:00:00.123456789Z"}, True,  # digits past 6 cut, not rounded
+         ("e-1", datetime(2026, 11, 29, 10, 0, 0, 123456, tzinfo=UTC))),
+        ({"timestamp": "2026-11-29T15:30:00+05:30"}, True, ("e-1", TEN_UTC)),  # parse_timestamp
+        ({"timestamp": 1795946400000}, True, ("e-1", TEN_UTC)),  # ms epoch: parse_timestamp
+        ({"event_id": 7}, True, ("7", TEN_UTC)),
+        ({"event_id": "x" * 256}, True, ("x" * 256, TEN_UTC)),
+        ({"timestamp": "2016-12-31T23:59:60Z"}, False,  # a leap second: fromisoformat refuses
+         ("e-1", datetime(2016, 12, 31, 23, 59, 59, 999999, tzinfo=UTC))),
+        ({"timestamp": "2026-02-30T10:00:00Z"}, False, "invalid_value"),
+        ({"timestamp": "1969-12-31T23:59:59.5Z"}, True, "invalid_value"),  # parse_timestamp
+        ({"event_id": "x" * 257}, False, "invalid_value"),
+        ({"event_id": ""}, False, "invalid_value"),
+        ({"event_id": " \t"}, False, "invalid_value"),
+    ],
+)  # fmt: skip
+def test_bare_fast_path_gives_the_full_decoders_answer(
+    fields: dict[str, Any], settled: bool, expected: tuple[str, datetime] | str
+) -> None:
+    value = encode({**BASE, **fields, "user": {"id": "u-1"}})
+    fast = _fast_bare(value)  # None: in doubt, the full way decides
+    assert (fast is not None) is (settled and not isinstance(expected, str))
+    bare = decode_batch([raw(value)], MAPPING, LIMIT, records=False)
+    full = decode_batch([raw(value)], MAPPING, LIMIT)
+    if isinstance(expected, str):
+        assert bare[0] == [] and [d.reason for d in bare[1]] == [expected]
+        assert bare[1] == full[1]
+        return
+    [(_, event)] = bare[0]
+    assert (event.event_id, event.timestamp, event.user) == (*expected, None)
+    assert event.timestamp.tzinfo is UTC
+    if fast is not None:
+        assert repr(fast) == repr(event)
+    [(_, whole)] = full[0]
+    assert repr(event) == repr(replace(whole, user=None))

@@ -250,7 +250,7 @@ def test_a_killed_writer_releases_the_state_file(tmp_path: Path) -> None:
         (2**70, 2**70),  # past 64 bits
         # a dict of strings (the dedup window) skips msgspec's read-back: escapes, controls,
         # U+2028 and non-BMP characters still read back the same
-        ({"ids": "a\nb\\\"c\x00\u2028😀é"}, {"ids": "a\nb\\\"c\x00\u2028😀é"}),
+        ({"ids": 'a\nb\\"c\x00\u2028😀é'}, {"ids": 'a\nb\\"c\x00\u2028😀é'}),
         ({"ids": "", "k": "v"}, {"ids": "", "k": "v"}),
     ],
 )
