@@ -158,6 +158,8 @@ class Batch:
         """
         if len(mask) != len(self.events):
             raise ValueError(f"mask has {len(mask)} entries, batch has {len(self.events)}")
+        if all(mask):  # the common batch drops nothing: one C-level pass, no index list
+            return 0
         kept = [i for i, flag in enumerate(mask) if flag]
         dropped = len(self.events) - len(kept)
         if dropped:

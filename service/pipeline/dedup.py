@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Collection, Iterable, Iterator
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from service.pii.event import pseudonymise_event_ids
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from service.pipeline import Batch
 
 DUPLICATE = "duplicate"
+_event_id_of = attrgetter("event_id")
 #: Ids of a window saved before ids were pseudonymised that :meth:`DedupStage.restore` runs
 #: through :func:`service.pii.pseudonymise`: an ``@``, a space, a non-ASCII character, or a
 #: bare number of 8+ digits (``+``, ``(``, ``)``, ``-`` between). Running the whole scrubber
@@ -184,7 +186,7 @@ class DedupStage:
     def process(self, batch: Batch) -> None:
         if self.pseudonymise_ids:
             pseudonymise_event_ids(batch.events, self.pseudonymiser)
-        batch.keep(self.recent.add_all([event.event_id for event in batch.events]), DUPLICATE)
+        batch.keep(self.recent.add_all(list(map(_event_id_of, batch.events))), DUPLICATE)
 
     def state_snapshot(self) -> Any:
         return pack(self.recent)  # joined straight from the window, no list copy
