@@ -335,6 +335,7 @@ def replay(config: Path, log: Path, workdir: Path,
     series stage, the garbage collector, what follows the last batch); with ``profile``
     the run (after start-up) is profiled.
     """
+    from consumers import loop
     from consumers.engine import Engine
     from consumers.file_source import FileSource
     from service.jobs import replay as replay_job
@@ -344,7 +345,7 @@ def replay(config: Path, log: Path, workdir: Path,
     settings = load_settings(config)
     split: list[tuple[float, float]] = []
     original_freeze, original_build = replay_job.freeze_heap, replay_job.build_live
-    original_decoder, original_run = replay_job.make_decoder, replay_job.run
+    original_decoder, original_run = loop.make_decoder, loop.run  # replay_job's own names
     around = _Around(stage_timers) if stage_timers is not None else None
 
     def freeze() -> None:
@@ -379,7 +380,8 @@ def replay(config: Path, log: Path, workdir: Path,
     patched: list[tuple[Any, str, Any]] = []
     if stage_timers is not None:  # the stages' snapshots and the state store's write
         Engine.checkpoint = _timed(original_checkpoint, stage_timers, CHECKPOINTS)  # type: ignore[method-assign]
-        replay_job.make_decoder, replay_job.run = decoder, run  # type: ignore[assignment]
+        replay_job.make_decoder = decoder  # type: ignore[attr-defined]
+        replay_job.run = run  # type: ignore[attr-defined]
         for owner, name, key in ((FileSource, "poll", READ), (FileSource, "dead_letter", LETTERS),
                                  (TimeSeries, "process", SERIES)):  # fmt: skip
             patched.append((owner, name, getattr(owner, name)))
@@ -397,7 +399,8 @@ def replay(config: Path, log: Path, workdir: Path,
         if around is not None and around.collector in gc.callbacks:
             gc.callbacks.remove(around.collector)
         replay_job.freeze_heap, replay_job.build_live = original_freeze, original_build
-        replay_job.make_decoder, replay_job.run = original_decoder, original_run
+        replay_job.make_decoder = original_decoder  # type: ignore[attr-defined]
+        replay_job.run = original_run  # type: ignore[attr-defined]
         Engine.checkpoint = original_checkpoint  # type: ignore[method-assign]
         for owner, name, original in patched:
             setattr(owner, name, original)
