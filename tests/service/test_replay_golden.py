@@ -291,7 +291,7 @@ change: a live question in a language no gold row is written in gets no out-of-s
 the suggestions re-rank around the Hinglish ones that lost that reason.
 All three rewritten in the twenty-sixth session (s26-merge, trial 11 finding F6) for one
 meant change: harvest merges two near-duplicate wordings only when they ask the same question
-(the same numbers, negation, content words and question word: :mod:`service.harvest.wording`),
+(the same numbers, negation, content words and question word: :mod:`service.text.wording`),
 and the export's distinct check drops a near-duplicate only by the same rule. Checked field
 for field against the former code's output: only ``gold_candidates`` moved (and the out-of-scope
 threshold's last digits, 0.41690200 → 0.41690196, this machine's BLAS, within

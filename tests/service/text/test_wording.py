@@ -18,8 +18,8 @@ from service.harvest.neardup import NearDupIndex
 from service.harvest.stage import HarvestStage
 from service.harvest.store import MemoryCandidates
 from service.harvest.text import comparison_form, jaccard, trigrams
-from service.harvest.wording import disagreement, may_merge, wording
 from service.records import GoldQuestion
+from service.text.wording import disagreement, may_merge, wording
 from tests.service.harvest.helpers import batch, event
 
 REFUSED = {"refused": True, "topic": "awards", "language": "en"}

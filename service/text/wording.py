@@ -4,7 +4,8 @@ Trigram Jaccard ≥ 0.6 (:mod:`service.harvest.neardup`) joins wordings that sha
 their characters, and so joined, on the NQ-open trial (finding F6), "who won the oscar for
 best picture in 1976" with "who won the oscar for best actor in 1975": the words that differ
 are the question. :func:`disagreement` is the merge rule applied to every pair the index
-matches: the two normalised texts (:data:`service.harvest.text.comparison_form`) merge only
+matches: the two normalised texts (:func:`service.text.normalise` with
+``separators="non_word"``, harvest's :data:`service.harvest.text.comparison_form`) merge only
 if they agree on
 
 1. their *numbers*: the set of numbers of one equals the other's. A number is a token of
@@ -48,6 +49,14 @@ Scripts written without spaces (Han, kana, Thai, Lao, Khmer, Myanmar) have no wo
 compare: in their tokens only the numbers are read (a digit run inside a token counts).
 
 Measured on NQ-open (``python -m benchmarks.bench_merge_rule``, module docstring there).
+
+The one rule of "asks the same question": harvest merges by it, and known-question matching
+(:class:`service.quality.known.KnownQuestionIndex`: the live-quality stage and the
+out-of-scope stage's known questions) accepts a gold row above its n-gram threshold only if
+:func:`disagreement` is ``None`` (trial 13: "What modern city did Khanbaliq not become?" is
+not "... did Khanbaliq become?", ``"negation"``; "... faced with more access to education?"
+is not "... less access ...", ``"words"``: "more" is a function word, "less" a content word
+the other side lacks). Hence it lives with the shared text forms, not in harvest.
 
 >>> disagreement(wording("who won the oscar for best picture in 1976"),
 ...              wording("who won the oscar for best actor in 1975"))
@@ -350,8 +359,9 @@ def _number(token: str) -> str | None:
 def wording(normalised: str) -> Wording:
     """The :class:`Wording` of a normalised text (``comparison_form``; cached, 16,384 texts).
 
-    >>> from service.harvest.text import comparison_form
-    >>> w = wording(comparison_form("Who won Best Pictures in 1976: the 2nd of 1,000 or one?"))
+    >>> from service.text import normalise
+    >>> asked = "Who won Best Pictures in 1976: the 2nd of 1,000 or one?"
+    >>> w = wording(normalise(asked, separators="non_word"))
     >>> sorted(w.numbers), sorted(w.weak), sorted(w.words), sorted(w.asks)
     (['1000', '1976', '2'], ['1'], ['best', 'pictur', 'won'], ['who'])
     """
