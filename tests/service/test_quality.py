@@ -7,6 +7,8 @@ tests run the demo query log and check the planted ACL leaks are found exactly.
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -409,11 +411,24 @@ def test_demo_known_questions_agree_with_the_generators_truth(demo: Any) -> None
         for e, n in zip(b.events, b.annotations, strict=True)
     ]
     known = [(event_id, match) for event_id, match in pairs if match]
-    assert known, "the demo log repeats some gold questions"
     for event_id, match in known:
         assert gold.by_id[match["gold_id"]].topic == topic_of[event_id]
         assert 0.9 <= match["similarity"] <= 1.0
-    assert stage.report()["known"]["prod-bm25"]["n_known"] == len(known)
+    assert stage.report().get("known", {}).get("prod-bm25", {}).get("n_known", 0) == len(known)
+    # Since session 30 none: the demo log's only near-duplicates of a gold question above
+    # 0.9 are "what time does the college bus leave in the evening" (three spellings) for
+    # q-045 "... leave the campus in the evening?", whose "campus" has no counterpart: the
+    # wording rule (harvest's) turns them down as "words", and the report says so
+    bus = "what time does the college bus leave in the evening"
+    asked = [e for b in batches for e in b.events
+             if " ".join(re.findall(r"\w+", e.question.lower())) == bus]  # fmt: skip
+    assert known == [] and len(asked) == 5
+    rejected = stage.report()["near_matches_rejected"]
+    assert rejected == {
+        "events": 5,
+        "matched_another": 0,
+        "by_reason": {"numbers": 0, "negation": 0, "words": 5, "question": 0},
+    }
 
 
 def test_demo_looser_threshold_still_matches_within_the_true_topic() -> None:
@@ -421,5 +436,13 @@ def test_demo_looser_threshold_still_matches_within_the_true_topic() -> None:
     events, meta = generate_with_meta()
     matches = KnownQuestionIndex(gold, threshold=0.7).match_many([e["question"] for e in events])
     pairs = [(m, truth.topic) for m, truth in zip(matches, meta, strict=True) if m]
-    assert len(pairs) == 40  # 5 at the default 0.9
     assert all(gold.by_id[m.gold_id].topic == topic for m, topic in pairs)
+    # 40 before session 30's wording rule (5 at the default 0.9), all turned down now: 17 by
+    # numbers ("to third year" for "... to next year", 7; "end semester exams start" for
+    # "... start in 2026?", 9, and the bus question "in 2026" for q-045, 1), 23 by words
+    # ("tech fest"/"annual fest", "starting basic pay"/"... at SIT", "pay revision arrears
+    # be credited"/"... be paid", the bus without "the campus" (11), "library kitne baje"
+    # without "saturday", "tihrd year")
+    found = KnownQuestionIndex(gold, threshold=0.7).lookup_many([e["question"] for e in events])
+    reasons = Counter(f.rejected.reason for f in found if f.rejected is not None)
+    assert pairs == [] and reasons == {"words": 23, "numbers": 17}
