@@ -47,7 +47,7 @@ with similarity exactly 1.0 (first such gold row in file order).
 merges by too (:func:`service.text.wording.disagreement`: the same numbers, negation, content
 words and question word): "2nd year" is not "1st year", "did Khanbaliq not become" is not
 "did Khanbaliq become", "more access" is not "less access", though nearly all their n-grams
-agree (trial 13: SQuAD 2.0's unanswerable twins of answerable gold questions scored 0.90 to
+agree (trial 13: SQuAD 2.0's unanswerable twins of answerable gold questions scored 0.94 and
 0.97). A row it turns down gives way to the next-best row at or above the threshold, or none;
 the lookup keeps the best row turned down and why (:class:`KnownLookup`), so a report can say
 how many near-matches the rule rejected. The rule costs set comparisons per text that reaches
