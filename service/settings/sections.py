@@ -446,8 +446,9 @@ class AnalyticsConfig(_Frozen):
             whole, 0.990 at 2,048, 0.982 at 1,024, 0.977 at 256) is in the report.
         scope_known_threshold: character n-gram cosine similarity, in (0, 1], from which a
             live question is a near-duplicate of a gold question (as ``shadow.known_threshold``,
-            with the same wording rule) and takes its answerability, whatever its score: a near-duplicate of an
-            unanswerable row is out of scope, so refusing it is correct, not an over-refusal.
+            with the same wording rule) and takes its answerability, whatever its score: a
+            near-duplicate of an unanswerable row is out of scope, so refusing it is correct,
+            not an over-refusal.
         quality_floor: smallest ROC AUC (in [0.5, 1]) a detector must show on its calibration
             data (out-of-scope, novelty) for its counts to be reported as calibrated and its
             drift dimension to raise alarms; below it the counts are labelled uncalibrated
