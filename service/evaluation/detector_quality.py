@@ -350,11 +350,20 @@ class MisjudgedAnswerable:
             scope from above (a row both rules judge counts twice), ≤ ``n``.
         n: answerable gold rows (``n_pos``), ≥ 1.
         upper: the 95 % Wilson upper bound of ``count / n`` (Wilson 1927), in (0, 1].
+        by_score: of ``count``, the rows the regression's score judges out of scope
+            (``(1 − tpr) · n_pos``): the complement of the "answerable kept in scope" the
+            detector's quality line reports, so the two read together (trial 13: "kept in
+            scope 30 of 32" beside "3 of 32 misjudged" looked like a contradiction).
+        by_off_corpus: of ``count``, the rows the off-corpus rule judges out of scope
+            (``held_out_fpr · n_answerable``; 0 without the rule); ``by_score +
+            by_off_corpus`` is ``count`` unless the cap at ``n`` cut it.
     """
 
     count: int
     n: int
     upper: float
+    by_score: int = 0
+    by_off_corpus: int = 0
 
     def explains(self, scored: int) -> int:
         """Under-refusals among ``scored`` live questions that the detector's own error
@@ -363,8 +372,9 @@ class MisjudgedAnswerable:
         return math.floor(self.upper * scored)
 
     def as_dict(self) -> dict[str, float | int]:
-        """``{"count", "of", "upper"}`` for the JSON report."""
-        return {"count": self.count, "of": self.n, "upper": self.upper}
+        """``{"count", "of", "upper", "by_score", "by_off_corpus"}`` for the JSON report."""
+        return {"count": self.count, "of": self.n, "upper": self.upper,
+                "by_score": self.by_score, "by_off_corpus": self.by_off_corpus}  # fmt: skip
 
 
 def misjudged_answerable(
@@ -379,8 +389,8 @@ def misjudged_answerable(
 
     >>> m = misjudged_answerable({"tpr": 33 / 34, "n_pos": 34},
     ...                          {"held_out_fpr": 1 / 34, "n_answerable": 34})
-    >>> m.count, m.n, round(m.upper, 4), m.explains(2400)
-    (2, 34, 0.1909, 458)
+    >>> m.count, m.n, round(m.upper, 4), m.explains(2400), m.by_score, m.by_off_corpus
+    (2, 34, 0.1909, 458, 1, 1)
     """
     if not quality:
         return None
@@ -388,13 +398,14 @@ def misjudged_answerable(
     if tpr is None or n is None or not math.isfinite(float(tpr)) or int(n) < 1:
         return None
     n = int(n)
-    count = round((1.0 - float(tpr)) * n)
+    by_score = round((1.0 - float(tpr)) * n)
+    by_off_corpus = 0
     if support:
         rate, rows = support.get("held_out_fpr"), support.get("n_answerable")
         if rate is not None and rows and math.isfinite(float(rate)):
-            count += round(float(rate) * int(rows))
-    count = min(count, n)
-    return MisjudgedAnswerable(count, n, wilson_bounds(count, n)[1])
+            by_off_corpus = round(float(rate) * int(rows))
+    count = min(by_score + by_off_corpus, n)
+    return MisjudgedAnswerable(count, n, wilson_bounds(count, n)[1], by_score, by_off_corpus)
 
 
 @dataclass(frozen=True)
@@ -506,6 +517,17 @@ def under_refusals_explained_text(scope: Mapping[str, Any]) -> str:
     return (
         f" (up to {explained} explained by the detector judging answerable questions out "
         f"of scope: {misjudged['count']} of {misjudged['of']} answerable gold questions on "
-        f"held-out data, 95 % upper bound {misjudged['upper']:.1%} of the scored questions; "
-        f"{verdict})"
+        f"held-out data{_misjudged_split(misjudged)}, 95 % upper bound "
+        f"{misjudged['upper']:.1%} of the scored questions; {verdict})"
     )
+
+
+def _misjudged_split(misjudged: Mapping[str, Any]) -> str:
+    """``" (2 by its score, 1 by the off-corpus rule)"``: which rule judged the misjudged
+    answerable rows out of scope, when the off-corpus rule judged any (``""`` otherwise, or
+    for a report written before the split was kept). The score's count is the complement of
+    the quality line's "answerable kept in scope", so the two lines read together."""
+    by_score, by_rule = misjudged.get("by_score"), misjudged.get("by_off_corpus")
+    if by_score is None or not by_rule:
+        return ""
+    return f" ({by_score} by its score, {by_rule} by the off-corpus rule)"

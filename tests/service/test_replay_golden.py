@@ -327,6 +327,10 @@ kb se shuru hai ji``. The production-shaped goldens are unchanged (their 30 ``<N
 are CLINC150's "call me X" requests, nothing but contact clauses: their own subject).
 (Figures against the code before s26-merge; on the merged code the demo moved the same way,
 its suggestions 418 → 417.)
+All three rewritten in the thirtieth session (s30-misj, trial 13 item 5) for two added fields
+and nothing else (checked with a field-by-field diff): ``analytics.out_of_scope.
+misjudged_answerable.by_score`` and ``by_off_corpus``, the parts of its ``count`` (demo 2 + 1
+of 3, production-shaped 18 + 13 of 31), so the text can say which rule misjudged the rows.
 """
 
 from __future__ import annotations

@@ -316,6 +316,36 @@ def test_gold_ids_missing_from_the_corpus_are_a_notice(tmp_path: Path) -> None:
                 if "not in corpus" in n]  # fmt: skip
 
 
+def test_a_question_asked_by_two_gold_rows_is_a_notice(tmp_path: Path) -> None:
+    """Trial 13: a gold set holding one question twice with different gold passages loaded
+    without a word. The demo gold set with its first row's question copied (re-cased, extra
+    spaces) into a new row citing another row's passage, and that row copied for role
+    ``staff`` (the ACL's own case: not a repeat): one repeated question, named by its ids."""
+    rows = [json.loads(line) for line in demo_path("gold.jsonl").read_text("utf-8").splitlines()]
+    first = rows[0]
+    second = next(r for r in rows if r["gold"] and r["gold"] != first["gold"])
+    assert first["gold"]
+    twin = {**first, "id": "twin-1", "question": "  " + first["question"].upper() + " ",
+            "gold": second["gold"]}  # fmt: skip
+    staff = {**second, "id": "staff-1", "role": "staff"}
+    assert second.get("role") != "staff"
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps(r) + "\n" for r in [*rows, twin, staff]), "utf-8")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    settings = load_settings(gold_set=gold, corpus=demo_path("corpus.jsonl"))
+    notices = run_replay(settings, empty, None, tmp_path / "dlq.jsonl")["notices"]
+    repeated = [n for n in notices if "more than one gold-set row" in n]
+    assert repeated == [
+        f"1 question appears in more than one gold-set row (rows {first['id']!r}, 'twin-1'), "
+        "1 of them with different gold passages: each row is scored on its own, so a "
+        "retriever cannot meet both; merge such rows into one with all their gold passages"
+    ]
+    clean = load_settings(gold_set=demo_path("gold.jsonl"), corpus=demo_path("corpus.jsonl"))
+    assert not [n for n in run_replay(clean, empty, None, tmp_path / "d2.jsonl")["notices"]
+                if "more than one gold-set row" in n]  # fmt: skip
+
+
 def _exported(settings: Any, log: Path, workdir: Path) -> tuple[list[str], list[Any]]:
     """The ids of every record the state's suggestion store holds, and the export."""
     from service.harvest.export import export_rows
