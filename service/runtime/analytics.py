@@ -62,6 +62,7 @@ from service.refusals.scope import (
     best_score,
     calibrate_with_retriever,
     corpus_sample,
+    coverage_groups,
     support_change,
 )
 from service.refusals.stage import EmbeddingScopeStage, RefusalStage, ScopeStage
@@ -457,10 +458,13 @@ def _scope_stage(
         return EmbeddingScope(embedder, questions, passages, retriever_scores=scores,
                               retriever=retriever.name, min_tpr=config.scope_min_tpr,
                               languages=languages, min_rows=config.quality_min_class,
-                              corpus_total=len(every)).fitted_state()  # fmt: skip
+                              corpus_total=len(every), groups=groups).fitted_state()  # fmt: skip
 
+    # the rows asking about one document (else one passage) do not see each other in the fit
+    # (coverage_groups: trial 12, F1), the passages the corpus feature reads given theirs
+    groups = coverage_groups(questions, {p.id: p.doc for p in every}, [every[i].id for i in sample])
     inputs = [questions, passages, scores, retriever.name, config.scope_min_tpr, embedder.name,
-              languages, config.quality_min_class, len(every)]  # fmt: skip
+              languages, config.quality_min_class, len(every), groups]  # fmt: skip
     detector = EmbeddingScope.restore(embedder, memo("embedding-scope", inputs, fit))
     stage = EmbeddingScopeStage(detector, retriever, known, cache_size)
     cal = detector.calibration  # its rates are those of the cross-validated scores
