@@ -909,9 +909,11 @@ def calibrate_support(
     pair split between folds hides exactly the false positive the pair held out together
     would show. Near-duplicates are *not* left out of the cutoffs (the live one and each
     fold's, the same rule): the rate is that of the rule the detector applies, so a cutoff
-    that one row sets shows as that row's false positive when it is held out. (Folds
-    grouped by gold passage were not chosen: the detector's stratified folds are shared with
-    its AUC and threshold, and a gold set may put every answerable row on one passage.)
+    that one row sets shows as that row's false positive when it is held out. The folds are
+    the detector's (:func:`grouped_folds`: a document's rows held out together when the gold
+    set asks about at least two), and ``gold_sims`` may hide more than the diagonal (``-inf``:
+    the rows of one document, :func:`hidden_pairs`), so a row's support is then taken as a
+    question's on a document no gold row asks about.
 
     Raises:
         ValueError: no answerable row, a training fold without one, or ``trim`` outside
@@ -1223,6 +1225,9 @@ def grouped_folds(
     with ``min(5, smaller class, answerable groups)`` folds, fewer down to 2 until every
     training fold holds both classes; else (no groups, or no such split) the stratified
     ``StratifiedKFold`` of :func:`_cv_folds` folds. Shuffled with ``seed``: deterministic.
+
+    Raises:
+        ValueError: a class has fewer than 2 rows (from scikit-learn).
     """
     from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 
@@ -1254,7 +1259,9 @@ class EmbeddingScope:
     questions that set the off-corpus cutoff (all but the lowest few: :func:`choose_trim`) is
     off-corpus, probability 0. It is calibrated on the gold set, answerable rows
     positive and unanswerable rows negative, with the gold features computed leave-one-out (a
-    gold question never matches itself, as a live question is not in the gold set). Its quality
+    gold question never matches itself, as a live question is not in the gold set) — with
+    ``groups``, leave-one-document-out (a gold row sees no gold row asking about its own
+    document, as a live question on an uncovered document sees none). Its quality
     is the ROC AUC of **cross-validated** probabilities (stratified k-fold, k ≤ 5), with a
     stratified percentile-bootstrap interval
     (:func:`service.evaluation.detector_quality.measure_auc`), never the training fit; the
@@ -1290,6 +1297,13 @@ class EmbeddingScope:
             language's cutoff (:meth:`cutoffs`).
         min_rows: answerable rows a language needs for its own cutoff
             (``analytics.quality_min_class``).
+        groups: which gold rows ask about one document (:func:`coverage_groups`, its
+            ``passages`` those of ``passages``), or ``None``: each row hides itself only
+            (leave-one-out) and the folds are stratified. Given, each gold row's features
+            and off-corpus support hide the rows of its group (an unanswerable row's group is
+            its nearest passage's: :func:`asked_groups`) and the folds hold a group's rows
+            out together (:func:`grouped_folds`), so the fit and its quality are those of a
+            question on a document no gold row asks about (trial 12, finding F1).
 
     Raises:
         ValueError: fewer than 2 answerable or 2 unanswerable gold questions, lengths differ,
@@ -1377,7 +1391,6 @@ class EmbeddingScope:
         self.use_retriever = retriever_scores is not None
         finite = [s for s in retriever_scores or () if s is not None]
         self.missing_score = (min(finite) - 1.0) if finite else 0.0
-        # gold rows that do not see each other: each row itself, and the rows of its group
         # gold rows that do not see each other: each row itself, and the rows asking about
         # one document (coverage_groups; an unanswerable row the document of its nearest
         # passage: asked_groups)
