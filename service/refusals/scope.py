@@ -34,6 +34,7 @@ import functools
 import hashlib
 import math
 import pickle
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -1082,31 +1083,52 @@ class GoldGroups(NamedTuple):
         unit: what a group is: ``"document"`` (the corpus passages' ``doc``) or
             ``"passage"`` (the qrels' passage ids: no passage the rows name has a ``doc``,
             or the documents hold every answerable row in one group).
+            ``"row"``: each row its own group, the fit as without groups (leave-one-out,
+            folds not grouped), because neither documents nor passages split the answerable
+            rows usably (``why``).
         n_answerable: groups holding answerable rows (at least 2).
         passages: group of each passage of ``passage_ids`` (:func:`coverage_groups`): that
             of the answerable rows asking about its document (passage), ``-1`` when none
             does; read by :func:`asked_groups`.
+        why: why a coarser unit was not used (``""`` when none was declined), e.g. ``"not
+            by document: 30 of the 32 answerable rows ask about one (more than half)"``.
     """
 
     labels: tuple[int, ...]
     unit: str
     n_answerable: int
     passages: tuple[int, ...] = ()
+    why: str = ""
+
+
+#: Most of the answerable gold rows one group may hold for the out-of-scope fit to group by
+#: that unit (:func:`coverage_groups`). A group holding more leaves the folds that hold it out
+#: training on the few other rows, and hides from each of its rows most of the answerable
+#: ones: a gold set of 30 rows on one article and 2 on another fell from AUC 0.965
+#: (trusted) to 0.548 (uncalibrated, the detector off) when grouped by document. At half,
+#: every training fold keeps at least half of the answerable rows.
+MAX_GROUP_SHARE = 0.5
 
 
 def coverage_groups(
     questions: Sequence[GoldQuestion],
     document_of: Mapping[str, str | None],
     passage_ids: Sequence[str] = (),
+    max_share: float = MAX_GROUP_SHARE,
 ) -> GoldGroups | None:
     """Group the gold rows by the part of the corpus they ask about: two answerable rows
     are in one group when their relevant passages (``gold``, the qrels) share a document
     (``document_of``: passage id → its ``doc``; a passage without one, or not in the
     mapping, is a document of its own), transitively; each unanswerable row is a group of
     its own. Documents are tried first, then passages, and the first with at least two
-    groups of answerable rows is returned; ``None`` when neither has (every answerable row
-    asks about one passage: nothing to hold out). ``passage_ids``: the passages the detector
-    reads (its corpus feature), in its order, whose groups :func:`asked_groups` reads.
+    groups of answerable rows, none holding more than :data:`MAX_GROUP_SHARE` of them, is
+    returned (its ``why`` names the unit declined before it and why); ``None`` when neither
+    has two groups (every answerable row asks about one passage: nothing to hold out); a
+    ``"row"`` grouping (each row alone, the fit as without groups) when a unit had two but one
+    held too many (the lopsided gold set: 30 rows on one article, 2 on another, with every
+    passage of that article asked about by more than half of them). ``passage_ids``: the
+    passages the detector reads (its corpus feature), in its order, whose groups
+    :func:`asked_groups` reads.
 
     Why: a live question about a document no gold row asks about has no gold question near
     it, while every answerable gold row has the other gold rows on its own document — so a
@@ -1116,15 +1138,23 @@ def coverage_groups(
     articles were "out of scope" while the cross-validated AUC read 1.000).
 
     >>> q = [GoldQuestion("a", "x", ("p1",)), GoldQuestion("b", "y", ("p2",)),
-    ...      GoldQuestion("c", "z", ("p3",)), GoldQuestion("u", "w", ())]
-    >>> coverage_groups(q, {"p1": "A.html", "p2": "A.html", "p3": "B.html"}, ["p3", "p9"])
-    GoldGroups(labels=(0, 0, 1, 2), unit='document', n_answerable=2, passages=(1, -1))
-    >>> coverage_groups(q, {"p1": "A.html", "p2": "A.html", "p3": "A.html"})
-    GoldGroups(labels=(0, 1, 2, 3), unit='passage', n_answerable=3, passages=())
-    >>> coverage_groups(q[:1] + q[3:], {}) is None
+    ...      GoldQuestion("c", "z", ("p3",)), GoldQuestion("d", "v", ("p4",)),
+    ...      GoldQuestion("u", "w", ())]
+    >>> docs = {"p1": "A.html", "p2": "A.html", "p3": "B.html", "p4": "B.html"}
+    >>> coverage_groups(q, docs, ["p3", "p9"])
+    GoldGroups(labels=(0, 0, 1, 1, 2), unit='document', n_answerable=2, passages=(1, -1), why='')
+    >>> coverage_groups(q, dict.fromkeys(docs, "A.html"))
+    GoldGroups(labels=(0, 1, 2, 3, 4), unit='passage', n_answerable=4, passages=(), why='')
+    >>> coverage_groups(q[:1] + q[4:], {}) is None
     True
+
+    Lopsided: 3 of the 4 answerable rows on A.html is more than half, so by passage:
+
+    >>> coverage_groups(q, {**docs, "p3": "A.html"}).why
+    'not by document: 3 of the 4 answerable rows ask about one (more than 50%)'
     """
     with_doc = any(document_of.get(pid) for q in questions for pid in q.gold)
+    declined: list[str] = []
     for unit in ("document", "passage"):
         parent: dict[str, str] = {}
         find = functools.partial(_find, parent)
@@ -1137,15 +1167,25 @@ def coverage_groups(
             keys.append(own[0])
         roots: dict[str, int] = {}
         labels = tuple(roots.setdefault(find(key), len(roots)) for key in keys)
-        n = len({g for g, q in zip(labels, questions, strict=True) if q.answerable})
-        if n >= 2:
+        sizes = Counter(g for g, q in zip(labels, questions, strict=True) if q.answerable)
+        n, rows = len(sizes), sum(sizes.values())
+        name = unit if with_doc else "passage"
+        if n >= 2 and max(sizes.values()) > max_share * rows:
+            declined.append(f"not by {name}: {max(sizes.values())} of the {rows} answerable "
+                            f"rows ask about one (more than {max_share:.0%})")  # fmt: skip
+        elif n >= 2:
             asked = {find(key) for key, q in zip(keys, questions, strict=True) if q.answerable}
             own = [f"d\t{document_of[pid]}" if unit == "document" and document_of.get(pid)
                    else f"p\t{pid}" for pid in passage_ids]  # fmt: skip
             passages = tuple(roots[find(k)] if k in parent and find(k) in asked else -1
                              for k in own)  # fmt: skip
-            return GoldGroups(labels, unit if with_doc else "passage", n, passages)
-    return None
+            return GoldGroups(labels, name, n, passages, "; ".join(declined))
+        if not with_doc:  # the documents were the passages: nothing else to try
+            break
+    if not declined:
+        return None
+    rows = sum(q.answerable for q in questions)
+    return GoldGroups(tuple(range(len(questions))), "row", rows, (), "; ".join(declined))
 
 
 def _find(parent: dict[str, str], key: str) -> str:
@@ -1210,11 +1250,14 @@ def describe_hiding(groups: GoldGroups | None, grouped: bool) -> str:
     """
     if groups is None:
         return "gold similarities leave-one-out"
+    if groups.unit == "row":
+        return f"gold similarities leave-one-out, folds not grouped: {groups.why}"
+    why = f"; {groups.why}" if groups.why else ""
     if grouped:
         return (f"gold similarities and folds by {groups.unit}: the answerable rows ask "
-                f"about {groups.n_answerable}")  # fmt: skip
+                f"about {groups.n_answerable}{why}")  # fmt: skip
     return (f"gold similarities by {groups.unit}, the answerable rows ask about "
-            f"{groups.n_answerable}; folds not grouped")  # fmt: skip
+            f"{groups.n_answerable}; folds not grouped{why}")  # fmt: skip
 
 
 def grouped_folds(
@@ -1232,7 +1275,7 @@ def grouped_folds(
     from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 
     x = np.zeros((labels.shape[0], 1))
-    if groups is not None:
+    if groups is not None and groups.unit != "row":
         for folds in range(min(_cv_folds(labels), groups.n_answerable), 1, -1):
             cv = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed)
             split = list(cv.split(x, labels, groups.labels))

@@ -10,6 +10,7 @@ nearest gold question, the off-corpus cutoff and the folds."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from service.refusals.scope import (
     EmbeddingScope,
     GoldGroups,
     coverage_groups,
+    describe_hiding,
     grouped_folds,
     hidden_pairs,
 )
@@ -193,3 +195,72 @@ def test_the_service_groups_the_gold_rows_by_the_corpus_documents() -> None:
                                  corpus, embedder=TableEmbedder(table))  # fmt: skip
     assert quality is not None
     assert "folds by document: the answerable rows ask about 2" in quality.method
+
+
+def test_a_lopsided_gold_set_is_grouped_by_passage_not_by_its_two_documents() -> None:
+    """Five answerable rows on document A (passages p1, p1, p2, p3, p4) and one on B (p5): by
+    document, A holds 5 of the 6 (more than :data:`MAX_GROUP_SHARE`, half), so the fit would
+    train on B's one row when A is held out. By passage the largest group is p1's 2 of 6:
+    used, and the declined unit said. Each unanswerable row alone; labels by hand."""
+    q = [GoldQuestion("a1", "q1", ("p1",)), GoldQuestion("a2", "q2", ("p1",)),
+         GoldQuestion("a3", "q3", ("p2",)), GoldQuestion("a4", "q4", ("p3",)),
+         GoldQuestion("a5", "q5", ("p4",)), GoldQuestion("b1", "q6", ("p5",)),
+         GoldQuestion("u1", "q7", ()), GoldQuestion("u2", "q8", ())]  # fmt: skip
+    docs = {"p1": "A", "p2": "A", "p3": "A", "p4": "A", "p5": "B"}
+    got = coverage_groups(q, docs, ["p1", "p5", "p9"])
+    assert got == GoldGroups(
+        (0, 0, 1, 2, 3, 4, 5, 6), "passage", 5, passages=(0, 4, -1),
+        why="not by document: 5 of the 6 answerable rows ask about one (more than 50%)",
+    )  # fmt: skip
+    # p1 asked about by 4 of the 6 (a1, a2, and now a3 and a4): no unit splits the rows
+    # usably, so each row alone (the fit as without groups), both units declined said
+    q3 = [*q[:2], *(dataclasses.replace(r, gold=("p1",)) for r in q[2:4]), *q[4:]]
+    got = coverage_groups(q3, docs)
+    assert got == GoldGroups(
+        (0, 1, 2, 3, 4, 5, 6, 7), "row", 6,
+        why="not by document: 5 of the 6 answerable rows ask about one (more than 50%); "
+        "not by passage: 4 of the 6 answerable rows ask about one (more than 50%)",
+    )  # fmt: skip
+    assert got is not None and grouped_folds(np.array([True] * 6 + [False] * 2), got, 0)[1] is False
+    assert describe_hiding(got, False).startswith("gold similarities leave-one-out, folds not "
+                                                  "grouped: not by document: 5 of the 6")  # fmt: skip
+
+
+def test_a_lopsided_real_gold_set_keeps_a_trusted_detector(shared_data: Path) -> None:
+    """Trial 12's reviewer's case on real data: 30 XQuAD-en rows on its largest article and 2
+    on the next, 12 CLINC150 ``oos_val`` rows, the 240 English paragraphs as the corpus (the
+    service's own ``_scope_stage``). Grouped by its two documents the fit held the 30 out
+    with 2 answerable rows to train on: cross-validated AUC 0.763, TPR 0.625 at a threshold
+    meant to keep 0.95; by passage (7 groups) it reads 0.980. The floor asserted is
+    ``quality_floor``'s 0.75 plus the interval's half-width, 0.15: a fit by document cannot
+    reach it here."""
+    import json
+    import random
+
+    from benchmarks.datasets import load_xquad
+    from service.runtime.analytics import _scope_stage
+    from service.settings import AnalyticsConfig
+
+    passages, questions = load_xquad("en", shared_data)
+    corpus = Corpus(tuple(Passage(p.id, p.text, doc=p.doc) for p in passages))
+    article = {p.id: p.doc for p in passages}
+    counts: dict[str | None, int] = {}
+    for _, _, pid in questions:
+        counts[article[pid]] = counts.get(article[pid], 0) + 1
+    arts = sorted((a for a in counts if a), key=lambda a: (-counts[a], a))
+    rng = random.Random(1)
+    picked = rng.sample([q for q in questions if article[q[2]] == arts[0]], 30)
+    picked += rng.sample([q for q in questions if article[q[2]] == arts[1]], 2)
+    clinc = json.loads((shared_data / "clinc150" / "data_full.json").read_text("utf-8"))
+    gold = [GoldQuestion(f"x-{qid}", text, (pid,), language="en") for qid, text, pid in picked]
+    gold += [GoldQuestion(f"oos-{k}", clinc["oos_val"][k][0], (), kind="unanswerable",
+                          language="en") for k in range(12)]  # fmt: skip
+    config = AnalyticsConfig()
+    _, cal, quality = _scope_stage(config, GoldSet(tuple(gold)), corpus)
+    assert quality is not None and cal is not None
+    assert "by passage: the answerable rows ask about 7; not by document: 30 of the 32" in (
+        quality.method
+    )
+    assert quality.auc >= 0.90
+    assert quality.trusted(config.quality_floor, config.scope_min_balanced_accuracy,
+                           config.quality_min_class)  # fmt: skip
