@@ -21,8 +21,9 @@ English one: a near-duplicate of a gold row takes its answerability, else out of
 off-corpus or below the calibrated threshold. Reported per draw: the out-of-scope share of
 (a), (b) and (c) (and the off-corpus share of each), and the detector's own reported quality
 (cross-validated ROC AUC with its interval, TPR / FPR / balanced accuracy at the threshold,
-and whether it is trusted: ``quality_floor``, ``scope_min_balanced_accuracy`` and
-``quality_min_class``).
+and whether it is trusted: ``DetectorQuality.trusted`` with ``quality_floor``,
+``scope_min_balanced_accuracy`` — on the balanced accuracy with the FPR at its Wilson upper
+bound — and ``quality_min_class``).
 
 ``--reference`` fits each draw a second time as before the fix (every gold row sees every
 other, folds not grouped), for the figures next to it from the same run; the last line of
@@ -131,9 +132,8 @@ def run_draw(
     assert stage is not None and cal is not None and quality is not None
     n_ans = sum(q.answerable for q in gold)
     n_unans = len(gold) - n_ans
-    trusted = (quality.auc >= config.quality_floor
-               and cal.balanced_accuracy >= config.scope_min_balanced_accuracy
-               and min(n_ans, n_unans) >= config.quality_min_class)  # fmt: skip
+    trusted = quality.trusted(config.quality_floor, config.scope_min_balanced_accuracy,
+                              config.quality_min_class)  # fmt: skip
     row: dict[str, Any] = {
         "seed": seed,
         "fit": "reference" if reference else "grouped",
@@ -143,6 +143,7 @@ def run_draw(
                      "interval": [round(quality.low, 3), round(quality.high, 3)],
                      "tpr": round(cal.tpr, 3), "fpr": round(cal.fpr, 3),
                      "balanced_accuracy": round(cal.balanced_accuracy, 3),
+                     "bounded_balanced_accuracy": round(quality.bounded_balanced_accuracy, 3),
                      "trusted": trusted,
                      "features": list(stage.detector.feature_names),
                      "method": quality.method},

@@ -167,7 +167,9 @@ class Analytics:
                     f"{self.quality_floor:.2f}")  # fmt: skip
         return (f"{detector} balanced accuracy {quality.balanced_accuracy:.3f} at its "
                 f"threshold ({class_rates_text(quality.as_dict(), detector)}; ROC AUC "
-                f"{quality.auc:.3f}) is below analytics.scope_min_balanced_accuracy "
+                f"{quality.auc:.3f}), {quality.bounded_balanced_accuracy:.3f} with its false-"
+                f"positive rate at its Wilson 95 % upper bound over {quality.n_neg} questions, "
+                f"is below analytics.scope_min_balanced_accuracy "
                 f"{self.min_balanced_accuracy:.2f}")  # fmt: skip
 
     def language_label(self, language: str | None) -> str:

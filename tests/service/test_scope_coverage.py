@@ -221,9 +221,11 @@ def test_a_lopsided_gold_set_is_grouped_by_passage_not_by_its_two_documents() ->
         why="not by document: 5 of the 6 answerable rows ask about one (more than 50%); "
         "not by passage: 4 of the 6 answerable rows ask about one (more than 50%)",
     )  # fmt: skip
-    assert got is not None and grouped_folds(np.array([True] * 6 + [False] * 2), got, 0)[1] is False
-    assert describe_hiding(got, False).startswith("gold similarities leave-one-out, folds not "
-                                                  "grouped: not by document: 5 of the 6")  # fmt: skip
+    assert got is not None
+    assert grouped_folds(np.array([True] * 6 + [False] * 2), got, 0)[1] is False
+    assert describe_hiding(got, False).startswith(
+        "gold similarities leave-one-out, folds not grouped: not by document: 5 of the 6"
+    )
 
 
 def test_a_lopsided_real_gold_set_keeps_a_trusted_detector(shared_data: Path) -> None:
