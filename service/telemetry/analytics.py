@@ -272,10 +272,10 @@ class AnalyticsMetrics:
                 _set_or_remove(self.detector_operating_point, value, detector, rate)
             ba = rates["balanced_accuracy"]
             sizes = [quality.get(n) for n in ("n_pos", "n_neg")]
-            tpr, fpr = rates["tpr"], rates["fpr"]
-            if None not in (ba, tpr, fpr, sizes[1]):
+            tpr, fpr, n_neg = rates["tpr"], rates["fpr"], sizes[1]
+            if ba is not None and tpr is not None and fpr is not None and n_neg is not None:
                 # as DetectorQuality.trusted: the FPR at its Wilson upper bound over n_neg
-                ba = bounded_balanced_accuracy(float(tpr), float(fpr), float(sizes[1]))
+                ba = bounded_balanced_accuracy(float(tpr), float(fpr), float(n_neg))
             point_ok = ba is None or not math.isfinite(ba) or float(ba) >= min_balanced_accuracy
             enough = all(n is None or n >= min_class for n in sizes)
             self.detector_trusted.labels(detector=detector).set(
