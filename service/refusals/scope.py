@@ -1143,8 +1143,12 @@ def coverage_groups(
     >>> docs = {"p1": "A.html", "p2": "A.html", "p3": "B.html", "p4": "B.html"}
     >>> coverage_groups(q, docs, ["p3", "p9"])
     GoldGroups(labels=(0, 0, 1, 1, 2), unit='document', n_answerable=2, passages=(1, -1), why='')
-    >>> coverage_groups(q, dict.fromkeys(docs, "A.html"))
-    GoldGroups(labels=(0, 1, 2, 3, 4), unit='passage', n_answerable=4, passages=(), why='')
+    >>> coverage_groups(q, dict.fromkeys(docs, "A.html"))  # doctest: +NORMALIZE_WHITESPACE
+    GoldGroups(labels=(0, 1, 2, 3, 4), unit='passage', n_answerable=4, passages=(),
+               why='not by document: all 4 answerable rows ask about one')
+    >>> coverage_groups(q, {}).why
+    'the corpus names no document (`doc`) of the gold passages'
+
     >>> coverage_groups(q[:1] + q[4:], {}) is None
     True
 
@@ -1170,6 +1174,9 @@ def coverage_groups(
         sizes = Counter(g for g, q in zip(labels, questions, strict=True) if q.answerable)
         n, rows = len(sizes), sum(sizes.values())
         name = unit if with_doc else "passage"
+        if n == 1 and unit == "document" and with_doc:  # one document: passages may split it
+            declined.append(f"not by document: all {rows} answerable rows ask about one")
+            continue
         if n >= 2 and max(sizes.values()) > max_share * rows:
             declined.append(f"not by {name}: {max(sizes.values())} of the {rows} answerable "
                             f"rows ask about one (more than {max_share:.0%})")  # fmt: skip
@@ -1179,6 +1186,8 @@ def coverage_groups(
                    else f"p\t{pid}" for pid in passage_ids]  # fmt: skip
             passages = tuple(roots[find(k)] if k in parent and find(k) in asked else -1
                              for k in own)  # fmt: skip
+            if not with_doc:
+                declined.append("the corpus names no document (`doc`) of the gold passages")
             return GoldGroups(labels, name, n, passages, "; ".join(declined))
         if not with_doc:  # the documents were the passages: nothing else to try
             break
