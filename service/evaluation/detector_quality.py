@@ -110,13 +110,20 @@ class DetectorQuality:
         """True when the AUC is known and at least ``floor`` (its point estimate), both
         classes hold at least ``min_class`` scores (``analytics.quality_min_class``: an AUC
         measured on 5 unanswerable gold questions is no measurement) and, when an operating
-        point is reported, its balanced accuracy is at least ``min_balanced_accuracy``."""
+        point is reported, its balanced accuracy is at least ``min_balanced_accuracy`` with
+        its FPR at the Wilson upper bound (:func:`bounded_balanced_accuracy`): a rate measured
+        on 10 negatives is no better known than that."""
         if min(self.n_pos, self.n_neg) < min_class:
             return False
         if not (np.isfinite(self.auc) and self.auc >= floor):
             return False
-        ba = self.balanced_accuracy
+        ba = self.bounded_balanced_accuracy
         return bool(not np.isfinite(ba) or ba >= min_balanced_accuracy)
+
+    @property
+    def bounded_balanced_accuracy(self) -> float:
+        """:func:`bounded_balanced_accuracy` of this operating point (NaN: none reported)."""
+        return bounded_balanced_accuracy(self.tpr, self.fpr, self.n_neg)
 
     def as_dict(self) -> dict[str, float | int | str | None]:
         """JSON-safe form (NaN becomes ``None``), unrounded: every display rounds the same
@@ -255,6 +262,31 @@ def too_few(detector: str, quality: DetectorQuality, min_class: int) -> str | No
     if n >= min_class:
         return None
     return f"measured on only {n} {what}; needs at least {min_class}"
+
+
+def bounded_balanced_accuracy(tpr: float, fpr: float, n_neg: float) -> float:
+    """``(tpr + 1 − u) / 2``, in [0, 1]: the balanced accuracy with the false-positive rate at
+    ``u``, the upper end of the Wilson 95 % interval of ``fpr`` over ``n_neg`` negatives
+    (:func:`service.coverage.wilson_bounds`); NaN when a rate is unknown; ``n_neg`` ≤ 0
+    gives ``u`` = 1.
+
+    Why (trial 12 follow-up, ``benchmarks/bench_scope_coverage.py``): the out-of-scope
+    detector's FPR is measured on the gold set's 10–14 unanswerable rows, so 5 of 10 let
+    through reads 0.50 when the live rate may be 0.76; three of 16 seeded gold sets caught
+    under half of CLINC150's out-of-scope questions (live FPR 0.52–0.84 against 0.46–0.55
+    reported) while their balanced accuracy, 0.68–0.74, passed the 0.68 floor. At the bound
+    they read 0.56–0.62; the 13 that catch 71 % or more read 0.686 or above (0.686: the one
+    catching 71 %, its 3 of 11 let through; a thin margin, said as measured).
+
+    >>> round(bounded_balanced_accuracy(0.941, 0.5, 10), 3)  # FPR bound 0.763
+    0.589
+    >>> round(bounded_balanced_accuracy(0.952, 0.07, 100), 3)  # FPR bound 0.137
+    0.907
+    """
+    if not (math.isfinite(tpr) and math.isfinite(fpr)):
+        return float("nan")
+    upper = wilson_bounds(fpr * n_neg, n_neg)[1]
+    return (tpr + 1.0 - upper) / 2.0
 
 
 def quality_gauges(quality: DetectorQuality) -> dict[str, float]:

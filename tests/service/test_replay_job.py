@@ -571,3 +571,21 @@ def test_a_clean_replay_leaves_no_dead_letter_file_and_a_held_one_stops_the_next
     assert dlq.read_text(encoding="utf-8") == '{"reason": "not_json"}\n'
     run_replay(settings, log, None, dlq)  # released: this one empties it, as documented
     assert dlq.read_text(encoding="utf-8") == ""
+
+
+def test_the_out_of_scope_fit_says_which_gold_rows_hid_which(tmp_path: Path) -> None:
+    """The review of s30-pscope2: the README says the quality line names the unit the fit
+    grouped the gold rows by, but only the JSON held it. The demo's gold rows cite passages
+    of 10 documents (its corpus's ``doc``): the text and the HTML report say so."""
+    log = tmp_path / "log.jsonl"  # the demo log's first 200 events: some are scored
+    lines = demo_path("querylog.jsonl").read_text("utf-8").splitlines(keepends=True)
+    log.write_text("".join(lines[:200]), encoding="utf-8")
+    settings = load_settings(gold_set=demo_path("gold.jsonl"), corpus=demo_path("corpus.jsonl"))
+    report = run_replay(settings, log, None, tmp_path / "dlq.jsonl")
+    fit = [line for line in render_text(report).splitlines()
+           if line.startswith("  out-of-scope fit: ")]  # fmt: skip
+    assert len(fit) == 1
+    assert "gold similarities and folds by document: the answerable rows ask about 10" in fit[0]
+    page = render_replay_html(report)
+    assert "scope calibration: fit" in page
+    assert "folds by document: the answerable rows ask about 10" in html.unescape(page)
