@@ -98,7 +98,7 @@ class TraceMapping(BaseModel):
 
     Attributes:
         question_json_keys: keys tried, in order, when a question value is JSON
-            (``input.mime_type: application/json``, or a ``input.value`` that is a JSON
+            (``input.mime_type: application/json``, or an ``input.value`` that is a JSON
             object whatever its mime type; ``traceloop.entity.input``).
         answer_json_keys: the same for ``output.value`` / ``traceloop.entity.output``.
         passage_id_metadata_keys: keys of a document's metadata that hold its id, tried in
