@@ -117,7 +117,8 @@ AdmitDead = Callable[[list[DeadLetter]], list[DeadLetter]]
 class TotalsJson(TypedDict):
     """:meth:`Totals.to_json`: the all-time counts as stored in the state and shown in
     ``/v1/status`` ``totals`` (``dead_lettered`` and ``dropped`` by reason; ``fields_dropped``
-    by ``"<field>: <reason>"``, the optional fields the decoder dropped from kept events)."""
+    by ``"<field>: <reason>"``, the optional fields the decoder or the trace mapping dropped
+    from kept events)."""
 
     consumed: int
     processed: int
