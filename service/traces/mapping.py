@@ -149,11 +149,13 @@ class TraceEvent:
         rewritten_query: the query the retriever ran (may differ from the question when the
             application rewrites it), ``None`` when no span records it.
         dropped: what the trace carried that the event lost, as the decoder counts an
-            optional field it drops: ``(field path, reason)``, today only
-            ``("retrieval.results", "wrong_type")`` (documents not a list of objects) or
+            optional field it drops: ``(field path, reason)``, today
+            ``("retrieval.results", "wrong_type")`` (documents not a list of objects),
             ``("retrieval.results", "missing_field")`` (a document without an id, a metadata
             id or content; an event named ``gen_ai.retrieval.documents`` without that
-            attribute). The engine counts them (``fields_dropped``) when the event is kept.
+            attribute) and ``("answer.text", "missing_field")`` (the root's ``output.value``
+            a JSON object with none of :attr:`TraceMapping.answer_json_keys`, and no other
+            answer text). The engine counts them (``fields_dropped``) when the event is kept.
     """
 
     event: QueryLogEvent
@@ -247,7 +249,12 @@ def trace_to_event(
         )
     except ValidationError as exc:  # e.g. a lone surrogate in the question: the trace's fault
         raise TraceMappingError("invalid_value", _validation_detail(exc)) from None
-    dropped = () if unread is None else ((RESULTS_FIELD, unread),)
+    dropped: tuple[tuple[str, str], ...] = () if unread is None else ((RESULTS_FIELD, unread),)
+    answer = event.answer
+    if (answer is None or answer.text is None) and _json_object_without(
+        root, "output", mapping.answer_json_keys
+    ):  # the root's output.value a JSON object without an answer key, and no other text
+        dropped += (("answer.text", "missing_field"),)
     return TraceEvent(event=event, trace_id=trace_id, rewritten_query=rewritten,
                       dropped=dropped)  # fmt: skip
 

@@ -548,4 +548,6 @@ def test_json_objects_without_a_mime_type_are_read_for_answer_and_rewritten_quer
     assert trace_to_event(listed, TraceMapping()).event.question == '["Hostel fee?"]'
     unkeyed = [span("q", "1", None, 0, 9, output__value='{"note": "x"}',
                     input__value="Hostel fee?")]  # fmt: skip
-    assert trace_to_event(unkeyed, TraceMapping()).event.answer is None  # not its text
+    built = trace_to_event(unkeyed, TraceMapping())
+    assert built.event.answer is None  # not its text: counted as a dropped field
+    assert built.dropped == (("answer.text", "missing_field"),)
