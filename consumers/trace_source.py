@@ -303,7 +303,9 @@ class TraceSource:
                         one, dead = decoder([message])
                         decoded += one
                         theirs += dead
-                        event = one[0][1] if one else event
+                        if not one:  # dead-lettered: no event to count drops of
+                            continue
+                        event = one[0][1]
                     if message.dropped:  # counted by the engine if the event is kept
                         note_dropped_fields(event, message.dropped)
                     continue
