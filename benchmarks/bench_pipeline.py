@@ -43,11 +43,12 @@ retries to the timed window).
 One such run compares one goldwatch window with one raw read: on a shared machine either
 may land on a busy moment (the raw read with goldwatch's bounds spread 5.3-6.1 µs an event
 over three runs within five minutes on 2026-12-05, load ~4.5), so one run's ratio moves by
-±0.03 around its median. ``--kafka-pairs K`` then times K more pairs on the same topic in the
-same process: the raw read with goldwatch's fetch bounds and goldwatch's loop, one right after
-the other, the order alternating (raw first in odd pairs), and prints each pair's CPU per
-event and ratio and the median ratio: the "median of interleaved rounds" without a broker
-start and a produce per round.
+several hundredths (0.41-0.53 over five runs within five minutes, load ~7). ``--kafka-pairs
+K`` then times K more pairs on the same topic in the same process: the raw read with
+goldwatch's fetch bounds and goldwatch's loop, one right after the other, the order
+alternating (raw first in odd pairs), and prints each pair's CPU per event and ratio and the
+median ratio: the "median of interleaved rounds" without a broker start and a produce per
+round (docs/scaling.md, 2026-12-05).
 
 Run: ``python -m benchmarks.bench_pipeline [--events 100000] [--skip-kafka] [--kafka-pairs K]``.
 """
