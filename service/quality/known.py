@@ -81,7 +81,8 @@ from service.evaluation.ir_metrics import hit_rate_at_k, recall_at_k, reciprocal
 from service.pipeline.batch_cache import BatchCache
 from service.records import GoldQuestion
 from service.text import normalise
-from service.text.wording import Disagreement, Wording, disagreement, wording
+from service.text import wording as wording_rule
+from service.text.wording import Disagreement, Wording, disagreement
 
 __all__ = ["KnownLookup", "KnownMatch", "KnownQuestionIndex", "KnownRejection", "live_scores"]
 
@@ -127,8 +128,9 @@ class KnownLookup(NamedTuple):
 
 _NOTHING = KnownLookup(None, None)
 #: :func:`service.text.wording.wording` without its cache: the index caches its lookups, and
-#: its texts must not evict harvest's wordings from that cache.
-_uncached_wording: Callable[[str], Wording] = wording.__wrapped__
+#: its texts must not evict harvest's wordings from that cache (the module, not the cached
+#: function, is imported here: the cache keeps one name, ``wording.wording``).
+_uncached_wording: Callable[[str], Wording] = wording_rule.wording.__wrapped__
 
 
 def _slots(keys: np.ndarray, bits: int) -> np.ndarray:

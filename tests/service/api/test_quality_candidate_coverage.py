@@ -6,7 +6,6 @@ skips about 70 % of the demo's events as ``not_sampled``, deterministically per 
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -23,32 +22,11 @@ pytestmark = pytest.mark.slow  # a served app that first consumes the whole demo
 def test_quality_says_a_sampled_candidate_covers_fewer_known_questions(tmp_path: Path) -> None:
     settings = _demo_settings(
         tmp_path,
+        live_wordings=True,  # the demo log's own wordings of two gold rows: known questions
         corpus=demo_path("corpus.jsonl"),
         shadow={"production": "bm25", "known_threshold": 0.75, "max_cpu_share": None,
                 "candidates": [{"name": "hybrid", "retriever": "hybrid", "sample_rate": 0.3}]},
     )  # fmt: skip
-    # Since session 30 the demo log's near-duplicates of its gold rows ask other questions by
-    # the wording rule ("... bus leave in the evening" lacks q-045's "the campus"; "when do
-    # the end semester exams start" q-027's "in 2026"), so the gold set gets their own
-    # wordings (the passages of q-045 and q-027) to have known questions to sample
-    with settings.gold_set.open("a", encoding="utf-8") as gold:
-        for n, (question, passage, topic) in enumerate((
-            ("What time does the college bus leave in the evening?", "p-0050", "transport"),
-            ("When do the end semester exams start?", "p-0038", "exams"),
-        )):  # fmt: skip
-            gold.write(
-                json.dumps(
-                    {
-                        "id": f"q-live-{n}",
-                        "question": question,
-                        "gold": [passage],
-                        "kind": "plain",
-                        "language": "en",
-                        "topic": topic,
-                    }
-                )
-                + "\n"
-            )
     with Server(settings) as running:
         server = _consumed(running)
         deadline = time.monotonic() + 120
