@@ -118,7 +118,7 @@ def test_ids_accept_strings_and_integers_only() -> None:
         ({"answer": {"refused": "yes"}}, "bool_type"),
         ({"feedback": {"rating": float("inf")}}, "finite_number"),
         ({"channel": 3}, "string_type"),
-        ({"user": "alice"}, "dataclass_type"),
+        ({"user": "alice"}, "dict_type"),  # a record is a msgspec Struct read as a typed dict
     ],
 )
 def test_field_constraints(fields: dict[str, object], expected: str) -> None:
