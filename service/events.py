@@ -274,9 +274,12 @@ class _Record(msgspec.Struct, frozen=True, gc=False):
     a cycle), which msgspec decodes straight from bytes (consumers/decoding.py).
 
     pydantic validates them as before (the same rules, error types and locations, unknown
-    keys ignored): :meth:`__get_pydantic_core_schema__` reads a record as a typed dict of its
-    fields, then builds the Struct; a record instance is taken as is (as a dataclass was), and
-    it serializes as that dict. Constructing a record directly (``User(id=5)``) does *not*
+    keys ignored; one exception: a record given as a non-object is pydantic's ``dict_type``,
+    where a dataclass said ``dataclass_type``, both ``wrong_type`` to the decoder):
+    :meth:`__get_pydantic_core_schema__` reads a record as a typed dict of its fields, then
+    builds the Struct (one Python call per record, on pydantic's paths only: the decoder's
+    fast path is msgspec's); a record instance is taken as is (as a dataclass was), and it
+    serializes as that dict. Constructing a record directly (``User(id=5)``) does *not*
     validate (a Struct's ``__init__`` checks nothing): validate through pydantic
     (:func:`record_from`) where the values are not known to be right.
     """
@@ -303,8 +306,8 @@ class _Record(msgspec.Struct, frozen=True, gc=False):
             python_schema=core_schema.no_info_wrap_validator_function(
                 partial(_keep_instance, cls), build
             ),
-            serialization=core_schema.wrap_serializer_function_ser_schema(
-                _serialize_record, schema=as_dict
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                msgspec.structs.asdict, return_schema=as_dict
             ),
         )
 
@@ -315,10 +318,6 @@ def _build(cls: type[_Record], values: dict[str, Any]) -> Any:
 
 def _keep_instance(cls: type[_Record], value: Any, handler: Any) -> Any:
     return value if type(value) is cls else handler(value)
-
-
-def _serialize_record(record: Any, handler: Any) -> Any:
-    return handler(msgspec.structs.asdict(record) if isinstance(record, _Record) else record)
 
 
 _VALIDATORS: dict[type[_Record], Any] = {}
