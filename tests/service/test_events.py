@@ -246,3 +246,40 @@ def test_ids_from_python_subclasses_become_plain_strings() -> None:
     assert (type(event.user.id), event.user.id) == (str, "7")
     assert [(type(c), c) for c in event.answer.citations] == [(str, "p-1")]
     assert error_type(user={"id": 1.5}) == error_type(answer={"citations": [True]}) == "wrong_type"
+
+
+def test_decoded_records_are_untracked_by_the_collector() -> None:
+    """The records are ``gc=False`` Structs: of a decoded event with a user, two passages, an
+    answer and feedback, only the event and its two tuples (results, citations) are tracked
+    (counted by hand from the line below); the dataclasses were 8 more (user, retrieval, two
+    passages, answer, feedback)."""
+    import gc
+
+    from consumers.base import Origin, RawMessage
+    from consumers.decoding import decode_batch
+
+    line = (b'{"event_id":"e-1","timestamp":"2026-11-29T10:00:00Z","question":"q?",'
+            b'"user":{"id":"u"},"retrieval":{"results":[{"id":"p-1","rank":1},{"id":"p-2"}]},'
+            b'"answer":{"text":"a","citations":["p-1"]},"feedback":{"rating":1.0}}')  # fmt: skip
+    decoded, dead = decode_batch([RawMessage(line, Origin(file="x", line=1))], FieldMapping(),
+                                 10_000)  # fmt: skip
+    assert dead == [] and len(decoded) == 1
+    event = decoded[0][1]
+    assert event.retrieval is not None and event.answer is not None
+    records = [event.user, event.retrieval, *event.retrieval.results, event.answer,
+               event.feedback]  # fmt: skip
+    assert [gc.is_tracked(r) for r in records] == [False] * 6
+
+
+def test_record_from_validates_as_the_constructor_did() -> None:
+    """A record's constructor checks nothing; ``record_from`` applies pydantic's rules: an
+    integer id becomes its decimal string, a list of citations a tuple, a bad rank raises."""
+    from service.events import record_from
+
+    assert record_from(User, id=5) == User(id="5")
+    answer = record_from(Answer, text="a", citations=["p-1", 7])
+    assert answer == Answer(text="a", citations=("p-1", "7")) and hash(answer) == hash(answer)
+    retrieval = record_from(Retrieval, retriever="r", results=[{"id": 3, "rank": 1}])
+    assert retrieval.results == (RetrievedPassage(id="3", rank=1),)
+    with pytest.raises(ValidationError):
+        record_from(Retrieval, results=[{"id": "p", "rank": 0}])
