@@ -31,7 +31,7 @@ import re
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta, timezone
 from functools import partial
-from typing import Annotated, Any, Literal, TypeVar, get_type_hints
+from typing import Annotated, Any, Literal, get_type_hints
 
 import msgspec
 from msgspec import Meta
@@ -268,20 +268,67 @@ _RECORD = ConfigDict(extra="ignore", allow_inf_nan=False)
 _RECORD_CORE = core_schema.CoreConfig(extra_fields_behavior="ignore", allow_inf_nan=False)
 
 
-class _Record(msgspec.Struct, frozen=True, gc=False):
+class _RecordMeta(msgspec.StructMeta):
+    """The records' metaclass: calling a record class validates, as the pydantic dataclasses
+    the records were did (:meth:`__call__`); msgspec's decoder, ``msgspec.convert`` and
+    ``msgspec.structs.replace`` build instances without it (the first two by their own
+    rules, the same as pydantic's for these types; ``replace`` checks nothing)."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        """Validate the arguments as the record's fields (positional ones in field order) with
+        pydantic and return the record: an integer id becomes its decimal string, a list of
+        citations or results a tuple, unknown keywords are ignored.
+
+        Raises:
+            pydantic.ValidationError: a value breaks the record's rules (its error types and
+                locations are pydantic's, e.g. ``greater_than_equal`` at ``("rank",)``).
+            TypeError: more positional arguments than fields, or a field given twice.
+        """
+        if args:
+            names = cls.__struct_fields__
+            if len(args) > len(names):
+                raise TypeError(f"{cls.__name__} takes at most {len(names)} positional arguments")
+            for name, value in zip(names, args, strict=False):
+                if name in kwargs:
+                    raise TypeError(f"{cls.__name__} got multiple values for {name!r}")
+                kwargs[name] = value
+        validate = _VALIDATORS.get(cls)
+        if validate is None:
+            record: Any = cls  # the metaclass instance is the record type
+            adapter = TypeAdapter[Any](record, config=ConfigDict(title=cls.__name__))
+            validate = _VALIDATORS[cls] = adapter.validator.validate_python
+        return validate(kwargs)
+
+
+#: A record type -> its pydantic validator (``validate_python``), built at first use.
+_VALIDATORS: dict[type, Any] = {}
+#: ``msgspec.StructMeta.__call__``: builds a record from values already checked, without the
+#: validation :meth:`_RecordMeta.__call__` adds.
+_construct = msgspec.StructMeta.__call__
+
+
+class _Record(msgspec.Struct, frozen=True, gc=False, metaclass=_RecordMeta):
     """Base of the event's records: frozen, hashable msgspec Structs, untracked by CPython's
     cyclic collector (``gc=False``: a record holds strings, numbers and other records, never
     a cycle), which msgspec decodes straight from bytes (consumers/decoding.py).
 
-    pydantic validates them as before (the same rules, error types and locations, unknown
-    keys ignored; one exception: a record given as a non-object is pydantic's ``dict_type``,
-    where a dataclass said ``dataclass_type``, both ``wrong_type`` to the decoder):
-    :meth:`__get_pydantic_core_schema__` reads a record as a typed dict of its fields, then
-    builds the Struct (one Python call per record, on pydantic's paths only: the decoder's
-    fast path is msgspec's); a record instance is taken as is (as a dataclass was), and it
-    serializes as that dict. Constructing a record directly (``User(id=5)``) does *not*
-    validate (a Struct's ``__init__`` checks nothing): validate through pydantic
-    (:func:`record_from`) where the values are not known to be right.
+    What checks a record's values:
+
+    * Its constructor (``User(id=5)``) validates with pydantic, as the pydantic dataclasses
+      the records were did (:class:`_RecordMeta`): ``User(id=5).id == "5"``,
+      ``RetrievedPassage(id="p", rank=0)`` raises ``pydantic.ValidationError``.
+    * msgspec's decoder (the decoder's fast path) and ``msgspec.convert`` check the same
+      rules with msgspec's own types and ``Meta`` bounds, without the constructor; anything
+      msgspec is unsure of goes to pydantic (consumers/decoding.py).
+    * pydantic (``QueryLogEvent.model_validate``, ``validate_event_json``, the event's
+      constructor) reads a record given as a dict or JSON object with the same rules, error
+      types and locations as before (unknown keys ignored; one difference: a record given as
+      a non-object is pydantic's ``dict_type``, where a dataclass said ``dataclass_type``,
+      both ``wrong_type`` to the decoder): :meth:`__get_pydantic_core_schema__` reads it as a
+      typed dict of its fields, then builds the Struct. A record *instance* is taken as it
+      is (as a dataclass instance was), and a record serializes as that dict.
+    * ``msgspec.structs.replace`` (and ``copy.replace``) check nothing: PII scrubbing uses
+      it to put scrubbed strings where strings were.
     """
 
     @classmethod
@@ -313,31 +360,11 @@ class _Record(msgspec.Struct, frozen=True, gc=False):
 
 
 def _build(cls: type[_Record], values: dict[str, Any]) -> Any:
-    return cls(**values)
+    return _construct(cls, **values)  # validated by the typed dict: no second validation
 
 
 def _keep_instance(cls: type[_Record], value: Any, handler: Any) -> Any:
     return value if type(value) is cls else handler(value)
-
-
-_VALIDATORS: dict[type[_Record], Any] = {}
-_R = TypeVar("_R", bound=_Record)
-
-
-def record_from(cls: type[_R], **values: Any) -> _R:
-    """Validate ``values`` as a record of type ``cls`` (the rules a pydantic dataclass applied
-    in its constructor: an integer id becomes its string, a list of citations a tuple, ...).
-
-    Raises:
-        pydantic.ValidationError: a value breaks the record's rules.
-
-    >>> record_from(User, id=5)
-    User(id='5', role=None, tenant=None)
-    """
-    validate = _VALIDATORS.get(cls)
-    if validate is None:
-        validate = _VALIDATORS[cls] = TypeAdapter(cls).validator.validate_python
-    return validate(values)  # type: ignore[no-any-return]
 
 
 class User(_Record, frozen=True, gc=False):

@@ -74,7 +74,7 @@ from pydantic import (
 
 from service.data.corpus import load_corpus
 from service.errors import GoldwatchError
-from service.events import Answer, QueryLogEvent, Retrieval, RetrievedPassage, User, record_from
+from service.events import Answer, QueryLogEvent, Retrieval, RetrievedPassage, User
 from service.traces.spans import Span
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -396,7 +396,7 @@ def _answer(
     citations = _citations(ordered, mapping)
     if text is None and refused is None and not citations:
         return None
-    return record_from(Answer, text=text, refused=refused, citations=citations)
+    return Answer(text=text, refused=refused, citations=citations)
 
 
 def _ids(value: Any) -> tuple[str, ...]:
@@ -579,7 +579,7 @@ def _retrieval(
             for rank, (passage, score) in enumerate(_dedupe(hits), start=1)
         ]
     )  # one validation for the list: a third of one RetrievedPassage(...) call per passage
-    return record_from(Retrieval, retriever=name, latency_ms=latency, results=results), rewritten
+    return Retrieval(retriever=name, latency_ms=latency, results=results), rewritten
 
 
 def _last_before_llm(retrievers: Sequence[Span], llms: Sequence[Span]) -> Span:
@@ -725,7 +725,7 @@ def _user(ordered: Sequence[Span], mapping: TraceMapping) -> User | None:
     tenant = _string_attr(ordered, mapping.tenant_attribute)
     if user_id is None and role is None and tenant is None:
         return None
-    return record_from(User, id=user_id, role=role, tenant=tenant)
+    return User(id=user_id, role=role, tenant=tenant)
 
 
 def _timestamp(ordered: Sequence[Span]) -> datetime:
