@@ -364,7 +364,7 @@ def _build(cls: type[_Record], values: dict[str, Any]) -> Any:
 
 
 def _keep_instance(cls: type[_Record], value: Any, handler: Any) -> Any:
-    return value if type(value) is cls else handler(value)
+    return value if isinstance(value, cls) else handler(value)  # a subclass too, as before
 
 
 class User(_Record, frozen=True, gc=False):
