@@ -271,8 +271,8 @@ _RECORD_CORE = core_schema.CoreConfig(extra_fields_behavior="ignore", allow_inf_
 class _RecordMeta(msgspec.StructMeta):
     """The records' metaclass: calling a record class validates, as the pydantic dataclasses
     the records were did (:meth:`__call__`); msgspec's decoder, ``msgspec.convert`` and
-    ``msgspec.structs.replace`` build instances without it (the first two by their own
-    rules, the same as pydantic's for these types; ``replace`` checks nothing)."""
+    ``msgspec.structs.replace`` build instances without it (the first two by msgspec's
+    rules, ``replace`` checking nothing: see :class:`_Record`)."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         """Validate the arguments as the record's fields (positional ones in field order) with
@@ -317,9 +317,13 @@ class _Record(msgspec.Struct, frozen=True, gc=False, metaclass=_RecordMeta):
     * Its constructor (``User(id=5)``) validates with pydantic, as the pydantic dataclasses
       the records were did (:class:`_RecordMeta`): ``User(id=5).id == "5"``,
       ``RetrievedPassage(id="p", rank=0)`` raises ``pydantic.ValidationError``.
-    * msgspec's decoder (the decoder's fast path) and ``msgspec.convert`` check the same
-      rules with msgspec's own types and ``Meta`` bounds, without the constructor; anything
-      msgspec is unsure of goes to pydantic (consumers/decoding.py).
+    * msgspec's decoder (the decoder's fast path) checks msgspec's types and ``Meta``
+      bounds, without the constructor. Where they differ from pydantic's rules they are
+      stricter (an integer id, which pydantic turns into its string, or a number out of
+      range fails msgspec), and the decoder then asks pydantic (consumers/decoding.py
+      ``_fast``), so a decoded record is the one pydantic would give.
+    * ``msgspec.convert`` applies msgspec's rules alone (it lets a NaN score through and
+      refuses an integer id): not a way to check a producer's values.
     * pydantic (``QueryLogEvent.model_validate``, ``validate_event_json``, the event's
       constructor) reads a record given as a dict or JSON object with the same rules, error
       types and locations as before (unknown keys ignored; one difference: a record given as
@@ -368,7 +372,13 @@ def _keep_instance(cls: type[_Record], value: Any, handler: Any) -> Any:
 
 
 class User(_Record, frozen=True, gc=False):
-    """Who asked: ``id``, ``role`` (e.g. ``"parent"``), ``tenant``; all optional."""
+    """Who asked: ``id``, ``role`` (e.g. ``"parent"``), ``tenant``; all optional.
+
+    Like every record here (a frozen msgspec Struct): constructing one validates with
+    pydantic (``User(id=5).id == "5"``; ``pydantic.ValidationError`` on a bad value), and so
+    does the decoder; ``msgspec.structs.replace`` and ``msgspec.convert`` do not apply
+    pydantic's rules (:class:`_Record` lists what checks what).
+    """
 
     id: Id | None = None
     role: StrictStr | None = None
@@ -383,6 +393,8 @@ class RetrievedPassage(_Record, frozen=True, gc=False):
         score: retriever score, unitless, comparable within one query only; finite.
         rank: 1-based position in the result list.
         doc, doc_type: source document and its type (e.g. ``"scanned_pdf"``).
+
+    Validated as :class:`User` is (``RetrievedPassage(id="p", rank=0)`` raises).
     """
 
     id: Id
@@ -393,7 +405,8 @@ class RetrievedPassage(_Record, frozen=True, gc=False):
 
 
 class Retrieval(_Record, frozen=True, gc=False):
-    """What the production retriever did: its name, latency in milliseconds (>= 0), results."""
+    """What the production retriever did: its name, latency in milliseconds (>= 0), results
+    (given as dicts or passages; a list becomes a tuple). Validated as :class:`User` is."""
 
     retriever: StrictStr | None = None
     latency_ms: Milliseconds | None = None
@@ -401,7 +414,8 @@ class Retrieval(_Record, frozen=True, gc=False):
 
 
 class Answer(_Record, frozen=True, gc=False):
-    """The generated answer: ``text``, whether it was a refusal (``None``: unknown), citations."""
+    """The generated answer: ``text``, whether it was a refusal (``None``: unknown), citations
+    (ids; a list becomes a tuple). Validated as :class:`User` is."""
 
     text: StrictStr | None = None
     refused: StrictBool | None = None
@@ -409,7 +423,8 @@ class Answer(_Record, frozen=True, gc=False):
 
 
 class Feedback(_Record, frozen=True, gc=False):
-    """User feedback: ``rating`` is a finite number on the producer's own scale (e.g. -1/+1)."""
+    """User feedback: ``rating`` is a finite number on the producer's own scale (e.g. -1/+1).
+    Validated as :class:`User` is."""
 
     rating: StrictFloat | None = None
 
@@ -428,7 +443,9 @@ class QueryLogEvent:
             set for events assembled from traces, and a JSON producer may send its own.
             Not personal data (a random id), so never scrubbed or pseudonymised.
 
-    Nested records may be given as dicts. ``model_validate``/``model_validate_json`` and
+    Nested records may be given as dicts (validated) or as record instances (taken as they
+    are: a record's constructor validated it; see :class:`_Record` for what does not).
+    ``model_validate``/``model_validate_json`` and
     ``model_dump``/``model_dump_json`` mirror the pydantic ``BaseModel`` API.
 
     Raises:
