@@ -357,7 +357,7 @@ class CategoryWindow:
         """
         ts = np.asarray(timestamps, dtype=np.float64).reshape(-1)
         if (
-            streams is None and watermarks is not None and len(ts) <= SMALL_UPDATE
+            streams is None and watermarks is not None and 0 < len(ts) <= SMALL_UPDATE
             and not (self._held or watermarks[3] or watermarks[4])
         ):  # fmt: skip
             return self._update_small(categories, ts, watermarks)
