@@ -54,6 +54,7 @@ def _expected(window: CategoryWindow, span_s: float, offset_s: float) -> dict[st
     return {name: n for name, n in total.items() if n > 0}
 
 
+SMALL = windows.SMALL_UPDATE  # (the tests below set it)
 SPANS = ((600.0, 0.0), (3600.0, 0.0), (600.0, 600.0), (120.0, 0.0), (1800.0, 60.0))
 
 
@@ -131,7 +132,7 @@ def test_a_small_update_in_python_equals_the_numpy_path(
     monkeypatch.setattr(CategoryWindow, "_update_small", counted)
     plain = _replay_parts(0, seed, monkeypatch)  # never the small path
     assert not taken
-    small = _replay_parts(windows.SMALL_UPDATE, seed, monkeypatch)
+    small = _replay_parts(SMALL, seed, monkeypatch)
     assert len(taken) > 100  # (most parts are a few events)
     assert small == plain
 
