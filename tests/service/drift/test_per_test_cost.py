@@ -74,7 +74,12 @@ def test_running_span_sums_equal_the_buckets_summed_afresh(seed: int) -> None:
         stamps = [t - rng.choice([0.0, 0.0, 0.0, rng.uniform(0, 800), rng.uniform(0, 5000)])
                   for _ in range(size)]  # fmt: skip
         categories = [rng.choice(["en", "hi", "es", f"new{step // 40}"]) for _ in range(size)]
-        window.update_many(categories, stamps)
+        if step % 2:  # with its watermarks, as ComparisonWindows.ingest: the small path
+            marks = windows.running_watermark(np.array(stamps), window.watermark, None,
+                                              window.future_tolerance_s)  # fmt: skip
+            window.update_many(categories, stamps, watermarks=marks)
+        else:
+            window.update_many(categories, stamps)
         for span_s, offset_s in rng.sample(SPANS, 3):
             assert window.counts(span_s, offset_s) == _expected(window, span_s, offset_s)
             checked += 1
@@ -104,13 +109,18 @@ def _replay_parts(small: int, seed: int, monkeypatch: pytest.MonkeyPatch) -> lis
                      window.last_future.tolist()))  # fmt: skip
 
     t, now = 1_790_000_000.0, 1_790_000_000.0 + 2 * 86_400
+    newest = t  # of the stamps not in the future: the watermark (nothing is held)
     for _ in range(150):
         size = rng.choice([1, 3, 8, 30])
         stamps = []
         for _ in range(size):
             t += rng.expovariate(1 / 40)
             kind = rng.random()
-            stamps.append(t - 600 if kind < 0.05 else now + 500 if kind < 0.07 else t)
+            # late, in the future, or at the lateness limit (300 s behind: kept; 300.5: late)
+            stamp = (t - 600 if kind < 0.05 else now + 500 if kind < 0.07
+                     else newest - rng.choice([300.0, 300.5]) if kind < 0.12 else t)  # fmt: skip
+            stamps.append(stamp)
+            newest = max(newest, stamp) if stamp < now else newest
         categories = [rng.choice(["a", "b", "c", "d"]) for _ in stamps]
         comparison.ingest(categories, stamps, now, on_tick)
         seen.append((window.snapshot(), comparison.snapshot(),
