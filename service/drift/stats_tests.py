@@ -81,6 +81,7 @@ __all__ = [
     "CoverageGap",
     "ProportionTest",
     "ShareChange",
+    "auto_is_asymptotic",
     "chi2_from_table",
     "chi2_homogeneity",
     "contingency_table",
@@ -327,6 +328,17 @@ def chi2_homogeneity(
     """
     cats, table = contingency_table(reference, current)
     return chi2_from_table(cats, table, method, min_expected, n_resamples, seed)
+
+
+def auto_is_asymptotic(table: FloatArray, min_expected: float = 5.0) -> bool:
+    """Whether :func:`chi2_from_table` with ``method="auto"`` gives on ``table`` (2 × K)
+    what ``method="asymptotic"`` gives: the table without its empty columns meets Cochran's
+    rule (no pooling, no conditional or Monte-Carlo test), or it is degenerate (fewer than 2
+    columns or an empty row: ``degenerate`` either way)."""
+    kept = table[:, table.sum(axis=0) > 0]
+    if kept.shape[1] < 2 or kept.sum(axis=1).min() <= 0:
+        return True
+    return _cochran_ok(kept, min_expected)
 
 
 def chi2_from_table(

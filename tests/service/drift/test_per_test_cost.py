@@ -34,7 +34,12 @@ import pytest
 from service.drift import detectors, windows
 from service.drift.detectors import CategoricalDriftDetector
 from service.drift.distances import js_divergence_lower_bound
-from service.drift.stats_tests import _newcombe_against, newcombe_interval
+from service.drift.stats_tests import (
+    _newcombe_against,
+    auto_is_asymptotic,
+    chi2_from_table,
+    newcombe_interval,
+)
 from service.drift.windows import CategoryWindow, ComparisonWindows, WindowConfig
 
 
@@ -189,3 +194,50 @@ def test_the_remembered_reference_side_gives_newcombes_floats(seed: int) -> None
         lo, hi = _newcombe_against(current, n_cur, reference, n_ref, 0.95)
         want_lo, want_hi = newcombe_interval(current, n_cur, reference, n_ref, 0.95)
         assert lo.tobytes() == want_lo.tobytes() and hi.tobytes() == want_hi.tobytes()
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_auto_is_asymptotic_says_when_auto_gives_the_asymptotic_test(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, 9))
+    size = rng.choice([3, 20, 400])
+    table = rng.integers(0, size, (2, k)).astype(float)
+    table[:, rng.random(k) < 0.2] = 0.0  # empty columns
+    if rng.random() < 0.1:
+        table[0] = 0.0  # an empty row: degenerate
+    names = [f"c{i}" for i in range(k)]
+    auto = chi2_from_table(names, table, "auto", n_resamples=199)
+    asymptotic = chi2_from_table(names, table, "asymptotic", n_resamples=199)
+    if auto_is_asymptotic(table):
+        assert auto == asymptotic
+    else:  # pooled, conditional or Monte-Carlo: another test
+        assert auto.method in ("pooled", "conditional", "monte_carlo")
+
+
+def _bootstraps(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+
+    def counted(table: np.ndarray, confidence: float = 0.95) -> float:
+        calls.append(1)
+        return js_divergence_lower_bound(table, confidence)
+
+    monkeypatch.setattr(detectors, "js_divergence_lower_bound", counted)
+    return calls
+
+
+def test_no_bootstrap_where_the_jsd_bound_cannot_change_the_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a 30-row gold set against 288 live questions: JSD 0.064 >= 0.05, no share change's CI
+    # bound reaches 5 points, p 0.019: not below alpha 1e-4, so no alarm whatever the bound
+    # (and the table meets Cochran's rule: the test is asymptotic either way)
+    calls = _bootstraps(monkeypatch)
+    detector = CategoricalDriftDetector({"a": 1}, min_count=100)
+    reference, current = {"a": 14, "b": 6, "c": 5, "d": 5}, {"a": 78, "b": 29, "c": 90, "d": 91}
+    report = detector._assess("reference", reference, current, "ok", 0.0, 1e-4)
+    assert report.js_divergence >= 0.05 and report.p_value >= 1e-4
+    assert all(max(s.ci_low, -s.ci_high) < 0.05 for s in (*report.rising, *report.falling))
+    assert report.state == "ok" and not calls
+    # at alpha 0.05 the same p-value is significant: the bound decides, and is computed
+    report = detector._assess("reference", reference, current, "ok", 0.0, 0.05)
+    assert report.p_value < 0.05 and len(calls) == 1
