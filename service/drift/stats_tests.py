@@ -434,9 +434,16 @@ def share_changes_from_table(
     # of two floats is the float64 difference NumPy would give)
     rows = [
         ShareChange(c, r, k, a, b, b - a, x, y)
-        for c, r, k, a, b, x, y in zip(categories, table[0].tolist(), table[1].tolist(),
-                                       p.tolist(), q.tolist(), lo.tolist(), hi.tolist(),
-                                       strict=True)  # fmt: skip
+        for c, r, k, a, b, x, y in zip(
+            categories,
+            table[0].tolist(),
+            table[1].tolist(),
+            p.tolist(),
+            q.tolist(),
+            lo.tolist(),
+            hi.tolist(),
+            strict=True,
+        )  # fmt: skip
     ]
     return sorted(rows, key=lambda s: (-abs(s.change), s.category))
 

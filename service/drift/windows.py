@@ -67,7 +67,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any, Literal, NamedTuple, Self
+from typing import Any, Literal, NamedTuple, Self, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -459,10 +459,9 @@ class CategoryWindow:
             mark = after
         if taken:
             self.watermark = float(marks[-1])
-            codes = [self._codes.get(c) for c in kept]
-            if None in codes:
-                codes = [self._code(c) for c in kept]
-            self._add_small([math.floor(t / self.bucket_s) for t in taken], codes)  # type: ignore[misc]
+            found = [self._codes.get(c) for c in kept]  # (seen before: one look-up each)
+            codes = [self._code(c) for c in kept] if None in found else cast(list[int], found)
+            self._add_small([math.floor(t / self.bucket_s) for t in taken], codes)
             self.last_accepted = np.array(taken, dtype=np.float64)
             self.last_accepted_categories = kept
         else:
@@ -589,6 +588,7 @@ class CategoryWindow:
         hi = math.floor(self.watermark / self.bucket_s) - back
         lo = hi - width + 1
         span = self._spans.get((width, back))
+        sums: NDArray[np.int64]
         if span is None or not 0 <= hi - span[1] < min(width, _MAX_SHIFT):  # new, back, far
             mask = (self._slot_bucket >= lo) & (self._slot_bucket <= hi)
             sums = self._counts[mask].sum(axis=0)

@@ -1200,7 +1200,7 @@ def _plain_identifier(text: str) -> bool:
     The suffix ``-S`` (``S``: lower-case letters, then at most 3 digits; ``L-D-S``) brings
     no new character, and nothing that can start or continue a match: its letters follow
     ``-`` after a digit, so every pattern that may start at a letter is excluded there by
-    its look-behind (``secret``, IBAN and cued passport: not after ``\w`` or ``-``) or
+    its look-behind (``secret``, IBAN and cued passport: not after ``\\w`` or ``-``) or
     needs what ``L-D-S`` lacks (upper-case letters: IBAN, spaced PAN; a space, ``--``,
     ``:``, ``=``, ``.``, ``@`` or a bracket: names, addresses, credentials, e-mail, URL);
     its digits follow a letter, so no :data:`_NUM_L` or spaced-mobile start (not after a

@@ -90,8 +90,9 @@ def test_running_span_sums_equal_the_buckets_summed_afresh(seed: int) -> None:
             checked += 1
         if step == 200:  # a restore starts the sums afresh
             state = json.loads(json.dumps(window.snapshot()))
+            size = window.max_categories
             window = CategoryWindow(600.0, 60.0, allowed_lateness_s=900.0, retention_s=3600.0,
-                                    max_categories=window.max_categories).restore(state)  # fmt: skip
+                                    max_categories=size).restore(state)  # fmt: skip
     assert checked == 1200
 
 
