@@ -18,7 +18,8 @@ checked here against a computation that does not use it:
   :func:`newcombe_interval`.
 
 The stage's reports and snapshots against the code before (main 62180f0) were compared by
-a differential outside the suite (700 seeded streams; CHANGELOG, thirtieth session).
+``benchmarks/drift_differential.py`` (700 seeded streams, run with each copy of the code:
+no difference; CHANGELOG, thirtieth session).
 """
 
 from __future__ import annotations
