@@ -40,7 +40,17 @@ end offsets are not needed here, and its dead-letter topic is created beforehand
 deployment would (auto-created by the first dead letter, it added ~100 ms of metadata
 retries to the timed window).
 
-Run: ``python -m benchmarks.bench_pipeline [--events 100000] [--skip-kafka]``.
+One such run compares one goldwatch window with one raw read: on a shared machine either
+may land on a busy moment (the raw read with goldwatch's bounds spread 5.3-6.1 µs an event
+over three runs within five minutes on 2026-12-05, load ~4.5), so one run's ratio moves by
+several hundredths (0.41-0.53 over five runs within five minutes, load ~7). ``--kafka-pairs
+K`` then times K more pairs on the same topic in the same process: the raw read with
+goldwatch's fetch bounds and goldwatch's loop, one right after the other, the order
+alternating (raw first in odd pairs), and prints each pair's CPU per event and ratio and the
+median ratio: the "median of interleaved rounds" without a broker start and a produce per
+round (docs/scaling.md, 2026-12-05).
+
+Run: ``python -m benchmarks.bench_pipeline [--events 100000] [--skip-kafka] [--kafka-pairs K]``.
 """
 
 from __future__ import annotations
@@ -48,6 +58,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import statistics
 import tempfile
 import threading
 import time
@@ -315,7 +326,73 @@ def run_file(n: int, workdir: Path) -> list[Row]:
     return [*rows, row]
 
 
-def run_kafka(n: int, workdir: Path) -> list[Row]:
+@dataclass(frozen=True)
+class Pair:
+    """One interleaved pair of ``--kafka-pairs``: process CPU per event (µs) of the raw read
+    with goldwatch's fetch bounds and of goldwatch's loop, and which of the two ran first."""
+
+    raw_us: float
+    goldwatch_us: float
+    raw_first: bool
+
+    @property
+    def ratio(self) -> float:
+        """The raw read's CPU per event over goldwatch's (the table's cpu ratio)."""
+        return self.raw_us / self.goldwatch_us
+
+
+def kafka_pairs(bootstrap: str, topic: str, n: int, workdir: Path, pairs: int) -> list[Pair]:
+    """``pairs`` pairs over the same topic (see the module docstring): the raw read with
+    goldwatch's fetch bounds and goldwatch's loop (a new consumer group each time), raw first
+    in the first pair and then alternating.
+
+    Raises:
+        RuntimeError: a run was not timed or goldwatch's counts are wrong.
+    """
+    good = None
+    out: list[Pair] = []
+    for index in range(pairs):
+        raw_first = index % 2 == 0
+        cpu: dict[str, float] = {}
+        for side in ("raw", "goldwatch") if raw_first else ("goldwatch", "raw"):
+            if side == "raw":
+                row = raw_consume(bootstrap, topic, n, fetch_bounds=True)
+            else:
+                row, report = kafka_pipeline(bootstrap, topic, n, workdir)
+                if good is None:
+                    good = report.processed
+                if report.consumed != n or report.processed != good:
+                    raise RuntimeError(f"kafka counts wrong in pair {index + 1}: {report}")
+            if not row.cpu_seconds or row.events != n:
+                raise RuntimeError(f"pair {index + 1}: the {side} run was not timed: {row}")
+            cpu[side] = 1e6 * row.cpu_seconds / n
+        out.append(Pair(cpu["raw"], cpu["goldwatch"], raw_first))
+    return out
+
+
+def render_pairs(pairs: Sequence[Pair]) -> str:
+    """One line per pair, then the median ratio and the range (empty for no pairs)."""
+    if not pairs:
+        return ""
+    lines = ["kafka pairs (process CPU µs an event: raw read with goldwatch's fetch bounds, "
+             "goldwatch loop; cpu ratio = raw / goldwatch)"]  # fmt: skip
+    for index, pair in enumerate(pairs, start=1):
+        order = "raw first" if pair.raw_first else "goldwatch first"
+        lines.append(f"pair {index:2d} ({order:15}): raw {pair.raw_us:5.2f}, goldwatch "
+                     f"{pair.goldwatch_us:5.2f}, cpu ratio {pair.ratio:4.2f}")  # fmt: skip
+    ratios = sorted(pair.ratio for pair in pairs)
+    lines.append(f"median cpu ratio of {len(pairs)} pairs {statistics.median(ratios):.2f} "
+                 f"(range {ratios[0]:.2f}-{ratios[-1]:.2f}); goldwatch median "
+                 f"{statistics.median(p.goldwatch_us for p in pairs):.2f}, raw median "
+                 f"{statistics.median(p.raw_us for p in pairs):.2f} µs an event")  # fmt: skip
+    return "\n".join(lines)
+
+
+def run_kafka(
+    n: int, workdir: Path, pairs: int = 0, pairs_out: list[Pair] | None = None
+) -> list[Row]:
+    """The Kafka rows (see the module docstring); with ``pairs`` > 0, that many interleaved
+    pairs more on the same topic, appended to ``pairs_out``."""
     from tests.kafka_broker import TansuBroker
 
     broker = TansuBroker.start()
@@ -334,6 +411,8 @@ def run_kafka(n: int, workdir: Path) -> list[Row]:
             row, report = kafka_pipeline(broker.bootstrap_servers, topic, n, workdir)
             raw_again = raw_consume(broker.bootstrap_servers, topic, n)  # the broker warmed up
             raw_bounded = raw_consume(broker.bootstrap_servers, topic, n, fetch_bounds=True)
+            if pairs > 0 and pairs_out is not None:
+                pairs_out += kafka_pairs(broker.bootstrap_servers, topic, n, workdir, pairs)
         finally:
             gc.unfreeze()
         good = sum(1 for _, reason in items if reason is None)
@@ -376,13 +455,19 @@ def render(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
-def run(n: int = DEFAULT_EVENTS, kafka: bool = True) -> list[Row]:
-    """Run the benchmark and return its rows (file rows, then Kafka rows)."""
+def run(
+    n: int = DEFAULT_EVENTS,
+    kafka: bool = True,
+    pairs: int = 0,
+    pairs_out: list[Pair] | None = None,
+) -> list[Row]:
+    """Run the benchmark and return its rows (file rows, then Kafka rows); ``pairs``: see
+    :func:`run_kafka`."""
     with tempfile.TemporaryDirectory(prefix="gw-bench-") as tmp:
         workdir = Path(tmp)
         rows = run_file(n, workdir)
         if kafka:
-            rows += run_kafka(n, workdir)
+            rows += run_kafka(n, workdir, pairs, pairs_out)
     return rows
 
 
@@ -390,8 +475,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=DEFAULT_EVENTS)
     parser.add_argument("--skip-kafka", action="store_true")
+    parser.add_argument(
+        "--kafka-pairs",
+        type=int,
+        default=0,
+        metavar="K",
+        help="K more interleaved pairs (raw read, goldwatch) on the same topic",
+    )
     args = parser.parse_args(argv)
-    print(render(run(args.events, kafka=not args.skip_kafka)))
+    pairs: list[Pair] = []
+    print(render(run(args.events, kafka=not args.skip_kafka, pairs=args.kafka_pairs,
+                     pairs_out=pairs)))  # fmt: skip
+    if pairs:
+        print(render_pairs(pairs))
 
 
 if __name__ == "__main__":

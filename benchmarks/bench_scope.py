@@ -65,6 +65,7 @@ from service.refusals.scope import (
     best_score,
     calibrate_threshold,
     calibrate_with_retriever,
+    coverage_groups,
 )
 from service.retrievers.registry import build_retrievers
 from service.settings import RetrieverConfig, load_settings
@@ -138,9 +139,13 @@ def run(per_intent: int = 3, min_tpr: float = 0.95, seed: int = 0,
     bm25_held = measure_auc(fill(held_in), fill(held_oos), n_boot=200, seed=seed)
     gold_scores = [best_score(r) for r in bm25.search_batch([q.question for q in gold], 1)]
     started = time.perf_counter()
+    # the gold rows asking about one passage (an intent) hidden from each other, as the service
+    # fits it (coverage_groups: the corpus has no documents, so by passage)
+    groups = coverage_groups(gold, {p.id: p.doc for p in corpus}, [p.id for p in corpus])
     detector = EmbeddingScope(
         embedder or default_embedder(), gold, [p.text for p in corpus],
         retriever_scores=gold_scores, retriever="bm25", min_tpr=min_tpr, seed=seed,
+        groups=groups,
     )  # fmt: skip
     calibrate_s = time.perf_counter() - started
     p_in, off_in = detector.score_support(inscope, held_in)

@@ -104,22 +104,65 @@ REASONS: tuple[str, ...] = (
 #: Reasons an optional field is dropped for (``goldwatch_event_fields_dropped_total``).
 DROP_REASONS: tuple[str, ...] = ("missing_field", "wrong_type", "invalid_value")
 
-#: ``(field path, reason) -> count`` of the enclosing :func:`collect_dropped_fields`.
-_DROPS: ContextVar[dict[tuple[str, str], int] | None] = ContextVar("dropped_fields", default=None)
+
+class DroppedFields(dict[tuple[str, str], int]):
+    """``{(field path, reason): n}`` of the fields dropped in a :func:`collect_dropped_fields`
+    block, and which event each drop belongs to, so a caller counts only the events it keeps
+    (:meth:`kept`: the dedup stage drops an event sent again, whose fields were counted with
+    its first copy; trial 13 counted three drops for one event sent three times)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: ``id(event)`` -> (the event, its drops): the event is held so its id stays its own
+        self.by_event: dict[int, tuple[Any, list[tuple[str, str]]]] = {}
+
+    def note(self, event: Any, drops: Iterable[tuple[str, str]]) -> None:
+        """Count ``drops`` (``(field path, reason)`` each) as dropped from ``event``."""
+        held = self.by_event.setdefault(id(event), (event, []))[1]
+        for key in drops:
+            self[key] = self.get(key, 0) + 1
+            held.append(key)
+
+    def kept(self, events: Iterable[Any]) -> dict[tuple[str, str], int]:
+        """The drops of ``events`` alone (identity; each counted once): ``{(field, reason):
+        n}``, what was dropped from the events a caller kept."""
+        counts: dict[tuple[str, str], int] = {}
+        by_event = self.by_event
+        for event in {id(event): event for event in events}.values():
+            found = by_event.get(id(event))
+            if found is not None and found[0] is event:
+                for key in found[1]:
+                    counts[key] = counts.get(key, 0) + 1
+        return counts
+
+
+#: The :class:`DroppedFields` of the enclosing :func:`collect_dropped_fields`.
+_DROPS: ContextVar[DroppedFields | None] = ContextVar("dropped_fields", default=None)
 
 
 @contextmanager
-def collect_dropped_fields() -> Iterator[dict[tuple[str, str], int]]:
+def collect_dropped_fields() -> Iterator[DroppedFields]:
     """Count the optional fields decoded in this block dropped: ``{(field, reason): n}``,
     ``field`` in :data:`service.events.OPTIONAL_FIELD_PATHS`, ``reason`` in
-    :data:`DROP_REASONS`. Outside such a block drops are not counted (the events still keep).
+    :data:`DROP_REASONS`, with the event each was dropped from
+    (:attr:`DroppedFields.by_event`). Outside such a block drops are not counted (the events
+    still keep).
     """
-    drops: dict[tuple[str, str], int] = {}
+    drops = DroppedFields()
     token = _DROPS.set(drops)
     try:
         yield drops
     finally:
         _DROPS.reset(token)
+
+
+def note_dropped_fields(event: QueryLogEvent, drops: Iterable[tuple[str, str]]) -> None:
+    """Count ``drops`` as dropped from ``event`` in the enclosing
+    :func:`collect_dropped_fields` (none outside one): for events built elsewhere than the
+    decoder, e.g. from a trace (:attr:`service.traces.mapping.TraceEvent.dropped`)."""
+    counts = _DROPS.get()
+    if counts is not None:
+        counts.note(event, drops)
 
 
 _BOM = "\ufeff"
@@ -429,15 +472,16 @@ def _decode_bare_batch(
                     append((message, event))
                     continue
             try:
-                event = _without_records(_decode(message, mapping, guards, max_event_bytes))
+                full = _decode(message, mapping, guards, max_event_bytes)
             except DecodeError as error:
                 dead.append(DeadLetter(message, error.reason, error.detail))
                 continue
+            event = _without_records(full)
+            found = drops.by_event.pop(id(full), None)
+            if found is not None and outer is not None:  # passed on with the bare copy
+                outer.note(event, [(path, reason) for path, reason in found[1]
+                                   if path.split(".", 1)[0] not in RECORD_FIELDS])  # fmt: skip
             append((message, event))
-    if outer is not None:
-        for (path, reason), count in drops.items():
-            if path.split(".", 1)[0] not in RECORD_FIELDS:
-                outer[path, reason] = outer.get((path, reason), 0) + count
     return decoded, dead
 
 
@@ -466,24 +510,25 @@ def _decode_slow(value: bytes, mapping: FieldMapping) -> QueryLogEvent:
     if type(obj) is not dict:
         kind = "null" if obj is None else _JSON_KINDS.get(type(obj), "value")
         raise DecodeError("not_object", f"expected a JSON object, got {kind}")
-    sources = _apply_mapping(obj, mapping)
+    ignored: list[tuple[str, str]] = []  # drops of the alias mapping (string results)
+    sources = _apply_mapping(obj, mapping, ignored)
     if repair:
         _repair_surrogates(obj)
+    dropped: list[tuple[str, str]] = []
     try:
-        return QueryLogEvent.model_validate(obj)
+        event = QueryLogEvent.model_validate(obj)
     except ValidationError as error:
         errors = error.errors(include_url=False, include_input=False)
         if any(e["loc"][:1] == () or e["loc"][0] in REQUIRED_FIELDS for e in errors):
             _raise_classified(error, sources, mapping)
         dropped = _drop_fields(obj, errors)
-    try:
-        event = QueryLogEvent.model_validate(obj)
-    except ValidationError as error:  # pragma: no cover - dropping leaves only valid fields
-        _raise_classified(error, sources, mapping)
+        try:
+            event = QueryLogEvent.model_validate(obj)
+        except ValidationError as error:  # pragma: no cover - dropping leaves valid fields
+            _raise_classified(error, sources, mapping)
     counts = _DROPS.get()
-    if counts is not None:
-        for key in dropped:
-            counts[key] = counts.get(key, 0) + 1
+    if counts is not None and (dropped or ignored):
+        counts.note(event, [*ignored, *dropped])
     return event
 
 
@@ -597,8 +642,11 @@ def _alias(obj: dict[str, Any], aliases: tuple[str, ...]) -> tuple[Any, str]:
     return None, ""
 
 
-def _apply_mapping(obj: dict[str, Any], mapping: FieldMapping) -> dict[str, str]:
-    """Rewrite ``obj`` in place to canonical spellings; return ``{canonical: alias used}``."""
+def _apply_mapping(
+    obj: dict[str, Any], mapping: FieldMapping, ignored: list[tuple[str, str]]
+) -> dict[str, str]:
+    """Rewrite ``obj`` in place to canonical spellings; return ``{canonical: alias used}``.
+    A drop of the results alias (:func:`_results_from_alias`) is appended to ``ignored``."""
     sources: dict[str, str] = {}
     for canonical in ("event_id", "timestamp", "question", "answer"):
         value, key = _first(obj, canonical, getattr(mapping, canonical))
@@ -614,20 +662,23 @@ def _apply_mapping(obj: dict[str, Any], mapping: FieldMapping) -> dict[str, str]
         if results is not None:
             sources["retrieval.results"] = key
             if type(results) is list:
-                results = _results_from_alias(results, mapping)
+                results = _results_from_alias(results, mapping, ignored)
             obj["retrieval"] = retrieval = {**(retrieval or {}), "results": results}
     if type(retrieval) is dict and type(retrieval.get("results")) is list:
         retrieval["results"] = [_passage(item, mapping) for item in retrieval["results"]]
     return sources
 
 
-def _results_from_alias(items: list[Any], mapping: FieldMapping) -> list[Any]:
+def _results_from_alias(
+    items: list[Any], mapping: FieldMapping, ignored: list[tuple[str, str]]
+) -> list[Any]:
     """Apply ``mapping.string_results`` to the string items of an aliased results list.
 
-    Ignored string items (``"ignore"``: passage texts, not ids) are counted as a drop of
-    ``("retrieval.results", "wrong_type")`` in the enclosing :func:`collect_dropped_fields`,
-    once per event: a log of RAGAS-style ``contexts`` texts is then visible in ``dropped``
-    and ``goldwatch_event_fields_dropped_total`` instead of silently having no results.
+    Ignored string items (``"ignore"``: passage texts, not ids) are a drop of
+    ``("retrieval.results", "wrong_type")``, appended to ``ignored`` once per event and
+    counted with the event in the enclosing :func:`collect_dropped_fields` when it is built:
+    a log of RAGAS-style ``contexts`` texts is then visible in ``dropped`` and
+    ``goldwatch_event_fields_dropped_total`` instead of silently having no results.
     """
     if mapping.string_results == "ids":
         return [
@@ -635,10 +686,8 @@ def _results_from_alias(items: list[Any], mapping: FieldMapping) -> list[Any]:
             for rank, item in enumerate(items, start=1)
         ]
     kept = [item for item in items if type(item) is not str]
-    counts = _DROPS.get()
-    if len(kept) < len(items) and counts is not None:
-        key = ("retrieval.results", "wrong_type")
-        counts[key] = counts.get(key, 0) + 1
+    if len(kept) < len(items):
+        ignored.append(("retrieval.results", "wrong_type"))
     return kept
 
 

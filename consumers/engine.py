@@ -36,7 +36,7 @@ from operator import attrgetter, itemgetter, lt
 from typing import Any, TypedDict
 
 from consumers.base import DeadLetter, PartitionRuns, RawMessage
-from consumers.decoding import collect_dropped_fields
+from consumers.decoding import DroppedFields, collect_dropped_fields, note_dropped_fields
 from consumers.errors import ErrorCallback, default_on_error
 from service.events import QueryLogEvent
 from service.pipeline import Batch, Pipeline, StageError
@@ -117,7 +117,8 @@ AdmitDead = Callable[[list[DeadLetter]], list[DeadLetter]]
 class TotalsJson(TypedDict):
     """:meth:`Totals.to_json`: the all-time counts as stored in the state and shown in
     ``/v1/status`` ``totals`` (``dead_lettered`` and ``dropped`` by reason; ``fields_dropped``
-    by ``"<field>: <reason>"``, the optional fields the decoder dropped from kept events)."""
+    by ``"<field>: <reason>"``, the optional fields the decoder or the trace mapping dropped
+    from kept events)."""
 
     consumed: int
     processed: int
@@ -331,8 +332,17 @@ class Engine:
         admit_dead: AdmitDead | None = None,
         letters: Sequence[DeadLetter] = (),
         duplicates: int = 0,
+        field_drops: Mapping[int, Sequence[tuple[str, str]]] | None = None,
     ) -> Outcome:
         """Decode and run one micro-batch; update metrics and totals.
+
+        ``fields_dropped`` (totals and ``goldwatch_event_fields_dropped_total``) counts the
+        optional fields dropped from the events the pipeline kept: not from an event the
+        dedup stage drops as sent again (its first copy's were counted), nor from events
+        that fail. ``field_drops``: ``id(message)`` -> ``(field path, reason)`` dropped from
+        the event of that message before it was sent here (trace ingest: documents a trace
+        carried that its event could not hold, :attr:`~service.traces.mapping.TraceEvent.
+        dropped`), counted as the decoder's.
 
         ``letters`` are dead letters the caller made of input that is not among
         ``messages`` (trace ingest: spans and traces that give no event); they are handled
@@ -364,7 +374,8 @@ class Engine:
             try:
                 fresh = self._drop_redelivered(messages)
                 redelivered = len(messages) - len(fresh)
-                batch, dead, counted, repeats = self._run(fresh, source, admit_dead, letters)
+                batch, dead, counted, repeats = self._run(fresh, source, admit_dead, letters,
+                                                          field_drops)  # fmt: skip
             except BaseException:
                 if self._admitting:  # refused before it was counted: as if never sent
                     # (a stage that raised may have changed its state: reload it then)
@@ -506,15 +517,22 @@ class Engine:
         source: str,
         admit_dead: AdmitDead | None,
         letters: Sequence[DeadLetter] = (),
+        field_drops: Mapping[int, Sequence[tuple[str, str]]] | None = None,
     ) -> tuple[Batch | None, list[DeadLetter], list[DeadLetter], int]:
         """Decode and run ``messages``: ``(batch, dead letters, those to count, repeats)``
         (with ``admit_dead``, the letters it did not admit are repeats: in the dead letters,
-        not counted). ``letters`` (the caller's) come first among the dead letters."""
+        not counted). ``letters`` (the caller's) come first among the dead letters. The
+        fields dropped from the events kept are counted (:meth:`process`)."""
         if not messages and not letters:
             return None, [], [], 0
         try:
             with collect_dropped_fields() as dropped:
                 decoded, dead = self.decode(messages) if messages else ([], [])
+                if field_drops:
+                    for message, event in decoded:
+                        found = field_drops.get(id(message))
+                        if found:
+                            note_dropped_fields(event, found)
         except Exception as exc:
             failed = [*letters, *self._failed(exc, messages)]
             return None, failed, failed, 0
@@ -527,11 +545,13 @@ class Engine:
             counted = admit_dead(dead)  # raises: nothing applied, nothing counted
             self._admitting = False
         repeats = len(dead) - len(counted)
-        if dropped:
-            # counted once, in the counter and the persisted totals alike (same labels)
-            _merge(self.totals.fields_dropped, self.metrics.observe_dropped_fields(dropped))
         try:
-            batch = self.pipeline.process(list(map(_event_of, decoded)), source, streams)
+            events = list(map(_event_of, decoded))
+            batch = self.pipeline.process(events, source, streams)
+            if dropped:
+                # counted once, in the counter and the persisted totals alike (same labels)
+                kept = _kept_drops(dropped, events, batch)
+                _merge(self.totals.fields_dropped, self.metrics.observe_dropped_fields(kept))
             return batch, dead, counted, repeats
         except Exception as exc:
             if admit_dead is None:
@@ -552,6 +572,21 @@ class Engine:
             raise exc
         detail = _failure_detail(exc)
         return [DeadLetter(m, PROCESSING_FAILED, detail) for m in messages]
+
+
+def _kept_drops(
+    dropped: DroppedFields, events: Sequence[QueryLogEvent], batch: Batch
+) -> dict[tuple[str, str], int]:
+    """The drops of the events ``batch`` kept of ``events`` (what it was made of): all of
+    them when it dropped none, else those of the events at its :attr:`Batch.positions` (a
+    stage may have replaced a kept event by a copy, e.g. a pseudonymised id), or, for a
+    stage that dropped events without :meth:`Batch.keep`, those of the events it holds."""
+    positions = batch.positions
+    if positions is None and len(batch.events) == len(events):
+        return dropped
+    if positions is None:
+        return dropped.kept(batch.events)
+    return dropped.kept(events[i] for i in positions)
 
 
 def _by_reason(dead: Sequence[DeadLetter]) -> dict[str, int]:

@@ -61,6 +61,7 @@ from consumers.base import (
     SyncsDeadLetters,
     TracksTopicIds,
 )
+from consumers.decoding import note_dropped_fields
 from consumers.engine import Decoder
 from service.events import QueryLogEvent
 from service.telemetry import TraceMetrics
@@ -92,13 +93,19 @@ class ReadyEvent(RawMessage):
     limit, the loop only to dead-letter a failed batch. Built by :class:`TraceSource` only.
     """
 
-    __slots__ = ("event", "_json")
+    __slots__ = ("event", "dropped", "_json")
     event: QueryLogEvent
+    #: what the trace carried that the event lost (:attr:`~service.traces.mapping.
+    #: TraceEvent.dropped`), counted as dropped fields when the event is kept
+    dropped: tuple[tuple[str, str], ...]
     _json: bytes | None
 
-    def __init__(self, event: QueryLogEvent, origin: Origin) -> None:
+    def __init__(
+        self, event: QueryLogEvent, origin: Origin, dropped: tuple[tuple[str, str], ...] = ()
+    ) -> None:
         init = object.__setattr__  # RawMessage is frozen; its ``value`` slot stays unused
         init(self, "event", event)
+        init(self, "dropped", dropped)
         init(self, "_json", None)
         init(self, "origin", origin)
         init(self, "key", None)
@@ -296,6 +303,11 @@ class TraceSource:
                         one, dead = decoder([message])
                         decoded += one
                         theirs += dead
+                        if not one:  # dead-lettered: no event to count drops of
+                            continue
+                        event = one[0][1]
+                    if message.dropped:  # counted by the engine if the event is kept
+                        note_dropped_fields(event, message.dropped)
                     continue
                 letter = letters.pop(id(message), None) if letters else None
                 if letter is not None:
@@ -304,6 +316,9 @@ class TraceSource:
                     rest.append(message)
             if rest:
                 one, dead = decoder(rest)
+                for message, event in one:  # events decoded from their JSON: drops too
+                    if type(message) is ReadyEvent and message.dropped:
+                        note_dropped_fields(event, message.dropped)
                 decoded += one
                 theirs += dead
             return decoded, [*ours, *theirs]
@@ -401,7 +416,7 @@ class TraceSource:
                 value = encode_json(trace.spans)
                 letters.append(DeadLetter(RawMessage(value, origin), exc.reason, exc.detail))
                 continue
-            out.append(ReadyEvent(built.event, origin))
+            out.append(ReadyEvent(built.event, origin, built.dropped))
         return out
 
     def commit(self, messages: Sequence[RawMessage], force: bool = False) -> None:

@@ -331,9 +331,20 @@ class _Record(msgspec.Struct, frozen=True, gc=False, metaclass=_RecordMeta):
       both ``wrong_type`` to the decoder): :meth:`__get_pydantic_core_schema__` reads it as a
       typed dict of its fields, then builds the Struct. A record *instance* is taken as it
       is (as a dataclass instance was), and a record serializes as that dict.
-    * ``msgspec.structs.replace`` (and ``copy.replace``) check nothing: PII scrubbing uses
-      it to put scrubbed strings where strings were.
+    * ``msgspec.structs.replace`` (and, on Python 3.13+, ``copy.replace``) check nothing:
+      PII scrubbing uses it to put scrubbed strings where strings were. Pickle and
+      ``copy.deepcopy`` rebuild a record as it was, without validating (:meth:`__reduce__`).
+
+    ``gc=False`` is safe because the constructors and the decoder give a record only
+    strings, numbers, ``None`` and tuples of records. ``structs.replace`` with a mutable
+    value (a list later given a record) could make a cycle the collector never frees, and a
+    subclass inherits ``gc=False`` even with a mutable field: give records immutable values.
     """
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickle (and ``copy.deepcopy``) as ``_restore(type, fields)``: msgspec's own
+        ``(type, fields)`` would call the type, which validates (:class:`_RecordMeta`)."""
+        return _restore, (type(self), msgspec.structs.astuple(self))
 
     @classmethod
     def __get_pydantic_core_schema__(
@@ -349,8 +360,9 @@ class _Record(msgspec.Struct, frozen=True, gc=False, metaclass=_RecordMeta):
                 inner = core_schema.with_default_schema(inner, default=field.default)
                 fields_[field.name] = core_schema.typed_dict_field(inner, required=False)
         as_dict = core_schema.typed_dict_schema(
-            fields_, extra_behavior="ignore", config=_RECORD_CORE
-        )
+            fields_, cls=cls, ref=f"{cls.__module__}.{cls.__qualname__}",
+            extra_behavior="ignore", config=_RECORD_CORE,
+        )  # fmt: skip
         build = core_schema.no_info_after_validator_function(partial(_build, cls), as_dict)
         return core_schema.json_or_python_schema(
             json_schema=build,
@@ -365,6 +377,13 @@ class _Record(msgspec.Struct, frozen=True, gc=False, metaclass=_RecordMeta):
 
 def _build(cls: type[_Record], values: dict[str, Any]) -> Any:
     return _construct(cls, **values)  # validated by the typed dict: no second validation
+
+
+def _restore(cls: type[_Record], values: tuple[Any, ...]) -> Any:
+    """A record from its fields' values in order, as it was (pickle, ``copy.deepcopy``):
+    not validated again, so a record ``msgspec.convert`` or ``structs.replace`` built
+    round-trips whatever pydantic would say of it."""
+    return _construct(cls, *values)
 
 
 def _keep_instance(cls: type[_Record], value: Any, handler: Any) -> Any:

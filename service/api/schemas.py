@@ -72,9 +72,10 @@ class Totals(BaseModel):
     #: removes events today (duplicates have their own count), so it reads ``{}``: a field
     #: dropped from a kept event is not a dropped event, and is ``fields_dropped``.
     dropped: dict[str, int]
-    #: Optional fields the decoder dropped while keeping their events, ``{"<field>:
-    #: <reason>": n}`` (``feedback.rating: wrong_type``), all-time like the other totals
-    #: (checkpointed; a state written before this field starts it at zero).
+    #: Optional fields the decoder (or the trace mapping) dropped from the events kept (a
+    #: duplicate's are not counted again), ``{"<field>: <reason>": n}``
+    #: (``feedback.rating: wrong_type``), all-time like the other totals (checkpointed; a
+    #: state written before this field starts it at zero).
     fields_dropped: dict[str, int] = {}
 
 

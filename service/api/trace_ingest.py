@@ -145,6 +145,8 @@ class TraceIngest:
         self.wall = wall
         self._lock = threading.Lock()
         self._values: list[bytes] = []  # events of handed-out traces, not yet processed
+        #: per value: what its trace carried that the event lost (TraceEvent.dropped)
+        self._dropped: list[tuple[tuple[str, str], ...]] = []
         self._letters: list[DeadLetter] = []  # dead letters not yet written
         self._keys: dict[str, list[str]] = {}  # open trace id -> its pending keys
         #: pending keys of handed-out (or evicted) traces: deleted by the next checkpoint
@@ -417,6 +419,7 @@ class TraceIngest:
                 self._letters.append(letter)
                 continue
             self._values.append(built.event.model_dump_json().encode("utf-8", "surrogatepass"))
+            self._dropped.append(built.dropped)
         return waited + self._hand_over()
 
     def _hand_over(self) -> int:
@@ -432,7 +435,8 @@ class TraceIngest:
             deletes = {**self._deletes, **self._remembered}
         try:
             if self._values or self._letters:  # the letters counted with the events
-                self.runtime.ingest(self._values, extra=deletes, letters=self._letters)
+                self.runtime.ingest(self._values, extra=deletes, letters=self._letters,
+                                    dropped=self._dropped)  # fmt: skip
             elif deletes:
                 self.runtime.state.checkpoint(deletes)
         except (EngineBusy, OSError, StateError) as exc:  # kept: retried at a later tick
@@ -451,7 +455,7 @@ class TraceIngest:
             for key in deletes:
                 self._deletes.pop(key, None)
                 self._remembered.pop(key, None)
-        taken, self._values, self._letters = len(self._values), [], []
+        taken, self._values, self._letters, self._dropped = len(self._values), [], [], []
         return taken
 
     def start(self) -> None:

@@ -15,10 +15,15 @@
   reason, or the whole request when those would be larger than it,
   :func:`~service.traces.otlp.unreadable_letters`) and the request's other spans are kept,
   in the same checkpoint; exporters do not retry a 400, so one bad span
-  answered with 400 lost every good trace of its batch.
-* 400: a payload whose envelope cannot be decoded (not protobuf, JSON or UTF-8;
-  ``resourceSpans``, ``scopeSpans`` or ``spans`` of the wrong type): dead-lettered whole with
-  its reason; or a request none of whose spans can be read: each dead-lettered as above. Either
+  answered with 400 lost every good trace of its batch. A request with no span is valid
+  (OTLP/HTTP: an empty ``ExportTraceServiceRequest``; OTLP/JSON receivers "MUST ignore
+  message fields with unknown names"): 200, nothing kept or counted; an OTLP/JSON body with
+  no ``resourceSpans`` but other top-level keys (``{"foo": 1}``: most likely not OTLP) gets
+  OTLP's warning form, ``error_message`` saying how many keys were ignored (never which).
+* 400: a payload whose envelope cannot be decoded (not protobuf, JSON or UTF-8, a JSON
+  document not an object; ``resourceSpans``, ``scopeSpans`` or ``spans`` of the wrong type):
+  dead-lettered whole with its reason; or a request with spans none of which can be read:
+  each dead-lettered as above. Either
   is counted, as every dead letter of trace ingest, in ``/v1/status`` ``totals.dead_lettered``
   and ``goldwatch_events_dead_lettered_total``. 415: another content type or encoding; 429
   with ``Retry-After``: the request's new traces would take the open traces over
@@ -33,6 +38,7 @@
 
 from __future__ import annotations
 
+import json
 import zlib
 from collections.abc import Sequence
 from typing import Any
@@ -188,7 +194,29 @@ async def post_traces(request: Request, _: TokenDep) -> Response:
     if decoded.invalid and not decoded.spans:  # nothing of it readable: the request is bad
         message = answer.partial_success.error_message
         return _encode(Status(code=_INVALID_ARGUMENT, message=message), media, 400)
+    if media == JSON and not decoded.spans and not decoded.invalid:
+        unknown = unknown_keys(body)
+        if unknown:  # OTLP's warning form: a 200, nothing rejected, a message
+            answer.partial_success.error_message = (
+                f"no span: the request has no resourceSpans, only {unknown} top-level "
+                f"key{'s' if unknown > 1 else ''} OTLP does not define (ignored, as OTLP/JSON "
+                "asks); nothing was kept"
+            )
     return _encode(answer, media)
+
+
+def unknown_keys(body: bytes) -> int:
+    """How many top-level keys of an OTLP/JSON body that decoded to no span are not
+    ``resourceSpans`` (or ``resource_spans``), when it has neither: ``{"foo": 1}``. 0 for
+    any other body, ``{}`` included (an empty export request, valid in OTLP/HTTP). Counts
+    only: the keys are the client's input, never echoed."""
+    try:
+        top = json.loads(body)
+    except (ValueError, RecursionError):  # pragma: no cover - the decoder read it
+        return 0
+    if not isinstance(top, dict) or {"resourceSpans", "resource_spans"} & top.keys():
+        return 0
+    return len(top)
 
 
 def partial_success(

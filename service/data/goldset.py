@@ -32,6 +32,7 @@ import json
 import logging
 import os
 import threading
+import unicodedata
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -512,6 +513,48 @@ def validate_against_corpus(gold_set: GoldSet, corpus: Corpus) -> list[str]:
             tail,
         )
     return warnings
+
+
+def repeated_questions(gold_set: GoldSet, shown: int = 3) -> str | None:
+    """One line when the gold set asks the same question in more than one row, or ``None``.
+
+    "The same" is the text after Unicode NFKC, case folding and collapsing whitespace, for
+    the same ``role`` (rows that differ by role are the ACL's own cases: the answer a
+    student may see is not the one staff may). Each row is scored on its own, so two rows
+    with different gold passages ask one retriever for two rankings of one question: neither
+    can be met in full, and the pair counts twice in every mean (trial 13). The line names
+    the groups' row ids (first ``shown`` groups), never the question's text, e.g.
+    ``"2 questions appear in more than one gold-set row (rows 'g-1', 'g-9'; 'g-4', 'g-5'),
+    1 of them with different gold passages: each row is scored on its own, so a retriever
+    cannot meet both; merge such rows into one with all their gold passages"``.
+
+    >>> from service.records import GoldQuestion
+    >>> rows = [GoldQuestion("a", "When was X built?", ("p1",)),
+    ...         GoldQuestion("b", "when was  x BUILT?", ("p2",)),
+    ...         GoldQuestion("c", "When was X built?", ("p1",), role="staff")]
+    >>> repeated_questions(GoldSet(tuple(rows)))  # doctest: +NORMALIZE_WHITESPACE
+    "1 question appears in more than one gold-set row (rows 'a', 'b'), 1 of them with
+    different gold passages: each row is scored on its own, so a retriever cannot meet
+    both; merge such rows into one with all their gold passages"
+    """
+    groups: dict[tuple[str, str | None], list[GoldQuestion]] = {}
+    for question in gold_set:
+        text = " ".join(unicodedata.normalize("NFKC", question.question).casefold().split())
+        groups.setdefault((text, question.role), []).append(question)
+    repeated = [rows for rows in groups.values() if len(rows) > 1]
+    if not repeated:
+        return None
+    differ = sum(1 for rows in repeated if len({frozenset(q.gold) for q in rows}) > 1)
+    named = "; ".join(", ".join(repr(q.id) for q in rows) for rows in repeated[:shown])
+    more = "; …" if len(repeated) > shown else ""
+    many = len(repeated) > 1
+    head = (f"{len(repeated)} question{'s' if many else ''} appear{'' if many else 's'} in "
+            f"more than one gold-set row (rows {named}{more})")  # fmt: skip
+    if differ:
+        return (f"{head}, {differ} of them with different gold passages: each row is scored "
+                "on its own, so a retriever cannot meet both; merge such rows into one with "
+                "all their gold passages")  # fmt: skip
+    return f"{head}, with the same gold passages: each counts in every mean once per row"
 
 
 def corpus_coverage(gold_set: GoldSet, corpus: Corpus, shown: int = 5) -> str | None:

@@ -35,6 +35,9 @@ class PairedComparison:
         p_value: two-sided paired randomization test, in [0, 1] (1.0 when every d is 0).
         ci_low, ci_high: bootstrap confidence interval of ``mean_diff`` at ``confidence``.
         deltas: question id → ``B − A``.
+        disagreement: ``""`` when the interval and the test agree (the interval excludes 0
+            exactly when ``p_value < 1 − confidence``), else one sentence saying they do not
+            and that the test decides (:func:`disagreement`).
     """
 
     metric: str
@@ -52,6 +55,7 @@ class PairedComparison:
     ci_high: float
     confidence: float
     deltas: dict[str, float]
+    disagreement: str = ""
 
     def to_json(self) -> dict[str, object]:
         """Return the JSON form (deltas included)."""
@@ -117,6 +121,7 @@ def paired_comparison(
         raise ValueError(f"metric {metric!r} is not in both reports") from None
     diff = xb - xa
     p_value, low, high = _significance(diff, confidence, n_resamples, seed)
+    differing = int((diff != 0).sum())
     return PairedComparison(
         metric=metric,
         a=a_name,
@@ -133,7 +138,44 @@ def paired_comparison(
         ci_high=high,
         confidence=confidence,
         deltas={i: float(d) for i, d in zip(ids, diff, strict=True)},
+        disagreement=disagreement(metric, p_value, low, high, confidence, differing, len(ids)),
     )
+
+
+def disagreement(
+    metric: str, p_value: float, low: float, high: float, confidence: float, differing: int,
+    n: int,
+) -> str:  # fmt: skip
+    """One sentence when the bootstrap interval and the randomization test disagree about a
+    difference at ``confidence`` (the interval excludes 0 and ``p ≥ 1 − confidence``, or the
+    reverse), else ``""``.
+
+    The sign-flip test over the ``differing`` questions is exact (or its Monte-Carlo
+    estimate); the percentile bootstrap of the mean is an approximation that understates the
+    spread when few questions differ (trial 13: 4 of 32 differ, all losses; a resample keeps
+    none of the 4 with probability (28/32)^32 ≈ 1.4 %, under the 2.5 % tail, so the 95 %
+    interval [−0.146, −0.010] excluded 0 while the exact p was 2/2^4 = 0.125). With
+    ``differing`` ≤ log2(2 / (1 − confidence)) (5 at 95 %) no p-value can fall below
+    ``1 − confidence`` at all.
+
+    >>> disagreement("recall@5", 0.125, -0.146, -0.010, 0.95, 4, 32)  # doctest: +ELLIPSIS
+    'recall@5: the 95% bootstrap interval excludes 0 but the randomization test gives p = 0.125 ...'
+    >>> disagreement("recall@5", 0.01, -0.2, -0.05, 0.95, 12, 32)
+    ''
+    """
+    alpha = 1.0 - confidence
+    excludes = low > 0.0 or high < 0.0
+    if excludes == (p_value < alpha):
+        return ""
+    if excludes:
+        return (f"{metric}: the {confidence:.0%} bootstrap interval excludes 0 but the "
+                f"randomization test gives p = {p_value:.3g} (≥ {alpha:.3g}): only {differing} "
+                f"of {n} questions differ, and the bootstrap interval runs narrow on few "
+                f"differing questions; the test decides (no significant difference at "
+                f"{alpha:.3g})")  # fmt: skip
+    return (f"{metric}: the randomization test gives p = {p_value:.3g} (< {alpha:.3g}) but "
+            f"the {confidence:.0%} bootstrap interval contains 0; the test decides "
+            f"({differing} of {n} questions differ)")  # fmt: skip
 
 
 def _significance(

@@ -110,13 +110,20 @@ class DetectorQuality:
         """True when the AUC is known and at least ``floor`` (its point estimate), both
         classes hold at least ``min_class`` scores (``analytics.quality_min_class``: an AUC
         measured on 5 unanswerable gold questions is no measurement) and, when an operating
-        point is reported, its balanced accuracy is at least ``min_balanced_accuracy``."""
+        point is reported, its balanced accuracy is at least ``min_balanced_accuracy`` with
+        its FPR at the Wilson upper bound (:func:`bounded_balanced_accuracy`): a rate measured
+        on 10 negatives is no better known than that."""
         if min(self.n_pos, self.n_neg) < min_class:
             return False
         if not (np.isfinite(self.auc) and self.auc >= floor):
             return False
-        ba = self.balanced_accuracy
+        ba = self.bounded_balanced_accuracy
         return bool(not np.isfinite(ba) or ba >= min_balanced_accuracy)
+
+    @property
+    def bounded_balanced_accuracy(self) -> float:
+        """:func:`bounded_balanced_accuracy` of this operating point (NaN: none reported)."""
+        return bounded_balanced_accuracy(self.tpr, self.fpr, self.n_neg)
 
     def as_dict(self) -> dict[str, float | int | str | None]:
         """JSON-safe form (NaN becomes ``None``), unrounded: every display rounds the same
@@ -257,6 +264,31 @@ def too_few(detector: str, quality: DetectorQuality, min_class: int) -> str | No
     return f"measured on only {n} {what}; needs at least {min_class}"
 
 
+def bounded_balanced_accuracy(tpr: float, fpr: float, n_neg: float) -> float:
+    """``(tpr + 1 − u) / 2``, in [0, 1]: the balanced accuracy with the false-positive rate at
+    ``u``, the upper end of the Wilson 95 % interval of ``fpr`` over ``n_neg`` negatives
+    (:func:`service.coverage.wilson_bounds`); NaN when a rate is unknown; ``n_neg`` ≤ 0
+    gives ``u`` = 1.
+
+    Why (trial 12 follow-up, ``benchmarks/bench_scope_coverage.py``): the out-of-scope
+    detector's FPR is measured on the gold set's 10–14 unanswerable rows, so 5 of 10 let
+    through reads 0.50 when the live rate may be 0.76; three of 16 seeded gold sets caught
+    under half of CLINC150's out-of-scope questions (live FPR 0.52–0.84 against 0.46–0.55
+    reported) while their balanced accuracy, 0.68–0.74, passed the 0.68 floor. At the bound
+    they read 0.56–0.62; the 13 that catch 71 % or more read 0.686 or above (0.686: the one
+    catching 71 %, its 3 of 11 let through; a thin margin, said as measured).
+
+    >>> round(bounded_balanced_accuracy(0.941, 0.5, 10), 3)  # FPR bound 0.763
+    0.589
+    >>> round(bounded_balanced_accuracy(0.952, 0.07, 100), 3)  # FPR bound 0.137
+    0.907
+    """
+    if not (math.isfinite(tpr) and math.isfinite(fpr)):
+        return float("nan")
+    upper = wilson_bounds(fpr * n_neg, n_neg)[1]
+    return (tpr + 1.0 - upper) / 2.0
+
+
 def quality_gauges(quality: DetectorQuality) -> dict[str, float]:
     """The unrounded numbers a detector's gauges export (``auc``, ``auc_low``, ``auc_high``,
     ``tpr``, ``fpr``, ``balanced_accuracy``; NaN when unknown) and the class sizes its
@@ -350,11 +382,20 @@ class MisjudgedAnswerable:
             scope from above (a row both rules judge counts twice), ≤ ``n``.
         n: answerable gold rows (``n_pos``), ≥ 1.
         upper: the 95 % Wilson upper bound of ``count / n`` (Wilson 1927), in (0, 1].
+        by_score: of ``count``, the rows the regression's score judges out of scope
+            (``(1 − tpr) · n_pos``): the complement of the "answerable kept in scope" the
+            detector's quality line reports, so the two read together (trial 13: "kept in
+            scope 30 of 32" beside "3 of 32 misjudged" looked like a contradiction).
+        by_off_corpus: of ``count``, the rows the off-corpus rule judges out of scope
+            (``held_out_fpr · n_answerable``; 0 without the rule); ``by_score +
+            by_off_corpus`` is ``count`` unless the cap at ``n`` cut it.
     """
 
     count: int
     n: int
     upper: float
+    by_score: int = 0
+    by_off_corpus: int = 0
 
     def explains(self, scored: int) -> int:
         """Under-refusals among ``scored`` live questions that the detector's own error
@@ -363,8 +404,9 @@ class MisjudgedAnswerable:
         return math.floor(self.upper * scored)
 
     def as_dict(self) -> dict[str, float | int]:
-        """``{"count", "of", "upper"}`` for the JSON report."""
-        return {"count": self.count, "of": self.n, "upper": self.upper}
+        """``{"count", "of", "upper", "by_score", "by_off_corpus"}`` for the JSON report."""
+        return {"count": self.count, "of": self.n, "upper": self.upper,
+                "by_score": self.by_score, "by_off_corpus": self.by_off_corpus}  # fmt: skip
 
 
 def misjudged_answerable(
@@ -379,8 +421,8 @@ def misjudged_answerable(
 
     >>> m = misjudged_answerable({"tpr": 33 / 34, "n_pos": 34},
     ...                          {"held_out_fpr": 1 / 34, "n_answerable": 34})
-    >>> m.count, m.n, round(m.upper, 4), m.explains(2400)
-    (2, 34, 0.1909, 458)
+    >>> m.count, m.n, round(m.upper, 4), m.explains(2400), m.by_score, m.by_off_corpus
+    (2, 34, 0.1909, 458, 1, 1)
     """
     if not quality:
         return None
@@ -388,13 +430,14 @@ def misjudged_answerable(
     if tpr is None or n is None or not math.isfinite(float(tpr)) or int(n) < 1:
         return None
     n = int(n)
-    count = round((1.0 - float(tpr)) * n)
+    by_score = round((1.0 - float(tpr)) * n)
+    by_off_corpus = 0
     if support:
         rate, rows = support.get("held_out_fpr"), support.get("n_answerable")
         if rate is not None and rows and math.isfinite(float(rate)):
-            count += round(float(rate) * int(rows))
-    count = min(count, n)
-    return MisjudgedAnswerable(count, n, wilson_bounds(count, n)[1])
+            by_off_corpus = round(float(rate) * int(rows))
+    count = min(by_score + by_off_corpus, n)
+    return MisjudgedAnswerable(count, n, wilson_bounds(count, n)[1], by_score, by_off_corpus)
 
 
 @dataclass(frozen=True)
@@ -506,6 +549,17 @@ def under_refusals_explained_text(scope: Mapping[str, Any]) -> str:
     return (
         f" (up to {explained} explained by the detector judging answerable questions out "
         f"of scope: {misjudged['count']} of {misjudged['of']} answerable gold questions on "
-        f"held-out data, 95 % upper bound {misjudged['upper']:.1%} of the scored questions; "
-        f"{verdict})"
+        f"held-out data{_misjudged_split(misjudged)}, 95 % upper bound "
+        f"{misjudged['upper']:.1%} of the scored questions; {verdict})"
     )
+
+
+def _misjudged_split(misjudged: Mapping[str, Any]) -> str:
+    """``" (2 by its score, 1 by the off-corpus rule)"``: which rule judged the misjudged
+    answerable rows out of scope, when the off-corpus rule judged any (``""`` otherwise, or
+    for a report written before the split was kept). The score's count is the complement of
+    the quality line's "answerable kept in scope", so the two lines read together."""
+    by_score, by_rule = misjudged.get("by_score"), misjudged.get("by_off_corpus")
+    if by_score is None or not by_rule:
+        return ""
+    return f" ({by_score} by its score, {by_rule} by the off-corpus rule)"

@@ -21,6 +21,7 @@ from service.data.goldset import (
     corpus_coverage,
     load_gold_set,
     load_trec_gold_set,
+    repeated_questions,
 )
 from service.demo import demo_path
 from service.errors import GoldwatchError
@@ -322,6 +323,8 @@ def run_eval(request: EvalRequest, settings: Settings) -> EvalOutcome:
     if request.compare and not request.runs:
         names.extend(n for n in request.compare if n not in names)
     runs, corpus, warnings, orders = retrieved_runs(request, settings, gold, names)
+    if (repeated := repeated_questions(gold)) is not None:
+        warnings.append(repeated)
     questions = list(gold)
     reports = tuple(
         evaluate_run(

@@ -19,7 +19,8 @@ JSON schema (``schema_version`` 1)::
                            "order_warning": str | None}},          # score order: distances?
      "comparison": [{"metric", "a", "b", "n", "mean_a", "mean_b", "mean_diff", "wins",
                      "losses", "ties", "p_value", "ci_low", "ci_high", "confidence",
-                     "deltas": {question_id: b - a}}],        # only with --compare
+                     "deltas": {question_id: b - a},
+                     "disagreement": str}],   # only with --compare; "" or why CI and p differ
      "answers": {...},                                       # only with --answers
      "fail_under": [{"retriever", "metric", "value", "threshold"}]}  # failed gates
 """
@@ -169,6 +170,7 @@ def render_text(reports: Sequence[RetrieverReport], comparisons: Sequence[Paired
     if comparisons:
         out.append("Paired comparison (B - A; randomization test, bootstrap CI)")
         out.append(table(list(COMPARISON_COLUMNS), comparison_rows(comparisons)))
+        out.extend(f"note: {c.disagreement}" for c in comparisons if c.disagreement)
     return "\n".join(out).rstrip()
 
 

@@ -279,12 +279,14 @@ def _comparison(comparisons: Sequence[PairedComparison]) -> Markup:
         "of the mean difference. Wins: questions where B scores higher.",
         "muted",
     )
+    disagreements = [para(c.disagreement, "warn") for c in comparisons if c.disagreement]
     return section(
         "comparison",
         "Paired comparison",
         figure(svg, "B − A per metric"),
         table(header, rows),
         note,
+        *disagreements,
     )
 
 

@@ -221,6 +221,8 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
         if calibration.get(key) is not None:
             value = calibration[key]
             rows.append([f"scope calibration: {key}", num(value) if key != "retriever" else value])
+    if (scope.get("quality") or {}).get("method"):  # how it was fitted: which rows hid which
+        rows.append(["scope calibration: fit", scope["quality"]["method"]])
     measured = (" The detector's ROC AUC and its rates at the threshold are measured on the "
                 "gold set it was calibrated on (cross-validated scores); its counts are facts "
                 "only when both reach their floors and each class holds at least "

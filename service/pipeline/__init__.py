@@ -108,6 +108,10 @@ class Batch:
             export does not count again; :meth:`Pipeline.process` drops it (``None``) after
             any later stage that does not say it leaves the counted annotations as they are
             (``keeps_counts = True``, see :class:`Stage`). ``None``: not counted.
+        positions: the index, among the events the batch was made of, of each surviving
+            event (same index as ``events``), kept by :meth:`keep`; ``None`` while no event
+            was dropped (event ``i`` is input ``i``). The engine counts the fields the
+            decoder dropped only for the events kept (``fields_dropped``).
     """
 
     source: str
@@ -116,6 +120,7 @@ class Batch:
     dropped: Counter[str] = field(default_factory=Counter)
     streams: list[str] | None = None
     counted: tuple[list[dict[str, Any]], dict[str, int], dict[str, int]] | None = None
+    positions: list[int] | None = None
 
     def counts(self) -> tuple[dict[str, int], dict[str, int]] | None:
         """``(flags, pii)`` of :attr:`counted` when they are this batch's current counts
@@ -167,6 +172,8 @@ class Batch:
             self.annotations = [self.annotations[i] for i in kept]
             if self.streams is not None:
                 self.streams = [self.streams[i] for i in kept]
+            positions = self.positions
+            self.positions = kept if positions is None else [positions[i] for i in kept]
             self.dropped[reason] += dropped
         return dropped
 

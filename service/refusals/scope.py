@@ -30,9 +30,11 @@ refusing a question the gold set marks unanswerable is never an over-refusal.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import pickle
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -908,9 +910,11 @@ def calibrate_support(
     pair split between folds hides exactly the false positive the pair held out together
     would show. Near-duplicates are *not* left out of the cutoffs (the live one and each
     fold's, the same rule): the rate is that of the rule the detector applies, so a cutoff
-    that one row sets shows as that row's false positive when it is held out. (Folds
-    grouped by gold passage were not chosen: the detector's stratified folds are shared with
-    its AUC and threshold, and a gold set may put every answerable row on one passage.)
+    that one row sets shows as that row's false positive when it is held out. The folds are
+    the detector's (:func:`grouped_folds`: a document's rows held out together when the gold
+    set asks about at least two), and ``gold_sims`` may hide more than the diagonal (``-inf``:
+    the rows of one document, :func:`hidden_pairs`), so a row's support is then taken as a
+    question's on a document no gold row asks about.
 
     Raises:
         ValueError: no answerable row, a training fold without one, or ``trim`` outside
@@ -1069,6 +1073,229 @@ def corpus_sample(ids: Sequence[str], limit: int | None) -> list[int]:
     return sorted(sorted(range(len(ids)), key=lambda i: (digests[i], i))[:limit])
 
 
+class GoldGroups(NamedTuple):
+    """Which gold rows ask about one part of the corpus (:func:`coverage_groups`): the
+    out-of-scope detector's fit hides the rows of a group from each other
+    (:class:`EmbeddingScope`).
+
+    Attributes:
+        labels: group of each gold row (gold order), shape ``(n,)``, ints from 0.
+        unit: what a group is: ``"document"`` (the corpus passages' ``doc``) or
+            ``"passage"`` (the qrels' passage ids: no passage the rows name has a ``doc``,
+            or the documents hold every answerable row in one group).
+            ``"row"``: each row its own group, the fit as without groups (leave-one-out,
+            folds not grouped), because neither documents nor passages split the answerable
+            rows usably (``why``).
+        n_answerable: groups holding answerable rows (at least 2).
+        passages: group of each passage of ``passage_ids`` (:func:`coverage_groups`): that
+            of the answerable rows asking about its document (passage), ``-1`` when none
+            does; read by :func:`asked_groups`.
+        why: why a coarser unit was not used (``""`` when none was declined), e.g. ``"not
+            by document: 30 of the 32 answerable rows ask about one (more than half)"``.
+    """
+
+    labels: tuple[int, ...]
+    unit: str
+    n_answerable: int
+    passages: tuple[int, ...] = ()
+    why: str = ""
+
+
+#: Most of the answerable gold rows one group may hold for the out-of-scope fit to group by
+#: that unit (:func:`coverage_groups`). A group holding more leaves the folds that hold it out
+#: training on the few other rows, and hides from each of its rows most of the answerable
+#: ones: a gold set of 30 rows on one article and 2 on another fell from AUC 0.965
+#: (trusted) to 0.548 (uncalibrated, the detector off) when grouped by document. At half,
+#: every training fold keeps at least half of the answerable rows.
+MAX_GROUP_SHARE = 0.5
+
+
+def coverage_groups(
+    questions: Sequence[GoldQuestion],
+    document_of: Mapping[str, str | None],
+    passage_ids: Sequence[str] = (),
+    max_share: float = MAX_GROUP_SHARE,
+) -> GoldGroups | None:
+    """Group the gold rows by the part of the corpus they ask about: two answerable rows
+    are in one group when their relevant passages (``gold``, the qrels) share a document
+    (``document_of``: passage id → its ``doc``; a passage without one, or not in the
+    mapping, is a document of its own), transitively; each unanswerable row is a group of
+    its own. Documents are tried first, then passages, and the first with at least two
+    groups of answerable rows, none holding more than :data:`MAX_GROUP_SHARE` of them, is
+    returned (its ``why`` names the unit declined before it and why); ``None`` when neither
+    has two groups (every answerable row asks about one passage: nothing to hold out); a
+    ``"row"`` grouping (each row alone, the fit as without groups) when a unit had two but one
+    held too many (the lopsided gold set: 30 rows on one article, 2 on another, with every
+    passage of that article asked about by more than half of them). ``passage_ids``: the
+    passages the detector reads (its corpus feature), in its order, whose groups
+    :func:`asked_groups` reads.
+
+    Why: a live question about a document no gold row asks about has no gold question near
+    it, while every answerable gold row has the other gold rows on its own document — so a
+    detector fitted and cross-validated with the rows seeing each other learns "near a gold
+    question" as "answerable" and reports a quality that never met the uncovered part of the
+    corpus (trial 12, finding F1: 96 of 400 answerable XQuAD-en questions on uncovered
+    articles were "out of scope" while the cross-validated AUC read 1.000).
+
+    >>> q = [GoldQuestion("a", "x", ("p1",)), GoldQuestion("b", "y", ("p2",)),
+    ...      GoldQuestion("c", "z", ("p3",)), GoldQuestion("d", "v", ("p4",)),
+    ...      GoldQuestion("u", "w", ())]
+    >>> docs = {"p1": "A.html", "p2": "A.html", "p3": "B.html", "p4": "B.html"}
+    >>> coverage_groups(q, docs, ["p3", "p9"])
+    GoldGroups(labels=(0, 0, 1, 1, 2), unit='document', n_answerable=2, passages=(1, -1), why='')
+    >>> coverage_groups(q, dict.fromkeys(docs, "A.html"))  # doctest: +NORMALIZE_WHITESPACE
+    GoldGroups(labels=(0, 1, 2, 3, 4), unit='passage', n_answerable=4, passages=(),
+               why='not by document: all 4 answerable rows ask about one')
+    >>> coverage_groups(q, {}).why
+    'the corpus names no document (`doc`) of the gold passages'
+
+    >>> coverage_groups(q[:1] + q[4:], {}) is None
+    True
+
+    Lopsided: 3 of the 4 answerable rows on A.html is more than half, so by passage:
+
+    >>> coverage_groups(q, {**docs, "p3": "A.html"}).why
+    'not by document: 3 of the 4 answerable rows ask about one (more than 50%)'
+    """
+    with_doc = any(document_of.get(pid) for q in questions for pid in q.gold)
+    declined: list[str] = []  # units refused as lopsided (row by row if none is left)
+    noted = ""  # why the unit used is not the document, said only when a unit is used
+    for unit in ("document", "passage"):
+        parent: dict[str, str] = {}
+        find = functools.partial(_find, parent)
+        keys: list[str] = []
+        for i, question in enumerate(questions):
+            own = [f"d\t{document_of[pid]}" if unit == "document" and document_of.get(pid)
+                   else f"p\t{pid}" for pid in question.gold] or [f"r\t{i}"]  # fmt: skip
+            for key in own[1:]:
+                parent[find(key)] = find(own[0])
+            keys.append(own[0])
+        roots: dict[str, int] = {}
+        labels = tuple(roots.setdefault(find(key), len(roots)) for key in keys)
+        sizes = Counter(g for g, q in zip(labels, questions, strict=True) if q.answerable)
+        n, rows = len(sizes), sum(sizes.values())
+        name = unit if with_doc else "passage"
+        if n == 1 and unit == "document" and with_doc:  # one document: passages may split it
+            noted = f"not by document: all {rows} answerable rows ask about one"
+            continue
+        if n >= 2 and max(sizes.values()) > max_share * rows:
+            declined.append(f"not by {name}: {max(sizes.values())} of the {rows} answerable "
+                            f"rows ask about one (more than {max_share:.0%})")  # fmt: skip
+        elif n >= 2:
+            asked = {find(key) for key, q in zip(keys, questions, strict=True) if q.answerable}
+            own = [f"d\t{document_of[pid]}" if unit == "document" and document_of.get(pid)
+                   else f"p\t{pid}" for pid in passage_ids]  # fmt: skip
+            passages = tuple(roots[find(k)] if k in parent and find(k) in asked else -1
+                             for k in own)  # fmt: skip
+            if not with_doc:
+                noted = "the corpus names no document (`doc`) of the gold passages"
+            why = "; ".join([*declined, *([noted] if noted else [])])
+            return GoldGroups(labels, name, n, passages, why)
+        if not with_doc:  # the documents were the passages: nothing else to try
+            break
+    if not declined:
+        return None
+    rows = sum(q.answerable for q in questions)
+    return GoldGroups(tuple(range(len(questions))), "row", rows, (), "; ".join(declined))
+
+
+def _find(parent: dict[str, str], key: str) -> str:
+    """The root of ``key`` in the union-find forest ``parent`` (added as its own root when
+    new), halving the path on the way."""
+    while parent.setdefault(key, key) != key:
+        parent[key] = parent[parent[key]]
+        key = parent[key]
+    return key
+
+
+def asked_groups(
+    groups: GoldGroups, answerable: np.ndarray, nearest: np.ndarray | None
+) -> tuple[int, ...]:
+    """The group each gold row is fitted as asking about: an answerable row's own
+    (``groups.labels``); an unanswerable row — which names no passage — that of its nearest
+    passage (``nearest``: index into ``groups.passages`` per gold row, shape ``(n,)``; ``None``
+    without passages) when answerable rows ask about that passage's document, else its own
+    (it hides nothing but itself). So an in-domain unanswerable row ("the fee for a
+    hostel on Mars?") does not see the answerable rows on the document it is about either,
+    as a live question on an uncovered document sees no gold row on it, answerable or not:
+    hiding them from the answerable rows alone taught the demo's detector that nearness to an
+    unanswerable gold question means "in scope" (coefficient +1.12, 33 % of the answerable
+    live questions out of scope).
+
+    >>> g = GoldGroups((0, 0, 1, 2, 3), "document", 2, passages=(0, 1, -1))
+    >>> asked_groups(g, np.array([True, True, True, False, False]), np.array([0, 0, 1, 1, 2]))
+    (0, 0, 1, 1, 3)
+    """
+    labels = list(groups.labels)
+    if nearest is None or not groups.passages:
+        return tuple(labels)
+    for i in np.flatnonzero(~answerable):
+        own = groups.passages[int(nearest[i])]
+        if own >= 0:
+            labels[i] = own
+    return tuple(labels)
+
+
+def hidden_pairs(labels: Sequence[int]) -> np.ndarray:
+    """Which gold rows do not see each other in the detector's fit, shape ``(n, n)`` bool:
+    a row and itself (leave-one-out) and two rows of one group (``labels``, one per row).
+
+    >>> hidden_pairs([0, 0, 1]).astype(int).tolist()
+    [[1, 1, 0], [1, 1, 0], [0, 0, 1]]
+    """
+    groups = np.asarray(labels)
+    hidden: np.ndarray = groups[:, None] == groups[None, :]
+    return hidden
+
+
+def describe_hiding(groups: GoldGroups | None, grouped: bool) -> str:
+    """How the detector's fit hid gold rows from each other, as its quality's ``method``
+    says it (:func:`coverage_groups`, :func:`grouped_folds`).
+
+    >>> describe_hiding(None, False)
+    'gold similarities leave-one-out'
+    >>> describe_hiding(GoldGroups((0, 0, 1, 2), "document", 2), True)
+    'gold similarities and folds by document: the answerable rows ask about 2'
+    >>> describe_hiding(GoldGroups((0, 0, 1, 2), "passage", 2), False)
+    'gold similarities by passage, the answerable rows ask about 2; folds not grouped'
+    """
+    if groups is None:
+        return "gold similarities leave-one-out"
+    if groups.unit == "row":
+        return f"gold similarities leave-one-out, folds not grouped: {groups.why}"
+    why = f"; {groups.why}" if groups.why else ""
+    if grouped:
+        return (f"gold similarities and folds by {groups.unit}: the answerable rows ask "
+                f"about {groups.n_answerable}{why}")  # fmt: skip
+    return (f"gold similarities by {groups.unit}, the answerable rows ask about "
+            f"{groups.n_answerable}; folds not grouped{why}")  # fmt: skip
+
+
+def grouped_folds(
+    labels: np.ndarray, groups: GoldGroups | None, seed: int
+) -> tuple[list[tuple[np.ndarray, np.ndarray]], bool]:
+    """The detector's cross-validation folds (``(train, test)`` index pairs) and whether they
+    are grouped: ``StratifiedGroupKFold`` over ``groups`` (a group's rows held out together)
+    with ``min(5, smaller class, answerable groups)`` folds, fewer down to 2 until every
+    training fold holds both classes; else (no groups, or no such split) the stratified
+    ``StratifiedKFold`` of :func:`_cv_folds` folds. Shuffled with ``seed``: deterministic.
+
+    Raises:
+        ValueError: a class has fewer than 2 rows (from scikit-learn).
+    """
+    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
+
+    x = np.zeros((labels.shape[0], 1))
+    if groups is not None and groups.unit != "row":
+        for folds in range(min(_cv_folds(labels), groups.n_answerable), 1, -1):
+            cv = StratifiedGroupKFold(n_splits=folds, shuffle=True, random_state=seed)
+            split = list(cv.split(x, labels, groups.labels))
+            if all(labels[train].any() and not labels[train].all() for train, _ in split):
+                return split, True
+    cv = StratifiedKFold(n_splits=_cv_folds(labels), shuffle=True, random_state=seed)
+    return list(cv.split(x, labels)), False
+
+
 class EmbeddingScope:
     """Out-of-scope detector on the embedding layer, calibrated on the gold set.
 
@@ -1086,7 +1313,9 @@ class EmbeddingScope:
     questions that set the off-corpus cutoff (all but the lowest few: :func:`choose_trim`) is
     off-corpus, probability 0. It is calibrated on the gold set, answerable rows
     positive and unanswerable rows negative, with the gold features computed leave-one-out (a
-    gold question never matches itself, as a live question is not in the gold set). Its quality
+    gold question never matches itself, as a live question is not in the gold set) — with
+    ``groups``, leave-one-document-out (a gold row sees no gold row asking about its own
+    document, as a live question on an uncovered document sees none). Its quality
     is the ROC AUC of **cross-validated** probabilities (stratified k-fold, k ≤ 5), with a
     stratified percentile-bootstrap interval
     (:func:`service.evaluation.detector_quality.measure_auc`), never the training fit; the
@@ -1122,6 +1351,13 @@ class EmbeddingScope:
             language's cutoff (:meth:`cutoffs`).
         min_rows: answerable rows a language needs for its own cutoff
             (``analytics.quality_min_class``).
+        groups: which gold rows ask about one document (:func:`coverage_groups`, its
+            ``passages`` those of ``passages``), or ``None``: each row hides itself only
+            (leave-one-out) and the folds are stratified. Given, each gold row's features
+            and off-corpus support hide the rows of its group (an unanswerable row's group is
+            its nearest passage's: :func:`asked_groups`) and the folds hold a group's rows
+            out together (:func:`grouped_folds`), so the fit and its quality are those of a
+            question on a document no gold row asks about (trial 12, finding F1).
 
     Raises:
         ValueError: fewer than 2 answerable or 2 unanswerable gold questions, lengths differ,
@@ -1144,6 +1380,7 @@ class EmbeddingScope:
         languages: Sequence[str | None] | None = None,
         min_rows: int = 10,
         corpus_total: int | None = None,
+        groups: GoldGroups | None = None,
     ) -> None:
         import sklearn.linear_model  # noqa: F401 - loads scipy's OpenBLAS before the limit below
         from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
@@ -1155,6 +1392,8 @@ class EmbeddingScope:
         if retriever_scores is not None and len(retriever_scores) != len(questions):
             raise ValueError(f"{len(retriever_scores)} retriever scores for "
                              f"{len(questions)} gold questions")  # fmt: skip
+        if groups is not None and len(groups.labels) != len(questions):
+            raise ValueError(f"{len(groups.labels)} groups for {len(questions)} gold questions")
         self.embedder = embedder
         self.retriever = retriever
         self.gold_vectors = embedder.embed([q.question for q in questions])
@@ -1176,7 +1415,7 @@ class EmbeddingScope:
         with ThreadpoolController().limit(limits=1, user_api="blas"):
             self._fit(questions, labels, retriever_scores, min_tpr=min_tpr, n_boot=n_boot,
                       seed=seed, languages=languages, min_rows=min_rows,
-                      corpus_total=corpus_total)  # fmt: skip
+                      corpus_total=corpus_total, groups=groups)  # fmt: skip
 
     def _fit(
         self,
@@ -1190,12 +1429,13 @@ class EmbeddingScope:
         languages: Sequence[str | None] | None,
         min_rows: int,
         corpus_total: int | None,
+        groups: GoldGroups | None,
     ) -> None:
         """The fit and calibration from the embeddings on (the class docstring; arguments
         as there, ``labels`` the gold rows' answerability): the caller holds BLAS to one
         thread."""
         from sklearn.linear_model import LogisticRegression
-        from sklearn.model_selection import StratifiedKFold, cross_val_predict
+        from sklearn.model_selection import cross_val_predict
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
 
@@ -1205,7 +1445,16 @@ class EmbeddingScope:
         self.use_retriever = retriever_scores is not None
         finite = [s for s in retriever_scores or () if s is not None]
         self.missing_score = (min(finite) - 1.0) if finite else 0.0
-        features = self._features(self.gold_vectors, retriever_scores, leave_one_out=True)
+        # gold rows that do not see each other: each row itself, and the rows asking about
+        # one document (coverage_groups; an unanswerable row the document of its nearest
+        # passage: asked_groups)
+        if groups is None:
+            hidden = hidden_pairs(range(len(labels)))
+        else:
+            nearest = (np.argmax(self.gold_vectors @ self.passage_vectors.T, axis=1)
+                       if self.passage_vectors.shape[0] else None)  # fmt: skip
+            hidden = hidden_pairs(asked_groups(groups, labels, nearest))
+        features = self._features(self.gold_vectors, retriever_scores, hidden=hidden)
         names = [
             name
             for name, used in zip(
@@ -1213,8 +1462,8 @@ class EmbeddingScope:
             )
             if used
         ]
-        folds = _cv_folds(labels)
-        cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+        split, grouped = grouped_folds(labels, groups, seed)
+        folds = len(split)
 
         def model() -> Any:
             return make_pipeline(
@@ -1230,7 +1479,7 @@ class EmbeddingScope:
             candidates = [[len(names) - 1], embedding, *candidates]
         best_auc, self.columns, cv_scores = -1.0, candidates[-1], np.zeros(len(labels))
         for columns in candidates:
-            scores = cross_val_predict(model(), features[:, columns], labels, cv=cv,
+            scores = cross_val_predict(model(), features[:, columns], labels, cv=split,
                                        method="predict_proba")[:, 1]  # fmt: skip
             auc = roc_auc(scores[labels], scores[~labels])
             if auc > best_auc + 1e-9:
@@ -1243,10 +1492,9 @@ class EmbeddingScope:
         if corpus_total and corpus_total > n_passages:
             sampled = (f"; nearest passage over a fixed sample of {n_passages:,} of the "
                        f"corpus's {corpus_total:,} passages")  # fmt: skip
-        #: the off-corpus rule, its held-out rates measured on the same folds (the regression's
-        #: cross_val_predict splits with the same seeded StratifiedKFold)
-        split = list(cv.split(features, labels))
-        gold_sims = self.gold_vectors @ self.gold_vectors.T
+        #: the off-corpus rule, its held-out rates measured on the same folds as the
+        #: regression's, its support similarities with the same rows hidden
+        gold_sims = np.where(hidden, -np.inf, self.gold_vectors @ self.gold_vectors.T)
         corpus = features[:, 2] if self.use_corpus else None
         ids = [q.id for q in questions]
         by_lang: tuple[list[str], list[str | None]] | None = None
@@ -1293,12 +1541,13 @@ class EmbeddingScope:
         self.support, off = rules[trim] if trim in rules else rule_at(trim)
         self.support = self.support._replace(trim_limit=off_corpus_trim(min_tpr))
         applied = np.where(off, 0.0, cv_scores)
+        hiding = describe_hiding(groups, grouped)
         rule = ("the off-corpus rule applied per fold" if not self.support.by_language
                 else "the off-corpus rule by script applied per fold")  # fmt: skip
         self.quality = measure_auc(
             applied[labels], applied[~labels], n_boot=n_boot, seed=seed,
             method=(f"{folds}-fold cross-validated logistic regression on {chosen} "
-                    f"(best of {len(candidates)} feature sets; gold similarities leave-one-out) "
+                    f"(best of {len(candidates)} feature sets; {hiding}) "
                     f"with {rule}, "
                     f"{int(labels.sum())} answerable vs {int((~labels).sum())} unanswerable "
                     f"gold questions{sampled}"),
@@ -1340,13 +1589,19 @@ class EmbeddingScope:
         vectors: np.ndarray,
         retriever_scores: Sequence[float | None] | None,
         leave_one_out: bool = False,
+        hidden: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Feature matrix, shape ``(n, len(feature_names))`` (see the class docstring)."""
-        if leave_one_out:  # the queries are the gold rows: no row is its own neighbour
-            sims = vectors @ self.gold_vectors.T
-            np.fill_diagonal(sims, -np.inf)
-            cols = [sims[:, self.gold_answerable].max(axis=1),
-                    sims[:, ~self.gold_answerable].max(axis=1)]  # fmt: skip
+        """Feature matrix, shape ``(n, len(feature_names))`` (see the class docstring).
+        ``hidden`` (shape ``(n, n_gold)`` bool): the queries are the gold rows, and a row's
+        nearest gold questions leave out those it marks (itself, and the rows of its group:
+        :func:`hidden_pairs`); -1 when it hides every row of a class. ``leave_one_out``:
+        each row hides itself only."""
+        if leave_one_out and hidden is None:
+            hidden = np.eye(vectors.shape[0], dtype=bool)
+        if hidden is not None:  # the queries are the gold rows: none sees what it hides
+            sims = np.where(hidden, -np.inf, vectors @ self.gold_vectors.T)
+            cols = [np.maximum(sims[:, self.gold_answerable].max(axis=1), -1.0),
+                    np.maximum(sims[:, ~self.gold_answerable].max(axis=1), -1.0)]  # fmt: skip
         else:
             answerable, unanswerable = self._gold_groups()
             cols = [nearest_similarity(vectors, answerable),

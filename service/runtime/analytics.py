@@ -62,6 +62,7 @@ from service.refusals.scope import (
     best_score,
     calibrate_with_retriever,
     corpus_sample,
+    coverage_groups,
     support_change,
 )
 from service.refusals.stage import EmbeddingScopeStage, RefusalStage, ScopeStage
@@ -166,7 +167,9 @@ class Analytics:
                     f"{self.quality_floor:.2f}")  # fmt: skip
         return (f"{detector} balanced accuracy {quality.balanced_accuracy:.3f} at its "
                 f"threshold ({class_rates_text(quality.as_dict(), detector)}; ROC AUC "
-                f"{quality.auc:.3f}) is below analytics.scope_min_balanced_accuracy "
+                f"{quality.auc:.3f}), {quality.bounded_balanced_accuracy:.3f} with its false-"
+                f"positive rate at its Wilson 95 % upper bound over {quality.n_neg} questions, "
+                f"is below analytics.scope_min_balanced_accuracy "
                 f"{self.min_balanced_accuracy:.2f}")  # fmt: skip
 
     def language_label(self, language: str | None) -> str:
@@ -457,10 +460,13 @@ def _scope_stage(
         return EmbeddingScope(embedder, questions, passages, retriever_scores=scores,
                               retriever=retriever.name, min_tpr=config.scope_min_tpr,
                               languages=languages, min_rows=config.quality_min_class,
-                              corpus_total=len(every)).fitted_state()  # fmt: skip
+                              corpus_total=len(every), groups=groups).fitted_state()  # fmt: skip
 
+    # the rows asking about one document (else one passage) do not see each other in the fit
+    # (coverage_groups: trial 12, F1), the passages the corpus feature reads given theirs
+    groups = coverage_groups(questions, {p.id: p.doc for p in every}, [every[i].id for i in sample])
     inputs = [questions, passages, scores, retriever.name, config.scope_min_tpr, embedder.name,
-              languages, config.quality_min_class, len(every)]  # fmt: skip
+              languages, config.quality_min_class, len(every), groups]  # fmt: skip
     detector = EmbeddingScope.restore(embedder, memo("embedding-scope", inputs, fit))
     stage = EmbeddingScopeStage(detector, retriever, known, cache_size)
     cal = detector.calibration  # its rates are those of the cross-validated scores

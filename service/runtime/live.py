@@ -29,7 +29,13 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from service.data.corpus import Corpus, load_corpus
-from service.data.goldset import GoldSet, GoldSetError, corpus_coverage, load_gold_set
+from service.data.goldset import (
+    GoldSet,
+    GoldSetError,
+    corpus_coverage,
+    load_gold_set,
+    repeated_questions,
+)
 from service.embeddings.model import shared_embedder
 from service.evaluation.detector_quality import quality_gauges
 from service.files.fit_cache import FitCache, Memo, no_memo
@@ -135,8 +141,9 @@ class Live:
         shadow_metrics: shadow, gold-run, known-question and ACL metrics.
         quality: known questions scored live, ACL checks (``None`` without a gold set).
         notices: what the user should know about the inputs, one line each (gold passage
-            ids missing from the configured corpus: :func:`corpus_notice`; topic labels too
-            few to be the topics: :func:`gold_topic_notice`; the languages the language
+            ids missing from the configured corpus: :func:`corpus_notice`; a question asked
+            by more than one gold row: :func:`~service.data.goldset.repeated_questions`; topic
+            labels too few to be the topics: :func:`gold_topic_notice`; the languages the language
             candidates leave out: :attr:`Analytics.language_notice`); the replay
             report lists them and serve logs them at start.
         topic_notice: that topic-label notice alone (``GET /v1/status`` shows it until a
@@ -325,6 +332,7 @@ def build_live(
     corpus = load_corpus(settings.corpus) if settings.corpus else Corpus(())
     memo = fit_cache(model_cache, settings, gold, corpus)
     notice = corpus_notice(gold, corpus) if has_gold and settings.corpus else None
+    repeated = repeated_questions(gold) if has_gold else None
     topic_notice = gold_topic_notice(settings, gold)
     if settings.analytics.enabled:
         previous = state.get(TOPIC_IDENTITY_KEY) if state is not None else None
@@ -415,7 +423,7 @@ def build_live(
         stages.append(harvest)
     return Live(build_pipeline(settings, stages), analytics, metrics, shadow_stage,
                 shadow_metrics, quality, harvest, harvest_metrics, closers,
-                [n for n in (notice, topic_notice, analytics.language_notice) if n],
+                [n for n in (notice, repeated, topic_notice, analytics.language_notice) if n],
                 topic_notice)  # fmt: skip
 
 

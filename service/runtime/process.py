@@ -603,6 +603,7 @@ class Runtime:
         extra: Mapping[str, Any] | None = None,
         letters: Sequence[DeadLetter] = (),
         duplicates: int = 0,
+        dropped: Sequence[Sequence[tuple[str, str]]] = (),
     ) -> Outcome:
         """Process events posted over HTTP: dead letters are made durable and the state is
         checkpointed before this returns (so an acknowledged event is never lost). ``extra``
@@ -611,6 +612,10 @@ class Runtime:
         ``letters`` (trace ingest's dead letters: spans and traces that give no event) and
         ``duplicates`` (traces sent again after their event was built) go with the first
         chunk into the same totals and counters as the events' (``Engine.process``).
+        ``dropped``: per value (same index; shorter: none for the rest), the ``(field path,
+        reason)`` its event lost before it was sent here (trace ingest:
+        :attr:`~service.traces.mapping.TraceEvent.dropped`), counted in ``fields_dropped``
+        when the event is kept, as the decoder's drops.
 
         A chunk whose dead letters cannot be written is not applied. When the request is
         not acknowledged (503), the letters it wrote are remembered by identity, so the
@@ -625,6 +630,7 @@ class Runtime:
             RawMessage(value, Origin(file=HTTP_SOURCE, line=i + 1))
             for i, value in enumerate(values)
         ]
+        field_drops = {id(messages[i]): found for i, found in enumerate(dropped) if found}
         size = self.settings.api.ingest_chunk_events
         outcomes: list[Outcome] = []
         written: list[DeadLetter] = []  # letters on disk (now or by an earlier try)
@@ -633,7 +639,7 @@ class Runtime:
                 last = start + size >= len(messages)
                 own = (letters, duplicates) if start == 0 else ((), 0)
                 self._ingest_chunk(messages[start : start + size], start, len(messages), last,
-                                   outcomes, written, extra, *own)  # fmt: skip
+                                   outcomes, written, extra, *own, field_drops)  # fmt: skip
                 if not last:
                     time.sleep(0)  # hand the lock (and the GIL) to a waiting reader or consumer
         except EngineBusy:
@@ -652,6 +658,7 @@ class Runtime:
         extra: Mapping[str, Any] | None = None,
         letters: Sequence[DeadLetter] = (),
         duplicates: int = 0,
+        field_drops: Mapping[int, Sequence[tuple[str, str]]] | None = None,
     ) -> None:
         """Process one chunk of an HTTP ingest under the pipeline lock (and checkpoint after
         the ``last``, with ``extra``); append its outcome to ``outcomes`` and the dead letters
@@ -678,6 +685,8 @@ class Runtime:
             own: dict[str, Any] = {"letters": letters} if letters else {}
             if duplicates:
                 own["duplicates"] = duplicates
+            if field_drops:
+                own["field_drops"] = field_drops
             outcome = self.engine.process(messages, HTTP_SOURCE, admit_dead=admit, **own)
             outcomes.append(outcome)
             if last:

@@ -475,7 +475,11 @@ class AnalyticsConfig(_Frozen):
             balanced accuracy of an equal-variance binormal detector at AUC 0.75 (the default
             floor), Φ(Φ⁻¹(0.75) / √2) = 0.683, so the operating point must be as good as the
             weakest trusted detector at its best; the trial's 0.584 (TPR 0.952, FPR 0.783 at
-            AUC 0.844) is below it.
+            AUC 0.844) is below it. Checked with the FPR at the upper end of its Wilson 95 %
+            interval over the unanswerable gold rows (the reports show both figures): an FPR
+            measured on 10 rows is known to no better than that (5 of 10: 0.50, bound 0.76;
+            three of 16 gold sets of ``benchmarks/bench_scope_coverage.py`` caught under half
+            of the live out-of-scope questions while reading 0.68–0.74 here).
         drift: windows and thresholds of the drift detectors.
         embeddings: the sentence-embedding layer (backend, model folder, cache, character
             n-gram mix) that topics, novelty, out-of-scope and the ``dense``/``hybrid``

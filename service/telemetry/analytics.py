@@ -14,6 +14,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from service.evaluation.detector_quality import bounded_balanced_accuracy
 from service.pii import PII_TYPES as _PII_TYPES
 from service.pipeline.totals import count_annotations
 from service.telemetry.conventions import OTHER, bounded_label
@@ -254,7 +255,9 @@ class AnalyticsMetrics:
         or not finite removes its series, see :func:`_set_or_remove`; the rates are optional: a
         detector without an operating point exports none). ``trusted`` is 1
         when the AUC is known and ≥ ``floor``, the balanced accuracy, when known, is
-        ≥ ``min_balanced_accuracy`` and both classes (``n_pos``, ``n_neg``, when given) hold
+        ≥ ``min_balanced_accuracy`` (with the FPR at its Wilson 95 % upper bound over
+        ``n_neg``, when given: :func:`~service.evaluation.detector_quality.
+        bounded_balanced_accuracy`) and both classes (``n_pos``, ``n_neg``, when given) hold
         at least ``min_class`` scores (``analytics.quality_min_class``)."""
         for detector, quality in qualities.items():
             if detector not in DETECTORS:
@@ -268,8 +271,12 @@ class AnalyticsMetrics:
             for rate, value in rates.items():
                 _set_or_remove(self.detector_operating_point, value, detector, rate)
             ba = rates["balanced_accuracy"]
-            point_ok = ba is None or not math.isfinite(ba) or float(ba) >= min_balanced_accuracy
             sizes = [quality.get(n) for n in ("n_pos", "n_neg")]
+            tpr, fpr, n_neg = rates["tpr"], rates["fpr"], sizes[1]
+            if ba is not None and tpr is not None and fpr is not None and n_neg is not None:
+                # as DetectorQuality.trusted: the FPR at its Wilson upper bound over n_neg
+                ba = bounded_balanced_accuracy(float(tpr), float(fpr), float(n_neg))
+            point_ok = ba is None or not math.isfinite(ba) or float(ba) >= min_balanced_accuracy
             enough = all(n is None or n >= min_class for n in sizes)
             self.detector_trusted.labels(detector=detector).set(
                 auc is not None and float(auc) >= floor and point_ok and enough  # NaN >= x: False
@@ -438,7 +445,8 @@ def build_analytics_metrics(
         detector_trusted=gauge(
             "detector_trusted", "1 when the detector's ROC AUC reaches analytics.quality_floor "
             "and, for a detector with an operating point (out-of-scope), its balanced accuracy "
-            "at its threshold reaches analytics.scope_min_balanced_accuracy, measured on at "
+            "at its threshold (its FPR at the Wilson 95 % upper bound) reaches "
+            "analytics.scope_min_balanced_accuracy, measured on at "
             "least analytics.quality_min_class questions of each class (its counts are "
             "calibrated and it may alarm), else 0.", ["detector"],
         ),

@@ -8,8 +8,12 @@ OpenLLMetry ``semconv_ai``):
   dedup on trace id; ``trace_id`` stays as sent even when the dedup stage pseudonymises an
   ``event_id``, and a harvested gold question keeps it (provenance).
 * ``timestamp``: the root span's start.
-* ``question``: root ``input.value`` (parsed when ``input.mime_type`` is JSON, first of
-  :attr:`TraceMapping.question_json_keys`) -> the last user message of the first LLM span
+* ``question``: root ``input.value`` (read as JSON, first of
+  :attr:`TraceMapping.question_json_keys`, when ``input.mime_type`` is JSON or, whatever the
+  mime type, when the value is a JSON object: producers often leave the mime type out; a JSON
+  object with none of the keys is no question, never kept as text, and a trace without
+  another source of one is dead-lettered ``missing_field`` saying so) -> the last user
+  message of the first LLM span
   (``gen_ai.input.messages``; ``llm.input_messages.{i}.message.*``; pre-1.37 GenAI
   ``gen_ai.prompt.{i}.*`` or the ``gen_ai.content.prompt`` event) -> root
   ``traceloop.entity.input``. An LLM span: OpenInference kind ``LLM``,
@@ -20,12 +24,17 @@ OpenLLMetry ``semconv_ai``):
   ``reranker.query``.
 * passages (per retriever span): OpenInference ``retrieval.documents.{i}.document.*``
   (rank ``i + 1``) -> GenAI ``gen_ai.retrieval.documents`` (JSON string or structured,
-  ``[{id, score}]``) -> OpenLLMetry ``db.query.result`` span events (rank = event order). A
+  ``[{id, score}]``) on the span -> the same attribute on its events (any event name; in
+  event order) -> OpenLLMetry ``db.query.result`` span events (rank = event order).
+  Documents carried but not read (not a list of objects, an item without an id, a metadata
+  id or content, an event named ``gen_ai.retrieval.documents`` without that attribute) are
+  named in :attr:`TraceEvent.dropped`, which the engine counts as ``fields_dropped``. A
   RERANKER span's ``reranker.output_documents`` replaces the list (final order). Several
   retriever spans: :attr:`TraceMapping.retriever_policy`. A passage without an id takes the
   first :attr:`TraceMapping.passage_id_metadata_keys` key of its metadata, else the corpus id
   whose text matches (``content_index``), else ``sha256:`` + 16 hex of its content.
-* answer: root ``output.value`` -> the last LLM span's last output message
+* answer: root ``output.value`` (JSON as the question's, with
+  :attr:`TraceMapping.answer_json_keys`) -> the last LLM span's last output message
   (``gen_ai.output.messages`` text parts; ``llm.output_messages.{i}.message.content``;
   pre-1.37 ``gen_ai.completion.{i}.content`` or the ``gen_ai.content.completion`` event) ->
   root ``traceloop.entity.output``; citations from :attr:`TraceMapping.citations_attribute`,
@@ -87,8 +96,9 @@ class TraceMapping(BaseModel):
     """How a trace becomes an event (the choices no convention fixes).
 
     Attributes:
-        question_json_keys: keys tried, in order, when a question or answer value is JSON
-            (``input.mime_type: application/json``, ``traceloop.entity.input``).
+        question_json_keys: keys tried, in order, when a question value is JSON
+            (``input.mime_type: application/json``, or an ``input.value`` that is a JSON
+            object whatever its mime type; ``traceloop.entity.input``).
         answer_json_keys: the same for ``output.value`` / ``traceloop.entity.output``.
         passage_id_metadata_keys: keys of a document's metadata that hold its id, tried in
             order when the span has no ``document.id`` (OpenInference LangChain writes none).
@@ -137,11 +147,20 @@ class TraceEvent:
         trace_id: 32 lowercase hex characters.
         rewritten_query: the query the retriever ran (may differ from the question when the
             application rewrites it), ``None`` when no span records it.
+        dropped: what the trace carried that the event lost, as the decoder counts an
+            optional field it drops: ``(field path, reason)``, today
+            ``("retrieval.results", "wrong_type")`` (documents not a list of objects),
+            ``("retrieval.results", "missing_field")`` (a document without an id, a metadata
+            id or content; an event named ``gen_ai.retrieval.documents`` without that
+            attribute) and ``("answer.text", "missing_field")`` (the root's ``output.value``
+            a JSON object with none of :attr:`TraceMapping.answer_json_keys`, and no other
+            answer text). The engine counts them (``fields_dropped``) when the event is kept.
     """
 
     event: QueryLogEvent
     trace_id: str
     rewritten_query: str | None
+    dropped: tuple[tuple[str, str], ...] = ()
 
 
 class TraceMappingError(GoldwatchError):
@@ -211,12 +230,12 @@ def trace_to_event(
     llms = [span for span in ordered if _is_llm(span)]
     question = _question(root, llms, mapping)
     if question is None:
-        raise TraceMappingError("missing_field", _no_question(spans, llms))
+        raise TraceMappingError("missing_field", _no_question(spans, llms, root, mapping))
     retrievers = [span for span in ordered if _is_kind(span, "RETRIEVER") or _is_retrieval(span)]
     rerankers = [span for span in ordered if _is_kind(span, "RERANKER")]
     try:
-        retrieval, rewritten = _retrieval(retrievers, rerankers, llms, mapping,
-                                          content_index or {})  # fmt: skip
+        retrieval, rewritten, unread = _retrieval(retrievers, rerankers, llms, mapping,
+                                                  content_index or {})  # fmt: skip
         event = QueryLogEvent(
             event_id=trace_id,
             timestamp=_timestamp(ordered),
@@ -229,7 +248,14 @@ def trace_to_event(
         )
     except ValidationError as exc:  # e.g. a lone surrogate in the question: the trace's fault
         raise TraceMappingError("invalid_value", _validation_detail(exc)) from None
-    return TraceEvent(event=event, trace_id=trace_id, rewritten_query=rewritten)
+    dropped: tuple[tuple[str, str], ...] = () if unread is None else ((RESULTS_FIELD, unread),)
+    answer = event.answer
+    if (answer is None or answer.text is None) and _json_object_without(
+        root, "output", mapping.answer_json_keys
+    ):  # the root's output.value a JSON object without an answer key, and no other text
+        dropped += (("answer.text", "missing_field"),)
+    return TraceEvent(event=event, trace_id=trace_id, rewritten_query=rewritten,
+                      dropped=dropped)  # fmt: skip
 
 
 def _validation_detail(exc: ValidationError) -> str:
@@ -285,19 +311,32 @@ def _is_llm(span: Span) -> bool:
     return any(key in span.attributes for key in _LLM_PROMPT_KEYS)
 
 
-def _no_question(spans: Sequence[Span], llms: Sequence[Span]) -> str:
-    """The dead-letter detail of a trace without a question: where it was looked for, and
+def _no_question(
+    spans: Sequence[Span], llms: Sequence[Span], root: Span, mapping: TraceMapping
+) -> str:
+    """The dead-letter detail of a trace without a question: where it was looked for, that
+    the root's ``input.value`` is a JSON object without any of the configured keys, and
     whether any span was recognised as an LLM span (attribute keys only, never content)."""
     where = "no question: root input.value, LLM input messages or entity input"
+    if _json_object_without(root, "input", mapping.question_json_keys):
+        keys = ", ".join(mapping.question_json_keys)
+        where += (f"; root input.value is a JSON object with none of the keys {keys} "
+                  "(traces.mapping.question_json_keys), not taken as the question")  # fmt: skip
     if llms:
         return f"{where}; {len(llms)} LLM span(s) without a user input message"
     return (f"{where}; none of the {len(spans)} spans was recognised as an LLM span (one "
             f"needs {LLM_SPAN_RULE})")  # fmt: skip
 
 
+#: The GenAI documents attribute: ``[{id, score, ...}]``, structured or a JSON string, on
+#: the retrieval span or on an event of it (the semantic conventions: "When the attribute is
+#: recorded on events, it MUST be recorded in structured form"; they name no such event).
+GENAI_DOCUMENTS = "gen_ai.retrieval.documents"
+#: The event field whose drops :attr:`TraceEvent.dropped` names.
+RESULTS_FIELD = "retrieval.results"
 _GENAI_RETRIEVAL_KEYS = (
     "gen_ai.retrieval.top_k",
-    "gen_ai.retrieval.documents",
+    GENAI_DOCUMENTS,
     "gen_ai.retrieval.query.text",
 )
 
@@ -310,6 +349,9 @@ def _is_retrieval(span: Span) -> bool:
         if any(key in attrs for key in _GENAI_RETRIEVAL_KEYS):
             return True
         if "gen_ai.request.top_k" in attrs and "gen_ai.data_source.id" in attrs:
+            return True
+        if any(event.name == GENAI_DOCUMENTS or GENAI_DOCUMENTS in event.attributes
+               for event in span.events):  # fmt: skip
             return True
     if "db.vector.query.top_k" in attrs:  # OpenLLMetry vector-DB query span
         return True
@@ -355,11 +397,38 @@ def _from_json(value: Any, keys: Sequence[str]) -> str | None:
 
 
 def _value_text(span: Span, prefix: str, keys: Sequence[str]) -> str | None:
-    """OpenInference ``{prefix}.value``, parsed as JSON when ``{prefix}.mime_type`` says so."""
+    """OpenInference ``{prefix}.value``: parsed as JSON when ``{prefix}.mime_type`` says so,
+    and, whatever the mime type, when it is a JSON object (OpenInference producers often
+    leave the mime type out: the trial-13 ``{"query": ...}`` kept verbatim as the question);
+    a JSON object without any of ``keys`` gives ``None`` (:func:`_json_object_without`
+    names it), never its text."""
     value = span.attributes.get(f"{prefix}.value")
     if span.attributes.get(f"{prefix}.mime_type") == _JSON_MIME:
         return _from_json(_loads(value), keys)
+    parsed = _json_object(value)
+    if parsed is not None:
+        return _from_json(parsed, keys)
     return _text(value)
+
+
+def _json_object(value: Any) -> dict[str, Any] | None:
+    """``value`` parsed when it is a string holding one JSON object (``{...}``), else
+    ``None`` (plain text, a JSON string, number or array is not an object)."""
+    if not isinstance(value, str) or value.lstrip()[:1] != "{":
+        return None
+    parsed = _loads(value)
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _json_object_without(span: Span, prefix: str, keys: Sequence[str]) -> bool:
+    """Whether ``{prefix}.value`` is a JSON object (by mime type or by shape) from which
+    :func:`_from_json` reads nothing: none of ``keys`` (nor under ``kwargs``/``inputs``, nor
+    a string in ``args``) holds a non-blank string."""
+    value = span.attributes.get(f"{prefix}.value")
+    parsed = _loads(value) if span.attributes.get(f"{prefix}.mime_type") == _JSON_MIME else None
+    if not isinstance(parsed, dict):
+        parsed = _json_object(value)
+    return parsed is not None and _from_json(parsed, keys) is None
 
 
 def _entity_text(span: Span, key: str, keys: Sequence[str]) -> str | None:
@@ -547,17 +616,21 @@ def _retrieval(
     llms: Sequence[Span],
     mapping: TraceMapping,
     content_index: Mapping[str, str],
-) -> tuple[Retrieval | None, str | None]:
+) -> tuple[Retrieval | None, str | None, str | None]:
+    """The retrieval, the rewritten query, and why documents the spans carry were not read
+    (a drop reason of :attr:`TraceEvent.dropped`, ``None``: all read)."""
     if not retrievers:
-        return None, None
+        return None, None, None
     pid = _passage_id(mapping, content_index)
     if mapping.retriever_policy == "fused" and len(retrievers) > 1:
         chosen = max(retrievers, key=lambda s: s.end_unix_nano)
-        hits = _fuse([_hits(span, pid) for span in retrievers], mapping.rrf_k)
+        each = [_hits(span, pid) for span in retrievers]
+        hits = _fuse([found for found, _ in each], mapping.rrf_k)
+        unread = next((why for _, why in each if why is not None), None)
         name, latency = "fused", None
     else:
         chosen = _last_before_llm(retrievers, llms)
-        hits = _hits(chosen, pid)
+        hits, unread = _hits(chosen, pid)
         name = _retriever_name(chosen)
         latency = max(chosen.end_unix_nano - chosen.start_unix_nano, 0) / 1e6
     rewritten = _value_text(chosen, "input", mapping.question_json_keys) or _text(
@@ -565,9 +638,9 @@ def _retrieval(
     )
     if rerankers:
         reranker = rerankers[-1]
-        reranked = _documents(reranker.attributes, "reranker.output_documents.", pid)
+        reranked, why = _documents(reranker.attributes, "reranker.output_documents.", pid)
         if reranked:
-            hits = reranked
+            hits, unread = reranked, why
         rewritten = rewritten or _text(reranker.attributes.get("reranker.query"))
     # the passages as dicts: the Retrieval's constructor validates them with it, in one pass
     # (RetrievedPassage records built first cost a second pass: ~0.08 us each, a Python
@@ -576,7 +649,7 @@ def _retrieval(
         {"id": passage, "score": score, "rank": rank}
         for rank, (passage, score) in enumerate(_dedupe(hits), start=1)
     ]
-    return Retrieval(retriever=name, latency_ms=latency, results=results), rewritten
+    return Retrieval(retriever=name, latency_ms=latency, results=results), rewritten, unread
 
 
 def _last_before_llm(retrievers: Sequence[Span], llms: Sequence[Span]) -> Span:
@@ -627,29 +700,74 @@ def _score(value: Any) -> float | None:
     return score if score == score and abs(score) != float("inf") else None
 
 
-def _documents(attrs: Mapping[str, Any], prefix: str, pid: Callable[..., str | None]) -> list[Hit]:
+def _documents(
+    attrs: Mapping[str, Any], prefix: str, pid: Callable[..., str | None]
+) -> tuple[list[Hit], str | None]:
+    """OpenInference's flattened documents under ``prefix``, and ``missing_field`` when one
+    has neither an id, a metadata id nor content (``None``: every one read)."""
     hits: list[Hit] = []
+    unread = None
     for doc in _indexed(attrs, prefix, "document."):
         passage = pid(doc.get("id"), doc.get("metadata"), doc.get("content"))
-        if passage is not None:
-            hits.append((passage, _score(doc.get("score"))))
-    return hits
+        if passage is None:
+            unread = "missing_field"
+            continue
+        hits.append((passage, _score(doc.get("score"))))
+    return hits, unread
 
 
-def _hits(span: Span, pid: Callable[..., str | None]) -> list[Hit]:
-    """One retriever span's passages in rank order (first shape that has any)."""
-    hits = _documents(span.attributes, "retrieval.documents.", pid)
+def _genai_documents(value: Any, pid: Callable[..., str | None]) -> tuple[list[Hit], str | None]:
+    """A ``gen_ai.retrieval.documents`` value (a list of ``{id, score}`` objects, structured
+    or as a JSON string) as hits in list order, and why some were not read: ``wrong_type``
+    (not a list, not JSON, an item not an object) or ``missing_field`` (an object without
+    an id, a metadata id or content); ``None`` when every one was read."""
+    documents = _loads(value)
+    if not isinstance(documents, list):
+        return [], "wrong_type"
+    hits: list[Hit] = []
+    unread = None
+    for doc in documents:
+        if not isinstance(doc, dict):
+            unread = unread or "wrong_type"
+            continue
+        passage = pid(doc.get("id"), doc.get("metadata"), doc.get("content"))
+        if passage is None:
+            unread = unread or "missing_field"
+            continue
+        hits.append((passage, _score(doc.get("score"))))
+    return hits, unread
+
+
+def _hits(span: Span, pid: Callable[..., str | None]) -> tuple[list[Hit], str | None]:
+    """One retriever span's passages in rank order, from the first shape that has any:
+    OpenInference ``retrieval.documents.{i}.document.*``; the GenAI
+    ``gen_ai.retrieval.documents`` attribute of the span, else of its events (any event
+    name, in event order: the conventions allow the attribute on events and name none;
+    producers send an event named ``gen_ai.retrieval.documents``); OpenLLMetry
+    ``db.query.result`` events. Also why documents it carries were not read (a drop reason:
+    :func:`_genai_documents`; an event named ``gen_ai.retrieval.documents`` without that
+    attribute is ``missing_field``): of the shape read, else the first unread one."""
+    hits, unread = _documents(span.attributes, "retrieval.documents.", pid)
     if hits:
-        return hits
-    documents = _loads(span.attributes.get("gen_ai.retrieval.documents"))
-    if isinstance(documents, list):
-        for doc in documents:
-            if isinstance(doc, dict):
-                passage = pid(doc.get("id"), doc.get("metadata"), doc.get("content"))
-                if passage is not None:
-                    hits.append((passage, _score(doc.get("score"))))
+        return hits, unread
+    first = unread
+    if GENAI_DOCUMENTS in span.attributes:
+        hits, unread = _genai_documents(span.attributes[GENAI_DOCUMENTS], pid)
         if hits:
-            return hits
+            return hits, unread
+        first = first or unread
+    unread = None
+    for event in span.events:
+        if GENAI_DOCUMENTS in event.attributes:
+            found, why = _genai_documents(event.attributes[GENAI_DOCUMENTS], pid)
+            hits += found
+            unread = unread or why
+        elif event.name == GENAI_DOCUMENTS:
+            unread = unread or "missing_field"
+    if hits:
+        return hits, unread
+    first = first or unread
+    lost = None
     for event in span.events:
         if event.name == "db.query.result":
             a = event.attributes
@@ -658,9 +776,11 @@ def _hits(span: Span, pid: Callable[..., str | None]) -> list[Hit]:
                 a.get("db.query.result.metadata"),
                 a.get("db.query.result.document"),
             )
-            if passage is not None:
-                hits.append((passage, _score(a.get("db.query.result.score"))))
-    return hits
+            if passage is None:
+                lost = lost or "missing_field"
+                continue
+            hits.append((passage, _score(a.get("db.query.result.score"))))
+    return hits, (lost if hits else first or lost)
 
 
 def _fuse(lists: Iterable[list[Hit]], k: int) -> list[Hit]:

@@ -281,3 +281,19 @@ def test_trec_mean_header_n_and_means_agree(tmp_path: Path, source: str) -> None
         assert header in html
         assert f"<tr><td>questions averaged over</td><td>{n}</td></tr>" in html
         assert f"<tr><td>recall@1</td><td>{recall1:.3f}</td></tr>" in html
+
+
+def test_qrels_topics_get_no_made_up_kind_breakdown(tmp_path: Path, shared_data: Path) -> None:
+    """Trial 13: ``eval --qrels --run`` printed "kind=plain (n=…)" for every topic, a label
+    that no qrels file carries (the loader's default). trec_eval's qrels.test judges 3
+    topics with relevant documents: one kind, so no kind breakdown, in JSON and text."""
+    fixtures = shared_data / "trec_eval-tests"
+    args = ["--qrels", str(fixtures / "qrels.test"), "--run", str(fixtures / "results.trunc"),
+            "--k", "10"]  # fmt: skip
+    result = invoke([*args, "--format", "json"], tmp_path)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)["retrievers"]["results.trunc"]
+    assert "kind" not in report["by"]
+    text = invoke([*args, "--format", "text"], tmp_path)
+    assert text.exit_code == 0, text.output
+    assert "kind=" not in text.stdout

@@ -346,3 +346,25 @@ def test_a_gold_set_with_no_answerable_question_has_undefined_means(tmp_path: Pa
     assert gated.returncode == 2
     assert "no answerable question (2 unanswerable)" in gated.stderr
     assert "FAIL" not in gated.stderr
+
+
+def test_a_question_asked_by_two_gold_rows_is_a_warning(tmp_path: Path) -> None:
+    """Trial 13: a gold set asking one question in two rows with different gold passages
+    loaded without a word. Two hand-written rows on the demo corpus: one question (differing
+    only in case and spacing), gold p-0002 and p-0003; a third row asks another question."""
+    gold = tmp_path / "gold.jsonl"
+    rows = [
+        {"id": "a-1", "question": "When does the library open?", "gold": ["p-0002"]},
+        {"id": "a-2", "question": "when does the  LIBRARY open?", "gold": ["p-0003"]},
+        {"id": "b-1", "question": "Where is the canteen?", "gold": ["p-0004"]},
+    ]
+    gold.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    from service.demo import demo_path
+
+    corpus = demo_path("corpus.jsonl")
+    result = run(["eval", "--gold", str(gold), "--corpus", str(corpus), "--retriever", "bm25",
+                  "--no-progress", "--format", "json"], tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert ("goldwatch: warning: 1 question appears in more than one gold-set row (rows "
+            "'a-1', 'a-2'), 1 of them with different gold passages" in result.stderr)  # fmt: skip
+    assert "library" not in result.stderr.lower()  # ids only, never the question's text

@@ -7,14 +7,21 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from consumers.base import DeadLetter, Origin, RawMessage
+from consumers.engine import Engine
 from consumers.loop import make_decoder
 from consumers.trace_source import TraceSource
-from service.events import QueryLogEvent
+from service.events import QueryLogEvent, Retrieval
+from service.pipeline import PipelineConfig
+from service.runtime.live import default_pipeline
+from service.state import StateStore
+from service.telemetry import build_metrics
 from service.traces.assembly import AssemblyLimits, TraceAssembler
 from service.traces.mapping import TraceMapping
 from service.traces.otlp import encode_json
-from service.traces.spans import Span
+from service.traces.spans import Span, SpanEvent
 
 A, B, C = "a" * 32, "b" * 32, "c" * 32
 T0 = 1_795_946_400_000_000_000
@@ -247,3 +254,29 @@ def test_one_unreadable_span_costs_only_itself() -> None:
     assert source.counts["spans"] == {"received": 3}
     assert source.counts["rejected"] == {"invalid_value": 1}
     assert not source.counts["undecodable"]
+
+
+def test_documents_a_trace_carried_unread_count_once_for_the_event_kept() -> None:
+    """Trial 13 (finding 3): an event ``gen_ai.retrieval.documents`` without that attribute
+    (its variant C) gave no results and no count. Now ``retrieval.results: missing_field``
+    is counted through the engine, once: the same trace read again by a restarted source
+    (its closed traces not restored) is a duplicate of the dedup stage, adding none."""
+    docs = SpanEvent("gen_ai.retrieval.documents", T0 + 2, {"documents": '[{"id": "p-1"}]'})
+    retrieval = Span(A, "0" * 15 + "2", "0" * 15 + "1", "retrieval", T0 + 1, T0 + 3,
+                     {"gen_ai.operation.name": "retrieval"}, (docs,))  # fmt: skip
+    message = msg(0, [retrieval, root(A, "A?")])
+    metrics = build_metrics(CollectorRegistry(), topics=["otlp_spans"])
+    engine = Engine(default_pipeline(PipelineConfig()), StateStore.in_memory(), metrics,
+                    make_decoder())  # fmt: skip
+    for run in range(2):  # the second: a restart that reads the message again
+        source, _, clock = _source([[message]])
+        engine.decode = source.wrap_decoder(make_decoder())
+        assert source.poll(100, 0) == []
+        clock.now = 1.0
+        outcome = engine.process(source.poll(100, 0), "kafka")
+        assert (outcome.counts.processed, outcome.counts.duplicates) == (1 - run, run)
+        if run == 0:
+            assert outcome.batch is not None
+            no_results = Retrieval(retriever="retrieval", latency_ms=2e-6, results=())
+            assert outcome.batch.events[0].retrieval == no_results
+        assert engine.totals.fields_dropped == {"retrieval.results: missing_field": 1}

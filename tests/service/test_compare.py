@@ -81,3 +81,31 @@ def test_no_shared_questions_or_metric() -> None:
         paired_comparison("a", {"x": {"m": 1.0}}, "b", {"y": {"m": 1.0}}, "m")
     with pytest.raises(ValueError, match="not in both"):
         paired_comparison("a", {"x": {"m": 1.0}}, "b", {"x": {"n": 1.0}}, "m")
+
+
+def test_a_bootstrap_interval_that_contradicts_the_exact_test_is_named() -> None:
+    # Trial 13: 32 questions, 4 lose by 0.25 and 28 tie. Exact two-sided p over the 4 signs:
+    # only all-minus and all-plus reach |sum| = 1, so 2/16 = 0.125. A bootstrap resample has
+    # none of the 4 with probability (28/32)^32 = 0.0139 < 0.025, so the 95 % percentile
+    # interval lies wholly below 0: it says "significant" where the test does not.
+    a = _scores([0.5] * 32)
+    b = _scores([0.25] * 4 + [0.5] * 28)
+    result = paired_comparison("a", a, "b", b, "recall@10")
+    assert (result.wins, result.losses, result.ties) == (0, 4, 28)
+    assert result.p_value == pytest.approx(0.125)
+    assert result.ci_high < 0  # the bootstrap's verdict
+    assert result.disagreement.startswith(
+        "recall@10: the 95% bootstrap interval excludes 0 but the randomization test gives "
+        "p = 0.125 (≥ 0.05): only 4 of 32 questions differ"
+    )
+    assert result.to_json()["disagreement"] == result.disagreement
+
+
+def test_agreeing_interval_and_test_say_nothing() -> None:
+    # 12 wins of 12: exact p = 2/4096 < 0.05, interval [1, 1] excludes 0: they agree.
+    result = paired_comparison("a", _scores([0] * 12), "b", _scores([1] * 12), "recall@10")
+    assert result.p_value == pytest.approx(2 / 4096)
+    assert result.disagreement == ""
+    # 5 wins of 5: exact p = 2/32 = 0.0625 is not below 0.05, yet the interval is [1, 1]
+    five = paired_comparison("a", _scores([0] * 5), "b", _scores([1] * 5), "recall@10")
+    assert "p = 0.0625" in five.disagreement and "only 5 of 5 questions differ" in five.disagreement

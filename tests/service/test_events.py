@@ -294,3 +294,28 @@ def test_record_constructors_validate_as_the_dataclasses_did() -> None:
         assert caught.value.title == "RetrievedPassage"
     with pytest.raises(ValidationError):
         Feedback(rating=True)  # type: ignore[arg-type]
+
+
+def test_records_pickle_and_deepcopy_as_they_were_and_keep_their_schema() -> None:
+    """Review of s30-pstruct2: a record msgspec built by its own rules (``convert`` lets a
+    NaN score through; pydantic refuses it) pickled as a call of its type, which validates,
+    so it failed to load; and the event's JSON schema lost the records' ``$defs``."""
+    import copy
+    import math
+    import pickle
+
+    import msgspec
+    from pydantic import TypeAdapter
+
+    from service.events import QueryLogEvent, Retrieval, RetrievedPassage, User
+
+    odd = msgspec.convert({"id": "p-1", "score": math.nan}, RetrievedPassage)
+    for back in (pickle.loads(pickle.dumps(odd)), copy.deepcopy(odd)):
+        assert type(back) is RetrievedPassage and back.id == "p-1"
+        assert math.isnan(back.score)
+    nested = Retrieval(retriever="bm25", results=[{"id": "p-2", "score": 1.5, "rank": 1}])
+    assert pickle.loads(pickle.dumps(nested)) == nested == copy.deepcopy(nested)
+    assert pickle.loads(pickle.dumps(User(id=5))) == User(id="5")
+    defs = TypeAdapter(QueryLogEvent).json_schema().get("$defs", {})
+    for name in ("User", "RetrievedPassage", "Retrieval", "Answer", "Feedback"):
+        assert name in defs, name

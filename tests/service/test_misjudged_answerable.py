@@ -38,7 +38,8 @@ def test_regression_and_off_corpus_counts_add_up_and_bound_by_wilson() -> None:
     assert m.upper == pytest.approx(0.190936, abs=1e-6)
     # 2,400 scored questions: at most ⌊0.190936 × 2400⌋ = 458 explained
     assert m.explains(2400) == 458
-    assert m.as_dict() == {"count": 2, "of": 34, "upper": m.upper}
+    assert m.as_dict() == {"count": 2, "of": 34, "upper": m.upper, "by_score": 1,
+                           "by_off_corpus": 1}  # fmt: skip
 
 
 def test_without_off_corpus_rule_only_the_regression_counts() -> None:
@@ -85,6 +86,27 @@ def test_text_says_how_many_go_beyond_the_bound() -> None:
         "; within its error: no evidence of made-up answers, nor of none)"
     )
     assert under_refusals_explained_text({"under_refusals": 3}) == ""
+
+
+def test_text_splits_the_rows_by_rule_so_it_agrees_with_the_quality_line() -> None:
+    # trial 13: the quality line said "answerable kept in scope 30 of 32 (TPR 0.938)" and the
+    # under-refusal line "3 of 32 answerable gold questions": 2 by the score (32 − 30) and 1 by
+    # the off-corpus rule (held-out FPR 1/32 of 32 rows). The text names both parts.
+    m = misjudged_answerable({"tpr": 0.9375, "n_pos": 32},
+                             {"held_out_fpr": 0.03125, "n_answerable": 32})  # fmt: skip
+    assert m is not None and (m.count, m.by_score, m.by_off_corpus) == (3, 2, 1)
+    scope = {"under_refusals": 253, "under_refusals_explained": 510,
+             "misjudged_answerable": m.as_dict()}  # fmt: skip
+    text = under_refusals_explained_text(scope)
+    assert ("3 of 32 answerable gold questions on held-out data (2 by its score, 1 by the "
+            "off-corpus rule), 95 % upper bound") in text  # fmt: skip
+    # without the off-corpus rule there is nothing to split: the count is the score's alone
+    alone = misjudged_answerable({"tpr": 0.9375, "n_pos": 32})
+    assert alone is not None and (alone.count, alone.by_score, alone.by_off_corpus) == (2, 2, 0)
+    scope["misjudged_answerable"] = alone.as_dict()
+    assert "2 of 32 answerable gold questions on held-out data, 95 %" in (
+        under_refusals_explained_text(scope)
+    )
 
 
 def test_gauge_is_set_and_removed() -> None:

@@ -316,6 +316,36 @@ def test_gold_ids_missing_from_the_corpus_are_a_notice(tmp_path: Path) -> None:
                 if "not in corpus" in n]  # fmt: skip
 
 
+def test_a_question_asked_by_two_gold_rows_is_a_notice(tmp_path: Path) -> None:
+    """Trial 13: a gold set holding one question twice with different gold passages loaded
+    without a word. The demo gold set with its first row's question copied (re-cased, extra
+    spaces) into a new row citing another row's passage, and that row copied for role
+    ``staff`` (the ACL's own case: not a repeat): one repeated question, named by its ids."""
+    rows = [json.loads(line) for line in demo_path("gold.jsonl").read_text("utf-8").splitlines()]
+    first = rows[0]
+    second = next(r for r in rows if r["gold"] and r["gold"] != first["gold"])
+    assert first["gold"]
+    twin = {**first, "id": "twin-1", "question": "  " + first["question"].upper() + " ",
+            "gold": second["gold"]}  # fmt: skip
+    staff = {**second, "id": "staff-1", "role": "staff"}
+    assert second.get("role") != "staff"
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps(r) + "\n" for r in [*rows, twin, staff]), "utf-8")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    settings = load_settings(gold_set=gold, corpus=demo_path("corpus.jsonl"))
+    notices = run_replay(settings, empty, None, tmp_path / "dlq.jsonl")["notices"]
+    repeated = [n for n in notices if "more than one gold-set row" in n]
+    assert repeated == [
+        f"1 question appears in more than one gold-set row (rows {first['id']!r}, 'twin-1'), "
+        "1 of them with different gold passages: each row is scored on its own, so a "
+        "retriever cannot meet both; merge such rows into one with all their gold passages"
+    ]
+    clean = load_settings(gold_set=demo_path("gold.jsonl"), corpus=demo_path("corpus.jsonl"))
+    assert not [n for n in run_replay(clean, empty, None, tmp_path / "d2.jsonl")["notices"]
+                if "more than one gold-set row" in n]  # fmt: skip
+
+
 def _exported(settings: Any, log: Path, workdir: Path) -> tuple[list[str], list[Any]]:
     """The ids of every record the state's suggestion store holds, and the export."""
     from service.harvest.export import export_rows
@@ -541,3 +571,21 @@ def test_a_clean_replay_leaves_no_dead_letter_file_and_a_held_one_stops_the_next
     assert dlq.read_text(encoding="utf-8") == '{"reason": "not_json"}\n'
     run_replay(settings, log, None, dlq)  # released: this one empties it, as documented
     assert dlq.read_text(encoding="utf-8") == ""
+
+
+def test_the_out_of_scope_fit_says_which_gold_rows_hid_which(tmp_path: Path) -> None:
+    """The review of s30-pscope2: the README says the quality line names the unit the fit
+    grouped the gold rows by, but only the JSON held it. The demo's gold rows cite passages
+    of 10 documents (its corpus's ``doc``): the text and the HTML report say so."""
+    log = tmp_path / "log.jsonl"  # the demo log's first 200 events: some are scored
+    lines = demo_path("querylog.jsonl").read_text("utf-8").splitlines(keepends=True)
+    log.write_text("".join(lines[:200]), encoding="utf-8")
+    settings = load_settings(gold_set=demo_path("gold.jsonl"), corpus=demo_path("corpus.jsonl"))
+    report = run_replay(settings, log, None, tmp_path / "dlq.jsonl")
+    fit = [line for line in render_text(report).splitlines()
+           if line.startswith("  out-of-scope fit: ")]  # fmt: skip
+    assert len(fit) == 1
+    assert "gold similarities and folds by document: the answerable rows ask about 10" in fit[0]
+    page = render_replay_html(report)
+    assert "scope calibration: fit" in page
+    assert "folds by document: the answerable rows ask about 10" in html.unescape(page)

@@ -225,7 +225,12 @@ def test_squad2_adversarial_refusals_are_not_over_refusals(
     assert flagged == planted
     stage.known = None  # before the fix
     over_before, _, _ = counts()
-    assert over_before > 100, over_before
+    # without the rule, refused adversarial questions judged in scope count too: 246 with the
+    # embedding detector before the twenty-ninth session, 45 since its fit hides the rows on
+    # one passage from each other (the live questions here are the gold rows themselves,
+    # each nearest its own: an unanswerable one's own row is a feature value its fit never
+    # saw and reads as out of scope); the retriever's 255
+    assert over_before > len(planted) + 20, over_before
     # The score itself barely separates adversarial questions: below the floor, so its
     # counts are reported as uncalibrated (test_detector_quality_reporting checks the label).
     assert quality is not None and quality.auc < 0.75

@@ -4,11 +4,15 @@ at its threshold (keep 95 % of the answerable gold questions in scope) TPR 0.952
 0.783, balanced accuracy 0.584 — 78 % of the unanswerable gold questions passed as in scope —
 and its counts were printed as facts. Now the rates at the threshold are reported next to the
 AUC (text, JSON, HTML, /v1/refusals, gauges) and the detector is calibrated only when the
-balanced accuracy there also reaches ``analytics.scope_min_balanced_accuracy``."""
+balanced accuracy there also reaches ``analytics.scope_min_balanced_accuracy`` — since the
+thirtieth session with the FPR at its Wilson 95 % upper bound over the unanswerable rows
+(three of 16 seeded gold sets of ``benchmarks/bench_scope_coverage.py`` caught under half of
+CLINC150's out-of-scope questions with a balanced accuracy of 0.68–0.74 on 10–13 rows)."""
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -20,7 +24,7 @@ from benchmarks.datasets import load_xquad
 from benchmarks.goldsets import write_squad2
 from service.data.corpus import load_corpus
 from service.data.goldset import load_gold_set
-from service.evaluation.detector_quality import measure_auc, quality_gauges
+from service.evaluation.detector_quality import DetectorQuality, measure_auc, quality_gauges
 from service.html import render_replay_html
 from service.jobs.replay import quality_text, render_text
 from service.refusals.scope import calibrate_threshold
@@ -40,6 +44,10 @@ UNANSWERABLE = [1.0, 1.5, 2.5, 0.2]
 # 3 of the 4 unanswerable rows (1.0, 1.5, 2.5) pass: FPR 0.75, balanced accuracy
 # (1 + 0.25) / 2 = 0.625 — an AUC above the floor, an operating point below 0.68.
 AUC, THRESHOLD, TPR, FPR, BA = 0.9, 0.5, 1.0, 0.75, 0.625
+# What the trust check reads (thirtieth session): the FPR at its Wilson 95 % upper bound over
+# the 4 unanswerable rows, p = 3/4, z = 1.96: (0.75 + z²/8 + z √(0.75·0.25/4 + z²/64)) /
+# (1 + z²/4) = (1.23020 + 0.64085) / 1.96040 = 0.95441, so (1 + 1 − 0.95441) / 2 = 0.5228.
+BOUNDED_BA = 0.5228
 
 
 def _calibrated_quality() -> Any:
@@ -54,8 +62,10 @@ def test_operating_point_by_hand() -> None:
     assert quality.auc == pytest.approx(AUC) and cal.auc == pytest.approx(AUC)
     assert quality.balanced_accuracy == pytest.approx(BA)
     assert quality.trusted(0.75)  # the AUC alone: what was checked before
+    assert quality.bounded_balanced_accuracy == pytest.approx(BOUNDED_BA, abs=5e-5)
     assert not quality.trusted(0.75, min_balanced_accuracy=0.68)
-    assert quality.trusted(0.75, min_balanced_accuracy=0.6)
+    assert not quality.trusted(0.75, min_balanced_accuracy=0.6)  # 0.625, but 4 rows: 0.523
+    assert quality.trusted(0.75, min_balanced_accuracy=0.52)
     row = quality.as_dict()
     assert (row["threshold"], row["tpr"], row["fpr"], row["balanced_accuracy"]) == (
         THRESHOLD, TPR, FPR, BA)  # fmt: skip
@@ -68,7 +78,9 @@ def test_a_high_auc_with_a_poor_operating_point_is_uncalibrated_and_raises_no_al
     analytics.detector_quality["out_of_scope"] = quality
     why = ("out_of_scope balanced accuracy 0.625 at its threshold (answerable kept in scope "
            "10 of 10 (TPR 1.000); unanswerable judged in scope 3 of 4 (FPR 0.750); "
-           "ROC AUC 0.900) is below analytics.scope_min_balanced_accuracy 0.68")  # fmt: skip
+           "ROC AUC 0.900), 0.523 with its false-positive rate at its Wilson 95 % upper "
+           "bound over 4 questions, is below analytics.scope_min_balanced_accuracy "
+           "0.68")  # fmt: skip
     assert analytics.uncalibrated("out_of_scope") == why
     assert apply_quality_floor(analytics) == {"out_of_scope": f"uncalibrated: {why}"}
     _rate_stream(analytics.drift)  # 5 % -> 30 % out of scope: tested, but no alarm
@@ -76,7 +88,7 @@ def test_a_high_auc_with_a_poor_operating_point_is_uncalibrated_and_raises_no_al
     row = detector_quality_report(analytics)["out_of_scope"]
     assert row["trusted"] is False and row["uncalibrated"] == why
     assert row["balanced_accuracy"] == BA and row["auc"] == AUC
-    analytics.min_balanced_accuracy = 0.6  # the same detector at a floor it reaches
+    analytics.min_balanced_accuracy = 0.52  # the same detector at a floor it reaches
     assert analytics.uncalibrated("out_of_scope") is None
     assert detector_quality_report(analytics)["out_of_scope"]["trusted"] is True
 
@@ -133,6 +145,9 @@ def test_gauges_export_the_operating_point_and_trust_on_both() -> None:
     assert get("detector_trusted", detector="out_of_scope") == 0.0
     metrics.set_detector_quality({"out_of_scope": quality_gauges(quality)}, floor=0.75,
                                  min_balanced_accuracy=0.6)  # fmt: skip
+    assert get("detector_trusted", detector="out_of_scope") == 0.0  # bounded: 0.523
+    metrics.set_detector_quality({"out_of_scope": quality_gauges(quality)}, floor=0.75,
+                                 min_balanced_accuracy=0.52)  # fmt: skip
     assert get("detector_trusted", detector="out_of_scope") == 1.0
 
 
@@ -174,7 +189,13 @@ def test_the_trials_detector_is_uncalibrated_on_its_operating_point(
     Since trial 11's F3 the figures are those of the detector as applied (the off-corpus rule
     by script counted in each fold): AUC 0.846, TPR 0.949, FPR 0.779, balanced accuracy
     0.585; the regression's threshold keeps 0.9515 of the answerable rows, so no row is left
-    below the cutoff (trim 0: one more flagged row would cost recall below 0.95)."""
+    below the cutoff (trim 0: one more flagged row would cost recall below 0.95).
+
+    Since the twenty-ninth session the gold rows asking about one passage do not see each
+    other in the fit and its folds (:func:`~service.refusals.scope.coverage_groups`: the
+    corpus has no ``doc``, so by passage, 281 groups of answerable rows; an adversarial
+    unanswerable row goes with its nearest passage's): AUC 0.848, TPR 0.950, FPR 0.771,
+    balanced accuracy 0.589 — within the bounds below, still uncalibrated."""
     gold_path, corpus_path = _write_trial_gold(tmp_path, shared_data)
     gold, corpus = load_gold_set(gold_path), load_corpus(corpus_path)
     assert (len(gold), len(gold.answerable()), len(corpus.passages)) == (980, 722, 1371)
@@ -205,3 +226,34 @@ def test_the_auc_is_rounded_once_wherever_it_is_shown() -> None:
     analytics = Analytics(stages=[], quality_floor=0.75, min_balanced_accuracy=0.68)
     analytics.detector_quality["out_of_scope"] = quality.at_threshold(0.1766, 0.9515, 0.7829)
     assert "ROC AUC 0.844)" in (analytics.uncalibrated("out_of_scope") or "")
+
+
+def test_an_operating_point_on_ten_unanswerable_rows_is_judged_at_its_fpr_bound() -> None:
+    """Seed 4 of ``benchmarks/bench_scope_coverage.py`` (thirtieth session): AUC 0.903, TPR
+    0.941, 5 of 10 unanswerable rows let through (FPR 0.5): balanced accuracy 0.7205, above
+    the 0.68 floor, while it caught 33 % of 400 live CLINC150 out-of-scope questions. By hand,
+    the Wilson 95 % upper bound of 5/10 is (0.5 + 0.19208 + 1.96 √(0.025 + 0.009604)) /
+    1.38416 = (0.69208 + 0.36460) / 1.38416 = 0.76341, so (0.941 + 1 − 0.76341) / 2 =
+    0.58880: below the floor. With 100 unanswerable rows the bound is tighter: 50/100 gives
+    (0.519208 + 1.96 √0.00259604) / 1.038416 = 0.59617 and 0.67242 (still below: half let
+    through is no operating point), 20/100 gives (0.219208 + 0.080719) / 1.038416 = 0.28883
+    and 0.82609 (trusted)."""
+    base = DetectorQuality(auc=0.903, low=0.79, high=0.99, level=0.95, n_pos=34, n_neg=10)
+    seed4 = base.at_threshold(0.5, tpr=0.941, fpr=0.5)
+    assert seed4.balanced_accuracy == pytest.approx(0.7205)
+    assert seed4.bounded_balanced_accuracy == pytest.approx(0.58880, abs=5e-5)
+    assert not seed4.trusted(0.75, 0.68, 10)
+    many = dataclasses.replace(base, n_neg=100)
+    assert many.at_threshold(0.5, tpr=0.941, fpr=0.5).bounded_balanced_accuracy == (
+        pytest.approx(0.67242, abs=5e-5)
+    )
+    fewer = many.at_threshold(0.5, tpr=0.941, fpr=0.2)
+    assert fewer.bounded_balanced_accuracy == pytest.approx(0.82609, abs=5e-5)
+    assert fewer.trusted(0.75, 0.68, 10)
+    # the gauge reads the same bound
+    registry = CollectorRegistry()
+    metrics = build_analytics_metrics(registry)
+    metrics.set_detector_quality({"out_of_scope": quality_gauges(seed4)}, floor=0.75,
+                                 min_balanced_accuracy=0.68, min_class=10)  # fmt: skip
+    assert registry.get_sample_value("goldwatch_detector_trusted",
+                                     {"detector": "out_of_scope"}) == 0.0  # fmt: skip

@@ -526,3 +526,28 @@ def test_no_question_says_whether_an_llm_span_was_recognised() -> None:
     with pytest.raises(TraceMappingError) as caught:
         trace_to_event([span("handler", "1", None, 0, 30), system_only], TraceMapping())
     assert caught.value.detail.endswith("; 1 LLM span(s) without a user input message")
+
+
+def test_json_objects_without_a_mime_type_are_read_for_answer_and_rewritten_query() -> None:
+    """Trial 13 finding 2's rule on the other ``*.value`` attributes: a JSON object is read
+    with its keys whatever the mime type; a JSON array or string stays text."""
+    spans = [
+        span("q", "1", None, 0, 9, openinference__span__kind="CHAIN",
+             input__value='{"question": "Hostel fee?"}',
+             output__value='{"answer": "Due on the 5th."}'),
+        span("r", "2", "1", 1, 2, openinference__span__kind="RETRIEVER",
+             input__value='{"input": "hostel fee due date"}',
+             retrieval__documents__0__document__id="p-1"),
+    ]  # fmt: skip
+    built = trace_to_event(spans, TraceMapping())
+    assert built.event.question == "Hostel fee?"
+    assert built.event.answer == Answer(text="Due on the 5th.")
+    assert built.rewritten_query == "hostel fee due date"
+    assert built.dropped == ()
+    listed = [span("q", "1", None, 0, 9, input__value='["Hostel fee?"]')]
+    assert trace_to_event(listed, TraceMapping()).event.question == '["Hostel fee?"]'
+    unkeyed = [span("q", "1", None, 0, 9, output__value='{"note": "x"}',
+                    input__value="Hostel fee?")]  # fmt: skip
+    built = trace_to_event(unkeyed, TraceMapping())
+    assert built.event.answer is None  # not its text: counted as a dropped field
+    assert built.dropped == (("answer.text", "missing_field"),)
