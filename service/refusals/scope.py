@@ -1588,16 +1588,12 @@ class EmbeddingScope:
         self,
         vectors: np.ndarray,
         retriever_scores: Sequence[float | None] | None,
-        leave_one_out: bool = False,
         hidden: np.ndarray | None = None,
     ) -> np.ndarray:
         """Feature matrix, shape ``(n, len(feature_names))`` (see the class docstring).
         ``hidden`` (shape ``(n, n_gold)`` bool): the queries are the gold rows, and a row's
         nearest gold questions leave out those it marks (itself, and the rows of its group:
-        :func:`hidden_pairs`); -1 when it hides every row of a class. ``leave_one_out``:
-        each row hides itself only."""
-        if leave_one_out and hidden is None:
-            hidden = np.eye(vectors.shape[0], dtype=bool)
+        :func:`hidden_pairs`); -1 when it hides every row of a class."""
         if hidden is not None:  # the queries are the gold rows: none sees what it hides
             sims = np.where(hidden, -np.inf, vectors @ self.gold_vectors.T)
             cols = [np.maximum(sims[:, self.gold_answerable].max(axis=1), -1.0),
