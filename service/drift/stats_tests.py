@@ -149,12 +149,23 @@ def newcombe_interval(
     ``(d − √((p1−l1)² + (u2−p2)²), d + √((u1−p1)² + (p2−l2)²))`` from the Wilson intervals
     ``(l, u)`` of each proportion. Vectorised; in [−1, 1].
     """
-    a1, m1 = np.asarray(x1, dtype=float), np.asarray(n1, dtype=float)
-    a2, m2 = np.asarray(x2, dtype=float), np.asarray(n2, dtype=float)
-    p1 = a1 / np.where(m1 > 0, m1, np.inf)  # 0 when n = 0
-    p2 = a2 / np.where(m2 > 0, m2, np.inf)
-    l1, u1 = wilson_interval(a1, m1, confidence)
-    l2, u2 = wilson_interval(a2, m2, confidence)
+    return _hybrid(_side(x1, n1, confidence), _side(x2, n2, confidence))
+
+
+#: One proportion's ``(share, Wilson low, Wilson high)``, the input of :func:`_hybrid`.
+Side = tuple[FloatArray, FloatArray, FloatArray]
+
+
+def _side(x: ArrayLike, n: ArrayLike, confidence: float) -> Side:
+    """``(x / n, *wilson_interval(x, n))``, the share 0 where ``n`` is 0."""
+    a, m = np.asarray(x, dtype=float), np.asarray(n, dtype=float)
+    return (a / np.where(m > 0, m, np.inf), *wilson_interval(a, m, confidence))
+
+
+def _hybrid(first: Side, second: Side) -> tuple[FloatArray, FloatArray]:
+    """Newcombe's hybrid score interval of ``share1 − share2`` from both sides
+    (:func:`newcombe_interval`), clipped to [−1, 1]."""
+    (p1, l1, u1), (p2, l2, u2) = first, second
     d = p1 - p2
     lo = d - np.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
     hi = d + np.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
@@ -163,7 +174,7 @@ def newcombe_interval(
 
 #: The reference sides :func:`_newcombe_against` worked out last (newest last): a detector's
 #: fixed reference (the gold set) or frozen baseline is the same row at every test.
-_REFERENCE_SIDES: dict[tuple[bytes, float, float], tuple[FloatArray, FloatArray, FloatArray]] = {}
+_REFERENCE_SIDES: dict[tuple[bytes, float, float], Side] = {}
 _REFERENCE_SIDES_KEPT = 16
 
 
@@ -177,19 +188,10 @@ def _newcombe_against(
     key = (x2.tobytes(), float(n2), confidence)
     side = _REFERENCE_SIDES.get(key)
     if side is None:
-        a2, m2 = np.asarray(x2, dtype=float), np.asarray(n2, dtype=float)
-        side = (a2 / np.where(m2 > 0, m2, np.inf), *wilson_interval(a2, m2, confidence))
-        _REFERENCE_SIDES[key] = side
+        side = _REFERENCE_SIDES[key] = _side(x2, n2, confidence)
         for old in list(_REFERENCE_SIDES)[:-_REFERENCE_SIDES_KEPT]:  # the oldest beyond
             _REFERENCE_SIDES.pop(old, None)  # (pop: another thread may have taken it)
-    p2, l2, u2 = side
-    a1, m1 = np.asarray(x1, dtype=float), np.asarray(n1, dtype=float)
-    p1 = a1 / np.where(m1 > 0, m1, np.inf)  # 0 when n = 0
-    l1, u1 = wilson_interval(a1, m1, confidence)
-    d = p1 - p2
-    lo = d - np.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
-    hi = d + np.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
-    return np.maximum(lo, -1.0), np.minimum(hi, 1.0)
+    return _hybrid(_side(x1, n1, confidence), side)
 
 
 def _wilson_scalar(x: float, n: float, z: float) -> tuple[float, float]:
