@@ -46,6 +46,13 @@ page per BANKING77 category (``faq``); gold questions: 200 English, 50 Hindi and
 XQuAD questions, 77 BANKING77 test questions and 100 CLINC150 out-of-scope questions as
 unanswerable rows. Everything is written into a temporary directory, never committed.
 
+Low rate (``--low-rate-events``, default 20,000; 0: off): the same production-shaped events
+one per 86.4 s (:data:`LOW_RATE_GAP_S`: ~1,000 questions a day, a small team's traffic, as
+trial 12's real 21-day log), ~20 days of event time, one default replay and one with the
+per-stage timers, each stage's µs/event beside the dense log's. The dense log (2 events a
+second) is the favourable case for drift, which tests every 5 minutes of event time per
+dimension whatever the events: its cost is per day of event time, not per event.
+
 ``--startup`` (item 4's measuring part) times ``goldwatch serve`` from process start to the
 first ``/readyz`` 200 (and to the first event counted in ``/v1/status``) with the default
 configuration on the demo data (demo gold set and corpus, the demo log as a file source):
@@ -60,8 +67,9 @@ lists the 10 heaviest imports of serve's entry (``python -X importtime``, cumula
 ``--profile`` cProfiles one more default replay (run only, start-up excluded) and prints the
 top functions by own time and the stages' cumulative shares.
 
-Run: ``python -m benchmarks.bench_production [--events 100000] [--repeats 3] [--startup]
-[--startup-only] [--reference DIR] [--profile [--profile-out FILE]]``.
+Run: ``python -m benchmarks.bench_production [--events 100000] [--repeats 3]
+[--low-rate-events 20000] [--startup] [--startup-only] [--reference DIR] [--profile
+[--profile-out FILE]]``.
 """
 
 from __future__ import annotations
@@ -109,6 +117,13 @@ MAX_EVENT_BYTES = 1_048_576
 TARGET_RATE = 10_000
 START = datetime(2026, 11, 2, 6, 0, 0, tzinfo=UTC)
 GAP_S = 0.5
+#: The low-rate log's spacing: one event per 86.4 s, 1,000 a day (86,400 s / 1,000), the
+#: rate of a small team's RAG (trial 12's real log: 21,427 questions over 21 days, one per
+#: ~85 s). Spread evenly over the day (no quiet nights): drift tests every ``test_every_s``
+#: of event time per dimension whatever the events, so its cost follows the days covered.
+LOW_RATE_GAP_S = 86.4
+#: Lines of the low-rate log by default: 20,000 lines cover ~20 days of event time.
+LOW_RATE_EVENTS = 20_000
 TENANTS = ("college-a", "legal-aid", "shop-b")
 CHANNELS = ("web", "web", "web", "mobile", "whatsapp", "api")
 REFUSALS = (
@@ -217,10 +232,10 @@ def _encode(event: dict[str, Any]) -> bytes:
 
 
 def _event(i: int, rng: random.Random, pools: dict[str, tuple[Question, ...]],
-           corpus: tuple[dict[str, str], ...], by_id: dict[str, dict[str, str]]
-           ) -> dict[str, Any]:  # fmt: skip
+           corpus: tuple[dict[str, str], ...], by_id: dict[str, dict[str, str]],
+           gap_s: float = GAP_S) -> dict[str, Any]:  # fmt: skip
     """Good event number ``i``: a real question, 10 retrieved passages, an answer, feedback
-    on some."""
+    on some; stamped ``i * gap_s`` seconds after :data:`START`, plus up to ``gap_s``."""
     pool = pools[rng.choices(list(MIX), list(MIX.values()))[0]]
     question = pool[rng.randrange(len(pool))]
     picked = rng.sample(range(len(corpus)), PASSAGES)
@@ -244,7 +259,7 @@ def _event(i: int, rng: random.Random, pools: dict[str, tuple[Question, ...]],
         first = by_id[cited[0]]["text"].split(". ")[0][:300]
         answer = {"text": f"{first}. [1]", "citations": cited}
     tenant = rng.choice(TENANTS)
-    at = START + timedelta(seconds=i * GAP_S + rng.uniform(0, GAP_S))
+    at = START + timedelta(seconds=i * gap_s + rng.uniform(0, gap_s))
     event: dict[str, Any] = {
         "event_id": f"prod-{i:07d}",
         "timestamp": at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
@@ -271,9 +286,12 @@ class Log:
     bad: dict[int, str] = field(default_factory=dict)
 
 
-def write_log(path: Path, n: int, seed: int = 0, root: Path = SHARED_DATA) -> Log:
+def write_log(path: Path, n: int, seed: int = 0, root: Path = SHARED_DATA,
+              gap_s: float = GAP_S) -> Log:  # fmt: skip
     """Write ``n`` lines to ``path``: ``round(n * 0.005)`` bad lines and ``round(n * 0.03)``
-    duplicate deliveries at seeded places, the rest distinct good events in order.
+    duplicate deliveries at seeded places, the rest distinct good events in order, one per
+    ``gap_s`` seconds of event time (default :data:`GAP_S`: 2 a second; the low-rate log:
+    :data:`LOW_RATE_GAP_S`). The questions, passages and answers do not depend on ``gap_s``.
 
     A duplicate repeats the bytes of a good line 1–50 lines before it (a retried delivery,
     well inside the default dedup window). Same arguments, same bytes.
@@ -301,7 +319,7 @@ def write_log(path: Path, n: int, seed: int = 0, root: Path = SHARED_DATA) -> Lo
             elif line in dup_at:
                 value = good[-1 - min(int(rng.expovariate(0.1)), 49, len(good) - 1)]
             else:
-                value = _encode(_event(len(good), rng, pools, corpus, by_id))
+                value = _encode(_event(len(good), rng, pools, corpus, by_id, gap_s))
                 good.append(value)
             out.write(value + b"\n")
     return Log(path, n, tuple(sorted(dup_at)), kinds)
@@ -612,6 +630,62 @@ def measure(n: int, repeats: int, workdir: Path, profile: bool = False, seed: in
     return rows, stages, processed, text, bounded
 
 
+@dataclass(frozen=True)
+class LowRate:
+    """The low-rate log's replays (:func:`measure_low_rate`): one plain, one stage-timed."""
+
+    lines: int
+    processed: int
+    days: float  # of event time the log covers
+    plain: Run
+    stages: dict[str, float]
+    timed_run_s: float  # the stage-timed replay's run CPU seconds
+
+
+def measure_low_rate(n: int, workdir: Path, seed: int = 0) -> LowRate:
+    """The same production-shaped events as :func:`measure`'s log, ``n`` lines one per
+    :data:`LOW_RATE_GAP_S` seconds (a ~1,000-a-day log: ``n`` = 20,000 covers ~20 days):
+    one default replay, then one with the per-stage timers. Drift tests every
+    ``test_every_s`` of event time per dimension: a test per ~3.5 events of this log, per
+    600 of the dense one (86.4 s against 0.5 s between events)."""
+    gold, corpus = write_gold_and_corpus(workdir, seed)
+    log = write_log(workdir / "low-rate.jsonl", n, seed, gap_s=LOW_RATE_GAP_S)
+    defaults, _ = write_configs(workdir, gold, corpus)
+    plain = replay(defaults, log.path, workdir)
+    _check(plain.report, log, "low-rate defaults")
+    stages: dict[str, float] = {}
+    timed = replay(defaults, log.path, workdir, stage_timers=stages)
+    processed = log.lines - len(log.duplicates) - len(log.bad)
+    return LowRate(n, processed, n * LOW_RATE_GAP_S / 86_400, plain, stages,
+                   timed.cpu_s - timed.startup_cpu_s)  # fmt: skip
+
+
+def render_low_rate(low: LowRate, dense: dict[str, float] | None = None,
+                    dense_processed: int = 0) -> str:  # fmt: skip
+    """The low-rate section: run µs/event and events/s, then each stage's µs/event (and,
+    with ``dense``, the dense log's per-stage seconds, its µs/event beside)."""
+    run = low.plain.cpu_s - low.plain.startup_cpu_s
+    lines = [
+        f"low rate: {low.lines:,} lines one per {LOW_RATE_GAP_S:g} s (~1,000 a day, "
+        f"{low.days:.1f} days of event time; {low.processed:,} good distinct events), "
+        "defaults, one run:",
+        f"  run {run:.2f} s CPU: {1e6 * run / low.processed:.1f} µs/event, "
+        f"{low.processed / run:,.0f} events/s on one core (start-up "
+        f"{low.plain.startup_cpu_s:.2f} s)",
+        f"  per stage (one more replay, timers on; run {low.timed_run_s:.2f} s CPU): µs per "
+        "event low-rate" + (", dense log (above)" if dense else ""),
+    ]
+    for name, seconds in sorted(low.stages.items(), key=lambda kv: -kv[1]):
+        dense_us = ""
+        if dense is not None and dense_processed and name in dense:
+            dense_us = f" {1e6 * dense[name] / dense_processed:8.1f}"
+        lines.append(f"    {name:48} {1e6 * seconds / low.processed:8.1f}{dense_us}")
+    rest = low.timed_run_s - sum(low.stages.values())
+    lines.append(f"    {'(rest: freeing each batch, the loop around it)':48} "
+                 f"{1e6 * rest / low.processed:8.1f}")  # fmt: skip
+    return "\n".join(lines)
+
+
 def profile_text(profiler: cProfile.Profile, top: int = 25) -> str:
     """Top functions by own time and the stages' ``process`` by cumulative time, as % of
     the profiled run."""
@@ -886,6 +960,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--profile", action="store_true", help="cProfile one more replay")
     parser.add_argument(
+        "--low-rate-events",
+        type=int,
+        default=LOW_RATE_EVENTS,
+        help=f"lines of the low-rate log (one per {LOW_RATE_GAP_S:g} s; 0: no low-rate part)",
+    )
+    parser.add_argument(
         "--profile-out",
         type=Path,
         default=None,
@@ -897,7 +977,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             rows, stages, processed, text, bounded = measure(
                 args.events, args.repeats, Path(tmp), args.profile, args.seed, args.profile_out
             )
-        print(render(rows, stages, processed, args.events, args.repeats, bounded), flush=True)
+            dense = dict(stages)  # (render pops the whole run's row)
+            print(render(rows, stages, processed, args.events, args.repeats, bounded),
+                  flush=True)  # fmt: skip
+            if args.low_rate_events > 0:
+                low = measure_low_rate(args.low_rate_events, Path(tmp), args.seed)
+                print("\n" + render_low_rate(low, dense, processed), flush=True)
         if text:
             print("\n" + text, flush=True)
     if args.startup or args.startup_only:

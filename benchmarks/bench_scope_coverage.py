@@ -114,7 +114,7 @@ def run_draw(
     seed: int, embedder: Embedder, config: AnalyticsConfig, reference: bool = False
 ) -> dict[str, Any]:
     """The figures of one draw (see the module docstring); ``reference``: the detector fitted
-    as before the twenty-ninth session, the gold rows seeing every other row but themselves
+    as before the thirtieth session, the gold rows seeing every other row but themselves
     and the folds not grouped (:func:`service.refusals.scope.coverage_groups` not applied)."""
     from unittest import mock
 

@@ -185,7 +185,7 @@ _JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", boo
 
 class _Envelope(msgspec.Struct, frozen=True, gc=False):
     """The top level of an event as msgspec reads it: the three fields with goldwatch's own
-    rules as plain JSON values, the nested records as the event's own dataclasses."""
+    rules as plain JSON values, the nested records as the event's own msgspec Structs."""
 
     event_id: str | int
     timestamp: str | int | float

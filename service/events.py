@@ -30,13 +30,16 @@ import math
 import re
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Annotated, Any, Literal
+from functools import partial
+from typing import Annotated, Any, Literal, get_type_hints
 
+import msgspec
 from msgspec import Meta
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
     GetPydanticSchema,
     PlainValidator,
     PrivateAttr,
@@ -261,22 +264,147 @@ TraceId = Annotated[
 
 
 _RECORD = ConfigDict(extra="ignore", allow_inf_nan=False)
-# Slotted, frozen pydantic dataclasses rather than BaseModels: same validation, but one
-# GC-tracked object per record instead of three (instance, __dict__, fields-set). With 500
-# events alive per batch that halves decode time (CPython's cyclic GC scans live objects).
+#: The records' own pydantic-core config: unknown keys ignored, no NaN or infinities.
+_RECORD_CORE = core_schema.CoreConfig(extra_fields_behavior="ignore", allow_inf_nan=False)
 
 
-@dataclass(frozen=True, slots=True, config=_RECORD)
-class User:
-    """Who asked: ``id``, ``role`` (e.g. ``"parent"``), ``tenant``; all optional."""
+class _RecordMeta(msgspec.StructMeta):
+    """The records' metaclass: calling a record class validates, as the pydantic dataclasses
+    the records were did (:meth:`__call__`); msgspec's decoder, ``msgspec.convert`` and
+    ``msgspec.structs.replace`` build instances without it (the first two by msgspec's
+    rules, ``replace`` checking nothing: see :class:`_Record`)."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        """Validate the arguments as the record's fields (positional ones in field order) with
+        pydantic and return the record: an integer id becomes its decimal string, a list of
+        citations or results a tuple, unknown keywords are ignored.
+
+        Raises:
+            pydantic.ValidationError: a value breaks the record's rules (its error types and
+                locations are pydantic's, e.g. ``greater_than_equal`` at ``("rank",)``).
+            TypeError: more positional arguments than fields, or a field given twice.
+        """
+        if args:
+            names = cls.__struct_fields__
+            if len(args) > len(names):
+                raise TypeError(f"{cls.__name__} takes at most {len(names)} positional arguments")
+            for name, value in zip(names, args, strict=False):
+                if name in kwargs:
+                    raise TypeError(f"{cls.__name__} got multiple values for {name!r}")
+                kwargs[name] = value
+        validate = _VALIDATORS.get(cls)
+        if validate is None:
+            record: Any = cls  # the metaclass instance is the record type
+            adapter = TypeAdapter[Any](record, config=ConfigDict(title=cls.__name__))
+            validate = _VALIDATORS[cls] = adapter.validator.validate_python
+        return validate(kwargs)
+
+
+#: A record type -> its pydantic validator (``validate_python``), built at first use.
+_VALIDATORS: dict[type, Any] = {}
+#: ``msgspec.StructMeta.__call__``: builds a record from values already checked, without the
+#: validation :meth:`_RecordMeta.__call__` adds.
+_construct = msgspec.StructMeta.__call__
+
+
+class _Record(msgspec.Struct, frozen=True, gc=False, metaclass=_RecordMeta):
+    """Base of the event's records: frozen, hashable msgspec Structs, untracked by CPython's
+    cyclic collector (``gc=False``: a record holds strings, numbers and other records, never
+    a cycle), which msgspec decodes straight from bytes (consumers/decoding.py).
+
+    What checks a record's values:
+
+    * Its constructor (``User(id=5)``) validates with pydantic, as the pydantic dataclasses
+      the records were did (:class:`_RecordMeta`): ``User(id=5).id == "5"``,
+      ``RetrievedPassage(id="p", rank=0)`` raises ``pydantic.ValidationError``.
+    * msgspec's decoder (the decoder's fast path) checks msgspec's types and ``Meta``
+      bounds, without the constructor. Where they differ from pydantic's rules they are
+      stricter (an integer id, which pydantic turns into its string, or a number out of
+      range fails msgspec), and the decoder then asks pydantic (consumers/decoding.py
+      ``_fast``), so a decoded record is the one pydantic would give.
+    * ``msgspec.convert`` applies msgspec's rules alone (it lets a NaN score through and
+      refuses an integer id): not a way to check a producer's values.
+    * pydantic (``QueryLogEvent.model_validate``, ``validate_event_json``, the event's
+      constructor) reads a record given as a dict or JSON object with the same rules, error
+      types and locations as before (unknown keys ignored; one difference: a record given as
+      a non-object is pydantic's ``dict_type``, where a dataclass said ``dataclass_type``,
+      both ``wrong_type`` to the decoder): :meth:`__get_pydantic_core_schema__` reads it as a
+      typed dict of its fields, then builds the Struct. A record *instance* is taken as it
+      is (as a dataclass instance was), and a record serializes as that dict.
+    * ``msgspec.structs.replace`` (and, on Python 3.13+, ``copy.replace``) check nothing:
+      PII scrubbing uses it to put scrubbed strings where strings were. Pickle and
+      ``copy.deepcopy`` rebuild a record as it was, without validating (:meth:`__reduce__`).
+
+    ``gc=False`` is safe because the constructors and the decoder give a record only
+    strings, numbers, ``None`` and tuples of records. ``structs.replace`` with a mutable
+    value (a list later given a record) could make a cycle the collector never frees, and a
+    subclass inherits ``gc=False`` even with a mutable field: give records immutable values.
+    """
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickle (and ``copy.deepcopy``) as ``_restore(type, fields)``: msgspec's own
+        ``(type, fields)`` would call the type, which validates (:class:`_RecordMeta`)."""
+        return _restore, (type(self), msgspec.structs.astuple(self))
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        hints = get_type_hints(cls, include_extras=True)
+        fields_: dict[str, core_schema.TypedDictField] = {}
+        for field in msgspec.structs.fields(cls):
+            inner = handler.generate_schema(hints[field.name])
+            if field.required:
+                fields_[field.name] = core_schema.typed_dict_field(inner, required=True)
+            else:
+                inner = core_schema.with_default_schema(inner, default=field.default)
+                fields_[field.name] = core_schema.typed_dict_field(inner, required=False)
+        as_dict = core_schema.typed_dict_schema(
+            fields_, cls=cls, ref=f"{cls.__module__}.{cls.__qualname__}",
+            extra_behavior="ignore", config=_RECORD_CORE,
+        )  # fmt: skip
+        build = core_schema.no_info_after_validator_function(partial(_build, cls), as_dict)
+        return core_schema.json_or_python_schema(
+            json_schema=build,
+            python_schema=core_schema.no_info_wrap_validator_function(
+                partial(_keep_instance, cls), build
+            ),
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                msgspec.structs.asdict, return_schema=as_dict
+            ),
+        )
+
+
+def _build(cls: type[_Record], values: dict[str, Any]) -> Any:
+    return _construct(cls, **values)  # validated by the typed dict: no second validation
+
+
+def _restore(cls: type[_Record], values: tuple[Any, ...]) -> Any:
+    """A record from its fields' values in order, as it was (pickle, ``copy.deepcopy``):
+    not validated again, so a record ``msgspec.convert`` or ``structs.replace`` built
+    round-trips whatever pydantic would say of it."""
+    return _construct(cls, *values)
+
+
+def _keep_instance(cls: type[_Record], value: Any, handler: Any) -> Any:
+    return value if isinstance(value, cls) else handler(value)  # a subclass too, as before
+
+
+class User(_Record, frozen=True, gc=False):
+    """Who asked: ``id``, ``role`` (e.g. ``"parent"``), ``tenant``; all optional.
+
+    Like every record here (a frozen msgspec Struct): constructing one validates with
+    pydantic (``User(id=5).id == "5"``; ``pydantic.ValidationError`` on a bad value), and so
+    does the decoder; ``msgspec.structs.replace`` and ``msgspec.convert`` do not apply
+    pydantic's rules (:class:`_Record` lists what checks what).
+    """
 
     id: Id | None = None
     role: StrictStr | None = None
     tenant: StrictStr | None = None
 
 
-@dataclass(frozen=True, slots=True, config=_RECORD)
-class RetrievedPassage:
+class RetrievedPassage(_Record, frozen=True, gc=False):
     """One passage the production retriever returned.
 
     Attributes:
@@ -284,6 +412,8 @@ class RetrievedPassage:
         score: retriever score, unitless, comparable within one query only; finite.
         rank: 1-based position in the result list.
         doc, doc_type: source document and its type (e.g. ``"scanned_pdf"``).
+
+    Validated as :class:`User` is (``RetrievedPassage(id="p", rank=0)`` raises).
     """
 
     id: Id
@@ -293,27 +423,27 @@ class RetrievedPassage:
     doc_type: StrictStr | None = None
 
 
-@dataclass(frozen=True, slots=True, config=_RECORD)
-class Retrieval:
-    """What the production retriever did: its name, latency in milliseconds (>= 0), results."""
+class Retrieval(_Record, frozen=True, gc=False):
+    """What the production retriever did: its name, latency in milliseconds (>= 0), results
+    (given as dicts or passages; a list becomes a tuple). Validated as :class:`User` is."""
 
     retriever: StrictStr | None = None
     latency_ms: Milliseconds | None = None
     results: tuple[RetrievedPassage, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, config=_RECORD)
-class Answer:
-    """The generated answer: ``text``, whether it was a refusal (``None``: unknown), citations."""
+class Answer(_Record, frozen=True, gc=False):
+    """The generated answer: ``text``, whether it was a refusal (``None``: unknown), citations
+    (ids; a list becomes a tuple). Validated as :class:`User` is."""
 
     text: StrictStr | None = None
     refused: StrictBool | None = None
     citations: tuple[Id, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, config=_RECORD)
-class Feedback:
-    """User feedback: ``rating`` is a finite number on the producer's own scale (e.g. -1/+1)."""
+class Feedback(_Record, frozen=True, gc=False):
+    """User feedback: ``rating`` is a finite number on the producer's own scale (e.g. -1/+1).
+    Validated as :class:`User` is."""
 
     rating: StrictFloat | None = None
 
@@ -332,7 +462,9 @@ class QueryLogEvent:
             set for events assembled from traces, and a JSON producer may send its own.
             Not personal data (a random id), so never scrubbed or pseudonymised.
 
-    Nested records may be given as dicts. ``model_validate``/``model_validate_json`` and
+    Nested records may be given as dicts (validated) or as record instances (taken as they
+    are: a record's constructor validated it; see :class:`_Record` for what does not).
+    ``model_validate``/``model_validate_json`` and
     ``model_dump``/``model_dump_json`` mirror the pydantic ``BaseModel`` API.
 
     Raises:
@@ -383,7 +515,12 @@ validate_event_json = _EVENT.validator.validate_json
 EVENT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(QueryLogEvent))
 #: The fields whose problem dead-letters an event; a problem anywhere else drops that field.
 REQUIRED_FIELDS: tuple[str, ...] = ("event_id", "timestamp", "question")
-_RECORDS = {"user": User, "retrieval": Retrieval, "answer": Answer, "feedback": Feedback}
+_RECORDS: dict[str, type[_Record]] = {
+    "user": User,
+    "retrieval": Retrieval,
+    "answer": Answer,
+    "feedback": Feedback,
+}
 
 
 def _optional_paths() -> tuple[str, ...]:
@@ -392,7 +529,7 @@ def _optional_paths() -> tuple[str, ...]:
         if name not in REQUIRED_FIELDS:
             paths.append(name)
             if name in _RECORDS:
-                paths += [f"{name}.{sub.name}" for sub in fields(_RECORDS[name])]
+                paths += [f"{name}.{sub}" for sub in _RECORDS[name].__struct_fields__]
     return tuple(paths)
 
 

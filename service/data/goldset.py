@@ -32,7 +32,6 @@ import json
 import logging
 import os
 import threading
-import unicodedata
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +52,7 @@ from service.evaluation.trec import read_qrels, read_topics
 from service.language.detector import LABELS
 from service.language.tags import is_language_tag, language_key
 from service.records import KINDS, GoldQuestion, Qrels
+from service.text.normalise import normalise
 
 logger = logging.getLogger(__name__)
 
@@ -518,9 +518,10 @@ def validate_against_corpus(gold_set: GoldSet, corpus: Corpus) -> list[str]:
 def repeated_questions(gold_set: GoldSet, shown: int = 3) -> str | None:
     """One line when the gold set asks the same question in more than one row, or ``None``.
 
-    "The same" is the text after Unicode NFKC, case folding and collapsing whitespace, for
-    the same ``role`` (rows that differ by role are the ACL's own cases: the answer a
-    student may see is not the one staff may). Each row is scored on its own, so two rows
+    "The same" is the text known-question matching compares (NFKC, case folded, punctuation
+    and whitespace collapsed: :func:`service.text.normalise.normalise`), for the same
+    ``role`` (rows that differ by role are the ACL's own cases: the answer a student may see
+    is not the one staff may). Each row is scored on its own, so two rows
     with different gold passages ask one retriever for two rankings of one question: neither
     can be met in full, and the pair counts twice in every mean (trial 13). The line names
     the groups' row ids (first ``shown`` groups), never the question's text, e.g.
@@ -539,7 +540,7 @@ def repeated_questions(gold_set: GoldSet, shown: int = 3) -> str | None:
     """
     groups: dict[tuple[str, str | None], list[GoldQuestion]] = {}
     for question in gold_set:
-        text = " ".join(unicodedata.normalize("NFKC", question.question).casefold().split())
+        text = normalise(question.question, separators="punctuation")  # as known questions
         groups.setdefault((text, question.role), []).append(question)
     repeated = [rows for rows in groups.values() if len(rows) > 1]
     if not repeated:

@@ -483,8 +483,8 @@ def render_text(doc: ReplayReport) -> str:
         if scope.get("counted_under_notice"):
             lines.append(f"  {scope['counted_under_notice']}")
         lines.append(f"  out-of-scope calibration: {CALIBRATION_LIMIT}")
-        if (scope.get("quality") or {}).get("method"):  # the fit: which gold rows hid which
-            lines.append(f"  out-of-scope fit: {scope['quality']['method']}")
+        if fit := (scope.get("quality") or {}).get("method"):  # which gold rows hid which
+            lines.append(f"  out-of-scope fit: {fit}")
         if support:
             lines.append(f"  {support_text(support)}")
             lines += [f"    {line}" for line in support_by_language_text(support)]

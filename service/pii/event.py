@@ -17,6 +17,8 @@ import dataclasses
 from collections import Counter
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import msgspec
+
 from service.pii.pseudonym import UNKEYED, Pseudonymiser
 from service.pii.scrub import ScrubMemo, _label_memo, _text_memo, scrub_label
 from service.records import PII_TYPES
@@ -28,7 +30,10 @@ _R = TypeVar("_R")
 
 
 def _with(record: _R, **changes: Any) -> _R:
-    """A copy of a frozen record with ``changes``: pydantic models or (pydantic) dataclasses."""
+    """A copy of a frozen record with ``changes``: the event's records (msgspec Structs),
+    pydantic models or (pydantic) dataclasses (the event itself)."""
+    if isinstance(record, msgspec.Struct):
+        return msgspec.structs.replace(record, **changes)
     copy = getattr(record, "model_copy", None)
     if copy is not None:
         return copy(update=changes)  # type: ignore[no-any-return]

@@ -1158,7 +1158,8 @@ def coverage_groups(
     'not by document: 3 of the 4 answerable rows ask about one (more than 50%)'
     """
     with_doc = any(document_of.get(pid) for q in questions for pid in q.gold)
-    declined: list[str] = []
+    declined: list[str] = []  # units refused as lopsided (row by row if none is left)
+    noted = ""  # why the unit used is not the document, said only when a unit is used
     for unit in ("document", "passage"):
         parent: dict[str, str] = {}
         find = functools.partial(_find, parent)
@@ -1175,7 +1176,7 @@ def coverage_groups(
         n, rows = len(sizes), sum(sizes.values())
         name = unit if with_doc else "passage"
         if n == 1 and unit == "document" and with_doc:  # one document: passages may split it
-            declined.append(f"not by document: all {rows} answerable rows ask about one")
+            noted = f"not by document: all {rows} answerable rows ask about one"
             continue
         if n >= 2 and max(sizes.values()) > max_share * rows:
             declined.append(f"not by {name}: {max(sizes.values())} of the {rows} answerable "
@@ -1187,8 +1188,9 @@ def coverage_groups(
             passages = tuple(roots[find(k)] if k in parent and find(k) in asked else -1
                              for k in own)  # fmt: skip
             if not with_doc:
-                declined.append("the corpus names no document (`doc`) of the gold passages")
-            return GoldGroups(labels, name, n, passages, "; ".join(declined))
+                noted = "the corpus names no document (`doc`) of the gold passages"
+            why = "; ".join([*declined, *([noted] if noted else [])])
+            return GoldGroups(labels, name, n, passages, why)
         if not with_doc:  # the documents were the passages: nothing else to try
             break
     if not declined:
@@ -1586,16 +1588,12 @@ class EmbeddingScope:
         self,
         vectors: np.ndarray,
         retriever_scores: Sequence[float | None] | None,
-        leave_one_out: bool = False,
         hidden: np.ndarray | None = None,
     ) -> np.ndarray:
         """Feature matrix, shape ``(n, len(feature_names))`` (see the class docstring).
         ``hidden`` (shape ``(n, n_gold)`` bool): the queries are the gold rows, and a row's
         nearest gold questions leave out those it marks (itself, and the rows of its group:
-        :func:`hidden_pairs`); -1 when it hides every row of a class. ``leave_one_out``:
-        each row hides itself only."""
-        if leave_one_out and hidden is None:
-            hidden = np.eye(vectors.shape[0], dtype=bool)
+        :func:`hidden_pairs`); -1 when it hides every row of a class."""
         if hidden is not None:  # the queries are the gold rows: none sees what it hides
             sims = np.where(hidden, -np.inf, vectors @ self.gold_vectors.T)
             cols = [np.maximum(sims[:, self.gold_answerable].max(axis=1), -1.0),

@@ -31,6 +31,8 @@ harvest (``service.harvest``)         nfkc_casefold, non_word    suggestion ids 
 known questions (``service.quality.known``)   nfkc_casefold,             matches gold questions;
                                       punctuation                keeps ``+``/``$``/marks, which
                                                                  its n-grams score
+repeated gold questions              nfkc_casefold,             the same question as known
+(``service.data.goldset``)            punctuation                questions match it
 answer checks (``service.evaluation.answers``)  nfkc_casefold,             whole-token tests:
                                       punctuation                "no" is no token of "don t"
 char n-gram embedder                  nfkc_casefold, whitespace  n-grams: punctuation is

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from service.events import (
     MAX_EVENT_ID_CHARS,
     Answer,
+    Feedback,
     FieldMapping,
     QueryLogEvent,
     Retrieval,
@@ -118,7 +119,7 @@ def test_ids_accept_strings_and_integers_only() -> None:
         ({"answer": {"refused": "yes"}}, "bool_type"),
         ({"feedback": {"rating": float("inf")}}, "finite_number"),
         ({"channel": 3}, "string_type"),
-        ({"user": "alice"}, "dataclass_type"),
+        ({"user": "alice"}, "dict_type"),  # a record is a msgspec Struct read as a typed dict
     ],
 )
 def test_field_constraints(fields: dict[str, object], expected: str) -> None:
@@ -246,3 +247,75 @@ def test_ids_from_python_subclasses_become_plain_strings() -> None:
     assert (type(event.user.id), event.user.id) == (str, "7")
     assert [(type(c), c) for c in event.answer.citations] == [(str, "p-1")]
     assert error_type(user={"id": 1.5}) == error_type(answer={"citations": [True]}) == "wrong_type"
+
+
+def test_decoded_records_are_untracked_by_the_collector() -> None:
+    """The records are ``gc=False`` Structs: of a decoded event with a user, two passages, an
+    answer and feedback, only the event and its two tuples (results, citations) are tracked
+    (counted by hand from the line below); the dataclasses were 8 more (user, retrieval, two
+    passages, answer, feedback)."""
+    import gc
+
+    from consumers.base import Origin, RawMessage
+    from consumers.decoding import decode_batch
+
+    line = (b'{"event_id":"e-1","timestamp":"2026-11-29T10:00:00Z","question":"q?",'
+            b'"user":{"id":"u"},"retrieval":{"results":[{"id":"p-1","rank":1},{"id":"p-2"}]},'
+            b'"answer":{"text":"a","citations":["p-1"]},"feedback":{"rating":1.0}}')  # fmt: skip
+    decoded, dead = decode_batch([RawMessage(line, Origin(file="x", line=1))], FieldMapping(),
+                                 10_000)  # fmt: skip
+    assert dead == [] and len(decoded) == 1
+    event = decoded[0][1]
+    assert event.retrieval is not None and event.answer is not None
+    records = [event.user, event.retrieval, *event.retrieval.results, event.answer,
+               event.feedback]  # fmt: skip
+    assert [gc.is_tracked(r) for r in records] == [False] * 6
+
+
+def test_record_constructors_validate_as_the_dataclasses_did() -> None:
+    """A record's constructor applies pydantic's rules, as the pydantic dataclasses did (a
+    msgspec Struct's own ``__init__`` checks nothing): an integer id becomes its decimal
+    string, a list of citations or of result dicts a tuple (so the record stays hashable),
+    positional arguments go in field order, and a rank of 0, a float id or a missing
+    passage id raise. Expected values worked out from the rules in the module docstring."""
+
+    assert User(id=5).id == "5" and User(5, "parent") == User(id="5", role="parent")
+    answer = Answer(text="a", citations=["p-1", 7])  # type: ignore[arg-type]
+    assert answer.citations == ("p-1", "7") and hash(answer) == hash(answer)
+    retrieval = Retrieval(retriever="r", results=[{"id": 3, "rank": 1}])  # type: ignore[list-item]
+    assert type(retrieval.results) is tuple and retrieval.results[0].id == "3"
+    problems = [({"id": "p", "rank": 0}, ("rank",), "greater_than_equal"),
+                ({"id": 1.5}, ("id",), "wrong_type"), ({}, ("id",), "missing"),
+                ({"id": "p", "score": float("nan")}, ("score",), "finite_number")]  # fmt: skip
+    for values, loc, kind in problems:
+        with pytest.raises(ValidationError) as caught:
+            RetrievedPassage(**values)
+        assert [(e["loc"], e["type"]) for e in caught.value.errors()] == [(loc, kind)]
+        assert caught.value.title == "RetrievedPassage"
+    with pytest.raises(ValidationError):
+        Feedback(rating=True)  # type: ignore[arg-type]
+
+
+def test_records_pickle_and_deepcopy_as_they_were_and_keep_their_schema() -> None:
+    """Review of s30-pstruct2: a record msgspec built by its own rules (``convert`` lets a
+    NaN score through; pydantic refuses it) pickled as a call of its type, which validates,
+    so it failed to load; and the event's JSON schema lost the records' ``$defs``."""
+    import copy
+    import math
+    import pickle
+
+    import msgspec
+    from pydantic import TypeAdapter
+
+    from service.events import QueryLogEvent, Retrieval, RetrievedPassage, User
+
+    odd = msgspec.convert({"id": "p-1", "score": math.nan}, RetrievedPassage)
+    for back in (pickle.loads(pickle.dumps(odd)), copy.deepcopy(odd)):
+        assert type(back) is RetrievedPassage and back.id == "p-1"
+        assert math.isnan(back.score)
+    nested = Retrieval(retriever="bm25", results=[{"id": "p-2", "score": 1.5, "rank": 1}])
+    assert pickle.loads(pickle.dumps(nested)) == nested == copy.deepcopy(nested)
+    assert pickle.loads(pickle.dumps(User(id=5))) == User(id="5")
+    defs = TypeAdapter(QueryLogEvent).json_schema().get("$defs", {})
+    for name in ("User", "RetrievedPassage", "Retrieval", "Answer", "Feedback"):
+        assert name in defs, name

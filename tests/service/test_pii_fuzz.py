@@ -246,11 +246,23 @@ def test_digit_anchored_scan_finds_what_the_plain_patterns_find(text: str) -> No
 
 #: Code prefixes, among them every vendor key prefix an ``[a-z]+-`` id can start with.
 PREFIXES = "sk pk rk xoxa xoxb xoxp xoxo xoxs xoxr glpat pii e evt prod ghp hf akia aiza".split()
+#: Words of a ``-S`` suffix, among them the cues of detectors that look for a word (IBAN,
+#: passport, phone, SSN, street words, credentials, obfuscated e-mail's at/dot, URL's www).
+SUFFIXES = ("r dup retry part a b iban passport pasaporte tel phone mobile ssn pan weg str "
+            "gasse rue calle key token secret password session at dot www sk pk rk xoxb glpat "
+            "akia aiza ghp hf pii").split()  # fmt: skip
 ids = st.builds(
-    "{}-{}".format,
+    "{}-{}{}".format,
     st.one_of(st.from_regex(r"[a-z]{1,8}", fullmatch=True), st.sampled_from(PREFIXES)),
     st.from_regex(r"[0-9]{1,40}", fullmatch=True),
-)
+    st.one_of(
+        st.just(""),
+        st.builds("-{}{}".format,
+                  st.one_of(st.from_regex(r"[a-z]{1,8}", fullmatch=True),
+                            st.sampled_from(SUFFIXES)),
+                  st.from_regex(r"[0-9]{0,4}", fullmatch=True)),
+    ),
+)  # fmt: skip
 
 
 def _full_path(identifier: str) -> str:
@@ -282,6 +294,18 @@ def test_an_id_shaped_like_a_vendor_key_is_still_pseudonymised(identifier: str) 
 
 
 def test_event_ids_with_digits_take_the_fast_path_and_stay() -> None:
-    for identifier in ("e-000123", "prod-0001234", "e-9876543210", "evt-4111111111111111"):
+    for identifier in ("e-000123", "prod-0001234", "e-9876543210", "evt-4111111111111111",
+                       "e-000001-r0", "e-9876543210-retry12", "q-42-dup"):  # fmt: skip
         assert _plain_identifier(identifier)
         assert pseudonymise(identifier) == identifier
+
+
+@pytest.mark.parametrize(
+    "identifier",
+    ["e-1-r1234", "e-1-r-2", "e-1-R0", "e-1-", "e-1-2", "e-1--r", "e-1-r0-x", "e-1-r0 x",
+     "e-1-abcde1234f"],
+)  # fmt: skip
+def test_ids_beyond_the_suffix_shape_take_the_full_path(identifier: str) -> None:
+    # 4+ digits (a PAN's run), a second suffix, upper case, an empty or digit-only suffix
+    assert not _plain_identifier(identifier)
+    assert pseudonymise(identifier) == _full_path(identifier)

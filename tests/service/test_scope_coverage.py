@@ -50,9 +50,13 @@ def test_coverage_groups_join_rows_by_document_then_passage() -> None:
                                                         3)  # fmt: skip
     # every passage in one document: by passage (p1, p2, p3+p4 joined by d, p5)
     one = dict.fromkeys(docs, "manual.pdf")
-    assert coverage_groups(q, one) == GoldGroups((0, 1, 2, 2, 3, 4, 5), "passage", 4)
+    assert coverage_groups(q, one) == GoldGroups(
+        (0, 1, 2, 2, 3, 4, 5), "passage", 4,
+        why="not by document: all 5 answerable rows ask about one")  # fmt: skip
     # no document known: by passage, and said so
-    assert coverage_groups(q, {}) == GoldGroups((0, 1, 2, 2, 3, 4, 5), "passage", 4)
+    assert coverage_groups(q, {}) == GoldGroups(
+        (0, 1, 2, 2, 3, 4, 5), "passage", 4,
+        why="the corpus names no document (`doc`) of the gold passages")  # fmt: skip
     # every answerable row on one passage: nothing to hold out
     assert coverage_groups([q[0], q[5], q[6]], docs) is None
 

@@ -76,7 +76,7 @@ def test_leave_one_out_features_by_hand() -> None:
     table["passage"] = _unit(5)
     det = EmbeddingScope(TableEmbedder(table), questions, ["passage"], n_boot=0)
     vectors = det.gold_vectors
-    got = det._features(vectors, None, leave_one_out=True)
+    got = det._features(vectors, None, hidden=np.eye(len(vectors), dtype=bool))
     c = lambda deg: float(np.cos(np.radians(deg)))  # noqa: E731
     # row "in 0": nearest other answerable 10°, nearest unanswerable 80°, passage 5°
     assert got[0].tolist() == pytest.approx([c(10), c(80), c(5)], abs=1e-6)

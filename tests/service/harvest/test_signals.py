@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 
+import msgspec
 import pytest
 
 from service.coverage import wilson_bounds
@@ -324,11 +325,11 @@ def test_production_score_scrubs_the_retriever_name_every_time() -> None:
     named = event("e", "q", results=[("p", 2.0), ("r", None)])  # type: ignore[list-item]
     data = named.retrieval
     assert data is not None
-    leaky = dataclasses.replace(named, retrieval=dataclasses.replace(
+    leaky = dataclasses.replace(named, retrieval=msgspec.structs.replace(
         data, retriever="ret-7-oscar@example.com"))  # fmt: skip
     assert production_score(leaky) == ("<EMAIL>", 2.0)
     assert production_score(leaky) == ("<EMAIL>", 2.0)
-    unnamed = dataclasses.replace(named, retrieval=dataclasses.replace(data, retriever=None))
+    unnamed = dataclasses.replace(named, retrieval=msgspec.structs.replace(data, retriever=None))
     assert production_score(unnamed) == ("production", 2.0)
     # left unset, it grows to min_live_events: a configuration from before gap_window
     # existed still starts (a review: min_live_events 2,000 failed against the default 1,000)
