@@ -43,12 +43,13 @@ would be merged; the probability is about 1e-10 per batch, far below anything a 
 rounded to 6 decimals shows. A live question equal to a gold one after normalisation matches
 with similarity exactly 1.0 (first such gold row in file order).
 
-**Same question**: a non-exact match must also ask the same question, by the one rule harvest
-merges by too (:func:`service.text.wording.disagreement`: the same numbers, negation, content
-words and question word): "2nd year" is not "1st year", "did Khanbaliq not become" is not
-"did Khanbaliq become", "more access" is not "less access", though nearly all their n-grams
-agree (trial 13: SQuAD 2.0's unanswerable twins of answerable gold questions scored 0.94 and
-0.97). A row it turns down gives way to the next-best row at or above the threshold, or none;
+**Same question**: a non-exact match must also ask the same question
+(:func:`service.text.wording.known_disagreement`: the rule harvest merges by, the same
+numbers, negation, content words and question word, or the gold question with a detail left
+out and nothing written in its place): "2nd year" is not "1st year", "did Khanbaliq not
+become" is not "did Khanbaliq become", "more access" is not "less access", though nearly all
+their n-grams agree (trial 13: SQuAD 2.0's unanswerable twins of answerable gold questions
+scored 0.94 and 0.97); "when do exams start" is "... start in 2026?". A row it turns down gives way to the next-best row at or above the threshold, or none;
 the lookup keeps the best row turned down and why (:class:`KnownLookup`), so a report can say
 how many near-matches the rule rejected. The rule costs set comparisons per text that reaches
 the threshold and is not exact (a few per cent of live traffic), once per distinct question
@@ -82,7 +83,7 @@ from service.pipeline.batch_cache import BatchCache
 from service.records import GoldQuestion
 from service.text import normalise
 from service.text import wording as wording_rule
-from service.text.wording import Disagreement, Wording, disagreement
+from service.text.wording import Disagreement, Wording, known_disagreement
 
 __all__ = ["KnownLookup", "KnownMatch", "KnownQuestionIndex", "KnownRejection", "live_scores"]
 
@@ -440,13 +441,15 @@ class KnownQuestionIndex:
         the cache. Ties between gold questions go to the first in file order. Similarities
         are rounded to 6 decimals and clipped to [0, 1].
 
-        Wording rule (:func:`service.text.wording.disagreement`, harvest's merge rule: one
-        rule of "asks the same question"): a match that is not exact must agree with the
-        gold question on its numbers ("fees for 2nd year" is not "fees for 1st year", nor is
-        "when do exams start" "... start in 2026?", though their n-grams nearly agree), its
-        negation ("did Khanbaliq not become" is not "did Khanbaliq become"), its content
-        words ("more access" is not "less access": "less" has no counterpart; a typing slip
-        or an inflection is one) and its question word. A gold row it turns down is skipped
+        Wording rule (:func:`service.text.wording.known_disagreement`: harvest's merge rule,
+        or the gold question with a detail left out): a match that is not exact must agree
+        with the gold question on its numbers ("fees for 2nd year" is not "fees for 1st
+        year", though their n-grams nearly agree; "when do exams start" may leave out "...
+        in 2026"), its negation ("did Khanbaliq not become" is not "did Khanbaliq become"),
+        its content words ("more access" is not "less access": "less" has no counterpart and
+        "more" stands in its place; a typing slip or an inflection is a counterpart; a gold
+        content word left out, with nothing but courtesy added, is no difference) and its
+        question word. A gold row it turns down is skipped
         for the next-best row at or above the threshold (one it accepts is the match), or
         none. Letter-level near-misses of short words ("MBA" for "MCA") are not caught; raise
         ``threshold`` if they matter.
@@ -494,7 +497,7 @@ class KnownQuestionIndex:
                 break
             if mine is None:  # not lru-cached: harvest's cache of its wordings stays its own
                 mine = _uncached_wording(normalise(text, separators="non_word"))
-            why = disagreement(mine, self._wordings[gold])
+            why = known_disagreement(mine, self._wordings[gold])
             if why is None:
                 return KnownLookup(KnownMatch(self._ids[gold], score), rejected)
             if rejected is None:

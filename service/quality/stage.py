@@ -7,8 +7,10 @@ stage (which should hand every finished :class:`~service.shadow.runner.ShadowRes
 1. matches every question against the gold set in one call
    (:meth:`~service.quality.known.KnownQuestionIndex.lookup_many`) and writes
    ``annotations[i]["known"] = {"gold_id": str, "similarity": float} | None``; a gold row
-   above the threshold that does not ask the same question (the wording rule harvest
-   merges by: numbers, negation, content words, question word) is no match, and the event
+   above the threshold that does not ask the same question
+   (:func:`service.text.wording.known_disagreement`: harvest's merge rule on numbers,
+   negation, content words and question word, a detail of the gold row left out allowed)
+   is no match, and the event
    counts in ``near_matches_rejected`` (by the reason of the best row turned down, and
    whether a next-best row matched instead), so a report shows why a near-duplicate was
    not scored;
@@ -753,7 +755,8 @@ def rejected_note(rejected: Mapping[str, Any] | None) -> str | None:
     >>> print(rejected_note({"events": 8, "matched_another": 0,
     ...       "by_reason": {"numbers": 0, "negation": 4, "words": 4, "question": 0}}))
     near-matches turned down (8 events: negation 4, content words 4): similar enough, but not \
-the same question by the wording rule harvest merges by, so not scored on that gold row
+the same question (another number, negation, content word or question word; a detail \
+left out is no difference), so not scored on that gold row
     """
     if not rejected or not rejected.get("events"):
         return None
@@ -762,8 +765,9 @@ the same question by the wording rule harvest merges by, so not scored on that g
     another = rejected.get("matched_another") or 0
     fell_back = f"; {another} of them matched a next-best gold row instead" if another else ""
     return (f"near-matches turned down ({rejected['events']} events: {why}): similar enough, "
-            "but not the same question by the wording rule harvest merges by, so not scored on "
-            f"that gold row{fell_back}")  # fmt: skip
+            "but not the same question (another number, negation, content word or question "
+            "word; a detail left out is no difference), so not scored on that gold row"
+            f"{fell_back}")  # fmt: skip
 
 
 _REASON_NAMES = {"numbers": "numbers", "negation": "negation", "words": "content words",

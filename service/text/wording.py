@@ -53,10 +53,13 @@ Measured on NQ-open (``python -m benchmarks.bench_merge_rule``, module docstring
 The one rule of "asks the same question": harvest merges by it, and known-question matching
 (:class:`service.quality.known.KnownQuestionIndex`: the live-quality stage and the
 out-of-scope stage's known questions) accepts a gold row above its n-gram threshold only if
-:func:`disagreement` is ``None`` (trial 13: "What modern city did Khanbaliq not become?" is
-not "... did Khanbaliq become?", ``"negation"``; "... faced with more access to education?"
-is not "... less access ...", ``"words"``: "more" is a function word, "less" a content word
-the other side lacks). Hence it lives with the shared text forms, not in harvest.
+:func:`known_disagreement` is ``None``: :func:`disagreement` is, or the live question asks the
+gold one with a detail left out and nothing written in its place (trial 13: "What modern city
+did Khanbaliq not become?" is not "... did Khanbaliq become?", ``"negation"``; "... faced with
+more access to education?" is not "... less access ...", ``"words"``: "less" has no
+counterpart and "more" stands in its place; "what time does the college bus leave in the
+evening" is "... leave the campus in the evening"). Hence it lives with the shared text forms,
+not in harvest.
 
 >>> disagreement(wording("who won the oscar for best picture in 1976"),
 ...              wording("who won the oscar for best actor in 1975"))
@@ -89,7 +92,9 @@ __all__ = [
     "WEAK_NUMBER_WORDS",
     "Disagreement",
     "Wording",
+    "COURTESY_WORDS",
     "disagreement",
+    "known_disagreement",
     "may_merge",
     "wording",
 ]
@@ -164,6 +169,15 @@ FUNCTION_WORDS: frozenset[str] = frozenset(
         "toh bhi hi yeh ye woh wo is us in un mera meri mere hum humara aap aapka tum nahi "
         "nahin jo tak karo kar karna karne batao bataiye"
     ).split()
+)
+
+#: The function words that ask nothing (greetings, politeness, urgency, "tell me"): a
+#: re-asking of a gold question may add them where it leaves a detail out
+#: (:func:`known_disagreement`); any other function word it adds may be the question ("more
+#: access" for "less access").
+COURTESY_WORDS: frozenset[str] = frozenset(
+    "please pls plz kindly tell me sir madam mam maam dear hi hello hey namaste namaskar "
+    "thanks thank thx urgent urgently asap ji bhai bhaiya yaar ok okay".split()
 )
 
 #: Words that negate (module docstring, 4), accents folded: English (with the piece
@@ -515,6 +529,58 @@ def disagreement(a: Wording, b: Wording, semantic: bool = False) -> Disagreement
     if a.asks and b.asks and a.asks != b.asks:
         return "question"
     return None
+
+
+def known_disagreement(live: Wording, gold: Wording) -> Disagreement | None:
+    """Why the live wording ``live`` does not ask the gold question ``gold``, or ``None`` when
+    it does: :func:`disagreement` is ``None``, or ``live`` asks ``gold`` with less detail.
+
+    Less detail: a re-asking may leave out a detail the gold question writes (a content word
+    or a number: "what time does the college bus leave in the evening" for "... leave the
+    campus in the evening"; "when do the end semester exams start" for "... odd-semester
+    end-semester exams start in 2026?"), the context (this college, this year) filling it in,
+    if it writes nothing in its place: every number of ``live`` is one of ``gold``'s (or one
+    its :data:`WEAK_NUMBER_WORDS` stand for), every content word of ``live`` has a
+    counterpart in ``gold`` (as in :func:`disagreement`: an inflection, a typing slip, a
+    split word), every function word of ``live`` that ``gold`` lacks is one of
+    :data:`COURTESY_WORDS` ("pls tell", "sir"), and the two agree on negation and, when both
+    ask with one, on the question word. So "... faced with more access to education?" is
+    not "... less access ...": "more" stands where "less" was (trial 13, SQuAD 2.0's
+    unanswerable twins). Not symmetric, unlike :func:`disagreement`: the gold question may be
+    the more detailed, never the live one ("... leave in the evening in 2026" is not "...
+    leave the campus in the evening"). When neither holds, the reason is
+    :func:`disagreement`'s.
+
+    Harvest merges two live wordings by :func:`disagreement` alone: neither is the reference
+    there, so neither may leave out what the other asks.
+
+    >>> known_disagreement(wording("what time does the bus leave in the evening pls"),
+    ...                    wording("what time does the bus leave the campus in the evening"))
+    >>> known_disagreement(wording("what time does the bus leave the campus in the evening"),
+    ...                    wording("what time does the bus leave in the evening"))
+    'words'
+    >>> known_disagreement(wording("who faced more access to education"),
+    ...                    wording("who faced less access to education"))
+    'words'
+    """
+    why = disagreement(live, gold)
+    if why is None or _less_detail(live, gold):
+        return None
+    return why
+
+
+def _less_detail(live: Wording, gold: Wording) -> bool:
+    """Whether ``live`` asks ``gold`` leaving out details and adding none
+    (:func:`known_disagreement`)."""
+    if live.negated != gold.negated or (live.asks and gold.asks and live.asks != gold.asks):
+        return False
+    if not live.numbers <= gold.numbers | gold.weak:
+        return False
+    added = live.tokens - gold.tokens
+    if any(token in FUNCTION_WORDS and token not in COURTESY_WORDS for token in added):
+        return False
+    left, right = _unmatched(live.words, gold.words, live.pairs, gold.pairs)
+    return all(_excused(word, right, live, gold) for word in left)
 
 
 def may_merge(text: str, other: str, semantic: bool = False) -> bool:

@@ -415,20 +415,19 @@ def test_demo_known_questions_agree_with_the_generators_truth(demo: Any) -> None
         assert gold.by_id[match["gold_id"]].topic == topic_of[event_id]
         assert 0.9 <= match["similarity"] <= 1.0
     assert stage.report().get("known", {}).get("prod-bm25", {}).get("n_known", 0) == len(known)
-    # Since session 30 none: the demo log's only near-duplicates of a gold question above
-    # 0.9 are "what time does the college bus leave in the evening" (three spellings) for
-    # q-045 "... leave the campus in the evening?", whose "campus" has no counterpart: the
-    # wording rule (harvest's) turns them down as "words", and the report says so
+    # The demo log's only near-duplicates of a gold question above 0.9 are "what time does
+    # the college bus leave in the evening" (five events, three spellings) for q-045 "...
+    # leave the campus in the evening?": the gold question with "campus" left out and
+    # nothing added, so known (session 31; session 30's symmetric rule turned them down)
     bus = "what time does the college bus leave in the evening"
-    asked = [e for b in batches for e in b.events
+    asked = [e.event_id for b in batches for e in b.events
              if " ".join(re.findall(r"\w+", e.question.lower())) == bus]  # fmt: skip
-    assert known == [] and len(asked) == 5
-    rejected = stage.report()["near_matches_rejected"]
-    assert rejected == {
-        "events": 5,
-        "matched_another": 0,
-        "by_reason": {"numbers": 0, "negation": 0, "words": 5, "question": 0},
-    }
+    assert len(asked) == 5
+    assert [event_id for event_id, _ in known] == asked
+    assert {match["gold_id"] for _, match in known} == {"q-045"}
+    assert "near_matches_rejected" not in stage.report() or (
+        stage.report()["near_matches_rejected"]["events"] == 0
+    )
 
 
 def test_demo_looser_threshold_still_matches_within_the_true_topic() -> None:
@@ -437,12 +436,15 @@ def test_demo_looser_threshold_still_matches_within_the_true_topic() -> None:
     matches = KnownQuestionIndex(gold, threshold=0.7).match_many([e["question"] for e in events])
     pairs = [(m, truth.topic) for m, truth in zip(matches, meta, strict=True) if m]
     assert all(gold.by_id[m.gold_id].topic == topic for m, topic in pairs)
-    # 40 before session 30's wording rule (5 at the default 0.9), all turned down now: 17 by
-    # numbers ("to third year" for "... to next year", 7; "end semester exams start" for
-    # "... start in 2026?", 9, and the bus question "in 2026" for q-045, 1), 23 by words
-    # ("tech fest"/"annual fest", "starting basic pay"/"... at SIT", "pay revision arrears
-    # be credited"/"... be paid", the bus without "the campus" (11), "library kitne baje"
-    # without "saturday", "tihrd year")
+    # 40 near-duplicates at 0.7 (5 at the default 0.9). By hand, 18 are turned down: 8 by
+    # numbers (a number the gold row lacks: "to third year" for "... to next year", 7; the
+    # bus question "in 2026" for q-045, 1), 10 by words (a word the gold row lacks: "tech
+    # fest" for "annual fest", 2; "starting basic pay" for "basic pay ... at SIT", 4, and its
+    # Hinglish wording, 1; "arrears be credited" for "... be paid", 2; "tihrd year" for "next
+    # year", 1). The other 22 leave a detail of the gold row out and add nothing: the bus
+    # without "the campus" (q-045, 9), "end semester exams start" without "odd" and "2026"
+    # (q-027, 9), "library kitne baje" without "saturday" (q-042, 4).
     found = KnownQuestionIndex(gold, threshold=0.7).lookup_many([e["question"] for e in events])
     reasons = Counter(f.rejected.reason for f in found if f.rejected is not None)
-    assert pairs == [] and reasons == {"words": 23, "numbers": 17}
+    assert Counter(m.gold_id for m, _ in pairs) == {"q-045": 9, "q-027": 9, "q-042": 4}
+    assert reasons == {"words": 10, "numbers": 8}

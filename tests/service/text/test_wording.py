@@ -19,7 +19,7 @@ from service.harvest.stage import HarvestStage
 from service.harvest.store import MemoryCandidates
 from service.harvest.text import comparison_form, jaccard, trigrams
 from service.records import GoldQuestion
-from service.text.wording import disagreement, may_merge, wording
+from service.text.wording import disagreement, known_disagreement, may_merge, wording
 from tests.service.harvest.helpers import batch, event
 
 REFUSED = {"refused": True, "topic": "awards", "language": "en"}
@@ -235,3 +235,32 @@ def test_the_export_keeps_two_similar_suggestions_that_ask_different_questions()
                       reasons={"refused": 1})  # fmt: skip
     # the typo is the first one's question (an LSH miss): dropped; the other question stays
     assert [s.id for s in select([picture, actor, typo], config)] == ["c-1", "c-2"]
+
+
+@pytest.mark.parametrize(
+    ("live", "gold", "why"),
+    [
+        # a detail of the gold question left out, nothing else: the gold question
+        ("what time does the bus leave in the evening", "what time does the bus leave the campus "
+         "in the evening", None),
+        ("when do end semester exams start", "when do the odd semester end semester exams start "
+         "in 2026", None),
+        ("library kitne baje tak khuli hai", "library saturday ko kitne baje tak khuli rehti hai",
+         None),
+        ("pls tell what time does the bus leave", "what time does the bus leave the campus", None),
+        # the other way round, a detail added: not
+        ("what time does the bus leave the campus in the evening",
+         "what time does the bus leave in the evening", "words"),
+        ("when do exams start in 2026", "when do the odd semester exams start", "numbers"),
+        # a word in the left-out detail's place (trial 13: "more" for "less"), negation, another
+        # question word: not, whatever is left out
+        ("who faced more access to education", "who faced less access to education", "words"),
+        ("who did not win the cup", "who won the world cup", "negation"),
+        ("when did the titanic sink", "where did the titanic sink in 1912", "numbers"),
+        ("when did the titanic sink", "where did the titanic sink", "question"),
+    ],
+)
+def test_known_disagreement_allows_a_detail_left_out_by_the_live_side(
+    live: str, gold: str, why: str | None
+) -> None:
+    assert known_disagreement(wording(live), wording(gold)) == why
