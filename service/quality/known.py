@@ -44,16 +44,16 @@ rounded to 6 decimals shows. A live question equal to a gold one after normalisa
 with similarity exactly 1.0 (first such gold row in file order).
 
 **Same question**: a non-exact match must also ask the same question
-(:func:`service.text.wording.known_disagreement`: the rule harvest merges by, the same
-numbers, negation, content words and question word, or the gold question with a detail left
-out and nothing written in its place): "2nd year" is not "1st year", "did Khanbaliq not
-become" is not "did Khanbaliq become", "more access" is not "less access", though nearly all
-their n-grams agree (trial 13: SQuAD 2.0's unanswerable twins of answerable gold questions
-scored 0.94 and 0.97); "when do exams start" is "... start in 2026?". A row it turns down gives way to the next-best row at or above the threshold, or none;
-the lookup keeps the best row turned down and why (:class:`KnownLookup`), so a report can say
-how many near-matches the rule rejected. The rule costs set comparisons per text that reaches
-the threshold and is not exact (a few per cent of live traffic), once per distinct question
-(cached).
+(:func:`service.text.wording.known_disagreement`: the rule harvest merges by, the same numbers,
+negation, content words and question word, or the gold question with a detail left out and
+nothing written in its place): "2nd year" is not "1st year", "did Khanbaliq not become" is not
+"did Khanbaliq become", "more access" is not "less access", though nearly all their n-grams
+agree (trial 13: SQuAD 2.0's unanswerable twins of answerable gold questions scored 0.94 and
+0.97); "when do exams start" is "... start in 2026?". A row it turns down gives way to the
+next-best row at or above the threshold, or none; the lookup keeps the best row turned down and
+why (:class:`KnownLookup`), so a report can say how many near-matches the rule rejected. The
+rule costs set comparisons per text that reaches the threshold and is not exact (a few per cent
+of live traffic), once per distinct question (cached).
 
 >>> from service.records import GoldQuestion
 >>> from service.data.goldset import GoldSet

@@ -2,11 +2,11 @@
 
 A gold row at or above the n-gram threshold is a match only if the wording rule
 (:func:`service.text.wording.known_disagreement`: numbers, negation, content words, question
-word, a detail of the gold row left out allowed; session 31) accepts it; otherwise the next-best row at or above the threshold, or none, and the
-live-quality report counts the near-match it turned down. The pairs are the trial's (SQuAD
-2.0's unanswerable twins of answerable gold questions, hand-checked); each test fails on
-the index before session 30 (it matched by n-grams and numbers alone).
-"""
+word, a detail of the gold row left out allowed; session 31) accepts it; otherwise the
+next-best row at or above the threshold, or none, and the live-quality report counts the
+near-match it turned down. The pairs are the trial's (SQuAD 2.0's unanswerable twins of
+answerable gold questions, hand-checked); each test fails on the index before session 30 (it
+matched by n-grams and numbers alone)."""
 
 from __future__ import annotations
 

@@ -241,16 +241,28 @@ def test_the_export_keeps_two_similar_suggestions_that_ask_different_questions()
     ("live", "gold", "why"),
     [
         # a detail of the gold question left out, nothing else: the gold question
-        ("what time does the bus leave in the evening", "what time does the bus leave the campus "
-         "in the evening", None),
-        ("when do end semester exams start", "when do the odd semester end semester exams start "
-         "in 2026", None),
-        ("library kitne baje tak khuli hai", "library saturday ko kitne baje tak khuli rehti hai",
-         None),
+        (
+            "what time does the bus leave in the evening",
+            "what time does the bus leave the campus in the evening",
+            None,
+        ),
+        (
+            "when do end semester exams start",
+            "when do the odd semester end semester exams start in 2026",
+            None,
+        ),
+        (
+            "library kitne baje tak khuli hai",
+            "library saturday ko kitne baje tak khuli rehti hai",
+            None,
+        ),
         ("pls tell what time does the bus leave", "what time does the bus leave the campus", None),
         # the other way round, a detail added: not
-        ("what time does the bus leave the campus in the evening",
-         "what time does the bus leave in the evening", "words"),
+        (
+            "what time does the bus leave the campus in the evening",
+            "what time does the bus leave in the evening",
+            "words",
+        ),
         ("when do exams start in 2026", "when do the odd semester exams start", "numbers"),
         # a word in the left-out detail's place (trial 13: "more" for "less"), negation, another
         # question word: not, whatever is left out
