@@ -47,27 +47,10 @@ def _refreshes_done(timeout_s: float = 120.0) -> None:
         running[0].join(min(left, 1.0))
 
 
-#: The demo log's own wordings of q-045 and q-027 (their passages and topics): since session
-#: 30 its near-duplicates of those rows ask other questions by the wording rule ("... bus
-#: leave in the evening" lacks q-045's "the campus"; "when do the end semester exams start"
-#: q-027's "in 2026"), so a test about known-question figures adds these to have some.
-LIVE_WORDINGS = (
-    ("What time does the college bus leave in the evening?", "p-0050", "transport"),
-    ("When do the end semester exams start?", "p-0038", "exams"),
-)
-
-
-def _demo_settings(tmp: Path, live_wordings: bool = False, **overrides: Any) -> Any:
-    """Serve settings on a copy of the demo gold set (with :data:`LIVE_WORDINGS` appended
-    when ``live_wordings``) and the demo log as a file source."""
+def _demo_settings(tmp: Path, **overrides: Any) -> Any:
+    """Serve settings on a copy of the demo gold set and the demo log as a file source."""
     gold = tmp / "gold.jsonl"
     shutil.copy(demo_path("gold.jsonl"), gold)
-    if live_wordings:
-        with gold.open("a", encoding="utf-8") as rows:
-            for n, (question, passage, topic) in enumerate(LIVE_WORDINGS):
-                rows.write(json.dumps({"id": f"q-live-{n}", "question": question,
-                                       "gold": [passage], "kind": "plain", "language": "en",
-                                       "topic": topic}) + "\n")  # fmt: skip
     return load_settings(
         gold_set=gold,
         source={"kind": "file", "path": demo_path("querylog.jsonl")},
@@ -89,7 +72,7 @@ def _consumed(running: Server) -> Server:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    with Server(_demo_settings(tmp_path_factory.mktemp("harvest"), live_wordings=True)) as running:
+    with Server(_demo_settings(tmp_path_factory.mktemp("harvest"))) as running:
         yield _consumed(running)
 
 

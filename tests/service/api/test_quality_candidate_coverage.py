@@ -22,7 +22,6 @@ pytestmark = pytest.mark.slow  # a served app that first consumes the whole demo
 def test_quality_says_a_sampled_candidate_covers_fewer_known_questions(tmp_path: Path) -> None:
     settings = _demo_settings(
         tmp_path,
-        live_wordings=True,  # the demo log's own wordings of two gold rows: known questions
         corpus=demo_path("corpus.jsonl"),
         shadow={"production": "bm25", "known_threshold": 0.75, "max_cpu_share": None,
                 "candidates": [{"name": "hybrid", "retriever": "hybrid", "sample_rate": 0.3}]},
