@@ -601,7 +601,8 @@ class ShadowSettings(ShadowConfig):
             also asks the same question by harvest's rule (the same numbers, negation, content
             words and question word: "... did Khanbaliq not become?" is not "... did Khanbaliq
             become?" at any threshold) or asks it with a detail of the gold question left out
-            and nothing but courtesy added; the reports count the near-matches it turned down.
+            (at most a third of its content words) and nothing but courtesy or an article
+            added; the reports count the near-matches it turned down.
         known_k: cut-off of the live recall@k, hit@k and reciprocal rank on known questions.
         known_recent_events: most recent events matched to a known question whose match is
             remembered (an insertion-ordered map keyed by event id, oldest out), so a shadow

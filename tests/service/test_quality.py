@@ -436,15 +436,18 @@ def test_demo_looser_threshold_still_matches_within_the_true_topic() -> None:
     matches = KnownQuestionIndex(gold, threshold=0.7).match_many([e["question"] for e in events])
     pairs = [(m, truth.topic) for m, truth in zip(matches, meta, strict=True) if m]
     assert all(gold.by_id[m.gold_id].topic == topic for m, topic in pairs)
-    # 40 near-duplicates at 0.7 (5 at the default 0.9). By hand, 18 are turned down: 8 by
+    # 40 near-duplicates at 0.7 (5 at the default 0.9). By hand, 22 are turned down: 8 by
     # numbers (a number the gold row lacks: "to third year" for "... to next year", 7; the
-    # bus question "in 2026" for q-045, 1), 10 by words (a word the gold row lacks: "tech
+    # bus question "in 2026" for q-045, 1), 14 by words (a word the gold row lacks: "tech
     # fest" for "annual fest", 2; "starting basic pay" for "basic pay ... at SIT", 4, and its
     # Hinglish wording, 1; "arrears be credited" for "... be paid", 2; "tihrd year" for "next
-    # year", 1). The other 22 leave a detail of the gold row out and add nothing: the bus
-    # without "the campus" (q-045, 9), "end semester exams start" without "odd" and "2026"
-    # (q-027, 9), "library kitne baje" without "saturday" (q-042, 4).
+    # year", 1; "library kitne baje tak khuli hai" for q-042 "library saturday ko kitne baje
+    # tak khuli rehti hai", 4: "saturday" and "rehti" are 2 of its 5 content words, more than
+    # the third a re-asking may leave out, and Saturday's hours are not the weekdays'). The
+    # other 18 leave a detail of the gold row out and add nothing: the bus without "the
+    # campus" (q-045, 1 of 6 content words, 9), "end semester exams start" without "odd" and
+    # "2026" (q-027, 1 of 5, 9).
     found = KnownQuestionIndex(gold, threshold=0.7).lookup_many([e["question"] for e in events])
     reasons = Counter(f.rejected.reason for f in found if f.rejected is not None)
-    assert Counter(m.gold_id for m, _ in pairs) == {"q-045": 9, "q-027": 9, "q-042": 4}
-    assert reasons == {"words": 10, "numbers": 8}
+    assert Counter(m.gold_id for m, _ in pairs) == {"q-045": 9, "q-027": 9}
+    assert reasons == {"words": 14, "numbers": 8}

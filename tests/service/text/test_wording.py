@@ -251,11 +251,7 @@ def test_the_export_keeps_two_similar_suggestions_that_ask_different_questions()
             "when do the odd semester end semester exams start in 2026",
             None,
         ),
-        (
-            "library kitne baje tak khuli hai",
-            "library saturday ko kitne baje tak khuli rehti hai",
-            None,
-        ),
+        ("kitne baje library khuli hai", "library ko kitne baje tak khuli rehti hai", None),
         ("pls tell what time does the bus leave", "what time does the bus leave the campus", None),
         # the other way round, a detail added: not
         (
@@ -270,6 +266,41 @@ def test_the_export_keeps_two_similar_suggestions_that_ask_different_questions()
         ("who did not win the cup", "who won the world cup", "negation"),
         ("when did the titanic sink", "where did the titanic sink in 1912", "numbers"),
         ("when did the titanic sink", "where did the titanic sink", "question"),
+        # the review's cases: a weak number word of the gold row ("do": 2) stands for no
+        # number the live one writes; one number of two left out changes the one asked; a
+        # question word the gold row does not ask with; more than a third of the gold row's
+        # content words left out ("university", "founded" of 4); Saturday's hours are not
+        # the library's hours ("saturday", "rehti": 2 of 5)
+        (
+            "do i need 2 photos for the hostel form",
+            "do i need 4 photos for the hostel form",
+            "numbers",
+        ),
+        (
+            "how do i pay the fee for 2nd semester",
+            "how do i pay the fee for 1st semester",
+            "numbers",
+        ),
+        ("7 am ke liye alarm set kare", "7 30 am ke liye alarm set kare", "numbers"),
+        ("what are the available cards", "are cards available in the eu", "words"),
+        (
+            "when was the university founded",
+            "when was the university medical school founded",
+            "words",
+        ),
+        (
+            "library kitne baje tak khuli hai",
+            "library saturday ko kitne baje tak khuli rehti hai",
+            "words",
+        ),
+        # an article and a Hindi courtesy word added, a negation written "hasn't"
+        (
+            "what time does a bus leave in the evening",
+            "what time does the bus leave the campus in the evening",
+            None,
+        ),
+        ("कृपया बताइए बस कब जाती है", "बस कैंपस से कब जाती है", None),
+        ("my top up hasn t gone through", "my top up has not gone through", None),
     ],
 )
 def test_known_disagreement_allows_a_detail_left_out_by_the_live_side(
