@@ -454,7 +454,7 @@ def bounds(settings: dict[str, Any]) -> list[tuple[str, str, int]]:
         ("detector._cached_prior", "analytics.language.cache_size", lang),
         ("detector._cached_confident", "analytics.language.cache_size", lang),
         ("detector._cached_label", "analytics.language.cache_size", lang),
-        ("wording.wording", "harvest.wording lru_cache", 1 << 14),
+        ("wording.wording", "text.wording lru_cache", 1 << 14),
         ("pseudonymiser._memo", *pii),
         ("memo._texts", *pii),
         ("_text_memo", *pii),

@@ -1,4 +1,4 @@
-"""Measurement: harvest's merge rule (:mod:`service.harvest.wording`) vs similarity alone.
+"""Measurement: harvest's merge rule (:mod:`service.text.wording`) vs similarity alone.
 
 Finding F6 (trial 11, NQ-open): trigram Jaccard ≥ 0.6 merged questions with different
 answers ("who won the oscar for best picture in 1976" / "... best actor in 1975"). The rule
@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from benchmarks.datasets import SHARED_DATA
 from service.harvest.neardup import NearDupIndex
 from service.harvest.text import comparison_form
-from service.harvest.wording import disagreement, may_merge, wording
+from service.text.wording import disagreement, may_merge, wording
 
 POOL = 2000
 _SLOT = re.compile(r"\[SL:(\w+) ([^\[\]]*?) \]")

@@ -75,7 +75,7 @@ Jaccard ≥ 0.6 OR cosine ≥ 0.75  .896 / .396      .957 / .400
 ==============================  ===============  ===============
 
 Similar is not the same question: "who won best picture in 1976" and "who won best actor in
-1975" share most trigrams. With a ``rule`` (harvest's: :func:`service.harvest.wording.may_merge`,
+1975" share most trigrams. With a ``rule`` (harvest's: :func:`service.text.wording.may_merge`,
 numbers, content words and question word), :meth:`NearDupIndex.matches` keeps only the pairs
 it lets merge; it runs on the pairs that matched, after the bounds and the exact Jaccard.
 
@@ -427,7 +427,7 @@ class NearDupIndex:
         rule: ``rule(text, stored_text, semantic)``: whether a probe's normalised text may
             match a stored one that the similarity matched (``semantic``: by the embedding
             rule only); a pair it refuses is no match. Harvest's is
-            :func:`service.harvest.wording.may_merge` (numbers, content words, question
+            :func:`service.text.wording.may_merge` (numbers, content words, question
             word). ``None``: every pair the similarity matches. Called only on those pairs
             (a few per look-up), so it costs next to nothing.
 

@@ -19,7 +19,7 @@ repeating the commonest question:
 3. If the budget is not used up, fill it with the set-aside ones by priority.
 4. With ``distinct``, a suggestion whose trigram Jaccard with one already chosen is at least
    ``config.similarity`` and that asks the same question (the stage's merge rule,
-   :func:`service.harvest.wording.may_merge`) is dropped (the stage's LSH misses a few
+   :func:`service.text.wording.may_merge`) is dropped (the stage's LSH misses a few
    near-duplicate pairs, about 1 in 500 suggestions on the demo log); checked among the
    first :data:`DISTINCT_CHECKED` chosen, O(n²).
 
@@ -41,7 +41,7 @@ from typing import NamedTuple
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.suggestion import Suggestion
 from service.harvest.text import jaccard, trigrams
-from service.harvest.wording import may_merge
+from service.text.wording import may_merge
 
 __all__ = ["DISTINCT_CHECKED", "eviction_keys", "primary_reason", "priority", "select"]
 

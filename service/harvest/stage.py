@@ -13,7 +13,7 @@ batch, :meth:`HarvestStage.process`:
 3. merges each into the suggestion with the same normalised text, else the most similar one
    (:class:`NearDupIndex`: trigram Jaccard ≥ ``similarity`` or, with an embedder, cosine ≥
    ``embedding_similarity``; the batch's new texts are embedded in one call) that asks the
-   same question (:func:`service.harvest.wording.may_merge`: the same numbers, content words
+   same question (:func:`service.text.wording.may_merge`: the same numbers, content words
    and question word; "best picture in 1976" is not "best actor in 1975"), else a new
    suggestion with id ``candidate_id(normalised)``; a gold question is a near-duplicate by
    the same rule;
@@ -122,7 +122,6 @@ from service.harvest.store import (
 )
 from service.harvest.suggestion import Occurrence, Suggestion
 from service.harvest.text import candidate_id, comparison_form
-from service.harvest.wording import may_merge
 from service.pacing import Backoff
 from service.pii.scrub import scrub, scrub_label
 from service.pii.stage import ANNOTATION_KEY as PII_ANNOTATION
@@ -131,6 +130,7 @@ from service.records import GoldQuestion
 from service.shadow.runner import ShadowResult, production_ranking
 from service.state import encoded_object
 from service.text.subject import subject
+from service.text.wording import may_merge
 
 if TYPE_CHECKING:
     from service.embeddings.protocol import Embedder

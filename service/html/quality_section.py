@@ -20,6 +20,7 @@ from typing import Any
 from markupsafe import Markup
 
 from service.html.page import dated_minute, minute, para, section, table
+from service.quality.stage import rejected_note
 
 __all__ = ["quality_section"]
 
@@ -88,6 +89,9 @@ def quality_section(quality: Mapping[str, Any]) -> Markup:
                 ],
             )  # fmt: skip
         )
+    note = rejected_note(quality.get("near_matches_rejected"))
+    if note:
+        parts.append(para(note[0].upper() + note[1:] + ".", "muted"))
     acl = quality.get("acl") or {}
     if acl.get("passages_with_acl"):
         since = (f" Counted over every event since {dated_minute(acl['since'])} UTC, whatever the "

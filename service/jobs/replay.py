@@ -86,6 +86,7 @@ from service.language.detector import OTHER as OTHER_LANGUAGE
 from service.language.excluded import excluded_text
 from service.language.quality import agreement_text
 from service.pipeline import CountingStage, Pipeline
+from service.quality.stage import rejected_note
 from service.refusals.scope import (
     CALIBRATION_LIMIT,
     live_by_language_text,
@@ -662,6 +663,8 @@ def quality_lines(quality: dict[str, Any] | None) -> list[str]:
             "unanswerable for their asker answered (no gold passage, or none the asker's "
             "role may read)"
         )
+    note = rejected_note(quality.get("near_matches_rejected"))
+    lines += [f"  {note}"] if note else []
     acl = quality.get("acl") or {}
     if not acl.get("passages_with_acl"):
         return lines

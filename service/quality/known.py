@@ -41,9 +41,19 @@ production-shaped benchmark's; of the rest, a bound per cluster of 16 gold rows,
 n-gram's largest weight in the cluster, leaves 11 %). Distinct n-grams sharing a 64-bit hash
 would be merged; the probability is about 1e-10 per batch, far below anything a similarity
 rounded to 6 decimals shows. A live question equal to a gold one after normalisation matches
-with similarity exactly 1.0 (first such gold row in file order). A non-exact match must not
-write other numbers than its gold question ("2nd year" is not "1st year", though nearly all
-their n-grams agree).
+with similarity exactly 1.0 (first such gold row in file order).
+
+**Same question**: a non-exact match must also ask the same question
+(:func:`service.text.wording.known_disagreement`: the rule harvest merges by, the same numbers,
+negation, content words and question word, or the gold question with a detail left out and
+nothing written in its place): "2nd year" is not "1st year", "did Khanbaliq not become" is not
+"did Khanbaliq become", "more access" is not "less access", though nearly all their n-grams
+agree (trial 13: SQuAD 2.0's unanswerable twins of answerable gold questions scored 0.94 and
+0.97); "when do exams start" is "... start in 2026?". A row it turns down gives way to the
+next-best row at or above the threshold, or none; the lookup keeps the best row turned down and
+why (:class:`KnownLookup`), so a report can say how many near-matches the rule rejected. The
+rule costs set comparisons per text that reaches the threshold and is not exact (a few per cent
+of live traffic), once per distinct question (cached).
 
 >>> from service.records import GoldQuestion
 >>> from service.data.goldset import GoldSet
@@ -61,7 +71,6 @@ their n-grams agree).
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -73,10 +82,11 @@ from service.evaluation.ir_metrics import hit_rate_at_k, recall_at_k, reciprocal
 from service.pipeline.batch_cache import BatchCache
 from service.records import GoldQuestion
 from service.text import normalise
+from service.text import wording as wording_rule
+from service.text.wording import Disagreement, Wording, known_disagreement
 
-__all__ = ["KnownMatch", "KnownQuestionIndex", "live_scores"]
+__all__ = ["KnownLookup", "KnownMatch", "KnownQuestionIndex", "KnownRejection", "live_scores"]
 
-_DIGITS = re.compile(r"\d+")
 #: Seed and odd multiplier of the polynomial n-gram hash (golden-ratio constant), and the odd
 #: multiplier that spreads a hash's low bits into its top bits (table slots, sort keys).
 _SEED = np.uint64(0x2545F4914F6CDD1D)
@@ -91,26 +101,37 @@ _SPREAD = np.uint64(0xD6E8FEB86659FD93)
 _CLUSTER_ROWS = 16
 
 
-def _numbers(text: str) -> tuple[str, ...]:
-    """The numbers written in ``text`` (any script's decimal digits), as sorted decimal strings.
-
-    >>> _numbers("room 07 on floor १")
-    ('1', '7')
-    """
-    return tuple(sorted(str(int(run)) for run in _DIGITS.findall(text)))
-
-
-def _same_numbers(live: tuple[str, ...], gold: tuple[str, ...]) -> bool:
-    """True unless both texts write numbers and not the same ones (an omitted number, as in
-    "when do exams start" for "... start in 2026?", is no conflict)."""
-    return live == gold or not live or not gold
-
-
 class KnownMatch(NamedTuple):
     """A live question's best gold question: its id and cosine similarity in [0, 1]."""
 
     gold_id: str
     similarity: float
+
+
+class KnownRejection(NamedTuple):
+    """A gold question at or above the threshold that does not ask the live question: its
+    id, cosine similarity in [threshold, 1] and why (:data:`service.text.wording.Disagreement`:
+    ``"numbers"``, ``"negation"``, ``"words"`` or ``"question"``)."""
+
+    gold_id: str
+    similarity: float
+    reason: Disagreement
+
+
+class KnownLookup(NamedTuple):
+    """What :meth:`KnownQuestionIndex.lookup_many` found for one live question: the match
+    (``None``: none) and the best gold row at or above the threshold the wording rule turned
+    down before it (``None``: none was; with a match, the match is a next-best row)."""
+
+    match: KnownMatch | None
+    rejected: KnownRejection | None
+
+
+_NOTHING = KnownLookup(None, None)
+#: :func:`service.text.wording.wording` without its cache: the index caches its lookups, and
+#: its texts must not evict harvest's wordings from that cache (the module, not the cached
+#: function, is imported here: the cache keeps one name, ``wording.wording``).
+_uncached_wording: Callable[[str], Wording] = wording_rule.wording.__wrapped__
 
 
 def _slots(keys: np.ndarray, bits: int) -> np.ndarray:
@@ -232,7 +253,9 @@ class KnownQuestionIndex:
         self._ngram_range = (low, high)
         self._ids = tuple(q.id for q in gold)
         texts = [normalise(q.question, separators="punctuation") for q in gold]
-        self._numbers = tuple(_numbers(text) for text in texts)
+        self._wordings = tuple(
+            _uncached_wording(normalise(text, separators="non_word")) for text in texts
+        )
         text_words, words = _bag_of_words(texts)
         word_rows, hashes = self._word_grams(words)
         self._vocabulary, columns = np.unique(hashes, return_inverse=True)
@@ -250,12 +273,12 @@ class KnownQuestionIndex:
         self._exact: dict[str, int] = {}
         for i, text in enumerate(texts):
             self._exact.setdefault(text, i)
-        self._cache: BatchCache[KnownMatch | None] = BatchCache(cache_size)
+        self._cache: BatchCache[KnownLookup] = BatchCache(cache_size)
         # the same matches by the question as asked: the scope and live-quality stages both
         # ask for each batch's questions, so the second finds them without normalising (a
         # miss goes through the normalised cache above, which keeps each batch computed as
         # before: the same distinct normalised texts together)
-        self._asked: BatchCache[KnownMatch | None] = BatchCache(cache_size)
+        self._asked: BatchCache[KnownLookup] = BatchCache(cache_size)
 
     def _word_grams(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Word index and 64-bit hash of every char_wb n-gram occurrence of distinct
@@ -405,17 +428,31 @@ class KnownQuestionIndex:
         return rows, sims
 
     def match_many(self, questions: Sequence[str]) -> list[KnownMatch | None]:
-        """Return, per live question, its best gold match at or above the threshold, or None.
+        """Return, per live question, its best gold match at or above the threshold that
+        asks the same question, or None (:meth:`lookup_many`'s ``match``)."""
+        return [found.match for found in self.lookup_many(questions)]
+
+    def lookup_many(self, questions: Sequence[str]) -> list[KnownLookup]:
+        """Return, per live question, its best gold match at or above the threshold that
+        asks the same question, and the best gold row above the threshold the wording rule
+        turned down (:class:`KnownLookup`).
 
         One n-gram transform and one product for the whole batch's distinct questions not in
         the cache. Ties between gold questions go to the first in file order. Similarities
         are rounded to 6 decimals and clipped to [0, 1].
 
-        Numbers guard: a match that is not exact must not write other numbers (digit runs,
-        as a multiset) than the gold question — "fees for 2nd year" is not "fees for 1st
-        year", though their n-grams nearly agree; a side with no number never conflicts.
-        Letter-level near-misses ("MBA" for "MCA") are not caught; raise ``threshold`` if
-        they matter.
+        Wording rule (:func:`service.text.wording.known_disagreement`: harvest's merge rule,
+        or the gold question with a detail left out): a match that is not exact must agree
+        with the gold question on its numbers ("fees for 2nd year" is not "fees for 1st
+        year", though their n-grams nearly agree; "when do exams start" may leave out "...
+        in 2026"), its negation ("did Khanbaliq not become" is not "did Khanbaliq become"),
+        its content words ("more access" is not "less access": "less" has no counterpart and
+        "more" stands in its place; a typing slip or an inflection is a counterpart; a gold
+        content word left out, with nothing but courtesy added, is no difference) and its
+        question word. A gold row it turns down is skipped
+        for the next-best row at or above the threshold (one it accepts is the match), or
+        none. Letter-level near-misses of short words ("MBA" for "MCA") are not caught; raise
+        ``threshold`` if they matter.
 
         Memory: the similarity block is dense, ``len(questions) × len(gold)`` float64 (500 ×
         2,000 gold questions = 8 MB); char n-grams overlap so widely that it is dense anyway.
@@ -425,31 +462,47 @@ class KnownQuestionIndex:
             return []
         return self._asked.get_many(questions, self._match_asked)
 
-    def _match_asked(self, questions: list[str]) -> list[KnownMatch | None]:
-        """:meth:`match_many` of distinct questions not in the cache of asked questions."""
+    def _match_asked(self, questions: list[str]) -> list[KnownLookup]:
+        """:meth:`lookup_many` of distinct questions not in the cache of asked questions."""
         normal = [normalise(q, separators="punctuation") for q in questions]
         return self._cache.get_many(normal, self._match_normalised)
 
-    def _match_normalised(self, texts: list[str]) -> list[KnownMatch | None]:
-        """:meth:`match_many` on distinct normalised texts not in the cache."""
+    def _match_normalised(self, texts: list[str]) -> list[KnownLookup]:
+        """:meth:`lookup_many` on distinct normalised texts not in the cache."""
         # rounding to 6 decimals lifts a score by at most 5e-7: the rest cannot match (the
         # bound's own margin, 1e-9, covers its rounding: a few ulp)
         rows, sims = self._scored(texts, floor=self.threshold - 1e-6 - 1e-9)
-        best = sims.argmax(axis=1)
-        top = sims[np.arange(len(rows)), best]
-        out: list[KnownMatch | None] = [None] * len(texts)
-        for i in np.flatnonzero(top >= self.threshold - 1e-6).tolist():
-            row, gold = int(rows[i]), int(best[i])
-            score = min(1.0, max(0.0, round(float(top[i]), 6)))
-            close = score >= self.threshold and _same_numbers(
-                _numbers(texts[row]), self._numbers[gold]
-            )
-            out[row] = KnownMatch(self._ids[gold], score) if close else None
+        out = [_NOTHING] * len(texts)
+        for i in np.flatnonzero(sims.max(axis=1, initial=0.0) >= self.threshold - 1e-6).tolist():
+            row = int(rows[i])
+            if texts[row] not in self._exact:
+                out[row] = self._ruled(texts[row], sims[i])
         for row, text in enumerate(texts):
             exact = self._exact.get(text)
             if exact is not None:
-                out[row] = KnownMatch(self._ids[exact], 1.0)
+                out[row] = KnownLookup(KnownMatch(self._ids[exact], 1.0), None)
         return out
+
+    def _ruled(self, text: str, sims: np.ndarray) -> KnownLookup:
+        """The best gold row of one text (its similarities ``sims``, one per gold row) at or
+        above the threshold that the wording rule accepts, and the best it turned down."""
+        close = np.flatnonzero(sims >= self.threshold - 1e-6)
+        # best first, ties in file order (the order argmax gives)
+        order = close[np.argsort(-sims[close], kind="stable")]
+        mine: Wording | None = None
+        rejected: KnownRejection | None = None
+        for gold in order.tolist():
+            score = min(1.0, max(0.0, round(float(sims[gold]), 6)))
+            if score < self.threshold:
+                break
+            if mine is None:  # not lru-cached: harvest's cache of its wordings stays its own
+                mine = _uncached_wording(normalise(text, separators="non_word"))
+            why = known_disagreement(mine, self._wordings[gold])
+            if why is None:
+                return KnownLookup(KnownMatch(self._ids[gold], score), rejected)
+            if rejected is None:
+                rejected = KnownRejection(self._ids[gold], score, why)
+        return KnownLookup(None, rejected)
 
 
 def live_scores(

@@ -5,8 +5,15 @@ stage (which should hand every finished :class:`~service.shadow.runner.ShadowRes
 :meth:`LiveQualityStage.observe_candidate`). Per batch, :meth:`LiveQualityStage.process`:
 
 1. matches every question against the gold set in one call
-   (:meth:`~service.quality.known.KnownQuestionIndex.match_many`) and writes
-   ``annotations[i]["known"] = {"gold_id": str, "similarity": float} | None``;
+   (:meth:`~service.quality.known.KnownQuestionIndex.lookup_many`) and writes
+   ``annotations[i]["known"] = {"gold_id": str, "similarity": float} | None``; a gold row
+   above the threshold that does not ask the same question
+   (:func:`service.text.wording.known_disagreement`: harvest's merge rule on numbers,
+   negation, content words and question word, a detail of the gold row left out allowed)
+   is no match, and the event
+   counts in ``near_matches_rejected`` (by the reason of the best row turned down, and
+   whether a next-best row matched instead), so a report shows why a near-duplicate was
+   not scored;
 2. for a known question, scores production's ranking (``production_ranking(event)``) when it
    is not empty: recall@k, hit@k, reciprocal rank@k (:func:`~service.quality.known.live_scores`,
    trec_eval semantics). The gold passages the asker's role may not read are dropped first;
@@ -78,12 +85,12 @@ from typing import Any
 from service.data.goldset import row_version
 from service.pipeline import Batch
 from service.quality.acl import AccessPolicy
-from service.quality.known import KnownMatch, KnownQuestionIndex, live_scores
+from service.quality.known import KnownLookup, KnownQuestionIndex, live_scores
 from service.records import GoldQuestion
 from service.shadow.runner import ShadowResult, production_ranking
 from service.text.subject import subject
 
-__all__ = ["LiveQualityStage", "coverage_note"]
+__all__ = ["LiveQualityStage", "coverage_note", "rejected_note"]
 
 _VERSION = 2
 _SCORES = ("recall", "hit", "rr")
@@ -153,6 +160,8 @@ class LiveQualityStage:
         # recomputed from the rows only when a gold-set change drops some)
         self._totals: dict[str, list[float]] = {}
         self._refusals: dict[str, Counter[str]] = {}  # gold id -> refusal counts
+        # gold id turned down (the best, per event) -> {reason: events, "matched_another": n}
+        self._rejected: dict[str, Counter[str]] = {}
         self._first_seen: dict[str, datetime] = {}  # gold id -> its first measured event
         self._since: datetime | None = None  # first event seen (ACL counts' start)
         # the ACL counts include a version-1 state's, whose first event is unknown
@@ -236,6 +245,11 @@ class LiveQualityStage:
             for gold_id in dropped:
                 self._refusals.pop(gold_id, None)
                 self._first_seen.pop(gold_id, None)
+        if drops == "all":  # turned down at another threshold
+            self._rejected.clear()
+        elif drops == "changed rows":
+            self._rejected = {g: counts for g, counts in self._rejected.items()
+                              if g in current and current[g] == old_rows.get(g)}  # fmt: skip
         # candidates' results in flight: still valid for a row matched on the same content at
         # the same threshold (scored at the current k when they arrive)
         if drops == "all":
@@ -292,8 +306,8 @@ class LiveQualityStage:
         """
         with self._lock:
             index, matched_on = self._index, self._row_versions
-        matches: list[KnownMatch | None] = (
-            index.match_many([subject(e.question) for e in batch.events]) if index else []
+        lookups: list[KnownLookup] = (
+            index.lookup_many([subject(e.question) for e in batch.events]) if index else []
         )
         # without a restricted passage (or an asker's role) nothing can be a violation: the
         # ranking is then only needed to score a known question
@@ -302,10 +316,15 @@ class LiveQualityStage:
             if self._index is not index:  # changed while matching (see above)
                 current, new = self._row_versions, self._index
                 same = new is not None and index is not None and new.threshold == index.threshold
-                matches = [
-                    m if same and m and current.get(m.gold_id) == matched_on[m.gold_id] else None
-                    for m in matches
-                ] or [None] * len(batch.events)
+
+                def kept(gold_id: str) -> bool:  # matched or turned down on an unchanged row
+                    return same and current.get(gold_id) == matched_on[gold_id]
+
+                lookups = [
+                    KnownLookup(m if m and kept(m.gold_id) else None,
+                                r if r and kept(r.gold_id) else None)
+                    for m, r in lookups
+                ] or [KnownLookup(None, None)] * len(batch.events)  # fmt: skip
                 index = new
             times = [e.timestamp for e in batch.events]
             if times:
@@ -320,7 +339,11 @@ class LiveQualityStage:
             for i, (event, notes) in enumerate(zip(batch.events, batch.annotations, strict=True)):
                 role = event.user.role if event.user is not None else None
                 check = acl and role is not None
-                match = matches[i] if index is not None else None
+                match, rejected = lookups[i] if index is not None else (None, None)
+                if rejected is not None:
+                    counts = self._rejected.setdefault(rejected.gold_id, Counter())
+                    counts[rejected.reason] += 1
+                    counts["matched_another"] += match is not None
                 ranking = production_ranking(event) if check or match is not None else ()
                 notes["known"] = None
                 if match is not None and index is not None:
@@ -493,13 +516,17 @@ class LiveQualityStage:
         scored on: a candidate skipped by the shadow runner, e.g. for ``cpu_budget``, is
         scored on fewer known questions than production, so its own means are over other
         questions than production's); ``"refusals": {"known_answerable", "refused_answerable",
-        "known_unanswerable",
-        "answered_unanswerable"}, "coverage": {...}, "acl": {"violations": [rows], "leaks":
-        [rows], "restricted_passages": n, "passages_with_acl": n, "roles": [the role labels
-        the corpus ACLs name, sorted; any other live role is ``other``], "since": iso}, "review":
-        [rows]}`` — rows as in :meth:`pending_observations`, review rows as in the module
-        docstring. ``known`` and ``refusals`` are sums over the gold rows measured (kept
-        across gold-set changes when unchanged); ``coverage`` says what they cover:
+        "known_unanswerable", "answered_unanswerable"}, "near_matches_rejected": {"events",
+        "by_reason": {"numbers", "negation", "words", "question"}, "matched_another"}``
+        (events whose best gold row at or above the threshold asks another question,
+        :func:`_rejected_report`; kept per turned-down row across gold-set changes like
+        ``refusals``), ``"coverage": {...},
+        "acl": {"violations": [rows], "leaks": [rows], "restricted_passages": n,
+        "passages_with_acl": n, "roles": [the role labels the corpus ACLs name, sorted; any
+        other live role is ``other``], "since": iso}, "review": [rows]}`` — rows as in
+        :meth:`pending_observations`, review rows as in the module docstring. ``known``
+        and ``refusals`` are sums over the gold rows measured (kept across gold-set changes
+        when unchanged); ``coverage`` says what they cover:
         ``{"gold_set_version", "since": ISO 8601 time of the earliest event they count
         (None: none, or unknown when ``rows`` is None), "rows": gold rows with a measurement
         (None: unknown, a version-1 state's figures are kept), "changes": [{"from", "to",
@@ -542,6 +569,7 @@ class LiveQualityStage:
                 "gold_set_version": _gold_version(self.index),
                 "known": known,
                 "refusals": {key: refusals[key] for key in _REFUSAL_KEYS},
+                "near_matches_rejected": _rejected_report(self._rejected.values()),
                 "coverage": {
                     "gold_set_version": _gold_version(self.index),
                     "since": since.isoformat() if since is not None else None,
@@ -591,6 +619,7 @@ class LiveQualityStage:
                     for name, cells in self._paired.items()
                 },
                 "refusals": {g: dict(counts) for g, counts in self._refusals.items()},
+                "rejected": {g: dict(counts) for g, counts in self._rejected.items()},
                 "rows": {g: self._row_versions[g] for g in measured if g in self._row_versions},
                 "first_seen": {g: t.isoformat() for g, t in self._first_seen.items()},
                 "since": self._since.isoformat() if self._since is not None else None,
@@ -645,6 +674,9 @@ class LiveQualityStage:
                 )
             self._known, self._refusals, self._first_seen = known, refusals, first_seen
             # not in a version-1 state, nor in a version-2 one written before it was kept
+            self._rejected = {g: Counter(c) for g, c in (state.get("rejected") or {}).items()
+                              if state["version"] == _VERSION}  # fmt: skip
+            # not in a version-1 state, nor in a version-2 one written before it was kept
             self._paired = {name: {g: list(cell) for g, cell in cells.items()}
                             for name, cells in (state.get("paired") or {}).items()
                             if state["version"] == _VERSION}  # fmt: skip
@@ -695,6 +727,51 @@ def _sum_cells(cells: Iterable[list[float]], width: int = 5) -> list[float]:
             total[j] += value
     return total
 
+
+#: Why the wording rule turned a gold row down (:data:`service.text.wording.Disagreement`).
+_REJECTION_REASONS = ("numbers", "negation", "words", "question")
+
+
+def _rejected_report(cells: Iterable[Counter[str]]) -> dict[str, Any]:
+    """``{"events": n, "by_reason": {reason: n}, "matched_another": n}``: live events whose
+    best gold row at or above the threshold the wording rule turned down, by the reason (of
+    that row), and how many of them matched a next-best row instead (the rest matched none).
+
+    >>> report = _rejected_report([Counter(negation=2), Counter(words=1, matched_another=1)])
+    >>> report["events"], report["matched_another"], report["by_reason"]["negation"]
+    (3, 1, 2)
+    """
+    total: Counter[str] = sum(cells, Counter())
+    by_reason = {reason: total[reason] for reason in _REJECTION_REASONS}
+    return {"events": sum(by_reason.values()), "by_reason": by_reason,
+            "matched_another": total["matched_another"]}  # fmt: skip
+
+
+def rejected_note(rejected: Mapping[str, Any] | None) -> str | None:
+    """The near-matches the wording rule turned down (``near_matches_rejected`` of
+    :meth:`LiveQualityStage.report`) in words, so a reader sees why a near-duplicate of a
+    gold question was not scored on it; ``None`` when there were none.
+
+    >>> print(rejected_note({"events": 8, "matched_another": 0,
+    ...       "by_reason": {"numbers": 0, "negation": 4, "words": 4, "question": 0}}))
+    near-matches turned down (8 events: negation 4, content words 4): similar enough, but not \
+the same question (another number, negation, content word or question word; a detail \
+left out is no difference), so not scored on that gold row
+    """
+    if not rejected or not rejected.get("events"):
+        return None
+    why = ", ".join(f"{_REASON_NAMES.get(reason, reason)} {n}"
+                    for reason, n in (rejected.get("by_reason") or {}).items() if n)  # fmt: skip
+    another = rejected.get("matched_another") or 0
+    fell_back = f"; {another} of them matched a next-best gold row instead" if another else ""
+    return (f"near-matches turned down ({rejected['events']} events: {why}): similar enough, "
+            "but not the same question (another number, negation, content word or question "
+            "word; a detail left out is no difference), so not scored on that gold row"
+            f"{fell_back}")  # fmt: skip
+
+
+_REASON_NAMES = {"numbers": "numbers", "negation": "negation", "words": "content words",
+                 "question": "question word"}  # fmt: skip
 
 _REFUSAL_KEYS = ("known_answerable", "refused_answerable", "known_unanswerable",
                  "answered_unanswerable")  # fmt: skip

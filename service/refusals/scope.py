@@ -1737,12 +1737,15 @@ class EmbeddingScope:
 class KnownScope:
     """Known questions decide their own scope: a live question that near-duplicates a gold
     question (:class:`service.quality.known.KnownQuestionIndex`: character n-gram cosine ≥ its
-    threshold, numbers equal) takes that row's answerability — a near-duplicate of an
-    unanswerable row is out of scope, of an answerable row in scope — whatever a score says.
+    threshold, and the same question by harvest's wording rule, :mod:`service.text.wording`:
+    numbers, negation, content words, question word) takes that row's answerability — a
+    near-duplicate of an unanswerable row is out of scope, of an answerable row in scope —
+    whatever a score says.
 
     So a refusal of an in-scope-looking question the gold set marks unanswerable (SQuAD 2.0's
     adversarial questions, whose words match their paragraph) is a correct refusal, not an
-    over-refusal, and an answer to it is an under-refusal.
+    over-refusal, and an answer to it is an under-refusal. An unanswerable twin of an
+    answerable row ("... did Khanbaliq not become?") is not that row's near-duplicate.
 
     >>> from service.data.goldset import GoldSet
     >>> gold = GoldSet((GoldQuestion("q-1", "Who founded the college?", ("p-1",)),

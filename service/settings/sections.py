@@ -445,9 +445,10 @@ class AnalyticsConfig(_Frozen):
             sample (3,608 real passages, the benchmark's gold set: held-out ROC AUC 0.993
             whole, 0.990 at 2,048, 0.982 at 1,024, 0.977 at 256) is in the report.
         scope_known_threshold: character n-gram cosine similarity, in (0, 1], from which a
-            live question is a near-duplicate of a gold question (as ``shadow.known_threshold``)
-            and takes its answerability, whatever its score: a near-duplicate of an
-            unanswerable row is out of scope, so refusing it is correct, not an over-refusal.
+            live question is a near-duplicate of a gold question (as ``shadow.known_threshold``,
+            with the same wording rule) and takes its answerability, whatever its score: a
+            near-duplicate of an unanswerable row is out of scope, so refusing it is correct,
+            not an over-refusal.
         quality_floor: smallest ROC AUC (in [0.5, 1]) a detector must show on its calibration
             data (out-of-scope, novelty) for its counts to be reported as calibrated and its
             drift dimension to raise alarms; below it the counts are labelled uncalibrated
@@ -596,7 +597,12 @@ class ShadowSettings(ShadowConfig):
             candidate (``None``: on demand only, ``POST /v1/shadow/evaluate``).
         evaluate_on_start: run the gold set once when the service starts.
         known_threshold: character n-gram cosine similarity, in (0, 1], from which a live
-            question counts as a near-duplicate ("known question") of a gold question.
+            question counts as a near-duplicate ("known question") of a gold question, if it
+            also asks the same question by harvest's rule (the same numbers, negation, content
+            words and question word: "... did Khanbaliq not become?" is not "... did Khanbaliq
+            become?" at any threshold) or asks it with a detail of the gold question left out
+            (at most a third of its content words) and nothing but courtesy or an article
+            added; the reports count the near-matches it turned down.
         known_k: cut-off of the live recall@k, hit@k and reciprocal rank on known questions.
         known_recent_events: most recent events matched to a known question whose match is
             remembered (an insertion-ordered map keyed by event id, oldest out), so a shadow

@@ -27,7 +27,7 @@ What is asserted:
 * no two of them are near-duplicates that ask the same question: of the pairs at
   character-trigram Jaccard ≥ 0.6, computed here on an independent normalisation, not with
   the harvest code's own index, none asks the same question by harvest's merge rule
-  (:mod:`service.harvest.wording`: same numbers, negation, content words, question word);
+  (:mod:`service.text.wording`: same numbers, negation, content words, question word);
   a pair it tells apart ("abhi" / "kal temperature kya hai") is two questions;
 * out-of-scope questions are flagged as such. *Flagged* means the suggestion carries the
   reason ``answered_out_of_scope`` (the out-of-scope stage judged it unanswerable from the
@@ -72,12 +72,12 @@ from service.harvest.config import HarvestConfig
 from service.harvest.labelling import Labelling
 from service.harvest.store import MemoryCandidates, StateStoreCandidates
 from service.harvest.text import comparison_form
-from service.harvest.wording import disagreement, wording
 from service.jobs.replay import run_replay
 from service.runtime.live import build_live
 from service.settings import Settings, load_settings
 from service.settings.kafka import KafkaSourceConfig
 from service.state import StateStore
+from service.text.wording import disagreement, wording
 from tests.acceptance.conftest import read_topic
 from tests.kafka_broker import TansuBroker
 
@@ -129,7 +129,7 @@ def near_duplicate_pairs(texts: Sequence[str]) -> list[tuple[str, str, float]]:
 
 def same_question(pairs: Sequence[tuple[str, str, float]]) -> list[tuple[str, str, float]]:
     """The near-duplicate ``pairs`` (:func:`near_duplicate_pairs`) that ask the same question
-    by harvest's merge rule (:func:`service.harvest.wording.disagreement` of the two
+    by harvest's merge rule (:func:`service.text.wording.disagreement` of the two
     questions' ``comparison_form`` is ``None``: same numbers, negation, content words and
     question word). Those are duplicates; a pair the rule tells apart ("abhi" / "kal", "5
     baje" / "4 baje") asks two questions and both belong in a list of questions to label.

@@ -7,6 +7,8 @@ tests run the demo query log and check the planted ACL leaks are found exactly.
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -409,11 +411,23 @@ def test_demo_known_questions_agree_with_the_generators_truth(demo: Any) -> None
         for e, n in zip(b.events, b.annotations, strict=True)
     ]
     known = [(event_id, match) for event_id, match in pairs if match]
-    assert known, "the demo log repeats some gold questions"
     for event_id, match in known:
         assert gold.by_id[match["gold_id"]].topic == topic_of[event_id]
         assert 0.9 <= match["similarity"] <= 1.0
-    assert stage.report()["known"]["prod-bm25"]["n_known"] == len(known)
+    assert stage.report().get("known", {}).get("prod-bm25", {}).get("n_known", 0) == len(known)
+    # The demo log's only near-duplicates of a gold question above 0.9 are "what time does
+    # the college bus leave in the evening" (five events, three spellings) for q-045 "...
+    # leave the campus in the evening?": the gold question with "campus" left out and
+    # nothing added, so known (session 31; session 30's symmetric rule turned them down)
+    bus = "what time does the college bus leave in the evening"
+    asked = [e.event_id for b in batches for e in b.events
+             if " ".join(re.findall(r"\w+", e.question.lower())) == bus]  # fmt: skip
+    assert len(asked) == 5
+    assert [event_id for event_id, _ in known] == asked
+    assert {match["gold_id"] for _, match in known} == {"q-045"}
+    assert "near_matches_rejected" not in stage.report() or (
+        stage.report()["near_matches_rejected"]["events"] == 0
+    )
 
 
 def test_demo_looser_threshold_still_matches_within_the_true_topic() -> None:
@@ -421,5 +435,19 @@ def test_demo_looser_threshold_still_matches_within_the_true_topic() -> None:
     events, meta = generate_with_meta()
     matches = KnownQuestionIndex(gold, threshold=0.7).match_many([e["question"] for e in events])
     pairs = [(m, truth.topic) for m, truth in zip(matches, meta, strict=True) if m]
-    assert len(pairs) == 40  # 5 at the default 0.9
     assert all(gold.by_id[m.gold_id].topic == topic for m, topic in pairs)
+    # 40 near-duplicates at 0.7 (5 at the default 0.9). By hand, 22 are turned down: 8 by
+    # numbers (a number the gold row lacks: "to third year" for "... to next year", 7; the
+    # bus question "in 2026" for q-045, 1), 14 by words (a word the gold row lacks: "tech
+    # fest" for "annual fest", 2; "starting basic pay" for "basic pay ... at SIT", 4, and its
+    # Hinglish wording, 1; "arrears be credited" for "... be paid", 2; "tihrd year" for "next
+    # year", 1; "library kitne baje tak khuli hai" for q-042 "library saturday ko kitne baje
+    # tak khuli rehti hai", 4: "saturday" and "rehti" are 2 of its 5 content words, more than
+    # the third a re-asking may leave out, and Saturday's hours are not the weekdays'). The
+    # other 18 leave a detail of the gold row out and add nothing: the bus without "the
+    # campus" (q-045, 1 of 6 content words, 9), "end semester exams start" without "odd" and
+    # "2026" (q-027, 1 of 5, 9).
+    found = KnownQuestionIndex(gold, threshold=0.7).lookup_many([e["question"] for e in events])
+    reasons = Counter(f.rejected.reason for f in found if f.rejected is not None)
+    assert Counter(m.gold_id for m, _ in pairs) == {"q-045": 9, "q-027": 9}
+    assert reasons == {"words": 14, "numbers": 8}

@@ -237,8 +237,8 @@ def test_the_first_gold_set_version_survives_a_restart_after_many_changes() -> N
 
 def test_a_gold_change_during_a_batch_keeps_matches_on_unchanged_rows() -> None:
     class Racing(KnownQuestionIndex):
-        def match_many(self, questions: Any) -> Any:
-            matches = super().match_many(questions)
+        def lookup_many(self, questions: Any) -> Any:
+            matches = super().lookup_many(questions)
             holder["stage"].index = KnownQuestionIndex(CHANGED)  # q-2 changed, q-1 not
             return matches
 
@@ -252,8 +252,8 @@ def test_a_gold_change_during_a_batch_keeps_matches_on_unchanged_rows() -> None:
 
 def test_a_threshold_change_during_a_batch_counts_none_of_its_matches() -> None:
     class Racing(KnownQuestionIndex):
-        def match_many(self, questions: Any) -> Any:
-            matches = super().match_many(questions)
+        def lookup_many(self, questions: Any) -> Any:
+            matches = super().lookup_many(questions)
             holder["stage"].index = KnownQuestionIndex(GOLD, threshold=0.95)
             return matches
 

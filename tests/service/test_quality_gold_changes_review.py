@@ -132,14 +132,14 @@ def test_gold_set_versions_keep_the_first_version_after_many_changes() -> None:
 
 
 class _Racing(KnownQuestionIndex):
-    """An index whose match_many lets another thread swap the stage's index mid-batch."""
+    """An index whose lookup_many lets another thread swap the stage's index mid-batch."""
 
     def __init__(self, *args: Any, swap: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.swap = swap
 
-    def match_many(self, questions: Any) -> Any:
-        matches = super().match_many(questions)
+    def lookup_many(self, questions: Any) -> Any:
+        matches = super().lookup_many(questions)
         thread = threading.Thread(target=self.swap)  # the API thread's accept
         thread.start()
         thread.join()

@@ -291,7 +291,7 @@ change: a live question in a language no gold row is written in gets no out-of-s
 the suggestions re-rank around the Hinglish ones that lost that reason.
 All three rewritten in the twenty-sixth session (s26-merge, trial 11 finding F6) for one
 meant change: harvest merges two near-duplicate wordings only when they ask the same question
-(the same numbers, negation, content words and question word: :mod:`service.harvest.wording`),
+(the same numbers, negation, content words and question word: :mod:`service.text.wording`),
 and the export's distinct check drops a near-duplicate only by the same rule. Checked field
 for field against the former code's output: only ``gold_candidates`` moved (and the out-of-scope
 threshold's last digits, 0.41690200 → 0.41690196, this machine's BLAS, within
@@ -373,6 +373,31 @@ misjudged_answerable.by_score`` and ``by_off_corpus``, the parts of its ``count`
 of 3, production-shaped 18 + 13 of 31), so the text can say which rule misjudged the rows.
 (Figures on the code before s30-pscope2; merged with it, the three files differ from
 s30-pscope2's by those two fields alone: demo 2 + 1, production-shaped 18 + 12 of 30.)
+All three rewritten in the thirty-first session (s31-known, trial 13 finding 1) for one meant
+change: known-question matching accepts a gold row above its n-gram threshold only if it asks
+the same question (:func:`service.text.wording.known_disagreement`: harvest's wording rule, or
+the gold question with at most a third of its content words left out and nothing but courtesy
+or an article added), and the live-quality report gains ``quality.near_matches_rejected`` (the
+near-matches it turned down). Checked field for field against main be1c999: nothing else moved
+but the known-question figures and, on the demo, the harvest suggestions they feed. Demo
+(``shadow.known_threshold`` 0.75): 11 of the 28 known events are turned down (numbers 1, the bus
+question "in 2026"; words 10, "tech fest" / "annual fest" 2, "starting basic pay of an assistant
+professor" / "... at SIT" 4 and its Hinglish wording 1, "library kitne baje tak khuli hai" /
+"library saturday ko ... rehti hai" 3: 2 of 5 content words left out); the 17 others leave out a
+detail of their gold row ("campus"; "odd" and "2026") and stay known. So ``n_known`` 28 → 17,
+``n_scored`` 21 → 17, production MRR 0.619 → 0.647, hybrid 0.886 → 1.000, ``refusals`` known
+answerable 21 → 17, known unanswerable 7 → 0 (answered 5 → 0: the turned-down fest and pay
+questions were the unanswerable ones), ``coverage.rows`` 5 → 2 (since 03:09 → 12:12); harvest, no
+longer told they are known, suggests them ("When is tech fest this year", "assistant professor
+ki basic pay kitna hai", "wht is starting basic pay of an assistant professor?", and "library
+kitne baje tak khuli hai", 4 events, which takes in its "... pls" variant; ``n_suggestions`` 417
+→ 420, by_reason refused 147 → 149, acl_violation 13 → 14, coverage gap 205 → 206).
+Production-shaped 3,000: only the added field (0 rejected). The 20k report: 3 events turned down
+("Who founded the Office of Western Medicine?" for "When was ... founded?", question word; "Why
+is my withdrawl to cash still pending?" twice for "My withdrawl is still pending. Why?", words:
+"cash" added), so production's ``n_known`` 514 → 511, ``n_scored`` and
+``refusals.known_answerable`` 424 → 421, recall@10 and hit rate 0.85377 → 0.85273, MRR 0.55396 →
+0.55427, ``coverage.rows`` 285 → 284.
 """
 
 from __future__ import annotations

@@ -20,11 +20,11 @@ from service.harvest.ranking import select
 from service.harvest.stage import HarvestStage
 from service.harvest.store import MemoryCandidates
 from service.harvest.text import jaccard, trigrams
-from service.harvest.wording import may_merge
 from service.pipeline import Pipeline
 from service.pipeline.dedup import DedupStage
 from service.runtime.analytics import build_analytics
 from service.settings import load_settings
+from service.text.wording import may_merge
 
 # The digits and addresses of the planted items (planted_pii in service/demo/questions.yaml)
 PLANTED = re.compile(r"@example\.|98765|[A-Z]{5}\d{4}[A-Z]|\d{4} \d{4} \d{4}")

@@ -300,3 +300,22 @@ def test_equal_coverage_adds_no_note_and_no_paired_line() -> None:
     report["known"]["hybrid"]["coverage_note"] = None
     assert quality_lines(report) == quality_lines(quality())
     assert str(quality_section(report)) == str(quality_section(quality()))
+
+
+def test_near_matches_turned_down_are_said_in_text_and_html() -> None:
+    """Session 30 (trial 13 finding 1): the events whose near-duplicate gold row the wording
+    rule turned down are counted where the known-question figures are, by reason; nothing
+    is said when there were none."""
+    report = quality()
+    report["near_matches_rejected"] = {
+        "events": 3, "matched_another": 1,
+        "by_reason": {"numbers": 0, "negation": 2, "words": 0, "question": 1},
+    }  # fmt: skip
+    [line] = [x for x in quality_lines(report) if "near-matches" in x]
+    assert "(3 events: negation 2, question word 1)" in line
+    assert "1 of them matched a next-best gold row instead" in line
+    html = str(quality_section(report))
+    assert "Near-matches turned down (3 events: negation 2, question word 1)" in html
+    report["near_matches_rejected"] = {"events": 0, "matched_another": 0, "by_reason": {}}
+    assert not any("near-matches" in x for x in quality_lines(report))
+    assert "turned down" not in str(quality_section(report))

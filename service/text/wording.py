@@ -4,7 +4,8 @@ Trigram Jaccard ≥ 0.6 (:mod:`service.harvest.neardup`) joins wordings that sha
 their characters, and so joined, on the NQ-open trial (finding F6), "who won the oscar for
 best picture in 1976" with "who won the oscar for best actor in 1975": the words that differ
 are the question. :func:`disagreement` is the merge rule applied to every pair the index
-matches: the two normalised texts (:data:`service.harvest.text.comparison_form`) merge only
+matches: the two normalised texts (:func:`service.text.normalise` with
+``separators="non_word"``, harvest's :data:`service.harvest.text.comparison_form`) merge only
 if they agree on
 
 1. their *numbers*: the set of numbers of one equals the other's. A number is a token of
@@ -49,6 +50,17 @@ compare: in their tokens only the numbers are read (a digit run inside a token c
 
 Measured on NQ-open (``python -m benchmarks.bench_merge_rule``, module docstring there).
 
+The one rule of "asks the same question": harvest merges by it, and known-question matching
+(:class:`service.quality.known.KnownQuestionIndex`: the live-quality stage and the
+out-of-scope stage's known questions) accepts a gold row above its n-gram threshold only if
+:func:`known_disagreement` is ``None``: :func:`disagreement` is, or the live question asks the
+gold one with a detail left out and nothing written in its place (trial 13: "What modern city
+did Khanbaliq not become?" is not "... did Khanbaliq become?", ``"negation"``; "... faced with
+more access to education?" is not "... less access ...", ``"words"``: "less" has no
+counterpart and "more" stands in its place; "what time does the college bus leave in the
+evening" is "... leave the campus in the evening"). Hence it lives with the shared text forms,
+not in harvest.
+
 >>> disagreement(wording("who won the oscar for best picture in 1976"),
 ...              wording("who won the oscar for best actor in 1975"))
 'numbers'
@@ -80,7 +92,10 @@ __all__ = [
     "WEAK_NUMBER_WORDS",
     "Disagreement",
     "Wording",
+    "COURTESY_WORDS",
+    "MAX_LEFT_OUT",
     "disagreement",
+    "known_disagreement",
     "may_merge",
     "wording",
 ]
@@ -125,7 +140,8 @@ FUNCTION_WORDS: frozenset[str] = frozenset(
         "show name list find say said "
         # English: the glue of requests ("i need", "can you help me", "go ahead and")
         "need want wanna gonna gotta like would help now wish ahead go okay ok hey hi hello "
-        "thanks thank kindly maybe don doesn didn isn aren wasn weren "
+        "thanks thank kindly maybe don doesn didn isn aren wasn weren hasn haven hadn couldn "
+        "wouldn shouldn "
         # greetings, politeness and urgency, as people type them in a chat (English, Hinglish)
         "sir madam mam maam dear hello hi hey namaste namaskar urgent urgently asap reply "
         "thx u ur r bhaiya bhai ji yaar kya kia kyaa h "
@@ -149,13 +165,37 @@ FUNCTION_WORDS: frozenset[str] = frozenset(
         # Hindi: Devanagari
         "है हैं था थी थे हो होता होती होते हूँ हूं और या का की के को से में पर ने तो भी ही "
         "यह ये वह वे इस उस इन उन मैं मेरा मेरी मेरे हम हमारा आप आपका तुम नहीं न जो क्या जी "
-        "कृपया नमस्ते "
+        "कृपया नमस्ते बताइए बताइये बताओ बताएं "
         # Hindi: romanised (Hinglish)
         "hai hain tha thi the ho hota hoti hote hoon hu hun aur ya ka ki ke ko se mein par ne "
         "toh bhi hi yeh ye woh wo is us in un mera meri mere hum humara aap aapka tum nahi "
         "nahin jo tak karo kar karna karne batao bataiye"
     ).split()
 )
+
+#: The function words that ask nothing (greetings, politeness, urgency, "tell me", in the
+#: languages of :data:`FUNCTION_WORDS`): a re-asking of a gold question may add them where it
+#: leaves a detail out (:func:`known_disagreement`), as it may add an article
+#: (:data:`_ARTICLES`); any other function word it adds may be the question ("more access"
+#: for "less access").
+COURTESY_WORDS: frozenset[str] = frozenset(
+    _fold(word)
+    for word in (
+        "please pls plz kindly tell me sir madam mam maam dear hi hello hey namaste namaskar "
+        "thanks thank thx urgent urgently asap ji bhai bhaiya yaar ok okay batao bataiye "
+        "कृपया नमस्ते जी बताइए बताओ बताएं"
+    ).split()
+)
+#: Articles (English, Spanish, German, French): "what time does a bus leave" for "... the
+#: bus ..." adds nothing.
+_ARTICLES: frozenset[str] = frozenset(
+    "a an the el la los las un una unos unas der die das den dem des ein eine einen einem "
+    "einer eines le les l une des du".split()
+)
+#: At most this share of a gold question's content words may be left out by a re-asking
+#: (:func:`known_disagreement`): "when was the university founded" keeps 2 of "... university
+#: medical school founded"'s 4 and asks about another institution.
+MAX_LEFT_OUT = 1 / 3
 
 #: Words that negate (module docstring, 4), accents folded: English (with the piece
 #: "don't" normalises to, "don"; "can't", "won't": "t" after "can", "won"), Spanish,
@@ -350,8 +390,9 @@ def _number(token: str) -> str | None:
 def wording(normalised: str) -> Wording:
     """The :class:`Wording` of a normalised text (``comparison_form``; cached, 16,384 texts).
 
-    >>> from service.harvest.text import comparison_form
-    >>> w = wording(comparison_form("Who won Best Pictures in 1976: the 2nd of 1,000 or one?"))
+    >>> from service.text import normalise
+    >>> asked = "Who won Best Pictures in 1976: the 2nd of 1,000 or one?"
+    >>> w = wording(normalise(asked, separators="non_word"))
     >>> sorted(w.numbers), sorted(w.weak), sorted(w.words), sorted(w.asks)
     (['1000', '1976', '2'], ['1'], ['best', 'pictur', 'won'], ['who'])
     """
@@ -505,6 +546,66 @@ def disagreement(a: Wording, b: Wording, semantic: bool = False) -> Disagreement
     if a.asks and b.asks and a.asks != b.asks:
         return "question"
     return None
+
+
+def known_disagreement(live: Wording, gold: Wording) -> Disagreement | None:
+    """Why the live wording ``live`` does not ask the gold question ``gold``, or ``None`` when
+    it does: :func:`disagreement` is ``None``, or ``live`` asks ``gold`` with less detail.
+
+    Less detail: a re-asking may leave out a detail the gold question writes (a content word
+    or a number: "what time does the college bus leave in the evening" for "... leave the
+    campus in the evening"; "when do the end semester exams start" for "... odd-semester
+    end-semester exams start in 2026?"), the context (this college, this year) filling it in,
+    if it writes nothing in its place: ``live`` writes no number or the same numbers as
+    ``gold`` (leaving one of two out changes the one asked: "7 am" for "7:30 am"; a weak
+    number word of ``gold``, "do", stands for none here), every content word of ``live`` has a
+    counterpart in ``gold`` (as in :func:`disagreement`: an inflection, a typing slip, a
+    split word), at most :data:`MAX_LEFT_OUT` of ``gold``'s content words are left out,
+    every function word of ``live`` that ``gold`` lacks is one of :data:`COURTESY_WORDS`
+    ("pls tell", "sir", "कृपया") or an article, the two agree on negation, and ``live``
+    asks with no question word ``gold`` does not. So "... faced with more access to education?" is
+    not "... less access ...": "more" stands where "less" was (trial 13, SQuAD 2.0's
+    unanswerable twins). Not symmetric, unlike :func:`disagreement`: the gold question may be
+    the more detailed, never the live one ("... leave in the evening in 2026" is not "...
+    leave the campus in the evening"). When neither holds, the reason is
+    :func:`disagreement`'s.
+
+    Harvest merges two live wordings by :func:`disagreement` alone: neither is the reference
+    there, so neither may leave out what the other asks.
+
+    >>> known_disagreement(wording("what time does the bus leave in the evening pls"),
+    ...                    wording("what time does the bus leave the campus in the evening"))
+    >>> known_disagreement(wording("what time does the bus leave the campus in the evening"),
+    ...                    wording("what time does the bus leave in the evening"))
+    'words'
+    >>> known_disagreement(wording("who faced more access to education"),
+    ...                    wording("who faced less access to education"))
+    'words'
+    """
+    why = disagreement(live, gold)
+    if why is None or _less_detail(live, gold):
+        return None
+    return why
+
+
+def _less_detail(live: Wording, gold: Wording) -> bool:
+    """Whether ``live`` asks ``gold`` leaving out details and adding none
+    (:func:`known_disagreement`)."""
+    if live.negated != gold.negated or live.asks - gold.asks:
+        return False  # a question word the gold question does not ask with
+    if live.numbers and live.numbers != gold.numbers:
+        return False  # a number left out of several changes the one asked ("7 am", "7:30 am")
+    added = live.tokens - gold.tokens
+    if any(
+        token in FUNCTION_WORDS and token not in COURTESY_WORDS and token not in _ARTICLES
+        for token in added
+    ):
+        return False
+    left, right = _unmatched(live.words, gold.words, live.pairs, gold.pairs)
+    if not all(_excused(word, right, live, gold) for word in left):
+        return False
+    left_out = [word for word in right if not _excused(word, left, gold, live)]
+    return len(left_out) <= MAX_LEFT_OUT * len(gold.words)
 
 
 def may_merge(text: str, other: str, semantic: bool = False) -> bool:
