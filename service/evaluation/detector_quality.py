@@ -113,12 +113,7 @@ class DetectorQuality:
         point is reported, its balanced accuracy is at least ``min_balanced_accuracy`` with
         its FPR at the Wilson upper bound (:func:`bounded_balanced_accuracy`): a rate measured
         on 10 negatives is no better known than that."""
-        if min(self.n_pos, self.n_neg) < min_class:
-            return False
-        if not (np.isfinite(self.auc) and self.auc >= floor):
-            return False
-        ba = self.bounded_balanced_accuracy
-        return bool(not np.isfinite(ba) or ba >= min_balanced_accuracy)
+        return quality_trusted(quality_gauges(self), floor, min_balanced_accuracy, min_class)
 
     @property
     def bounded_balanced_accuracy(self) -> float:
@@ -287,6 +282,46 @@ def bounded_balanced_accuracy(tpr: float, fpr: float, n_neg: float) -> float:
         return float("nan")
     upper = wilson_bounds(fpr * n_neg, n_neg)[1]
     return (tpr + 1.0 - upper) / 2.0
+
+
+def quality_trusted(
+    quality: Mapping[str, Any],
+    floor: float = DEFAULT_AUC_FLOOR,
+    min_balanced_accuracy: float = 0.0,
+    min_class: int = 0,
+) -> bool:
+    """The one trust rule, on a quality's numbers (:func:`quality_gauges` or
+    :meth:`DetectorQuality.as_dict`: ``auc``, ``tpr``, ``fpr``, ``balanced_accuracy``,
+    ``n_pos``, ``n_neg``; a value missing, ``None`` or NaN is unknown): True when the AUC is
+    known and at least ``floor``; each class size, when known, at least ``min_class``; and
+    the balanced accuracy at the threshold, when known, at least ``min_balanced_accuracy``,
+    with the FPR at its Wilson 95 % upper bound over ``n_neg`` when the two rates and
+    ``n_neg`` are known (:func:`bounded_balanced_accuracy`). :meth:`DetectorQuality.trusted`
+    and the ``goldwatch_detector_trusted`` gauge both ask it, so the report and the
+    dashboard cannot disagree.
+
+    >>> quality_trusted({"auc": 0.9, "n_pos": 45, "n_neg": 10}, 0.75, 0.68, 10)
+    True
+    >>> quality_trusted({"auc": 0.9, "n_pos": 45, "n_neg": 5}, 0.75, 0.68, 10)
+    False
+    >>> quality_trusted({"auc": 0.9, "tpr": 0.941, "fpr": 0.5, "balanced_accuracy": 0.72,
+    ...                  "n_pos": 45, "n_neg": 10}, 0.75, 0.68)  # bounded: 0.589
+    False
+    """
+
+    def known(key: str) -> float | None:
+        value = quality.get(key)
+        return None if value is None or not math.isfinite(float(value)) else float(value)
+
+    auc = known("auc")
+    if auc is None or auc < floor:
+        return False
+    if any(n is not None and n < min_class for n in (known("n_pos"), known("n_neg"))):
+        return False
+    tpr, fpr, n_neg, ba = known("tpr"), known("fpr"), known("n_neg"), known("balanced_accuracy")
+    if tpr is not None and fpr is not None and n_neg is not None:
+        ba = bounded_balanced_accuracy(tpr, fpr, n_neg)
+    return ba is None or ba >= min_balanced_accuracy
 
 
 def quality_gauges(quality: DetectorQuality) -> dict[str, float]:

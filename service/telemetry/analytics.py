@@ -14,7 +14,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from service.evaluation.detector_quality import bounded_balanced_accuracy
+from service.evaluation.detector_quality import quality_trusted
 from service.pii import PII_TYPES as _PII_TYPES
 from service.pipeline.totals import count_annotations
 from service.telemetry.conventions import OTHER, bounded_label
@@ -253,12 +253,13 @@ class AnalyticsMetrics:
         "fpr", "balanced_accuracy"}`` as in
         :meth:`service.evaluation.detector_quality.DetectorQuality.as_dict` (a value ``None``
         or not finite removes its series, see :func:`_set_or_remove`; the rates are optional: a
-        detector without an operating point exports none). ``trusted`` is 1
-        when the AUC is known and ≥ ``floor``, the balanced accuracy, when known, is
-        ≥ ``min_balanced_accuracy`` (with the FPR at its Wilson 95 % upper bound over
-        ``n_neg``, when given: :func:`~service.evaluation.detector_quality.
-        bounded_balanced_accuracy`) and both classes (``n_pos``, ``n_neg``, when given) hold
-        at least ``min_class`` scores (``analytics.quality_min_class``)."""
+        detector without an operating point exports none). ``trusted`` is
+        :func:`~service.evaluation.detector_quality.quality_trusted` of the same numbers
+        (the rule the reports ask through ``DetectorQuality.trusted``): 1 when the AUC is
+        known and ≥ ``floor``, the balanced accuracy at the threshold, when known, ≥
+        ``min_balanced_accuracy`` with the FPR at its Wilson 95 % upper bound over ``n_neg``,
+        and both classes (``n_pos``, ``n_neg``, when given) hold at least ``min_class``
+        scores (``analytics.quality_min_class``)."""
         for detector, quality in qualities.items():
             if detector not in DETECTORS:
                 continue
@@ -270,16 +271,8 @@ class AnalyticsMetrics:
             rates = {rate: quality.get(rate) for rate in OPERATING_RATES}
             for rate, value in rates.items():
                 _set_or_remove(self.detector_operating_point, value, detector, rate)
-            ba = rates["balanced_accuracy"]
-            sizes = [quality.get(n) for n in ("n_pos", "n_neg")]
-            tpr, fpr, n_neg = rates["tpr"], rates["fpr"], sizes[1]
-            if ba is not None and tpr is not None and fpr is not None and n_neg is not None:
-                # as DetectorQuality.trusted: the FPR at its Wilson upper bound over n_neg
-                ba = bounded_balanced_accuracy(float(tpr), float(fpr), float(n_neg))
-            point_ok = ba is None or not math.isfinite(ba) or float(ba) >= min_balanced_accuracy
-            enough = all(n is None or n >= min_class for n in sizes)
             self.detector_trusted.labels(detector=detector).set(
-                auc is not None and float(auc) >= floor and point_ok and enough  # NaN >= x: False
+                quality_trusted(quality, floor, min_balanced_accuracy, min_class)
             )
 
     def set_misjudged_answerable(self, upper: float | None) -> None:

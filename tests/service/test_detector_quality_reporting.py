@@ -458,3 +458,31 @@ def test_undefined_detector_quality_is_not_exported_as_nan() -> None:
         for rate in ("tpr", "fpr", "balanced_accuracy"):
             assert get("detector_operating_point_ratio", detector=detector, rate=rate) is None
         assert get("detector_trusted", detector=detector) == 0.0
+
+
+def test_the_trusted_gauge_and_the_report_ask_one_rule() -> None:
+    """Over many qualities (AUC around the floor, class sizes around the minimum, operating
+    points with a balanced accuracy around its floor, none at all), the gauge says what
+    ``DetectorQuality.trusted`` says: one rule (``quality_trusted``), so a dashboard and a
+    report cannot disagree."""
+    import random
+
+    from service.evaluation.detector_quality import quality_gauges
+
+    rng = random.Random(7)
+    registry = CollectorRegistry()
+    metrics = build_analytics_metrics(registry)
+    checked = {True: 0, False: 0}
+    for _ in range(400):
+        auc = rng.choice([float("nan"), rng.uniform(0.6, 0.95)])
+        quality = DetectorQuality(auc, auc - 0.1, min(1.0, auc + 0.1), 0.95,
+                                  rng.randint(3, 60), rng.randint(3, 20))  # fmt: skip
+        if rng.random() < 0.7:
+            quality = quality.at_threshold(0.5, rng.uniform(0.5, 1.0), rng.uniform(0.0, 0.5))
+        floors = (0.75, rng.choice([0.0, 0.6, 0.68]), rng.choice([0, 10]))
+        metrics.set_detector_quality({"out_of_scope": quality_gauges(quality)}, *floors)
+        gauge = registry.get_sample_value("goldwatch_detector_trusted",
+                                          {"detector": "out_of_scope"})  # fmt: skip
+        assert gauge == float(quality.trusted(*floors)), quality
+        checked[quality.trusted(*floors)] += 1
+    assert min(checked.values()) >= 50  # both verdicts exercised
