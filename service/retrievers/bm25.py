@@ -198,7 +198,7 @@ class BM25Retriever:
         ``(questions × tokens) @ (tokens × docs)`` with the second dense: scipy's CSR-dense
         product adds ``1 · score`` of each occurrence into the question's row in order."""
         n = len(starts) - 1
-        if not len(tokens):
+        if not len(tokens) or not self._scores.shape[1]:  # nothing to sum, or no document
             return np.zeros(n, dtype=self._dtype)
         block = self._scores[tokens].toarray()
         rows = sp.csr_matrix((np.ones(len(local), dtype=self._dtype), local, starts),

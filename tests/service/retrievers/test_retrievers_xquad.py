@@ -57,6 +57,7 @@ def test_bm25_best_scores_are_the_first_scores_of_search_batch(
     assert expected[0] is None and expected[-1] is None and expected[1] is not None
     assert bm25.best_scores(texts) == expected
     assert bm25.best_scores([]) == []
+    assert bm25.best_scores(["zzzz qqqq", "", "?!"]) == [None, None, None]  # no known token
 
 
 def test_a_bm25_index_kept_by_the_fit_cache_ranks_and_scores_as_a_fresh_one(
