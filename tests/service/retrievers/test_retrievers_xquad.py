@@ -35,11 +35,19 @@ def test_xquad_english_recall_at_10(shared_data: Path) -> None:
     assert recalls["hybrid"] >= 0.97
 
 
-def test_bm25_best_scores_are_the_first_scores_of_search_batch(shared_data: Path) -> None:
-    """``best_scores`` (one sparse product, the row maxima read off the CSR arrays) gives each
-    question the score of its first search result, exactly, and ``None`` where nothing is
-    found — on real questions of several scripts and on questions with no known token,
-    placed first, between and last, where a row of the product stores nothing."""
+@pytest.mark.parametrize("dense", [True, False])
+def test_bm25_best_scores_are_the_first_scores_of_search_batch(
+    shared_data: Path, monkeypatch: pytest.MonkeyPatch, dense: bool
+) -> None:
+    """``best_scores`` gives each question the score of its first search result, exactly,
+    and ``None`` where nothing is found — on real questions of several scripts and on
+    questions with no known token, placed first, between and last, where a row of the
+    product stores nothing — by the dense block (the batch's tokens' rows of the score
+    matrix) and by the sparse product (the row maxima read off the CSR arrays), forced by
+    the block's cell limit."""
+    from service.retrievers import bm25 as module
+
+    monkeypatch.setattr(module, "DENSE_BLOCK_CELLS", 1 << 30 if dense else 0)
     passages, questions = load_xquad("en", root=shared_data)
     _, hindi = load_xquad("hi", root=shared_data)
     texts = ["zzzz qqqq", *[q[1] for q in questions[:300]], "", "?!", "xqzv",
@@ -49,6 +57,7 @@ def test_bm25_best_scores_are_the_first_scores_of_search_batch(shared_data: Path
     assert expected[0] is None and expected[-1] is None and expected[1] is not None
     assert bm25.best_scores(texts) == expected
     assert bm25.best_scores([]) == []
+    assert bm25.best_scores(["zzzz qqqq", "", "?!"]) == [None, None, None]  # no known token
 
 
 def test_a_bm25_index_kept_by_the_fit_cache_ranks_and_scores_as_a_fresh_one(
