@@ -55,7 +55,7 @@ _normalised = lru_cache(maxsize=8_192)(comparison_form)
 
 #: passage id -> the one string object of that id that pools hold (:func:`_shared_ids`)
 _PASSAGE_IDS: dict[str, str] = {}
-#: Most passage ids :data:`_PASSAGE_IDS` holds before it is emptied (then filled again).
+#: How many passage ids :data:`_PASSAGE_IDS` holds when it is emptied (then filled again).
 _SHARED_IDS = 16_384
 
 
@@ -67,9 +67,10 @@ def _shared_ids(ids: Sequence[str]) -> tuple[str, ...]:
     ``benchmarks.bench_production``'s 50,000 events), scattered over the heap between
     freed events, and encoding a suggestion's record at a checkpoint read each one (a cache
     miss): 6.9 µs a pool of ~22 passages, 2.2 µs with its keys shared. Equal strings, so
-    every record, snapshot and comparison is the same. At most :data:`_SHARED_IDS` ids are
-    remembered (emptied then: the ids pooled before stay as they are), so memory stays
-    bounded whatever ids come."""
+    every record, snapshot and comparison is the same. Once :data:`_SHARED_IDS` ids or more
+    are remembered, the table is emptied before the next ranking's go in (the ids pooled
+    before stay as they are), so it holds fewer than ``_SHARED_IDS + len(ids)`` whatever ids
+    come."""
     if len(_PASSAGE_IDS) >= _SHARED_IDS:
         _PASSAGE_IDS.clear()
     return tuple(map(_PASSAGE_IDS.setdefault, ids, ids))
