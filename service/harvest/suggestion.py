@@ -53,6 +53,29 @@ RECENT_EVENTS = 8
 _normalised = lru_cache(maxsize=8_192)(comparison_form)
 
 
+#: passage id -> the one string object of that id that pools hold (:func:`_shared_ids`)
+_PASSAGE_IDS: dict[str, str] = {}
+#: How many passage ids :data:`_PASSAGE_IDS` holds when it is emptied (then filled again).
+_SHARED_IDS = 16_384
+
+
+def _shared_ids(ids: Sequence[str]) -> tuple[str, ...]:
+    """``ids`` as a tuple of equal strings, each id the same object wherever pools hold it.
+
+    A ranking's ids are strings the event's decoder allocated: pooled as they come, each
+    suggestion kept its own copies (118,485 pool keys of 317 distinct ids after
+    ``benchmarks.bench_production``'s 50,000 events), scattered over the heap between
+    freed events, and encoding a suggestion's record at a checkpoint read each one (a cache
+    miss): 6.9 µs a pool of ~22 passages, 2.2 µs with its keys shared. Equal strings, so
+    every record, snapshot and comparison is the same. Once :data:`_SHARED_IDS` ids or more
+    are remembered, the table is emptied before the next ranking's go in (the ids pooled
+    before stay as they are), so it holds fewer than ``_SHARED_IDS + len(ids)`` whatever ids
+    come."""
+    if len(_PASSAGE_IDS) >= _SHARED_IDS:
+        _PASSAGE_IDS.clear()
+    return tuple(map(_PASSAGE_IDS.setdefault, ids, ids))
+
+
 #: retriever -> its ``{retriever: rank}`` for ranks 1, 2, ... (:func:`_rank_dicts`)
 _RANK_DICTS: dict[str, list[dict[str, int]]] = {}
 
@@ -237,8 +260,7 @@ class Suggestion:
         for retriever, ranking in occurrence.rankings.items():
             top = tuple(ranking[:pool_k])
             if pooled.get(retriever) != top:
-                suggestion._pool(retriever, top, max_pool)
-                pooled[retriever] = top
+                pooled[retriever] = suggestion._pool(retriever, top, max_pool)
         return suggestion
 
     def add(
@@ -258,8 +280,7 @@ class Suggestion:
             # pooling only adds passages and lowers ranks, so the ranking pooled last time
             # changes nothing (the usual case: the same question, the same retrieval)
             if self._pooled.get(retriever) != top:
-                self._pool(retriever, top, max_pool)
-                self._pooled[retriever] = top
+                self._pooled[retriever] = self._pool(retriever, top, max_pool)
         if occurrence.counts and (occurrence.gap > self.gap or (
                 occurrence.gap == self.gap and self.gap_dimension is None)):  # fmt: skip
             # the dimension of the largest gap (a record from before the field learns it
@@ -286,16 +307,19 @@ class Suggestion:
                 kept = _shown(wording if occurrence.scrubbed else scrub(wording).text)
             self.variants = (*self.variants, kept)
 
-    def _pool(self, retriever: str, ranking: Sequence[str], max_pool: int) -> None:
+    def _pool(self, retriever: str, ranking: Sequence[str], max_pool: int) -> tuple[str, ...]:
+        """Pool ``ranking`` (passage ids, best first) of ``retriever``; return it as pooled,
+        its ids the shared strings (:func:`_shared_ids`) the pool's keys are."""
         # copy on write: a passage's {retriever: rank} is replaced, never changed in place,
         # so to_json may share it with the records it built, and a passage's first
         # {retriever: rank} is the one shared by every suggestion (_rank_dicts)
         pool = self.pool
+        ranking = _shared_ids(ranking)
         mine = _rank_dicts(retriever, len(ranking))
         if not pool and len(ranking) <= max_pool:  # a new suggestion: one C-level update
             pool.update(zip(ranking, mine, strict=False))  # mine may be longer
             if len(pool) == len(ranking):
-                return
+                return ranking
             pool.clear()  # a passage repeated: its first (best) rank must win, as below
         for rank, passage in enumerate(ranking, start=1):
             ranks = pool.get(passage)
@@ -306,6 +330,7 @@ class Suggestion:
             best = ranks.get(retriever)
             if best is None or rank < best:
                 pool[passage] = {**ranks, retriever: rank}
+        return ranking
 
     def pool_rows(self) -> list[dict[str, Any]]:
         """The pool for a labeller: ``[{"id", "by": {retriever: rank}}]``, passages found by

@@ -747,3 +747,18 @@ def test_a_restore_on_the_same_stage_sweeps_at_the_next_checkpoint() -> None:
     stage.restore(store.get(KEY))  # the engine's reload
     checkpoint(store, stage)
     assert stored_ids(store) == set(stage.suggestions)
+
+
+def test_a_sweep_judges_every_key_before_deleting_any_and_counts_characters() -> None:
+    """The sweep's deletions, worked out by hand, where its protecting prefix lies inside
+    the swept range and names are not ASCII: prefix ``ü/`` (2 characters, 3 bytes),
+    protect ``ü/d/``, kept ``["b", "é"]``. ``ü/a`` stays (``ü/d/a`` exists when the sweep
+    looks, though ``ü/d/a`` itself goes: its name ``d/a`` is not kept and ``ü/d/d/a`` does
+    not exist), ``ü/b`` and ``ü/é`` stay (kept), ``ü/d/z`` and ``ü/ée`` go."""
+    store = StateStore.in_memory()
+    store.add_sweep(Sweep("stage/x", "ü/", lambda value: value["ids"], "ü/d/"))
+    store.checkpoint({"ü/a": 1, "ü/b": 2, "ü/d/a": 3, "ü/d/z": 4, "ü/é": 5, "ü/ée": 6,
+                      "ü": 7, "ý/a": 8})  # fmt: skip
+    store.checkpoint({"stage/x": {"ids": ["b", "é"]}})
+    assert store.keys() == ["stage/x", "ü", "ü/a", "ü/b", "ü/é", "ý/a"]
+    assert store.swept == 3

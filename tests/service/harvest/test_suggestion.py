@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from service.harvest import suggestion as suggestion_module
 from service.harvest.store import MemoryCandidates
 from service.harvest.suggestion import Occurrence, Suggestion
 from tests.service.harvest.helpers import T0
@@ -102,3 +105,44 @@ def test_first_takes_no_gap_below_zero_as_add_does_and_needs_a_counted_occurrenc
         pass
     else:
         raise AssertionError("an uncounted occurrence started a suggestion")
+
+
+def test_pools_hold_one_string_object_per_passage_id() -> None:
+    """Two suggestions pooling the same passage ids, each event's ids its own string objects
+    (as the decoder allocates them), hold one object per id: the checkpoint encodes their
+    records from shared, cache-warm strings (``_shared_ids``). The pools and what was
+    pooled are equal to the rankings, worked out by hand."""
+    fresh = ["".join(["p-", str(i)]) for i in (1, 2)]  # new objects, equal to "p-1", "p-2"
+    again = ["".join(["p-", str(i)]) for i in (2, 1, 3)]
+    assert fresh[0] == again[1] and fresh[0] is not again[1]
+    one = Suggestion.first("c-1", _occurrence("e1", "Hostel fees?", {"production": tuple(fresh)}))
+    two = Suggestion.first("c-2", _occurrence("e2", "Bus pass?", {"production": tuple(again)}))
+    assert one.pool == {"p-1": {"production": 1}, "p-2": {"production": 2}}
+    assert two.pool == {"p-2": {"production": 1}, "p-1": {"production": 2},
+                        "p-3": {"production": 3}}  # fmt: skip
+    keys_one, keys_two = {k: k for k in one.pool}, {k: k for k in two.pool}
+    assert keys_one["p-1"] is keys_two["p-1"] and keys_one["p-2"] is keys_two["p-2"]
+    # a later merge's new passage is shared too, and the ranking remembered is its equal
+    later = ("".join(["p-", "3"]), "".join(["p-", "1"]))
+    assert one.add(_occurrence("e3", "hostel fees", {"production": later}))
+    assert one.pool == {"p-1": {"production": 1}, "p-2": {"production": 2},
+                        "p-3": {"production": 1}}  # fmt: skip
+    assert {k: k for k in one.pool}["p-3"] is keys_two["p-3"]
+    assert one._pooled == {"production": ("p-3", "p-1")}
+
+
+def test_the_shared_passage_ids_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At most ``_SHARED_IDS`` ids are remembered: the table is emptied when full (here 4),
+    and pooling goes on with the same pools."""
+    monkeypatch.setattr(suggestion_module, "_PASSAGE_IDS", {})
+    monkeypatch.setattr(suggestion_module, "_SHARED_IDS", 4)
+    ranking = tuple(f"p-{i}" for i in range(1, 4))
+    first = Suggestion.first("c-1", _occurrence("e1", "Hostel fees?", {"production": ranking}))
+    assert len(suggestion_module._PASSAGE_IDS) == 3
+    more = tuple(f"q-{i}" for i in range(1, 4))
+    other = Suggestion.first("c-2", _occurrence("e2", "Bus pass?", {"production": more}))
+    assert len(suggestion_module._PASSAGE_IDS) == 6  # emptied only when 4 were held before
+    third = Suggestion.first("c-3", _occurrence("e3", "Gym?", {"production": ("r-1",)}))
+    assert suggestion_module._PASSAGE_IDS == {"r-1": "r-1"}
+    assert list(first.pool) == list(ranking) and list(other.pool) == list(more)
+    assert third.pool == {"r-1": {"production": 1}}
