@@ -446,6 +446,9 @@ def bounds(settings: dict[str, Any]) -> list[tuple[str, str, int]]:
         ("harvest._held", "harvest.max_suggestions (ids)", suggestions),
         ("harvest._exact_of", "harvest.max_suggestions (ids)", suggestions),
         ("suggestion._normalised", "harvest.suggestion lru_cache", 8_192),
+        # one shared string per passage id: emptied at _SHARED_IDS, so fewer than that plus
+        # one ranking's ids
+        ("suggestion._PASSAGE_IDS", "harvest.suggestion._SHARED_IDS (+ one ranking)", 16_384),
         ("cache._data", "analytics.question_cache_size", q),
         ("verdicts._data", "analytics.question_cache_size", q),
         ("index._asked._data", "analytics.question_cache_size", q),

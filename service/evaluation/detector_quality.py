@@ -307,6 +307,9 @@ def quality_trusted(
     >>> quality_trusted({"auc": 0.9, "tpr": 0.941, "fpr": 0.5, "balanced_accuracy": 0.72,
     ...                  "n_pos": 45, "n_neg": 10}, 0.75, 0.68)  # bounded: 0.589
     False
+    >>> quality_trusted({"auc": 0.9, "tpr": 0.941, "fpr": 0.5, "balanced_accuracy": 0.7205},
+    ...                 0.75, 0.68)  # no n_neg: the point estimate 0.7205, unbounded
+    True
     """
 
     def known(key: str) -> float | None:

@@ -253,6 +253,8 @@ class KnownQuestionIndex:
         self._ngram_range = (low, high)
         self._ids = tuple(q.id for q in gold)
         texts = [normalise(q.question, separators="punctuation") for q in gold]
+        # an unanswerable row's detail is often its point: only the symmetric rule for it
+        self._less_detail = tuple(q.answerable for q in gold)
         self._wordings = tuple(
             _uncached_wording(normalise(text, separators="non_word")) for text in texts
         )
@@ -434,7 +436,7 @@ class KnownQuestionIndex:
 
     def lookup_many(self, questions: Sequence[str]) -> list[KnownLookup]:
         """Return, per live question, its best gold match at or above the threshold that
-        asks the same question, and the best gold row above the threshold the wording rule
+        asks the same question, and the best gold row at or above the threshold the wording rule
         turned down (:class:`KnownLookup`).
 
         One n-gram transform and one product for the whole batch's distinct questions not in
@@ -497,7 +499,7 @@ class KnownQuestionIndex:
                 break
             if mine is None:  # not lru-cached: harvest's cache of its wordings stays its own
                 mine = _uncached_wording(normalise(text, separators="non_word"))
-            why = known_disagreement(mine, self._wordings[gold])
+            why = known_disagreement(mine, self._wordings[gold], self._less_detail[gold])
             if why is None:
                 return KnownLookup(KnownMatch(self._ids[gold], score), rejected)
             if rejected is None:

@@ -620,7 +620,13 @@ class LiveQualityStage:
                 },
                 "refusals": {g: dict(counts) for g, counts in self._refusals.items()},
                 "rejected": {g: dict(counts) for g, counts in self._rejected.items()},
-                "rows": {g: self._row_versions[g] for g in measured if g in self._row_versions},
+                # the rows turned down too: a restore onto a changed gold set keeps the
+                # rejections of the rows it left alone, as the same change in process does
+                "rows": {
+                    g: self._row_versions[g]
+                    for g in measured.union(self._rejected)
+                    if g in self._row_versions
+                },  # fmt: skip
                 "first_seen": {g: t.isoformat() for g, t in self._first_seen.items()},
                 "since": self._since.isoformat() if self._since is not None else None,
                 "since_unknown": self._since_unknown,

@@ -94,6 +94,7 @@ __all__ = [
     "Wording",
     "COURTESY_WORDS",
     "MAX_LEFT_OUT",
+    "RELATION_WORDS",
     "disagreement",
     "known_disagreement",
     "may_merge",
@@ -191,6 +192,15 @@ COURTESY_WORDS: frozenset[str] = frozenset(
 _ARTICLES: frozenset[str] = frozenset(
     "a an the el la los las un una unos unas der die das den dem des ein eine einen einem "
     "einer eines le les l une des du".split()
+)
+#: The function words that relate the question's things in time, place, amount or
+#: company (English prepositions and quantifiers): one standing where the other question has
+#: another ("before" for "after", "without" for "with", "more" for "most") asks something
+#: else, though every content word agrees (:func:`known_disagreement`; harvest's
+#: :func:`disagreement` does not read them).
+RELATION_WORDS: frozenset[str] = frozenset(
+    "before after above below over under with without within between into onto from to "
+    "until till during upon against among near more most all some any every each only".split()
 )
 #: At most this share of a gold question's content words may be left out by a re-asking
 #: (:func:`known_disagreement`): "when was the university founded" keeps 2 of "... university
@@ -548,7 +558,9 @@ def disagreement(a: Wording, b: Wording, semantic: bool = False) -> Disagreement
     return None
 
 
-def known_disagreement(live: Wording, gold: Wording) -> Disagreement | None:
+def known_disagreement(
+    live: Wording, gold: Wording, less_detail: bool = True
+) -> Disagreement | None:
     """Why the live wording ``live`` does not ask the gold question ``gold``, or ``None`` when
     it does: :func:`disagreement` is ``None``, or ``live`` asks ``gold`` with less detail.
 
@@ -568,10 +580,16 @@ def known_disagreement(live: Wording, gold: Wording) -> Disagreement | None:
     unanswerable twins). Not symmetric, unlike :func:`disagreement`: the gold question may be
     the more detailed, never the live one ("... leave in the evening in 2026" is not "...
     leave the campus in the evening"). When neither holds, the reason is
-    :func:`disagreement`'s.
+    :func:`disagreement`'s. And where :func:`disagreement` finds nothing, a word of
+    :data:`RELATION_WORDS` on each side that the other lacks is ``"words"`` ("... a full
+    refund before the admission deadline" is not "... after ...").
 
-    Harvest merges two live wordings by :func:`disagreement` alone: neither is the reference
-    there, so neither may leave out what the other asks.
+    ``less_detail=False`` reads :func:`disagreement` alone (and the relation words): for an
+    unanswerable gold row, whose point is often the detail (SQuAD 2.0 writes unanswerable
+    questions by changing one: "How much water does the Rhine discharge at the French
+    border?" is unanswerable, "... at the border?" need not be). Harvest merges two live
+    wordings by :func:`disagreement` alone: neither is the reference there, so neither may
+    leave out what the other asks.
 
     >>> known_disagreement(wording("what time does the bus leave in the evening pls"),
     ...                    wording("what time does the bus leave the campus in the evening"))
@@ -583,9 +601,20 @@ def known_disagreement(live: Wording, gold: Wording) -> Disagreement | None:
     'words'
     """
     why = disagreement(live, gold)
-    if why is None or _less_detail(live, gold):
+    if why is None:
+        return "words" if _swapped(live, gold) else None
+    if less_detail and _less_detail(live, gold):
         return None
     return why
+
+
+def _swapped(live: Wording, gold: Wording) -> bool:
+    """Whether each side has a word of :data:`RELATION_WORDS` the other lacks: "a refund
+    before the deadline" is not "a refund after the deadline", though their content words
+    agree (:func:`known_disagreement`)."""
+    return bool((live.tokens - gold.tokens) & RELATION_WORDS) and bool(
+        (gold.tokens - live.tokens) & RELATION_WORDS
+    )
 
 
 def _less_detail(live: Wording, gold: Wording) -> bool:
@@ -595,6 +624,8 @@ def _less_detail(live: Wording, gold: Wording) -> bool:
         return False  # a question word the gold question does not ask with
     if live.numbers and live.numbers != gold.numbers:
         return False  # a number left out of several changes the one asked ("7 am", "7:30 am")
+    if live.weak - (gold.numbers | gold.weak):
+        return False  # "for one semester" is not "for two semesters"
     added = live.tokens - gold.tokens
     if any(
         token in FUNCTION_WORDS and token not in COURTESY_WORDS and token not in _ARTICLES

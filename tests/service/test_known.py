@@ -106,14 +106,21 @@ def test_numbers_must_agree(index: KnownQuestionIndex) -> None:
         ["who won the world cup in 1990"]
     )
     assert match is not None and match.gold_id == "q-3"
-    # a live question without the gold row's number asks it with a detail left out (the
-    # context fills it in: known_disagreement, session 31); one with another number does not
+    # a live question without an answerable gold row's number asks it with a detail left out
+    # (the context fills it in: known_disagreement, session 31); one with another number does
+    # not; nor does one without an *unanswerable* row's number (q-3: its detail may be why it
+    # is unanswerable, so only the symmetric rule applies)
     loose = KnownQuestionIndex(gold_set(), threshold=0.5)
-    left_out, added = loose.lookup_many(["who won the world cup", "who won the 1990 cup 1994"])
-    assert left_out.match is not None and left_out.match.gold_id == "q-3"
-    assert left_out.rejected is None
+    unanswerable, added = loose.lookup_many(["who won the world cup", "who won the 1990 cup 1994"])
+    assert unanswerable.match is None and unanswerable.rejected is not None
+    assert (unanswerable.rejected.gold_id, unanswerable.rejected.reason) == ("q-3", "numbers")
     assert added.match is None and added.rejected is not None
     assert (added.rejected.gold_id, added.rejected.reason) == ("q-3", "numbers")
+    answerable = GoldSet((GoldQuestion("a-1", CUP, ("p-9",)),))
+    (left_out,) = KnownQuestionIndex(answerable, threshold=0.5).lookup_many(
+        ["who won the world cup"]
+    )
+    assert left_out.match is not None and left_out.match.gold_id == "a-1"
 
 
 def test_one_transform_and_one_product_per_batch(monkeypatch: pytest.MonkeyPatch) -> None:

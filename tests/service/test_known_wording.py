@@ -187,3 +187,29 @@ def test_the_less_detailed_side_must_be_the_live_one() -> None:
     (found,) = KnownQuestionIndex(gold, threshold=0.75).lookup_many([BUS])
     assert found.match is None
     assert found.rejected is not None and found.rejected.reason == "words"
+
+
+def test_a_restore_onto_a_changed_gold_set_keeps_the_rejections_of_rows_left_alone() -> None:
+    """Final read (session 31): the snapshot listed only measured rows' versions, so a
+    restore onto a gold set with *another* row changed dropped every row only ever turned
+    down; the same change in process kept them. By hand: one event turned down on g-013
+    (negation); g-019 is then edited; g-013's rejection stays, in process and after a restore."""
+    stage = LiveQualityStage(KnownQuestionIndex(trial_gold()), None)
+    batch = Batch.of([_event(1, NOT_BECOME, True)], source="test")
+    batch.annotations[0]["refused"] = True
+    stage.process(batch)
+    edited = GoldSet((
+        GoldQuestion("g-013", KHANBALIQ, ("sq-0093",)),
+        GoldQuestion("g-019", EDUCATION + " (edited)", ("sq-0148",)),
+        GoldQuestion("g-040", "Who won the 1990 World Cup?", (), kind="unanswerable"),
+    ))  # fmt: skip
+    expected = {
+        "events": 1,
+        "matched_another": 0,
+        "by_reason": {"numbers": 0, "negation": 1, "words": 0, "question": 0},
+    }
+    restored = LiveQualityStage(KnownQuestionIndex(edited), None)
+    restored.restore(stage.state_snapshot())
+    assert restored.report()["near_matches_rejected"] == expected
+    stage.index = KnownQuestionIndex(edited)  # the same change in process
+    assert stage.report()["near_matches_rejected"] == expected

@@ -303,7 +303,7 @@ def test_equal_coverage_adds_no_note_and_no_paired_line() -> None:
 
 
 def test_near_matches_turned_down_are_said_in_text_and_html() -> None:
-    """Session 30 (trial 13 finding 1): the events whose near-duplicate gold row the wording
+    """Session 31 (trial 13 finding 1): the events whose near-duplicate gold row the wording
     rule turned down are counted where the known-question figures are, by reason; nothing
     is said when there were none."""
     report = quality()

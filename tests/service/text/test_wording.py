@@ -307,3 +307,48 @@ def test_known_disagreement_allows_a_detail_left_out_by_the_live_side(
     live: str, gold: str, why: str | None
 ) -> None:
     assert known_disagreement(wording(live), wording(gold)) == why
+
+
+@pytest.mark.parametrize(
+    ("live", "gold", "less_detail", "why"),
+    [
+        # the final read's cases (session 31): a weak number word of the live question asks
+        # for its number; a relation word standing where the other has another; an
+        # unanswerable row's detail left out (less_detail=False: the symmetric rule only)
+        (
+            "what is the hostel fee for one semester",
+            "what is the hostel fee for two semesters",
+            True,
+            "numbers",
+        ),
+        (
+            "can a student get a full refund of fees before the admission deadline",
+            "can a student get a full refund of fees after the admission deadline",
+            True,
+            "words",
+        ),
+        (
+            "can i get a refund without the receipt",
+            "can i get a refund with the receipt",
+            True,
+            "words",
+        ),
+        (
+            "how much water does the rhine discharge at the border",
+            "how much water does the rhine discharge at the french border",
+            False,
+            "words",
+        ),
+        # the same left-out detail of an answerable row: known
+        (
+            "how much water does the rhine discharge at the border",
+            "how much water does the rhine discharge at the french border",
+            True,
+            None,
+        ),
+    ],
+)
+def test_known_disagreement_reads_weak_numbers_relations_and_unanswerable_rows(
+    live: str, gold: str, less_detail: bool, why: str | None
+) -> None:
+    assert known_disagreement(wording(live), wording(gold), less_detail) == why
