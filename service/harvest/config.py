@@ -123,9 +123,11 @@ class HarvestConfig(BaseModel):
         negative_rating: feedback ratings below this are negative (-1/+1 scale: 0).
         similarity: character-trigram Jaccard from which two questions are near-duplicates,
             in (0, 1]. Near-duplicates merge only if they also ask the same question: the
-            same numbers, content words and question word (:mod:`service.text.wording`;
-            "best picture in 1976" is not "best actor in 1975"; on NQ-open it undid 100
-            of the 110 merges, 9 of 10 kept share an answer: ``benchmarks.bench_merge_rule``).
+            same numbers, negation, content words, relation words and question word
+            (:mod:`service.text.wording`; "best picture in 1976" is not "best actor in
+            1975", "a refund before the deadline" not "... after the deadline"; on NQ-open
+            it undid 100 of the 110 merges, 9 of 10 kept share an answer:
+            ``benchmarks.bench_merge_rule``).
         embedding_similarity: cosine of two questions' vectors (the ``analytics.embeddings``
             layer) from which they are near-duplicates too — the rule is Jaccard ≥
             ``similarity`` OR cosine ≥ this, in (0, 1]; ``None`` (default): trigrams only.

@@ -63,6 +63,15 @@ APART = [
     ("can't i pay the fee late", "can i pay the fee late", "negation"),  # "can t"
     ("¿No hay autobús hoy?", "hay autobús hoy", "negation"),
     ("hostel mein wifi nahi hai", "hostel mein wifi hai", "negation"),
+    ("i haven't paid the fee", "i have paid the fee", "negation"),  # "haven t"
+    ("je ne peux pas payer", "je peux payer", "negation"),  # French "ne ... pas"
+    ("ce n'est pas gratuit", "c'est gratuit", "negation"),  # "n est pas"
+    # session 32: a relation word where the other has another (each side one the other
+    # lacks: before / after, without / with), every content word the same
+    ("can I get a refund before the deadline?", "can i get a refund after the deadline", "words"),
+    ("can i get a refund without the receipt", "can i get a refund with the receipt", "words"),
+    # "don" outside "don t" is a name, not a negation: the word "don" differs
+    ("who wrote don quixote", "who wrote quixote", "words"),
     # Spanish, German, French, Hindi, Hinglish, Chinese
     ("¿Quién ganó el Mundial de 2010?", "quien gano el mundial de 2014", "numbers"),
     ("¿Cuál es la capital de Francia?", "cual es la capital de españa", "words"),
@@ -104,6 +113,15 @@ TOGETHER = [
     ("what is the hostal fee", "what is the hostel fee"),  # a vowel for a vowel
     ("who is in the rock n roll hall of fame", "who is in the rock and roll hall of fame"),
     ("don't i need a visa", "do i not need a visa"),  # both negate
+    ("haven't i paid the fee", "have i not paid the fee"),  # both negate
+    # session 32: "haven" outside "haven t" is the noun ("heaven": one letter inserted);
+    # Hinglish "pas" (have, near) and "ne" (the ergative, or a split "pohochne") negate nothing
+    ("is switzerland a tax haven", "is switzerland a tax heaven"),
+    ("mere pas timer par kitna samay bacha hai", "mere timer par kitna samay bacha hai"),
+    (
+        "muje sonoma tak pohoch ne me kitna time lagega",
+        "muje sonoma tak pohochne me kitna time lagega",
+    ),
 ]
 
 
@@ -128,6 +146,10 @@ def test_a_pair_only_the_embedding_rule_matched_is_read_for_numbers_not_words() 
     assert _verdict("how do i top up my card", "how do i add money to my card", True) is None
     assert _verdict("top up 20 euros", "add 50 euros", True) == "numbers"
     assert _verdict("when can i top up", "where can i add money", True) == "question"
+    # nor for a relation word (session 32): a paraphrase rewrites prepositions ("top up my
+    # account with a cheque" / "use it to top off my account")
+    before, after = "can i get a refund before the deadline", "can i get a refund after it"
+    assert _verdict(before, after, True) is None
 
 
 def test_the_verdict_is_symmetric_over_every_pair() -> None:
@@ -203,6 +225,25 @@ def test_the_stage_keeps_two_questions_apart_and_counts_each() -> None:
         ("who won the oscar for best actor in 1975", 2),
     ]
     assert rows[0]["reasons"] == {"refused": 3} and rows[1]["reasons"] == {"refused": 2}
+
+
+def test_the_stage_keeps_a_refund_before_and_after_the_deadline_apart() -> None:
+    """Session 32: two live questions that differ only in a relation word are two
+    suggestions (harvest reads relation words as known-question matching does)."""
+    before, after = (
+        "Can I get a refund before the deadline?",
+        "can i get a refund after the deadline",
+    )
+    assert jaccard(trigrams(comparison_form(before)), trigrams(comparison_form(after))) >= 0.6
+    repo = MemoryCandidates()
+    stage = HarvestStage(HarvestConfig(flush_interval_s=0.0), sinks=[repo])
+    events = [event("e0", before, minute=0), event("e1", after, minute=1),
+              event("e2", "can i get a refund before the deadline", minute=2)]  # fmt: skip
+    stage.process(batch(events, [REFUSED] * len(events)))
+    assert sorted((row["question"], row["count"]) for row in repo.all()) == [
+        ("Can I get a refund before the deadline?", 2),
+        ("can i get a refund after the deadline", 1),
+    ]
 
 
 def test_a_question_near_a_gold_one_but_not_it_is_suggested() -> None:
