@@ -51,6 +51,7 @@ from service.data.corpus import (
 from service.evaluation.trec import read_qrels, read_topics
 from service.language.detector import LABELS
 from service.language.tags import is_language_tag, language_key
+from service.pii.scrub import scrub
 from service.records import KINDS, GoldQuestion, Qrels
 from service.text.normalise import normalise
 
@@ -591,3 +592,33 @@ def corpus_coverage(gold_set: GoldSet, corpus: Corpus, shown: int = 5) -> str | 
     return (f"{len(missing)} gold id(s) of {questions} question(s) are not in corpus {where} "
             f"(first: {first}{more}); those questions can never be retrieved, so recall is "
             "capped")  # fmt: skip
+
+
+def personal_data(gold_set: GoldSet, shown: int = 5) -> str | None:
+    """One line when gold questions hold personal data (:func:`service.pii.scrub.scrub`'s
+    kinds: e-mail, phone, card, name with a cue...), or ``None``.
+
+    eval writes gold questions into its outputs (the misses file, the HTML report's misses
+    and unanswerable tables) scrubbed, as the live path writes every question; the line says
+    so and names the rows (first ``shown`` ids) and the kinds, never the text, so the user
+    can clean the gold set itself (trial 14: an e-mail address copied from a gold row into
+    ``--misses`` and the HTML report).
+
+    >>> from service.records import GoldQuestion
+    >>> rows = [GoldQuestion("a", "mail bob@example.com the fee receipt?", ("p1",)),
+    ...         GoldQuestion("b", "When was X built?", ("p2",))]
+    >>> personal_data(GoldSet(tuple(rows)))  # doctest: +NORMALIZE_WHITESPACE
+    "1 gold question holds personal data (row 'a': email): eval's outputs show it scrubbed;
+    remove it from the gold set"
+    """
+    found = [(q.id, sorted(kind for kind, n in scrub(q.question).counts.items() if n))
+             for q in gold_set]  # fmt: skip
+    found = [(qid, kinds) for qid, kinds in found if kinds]
+    if not found:
+        return None
+    named = ", ".join(f"{qid!r}: {'/'.join(kinds)}" for qid, kinds in found[:shown])
+    more = f", and {len(found) - shown} more" if len(found) > shown else ""
+    many = len(found) > 1
+    return (f"{len(found)} gold question{'s' if many else ''} hold{'' if many else 's'} "
+            f"personal data (row{'s' if many else ''} {named}{more}): eval's outputs show "
+            f"{'them' if many else 'it'} scrubbed; remove it from the gold set")  # fmt: skip

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from statistics import fmean
 
 from service.evaluation.ir_metrics import evaluate, rank_run
+from service.pii.scrub import scrub
 from service.records import BREAKDOWN_FIELDS, GoldQuestion, Qrels, Run, ScoredDoc
 from service.retrievers.base import Retriever
 
@@ -43,7 +44,8 @@ class Miss:
     """One answerable question whose gold passages were not all in the top ``k``.
 
     Attributes:
-        question_id, question, kind: from the gold set.
+        question_id, question, kind: from the gold set (the question scrubbed of personal
+            data: :func:`service.pii.scrub.scrub`, as every question goldwatch writes).
         gold: the gold passage ids.
         gold_ranks: 1-based rank of each gold id in the retrieved list (``None``: not retrieved).
         instead: what came back in the top ``k`` instead: ``(rank, doc_id, score)`` triples.
@@ -270,7 +272,8 @@ def _find_misses(
             for i, doc_id in enumerate(ranking[:show])
             if doc_id not in q.gold
         )
-        misses.append(Miss(retriever, q.id, q.question, q.kind, q.gold, gold_ranks, instead, k))
+        misses.append(Miss(retriever, q.id, scrub(q.question).text, q.kind, q.gold, gold_ranks,
+                           instead, k))  # fmt: skip
     return tuple(misses)
 
 

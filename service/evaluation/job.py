@@ -21,6 +21,7 @@ from service.data.goldset import (
     corpus_coverage,
     load_gold_set,
     load_trec_gold_set,
+    personal_data,
     repeated_questions,
 )
 from service.demo import demo_path
@@ -325,6 +326,8 @@ def run_eval(request: EvalRequest, settings: Settings) -> EvalOutcome:
     runs, corpus, warnings, orders = retrieved_runs(request, settings, gold, names)
     if (repeated := repeated_questions(gold)) is not None:
         warnings.append(repeated)
+    if (personal := personal_data(gold)) is not None:
+        warnings.append(personal)
     questions = list(gold)
     reports = tuple(
         evaluate_run(

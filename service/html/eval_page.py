@@ -28,6 +28,7 @@ from service.evaluation.report import (
 )
 from service.html import plots
 from service.html.page import document, esc, figure, num, para, pct, section, table
+from service.pii.scrub import scrub
 from service.records import BREAKDOWN_FIELDS
 
 if TYPE_CHECKING:
@@ -234,7 +235,12 @@ def _unanswerable(outcome: EvalOutcome, limit: int) -> Markup:
     )
     shown = questions[:limit]
     rows = [
-        [q.id, q.question, q.kind, *(_best(r.unanswerable_best.get(q.id)) for r in reports)]
+        [
+            q.id,
+            scrub(q.question).text,
+            q.kind,
+            *(_best(r.unanswerable_best.get(q.id)) for r in reports),
+        ]
         for q in shown
     ]
     header = ["id", "question", "kind", *(f"{r.retriever}: ranked first" for r in reports)]
