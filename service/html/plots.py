@@ -30,6 +30,9 @@ from typing import TYPE_CHECKING, Any
 DAY_S = 86400.0
 
 #: Line / bar colours, in series order (colour-blind-safe Tableau 10 subset).
+#: Markers and dashes of :func:`k_curves`' lines, in retriever order (with :data:`PALETTE`).
+LINE_MARKERS = ("o", "s", "^", "D", "v", "P")
+LINE_DASHES = ("-", "--", ":", "-.")
 PALETTE = (
     "#4e79a7",
     "#f28e2b",
@@ -99,6 +102,11 @@ def _require(condition: bool, what: str) -> None:
 def k_curves(ks: Sequence[int], panels: Mapping[str, Mapping[str, Sequence[float]]]) -> str:
     """Metric@k against k, one line per retriever, one panel per metric.
 
+    Each retriever has its own colour, marker and dash (:data:`LINE_MARKERS`,
+    :data:`LINE_DASHES`), so a line drawn over another's stays visible, and a retriever whose
+    values equal an earlier one's in a panel is labelled so there (``"tfidf (= bm25)"``):
+    two retrievers with the same recall@k curve drew one line under a legend of two (trial 14).
+
     Args:
         ks: the cut-offs (x axis), ascending.
         panels: metric name → retriever → one value in [0, 1] per k.
@@ -108,9 +116,14 @@ def k_curves(ks: Sequence[int], panels: Mapping[str, Mapping[str, Sequence[float
     with _style():
         fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.0), squeeze=False)
         for ax, (metric, lines) in zip(axes[0], panels.items(), strict=True):
+            drawn: dict[tuple[float, ...], str] = {}
             for i, (name, values) in enumerate(lines.items()):
                 colour = PALETTE[i % len(PALETTE)]
-                ax.plot(ks, values, marker="o", color=colour, label=name)
+                same = drawn.setdefault(tuple(values), name)
+                label = name if same == name else f"{name} (= {same})"
+                ax.plot(ks, values, marker=LINE_MARKERS[i % len(LINE_MARKERS)], color=colour,
+                        linestyle=LINE_DASHES[i % len(LINE_DASHES)], label=label,
+                        markerfacecolor="none" if i % 2 else colour)  # fmt: skip
             ax.set(title=f"{metric} by k", xlabel="k", ylabel=metric, ylim=(0, 1.02))
             ax.set_xscale("log")
             ax.set_xticks(list(ks), [str(k) for k in ks])
@@ -296,6 +309,26 @@ def timeline(
         return to_svg(fig)
 
 
+def _gapped(xs: list[float]) -> tuple[list[float], list[int]]:
+    """``xs`` (ascending bucket starts) with a NaN put in each gap wider than the buckets'
+    step (the smallest positive difference of neighbours; 1.5 times it is still no gap),
+    and the indices of the original values before which each NaN goes, ascending, so the
+    same NaNs can be put into a series of ``len(xs)`` values. Fewer than 3 values: none.
+
+    >>> _gapped([0.0, 1.0, 2.0, 7.0, 8.0])
+    ([0.0, 1.0, 2.0, nan, 7.0, 8.0], [3])
+    """
+    steps = [b - a for a, b in zip(xs, xs[1:], strict=False) if b > a]
+    if len(xs) < 3 or not steps:
+        return list(xs), []
+    step = min(steps)
+    gaps = [i for i in range(1, len(xs)) if xs[i] - xs[i - 1] > 1.5 * step]
+    out = list(xs)
+    for at in reversed(gaps):
+        out.insert(at, math.nan)
+    return out, gaps
+
+
 def shares_over_time(
     times: Sequence[float],
     shares: Mapping[str, Sequence[float]],
@@ -306,7 +339,9 @@ def shares_over_time(
 ) -> str:
     """Category shares per time bucket (lines), the gold set's share of each category as a
     dashed line of the same colour, and alarm times as red vertical lines; the legend right
-    of the plot area, where it covers no line.
+    of the plot area, where it covers no line. A line breaks where buckets without traffic
+    lie between two with it (:func:`_gapped`: a night without questions is no straight
+    line from the evening's share to the morning's, trial 14).
 
     Args:
         times: bucket start times (Unix seconds), ascending.
@@ -318,12 +353,17 @@ def shares_over_time(
     plt = _pyplot()
     import matplotlib.dates as mdates
 
-    days = [t / DAY_S for t in times]
+    days, gaps = _gapped([t / DAY_S for t in times])
     with _style():
         fig, ax = plt.subplots(figsize=(7.0, 3.0))
         for i, (category, values) in enumerate(shares.items()):
             colour = PALETTE[i % len(PALETTE)]
-            ax.plot(days, values, color=colour, label=category, linewidth=1.6)
+            ys = list(values)
+            for at in reversed(gaps):
+                ys.insert(at, math.nan)
+            # a bucket alone between two gaps draws no line: its dot shows it
+            ax.plot(days, ys, color=colour, label=category, linewidth=1.6, marker="o",
+                    markersize=2.2)  # fmt: skip
             if gold and category in gold:
                 ax.axhline(gold[category], color=colour, linestyle="--", linewidth=1)
         for t in alarms:

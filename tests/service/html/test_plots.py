@@ -99,3 +99,29 @@ def test_shares_over_time_ticks_are_few_and_never_run_together() -> None:
     labels = [text for text in ("12:00", "Mar 03", "Mar 04") if text in svg]
     assert labels == ["12:00", "Mar 03", "Mar 04"]
     assert "03-02" not in svg and "06:00" not in svg
+
+
+def test_k_curves_label_a_line_equal_to_an_earlier_one_and_dash_it() -> None:
+    # trial 14: bm25 and tfidf had the same recall@k at every k: one visible line, two names
+    svg = plots.k_curves([1, 5, 10], {"recall": {"bm25": [0.5, 0.75, 1.0],
+                                                 "tfidf": [0.5, 0.75, 1.0],
+                                                 "dense": [0.25, 0.5, 1.0]}})  # fmt: skip
+    legend = svg[svg.index('<g id="legend_1">') :]
+    labels = re.findall(r"<text [^>]*>([^<]*)</text>", legend)  # fonttype "none": real text
+    assert labels == ["bm25", "tfidf (= bm25)", "dense"]
+    styles = re.findall(r'<g id="line2d_\d+">\s*<path d="[^"]*"\s*style="([^"]*)"', legend)
+    assert ["stroke-dasharray" in style for style in styles] == [False, True, True]
+
+
+def test_shares_over_time_break_the_line_across_a_night_without_traffic() -> None:
+    # hourly buckets 09:00-11:00, none overnight, then 08:00-09:00 next day (trial 14's chart
+    # drew a straight line from the evening's share to the morning's)
+    hour = 3600.0
+    times = [START + h * hour for h in (0, 1, 2, 23, 24)]
+    svg = plots.shares_over_time(times, {"en": [0.6, 0.5, 0.6, 0.2, 0.3]}, title="language")
+    # the data line: the first path in the first colour drawn 1.6 wide (ticks are grey)
+    line = re.search(r'<path d="([^"]*)"\s*clip-path="[^"]*"\s*'
+                     r'style="[^"]*stroke: #4e79a7; stroke-width: 1.6', svg)  # fmt: skip
+    assert line is not None
+    assert line.group(1).count("M") == 2  # two runs of buckets: one move to each
+    assert line.group(1).count("L") == 3  # 3 and 2 buckets: 2 + 1 segments
