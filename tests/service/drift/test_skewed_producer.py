@@ -89,7 +89,8 @@ def test_comparison_windows_agree_one_event_at_a_time_and_at_once() -> None:
 def test_many_interleaved_skewed_events_never_confirm_and_stay_bounded() -> None:
     # 100 z's, each after 2 a's (a at 0, 10, 20, ...; a at 20 starts the watermark with 0
     # and 10): held, never confirmed (the latest k held have at least 2k-2 in time since the
-    # first of them: k >= 2k-2 only for k <= 2 < 3); at most MAX_HELD (64) kept, the 36 oldest dropped stay counted ahead.
+    # first of them: k >= 2k-2 only for k <= 2 < 3); at most MAX_HELD (64) kept, the 36
+    # oldest dropped stay counted ahead.
     cats, stamps = [], []
     for i in range(100):
         cats += ["a", "a", "z"]
@@ -146,9 +147,13 @@ def test_a_snapshot_of_the_old_code_counts_in_time_events_from_the_restore() -> 
     # written before session 32: held as [timestamp, category], with no count; how many came
     # in time after them is unknown, so they count from the restore: 4 in time since then
     # outnumber the 3 held z's (2 restored + the new one), which confirmed before the fix
-    old = _window().snapshot() | {"watermark": 200.0, "accepted": 3, "ahead": 2,
-                                  "held": [[Z, "z"], [Z, "z"]],
-                                  "buckets": {"0": {"a": 1}, "1": {"a": 1}, "3": {"a": 1}}}
+    old = _window().snapshot() | {
+        "watermark": 200.0,
+        "accepted": 3,
+        "ahead": 2,
+        "held": [[Z, "z"], [Z, "z"]],
+        "buckets": {"0": {"a": 1}, "1": {"a": 1}, "3": {"a": 1}},
+    }
     w = _window().restore(old)
     w.update_many(["a"] * 4, [300.0, 400.0, 500.0, 600.0])
     assert w.update("z", Z) == (0, 0, 0, 1)
