@@ -221,7 +221,7 @@ def _confirms(since: Sequence[int], ahead_confirm: int) -> bool:
 
     >>> _confirms([0, 0], 3), _confirms([0, 0], 4)  # a run of three: the third confirms
     (True, False)
-    >>> _confirms([12, 8, 4, 0], 3)  # one in five ahead: 2 held vs 4 in-time, 3 vs 8, ...
+    >>> _confirms([12, 8, 4, 0], 3)  # one in 5 ahead: the latest 2 < 3; 3 < 4 in time, ...
     False
     >>> _confirms([900, 1, 0], 3)  # an old held one does not block a new run (1, 0: 3 >= 1)
     True
@@ -720,7 +720,9 @@ class CategoryWindow:
             "late": self.late,
             "future": self.future,
             "ahead": self.ahead,
-            "held": [[t, c, n] for (t, c), n in zip(self._held, self._since, strict=True)],
+            "held": [[t, c] for t, c in self._held],
+            # (a key of its own: code before session 32 restores this snapshot too)
+            "held_since": list(self._since),
             "streams": dict(self._streams),
             "buckets": buckets,
         }
@@ -748,12 +750,12 @@ class CategoryWindow:
             self.accepted, self.late = int(state["accepted"]), int(state["late"])
             self.future = int(state["future"])
             self.ahead = int(state.get("ahead", 0))  # (older snapshots: none held)
-            # [timestamp, category, in-time events since]; older snapshots wrote no count:
-            # those that came before the restore are unknown, so they count from it
-            held = [(float(e[0]), str(e[1]), int(e[2]) if len(e) > 2 else 0)
-                    for e in state.get("held", ())][-MAX_HELD:]  # fmt: skip
-            self._held = [(t, c) for t, c, _ in held]
-            self._since = [n for _, _, n in held]
+            self._held = [(float(t), str(c)) for t, c in state.get("held", ())][-MAX_HELD:]
+            # older snapshots wrote no counts: the in-time events that came after those held
+            # before the restore are unknown, so they count from it
+            since = [int(n) for n in state.get("held_since", ())]
+            since = since[max(0, len(since) - len(self._held)) :]
+            self._since = [0] * (len(self._held) - len(since)) + since
             streams = list(state.get("streams", {}).items())[-MAX_STREAMS:]  # (older: none)
             self._streams = {str(name): float(mark) for name, mark in streams}
         except (KeyError, TypeError, ValueError) as exc:
