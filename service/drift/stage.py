@@ -267,17 +267,23 @@ class DriftStage:
         kept = self._kept_out_text()
         return None if kept is None else f"{kept}: an ok test saw too little of the traffic"
 
-    def _kept_out_text(self) -> str | None:
+    def _kept_out_text(self, always: bool = False) -> str | None:
         """``"83% of the latest 5000 events seen were kept out of the drift windows (4150 late,
-        0 future, 0 ahead)"`` when the windows are starved, else ``None``."""
+        0 future, 0 ahead)"`` when the windows are starved (or, with ``always``, whenever any
+        was kept out), else ``None``."""
         events, late, future, ahead, share = self.recent_kept_out()
-        if share < STARVED_SHARE:
+        if share < STARVED_SHARE and not (always and late + future + ahead):
             return None
         return (f"{share:.0%} of the latest {events} events seen were kept out of the drift "
                 f"windows ({late} late, {future} future, {ahead} ahead)")  # fmt: skip
 
     def starved_windows(self, reason: str, n_current: int, min_count: int) -> str | None:
-        """Why a test lacks events when the windows are starved (``None``: they are not).
+        """Why a test lacks events when the events kept out of the windows are what left it
+        short (``None``: they are not): the windows are starved (:meth:`starved`), or the
+        events kept out of the latest seen are more than the ``n_current`` its window holds
+        (a trial: 301 late of the latest 3,340, 9 %, while a 12 h window held 5 and the
+        reason advised a 240 h window); the latter is then said after the share, e.g.
+        ``"9% of ... (301 late, 0 future, 0 ahead), more than the current window's 5: ..."``.
 
         When the events kept out would have filled the window (``n_current`` in it plus those
         kept out of the latest reach ``min_count``), the events' timestamps are the cause and
@@ -291,10 +297,12 @@ class DriftStage:
         most kept-out kind (late: ``allowed_lateness_s``; future: ``future_tolerance_s``;
         ahead: ``max_ahead_s``).
         """
+        _, late, future, ahead, _ = self.recent_kept_out()
         kept = self._kept_out_text()
+        if kept is None and late + future + ahead > n_current:  # not starved, yet the cause
+            kept = f"{self._kept_out_text(always=True)}, more than the current window's {n_current}"
         if kept is None:
             return None
-        _, late, future, ahead, _ = self.recent_kept_out()
         setting = max((late, "allowed_lateness_s"), (future, "future_tolerance_s"),
                       (ahead, "max_ahead_s"))[1]  # fmt: skip
         if n_current + late + future + ahead >= min_count:

@@ -26,8 +26,20 @@ Arrival rules (counts always balance: ``accepted + late + future + ahead == even
 * ahead: an event more than ``max_ahead_s`` ahead of the watermark is HELD and counted under
   ``ahead``; it does not move the watermark, so one outlier (a clock days ahead yet still in
   the wall clock's past, e.g. in a replay) cannot turn every later event into a late one.
-  Once ``ahead_confirm`` held events (this one included) lie within ``max_ahead_s`` of each
-  other, traffic really did jump (e.g. it resumed after a gap): they are released — added
+  Traffic really did jump (e.g. it resumed after a gap) once held events (this one included)
+  lying within ``max_ahead_s`` of each other are at least ``ahead_confirm`` AND at least as
+  many as the *in-time* events (neither held when they came nor future; late ones included)
+  that arrived since the first of them — for some of them: the latest ones near this one
+  will do, so an old held event does not block a jump that comes later. After a real jump
+  nothing arrives in time between the held events (the traffic left the old time); a
+  skewed producer's events come interleaved with the others' (trial 14: 10 events stamped
+  27 days ahead, one every 5 lines, 5 within ``max_ahead_s`` of one another confirmed a
+  "jump" and 2,398 of 3,011 events were late), so they stay held. Consecutive skewed
+  events (``ahead_confirm`` of them in a row, none in time between) cannot be told from a
+  jump and still move the watermark (the ``starved`` report then says so). The rule is
+  one for all streams: a partition's events that jumped are confirmed once they are as
+  many as the in-time events of every stream read since (a consumer reads one partition's
+  stretch at a time, so they usually come in a row). The confirmed events are released — added
   to their buckets, moved from ``ahead`` to ``accepted`` — and the watermark moves to the
   newest of them. Held events are never released otherwise (the watermark catching up with
   one leaves it counted as ``ahead``). At most :data:`MAX_HELD` are held; the oldest goes.
@@ -36,8 +48,11 @@ Arrival rules (counts always balance: ``accepted + late + future + ahead == even
   (sparse traffic of a few events per ``max_ahead_s`` starts it too, as it keeps it moving),
   which releases them and starts the watermark — so a first event stamped days off stays
   held instead of becoming the watermark that makes every later event late (with
-  ``ahead_confirm`` 1 the first event starts it, as before). Decisions depend only on the
-  events and their order, never on the wall clock.
+  ``ahead_confirm`` 1 the first event starts it, as before; no event is in time before the
+  watermark starts, so the count of in-time events plays no part there). Each held event
+  keeps how many in-time events arrived after it (snapshots keep it; a snapshot written
+  before session 32 has none, so those held then count from the restore). Decisions depend
+  only on the events and their order, never on the wall clock.
 
 Memory is bounded: ``ceil(retention_s / bucket_s) + 1`` buckets × at most
 ``max_categories + 1`` columns (categories beyond ``max_categories`` are counted as
@@ -130,6 +145,7 @@ def running_watermark(
     max_ahead_s: float = math.inf,
     ahead_confirm: int = 1,
     held: Sequence[float] = (),
+    held_since: Sequence[int] = (),
 ) -> Watermarks:
     """Return ``(watermark after each event, future mask, ahead mask, released, held)``.
 
@@ -140,7 +156,10 @@ def running_watermark(
     held ahead before this batch (oldest first); an event more than ``max_ahead_s`` ahead of
     the watermark — with no watermark yet, every event — is held (``ahead`` mask) until
     ``ahead_confirm`` held events lie within ``max_ahead_s`` of one another (with no
-    watermark: form a run with steps of at most ``max_ahead_s``; see the module docstring).
+    watermark: form a run with steps of at most ``max_ahead_s``) and the latest of them are
+    at least as many as the in-time events that arrived since the first of those (see the
+    module docstring). ``held_since``: for each of ``held``, how many in-time events (neither
+    held when they came nor future) arrived after it before this batch (missing: 0).
     ``released``: indices into ``[*held, *timestamps]`` of the events released by a confirmed
     jump (a released event of this batch is not in the ``ahead`` mask); ``held``: indices
     likewise of the events still held after the batch, oldest first.
@@ -157,25 +176,31 @@ def running_watermark(
     if not (held or jumps.any()):
         return marks, future, ahead, [], []
     items, pending, released = [*held, *map(float, timestamps)], list(range(len(held))), []
-    mark = start
+    # in-time events (neither held when they came nor future) before each held one, counted
+    # from the batch's start (those held before it: minus those that came after them)
+    came = [-int(held_since[k]) if k < len(held_since) else 0 for k in range(len(held))]
+    came += [0] * len(timestamps)
+    seen, mark = 0, start  # seen: this batch's in-time events so far
     for i, t in enumerate(map(float, timestamps)):
         if not future[i] and t > mark + max_ahead_s:
             if math.isfinite(mark):
                 near = [k for k in pending if abs(items[k] - t) <= max_ahead_s]
             else:  # no watermark yet: the held events linked to t by steps of max_ahead_s
                 near = _run(items, pending, t, max_ahead_s)
-            if len(near) + 1 >= ahead_confirm:  # confirmed: traffic jumped (or started)
+            if _confirms([seen - came[k] for k in near], ahead_confirm):  # traffic moved
                 released += near
                 pending = [k for k in pending if k not in near]
                 mark = max([t, *(items[k] for k in near)])
+                seen += 1
             else:
-                ahead[i] = True
+                ahead[i], came[len(held) + i] = True, seen
                 # those the watermark has passed first (see below): else they would take
                 # places from one still held, unlike the same events in other batches
                 kept = [k for k in pending if items[k] >= mark]
                 pending = [*kept, len(held) + i][-MAX_HELD:]
         elif not future[i]:
             mark = max(mark, t)
+            seen += 1
         marks[i] = mark
     for k in released:
         if k >= len(held):
@@ -185,6 +210,24 @@ def running_watermark(
     # outlier return to the vectorised path once traffic has caught up with it
     pending = [k for k in pending if items[k] >= mark]
     return marks, future, ahead, released, pending
+
+
+def _confirms(since: Sequence[int], ahead_confirm: int) -> bool:
+    """Whether an event held ahead confirms a jump with the held events near it: ``since``
+    holds, for each of those (oldest first), the in-time events that arrived after it. It
+    does when, for some of them, it and the held events near it that came after it — this
+    event included — are at least ``ahead_confirm`` and at least as many as the in-time
+    events that arrived since it (the module docstring says why).
+
+    >>> _confirms([0, 0], 3), _confirms([0, 0], 4)  # a run of three: the third confirms
+    (True, False)
+    >>> _confirms([12, 8, 4, 0], 3)  # one in 5 ahead: the latest 2 < 3; 3 < 4 in time, ...
+    False
+    >>> _confirms([900, 1, 0], 3)  # an old held one does not block a new run (1, 0: 3 >= 1)
+    True
+    """
+    n = len(since)
+    return any(n - j + 1 >= max(ahead_confirm, since[j]) for j in range(n))
 
 
 def _widened(sums: NDArray[np.int64], width: int) -> NDArray[np.int64]:
@@ -244,7 +287,8 @@ class CategoryWindow:
         max_ahead_s: how far ahead of the watermark an event may be before it is held,
             seconds (> 0; default: no limit).
         ahead_confirm: held events within ``max_ahead_s`` of one another that confirm a jump
-            (≥ 1; 1: never hold).
+            (≥ 1; 1: never hold), if they are also at least as many as the in-time events
+            since the first of them (see the module docstring).
 
     Raises:
         ValueError: an argument is out of range.
@@ -289,6 +333,9 @@ class CategoryWindow:
         self.watermark: float | None = None
         self.accepted = self.late = self.future = self.ahead = 0
         self._held: list[tuple[float, str]] = []  # (timestamp, category) held ahead
+        #: for each held event, the in-time events (neither held when they came nor future)
+        #: that arrived after it: a jump is confirmed only when the traffic really moved
+        self._since: list[int] = []
         #: running sums of the spans :meth:`counts` read, kept up to date as events are added
         #: (:meth:`_sum`): ``(buckets, buckets before the watermark's) -> [first, last, sums]``
         self._spans: dict[tuple[int, int], list[Any]] = {}
@@ -310,6 +357,12 @@ class CategoryWindow:
     def held(self) -> list[tuple[float, str]]:
         """The events held ahead of the watermark, ``(timestamp, category)``, oldest first."""
         return list(self._held)
+
+    @property
+    def held_since(self) -> list[int]:
+        """For each of :attr:`held`, how many in-time events (neither held when they came nor
+        future) arrived after it (what :func:`running_watermark` weighs a jump against)."""
+        return list(self._since)
 
     def _code(self, category: str) -> int:
         code = self._codes.get(category)
@@ -375,18 +428,20 @@ class CategoryWindow:
         if watermarks is None:
             watermarks = running_watermark(
                 ts, self.watermark, now, self.future_tolerance_s, max_ahead_s=self.max_ahead_s,
-                ahead_confirm=self.ahead_confirm, held=held_ts,
+                ahead_confirm=self.ahead_confirm, held=held_ts, held_since=self._since,
             )  # fmt: skip
         marks, future, ahead, released, pending = watermarks
         before = np.concatenate([[-math.inf if self.watermark is None else self.watermark], marks])
+        # an event held when it came, even if released later in this batch (as one released
+        # in a later batch): results do not depend on where batches are split
+        arrived_ahead = ahead
+        if released or pending:
+            arrived_ahead = ahead.copy()
+            arrived_ahead[[k - len(held_ts) for k in released if k >= len(held_ts)]] = True
         if streams is None:
             late = ~future & ~ahead & (ts < before[:-1] - self.allowed_lateness_s)
         else:  # behind its own stream's watermark, or older than the history kept
-            # an event held when it came moves no stream's watermark, even if released later
-            # in this batch (as one released in a later batch): results do not depend on
-            # where batches are split
-            arrived_ahead = ahead.copy()
-            arrived_ahead[[k - len(held_ts) for k in released if k >= len(held_ts)]] = True
+            # an event held when it came moves no stream's watermark
             moves = np.where(future | arrived_ahead, -math.inf, ts)
             behind_own = ts < self._stream_marks(streams, moves, splits) - self.allowed_lateness_s
             too_old = ~future & ~ahead & ~behind_own & (ts < before[:-1] - self.retention_s)
@@ -400,8 +455,13 @@ class CategoryWindow:
             items = [*self._held, *zip(ts.tolist(), categories, strict=True)]
             back = [items[k] for k in released if k < len(held_ts)]  # released from earlier
             self._held = [items[k] for k in pending]
+            # in-time events after each still held: this batch's after it (and, for one held
+            # before it, all of this batch's on top of those counted before)
+            after = np.cumsum((~future & ~arrived_ahead)[::-1])[::-1].tolist() + [0]
+            self._since = [self._since[k] + after[0] if k < len(held_ts)
+                           else after[k - len(held_ts) + 1] for k in pending]  # fmt: skip
         else:
-            self._held = []
+            self._held, self._since = [], []
         if ok.any() or back:
             self.watermark = float(marks[-1])
             kept = categories if ok.all() else [c for c, k in zip(categories, ok, strict=True) if k]
@@ -661,6 +721,8 @@ class CategoryWindow:
             "future": self.future,
             "ahead": self.ahead,
             "held": [[t, c] for t, c in self._held],
+            # (a key of its own: code before session 32 restores this snapshot too)
+            "held_since": list(self._since),
             "streams": dict(self._streams),
             "buckets": buckets,
         }
@@ -689,6 +751,11 @@ class CategoryWindow:
             self.future = int(state["future"])
             self.ahead = int(state.get("ahead", 0))  # (older snapshots: none held)
             self._held = [(float(t), str(c)) for t, c in state.get("held", ())][-MAX_HELD:]
+            # older snapshots wrote no counts: the in-time events that came after those held
+            # before the restore are unknown, so they count from it
+            since = [int(n) for n in state.get("held_since", ())]
+            since = since[max(0, len(since) - len(self._held)) :]
+            self._since = [0] * (len(self._held) - len(since)) + since
             streams = list(state.get("streams", {}).items())[-MAX_STREAMS:]  # (older: none)
             self._streams = {str(name): float(mark) for name, mark in streams}
         except (KeyError, TypeError, ValueError) as exc:
@@ -922,7 +989,7 @@ class ComparisonWindows:
         w = self.window
         return running_watermark(
             timestamps, w.watermark, now, w.future_tolerance_s, max_ahead_s=w.max_ahead_s,
-            ahead_confirm=w.ahead_confirm, held=[t for t, _ in w.held],
+            ahead_confirm=w.ahead_confirm, held=[t for t, _ in w.held], held_since=w.held_since,
         )  # fmt: skip
 
     def holds(self, watermarks: Watermarks) -> bool:

@@ -351,8 +351,13 @@ class DriftSettings(_Frozen):
             lower it towards the longest pause your traffic really has — below that, every
             event after a pause waits for ``ahead_confirm`` others before it counts.
         ahead_confirm: held events within ``max_ahead_s`` of one another that confirm traffic
-            really jumped (it resumed after a gap): they are then added and time moves on.
-            The first events likewise wait until this many form a run with steps of at most
+            really jumped (it resumed after a gap): they are then added and time moves on —
+            if they are also at least as many as the events that arrived in time since the
+            first of them (after a real jump nothing does; a skewed clock's events come
+            mixed with the others', and stay held: a trial's 10 events stamped 27 days ahead,
+            one every 5, had made 80 % of the log late). This many in a row, with none in
+            time between, still move time on: nothing tells them from a jump. The first
+            events likewise wait until this many form a run with steps of at most
             ``max_ahead_s``, which starts the watermark (so a first event stamped days off is
             held, not taken as the time). 1: never hold.
         min_count: events a window needs before it is tested (below: ``insufficient_data``).

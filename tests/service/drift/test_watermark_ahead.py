@@ -214,16 +214,19 @@ def _held_stage() -> DriftStage:
 
 def test_a_release_of_events_held_before_the_latest_ones_hides_none_held_among_them() -> None:
     # A review's case: 2 held (far ahead), 5,000 on time (the holds leave the latest events),
-    # then a third far-ahead event confirms and releases them, then 2 new far-ahead events are
-    # held: the latest events hold those 2, kept out (the release of the old ones cancels
-    # nothing); the on-time events are fed in updates of 100, as process() does
+    # then traffic jumps there (3 in a row: with 5,000 in-time events since the first two, a
+    # third alone no longer confirms them, session 32) and releases all five, then 2 new
+    # far-ahead events are held: the latest events hold those 2, kept out (the release of the
+    # old ones cancels nothing); the on-time events are fed in updates of 100, as process()
+    # does
     stage = _held_stage()
     stage._update([NOTES[0]] * 100, [float(i) for i in range(100)])
     stage._update([NOTES[0]] * 2, [1e6, 1e6 + 1])
     assert stage.categorical["language"].window.ahead == 2
     for start in range(100, 5100, 100):
         stage._update([NOTES[0]] * 100, [float(start + i) for i in range(100)])
-    stage._update([NOTES[0]], [1e6 + 2])  # confirms the two held: all three accepted
+    # 1e6+2 and 1e6+3 held; 1e6+4 confirms (3 in a row, none in time between): five accepted
+    stage._update([NOTES[0]] * 3, [1e6 + 2, 1e6 + 3, 1e6 + 4])
     assert stage.categorical["language"].window.ahead == 0
     stage._update([NOTES[0]] * 2, [5e6, 5e6 + 1])
     assert stage.categorical["language"].window.ahead == 2
