@@ -109,9 +109,11 @@ from service.evaluation.detector_quality import DetectorQuality, measure_auc
 from service.files.regular import open_regular
 from service.language.hinglish import STRONG_WORDS, WEAK_WORDS, is_hinglish
 from service.language.scripts import function_words
+from service.language.tags import language_key
 from service.records import PLACEHOLDERS
 from service.text.stop_words import ENGLISH_STOP_WORDS
 from service.topics.config import N_TOPICS_MAX, N_TOPICS_MIN, TopicConfig
+from service.topics.quality import topic_agreement
 
 #: Topic name given to a question far from every topic.
 NOVEL = "novel"
@@ -304,6 +306,11 @@ class TopicModel:
             with (a model is only applied with the same one).
         novelty_quality: ROC AUC of the novelty score, leave-one-topic-out on the gold set
             (see the module docstring); ``None`` with fewer than 2 topics or novelty off.
+        topic_agreement: supervised: the held-out agreement of the assignment with the gold
+            labels, overall and per language of the question
+            (:func:`service.topics.quality.topic_agreement`: ``{"n", "agree", "share", "low",
+            "high", "by_language", "method"}``); ``None`` when unsupervised (no labels) or
+            loaded from an artefact saved before it was measured.
         next_id: the id the next genuinely new unsupervised topic gets.
     """
 
@@ -335,6 +342,8 @@ class TopicModel:
         self._min_class = int(state.get("cv_min_class", 10))
         quality = state.get("novelty_quality")
         self.novelty_quality = DetectorQuality(**quality) if quality else None
+        agreement = state.get("topic_agreement")  # None: unsupervised, or saved before it
+        self.topic_agreement: dict[str, Any] | None = dict(agreement) if agreement else None
         self._state = dict(state)
         self.version = version
 
@@ -403,7 +412,8 @@ class TopicModel:
         centroids = centroids[order]
         assigned = remap[assigned]
         sizes = np.bincount(assigned, minlength=len(names))
-        terms = _top_terms(texts, assigned, len(names), config.n_terms, text_languages(texts))
+        languages = text_languages(texts)
+        terms = _top_terms(texts, assigned, len(names), config.n_terms, languages)
         examples = _examples(texts, vectors, assigned, centroids, config.n_examples)
         topics = [
             {"name": n, "top_terms": list(t), "size": int(s), "examples": list(e), "id": i}
@@ -422,6 +432,15 @@ class TopicModel:
         if config.novelty_percentile > 0:
             quality = _novelty_quality(vectors, assigned, config.seed, k, centre is not None,
                                        hubness=hubness)  # fmt: skip
+        agreement = None
+        if labels is not None:  # held out, every label (even a small one), per language
+            held = _cross_validated(vectors, assigned, len(names), config.cv_folds, config.seed)
+            agreement = topic_agreement(
+                [names[i] for i in assigned.tolist()], [names[i] for i in held.tolist()],
+                [language_key(g) for g in languages],
+                method=f"{min(config.cv_folds, len(texts))}-fold cross-validated nearest "
+                       f"centroid on {len(texts)} labelled gold questions",
+            )  # fmt: skip
         state = {
             "centroids": np.asarray(centroids, dtype=np.float32),
             "reference": reference,
@@ -438,6 +457,7 @@ class TopicModel:
             "cv_folds": config.cv_folds,
             "cv_min_class": config.cv_min_class,
             "novelty_quality": None if quality is None else quality.__dict__,
+            "topic_agreement": agreement,
         }
         params = [config.model_dump(mode="json"), embedder.name, prior and prior["ids"]]
         return cls(state, data_version(texts, labels, params), embedder)
