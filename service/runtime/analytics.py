@@ -480,7 +480,8 @@ def _scope_stage(
 
 #: What follows the language bias of the topic assignment in the topic dimension's reason.
 TOPIC_BY_LANGUAGE = ("a topic change cannot be told from a language change while the language "
-                     "mix moves (label more gold questions of that language)")  # fmt: skip
+                     "mix moves (label more gold questions of that language; "
+                     "analytics.topics.language_centring may help: docs/topics.md)")  # fmt: skip
 
 
 def apply_quality_floor(analytics: Analytics) -> dict[str, str]:
