@@ -34,7 +34,9 @@ class TopicStage(StatelessStage):
     def process(self, batch: Batch) -> None:
         questions = [subject(event.question) for event in batch.events]
         model = self.model
-        if model.language_centring:  # each question's language, as the language stage read it
+        # each question's language, as the language stage read it (a stand-in model without
+        # the attribute centres nothing)
+        if getattr(model, "language_centring", False):
             language = {q: notes.get("language")
                         for q, notes in zip(questions, batch.annotations, strict=True)}  # fmt: skip
 
