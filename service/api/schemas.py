@@ -157,7 +157,9 @@ class DimensionDrift(TypedDict, total=False):
     ``coverage_gaps`` and, when some are left out, ``coverage_gaps_left_out``
     ``{category: why}``; ``tested_state`` is the state the test gave when suppression or
     hysteresis changed it; ``suppressed`` / ``suppressed_categories`` say why the dimension /
-    a category raises no alarm."""
+    a category raises no alarm; ``confounded`` ``{"by", "reason"}``: the dimension raises no
+    alarm while ``by`` drifts too (topic by language: the topic assignment is measurably
+    worse in one language)."""
 
     state: Required[str]
     comparisons: Required[dict[str, dict[str, Any]]]
@@ -168,6 +170,7 @@ class DimensionDrift(TypedDict, total=False):
     tested_state: str
     suppressed: str
     suppressed_categories: dict[str, str]
+    confounded: dict[str, str]
 
 
 class EventTime(TypedDict):

@@ -109,12 +109,16 @@ def topics_show(artefact: Path, as_json: bool) -> None:
 
 
 def _print_topics(model: Any, as_json: bool, path: Path) -> None:
+    from service.topics.quality import agreement_text, language_bias
+
     quality = model.novelty_quality
     if as_json:
         click.echo(json.dumps({
             "version": model.version, "path": str(path), "embedder": model.embedder_name,
             "supervised": model.supervised, "novelty_threshold": model.threshold,
             "novelty_quality": quality.as_dict() if quality else None,
+            "topic_agreement": model.topic_agreement,
+            "language_bias": language_bias(model.topic_agreement),
             "topics": [{"name": t.name, "id": t.id, "label": t.label, "size": t.size,
                         "top_terms": list(t.top_terms), "examples": list(t.examples)}
                        for t in model.topics],
@@ -126,6 +130,10 @@ def _print_topics(model: Any, as_json: bool, path: Path) -> None:
     if quality is not None:
         click.echo(f"novelty: ROC AUC {quality.auc:.3f} [{quality.low:.3f}, {quality.high:.3f}] "
                    f"({quality.method})")  # fmt: skip
+    method = f" ({model.topic_agreement['method']})" if model.topic_agreement else ""
+    click.echo(agreement_text(model.topic_agreement, model.supervised) + method)
+    if (bias := language_bias(model.topic_agreement)) is not None:
+        click.echo(f"  {bias}")
     for topic in model.topics:
         click.echo(f"  {topic.label}  (n={topic.size})")
         for example in topic.examples:

@@ -11,8 +11,11 @@ Each is compared with the reference (when there is one) and with a baseline of e
 traffic (:mod:`service.drift.detectors`). A dimension fed by a detector whose measured
 quality is below the floor (:mod:`service.evaluation.detector_quality`) is *suppressed*
 (:meth:`DriftStage.suppress`): still tested, it reports state ``uncalibrated`` with the reason
-and raises no alarm. When at least :data:`STARVED_SHARE` of the events seen were kept out of
-the windows (late, stamped in the future, or held too far ahead of the others) among the latest
+and raises no alarm. A dimension *confounded* by another (:meth:`DriftStage.confound`: topic
+by language, when the topic assignment is measurably worse in one language) raises no alarm
+while the same comparison of the other dimension drifts too. When at least
+:data:`STARVED_SHARE` of the events seen were kept out of the windows (late, stamped in the
+future, or held too far ahead of the others) among the latest
 :data:`STARVED_RECENT_EVENTS` seen, a comparison that tested ``ok`` reads ``starved`` instead,
 with the share (``starved`` in the report): its windows are blind to most traffic. The share
 is of the latest events, not of all: an old backlog that arrived late stops starving the
@@ -187,6 +190,8 @@ class DriftStage:
         self.suppressed: dict[str, str] = {}  # dimension -> why it raises no alarm
         # categorical dimension -> {category: why a rise of it alone raises no alarm}
         self.suppressed_categories: dict[str, dict[str, str]] = {}
+        # dimension -> (the dimension whose drift it cannot be told from, why)
+        self.confounded: dict[str, tuple[str, str]] = {}
 
     def _detectors(self) -> dict[str, CategoricalDriftDetector | RateDriftDetector]:
         """Every dimension's detector, categorical ones first."""
@@ -231,6 +236,25 @@ class DriftStage:
             silenced.pop(category, None)
         else:
             silenced[category] = reason
+
+    def confound(self, dimension: str, by: str, reason: str | None) -> None:
+        """Stop (``reason``: why) or resume (``None``) the alarms of ``dimension`` while
+        ``by`` drifts: a comparison of ``dimension`` in drift reads ``uncalibrated`` and
+        raises no alarm while the same comparison (``reference`` or ``baseline``) of ``by``
+        tests ``drift`` too (e.g. ``topic`` by ``language`` when the topic assignment is
+        measurably worse in one language: a change of the language mix alone moves the topic
+        shares, :func:`service.topics.quality.language_bias`). It alarms as before while
+        ``by`` does not drift.
+
+        Raises:
+            ValueError: either is not one of :data:`DIMENSIONS`, or they are the same.
+        """
+        if dimension not in DIMENSIONS or by not in DIMENSIONS or dimension == by:
+            raise ValueError(f"cannot confound drift dimension {dimension!r} by {by!r}")
+        if reason is None:
+            self.confounded.pop(dimension, None)
+        else:
+            self.confounded[dimension] = (by, reason)
 
     def kept_out(self) -> tuple[int, int, int, float]:
         """``(late, future, ahead, share of the events seen)`` kept out of the windows (as
@@ -312,12 +336,21 @@ class DriftStage:
         return (f"{kept} (check the clocks that stamp them and {_READ_ORDER}, or "
                 f"{SETTINGS}.{setting}); {reason}")  # fmt: skip
 
-    def _state_of(self, dim: str, state: str, report: Any) -> str:
-        """A comparison's ``state`` after suppression (``uncalibrated`` when silenced) and
+    def _state_of(self, dim: str, state: str, report: Any, name: str = "",
+                  reports: Mapping[str, Mapping[str, Any]] | None = None) -> str:  # fmt: skip
+        """A comparison's ``state`` after suppression (``uncalibrated`` when silenced, or
+        confounded by a dimension whose comparison ``name`` drifts too, :meth:`confound`) and
         starvation (``starved`` instead of ``ok``); ``report`` is its latest test (``None``
-        before the first one after a restore)."""
+        before the first one after a restore); ``reports``: each dimension's latest reports
+        per comparison (default: its detector's)."""
         if dim in self.suppressed:
             return UNCALIBRATED
+        if state == "drift" and dim in self.confounded:
+            by = self.confounded[dim][0]
+            other = (self._detectors()[by].reports if reports is None
+                     else reports.get(by, {})).get(name)  # fmt: skip
+            if other is not None and other.state == "drift":
+                return UNCALIBRATED
         if state == "ok" and self.starved():
             return STARVED
         silenced = self.suppressed_categories.get(dim)
@@ -329,7 +362,7 @@ class DriftStage:
 
     def _states_of(self, dim: str, det: Any) -> dict[str, str]:
         """Every comparison's state of ``dim`` after suppression."""
-        return {name: self._state_of(dim, state, det.reports.get(name))
+        return {name: self._state_of(dim, state, det.reports.get(name), name)
                 for name, state in det.states.items()}  # fmt: skip
 
     def set_gold_counts(self, gold_counts: Mapping[str, Counts]) -> None:
@@ -499,7 +532,8 @@ class DriftStage:
             latest = det.reports if reports is None else reports[dim]
             for name, report in latest.items():
                 key = f"{dim}/{name}"
-                before, now = self._last_state.get(key), self._state_of(dim, report.state, report)
+                before = self._last_state.get(key)
+                now = self._state_of(dim, report.state, report, name, reports)
                 self._last_state[key] = now
                 if now == before or "drift" not in (now, before):
                     continue
@@ -560,7 +594,7 @@ class DriftStage:
                     test["insufficient"] = (
                         self.starved_windows(reason, n_current, detector.min_count) or reason
                     )
-                state = self._state_of(dim, test["state"], detector.reports[name])
+                state = self._state_of(dim, test["state"], detector.reports[name], name)
                 if state != test["state"]:
                     test["tested_state"], test["state"] = test["state"], state
             state = _overall(dim in self.suppressed, list(states.values()))
@@ -571,6 +605,10 @@ class DriftStage:
             for category, reason in self.suppressed_categories.get(dim, {}).items():
                 body.setdefault("suppressed_categories", {})[category] = reason
                 silenced[f"{dim} ({category} share)"] = reason
+            if dim in self.confounded:
+                by, reason = self.confounded[dim]
+                body["confounded"] = {"by": by, "reason": reason}
+                silenced[f"{dim} (while {by} drifts)"] = reason
         out["suppressed_dimensions"] = silenced
         out["alarms"] = list(self.alarms)
         out["events_seen"] = self.events_seen

@@ -89,6 +89,7 @@ FIT_MODULES = (
     "service.refusals.scope",
     "service.topics.config",
     "service.topics.model",
+    "service.topics.quality",
 )
 
 

@@ -44,6 +44,7 @@ from service.language.excluded import excluded_text
 from service.language.quality import agreement_text
 from service.shadow.stage import FEW_RESULTS
 from service.topics.model import NOVEL
+from service.topics.quality import agreement_text as topic_agreement_text
 
 #: Categories drawn per dimension; the rest are summed under ``other``.
 TOP_CATEGORIES = 12
@@ -146,6 +147,7 @@ def analytics_sections(
                 drift,
                 analytics.get("topic_labels"),
                 analytics.get("novelty"),
+                note=topic_note(analytics.get("topic_quality")),
             ),
             drift_section(
                 drift, series, {"out_of_scope": (analytics.get("out_of_scope") or {}).get("off")}
@@ -160,6 +162,15 @@ def analytics_sections(
     if candidates is not None:
         parts.append(candidates_section(candidates))
     return parts
+
+
+def topic_note(quality: Mapping[str, Any] | None) -> str | None:
+    """The topics section's note: the topic assignment's held-out agreement with the gold
+    labels per language (:func:`service.topics.quality.agreement_text` of
+    :func:`service.runtime.reports.topic_quality_report`), ``None`` without a topic model."""
+    if quality is None:
+        return None
+    return topic_agreement_text(quality.get("agreement"), bool(quality.get("supervised"))) + "."
 
 
 def share_rows(

@@ -110,6 +110,7 @@ from service.shadow.stage import FEW_RESULTS, ShadowStageReport, with_n
 from service.state import StateStore
 from service.telemetry import build_metrics
 from service.topics.model import NOVEL
+from service.topics.quality import agreement_text as topic_agreement_text
 
 
 class ReplayReport(LiveReports):
@@ -443,6 +444,9 @@ def render_text(doc: ReplayReport) -> str:
     if left_out is not None:
         lines.append(f"  {excluded_text(left_out)}")
     lines += [f"topics: {topics}"]
+    if (topic_quality := analytics.get("topic_quality")) is not None:  # a topic model
+        agreement = topic_agreement_text(topic_quality["agreement"], topic_quality["supervised"])
+        lines.append(f"  {agreement}")
     if refusals["rate"] is not None:
         lines.append(f"refusals: {refusals['refused']}/{refusals['answers']} "
                      f"({refusals['rate']:.1%}; {refusals['method']})")  # fmt: skip

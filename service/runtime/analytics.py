@@ -72,6 +72,7 @@ from service.settings import AnalyticsConfig, DriftSettings, RetrieverConfig
 from service.text.subject import has_placeholder, subject
 from service.topics.config import TopicConfig
 from service.topics.model import NOVEL, TopicModel
+from service.topics.quality import language_bias
 from service.topics.stage import TopicStage
 
 log = logging.getLogger(__name__)
@@ -110,6 +111,9 @@ class Analytics:
         language_quality: the language stage's agreement with the gold set's ``language``
             labels (:meth:`~service.language.quality.LanguageAgreement.to_json`), or
             ``None`` without a language stage or a gold set.
+        topic_quality: the supervised topic model's held-out agreement with the gold labels
+            per language (:attr:`~service.topics.model.TopicModel.topic_agreement`), or
+            ``None`` (no topic stage, or unsupervised topics: no labels to agree with).
         language_stage: the language stage (its left-out-language counts), or ``None``.
         language_notice: the line naming the languages the language candidates leave out
             (:func:`~service.language.excluded.candidates_notice`), or ``None`` when they
@@ -140,6 +144,7 @@ class Analytics:
     min_balanced_accuracy: float = 0.0
     quality_min_class: int = 0
     language_quality: dict[str, Any] | None = None
+    topic_quality: dict[str, Any] | None = None
     language_stage: LanguageStage | None = None
     language_notice: str | None = None
     unlabelled_notice: str | None = None
@@ -473,17 +478,31 @@ def _scope_stage(
     return stage, cal, detector.quality.at_threshold(cal.threshold, cal.tpr, cal.fpr)
 
 
+#: What follows the language bias of the topic assignment in the topic dimension's reason.
+TOPIC_BY_LANGUAGE = ("a topic change cannot be told from a language change while the language "
+                     "mix moves (label more gold questions of that language; "
+                     "analytics.topics.language_centring may help: docs/topics.md)")  # fmt: skip
+
+
 def apply_quality_floor(analytics: Analytics) -> dict[str, str]:
     """Suppress the drift alarms of every detector below ``analytics.quality_floor`` (and
     resume those at or above it): the whole ``out_of_scope`` dimension, or a rise of the
     ``novel`` share alone in ``topic``; the topic stage marks its ``novel`` verdicts
-    uncalibrated likewise (harvesting then does not suggest them as "novel"). Return
+    uncalibrated likewise (harvesting then does not suggest them as "novel"). The ``topic``
+    dimension raises no alarm while ``language`` drifts when the topic assignment is
+    measurably worse in one language than another
+    (:func:`~service.topics.quality.language_bias` of :attr:`Analytics.topic_quality`, its
+    languages with at least ``quality_min_class`` labelled gold rows). Return
     ``{dimension or "dimension (category share)": reason}`` of what is suppressed."""
     topics = next((st for st in analytics.stages if isinstance(st, TopicStage)), None)
     if topics is not None and "novelty" in analytics.detector_quality:
         topics.novelty_calibrated = analytics.uncalibrated("novelty") is None
     if analytics.drift is None:
         return {}
+    bias = language_bias(analytics.topic_quality, analytics.quality_min_class)
+    if bias is not None:
+        bias += f"; {TOPIC_BY_LANGUAGE}"
+    analytics.drift.confound("topic", "language", bias)
     for detector, (dimension, category) in DETECTOR_DIMENSIONS.items():
         if detector not in analytics.detector_quality:
             continue
@@ -680,6 +699,7 @@ def build_analytics(
         min_balanced_accuracy=config.scope_min_balanced_accuracy,
         quality_min_class=config.quality_min_class,
         language_quality=language_quality(gold, detector),
+        topic_quality=model.topic_agreement if model is not None else None,
         language_stage=language_stage,
         language_notice=candidates_notice(detector.config.candidates, detector.excluded),
     )
@@ -937,5 +957,7 @@ def apply_gold_references(
     if model is not None:
         analytics.topic_model_version = model.version
         analytics.topic_descriptions = model.labels()
+        analytics.topic_quality = model.topic_agreement
         if model.novelty_quality is not None:
             analytics.detector_quality["novelty"] = model.novelty_quality
+        apply_quality_floor(analytics)  # the refitted model's novelty and language bias

@@ -34,6 +34,8 @@ from service.runtime.live import Live
 from service.shadow.stage import ShadowStageReport
 from service.telemetry import PII_TYPES
 from service.topics.model import NOVEL
+from service.topics.quality import language_bias
+from service.topics.stage import TopicStage
 
 # TypedDicts from typing_extensions: pydantic (the API's response models) needs them on
 # Python < 3.12. Key order is the order the reports are built in (the API keeps it).
@@ -156,6 +158,9 @@ class AnalyticsReport(TypedDict):
     language_candidates: NotRequired[dict[str, Any]]
     topics: dict[str, int]
     topic_labels: dict[str, str]
+    #: the topic assignment's held-out agreement with the gold labels per language
+    #: (:func:`topic_quality_report`), ``None`` without a topic model
+    topic_quality: dict[str, Any] | None
     refusals: RefusalCounts
     out_of_scope: OutOfScopeReport
     novelty: NoveltyReport
@@ -257,6 +262,7 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
         "language_quality": live.analytics.language_quality,
         "topics": dict(drift.live_counts["topic"].most_common()),
         "topic_labels": dict(live.analytics.topic_descriptions),
+        "topic_quality": topic_quality_report(live.analytics),
         "refusals": {"answers": answers, "refused": refused,
                      "rate": refused / answers if answers else None,
                      "by_flag": flags["answers_by_flag"],
@@ -304,6 +310,23 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
         items.insert(at, ("language_candidates", candidates))
         report = cast(AnalyticsReport, dict(items))
     return report
+
+
+def topic_quality_report(analytics: Analytics) -> dict[str, Any] | None:
+    """The topic assignment's quality per language, as the reports show it: ``{"supervised":
+    bool, "agreement": the held-out agreement with the gold labels
+    (:func:`service.topics.quality.topic_agreement`; ``None`` when unsupervised — no labels
+    — or from a model saved before it was measured), "language_bias": why a language change
+    alone moves the topic shares (:func:`service.topics.quality.language_bias` with
+    ``analytics.quality_min_class``), or None}``; ``None`` without a topic stage."""
+    stage = next((st for st in analytics.stages if isinstance(st, TopicStage)), None)
+    if stage is None:
+        return None
+    return {
+        "supervised": stage.model.supervised,
+        "agreement": analytics.topic_quality,
+        "language_bias": language_bias(analytics.topic_quality, analytics.quality_min_class),
+    }
 
 
 def language_labels_report(

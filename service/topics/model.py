@@ -109,9 +109,11 @@ from service.evaluation.detector_quality import DetectorQuality, measure_auc
 from service.files.regular import open_regular
 from service.language.hinglish import STRONG_WORDS, WEAK_WORDS, is_hinglish
 from service.language.scripts import function_words
+from service.language.tags import language_key
 from service.records import PLACEHOLDERS
 from service.text.stop_words import ENGLISH_STOP_WORDS
 from service.topics.config import N_TOPICS_MAX, N_TOPICS_MIN, TopicConfig
+from service.topics.quality import topic_agreement
 
 #: Topic name given to a question far from every topic.
 NOVEL = "novel"
@@ -304,6 +306,11 @@ class TopicModel:
             with (a model is only applied with the same one).
         novelty_quality: ROC AUC of the novelty score, leave-one-topic-out on the gold set
             (see the module docstring); ``None`` with fewer than 2 topics or novelty off.
+        topic_agreement: supervised: the held-out agreement of the assignment with the gold
+            labels, overall and per language of the question
+            (:func:`service.topics.quality.topic_agreement`: ``{"n", "agree", "share", "low",
+            "high", "by_language", "method"}``); ``None`` when unsupervised (no labels) or
+            loaded from an artefact saved before it was measured.
         next_id: the id the next genuinely new unsupervised topic gets.
     """
 
@@ -335,6 +342,13 @@ class TopicModel:
         self._min_class = int(state.get("cv_min_class", 10))
         quality = state.get("novelty_quality")
         self.novelty_quality = DetectorQuality(**quality) if quality else None
+        centres = state.get("language_centres")  # None: off (or saved before it existed)
+        self._language_centres: dict[str, np.ndarray] | None = (
+            None if centres is None
+            else {g: np.asarray(c, dtype=np.float32) for g, c in centres.items()}
+        )  # fmt: skip
+        agreement = state.get("topic_agreement")  # None: unsupervised, or saved before it
+        self.topic_agreement: dict[str, Any] | None = dict(agreement) if agreement else None
         self._state = dict(state)
         self.version = version
 
@@ -381,14 +395,19 @@ class TopicModel:
              labels: Sequence[str] | None, embedder: Embedder,
              previous: TopicModel | Mapping[str, Any] | None) -> TopicModel:  # fmt: skip
         prior = _prior(previous, embedder)
+        detected = text_languages(texts)
+        keys = [language_key(g) for g in detected]
+        centres = _language_centres(vectors, keys) if config.language_centring else None
+        # the vectors topics are assigned on (novelty keeps the embedder's own)
+        topical = vectors if centres is None else _centred_by_language(vectors, keys, centres)
         if labels is None:
-            ids, assigned, centroids, next_id = _cluster(vectors, config, prior)
+            ids, assigned, centroids, next_id = _cluster(topical, config, prior)
             names = [config.names.get(i, f"topic-{i}") for i in ids]
             if NOVEL in names:
                 raise TopicFitError(f"{NOVEL!r} is reserved for questions far from every topic")
             topic_ids: list[int | None] = list(ids)
         else:
-            names, assigned, centroids = _by_label(vectors, labels)
+            names, assigned, centroids = _by_label(topical, labels)
             topic_ids, next_id = [None] * len(names), 0
         order = sorted(
             range(len(names)),
@@ -403,8 +422,8 @@ class TopicModel:
         centroids = centroids[order]
         assigned = remap[assigned]
         sizes = np.bincount(assigned, minlength=len(names))
-        terms = _top_terms(texts, assigned, len(names), config.n_terms, text_languages(texts))
-        examples = _examples(texts, vectors, assigned, centroids, config.n_examples)
+        terms = _top_terms(texts, assigned, len(names), config.n_terms, detected)
+        examples = _examples(texts, topical, assigned, centroids, config.n_examples)
         topics = [
             {"name": n, "top_terms": list(t), "size": int(s), "examples": list(e), "id": i}
             for n, t, s, e, i in zip(names, terms, sizes, examples, topic_ids, strict=True)
@@ -422,6 +441,15 @@ class TopicModel:
         if config.novelty_percentile > 0:
             quality = _novelty_quality(vectors, assigned, config.seed, k, centre is not None,
                                        hubness=hubness)  # fmt: skip
+        agreement = None
+        if labels is not None:  # held out, every label (even a small one), per language
+            held = _cross_validated(vectors, assigned, len(names), config.cv_folds, config.seed,
+                                    keys if centres is not None else None)  # fmt: skip
+            agreement = topic_agreement(
+                [names[i] for i in assigned.tolist()], [names[i] for i in held.tolist()], keys,
+                method=f"{min(config.cv_folds, len(texts))}-fold cross-validated nearest "
+                       f"centroid on {len(texts)} labelled gold questions",
+            )  # fmt: skip
         state = {
             "centroids": np.asarray(centroids, dtype=np.float32),
             "reference": reference,
@@ -438,8 +466,12 @@ class TopicModel:
             "cv_folds": config.cv_folds,
             "cv_min_class": config.cv_min_class,
             "novelty_quality": None if quality is None else quality.__dict__,
+            "topic_agreement": agreement,
+            "language_centres": centres,
         }
-        params = [config.model_dump(mode="json"), embedder.name, prior and prior["ids"]]
+        # off, the setting is left out: the versions of models fitted before it existed hold
+        dumped = config.model_dump(mode="json", exclude=None if centres else {"language_centring"})
+        params = [dumped, embedder.name, prior and prior["ids"]]
         return cls(state, data_version(texts, labels, params), embedder)
 
     @property
@@ -468,6 +500,27 @@ class TopicModel:
             "ids": [topic.id for topic in self.topics],
             "centroids": np.round(self._centroids.astype(np.float64), 5).tolist(),
         }
+
+    @property
+    def language_centring(self) -> bool:
+        """True when topics are assigned on vectors centred per language (then
+        :meth:`assign_many` reads each text's language; see ``language_centring`` of
+        :class:`~service.topics.config.TopicConfig`)."""
+        return self._language_centres is not None
+
+    def _topical(self, vectors: np.ndarray, texts: Sequence[str],
+                 languages: Sequence[str | None] | None) -> np.ndarray:  # fmt: skip
+        """``vectors`` (n, d) as topics are assigned on them: centred per language when
+        :attr:`language_centring` (a text without a given language is detected)."""
+        if self._language_centres is None:
+            return vectors
+        given: list[str | None] = list(languages) if languages is not None else [None] * len(texts)
+        todo = [i for i, g in enumerate(given) if not g]
+        if todo:
+            for i, g in zip(todo, text_languages([texts[i] for i in todo]), strict=True):
+                given[i] = g
+        keys = [language_key(str(g)) for g in given]
+        return _centred_by_language(vectors, keys, self._language_centres)
 
     def _vectors_to_topics(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Nearest centroid index and its cosine similarity of each row, ``(n,)`` and ``(n,)``."""
@@ -506,18 +559,22 @@ class TopicModel:
         model is fitted on corpus passages without a gold set)."""
         return math.isfinite(self.threshold)
 
-    def assign_many(self, texts: Sequence[str]) -> list[TopicAssignment]:
+    def assign_many(self, texts: Sequence[str], languages: Sequence[str | None] | None = None
+                    ) -> list[TopicAssignment]:  # fmt: skip
         """Assign each text its nearest topic, or :data:`NOVEL`; one ``embed`` call.
 
         Shapes: ``texts`` n strings → n assignments, in order. An empty list gives ``[]``.
+        ``languages``: each text's language as the language stage labelled it (read only
+        with :attr:`language_centring`; a missing one is detected).
         """
         if not texts:
             return []
         embedded = embedding_texts(texts)
         vectors = self._embedder.embed(embedded)  # (n, d)
+        topical = self._topical(vectors, texts, languages)
         # Small products: OpenBLAS threads only contend with the process's other work.
         with _blas().limit(limits=1, user_api="blas"):
-            best, top = self._vectors_to_topics(vectors)
+            best, top = self._vectors_to_topics(topical)
             neighbour = self._novelty_similarity(vectors, embedded)
         names = self.names
         rows = zip(best.tolist(), top.tolist(), neighbour.tolist(), strict=True)
@@ -556,13 +613,18 @@ class TopicModel:
             return {}
         vectors = self._embedder.embed(embedding_texts(texts))
         index = {name: i for i, name in enumerate(self.names)}
-        predicted, _ = self._vectors_to_topics(vectors)
+        keys = None
+        if self._language_centres is not None:
+            keys = [language_key(g) for g in text_languages(texts)]
+        predicted, _ = self._vectors_to_topics(self._topical(vectors, texts, keys))
         if self.supervised and labels is not None and len(labels) == len(texts):
             rows = np.array([label in index for label in labels], dtype=bool)
             if rows.any():
                 known = np.array([index[label] for label in labels if label in index])
                 held_out = _cross_validated(vectors[rows], known, len(index), self._folds,
-                                            self._seed)  # fmt: skip
+                                            self._seed, None if keys is None else
+                                            [g for g, r in zip(keys, rows, strict=True) if r]
+                                            )  # fmt: skip
                 small = np.bincount(known, minlength=len(index))[known] < self._min_class
                 held_out[small] = predicted[rows][small]
                 predicted[rows] = held_out
@@ -669,6 +731,37 @@ def _centred(vectors: np.ndarray, centre: np.ndarray) -> np.ndarray:
     """Rows of ``vectors`` (n, d) minus ``centre`` (d,), re-normalised to unit length (a row
     equal to the centre becomes zero), float32."""
     return _unit_rows(np.asarray(vectors, dtype=np.float32) - centre)
+
+
+#: Gold questions a language needs for a centre of its own (``language_centring``); the
+#: others are centred on the whole gold set's mean.
+MIN_CENTRE_ROWS = 5
+
+
+def _language_centres(vectors: np.ndarray, languages: Sequence[str]) -> dict[str, np.ndarray]:
+    """The mean of ``vectors`` (n, d) per language with at least :data:`MIN_CENTRE_ROWS` rows
+    (``und`` and ``other`` never), and under ``""`` the mean of all rows: ``{language: (d,)}``
+    float32.
+
+    >>> rows = np.array([[1.0, 0.0]] * 5 + [[0.0, 1.0]] * 3)
+    >>> c = _language_centres(rows, ["en"] * 5 + ["es"] * 3)
+    >>> sorted(c), c["en"].tolist(), c[""].tolist()
+    (['', 'en'], [1.0, 0.0], [0.625, 0.375])
+    """
+    out = {"": vectors.mean(axis=0, dtype=np.float64).astype(np.float32)}
+    keys = np.array(list(languages), dtype=object)
+    for g, count in Counter(languages).items():
+        if count >= MIN_CENTRE_ROWS and g not in ("und", "other"):
+            out[g] = vectors[keys == g].mean(axis=0, dtype=np.float64).astype(np.float32)
+    return out
+
+
+def _centred_by_language(vectors: np.ndarray, languages: Sequence[str],
+                         centres: Mapping[str, np.ndarray]) -> np.ndarray:  # fmt: skip
+    """Each row of ``vectors`` (n, d) minus its language's centre (``centres[""]`` for a
+    language without one), re-normalised to unit length, float32."""
+    shift = np.stack([centres.get(g, centres[""]) for g in languages]) if len(languages) else 0.0
+    return _unit_rows(np.asarray(vectors, dtype=np.float32) - shift)
 
 
 def _mean_top_k(sims: np.ndarray, k: int) -> np.ndarray:
@@ -936,21 +1029,28 @@ def _class_sums(vectors: np.ndarray, assigned: np.ndarray, k: int) -> np.ndarray
     return np.asarray(onehot @ vectors.astype(np.float64))
 
 
-def _cross_validated(vectors: np.ndarray, known: np.ndarray, k: int, folds: int, seed: int
-                     ) -> np.ndarray:  # fmt: skip
+def _cross_validated(vectors: np.ndarray, known: np.ndarray, k: int, folds: int, seed: int,
+                     languages: Sequence[str] | None = None) -> np.ndarray:  # fmt: skip
     """Nearest-centroid predictions of each row by a model fitted on the other folds, ``(n,)``.
 
     Rows are shuffled with ``seed`` and cut into ``min(folds, n)`` folds; a class absent from
-    a fold's training rows cannot be predicted in that fold."""
+    a fold's training rows cannot be predicted in that fold. ``languages`` (one per row):
+    the rows are centred per language (:func:`_language_centres`) on each fold's training
+    rows, as the fit would centre them."""
     n = len(vectors)
     order = np.random.default_rng(seed).permutation(n)
     predicted = np.empty(n, dtype=np.int64)
     for held in np.array_split(order, min(folds, n)):
         train = np.ones(n, dtype=bool)
         train[held] = False
-        centroids = _centroids_of(vectors[train], known[train], k)
+        rows = vectors
+        if languages is not None:
+            kept = [g for g, t in zip(languages, train.tolist(), strict=True) if t]
+            rows = _centred_by_language(vectors, languages,
+                                        _language_centres(vectors[train], kept))  # fmt: skip
+        centroids = _centroids_of(rows[train], known[train], k)
         present = np.bincount(known[train], minlength=k) > 0
-        sims = vectors[held] @ centroids.T
+        sims = rows[held] @ centroids.T
         sims[:, ~present] = -np.inf
         predicted[held] = sims.argmax(axis=1)
     return predicted

@@ -19,7 +19,9 @@ class TopicStage(StatelessStage):
     novelty detector reaches the quality floor (:attr:`novelty_calibrated`, set by the
     analytics), so harvesting suggests "novel" only on a calibrated verdict. The model reads
     each question's subject (:func:`~service.text.subject.subject`: a scrubbed
-    self-introduction such as ``My name is <NAME>, …`` is no topic; trial 12 F6/F7).
+    self-introduction such as ``My name is <NAME>, …`` is no topic; trial 12 F6/F7). A model
+    that centres per language (``analytics.topics.language_centring``) is handed each
+    question's ``annotations[i]["language"]`` (the language stage's, which runs first).
     """
 
     name = "topic"
@@ -31,7 +33,19 @@ class TopicStage(StatelessStage):
 
     def process(self, batch: Batch) -> None:
         questions = [subject(event.question) for event in batch.events]
-        assignments = self.cache.get_many(questions, self.model.assign_many)
+        model = self.model
+        # each question's language, as the language stage read it (a stand-in model without
+        # the attribute centres nothing)
+        if getattr(model, "language_centring", False):
+            language = {q: notes.get("language")
+                        for q, notes in zip(questions, batch.annotations, strict=True)}  # fmt: skip
+
+            def assign(texts: list[str]) -> list[TopicAssignment]:
+                return model.assign_many(texts, [language[q] for q in texts])
+
+            assignments = self.cache.get_many(questions, assign)
+        else:
+            assignments = self.cache.get_many(questions, model.assign_many)
         calibrated = self.novelty_calibrated
         for notes, found in zip(batch.annotations, assignments, strict=True):
             notes["topic"] = found.topic
