@@ -123,7 +123,7 @@ class HarvestConfig(BaseModel):
         negative_rating: feedback ratings below this are negative (-1/+1 scale: 0).
         similarity: character-trigram Jaccard from which two questions are near-duplicates,
             in (0, 1]. Near-duplicates merge only if they also ask the same question: the
-            same numbers, negation, content words, relation words and question word
+            same numbers, negation, content words, no word for its opposite and question word
             (:mod:`service.text.wording`; "best picture in 1976" is not "best actor in
             1975", "a refund before the deadline" not "... after the deadline"; on NQ-open
             it undid 100 of the 110 merges, 9 of 10 kept share an answer:

@@ -70,6 +70,13 @@ APART = [
     # lacks: before / after, without / with), every content word the same
     ("can I get a refund before the deadline?", "can i get a refund after the deadline", "words"),
     ("can i get a refund without the receipt", "can i get a refund with the receipt", "words"),
+    # a review (session 32): only opposites split, and they are read in both directions
+    ("transfer money from my savings", "transfer money to my savings", "words"),
+    ("turn on the hallway lights", "turn off the hallway lights", "words"),
+    ("what time is check in at the hotel", "what time is check out at the hotel", "words"),
+    # French negation without "ne" ("c'est pas"), as Hinglish never writes it (the word
+    # before "pas" is no Hinglish word of having)
+    ("c'est pas gratuit le parking", "c'est gratuit le parking", "negation"),
     # "don" outside "don t" is a name, not a negation: the word "don" differs
     ("who wrote don quixote", "who wrote quixote", "words"),
     # Spanish, German, French, Hindi, Hinglish, Chinese
@@ -122,6 +129,18 @@ TOGETHER = [
         "muje sonoma tak pohoch ne me kitna time lagega",
         "muje sonoma tak pohochne me kitna time lagega",
     ),
+    # a review (session 32): relation words that are no opposites ask one question
+    # (CLINC150 / BANKING77 pairs of one intent, and hand-made ones)
+    ("i want to be talking to a real person", "i want to be talking with a real person"),
+    ("how do i connect to my phone", "how do i connect with my phone"),
+    ("can i top up from my apple watch", "can i top up with my apple watch"),
+    ("is the library open till 5 pm", "is the library open until 5 pm"),
+    ("is there a fee every month", "is there a fee each month"),
+    ("show flights under 300 dollars", "show flights below 300 dollars"),
+    ("transfer money to my savings", "transfer money into my savings"),
+    # "n" far from "plus" is no French negation ("tom n jerry"); "paas" is "pas"
+    ("is tom n jerry on disney plus", "is tom and jerry on disney plus"),
+    ("mere paas kitne alarm hai", "mere pas kitne alarm hai"),
 ]
 
 
