@@ -609,7 +609,7 @@ def personal_data(gold_set: GoldSet, shown: int = 5) -> str | None:
     ...         GoldQuestion("b", "When was X built?", ("p2",))]
     >>> personal_data(GoldSet(tuple(rows)))  # doctest: +NORMALIZE_WHITESPACE
     "1 gold question holds personal data (row 'a': email): eval's outputs show it scrubbed;
-    remove it from the gold set"
+    clean the gold set itself"
     """
     found = [(q.id, sorted(kind for kind, n in scrub(q.question).counts.items() if n))
              for q in gold_set]  # fmt: skip
@@ -621,4 +621,4 @@ def personal_data(gold_set: GoldSet, shown: int = 5) -> str | None:
     many = len(found) > 1
     return (f"{len(found)} gold question{'s' if many else ''} hold{'' if many else 's'} "
             f"personal data (row{'s' if many else ''} {named}{more}): eval's outputs show "
-            f"{'them' if many else 'it'} scrubbed; remove it from the gold set")  # fmt: skip
+            f"{'them' if many else 'it'} scrubbed; clean the gold set itself")  # fmt: skip

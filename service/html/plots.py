@@ -104,8 +104,9 @@ def k_curves(ks: Sequence[int], panels: Mapping[str, Mapping[str, Sequence[float
 
     Each retriever has its own colour, marker and dash (:data:`LINE_MARKERS`,
     :data:`LINE_DASHES`), so a line drawn over another's stays visible, and a retriever whose
-    values equal an earlier one's in a panel is labelled so there (``"tfidf (= bm25)"``):
-    two retrievers with the same recall@k curve drew one line under a legend of two (trial 14).
+    values equal an earlier one's in every panel is labelled so in the (one) legend
+    (``"tfidf (= bm25)"``): two retrievers with the same recall@k curve drew one line under a
+    legend of two (trial 14).
 
     Args:
         ks: the cut-offs (x axis), ascending.
@@ -115,12 +116,18 @@ def k_curves(ks: Sequence[int], panels: Mapping[str, Mapping[str, Sequence[float
     plt = _pyplot()
     with _style():
         fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.0), squeeze=False)
+        # one legend (the last panel's) for every panel: "(= x)" only for equal curves in all
+        curves: dict[str, tuple[tuple[float, ...], ...]] = {}
+        for lines in panels.values():
+            for name, values in lines.items():
+                curves[name] = (*curves.get(name, ()), tuple(values))
+        first: dict[tuple[tuple[float, ...], ...], str] = {}
+        labels = {name: name if (same := first.setdefault(curve, name)) == name
+                  else f"{name} (= {same})" for name, curve in curves.items()}  # fmt: skip
         for ax, (metric, lines) in zip(axes[0], panels.items(), strict=True):
-            drawn: dict[tuple[float, ...], str] = {}
             for i, (name, values) in enumerate(lines.items()):
                 colour = PALETTE[i % len(PALETTE)]
-                same = drawn.setdefault(tuple(values), name)
-                label = name if same == name else f"{name} (= {same})"
+                label = labels[name]
                 ax.plot(ks, values, marker=LINE_MARKERS[i % len(LINE_MARKERS)], color=colour,
                         linestyle=LINE_DASHES[i % len(LINE_DASHES)], label=label,
                         markerfacecolor="none" if i % 2 else colour)  # fmt: skip
@@ -309,19 +316,23 @@ def timeline(
         return to_svg(fig)
 
 
-def _gapped(xs: list[float]) -> tuple[list[float], list[int]]:
+def _gapped(xs: list[float], step: float | None = None) -> tuple[list[float], list[int]]:
     """``xs`` (ascending bucket starts) with a NaN put in each gap wider than the buckets'
-    step (the smallest positive difference of neighbours; 1.5 times it is still no gap),
-    and the indices of the original values before which each NaN goes, ascending, so the
-    same NaNs can be put into a series of ``len(xs)`` values. Fewer than 3 values: none.
+    ``step`` (same unit as ``xs``; ``None``: the smallest positive difference of neighbours,
+    which misses gaps when no two buckets are neighbours; 1.5 times it is still no gap), and
+    the indices of the original values before which each NaN goes, ascending, so the same
+    NaNs can be put into a series of ``len(xs)`` values.
 
     >>> _gapped([0.0, 1.0, 2.0, 7.0, 8.0])
     ([0.0, 1.0, 2.0, nan, 7.0, 8.0], [3])
+    >>> _gapped([0.0, 2.0, 4.0], step=1.0)
+    ([0.0, nan, 2.0, nan, 4.0], [1, 2])
     """
-    steps = [b - a for a, b in zip(xs, xs[1:], strict=False) if b > a]
-    if len(xs) < 3 or not steps:
-        return list(xs), []
-    step = min(steps)
+    if step is None:
+        steps = [b - a for a, b in zip(xs, xs[1:], strict=False) if b > a]
+        if len(xs) < 3 or not steps:
+            return list(xs), []
+        step = min(steps)
     gaps = [i for i in range(1, len(xs)) if xs[i] - xs[i - 1] > 1.5 * step]
     out = list(xs)
     for at in reversed(gaps):
@@ -336,6 +347,7 @@ def shares_over_time(
     title: str,
     gold: Mapping[str, float] | None = None,
     alarms: Sequence[float] = (),
+    bucket_s: float | None = None,
 ) -> str:
     """Category shares per time bucket (lines), the gold set's share of each category as a
     dashed line of the same colour, and alarm times as red vertical lines; the legend right
@@ -348,12 +360,13 @@ def shares_over_time(
         shares: category → share in [0, 1] per bucket.
         gold: category → the gold set's share.
         alarms: Unix seconds at which drift was declared.
+        bucket_s: the buckets' width in seconds, for :func:`_gapped` (``None``: guessed).
     """
     _require(len(times) > 0 and bool(shares), title)
     plt = _pyplot()
     import matplotlib.dates as mdates
 
-    days, gaps = _gapped([t / DAY_S for t in times])
+    days, gaps = _gapped([t / DAY_S for t in times], None if bucket_s is None else bucket_s / DAY_S)
     with _style():
         fig, ax = plt.subplots(figsize=(7.0, 3.0))
         for i, (category, values) in enumerate(shares.items()):

@@ -72,7 +72,8 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
     buckets = (series or {}).get("buckets") or []
     if buckets:
         parts.append(_over_time(buckets, baseline[0], drift,
-                                (series or {}).get("outside_note", "")))  # fmt: skip
+                                (series or {}).get("outside_note", ""),
+                                (series or {}).get("bucket_s")))  # fmt: skip
     # a window never tested has no rate: no bars and no legend entry for it (not zeros)
     windows = {"baseline window": baseline, "current window": current}
     bars = {"all events": overall}
@@ -244,7 +245,7 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
 
 
 def _over_time(buckets: Any, baseline: float | None, drift: Mapping[str, Any],
-               outside: str = "") -> Markup:  # fmt: skip
+               outside: str = "", bucket_s: float | None = None) -> Markup:  # fmt: skip
     times, rates = [], []
     for bucket in buckets:
         answers = bucket.get("answers") or 0
@@ -261,6 +262,7 @@ def _over_time(buckets: Any, baseline: float | None, drift: Mapping[str, Any],
         title="Refusal rate over time",
         gold=None if baseline is None else {"refusal rate": baseline},
         alarms=alarms,
+        bucket_s=bucket_s,
     )
     dashed = "" if baseline is None else "dashed: the baseline window's rate; "
     return figure(

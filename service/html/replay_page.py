@@ -300,7 +300,8 @@ def _shares(
     buckets = (series or {}).get("buckets") or []
     if buckets:
         parts.append(_shares_over_time(title, buckets, series_key, rows, alarms, names,
-                                       (series or {}).get("outside_note", "")))  # fmt: skip
+                                       (series or {}).get("outside_note", ""),
+                                       (series or {}).get("bucket_s")))  # fmt: skip
     bars = {"live traffic (all time)": [r[2] for r in rows]}
     if has_gold:
         bars["gold set"] = [r[4] for r in rows]
@@ -397,6 +398,7 @@ def _shares_over_time(
     alarms: Sequence[float],
     names: Mapping[str, str] | None = None,
     outside: str = "",
+    bucket_s: float | None = None,
 ) -> Markup:
     cats = [r[0] for r in rows if r[0] != "other"][:6]
     names = names or {}
@@ -410,7 +412,12 @@ def _shares_over_time(
     gold = {names.get(r[0], r[0]): r[4] for r in rows if r[3]}
     shares = {names.get(c, c): v for c, v in shares.items()}
     svg = plots.shares_over_time(
-        times, shares, title=f"{title}: share over time", gold=gold, alarms=alarms
+        times,
+        shares,
+        title=f"{title}: share over time",
+        gold=gold,
+        alarms=alarms,
+        bucket_s=bucket_s,
     )
     dashed = "dashed: the gold set's share; " if gold else ""
     return figure(

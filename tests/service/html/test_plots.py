@@ -125,3 +125,23 @@ def test_shares_over_time_break_the_line_across_a_night_without_traffic() -> Non
     assert line is not None
     assert line.group(1).count("M") == 2  # two runs of buckets: one move to each
     assert line.group(1).count("L") == 3  # 3 and 2 buckets: 2 + 1 segments
+
+
+def test_k_curves_one_legend_says_equal_only_for_curves_equal_in_every_panel() -> None:
+    # a review (session 32): recall differs, hit rate is equal; the one legend (the last
+    # panel's) said "tfidf (= bm25)", false for recall
+    svg = plots.k_curves([1, 5, 10], {
+        "recall": {"bm25": [0.5, 0.75, 1.0], "tfidf": [0.5, 0.6, 0.9]},
+        "hit_rate": {"bm25": [0.6, 0.8, 1.0], "tfidf": [0.6, 0.8, 1.0]}})  # fmt: skip
+    legend = svg[svg.index('<g id="legend_1">') :]
+    assert re.findall(r"<text [^>]*>([^<]*)</text>", legend) == ["bm25", "tfidf"]
+
+
+def test_shares_over_time_with_the_bucket_width_break_every_other_bucket() -> None:
+    # traffic in every other hourly bucket: no two buckets are neighbours, so the width
+    # guessed from the data (2 h) finds no gap; the series' bucket_s (1 h) does
+    times = [START + h * 3600.0 for h in (0, 2, 4)]
+    svg = plots.shares_over_time(times, {"en": [0.6, 0.5, 0.6]}, title="x", bucket_s=3600)
+    line = re.search(r'<path d="([^"]*)"\s*clip-path="[^"]*"\s*'
+                     r'style="[^"]*stroke: #4e79a7; stroke-width: 1.6', svg)  # fmt: skip
+    assert line is not None and line.group(1).count("L") == 0  # three lone dots, no segment
