@@ -101,7 +101,10 @@ def drift_section(
         parts.append(para(HELD_NOTE, "muted"))
     alarms = drift.get("alarms") or []
     if alarms:
-        marks = [(a["dimension"], float(a["timestamp"]), a["state"] == "drift") for a in alarms]
+        # a drift kept quiet (tested_state: the other dimension drifted) is no alarm: in the
+        # table below, not on the time line
+        marks = [(a["dimension"], float(a["timestamp"]), a["state"] == "drift")
+                 for a in alarms if "tested_state" not in a]  # fmt: skip
         buckets = (series or {}).get("buckets") or []
         span = None
         if buckets:
@@ -195,9 +198,15 @@ def _moved_alarm(alarm: Mapping[str, Any], silenced: Mapping[str, str]) -> str:
     rising, falling = alarm.get("rising") or [], alarm.get("falling") or []
     quiet = [f"{c} ({silenced[c]})" for c in rising if c in silenced]
     rising = [c for c in rising if c not in silenced]
+    kept = alarm.get("tested_state") == "drift"  # a drift kept quiet by a confound
     return (
         "; ".join(
-            ([f"rising: {', '.join(rising)}"] if rising else [])
+            (
+                [f"tested drift, no alarm while {alarm.get('confounded_by')} drifts"]
+                if kept
+                else []
+            )  # fmt: skip
+            + ([f"rising: {', '.join(rising)}"] if rising else [])
             + ([f"falling: {', '.join(falling)}"] if falling else [])
             + ([f"rising, raises no alarm: {', '.join(quiet)}"] if quiet else [])
         )

@@ -545,7 +545,13 @@ def render_text(doc: ReplayReport) -> str:
             f"{alarm['dimension']} vs {alarm['comparison']} at {when} UTC "
             f"(after {alarm['after_events']} events)"
         )
-        if alarm["state"] != "drift":
+        if alarm.get("tested_state") == "drift":  # kept quiet: the other dimension drifts
+            moved = (f"rising {', '.join(alarm.get('rising') or ()) or '-'}, falling "
+                     f"{', '.join(alarm.get('falling') or ()) or '-'}"
+                     if "rising" in alarm else "")  # fmt: skip
+            lines.append(f"  quiet  {where}: tested drift{': ' + moved if moved else ''}; no "
+                         f"alarm while {alarm.get('confounded_by')} drifts")  # fmt: skip
+        elif alarm["state"] != "drift":
             why = "too few events to test" if alarm["state"] == "insufficient_data" else "cleared"
             lines.append(f"  ended  {where}: {why}")
         elif "rate_current" in alarm:

@@ -84,11 +84,13 @@ def language_bias(quality: Mapping[str, Any] | None, min_rows: int = 10) -> str 
 
     Among the languages with at least ``min_rows`` labelled gold rows
     (``analytics.quality_min_class``; ``und`` and ``other`` are no language to compare), the
-    one whose held-out agreement is highest and the one whose is lowest are compared: when
-    their Wilson 95 % intervals do not overlap (the best one's lower bound above the worst
-    one's upper bound), the assignment is measurably better in one language than the other,
-    and the reason names both; otherwise (fewer than two such languages, or overlapping
-    intervals) ``None``.
+    one whose Wilson 95 % interval of held-out agreement has the highest lower bound and the
+    one whose has the lowest upper bound are compared: when the first lower bound is above
+    the second upper bound (some two languages' intervals do not overlap), the assignment is
+    measurably better in one language than the other, and the reason names both; otherwise
+    (fewer than two such languages, or every pair of intervals overlapping) ``None``. (Not
+    the highest and lowest shares: a small language agreeing 10 of 10 has a wide interval
+    and hid en 270 of 300 against es 6 of 10, a review found.)
 
     >>> q = topic_agreement(["a"] * 40, ["a"] * 18 + ["b"] * 10 + ["b"] * 12,
     ...                     ["en"] * 28 + ["es"] * 12)
@@ -104,9 +106,9 @@ def language_bias(quality: Mapping[str, Any] | None, min_rows: int = 10) -> str 
                 if v["n"] >= min_rows and g not in NO_LANGUAGE]  # fmt: skip
     if len(measured) < 2:
         return None
-    best = max(measured, key=lambda item: (item[1]["share"], item[1]["n"]))
-    worst = min(measured, key=lambda item: (item[1]["share"], -item[1]["n"]))
-    if best[1]["low"] <= worst[1]["high"]:
+    best = max(measured, key=lambda item: item[1]["low"])
+    worst = min(measured, key=lambda item: item[1]["high"])
+    if best[0] == worst[0] or best[1]["low"] <= worst[1]["high"]:
         return None
     return (f"topic labels held out agree far less in {_of(*worst)} than in {_of(*best)}: a "
             "change of the language mix alone moves the topic shares")  # fmt: skip

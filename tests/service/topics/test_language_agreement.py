@@ -24,7 +24,7 @@ from service.drift.stage import DriftStage
 from service.jobs.replay import render_text
 from service.runtime.analytics import Analytics, apply_quality_floor
 from service.topics.model import TopicConfig, TopicModel, text_languages
-from service.topics.quality import agreement_text, language_bias
+from service.topics.quality import agreement_text, language_bias, topic_agreement
 from tests.service.html.samples import replay_report
 
 EN_SPORTS = [
@@ -212,6 +212,15 @@ def test_a_topic_alarm_while_the_language_drifts_stays_quiet_and_says_why() -> N
     assert body["confounded"] == {"by": "language", "reason": reason}
     text = render_text(_with_topic_drift(drift))
     assert f"  topic (while language drifts) raises no alarm: {reason}" in text.splitlines()
+    # kept quiet, but on record (a review: a real topic shift with a language shift left no
+    # trace): one entry per comparison that tested drift, marked, no alarm
+    quiet = [a for a in drift.alarms if a.get("tested_state") == "drift"]
+    assert quiet and {a["dimension"] for a in quiet} == {"topic"}
+    assert all(a["state"] == "uncalibrated" and a["confounded_by"] == "language" for a in quiet)
+    assert len(quiet) == len({a["comparison"] for a in quiet})  # recorded once, on entering
+    lines = [line for line in text.splitlines() if line.startswith("  quiet  topic vs ")]
+    assert len(lines) == len(quiet)
+    assert all(line.endswith("; no alarm while language drifts") for line in lines)
 
 
 def test_a_topic_alarm_with_the_language_mix_steady_still_alarms() -> None:
@@ -372,3 +381,19 @@ def test_the_topic_stage_hands_a_centring_model_each_questions_language() -> Non
     stage.process(types.SimpleNamespace(events=events, annotations=notes))  # type: ignore[arg-type]
     assert spy.calls == [(["hola", "hello"], ["es", "en"])]
     assert [n["topic"] for n in notes] == ["sports"] * 3
+
+
+def test_a_small_language_agreeing_in_full_does_not_hide_a_measurable_bias() -> None:
+    # a review (session 32): en 270 of 300 (Wilson 95 % [0.861, 0.929], scipy binomtest)
+    # against es 6 of 10 ([0.313, 0.832]) is apart; de 10 of 10 ([0.722, 1.0]) overlaps both; as the
+    # highest share, had been compared with es instead
+    def rows(n: int, agree: int) -> list[str]:
+        return ["a"] * agree + ["b"] * (n - agree)
+
+    predicted = rows(300, 270) + rows(10, 6) + rows(10, 10)
+    q = topic_agreement(["a"] * 320, predicted, ["en"] * 300 + ["es"] * 10 + ["de"] * 10)
+    reason = language_bias(q)
+    assert reason is not None and reason.startswith(
+        "topic labels held out agree far less in es (6 of 10, 60.0% [31.3%, 83.2%]) than in "
+        "en (270 of 300, 90.0% [86.1%, 92.9%])"
+    )
