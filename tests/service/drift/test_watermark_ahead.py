@@ -212,27 +212,32 @@ def _held_stage() -> DriftStage:
     return DriftStage({"language": {"en": 500}}, windows=config, min_count=1, clock=lambda: 1e12)
 
 
-def test_a_release_of_events_held_before_the_latest_ones_hides_none_held_among_them() -> None:
-    # A review's case: 2 held (far ahead), 5,000 on time (the holds leave the latest events),
-    # then traffic jumps there (3 in a row: with 5,000 in-time events since the first two, a
-    # third alone no longer confirms them, session 32) and releases all five, then 2 new
-    # far-ahead events are held: the latest events hold those 2, kept out (the release of the
-    # old ones cancels nothing); the on-time events are fed in updates of 100, as process()
-    # does
+def test_old_held_events_near_a_later_jump_are_pushed_out_and_stay_counted() -> None:
+    # A review's case: 2 held (far ahead), 5,000 on time, then traffic jumps there. With 5,000
+    # in-time events since the 2 old ones, the held set near the jump (weighed from its oldest,
+    # session 32) confirms only once MAX_HELD (64) newer held events have pushed the 2 old
+    # ones out: the 65th new event confirms with the 64 held before it (none in time since
+    # them); the 2 old ones stay counted as ahead (kept out, never in a bucket). Then 2 new
+    # far-ahead events are held: 4 kept out among the latest events (the 2 pushed out, whose
+    # holds the jump's release of 64 of 66 did not cancel, and the 2 new); the on-time events
+    # are fed in updates of 100, as process() does, the jump's one at a time
     stage = _held_stage()
+    window = stage.categorical["language"].window
     stage._update([NOTES[0]] * 100, [float(i) for i in range(100)])
     stage._update([NOTES[0]] * 2, [1e6, 1e6 + 1])
-    assert stage.categorical["language"].window.ahead == 2
+    assert window.ahead == 2
     for start in range(100, 5100, 100):
         stage._update([NOTES[0]] * 100, [float(start + i) for i in range(100)])
-    # 1e6+2 and 1e6+3 held; 1e6+4 confirms (3 in a row, none in time between): five accepted
-    stage._update([NOTES[0]] * 3, [1e6 + 2, 1e6 + 3, 1e6 + 4])
-    assert stage.categorical["language"].window.ahead == 0
+    for k in range(2, 66):
+        stage._update([NOTES[0]], [1e6 + k])
+        assert window.watermark == 5099.0  # held: 64 of them, the 2 old ones pushed out
+    stage._update([NOTES[0]], [1e6 + 66])
+    assert (window.watermark, window.ahead, window.accepted) == (1e6 + 66, 2, 5100 + 65)
     stage._update([NOTES[0]] * 2, [5e6, 5e6 + 1])
-    assert stage.categorical["language"].window.ahead == 2
+    assert window.ahead == 4
     events, late, future, ahead, share = stage.recent_kept_out()
-    assert (late, future, ahead) == (0, 0, 2)
-    assert 5000 <= events < 5100 and share == 2 / events
+    assert (late, future, ahead) == (0, 0, 4)
+    assert 5000 <= events < 5100 + 100 and share == 4 / events
 
 
 def test_events_fed_one_at_a_time_keep_a_short_list_of_updates() -> None:
