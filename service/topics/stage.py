@@ -11,6 +11,10 @@ from service.topics.model import NOVEL, TopicAssignment, TopicModel
 
 __all__ = ["TopicStage"]
 
+#: Between a question's language and its text in the cache keys of a centring model (a
+#: character no normalised question holds: the unit separator).
+_SEP = "\x1f"
+
 
 class TopicStage(StatelessStage):
     """Pipeline stage writing ``annotations[i]["topic"]`` (a name or ``"novel"``) and
@@ -37,13 +41,16 @@ class TopicStage(StatelessStage):
         # each question's language, as the language stage read it (a stand-in model without
         # the attribute centres nothing)
         if getattr(model, "language_centring", False):
-            language = {q: notes.get("language")
-                        for q, notes in zip(questions, batch.annotations, strict=True)}  # fmt: skip
+            # keyed by language and text: the same text read as another language is centred
+            # on that language's mean (a review: keyed by text alone, the first reading won)
+            keys = [f"{notes.get('language') or ''}{_SEP}{q}"
+                    for q, notes in zip(questions, batch.annotations, strict=True)]  # fmt: skip
 
-            def assign(texts: list[str]) -> list[TopicAssignment]:
-                return model.assign_many(texts, [language[q] for q in texts])
+            def assign(found: list[str]) -> list[TopicAssignment]:
+                pairs = [key.split(_SEP, 1) for key in found]
+                return model.assign_many([q for _, q in pairs], [lang or None for lang, _ in pairs])
 
-            assignments = self.cache.get_many(questions, assign)
+            assignments = self.cache.get_many(keys, assign)
         else:
             assignments = self.cache.get_many(questions, model.assign_many)
         calibrated = self.novelty_calibrated

@@ -381,12 +381,20 @@ def test_the_topic_stage_hands_a_centring_model_each_questions_language() -> Non
     stage.process(types.SimpleNamespace(events=events, annotations=notes))  # type: ignore[arg-type]
     assert spy.calls == [(["hola", "hello"], ["es", "en"])]
     assert [n["topic"] for n in notes] == ["sports"] * 3
+    # the same text read as another language is assigned again, centred on that language
+    # (a review: keyed by text alone, "Real Madrid" read as es first was es for en too)
+    events = [types.SimpleNamespace(question=q) for q in ("real madrid", "real madrid")]
+    notes = [{"language": "es"}, {"language": "en"}]
+    stage.process(types.SimpleNamespace(events=events, annotations=notes))  # type: ignore[arg-type]
+    assert spy.calls[1:] == [(["real madrid", "real madrid"], ["es", "en"])]
+    stage.process(types.SimpleNamespace(events=events[:1], annotations=[{"language": "en"}]))  # type: ignore[arg-type]
+    assert len(spy.calls) == 2  # (en, "real madrid") is cached now
 
 
 def test_a_small_language_agreeing_in_full_does_not_hide_a_measurable_bias() -> None:
     # a review (session 32): en 270 of 300 (Wilson 95 % [0.861, 0.929], scipy binomtest)
-    # against es 6 of 10 ([0.313, 0.832]) is apart; de 10 of 10 ([0.722, 1.0]) overlaps both; as the
-    # highest share, had been compared with es instead
+    # against es 6 of 10 ([0.313, 0.832]) is apart; de 10 of 10 ([0.722, 1.0]) overlaps
+    # both; as the highest share, it had been compared with es instead
     def rows(n: int, agree: int) -> list[str]:
         return ["a"] * agree + ["b"] * (n - agree)
 
