@@ -345,12 +345,8 @@ class DriftStage:
         per comparison (default: its detector's)."""
         if dim in self.suppressed:
             return UNCALIBRATED
-        if state == "drift" and dim in self.confounded:
-            by = self.confounded[dim][0]
-            other = (self._detectors()[by].reports if reports is None
-                     else reports.get(by, {})).get(name)  # fmt: skip
-            if other is not None and other.state == "drift":
-                return UNCALIBRATED
+        if state == "drift" and self._confounded_now(dim, name, reports):
+            return UNCALIBRATED
         if state == "ok" and self.starved():
             return STARVED
         silenced = self.suppressed_categories.get(dim)
@@ -359,6 +355,19 @@ class DriftStage:
             if rising and rising <= silenced.keys():
                 return UNCALIBRATED
         return state
+
+    def _confounded_now(
+        self, dim: str, name: str, reports: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> bool:
+        """Whether ``dim`` is confounded (:meth:`confound`, not suppressed) and the other
+        dimension's comparison ``name`` tests ``drift`` now (``reports``: each dimension's
+        latest reports per comparison; default: its detector's)."""
+        if dim not in self.confounded or dim in self.suppressed:
+            return False
+        by = self.confounded[dim][0]
+        other = (self._detectors()[by].reports if reports is None
+                 else reports.get(by, {})).get(name)  # fmt: skip
+        return other is not None and other.state == "drift"
 
     def _states_of(self, dim: str, det: Any) -> dict[str, str]:
         """Every comparison's state of ``dim`` after suppression."""
@@ -540,7 +549,7 @@ class DriftStage:
                 # a drift the confound keeps quiet is recorded too, marked (a review: a real
                 # topic shift with a language shift left no trace once both had ended)
                 quiet = (now == UNCALIBRATED and report.state == "drift"
-                         and dim in self.confounded and dim not in self.suppressed)  # fmt: skip
+                         and self._confounded_now(dim, name, reports))  # fmt: skip
                 if now == before or ("drift" not in (now, before) and not quiet):
                     continue
                 entry = {

@@ -32,7 +32,8 @@ Arrival rules (counts always balance: ``accepted + late + future + ahead == even
   that arrived since the oldest of them — all of them, not a recent run (a chance run of a
   steady skew would do): an old held event near a later real jump delays it until the held
   outnumber the in-time events since it, or until :data:`MAX_HELD` newer ones push it out
-  (held events are released when confirmed, not lost). After a real jump
+  (pushed out, it stays counted as ``ahead``, never in a bucket; the held events of the jump
+  are released when it is confirmed). After a real jump
   nothing arrives in time between the held events (the traffic left the old time); a
   skewed producer's events come interleaved with the others' (trial 14: 10 events stamped
   27 days ahead, one every 5 lines, 5 within ``max_ahead_s`` of one another confirmed a
@@ -159,10 +160,11 @@ def running_watermark(
     held ahead before this batch (oldest first); an event more than ``max_ahead_s`` ahead of
     the watermark — with no watermark yet, every event — is held (``ahead`` mask) until
     ``ahead_confirm`` held events lie within ``max_ahead_s`` of one another (with no
-    watermark: form a run with steps of at most ``max_ahead_s``) and the latest of them are
-    at least as many as the in-time events that arrived since the first of those (see the
-    module docstring). ``held_since``: for each of ``held``, how many in-time events (neither
-    held when they came nor future) arrived after it before this batch (missing: 0).
+    watermark: form a run with steps of at most ``max_ahead_s``) and all of them, with this
+    one, are at least as many as the in-time events that arrived since the oldest of them
+    (:func:`_confirms`; see the module docstring). ``held_since``: for each of ``held``, how
+    many in-time events (neither held when they came nor future) arrived after it before this
+    batch (missing: 0).
     ``released``: indices into ``[*held, *timestamps]`` of the events released by a confirmed
     jump (a released event of this batch is not in the ``ahead`` mask); ``held``: indices
     likewise of the events still held after the batch, oldest first.

@@ -109,12 +109,13 @@ def drift_section(
         span = None
         if buckets:
             last = float(buckets[-1]["start"]) + float((series or {}).get("bucket_s", 0))
-            span = (min(float(buckets[0]["start"]), *(t for _, t, _ in marks)),
-                    max(last, *(t for _, t, _ in marks)))  # fmt: skip
-        svg = plots.timeline(list(DIMENSIONS), marks, title="Drift alarms", span=span)
-        outside = (series or {}).get("outside_note", "") if buckets else ""
-        parts.append(figure(svg, "Filled: a comparison entered drift; hollow: it left."
-                            + (f" {outside}" if outside else "")))  # fmt: skip
+            times = [t for _, t, _ in marks]
+            span = (min([float(buckets[0]["start"]), *times]), max([last, *times]))
+        if marks:  # only quiet entries: no alarm to draw (the table lists them)
+            svg = plots.timeline(list(DIMENSIONS), marks, title="Drift alarms", span=span)
+            outside = (series or {}).get("outside_note", "") if buckets else ""
+            parts.append(figure(svg, "Filled: a comparison entered drift; hollow: it left."
+                                + (f" {outside}" if outside else "")))  # fmt: skip
         parts.append(
             table(
                 ["time", "dimension", "compared with", "state", "after events", "what moved"],

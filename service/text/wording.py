@@ -40,8 +40,10 @@ if they agree on
    (also a trigram match only: ``"can i get a refund before the deadline"`` is not ``"...
    after the deadline"``; :func:`_swapped`). Opposites only: the first version split on any
    two differing prepositions or quantifiers, and a review found 28 CLINC150 and 10
-   BANKING77 pairs of one intent split that way ("talking to" / "talking with a real
-   person", "open till" / "until 5 pm"). Not for an embedding match: paraphrases rewrite
+   BANKING77 pairs of one intent (trigram Jaccard ≥ 0.6) split that way ("talking to" /
+   "talking with a real person", "open till" / "until 5 pm"); with opposites only, 8 and 2,
+   most of them real opposites ("volume up" / "down"), one not ("... get my w2" / "... get
+   my w2 from"). Not for an embedding match: paraphrases rewrite
    prepositions ("... top up my account with a cheque" / "... use it to top off my
    account").
 3. their *question word*: when both ask with one, they ask with the same ones
@@ -236,8 +238,9 @@ MAX_LEFT_OUT = 1 / 3
 #: a partner after it (:data:`_NE_PARTNERS`: "ne ... pas"), for both are Hinglish words too
 #: ("mere pas" is "I have", "maa ne" the ergative): in the questions of Hinglish-TOP, "pas"
 #: 100 times, one English twin negated ("ke pas ... no later than": not the "pas"); "ne" 29,
-#: none negated; "ne"/"n" before "pas" none. A lone "pas" negates unless a Hinglish word of
-#: having stands before it (:data:`_PAS_HOLDERS`: "c'est pas gratuit" negates).
+#: none negated; "ne"/"n" before "pas" none. French negation is read only in a question
+#: with a French word (:data:`_FRENCH_WORDS`), and a lone "pas" there unless a Hinglish word
+#: of having stands before it (:data:`_PAS_HOLDERS`: "c'est pas gratuit" negates).
 NEGATIONS: frozenset[str] = frozenset(
     "not no never nor doesn didn isn aren wasn weren couldn wouldn shouldn hasn "
     "hadn dont doesnt didnt isnt arent wasnt werent cant wont couldnt wouldnt shouldnt "
@@ -268,6 +271,16 @@ _NE_REACH = 3
 #: Elsewhere a lone "pas" is French negation ("c'est pas gratuit").
 _PAS_HOLDERS: frozenset[str] = frozenset(
     "mere tere hamare humare tumhare apne aas ass paas".split()
+)
+#: Words only French writes among the five languages (pronouns, "est", "sont", articles and
+#: prepositions no Hinglish, English, Spanish or German question uses): French negation is
+#: read only in a question with one of them. Hinglish-TOP's "pas"/"paas" follow "kya",
+#: "mai", "sabse" too (176 "paas"; a final read), and English has "faux pas", "rock n roll
+#: plus": none of them holds a French word.
+_FRENCH_WORDS: frozenset[str] = frozenset(
+    "je j il ils elle elles nous vous c ce cet cette est sont suis ai avons avez ont les des "
+    "du au aux une mon mes ton tes notre nos votre vos leur leurs qui que qu quoi comment "
+    "pourquoi combien avec pour dans sur chez".split()
 )
 
 #: Chat spellings read as the word they stand for (English and Hinglish short forms).
@@ -517,10 +530,12 @@ def wording(normalised: str) -> Wording:
 def _negated(tokens: list[str]) -> bool:
     """Whether the tokens negate: one of :data:`NEGATIONS` (not ``"no"`` before a digit),
     ``"t"`` after a piece of :data:`_CONTRACTED` (``"haven t"``, not ``"safe haven"``), or
-    a word of :data:`_NE_PARTNERS` at most :data:`_NE_REACH` tokens after ``"ne"`` or
-    ``"n"`` (``"je ne sais pas"``, not ``"maa ne kaha"`` nor ``"tom n jerry on disney
-    plus"``), or ``"pas"`` alone unless a Hinglish word of having stands before it
-    (:func:`_holds`: French "c'est pas gratuit", not ``"mere pas timer hai"``).
+    or, in a question with a French word (:data:`_FRENCH_WORDS`), a word of
+    :data:`_NE_PARTNERS` at most :data:`_NE_REACH` tokens after ``"ne"`` or ``"n"`` (``"je
+    ne sais pas"``, ``"il n y a plus"``; not ``"maa ne kaha"``, ``"rock n roll plus"``) or
+    ``"pas"`` alone unless a Hinglish word of having stands before it (:func:`_holds`:
+    ``"c est pas gratuit"``; not ``"mere pas timer hai"``, ``"kya pas mein atm hai"``,
+    ``"what is a faux pas"``).
 
     >>> _negated("i haven t paid".split()), _negated("is it a tax haven".split())
     (True, False)
@@ -528,8 +543,11 @@ def _negated(tokens: list[str]) -> bool:
     (True, False)
     >>> _negated("c est pas gratuit".split()), _negated("tom n jerry on disney plus".split())
     (True, False)
+    >>> _negated("kya pas mein koi atm hai".split()), _negated("rock n roll plus".split())
+    (False, False)
     """
     ne = -_NE_REACH - 1  # index of the last "ne"/"n"
+    french: bool | None = None  # whether a French word is among the tokens (read once)
     for i, token in enumerate(tokens):
         if token in NEGATIONS:
             if token == "no" and i + 1 < len(tokens) and tokens[i + 1][:1].isdigit():
@@ -539,10 +557,13 @@ def _negated(tokens: list[str]) -> bool:
             return True
         if token in ("ne", "n"):
             ne = i
-        elif token in _NE_PARTNERS and i - ne <= _NE_REACH:
-            return True
-        elif token == "pas" and i and not _holds(tokens[i - 1]):
-            return True  # French "c'est pas", "j'ai pas": not Hinglish "mere pas"
+        elif token in _NE_PARTNERS and (
+            i - ne <= _NE_REACH or (token == "pas" and not (i and _holds(tokens[i - 1])))
+        ):
+            if french is None:
+                french = not _FRENCH_WORDS.isdisjoint(tokens)
+            if french:  # "ce n est pas", "c est pas": not "rock n roll plus", "kya pas"
+                return True
     return False
 
 

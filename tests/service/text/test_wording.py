@@ -77,6 +77,7 @@ APART = [
     # French negation without "ne" ("c'est pas"), as Hinglish never writes it (the word
     # before "pas" is no Hinglish word of having)
     ("c'est pas gratuit le parking", "c'est gratuit le parking", "negation"),
+    ("il n'y a plus de place", "il y a de la place", "negation"),
     # "don" outside "don t" is a name, not a negation: the word "don" differs
     ("who wrote don quixote", "who wrote quixote", "words"),
     # Spanish, German, French, Hindi, Hinglish, Chinese
@@ -141,6 +142,10 @@ TOGETHER = [
     # "n" far from "plus" is no French negation ("tom n jerry"); "paas" is "pas"
     ("is tom n jerry on disney plus", "is tom and jerry on disney plus"),
     ("mere paas kitne alarm hai", "mere pas kitne alarm hai"),
+    # a final read: French negation only in a question with a French word ("kya pas",
+    # "rock n roll plus" are none)
+    ("kya paas mein koi atm hai", "kya pas mein koi atm hai"),
+    ("is rock n roll plus on spotify", "is rock and roll plus on spotify"),
 ]
 
 

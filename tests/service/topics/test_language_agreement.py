@@ -405,3 +405,50 @@ def test_a_small_language_agreeing_in_full_does_not_hide_a_measurable_bias() -> 
         "topic labels held out agree far less in es (6 of 10, 60.0% [31.3%, 83.2%]) than in "
         "en (270 of 300, 90.0% [86.1%, 92.9%])"
     )
+
+
+def test_a_drift_of_a_silenced_category_alone_is_no_quiet_confound_entry() -> None:
+    # a final read: with the confound set and 'novel' silenced (uncalibrated novelty), only
+    # 'novel' rising from event 3,000 while the language mix stays put made the topic
+    # comparison read uncalibrated (the silenced category) and was recorded as "no alarm while
+    # language drifts", though language did not drift. No entry: language tests no drift.
+    drift = DriftStage({"language": {"en": 8, "es": 2},
+                        "topic": {"sports": 5, "novel": 0.001, "places": 5}},
+                       clock=lambda: (START + timedelta(days=30)).timestamp())  # fmt: skip
+    drift.confound("topic", "language", "biased")
+    drift.suppress_category("topic", "novel", "novelty uncalibrated")
+    rng = np.random.default_rng(7)
+    for first in range(0, 6000, 100):
+        events, notes = [], []
+        for i in range(first, first + 100):
+            events.append(types.SimpleNamespace(timestamp=START + timedelta(seconds=10 * i)))
+            novel = i >= 3000 and rng.random() < 0.4
+            notes.append(
+                {
+                    "language": "es" if rng.random() < 0.2 else "en",
+                    "topic": "novel" if novel else rng.choice(["sports", "places"]),
+                }
+            )
+        drift.process(types.SimpleNamespace(events=events, annotations=notes, streams=None))  # type: ignore[arg-type]
+    assert all(r.state != "drift" for r in drift.categorical["language"].reports.values())
+    assert any(r.state == "drift" for r in drift.categorical["topic"].reports.values())
+    assert [a for a in drift.alarms if a.get("tested_state")] == []
+
+
+def test_the_drift_section_renders_when_every_entry_is_a_quiet_one() -> None:
+    # a final read: the time line's span was taken over no mark (TypeError)
+    from service.html.drift_section import drift_section
+
+    report = DriftStage({"language": {"en": 8, "es": 2}, "topic": {"sports": 5, "places": 5}},
+                        clock=lambda: 1767225600.0 + 86400).report()  # fmt: skip
+    report["alarms"] = [{"dimension": "topic", "comparison": "reference",
+                         "state": "uncalibrated", "after_events": 900,
+                         "timestamp": 1767225600.0 + 9000, "tested_state": "drift",
+                         "confounded_by": "language", "rising": ["sports"],
+                         "falling": ["places"]}]  # fmt: skip
+    series = {"bucket_s": 3600, "buckets": [{"start": 1767225600.0 + 3600 * h,
+                                             "languages": {"en": 5}, "topics": {}}
+                                            for h in range(5)]}  # fmt: skip
+    html = str(drift_section(report, series))
+    assert "tested drift, no alarm while language drifts" in html
+    assert "Drift alarms" not in html  # no time line without an alarm to draw
