@@ -530,7 +530,8 @@ def render_text(doc: ReplayReport) -> str:
     late, future, ahead = timing["late"], timing["future"], timing.get("ahead", 0)
     if late or future or ahead:
         lines.append(
-            f"  kept out of the drift windows: {late} late events, {future} stamped in the "
+            f"  kept out of the drift windows: {late} late event{'' if late == 1 else 's'}, "
+            f"{future} stamped in the "
             f"future, {ahead} too far ahead of the others "
             f"({timing.get('kept_out_share', 0.0):.0%} of the events seen"
             + (f", {timing['recent_kept_out_share']:.0%} of the latest {timing['recent_events']}"

@@ -242,7 +242,7 @@ def test_the_text_report_gives_both_shares_kept_out() -> None:
     timing = report["analytics"]["drift"]["event_time"]
     timing.update(kept_out_share=0.1, recent_events=10, recent_kept_out_share=0.1)
     assert (
-        "  kept out of the drift windows: 1 late events, 0 stamped in the future, 0 too far "
+        "  kept out of the drift windows: 1 late event, 0 stamped in the future, 0 too far "
         "ahead of the others (10% of the events seen, 10% of the latest 10)"
     ) in render_text(report).splitlines()
 
