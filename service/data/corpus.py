@@ -127,7 +127,8 @@ def read_jsonl_objects(
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 problems.append(
-                    f"{where(path, lineno)}: invalid JSON ({exc.msg} at column {exc.colno})"
+                    f"{where(path, lineno)}: invalid JSON ({exc.msg.removesuffix(' at')} at column "
+                    f"{exc.colno})"
                 )
                 continue
             if not isinstance(obj, dict):

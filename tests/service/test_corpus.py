@@ -58,6 +58,12 @@ def test_utf8_bom_and_crlf_are_tolerated(tmp_path: Path) -> None:
     ("line", "expected"),
     [
         ("{bad", "line 2: invalid JSON"),
+        # json's message for a raw control character ends in "at" (trial 15: "at at"); the
+        # control character is the 25th character of the line
+        (
+            '{"id": "p-2", "text": "a\x01b"}',
+            "invalid JSON (Invalid control character at column 25)",
+        ),
         ('"just a string"', "line 2: expected a JSON object, got string"),
         (row(text="x"), "line 2, field 'id': is required"),
         (row(id="p-2", text=""), "line 2 (id 'p-2'), field 'text': must not be empty"),
