@@ -31,6 +31,7 @@ from service.evaluation.detector_quality import (
     DetectorQuality,
     MisjudgedAnswerable,
     MisjudgedUnanswerable,
+    balanced_accuracy_floor,
     class_rates_text,
     measure_auc,
     misjudged_answerable,
@@ -160,7 +161,8 @@ class Analytics:
         quality = self.detector_quality.get(detector)
         if quality is None:
             return f"{detector} has no quality measurement"
-        if quality.trusted(self.quality_floor, self.min_balanced_accuracy,
+        if quality.trusted(self.quality_floor,
+                           balanced_accuracy_floor(detector, self.min_balanced_accuracy),
                            self.quality_min_class):  # fmt: skip
             return None
         if (few := too_few(detector, quality, self.quality_min_class)) is not None:

@@ -485,7 +485,10 @@ class AnalyticsConfig(_Frozen):
             interval over the unanswerable gold rows (the reports show both figures): an FPR
             measured on 10 rows is known to no better than that (5 of 10: 0.50, bound 0.76;
             three of 16 gold sets of ``benchmarks/bench_scope_coverage.py`` caught under half
-            of the live out-of-scope questions while reading 0.68–0.74 here).
+            of the live out-of-scope questions while reading 0.68–0.74 here). Not applied to
+            topic novelty, whose threshold is a percentile, not chosen for balanced accuracy:
+            its operating point is reported beside its AUC
+            (``service.evaluation.detector_quality.BALANCED_ACCURACY_FLOORED``).
         drift: windows and thresholds of the drift detectors.
         embeddings: the sentence-embedding layer (backend, model folder, cache, character
             n-gram mix) that topics, novelty, out-of-scope and the ``dense``/``hybrid``

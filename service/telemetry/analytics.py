@@ -14,7 +14,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from service.evaluation.detector_quality import quality_trusted
+from service.evaluation.detector_quality import balanced_accuracy_floor, quality_trusted
 from service.pii import PII_TYPES as _PII_TYPES
 from service.pipeline.totals import count_annotations
 from service.telemetry.conventions import OTHER, bounded_label
@@ -272,7 +272,12 @@ class AnalyticsMetrics:
             for rate, value in rates.items():
                 _set_or_remove(self.detector_operating_point, value, detector, rate)
             self.detector_trusted.labels(detector=detector).set(
-                quality_trusted(quality, floor, min_balanced_accuracy, min_class)
+                quality_trusted(
+                    quality,
+                    floor,
+                    balanced_accuracy_floor(detector, min_balanced_accuracy),
+                    min_class,
+                )  # fmt: skip
             )
 
     def set_misjudged_answerable(self, upper: float | None) -> None:

@@ -86,6 +86,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import io
@@ -440,7 +441,7 @@ class TopicModel:
         quality = None
         if config.novelty_percentile > 0:
             quality = _novelty_quality(vectors, assigned, config.seed, k, centre is not None,
-                                       hubness=hubness)  # fmt: skip
+                                       hubness=hubness, threshold=threshold)  # fmt: skip
         agreement = None
         if labels is not None:  # held out, every label (even a small one), per language
             held = _cross_validated(vectors, assigned, len(names), config.cv_folds, config.seed,
@@ -845,8 +846,8 @@ def _novelty_threshold(reference: np.ndarray, percentile: float, k: int = 1,
 
 
 def _novelty_quality(vectors: np.ndarray, assigned: np.ndarray, seed: int, k: int = 1,
-                     centring: bool = False, limit: int = 3000, hubness: int = 0
-                     ) -> DetectorQuality | None:  # fmt: skip
+                     centring: bool = False, limit: int = 3000, hubness: int = 0,
+                     threshold: float | None = None) -> DetectorQuality | None:  # fmt: skip
     """Leave-one-topic-out ROC AUC of the novelty score (1 − novelty similarity, ``k``
     neighbours), ``vectors`` (n, d) the gold vectors as embedded (unit rows).
 
@@ -915,11 +916,17 @@ def _novelty_quality(vectors: np.ndarray, assigned: np.ndarray, seed: int, k: in
             rest /= len(vectors) - inside.sum()
             y = _centred(x, rest.astype(np.float32))
             positive[held] = _mean_top_k(y[held] @ y[~held].T, k)
-    return measure_auc(
+    quality = measure_auc(
         1.0 - positive, 1.0 - negative, n_boot=200, seed=seed,
         method=f"leave-one-topic-out on {len(x)} gold questions, "
                f"{len(np.unique(topic))} topics",
     )  # fmt: skip
+    quality = dataclasses.replace(quality, n_groups=len(np.unique(topic)))
+    if threshold is None or not math.isfinite(threshold):
+        return quality
+    # the operating point: novel is a novelty similarity below the threshold
+    return quality.at_threshold(threshold, float(np.mean(positive < threshold)),
+                                float(np.mean(negative < threshold)))  # fmt: skip
 
 
 def _check_labels(texts: Sequence[str], labels: Sequence[str]) -> None:

@@ -113,7 +113,7 @@ def test_a_good_configuration_ends_with_a_positive_summary(tmp_path: Path) -> No
     # what each AUC is measured on: the demo gold set's 59 rows, 12 of them unanswerable
     # (``jq -c 'select(.gold == [])' | wc -l``)
     on = {
-        "novelty": "59 gold questions, each topic held out in turn",
+        "novelty": "59 gold questions, each of 13 topics held out in turn",  # 13 labels
         "out_of_scope": "12 unanswerable / 47 answerable gold questions",
     }
     support = report["analytics"]["out_of_scope"]["support"]
@@ -336,4 +336,13 @@ def test_a_calibrated_detector_line_shows_its_operating_point(tmp_path: Path) ->
     assert line in lines
     assert lines[lines.index(line) + 1] == f"#     out-of-scope calibration: {CALIBRATION_LIMIT}"
     novelty = [line for line in result.stderr.splitlines() if "#   novelty detector" in line]
-    assert novelty and "at its threshold" not in novelty[0]  # no operating point of its own
+    # novelty's operating point (since trial 15), the replay report's figures: 97 of 477 held
+    # out read novel (0.20335 = 97 / 477), 24 of 477 with every topic kept (0.05031)
+    n = report["analytics"]["detector_quality"]["novelty"]
+    assert len(novelty) == 1 and novelty[0].startswith("#   novelty detector calibrated: ")
+    assert novelty[0].endswith(
+        f"each of 22 topics held out in turn; at its threshold gold questions read novel with "
+        f"their topic held out {round(n['tpr'] * 477)} of 477 (TPR {n['tpr']:.3f}); read novel "
+        f"with every topic kept {round(n['fpr'] * 477)} of 477 (FPR {n['fpr']:.3f}); balanced "
+        f"accuracy {n['balanced_accuracy']:.3f}"
+    )

@@ -404,6 +404,12 @@ field and nothing else (checked: each rewritten file without it equals its forme
 language. Demo (supervised): 31 of 59 labelled gold questions, en 22 of 45, hi-Latn 6 of 8, hi
 0 of 3, und 3 of 3; no language bias named (hi-Latn and hi have fewer than 10 rows), so no
 alarm moved. Production-shaped (unsupervised): ``{"supervised": false, "agreement": null}``.
+All three rewritten in the thirty-third session (trial 15 MEDIUM 5) for the novelty quality's
+operating point and topic count, nothing else (14 fields each, listed by a field-by-field diff):
+``n_groups`` in every detector quality (out-of-scope 0), and novelty's ``threshold``, ``tpr``,
+``fpr``, ``balanced_accuracy`` (were null) and ``measured_on`` ("each of 13 topics" in the demo:
+TPR 0.237, FPR 0.051; "each of 22 topics" production-shaped: TPR 0.203, FPR 0.050) — in
+``detector_quality`` and ``novelty.quality``; trust verdicts, alarms and suggestions unchanged.
 """
 
 from __future__ import annotations

@@ -1,0 +1,82 @@
+"""Topic novelty reports its operating point and the topics its AUC rests on (trial 15).
+
+Trial 15's gold set had 2 topics; the report said "novelty detector ROC AUC 0.889 ... each
+topic held out in turn" while ``novel`` caught a third of the off-corpus traffic. The quality
+now says how many topics were held out and, at the detector's threshold, the share of gold
+questions read novel with their topic held out (TPR) and with every topic kept (FPR). The
+balanced-accuracy floor stays the out-of-scope detector's alone (its threshold is Youden's; a
+novelty threshold is a percentile), so the trust verdicts do not change.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from prometheus_client import CollectorRegistry
+
+from service.evaluation.detector_quality import (
+    DetectorQuality,
+    balanced_accuracy_floor,
+    measured_on,
+    operating_point_summary,
+    quality_gauges,
+)
+from service.runtime.analytics import Analytics
+from service.telemetry import build_analytics_metrics
+from service.topics.model import _novelty_quality
+
+# Two topics of two unit vectors each; the dot products, by hand:
+#   a1·a2 = 0.8, a1·b1 = 0, a1·b2 = 0.6, a2·b1 = 0.6, a2·b2 = 0.96, b1·b2 = 0.8
+VECTORS = np.array([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0], [0.6, 0.8]], dtype=np.float32)
+TOPICS = np.array([0, 0, 1, 1])
+
+
+def test_the_operating_point_and_the_topic_count_by_hand() -> None:
+    # nearest gold question with every topic kept (negatives): a1 0.8, a2 0.96, b1 0.8, b2 0.96
+    # nearest with its own topic held out (positives):        a1 0.6, a2 0.96, b1 0.6, b2 0.96
+    # threshold 0.7: positives below it a1, b1 (TPR 2/4), negatives none (FPR 0)
+    # AUC of 1 - similarity: positives 0.4, 0.04, 0.4, 0.04 against negatives 0.2, 0.04, 0.2,
+    # 0.04: each 0.4 beats all 4 (8 pairs), each 0.04 ties two 0.04s (2 × 2 × 0.5): 10 / 16
+    quality = _novelty_quality(VECTORS, TOPICS, seed=0, threshold=0.7)
+    assert quality is not None
+    assert quality.n_groups == 2 and quality.n_pos == quality.n_neg == 4
+    assert math.isclose(quality.auc, 10 / 16, abs_tol=1e-9)
+    assert (quality.tpr, quality.fpr, quality.threshold) == (0.5, 0.0, 0.7)
+    assert quality.balanced_accuracy == 0.75
+    assert measured_on("novelty", quality) == "4 gold questions, each of 2 topics held out in turn"
+    assert operating_point_summary(quality.as_dict(), "novelty") == (
+        "gold questions read novel with their topic held out 2 of 4 (TPR 0.500); read novel "
+        "with every topic kept 0 of 4 (FPR 0.000); balanced accuracy 0.750"
+    )
+
+
+def test_without_a_threshold_no_operating_point_is_claimed() -> None:
+    quality = _novelty_quality(VECTORS, TOPICS, seed=0)
+    assert quality is not None and quality.n_groups == 2 and math.isnan(quality.tpr)
+
+
+def test_the_balanced_accuracy_floor_is_the_out_of_scope_detectors_alone() -> None:
+    # the production-shaped benchmark's novelty: AUC 0.764, 97 of 477 held out read novel at
+    # FPR 0.050 (balanced accuracy 0.577, under 0.68), trusted as before; the same numbers on
+    # the out-of-scope detector are not
+    weak = DetectorQuality(0.764, 0.738, 0.792, 0.95, 477, 477, n_groups=22).at_threshold(
+        0.22, 97 / 477, 24 / 477
+    )
+    analytics = Analytics(stages=[], detector_quality={"novelty": weak, "out_of_scope": weak},
+                          min_balanced_accuracy=0.68, quality_min_class=10)  # fmt: skip
+    assert analytics.uncalibrated("novelty") is None
+    assert "below analytics.scope_min_balanced_accuracy 0.68" in str(
+        analytics.uncalibrated("out_of_scope")
+    )
+    assert balanced_accuracy_floor("novelty", 0.68) == 0.0
+    registry = CollectorRegistry()
+    metrics = build_analytics_metrics(registry)
+    metrics.set_detector_quality(
+        {name: quality_gauges(weak) for name in ("novelty", "out_of_scope")}, 0.75, 0.68, 10
+    )
+
+    def trusted(detector: str) -> float | None:
+        return registry.get_sample_value("goldwatch_detector_trusted", {"detector": detector})
+
+    assert trusted("novelty") == 1.0 and trusted("out_of_scope") == 0.0
