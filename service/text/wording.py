@@ -734,11 +734,26 @@ def _swapped(live: Wording, gold: Wording) -> bool:
     return any(frozenset((a, b)) in OPPOSITES for a in mine for b in theirs)
 
 
+#: Words that turn what follows into its opposite without being a negation of
+#: :data:`NEGATIONS`: a gold question's one of them is no detail a re-asking may leave out
+#: (trial 15: a live "... reaching the top of Spotify's Global Top 50" was matched to the gold
+#: "... failing to reach the top ...", whose answers are yes and no; both already "negated" by
+#: the song title's "No").
+_POLARITY_WORDS = frozenset({"fail", "fails", "failed", "failing", "unable"})
+
+
 def _less_detail(live: Wording, gold: Wording) -> bool:
     """Whether ``live`` asks ``gold`` leaving out details and adding none
-    (:func:`known_disagreement`)."""
+    (:func:`known_disagreement`); a word of :data:`_POLARITY_WORDS` is no detail.
+
+    >>> _less_detail(wording("did the song reach the top"),
+    ...              wording("did the song fail to reach the top"))
+    False
+    """
     if live.negated != gold.negated or live.asks - gold.asks:
         return False  # a question word the gold question does not ask with
+    if not _POLARITY_WORDS.isdisjoint(gold.tokens - live.tokens):
+        return False  # "failing to reach" left out is "reaching"
     if live.numbers and live.numbers != gold.numbers:
         return False  # a number left out of several changes the one asked ("7 am", "7:30 am")
     if live.weak - (gold.numbers | gold.weak):
