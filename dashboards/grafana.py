@@ -178,8 +178,8 @@ def _variables(extra: list[Panel]) -> list[Panel]:
     ]  # fmt: skip
 
 
-ALERTS = ("RefusalRateMoved|OverRefusal|UnderRefusal|LanguageDrift|TopicDrift|CoverageGap|"
-          "GoldRecallDropped|ShadowCandidateFailing|ACLViolation|ConsumerLagHigh|"
+ALERTS = ("RefusalRateMoved|OverRefusal|UnderRefusal|LanguageDrift|TopicDrift|DriftDetected|"
+          "CoverageGap|GoldRecallDropped|ShadowCandidateFailing|ACLViolation|ConsumerLagHigh|"
           "DeadLetterRateHigh|NoEventsReceived|GoldSetRefreshFailing|GoldwatchDown")  # fmt: skip
 
 

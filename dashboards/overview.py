@@ -233,8 +233,9 @@ def _drift() -> list[Panel | list[Panel]]:
                 "refusal, out_of_scope) and comparison (reference = the gold set, baseline = "
                 "earlier traffic): drift if any replica's detector alarms (chi-square or "
                 "two-proportion test at a per-day false-alarm budget, plus an effect size), "
-                "insufficient data below min_count. Drift: open the matching panel below and "
-                "the runbook of LanguageDrift/TopicDrift/RefusalRateMoved.",
+                "insufficient data below min_count. Drift for 15 minutes fires DriftDetected "
+                "(at any traffic; the rate alerts need 200 events an hour): open the matching "
+                "panel below and the runbook of LanguageDrift/TopicDrift/RefusalRateMoved.",
                 [(f'2 * max by ({by}) (goldwatch_drift_state{{{SEL}, state="drift"}}) '
                   f'+ max by ({by}) (goldwatch_drift_state{{{SEL}, '
                   f'state="insufficient_data"}})', "{{dimension}} vs {{comparison}}")],

@@ -191,6 +191,9 @@ class Runtime:
         self.gold_refreshes = 0
         #: Does the gold-set file load whole: one answer for readiness and accepts.
         self.gold_check = GoldFileCheck(settings.gold_set) if settings.gold_set else None
+        if self.gold_check is not None:  # a file broken by hand starts no refresh: the gauge
+            # also says 1 while the file would be refused (GoldSetRefreshFailing; trial 15)
+            self.gold_refresh_metrics.watch_file(self.gold_check.problem)
         #: Why the last gold-set refresh failed (``None``: none failed since the last success).
         self.gold_refresh_error: str | None = None
         #: The gold set's topic labels are too few to be the topics (clusters instead), as

@@ -4,6 +4,10 @@ gold-set file and refits what depends on it in the background
 gold set in use, so the accepted question is not gold yet and the next start may refuse the
 file. Built by every ``serve`` (:class:`~service.runtime.process.Runtime`).
 
+A file broken by hand starts no refresh at all: accepts are refused before they append
+(503) and ``/readyz`` says 503, so the gauge also reads the file's own check at each scrape
+(:meth:`GoldRefreshMetrics.watch_file`, trial 15: it stayed 0 while the file was broken).
+
 ======================================== ======= ====================================
 name                                     type    labels
 ======================================== ======= ====================================
@@ -22,11 +26,19 @@ goldwatch_gold_refresh_failing           gauge   (1 while the newest refresh fai
 >>> metrics.observe(ok=True)
 >>> registry.get_sample_value("goldwatch_gold_refresh_failing")
 0.0
+>>> problem: list[str | None] = ["gold.jsonl, line 53 (id 'q-53'), field 'kind': ..."]
+>>> metrics.watch_file(lambda: problem[0])
+>>> registry.get_sample_value("goldwatch_gold_refresh_failing")
+1.0
+>>> problem[0] = None
+>>> registry.get_sample_value("goldwatch_gold_refresh_failing")
+0.0
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
@@ -42,12 +54,32 @@ class GoldRefreshMetrics:
 
     refreshes: Counter
     failing: Gauge
+    #: [whether the newest refresh failed] (a one-item list: the dataclass is frozen)
+    _newest_failed: list[bool] = field(default_factory=lambda: [False])
 
     def observe(self, ok: bool) -> None:
-        """Count one finished refresh; ``failing`` becomes 0 after a success, 1 after a
-        failure (the gold set in use is then older than the file)."""
+        """Count one finished refresh; the newest refresh's outcome is what ``failing``
+        reports (0 after a success, 1 after a failure: the gold set in use is then older
+        than the file), together with the file's check once :meth:`watch_file` is set."""
         self.refreshes.labels(outcome="ok" if ok else "failed").inc()
-        self.failing.set(0 if ok else 1)
+        self._newest_failed[0] = not ok
+        self.failing.set(0 if ok else 1)  # without watch_file; ignored once it is set
+
+    def watch_file(self, problem: Callable[[], str | None]) -> None:
+        """From now on ``failing`` is computed at each scrape: 1 while the newest refresh
+        failed or ``problem()`` names why the gold-set file as it is now would be refused
+        (by a refresh, an accept or the next start), else 0.
+
+        Args:
+            problem: the file's check, e.g. :meth:`service.data.goldset.GoldFileCheck.problem`
+                (a ``stat`` unless the file changed); ``None`` when the file loads. It runs
+                on the scraping thread, so it must be thread-safe and must not raise.
+        """
+
+        def value() -> float:
+            return 1.0 if self._newest_failed[0] or problem() is not None else 0.0
+
+        self.failing.set_function(value)
 
 
 def build_gold_refresh_metrics(registry: CollectorRegistry) -> GoldRefreshMetrics:
@@ -68,8 +100,9 @@ def build_gold_refresh_metrics(registry: CollectorRegistry) -> GoldRefreshMetric
         refreshes.labels(outcome=outcome)
     failing = Gauge(
         _name("gold_refresh_failing"),
-        "1 while the newest gold-set refresh failed (accepted questions are not gold yet and "
-        "the next start may refuse the file), else 0.",
+        "1 while the newest gold-set refresh failed (accepted questions are not gold yet) "
+        "or the gold-set file as it is now would be refused (accepts answer 503, /readyz "
+        "503, the next start stops), else 0.",
         registry=registry,
     )
     failing.set(0)

@@ -229,9 +229,11 @@ def build_shadow_metrics(
 
     Args:
         candidates: the shadow candidates' names (their series are pre-initialised).
-        production: the production retriever's name in gold-set runs; ``production`` (the
-            label of production's live results) is always a value. Anything else is
-            exported as ``other``.
+        production: the production retriever's name in gold-set runs (the
+            ``goldwatch_gold_*`` series); ``production`` (the label of production's live
+            results, the ``goldwatch_known_*`` series) is always a value, and the live
+            series are pre-initialised for the candidates and ``production`` only. Anything
+            else is exported as ``other``.
         language_labels, topic_labels: bounded label values of the analytics stages.
         role_labels: user roles named in the corpus ACLs (``unknown`` and ``other`` added).
 
@@ -326,7 +328,10 @@ def build_shadow_metrics(
         metrics.gold_runs.labels(outcome=outcome_label)
     for kind in KNOWN_REFUSAL_KINDS:
         metrics.known_refusals.labels(kind=kind)
-    for name in (*candidates, *extra, PRODUCTION):
+    # Live known-question scores are labelled by candidate and PRODUCTION only; the gold-set
+    # run name of production (``shadow.production``, e.g. "prod") never gets one, so a series
+    # pre-initialised under it would stay 0 next to "production" (trial 15).
+    for name in dict.fromkeys([*candidates, PRODUCTION]):
         metrics.known_questions.labels(retriever=name)
         metrics.known_recall.labels(retriever=name)
     for name in candidates:

@@ -103,6 +103,42 @@ def test_runbook_has_a_section_per_alert_and_no_other() -> None:
     assert sorted(headings) == sorted(a["alert"] for a in opsfiles.alerts())
 
 
+def test_runbook_inhibit_rules_name_real_alerts_and_labels() -> None:
+    """The Alertmanager inhibit rules of docs/runbook.md#driftdetected (one page when the fast
+    path and the service's drift verdict fire for one change) match alerts of the rules file:
+    each source is a rate alert, each target DriftDetected of an exported drift dimension,
+    and the ``equal`` labels survive DriftDetected's aggregation."""
+    from service.telemetry.analytics import DRIFT_DIMENSIONS
+
+    text = opsfiles.RUNBOOK.read_text(encoding="utf-8")
+    section = text.split("\n## DriftDetected\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```yaml\n(inhibit_rules:.*?)```", section, re.S)
+    inhibit = yaml.safe_load(block)["inhibit_rules"]
+    by_name = {rule["alert"]: rule for rule in opsfiles.alerts()}
+    matcher = re.compile(r'(\w+)="([^"]*)"')
+
+    def parsed(matchers: list[str]) -> dict[str, str]:
+        return dict(m for item in matchers for m in matcher.findall(item))
+
+    pairs = set()
+    for rule in inhibit:
+        source, target = parsed(rule["source_matchers"]), parsed(rule["target_matchers"])
+        assert source["alertname"] in by_name and target["alertname"] == "DriftDetected"
+        assert target["dimension"] in DRIFT_DIMENSIONS
+        kept = by_name["DriftDetected"]["expr"]
+        assert not set(rule["equal"]) & {"instance", "pod"} and "without (instance, pod" in kept
+        pairs.add((source["alertname"], target["dimension"]))
+    assert pairs == {("RefusalRateMoved", "refusal"), ("LanguageDrift", "language"),
+                     ("TopicDrift", "topic")}  # fmt: skip
+
+
+def test_dashboards_annotate_every_alert() -> None:
+    """The dashboards' firing-alert annotations list every alert of the rules file."""
+    from dashboards.grafana import ALERTS
+
+    assert sorted(ALERTS.split("|")) == sorted(a["alert"] for a in opsfiles.alerts())
+
+
 def test_recorded_series_are_defined_and_used() -> None:
     recorded = opsfiles.records()
     texts = [t for _, t in opsfiles.rule_texts()]

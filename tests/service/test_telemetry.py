@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -273,3 +274,26 @@ def test_shadow_metrics_export_a_stage_batch() -> None:
     assert value("goldwatch_shadow_breaker_state", {"retriever": "cand", "state": "open"}) == 0
     # the runner's cumulative count is turned into increments, never double counted
     assert value("goldwatch_shadow_breaker_opened_total", {"retriever": "cand"}) == 1
+
+
+def test_known_question_series_carry_one_production_label() -> None:
+    """Trial 15 (shadow.production ``prod``, an entrypoint retriever): /metrics had
+    ``goldwatch_known_*{retriever="prod"}`` always 0 next to ``retriever="production"``, two
+    "production" lines on the panel. Live known-question scores are labelled ``production``;
+    the configured name only labels gold-set runs (``goldwatch_gold_*``)."""
+    from service.telemetry import build_shadow_metrics
+
+    registry = CollectorRegistry()
+    metrics = build_shadow_metrics(registry, candidates=["mine", "hybrid"], production="prod")
+    metrics.observe_quality({"known": {"production": 3, "mine": 2},
+                             "known_recall": {"production": [1.0, 0.5]}})  # fmt: skip
+    metrics.observe_gold_run({"retrievers": {"prod": {"by_kind": {"all": {"recall@10": 0.9}}}}})
+    text = generate_latest(registry).decode()
+    for name in ("goldwatch_known_questions_total", "goldwatch_known_recall_count"):
+        labels = re.findall(rf'(?m)^{name}\{{retriever="([^"]+)"\}}', text)
+        assert sorted(labels) == ["hybrid", "mine", "production"], (name, labels)
+    value = registry.get_sample_value
+    assert value("goldwatch_known_questions_total", {"retriever": "production"}) == 3
+    assert value("goldwatch_known_recall_sum", {"retriever": "production"}) == 1.5
+    # the gold-set run keeps production's configured name
+    assert value("goldwatch_gold_recall", {"retriever": "prod", "k": "10", "kind": "all"}) == 0.9

@@ -324,6 +324,42 @@ def test_a_failed_topic_refit_is_shown_with_its_own_reason(server: Server) -> No
     assert runtime.gold_refresh_error is None
 
 
+def test_a_gold_file_broken_by_hand_sets_the_refresh_gauge(server: Server) -> None:
+    """Trial 15: a row of kind ``plian`` appended by hand during serve. The accept is refused
+    before it appends (503 naming line and field) and ``/readyz`` says 503, so no refresh
+    runs; ``goldwatch_gold_refresh_failing`` stayed 0 and GoldSetRefreshFailing could not
+    fire. The gauge now reads the file's check at each scrape: 1 while the file would be
+    refused, 0 once it loads again, with no refresh counted in between."""
+    runtime = server.runtime
+    gold_path = Path(runtime.settings.gold_set)  # type: ignore[arg-type]
+    original = gold_path.read_bytes()
+    lines = len(original.splitlines())
+    refreshes = runtime.gold_refreshes
+    outcomes = {o: _metric(server, f'goldwatch_gold_refreshes_total{{outcome="{o}"}}')
+                for o in ("ok", "failed")}  # fmt: skip
+    assert _metric(server, "goldwatch_gold_refresh_failing") == 0.0
+    bad = {"id": "q-plian", "question": "What is the hostel curfew?", "gold": [],
+           "kind": "plian"}  # fmt: skip
+    try:
+        gold_path.write_bytes(original + json.dumps(bad).encode() + b"\n")
+        item = _list(server, status="suggested", limit=1)["items"][0]
+        response = httpx.post(f"{server.base}/v1/gold-candidates/{item['id']}/accept",
+                              json={"gold": [], "kind": "unanswerable"}, headers=AUTH)  # fmt: skip
+        assert response.status_code == 503, response.text
+        assert f"line {lines + 1}" in response.text and "'kind'" in response.text
+        assert httpx.get(server.base + "/readyz").status_code == 503
+        assert _metric(server, "goldwatch_gold_refresh_failing") == 1.0
+        _refreshes_done()
+        assert runtime.gold_refreshes == refreshes  # no refresh ran: the gauge read the file
+        for outcome, before in outcomes.items():
+            series = f'goldwatch_gold_refreshes_total{{outcome="{outcome}"}}'
+            assert _metric(server, series) == before
+    finally:
+        gold_path.write_bytes(original)
+    assert _metric(server, "goldwatch_gold_refresh_failing") == 0.0
+    assert httpx.get(server.base + "/readyz").status_code == 200
+
+
 def _metric(server: Server, series: str) -> float:
     """The value of one series (``name{labels}`` as exposed) on ``GET /metrics``."""
     for line in httpx.get(server.base + "/metrics").text.splitlines():
