@@ -404,6 +404,16 @@ field and nothing else (checked: each rewritten file without it equals its forme
 language. Demo (supervised): 31 of 59 labelled gold questions, en 22 of 45, hi-Latn 6 of 8, hi
 0 of 3, und 3 of 3; no language bias named (hi-Latn and hi have fewer than 10 rows), so no
 alarm moved. Production-shaped (unsupervised): ``{"supervised": false, "agreement": null}``.
+All three rewritten in the thirty-third session (s33-qtime, trial 15 MEDIUM 2) for added fields
+and nothing else (checked: each rewritten file without them equals its former content): per
+series bucket ``known`` (production's scored known questions and the sums of recall, hit, RR
+and their squares) and ``agreement`` (per candidate, RBO and overlap sums), and
+``analytics.series.over_time`` (:func:`service.quality.over_time.over_time`). Their totals
+equal the reports' own: demo 17 scored (``quality.known.production.n_scored`` 17), hybrid 2,914
+RBO results (``shadow`` counts 2,914); production-shaped 64 and 20k 421 scored. Over time: demo
+production not compared (17 scored, no two points of 10), hybrid's worst hour RBO 0.651 (n 13)
+against 0.738, within noise (p 0.10, 54 points); production-shaped one point (not compared);
+20k 3 points, worst hit rate 0.843 (n 102) against 0.856, within noise (p 0.75).
 """
 
 from __future__ import annotations
