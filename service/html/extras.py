@@ -18,6 +18,7 @@ from markupsafe import Markup
 
 from service.harvest.shed_note import shed_note
 from service.html import plots
+from service.html.over_time import agreement_over_time
 from service.html.page import esc, figure, minute, num, para, section, table
 from service.shadow.stage import FEW_RESULTS, with_n
 
@@ -65,9 +66,12 @@ def shadow_section(
     shadow: Mapping[str, Any],
     min_n: int = FEW_RESULTS,
     topic_labels: Mapping[str, str] | None = None,
+    over: Mapping[str, Any] | None = None,
 ) -> Markup:
-    """Agreement of each shadow candidate with production: means, per language and topic, and
-    the questions where they disagreed most (lowest RBO). Every agreement figure is shown with
+    """Agreement of each shadow candidate with production: means, per language and topic,
+    over time when ``over`` (a replay series' ``over_time``) has it
+    (:func:`service.html.over_time.agreement_over_time`), and the questions where they
+    disagreed most (lowest RBO). Every agreement figure is shown with
     the number of results it is over, marked "few" under ``min_n`` (:func:`with_n`; the
     replay page passes ``analytics.quality_min_class``); a per-label mean over fewer than
     ``min_n`` results is drawn as no bar. Topics are named by ``topic_labels`` (``{id:
@@ -145,6 +149,7 @@ def shadow_section(
         ),
         table(["candidate", *AGREEMENT], agreement),
     ]
+    parts += agreement_over_time(over)
     names_of = dict(topic_labels or {})
     parts.append(_by_label(candidates, "by_language", "language", min_n))
     parts.append(_by_label(candidates, "by_topic", "topic", min_n, names_of))

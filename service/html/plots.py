@@ -398,3 +398,63 @@ def shares_over_time(
         # largest share's line (a language's near 1.0) and its gold set's dashed one
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
         return to_svg(fig)
+
+
+#: Most points :func:`means_over_time` labels with their ``n``.
+MAX_N_LABELS = 16
+
+
+def means_over_time(
+    times: Sequence[float],
+    lines: Mapping[str, Sequence[float | None]],
+    *,
+    title: str,
+    ylabel: str,
+    counts: Sequence[int],
+    bands: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+    bucket_s: float | None = None,
+) -> str:
+    """Means per time point (lines with dots, ``None`` drawn as no dot), each with its 95 %
+    band shaded where ``bands`` has one, so a point over few results looks as unsure as it
+    is; with at most :data:`MAX_N_LABELS` points, each is labelled with its ``n`` (the
+    results it is over, ``counts``). Lines break across missing points (:func:`_gapped`).
+
+    Args:
+        times: point start times (Unix seconds), ascending.
+        lines: name → one mean in [0, 1] (or ``None``) per point.
+        counts: the results each point is over, one per point.
+        bands: name → (lows, highs), one pair per point, in [0, 1].
+        bucket_s: the points' width in seconds, for :func:`_gapped` (``None``: guessed).
+    """
+    _require(len(times) > 0 and bool(lines), title)
+    plt = _pyplot()
+    days, gaps = _gapped([t / DAY_S for t in times], None if bucket_s is None else bucket_s / DAY_S)
+
+    def gapped(values: Sequence[float | None]) -> list[float]:
+        ys = [math.nan if v is None else float(v) for v in values]
+        for at in reversed(gaps):
+            ys.insert(at, math.nan)
+        return ys
+
+    with _style():
+        fig, ax = plt.subplots(figsize=(7.0, 3.0))
+        for i, (name, values) in enumerate(lines.items()):
+            colour = PALETTE[i % len(PALETTE)]
+            ax.plot(days, gapped(values), color=colour, label=name, linewidth=1.6, marker="o",
+                    markersize=3.0)  # fmt: skip
+            if bands and name in bands:
+                low, high = bands[name]
+                ax.fill_between(days, gapped(low), gapped(high), color=colour, alpha=0.15,
+                                linewidth=0, label=f"{name} 95 % band")  # fmt: skip
+        if len(times) <= MAX_N_LABELS:
+            for t, n in zip(times, counts, strict=True):
+                ax.annotate(f"n {n}", (t / DAY_S, 0.02), fontsize=7, color="#555555",
+                            ha="center")  # fmt: skip
+        ticks = time_ticks(times[0], times[-1], max_ticks=6)
+        if len(ticks) >= 2:
+            ax.set_xticks([t / DAY_S for t, _ in ticks], [label for _, label in ticks])
+        span = (bucket_s or 3600.0) / DAY_S / 2
+        ax.set_xlim(days[0] - span, days[-1] + span)
+        ax.set(title=title, ylabel=ylabel, ylim=(0, 1.02), xlabel="event time (UTC)")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+        return to_svg(fig)

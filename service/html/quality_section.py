@@ -19,6 +19,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from service.html.over_time import quality_over_time
 from service.html.page import dated_minute, minute, para, section, table
 from service.quality.stage import rejected_note
 
@@ -32,12 +33,16 @@ _CHANGE_COLUMNS = ["change", "from", "to", "last event before", "after events",
                    "events dropped"]  # fmt: skip
 
 
-def quality_section(quality: Mapping[str, Any]) -> Markup:
+def quality_section(quality: Mapping[str, Any], over: Mapping[str, Any] | None = None
+                    ) -> Markup:  # fmt: skip
     """The section (anchor ``quality``); every cell escaped.
 
     Args:
         quality: the live-quality report (``k``, ``threshold``, ``known``, ``refusals``,
             ``acl``, ``review``, ``coverage``); ``threshold`` ``None`` means no gold set.
+        over: the replay series' ``over_time`` (production's quality per point, drawn under
+            the retrievers' table: :func:`service.html.over_time.quality_over_time`), or
+            ``None``.
     """
     if quality.get("threshold") is None:
         return section("quality", "Live quality", para("No gold set: nothing to match.", "muted"))
@@ -67,6 +72,7 @@ def quality_section(quality: Mapping[str, Any]) -> Markup:
             ],
         ),  # fmt: skip
         *_candidate_coverage(known, k),
+        *quality_over_time(over, k),
     ]
     refusals = quality.get("refusals") or {}
     if refusals:

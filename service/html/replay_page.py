@@ -12,7 +12,12 @@ Optional time series, read from ``analytics["series"]`` when present::
 
     {"bucket_s": 3600,
      "buckets": [{"start": unix_s, "languages": {lang: n}, "topics": {topic: n},
-                  "answers": n, "refused": n}, ...]}
+                  "answers": n, "refused": n, "known": {...}, "agreement": {...}}, ...],
+     "over_time": {...}}
+
+whose ``over_time`` (:func:`service.quality.over_time.over_time`) adds production's live
+quality on known questions and each candidate's agreement over time to the ``quality`` and
+``shadow`` sections (:mod:`service.html.over_time`).
 
 The charts over time draw the buckets of :func:`service.html.time_range.plotted` (the
 traffic's range: an event stamped decades away is not drawn, and a caption says so).
@@ -154,11 +159,12 @@ def analytics_sections(
             ),
             refusals_section(analytics, series),
         ]
+    over = ((analytics or {}).get("series") or {}).get("over_time")  # a replay's only
     if quality is not None:
-        parts.append(quality_section(quality))
+        parts.append(quality_section(quality, over))
     if shadow is not None:
         min_n = (analytics or {}).get("quality_min_class", FEW_RESULTS)
-        parts.append(shadow_section(shadow, min_n, (analytics or {}).get("topic_labels")))
+        parts.append(shadow_section(shadow, min_n, (analytics or {}).get("topic_labels"), over))
     if candidates is not None:
         parts.append(candidates_section(candidates))
     return parts

@@ -24,7 +24,9 @@ The report (``--format json``)::
                    "pii_scrubbed": {type: n},
                    "drift": {dimension: {"state", "comparisons", ...}, "alarms": [...]},
                    "series": {"bucket_s", "buckets": [{"start", "languages", "topics",
-                                                       "answers", "refused"}]}},
+                                                       "answers", "refused", "known",
+                                                       "agreement"}],
+                              "over_time": {"min_n", "level", "known", "agreement"}}},
      "shadow": {...}, "quality": {...},
      "gold_candidates": {"n_suggestions", "by_reason": {reason: n}, "top": [record, ...],
                          "in_gaps": [{"dimension", "value", "gap", "n", "top": [...]}],
@@ -86,6 +88,7 @@ from service.language.detector import OTHER as OTHER_LANGUAGE
 from service.language.excluded import excluded_text
 from service.language.quality import agreement_text
 from service.pipeline import CountingStage, Pipeline
+from service.quality.over_time import agreement_line, known_line, over_time
 from service.quality.stage import rejected_note
 from service.refusals.scope import (
     CALIBRATION_LIMIT,
@@ -259,6 +262,8 @@ def run_replay(
     freeze_heap()
     # the counts over event time: a last stage, so a resumed replay restores them too
     series = TimeSeries()
+    if live.shadow is not None:  # each candidate's agreement, by its event's time
+        live.shadow.listeners.append(series.observe_shadow)
     pipeline = Pipeline([*live.pipeline.stages, series])
     dlq_lock: DeadLetterLock | None = None
     try:
@@ -318,8 +323,13 @@ def run_replay(
 
 
 def _with_series(analytics: AnalyticsReport | None, series: TimeSeries) -> AnalyticsReport | None:
-    """The analytics report with its counts per event-time bucket (``series``)."""
-    return None if analytics is None else {**analytics, "series": series.report()}
+    """The analytics report with its counts per event-time bucket (``series``) and, in it,
+    live quality and shadow agreement regrouped over time (``over_time``:
+    :func:`service.quality.over_time.over_time`)."""
+    if analytics is None:
+        return None
+    counts = series.report()
+    return {**analytics, "series": {**counts, "over_time": over_time(counts)}}
 
 
 def quality_text(quality: dict[str, Any] | None, detector: str | None = None) -> str:
@@ -400,6 +410,11 @@ def render_text(doc: ReplayReport) -> str:
     analytics = doc.get("analytics")
     min_n = analytics.get("quality_min_class", FEW_RESULTS) if analytics else FEW_RESULTS
     lines += _shadow_lines(doc.get("shadow"), min_n)
+    over = ((analytics.get("series") if analytics else None) or {}).get("over_time")
+    shadow = doc.get("shadow")
+    for name in shadow["candidates"] if shadow else ():
+        line = agreement_line(over, name)  # its RBO over time: the worst point
+        lines += [line] if line else []
     if not analytics:
         return "\n".join(lines + harvest_lines(doc.get("gold_candidates")))
     total = sum(analytics["languages"].values()) or 1
@@ -566,7 +581,7 @@ def render_text(doc: ReplayReport) -> str:
             falling = ", ".join(alarm.get("falling") or ()) or "-"
             lines.append(f"  DRIFT  {where}: rising {', '.join(rising) or '-'}, "
                          f"falling {falling}{quiet}")  # fmt: skip
-    lines += quality_lines(doc.get("quality"))
+    lines += quality_lines(doc.get("quality"), over)
     return "\n".join(lines + harvest_lines(doc.get("gold_candidates")))
 
 
@@ -622,9 +637,13 @@ def _paired_lines(name: str, cell: dict[str, Any], known: dict[str, Any], k: Any
             f"{figures(paired['production'])}; {name} {figures(paired['candidate'])}"]  # fmt: skip
 
 
-def quality_lines(quality: dict[str, Any] | None) -> list[str]:
+def quality_lines(
+    quality: dict[str, Any] | None, over: Mapping[str, Any] | None = None
+) -> list[str]:
     """The live-quality block of the text report, from
-    :meth:`~service.quality.stage.LiveQualityStage.report`'s dict (empty without one).
+    :meth:`~service.quality.stage.LiveQualityStage.report`'s dict (empty without one), with
+    production's quality over time under the retrievers' lines when ``over`` (the series'
+    ``over_time``: :func:`~service.quality.over_time.known_line`) has it.
 
     Known questions (live questions matching a gold question at cosine similarity ≥
     ``threshold``): per retriever, the events scored of those matched and the means of
@@ -665,6 +684,8 @@ def quality_lines(quality: dict[str, Any] | None) -> list[str]:
             lines.append(f"    {cell['coverage_note']}: not the questions production's "
                          "figures are over")  # fmt: skip
         lines += _paired_lines(name, cell, known, k)
+    line = known_line(over, k)  # the worst point against the run: a bad day shows
+    lines += [line] if line else []
     refusals = quality.get("refusals") or {}
     if refusals.get("known_answerable") or refusals.get("known_unanswerable"):
         lines.append(

@@ -2,7 +2,13 @@
 
 :class:`TimeSeries` folds each batch's events into fixed buckets of event time (``bucket_s``,
 default one hour): per bucket, question counts by language and by topic (bounded label
-values, as exported to Prometheus), answers and refusals. When the buckets exceed
+values, as exported to Prometheus), answers and refusals, production's live quality on known
+questions (``known``: the scores the quality stage annotates, :mod:`service.quality.stage`)
+and each shadow candidate's agreement with production (``agreement``: RBO and overlap@k of
+its finished results, by their event's time; :meth:`TimeSeries.observe_shadow`, a shadow
+listener). Quality and agreement are kept as sums (and sums of squares), so buckets add up;
+:mod:`service.quality.over_time` regroups them into points wide enough to mean something and
+names the worst. When the buckets exceed
 ``max_buckets`` the bucket width doubles and neighbours merge, so a long replay stays bounded
 (at most ``max_buckets`` buckets, each at most ``max_labels`` labels + ``other``).
 
@@ -27,16 +33,30 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from service.pipeline import Batch
+from service.quality.over_time import AGREEMENT_FIELDS, KNOWN_FIELDS
+from service.shadow.runner import ShadowResult
 
 __all__ = ["TimeSeries"]
 
-_VERSION = 1
+_VERSION = 2
 
 OTHER = "other"
 
 
 def _empty() -> dict[str, Any]:
-    return {"languages": Counter(), "topics": Counter(), "answers": 0, "refused": 0}
+    return {"languages": Counter(), "topics": Counter(), "answers": 0, "refused": 0,
+            "known": [0.0] * len(KNOWN_FIELDS), "agreement": {}}  # fmt: skip
+
+
+def _add_into(target: list[float], values: Sequence[float]) -> None:
+    for i, value in enumerate(values):
+        target[i] += value
+
+
+def _sums(values: Sequence[float], fields: Sequence[str]) -> dict[str, float | int]:
+    """The sums as a dict, counts (``n``, ``hit``, ``n_overlap``) as ints."""
+    return {name: int(v) if name in ("n", "hit", "n_overlap") else v
+            for name, v in zip(fields, values, strict=True)}  # fmt: skip
 
 
 class TimeSeries:
@@ -70,31 +90,85 @@ class TimeSeries:
         self.add_batch([e.timestamp.timestamp() for e in batch.events], batch.annotations)
 
     def state_snapshot(self) -> dict[str, Any]:
-        """The buckets, their width and the labels seen (JSON-able, ``version`` 1)."""
+        """The buckets, their width and the labels seen (JSON-able, ``version`` 2)."""
         return {
             "version": _VERSION,
             "start_bucket_s": self._start_bucket_s,
             "bucket_s": self.bucket_s,
             "labels": {dim: sorted(seen) for dim, seen in self._labels.items()},
             "buckets": [
-                [key, dict(b["languages"]), dict(b["topics"]), b["answers"], b["refused"]]
+                [key, dict(b["languages"]), dict(b["topics"]), b["answers"], b["refused"],
+                 list(b["known"]), {name: list(v) for name, v in sorted(b["agreement"].items())}]
                 for key, b in sorted(self._buckets.items())
             ],
-        }
+        }  # fmt: skip
 
     def restore(self, state: Any) -> None:
-        """Take the buckets of :meth:`state_snapshot` (``None``, another version, or one
-        started at another bucket width: start empty)."""
-        if (not isinstance(state, dict) or state.get("version") != _VERSION
+        """Take the buckets of :meth:`state_snapshot` (``None``, an unknown version, or one
+        started at another bucket width: start empty). A version-1 snapshot (from before
+        quality and agreement were kept) restores its counts with neither: its buckets then
+        have no known question nor shadow result, which their ``n`` of 0 says."""
+        if (not isinstance(state, dict) or state.get("version") not in (1, _VERSION)
                 or state.get("start_bucket_s") != self._start_bucket_s):  # fmt: skip
             return
         self.bucket_s = float(state["bucket_s"])
         self._labels = {dim: set(state["labels"].get(dim, ())) for dim in self._labels}
-        self._buckets = {
-            int(key): {"languages": Counter(languages), "topics": Counter(topics),
-                       "answers": int(answers), "refused": int(refused)}
-            for key, languages, topics, answers, refused in state["buckets"]
-        }  # fmt: skip
+        self._buckets = {}
+        for key, languages, topics, answers, refused, *rest in state["buckets"]:
+            bucket = _empty()
+            bucket.update(languages=Counter(languages), topics=Counter(topics),
+                          answers=int(answers), refused=int(refused))  # fmt: skip
+            if rest:  # version 2
+                bucket["known"] = [float(v) for v in rest[0]]
+                bucket["agreement"] = {name: [float(v) for v in values]
+                                       for name, values in rest[1].items()}  # fmt: skip
+            self._buckets[int(key)] = bucket
+
+    def _bucket(self, timestamp: float) -> dict[str, Any]:
+        """The bucket of a finite ``timestamp`` (Unix seconds), made (coarsening) if new."""
+        key = math.floor(timestamp / self.bucket_s)
+        while key not in self._buckets and len(self._buckets) >= self.max_buckets:
+            self._coarsen()
+            key = math.floor(timestamp / self.bucket_s)
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = _empty()
+        return bucket
+
+    def add_known(self, timestamp: float, scores: Mapping[str, float]) -> None:
+        """Count one scored known question of production at ``timestamp`` (Unix seconds;
+        non-finite: ignored): ``scores`` has ``recall`` and ``rr`` in [0, 1] and ``hit`` 0 or
+        1 (:func:`service.quality.known.live_scores` at the stage's k)."""
+        if not math.isfinite(timestamp):
+            return
+        recall, hit, rr = float(scores["recall"]), float(scores["hit"]), float(scores["rr"])
+        _add_into(self._bucket(timestamp)["known"], (1.0, recall, hit, rr, recall**2, rr**2))
+
+    def add_agreement(self, timestamp: float, candidate: str, rbo: float | None,
+                      overlap: float | None) -> None:  # fmt: skip
+        """Count one shadow result of ``candidate`` at its event's ``timestamp`` (Unix
+        seconds; non-finite, or neither measure defined: ignored); ``rbo`` and ``overlap`` in
+        [0, 1] or ``None`` (undefined)."""
+        if not math.isfinite(timestamp) or (rbo is None and overlap is None):
+            return
+        cells = self._bucket(timestamp)["agreement"]
+        cell = cells.setdefault(candidate, [0.0] * len(AGREEMENT_FIELDS))
+        if rbo is not None:
+            _add_into(cell, (1.0, rbo, rbo**2, 0.0, 0.0, 0.0))
+        if overlap is not None:
+            _add_into(cell, (0.0, 0.0, 0.0, 1.0, overlap, overlap**2))
+
+    def observe_shadow(self, result: ShadowResult) -> None:
+        """A shadow stage listener (:class:`~service.shadow.stage.ShadowStage`'s
+        ``listeners``): fold a finished result's RBO and overlap@k in by its event's time; a
+        failed call, or one without agreement (production returned nothing), is not counted.
+        A replay's shadow stage is synchronous, so its results come in event order and the
+        same input gives the same sums."""
+        if result.error is not None or result.agreement is None:
+            return
+        agreement = result.agreement
+        self.add_agreement(result.timestamp.timestamp(), result.candidate, agreement.rbo,
+                           agreement.overlap)  # fmt: skip
 
     def _label(self, dimension: str, value: str | None) -> str:
         label = value or "und"
@@ -111,13 +185,7 @@ class TimeSeries:
         timestamp is ignored."""
         if not math.isfinite(timestamp):
             return
-        key = math.floor(timestamp / self.bucket_s)
-        while key not in self._buckets and len(self._buckets) >= self.max_buckets:
-            self._coarsen()
-            key = math.floor(timestamp / self.bucket_s)
-        bucket = self._buckets.get(key)
-        if bucket is None:
-            bucket = self._buckets[key] = _empty()
+        bucket = self._bucket(timestamp)
         bucket["languages"][self._label("languages", language)] += 1
         bucket["topics"][self._label("topics", topic)] += 1
         if refused is not None:
@@ -127,10 +195,13 @@ class TimeSeries:
     def add_batch(self, timestamps: Sequence[float], annotations: Sequence[Mapping[str, Any]]
                   ) -> None:  # fmt: skip
         """Count a batch: ``annotations[i]`` gives ``language_label`` (else ``language``),
-        ``topic`` and ``refused``."""
+        ``topic``, ``refused`` and ``known`` (its production ``scores``, when scored)."""
         for stamp, notes in zip(timestamps, annotations, strict=True):
             language = notes.get("language_label", notes.get("language"))
             self.add(stamp, language, notes.get("topic"), notes.get("refused"))
+            scores = (notes.get("known") or {}).get("scores")
+            if scores is not None:
+                self.add_known(stamp, scores)
 
     def _coarsen(self) -> None:
         """Double the bucket width, merging neighbours."""
@@ -142,16 +213,24 @@ class TimeSeries:
             target["topics"].update(bucket["topics"])
             target["answers"] += bucket["answers"]
             target["refused"] += bucket["refused"]
+            _add_into(target["known"], bucket["known"])
+            for name, values in bucket["agreement"].items():
+                _add_into(target["agreement"].setdefault(name, [0.0] * len(values)), values)
         self._buckets = merged
 
     def report(self) -> dict[str, Any]:
-        """``{"bucket_s", "buckets": [{"start", "languages", "topics", "answers",
-        "refused"}]}``, buckets in time order, ``start`` in Unix seconds."""
+        """``{"bucket_s", "buckets": [{"start", "languages", "topics", "answers", "refused",
+        "known", "agreement"}]}``, buckets in time order, ``start`` in Unix seconds;
+        ``known``: :data:`KNOWN_FIELDS` → sum (``n`` 0: no scored known question),
+        ``agreement``: candidate → :data:`AGREEMENT_FIELDS` → sum (candidates by name)."""
         return {
             "bucket_s": self.bucket_s,
             "buckets": [
                 {"start": key * self.bucket_s, "languages": dict(b["languages"]),
-                 "topics": dict(b["topics"]), "answers": b["answers"], "refused": b["refused"]}
+                 "topics": dict(b["topics"]), "answers": b["answers"], "refused": b["refused"],
+                 "known": _sums(b["known"], KNOWN_FIELDS),
+                 "agreement": {name: _sums(values, AGREEMENT_FIELDS)
+                               for name, values in sorted(b["agreement"].items())}}
                 for key, b in sorted(self._buckets.items())
             ],
         }  # fmt: skip

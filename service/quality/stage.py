@@ -6,7 +6,9 @@ stage (which should hand every finished :class:`~service.shadow.runner.ShadowRes
 
 1. matches every question against the gold set in one call
    (:meth:`~service.quality.known.KnownQuestionIndex.lookup_many`) and writes
-   ``annotations[i]["known"] = {"gold_id": str, "similarity": float} | None``; a gold row
+   ``annotations[i]["known"] = {"gold_id": str, "similarity": float, "scores": {"recall",
+   "hit", "rr"} | None} | None`` (``scores``: production's, step 2, ``None`` when not scored;
+   the replay's time series reads them, :mod:`service.jobs.series`); a gold row
    above the threshold that does not ask the same question
    (:func:`service.text.wording.known_disagreement`: harvest's merge rule on numbers,
    negation, content words and question word, a detail of the gold row left out allowed)
@@ -347,12 +349,18 @@ class LiveQualityStage:
                 ranking = production_ranking(event) if check or match is not None else ()
                 notes["known"] = None
                 if match is not None and index is not None:
-                    notes["known"] = {"gold_id": match.gold_id, "similarity": match.similarity}
                     question = index.gold.by_id[match.gold_id]
                     seen = self._first_seen.get(match.gold_id)
                     if seen is None or event.timestamp < seen:
                         self._first_seen[match.gold_id] = event.timestamp
                     scores = self._score(self.production, question, role, ranking)
+                    notes["known"] = {
+                        "gold_id": match.gold_id,
+                        "similarity": match.similarity,
+                        "scores": None
+                        if scores is None
+                        else dict(zip(_SCORES, scores, strict=True)),
+                    }
                     self._remember(event.event_id, match.gold_id, scores)
                     self._count_refusal(question, role, notes.get("refused"))
                 violations = self._violations(ranking, role) if check else []

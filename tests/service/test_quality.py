@@ -123,6 +123,10 @@ def test_annotations_by_hand() -> None:
     known = [notes["known"] for notes in batch.annotations]
     assert [k and k["gold_id"] for k in known] == ["q-1", "q-2", "q-3", None, None]
     assert 0.9 <= known[0]["similarity"] < 1.0 and known[1]["similarity"] == 1.0
+    # production's scores, by hand (EVENTS' comments); q-3 is unanswerable: not scored
+    assert [k and k["scores"] for k in known] == [
+        {"recall": 1.0, "hit": 1.0, "rr": 0.5}, {"recall": 0.5, "hit": 1.0, "rr": 1.0}, None,
+        None, None]  # fmt: skip
     assert [n["acl_violations"] for n in batch.annotations] == [["p-9"], [], [], ["p-9"], ["p-9"]]
     assert [n["acl_leaks"] for n in batch.annotations] == [[], [], [], ["p-9"], []]
 

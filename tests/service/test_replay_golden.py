@@ -410,6 +410,16 @@ operating point and topic count, nothing else (14 fields each, listed by a field
 ``fpr``, ``balanced_accuracy`` (were null) and ``measured_on`` ("each of 13 topics" in the demo:
 TPR 0.237, FPR 0.051; "each of 22 topics" production-shaped: TPR 0.203, FPR 0.050) — in
 ``detector_quality`` and ``novelty.quality``; trust verdicts, alarms and suggestions unchanged.
+All three rewritten in the thirty-third session (s33-qtime, trial 15 MEDIUM 2) for added fields
+and nothing else (checked: each rewritten file without them equals its former content): per
+series bucket ``known`` (production's scored known questions and the sums of recall, hit, RR
+and their squares) and ``agreement`` (per candidate, RBO and overlap sums), and
+``analytics.series.over_time`` (:func:`service.quality.over_time.over_time`). Their totals
+equal the reports' own: demo 17 scored (``quality.known.production.n_scored`` 17), hybrid 2,914
+RBO results (``shadow`` counts 2,914); production-shaped 64 and 20k 421 scored. Over time: demo
+production not compared (17 scored, no two points of 10), hybrid's worst hour RBO 0.651 (n 13)
+against 0.738, within noise (p 0.10, 54 points); production-shaped one point (not compared);
+20k 3 points, worst hit rate 0.843 (n 102) against 0.856, within noise (p 0.75).
 """
 
 from __future__ import annotations

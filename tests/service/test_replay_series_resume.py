@@ -64,9 +64,11 @@ def test_restore_takes_only_its_own_version_and_bucket_width() -> None:
     assert again.report() == series.report() == {
         "bucket_s": 3600.0,
         "buckets": [{"start": 7200.0, "languages": {"en": 1, "hi": 1},
-                     "topics": {"fees": 1, "exams": 1}, "answers": 1, "refused": 1}],
+                     "topics": {"fees": 1, "exams": 1}, "answers": 1, "refused": 1,
+                     "known": {"n": 0, "recall": 0.0, "hit": 0, "rr": 0.0, "recall_sq": 0.0,
+                               "rr_sq": 0.0}, "agreement": {}}],
     }  # fmt: skip
-    for other in ({**snapshot, "version": 2}, None, "x"):
+    for other in ({**snapshot, "version": 3}, None, "x"):
         fresh = TimeSeries(bucket_s=3600)
         fresh.restore(other)
         assert fresh.report() == {"bucket_s": 3600.0, "buckets": []}
