@@ -9,11 +9,18 @@ event is shadow-run; the first gate that refuses names the skip reason:
    BLAKE2b as a fraction of 2^64: deterministic, so a replay samples the same events, and
    shared by all candidates, so their samples are paired;
 3. ``no_production`` — the event carries no production ranking (``require_production``);
-4. ``cpu_budget`` — the shadow calls used more than ``max_cpu_share`` of a CPU core over
+4. ``scrubbed`` — the question holds a personal-data placeholder (``<EMAIL>``, ``<PHONE>`` …:
+   :func:`service.text.subject.has_placeholder`): production ranked the raw question, which
+   the PII stage replaced in place before this stage (the raw text is no longer held
+   anywhere), or a log scrubbed upstream; a candidate given the scrubbed text would be
+   compared on another question (trial 15: the same retriever as production scored RBO
+   0.51–0.96 on such events), so these are left out of every agreement figure, disagreement
+   and listener (harvest's ``shadow_disagreement``), counted as this skip reason;
+5. ``cpu_budget`` — the shadow calls used more than ``max_cpu_share`` of a CPU core over
    the last second (see below);
-5. ``breaker_open`` — the candidate's circuit breaker refuses (:mod:`.breaker`);
-6. ``rate_limited`` — its token bucket (``max_rps``) is empty;
-7. ``queue_full`` — its bounded queue (``queue_size``) is full.
+6. ``breaker_open`` — the candidate's circuit breaker refuses (:mod:`.breaker`);
+7. ``rate_limited`` — its token bucket (``max_rps``) is empty;
+8. ``queue_full`` — its bounded queue (``queue_size``) is full.
 
 Each candidate has its own queue and ``max_concurrency`` worker threads, so a dead candidate
 fills only its own queue. A worker calls ``retriever.search(question, k)``, retrying
@@ -50,7 +57,8 @@ Results (:class:`ShadowResult`) go to a bounded buffer that the live path emptie
 waits for room in a full queue instead of skipping it as ``queue_full``, waits for a
 token instead of skipping as ``rate_limited`` (``max_rps`` still protects the candidate's
 service), ignores the CPU budget, and never drops a finished result. The skip reasons left
-are the deterministic ones (``filtered``, ``not_sampled``, ``no_production``) and
+are the deterministic ones (``filtered``, ``not_sampled``, ``no_production``,
+``scrubbed``) and
 ``breaker_open`` (a failing candidate).
 """
 
@@ -73,6 +81,7 @@ from service.retrievers.base import Retriever, RetrieverError
 from service.shadow.agreement import Agreement, compare, unique
 from service.shadow.breaker import BreakerState, CircuitBreaker
 from service.shadow.config import CandidateConfig, ShadowConfig
+from service.text.subject import has_placeholder
 
 __all__ = [
     "ERROR_REASONS",
@@ -87,8 +96,8 @@ __all__ = [
 ]
 
 SKIP_REASONS = (
-    "filtered", "not_sampled", "no_production", "cpu_budget", "breaker_open", "rate_limited",
-    "queue_full",
+    "filtered", "not_sampled", "no_production", "scrubbed", "cpu_budget", "breaker_open",
+    "rate_limited", "queue_full",
 )  # fmt: skip
 #: Width of the CPU-budget window in seconds.
 CPU_WINDOW_S = 1.0
@@ -126,7 +135,8 @@ class ShadowResult:
     Attributes:
         candidate: candidate name.
         event_id, timestamp, question: from the event (the question as the pipeline holds
-            it, i.e. after PII scrubbing).
+            it, after PII scrubbing: one that holds a placeholder is never run, skip
+            ``scrubbed``, so this is the text production ranked).
         language, topic, channel, role: breakdown labels (``None`` when unknown).
         production: production's ranking (passage ids, best first), from the event.
         ranking: the candidate's ranking; ``()`` on error.
@@ -404,6 +414,7 @@ class ShadowRunner:
         role = event.user.role if event.user is not None else None
         draw = sample_fraction(event.event_id, self.config.sample_salt)
         has_production = event.retrieval is not None and bool(event.retrieval.results)
+        scrubbed = has_placeholder(event.question)  # not the text production ranked
         outcomes: dict[str, str] = {}
         throttled = self.cpu_throttled and not self.backpressure
         wait = self.backpressure
@@ -419,6 +430,8 @@ class ShadowRunner:
                 outcomes[name] = "not_sampled"
             elif self.config.require_production and not has_production:
                 outcomes[name] = "no_production"
+            elif scrubbed:
+                outcomes[name] = "scrubbed"
             elif throttled:
                 outcomes[name] = "cpu_budget"
             elif not lane.breaker.allow():
