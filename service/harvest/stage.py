@@ -37,7 +37,9 @@ asynchronous) or before it (a replay's synchronous shadow stage runs before this
 so may a fast asynchronous call). The caller passes each to
 :meth:`HarvestStage.observe_shadow`, which adds the candidate's ranking to the pool of the
 event's suggestion, and a ``shadow_disagreement`` reason when RBO < ``max_rbo`` — a
-disagreement on an event not (yet) picked starts or joins a suggestion of its own. Reasons
+disagreement on an event not (yet) picked starts or joins a suggestion of its own; an agreeing
+result that comes before its event is kept until the end of the batch, and pooled when the
+event is picked then (so a replay's suggestion lists every candidate's passages too). Reasons
 add up whatever the order: a suggestion's reasons are the union over its events, and over
 each event's own reasons and its shadow verdicts, each reason counted once per event. The
 stage remembers the reasons counted for each recent event (``harvest.recent_events``), so an event
@@ -310,6 +312,10 @@ class HarvestStage:
         # a question was annotated 'novel' with novelty_calibrated False (for shadow results,
         # which carry the topic but not its calibration)
         self._novel_uncalibrated = False
+        # event id -> {candidate: ranking} of the agreeing shadow results that came before
+        # their event was picked (a replay's synchronous shadow stage runs before this stage):
+        # the event's occurrence pools them; cleared after each batch (not snapshotted)
+        self._early: dict[str, dict[str, tuple[str, ...]]] = {}
         # event id -> reasons of a recent event shed by max_new_per_batch (not snapshotted)
         self._shed_reasons: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         # recent events counted as known by _merge (gold_set, decided), so that the other of
@@ -421,19 +427,23 @@ class HarvestStage:
         if too_long:
             self._pending["too_long"]["events"] += too_long
         generated = config.generated_channels
+        early = self._early
 
         def occurrence(k: int) -> Occurrence:
             event = events[rows[k]]
             (topic, language), gap = strata_of[k]
             ranking = production_ranking(event)
+            rankings: dict[str, Sequence[str]] = {PRODUCTION: ranking} if ranking else {}
+            candidates = early.get(event.event_id)
+            if candidates:  # the candidates' results on it came first (a replay): pool them
+                rankings.update(candidates)
             # Occurrence's fields in their order, as one tuple (binding fifteen keyword
             # arguments cost ~0.9 µs per picked event): event_id, timestamp, question,
             # normalised, reasons, rankings, language, topic, role, source, gap, counts,
             # trace_id, gap_dimension, scrubbed
             return _new_tuple(Occurrence, (
                 event.event_id, event.timestamp, questions[k], texts[k], reasons_of[k],
-                {PRODUCTION: ranking} if ranking else {}, language, topic,
-                _role(event, annotations[rows[k]]),
+                rankings, language, topic, _role(event, annotations[rows[k]]),
                 "generated" if event.channel in generated else "real", gap, True,
                 event.trace_id, dimension_of[k], clean_of[k],
             ))  # fmt: skip
@@ -446,6 +456,7 @@ class HarvestStage:
             shed_reasons[events[rows[k]].event_id] = reasons_of[k]
         while len(shed_reasons) > config.recent_events:
             shed_reasons.popitem(last=False)
+        early.clear()  # its events are picked or not by now; a later result joins _recent
         self.flush()
 
     def idle(self) -> None:
@@ -485,7 +496,8 @@ class HarvestStage:
         # the event's own reasons when it was shed (not merged): the verdict's suggestion
         # then carries them too
         own = self._shed_reasons.pop(result.event_id, ())
-        if not reasons:
+        if not reasons:  # its event may be picked later in this batch: keep the ranking
+            self._early.setdefault(result.event_id, {})[result.candidate] = result.ranking
             return
         if own:
             reasons = tuple(r for r in REASONS if r in own or r in reasons)
@@ -500,7 +512,8 @@ class HarvestStage:
             occurrence = Occurrence(
                 event_id=result.event_id, timestamp=result.timestamp, question=question,
                 normalised=normalised, reasons=reasons,
-                rankings={PRODUCTION: result.production, **rankings},
+                rankings={PRODUCTION: result.production,
+                          **self._early.pop(result.event_id, {}), **rankings},
                 language=result.language, topic=result.topic, role=result.role,
                 gap=gap, trace_id=result.trace_id, gap_dimension=dimension,
                 scrubbed=found == {},
@@ -1262,6 +1275,7 @@ class HarvestStage:
         self._known = set()
         self.coverage, self.scores, self._recent = coverage, scores, recent
         self._shed_reasons = OrderedDict()
+        self._early = {}
         self._known_events = OrderedDict()
         self._dirty = {sid for sid in snapshot.get("dirty", []) if sid in suggestions}
         self._stale = {sid for sid in full if sid in suggestions}

@@ -32,7 +32,9 @@ class CandidateConfig(_Frozen):
         max_concurrency: worker threads (parallel calls).
         max_abandoned: hung calls tolerated before capacity shrinks (threads stay bounded by
             ``max_concurrency + max_abandoned``).
-        queue_size: events waiting for a worker; more are skipped as ``queue_full``.
+        queue_size: events waiting for a worker; a full queue keeps those of lowest sampling
+            draw (a uniform sample of the events offered), the others are skipped as
+            ``queue_full`` (``cpu_budget`` while over the CPU budget).
         max_rps: calls per second admitted (token bucket), ``None``: unlimited.
         burst: token-bucket size; default one second's worth.
         languages, channels, roles: run only on these (empty: all).
@@ -78,8 +80,9 @@ class ShadowConfig(_Frozen):
         max_disagreements: lowest-RBO events kept per candidate in the report.
         max_label_values: languages/topics broken down per candidate (the rest: ``other``).
         max_cpu_share: CPU core-seconds per second all shadow calls together may use
-            (``None``: unlimited, e.g. a benchmark of shadow throughput); beyond it offers
-            are skipped as ``cpu_budget``.
+            (``None``: unlimited, e.g. a benchmark of shadow throughput); beyond it no call
+            starts, offers wait in the candidate's queue (``queue_size``), and those a full
+            queue does not keep are skipped as ``cpu_budget``.
     """
 
     candidates: tuple[CandidateConfig, ...] = ()

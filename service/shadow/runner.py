@@ -1,7 +1,7 @@
 """Run candidate retrievers on live questions in background threads, never on the live path.
 
-:meth:`ShadowRunner.offer` decides per candidate, in O(1) and without blocking, whether an
-event is shadow-run; the first gate that refuses names the skip reason:
+:meth:`ShadowRunner.offer` decides per candidate, in O(log queue_size) and without blocking,
+whether an event is shadow-run; the first gate that refuses names the skip reason:
 
 1. ``filtered`` — the event's language (annotation), channel or user role is not in the
    candidate's filter (an empty filter admits all; a missing value fails a non-empty one);
@@ -9,11 +9,33 @@ event is shadow-run; the first gate that refuses names the skip reason:
    BLAKE2b as a fraction of 2^64: deterministic, so a replay samples the same events, and
    shared by all candidates, so their samples are paired;
 3. ``no_production`` — the event carries no production ranking (``require_production``);
-4. ``cpu_budget`` — the shadow calls used more than ``max_cpu_share`` of a CPU core over
-   the last second (see below);
+4. ``scrubbed`` — the question holds a personal-data placeholder (``<EMAIL>``, ``<PHONE>`` …:
+   :func:`service.text.subject.has_placeholder`): production ranked the raw question, which
+   the PII stage replaced in place before this stage (the raw text is no longer held
+   anywhere), or a log scrubbed upstream; a candidate given the scrubbed text would be
+   compared on another question (trial 15: the same retriever as production scored RBO
+   0.51–0.96 on such events), so these are left out of every agreement figure, disagreement
+   and listener (harvest's ``shadow_disagreement``), counted as this skip reason;
 5. ``breaker_open`` — the candidate's circuit breaker refuses (:mod:`.breaker`);
 6. ``rate_limited`` — its token bucket (``max_rps``) is empty;
-7. ``queue_full`` — its bounded queue (``queue_size``) is full.
+7. ``queue_full`` / ``cpu_budget`` — its bounded queue (``queue_size``) is full and the event
+   draws no lower than every queued one (below); ``cpu_budget`` while the runner holds back
+   for the CPU budget (the shadow calls used more than ``max_cpu_share`` of a core over the
+   last second), else ``queue_full``.
+
+**A full queue keeps a sample of the stream.** Offered to a full queue, an event whose
+sampling draw (the BLAKE2b fraction above) is lower than the highest of the queued ones takes
+its place; the one it displaces is counted as skipped under the same reason (the stage moves it
+from ``queued``: :meth:`ShadowRunner.evicted_by`; the annotation of its batch, written
+already, still says ``queued``). So the events waiting are the lowest draws of those offered
+while the queue was full: a uniform sample of them, not the first ``queue_size``. This matters
+for a backlog (serve reading a log already on disk, trial 15): the pipeline runs through days
+of events in seconds, the CPU budget holds the calls back after the first few, and the queue
+used to keep the first batch (every compared event from the first day) while every later
+offer was skipped as ``cpu_budget``; now the events compared come from the whole backlog.
+For a given input which events are compared still depends on the timing (how many calls the
+budget let through while the backlog was read); the report gives the event-time span the
+compared events cover (``compared_from``/``compared_to``).
 
 Each candidate has its own queue and ``max_concurrency`` worker threads, so a dead candidate
 fills only its own queue. A worker calls ``retriever.search(question, k)``, retrying
@@ -37,8 +59,9 @@ path: a candidate that answers fast (an in-process retriever, an HTTP endpoint f
 once) costs the live path the CPU of every call (the HTTP client, the agreement maths). Each
 worker measures its calls' thread CPU time (``time.thread_time``); the watchdog sums it over
 a sliding window of about one second, and while it exceeds ``max_cpu_share`` (core-seconds
-per second, default 0.05) every offer is skipped as ``cpu_budget`` and the workers start no
-queued call (a call in progress finishes). So shadowing can never
+per second, default 0.05) the workers start no queued call (a call in progress finishes), and
+offers only queue up, to ``queue_size``, then displace the higher draws (above; the others are
+skipped as ``cpu_budget``). So shadowing can never
 take more than about that share of a core from the live path, however fast or broken the
 candidates are; a hung candidate costs no CPU and is bounded by its queue and breaker.
 
@@ -50,13 +73,15 @@ Results (:class:`ShadowResult`) go to a bounded buffer that the live path emptie
 waits for room in a full queue instead of skipping it as ``queue_full``, waits for a
 token instead of skipping as ``rate_limited`` (``max_rps`` still protects the candidate's
 service), ignores the CPU budget, and never drops a finished result. The skip reasons left
-are the deterministic ones (``filtered``, ``not_sampled``, ``no_production``) and
+are the deterministic ones (``filtered``, ``not_sampled``, ``no_production``,
+``scrubbed``) and
 ``breaker_open`` (a failing candidate).
 """
 
 from __future__ import annotations
 
 import hashlib
+import heapq
 import threading
 import time
 from collections import deque
@@ -73,6 +98,7 @@ from service.retrievers.base import Retriever, RetrieverError
 from service.shadow.agreement import Agreement, compare, unique
 from service.shadow.breaker import BreakerState, CircuitBreaker
 from service.shadow.config import CandidateConfig, ShadowConfig
+from service.text.subject import has_placeholder
 
 __all__ = [
     "ERROR_REASONS",
@@ -87,8 +113,8 @@ __all__ = [
 ]
 
 SKIP_REASONS = (
-    "filtered", "not_sampled", "no_production", "cpu_budget", "breaker_open", "rate_limited",
-    "queue_full",
+    "filtered", "not_sampled", "no_production", "scrubbed", "cpu_budget", "breaker_open",
+    "rate_limited", "queue_full",
 )  # fmt: skip
 #: Width of the CPU-budget window in seconds.
 CPU_WINDOW_S = 1.0
@@ -126,7 +152,8 @@ class ShadowResult:
     Attributes:
         candidate: candidate name.
         event_id, timestamp, question: from the event (the question as the pipeline holds
-            it, i.e. after PII scrubbing).
+            it, after PII scrubbing: one that holds a placeholder is never run, skip
+            ``scrubbed``, so this is the text production ranked).
         language, topic, channel, role: breakdown labels (``None`` when unknown).
         production: production's ranking (passage ids, best first), from the event.
         ranking: the candidate's ranking; ``()`` on error.
@@ -225,6 +252,9 @@ class _Job:
     language: str | None
     topic: str | None
     enqueued: float
+    draw: float = 0.0  # the event's sampling draw: a full queue keeps the lowest
+    evicted: bool = False  # displaced from a full queue by a lower draw
+    taken: bool = False  # a worker took it
 
 
 @dataclass(eq=False, slots=True)
@@ -245,7 +275,12 @@ class _Lane:
     breaker: CircuitBreaker
     bucket: TokenBucket | None
     lock: threading.Lock = field(default_factory=threading.Lock)
-    jobs: deque[_Job] = field(default_factory=deque)
+    jobs: deque[_Job] = field(default_factory=deque)  # FIFO, evicted ones left in place
+    waiting: int = 0  # jobs neither taken nor evicted
+    # (-draw, sequence, job) of the jobs queued (lazily: taken/evicted ones are skipped and
+    # compacted away), so that a full queue finds its highest draw in O(log n)
+    highest: list[tuple[float, int, _Job]] = field(default_factory=list)
+    sequence: int = 0
     inflight: set[_Ticket] = field(default_factory=set)
     threads: list[threading.Thread] = field(default_factory=list)
     live: int = 0
@@ -257,26 +292,63 @@ class _Lane:
         self.ready = threading.Condition(self.lock)
         self.room = threading.Condition(self.lock)
 
-    def put(self, job: _Job, wait: bool = False) -> bool:
+    def put(self, job: _Job, wait: bool = False) -> tuple[bool, _Job | None]:
         """Queue ``job``; with ``wait``, block while the queue is full (until a worker takes
-        a job or the lane stops). Returns False when it was not queued."""
+        a job or the lane stops). A full queue takes ``job`` in place of its job of highest
+        draw when that draw is higher than ``job``'s (module docstring). Returns whether
+        ``job`` was queued and the job it displaced (``None``: none). O(log queue_size)
+        amortised."""
         with self.lock:
-            while wait and not self.stopping and len(self.jobs) >= self.config.queue_size:
+            size = self.config.queue_size
+            while wait and not self.stopping and self.waiting >= size:
                 self.room.wait()
-            if self.stopping or len(self.jobs) >= self.config.queue_size:
-                return False
+            if self.stopping:
+                return False, None
+            out = None
+            if self.waiting >= size:
+                heap = self.highest
+                while heap and (heap[0][2].taken or heap[0][2].evicted):
+                    heapq.heappop(heap)
+                if not heap or heap[0][2].draw <= job.draw:
+                    return False, None
+                out = heapq.heappop(heap)[2]
+                out.evicted = True
+                self.waiting -= 1
             self.jobs.append(job)
+            self.waiting += 1
+            self.sequence += 1
+            heapq.heappush(self.highest, (-job.draw, self.sequence, job))
+            self._compact()
             self.ready.notify()
-            return True
+            return True, out
 
-    def take(self, now: Callable[[], float]) -> _Ticket | None:
+    def _compact(self) -> None:
+        """Drop taken and evicted jobs from ``highest`` and evicted ones from ``jobs`` once
+        they are more than half (bounded memory; amortised O(1) per put)."""
+        slack = 2 * self.waiting + 64
+        if len(self.highest) > slack:
+            self.highest = [e for e in self.highest if not (e[2].taken or e[2].evicted)]
+            heapq.heapify(self.highest)
+        if len(self.jobs) > slack:
+            self.jobs = deque(job for job in self.jobs if not job.evicted)
+
+    def take(self, now: Callable[[], float], held: Callable[[], bool] = lambda: False,
+             tick_s: float = 0.1) -> _Ticket | None:  # fmt: skip
+        """Wait for a job and start it, or return ``None`` once the lane stops. While
+        ``held()`` (the CPU budget) no job is started, also by a worker that was already
+        waiting here when the budget ran out (it looks again every ``tick_s`` seconds)."""
         with self.lock:
-            while not self.jobs and not self.stopping:
-                self.ready.wait()
+            while not self.stopping and (not self.waiting or held()):
+                self.ready.wait(tick_s if self.waiting else None)
             if self.stopping:
                 return None
+            job = self.jobs.popleft()
+            while job.evicted:  # waiting > 0: a job neither taken nor evicted is queued
+                job = self.jobs.popleft()
+            job.taken = True
+            self.waiting -= 1
             start = now()
-            ticket = _Ticket(self.jobs.popleft(), start, start + self.config.timeout_s)
+            ticket = _Ticket(job, start, start + self.config.timeout_s)
             self.inflight.add(ticket)
             self.room.notify()
             return ticket
@@ -372,6 +444,7 @@ class ShadowRunner:
         self.cpu_throttled = False
         self.results_dropped = 0
         self._dropped_by: dict[str, int] = {}
+        self._evicted_by: dict[str, dict[str, int]] = {}  # under _results_lock
         self._stop = threading.Event()
         timeouts = [c.timeout_s for c in config.candidates] or [1.0]
         self.tick_s = min(0.1, max(0.005, min(timeouts) / 10))
@@ -404,6 +477,7 @@ class ShadowRunner:
         role = event.user.role if event.user is not None else None
         draw = sample_fraction(event.event_id, self.config.sample_salt)
         has_production = event.retrieval is not None and bool(event.retrieval.results)
+        scrubbed = has_placeholder(event.question)  # not the text production ranked
         outcomes: dict[str, str] = {}
         throttled = self.cpu_throttled and not self.backpressure
         wait = self.backpressure
@@ -419,21 +493,35 @@ class ShadowRunner:
                 outcomes[name] = "not_sampled"
             elif self.config.require_production and not has_production:
                 outcomes[name] = "no_production"
-            elif throttled:
-                outcomes[name] = "cpu_budget"
+            elif scrubbed:
+                outcomes[name] = "scrubbed"
             elif not lane.breaker.allow():
                 outcomes[name] = "breaker_open"
             elif lane.bucket is not None and not self._take_token(lane.bucket):
                 lane.breaker.release()
                 outcomes[name] = "rate_limited"
-            elif (not wait and len(lane.jobs) >= c.queue_size) or not lane.put(  # cheap check
-                _Job(event, _label(language), _label(topic), self._clock()), wait=wait
-            ):
-                lane.breaker.release()
-                outcomes[name] = "queue_full"
             else:
+                job = _Job(event, _label(language), _label(topic), self._clock(), draw)
+                queued, out = lane.put(job, wait=wait)
+                full = "cpu_budget" if throttled else "queue_full"
+                if not queued:
+                    lane.breaker.release()
+                    outcomes[name] = full
+                    continue
                 outcomes[name] = "queued"
+                if out is not None:  # displaced: it never runs
+                    lane.breaker.release()
+                    with self._results_lock:
+                        counts = self._evicted_by.setdefault(name, {})
+                        counts[full] = counts.get(full, 0) + 1
         return outcomes
+
+    def evicted_by(self) -> dict[str, dict[str, int]]:
+        """Queued events displaced from a full queue since the start, per candidate and skip
+        reason (``cpu_budget`` or ``queue_full``): ``{candidate: {reason: n}}`` (module
+        docstring)."""
+        with self._results_lock:
+            return {name: dict(counts) for name, counts in self._evicted_by.items()}
 
     def _take_token(self, bucket: TokenBucket) -> bool:
         """Take a rate-limit token; with ``backpressure`` wait for one (until closed)."""
@@ -467,7 +555,7 @@ class ShadowRunner:
             busy = False
             for lane in self._lanes.values():
                 with lane.lock:
-                    busy = busy or bool(lane.jobs) or bool(lane.inflight)
+                    busy = busy or bool(lane.waiting) or bool(lane.inflight)
             if not busy:
                 return True
             if time.monotonic() >= deadline:
@@ -481,7 +569,7 @@ class ShadowRunner:
         out: dict[str, LaneStats] = {}
         for name, lane in self._lanes.items():
             with lane.lock:
-                queue_depth, workers = len(lane.jobs), lane.live
+                queue_depth, workers = lane.waiting, lane.live
                 abandoned_running, abandoned_total = lane.zombies, lane.abandoned_total
             out[name] = LaneStats(
                 queue_depth=queue_depth,
@@ -509,6 +597,8 @@ class ShadowRunner:
             with lane.lock:
                 lane.stopping = True
                 lane.jobs.clear()
+                lane.highest.clear()
+                lane.waiting = 0
                 lane.ready.notify_all()
                 lane.room.notify_all()
         self._watchdog.join(max(0.0, deadline - time.monotonic()))
@@ -555,11 +645,14 @@ class ShadowRunner:
                     self._record(lane, ticket, ((), "timeout"), now)
                 self._staff(lane)
 
+    def _held(self) -> bool:
+        return self.cpu_throttled
+
     def _work(self, lane: _Lane) -> None:
         while True:
             while self.cpu_throttled and not self._stop.is_set():
                 self._stop.wait(self.tick_s)  # over the CPU budget: queued jobs wait too
-            ticket = lane.take(self._clock)
+            ticket = lane.take(self._clock, self._held, self.tick_s)
             if ticket is None:
                 return
             started_cpu = time.thread_time()  # the call and the agreement maths

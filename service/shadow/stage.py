@@ -1,7 +1,7 @@
 """The shadow stage: offer each event to the candidates, then aggregate finished results.
 
 Per batch, :meth:`ShadowStage.process` offers every event (with its ``language``/``topic``
-annotations) to the :class:`~service.shadow.runner.ShadowRunner` — O(1) per event and
+annotations) to the :class:`~service.shadow.runner.ShadowRunner` — O(log queue_size) per event and
 candidate, never waiting — writes ``annotations[i]["shadow"] = {candidate: outcome}``
 (``"queued"`` or a skip reason), then drains the results finished since the last batch
 (from earlier events: shadow calls are asynchronous) into per-candidate aggregates:
@@ -12,7 +12,12 @@ candidate, never waiting — writes ``annotations[i]["shadow"] = {candidate: out
   a queued event whose result was lost is moved from ``queued`` to a skip reason of
   :data:`LOST_REASONS` — ``interrupted`` (its call was in flight at the last checkpoint
   before a stop, so the restart cannot fold its result in) or ``result_dropped`` (the
-  runner's result buffer, ``max_results``, overflowed);
+  runner's result buffer, ``max_results``, overflowed) — or, displaced from a full queue by
+  an event of lower sampling draw, to ``cpu_budget`` or ``queue_full``
+  (:meth:`~service.shadow.runner.ShadowRunner.evicted_by`);
+* ``compared_from`` and ``compared_to``: the event times (ISO 8601) of the earliest and the
+  latest event compared (a result with agreement values), ``None`` before one: the span the
+  agreement figures cover (a backlog read under the CPU budget may be compared on a part);
 * latency: count, sum and max in seconds (means in the report, values for histograms);
 * agreement means of ``overlap``, ``jaccard``, ``rbo``, ``kendall_tau``, ``top1`` (as 0/1)
   and ``citation_recall``, each over the results where it is defined (``counts``);
@@ -43,6 +48,7 @@ import heapq
 import itertools
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, NotRequired
 
 from typing_extensions import TypedDict
@@ -104,7 +110,9 @@ class LatencySummary(TypedDict):
 class CandidateSummary(TypedDict):
     """One candidate's aggregates without its disagreement rows (``GET /v1/shadow``):
     the counters (``offered`` = ``completed`` + Σ ``errors`` + Σ ``skipped`` +
-    ``in_flight``; ``queued`` of them sent to the candidate), ``latency_seconds`` (left out
+    ``in_flight``; ``queued`` of them sent to the candidate), the event times (ISO 8601) of
+    the first and last event compared (``compared_from``, ``compared_to``; ``None`` before
+    one), ``latency_seconds`` (left out
     of a replay's report), agreement ``{measure: mean or None}`` with the ``counts`` each
     mean is over, the same means per language and per topic (``{label: {"n": results,
     measure: mean, "counts": {measure: results}}}``: a label's Kendall's tau is often over far
@@ -116,6 +124,8 @@ class CandidateSummary(TypedDict):
     completed: int
     in_flight: int
     errors: dict[str, int]
+    compared_from: str | None
+    compared_to: str | None
     latency_seconds: NotRequired[LatencySummary]
     agreement: dict[str, float | None]
     counts: dict[str, int]
@@ -175,6 +185,7 @@ class _Candidate:
         self.by: dict[str, dict[str, _Means]] = {"language": {}, "topic": {}}
         self.worst: list[tuple[float, int, Disagreement]] = []  # max-heap on rbo via -rbo
         self._seq = itertools.count()
+        self.span: list[datetime] = []  # [first, last] event time compared
 
     def add(self, result: ShadowResult) -> dict[str, Any] | None:
         """Fold one result in; return its agreement values (``None`` on error)."""
@@ -189,6 +200,13 @@ class _Candidate:
             return None
         values = result.agreement.as_dict()
         self.means.add(values)
+        stamp, span = result.timestamp, self.span
+        if not span:
+            span.extend((stamp, stamp))
+        elif stamp < span[0]:
+            span[0] = stamp
+        elif stamp > span[1]:
+            span[1] = stamp
         for dimension, label in (("language", result.language), ("topic", result.topic)):
             self._bucket(dimension, label).add(values)
         rbo = values["rbo"]
@@ -222,6 +240,8 @@ class _Candidate:
             "completed": self.completed,
             "in_flight": self.in_flight(),
             "errors": dict(self.errors),
+            "compared_from": self.span[0].isoformat() if self.span else None,
+            "compared_to": self.span[1].isoformat() if self.span else None,
             "latency_seconds": {
                 "count": int(count),  # an int: the float list holds the sums
                 "mean": total / count if count else None,
@@ -240,7 +260,8 @@ class _Candidate:
 
     def lose(self, reason: str, n: int) -> None:
         """Move ``n`` queued events (at most those in flight) whose result will never
-        arrive to the skip reason ``reason`` (one of :data:`LOST_REASONS`)."""
+        arrive to the skip reason ``reason`` (one of :data:`LOST_REASONS`, or ``cpu_budget``
+        / ``queue_full`` for events displaced from a full queue)."""
         n = min(n, self.in_flight())
         if n > 0:
             self.offers["queued"] -= n
@@ -252,6 +273,7 @@ class _Candidate:
             "errors": dict(self.errors),
             "completed": self.completed,
             "latency": self.latency,
+            "span": [stamp.isoformat() for stamp in self.span],
             "means": self.means.sums,
             "by": {d: {k: m.sums for k, m in t.items()} for d, t in self.by.items()},
             "worst": [row for _, _, row in self.worst],
@@ -262,6 +284,7 @@ class _Candidate:
         self.errors.update(state.get("errors", {}))
         self.completed = int(state.get("completed", 0))
         self.latency = list(state.get("latency", self.latency))
+        self.span = [datetime.fromisoformat(stamp) for stamp in state.get("span", [])]
         self.means = _Means(state.get("means"))
         for dimension, table in state.get("by", {}).items():
             self.by[dimension] = {k: _Means(v) for k, v in table.items()}
@@ -351,6 +374,7 @@ class ShadowStage:
         self._pending = self._empty_pending()
         self._dropped_seen = 0
         self._dropped_by_seen: Counter[str] = Counter()
+        self._evicted_seen: Counter[tuple[str, str]] = Counter()
 
     def _empty_pending(self) -> dict[str, Any]:
         names = self._candidates
@@ -396,6 +420,12 @@ class ShadowStage:
             if name in self._candidates and total > self._dropped_by_seen[name]:
                 self._candidates[name].lose("result_dropped", total - self._dropped_by_seen[name])
                 self._dropped_by_seen[name] = total
+        for name, counts in self.runner.evicted_by().items():
+            for reason, total in counts.items():
+                seen = self._evicted_seen[name, reason]
+                if name in self._candidates and total > seen:
+                    self._candidates[name].lose(reason, total - seen)
+                    self._evicted_seen[name, reason] = total
         pending = self._pending
         for result in results:
             name = result.candidate

@@ -24,8 +24,8 @@ SHADOW_MEASURES: tuple[str, ...] = (
 #: Measures broken down by language and topic (bounded: 3 measures x labels x candidates).
 SHADOW_BREAKDOWN_MEASURES: tuple[str, ...] = ("overlap", "rbo", "citation_recall")
 SHADOW_OUTCOMES: tuple[str, ...] = (
-    "queued", "filtered", "not_sampled", "no_production", "cpu_budget", "breaker_open",
-    "rate_limited", "queue_full",
+    "queued", "filtered", "not_sampled", "no_production", "scrubbed", "cpu_budget",
+    "breaker_open", "rate_limited", "queue_full",
 )  # fmt: skip
 SHADOW_ERRORS: tuple[str, ...] = ("timeout", "http_error", "bad_response", "exception")
 BREAKER_STATES: tuple[str, ...] = ("closed", "open", "half_open")

@@ -420,6 +420,20 @@ RBO results (``shadow`` counts 2,914); production-shaped 64 and 20k 421 scored. 
 production not compared (17 scored, no two points of 10), hybrid's worst hour RBO 0.651 (n 13)
 against 0.738, within noise (p 0.10, 54 points); production-shaped one point (not compared);
 20k 3 points, worst hit rate 0.843 (n 102) against 0.856, within noise (p 0.75).
+The demo's rewritten in the thirty-third session (s33-shadow, trial 15 M4, M3, L6; the two
+production-shaped replays run no shadow candidate and did not move), each difference checked
+against a run of each change alone. (1) Questions holding a PII placeholder are no longer
+shadow-run (skipped ``scrubbed``: 8 events): hybrid ``queued``/``completed``/``counts.rbo``
+2,914 → 2,906, agreement moved in the fourth decimal (RBO 0.73775 → 0.73778), the language
+and topic cells lose those events; live-quality ACL violations found in hybrid's rankings of
+those texts 378 → 376 and 626 → 625 events; ``gold_candidates.by_reason.shadow_disagreement``
+95 → 94: "exam kb se shuru hai ji" loses the event "exam kab se shuru hai? pls reply on
+whatsapp <PHONE> or <EMAIL>" that only a disagreement had added (count 5 → 4, priority 19.69 →
+14.23, so the report's top list from place 16 shifts up by one). (2) A hybrid result that came
+before its event was picked is pooled with it: 313 suggestions gain hybrid's passages (326 of
+420 had production's alone, now 32), nothing else changes (checked: without the candidates'
+pool entries the suggestions are equal). (3) Two added fields, hybrid's ``compared_from``
+2026-11-15T18:32:32 and ``compared_to`` 2026-11-18T18:29:23 (the span compared).
 """
 
 from __future__ import annotations

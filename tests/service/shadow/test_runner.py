@@ -19,6 +19,7 @@ from service.shadow.runner import (
     ShadowRunner,
     classify_error,
     production_ranking,
+    sample_fraction,
 )
 from tests.service.shadow.shadow_fakes import (
     PRODUCTION,
@@ -166,7 +167,23 @@ def test_submit_never_blocks_on_a_hanging_candidate(hanging: Hanging) -> None:
     assert wait_for(lambda: hanging.started == 2)  # both workers are stuck in a call
     outcomes = offer_all(runner, events[2:])
     assert not hanging.release.is_set()  # the offers all returned while the candidate hung
-    assert outcomes == Counter(queued=100, queue_full=9_898)  # the queue, then nothing
+    # A full queue keeps the lowest sampling draws: worked out here with a sorted list, an
+    # event is queued when the queue has room or its draw is below the 100th lowest so far
+    # (it then displaces that one, counted as queue_full too)
+    kept: list[float] = []
+    queued = 0
+    for event in events[2:]:
+        draw = sample_fraction(event.event_id)
+        if len(kept) < 100 or draw < kept[-1]:
+            queued += 1
+            kept = sorted([*kept, draw])[:100]
+    displaced = queued - 100
+    assert 100 < queued < 1_000  # ~100 (1 + ln(9,998 / 100)) = 561 expected
+    assert outcomes == Counter(queued=queued, queue_full=9_898 - displaced)
+    assert runner.evicted_by() == {"cand": {"queue_full": displaced}}
+    lane = runner._lanes["cand"]
+    waiting = sorted(job.draw for job in lane.jobs if not job.evicted)
+    assert waiting == kept and runner.stats()["cand"]["queue_depth"] == 100
     assert not runner.close(timeout=0.2)  # two workers are stuck in a call
     assert runner.offer(make_event(0), {}) == {"cand": "queue_full"}  # closed: nothing queued
 
@@ -355,10 +372,13 @@ def test_slow_candidate_does_not_slow_the_caller(hanging: Hanging) -> None:
         assert wait_for(lambda: hanging.started == 1)  # the one worker is in the slow call
         outcomes = offer_all(runner, [make_event(i) for i in range(1, 1_001)])
         assert not hanging.release.is_set()
-        assert outcomes == Counter(queued=10, queue_full=990)  # no slot freed meanwhile
+        # no slot freed meanwhile: the queue (10 lowest draws kept), the rest skipped
+        kept, queued = _lowest([], [f"e-{i}" for i in range(1, 1_001)], 10)
+        assert outcomes == Counter(queued=queued, queue_full=1_000 - queued)
         hanging.release.set()
         results = collect(runner, 11)
     assert len(results) == 11 and {r.error for r in results} == {None}  # slow, not failed
+    assert sorted(r.event_id for r in results) == sorted(["e-0"] + [e for _, e in kept])
 
 
 def test_production_ranking_order_rules() -> None:
@@ -432,35 +452,60 @@ class GatedBurner(Fixed):
         return super().search(question, k)
 
 
-def test_cpu_budget_skips_offers_while_shadow_calls_use_too_much_cpu(fake_time: FakeTime) -> None:
+def _lowest(draws: Sequence[tuple[float, str]], offered: Sequence[str], size: int
+            ) -> tuple[list[tuple[float, str]], int]:  # fmt: skip
+    """A full queue's rule worked out with a sorted list: from the queue ``draws`` (draw,
+    event id), offer each id of ``offered``; it is queued when there is room or its draw is
+    below the highest queued one (which it displaces). Returns the queue and how many of
+    ``offered`` were queued."""
+    kept, queued = sorted(draws), 0
+    for event_id in offered:
+        draw = sample_fraction(event_id)
+        if len(kept) < size or draw < kept[-1][0]:
+            queued += 1
+            kept = sorted([*kept, (draw, event_id)])[:size]
+    return kept, queued
+
+
+def test_cpu_budget_holds_calls_back_and_keeps_the_lowest_draws(fake_time: FakeTime) -> None:
     # The CPU window's clock and the calls' CPU are the test's: a call burns 1/16 CPU-s,
     # against a budget of 0.02 core-s/s, and time moves only when the test moves it.
     burner = GatedBurner(fake_time, 0.0625)
-    with runner_for(burner, max_cpu_share=0.02, max_concurrency=1, timeout_s=300) as runner:
+    with runner_for(burner, max_cpu_share=0.02, max_concurrency=1, timeout_s=300,
+                    queue_size=8) as runner:  # fmt: skip
         assert wait_for(lambda: fake_time.watchdog_reads >= 1)  # a window mark at 0 CPU-s
         assert [runner.offer(make_event(i), {})["cand"] for i in range(4)] == ["queued"] * 4
         burner.tokens.release()  # the first call ends: 1/16 CPU-s over the window > budget
         assert wait_for(lambda: runner.cpu_throttled)
-        refused = Counter(runner.offer(make_event(i), {})["cand"] for i in range(4, 104))
-        assert refused == {"cpu_budget": 100}  # every offer is skipped while over the budget
+        reads = fake_time.watchdog_reads
+        assert wait_for(lambda: fake_time.watchdog_reads >= reads + 3)
+        # the worker took e-1 too (started 2) only if it did before the tick saw the CPU
+        started = burner.started
+        assert started in (1, 2), started
+        waiting = [(sample_fraction(f"e-{i}"), f"e-{i}") for i in range(started, 4)]
+        ids = [f"e-{i}" for i in range(4, 104)]
+        kept, queued = _lowest(waiting, ids, 8)
+        outcomes = Counter(runner.offer(make_event(i), {})["cand"] for i in range(4, 104))
+        # while over the budget offers queue up, then displace higher draws; the rest skip
+        assert outcomes == Counter(queued=queued, cpu_budget=100 - queued)
+        displaced = len(waiting) + queued - 8
+        assert runner.evicted_by() == {"cand": {"cpu_budget": displaced}}
+        assert runner.stats()["cand"]["queue_depth"] == 8
         for _ in range(3):
             burner.tokens.release()  # tokens for 3 more calls, but...
         reads = fake_time.watchdog_reads
         assert wait_for(lambda: fake_time.watchdog_reads >= reads + 3)
         assert wait_for(lambda: runner.cpu_s == 0.0625 * burner.started)
-        # ...no queued call starts while over the budget: only the one the worker took
-        # before the watchdog's tick saw the first call's CPU may finish; 2 stay queued.
-        started = burner.started
-        assert started in (1, 2), started
-        assert runner.stats()["cand"]["queue_depth"] == 4 - started
+        assert burner.started == started  # ...no queued call starts while over the budget
         assert runner.cpu_throttled
         fake_time.now += 10.0  # the first calls' CPU leaves the one-second window
         assert wait_for(lambda: not runner.cpu_throttled)
-        assert runner.offer(make_event(104), {}) == {"cand": "queued"}
-        burner.tokens.release()
-        results = collect(runner, 5)  # the queued calls ran once back under the budget
-    assert [r.event_id for r in results] == ["e-0", "e-1", "e-2", "e-3", "e-104"]
-    assert runner.cpu_s == 5 * 0.0625
+        for _ in range(20):
+            burner.tokens.release()
+        results = collect(runner, started + 8)  # the queued calls ran once back under budget
+    ran = [f"e-{i}" for i in range(started)]
+    assert sorted(r.event_id for r in results) == sorted(ran + [e for _, e in kept])
+    assert runner.cpu_s == (started + 8) * 0.0625
 
 
 def test_cpu_budget_throttles_on_measured_thread_cpu() -> None:
