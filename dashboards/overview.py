@@ -234,7 +234,8 @@ def _drift() -> list[Panel | list[Panel]]:
                 "earlier traffic): drift if any replica's detector alarms (chi-square or "
                 "two-proportion test at a per-day false-alarm budget, plus an effect size), "
                 "insufficient data below min_count. Drift for 15 minutes fires DriftDetected "
-                "(at any traffic; the rate alerts need 200 events an hour): open the matching "
+                "(at the traffic its windows hold min_count events; the rate alerts need 200 "
+                "events an hour): open the matching "
                 "panel below and the runbook of LanguageDrift/TopicDrift/RefusalRateMoved.",
                 [(f'2 * max by ({by}) (goldwatch_drift_state{{{SEL}, state="drift"}}) '
                   f'+ max by ({by}) (goldwatch_drift_state{{{SEL}, '

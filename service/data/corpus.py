@@ -125,6 +125,9 @@ def read_jsonl_objects(
                 continue
             try:
                 obj = json.loads(line)
+            except RecursionError:  # nested past the interpreter's depth (a review: /metrics 500)
+                problems.append(f"{where(path, lineno)}: invalid JSON (nested too deeply)")
+                continue
             except json.JSONDecodeError as exc:
                 problems.append(
                     f"{where(path, lineno)}: invalid JSON ({exc.msg.removesuffix(' at')} at column "

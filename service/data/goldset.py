@@ -424,6 +424,12 @@ class GoldFileCheck:
             logger.error("%s", problem)
         return problem
 
+    def last_problem(self) -> str | None:
+        """The answer of the last :meth:`problem` (``None`` before the first): no I/O and no
+        wait for a check in progress, for a scrape on the HTTP event loop."""
+        checked = self._checked
+        return None if checked is None else checked[1]
+
     def appended(self, before: os.stat_result, after: os.stat_result) -> None:
         """Record that the file, as it was at ``before`` (an ``fstat`` under the writer's
         lock), got one more complete row that :func:`parse_gold_row` reads and whose id no

@@ -178,6 +178,14 @@ class Live:
                 self.name_unlabelled()
         self.export_shadow()
 
+    def export_drift(self) -> None:
+        """Set the drift gauges from the drift stage's report: after a restore, which would
+        otherwise leave them at 0 until the first batch (a review: a restart resolved the
+        ``DriftDetected`` alert of a drift still held in the restored windows, and it fired
+        again 15 minutes after traffic resumed). No-op without analytics metrics or drift."""
+        if self.analytics_metrics is not None and (drift := self.analytics.drift) is not None:
+            self.analytics_metrics.observe_drift(drift.report())
+
     def name_unlabelled(self) -> None:
         """Set :attr:`Analytics.unlabelled_notice` from the drift stage's live language
         counts (:func:`~service.language.unlabelled.unlabelled_languages`): after each batch

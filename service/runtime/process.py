@@ -67,6 +67,9 @@ RESTART_BACKOFF = Backoff(0.5, max_s=MAX_BACKOFF_S)
 LOCK_TIMEOUT_S = 5.0
 #: Seconds between the stages' idle turns when events come only over HTTP (no poll loop).
 IDLE_TURN_S = 1.0
+#: Seconds between the background checks of the gold-set file (a ``stat`` each; a parse only
+#: when it changed): how long ``goldwatch_gold_refresh_failing`` may lag a hand edit.
+GOLD_CHECK_S = 10.0
 
 
 class EngineBusy(GoldwatchError, RuntimeError):
@@ -171,6 +174,7 @@ class Runtime:
             )  # fmt: skip
             self.engine.restore()
             self.live.export_held()  # the held suggestions restored, before any batch
+            self.live.export_drift()  # the restored drift verdicts, likewise
             self.live.name_unlabelled()  # the restored language counts' notice, likewise
             freeze_heap()
             dlq = settings.source.dlq_path or settings.state.path.parent / "goldwatch.dlq.jsonl"
@@ -193,7 +197,10 @@ class Runtime:
         self.gold_check = GoldFileCheck(settings.gold_set) if settings.gold_set else None
         if self.gold_check is not None:  # a file broken by hand starts no refresh: the gauge
             # also says 1 while the file would be refused (GoldSetRefreshFailing; trial 15)
-            self.gold_refresh_metrics.watch_file(self.gold_check.problem)
+            # the remembered answer: a scrape reads no file (a review: re-reading a changed
+            # 100,000-row file held /metrics and /healthz ~2 s on the event loop); the file is
+            # checked by /readyz, accepts and every GOLD_CHECK_S by _check_gold_file
+            self.gold_refresh_metrics.watch_file(self.gold_check.last_problem)
         #: Why the last gold-set refresh failed (``None``: none failed since the last success).
         self.gold_refresh_error: str | None = None
         #: The gold set's topic labels are too few to be the topics (clusters instead), as
@@ -221,6 +228,10 @@ class Runtime:
         where events come only over HTTP, a thread that gives the stages their idle turns
         instead: :meth:`_idle_turns`)."""
         self.gold_runs.schedule(ready=lambda: self.ready()[0])
+        if self.gold_check is not None:
+            checker = threading.Thread(target=self._check_gold_file, name="goldwatch-gold-check")
+            checker.daemon = True
+            checker.start()
         if self.settings.source.kind == "none":
             self._idle_thread = threading.Thread(target=self._idle_turns, name="goldwatch-idle")
             self._idle_thread.daemon = True
@@ -271,6 +282,20 @@ class Runtime:
         if self.last_error is not None:
             return f"the consumer had failed and was not checkpointed since ({self.last_error})"
         return None
+
+    def _check_gold_file(self) -> None:
+        """Check the gold-set file (:meth:`GoldFileCheck.problem`: a ``stat``, a parse only
+        when it changed) now and every :data:`GOLD_CHECK_S` until stopped, off the HTTP
+        event loop, so ``goldwatch_gold_refresh_failing`` (which reads the remembered answer)
+        follows a file broken by hand without a probe or an accept asking first."""
+        check = self.gold_check
+        while check is not None:
+            try:
+                check.problem()
+            except Exception:  # noqa: BLE001 - a check that fails is logged, retried
+                log.exception("checking the gold-set file failed")
+            if self.stop_event.wait(GOLD_CHECK_S):
+                return
 
     def _idle_turns(self) -> None:
         """With no consumer thread (events only over HTTP), the stages' idle turn

@@ -6,7 +6,9 @@ file. Built by every ``serve`` (:class:`~service.runtime.process.Runtime`).
 
 A file broken by hand starts no refresh at all: accepts are refused before they append
 (503) and ``/readyz`` says 503, so the gauge also reads the file's own check at each scrape
-(:meth:`GoldRefreshMetrics.watch_file`, trial 15: it stayed 0 while the file was broken).
+(:meth:`GoldRefreshMetrics.watch_file`, trial 15: it stayed 0 while the file was broken) —
+its remembered answer, which ``/readyz``, accepts and the runtime's background check (every
+``GOLD_CHECK_S``, 10 s) keep current: a scrape reads no file.
 
 ======================================== ======= ====================================
 name                                     type    labels
@@ -71,9 +73,10 @@ class GoldRefreshMetrics:
         (by a refresh, an accept or the next start), else 0.
 
         Args:
-            problem: the file's check, e.g. :meth:`service.data.goldset.GoldFileCheck.problem`
-                (a ``stat`` unless the file changed); ``None`` when the file loads. It runs
-                on the scraping thread, so it must be thread-safe and must not raise.
+            problem: the file's check's answer, e.g.
+                :meth:`service.data.goldset.GoldFileCheck.last_problem` (remembered: no I/O);
+                ``None`` when the file loads. It runs on the scraping thread (the HTTP event
+                loop), so it must be cheap, thread-safe and must not raise.
         """
 
         def value() -> float:

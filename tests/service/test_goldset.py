@@ -407,3 +407,23 @@ def test_a_tag_the_language_stage_never_labels_names_file_line_and_field(
         "the language stage labels: use a langdetect code such as 'en', 'de' or 'es' (or "
         "'hi-Latn', 'und')",
     )
+
+
+def test_the_remembered_answer_reads_no_file_and_a_deep_row_is_a_problem(tmp_path: Path) -> None:
+    """A review of the gold-refresh gauge: the scrape re-read a changed file on the HTTP event
+    loop (a 100,000-row file held /metrics and /healthz ~2 s) and a row nested 30,000 deep
+    raised RecursionError (/metrics 500). The gauge reads :meth:`GoldFileCheck.last_problem`
+    (no I/O), and a too-deep row is a problem named by line."""
+    from service.data.goldset import GoldFileCheck
+
+    path = tmp_path / "gold.jsonl"
+    good = '{"id": "q-1", "question": "When is the fee due?", "gold": ["p-1"]}\n'
+    path.write_text(good, encoding="utf-8")
+    check = GoldFileCheck(path)
+    assert check.last_problem() is None  # nothing checked yet
+    assert check.problem() is None
+    path.write_text(good + "[" * 30_000 + "]" * 30_000 + "\n", encoding="utf-8")
+    assert check.last_problem() is None  # the file changed, but no check ran: no I/O here
+    problem = check.problem()
+    assert problem is not None and problem.endswith("line 2: invalid JSON (nested too deeply)")
+    assert check.last_problem() == problem

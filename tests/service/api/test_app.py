@@ -279,3 +279,32 @@ def test_analytics_endpoints_and_metrics(tmp_path: Path) -> None:
         assert "goldwatch_refusals_total 1.0" in metrics
         assert SECRET not in metrics
         assert SECRET not in httpx.get(running.base + "/v1/drift").text
+
+
+def test_the_restored_drift_verdicts_are_exported_before_any_batch(tmp_path: Path) -> None:
+    """A review: after a restart the drift gauges stayed 0 until the first batch, so the
+    ``DriftDetected`` alert of a drift held in the restored windows resolved at the restart
+    and fired again after traffic resumed. Twelve events over two hours put every dimension in
+    ``insufficient_data`` (under ``min_count``); after the restart, before any event, the
+    gauges say so again (before the fix: 0 for every state)."""
+    settings = load_settings(
+        state={"path": tmp_path / "state.sqlite"}, api={"port": _free_port(), "token": TOKEN},
+        gold_set=demo_path("gold.jsonl"), corpus=demo_path("corpus.jsonl"),
+    )  # fmt: skip
+    series = ('goldwatch_drift_state{comparison="baseline",dimension="language",'
+              'state="insufficient_data"}')  # fmt: skip
+
+    def state() -> str:
+        text = httpx.get(running.base + "/metrics").text
+        return next((line for line in text.splitlines() if line.startswith(series)), "")
+
+    # 12 events 10 minutes apart: the windows are tested every 5 minutes of event time
+    events = [{**_event(f"d{i}"), "timestamp": f"2026-11-29T{10 + i // 6:02d}:{i % 6}0:00Z"}
+              for i in range(12)]  # fmt: skip
+    with Server(settings) as running:
+        assert running.post(events[:5]).json()["accepted"] == 5
+        assert running.post(events[5:10]).json()["accepted"] == 5
+        assert running.post(events[10:]).json()["accepted"] == 2
+        assert state() == f"{series} 1.0"
+    with Server(settings) as running:
+        assert state() == f"{series} 1.0"

@@ -328,8 +328,9 @@ def test_a_gold_file_broken_by_hand_sets_the_refresh_gauge(server: Server) -> No
     """Trial 15: a row of kind ``plian`` appended by hand during serve. The accept is refused
     before it appends (503 naming line and field) and ``/readyz`` says 503, so no refresh
     runs; ``goldwatch_gold_refresh_failing`` stayed 0 and GoldSetRefreshFailing could not
-    fire. The gauge now reads the file's check at each scrape: 1 while the file would be
-    refused, 0 once it loads again, with no refresh counted in between."""
+    fire. The gauge now reads the file check's answer (remembered: a scrape reads no file;
+    the accept, ``/readyz`` and a background check every ``GOLD_CHECK_S`` ask it): 1 while
+    the file would be refused, 0 once it loads again, with no refresh counted in between."""
     runtime = server.runtime
     gold_path = Path(runtime.settings.gold_set)  # type: ignore[arg-type]
     original = gold_path.read_bytes()
@@ -356,8 +357,36 @@ def test_a_gold_file_broken_by_hand_sets_the_refresh_gauge(server: Server) -> No
             assert _metric(server, series) == before
     finally:
         gold_path.write_bytes(original)
+    assert httpx.get(server.base + "/readyz").status_code == 200  # checks the file again
     assert _metric(server, "goldwatch_gold_refresh_failing") == 0.0
-    assert httpx.get(server.base + "/readyz").status_code == 200
+
+
+def test_the_background_check_follows_a_file_broken_by_hand(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a probe or an accept asking, the runtime's background check (every
+    ``GOLD_CHECK_S``, here its first turn on a second runtime thread) updates the gauge."""
+    import threading
+
+    runtime = server.runtime
+    gold_path = Path(runtime.settings.gold_set)  # type: ignore[arg-type]
+    original = gold_path.read_bytes()
+    monkeypatch.setattr("service.runtime.process.GOLD_CHECK_S", 0.05)
+    try:
+        gold_path.write_bytes(original + b'{"id": "q-x", "question": "Hm?", "kind": "plian"}\n')
+        checker = threading.Thread(target=runtime._check_gold_file, daemon=True)
+        checker.start()
+        deadline = time.monotonic() + 30
+        while (_metric(server, "goldwatch_gold_refresh_failing") != 1.0
+               and time.monotonic() < deadline):  # fmt: skip
+            time.sleep(0.05)
+        assert _metric(server, "goldwatch_gold_refresh_failing") == 1.0
+    finally:
+        gold_path.write_bytes(original)
+    deadline = time.monotonic() + 30
+    while _metric(server, "goldwatch_gold_refresh_failing") != 0.0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _metric(server, "goldwatch_gold_refresh_failing") == 0.0
 
 
 def _metric(server: Server, series: str) -> float:
