@@ -24,7 +24,8 @@ from service.evaluation.detector_quality import (
 )
 from service.runtime.analytics import Analytics
 from service.telemetry import build_analytics_metrics
-from service.topics.model import _novelty_quality, _novelty_threshold
+from service.topics.config import TopicConfig
+from service.topics.model import TopicModel, _novelty_quality, _novelty_threshold
 
 # Two topics of two unit vectors each; the dot products, by hand:
 #   a1·a2 = 0.8, a1·b1 = 0, a1·b2 = 0.6, a2·b1 = 0.6, a2·b2 = 0.96, b1·b2 = 0.8
@@ -96,3 +97,18 @@ def test_a_sampled_measurement_claims_no_operating_point() -> None:
     assert whole is not None and whole.fpr == 30 / 600
     sampled = _novelty_quality(x, topics, seed=0, threshold=threshold, limit=300)
     assert sampled is not None and sampled.n_pos == 300 and math.isnan(sampled.fpr)
+
+
+def test_a_threshold_set_on_a_sampled_reference_claims_no_operating_point() -> None:
+    # review: with max_reference under the gold set's size the threshold (and the live
+    # detector) read a sample's neighbours, the quality every row's: on 2,000 synthetic rows
+    # with max_reference 1,000 the rates read FPR 0.005 for the detector's ~0.05
+    texts = [f"question {i} about topic {i % 3} number {i * 7 % 11}" for i in range(40)]
+    labels = [f"t{i % 3}" for i in range(40)]
+    config = TopicConfig(novelty_percentile=5, novelty_hubness=0)
+    whole = TopicModel.fit(texts, config, labels=labels).novelty_quality
+    assert whole is not None and whole.fpr == 2 / 40  # 5th percentile of 40: 2 below it
+    sampled = TopicModel.fit(
+        texts, config.model_copy(update={"max_reference": 20}), labels=labels
+    ).novelty_quality
+    assert sampled is not None and sampled.n_pos == 40 and math.isnan(sampled.tpr)
