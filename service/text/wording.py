@@ -749,11 +749,14 @@ def _less_detail(live: Wording, gold: Wording) -> bool:
     >>> _less_detail(wording("did the song reach the top"),
     ...              wording("did the song fail to reach the top"))
     False
+    >>> _less_detail(wording("what happens if a student failed the final exam"),
+    ...              wording("what happens if a student fails the final exam in physics"))
+    True
     """
     if live.negated != gold.negated or live.asks - gold.asks:
         return False  # a question word the gold question does not ask with
-    if not _POLARITY_WORDS.isdisjoint(gold.tokens - live.tokens):
-        return False  # "failing to reach" left out is "reaching"
+    if not _POLARITY_WORDS.isdisjoint(gold.tokens) and _POLARITY_WORDS.isdisjoint(live.tokens):
+        return False  # "failing to reach" left out is "reaching"; "failed" for "fails" is not
     if live.numbers and live.numbers != gold.numbers:
         return False  # a number left out of several changes the one asked ("7 am", "7:30 am")
     if live.weak - (gold.numbers | gold.weak):

@@ -24,7 +24,8 @@ from service.evaluation.detector_quality import (
 )
 from service.runtime.analytics import Analytics
 from service.telemetry import build_analytics_metrics
-from service.topics.model import _novelty_quality
+from service.topics.config import TopicConfig
+from service.topics.model import TopicModel, _novelty_quality, _novelty_threshold
 
 # Two topics of two unit vectors each; the dot products, by hand:
 #   a1·a2 = 0.8, a1·b1 = 0, a1·b2 = 0.6, a2·b1 = 0.6, a2·b2 = 0.96, b1·b2 = 0.8
@@ -80,3 +81,34 @@ def test_the_balanced_accuracy_floor_is_the_out_of_scope_detectors_alone() -> No
         return registry.get_sample_value("goldwatch_detector_trusted", {"detector": detector})
 
     assert trusted("novelty") == 1.0 and trusted("out_of_scope") == 0.0
+
+
+def test_a_sampled_measurement_claims_no_operating_point() -> None:
+    # review: the threshold is a percentile of every row's leave-one-out similarity; a
+    # sample's rows have fewer, farther neighbours, so its rates are not the threshold's.
+    # 600 rows of 6 topics, threshold their own 5th percentile: on all 600 the FPR is
+    # 30 / 600 by construction; on 300 of them it is far above (and no longer a claim)
+    rng = np.random.default_rng(3)
+    topics = np.arange(600) % 6
+    x = rng.normal(size=(6, 16))[topics] + 2.0 * rng.normal(size=(600, 16))
+    x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    threshold = _novelty_threshold(x, 5.0)
+    whole = _novelty_quality(x, topics, seed=0, threshold=threshold)
+    assert whole is not None and whole.fpr == 30 / 600
+    sampled = _novelty_quality(x, topics, seed=0, threshold=threshold, limit=300)
+    assert sampled is not None and sampled.n_pos == 300 and math.isnan(sampled.fpr)
+
+
+def test_a_threshold_set_on_a_sampled_reference_claims_no_operating_point() -> None:
+    # review: with max_reference under the gold set's size the threshold (and the live
+    # detector) read a sample's neighbours, the quality every row's: on 2,000 synthetic rows
+    # with max_reference 1,000 the rates read FPR 0.005 for the detector's ~0.05
+    texts = [f"question {i} about topic {i % 3} number {i * 7 % 11}" for i in range(40)]
+    labels = [f"t{i % 3}" for i in range(40)]
+    config = TopicConfig(novelty_percentile=5, novelty_hubness=0)
+    whole = TopicModel.fit(texts, config, labels=labels).novelty_quality
+    assert whole is not None and whole.fpr == 2 / 40  # 5th percentile of 40: 2 below it
+    sampled = TopicModel.fit(
+        texts, config.model_copy(update={"max_reference": 20}), labels=labels
+    ).novelty_quality
+    assert sampled is not None and sampled.n_pos == 40 and math.isnan(sampled.tpr)
