@@ -233,10 +233,16 @@ def _health() -> list[Panel | list[Panel]]:
             no_value(NO_CANDIDATE, timeseries(
                 "Skipped shadow offers per second by reason",
                 "Live events not shadow-run, by candidate and reason: not_sampled and filtered "
-                "are configuration; queue_full, rate_limited and breaker_open mean the "
-                "candidate cannot keep up or is failing (the live path never waits for it).",
+                "are configuration; scrubbed: the question held personal data production saw "
+                "unscrubbed (no fair comparison); queue_full, rate_limited and breaker_open "
+                "mean the candidate cannot keep up or is failing (the live path never waits "
+                "for it), or, with cpu_budget, a backlog read faster than the budget allows; "
+                "displaced: queued, then replaced in a full queue by a later event of lower "
+                "sampling draw, so the events compared spread over the backlog.",
                 [(f'sum by (retriever, outcome) (rate(goldwatch_shadow_offers_total{{{SHADOW}, '
-                  f'outcome!="queued"}}[{RATE}]))', "{{retriever}}: {{outcome}}")],
+                  f'outcome!="queued"}}[{RATE}]))', "{{retriever}}: {{outcome}}"),
+                 (f"sum by (retriever, reason) (rate(goldwatch_shadow_displaced_total"
+                  f"{{{SHADOW}}}[{RATE}]))", "{{retriever}}: displaced ({{reason}})")],
                 "reqps",
             )),
             timeseries(

@@ -140,6 +140,7 @@ def moved_section(
         agreement = [
             f"{name}: RBO {num((c.get('agreement') or {}).get('rbo'))}, same first passage "
             f"{pct((c.get('agreement') or {}).get('top1'))} of {c.get('completed', 0)} compared"
+            + _span(c)
             for name, c in (shadow.get("candidates") or {}).items()
         ]
         rows.append([_link("shadow", "shadow"), "; ".join(agreement) or "no candidate"])
@@ -216,3 +217,18 @@ def _flatten(doc: Mapping[str, Any]) -> list[list[object]]:
         else:
             rows.append([key, "–" if value is None else value])
     return rows
+
+
+def _span(candidate: Mapping[str, Any]) -> str:
+    """``" (events of 2026-11-30 09:00 to 2026-12-04 17:59 UTC)"``: the event-time span of the
+    events a shadow candidate compared (``compared_from``/``compared_to``, ISO 8601), so a
+    figure on a backlog's first hours does not read as the whole log's; ``""`` without it.
+
+    >>> _span({"compared_from": "2026-11-30T09:00:12Z", "compared_to": "2026-12-04T17:59:01Z"})
+    ' (events of 2026-11-30 09:00 to 2026-12-04 17:59 UTC)'
+    """
+    first, last = candidate.get("compared_from"), candidate.get("compared_to")
+    if not first or not last:
+        return ""
+    start, end = (str(when)[:16].replace("T", " ") for when in (first, last))
+    return f" (events of {start} to {end} UTC)"

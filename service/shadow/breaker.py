@@ -95,14 +95,19 @@ class CircuitBreaker:
 
     def allow(self) -> bool:
         """Admit one call (True) or refuse it (False); O(1), never blocks on I/O."""
+        return self.admit() is not None
+
+    def admit(self) -> Literal["call", "probe"] | None:
+        """Admit one call: ``"probe"`` when it takes a half-open probe slot (give it back with
+        :meth:`release` if it never runs), ``"call"`` when closed, ``None`` when refused."""
         with self._lock:
             self._maybe_half_open()
             if self._state == "closed":
-                return True
+                return "call"
             if self._state == "half_open" and self._probes < self.half_open_probes:
                 self._probes += 1
-                return True
-            return False
+                return "probe"
+            return None
 
     def release(self) -> None:
         """Give back an admitted call that never ran (its probe slot, when half-open)."""

@@ -33,7 +33,7 @@ class CandidateConfig(_Frozen):
         max_abandoned: hung calls tolerated before capacity shrinks (threads stay bounded by
             ``max_concurrency + max_abandoned``).
         queue_size: events waiting for a worker; a full queue keeps those of lowest sampling
-            draw (a uniform sample of the events offered), the others are skipped as
+            draw (a uniform sample of those offered while it is full), the others are skipped as
             ``queue_full`` (``cpu_budget`` while over the CPU budget).
         max_rps: calls per second admitted (token bucket), ``None``: unlimited.
         burst: token-bucket size; default one second's worth.

@@ -28,7 +28,8 @@ sampling draw (the BLAKE2b fraction above) is lower than the highest of the queu
 its place; the one it displaces is counted as skipped under the same reason (the stage moves it
 from ``queued``: :meth:`ShadowRunner.evicted_by`; the annotation of its batch, written
 already, still says ``queued``). So the events waiting are the lowest draws of those offered
-while the queue was full: a uniform sample of them, not the first ``queue_size``. This matters
+while the queue was full: a uniform sample of those (the events run before it filled come
+on top), not the first ``queue_size``. This matters
 for a backlog (serve reading a log already on disk, trial 15): the pipeline runs through days
 of events in seconds, the CPU budget holds the calls back after the first few, and the queue
 used to keep the first batch (every compared event from the first day) while every later
@@ -255,6 +256,7 @@ class _Job:
     draw: float = 0.0  # the event's sampling draw: a full queue keeps the lowest
     evicted: bool = False  # displaced from a full queue by a lower draw
     taken: bool = False  # a worker took it
+    probe: bool = False  # admitted on a half-open breaker's probe slot
 
 
 @dataclass(eq=False, slots=True)
@@ -495,13 +497,20 @@ class ShadowRunner:
                 outcomes[name] = "no_production"
             elif scrubbed:
                 outcomes[name] = "scrubbed"
-            elif not lane.breaker.allow():
+            elif (admitted := lane.breaker.admit()) is None:
                 outcomes[name] = "breaker_open"
             elif lane.bucket is not None and not self._take_token(lane.bucket):
                 lane.breaker.release()
                 outcomes[name] = "rate_limited"
             else:
-                job = _Job(event, _label(language), _label(topic), self._clock(), draw)
+                job = _Job(
+                    event,
+                    _label(language),
+                    _label(topic),
+                    self._clock(),
+                    draw,
+                    probe=admitted == "probe",
+                )
                 queued, out = lane.put(job, wait=wait)
                 full = "cpu_budget" if throttled else "queue_full"
                 if not queued:
@@ -510,7 +519,8 @@ class ShadowRunner:
                     continue
                 outcomes[name] = "queued"
                 if out is not None:  # displaced: it never runs
-                    lane.breaker.release()
+                    if out.probe:  # its probe slot only (a review: closed-state jobs gave
+                        lane.breaker.release()  # back slots they never held)
                     with self._results_lock:
                         counts = self._evicted_by.setdefault(name, {})
                         counts[full] = counts.get(full, 0) + 1

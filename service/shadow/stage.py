@@ -380,6 +380,7 @@ class ShadowStage:
         names = self._candidates
         return {
             "offers": {name: Counter() for name in names},
+            "displaced": {name: Counter() for name in names},
             "completed": dict.fromkeys(names, 0),
             "errors": {name: Counter() for name in names},
             "latency_seconds": {name: [] for name in names},
@@ -425,6 +426,7 @@ class ShadowStage:
                 seen = self._evicted_seen[name, reason]
                 if name in self._candidates and total > seen:
                     self._candidates[name].lose(reason, total - seen)
+                    self._pending["displaced"][name][reason] += total - seen
                     self._evicted_seen[name, reason] = total
         pending = self._pending
         for result in results:
@@ -458,7 +460,8 @@ class ShadowStage:
         """Return and clear what happened since the last call, for the telemetry layer.
 
         Returns:
-            ``{"offers": {cand: {outcome: n}}, "completed": {cand: n},
+            ``{"offers": {cand: {outcome: n}}, "displaced": {cand: {reason: n}} (queued
+            events a later one displaced from a full queue), "completed": {cand: n},
             "errors": {cand: {reason: n}}, "latency_seconds": {cand: [s, ...]},
             "agreement": {cand: {metric: [value, ...]}}, "by_language": [{"candidate",
             "label", "measure", "value"}, ...], "by_topic": [...], "results_dropped": n,
@@ -472,6 +475,7 @@ class ShadowStage:
         pending["results_dropped"] = dropped - self._dropped_seen
         self._dropped_seen = dropped
         pending["offers"] = {name: dict(c) for name, c in pending["offers"].items()}
+        pending["displaced"] = {name: dict(c) for name, c in pending["displaced"].items()}
         pending["errors"] = {name: dict(c) for name, c in pending["errors"].items()}
         pending["runner"] = self.runner.stats()
         return pending

@@ -28,6 +28,8 @@ SHADOW_OUTCOMES: tuple[str, ...] = (
     "breaker_open", "rate_limited", "queue_full",
 )  # fmt: skip
 SHADOW_ERRORS: tuple[str, ...] = ("timeout", "http_error", "bad_response", "exception")
+#: Why a queued event was displaced from a candidate's full queue (it never runs).
+SHADOW_DISPLACED: tuple[str, ...] = ("cpu_budget", "queue_full")
 BREAKER_STATES: tuple[str, ...] = ("closed", "open", "half_open")
 #: Agreement buckets. Kendall's tau reaches -1, but a negative bucket would make
 #: client_python drop ``_sum`` (OpenMetrics), and the mean needs it: tau <= 0 all land in
@@ -56,6 +58,7 @@ class ShadowMetrics:
     name                                              type      labels
     ================================================= ========= ============================
     goldwatch_shadow_offers_total                     counter   retriever, outcome
+    goldwatch_shadow_displaced_total                  counter   retriever, reason
     goldwatch_shadow_errors_total                     counter   retriever, reason
     goldwatch_shadow_request_duration_seconds         histogram retriever (every call)
     goldwatch_shadow_agreement                        histogram retriever, measure
@@ -86,6 +89,7 @@ class ShadowMetrics:
     """
 
     offers: Counter
+    displaced: Counter
     errors: Counter
     request_duration: Histogram
     agreement: Histogram
@@ -127,6 +131,11 @@ class ShadowMetrics:
             for outcome, n in outcomes.items():
                 label = bounded_label(outcome, SHADOW_OUTCOMES)
                 self.offers.labels(retriever=retriever, outcome=label).inc(n)
+        for name, reasons in pending.get("displaced", {}).items():
+            for reason, n in reasons.items():
+                self.displaced.labels(
+                    retriever=self.retriever(name), reason=bounded_label(reason, SHADOW_DISPLACED)
+                ).inc(n)
         for name, reasons in pending.get("errors", {}).items():
             for reason, n in reasons.items():
                 self.errors.labels(
@@ -255,6 +264,10 @@ def build_shadow_metrics(
     metrics = ShadowMetrics(
         offers=counter("shadow_offers", "Live events offered to a shadow candidate, by "
                        "outcome (queued or why it was skipped).", ["retriever", "outcome"]),
+        displaced=counter("shadow_displaced", "Queued shadow offers displaced from a full "
+                          "queue by a later event of lower sampling draw (they never run; "
+                          "in flight = queued - displaced - completed - errors), by the "
+                          "reason the queue was full.", ["retriever", "reason"]),
         errors=counter("shadow_errors", "Failed shadow calls, by reason.",
                        ["retriever", "reason"]),
         request_duration=Histogram(
@@ -337,6 +350,8 @@ def build_shadow_metrics(
     for name in candidates:
         for outcome in SHADOW_OUTCOMES:
             metrics.offers.labels(retriever=name, outcome=outcome)
+        for reason in SHADOW_DISPLACED:
+            metrics.displaced.labels(retriever=name, reason=reason)
         metrics.breaker_opened.labels(retriever=name)
         for reason in SHADOW_ERRORS:
             metrics.errors.labels(retriever=name, reason=reason)

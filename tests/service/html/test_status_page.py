@@ -267,3 +267,16 @@ def test_suggestions_show_the_totals_by_status_and_the_shed_count(tmp_path: Path
     assert "21 suggestions undecided; decided: 0 accepted, 2 rejected" in listed
     assert "Shed: 7 picked events whose new question was over harvest.max_new_per_batch" in listed
     assert "1 more suggestions not shown." in listed  # 21 undecided, 20 listed
+
+
+def test_the_shadow_line_says_which_events_it_compared() -> None:
+    """A review of trial 15's backlog fix: ``compared_from``/``compared_to`` were only in
+    /v1/shadow's JSON, so the page's "RBO 0.992" still read as the whole log's figure."""
+    shadow = samples.shadow()
+    for candidate in shadow["candidates"].values():
+        candidate.update(compared_from="2026-11-30T09:00:12.5Z", compared_to="2026-12-04T17:59:01Z")
+    page = render_status_page(STATUS, samples.replay_report()["analytics"],
+                              extras={"shadow": shadow})  # fmt: skip
+    moved = page[page.index('<section id="moved">') : page.index('<section id="languages">')]
+    assert ("bm25-v2: RBO 0.750, same first passage 90.0% of 9 compared (events of "
+            "2026-11-30 09:00 to 2026-12-04 17:59 UTC)") in moved  # fmt: skip
