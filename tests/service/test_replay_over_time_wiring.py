@@ -20,14 +20,14 @@ def test_demo_replay_reports_agreement_and_quality_over_time(tmp_path: Path) -> 
     settings = load_settings(demo_path("goldwatch.yaml")).model_copy(update=demo_data())
     report = run_replay(settings, log, None, tmp_path / "dlq.jsonl")
     series = report["analytics"]["series"]  # type: ignore[index]
-    shadow = report["shadow"]["candidates"]  # type: ignore[index]
+    shadow = report["shadow"]["candidates"]
     assert shadow  # the demo configures a candidate
     for name, cell in shadow.items():
         results = sum(b["agreement"].get(name, {}).get("n", 0) for b in series["buckets"])
         assert results == cell["completed"] > 0  # every finished result, by its event's time
         assert series["over_time"]["agreement"][name]["all"]["n"] == results
     scored = sum(b["known"]["n"] for b in series["buckets"])
-    assert scored == report["quality"]["known"]["production"]["n_scored"] > 0  # type: ignore[index]
+    assert scored == report["quality"]["known"]["production"]["n_scored"] > 0
     text = render_text(report)
     assert "  production over time" in text
     assert all(f"  {name} over time" in text for name in shadow)
