@@ -196,7 +196,9 @@ def _refusals() -> list[Panel | list[Panel]]:
                 "detector's counts are labelled uncalibrated and it raises no alarm. The "
                 "out-of-scope detector also shows its rates at the threshold its counts use "
                 "(tpr, fpr, balanced_accuracy); below analytics.scope_min_balanced_accuracy "
-                "(default 0.68) it is uncalibrated too.",
+                "(default 0.68) it is uncalibrated too. Novelty shows its rates as well (the "
+                "share of gold questions read novel with their topic held out, and with every "
+                "topic kept), reported, not floored.",
                 [
                     (f"min by (detector) (goldwatch_detector_auc{{{SEL}}})", "{{detector}}"),
                     (f'min by (detector) (goldwatch_detector_auc_bound{{{SEL}, bound="low"}})',

@@ -305,8 +305,9 @@ def bounded_balanced_accuracy(tpr: float, fpr: float, n_neg: float) -> float:
 #: (``analytics.topics.novelty_percentile``: a false rate of ~5 % by design, a low catch rate
 #: accepted for it), so its operating point is reported, not floored: on the production-shaped
 #: benchmark's 477 gold questions (AUC 0.764) it reads 97 of 477 novel with their topic held
-#: out at FPR 0.050 (balanced accuracy 0.577), and its ``novel`` share is then a lower bound of
-#: unseen-topic traffic, still rising with it.
+#: out at FPR 0.050 (balanced accuracy 0.577). Its ``novel`` share is then TPR·u + FPR·(1 − u)
+#: for an unseen-topic share u — above u when u is small (below ~6 % here), below it when u is
+#: large — and rises with u whatever the two rates: a rise still reads as more unseen topics.
 BALANCED_ACCURACY_FLOORED = frozenset({"out_of_scope"})
 
 

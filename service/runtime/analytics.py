@@ -99,9 +99,11 @@ class Analytics:
             leave-one-topic-out ROC AUC).
         quality_floor: the AUC below which a detector's counts are uncalibrated and its drift
             dimension raises no alarm (``analytics.quality_floor``).
-        min_balanced_accuracy: the balanced accuracy at its threshold below which a detector
-            that reports an operating point (out-of-scope) is uncalibrated likewise
-            (``analytics.scope_min_balanced_accuracy``).
+        min_balanced_accuracy: the balanced accuracy at its threshold below which the
+            out-of-scope detector is uncalibrated likewise
+            (``analytics.scope_min_balanced_accuracy``; novelty reports its operating point
+            but is not floored by it:
+            :data:`~service.evaluation.detector_quality.BALANCED_ACCURACY_FLOORED`).
         quality_min_class: the class size below which a detector's quality is no measurement
             and the detector is uncalibrated likewise (``analytics.quality_min_class``: e.g.
             fewer than 10 unanswerable gold questions for out-of-scope).

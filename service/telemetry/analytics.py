@@ -433,16 +433,18 @@ def build_analytics_metrics(
         ),
         detector_operating_point=gauge(
             "detector_operating_point_ratio", "A detector's rates at the threshold its counts "
-            "use, on its calibration data (cross-validated scores): tpr, fpr and "
-            "balanced_accuracy = (tpr + 1 - fpr) / 2 (out_of_scope: tpr the share of "
-            "answerable gold questions kept in scope, fpr of unanswerable ones judged in "
-            "scope); a rate is absent while undefined (no "
-            "operating point, or a class without calibration scores).",
+            "use, on its calibration data: tpr, fpr and balanced_accuracy = (tpr + 1 - fpr) / 2 "
+            "(out_of_scope, cross-validated scores: tpr the share of answerable gold questions "
+            "kept in scope, fpr of unanswerable ones judged in scope; novelty, leave-one-topic-"
+            "out: tpr the share of gold questions read novel with their topic held out, fpr "
+            "with every topic kept); a rate is absent while undefined (no operating point, a "
+            "sampled measurement, or a class without calibration scores).",
             ["detector", "rate"],
         ),
         detector_trusted=gauge(
             "detector_trusted", "1 when the detector's ROC AUC reaches analytics.quality_floor "
-            "and, for a detector with an operating point (out-of-scope), its balanced accuracy "
+            "and, for the out-of-scope detector (whose threshold is chosen for it; novelty's "
+            "operating point is reported, not floored), its balanced accuracy "
             "at its threshold (its FPR at the Wilson 95 % upper bound) reaches "
             "analytics.scope_min_balanced_accuracy, measured on at "
             "least analytics.quality_min_class questions of each class (its counts are "
