@@ -1,0 +1,553 @@
+"""Rising terms: a topic-free drift test of the words questions use, stratified by language.
+
+Topics are a closed set (the gold set's labels) and novelty needs calibration, so questions on
+an article no gold row covers can leave both quiet (trial 14: 205 of 600 questions of a day on
+two such articles, silence). The words of the questions need neither: a term (a content-word
+stem, :func:`question_terms`) whose share of questions rises against the baseline of earlier
+traffic says what changed, by name ("doctor 0.2 % → 13.7 % of questions").
+
+**Test** (per term, :func:`cmh_test`): the one-sided Cochran–Mantel–Haenszel test of the 2 × 2
+tables "question contains the term" × (current window, baseline), one table per language
+(stratum ``k``: ``a_k`` current questions with the term of ``n1_k``, ``c_k`` baseline ones of
+``n2_k``, ``m_k = a_k + c_k``, ``N_k = n1_k + n2_k``)::
+
+    E_k = n1_k m_k / N_k,   V_k = n1_k n2_k m_k (N_k − m_k) / (N_k² (N_k − 1))
+    Z = (Σ a_k − Σ E_k − ½) / √(Σ V_k),     p = 1 − Φ(Z)   (continuity-corrected, one-sided)
+    CMH = (|Σ a_k − Σ E_k| − ½)² / Σ V_k    (χ², 1 df; Z² when Σ a_k > Σ E_k)
+    OR_MH = Σ (a_k d_k / N_k) / Σ (b_k c_k / N_k),  b_k = n1_k − a_k, d_k = n2_k − c_k
+
+(Mantel & Haenszel 1959, J. Natl Cancer Inst. 22:719–748; Agresti, *Categorical Data
+Analysis*, 3rd ed., §6.4). Stratifying by language, a term that rises only because its
+language's share rose (trial 14's day 3: Spanish 24 % → 56 %, the same articles) does not
+alarm: within each language its share did not move. A language absent from one of the two
+windows adds nothing (``V_k = 0``; the ``language`` dimension reports it).
+
+**Alarm rule** (:class:`TermsDriftDetector`), for some term, all of:
+
+1. the term is in at least ``min_term_questions`` (default 10) distinct questions of the
+   current window — the terms *tested*; also the privacy floor: a term in fewer is never
+   reported;
+2. ``p < alpha_test / m``: ``alpha_test`` is the comparison's per-test level (the drift
+   family's budget per day split by Bonferroni, :meth:`alpha_per_test`; the stage gives
+   ``terms`` its own share, the same as each other dimension's, so the other four keep their
+   levels and the family's budget per day becomes 5/4 of ``alpha``), ``m`` the terms tested;
+3. effect: ``OR_MH ≥ min_odds_ratio`` (2) and the pooled share (over languages) up by at least
+   ``min_share_up`` (the stage: half of ``min_share_change``, 2.5 points: a term is one word
+   of a topic's questions, so it covers a part of the topic's rise; trial 14's "doctor" rose
+   13.5 points with its article at 34 % of the questions).
+
+Hysteresis: ``drift`` clears when no tested term keeps ``OR_MH ≥ clear_odds_ratio`` (1.5)
+with its share up by ``clear_share_up`` (half of ``min_share_up``).
+
+**Windows**: those of :class:`~service.drift.windows.ComparisonWindows` (event time, watermark,
+late/future/ahead, frozen or previous baseline, ``test_every_s``), counting each question under
+its language; beside the counts, each bucket keeps per language the questions each term is in.
+Compared with the baseline only (a gold set of 50 rows has too few words to be a reference).
+
+**Memory** is bounded by ``max_terms`` (K) per bucket and language: the Space-Saving summary
+(Metwally, Agrawal & El Abbadi 2005): a new term in a full summary takes the place of the
+least counted one, with that count + 1 and an error of that count; every kept count is an
+upper bound of the true one, ``count − error`` a lower bound, and a term not kept was counted
+at most the least kept count (the *floor*). The baseline takes each term's upper bound (the
+floor when not kept, capped at the questions), the current window its lower bound (0 when
+not kept): truncation can only make a rise harder to show, never invent one.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Self
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from service.drift.detectors import _INSUFFICIENT, State, TestLog, _WindowedDetector
+from service.drift.distances import Counts
+from service.drift.windows import Now, Watermarks, WindowConfig
+from service.records import PLACEHOLDERS
+from service.text import normalise
+from service.text.wording import wording
+
+__all__ = [
+    "CmhResult",
+    "TermChange",
+    "TermsDriftDetector",
+    "TermsDriftReport",
+    "cmh_test",
+    "question_terms",
+]
+
+#: Terms reported at most per test (the most significant first).
+TOP_TERMS = 10
+#: Shortest stem kept as a term (characters).
+MIN_TERM_LENGTH = 3
+_PLACEHOLDER = re.compile("|".join(re.escape(p) for p in PLACEHOLDERS.values()), re.IGNORECASE)
+_DEFAULT_WINDOWS = WindowConfig()
+
+
+def question_terms(question: str) -> dict[str, str]:
+    """The terms of a (scrubbed) question: ``{stem: surface}``, the content-word stems
+    (:func:`service.text.wording.wording` of the ``non_word`` normal form: function words of
+    the languages handled and numbers left out) of at least :data:`MIN_TERM_LENGTH`
+    characters, each with the token it was stemmed from (``Wording.raw``: the smallest in
+    sorted order). Personal-data placeholders (``<EMAIL>``...) are dropped first; tokens with
+    a digit are no terms.
+
+    >>> sorted(question_terms("Who played the Doctors in 1963? mail <EMAIL>").items())
+    [('doctor', 'doctors'), ('mail', 'mail'), ('play', 'played')]
+    """
+    text = _PLACEHOLDER.sub(" ", question) if "<" in question else question
+    found = wording(normalise(text, separators="non_word"))
+    return {stem: found.raw.get(stem, stem) for stem in sorted(found.words)
+            if len(stem) >= MIN_TERM_LENGTH and not any(c.isdigit() for c in stem)}  # fmt: skip
+
+
+class CmhResult(NamedTuple):
+    """One term's stratified test (:func:`cmh_test`); shares in [0, 1]."""
+
+    statistic: float  # CMH χ² (1 df), continuity-corrected; 0 when no stratum informs
+    p_value: float  # one-sided (a rise), in [0, 1]
+    odds_ratio: float  # Mantel–Haenszel common odds ratio, [0, inf] (nan: undefined)
+    share_current: float  # pooled over the strata: Σ a_k / Σ n1_k
+    share_reference: float  # Σ c_k / Σ n2_k
+    count_current: int  # Σ a_k
+    count_reference: int  # Σ c_k
+
+
+def cmh_test(strata: Iterable[tuple[int, int, int, int]]) -> CmhResult:
+    """One-sided, continuity-corrected Cochran–Mantel–Haenszel test of a rise (formula and
+    sources: module docstring). ``strata``: ``(a, n1, c, n2)`` per stratum — current
+    questions with the term ``a`` of ``n1``, reference ones ``c`` of ``n2`` (``0 ≤ a ≤ n1``,
+    ``0 ≤ c ≤ n2``). A stratum with ``N < 2`` or one side empty adds nothing to the test (it
+    still counts in the pooled shares). No informative stratum: statistic 0, p 1.
+
+    Raises:
+        ValueError: a count is negative or above its total.
+
+    >>> r = cmh_test([(10, 100, 2, 100)])
+    >>> round(r.odds_ratio, 3), round(r.p_value, 4)
+    (5.444, 0.0188)
+    """
+    num = var = or_num = or_den = 0.0
+    a_sum = c_sum = n1_sum = n2_sum = 0
+    for a, n1, c, n2 in strata:
+        if not (0 <= a <= n1 and 0 <= c <= n2):
+            raise ValueError(f"need 0 <= a <= n1 and 0 <= c <= n2, got {(a, n1, c, n2)}")
+        a_sum, c_sum, n1_sum, n2_sum = a_sum + a, c_sum + c, n1_sum + n1, n2_sum + n2
+        total = n1 + n2
+        if total < 2 or n1 == 0 or n2 == 0:
+            continue
+        m = a + c
+        num += a - n1 * m / total
+        var += n1 * n2 * m * (total - m) / (total * total * (total - 1))
+        or_num += a * (n2 - c) / total
+        or_den += (n1 - a) * c / total
+    share_cur = a_sum / n1_sum if n1_sum else math.nan
+    share_ref = c_sum / n2_sum if n2_sum else math.nan
+    odds = (or_num / or_den if or_den > 0 else math.inf if or_num > 0 else math.nan)
+    if var <= 0:
+        return CmhResult(0.0, 1.0, odds, share_cur, share_ref, a_sum, c_sum)
+    z = (num - 0.5) / math.sqrt(var)
+    statistic = max(abs(num) - 0.5, 0.0) ** 2 / var
+    p = 0.5 * math.erfc(z / math.sqrt(2.0))
+    return CmhResult(statistic, min(1.0, max(0.0, p)), odds, share_cur, share_ref, a_sum, c_sum)
+
+
+class TermChange(NamedTuple):
+    """A rising term: its stem, a surface form, pooled shares and counts, OR and p."""
+
+    term: str
+    surface: str
+    current_share: float
+    reference_share: float
+    current_count: int
+    reference_count: int
+    odds_ratio: float
+    p_value: float
+
+
+@dataclass(frozen=True)
+class TermsDriftReport:
+    """One comparison's latest test of the terms. ``alpha``: the level each term's p-value
+    is held to (the comparison's per-test level divided by ``terms_tested``);
+    ``alpha_per_day``: the dimension's false-alarm budget per ``alpha_period_s``."""
+
+    comparison: str
+    state: State
+    timestamp: float
+    n_reference: int
+    n_current: int
+    p_value: float = 1.0  # the smallest of the terms tested
+    alpha: float = 0.0
+    method: str = "none"
+    terms_tested: int = 0
+    alpha_per_day: float = 0.0
+    rising: tuple[TermChange, ...] = ()
+    held_by_hysteresis: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (``TermChange`` rows become dicts; an infinite odds ratio — a
+        term absent from the baseline — is written ``1e308``: JSON has no infinity)."""
+        out = {k: v for k, v in self.__dict__.items() if k != "rising"}
+        out["rising"] = [{**row._asdict(), "odds_ratio": _finite(row.odds_ratio)}
+                         for row in self.rising]  # fmt: skip
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TermsDriftReport:
+        """The report back from :meth:`to_dict`.
+
+        Raises:
+            TypeError: a field is missing or unknown.
+        """
+        rising = tuple(TermChange(**row) for row in data.get("rising", ()))
+        return cls(**{**data, "rising": rising})
+
+
+def _finite(x: float) -> float:
+    """``x`` with ``inf`` as 1e308 (JSON has no infinity)."""
+    return 1e308 if x == math.inf else x
+
+
+class _Tally:
+    """Space-Saving summary of at most ``size`` terms (module docstring): term →
+    ``[count, error]``."""
+
+    __slots__ = ("cells", "size")
+
+    def __init__(self, size: int, cells: dict[str, list[int]] | None = None) -> None:
+        self.size, self.cells = size, cells if cells is not None else {}
+
+    def add(self, terms: Iterable[str]) -> None:
+        cells = self.cells
+        for term in terms:
+            cell = cells.get(term)
+            if cell is not None:
+                cell[0] += 1
+            elif len(cells) < self.size:
+                cells[term] = [1, 0]
+            else:  # the least counted (smallest term on ties, for determinism) makes room
+                least = min(cells, key=lambda t: (cells[t][0], t))
+                floor = cells.pop(least)[0]
+                cells[term] = [floor + 1, floor]
+
+    @property
+    def floor(self) -> int:
+        """The most a term not kept was counted: the least kept count when full, else 0."""
+        if len(self.cells) < self.size:
+            return 0
+        return min(cell[0] for cell in self.cells.values())
+
+
+_Store = dict[int, dict[str, _Tally]]  # bucket -> language -> tally
+
+
+class TermsDriftDetector(_WindowedDetector):
+    """Rising terms against the baseline (module docstring).
+
+    Feed it ``(language, terms)`` per question (:meth:`update_many`); it keeps the windows of
+    :class:`~service.drift.windows.ComparisonWindows` over the languages and, beside them,
+    each bucket's term counts per language.
+
+    Args:
+        windows: windowing (its ``baseline`` must not be ``"none"``).
+        min_count: questions the current window and the baseline need (≥ 1).
+        min_reference_count: questions the baseline needs (≥ 1).
+        alpha: false-alarm budget per ``alpha_period_s``, (0, 1); n_dimensions: family size.
+        min_term_questions: questions of the current window a term must be in to be tested
+            and reported (≥ 1).
+        min_odds_ratio, clear_odds_ratio: OR_MH alarm and clear thresholds (≥ 1).
+        min_share_up, clear_share_up: pooled share rise alarm and clear thresholds, [0, 1].
+        max_terms: terms kept per bucket and language (≥ 1; Space-Saving).
+
+    Raises:
+        ValueError: an argument is out of range, or a ``clear_*`` exceeds its ``min_*``.
+    """
+
+    def __init__(
+        self,
+        *,
+        windows: WindowConfig = _DEFAULT_WINDOWS,
+        min_count: int = 100,
+        min_reference_count: int = 100,
+        alpha: float = 0.001,
+        n_dimensions: int = 1,
+        min_term_questions: int = 10,
+        min_odds_ratio: float = 2.0,
+        clear_odds_ratio: float = 1.5,
+        min_share_up: float = 0.025,
+        clear_share_up: float = 0.0125,
+        max_terms: int = 2000,
+    ) -> None:
+        if windows.baseline == "none":
+            raise ValueError("the terms are compared with a baseline: baseline must not be none")
+        if not (1 <= clear_odds_ratio <= min_odds_ratio and 0 <= clear_share_up <= min_share_up
+                <= 1):  # fmt: skip
+            raise ValueError("need 1 <= clear_odds_ratio <= min_odds_ratio, "
+                             "0 <= clear_share_up <= min_share_up <= 1")  # fmt: skip
+        if min(min_term_questions, max_terms) < 1:
+            raise ValueError("min_term_questions and max_terms must be >= 1")
+        super().__init__(False, windows, min_count, min_reference_count, alpha, n_dimensions,
+                         0.95)  # fmt: skip
+        self._reference = None
+        self.min_term_questions, self.max_terms = min_term_questions, max_terms
+        self.min_odds_ratio, self.clear_odds_ratio = min_odds_ratio, clear_odds_ratio
+        self.min_share_up, self.clear_share_up = min_share_up, clear_share_up
+        self._recent: _Store = {}  # the buckets the window retains
+        self._base: _Store = {}  # the frozen baseline's span (frozen baselines only)
+        self._surfaces: dict[str, str] = {}  # stem -> smallest surface seen (kept terms)
+        self._held: list[tuple[float, str, tuple[str, ...]]] = []  # (t, language, terms)
+        # the update being ingested (read by _added): its terms, languages, timestamps
+        self._batch: list[tuple[str, ...]] = []
+        self._languages: list[str] = []
+        self._stamps: NDArray[np.float64] = np.zeros(0, dtype=np.float64)
+
+    @property
+    def reports(self) -> dict[str, TermsDriftReport]:
+        """The latest report per comparison (``baseline``)."""
+        return dict(self._reports)
+
+    def update_many(
+        self,
+        questions: Sequence[tuple[str, Mapping[str, str]]],
+        timestamps: ArrayLike,
+        now: Now = None,
+        streams: Sequence[str] | None = None,
+        *,
+        watermarks: Watermarks | None = None,
+        tests: TestLog | None = None,
+        checks: Sequence[int] = (),
+    ) -> Self:
+        """Add a micro-batch: ``questions[i] = (language, {stem: surface})`` asked at
+        ``timestamps[i]`` (Unix seconds); the rest as
+        :meth:`~service.drift.detectors.CategoricalDriftDetector.update_many`.
+
+        Raises:
+            ValueError: lengths differ or a timestamp is not finite.
+        """
+        languages = [language for language, _ in questions]
+        self._languages = languages
+        self._stamps = np.asarray(timestamps, dtype=np.float64).reshape(-1)
+        self._batch = [tuple(sorted(terms)) for _, terms in questions]
+        surfaces = self._surfaces
+        for _, terms in questions:
+            for stem, surface in terms.items():
+                known = surfaces.get(stem)
+                if known is None or surface < known:
+                    surfaces[stem] = surface
+        self._windows_ingest(languages, timestamps, now, streams, watermarks, tests, checks)
+        self._batch = []
+        return self
+
+    def _windows_ingest(
+        self, languages: list[str], timestamps: ArrayLike, now: Now,
+        streams: Sequence[str] | None, watermarks: Watermarks | None, tests: TestLog | None,
+        checks: Sequence[int],
+    ) -> None:  # fmt: skip
+        def on_tick(after: int) -> None:
+            self._evaluate()
+            if tests is not None:
+                tests.append((after, dict(self._reports)))
+
+        self._windows.ingest(languages, timestamps, now, on_tick, streams,
+                             watermarks=watermarks, checks=checks, on_added=self._added)  # fmt: skip
+
+    def _added(self, start: int, end: int) -> None:
+        """Count the terms of the questions the window just took (events ``start:end`` of the
+        update, :attr:`~service.drift.windows.CategoryWindow.last_ok`, and those released),
+        remember those it holds, and add those of the frozen baseline's span."""
+        w = self._windows.window
+        bucket_s = self.windows.bucket_s
+        part = list(range(start, end))
+        languages = self._languages[start:end]
+        ok = w.last_ok.tolist() if len(w.last_ok) else [False] * len(part)
+        late, future = w.last_late.tolist(), w.last_future.tolist()
+        stamps = self._stamps[start:end].tolist()
+        # released earlier-held events: matched to theirs by (timestamp, language)
+        pool = list(self._held)
+        added: list[tuple[float, str, tuple[str, ...]]] = []
+        for k, i in enumerate(part):
+            if ok[k]:
+                added.append((stamps[k], languages[k], self._batch[i]))
+            elif not (late[k] or future[k]):  # held ahead
+                pool.append((stamps[k], languages[k], self._batch[i]))
+        for t, language in w.last_released:
+            j = next(n for n, item in enumerate(pool) if item[0] == t and item[1] == language)
+            added.append(pool.pop(j))
+        held: list[tuple[float, str, tuple[str, ...]]] = []
+        for t, language in w.held:  # keep those the window still holds, in its order
+            j = next((n for n, item in enumerate(pool) if item[0] == t and item[1] == language),
+                     None)  # fmt: skip
+            if j is not None:
+                held.append(pool.pop(j))
+        self._held = held
+        old = w.last_too_old_mask.tolist() if len(w.last_too_old_mask) else []
+        too_old = [(stamps[k], languages[k], self._batch[i])
+                   for k, i in enumerate(part) if old and old[k]]  # fmt: skip
+        for t, language, terms in added:
+            self._tally(self._recent, math.floor(t / bucket_s), language).add(terms)
+        span = self._windows.warmup_buckets()
+        if span is not None:
+            first, last = span
+            for t, language, terms in (*added, *too_old):
+                bucket = math.floor(t / bucket_s)
+                if first <= bucket <= last:
+                    self._tally(self._base, bucket, language).add(terms)
+        self._prune(span)
+
+    def _tally(self, store: _Store, bucket: int, language: str) -> _Tally:
+        by_language = store.setdefault(bucket, {})
+        tally = by_language.get(language)
+        if tally is None:
+            tally = by_language[language] = _Tally(self.max_terms)
+        return tally
+
+    def _prune(self, span: tuple[int, int] | None) -> None:
+        """Forget the buckets the window no longer retains and those out of the span."""
+        w = self._windows.window
+        if w.watermark is not None:
+            bucket_s = self.windows.bucket_s
+            oldest = math.floor(w.watermark / bucket_s) - math.ceil(w.retention_s / bucket_s)
+            for bucket in [b for b in self._recent if b < oldest]:
+                del self._recent[bucket]
+        if span is None:
+            self._base.clear()
+        else:
+            for bucket in [b for b in self._base if not span[0] <= b <= span[1]]:
+                del self._base[bucket]
+
+    def _counts(self, store: _Store, first: int, last: int, lower: bool
+                ) -> tuple[dict[str, Counter[str]], dict[str, list[tuple[int, _Tally]]]]:  # fmt: skip
+        """Per language, the terms' counts over the buckets ``first..last`` of ``store``
+        (``lower``: count − error, else count) and the full tallies (their floors)."""
+        counts: dict[str, Counter[str]] = {}
+        full: dict[str, list[tuple[int, _Tally]]] = {}
+        for bucket, by_language in store.items():
+            if not first <= bucket <= last:
+                continue
+            for language, tally in by_language.items():
+                into = counts.setdefault(language, Counter())
+                if lower:
+                    into.update({t: c - e for t, (c, e) in tally.cells.items() if c > e})
+                else:
+                    into.update({t: c for t, (c, _) in tally.cells.items()})
+                floor = tally.floor
+                if floor:
+                    full.setdefault(language, []).append((floor, tally))
+        return counts, full
+
+    def _assess(
+        self, name: str, ref: Counts, cur: Counts, before: State, t: float, alpha: float
+    ) -> TermsDriftReport:
+        w = self._windows.window
+        n_ref, n_cur = int(sum(ref.values())), int(sum(cur.values()))
+        current_range = w.bucket_range(self.windows.window_s)
+        base_range = self._windows.baseline_buckets()
+        if current_range is None or base_range is None:  # (a restored legacy baseline)
+            return self._empty_report(name, t, n_ref, n_cur)
+        current, _ = self._counts(self._recent, *current_range, lower=True)
+        store = self._base if self.windows.baseline == "frozen" else self._recent
+        reference, full = self._counts(store, *base_range, lower=False)
+        pooled: Counter[str] = Counter()
+        for counts in current.values():
+            pooled.update(counts)
+        tested = sorted(term for term, n in pooled.items() if n >= self.min_term_questions)
+        languages = sorted(set(cur) | set(ref))
+        level = alpha / max(1, len(tested))
+        rows: list[tuple[TermChange, bool, bool]] = []
+        for term in tested:
+            strata = []
+            for language in languages:
+                n1, n2 = int(cur.get(language, 0)), int(ref.get(language, 0))
+                c = reference.get(language, Counter()).get(term, 0)
+                c += sum(floor for floor, tally in full.get(language, ())
+                         if term not in tally.cells)  # fmt: skip
+                a = current.get(language, Counter()).get(term, 0)
+                strata.append((min(a, n1), n1, min(c, n2), n2))
+            test = cmh_test(strata)
+            up = test.share_current - test.share_reference
+            alarm = (test.p_value < level and test.odds_ratio >= self.min_odds_ratio
+                     and up >= self.min_share_up)  # fmt: skip
+            holds = test.odds_ratio >= self.clear_odds_ratio and up >= self.clear_share_up
+            change = TermChange(term, self._surfaces.get(term, term), test.share_current,
+                                test.share_reference, test.count_current, test.count_reference,
+                                test.odds_ratio, test.p_value)  # fmt: skip
+            rows.append((change, alarm, holds))
+        alarmed = any(alarm for _, alarm, _ in rows)
+        if before == "drift":
+            state: State = "drift" if any(holds for _, _, holds in rows) else "ok"
+        else:
+            state = "drift" if alarmed else "ok"
+        held = state == "drift" and not alarmed
+        shown = [change for change, alarm, holds in rows if (holds if held else alarm)]
+        shown.sort(key=lambda c: (c.p_value, -c.current_share, c.term))
+        self._forget_surfaces()
+        return TermsDriftReport(
+            name, state, t, n_ref, n_cur, min((c.p_value for c, _, _ in rows), default=1.0),
+            level, "cmh", len(tested), self.alpha, tuple(shown[:TOP_TERMS]),
+            held_by_hysteresis=held,
+        )  # fmt: skip
+
+    def _forget_surfaces(self) -> None:
+        """Keep the surface forms of the terms some bucket holds only (bounded memory)."""
+        kept: set[str] = set()
+        for store in (self._recent, self._base):
+            for by_language in store.values():
+                for tally in by_language.values():
+                    kept.update(tally.cells)
+        kept.update(term for _, _, terms in self._held for term in terms)
+        if len(kept) < len(self._surfaces):
+            self._surfaces = {t: s for t, s in self._surfaces.items() if t in kept}
+
+    def _empty_report(self, name: str, t: float, n_ref: int, n_cur: int) -> TermsDriftReport:
+        return TermsDriftReport(name, _INSUFFICIENT, t, n_ref, n_cur,
+                                alpha=self.alpha_per_test(name), alpha_per_day=self.alpha)  # fmt: skip
+
+    def _report_from_dict(self, data: dict[str, Any]) -> TermsDriftReport:
+        return TermsDriftReport.from_dict(data)
+
+    def snapshot(self) -> dict[str, Any]:
+        """:meth:`~service.drift.detectors._WindowedDetector.snapshot` and the term counts,
+        surface forms and held questions' terms."""
+        out = super().snapshot()
+        out["terms"] = {
+            "recent": _store_json(self._recent),
+            "base": _store_json(self._base),
+            "surfaces": dict(sorted(self._surfaces.items())),
+            "held": [[t, language, list(terms)] for t, language, terms in self._held],
+        }
+        return out
+
+    def restore(self, state: dict[str, Any] | None) -> Self:
+        """Take back a :meth:`snapshot` (``None``: keep the fresh state).
+
+        Raises:
+            ValueError: another version, or a malformed snapshot.
+        """
+        if state is None:
+            return self
+        super().restore(state)
+        terms = state.get("terms") or {}
+        self._recent = _store_from_json(terms.get("recent") or {}, self.max_terms)
+        self._base = _store_from_json(terms.get("base") or {}, self.max_terms)
+        self._surfaces = {str(k): str(v) for k, v in (terms.get("surfaces") or {}).items()}
+        self._held = [(float(t), str(language), tuple(map(str, words)))
+                      for t, language, words in terms.get("held") or ()]  # fmt: skip
+        return self
+
+
+def _store_json(store: _Store) -> dict[str, dict[str, dict[str, list[int]]]]:
+    return {str(bucket): {language: {t: list(cell) for t, cell in tally.cells.items()}
+                          for language, tally in by_language.items()}
+            for bucket, by_language in sorted(store.items())}  # fmt: skip
+
+
+def _store_from_json(data: Mapping[str, Any], size: int) -> _Store:
+    return {int(bucket): {str(language): _Tally(size, {str(t): [int(c), int(e)]
+                                                       for t, (c, e) in cells.items()})
+                          for language, cells in by_language.items()}
+            for bucket, by_language in data.items()}  # fmt: skip
