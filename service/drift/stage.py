@@ -126,8 +126,16 @@ def _columns(
             columns.append(_Column(dim, [bool(annotations[i][key]) for i in rows], rows))
     if questions is not None:
         languages = columns[0].values
-        columns.append(_Column(TERMS, [(language, question_terms(q)) for language, q
-                                       in zip(languages, questions, strict=True)], None))
+        columns.append(
+            _Column(
+                TERMS,
+                [
+                    (language, question_terms(q))
+                    for language, q in zip(languages, questions, strict=True)
+                ],
+                None,
+            )
+        )
     return columns
 
 
@@ -443,7 +451,9 @@ class DriftStage:
             return
         ends = [*range(ALARM_RESOLUTION, len(stamps), ALARM_RESOLUTION), len(stamps)]
         nows = [self.clock() for _ in ends]  # one per chunk
-        questions = None if self.terms is None else [event.question for event in batch.events]
+        # (an event without a question, e.g. a stand-in of a test, has no terms)
+        questions = (None if self.terms is None
+                     else [getattr(event, "question", "") for event in batch.events])  # fmt: skip
         if self._process_at_once(batch.annotations, stamps, ends, nows, batch.streams,
                                  questions):  # fmt: skip
             return
@@ -707,9 +717,7 @@ class DriftStage:
             "events_seen": self.events_seen,
             "alarms": self.alarms,
             "last_state": self._last_state,
-            "detectors": {
-                dim: det.snapshot() for dim, det in self._detectors().items()
-            },
+            "detectors": {dim: det.snapshot() for dim, det in self._detectors().items()},
             "live_counts": {dim: dict(c) for dim, c in self.live_counts.items()},
             "recent_kept_out": [list(update) for update in self._recent],
         }

@@ -148,7 +148,7 @@ def cmh_test(strata: Iterable[tuple[int, int, int, int]]) -> CmhResult:
         or_den += (n1 - a) * c / total
     share_cur = a_sum / n1_sum if n1_sum else math.nan
     share_ref = c_sum / n2_sum if n2_sum else math.nan
-    odds = (or_num / or_den if or_den > 0 else math.inf if or_num > 0 else math.nan)
+    odds = or_num / or_den if or_den > 0 else math.inf if or_num > 0 else math.nan
     if var <= 0:
         return CmhResult(0.0, 1.0, odds, share_cur, share_ref, a_sum, c_sum)
     z = (num - 0.5) / math.sqrt(var)
@@ -353,8 +353,8 @@ class TermsDriftDetector(_WindowedDetector):
             if tests is not None:
                 tests.append((after, dict(self._reports)))
 
-        self._windows.ingest(languages, timestamps, now, on_tick, streams,
-                             watermarks=watermarks, checks=checks, on_added=self._added)  # fmt: skip
+        self._windows.ingest(languages, timestamps, now, on_tick, streams, watermarks=watermarks,
+                             checks=checks, on_added=self._added)  # fmt: skip
 
     def _added(self, start: int, end: int) -> None:
         """Count the terms of the questions the window just took (events ``start:end`` of the
@@ -375,15 +375,14 @@ class TermsDriftDetector(_WindowedDetector):
                 added.append((stamps[k], languages[k], self._batch[i]))
             elif not (late[k] or future[k]):  # held ahead
                 pool.append((stamps[k], languages[k], self._batch[i]))
-        for t, language in w.last_released:
-            j = next(n for n, item in enumerate(pool) if item[0] == t and item[1] == language)
-            added.append(pool.pop(j))
+        for t, language in w.last_released:  # (not found: held before a restore without
+            found = _find(pool, t, language)  # terms; released without them)
+            added.append(pool.pop(found) if found is not None else (t, language, ()))
         held: list[tuple[float, str, tuple[str, ...]]] = []
         for t, language in w.held:  # keep those the window still holds, in its order
-            j = next((n for n, item in enumerate(pool) if item[0] == t and item[1] == language),
-                     None)  # fmt: skip
-            if j is not None:
-                held.append(pool.pop(j))
+            found = _find(pool, t, language)
+            if found is not None:
+                held.append(pool.pop(found))
         self._held = held
         old = w.last_too_old_mask.tolist() if len(w.last_too_old_mask) else []
         too_old = [(stamps[k], languages[k], self._batch[i])
@@ -420,8 +419,9 @@ class TermsDriftDetector(_WindowedDetector):
             for bucket in [b for b in self._base if not span[0] <= b <= span[1]]:
                 del self._base[bucket]
 
-    def _counts(self, store: _Store, first: int, last: int, lower: bool
-                ) -> tuple[dict[str, Counter[str]], dict[str, list[tuple[int, _Tally]]]]:  # fmt: skip
+    def _counts(
+        self, store: _Store, first: int, last: int, lower: bool
+    ) -> tuple[dict[str, Counter[str]], dict[str, list[tuple[int, _Tally]]]]:
         """Per language, the terms' counts over the buckets ``first..last`` of ``store``
         (``lower``: count − error, else count) and the full tallies (their floors)."""
         counts: dict[str, Counter[str]] = {}
@@ -504,8 +504,9 @@ class TermsDriftDetector(_WindowedDetector):
             self._surfaces = {t: s for t, s in self._surfaces.items() if t in kept}
 
     def _empty_report(self, name: str, t: float, n_ref: int, n_cur: int) -> TermsDriftReport:
-        return TermsDriftReport(name, _INSUFFICIENT, t, n_ref, n_cur,
-                                alpha=self.alpha_per_test(name), alpha_per_day=self.alpha)  # fmt: skip
+        alpha = self.alpha_per_test(name)
+        return TermsDriftReport(name, _INSUFFICIENT, t, n_ref, n_cur, alpha=alpha,
+                                alpha_per_day=self.alpha)  # fmt: skip
 
     def _report_from_dict(self, data: dict[str, Any]) -> TermsDriftReport:
         return TermsDriftReport.from_dict(data)
@@ -538,6 +539,11 @@ class TermsDriftDetector(_WindowedDetector):
         self._held = [(float(t), str(language), tuple(map(str, words)))
                       for t, language, words in terms.get("held") or ()]  # fmt: skip
         return self
+
+
+def _find(items: list[tuple[float, str, tuple[str, ...]]], t: float, language: str) -> int | None:
+    """The index of the first of ``items`` stamped ``t`` in ``language`` (``None``: none)."""
+    return next((n for n, item in enumerate(items) if item[0] == t and item[1] == language), None)
 
 
 def _store_json(store: _Store) -> dict[str, dict[str, dict[str, list[int]]]]:

@@ -596,10 +596,12 @@ def terms_quality_text(body: dict[str, Any] | None) -> str:
     test = (body.get("comparisons") or {}).get("baseline") or {}
     if test.get("state") in (None, "insufficient_data"):
         return ""
-    return (f"terms: false-alarm budget {body.get('alpha_per_day', 0):g} a day (its own "
-            f"Bonferroni share), split over the {test.get('terms_tested', 0)} terms tested at "
-            f"the latest test (each in >= {body.get('min_term_questions', 0)} questions; "
-            f"level per term {test.get('alpha', 0):.1e})")
+    return (
+        f"terms: false-alarm budget {body.get('alpha_per_day', 0):g} a day (its own "
+        f"Bonferroni share), split over the {test.get('terms_tested', 0)} terms tested at "
+        f"the latest test (each in >= {body.get('min_term_questions', 0)} questions; "
+        f"level per term {test.get('alpha', 0):.1e})"
+    )
 
 
 #: The drift view's coverage-gap rule (:func:`service.drift.stats_tests.coverage_gaps`), as
