@@ -137,17 +137,19 @@ def test_truncation_only_hides() -> None:
     assert det.n_tests > 40 and det.n_alarms == 0
 
 
-def _events(n: int, seed: int) -> tuple[list[QueryLogEvent], list[dict[str, Any]]]:
-    """``n`` questions about 1 s apart; "doctor" in 30 % of them from 60 % of the stream; an
-    event 1300 s ahead (held, then released by others near it) and a few late ones."""
+def _events(n: int, seed: int, gap: int) -> tuple[list[QueryLogEvent], list[dict[str, Any]]]:
+    """``n`` questions about 1 s apart; "doctor" in 30 % of them from 60 % of the stream; two
+    events 1300 s ahead (held for good), a gap of 5000 s before event ``gap`` (the last of a
+    batch: it is held, and released by the next batch's, which confirm the jump) and 2 %
+    late ones."""
     rng = random.Random(seed)
     events, notes = [], []
     t = T0
     for i in range(n):
-        t += rng.expovariate(1.0)
+        t += rng.expovariate(1.0) + (5000 if i == gap else 0)  # a gap: a jump
         language = rng.choice(["en", "en", "es"])
         extra = "doctor" if i > 0.6 * n and rng.random() < 0.3 else None
-        stamp = t + 1300 if i in (int(0.5 * n), int(0.5 * n) + 1, int(0.5 * n) + 2) else t
+        stamp = t + 1300 if i in (int(0.5 * n), int(0.5 * n) + 10) else t  # held for good
         if rng.random() < 0.02:
             stamp = t - 900  # late
         events.append(QueryLogEvent(event_id=str(i), question=_question(rng, language, extra),
@@ -169,7 +171,7 @@ def _stage() -> DriftStage:
 
 
 def test_split_replay_equals_one_replay() -> None:
-    events, notes = _events(4000, seed=9)
+    events, notes = _events(4000, seed=9, gap=137 * 16 - 1)
     whole = _stage()
     _replay(whole, events, notes)
     first = _stage()
@@ -199,7 +201,7 @@ def test_terms_can_be_turned_off_and_need_a_baseline() -> None:
 def test_at_once_equals_chunk_by_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
     """The terms follow the windows' events either way (the batch fed at once, or chunk by
     chunk as with held events): the same report and state."""
-    events, notes = _events(3000, seed=4)
+    events, notes = _events(3000, seed=4, gap=1499)
     at_once = _stage()
     _replay(at_once, events, notes, size=500)
     chunked = _stage()
