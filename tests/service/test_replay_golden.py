@@ -404,6 +404,13 @@ field and nothing else (checked: each rewritten file without it equals its forme
 language. Demo (supervised): 31 of 59 labelled gold questions, en 22 of 45, hi-Latn 6 of 8, hi
 0 of 3, und 3 of 3; no language bias named (hi-Latn and hi have fewer than 10 rows), so no
 alarm moved. Production-shaped (unsupervised): ``{"supervised": false, "agreement": null}``.
+All three rewritten in the thirty-third session (s33-terms, trial 14 HIGH 2) for the new drift
+dimension ``terms`` and nothing else (checked: each rewritten file without its ``terms`` keys
+and ``terms`` alarms equals its former content): ``analytics.drift.terms`` in all three; the
+demo's alarms gain three ``terms`` entries — drift at 2026-11-17 13:00 UTC after 1,600 events
+(rising exam 3.3 % → 21.1 %, the planted exam-schedule change), ended (too few events) after
+2,000 with the other dimensions, drift again after 2,100 (semester, exam); the
+production-shaped replays raise no ``terms`` alarm.
 """
 
 from __future__ import annotations
