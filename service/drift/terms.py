@@ -55,6 +55,7 @@ not kept): truncation can only make a rise harder to show, never invent one.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -89,13 +90,15 @@ _PLACEHOLDER = re.compile("|".join(re.escape(p) for p in PLACEHOLDERS.values()),
 _DEFAULT_WINDOWS = WindowConfig()
 
 
-def question_terms(question: str) -> dict[str, str]:
+@functools.lru_cache(maxsize=16_384)
+def question_terms(question: str) -> Mapping[str, str]:
     """The terms of a (scrubbed) question: ``{stem: surface}``, the content-word stems
     (:func:`service.text.wording.wording` of the ``non_word`` normal form: function words of
     the languages handled and numbers left out) of at least :data:`MIN_TERM_LENGTH`
     characters, each with the token it was stemmed from (``Wording.raw``: the smallest in
     sorted order). Personal-data placeholders (``<EMAIL>``...) are dropped first; tokens with
-    a digit are no terms.
+    a digit are no terms. Cached (16,384 questions; the mapping returned is shared: read it,
+    don't change it).
 
     >>> sorted(question_terms("Who played the Doctors in 1963? mail <EMAIL>").items())
     [('doctor', 'doctors'), ('mail', 'mail'), ('play', 'played')]
@@ -214,33 +217,60 @@ def _finite(x: float) -> float:
 
 
 class _Tally:
-    """Space-Saving summary of at most ``size`` terms (module docstring): term →
-    ``[count, error]``."""
+    """A bounded summary of the terms of some questions (module docstring): term →
+    ``[count, error]``, at most ``2 × size`` terms. A term not kept starts at ``floor + 1``
+    with error ``floor``; once more than ``2 × size`` are kept, only the ``size`` most
+    counted stay (smallest term first on ties) and ``floor`` rises to the largest count
+    dropped. So a kept count is an upper bound of the true one, ``count − error`` a lower
+    bound, and a term not kept was counted at most ``floor`` (the Space-Saving bounds,
+    truncating in batches: a sort every ``size`` new terms instead of a scan for the least
+    counted at each)."""
 
-    __slots__ = ("cells", "size")
+    __slots__ = ("_text", "cells", "floor", "size")
 
-    def __init__(self, size: int, cells: dict[str, list[int]] | None = None) -> None:
+    def __init__(self, size: int, cells: dict[str, list[int]] | None = None, floor: int = 0
+                 ) -> None:  # fmt: skip
         self.size, self.cells = size, cells if cells is not None else {}
+        self.floor = floor
+        self._text: str | None = None  # :meth:`text`, until the next add
+
+    def text(self) -> str:
+        """``"floor term count error term count error ..."`` (terms hold no whitespace):
+        what a snapshot writes (one string a tally, kept until it changes: a checkpoint
+        writes every bucket, most of them unchanged since the last one)."""
+        if self._text is None:
+            cells = " ".join(f"{t} {c} {e}" for t, (c, e) in self.cells.items())
+            self._text = f"{self.floor} {cells}" if cells else str(self.floor)
+        return self._text
+
+    @classmethod
+    def from_text(cls, size: int, text: str) -> _Tally:
+        """The tally back from :meth:`text`.
+
+        Raises:
+            ValueError: a malformed text.
+        """
+        parts = text.split()
+        if not parts or (len(parts) - 1) % 3:
+            raise ValueError("a malformed term tally in the snapshot")
+        cells = {parts[i]: [int(parts[i + 1]), int(parts[i + 2])]
+                 for i in range(1, len(parts), 3)}  # fmt: skip
+        return cls(size, cells, int(parts[0]))
 
     def add(self, terms: Iterable[str]) -> None:
-        cells = self.cells
+        """Count one question's (distinct) terms."""
+        self._text = None
+        cells, floor = self.cells, self.floor
         for term in terms:
             cell = cells.get(term)
             if cell is not None:
                 cell[0] += 1
-            elif len(cells) < self.size:
-                cells[term] = [1, 0]
-            else:  # the least counted (smallest term on ties, for determinism) makes room
-                least = min(cells, key=lambda t: (cells[t][0], t))
-                floor = cells.pop(least)[0]
+            else:
                 cells[term] = [floor + 1, floor]
-
-    @property
-    def floor(self) -> int:
-        """The most a term not kept was counted: the least kept count when full, else 0."""
-        if len(self.cells) < self.size:
-            return 0
-        return min(cell[0] for cell in self.cells.values())
+        if len(cells) > 2 * self.size:
+            ranked = sorted(cells.items(), key=lambda item: (-item[1][0], item[0]))
+            self.floor = max(floor, ranked[self.size][1][0])
+            self.cells = dict(ranked[: self.size])
 
 
 _Store = dict[int, dict[str, _Tally]]  # bucket -> language -> tally
@@ -298,8 +328,12 @@ class TermsDriftDetector(_WindowedDetector):
         self.min_odds_ratio, self.clear_odds_ratio = min_odds_ratio, clear_odds_ratio
         self.min_share_up, self.clear_share_up = min_share_up, clear_share_up
         self._recent: _Store = {}  # the buckets the window retains
-        self._base: _Store = {}  # the frozen baseline's span (frozen baselines only)
-        self._surfaces: dict[str, str] = {}  # stem -> smallest surface seen (kept terms)
+        # the frozen baseline's span: one summary per language (its questions' terms), and
+        # the span's first bucket they were counted from
+        self._base: dict[str, _Tally] = {}
+        self._base_first: int | None = None
+        # stem -> the smallest surface seen since it came into the current window
+        self._surfaces: dict[str, str] = {}
         self._held: list[tuple[float, str, tuple[str, ...]]] = []  # (t, language, terms)
         # the update being ingested (read by _added): its terms, languages, timestamps
         self._batch: list[tuple[str, ...]] = []
@@ -332,7 +366,7 @@ class TermsDriftDetector(_WindowedDetector):
         languages = [language for language, _ in questions]
         self._languages = languages
         self._stamps = np.asarray(timestamps, dtype=np.float64).reshape(-1)
-        self._batch = [tuple(sorted(terms)) for _, terms in questions]
+        self._batch = [tuple(terms) for _, terms in questions]
         surfaces = self._surfaces
         for _, terms in questions:
             for stem, surface in terms.items():
@@ -393,9 +427,11 @@ class TermsDriftDetector(_WindowedDetector):
         if span is not None:
             first, last = span
             for t, language, terms in (*added, *too_old):
-                bucket = math.floor(t / bucket_s)
-                if first <= bucket <= last:
-                    self._tally(self._base, bucket, language).add(terms)
+                if first <= math.floor(t / bucket_s) <= last:
+                    tally = self._base.get(language)
+                    if tally is None:
+                        tally = self._base[language] = _Tally(self.max_terms)
+                    tally.add(terms)
         self._prune(span)
 
     def _tally(self, store: _Store, bucket: int, language: str) -> _Tally:
@@ -406,26 +442,34 @@ class TermsDriftDetector(_WindowedDetector):
         return tally
 
     def _prune(self, span: tuple[int, int] | None) -> None:
-        """Forget the buckets the window no longer retains and those out of the span."""
+        """Forget the buckets older than the current window (and, with a ``previous``
+        baseline, the one before) and those out of the frozen baseline's span."""
         w = self._windows.window
         if w.watermark is not None:
-            bucket_s = self.windows.bucket_s
-            oldest = math.floor(w.watermark / bucket_s) - math.ceil(w.retention_s / bucket_s)
-            for bucket in [b for b in self._recent if b < oldest]:
-                del self._recent[bucket]
-        if span is None:
+            cfg = self.windows
+            spans = 2 if cfg.baseline == "previous" else 1
+            oldest = math.floor(w.watermark / cfg.bucket_s) - spans * math.ceil(
+                cfg.window_s / cfg.bucket_s
+            )
+            if any(b <= oldest for b in self._recent):
+                for bucket in [b for b in self._recent if b <= oldest]:
+                    del self._recent[bucket]
+        # a new warm-up (its span starts later, or none yet) starts from nothing; a span that
+        # moved back (an earlier event of a later-read stream) keeps what it counted: the
+        # buckets that left it stay counted, an upper bound still (a rise only harder)
+        first = None if span is None else span[0]
+        if first is None or (self._base_first is not None and first > self._base_first):
             self._base.clear()
-        else:
-            for bucket in [b for b in self._base if not span[0] <= b <= span[1]]:
-                del self._base[bucket]
+        self._base_first = first
 
     def _counts(
         self, store: _Store, first: int, last: int, lower: bool
-    ) -> tuple[dict[str, Counter[str]], dict[str, list[tuple[int, _Tally]]]]:
+    ) -> tuple[dict[str, Counter[str]], dict[str, list[tuple[int, frozenset[str]]]]]:
         """Per language, the terms' counts over the buckets ``first..last`` of ``store``
-        (``lower``: count − error, else count) and the full tallies (their floors)."""
+        (``lower``: count − error, else count) and the full tallies' floors with the terms
+        they kept."""
         counts: dict[str, Counter[str]] = {}
-        full: dict[str, list[tuple[int, _Tally]]] = {}
+        full: dict[str, list[tuple[int, frozenset[str]]]] = {}
         for bucket, by_language in store.items():
             if not first <= bucket <= last:
                 continue
@@ -437,7 +481,7 @@ class TermsDriftDetector(_WindowedDetector):
                     into.update({t: c for t, (c, _) in tally.cells.items()})
                 floor = tally.floor
                 if floor:
-                    full.setdefault(language, []).append((floor, tally))
+                    full.setdefault(language, []).append((floor, frozenset(tally.cells)))
         return counts, full
 
     def _assess(
@@ -450,8 +494,14 @@ class TermsDriftDetector(_WindowedDetector):
         if current_range is None or base_range is None:  # (a restored legacy baseline)
             return self._empty_report(name, t, n_ref, n_cur)
         current, _ = self._counts(self._recent, *current_range, lower=True)
-        store = self._base if self.windows.baseline == "frozen" else self._recent
-        reference, full = self._counts(store, *base_range, lower=False)
+        reference: Mapping[str, Mapping[str, int]]
+        if self.windows.baseline == "frozen":
+            reference = {language: {t: c for t, (c, _) in tally.cells.items()}
+                         for language, tally in self._base.items()}  # fmt: skip
+            full = {language: [(tally.floor, frozenset(tally.cells))]
+                    for language, tally in self._base.items() if tally.floor}  # fmt: skip
+        else:
+            reference, full = self._counts(self._recent, *base_range, lower=False)
         pooled: Counter[str] = Counter()
         for counts in current.values():
             pooled.update(counts)
@@ -463,9 +513,8 @@ class TermsDriftDetector(_WindowedDetector):
             strata = []
             for language in languages:
                 n1, n2 = int(cur.get(language, 0)), int(ref.get(language, 0))
-                c = reference.get(language, Counter()).get(term, 0)
-                c += sum(floor for floor, tally in full.get(language, ())
-                         if term not in tally.cells)  # fmt: skip
+                c = reference.get(language, {}).get(term, 0)
+                c += sum(floor for floor, kept in full.get(language, ()) if term not in kept)
                 a = current.get(language, Counter()).get(term, 0)
                 strata.append((min(a, n1), n1, min(c, n2), n2))
             test = cmh_test(strata)
@@ -493,12 +542,12 @@ class TermsDriftDetector(_WindowedDetector):
         )  # fmt: skip
 
     def _forget_surfaces(self) -> None:
-        """Keep the surface forms of the terms some bucket holds only (bounded memory)."""
+        """Keep the surface forms of the terms the current window's buckets (or the held
+        questions) hold only: the terms a test can report (bounded memory)."""
         kept: set[str] = set()
-        for store in (self._recent, self._base):
-            for by_language in store.values():
-                for tally in by_language.values():
-                    kept.update(tally.cells)
+        for by_language in self._recent.values():
+            for tally in by_language.values():
+                kept.update(tally.cells)
         kept.update(term for _, _, terms in self._held for term in terms)
         if len(kept) < len(self._surfaces):
             self._surfaces = {t: s for t, s in self._surfaces.items() if t in kept}
@@ -517,8 +566,9 @@ class TermsDriftDetector(_WindowedDetector):
         out = super().snapshot()
         out["terms"] = {
             "recent": _store_json(self._recent),
-            "base": _store_json(self._base),
-            "surfaces": dict(sorted(self._surfaces.items())),
+            "base": {language: tally.text() for language, tally in sorted(self._base.items())},
+            "base_first": self._base_first,
+            "surfaces": self._surfaces,  # (in the order seen: the same after a restore)
             "held": [[t, language, list(terms)] for t, language, terms in self._held],
         }
         return out
@@ -534,7 +584,10 @@ class TermsDriftDetector(_WindowedDetector):
         super().restore(state)
         terms = state.get("terms") or {}
         self._recent = _store_from_json(terms.get("recent") or {}, self.max_terms)
-        self._base = _store_from_json(terms.get("base") or {}, self.max_terms)
+        self._base = {str(language): _Tally.from_text(self.max_terms, str(text))
+                      for language, text in (terms.get("base") or {}).items()}  # fmt: skip
+        first = terms.get("base_first")
+        self._base_first = None if first is None else int(first)
         self._surfaces = {str(k): str(v) for k, v in (terms.get("surfaces") or {}).items()}
         self._held = [(float(t), str(language), tuple(map(str, words)))
                       for t, language, words in terms.get("held") or ()]  # fmt: skip
@@ -546,14 +599,12 @@ def _find(items: list[tuple[float, str, tuple[str, ...]]], t: float, language: s
     return next((n for n, item in enumerate(items) if item[0] == t and item[1] == language), None)
 
 
-def _store_json(store: _Store) -> dict[str, dict[str, dict[str, list[int]]]]:
-    return {str(bucket): {language: {t: list(cell) for t, cell in tally.cells.items()}
-                          for language, tally in by_language.items()}
+def _store_json(store: _Store) -> dict[str, dict[str, str]]:
+    return {str(bucket): {language: tally.text() for language, tally in by_language.items()}
             for bucket, by_language in sorted(store.items())}  # fmt: skip
 
 
 def _store_from_json(data: Mapping[str, Any], size: int) -> _Store:
-    return {int(bucket): {str(language): _Tally(size, {str(t): [int(c), int(e)]
-                                                       for t, (c, e) in cells.items()})
-                          for language, cells in by_language.items()}
+    return {int(bucket): {str(language): _Tally.from_text(size, str(text))
+                          for language, text in by_language.items()}
             for bucket, by_language in data.items()}  # fmt: skip

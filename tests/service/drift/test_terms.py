@@ -73,14 +73,15 @@ def test_question_terms() -> None:
 
 
 def test_space_saving_bounds() -> None:
-    tally = _Tally(2)
-    for terms in (["a"], ["b"], ["c"], ["c"]):
+    tally = _Tally(1)
+    for terms in (["b"], ["c"], ["a"], ["c"]):
         tally.add(terms)
-    # full at a:1, b:1; c takes a's place (smallest on ties) with 1 + 1, error 1; then 3
-    assert tally.cells == {"b": [1, 0], "c": [3, 1]}
-    # true counts: a 1, b 1, c 2 — c's upper bound 3 ≥ 2 ≥ its lower bound 3 − 1; a term not
-    # kept (a) was counted at most the floor 1
-    assert tally.floor == 1
+    # three terms > 2 × 1: the most counted stays (all 1: the smallest, a); the largest count
+    # dropped, 1, is the floor; c comes back at floor + 1 = 2 with error 1
+    assert tally.cells == {"a": [1, 0], "c": [2, 1]} and tally.floor == 1
+    # true counts: a 1, b 1, c 2 — c's upper bound 2 ≥ 2 ≥ its lower bound 2 − 1; b, not
+    # kept, was counted at most the floor 1
+    assert _Tally.from_text(1, tally.text()).cells == tally.cells
 
 
 def _question(rng: random.Random, language: str, extra: str | None = None) -> str:
