@@ -226,20 +226,37 @@ class _Tally:
     truncating in batches: a sort every ``size`` new terms instead of a scan for the least
     counted at each)."""
 
-    __slots__ = ("_text", "cells", "floor", "size")
+    __slots__ = ("_text", "counts", "errors", "floor", "size")
 
-    def __init__(self, size: int, cells: dict[str, list[int]] | None = None, floor: int = 0
-                 ) -> None:  # fmt: skip
-        self.size, self.cells = size, cells if cells is not None else {}
-        self.floor = floor
+    def __init__(self, size: int, counts: dict[str, int] | None = None,
+                 errors: dict[str, int] | None = None, floor: int = 0) -> None:  # fmt: skip
+        # (two dicts of str → int, not one of [count, error] lists: the garbage collector
+        # tracks no such dict, and would scan every list of every bucket at each collection)
+        self.size, self.floor = size, floor
+        self.counts: dict[str, int] = counts if counts is not None else {}
+        self.errors: dict[str, int] = errors if errors is not None else {}  # only those > 0
         self._text: str | None = None  # :meth:`text`, until the next add
+
+    @property
+    def cells(self) -> dict[str, tuple[int, int]]:
+        """``{term: (count, error)}``, a new dict."""
+        errors = self.errors
+        return {t: (c, errors.get(t, 0)) for t, c in self.counts.items()}
+
+    def lower(self) -> dict[str, int]:
+        """``{term: count − error}`` of the terms whose lower bound is above 0."""
+        errors = self.errors
+        if not errors:
+            return self.counts
+        return {t: c - errors.get(t, 0) for t, c in self.counts.items() if c > errors.get(t, 0)}
 
     def text(self) -> str:
         """``"floor term count error term count error ..."`` (terms hold no whitespace):
         what a snapshot writes (one string a tally, kept until it changes: a checkpoint
         writes every bucket, most of them unchanged since the last one)."""
         if self._text is None:
-            cells = " ".join(f"{t} {c} {e}" for t, (c, e) in self.cells.items())
+            errors = self.errors
+            cells = " ".join(f"{t} {c} {errors.get(t, 0)}" for t, c in self.counts.items())
             self._text = f"{self.floor} {cells}" if cells else str(self.floor)
         return self._text
 
@@ -253,24 +270,32 @@ class _Tally:
         parts = text.split()
         if not parts or (len(parts) - 1) % 3:
             raise ValueError("a malformed term tally in the snapshot")
-        cells = {parts[i]: [int(parts[i + 1]), int(parts[i + 2])]
-                 for i in range(1, len(parts), 3)}  # fmt: skip
-        return cls(size, cells, int(parts[0]))
+        counts = {parts[i]: int(parts[i + 1]) for i in range(1, len(parts), 3)}
+        errors = {parts[i]: int(parts[i + 2]) for i in range(1, len(parts), 3)
+                  if parts[i + 2] != "0"}  # fmt: skip
+        return cls(size, counts, errors, int(parts[0]))
 
     def add(self, terms: Iterable[str]) -> None:
         """Count one question's (distinct) terms."""
         self._text = None
-        cells, floor = self.cells, self.floor
-        for term in terms:
-            cell = cells.get(term)
-            if cell is not None:
-                cell[0] += 1
-            else:
-                cells[term] = [floor + 1, floor]
-        if len(cells) > 2 * self.size:
-            ranked = sorted(cells.items(), key=lambda item: (-item[1][0], item[0]))
-            self.floor = max(floor, ranked[self.size][1][0])
-            self.cells = dict(ranked[: self.size])
+        counts, floor = self.counts, self.floor
+        get = counts.get
+        if not floor:
+            for term in terms:
+                counts[term] = get(term, 0) + 1
+        else:
+            for term in terms:
+                n = get(term)
+                if n is None:
+                    counts[term] = floor + 1
+                    self.errors[term] = floor
+                else:
+                    counts[term] = n + 1
+        if len(counts) > 2 * self.size:
+            ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+            self.floor = max(floor, ranked[self.size][1])
+            self.counts = dict(ranked[: self.size])
+            self.errors = {t: e for t, e in self.errors.items() if t in self.counts}
 
 
 _Store = dict[int, dict[str, _Tally]]  # bucket -> language -> tally
@@ -476,12 +501,12 @@ class TermsDriftDetector(_WindowedDetector):
             for language, tally in by_language.items():
                 into = counts.setdefault(language, Counter())
                 if lower:
-                    into.update({t: c - e for t, (c, e) in tally.cells.items() if c > e})
+                    into.update(tally.lower())
                 else:
-                    into.update({t: c for t, (c, _) in tally.cells.items()})
+                    into.update(tally.counts)
                 floor = tally.floor
                 if floor:
-                    full.setdefault(language, []).append((floor, frozenset(tally.cells)))
+                    full.setdefault(language, []).append((floor, frozenset(tally.counts)))
         return counts, full
 
     def _assess(
@@ -496,9 +521,9 @@ class TermsDriftDetector(_WindowedDetector):
         current, _ = self._counts(self._recent, *current_range, lower=True)
         reference: Mapping[str, Mapping[str, int]]
         if self.windows.baseline == "frozen":
-            reference = {language: {t: c for t, (c, _) in tally.cells.items()}
+            reference = {language: tally.counts
                          for language, tally in self._base.items()}  # fmt: skip
-            full = {language: [(tally.floor, frozenset(tally.cells))]
+            full = {language: [(tally.floor, frozenset(tally.counts))]
                     for language, tally in self._base.items() if tally.floor}  # fmt: skip
         else:
             reference, full = self._counts(self._recent, *base_range, lower=False)
@@ -547,7 +572,7 @@ class TermsDriftDetector(_WindowedDetector):
         kept: set[str] = set()
         for by_language in self._recent.values():
             for tally in by_language.values():
-                kept.update(tally.cells)
+                kept.update(tally.counts)
         kept.update(term for _, _, terms in self._held for term in terms)
         if len(kept) < len(self._surfaces):
             self._surfaces = {t: s for t, s in self._surfaces.items() if t in kept}

@@ -78,7 +78,7 @@ def test_space_saving_bounds() -> None:
         tally.add(terms)
     # three terms > 2 × 1: the most counted stays (all 1: the smallest, a); the largest count
     # dropped, 1, is the floor; c comes back at floor + 1 = 2 with error 1
-    assert tally.cells == {"a": [1, 0], "c": [2, 1]} and tally.floor == 1
+    assert tally.cells == {"a": (1, 0), "c": (2, 1)} and tally.floor == 1
     # true counts: a 1, b 1, c 2 — c's upper bound 2 ≥ 2 ≥ its lower bound 2 − 1; b, not
     # kept, was counted at most the floor 1
     assert _Tally.from_text(1, tally.text()).cells == tally.cells
