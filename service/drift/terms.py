@@ -44,13 +44,16 @@ late/future/ahead, frozen or previous baseline, ``test_every_s``), counting each
 its language; beside the counts, each bucket keeps per language the questions each term is in.
 Compared with the baseline only (a gold set of 50 rows has too few words to be a reference).
 
-**Memory** is bounded by ``max_terms`` (K) per bucket and language: the Space-Saving summary
-(Metwally, Agrawal & El Abbadi 2005): a new term in a full summary takes the place of the
-least counted one, with that count + 1 and an error of that count; every kept count is an
-upper bound of the true one, ``count − error`` a lower bound, and a term not kept was counted
-at most the least kept count (the *floor*). The baseline takes each term's upper bound (the
-floor when not kept, capped at the questions), the current window its lower bound (0 when
-not kept): truncation can only make a rise harder to show, never invent one.
+**Memory** is bounded by ``max_terms`` (K): each minute bucket of the current window keeps,
+per language, a summary of at most 2K terms (:class:`_Tally`: the Space-Saving bounds of
+Metwally, Agrawal & El Abbadi 2005, truncated to the K most counted in batches), and the frozen
+baseline one such summary per language for its whole span (a bucket's summary would make
+every checkpoint write the 6 h span's terms). Every kept count is an upper bound of the true
+one, ``count − error`` a lower bound, and a term not kept was counted at most the summary's
+*floor*. The baseline takes each term's upper bound (the floor when not kept, capped at the
+questions), the current window its lower bound (0 when not kept): truncation can only make a
+rise harder to show, never invent one. A frozen span that moves back to an earlier event of a
+later-read stream keeps what it counted (more in the baseline: a rise only harder to show).
 """
 
 from __future__ import annotations
