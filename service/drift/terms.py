@@ -74,7 +74,7 @@ from service.drift.distances import Counts
 from service.drift.windows import Now, Watermarks, WindowConfig
 from service.records import PLACEHOLDERS
 from service.text import normalise
-from service.text.wording import wording
+from service.text.wording import content_words
 
 __all__ = [
     "CmhResult",
@@ -96,7 +96,8 @@ _DEFAULT_WINDOWS = WindowConfig()
 @functools.lru_cache(maxsize=16_384)
 def question_terms(question: str) -> Mapping[str, str]:
     """The terms of a (scrubbed) question: ``{stem: surface}``, the content-word stems
-    (:func:`service.text.wording.wording` of the ``non_word`` normal form: function words of
+    (:func:`service.text.wording.content_words` of the ``non_word`` normal form, the words of
+    :func:`~service.text.wording.wording`: function words of
     the languages handled and numbers left out) of at least :data:`MIN_TERM_LENGTH`
     characters, each with the token it was stemmed from (``Wording.raw``: the smallest in
     sorted order). Personal-data placeholders (``<EMAIL>``...) are dropped first; tokens with
@@ -107,8 +108,8 @@ def question_terms(question: str) -> Mapping[str, str]:
     [('doctor', 'doctors'), ('mail', 'mail'), ('play', 'played')]
     """
     text = _PLACEHOLDER.sub(" ", question) if "<" in question else question
-    found = wording(normalise(text, separators="non_word"))
-    return {stem: found.raw.get(stem, stem) for stem in sorted(found.words)
+    found = content_words(normalise(text, separators="non_word"))
+    return {stem: found[stem] for stem in sorted(found)
             if len(stem) >= MIN_TERM_LENGTH and not any(c.isdigit() for c in stem)}  # fmt: skip
 
 
