@@ -39,7 +39,7 @@ from service.drift.detectors import (
     RateDriftReport,
     WindowConfig,
 )
-from service.drift.stage import DIMENSIONS
+from service.drift.stage import SHARED as DIMENSIONS  # (terms has a share of its own)
 from service.settings.sections import DriftSettings
 
 DEFAULTS = DriftSettings()

@@ -12,7 +12,7 @@ prose; their TypedDicts keep keys they do not declare (``extra="allow"``).
 
 from __future__ import annotations
 
-from typing import Any, Required
+from typing import Any, NotRequired, Required
 
 from pydantic import BaseModel, ConfigDict, Field, with_config
 from typing_extensions import TypedDict
@@ -159,7 +159,10 @@ class DimensionDrift(TypedDict, total=False):
     hysteresis changed it; ``suppressed`` / ``suppressed_categories`` say why the dimension /
     a category raises no alarm; ``confounded`` ``{"by", "reason"}``: the dimension raises no
     alarm while ``by`` drifts too (topic by language: the topic assignment is measurably
-    worse in one language)."""
+    worse in one language). ``terms`` (rising terms) adds its false-alarm budget per day
+    ``alpha_per_day`` and ``min_term_questions`` (the questions a term must be in to be
+    tested and reported); its test says ``terms_tested`` and lists ``rising`` terms, each
+    with its ``surface`` form, shares and counts, Mantel–Haenszel odds ratio and p-value."""
 
     state: Required[str]
     comparisons: Required[dict[str, dict[str, Any]]]
@@ -171,6 +174,8 @@ class DimensionDrift(TypedDict, total=False):
     suppressed: str
     suppressed_categories: dict[str, str]
     confounded: dict[str, str]
+    alpha_per_day: float
+    min_term_questions: int
 
 
 class EventTime(TypedDict):
@@ -193,7 +198,8 @@ class EventTime(TypedDict):
 
 @with_config(_OPEN)
 class DriftReport(TypedDict):
-    """``GET /v1/drift``: each dimension (language, topic, refusal, out-of-scope),
+    """``GET /v1/drift``: each dimension (language, topic, refusal, out-of-scope, and
+    ``terms`` unless ``analytics.drift.terms`` is off),
     ``suppressed_dimensions`` ``{dimension: why it raises no alarm}``, the ``alarms``
     history (latest state changes), ``events_seen`` and :class:`EventTime`."""
 
@@ -201,6 +207,7 @@ class DriftReport(TypedDict):
     topic: DimensionDrift
     refusal: DimensionDrift
     out_of_scope: DimensionDrift
+    terms: NotRequired[DimensionDrift]
     suppressed_dimensions: dict[str, str]
     alarms: list[dict[str, Any]]
     events_seen: int

@@ -5,7 +5,12 @@ Dimensions (each with its own detector, windows over event time):
 * ``language`` — categorical, reference = the gold set's language counts;
 * ``topic`` — categorical, reference = the gold set's topic counts;
 * ``refusal`` — binary rate of refused answers (events with an answer only);
-* ``out_of_scope`` — binary rate of questions judged out of scope (events with a score).
+* ``out_of_scope`` — binary rate of questions judged out of scope (events with a score);
+* ``terms`` — rising terms: the content-word stems of the (scrubbed) questions whose share
+  rose against the baseline, stratified by language (:mod:`service.drift.terms`; baseline
+  only, none with ``baseline: none``). Its own Bonferroni share of the family's ``alpha``, the
+  same as each other dimension's: the other four keep their levels (the family's budget per
+  day is 5/4 of ``alpha``).
 
 Each is compared with the reference (when there is one) and with a baseline of earlier
 traffic (:mod:`service.drift.detectors`). A dimension fed by a detector whose measured
@@ -43,15 +48,20 @@ from service.drift.detectors import (
 )
 from service.drift.distances import Counts
 from service.drift.stats_tests import coverage_gaps
+from service.drift.terms import TermsDriftDetector, question_terms
 from service.pipeline import Batch
 
 CATEGORICAL = ("language", "topic")
 RATES = {"refusal": "refused", "out_of_scope": "out_of_scope"}
-DIMENSIONS = (*CATEGORICAL, *RATES)
+TERMS = "terms"
+#: The dimensions whose Bonferroni shares split ``alpha`` (``terms`` has one more share of its
+#: own, so adding it moved none of these levels).
+SHARED = (*CATEGORICAL, *RATES)
+DIMENSIONS = (*SHARED, TERMS)
 MAX_ALARMS = 100
 #: What a dimension's windows count (the unit of an ``insufficient_data`` reason).
 UNITS = {"language": "questions", "topic": "questions", "refusal": "answers",
-         "out_of_scope": "scored questions"}  # fmt: skip
+         "out_of_scope": "scored questions", TERMS: "questions"}  # fmt: skip
 #: Where the windows and ``min_count`` are set (``analytics.drift`` of the configuration).
 SETTINGS = "analytics.drift"
 #: State of a suppressed dimension (its detector is below the quality floor).
@@ -91,17 +101,21 @@ class _Feed(NamedTuple):
     """One detector's update of :meth:`DriftStage._process_at_once`."""
 
     column: _Column
-    detector: CategoricalDriftDetector | RateDriftDetector
+    detector: CategoricalDriftDetector | RateDriftDetector | TermsDriftDetector
     timestamps: NDArray[np.float64]  # of the column's rows (Unix seconds)
     now: NDArray[np.float64]  # their chunks' clock readings
     streams: list[str] | None  # theirs
     checks: list[int]  # after how many of the column's values each chunk ends
 
 
-def _columns(annotations: list[dict[str, Any]]) -> list[_Column]:
+def _columns(
+    annotations: list[dict[str, Any]], questions: list[str] | None = None
+) -> list[_Column]:
     """Each dimension's values in a batch's annotations, categorical ones first: a categorical
     dimension's category (``"und"`` when none) for every event; a rate's flag (``refused``,
-    ``out_of_scope``) for the events that have one, left out when none has."""
+    ``out_of_scope``) for the events that have one, left out when none has; with
+    ``questions`` (the events' scrubbed questions), last, ``terms``: ``(language, terms)``
+    per event (:func:`~service.drift.terms.question_terms`)."""
     columns = [
         _Column(dim, list(map(str, [notes.get(dim) or "und" for notes in annotations])), None)
         for dim in CATEGORICAL
@@ -110,6 +124,18 @@ def _columns(annotations: list[dict[str, Any]]) -> list[_Column]:
         rows = [i for i, notes in enumerate(annotations) if notes.get(key) is not None]
         if rows:
             columns.append(_Column(dim, [bool(annotations[i][key]) for i in rows], rows))
+    if questions is not None:
+        languages = columns[0].values
+        columns.append(
+            _Column(
+                TERMS,
+                [
+                    (language, question_terms(q))
+                    for language, q in zip(languages, questions, strict=True)
+                ],
+                None,
+            )
+        )
     return columns
 
 
@@ -129,6 +155,11 @@ class DriftStage:
         alpha: false-alarm budget per day for the whole family of detectors.
         min_jsd, min_share_change, min_rate_change: effect-size thresholds; an alarm clears
             below half of each (hysteresis; 0.025 with the defaults).
+        terms: test rising terms (``terms``; never with ``baseline: none``).
+        min_term_questions: questions of the current window a term must be in to be tested
+            and reported (the privacy floor too); max_terms: terms kept per bucket and
+            language. A term alarms with its pooled share up by ``min_share_change / 2``
+            and a Mantel–Haenszel odds ratio of 2 (:mod:`service.drift.terms`).
         clock: wall clock (Unix seconds); events stamped further in its future than the
             windows' ``future_tolerance_s`` are counted and rejected, so one bad clock cannot
             drag the watermark years ahead.
@@ -149,12 +180,15 @@ class DriftStage:
         min_jsd: float = 0.05,
         min_share_change: float = 0.05,
         min_rate_change: float = 0.05,
+        terms: bool = True,
+        min_term_questions: int = 10,
+        max_terms: int = 2000,
         clock: Callable[[], float] = time.time,
     ) -> None:
         windows = windows or WindowConfig()
         self.clock = clock
         common = {"windows": windows, "min_count": min_count, "alpha": alpha,
-                  "n_dimensions": len(DIMENSIONS)}  # fmt: skip
+                  "n_dimensions": len(SHARED)}  # fmt: skip
         self.gold_counts = {dim: dict(counts) for dim, counts in gold_counts.items()}
         self.categorical = {
             dim: CategoricalDriftDetector(
@@ -176,6 +210,13 @@ class DriftStage:
             )
             for dim in RATES
         }
+        self.terms: TermsDriftDetector | None = None
+        if terms and windows.baseline != "none":
+            self.terms = TermsDriftDetector(
+                min_share_up=min_share_change / 2, clear_share_up=min_share_change / 4,
+                min_reference_count=min_count, min_term_questions=min_term_questions,
+                max_terms=max_terms, **common,  # type: ignore[arg-type]
+            )  # fmt: skip
         self.live_counts: dict[str, Counter[str]] = {dim: Counter() for dim in CATEGORICAL}
         self.events_seen = 0
         #: per update of the windows (those of fewer than ALARM_RESOLUTION events merged), oldest
@@ -193,9 +234,15 @@ class DriftStage:
         # dimension -> (the dimension whose drift it cannot be told from, why)
         self.confounded: dict[str, tuple[str, str]] = {}
 
-    def _detectors(self) -> dict[str, CategoricalDriftDetector | RateDriftDetector]:
-        """Every dimension's detector, categorical ones first."""
-        return {**self.categorical, **self.rates}
+    def _detectors(
+        self,
+    ) -> dict[str, CategoricalDriftDetector | RateDriftDetector | TermsDriftDetector]:
+        """Every dimension's detector, categorical ones first, ``terms`` last (when on)."""
+        found: dict[str, CategoricalDriftDetector | RateDriftDetector | TermsDriftDetector]
+        found = {**self.categorical, **self.rates}
+        if self.terms is not None:
+            found[TERMS] = self.terms
+        return found
 
     @property
     def _kept_out_counter(self) -> CategoricalDriftDetector:
@@ -404,12 +451,17 @@ class DriftStage:
             return
         ends = [*range(ALARM_RESOLUTION, len(stamps), ALARM_RESOLUTION), len(stamps)]
         nows = [self.clock() for _ in ends]  # one per chunk
-        if self._process_at_once(batch.annotations, stamps, ends, nows, batch.streams):
+        # (an event without a question, e.g. a stand-in of a test, has no terms)
+        questions = (None if self.terms is None
+                     else [getattr(event, "question", "") for event in batch.events])  # fmt: skip
+        if self._process_at_once(batch.annotations, stamps, ends, nows, batch.streams,
+                                 questions):  # fmt: skip
             return
         streams, start = batch.streams, 0
         for end, now in zip(ends, nows, strict=True):
             part = None if streams is None else streams[start:end]
-            self._update(batch.annotations[start:end], stamps[start:end], part, now)
+            self._update(batch.annotations[start:end], stamps[start:end], part, now,
+                         None if questions is None else questions[start:end])  # fmt: skip
             self.events_seen += end - start
             self._record_alarms()
             start = end
@@ -421,6 +473,7 @@ class DriftStage:
         ends: list[int],
         nows: list[float],
         streams: list[str] | None = None,
+        questions: list[str] | None = None,
     ) -> bool:
         """Feed a batch to each detector in one update, as :meth:`process` says; ``ends``: the
         chunks' ends, ``nows``: their clock readings, ``streams``: the batch's. Returns
@@ -432,7 +485,7 @@ class DriftStage:
         now = np.repeat(np.array(nows, dtype=np.float64), sizes)
         detectors = self._detectors()
         feeds: list[_Feed] = []
-        for column in _columns(annotations):
+        for column in _columns(annotations, questions):
             rows = column.rows
             if rows is None:
                 feeds.append(_Feed(column, detectors[column.dimension], ts, now, streams, ends))
@@ -453,7 +506,7 @@ class DriftStage:
                                       watermarks=wm, tests=tests, checks=feed.checks)  # fmt: skip
             logs[dim] = [(after if rows is None else rows[after - 1] + 1, reports)
                          for after, reports in tests]  # fmt: skip
-            if rows is None:
+            if rows is None and dim in self.live_counts:
                 self.live_counts[dim].update(values)
         late, future = self._kept_out_counter.kept_out_masks()
         starts = [0, *ends[:-1]]  # each chunk's late and future events
@@ -488,17 +541,20 @@ class DriftStage:
         stamps: list[float],
         streams: list[str] | None = None,
         now: float | None = None,
+        questions: list[str] | None = None,
     ) -> None:
         """Feed one chunk to every detector (``now``: its clock reading; ``None``: read
-        here) and remember its kept-out counts."""
+        here; ``questions``: the events' scrubbed questions, for ``terms``) and remember its
+        kept-out counts."""
         now = self.clock() if now is None else now
         window = self._kept_out_counter.window
         before = (window.late, window.future, window.ahead)
         detectors = self._detectors()
-        for dim, values, rows in _columns(annotations):
+        for dim, values, rows in _columns(annotations, questions):
             if rows is None:
                 detectors[dim].update_many(values, stamps, now, streams)
-                self.live_counts[dim].update(values)
+                if dim in self.live_counts:
+                    self.live_counts[dim].update(values)
             else:
                 detectors[dim].update_many(values, [stamps[i] for i in rows], now,
                                            _pick(streams, rows))  # fmt: skip
@@ -601,6 +657,13 @@ class DriftStage:
                 "state": rate.state,
                 "comparisons": {name: r.to_dict() for name, r in rate.reports.items()},
             }
+        if self.terms is not None:  # the test's budget said with it (its quality)
+            out[TERMS] = {
+                "state": self.terms.state,
+                "comparisons": {name: r.to_dict() for name, r in self.terms.reports.items()},
+                "alpha_per_day": self.terms.alpha,
+                "min_term_questions": self.terms.min_term_questions,
+            }
         silenced: dict[str, str] = {}
         for dim, detector in self._detectors().items():
             body = out[dim]
@@ -644,7 +707,7 @@ class DriftStage:
         if starved:
             out["event_time"]["starved"] = starved
             for dim in DIMENSIONS:
-                if out[dim]["state"] == STARVED:
+                if dim in out and out[dim]["state"] == STARVED:
                     out[dim]["starved"] = starved
         return out
 
@@ -654,9 +717,7 @@ class DriftStage:
             "events_seen": self.events_seen,
             "alarms": self.alarms,
             "last_state": self._last_state,
-            "detectors": {
-                dim: det.snapshot() for dim, det in {**self.categorical, **self.rates}.items()
-            },
+            "detectors": {dim: det.snapshot() for dim, det in self._detectors().items()},
             "live_counts": {dim: dict(c) for dim, c in self.live_counts.items()},
             "recent_kept_out": [list(update) for update in self._recent],
         }
@@ -665,7 +726,7 @@ class DriftStage:
         """Restore :meth:`state_snapshot` output (``None``: keep the fresh state)."""
         if not state:
             return
-        for dim, det in {**self.categorical, **self.rates}.items():
+        for dim, det in self._detectors().items():
             det.restore(state.get("detectors", {}).get(dim))
         self.events_seen = int(state.get("events_seen", 0))
         self.alarms = list(state.get("alarms", []))[-MAX_ALARMS:]
@@ -692,7 +753,8 @@ def _duration(seconds: float) -> str:
 
 
 def insufficient_reason(
-    dim: str, comparison: str, detector: CategoricalDriftDetector | RateDriftDetector,
+    dim: str, comparison: str,
+    detector: CategoricalDriftDetector | RateDriftDetector | TermsDriftDetector,
     test: Mapping[str, Any],
 ) -> str:  # fmt: skip
     """Why ``comparison`` (``reference`` or ``baseline``) of ``dim`` is ``insufficient_data``
@@ -758,6 +820,12 @@ def _what_moved(test: Mapping[str, Any]) -> dict[str, Any]:
     if "rate_current" in test:
         return {"rate_current": test["rate_current"], "rate_compared": test["rate_reference"],
                 "p_value": test["p_value"]}  # fmt: skip
+    if "terms_tested" in test:  # rising terms: each with its shares and counts
+        keys = ("term", "surface", "current_share", "reference_share", "current_count",
+                "reference_count")  # fmt: skip
+        return {"rising_terms": [{key: row[key] for key in keys} for row in test["rising"]],
+                "terms_tested": test["terms_tested"], "p_value": test["p_value"],
+                "alpha": test["alpha"]}  # fmt: skip
     return {
         "rising": [row["category"] for row in test.get("rising", ())],
         "falling": [row["category"] for row in test.get("falling", ())],

@@ -359,6 +359,14 @@ class CategoryWindow:
         #: which events of the last update were counted late / future (masks over its events)
         self.last_late: NDArray[np.bool_] = _NO_MASK
         self.last_future: NDArray[np.bool_] = _NO_MASK
+        #: which events of the last update were added to the buckets (in their order, before
+        #: the released ones), the earlier-held events it released ``(timestamp, category)``
+        #: (added after them), and (streams only) which of its events were counted late only
+        #: for being older than the history kept (:attr:`last_too_old`): what a detector
+        #: keeping other per-event data beside the counts (:mod:`service.drift.terms`) follows
+        self.last_ok: NDArray[np.bool_] = _NO_MASK
+        self.last_released: list[tuple[float, str]] = []
+        self.last_too_old_mask: NDArray[np.bool_] = _NO_MASK
 
     @property
     def held(self) -> list[tuple[float, str]]:
@@ -429,9 +437,11 @@ class CategoryWindow:
             self.last_accepted, self.last_accepted_categories = _NONE, []
             self.last_too_old, self.last_too_old_categories = _NONE, []
             self.last_late, self.last_future = _NO_MASK, _NO_MASK
+            self.last_ok, self.last_released, self.last_too_old_mask = _NO_MASK, [], _NO_MASK
             return WindowUpdate(0, 0, 0, 0)
         held_ts = [t for t, _ in self._held]
         old_ts, old_categories = _NONE, []
+        too_old_mask: NDArray[np.bool_] | None = None
         if watermarks is None:
             watermarks = running_watermark(
                 ts, self.watermark, now, self.future_tolerance_s, max_ahead_s=self.max_ahead_s,
@@ -454,6 +464,7 @@ class CategoryWindow:
             too_old = ~future & ~ahead & ~behind_own & (ts < before[:-1] - self.retention_s)
             late = (~future & ~ahead & behind_own) | too_old
             if too_old.any():
+                too_old_mask = too_old
                 old_ts = ts[too_old]
                 old_categories = [c for c, k in zip(categories, too_old, strict=True) if k]
         ok = ~future & ~late & ~ahead
@@ -469,6 +480,8 @@ class CategoryWindow:
                            else after[k - len(held_ts) + 1] for k in pending]  # fmt: skip
         else:
             self._held, self._since = [], []
+        self.last_ok, self.last_released = ok, back
+        self.last_too_old_mask = too_old_mask if too_old_mask is not None else _NO_MASK
         if ok.any() or back:
             self.watermark = float(marks[-1])
             kept = categories if ok.all() else [c for c, k in zip(categories, ok, strict=True) if k]
@@ -535,6 +548,8 @@ class CategoryWindow:
             self.last_accepted, self.last_accepted_categories = _NONE, []
         self.last_too_old, self.last_too_old_categories = _NONE, []
         self.last_late, self.last_future = np.array(late, dtype=np.bool_), future
+        self.last_ok = ~self.last_late & ~future & ~ahead
+        self.last_released, self.last_too_old_mask = [], _NO_MASK
         result = WindowUpdate(len(taken), sum(late), int(future.sum()), int(ahead.sum()))
         self.accepted += result.accepted
         self.late += result.late
@@ -899,6 +914,7 @@ class ComparisonWindows:
         *,
         watermarks: Watermarks | None = None,
         checks: Sequence[int] = (),
+        on_added: Callable[[int, int], None] | None = None,
     ) -> None:
         """Add a micro-batch, calling ``on_tick(after)`` at each test time it crosses (``after``
         of these events added before the test); ``now``: the wall clock, one reading or one
@@ -916,6 +932,10 @@ class ComparisonWindows:
         the whole's) or when the streams would be more than the window keeps (which it forgets
         depends on the parts). Between splits the streams are remembered in the parts' order
         (``splits`` of :meth:`CategoryWindow.update_many`).
+
+        ``on_added(start, end)``: called after each window update, with the events
+        ``start:end`` it took (read :attr:`CategoryWindow.last_ok` and the other ``last_*``
+        of :attr:`window`), before any test that follows it.
 
         Raises:
             ValueError: lengths differ or a timestamp is not finite.
@@ -952,6 +972,8 @@ class ComparisonWindows:
             self._added()
             self._count_behind(streams)
             self._take_baseline()
+            if on_added is not None:
+                on_added(start, end)
 
         start = 0
         for i in [*map(int, np.flatnonzero(np.isfinite(ticks) & (ticks > previous))), None]:
@@ -1058,6 +1080,29 @@ class ComparisonWindows:
             span = min(span, self.window.watermark - self._start + self.config.bucket_s)
         span = max(span, self.config.test_every_s)  # never more than one per test
         return max(1.0, self.config.alpha_period_s / span)
+
+    def baseline_buckets(self) -> tuple[int, int] | None:
+        """The buckets ``(first, last)`` the baseline's counts are of (:meth:`baseline`):
+        a ready frozen baseline's span, or the window before the current one
+        (``previous``); ``None`` while there is none (not ready, ``"none"``, or a frozen
+        baseline restored from a snapshot without its buckets)."""
+        if self.config.baseline == "previous":
+            found = self.window.bucket_range(2 * self.config.window_s)
+            width = math.ceil(self.config.window_s / self.config.bucket_s)
+            return None if found is None else (found[1] - 2 * width + 1, found[1] - width)
+        if not self._ready or self._legacy is not None or self._base_first is None:
+            return None
+        return self._base_first, self._base_first + self._span - 1
+
+    def warmup_buckets(self) -> tuple[int, int] | None:
+        """The buckets ``(first, last)`` of a frozen baseline's span as it stands (warming up
+        or ready; the events of these buckets are its counts), ``None`` before its first
+        event, for another baseline, or for one restored without its buckets."""
+        if self.config.baseline != "frozen" or self._legacy is not None:
+            return None
+        if self._base_first is None:
+            return None
+        return self._base_first, self._base_first + self._span - 1
 
     def baseline(self) -> dict[str, int] | None:
         """Counts of the baseline, or ``None`` while it is not ready (or ``"none"``)."""

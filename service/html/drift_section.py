@@ -15,7 +15,9 @@ from markupsafe import Markup
 from service.html import plots
 from service.html.page import badge, figure, num, para, pct, section, table, when
 
-DIMENSIONS = ("language", "topic", "refusal", "out_of_scope")
+DIMENSIONS = ("language", "topic", "refusal", "out_of_scope", "terms")
+#: The dimensions a report may leave out (``terms``: off, or a report from before it).
+OPTIONAL = ("terms",)
 #: Said under the table when a row's drift is held by hysteresis.
 HELD_NOTE = (
     "Held by hysteresis: this test alone would not raise an alarm (its effect is below the "
@@ -36,7 +38,7 @@ def drift_section(
     (``{dimension: why}``, e.g. out-of-scope without a gold set) gets one row saying so.
 
     Raises:
-        KeyError: a dimension is missing from ``drift``.
+        KeyError: a dimension other than :data:`OPTIONAL` is missing from ``drift``.
     """
     rows = []
     held = False
@@ -44,6 +46,8 @@ def drift_section(
         why_off = (off or {}).get(dim)
         if why_off:
             rows.append([dim, "–", badge("off"), "–", "–", "–", "–", "–", "–", f"off: {why_off}"])
+            continue
+        if dim in OPTIONAL and dim not in drift:
             continue
         silenced = drift[dim].get("suppressed_categories") or {}
         for name, test in drift[dim]["comparisons"].items():
@@ -55,6 +59,8 @@ def drift_section(
             effect = (
                 f"JSD {num(test.get('js_divergence'))}"
                 if "js_divergence" in test
+                else f"{test['terms_tested']} terms tested"
+                if "terms_tested" in test
                 else f"{pct(test.get('rate_reference'))} → {pct(test.get('rate_current'))}"
             )
             state = badge(test["state"])
@@ -166,6 +172,8 @@ def category_moves(test: Mapping[str, Any], silenced: Mapping[str, str] | None =
     92%→59%; new: hi"`` (``–`` when nothing did). A category in ``silenced`` (``{category:
     why}``, e.g. an uncalibrated ``novel``) is listed apart, as raising no alarm, with why,
     whichever way it moved: its share is not a fact."""
+    if "terms_tested" in test:
+        return term_moves(test.get("rising") or ())
     silenced = silenced or {}
 
     def moves(rows: Any, quiet: bool) -> list[str]:
@@ -193,7 +201,17 @@ def category_moves(test: Mapping[str, Any], silenced: Mapping[str, str] | None =
     return "; ".join(parts) or "–"
 
 
+def term_moves(rows: Any) -> str:
+    """Rising terms (rows with ``surface``, ``reference_share``, ``current_share``):
+    ``"rising: doctor 0.2%→13.7%, apollo 0.0%→6.1%"`` (``–`` when none)."""
+    moved = [f"{r['surface']} {r['reference_share']:.1%}→{r['current_share']:.1%}"
+             for r in rows]  # fmt: skip
+    return f"rising: {', '.join(moved)}" if moved else "–"
+
+
 def _moved_alarm(alarm: Mapping[str, Any], silenced: Mapping[str, str]) -> str:
+    if "rising_terms" in alarm:
+        return term_moves(alarm["rising_terms"])
     if "rate_current" in alarm:
         return f"{pct(alarm['rate_compared'])} → {pct(alarm['rate_current'])}"
     rising, falling = alarm.get("rising") or [], alarm.get("falling") or []

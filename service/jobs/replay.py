@@ -516,7 +516,9 @@ def render_text(doc: ReplayReport) -> str:
             "personal data scrubbed: " + ", ".join(f"{k} {v}" for k, v in scrubbed.items())
         )
     drift = analytics["drift"]
-    shown = {dim: drift[dim]["state"] for dim in ("language", "topic", "refusal", "out_of_scope")}
+    shown = {dim: drift[dim]["state"]
+             for dim in ("language", "topic", "refusal", "out_of_scope", "terms")
+             if dim in drift}  # fmt: skip
     if scope.get("off"):  # no detector: no data to be insufficient
         shown["out_of_scope"] = "off"
     if topics_off:  # every question "und": no topic to test (trial 9 read insufficient_data)
@@ -527,6 +529,8 @@ def render_text(doc: ReplayReport) -> str:
     lines.append(f"drift now ({against}): {states}")
     lines += [f"  {dim} raises no alarm: {why}"
               for dim, why in sorted(drift.get("suppressed_dimensions", {}).items())]  # fmt: skip
+    if terms_line := terms_quality_text(drift.get("terms")):
+        lines.append(f"  {terms_line}")
     unlabelled = [u["language"] for u in labels.get("unlabelled") or ()]
     lines += coverage_gap_lines(drift, analytics.get("topic_labels") or {}, unlabelled)
     untested: dict[tuple[str, str], list[str]] = {}  # (comparison, why) -> dimensions
@@ -573,6 +577,8 @@ def render_text(doc: ReplayReport) -> str:
         elif "rate_current" in alarm:
             rates = f"{alarm['rate_compared']:.1%} -> {alarm['rate_current']:.1%}"
             lines.append(f"  DRIFT  {where}: {rates}")
+        elif "rising_terms" in alarm:
+            lines.append(f"  DRIFT  {where}: {rising_terms_text(alarm)}")
         else:
             silenced = drift.get(alarm["dimension"], {}).get("suppressed_categories") or {}
             rising = [c for c in alarm["rising"] if c not in silenced]
@@ -583,6 +589,35 @@ def render_text(doc: ReplayReport) -> str:
                          f"falling {falling}{quiet}")  # fmt: skip
     lines += quality_lines(doc.get("quality"), over)
     return "\n".join(lines + harvest_lines(doc.get("gold_candidates")))
+
+
+def rising_terms_text(alarm: dict[str, Any]) -> str:
+    """A ``terms`` alarm's rising terms (``alarm["rising_terms"]``, the most significant
+    first), e.g. ``"rising doctor (0.2 % → 13.7 % of questions, 41 vs 1), apollo (...)
+    (of 212 terms tested)"``."""
+    rows = ", ".join(
+        f"{row['surface']} ({row['reference_share']:.1%} → {row['current_share']:.1%} of "
+        f"questions, {row['current_count']} vs {row['reference_count']})"
+        for row in alarm.get("rising_terms") or ()
+    )
+    return f"rising {rows or '-'} (of {alarm.get('terms_tested', 0)} terms tested)"
+
+
+def terms_quality_text(body: dict[str, Any] | None) -> str:
+    """The rising-terms test's budget and size, e.g. ``"terms: false-alarm budget 0.001 a
+    day (its own Bonferroni share), split over the 212 terms tested at the latest test (each
+    in >= 10 questions)"``; ``""`` without the dimension or before a test."""
+    if not body:
+        return ""
+    test = (body.get("comparisons") or {}).get("baseline") or {}
+    if test.get("state") in (None, "insufficient_data"):
+        return ""
+    return (
+        f"terms: false-alarm budget {body.get('alpha_per_day', 0):g} a day (its own "
+        f"Bonferroni share), split over the {test.get('terms_tested', 0)} terms tested at "
+        f"the latest test (each in >= {body.get('min_term_questions', 0)} questions; "
+        f"level per term {test.get('alpha', 0):.1e})"
+    )
 
 
 #: The drift view's coverage-gap rule (:func:`service.drift.stats_tests.coverage_gaps`), as

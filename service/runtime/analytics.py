@@ -675,6 +675,9 @@ def build_analytics(
         min_jsd=config.drift.min_jsd,
         min_share_change=config.drift.min_share_change,
         min_rate_change=config.drift.min_rate_change,
+        terms=config.drift.terms,
+        min_term_questions=config.drift.min_term_questions,
+        max_terms=config.drift.max_terms,
     )
     stages.append(drift)
     totals = AnnotationTotals()

@@ -366,6 +366,16 @@ class DriftSettings(_Frozen):
             shares and rates as fractions; above 0), judged on the CI bound nearest zero; an
             alarm clears when the effect falls below half of it (hysteresis: with 0 it could
             never clear).
+        terms: test rising terms (the ``terms`` dimension: a content word whose share of
+            questions rose against the baseline, stratified by language; topic-free, so it
+            sees questions on subjects no gold row covers). Needs a baseline (not ``none``).
+            Its false-alarm budget is a share of ``alpha`` of its own (the other dimensions'
+            levels are unchanged), split over the terms tested.
+        min_term_questions: questions of the current window a term must be in to be tested
+            and reported (also the privacy floor: a term in fewer is never reported).
+        max_terms: terms counted per bucket and language at most (memory); a rarer term's
+            count is bounded from above in the baseline, so the limit can hide a rise, never
+            make one.
     """
 
     window_s: float = Field(default=3600.0, gt=0)
@@ -383,6 +393,9 @@ class DriftSettings(_Frozen):
     min_jsd: float = Field(default=0.05, gt=0, le=1)
     min_share_change: float = Field(default=0.05, gt=0, le=1)
     min_rate_change: float = Field(default=0.05, gt=0, le=1)
+    terms: bool = True
+    min_term_questions: int = Field(default=10, ge=1)
+    max_terms: int = Field(default=2000, ge=1)
 
     @model_validator(mode="after")
     def _windows_hold_a_bucket(self) -> DriftSettings:

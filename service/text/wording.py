@@ -108,6 +108,7 @@ __all__ = [
     "MAX_LEFT_OUT",
     "OPPOSITES",
     "RELATION_WORDS",
+    "content_words",
     "disagreement",
     "known_disagreement",
     "may_merge",
@@ -525,6 +526,49 @@ def wording(normalised: str) -> Wording:
     pairs = {left + right: (left, right) for left, right in zip(kept, kept[1:], strict=False)}
     return Wording(frozenset(numbers), frozenset(weak), frozenset(words), pairs,
                    frozenset(asks), frozenset(seen), raw, _negated(tokens))  # fmt: skip
+
+
+def content_words(normalised: str) -> dict[str, str]:
+    """``{stem: token}`` of a normalised text's content words: :func:`wording`'s ``words``
+    with its ``raw`` token each (the same rules, the same result), without the rest of a
+    :class:`Wording` — ~4× cheaper per new text, for a caller that reads only the words (the
+    drift stage's rising terms reads every question's).
+
+    >>> from service.text import normalise
+    >>> sorted(content_words(normalise("Who played the Doctors in 1963?", separators="non_word")
+    ...                      ).items())
+    [('doctor', 'doctors'), ('play', 'played')]
+    """
+    tokens = normalised.split()
+    raw: dict[str, str] = {}
+    plain = normalised.isascii()
+    n = len(tokens)
+    i = 0
+    while i < n:
+        token = tokens[i]
+        i += 1
+        if token == "good" and i < n and tokens[i] in _GREETED:
+            i += 1
+            continue
+        token = CHAT_SPELLINGS.get(token, token)
+        if token.isdecimal() and len(token) <= 3:
+            while i < n and len(tokens[i]) == 3 and tokens[i].isdecimal():
+                token += tokens[i]
+                i += 1
+        if not plain:
+            token = _fold(token)
+            if _UNSPACED.search(token):
+                continue
+        digits = not token.isalpha() and any(c.isdigit() for c in token)
+        if (_number(token) if digits else NUMBER_WORDS.get(token)) is not None:
+            continue
+        if token in WEAK_NUMBER_WORDS or token in QUESTION_WORDS:
+            continue
+        if token not in FUNCTION_WORDS or (token in _WORD_PIECES and (i == n or tokens[i] != "t")):
+            stem = _stem(token)
+            if token < raw.get(stem, "\U0010ffff"):
+                raw[stem] = token
+    return raw
 
 
 def _negated(tokens: list[str]) -> bool:

@@ -434,6 +434,13 @@ before its event was picked is pooled with it: 313 suggestions gain hybrid's pas
 420 had production's alone, now 32), nothing else changes (checked: without the candidates'
 pool entries the suggestions are equal). (3) Two added fields, hybrid's ``compared_from``
 2026-11-15T18:32:32 and ``compared_to`` 2026-11-18T18:29:23 (the span compared).
+All three rewritten in the thirty-third session (s33-terms, trial 14 HIGH 2) for the new drift
+dimension ``terms`` and nothing else (checked: each rewritten file without its ``terms`` keys
+and ``terms`` alarms equals its former content): ``analytics.drift.terms`` in all three; the
+demo's alarms gain three ``terms`` entries — drift at 2026-11-17 13:00 UTC after 1,600 events
+(rising exam 3.3 % → 21.1 %, the planted exam-schedule change), ended (too few events) after
+2,000 with the other dimensions, drift again after 2,100 (semester, exam); the
+production-shaped replays raise no ``terms`` alarm.
 """
 
 from __future__ import annotations

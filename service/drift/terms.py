@@ -1,0 +1,639 @@
+"""Rising terms: a topic-free drift test of the words questions use, stratified by language.
+
+Topics are a closed set (the gold set's labels) and novelty needs calibration, so questions on
+an article no gold row covers can leave both quiet (trial 14: 205 of 600 questions of a day on
+two such articles, silence). The words of the questions need neither: a term (a content-word
+stem, :func:`question_terms`) whose share of questions rises against the baseline of earlier
+traffic says what changed, by name ("doctor 0.2 % → 13.7 % of questions").
+
+**Test** (per term, :func:`cmh_test`): the one-sided Cochran–Mantel–Haenszel test of the 2 × 2
+tables "question contains the term" × (current window, baseline), one table per language
+(stratum ``k``: ``a_k`` current questions with the term of ``n1_k``, ``c_k`` baseline ones of
+``n2_k``, ``m_k = a_k + c_k``, ``N_k = n1_k + n2_k``)::
+
+    E_k = n1_k m_k / N_k,   V_k = n1_k n2_k m_k (N_k − m_k) / (N_k² (N_k − 1))
+    Z = (Σ a_k − Σ E_k − ½) / √(Σ V_k),     p = 1 − Φ(Z)   (continuity-corrected, one-sided)
+    CMH = (|Σ a_k − Σ E_k| − ½)² / Σ V_k    (χ², 1 df; Z² when Σ a_k > Σ E_k)
+    OR_MH = Σ (a_k d_k / N_k) / Σ (b_k c_k / N_k),  b_k = n1_k − a_k, d_k = n2_k − c_k
+
+(Mantel & Haenszel 1959, J. Natl Cancer Inst. 22:719–748; Agresti, *Categorical Data
+Analysis*, 3rd ed., §6.4). Stratifying by language, a term that rises only because its
+language's share rose (trial 14's day 3: Spanish 24 % → 56 %, the same articles) does not
+alarm: within each language its share did not move. A language absent from one of the two
+windows adds nothing (``V_k = 0``; the ``language`` dimension reports it).
+
+**Alarm rule** (:class:`TermsDriftDetector`), for some term, all of:
+
+1. the term is in at least ``min_term_questions`` (default 10) distinct questions of the
+   current window — the terms *tested*; also the privacy floor: a term in fewer is never
+   reported;
+2. ``p < alpha_test / m``: ``alpha_test`` is the comparison's per-test level (the drift
+   family's budget per day split by Bonferroni, :meth:`alpha_per_test`; the stage gives
+   ``terms`` its own share, the same as each other dimension's, so the other four keep their
+   levels and the family's budget per day becomes 5/4 of ``alpha``), ``m`` the terms tested;
+3. effect: ``OR_MH ≥ min_odds_ratio`` (2) and the pooled share (over languages) up by at least
+   ``min_share_up`` (the stage: half of ``min_share_change``, 2.5 points: a term is one word
+   of a topic's questions, so it covers a part of the topic's rise; trial 14's "doctor" rose
+   13.5 points with its article at 34 % of the questions).
+
+Hysteresis: ``drift`` clears when no tested term keeps ``OR_MH ≥ clear_odds_ratio`` (1.5)
+with its share up by ``clear_share_up`` (half of ``min_share_up``).
+
+**Windows**: those of :class:`~service.drift.windows.ComparisonWindows` (event time, watermark,
+late/future/ahead, frozen or previous baseline, ``test_every_s``), counting each question under
+its language; beside the counts, each bucket keeps per language the questions each term is in.
+Compared with the baseline only (a gold set of 50 rows has too few words to be a reference).
+
+**Memory** is bounded by ``max_terms`` (K): each minute bucket of the current window keeps,
+per language, a summary of at most 2K terms (:class:`_Tally`: the Space-Saving bounds of
+Metwally, Agrawal & El Abbadi 2005, truncated to the K most counted in batches), and the frozen
+baseline one such summary per language for its whole span (a bucket's summary would make
+every checkpoint write the 6 h span's terms). Every kept count is an upper bound of the true
+one, ``count − error`` a lower bound, and a term not kept was counted at most the summary's
+*floor*. The baseline takes each term's upper bound (the floor when not kept, capped at the
+questions), the current window its lower bound (0 when not kept): truncation can only make a
+rise harder to show, never invent one. A frozen span that moves back to an earlier event of a
+later-read stream keeps what it counted (more in the baseline: a rise only harder to show).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Self
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from service.drift.detectors import _INSUFFICIENT, State, TestLog, _WindowedDetector
+from service.drift.distances import Counts
+from service.drift.windows import Now, Watermarks, WindowConfig
+from service.records import PLACEHOLDERS
+from service.text import normalise
+from service.text.wording import content_words
+
+__all__ = [
+    "CmhResult",
+    "TermChange",
+    "TermsDriftDetector",
+    "TermsDriftReport",
+    "cmh_test",
+    "question_terms",
+]
+
+#: Terms reported at most per test (the most significant first).
+TOP_TERMS = 10
+#: Shortest stem kept as a term (characters).
+MIN_TERM_LENGTH = 3
+_PLACEHOLDER = re.compile("|".join(re.escape(p) for p in PLACEHOLDERS.values()), re.IGNORECASE)
+_DEFAULT_WINDOWS = WindowConfig()
+
+
+@functools.lru_cache(maxsize=16_384)
+def question_terms(question: str) -> Mapping[str, str]:
+    """The terms of a (scrubbed) question: ``{stem: surface}``, the content-word stems
+    (:func:`service.text.wording.content_words` of the ``non_word`` normal form, the words of
+    :func:`~service.text.wording.wording`: function words of
+    the languages handled and numbers left out) of at least :data:`MIN_TERM_LENGTH`
+    characters, each with the token it was stemmed from (``Wording.raw``: the smallest in
+    sorted order). Personal-data placeholders (``<EMAIL>``...) are dropped first; tokens with
+    a digit are no terms. Cached (16,384 questions; the mapping returned is shared: read it,
+    don't change it).
+
+    >>> sorted(question_terms("Who played the Doctors in 1963? mail <EMAIL>").items())
+    [('doctor', 'doctors'), ('mail', 'mail'), ('play', 'played')]
+    """
+    text = _PLACEHOLDER.sub(" ", question) if "<" in question else question
+    found = content_words(normalise(text, separators="non_word"))
+    return {stem: found[stem] for stem in sorted(found)
+            if len(stem) >= MIN_TERM_LENGTH and not any(c.isdigit() for c in stem)}  # fmt: skip
+
+
+class CmhResult(NamedTuple):
+    """One term's stratified test (:func:`cmh_test`); shares in [0, 1]."""
+
+    statistic: float  # CMH χ² (1 df), continuity-corrected; 0 when no stratum informs
+    p_value: float  # one-sided (a rise), in [0, 1]
+    odds_ratio: float  # Mantel–Haenszel common odds ratio, [0, inf] (nan: undefined)
+    share_current: float  # pooled over the strata: Σ a_k / Σ n1_k
+    share_reference: float  # Σ c_k / Σ n2_k
+    count_current: int  # Σ a_k
+    count_reference: int  # Σ c_k
+
+
+def cmh_test(strata: Iterable[tuple[int, int, int, int]]) -> CmhResult:
+    """One-sided, continuity-corrected Cochran–Mantel–Haenszel test of a rise (formula and
+    sources: module docstring). ``strata``: ``(a, n1, c, n2)`` per stratum — current
+    questions with the term ``a`` of ``n1``, reference ones ``c`` of ``n2`` (``0 ≤ a ≤ n1``,
+    ``0 ≤ c ≤ n2``). A stratum with ``N < 2`` or one side empty adds nothing to the test (it
+    still counts in the pooled shares). No informative stratum: statistic 0, p 1.
+
+    Raises:
+        ValueError: a count is negative or above its total.
+
+    >>> r = cmh_test([(10, 100, 2, 100)])
+    >>> round(r.odds_ratio, 3), round(r.p_value, 4)
+    (5.444, 0.0188)
+    """
+    num = var = or_num = or_den = 0.0
+    a_sum = c_sum = n1_sum = n2_sum = 0
+    for a, n1, c, n2 in strata:
+        if not (0 <= a <= n1 and 0 <= c <= n2):
+            raise ValueError(f"need 0 <= a <= n1 and 0 <= c <= n2, got {(a, n1, c, n2)}")
+        a_sum, c_sum, n1_sum, n2_sum = a_sum + a, c_sum + c, n1_sum + n1, n2_sum + n2
+        total = n1 + n2
+        if total < 2 or n1 == 0 or n2 == 0:
+            continue
+        m = a + c
+        num += a - n1 * m / total
+        var += n1 * n2 * m * (total - m) / (total * total * (total - 1))
+        or_num += a * (n2 - c) / total
+        or_den += (n1 - a) * c / total
+    share_cur = a_sum / n1_sum if n1_sum else math.nan
+    share_ref = c_sum / n2_sum if n2_sum else math.nan
+    odds = or_num / or_den if or_den > 0 else math.inf if or_num > 0 else math.nan
+    if var <= 0:
+        return CmhResult(0.0, 1.0, odds, share_cur, share_ref, a_sum, c_sum)
+    z = (num - 0.5) / math.sqrt(var)
+    statistic = max(abs(num) - 0.5, 0.0) ** 2 / var
+    p = 0.5 * math.erfc(z / math.sqrt(2.0))
+    return CmhResult(statistic, min(1.0, max(0.0, p)), odds, share_cur, share_ref, a_sum, c_sum)
+
+
+class TermChange(NamedTuple):
+    """A rising term: its stem, a surface form, pooled shares and counts, OR and p."""
+
+    term: str
+    surface: str
+    current_share: float
+    reference_share: float
+    current_count: int
+    reference_count: int
+    odds_ratio: float
+    p_value: float
+
+
+@dataclass(frozen=True)
+class TermsDriftReport:
+    """One comparison's latest test of the terms. ``alpha``: the level each term's p-value
+    is held to (the comparison's per-test level divided by ``terms_tested``);
+    ``alpha_per_day``: the dimension's false-alarm budget per ``alpha_period_s``."""
+
+    comparison: str
+    state: State
+    timestamp: float
+    n_reference: int
+    n_current: int
+    p_value: float = 1.0  # the smallest of the terms tested
+    alpha: float = 0.0
+    method: str = "none"
+    terms_tested: int = 0
+    alpha_per_day: float = 0.0
+    rising: tuple[TermChange, ...] = ()
+    held_by_hysteresis: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (``TermChange`` rows become dicts; an infinite odds ratio — a
+        term absent from the baseline — is written ``1e308``: JSON has no infinity)."""
+        out = {k: v for k, v in self.__dict__.items() if k != "rising"}
+        out["rising"] = [{**row._asdict(), "odds_ratio": _finite(row.odds_ratio)}
+                         for row in self.rising]  # fmt: skip
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TermsDriftReport:
+        """The report back from :meth:`to_dict`.
+
+        Raises:
+            TypeError: a field is missing or unknown.
+        """
+        rising = tuple(TermChange(**row) for row in data.get("rising", ()))
+        return cls(**{**data, "rising": rising})
+
+
+def _finite(x: float) -> float:
+    """``x`` with ``inf`` as 1e308 (JSON has no infinity)."""
+    return 1e308 if x == math.inf else x
+
+
+class _Tally:
+    """A bounded summary of the terms of some questions (module docstring): term →
+    ``[count, error]``, at most ``2 × size`` terms. A term not kept starts at ``floor + 1``
+    with error ``floor``; once more than ``2 × size`` are kept, only the ``size`` most
+    counted stay (smallest term first on ties) and ``floor`` rises to the largest count
+    dropped. So a kept count is an upper bound of the true one, ``count − error`` a lower
+    bound, and a term not kept was counted at most ``floor`` (the Space-Saving bounds,
+    truncating in batches: a sort every ``size`` new terms instead of a scan for the least
+    counted at each)."""
+
+    __slots__ = ("_text", "counts", "errors", "floor", "size")
+
+    def __init__(self, size: int, counts: dict[str, int] | None = None,
+                 errors: dict[str, int] | None = None, floor: int = 0) -> None:  # fmt: skip
+        # (two dicts of str → int, not one of [count, error] lists: the garbage collector
+        # tracks no such dict, and would scan every list of every bucket at each collection)
+        self.size, self.floor = size, floor
+        self.counts: dict[str, int] = counts if counts is not None else {}
+        self.errors: dict[str, int] = errors if errors is not None else {}  # only those > 0
+        self._text: str | None = None  # :meth:`text`, until the next add
+
+    @property
+    def cells(self) -> dict[str, tuple[int, int]]:
+        """``{term: (count, error)}``, a new dict."""
+        errors = self.errors
+        return {t: (c, errors.get(t, 0)) for t, c in self.counts.items()}
+
+    def lower(self) -> dict[str, int]:
+        """``{term: count − error}`` of the terms whose lower bound is above 0."""
+        errors = self.errors
+        if not errors:
+            return self.counts
+        return {t: c - errors.get(t, 0) for t, c in self.counts.items() if c > errors.get(t, 0)}
+
+    def text(self) -> str:
+        """``"floor term count error term count error ..."`` (terms hold no whitespace):
+        what a snapshot writes (one string a tally, kept until it changes: a checkpoint
+        writes every bucket, most of them unchanged since the last one)."""
+        if self._text is None:
+            errors = self.errors
+            cells = " ".join(f"{t} {c} {errors.get(t, 0)}" for t, c in self.counts.items())
+            self._text = f"{self.floor} {cells}" if cells else str(self.floor)
+        return self._text
+
+    @classmethod
+    def from_text(cls, size: int, text: str) -> _Tally:
+        """The tally back from :meth:`text`.
+
+        Raises:
+            ValueError: a malformed text.
+        """
+        parts = text.split()
+        if not parts or (len(parts) - 1) % 3:
+            raise ValueError("a malformed term tally in the snapshot")
+        counts = {parts[i]: int(parts[i + 1]) for i in range(1, len(parts), 3)}
+        errors = {parts[i]: int(parts[i + 2]) for i in range(1, len(parts), 3)
+                  if parts[i + 2] != "0"}  # fmt: skip
+        return cls(size, counts, errors, int(parts[0]))
+
+    def add(self, terms: Iterable[str]) -> None:
+        """Count one question's (distinct) terms."""
+        self._text = None
+        counts, floor = self.counts, self.floor
+        get = counts.get
+        if not floor:
+            for term in terms:
+                counts[term] = get(term, 0) + 1
+        else:
+            for term in terms:
+                n = get(term)
+                if n is None:
+                    counts[term] = floor + 1
+                    self.errors[term] = floor
+                else:
+                    counts[term] = n + 1
+        if len(counts) > 2 * self.size:
+            ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+            self.floor = max(floor, ranked[self.size][1])
+            self.counts = dict(ranked[: self.size])
+            self.errors = {t: e for t, e in self.errors.items() if t in self.counts}
+
+
+_Store = dict[int, dict[str, _Tally]]  # bucket -> language -> tally
+
+
+class TermsDriftDetector(_WindowedDetector):
+    """Rising terms against the baseline (module docstring).
+
+    Feed it ``(language, terms)`` per question (:meth:`update_many`); it keeps the windows of
+    :class:`~service.drift.windows.ComparisonWindows` over the languages and, beside them,
+    each bucket's term counts per language.
+
+    Args:
+        windows: windowing (its ``baseline`` must not be ``"none"``).
+        min_count: questions the current window and the baseline need (≥ 1).
+        min_reference_count: questions the baseline needs (≥ 1).
+        alpha: false-alarm budget per ``alpha_period_s``, (0, 1); n_dimensions: family size.
+        min_term_questions: questions of the current window a term must be in to be tested
+            and reported (≥ 1).
+        min_odds_ratio, clear_odds_ratio: OR_MH alarm and clear thresholds (≥ 1).
+        min_share_up, clear_share_up: pooled share rise alarm and clear thresholds, [0, 1].
+        max_terms: terms kept per bucket and language (≥ 1; Space-Saving).
+
+    Raises:
+        ValueError: an argument is out of range, or a ``clear_*`` exceeds its ``min_*``.
+    """
+
+    def __init__(
+        self,
+        *,
+        windows: WindowConfig = _DEFAULT_WINDOWS,
+        min_count: int = 100,
+        min_reference_count: int = 100,
+        alpha: float = 0.001,
+        n_dimensions: int = 1,
+        min_term_questions: int = 10,
+        min_odds_ratio: float = 2.0,
+        clear_odds_ratio: float = 1.5,
+        min_share_up: float = 0.025,
+        clear_share_up: float = 0.0125,
+        max_terms: int = 2000,
+    ) -> None:
+        if windows.baseline == "none":
+            raise ValueError("the terms are compared with a baseline: baseline must not be none")
+        if not (1 <= clear_odds_ratio <= min_odds_ratio and 0 <= clear_share_up <= min_share_up
+                <= 1):  # fmt: skip
+            raise ValueError("need 1 <= clear_odds_ratio <= min_odds_ratio, "
+                             "0 <= clear_share_up <= min_share_up <= 1")  # fmt: skip
+        if min(min_term_questions, max_terms) < 1:
+            raise ValueError("min_term_questions and max_terms must be >= 1")
+        super().__init__(False, windows, min_count, min_reference_count, alpha, n_dimensions,
+                         0.95)  # fmt: skip
+        self._reference = None
+        self.min_term_questions, self.max_terms = min_term_questions, max_terms
+        self.min_odds_ratio, self.clear_odds_ratio = min_odds_ratio, clear_odds_ratio
+        self.min_share_up, self.clear_share_up = min_share_up, clear_share_up
+        self._recent: _Store = {}  # the buckets the window retains
+        # the frozen baseline's span: one summary per language (its questions' terms), and
+        # the span's first bucket they were counted from
+        self._base: dict[str, _Tally] = {}
+        self._base_first: int | None = None
+        # stem -> the smallest surface seen since it came into the current window
+        self._surfaces: dict[str, str] = {}
+        self._held: list[tuple[float, str, tuple[str, ...]]] = []  # (t, language, terms)
+        # the update being ingested (read by _added): its terms, languages, timestamps
+        self._batch: list[tuple[str, ...]] = []
+        self._languages: list[str] = []
+        self._stamps: NDArray[np.float64] = np.zeros(0, dtype=np.float64)
+
+    @property
+    def reports(self) -> dict[str, TermsDriftReport]:
+        """The latest report per comparison (``baseline``)."""
+        return dict(self._reports)
+
+    def update_many(
+        self,
+        questions: Sequence[tuple[str, Mapping[str, str]]],
+        timestamps: ArrayLike,
+        now: Now = None,
+        streams: Sequence[str] | None = None,
+        *,
+        watermarks: Watermarks | None = None,
+        tests: TestLog | None = None,
+        checks: Sequence[int] = (),
+    ) -> Self:
+        """Add a micro-batch: ``questions[i] = (language, {stem: surface})`` asked at
+        ``timestamps[i]`` (Unix seconds); the rest as
+        :meth:`~service.drift.detectors.CategoricalDriftDetector.update_many`.
+
+        Raises:
+            ValueError: lengths differ or a timestamp is not finite.
+        """
+        languages = [language for language, _ in questions]
+        self._languages = languages
+        self._stamps = np.asarray(timestamps, dtype=np.float64).reshape(-1)
+        self._batch = [tuple(terms) for _, terms in questions]
+        surfaces = self._surfaces
+        for _, terms in questions:
+            for stem, surface in terms.items():
+                known = surfaces.get(stem)
+                if known is None or surface < known:
+                    surfaces[stem] = surface
+        self._windows_ingest(languages, timestamps, now, streams, watermarks, tests, checks)
+        self._batch = []
+        return self
+
+    def _windows_ingest(
+        self, languages: list[str], timestamps: ArrayLike, now: Now,
+        streams: Sequence[str] | None, watermarks: Watermarks | None, tests: TestLog | None,
+        checks: Sequence[int],
+    ) -> None:  # fmt: skip
+        def on_tick(after: int) -> None:
+            self._evaluate()
+            if tests is not None:
+                tests.append((after, dict(self._reports)))
+
+        self._windows.ingest(languages, timestamps, now, on_tick, streams, watermarks=watermarks,
+                             checks=checks, on_added=self._added)  # fmt: skip
+
+    def _added(self, start: int, end: int) -> None:
+        """Count the terms of the questions the window just took (events ``start:end`` of the
+        update, :attr:`~service.drift.windows.CategoryWindow.last_ok`, and those released),
+        remember those it holds, and add those of the frozen baseline's span."""
+        w = self._windows.window
+        bucket_s = self.windows.bucket_s
+        part = list(range(start, end))
+        languages = self._languages[start:end]
+        ok = w.last_ok.tolist() if len(w.last_ok) else [False] * len(part)
+        late, future = w.last_late.tolist(), w.last_future.tolist()
+        stamps = self._stamps[start:end].tolist()
+        # released earlier-held events: matched to theirs by (timestamp, language)
+        pool = list(self._held)
+        added: list[tuple[float, str, tuple[str, ...]]] = []
+        for k, i in enumerate(part):
+            if ok[k]:
+                added.append((stamps[k], languages[k], self._batch[i]))
+            elif not (late[k] or future[k]):  # held ahead
+                pool.append((stamps[k], languages[k], self._batch[i]))
+        for t, language in w.last_released:  # (not found: held before a restore without
+            found = _find(pool, t, language)  # terms; released without them)
+            added.append(pool.pop(found) if found is not None else (t, language, ()))
+        held: list[tuple[float, str, tuple[str, ...]]] = []
+        for t, language in w.held:  # keep those the window still holds, in its order
+            found = _find(pool, t, language)
+            if found is not None:
+                held.append(pool.pop(found))
+        self._held = held
+        old = w.last_too_old_mask.tolist() if len(w.last_too_old_mask) else []
+        too_old = [(stamps[k], languages[k], self._batch[i])
+                   for k, i in enumerate(part) if old and old[k]]  # fmt: skip
+        for t, language, terms in added:
+            self._tally(self._recent, math.floor(t / bucket_s), language).add(terms)
+        span = self._windows.warmup_buckets()
+        if span is not None:
+            first, last = span
+            for t, language, terms in (*added, *too_old):
+                if first <= math.floor(t / bucket_s) <= last:
+                    tally = self._base.get(language)
+                    if tally is None:
+                        tally = self._base[language] = _Tally(self.max_terms)
+                    tally.add(terms)
+        self._prune(span)
+
+    def _tally(self, store: _Store, bucket: int, language: str) -> _Tally:
+        by_language = store.setdefault(bucket, {})
+        tally = by_language.get(language)
+        if tally is None:
+            tally = by_language[language] = _Tally(self.max_terms)
+        return tally
+
+    def _prune(self, span: tuple[int, int] | None) -> None:
+        """Forget the buckets older than the current window (and, with a ``previous``
+        baseline, the one before) and those out of the frozen baseline's span."""
+        w = self._windows.window
+        if w.watermark is not None:
+            cfg = self.windows
+            spans = 2 if cfg.baseline == "previous" else 1
+            oldest = math.floor(w.watermark / cfg.bucket_s) - spans * math.ceil(
+                cfg.window_s / cfg.bucket_s
+            )
+            if any(b <= oldest for b in self._recent):
+                for bucket in [b for b in self._recent if b <= oldest]:
+                    del self._recent[bucket]
+        # a new warm-up (its span starts later, or none yet) starts from nothing; a span that
+        # moved back (an earlier event of a later-read stream) keeps what it counted: the
+        # buckets that left it stay counted, an upper bound still (a rise only harder)
+        first = None if span is None else span[0]
+        if first is None or (self._base_first is not None and first > self._base_first):
+            self._base.clear()
+        self._base_first = first
+
+    def _counts(
+        self, store: _Store, first: int, last: int, lower: bool
+    ) -> tuple[dict[str, Counter[str]], dict[str, list[tuple[int, frozenset[str]]]]]:
+        """Per language, the terms' counts over the buckets ``first..last`` of ``store``
+        (``lower``: count − error, else count) and the full tallies' floors with the terms
+        they kept."""
+        counts: dict[str, Counter[str]] = {}
+        full: dict[str, list[tuple[int, frozenset[str]]]] = {}
+        for bucket, by_language in store.items():
+            if not first <= bucket <= last:
+                continue
+            for language, tally in by_language.items():
+                into = counts.setdefault(language, Counter())
+                if lower:
+                    into.update(tally.lower())
+                else:
+                    into.update(tally.counts)
+                floor = tally.floor
+                if floor:
+                    full.setdefault(language, []).append((floor, frozenset(tally.counts)))
+        return counts, full
+
+    def _assess(
+        self, name: str, ref: Counts, cur: Counts, before: State, t: float, alpha: float
+    ) -> TermsDriftReport:
+        w = self._windows.window
+        n_ref, n_cur = int(sum(ref.values())), int(sum(cur.values()))
+        current_range = w.bucket_range(self.windows.window_s)
+        base_range = self._windows.baseline_buckets()
+        if current_range is None or base_range is None:  # (a restored legacy baseline)
+            return self._empty_report(name, t, n_ref, n_cur)
+        current, _ = self._counts(self._recent, *current_range, lower=True)
+        reference: Mapping[str, Mapping[str, int]]
+        if self.windows.baseline == "frozen":
+            reference = {language: tally.counts
+                         for language, tally in self._base.items()}  # fmt: skip
+            full = {language: [(tally.floor, frozenset(tally.counts))]
+                    for language, tally in self._base.items() if tally.floor}  # fmt: skip
+        else:
+            reference, full = self._counts(self._recent, *base_range, lower=False)
+        pooled: Counter[str] = Counter()
+        for counts in current.values():
+            pooled.update(counts)
+        tested = sorted(term for term, n in pooled.items() if n >= self.min_term_questions)
+        languages = sorted(set(cur) | set(ref))
+        level = alpha / max(1, len(tested))
+        rows: list[tuple[TermChange, bool, bool]] = []
+        for term in tested:
+            strata = []
+            for language in languages:
+                n1, n2 = int(cur.get(language, 0)), int(ref.get(language, 0))
+                c = reference.get(language, {}).get(term, 0)
+                c += sum(floor for floor, kept in full.get(language, ()) if term not in kept)
+                a = current.get(language, Counter()).get(term, 0)
+                strata.append((min(a, n1), n1, min(c, n2), n2))
+            test = cmh_test(strata)
+            up = test.share_current - test.share_reference
+            alarm = (test.p_value < level and test.odds_ratio >= self.min_odds_ratio
+                     and up >= self.min_share_up)  # fmt: skip
+            holds = test.odds_ratio >= self.clear_odds_ratio and up >= self.clear_share_up
+            change = TermChange(term, self._surfaces.get(term, term), test.share_current,
+                                test.share_reference, test.count_current, test.count_reference,
+                                test.odds_ratio, test.p_value)  # fmt: skip
+            rows.append((change, alarm, holds))
+        alarmed = any(alarm for _, alarm, _ in rows)
+        if before == "drift":
+            state: State = "drift" if any(holds for _, _, holds in rows) else "ok"
+        else:
+            state = "drift" if alarmed else "ok"
+        held = state == "drift" and not alarmed
+        shown = [change for change, alarm, holds in rows if (holds if held else alarm)]
+        shown.sort(key=lambda c: (c.p_value, -c.current_share, c.term))
+        self._forget_surfaces()
+        return TermsDriftReport(
+            name, state, t, n_ref, n_cur, min((c.p_value for c, _, _ in rows), default=1.0),
+            level, "cmh", len(tested), self.alpha, tuple(shown[:TOP_TERMS]),
+            held_by_hysteresis=held,
+        )  # fmt: skip
+
+    def _forget_surfaces(self) -> None:
+        """Keep the surface forms of the terms the current window's buckets (or the held
+        questions) hold only: the terms a test can report (bounded memory)."""
+        kept: set[str] = set()
+        for by_language in self._recent.values():
+            for tally in by_language.values():
+                kept.update(tally.counts)
+        kept.update(term for _, _, terms in self._held for term in terms)
+        if len(kept) < len(self._surfaces):
+            self._surfaces = {t: s for t, s in self._surfaces.items() if t in kept}
+
+    def _empty_report(self, name: str, t: float, n_ref: int, n_cur: int) -> TermsDriftReport:
+        alpha = self.alpha_per_test(name)
+        return TermsDriftReport(name, _INSUFFICIENT, t, n_ref, n_cur, alpha=alpha,
+                                alpha_per_day=self.alpha)  # fmt: skip
+
+    def _report_from_dict(self, data: dict[str, Any]) -> TermsDriftReport:
+        return TermsDriftReport.from_dict(data)
+
+    def snapshot(self) -> dict[str, Any]:
+        """:meth:`~service.drift.detectors._WindowedDetector.snapshot` and the term counts,
+        surface forms and held questions' terms."""
+        out = super().snapshot()
+        out["terms"] = {
+            "recent": _store_json(self._recent),
+            "base": {language: tally.text() for language, tally in sorted(self._base.items())},
+            "base_first": self._base_first,
+            "surfaces": self._surfaces,  # (in the order seen: the same after a restore)
+            "held": [[t, language, list(terms)] for t, language, terms in self._held],
+        }
+        return out
+
+    def restore(self, state: dict[str, Any] | None) -> Self:
+        """Take back a :meth:`snapshot` (``None``: keep the fresh state).
+
+        Raises:
+            ValueError: another version, or a malformed snapshot.
+        """
+        if state is None:
+            return self
+        super().restore(state)
+        terms = state.get("terms") or {}
+        self._recent = _store_from_json(terms.get("recent") or {}, self.max_terms)
+        self._base = {str(language): _Tally.from_text(self.max_terms, str(text))
+                      for language, text in (terms.get("base") or {}).items()}  # fmt: skip
+        first = terms.get("base_first")
+        self._base_first = None if first is None else int(first)
+        self._surfaces = {str(k): str(v) for k, v in (terms.get("surfaces") or {}).items()}
+        self._held = [(float(t), str(language), tuple(map(str, words)))
+                      for t, language, words in terms.get("held") or ()]  # fmt: skip
+        return self
+
+
+def _find(items: list[tuple[float, str, tuple[str, ...]]], t: float, language: str) -> int | None:
+    """The index of the first of ``items`` stamped ``t`` in ``language`` (``None``: none)."""
+    return next((n for n, item in enumerate(items) if item[0] == t and item[1] == language), None)
+
+
+def _store_json(store: _Store) -> dict[str, dict[str, str]]:
+    return {str(bucket): {language: tally.text() for language, tally in by_language.items()}
+            for bucket, by_language in sorted(store.items())}  # fmt: skip
+
+
+def _store_from_json(data: Mapping[str, Any], size: int) -> _Store:
+    return {int(bucket): {str(language): _Tally.from_text(size, str(text))
+                          for language, text in by_language.items()}
+            for bucket, by_language in data.items()}  # fmt: skip
