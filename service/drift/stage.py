@@ -661,7 +661,7 @@ class DriftStage:
             out[TERMS] = {
                 "state": self.terms.state,
                 "comparisons": {name: r.to_dict() for name, r in self.terms.reports.items()},
-                "alpha_per_day": self.terms.alpha,
+                "alpha_per_day": self.terms.budget_per_day,
                 "min_term_questions": self.terms.min_term_questions,
             }
         silenced: dict[str, str] = {}

@@ -600,13 +600,15 @@ def rising_terms_text(alarm: dict[str, Any]) -> str:
         f"questions, {row['current_count']} vs {row['reference_count']})"
         for row in alarm.get("rising_terms") or ()
     )
-    return f"rising {rows or '-'} (of {alarm.get('terms_tested', 0)} terms tested)"
+    return (f"rising {rows or '-'} (Bonferroni over {alarm.get('terms_tested', 0)} terms, "
+            "exact conditional p)")  # fmt: skip
 
 
 def terms_quality_text(body: dict[str, Any] | None) -> str:
-    """The rising-terms test's budget and size, e.g. ``"terms: false-alarm budget 0.001 a
-    day (its own Bonferroni share), split over the 212 terms tested at the latest test (each
-    in >= 10 questions)"``; ``""`` without the dimension or before a test."""
+    """The rising-terms test's budget and size, e.g. ``"terms: false-alarm budget 0.00025 a
+    day (its own Bonferroni share of analytics.drift.alpha), split over the 212 terms in >= 10
+    questions of the current and baseline windows at the latest test (level per term
+    ...)"``; ``""`` without the dimension or before a test."""
     if not body:
         return ""
     test = (body.get("comparisons") or {}).get("baseline") or {}
@@ -614,9 +616,10 @@ def terms_quality_text(body: dict[str, Any] | None) -> str:
         return ""
     return (
         f"terms: false-alarm budget {body.get('alpha_per_day', 0):g} a day (its own "
-        f"Bonferroni share), split over the {test.get('terms_tested', 0)} terms tested at "
-        f"the latest test (each in >= {body.get('min_term_questions', 0)} questions; "
-        f"level per term {test.get('alpha', 0):.1e})"
+        f"Bonferroni share of analytics.drift.alpha), split over the "
+        f"{test.get('terms_tested', 0)} terms in >= {body.get('min_term_questions', 0)} "
+        f"questions of the current and baseline windows at the latest test (level per term "
+        f"{test.get('alpha', 0):.1e}; exact conditional p)"
     )
 
 

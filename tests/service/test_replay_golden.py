@@ -441,6 +441,11 @@ demo's alarms gain three ``terms`` entries — drift at 2026-11-17 13:00 UTC aft
 (rising exam 3.3 % → 21.1 %, the planted exam-schedule change), ended (too few events) after
 2,000 with the other dimensions, drift again after 2,100 (semester, exam); the
 production-shaped replays raise no ``terms`` alarm.
+All three rewritten again in the thirty-third session for the rising-terms test's exact
+conditional p and its family (a review: the normal approximation's p was up to ~65× too small
+at these sizes; the family was chosen by the current count): only ``drift.terms`` fields and
+the terms alarms' ``p_value``, ``alpha`` and ``terms_tested`` moved (demo: 12 → 57 and 5 → 43
+terms in the family); the same alarms at the same events, with the same rising terms.
 """
 
 from __future__ import annotations

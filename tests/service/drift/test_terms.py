@@ -215,3 +215,23 @@ def test_at_once_equals_chunk_by_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
     assert json.dumps(at_once.state_snapshot(), sort_keys=True) == json.dumps(
         chunked.state_snapshot(), sort_keys=True
     )
+
+
+def test_the_exact_conditional_p_by_scipy_and_by_hand() -> None:
+    """A review: the normal approximation read (10, 120, 2, 480) as p 1.2e-7 where the exact
+    conditional p is 3.4e-6 (false alarms ~13× the budget at trial 14's sizes). One stratum:
+    the hypergeometric tail, scipy's ``hypergeom.sf(9, 600, 12, 120)``; two strata: the
+    convolution, summed here over every pair of counts by hand."""
+    from scipy.stats import hypergeom
+
+    from service.drift.terms import cmh_test, exact_rise_p
+
+    one = exact_rise_p([(10, 120, 2, 480)])
+    assert math.isclose(one, hypergeom.sf(9, 600, 12, 120), rel_tol=1e-9)
+    assert cmh_test([(10, 120, 2, 480)]).p_value < one / 10  # the approximation: far smaller
+    first, second = hypergeom(50, 4, 20), hypergeom(65, 7, 40)  # (N, m = a + c, n1)
+    by_hand = sum(first.pmf(i) * second.pmf(j)
+                  for i in range(5) for j in range(8) if i + j >= 3 + 5)  # fmt: skip
+    assert math.isclose(exact_rise_p([(3, 20, 1, 30), (5, 40, 2, 25)]), by_hand, rel_tol=1e-9)
+    assert exact_rise_p([(0, 20, 5, 30)]) == 1.0  # no rise at all
+    assert exact_rise_p([(3, 0, 1, 30)]) == 1.0  # no informative stratum
