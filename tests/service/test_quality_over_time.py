@@ -281,6 +281,8 @@ def test_the_html_draws_the_points_and_emphasises_a_bad_day() -> None:
     assert quality.count("<svg") == 1 and "Points of 1 h (UTC)" in quality
     assert '<p class="warn">production over time (1 h points' in quality
     assert "production: 5 points" in quality  # the table of points, with every n
+    assert "distinct questions" in quality and [p["questions"] for p in report["known"]["points"]
+                                                ] == [19, 19, 35, 25, 40]  # fmt: skip
     agreement = "".join(agreement_over_time(report))
     assert agreement.count("<svg") == 1 and '<p class="muted">mine over time' in agreement
     assert quality_over_time(None, 10) == [] and agreement_over_time({"agreement": {}}) == []
