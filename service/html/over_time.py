@@ -5,8 +5,9 @@ Reads the time series' ``over_time`` (:func:`service.quality.over_time.over_time
 of a width chosen so that most results fall in points of at least ``min_n``; a point under
 ``min_n`` is not drawn. Each chart shades the 95 % bands (Wilson for the hit rate, the normal
 interval of the mean for recall and RBO) and, with few points, writes each point's ``n``
-under it; the table of points (collapsed) gives every ``n``. Under the chart, the worst point
-against the run, in the text report's words (:func:`service.quality.over_time.known_line`),
+under it; the table of points (collapsed) gives every ``n`` and its distinct questions (the
+unit of the worst point's test). Under the chart, the worst point against the run, in the text
+report's words (:func:`service.quality.over_time.known_line`),
 emphasised when it is lower beyond noise.
 """
 
@@ -89,13 +90,14 @@ def quality_over_time(over: Mapping[str, Any] | None, k: object) -> list[Markup]
         )
     parts += _verdict(known_line(over, k), track.get("worst"))
     rows: list[list[object]] = [
-        [when(p["start"]), p["n"], p["recall"], f"{p['recall_low']:.3f} … {p['recall_high']:.3f}",
-         p["hit_rate"], f"{p['hit_low']:.3f} … {p['hit_high']:.3f}", p["mrr"]]
+        [when(p["start"]), p["n"], p.get("questions"), p["recall"],
+         f"{p['recall_low']:.3f} … {p['recall_high']:.3f}", p["hit_rate"],
+         f"{p['hit_low']:.3f} … {p['hit_high']:.3f}", p["mrr"]]
         for p in points
     ]  # fmt: skip
     if rows:
-        header = ["point (start)", "scored", f"recall@{k}", "95 % band", "hit rate",
-                  "95 % band", "MRR"]  # fmt: skip
+        header = ["point (start)", "scored", "distinct questions", f"recall@{k}", "95 % band",
+                  "hit rate", "95 % band", "MRR"]  # fmt: skip
         parts.append(_points_table("production", header, rows))
     return parts
 
@@ -130,8 +132,9 @@ def agreement_over_time(over: Mapping[str, Any] | None) -> list[Markup]:
         parts += _verdict(agreement_line(over, name), track.get("worst"))
         if points:
             parts.append(_points_table(
-                name, ["point (start)", "results", "RBO", "95 % band", "overlap@k"],
-                [[when(p["start"]), p["n"], p["rbo"],
+                name, ["point (start)", "results", "distinct questions", "RBO", "95 % band",
+                       "overlap@k"],
+                [[when(p["start"]), p["n"], p.get("questions"), p["rbo"],
                   f"{p['rbo_low']:.3f} … {p['rbo_high']:.3f}", p["overlap"]] for p in points],
             ))  # fmt: skip
     return parts

@@ -88,7 +88,7 @@ from service.language.detector import OTHER as OTHER_LANGUAGE
 from service.language.excluded import excluded_text
 from service.language.quality import agreement_text
 from service.pipeline import CountingStage, Pipeline
-from service.quality.over_time import agreement_line, known_line, over_time
+from service.quality.over_time import MIN_N, agreement_line, known_line, over_time
 from service.quality.stage import rejected_note
 from service.refusals.scope import (
     CALIBRATION_LIMIT,
@@ -325,11 +325,13 @@ def run_replay(
 def _with_series(analytics: AnalyticsReport | None, series: TimeSeries) -> AnalyticsReport | None:
     """The analytics report with its counts per event-time bucket (``series``) and, in it,
     live quality and shadow agreement regrouped over time (``over_time``:
-    :func:`service.quality.over_time.over_time`)."""
+    :func:`service.quality.over_time.over_time`, its points of at least
+    ``analytics.quality_min_class`` results and distinct questions)."""
     if analytics is None:
         return None
     counts = series.report()
-    return {**analytics, "series": {**counts, "over_time": over_time(counts)}}
+    min_n = max(2, int(analytics.get("quality_min_class", MIN_N)))
+    return {**analytics, "series": {**counts, "over_time": over_time(counts, min_n=min_n)}}
 
 
 def quality_text(quality: dict[str, Any] | None, detector: str | None = None) -> str:

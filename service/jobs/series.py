@@ -6,7 +6,9 @@ values, as exported to Prometheus), answers and refusals, production's live qual
 questions (``known``: the scores the quality stage annotates, :mod:`service.quality.stage`)
 and each shadow candidate's agreement with production (``agreement``: RBO and overlap@k of
 its finished results, by their event's time; :meth:`TimeSeries.observe_shadow`, a shadow
-listener). Quality and agreement are kept as sums (and sums of squares), so buckets add up;
+listener). Quality and agreement are kept as sums (and sums of squares), so buckets add up,
+and per question too (known: events and hits per gold row; agreement: results and RBO sum per
+:func:`question_key`), so a question asked again counts once in the test of a point;
 :mod:`service.quality.over_time` regroups them into points wide enough to mean something and
 names the worst. When the buckets exceed
 ``max_buckets`` the bucket width doubles and neighbours merge, so a long replay stays bounded
@@ -27,6 +29,7 @@ buckets of every run on that state file, as its totals do.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -36,16 +39,43 @@ from service.pipeline import Batch
 from service.quality.over_time import AGREEMENT_FIELDS, KNOWN_FIELDS
 from service.shadow.runner import ShadowResult
 
-__all__ = ["TimeSeries"]
+__all__ = ["TimeSeries", "question_key"]
 
-_VERSION = 2
+_VERSION = 3
 
 OTHER = "other"
 
 
 def _empty() -> dict[str, Any]:
     return {"languages": Counter(), "topics": Counter(), "answers": 0, "refused": 0,
-            "known": [0.0] * len(KNOWN_FIELDS), "agreement": {}}  # fmt: skip
+            "known": [0.0] * len(KNOWN_FIELDS), "agreement": {}, "known_q": {},
+            "agreement_q": {}}  # fmt: skip
+
+
+def question_key(question: str) -> str:
+    """A stable key of a question for counting it once per point: the first 12 hex digits of
+    the SHA-1 of its casefolded words joined by single spaces (so a retry that differs only in
+    case or spacing is the same question).
+
+    >>> question_key("Fee  deadline?") == question_key("fee deadline?")
+    True
+    """
+    words = " ".join(question.casefold().split())
+    return hashlib.sha1(words.encode("utf-8"), usedforsecurity=False).hexdigest()[:12]
+
+
+def _add_question(cells: dict[str, list[float]], key: str, value: float) -> None:
+    cell = cells.setdefault(key, [0.0, 0.0])
+    cell[0] += 1.0
+    cell[1] += value
+
+
+def _merge_questions(target: dict[str, list[float]], source: Mapping[str, Sequence[float]]
+                     ) -> None:  # fmt: skip
+    for key, (n, total) in source.items():
+        cell = target.setdefault(key, [0.0, 0.0])
+        cell[0] += n
+        cell[1] += total
 
 
 def _add_into(target: list[float], values: Sequence[float]) -> None:
@@ -84,31 +114,38 @@ class TimeSeries:
         self._start_bucket_s = self.bucket_s
         self._buckets: dict[int, dict[str, Any]] = {}
         self._labels: dict[str, set[str]] = {"languages": set(), "topics": set()}
+        #: True when restored from a snapshot older than version 3: its quality was dropped.
+        self.quality_partial = False
 
     def process(self, batch: Batch) -> None:
         """Count the batch's events (:meth:`add_batch`) by their event time."""
         self.add_batch([e.timestamp.timestamp() for e in batch.events], batch.annotations)
 
     def state_snapshot(self) -> dict[str, Any]:
-        """The buckets, their width and the labels seen (JSON-able, ``version`` 2)."""
+        """The buckets, their width and the labels seen (JSON-able, ``version`` 3)."""
         return {
             "version": _VERSION,
+            "quality_partial": self.quality_partial,
             "start_bucket_s": self._start_bucket_s,
             "bucket_s": self.bucket_s,
             "labels": {dim: sorted(seen) for dim, seen in self._labels.items()},
             "buckets": [
                 [key, dict(b["languages"]), dict(b["topics"]), b["answers"], b["refused"],
-                 list(b["known"]), {name: list(v) for name, v in sorted(b["agreement"].items())}]
+                 list(b["known"]), {name: list(v) for name, v in sorted(b["agreement"].items())},
+                 {q: list(v) for q, v in sorted(b["known_q"].items())},
+                 {name: {q: list(v) for q, v in sorted(cells.items())}
+                  for name, cells in sorted(b["agreement_q"].items())}]
                 for key, b in sorted(self._buckets.items())
             ],
         }  # fmt: skip
 
     def restore(self, state: Any) -> None:
         """Take the buckets of :meth:`state_snapshot` (``None``, an unknown version, or one
-        started at another bucket width: start empty). A version-1 snapshot (from before
-        quality and agreement were kept) restores its counts with neither: its buckets then
-        have no known question nor shadow result, which their ``n`` of 0 says."""
-        if (not isinstance(state, dict) or state.get("version") not in (1, _VERSION)
+        started at another bucket width: start empty). A version-1 or -2 snapshot (from before
+        quality and agreement were kept per question) restores its counts without them: its
+        buckets then have no known question nor shadow result, and :attr:`quality_partial`
+        (in :meth:`report`) says the run's quality covers only the runs since."""
+        if (not isinstance(state, dict) or state.get("version") not in (1, 2, _VERSION)
                 or state.get("start_bucket_s") != self._start_bucket_s):  # fmt: skip
             return
         self.bucket_s = float(state["bucket_s"])
@@ -118,11 +155,17 @@ class TimeSeries:
             bucket = _empty()
             bucket.update(languages=Counter(languages), topics=Counter(topics),
                           answers=int(answers), refused=int(refused))  # fmt: skip
-            if rest:  # version 2
+            if len(rest) == 4:  # version 3
                 bucket["known"] = [float(v) for v in rest[0]]
                 bucket["agreement"] = {name: [float(v) for v in values]
                                        for name, values in rest[1].items()}  # fmt: skip
+                bucket["known_q"] = {q: [float(v) for v in values]
+                                     for q, values in rest[2].items()}  # fmt: skip
+                bucket["agreement_q"] = {
+                    name: {q: [float(v) for v in values] for q, values in cells.items()}
+                    for name, cells in rest[3].items()}  # fmt: skip
             self._buckets[int(key)] = bucket
+        self.quality_partial = state["version"] != _VERSION or bool(state.get("quality_partial"))
 
     def _bucket(self, timestamp: float) -> dict[str, Any]:
         """The bucket of a finite ``timestamp`` (Unix seconds), made (coarsening) if new."""
@@ -135,26 +178,33 @@ class TimeSeries:
             bucket = self._buckets[key] = _empty()
         return bucket
 
-    def add_known(self, timestamp: float, scores: Mapping[str, float]) -> None:
+    def add_known(self, timestamp: float, scores: Mapping[str, float], gold_id: str) -> None:
         """Count one scored known question of production at ``timestamp`` (Unix seconds;
         non-finite: ignored): ``scores`` has ``recall`` and ``rr`` in [0, 1] and ``hit`` 0 or
-        1 (:func:`service.quality.known.live_scores` at the stage's k)."""
+        1 (:func:`service.quality.known.live_scores` at the stage's k); ``gold_id`` the gold
+        row it matched (its hits are also kept per row: a row asked again is one question)."""
         if not math.isfinite(timestamp):
             return
         recall, hit, rr = float(scores["recall"]), float(scores["hit"]), float(scores["rr"])
-        _add_into(self._bucket(timestamp)["known"], (1.0, recall, hit, rr, recall**2, rr**2))
+        bucket = self._bucket(timestamp)
+        _add_into(bucket["known"], (1.0, recall, hit, rr, recall**2, rr**2))
+        _add_question(bucket["known_q"], gold_id, hit)
 
     def add_agreement(self, timestamp: float, candidate: str, rbo: float | None,
-                      overlap: float | None) -> None:  # fmt: skip
+                      overlap: float | None, question: str) -> None:  # fmt: skip
         """Count one shadow result of ``candidate`` at its event's ``timestamp`` (Unix
         seconds; non-finite, or neither measure defined: ignored); ``rbo`` and ``overlap`` in
-        [0, 1] or ``None`` (undefined)."""
+        [0, 1] or ``None`` (undefined); ``question`` the event's (its RBO is also kept per
+        :func:`question_key`: a question asked again is one question)."""
         if not math.isfinite(timestamp) or (rbo is None and overlap is None):
             return
-        cells = self._bucket(timestamp)["agreement"]
+        bucket = self._bucket(timestamp)
+        cells = bucket["agreement"]
         cell = cells.setdefault(candidate, [0.0] * len(AGREEMENT_FIELDS))
         if rbo is not None:
             _add_into(cell, (1.0, rbo, rbo**2, 0.0, 0.0, 0.0))
+            questions = bucket["agreement_q"].setdefault(candidate, {})
+            _add_question(questions, question_key(question), rbo)
         if overlap is not None:
             _add_into(cell, (0.0, 0.0, 0.0, 1.0, overlap, overlap**2))
 
@@ -168,7 +218,7 @@ class TimeSeries:
             return
         agreement = result.agreement
         self.add_agreement(result.timestamp.timestamp(), result.candidate, agreement.rbo,
-                           agreement.overlap)  # fmt: skip
+                           agreement.overlap, result.question)  # fmt: skip
 
     def _label(self, dimension: str, value: str | None) -> str:
         label = value or "und"
@@ -199,9 +249,9 @@ class TimeSeries:
         for stamp, notes in zip(timestamps, annotations, strict=True):
             language = notes.get("language_label", notes.get("language"))
             self.add(stamp, language, notes.get("topic"), notes.get("refused"))
-            scores = (notes.get("known") or {}).get("scores")
-            if scores is not None:
-                self.add_known(stamp, scores)
+            known = notes.get("known") or {}
+            if known.get("scores") is not None:
+                self.add_known(stamp, known["scores"], str(known["gold_id"]))
 
     def _coarsen(self) -> None:
         """Double the bucket width, merging neighbours."""
@@ -216,21 +266,35 @@ class TimeSeries:
             _add_into(target["known"], bucket["known"])
             for name, values in bucket["agreement"].items():
                 _add_into(target["agreement"].setdefault(name, [0.0] * len(values)), values)
+            _merge_questions(target["known_q"], bucket["known_q"])
+            for name, cells in bucket["agreement_q"].items():
+                _merge_questions(target["agreement_q"].setdefault(name, {}), cells)
         self._buckets = merged
 
     def report(self) -> dict[str, Any]:
-        """``{"bucket_s", "buckets": [{"start", "languages", "topics", "answers", "refused",
-        "known", "agreement"}]}``, buckets in time order, ``start`` in Unix seconds;
+        """``{"bucket_s", "quality_partial", "buckets": [{"start", "languages", "topics",
+        "answers", "refused", "known", "agreement", "known_questions",
+        "agreement_questions"}]}``, buckets in time order, ``start`` in Unix seconds;
         ``known``: :data:`KNOWN_FIELDS` → sum (``n`` 0: no scored known question),
-        ``agreement``: candidate → :data:`AGREEMENT_FIELDS` → sum (candidates by name)."""
+        ``agreement``: candidate → :data:`AGREEMENT_FIELDS` → sum (candidates by name);
+        ``known_questions``: gold id → ``[events, hits]``; ``agreement_questions``:
+        candidate → :func:`question_key` → ``[results with an RBO, sum of RBO]`` (keys sorted).
+        ``quality_partial``: the quality of runs on a state older than version 3 was
+        dropped (:meth:`restore`)."""
         return {
             "bucket_s": self.bucket_s,
+            "quality_partial": self.quality_partial,
             "buckets": [
                 {"start": key * self.bucket_s, "languages": dict(b["languages"]),
                  "topics": dict(b["topics"]), "answers": b["answers"], "refused": b["refused"],
                  "known": _sums(b["known"], KNOWN_FIELDS),
                  "agreement": {name: _sums(values, AGREEMENT_FIELDS)
-                               for name, values in sorted(b["agreement"].items())}}
+                               for name, values in sorted(b["agreement"].items())},
+                 "known_questions": {q: [int(n), int(hits)]
+                                     for q, (n, hits) in sorted(b["known_q"].items())},
+                 "agreement_questions": {
+                     name: {q: [int(n), total] for q, (n, total) in sorted(cells.items())}
+                     for name, cells in sorted(b["agreement_q"].items())}}
                 for key, b in sorted(self._buckets.items())
             ],
         }  # fmt: skip

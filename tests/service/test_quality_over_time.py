@@ -14,8 +14,8 @@ import pytest
 from scipy import stats
 
 from service.html.over_time import agreement_over_time, quality_over_time
-from service.jobs.series import TimeSeries
-from service.quality.over_time import agreement_line, known_line, over_time, welch_z_test
+from service.jobs.series import TimeSeries, question_key
+from service.quality.over_time import agreement_line, known_line, over_time, welch_t_test
 from service.shadow.agreement import Agreement
 from service.shadow.runner import ShadowResult
 
@@ -24,12 +24,12 @@ START = datetime(2026, 11, 30, tzinfo=UTC).timestamp()  # a UTC midnight
 
 
 def _result(t: float, candidate: str, rbo: float | None, overlap: float | None,
-            error: str | None = None) -> ShadowResult:  # fmt: skip
+            error: str | None = None, question: str = "q") -> ShadowResult:  # fmt: skip
     agreement = None if error else Agreement(depth=10, shared=0, overlap=overlap, jaccard=None,
                                              rbo=rbo, kendall_tau=None, top1=None,
                                              citation_recall=None)  # fmt: skip
     return ShadowResult(candidate=candidate, event_id=f"e-{t}", timestamp=datetime.fromtimestamp(
-        t, UTC), question="q", language=None, topic=None, channel=None, role=None,
+        t, UTC), question=question, language=None, topic=None, channel=None, role=None,
         production=("p",), ranking=("p",), agreement=agreement, latency_s=0.0, queue_s=0.0,
         attempts=1, error=error)  # fmt: skip
 
@@ -56,6 +56,10 @@ def test_series_sums_known_scores_and_agreement_by_bucket_and_keeps_them() -> No
                                            "n_overlap": 2, "overlap": pytest.approx(1.4),
                                            "overlap_sq": pytest.approx(1.0)}}  # fmt: skip
     assert second["known"]["n"] == 0 and second["agreement"] == {}
+    # per question too: gold row "q" twice, both hit; the question "q" once, RBO 0.9
+    assert first["known_questions"] == {"q": [2, 2]}
+    assert first["agreement_questions"] == {"mine": {question_key("q"): [1, 0.9]}}
+    assert second["known_questions"] == {} and second["agreement_questions"] == {}
     # a checkpoint keeps them; coarsening adds them up
     again = TimeSeries(bucket_s=HOUR, max_buckets=2)
     again.restore(series.state_snapshot())
@@ -63,6 +67,7 @@ def test_series_sums_known_scores_and_agreement_by_bucket_and_keeps_them() -> No
     again.add(START + 3 * HOUR, "en", None, None)  # a third bucket: 2 h wide
     merged = again.report()["buckets"][0]
     assert merged["known"]["n"] == 2 and merged["agreement"]["mine"]["n_overlap"] == 2
+    assert merged["known_questions"] == {"q": [2, 2]}
     # a version-1 snapshot (before quality was kept) restores its counts, with no results
     old = series.state_snapshot()
     old = {**old, "version": 1, "buckets": [row[:5] for row in old["buckets"]]}
@@ -70,6 +75,17 @@ def test_series_sums_known_scores_and_agreement_by_bucket_and_keeps_them() -> No
     v1.restore(old)
     assert [b["answers"] for b in v1.report()["buckets"]] == [0, 0]
     assert all(b["known"]["n"] == 0 and b["agreement"] == {} for b in v1.report()["buckets"])
+    assert v1.report()["quality_partial"] is True and series.report()["quality_partial"] is False
+    # a version-2 snapshot (sums, no questions) drops its quality too, and says so
+    old = series.state_snapshot()
+    old = {**old, "version": 2, "buckets": [row[:7] for row in old["buckets"]]}
+    v2 = TimeSeries(bucket_s=HOUR)
+    v2.restore(old)
+    assert all(b["known"]["n"] == 0 and b["agreement"] == {} for b in v2.report()["buckets"])
+    assert v2.report()["quality_partial"] is True
+    line = known_line(over_time({**v2.report(), "buckets": series.report()["buckets"]}), 10)
+    assert (line or "").startswith("  production over time (only the runs since the state's "
+                                   "upgrade")  # fmt: skip
 
 
 def _trial_days() -> tuple[TimeSeries, list[list[tuple[float, int]]]]:
@@ -86,7 +102,7 @@ def _trial_days() -> tuple[TimeSeries, list[list[tuple[float, int]]]]:
     for d, rows in enumerate(days):
         for i, (recall, hit) in enumerate(rows):
             t = START + d * DAY + 10 * HOUR + i
-            series.add_known(t, {"recall": recall, "hit": hit, "rr": recall})
+            series.add_known(t, {"recall": recall, "hit": hit, "rr": recall}, f"g{i}")
     return series, days
 
 
@@ -103,14 +119,21 @@ def test_the_degraded_day_stands_out_beyond_noise() -> None:
         round(18 / 19, 4), 1.0, round(13 / 35, 4), 1.0, round(39 / 40, 4)]  # fmt: skip
     assert track["all"] == {"n": 138, "recall": pytest.approx((18 + 19 + 13 + 25 + 39) / 138),
                             "hit_rate": pytest.approx(116 / 138),
-                            "mrr": pytest.approx((18 + 19 + 13 + 25 + 39) / 138)}  # fmt: skip
+                            "mrr": pytest.approx((18 + 19 + 13 + 25 + 39) / 138),
+                            "questions": 40}  # fmt: skip
     worst = track["worst"]
-    assert (worst["start"], worst["n"], worst["rest_n"]) == (START + 2 * DAY + 10 * HOUR, 35, 103)
-    assert worst["hit_rate"] == pytest.approx(13 / 35) and worst["rest_hit_rate"] == 1.0
-    # the pooled z-test is the uncorrected chi-square of the 2 x 2 table (expected cells >= 5)
-    chi2 = stats.chi2_contingency([[13, 22], [103, 0]], correction=False)
-    assert worst["test"] == "two-proportion z-test"
-    assert worst["p_value"] == pytest.approx(chi2.pvalue, rel=1e-9)
+    assert (worst["start"], worst["n"]) == (START + 2 * DAY + 10 * HOUR, 35)
+    assert worst["hit_rate"] == pytest.approx(13 / 35)
+    # the question is the unit: day 3 asked g0-g34 once each (g0-g12 hit); the rest of the run
+    # asked g0-g39, every one hit on every other day: 40 questions of hit rate 1
+    inside, rest = [1.0] * 13 + [0.0] * 22, [1.0] * 40
+    assert (worst["questions"], worst["rest_questions"]) == (35, 40)
+    assert worst["question_hit_rate"] == pytest.approx(13 / 35)
+    assert worst["rest_question_hit_rate"] == 1.0
+    welch = stats.ttest_ind(inside, rest, equal_var=False)
+    assert worst["test"] == "Welch t-test on per-question hit rates"
+    assert worst["p_value"] == pytest.approx(welch.pvalue, rel=1e-9)
+    assert track["tested"] == 5
     assert worst["tests"] == 5 and worst["threshold"] == pytest.approx(0.01)
     assert worst["beyond_noise"] is True
     # the Wilson band of 13 of 35
@@ -126,9 +149,9 @@ def test_the_degraded_day_stands_out_beyond_noise() -> None:
     assert known_line(report, 10) == (
         "  production over time (1 h points of >= 10 scored, 5 drawn): worst 2026-12-02 "
         "10:00 UTC + 1 h: hit rate 0.371, recall@10 0.371, MRR 0.371 (n 35) vs 0.841, "
-        "0.826, 0.826 over the run: LOWER beyond noise (two-proportion z-test against the "
-        f"rest, hit rate 1.000 of 103: p {chi2.pvalue:.2g} < 0.05/5, Bonferroni over the "
-        "points drawn)"
+        "0.826, 0.826 over the run: hit rate LOWER beyond noise (Welch t-test on per-question "
+        "hit rates, 0.371 of 35 questions against 1.000 of 40 in the rest of the run: p "
+        f"{welch.pvalue:.2g} < 0.05/5, Bonferroni over the points tested)"
     )
 
 
@@ -138,19 +161,18 @@ def test_a_steady_run_stays_within_noise() -> None:
     for d, n_hit in enumerate(hits):
         for i in range(20):
             hit = int(i < n_hit)
-            series.add_known(START + d * DAY + i * HOUR, {"recall": hit, "hit": hit, "rr": hit})
+            series.add_known(START + d * DAY + i * HOUR, {"recall": hit, "hit": hit, "rr": hit},
+                             f"d{d}-{i}")  # 100 different questions  # fmt: skip
     report = over_time(series.report())
     worst = report["known"]["worst"]
     # one an hour, 00:00-19:00: 12 h points hold 12 and 8, so points of >= 10 hold 60 % of
     # the results (< 80 %); days hold all
     assert report["known"]["bucket_s"] == DAY
     assert (worst["start"], worst["n"]) == (START + 4 * DAY, 20)
-    # an expected cell under 5 (12 misses in all): Fisher's exact test
-    fisher = stats.fisher_exact([[16, 4], [72, 8]])
-    assert worst["test"] == "two-proportion Fisher exact test"
-    assert worst["p_value"] == pytest.approx(fisher.pvalue, rel=1e-9)
+    welch = stats.ttest_ind([1.0] * 16 + [0.0] * 4, [1.0] * 72 + [0.0] * 8, equal_var=False)
+    assert worst["p_value"] == pytest.approx(welch.pvalue, rel=1e-9)
     assert worst["beyond_noise"] is False
-    assert "within noise" in (known_line(report, 10) or "")
+    assert "hit rate within noise" in (known_line(report, 10) or "")
 
 
 def test_agreement_worst_hour_by_welch_z_test_on_the_raw_results() -> None:
@@ -161,44 +183,92 @@ def test_agreement_worst_hour_by_welch_z_test_on_the_raw_results() -> None:
         centre = 0.6 if h == 6 else 0.92
         raw[h] = [float(v) for v in np.clip(rng.normal(centre, 0.05, 30), 0, 1)]
         for i, v in enumerate(raw[h]):
-            series.observe_shadow(_result(START + h * HOUR + i, "mine", v, v))
+            series.observe_shadow(_result(START + h * HOUR + i, "mine", v, v,
+                                          question=f"q {h} {i}"))  # fmt: skip
     report = over_time(series.report())
     track = report["agreement"]["mine"]
     assert track["bucket_s"] == HOUR and len(track["points"]) == 10
     worst = track["worst"]
     assert worst["start"] == START + 6 * HOUR and worst["rbo"] == pytest.approx(np.mean(raw[6]))
     rest = [v for h, values in raw.items() if h != 6 for v in values]
-    z = (np.mean(raw[6]) - np.mean(rest)) / math.sqrt(
-        np.var(raw[6], ddof=1) / 30 + np.var(rest, ddof=1) / 270)  # fmt: skip
-    assert worst["p_value"] == pytest.approx(2 * stats.norm.sf(abs(z)), rel=1e-6)
+    # 300 different questions, each once: the per-question means are the results themselves
+    welch = stats.ttest_ind(raw[6], rest, equal_var=False)
+    assert (worst["questions"], worst["rest_questions"]) == (30, 270)
+    assert worst["p_value"] == pytest.approx(welch.pvalue, rel=1e-6)
     assert worst["beyond_noise"] is True and worst["threshold"] == pytest.approx(0.005)
     line = agreement_line(report, "mine") or ""
     assert line.startswith("  mine over time (1 h points of >= 10 results, 10 drawn): worst "
                            "2026-11-30 06:00 UTC + 1 h: RBO ")  # fmt: skip
-    assert "LOWER beyond noise (Welch z-test against the rest" in line
+    assert "RBO LOWER beyond noise (Welch t-test on per-question mean RBOs, " in line
 
 
 def test_too_few_results_are_not_compared_and_small_points_not_drawn() -> None:
     series = TimeSeries(bucket_s=HOUR)
     for i in range(12):  # 12 scored over 12 days: no width has two points of 10
-        series.add_known(START + i * DAY, {"recall": 1.0, "hit": 1, "rr": 1.0})
+        series.add_known(START + i * DAY, {"recall": 1.0, "hit": 1, "rr": 1.0}, f"g{i}")
     report = over_time(series.report())
     assert report["known"]["worst"] is None
-    assert known_line(report, 5) == ("  production over time: not compared, too few scored (12 "
-                                     "in all; at least 2 points of >= 10 are needed)")  # fmt: skip
+    assert known_line(report, 5) == (
+        "  production over time: not compared: 12 scored of 12 distinct questions in all, 0 "
+        "points of >= 10 distinct questions (2 are needed: one question asked again is not new "
+        "evidence)")  # fmt: skip
     assert over_time({"bucket_s": HOUR, "buckets": []}) == {
-        "min_n": 10, "level": 0.05, "known": None, "agreement": {}}  # fmt: skip
+        "min_n": 10, "level": 0.05, "quality_partial": False, "known": None,
+        "agreement": {}}  # fmt: skip
     with pytest.raises(ValueError):
         over_time({"buckets": []}, min_n=1)
 
 
-def test_welch_z_test_by_hand() -> None:
-    # means 0.5 and 0.7, sample variances 0.02 and 0.03, n 10 and 20: z = -0.2 / sqrt(0.0035)
-    sq1, sq2 = 0.02 * 9 + 10 * 0.25, 0.03 * 19 + 20 * 0.49
-    p = welch_z_test(10, 5.0, sq1, 20, 14.0, sq2)
-    assert p == pytest.approx(2 * stats.norm.sf(0.2 / math.sqrt(0.0035)), rel=1e-9)
+def test_welch_t_test_by_hand() -> None:
+    # means 0.45 and 0.75, sample variances 0.35 / 3 and 0.05 / 5; Welch-Satterthwaite df
+    a, b = [0.1, 0.5, 0.9, 0.3], [0.7, 0.8, 0.9, 0.6, 0.75, 0.75]
+    va, vb = 0.35 / 3, 0.05 / 5  # sums of squared deviations over n - 1
+    se2 = va / 4 + vb / 6
+    df = se2**2 / ((va / 4) ** 2 / 3 + (vb / 6) ** 2 / 5)
+    expected = 2 * stats.t.sf(0.3 / math.sqrt(se2), df)
+    assert welch_t_test(a, b) == pytest.approx(expected, rel=1e-9)
+    assert welch_t_test([1.0, 1.0], [0.0, 0.0]) == 0.0
+    assert welch_t_test([1.0, 1.0], [1.0] * 3) == 1.0
     with pytest.raises(ValueError):
-        welch_z_test(1, 0.5, 0.25, 20, 14.0, sq2)
+        welch_t_test([0.5], b)
+
+
+def test_one_question_asked_again_is_not_new_evidence() -> None:
+    """Review 3, HIGH 1: a steady day of 40 different questions an hour, and one user asking
+    one question 12 times at 03:00 (RBO 0.85 each, the run's mean about 0.94): the events'
+    test said p 7e-59. Counted by question, 03:00 holds one question: not tested."""
+    rng = np.random.default_rng(0)
+    series = TimeSeries(bucket_s=HOUR)
+    for h in range(8, 20):
+        for i, v in enumerate(np.where(rng.random(40) < 0.8, 1.0, rng.uniform(0.5, 0.95, 40))):
+            series.add_agreement(START + h * HOUR + i, "mine", float(v), float(v), f"q{h}-{i}")
+    for i in range(12):
+        series.add_agreement(START + 3 * HOUR + i, "mine", 0.85, 0.85, " Same  QUESTION ")
+    track = over_time(series.report())["agreement"]["mine"]
+    assert track["points"][0]["start"] == START + 3 * HOUR and track["points"][0]["n"] == 12
+    assert track["points"][0]["questions"] == 1  # case and spacing do not make it new
+    assert track["tested"] == 12 and track["worst"]["start"] != START + 3 * HOUR
+    assert track["worst"]["beyond_noise"] is False
+    # hits: a gold row production always misses, asked 10 times in one hour
+    known = TimeSeries(bucket_s=HOUR)
+    for h in range(8, 20):
+        for i in range(10):
+            hit = int(i < 9)
+            known.add_known(START + h * HOUR + i, {"recall": hit, "hit": hit, "rr": hit},
+                            f"g{h}-{i}")  # fmt: skip
+    again = TimeSeries(bucket_s=HOUR)
+    again.restore(known.state_snapshot())
+    for i in range(10):
+        known.add_known(START + 3 * HOUR + i, {"recall": 0.0, "hit": 0, "rr": 0.0}, "missed")
+        # the same misses as 10 different questions are 10 observations: that hour stands out
+        again.add_known(START + 3 * HOUR + i, {"recall": 0.0, "hit": 0, "rr": 0.0}, f"m{i}")
+    one = over_time(known.report())["known"]
+    assert one["worst"]["start"] != START + 3 * HOUR and one["worst"]["beyond_noise"] is False
+    many = over_time(again.report())["known"]["worst"]
+    rest = [1.0] * 108 + [0.0] * 12  # 120 questions of 08:00-19:00, 9 of 10 an hour hit
+    welch = stats.ttest_ind([0.0] * 10, rest, equal_var=False)
+    assert many["start"] == START + 3 * HOUR and many["p_value"] == pytest.approx(welch.pvalue)
+    assert many["beyond_noise"] is True
 
 
 def test_the_html_draws_the_points_and_emphasises_a_bad_day() -> None:
@@ -211,6 +281,8 @@ def test_the_html_draws_the_points_and_emphasises_a_bad_day() -> None:
     assert quality.count("<svg") == 1 and "Points of 1 h (UTC)" in quality
     assert '<p class="warn">production over time (1 h points' in quality
     assert "production: 5 points" in quality  # the table of points, with every n
+    assert "distinct questions" in quality and [p["questions"] for p in report["known"]["points"]
+                                                ] == [19, 19, 35, 25, 40]  # fmt: skip
     agreement = "".join(agreement_over_time(report))
     assert agreement.count("<svg") == 1 and '<p class="muted">mine over time' in agreement
     assert quality_over_time(None, 10) == [] and agreement_over_time({"agreement": {}}) == []

@@ -446,6 +446,16 @@ conditional p and its family (a review: the normal approximation's p was up to ~
 at these sizes; the family was chosen by the current count): only ``drift.terms`` fields and
 the terms alarms' ``p_value``, ``alpha`` and ``terms_tested`` moved (demo: 12 → 57 and 5 → 43
 terms in the family); the same alarms at the same events, with the same rising terms.
+All three rewritten in the thirty-third session (s33-qfix, review 3 HIGH 1: the worst point is
+tested with the question as the unit), checked by a field-by-field diff: added fields only
+(per series bucket ``known_questions`` and ``agreement_questions``; ``quality_partial``; per
+track ``tested`` and ``all.questions``; per point ``questions`` and ``question_hit_rate`` /
+``question_rbo``), and the worst points' tests: demo hybrid the same hour (RBO 0.651, 13
+questions against 0.732 of 1,670) by Welch's t-test on per-question means, p 0.10 → 0.15,
+within noise (54 points tested); demo production 17 scored of 2 questions, still not
+compared; production-shaped 64 scored of 59 questions in one point, still not compared; 20k
+the worst point moves to the one lowest per question (hit rate 0.847 of 157 scored, 119
+questions, against 0.854 of 179; was 0.843 of 102 by events), p 0.75 → 0.87, within noise.
 """
 
 from __future__ import annotations

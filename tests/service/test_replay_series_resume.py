@@ -63,15 +63,17 @@ def test_restore_takes_only_its_own_version_and_bucket_width() -> None:
     again.restore(snapshot)
     assert again.report() == series.report() == {
         "bucket_s": 3600.0,
+        "quality_partial": False,
         "buckets": [{"start": 7200.0, "languages": {"en": 1, "hi": 1},
                      "topics": {"fees": 1, "exams": 1}, "answers": 1, "refused": 1,
                      "known": {"n": 0, "recall": 0.0, "hit": 0, "rr": 0.0, "recall_sq": 0.0,
-                               "rr_sq": 0.0}, "agreement": {}}],
+                               "rr_sq": 0.0}, "agreement": {}, "known_questions": {},
+                     "agreement_questions": {}}],
     }  # fmt: skip
-    for other in ({**snapshot, "version": 3}, None, "x"):
+    for other in ({**snapshot, "version": 4}, None, "x"):
         fresh = TimeSeries(bucket_s=3600)
         fresh.restore(other)
-        assert fresh.report() == {"bucket_s": 3600.0, "buckets": []}
+        assert fresh.report() == {"bucket_s": 3600.0, "quality_partial": False, "buckets": []}
     wider = TimeSeries(bucket_s=60)
     wider.restore(snapshot)
     assert wider.report()["buckets"] == []

@@ -27,7 +27,8 @@ def test_buckets_by_event_time_with_answers_and_refusals() -> None:
     assert first == {"start": 9 * HOUR, "languages": {"und": 1}, "topics": {"und": 1},
                      "answers": 1, "refused": 0, "agreement": {},
                      "known": {"n": 0, "recall": 0.0, "hit": 0, "rr": 0.0, "recall_sq": 0.0,
-                               "rr_sq": 0.0}}  # fmt: skip
+                               "rr_sq": 0.0}, "known_questions": {},
+                     "agreement_questions": {}}  # fmt: skip
     assert second["languages"] == {"en": 1, "hi-Latn": 1} and second["topics"] == {"fees": 2}
     assert (second["answers"], second["refused"]) == (2, 1)
     assert (third["answers"], third["refused"]) == (0, 0)
