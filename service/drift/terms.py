@@ -61,9 +61,9 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, NamedTuple, Self
 
 import numpy as np
@@ -126,12 +126,17 @@ class CmhResult(NamedTuple):
     count_reference: int  # Σ c_k
 
 
-def cmh_test(strata: Iterable[tuple[int, int, int, int]]) -> CmhResult:
+def cmh_test(
+    strata: Iterable[tuple[int, int, int, int]], totals: tuple[int, int] | None = None
+) -> CmhResult:
     """One-sided, continuity-corrected Cochran–Mantel–Haenszel test of a rise (formula and
     sources: module docstring). ``strata``: ``(a, n1, c, n2)`` per stratum — current
     questions with the term ``a`` of ``n1``, reference ones ``c`` of ``n2`` (``0 ≤ a ≤ n1``,
     ``0 ≤ c ≤ n2``). A stratum with ``N < 2`` or one side empty adds nothing to the test (it
-    still counts in the pooled shares). No informative stratum: statistic 0, p 1.
+    still counts in the pooled shares), nor does one with ``a = c = 0`` but its questions:
+    ``totals`` (``(Σ n1_k, Σ n2_k)`` over every stratum, those left out of ``strata`` for
+    having no question with the term included; ``None``: the sums over ``strata``) are what
+    the pooled shares divide by. No informative stratum: statistic 0, p 1.
 
     Raises:
         ValueError: a count is negative or above its total.
@@ -139,6 +144,8 @@ def cmh_test(strata: Iterable[tuple[int, int, int, int]]) -> CmhResult:
     >>> r = cmh_test([(10, 100, 2, 100)])
     >>> round(r.odds_ratio, 3), round(r.p_value, 4)
     (5.444, 0.0188)
+    >>> cmh_test([(10, 100, 2, 100), (0, 50, 0, 50)]) == cmh_test([(10, 100, 2, 100)], (150, 150))
+    True
     """
     num = var = or_num = or_den = 0.0
     a_sum = c_sum = n1_sum = n2_sum = 0
@@ -154,6 +161,8 @@ def cmh_test(strata: Iterable[tuple[int, int, int, int]]) -> CmhResult:
         var += n1 * n2 * m * (total - m) / (total * total * (total - 1))
         or_num += a * (n2 - c) / total
         or_den += (n1 - a) * c / total
+    if totals is not None:
+        n1_sum, n2_sum = totals
     share_cur = a_sum / n1_sum if n1_sum else math.nan
     share_ref = c_sum / n2_sum if n2_sum else math.nan
     odds = or_num / or_den if or_den > 0 else math.inf if or_num > 0 else math.nan
@@ -263,7 +272,7 @@ class _Tally:
     truncating in batches: a sort every ``size`` new terms instead of a scan for the least
     counted at each)."""
 
-    __slots__ = ("_text", "counts", "errors", "floor", "size")
+    __slots__ = ("_text", "counts", "errors", "floor", "holders", "size", "version")
 
     def __init__(self, size: int, counts: dict[str, int] | None = None,
                  errors: dict[str, int] | None = None, floor: int = 0) -> None:  # fmt: skip
@@ -273,6 +282,10 @@ class _Tally:
         self.counts: dict[str, int] = counts if counts is not None else {}
         self.errors: dict[str, int] = errors if errors is not None else {}  # only those > 0
         self._text: str | None = None  # :meth:`text`, until the next add
+        self.version = 0  # :meth:`add` calls so far (a change :class:`_RangeCounts` reads)
+        # term -> how many tallies hold it, shared by the tallies of one store (None: not
+        # kept): :meth:`add` counts the terms it keeps and drops
+        self.holders: dict[str, int] | None = None
 
     @property
     def cells(self) -> dict[str, tuple[int, int]]:
@@ -315,9 +328,21 @@ class _Tally:
     def add(self, terms: Iterable[str]) -> None:
         """Count one question's (distinct) terms."""
         self._text = None
-        counts, floor = self.counts, self.floor
+        self.version += 1
+        counts, floor, holders = self.counts, self.floor, self.holders
         get = counts.get
-        if not floor:
+        if holders is not None:
+            held = holders.get
+            for term in terms:
+                n = get(term)
+                if n is None:
+                    counts[term] = floor + 1
+                    holders[term] = held(term, 0) + 1
+                    if floor:
+                        self.errors[term] = floor
+                else:
+                    counts[term] = n + 1
+        elif not floor:
             for term in terms:
                 counts[term] = get(term, 0) + 1
         else:
@@ -333,9 +358,84 @@ class _Tally:
             self.floor = max(floor, ranked[self.size][1])
             self.counts = dict(ranked[: self.size])
             self.errors = {t: e for t, e in self.errors.items() if t in self.counts}
+            if holders is not None:
+                _release(holders, (term for term, _ in ranked[self.size :]))
+
+
+def _release(holders: dict[str, int], terms: Iterable[str]) -> None:
+    """One holder fewer for each of ``terms`` (a term no tally holds is dropped)."""
+    for term in terms:
+        left = holders[term] - 1
+        if left:
+            holders[term] = left
+        else:
+            del holders[term]
 
 
 _Store = dict[int, dict[str, _Tally]]  # bucket -> language -> tally
+
+
+class _RangeCounts:
+    """Per language, the lower bounds (``count − error``, :meth:`_Tally.lower`) of the
+    terms' counts summed over the buckets ``first..last`` of a store, kept between calls:
+    each call adds the buckets that came into the range or changed since (a tally's
+    :attr:`~_Tally.version`) and takes out those that left or changed, so a test every 5
+    minutes of a 60-bucket window re-reads ~5 buckets, not 60 (the sums are integers: the
+    same as summing every bucket afresh; a term whose sum falls to 0 is dropped)."""
+
+    __slots__ = ("parts", "pooled", "sums")
+
+    def __init__(self) -> None:
+        # (bucket, language) -> (its tally, the tally's version, what it added)
+        self.parts: dict[tuple[int, str], tuple[_Tally, int, dict[str, int]]] = {}
+        self.sums: dict[str, dict[str, int]] = {}  # language -> term -> summed lower bound
+        self.pooled: dict[str, int] = {}  # term -> the sums over the languages
+
+    def update(self, store: _Store, first: int, last: int) -> dict[str, dict[str, int]]:
+        """The sums over the buckets ``first..last`` of ``store`` (language → term → count;
+        no language without a term; :attr:`pooled` holds them summed over the languages). The
+        dicts returned are this object's: read them before the next call, don't change
+        them."""
+        parts, sums, pooled = self.parts, self.sums, self.pooled
+        seen: set[tuple[int, str]] = set()
+        for bucket, by_language in store.items():
+            if not first <= bucket <= last:
+                continue
+            for language, tally in by_language.items():
+                key = (bucket, language)
+                seen.add(key)
+                part = parts.get(key)
+                if part is not None and part[0] is tally and part[1] == tally.version:
+                    continue
+                into = sums.setdefault(language, {})
+                if part is not None:
+                    _subtract(into, part[2])
+                    _subtract(pooled, part[2])
+                added = dict(tally.lower())
+                get, pooled_get = into.get, pooled.get
+                for term, n in added.items():
+                    into[term] = get(term, 0) + n
+                    pooled[term] = pooled_get(term, 0) + n
+                parts[key] = (tally, tally.version, added)
+        for key in [key for key in parts if key not in seen]:
+            added = parts.pop(key)[2]
+            if added:  # (a language whose sums fell to nothing was dropped)
+                _subtract(sums[key[1]], added)
+                _subtract(pooled, added)
+        for language in [language for language, counts in sums.items() if not counts]:
+            del sums[language]
+        return sums
+
+
+def _subtract(into: dict[str, int], counts: Mapping[str, int]) -> None:
+    """``into −= counts`` (each term of ``counts`` is in ``into`` with at least its count),
+    dropping the terms that fall to 0."""
+    for term, n in counts.items():
+        left = into[term] - n
+        if left:
+            into[term] = left
+        else:
+            del into[term]
 
 
 class TermsDriftDetector(_WindowedDetector):
@@ -390,6 +490,9 @@ class TermsDriftDetector(_WindowedDetector):
         self.min_odds_ratio, self.clear_odds_ratio = min_odds_ratio, clear_odds_ratio
         self.min_share_up, self.clear_share_up = min_share_up, clear_share_up
         self._recent: _Store = {}  # the buckets the window retains
+        self._holders: dict[str, int] = {}  # term -> the tallies of _recent that hold it
+        self._current = _RangeCounts()  # the current window's sums (derived, not snapshotted)
+        self._reference_cache: tuple[Any, ...] | None = None  # (:meth:`_frozen_reference`)
         # the frozen baseline's span: one summary per language (its questions' terms), and
         # the span's first bucket they were counted from
         self._base: dict[str, _Tally] = {}
@@ -501,6 +604,8 @@ class TermsDriftDetector(_WindowedDetector):
         tally = by_language.get(language)
         if tally is None:
             tally = by_language[language] = _Tally(self.max_terms)
+            if store is self._recent:
+                tally.holders = self._holders
         return tally
 
     def _prune(self, span: tuple[int, int] | None) -> None:
@@ -515,7 +620,8 @@ class TermsDriftDetector(_WindowedDetector):
             )
             if any(b <= oldest for b in self._recent):
                 for bucket in [b for b in self._recent if b <= oldest]:
-                    del self._recent[bucket]
+                    for tally in self._recent.pop(bucket).values():
+                        _release(self._holders, tally.counts)
         # a new warm-up (its span starts later, or none yet) starts from nothing; a span that
         # moved back (an earlier event of a later-read stream) keeps what it counted: the
         # buckets that left it stay counted, an upper bound still (a rise only harder)
@@ -525,22 +631,20 @@ class TermsDriftDetector(_WindowedDetector):
         self._base_first = first
 
     def _counts(
-        self, store: _Store, first: int, last: int, lower: bool
-    ) -> tuple[dict[str, Counter[str]], dict[str, list[tuple[int, frozenset[str]]]]]:
-        """Per language, the terms' counts over the buckets ``first..last`` of ``store``
-        (``lower``: count − error, else count) and the full tallies' floors with the terms
-        they kept."""
-        counts: dict[str, Counter[str]] = {}
+        self, store: _Store, first: int, last: int
+    ) -> tuple[dict[str, dict[str, int]], dict[str, list[tuple[int, frozenset[str]]]]]:
+        """Per language, the terms' counts (upper bounds) over the buckets ``first..last`` of
+        ``store``, and the full tallies' floors with the terms they kept."""
+        counts: dict[str, dict[str, int]] = {}
         full: dict[str, list[tuple[int, frozenset[str]]]] = {}
         for bucket, by_language in store.items():
             if not first <= bucket <= last:
                 continue
             for language, tally in by_language.items():
-                into = counts.setdefault(language, Counter())
-                if lower:
-                    into.update(tally.lower())
-                else:
-                    into.update(tally.counts)
+                into = counts.setdefault(language, {})
+                get = into.get
+                for term, n in tally.counts.items():
+                    into[term] = get(term, 0) + n
                 floor = tally.floor
                 if floor:
                     full.setdefault(language, []).append((floor, frozenset(tally.counts)))
@@ -555,39 +659,56 @@ class TermsDriftDetector(_WindowedDetector):
         base_range = self._windows.baseline_buckets()
         if current_range is None or base_range is None:  # (a restored legacy baseline)
             return self._empty_report(name, t, n_ref, n_cur)
-        current, _ = self._counts(self._recent, *current_range, lower=True)
+        current = self._current.update(self._recent, *current_range)
         reference: Mapping[str, Mapping[str, int]]
         if self.windows.baseline == "frozen":
-            reference = {language: tally.counts
-                         for language, tally in self._base.items()}  # fmt: skip
-            full = {language: [(tally.floor, frozenset(tally.counts))]
-                    for language, tally in self._base.items() if tally.floor}  # fmt: skip
+            reference, full, ref_total, ref_family = self._frozen_reference()
         else:
-            reference, full = self._counts(self._recent, *base_range, lower=False)
-        pooled: Counter[str] = Counter()
-        for counts in current.values():
-            pooled.update(counts)
+            reference, full = self._counts(self._recent, *base_range)
+            ref_total, ref_family = _totals(reference, self.min_term_questions)
+        pooled = self._current.pooled
         # The family: every term in at least min_term_questions questions of the two windows
         # together (the total says nothing of a rise under the null; choosing by the current
         # count alone picked the tests by their outcome); tested are those of them with that
         # many questions in the current window (the reporting floor), the others cannot alarm.
-        together = Counter(pooled)
-        for ref_counts in reference.values():
-            together.update(ref_counts)
-        family = sum(1 for n in together.values() if n >= self.min_term_questions)
+        least, get = self.min_term_questions, ref_total.get
+        family = len(ref_family) + sum(
+            1 for term, n in pooled.items() if term not in ref_family and n + get(term, 0) >= least
+        )
         tested = sorted(term for term, n in pooled.items() if n >= self.min_term_questions)
+        # per language (sorted): its questions in each window, and per tested term its
+        # questions in each (the reference's with the full tallies' floors of the terms they
+        # did not keep: an upper bound); a stratum where no question of either window has
+        # the term adds nothing to the test (cmh_test, exact_rise_p) but its questions, which
+        # the pooled shares count through ``totals``
+        empty: dict[str, int] = {}
         languages = sorted(set(cur) | set(ref))
+        sizes = [(int(cur.get(language, 0)), int(ref.get(language, 0))) for language in languages]
+        totals = (sum(n1 for n1, _ in sizes), sum(n2 for _, n2 in sizes))
+        a_columns = [
+            [counts.get(term, 0) for term in tested]
+            for counts in (current.get(language, empty) for language in languages)
+        ]
+        c_columns = []
+        for language in languages:
+            counts = reference.get(language, empty)
+            column = [counts.get(term, 0) for term in tested]
+            floors = full.get(language)
+            if floors:
+                column = [c + sum(floor for floor, kept in floors if term not in kept)
+                          for c, term in zip(column, tested, strict=True)]  # fmt: skip
+            c_columns.append(column)
+        a_rows = zip(*a_columns, strict=True) if languages else repeat((), len(tested))
+        c_rows = zip(*c_columns, strict=True) if languages else repeat((), len(tested))
         level = alpha / max(1, family)
         rows: list[tuple[TermChange, bool, bool]] = []
-        for term in tested:
-            strata = []
-            for language in languages:
-                n1, n2 = int(cur.get(language, 0)), int(ref.get(language, 0))
-                c = reference.get(language, {}).get(term, 0)
-                c += sum(floor for floor, kept in full.get(language, ()) if term not in kept)
-                a = current.get(language, Counter()).get(term, 0)
-                strata.append((min(a, n1), n1, min(c, n2), n2))
-            test = cmh_test(strata)
+        for term, a_row, c_row in zip(tested, a_rows, c_rows, strict=True):
+            strata = [
+                (min(a, n1), n1, min(c, n2), n2)
+                for (n1, n2), a, c in zip(sizes, a_row, c_row, strict=True)
+                if a or c
+            ]
+            test = cmh_test(strata, totals)
             up = test.share_current - test.share_reference
             holds = test.odds_ratio >= self.clear_odds_ratio and up >= self.clear_share_up
             if test.p_value < level or holds:  # the normal p is too small here: the exact one
@@ -613,16 +734,36 @@ class TermsDriftDetector(_WindowedDetector):
             held_by_hysteresis=held,
         )  # fmt: skip
 
+    def _frozen_reference(
+        self,
+    ) -> tuple[
+        dict[str, dict[str, int]],
+        dict[str, list[tuple[int, frozenset[str]]]],
+        dict[str, int],
+        frozenset[str],
+    ]:
+        """The frozen baseline's counts per language, its full tallies' floors with the terms
+        they kept, each term's count over the languages and the terms counted at least
+        ``min_term_questions`` times: made again only when a baseline tally changed (during
+        the warm-up; never once the baseline is frozen)."""
+        key = tuple((language, tally, tally.version) for language, tally in self._base.items())
+        cached = self._reference_cache
+        if cached is None or cached[0] != key:
+            reference = {language: tally.counts for language, tally in self._base.items()}
+            full = {language: [(tally.floor, frozenset(tally.counts))]
+                    for language, tally in self._base.items() if tally.floor}  # fmt: skip
+            cached = (key, reference, full, *_totals(reference, self.min_term_questions))
+            self._reference_cache = cached
+        return cached[1], cached[2], cached[3], cached[4]
+
     def _forget_surfaces(self) -> None:
         """Keep the surface forms of the terms the current window's buckets (or the held
         questions) hold only: the terms a test can report (bounded memory)."""
-        kept: set[str] = set()
-        for by_language in self._recent.values():
-            for tally in by_language.values():
-                kept.update(tally.counts)
-        kept.update(term for _, _, terms in self._held for term in terms)
-        if len(kept) < len(self._surfaces):
-            self._surfaces = {t: s for t, s in self._surfaces.items() if t in kept}
+        holders = self._holders
+        held = {term for _, _, terms in self._held for term in terms if term not in holders}
+        if len(holders) + len(held) < len(self._surfaces):
+            self._surfaces = {t: s for t, s in self._surfaces.items()
+                              if t in holders or t in held}  # fmt: skip
 
     def _empty_report(self, name: str, t: float, n_ref: int, n_cur: int) -> TermsDriftReport:
         alpha = self.alpha_per_test(name)
@@ -663,6 +804,13 @@ class TermsDriftDetector(_WindowedDetector):
         super().restore(state)
         terms = state.get("terms") or {}
         self._recent = _store_from_json(terms.get("recent") or {}, self.max_terms)
+        self._holders = {}
+        for by_language in self._recent.values():
+            for tally in by_language.values():
+                tally.holders = self._holders
+                for term in tally.counts:
+                    self._holders[term] = self._holders.get(term, 0) + 1
+        self._current = _RangeCounts()
         self._base = {str(language): _Tally.from_text(self.max_terms, str(text))
                       for language, text in (terms.get("base") or {}).items()}  # fmt: skip
         first = terms.get("base_first")
@@ -671,6 +819,19 @@ class TermsDriftDetector(_WindowedDetector):
         self._held = [(float(t), str(language), tuple(map(str, words)))
                       for t, language, words in terms.get("held") or ()]  # fmt: skip
         return self
+
+
+def _totals(
+    reference: Mapping[str, Mapping[str, int]], least: int
+) -> tuple[dict[str, int], frozenset[str]]:
+    """``({term: its count summed over the languages}, the terms counted at least least
+    times)``."""
+    total: dict[str, int] = {}
+    for counts in reference.values():
+        get = total.get
+        for term, n in counts.items():
+            total[term] = get(term, 0) + n
+    return total, frozenset(term for term, n in total.items() if n >= least)
 
 
 def _find(items: list[tuple[float, str, tuple[str, ...]]], t: float, language: str) -> int | None:
