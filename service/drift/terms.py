@@ -111,7 +111,8 @@ def question_terms(question: str) -> Mapping[str, str]:
     text = _PLACEHOLDER.sub(" ", question) if "<" in question else question
     found = content_words(normalise(text, separators="non_word"))
     return {stem: found[stem] for stem in sorted(found)
-            if len(stem) >= MIN_TERM_LENGTH and not any(c.isdigit() for c in stem)}  # fmt: skip
+            if len(stem) >= MIN_TERM_LENGTH
+            and (stem.isalpha() or not any(c.isdigit() for c in stem))}  # fmt: skip
 
 
 class CmhResult(NamedTuple):

@@ -532,7 +532,9 @@ def content_words(normalised: str) -> dict[str, str]:
     """``{stem: token}`` of a normalised text's content words: :func:`wording`'s ``words``
     with its ``raw`` token each (the same rules, the same result), without the rest of a
     :class:`Wording` — ~4× cheaper per new text, for a caller that reads only the words (the
-    drift stage's rising terms reads every question's).
+    drift stage's rising terms reads every question's). What a token is (its stem, or no
+    content word) is remembered across texts (:data:`_TOKEN_STEMS`), but for the words
+    whose reading depends on the next token (:data:`_WORD_PIECES`) and those of greetings.
 
     >>> from service.text import normalise
     >>> sorted(content_words(normalise("Who played the Doctors in 1963?", separators="non_word")
@@ -541,8 +543,8 @@ def content_words(normalised: str) -> dict[str, str]:
     """
     tokens = normalised.split()
     raw: dict[str, str] = {}
-    plain = normalised.isascii()
     n = len(tokens)
+    known = _TOKEN_STEMS
     i = 0
     while i < n:
         token = tokens[i]
@@ -555,20 +557,49 @@ def content_words(normalised: str) -> dict[str, str]:
             while i < n and len(tokens[i]) == 3 and tokens[i].isdecimal():
                 token += tokens[i]
                 i += 1
-        if not plain:
-            token = _fold(token)
-            if _UNSPACED.search(token):
+        read = known.get(token)
+        if read is None:
+            read = _read_token(token)
+            if read is not _PIECE:
+                if len(known) >= _TOKEN_STEMS_MAX:
+                    known.clear()
+                known[token] = read
+        if read is _PIECE:  # "don quixote", "safe haven": content words; "don t": not
+            if i != n and tokens[i] == "t":
                 continue
-        digits = not token.isalpha() and any(c.isdigit() for c in token)
-        if (_number(token) if digits else NUMBER_WORDS.get(token)) is not None:
-            continue
-        if token in WEAK_NUMBER_WORDS or token in QUESTION_WORDS:
-            continue
-        if token not in FUNCTION_WORDS or (token in _WORD_PIECES and (i == n or tokens[i] != "t")):
-            stem = _stem(token)
-            if token < raw.get(stem, "\U0010ffff"):
-                raw[stem] = token
+            read = (_stem(token), token)
+        if read:
+            stem, word = read
+            if word < raw.get(stem, "\U0010ffff"):
+                raw[stem] = word
     return raw
+
+
+#: What :func:`content_words` read of each token so far: ``(stem, the token accents folded)``
+#: for a content word, ``()`` for none (bounded: emptied at :data:`_TOKEN_STEMS_MAX`).
+_TOKEN_STEMS: dict[str, tuple[str, str] | tuple[()]] = {}
+_TOKEN_STEMS_MAX = 1 << 16
+_PIECE = ("", "")  # a token of _WORD_PIECES: its reading depends on the next token
+
+
+def _read_token(token: str) -> tuple[str, str] | tuple[()]:
+    """What one token (chat spellings applied, numbers joined) is to :func:`content_words`,
+    by :func:`wording`'s rules: ``(stem, token accents folded)`` for a content word, ``()``
+    for none (a number, a function or question word, an unspaced script's run), or
+    :data:`_PIECE` for a word of :data:`_WORD_PIECES`. (An ASCII token is its own fold and
+    holds no unspaced script, so a text's being ASCII changes nothing.)"""
+    if not token.isascii():
+        token = _fold(token)
+        if _UNSPACED.search(token):
+            return ()
+    digits = not token.isalpha() and any(c.isdigit() for c in token)
+    if (_number(token) if digits else NUMBER_WORDS.get(token)) is not None:
+        return ()
+    if token in WEAK_NUMBER_WORDS or token in QUESTION_WORDS:
+        return ()
+    if token not in FUNCTION_WORDS:
+        return (_stem(token), token)
+    return _PIECE if token in _WORD_PIECES else ()
 
 
 def _negated(tokens: list[str]) -> bool:
