@@ -384,13 +384,15 @@ class _RangeCounts:
     minutes of a 60-bucket window re-reads ~5 buckets, not 60 (the sums are integers: the
     same as summing every bucket afresh; a term whose sum falls to 0 is dropped)."""
 
-    __slots__ = ("parts", "pooled", "sums")
+    __slots__ = ("parts", "pooled", "sums", "touched")
 
     def __init__(self) -> None:
         # (bucket, language) -> (its tally, the tally's version, what it added)
         self.parts: dict[tuple[int, str], tuple[_Tally, int, dict[str, int]]] = {}
         self.sums: dict[str, dict[str, int]] = {}  # language -> term -> summed lower bound
         self.pooled: dict[str, int] = {}  # term -> the sums over the languages
+        # the terms whose pooled sum may have changed since the caller last emptied this
+        self.touched: set[str] = set()
 
     def update(self, store: _Store, first: int, last: int) -> dict[str, dict[str, int]]:
         """The sums over the buckets ``first..last`` of ``store`` (language → term → count;
@@ -412,7 +414,9 @@ class _RangeCounts:
                 if part is not None:
                     _subtract(into, part[2])
                     _subtract(pooled, part[2])
+                    self.touched.update(part[2])
                 added = dict(tally.lower())
+                self.touched.update(added)
                 get, pooled_get = into.get, pooled.get
                 for term, n in added.items():
                     into[term] = get(term, 0) + n
@@ -423,6 +427,7 @@ class _RangeCounts:
             if added:  # (a language whose sums fell to nothing was dropped)
                 _subtract(sums[key[1]], added)
                 _subtract(pooled, added)
+                self.touched.update(added)
         for language in [language for language, counts in sums.items() if not counts]:
             del sums[language]
         return sums
@@ -494,6 +499,9 @@ class TermsDriftDetector(_WindowedDetector):
         self._holders: dict[str, int] = {}  # term -> the tallies of _recent that hold it
         self._current = _RangeCounts()  # the current window's sums (derived, not snapshotted)
         self._reference_cache: tuple[Any, ...] | None = None  # (:meth:`_frozen_reference`)
+        # (the reference totals they were counted against, the terms tested, the terms of
+        # the family below min_term_questions in the baseline alone): kept between tests
+        self._family_state: tuple[dict[str, int], set[str], set[str]] | None = None
         # the frozen baseline's span: one summary per language (its questions' terms), and
         # the span's first bucket they were counted from
         self._base: dict[str, _Tally] = {}
@@ -673,10 +681,28 @@ class TermsDriftDetector(_WindowedDetector):
         # count alone picked the tests by their outcome); tested are those of them with that
         # many questions in the current window (the reporting floor), the others cannot alarm.
         least, get = self.min_term_questions, ref_total.get
-        family = len(ref_family) + sum(
-            1 for term, n in pooled.items() if term not in ref_family and n + get(term, 0) >= least
-        )
-        tested = sorted(term for term, n in pooled.items() if n >= self.min_term_questions)
+        kept = self._family_state
+        touched = self._current.touched
+        if kept is None or kept[0] is not ref_total:  # (a new baseline: counted afresh)
+            tested_set = {term for term, n in pooled.items() if n >= least}
+            extra = {term for term, n in pooled.items()
+                     if term not in ref_family and n + get(term, 0) >= least}  # fmt: skip
+        else:  # only the terms whose current count changed since the last test
+            tested_set, extra = kept[1], kept[2]
+            for term in touched:
+                n = pooled.get(term, 0)
+                if n >= least:
+                    tested_set.add(term)
+                else:
+                    tested_set.discard(term)
+                if term not in ref_family and n + get(term, 0) >= least:
+                    extra.add(term)
+                else:
+                    extra.discard(term)
+        touched.clear()
+        self._family_state = (ref_total, tested_set, extra)
+        family = len(ref_family) + len(extra)
+        tested = sorted(tested_set)
         # per language (sorted): its questions in each window, and per tested term its
         # questions in each (the reference's with the full tallies' floors of the terms they
         # did not keep: an upper bound); a stratum where no question of either window has

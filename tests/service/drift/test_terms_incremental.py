@@ -12,7 +12,10 @@ every update compares them with the definitions, computed from the buckets by br
   where positive (the Space-Saving lower bound), no zero entries, no empty language;
 * ``pooled[term]`` = Σ over the languages of ``sums``;
 * ``holders[term]`` = the number of (bucket, language) summaries of the recent store whose
-  kept terms include ``term``.
+  kept terms include ``term``;
+* as of the last test, the terms tested (pooled ≥ ``min_term_questions``) and the family's
+  terms the baseline alone does not put in it (below ``min_term_questions`` there, at least
+  that with the current window's).
 """
 
 from __future__ import annotations
@@ -50,9 +53,16 @@ def _brute_holders(det: TermsDriftDetector) -> dict[str, int]:
     return dict(holders)
 
 
-def _check(det: TermsDriftDetector) -> bool:
-    """Compare; True when the current window had a range to sum (a test could run)."""
+def _check(det: TermsDriftDetector, tested_since: bool) -> bool:
+    """Compare; True when the current window had a range to sum (a test could run).
+    ``tested_since``: a test ran since the last check (so the sums are as it read them)."""
     assert det._holders == _brute_holders(det)
+    if tested_since and det._family_state is not None:  # as of the last test
+        ref_total, tested, extra = det._family_state
+        pooled, least = det._current.pooled, det.min_term_questions
+        assert tested == {t for t, n in pooled.items() if n >= least}
+        assert extra == {t for t, n in pooled.items()
+                         if ref_total.get(t, 0) < least <= n + ref_total.get(t, 0)}  # fmt: skip
     if det._windows.window.bucket_range(det.windows.window_s) is None:
         return False
     sums = det._current.update(det._recent, *det._windows.window.bucket_range(det.windows.window_s))
@@ -73,6 +83,8 @@ def _stream(seed: int, n: int) -> list[tuple[float, str, dict[str, str]]]:
             t -= rnd.uniform(60, 300)
         language = rnd.choice(["en", "en", "en", "es", "hi"])
         words = rnd.sample(WORDS, rnd.randint(0, 4))
+        if rnd.random() < 0.3:  # a rare word (200 of them): in and out of the family
+            words.append(f"rare{rnd.randrange(200)}")
         rows.append((t, language, {w: w for w in words}))
     return rows
 
@@ -88,21 +100,29 @@ def _detector() -> TermsDriftDetector:
 def test_kept_sums_equal_the_sums_made_afresh() -> None:
     det = _detector()
     rows = _stream(7, 2400)
-    checked = truncated = 0
+    checked = truncated = tests = 0
+    extras: list[set[str]] = []
     for start in range(0, len(rows), 37):
         chunk = rows[start : start + 37]
         det.update_many([(language, terms) for _, language, terms in chunk],
                         [t for t, _, _ in chunk])  # fmt: skip
-        checked += _check(det)
+        checked += _check(det, det.n_tests > tests)
+        tests = det.n_tests
         truncated += any(t.floor for by in det._recent.values() for t in by.values())
-    # the stream really exercised the paths: summaries truncated, buckets left, tests ran
+        state = det._family_state
+        extras.append(set() if state is None else set(state[2]))
+    # the stream really exercised the paths: summaries truncated, buckets left, tests ran,
+    # terms came into the family by the current window's count alone and left it
     assert truncated >= 50 and checked >= 50
+    assert any(a - b for a, b in zip(extras, extras[1:], strict=False))
+    assert any(b - a for a, b in zip(extras, extras[1:], strict=False))
     assert det.n_tests >= 20
 
 
 def test_kept_sums_survive_a_restore() -> None:
     det = _detector()
     rows = _stream(11, 2400)
+    tests = 0
     for start in range(0, len(rows), 53):
         chunk = rows[start : start + 53]
         det.update_many([(language, terms) for _, language, terms in chunk],
@@ -111,5 +131,7 @@ def test_kept_sums_survive_a_restore() -> None:
             state = det.snapshot()
             det = _detector().restore(state)
             assert det._holders == _brute_holders(det)
-        _check(det)
+            tests = -1  # (the restored detector's sums are made afresh at its first test)
+        _check(det, det.n_tests > tests)
+        tests = det.n_tests
     assert det.n_tests >= 20
