@@ -328,39 +328,46 @@ class _Tally:
 
     def add(self, terms: Iterable[str]) -> None:
         """Count one question's (distinct) terms."""
+        self.add_many((terms,))
+
+    def add_many(self, questions: Iterable[Iterable[str]]) -> None:
+        """Count some questions' (distinct) terms, one question after the other (the same as
+        :meth:`add` for each in turn: a truncation follows the question that overflows)."""
         self._text = None
-        self.version += 1
-        counts, floor, holders = self.counts, self.floor, self.holders
-        get = counts.get
-        if holders is not None:
-            held = holders.get
-            for term in terms:
-                n = get(term)
-                if n is None:
-                    counts[term] = floor + 1
-                    holders[term] = held(term, 0) + 1
-                    if floor:
-                        self.errors[term] = floor
-                else:
-                    counts[term] = n + 1
-        elif not floor:
-            for term in terms:
-                counts[term] = get(term, 0) + 1
-        else:
-            for term in terms:
-                n = get(term)
-                if n is None:
-                    counts[term] = floor + 1
-                    self.errors[term] = floor
-                else:
-                    counts[term] = n + 1
-        if len(counts) > 2 * self.size:
-            ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-            self.floor = max(floor, ranked[self.size][1])
-            self.counts = dict(ranked[: self.size])
-            self.errors = {t: e for t, e in self.errors.items() if t in self.counts}
-            if holders is not None:
-                _release(holders, (term for term, _ in ranked[self.size :]))
+        holders, errors, limit = self.holders, self.errors, 2 * self.size
+        held = holders.get if holders is not None else None
+        for terms in questions:
+            self.version += 1
+            counts, floor = self.counts, self.floor
+            get = counts.get
+            if held is not None:
+                for term in terms:
+                    n = get(term)
+                    if n is None:
+                        counts[term] = floor + 1
+                        holders[term] = held(term, 0) + 1  # type: ignore[index]
+                        if floor:
+                            errors[term] = floor
+                    else:
+                        counts[term] = n + 1
+            elif not floor:
+                for term in terms:
+                    counts[term] = get(term, 0) + 1
+            else:
+                for term in terms:
+                    n = get(term)
+                    if n is None:
+                        counts[term] = floor + 1
+                        errors[term] = floor
+                    else:
+                        counts[term] = n + 1
+            if len(counts) > limit:
+                ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+                self.floor = max(floor, ranked[self.size][1])
+                self.counts = dict(ranked[: self.size])
+                self.errors = errors = {t: e for t, e in errors.items() if t in self.counts}
+                if holders is not None:
+                    _release(holders, (term for term, _ in ranked[self.size :]))
 
 
 def _release(holders: dict[str, int], terms: Iterable[str]) -> None:
@@ -595,8 +602,11 @@ class TermsDriftDetector(_WindowedDetector):
         old = w.last_too_old_mask.tolist() if len(w.last_too_old_mask) else []
         too_old = [(stamps[k], languages[k], self._batch[i])
                    for k, i in enumerate(part) if old and old[k]]  # fmt: skip
+        groups: dict[tuple[int, str], list[tuple[str, ...]]] = {}  # (in order of first use)
         for t, language, terms in added:
-            self._tally(self._recent, math.floor(t / bucket_s), language).add(terms)
+            groups.setdefault((math.floor(t / bucket_s), language), []).append(terms)
+        for (bucket, language), many in groups.items():
+            self._tally(self._recent, bucket, language).add_many(many)
         span = self._windows.warmup_buckets()
         if span is not None:
             first, last = span
