@@ -1599,6 +1599,12 @@ class EmbeddingScope:
             cols = [np.maximum(sims[:, self.gold_answerable].max(axis=1), -1.0),
                     np.maximum(sims[:, ~self.gold_answerable].max(axis=1), -1.0)]  # fmt: skip
         else:
+            # three float32 products, each against its own rows as they are: one product
+            # against the stacked rows, or against C-contiguous transposed copies (~5-10 %
+            # less time), gives other last bits at some batch sizes, as OpenBLAS picks its
+            # kernels by shape (of 527 batches of 1-500 production-shaped questions, stacked:
+            # 77 differed on two threads, and some from 2 questions on one; transposed: 91
+            # on one thread), so the verdicts would no longer be the same bits
             answerable, unanswerable = self._gold_groups()
             cols = [nearest_similarity(vectors, answerable),
                     nearest_similarity(vectors, unanswerable)]  # fmt: skip
