@@ -1599,6 +1599,12 @@ class EmbeddingScope:
             cols = [np.maximum(sims[:, self.gold_answerable].max(axis=1), -1.0),
                     np.maximum(sims[:, ~self.gold_answerable].max(axis=1), -1.0)]  # fmt: skip
         else:
+            # three float32 products, each against its own rows as they are: one product
+            # against the stacked rows, or against C-contiguous transposed copies (~5-10 %
+            # less time), gives other last bits at some batch sizes, as OpenBLAS picks its
+            # kernels by shape (of 527 batches of 1-500 production-shaped questions, stacked:
+            # 77 differed on two threads, and some from 2 questions on one; transposed: 91
+            # on one thread), so the verdicts would no longer be the same bits
             answerable, unanswerable = self._gold_groups()
             cols = [nearest_similarity(vectors, answerable),
                     nearest_similarity(vectors, unanswerable)]  # fmt: skip
@@ -1648,6 +1654,8 @@ class EmbeddingScope:
         retriever_scores: Sequence[float | None] | None = None,
         languages: Sequence[str | None] | None = None,
         cutoffs: np.ndarray | None = None,
+        *,
+        retrieve: Callable[[list[str]], Sequence[float | None]] | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(probability in scope, off-corpus)`` per question, shapes ``(n,)``: the
         probability (:meth:`score`, 0 where off-corpus) and whether the question is outside
@@ -1655,32 +1663,52 @@ class EmbeddingScope:
         its language ``languages`` (:meth:`cutoffs`; ``None``: by its script). ``cutoffs``:
         :meth:`cutoffs` of these questions and languages when the caller has them already.
 
+        ``retrieve`` (in place of ``retriever_scores``): gives the retriever's best score of
+        each question it is given (one per question, in order), and is given only the
+        questions inside the support, in order (none: not called). An off-corpus question's
+        probability is 0 whatever its score, so its retrieval is skipped (about a third of
+        the production-shaped benchmark's distinct questions); the others' probabilities are
+        the same bits as with every score given, as each row's probability is computed from
+        its own features alone (elementwise, and a row's product with the coefficients).
+
         Raises:
-            ValueError: as :meth:`score`, or ``cutoffs`` is not one per question.
+            ValueError: as :meth:`score`, or ``cutoffs`` is not one per question, or both
+                ``retriever_scores`` and ``retrieve`` are given, or ``retrieve`` returned
+                another number of scores than questions.
         """
         if cutoffs is not None and len(cutoffs) != len(questions):
             raise ValueError(f"{len(cutoffs)} cutoffs for {len(questions)} questions")
-        if self.reads_retriever and (
-            retriever_scores is None or len(retriever_scores) != len(questions)
-        ):
+        if retrieve is not None and retriever_scores is not None:
+            raise ValueError("give either retriever_scores or retrieve, not both")
+        given = retrieve is not None or (
+            retriever_scores is not None and len(retriever_scores) == len(questions)
+        )
+        if self.reads_retriever and not given:
             raise ValueError("this detector needs one retriever score per question")
         if not questions:
             return np.zeros(0), np.zeros(0, dtype=bool)
         texts = list(questions)
         vectors = self.embedder.embed(texts)
-        every = self._features(vectors, retriever_scores)
+        every = self._features(vectors, retriever_scores)  # retrieve: ``missing_score`` first
         memo = getattr(self.embedder, "nearest", None)
         if isinstance(memo, NearestMemo):  # the topic stage's novelty check reads them
             memo.remember(self.gold_vectors, texts, np.maximum(every[:, 0], every[:, 1]))
+        if cutoffs is None:
+            cutoffs = self.cutoffs(questions, languages)
+        off = support_similarity(every, self.use_corpus) < cutoffs - SUPPORT_TOLERANCE
+        if retrieve is not None and self.use_retriever:  # the retriever column is the last
+            inside = np.flatnonzero(~off).tolist()
+            if inside:
+                found = retrieve([texts[i] for i in inside])
+                if len(found) != len(inside):
+                    raise ValueError(f"{len(found)} retriever scores for {len(inside)} questions")
+                every[inside, -1] = [self.missing_score if s is None else s for s in found]
         features = every[:, self.columns]
         model = self.model
         if isinstance(model, PickledEstimator):
             proba = model.probability_in_scope(features)
         else:
             proba = probability_in_scope(model, features)
-        if cutoffs is None:
-            cutoffs = self.cutoffs(questions, languages)
-        off = support_similarity(every, self.use_corpus) < cutoffs - SUPPORT_TOLERANCE
         proba[off] = 0.0
         return proba, off
 

@@ -224,9 +224,21 @@ class EmbeddingScopeStage(StatelessStage):
         self.calibrated = rebuilt.calibrated
 
     def _retriever_scores(self, questions: list[str]) -> list[float | None] | None:
-        retriever = self.retriever
-        if retriever is None or not self.detector.reads_retriever:
+        """The built-in retriever's best score per question (remembered in ``cache``), or
+        ``None`` when the detector does not read it (the retriever is not run)."""
+        if self.retriever is None or not self.detector.reads_retriever:
             return None  # the chosen features leave the retriever's score out: not run
+        return self._best_scores(questions)
+
+    def _best_scores(self, questions: list[str]) -> list[float | None]:
+        """The built-in retriever's best score per question, remembered in ``cache``.
+
+        Raises:
+            ValueError: the stage has no retriever.
+        """
+        retriever = self.retriever
+        if retriever is None:
+            raise ValueError("the stage has no retriever")
         fast = getattr(retriever, "best_scores", None)
 
         def best(batch: list[str]) -> list[float | None]:
@@ -247,9 +259,11 @@ class EmbeddingScopeStage(StatelessStage):
         questions = [question for _, question in pairs]
         languages: list[str | None] = [language or None for language, _ in pairs]
         cutoffs = self.detector.cutoffs(questions, languages)
-        proba, off = self.detector.score_support(
-            questions, self._retriever_scores(questions), languages, cutoffs
-        )
+        if self.retriever is None or not self.detector.reads_retriever:
+            proba, off = self.detector.score_support(questions, None, languages, cutoffs)
+        else:  # retrieved for the questions inside the detector's support only
+            proba, off = self.detector.score_support(questions, None, languages, cutoffs,
+                                                     retrieve=self._best_scores)  # fmt: skip
         judged = np.isfinite(cutoffs)
         known = self.known.verdicts(questions) if self.known else [(None, None)] * len(proba)
         gold_languages = self.detector.gold_languages()

@@ -350,6 +350,41 @@ def test_a_retriever_the_chosen_features_read_is_run() -> None:
         det.score(["live"])
 
 
+def test_an_off_corpus_question_is_not_retrieved() -> None:
+    # As above, the retriever's score alone is read; "far" is orthogonal to every gold
+    # question (support similarity 0, below the cutoff 1): off-corpus, probability 0 whatever
+    # its score, so the stage never retrieves it. The others keep the very same bits.
+    questions, _ = _gold([0] * 6, [0] * 6)
+    table = {q.question: [1.0, 0.0] for q in questions}
+    table |= {"live": [1.0, 0.0], "low": [1.0, 0.0], "far": [0.0, 1.0]}
+    scores = [9.0, 9.2, 9.4, 9.6, 9.8, 10.0, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0]
+    det = EmbeddingScope(TableEmbedder(table), questions, retriever_scores=scores,
+                         retriever="bm25", n_boot=0)  # fmt: skip
+    assert det.reads_retriever
+    asked = ["live", "far", "low"]
+    full = det.score_support(asked, [9.5, 7.0, 1.5])
+    assert full[1].tolist() == [False, True, False] and full[0][1] == 0.0
+    given: list[list[str]] = []
+
+    def retrieve(texts: list[str]) -> list[float | None]:
+        given.append(texts)
+        return [{"live": 9.5, "low": 1.5}[t] for t in texts]
+
+    lazy = det.score_support(asked, retrieve=retrieve)
+    assert given == [["live", "low"]]
+    assert lazy[0].tolist() == full[0].tolist() and lazy[1].tolist() == full[1].tolist()
+    retriever = _RecordingRetriever({"live": 9.5, "low": 1.5})
+    got = _stage_scores(EmbeddingScopeStage(det, retriever), asked)  # type: ignore[arg-type]
+    assert retriever.calls == [["live", "low"]]
+    assert got == full[0].tolist()
+    given.clear()
+    assert det.score_support(["far"], retrieve=retrieve)[0].tolist() == [0.0] and not given
+    with pytest.raises(ValueError, match="not both"):
+        det.score_support(asked, [9.5, 7.0, 1.5], retrieve=retrieve)
+    with pytest.raises(ValueError, match="1 retriever scores for 2 questions"):
+        det.score_support(asked, retrieve=lambda texts: [1.0])
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_probability_in_scope_is_predict_proba_to_the_bit(seed: int) -> None:
     # The reference is scikit-learn's own predict_proba on the same fitted pipeline; the
