@@ -389,24 +389,47 @@ class _RangeCounts:
     each call adds the buckets that came into the range or changed since (a tally's
     :attr:`~_Tally.version`) and takes out those that left or changed, so a test every 5
     minutes of a 60-bucket window re-reads ~5 buckets, not 60 (the sums are integers: the
-    same as summing every bucket afresh; a term whose sum falls to 0 is dropped)."""
+    same as summing every bucket afresh; a term whose sum falls to 0 is dropped).
+
+    What a bucket added is kept (a copy) only while the bucket may still change (its events
+    within the window's allowed lateness: ``keep_from``); an older bucket's is read back from
+    its tally, unchanged, when it leaves — so the copies cost a few buckets' memory, not the
+    window's. Should an older bucket change all the same, the sums are made afresh."""
 
     __slots__ = ("parts", "pooled", "sums", "touched")
 
     def __init__(self) -> None:
-        # (bucket, language) -> (its tally, the tally's version, what it added)
-        self.parts: dict[tuple[int, str], tuple[_Tally, int, dict[str, int]]] = {}
+        # (bucket, language) -> (its tally, the tally's version, what it added: a copy, or
+        # None once the bucket is older than keep_from: then the tally's lower bounds)
+        self.parts: dict[tuple[int, str], tuple[_Tally, int, dict[str, int] | None]] = {}
         self.sums: dict[str, dict[str, int]] = {}  # language -> term -> summed lower bound
         self.pooled: dict[str, int] = {}  # term -> the sums over the languages
         # the terms whose pooled sum may have changed since the caller last emptied this
         self.touched: set[str] = set()
 
-    def update(self, store: _Store, first: int, last: int) -> dict[str, dict[str, int]]:
+    def update(
+        self, store: _Store, first: int, last: int, keep_from: int | None = None
+    ) -> dict[str, dict[str, int]]:
         """The sums over the buckets ``first..last`` of ``store`` (language → term → count;
         no language without a term; :attr:`pooled` holds them summed over the languages). The
         dicts returned are this object's: read them before the next call, don't change
-        them."""
-        parts, sums, pooled = self.parts, self.sums, self.pooled
+        them. ``keep_from``: the oldest bucket that may still change (``None``: any may)."""
+        if not self._update(store, first, last):
+            self.touched.update(self.pooled)  # made afresh: every term may have changed
+            self.parts, self.sums, self.pooled = {}, {}, {}
+            self._update(store, first, last)
+        if keep_from is not None:
+            parts = self.parts
+            for key in [key for key, part in parts.items()
+                        if key[0] < keep_from and part[2] is not None]:  # fmt: skip
+                tally, version, _ = parts[key]
+                parts[key] = (tally, version, None)
+        return self.sums
+
+    def _update(self, store: _Store, first: int, last: int) -> bool:
+        """:meth:`update`'s sums; False (the sums left half done) when a bucket whose copy
+        was let go changed since."""
+        parts, sums, pooled, touched = self.parts, self.sums, self.pooled, self.touched
         seen: set[tuple[int, str]] = set()
         for bucket, by_language in store.items():
             if not first <= bucket <= last:
@@ -419,25 +442,33 @@ class _RangeCounts:
                     continue
                 into = sums.setdefault(language, {})
                 if part is not None:
+                    if part[2] is None:
+                        return False
                     _subtract(into, part[2])
                     _subtract(pooled, part[2])
-                    self.touched.update(part[2])
+                    touched.update(part[2])
                 added = dict(tally.lower())
-                self.touched.update(added)
+                touched.update(added)
                 get, pooled_get = into.get, pooled.get
                 for term, n in added.items():
                     into[term] = get(term, 0) + n
                     pooled[term] = pooled_get(term, 0) + n
                 parts[key] = (tally, tally.version, added)
         for key in [key for key in parts if key not in seen]:
-            added = parts.pop(key)[2]
-            if added:  # (a language whose sums fell to nothing was dropped)
-                _subtract(sums[key[1]], added)
-                _subtract(pooled, added)
-                self.touched.update(added)
+            tally, version, copy = parts.pop(key)
+            if copy is None:
+                if tally.version != version:
+                    return False
+                gone = tally.lower()
+            else:
+                gone = copy
+            if gone:  # (a language whose sums fell to nothing was dropped)
+                _subtract(sums[key[1]], gone)
+                _subtract(pooled, gone)
+                touched.update(gone)
         for language in [language for language, counts in sums.items() if not counts]:
             del sums[language]
-        return sums
+        return True
 
 
 def _subtract(into: dict[str, int], counts: Mapping[str, int]) -> None:
@@ -678,7 +709,11 @@ class TermsDriftDetector(_WindowedDetector):
         base_range = self._windows.baseline_buckets()
         if current_range is None or base_range is None:  # (a restored legacy baseline)
             return self._empty_report(name, t, n_ref, n_cur)
-        current = self._current.update(self._recent, *current_range)
+        # the buckets a late event may still reach (the allowed lateness behind the newest)
+        lateness = math.ceil(self.windows.allowed_lateness_s / self.windows.bucket_s)
+        current = self._current.update(
+            self._recent, *current_range, current_range[1] - lateness - 1
+        )
         reference: Mapping[str, Mapping[str, int]]
         if self.windows.baseline == "frozen":
             reference, full, ref_total, ref_family = self._frozen_reference()

@@ -135,3 +135,30 @@ def test_kept_sums_survive_a_restore() -> None:
         _check(det, det.n_tests > tests)
         tests = det.n_tests
     assert det.n_tests >= 20
+
+
+def test_a_bucket_past_its_lateness_keeps_no_copy_and_a_change_to_it_is_still_counted() -> None:
+    from service.drift.terms import _RangeCounts, _Tally
+
+    store: dict[int, dict[str, _Tally]] = {}
+    for bucket in range(10):
+        for language, words in (("en", ("alpha", "beta")), ("es", ("gamma",))):
+            tally = store.setdefault(bucket, {}).setdefault(language, _Tally(4))
+            tally.add(words[: 1 + bucket % 2])
+    sums = _RangeCounts()
+    # by hand: en alpha in every bucket (10), beta in the odd ones (5); es gamma 10
+    assert sums.update(store, 0, 9, keep_from=7) == {"en": {"alpha": 10, "beta": 5},
+                                                      "es": {"gamma": 10}}  # fmt: skip
+    # buckets 0..6 keep no copy; 7..9 do
+    assert [key[0] for key, part in sums.parts.items() if part[2] is not None] == [7, 7, 8, 8, 9, 9]
+    # a bucket leaving without a change: its tally's own counts are taken out
+    assert sums.update(store, 1, 9, keep_from=7) == {"en": {"alpha": 9, "beta": 5},
+                                                      "es": {"gamma": 9}}  # fmt: skip
+    # an old bucket (2) changed all the same, and one replaced (3): counted afresh
+    store[2]["en"].add(("delta",))
+    store[3]["es"] = _Tally(4)
+    store[3]["es"].add(("gamma", "eps"))
+    assert sums.update(store, 1, 9, keep_from=7) == {"en": {"alpha": 9, "beta": 5, "delta": 1},
+                                                      "es": {"gamma": 9, "eps": 1}}  # fmt: skip
+    assert sums.pooled == {"alpha": 9, "beta": 5, "delta": 1, "gamma": 9, "eps": 1}
+    assert {"delta", "eps"} <= sums.touched
