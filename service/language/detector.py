@@ -582,11 +582,15 @@ class LanguageDetector:
             # language: on so few letters mostly a name or loanword ("Was ist das
             # Engineering News-Record?": de leads ist/das, langdetect says en 1.0)
             return leader, True
-        if label in expected and (
-            not self._dominant or (level != CONTRADICTED and self._cached_confident(key, label))
-        ):
+        if label in expected and not self._dominant:
             return label, False
-        return self._cached_prior(key, expected, label), False
+        prior_label = self._cached_prior(key, expected, label)
+        if label in expected and level != CONTRADICTED and prior_label != label:
+            # label when langdetect is confident of it, else the prior's: langdetect runs
+            # only when they differ (the prior of a text whose script's dominant language
+            # is label, or of a script without one, is label: no run; _answer relies on it)
+            return (label if self._cached_confident(key, label) else prior_label), False
+        return prior_label, False
 
     def excluded_language(self, text: str, label: str) -> str | None:
         """The left-out language (:attr:`excluded`) that ``text`` reads as, though this
@@ -935,7 +939,9 @@ class LanguageDetector:
         if leader is not None and leader in preferred:
             return leader, True
         if label in preferred and level != CONTRADICTED:
-            return None  # asks whether langdetect is confident of it
+            # asks whether langdetect is confident of it (then label, else the prior's
+            # label, dominant): only when that is another language
+            return (label, False) if label == dominant else None
         return dominant, False
 
     def _decided(
