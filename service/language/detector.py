@@ -886,7 +886,7 @@ class LanguageDetector:
         questions; English questions whose function words lead by less than 1) the
         language stage asked the backend 11,669 times before, 4,946 with answers settled,
         2,450 with labels settled (:meth:`detect`, as the stage asks), the same labels
-        (``tests/service/test_language_settled.py``, ``test_language_skips.py``); 1,717
+        (``tests/service/test_language_settled.py``, ``test_language_skips.py``); 1,781
         once :meth:`_answer` also settles what :meth:`_confident` cannot change (the
         dominant language itself, or fewer than :data:`CONFIDENT_LETTERS` letters).
         """
