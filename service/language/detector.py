@@ -582,11 +582,15 @@ class LanguageDetector:
             # language: on so few letters mostly a name or loanword ("Was ist das
             # Engineering News-Record?": de leads ist/das, langdetect says en 1.0)
             return leader, True
-        if label in expected and (
-            not self._dominant or (level != CONTRADICTED and self._cached_confident(key, label))
-        ):
+        if label in expected and not self._dominant:
             return label, False
-        return self._cached_prior(key, expected, label), False
+        prior_label = self._cached_prior(key, expected, label)
+        if label in expected and level != CONTRADICTED and prior_label != label:
+            # label when langdetect is confident of it, else the prior's: langdetect runs
+            # only when they differ (the prior of a text whose script's dominant language
+            # is label, or of a script without one, is label: no run; _answer relies on it)
+            return (label if self._cached_confident(key, label) else prior_label), False
+        return prior_label, False
 
     def excluded_language(self, text: str, label: str) -> str | None:
         """The left-out language (:attr:`excluded`) that ``text`` reads as, though this
@@ -882,7 +886,9 @@ class LanguageDetector:
         questions; English questions whose function words lead by less than 1) the
         language stage asked the backend 11,669 times before, 4,946 with answers settled,
         2,450 with labels settled (:meth:`detect`, as the stage asks), the same labels
-        (``tests/service/test_language_settled.py``, ``test_language_skips.py``).
+        (``tests/service/test_language_settled.py``, ``test_language_skips.py``); 1,781
+        once :meth:`_answer` also settles what :meth:`_confident` cannot change (the
+        dominant language itself, or fewer than :data:`CONFIDENT_LETTERS` letters).
         """
         preferred = self.config.preferred
         dominant = self._dominant.get(script)
@@ -892,6 +898,8 @@ class LanguageDetector:
         if first <= 0.0:  # no evidence: langdetect alone decides
             return None
         reach = first - 1.0 - 1e-9  # a language whose evidence is below it cannot win
+        # _confident's letters: _detect's (the same count of the same stripped text)
+        confident = letters >= CONFIDENT_LETTERS
         answer: tuple[str, bool] | None = None
         settled: tuple[str, int, str | None] | None = None
         shared: tuple[int, str | None] | None = None  # the level and leader of no evidence
@@ -911,7 +919,7 @@ class LanguageDetector:
                     level = self._support(letters, lang, own, cues, words)
                     shared = (level, self._leader(level, lang, own, words))
                 level, leader = shared
-            found = self._answer(lang, level, leader, preferred, dominant)
+            found = self._answer(lang, level, leader, preferred, dominant, confident)
             if found is None:
                 return None
             if answer is None:
@@ -922,20 +930,31 @@ class LanguageDetector:
 
     @staticmethod
     def _answer(
-        label: str, level: int, leader: str | None, preferred: tuple[str, ...], dominant: str
+        label: str,
+        level: int,
+        leader: str | None,
+        preferred: tuple[str, ...],
+        dominant: str,
+        confident: bool = True,
     ) -> tuple[str, bool] | None:
         """What :meth:`detect_with_support` answers for the :meth:`_detect` result
         ``(label, level, leader)``, with expected languages ``preferred`` and a text whose
         script's dominant language is ``dominant``, or ``None`` where it would ask
-        langdetect (:meth:`_confident`)."""
+        langdetect (:meth:`_confident`) and its answer may change the result. ``confident``
+        False: the text has fewer than :data:`CONFIDENT_LETTERS` letters, so
+        :meth:`_confident` is False without asking (then the prior's label, ``dominant``)."""
         if level == STRONG:
             return label, True
         if level == SUPPORTED:
-            return (label, True) if label in preferred else None
+            if label in preferred:
+                return label, True
+            return None if confident else (dominant, False)
         if leader is not None and leader in preferred:
             return leader, True
         if label in preferred and level != CONTRADICTED:
-            return None  # asks whether langdetect is confident of it
+            # label when langdetect is confident of it, else the prior's label, dominant:
+            # asked only when that is another language and langdetect may be confident
+            return (dominant, False) if label == dominant or not confident else None
         return dominant, False
 
     def _decided(

@@ -309,9 +309,12 @@ _STRONG = re.compile(
     r"|(?:i\s+am|i['’]m)\s+called|the\s+name\s+(?:is|i\s+go\s+by\s+is)|my\s+names)))"
     rf"\s+[\"“']?{_TITLED_ANY}{_NAME_ANY}"
 )
+#: :data:`_BEFORE`'s cue alone, searched for first (its very pattern: a text without a
+#: match of it has no match of :data:`_BEFORE`).
+_BEFORE_CUE = re.compile(r"(?i:is\s+my\s+(?:real\s+)?name)")
 #: ``jason is my name``: the name before the cue, at the start of a clause.
 _BEFORE = re.compile(
-    rf"(?<![\w\u0900-\u0dff])(?P<n>{_WORD}(?:{_GAP}{_WORD})?)\s+(?i:is\s+my\s+(?:real\s+)?name)"
+    rf"(?<![\w\u0900-\u0dff])(?P<n>{_WORD}(?:{_GAP}{_WORD})?)\s+{_BEFORE_CUE.pattern}"
     r"(?![\w'’])"
 )
 _WEAK = re.compile(
@@ -651,10 +654,13 @@ def find_names(text: str, checked: bool = False) -> Iterator[tuple[int, int]]:
             end = end_of(m)
             if end is not None:
                 spans.append((_start(m), end))
-    for m in _BEFORE.finditer(text):
-        span = _before_span(m)
-        if span is not None:
-            spans.append(span)
+    # _BEFORE tries every word of the text (~26 µs a question through the gate): only when
+    # its cue, the same pattern, is in the text (a search: ~1 µs)
+    if _BEFORE_CUE.search(text) is not None:
+        for m in _BEFORE.finditer(text):
+            span = _before_span(m)
+            if span is not None:
+                spans.append(span)
     for m in _SIGNOFF.finditer(text):
         if m.group("signed") is None or _clause_start(text, m.start()):
             spans.append((_start(m), m.end("n")))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+from collections.abc import Callable
 
 from service.pii.detectors import _plain_identifier
 from service.pii.scrub import _MEMO_SIZE, _memo, scrub
@@ -111,6 +112,13 @@ class Pseudonymiser:
         """As calling it, remembered (up to ``memo_size`` identifiers, then afresh; about
         0.13 KB each, ``benchmarks.bench_memory``)."""
         return _memo(self._memo, identifier, self, self._memo_size)
+
+    @property
+    def peek(self) -> Callable[[str], str | None]:
+        """``identifier -> str | None``: :meth:`memoised`'s remembered pseudonym of
+        ``identifier`` (``None``: not remembered), changing nothing. A batch's loop binds it
+        once: one C-level look-up per identifier, no Python call."""
+        return self._memo.get
 
     @property
     def remembered(self) -> int:
