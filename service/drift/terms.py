@@ -751,8 +751,8 @@ class TermsDriftDetector(_WindowedDetector):
         # per language (sorted): its questions in each window, and per tested term its
         # questions in each (the reference's with the full tallies' floors of the terms they
         # did not keep: an upper bound); a stratum where no question of either window has
-        # the term adds nothing to the test (cmh_test, exact_rise_p) but its questions, which
-        # the pooled shares count through ``totals``
+        # the term adds nothing to cmh_test but its questions, which the pooled shares count
+        # through ``totals`` (the exact p, rarely needed, is taken over every stratum)
         empty: dict[str, int] = {}
         languages = sorted(set(cur) | set(ref))
         sizes = [(int(cur.get(language, 0)), int(ref.get(language, 0))) for language in languages]
@@ -784,7 +784,12 @@ class TermsDriftDetector(_WindowedDetector):
             up = test.share_current - test.share_reference
             holds = test.odds_ratio >= self.clear_odds_ratio and up >= self.clear_share_up
             if test.p_value < level or holds:  # the normal p is too small here: the exact one
-                test = test._replace(p_value=exact_rise_p(strata))
+                # over every stratum: scipy's pmf of a stratum with a = c = 0 is not always
+                # exactly 1 (hypergeom.pmf(0, 10, 0, 1) = 1 − 2⁻⁵³), so leaving those out
+                # would move the p in its last bits
+                every = [(min(a, n1), n1, min(c, n2), n2)
+                         for (n1, n2), a, c in zip(sizes, a_row, c_row, strict=True)]  # fmt: skip
+                test = test._replace(p_value=exact_rise_p(every))
             alarm = (test.p_value < level and test.odds_ratio >= self.min_odds_ratio
                      and up >= self.min_share_up)  # fmt: skip
             change = TermChange(term, self._surfaces.get(term, term), test.share_current,

@@ -567,7 +567,8 @@ def content_words(normalised: str) -> dict[str, str]:
         if read is _PIECE:  # "don quixote", "safe haven": content words; "don t": not
             if i != n and tokens[i] == "t":
                 continue
-            read = (_stem(token), token)
+            word = _fold(token)  # ("dón" is "don", as wording reads it)
+            read = (_stem(word), word)
         if read:
             stem, word = read
             if word < raw.get(stem, "\U0010ffff"):

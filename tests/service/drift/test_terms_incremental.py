@@ -23,7 +23,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from service.drift.terms import TermsDriftDetector
+from service.drift.terms import TermsDriftDetector, exact_rise_p
 from service.drift.windows import WindowConfig
 
 T0 = 1_790_000_040.0
@@ -162,3 +162,33 @@ def test_a_bucket_past_its_lateness_keeps_no_copy_and_a_change_to_it_is_still_co
                                                       "es": {"gamma": 9, "eps": 1}}  # fmt: skip
     assert sums.pooled == {"alpha": 9, "beta": 5, "delta": 1, "gamma": 9, "eps": 1}
     assert {"delta", "eps"} <= sums.touched
+
+
+def test_exact_p_counts_the_languages_without_the_term() -> None:
+    """The exact p of a term is taken over every language's stratum, those where neither
+    window has the term included: scipy's hypergeometric pmf of such a stratum is not always
+    exactly 1 (``hypergeom.pmf(0, 10, 0, 1)`` is 1 − 2⁻⁵³), so leaving it out moved the p in
+    its last bits (a review of the thirty-fourth session's rising-terms speed-up found it:
+    0.0021032127092407197 here, where the test before it gave …192)."""
+    config = WindowConfig(window_s=600, bucket_s=60, warmup_s=600, reference_window_s=600,
+                          test_every_s=600, allowed_lateness_s=0, max_ahead_s=1e9,
+                          ahead_confirm=1)  # fmt: skip
+    det = TermsDriftDetector(windows=config, min_count=1, min_reference_count=1,
+                             min_term_questions=1)  # fmt: skip
+    t0 = 1_790_000_400.0  # a multiple of 600: the baseline is t0..t0+600, tested at t0+1200
+    rows: list[tuple[float, str, dict[str, str]]] = []
+    # baseline: Spanish 30 questions, 1 with "bolsa"; English 9, none with it
+    rows += [(t0 + 10 + 10 * k, "es", {"bolsa": "bolsa", "hola": "hola"} if k == 0
+              else {"hola": "hola"}) for k in range(30)]  # fmt: skip
+    rows += [(t0 + 15 + 10 * k, "en", {}) for k in range(9)]
+    # current window: Spanish 21 questions, 8 with it; English 1, without it
+    rows += [(t0 + 700 + 5 * k, "es", {"bolsa": "bolsa", "hola": "hola"} if k < 8
+              else {"hola": "hola"}) for k in range(20)]  # fmt: skip
+    rows += [(t0 + 705, "en", {})]
+    rows.sort(key=lambda row: row[0])
+    rows += [(t0 + 1210, "es", {"hola": "hola"})]
+    det.update_many([(language, terms) for _, language, terms in rows],
+                    [t for t, _, _ in rows])  # fmt: skip
+    report = det.reports["baseline"]
+    assert (report.n_reference, report.n_current, report.terms_tested) == (39, 22, 2)
+    assert report.p_value == exact_rise_p([(8, 21, 1, 30), (0, 1, 0, 9)])
