@@ -1665,7 +1665,8 @@ class EmbeddingScope:
 
         ``retrieve`` (in place of ``retriever_scores``): gives the retriever's best score of
         each question it is given (one per question, in order), and is given only the
-        questions inside the support, in order (none: not called). An off-corpus question's
+        questions inside the support, in order (none, or a model that does not read the
+        retriever's score (:attr:`reads_retriever`): not called). An off-corpus question's
         probability is 0 whatever its score, so its retrieval is skipped (about a third of
         the production-shaped benchmark's distinct questions); the others' probabilities are
         the same bits as with every score given, as each row's probability is computed from
@@ -1696,7 +1697,7 @@ class EmbeddingScope:
         if cutoffs is None:
             cutoffs = self.cutoffs(questions, languages)
         off = support_similarity(every, self.use_corpus) < cutoffs - SUPPORT_TOLERANCE
-        if retrieve is not None and self.use_retriever:  # the retriever column is the last
+        if retrieve is not None and self.reads_retriever:  # its column is the last
             inside = np.flatnonzero(~off).tolist()
             if inside:
                 found = retrieve([texts[i] for i in inside])
