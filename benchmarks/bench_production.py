@@ -487,13 +487,21 @@ def cold_caches() -> None:
     next build loads it again, in start-up) and harvest's normalised-text memo. Without it,
     the second and later replays of one process found the log's ~16,000 question vectors
     cached (topic 44-46 µs/event in a first replay, 14.6 in a later one; the per-stage table
-    and the medians of ``--repeats`` above 1 came from warm replays)."""
+    and the medians of ``--repeats`` above 1 came from warm replays). Since the thirty-fourth
+    session also the rising terms' question memo, :func:`~service.text.wording.wording`'s and
+    ``content_words``' token memo (without them, the timed replay after the medians' found
+    the drift stage's content words of the log known)."""
+    from service.drift import terms
     from service.embeddings import model
     from service.harvest import suggestion
+    from service.text import wording
 
     with model._SHARED_LOCK:
         model._SHARED.clear()
     suggestion._normalised.cache_clear()
+    terms.question_terms.cache_clear()
+    wording.wording.cache_clear()
+    getattr(wording, "_TOKEN_STEMS", {}).clear()  # (absent before the thirty-fourth session)
 
 
 def _timed(fn: Callable[..., Any], totals: dict[str, float], key: str) -> Callable[..., Any]:
