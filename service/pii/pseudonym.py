@@ -116,8 +116,8 @@ class Pseudonymiser:
     @property
     def peek(self) -> Callable[[str], str | None]:
         """``identifier -> str | None``: :meth:`memoised`'s remembered pseudonym of
-        ``identifier`` (``None``: not remembered), changing nothing. A batch's loop binds it
-        once: one C-level look-up per identifier, no Python call."""
+        ``identifier`` (``None``: not remembered), changing nothing (a C-level look-up, like
+        :meth:`~service.pii.scrub.ScrubMemo.peek`)."""
         return self._memo.get
 
     @property
