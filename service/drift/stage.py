@@ -54,13 +54,16 @@ from service.pipeline import Batch
 CATEGORICAL = ("language", "topic")
 RATES = {"refusal": "refused", "out_of_scope": "out_of_scope"}
 TERMS = "terms"
+#: The annotation of a question the topic stage gave no topic: no gold row is written in its
+#: language (:class:`service.topics.stage.TopicStage`); it is in no topic share.
+UNJUDGED_TOPIC = "topic_unjudged_language"
 #: The dimensions whose Bonferroni shares split ``alpha`` (``terms`` has one more share of its
 #: own, so adding it moved none of these levels).
 SHARED = (*CATEGORICAL, *RATES)
 DIMENSIONS = (*SHARED, TERMS)
 MAX_ALARMS = 100
 #: What a dimension's windows count (the unit of an ``insufficient_data`` reason).
-UNITS = {"language": "questions", "topic": "questions", "refusal": "answers",
+UNITS = {"language": "questions", "topic": "questions given a topic", "refusal": "answers",
          "out_of_scope": "scored questions", TERMS: "questions"}  # fmt: skip
 #: Where the windows and ``min_count`` are set (``analytics.drift`` of the configuration).
 SETTINGS = "analytics.drift"
@@ -120,6 +123,17 @@ def _columns(
         _Column(dim, list(map(str, [notes.get(dim) or "und" for notes in annotations])), None)
         for dim in CATEGORICAL
     ]
+    # a question the topic stage did not judge (no gold row in its language) is in no topic
+    # share: its topic is not "und", it is not known (service.topics.stage.TopicStage)
+    unjudged = [i for i, notes in enumerate(annotations) if notes.get(UNJUDGED_TOPIC)]
+    if unjudged:
+        skip = set(unjudged)
+        rows = [i for i in range(len(annotations)) if i not in skip]
+        topics = columns[1].values
+        if rows:
+            columns[1] = _Column("topic", [topics[i] for i in rows], rows)
+        else:
+            del columns[1]
     for dim, key in RATES.items():
         rows = [i for i, notes in enumerate(annotations) if notes.get(key) is not None]
         if rows:
@@ -506,7 +520,7 @@ class DriftStage:
                                       watermarks=wm, tests=tests, checks=feed.checks)  # fmt: skip
             logs[dim] = [(after if rows is None else rows[after - 1] + 1, reports)
                          for after, reports in tests]  # fmt: skip
-            if rows is None and dim in self.live_counts:
+            if dim in self.live_counts:  # (values: of the column's rows)
                 self.live_counts[dim].update(values)
         late, future = self._kept_out_counter.kept_out_masks()
         starts = [0, *ends[:-1]]  # each chunk's late and future events
@@ -558,6 +572,8 @@ class DriftStage:
             else:
                 detectors[dim].update_many(values, [stamps[i] for i in rows], now,
                                            _pick(streams, rows))  # fmt: skip
+                if dim in self.live_counts:
+                    self.live_counts[dim].update(values)
         after = (window.late, window.future, window.ahead)
         self._pending_kept_out["late"] += after[0] - before[0]
         self._pending_kept_out["future"] += after[1] - before[1]

@@ -50,6 +50,7 @@ from service.language.quality import agreement_text
 from service.shadow.stage import FEW_RESULTS
 from service.topics.model import NOVEL
 from service.topics.quality import agreement_text as topic_agreement_text
+from service.topics.quality import no_gold_rows_text as topic_no_gold_rows_text
 
 #: Categories drawn per dimension; the rest are summed under ``other``.
 TOP_CATEGORIES = 12
@@ -152,7 +153,9 @@ def analytics_sections(
                 drift,
                 analytics.get("topic_labels"),
                 analytics.get("novelty"),
-                note=topic_note(analytics.get("topic_quality")),
+                note=topic_note(
+                    analytics.get("topic_quality"), analytics.get("topic_no_gold_rows_by_language")
+                ),
             ),
             drift_section(
                 drift, series, {"out_of_scope": (analytics.get("out_of_scope") or {}).get("off")}
@@ -170,13 +173,19 @@ def analytics_sections(
     return parts
 
 
-def topic_note(quality: Mapping[str, Any] | None) -> str | None:
+def topic_note(quality: Mapping[str, Any] | None,
+               no_gold_rows: Mapping[str, int] | None = None) -> str | None:  # fmt: skip
     """The topics section's note: the topic assignment's held-out agreement with the gold
     labels per language (:func:`service.topics.quality.agreement_text` of
-    :func:`service.runtime.reports.topic_quality_report`), ``None`` without a topic model."""
+    :func:`service.runtime.reports.topic_quality_report`), then the live questions given no
+    topic as no gold row is written in their language (``no_gold_rows``,
+    :func:`service.topics.quality.no_gold_rows_text`); ``None`` without a topic model."""
     if quality is None:
         return None
-    return topic_agreement_text(quality.get("agreement"), bool(quality.get("supervised"))) + "."
+    note = topic_agreement_text(quality.get("agreement"), bool(quality.get("supervised"))) + "."
+    if lacking := topic_no_gold_rows_text(no_gold_rows or {}):
+        note += f" {lacking[0].upper()}{lacking[1:]}."
+    return note
 
 
 def share_rows(

@@ -114,6 +114,7 @@ from service.state import StateStore
 from service.telemetry import build_metrics
 from service.topics.model import NOVEL
 from service.topics.quality import agreement_text as topic_agreement_text
+from service.topics.quality import no_gold_rows_text as topic_no_gold_rows_text
 
 
 class ReplayReport(LiveReports):
@@ -419,7 +420,6 @@ def render_text(doc: ReplayReport) -> str:
         lines += [line] if line else []
     if not analytics:
         return "\n".join(lines + harvest_lines(doc.get("gold_candidates")))
-    total = sum(analytics["languages"].values()) or 1
     langs = _language_shares(analytics["languages"])
     names = analytics.get("topic_labels") or {}
     novelty = analytics.get("novelty") or {}
@@ -432,7 +432,9 @@ def render_text(doc: ReplayReport) -> str:
         caveat[NOVEL] = f" (novelty detector {quality_text(novelty['quality'], 'novelty')})"
     ranked = list(analytics["topics"].items())
     listed = ranked[:6] + [(k, v) for k, v in ranked[6:] if k == NOVEL]  # novel always shown
-    topics = "; ".join(f"{names.get(k, k)} {v / total:.0%}{caveat.get(k, '')}"
+    # shares of the questions given a topic (one in a language without gold rows is given none)
+    judged = sum(analytics["topics"].values()) or 1
+    topics = "; ".join(f"{names.get(k, k)} {v / judged:.0%}{caveat.get(k, '')}"
                        for k, v in listed)  # fmt: skip
     if len(ranked) > len(listed):
         topics += f"; {len(ranked) - len(listed)} more in the JSON report"
@@ -464,6 +466,8 @@ def render_text(doc: ReplayReport) -> str:
     if (topic_quality := analytics.get("topic_quality")) is not None:  # a topic model
         agreement = topic_agreement_text(topic_quality["agreement"], topic_quality["supervised"])
         lines.append(f"  {agreement}")
+    if no_topic := topic_no_gold_rows_text(analytics.get("topic_no_gold_rows_by_language") or {}):
+        lines.append(f"  {no_topic}")
     if refusals["rate"] is not None:
         lines.append(f"refusals: {refusals['refused']}/{refusals['answers']} "
                      f"({refusals['rate']:.1%}; {refusals['method']})")  # fmt: skip

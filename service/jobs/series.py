@@ -230,14 +230,16 @@ class TimeSeries:
         return label
 
     def add(self, timestamp: float, language: str | None, topic: str | None,
-            refused: bool | None) -> None:  # fmt: skip
-        """Count one event (Unix seconds; ``refused`` ``None``: no answer); a non-finite
-        timestamp is ignored."""
+            refused: bool | None, topic_judged: bool = True) -> None:  # fmt: skip
+        """Count one event (Unix seconds; ``refused`` ``None``: no answer; ``topic_judged``
+        false: the topic stage gave it no topic, no gold row being written in its language,
+        so it is in no topic's count); a non-finite timestamp is ignored."""
         if not math.isfinite(timestamp):
             return
         bucket = self._bucket(timestamp)
         bucket["languages"][self._label("languages", language)] += 1
-        bucket["topics"][self._label("topics", topic)] += 1
+        if topic_judged:
+            bucket["topics"][self._label("topics", topic)] += 1
         if refused is not None:
             bucket["answers"] += 1
             bucket["refused"] += int(refused)
@@ -245,10 +247,12 @@ class TimeSeries:
     def add_batch(self, timestamps: Sequence[float], annotations: Sequence[Mapping[str, Any]]
                   ) -> None:  # fmt: skip
         """Count a batch: ``annotations[i]`` gives ``language_label`` (else ``language``),
-        ``topic``, ``refused`` and ``known`` (its production ``scores``, when scored)."""
+        ``topic`` (none counted with ``topic_unjudged_language``), ``refused`` and ``known``
+        (its production ``scores``, when scored)."""
         for stamp, notes in zip(timestamps, annotations, strict=True):
             language = notes.get("language_label", notes.get("language"))
-            self.add(stamp, language, notes.get("topic"), notes.get("refused"))
+            self.add(stamp, language, notes.get("topic"), notes.get("refused"),
+                     notes.get("topic_unjudged_language") is not True)  # fmt: skip
             known = notes.get("known") or {}
             if known.get("scores") is not None:
                 self.add_known(stamp, known["scores"], str(known["gold_id"]))

@@ -33,7 +33,9 @@ Counting rules (one per event, from the annotations the analytics stages left):
   rule's cutoffs are), ``off_corpus`` events, ``not_judged`` events (scored for scope but not
   judged by the off-corpus rule: ``off_corpus_judged`` false — their language and script have
   no cutoff) and ``no_gold_rows`` events (given no out-of-scope verdict at all, as no gold
-  row is written in their language: ``scope_unjudged_language``).
+  row is written in their language: ``scope_unjudged_language``), and ``topic_no_gold_rows``
+  events (given no topic for the same reason: ``topic_unjudged_language``,
+  :class:`~service.topics.stage.TopicStage`; totals kept before it start it empty).
 
 :func:`count_annotations` is the one place these rules are written; the telemetry counts
 the same way through it.
@@ -51,7 +53,7 @@ from service.pipeline import Batch
 __all__ = ["FLAGS", "AnnotationTotals", "count_annotations"]
 
 #: The per-language counts :class:`AnnotationTotals` keeps.
-BY_LANGUAGE = ("off_corpus", "not_judged", "no_gold_rows")
+BY_LANGUAGE = ("off_corpus", "not_judged", "no_gold_rows", "topic_no_gold_rows")
 
 #: The per-event flags counted, in report order.
 FLAGS = ("answers", "refusals", "scope_scored", "out_of_scope", "over_refusals",
@@ -127,7 +129,7 @@ class AnnotationTotals:
     def __init__(self) -> None:
         self.flags: Counter[str] = Counter(dict.fromkeys(FLAGS, 0))
         self.pii: Counter[str] = Counter()
-        #: ``{"off_corpus": {language: n}, "not_judged": {language: n}}``
+        #: ``{kind: {language: n}}`` for each kind of :data:`BY_LANGUAGE`
         self.by_language: dict[str, Counter[str]] = {k: Counter() for k in BY_LANGUAGE}
         #: the out-of-scope detector counting now (``None``: none named)
         self.detector: str | None = None
@@ -151,11 +153,13 @@ class AnnotationTotals:
         self.pii.update(pii)
         off, not_judged = self.by_language["off_corpus"], self.by_language["not_judged"]
         no_gold = self.by_language["no_gold_rows"]
+        no_topic = self.by_language["topic_no_gold_rows"]
         for notes in batch.annotations:
             get = notes.get
             is_off, unjudged = get("off_corpus") is True, get("off_corpus_judged") is False
             lacking = get("scope_unjudged_language") is True
-            if not (is_off or unjudged or lacking):  # most events: no language to fold
+            topic_lacking = get("topic_unjudged_language") is True
+            if not (is_off or unjudged or lacking or topic_lacking):  # most events: none
                 continue
             language = language_key(str(get("language") or "und"))
             if is_off:
@@ -164,6 +168,8 @@ class AnnotationTotals:
                 not_judged[language] += 1
             if lacking:
                 no_gold[language] += 1
+            if topic_lacking:
+                no_topic[language] += 1
 
     def state_snapshot(self) -> Any:
         """The totals, JSON-able."""

@@ -355,6 +355,18 @@ def _memo_topics(memo: Memo, embedder: Embedder, gold: GoldSet, passages: Sequen
     return TopicModel(state, version, embedder)
 
 
+def gold_language_keys(language_counts: Mapping[str, int]) -> frozenset[str]:
+    """The language keys (:func:`~service.language.tags.language_key`) of the gold set's
+    language counts (:func:`_language_counts`: each row's ``language``, else the detector's
+    reading), ``und`` left out: the languages the topic stage judges
+    (:class:`~service.topics.stage.TopicStage`).
+
+    >>> sorted(gold_language_keys({"en-US": 3, "hi-Latn": 2, "und": 1}))
+    ['en', 'hi-Latn']
+    """
+    return frozenset(key for key in map(language_key, language_counts) if key != UNDETERMINED)
+
+
 def _language_counts(gold: GoldSet, detector: LanguageDetector) -> dict[str, int]:
     rows = list(gold)
     missing = [q.question for q in rows if not q.language]
@@ -659,7 +671,9 @@ def build_analytics(
     # after the out-of-scope stage, whose nearest gold similarities its novelty check takes
     # (service.embeddings.nearest); neither reads the other's annotations
     if model is not None:  # else no topics: nothing of the user's to fit them on
-        stages.append(TopicStage(model, config.question_cache_size))
+        # a question in a language no gold row is written in gets no topic (TopicStage)
+        judged = gold_language_keys(language_counts) if len(gold) else None
+        stages.append(TopicStage(model, config.question_cache_size, judged))
     gold_counts: dict[str, dict[str, int]] = {}
     if len(gold):  # no gold set: no reference comparisons, the baseline only
         topic_counts: dict[str, int] = {}
@@ -958,6 +972,8 @@ def apply_gold_references(
         if isinstance(stage, TopicStage) and model is not None:
             stage.model = model
             stage.cache.clear()
+        if isinstance(stage, TopicStage) and "language" in counts:
+            stage.gold_languages = gold_language_keys(counts["language"])
     if analytics.drift is not None:
         analytics.drift.set_gold_counts(counts)
     analytics.gold_counts = {**analytics.gold_counts, **counts}

@@ -157,6 +157,9 @@ class AnalyticsReport(TypedDict):
     #: (:func:`service.language.excluded.excluded_report`); absent when none is left out
     language_candidates: NotRequired[dict[str, Any]]
     topics: dict[str, int]
+    #: live questions given no topic, per language: no gold row is written in their language
+    #: (:class:`~service.topics.stage.TopicStage`); they are in no ``topics`` count
+    topic_no_gold_rows_by_language: dict[str, int]
     topic_labels: dict[str, str]
     #: the topic assignment's held-out agreement with the gold labels per language
     #: (:func:`topic_quality_report`), ``None`` without a topic model
@@ -261,6 +264,8 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
                                                   drift.live_counts["language"]),
         "language_quality": live.analytics.language_quality,
         "topics": dict(drift.live_counts["topic"].most_common()),
+        "topic_no_gold_rows_by_language": dict(
+            totals.by_language["topic_no_gold_rows"].most_common()),
         "topic_labels": dict(live.analytics.topic_descriptions),
         "topic_quality": topic_quality_report(live.analytics),
         "refusals": {"answers": answers, "refused": refused,

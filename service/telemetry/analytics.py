@@ -44,7 +44,9 @@ class AnalyticsMetrics:
     ============================================ ======= ===============================
     goldwatch_pii_scrubbed_total                 counter type
     goldwatch_questions_by_language_total        counter language (allow-list + other)
-    goldwatch_questions_by_topic_total           counter topic (model topics + novel)
+    goldwatch_questions_by_topic_total           counter topic (model topics + novel); a
+                                                         question given no topic (no gold
+                                                         row in its language) is in none
     goldwatch_questions_excluded_language_total  counter language (allow-list + other): the
                                                          left-out language a question reads
                                                          as (narrowed candidates only)
@@ -155,6 +157,8 @@ class AnalyticsMetrics:
                 value = get("language_label", get("language"))
                 raw_languages[value] = raw_languages.get(value, 0) + 1
                 value = get("topic")
+                if value is None and get("topic_unjudged_language") is True:
+                    continue  # given no topic (no gold row in its language): in no topic
                 raw_topics[value] = raw_topics.get(value, 0) + 1
         except TypeError:  # unhashable
             raw_languages, raw_topics = {}, {}
@@ -162,6 +166,8 @@ class AnalyticsMetrics:
                 language = bounded_label(notes.get("language_label", notes.get("language")),
                                          self.language_labels)  # fmt: skip
                 raw_languages[language] = raw_languages.get(language, 0) + 1
+                if notes.get("topic") is None and notes.get("topic_unjudged_language") is True:
+                    continue
                 topic = bounded_label(notes.get("topic"), self.topic_labels)
                 raw_topics[topic] = raw_topics.get(topic, 0) + 1
         languages: dict[str, int] = {}

@@ -24,7 +24,7 @@ from typing import Any
 
 from service.coverage import wilson_bounds
 
-__all__ = ["agreement_text", "language_bias", "topic_agreement"]
+__all__ = ["agreement_text", "language_bias", "no_gold_rows_text", "topic_agreement"]
 
 #: Why an unsupervised model has no agreement figure.
 UNSUPERVISED = "unsupervised topics: no gold label to agree with"
@@ -139,3 +139,23 @@ def agreement_text(quality: Mapping[str, Any] | None, supervised: bool = True) -
             f"gold questions ({quality['share']:.1%} [{quality['low']:.1%}, "
             f"{quality['high']:.1%}])")  # fmt: skip
     return f"{text}: {per}" if per else text
+
+
+def no_gold_rows_text(lacking: Mapping[str, int]) -> str:
+    """The live questions given no topic because no gold row is written in their language
+    (``lacking``: ``{language: n}``, the analytics report's ``topic_no_gold_rows_by_language``,
+    :class:`~service.topics.stage.TopicStage`), most first; empty when none.
+
+    >>> print(no_gold_rows_text({"es": 311, "de": 273}))  # doctest: +NORMALIZE_WHITESPACE
+    584 questions given no topic: no gold row is written in their language (es 311, de 273);
+    the topic shares, novelty and topic drift leave them out; add gold rows in it to judge them
+    >>> no_gold_rows_text({})
+    ''
+    """
+    if not lacking:
+        return ""
+    n = sum(lacking.values())
+    named = ", ".join(f"{k} {v}" for k, v in sorted(lacking.items(), key=lambda kv: -kv[1]))
+    return (f"{n} question{'s' if n != 1 else ''} given no topic: no gold row is written in "
+            f"their language ({named}); the topic shares, novelty and topic drift leave them "
+            "out; add gold rows in it to judge them")  # fmt: skip

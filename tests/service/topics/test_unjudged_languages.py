@@ -1,0 +1,243 @@
+"""A question in a language no gold row is written in gets no topic (trial 16, MEDIUM 1): the
+topic stage leaves it unassigned and marks it, the drift stage leaves it out of the topic
+shares, the totals count it per language, the metrics and the report's time series count it
+under no topic. (The end-to-end check on real XQuAD data:
+``tests/acceptance/test_topics_unjudged_language_real_data.py``.)"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from service.drift.stage import DriftStage
+from service.events import QueryLogEvent
+from service.jobs.series import TimeSeries
+from service.pipeline import Batch
+from service.pipeline.totals import AnnotationTotals
+from service.runtime.analytics import gold_language_keys
+from service.telemetry import build_analytics_metrics
+from service.topics.model import TopicAssignment
+from service.topics.quality import no_gold_rows_text
+from service.topics.stage import TopicStage
+
+AT = datetime(2026, 12, 5, tzinfo=UTC)
+
+
+class SpyModel:
+    """A stand-in model recording the questions it is asked to assign; every one "sports"."""
+
+    language_centring = False
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def assign_many(self, texts: Sequence[str], languages: Sequence[str | None] | None = None
+                    ) -> list[TopicAssignment]:  # fmt: skip
+        self.calls.append(list(texts))
+        return [TopicAssignment("sports", "sports", 1.0, 1.0) for _ in texts]
+
+
+def _batch(pairs: Sequence[tuple[str, str | None]]) -> Batch:
+    events = [QueryLogEvent(event_id=f"e-{i}", timestamp=AT, question=q)
+              for i, (q, _) in enumerate(pairs)]  # fmt: skip
+    batch = Batch.of(events, "file")
+    for notes, (_, language) in zip(batch.annotations, pairs, strict=True):
+        if language is not None:
+            notes["language"] = language
+    return batch
+
+
+def test_gold_language_keys_fold_tags_and_leave_out_und() -> None:
+    assert gold_language_keys({"en-US": 40, "en": 2, "hi-Latn": 5, "und": 3}) == {"en", "hi-Latn"}
+    assert gold_language_keys({}) == frozenset()
+
+
+def test_the_stage_gives_no_topic_to_a_language_without_gold_rows() -> None:
+    spy = SpyModel()
+    stage = TopicStage(spy, gold_languages=frozenset({"en", "hi-Latn"}))  # type: ignore[arg-type]
+    batch = _batch(
+        [
+            ("who won", "en"),
+            ("wer gewann", "de"),
+            ("?", "und"),
+            ("no label", None),
+            ("kaun jeeta", "hi-Latn"),
+            ("quién ganó", "es"),
+            ("who won it", "en-GB"),
+        ]
+    )
+    stage.process(batch)
+    # de and es have no gold row; und (and no language at all) is judged, as the out-of-scope
+    # rule judges it; en-GB folds to en
+    assert spy.calls == [["who won", "?", "no label", "kaun jeeta", "who won it"]]
+    notes = batch.annotations
+    assert [n.get("topic") for n in notes] == ["sports", None, "sports", "sports", "sports",
+                                               None, "sports"]  # fmt: skip
+    assert [n.get("topic_unjudged_language") for n in notes] == [None, True, None, None, None,
+                                                                 True, None]  # fmt: skip
+    assert "topic_similarity" not in notes[1] and "novelty_calibrated" not in notes[1]
+
+
+def test_every_question_is_judged_without_gold_languages_and_when_none_lacks_them() -> None:
+    spy = SpyModel()
+    stage = TopicStage(spy)  # type: ignore[arg-type]  # topics fitted on the corpus: None
+    batch = _batch([("wer gewann", "de"), ("who won", "en")])
+    stage.process(batch)
+    assert spy.calls == [["wer gewann", "who won"]]
+    assert all(n["topic"] == "sports" and "topic_unjudged_language" not in n
+               for n in batch.annotations)  # fmt: skip
+    stage = TopicStage(SpyModel(), gold_languages=frozenset({"de"}))  # type: ignore[arg-type]
+    assert stage.unjudged(batch.annotations[:1]) is None  # the common case: no flags built
+    assert stage.unjudged(batch.annotations) == [False, True]
+
+
+def test_a_batch_with_only_unjudged_questions_asks_the_model_nothing() -> None:
+    spy = SpyModel()
+    stage = TopicStage(spy, gold_languages=frozenset({"en"}))  # type: ignore[arg-type]
+    batch = _batch([("wer gewann", "de"), ("quién ganó", "es")])
+    stage.process(batch)
+    assert spy.calls == []
+    assert all(n == {"language": n["language"], "topic_unjudged_language": True}
+               for n in batch.annotations)  # fmt: skip
+
+
+# --- drift: the same English topic mix, half the traffic in languages without gold rows ----
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _stream(drift: DriftStage, unjudged_as: str | None) -> None:
+    """9,000 events, one every 6 s (600 an hour; the frozen baseline is the first 6 h). From
+    event 6,000 on, every other event is German (300 English an hour, over the 200 a 1 h
+    window needs); the English ones keep their mix (sports every other English event,
+    places the rest). ``unjudged_as``: what the German events are
+    annotated with: ``None`` — no topic and ``topic_unjudged_language`` (the topic stage now),
+    or a topic (``"novel"``: what novelty read them as before)."""
+    for start in range(0, 9000, 100):
+        events, notes = [], []
+        for i in range(start, start + 100):
+            events.append(types.SimpleNamespace(timestamp=START + timedelta(seconds=6 * i)))
+            if i >= 6000 and i % 2:
+                notes.append({"language": "de", "topic_unjudged_language": True}
+                             if unjudged_as is None else
+                             {"language": "de", "topic": unjudged_as})  # fmt: skip
+            else:
+                english = i // 2 if i >= 6000 else i  # the English events' own count
+                notes.append({"language": "en",
+                              "topic": "sports" if english % 2 == 0 else "places"})  # fmt: skip
+        drift.process(types.SimpleNamespace(events=events, annotations=notes, streams=None))
+
+
+def _drift() -> DriftStage:
+    return DriftStage({"language": {"en": 10}, "topic": {"sports": 5, "places": 5}},
+                      clock=lambda: (START + timedelta(days=30)).timestamp())  # fmt: skip
+
+
+def _alarms(drift: DriftStage, dimension: str) -> list[dict[str, Any]]:
+    return [a for a in drift.alarms if a["dimension"] == dimension and a["state"] == "drift"]
+
+
+def test_questions_without_a_topic_are_in_no_topic_share_and_raise_no_topic_alarm() -> None:
+    drift = _drift()
+    _stream(drift, unjudged_as=None)
+    assert _alarms(drift, "language")  # the language shift is seen
+    assert _alarms(drift, "topic") == []
+    # 6,000 English events before the shift and 1,500 after, half sports, half places; the
+    # 1,500 German ones in no topic count (and not counted as "und" either)
+    assert dict(drift.live_counts["topic"]) == {"sports": 3750, "places": 3750}
+    assert dict(drift.live_counts["language"]) == {"en": 7500, "de": 1500}
+    baseline = drift.report()["topic"]["comparisons"]["baseline"]
+    # the latest test (every 5 min) took a 1 h window of at most 300 English questions (half
+    # each topic; the German ones in none), against the baseline's first 6 h of 3,600 English
+    # questions (1,800 each): the same shares
+    assert (baseline["state"], baseline["n_reference"]) == ("ok", 3600)
+    assert 200 <= baseline["n_current"] <= 300
+
+
+def test_the_control_the_same_questions_read_as_novel_raise_a_topic_alarm() -> None:
+    drift = _drift()
+    _stream(drift, unjudged_as="novel")
+    alarms = _alarms(drift, "topic")
+    assert alarms and alarms[0]["rising"] == ["novel"]
+
+
+def test_the_same_run_in_one_batch_per_event_gives_the_same_counts_and_alarms() -> None:
+    """The drift stage's per-chunk path (``_update``) leaves the same events out as its
+    one-update path (``_process_at_once``)."""
+    whole, single = _drift(), _drift()
+    _stream(whole, unjudged_as=None)
+    for i in range(9000):  # chunk by chunk: one event per batch
+        stamp = START + timedelta(seconds=6 * i)
+        if i >= 6000 and i % 2:
+            notes: dict[str, Any] = {"language": "de", "topic_unjudged_language": True}
+        else:
+            english = i // 2 if i >= 6000 else i
+            notes = {"language": "en", "topic": "sports" if english % 2 == 0 else "places"}
+        single._update([notes], [stamp.timestamp()])
+    assert single.live_counts == whole.live_counts
+    for name in ("baseline", "reference"):
+        got = single.report()["topic"]["comparisons"][name]
+        want = whole.report()["topic"]["comparisons"][name]
+        assert (got["state"], got["n_current"], got["n_reference"]) == \
+               (want["state"], want["n_current"], want["n_reference"])  # fmt: skip
+
+
+# --- totals, metrics, series, report line ---------------------------------------------------
+
+
+def test_totals_count_them_per_language_and_survive_a_round_trip() -> None:
+    batch = _batch([("a", "de"), ("b", "de-AT"), ("c", "es"), ("d", "en")])
+    for notes in batch.annotations[:3]:
+        notes["topic_unjudged_language"] = True
+    totals = AnnotationTotals()
+    totals.process(batch)
+    assert dict(totals.by_language["topic_no_gold_rows"]) == {"de": 2, "es": 1}
+    restored = AnnotationTotals()
+    restored.restore(totals.state_snapshot())
+    assert dict(restored.by_language["topic_no_gold_rows"]) == {"de": 2, "es": 1}
+    before = AnnotationTotals()  # totals kept before the count existed: empty
+    before.restore({"flags": {"answers": 3}, "by_language": {"off_corpus": {"en": 1}}})
+    assert dict(before.by_language["topic_no_gold_rows"]) == {}
+
+
+def test_metrics_count_them_under_no_topic_and_under_their_language() -> None:
+    registry = CollectorRegistry()
+    metrics = build_analytics_metrics(registry, language_labels=("en", "de", "und", "other"),
+                                      topic_labels=("sports", "novel", "und", "other"))  # fmt: skip
+    notes = [{"language": "en", "topic": "sports"}, {"language": "de",
+                                                      "topic_unjudged_language": True},
+             {"language": "de", "topic_unjudged_language": True}, {"language": "en"}]  # fmt: skip
+    metrics.observe_annotations(notes)
+
+    def value(name: str, **labels: str) -> float | None:
+        return registry.get_sample_value(name, labels)
+
+    assert value("goldwatch_questions_by_language_total", language="de") == 2.0
+    assert value("goldwatch_questions_by_topic_total", topic="sports") == 1.0
+    # the fourth event (no topic stage verdict, not marked) stays "other", as before
+    assert value("goldwatch_questions_by_topic_total", topic="other") == 1.0
+    assert value("goldwatch_questions_by_topic_total", topic="und") == 0.0
+
+
+def test_the_series_counts_their_language_and_no_topic() -> None:
+    series = TimeSeries(bucket_s=3600.0)
+    stamp = AT.timestamp()
+    series.add_batch([stamp] * 3, [{"language": "en", "topic": "sports"},
+                                   {"language": "de", "topic_unjudged_language": True},
+                                   {"language": "en", "topic": "places"}])  # fmt: skip
+    (bucket,) = series.report()["buckets"]
+    assert bucket["languages"] == {"en": 2, "de": 1}
+    assert bucket["topics"] == {"sports": 1, "places": 1}
+
+
+def test_the_report_line_names_the_languages_most_first() -> None:
+    assert no_gold_rows_text({"de": 267, "es": 311, "nl": 1}) == (
+        "579 questions given no topic: no gold row is written in their language (es 311, de "
+        "267, nl 1); the topic shares, novelty and topic drift leave them out; add gold rows "
+        "in it to judge them"
+    )
+    assert no_gold_rows_text({"de": 1}).startswith("1 question given no topic: ")
