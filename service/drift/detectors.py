@@ -234,6 +234,13 @@ class _WindowedDetector:
         """The current window (read it, don't update it)."""
         return self._windows.window
 
+    @property
+    def short_warmups(self) -> tuple[int, int]:
+        """``(n, held)``: how many warm-ups of the frozen baseline ended holding fewer than
+        ``min_count`` events (each started a new one), and how many the last of them held;
+        ``(0, 0)`` when none did."""
+        return self._windows.short_warmups, self._windows.short_warmup_count
+
     def alpha_per_test(self, comparison: str) -> float:
         """The level a ``comparison``'s p-value is held to now (see the module docstring)."""
         periods = self._windows.windows_per_period(reference=comparison == "reference")

@@ -896,6 +896,9 @@ class ComparisonWindows:
         self._base_first: int | None = None  # the span's first bucket
         self._base_fixed = False  # True: the span starts there (a new warm-up), never earlier
         self._ready = False  # the baseline is frozen (ready for tests)
+        #: warm-ups that ended holding fewer than ``min_count`` events (each started again),
+        #: and the events the last of them held: why a frozen baseline never froze
+        self.short_warmups, self.short_warmup_count = 0, 0
         self._legacy: dict[str, int] | None = None  # a baseline restored without its buckets
         self._last_tick: float | None = None
         self._start: float | None = None  # watermark at the first tick
@@ -1187,9 +1190,11 @@ class ComparisonWindows:
         if w.watermark is None or self._base_first is None:
             return
         if w.watermark >= (self._base_first + self._span) * self.config.bucket_s:
-            if sum(self._base_counts().values()) >= self.min_count:
+            held = sum(self._base_counts().values())
+            if held >= self.min_count:
                 self._ready = True
             else:  # too few: a new warm-up with the next bucket
+                self.short_warmups, self.short_warmup_count = self.short_warmups + 1, held
                 self._restart()
 
     def _restart(self) -> None:
@@ -1217,6 +1222,7 @@ class ComparisonWindows:
             "start": self._start,
             "tested_at": self._tested_at,
             "behind": self._behind,
+            "short_warmups": [self.short_warmups, self.short_warmup_count],
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -1243,3 +1249,5 @@ class ComparisonWindows:
         self._start = state.get("start")
         # (older snapshots: the last tick's watermark is unknown; none behind it yet)
         self._tested_at, self._behind = state.get("tested_at"), int(state.get("behind") or 0)
+        short = state.get("short_warmups") or [0, 0]  # (older snapshots: none counted)
+        self.short_warmups, self.short_warmup_count = int(short[0]), int(short[1])

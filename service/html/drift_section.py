@@ -110,7 +110,7 @@ def drift_section(
         # a drift kept quiet (tested_state: the other dimension drifted) is no alarm: in the
         # table below, not on the time line
         marks = [(a["dimension"], float(a["timestamp"]), a["state"] == "drift")
-                 for a in alarms if "tested_state" not in a]  # fmt: skip
+                 for a in alarms if "tested_state" not in a and not a.get("widened")]  # fmt: skip
         buckets = (series or {}).get("buckets") or []
         span = None
         if buckets:
@@ -210,6 +210,9 @@ def term_moves(rows: Any) -> str:
 
 
 def _moved_alarm(alarm: Mapping[str, Any], silenced: Mapping[str, str]) -> str:
+    if alarm.get("widened"):  # an open alarm widened: what rose since it opened, then all
+        rest = _moved_alarm({k: v for k, v in alarm.items() if k != "widened"}, silenced)
+        return f"now also rising: {', '.join(alarm['widened'])}; {rest}"
     if "rising_terms" in alarm:
         return term_moves(alarm["rising_terms"])
     if "rate_current" in alarm:

@@ -154,7 +154,9 @@ def analytics_sections(
                 analytics.get("topic_labels"),
                 analytics.get("novelty"),
                 note=topic_note(
-                    analytics.get("topic_quality"), analytics.get("topic_no_gold_rows_by_language")
+                    analytics.get("topic_quality"),
+                    analytics.get("topic_no_gold_rows_by_language"),
+                    analytics.get("quality_min_class", FEW_RESULTS),
                 ),
             ),
             drift_section(
@@ -174,15 +176,19 @@ def analytics_sections(
 
 
 def topic_note(quality: Mapping[str, Any] | None,
-               no_gold_rows: Mapping[str, int] | None = None) -> str | None:  # fmt: skip
+               no_gold_rows: Mapping[str, int] | None = None,
+               min_rows: int = 10) -> str | None:  # fmt: skip
     """The topics section's note: the topic assignment's held-out agreement with the gold
     labels per language (:func:`service.topics.quality.agreement_text` of
     :func:`service.runtime.reports.topic_quality_report`), then the live questions given no
     topic as no gold row is written in their language (``no_gold_rows``,
-    :func:`service.topics.quality.no_gold_rows_text`); ``None`` without a topic model."""
+    :func:`service.topics.quality.no_gold_rows_text`); ``min_rows``:
+    ``analytics.quality_min_class``, below which a language has too few labelled rows to
+    measure the assignment in; ``None`` without a topic model."""
     if quality is None:
         return None
-    note = topic_agreement_text(quality.get("agreement"), bool(quality.get("supervised"))) + "."
+    supervised = bool(quality.get("supervised"))
+    note = topic_agreement_text(quality.get("agreement"), supervised, min_rows) + "."
     if lacking := topic_no_gold_rows_text(no_gold_rows or {}):
         note += f" {lacking[0].upper()}{lacking[1:]}."
     return note

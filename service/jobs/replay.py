@@ -464,7 +464,8 @@ def render_text(doc: ReplayReport) -> str:
         lines.append(f"  {excluded_text(left_out)}")
     lines += [f"topics: {topics}"]
     if (topic_quality := analytics.get("topic_quality")) is not None:  # a topic model
-        agreement = topic_agreement_text(topic_quality["agreement"], topic_quality["supervised"])
+        agreement = topic_agreement_text(topic_quality["agreement"], topic_quality["supervised"],
+                                         analytics.get("quality_min_class", 10))  # fmt: skip
         lines.append(f"  {agreement}")
     if no_topic := topic_no_gold_rows_text(analytics.get("topic_no_gold_rows_by_language") or {}):
         lines.append(f"  {no_topic}")
@@ -571,7 +572,15 @@ def render_text(doc: ReplayReport) -> str:
             f"{alarm['dimension']} vs {alarm['comparison']} at {when} UTC "
             f"(after {alarm['after_events']} events)"
         )
-        if alarm.get("tested_state") == "drift":  # kept quiet: the other dimension drifts
+        if alarm.get("widened"):  # an open alarm: something it did not name rose too
+            if "rising_terms" in alarm:
+                moved = rising_terms_text(alarm)
+            else:
+                moved = (f"rising {', '.join(alarm.get('rising') or ()) or '-'}, falling "
+                         f"{', '.join(alarm.get('falling') or ()) or '-'}")  # fmt: skip
+            lines.append(f"  DRIFT+ {where}: now also rising {', '.join(alarm['widened'])} "
+                         f"({moved})")  # fmt: skip
+        elif alarm.get("tested_state") == "drift":  # kept quiet: the other dimension drifts
             moved = (f"rising {', '.join(alarm.get('rising') or ()) or '-'}, falling "
                      f"{', '.join(alarm.get('falling') or ()) or '-'}"
                      if "rising" in alarm else "")  # fmt: skip

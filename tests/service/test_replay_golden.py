@@ -471,6 +471,13 @@ lose the ``novel`` reason and the topic gap (by_reason novel 589 → 396, the ot
 and the 1,696 held unchanged; 20k: 5,388 → 5,381 held after eviction, novel 2,975 → 1,907,
 coverage_gap 3,077 → 2,144, answered_out_of_scope 3,638 → 4,552). Checked by a field-by-field
 diff against the goldens before.
+The demo's and the production-shaped one rewritten again in the thirty-fifth session (trial
+17, finding 2: an open alarm never named a category that rose later) for one added alarm
+entry each and nothing else (checked: the new files without the ``widened`` entries equal
+the former): demo ``topic vs baseline`` after 2,400 events, ``widened: ["events"]`` (the
+alarm opened at 1,500 on exams and novel); production ``topic vs reference`` after 2,413
+events, ``widened: ["topic-16"]`` (opened at 680 on novel, topic-7, topic-8). The 20k one:
+no widening, unchanged.
 """
 
 from __future__ import annotations

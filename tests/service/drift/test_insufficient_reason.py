@@ -63,6 +63,54 @@ def test_a_baseline_still_warming_up_says_so() -> None:
     )
 
 
+def test_a_baseline_whose_warm_ups_fall_short_says_so_and_what_to_raise() -> None:
+    """Trial 17: at 25 questions an hour every 6 h warm-up holds 150 < 200; each starts again,
+    and the report kept saying "still warming up: it is the first 6 h of traffic" for 6 days
+    (raising window_s alone, as the window's own reason advised, never let the baseline
+    freeze)."""
+    drift = DriftStage({}, clock=lambda: (START + timedelta(days=30)).timestamp())
+    # one answer every 144 s for 14 h (350): any 6 h span holds exactly 21,600 / 144 = 150
+    # of them; the first warm-up ends short once the watermark passes 6 h, the second (from
+    # the bucket after the watermark's) past ~12 h, the third cannot end before ~18 h: 2 short
+    # ones, the last holding 150; 200 at that rate need 6 h x 200 / 150 = 8 h
+    events = [types.SimpleNamespace(timestamp=START + timedelta(seconds=144 * i))
+              for i in range(350)]  # fmt: skip
+    notes = [{"language": "en", "topic": "fees", "refused": False}] * 350
+    drift.process(types.SimpleNamespace(events=events, annotations=notes, streams=None))
+    test = drift.report()["refusal"]["comparisons"]["baseline"]
+    assert (test["state"], test["n_reference"]) == ("insufficient_data", 0)
+    assert test["insufficient"].endswith(
+        "; the baseline never froze: its 6 h warm-up (analytics.drift.warmup_s) held fewer "
+        "than 200 answers 2 times (the last 150), and each short one starts again: raise "
+        "analytics.drift.warmup_s to about 8 h (or lower analytics.drift.min_count)"
+    ), test["insufficient"]
+    # kept across a restart (the state snapshot)
+    again = DriftStage({}, clock=lambda: (START + timedelta(days=30)).timestamp())
+    again.restore(drift.state_snapshot())
+    assert again.report()["refusal"]["comparisons"]["baseline"]["insufficient"] == \
+        test["insufficient"]  # fmt: skip
+
+
+def test_a_window_just_under_min_count_is_not_called_a_fall_of_traffic() -> None:
+    """Trial 17: "traffic fell: ... holds 197, though a tested one held 201" on flat traffic.
+    A drop within Poisson noise (here ~196 against a busiest of ~202: 202 - 2 x 14.2 = 173.6)
+    says traffic hovers at the threshold; the rate it would need is the same advice."""
+    drift = DriftStage({}, clock=lambda: (START + timedelta(days=30)).timestamp())
+    stamps = [3600 * h + 3600 * k / 202 for h in range(7) for k in range(202)]
+    stamps += [7 * 3600 + 3600 * k / 196 for k in range(196)]
+    events = [types.SimpleNamespace(timestamp=START + timedelta(seconds=t)) for t in stamps]
+    notes = [{"language": "en", "topic": "fees", "refused": False}] * len(stamps)
+    drift.process(types.SimpleNamespace(events=events, annotations=notes, streams=None))
+    test = drift.report()["refusal"]["comparisons"]["baseline"]
+    n_cur = test["n_current"]
+    assert test["state"] == "insufficient_data" and 190 <= n_cur < 200
+    assert test["insufficient"] == (
+        f"traffic hovers at the threshold: the current 1 h window holds {n_cur} answers, "
+        f"fewer than 200 (an earlier one held {drift.rates['refusal'].busiest['baseline']}); "
+        "raise analytics.drift.window_s to about 2 h (or lower analytics.drift.min_count)"
+    )
+
+
 def _untested(doc: dict) -> dict:
     doc = copy.deepcopy(doc)
     for dim, unit in (("refusal", "answers"), ("language", "questions")):

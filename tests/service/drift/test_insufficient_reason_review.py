@@ -54,6 +54,6 @@ def test_reason_is_not_self_contradictory_after_a_busy_window() -> None:
     assert n_cur in (4, 5)
     assert why == (
         f"traffic fell: the current 1 h window holds {n_cur} answers, fewer than 200, though "
-        f"a tested one held 355; if it stays this low, raise analytics.drift.window_s to "
+        f"an earlier one held 355; if it stays this low, raise analytics.drift.window_s to "
         f"about {200 // n_cur} h (or lower analytics.drift.min_count)"
     )

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from service.drift.stage import DriftStage
@@ -241,3 +242,20 @@ def test_the_report_line_names_the_languages_most_first() -> None:
         "in it to judge them"
     )
     assert no_gold_rows_text({"de": 1}).startswith("1 question given no topic: ")
+
+
+def test_a_language_with_too_few_labelled_rows_is_named_as_not_measured() -> None:
+    """Trial 17: 42 English and 5 Spanish labelled gold rows, all 5 Spanish agreeing held
+    out, read "es 5 of 5" — as if perfect; its live Spanish questions got their topic at most
+    59 % of the time. 5 of 5 is Wilson [56.6 %, 100 %]: too few rows to measure."""
+    from service.topics.quality import agreement_text, topic_agreement
+
+    quality = topic_agreement(["a"] * 47, ["a"] * 40 + ["b"] * 2 + ["a"] * 5,
+                              ["en"] * 42 + ["es"] * 5)  # fmt: skip
+    assert agreement_text(quality, min_rows=10) == (
+        "topic labels held out agree with 45 of 47 labelled gold questions (95.7% [85.8%, "
+        "98.8%]): en 40 of 42, es 5 of 5 (es: fewer than 10 labelled rows, too few to measure "
+        "the assignment in)"
+    )
+    assert quality["by_language"]["es"]["low"] == pytest.approx(0.5655, abs=1e-4)
+    assert agreement_text(quality, min_rows=5).endswith("en 40 of 42, es 5 of 5")
