@@ -6,11 +6,13 @@ under no topic. (The end-to-end check on real XQuAD data:
 
 from __future__ import annotations
 
+import json
 import types
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from service.drift.stage import DriftStage
@@ -241,3 +243,31 @@ def test_the_report_line_names_the_languages_most_first() -> None:
         "in it to judge them"
     )
     assert no_gold_rows_text({"de": 1}).startswith("1 question given no topic: ")
+
+
+def test_the_harvest_coverage_window_leaves_them_out_of_the_topic_shares() -> None:
+    """Review s35: the harvest coverage tracker counted a question given no topic as topic
+    ``und``, so the German half of a window halved every English topic's share and hid a
+    topic coverage gap the drift view (whose topic counts leave them out) shows. Gold: fees
+    80 %, exams 20 %; live: 500 German questions (no gold row) and 500 English ones, 45 % of
+    them about exams, over twice the gold share of exams."""
+    from service.drift.stats_tests import coverage_gaps
+    from service.harvest.signals import CoverageTracker
+
+    gold = {"fees": 80, "exams": 20}
+    english = [{"language": "en", "topic": "exams"}] * 225 + [
+        {"language": "en", "topic": "fees"}
+    ] * 275
+    german = [{"language": "de", "topic_unjudged_language": True}] * 500
+    tracker = CoverageTracker({"topic": gold, "language": {"en": 100}}, min_live_events=200)
+    tracker.update(german + english)
+    assert tracker.events == 1_000  # every event is in the window (its language counted)
+    assert tracker.live["language"] == {"de": 500, "en": 500}
+    assert tracker.live["topic"] == {"exams": 225, "fees": 275}  # no "und" for the German
+    drift_view = {g.category: g.ci_low for g in coverage_gaps({"exams": 225, "fees": 275}, gold)}
+    assert tracker.gap("topic", "exams") == pytest.approx(drift_view["exams"])
+    assert drift_view["exams"] > 0.2  # counted as und, exams had 22.5 %: under 2 x 20 %, none
+    # the state round-trips (the topic window shorter than the language one)
+    copy = CoverageTracker({"topic": gold, "language": {"en": 100}}, min_live_events=200)
+    copy.load(json.loads(json.dumps(tracker.state())))
+    assert copy.events == 1_000 and copy.live == tracker.live
