@@ -271,3 +271,22 @@ def test_the_harvest_coverage_window_leaves_them_out_of_the_topic_shares() -> No
     copy = CoverageTracker({"topic": gold, "language": {"en": 100}}, min_live_events=200)
     copy.load(json.loads(json.dumps(tracker.state())))
     assert copy.events == 1_000 and copy.live == tracker.live
+
+
+def test_a_gold_tag_with_a_script_the_detector_never_gives_judges_its_language() -> None:
+    """Review s35: gold rows tagged ``zh-Hans`` (XQuAD's Chinese, 60 rows beside 60 English
+    ones) kept the key ``zh-Hans``, but the language stage labels Chinese ``zh`` (no label of
+    it has a script but ``hi-Latn``): all 600 live Chinese questions got no topic, and the
+    report said no gold row is written in their language, though the topic agreement was
+    measured on those 60 rows as ``zh``. A tag the detector never gives counts for the label
+    it gives such a question; a script it does tell apart (``hi-Latn``) stays apart."""
+    keys = gold_language_keys({"en": 60, "zh-Hans": 60, "en-Latn": 3, "hi-Deva": 2})
+    assert {"zh", "en", "hi"} <= keys
+    assert "hi-Latn" not in keys  # Hinglish is not judged by Devanagari Hindi rows
+    assert gold_language_keys({"hi-Latn": 5}) == {"hi-Latn"}  # nor Hindi by Hinglish rows
+    spy = SpyModel()
+    stage = TopicStage(spy, gold_languages=gold_language_keys({"en": 60, "zh-Hans": 60}))
+    batch = _batch([("谁在 1915 年收到了标书？", "zh"), ("Who got a bid in 1915?", "en")])
+    stage.process(batch)
+    assert [notes.get("topic") for notes in batch.annotations] == ["sports", "sports"]
+    assert not any("topic_unjudged_language" in notes for notes in batch.annotations)
