@@ -290,3 +290,35 @@ def test_a_gold_tag_with_a_script_the_detector_never_gives_judges_its_language()
     stage.process(batch)
     assert [notes.get("topic") for notes in batch.annotations] == ["sports", "sports"]
     assert not any("topic_unjudged_language" in notes for notes in batch.annotations)
+
+
+def test_a_question_read_as_a_left_out_language_is_judged_in_that_language() -> None:
+    """Review s35: with ``analytics.language.candidates: [en]`` the language stage labels a
+    German or Spanish question ``en`` and marks the left-out language it reads as
+    (``language_excluded``); the topic stage judged it as English, so the trial-16 false
+    topic alarm came back with narrowed candidates. It is judged in the language it reads
+    as, and counted under it."""
+    from service.language.detector import LanguageConfig, LanguageDetector
+    from service.language.stage import LanguageStage
+
+    detector = LanguageDetector(LanguageConfig(candidates=("en",), preferred=("en",)))
+    batch = _batch([("Wer erhielt 1915 ein Angebot für die Arbeit an der Universität?", None),
+                    ("¿Quién recibió una propuesta en 1915?", None),
+                    ("Who got an offer in 1915?", None)])  # fmt: skip
+    LanguageStage(detector).process(batch)
+    assert [n["language"] for n in batch.annotations] == ["en", "en", "en"]
+    assert [n.get("language_excluded") for n in batch.annotations] == ["de", "es", None]
+    spy = SpyModel()
+    TopicStage(spy, gold_languages=frozenset({"en"})).process(batch)
+    assert spy.calls == [["Who got an offer in 1915?"]]
+    assert [n.get("topic_unjudged_language") for n in batch.annotations] == [True, True, None]
+    totals = AnnotationTotals()
+    totals.process(batch)
+    assert totals.by_language["topic_no_gold_rows"] == {"de": 1, "es": 1}
+    # a left-out language the gold set has rows in (never a candidate: its tag no label)
+    batch = _batch([("谁在 1915 年收到了标书？", "en")])
+    batch.annotations[0]["language_excluded"] = "zh"
+    TopicStage(SpyModel(), gold_languages=gold_language_keys({"en": 5, "zh-Hans": 5})).process(
+        batch
+    )
+    assert batch.annotations[0]["topic"] == "sports"
