@@ -322,3 +322,49 @@ def test_a_question_read_as_a_left_out_language_is_judged_in_that_language() -> 
         batch
     )
     assert batch.annotations[0]["topic"] == "sports"
+
+
+def _steady(drift: DriftStage, first: int, last: int, unjudged_as: str | None) -> None:
+    """Events ``first`` to ``last`` of a steady mix, one every 6 s: every other one German
+    (no gold row), the English ones half sports, half places; the German ones annotated as
+    :func:`_stream` says."""
+    for start in range(first, last, 100):
+        events, notes = [], []
+        for i in range(start, start + 100):
+            events.append(types.SimpleNamespace(timestamp=START + timedelta(seconds=6 * i)))
+            if i % 2:
+                notes.append({"language": "de", "topic_unjudged_language": True}
+                             if unjudged_as is None else
+                             {"language": "de", "topic": unjudged_as})  # fmt: skip
+            else:
+                notes.append({"language": "en", "topic": "sports" if i % 4 else "places"})
+        drift.process(types.SimpleNamespace(events=events, annotations=notes, streams=None))
+
+
+def test_an_upgrade_restoring_a_topic_baseline_counted_before_the_rule_raises_no_alarm() -> None:
+    """Review s35: the same traffic all along, half of it German. The code before the rule
+    read the German questions as ``novel`` (half of the frozen baseline's topic counts) and
+    saved its state; the code after, restoring it, compared a window of English questions
+    alone with that baseline: ``DRIFT topic vs baseline: falling novel`` on unchanged traffic
+    (reproduced with ``goldwatch serve``, old then new code on one state, at
+    ``min_count: 100``). A topic detector kept before the rule is not restored: the topic
+    dimension warms up afresh, as at a first start."""
+    old = _drift()
+    _steady(old, 0, 6_000, unjudged_as="novel")  # 10 h: the frozen baseline is the first 6 h
+    state = json.loads(json.dumps(old.state_snapshot()))
+    state.pop("topic_rule", None)  # what the code before the rule saved
+    new = _drift()
+    new.restore(state)
+    _steady(new, 6_000, 9_000, unjudged_as=None)
+    assert _alarms(new, "topic") == []
+    baseline = new.report()["topic"]["comparisons"]["baseline"]  # warming up since the restart
+    assert (baseline["state"], baseline["n_reference"]) == ("insufficient_data", 0)
+    assert new.report()["language"]["comparisons"]["baseline"]["n_reference"] > 0  # kept
+    # a state the rule's code saved is restored whole (its baseline holds English alone)
+    again = _drift()
+    again.restore(json.loads(json.dumps(new.state_snapshot())))
+
+    def windows(stage: DriftStage) -> str:
+        return json.dumps(stage.categorical["topic"].snapshot()["windows"], sort_keys=True)
+
+    assert windows(again) == windows(new)
