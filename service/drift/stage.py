@@ -31,6 +31,7 @@ other stages, so a restart keeps the windows and baselines.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections import Counter, deque
@@ -51,12 +52,18 @@ from service.drift.stats_tests import coverage_gaps
 from service.drift.terms import TermsDriftDetector, question_terms
 from service.pipeline import Batch
 
+log = logging.getLogger(__name__)
+
 CATEGORICAL = ("language", "topic")
 RATES = {"refusal": "refused", "out_of_scope": "out_of_scope"}
 TERMS = "terms"
 #: The annotation of a question the topic stage gave no topic: no gold row is written in its
 #: language (:class:`service.topics.stage.TopicStage`); it is in no topic share.
 UNJUDGED_TOPIC = "topic_unjudged_language"
+#: Marks a snapshot whose topic windows were counted under that rule: a topic detector kept
+#: before it (its baseline may hold such questions as ``novel`` or another topic) is not
+#: restored (:meth:`DriftStage.restore`).
+TOPIC_RULE = "gold_languages"
 #: The dimensions whose Bonferroni shares split ``alpha`` (``terms`` has one more share of its
 #: own, so adding it moved none of these levels).
 SHARED = (*CATEGORICAL, *RATES)
@@ -784,14 +791,29 @@ class DriftStage:
             "detectors": {dim: det.snapshot() for dim, det in self._detectors().items()},
             "live_counts": {dim: dict(c) for dim, c in self.live_counts.items()},
             "recent_kept_out": [list(update) for update in self._recent],
+            "topic_rule": TOPIC_RULE,
         }
 
     def restore(self, state: Any) -> None:
-        """Restore :meth:`state_snapshot` output (``None``: keep the fresh state)."""
+        """Restore :meth:`state_snapshot` output (``None``: keep the fresh state).
+
+        A snapshot kept before a question in a language without gold rows was left out of the
+        topic windows (no ``topic_rule``) restores no ``topic`` detector: its frozen baseline
+        counted those questions under a topic (mostly ``novel``), and a window of the others
+        compared with it alarmed on unchanged traffic (a review: ``falling novel`` 28 % → 2 %
+        at the first test after the upgrade). The topic dimension warms up afresh, as at a
+        first start; its live counts and the alarm history are kept."""
         if not state:
             return
+        detectors = state.get("detectors", {})
         for dim, det in self._detectors().items():
-            det.restore(state.get("detectors", {}).get(dim))
+            if dim == "topic" and state.get("topic_rule") != TOPIC_RULE:
+                if detectors.get(dim) is not None:
+                    log.info("drift: the topic windows of a state kept before questions in a "
+                             "language without gold rows were left out are not restored: "
+                             "the topic dimension warms up afresh")  # fmt: skip
+                continue
+            det.restore(detectors.get(dim))
         self.events_seen = int(state.get("events_seen", 0))
         self.alarms = list(state.get("alarms", []))[-MAX_ALARMS:]
         self._last_state = dict(state.get("last_state", {}))

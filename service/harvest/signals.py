@@ -35,6 +35,9 @@ from service.pii.scrub import scrub_label
 __all__ = ["DIMENSIONS", "CoverageTracker", "ScoreWindow", "event_reasons", "production_score"]
 
 DIMENSIONS = ("topic", "language")
+#: The annotation of a question the topic stage gave no topic (no gold row is written in its
+#: language: :class:`~service.topics.stage.TopicStage`, ``service.drift.stage.UNJUDGED_TOPIC``).
+UNJUDGED_TOPIC = "topic_unjudged_language"
 _MAX_RETRIEVERS = 16
 #: retriever name -> :func:`scrub_label` of it (:func:`production_score`), at most
 #: :data:`_MAX_LABELS` (then forgotten): a log names few retrievers.
@@ -107,8 +110,9 @@ class CoverageTracker:
 
     @property
     def events(self) -> int:
-        """Events in the window (at most ``window``)."""
-        return len(self._labels[DIMENSIONS[0]])
+        """Events in the window (at most ``window``): the ``language`` window's, which every
+        event reaches (the ``topic`` one leaves out the questions given no topic)."""
+        return len(self._labels["language"])
 
     def set_gold(self, gold_counts: Mapping[str, Mapping[str, int]]) -> None:
         """Replace the gold counts of the dimensions given (the gold set grew)."""
@@ -118,12 +122,19 @@ class CoverageTracker:
 
     def update(self, annotations: Iterable[Mapping[str, Any]]) -> None:
         """Count each event's ``topic`` and ``language`` annotation (missing ones: ``und``)
-        into the window; the oldest events beyond ``window`` leave it."""
+        into the window; the oldest events beyond ``window`` leave it. A question the topic
+        stage gave no topic (``topic_unjudged_language``: no gold row is written in its
+        language, :class:`~service.topics.stage.TopicStage`) is in no topic share, as in the
+        drift view's: the ``topic`` window holds the latest ``window`` others."""
         rows = annotations if isinstance(annotations, list) else list(annotations)
         if len(rows) > self.window:
             rows = rows[-self.window :]
         for dim in DIMENSIONS:
-            self._push(dim, [str(notes.get(dim) or "und") for notes in rows])
+            if dim == "topic":
+                self._push(dim, [str(notes.get(dim) or "und") for notes in rows
+                                 if notes.get(UNJUDGED_TOPIC) is not True])  # fmt: skip
+            else:
+                self._push(dim, [str(notes.get(dim) or "und") for notes in rows])
 
     def _push(self, dim: str, labels: list[str]) -> None:
         """Append ``labels`` (at most ``window``) to ``dim``'s window, whose ``maxlen`` drops

@@ -35,7 +35,9 @@ Counting rules (one per event, from the annotations the analytics stages left):
   no cutoff) and ``no_gold_rows`` events (given no out-of-scope verdict at all, as no gold
   row is written in their language: ``scope_unjudged_language``), and ``topic_no_gold_rows``
   events (given no topic for the same reason: ``topic_unjudged_language``,
-  :class:`~service.topics.stage.TopicStage`; totals kept before it start it empty).
+  :class:`~service.topics.stage.TopicStage`; counted under the left-out language a question
+  reads as, ``language_excluded``, when it has one, as that rule reads it; totals kept before
+  it start it empty).
 
 :func:`count_annotations` is the one place these rules are written; the telemetry counts
 the same way through it.
@@ -168,8 +170,8 @@ class AnnotationTotals:
                 not_judged[language] += 1
             if lacking:
                 no_gold[language] += 1
-            if topic_lacking:
-                no_topic[language] += 1
+            if topic_lacking:  # in the language the rule read (a left-out one it reads as)
+                no_topic[language_key(str(get("language_excluded") or language))] += 1
 
     def state_snapshot(self) -> Any:
         """The totals, JSON-able."""

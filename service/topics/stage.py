@@ -4,6 +4,7 @@ batch of distinct questions not seen recently."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from service.events import QueryLogEvent
@@ -14,11 +15,21 @@ from service.pipeline.batch_cache import BatchCache
 from service.text.subject import subject
 from service.topics.model import NOVEL, TopicAssignment, TopicModel
 
-__all__ = ["TopicStage"]
+__all__ = ["TopicStage", "gate_language"]
 
 #: Between a question's language and its text in the cache keys of a centring model (a
 #: character no normalised question holds: the unit separator).
 _SEP = "\x1f"
+
+
+def gate_language(notes: Mapping[str, Any]) -> Any:
+    """The language a question is judged in by :class:`TopicStage`'s gold-row rule: the
+    left-out language it reads as (``language_excluded``: the language stage's candidates,
+    ``analytics.language.candidates``, leave it out, so its ``language`` label is a candidate
+    it is not written in), else its ``language``. A review found candidates ``[en]``
+    labelling German and Spanish questions ``en``: each was given a topic, the trial-16
+    false topic alarm back."""
+    return notes.get("language_excluded") or notes.get("language")
 
 
 class TopicStage(StatelessStage):
@@ -33,7 +44,8 @@ class TopicStage(StatelessStage):
     question's ``annotations[i]["language"]`` (the language stage's, which runs first).
 
     A question in a language no gold row is written in (not in :attr:`gold_languages`; its
-    ``annotations[i]["language"]`` folded by :func:`~service.language.tags.language_key`;
+    ``annotations[i]["language"]``, or the left-out language it reads as:
+    :func:`gate_language`, folded by :func:`~service.language.tags.language_key`;
     ``und``, no language read, is judged) gets no topic: ``annotations[i]["topic"]`` is not
     written and ``annotations[i]["topic_unjudged_language"]`` is ``True``. Neither the topic
     assignment nor novelty was measured on a gold question of that language, and an
@@ -58,16 +70,16 @@ class TopicStage(StatelessStage):
         self.gold_languages = gold_languages
 
     def unjudged(self, annotations: list[dict[str, Any]]) -> list[bool] | None:
-        """Per event, ``True`` when its language (``annotations[i]["language"]``) has no
-        gold row (:attr:`gold_languages`); ``None`` when every event's language has one
-        (the common case) or every language is judged."""
+        """Per event, ``True`` when its language (:func:`gate_language`) has no gold row
+        (:attr:`gold_languages`); ``None`` when every event's language has one (the common
+        case) or every language is judged."""
         gold = self.gold_languages
         if gold is None:
             return None
         seen: dict[Any, bool] = {}
         flags = []
         for notes in annotations:
-            language = notes.get("language")
+            language = gate_language(notes)
             lacking = seen.get(language)
             if lacking is None:
                 key = language_key(str(language or UNDETERMINED))

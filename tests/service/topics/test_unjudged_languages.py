@@ -6,6 +6,7 @@ under no topic. (The end-to-end check on real XQuAD data:
 
 from __future__ import annotations
 
+import json
 import types
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -259,3 +260,128 @@ def test_a_language_with_too_few_labelled_rows_is_named_as_not_measured() -> Non
     )
     assert quality["by_language"]["es"]["low"] == pytest.approx(0.5655, abs=1e-4)
     assert agreement_text(quality, min_rows=5).endswith("en 40 of 42, es 5 of 5")
+
+
+def test_the_harvest_coverage_window_leaves_them_out_of_the_topic_shares() -> None:
+    """Review s35: the harvest coverage tracker counted a question given no topic as topic
+    ``und``, so the German half of a window halved every English topic's share and hid a
+    topic coverage gap the drift view (whose topic counts leave them out) shows. Gold: fees
+    80 %, exams 20 %; live: 500 German questions (no gold row) and 500 English ones, 45 % of
+    them about exams, over twice the gold share of exams."""
+    from service.drift.stats_tests import coverage_gaps
+    from service.harvest.signals import CoverageTracker
+
+    gold = {"fees": 80, "exams": 20}
+    english = [{"language": "en", "topic": "exams"}] * 225 + [
+        {"language": "en", "topic": "fees"}
+    ] * 275
+    german = [{"language": "de", "topic_unjudged_language": True}] * 500
+    tracker = CoverageTracker({"topic": gold, "language": {"en": 100}}, min_live_events=200)
+    tracker.update(german + english)
+    assert tracker.events == 1_000  # every event is in the window (its language counted)
+    assert tracker.live["language"] == {"de": 500, "en": 500}
+    assert tracker.live["topic"] == {"exams": 225, "fees": 275}  # no "und" for the German
+    drift_view = {g.category: g.ci_low for g in coverage_gaps({"exams": 225, "fees": 275}, gold)}
+    assert tracker.gap("topic", "exams") == pytest.approx(drift_view["exams"])
+    assert drift_view["exams"] > 0.2  # counted as und, exams had 22.5 %: under 2 x 20 %, none
+    # the state round-trips (the topic window shorter than the language one)
+    copy = CoverageTracker({"topic": gold, "language": {"en": 100}}, min_live_events=200)
+    copy.load(json.loads(json.dumps(tracker.state())))
+    assert copy.events == 1_000 and copy.live == tracker.live
+
+
+def test_a_gold_tag_with_a_script_the_detector_never_gives_judges_its_language() -> None:
+    """Review s35: gold rows tagged ``zh-Hans`` (XQuAD's Chinese, 60 rows beside 60 English
+    ones) kept the key ``zh-Hans``, but the language stage labels Chinese ``zh`` (no label of
+    it has a script but ``hi-Latn``): all 600 live Chinese questions got no topic, and the
+    report said no gold row is written in their language, though the topic agreement was
+    measured on those 60 rows as ``zh``. A tag the detector never gives counts for the label
+    it gives such a question; a script it does tell apart (``hi-Latn``) stays apart."""
+    keys = gold_language_keys({"en": 60, "zh-Hans": 60, "en-Latn": 3, "hi-Deva": 2})
+    assert {"zh", "en", "hi"} <= keys
+    assert "hi-Latn" not in keys  # Hinglish is not judged by Devanagari Hindi rows
+    assert gold_language_keys({"hi-Latn": 5}) == {"hi-Latn"}  # nor Hindi by Hinglish rows
+    spy = SpyModel()
+    stage = TopicStage(spy, gold_languages=gold_language_keys({"en": 60, "zh-Hans": 60}))
+    batch = _batch([("谁在 1915 年收到了标书？", "zh"), ("Who got a bid in 1915?", "en")])
+    stage.process(batch)
+    assert [notes.get("topic") for notes in batch.annotations] == ["sports", "sports"]
+    assert not any("topic_unjudged_language" in notes for notes in batch.annotations)
+
+
+def test_a_question_read_as_a_left_out_language_is_judged_in_that_language() -> None:
+    """Review s35: with ``analytics.language.candidates: [en]`` the language stage labels a
+    German or Spanish question ``en`` and marks the left-out language it reads as
+    (``language_excluded``); the topic stage judged it as English, so the trial-16 false
+    topic alarm came back with narrowed candidates. It is judged in the language it reads
+    as, and counted under it."""
+    from service.language.detector import LanguageConfig, LanguageDetector
+    from service.language.stage import LanguageStage
+
+    detector = LanguageDetector(LanguageConfig(candidates=("en",), preferred=("en",)))
+    batch = _batch([("Wer erhielt 1915 ein Angebot für die Arbeit an der Universität?", None),
+                    ("¿Quién recibió una propuesta en 1915?", None),
+                    ("Who got an offer in 1915?", None)])  # fmt: skip
+    LanguageStage(detector).process(batch)
+    assert [n["language"] for n in batch.annotations] == ["en", "en", "en"]
+    assert [n.get("language_excluded") for n in batch.annotations] == ["de", "es", None]
+    spy = SpyModel()
+    TopicStage(spy, gold_languages=frozenset({"en"})).process(batch)
+    assert spy.calls == [["Who got an offer in 1915?"]]
+    assert [n.get("topic_unjudged_language") for n in batch.annotations] == [True, True, None]
+    totals = AnnotationTotals()
+    totals.process(batch)
+    assert totals.by_language["topic_no_gold_rows"] == {"de": 1, "es": 1}
+    # a left-out language the gold set has rows in (never a candidate: its tag no label)
+    batch = _batch([("谁在 1915 年收到了标书？", "en")])
+    batch.annotations[0]["language_excluded"] = "zh"
+    TopicStage(SpyModel(), gold_languages=gold_language_keys({"en": 5, "zh-Hans": 5})).process(
+        batch
+    )
+    assert batch.annotations[0]["topic"] == "sports"
+
+
+def _steady(drift: DriftStage, first: int, last: int, unjudged_as: str | None) -> None:
+    """Events ``first`` to ``last`` of a steady mix, one every 6 s: every other one German
+    (no gold row), the English ones half sports, half places; the German ones annotated as
+    :func:`_stream` says."""
+    for start in range(first, last, 100):
+        events, notes = [], []
+        for i in range(start, start + 100):
+            events.append(types.SimpleNamespace(timestamp=START + timedelta(seconds=6 * i)))
+            if i % 2:
+                notes.append({"language": "de", "topic_unjudged_language": True}
+                             if unjudged_as is None else
+                             {"language": "de", "topic": unjudged_as})  # fmt: skip
+            else:
+                notes.append({"language": "en", "topic": "sports" if i % 4 else "places"})
+        drift.process(types.SimpleNamespace(events=events, annotations=notes, streams=None))
+
+
+def test_an_upgrade_restoring_a_topic_baseline_counted_before_the_rule_raises_no_alarm() -> None:
+    """Review s35: the same traffic all along, half of it German. The code before the rule
+    read the German questions as ``novel`` (half of the frozen baseline's topic counts) and
+    saved its state; the code after, restoring it, compared a window of English questions
+    alone with that baseline: ``DRIFT topic vs baseline: falling novel`` on unchanged traffic
+    (reproduced with ``goldwatch serve``, old then new code on one state, at
+    ``min_count: 100``). A topic detector kept before the rule is not restored: the topic
+    dimension warms up afresh, as at a first start."""
+    old = _drift()
+    _steady(old, 0, 6_000, unjudged_as="novel")  # 10 h: the frozen baseline is the first 6 h
+    state = json.loads(json.dumps(old.state_snapshot()))
+    state.pop("topic_rule", None)  # what the code before the rule saved
+    new = _drift()
+    new.restore(state)
+    _steady(new, 6_000, 9_000, unjudged_as=None)
+    assert _alarms(new, "topic") == []
+    baseline = new.report()["topic"]["comparisons"]["baseline"]  # warming up since the restart
+    assert (baseline["state"], baseline["n_reference"]) == ("insufficient_data", 0)
+    assert new.report()["language"]["comparisons"]["baseline"]["n_reference"] > 0  # kept
+    # a state the rule's code saved is restored whole (its baseline holds English alone)
+    again = _drift()
+    again.restore(json.loads(json.dumps(new.state_snapshot())))
+
+    def windows(stage: DriftStage) -> str:
+        return json.dumps(stage.categorical["topic"].snapshot()["windows"], sort_keys=True)
+
+    assert windows(again) == windows(new)
