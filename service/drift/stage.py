@@ -35,7 +35,7 @@ import logging
 import math
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -257,6 +257,8 @@ class DriftStage:
         self.suppressed_categories: dict[str, dict[str, str]] = {}
         # dimension -> (the dimension whose drift it cannot be told from, why)
         self.confounded: dict[str, tuple[str, str]] = {}
+        # dimension -> the categories of the other whose move alone confounds it (absent: any)
+        self.confounded_categories: dict[str, frozenset[str]] = {}
 
     def _detectors(
         self,
@@ -308,14 +310,18 @@ class DriftStage:
         else:
             silenced[category] = reason
 
-    def confound(self, dimension: str, by: str, reason: str | None) -> None:
+    def confound(self, dimension: str, by: str, reason: str | None,
+                 categories: Collection[str] | None = None) -> None:  # fmt: skip
         """Stop (``reason``: why) or resume (``None``) the alarms of ``dimension`` while
         ``by`` drifts: a comparison of ``dimension`` in drift reads ``uncalibrated`` and
         raises no alarm while the same comparison (``reference`` or ``baseline``) of ``by``
         tests ``drift`` too (e.g. ``topic`` by ``language`` when the topic assignment is
         measurably worse in one language: a change of the language mix alone moves the topic
         shares, :func:`service.topics.quality.language_bias`). It alarms as before while
-        ``by`` does not drift.
+        ``by`` does not drift. With ``categories`` (of ``by``), only while ``by``'s drifting
+        comparison moved one of them (rising or falling): e.g. the languages whose topic
+        assignment the gold set does not show about as good
+        (:func:`service.topics.quality.unshown_languages`).
 
         Raises:
             ValueError: either is not one of :data:`DIMENSIONS`, or they are the same.
@@ -324,8 +330,13 @@ class DriftStage:
             raise ValueError(f"cannot confound drift dimension {dimension!r} by {by!r}")
         if reason is None:
             self.confounded.pop(dimension, None)
+            self.confounded_categories.pop(dimension, None)
         else:
             self.confounded[dimension] = (by, reason)
+            if categories is None:
+                self.confounded_categories.pop(dimension, None)
+            else:
+                self.confounded_categories[dimension] = frozenset(categories)
 
     def kept_out(self) -> tuple[int, int, int, float]:
         """``(late, future, ahead, share of the events seen)`` kept out of the windows (as
@@ -444,7 +455,14 @@ class DriftStage:
         by = self.confounded[dim][0]
         other = (self._detectors()[by].reports if reports is None
                  else reports.get(by, {})).get(name)  # fmt: skip
-        return other is not None and other.state == "drift"
+        if other is None or other.state != "drift":
+            return False
+        categories = self.confounded_categories.get(dim)
+        if categories is None:
+            return True
+        moved = _what_moved(other.to_dict())
+        shares = [*(moved.get("rising") or ()), *(moved.get("falling") or ())]
+        return not categories.isdisjoint(shares)
 
     def _states_of(self, dim: str, det: Any) -> dict[str, str]:
         """Every comparison's state of ``dim`` after suppression."""
@@ -759,7 +777,13 @@ class DriftStage:
             if dim in self.confounded:
                 by, reason = self.confounded[dim]
                 body["confounded"] = {"by": by, "reason": reason}
-                silenced[f"{dim} (while {by} drifts)"] = reason
+                categories = self.confounded_categories.get(dim)
+                if categories is None:
+                    silenced[f"{dim} (while {by} drifts)"] = reason
+                else:  # only while those categories of it move
+                    body["confounded"]["categories"] = sorted(categories)
+                    named = ", ".join(sorted(categories))
+                    silenced[f"{dim} (while {by} drifts in {named})"] = reason
         out["suppressed_dimensions"] = silenced
         out["alarms"] = list(self.alarms)
         out["events_seen"] = self.events_seen

@@ -73,7 +73,7 @@ from service.settings import AnalyticsConfig, DriftSettings, RetrieverConfig
 from service.text.subject import has_placeholder, subject
 from service.topics.config import TopicConfig
 from service.topics.model import NOVEL, TopicModel
-from service.topics.quality import language_bias
+from service.topics.quality import language_bias, unshown_languages
 from service.topics.stage import TopicStage
 
 log = logging.getLogger(__name__)
@@ -516,7 +516,10 @@ def apply_quality_floor(analytics: Analytics) -> dict[str, str]:
     dimension raises no alarm while ``language`` drifts when the topic assignment is
     measurably worse in one language than another
     (:func:`~service.topics.quality.language_bias` of :attr:`Analytics.topic_quality`, its
-    languages with at least ``quality_min_class`` labelled gold rows). Return
+    languages with at least ``quality_min_class`` labelled gold rows), or, else, while the
+    drifting language comparison moves a language the gold set does not show to be about
+    as good as its best-measured one (:func:`~service.topics.quality.unshown_languages`:
+    too few rows, or too weak). Return
     ``{dimension or "dimension (category share)": reason}`` of what is suppressed."""
     topics = next((st for st in analytics.stages if isinstance(st, TopicStage)), None)
     if topics is not None and "novelty" in analytics.detector_quality:
@@ -524,9 +527,13 @@ def apply_quality_floor(analytics: Analytics) -> dict[str, str]:
     if analytics.drift is None:
         return {}
     bias = language_bias(analytics.topic_quality, analytics.quality_min_class)
+    languages = None  # any language change confounds topic (two languages measurably apart)
+    if bias is None:  # else only a change of a language the gold set does not show as good
+        bias, weak = unshown_languages(analytics.topic_quality, analytics.quality_min_class)
+        languages = weak if bias is not None else None
     if bias is not None:
         bias += f"; {TOPIC_BY_LANGUAGE}"
-    analytics.drift.confound("topic", "language", bias)
+    analytics.drift.confound("topic", "language", bias, languages)
     for detector, (dimension, category) in DETECTOR_DIMENSIONS.items():
         if detector not in analytics.detector_quality:
             continue
