@@ -62,10 +62,12 @@ def _traffic() -> list[Panel | list[Panel]]:
             ),
             timeseries(
                 "Question topics (share of the last hour)",
-                "Share of each topic among the last hour's questions, all replicas "
-                "(goldwatch:topic_share:ratio_rate1h). 'novel' counts questions far from "
-                "every gold question: traffic the gold set does not cover. A growing topic or "
-                "novel share calls for new gold questions (alerts TopicDrift, CoverageGap).",
+                "Share of each topic among the last hour's questions given a topic, all "
+                "replicas (goldwatch:topic_share:ratio_rate1h). 'novel' counts questions far "
+                "from every gold question: traffic the gold set does not cover. A growing "
+                "topic or novel share calls for new gold questions (alerts TopicDrift, "
+                "CoverageGap). A question in a language no gold row is written in is given no "
+                "topic (the panel below counts them).",
                 [(f"goldwatch:topic_share:ratio_rate1h{{{SEL}}}", "{{topic}}")],
                 "percentunit", stack=True, maximum=1,
             ),
@@ -83,6 +85,20 @@ def _traffic() -> list[Panel | list[Panel]]:
                 "setting.",
                 [(f"sum by (language) (rate(goldwatch_questions_excluded_language_total{{{SEL}}}"
                   f"[1h])) / ignoring (language) group_left () "
+                  f"(sum(rate(goldwatch_questions_by_language_total{{{SEL}}}[1h])) > 0)",
+                  "{{language}}")],
+                "percentunit", stack=True, maximum=1,
+            ),
+            timeseries(
+                "Questions given no topic (share of the last hour)",
+                "Share of the last hour's questions, all replicas, given no topic because no "
+                "gold row is written in their language, by that language "
+                "(goldwatch_questions_no_topic_total over all questions): neither the topic "
+                "assignment nor novelty was measured in it, so they are in no topic share and "
+                "no topic drift. Empty while every question's language has gold rows. Add gold "
+                "questions in the language to judge them (docs/topics.md).",
+                [(f"sum by (language) (rate(goldwatch_questions_no_topic_total{{{SEL}}}[1h])) "
+                  f"/ ignoring (language) group_left () "
                   f"(sum(rate(goldwatch_questions_by_language_total{{{SEL}}}[1h])) > 0)",
                   "{{language}}")],
                 "percentunit", stack=True, maximum=1,

@@ -47,6 +47,9 @@ class AnalyticsMetrics:
     goldwatch_questions_by_topic_total           counter topic (model topics + novel); a
                                                          question given no topic (no gold
                                                          row in its language) is in none
+    goldwatch_questions_no_topic_total           counter language (allow-list + other): given
+                                                         no topic, no gold row in its
+                                                         language
     goldwatch_questions_excluded_language_total  counter language (allow-list + other): the
                                                          left-out language a question reads
                                                          as (narrowed candidates only)
@@ -87,6 +90,7 @@ class AnalyticsMetrics:
     questions_by_language: Counter
     questions_by_topic: Counter
     questions_excluded_language: Counter
+    questions_no_topic: Counter
     answers: Counter
     refusals: Counter
     scope_scored: Counter
@@ -121,13 +125,15 @@ class AnalyticsMetrics:
         ``counted``: ``count_annotations(annotations)`` when already known (the batch's
         :meth:`~service.pipeline.Batch.counts`), else it is counted here."""
         flags, pii = counted if counted is not None else count_annotations(annotations)
-        languages, topics = self._label_counts(annotations)
+        languages, topics, no_topic = self._label_counts(annotations)
         for kind, n in pii.items():
             self.pii_scrubbed.labels(type=bounded_label(kind, PII_TYPES)).inc(n)
         for language, n in languages.items():
             self.questions_by_language.labels(language=language).inc(n)
         for topic, n in topics.items():
             self.questions_by_topic.labels(topic=topic).inc(n)
+        for language, n in no_topic.items():
+            self.questions_no_topic.labels(language=language).inc(n)
         for key, counter in (
             ("answers", self.answers),
             ("refusals", self.refusals),
@@ -140,9 +146,12 @@ class AnalyticsMetrics:
 
     def _label_counts(
         self, annotations: Sequence[Mapping[str, Any]]
-    ) -> tuple[dict[str, int], dict[str, int]]:
-        """``({language label: n}, {topic label: n})`` of a batch, labels bounded
-        (:func:`bounded_label`), each dictionary in the order its labels first occur.
+    ) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+        """``({language label: n}, {topic label: n}, {language label: n given no topic})`` of
+        a batch, labels bounded (:func:`bounded_label`), each dictionary in the order its
+        labels first occur. A question the topic stage gave no topic
+        (``topic_unjudged_language``: no gold row in its language) is in no topic's count
+        and in the third, under its language.
 
         The raw values are counted first and each distinct one bounded once: the label sets
         are tuples (a linear ``in``), and a batch holds a few distinct values for hundreds of
@@ -151,22 +160,26 @@ class AnalyticsMetrics:
         be a dictionary key (a custom stage's) makes it bound per event instead."""
         raw_languages: dict[Any, int] = {}
         raw_topics: dict[Any, int] = {}
+        raw_no_topic: dict[Any, int] = {}
         try:
             for notes in annotations:
                 get = notes.get
-                value = get("language_label", get("language"))
-                raw_languages[value] = raw_languages.get(value, 0) + 1
+                language = get("language_label", get("language"))
+                raw_languages[language] = raw_languages.get(language, 0) + 1
                 value = get("topic")
                 if value is None and get("topic_unjudged_language") is True:
-                    continue  # given no topic (no gold row in its language): in no topic
+                    # given no topic (no gold row in its language): in no topic
+                    raw_no_topic[language] = raw_no_topic.get(language, 0) + 1
+                    continue
                 raw_topics[value] = raw_topics.get(value, 0) + 1
         except TypeError:  # unhashable
-            raw_languages, raw_topics = {}, {}
+            raw_languages, raw_topics, raw_no_topic = {}, {}, {}
             for notes in annotations:
                 language = bounded_label(notes.get("language_label", notes.get("language")),
                                          self.language_labels)  # fmt: skip
                 raw_languages[language] = raw_languages.get(language, 0) + 1
                 if notes.get("topic") is None and notes.get("topic_unjudged_language") is True:
+                    raw_no_topic[language] = raw_no_topic.get(language, 0) + 1
                     continue
                 topic = bounded_label(notes.get("topic"), self.topic_labels)
                 raw_topics[topic] = raw_topics.get(topic, 0) + 1
@@ -178,7 +191,11 @@ class AnalyticsMetrics:
         for value, n in raw_topics.items():
             label = bounded_label(value, self.topic_labels)
             topics[label] = topics.get(label, 0) + n
-        return languages, topics
+        no_topic: dict[str, int] = {}
+        for value, n in raw_no_topic.items():
+            label = bounded_label(value, self.language_labels)
+            no_topic[label] = no_topic.get(label, 0) + n
+        return languages, topics, no_topic
 
     def observe_excluded_languages(self, counts: Mapping[str, int]) -> None:
         """Count questions that read as a language the language candidates leave out
@@ -371,6 +388,12 @@ def build_analytics_metrics(
             "Counted only while the candidates leave languages out (never with the default "
             "ones); its share of questions_by_language is the share the language figures "
             "miss.", ["language"],
+        ),
+        questions_no_topic=counter(
+            "questions_no_topic", "Questions given no topic, by language: no gold row is "
+            "written in their language, so neither the topic assignment nor novelty was "
+            "measured on it (docs/topics.md). They are in no questions_by_topic count: the "
+            "topic shares are of the questions given one.", ["language"],
         ),
         answers=counter("answers", "Events that carried an answer."),
         refusals=counter("refusals", "Answers that declined to answer."),

@@ -44,6 +44,9 @@ EXPECTED_EMPTY = {
     "Questions in languages the candidates leave out (share of the last hour)/A": (
         "the demo runs the default language candidates, which leave no language out"
     ),
+    "Questions given no topic (share of the last hour)/A": (
+        "every demo question is in a language its gold set has rows in (en, hi-Latn, hi)"
+    ),
 }
 
 

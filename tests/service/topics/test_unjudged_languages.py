@@ -223,6 +223,9 @@ def test_metrics_count_them_under_no_topic_and_under_their_language() -> None:
     # the fourth event (no topic stage verdict, not marked) stays "other", as before
     assert value("goldwatch_questions_by_topic_total", topic="other") == 1.0
     assert value("goldwatch_questions_by_topic_total", topic="und") == 0.0
+    # counted apart, by language: what makes the topics' sum short of the languages'
+    assert value("goldwatch_questions_no_topic_total", language="de") == 2.0
+    assert value("goldwatch_questions_no_topic_total", language="en") is None
 
 
 def test_the_series_counts_their_language_and_no_topic() -> None:
