@@ -157,12 +157,15 @@ class DimensionDrift(TypedDict, total=False):
     ``coverage_gaps`` and, when some are left out, ``coverage_gaps_left_out``
     ``{category: why}``; ``tested_state`` is the state the test gave when suppression or
     hysteresis changed it; ``suppressed`` / ``suppressed_categories`` say why the dimension /
-    a category raises no alarm; ``confounded`` ``{"by", "reason"}``: the dimension raises no
-    alarm while ``by`` drifts too (topic by language: the topic assignment is measurably
-    worse in one language). ``terms`` (rising terms) adds its false-alarm budget per day
-    ``alpha_per_day`` and ``min_term_questions`` (the questions a term must be in to be
-    tested and reported); its test says ``terms_tested`` and lists ``rising`` terms, each
-    with its ``surface`` form, shares and counts, Mantel–Haenszel odds ratio and p-value."""
+    a category raises no alarm; ``confounded`` ``{"by", "reason"}`` and, when only some of
+    ``by``'s categories confound it, ``"categories"`` (a list): the dimension raises no alarm
+    while ``by`` drifts too (topic by language: the topic assignment is measurably worse in
+    one language; or, with ``categories``, while ``by``'s drift moves one of those languages,
+    which the gold set does not show about as good). ``terms`` (rising terms) adds its
+    false-alarm budget per day ``alpha_per_day`` and ``min_term_questions`` (the questions a
+    term must be in to be tested and reported); its test says ``terms_tested`` and lists
+    ``rising`` terms, each with its ``surface`` form, shares and counts, Mantel–Haenszel odds
+    ratio and p-value."""
 
     state: Required[str]
     comparisons: Required[dict[str, dict[str, Any]]]
@@ -173,7 +176,7 @@ class DimensionDrift(TypedDict, total=False):
     tested_state: str
     suppressed: str
     suppressed_categories: dict[str, str]
-    confounded: dict[str, str]
+    confounded: dict[str, str | list[str]]
     alpha_per_day: float
     min_term_questions: int
 
