@@ -901,7 +901,11 @@ def insufficient_reason(
         dropped = n_cur < busiest - 2 * math.sqrt(busiest)
         current = f"the current {_duration(span)} window holds {n_cur} {unit}"
         if fell and dropped:
-            reasons.append(f"traffic fell: {current}, fewer than {detector.min_count}, "
+            # topic: the questions given one fall when a language without gold rows rises
+            # (a review: "traffic fell" while traffic held and half went to German)
+            what = ("the questions given a topic fell (one in a language without gold rows is "
+                    "given none)" if dim == "topic" else "traffic fell")  # fmt: skip
+            reasons.append(f"{what}: {current}, fewer than {detector.min_count}, "
                            f"though an earlier one held {busiest}; if it stays this low, "
                            f"{advice}")  # fmt: skip
         elif fell:
