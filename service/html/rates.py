@@ -22,6 +22,7 @@ from service.html.page import badge, figure, num, para, pct, section, table
 from service.refusals.scope import (
     CALIBRATION_LIMIT,
     live_before_by_language,
+    rate_interval,
     support_by_language_text,
 )
 
@@ -171,7 +172,8 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
             [f"of which farther from the corpus than any answerable gold question{but}{mark}",
              scope.get("off_corpus", 0)],
             ["off-corpus rule: held-out false-positive rate on gold answerables",
-             f"{support['held_out_fpr']:.1%} of {support['n_answerable']} "
+             f"{support['held_out_fpr']:.1%} of {support['n_answerable']}"
+             f"{rate_interval(float(support['held_out_fpr']), int(support['n_answerable']))} "
              f"(support similarity below {support['cutoff']:.3f})"],
         ]  # fmt: skip
     if support:

@@ -136,7 +136,9 @@ def test_a_good_configuration_ends_with_a_positive_summary(tmp_path: Path) -> No
         "least 10 such rows has, once the lowest ⌊0.021 · n⌋ of its n are left out; a script "
         "without one is not judged):",
         f"#       en: below {cutoff:.3f} (the Latn cutoff; 39 answerable gold questions), "
-        "held-out false-positive rate 2.6%",  # 1 of 39: the pooled rule's 1 of 47 was English
+        # 1 of 39: the pooled rule's 1 of 47 was English; its Wilson interval (by scipy's
+        # binomtest(1, 39).proportion_ci(method="wilson")): [0.5%, 13.2%]
+        "held-out false-positive rate 2.6% (1 of 39; Wilson 95 % [0.5%, 13.2%])",
         "#       hi: not judged by the off-corpus rule (2 answerable gold questions, no language "
         "of its script has enough)",
         f"#       hi-Latn: below {cutoff:.3f} (the Latn cutoff; too few answerable gold "
