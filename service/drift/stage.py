@@ -671,8 +671,11 @@ class DriftStage:
         """While a categorical comparison (language, topic) stays in drift, record an entry
         when a category its open alarm did not name rises: trial 17's "language vs
         reference: rising de" stayed open for two days and the day Spanish rose too was
-        never named. Each category is named once per open alarm (``widened``: the new ones);
-        the entry carries what moved, as an alarm's does. A state restored without the named
+        never named. Each category is named once per open alarm (``widened``: the new ones),
+        when its rise is as strong as an alarm needs (the CI of its share change at least
+        ``min_share_change`` above 0; the alarm's own ``rising``, a CI above 0 at 95 %, is
+        crossed by chance by a share that never moved within a day of tests); the entry
+        carries what moved, as an alarm's does. A state restored without the named
         list takes the current rising ones as named (no entry for what the alarm may already
         have said). Not for ``terms``: an open alarm's subject brings its own words one
         test after another (the demo's exam change named 20 terms in 6 more entries)."""
@@ -682,7 +685,13 @@ class DriftStage:
         if named is None:
             self._named[key] = rising
             return
-        new = [c for c in rising if c not in named]
+        # a rise as strong as an alarm's (its CI bound at min_share_change): ``rising`` is
+        # any CI above 0, at 95 % and tested every few minutes while the alarm stays open
+        # (review s35: each of five languages whose share never moved was named by chance
+        # within a day of an open alarm)
+        strong = {change.category for change in getattr(report, "rising", ())
+                  if change.ci_low >= self.categorical[dim].min_share_change}  # fmt: skip
+        new = [c for c in rising if c not in named and c in strong]
         if not new:
             return
         named.extend(new)

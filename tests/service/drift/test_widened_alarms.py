@@ -91,3 +91,33 @@ def test_the_reports_say_what_rose_since_the_alarm_opened() -> None:
         lines[1].endswith(": now also rising es (rising es, de, falling en)")  # fmt: skip
     page = drift_section(doc["analytics"]["drift"], doc["analytics"].get("series"))
     assert "now also rising: es; rising: " in page
+
+
+def test_a_category_whose_share_did_not_move_is_never_named_as_rising_later() -> None:
+    """Review s35 (HIGH): ``rising`` is every category whose share change has a 95 % CI above
+    0, with no effect size and no correction for the test's many looks; an alarm needs the
+    change's CI bound at ``min_share_change`` (and p < alpha). While the alarm on German stays
+    open (tested every 5 min for two days), each of five languages whose share never moved
+    crossed that weak line by chance once and was recorded "DRIFT+ ... now also rising" (all
+    five of them by hour 32 with this seed). A widening takes a rise as strong as an alarm's:
+    here none; trial 17's Spanish (0 → 30 %) still is (the test above)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    hours = 56
+    n = hours * PER_HOUR
+    languages = rng.choice(["en", "fr", "it", "pt", "nl", "sv"], size=n,
+                           p=[0.5, 0.1, 0.1, 0.1, 0.1, 0.1]).tolist()  # fmt: skip
+    for i in range(8 * PER_HOUR, n):  # from hour 8, German takes 60 % of the English share
+        if languages[i] == "en" and rng.random() < 0.6:
+            languages[i] = "de"
+    drift = _drift()
+    for first in range(0, n, 100):
+        events = [types.SimpleNamespace(timestamp=START + timedelta(seconds=6 * i))
+                  for i in range(first, first + 100)]  # fmt: skip
+        notes = [{"language": languages[i], "topic": "fees"} for i in range(first, first + 100)]
+        drift.process(types.SimpleNamespace(events=events, annotations=notes, streams=None))
+    entries = _language_entries(drift)
+    assert [(a["comparison"], a["state"]) for a in entries] == [("baseline", "drift")]
+    assert "de" in entries[0]["rising"]
+    assert drift.report()["language"]["comparisons"]["baseline"]["state"] == "drift"
