@@ -237,8 +237,8 @@ class _WindowedDetector:
     @property
     def short_warmups(self) -> tuple[int, int]:
         """``(n, held)``: how many warm-ups of the frozen baseline ended holding fewer than
-        ``min_count`` events (each started a new one), and how many the last of them held;
-        ``(0, 0)`` when none did."""
+        ``min_count`` events (each started a new one) since it last froze or was rebaselined,
+        and how many the last of them held; ``(0, 0)`` when none did."""
         return self._windows.short_warmups, self._windows.short_warmup_count
 
     def alpha_per_test(self, comparison: str) -> float:
