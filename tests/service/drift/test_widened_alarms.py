@@ -121,3 +121,28 @@ def test_a_category_whose_share_did_not_move_is_never_named_as_rising_later() ->
     assert [(a["comparison"], a["state"]) for a in entries] == [("baseline", "drift")]
     assert "de" in entries[0]["rising"]
     assert drift.report()["language"]["comparisons"]["baseline"]["state"] == "drift"
+
+
+def test_a_widening_draws_no_alarm_line_on_the_shares_over_time(monkeypatch: Any) -> None:
+    """Review s35: the widening was kept off the drift section's time line ("not a mark on
+    its time line") but the languages' and topics' shares-over-time charts still drew every
+    entry in state ``drift`` as a red line, "drift declared", one more than were declared."""
+    from service.html import plots, replay_page
+
+    drift = _drift()
+    _feed(drift, 0, 14 * PER_HOUR)
+    report = drift.report()
+    assert [a.get("widened") for a in _language_entries(drift)] == [None, ["es"]]
+    doc = copy.deepcopy(samples.replay_report(series=True))
+    drawn: list[list[float]] = []
+    draw = plots.shares_over_time
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        drawn.append(list(kwargs["alarms"]))
+        return draw(*args, **kwargs)
+
+    monkeypatch.setattr(plots, "shares_over_time", spy)
+    replay_page._shares("languages", "Languages", report["language"], doc["analytics"]["series"],
+                        "languages", report)  # fmt: skip
+    opened = _language_entries(drift)[0]["timestamp"]
+    assert drawn == [[opened]]
