@@ -146,3 +146,23 @@ def test_a_widening_draws_no_alarm_line_on_the_shares_over_time(monkeypatch: Any
                         "languages", report)  # fmt: skip
     opened = _language_entries(drift)[0]["timestamp"]
     assert drawn == [[opened]]
+
+
+def test_the_text_report_marks_a_silenced_category_of_a_widening_as_its_alarm_does() -> None:
+    """Review s35: the ``DRIFT`` line says "novel rising too raises no alarm (why)" for an
+    uncalibrated ``novel``, as the HTML table does for both lines; the ``DRIFT+`` line listed
+    it among the rising, unmarked."""
+    drift = _drift()
+    _feed(drift, 0, 14 * PER_HOUR)
+    doc = copy.deepcopy(samples.replay_report(series=True))
+    report = drift.report()
+    widened = next(a for a in report["alarms"] if a.get("widened"))
+    widened["rising"] = [*widened["rising"], "novel"]
+    report["language"]["suppressed_categories"] = {"novel": "uncalibrated: AUC 0.6"}
+    doc["analytics"]["drift"] = report
+    doc["gold_candidates"] = None
+    line = next(line for line in render_text(doc).splitlines() if "DRIFT+" in line)
+    assert line.endswith("now also rising es (rising de, es, falling en; novel rising too "
+                         "raises no alarm (uncalibrated: AUC 0.6))") or line.endswith(
+        "now also rising es (rising es, de, falling en; novel rising too raises no alarm "
+        "(uncalibrated: AUC 0.6))"), line  # fmt: skip
