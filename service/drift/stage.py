@@ -676,9 +676,11 @@ class DriftStage:
         ``min_share_change`` above 0; the alarm's own ``rising``, a CI above 0 at 95 %, is
         crossed by chance by a share that never moved within a day of tests); the entry
         carries what moved, as an alarm's does. A state restored without the named
-        list takes the current rising ones as named (no entry for what the alarm may already
-        have said). Not for ``terms``: an open alarm's subject brings its own words one
-        test after another (the demo's exam change named 20 terms in 6 more entries)."""
+        list takes them from the open alarm's entries in the history (:func:`_named_by`), or,
+        its opening entry gone from it, the current rising ones as named (no entry for what
+        the alarm may already have said). Not for ``terms``: an open alarm's subject brings
+        its own words one test after another (the demo's exam change named 20 terms in 6
+        more entries)."""
         moved = _what_moved(report.to_dict())
         rising = self._rising_named(dim, moved)
         named = self._named.get(key)
@@ -826,8 +828,10 @@ class DriftStage:
         self.events_seen = int(state.get("events_seen", 0))
         self.alarms = list(state.get("alarms", []))[-MAX_ALARMS:]
         self._last_state = dict(state.get("last_state", {}))
-        # (a snapshot from before: none; each open alarm takes its next rising as named)
-        self._named = {str(k): [str(c) for c in v] for k, v in state.get("named", {}).items()}
+        named = state.get("named")
+        if named is None:  # a snapshot from before: what the open alarms' entries named
+            named = _named_by(self.alarms, self._last_state)
+        self._named = {str(k): [str(c) for c in v] for k, v in named.items()}
         for dim, counts in state.get("live_counts", {}).items():
             if dim in self.live_counts:
                 self.live_counts[dim] = Counter({str(k): int(v) for k, v in counts.items()})
@@ -839,6 +843,33 @@ class DriftStage:
             recent = [[late + future + ahead + window.accepted, late, future, ahead]]
         for update in recent:
             self._remember(tuple(int(value) for value in update))
+
+
+def _named_by(alarms: list[dict[str, Any]], last_state: Mapping[str, str]
+              ) -> dict[str, list[str]]:  # fmt: skip
+    """``{"dimension/comparison": categories}`` each open categorical alarm (``last_state``
+    ``drift``) named in ``alarms`` (the rising of the entry that opened it and of its
+    widenings), for a state kept before :attr:`DriftStage._named` was: without it, a
+    category that rose before the restart was never named (that version named none), and
+    the first test after it took it as named. An open alarm whose opening entry is no
+    longer among the last :data:`MAX_ALARMS` is left out: it takes the categories rising
+    at its next test (:meth:`DriftStage._record_widening`)."""
+    named: dict[str, list[str]] = {}
+    for key, state in last_state.items():
+        dim, _, name = key.partition("/")
+        if state != "drift" or dim not in CATEGORICAL:
+            continue
+        found: list[str] = []
+        for alarm in reversed(alarms):
+            if (alarm.get("dimension"), alarm.get("comparison")) != (dim, name):
+                continue
+            if alarm.get("state") != "drift":
+                break  # (an entry of an earlier alarm's end: its opener is not here)
+            found = [*(str(c) for c in alarm.get("rising") or ()), *found]
+            if not alarm.get("widened"):  # the entry that opened it
+                named[key] = list(dict.fromkeys(found))
+                break
+    return named
 
 
 def _duration(seconds: float) -> str:

@@ -166,3 +166,21 @@ def test_the_text_report_marks_a_silenced_category_of_a_widening_as_its_alarm_do
                          "raises no alarm (uncalibrated: AUC 0.6))") or line.endswith(
         "now also rising es (rising es, de, falling en; novel rising too raises no alarm "
         "(uncalibrated: AUC 0.6))"), line  # fmt: skip
+
+
+def test_a_state_from_before_takes_what_its_open_alarm_named_from_the_alarm_history() -> None:
+    """Review s35: a state written before ``named`` took the categories rising at the first
+    test after the restart as named, so one that rose before the upgrade (which never named
+    it) was never named: Spanish here, rising since hour 10 of an alarm opened on German in
+    hour 8. The open alarm's entries in the history say what it named."""
+    first = _drift()
+    _feed(first, 0, 11 * PER_HOUR)
+    state = copy.deepcopy(first.state_snapshot())
+    del state["named"]  # as the version before wrote it: no widening either
+    state["alarms"] = [a for a in state["alarms"] if not a.get("widened")]
+    again = _drift()
+    again.restore(state)
+    _feed(again, 11 * PER_HOUR, 14 * PER_HOUR)
+    entries = _language_entries(again)
+    assert [a.get("widened") for a in entries] == [None, ["es"]]
+    assert 11 * 3600 <= entries[1]["timestamp"] - START.timestamp() < 11.2 * 3600
