@@ -241,6 +241,12 @@ class _WindowedDetector:
         and how many the last of them held; ``(0, 0)`` when none did."""
         return self._windows.short_warmups, self._windows.short_warmup_count
 
+    @property
+    def warmup_held(self) -> int:
+        """The events the frozen baseline's warm-up in progress holds so far (0 when none
+        is)."""
+        return self._windows.warmup_held
+
     def alpha_per_test(self, comparison: str) -> float:
         """The level a ``comparison``'s p-value is held to now (see the module docstring)."""
         periods = self._windows.windows_per_period(reference=comparison == "reference")

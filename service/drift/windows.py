@@ -1128,6 +1128,14 @@ class ComparisonWindows:
             self._base_total = total
         return dict(self._base_total)
 
+    @property
+    def warmup_held(self) -> int:
+        """The events the frozen baseline's warm-up in progress holds so far (0 when none is:
+        ready, restored without its buckets, or another baseline)."""
+        if self.config.baseline != "frozen" or self._ready or self._legacy is not None:
+            return 0
+        return sum(self._base_counts().values())
+
     def _take_baseline(self) -> None:
         """Count the events the last window update took (and, with streams, those only older
         than its history) that fall in the frozen baseline's span (see the class)."""

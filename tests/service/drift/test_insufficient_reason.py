@@ -123,6 +123,29 @@ def test_a_baseline_that_froze_after_short_warm_ups_is_not_said_never_to_have_fr
     )
 
 
+def test_a_warm_up_that_holds_min_count_already_is_not_said_never_to_freeze() -> None:
+    """Review s35: one warm-up ended short after a quiet start (20 answers, then no traffic
+    for 9 h), and two hours into the next, holding 1,200 answers of the 200 it needs, the
+    report said "the baseline never froze: ... once (the last 20) ...: raise
+    analytics.drift.warmup_s to about 60 h". It freezes at the end of its span: still
+    warming up."""
+    drift = DriftStage({}, clock=lambda: (START + timedelta(days=30)).timestamp())
+    stamps = [180.0 * i for i in range(20)] + [36_000 + 6.0 * i for i in range(1200)]
+    events = [types.SimpleNamespace(timestamp=START + timedelta(seconds=t)) for t in stamps]
+    notes = [{"language": "en", "topic": "fees", "refused": False}] * len(stamps)
+    for i in range(0, len(stamps), 100):
+        chunk = slice(i, i + 100)
+        batch = types.SimpleNamespace(events=events[chunk], annotations=notes[chunk])
+        drift.process(types.SimpleNamespace(**vars(batch), streams=None))
+    assert drift.rates["refusal"].short_warmups == (1, 20)
+    test = drift.report()["refusal"]["comparisons"]["baseline"]
+    assert (test["state"], test["n_reference"]) == ("insufficient_data", 0)
+    assert test["insufficient"] == (
+        "the baseline is still warming up: it is the first 6 h of traffic "
+        "(analytics.drift.warmup_s), ready once those hold 200 answers"
+    )
+
+
 def test_a_window_just_under_min_count_is_not_called_a_fall_of_traffic() -> None:
     """Trial 17: "traffic fell: ... holds 197, though a tested one held 201" on flat traffic.
     A drop within Poisson noise (here ~196 against a busiest of ~202: 202 - 2 x 14.2 = 173.6)
