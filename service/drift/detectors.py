@@ -237,9 +237,15 @@ class _WindowedDetector:
     @property
     def short_warmups(self) -> tuple[int, int]:
         """``(n, held)``: how many warm-ups of the frozen baseline ended holding fewer than
-        ``min_count`` events (each started a new one), and how many the last of them held;
-        ``(0, 0)`` when none did."""
+        ``min_count`` events (each started a new one) since it last froze or was rebaselined,
+        and how many the last of them held; ``(0, 0)`` when none did."""
         return self._windows.short_warmups, self._windows.short_warmup_count
+
+    @property
+    def warmup_held(self) -> int:
+        """The events the frozen baseline's warm-up in progress holds so far (0 when none
+        is)."""
+        return self._windows.warmup_held
 
     def alpha_per_test(self, comparison: str) -> float:
         """The level a ``comparison``'s p-value is held to now (see the module docstring)."""

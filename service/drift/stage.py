@@ -394,7 +394,9 @@ class DriftStage:
         When the events kept out would have filled the window (``n_current`` in it, with the
         share kept out of the latest events given back, ``n_current / (1 − share)``, reaches
         ``min_count``: the kept-out events are taken as spread over time like the others, as
-        the latest events may span many windows), the events' timestamps are the cause and
+        the latest events may span many windows) and the window holds fewer than
+        ``min_count`` (a full one lacks its baseline or reference, which ``reason`` names),
+        the events' timestamps are the cause and
         :func:`insufficient_reason`'s advice on the windows' sizes (``reason``) would mislead:
         only the timestamps are named, e.g. ``"100% of the latest 3006 events seen were kept
         out of the drift windows (3000 late, 0 future, 0 ahead): the events' timestamps, not
@@ -417,7 +419,9 @@ class DriftStage:
         # events seen may span far more than one window (trial 17: 407 late of 3,600 over six
         # days at 25 an hour; 25 + 407 >= 200 blamed the clocks for a window thin by traffic)
         filled = n_current / (1.0 - share) if share < 1.0 else math.inf
-        if filled >= min_count:
+        # (a window holding min_count is not short: the comparison lacks its baseline or
+        # reference, and ``reason`` says so; review s35)
+        if n_current < min_count <= filled:
             return (f"{kept}: the events' timestamps, not the traffic, leave the windows short; "
                     f"check the clocks that stamp them and {_READ_ORDER} (or "
                     f"{SETTINGS}.{setting})")  # fmt: skip
@@ -689,18 +693,29 @@ class DriftStage:
         """While a categorical comparison (language, topic) stays in drift, record an entry
         when a category its open alarm did not name rises: trial 17's "language vs
         reference: rising de" stayed open for two days and the day Spanish rose too was
-        never named. Each category is named once per open alarm (``widened``: the new ones);
-        the entry carries what moved, as an alarm's does. A state restored without the named
-        list takes the current rising ones as named (no entry for what the alarm may already
-        have said). Not for ``terms``: an open alarm's subject brings its own words one
-        test after another (the demo's exam change named 20 terms in 6 more entries)."""
+        never named. Each category is named once per open alarm (``widened``: the new ones),
+        when its rise is as strong as an alarm needs (the CI of its share change at least
+        ``min_share_change`` above 0; the alarm's own ``rising``, a CI above 0 at 95 %, is
+        crossed by chance by a share that never moved within a day of tests); the entry
+        carries what moved, as an alarm's does. A state restored without the named
+        list takes them from the open alarm's entries in the history (:func:`_named_by`), or,
+        its opening entry gone from it, the current rising ones as named (no entry for what
+        the alarm may already have said). Not for ``terms``: an open alarm's subject brings
+        its own words one test after another (the demo's exam change named 20 terms in 6
+        more entries)."""
         moved = _what_moved(report.to_dict())
         rising = self._rising_named(dim, moved)
         named = self._named.get(key)
         if named is None:
             self._named[key] = rising
             return
-        new = [c for c in rising if c not in named]
+        # a rise as strong as an alarm's (its CI bound at min_share_change): ``rising`` is
+        # any CI above 0, at 95 % and tested every few minutes while the alarm stays open
+        # (review s35: each of five languages whose share never moved was named by chance
+        # within a day of an open alarm)
+        strong = {change.category for change in getattr(report, "rising", ())
+                  if change.ci_low >= self.categorical[dim].min_share_change}  # fmt: skip
+        new = [c for c in rising if c not in named and c in strong]
         if not new:
             return
         named.extend(new)
@@ -841,8 +856,10 @@ class DriftStage:
         self.events_seen = int(state.get("events_seen", 0))
         self.alarms = list(state.get("alarms", []))[-MAX_ALARMS:]
         self._last_state = dict(state.get("last_state", {}))
-        # (a snapshot from before: none; each open alarm takes its next rising as named)
-        self._named = {str(k): [str(c) for c in v] for k, v in state.get("named", {}).items()}
+        named = state.get("named")
+        if named is None:  # a snapshot from before: what the open alarms' entries named
+            named = _named_by(self.alarms, self._last_state)
+        self._named = {str(k): [str(c) for c in v] for k, v in named.items()}
         for dim, counts in state.get("live_counts", {}).items():
             if dim in self.live_counts:
                 self.live_counts[dim] = Counter({str(k): int(v) for k, v in counts.items()})
@@ -854,6 +871,33 @@ class DriftStage:
             recent = [[late + future + ahead + window.accepted, late, future, ahead]]
         for update in recent:
             self._remember(tuple(int(value) for value in update))
+
+
+def _named_by(alarms: list[dict[str, Any]], last_state: Mapping[str, str]
+              ) -> dict[str, list[str]]:  # fmt: skip
+    """``{"dimension/comparison": categories}`` each open categorical alarm (``last_state``
+    ``drift``) named in ``alarms`` (the rising of the entry that opened it and of its
+    widenings), for a state kept before :attr:`DriftStage._named` was: without it, a
+    category that rose before the restart was never named (that version named none), and
+    the first test after it took it as named. An open alarm whose opening entry is no
+    longer among the last :data:`MAX_ALARMS` is left out: it takes the categories rising
+    at its next test (:meth:`DriftStage._record_widening`)."""
+    named: dict[str, list[str]] = {}
+    for key, state in last_state.items():
+        dim, _, name = key.partition("/")
+        if state != "drift" or dim not in CATEGORICAL:
+            continue
+        found: list[str] = []
+        for alarm in reversed(alarms):
+            if (alarm.get("dimension"), alarm.get("comparison")) != (dim, name):
+                continue
+            if alarm.get("state") != "drift":
+                break  # (an entry of an earlier alarm's end: its opener is not here)
+            found = [*(str(c) for c in alarm.get("rising") or ()), *found]
+            if not alarm.get("widened"):  # the entry that opened it
+                named[key] = list(dict.fromkeys(found))
+                break
+    return named
 
 
 def _duration(seconds: float) -> str:
@@ -881,7 +925,8 @@ def insufficient_reason(
     (or lower analytics.drift.min_count)"`` — when the drop is beyond Poisson noise (more
     than two standard deviations, ``2 √busiest``, below the busiest); a smaller one says
     traffic hovers at the threshold. A frozen baseline whose warm-ups held too few events
-    says so, with the warm-up that would hold ``min_count`` (``short_warmups``).
+    says so, with the warm-up that would hold ``min_count`` (``short_warmups``), unless the
+    warm-up in progress holds ``min_count`` already (it freezes at its end).
     """
     unit, cfg = UNITS.get(dim, "events"), detector.windows
     reasons = []
@@ -920,7 +965,11 @@ def insufficient_reason(
                        f"{detector.min_reference_count} needed: add gold questions")  # fmt: skip
     elif comparison == "baseline" and cfg.baseline == "frozen" and n_ref == 0:
         short, held = detector.short_warmups
-        if short:  # (trial 17: 25 questions an hour, 150 a 6 h warm-up, and it said "still
+        # (one holding min_count already freezes at its end, whatever those before held: a
+        # quiet start then a gap ended one short, and 1,200 answers into the next it said
+        # "never froze ... raise warmup_s to about 60 h", review s35)
+        if short and detector.warmup_held < detector.min_count:
+            # (trial 17: 25 questions an hour, 150 a 6 h warm-up, and it said "still
             # warming up: the first 6 h of traffic" for 6 days)
             hours = math.ceil(cfg.warmup_s * detector.min_count / held / 3600) if held else 0
             about = f" to about {hours} h" if hours * 3600 > cfg.warmup_s else ""

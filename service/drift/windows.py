@@ -896,8 +896,9 @@ class ComparisonWindows:
         self._base_first: int | None = None  # the span's first bucket
         self._base_fixed = False  # True: the span starts there (a new warm-up), never earlier
         self._ready = False  # the baseline is frozen (ready for tests)
-        #: warm-ups that ended holding fewer than ``min_count`` events (each started again),
-        #: and the events the last of them held: why a frozen baseline never froze
+        #: warm-ups that ended holding fewer than ``min_count`` events (each started again)
+        #: since the baseline last froze or was rebaselined, and the events the last of them
+        #: held: why a frozen baseline never froze
         self.short_warmups, self.short_warmup_count = 0, 0
         self._legacy: dict[str, int] | None = None  # a baseline restored without its buckets
         self._last_tick: float | None = None
@@ -1127,6 +1128,14 @@ class ComparisonWindows:
             self._base_total = total
         return dict(self._base_total)
 
+    @property
+    def warmup_held(self) -> int:
+        """The events the frozen baseline's warm-up in progress holds so far (0 when none is:
+        ready, restored without its buckets, or another baseline)."""
+        if self.config.baseline != "frozen" or self._ready or self._legacy is not None:
+            return 0
+        return sum(self._base_counts().values())
+
     def _take_baseline(self) -> None:
         """Count the events the last window update took (and, with streams, those only older
         than its history) that fall in the frozen baseline's span (see the class)."""
@@ -1193,6 +1202,7 @@ class ComparisonWindows:
             held = sum(self._base_counts().values())
             if held >= self.min_count:
                 self._ready = True
+                self.short_warmups, self.short_warmup_count = 0, 0  # (they are past)
             else:  # too few: a new warm-up with the next bucket
                 self.short_warmups, self.short_warmup_count = self.short_warmups + 1, held
                 self._restart()
@@ -1207,8 +1217,10 @@ class ComparisonWindows:
 
     def rebaseline(self) -> None:
         """Drop a frozen baseline and start a new warm-up with the bucket after the
-        watermark's (events from then on, see the class)."""
+        watermark's (events from then on, see the class); the short warm-ups counted before
+        are no longer the reason it is not ready."""
         self._restart()
+        self.short_warmups, self.short_warmup_count = 0, 0
 
     def snapshot(self) -> dict[str, Any]:
         """JSON-able state: the window, the frozen baseline, warm-up start, last tick."""

@@ -313,10 +313,12 @@ def _shares(
                           f"{quality['auc']:.3f}{interval} ({quality.get('method') or 'measured'}"
                           f" on the gold set).", "muted"))  # fmt: skip
     has_gold = bool(dim.get("gold_counts"))
+    # (a widening, an open alarm naming one more category, declares no drift: as on the
+    # drift section's time line)
     alarms = [
         a["timestamp"]
         for a in drift.get("alarms", ())
-        if a["dimension"] == name and a["state"] == "drift"
+        if a["dimension"] == name and a["state"] == "drift" and not a.get("widened")
     ]
     buckets = (series or {}).get("buckets") or []
     if buckets:

@@ -575,9 +575,9 @@ def render_text(doc: ReplayReport) -> str:
         if alarm.get("widened"):  # an open alarm: something it did not name rose too
             if "rising_terms" in alarm:
                 moved = rising_terms_text(alarm)
-            else:
-                moved = (f"rising {', '.join(alarm.get('rising') or ()) or '-'}, falling "
-                         f"{', '.join(alarm.get('falling') or ()) or '-'}")  # fmt: skip
+            else:  # (a silenced category said as the alarm's own line says it)
+                silenced = drift.get(alarm["dimension"], {}).get("suppressed_categories") or {}
+                moved = _categorical_moves(alarm, silenced)
             lines.append(f"  DRIFT+ {where}: now also rising {', '.join(alarm['widened'])} "
                          f"({moved})")  # fmt: skip
         elif alarm.get("tested_state") == "drift":  # kept quiet: the other dimension drifts
@@ -596,14 +596,19 @@ def render_text(doc: ReplayReport) -> str:
             lines.append(f"  DRIFT  {where}: {rising_terms_text(alarm)}")
         else:
             silenced = drift.get(alarm["dimension"], {}).get("suppressed_categories") or {}
-            rising = [c for c in alarm["rising"] if c not in silenced]
-            quiet = "".join(f"; {c} rising too raises no alarm ({silenced[c]})"
-                            for c in alarm["rising"] if c in silenced)  # fmt: skip
-            falling = ", ".join(alarm.get("falling") or ()) or "-"
-            lines.append(f"  DRIFT  {where}: rising {', '.join(rising) or '-'}, "
-                         f"falling {falling}{quiet}")  # fmt: skip
+            lines.append(f"  DRIFT  {where}: {_categorical_moves(alarm, silenced)}")
     lines += quality_lines(doc.get("quality"), over)
     return "\n".join(lines + harvest_lines(doc.get("gold_candidates")))
+
+
+def _categorical_moves(alarm: Mapping[str, Any], silenced: Mapping[str, str]) -> str:
+    """A categorical alarm's ``"rising de, falling en"``, each rising category whose rise
+    alone raises no alarm (``silenced``: ``{category: why}``) said after it."""
+    rising = [c for c in alarm.get("rising") or () if c not in silenced]
+    quiet = "".join(f"; {c} rising too raises no alarm ({silenced[c]})"
+                    for c in alarm.get("rising") or () if c in silenced)  # fmt: skip
+    falling = ", ".join(alarm.get("falling") or ()) or "-"
+    return f"rising {', '.join(rising) or '-'}, falling {falling}{quiet}"
 
 
 def rising_terms_text(alarm: dict[str, Any]) -> str:

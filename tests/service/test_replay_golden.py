@@ -478,6 +478,11 @@ the former): demo ``topic vs baseline`` after 2,400 events, ``widened: ["events"
 alarm opened at 1,500 on exams and novel); production ``topic vs reference`` after 2,413
 events, ``widened: ["topic-16"]`` (opened at 680 on novel, topic-7, topic-8). The 20k one:
 no widening, unchanged.
+Rewritten back in the same session's review (s35-rev-drift) without those two entries, the
+rest unchanged (checked as above): both were rises no alarm would have called strong (demo
+``events`` 1.6 % → 4.8 %, CI [0.5, 6.7] pp, a topic the demo log keeps at 0.5 % in every
+phase; production ``topic-16`` 5.7 % → 8.5 %, CI [0.2, 5.0] pp), and a widening now needs
+the CI bound an alarm needs (``min_share_change``).
 The production-shaped ones rewritten again in the thirty-fifth session (review s35-rev-topic,
 finding 3): harvest's coverage window leaves a question given no topic out of the topic
 shares too (it counted the 302 Hinglish questions as topic ``und``, diluting every topic's

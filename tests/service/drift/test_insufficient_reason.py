@@ -91,6 +91,61 @@ def test_a_baseline_whose_warm_ups_fall_short_says_so_and_what_to_raise() -> Non
         test["insufficient"]  # fmt: skip
 
 
+def test_a_baseline_that_froze_after_short_warm_ups_is_not_said_never_to_have_frozen() -> None:
+    """Review s35: the short warm-ups were counted for good. Two ended short at 25 answers an
+    hour, then traffic rose and the third froze (2,526 answers); once rebaselined (a new
+    warm-up, an hour in at 600 an hour) the report said "the baseline never froze: ... 2 times
+    (the last 150) ...: raise analytics.drift.warmup_s to about 8 h". The count is of the
+    warm-ups since the baseline last froze (or was rebaselined)."""
+    drift = DriftStage({}, clock=lambda: (START + timedelta(days=30)).timestamp())
+
+    def feed(stamps: list[float]) -> None:
+        events = [types.SimpleNamespace(timestamp=START + timedelta(seconds=t)) for t in stamps]
+        notes = [{"language": "en", "topic": "fees", "refused": False}] * len(stamps)
+        for i in range(0, len(stamps), 100):
+            chunk = slice(i, i + 100)
+            batch = types.SimpleNamespace(events=events[chunk], annotations=notes[chunk])
+            drift.process(types.SimpleNamespace(**vars(batch), streams=None))
+
+    feed([144.0 * i for i in range(350)])  # 2 short warm-ups (as above)
+    assert drift.rates["refusal"].short_warmups == (2, 150)
+    feed([50_400.0 + 6 * i for i in range(12 * 600)])  # 600 an hour: the third freezes
+    assert drift.report()["refusal"]["comparisons"]["baseline"]["n_reference"] > 200
+    assert drift.rates["refusal"].short_warmups == (0, 0)
+    for detector in drift._detectors().values():
+        detector.rebaseline()
+    feed([93_600.0 + 6 * i for i in range(600)])  # an hour into the new warm-up
+    test = drift.report()["refusal"]["comparisons"]["baseline"]
+    assert (test["state"], test["n_reference"]) == ("insufficient_data", 0)
+    assert test["insufficient"] == (
+        "the baseline is still warming up: it is the first 6 h of traffic "
+        "(analytics.drift.warmup_s), ready once those hold 200 answers"
+    )
+
+
+def test_a_warm_up_that_holds_min_count_already_is_not_said_never_to_freeze() -> None:
+    """Review s35: one warm-up ended short after a quiet start (20 answers, then no traffic
+    for 9 h), and two hours into the next, holding 1,200 answers of the 200 it needs, the
+    report said "the baseline never froze: ... once (the last 20) ...: raise
+    analytics.drift.warmup_s to about 60 h". It freezes at the end of its span: still
+    warming up."""
+    drift = DriftStage({}, clock=lambda: (START + timedelta(days=30)).timestamp())
+    stamps = [180.0 * i for i in range(20)] + [36_000 + 6.0 * i for i in range(1200)]
+    events = [types.SimpleNamespace(timestamp=START + timedelta(seconds=t)) for t in stamps]
+    notes = [{"language": "en", "topic": "fees", "refused": False}] * len(stamps)
+    for i in range(0, len(stamps), 100):
+        chunk = slice(i, i + 100)
+        batch = types.SimpleNamespace(events=events[chunk], annotations=notes[chunk])
+        drift.process(types.SimpleNamespace(**vars(batch), streams=None))
+    assert drift.rates["refusal"].short_warmups == (1, 20)
+    test = drift.report()["refusal"]["comparisons"]["baseline"]
+    assert (test["state"], test["n_reference"]) == ("insufficient_data", 0)
+    assert test["insufficient"] == (
+        "the baseline is still warming up: it is the first 6 h of traffic "
+        "(analytics.drift.warmup_s), ready once those hold 200 answers"
+    )
+
+
 def test_a_window_just_under_min_count_is_not_called_a_fall_of_traffic() -> None:
     """Trial 17: "traffic fell: ... holds 197, though a tested one held 201" on flat traffic.
     A drop within Poisson noise (here ~196 against a busiest of ~202: 202 - 2 x 14.2 = 173.6)

@@ -260,3 +260,26 @@ def test_few_late_events_leave_the_window_advice() -> None:
     reason = stage.report()["language"]["comparisons"]["reference"]["insufficient"]
     assert reason.startswith("traffic fell: the current 10 min window holds 1 questions"), reason
     assert "kept out" not in reason
+
+
+def test_a_full_window_is_not_said_to_be_left_short_by_the_events_kept_out() -> None:
+    """Review s35 (since before the session's rule): a comparison is ``insufficient_data``
+    for its baseline too, not only its window. Starved windows (25 % late) whose current
+    window held 3 times ``min_count`` while the frozen baseline warmed up read "the events'
+    timestamps, not the traffic, leave the windows short", and the warm-up, the reason it
+    was untested, was not said. With a full window the kept-out share is said, then the
+    comparison's own reason."""
+    stage = _stage(min_count=100)
+    stage._update([NOTE] * 500, [float(i) for i in range(500)])  # 0..499 s: a full window
+    stage._update([NOTE] * 250, [float(i) for i in range(250)])  # then 250 stamped 0..249 s
+    stage._update([NOTE] * 50, [500.0 + i for i in range(50)])  # (most of them late)
+    _, late, *_, share = stage.recent_kept_out()
+    assert late > 150 and share >= 0.2 and stage.starved() is not None
+    test = stage.report()["language"]["comparisons"]["baseline"]
+    assert (test["state"], test["n_reference"]) == ("insufficient_data", 0)
+    assert test["n_current"] >= 100
+    assert test["insufficient"].endswith(
+        "; the baseline is still warming up: it is the first 10 min of traffic "
+        "(analytics.drift.warmup_s), ready once those hold 100 questions"
+    ), test["insufficient"]
+    assert "leave the windows short" not in test["insufficient"]
