@@ -204,7 +204,10 @@ class DriftReport(TypedDict):
     """``GET /v1/drift``: each dimension (language, topic, refusal, out-of-scope, and
     ``terms`` unless ``analytics.drift.terms`` is off),
     ``suppressed_dimensions`` ``{dimension: why it raises no alarm}``, the ``alarms``
-    history (latest state changes), ``events_seen`` and :class:`EventTime`."""
+    history (the latest state changes of each comparison, oldest first; an entry with
+    ``widened`` is no state change: a language or topic comparison already in drift named
+    those categories rising since it opened; one with ``tested_state`` is a drift kept quiet
+    by a confound), ``events_seen`` and :class:`EventTime`."""
 
     language: DimensionDrift
     topic: DimensionDrift
