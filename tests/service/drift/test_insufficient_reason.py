@@ -45,16 +45,25 @@ def test_an_untested_comparison_says_why_with_the_busiest_window_and_what_to_rai
     assert language["reference"]["state"] == "ok" and "insufficient" not in language["reference"]
 
 
+def _feed_answers(drift: DriftStage, stamps: list[float], chunk: int | None = None) -> None:
+    """One answer (not refused, English, topic fees) at each of ``stamps`` (seconds after
+    ``START``), in one batch, or in batches of ``chunk``."""
+    events = [types.SimpleNamespace(timestamp=START + timedelta(seconds=t)) for t in stamps]
+    notes = [{"language": "en", "topic": "fees", "refused": False}] * len(stamps)
+    size = chunk or max(1, len(stamps))
+    for i in range(0, len(stamps), size):
+        part = slice(i, i + size)
+        drift.process(types.SimpleNamespace(events=events[part], annotations=notes[part],
+                                            streams=None))  # fmt: skip
+
+
 def test_a_baseline_still_warming_up_says_so() -> None:
     drift = DriftStage({}, clock=lambda: (START + timedelta(days=30)).timestamp())
     # 500 answers 10 s apart: 4,990 s of traffic, short of the 6 h warm-up. The last test is
     # at the 4,800 s mark (the event at 4,800 s crosses it): its 1 h window is the 60 buckets
     # of minutes 21-80, t = 1,260 ... 4,800 s, events 126 ... 480 = 355 (>= 200, enough), so
     # the baseline is the only reason
-    events = [types.SimpleNamespace(timestamp=START + timedelta(seconds=10 * i))
-              for i in range(500)]  # fmt: skip
-    notes = [{"language": "en", "topic": "fees", "refused": False}] * 500
-    drift.process(types.SimpleNamespace(events=events, annotations=notes, streams=None))
+    _feed_answers(drift, [10.0 * i for i in range(500)])
     test = drift.report()["refusal"]["comparisons"]["baseline"]
     assert (test["state"], test["n_reference"], test["n_current"]) == ("insufficient_data", 0, 355)
     assert test["insufficient"] == (
@@ -73,10 +82,7 @@ def test_a_baseline_whose_warm_ups_fall_short_says_so_and_what_to_raise() -> Non
     # of them; the first warm-up ends short once the watermark passes 6 h, the second (from
     # the bucket after the watermark's) past ~12 h, the third cannot end before ~18 h: 2 short
     # ones, the last holding 150; 200 at that rate need 6 h x 200 / 150 = 8 h
-    events = [types.SimpleNamespace(timestamp=START + timedelta(seconds=144 * i))
-              for i in range(350)]  # fmt: skip
-    notes = [{"language": "en", "topic": "fees", "refused": False}] * 350
-    drift.process(types.SimpleNamespace(events=events, annotations=notes, streams=None))
+    _feed_answers(drift, [144.0 * i for i in range(350)])
     test = drift.report()["refusal"]["comparisons"]["baseline"]
     assert (test["state"], test["n_reference"]) == ("insufficient_data", 0)
     assert test["insufficient"].endswith(
@@ -100,12 +106,7 @@ def test_a_baseline_that_froze_after_short_warm_ups_is_not_said_never_to_have_fr
     drift = DriftStage({}, clock=lambda: (START + timedelta(days=30)).timestamp())
 
     def feed(stamps: list[float]) -> None:
-        events = [types.SimpleNamespace(timestamp=START + timedelta(seconds=t)) for t in stamps]
-        notes = [{"language": "en", "topic": "fees", "refused": False}] * len(stamps)
-        for i in range(0, len(stamps), 100):
-            chunk = slice(i, i + 100)
-            batch = types.SimpleNamespace(events=events[chunk], annotations=notes[chunk])
-            drift.process(types.SimpleNamespace(**vars(batch), streams=None))
+        _feed_answers(drift, stamps, chunk=100)
 
     feed([144.0 * i for i in range(350)])  # 2 short warm-ups (as above)
     assert drift.rates["refusal"].short_warmups == (2, 150)
@@ -131,12 +132,7 @@ def test_a_warm_up_that_holds_min_count_already_is_not_said_never_to_freeze() ->
     warming up."""
     drift = DriftStage({}, clock=lambda: (START + timedelta(days=30)).timestamp())
     stamps = [180.0 * i for i in range(20)] + [36_000 + 6.0 * i for i in range(1200)]
-    events = [types.SimpleNamespace(timestamp=START + timedelta(seconds=t)) for t in stamps]
-    notes = [{"language": "en", "topic": "fees", "refused": False}] * len(stamps)
-    for i in range(0, len(stamps), 100):
-        chunk = slice(i, i + 100)
-        batch = types.SimpleNamespace(events=events[chunk], annotations=notes[chunk])
-        drift.process(types.SimpleNamespace(**vars(batch), streams=None))
+    _feed_answers(drift, stamps, chunk=100)
     assert drift.rates["refusal"].short_warmups == (1, 20)
     test = drift.report()["refusal"]["comparisons"]["baseline"]
     assert (test["state"], test["n_reference"]) == ("insufficient_data", 0)
@@ -153,9 +149,7 @@ def test_a_window_just_under_min_count_is_not_called_a_fall_of_traffic() -> None
     drift = DriftStage({}, clock=lambda: (START + timedelta(days=30)).timestamp())
     stamps = [3600 * h + 3600 * k / 202 for h in range(7) for k in range(202)]
     stamps += [7 * 3600 + 3600 * k / 196 for k in range(196)]
-    events = [types.SimpleNamespace(timestamp=START + timedelta(seconds=t)) for t in stamps]
-    notes = [{"language": "en", "topic": "fees", "refused": False}] * len(stamps)
-    drift.process(types.SimpleNamespace(events=events, annotations=notes, streams=None))
+    _feed_answers(drift, stamps)
     test = drift.report()["refusal"]["comparisons"]["baseline"]
     n_cur = test["n_current"]
     assert test["state"] == "insufficient_data" and 190 <= n_cur < 200
