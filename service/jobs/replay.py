@@ -530,7 +530,8 @@ def render_text(doc: ReplayReport) -> str:
         shown["out_of_scope"] = "off"
     if topics_off:  # every question "und": no topic to test (trial 9 read insufficient_data)
         shown["topic"] = "off"
-    states = ", ".join(f"{dim} {state}" for dim, state in shown.items())
+    states = ", ".join(f"{dim} {state}{_untested_note(drift.get(dim), state)}"
+                       for dim, state in shown.items())  # fmt: skip
     against = ("baseline comparisons" if GOLD_SET_OFF in doc.get("notices", ())
                else "worst of gold set and baseline comparisons")  # fmt: skip
     lines.append(f"drift now ({against}): {states}")
@@ -609,6 +610,30 @@ def _categorical_moves(alarm: Mapping[str, Any], silenced: Mapping[str, str]) ->
                     for c in alarm.get("rising") or () if c in silenced)  # fmt: skip
     falling = ", ".join(alarm.get("falling") or ()) or "-"
     return f"rising {', '.join(rising) or '-'}, falling {falling}{quiet}"
+
+
+def _untested_note(body: Mapping[str, Any] | None, state: str) -> str:
+    """``" (baseline not tested)"`` after a dimension read ``ok`` while one of its
+    comparisons was never tested (``insufficient_data``): its ``ok`` is the other one's
+    alone (trial 18: "language ok, topic ok" at ~52 questions an hour, where no baseline
+    window ever reached ``min_count`` and the planted changes raised nothing); ``""``
+    otherwise.
+
+    >>> _untested_note({"comparisons": {"reference": {"state": "ok"},
+    ...                                 "baseline": {"state": "insufficient_data"}}}, "ok")
+    ' (baseline not tested)'
+    >>> _untested_note({"comparisons": {"reference": {"state": "insufficient_data"},
+    ...                                 "baseline": {"state": "ok"}}}, "ok")
+    ' (gold set not tested)'
+    >>> _untested_note({"comparisons": {"baseline": {"state": "insufficient_data"}}}, "drift")
+    ''
+    """
+    if state != "ok" or not body:
+        return ""
+    names = {"reference": "gold set", "baseline": "baseline"}
+    untested = [names.get(name, name) for name, test in (body.get("comparisons") or {}).items()
+                if test.get("state") == "insufficient_data"]  # fmt: skip
+    return f" ({', '.join(untested)} not tested)" if untested else ""
 
 
 def rising_terms_text(alarm: dict[str, Any]) -> str:

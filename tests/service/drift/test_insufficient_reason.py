@@ -187,6 +187,17 @@ def test_text_report_says_why_a_comparison_is_not_tested() -> None:
     assert not any("not tested" in line for line in _text(samples.replay_report()))
 
 
+def test_the_summary_line_says_when_an_ok_is_one_comparison_alone() -> None:
+    """Trial 18: at ~52 questions an hour "drift now: language ok, topic ok" read as all
+    clear, while no baseline window had ever been tested. A day at 1,000 a day: the gold-set
+    comparison tests ok, the baseline never (see the first test)."""
+    doc = copy.deepcopy(samples.replay_report())
+    doc["analytics"]["drift"] = _one_day().report()
+    line = next(x for x in _text(doc) if x.startswith("drift now ("))
+    assert "language ok (baseline not tested), topic ok (baseline not tested)" in line
+    assert "refusal insufficient_data" in line  # no gold-set comparison: nothing tested
+
+
 def _chart(html: str) -> str:
     return next(s for s in re.findall(r"<svg.*?</svg>", html, re.S) if "out-of-scope rates" in s)
 
