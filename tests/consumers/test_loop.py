@@ -798,7 +798,12 @@ def test_gc_paused_freezes_what_outlives_a_full_collection() -> None:
         del kept
         assert alive() is None  # frozen objects are still freed by reference counting
         kept, frozen = step(freeze=False)
-        assert frozen == 0 and len(kept) == 200
+        # nothing frozen: the permanent generation does not grow (it may shrink: an object
+        # frozen earlier, by this test or another, freed by reference counting meanwhile —
+        # a CI run read -4), and the new boxes are still tracked, walked by collections
+        assert frozen <= 0 and len(kept) == 200
+        tracked = {id(o) for o in gc.get_objects()}
+        assert all(id(box) in tracked for box in kept)
     finally:
         gc.set_threshold(*old)
         gc.unfreeze()
