@@ -316,8 +316,14 @@ def _no_question(
 ) -> str:
     """The dead-letter detail of a trace without a question: where it was looked for, that
     the root's ``input.value`` is a JSON object without any of the configured keys, and
-    whether any span was recognised as an LLM span (attribute keys only, never content)."""
+    whether any span was recognised as an LLM span (attribute keys only, never content);
+    when no span of the trace is its root (every span has a parent, none of them in the
+    trace: the root was never received, e.g. exported by another process or dropped), it
+    says so first, since the question is most often on the root."""
     where = "no question: root input.value, LLM input messages or entity input"
+    if not any(span.is_root for span in spans):
+        where += (f"; the trace's root span never arrived (the earliest of the {len(spans)} "
+                  "spans whose parent is not in the trace stood in for it)")  # fmt: skip
     if _json_object_without(root, "input", mapping.question_json_keys):
         keys = ", ".join(mapping.question_json_keys)
         where += (f"; root input.value is a JSON object with none of the keys {keys} "

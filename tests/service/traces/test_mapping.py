@@ -528,6 +528,20 @@ def test_no_question_says_whether_an_llm_span_was_recognised() -> None:
     assert caught.value.detail.endswith("; 1 LLM span(s) without a user input message")
 
 
+def test_no_question_says_the_root_never_arrived() -> None:
+    # a trace whose root span was never received: its one span's parent is not in it
+    orphan = span("retrieve", "2", "1", 5, 20)
+    with pytest.raises(TraceMappingError) as caught:
+        trace_to_event([orphan], TraceMapping())
+    assert caught.value.detail == (
+        "no question: root input.value, LLM input messages or entity input; the trace's "
+        "root span never arrived (the earliest of the 1 spans whose parent is not in the "
+        "trace stood in for it); none of the 1 spans was recognised as an LLM span (one "
+        "needs openinference.span.kind LLM, gen_ai.operation.name chat|generate_content|"
+        "text_completion, llm.request.type, or gen_ai.prompt.0.content|role)"
+    )
+
+
 def test_json_objects_without_a_mime_type_are_read_for_answer_and_rewritten_query() -> None:
     """Trial 13 finding 2's rule on the other ``*.value`` attributes: a JSON object is read
     with its keys whatever the mime type; a JSON array or string stays text."""
