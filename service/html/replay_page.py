@@ -50,6 +50,7 @@ from service.language.quality import agreement_text
 from service.shadow.stage import FEW_RESULTS
 from service.topics.model import NOVEL
 from service.topics.quality import agreement_text as topic_agreement_text
+from service.topics.quality import by_topic_text
 from service.topics.quality import no_gold_rows_text as topic_no_gold_rows_text
 
 #: Categories drawn per dimension; the rest are summed under ``other``.
@@ -180,7 +181,8 @@ def topic_note(quality: Mapping[str, Any] | None,
                min_rows: int = 10) -> str | None:  # fmt: skip
     """The topics section's note: the topic assignment's held-out agreement with the gold
     labels per language (:func:`service.topics.quality.agreement_text` of
-    :func:`service.runtime.reports.topic_quality_report`), then the live questions given no
+    :func:`service.runtime.reports.topic_quality_report`) and per topic
+    (:func:`service.topics.quality.by_topic_text`), then the live questions given no
     topic as no gold row is written in their language (``no_gold_rows``,
     :func:`service.topics.quality.no_gold_rows_text`); ``min_rows``:
     ``analytics.quality_min_class``, below which a language has too few labelled rows to
@@ -189,6 +191,8 @@ def topic_note(quality: Mapping[str, Any] | None,
         return None
     supervised = bool(quality.get("supervised"))
     note = topic_agreement_text(quality.get("agreement"), supervised, min_rows) + "."
+    if by_topic := by_topic_text(quality.get("agreement")):
+        note += f" {by_topic[0].upper()}{by_topic[1:]}."
     if lacking := topic_no_gold_rows_text(no_gold_rows or {}):
         note += f" {lacking[0].upper()}{lacking[1:]}."
     return note

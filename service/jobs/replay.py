@@ -114,6 +114,7 @@ from service.state import StateStore
 from service.telemetry import build_metrics
 from service.topics.model import NOVEL
 from service.topics.quality import agreement_text as topic_agreement_text
+from service.topics.quality import by_topic_text
 from service.topics.quality import no_gold_rows_text as topic_no_gold_rows_text
 
 
@@ -467,6 +468,8 @@ def render_text(doc: ReplayReport) -> str:
         agreement = topic_agreement_text(topic_quality["agreement"], topic_quality["supervised"],
                                          analytics.get("quality_min_class", 10))  # fmt: skip
         lines.append(f"  {agreement}")
+        if by_topic := by_topic_text(topic_quality["agreement"]):
+            lines.append(f"  {by_topic}")
     if no_topic := topic_no_gold_rows_text(analytics.get("topic_no_gold_rows_by_language") or {}):
         lines.append(f"  {no_topic}")
     if refusals["rate"] is not None:

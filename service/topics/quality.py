@@ -27,6 +27,7 @@ from service.coverage import wilson_bounds
 __all__ = [
     "AGREEMENT_MARGIN",
     "agreement_text",
+    "by_topic_text",
     "language_bias",
     "no_gold_rows_text",
     "topic_agreement",
@@ -53,9 +54,15 @@ def topic_agreement(labels: Sequence[str], predicted: Sequence[str], languages: 
 
     Returns:
         ``{"n", "agree", "share", "low", "high", "by_language": {language: {"n", "agree",
-        "share", "low", "high"}}, "method"}``: ``n`` rows, ``agree`` of them predicted as
-        labelled, ``share = agree / n`` in [0, 1] (``None`` when n = 0), ``low``/``high``
-        its Wilson 95 % interval; languages most rows first (ties by name).
+        "share", "low", "high"}}, "by_topic": {label: {"n", "agree", "share", "low", "high",
+        "read_as_it", "read_as": {other label: rows}}}, "method"}``: ``n`` rows, ``agree`` of
+        them predicted as labelled, ``share = agree / n`` in [0, 1] (``None`` when n = 0),
+        ``low``/``high`` its Wilson 95 % interval; languages most rows first (ties by name).
+        Per topic (labels most rows first, ties by name): ``read_as_it``, the rows of any
+        label predicted as it (its column of the confusion matrix: more than ``n`` when
+        the model reads other topics' questions as it, so its live share is likely
+        over-counted; fewer, under-counted — the bias of classify-and-count, Forman 2008),
+        and ``read_as``, where its own rows that disagree went (most first, ties by name).
 
     Raises:
         ValueError: the lengths differ.
@@ -64,19 +71,42 @@ def topic_agreement(labels: Sequence[str], predicted: Sequence[str], languages: 
     ...                     ["en", "en", "en", "es", "es"])
     >>> q["n"], q["agree"], {g: (v["n"], v["agree"]) for g, v in q["by_language"].items()}
     (5, 4, {'en': (3, 2), 'es': (2, 2)})
+    >>> {t: (v["n"], v["agree"], v["read_as_it"], v["read_as"]) for t, v in q["by_topic"].items()}
+    {'a': (3, 2, 2, {'b': 1}), 'b': (2, 2, 3, {})}
     """
     if not len(labels) == len(predicted) == len(languages):
         raise ValueError(f"{len(labels)} labels, {len(predicted)} predictions and "
                          f"{len(languages)} languages")  # fmt: skip
     rows: Counter[str] = Counter()
     agreed: Counter[str] = Counter()
+    labelled: Counter[str] = Counter()
+    kept: Counter[str] = Counter()
+    read_as_it: Counter[str] = Counter()
+    went: dict[str, Counter[str]] = {}
     for label, guess, language in zip(labels, predicted, languages, strict=True):
         rows[language] += 1
         agreed[language] += int(label == guess)
+        labelled[label] += 1
+        read_as_it[guess] += 1
+        if label == guess:
+            kept[label] += 1
+        else:
+            went.setdefault(label, Counter())[guess] += 1
     order = sorted(rows, key=lambda g: (-rows[g], g))
+    topics = sorted(labelled, key=lambda t: (-labelled[t], t))
     return {
         **_share(sum(agreed.values()), sum(rows.values())),
         "by_language": {g: _share(agreed[g], rows[g]) for g in order},
+        "by_topic": {
+            t: {
+                **_share(kept[t], labelled[t]),
+                "read_as_it": read_as_it[t],
+                "read_as": dict(
+                    sorted(went.get(t, Counter()).items(), key=lambda kv: (-kv[1], kv[0]))
+                ),
+            }
+            for t in topics
+        },  # fmt: skip
         "method": method,
     }
 
@@ -218,6 +248,35 @@ def agreement_text(quality: Mapping[str, Any] | None, supervised: bool = True,
             f"gold questions ({quality['share']:.1%} [{quality['low']:.1%}, "
             f"{quality['high']:.1%}])")  # fmt: skip
     return f"{text}: {per}" if per else text
+
+
+def by_topic_text(quality: Mapping[str, Any] | None) -> str:
+    """The reports' line of :func:`topic_agreement`'s ``by_topic``: per topic, its labelled
+    gold rows that keep their topic when held out (and where the others went), and the rows
+    of any topic read as it; ``""`` without the figure (an unsupervised model, or one fitted
+    before it was measured). A topic more rows are read as than it has is likely
+    over-counted in the live shares, one fewer under-counted (trial 19: business 8.5 % of
+    the live questions against 14.6 % sent, while the overall agreement, 81 %, said
+    nothing of it). Counts only: at a few rows a topic, a difference of one or two is noise.
+
+    >>> q = topic_agreement(["tech"] * 4 + ["business"] * 3 + ["sport"] * 2,
+    ...                     ["tech"] * 4 + ["tech", "tech", "business"] + ["sport"] * 2,
+    ...                     ["en"] * 9)
+    >>> print(by_topic_text(q))  # doctest: +NORMALIZE_WHITESPACE
+    by topic, held out: tech 4 of 4 kept, 6 read as tech; business 1 of 3 kept (2 read tech),
+    1 read as business; sport 2 of 2 kept, 2 read as sport
+    >>> by_topic_text({"n": 3})
+    ''
+    """
+    by_topic = (quality or {}).get("by_topic")
+    if not by_topic:
+        return ""
+    parts = []
+    for topic, v in by_topic.items():
+        went = ", ".join(f"{n} read {other}" for other, n in v["read_as"].items())
+        parts.append(f"{topic} {v['agree']} of {v['n']} kept" + (f" ({went})" if went else "")
+                     + f", {v['read_as_it']} read as {topic}")  # fmt: skip
+    return "by topic, held out: " + "; ".join(parts)
 
 
 def no_gold_rows_text(lacking: Mapping[str, int]) -> str:
