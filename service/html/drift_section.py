@@ -7,6 +7,7 @@ Reads the ``drift`` block of :func:`service.jobs.replay.analytics_report` (the s
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -61,7 +62,7 @@ def drift_section(
                 if "js_divergence" in test
                 else f"{test['terms_tested']} terms tested"
                 if "terms_tested" in test
-                else f"{pct(test.get('rate_reference'))} → {pct(test.get('rate_current'))}"
+                else rate_move(test)
             )
             state = badge(test["state"])
             if test.get("held_by_hysteresis"):
@@ -199,6 +200,27 @@ def category_moves(test: Mapping[str, Any], silenced: Mapping[str, str] | None =
         + ([f"new, raises no alarm: {', '.join(quiet_new)}"] if quiet_new else [])
     )
     return "; ".join(parts) or "–"
+
+
+def rate_move(test: Mapping[str, Any]) -> str:
+    """A rate test's movement, ``"12.0% → 21.1%"``, with the 95 % interval of the change in
+    points where the test has one (``ci_low``/``ci_high``: the Newcombe interval its alarm
+    rule reads): ``"12.0% → 21.1% (change 95 % [+1.2, +16.9] points)"`` — so an ``ok``
+    beside a large point change says why (trial 19: "ok 12.0% → 21.1%" read as a missed
+    alarm; its interval's low end was under the half-threshold that clears one).
+
+    >>> rate_move({"rate_reference": 0.12, "rate_current": 0.211, "ci_low": 0.012,
+    ...            "ci_high": 0.169})
+    '12.0% → 21.1% (change 95 % [+1.2, +16.9] points)'
+    >>> rate_move({"rate_reference": 0.12, "rate_current": None})
+    '12.0% → –'
+    """
+    moved = f"{pct(test.get('rate_reference'))} → {pct(test.get('rate_current'))}"
+    low, high = test.get("ci_low"), test.get("ci_high")
+    if (isinstance(low, int | float) and isinstance(high, int | float)
+            and math.isfinite(low) and math.isfinite(high)):  # fmt: skip
+        moved += f" (change 95 % [{low * 100:+.1f}, {high * 100:+.1f}] points)"
+    return moved
 
 
 def term_moves(rows: Any) -> str:

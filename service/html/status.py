@@ -22,7 +22,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from service.html.drift_section import DIMENSIONS, category_moves
+from service.html.drift_section import DIMENSIONS, category_moves, rate_move
 from service.html.extras import find_extra, suggestion_rows
 from service.html.page import badge, document, esc, num, para, pct, section, table
 from service.html.replay_page import analytics_sections, notices
@@ -171,7 +171,7 @@ def _what_moved(test: Mapping[str, Any], silenced: Mapping[str, str] | None = No
     """A drift test's movement: shares for categories (``silenced`` ones apart, as in the
     drift table: :func:`category_moves`), ``a → b`` for a rate."""
     if "rate_current" in test:
-        return f"{pct(test.get('rate_reference'))} → {pct(test.get('rate_current'))}"
+        return rate_move(test)
     return category_moves(test, silenced)
 
 

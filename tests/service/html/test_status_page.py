@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import random
 import string
 from pathlib import Path
@@ -280,3 +281,19 @@ def test_the_shadow_line_says_which_events_it_compared() -> None:
     moved = page[page.index('<section id="moved">') : page.index('<section id="languages">')]
     assert ("bm25-v2: RBO 0.750, same first passage 90.0% of 9 compared (events of "
             "2026-11-30 09:00 to 2026-12-04 17:59 UTC)") in moved  # fmt: skip
+
+
+def test_a_rate_test_shows_the_interval_of_its_change() -> None:
+    # trial 19: "refusal ok 12.0% → 21.1%" read as a missed alarm: 28 of 133 refused in the
+    # window against 32 of 267 in the baseline. Newcombe's hybrid score interval of the
+    # change (Wilson bounds from scipy's binomtest: [0.1499, 0.2874] and [0.0862, 0.1643]):
+    # 0.0907 - sqrt((0.2105 - 0.1499)^2 + (0.1643 - 0.1199)^2) = +0.0155 and
+    # 0.0907 + sqrt((0.2874 - 0.2105)^2 + (0.1199 - 0.0862)^2) = +0.1746: its low end under
+    # the 2.5 points that clear an alarm, which the page now shows
+    analytics = copy.deepcopy(samples.replay_report()["analytics"])
+    test = analytics["drift"]["refusal"]["comparisons"]["baseline"]
+    test.update(state="ok", rate_reference=32 / 267, rate_current=28 / 133, ci_low=0.015474,
+                ci_high=0.174634)  # fmt: skip
+    analytics["drift"]["refusal"]["state"] = "ok"
+    page = render_status_page(STATUS, analytics)
+    assert "12.0% → 21.1% (change 95 % [+1.5, +17.5] points)" in page
