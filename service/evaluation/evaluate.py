@@ -237,10 +237,11 @@ def _group_means(
         for q in questions:
             value = getattr(q, name)
             groups[MISSING if value is None else str(value)].append(q.id)
-        if name == "kind" and len(groups) == 1:
-            # one kind for every scored row is the loader's default ("plain"; a TREC qrels
-            # file has no kinds at all), not a label anyone gave, and its means are the
-            # overall ones: no breakdown (trial 13: "kind=plain" on 32 qrels topics)
+        if name == "kind" and set(groups) == {"plain"}:
+            # "plain" for every scored row is the loader's default (a TREC qrels file has no
+            # kinds at all), not a label anyone gave, and its means are the overall ones: no
+            # breakdown (trial 13: "kind=plain" on 32 qrels topics). One kind a user gave
+            # every row ("multi-passage") is shown, as one source or language is (trial 19).
             continue
         by[name] = {
             value: _mean_of(ids, per_query, measures) for value, ids in sorted(groups.items())

@@ -51,6 +51,21 @@ def test_breakdowns_cover_every_present_field() -> None:
     assert "unanswerable" not in report.by["kind"]
 
 
+def test_one_kind_is_a_breakdown_unless_it_is_the_default() -> None:
+    # every answerable row "plain" (the loader's default: no label anyone gave): no kind
+    # breakdown (trial 13); every one "multi-passage", as a user labelled them: shown, as one
+    # source or language is (trial 19), its means the overall ones
+    plain = [GoldQuestion("a", "fee?", ("p3",)), GoldQuestion("b", "date?", ("p4",))]
+    run = {"a": [ScoredDoc("p3", 1.0)], "b": [ScoredDoc("x", 1.0), ScoredDoc("p4", 0.5)]}
+    assert "kind" not in evaluate_run("bm25", plain, run, [1]).by
+    multi = [GoldQuestion(q.id, q.question, q.gold, kind="multi-passage") for q in plain]
+    by_kind = evaluate_run("bm25", multi, run, [1]).by["kind"]
+    assert list(by_kind) == ["multi-passage"]
+    # recall@1: a found at rank 1 (1), b's gold at rank 2 (0) -> 1/2
+    assert by_kind["multi-passage"]["n"] == 2
+    assert by_kind["multi-passage"]["recall@1"] == pytest.approx(0.5)
+
+
 def test_misses_say_what_came_back_instead() -> None:
     report = evaluate_run("bm25", QUESTIONS, RUN, [1, 5])
     misses = {m.question_id: m for m in report.misses}
