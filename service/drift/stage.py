@@ -89,11 +89,13 @@ STARVED_SHARE = 0.2
 _READ_ORDER = ("the order they are read in (events merged from several producers into one "
                "file or HTTP stream, or a Kafka partition further behind the others than the "
                "windows keep)")  # fmt: skip
-#: The latest events seen over which that share is measured (in the stage's chunks of at most
-#: :data:`ALARM_RESOLUTION` events, so between this and this + ALARM_RESOLUTION - 1 events).
+#: The latest events seen over which that share is measured (in blocks of
+#: :data:`ALARM_RESOLUTION` events of the whole stream, so between this and this +
+#: ALARM_RESOLUTION - 1 events; the same blocks whatever the batching).
 STARVED_RECENT_EVENTS = 5_000
-#: Events fed to the detectors at a time, so an alarm is attributed within this many events
-#: even when a replayed batch spans hours of event time.
+#: Events of a batch per wall-clock reading (and per check for a Kafka partition's re-test);
+#: the block of the stream's events the share kept out is counted in. Alarms are recorded at
+#: their tests, whatever the batching (:meth:`DriftStage.process`).
 ALARM_RESOLUTION = 100
 
 
@@ -240,8 +242,9 @@ class DriftStage:
             )  # fmt: skip
         self.live_counts: dict[str, Counter[str]] = {dim: Counter() for dim in CATEGORICAL}
         self.events_seen = 0
-        #: per update of the windows (those of fewer than ALARM_RESOLUTION events merged), oldest
-        #: first: (events, late, future, newly held), covering the latest STARVED_RECENT_EVENTS
+        #: per block of ALARM_RESOLUTION events of the stream (:meth:`_remember_events`),
+        #: oldest first: (events, late, future, newly held), covering the latest
+        #: STARVED_RECENT_EVENTS
         self._recent: deque[tuple[int, int, int, int]] = deque()
         self._recent_sums = [0, 0, 0, 0]
         #: events kept out late and future since the metrics last took them (not persisted:
