@@ -750,8 +750,11 @@ def test_production_shaped_replay_report_and_suggestions_match_e500539(tmp_path:
 #: Re-pinned by the thirty-fifth session: a question in a language without gold rows gets no
 #: topic (module docstring): 5,381 held suggestions; then for harvest's coverage window leaving
 #: them out of the topic shares too: 5,000.
+#: Re-pinned by the thirty-sixth session: each event's coverage gap judged over the window
+#: right after it, not after its whole batch (module docstring): 5,000 held, coverage_gap
+#: 2,281 → 2,300.
 PRODUCTION_20K_SUGGESTIONS_DIGEST = (
-    "7c18c284d91348f08c2f52c5d3c47a3a279152f75e8e60eec8d931330c06b5e8"
+    "0afd46a861fe28a066d2f245e853e395d76c6630b8ee3944e5c5e094446423a6"
 )
 
 
