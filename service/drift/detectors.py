@@ -290,6 +290,10 @@ class _WindowedDetector:
         """``(late, future)`` masks over the events of the last update."""
         return self._windows.kept_out_masks()
 
+    def held_mask(self) -> NDArray[np.bool_]:
+        """Which events of the last update were held ahead of the watermark when they came."""
+        return self._windows.held_mask()
+
     def flush(self) -> bool:
         """Test again if events of a later-read stream came behind the last test (see
         :meth:`~service.drift.windows.ComparisonWindows.flush`); whether it tested."""

@@ -89,11 +89,13 @@ STARVED_SHARE = 0.2
 _READ_ORDER = ("the order they are read in (events merged from several producers into one "
                "file or HTTP stream, or a Kafka partition further behind the others than the "
                "windows keep)")  # fmt: skip
-#: The latest events seen over which that share is measured (in the stage's chunks of at most
-#: :data:`ALARM_RESOLUTION` events, so between this and this + ALARM_RESOLUTION - 1 events).
+#: The latest events seen over which that share is measured (in blocks of
+#: :data:`ALARM_RESOLUTION` events of the whole stream, so between this and this +
+#: ALARM_RESOLUTION - 1 events; the same blocks whatever the batching).
 STARVED_RECENT_EVENTS = 5_000
-#: Events fed to the detectors at a time, so an alarm is attributed within this many events
-#: even when a replayed batch spans hours of event time.
+#: Events of a batch per wall-clock reading (and per check for a Kafka partition's re-test);
+#: the block of the stream's events the share kept out is counted in. Alarms are recorded at
+#: their tests, whatever the batching (:meth:`DriftStage.process`).
 ALARM_RESOLUTION = 100
 
 
@@ -240,8 +242,9 @@ class DriftStage:
             )  # fmt: skip
         self.live_counts: dict[str, Counter[str]] = {dim: Counter() for dim in CATEGORICAL}
         self.events_seen = 0
-        #: per update of the windows (those of fewer than ALARM_RESOLUTION events merged), oldest
-        #: first: (events, late, future, newly held), covering the latest STARVED_RECENT_EVENTS
+        #: per block of ALARM_RESOLUTION events of the stream (:meth:`_remember_events`),
+        #: oldest first: (events, late, future, newly held), covering the latest
+        #: STARVED_RECENT_EVENTS
         self._recent: deque[tuple[int, int, int, int]] = deque()
         self._recent_sums = [0, 0, 0, 0]
         #: events kept out late and future since the metrics last took them (not persisted:
@@ -482,14 +485,31 @@ class DriftStage:
                 self.categorical[dim].set_reference(counts)
 
     def process(self, batch: Batch) -> None:
-        """Add the batch's annotated events to every detector, ``ALARM_RESOLUTION`` events
-        at a time (the detectors' results do not depend on the split): a chunk's alarms say
-        ``after_events`` at its end, the wall clock is read once per chunk (before the
-        batch), the share kept out is remembered per chunk.
+        """Add the batch's annotated events to every detector and record each comparison's
+        move into (or out of) ``drift`` at the test that made it.
+
+        Batching plays no part in the tests nor in the alarms of events read in event-time
+        order: the detectors test where event time crosses a multiple of ``test_every_s``
+        (:class:`~service.drift.windows.ComparisonWindows`), and an alarm is recorded at that
+        test, with ``after_events`` the events seen up to the one whose time set it off and
+        ``timestamp`` the test's watermark, whatever batch it came in (the alarms were read
+        once per 100-event chunk before: a test's alarm waited for its chunk's end, and a
+        replay of a log at ~33 events an hour, 500-event batches, reported them 1.5–2 h later
+        than the live service's small batches did, trial 36). The share of the latest events
+        kept out of the windows (``starved``) is counted in blocks of
+        :data:`ALARM_RESOLUTION` events of the whole stream, not of the batch, so it is the
+        same at each test too. What depends on arrival, by design: the wall clock (read once
+        per ``ALARM_RESOLUTION`` events of a batch, before it: an event more than
+        ``future_tolerance_s`` past it is kept out ``future``), and with several Kafka
+        partitions, the order their events are read in (an event late against its own
+        partition's watermark; a partition's re-test, decided at each ``ALARM_RESOLUTION``
+        events of a batch, :class:`~service.drift.windows.ComparisonWindows`). A change of
+        state no test made (a dimension :meth:`suppress`-ed or :meth:`confound`-ed between
+        batches) is recorded at the end of the batch.
 
         A batch with no event held ahead of a watermark (nor one held before) is fed to each
         detector at once (:meth:`_process_at_once`), with each event's chunk's clock reading;
-        the chunks' alarms and kept-out shares are read off the tests' log and the late and
+        the tests' alarms and the kept-out shares are read off the tests' log and the late and
         future masks; a Kafka partition's re-test (decided at the end of each update) is
         checked at each chunk's end, and the partitions' watermarks are remembered in the
         order the chunks would leave them (split at each chunk's end when more partitions
@@ -506,17 +526,15 @@ class DriftStage:
         # (an event without a question, e.g. a stand-in of a test, has no terms)
         questions = (None if self.terms is None
                      else [getattr(event, "question", "") for event in batch.events])  # fmt: skip
-        if self._process_at_once(batch.annotations, stamps, ends, nows, batch.streams,
-                                 questions):  # fmt: skip
-            return
-        streams, start = batch.streams, 0
-        for end, now in zip(ends, nows, strict=True):
-            part = None if streams is None else streams[start:end]
-            self._update(batch.annotations[start:end], stamps[start:end], part, now,
-                         None if questions is None else questions[start:end])  # fmt: skip
-            self.events_seen += end - start
-            self._record_alarms()
-            start = end
+        if not self._process_at_once(batch.annotations, stamps, ends, nows, batch.streams,
+                                     questions):  # fmt: skip
+            streams, start = batch.streams, 0
+            for end, now in zip(ends, nows, strict=True):
+                part = None if streams is None else streams[start:end]
+                self._update(batch.annotations[start:end], stamps[start:end], part, now,
+                             None if questions is None else questions[start:end])  # fmt: skip
+                start = end
+        self._record_alarms()  # (a state no test changed: suppressed or confounded since)
 
     def _process_at_once(
         self,
@@ -561,22 +579,56 @@ class DriftStage:
             if dim in self.live_counts:  # (values: of the column's rows)
                 self.live_counts[dim].update(values)
         late, future = self._kept_out_counter.kept_out_masks()
-        starts = [0, *ends[:-1]]  # each chunk's late and future events
-        lates = np.add.reduceat(late, starts, dtype=np.int64).tolist()
-        futures = np.add.reduceat(future, starts, dtype=np.int64).tolist()
+        self._record_tests(logs, latest, late, future, None)
+        return True
+
+    def _record_tests(
+        self,
+        logs: Mapping[str, TestLog],
+        latest: dict[str, Mapping[str, Any]],
+        late: NDArray[np.bool_],
+        future: NDArray[np.bool_],
+        held: NDArray[np.bool_] | None,
+    ) -> None:
+        """Count an update's events seen and kept out (:meth:`_remember_events`) and record
+        the alarms of its tests (``logs``: each dimension's ``(after how many of the update's
+        events, reports after the test)``, in order; ``latest``: each dimension's reports
+        before the update, updated here) at each test's event, in event order: the tests of
+        several dimensions after the same event are recorded together. ``late``, ``future``,
+        ``held``: masks over the update's events (``None``: none held)."""
         self._pending_kept_out["late"] += int(late.sum())
         self._pending_kept_out["future"] += int(future.sum())
+        masks = (late, future) if held is None else (late, future, held)
+        counts = [np.concatenate([[0], np.cumsum(mask, dtype=np.int64)]).tolist()
+                  for mask in masks]  # fmt: skip
+        if held is None:
+            counts.append([0] * (len(late) + 1))
         read = dict.fromkeys(logs, 0)  # each log's tests taken so far
-        for size, end, n_late, n_future in zip(sizes.tolist(), ends, lates, futures,
-                                                strict=True):  # fmt: skip
-            self._remember((size, n_late, n_future, 0))  # (nothing held: none newly held)
-            self.events_seen += size
+        done = 0
+        for at in sorted({after for log in logs.values() for after, _ in log}):
+            self._remember_events(done, at, counts)
+            done = at
             for dim, log in logs.items():
-                while read[dim] < len(log) and log[read[dim]][0] <= end:
+                while read[dim] < len(log) and log[read[dim]][0] <= at:
                     latest[dim] = log[read[dim]][1]
                     read[dim] += 1
             self._record_alarms(latest)
-        return True
+        self._remember_events(done, len(late), counts)
+
+    def _remember_events(self, start: int, end: int, counts: list[list[int]]) -> None:
+        """Add an update's events ``start:end`` to :attr:`events_seen` and to the latest ones
+        (:meth:`_remember`), in blocks of the whole stream's events (the ``k``-th holds its
+        events ``k·R`` to ``(k+1)·R − 1``, ``R`` = :data:`ALARM_RESOLUTION`), so the latest
+        blocks are the same whatever the batching; ``counts``: the running sums of the
+        update's late, future and held events (each ``[0, …]``, one more than its events)."""
+        while start < end:
+            room = ALARM_RESOLUTION - self.events_seen % ALARM_RESOLUTION
+            stop = min(end, start + room)
+            late, future, held = (c[stop] - c[start] for c in counts)
+            self._remember((stop - start, late, future, held),
+                           new=self.events_seen % ALARM_RESOLUTION == 0)  # fmt: skip
+            self.events_seen += stop - start
+            start = stop
 
     def idle(self) -> None:
         """The pipeline's idle turn (no event came): test again the windows a later-read
@@ -596,42 +648,44 @@ class DriftStage:
         questions: list[str] | None = None,
     ) -> None:
         """Feed one chunk to every detector (``now``: its clock reading; ``None``: read
-        here; ``questions``: the events' scrubbed questions, for ``terms``) and remember its
-        kept-out counts."""
+        here; ``questions``: the events' scrubbed questions, for ``terms``), count its events
+        seen and kept out, and record its tests' alarms (:meth:`_record_tests`)."""
         now = self.clock() if now is None else now
-        window = self._kept_out_counter.window
-        before = (window.late, window.future, window.ahead)
         detectors = self._detectors()
+        latest = {dim: det.reports for dim, det in detectors.items()}  # before the chunk
+        logs: dict[str, TestLog] = {}
         for dim, values, rows in _columns(annotations, questions):
+            tests: TestLog = []
             if rows is None:
-                detectors[dim].update_many(values, stamps, now, streams)
-                if dim in self.live_counts:
-                    self.live_counts[dim].update(values)
+                detectors[dim].update_many(values, stamps, now, streams, tests=tests)
             else:
                 detectors[dim].update_many(values, [stamps[i] for i in rows], now,
-                                           _pick(streams, rows))  # fmt: skip
-                if dim in self.live_counts:
-                    self.live_counts[dim].update(values)
-        after = (window.late, window.future, window.ahead)
-        self._pending_kept_out["late"] += after[0] - before[0]
-        self._pending_kept_out["future"] += after[1] - before[1]
-        self._remember((len(stamps), *(a - b for a, b in zip(after, before, strict=True))))
+                                           _pick(streams, rows), tests=tests)  # fmt: skip
+            logs[dim] = [(after if rows is None else rows[after - 1] + 1, reports)
+                         for after, reports in tests]  # fmt: skip
+            if dim in self.live_counts:
+                self.live_counts[dim].update(values)
+        counter = self._kept_out_counter
+        late, future = counter.kept_out_masks()
+        self._record_tests(logs, latest, late, future, counter.held_mask())
 
-    def _remember(self, update: tuple[int, ...]) -> None:
+    def _remember(self, update: tuple[int, ...], new: bool | None = None) -> None:
         """Add one update's ``(events, late, future, ahead)`` to the latest ones and forget
         the oldest while the rest still cover :data:`STARVED_RECENT_EVENTS` events.
 
-        ``ahead`` is the change of the held count, negative when held events were released:
-        only a rise is kept (events newly held; a release is read off the held count in
+        ``ahead``: the events newly held (a release is read off the held count in
         :meth:`recent_kept_out`, so one held before the latest events cannot cancel one held
-        among them). An update of fewer than :data:`ALARM_RESOLUTION` events is merged into
-        the one before while that one is as small, so events fed one at a time keep about
-        ``STARVED_RECENT_EVENTS / ALARM_RESOLUTION`` entries, not one per event.
+        among them); a negative one (a snapshot's) counts as none. ``new``: whether the
+        update starts a new entry (:meth:`_remember_events`: at each block of the stream's
+        events); ``None`` (a restored snapshot's entries): an update of fewer than
+        :data:`ALARM_RESOLUTION` events is merged into the one before while that one is as
+        small.
         """
         events, late, future, ahead = update
         added = (events, late, future, max(0, ahead))
         last = self._recent[-1] if self._recent else None
-        if last is not None and last[0] < ALARM_RESOLUTION:
+        merge = last is not None and (last[0] < ALARM_RESOLUTION if new is None else not new)
+        if merge and last is not None:
             self._recent[-1] = (last[0] + events, last[1] + late, last[2] + future,
                                 last[3] + added[3])  # fmt: skip
         else:

@@ -359,6 +359,9 @@ class CategoryWindow:
         #: which events of the last update were counted late / future (masks over its events)
         self.last_late: NDArray[np.bool_] = _NO_MASK
         self.last_future: NDArray[np.bool_] = _NO_MASK
+        #: which events of the last update were held ahead when they came (released later in
+        #: the same update or not: the same events whatever the batching)
+        self.last_arrived_ahead: NDArray[np.bool_] = _NO_MASK
         #: which events of the last update were added to the buckets (in their order, before
         #: the released ones), the earlier-held events it released ``(timestamp, category)``
         #: (added after them), and (streams only) which of its events were counted late only
@@ -438,6 +441,7 @@ class CategoryWindow:
             self.last_too_old, self.last_too_old_categories = _NONE, []
             self.last_late, self.last_future = _NO_MASK, _NO_MASK
             self.last_ok, self.last_released, self.last_too_old_mask = _NO_MASK, [], _NO_MASK
+            self.last_arrived_ahead = _NO_MASK
             return WindowUpdate(0, 0, 0, 0)
         held_ts = [t for t, _ in self._held]
         old_ts, old_categories = _NONE, []
@@ -498,6 +502,7 @@ class CategoryWindow:
             self.last_accepted, self.last_accepted_categories = _NONE, []
         self.last_too_old, self.last_too_old_categories = old_ts, old_categories
         self.last_late, self.last_future = late, future
+        self.last_arrived_ahead = arrived_ahead
         n_ahead = int(ahead.sum()) - len(back)
         result = WindowUpdate(
             int(ok.sum()) + len(back), int(late.sum()), int(future.sum()), n_ahead
@@ -550,6 +555,7 @@ class CategoryWindow:
         self.last_late, self.last_future = np.array(late, dtype=np.bool_), future
         self.last_ok = ~self.last_late & ~future & ~ahead
         self.last_released, self.last_too_old_mask = [], _NO_MASK
+        self.last_arrived_ahead = ahead
         result = WindowUpdate(len(taken), sum(late), int(future.sum()), int(ahead.sum()))
         self.accepted += result.accepted
         self.late += result.late
@@ -905,8 +911,8 @@ class ComparisonWindows:
         self._start: float | None = None  # watermark at the first tick
         self._tested_at: float | None = None  # watermark at the last test
         self._behind = 0  # events added at or before it since (streams only)
-        #: the window updates' (late, future) masks of the last ingest
-        self._parts: list[tuple[NDArray[np.bool_], NDArray[np.bool_]]] = []
+        #: the window updates' (late, future, held when they came) masks of the last ingest
+        self._parts: list[tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.bool_]]] = []
 
     def ingest(
         self,
@@ -1032,16 +1038,26 @@ class ComparisonWindows:
         return bool(self.window.held or released or pending or ahead.any())
 
     def _added(self) -> None:
-        """Keep the last window update's late and future masks for :meth:`kept_out_masks`."""
-        self._parts.append((self.window.last_late, self.window.last_future))
+        """Keep the last window update's late, future and held masks for
+        :meth:`kept_out_masks`."""
+        w = self.window
+        self._parts.append((w.last_late, w.last_future, w.last_arrived_ahead))
 
     def kept_out_masks(self) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
         """``(late, future)``: which events of the last :meth:`ingest` were counted late and
         future (boolean masks over its events, in their order)."""
+        return self._masks(0), self._masks(1)
+
+    def held_mask(self) -> NDArray[np.bool_]:
+        """Which events of the last :meth:`ingest` were held ahead of the watermark when they
+        came (a boolean mask over its events, in their order; released since or not)."""
+        return self._masks(2)
+
+    def _masks(self, which: int) -> NDArray[np.bool_]:
+        """The ``which``-th mask of the last ingest's window updates, joined."""
         if len(self._parts) <= 1:
-            return self._parts[0] if self._parts else (_NO_MASK, _NO_MASK)
-        late, future = zip(*self._parts, strict=True)
-        return np.concatenate(late), np.concatenate(future)
+            return self._parts[0][which] if self._parts else _NO_MASK
+        return np.concatenate([part[which] for part in self._parts])
 
     def flush(self, on_tick: OnTick) -> bool:
         """Re-test now (``on_tick``) if any event was added behind the last test's watermark

@@ -196,6 +196,14 @@ def _reason_set(reasons: Iterable[str]) -> tuple[str, ...]:
     return shared
 
 
+def _larger(topic_gap: float, language_gap: float) -> tuple[float, str | None]:
+    """``(gap, dimension)``: the larger of a topic's and a language's coverage gap and whose
+    it is (``"language"`` when both are as large; ``None`` when it is 0)."""
+    if topic_gap > language_gap:
+        return topic_gap, "topic"
+    return language_gap, ("language" if language_gap > 0 else None)
+
+
 def _role(event: QueryLogEvent, notes: dict[str, Any]) -> str | None:
     """The asker's role as a suggestion keeps it: scrubbed here when the PII stage did not
     run on the event (it scrubs roles itself), ``None`` when the event names none."""
@@ -357,13 +365,15 @@ class HarvestStage:
         if self._decisions_in:
             self._apply_decisions()
         annotations = batch.annotations
-        self.coverage.update(annotations)
+        # each event's coverage gaps over the window right after it: the same whatever the
+        # batching (judged over the whole batch, a 500-event replay found fewer gaps)
+        coverage = self.coverage.update_each(annotations)
         config, scores, active, normal = self.config, self.scores, self._active, self._normal
         quantile = config.low_confidence_quantile
-        # (topic, language, uncalibrated novel) -> ((topic, language), gap), and the gap's
-        # dimension: the counts are fixed for the batch
-        strata: dict[tuple[Any, Any, bool], tuple[tuple[Any, Any], float]] = {}
-        gap_dimensions: dict[tuple[Any, Any, bool], str | None] = {}
+        # (topic, language, uncalibrated novel, topic gap, language gap) -> ((topic,
+        # language), gap), and the gap's dimension
+        strata: dict[tuple[Any, ...], tuple[tuple[Any, Any], float]] = {}
+        gap_dimensions: dict[tuple[Any, ...], str | None] = {}
         events = batch.events
         # the picked events: (index in the batch, normalised question, scrubbed question,
         # whether its scrub found nothing in it (Occurrence.scrubbed: the PII stage's, its
@@ -374,20 +384,22 @@ class HarvestStage:
                            str | None, bool]] = []  # fmt: skip
         known = too_long = 0
         max_chars = config.max_question_chars
-        gap_of = self._gap
         lows = scores.lows(events, quantile)
-        for i, (event, notes, low) in enumerate(zip(events, annotations, lows, strict=True)):
+        for i, (event, notes, low, topic_gap, language_gap) in enumerate(
+            zip(events, annotations, lows, coverage["topic"], coverage["language"], strict=True)
+        ):
             get = notes.get
             topic = get("topic")
             # an uncalibrated 'novel' is no fact: its topic share is no coverage gap
-            key = (topic, get("language"),
-                   topic == "novel" and get("novelty_calibrated") is False)  # fmt: skip
+            key = (topic, get("language"), topic == "novel" and get("novelty_calibrated") is False,
+                   topic_gap, language_gap)  # fmt: skip
             stratum = strata.get(key)
             if stratum is None:
                 uncalibrated = key[2]
                 if uncalibrated:
                     self._novel_uncalibrated = True
-                gap, gap_dimensions[key] = gap_of(topic, key[1], topic_gap=not uncalibrated)
+                gap, gap_dimensions[key] = _larger(0.0 if uncalibrated else topic_gap,
+                                                   language_gap)  # fmt: skip
                 stratum = strata[key] = ((topic, key[1]), gap)
             reasons = event_reasons(event, notes, config, stratum[1], low, active)
             if not reasons:
@@ -685,9 +697,7 @@ class HarvestStage:
         both are as large; ``None`` when it is 0)."""
         language_gap = self.coverage.gap("language", language)
         topic_gap_ = self.coverage.gap("topic", topic) if topic_gap else 0.0
-        if topic_gap_ > language_gap:
-            return topic_gap_, "topic"
-        return language_gap, ("language" if language_gap > 0 else None)
+        return _larger(topic_gap_, language_gap)
 
     def _merge(
         self,

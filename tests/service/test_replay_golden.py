@@ -503,6 +503,31 @@ former content): ``analytics.topic_quality.agreement.by_topic``, each gold topic
 rows kept, where the others went and the rows read as it (the confusion matrix's row and
 column sums); the production-shaped logs' gold sets have no topic labels (unsupervised
 topics: no such figure), so theirs are unchanged.
+All three rewritten in the thirty-sixth session for one meant change (trial 36, MEDIUM 1: the
+alarm times depended on ``pipeline.max_batch_size``; a replay alarmed 1.5–2 h of event time
+after ``serve`` on the same events): a drift alarm is recorded at the test that raised it
+(dated by that test, ``after_events`` the events up to the one that set it off), no longer at
+the end of the 100-event chunk holding it (dated by the chunk's last test); the share kept out
+is counted in blocks of 100 events of the whole stream; harvest judges each event's coverage
+gap over its window right after that event, no longer after the whole batch. Checked by a
+field-by-field diff: in ``analytics`` only the alarms and ``event_time.recent_events`` moved,
+the rest of each report only in ``gold_candidates`` (and the exported suggestions). Demo:
+language (hi-Latn) and topic (exams) vs baseline after 1,500 → 1,450 events (2026-11-17
+11:32 → 10:30 UTC), terms (exam) 1,600 → 1,532 (13:00 → 12:00), their ``insufficient_data``
+ends 2,000 → 1,963 (11-18 02:04 → 11-17 21:01), drift again 2,100 → 2,078 (the same test,
+04:01), refusal 2,400 → 2,346 (09:00 → 08:00), each with its own test's figures (p-value,
+JSD, rates, terms): the same categories and terms rise, but the first topic alarm names
+exams alone (an hour later it named exams and novel, falling hostel, scholarships, library)
+and the refusal alarm's rate is 13.8 % (was 20.2 %) against 4.2 %; harvest
+``coverage_gap`` 206 → 199 (the gap's events 206 → 204), 420 suggestions re-ranked. The
+session's start (7e79640) fed the demo log one event at a time (``max_batch_size`` 1) gives
+these ten alarms exactly and ``coverage_gap`` 199: what small batches gave already.
+Production-shaped: language and topic vs reference after 680 → 601 events (the same test, at
+06:05); ``coverage_gap`` 849 → 769, suggestions held 1,801 → 1,761 (the language gap's 293
+→ 279, the second topic gap's 195 → 169). 20k: the same alarms 685 → 601,
+``recent_events`` 5,011 → 5,000 (blocks of the stream's events); ``coverage_gap`` 2,281 →
+2,300, ``answered_out_of_scope`` 4,295 → 4,282, ``refused`` 602 → 611, ``low_confidence``
+981 → 985 (other suggestions among the 5,000 held after eviction).
 """
 
 from __future__ import annotations
@@ -731,8 +756,11 @@ def test_production_shaped_replay_report_and_suggestions_match_e500539(tmp_path:
 #: Re-pinned by the thirty-fifth session: a question in a language without gold rows gets no
 #: topic (module docstring): 5,381 held suggestions; then for harvest's coverage window leaving
 #: them out of the topic shares too: 5,000.
+#: Re-pinned by the thirty-sixth session: each event's coverage gap judged over the window
+#: right after it, not after its whole batch (module docstring): 5,000 held, coverage_gap
+#: 2,281 → 2,300.
 PRODUCTION_20K_SUGGESTIONS_DIGEST = (
-    "7c18c284d91348f08c2f52c5d3c47a3a279152f75e8e60eec8d931330c06b5e8"
+    "0afd46a861fe28a066d2f245e853e395d76c6630b8ee3944e5c5e094446423a6"
 )
 
 

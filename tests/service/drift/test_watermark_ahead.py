@@ -176,17 +176,19 @@ def test_an_old_late_backlog_stops_starving_the_windows_once_enough_events_came_
     # 4,000 on time: the latest updates cover 5,000+ events once the 2-event one is gone...
     for start in range(0, 4000, 100):
         stage._update([NOTES[0]] * 100, [1002.0 + (start + i) / 100 for i in range(100)])
-    # ...: 10 updates of 100 late + 40 of 100 on time = 5,000 (the 2-event one and 20 late
-    # ones forgotten): 1,000 / 5,000 kept out = 20 %, still starved
-    assert stage.recent_kept_out() == (5000, 1000, 0, 0, 0.2)
+    # ...: they are counted in blocks of the stream's events (0-99, 100-199, ...): the latest
+    # 50 blocks and the 2 events of the 51st = 5,002 (the first 20 blocks forgotten): 10
+    # blocks late (2,000-2,999) and the 2 late events 3,000-3,001 of the 31st = 1,002 /
+    # 5,002 kept out, still starved
+    assert stage.recent_kept_out() == (5002, 1002, 0, 0, 1002 / 5002)
     assert stage.starved() is not None
     stage._update([NOTES[0]] * 100, [1100.0 + i / 100 for i in range(100)])
-    assert stage.recent_kept_out() == (5000, 900, 0, 0, 0.18)
+    assert stage.recent_kept_out() == (5002, 902, 0, 0, 902 / 5002)
     assert stage.starved() is None
     assert stage.kept_out()[0] == 3000  # the lifetime count is still reported
     report = stage.report()["event_time"]
     # all: 3,000 late of 7,102 seen (2 + 3,000 + 4,100)
-    assert (report["kept_out_share"], report["recent_kept_out_share"]) == (0.4224, 0.18)
+    assert (report["kept_out_share"], report["recent_kept_out_share"]) == (0.4224, 0.1803)
     assert "starved" not in report
 
 

@@ -57,14 +57,17 @@ def test_the_gap_names_its_dimension(notes: dict[str, str], gap: float, dimensio
 
 
 def test_the_larger_gap_wins() -> None:
-    """Two events: hi-Latn + hostel, en + hostel. Language hi-Latn 1 of 2 (0.0945), topic
-    hostel 2 of 2 (0.3424): both suggestions carry the topic's gap."""
-    rows = _records([{"language": "hi-Latn", "topic": "hostel"},
-                     {"language": "en", "topic": "hostel"}])  # fmt: skip
+    """Two events in one batch, each judged over the window right after it: en + hostel
+    (en: none, hostel 1 of 1, 0.2065), then hi-Latn + hostel (language hi-Latn 1 of 2,
+    0.0945; topic hostel 2 of 2, 0.3424): both carry the topic's gap, the second the
+    larger one."""
+    rows = _records([{"language": "en", "topic": "hostel"},
+                     {"language": "hi-Latn", "topic": "hostel"}])  # fmt: skip
     assert L_1_OF_2 < L_2_OF_2  # hi-Latn's gap, 1 of 2, is the smaller
-    for row in rows.values():
-        assert row["gap"] == pytest.approx(L_2_OF_2, abs=1e-6)
-        assert row["gap_dimension"] == "topic"
+    gaps = {question: (row["gap"], row["gap_dimension"]) for question, row in rows.items()}
+    first, second = L_1_OF_1, L_2_OF_2
+    assert gaps == {"hostel ka kiraya": (pytest.approx(first, abs=1e-6), "topic"),
+                    "mess timings sunday": (pytest.approx(second, abs=1e-6), "topic")}  # fmt: skip
 
 
 def test_no_gap_no_dimension() -> None:
