@@ -586,9 +586,16 @@ def support_by_language_text(support: Mapping[str, Any]) -> list[str]:
             lines.append(f"{key}: below {row['cutoff']:.3f} (the {row['script']} cutoff; too few "
                          f"answerable gold questions to set it, {n}), {rate}")  # fmt: skip
     if rows:
+        from service.language.gold import gold_keys_by_label
+
+        # rows of a script the language stage never labels (en-Latn) judge its label (en)
+        folded = [(live, keys) for live, keys in gold_keys_by_label(rows).items()
+                  if live not in rows]  # fmt: skip
+        also = "".join(f"; the {', '.join(keys)} rows also judge live {live}, the label the "
+                       "language stage gives them" for live, keys in folded)  # fmt: skip
         lines.append(
             "off-corpus rule limit: cutoffs and false-positive rates are measured on "
-            f"the gold set's languages ({', '.join(sorted(rows))}); a question in "
+            f"the gold set's languages ({', '.join(sorted(rows))}{also}); a question in "
             "another language is not judged, one of no named language by its script's "
             "cutoff or not at all"
         )

@@ -125,3 +125,40 @@ def test_the_topic_and_scope_rules_leave_out_the_same_questions() -> None:
     scope = [n.get("scope_unjudged_language") is True for n in notes]
     assert scope == [False, True, True, False, False]
     assert topic.unjudged([dict(n) for n in labels]) == scope
+
+
+def test_the_reports_name_the_live_language_the_script_tagged_rows_judge() -> None:
+    """A review of session 36: once ``en-Latn`` rows judged the live English questions, their
+    off-corpus counts (kept under the live key, ``en``) were listed by the HTML report as
+    "languages not in the gold set: en: off-corpus 54", next to "language en-Latn: off-corpus
+    0", and the limit line said a question in another language than (de, en-Latn) is not
+    judged. The XQuAD replay's figures: 54 English and 33 German questions off-corpus, 2
+    Hindi not judged (Hindi is the only live language without gold rows)."""
+    from service.html.rates import _both_directions
+    from service.refusals.scope import support_by_language_text
+
+    row = {"cutoff": 0.233, "basis": "own", "script": "Latn", "held_out_fpr": 0.0}
+    support = {"cutoff": 0.2, "held_out_fpr": 0.0, "n_answerable": 72, "min_rows": 10,
+               "by_language": {"de": {**row, "n_answerable": 12},
+                               "en-Latn": {**row, "n_answerable": 60}}}  # fmt: skip
+    analytics = {"refusals": {"answers": 0, "refused": 0},
+                 "out_of_scope": {"scored": 1620, "out_of_scope": 191, "off_corpus": 87,
+                                  "over_refusals": 0, "under_refusals": 191, "support": support,
+                                  "off_corpus_by_language": {"en": 54, "de": 33},
+                                  "not_judged_by_language": {"hi": 2}}}  # fmt: skip
+    html = str(_both_directions(analytics))
+    # the gold rows' own keys as before (no live question is labelled en-Latn)
+    assert "off-corpus rule, language en-Latn: off-corpus 0, not judged 0" in html
+    assert "off-corpus rule, language de: off-corpus 33, not judged 0" in html
+    # live en: judged by the en-Latn rows, not a language the gold set lacks
+    assert ("off-corpus rule, live language en (judged by the gold rows of en-Latn): "
+            "off-corpus 54, not judged 0") in html  # fmt: skip
+    assert "languages not in the gold set</td><td>hi: off-corpus 0, not judged 2<" in html
+    assert "en: off-corpus 54" not in html
+    limit = support_by_language_text(support)[-1]
+    assert limit == (
+        "off-corpus rule limit: cutoffs and false-positive rates are measured on the gold "
+        "set's languages (de, en-Latn; the en-Latn rows also judge live en, the label the "
+        "language stage gives them); a question in another language is not judged, one of no "
+        "named language by its script's cutoff or not at all"
+    )
