@@ -30,8 +30,9 @@ candidate, never waiting — writes ``annotations[i]["shadow"] = {candidate: out
   (:mod:`service.telemetry.shadow`), so "other" on a panel is only ever other labels (a
   review of session 35: every question given no topic was exported as topic ``other``).
   Aggregates saved before session 36 keep their topic bucket ``unknown`` (either reason, not
-  told apart); their language bucket ``unknown`` is :data:`NOT_DETECTED` (no language
-  stage, the only way a question had no language);
+  told apart) unless it holds exactly their language bucket ``unknown``'s results, which
+  is :data:`NOT_DETECTED` (no language stage, the only way a question had no language, and
+  then no topic stage either: analytics off);
 * ``disagreements``: the ``max_disagreements`` results with the lowest RBO, with both
   rankings, the question (PII-scrubbed upstream), event id and timestamp.
 
@@ -328,9 +329,15 @@ class _Candidate:
         for dimension, table in state.get("by", {}).items():
             self.by[dimension] = {k: _Means(v) for k, v in table.items()}
         # saved before session 36: a question without a language had no language stage
-        language = self.by["language"]
+        language, topic = self.by["language"], self.by["topic"]
         if "unknown" in language and NOT_DETECTED not in language:
             language[NOT_DETECTED] = language.pop("unknown")
+        # ... and no topic stage: its results are in the old topic bucket; the same sums
+        # there, the same results (analytics off), so that bucket is not_detected too
+        old, none = topic.get("unknown"), language.get(NOT_DETECTED)
+        if old is not None and none is not None and old.sums == none.sums \
+                and NOT_DETECTED not in topic:  # fmt: skip
+            topic[NOT_DETECTED] = topic.pop("unknown")
         for row in state.get("worst", []):
             self._keep(row)
         # calls in flight at the checkpoint belong to the process that stopped: their

@@ -103,9 +103,12 @@ def test_aggregates_saved_before_keep_what_they_can_tell() -> None:
     try:
         saved = stage.state_snapshot()
         means = saved["candidates"]["same"]["by"]["topic"]["fees"]
-        # a snapshot of the old version: no-label buckets under "unknown"
+        # a snapshot of the old version: no-label buckets under "unknown", the topic one with
+        # one result more than the language one (one given no topic for its language; the
+        # same results in both: test_an_old_topic_bucket_of_the_results_without_a_language...)
+        two = {m: [2 * s, 2 * n] for m, (s, n) in means.items()}
         by = {"language": {"en": means, "unknown": means},
-              "topic": {"fees": means, "unknown": means}}  # fmt: skip
+              "topic": {"fees": means, "unknown": two}}  # fmt: skip
         saved["candidates"]["same"]["by"] = by
         stage.restore(saved)
         report = stage.report()["candidates"]["same"]
@@ -114,6 +117,39 @@ def test_aggregates_saved_before_keep_what_they_can_tell() -> None:
     # no language: there was no language stage; no topic: either reason, not told apart
     assert set(report["by_language"]) == {"en", "not_detected"}
     assert set(report["by_topic"]) == {"fees", "unknown"}
+
+
+def test_an_old_topic_bucket_of_the_results_without_a_language_is_not_detected() -> None:
+    """A review of session 36: a service with analytics off saved every result under language
+    and topic ``unknown``; restored, the language bucket became ``not_detected`` and the topic
+    bucket stayed ``unknown``, so its report and /v1/shadow showed one cause under two names
+    once new results came (``unknown`` 56 and ``not_detected`` 300 in a serve restart).
+    A result without a language had no language stage, so no topic stage either: the results
+    of the old language bucket are in the old topic bucket, and when the two hold the same
+    sums they are the same results — all ``not_detected``. One more result in the topic
+    bucket (e.g. given no topic for its language) leaves it ``unknown``."""
+    stage = _run(NOTES[:1])
+    try:
+        saved = stage.state_snapshot()
+        one = saved["candidates"]["same"]["by"]["topic"]["fees"]  # agreement 1, n = 1
+        two = {m: [2 * s, 2 * n] for m, (s, n) in one.items()}
+        saved["candidates"]["same"]["by"] = {"language": {"unknown": two},
+                                             "topic": {"unknown": two}}  # fmt: skip
+        stage.restore(saved)
+        same = stage.report()["candidates"]["same"]
+        saved["candidates"]["same"]["by"] = {"language": {"unknown": one},
+                                             "topic": {"unknown": two}}  # fmt: skip
+        stage.restore(saved)
+        more = stage.report()["candidates"]["same"]
+    finally:
+        stage.runner.close()
+    assert same["by_language"]["not_detected"]["n"] == 2
+    assert list(same["by_topic"]) == ["not_detected"]
+    assert same["by_topic"]["not_detected"]["n"] == 2
+    # the topic bucket holds one result more than the language one: not told apart
+    assert more["by_language"]["not_detected"]["n"] == 1
+    assert list(more["by_topic"]) == ["unknown"]
+    assert more["by_topic"]["unknown"]["n"] == 2
 
 
 def test_the_html_section_names_the_buckets_by_why() -> None:
