@@ -80,7 +80,8 @@ class ShadowConfig(_Frozen):
         max_disagreements: lowest-RBO events kept per candidate in the report.
         max_label_values: languages/topics broken down per candidate (the rest: ``other``;
             a question without a label is ``unjudged_language``, given no topic as no gold
-            row is written in its language, or ``not_detected``, the detection did not run).
+            row is written in its language, or ``not_detected``, the detection did not run:
+            two buckets on top of these, never merged into ``other``).
         max_cpu_share: CPU core-seconds per second all shadow calls together may use
             (``None``: unlimited, e.g. a benchmark of shadow throughput); beyond it no call
             starts, offers wait in the candidate's queue (``queue_size``), and those a full

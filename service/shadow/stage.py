@@ -22,7 +22,8 @@ candidate, never waiting — writes ``annotations[i]["shadow"] = {candidate: out
 * agreement means of ``overlap``, ``jaccard``, ``rbo``, ``kendall_tau``, ``top1`` (as 0/1)
   and ``citation_recall``, each over the results where it is defined (``counts``);
 * the same means per language and per topic (at most ``max_label_values`` each; the rest
-  are merged under ``other``). A question with no label is bucketed by why it has none
+  are merged under ``other``). A question with no label is bucketed by why it has none, in
+  a bucket never merged (at most two more)
   (:func:`breakdown_label`): :data:`UNJUDGED_LANGUAGE` (topic only: the topic stage gave it
   none, as no gold row is written in its language, ``topic_unjudged_language``) or
   :data:`NOT_DETECTED` (no annotation at all: the detection did not run — topic detection
@@ -257,10 +258,15 @@ class _Candidate:
 
     def _bucket(self, dimension: str, key: str) -> _Means:
         """The means of ``key`` (:func:`breakdown_label`), or of ``other`` once the
-        dimension holds ``max_labels - 1`` others."""
+        dimension holds ``max_labels - 1`` other labels; the :data:`NO_LABEL` buckets (two
+        values) are never merged nor count towards it, so a question without a label is
+        never "other" (a review of session 36: with a full topic table, "no gold row in its
+        language" was "other" again)."""
         table = self.by[dimension]
-        if key not in table and len(table) >= self.max_labels - 1:
-            key = "other"  # one slot stays free for "other"
+        if key not in table and key not in NO_LABEL:
+            labels = len(table) - (UNJUDGED_LANGUAGE in table) - (NOT_DETECTED in table)
+            if labels >= self.max_labels - 1:
+                key = "other"  # one slot stays free for "other"
         return table.setdefault(key, _Means())
 
     def _keep(self, row: Disagreement) -> None:

@@ -32,10 +32,11 @@ NOTES: list[tuple[str | None, str | None, bool]] = [
 ]
 
 
-def _run(notes: list[tuple[str | None, str | None, bool]]) -> ShadowStage:
-    """One synchronous batch through a candidate that ranks as production does (agreement 1)."""
+def _run(notes: list[tuple[str | None, str | None, bool]], max_labels: int = 10) -> ShadowStage:
+    """One synchronous batch through a candidate that ranks as production does (agreement 1),
+    ``max_labels`` its ``max_label_values``."""
     config = ShadowConfig(max_cpu_share=None, candidates=(CandidateConfig(name="same"),),
-                          max_label_values=10)  # fmt: skip
+                          max_label_values=max_labels)  # fmt: skip
     runner = ShadowRunner(config, {"same": Fixed()}, backpressure=True)
     stage = ShadowStage(runner, synchronous=True)
     batch = Batch.of([make_event(i) for i in range(len(notes))], source="test")
@@ -150,6 +151,31 @@ def test_an_old_topic_bucket_of_the_results_without_a_language_is_not_detected()
     assert more["by_language"]["not_detected"]["n"] == 1
     assert list(more["by_topic"]) == ["unknown"]
     assert more["by_topic"]["unknown"]["n"] == 2
+
+
+def test_a_full_breakdown_still_says_why_a_question_has_no_label() -> None:
+    """A review of session 36: once a breakdown held ``max_label_values - 1`` labels (the
+    default 32, fewer than the 50 topics a large gold set may give), a question given no
+    topic came after them was merged into ``other``: the report said "other" for "no gold
+    row in its language", the very mix-up the buckets are there to end. The two no-label
+    buckets are bounded by themselves (two values) and are never merged. Here at most 2 labels:
+    ``fees`` and ``other`` (one slot stays free for it)."""
+    notes: list[tuple[str | None, str | None, bool]] = [
+        ("en", "fees", False),
+        ("en", "exams", False),  # the table is full: other
+        ("de", None, True),  # no gold row in German: unjudged_language (before: other)
+        ("en", None, False),  # no topic stage: not_detected (before: other)
+        (None, None, False),  # no analytics: not_detected in both (before: other in both)
+    ]
+    stage = _run(notes, max_labels=2)
+    try:
+        report = stage.report()["candidates"]["same"]
+    finally:
+        stage.runner.close()
+    topics = {label: cell["n"] for label, cell in report["by_topic"].items()}
+    assert topics == {"fees": 1, "other": 1, "unjudged_language": 1, "not_detected": 2}
+    languages = {label: cell["n"] for label, cell in report["by_language"].items()}
+    assert languages == {"en": 3, "other": 1, "not_detected": 1}
 
 
 def test_the_html_section_names_the_buckets_by_why() -> None:
