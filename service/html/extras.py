@@ -20,7 +20,7 @@ from service.harvest.shed_note import shed_note
 from service.html import plots
 from service.html.over_time import agreement_over_time
 from service.html.page import esc, figure, minute, num, para, section, table
-from service.shadow.stage import FEW_RESULTS, with_n
+from service.shadow.stage import FEW_RESULTS, NOT_DETECTED, UNJUDGED_LANGUAGE, with_n
 
 #: Agreement measures, in the shadow stage's report order.
 AGREEMENT = ("overlap", "jaccard", "rbo", "kendall_tau", "top1", "citation_recall")
@@ -60,6 +60,14 @@ def find_extra(key: str, *docs: Mapping[str, Any] | None) -> Any:
         if doc is not None and doc.get(key) is not None:
             return doc[key]
     return None
+
+
+#: How the shadow section names the topic buckets of questions given no topic
+#: (:func:`service.shadow.stage.breakdown_label`).
+NO_TOPIC_NAMES: dict[str, str] = {
+    UNJUDGED_LANGUAGE: "no topic: no gold row in its language",
+    NOT_DETECTED: "no topic (not detected)",
+}
 
 
 def shadow_section(
@@ -151,8 +159,11 @@ def shadow_section(
     ]
     parts += agreement_over_time(over)
     names_of = dict(topic_labels or {})
-    parts.append(_by_label(candidates, "by_language", "language", min_n))
-    parts.append(_by_label(candidates, "by_topic", "topic", min_n, names_of))
+    # the buckets of questions without a label say why they have none (review s35)
+    topic_names = {**names_of, **NO_TOPIC_NAMES}
+    parts.append(_by_label(candidates, "by_language", "language", min_n,
+                           {NOT_DETECTED: "no language (not detected)"}))  # fmt: skip
+    parts.append(_by_label(candidates, "by_topic", "topic", min_n, topic_names))
     for name, c in candidates.items():
         parts.append(_disagreements(name, c.get("disagreements") or [], names_of))
     return section("shadow", "Shadow agreement", *parts)

@@ -19,6 +19,7 @@ from service.evaluation.detector_quality import (
 )
 from service.html import plots
 from service.html.page import badge, figure, num, para, pct, section, table
+from service.language.gold import gold_keys_by_label
 from service.refusals.scope import (
     CALIBRATION_LIMIT,
     live_before_by_language,
@@ -193,7 +194,17 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
         if (before := live_before_by_language(scope)) > 0:  # totals kept before the counts
             rows.append([f"off-corpus, counted before the counts by language were kept{mark}",
                          before])  # fmt: skip
-        others = sorted((set(off_by) | set(unjudged)) - set(support.get("by_language") or {}))
+        # a live language the gold rows judge under another key (rows tagged en-Latn judge
+        # the live en questions: service.language.gold) is no language the gold set lacks
+        gold_rows = support.get("by_language") or {}
+        judged_by = gold_keys_by_label(gold_rows)
+        live = sorted(set(off_by) | set(unjudged))
+        for key in (k for k in live if k in judged_by and k not in gold_rows):
+            rows.append([f"off-corpus rule, live language {key} (judged by the gold rows of "
+                         f"{', '.join(judged_by[key])}): off-corpus {off_by.get(key, 0)}, not "
+                         f"judged {unjudged.get(key, 0)}{mark}",
+                         "their script's cutoff, as those rows'"])  # fmt: skip
+        others = [k for k in live if k not in gold_rows and k not in judged_by]
         if others:
             rows.append([f"off-corpus rule, languages not in the gold set{mark}",
                          "; ".join(f"{k}: off-corpus {off_by.get(k, 0)}, not judged "

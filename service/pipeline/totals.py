@@ -28,16 +28,16 @@ Counting rules (one per event, from the annotations the analytics stages left):
   scope counts were counted under, in order, each with the ``scope_scored`` total when it
   began (a restart or a gold-set refresh with another detector adds one: its bounds are
   shown next to counts partly of the ones before);
-* ``by_language`` (kept by :class:`AnnotationTotals` only): per live language label
-  (``language``, folded by :func:`~service.language.tags.language_key` as the off-corpus
-  rule's cutoffs are), ``off_corpus`` events, ``not_judged`` events (scored for scope but not
+* ``by_language`` (kept by :class:`AnnotationTotals` only): per language the gold-row rules
+  judged a question in (:func:`~service.language.gold.judged_language`: the left-out
+  language it reads as, ``language_excluded``, else its ``language`` label; folded by
+  :func:`~service.language.tags.language_key` as the off-corpus rule's cutoffs are),
+  ``off_corpus`` events, ``not_judged`` events (scored for scope but not
   judged by the off-corpus rule: ``off_corpus_judged`` false — their language and script have
   no cutoff) and ``no_gold_rows`` events (given no out-of-scope verdict at all, as no gold
   row is written in their language: ``scope_unjudged_language``), and ``topic_no_gold_rows``
   events (given no topic for the same reason: ``topic_unjudged_language``,
-  :class:`~service.topics.stage.TopicStage`; counted under the left-out language a question
-  reads as, ``language_excluded``, when it has one, as that rule reads it; totals kept before
-  it start it empty).
+  :class:`~service.topics.stage.TopicStage`; totals kept before it start it empty).
 
 :func:`count_annotations` is the one place these rules are written; the telemetry counts
 the same way through it.
@@ -49,6 +49,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from service.language.gold import judged_language
 from service.language.tags import language_key
 from service.pipeline import Batch
 
@@ -163,15 +164,17 @@ class AnnotationTotals:
             topic_lacking = get("topic_unjudged_language") is True
             if not (is_off or unjudged or lacking or topic_lacking):  # most events: none
                 continue
-            language = language_key(str(get("language") or "und"))
+            # in the language the gold-row rules judged it in (a left-out one it reads as
+            # first: service.language.gold.judged_language)
+            language = language_key(str(judged_language(notes) or "und"))
             if is_off:
                 off[language] += 1
             if unjudged:
                 not_judged[language] += 1
             if lacking:
                 no_gold[language] += 1
-            if topic_lacking:  # in the language the rule read (a left-out one it reads as)
-                no_topic[language_key(str(get("language_excluded") or language))] += 1
+            if topic_lacking:
+                no_topic[language] += 1
 
     def state_snapshot(self) -> Any:
         """The totals, JSON-able."""

@@ -586,9 +586,16 @@ def support_by_language_text(support: Mapping[str, Any]) -> list[str]:
             lines.append(f"{key}: below {row['cutoff']:.3f} (the {row['script']} cutoff; too few "
                          f"answerable gold questions to set it, {n}), {rate}")  # fmt: skip
     if rows:
+        from service.language.gold import gold_keys_by_label
+
+        # rows of a script the language stage never labels (en-Latn) judge its label (en)
+        folded = [(live, keys) for live, keys in gold_keys_by_label(rows).items()
+                  if live not in rows]  # fmt: skip
+        also = "".join(f"; the {', '.join(keys)} rows also judge live {live}, the label the "
+                       "language stage gives them" for live, keys in folded)  # fmt: skip
         lines.append(
             "off-corpus rule limit: cutoffs and false-positive rates are measured on "
-            f"the gold set's languages ({', '.join(sorted(rows))}); a question in "
+            f"the gold set's languages ({', '.join(sorted(rows))}{also}); a question in "
             "another language is not judged, one of no named language by its script's "
             "cutoff or not at all"
         )
@@ -1738,26 +1745,33 @@ class EmbeddingScope:
         return proba, off
 
     def gold_languages(self) -> frozenset[str] | None:
-        """The language keys (:func:`~service.language.tags.language_key`) the gold set has
-        rows in, answerable or not; ``None`` when the detector was calibrated without
-        languages (a pooled off-corpus rule): then every question is judged.
+        """The live language keys the gold set's rows judge, answerable or not
+        (:func:`~service.language.gold.gold_language_keys`: the rows' keys, and a key the
+        language stage never labels a question with, e.g. ``zh-Hans``, also under the label
+        it gives, ``zh``; the topic stage's rule); ``None`` when the detector was calibrated
+        without languages (a pooled off-corpus rule): then every question is judged.
 
         A live question in another language is judged by neither the regression nor the
         off-corpus rule (:class:`~service.refusals.stage.EmbeddingScopeStage`): no gold row
         measured how its similarities look when the corpus answers it.
         """
+        from service.language.gold import gold_language_keys
+
         by_language = getattr(self.support, "by_language", None)
-        return frozenset(by_language) if by_language else None
+        return gold_language_keys(by_language) if by_language else None
 
     def cutoffs(
         self, questions: Sequence[str], languages: Sequence[str | None] | None = None
     ) -> np.ndarray:
         """The off-corpus cutoff each question is judged by, shape ``(n,)``: the pooled
         :attr:`SupportCheck.cutoff` when the rule is not per language; else the cutoff of its
-        script (:func:`support_by_language`) — its language's (``languages``: the language
-        stage's labels, folded by :func:`~service.language.tags.language_key`) when the gold
-        set has that language — or ``-inf`` (not judged by the off-corpus rule) when that
-        script has no cutoff or the question's language is one the gold set lacks: the
+        script (:func:`support_by_language`) — its language's (``languages``: the languages
+        the stage judges the questions in, :func:`~service.language.gold.judged_language`,
+        folded by :func:`~service.language.tags.language_key`) when the gold set's rows judge
+        that language (:meth:`gold_languages`; a live ``zh`` is judged by ``zh-Hans`` rows'
+        script, the least cutoff when several such rows' scripts have one) — or ``-inf``
+        (not judged by the off-corpus rule) when that script has no cutoff or the question's
+        language is one the gold set lacks: the
         support similarity of a language no gold row is written in is not measured (a
         German question to an English gold set is far from every English row whether or not
         the corpus answers it; trial finding 2 of the sixteenth session: 240 German
@@ -1771,17 +1785,20 @@ class EmbeddingScope:
         by_language = getattr(support, "by_language", None) or {}
         if not by_language:
             return np.full(len(questions), support.cutoff)
+        from service.language.gold import gold_keys_by_label
         from service.language.scripts import dominant_script
         from service.language.tags import language_key
 
         by_script = support.by_script
+        keys_of = gold_keys_by_label(by_language)  # a few keys: per call
         out = np.full(len(questions), -np.inf)
         for i, question in enumerate(questions):
             key = UNDETERMINED if languages is None else language_key(languages[i] or UNDETERMINED)
             if key != UNDETERMINED:  # a named language: its gold rows' script, if it has any
-                row = by_language.get(key)
-                if row is not None and row["script"] in by_script:
-                    out[i] = by_script[row["script"]]
+                found = [by_script[script] for gold_key in keys_of.get(key, ())
+                         if (script := by_language[gold_key]["script"]) in by_script]  # fmt: skip
+                if found:
+                    out[i] = min(found)
             elif (script := dominant_script(question)) in by_script:
                 out[i] = by_script[script]
         return out

@@ -9,12 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from service.language.tags import language_key
+from service.language.gold import judged_language, lacks_gold
 from service.pipeline import Batch, StatelessStage
 from service.pipeline.batch_cache import BatchCache
 from service.refusals.detector import RefusalDetector, answer_text
 from service.refusals.scope import (
-    UNDETERMINED,
     EmbeddingScope,
     KnownScope,
     ScopeCalibration,
@@ -170,6 +169,12 @@ class EmbeddingScopeStage(StatelessStage):
     reading ``annotations[i]["refused"]``: run :class:`RefusalStage`
     first).
 
+    A question in a language no gold row is written in gets no verdict
+    (``out_of_scope`` ``None``, ``scope_unjudged_language`` ``True``) unless a known question
+    decides it: the rule the topic stage follows (:mod:`service.language.gold`: a ``zh-Hans``
+    gold row judges live ``zh``; a question is in the left-out language it reads as,
+    ``language_excluded``, before its ``language`` label).
+
     Args:
         detector: the calibrated detector.
         retriever: the built-in retriever whose best score is the detector's fourth feature
@@ -250,8 +255,9 @@ class EmbeddingScopeStage(StatelessStage):
 
     def _verdicts(self, asked: list[str]) -> list[Verdict]:
         """``(probability in scope, off-corpus, judged by the off-corpus rule, known
-        verdict)`` of distinct ``asked`` keys
-        ``"language\tquestion"`` (the off-corpus cutoff is its language's:
+        verdict, its language has gold rows)`` of distinct ``asked`` keys
+        ``"language\tquestion"`` (the language it is judged in,
+        :func:`~service.language.gold.judged_language`; the off-corpus cutoff is its language's:
         :meth:`~service.refusals.scope.EmbeddingScope.cutoffs`; a language label has no
         tab): one embedding call, one product per feature and one known-question match for
         all."""
@@ -267,9 +273,7 @@ class EmbeddingScopeStage(StatelessStage):
         judged = np.isfinite(cutoffs)
         known = self.known.verdicts(questions) if self.known else [(None, None)] * len(proba)
         gold_languages = self.detector.gold_languages()
-        keys = [language_key(language or UNDETERMINED) for language in languages]
-        has_gold = [gold_languages is None or key == UNDETERMINED or key in gold_languages
-                    for key in keys]  # fmt: skip
+        has_gold = [not lacks_gold(language, gold_languages) for language in languages]
         return list(zip(proba.tolist(), off.tolist(), judged.tolist(), known, has_gold,
                         strict=True))  # fmt: skip
 
@@ -279,7 +283,9 @@ class EmbeddingScopeStage(StatelessStage):
         if scorers[0] is not self._scored_by[0] or scorers[1] is not self._scored_by[1]:
             self.verdicts.clear()  # scored by the detector or known questions replaced
             self._scored_by = scorers
-        asked = [f"{notes.get('language') or ''}\t{subject(e.question)}"
+        # each question in the language it is judged in (a left-out one it reads as first:
+        # the topic stage's rule, service.language.gold)
+        asked = [f"{judged_language(notes) or ''}\t{subject(e.question)}"
                  for e, notes in zip(batch.events, batch.annotations, strict=True)]  # fmt: skip
         found = self.verdicts.get_many(asked, self._verdicts)
         calibrated = self.calibrated

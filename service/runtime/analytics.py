@@ -47,6 +47,7 @@ from service.language.detector import (
     LanguageLabeler,
 )
 from service.language.excluded import candidates_notice
+from service.language.gold import gold_language_keys
 from service.language.quality import language_agreement
 from service.language.stage import LanguageStage
 from service.language.tags import language_key
@@ -353,26 +354,6 @@ def _memo_topics(memo: Memo, embedder: Embedder, gold: GoldSet, passages: Sequen
               use_gold_topics, embedder.name, previous]  # fmt: skip
     state, version = memo("topic-model", inputs, fit)
     return TopicModel(state, version, embedder)
-
-
-def gold_language_keys(language_counts: Mapping[str, int]) -> frozenset[str]:
-    """The language keys (:func:`~service.language.tags.language_key`) of the gold set's
-    language counts (:func:`_language_counts`: each row's ``language``, else the detector's
-    reading), ``und`` left out: the languages the topic stage judges
-    (:class:`~service.topics.stage.TopicStage`). A key the language stage never labels a
-    question with (a script it does not tell apart: ``zh-Hans``, ``en-Latn``) also gives
-    the label it gives such a question, its primary language (``zh``): a review found 60
-    ``zh-Hans`` gold rows judging none of the live Chinese questions, labelled ``zh``. A
-    script it tells apart (``hi-Latn``) stays apart.
-
-    >>> sorted(gold_language_keys({"en-US": 3, "hi-Latn": 2, "und": 1}))
-    ['en', 'hi-Latn']
-    >>> sorted(gold_language_keys({"zh-Hans": 60, "hi": 5}))
-    ['hi', 'zh', 'zh-Hans']
-    """
-    keys = {key for key in map(language_key, language_counts) if key != UNDETERMINED}
-    labelled = {key.split("-")[0] for key in keys if key not in LABELS}
-    return frozenset(keys | (labelled & LABELS))
 
 
 def _language_counts(gold: GoldSet, detector: LanguageDetector) -> dict[str, int]:

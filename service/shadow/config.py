@@ -78,7 +78,10 @@ class ShadowConfig(_Frozen):
         require_production: skip events without a production ranking (nothing to compare).
         max_results: finished results buffered until drained; beyond, the oldest is dropped.
         max_disagreements: lowest-RBO events kept per candidate in the report.
-        max_label_values: languages/topics broken down per candidate (the rest: ``other``).
+        max_label_values: languages/topics broken down per candidate (the rest: ``other``;
+            a question without a label is ``unjudged_language``, given no topic as no gold
+            row is written in its language, or ``not_detected``, the detection did not run:
+            two buckets on top of these, never merged into ``other``).
         max_cpu_share: CPU core-seconds per second all shadow calls together may use
             (``None``: unlimited, e.g. a benchmark of shadow throughput); beyond it no call
             starts, offers wait in the candidate's queue (``queue_size``), and those a full

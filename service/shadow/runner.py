@@ -167,6 +167,8 @@ class ShadowResult:
         attempts: calls started (1 + retries used).
         error: ``None`` or one of :data:`ERROR_REASONS`.
         trace_id: the event's ``trace_id`` (``None``: not from a trace).
+        topic_unjudged: the topic stage gave the event no topic because no gold row is
+            written in its language (``topic_unjudged_language``; ``topic`` is ``None``).
     """
 
     candidate: str
@@ -185,6 +187,7 @@ class ShadowResult:
     attempts: int
     error: str | None
     trace_id: str | None = None
+    topic_unjudged: bool = False
 
 
 def sample_fraction(event_id: str, salt: str = "") -> float:
@@ -257,6 +260,7 @@ class _Job:
     evicted: bool = False  # displaced from a full queue by a lower draw
     taken: bool = False  # a worker took it
     probe: bool = False  # admitted on a half-open breaker's probe slot
+    topic_unjudged: bool = False  # no topic: no gold row in its language
 
 
 @dataclass(eq=False, slots=True)
@@ -510,6 +514,7 @@ class ShadowRunner:
                     self._clock(),
                     draw,
                     probe=admitted == "probe",
+                    topic_unjudged=annotations.get("topic_unjudged_language") is True,
                 )
                 queued, out = lane.put(job, wait=wait)
                 full = "cpu_budget" if throttled else "queue_full"
@@ -724,6 +729,7 @@ class ShadowRunner:
             attempts=ticket.attempts,
             error=error,
             trace_id=event.trace_id,
+            topic_unjudged=job.topic_unjudged,
         )
         with self._results_lock:
             if len(self._results) >= self.config.max_results and not self.backpressure:

@@ -22,7 +22,18 @@ candidate, never waiting — writes ``annotations[i]["shadow"] = {candidate: out
 * agreement means of ``overlap``, ``jaccard``, ``rbo``, ``kendall_tau``, ``top1`` (as 0/1)
   and ``citation_recall``, each over the results where it is defined (``counts``);
 * the same means per language and per topic (at most ``max_label_values`` each; the rest
-  are merged under ``other``, a missing label is ``unknown``);
+  are merged under ``other``). A question with no label is bucketed by why it has none, in
+  a bucket never merged (at most two more)
+  (:func:`breakdown_label`): :data:`UNJUDGED_LANGUAGE` (topic only: the topic stage gave it
+  none, as no gold row is written in its language, ``topic_unjudged_language``) or
+  :data:`NOT_DETECTED` (no annotation at all: the detection did not run — topic detection
+  off, no topic model, or analytics off). The telemetry exports the same labels
+  (:mod:`service.telemetry.shadow`), so "other" on a panel is only ever other labels (a
+  review of session 35: every question given no topic was exported as topic ``other``).
+  Aggregates saved before session 36 keep their topic bucket ``unknown`` (either reason, not
+  told apart) unless it holds exactly their language bucket ``unknown``'s results, which
+  is :data:`NOT_DETECTED` (no language stage, the only way a question had no language, and
+  then no topic stage either: analytics off);
 * ``disagreements``: the ``max_disagreements`` results with the lowest RBO, with both
   rankings, the question (PII-scrubbed upstream), event id and timestamp.
 
@@ -60,12 +71,16 @@ __all__ = [
     "BREAKDOWN_METRICS",
     "LOST_REASONS",
     "METRICS",
+    "NOT_DETECTED",
+    "NO_LABEL",
+    "UNJUDGED_LANGUAGE",
     "CandidateReport",
     "CandidateSummary",
     "Disagreement",
     "FEW_RESULTS",
     "ShadowStage",
     "ShadowStageReport",
+    "breakdown_label",
     "with_n",
 ]
 
@@ -76,6 +91,14 @@ LOST_REASONS: tuple[str, ...] = ("interrupted", "result_dropped")
 METRICS: tuple[str, ...] = ("overlap", "jaccard", "rbo", "kendall_tau", "top1", "citation_recall")
 #: Measures handed to telemetry per language and topic (bounded series).
 BREAKDOWN_METRICS: tuple[str, ...] = ("overlap", "rbo", "citation_recall")
+#: Breakdown label of a question the topic stage gave no topic because no gold row is
+#: written in its language (``topic_unjudged_language``: :class:`~service.topics.stage.TopicStage`).
+UNJUDGED_LANGUAGE = "unjudged_language"
+#: Breakdown label of a question without the annotation (language or topic): the detection
+#: did not run (topic detection off or no topic model; analytics off).
+NOT_DETECTED = "not_detected"
+#: Every breakdown label :func:`breakdown_label` gives for a question without a label.
+NO_LABEL: tuple[str, ...] = (UNJUDGED_LANGUAGE, NOT_DETECTED)
 _VERSION = 1
 
 # The report's TypedDicts (module docstring), from typing_extensions: the API serves them
@@ -116,7 +139,9 @@ class CandidateSummary(TypedDict):
     of a replay's report), agreement ``{measure: mean or None}`` with the ``counts`` each
     mean is over, the same means per language and per topic (``{label: {"n": results,
     measure: mean, "counts": {measure: results}}}``: a label's Kendall's tau is often over far
-    fewer results than its ``n``) and, in the live service, the runner's gauges."""
+    fewer results than its ``n``; a question without a label under ``unjudged_language`` or
+    ``not_detected``, :func:`breakdown_label`) and, in the live service, the runner's
+    gauges."""
 
     offered: int
     queued: int
@@ -148,6 +173,19 @@ class ShadowStageReport(TypedDict):
     rbo_p: float
     results_dropped: int
     candidates: dict[str, CandidateReport]
+
+
+def breakdown_label(label: str | None, unjudged: bool = False) -> str:
+    """The bucket of a result in a breakdown by language or topic: its ``label``; without
+    one, :data:`UNJUDGED_LANGUAGE` when the topic stage left it out for its language
+    (``unjudged``, the topic dimension only), else :data:`NOT_DETECTED`. Never raises.
+
+    >>> breakdown_label("en"), breakdown_label(None, True), breakdown_label(None)
+    ('en', 'unjudged_language', 'not_detected')
+    """
+    if label:
+        return label
+    return UNJUDGED_LANGUAGE if unjudged else NOT_DETECTED
 
 
 class _Means:
@@ -207,7 +245,9 @@ class _Candidate:
             span[0] = stamp
         elif stamp > span[1]:
             span[1] = stamp
-        for dimension, label in (("language", result.language), ("topic", result.topic)):
+        for dimension, label in (("language", breakdown_label(result.language)),
+                                 ("topic", breakdown_label(result.topic,
+                                                           result.topic_unjudged))):  # fmt: skip
             self._bucket(dimension, label).add(values)
         rbo = values["rbo"]
         worst = self.worst
@@ -216,11 +256,17 @@ class _Candidate:
                 self._keep(_disagreement(result, values))
         return values
 
-    def _bucket(self, dimension: str, label: str | None) -> _Means:
+    def _bucket(self, dimension: str, key: str) -> _Means:
+        """The means of ``key`` (:func:`breakdown_label`), or of ``other`` once the
+        dimension holds ``max_labels - 1`` other labels; the :data:`NO_LABEL` buckets (two
+        values) are never merged nor count towards it, so a question without a label is
+        never "other" (a review of session 36: with a full topic table, "no gold row in its
+        language" was "other" again)."""
         table = self.by[dimension]
-        key = label or "unknown"
-        if key not in table and len(table) >= self.max_labels - 1:
-            key = "other"  # one slot stays free for "other"
+        if key not in table and key not in NO_LABEL:
+            labels = len(table) - (UNJUDGED_LANGUAGE in table) - (NOT_DETECTED in table)
+            if labels >= self.max_labels - 1:
+                key = "other"  # one slot stays free for "other"
         return table.setdefault(key, _Means())
 
     def _keep(self, row: Disagreement) -> None:
@@ -288,6 +334,16 @@ class _Candidate:
         self.means = _Means(state.get("means"))
         for dimension, table in state.get("by", {}).items():
             self.by[dimension] = {k: _Means(v) for k, v in table.items()}
+        # saved before session 36: a question without a language had no language stage
+        language, topic = self.by["language"], self.by["topic"]
+        if "unknown" in language and NOT_DETECTED not in language:
+            language[NOT_DETECTED] = language.pop("unknown")
+        # ... and no topic stage: its results are in the old topic bucket; the same sums
+        # there, the same results (analytics off), so that bucket is not_detected too
+        old, none = topic.get("unknown"), language.get(NOT_DETECTED)
+        if old is not None and none is not None and old.sums == none.sums \
+                and NOT_DETECTED not in topic:  # fmt: skip
+            topic[NOT_DETECTED] = topic.pop("unknown")
         for row in state.get("worst", []):
             self._keep(row)
         # calls in flight at the checkpoint belong to the process that stopped: their
@@ -439,13 +495,17 @@ class ShadowStage:
                 pending["errors"][name][result.error] += 1
                 continue
             pending["completed"][name] += 1
-            for metric, value in (values or {}).items():
+            if not values:
+                continue
+            language = breakdown_label(result.language)
+            topic = breakdown_label(result.topic, result.topic_unjudged)
+            for metric, value in values.items():
                 if metric in METRICS and value is not None:
                     pending["agreement"][name][metric].append(float(value))
                     if metric in BREAKDOWN_METRICS:
                         row = {"candidate": name, "measure": metric, "value": float(value)}
-                        pending["by_language"].append({**row, "label": result.language})
-                        pending["by_topic"].append({**row, "label": result.topic})
+                        pending["by_language"].append({**row, "label": language})
+                        pending["by_topic"].append({**row, "label": topic})
         return len(results)
 
     def flush(self, timeout_s: float = 30.0) -> bool:
@@ -466,8 +526,9 @@ class ShadowStage:
             "agreement": {cand: {metric: [value, ...]}}, "by_language": [{"candidate",
             "label", "measure", "value"}, ...], "by_topic": [...], "results_dropped": n,
             "runner": ShadowRunner.stats()}`` — counts are increments, lists are values to
-            observe (breakdowns only for :data:`BREAKDOWN_METRICS`), ``runner`` holds
-            gauges (queue depth, workers, breaker state).
+            observe (breakdowns only for :data:`BREAKDOWN_METRICS`, each ``label`` a
+            :func:`breakdown_label`), ``runner`` holds gauges (queue depth, workers, breaker
+            state).
         """
         pending = self._pending
         self._pending = self._empty_pending()

@@ -87,6 +87,7 @@ from service.telemetry.shadow import (
     SHADOW_BREAKDOWN_MEASURES,
     SHADOW_ERRORS,
     SHADOW_MEASURES,
+    SHADOW_NO_LABEL,
     SHADOW_OUTCOMES,
     SHADOW_SECONDS_BUCKETS,
     ShadowMetrics,
@@ -119,6 +120,7 @@ __all__ = [
     "SHADOW_MEASURES", "SHADOW_BREAKDOWN_MEASURES", "SHADOW_OUTCOMES", "SHADOW_ERRORS",
     "BREAKER_STATES", "AGREEMENT_BUCKETS", "SHADOW_SECONDS_BUCKETS", "GOLD_CUT_MEASURES",
     "KNOWN_REFUSAL_KINDS", "PRODUCTION", "ALL", "ShadowMetrics", "build_shadow_metrics",
+    "SHADOW_NO_LABEL",
     # harvest: suggested gold questions
     "HARVEST_KNOWN_VIA", "HARVEST_SINKS", "HarvestMetrics", "build_harvest_metrics",
     # gold_refresh: the gold-set refresh after accepted suggestions

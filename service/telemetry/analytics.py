@@ -35,6 +35,15 @@ OPERATING_RATES: tuple[str, ...] = ("tpr", "fpr", "balanced_accuracy")
 PII_TYPES: tuple[str, ...] = _PII_TYPES  # service.pii's fixed types: a bounded label set
 
 
+def _bounded(value: Any, allowed: tuple[str, ...]) -> str:
+    """:func:`bounded_label` of a language or topic annotation, ``None`` (not annotated: no
+    language stage, no topic model) as ``und`` — what the drift stage and the replay's time
+    series count it as — instead of ``other``, a label outside the set (session 36: with no
+    topic model every question was exported as topic ``other``). Never raises on a hashable
+    value."""
+    return bounded_label("und" if value is None else value, allowed)
+
+
 @dataclass(frozen=True, slots=True)
 class AnalyticsMetrics:
     """Metrics of the analytics stages; build with :func:`build_analytics_metrics`.
@@ -46,7 +55,11 @@ class AnalyticsMetrics:
     goldwatch_questions_by_language_total        counter language (allow-list + other)
     goldwatch_questions_by_topic_total           counter topic (model topics + novel); a
                                                          question given no topic (no gold
-                                                         row in its language) is in none
+                                                         row in its language) is in none;
+                                                         one with no topic annotation (no
+                                                         topic model) is und, as is one
+                                                         with no language in the language
+                                                         counts
     goldwatch_questions_no_topic_total           counter language (allow-list + other): given
                                                          no topic, no gold row in its
                                                          language
@@ -148,7 +161,8 @@ class AnalyticsMetrics:
         self, annotations: Sequence[Mapping[str, Any]]
     ) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
         """``({language label: n}, {topic label: n}, {language label: n given no topic})`` of
-        a batch, labels bounded (:func:`bounded_label`), each dictionary in the order its
+        a batch, labels bounded (:func:`_bounded`: no label is ``und``, as the drift stage
+        and the replay series count it, not ``other``), each dictionary in the order its
         labels first occur. A question the topic stage gave no topic
         (``topic_unjudged_language``: no gold row in its language) is in no topic's count
         and in the third, under its language.
@@ -175,25 +189,25 @@ class AnalyticsMetrics:
         except TypeError:  # unhashable
             raw_languages, raw_topics, raw_no_topic = {}, {}, {}
             for notes in annotations:
-                language = bounded_label(notes.get("language_label", notes.get("language")),
-                                         self.language_labels)  # fmt: skip
+                language = _bounded(notes.get("language_label", notes.get("language")),
+                                    self.language_labels)  # fmt: skip
                 raw_languages[language] = raw_languages.get(language, 0) + 1
                 if notes.get("topic") is None and notes.get("topic_unjudged_language") is True:
                     raw_no_topic[language] = raw_no_topic.get(language, 0) + 1
                     continue
-                topic = bounded_label(notes.get("topic"), self.topic_labels)
+                topic = _bounded(notes.get("topic"), self.topic_labels)
                 raw_topics[topic] = raw_topics.get(topic, 0) + 1
         languages: dict[str, int] = {}
         for value, n in raw_languages.items():
-            label = bounded_label(value, self.language_labels)
+            label = _bounded(value, self.language_labels)
             languages[label] = languages.get(label, 0) + n
         topics: dict[str, int] = {}
         for value, n in raw_topics.items():
-            label = bounded_label(value, self.topic_labels)
+            label = _bounded(value, self.topic_labels)
             topics[label] = topics.get(label, 0) + n
         no_topic: dict[str, int] = {}
         for value, n in raw_no_topic.items():
-            label = bounded_label(value, self.language_labels)
+            label = _bounded(value, self.language_labels)
             no_topic[label] = no_topic.get(label, 0) + n
         return languages, topics, no_topic
 

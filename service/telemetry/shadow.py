@@ -43,6 +43,11 @@ SHADOW_SECONDS_BUCKETS: tuple[float, ...] = (
 #: Gold-set measures exported per run (``recall``/``hit_rate``/``ndcg`` per k; ``mrr`` uncut).
 GOLD_CUT_MEASURES: tuple[str, ...] = ("recall", "hit_rate", "ndcg")
 KNOWN_REFUSAL_KINDS: tuple[str, ...] = ("refused_answerable", "answered_unanswerable")
+#: Breakdown labels of a question without a language or topic label, by why it has none
+#: (service.shadow.stage.NO_LABEL; kept equal by a test): ``unjudged_language`` (topic only:
+#: no gold row is written in its language, so the topic stage gave it none) and
+#: ``not_detected`` (the detection did not run: topic detection off, analytics off).
+SHADOW_NO_LABEL: tuple[str, ...] = ("unjudged_language", "not_detected")
 #: Label of production's own results in the known-question and ACL metrics.
 PRODUCTION = "production"
 ALL = "all"
@@ -52,7 +57,10 @@ ALL = "all"
 class ShadowMetrics:
     """Metrics of shadow evaluation, gold-set runs, known questions and ACL checks; build
     with :func:`build_shadow_metrics`. ``retriever`` is a candidate name, the production
-    label or ``other``; ``language``/``topic`` come from the analytics' bounded labels.
+    label or ``other``; ``language``/``topic`` come from the analytics' bounded labels
+    (``other``: a label outside them), plus :data:`SHADOW_NO_LABEL` for a question given
+    none: ``topic="unjudged_language"`` (no gold row in its language),
+    ``topic``/``language`` ``"not_detected"`` (the detection did not run).
 
     ================================================= ========= ============================
     name                                              type      labels
@@ -243,7 +251,9 @@ def build_shadow_metrics(
             results, the ``goldwatch_known_*`` series) is always a value, and the live
             series are pre-initialised for the candidates and ``production`` only. Anything
             else is exported as ``other``.
-        language_labels, topic_labels: bounded label values of the analytics stages.
+        language_labels, topic_labels: bounded label values of the analytics stages
+            (``und``, ``other`` and the labels of :data:`SHADOW_NO_LABEL` are added:
+            ``not_detected`` to both, ``unjudged_language`` to the topics).
         role_labels: user roles named in the corpus ACLs (``unknown`` and ``other`` added).
 
     Raises:
@@ -284,11 +294,15 @@ def build_shadow_metrics(
             buckets=AGREEMENT_BUCKETS, registry=registry,
         ),
         agreement_by_language=summary(
-            "shadow_agreement_by_language", "Shadow agreement by question language.",
+            "shadow_agreement_by_language", "Shadow agreement by question language (the "
+            "language stage's label; other: a language outside the label set; not_detected: "
+            "no language stage ran).",
             ["retriever", "language", "measure"],
         ),
         agreement_by_topic=summary(
-            "shadow_agreement_by_topic", "Shadow agreement by question topic.",
+            "shadow_agreement_by_topic", "Shadow agreement by question topic (other: a "
+            "topic outside the label set; unjudged_language: given no topic, no gold row is "
+            "written in its language; not_detected: no topic detection ran).",
             ["retriever", "topic", "measure"],
         ),
         queue_depth=gauge("shadow_queue_depth", "Events waiting for a shadow worker.",
@@ -332,8 +346,9 @@ def build_shadow_metrics(
                           "not read (the restricted text reached the user).",
                           ["retriever", "role"]),
         retrievers=names,
-        language_labels=tuple(dict.fromkeys([*language_labels, "und", OTHER])),
-        topic_labels=tuple(dict.fromkeys([*topic_labels, "und", OTHER])),
+        language_labels=tuple(dict.fromkeys([*language_labels, "und", SHADOW_NO_LABEL[1],
+                                             OTHER])),
+        topic_labels=tuple(dict.fromkeys([*topic_labels, "und", *SHADOW_NO_LABEL, OTHER])),
         role_labels=tuple(dict.fromkeys([*role_labels, "unknown", OTHER])),
         _opened_seen={},
     )  # fmt: skip

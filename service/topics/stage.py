@@ -4,32 +4,20 @@ batch of distinct questions not seen recently."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from service.events import QueryLogEvent
-from service.language.detector import UNDETERMINED
-from service.language.tags import language_key
+from service.language.gold import judged_language, lacks_gold
 from service.pipeline import Batch, StatelessStage
 from service.pipeline.batch_cache import BatchCache
 from service.text.subject import subject
 from service.topics.model import NOVEL, TopicAssignment, TopicModel
 
-__all__ = ["TopicStage", "gate_language"]
+__all__ = ["TopicStage"]
 
 #: Between a question's language and its text in the cache keys of a centring model (a
 #: character no normalised question holds: the unit separator).
 _SEP = "\x1f"
-
-
-def gate_language(notes: Mapping[str, Any]) -> Any:
-    """The language a question is judged in by :class:`TopicStage`'s gold-row rule: the
-    left-out language it reads as (``language_excluded``: the language stage's candidates,
-    ``analytics.language.candidates``, leave it out, so its ``language`` label is a candidate
-    it is not written in), else its ``language``. A review found candidates ``[en]``
-    labelling German and Spanish questions ``en``: each was given a topic, the trial-16
-    false topic alarm back."""
-    return notes.get("language_excluded") or notes.get("language")
 
 
 class TopicStage(StatelessStage):
@@ -45,7 +33,8 @@ class TopicStage(StatelessStage):
 
     A question in a language no gold row is written in (not in :attr:`gold_languages`; its
     ``annotations[i]["language"]``, or the left-out language it reads as:
-    :func:`gate_language`, folded by :func:`~service.language.tags.language_key`;
+    :func:`~service.language.gold.judged_language`, folded by
+    :func:`~service.language.tags.language_key`;
     ``und``, no language read, is judged) gets no topic: ``annotations[i]["topic"]`` is not
     written and ``annotations[i]["topic_unjudged_language"]`` is ``True``. Neither the topic
     assignment nor novelty was measured on a gold question of that language, and an
@@ -62,28 +51,29 @@ class TopicStage(StatelessStage):
 
     def __init__(self, model: TopicModel, cache_size: int = 65_536,
                  gold_languages: frozenset[str] | None = None) -> None:  # fmt: skip
-        """``gold_languages``: the language keys the gold set has rows in (``None``: every
-        question is judged, e.g. topics fitted on the corpus without a gold set)."""
+        """``gold_languages``: the live language keys the gold set's rows judge
+        (:func:`~service.language.gold.gold_language_keys`; ``None``: every question is
+        judged, e.g. topics fitted on the corpus without a gold set)."""
         self.model = model
         self.cache: BatchCache[TopicAssignment] = BatchCache(cache_size)
         self.novelty_calibrated = True
         self.gold_languages = gold_languages
 
     def unjudged(self, annotations: list[dict[str, Any]]) -> list[bool] | None:
-        """Per event, ``True`` when its language (:func:`gate_language`) has no gold row
-        (:attr:`gold_languages`); ``None`` when every event's language has one (the common
-        case) or every language is judged."""
+        """Per event, ``True`` when its language
+        (:func:`~service.language.gold.judged_language`) has no gold row
+        (:func:`~service.language.gold.lacks_gold` of :attr:`gold_languages`); ``None`` when
+        every event's language has one (the common case) or every language is judged."""
         gold = self.gold_languages
         if gold is None:
             return None
         seen: dict[Any, bool] = {}
         flags = []
         for notes in annotations:
-            language = gate_language(notes)
+            language = judged_language(notes)
             lacking = seen.get(language)
             if lacking is None:
-                key = language_key(str(language or UNDETERMINED))
-                lacking = seen[language] = key != UNDETERMINED and key not in gold
+                lacking = seen[language] = lacks_gold(language, gold)
             flags.append(lacking)
         return flags if True in seen.values() else None
 
