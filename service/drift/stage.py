@@ -794,6 +794,8 @@ class DriftStage:
                     )
                 if detectable and dim in SHARED:
                     found = self._detectable(dim, name, detector, test)  # type: ignore[arg-type]
+                    if found is not None and dim in self.suppressed:  # (its own line says why)
+                        found["text"] += "; but the dimension raises no alarm while suppressed"
                     if found is not None:
                         test["detectable"] = found
                 state = self._state_of(dim, test["state"], detector.reports[name], name)

@@ -505,7 +505,8 @@ out-of-scope gains ``detectable``, the smallest rise it can alarm on at its size
 (:mod:`service.drift.sizing`). Demo: language vs gold set hi-Latn 13.6 % → 42.9 % (59 gold
 rows, ~758 questions a 12 h window), vs baseline 6.5 % → 17.7 % (~300 a 4 h window, 428 in
 the baseline); topic exams 15.3 % → 48.7 % / fees 19.9 % → 42.3 %; refusal rate 4.2 % →
-13.3 %, out-of-scope 3.3 % → 12.3 %. Production: vs gold set es 10.5 % → 20.5 %, topic-4
+13.3 %, out-of-scope 3.3 % → 12.3 % (its line adding "but the dimension raises no alarm
+while suppressed": the demo's out-of-scope detector is uncalibrated). Production: vs gold set es 10.5 % → 20.5 %, topic-4
 10.5 % → 28.4 % (477 gold rows); vs the baseline still warming up (its expected 14,406
 events), hi-Latn 10.4 % → 17.0 %, novel 16.2 % → 23.4 %, refusal 7.9 % → 14.4 %,
 out-of-scope 48.3 % → 55.6 %. 20k: es 10.5 % → 19.1 %, topic-4 10.5 % → 26.4 %, hi-Latn

@@ -238,3 +238,16 @@ def test_get_v1_drift_s_response_model_takes_the_field() -> None:
         assert found == body["language"]["comparisons"][name]["detectable"]
     assert checked["language"]["comparisons"]["baseline"]["detectable"]["cannot_alarm"] is True
     assert checked["language"]["comparisons"]["reference"]["detectable"]["share_to"] > 0.2
+
+
+def test_a_suppressed_dimension_s_line_says_it_raises_no_alarm() -> None:
+    """An uncalibrated dimension is still tested but raises no alarm: its line says so (the
+    demo's out-of-scope)."""
+    drift = _stage()
+    _stream(drift, 30, 100, _languages(0.2))
+    drift.suppress("language", "uncalibrated: a test's reason")
+    texts = [t["detectable"]["text"] for t in drift.report(detectable=True)["language"]
+             ["comparisons"].values()]  # fmt: skip
+    assert texts and all(
+        text.endswith("; but the dimension raises no alarm while suppressed") for text in texts
+    )
