@@ -3,8 +3,9 @@
     python -m benchmarks.drift_sizing
 
 For each case (a share or rate moving from ``p0`` to ``p1``) it feeds the drift detectors'
-own decision (:class:`~service.drift.detectors.CategoricalDriftDetector` and
-:class:`~service.drift.detectors.RateDriftDetector`, built as
+own decision (:func:`service.drift.sizing.decide`, the reusable core the reports' "smallest
+change that can alarm" runs too, on :class:`~service.drift.detectors.CategoricalDriftDetector`
+and :class:`~service.drift.detectors.RateDriftDetector`, built as
 :class:`~service.drift.stage.DriftStage` builds them: 4 dimensions, a gold-set reference for
 the categorical ones, ``analytics.drift`` defaults) with the expected counts of a window of
 ``n`` events — ``round(p1 · n)`` of the category, the rest in one other category — against a
@@ -25,7 +26,6 @@ degrees of freedom, so more events are needed. Pure computation (no data, a few 
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,12 +33,9 @@ from pathlib import Path
 import yaml
 
 from service import demo
-from service.drift.detectors import (
-    CategoricalDriftDetector,
-    RateDriftDetector,
-    RateDriftReport,
-    WindowConfig,
-)
+from service.drift.detectors import CategoricalDriftDetector, RateDriftDetector, WindowConfig
+from service.drift.sizing import Decision
+from service.drift.sizing import decide as detector_decides
 from service.drift.stage import SHARED as DIMENSIONS  # (terms has a share of its own)
 from service.settings.sections import DriftSettings
 
@@ -102,34 +99,17 @@ def counts(case: Case, share: float, n: int) -> dict[str, int]:
     return {"x": x, **{f"o{i}": rest // k + (i < rest % k) for i in range(k)}}
 
 
-@dataclass(frozen=True)
-class Decision:
-    """The detector's test of one window: alarm, p-value, alpha, Newcombe bound nearest 0."""
-
-    alarm: bool
-    p_value: float
-    alpha: float
-    bound: float
-
-
 def decide(
     case: Case, config: WindowConfig, comparison: str, n: int, m: int,
     min_count: int = DEFAULTS.min_count,
 ) -> Decision:  # fmt: skip
-    """The detector's own decision on a current window of ``n`` events against a reference
-    of ``m`` (expected counts, :func:`counts`), as its first test after ``ok``
-    (``min_count`` 1: the tests alone)."""
+    """The detector's own decision (:func:`service.drift.sizing.decide`) on a current window
+    of ``n`` events against a reference of ``m`` (expected counts, :func:`counts`), as its
+    first test after ``ok`` (``min_count`` 1: the tests alone); ``bound``: the Newcombe bound
+    nearest 0 of the rate's change or of the category ``"x"``'s rise."""
     det = detector(case, config, min_count)
-    alpha = det.alpha_per_test(comparison)
     ref, cur = counts(case, case.p0, m), counts(case, case.p1, n)
-    if n < det.min_count or m < det.min_reference_count:
-        return Decision(False, math.nan, alpha, math.nan)
-    report = det._assess(comparison, ref, cur, "ok", 0.0, alpha)
-    if isinstance(report, RateDriftReport):
-        bound = max(report.ci_low, -report.ci_high, 0.0)
-    else:
-        bound = max([s.ci_low for s in report.rising if s.category == "x"], default=0.0)
-    return Decision(report.state == "drift", report.p_value, alpha, bound)
+    return detector_decides(det, comparison, ref, cur, None if case.rate else "x")
 
 
 def smallest_n(alarms: Callable[[int], bool], start: int = 1) -> tuple[int | None, int | None]:

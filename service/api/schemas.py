@@ -152,7 +152,11 @@ class DimensionDrift(TypedDict, total=False):
     """One drift dimension (:meth:`service.drift.stage.DriftStage.report`): ``state`` (``ok``,
     ``warning``, ``drift``, ``insufficient_data``, ``uncalibrated``...), ``comparisons``
     ``{reference|baseline: latest test}`` (sizes, JSD/PSI or rates, p-value, alpha, method;
-    an ``insufficient_data`` one says why and what to change in ``insufficient``);
+    an ``insufficient_data`` one says why and what to change in ``insufficient``; each of
+    the four shared dimensions' says the smallest change it can alarm on at its sizes in
+    ``detectable``: ``text``, ``category`` (``None`` for a rate), ``share_from``,
+    ``share_to``, ``n_current``, ``n_reference``, ``p_value``, ``alpha``, ``bound``,
+    ``share_of``, or ``{"cannot_alarm": true, "text"}``; docs/drift.md);
     categorical dimensions add ``live_counts`` and ``gold_counts`` ``{category: events}``,
     ``coverage_gaps`` and, when some are left out, ``coverage_gaps_left_out``
     ``{category: why}``; ``tested_state`` is the state the test gave when suppression or

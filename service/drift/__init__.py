@@ -3,7 +3,8 @@
 Pure domain code, no I/O: :mod:`.distances` (JSD, PSI), :mod:`.stats_tests` (chi-square
 homogeneity, Newcombe CIs, two proportions, coverage gaps), :mod:`.windows` (event-time
 windows) and :mod:`.detectors` (river-shaped detectors with ``update``/``update_many``,
-``drift_detected``, ``snapshot``/``restore``).
+``drift_detected``, ``snapshot``/``restore``); :mod:`.sizing` (the smallest change a
+comparison can alarm on, by the detectors' own decision on expected counts).
 """
 
 from service.drift.detectors import (

@@ -252,6 +252,29 @@ class _WindowedDetector:
         periods = self._windows.windows_per_period(reference=comparison == "reference")
         return self.alpha / (self._family * periods)
 
+    def counts(self, comparison: str) -> tuple[dict[str, int], dict[str, int] | None]:
+        """``(current, compared)``: the counts of ``comparison``'s current window now and of
+        what it is compared with (the fixed reference or the baseline; ``None`` while there
+        is none, e.g. a frozen baseline still warming up). New dicts."""
+        current = self._windows.current(reference=comparison == "reference")
+        ref = self._reference if comparison == "reference" else self._windows.baseline()
+        return dict(current), None if ref is None else dict(ref)
+
+    def decide(self, comparison: str, reference: Counts, current: Counts) -> Any:
+        """The report this detector's test of ``comparison`` would give on these counts
+        (``reference``: the gold set's or baseline's; a rate's ``{"1": positives, "0":
+        negatives}``) as its first after ``ok``, at the comparison's level now
+        (:meth:`alpha_per_test`): ``insufficient_data`` below ``min_count`` /
+        ``min_reference_count``, else the alarm rule of the module docstring. The same code
+        as a test (:mod:`service.drift.sizing` runs it on expected counts); the detector's
+        state is left alone (a categorical one may remember the table's JSD bound, a
+        cache)."""
+        n_ref, n_cur = int(sum(reference.values())), int(sum(current.values()))
+        if n_ref < self.min_reference_count or n_cur < self.min_count:
+            return self._empty_report(comparison, 0.0, n_ref, n_cur)
+        return self._assess(comparison, reference, current, "ok", 0.0,
+                            self.alpha_per_test(comparison))  # fmt: skip
+
     def rebaseline(self) -> Self:
         """Start a new warm-up now (``frozen`` baseline), e.g. after accepting a drift."""
         self._windows.rebaseline()

@@ -48,6 +48,14 @@ from service.drift.detectors import (
     WindowConfig,
 )
 from service.drift.distances import Counts
+from service.drift.sizing import (
+    NEW_CATEGORY,
+    Detectable,
+    expected_counts,
+    smallest_rate_rise,
+    smallest_share_rise,
+    watched_category,
+)
 from service.drift.stats_tests import coverage_gaps
 from service.drift.terms import TermsDriftDetector, question_terms
 from service.pipeline import Batch
@@ -93,6 +101,8 @@ _READ_ORDER = ("the order they are read in (events merged from several producers
 #: :data:`ALARM_RESOLUTION` events of the whole stream, so between this and this +
 #: ALARM_RESOLUTION - 1 events; the same blocks whatever the batching).
 STARVED_RECENT_EVENTS = 5_000
+#: Inputs whose smallest detectable change the stage remembers (:meth:`DriftStage.report`).
+DETECTABLE_KEPT = 32
 #: Events of a batch per wall-clock reading (and per check for a Kafka partition's re-test);
 #: the block of the stream's events the share kept out is counted in. Alarms are recorded at
 #: their tests, whatever the batching (:meth:`DriftStage.process`).
@@ -262,6 +272,7 @@ class DriftStage:
         self.confounded: dict[str, tuple[str, str]] = {}
         # dimension -> the categories of the other whose move alone confounds it (absent: any)
         self.confounded_categories: dict[str, frozenset[str]] = {}
+        self._detectable_memo: dict[tuple[Any, ...], dict[str, Any] | None] = {}
 
     def _detectors(
         self,
@@ -785,12 +796,15 @@ class DriftStage:
         return {dim: _overall(dim in self.suppressed, list(self._states_of(dim, det).values()))
                 for dim, det in detectors.items()}  # fmt: skip
 
-    def report(self) -> dict[str, Any]:
+    def report(self, detectable: bool = False) -> dict[str, Any]:
         """JSON-able drift report: per dimension its state, each comparison's latest test,
         the live and gold shares and the coverage gaps (categorical dimensions:
         ``coverage_gaps``, :func:`~service.drift.stats_tests.coverage_gaps` without the
         suppressed categories; those that would be gaps are in ``coverage_gaps_left_out``,
-        ``{category: why}``, only when there are some)."""
+        ``{category: why}``, only when there are some). With ``detectable`` (the reports a
+        user reads; not the per-batch metrics, it runs a few dozen tests), each comparison
+        of the four shared dimensions says the smallest change that can alarm at its sizes
+        (``detectable``, :func:`detectable_change`) when it has seen events."""
         out: dict[str, Any] = {}
         for dim, det in self.categorical.items():
             live = dict(self.live_counts[dim])
@@ -832,6 +846,12 @@ class DriftStage:
                     test["insufficient"] = (
                         self.starved_windows(reason, n_current, detector.min_count) or reason
                     )
+                if detectable and dim in SHARED:
+                    found = self._detectable(dim, name, detector, test)  # type: ignore[arg-type]
+                    if found is not None and dim in self.suppressed:  # (its own line says why)
+                        found["text"] += "; but the dimension raises no alarm while suppressed"
+                    if found is not None:
+                        test["detectable"] = found
                 state = self._state_of(dim, test["state"], detector.reports[name], name)
                 if state != test["state"]:
                     test["tested_state"], test["state"] = test["state"], state
@@ -873,6 +893,27 @@ class DriftStage:
                 if dim in out and out[dim]["state"] == STARVED:
                     out[dim]["starved"] = starved
         return out
+
+    def _detectable(
+        self, dim: str, name: str, detector: CategoricalDriftDetector | RateDriftDetector,
+        test: Mapping[str, Any],
+    ) -> dict[str, Any] | None:  # fmt: skip
+        """:func:`detectable_change`, remembered for the latest :data:`DETECTABLE_KEPT`
+        inputs (a report repeats them while the windows do not move: ``GET /v1/drift``, the
+        status page)."""
+        current, compared = detector.counts(name)
+        n_current = int(test.get("n_current") or 0)
+        key = (dim, name, n_current, detector.busiest.get(name, 0),
+               tuple(sorted(current.items())),
+               None if compared is None else tuple(sorted(compared.items())),
+               detector.alpha_per_test(name))  # fmt: skip
+        if key not in self._detectable_memo:
+            self._detectable_memo[key] = detectable_change(dim, name, detector, n_current,
+                                                           current, compared)  # fmt: skip
+            if len(self._detectable_memo) > DETECTABLE_KEPT:
+                del self._detectable_memo[next(iter(self._detectable_memo))]
+        found = self._detectable_memo[key]
+        return None if found is None else dict(found)
 
     def state_snapshot(self) -> Any:
         """Detectors, live counts and alarm history, JSON-able."""
@@ -1042,6 +1083,104 @@ def insufficient_reason(
         reasons.append(f"the baseline of earlier traffic holds {n_ref} {unit}, fewer than the "
                        f"{detector.min_reference_count} needed")  # fmt: skip
     return "; ".join(reasons) or "too few events to test"
+
+
+def _pct(share: float) -> str:
+    """``0.1`` → ``"10.0%"``."""
+    return f"{share:.1%}"
+
+
+def detectable_change(
+    dim: str, comparison: str, detector: CategoricalDriftDetector | RateDriftDetector,
+    n_current: int, current: Counts, compared: Counts | None,
+) -> dict[str, Any] | None:  # fmt: skip
+    """The smallest change of ``dim`` that ``comparison`` (``reference``: the gold set;
+    ``baseline``) can alarm on at the user's own sizes, by the detector's own decision on
+    expected counts (:mod:`service.drift.sizing`; the formula's source is there):
+
+    * the current window's size: ``n_current`` (the latest test's) when it reaches
+      ``min_count``, else the busiest window tested (``detector.busiest``, "typical"), else
+      no change can alarm: ``{"cannot_alarm": True, "text": ...}`` with the window that
+      would hold ``min_count`` at the busiest window's rate, as
+      :func:`insufficient_reason` says it;
+    * what it is compared with: ``compared`` (the gold set's counts, a ready baseline's)
+      or, while a baseline is not ready, the current window's shares (``current``) over the
+      baseline it will have (``warmup_s / window_s`` windows frozen, one ``previous``);
+      a gold set below ``min_reference_count`` rows, or a warm-up that would hold fewer
+      than ``min_count``, cannot alarm either;
+    * the change: a categorical dimension's :func:`~service.drift.sizing.watched_category`
+      rising from its share of what it is compared with (its gold-set, baseline or
+      current share, said in the text), the others keeping their proportions; a rate rising
+      from the baseline's rate (the current window's while there is none).
+
+    Returns ``{"text", "category", "share_from", "share_to", "n_current", "n_reference",
+    "p_value", "alpha", "bound", "share_of"}`` (shares in [0, 1]; ``category`` ``None`` for
+    a rate), the ``cannot_alarm`` form, or ``None`` before any event reached the window.
+    """
+    unit, cfg = UNITS.get(dim, "events"), detector.windows
+    label = "gold set" if comparison == "reference" else comparison
+    head = f"{dim} vs {label}"
+    span, key = ((cfg.reference_window_s, "reference_window_s") if comparison == "reference"
+                 else (cfg.window_s, "window_s"))  # fmt: skip
+    busiest = max(detector.busiest.get(comparison, 0), n_current)
+    n = n_current if n_current >= detector.min_count else busiest
+    if busiest == 0:
+        return None
+
+    def cannot(why: str) -> dict[str, Any]:
+        return {"cannot_alarm": True, "text": f"{head}: cannot alarm: {why}"}
+
+    if n < detector.min_count:
+        hours = math.ceil(span * detector.min_count / busiest / 3600)
+        about = f" to about {hours} h" if hours * 3600 > span else ""
+        return cannot(f"its {_duration(span)} windows hold fewer than min_count "
+                      f"({detector.min_count}) {unit} (the busiest had {busiest}); raise "
+                      f"{SETTINGS}.{key}{about} (or lower {SETTINGS}.min_count)")  # fmt: skip
+    of = {"reference": "gold-set", "baseline": "baseline"}.get(comparison, comparison)
+    reference = compared
+    if reference is None or not sum(reference.values()):
+        if comparison == "reference" or not sum(current.values()):
+            return None
+        ratio = cfg.warmup_s / cfg.window_s if cfg.baseline == "frozen" else 1.0
+        m = round(ratio * n)
+        if m < detector.min_count:  # (a frozen warm-up holding fewer starts again)
+            hours = math.ceil(cfg.warmup_s * detector.min_count / m / 3600) if m else 0
+            return cannot(f"a {_duration(cfg.warmup_s)} warm-up of the baseline would hold "
+                          f"about {m} {unit}, fewer than min_count ({detector.min_count}); "
+                          f"raise {SETTINGS}.warmup_s to about {hours} h")  # fmt: skip
+        reference, of = expected_counts(current, m), "current"
+    m = int(sum(reference.values()))
+    if m < detector.min_reference_count:
+        return cannot(f"the gold set gives {m} rows to compare with, fewer than the "
+                      f"{detector.min_reference_count} needed: add gold questions")  # fmt: skip
+    window = f"~{n:,} {unit} a {_duration(span)} window"
+    if comparison == "reference":
+        sizes = f"{m:,} gold rows and {window}"
+    elif of == "current":  # (the baseline it will have, at this window's traffic)
+        sizes = f"{window} and a baseline of about {m:,} once ready"
+    else:
+        sizes = f"{window} and {m:,} in the baseline"
+    found: Detectable | None
+    if isinstance(detector, RateDriftDetector):
+        rate = reference.get("1", 0) / m
+        found = smallest_rate_rise(detector, comparison, rate, n, m)
+        what = f"the {dim.replace('_', '-')} rate"
+        whose = "the baseline's rate" if of == "baseline" else "the current window's rate"
+        start = _pct(rate)
+    else:
+        category, share = watched_category(reference)
+        found = smallest_share_rise(detector, comparison, reference, n, category)
+        what = f"the share of {category or NEW_CATEGORY}"
+        whose = (f"its share of the {of.replace('-', ' ')}{' window' * (of == 'current')}, "
+                 "the largest up to 50 %; a smaller share needs no larger a rise"
+                 if category else "all those compared with are of one category")  # fmt: skip
+        start = _pct(share)
+    if found is None:
+        return cannot(f"with {sizes}, no rise of {what} from {start} can "
+                      "alarm, not even to 100 %")  # fmt: skip
+    text = (f"{head}: with {sizes}, the smallest rise that can alarm is {what} "
+            f"{start} -> {_pct(found.share_to)} ({whose})")  # fmt: skip
+    return {"text": text, **found.to_dict(), "share_of": of}
 
 
 def _overall(suppressed: bool, states: list[str]) -> str:

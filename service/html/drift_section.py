@@ -100,6 +100,18 @@ def drift_section(
             text_columns=(9,),
         ),
     ]
+    detectable = [
+        test["detectable"]
+        for dim in DIMENSIONS
+        if dim in drift and not (off or {}).get(dim)
+        for test in drift[dim]["comparisons"].values()
+        if (test.get("detectable") or {}).get("text")
+    ]
+    if detectable:  # the smallest change each comparison can alarm on (docs/drift.md)
+        parts.append(para("Smallest change that can alarm, at these window and gold-set "
+                          "sizes (the detectors' own decision on expected counts):"))  # fmt: skip
+        parts += [para(found["text"], "warn" if found.get("cannot_alarm") else "muted")
+                  for found in detectable]  # fmt: skip
     parts += [
         para(f"{dim}: raises no alarm — {why}", "warn")
         for dim, why in sorted((drift.get("suppressed_dimensions") or {}).items())

@@ -552,6 +552,12 @@ def render_text(doc: ReplayReport) -> str:
                 untested.setdefault((name, test["insufficient"]), []).append(dim)
     lines += [f"  {', '.join(dims)} vs {name} not tested (insufficient_data): {why}"
               for (name, why), dims in untested.items()]  # fmt: skip
+    # the smallest change each comparison can alarm on at its sizes (trial 18: "ok" said
+    # nothing of a 60-row gold set and 52 questions an hour seeing no planted change)
+    lines += [f"  detectable: {test['detectable']['text']}"
+              for dim in tested
+              for test in (drift.get(dim) or {}).get("comparisons", {}).values()
+              if (test.get("detectable") or {}).get("text")]  # fmt: skip
     lines += [f"  {dim} vs {name} cannot alarm: {test['cannot_alarm']}"
               for dim in tested
               for name, test in (drift.get(dim) or {}).get("comparisons", {}).items()

@@ -304,7 +304,7 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
         "quality_floor": live.analytics.quality_floor,
         "quality_min_class": live.analytics.quality_min_class,
         "pii_scrubbed": {t: totals.pii[t] for t in PII_TYPES},
-        "drift": drift.report(),
+        "drift": drift.report(detectable=True),
     }  # fmt: skip
     if live.quality is not None:
         report["out_of_scope"]["gold_set_versions"] = live.quality.gold_set_versions()

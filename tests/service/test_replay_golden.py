@@ -528,6 +528,20 @@ Production-shaped: language and topic vs reference after 680 → 601 events (the
 ``recent_events`` 5,011 → 5,000 (blocks of the stream's events); ``coverage_gap`` 2,281 →
 2,300, ``answered_out_of_scope`` 4,295 → 4,282, ``refused`` 602 → 611, ``low_confidence``
 981 → 985 (other suggestions among the 5,000 held after eviction).
+All three rewritten in the thirty-sixth session (s36-detect; a new user's trial, MEDIUM: a
+60-row gold set and ~52 questions an hour read "ok" and could see none of 4 planted changes)
+for one added field and nothing else (checked: each new file with every ``detectable`` key
+removed equals the former, field for field): each comparison of language, topic, refusal and
+out-of-scope gains ``detectable``, the smallest rise it can alarm on at its sizes
+(:mod:`service.drift.sizing`). Demo: language vs gold set hi-Latn 13.6 % → 42.9 % (59 gold
+rows, ~758 questions a 12 h window), vs baseline 6.5 % → 17.7 % (~300 a 4 h window, 428 in
+the baseline); topic exams 15.3 % → 48.7 % / fees 19.9 % → 42.3 %; refusal rate 4.2 % →
+13.3 %, out-of-scope 3.3 % → 12.3 % (its line adding "but the dimension raises no alarm
+while suppressed": the demo's out-of-scope detector is uncalibrated). Production: vs gold set es 10.5 % → 20.5 %, topic-4
+10.5 % → 28.4 % (477 gold rows); vs the baseline still warming up (its expected 14,406
+events), hi-Latn 10.4 % → 17.0 %, novel 16.2 % → 23.4 %, refusal 7.9 % → 14.4 %,
+out-of-scope 48.3 % → 55.6 %. 20k: es 10.5 % → 19.1 %, topic-4 10.5 % → 26.4 %, hi-Latn
+9.7 % → 15.6 %, novel 15.5 % → 21.5 %, refusal 8.2 % → 14.0 %, out-of-scope 48.7 % → 55.0 %.
 """
 
 from __future__ import annotations

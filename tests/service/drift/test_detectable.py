@@ -1,0 +1,253 @@
+"""Session 36 (a new user's trial, MEDIUM): the reports say the smallest change each drift
+comparison can alarm on at the user's own sizes (:mod:`service.drift.sizing`,
+:func:`service.drift.stage.detectable_change`).
+
+The expected values are worked out here from scipy (the chi-square / pooled z-test and the
+Wilson intervals combined by Newcombe's method 10), not read from the code's output; the
+stream tests run the real drift stage just above and clearly below the stated change."""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+import types
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import TypeAdapter
+from scipy import stats
+
+from service.api.schemas import DriftReport
+from service.drift.detectors import CategoricalDriftDetector, RateDriftDetector, WindowConfig
+from service.drift.sizing import expected_counts, smallest_rate_rise, smallest_share_rise
+from service.drift.stage import DriftStage
+from service.html.drift_section import drift_section
+from service.jobs.replay import render_text
+from service.runtime.reports import json_safe
+from tests.service.html import samples
+
+START = datetime(2026, 11, 20, tzinfo=UTC)
+Z = stats.norm.ppf(0.975)
+
+
+def _wilson(k: int, n: int) -> tuple[float, float]:
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def _newcombe_low(x1: int, n1: int, x2: int, n2: int) -> float:
+    """Newcombe (1998) method 10, the lower end of ``x1/n1 − x2/n2`` from scipy's Wilson
+    intervals."""
+    (l1, _), (_, u2) = _wilson(x1, n1), _wilson(x2, n2)
+    p1, p2 = x1 / n1, x2 / n2
+    return p1 - p2 - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
+
+
+def _first(alarms: Callable[[int], bool], low: int, high: int) -> int:
+    """The first ``x`` in ``(low, high]`` that alarms, scanning every one (no bisection)."""
+    return next(x for x in range(low + 1, high + 1) if alarms(x))
+
+
+def test_a_rate_rise_by_hand_from_scipy() -> None:
+    """Refusals 5 % of a 400-answer baseline, 400-answer windows, ``previous`` baseline, 4
+    dimensions: alpha per test 0.001 / (4 × 24) (one comparison, 24 one-hour windows a day);
+    an alarm needs the pooled z-test's p below it (all expected counts ≥ 5 here: no Fisher)
+    and the Newcombe lower bound of the rise ≥ 5 points."""
+    n = m = 400
+    alpha = 0.001 / (4 * 24)
+
+    def alarms(x: int) -> bool:
+        table = [[x, n - x], [20, m - 20]]
+        p = stats.chi2_contingency(table, correction=False).pvalue  # = pooled z-test's
+        return bool(p < alpha) and _newcombe_low(x, n, 20, m) >= 0.05
+
+    expected = _first(alarms, 20, n)
+    assert not alarms(expected - 1)
+    det = RateDriftDetector(None, min_count=200, n_dimensions=4,
+                            windows=WindowConfig(baseline="previous"))  # fmt: skip
+    assert det.alpha_per_test("baseline") == alpha
+    found = smallest_rate_rise(det, "baseline", 0.05, n, m)
+    assert found is not None
+    assert (found.x_current, found.n_current, found.n_reference) == (expected, n, m)
+    assert found.share_to == expected / n and found.p_value < alpha <= found.p_value * 50
+
+
+def test_a_share_rise_vs_the_gold_set_by_hand_from_scipy() -> None:
+    """A 60-row gold set, hi-Latn 12 (20 %), against a 24 h window of 1,248 questions (52 an
+    hour): alpha per test 0.001 / (2 comparisons × 4 dimensions × 1 window a day); an alarm
+    needs the chi-square's p below it and some share change's Newcombe bound ≥ 5 points."""
+    gold, n = {"en": 48, "hi-Latn": 12}, 1248
+    alpha = 0.001 / (2 * 4 * 1)
+
+    def alarms(x: int) -> bool:
+        table = [[x, n - x], [12, 48]]
+        p = stats.chi2_contingency(table, correction=False).pvalue
+        bound = max(_newcombe_low(x, n, 12, 60), _newcombe_low(48, 60, n - x, n))
+        return bool(p < alpha) and bound >= 0.05
+
+    expected = _first(alarms, round(0.2 * n), n)
+    det = CategoricalDriftDetector(gold, min_count=200, n_dimensions=4)
+    assert det.alpha_per_test("reference") == alpha
+    found = smallest_share_rise(det, "reference", gold, n)
+    assert found is not None and found.category == "hi-Latn" and found.share_from == 0.2
+    assert found.x_current == expected and found.share_to == expected / n
+
+
+def test_expected_counts_sum_to_n_in_proportion() -> None:
+    assert expected_counts({"a": 42, "b": 12, "c": 6}, 100) == {"a": 70, "b": 20, "c": 10}
+    assert expected_counts({"a": 1, "b": 1, "c": 1}, 10) == {"a": 4, "b": 3, "c": 3}
+
+
+def _stream(drift: DriftStage, hours: float, per_hour: int,
+            note: Callable[[int], dict[str, Any]], offset: int = 0) -> None:  # fmt: skip
+    """``per_hour`` events an hour, evenly spaced, for ``hours`` from ``START + offset``
+    events; event ``i``'s annotations ``note(i)``."""
+    gap = 3600.0 / per_hour
+    total = round(hours * per_hour)
+    for start in range(0, total, 100):
+        idx = range(offset + start, offset + min(total, start + 100))
+        events = [types.SimpleNamespace(timestamp=START + timedelta(seconds=gap * i)) for i in idx]
+        drift.process(types.SimpleNamespace(events=events, annotations=[note(i) for i in idx],
+                                            streams=None))  # fmt: skip
+
+
+def _every(share: float) -> Callable[[int], bool]:
+    """Whether event ``i`` is one of a ``share`` of events spread evenly (Bresenham)."""
+    return lambda i: math.floor((i + 1) * share) > math.floor(i * share)
+
+
+def _stage() -> DriftStage:
+    return DriftStage({"language": {"en": 48, "hi-Latn": 12}, "topic": {"fees": 60}},
+                      clock=lambda: (START + timedelta(days=30)).timestamp())  # fmt: skip
+
+
+def _languages(share: float) -> Callable[[int], dict[str, Any]]:
+    hinglish = _every(share)
+    return lambda i: {"language": "hi-Latn" if hinglish(i) else "en", "topic": "fees",
+                      "refused": False}  # fmt: skip
+
+
+def test_the_stated_share_rise_vs_the_gold_set_alarms_just_above_not_clearly_below() -> None:
+    """Two days at 100 questions an hour at the gold set's own 20 % hi-Latn: the report says
+    the smallest rise vs the gold set that can alarm with its 2,400-question 24 h windows; a
+    stream 1 point above it alarms (language vs gold set), one 4 points below does not,
+    through the real stage (tests every 5 minutes, alpha from the history seen)."""
+    steady = _stage()
+    _stream(steady, 48, 100, _languages(0.2))
+    report = steady.report(detectable=True)
+    test = report["language"]["comparisons"]["reference"]
+    n = test["n_current"]  # (the last test, at the last 5-minute mark an event crossed)
+    assert test["state"] == "ok" and 2390 <= n <= 2400
+    found = test["detectable"]
+    assert (found["category"], found["share_from"], found["n_reference"]) == ("hi-Latn", 0.2, 60)
+    assert found["text"] == (
+        f"language vs gold set: with 60 gold rows and ~{n:,} questions a 24 h window, the "
+        f"smallest rise that can alarm is the share of hi-Latn 20.0% -> {found['share_to']:.1%} "
+        "(its share of the gold set, the largest up to 50 %; a smaller share needs no larger "
+        "a rise)"
+    )
+    assert 0.3 < found["share_to"] < 0.6
+    for delta, alarm in ((0.01, True), (-0.04, False)):
+        drift = _stage()
+        _stream(drift, 48, 100, _languages(found["share_to"] + delta))
+        raised = [(a["dimension"], a["comparison"]) for a in drift.alarms if a["state"] == "drift"]
+        assert (("language", "reference") in raised) is alarm, (delta, raised)
+
+
+def _refusals(before: float, after: float, switch: int) -> Callable[[int], dict[str, Any]]:
+    first, second = _every(before), _every(after)
+    return lambda i: {"language": "en", "topic": "fees",
+                      "refused": (first if i < switch else second)(i)}  # fmt: skip
+
+
+def test_the_stated_refusal_rise_vs_the_baseline_alarms_just_above_not_clearly_below() -> None:
+    """600 answers an hour, refusals 5 %: after the 6 h warm-up froze (3,600 answers) the
+    report states the smallest rise of the refusal rate the 1 h windows can alarm on; a rise
+    from hour 8 to 1 point above it alarms, one 3 points below does not."""
+    steady = DriftStage({}, clock=lambda: (START + timedelta(days=30)).timestamp())
+    _stream(steady, 10, 600, _refusals(0.05, 0.05, 0))
+    found = steady.report(detectable=True)["refusal"]["comparisons"]["baseline"]["detectable"]
+    n = found["n_current"]  # (the last test's window, at the last 5-minute mark crossed)
+    assert (found["share_from"], found["n_reference"]) == (0.05, 3600) and 580 <= n <= 600
+    assert found["text"].startswith(
+        f"refusal vs baseline: with ~{n} answers a 1 h window and 3,600 in the baseline, the "
+        "smallest rise that can alarm is the refusal rate 5.0% -> "
+    ) and found["text"].endswith(" (the baseline's rate)")
+    for delta, alarm in ((0.01, True), (-0.03, False)):
+        drift = DriftStage({}, clock=lambda: (START + timedelta(days=30)).timestamp())
+        _stream(drift, 12, 600, _refusals(0.05, found["share_to"] + delta, 8 * 600))
+        raised = [a["dimension"] for a in drift.alarms if a["state"] == "drift"]
+        assert ("refusal" in raised) is alarm, (delta, raised)
+
+
+def test_the_trial_says_its_hourly_windows_cannot_alarm_and_shows_it_in_text_and_html() -> None:
+    """The trial: 52 questions an hour, a 60-row gold set, 4 days. The 1 h windows (60
+    one-minute buckets, the last one partial) hold at most 52 (< min_count 200): 200 at 52
+    an hour need 3.85 h, "about 4 h" in whole hours; the gold-set
+    comparison states its figure. Both in the text report and the HTML section."""
+    drift = _stage()
+    _stream(drift, 96, 52, _languages(0.2))
+    report = drift.report(detectable=True)
+    baseline = report["language"]["comparisons"]["baseline"]["detectable"]
+    assert baseline == {"cannot_alarm": True, "text": (
+        "language vs baseline: cannot alarm: its 1 h windows hold fewer than min_count (200) "
+        "questions (the busiest had 52); raise analytics.drift.window_s to about 4 h (or "
+        "lower analytics.drift.min_count)")}  # fmt: skip
+    gold = report["language"]["comparisons"]["reference"]["detectable"]
+    assert gold["text"].startswith("language vs gold set: with 60 gold rows and ~1,248 "
+                                   "questions a 24 h window")  # fmt: skip
+    doc = _doc(report)
+    text = render_text(doc)
+    assert f"  detectable: {baseline['text']}" in text and f"  detectable: {gold['text']}" in text
+    html = re.sub(r"\s+", " ", str(drift_section(report)))
+    assert "Smallest change that can alarm" in html and "raise analytics.drift.window_s" in html
+
+
+def test_the_report_stays_the_same_for_the_same_input_and_off_without_the_flag() -> None:
+    drift = _stage()
+    _stream(drift, 30, 100, _languages(0.2))
+    first, again = drift.report(detectable=True), drift.report(detectable=True)
+    assert first == again
+    fresh = _stage()  # (not the memo: the same stream again)
+    _stream(fresh, 30, 100, _languages(0.2))
+    assert fresh.report(detectable=True) == first
+    plain = drift.report()
+    assert all("detectable" not in test for dim in ("language", "topic", "refusal")
+               for test in plain[dim]["comparisons"].values())  # fmt: skip
+
+
+def _doc(drift_report: dict[str, Any]) -> dict[str, Any]:
+    """The HTML samples' replay report around ``drift_report``, for :func:`render_text`."""
+    doc = copy.deepcopy(samples.replay_report())
+    doc["analytics"]["drift"] = drift_report
+    return {**doc, "gold_candidates": None}  # (the sample's is the HTML page's list form)
+
+
+def test_get_v1_drift_s_response_model_takes_the_field() -> None:
+    """``GET /v1/drift`` validates its body against :class:`DriftReport` (a field its schema
+    refused was a 500 last session): a report with both forms of ``detectable`` passes, the
+    field kept."""
+    drift = _stage()
+    _stream(drift, 30, 52, _languages(0.2))
+    body = json_safe(drift.report(detectable=True))
+    checked = TypeAdapter(DriftReport).validate_python(body)
+    for name in ("reference", "baseline"):
+        found = checked["language"]["comparisons"][name]["detectable"]
+        assert found == body["language"]["comparisons"][name]["detectable"]
+    assert checked["language"]["comparisons"]["baseline"]["detectable"]["cannot_alarm"] is True
+    assert checked["language"]["comparisons"]["reference"]["detectable"]["share_to"] > 0.2
+
+
+def test_a_suppressed_dimension_s_line_says_it_raises_no_alarm() -> None:
+    """An uncalibrated dimension is still tested but raises no alarm: its line says so (the
+    demo's out-of-scope)."""
+    drift = _stage()
+    _stream(drift, 30, 100, _languages(0.2))
+    drift.suppress("language", "uncalibrated: a test's reason")
+    texts = [t["detectable"]["text"] for t in drift.report(detectable=True)["language"]
+             ["comparisons"].values()]  # fmt: skip
+    assert texts and all(
+        text.endswith("; but the dimension raises no alarm while suppressed") for text in texts
+    )
