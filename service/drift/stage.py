@@ -52,9 +52,8 @@ from service.drift.sizing import (
     NEW_CATEGORY,
     Detectable,
     expected_counts,
+    hardest_share_rise,
     smallest_rate_rise,
-    smallest_share_rise,
-    watched_category,
 )
 from service.drift.stats_tests import coverage_gaps
 from service.drift.terms import TermsDriftDetector, question_terms
@@ -903,8 +902,11 @@ class DriftStage:
         status page)."""
         current, compared = detector.counts(name)
         n_current = int(test.get("n_current") or 0)
+        # (the current window's counts matter only while there is nothing to compare with:
+        # keyed on them otherwise, a live service's every new event missed the memo)
         key = (dim, name, n_current, detector.busiest.get(name, 0),
-               tuple(sorted(current.items())),
+               tuple(sorted(current.items())) if compared is None or not sum(compared.values())
+               else None,
                None if compared is None else tuple(sorted(compared.items())),
                detector.alpha_per_test(name))  # fmt: skip
         if key not in self._detectable_memo:
@@ -1108,10 +1110,14 @@ def detectable_change(
       baseline it will have (``warmup_s / window_s`` windows frozen, one ``previous``);
       a gold set below ``min_reference_count`` rows, or a warm-up that would hold fewer
       than ``min_count``, cannot alarm either;
-    * the change: a categorical dimension's :func:`~service.drift.sizing.watched_category`
-      rising from its share of what it is compared with (its gold-set, baseline or
-      current share, said in the text), the others keeping their proportions; a rate rising
-      from the baseline's rate (the current window's while there is none).
+    * the change: of a categorical dimension's categories up to 50 % of what it is compared
+      with (the gold set, the baseline or the current window, said in the text), the one
+      whose smallest alarming rise is the largest
+      (:func:`~service.drift.sizing.hardest_share_rise`), rising from its share there, the
+      others keeping their proportions; a rate rising from the baseline's rate (the current
+      window's while there is none). The text adds that a window at exactly the stated
+      share alarms at about half its tests (expected counts; a real window's noise moves
+      the p-value either way).
 
     Returns ``{"text", "category", "share_from", "share_to", "n_current", "n_reference",
     "p_value", "alpha", "bound", "share_of"}`` (shares in [0, 1]; ``category`` ``None`` for
@@ -1168,18 +1174,24 @@ def detectable_change(
         whose = "the baseline's rate" if of == "baseline" else "the current window's rate"
         start = _pct(rate)
     else:
-        category, share = watched_category(reference)
-        found = smallest_share_rise(detector, comparison, reference, n, category)
-        what = f"the share of {category or NEW_CATEGORY}"
-        whose = (f"its share of the {of.replace('-', ' ')}{' window' * (of == 'current')}, "
-                 "the largest up to 50 %; a smaller share needs no larger a rise"
-                 if category else "all those compared with are of one category")  # fmt: skip
+        category, found = hardest_share_rise(detector, comparison, reference, n)
+        share = reference.get(category, 0) / m
+        what = f"the share of {category}"
+        rise = 0.0 if found is None else found.share_to - found.share_from
+        # (the largest share up to 50 % is not always the hardest to see: against a small
+        # gold set a smaller one's noise can need a larger rise, review s36)
+        whose = (f"{100 * rise:.1f} points: of the categories up to 50 % of the "
+                 f"{of.replace('-', ' ')}{' window' * (of == 'current')}, the one that needs "
+                 "the largest rise" if category != NEW_CATEGORY
+                 else "all those compared with are of one category")  # fmt: skip
         start = _pct(share)
     if found is None:
         return cannot(f"with {sizes}, no rise of {what} from {start} can "
                       "alarm, not even to 100 %")  # fmt: skip
+    # (expected counts: a real window at exactly that share alarms at about half its tests)
     text = (f"{head}: with {sizes}, the smallest rise that can alarm is {what} "
-            f"{start} -> {_pct(found.share_to)} ({whose})")  # fmt: skip
+            f"{start} -> {_pct(found.share_to)} ({whose}; a window at exactly that "
+            "alarms at about half its tests)")  # fmt: skip
     return {"text": text, **found.to_dict(), "share_of": of}
 
 

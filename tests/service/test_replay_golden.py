@@ -537,11 +537,18 @@ out-of-scope gains ``detectable``, the smallest rise it can alarm on at its size
 rows, ~758 questions a 12 h window), vs baseline 6.5 % → 17.7 % (~300 a 4 h window, 428 in
 the baseline); topic exams 15.3 % → 48.7 % / fees 19.9 % → 42.3 %; refusal rate 4.2 % →
 13.3 %, out-of-scope 3.3 % → 12.3 % (its line adding "but the dimension raises no alarm
-while suppressed": the demo's out-of-scope detector is uncalibrated). Production: vs gold set es 10.5 % → 20.5 %, topic-4
-10.5 % → 28.4 % (477 gold rows); vs the baseline still warming up (its expected 14,406
-events), hi-Latn 10.4 % → 17.0 %, novel 16.2 % → 23.4 %, refusal 7.9 % → 14.4 %,
-out-of-scope 48.3 % → 55.6 %. 20k: es 10.5 % → 19.1 %, topic-4 10.5 % → 26.4 %, hi-Latn
-9.7 % → 15.6 %, novel 15.5 % → 21.5 %, refusal 8.2 % → 14.0 %, out-of-scope 48.7 % → 55.0 %.
+while suppressed": the demo's out-of-scope detector is uncalibrated). Production: vs gold
+set es 10.5 % → 20.5 %, topic-4 10.5 % → 28.4 % (477 gold rows); vs the baseline still
+warming up (its expected 14,406 events), hi-Latn 10.4 % → 17.0 %, novel 16.2 % → 23.4 %,
+refusal 7.9 % → 14.4 %, out-of-scope 48.3 % → 55.6 %. 20k: es 10.5 % → 19.1 %, topic-4
+10.5 % → 26.4 %, hi-Latn 9.7 % → 15.6 %, novel 15.5 % → 21.5 %, refusal 8.2 % → 14.0 %,
+out-of-scope 48.7 % → 55.0 %.
+Rewritten again in the same session's review (s36-rev-detect) for that field's values only
+(checked the same way: every file without ``detectable`` equals the former): each line now
+says the rise in points, that it is the largest any category up to 50 % needs, and that a
+window at exactly the stated share alarms at about half its tests; one figure moved, the
+demo's topic vs gold set, from exams 15.3 % → 48.7 % (+33.4 points) to hostel 11.9 % →
+46.7 % (+34.8): the largest share up to 50 % was not the hardest rise to see there.
 """
 
 from __future__ import annotations
