@@ -516,6 +516,25 @@ class ShadowStage:
         self.collect()
         return idle
 
+    def finish(self, timeout_s: float) -> int:
+        """The live service stops (its consumer and API done, before its last checkpoint):
+        wait up to ``timeout_s`` seconds for the calls queued and running, the CPU budget
+        lifted (:meth:`ShadowRunner.finish`), stop the runner (no further call starts, its
+        queue is dropped), fold in every result that finished, and move the queued events
+        whose result did not come to the skip reason ``interrupted``, so the checkpoint that
+        follows holds what completed and counts what was given up. Returns how many were
+        given up, over all candidates (0: none). A call still running after this (hung) is
+        left to :meth:`ShadowRunner.close`; its result is never folded in."""
+        self.runner.finish(timeout_s)
+        self.runner.close(timeout=0.0)  # no wait beyond timeout_s: what runs on is given up
+        self.collect()
+        lost = 0
+        for aggregate in self._candidates.values():
+            n = aggregate.in_flight()
+            aggregate.lose("interrupted", n)
+            lost += n
+        return lost
+
     def pending_observations(self) -> dict[str, Any]:
         """Return and clear what happened since the last call, for the telemetry layer.
 
