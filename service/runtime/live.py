@@ -240,6 +240,17 @@ class Live:
             self.harvest.flush_final()  # retried; what stays unpublished is logged
         self.export_shadow()
 
+    def stop_shadow(self, timeout_s: float) -> int:
+        """The service stops: wait up to ``timeout_s`` seconds for the shadow calls queued
+        and running, fold their results in, count the rest as ``interrupted``
+        (:meth:`ShadowStage.finish`) and export; return how many were given up (0 without
+        candidates). Call with the engine lock held, before the last checkpoint."""
+        if self.shadow is None:
+            return 0
+        lost = self.shadow.finish(timeout_s)
+        self.export_shadow()
+        return lost
+
     def close(self) -> None:
         """Stop the shadow runner's worker threads, publish the last suggestions, close the
         suggestion sinks (call before closing the state store)."""

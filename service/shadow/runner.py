@@ -64,7 +64,9 @@ per second, default 0.05) the workers start no queued call (a call in progress f
 offers only queue up, to ``queue_size``, then displace the higher draws (above; the others are
 skipped as ``cpu_budget``). So shadowing can never
 take more than about that share of a core from the live path, however fast or broken the
-candidates are; a hung candidate costs no CPU and is bounded by its queue and breaker.
+candidates are; a hung candidate costs no CPU and is bounded by its queue and breaker. At a
+stop of the live service (:meth:`ShadowRunner.finish`) the budget is lifted: the live path
+has ended, and the calls still queued run while the stop waits for them.
 
 Results (:class:`ShadowResult`) go to a bounded buffer that the live path empties with
 :meth:`ShadowRunner.drain`; when it is full the oldest result is dropped and counted.
@@ -448,6 +450,7 @@ class ShadowRunner:
         self.cpu_s = 0.0  # thread CPU seconds of every shadow call so far (under _results_lock)
         self._cpu_marks: deque[tuple[float, float]] = deque()  # (monotonic s, cpu_s)
         self.cpu_throttled = False
+        self._budget_lifted = False  # finish(): the live path the budget protects has ended
         self.results_dropped = 0
         self._dropped_by: dict[str, int] = {}
         self._evicted_by: dict[str, dict[str, int]] = {}  # under _results_lock
@@ -577,6 +580,16 @@ class ShadowRunner:
                 return False
             time.sleep(0.005)
 
+    def finish(self, timeout: float) -> bool:
+        """At a stop of the live service (its consumer and API done): lift the CPU budget,
+        which protects a live path that has ended, and wait up to ``timeout`` seconds until
+        no candidate has a queued or running call (:meth:`wait_idle`); return whether that
+        happened. The finished results stay drainable; call :meth:`close` next (what is still
+        queued or running is then given up: the shadow stage counts it as ``interrupted``)."""
+        self._budget_lifted = True
+        self.cpu_throttled = False
+        return self.wait_idle(timeout)
+
     def stats(self) -> dict[str, LaneStats]:
         """Return per candidate its :class:`LaneStats`: ``queue_depth``, ``workers``,
         ``abandoned_running``, ``abandoned_total``, ``breaker_state``,
@@ -599,7 +612,9 @@ class ShadowRunner:
 
     def close(self, timeout: float = 5.0) -> bool:
         """Stop the workers; wait up to ``timeout`` seconds. Queued events are dropped
-        uncounted and later offers are refused as ``queue_full``; results not yet drained stay
+        uncounted (the live service's stop counts them, and calls still running, as
+        ``interrupted``: :meth:`ShadowStage.finish <service.shadow.stage.ShadowStage.finish>`)
+        and later offers are refused as ``queue_full``; results not yet drained stay
         drainable.
 
         Returns:
@@ -638,7 +653,7 @@ class ShadowRunner:
     def _check_cpu(self) -> None:
         """Update :attr:`cpu_throttled` from the CPU used over the last ~second."""
         budget = self.config.max_cpu_share
-        if budget is None or self.backpressure:
+        if budget is None or self.backpressure or self._budget_lifted:
             return
         now = time.monotonic()
         with self._results_lock:
@@ -649,7 +664,8 @@ class ShadowRunner:
             marks.popleft()
         start, used_then = marks[0]
         elapsed = max(now - start, CPU_WINDOW_S / 10)
-        self.cpu_throttled = (used - used_then) / elapsed > budget
+        over = (used - used_then) / elapsed > budget
+        self.cpu_throttled = over and not self._budget_lifted  # finish() may have run since
 
     def _watch(self) -> None:
         while not self._stop.wait(self.tick_s):
