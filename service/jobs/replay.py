@@ -468,7 +468,7 @@ def render_text(doc: ReplayReport) -> str:
         agreement = topic_agreement_text(topic_quality["agreement"], topic_quality["supervised"],
                                          analytics.get("quality_min_class", 10))  # fmt: skip
         lines.append(f"  {agreement}")
-        if by_topic := by_topic_text(topic_quality["agreement"]):
+        if by_topic := by_topic_text(topic_quality["agreement"], limit=6):
             lines.append(f"  {by_topic}")
     if no_topic := topic_no_gold_rows_text(analytics.get("topic_no_gold_rows_by_language") or {}):
         lines.append(f"  {no_topic}")

@@ -250,7 +250,7 @@ def agreement_text(quality: Mapping[str, Any] | None, supervised: bool = True,
     return f"{text}: {per}" if per else text
 
 
-def by_topic_text(quality: Mapping[str, Any] | None) -> str:
+def by_topic_text(quality: Mapping[str, Any] | None, limit: int | None = None) -> str:
     """The reports' line of :func:`topic_agreement`'s ``by_topic``: per topic, its labelled
     gold rows that keep their topic when held out (and where the others went), and the rows
     of any topic read as it; ``""`` without the figure (an unsupervised model, or one fitted
@@ -258,6 +258,8 @@ def by_topic_text(quality: Mapping[str, Any] | None) -> str:
     over-counted in the live shares, one fewer under-counted (trial 19: business 8.5 % of
     the live questions against 14.6 % sent, while the overall agreement, 81 %, said
     nothing of it). Counts only: at a few rows a topic, a difference of one or two is noise.
+    ``limit``: at most this many topics, those with the most labelled rows (the text report's
+    6, as its shares line), the rest counted as "N more in the JSON report"; ``None``: all.
 
     >>> q = topic_agreement(["tech"] * 4 + ["business"] * 3 + ["sport"] * 2,
     ...                     ["tech"] * 4 + ["tech", "tech", "business"] + ["sport"] * 2,
@@ -265,6 +267,8 @@ def by_topic_text(quality: Mapping[str, Any] | None) -> str:
     >>> print(by_topic_text(q))  # doctest: +NORMALIZE_WHITESPACE
     by topic, held out: tech 4 of 4 kept, 6 read as tech; business 1 of 3 kept (2 read tech),
     1 read as business; sport 2 of 2 kept, 2 read as sport
+    >>> by_topic_text(q, limit=1)
+    'by topic, held out: tech 4 of 4 kept, 6 read as tech; 2 more in the JSON report'
     >>> by_topic_text({"n": 3})
     ''
     """
@@ -276,6 +280,9 @@ def by_topic_text(quality: Mapping[str, Any] | None) -> str:
         went = ", ".join(f"{n} read {other}" for other, n in v["read_as"].items())
         parts.append(f"{topic} {v['agree']} of {v['n']} kept" + (f" ({went})" if went else "")
                      + f", {v['read_as_it']} read as {topic}")  # fmt: skip
+    more = len(parts) - limit if limit is not None and len(parts) > limit else 0
+    if more:
+        parts = [*parts[:limit], f"{more} more in the JSON report"]
     return "by topic, held out: " + "; ".join(parts)
 
 
