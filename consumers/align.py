@@ -13,22 +13,22 @@ So, as Kafka Streams does (a buffer per partition, the record with the lowest ti
 next) and as Flink's watermark alignment bounds the skew between sources, the source keeps
 the records it fetched in a buffer per partition, with their *event* time (decoded from the
 value; the Kafka record timestamp is the send time, the same for a backlog produced at
-once), and each poll hands out only the records whose event time is at most
-``max_skew_s`` past the *frontier*: the least, over the assigned partitions that still
-have something to give, of
+once), and each poll hands out of each partition only the records whose event time is at
+most ``max_skew_s`` past the least *mark* of the other partitions; a partition's mark is
 
-* the event time of the next buffered record of a partition with buffered records;
-* the newest event time handed out of a partition with nothing buffered but records left to
-  read in the log (its position below its high watermark), or minus infinity when nothing
-  was handed out of it yet (an unread partition with records holds the others until it
+* the event time of its next buffered record, when it has records buffered;
+* else, when it has records left to read in the log (its position below its high
+  watermark), or was not fetched yet, the newest event time handed out of it, or minus
+  infinity when nothing was (an unread partition with records holds the others until it
   has been read);
 
 a partition with nothing buffered and nothing left to read (an empty or quiet partition, a
-caught-up one) holds nothing, so live traffic is never held by a quiet partition; nor does
-one that has records left but gave none for :data:`IDLE_HOLD_S` seconds (a partition the
-consumer cannot fetch must not stop the others forever). The partition at the frontier
-always has its next record handed out (or is being fetched), so there is no deadlock; every
-poll's records lie within ``max_skew_s`` of the frontier. A record without an event time
+caught-up one) has no mark and holds nothing, so live traffic is never held by a quiet
+partition; nor does one that has (or may have) records left but gave none for
+:data:`IDLE_HOLD_S` seconds (a partition the consumer cannot fetch must not stop the others
+forever). A partition alone is not held. The partition with the least mark always has its
+next record handed out (or is being fetched), so there is no deadlock, and every poll's
+records lie within twice ``max_skew_s`` of the least mark. A record without an event time
 (one that will be a dead letter) goes out with the record before it. A partition's records
 keep their order, and each partition's records of a poll are one run (the engine reads the
 poll's partition runs).

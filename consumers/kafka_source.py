@@ -52,6 +52,13 @@ assignment or a poll; an empty set, a topic being deleted, does not count),
 :meth:`KafkaSource.poll` commits the offsets processed so far, leaves the group and
 subscribes again: a new member id gets a new generation and a fresh assignment.
 
+Event-time alignment (``event_times`` and ``max_skew_s`` > 0; serve's default with analytics
+on): fetched records wait in a buffer per partition and a poll hands out only those within
+the bound of the other partitions that still have records (see :mod:`consumers.align`);
+partitions with records held back are paused. Held records were fetched but not handed out,
+so nothing of them is processed or committed; the buffers are dropped at a rebalance or
+re-subscription (kafka-python then reads each partition again from its committed offset).
+
 Time budget: the loop must call ``poll`` again within ``max_poll_interval_ms``, so keep
 ``max_poll_records`` x (per-message processing time, shadow timeouts included) well under it
 (e.g. 500 records x 50 ms = 25 s < 300 s default).
