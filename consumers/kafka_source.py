@@ -680,11 +680,17 @@ class KafkaSource:
         assigned = self._listener.assigned()
         want = {tp for tp in aligner.buffered() if (tp.topic, tp.partition) in assigned}
         paused = {tp for tp in self._consumer.paused() if (tp.topic, tp.partition) in assigned}
-        if want - paused:
-            self._consumer.pause(*(want - paused))
-        if paused - want:
-            self._consumer.resume(*(paused - want))
-            self._unpark(paused - want)
+        for tp in want - paused:
+            try:
+                self._consumer.pause(tp)
+            except KeyError:  # revoked meanwhile (kafka-python's I/O thread): nothing to pause
+                pass
+        for tp in paused - want:
+            try:
+                self._consumer.resume(tp)
+            except KeyError:
+                continue
+            self._unpark([tp])
 
     def _unpark(self, partitions: Iterable[TopicPartition]) -> None:
         """Drop what kafka-python's fetcher parked for the resumed ``partitions`` while they
