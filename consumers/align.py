@@ -148,6 +148,19 @@ class EventTimeAligner(Generic[K]):
         """Records buffered, all partitions."""
         return sum(map(len, self._buffers.values()))
 
+    def flush(self, key: K) -> list[Any]:
+        """Hand out every record buffered for ``key`` at once, in log order (the source
+        skipped an undecodable batch of that partition: its records, later in the log, must
+        not go out before these)."""
+        buffer = self._buffers.pop(key, None)
+        if not buffer:
+            return []
+        stamps = [stamp for stamp, _ in buffer if stamp is not None]
+        if stamps:
+            self._handed[key] = max(self._handed.get(key, -math.inf), *stamps)
+        self._last_gave[key] = self._clock()
+        return [record for _, record in buffer]
+
     def clear(self) -> None:
         """Drop every buffer and what was handed out (the assignment changed: the consumer
         reads each assigned partition again from its committed offset)."""

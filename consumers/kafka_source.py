@@ -502,6 +502,11 @@ class KafkaSource:
             batches = self._poll_batches(max_records, timeout_ms)
         except Exception as exc:
             skipped = self._skip_undecodable(exc)
+            if skipped and self._aligner is not None:
+                # records of that partition held back come first: offsets stay in order
+                origin = skipped[0].origin
+                held = self._aligner.flush(TopicPartition(origin.topic, origin.partition))
+                return [*partition_runs([held]), *skipped] if held else skipped
             if skipped:
                 return skipped
             if not isinstance(exc, KafkaError):

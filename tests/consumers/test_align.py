@@ -129,3 +129,12 @@ def test_event_times_from_a_decoder() -> None:
         return [(good, Event())], [DeadLetter(bad, "not_json", "")]
 
     assert event_times_from(decode)([good, bad]) == [Event.timestamp.timestamp(), None]
+
+
+def test_flush_hands_out_a_partition_at_once() -> None:
+    aligner, _ = _aligner(skew=10)
+    _add(aligner, "a", [0])
+    _add(aligner, "b", [0, None, 500])
+    assert aligner.flush("b") == ["b@0", "b@None", "b@500"]
+    assert aligner.flush("b") == [] and aligner.buffered() == {"a"}
+    assert aligner.marks({"a": DONE, "b": MORE}) == {"a": 0.0, "b": 500.0}
