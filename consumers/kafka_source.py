@@ -422,6 +422,10 @@ class KafkaSource:
     :raises SourceUnavailable: the brokers cannot be reached at construction.
     """
 
+    #: event-time alignment of the partitions (None: off), see consumers.align; a class
+    #: default too, for sources built without ``__init__`` (tests of the poll alone)
+    _aligner: EventTimeAligner[TopicPartition] | None = None
+
     def __init__(
         self,
         config: KafkaSourceConfig,
@@ -461,8 +465,7 @@ class KafkaSource:
         self._no_revoke_worker = threading.Event()
         self._no_revoke_worker.set()
         self._user_on_assign = on_assign
-        #: event-time alignment of the partitions (None: off), see consumers.align
-        self._aligner: EventTimeAligner[TopicPartition] | None = None
+        self._aligner = None
         self._event_times = event_times
         if event_times is not None and max_skew_s > 0:
             self._aligner = EventTimeAligner(max_skew_s)
