@@ -69,17 +69,25 @@ EventTimes = Callable[[Sequence[RawMessage]], list[float | None]]
 
 def event_times_from(
     decode: Callable[[Sequence[RawMessage]], tuple[list[tuple[RawMessage, Any]], list[Any]]],
+    future_tolerance_s: float | None = None,
 ) -> EventTimes:
     """An :data:`EventTimes` from a batch decoder (``messages -> (decoded pairs, dead
     letters)``, :func:`consumers.loop.make_decoder`'s): the decoded event's ``timestamp``
     (a timezone-aware ``datetime``) as Unix seconds, ``None`` for a message that is a dead
-    letter. Outside :func:`~consumers.decoding.collect_dropped_fields` the decoder counts no
+    letter, and (with ``future_tolerance_s``) for one stamped more than that many seconds
+    after the wall clock: the drift windows keep it out as ``future``, and as the time of
+    its partition it would hold that partition back behind it until every other one caught
+    up. Outside :func:`~consumers.decoding.collect_dropped_fields` the decoder counts no
     dropped field, so the engine's own decode of the same messages later counts them once."""
 
     def times(messages: Sequence[RawMessage]) -> list[float | None]:
         decoded, _ = decode(messages)
         found = {id(message): event.timestamp.timestamp() for message, event in decoded}
-        return [found.get(id(message)) for message in messages]
+        stamps = [found.get(id(message)) for message in messages]
+        if future_tolerance_s is None:
+            return stamps
+        limit = time.time() + future_tolerance_s
+        return [None if stamp is None or stamp > limit else stamp for stamp in stamps]
 
     return times
 

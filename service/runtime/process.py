@@ -356,7 +356,8 @@ class Runtime:
             settings = self.settings  # event times only: an event's records are not built
             decode_times = make_decoder(settings.events, settings.pipeline.max_event_bytes,
                                         records=False)  # fmt: skip
-            times = event_times_from(decode_times) if skew_s else None
+            future_s = settings.analytics.drift.future_tolerance_s
+            times = event_times_from(decode_times, future_s) if skew_s else None
             kafka = KafkaSource(self.settings.kafka.model_copy(update={"commit_interval_s": 0.0}),
                                 event_times=times, max_skew_s=skew_s)  # fmt: skip
             if traces.kafka_encoding == "events":

@@ -138,3 +138,22 @@ def test_flush_hands_out_a_partition_at_once() -> None:
     assert aligner.flush("b") == ["b@0", "b@None", "b@500"]
     assert aligner.flush("b") == [] and aligner.buffered() == {"a"}
     assert aligner.marks({"a": DONE, "b": MORE}) == {"a": 0.0, "b": 500.0}
+
+
+def test_event_times_from_leave_out_a_time_in_the_future() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime.now(UTC)
+    messages = [RawMessage(b"x", Origin("t", 0, i)) for i in range(3)]
+
+    class Event:
+        def __init__(self, at: datetime) -> None:
+            self.timestamp = at
+
+    stamps = [now - timedelta(hours=1), now + timedelta(seconds=30), now + timedelta(days=400)]
+
+    def decode(batch: object) -> tuple[list[tuple[RawMessage, Event]], list[DeadLetter]]:
+        return [(m, Event(at)) for m, at in zip(messages, stamps, strict=True)], []
+
+    got = event_times_from(decode, future_tolerance_s=60)(messages)
+    assert got[:2] == [stamps[0].timestamp(), stamps[1].timestamp()] and got[2] is None
