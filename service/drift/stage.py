@@ -595,7 +595,7 @@ class DriftStage:
     def _record_tests(
         self,
         logs: Mapping[str, TestLog],
-        latest: dict[str, Mapping[str, Any]],
+        latest: dict[str, Any],
         late: NDArray[np.bool_],
         future: NDArray[np.bool_],
         held: NDArray[np.bool_] | None,
