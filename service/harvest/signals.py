@@ -23,7 +23,6 @@ import bisect
 from collections import Counter, deque
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
-from itertools import islice
 from math import ceil
 from typing import Any
 
@@ -131,16 +130,9 @@ class CoverageTracker:
         into the window; the oldest events beyond ``window`` leave it. A question the topic
         stage gave no topic (``topic_unjudged_language``: no gold row is written in its
         language, :class:`~service.topics.stage.TopicStage`) is in no topic share, as in the
-        drift view's: the ``topic`` window holds the latest ``window`` others."""
-        rows = annotations if isinstance(annotations, list) else list(annotations)
-        if len(rows) > self.window:
-            rows = rows[-self.window :]
-        for dim in DIMENSIONS:
-            if dim == "topic":
-                self._push(dim, [str(notes.get(dim) or "und") for notes in rows
-                                 if notes.get(UNJUDGED_TOPIC) is not True])  # fmt: skip
-            else:
-                self._push(dim, [str(notes.get(dim) or "und") for notes in rows])
+        drift view's: the ``topic`` window holds the latest ``window`` others.
+        :meth:`update_each` without its gaps (one way to move the window)."""
+        self.update_each(annotations if isinstance(annotations, list) else list(annotations))
 
     def update_each(self, annotations: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
         """:meth:`update`, event by event: ``{dimension: [gap, …]}``, each event's label's
@@ -194,21 +186,6 @@ class CoverageTracker:
                                                    ratio, label=label)  # fmt: skip
             gaps.append(gap)
         return gaps
-
-    def _push(self, dim: str, labels: list[str]) -> None:
-        """Append ``labels`` (at most ``window``) to ``dim``'s window, whose ``maxlen`` drops
-        its oldest beyond ``window``; their counts leave with them (all C loops: counting,
-        the bounded deque's extend)."""
-        window, counts = self._labels[dim], self.live[dim]
-        excess = len(window) + len(labels) - self.window
-        gone = Counter(islice(window, excess)) if excess > 0 else None
-        window.extend(labels)
-        counts.update(labels)
-        if gone:
-            counts.subtract(gone)
-            for label in gone:
-                if counts[label] <= 0:
-                    del counts[label]
 
     def gap(self, dimension: str, label: str | None) -> float:
         """How far ``label``'s live share is above its gold share (class docstring):
