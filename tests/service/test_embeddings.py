@@ -258,6 +258,32 @@ def test_wordllama_pooling_is_the_librarys_own_to_the_bit() -> None:
     assert not ours.embed([""]).any()  # no token: a zero row
 
 
+def test_wordllama_pooling_is_the_librarys_own_on_real_text(shared_data: Path) -> None:
+    # The pooling is one sparse product (texts x vocabulary) @ table, summing each text's
+    # token rows from zeros in token order: the library's own vectors, bit for bit, on a
+    # sample of real questions of every source and script, in chunks of 250 (the live
+    # micro-batches' size), with repeated tokens and texts of one token count together.
+    import random
+
+    from wordllama import WordLlama
+
+    from service.embeddings.model import _wordllama_folder
+
+    reference = WordLlama.load(config="l2_supercat", dim=256, cache_dir=_wordllama_folder(),
+                               disable_download=True)  # fmt: skip
+    # a sum from zeros and one from the first row differ only in the sign of a zero: the
+    # table holds none (nor a non-finite value), so the sums are the same bits
+    table = reference.embedding
+    assert np.isfinite(table).all() and not (np.signbit(table) & (table == 0)).any()
+    texts = random.Random(7).sample(_real_questions(shared_data), 3_000) + ODD_TEXTS
+    ours = WordLlamaEmbedder()
+    for start in range(0, len(texts), 250):
+        chunk = texts[start : start + 250]
+        expected = np.asarray(l2_normalise(reference.embed(chunk, norm=False)), np.float32)
+        got = ours.embed(chunk)
+        assert np.array_equal(got.view(np.uint32), expected.view(np.uint32)), start
+
+
 def _real_questions(shared_data: Path) -> list[str]:
     """Distinct real questions and paragraphs: NQ-open, CLINC150, BANKING77, Hinglish-TOP
     (both columns), XQuAD's questions in all twelve languages and its paragraphs in en, hi
