@@ -122,6 +122,11 @@ class CharNgramEmbedder:
         nul, space = points == 0, points == 32
         broken = nul  # of the 1-grams: a NUL
         seed = np.uint64(0)
+        # ``h mod dim`` is ``h & (dim - 1)`` for a power-of-two ``dim`` (unsigned: the same
+        # values); numpy's uint64 ``%`` divides, ~70x the time of ``&`` (~1 µs an event of
+        # the default 512 columns on the production-shaped benchmark)
+        modulus = np.uint64(self.dim)
+        mask = np.uint64(self.dim - 1) if self.dim & (self.dim - 1) == 0 else None
         for n in range(1, high + 1):
             windows = len(points) - n + 1
             if windows <= 0:
@@ -140,7 +145,7 @@ class CharNgramEmbedder:
             hashes ^= hashes >> np.uint64(32)
             keep = ~broken
             hashes = hashes[keep]
-            cols = (hashes % np.uint64(self.dim)).astype(np.int64)
+            cols = (hashes & mask if mask is not None else hashes % modulus).astype(np.int64)
             cells.append(rows[:windows][keep] * self.dim + cols)
             signs.append(np.where(hashes & _SIGN_BIT, -1.0, 1.0))
         return cells, signs

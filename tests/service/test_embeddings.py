@@ -175,6 +175,42 @@ def test_char_ngrams_never_span_two_words_or_two_texts() -> None:
     np.testing.assert_array_equal(emb.embed(["cat", "dog"]), np.stack([cat, dog]))
 
 
+def _char_counts_by_hand(text: str, dim: int) -> np.ndarray:
+    """The hashed char_wb 3-5-gram counts of one text, n-gram by n-gram in Python (the
+    reference of the embedder's batch passes): a window of the padded, normalised text with
+    no space inside; hash ``n·P^n + Σ p_k·P^(n-1-k)`` mod 2^64, splitmix64's finaliser,
+    column ``h mod dim``, sign the top bit."""
+    from service.text import normalise
+
+    mask, poly, mix = (1 << 64) - 1, 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9
+    padded = " " + normalise(text, separators="whitespace") + " "
+    counts = np.zeros(dim)
+    for n in range(3, 6):
+        for i in range(len(padded) - n + 1):
+            gram = padded[i : i + n]
+            if " " in gram[1:-1]:
+                continue
+            h = n * pow(poly, n, 1 << 64)
+            for k, char in enumerate(gram):
+                h += ord(char) * pow(poly, n - 1 - k, 1 << 64)
+            h &= mask
+            h ^= h >> 29
+            h = (h * mix) & mask
+            h ^= h >> 32
+            counts[h % dim] += -1.0 if h >> 63 else 1.0
+    return counts
+
+
+@pytest.mark.parametrize("dim", [512, 500])  # a power of two (a mask) and not (a modulo)
+def test_char_ngrams_are_the_hashes_by_hand_on_real_text(shared_data: Path, dim: int) -> None:
+    import random
+
+    texts = random.Random(dim).sample(_real_questions(shared_data), 400) + ODD_TEXTS
+    expected = l2_normalise(np.stack([_char_counts_by_hand(text, dim) for text in texts]))
+    got = CharNgramEmbedder(dim=dim).embed(texts)
+    assert np.array_equal(got.view(np.uint32), expected.view(np.uint32))
+
+
 def test_char_ngram_bad_arguments() -> None:
     with pytest.raises(ValueError, match=">= 16"):
         CharNgramEmbedder(dim=8)
@@ -256,6 +292,32 @@ def test_wordllama_pooling_is_the_librarys_own_to_the_bit() -> None:
         bits = np.asarray(expected, dtype=np.float32).view(np.uint32)
         assert got.dtype == np.float32 and np.array_equal(got.view(np.uint32), bits), start
     assert not ours.embed([""]).any()  # no token: a zero row
+
+
+def test_wordllama_pooling_is_the_librarys_own_on_real_text(shared_data: Path) -> None:
+    # The pooling is one sparse product (texts x vocabulary) @ table, summing each text's
+    # token rows from zeros in token order: the library's own vectors, bit for bit, on a
+    # sample of real questions of every source and script, in chunks of 250 (the live
+    # micro-batches' size), with repeated tokens and texts of one token count together.
+    import random
+
+    from wordllama import WordLlama
+
+    from service.embeddings.model import _wordllama_folder
+
+    reference = WordLlama.load(config="l2_supercat", dim=256, cache_dir=_wordllama_folder(),
+                               disable_download=True)  # fmt: skip
+    # a sum from zeros and one from the first row differ only in the sign of a zero: the
+    # table holds none (nor a non-finite value), so the sums are the same bits
+    table = reference.embedding
+    assert np.isfinite(table).all() and not (np.signbit(table) & (table == 0)).any()
+    texts = random.Random(7).sample(_real_questions(shared_data), 3_000) + ODD_TEXTS
+    ours = WordLlamaEmbedder()
+    for start in range(0, len(texts), 250):
+        chunk = texts[start : start + 250]
+        expected = np.asarray(l2_normalise(reference.embed(chunk, norm=False)), np.float32)
+        got = ours.embed(chunk)
+        assert np.array_equal(got.view(np.uint32), expected.view(np.uint32)), start
 
 
 def _real_questions(shared_data: Path) -> list[str]:
