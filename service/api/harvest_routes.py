@@ -24,6 +24,7 @@ from service.harvest.labelling import (
     AlreadyDecided,
     CandidateItem,
     CandidateNotFound,
+    DuplicatesGold,
     GoldSetUnavailable,
     Labelling,
     LabellingError,
@@ -146,6 +147,8 @@ def _error(exc: LabellingError) -> HTTPException:
                              headers={"Retry-After": "60"})  # fmt: skip
     if isinstance(exc, AlreadyDecided):
         return HTTPException(status.HTTP_409_CONFLICT, f"gold candidate already {exc.status}")
+    if isinstance(exc, DuplicatesGold):  # names the gold row's id, never text
+        return HTTPException(status.HTTP_409_CONFLICT, str(exc))
     return HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc))
 
 
@@ -197,6 +200,10 @@ _DECISION_RESPONSES: dict[int | str, dict[str, Any]] = {
     "/{candidate_id}/accept",
     responses={
         **_DECISION_RESPONSES,
+        409: {
+            "description": "already accepted or rejected, or the question duplicates a gold "
+            "row (its id named; nothing written: reject it, or reword it)"
+        },
         422: {
             "description": "a field is invalid (named, its value not repeated): the gold "
             "passages do not fit the kind or are not in the corpus, a "
@@ -215,7 +222,10 @@ async def accept_candidate(
 ) -> Decision:
     """Append the suggestion to the gold-set file with a fresh id, with the labels sent
     (``topic``, ``language``, ``role``, ``answer_contains``, ``reference_answer``) as its
-    labels and the unconfirmed guesses under ``suggested``; 409 if already decided;
+    labels and the unconfirmed guesses under ``suggested``; 409 if already decided, or
+    when the question written duplicates a gold row of the file (harvest's near-duplicate
+    rule on both questions without personal-data placeholders and contact clauses; the body
+    names the row's id);
     503 when the file cannot be written, or stays locked by another process and by the
     accepts before this one for over ``harvest.gold_lock_timeout_s`` in all (one deadline
     from the request's arrival)."""

@@ -38,7 +38,11 @@
   then the held suggestion is listed and exported as suggested. The gold
   passages must fit the kind (:func:`service.data.goldset.kind_problem`: e.g. ``multi-passage``
   needs two), and the gold set with the new row must pass the reload's own checks
-  (``gold_rule``: the topic labels' rule), else nothing is appended (422). When the file
+  (``gold_rule``: the topic labels' rule), else nothing is appended (422). A question that
+  duplicates a row of the file — harvest's gold near-duplicate rule on both subjects,
+  :func:`duplicated_gold_row` — is refused (:class:`DuplicatesGold`, 409 naming the row's
+  id; trial 21 appended a second copy of a gold row that differed by ``my email: <EMAIL>``):
+  reject it as a duplicate, or reword it. When the file
   cannot be written (missing although it existed at start — moved away —, not a regular
   file, unwritable, disk full, locked by another process for over
   ``harvest.gold_lock_timeout_s``, its last line torn by an earlier crash, or any line
@@ -90,16 +94,18 @@ from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.ranking import select
 from service.harvest.store import CandidateRepository, Decision, SuggestionRecord
 from service.harvest.suggestion import Suggestion
-from service.harvest.text import strip_controls
+from service.harvest.text import comparison_form, jaccard, strip_controls, trigrams
 from service.pii.scrub import scrub
 from service.records import PLACEHOLDERS, GoldQuestion
 from service.state import StateError
 from service.text.subject import has_placeholder, subject
+from service.text.wording import may_merge
 
 __all__ = [
     "STATUSES",
     "AlreadyDecided",
     "CandidateNotFound",
+    "DuplicatesGold",
     "GoldSetUnavailable",
     "Labelling",
     "LABEL_FIELDS",
@@ -107,6 +113,7 @@ __all__ = [
     "Page",
     "clean_reason",
     "clip_reason",
+    "duplicated_gold_row",
     "fresh_gold_id",
     "placeholder_warning",
 ]
@@ -138,6 +145,21 @@ class AlreadyDecided(LabellingError):
     def __init__(self, status: str) -> None:
         super().__init__(f"this suggestion is already {status}")
         self.status = status
+
+
+class DuplicatesGold(LabellingError):
+    """The question the accept would write asks what a gold row of the file already asks
+    (:func:`duplicated_gold_row`); nothing was written (409). The message names the row's id,
+    never text."""
+
+    def __init__(self, gold_id: str) -> None:
+        super().__init__(
+            f"the question duplicates gold row {gold_id} (the same question once personal-data "
+            f"placeholders and contact clauses are taken out); nothing was written: reject "
+            f"the suggestion as a duplicate of {gold_id}, or accept with a reworded "
+            f'"question" label that asks something else'
+        )
+        self.gold_id = gold_id
 
 
 class GoldSetUnavailable(LabellingError):
@@ -303,6 +325,47 @@ label (or edit the gold-set row)
 
 
 _LONGEST_PLACEHOLDER = max(len(p) for p in PLACEHOLDERS.values())
+
+
+def duplicated_gold_row(
+    question: str, rows: Iterable[Mapping[str, Any]], similarity: float
+) -> str | None:
+    """The id of the gold row that ``question`` duplicates, or ``None``: harvest's rule for a
+    gold near-duplicate (:mod:`service.harvest.stage`), on both questions' subjects
+    (:func:`service.text.subject.subject`: without placeholders and the contact clauses
+    around them) in comparison form — the same text, or character-trigram Jaccard ≥
+    ``similarity`` (``harvest.similarity``) with the same numbers, content words and
+    question word (:func:`service.text.wording.may_merge`). The same text wins, then the
+    highest Jaccard, then file order. A row without a string ``id`` and ``question`` is
+    skipped.
+
+    Trial 21: a gold question followed by ``my email: <EMAIL>`` was suggested and accepted as
+    a second copy of the gold row.
+
+    >>> rows = [{"id": "g-013", "question": "What was the first problem during the test?"}]
+    >>> duplicated_gold_row("What was the first problem during the test? my email: <EMAIL>",
+    ...                     rows, 0.6)
+    'g-013'
+    >>> duplicated_gold_row("What was the second problem during the test?", rows, 0.6) is None
+    True
+    """
+    mine = comparison_form(subject(question))
+    if not mine:
+        return None
+    grams = trigrams(mine)
+    best: tuple[float, str] | None = None
+    for row in rows:
+        gold_id, text = row.get("id"), row.get("question")
+        if not isinstance(gold_id, str) or not isinstance(text, str):
+            continue
+        theirs = comparison_form(subject(text))
+        if theirs == mine:
+            return gold_id
+        score = jaccard(grams, trigrams(theirs))
+        if (score >= similarity and (best is None or score > best[0])
+                and may_merge(mine, theirs)):  # fmt: skip
+            best = (score, gold_id)
+    return None if best is None else best[1]
 
 
 def _ids_in(content: bytes) -> dict[str, dict[str, Any]]:
@@ -501,6 +564,9 @@ class Labelling:
                 :func:`service.data.goldset.kind_problem` —, ids not in ``passages``, or a gold
                 row over the loader's 64 KiB a row, naming its largest fields:
                 :func:`row_too_large`).
+            DuplicatesGold: the question written (the suggestion's, or the ``question``
+                label) duplicates a gold row of the file (:func:`duplicated_gold_row`);
+                nothing is written, the suggestion stays undecided (409).
             GoldSetUnavailable: the gold-set file cannot be written (module docstring);
                 logged once as a warning naming the file and the error, without user text.
         """
@@ -708,7 +774,8 @@ class Labelling:
             GoldSetUnavailable: the file holds this suggestion's row, malformed.
             LabellingError: the new row is over the loader's
                 :data:`~service.data.goldset.MAX_GOLD_ROW_BYTES` (:func:`row_too_large`), or
-                the gold set with it fails ``gold_rule``; nothing is written.
+                the gold set with it fails ``gold_rule``, or its question duplicates a row
+                of the file (:class:`DuplicatesGold`); nothing is written.
         """
         try:
             fd = open_append(self.gold_path, 0o644, create=not self._expected)
@@ -732,6 +799,10 @@ class Labelling:
                 raise GoldFileBroken(problem)
             gold_id = fresh_gold_id(self._known_ids | set(existing))
             gold_row = _gold_row(gold_id, row, gold, kind, labels)
+            duplicated = duplicated_gold_row(gold_row["question"], existing.values(),
+                                             self.config.similarity)  # fmt: skip
+            if duplicated is not None:  # a second copy would be matched, counted and
+                raise DuplicatesGold(duplicated)  # measured as the first one is
             line = json.dumps(gold_row, ensure_ascii=False).encode("utf-8") + b"\n"
             if len(line) - 1 > MAX_GOLD_ROW_BYTES:  # the loader would refuse the whole file
                 raise LabellingError(row_too_large(gold_row, len(line) - 1))

@@ -110,7 +110,7 @@ import msgspec
 from service.files.fit_cache import Memo, no_memo
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.neardup import NearDupIndex, Probe, lsh_parameters
-from service.harvest.ranking import eviction_keys, priority
+from service.harvest.ranking import eviction_keys, select
 from service.harvest.shedding import choose
 from service.harvest.signals import CoverageTracker, ScoreWindow, event_reasons
 from service.harvest.store import (
@@ -1016,21 +1016,25 @@ class HarvestStage:
         return counts
 
     def best_records(self, top: int) -> list[SuggestionRecord]:
-        """The records of the ``top`` (≥ 0) suggestions of highest priority (as their records
-        round it; ties by id): :meth:`records` so sorted and cut, but only ``top`` records
-        are built (a report's summary needs 20 of ``max_suggestions``)."""
+        """The records of the first ``top`` (≥ 0) suggestions in the labelling queue's order:
+        :func:`service.harvest.ranking.select` over every suggestion held (by priority,
+        balanced over (topic, language) strata, reason quotas, near-duplicates left out), the
+        order in which ``GET /v1/gold-candidates`` lists the undecided ones and ``goldwatch
+        candidates export`` writes them (trial 21: the report's top 20, by priority alone,
+        were 19 Hindi refusals of one topic where the labellers' queue alternated). Only
+        ``top`` records are built (a report's summary needs 20 of ``max_suggestions``)."""
         config = self.config
-        ranked = sorted((-round(priority(self.suggestions[sid], config), 6), sid)
-                        for sid in sorted(self.suggestions))  # fmt: skip
-        return [record(self.suggestions[sid], config) for _, sid in ranked[:top]]
+        chosen = select(self.suggestions.values(), config)[:top] if top > 0 else []
+        return [record(suggestion, config) for suggestion in chosen]
 
     def best_records_in_gaps(self, top: int, groups: int) -> tuple[list[GapSuggestions], int]:
         """The suggestions held per current coverage gap: for each language or topic whose
         gap over the last ``gap_window`` events (:meth:`CoverageTracker.gaps`) reaches
         ``min_gap`` — an uncalibrated ``novel`` topic is none, as for the reason — its
         ``gap``, how many held suggestions carry that language or topic (``n`` ≥ 1) and the
-        records of the ``top`` (≥ 0) of highest priority (ties by id, as
-        :meth:`best_records`). Returns the ``groups`` (≥ 0) largest (by ``n`` descending,
+        records of its first ``top`` (≥ 0) in the labelling queue's order (as
+        :meth:`best_records`: the order ``GET /v1/gold-candidates?language=…`` or
+        ``?topic=…`` lists them). Returns the ``groups`` (≥ 0) largest (by ``n`` descending,
         then dimension and value) and how many gaps hold a suggestion in all. The report's
         ``top`` list ranks by priority across reasons, so a gap's suggestions can all fall
         below it (the ninth trial: German and Spanish gaps, the top 20 all English): these
@@ -1047,17 +1051,16 @@ class HarvestStage:
         }
         if not current:
             return [], 0
-        by_gap: dict[tuple[str, str], list[tuple[float, str]]] = {}
-        for sid, suggestion in self.suggestions.items():
+        by_gap: dict[tuple[str, str], list[Suggestion]] = {}
+        for suggestion in self.suggestions.values():
             for key in (("language", suggestion.language), ("topic", suggestion.topic)):
                 if key in current:
-                    by_gap.setdefault(key, []).append(
-                        (-round(priority(suggestion, config), 6), sid)
-                    )
+                    by_gap.setdefault(key, []).append(suggestion)
         largest = sorted(by_gap.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:groups]
         out: list[GapSuggestions] = []
         for (dimension, value), ranked in largest:
-            best = [record(self.suggestions[sid], config) for _, sid in sorted(ranked)[:top]]
+            chosen = select(ranked, config)[:top] if top > 0 else []
+            best = [record(suggestion, config) for suggestion in chosen]
             out.append({"dimension": dimension, "value": value, "gap": current[dimension, value],
                         "n": len(ranked), "top": best})  # fmt: skip
         return out, len(by_gap)

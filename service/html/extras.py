@@ -332,8 +332,10 @@ def candidates_section(candidates: Any) -> Markup:
 def _gap_tables(groups: Any, n_gaps: Any = None) -> list[Markup]:
     """The suggestions held per coverage gap (the summary's ``in_gaps``, the largest of
     ``n_gaps``): a heading line and one row per gap — the gap, how many suggestions it
-    holds, its highest-priority ones (id and question, one per line). The top table ranks
-    across reasons, so a gap's own suggestions can all fall below it; empty without gaps."""
+    holds, its first ones in the labellers' queue (id and question, one per line;
+    ``GET /v1/gold-candidates?language=…`` or ``?topic=…`` lists them in that order). The
+    top table ranks across all of them, so a gap's own suggestions can all fall below it;
+    empty without gaps."""
     if not isinstance(groups, list) or not groups:
         return []
     more = n_gaps - len(groups) if isinstance(n_gaps, int) else 0
@@ -352,10 +354,10 @@ def _gap_tables(groups: Any, n_gaps: Any = None) -> list[Markup]:
         para("In the coverage gaps of the recent events (harvest.gap_window: a language or "
              "topic asked far more than the gold set holds; the drift section judges gaps over "
              "all the traffic): the suggestions of each gap's language or topic and its "
-             "highest-priority ones"
+             "first ones in the labellers' queue"
              + (f"; the {len(groups)} largest of {n_gaps} gaps." if more > 0 else "."),
              "meta"),
-        table(["coverage gap", "gap", "suggestions", "highest priority"], body,
+        table(["coverage gap", "gap", "suggestions", "first in the queue"], body,
               text_columns=(3,)),
     ]  # fmt: skip
 
@@ -375,7 +377,9 @@ def _summary(summary: Mapping[str, Any]) -> list[Markup]:
         )
         parts.append(para(f"{total} suggestions" + (f" (by reason: {reasons})" if reasons else "")
                           + (f" undecided; decided: {decided}" if decided else "")
-                          + "; the highest-priority ones below.", "meta"))  # fmt: skip
+                          + "; the first ones in the labellers' queue below (by priority, "
+                          "alternating topics and languages: the order of GET "
+                          "/v1/gold-candidates and candidates export).", "meta"))  # fmt: skip
     note = shed_note(summary)
     if note is not None:
         parts.append(para(note[0].upper() + note[1:] + ".", "muted"))

@@ -333,11 +333,12 @@ def _effect(alarm: dict[str, Any]) -> str:
 
 
 def _candidate_lines(summary: HarvestSummary | None, top: int = 5) -> list[str]:
-    """The ``top`` suggestions by priority (their count by reason, and what was shed, are in
-    the replay summary above them)."""
+    """The first ``top`` suggestions in the labellers' queue (by priority, alternating topics
+    and languages: :meth:`~service.harvest.stage.HarvestStage.best_records`; their count by
+    reason, and what was shed, are in the replay summary above them)."""
     if not summary or not summary["top"]:
         return []
-    lines = [f"top {min(top, len(summary['top']))} suggestions by priority:"]
+    lines = [f"first {min(top, len(summary['top']))} suggestions in the labellers' queue:"]
     for row in summary["top"][:top]:
         lines.append(
             f"  {row['id']}  x{row['count']:<3} [{row.get('language')}, {row.get('topic')}] "

@@ -47,9 +47,9 @@ the setting that labels them (:mod:`service.language.unlabelled`); the text and 
 show that line under the language shares and mark those languages' coverage gaps.
 
 ``gold_candidates.in_gaps`` lists, per coverage gap of the recent events at the end
-(``harvest.gap_window``), its ``gap``, the suggestions of its language or topic and their 3
-best by priority, the 10 largest of ``n_gaps`` gaps: the ``top`` list ranks across reasons, so
-a gap's own can all fall below it.
+(``harvest.gap_window``), its ``gap``, the suggestions of its language or topic and their
+first 3 in the labellers' queue, the 10 largest of ``n_gaps`` gaps: the ``top`` list ranks
+across reasons, so a gap's own can all fall below it.
 
 ``gold_candidates.shed`` counts the picked events whose new question harvesting shed
 (``goldwatch_gold_candidates_shed_total``: over ``harvest.max_new_per_batch`` new questions

@@ -497,10 +497,27 @@ def _title_start(text: str, at: int, titles: re.Pattern[str]) -> int:
     return at if found is None else found.start()
 
 
+#: Quotation marks that open a quoted title (``"My Name Is Skrillex"``).
+_OPENING_QUOTES = frozenset("\"“„«‘'")
+
+
+def _quoted_title(m: re.Match[str]) -> bool:
+    """Whether the cue ``m`` opens a quoted title of a work: right after an opening quotation
+    mark and written in Title Case, every word of the cue capitalised (``the EP "My Name Is
+    Skrillex"``, ``“My Name Is Red”``: trial 21 scrubbed Skrillex; ``"my name is Alice"``
+    or ``"My name is Alice"`` quote an introduction and stay one)."""
+    start = m.start()
+    if not start or m.string[start - 1] not in _OPENING_QUOTES:
+        return False
+    return all(word[:1].isupper() for word in m.group("cue").split())
+
+
 def _strong_end(m: re.Match[str]) -> int | None:
     """End of the name after a strong cue: its words up to the first stop word; ``None``
-    when the first is one, or the cue does not start a clause."""
-    if m.group("change") is None and not _clause_start(m.string, m.start()):
+    when the first is one, the cue does not start a clause, or it opens a quoted title
+    (:func:`_quoted_title`)."""
+    if m.group("change") is None and (not _clause_start(m.string, m.start())
+                                      or _quoted_title(m)):  # fmt: skip
         return None
     return _strong_end_of(m)
 

@@ -24,8 +24,10 @@ its false friends ("No late fee is charged" is an answer), which generic pattern
 Measured on the real replies of 11 LLMs in NoMIRACL (``tests/service/test_refusals.py``; label
 = NoMIRACL's own reading of each reply as "I don't know" / "Yes, answer is present", replies it
 calls invalid left out): patterns, English questions (4,727 replies, 1,076 refusals)
-precision 0.984 / recall 1.000; Hindi questions (4,464 replies, 1,261 refusals; the replies
-are mostly English) 0.999 / 0.997. A :class:`RefusalModel` fitted on the English-question
+precision 0.994 / recall 1.000; Hindi questions (4,464 replies, 1,261 refusals; the replies
+are mostly English) 1.000 / 0.997 (0.984 / 1.000 and 0.999 / 0.997 before the answer items
+of the thirty-seventh session: a per-context listing that finds the answer in one context,
+:data:`DEFAULT_ANSWER_ITEMS`, is an answer). A :class:`RefusalModel` fitted on the English-question
 replies scores 0.997 / 0.998 on the Hindi-question ones. Recall is near 1 partly by
 construction: the label keys on "I don't know", which the patterns cover. The
 source-naming forms changed none of these figures: the 68 NoMIRACL replies they match (67
@@ -34,6 +36,14 @@ they match none of 5,461 sentences of XQuAD's, SQuAD's and MultiHop-RAG's Englis
 The German first-person forms with a filler word ("Das weiß ich leider nicht", "dazu finde
 ich nichts in unseren Unterlagen") changed none of the NoMIRACL figures either, and match none
 of the 3,685 distinct sentences, questions and answers of XQuAD's German passages.
+
+A reply with no answer in it is counted as a refusal: an empty or blank text (NoMIRACL: 33
+aya-101 replies ``""``), a generation failure ("Unable to generate response.": 26
+gpt-*-azure replies) and an echo of the prompt's options with none chosen. There are two
+verdicts, refused or answered, and the asker got no answer from any of these (a wave of
+failures then shows as a rise of the refusal rate, where an operator looks). An answer
+object with neither text nor ``refused`` is no answer at all: not counted
+(:func:`answer_text`). A system that wants failures apart sets ``answer.refused``.
 """
 
 from __future__ import annotations
@@ -80,7 +90,12 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     r"(?:\w+ )?(?:answers?|contains?|mentions?|provides?)",
     r"\b(?:the )?answer is not (?:present|available|known|given)\b",
     r"\bi'?m (?:sorry|afraid)\b.*\b(?:not|no|unable|cannot|can't)\b",
-    r"\bunable to (?:answer|determine|find)\b",
+    # "Unable to generate response." (NoMIRACL's gpt-*-azure replies when no reply came):
+    # no answer reached the user, counted with the refusals as an empty reply is
+    r"\bunable to (?:answer|determine|find|generate (?:a |an )?(?:response|answer|reply))\b",
+    # a line that is only "not found" (trial 21: "Not found.", "नहीं मिला"; not "the body
+    # was not found in the river", "उसे पुरस्कार नहीं मिला": answers)
+    r"(?:^|\n)[^\S\n]*(?:(?:the )?answer )?not found[^\w\n]*(?=\n|$)",
     r"\bno answer\b",
     r"\bsorry\b\W+i (?:could not|couldn't|couldnt|was unable to|was not able to|wasn't able to) "
     r"(?:find|locate|answer|determine)\b",
@@ -96,6 +111,7 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     r"मुझे(?: \S+){0,4} नहीं (?:पता|मालूम)|मैं(?: \S+){0,3} नहीं जानत(?:ा|ी)",
     r"(?:उत्तर|जवाब)(?: \S+){0,2} (?:नहीं|देने में असमर्थ)",
     r"क्षमा करें|माफ़ कीजिए|माफ कीजिए",
+    r"(?:^|\n)[^\S\n]*(?:(?:उत्तर|जवाब) )?नहीं मिल(?:ा|े|ी)[^\w\n]*(?=\n|$)",
     # Hindi, romanized
     r"\bjaa?nkari nahi?n?\b",
     r"\bpata nahi?n?\b|\bmaa?lu?m nahi?n?\b",
@@ -162,7 +178,7 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
 #: NoMIRACL's LLM replies only, not on the user's traffic (the module docstring;
 #: ``tests/service/test_refusals.py``).
 _PATTERNS_CAVEAT = (
-    "phrase patterns not measured on this traffic; precision 0.98, recall 1.00 on NoMIRACL's "
+    "phrase patterns not measured on this traffic; precision 0.99, recall 1.00 on NoMIRACL's "
     "LLM replies; set answer.refused for exact counts"
 )
 
@@ -212,6 +228,20 @@ def refusal_rate_method(by_flag: int, by_patterns: int, answers: int | None = No
 DEFAULT_ANSWER_OPENINGS: tuple[str, ...] = (
     r"^\W*(?:yes|sí|si|oui|ja|да|haa?n|हाँ|हां)\b",
     r"^\W*(?:the )?answer is\b(?! not)",
+)
+
+#: Lines that mark a reply as an answer wherever they stand, tried only on a text a refusal
+#: pattern matched: a per-context listing's item for a context with the answer (``Context 1:
+#: Yes, answer is present``, ``[1] "Yes, answer is present"``, other contexts "I don't know":
+#: trial 21, 12 of its 15 false refusals), and a line "Yes, answer is present" with more on
+#: it (``… (context [4])``, ``… in [1], [3]``, ``… -> Jawahar Tunnel is in …``). Not a bare
+#: "Yes, answer is present" line nor a bare-numbered ``1. Yes, answer is present.`` followed
+#: by ``2. I don't know.``: LLMs echo the prompt's two options that way and then answer
+#: nothing (NoMIRACL: 17 such echoes; they stay refusals, a reply with no answer).
+DEFAULT_ANSWER_ITEMS: tuple[str, ...] = (
+    r"(?:^|\n)[^\S\n]*(?:(?:context|passage|document)[^\S\n]*\[?\d+\]?|\[\d+\])[^\w\n]*"
+    r"(?:yes|sí|si|oui|ja|да|haa?n|हाँ|हां|(?:the )?answer is present)\b",
+    r"(?:^|\n)[^\S\n]*(?:\d+[.)][^\S\n]*)?[\"'“]?yes,? answer is present\b[^\w\n]*\w",
 )
 
 Combine = Literal["model", "any"]
@@ -335,6 +365,9 @@ class RefusalDetector:
         extra_patterns: added to ``patterns`` (e.g. the system's own refusal template).
         answer_openings: patterns matched at the start of the text that make it an answer
             whatever follows; defaults to :data:`DEFAULT_ANSWER_OPENINGS` (``()`` disables).
+        answer_items: patterns searched anywhere in a text a refusal pattern matched that
+            make it an answer (a per-context listing with an answer in one context);
+            defaults to :data:`DEFAULT_ANSWER_ITEMS` (``()`` disables).
         model: a fitted :class:`RefusalModel`; see the module docstring for precedence.
         combine: ``"model"`` (the model decides) or ``"any"`` (model OR patterns).
         memo_size: answer texts whose pattern verdict is remembered (a bot repeats its
@@ -366,6 +399,7 @@ class RefusalDetector:
         *,
         extra_patterns: Iterable[str] = (),
         answer_openings: Iterable[str] | None = None,
+        answer_items: Iterable[str] | None = None,
         model: RefusalModel | None = None,
         combine: Combine = "model",
         memo_size: int = 4_096,
@@ -397,15 +431,23 @@ class RefusalDetector:
         self._by_literal = {lit: tuple(ixs) for lit, ixs in by_literal.items()}
         openings = tuple(DEFAULT_ANSWER_OPENINGS if answer_openings is None else answer_openings)
         self._opening = _compile(openings) if openings else None
+        items = tuple(DEFAULT_ANSWER_ITEMS if answer_items is None else answer_items)
+        self._items = _compile(items) if items else None
         self.model = model
         self.combine = combine
 
     def matches_pattern(self, text: str) -> bool:
-        """True when a refusal pattern matches ``text`` and no answer opening does (no model,
-        no empty-answer rule)."""
+        """True when a refusal pattern matches ``text`` and neither an answer opening nor an
+        answer item does (no model, no empty-answer rule)."""
         text = _normalise(text)
         if self._opening is not None and self._opening.match(text):
             return False
+        return self._refusal_pattern(text) and (
+            self._items is None or self._items.search(text) is None
+        )
+
+    def _refusal_pattern(self, text: str) -> bool:
+        """Whether a refusal pattern matches the normalised ``text``."""
         # = one alternation of every pattern .search(text): a pattern is tried only on
         # text holding one of its required literals (see required_literals); most texts hold
         # none, and then only the literal-free patterns run.

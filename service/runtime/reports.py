@@ -12,7 +12,10 @@ from prometheus_client import CollectorRegistry
 from typing_extensions import TypedDict
 
 from service.evaluation.detector_quality import measured_on
+from service.harvest.config import HarvestConfig
+from service.harvest.ranking import select
 from service.harvest.store import GapSuggestions, SuggestionRecord
+from service.harvest.suggestion import Suggestion
 from service.language.detector import LanguageLabeler
 from service.language.excluded import excluded_report
 from service.language.unlabelled import (
@@ -181,8 +184,10 @@ GAP_GROUPS = 10
 
 
 class HarvestSummary(TypedDict):
-    """:func:`harvest_summary`: suggestions held, their count per reason, the ``top`` ones
-    by priority (published records, :class:`~service.harvest.store.SuggestionRecord`),
+    """:func:`harvest_summary`: suggestions held, their count per reason, the first ``top``
+    in the labellers' queue (:func:`service.harvest.ranking.select`'s order, as ``GET
+    /v1/gold-candidates`` and ``candidates export`` give them; published records,
+    :class:`~service.harvest.store.SuggestionRecord`),
     ``in_gaps`` (live only): per current coverage gap (the :data:`GAP_GROUPS` largest of
     ``n_gaps``) its suggestions' count and its best :data:`GAP_TOP`
     (:meth:`~service.harvest.stage.HarvestStage.best_records_in_gaps`); with a registry,
@@ -231,15 +236,23 @@ def live_reports(live: Live, registry: CollectorRegistry | None = None) -> LiveR
     return reports
 
 
-def harvest_summary(records: Sequence[SuggestionRecord], top: int = 20) -> HarvestSummary:
-    """Suggestion counts by reason and the ``top`` suggestions by priority (records alone
-    know no coverage gaps: ``in_gaps`` comes from the live stage, :func:`live_reports`)."""
+def harvest_summary(
+    records: Sequence[SuggestionRecord], top: int = 20, config: HarvestConfig | None = None
+) -> HarvestSummary:
+    """Suggestion counts by reason and the first ``top`` suggestions in the labellers' queue
+    (:func:`service.harvest.ranking.select` over every record, as the labelling API lists
+    them; records alone know no coverage gaps: ``in_gaps`` comes from the live stage,
+    :func:`live_reports`). ``config``: the weights and quotas of the order (default
+    :class:`~service.harvest.config.HarvestConfig`'s)."""
+    config = config or HarvestConfig()
     by_reason: dict[str, int] = {}
     for row in records:
         for reason in row.get("reasons", ()):
             by_reason[reason] = by_reason.get(reason, 0) + 1
-    ranked = sorted(records, key=lambda r: (-float(r.get("priority", 0)), str(r.get("id"))))
-    return {"n_suggestions": len(records), "by_reason": by_reason, "top": ranked[:top]}
+    by_id = {str(r["id"]): r for r in records}
+    chosen = select((Suggestion.from_json(r) for r in records), config)[:top] if top > 0 else []
+    return {"n_suggestions": len(records), "by_reason": by_reason,
+            "top": [by_id[s.id] for s in chosen]}  # fmt: skip
 
 
 def analytics_report(live: Live) -> AnalyticsReport | None:

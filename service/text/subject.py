@@ -30,6 +30,8 @@ _BOUNDARY = re.compile(r"([.!?;:,\n¿¡|()\[\]]+\s*|\s+-+\s+|\s+(?:and|or|y|et|u
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _SPACES = re.compile(r"\s{2,}")
 _SENTENCE_END = re.compile(r"[.!?]")
+#: A boundary that ends a label: a colon or a spaced dash (``email: …``, ``phone - …``).
+_LABEL_MARK = re.compile(r":|^\s+-+\s+$")
 
 #: The words a clause around a placeholder may hold and still be only about the asker: the
 #: cue words of the scrubber's detectors (:mod:`service.pii.names` ``_STRONG``/``_WEAK``,
@@ -138,6 +140,13 @@ def subject(text: str) -> str:
     residue = [_PLACEHOLDER.sub(" ", c) if h else c for c, h in zip(clauses, held, strict=True)]
     words = [[w.lower() for w in _WORD.findall(r)] for r in residue]
     drop = [h and _only(ws, CONTACT_WORDS) for h, ws in zip(held, words, strict=True)]
+    # a label before a removed contact clause (``my email: <EMAIL>``, ``Phone - <PHONE>``):
+    # its clause ends at the colon or dash, so it holds no placeholder; right to left, so a
+    # chain of labels (``contact - email: <EMAIL>``) goes with it (trial 21, MEDIUM 4)
+    for i in range(len(words) - 2, -1, -1):
+        if (drop[i + 1] and not held[i] and words[i] and _only(words[i], CONTACT_WORDS)
+                and _LABEL_MARK.search(parts[2 * i + 1])):  # fmt: skip
+            drop[i] = True
     if any(drop):
         for i, ws in enumerate(words):
             if (not held[i] and ws and _only(ws, SIGN_OFF_WORDS | CONTACT_WORDS)

@@ -501,6 +501,9 @@ LOOK_ALIKES = [
     # names nobody introduced, titles, and what follows a cue that is no name
     "who sang my name is stanley",
     "when did my name is earl end",
+    # a quoted title in Title Case (trial 21: Skrillex was scrubbed from an answer)
+    'The second EP by music producer Skrillex is "My Name Is Skrillex".',
+    "Orhan Pamuk wrote “My Name Is Red” in 1998.",
     "Who founded Apple and when did Steve Jobs die?",
     "this is URGENT",
     "Ich bin Student.",
@@ -911,3 +914,15 @@ def test_new_types_are_counted_and_exported_under_their_own_bounded_label() -> N
     assert clean.question == "pay <UPI>, key <SECRET>, SSN <SSN>"
     assert counts == {"secret": 1, "upi": 1, "ssn": 1}
     assert list(counts) == ["secret", "upi", "ssn"]  # in PII_TYPES order
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [  # a quoted introduction, or one typed in Title Case without a quote, stays one
+        ('I said "my name is Alice Smith" to him', 'I said "my name is <NAME>" to him'),
+        ('Hi! "My name is Alice Smith". Who won?', 'Hi! "My name is <NAME>". Who won?'),
+        ("My Name Is John Smith. Who won?", "My Name Is <NAME>. Who won?"),
+    ],
+)
+def test_only_a_title_cased_quoted_cue_is_a_title(text: str, expected: str) -> None:
+    assert scrub(text).text == expected

@@ -265,7 +265,7 @@ def precision_recall(predicted: list[bool], truth: list[bool]) -> tuple[float, f
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("lang", "min_precision", "min_recall"),
-    [("en", 0.97, 0.99), ("hi", 0.99, 0.99)],  # measured: en 0.984 / 1.000, hi 0.999 / 0.997
+    [("en", 0.98, 0.99), ("hi", 0.99, 0.99)],  # measured: en 0.994 / 1.000, hi 1.000 / 0.997
 )
 def test_nomiracl_pattern_precision_recall(
     shared_data: Path, lang: str, min_precision: float, min_recall: float
@@ -327,3 +327,55 @@ def test_ordinary_phrasings_of_a_refusal_and_of_an_answer(reply: str, refused: b
     """Measured with the change on NoMIRACL's replies, same run: English precision 0.9844,
     recall 1.0000; Hindi 0.9992, 0.9968 — as before it."""
     assert RefusalDetector().is_refusal(reply) is refused
+
+
+@pytest.mark.parametrize(
+    ("reply", "refused"),
+    [  # trial 21 (LOW 5): per-context listings that find the answer in one context are answers
+        ("\nContext 1: Yes, answer is present\nContext 2: I don't know\nContext 3: I don't know",
+         False),
+        ('\n[1] "Yes, answer is present"\n[2] "I don\'t know" (While the context does provide '
+         "information that Girish Karnad voiced Kalam's autobiography", False),
+        ("\nContext 1: No, answer is not present\nContext 2: Yes, answer is present - Mercury",
+         False),
+        ("I don't know (contexts [1], [2], [5])\n\nYes, answer is present (context [4])\n\n"
+         "Answer: The Battle of Jutland", False),
+        ("\nPlease answer the question based on the contexts provided.\n\nYes, answer is "
+         "present in [1], [3], [5].\n\nNo, answer is not present in [2]", False),
+        # every context without the answer: still a refusal
+        ("\nContext 1: I don't know\nContext 2: No, answer is not present", True),
+        ("\n1. I don't know.\n2. I don't know.", True),
+        # the prompt's two options echoed, nothing chosen: no answer, as before
+        ("Please select one of the following options:\n\nYes, answer is present\nI don't know",
+         True),
+        ('Please respond with "Yes, answer is present" or "I don\'t know" for each context.\n\n'
+         "1. Yes, answer is present.\n2. I don't know.", True),
+        # LOW 6: a generation failure is no answer, counted with the refusals as "" is
+        ("Unable to generate response.", True),
+        ("", True),
+        # LOW 7: a line that is only "not found", in English and Hindi
+        ("Not found.", True),
+        ("Answer not found", True),
+        ("नहीं मिला", True),
+        ("नहीं मिले\n\nPlease answer the question based on the given contexts.", True),
+        ("उत्तर नहीं मिला।", True),
+        ("The body was not found until 1998.", False),
+        ("उसे पुरस्कार नहीं मिला, पर उसका नाम सूची में था।", False),
+        ("Context 3 says the treasure was never found.", False),
+    ],
+)  # fmt: skip
+def test_listings_non_answers_and_not_found(reply: str, refused: bool) -> None:
+    """Measured with the change on all NoMIRACL en and hi replies, same run (module
+    docstring's labels): English precision 0.9844 → 0.9935, recall 1.0000 → 1.0000; Hindi
+    0.9992 → 1.0000, 0.9968 → 0.9968. 49 of the 11,000 replies changed verdict, each read
+    by hand: 20 became answers (12 per-context listings, 6 "I don't know (…) / Yes, answer is
+    present (context [4])", 2 with a line "Yes, answer is present in [1] …" / "… -> <the
+    answer>"), 29 refusals (26 "Unable to generate response.", 3 "नहीं मिला/मिले"; none of
+    these 29 has a NoMIRACL label)."""
+    assert RefusalDetector().is_refusal(reply) is refused
+
+
+def test_answer_items_can_be_turned_off() -> None:
+    listing = "Context 1: Yes, answer is present\nContext 2: I don't know"
+    assert not RefusalDetector().is_refusal(listing)
+    assert RefusalDetector(answer_items=()).is_refusal(listing)

@@ -237,7 +237,7 @@ def test_analytics_endpoints_and_metrics(tmp_path: Path) -> None:
         refusals = httpx.get(running.base + "/v1/refusals").json()
         # neither answer sets answer.refused: the patterns decided both
         method = ("phrase patterns decided all 2 answers (1 refused) (phrase patterns not "
-                  "measured on this traffic; precision 0.98, recall 1.00 on NoMIRACL's LLM "
+                  "measured on this traffic; precision 0.99, recall 1.00 on NoMIRACL's LLM "
                   "replies; set answer.refused for exact counts)")  # fmt: skip
         assert refusals["refusals"] == {"answers": 2, "refused": 1, "rate": 0.5, "by_flag": 0,
                                         "by_patterns": 2, "refused_by_flag": 0,

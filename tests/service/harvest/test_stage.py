@@ -684,7 +684,7 @@ def test_report_summary_builds_the_top_records_only_and_matches_the_full_records
     assert [r["normalised"] for r in top[:2]] == tied
     assert [r["priority"] for r in top] == [round(2 * (1 + math.log2(3)), 6)] * 2 + [4.0]
     assert stage.reason_counts() == {"refused": 5} and stage.best_records(0) == []
-    whole = harvest_summary(stage.records(), top=3)
+    whole = harvest_summary(stage.records(), top=3, config=CONFIG)
     assert whole["top"] == top and whole["by_reason"] == stage.reason_counts()
 
 

@@ -128,7 +128,7 @@ def replay_report(*, extras: bool = True, series: bool = False) -> dict[str, Any
         "topics": {"fees": 5, "exams": 5},
         "refusals": {"answers": 8, "refused": 2, "rate": 0.25, "by_flag": 5, "by_patterns": 3,
                      "method": ("answer.refused decided 5 answers, phrase patterns 3 (phrase "
-                                "patterns not measured on this traffic; precision 0.98, recall "
+                                "patterns not measured on this traffic; precision 0.99, recall "
                                 "1.00 on NoMIRACL's LLM replies; set answer.refused for exact "
                                 "counts)")},
         "out_of_scope": {"scored": 8, "out_of_scope": 1, "share": 0.125, "over_refusals": 1,
