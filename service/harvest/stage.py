@@ -849,7 +849,7 @@ class HarvestStage:
         if check_gold and any(key.startswith(_GOLD) for key, _ in found):
             self._known.add(probe.text)
             return None
-        own = [key for key, _ in found if not key.startswith(_GOLD)]
+        own = [key for key, _ in found if not key.startswith(_GOLD)] if found else []
         if own and own[0].startswith(_DECIDED):  # nearest a decided question: the caller
             sid = own[0][len(_DECIDED) :]  # drops it (a live suggestion nearer takes it)
         else:

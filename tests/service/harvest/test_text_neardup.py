@@ -352,6 +352,41 @@ def test_probes_made_before_adds_and_removes_match_what_is_stored_at_match_time(
     assert checked > 20  # keys stored after the probes were matched: not vacuous
 
 
+def test_probes_without_a_match_are_the_definition_before_and_after_later_adds() -> None:
+    """Most new texts of a novel stream match nothing: :meth:`NearDupIndex.matches` returns
+    at once for a probe that found nothing when made (and, with keys stored since, nothing
+    among them either). Its result is still the definition (the exact Jaccard of every LSH
+    candidate now), for probes with and without matches, before and after keys stored
+    since, some of which match probes that had none."""
+    rng = random.Random(29)
+    words = "when are the hostel fees due library hours bus route exam form card".split()
+    texts = sorted({" ".join(rng.choices(words, k=rng.randint(1, 6))) for _ in range(500)})
+    rng.shuffle(texts)
+    index = NearDupIndex(threshold=0.6)
+    stored: dict[str, str] = {}
+    for i, text in enumerate(texts[:60]):
+        index.add(f"k{i}", text)
+        stored[f"k{i}"] = text
+
+    def definition(probe: Probe) -> list[tuple[str, float]]:
+        grams = trigrams(probe.text)
+        scores = [(k, jaccard(grams, trigrams(stored[k]))) for k in index.candidates(probe)]
+        return sorted([(k, j) for k, j in scores if j >= 0.6], key=lambda r: (-r[1], r[0]))
+
+    probes = index.probes(texts[300:])
+    before = [index.matches(probe) for probe in probes]
+    assert before == [definition(p) for p in probes]
+    empty = [p for p, found in zip(probes, before, strict=True) if not found]
+    assert len(empty) > 20 and len(empty) < len(probes)  # both kinds: not vacuous
+    for i, text in enumerate(texts[60:300]):  # stored after the probes were made
+        index.add(f"n{i}", text)
+        stored[f"n{i}"] = text
+    after = [index.matches(probe) for probe in probes]
+    assert after == [definition(p) for p in probes]
+    assert any(index.matches(p) for p in empty)  # a later key matches a probe that had none
+    assert any(not index.matches(p) for p in empty)
+
+
 def test_matches_through_delta_merges_rebuilds_and_a_rebuilt_index_are_the_reference() -> None:
     """Batches as a stage makes them (probes first, then some stored under new or existing
     keys), evictions between them, against an independent reference: datasketch's
