@@ -804,13 +804,13 @@ def _dumps(value: Any) -> str:
             return text.decode("utf-8")
     except (TypeError, ValueError, OverflowError, RecursionError, msgspec.MsgspecError):
         pass
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    if not text.isascii() and _SURROGATE.search(text) is not None:
+    dumped = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    if not dumped.isascii() and _SURROGATE.search(dumped) is not None:
         # a lone surrogate (a JSON "\\ud800" escape read by a path that does not replace it)
         # is not UTF-8: SQLite's binding would raise UnicodeEncodeError and lose the whole
         # checkpoint. Escaped, it is plain ASCII JSON that json.loads reads back equal.
         return json.dumps(value, separators=(",", ":"), ensure_ascii=True)
-    return text
+    return dumped
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -1072,9 +1072,9 @@ def insufficient_reason(
                            f"{detector.min_count} (an earlier one held {busiest}); "
                            f"{advice}")  # fmt: skip
         else:
-            held = f"the busiest had {busiest}" + (f", {mean:.1f} on average" if mean else "")
+            seen = f"the busiest had {busiest}" + (f", {mean:.1f} on average" if mean else "")
             reasons.append(f"no {_duration(span)} window reached {detector.min_count} {unit}; "
-                           f"{held}: {advice}")  # fmt: skip
+                           f"{seen}: {advice}")  # fmt: skip
     if comparison == "reference" and n_ref < detector.min_reference_count:
         reasons.append(f"the gold set gives {n_ref} rows to compare with, fewer than the "
                        f"{detector.min_reference_count} needed: add gold questions")  # fmt: skip
