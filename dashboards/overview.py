@@ -64,7 +64,9 @@ def _traffic() -> list[Panel | list[Panel]]:
                 "Question topics (share of the last hour)",
                 "Share of each topic among the last hour's questions given a topic, all "
                 "replicas (goldwatch:topic_share:ratio_rate1h). 'novel' counts questions far "
-                "from every gold question: traffic the gold set does not cover. A growing "
+                "from every gold question: traffic the gold set does not cover; it is left out "
+                "(no series, the other shares of the questions given a topic) while the novelty "
+                "detector is untrusted (panel Detectors trusted). A growing "
                 "topic or novel share calls for new gold questions (alerts TopicDrift, "
                 "CoverageGap). A question in a language no gold row is written in is given no "
                 "topic (the panel below counts them).",
@@ -107,6 +109,16 @@ def _traffic() -> list[Panel | list[Panel]]:
     ]  # fmt: skip
 
 
+#: Appended to a query of the out-of-scope detector's judgements (series with ``job`` and
+#: ``namespace``): no series while that detector is untrusted on some replica, as the
+#: OverRefusal / UnderRefusal alerts gate on it.
+SCOPE_TRUSTED = f" and on (job, namespace) goldwatch:out_of_scope_detector:trusted{{{SEL}}} == 1"
+#: The same for a query summed over every label: none unless trusted on every replica shown.
+ALL_SCOPE_TRUSTED = (
+    f' and on () (min (goldwatch_detector_trusted{{{SEL}, detector="out_of_scope"}}) == 1)'
+)
+
+
 def _refusals() -> list[Panel | list[Panel]]:
     return [
         row("Refusals and scope"),
@@ -145,8 +157,8 @@ def _refusals() -> list[Panel | list[Panel]]:
                 "Over-refusal: refused questions judged in scope, per in-scope question. "
                 "Under-refusal: answered questions judged out of scope, per out-of-scope "
                 "question. Both come from the out-of-scope detector calibrated on the gold "
-                "set, so read them as trends, and not at all while that detector is below the "
-                "quality floor (panel Detector quality; the alerts stay silent then). "
+                "set, so read them as trends; while that detector is untrusted (panel "
+                "Detectors trusted) its series are empty here and the alerts stay silent. "
                 "A rising over-refusal rate points at retrieval or prompt regressions "
                 "(OverRefusal); a rising under-refusal rate at made-up answers (UnderRefusal). "
                 "The detector misjudges some answerable questions, which a correct bot answers: "
@@ -157,13 +169,15 @@ def _refusals() -> list[Panel | list[Panel]]:
                 "refusal up to its bound on those (95 % upper bound of the unanswerable gold "
                 "questions it judges in scope) are explained by it and do not alert.",
                 [
-                    (f"goldwatch:over_refusal:ratio_rate1h{{{SEL}}}", "over-refusal"),
-                    (f"goldwatch:under_refusal:ratio_rate1h{{{SEL}}}", "under-refusal"),
-                    (f"goldwatch:under_refusal:per_scored_rate1h{{{SEL}}}",
+                    (f"goldwatch:over_refusal:ratio_rate1h{{{SEL}}}{SCOPE_TRUSTED}",
+                     "over-refusal"),
+                    (f"goldwatch:under_refusal:ratio_rate1h{{{SEL}}}{SCOPE_TRUSTED}",
+                     "under-refusal"),
+                    (f"goldwatch:under_refusal:per_scored_rate1h{{{SEL}}}{SCOPE_TRUSTED}",
                      "under-refusals per scored question"),
                     (f"goldwatch:out_of_scope_detector:misjudged_answerable_upper{{{SEL}}}",
                      "explained by the detector's error (upper bound)"),
-                    (f"goldwatch:over_refusal:per_refusal_rate1h{{{SEL}}}",
+                    (f"goldwatch:over_refusal:per_refusal_rate1h{{{SEL}}}{SCOPE_TRUSTED}",
                      "over-refusals per refusal"),
                     (f"goldwatch:out_of_scope_detector:misjudged_unanswerable_upper{{{SEL}}}",
                      "over-refusals explained by the detector's error (upper bound)"),
@@ -176,11 +190,14 @@ def _refusals() -> list[Panel | list[Panel]]:
                 "and the service's windows (current vs baseline, averaged over replicas). A "
                 "rise means users ask what the corpus does not cover: look at topics, novel "
                 "questions and coverage gaps; add documents or mark the questions as "
-                "unanswerable in the gold set.",
+                "unanswerable in the gold set. Empty while the out-of-scope detector is "
+                "untrusted (panel Detectors trusted): its judgements are no facts then.",
                 [
-                    (f"goldwatch:out_of_scope:ratio_rate1h{{{SEL}}}", "last hour"),
+                    (f"goldwatch:out_of_scope:ratio_rate1h{{{SEL}}}{SCOPE_TRUSTED}",
+                     "last hour"),
                     (f'avg by (window) (goldwatch_drift_rate_ratio{{{SEL}, '
-                     f'dimension="out_of_scope"}})', "service window: {{window}}"),
+                     f'dimension="out_of_scope"}}{SCOPE_TRUSTED})',
+                     "service window: {{window}}"),
                 ],
                 "percentunit", maximum=1,
             ),
@@ -188,16 +205,19 @@ def _refusals() -> list[Panel | list[Panel]]:
         timeseries(
             "Answers, refusals and scope judgements per second",
             "The counts behind the ratios above, all replicas: events with an answer, refusals, "
-            "questions given a scope score, judged out of scope, over- and under-refusals. "
-            "Ratios over few answers are noise; alerts need at least 100-200 in the hour.",
+            "questions given a scope score, judged out of scope, over- and under-refusals (the "
+            "last three only while the out-of-scope detector is trusted on every replica: "
+            "panel Detectors trusted). Ratios over few answers are noise; alerts need at "
+            "least 100-200 in the hour.",
             [
                 (f"sum (rate(goldwatch_answers_total{{{SEL}}}[{RATE}]))", "answers"),
                 (f"sum (rate(goldwatch_refusals_total{{{SEL}}}[{RATE}]))", "refusals"),
                 (f"sum (rate(goldwatch_scope_scored_total{{{SEL}}}[{RATE}]))", "scope scored"),
-                (f"sum (rate(goldwatch_out_of_scope_total{{{SEL}}}[{RATE}]))", "out of scope"),
-                (f"sum (rate(goldwatch_over_refusals_total{{{SEL}}}[{RATE}]))",
+                (f"sum (rate(goldwatch_out_of_scope_total{{{SEL}}}[{RATE}])){ALL_SCOPE_TRUSTED}",
+                 "out of scope"),
+                (f"sum (rate(goldwatch_over_refusals_total{{{SEL}}}[{RATE}])){ALL_SCOPE_TRUSTED}",
                  "over-refusals"),
-                (f"sum (rate(goldwatch_under_refusals_total{{{SEL}}}[{RATE}]))",
+                (f"sum (rate(goldwatch_under_refusals_total{{{SEL}}}[{RATE}])){ALL_SCOPE_TRUSTED}",
                  "under-refusals"),
             ],
             "eps",
@@ -231,8 +251,9 @@ def _refusals() -> list[Panel | list[Panel]]:
                 "1 (trusted) while a detector's ROC AUC reaches analytics.quality_floor (and "
                 "the out-of-scope detector's balanced accuracy at its threshold "
                 "analytics.scope_min_balanced_accuracy) on every replica; 0 (uncalibrated): "
-                "its counts are not facts and its drift and the "
-                "OverRefusal / UnderRefusal alerts stay silent.",
+                "its counts are not facts: its drift and the OverRefusal / UnderRefusal "
+                "(out-of-scope) or TopicDrift (novelty's novel share) alerts stay silent, and "
+                "the panels above leave its counts out.",
                 [(f"min by (detector) (goldwatch_detector_trusted{{{SEL}}})", "{{detector}}")],
                 {"1": ("trusted", "green"), "0": ("uncalibrated", "orange")},
             ),

@@ -65,6 +65,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sqlite3
 import sys
 import threading
@@ -776,7 +777,9 @@ def _dumps(value: Any) -> str:
     ``json.dumps`` as before: ``NaN`` and infinities (msgspec writes ``null``), tuples and
     non-string keys (they would read back as lists and strings: the same text as
     ``json.dumps`` gives, but not equal to ``value``), lone surrogates, integers over 64
-    bits, and types ``json.dumps`` refuses (sets, datetimes: ``TypeError`` as before).
+    bits, and types ``json.dumps`` refuses (sets, datetimes: ``TypeError`` as before). A
+    value holding a lone surrogate is written ASCII-escaped (``\\ud800``), so a checkpoint
+    never fails on one (SQLite takes only UTF-8 text).
 
     A list of strings (exactly ``str``: e.g. the harvest snapshot's ids), or a dict of
     strings to strings (the dedup window's ``{"ids": "<id>\\n<id>..."}``, ~0.6 MB at 50,000
@@ -801,9 +804,16 @@ def _dumps(value: Any) -> str:
             return text.decode("utf-8")
     except (TypeError, ValueError, OverflowError, RecursionError, msgspec.MsgspecError):
         pass
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    dumped = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    if not dumped.isascii() and _SURROGATE.search(dumped) is not None:
+        # a lone surrogate (a JSON "\\ud800" escape read by a path that does not replace it)
+        # is not UTF-8: SQLite's binding would raise UnicodeEncodeError and lose the whole
+        # checkpoint. Escaped, it is plain ASCII JSON that json.loads reads back equal.
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=True)
+    return dumped
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _encode = msgspec.json.encode
 _decode = msgspec.json.decode
 

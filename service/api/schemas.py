@@ -77,6 +77,11 @@ class Totals(BaseModel):
     #: (``feedback.rating: wrong_type``), all-time like the other totals (checkpointed; a
     #: state written before this field starts it at zero).
     fields_dropped: dict[str, int] = {}
+    #: Personal-data items scrubbed from the questions and answers, by type (``email``,
+    #: ``phone``...: every type, 0 included), all-time like the other totals: the annotation
+    #: totals are checkpointed with the stages, where ``goldwatch_pii_scrubbed_total`` restarts
+    #: at 0 (trial 20); ``{}`` with analytics or ``analytics.pii`` off (nothing is scrubbed).
+    pii_scrubbed: dict[str, int] = {}
 
 
 class Status(BaseModel):

@@ -70,11 +70,13 @@ from service.telemetry import TraceMetrics
 from service.traces.assembly import REPEAT_REASONS, Rejected, TraceAssembler
 from service.traces.mapping import TraceMappingError, content_index, trace_to_event
 from service.traces.otlp import (
+    SURROGATE_ESCAPE,
     InvalidSpan,
     TraceDecodeError,
     UnreadableLetter,
     decode_json,
     encode_json,
+    without_surrogates,
 )
 from service.traces.spans import Span, SpanEvent
 
@@ -506,11 +508,11 @@ def _stored(spans: Sequence[Span]) -> dict[str, str]:
     Usually ``{"spans": JSON text}``: one array per span (``[trace id, span id, parent id,
     name, start, end, attributes, [[event name, time, attributes], ...], resource, status,
     parent is remote]``; a value without the last item, written before it existed: unknown),
-    attribute values as plain JSON (str, bool, int, float, list, map), ASCII-escaped (a lone
-    surrogate from a JSON ``\\udXXX`` escape stays an escape: SQLite takes only valid
-    UTF-8). Values plain JSON cannot hold (bytes, NaN, infinities) fall back to
-    ``{"otlp": OTLP/JSON text}`` (:func:`~service.traces.otlp.encode_json`, typed values;
-    about ten times slower).
+    attribute values as plain JSON (str, bool, int, float, list, map), ASCII-escaped (SQLite
+    takes only valid UTF-8; decoded spans hold no lone surrogate since session 37, and one
+    stored by an earlier version is restored as U+FFFD, as decoding now gives it). Values
+    plain JSON cannot hold (bytes, NaN, infinities) fall back to ``{"otlp": OTLP/JSON text}``
+    (:func:`~service.traces.otlp.encode_json`, typed values; about ten times slower).
     """
     rows = [
         [s.trace_id, s.span_id, s.parent_span_id, s.name, s.start_unix_nano, s.end_unix_nano,
@@ -537,8 +539,12 @@ def _restored(value: Mapping[str, Any]) -> list[Span]:
     """
     if "otlp" in value:
         return decode_json(str(value["otlp"]).encode("utf-8", "surrogatepass"))
+    text = str(value["spans"])
+    rows = json.loads(text)
+    if SURROGATE_ESCAPE.search(text) is not None:  # stored before session 37: now U+FFFD
+        rows = without_surrogates(rows)
     spans = []
-    for row in json.loads(value["spans"]):
+    for row in rows:
         (trace_id, span_id, parent, name, start, end, attributes, events, resource,
          status) = row[:10]  # fmt: skip
         remote = row[10] if len(row) > 10 else None  # written before the field: unknown

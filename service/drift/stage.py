@@ -904,7 +904,7 @@ class DriftStage:
         n_current = int(test.get("n_current") or 0)
         # (the current window's counts matter only while there is nothing to compare with:
         # keyed on them otherwise, a live service's every new event missed the memo)
-        key = (dim, name, n_current, detector.busiest.get(name, 0),
+        key = (dim, name, n_current, detector.busiest.get(name, 0), detector.mean_window(name),
                tuple(sorted(current.items())) if compared is None or not sum(compared.values())
                else None,
                None if compared is None else tuple(sorted(compared.items())),
@@ -1005,6 +1005,15 @@ def _duration(seconds: float) -> str:
     return f"{seconds:g} s"
 
 
+def _hours_to_hold(span_s: float, min_count: int, per_window: float) -> int:
+    """Whole hours of a window that holds ``min_count`` events at ``per_window`` events per
+    ``span_s`` seconds (``0`` when ``per_window`` is 0): ``⌈span_s · min_count /
+    per_window / 3600⌉``, rounded to 9 places first so an exact multiple is not one more."""
+    if per_window <= 0:
+        return 0
+    return math.ceil(round(span_s * min_count / per_window / 3600, 9))
+
+
 def insufficient_reason(
     dim: str, comparison: str,
     detector: CategoricalDriftDetector | RateDriftDetector | TermsDriftDetector,
@@ -1012,10 +1021,15 @@ def insufficient_reason(
 ) -> str:  # fmt: skip
     """Why ``comparison`` (``reference`` or ``baseline``) of ``dim`` is ``insufficient_data``
     and what to change, from its latest report ``test`` (``n_reference``, ``n_current``)
-    and the detector's busiest tested window, e.g. ``"no 1 h window reached 200 answers;
-    the busiest had 57: raise analytics.drift.window_s (or lower analytics.drift.min_count)"``.
-    The busiest is at least the report's own ``n_current`` (a snapshot written before
-    ``busiest`` was kept restores 0). When a tested window did reach ``min_count``, the
+    and the detector's tested windows, e.g. ``"no 1 h window reached 200 answers; the
+    busiest had 70, 53.5 on average: raise analytics.drift.window_s to about 4 h (at the
+    mean; or lower analytics.drift.min_count)"``: the window advised is the one that holds
+    ``min_count`` at the mean window's count
+    (:meth:`~service.drift.detectors.CategoricalDriftDetector.mean_window`; the busiest
+    window's while there is none, e.g. before a whole window was tested), not at the
+    busiest's, which on Poisson traffic of 53.5 an hour said 3 h where about 4 h are needed
+    (session 37). The busiest is at least the report's own ``n_current`` (a snapshot written
+    before ``busiest`` was kept restores 0). When a tested window did reach ``min_count``, the
     reason says traffic fell, with the longer window the current rate would need, e.g.
     ``"traffic fell: the current 1 h window holds 4 answers, fewer than 200, though an
     earlier one held 355; if it stays this low, raise analytics.drift.window_s to about 50 h
@@ -1033,11 +1047,14 @@ def insufficient_reason(
                      else (cfg.window_s, "window_s"))  # fmt: skip
         busiest = max(detector.busiest.get(comparison, 0), n_cur)
         fell = busiest >= detector.min_count  # a busier window was tested
-        rate = n_cur if fell else busiest
-        # the window that would hold min_count at that window's rate, in whole hours
-        hours = math.ceil(span * detector.min_count / rate / 3600) if rate else 0
+        mean = detector.mean_window(comparison)
+        # the rate the advice is sized at: the current window's when traffic fell, else the
+        # mean window's (the busiest's while there is none: it was lucky, s37)
+        rate = n_cur if fell else mean or busiest
+        hours = _hours_to_hold(span, detector.min_count, rate)
         about = f" to about {hours} h" if 0 < hours * 3600 > span else ""
-        advice = f"raise {SETTINGS}.{key}{about} (or lower {SETTINGS}.min_count)"
+        at_mean = "at the mean; " if not fell and mean and about else ""
+        advice = f"raise {SETTINGS}.{key}{about} ({at_mean}or lower {SETTINGS}.min_count)"
         # "traffic fell" only for a drop beyond Poisson noise (two standard deviations of the
         # busier count): 201 then 197 is traffic hovering at min_count (trial 17)
         dropped = n_cur < busiest - 2 * math.sqrt(busiest)
@@ -1055,8 +1072,9 @@ def insufficient_reason(
                            f"{detector.min_count} (an earlier one held {busiest}); "
                            f"{advice}")  # fmt: skip
         else:
+            seen = f"the busiest had {busiest}" + (f", {mean:.1f} on average" if mean else "")
             reasons.append(f"no {_duration(span)} window reached {detector.min_count} {unit}; "
-                           f"the busiest had {busiest}: {advice}")  # fmt: skip
+                           f"{seen}: {advice}")  # fmt: skip
     if comparison == "reference" and n_ref < detector.min_reference_count:
         reasons.append(f"the gold set gives {n_ref} rows to compare with, fewer than the "
                        f"{detector.min_reference_count} needed: add gold questions")  # fmt: skip
@@ -1103,8 +1121,8 @@ def detectable_change(
     * the current window's size: ``n_current`` (the latest test's) when it reaches
       ``min_count``, else the busiest window tested (``detector.busiest``, "typical"), else
       no change can alarm: ``{"cannot_alarm": True, "text": ...}`` with the window that
-      would hold ``min_count`` at the busiest window's rate, as
-      :func:`insufficient_reason` says it;
+      would hold ``min_count`` at the mean window's count (the busiest's while there is
+      none), as :func:`insufficient_reason` says it;
     * what it is compared with: ``compared`` (the gold set's counts, a ready baseline's)
       or, while a baseline is not ready, the current window's shares (``current``) over the
       baseline it will have (``warmup_s / window_s`` windows frozen, one ``previous``);
@@ -1137,11 +1155,15 @@ def detectable_change(
         return {"cannot_alarm": True, "text": f"{head}: cannot alarm: {why}"}
 
     if n < detector.min_count:
-        hours = math.ceil(span * detector.min_count / busiest / 3600)
+        mean = detector.mean_window(comparison)
+        hours = _hours_to_hold(span, detector.min_count, mean or busiest)
         about = f" to about {hours} h" if hours * 3600 > span else ""
+        held = f"the busiest had {busiest}" + (f", {mean:.1f} on average" if mean else "")
+        at_mean = "at the mean; " if mean and about else ""
         return cannot(f"its {_duration(span)} windows hold fewer than min_count "
-                      f"({detector.min_count}) {unit} (the busiest had {busiest}); raise "
-                      f"{SETTINGS}.{key}{about} (or lower {SETTINGS}.min_count)")  # fmt: skip
+                      f"({detector.min_count}) {unit} ({held}); raise "
+                      f"{SETTINGS}.{key}{about} ({at_mean}or lower "
+                      f"{SETTINGS}.min_count)")  # fmt: skip
     of = {"reference": "gold-set", "baseline": "baseline"}.get(comparison, comparison)
     reference = compared
     if reference is None or not sum(reference.values()):

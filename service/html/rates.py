@@ -158,6 +158,12 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
         rows.append(["not judged: no gold row in their language",
                      f"{sum(lacking.values())} ("
                      + ", ".join(f"{k} {n}" for k, n in lacking.items()) + ")"])  # fmt: skip
+    covered = scope.get("no_gold_rows_covered_now") or {}
+    if covered:  # counted by an earlier gold set or rule: the current one judges them
+        rows.append(["not judged earlier, when the gold set had no row in their language "
+                     "(it has now: judged from then on)",
+                     f"{sum(covered.values())} ("
+                     + ", ".join(f"{k} {n}" for k, n in covered.items()) + ")"])  # fmt: skip
     support = scope.get("support")
     but = (
         " but the lowest the cutoff leaves out"

@@ -158,6 +158,7 @@ def analytics_sections(
                     analytics.get("topic_quality"),
                     analytics.get("topic_no_gold_rows_by_language"),
                     analytics.get("quality_min_class", FEW_RESULTS),
+                    analytics.get("topic_no_gold_rows_covered_now"),
                 ),
             ),
             drift_section(
@@ -178,12 +179,14 @@ def analytics_sections(
 
 def topic_note(quality: Mapping[str, Any] | None,
                no_gold_rows: Mapping[str, int] | None = None,
-               min_rows: int = 10) -> str | None:  # fmt: skip
+               min_rows: int = 10,
+               covered_now: Mapping[str, int] | None = None) -> str | None:  # fmt: skip
     """The topics section's note: the topic assignment's held-out agreement with the gold
     labels per language (:func:`service.topics.quality.agreement_text` of
     :func:`service.runtime.reports.topic_quality_report`) and per topic
     (:func:`service.topics.quality.by_topic_text`), then the live questions given no
-    topic as no gold row is written in their language (``no_gold_rows``,
+    topic as no gold row is written in their language (``no_gold_rows``; ``covered_now``:
+    those counted so earlier in a language the current gold set judges,
     :func:`service.topics.quality.no_gold_rows_text`); ``min_rows``:
     ``analytics.quality_min_class``, below which a language has too few labelled rows to
     measure the assignment in; ``None`` without a topic model."""
@@ -193,7 +196,7 @@ def topic_note(quality: Mapping[str, Any] | None,
     note = topic_agreement_text(quality.get("agreement"), supervised, min_rows) + "."
     if by_topic := by_topic_text(quality.get("agreement")):
         note += f" {by_topic[0].upper()}{by_topic[1:]}."
-    if lacking := topic_no_gold_rows_text(no_gold_rows or {}):
+    if lacking := topic_no_gold_rows_text(no_gold_rows or {}, covered_now):
         note += f" {lacking[0].upper()}{lacking[1:]}."
     return note
 

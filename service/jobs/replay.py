@@ -470,7 +470,10 @@ def render_text(doc: ReplayReport) -> str:
         lines.append(f"  {agreement}")
         if by_topic := by_topic_text(topic_quality["agreement"], limit=6):
             lines.append(f"  {by_topic}")
-    if no_topic := topic_no_gold_rows_text(analytics.get("topic_no_gold_rows_by_language") or {}):
+    if no_topic := topic_no_gold_rows_text(
+        analytics.get("topic_no_gold_rows_by_language") or {},
+        analytics.get("topic_no_gold_rows_covered_now"),
+    ):
         lines.append(f"  {no_topic}")
     if refusals["rate"] is not None:
         lines.append(f"refusals: {refusals['refused']}/{refusals['answers']} "

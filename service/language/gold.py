@@ -40,7 +40,13 @@ from typing import Any
 from service.language.detector import LABELS, UNDETERMINED
 from service.language.tags import language_key
 
-__all__ = ["gold_keys_by_label", "gold_language_keys", "judged_language", "lacks_gold"]
+__all__ = [
+    "covered_now_text",
+    "gold_keys_by_label",
+    "gold_language_keys",
+    "judged_language",
+    "lacks_gold",
+]
 
 
 def gold_keys_by_label(tags: Iterable[str]) -> dict[str, tuple[str, ...]]:
@@ -92,3 +98,21 @@ def lacks_gold(language: Any, gold: frozenset[str] | None) -> bool:
         return False
     key = language_key(str(language or UNDETERMINED))
     return key != UNDETERMINED and key not in gold
+
+
+def covered_now_text(covered: Mapping[str, int], what: str) -> str:
+    """The questions ``what`` (e.g. ``"given no topic"``) earlier for want of a gold row in
+    their language, in languages the current gold set judges (``covered``: ``{language:
+    n}``, most first): the report's ``..._covered_now``; empty when none.
+
+    >>> covered_now_text({"en": 617}, "given no topic")  # doctest: +NORMALIZE_WHITESPACE
+    '617 questions given no topic earlier, when the gold set (or its language rule) had no
+    row in their language (en 617): it has now, and questions in it are judged'
+    """
+    if not covered:
+        return ""
+    n = sum(covered.values())
+    named = ", ".join(f"{k} {v}" for k, v in covered.items())
+    return (f"{n} question{'s' if n != 1 else ''} {what} earlier, when the gold set (or its "
+            f"language rule) had no row in their language ({named}): it has now, and "
+            "questions in it are judged")  # fmt: skip

@@ -652,14 +652,29 @@ def no_gold_rows_text(scope: Mapping[str, Any]) -> str:
     (de 400, hi 3); add gold rows in it to judge them
     >>> no_gold_rows_text({})
     ''
+
+    Those counted by an earlier gold set or rule in a language the current one judges
+    (``no_gold_rows_covered_now``) are not said to lack gold rows:
+
+    >>> print(no_gold_rows_text({"no_gold_rows_by_language": {},
+    ...                          "no_gold_rows_covered_now": {"en": 617}}))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    617 questions not judged for scope earlier, when the gold set (or its language rule)
+    had no row in their language (en 617): it has now, and questions in it are judged
     """
     lacking = scope.get("no_gold_rows_by_language") or {}
-    if not lacking:
-        return ""
-    n = sum(lacking.values())
-    return (f"{n} question{'s' if n != 1 else ''} not judged for scope: no gold row is written "
-            f"in their language ({', '.join(f'{k} {v}' for k, v in lacking.items())}); add "
-            "gold rows in it to judge them")  # fmt: skip
+    covered = scope.get("no_gold_rows_covered_now") or {}
+    parts = []
+    if lacking:
+        n, named = sum(lacking.values()), ", ".join(f"{k} {v}" for k, v in lacking.items())
+        parts.append(f"{n} question{'s' if n != 1 else ''} not judged for scope: no gold row is "
+                     f"written in their language ({named}); add gold rows in it to judge "
+                     "them")  # fmt: skip
+    if covered:
+        from service.language.gold import covered_now_text
+
+        parts.append(covered_now_text(covered, "not judged for scope"))
+    return "; ".join(parts)
 
 
 def live_before_by_language(scope: Mapping[str, Any]) -> int:

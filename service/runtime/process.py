@@ -36,7 +36,7 @@ from service.evaluation.detector_quality import quality_gauges
 from service.pacing import Backoff
 from service.pipeline import Stage
 from service.quality.known import KnownQuestionIndex
-from service.records import GoldQuestion
+from service.records import PII_TYPES, GoldQuestion
 from service.runtime.live import (
     build_live,
     build_pipeline,
@@ -90,6 +90,16 @@ class IngestUnavailable(EngineBusy):
     code = "unavailable"
 
 
+class StatusTotals(TotalsJson):
+    """``/v1/status`` ``totals``: the engine's all-time counts
+    (:meth:`consumers.engine.Engine.totals_view`) and ``pii_scrubbed``, the personal-data
+    items scrubbed by type (every type of :data:`~service.records.PII_TYPES`), all-time from
+    the persisted annotation totals (``{}`` with analytics or ``analytics.pii`` off: nothing
+    is scrubbed)."""
+
+    pii_scrubbed: dict[str, int]
+
+
 class StatusReport(TypedDict):
     """:meth:`Runtime.status`, the body of ``GET /v1/status`` (the API's
     :class:`~service.api.schemas.Status` documents each field). ``uptime_s`` in seconds,
@@ -105,7 +115,7 @@ class StatusReport(TypedDict):
     source_kind: str
     source: dict[str, Any] | None
     input_finished: bool
-    totals: TotalsJson
+    totals: StatusTotals
     fields_dropped: dict[str, int]
     last_error: str | None
     gold_refresh_error: str | None
@@ -460,9 +470,16 @@ class Runtime:
         """Return the JSON body of ``GET /v1/status``."""
         source = self._source
         ready, reasons = self.ready()
-        totals = self.engine.totals_view()
+        view = self.engine.totals_view()
         notice = gold_set_notice(self.settings)
         analytics = self.live.analytics
+        # all-time, as the others: the annotation totals are checkpointed with the stages
+        # (the goldwatch_pii_scrubbed_total counter restarts at 0); a fixed key set, read
+        # without the lock (no iteration over a dict the pipeline may be growing)
+        pii = None if analytics.totals is None else analytics.totals.pii
+        scrub = pii is not None and self.settings.analytics.pii
+        scrubbed = {kind: pii[kind] for kind in PII_TYPES} if scrub and pii is not None else {}
+        totals: StatusTotals = {**view, "pii_scrubbed": scrubbed}
         unreliable = (language_candidates_report(analytics) or {}).get("unreliable")
         # a failed refresh first: the gold set in use is not the file's; then the language
         # figures called unreliable, before the start-up line that names the left-out ones;

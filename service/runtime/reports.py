@@ -18,6 +18,7 @@ from service.harvest.store import GapSuggestions, SuggestionRecord
 from service.harvest.suggestion import Suggestion
 from service.language.detector import LanguageLabeler
 from service.language.excluded import excluded_report
+from service.language.gold import lacks_gold
 from service.language.unlabelled import (
     UnlabelledLanguage,
     unlabelled_languages,
@@ -108,6 +109,10 @@ class OutOfScopeReport(TypedDict):
     off_corpus_by_language: dict[str, int]
     not_judged_by_language: dict[str, int]
     no_gold_rows_by_language: dict[str, int]
+    #: of the questions given no verdict for want of a gold row in their language, those
+    #: in a language the current gold set (and rule) judges, by language: counted by an
+    #: earlier gold set or rule (:func:`split_by_gold`); absent when none
+    no_gold_rows_covered_now: NotRequired[dict[str, int]]
     counted_under: list[dict[str, Any]]
     counted_under_notice: str | None
     gold_set_versions: NotRequired[list[str]]
@@ -163,6 +168,9 @@ class AnalyticsReport(TypedDict):
     #: live questions given no topic, per language: no gold row is written in their language
     #: (:class:`~service.topics.stage.TopicStage`); they are in no ``topics`` count
     topic_no_gold_rows_by_language: dict[str, int]
+    #: of those, the ones in a language the current gold set (and rule) gives topics in:
+    #: counted by an earlier gold set or rule (:func:`split_by_gold`); absent when none
+    topic_no_gold_rows_covered_now: NotRequired[dict[str, int]]
     topic_labels: dict[str, str]
     #: the topic assignment's held-out agreement with the gold labels per language
     #: (:func:`topic_quality_report`), ``None`` without a topic model
@@ -255,6 +263,48 @@ def harvest_summary(
             "top": [by_id[s.id] for s in chosen]}  # fmt: skip
 
 
+def split_by_gold(
+    counts: Mapping[str, int], known: bool, gold_languages: frozenset[str] | None
+) -> tuple[dict[str, int], dict[str, int]]:
+    """``counts`` (``{language: n}`` of questions left unjudged for want of a gold row in
+    their language, all-time) split into ``(still lacking, covered now)``, each most first:
+    a language the current gold set judges (:func:`~service.language.gold.lacks_gold` of
+    ``gold_languages``; ``None``: every language) is covered now, its count kept from an
+    earlier gold set or rule. ``known`` false (no stage applies the rule now): all lacking,
+    as counted.
+
+    >>> split_by_gold({"de": 4, "en": 617}, True, frozenset({"en"}))
+    ({'de': 4}, {'en': 617})
+    >>> split_by_gold({"de": 4}, False, None)
+    ({'de': 4}, {})
+    """
+    lacking: dict[str, int] = {}
+    covered: dict[str, int] = {}
+    for language, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+        if known and not lacks_gold(language, gold_languages):
+            covered[language] = n
+        else:
+            lacking[language] = n
+    return lacking, covered
+
+
+def _topic_gold_languages(live: Live) -> tuple[bool, frozenset[str] | None]:
+    """``(a topic stage runs, the languages its gold set judges)``
+    (:attr:`~service.topics.stage.TopicStage.gold_languages`)."""
+    stage = next((st for st in live.analytics.stages if isinstance(st, TopicStage)), None)
+    return (False, None) if stage is None else (True, stage.gold_languages)
+
+
+def _scope_gold_languages(live: Live) -> tuple[bool, frozenset[str] | None]:
+    """``(an out-of-scope stage judges by language, the languages its gold set judges)``
+    (the detector's ``gold_languages()``: ``None`` judges every language)."""
+    for stage in live.analytics.stages:
+        judged = getattr(getattr(stage, "detector", None), "gold_languages", None)
+        if callable(judged):
+            return True, judged()
+    return False, None
+
+
 def analytics_report(live: Live) -> AnalyticsReport | None:
     """Summarise the analytics of a run from the drift stage and the persisted annotation
     totals (since the first start, not since this process's: the Prometheus counters
@@ -271,14 +321,19 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
     support = scope_support(live.analytics)
     misjudged = misjudged_of(live.analytics)  # as the gauge has it (Live, refresh)
     let_in = misjudged_unanswerable_of(live.analytics)  # (the same)
+    # counted by an earlier gold set or language rule: a state kept across a gold-set edit or
+    # an upgrade said "no gold row in their language (en 617)" of a language judged now
+    topic_lacking, topic_covered = split_by_gold(totals.by_language["topic_no_gold_rows"],
+                                                 *_topic_gold_languages(live))  # fmt: skip
+    scope_lacking, scope_covered = split_by_gold(totals.by_language["no_gold_rows"],
+                                                 *_scope_gold_languages(live))  # fmt: skip
     report: AnalyticsReport = {
         "languages": dict(drift.live_counts["language"].most_common()),
         "language_labels": language_labels_report(live.analytics.language_labeler,
                                                   drift.live_counts["language"]),
         "language_quality": live.analytics.language_quality,
         "topics": dict(drift.live_counts["topic"].most_common()),
-        "topic_no_gold_rows_by_language": dict(
-            totals.by_language["topic_no_gold_rows"].most_common()),
+        "topic_no_gold_rows_by_language": topic_lacking,
         "topic_labels": dict(live.analytics.topic_descriptions),
         "topic_quality": topic_quality_report(live.analytics),
         "refusals": {"answers": answers, "refused": refused,
@@ -308,7 +363,7 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
                                         else let_in.explains(flags["scored_refusals"])),
             "off_corpus_by_language": dict(totals.by_language["off_corpus"].most_common()),
             "not_judged_by_language": dict(totals.by_language["not_judged"].most_common()),
-            "no_gold_rows_by_language": dict(totals.by_language["no_gold_rows"].most_common()),
+            "no_gold_rows_by_language": scope_lacking,
             "counted_under": [dict(row) for row in totals.counted_under],
             "counted_under_notice": counted_under_text(totals.counted_under, scored),
         },
@@ -321,6 +376,10 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
     }  # fmt: skip
     if live.quality is not None:
         report["out_of_scope"]["gold_set_versions"] = live.quality.gold_set_versions()
+    if scope_covered:
+        report["out_of_scope"]["no_gold_rows_covered_now"] = scope_covered
+    if topic_covered:
+        report["topic_no_gold_rows_covered_now"] = topic_covered
     candidates = language_candidates_report(live.analytics)
     if candidates is not None:  # right after language_quality, as the reports read them
         items = list(report.items())

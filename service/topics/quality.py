@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from service.coverage import wilson_bounds
+from service.language.gold import covered_now_text
 
 __all__ = [
     "AGREEMENT_MARGIN",
@@ -286,7 +287,7 @@ def by_topic_text(quality: Mapping[str, Any] | None, limit: int | None = None) -
     return "by topic, held out: " + "; ".join(parts)
 
 
-def no_gold_rows_text(lacking: Mapping[str, int]) -> str:
+def no_gold_rows_text(lacking: Mapping[str, int], covered: Mapping[str, int] | None = None) -> str:
     """The live questions given no topic because no gold row is written in their language
     (``lacking``: ``{language: n}``, the analytics report's ``topic_no_gold_rows_by_language``,
     :class:`~service.topics.stage.TopicStage`), most first; empty when none.
@@ -296,11 +297,18 @@ def no_gold_rows_text(lacking: Mapping[str, int]) -> str:
     the topic shares, novelty and topic drift leave them out; add gold rows in it to judge them
     >>> no_gold_rows_text({})
     ''
+
+    ``covered``: those counted so by an earlier gold set or rule in a language the current
+    one judges (the report's ``topic_no_gold_rows_covered_now``), said apart
+    (:func:`~service.language.gold.covered_now_text`).
     """
-    if not lacking:
-        return ""
-    n = sum(lacking.values())
-    named = ", ".join(f"{k} {v}" for k, v in sorted(lacking.items(), key=lambda kv: -kv[1]))
-    return (f"{n} question{'s' if n != 1 else ''} given no topic: no gold row is written in "
-            f"their language ({named}); the topic shares, novelty and topic drift leave them "
-            "out; add gold rows in it to judge them")  # fmt: skip
+    parts = []
+    if lacking:
+        n = sum(lacking.values())
+        named = ", ".join(f"{k} {v}" for k, v in sorted(lacking.items(), key=lambda kv: -kv[1]))
+        parts.append(f"{n} question{'s' if n != 1 else ''} given no topic: no gold row is "
+                     f"written in their language ({named}); the topic shares, novelty and "
+                     "topic drift leave them out; add gold rows in it to judge them")  # fmt: skip
+    if covered:
+        parts.append(covered_now_text(covered, "given no topic"))
+    return "; ".join(parts)

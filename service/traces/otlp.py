@@ -11,7 +11,10 @@ Two encodings, the ones ``POST /v1/traces`` and the Collector's ``kafka`` export
   strings (not base64), enums are integers, 64-bit integers (``intValue``,
   ``startTimeUnixNano``) are decimal strings or numbers, keys are lowerCamelCase (the proto
   field names, ``trace_id``, are accepted too), unknown fields are ignored. ``bytesValue``
-  is base64.
+  is base64. A ``\\ud800``-style escape of a lone UTF-16 surrogate (a producer that cut a
+  string inside an emoji) is replaced by U+FFFD at decode, in keys and values, as the event
+  decoder does (``consumers.decoding``, check 4): the trace keeps its question and is not
+  dead-lettered for it, and no lone surrogate reaches the state, the reports or the metrics.
 
 Errors carry a bounded ``reason`` (:data:`REASONS`) and a detail naming the field path and
 what is wrong with it (expected type, length, not hex, all zero), never the content. A
@@ -30,6 +33,7 @@ import base64
 import binascii
 import json
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +50,9 @@ REASONS: tuple[str, ...] = ("not_protobuf", "not_utf8", "not_json", "wrong_type"
 #: Largest value an OTLP 64-bit unsigned field (timestamps) may hold.
 _U64_MAX = 2**64 - 1
 _I64 = (-(2**63), 2**63 - 1)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: may start a lone surrogate's escape (or a pair's): JSON text worth :func:`without_surrogates`
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 class TraceDecodeError(GoldwatchError):
@@ -476,6 +483,8 @@ def decode_json_request(payload: bytes) -> Decoded:
         raise TraceDecodeError("not_utf8", "payload is not UTF-8") from None
     try:
         top = json.loads(text)
+        if SURROGATE_ESCAPE.search(text) is not None:
+            top = without_surrogates(top)
     except (ValueError, RecursionError):
         raise TraceDecodeError("not_json", f"not one JSON text ({len(payload)} bytes)") from None
     _expect(top, dict, "object", "$")
@@ -515,6 +524,22 @@ def decode_json_request(payload: bytes) -> Decoded:
         return _json_letter(resources[r], items)
 
     return Decoded(spans, invalid, unreadable_letters(payload, invalid, len(spans), build))
+
+
+def without_surrogates(node: Any) -> Any:
+    """``node`` (parsed JSON: str, dict, list, other scalars) with every lone surrogate in
+    its strings and keys replaced by U+FFFD; a string without one is returned as it is.
+
+    Raises:
+        RecursionError: nesting deeper than the interpreter's limit.
+    """
+    if type(node) is str:
+        return _SURROGATE.sub("\ufffd", node) if _SURROGATE.search(node) else node
+    if type(node) is dict:
+        return {without_surrogates(k): without_surrogates(v) for k, v in node.items()}
+    if type(node) is list:
+        return [without_surrogates(item) for item in node]
+    return node
 
 
 def _json_letter(resource_spans: dict[str, Any], items: Sequence[InvalidSpan]) -> bytes:

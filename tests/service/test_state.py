@@ -21,6 +21,21 @@ def test_round_trip_survives_reopen(tmp_path: Path) -> None:
         assert store.keys("stage/") == ["stage/dedup"]
 
 
+def test_a_lone_surrogate_is_written_escaped_and_reads_back_equal(tmp_path: Path) -> None:
+    """A value holding a lone surrogate (a path that does not replace it) used to make the
+    whole checkpoint raise UnicodeEncodeError; it is written as an ASCII escape."""
+    path = tmp_path / "state.db"
+    values = {"a/text": "caf\ud800 bill", "a/nested": {"q": ["\udc00", 1.5, "é"]}}
+    with StateStore.open(path) as store:
+        store.checkpoint({**values, "a/tuple": ("\udfff",)})
+    with StateStore.open(path) as store:
+        assert store.get_many(list(values)) == values
+        assert store.get("a/tuple") == ["\udfff"]  # tuples read back as lists, as ever
+    with sqlite3.connect(path) as conn:
+        rows = dict(conn.execute("SELECT key, value FROM state").fetchall())
+    assert rows["a/text"] == '"caf\\ud800 bill"'
+
+
 def test_wal_mode(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     StateStore.open(path).close()

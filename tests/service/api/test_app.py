@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -165,6 +166,28 @@ def test_dropped_fields_survive_a_restart(tmp_path: Path) -> None:
         assert status["fields_dropped"] == {"feedback.rating: wrong_type": 2}
         assert status["totals"]["dropped"] == {}  # whole events removed: none
         assert status["totals"]["processed"] == 2
+
+
+def test_personal_data_scrubbed_is_an_all_time_total_in_status_and_page(tmp_path: Path) -> None:
+    """Trial 20: /v1/status had no all-time count of the personal data scrubbed (only the
+    goldwatch_pii_scrubbed_total counter, which a restart resets). One e-mail address before
+    a restart, a second one after: 2 e-mail addresses, no other type."""
+    settings = load_settings(
+        state={"path": tmp_path / "state.sqlite"}, api={"port": _free_port(), "token": TOKEN}
+    )
+    with Server(settings) as first:
+        sent = _event("m1", f"I am {SECRET}, when is the hostel fee due?")
+        assert first.post(sent).json()["accepted"] == 1
+        scrubbed = httpx.get(first.base + "/v1/status").json()["totals"]["pii_scrubbed"]
+        assert scrubbed["email"] == 1 and sum(scrubbed.values()) == 1
+    with Server(settings) as second:
+        sent = _event("m2", "Write to dave.other@example.org about the mess menu, please")
+        assert second.post(sent).json()["accepted"] == 1
+        scrubbed = httpx.get(second.base + "/v1/status").json()["totals"]["pii_scrubbed"]
+        assert scrubbed["email"] == 2 and sum(scrubbed.values()) == 2
+        assert set(scrubbed) >= {"email", "phone", "name"}  # every type, 0 included
+        page = httpx.get(second.base + "/").text
+        assert re.search(r"<td>pii_scrubbed: email</td>\s*<td[^>]*>2</td>", page), page
 
 
 def test_auth_on_ingest(server: Server) -> None:

@@ -12,6 +12,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -303,8 +304,9 @@ def test_a_damaged_pending_value_is_dead_lettered_not_dropped(tmp_path: Path) ->
     ids=["plain JSON", "bytes", "infinity"],
 )  # fmt: skip
 def test_stored_spans_round_trip(attributes: dict[str, Any]) -> None:
-    """Every attribute type of a span, lone surrogates and non-ASCII text included; bytes
-    and infinities take the OTLP/JSON fallback."""
+    """Every attribute type of a span, non-ASCII text included; bytes and infinities take
+    the OTLP/JSON fallback. A lone surrogate (decoding replaces it since session 37; a span
+    stored by an earlier version may hold one) is restored as U+FFFD in either form."""
     span = Span(
         "ab" * 16, "01" * 8, None, "root", 1, 2, attributes=attributes,
         events=(SpanEvent("db.query.result", 5, {"id": "d-1", "score": 0.25}),),
@@ -315,7 +317,8 @@ def test_stored_spans_round_trip(attributes: dict[str, Any]) -> None:
     assert set(value) == ({"otlp"} if len(attributes) < 4 else {"spans"})
     text = json.dumps(value, ensure_ascii=False)
     text.encode("utf-8")  # valid UTF-8: SQLite takes it
-    assert _restored(json.loads(text)) == [span, child]
+    fixed = {k: "a\ufffdb" if v == "a\ud800b" else v for k, v in attributes.items()}
+    assert _restored(json.loads(text)) == [replace(span, attributes=fixed), child]
 
 
 def test_the_route_answers_503_when_the_spans_cannot_be_made_durable(

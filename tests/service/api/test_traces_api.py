@@ -325,6 +325,34 @@ def test_otlp_json_and_a_resent_trace(server: Server) -> None:
     assert len(server.capture.events) == 1
 
 
+def test_a_lone_surrogate_escape_becomes_u_fffd_not_a_dead_trace(server: Server) -> None:
+    """OTLP/JSON may carry ``\\ud800`` escapes (a producer cut a string inside an emoji):
+    replaced by U+FFFD at decode, as the event decoder does, so the trace keeps its question
+    (it was an ``invalid_value`` dead letter, "question: string_unicode") and the checkpoint
+    that records it is written."""
+    payload, trace_id = _sdk_request()
+    body = encode_json(decode_protobuf(payload))
+    for plain, escaped in (
+        (b"What is the refund", b"What is the caf\\ud800 refund"),
+        (b'"u-7"', b'"u-\\udc00"'),
+        (b"30 days.", b"30 \\ud83d days."),
+    ):
+        assert plain in body
+        body = body.replace(plain, escaped)
+    response = server.post(body, "application/json")
+    assert response.status_code == 200 and response.json() == {}
+    (event,) = server.wait_for(1)
+    expected = _expected(trace_id, "b" * 32, "c" * 32, "d" * 32)[trace_id]
+    assert event == replace(
+        expected,
+        question="What is the caf\ufffd refund window?",
+        user=User(id="u-\ufffd"),
+        answer=Answer(text="30 \ufffd days."),
+    )
+    totals = httpx.get(server.base + "/v1/status").json()["totals"]
+    assert (totals["consumed"], totals["processed"], totals["dead_lettered"]) == (1, 1, {})
+
+
 def test_partial_success_reports_dropped_spans(server: Server, tmp_path: Path) -> None:
     payload, _ = _sdk_request()
     spans = decode_protobuf(payload)

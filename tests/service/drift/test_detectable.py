@@ -188,7 +188,8 @@ def test_the_stated_refusal_rise_vs_the_baseline_alarms_just_above_not_clearly_b
 def test_the_trial_says_its_hourly_windows_cannot_alarm_and_shows_it_in_text_and_html() -> None:
     """The trial: 52 questions an hour, a 60-row gold set, 4 days. The 1 h windows (60
     one-minute buckets, the last one partial) hold at most 52 (< min_count 200): 200 at 52
-    an hour need 3.85 h, "about 4 h" in whole hours; the gold-set
+    an hour need 3.85 h, "about 4 h" in whole hours (every whole window, 3,540-3,600 s of
+    events 69.2 s apart, holds 52: the mean is 52.0 too); the gold-set
     comparison states its figure. Both in the text report and the HTML section."""
     drift = _stage()
     _stream(drift, 96, 52, _languages(0.2))
@@ -196,8 +197,8 @@ def test_the_trial_says_its_hourly_windows_cannot_alarm_and_shows_it_in_text_and
     baseline = report["language"]["comparisons"]["baseline"]["detectable"]
     assert baseline == {"cannot_alarm": True, "text": (
         "language vs baseline: cannot alarm: its 1 h windows hold fewer than min_count (200) "
-        "questions (the busiest had 52); raise analytics.drift.window_s to about 4 h (or "
-        "lower analytics.drift.min_count)")}  # fmt: skip
+        "questions (the busiest had 52, 52.0 on average); raise analytics.drift.window_s to "
+        "about 4 h (at the mean; or lower analytics.drift.min_count)")}  # fmt: skip
     gold = report["language"]["comparisons"]["reference"]["detectable"]
     assert gold["text"].startswith("language vs gold set: with 60 gold rows and ~1,248 "
                                    "questions a 24 h window")  # fmt: skip

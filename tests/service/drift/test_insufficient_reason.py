@@ -17,9 +17,16 @@ START = datetime(2026, 11, 20, tzinfo=UTC)
 # 1,000 events a day (one every 86.4 s), the trial's traffic: a 1 h window (60 one-minute
 # buckets) spans at most 41 gaps of 86.4 s (3,542.4 s; 42 gaps are 3,628.8 s > 3,600 s), so
 # the busiest tested window holds 42 events; 200 at that rate need 3,600 × 200 / 42 =
-# 17,143 s = 4.8 h, i.e. "about 5 h" in whole hours.
-WHY = ("no 1 h window reached 200 {unit}; the busiest had 42: raise analytics.drift.window_s "
-       "to about 5 h (or lower analytics.drift.min_count)")  # fmt: skip
+# 17,143 s = 4.8 h, i.e. "about 5 h" in whole hours. Since session 37 the advice is sized at
+# the mean window: a window (60 one-minute buckets ending at the watermark's, 3,540-3,600 s of
+# traffic) holds 41 or 42, so the mean is between; 200 at 41-42 need 4.8-4.9 h: still 5 h.
+WHY = (r"no 1 h window reached 200 {unit}; the busiest had 42, (4[12]\.\d) on average: raise "
+       r"analytics\.drift\.window_s to about 5 h \(at the mean; or lower "
+       r"analytics\.drift\.min_count\)")  # fmt: skip
+#: a reason as a report holds it, for the rendering tests
+SAID = ("no 1 h window reached 200 {unit}; the busiest had 42, 41.9 on average: raise "
+        "analytics.drift.window_s to about 5 h (at the mean; or lower "
+        "analytics.drift.min_count)")  # fmt: skip
 
 
 def _one_day() -> DriftStage:
@@ -39,9 +46,10 @@ def test_an_untested_comparison_says_why_with_the_busiest_window_and_what_to_rai
     refusal = report["refusal"]["comparisons"]["baseline"]
     assert report["refusal"]["state"] == refusal["state"] == "insufficient_data"
     assert refusal["n_reference"] == 250  # the 6 h warm-up: 21,600 / 86.4 events, frozen
-    assert refusal["insufficient"] == WHY.format(unit="answers")
+    found = re.fullmatch(WHY.format(unit="answers"), refusal["insufficient"])
+    assert found is not None and 41 <= float(found[1]) <= 42, refusal["insufficient"]
     language = report["language"]["comparisons"]
-    assert language["baseline"]["insufficient"] == WHY.format(unit="questions")
+    assert re.fullmatch(WHY.format(unit="questions"), language["baseline"]["insufficient"])
     assert language["reference"]["state"] == "ok" and "insufficient" not in language["reference"]
 
 
@@ -168,7 +176,7 @@ def _untested(doc: dict) -> dict:
             "comparison": "baseline", "state": "insufficient_data", "timestamp": 1795003600.0,
             "n_reference": 250, "n_current": 42, "rate_reference": None,
             "rate_current": None, "ci_low": None, "ci_high": None, "p_value": 1.0,
-            "alpha": 1e-5, "insufficient": WHY.format(unit=unit)}}  # fmt: skip
+            "alpha": 1e-5, "insufficient": SAID.format(unit=unit)}}  # fmt: skip
     doc["analytics"]["drift"]["alarms"] = []
     return doc
 
@@ -181,9 +189,9 @@ def _text(doc: dict) -> list[str]:
 def test_text_report_says_why_a_comparison_is_not_tested() -> None:
     lines = _text(_untested(samples.replay_report()))
     assert ("  refusal vs baseline not tested (insufficient_data): "
-            + WHY.format(unit="answers")) in lines  # fmt: skip
+            + SAID.format(unit="answers")) in lines  # fmt: skip
     assert ("  language vs baseline not tested (insufficient_data): "
-            + WHY.format(unit="questions")) in lines  # fmt: skip
+            + SAID.format(unit="questions")) in lines  # fmt: skip
     assert not any("not tested" in line for line in _text(samples.replay_report()))
 
 
@@ -212,7 +220,7 @@ def test_rates_chart_has_no_empty_window_bars_or_legend_entries() -> None:
     chart = _chart(html)
     assert "all events" in chart
     assert "baseline window" not in chart and "current window" not in chart
-    assert "No window has been tested yet: " + WHY.format(unit="answers") in html
+    assert "No window has been tested yet: " + SAID.format(unit="answers") in html
 
 
 def test_restoring_a_snapshot_without_busiest_takes_the_restored_reports_windows() -> None:
@@ -225,3 +233,43 @@ def test_restoring_a_snapshot_without_busiest_takes_the_restored_reports_windows
                        clock=lambda: (START + timedelta(days=30)).timestamp())  # fmt: skip
     after.rates["refusal"].restore(old)
     assert after.rates["refusal"].busiest == {"baseline": 42}
+
+
+def _alternating_hours(hours: int) -> list[float]:
+    """Even hours 70 answers, odd hours 40, evenly spaced within each hour (seconds after
+    ``START``): 55 an hour on average."""
+    stamps: list[float] = []
+    for hour in range(hours):
+        n = 70 if hour % 2 == 0 else 40
+        stamps += [hour * 3600.0 + 3600.0 * i / n for i in range(n)]
+    return stamps
+
+
+def test_the_window_advised_holds_min_count_at_the_mean_not_the_busiest() -> None:
+    """Session 37: the advice was sized at the busiest window's rate, which a lucky window
+    inflates (Poisson, mean 53.5 an hour: "about 3 h" where ~4 h are needed). Worked by hand
+    on 24 h alternating 70 and 40 answers an hour: the busiest 1 h window (60 one-minute
+    buckets, 3,540-3,600 s of traffic) lies in a 70-hour, 69 or 70 answers; a window over
+    two hours holds fewer. The time-weighted mean window is the mean rate, 55 an hour, less
+    at most one answer for the part minute: in [54, 55.5]. 200 at 70 an hour need 2.9 h
+    ("about 3 h", the old advice, which would never alarm); at 54-55.5, 3.6-3.7 h: 4 h."""
+    drift = DriftStage({}, clock=lambda: (START + timedelta(days=30)).timestamp())
+    _feed_answers(drift, _alternating_hours(24), chunk=50)
+    report = drift.report(detectable=True)
+    test = report["refusal"]["comparisons"]["baseline"]
+    assert test["state"] == "insufficient_data" and test["n_current"] < 200
+    found = re.fullmatch(
+        r"no 1 h window reached 200 answers; the busiest had (\d+), ([\d.]+) on average: raise "
+        r"analytics\.drift\.window_s to about 4 h \(at the mean; or lower "
+        r"analytics\.drift\.min_count\)",
+        test["insufficient"].split("; the baseline")[0],
+    )
+    assert found is not None, test["insufficient"]
+    assert int(found[1]) in (69, 70) and 54.0 <= float(found[2]) <= 55.5
+    cannot = test["detectable"]
+    assert cannot["cannot_alarm"] is True
+    assert cannot["text"] == (
+        "refusal vs baseline: cannot alarm: its 1 h windows hold fewer than min_count (200) "
+        f"answers (the busiest had {found[1]}, {found[2]} on average); raise "
+        "analytics.drift.window_s to about 4 h (at the mean; or lower analytics.drift.min_count)"
+    )
