@@ -178,7 +178,8 @@ def _detector_lines(analytics: Analytics) -> list[str]:
     next lines), or
     uncalibrated with the reason
     (:meth:`~service.runtime.analytics.Analytics.uncalibrated`, the text the reports show);
-    then why a detector is off, if one is."""
+    then why a detector is off, if one is; then the topic assignment's held-out kappa
+    (:func:`_topic_lines`)."""
     from service.evaluation.detector_quality import measured_on, operating_point_summary
     from service.refusals.scope import CALIBRATION_LIMIT, support_by_language_text, support_text
     from service.runtime.analytics import scope_support
@@ -207,4 +208,25 @@ def _detector_lines(analytics: Analytics) -> list[str]:
     for name, off in (("out_of_scope", analytics.scope_off), ("novelty", analytics.novelty_off)):
         if off:
             lines.append(f"{name} detector off: {off}")
+    lines += _topic_lines(analytics)
     return lines
+
+
+def _topic_lines(analytics: Analytics) -> list[str]:
+    """The topic assignment's line: with a supervised model's held-out kappa
+    (:func:`~service.topics.quality.kappa_of`), calibrated with it, or UNCALIBRATED with why
+    (:meth:`~service.runtime.analytics.Analytics.topic_uncalibrated`); ``[]`` without one
+    (no topic model, unsupervised topics: no labels to measure it on)."""
+    from service.topics.quality import kappa_of, kappa_text
+
+    found = kappa_of(analytics.topic_quality)
+    if found is None or analytics.topic_quality is None:
+        return []
+    why = analytics.topic_uncalibrated()
+    if why is not None:
+        return [f"topic assignment UNCALIBRATED (its shares are the model's reading, not facts; "
+                f"topic drift and coverage gaps raise no alarm): {why}"]  # fmt: skip
+    quality = analytics.topic_quality
+    return [f"topic assignment calibrated: held out {quality['agree']} of {quality['n']} "
+            f"labelled gold questions keep their topic ({quality['share']:.1%}); "
+            f"{kappa_text(*found, analytics.topic_min_kappa)}"]  # fmt: skip

@@ -799,11 +799,12 @@ class DriftStage:
         """JSON-able drift report: per dimension its state, each comparison's latest test,
         the live and gold shares and the coverage gaps (categorical dimensions:
         ``coverage_gaps``, :func:`~service.drift.stats_tests.coverage_gaps` without the
-        suppressed categories; those that would be gaps are in ``coverage_gaps_left_out``,
-        ``{category: why}``, only when there are some). With ``detectable`` (the reports a
-        user reads; not the per-batch metrics, it runs a few dozen tests), each comparison
-        of the four shared dimensions says the smallest change that can alarm at its sizes
-        (``detectable``, :func:`detectable_change`) when it has seen events."""
+        suppressed categories, or of a suppressed dimension, none; those that would be gaps
+        are in ``coverage_gaps_left_out``, ``{category: why}``, only when there are some).
+        With ``detectable`` (the reports a user reads; not the per-batch metrics, it runs a
+        few dozen tests), each comparison of the four shared dimensions says the smallest
+        change that can alarm at its sizes (``detectable``, :func:`detectable_change`) when
+        it has seen events."""
         out: dict[str, Any] = {}
         for dim, det in self.categorical.items():
             live = dict(self.live_counts[dim])
@@ -812,6 +813,8 @@ class DriftStage:
             # left out of the coverage gaps, with the reason
             muted = self.suppressed_categories.get(dim, {})
             gaps = coverage_gaps(live, gold) if gold else []
+            if dim in self.suppressed:  # (e.g. a topic model near chance): no share is a fact
+                muted = dict.fromkeys((g.category for g in gaps), self.suppressed[dim])
             out[dim] = {
                 "state": det.state,
                 "comparisons": {name: r.to_dict() for name, r in det.reports.items()},

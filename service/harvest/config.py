@@ -14,7 +14,9 @@ Reasons, in report order (:data:`REASONS`), with what triggers each on one event
                            traffic) with the gold shares exact — the gold set is what is
                            being completed, not a sample — and recent traffic. An
                            uncalibrated ``novel`` topic (``novelty_calibrated`` False)
-                           counts for nothing
+                           counts for nothing, nor does any topic while the topic model's
+                           held-out kappa is below ``analytics.topics.min_kappa``
+                           (``topic_calibrated`` False): then only languages are gaps
 ``novel``                  the topic stage found it far from every gold topic (``"novel"``)
 ``refused``                the answer was a refusal (``annotations["refused"]``)
 ``answered_out_of_scope``  answered although out of scope (``annotations["under_refusal"]``)

@@ -320,6 +320,10 @@ class HarvestStage:
         # a question was annotated 'novel' with novelty_calibrated False (for shadow results,
         # which carry the topic but not its calibration)
         self._novel_uncalibrated = False
+        # the last batch's topics were annotated topic_calibrated False: the topic model is
+        # below analytics.topics.min_kappa, so no topic is a coverage gap (for shadow results
+        # and the report's gaps, which carry no annotations)
+        self._topic_uncalibrated = False
         # event id -> {candidate: ranking} of the agreeing shadow results that came before
         # their event was picked (a replay's synchronous shadow stage runs before this stage):
         # the event's occurrence pools them; cleared after each batch (not snapshotted)
@@ -375,6 +379,7 @@ class HarvestStage:
         strata: dict[tuple[Any, ...], tuple[tuple[Any, Any], float]] = {}
         gap_dimensions: dict[tuple[Any, ...], str | None] = {}
         events = batch.events
+        topics_seen = topics_uncalibrated = False
         # the picked events: (index in the batch, normalised question, scrubbed question,
         # whether its scrub found nothing in it (Occurrence.scrubbed: the PII stage's, its
         # annotation empty: nothing in the question or answer, or the one here), reasons,
@@ -390,16 +395,21 @@ class HarvestStage:
         ):
             get = notes.get
             topic = get("topic")
-            # an uncalibrated 'novel' is no fact: its topic share is no coverage gap
+            # an uncalibrated 'novel' is no fact: its topic share is no coverage gap; nor is
+            # any topic's while the topic assignment is near chance (topic_calibrated False)
             key = (topic, get("language"), topic == "novel" and get("novelty_calibrated") is False,
-                   topic_gap, language_gap)  # fmt: skip
+                   topic_gap, language_gap, get("topic_calibrated") is False)  # fmt: skip
             stratum = strata.get(key)
             if stratum is None:
                 uncalibrated = key[2]
                 if uncalibrated:
                     self._novel_uncalibrated = True
-                gap, gap_dimensions[key] = _larger(0.0 if uncalibrated else topic_gap,
-                                                   language_gap)  # fmt: skip
+                if topic is not None:
+                    topics_seen = True
+                    topics_uncalibrated = topics_uncalibrated or key[5]
+                gap, gap_dimensions[key] = _larger(
+                    0.0 if uncalibrated or key[5] else topic_gap, language_gap
+                )
                 stratum = strata[key] = ((topic, key[1]), gap)
             reasons = event_reasons(event, notes, config, stratum[1], low, active)
             if not reasons:
@@ -423,6 +433,8 @@ class HarvestStage:
             if text:
                 picked.append((i, text, question, found == {}, reasons, stratum,
                                gap_dimensions[key], "known" not in notes))  # fmt: skip
+        if topics_seen:
+            self._topic_uncalibrated = topics_uncalibrated
         rows: Sequence[int] = ()
         texts: Sequence[str] = ()
         questions: Sequence[str] = ()
@@ -520,7 +532,8 @@ class HarvestStage:
         normalised = comparison_form(subject(question))
         if normalised:
             gap, dimension = self._gap(result.topic, result.language, topic_gap=not (
-                result.topic == "novel" and self._novel_uncalibrated))  # fmt: skip
+                result.topic == "novel" and self._novel_uncalibrated
+                or self._topic_uncalibrated))  # fmt: skip
             occurrence = Occurrence(
                 event_id=result.event_id, timestamp=result.timestamp, question=question,
                 normalised=normalised, reasons=reasons,
@@ -1030,7 +1043,8 @@ class HarvestStage:
     def best_records_in_gaps(self, top: int, groups: int) -> tuple[list[GapSuggestions], int]:
         """The suggestions held per current coverage gap: for each language or topic whose
         gap over the last ``gap_window`` events (:meth:`CoverageTracker.gaps`) reaches
-        ``min_gap`` — an uncalibrated ``novel`` topic is none, as for the reason — its
+        ``min_gap`` — an uncalibrated ``novel`` topic is none, nor any topic while the
+        topic assignment is uncalibrated, as for the reason — its
         ``gap``, how many held suggestions carry that language or topic (``n`` ≥ 1) and the
         records of its first ``top`` (≥ 0) in the labelling queue's order (as
         :meth:`best_records`: the order ``GET /v1/gold-candidates?language=…`` or
@@ -1048,6 +1062,7 @@ class HarvestStage:
             for label, gap in labels.items()
             if gap >= config.min_gap
             and not (dimension == "topic" and label == "novel" and self._novel_uncalibrated)
+            and not (dimension == "topic" and self._topic_uncalibrated)
         }
         if not current:
             return [], 0
@@ -1298,7 +1313,7 @@ class HarvestStage:
         self._evictions = 0
         self._swept_at = self._sweep_taken = None  # the crashed run may have left records
         self._last_flush = float("-inf")
-        self._novel_uncalibrated = False
+        self._novel_uncalibrated = self._topic_uncalibrated = False
         failures = self._pending["sink_failures"]
         self._pending = self._empty_pending()
         self._pending["sink_failures"] = failures

@@ -49,8 +49,8 @@ from service.language.excluded import excluded_text
 from service.language.quality import agreement_text
 from service.shadow.stage import FEW_RESULTS
 from service.topics.model import NOVEL
+from service.topics.quality import DEFAULT_MIN_KAPPA, by_topic_text, kappa_text, near_chance_text
 from service.topics.quality import agreement_text as topic_agreement_text
-from service.topics.quality import by_topic_text
 from service.topics.quality import no_gold_rows_text as topic_no_gold_rows_text
 
 #: Categories drawn per dimension; the rest are summed under ``other``.
@@ -160,6 +160,7 @@ def analytics_sections(
                     analytics.get("quality_min_class", FEW_RESULTS),
                     analytics.get("topic_no_gold_rows_covered_now"),
                 ),
+                uncalibrated=(analytics.get("topic_quality") or {}).get("uncalibrated"),
             ),
             drift_section(
                 drift, series, {"out_of_scope": (analytics.get("out_of_scope") or {}).get("off")}
@@ -193,7 +194,13 @@ def topic_note(quality: Mapping[str, Any] | None,
     if quality is None:
         return None
     supervised = bool(quality.get("supervised"))
-    note = topic_agreement_text(quality.get("agreement"), supervised, min_rows) + "."
+    note = topic_agreement_text(quality.get("agreement"), supervised, min_rows)
+    kappa = kappa_text(quality.get("kappa"), quality.get("chance"),
+                       quality.get("min_kappa", DEFAULT_MIN_KAPPA))  # fmt: skip
+    note += (f"; {kappa}" if kappa else "") + "."
+    near = near_chance_text(quality.get("agreement"), quality.get("chance"), min_rows)
+    if near and not quality.get("uncalibrated"):
+        note += f" {near[0].upper()}{near[1:]}."
     if by_topic := by_topic_text(quality.get("agreement")):
         note += f" {by_topic[0].upper()}{by_topic[1:]}."
     if lacking := topic_no_gold_rows_text(no_gold_rows or {}, covered_now):
@@ -276,6 +283,7 @@ def _shares(
     note: str | None = None,
     left_out: Mapping[str, Any] | None = None,
     unlabelled: Mapping[str, Any] | None = None,
+    uncalibrated: str | None = None,
 ) -> Markup:
     """One dimension's shares; ``labels`` names categories (a topic's top terms);
     ``novelty`` (topics: :func:`service.jobs.replay.novelty_report`) labels the ``novel``
@@ -286,7 +294,9 @@ def _shares(
     language figures unreliable), and ``unlabelled`` (languages:
     :func:`service.runtime.reports.language_labels_report`; a warning naming the live
     languages /metrics exports as ``other``, with the fix, and a mark on their coverage
-    gaps). Without gold counts (no gold set) only the live shares are shown."""
+    gaps), and ``uncalibrated`` (topics: why the assignment is too poor to act on,
+    :func:`service.runtime.reports.topic_quality_report`; a warning that the shares are the
+    model's reading). Without gold counts (no gold set) only the live shares are shown."""
     rows = share_rows(dim.get("live_counts", {}), dim.get("gold_counts", {}))
     names = dict(labels or {})
     if not rows:
@@ -300,6 +310,11 @@ def _shares(
                           "warn"))  # fmt: skip
     if unlabelled and unlabelled.get("notice"):
         parts.append(para(f"{unlabelled['notice']}.", "warn"))
+    if uncalibrated:
+        parts.append(para(f"These shares are the topic model's reading, UNCALIBRATED and not "
+                          f"facts: {uncalibrated}. The topic comparisons (against the gold set "
+                          "and earlier traffic) and the topic coverage gaps raise no alarm.",
+                          "warn"))  # fmt: skip
     if note:
         parts.append(para(note, "muted"))
     if left_out is not None and not left_out.get("unreliable"):

@@ -113,8 +113,8 @@ from service.shadow.stage import FEW_RESULTS, ShadowStageReport, with_n
 from service.state import StateStore
 from service.telemetry import build_metrics
 from service.topics.model import NOVEL
+from service.topics.quality import DEFAULT_MIN_KAPPA, by_topic_text, kappa_text, near_chance_text
 from service.topics.quality import agreement_text as topic_agreement_text
-from service.topics.quality import by_topic_text
 from service.topics.quality import no_gold_rows_text as topic_no_gold_rows_text
 
 
@@ -463,11 +463,23 @@ def render_text(doc: ReplayReport) -> str:
         lines.append(f"  {agreement_text(analytics['language_quality'], analytics['languages'])}")
     if left_out is not None:
         lines.append(f"  {excluded_text(left_out)}")
-    lines += [f"topics: {topics}"]
-    if (topic_quality := analytics.get("topic_quality")) is not None:  # a topic model
+    topic_quality = analytics.get("topic_quality")
+    if (topic_why := (topic_quality or {}).get("uncalibrated")) and not topics_off and ranked:
+        # near chance held out: the shares are what the model read, not what was asked
+        lines += [f"topics (UNCALIBRATED, the model's reading, not facts: {topic_why}; no "
+                  f"alarm): {topics}"]  # fmt: skip
+    else:
+        lines += [f"topics: {topics}"]
+    if topic_quality is not None:  # a topic model
         agreement = topic_agreement_text(topic_quality["agreement"], topic_quality["supervised"],
                                          analytics.get("quality_min_class", 10))  # fmt: skip
-        lines.append(f"  {agreement}")
+        kappa = kappa_text(topic_quality.get("kappa"), topic_quality.get("chance"),
+                           topic_quality.get("min_kappa", DEFAULT_MIN_KAPPA))  # fmt: skip
+        lines.append(f"  {agreement}" + (f"; {kappa}" if kappa else ""))
+        if not topic_why and (near := near_chance_text(
+                topic_quality["agreement"], topic_quality.get("chance"),
+                analytics.get("quality_min_class", 10))):  # fmt: skip
+            lines.append(f"  {near}")
         if by_topic := by_topic_text(topic_quality["agreement"], limit=6):
             lines.append(f"  {by_topic}")
     if no_topic := topic_no_gold_rows_text(

@@ -74,7 +74,13 @@ from service.settings import AnalyticsConfig, DriftSettings, RetrieverConfig
 from service.text.subject import has_placeholder, subject
 from service.topics.config import TopicConfig
 from service.topics.model import NOVEL, TopicModel
-from service.topics.quality import language_bias, unshown_languages
+from service.topics.quality import (
+    DEFAULT_MIN_KAPPA,
+    kappa_of,
+    kappa_uncalibrated,
+    language_bias,
+    unshown_languages,
+)
 from service.topics.stage import TopicStage
 
 log = logging.getLogger(__name__)
@@ -118,6 +124,9 @@ class Analytics:
         topic_quality: the supervised topic model's held-out agreement with the gold labels
             per language (:attr:`~service.topics.model.TopicModel.topic_agreement`), or
             ``None`` (no topic stage, or unsupervised topics: no labels to agree with).
+        topic_min_kappa: the floor of its held-out Cohen's kappa
+            (``analytics.topics.min_kappa``): below it the topic assignment is uncalibrated
+            (:meth:`topic_uncalibrated`).
         language_stage: the language stage (its left-out-language counts), or ``None``.
         language_notice: the line naming the languages the language candidates leave out
             (:func:`~service.language.excluded.candidates_notice`), or ``None`` when they
@@ -149,6 +158,7 @@ class Analytics:
     quality_min_class: int = 0
     language_quality: dict[str, Any] | None = None
     topic_quality: dict[str, Any] | None = None
+    topic_min_kappa: float = DEFAULT_MIN_KAPPA
     language_stage: LanguageStage | None = None
     language_notice: str | None = None
     unlabelled_notice: str | None = None
@@ -181,6 +191,21 @@ class Analytics:
                 f"positive rate at its Wilson 95 % upper bound over {quality.n_neg} questions, "
                 f"is below analytics.scope_min_balanced_accuracy "
                 f"{self.min_balanced_accuracy:.2f}")  # fmt: skip
+
+    def topic_uncalibrated(self) -> str | None:
+        """Why the topic assignment is too poor to act on (its held-out Cohen's kappa below
+        :attr:`topic_min_kappa`: :func:`~service.topics.quality.kappa_uncalibrated`), or
+        ``None`` (at or above it, or no kappa: unsupervised topics, a model saved before it
+        was measured)."""
+        return kappa_uncalibrated(self.topic_quality, self.topic_min_kappa)
+
+    def topic_trusted(self) -> bool | None:
+        """``goldwatch_detector_trusted{detector="topic"}``: whether the topic assignment's
+        held-out kappa reaches :attr:`topic_min_kappa`; ``None`` without a kappa (nothing to
+        gate: unsupervised topics, a model saved before it was measured)."""
+        if kappa_of(self.topic_quality) is None:
+            return None
+        return self.topic_uncalibrated() is None
 
     def language_label(self, language: str | None) -> str:
         """Bounded label of a language (``und`` when missing)."""
@@ -493,7 +518,11 @@ def apply_quality_floor(analytics: Analytics) -> dict[str, str]:
     """Suppress the drift alarms of every detector below ``analytics.quality_floor`` (and
     resume those at or above it): the whole ``out_of_scope`` dimension, or a rise of the
     ``novel`` share alone in ``topic``; the topic stage marks its ``novel`` verdicts
-    uncalibrated likewise (harvesting then does not suggest them as "novel"). The ``topic``
+    uncalibrated likewise (harvesting then does not suggest them as "novel"). The whole
+    ``topic`` dimension raises no alarm while a supervised model's held-out Cohen's kappa is
+    below ``analytics.topics.min_kappa`` (:meth:`Analytics.topic_uncalibrated`; its coverage
+    gaps are left out, and the topic stage marks its topics uncalibrated, so harvesting finds
+    no topic coverage gap). The ``topic``
     dimension raises no alarm while ``language`` drifts when the topic assignment is
     measurably worse in one language than another
     (:func:`~service.topics.quality.language_bias` of :attr:`Analytics.topic_quality`, its
@@ -505,8 +534,13 @@ def apply_quality_floor(analytics: Analytics) -> dict[str, str]:
     topics = next((st for st in analytics.stages if isinstance(st, TopicStage)), None)
     if topics is not None and "novelty" in analytics.detector_quality:
         topics.novelty_calibrated = analytics.uncalibrated("novelty") is None
+    topic_why = analytics.topic_uncalibrated()
+    if topics is not None:
+        topics.calibrated = topic_why is None
     if analytics.drift is None:
         return {}
+    # the whole topic dimension (vs the gold set and vs earlier traffic, and its coverage gaps)
+    analytics.drift.suppress("topic", None if topic_why is None else f"uncalibrated: {topic_why}")
     bias = language_bias(analytics.topic_quality, analytics.quality_min_class)
     languages = None  # any language change confounds topic (two languages measurably apart)
     if bias is None:  # else only a change of a language the gold set does not show as good
@@ -715,6 +749,7 @@ def build_analytics(
         quality_floor=config.quality_floor,
         min_balanced_accuracy=config.scope_min_balanced_accuracy,
         quality_min_class=config.quality_min_class,
+        topic_min_kappa=config.topics.min_kappa,
         language_quality=language_quality(gold, detector),
         topic_quality=model.topic_agreement if model is not None else None,
         language_stage=language_stage,

@@ -371,6 +371,7 @@ def build_live(
             analytics.min_balanced_accuracy,
             analytics.quality_min_class,
         )
+        metrics.set_topic_trusted(analytics.topic_trusted())
         misjudged = misjudged_of(analytics)
         metrics.set_misjudged_answerable(None if misjudged is None else misjudged.upper)
         let_in = misjudged_unanswerable_of(analytics)

@@ -483,8 +483,13 @@ class Runtime:
         unreliable = (language_candidates_report(analytics) or {}).get("unreliable")
         # a failed refresh first: the gold set in use is not the file's; then the language
         # figures called unreliable, before the start-up line that names the left-out ones;
-        # then the live languages /metrics exports as "other" (set after each batch)
-        notices = [self.gold_refresh_error, notice, self.topic_notice, unreliable,
+        # and the topic shares called uncalibrated; then the live languages /metrics exports
+        # as "other" (set after each batch)
+        topic_why = analytics.topic_uncalibrated()  # a topic model near chance held out
+        topics = (None if topic_why is None else "the topic shares are the topic model's "
+                  f"reading, UNCALIBRATED and not facts ({topic_why}); topic drift and the "
+                  "topic coverage gaps raise no alarm")  # fmt: skip
+        notices = [self.gold_refresh_error, notice, self.topic_notice, unreliable, topics,
                    analytics.language_notice, analytics.unlabelled_notice,
                    analytics.scope_notice, self._counted_under_notice()]  # fmt: skip
         return {
@@ -606,6 +611,7 @@ class Runtime:
                     analytics.quality_floor, analytics.min_balanced_accuracy,
                     analytics.quality_min_class,
                 )  # fmt: skip
+                self.live.analytics_metrics.set_topic_trusted(analytics.topic_trusted())
                 misjudged = misjudged_of(analytics)
                 self.live.analytics_metrics.set_misjudged_answerable(
                     None if misjudged is None else misjudged.upper

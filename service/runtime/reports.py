@@ -38,7 +38,7 @@ from service.runtime.live import Live
 from service.shadow.stage import ShadowStageReport
 from service.telemetry import PII_TYPES
 from service.topics.model import NOVEL
-from service.topics.quality import language_bias
+from service.topics.quality import kappa_of, language_bias
 from service.topics.stage import TopicStage
 
 # TypedDicts from typing_extensions: pydantic (the API's response models) needs them on
@@ -395,14 +395,24 @@ def topic_quality_report(analytics: Analytics) -> dict[str, Any] | None:
     (:func:`service.topics.quality.topic_agreement`; ``None`` when unsupervised — no labels
     — or from a model saved before it was measured), "language_bias": why a language change
     alone moves the topic shares (:func:`service.topics.quality.language_bias` with
-    ``analytics.quality_min_class``), or None}``; ``None`` without a topic stage."""
+    ``analytics.quality_min_class``), or None, "kappa": its held-out Cohen's kappa and
+    "chance": the chance agreement it corrects for (:func:`service.topics.quality.kappa_of`;
+    ``None`` without labels or when undefined), "min_kappa": ``analytics.topics.min_kappa``,
+    "uncalibrated": why the topic shares, topic drift and coverage gaps are not facts
+    (kappa below ``min_kappa``: :meth:`Analytics.topic_uncalibrated`) or None}``; ``None``
+    without a topic stage."""
     stage = next((st for st in analytics.stages if isinstance(st, TopicStage)), None)
     if stage is None:
         return None
+    found = kappa_of(analytics.topic_quality)
     return {
         "supervised": stage.model.supervised,
         "agreement": analytics.topic_quality,
         "language_bias": language_bias(analytics.topic_quality, analytics.quality_min_class),
+        "kappa": None if found is None else found[0],
+        "chance": None if found is None else found[1],
+        "min_kappa": analytics.topic_min_kappa,
+        "uncalibrated": analytics.topic_uncalibrated(),
     }
 
 

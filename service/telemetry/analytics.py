@@ -87,7 +87,8 @@ class AnalyticsMetrics:
     goldwatch_detector_operating_point_ratio     gauge   detector, rate (tpr, fpr,
                                                          balanced_accuracy at its threshold)
     goldwatch_detector_trusted                   gauge   detector (1: AUC ≥ quality floor
-                                                         and balanced accuracy ≥ its floor)
+                                                         and balanced accuracy ≥ its floor;
+                                                         topic: held-out kappa ≥ min_kappa)
     goldwatch_detector_misjudged_answerable_upper_ratio
                                                  gauge   detector (out_of_scope: 95 % upper
                                                          bound of the answerable gold share
@@ -317,6 +318,20 @@ class AnalyticsMetrics:
                 )  # fmt: skip
             )
 
+    def set_topic_trusted(self, trusted: bool | None) -> None:
+        """Export ``goldwatch_detector_trusted{detector="topic"}``: 1 while a supervised topic
+        model's held-out Cohen's kappa reaches ``analytics.topics.min_kappa``, 0 below it
+        (the topic drift, topic coverage gaps and the rules gated on it stay quiet);
+        ``None`` (unsupervised topics or no kappa: nothing to gate) removes the series, so
+        a rule that silences on ``== 0`` keeps its behaviour."""
+        if trusted is None:
+            try:
+                self.detector_trusted.remove("topic")
+            except KeyError:  # never set: nothing to remove
+                pass
+            return
+        self.detector_trusted.labels(detector="topic").set(1 if trusted else 0)
+
     def set_misjudged_answerable(self, upper: float | None) -> None:
         """Export the out-of-scope detector's misjudged-answerable upper bound, a share in
         [0, 1] (:class:`service.evaluation.detector_quality.MisjudgedAnswerable`'s ``upper``);
@@ -491,7 +506,10 @@ def build_analytics_metrics(
             "at its threshold (its FPR at the Wilson 95 % upper bound) reaches "
             "analytics.scope_min_balanced_accuracy, measured on at "
             "least analytics.quality_min_class questions of each class (its counts are "
-            "calibrated and it may alarm), else 0.", ["detector"],
+            "calibrated and it may alarm), else 0; detector=\"topic\" (supervised topics "
+            "only): 1 when the topic assignment's held-out Cohen's kappa reaches "
+            "analytics.topics.min_kappa, else 0 (its drift and coverage gaps raise nothing).",
+            ["detector"],
         ),
         misjudged_answerable_upper=gauge(
             "detector_misjudged_answerable_upper_ratio", "95 % Wilson upper bound of the "

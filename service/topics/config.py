@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.topics.bounds import N_TOPICS_MAX, N_TOPICS_MIN
+from service.topics.bounds import DEFAULT_MIN_KAPPA, N_TOPICS_MAX, N_TOPICS_MIN
 
 __all__ = ["N_TOPICS_MAX", "N_TOPICS_MIN", "TopicConfig"]
 
@@ -59,6 +59,18 @@ class TopicConfig(BaseModel):
         cv_min_class: gold rows a label needs for its rows to be counted by cross-validated
             predictions; rows of smaller labels are counted by the fitted model's prediction.
         seed: random state of k-means, the reference sample, the folds and the bootstrap.
+        min_kappa: the floor of a supervised model's held-out Cohen's kappa (its topic
+            labels predicted by models fitted without them, against the labels, chance
+            agreement from the two marginals: :func:`service.topics.quality.cohen_kappa`),
+            in [-1, 1]. Below it the topic assignment is uncalibrated: the topic drift
+            comparisons (vs the gold set and vs earlier traffic), the topic coverage gaps and
+            harvest's ``coverage_gap`` reason for a topic raise nothing, and the shares are
+            shown as the model's reading. Default 0.4, the bottom of "moderate" (Landis &
+            Koch 1977); measured (docs/topics.md, "A topic model near chance"): real gold sets
+            0.49–0.94 (CLINC150, BANKING77, XQuAD en and en+hi, MultiHop-RAG), the demo's
+            0.455, trial 37's en/hi gold set 0.08 (12 of 44 held out, chance 20.9 %). Not
+            part of the model's version (a gate on the fitted model, not a fit setting);
+            unsupervised topics have no kappa and are never gated.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -78,3 +90,4 @@ class TopicConfig(BaseModel):
     cv_folds: int = Field(default=5, ge=2, le=50)
     cv_min_class: int = Field(default=10, ge=1, le=10_000)
     seed: int = 0
+    min_kappa: float = Field(default=DEFAULT_MIN_KAPPA, ge=-1, le=1)

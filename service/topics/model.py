@@ -475,7 +475,9 @@ class TopicModel:
             "language_centres": centres,
         }
         # off, the setting is left out: the versions of models fitted before it existed hold
-        dumped = config.model_dump(mode="json", exclude=None if centres else {"language_centring"})
+        # min_kappa gates the fitted model (analytics), it changes nothing of the fit
+        dumped = config.model_dump(mode="json", exclude={"min_kappa"} if centres
+                                   else {"min_kappa", "language_centring"})  # fmt: skip
         params = [dumped, embedder.name, prior and prior["ids"]]
         return cls(state, data_version(texts, labels, params), embedder)
 

@@ -24,12 +24,19 @@ from typing import Any
 
 from service.coverage import wilson_bounds
 from service.language.gold import covered_now_text
+from service.topics.bounds import DEFAULT_MIN_KAPPA
 
 __all__ = [
     "AGREEMENT_MARGIN",
+    "DEFAULT_MIN_KAPPA",
     "agreement_text",
     "by_topic_text",
+    "cohen_kappa",
+    "kappa_of",
+    "kappa_text",
+    "kappa_uncalibrated",
     "language_bias",
+    "near_chance_text",
     "no_gold_rows_text",
     "topic_agreement",
     "unshown_languages",
@@ -110,6 +117,139 @@ def topic_agreement(labels: Sequence[str], predicted: Sequence[str], languages: 
         },  # fmt: skip
         "method": method,
     }
+
+
+def cohen_kappa(labels: Sequence[str], predicted: Sequence[str]) -> tuple[float, float] | None:
+    """Cohen's kappa of ``predicted`` against ``labels`` and its chance agreement:
+    ``(kappa, p_e)``, or ``None`` when undefined (no row, or ``p_e = 1``: one category on
+    both sides, the model never had to choose).
+
+    ``kappa = (p_o − p_e) / (1 − p_e)`` (Cohen 1960, "A coefficient of agreement for nominal
+    scales", Educational and Psychological Measurement 20(1):37–46), with ``p_o`` the share
+    of rows where the two agree and ``p_e = Σ_c (n_c / N) · (m_c / N)`` the agreement two
+    independent raters with the same marginals would reach by chance (``n_c`` rows labelled
+    ``c``, ``m_c`` predicted ``c``, ``N`` rows). 1 is perfect agreement, 0 chance, below 0
+    worse than chance. Unlike the raw share it does not reward a model for putting most rows
+    in the largest topic (a gold set 80 % one topic and a model that reads everything as it:
+    80 % agreement, kappa 0). sklearn's ``cohen_kappa_score`` gives the same number.
+
+    >>> k, chance = cohen_kappa(["a", "a", "b", "b"], ["a", "b", "b", "b"])
+    >>> round(k, 3), round(chance, 3)  # p_o .75, p_e (2·1 + 2·3) / 16 = .5
+    (0.5, 0.5)
+    >>> cohen_kappa(["a", "a"], ["a", "a"]) is None
+    True
+    """
+    if len(labels) != len(predicted):
+        raise ValueError(f"{len(labels)} labels and {len(predicted)} predictions")
+    return _kappa(sum(a == b for a, b in zip(labels, predicted, strict=True)), len(labels),
+                  Counter(labels), Counter(predicted))  # fmt: skip
+
+
+def _kappa(agree: int, n: int, labelled: Mapping[str, int],
+           read: Mapping[str, int]) -> tuple[float, float] | None:  # fmt: skip
+    if not n:
+        return None
+    chance = sum(labelled[c] * read.get(c, 0) for c in labelled) / (n * n)
+    if chance >= 1.0:
+        return None
+    return ((agree / n) - chance) / (1.0 - chance), chance
+
+
+def kappa_of(quality: Mapping[str, Any] | None) -> tuple[float, float] | None:
+    """:func:`cohen_kappa` of a :func:`topic_agreement`, from its counts: ``n``, ``agree``
+    and per label its rows (``by_topic[c]["n"]``) and the rows predicted as it
+    (``read_as_it``) — the two marginals, exact since a supervised model predicts only its
+    labels. ``None`` without the figure (unsupervised, a model saved before ``by_topic``
+    was measured, no rows) or when undefined.
+
+    >>> kappa_of(topic_agreement(["a", "a", "b", "b"], ["a", "b", "b", "b"], ["en"] * 4))
+    (0.5, 0.5)
+    """
+    by_topic = (quality or {}).get("by_topic")
+    if not quality or not by_topic:
+        return None
+    return _kappa(int(quality["agree"]), int(quality["n"]),
+                  {t: int(v["n"]) for t, v in by_topic.items()},
+                  {t: int(v["read_as_it"]) for t, v in by_topic.items()})  # fmt: skip
+
+
+def kappa_uncalibrated(quality: Mapping[str, Any] | None,
+                       min_kappa: float = DEFAULT_MIN_KAPPA) -> str | None:  # fmt: skip
+    """Why the topic assignment is too poor to act on, or ``None``: its held-out Cohen's
+    kappa (:func:`kappa_of`) below ``min_kappa`` (``analytics.topics.min_kappa``). ``None``
+    too without a kappa (an unsupervised model: no labels to measure it on; a model saved
+    before it was measured; one topic): those keep their behaviour.
+
+    >>> q = topic_agreement(["a"] * 20 + ["b"] * 24, ["a"] * 6 + ["b"] * 14 + ["a"] * 18
+    ...                     + ["b"] * 6, ["en"] * 44)
+    >>> print(kappa_uncalibrated(q))  # doctest: +NORMALIZE_WHITESPACE
+    topic labels held out agree with 12 of 44 (27.3%), chance 49.6%, Cohen's kappa -0.44 < 0.4
+    (analytics.topics.min_kappa): too low to act on
+    >>> kappa_uncalibrated(q, min_kappa=-1.0) is None
+    True
+    """
+    found = kappa_of(quality)
+    if found is None or quality is None:
+        return None
+    kappa, chance = found
+    if kappa >= min_kappa:
+        return None
+    return (f"topic labels held out agree with {quality['agree']} of {quality['n']} "
+            f"({quality['share']:.1%}), chance {chance:.1%}, Cohen's kappa {kappa:.2f} < "
+            f"{min_kappa:g} (analytics.topics.min_kappa): too low to act on")  # fmt: skip
+
+
+def kappa_text(kappa: float | None, chance: float | None, min_kappa: float) -> str:
+    """The reports' words for a held-out kappa (:func:`topic_quality_report
+    <service.runtime.reports.topic_quality_report>`'s ``kappa``, ``chance`` and
+    ``min_kappa``); ``""`` without one.
+
+    >>> kappa_text(0.455, 0.129, 0.4)
+    "Cohen's kappa 0.46 (chance agreement 12.9%; floor 0.4, analytics.topics.min_kappa)"
+    >>> kappa_text(None, None, 0.4)
+    ''
+    """
+    if kappa is None or chance is None:
+        return ""
+    return (f"Cohen's kappa {kappa:.2f} (chance agreement {chance:.1%}; floor {min_kappa:g}, "
+            "analytics.topics.min_kappa)")  # fmt: skip
+
+
+def near_chance_text(quality: Mapping[str, Any] | None, chance: float | None,
+                     min_rows: int = 10) -> str:  # fmt: skip
+    """The languages whose held-out topic agreement is not shown above chance, for the line
+    next to the topic shares; ``""`` when none (or no figure). A language with at least
+    ``min_rows`` labelled rows (``analytics.quality_min_class``; ``und`` and ``other`` are no
+    language) is named when the lower bound of its Wilson 95 % interval of agreement is at
+    or below ``chance``, the whole gold set's chance agreement (:func:`kappa_of`; a
+    language's own marginals may differ a little): the shares of its questions are the
+    model's reading, however well the assignment does overall (trial 37: hi 1 of 22 held
+    out). No gate: the overall kappa gates the topic dimension, and :func:`language_bias`
+    already holds topic quiet while such a language's share moves.
+
+    >>> q = topic_agreement(["a", "b"] * 22, ["a", "b"] * 11 + ["b", "a"] * 11,
+    ...                     ["en"] * 22 + ["hi"] * 22)
+    >>> print(near_chance_text(q, 0.5))  # doctest: +NORMALIZE_WHITESPACE
+    topic labels held out in hi are not shown to agree better than chance (0 of 22, 0.0%
+    [0.0%, 14.9%]; chance 50.0%): the topic shares of its questions are the model's reading,
+    not facts
+    """
+    if not quality or chance is None:
+        return ""
+    weak = [(g, v) for g, v in quality.get("by_language", {}).items()
+            if g not in NO_LANGUAGE and v["n"] >= min_rows and v["low"] <= chance]  # fmt: skip
+    if not weak:
+        return ""
+    named = " and ".join(g for g, _ in weak)
+    figures = ", ".join(
+        (f"{g} " if len(weak) > 1 else "")
+        + f"{v['agree']} of {v['n']}, {v['share']:.1%} [{v['low']:.1%}, {v['high']:.1%}]"
+        for g, v in weak
+    )
+    its = "its" if len(weak) == 1 else "their"
+    return (f"topic labels held out in {named} are not shown to agree better than chance "
+            f"({figures}; chance {chance:.1%}): the topic shares of {its} questions are the "
+            "model's reading, not facts")  # fmt: skip
 
 
 def _share(agree: int, n: int) -> dict[str, Any]:

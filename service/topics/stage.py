@@ -25,7 +25,11 @@ class TopicStage(StatelessStage):
     ``annotations[i]["topic_similarity"]`` (float), one :meth:`TopicModel.assign_many` per batch.
     A ``novel`` question also gets ``annotations[i]["novelty_calibrated"]``: whether the
     novelty detector reaches the quality floor (:attr:`novelty_calibrated`, set by the
-    analytics), so harvesting suggests "novel" only on a calibrated verdict. The model reads
+    analytics), so harvesting suggests "novel" only on a calibrated verdict. While the topic
+    assignment itself is below its floor (:attr:`calibrated` False, set by the analytics:
+    :func:`~service.topics.quality.kappa_uncalibrated`), every question given a topic also
+    gets ``annotations[i]["topic_calibrated"] = False``, so harvesting counts no topic
+    coverage gap for it (nothing is written while calibrated). The model reads
     each question's subject (:func:`~service.text.subject.subject`: a scrubbed
     self-introduction such as ``My name is <NAME>, …`` is no topic; trial 12 F6/F7). A model
     that centres per language (``analytics.topics.language_centring``) is handed each
@@ -57,6 +61,9 @@ class TopicStage(StatelessStage):
         self.model = model
         self.cache: BatchCache[TopicAssignment] = BatchCache(cache_size)
         self.novelty_calibrated = True
+        #: False while the supervised model's held-out kappa is below
+        #: ``analytics.topics.min_kappa`` (set by the analytics)
+        self.calibrated = True
         self.gold_languages = gold_languages
 
     def unjudged(self, annotations: list[dict[str, Any]]) -> list[bool] | None:
@@ -116,3 +123,6 @@ class TopicStage(StatelessStage):
             notes["topic_similarity"] = found.similarity
             if found.topic == NOVEL:
                 notes["novelty_calibrated"] = calibrated
+        if not self.calibrated:  # (the common, calibrated case writes nothing more)
+            for notes in annotations:
+                notes["topic_calibrated"] = False

@@ -118,7 +118,7 @@ def test_a_good_configuration_ends_with_a_positive_summary(tmp_path: Path) -> No
     }
     support = report["analytics"]["out_of_scope"]["support"]
     cutoff = support["by_script"]["Latn"]
-    assert result.stderr.splitlines()[-15:] == [
+    assert result.stderr.splitlines()[-16:] == [
         "# ok: every check passed; serve and replay would start from:",
         f"#   gold set 59 rows ({base / 'gold.jsonl'})",
         f"#   corpus 58 passages ({base / 'corpus.jsonl'})",
@@ -146,6 +146,11 @@ def test_a_good_configuration_ends_with_a_positive_summary(tmp_path: Path) -> No
         "#       off-corpus rule limit: cutoffs and false-positive rates are measured on the "
         "gold set's languages (en, hi, hi-Latn); a question in another language is not "
         "judged, one of no named language by its script's cutoff or not at all",
+        # the demo's topic labels held out (the replay golden's topic_quality): 31 of 59,
+        # chance agreement 0.1293 from the two marginals, kappa (0.5254 - 0.1293) / 0.8707
+        "#   topic assignment calibrated: held out 31 of 59 labelled gold questions keep "
+        "their topic (52.5%); Cohen's kappa 0.45 (chance agreement 12.9%; floor 0.4, "
+        "analytics.topics.min_kappa)",
         "#   harvest: at most 5000 suggestions held; harvest.max_new_per_batch 48 in serve "
         "(the default; a replay sheds nothing unless it is set)",
         f"#   source file {base / 'q.jsonl'}",

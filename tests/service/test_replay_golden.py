@@ -560,6 +560,15 @@ first 20 (:meth:`~service.harvest.stage.HarvestStage.best_records`:
 priority alone): the same records, another order and membership (demo 9 of the former 20
 kept, production 3, 20k 1); in the demo and production files the new ``top`` ids are the
 first 20 of the export's rows (``suggestions``), checked.
+All three rewritten in the thirty-seventh session (s37-topicgate; trial 37 HIGH 1: a topic
+model near chance, 12 of 44 held out, stated its shares, gaps and alarms as facts) for four
+added fields and nothing else (checked: each new file, regenerated, differs from the former
+by these four keys only, field for field; the files written are the former ones with the four
+keys put in): ``analytics.topic_quality.kappa`` and ``chance`` (the supervised model's
+held-out Cohen's kappa and the chance agreement it corrects for: demo 0.45497 and 0.12927,
+above the default floor, so nothing of the demo's moves; production-shaped and 20k
+``None``, unsupervised topics), ``min_kappa`` (0.4, ``analytics.topics.min_kappa``) and
+``uncalibrated`` (``None`` in all three).
 """
 
 from __future__ import annotations

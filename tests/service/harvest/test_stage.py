@@ -170,6 +170,30 @@ def test_an_uncalibrated_novel_topic_is_no_coverage_gap() -> None:
     assert row["gap"] == pytest.approx(1 / (1 + 1.959964**2))
 
 
+def test_no_topic_is_a_coverage_gap_while_the_topic_assignment_is_uncalibrated() -> None:
+    """Gold: topic fees 4, language en 4. Live: 4 en events read as 'hostel' (gold share 0,
+    live 1: a topic gap if the share were a fact) by a topic model below
+    analytics.topics.min_kappa (``topic_calibrated`` False): no coverage_gap, not for a
+    shadow result either, and no gap in the report's groups; calibrated, the same events
+    carry it."""
+    config = HarvestConfig(flush_interval_s=0.0, min_live_events=1)
+    gold = {"topic": {"fees": 4}, "language": {"en": 4}}
+    hostel = {"topic": "hostel", "language": "en", "topic_calibrated": False}
+    stage = HarvestStage(config, gold_counts=gold)
+    stage.process(batch([event(f"e{i}", f"question number {i}") for i in range(4)], [hostel] * 4))
+    assert stage.records() == []
+    assert stage.best_records_in_gaps(3, 10) == ([], 0)
+    stage.observe_shadow(replace(shadow("e8", "late fee", ("p-1",), ("p-8",)), topic="hostel"))
+    [row] = stage.records()
+    assert row["reasons"] == {"shadow_disagreement": 1} and row["gap"] == 0.0
+    calibrated = HarvestStage(config, gold_counts=gold)
+    calibrated.process(batch([event("e1", "question number 1")],
+                             [{"topic": "hostel", "language": "en"}]))  # fmt: skip
+    [row] = calibrated.records()
+    assert row["reasons"] == {"coverage_gap": 1}
+    assert row["gap"] == pytest.approx(1 / (1 + 1.959964**2))
+
+
 def _events() -> tuple[list[Any], list[dict[str, Any]]]:
     questions = ["hostel fee refund", "Hostel fee refund?", "bus timings kamptee",
                  "scholarship date", "hostel fees refund"]  # fmt: skip

@@ -183,9 +183,28 @@ def _drift() -> DriftStage:
                       clock=lambda: (START + timedelta(days=30)).timestamp())  # fmt: skip
 
 
-def _analytics() -> Analytics:
+def _analytics(min_kappa: float = -1.0) -> Analytics:
+    """The hand model's analytics; its kappa floor off by default: held out it agrees 12 of
+    22 times with chance 0.5 (kappa 0.09), below ``analytics.topics.min_kappa``'s default,
+    which would hold the whole topic dimension quiet — the language rule is under test
+    here (:func:`test_below_the_kappa_floor_the_whole_topic_dimension_is_quiet`)."""
     return Analytics(stages=[], drift=_drift(), quality_min_class=10,
-                     topic_quality=_fit().topic_agreement)  # fmt: skip
+                     topic_quality=_fit().topic_agreement, topic_min_kappa=min_kappa)  # fmt: skip
+
+
+def test_below_the_kappa_floor_the_whole_topic_dimension_is_quiet() -> None:
+    """With the default floor (0.4) the hand model (kappa 0.09) is uncalibrated: a topic
+    shift with the language mix steady raises no alarm either, and the reason says why."""
+    analytics = _analytics(min_kappa=0.4)
+    silenced = apply_quality_floor(analytics)
+    assert silenced["topic"] == (
+        "uncalibrated: topic labels held out agree with 12 of 22 (54.5%), chance 50.0%, "
+        "Cohen's kappa 0.09 < 0.4 (analytics.topics.min_kappa): too low to act on"
+    )
+    assert analytics.drift is not None
+    _stream(analytics.drift, language_moves=False, topic_moves=True)
+    assert _alarms(analytics.drift, "topic") == []
+    assert analytics.drift.report()["topic"]["state"] == "uncalibrated"
 
 
 def _alarms(drift: DriftStage, dimension: str) -> list[dict[str, Any]]:
