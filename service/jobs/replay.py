@@ -743,6 +743,7 @@ def refusal_language_lines(refusals: Mapping[str, Any], min_n: int = 10) -> list
     the languages cover fewer answers than the total (totals kept before they were counted
     per language); none without rows.
 
+    >>> from service.quality.by_language import rate_rows
     >>> print(refusal_language_lines({"answers": 10, "by_language_answers": 10,
     ...     "by_language": rate_rows({"en": (3, 6), "hi": (2, 4)})})[0])
     ... # doctest: +NORMALIZE_WHITESPACE
