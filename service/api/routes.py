@@ -18,6 +18,7 @@ from service.api.schemas import (
     Problem,
     QualityReport,
     Readiness,
+    RefusalDrift,
     RefusalsReport,
     Rejected,
     Status,
@@ -80,10 +81,16 @@ def get_refusals(runtime: RuntimeDep) -> RefusalsReport:
     if report is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "analytics are disabled")
     drift = report["drift"]
+    refusal_drift: RefusalDrift = {
+        "refusal": drift["refusal"],
+        "out_of_scope": drift["out_of_scope"],
+    }
+    if "known_refusal" in drift:
+        refusal_drift["known_refusal"] = drift["known_refusal"]
     return {
         "refusals": report["refusals"],
         "out_of_scope": report["out_of_scope"],
-        "drift": {"refusal": drift["refusal"], "out_of_scope": drift["out_of_scope"]},
+        "drift": refusal_drift,
         "detector_quality": report.get("detector_quality", {}),
         "quality_floor": report.get("quality_floor"),
         "quality_min_class": report.get("quality_min_class"),

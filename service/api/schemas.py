@@ -158,7 +158,8 @@ class DimensionDrift(TypedDict, total=False):
     ``warning``, ``drift``, ``insufficient_data``, ``uncalibrated``...), ``comparisons``
     ``{reference|baseline: latest test}`` (sizes, JSD/PSI or rates, p-value, alpha, method;
     an ``insufficient_data`` one says why and what to change in ``insufficient``; each of
-    the four shared dimensions' says the smallest change it can alarm on at its sizes in
+    the four shared dimensions' and ``known_refusal``'s says the smallest change it can
+    alarm on at its sizes in
     ``detectable``: ``text``, ``category`` (``None`` for a rate), ``share_from``,
     ``share_to``, ``n_current``, ``n_reference``, ``p_value``, ``alpha``, ``bound``,
     ``share_of``, or ``{"cannot_alarm": true, "text"}``; docs/drift.md);
@@ -210,8 +211,9 @@ class EventTime(TypedDict):
 
 @with_config(_OPEN)
 class DriftReport(TypedDict):
-    """``GET /v1/drift``: each dimension (language, topic, refusal, out-of-scope, and
-    ``terms`` unless ``analytics.drift.terms`` is off),
+    """``GET /v1/drift``: each dimension (language, topic, refusal, out-of-scope,
+    ``known_refusal``: the refusal rate of known answerable gold questions, on its own
+    windows, and ``terms`` unless ``analytics.drift.terms`` is off),
     ``suppressed_dimensions`` ``{dimension: why it raises no alarm}``, the ``alarms``
     history (the latest state changes of each comparison, oldest first; an entry with
     ``widened`` is no state change: a language or topic comparison already in drift named
@@ -222,6 +224,7 @@ class DriftReport(TypedDict):
     topic: DimensionDrift
     refusal: DimensionDrift
     out_of_scope: DimensionDrift
+    known_refusal: NotRequired[DimensionDrift]
     terms: NotRequired[DimensionDrift]
     suppressed_dimensions: dict[str, str]
     alarms: list[dict[str, Any]]
@@ -230,10 +233,13 @@ class DriftReport(TypedDict):
 
 
 class RefusalDrift(TypedDict):
-    """The two rate dimensions of the drift report."""
+    """The rate dimensions of the drift report: the refusal rate, the out-of-scope rate and
+    the refusal rate of known answerable gold questions (``known_refusal``: its own windows,
+    ``analytics.drift.known_window_s``)."""
 
     refusal: DimensionDrift
     out_of_scope: DimensionDrift
+    known_refusal: NotRequired[DimensionDrift]
 
 
 class RefusalsReport(TypedDict):
@@ -272,7 +278,15 @@ class QualityReport(TypedDict):
     "scored on 50 known questions, results for 54 of production's 157 (cpu_budget skipped
     550 events)": scored on ``n_scored``, results for ``n_known``; ``None`` when not
     fewer); ``refusals`` of known questions (``known_answerable``, ``refused_answerable``,
-    ``known_unanswerable``, ``answered_unanswerable``); ``acl`` (``violations`` and
+    ``known_unanswerable``, ``answered_unanswerable``); ``known_refusal``: the refusal rate
+    of known answerable questions (``n``, ``refused``, ``rate``, Wilson 95 % ``low`` and
+    ``high``: each an over-refusal, no detector needed); ``by_language``: production's
+    figures and the known refusals per language (the question's language label, most known
+    questions first: ``language``, ``n_known``, ``n_scored``, ``recall``, ``hit_rate`` with
+    ``hit_low``/``hit_high``, ``mrr``, ``few`` (fewer than ``by_language_min_n`` scored),
+    ``known_answerable``, ``refused_answerable``, ``refused_rate`` with ``refused_low``/
+    ``refused_high``, ``refused_few``), ``by_language_partial`` (true: a state kept before
+    session 37, whose known questions are in no language); ``acl`` (``violations`` and
     ``leaks`` rows per retriever and role, ``restricted_passages``, ``passages_with_acl``,
     ``since``: the first event
     they count, over every gold-set version); ``coverage``: what ``known`` and ``refusals``
@@ -285,6 +299,10 @@ class QualityReport(TypedDict):
     gold_set_version: str | None
     known: dict[str, dict[str, Any]]
     refusals: dict[str, int]
+    known_refusal: NotRequired[dict[str, Any]]
+    by_language: NotRequired[list[dict[str, Any]]]
+    by_language_partial: NotRequired[bool]
+    by_language_min_n: NotRequired[int]
     coverage: dict[str, Any]
     acl: dict[str, Any]
     review: list[dict[str, Any]]

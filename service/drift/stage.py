@@ -6,6 +6,15 @@ Dimensions (each with its own detector, windows over event time):
 * ``topic`` — categorical, reference = the gold set's topic counts;
 * ``refusal`` — binary rate of refused answers (events with an answer only);
 * ``out_of_scope`` — binary rate of questions judged out of scope (events with a score);
+* ``known_refusal`` — binary rate of refused answers to known answerable gold questions
+  (``annotations[i]["known_refused"]``, written by the live-quality stage, which runs
+  before this one: a live question matched to an answerable gold row the asker may read;
+  its refusal is an over-refusal, no detector needed). Known questions are a small part of
+  the traffic: its windows are ``known_windows`` (the current window and the frozen
+  baseline's warm-up both ``analytics.drift.known_window_s``, one day by default) and
+  ``known_min_count`` known questions make a window testable. Its own Bonferroni share of
+  ``alpha``, as ``terms``: the other dimensions keep their levels. Baseline only (the gold
+  set has no refusal rate to compare with);
 * ``terms`` — rising terms: the content-word stems of the (scrubbed) questions whose share
   rose against the baseline, stratified by language (:mod:`service.drift.terms`; baseline
   only, none with ``baseline: none``). Its own Bonferroni share of the family's ``alpha``, the
@@ -62,7 +71,9 @@ from service.pipeline import Batch
 log = logging.getLogger(__name__)
 
 CATEGORICAL = ("language", "topic")
-RATES = {"refusal": "refused", "out_of_scope": "out_of_scope"}
+#: The rate of refusals of known answerable gold questions (module docstring).
+KNOWN_REFUSAL = "known_refusal"
+RATES = {"refusal": "refused", "out_of_scope": "out_of_scope", KNOWN_REFUSAL: "known_refused"}
 TERMS = "terms"
 #: The annotation of a question the topic stage gave no topic: no gold row is written in its
 #: language (:class:`service.topics.stage.TopicStage`); it is in no topic share.
@@ -73,12 +84,15 @@ UNJUDGED_TOPIC = "topic_unjudged_language"
 TOPIC_RULE = "gold_languages"
 #: The dimensions whose Bonferroni shares split ``alpha`` (``terms`` has one more share of its
 #: own, so adding it moved none of these levels).
-SHARED = (*CATEGORICAL, *RATES)
-DIMENSIONS = (*SHARED, TERMS)
+SHARED = (*CATEGORICAL, "refusal", "out_of_scope")
+DIMENSIONS = (*SHARED, KNOWN_REFUSAL, TERMS)
+#: The dimensions whose comparisons say the smallest change that can alarm (``detectable``).
+SIZED = (*SHARED, KNOWN_REFUSAL)
 MAX_ALARMS = 100
 #: What a dimension's windows count (the unit of an ``insufficient_data`` reason).
 UNITS = {"language": "questions", "topic": "questions given a topic", "refusal": "answers",
-         "out_of_scope": "scored questions", TERMS: "questions"}  # fmt: skip
+         "out_of_scope": "scored questions", KNOWN_REFUSAL: "known answerable questions",
+         TERMS: "questions"}  # fmt: skip
 #: Where the windows and ``min_count`` are set (``analytics.drift`` of the configuration).
 SETTINGS = "analytics.drift"
 #: State of a suppressed dimension (its detector is below the quality floor).
@@ -215,6 +229,8 @@ class DriftStage:
         terms: bool = True,
         min_term_questions: int = 10,
         max_terms: int = 2000,
+        known_windows: WindowConfig | None = None,
+        known_min_count: int = 30,
         clock: Callable[[], float] = time.time,
     ) -> None:
         windows = windows or WindowConfig()
@@ -233,12 +249,16 @@ class DriftStage:
             )
             for dim in CATEGORICAL
         }
+        # known_refusal: its own windows and min_count (known questions are few), the same
+        # level as each shared dimension's (its own Bonferroni share, as terms)
+        known = {**common, "windows": known_windows or windows, "min_count": known_min_count,
+                 "min_reference_count": min(30, known_min_count)}  # fmt: skip
         self.rates = {
             dim: RateDriftDetector(
                 None,
                 min_change=min_rate_change,
                 clear_change=min_rate_change / 2,
-                **common,  # type: ignore[arg-type]
+                **(known if dim == KNOWN_REFUSAL else common),  # type: ignore[arg-type]
             )
             for dim in RATES
         }
@@ -848,7 +868,7 @@ class DriftStage:
                     test["insufficient"] = (
                         self.starved_windows(reason, n_current, detector.min_count) or reason
                     )
-                if detectable and dim in SHARED:
+                if detectable and dim in SIZED:
                     found = self._detectable(dim, name, detector, test)  # type: ignore[arg-type]
                     if found is not None and dim in self.suppressed:  # (its own line says why)
                         found["text"] += "; but the dimension raises no alarm while suppressed"
@@ -1017,6 +1037,19 @@ def _hours_to_hold(span_s: float, min_count: int, per_window: float) -> int:
     return math.ceil(round(span_s * min_count / per_window / 3600, 9))
 
 
+def _setting_keys(dim: str) -> tuple[str, str, str]:
+    """The settings (of ``analytics.drift``) that size ``dim``'s windows: its current
+    window's, its frozen baseline's warm-up's and its ``min_count``'s (``known_refusal`` has
+    its own: ``known_window_s`` for both spans, ``known_min_count``).
+
+    >>> _setting_keys("refusal"), _setting_keys("known_refusal")
+    (('window_s', 'warmup_s', 'min_count'), ('known_window_s', 'known_window_s', 'known_min_count'))
+    """
+    if dim == KNOWN_REFUSAL:
+        return "known_window_s", "known_window_s", "known_min_count"
+    return "window_s", "warmup_s", "min_count"
+
+
 def insufficient_reason(
     dim: str, comparison: str,
     detector: CategoricalDriftDetector | RateDriftDetector | TermsDriftDetector,
@@ -1043,11 +1076,12 @@ def insufficient_reason(
     warm-up in progress holds ``min_count`` already (it freezes at its end).
     """
     unit, cfg = UNITS.get(dim, "events"), detector.windows
+    window_key, warmup_key, count_key = _setting_keys(dim)
     reasons = []
     n_ref, n_cur = int(test.get("n_reference") or 0), int(test.get("n_current") or 0)
     if n_cur < detector.min_count:
         span, key = ((cfg.reference_window_s, "reference_window_s") if comparison == "reference"
-                     else (cfg.window_s, "window_s"))  # fmt: skip
+                     else (cfg.window_s, window_key))  # fmt: skip
         busiest = max(detector.busiest.get(comparison, 0), n_cur)
         fell = busiest >= detector.min_count  # a busier window was tested
         mean = detector.mean_window(comparison)
@@ -1057,7 +1091,7 @@ def insufficient_reason(
         hours = _hours_to_hold(span, detector.min_count, rate)
         about = f" to about {hours} h" if 0 < hours * 3600 > span else ""
         at_mean = "at the mean; " if not fell and mean and about else ""
-        advice = f"raise {SETTINGS}.{key}{about} ({at_mean}or lower {SETTINGS}.min_count)"
+        advice = f"raise {SETTINGS}.{key}{about} ({at_mean}or lower {SETTINGS}.{count_key})"
         # "traffic fell" only for a drop beyond Poisson noise (two standard deviations of the
         # busier count): 201 then 197 is traffic hovering at min_count (trial 17)
         dropped = n_cur < busiest - 2 * math.sqrt(busiest)
@@ -1094,13 +1128,13 @@ def insufficient_reason(
             times = "once" if short == 1 else f"{short} times"
             reasons.append(
                 f"the baseline never froze: its {_duration(cfg.warmup_s)} warm-up "
-                f"({SETTINGS}.warmup_s) held fewer than {detector.min_count} {unit} {times} "
+                f"({SETTINGS}.{warmup_key}) held fewer than {detector.min_count} {unit} {times} "
                 f"(the last {held}), and each short one starts again: raise "
-                f"{SETTINGS}.warmup_s{about} (or lower {SETTINGS}.min_count)"
+                f"{SETTINGS}.{warmup_key}{about} (or lower {SETTINGS}.{count_key})"
             )
         else:
             reasons.append(f"the baseline is still warming up: it is the first "
-                           f"{_duration(cfg.warmup_s)} of traffic ({SETTINGS}.warmup_s), ready "
+                           f"{_duration(cfg.warmup_s)} of traffic ({SETTINGS}.{warmup_key}), ready "
                            f"once those hold {detector.min_count} {unit}")  # fmt: skip
     elif comparison == "baseline" and n_ref < detector.min_reference_count:
         reasons.append(f"the baseline of earlier traffic holds {n_ref} {unit}, fewer than the "
@@ -1145,10 +1179,11 @@ def detectable_change(
     a rate), the ``cannot_alarm`` form, or ``None`` before any event reached the window.
     """
     unit, cfg = UNITS.get(dim, "events"), detector.windows
+    window_key, warmup_key, count_key = _setting_keys(dim)
     label = "gold set" if comparison == "reference" else comparison
     head = f"{dim} vs {label}"
     span, key = ((cfg.reference_window_s, "reference_window_s") if comparison == "reference"
-                 else (cfg.window_s, "window_s"))  # fmt: skip
+                 else (cfg.window_s, window_key))  # fmt: skip
     busiest = max(detector.busiest.get(comparison, 0), n_current)
     n = n_current if n_current >= detector.min_count else busiest
     if busiest == 0:
@@ -1163,10 +1198,10 @@ def detectable_change(
         about = f" to about {hours} h" if hours * 3600 > span else ""
         held = f"the busiest had {busiest}" + (f", {mean:.1f} on average" if mean else "")
         at_mean = "at the mean; " if mean and about else ""
-        return cannot(f"its {_duration(span)} windows hold fewer than min_count "
+        return cannot(f"its {_duration(span)} windows hold fewer than {count_key} "
                       f"({detector.min_count}) {unit} ({held}); raise "
                       f"{SETTINGS}.{key}{about} ({at_mean}or lower "
-                      f"{SETTINGS}.min_count)")  # fmt: skip
+                      f"{SETTINGS}.{count_key})")  # fmt: skip
     of = {"reference": "gold-set", "baseline": "baseline"}.get(comparison, comparison)
     reference = compared
     if reference is None or not sum(reference.values()):
@@ -1177,8 +1212,8 @@ def detectable_change(
         if m < detector.min_count:  # (a frozen warm-up holding fewer starts again)
             hours = math.ceil(cfg.warmup_s * detector.min_count / m / 3600) if m else 0
             return cannot(f"a {_duration(cfg.warmup_s)} warm-up of the baseline would hold "
-                          f"about {m} {unit}, fewer than min_count ({detector.min_count}); "
-                          f"raise {SETTINGS}.warmup_s to about {hours} h")  # fmt: skip
+                          f"about {m} {unit}, fewer than {count_key} ({detector.min_count}); "
+                          f"raise {SETTINGS}.{warmup_key} to about {hours} h")  # fmt: skip
         reference, of = expected_counts(current, m), "current"
     m = int(sum(reference.values()))
     if m < detector.min_reference_count:

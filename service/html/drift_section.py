@@ -16,9 +16,10 @@ from markupsafe import Markup
 from service.html import plots
 from service.html.page import badge, figure, num, para, pct, section, table, when
 
-DIMENSIONS = ("language", "topic", "refusal", "out_of_scope", "terms")
-#: The dimensions a report may leave out (``terms``: off, or a report from before it).
-OPTIONAL = ("terms",)
+DIMENSIONS = ("language", "topic", "refusal", "out_of_scope", "known_refusal", "terms")
+#: The dimensions a report may leave out (``terms``: off, or a report from before it;
+#: ``known_refusal``: no live-quality stage, or a report from before session 37).
+OPTIONAL = ("known_refusal", "terms")
 #: Said under the table when a row's drift is held by hysteresis.
 HELD_NOTE = (
     "Held by hysteresis: this test alone would not raise an alarm (its effect is below the "

@@ -20,7 +20,7 @@ from typing import Any
 from markupsafe import Markup
 
 from service.html.over_time import quality_over_time
-from service.html.page import dated_minute, minute, para, section, table
+from service.html.page import dated_minute, minute, para, pct, section, table
 from service.quality.stage import rejected_note
 
 __all__ = ["quality_section"]
@@ -31,6 +31,36 @@ REVIEW_ROWS = 20
 _CHANGE_COLUMNS = ["change", "from", "to", "last event before", "after events",
                    "rows carried over", "events carried over", "rows dropped",
                    "events dropped"]  # fmt: skip
+
+
+def _by_language(quality: Mapping[str, Any], k: Any) -> list[Markup]:
+    """Production's live quality and the refusals of known answerable questions per language
+    (``by_language``: the question's language label, most known questions first, Wilson 95 %
+    intervals of the hit rate and the refusal rate; a row under ``by_language_min_n`` scored
+    or answerable is marked few), when there are rows."""
+    rows = quality.get("by_language") or []
+    if not rows:
+        return []
+    min_n = quality.get("by_language_min_n", 10)
+
+    def interval(low: float | None, high: float | None, percent: bool = False) -> str:
+        if low is None or high is None:
+            return "–"
+        return f"{pct(low)} … {pct(high)}" if percent else f"{low:.3f} … {high:.3f}"
+
+    parts = [para(f"Production by language (the question's language; 95 % Wilson intervals; "
+                  f"few: fewer than {min_n} scored or answerable known questions)"
+                  + (": the known questions counted before they were counted per language "
+                     "are in none." if quality.get("by_language_partial") else "."),
+                  "muted"),  # fmt: skip
+             table(["language", "known", "scored", "hit rate", "interval", f"recall@{k}",
+                    "MRR", "answerable", "refused", "refusal rate", "interval", "note"],
+                   [[r["language"], r["n_known"], r["n_scored"], r["hit_rate"],
+                     interval(r["hit_low"], r["hit_high"]), r["recall"], r["mrr"],
+                     r["known_answerable"], r["refused_answerable"], pct(r["refused_rate"]),
+                     interval(r["refused_low"], r["refused_high"], percent=True),
+                     "few" if r["few"] or r["refused_few"] else ""] for r in rows])]  # fmt: skip
+    return parts
 
 
 def quality_section(quality: Mapping[str, Any], over: Mapping[str, Any] | None = None
@@ -95,6 +125,7 @@ def quality_section(quality: Mapping[str, Any], over: Mapping[str, Any] | None =
                 ],
             )  # fmt: skip
         )
+    parts += _by_language(quality, k)
     note = rejected_note(quality.get("near_matches_rejected"))
     if note:
         parts.append(para(note[0].upper() + note[1:] + ".", "muted"))

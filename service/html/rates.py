@@ -108,8 +108,36 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
         )
     )
     parts.append(para(f"Refused answers: {analytics['refusals']['method']}."))
+    parts += _by_language(analytics)
     parts.append(_both_directions(analytics))
     return section("refusals", "Refusals", *parts)
+
+
+def _by_language(analytics: Mapping[str, Any]) -> list[Markup]:
+    """The refusal rate per language (the question's language label; most answers first,
+    Wilson 95 % intervals, rows of fewer than ``quality_min_class`` answers marked few:
+    :func:`~service.quality.by_language.rate_rows`) and the refusal rate of known answerable
+    gold questions (each an over-refusal, no detector needed), when there are some."""
+    refusals = analytics["refusals"]
+    parts: list[Markup] = []
+    rows = refusals.get("by_language") or []
+    if rows:
+        min_n = analytics.get("quality_min_class", 10)
+        parts.append(table(
+            ["language", "answers", "refused", "rate", "95 % interval (Wilson)", "note"],
+            [[r["language"], r["n"], r["x"], pct(r["rate"]),
+              f"{pct(r['low'])} … {pct(r['high'])}",
+              f"few (fewer than {min_n} answers)" if r["few"] else ""] for r in rows],
+        ))  # fmt: skip
+        covered = refusals.get("by_language_answers")
+        if covered is not None and covered < refusals.get("answers", 0):
+            parts.append(para(f"The languages cover {covered} of {refusals['answers']} "
+                              "answers: those counted before refusals were counted per "
+                              "language are in none.", "muted"))  # fmt: skip
+    known = refusals.get("known_over_refusal") or {}
+    if known.get("text"):
+        parts.append(para(known["text"][0].upper() + known["text"][1:] + "."))
+    return parts
 
 
 def _quality_cell(quality: Mapping[str, Any] | None) -> str:

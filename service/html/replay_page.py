@@ -163,7 +163,12 @@ def analytics_sections(
                 uncalibrated=(analytics.get("topic_quality") or {}).get("uncalibrated"),
             ),
             drift_section(
-                drift, series, {"out_of_scope": (analytics.get("out_of_scope") or {}).get("off")}
+                drift,
+                series,
+                {
+                    "out_of_scope": (analytics.get("out_of_scope") or {}).get("off"),
+                    "known_refusal": _known_off(analytics),
+                },
             ),
             refusals_section(analytics, series),
         ]
@@ -470,3 +475,12 @@ def _shares_over_time(
         f"Solid: live share per time bucket; {dashed}red lines: drift "
         f"declared.{' ' + outside if outside else ''}",
     )
+
+
+def _known_off(analytics: Mapping[str, Any]) -> str | None:
+    """Why the ``known_refusal`` drift dimension is off (no live-quality stage: no gold set,
+    so no known question to refuse), or ``None``: the analytics' refusals carry
+    ``known_over_refusal`` whenever there is one."""
+    if "known_over_refusal" in (analytics.get("refusals") or {}):
+        return None
+    return "no gold set: no known question to refuse"

@@ -26,6 +26,7 @@ from service.html.drift_section import DIMENSIONS, category_moves, rate_move
 from service.html.extras import find_extra, suggestion_rows
 from service.html.page import badge, document, esc, num, para, pct, section, table
 from service.html.replay_page import analytics_sections, notices
+from service.quality.by_language import rate_text
 
 #: Same-origin endpoints linked from the page.
 LINKS = (("/v1/status", "status JSON"), ("/v1/drift", "drift JSON"),
@@ -134,7 +135,12 @@ def moved_section(
         rows.append([_link("refusals", "refusals"),
                      f"{pct(refusals.get('rate'))} of {refusals.get('answers', 0)} answers "
                      f"refused; {refusals.get('method', 'no answers yet')}; "
-                     f"refusal drift: {state}"])  # fmt: skip
+                     f"refusal drift: {state}"
+                     + (f"; by language: {rate_text(refusals['by_language'])}"
+                        if refusals.get("by_language") else "")
+                     + (f"; {(refusals.get('known_over_refusal') or {})['text']}"
+                        if (refusals.get("known_over_refusal") or {}).get("text")
+                        else "")])  # fmt: skip
     shadow = find_extra("shadow", analytics, extras)
     if shadow is not None:
         agreement = [

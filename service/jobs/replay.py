@@ -88,8 +88,9 @@ from service.language.detector import OTHER as OTHER_LANGUAGE
 from service.language.excluded import excluded_text
 from service.language.quality import agreement_text
 from service.pipeline import CountingStage, Pipeline
+from service.quality.by_language import rate_text
 from service.quality.over_time import MIN_N, agreement_line, known_line, over_time
-from service.quality.stage import rejected_note
+from service.quality.stage import language_lines, rejected_note
 from service.refusals.scope import (
     CALIBRATION_LIMIT,
     live_by_language_text,
@@ -490,8 +491,12 @@ def render_text(doc: ReplayReport) -> str:
     if refusals["rate"] is not None:
         lines.append(f"refusals: {refusals['refused']}/{refusals['answers']} "
                      f"({refusals['rate']:.1%}; {refusals['method']})")  # fmt: skip
+        lines += refusal_language_lines(refusals, analytics.get("quality_min_class", 10))
     else:
         lines.append("refusals: none (no answers in this log)")
+    known_over = refusals.get("known_over_refusal") or {}
+    if known_over.get("text"):
+        lines.append(f"  {known_over['text']}")
     scope = analytics["out_of_scope"]
     if scope.get("off"):
         lines.append(f"out of scope: off: {scope['off']}")
@@ -504,7 +509,8 @@ def render_text(doc: ReplayReport) -> str:
                       f"answerable gold question{of}" if support else "")  # fmt: skip
         counts = (
             f"{scope['out_of_scope']}/{scope['scored']} ({scope['share']:.1%}{off_corpus}); "
-            f"over-refusals {scope['over_refusals']}{over_refusals_explained_text(scope)}, "
+            f"over-refusals {scope['over_refusals']}"
+            f"{_cite_known(over_refusals_explained_text(scope), scope, known_over)}, "
             f"under-refusals {scope['under_refusals']}"
         )
         counts += under_refusals_explained_text(scope)
@@ -542,10 +548,12 @@ def render_text(doc: ReplayReport) -> str:
         )
     drift = analytics["drift"]
     shown = {dim: drift[dim]["state"]
-             for dim in ("language", "topic", "refusal", "out_of_scope", "terms")
+             for dim in ("language", "topic", "refusal", "out_of_scope", "known_refusal", "terms")
              if dim in drift}  # fmt: skip
     if scope.get("off"):  # no detector: no data to be insufficient
         shown["out_of_scope"] = "off"
+    if "known_refusal" in shown and not (doc.get("quality") or {}).get("threshold"):
+        shown["known_refusal"] = "off"  # no gold set: no known question to refuse
     if topics_off:  # every question "und": no topic to test (trial 9 read insufficient_data)
         shown["topic"] = "off"
     states = ", ".join(f"{dim} {state}{_untested_note(drift.get(dim), state)}"
@@ -744,6 +752,48 @@ def _paired_lines(name: str, cell: dict[str, Any], known: dict[str, Any], k: Any
             f"{figures(paired['production'])}; {name} {figures(paired['candidate'])}"]  # fmt: skip
 
 
+def refusal_language_lines(refusals: Mapping[str, Any], min_n: int = 10) -> list[str]:
+    """The refusal rate per language of the text report (``by_language`` of the analytics'
+    ``refusals``: :func:`~service.quality.by_language.rate_rows`), one line; a note when
+    the languages cover fewer answers than the total (totals kept before they were counted
+    per language); none without rows.
+
+    >>> from service.quality.by_language import rate_rows
+    >>> print(refusal_language_lines({"answers": 10, "by_language_answers": 10,
+    ...     "by_language": rate_rows({"en": (3, 6), "hi": (2, 4)})})[0])
+    ... # doctest: +NORMALIZE_WHITESPACE
+      refusals by language (Wilson 95 %; few: fewer than 10 answers): en 50.0% [18.8%, 81.2%]
+      (n 6, few), hi 50.0% [15.0%, 85.0%] (n 4, few)
+    """
+    rows = refusals.get("by_language") or []
+    if not rows:
+        return []
+    line = (f"  refusals by language (Wilson 95 %; few: fewer than {min_n} answers): "
+            f"{rate_text(rows)}")  # fmt: skip
+    covered = refusals.get("by_language_answers")
+    if covered is not None and covered < refusals.get("answers", 0):
+        line += (f" (of {covered} answers: the {refusals['answers'] - covered} counted before "
+                 "refusals were counted per language are in no language)")  # fmt: skip
+    return [line]
+
+
+def _cite_known(explained: str, scope: Mapping[str, Any], known: Mapping[str, Any]) -> str:
+    """The over-refusal verdict (``explained``: :func:`over_refusals_explained_text`'s) with,
+    when the out-of-scope detector is uncalibrated, the refusal rate of known answerable gold
+    questions, which needs no detector (``known``: the analytics' ``known_over_refusal``).
+
+    >>> _cite_known(" (nor of none)", {"uncalibrated": "AUC 0.59"}, {"brief": "x: 4% → 63%"})
+    ' (nor of none; but x: 4% → 63%)'
+    >>> _cite_known("", {"uncalibrated": "AUC 0.59"}, {"brief": "x: 4% → 63%"})
+    ' (x: 4% → 63%)'
+    """
+    if not scope.get("uncalibrated") or not known.get("brief"):
+        return explained
+    if explained.endswith(")"):
+        return f"{explained[:-1]}; but {known['brief']})"
+    return f"{explained} ({known['brief']})"
+
+
 def quality_lines(
     quality: dict[str, Any] | None, over: Mapping[str, Any] | None = None
 ) -> list[str]:
@@ -793,6 +843,15 @@ def quality_lines(
         lines += _paired_lines(name, cell, known, k)
     line = known_line(over, k)  # the worst point against the run: a bad day shows
     lines += [line] if line else []
+    by_language = quality.get("by_language") or []
+    if by_language and (quality.get("known") or {}):
+        partial = (" (covers part: the known questions counted before they were counted per "
+                   "language are in no language)" if quality.get("by_language_partial")
+                   else "")  # fmt: skip
+        min_n = quality.get("by_language_min_n", 10)
+        lines.append(f"  production by language (the question's language; Wilson 95 % "
+                     f"intervals; few: fewer than {min_n} scored){partial}:")  # fmt: skip
+        lines += [f"    {line}" for line in language_lines(by_language, k, min_n)]
     refusals = quality.get("refusals") or {}
     if refusals.get("known_answerable") or refusals.get("known_unanswerable"):
         lines.append(

@@ -37,7 +37,12 @@ Counting rules (one per event, from the annotations the analytics stages left):
   no cutoff) and ``no_gold_rows`` events (given no out-of-scope verdict at all, as no gold
   row is written in their language: ``scope_unjudged_language``), and ``topic_no_gold_rows``
   events (given no topic for the same reason: ``topic_unjudged_language``,
-  :class:`~service.topics.stage.TopicStage`; totals kept before it start it empty).
+  :class:`~service.topics.stage.TopicStage`; totals kept before it start it empty); and
+  ``answers`` / ``refusals`` (counted as the totals of the same name) per language label
+  instead: the event's ``language`` annotation, ``und`` without one
+  (:func:`~service.quality.by_language.language_of`, the label the ``languages`` counts
+  use), for the refusal rate per language (totals kept before session 37 start them empty:
+  the report then says the languages cover fewer answers than the total).
 
 :func:`count_annotations` is the one place these rules are written; the telemetry counts
 the same way through it.
@@ -56,7 +61,8 @@ from service.pipeline import Batch
 __all__ = ["FLAGS", "AnnotationTotals", "count_annotations"]
 
 #: The per-language counts :class:`AnnotationTotals` keeps.
-BY_LANGUAGE = ("off_corpus", "not_judged", "no_gold_rows", "topic_no_gold_rows")
+BY_LANGUAGE = ("off_corpus", "not_judged", "no_gold_rows", "topic_no_gold_rows", "answers",
+               "refusals")  # fmt: skip
 
 #: The per-event flags counted, in report order.
 FLAGS = ("answers", "refusals", "scope_scored", "out_of_scope", "over_refusals",
@@ -157,7 +163,13 @@ class AnnotationTotals:
         off, not_judged = self.by_language["off_corpus"], self.by_language["not_judged"]
         no_gold = self.by_language["no_gold_rows"]
         no_topic = self.by_language["topic_no_gold_rows"]
+        answered, refused = self.by_language["answers"], self.by_language["refusals"]
         for notes in batch.annotations:
+            verdict = notes.get("refused")
+            if verdict is not None:  # per language label (language_of)
+                label = str(notes.get("language") or "und")
+                answered[label] += 1
+                refused[label] += verdict is True
             get = notes.get
             is_off, unjudged = get("off_corpus") is True, get("off_corpus_judged") is False
             lacking = get("scope_unjudged_language") is True

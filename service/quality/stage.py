@@ -23,12 +23,21 @@ stage (which should hand every finished :class:`~service.shadow.runner.ShadowRes
    *unanswerable for this asker*: not scored, and a refusal is the right answer;
 3. counts refusals of known questions both ways: ``refused_answerable`` (``refused`` is
    True on an answerable one) and ``answered_unanswerable`` (``refused`` is False on an
-   unanswerable one); ``refused`` None counts in neither;
+   unanswerable one); ``refused`` None counts in neither. A known question answerable for
+   its asker gets ``annotations[i]["known_refused"]`` = ``refused`` (``True``: an
+   over-refusal, no out-of-scope detector needed; absent otherwise, and when ``refused`` is
+   None): the drift stage, which runs after this one, feeds its ``known_refusal`` rate from
+   it (:mod:`service.drift.stage`);
 4. writes ``annotations[i]["acl_violations"]`` (production's retrieved passage ids the
    event's ``user.role`` may not read, ranking order; ``[]`` when none or role unknown) and
    ``annotations[i]["acl_leaks"]`` (the answer's citations the role may not read, when the
    answer was not a refusal: the restricted text reached the user). Both are counted per
    (retriever, role label); events with either are kept for review.
+
+Per language (the event's ``language`` annotation, :mod:`service.quality.by_language`):
+production's known-question aggregates and the refusal counts are kept per gold row and
+language too, so the report gives each language's hit rate, recall, MRR and refusal rate of
+known answerable questions (``by_language``), under the same gold-set change rules.
 
 Role labels are bounded: a role named in the corpus ACLs (first ``max_roles``), else
 ``"other"``; ``None`` → ``"unknown"``. Retriever labels are production's label and the
@@ -77,6 +86,7 @@ is unknown are part of the snapshot too.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import Counter, OrderedDict, deque
@@ -87,12 +97,19 @@ from typing import Any
 from service.data.goldset import row_version
 from service.pipeline import Batch
 from service.quality.acl import AccessPolicy
+from service.quality.by_language import FEW, language_of, wilson
 from service.quality.known import KnownLookup, KnownQuestionIndex, live_scores
 from service.records import GoldQuestion
 from service.shadow.runner import ShadowResult, production_ranking
 from service.text.subject import subject
 
-__all__ = ["LiveQualityStage", "coverage_note", "rejected_note"]
+__all__ = [
+    "LiveQualityStage",
+    "coverage_note",
+    "known_refusal_text",
+    "language_lines",
+    "rejected_note",
+]
 
 _VERSION = 2
 _SCORES = ("recall", "hit", "rr")
@@ -118,6 +135,8 @@ class LiveQualityStage:
             are scored but never become the coverage's ``since`` or last event time (the
             ``at`` of a gold-set change): one client clock years ahead must not date them
             (the drift windows' setting of the same name, :mod:`service.drift.windows`).
+        min_n: a language's row over fewer known questions than this is marked ``few``
+            (``analytics.quality_min_class``; :mod:`service.quality.by_language`).
         clock: the wall clock, Unix seconds.
 
     Raises:
@@ -139,10 +158,12 @@ class LiveQualityStage:
         max_roles: int = 16,
         max_events: int = 100_000,
         future_tolerance_s: float = 60.0,
+        min_n: int = FEW,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if k < 1 or max_review < 0 or max_roles < 1 or max_events < 1:
             raise ValueError("need k >= 1, max_review >= 0, max_roles >= 1, max_events >= 1")
+        self.min_n = min_n
         self.policy, self.k, self.production = policy, k, production
         self.future_tolerance_s, self._clock = future_tolerance_s, clock
         self._index = index
@@ -162,6 +183,11 @@ class LiveQualityStage:
         # recomputed from the rows only when a gold-set change drops some)
         self._totals: dict[str, list[float]] = {}
         self._refusals: dict[str, Counter[str]] = {}  # gold id -> refusal counts
+        # production's known aggregates and the refusal counts per gold id and language
+        self._lang_known: dict[str, dict[str, list[float]]] = {}
+        self._lang_refusals: dict[str, dict[str, Counter[str]]] = {}
+        # the per-language figures cover less than the totals (a state kept before them)
+        self._lang_partial = False
         # gold id turned down (the best, per event) -> {reason: events, "matched_another": n}
         self._rejected: dict[str, Counter[str]] = {}
         self._first_seen: dict[str, datetime] = {}  # gold id -> its first measured event
@@ -237,6 +263,8 @@ class LiveQualityStage:
             for gold_id in dropped:
                 cells.pop(gold_id, None)
         self._known = {name: cells for name, cells in self._known.items() if cells}
+        for gold_id in dropped:
+            self._lang_known.pop(gold_id, None)
         for cells in self._paired.values():
             for gold_id in dropped:
                 cells.pop(gold_id, None)
@@ -246,6 +274,7 @@ class LiveQualityStage:
         if drops != "scores":
             for gold_id in dropped:
                 self._refusals.pop(gold_id, None)
+                self._lang_refusals.pop(gold_id, None)
                 self._first_seen.pop(gold_id, None)
         if drops == "all":  # turned down at another threshold
             self._rejected.clear()
@@ -354,6 +383,8 @@ class LiveQualityStage:
                     if seen is None or event.timestamp < seen:
                         self._first_seen[match.gold_id] = event.timestamp
                     scores = self._score(self.production, question, role, ranking)
+                    language = language_of(notes)
+                    self._count_language(match.gold_id, language, scores)
                     notes["known"] = {
                         "gold_id": match.gold_id,
                         "similarity": match.similarity,
@@ -362,7 +393,10 @@ class LiveQualityStage:
                         else dict(zip(_SCORES, scores, strict=True)),
                     }
                     self._remember(event.event_id, match.gold_id, scores)
-                    self._count_refusal(question, role, notes.get("refused"))
+                    refused = notes.get("refused")
+                    if self._count_refusal(question, role, refused, language) and \
+                            refused is not None:  # fmt: skip
+                        notes["known_refused"] = bool(refused)
                 violations = self._violations(ranking, role) if check else []
                 cited = event.answer.citations if check and event.answer is not None else ()
                 leaks = self._violations(cited, role) if notes.get("refused") is not True else []
@@ -447,16 +481,38 @@ class LiveQualityStage:
             self._pending[f"known_{name}"].setdefault(retriever, []).append(scores[name])
         return scores["recall"], scores["hit"], scores["rr"]
 
-    def _count_refusal(self, question: GoldQuestion, role: str | None, refused: Any) -> None:
+    def _count_language(
+        self, gold_id: str, language: str, scores: tuple[float, float, float] | None
+    ) -> None:
+        """Count production's known event of ``language`` on ``gold_id`` (scored or not)."""
+        cell = self._lang_known.setdefault(gold_id, {}).setdefault(language, [0, 0, 0.0, 0.0, 0.0])
+        cell[0] += 1
+        if scores is not None:
+            cell[1] += 1
+            for j, value in enumerate(scores):
+                cell[2 + j] += value
+
+    def _count_refusal(
+        self, question: GoldQuestion, role: str | None, refused: Any, language: str
+    ) -> bool:
+        """Count a known event's refusal both ways (module docstring, step 3), in total and
+        for its ``language``; returns whether the question is answerable for ``role``."""
         answerable = self._readable(question, role)
         counts = self._refusals.setdefault(question.id, Counter())
-        counts["known_answerable" if answerable else "known_unanswerable"] += 1
+        by_language = self._lang_refusals.setdefault(question.id, {}).setdefault(
+            language, Counter()
+        )
+        for cell in (counts, by_language):
+            cell["known_answerable" if answerable else "known_unanswerable"] += 1
         if refused is True and answerable:
             counts["refused_answerable"] += 1
+            by_language["refused_answerable"] += 1
             self._pending["refusals"]["refused_answerable"] += 1
         elif refused is False and not answerable:
             counts["answered_unanswerable"] += 1
+            by_language["answered_unanswerable"] += 1
             self._pending["refusals"]["answered_unanswerable"] += 1
+        return answerable
 
     def _flag(
         self,
@@ -524,7 +580,13 @@ class LiveQualityStage:
         scored on: a candidate skipped by the shadow runner, e.g. for ``cpu_budget``, is
         scored on fewer known questions than production, so its own means are over other
         questions than production's); ``"refusals": {"known_answerable", "refused_answerable",
-        "known_unanswerable", "answered_unanswerable"}, "near_matches_rejected": {"events",
+        "known_unanswerable", "answered_unanswerable"}, "known_refusal": {"n", "refused",
+        "rate", "low", "high"}`` (the refusal rate of known answerable questions, Wilson 95 %:
+        :func:`_known_refusal`), ``"by_language": [rows]`` (production's figures and the
+        known refusals per language: :func:`_language_rows`), ``"by_language_partial"``
+        (the state was kept before they were counted: its known questions are in no
+        language), ``"by_language_min_n"`` (rows under it are ``few``),
+        ``"near_matches_rejected": {"events",
         "by_reason": {"numbers", "negation", "words", "question"}, "matched_another"}``
         (events whose best gold row at or above the threshold asks another question,
         :func:`_rejected_report`; kept per turned-down row across gold-set changes like
@@ -565,6 +627,7 @@ class LiveQualityStage:
                             cell["n_known"], cell["n_scored"], of_known, candidates[name]
                         )
             refusals: Counter[str] = sum(self._refusals.values(), Counter())
+            by_language = _language_rows(self._lang_known, self._lang_refusals, self.min_n)
             review = [*reversed(self._review["leaks"]), *reversed(self._review["violations"])]
             measured = set(self._first_seen).union(self._refusals, *self._known.values())
             # a version-1 state's block: neither its first event nor its rows are known
@@ -577,6 +640,10 @@ class LiveQualityStage:
                 "gold_set_version": _gold_version(self.index),
                 "known": known,
                 "refusals": {key: refusals[key] for key in _REFUSAL_KEYS},
+                "known_refusal": _known_refusal(refusals),
+                "by_language": by_language,
+                "by_language_partial": self._lang_partial,
+                "by_language_min_n": self.min_n,
                 "near_matches_rejected": _rejected_report(self._rejected.values()),
                 "coverage": {
                     "gold_set_version": _gold_version(self.index),
@@ -596,6 +663,14 @@ class LiveQualityStage:
                 },
                 "review": [dict(row) for row in review[: self.max_review]],
             }
+
+    def known_refusal(self) -> dict[str, Any]:
+        """The refusal rate of known answerable questions (:func:`_known_refusal`: ``{"n",
+        "refused", "rate", "low", "high"}``), as :meth:`report`'s ``known_refusal``, without
+        building the rest of the report."""
+        with self._lock:
+            refusals: Counter[str] = sum(self._refusals.values(), Counter())
+        return _known_refusal(refusals)
 
     def gold_set_versions(self) -> list[str]:
         """The gold-set versions the stage's state has run on, oldest first (the first and
@@ -627,6 +702,17 @@ class LiveQualityStage:
                     for name, cells in self._paired.items()
                 },
                 "refusals": {g: dict(counts) for g, counts in self._refusals.items()},
+                "by_language": {
+                    "known": {
+                        g: {lang: list(cell) for lang, cell in cells.items()}
+                        for g, cells in self._lang_known.items()
+                    },
+                    "refusals": {
+                        g: {lang: dict(counts) for lang, counts in cells.items()}
+                        for g, cells in self._lang_refusals.items()
+                    },
+                    "partial": self._lang_partial,
+                },  # fmt: skip
                 "rejected": {g: dict(counts) for g, counts in self._rejected.items()},
                 # the rows turned down too: a restore onto a changed gold set keeps the
                 # rejections of the rows it left alone, as the same change in process does
@@ -687,6 +773,18 @@ class LiveQualityStage:
                     self._changes[0]["from"] if self._changes else old_version
                 )
             self._known, self._refusals, self._first_seen = known, refusals, first_seen
+            # kept from session 37 on: a state before it had figures none is counted under
+            lang = state.get("by_language") if state["version"] == _VERSION else None
+            if isinstance(lang, Mapping):
+                self._lang_known = {g: {la: list(c) for la, c in cells.items()}
+                                    for g, cells in lang.get("known", {}).items()}  # fmt: skip
+                refused = lang.get("refusals", {})
+                self._lang_refusals = {g: {la: Counter(c) for la, c in cells.items()}
+                                       for g, cells in refused.items()}  # fmt: skip
+                self._lang_partial = bool(lang.get("partial", False))
+            else:
+                self._lang_known, self._lang_refusals = {}, {}
+                self._lang_partial = bool(known or refusals)
             # not in a version-1 state, nor in a version-2 one written before it was kept
             self._rejected = {g: Counter(c) for g, c in (state.get("rejected") or {}).items()
                               if state["version"] == _VERSION}  # fmt: skip
@@ -789,6 +887,149 @@ _REASON_NAMES = {"numbers": "numbers", "negation": "negation", "words": "content
 
 _REFUSAL_KEYS = ("known_answerable", "refused_answerable", "known_unanswerable",
                  "answered_unanswerable")  # fmt: skip
+
+
+def _known_refusal(refusals: Mapping[str, int]) -> dict[str, Any]:
+    """``{"n", "refused", "rate", "low", "high"}``: the refusal rate of known answerable
+    questions (``refused_answerable`` of ``known_answerable``: each is an over-refusal, no
+    detector needed) with its Wilson 95 % interval; ``rate`` ``None`` when ``n`` is 0.
+
+    >>> _known_refusal({"known_answerable": 4, "refused_answerable": 1})["rate"]
+    0.25
+    """
+    n, x = int(refusals.get("known_answerable", 0)), int(refusals.get("refused_answerable", 0))
+    low, high = wilson(x, n) if n else (None, None)
+    return {"n": n, "refused": x, "rate": x / n if n else None, "low": low, "high": high}
+
+
+#: What the known-refusal figures are, in the reports' words.
+KNOWN_OVER_REFUSAL = "over-refusal of known answerable gold questions"
+
+
+def known_refusal_text(
+    figure: Mapping[str, Any] | None, drift: Mapping[str, Any] | None = None, *,
+    brief: bool = False,
+) -> str | None:  # fmt: skip
+    """The refusal rate of known answerable gold questions in words, or ``None`` without one
+    (``figure``: ``known_refusal`` of :meth:`LiveQualityStage.report`, ``n`` 0 or absent).
+    A refusal of a live question matched to a gold row its asker may read is an
+    over-refusal: no out-of-scope detector is needed to say so. With the drift stage's
+    ``known_refusal`` dimension (``drift``), its baseline comparison: the baseline's rate →
+    the latest window's, and its state (``DRIFT``), why it was not tested, or that it cannot
+    alarm at these sizes. ``brief``: the comparison alone (``"6.7% → 65.2%"``, or the run's
+    rate), for the over-refusal verdict of an uncalibrated detector to cite.
+
+    >>> figure = {"n": 446, "refused": 111, "rate": 111 / 446, "low": 0.211, "high": 0.291}
+    >>> test = {"state": "drift", "rate_reference": 0.0667, "rate_current": 0.652}
+    >>> print(known_refusal_text(figure, {"state": "drift",
+    ...                                   "comparisons": {"baseline": test}}))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    over-refusal of known answerable gold questions (refused, though matched to a gold row the asker
+    may read: no detector needed): 111 of 446 (24.9% [21.1%, 29.1%]); vs baseline 6.7% → 65.2%
+    (DRIFT)
+    >>> known_refusal_text(figure, {"state": "drift", "comparisons": {"baseline": test}},
+    ...                    brief=True)
+    'over-refusal of known answerable gold questions (no detector needed): 6.7% → 65.2%, in drift'
+    """
+    if not figure or not figure.get("n"):
+        return None
+    test = ((drift or {}).get("comparisons") or {}).get("baseline") or {}
+    moved = None
+    rates = (test.get("rate_reference"), test.get("rate_current"))
+    if all(isinstance(r, (int, float)) and math.isfinite(r) for r in rates):  # (untested: nan)
+        moved = f"{test['rate_reference']:.1%} → {test['rate_current']:.1%}"
+        if brief:
+            state = ", in drift" if test.get("state") == "drift" else ""
+            return f"{KNOWN_OVER_REFUSAL} (no detector needed): {moved}{state}"
+        moved += " (DRIFT)" if test.get("state") == "drift" else ""
+    if brief:
+        return f"{KNOWN_OVER_REFUSAL} (no detector needed): {figure['rate']:.1%} over the run"
+    line = (f"{KNOWN_OVER_REFUSAL} (refused, though matched to a gold row the asker may read: "
+            f"no detector needed): {figure['refused']} of {figure['n']} ({figure['rate']:.1%} "
+            f"[{figure['low']:.1%}, {figure['high']:.1%}])")  # fmt: skip
+    if moved is not None:
+        line += f"; vs baseline {moved}"
+    elif test.get("insufficient"):
+        line += f"; vs baseline not tested: {test['insufficient']}"
+    detectable = test.get("detectable") or {}
+    if detectable.get("cannot_alarm"):
+        line += f"; {detectable['text']}"
+    return line
+
+
+def language_lines(rows: Sequence[Mapping[str, Any]], k: int | None, min_n: int = FEW
+                   ) -> list[str]:  # fmt: skip
+    """Production's live quality and known refusals per language (``by_language`` of
+    :meth:`LiveQualityStage.report`), one line each, most known questions first; the hit
+    rate and the refusal rate with their Wilson 95 % intervals, ``few`` under ``min_n``.
+
+    >>> rows = _language_rows({"g": {"hi": [5, 4, 2.0, 2.0, 1.5]}},
+    ...                       {"g": {"hi": Counter(known_answerable=4, refused_answerable=1)}})
+    >>> print(language_lines(rows, 10)[0])  # doctest: +NORMALIZE_WHITESPACE
+    hi: 4 scored of 5 known (few: < 10); hit rate 0.500 [0.150, 0.850], recall@10 0.500, MRR 0.375;
+    refused 1 of 4 answerable (25.0% [4.6%, 69.9%], few)
+    """
+    lines = []
+    for row in rows:
+        few = f" (few: < {min_n})" if row["few"] else ""
+        line = f"{row['language']}: {row['n_scored']} scored of {row['n_known']} known{few}"
+        if row["n_scored"]:
+            line += (f"; hit rate {row['hit_rate']:.3f} [{row['hit_low']:.3f}, "
+                     f"{row['hit_high']:.3f}], recall@{k} {row['recall']:.3f}, MRR "
+                     f"{row['mrr']:.3f}")  # fmt: skip
+        if row["known_answerable"]:
+            few = ", few" if row["refused_few"] else ""
+            line += (f"; refused {row['refused_answerable']} of {row['known_answerable']} "
+                     f"answerable ({row['refused_rate']:.1%} [{row['refused_low']:.1%}, "
+                     f"{row['refused_high']:.1%}]{few})")  # fmt: skip
+        lines.append(line)
+    return lines
+
+
+def _language_rows(
+    known: Mapping[str, Mapping[str, list[float]]],
+    refusals: Mapping[str, Mapping[str, Counter[str]]],
+    min_n: int = FEW,
+) -> list[dict[str, Any]]:
+    """Production's live quality and the known refusals per language, summed over the gold
+    rows: ``[{"language", "n_known", "n_scored", "recall", "hit_rate", "hit_low",
+    "hit_high", "mrr", "few", "known_answerable", "refused_answerable", "refused_rate",
+    "refused_low", "refused_high", "refused_few"}]``: means over the scored events (``None``
+    when none), the hit rate's and the refusal rate's Wilson 95 % intervals (``None``
+    without events), ``few`` / ``refused_few`` when fewer than ``min_n`` scored / answerable
+    known questions; languages with the most known questions first, then by code
+    (:mod:`service.quality.by_language`).
+
+    >>> rows = _language_rows({"g-1": {"en": [3, 2, 2.0, 2.0, 1.5], "hi": [1, 1, 0, 0, 0]}},
+    ...                       {"g-1": {"en": Counter(known_answerable=3, refused_answerable=1),
+    ...                                "hi": Counter(known_answerable=1)}})
+    >>> [(r["language"], r["n_scored"], r["hit_rate"], r["mrr"], r["refused_answerable"])
+    ...  for r in rows]
+    [('en', 2, 1.0, 0.75, 1), ('hi', 1, 0.0, 0.0, 0)]
+    """
+    cells: dict[str, list[float]] = {}
+    for scored_by_language in known.values():
+        for language, cell in scored_by_language.items():
+            total = cells.setdefault(language, [0, 0, 0.0, 0.0, 0.0])
+            for j, value in enumerate(cell):
+                total[j] += value
+    counts: dict[str, Counter[str]] = {}
+    for refused_by_language in refusals.values():
+        for language, refused in refused_by_language.items():
+            counts.setdefault(language, Counter()).update(refused)
+    rows = []
+    for language in cells.keys() | counts.keys():
+        means = _means(cells.get(language, [0, 0, 0.0, 0.0, 0.0]))
+        scored, hits = means["n_scored"], cells.get(language, [0, 0, 0.0, 0.0, 0.0])[3]
+        hit_low, hit_high = wilson(hits, scored) if scored else (None, None)
+        counter = counts.get(language, Counter())
+        n, x = counter["known_answerable"], counter["refused_answerable"]
+        low, high = wilson(x, n) if n else (None, None)
+        rows.append({"language": language, **means, "hit_low": hit_low, "hit_high": hit_high,
+                     "few": scored < min_n, "known_answerable": n, "refused_answerable": x,
+                     "refused_rate": x / n if n else None, "refused_low": low,
+                     "refused_high": high, "refused_few": n < min_n})  # fmt: skip
+    return sorted(rows, key=lambda row: (-row["n_known"], row["language"]))
 
 
 def _means(cell: list[float]) -> dict[str, Any]:

@@ -420,6 +420,13 @@ def _window_config(drift: DriftSettings) -> WindowConfig:
     )
 
 
+def _known_window_config(drift: DriftSettings) -> WindowConfig:
+    """The ``known_refusal`` dimension's windowing: the drift windows with the current window
+    and the frozen baseline's warm-up both ``known_window_s`` (known questions are few)."""
+    return replace(_window_config(drift), window_s=drift.known_window_s,
+                   warmup_s=drift.known_window_s)  # fmt: skip
+
+
 #: Which drift dimension (and category; ``None``: all of it) each quality-reporting detector
 #: feeds: suppressed while the detector is below the floor.
 DETECTOR_DIMENSIONS: dict[str, tuple[str, str | None]] = {
@@ -722,6 +729,8 @@ def build_analytics(
         terms=config.drift.terms,
         min_term_questions=config.drift.min_term_questions,
         max_terms=config.drift.max_terms,
+        known_windows=_known_window_config(config.drift),
+        known_min_count=config.drift.known_min_count,
     )
     stages.append(drift)
     totals = AnnotationTotals()

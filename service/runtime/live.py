@@ -132,7 +132,8 @@ class Live:
     exports them.
 
     Attributes:
-        pipeline: dedup → analytics → live quality → (evaluation emitter) → shadow →
+        pipeline: dedup → analytics (live quality before their drift stage) →
+            (evaluation emitter) → shadow →
             harvest → custom stages → count.
         analytics: the analytics stages and their labels.
         analytics_metrics: their metrics (``None`` when analytics are off).
@@ -397,8 +398,13 @@ def build_live(
                                    k=settings.shadow.known_k, production=PRODUCTION,
                                    max_events=settings.shadow.known_recent_events,
                                    future_tolerance_s=settings.analytics.drift.future_tolerance_s,
+                                   min_n=settings.analytics.quality_min_class,
                                    )  # fmt: skip
-        stages.append(quality)
+        # before the drift stage, which feeds its known_refusal dimension from the
+        # known_refused annotation this stage writes (after the refusal stage it reads)
+        drift_stage = analytics.drift
+        at = stages.index(drift_stage) if drift_stage in stages else len(stages)
+        stages.insert(at, quality)
         listeners.append(quality.observe_candidate)
     harvest, harvest_metrics, closers = None, None, []
     if settings.harvest.enabled and settings.analytics.enabled and has_gold:

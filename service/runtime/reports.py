@@ -25,6 +25,8 @@ from service.language.unlabelled import (
     unlabelled_text,
 )
 from service.pipeline.totals import AnnotationTotals
+from service.quality.by_language import rate_rows
+from service.quality.stage import known_refusal_text
 from service.refusals.detector import refusal_rate_method
 from service.refusals.scope import describe
 from service.runtime.analytics import (
@@ -51,8 +53,18 @@ class RefusalCounts(TypedDict):
     ``answer.refused`` / by the phrase patterns; ``refused_by_flag`` /
     ``refused_by_patterns``: of those, the refused ones (with ``refused`` minus their sum
     counted before this split was kept); ``method``: the sentence saying so
-    (:func:`~service.refusals.detector.refusal_rate_method`). Counts since the first start
-    (persisted annotation totals)."""
+    (:func:`~service.refusals.detector.refusal_rate_method`); ``by_language``: the refusal
+    rate per language label (:func:`~service.quality.by_language.rate_rows`: ``{"language",
+    "n" (answers), "x" (refused), "rate", "low", "high" (Wilson 95 %), "few" (fewer than
+    ``analytics.quality_min_class`` answers)}``, most answers first) and
+    ``by_language_answers``: the answers they cover (fewer than ``answers`` when the totals
+    were kept before session 37 counted them per language). Counts since the first start
+    (persisted annotation totals). With a gold set, ``known_over_refusal``: the refusal rate
+    of known answerable gold questions (each an over-refusal, no detector needed:
+    :meth:`~service.quality.stage.LiveQualityStage.known_refusal`, ``{"n", "refused", "rate",
+    "low", "high"}``, over the known questions the live-quality figures cover) with ``text``
+    and ``brief`` (:func:`~service.quality.stage.known_refusal_text`, citing the drift
+    stage's ``known_refusal`` comparison)."""
 
     answers: int
     refused: int
@@ -62,6 +74,9 @@ class RefusalCounts(TypedDict):
     refused_by_flag: int
     refused_by_patterns: int
     method: str
+    by_language: list[dict[str, Any]]
+    by_language_answers: int
+    known_over_refusal: NotRequired[dict[str, Any]]
 
 
 class OutOfScopeReport(TypedDict):
@@ -345,7 +360,12 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
                      "method": refusal_rate_method(
                          flags["answers_by_flag"], flags["answers_by_patterns"], answers,
                          (flags["refusals_by_flag"], flags["refusals_by_patterns"]), refused,
-                     )},
+                     ),
+                     "by_language": rate_rows(
+                         {lang: (totals.by_language["refusals"][lang], n)
+                          for lang, n in totals.by_language["answers"].items()},
+                         live.analytics.quality_min_class),
+                     "by_language_answers": sum(totals.by_language["answers"].values())},
         "out_of_scope": {
             "scored": scored, "out_of_scope": out, "share": out / scored if scored else None,
             "over_refusals": flags["over_refusals"], "under_refusals": flags["under_refusals"],
@@ -376,6 +396,11 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
     }  # fmt: skip
     if live.quality is not None:
         report["out_of_scope"]["gold_set_versions"] = live.quality.gold_set_versions()
+        figure = live.quality.known_refusal()
+        known = report["drift"].get("known_refusal")
+        report["refusals"]["known_over_refusal"] = {
+            **figure, "text": known_refusal_text(figure, known),
+            "brief": known_refusal_text(figure, known, brief=True)}  # fmt: skip
     if scope_covered:
         report["out_of_scope"]["no_gold_rows_covered_now"] = scope_covered
     if topic_covered:

@@ -376,6 +376,14 @@ class DriftSettings(_Frozen):
         max_terms: terms counted per bucket and language at most (memory); a rarer term's
             count is bounded from above in the baseline, so the limit can hide a rise, never
             make one.
+        known_window_s: the current window, and the frozen baseline's warm-up, of the
+            ``known_refusal`` dimension: the refusal rate of known answerable gold questions
+            (live questions matched to a gold row the asker may read; a refusal of one is an
+            over-refusal). Known questions are a small part of the traffic, so its windows
+            are longer than ``window_s`` (one day by default); its tests follow
+            ``test_every_s`` and its lateness the other settings here.
+        known_min_count: known answerable questions a window of ``known_refusal`` needs
+            before it is tested (and its baseline before it is ready, up to 30).
     """
 
     window_s: float = Field(default=3600.0, gt=0)
@@ -396,12 +404,14 @@ class DriftSettings(_Frozen):
     terms: bool = True
     min_term_questions: int = Field(default=10, ge=1)
     max_terms: int = Field(default=2000, ge=1)
+    known_window_s: float = Field(default=86_400.0, gt=0)
+    known_min_count: int = Field(default=30, ge=1)
 
     @model_validator(mode="after")
     def _windows_hold_a_bucket(self) -> DriftSettings:
         """A window shorter than one bucket is one bucket (windows slide a bucket at a time),
         so its reports would name a span it never had ("no 1 s window ...")."""
-        for name in ("window_s", "reference_window_s", "warmup_s"):
+        for name in ("window_s", "reference_window_s", "warmup_s", "known_window_s"):
             if getattr(self, name) < self.bucket_s:
                 raise ValueError(f"{name} ({getattr(self, name):g} s) must be at least bucket_s "
                                  f"({self.bucket_s:g} s): windows are whole buckets")  # fmt: skip

@@ -22,7 +22,8 @@ from service.telemetry.conventions import finite as _finite
 from service.telemetry.conventions import metric_name as _name
 
 #: Drift dimensions and comparisons (bounded label values).
-DRIFT_DIMENSIONS: tuple[str, ...] = ("language", "topic", "refusal", "out_of_scope", "terms")
+DRIFT_DIMENSIONS: tuple[str, ...] = ("language", "topic", "refusal", "out_of_scope",
+                                     "known_refusal", "terms")  # fmt: skip
 DRIFT_COMPARISONS: tuple[str, ...] = ("reference", "baseline")
 DRIFT_STATES: tuple[str, ...] = ("ok", "drift", "insufficient_data", "uncalibrated", "starved")
 #: Why the drift stage kept an event out of its windows for good (bounded label values of
@@ -68,6 +69,8 @@ class AnalyticsMetrics:
                                                          as (narrowed candidates only)
     goldwatch_answers_total                      counter (events with an answer)
     goldwatch_refusals_total                     counter (answers that refused)
+    goldwatch_answers_by_language_total          counter language (allow-list + other)
+    goldwatch_refusals_by_language_total         counter language (allow-list + other)
     goldwatch_scope_scored_total                 counter (questions with a scope score)
     goldwatch_out_of_scope_total                 counter (questions judged out of scope)
     goldwatch_over_refusals_total                counter (refused while in scope)
@@ -107,6 +110,8 @@ class AnalyticsMetrics:
     questions_no_topic: Counter
     answers: Counter
     refusals: Counter
+    answers_by_language: Counter
+    refusals_by_language: Counter
     scope_scored: Counter
     out_of_scope: Counter
     over_refusals: Counter
@@ -157,6 +162,31 @@ class AnalyticsMetrics:
             ("under_refusals", self.under_refusals),
         ):
             counter.inc(flags[key])  # fmt: skip
+        if flags["answers"]:
+            answered, refused = self._refusals_by_language(annotations)
+            for language, n in answered.items():
+                self.answers_by_language.labels(language=language).inc(n)
+            for language, n in refused.items():
+                self.refusals_by_language.labels(language=language).inc(n)
+
+    def _refusals_by_language(
+        self, annotations: Sequence[Mapping[str, Any]]
+    ) -> tuple[dict[str, int], dict[str, int]]:
+        """``({language label: answers}, {language label: refused})`` of a batch (answers:
+        ``refused`` True or False, as ``count_annotations`` counts them), labels bounded as
+        the question counts' (:meth:`_label_counts`)."""
+        answered: dict[str, int] = {}
+        refused: dict[str, int] = {}
+        for notes in annotations:
+            verdict = notes.get("refused")
+            if verdict is None:
+                continue
+            label = _bounded(notes.get("language_label", notes.get("language")),
+                             self.language_labels)  # fmt: skip
+            answered[label] = answered.get(label, 0) + 1
+            if verdict is True:
+                refused[label] = refused.get(label, 0) + 1
+        return answered, refused
 
     def _label_counts(
         self, annotations: Sequence[Mapping[str, Any]]
@@ -426,6 +456,15 @@ def build_analytics_metrics(
         ),
         answers=counter("answers", "Events that carried an answer."),
         refusals=counter("refusals", "Answers that declined to answer."),
+        answers_by_language=counter(
+            "answers_by_language", "Events that carried an answer, by the question's detected "
+            "language (the refusal rate per language: refusals_by_language over this).",
+            ["language"],
+        ),
+        refusals_by_language=counter(
+            "refusals_by_language", "Answers that declined to answer, by the question's "
+            "detected language.", ["language"],
+        ),
         scope_scored=counter("scope_scored", "Questions given an out-of-scope score."),
         out_of_scope=counter("out_of_scope", "Questions judged out of scope."),
         over_refusals=counter("over_refusals", "Refusals of questions judged in scope."),
@@ -533,6 +572,8 @@ def build_analytics_metrics(
         metrics.pii_scrubbed.labels(type=kind)
     for language in languages:
         metrics.questions_by_language.labels(language=language)
+        metrics.answers_by_language.labels(language=language)
+        metrics.refusals_by_language.labels(language=language)
     for topic in topics:
         metrics.questions_by_topic.labels(topic=topic)
     for dimension in DRIFT_DIMENSIONS:

@@ -569,6 +569,24 @@ held-out Cohen's kappa and the chance agreement it corrects for: demo 0.45497 an
 above the default floor, so nothing of the demo's moves; production-shaped and 20k
 ``None``, unsupervised topics), ``min_kappa`` (0.4, ``analytics.topics.min_kappa``) and
 ``uncalibrated`` (``None`` in all three).
+All three rewritten in the thirty-seventh session (s37-langfig; trial 37, MEDIUM 2 and 3) for
+added fields and nothing else (checked by a field-by-field diff against the former files:
+eight added keys in each, no value changed, no key removed, the suggestions and the 20k
+digest unchanged; the live-quality stage now runs before the drift stage, which reads its
+``known_refused`` annotation, and moved no other figure): ``analytics.refusals.by_language``
+(the refusal rate per language with its n and Wilson 95 % interval: demo en 159 of 2,242,
+hi-Latn 122 of 682, hi 47 of 76; production en 215 of 2,316, hi-Latn 8 of 302, es 3 of 144,
+hi 3 of 133; 20k en 1,448 of 15,531 ...), ``analytics.refusals.by_language_answers`` (the
+answers they cover: every one, 3,000 / 2,895 / 19,300), ``analytics.refusals.
+known_over_refusal`` (the refusal rate of known answerable gold questions and its text: demo
+0 of 17, production 0 of 64, 20k 9 of 421), ``analytics.drift.known_refusal`` (its drift
+comparison, baseline only, on 24 h windows from 30 known answerable questions: demo "cannot
+alarm: its 24 h windows hold fewer than known_min_count (30) known answerable questions (the
+busiest had 11)"; production and 20k: the baseline still warming up, the logs being shorter
+than its 24 h), ``quality.known_refusal``, ``quality.by_language`` (production's figures and
+the known refusals per language: demo en 17 scored, hit rate 1.0; production en 50 scored,
+hit rate 0.88, hi 9, few; 20k en 344, 0.849 ...), ``quality.by_language_partial`` (false)
+and ``quality.by_language_min_n`` (10).
 """
 
 from __future__ import annotations

@@ -189,6 +189,7 @@ def test_without_a_gold_set_every_output_says_so_first(out: Path) -> None:
     # what needs no gold set ran on all 20 events: languages and the 20 planted refusals
     analytics = doc["analytics"]
     assert sum(analytics["languages"].values()) == len(QUESTIONS)
+    by_language = analytics["refusals"].pop("by_language")
     assert analytics["refusals"] == {
         "answers": 20,
         "refused": 20,
@@ -198,7 +199,10 @@ def test_without_a_gold_set_every_output_says_so_first(out: Path) -> None:
         "refused_by_flag": 20,
         "refused_by_patterns": 0,
         "method": "answer.refused decided all 20 answers (20 refused)",
+        "by_language_answers": 20,  # no known_over_refusal: no gold set, no known question
     }
+    assert sum(row["n"] for row in by_language) == 20
+    assert all(row["x"] == row["n"] for row in by_language)
     # nothing was measured against a gold set or topics fitted on one
     assert analytics["topics"] == {"und": len(QUESTIONS)}
     assert analytics["drift"]["language"]["gold_counts"] == {}
@@ -210,6 +214,7 @@ def test_without_a_gold_set_every_output_says_so_first(out: Path) -> None:
     # listed among the dimensions not tested
     drift_line = next(line for line in text.splitlines() if line.startswith("drift now"))
     assert "topic off" in drift_line and "topic insufficient_data" not in drift_line
+    assert "known_refusal off" in drift_line  # no gold set: no known question to refuse
     assert not any(" topic vs " in line or "topic vs " in line.split(",")[-1]
                    for line in text.splitlines() if "not tested" in line)  # fmt: skip
     page = render_replay_html(doc)

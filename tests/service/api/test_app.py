@@ -262,9 +262,19 @@ def test_analytics_endpoints_and_metrics(tmp_path: Path) -> None:
         method = ("phrase patterns decided all 2 answers (1 refused) (phrase patterns not "
                   "measured on this traffic; precision 0.99, recall 1.00 on NoMIRACL's LLM "
                   "replies; set answer.refused for exact counts)")  # fmt: skip
-        assert refusals["refusals"] == {"answers": 2, "refused": 1, "rate": 0.5, "by_flag": 0,
-                                        "by_patterns": 2, "refused_by_flag": 0,
-                                        "refused_by_patterns": 1, "method": method}  # fmt: skip
+        counts = refusals["refusals"]
+        assert {key: counts[key] for key in ("answers", "refused", "rate", "by_flag",
+                                             "by_patterns", "refused_by_flag",
+                                             "refused_by_patterns", "method")} == {
+            "answers": 2, "refused": 1, "rate": 0.5, "by_flag": 0, "by_patterns": 2,
+            "refused_by_flag": 0, "refused_by_patterns": 1, "method": method}  # fmt: skip
+        # per language (session 37): one answer each (ties by code), both under 10: few;
+        # Wilson 95 % of 0 of 1 is [0, z²/(1 + z²)] = [0, 0.7935], of 1 of 1 [1/(1 + z²), 1]
+        rows = [(r["language"], r["n"], r["x"], r["few"], round(r["low"], 4), round(r["high"], 4))
+                for r in counts["by_language"]]  # fmt: skip
+        assert rows == [("en", 1, 0, True, 0.0, 0.7935), ("hi-Latn", 1, 1, True, 0.2065, 1.0)]
+        assert counts["by_language_answers"] == 2
+        assert refusals["drift"]["known_refusal"]["state"] == "insufficient_data"
         assert refusals["refusals_method"] == method  # how, next to the counts
         # the out-of-scope detector's measured quality is served next to its counts, and
         # exported as a gauge with the same (unrounded) value

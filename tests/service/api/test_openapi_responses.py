@@ -67,6 +67,9 @@ def test_report_fields_are_documented() -> None:
         "refused_by_flag",
         "refused_by_patterns",
         "method",
+        "by_language",
+        "by_language_answers",
+        "known_over_refusal",
     } == set(schemas["RefusalCounts"]["properties"])
     assert {"total", "offset", "limit", "items"} == set(schemas["CandidatePage"]["properties"])
     item = schemas["CandidateItem"]["properties"]
