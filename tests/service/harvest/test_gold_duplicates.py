@@ -54,6 +54,19 @@ def test_the_subject_drops_the_label_of_a_removed_contact_clause() -> None:
     assert "my email" not in str(placeholder_warning(SCRUBBED))
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [  # the label is the whole question: it stays the subject, the placeholder's clause
+        # removed (as before the label rule), not the whole text with its placeholder
+        ("Can I change my email address: <EMAIL>", "Can I change my email address"),
+        ("How do I change my phone number - <PHONE>", "How do I change my phone number"),
+        ("my phone number: <PHONE>", "my phone number"),
+    ],
+)
+def test_a_label_that_is_the_whole_question_is_kept(text: str, expected: str) -> None:
+    assert subject(text) == expected
+
+
 def test_live_quality_knows_the_gold_row_behind_the_contact_clause() -> None:
     gold = GoldSet((GoldQuestion("g-013", G013, ("xq-en-Apollo_program-3",)),
                     GoldQuestion("g-016", G016, ("xq-en-Apollo_program-2",))))  # fmt: skip
