@@ -99,7 +99,7 @@ from service.pii.scrub import scrub
 from service.records import PLACEHOLDERS, GoldQuestion
 from service.state import StateError
 from service.text.subject import has_placeholder, subject
-from service.text.wording import may_merge
+from service.text.wording import may_merge, wording
 
 __all__ = [
     "STATUSES",
@@ -335,7 +335,10 @@ def duplicated_gold_row(
     (:func:`service.text.subject.subject`: without placeholders and the contact clauses
     around them) in comparison form — the same text, or character-trigram Jaccard ≥
     ``similarity`` (``harvest.similarity``) with the same numbers, content words and
-    question word (:func:`service.text.wording.may_merge`). The same text wins, then the
+    question word (:func:`service.text.wording.may_merge`), and here the same question words
+    on both sides (harvest's rule compares them only when both have one: "Why do I need a
+    visa for Spain?" is no copy of "Do I need a visa for Spain?", and an accept has no
+    override). The same text wins, then the
     highest Jaccard, then file order. A row without a string ``id`` and ``question`` is
     skipped.
 
@@ -353,6 +356,7 @@ def duplicated_gold_row(
     if not mine:
         return None
     grams = trigrams(mine)
+    asks = wording(mine).asks
     best: tuple[float, str] | None = None
     for row in rows:
         gold_id, text = row.get("id"), row.get("question")
@@ -363,7 +367,7 @@ def duplicated_gold_row(
             return gold_id
         score = jaccard(grams, trigrams(theirs))
         if (score >= similarity and (best is None or score > best[0])
-                and may_merge(mine, theirs)):  # fmt: skip
+                and may_merge(mine, theirs) and wording(theirs).asks == asks):  # fmt: skip
             best = (score, gold_id)
     return None if best is None else best[1]
 

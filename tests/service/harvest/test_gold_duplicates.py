@@ -163,3 +163,31 @@ def test_the_api_answers_409_naming_the_gold_row_and_writes_nothing(
 )  # fmt: skip
 def test_the_duplicate_rule_is_harvests_on_subjects(question: str, expected: str | None) -> None:
     assert duplicated_gold_row(question, [GOLD_ROW, OTHER_ROW], 0.6) == expected
+
+
+VISA = {"id": "g-101", "question": "Do I need a visa for Spain?"}
+PARKING = {"id": "g-102", "question": "Is parking free on campus?"}
+WON = {"id": "g-103", "question": "Who won?"}
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [  # an accept is a labeller's decision with no override: only the same question is
+        # refused, never one that adds a question word to a yes/no gold question (harvest's
+        # rule compares question words only when both have one: trigram Jaccard 0.87 here)
+        ("Why do I need a visa for Spain?", None),
+        ("Where is parking free on campus?", None),
+        ("Do I need a visa for Portugal?", None),
+        ("Who won in 2016?", None),
+        ("Who lost?", None),
+        # the same question still is one
+        ("do i need a visa for spain", "g-101"),
+        ("Do I need visa for Spain? my email: <EMAIL>", "g-101"),
+        ("Is parking free on the campus?", "g-102"),
+        ("who won", "g-103"),
+    ],
+)  # fmt: skip
+def test_an_accept_is_refused_only_for_the_same_question(
+    question: str, expected: str | None
+) -> None:
+    assert duplicated_gold_row(question, [VISA, PARKING, WON], 0.6) == expected
