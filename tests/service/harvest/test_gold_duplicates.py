@@ -191,3 +191,27 @@ def test_an_accept_is_refused_only_for_the_same_question(
     question: str, expected: str | None
 ) -> None:
     assert duplicated_gold_row(question, [VISA, PARKING, WON], 0.6) == expected
+
+
+def test_the_same_question_for_another_role_is_no_duplicate() -> None:
+    """Rows that differ by role are the ACL's own cases (the answer a student may see is not
+    the one staff may: :func:`service.data.goldset.repeated_questions` keeps them apart), so
+    an accept of the same question for another role is a new row."""
+    rows = [{"id": "g-201", "question": "When does the hostel fee fall due?"},
+            {"id": "g-202", "question": "What is the salary scale?", "role": "staff"}]  # fmt: skip
+    question = "When does the hostel fee fall due?"
+    assert duplicated_gold_row(question, rows, 0.6, role="parent") is None
+    assert duplicated_gold_row(question, rows, 0.6) == "g-201"
+    assert duplicated_gold_row("What is the salary scale?", rows, 0.6) is None
+    assert duplicated_gold_row("What is the salary scale?", rows, 0.6, role="staff") == "g-202"
+
+
+def test_an_accept_for_another_role_is_written(
+    suggested: tuple[Labelling, Path, dict[str, str]],
+) -> None:
+    labelling, gold, ids = suggested
+    decision = labelling.accept(ids[SCRUBBED], ["xq-en-Apollo_program-3"], "plain",
+                                {"role": "staff"})  # fmt: skip
+    assert decision["status"] == "accepted"
+    last = load_gold_set(gold).questions[-1]
+    assert (last.question, last.role) == (SCRUBBED, "staff")
