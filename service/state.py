@@ -779,7 +779,10 @@ def _dumps(value: Any) -> str:
     ``json.dumps`` gives, but not equal to ``value``), lone surrogates, integers over 64
     bits, and types ``json.dumps`` refuses (sets, datetimes: ``TypeError`` as before). A
     value holding a lone surrogate is written ASCII-escaped (``\\ud800``), so a checkpoint
-    never fails on one (SQLite takes only UTF-8 text).
+    never fails on one (SQLite takes only UTF-8 text); it reads back equal, except a high
+    surrogate directly followed by a low one (two code points): JSON cannot tell their
+    escapes from the one character they encode, which is what reads back (``"\\ud83d\\ude00"``
+    → ``"😀"``; a decoder never makes such a pair, it reads both escapes as that character).
 
     A list of strings (exactly ``str``: e.g. the harvest snapshot's ids), or a dict of
     strings to strings (the dedup window's ``{"ids": "<id>\\n<id>..."}``, ~0.6 MB at 50,000
@@ -808,7 +811,8 @@ def _dumps(value: Any) -> str:
     if not dumped.isascii() and _SURROGATE.search(dumped) is not None:
         # a lone surrogate (a JSON "\\ud800" escape read by a path that does not replace it)
         # is not UTF-8: SQLite's binding would raise UnicodeEncodeError and lose the whole
-        # checkpoint. Escaped, it is plain ASCII JSON that json.loads reads back equal.
+        # checkpoint. Escaped, it is plain ASCII JSON that json.loads reads back equal (but
+        # for a high+low pair of code points: read back as the one character, see above).
         return json.dumps(value, separators=(",", ":"), ensure_ascii=True)
     return dumped
 

@@ -224,7 +224,8 @@ async def accept_candidate(
     (``topic``, ``language``, ``role``, ``answer_contains``, ``reference_answer``) as its
     labels and the unconfirmed guesses under ``suggested``; 409 if already decided, or
     when the question written duplicates a gold row of the file (harvest's near-duplicate
-    rule on both questions without personal-data placeholders and contact clauses; the body
+    rule, with the same question words, on both questions without personal-data placeholders
+    and contact clauses: :func:`~service.harvest.labelling.duplicated_gold_row`; the body
     names the row's id);
     503 when the file cannot be written, or stays locked by another process and by the
     accepts before this one for over ``harvest.gold_lock_timeout_s`` in all (one deadline

@@ -99,7 +99,7 @@ from service.pii.scrub import scrub
 from service.records import PLACEHOLDERS, GoldQuestion
 from service.state import StateError
 from service.text.subject import has_placeholder, subject
-from service.text.wording import may_merge
+from service.text.wording import may_merge, wording
 
 __all__ = [
     "STATUSES",
@@ -328,16 +328,20 @@ _LONGEST_PLACEHOLDER = max(len(p) for p in PLACEHOLDERS.values())
 
 
 def duplicated_gold_row(
-    question: str, rows: Iterable[Mapping[str, Any]], similarity: float
+    question: str, rows: Iterable[Mapping[str, Any]], similarity: float, role: str | None = None
 ) -> str | None:
     """The id of the gold row that ``question`` duplicates, or ``None``: harvest's rule for a
     gold near-duplicate (:mod:`service.harvest.stage`), on both questions' subjects
     (:func:`service.text.subject.subject`: without placeholders and the contact clauses
     around them) in comparison form — the same text, or character-trigram Jaccard ≥
     ``similarity`` (``harvest.similarity``) with the same numbers, content words and
-    question word (:func:`service.text.wording.may_merge`). The same text wins, then the
-    highest Jaccard, then file order. A row without a string ``id`` and ``question`` is
-    skipped.
+    question word (:func:`service.text.wording.may_merge`), and here the same question words
+    on both sides (harvest's rule compares them only when both have one: "Why do I need a
+    visa for Spain?" is no copy of "Do I need a visa for Spain?", and an accept has no
+    override). Only rows of the same ``role`` (the new row's; ``None``: none) are compared:
+    rows that differ by role are the ACL's own cases
+    (:func:`service.data.goldset.repeated_questions`). The same text wins, then the highest
+    Jaccard, then file order. A row without a string ``id`` and ``question`` is skipped.
 
     Trial 21: a gold question followed by ``my email: <EMAIL>`` was suggested and accepted as
     a second copy of the gold row.
@@ -353,17 +357,20 @@ def duplicated_gold_row(
     if not mine:
         return None
     grams = trigrams(mine)
+    asks = wording(mine).asks
     best: tuple[float, str] | None = None
     for row in rows:
         gold_id, text = row.get("id"), row.get("question")
         if not isinstance(gold_id, str) or not isinstance(text, str):
+            continue
+        if (row.get("role") or None) != (role or None):
             continue
         theirs = comparison_form(subject(text))
         if theirs == mine:
             return gold_id
         score = jaccard(grams, trigrams(theirs))
         if (score >= similarity and (best is None or score > best[0])
-                and may_merge(mine, theirs)):  # fmt: skip
+                and may_merge(mine, theirs) and wording(theirs).asks == asks):  # fmt: skip
             best = (score, gold_id)
     return None if best is None else best[1]
 
@@ -800,7 +807,8 @@ class Labelling:
             gold_id = fresh_gold_id(self._known_ids | set(existing))
             gold_row = _gold_row(gold_id, row, gold, kind, labels)
             duplicated = duplicated_gold_row(gold_row["question"], existing.values(),
-                                             self.config.similarity)  # fmt: skip
+                                             self.config.similarity,
+                                             gold_row.get("role"))  # fmt: skip
             if duplicated is not None:  # a second copy would be matched, counted and
                 raise DuplicatesGold(duplicated)  # measured as the first one is
             line = json.dumps(gold_row, ensure_ascii=False).encode("utf-8") + b"\n"

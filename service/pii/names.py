@@ -503,13 +503,18 @@ _OPENING_QUOTES = frozenset("\"“„«‘'")
 
 def _quoted_title(m: re.Match[str]) -> bool:
     """Whether the cue ``m`` opens a quoted title of a work: right after an opening quotation
-    mark and written in Title Case, every word of the cue capitalised (``the EP "My Name Is
-    Skrillex"``, ``“My Name Is Red”``: trial 21 scrubbed Skrillex; ``"my name is Alice"``
-    or ``"My name is Alice"`` quote an introduction and stay one)."""
+    mark that stands inside a clause (words before it, no clause break: ``the EP "My Name Is
+    Skrillex"``, ``wrote “My Name Is Red”``: trial 21 scrubbed Skrillex) and written in Title
+    Case, every word of the cue capitalised and none in capitals. ``"my name is Alice"`` or
+    ``"My name is Alice"``, a quote that starts the text or a clause (``"My Name Is John
+    Smith" and I need…``, ``Hi, "My Name Is …"``: an introduction typed in quotes) and
+    ``"MY NAME IS …"`` quote an introduction and stay one."""
     start = m.start()
     if not start or m.string[start - 1] not in _OPENING_QUOTES:
         return False
-    return all(word[:1].isupper() for word in m.group("cue").split())
+    if _clause_start(m.string, start - 1):
+        return False
+    return all(word[:1].isupper() and not word[1:].isupper() for word in m.group("cue").split())
 
 
 def _strong_end(m: re.Match[str]) -> int | None:

@@ -142,11 +142,16 @@ def subject(text: str) -> str:
     drop = [h and _only(ws, CONTACT_WORDS) for h, ws in zip(held, words, strict=True)]
     # a label before a removed contact clause (``my email: <EMAIL>``, ``Phone - <PHONE>``):
     # its clause ends at the colon or dash, so it holds no placeholder; right to left, so a
-    # chain of labels (``contact - email: <EMAIL>``) goes with it (trial 21, MEDIUM 4)
+    # chain of labels (``contact - email: <EMAIL>``) goes with it (trial 21, MEDIUM 4) —
+    # unless the labels are all the words there are: ``Can I change my email address:
+    # <EMAIL>`` asks what its label says, and keeps it as its subject
+    labelled = list(drop)
     for i in range(len(words) - 2, -1, -1):
-        if (drop[i + 1] and not held[i] and words[i] and _only(words[i], CONTACT_WORDS)
+        if (labelled[i + 1] and not held[i] and words[i] and _only(words[i], CONTACT_WORDS)
                 and _LABEL_MARK.search(parts[2 * i + 1])):  # fmt: skip
-            drop[i] = True
+            labelled[i] = True
+    if any(not d and ws for d, ws in zip(labelled, words, strict=True)):
+        drop = labelled
     if any(drop):
         for i, ws in enumerate(words):
             if (not held[i] and ws and _only(ws, SIGN_OFF_WORDS | CONTACT_WORDS)

@@ -926,3 +926,30 @@ def test_new_types_are_counted_and_exported_under_their_own_bounded_label() -> N
 )
 def test_only_a_title_cased_quoted_cue_is_a_title(text: str, expected: str) -> None:
     assert scrub(text).text == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [  # a Title Case quote that starts the message or a clause is an introduction, not a
+        # title of a work (only a quote inside a clause, 'the EP "…"', names one); and a
+        # cue in capitals is not Title Case
+        ('"My Name Is John Smith" and I need help with my visa',
+         '"My Name Is <NAME>" and I need help with my visa'),
+        ('Hi, "My Name Is John Smith", how do I apply?',
+         'Hi, "My Name Is <NAME>", how do I apply?'),
+        ('Hello. “My Name Is John Smith.” I forgot my password',
+         'Hello. “My Name Is <NAME>.” I forgot my password'),
+        ("'My Name Is John Smith' how do I apply", "'My Name Is <NAME>' how do I apply"),
+        ('"Me Llamo Juan Pérez", ¿cómo solicito la visa?',
+         '"Me Llamo <NAME>", ¿cómo solicito la visa?'),
+        ('the form says "MY NAME IS JOHN SMITH" twice',
+         'the form says "MY NAME IS <NAME>" twice'),
+        # titles inside a clause stay
+        ('who sang "My Name Is Jonas"?', 'who sang "My Name Is Jonas"?'),
+        ('the EP "My Name Is Skrillex" is great', 'the EP "My Name Is Skrillex" is great'),
+    ],
+)  # fmt: skip
+def test_a_quoted_title_case_introduction_at_a_clause_start_is_scrubbed(
+    text: str, expected: str
+) -> None:
+    assert scrub(text).text == expected

@@ -54,6 +54,19 @@ def test_the_subject_drops_the_label_of_a_removed_contact_clause() -> None:
     assert "my email" not in str(placeholder_warning(SCRUBBED))
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [  # the label is the whole question: it stays the subject, the placeholder's clause
+        # removed (as before the label rule), not the whole text with its placeholder
+        ("Can I change my email address: <EMAIL>", "Can I change my email address"),
+        ("How do I change my phone number - <PHONE>", "How do I change my phone number"),
+        ("my phone number: <PHONE>", "my phone number"),
+    ],
+)
+def test_a_label_that_is_the_whole_question_is_kept(text: str, expected: str) -> None:
+    assert subject(text) == expected
+
+
 def test_live_quality_knows_the_gold_row_behind_the_contact_clause() -> None:
     gold = GoldSet((GoldQuestion("g-013", G013, ("xq-en-Apollo_program-3",)),
                     GoldQuestion("g-016", G016, ("xq-en-Apollo_program-2",))))  # fmt: skip
@@ -150,3 +163,55 @@ def test_the_api_answers_409_naming_the_gold_row_and_writes_nothing(
 )  # fmt: skip
 def test_the_duplicate_rule_is_harvests_on_subjects(question: str, expected: str | None) -> None:
     assert duplicated_gold_row(question, [GOLD_ROW, OTHER_ROW], 0.6) == expected
+
+
+VISA = {"id": "g-101", "question": "Do I need a visa for Spain?"}
+PARKING = {"id": "g-102", "question": "Is parking free on campus?"}
+WON = {"id": "g-103", "question": "Who won?"}
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [  # an accept is a labeller's decision with no override: only the same question is
+        # refused, never one that adds a question word to a yes/no gold question (harvest's
+        # rule compares question words only when both have one: trigram Jaccard 0.87 here)
+        ("Why do I need a visa for Spain?", None),
+        ("Where is parking free on campus?", None),
+        ("Do I need a visa for Portugal?", None),
+        ("Who won in 2016?", None),
+        ("Who lost?", None),
+        # the same question still is one
+        ("do i need a visa for spain", "g-101"),
+        ("Do I need visa for Spain? my email: <EMAIL>", "g-101"),
+        ("Is parking free on the campus?", "g-102"),
+        ("who won", "g-103"),
+    ],
+)  # fmt: skip
+def test_an_accept_is_refused_only_for_the_same_question(
+    question: str, expected: str | None
+) -> None:
+    assert duplicated_gold_row(question, [VISA, PARKING, WON], 0.6) == expected
+
+
+def test_the_same_question_for_another_role_is_no_duplicate() -> None:
+    """Rows that differ by role are the ACL's own cases (the answer a student may see is not
+    the one staff may: :func:`service.data.goldset.repeated_questions` keeps them apart), so
+    an accept of the same question for another role is a new row."""
+    rows = [{"id": "g-201", "question": "When does the hostel fee fall due?"},
+            {"id": "g-202", "question": "What is the salary scale?", "role": "staff"}]  # fmt: skip
+    question = "When does the hostel fee fall due?"
+    assert duplicated_gold_row(question, rows, 0.6, role="parent") is None
+    assert duplicated_gold_row(question, rows, 0.6) == "g-201"
+    assert duplicated_gold_row("What is the salary scale?", rows, 0.6) is None
+    assert duplicated_gold_row("What is the salary scale?", rows, 0.6, role="staff") == "g-202"
+
+
+def test_an_accept_for_another_role_is_written(
+    suggested: tuple[Labelling, Path, dict[str, str]],
+) -> None:
+    labelling, gold, ids = suggested
+    decision = labelling.accept(ids[SCRUBBED], ["xq-en-Apollo_program-3"], "plain",
+                                {"role": "staff"})  # fmt: skip
+    assert decision["status"] == "accepted"
+    last = load_gold_set(gold).questions[-1]
+    assert (last.question, last.role) == (SCRUBBED, "staff")
