@@ -269,7 +269,8 @@ def _drift() -> list[Panel | list[Panel]]:
             state_timeline(
                 "Drift alarm state per dimension (service detectors)",
                 "State of the service's drift detectors per dimension (language, topic, "
-                "refusal, out_of_scope) and comparison (reference = the gold set, baseline = "
+                "refusal, out_of_scope, known_refusal, terms) and comparison (reference = the "
+                "gold set, baseline = "
                 "earlier traffic): drift if any replica's detector alarms (chi-square or "
                 "two-proportion test at a per-day false-alarm budget, plus an effect size), "
                 "insufficient data below min_count. Drift for 15 minutes fires DriftDetected "

@@ -59,8 +59,9 @@ def get_status(runtime: RuntimeDep) -> StatusReport:
 @router.get("/v1/drift", response_model=DriftReport, tags=["analytics"],
             responses={**not_found("analytics are disabled"), **BUSY})  # fmt: skip
 def get_drift(runtime: RuntimeDep) -> dict[str, Any]:
-    """Drift per dimension (language, topic, refusal, out-of-scope): state, latest test of
-    each comparison (gold set, baseline), live vs gold counts, coverage gaps, alarm history."""
+    """Drift per dimension (language, topic, refusal, out-of-scope, known_refusal, terms):
+    state, latest test of each comparison (gold set, baseline), live vs gold counts, coverage
+    gaps, alarm history."""
     report = runtime.analytics_report()
     if report is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "analytics are disabled")

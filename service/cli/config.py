@@ -229,4 +229,4 @@ def _topic_lines(analytics: Analytics) -> list[str]:
     quality = analytics.topic_quality
     return [f"topic assignment calibrated: held out {quality['agree']} of {quality['n']} "
             f"labelled gold questions keep their topic ({quality['share']:.1%}); "
-            f"{kappa_text(*found, analytics.topic_min_kappa)}"]  # fmt: skip
+            f"{kappa_text(*found, analytics.topic_min_kappa, int(quality['n']))}"]  # fmt: skip

@@ -18,8 +18,8 @@ Dimensions (each with its own detector, windows over event time):
 * ``terms`` — rising terms: the content-word stems of the (scrubbed) questions whose share
   rose against the baseline, stratified by language (:mod:`service.drift.terms`; baseline
   only, none with ``baseline: none``). Its own Bonferroni share of the family's ``alpha``, the
-  same as each other dimension's: the other four keep their levels (the family's budget per
-  day is 5/4 of ``alpha``).
+  same as each other dimension's: the other four keep their levels (with ``known_refusal``'s
+  share too, the family's budget per day is 6/4 of ``alpha``).
 
 Each is compared with the reference (when there is one) and with a baseline of earlier
 traffic (:mod:`service.drift.detectors`). A dimension fed by a detector whose measured

@@ -201,7 +201,8 @@ def topic_note(quality: Mapping[str, Any] | None,
     supervised = bool(quality.get("supervised"))
     note = topic_agreement_text(quality.get("agreement"), supervised, min_rows)
     kappa = kappa_text(quality.get("kappa"), quality.get("chance"),
-                       quality.get("min_kappa", DEFAULT_MIN_KAPPA))  # fmt: skip
+                       quality.get("min_kappa", DEFAULT_MIN_KAPPA),
+                       (quality.get("agreement") or {}).get("n"))  # fmt: skip
     note += (f"; {kappa}" if kappa else "") + "."
     near = near_chance_text(quality.get("agreement"), quality.get("chance"), min_rows)
     if near and not quality.get("uncalibrated"):

@@ -475,7 +475,8 @@ def render_text(doc: ReplayReport) -> str:
         agreement = topic_agreement_text(topic_quality["agreement"], topic_quality["supervised"],
                                          analytics.get("quality_min_class", 10))  # fmt: skip
         kappa = kappa_text(topic_quality.get("kappa"), topic_quality.get("chance"),
-                           topic_quality.get("min_kappa", DEFAULT_MIN_KAPPA))  # fmt: skip
+                           topic_quality.get("min_kappa", DEFAULT_MIN_KAPPA),
+                           (topic_quality["agreement"] or {}).get("n"))  # fmt: skip
         lines.append(f"  {agreement}" + (f"; {kappa}" if kappa else ""))
         if not topic_why and (near := near_chance_text(
                 topic_quality["agreement"], topic_quality.get("chance"),

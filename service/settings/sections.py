@@ -361,7 +361,9 @@ class DriftSettings(_Frozen):
             ``max_ahead_s``, which starts the watermark (so a first event stamped days off is
             held, not taken as the time). 1: never hold.
         min_count: events a window needs before it is tested (below: ``insufficient_data``).
-        alpha: false-alarm budget per day for the whole family of detectors.
+        alpha: false-alarm budget per day of the four shared dimensions (language, topic,
+            refusal, out-of-scope), split by Bonferroni; ``terms`` and ``known_refusal``
+            each add a share of their own (the whole family's budget is 6/4 of it).
         min_jsd, min_share_change, min_rate_change: effect sizes an alarm needs (JSD base 2;
             shares and rates as fractions; above 0), judged on the CI bound nearest zero; an
             alarm clears when the effect falls below half of it (hysteresis: with 0 it could

@@ -147,10 +147,13 @@ def test_a_good_configuration_ends_with_a_positive_summary(tmp_path: Path) -> No
         "gold set's languages (en, hi, hi-Latn); a question in another language is not "
         "judged, one of no named language by its script's cutoff or not at all",
         # the demo's topic labels held out (the replay golden's topic_quality): 31 of 59,
-        # chance agreement 0.1293 from the two marginals, kappa (0.5254 - 0.1293) / 0.8707
+        # chance agreement 0.1293 from the two marginals, kappa (0.5254 - 0.1293) / 0.8707,
+        # its 95 % interval +- 1.96 * sqrt(0.5254 * 0.4746 / 59) / 0.8707 = +- 0.146
         "#   topic assignment calibrated: held out 31 of 59 labelled gold questions keep "
-        "their topic (52.5%); Cohen's kappa 0.45 (chance agreement 12.9%; floor 0.4, "
-        "analytics.topics.min_kappa)",
+        "their topic (52.5%); Cohen's kappa 0.45 [0.31, 0.60] (95 % interval on 59 rows; "
+        "chance agreement 12.9%; floor 0.4, analytics.topics.min_kappa, inside the interval: "
+        "the gate reads the point estimate, and a few labelled gold questions more or less "
+        "could move it across)",
         "#   harvest: at most 5000 suggestions held; harvest.max_new_per_batch 48 in serve "
         "(the default; a replay sheds nothing unless it is set)",
         f"#   source file {base / 'q.jsonl'}",

@@ -164,11 +164,14 @@ def test_untrusted_detectors_counts_reach_prometheus_but_no_panel_or_alert_serie
 ) -> None:
     """Session 37: the demo's out-of-scope and novelty detectors are both untrusted. Their
     counts are exported (the metric keeps its meaning), and the rules and panels leave them
-    out: no `novel` topic share (TopicDrift reads it), no scope ratio a panel shows."""
+    out: no `novel` topic share (TopicDrift reads it), no scope ratio a panel shows. Its
+    topic assignment is trusted (held-out Cohen's kappa 0.455 >= analytics.topics.min_kappa
+    0.4), so TopicDrift reads the other topics' shares."""
     trusted = _query(prometheus, 'goldwatch_detector_trusted{job="goldwatch"}')["data"]
     assert {r["metric"]["detector"]: r["value"][1] for r in trusted["result"]} == {
         "out_of_scope": "0",
         "novelty": "0",
+        "topic": "1",
     }
     raw = _query(prometheus, 'goldwatch:questions_by_topic:rate1h{topic="novel"} > 0')
     assert raw["data"]["result"], "the demo has novel questions"

@@ -236,7 +236,8 @@ def test_known_refusal_alarms_on_a_rise_of_refused_known_questions() -> None:
 def test_too_few_known_questions_say_they_cannot_alarm() -> None:
     """2 known answerable questions an hour: 12 a 6 h window, under known_min_count 20: not
     tested, and the detectable line says it cannot alarm, naming the known-refusal settings
-    (a 6 h window at the busiest's 12 → 20 needs 10 h)."""
+    (a 6 h window at the mean's 12, uniform traffic: 20 needs 6 · 20 / 12 = 10 h; the
+    advice is sized at the mean since s37-trust)."""
     drift = _stage()
     _feed(drift, 24, 60, _notes(30, 2))
     report = drift.report(detectable=True)
@@ -244,8 +245,8 @@ def test_too_few_known_questions_say_they_cannot_alarm() -> None:
     assert test["state"] == "insufficient_data"
     assert test["detectable"] == {"cannot_alarm": True, "text": (
         "known_refusal vs baseline: cannot alarm: its 6 h windows hold fewer than "
-        "known_min_count (20) known answerable questions (the busiest had 12); raise "
-        "analytics.drift.known_window_s to about 10 h (or lower "
+        "known_min_count (20) known answerable questions (the busiest had 12, 12.0 on "
+        "average); raise analytics.drift.known_window_s to about 10 h (at the mean; or lower "
         "analytics.drift.known_min_count)")}  # fmt: skip
     assert "analytics.drift.known_window_s" in test["insufficient"]
     line = known_refusal_text({"n": 48, "refused": 24, "rate": 0.5, "low": 0.36, "high": 0.64},

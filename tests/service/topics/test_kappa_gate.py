@@ -24,7 +24,14 @@ from sklearn.metrics import cohen_kappa_score
 from service.cli import main
 from service.runtime.analytics import Analytics
 from service.telemetry import build_analytics_metrics
-from service.topics.quality import cohen_kappa, kappa_of, kappa_uncalibrated, topic_agreement
+from service.topics.quality import (
+    cohen_kappa,
+    kappa_interval,
+    kappa_of,
+    kappa_text,
+    kappa_uncalibrated,
+    topic_agreement,
+)
 
 # 10 rows, 3 labels: a 4 (3 kept, 1 read b), b 4 (2 kept, 1 read a, 1 read c), c 2 (1 kept,
 # 1 read a)
@@ -44,6 +51,34 @@ def test_kappa_by_hand_and_as_scikit_learn_has_it() -> None:
     assert cohen_kappa(["a", "b"], ["b", "a"]) == pytest.approx((-1.0, 0.5))
     assert cohen_kappa(LABELS, LABELS) == pytest.approx((1.0, 0.4 * 0.4 * 2 + 0.2 * 0.2))
     assert cohen_kappa(["a"] * 3, ["a"] * 3) is None and cohen_kappa([], []) is None
+
+
+def test_kappa_says_its_sampling_error_and_whether_the_floor_is_inside_it() -> None:
+    # The demo's gold set (the replay golden's topic_quality): 31 of 59 held out agree,
+    # chance 0.12927. By hand, Cohen's (1960) large-sample error: p_o = 31/59 = 0.52542,
+    # sigma = sqrt(0.52542 * 0.47458 / 59) / (1 - 0.12927) = 0.06501 / 0.87073 = 0.07466,
+    # kappa 0.45497 +- 1.95996 * 0.07466 = 0.14633 -> [0.30864, 0.60130] (a bootstrap of the
+    # 59 rows, 4,000 resamples: [0.31, 0.59]). The floor 0.4 is inside: one or two gold rows
+    # decide the verdict, and the reports say so.
+    demo = (0.45496535796766746, 0.1292731973570813)
+    assert kappa_interval(*demo, 59) == pytest.approx((0.30864, 0.60130), abs=5e-5)
+    assert kappa_text(*demo, 0.4, 59) == (
+        "Cohen's kappa 0.45 [0.31, 0.60] (95 % interval on 59 rows; chance agreement 12.9%; "
+        "floor 0.4, analytics.topics.min_kappa, inside the interval: the gate reads the point "
+        "estimate, and a few labelled gold questions more or less could move it across)"
+    )
+    # Trial 37: 12 of 44, chance 404/1936 = 0.20868, kappa (0.27273 - 0.20868) / 0.79132 =
+    # 0.08094; sigma = sqrt(0.27273 * 0.72727 / 44) / 0.79132 = 0.08485 -> [-0.0854, 0.2472]:
+    # the floor lies above the whole interval, nothing to add
+    trial = ((12 / 44 - 404 / 1936) / (1 - 404 / 1936), 404 / 1936)
+    assert kappa_interval(*trial, 44) == pytest.approx((-0.0854, 0.2472), abs=5e-5)
+    assert kappa_text(*trial, 0.4, 44) == (
+        "Cohen's kappa 0.08 [-0.09, 0.25] (95 % interval on 44 rows; chance agreement 20.9%; "
+        "floor 0.4, analytics.topics.min_kappa)"
+    )
+    # the interval stays in [-1, 1]
+    assert kappa_interval(1.0, 0.5, 4) == (1.0, 1.0)
+    assert kappa_interval(-1.0, 0.5, 4)[0] == -1.0
 
 
 def test_the_floor_and_its_reason() -> None:
@@ -144,7 +179,10 @@ def test_a_model_above_the_floor_alarms_as_before(tmp_path: Path) -> None:
     quality = doc["analytics"]["topic_quality"]
     assert quality["kappa"] == pytest.approx(0.9) and quality["uncalibrated"] is None
     assert "topics: weather 67%; banking 17%; cooking 17%" in text.splitlines()
-    assert "Cohen's kappa 0.90 (chance agreement 33.3%; floor 0.4" in text
+    # 28 of 30 agree, chance 1/3: sigma sqrt(0.9333 * 0.0667 / 30) / 0.6667 = 0.0683,
+    # 0.90 +- 0.134, its top clipped at 1
+    assert ("Cohen's kappa 0.90 [0.77, 1.00] (95 % interval on 30 rows; chance agreement "
+            "33.3%; floor 0.4, analytics.topics.min_kappa)") in text  # fmt: skip
     assert "  DRIFT  topic vs reference at 2026-11-20 06:20 UTC" in text
     assert "  DRIFT  topic vs baseline at 2026-11-20 05:40 UTC" in text
     assert "topic weather 66.7% live / 30.0% gold" in text
