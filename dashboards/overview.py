@@ -222,6 +222,20 @@ def _refusals() -> list[Panel | list[Panel]]:
             ],
             "eps",
         ),
+        timeseries(
+            "Refusal rate by language (last hour)",
+            "Refusals over answers in the last hour, all replicas, by the question's language "
+            "(goldwatch_refusals_by_language_total / goldwatch_answers_by_language_total; labels "
+            "bounded as the language shares': the gold set's languages and the allow-list, the "
+            "rest other). A language refused far more often than the others is where an answer "
+            "model or its retrieval fails that language. Over fewer than ~100 answers an hour "
+            "a language's rate is noise: the report and GET /v1/refusals give each with its "
+            "count and 95 % interval.",
+            [(f"sum by (language) (rate(goldwatch_refusals_by_language_total{{{SEL}}}[1h])) "
+              f"/ (sum by (language) (rate(goldwatch_answers_by_language_total{{{SEL}}}[1h])) "
+              f"> 0)", "{{language}}")],
+            "percentunit", maximum=1,
+        ),
         [
             timeseries(
                 "Detector quality (ROC AUC on the gold set)",
