@@ -52,6 +52,13 @@ assignment or a poll; an empty set, a topic being deleted, does not count),
 :meth:`KafkaSource.poll` commits the offsets processed so far, leaves the group and
 subscribes again: a new member id gets a new generation and a fresh assignment.
 
+Event-time alignment (``event_times`` and ``max_skew_s`` > 0; serve's default with analytics
+on): fetched records wait in a buffer per partition and a poll hands out only those within
+the bound of the other partitions that still have records (see :mod:`consumers.align`);
+partitions with records held back are paused. Held records were fetched but not handed out,
+so nothing of them is processed or committed; the buffers are dropped at a rebalance or
+re-subscription (kafka-python then reads each partition again from its committed offset).
+
 Time budget: the loop must call ``poll`` again within ``max_poll_interval_ms``, so keep
 ``max_poll_records`` x (per-message processing time, shadow timeouts included) well under it
 (e.g. 500 records x 50 ms = 25 s < 300 s default).
@@ -77,6 +84,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError
 from kafka.producer.future import FutureRecordMetadata
 
+from consumers.align import EventTimeAligner, EventTimes, LogPosition
 from consumers.base import (
     DeadLetter,
     OffsetRun,
@@ -404,14 +412,27 @@ class KafkaSource:
     :param config: the frozen source settings.
     :param on_assign: hook run on kafka-python's I/O thread after an assignment.
     :param on_revoke: hook run on kafka-python's I/O thread after a revocation.
+    :param event_times: the event time of each message (decoded from its value); with
+        ``max_skew_s`` > 0 the partitions are aligned in event time (see
+        :mod:`consumers.align`): a poll hands out only records at most ``max_skew_s``
+        seconds past the slowest partition that still has records, the others are held
+        back (their partitions paused) until the slower ones caught up.
+    :param max_skew_s: the alignment's bound in event-time seconds; 0 (or no
+        ``event_times``): no alignment, records are handed out as fetched.
     :raises SourceUnavailable: the brokers cannot be reached at construction.
     """
+
+    #: event-time alignment of the partitions (None: off), see consumers.align; a class
+    #: default too, for sources built without ``__init__`` (tests of the poll alone)
+    _aligner: EventTimeAligner[TopicPartition] | None = None
 
     def __init__(
         self,
         config: KafkaSourceConfig,
         on_assign: PartitionHook | None = None,
         on_revoke: PartitionHook | None = None,
+        event_times: EventTimes | None = None,
+        max_skew_s: float = 0.0,
     ) -> None:
         self.config = config
         self.name = f"kafka:{config.topic}"
@@ -444,6 +465,12 @@ class KafkaSource:
         self._no_revoke_worker = threading.Event()
         self._no_revoke_worker.set()
         self._user_on_assign = on_assign
+        self._aligner = None
+        self._event_times = event_times
+        if event_times is not None and max_skew_s > 0:
+            self._aligner = EventTimeAligner(max_skew_s)
+        self._aligned_rebalances = 0  # the listener's rebalance count the buffers belong to
+        self._holding = False  # the last aligned poll held records back (logged on change)
         try:
             self._consumer = KafkaConsumer(**consumer_kwargs(config))
         except KafkaError as exc:
@@ -478,6 +505,11 @@ class KafkaSource:
             batches = self._poll_batches(max_records, timeout_ms)
         except Exception as exc:
             skipped = self._skip_undecodable(exc)
+            if skipped and self._aligner is not None:
+                # records of that partition held back come first: offsets stay in order
+                origin = skipped[0].origin
+                held = self._aligner.flush(TopicPartition(origin.topic, origin.partition))
+                return [*partition_runs([held]), *skipped] if held else skipped
             if skipped:
                 return skipped
             if not isinstance(exc, KafkaError):
@@ -562,6 +594,8 @@ class KafkaSource:
         """Commit the offsets processed so far, leave the group and join it again
         (``unsubscribe`` calls no rebalance listener, so the assignment is forgotten here)."""
         self._resubscribe_due = False
+        if self._aligner is not None:
+            self._aligner.clear()  # read again from the committed offsets
         self._commit_stored()
         self._consumer.unsubscribe()
         self._listener.forget_all()
@@ -584,11 +618,106 @@ class KafkaSource:
         (a round trip to the I/O thread, ~0.3 ms) when the buffer is empty, about 1 % of a
         core more on an idle topic (0.9 → 1.1 %, 10 s of 200 ms polls).
         """
+        if self._aligner is not None:
+            return self._poll_aligned(self._aligner, max_records, timeout_ms)
         poll = self._consumer.poll
         batches: dict[Any, list[Any]] = poll(timeout_ms=0, max_records=max_records)
         if not batches and timeout_ms > 0:
             batches = poll(timeout_ms=timeout_ms, max_records=max_records)
         return batches
+
+    def _poll_aligned(
+        self, aligner: EventTimeAligner[TopicPartition], max_records: int, timeout_ms: int
+    ) -> dict[Any, list[Any]]:
+        """:meth:`_poll_batches` with the partitions aligned in event time (see
+        :mod:`consumers.align`): fetched records go to the aligner's buffers, the records it
+        hands out are returned (one list per partition, the earliest partition first), and
+        the partitions with records buffered are paused, the others resumed. Waits up to
+        ``timeout_ms`` only when nothing can be handed out without it."""
+        poll = self._consumer.poll
+        self._buffer(aligner, poll(timeout_ms=0, max_records=max_records))
+        taken = aligner.take(self._log_positions(), max_records)
+        if not taken and timeout_ms > 0:
+            self._sync_pauses(aligner)  # a partition at the frontier must be fetched
+            self._buffer(aligner, poll(timeout_ms=timeout_ms, max_records=max_records))
+            taken = aligner.take(self._log_positions(), max_records)
+        self._sync_pauses(aligner)
+        holding = bool(aligner.buffered())
+        if holding != self._holding:
+            self._holding = holding
+            if holding:
+                log.info("aligning partitions in event time: holding back %d records of "
+                         "partitions more than %g s ahead of the slowest one that has records",
+                         aligner.buffered_count(), aligner.max_skew_s)  # fmt: skip
+            else:
+                log.info("partitions aligned in event time: no record held back")
+        return dict(taken)
+
+    def _buffer(
+        self, aligner: EventTimeAligner[TopicPartition], batches: dict[Any, list[Any]]
+    ) -> None:
+        """Add a consumer poll's records to the aligner's buffers with their event times,
+        after dropping the buffers when a rebalance (or re-subscription) happened since they
+        were filled: kafka-python then reads each assigned partition again from its
+        committed offset, which is the first record not processed."""
+        rebalances = self._listener.rebalances
+        if rebalances != self._aligned_rebalances:
+            self._aligned_rebalances = rebalances
+            aligner.clear()
+        assert self._event_times is not None  # set with the aligner
+        for tp, records in batches.items():
+            if records:
+                aligner.add(tp, records, self._event_times(messages_from_records(records)))
+
+    def _log_positions(self) -> dict[TopicPartition, LogPosition]:
+        """Position and high watermark of each assigned partition, as the consumer knows
+        them (no request: kafka-python's subscription state, its last fetch responses)."""
+        assignment = getattr(getattr(self._consumer, "_subscription", None), "assignment", {})
+        logs: dict[TopicPartition, LogPosition] = {}
+        for topic, partition in self._listener.assigned():
+            tp = TopicPartition(topic, partition)
+            state = assignment.get(tp)
+            position = getattr(getattr(state, "position", None), "offset", None)
+            highwater = getattr(state, "highwater", None)
+            logs[tp] = LogPosition(position, highwater)
+        return logs
+
+    def _sync_pauses(self, aligner: EventTimeAligner[TopicPartition]) -> None:
+        """Pause the assigned partitions with records buffered (nothing more is fetched for
+        them until they are handed out), resume the other paused ones."""
+        assigned = self._listener.assigned()
+        want = {tp for tp in aligner.buffered() if (tp.topic, tp.partition) in assigned}
+        paused = {tp for tp in self._consumer.paused() if (tp.topic, tp.partition) in assigned}
+        for tp in want - paused:
+            try:
+                self._consumer.pause(tp)
+            except KeyError:  # revoked meanwhile (kafka-python's I/O thread): nothing to pause
+                pass
+        for tp in paused - want:
+            try:
+                self._consumer.resume(tp)
+            except KeyError:
+                continue
+            self._unpark([tp])
+
+    def _unpark(self, partitions: Iterable[TopicPartition]) -> None:
+        """Drop what kafka-python's fetcher parked for the resumed ``partitions`` while they
+        were paused, so it fetches them again from their position (where the parked data
+        began: nothing of it was handed out).
+
+        kafka-python 3.0.12 parks a paused partition's fetched records (KAFKA-7548) and
+        restores them after ``resume`` only when its in-line slot is ``None``, but leaves an
+        exhausted record set there (falsy, not ``None``), and never fetches a partition
+        with parked data: resumed partitions then stalled for good (seen: 3 of 4 partitions
+        stuck at 1,000 of 1,500 records, nothing buffered, nothing paused)."""
+        fetcher = getattr(self._consumer, "_fetcher", None)
+        records = getattr(fetcher, "_paused_partition_records", None)
+        fetches = getattr(fetcher, "_paused_completed_fetches", None)
+        for tp in partitions:
+            if isinstance(records, dict) and (parked := records.pop(tp, None)) is not None:
+                parked.drain()
+            if isinstance(fetches, dict):
+                fetches.pop(tp, None)
 
     def topic_ids(self) -> dict[str, str]:
         """``{topic: topic id}`` (UUID text) of the subscribed topic while some of its
@@ -874,6 +1003,7 @@ class KafkaSource:
             "undecodable_batches": self.undecodable_batches,
             "topic_recreations": self.topic_recreations,
             "resubscribes": self.resubscribes,
+            "alignment": None if self._aligner is None else self._aligner.status(),
             "committed_offsets": {
                 f"{t}[{p}]": off for (t, p), off in sorted(self._checkpoint.committed().items())
             },
