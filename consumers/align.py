@@ -34,10 +34,13 @@ keep their order, and each partition's records of a poll are one run (the engine
 poll's partition runs).
 
 Records held back were fetched (the consumer's position is past them) but not handed out,
-so they are neither processed nor committed: a partition with buffered records is paused
-(no more fetched until its buffer is empty), and when the assignment changes (a rebalance,
-a re-subscription) the buffers are dropped: kafka-python then restarts each assigned
-partition from its committed offset, which is the first record not processed.
+so they are neither processed nor committed (a partition's records go out in log order, so
+its committed offset is never past its first held record): a partition with buffered
+records is paused (no more fetched until its buffer is empty). When partitions are revoked
+their buffers are released (:meth:`EventTimeAligner.release`); the source moves a partition
+it keeps back to its first held record (kafka-python keeps a kept partition's position,
+past them), and a partition revoked for good or a re-subscription starts again from the
+committed offset.
 
 This module holds the decision only (pure Python, no Kafka); :class:`~consumers.
 kafka_source.KafkaSource` feeds it.
@@ -152,6 +155,10 @@ class EventTimeAligner(Generic[K]):
         """Partitions with records buffered (the source pauses them)."""
         return {key for key, buffer in self._buffers.items() if buffer}
 
+    def first_held(self) -> dict[K, Any]:
+        """The first record buffered of each partition that has some (``{key: record}``)."""
+        return {key: buffer[0][1] for key, buffer in self._buffers.items() if buffer}
+
     def buffered_count(self) -> int:
         """Records buffered, all partitions."""
         return sum(map(len, self._buffers.values()))
@@ -169,9 +176,23 @@ class EventTimeAligner(Generic[K]):
         self._last_gave[key] = self._clock()
         return [record for _, record in buffer]
 
+    def release(self, keys: Iterable[K]) -> dict[K, list[Any]]:
+        """Drop the buffers and the state of the partitions ``keys`` (revoked: the source
+        reads them again from their first record not handed out, see
+        :class:`~consumers.kafka_source.KafkaSource`) and return the records each held, in
+        log order (``{key: records}``, partitions that held none left out)."""
+        released: dict[K, list[Any]] = {}
+        for key in keys:
+            buffer = self._buffers.pop(key, None)
+            self._handed.pop(key, None)
+            self._last_gave.pop(key, None)
+            if buffer:
+                released[key] = [record for _, record in buffer]
+        return released
+
     def clear(self) -> None:
-        """Drop every buffer and what was handed out (the assignment changed: the consumer
-        reads each assigned partition again from its committed offset)."""
+        """Drop every buffer and what was handed out (the consumer left its group: every
+        partition is read again from its committed offset, which no held record is below)."""
         self._buffers.clear()
         self._handed.clear()
         self._last_gave.clear()

@@ -111,6 +111,21 @@ def test_buffers_of_partitions_not_assigned_are_dropped_and_clear_forgets_all() 
     assert aligner.buffered() == set() and aligner.frontier({"a": DONE}) == math.inf
 
 
+def test_release_gives_back_what_revoked_partitions_held_and_forgets_them() -> None:
+    """The source seeks a partition it keeps back to the first record released (s37: the
+    buffers were dropped while kafka-python kept the position past them: records lost)."""
+    aligner, _ = _aligner(skew=10)
+    _add(aligner, "a", [0, 100, 200])
+    _add(aligner, "b", [5])
+    assert aligner.take({"a": MORE, "b": MORE}, 10) == [("a", ["a@0"]), ("b", ["b@5"])]
+    assert aligner.first_held() == {"a": "a@100"}
+    assert aligner.release(["a", "b", "c"]) == {"a": ["a@100", "a@200"]}
+    assert aligner.buffered() == set() and aligner.first_held() == {}
+    # a's newest handed-out time is forgotten too: read again, it holds b from its first
+    _add(aligner, "b", [50])
+    assert aligner.take({"a": UNKNOWN, "b": MORE}, 10) == []
+
+
 def test_the_bound_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_skew_s"):
         EventTimeAligner(0.0)
