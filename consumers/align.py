@@ -289,11 +289,14 @@ class EventTimeAligner(Generic[K]):
 
     def status(self) -> dict[str, Any]:
         """JSON-able: ``{"max_skew_s", "buffered_records", "buffered_partitions",
-        "held_polls"}``."""
+        "held_polls"}``. Safe from another thread than the one feeding the aligner (the
+        source's status is read by the API): it reads a copy of the buffers (``list`` of a
+        dict's values is one step under the GIL), never iterates the dict itself."""
+        buffers = list(self._buffers.values())
         return {
             "max_skew_s": self.max_skew_s,
-            "buffered_records": self.buffered_count(),
-            "buffered_partitions": len(self.buffered()),
+            "buffered_records": sum(map(len, buffers)),
+            "buffered_partitions": sum(1 for buffer in buffers if buffer),
             "held_polls": self.held_polls,
         }
 
