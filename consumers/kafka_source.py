@@ -52,6 +52,17 @@ assignment or a poll; an empty set, a topic being deleted, does not count),
 :meth:`KafkaSource.poll` commits the offsets processed so far, leaves the group and
 subscribes again: a new member id gets a new generation and a fresh assignment.
 
+Event-time alignment (``event_times`` and ``max_skew_s`` > 0; serve's default with analytics
+on): fetched records wait in a buffer per partition and a poll hands out only those within
+the bound of the other partitions that still have records (see :mod:`consumers.align`);
+partitions with records held back are paused. Held records were fetched but not handed out,
+so nothing of them is processed or committed (a partition's committed offset is never past
+its first held record). A rebalance releases the held records of the revoked partitions;
+kafka-python keeps the position of a partition it assigns again at once (an eager rebalance
+that keeps it), which is past them, so :meth:`KafkaSource._on_assigned` seeks such a
+partition back to its first held record; a partition revoked for good, and every partition
+after a re-subscription, is read again from its committed offset.
+
 Time budget: the loop must call ``poll`` again within ``max_poll_interval_ms``, so keep
 ``max_poll_records`` x (per-message processing time, shadow timeouts included) well under it
 (e.g. 500 records x 50 ms = 25 s < 300 s default).
@@ -77,6 +88,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError
 from kafka.producer.future import FutureRecordMetadata
 
+from consumers.align import EventTimeAligner, EventTimes, LogPosition
 from consumers.base import (
     DeadLetter,
     OffsetRun,
@@ -404,14 +416,27 @@ class KafkaSource:
     :param config: the frozen source settings.
     :param on_assign: hook run on kafka-python's I/O thread after an assignment.
     :param on_revoke: hook run on kafka-python's I/O thread after a revocation.
+    :param event_times: the event time of each message (decoded from its value); with
+        ``max_skew_s`` > 0 the partitions are aligned in event time (see
+        :mod:`consumers.align`): a poll hands out only records at most ``max_skew_s``
+        seconds past the slowest partition that still has records, the others are held
+        back (their partitions paused) until the slower ones caught up.
+    :param max_skew_s: the alignment's bound in event-time seconds; 0 (or no
+        ``event_times``): no alignment, records are handed out as fetched.
     :raises SourceUnavailable: the brokers cannot be reached at construction.
     """
+
+    #: event-time alignment of the partitions (None: off), see consumers.align; a class
+    #: default too, for sources built without ``__init__`` (tests of the poll alone)
+    _aligner: EventTimeAligner[TopicPartition] | None = None
 
     def __init__(
         self,
         config: KafkaSourceConfig,
         on_assign: PartitionHook | None = None,
         on_revoke: PartitionHook | None = None,
+        event_times: EventTimes | None = None,
+        max_skew_s: float = 0.0,
     ) -> None:
         self.config = config
         self.name = f"kafka:{config.topic}"
@@ -444,6 +469,17 @@ class KafkaSource:
         self._no_revoke_worker = threading.Event()
         self._no_revoke_worker.set()
         self._user_on_assign = on_assign
+        self._aligner = None
+        self._event_times = event_times
+        if event_times is not None and max_skew_s > 0:
+            self._aligner = EventTimeAligner(max_skew_s)
+        #: the first held offset of each partition revoked while it held records, until the
+        #: next assignment seeks the kept ones back to it (see _on_revoked, _on_assigned)
+        self._rewind: dict[TopicPartition, int] = {}
+        #: kept partitions moved back to their first held record at an assignment
+        self.rewinds = 0
+        self._user_on_revoke = on_revoke
+        self._holding = False  # the last aligned poll held records back (logged on change)
         try:
             self._consumer = KafkaConsumer(**consumer_kwargs(config))
         except KafkaError as exc:
@@ -454,7 +490,7 @@ class KafkaSource:
             self._lag,
             lambda: self._failed,
             self._on_assigned,
-            on_revoke,
+            self._on_revoked,
             revoke_timeout_s=config.revoke_timeout_ms() / 1000,
         )
         self._consumer.subscribe([config.topic], listener=self._listener)
@@ -478,6 +514,11 @@ class KafkaSource:
             batches = self._poll_batches(max_records, timeout_ms)
         except Exception as exc:
             skipped = self._skip_undecodable(exc)
+            if skipped and self._aligner is not None:
+                # records of that partition held back come first: offsets stay in order
+                origin = skipped[0].origin
+                held = self._aligner.flush(TopicPartition(origin.topic, origin.partition))
+                return [*partition_runs([held]), *skipped] if held else skipped
             if skipped:
                 return skipped
             if not isinstance(exc, KafkaError):
@@ -524,12 +565,55 @@ class KafkaSource:
         self._listener.set_revoke_checkpoint(holding_commits)
 
     def _on_assigned(self, keys: list[tuple[str, int]]) -> None:
-        """Assignment hook (kafka-python's I/O thread): when the topic's partition set in
-        metadata changed since the last assignment, this assignment may be stale (see the
-        module docstring), so have :meth:`poll` subscribe again; then run the caller's hook."""
+        """Assignment hook (kafka-python's I/O thread, the consumer thread waiting in
+        ``poll``): seek the kept partitions back to their first held record (see
+        :meth:`_rewind_kept`); when the topic's partition set in metadata changed since the
+        last assignment, this assignment may be stale (see the module docstring), so have
+        :meth:`poll` subscribe again; then run the caller's hook."""
+        self._rewind_kept(keys)
         self._note_partitions()
         if self._user_on_assign is not None:
             self._user_on_assign(keys)
+
+    def _on_revoked(self, keys: list[tuple[str, int]]) -> None:
+        """Revocation hook (kafka-python's I/O thread, the consumer thread waiting in
+        ``poll`` or ``close``; after the revoked partitions' processed offsets were
+        committed, and also for lost partitions): release the records the aligner holds for
+        them, remembering each one's first held offset for :meth:`_rewind_kept`; then run
+        the caller's hook."""
+        if self._aligner is not None:
+            tps = [TopicPartition(topic, partition) for topic, partition in keys]
+            for tp, records in self._aligner.release(tps).items():
+                first = int(records[0].offset)
+                self._rewind[tp] = min(first, self._rewind.get(tp, first))
+        if self._user_on_revoke is not None:
+            self._user_on_revoke(keys)
+
+    def _rewind_kept(self, keys: list[tuple[str, int]]) -> None:
+        """Seek each partition of ``keys`` revoked while it held records back to its first
+        held offset when kafka-python kept its position (an eager rebalance revokes every
+        partition and keeps the ``TopicPartitionState`` of those it assigns again: their
+        position is past the held records, which would be skipped, and later commits would
+        move past them). A partition whose state is new (revoked for good before, or lost)
+        has no position yet: kafka-python reads it from the committed offset, which is at
+        most its first held offset (held records are never committed), so it is left
+        alone. Every remembered offset is dropped: a partition not assigned again belongs
+        to another member now."""
+        rewind, self._rewind = self._rewind, {}
+        if not rewind:
+            return
+        assignment = getattr(getattr(self._consumer, "_subscription", None), "assignment", {})
+        for topic, partition in keys:
+            tp = TopicPartition(topic, partition)
+            first = rewind.get(tp)
+            position = getattr(getattr(assignment.get(tp), "position", None), "offset", None)
+            if first is None or position is None or position <= first:
+                continue
+            self._consumer.seek(tp, first)
+            self.rewinds += 1
+            log.info("partition %s[%d] kept at a rebalance: reading again from offset %d, its "
+                     "first record held back (the position was %d)", topic, partition, first,
+                     position)  # fmt: skip
 
     def _metadata_partitions(self) -> frozenset[int]:
         """The topic's partitions in the consumer's last metadata (empty when unknown)."""
@@ -562,9 +646,14 @@ class KafkaSource:
         """Commit the offsets processed so far, leave the group and join it again
         (``unsubscribe`` calls no rebalance listener, so the assignment is forgotten here)."""
         self._resubscribe_due = False
+        if self._aligner is not None:
+            self._aligner.clear()  # read again from the committed offsets
+            self._rewind.clear()
         self._commit_stored()
         self._consumer.unsubscribe()
         self._listener.forget_all()
+        if self._aligner is not None:
+            self._drop_parked()  # nothing is paused now: a new assignment must be fetched
         self._consumer.subscribe([self.config.topic], listener=self._listener)
         self.resubscribes += 1
 
@@ -584,11 +673,116 @@ class KafkaSource:
         (a round trip to the I/O thread, ~0.3 ms) when the buffer is empty, about 1 % of a
         core more on an idle topic (0.9 → 1.1 %, 10 s of 200 ms polls).
         """
+        if self._aligner is not None:
+            return self._poll_aligned(self._aligner, max_records, timeout_ms)
         poll = self._consumer.poll
         batches: dict[Any, list[Any]] = poll(timeout_ms=0, max_records=max_records)
         if not batches and timeout_ms > 0:
             batches = poll(timeout_ms=timeout_ms, max_records=max_records)
         return batches
+
+    def _poll_aligned(
+        self, aligner: EventTimeAligner[TopicPartition], max_records: int, timeout_ms: int
+    ) -> dict[Any, list[Any]]:
+        """:meth:`_poll_batches` with the partitions aligned in event time (see
+        :mod:`consumers.align`): fetched records go to the aligner's buffers, the records it
+        hands out are returned (one list per partition, the earliest partition first), and
+        the partitions with records buffered are paused, the others resumed. Waits up to
+        ``timeout_ms`` only when nothing can be handed out without it."""
+        poll = self._consumer.poll
+        self._buffer(aligner, poll(timeout_ms=0, max_records=max_records))
+        taken = aligner.take(self._log_positions(), max_records)
+        if not taken and timeout_ms > 0:
+            self._sync_pauses(aligner)  # a partition at the frontier must be fetched
+            self._buffer(aligner, poll(timeout_ms=timeout_ms, max_records=max_records))
+            taken = aligner.take(self._log_positions(), max_records)
+        self._sync_pauses(aligner)
+        holding = bool(aligner.buffered())
+        if holding != self._holding:
+            self._holding = holding
+            if holding:
+                log.info("aligning partitions in event time: holding back %d records of "
+                         "partitions more than %g s ahead of the slowest one that has records",
+                         aligner.buffered_count(), aligner.max_skew_s)  # fmt: skip
+            else:
+                log.info("partitions aligned in event time: no record held back")
+        return dict(taken)
+
+    def _buffer(
+        self, aligner: EventTimeAligner[TopicPartition], batches: dict[Any, list[Any]]
+    ) -> None:
+        """Add a consumer poll's records of the assigned partitions to the aligner's
+        buffers with their event times (a rebalance inside the poll released the revoked
+        partitions' buffers, see :meth:`_on_revoked`)."""
+        assert self._event_times is not None  # set with the aligner
+        assigned = self._listener.assigned()
+        for tp, records in batches.items():
+            if records and (tp.topic, tp.partition) in assigned:
+                aligner.add(tp, records, self._event_times(messages_from_records(records)))
+
+    def _log_positions(self) -> dict[TopicPartition, LogPosition]:
+        """Position and high watermark of each assigned partition, as the consumer knows
+        them (no request: kafka-python's subscription state, its last fetch responses)."""
+        assignment = getattr(getattr(self._consumer, "_subscription", None), "assignment", {})
+        logs: dict[TopicPartition, LogPosition] = {}
+        for topic, partition in self._listener.assigned():
+            tp = TopicPartition(topic, partition)
+            state = assignment.get(tp)
+            position = getattr(getattr(state, "position", None), "offset", None)
+            highwater = getattr(state, "highwater", None)
+            logs[tp] = LogPosition(position, highwater)
+        return logs
+
+    def _sync_pauses(self, aligner: EventTimeAligner[TopicPartition]) -> None:
+        """Pause the assigned partitions with records buffered (nothing more is fetched for
+        them until they are handed out), resume the other paused ones, and drop the fetch
+        data kafka-python parked for partitions not paused (:meth:`_drop_parked`)."""
+        assigned = self._listener.assigned()
+        want = {tp for tp in aligner.buffered() if (tp.topic, tp.partition) in assigned}
+        paused = {tp for tp in self._consumer.paused() if (tp.topic, tp.partition) in assigned}
+        for tp in want - paused:
+            try:
+                self._consumer.pause(tp)
+            except KeyError:  # revoked meanwhile (kafka-python's I/O thread): nothing to pause
+                pass
+        for tp in paused - want:
+            try:
+                self._consumer.resume(tp)
+            except KeyError:
+                continue
+        self._drop_parked()
+
+    def _drop_parked(self) -> None:
+        """Drop what kafka-python's fetcher parked for every partition that is not paused
+        now, so it fetches them again from their position.
+
+        kafka-python 3.0.12 parks a paused partition's fetched records (KAFKA-7548) and
+        restores them after ``resume`` only when its in-line slot is ``None``, but leaves an
+        exhausted record set there (falsy, not ``None``), and never fetches a partition
+        with parked data: a partition with parked data that is not paused stalls for good.
+        Not only one this source resumed (seen: 3 of 4 partitions stuck at 1,000 of 1,500
+        records, nothing buffered, nothing paused): the fetcher keeps parked data when the
+        partition's state goes (a re-subscription, a partition revoked and assigned again,
+        a lost one), so the partition assigned afresh, not paused, was never read again (a
+        review: one of 2 partitions read 0 of 300 records after a re-subscription). Hence
+        every aligned poll drops the parked data of every partition not paused, whatever
+        made it so: by construction none is left to block a fetch. It is safe: parked data
+        was never handed out (the fetcher parks before handing out) and starts at the
+        partition's position (or at an old one, which the fetcher would drop anyway), so
+        dropping it costs one fetch again. Only kafka-python's poll touches these dicts,
+        and this runs on the consumer thread outside it."""
+        fetcher = getattr(self._consumer, "_fetcher", None)
+        records = getattr(fetcher, "_paused_partition_records", None)
+        fetches = getattr(fetcher, "_paused_completed_fetches", None)
+        if not records and not fetches:
+            return
+        paused = self._consumer.paused()
+        if isinstance(records, dict):
+            for tp in [tp for tp in records if tp not in paused]:
+                records.pop(tp).drain()
+        if isinstance(fetches, dict):
+            for tp in [tp for tp in fetches if tp not in paused]:
+                del fetches[tp]
 
     def topic_ids(self) -> dict[str, str]:
         """``{topic: topic id}`` (UUID text) of the subscribed topic while some of its
@@ -856,6 +1050,9 @@ class KafkaSource:
     def status(self) -> dict[str, Any]:
         """JSON-able status: assignment, commit/rebalance counters, lag. Thread-safe."""
         assigned = sorted(self._listener.assigned())
+        alignment = None
+        if self._aligner is not None:  # its status, and the kept partitions read again
+            alignment = {**self._aligner.status(), "rewinds": self.rewinds}
         return {
             "source": self.name,
             "topic": self.config.topic,
@@ -874,6 +1071,7 @@ class KafkaSource:
             "undecodable_batches": self.undecodable_batches,
             "topic_recreations": self.topic_recreations,
             "resubscribes": self.resubscribes,
+            "alignment": alignment,
             "committed_offsets": {
                 f"{t}[{p}]": off for (t, p), off in sorted(self._checkpoint.committed().items())
             },

@@ -393,12 +393,20 @@ class Runtime:
     def _open_source(self) -> Source:
         config = self.settings.source
         if config.kind == "kafka":
+            from consumers.align import event_times_from
             from consumers.kafka_source import KafkaSource
 
             assert self.settings.kafka is not None  # guaranteed by Settings validation
             # The loop schedules commits (after each checkpoint); the source commits at once.
-            kafka = KafkaSource(self.settings.kafka.model_copy(update={"commit_interval_s": 0.0}))
             traces = self.settings.traces
+            skew_s = alignment_skew_s(self.settings) if traces.kafka_encoding == "events" else 0.0
+            settings = self.settings  # event times only: an event's records are not built
+            decode_times = make_decoder(settings.events, settings.pipeline.max_event_bytes,
+                                        records=False)  # fmt: skip
+            future_s = settings.analytics.drift.future_tolerance_s
+            times = event_times_from(decode_times, future_s) if skew_s else None
+            kafka = KafkaSource(self.settings.kafka.model_copy(update={"commit_interval_s": 0.0}),
+                                event_times=times, max_skew_s=skew_s)  # fmt: skip
             if traces.kafka_encoding == "events":
                 return kafka
             from consumers.trace_source import TraceSource  # OTLP from the Collector (issue 20)
@@ -788,6 +796,22 @@ class Runtime:
             raise IngestUnavailable(f"{exc}; nothing was acknowledged, retry later") from None
         finally:
             self.engine.lock.release()
+
+
+def alignment_skew_s(settings: Settings) -> float:
+    """The Kafka partitions' event-time alignment bound in seconds (0: off):
+    ``kafka.max_event_time_skew_s`` when set, else half of
+    ``analytics.drift.allowed_lateness_s`` (half of ``bucket_s`` when that is 0) with
+    analytics on (the drift windows are what reads event time across partitions), 0 without
+    (and without a ``kafka`` section)."""
+    if settings.kafka is None:
+        return 0.0
+    if settings.kafka.max_event_time_skew_s is not None:
+        return settings.kafka.max_event_time_skew_s
+    if not settings.analytics.enabled:
+        return 0.0
+    drift = settings.analytics.drift
+    return (drift.allowed_lateness_s or drift.bucket_s) / 2
 
 
 def _combined(outcomes: Sequence[Outcome]) -> Outcome:

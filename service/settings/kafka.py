@@ -70,6 +70,18 @@ class KafkaSourceConfig(BaseModel):
         ssl_check_hostname: check that the broker certificate matches its host name.
         sasl_password_file: read the SASL password from this file (a mounted Secret).
         ssl_password_file: read the key password from this file (a mounted Secret).
+        max_event_time_skew_s: align the assigned partitions in event time: a partition whose
+            events are more than this many seconds (event time) ahead of the slowest
+            partition that still has records to read is held back (its records buffered,
+            the partition paused) until the others caught up, so a backlog of several
+            partitions (a first start on a retained topic, catching up after an outage) is
+            processed as if in time order and the drift windows and baseline see it as a
+            replay in time order would. A partition with nothing left to read (empty,
+            quiet, caught up) holds no one back, nor one that gives nothing for 5 s. Costs
+            one more decode of each event while on (the event time is in the value; the
+            Kafka record timestamp is the send time). Unset: half of
+            ``analytics.drift.allowed_lateness_s`` (``bucket_s`` when that is 0) with
+            analytics on, off without; 0: off (records are handed out as fetched).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -103,6 +115,7 @@ class KafkaSourceConfig(BaseModel):
     ssl_check_hostname: bool = True
     sasl_password_file: str | None = None
     ssl_password_file: str | None = None
+    max_event_time_skew_s: float | None = Field(None, ge=0, allow_inf_nan=False)
 
     @field_validator(
         "ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_crlfile", "sasl_password_file",

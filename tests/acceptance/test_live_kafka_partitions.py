@@ -13,16 +13,22 @@ holds it.)
 
 from __future__ import annotations
 
+import json
+import random
+import subprocess
+import sys
 import time
 import uuid
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from benchmarks.streams import encode, query_log_events
+from benchmarks.streams import REFUSAL, TEST_MAX_EVENT_BYTES, encode, query_log_events
 from tests.acceptance.conftest import kafka_config
-from tests.acceptance.service_process import ServiceProcess, accounted
+from tests.acceptance.service_process import REPO_ROOT, ServiceProcess, accounted, write_config
 from tests.kafka_broker import TansuBroker
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -124,3 +130,84 @@ def test_a_frozen_baseline_from_two_partitions_is_exactly_the_first_warmup(
         service.terminate()
     assert report["events_seen"] == n
     assert held == expected, (held, expected, report["event_time"])
+
+
+# -- s36: the partitions are aligned in event time --------------------------------------------
+
+#: The s36 trial's shape: 1,200 events over 28.8 h (~42 an hour), keyed by event id over 4
+#: partitions (and a 5th that stays empty), a refusal incident from 10 h to 20 h.
+TRIAL_N, TRIAL_SPAN_S, TRIAL_PARTITIONS = 1_200, 103_680, 5
+TRIAL_DRIFT = {"window_s": 14_400, "reference_window_s": 43_200, "warmup_s": 28_800,
+               "test_every_s": 1_800, "min_count": 100}  # fmt: skip
+
+
+def _trial_events(start: float) -> list[dict[str, object]]:
+    """The trial-shaped log in time order: refusal rate 0.13, 0.7 from 10 h to 20 h."""
+    rng = random.Random("s36-align")
+    events: list[dict[str, object]] = []
+    for i, event in enumerate(query_log_events(TRIAL_N, seed=36)):
+        at = start + i * TRIAL_SPAN_S / TRIAL_N
+        event["timestamp"] = _iso(at)
+        incident = 36_000 <= at - start < 72_000
+        refused = rng.random() < (0.7 if incident else 0.13)
+        text = REFUSAL if refused else "Here is what I found."
+        event["answer"] = {"text": text, "refused": refused, "citations": []}
+        events.append(event)
+    return events
+
+
+def _refusal_baseline(report: dict[str, Any]) -> tuple[int, float]:
+    baseline = report["refusal"]["comparisons"]["baseline"]
+    return baseline["n_reference"], baseline["rate_reference"]
+
+
+def test_a_trial_backlog_of_four_partitions_gives_the_replay_baseline(
+    broker: TansuBroker, tmp_path: Path
+) -> None:
+    """s36 trial on a real broker: a backlog of 28.8 h over 4 partitions (keyed, so they
+    interleave; a 5th partition empty) read by a fresh group. The partitions are aligned in
+    event time (``kafka.max_event_time_skew_s``, default half the allowed lateness), so no
+    event is late and the frozen refusal baseline is the replay's of the same events in time
+    order (the trial's serve froze it on the incident: 0.354 against 0.129, and raised false
+    alarms). The empty partition holds no one back."""
+    start = time.time() - TRIAL_SPAN_S - 3_600
+    events = _trial_events(start)
+    topic = f"align-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic, TRIAL_PARTITIONS)
+    producer = broker.producer()
+    try:
+        for event in events:
+            key = str(event["event_id"]).encode()
+            producer.send(topic, value=encode(event), key=key,
+                          partition=zlib.crc32(key) % (TRIAL_PARTITIONS - 1))  # fmt: skip
+        producer.flush(timeout=120)
+    finally:
+        producer.close()
+
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"".join(encode(event) + b"\n" for event in events))
+    replay_config = write_config(tmp_path / "replay.yaml", {
+        "pipeline": {"max_event_bytes": TEST_MAX_EVENT_BYTES},
+        "analytics": {"drift": TRIAL_DRIFT}})  # fmt: skip
+    run = subprocess.run([sys.executable, "-m", "service.cli", "replay", str(path), "--config",
+                          str(replay_config), "--format", "json"],
+                         cwd=REPO_ROOT, capture_output=True, timeout=300, check=False)  # fmt: skip
+    assert run.returncode == 0, run.stderr.decode()[-3000:]
+    replayed = json.loads(run.stdout)["analytics"]["drift"]
+    expected = _refusal_baseline(replayed)
+    assert expected[0] > 100 and expected[1] < 0.25, expected  # the first 8 h, not the incident
+
+    config = kafka_config(broker, topic, state=tmp_path / "state.sqlite")
+    config["analytics"] = {"drift": TRIAL_DRIFT}
+    service = ServiceProcess.start(tmp_path, config)
+    try:
+        service.wait_until(lambda s: accounted(s["totals"]) >= TRIAL_N, timeout_s=180,
+                           what="consumed")  # fmt: skip
+        report = service.get("/v1/drift").json()
+        alignment = service.status()["source"]["alignment"]
+    finally:
+        service.terminate()
+    assert alignment["max_skew_s"] == 150.0 and alignment["held_polls"] > 0, alignment
+    assert report["events_seen"] == TRIAL_N
+    assert report["event_time"]["late"] == 0, report["event_time"]
+    assert _refusal_baseline(report) == expected

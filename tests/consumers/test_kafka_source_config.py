@@ -6,6 +6,7 @@ import base64
 import hashlib
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -61,6 +62,8 @@ def test_secrets_are_passed_through_but_never_printed() -> None:
         {"security_protocol": "TLS"},
         {"sasl_mechanism": "GSSAPI"},
         {"unknown_field": 1},
+        {"max_event_time_skew_s": -1},
+        {"max_event_time_skew_s": float("inf")},
     ],
 )
 def test_invalid_settings_are_rejected(overrides: dict[str, Any]) -> None:
@@ -212,3 +215,22 @@ def test_an_empty_file_setting_names_the_field(field: str, value: str) -> None:
         KafkaSourceConfig(**{**settings, field: value})
     (error,) = raised.value.errors()
     assert error["loc"] == (field,) and "must not be empty" in error["msg"]
+
+
+def test_the_event_time_alignment_bound_is_set_or_derived(tmp_path: Path) -> None:
+    """``kafka.max_event_time_skew_s``: as set (0: off); unset, half the drift's allowed
+    lateness (half a bucket when that is 0) with analytics on, off without."""
+    from service.runtime.process import alignment_skew_s
+    from service.settings import load_settings
+
+    def bound(text: str) -> float:
+        path = tmp_path / "goldwatch.yaml"
+        kafka = "kafka: {bootstrap_servers: 'k:9092', topic: q, consumer_group: g"
+        path.write_text(f"source: {{kind: kafka}}\n{kafka}{text}}}\n", encoding="utf-8")
+        return alignment_skew_s(load_settings(path))
+
+    assert bound("") == 150.0
+    assert bound(", max_event_time_skew_s: 30") == 30.0
+    assert bound(", max_event_time_skew_s: 0") == 0.0
+    assert bound("}\nanalytics: {drift: {allowed_lateness_s: 0, bucket_s: 120}") == 60.0
+    assert bound("}\nanalytics: {enabled: false") == 0.0

@@ -28,8 +28,9 @@ from kafka.structs import OffsetAndMetadata
 from prometheus_client import CollectorRegistry
 
 from benchmarks.streams import mixed_stream
+from consumers.align import event_times_from
 from consumers.kafka_source import KafkaSource
-from consumers.loop import run
+from consumers.loop import make_decoder, run
 from service.pipeline import PipelineConfig
 from service.runtime.live import default_pipeline
 from service.settings.kafka import KafkaSourceConfig
@@ -159,14 +160,16 @@ def _event(i: int) -> bytes:
                        "question": f"hostel fee question number {i}"}).encode()  # fmt: skip
 
 
+@pytest.mark.parametrize("aligned", [False, True], ids=["as-fetched", "aligned"])
 def test_undecodable_batch_is_dead_lettered_and_skipped(
-    broker: TansuBroker, monkeypatch: pytest.MonkeyPatch
+    broker: TansuBroker, monkeypatch: pytest.MonkeyPatch, aligned: bool
 ) -> None:
     """A consumer whose zstd library is missing (the condition the probe hit, made here by
     hiding ``zstandard`` from kafka-python's codec module) meets 5 plain records, one zstd
     batch of 30 and 5 more plain ones: the 30 become dead letters ``undecodable_batch`` with
     partition 0 and offsets 5..34, the 10 others are processed, the group commits to the end
-    and the consumer never stops (today: ``UnsupportedCodecError`` on every poll)."""
+    and the consumer never stops (today: ``UnsupportedCodecError`` on every poll). The same
+    with the partitions aligned in event time (s36: the aligned poll's path)."""
     topic = new_topic(broker, "rel-undecodable", partitions=1)
     assert produce_compressed(broker, topic, [_event(i) for i in range(5)], None) == [*range(5)]
     zstd_offsets = produce_compressed(broker, topic, [_event(i) for i in range(5, 35)], "zstd")
@@ -175,9 +178,10 @@ def test_undecodable_batch_is_dead_lettered_and_skipped(
     monkeypatch.setattr(kafka.codec, "zstd", None)  # this consumer has no zstd library
 
     group = f"gw-rel-{uuid.uuid4().hex[:10]}"
+    times = event_times_from(make_decoder(records=False)) if aligned else None
     source = KafkaSource(KafkaSourceConfig(bootstrap_servers=broker.bootstrap_servers,
-                                           topic=topic, consumer_group=group,
-                                           **FAST_KAFKA))  # fmt: skip
+                                           topic=topic, consumer_group=group, **FAST_KAFKA),
+                         event_times=times, max_skew_s=150.0 if aligned else 0.0)  # fmt: skip
     registry = CollectorRegistry()
     metrics = build_metrics(registry, topics=[topic])
     stop, reports, errors = threading.Event(), [], []

@@ -1,0 +1,174 @@
+"""The event-time alignment decision of :mod:`consumers.align` (no broker: partitions are
+plain keys, records plain strings, the clock a list)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from consumers.align import EventTimeAligner, LogPosition, event_times_from
+from consumers.base import DeadLetter, Origin, RawMessage
+
+DONE = LogPosition(10, 10)  # nothing left to read
+MORE = LogPosition(3, 10)  # records left in the log
+UNKNOWN = LogPosition(None, None)  # not fetched yet
+
+
+def _aligner(skew: float = 100.0, idle: float = 5.0) -> tuple[EventTimeAligner[str], list[float]]:
+    now = [0.0]
+    return EventTimeAligner(skew, idle_hold_s=idle, clock=lambda: now[0]), now
+
+
+def _add(aligner: EventTimeAligner[str], key: str, stamps: list[float | None]) -> None:
+    aligner.add(key, [f"{key}@{s}" for s in stamps], stamps)
+
+
+def test_partitions_go_out_together_in_event_time() -> None:
+    aligner, _ = _aligner(skew=100)
+    _add(aligner, "a", [0, 50, 100, 150, 200, 300])  # a whole stretch of one partition
+    _add(aligner, "b", [10, 60, 110, 400])
+    logs = {"a": DONE, "b": DONE}
+    first = aligner.take(logs, 100)
+    # a up to b's head + 100, b up to a's head + 100; a first (its first record is earliest)
+    assert first == [("a", ["a@0", "a@50", "a@100"]), ("b", ["b@10", "b@60"])]
+    assert aligner.buffered() == {"a", "b"}  # held back: the source pauses them
+    assert aligner.take(logs, 100) == [("b", ["b@110"]), ("a", ["a@150", "a@200"])]
+    assert aligner.take(logs, 100) == [("a", ["a@300"]), ("b", ["b@400"])]
+    assert aligner.buffered() == set() and aligner.held_polls == 2
+
+
+def test_a_partition_alone_is_not_held() -> None:
+    aligner, _ = _aligner(skew=10)
+    _add(aligner, "a", [0, 1_000, 50_000])
+    assert aligner.take({"a": DONE, "b": DONE}, 100) == [("a", ["a@0", "a@1000", "a@50000"])]
+    assert aligner.held_polls == 0
+
+
+def test_a_partition_not_read_yet_with_records_holds_the_others() -> None:
+    aligner, _ = _aligner(skew=100)
+    _add(aligner, "a", [0, 1_000])
+    # b has records left and nothing was read of it: a waits (its head is past -inf + skew)
+    assert aligner.take({"a": DONE, "b": MORE}, 100) == []
+    _add(aligner, "b", [5])
+    assert aligner.take({"a": DONE, "b": MORE}, 100) == [("a", ["a@0"]), ("b", ["b@5"])]
+    # b read up to 5 and still has records: a's 1,000 waits for b to get there
+    assert aligner.take({"a": DONE, "b": MORE}, 100) == []
+    # b has nothing left (caught up, quiet): it holds no one
+    assert aligner.take({"a": DONE, "b": DONE}, 100) == [("a", ["a@1000"])]
+
+
+def test_an_empty_or_unfetched_partition_does_not_block() -> None:
+    aligner, now = _aligner(skew=100, idle=5)
+    _add(aligner, "a", [0, 1_000])
+    empty = LogPosition(0, 0)
+    assert aligner.take({"a": DONE, "e": empty}, 100) == [("a", ["a@0", "a@1000"])]
+    assert aligner.frontier({"a": DONE, "e": empty}) == math.inf
+    # a partition never fetched (unknown end) holds the others, for idle_hold_s only
+    _add(aligner, "a", [2_000])
+    assert aligner.take({"a": DONE, "u": UNKNOWN}, 100) == []
+    now[0] = 5.0
+    assert aligner.take({"a": DONE, "u": UNKNOWN}, 100) == [("a", ["a@2000"])]
+
+
+def test_a_partition_that_gives_nothing_stops_holding_after_idle_hold() -> None:
+    aligner, now = _aligner(skew=100, idle=5)
+    _add(aligner, "b", [0])
+    assert aligner.take({"b": MORE}, 10) == [("b", ["b@0"])]
+    _add(aligner, "a", [500])
+    assert aligner.take({"a": DONE, "b": MORE}, 10) == []  # b has records: a waits
+    now[0] = 4.9
+    assert aligner.take({"a": DONE, "b": MORE}, 10) == []
+    now[0] = 5.0  # b gave nothing for 5 s though it says it has records: a goes
+    assert aligner.take({"a": DONE, "b": MORE}, 10) == [("a", ["a@500"])]
+
+
+def test_records_without_event_time_go_with_the_one_before() -> None:
+    aligner, _ = _aligner(skew=10)
+    _add(aligner, "a", [0, None, 5, None, 100])
+    _add(aligner, "b", [50])
+    assert aligner.take({"a": DONE, "b": DONE}, 10) == [("a", ["a@0", "a@None", "a@5", "a@None"])]
+
+
+def test_at_most_max_records_the_earliest_first() -> None:
+    aligner, _ = _aligner(skew=1_000)
+    _add(aligner, "a", [0, 2, 4, 6, 8])
+    _add(aligner, "b", [1, 3, 5, 7, 9])
+    assert aligner.take({"a": DONE, "b": DONE}, 5) == [("a", ["a@0", "a@2", "a@4"]),
+                                                       ("b", ["b@1", "b@3"])]  # fmt: skip
+    assert aligner.buffered_count() == 5
+
+
+def test_buffers_of_partitions_not_assigned_are_dropped_and_clear_forgets_all() -> None:
+    aligner, _ = _aligner(skew=10)
+    _add(aligner, "a", [0, 100])
+    _add(aligner, "b", [0, 100])
+    # b revoked: its records go, and a alone is not held
+    assert aligner.take({"a": DONE}, 10) == [("a", ["a@0", "a@100"])]
+    assert aligner.buffered() == set()
+    _add(aligner, "a", [200])
+    aligner.clear()
+    assert aligner.buffered() == set() and aligner.frontier({"a": DONE}) == math.inf
+
+
+def test_release_gives_back_what_revoked_partitions_held_and_forgets_them() -> None:
+    """The source seeks a partition it keeps back to the first record released (s37: the
+    buffers were dropped while kafka-python kept the position past them: records lost)."""
+    aligner, _ = _aligner(skew=10)
+    _add(aligner, "a", [0, 100, 200])
+    _add(aligner, "b", [5])
+    assert aligner.take({"a": MORE, "b": MORE}, 10) == [("a", ["a@0"]), ("b", ["b@5"])]
+    assert aligner.first_held() == {"a": "a@100"}
+    assert aligner.release(["a", "b", "c"]) == {"a": ["a@100", "a@200"]}
+    assert aligner.buffered() == set() and aligner.first_held() == {}
+    # a's newest handed-out time is forgotten too: read again, it holds b from its first
+    _add(aligner, "b", [50])
+    assert aligner.take({"a": UNKNOWN, "b": MORE}, 10) == []
+
+
+def test_the_bound_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="max_skew_s"):
+        EventTimeAligner(0.0)
+
+
+def test_event_times_from_a_decoder() -> None:
+    from datetime import UTC, datetime
+
+    good = RawMessage(b"x", Origin("t", 0, 0))
+    bad = RawMessage(b"y", Origin("t", 0, 1))
+
+    class Event:
+        timestamp = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def decode(messages: object) -> tuple[list[tuple[RawMessage, Event]], list[DeadLetter]]:
+        return [(good, Event())], [DeadLetter(bad, "not_json", "")]
+
+    assert event_times_from(decode)([good, bad]) == [Event.timestamp.timestamp(), None]
+
+
+def test_flush_hands_out_a_partition_at_once() -> None:
+    aligner, _ = _aligner(skew=10)
+    _add(aligner, "a", [0])
+    _add(aligner, "b", [0, None, 500])
+    assert aligner.flush("b") == ["b@0", "b@None", "b@500"]
+    assert aligner.flush("b") == [] and aligner.buffered() == {"a"}
+    assert aligner.marks({"a": DONE, "b": MORE}) == {"a": 0.0, "b": 500.0}
+
+
+def test_event_times_from_leave_out_a_time_in_the_future() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime.now(UTC)
+    messages = [RawMessage(b"x", Origin("t", 0, i)) for i in range(3)]
+
+    class Event:
+        def __init__(self, at: datetime) -> None:
+            self.timestamp = at
+
+    stamps = [now - timedelta(hours=1), now + timedelta(seconds=30), now + timedelta(days=400)]
+
+    def decode(batch: object) -> tuple[list[tuple[RawMessage, Event]], list[DeadLetter]]:
+        return [(m, Event(at)) for m, at in zip(messages, stamps, strict=True)], []
+
+    got = event_times_from(decode, future_tolerance_s=60)(messages)
+    assert got[:2] == [stamps[0].timestamp(), stamps[1].timestamp()] and got[2] is None
