@@ -141,9 +141,13 @@ def finish(broker: TansuBroker, topic: str, reader: Reader, ends: dict[int, int]
     assert set(reader.handed) == everything
 
 
+class _LeftOutOfTheGroup(Exception):
+    """The test broker formed the group's generation without the source under test."""
+
+
 def test_a_rebalance_that_keeps_a_partition_holding_records_loses_nothing(
     kafka_broker: TansuBroker,
-    make_topic: Callable[[int], str],
+    topic_name: str,
     source_config: MakeConfig,
     consumer_group: str,
 ) -> None:
@@ -153,14 +157,44 @@ def test_a_rebalance_that_keeps_a_partition_holding_records_loses_nothing(
     partitions and assigns them back to this member, which kafka-python does keeping their
     positions, past the held records. Every record is handed out exactly once and the group
     commits each partition to its end (s36-align: the 20 held records of partition 0 lost
-    while the commits moved past them)."""
-    topic = make_topic(2)
+    while the commits moved past them).
+
+    Tansu now and then never answers the source's JoinGroup of a third rebalance and forms
+    the generation with the other member alone (seen once in 5 runs on a loaded machine:
+    the source then holds no partition and reads nothing): only then the scenario runs once
+    more, on a fresh topic and group. A partition assigned to the source and not read, a
+    record lost or handed out twice fails at once.
+    """
+    for attempt in range(2):
+        topic = f"{topic_name}-{attempt}"
+        kafka_broker.create_topic(topic, 2)
+        try:
+            _keep_a_partition_while_holding(kafka_broker, topic, source_config,
+                                            f"{consumer_group}-{attempt}")  # fmt: skip
+            return
+        except _LeftOutOfTheGroup:
+            if attempt:
+                raise
+
+
+def _keep_a_partition_while_holding(
+    kafka_broker: TansuBroker, topic: str, source_config: MakeConfig, consumer_group: str
+) -> None:
+    """The scenario of the test above on ``topic`` (2 partitions, created) and ``consumer_group``.
+
+    Raises:
+        _LeftOutOfTheGroup: a check failed while the source held no partition.
+    """
     other_topic = f"{topic}-other"
     kafka_broker.create_topic(other_topic, 1)
     produce(kafka_broker, topic, 0, [*range(20), *(AHEAD + i for i in range(280))])
     produce(kafka_broker, topic, 1, range(5_000))
     ends = kafka_broker.end_offsets(topic)
-    source = KafkaSource(source_config(), event_times=event_times, max_skew_s=SKEW_S)
+    source = KafkaSource(
+        source_config(topic=topic, consumer_group=consumer_group),
+        event_times=event_times,
+        max_skew_s=SKEW_S,
+    )
     stop = threading.Event()
     other: threading.Thread | None = None
     try:
@@ -201,6 +235,11 @@ def test_a_rebalance_that_keeps_a_partition_holding_records_loses_nothing(
         assert kafka_broker.committed(topic, consumer_group) == {p: n + 1 for p, n in ends.items()}
         alignment = source.status()["alignment"]
         assert alignment["rewinds"] >= 1, alignment  # a kept partition was read again
+    except AssertionError as failed:
+        if not source.assignment():
+            # this member is in no generation of the group: the broker left it out
+            raise _LeftOutOfTheGroup(str(failed)) from failed
+        raise
     finally:
         stop.set()
         if other is not None:
