@@ -19,8 +19,8 @@ from typing import Literal, NamedTuple
 
 #: Personal-data types the scrubber (:mod:`service.pii`) finds, in detection order.
 PII_TYPES: tuple[str, ...] = (
-    "url", "secret", "email", "upi", "iban", "card", "aadhaar", "ssn", "pan", "passport",
-    "voter_id", "ip", "phone", "address", "name",
+    "url", "secret", "email", "upi", "iban", "account", "card", "aadhaar", "ssn", "pan",
+    "passport", "voter_id", "ip", "phone", "address", "name",
 )  # fmt: skip
 #: The placeholder that replaces each type in a scrubbed text: ``f"<{type.upper()}>"``.
 PLACEHOLDERS = {kind: f"<{kind.upper()}>" for kind in PII_TYPES}

@@ -45,6 +45,15 @@ type          placeholder      shape (after digit folding), check
                                (``iban gb82 west 1234 5698 7654 32``); grouped any other way
                                (``DE89 370400440532013000``) in upper case at exactly its
                                country's length (:data:`IBAN_LENGTHS`)
+``account``   ``<ACCOUNT>``    a bank account number after an account cue (``account``,
+                               ``bank account``, ``acct``, ``a/c``, ``acc no``, ``khata``,
+                               ``खाता``, then only link words: ``my account number is``,
+                               ``acct no.``, ``mera khata number``, ``खाता संख्या``;
+                               :data:`_ACCOUNT_CUE`): 6-18 digits, contiguous or in groups
+                               of 2+ split by a space or ``-``; not an amount (``account
+                               500000 rs``) nor a digit and zeros. The cue wins: 12 digits
+                               are no Aadhaar, a Luhn-valid number no card after it
+                               (:func:`_cued_account`); an IBAN is ``iban`` (mod 97)
 ``card``      ``<CARD>``       13-19 digits, contiguous or 4-4-4-4(-3) / 4-6-5 / 4-6-4
                                with one kind of separator; Luhn (ISO/IEC 7812-1 Annex B);
                                not after ``ISBN``; a following ``cvv 123``, ``exp 12/28``
@@ -372,6 +381,33 @@ _PASSPORT_CUE = re.compile(
     r"(?<![\w<])(?:passport|pasaporte|passeport|reisepass)"
     r"(?:[^\w\n]+(?:number|num|no|nr|is|was|my|id|es|est|ist|de|mi|mon|n[uú]mero|num[eé]ro"
     r"|nummer))*[^\w\n]*$",
+    re.IGNORECASE,
+)
+#: A bank account number after its cue (:data:`_ACCOUNT_CUE`): 6-18 digits, contiguous or in
+#: groups of 2+ split by single spaces or ``-`` (``5500 1234 5678 9010``, ``0123-456789``), a
+#: whole run of number groups; :func:`_cued_account` counts the digits and keeps amounts.
+_CUED_ACCOUNT = re.compile(_GROUP_L + r"\d{2,}(?:[ -]\d{2,}){0,8}" + _GROUP_R)
+#: An account cue ending the text before a number: ``account``, ``bank account``, ``acct``,
+#: ``a/c``, ``acc`` + ``no``/``number``, ``khata``, ``खाता``, then only link words (``number``,
+#: ``no``, ``#``, ``is``, ``my``, Hinglish ``mera``/``hai``/``ka``, ``sankhya``, ``संख्या``,
+#: ``नंबर``, ``details``, ``ending in`` ...) and punctuation. Not the plural (``accounts
+#: 2019``), nor a cue with any other word before the number (``account for 25 percent``,
+#: ``account balance 250000``): the window is the cue's own phrase, at most six link words
+#: (``my account number is``, ``mera khata number hai``), as for the SSN and passport cues; a
+#: free window of a few words would take amounts and counts (``account mein 50000 aaye``,
+#: ``accounts opened 1200000``).
+_ACCOUNT_CUE = re.compile(
+    rf"(?<![{_W}<])(?:account|acct|a/c|khata|खाता|acc(?=[^\w\n]+(?:no|nr|num|number)\b))"
+    rf"(?:[^{_W}\n]+(?:number|num|no|nr|is|was|my|id|details|ending(?:\s+(?:in|with))?"
+    r"|mera|meri|mere|ka|ki|ke|hai|h|sankhya"
+    rf"|sankhyaa|sankhiya|nambar|numbr|संख्या|नंबर|नम्बर|क्रमांक|है|का|की)(?![{_W}])){{0,6}}"
+    rf"[^{_W}\n]*$",
+    re.IGNORECASE,
+)
+#: After a cued number: a currency or unit, so it is an amount (``account 500000 rs``).
+_AMOUNT_AFTER = re.compile(
+    r"\s?(?:rs\b|rupees?\b|inr\b|usd\b|dollars?\b|euros?\b|lakhs?\b|lacs?\b|crores?\b"
+    r"|k\b|%|₹|\$)",
     re.IGNORECASE,
 )
 _DIGIT_RUN = re.compile(r"[0-9]{4,}")
@@ -912,6 +948,28 @@ def _cued_ssn(m: re.Match[str]) -> int | None:
     return m.end() if _cue_before(m, _SSN_CUE) else None
 
 
+def _cued_account(m: re.Match[str]) -> int | None:
+    """Accept 6-18 digits (:data:`_CUED_ACCOUNT`) after an account cue (:data:`_ACCOUNT_CUE`)
+    unless a currency or unit follows (an amount: ``account hai 500000 rs``) or it is a digit
+    and zeros (``account 1000000``: a figure). After the cue any such number is an account
+    number, 12 digits too (an Aadhaar has no account cue) and one that passes the Luhn check
+    (``account 50100123456789``: one account number in ten does): the cue wins, so this
+    detector runs before ``card`` and ``aadhaar`` (:data:`_DETECTORS`); a card number without
+    an account cue (``card 4111 1111 1111 1111``) stays ``card``.
+
+    >>> _cued_account(_CUED_ACCOUNT.search("My account number is 40217788123 and"))
+    32
+    >>> _cued_account(_CUED_ACCOUNT.search("order no. 40217788123")) is None
+    True
+    """
+    n = len(_digits(m.group()))
+    if not 6 <= n <= 18 or set(m.group()[1:]) <= {"0", " ", "-"}:
+        return None
+    if _AMOUNT_AFTER.match(m.string, m.end()) is not None:
+        return None
+    return m.end() if _cue_before(m, _ACCOUNT_CUE) else None
+
+
 def _cued_passport(m: re.Match[str]) -> int | None:
     """Accept a letters-and-digits or all-digit id (:data:`_CUED_PASSPORT`) after a passport
     cue (:data:`_PASSPORT_CUE`).
@@ -1060,6 +1118,7 @@ _DETECTORS: tuple[tuple[str, _Finder, _Accept, _Gate], ...] = (
     ("iban", _IBAN, _iban, lambda s, low, n: n >= 4),
     ("iban", _IBAN_ANY_CASE, _iban_cued, lambda s, low, n: n >= 4 and "iban" in low),
     ("iban", _IBAN_GROUPED, _iban_registered, lambda s, low, n: n >= 11),
+    ("account", _CUED_ACCOUNT, _cued_account, lambda s, low, n: n >= 6 and _may_account(low)),
     ("card", _CARD, _card, lambda s, low, n: n >= 13),
     ("aadhaar", _AADHAAR, _whole, lambda s, low, n: n >= 12),
     ("ssn", _SSN, _whole, lambda s, low, n: n >= 9 and "-" in s),
@@ -1087,6 +1146,10 @@ _DETECTORS: tuple[tuple[str, _Finder, _Accept, _Gate], ...] = (
     ("name", _Names(), _name_end, lambda s, low, n: may_hold_name(low)),
 )  # fmt: skip
 _ASCII_DIGITS = b"0123456789"
+
+
+def _may_account(low: str) -> bool:
+    return "acc" in low or "a/c" in low or "khata" in low or "खाता" in low
 
 
 def _may_passport(low: str) -> bool:

@@ -111,6 +111,8 @@ def test_checksums_reject_non_digit_input(check: Any, bad: str) -> None:
 
 POSITIVES: list[tuple[str, str, str]] = [
     # (type, text, expected)
+    ("account", "my account number is 40217788123", "my account number is <ACCOUNT>"),
+    ("account", "acct 5500 1234 5678 9010 declined", "acct <ACCOUNT> declined"),
     ("email", "write to rahul.sharma@example.com", "write to <EMAIL>"),
     ("email", "RAHUL+fees@college.ac.in?", "<EMAIL>?"),
     ("email", "<a_b-c@sub.domain.co.uk>", "<<EMAIL>>"),
@@ -818,6 +820,7 @@ def test_fast_path_and_api_shapes() -> None:
         "email",
         "upi",
         "iban",
+        "account",
         "card",
         "aadhaar",
         "ssn",
@@ -908,7 +911,8 @@ def test_scrub_event_alone_keeps_identity_when_clean_and_handles_missing_answer(
 def test_new_types_are_counted_and_exported_under_their_own_bounded_label() -> None:
     from service.telemetry import PII_TYPES as METRIC_LABELS
 
-    assert METRIC_LABELS == PII_TYPES and len(set(PII_TYPES)) == 15  # no "other" for them
+    assert METRIC_LABELS == PII_TYPES and len(set(PII_TYPES)) == 16  # no "other" for them
+    assert "account" in METRIC_LABELS  # the thirty-seventh session's (trial 22)
     event = _event("e-5", "pay rahul77@okicici, key sk-live-51HxyzSECRETKEYabc123, SSN 123-45-6789")
     clean, counts = scrub_event(event)
     assert clean.question == "pay <UPI>, key <SECRET>, SSN <SSN>"

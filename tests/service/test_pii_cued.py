@@ -49,7 +49,6 @@ KEPT = [
     # a number with no cue, or "number" alone: a question about the number
     "what is the number 4155550133 in binary",
     "what is 4155550133 in binary",
-    "add my wife as an authorized user to checking account 20905432",
     # years, prices, counts and figures after a cue word
     "call me in 2026",
     "call 911",
