@@ -281,17 +281,27 @@ def structures(live: Any) -> dict[str, dict[str, int]]:
         if depth >= MAX_DEPTH or isinstance(obj, type) and depth > 0:
             continue
         if type(obj).__name__ == "module":
-            # a cached function under the name of the module that defines it, not of one that
-            # imports it (``service.harvest.labelling`` imports ``service.text.wording.wording``
-            # and sorts first: the path then depended on which modules earlier tests imported)
+            # a cached function imported under its own name (``from service.text.wording
+            # import wording`` in service.harvest.labelling, which sorts first) is left to the
+            # module that defines it: the path otherwise depended on which modules earlier
+            # tests had imported; one cached here under a name of its own
+            # (``_normalised = lru_cache(...)(normalise)``) is this module's
             members = [(f".{k}", v) for k, v in vars(obj).items()
                        if _is_container(v) or hasattr(v, "cache_info")
-                       and getattr(v, "__module__", obj.__name__) == obj.__name__]  # fmt: skip
+                       and not _imported(k, v, obj.__name__)]  # fmt: skip
         else:
             members = list(_children(obj))
         for key, value in members:
             queue.append((path + key, value, depth + 1))
     return out
+
+
+def _imported(name: str, value: Any, module: str) -> bool:
+    """``value`` is bound in ``module`` as ``name`` by an import of the same name from another
+    module (its ``__name__`` is ``name``, its ``__module__`` another)."""
+    return (
+        getattr(value, "__name__", None) == name and getattr(value, "__module__", module) != module
+    )
 
 
 def _set(doc: dict[str, Any], dotted: str, value: Any) -> None:
