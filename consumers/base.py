@@ -104,6 +104,21 @@ class UndecodableRecord(RawMessage):
     detail: str = ""
 
 
+#: Reason of the decoder's "letter" for a :class:`BlankLine`: not a dead letter (nothing is
+#: written), the engine counts it as a blank line (``blank_lines``).
+BLANK_LINE = "blank_line"
+
+
+@dataclass(frozen=True, slots=True)
+class BlankLine(RawMessage):
+    """A blank (empty or whitespace-only) line of a JSONL input (the file source's, stdin's):
+    no data, so no event and no dead letter, but a line all the same. The source hands it
+    out (``value`` ``None``: off the decoder's per-event fast path) so it is counted
+    (``blank_lines`` in the totals, the replay report and ``goldwatch_blank_lines_total``)
+    and its position is committed like any other line's, rather than skipped unseen (trial
+    22: 2,902 lines read as "2,901 consumed" and nothing said of the other one)."""
+
+
 #: A slot setter: ``setter(instance, value)``, a member descriptor's ``__set__``.
 SlotSetter = Callable[[Any, Any], None]
 _ORIGIN_SLOTS = ("topic", "partition", "offset", "file", "line")

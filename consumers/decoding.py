@@ -33,7 +33,10 @@ against each other on every input.
 
 A :class:`~consumers.base.UndecodableRecord` (a record of a Kafka record batch the consumer
 could not decode, handed out by the source so it is not lost) is dead-lettered as
-``undecodable_batch`` with the source's detail before any of these checks.
+``undecodable_batch`` with the source's detail before any of these checks. A
+:class:`~consumers.base.BlankLine` (a JSONL input's blank line) gets the reason
+``blank_line``: not a dead letter, the engine takes it out of the dead letters and counts it
+as a blank line (:data:`~consumers.base.BLANK_LINE`).
 
 A detail names the field path (``retrieval.results[3].rank``), the expected type and sizes;
 it never echoes content from the message, which may hold personal data.
@@ -75,7 +78,14 @@ import msgspec
 from pydantic import ValidationError
 from pydantic_core import from_json
 
-from consumers.base import UNDECODABLE_BATCH, DeadLetter, RawMessage, UndecodableRecord
+from consumers.base import (
+    BLANK_LINE,
+    UNDECODABLE_BATCH,
+    BlankLine,
+    DeadLetter,
+    RawMessage,
+    UndecodableRecord,
+)
 from service.errors import GoldwatchError
 from service.events import (
     EVENT_FIELDS,
@@ -349,8 +359,10 @@ def decode(message: RawMessage, mapping: FieldMapping, max_event_bytes: int) -> 
         max_event_bytes: largest accepted ``value`` in bytes (>= 1).
 
     Raises:
-        DecodeError: with ``reason`` in :data:`REASONS` (see the module docstring), or
-            ``undecodable_batch`` for a :class:`~consumers.base.UndecodableRecord`.
+        DecodeError: with ``reason`` in :data:`REASONS` (see the module docstring),
+            ``undecodable_batch`` for a :class:`~consumers.base.UndecodableRecord`, or
+            ``blank_line`` for a :class:`~consumers.base.BlankLine` (not a dead letter: the
+            engine counts it as a blank line).
         ValueError: ``max_event_bytes < 1`` (a programming error, not a message problem).
 
     >>> from consumers.base import Origin
@@ -372,6 +384,8 @@ def _decode(
     if value is None:
         if isinstance(message, UndecodableRecord):  # value None: off the per-event fast path
             raise DecodeError(UNDECODABLE_BATCH, message.detail)
+        if isinstance(message, BlankLine):  # not a dead letter: the engine counts it
+            raise DecodeError(BLANK_LINE, "blank line (no data)")
         raise DecodeError("tombstone", "message value is null (tombstone)")
     size = len(value)
     if size > max_event_bytes:
@@ -403,7 +417,8 @@ def decode_batch(
 
     Returns:
         ``(decoded, dead)``: ``(message, event)`` pairs and :class:`DeadLetter` records, each
-        in input order; every input message lands in exactly one of the two lists.
+        in input order; every input message lands in exactly one of the two lists (a
+        :class:`~consumers.base.BlankLine` among the letters, reason ``blank_line``).
 
     Raises:
         ValueError: ``max_event_bytes < 1``.

@@ -19,7 +19,8 @@ offsets; :meth:`Engine.note_topic_id` forgets a topic's offsets when its id chan
 poll loop then has the source read the new topic from its beginning.
 
 All-time totals (``consumed``, ``processed``, ``dead_lettered`` by reason, ``duplicates``,
-``redelivered``, ``dropped`` by reason and the optional ``fields_dropped`` of kept events) are
+``redelivered``, ``dropped`` by reason, ``blank_lines`` and the optional ``fields_dropped`` of
+kept events) are
 persisted under ``totals`` so they survive restarts; Prometheus counters
 restart at zero with the process, as counters do.
 """
@@ -35,7 +36,7 @@ from itertools import groupby, islice
 from operator import attrgetter, itemgetter, lt
 from typing import Any, TypedDict
 
-from consumers.base import DeadLetter, PartitionRuns, RawMessage
+from consumers.base import BlankLine, DeadLetter, PartitionRuns, RawMessage
 from consumers.decoding import DroppedFields, collect_dropped_fields, note_dropped_fields
 from consumers.errors import ErrorCallback, default_on_error
 from service.events import QueryLogEvent
@@ -127,6 +128,7 @@ class TotalsJson(TypedDict):
     dead_lettered: dict[str, int]
     dropped: dict[str, int]
     fields_dropped: dict[str, int]
+    blank_lines: int
 
 
 @dataclass
@@ -134,7 +136,9 @@ class Totals:
     """All-time counts; ``consumed == processed + Σ dead_lettered + duplicates + Σ dropped``
     (``duplicates`` includes the ``redelivered`` ones). ``dropped``: events a pipeline stage
     removed, by reason; ``fields_dropped``: optional fields dropped from events that were
-    kept, ``{"<field>: <reason>": n}`` (not events, so outside that sum)."""
+    kept, ``{"<field>: <reason>": n}`` (not events, so outside that sum); ``blank_lines``:
+    blank lines of a JSONL input (no data: neither consumed nor dead letters, so lines
+    read = ``consumed + blank_lines``)."""
 
     consumed: int = 0
     processed: int = 0
@@ -143,6 +147,7 @@ class Totals:
     dead_lettered: dict[str, int] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)
     fields_dropped: dict[str, int] = field(default_factory=dict)
+    blank_lines: int = 0
 
     def add(self, counts: BatchCounts, redelivered: int, dropped: Mapping[str, int]) -> None:
         """Add one batch's counts."""
@@ -150,6 +155,7 @@ class Totals:
         self.processed += counts.processed
         self.duplicates += counts.duplicates
         self.redelivered += redelivered
+        self.blank_lines += counts.blank_lines
         _merge(self.dead_lettered, counts.dead_lettered)
         _merge(self.dropped, dropped)
 
@@ -163,6 +169,7 @@ class Totals:
             "dead_lettered": dict(self.dead_lettered),
             "dropped": dict(self.dropped),
             "fields_dropped": dict(sorted(self.fields_dropped.items())),
+            "blank_lines": self.blank_lines,
         }
 
     @classmethod
@@ -179,6 +186,8 @@ class Totals:
             {str(k): int(v) for k, v in dict(data.get("dropped", {})).items()},
             # absent from states written before the twenty-fifth session: zeros
             {str(k): int(v) for k, v in dict(data.get("fields_dropped", {})).items()},
+            # absent from states written before the thirty-eighth session: zero
+            blank_lines=int(data.get("blank_lines", 0)),
         )
 
 
@@ -374,8 +383,8 @@ class Engine:
             try:
                 fresh = self._drop_redelivered(messages)
                 redelivered = len(messages) - len(fresh)
-                batch, dead, counted, repeats = self._run(fresh, source, admit_dead, letters,
-                                                          field_drops)  # fmt: skip
+                batch, dead, counted, repeats, blank = self._run(fresh, source, admit_dead,
+                                                                 letters, field_drops)  # fmt: skip
             except BaseException:
                 if self._admitting:  # refused before it was counted: as if never sent
                     # (a stage that raised may have changed its state: reload it then)
@@ -385,12 +394,13 @@ class Engine:
             dropped = dict(batch.dropped) if batch is not None else {}
             counts = BatchCounts(
                 source=source,
-                consumed=len(messages) + len(letters) + duplicates,
+                consumed=len(messages) + len(letters) + duplicates - blank,
                 processed=len(batch) if batch is not None else 0,
                 dead_lettered=_by_reason(counted),
                 duplicates=dropped.pop(DUPLICATE, 0) + redelivered + repeats + duplicates,
                 seconds=time.perf_counter() - started,
                 newest_event_s=_newest(batch, self.future_tolerance_s),
+                blank_lines=blank,
             )
             self.metrics.observe_batch(counts)
             if batch is not None and self.on_batch is not None:
@@ -518,13 +528,15 @@ class Engine:
         admit_dead: AdmitDead | None,
         letters: Sequence[DeadLetter] = (),
         field_drops: Mapping[int, Sequence[tuple[str, str]]] | None = None,
-    ) -> tuple[Batch | None, list[DeadLetter], list[DeadLetter], int]:
-        """Decode and run ``messages``: ``(batch, dead letters, those to count, repeats)``
-        (with ``admit_dead``, the letters it did not admit are repeats: in the dead letters,
-        not counted). ``letters`` (the caller's) come first among the dead letters. The
-        fields dropped from the events kept are counted (:meth:`process`)."""
+    ) -> tuple[Batch | None, list[DeadLetter], list[DeadLetter], int, int]:
+        """Decode and run ``messages``: ``(batch, dead letters, those to count, repeats,
+        blank lines)`` (with ``admit_dead``, the letters it did not admit are repeats: in the
+        dead letters, not counted). ``letters`` (the caller's) come first among the dead
+        letters. A :class:`~consumers.base.BlankLine` is in none of them: it is counted
+        among the blank lines, also when the batch fails. The fields dropped from the events
+        kept are counted (:meth:`process`)."""
         if not messages and not letters:
-            return None, [], [], 0
+            return None, [], [], 0, 0
         try:
             with collect_dropped_fields() as dropped:
                 decoded, dead = self.decode(messages) if messages else ([], [])
@@ -534,9 +546,11 @@ class Engine:
                         if found:
                             note_dropped_fields(event, found)
         except Exception as exc:
-            failed = [*letters, *self._failed(exc, messages)]
-            return None, failed, failed, 0
+            failed, blank = _blank_out(self._failed(exc, messages))
+            failed = [*letters, *failed]
+            return None, failed, failed, 0, blank
         streams = _streams(decoded, messages, dead)  # before the caller's letters join dead
+        dead, blank = _blank_out(dead) if dead else (dead, 0)  # no letter written for those
         if letters:
             dead = [*letters, *dead]
         counted = dead
@@ -552,18 +566,19 @@ class Engine:
                 # counted once, in the counter and the persisted totals alike (same labels)
                 kept = _kept_drops(dropped, events, batch)
                 _merge(self.totals.fields_dropped, self.metrics.observe_dropped_fields(kept))
-            return batch, dead, counted, repeats
+            return batch, dead, counted, repeats, blank
         except Exception as exc:
             if admit_dead is None:
-                failed = [*letters, *self._failed(exc, messages)]
-                return None, failed, failed, 0
+                failed = [*letters, *_blank_out(self._failed(exc, messages))[0]]
+                return None, failed, failed, 0, blank
             failed = self._failed(exc, [m for m, _ in decoded])
             # as durable as the decoder's letters: written (or known from an unacknowledged
             # try) before they are counted; raising, nothing of the batch is counted
             self._admitting, self._stages_touched = True, True
             admitted = admit_dead(failed)
             self._admitting = False
-            return None, dead + failed, counted + admitted, repeats + len(failed) - len(admitted)
+            return (None, dead + failed, counted + admitted, repeats + len(failed) - len(admitted),
+                    blank)  # fmt: skip
 
     def _failed(self, exc: Exception, messages: Sequence[RawMessage]) -> list[DeadLetter]:
         """``messages`` as ``processing_failed`` letters, when ``on_error`` suppresses
@@ -587,6 +602,14 @@ def _kept_drops(
     if positions is None:
         return dropped.kept(batch.events)
     return dropped.kept(events[i] for i in positions)
+
+
+def _blank_out(letters: list[DeadLetter]) -> tuple[list[DeadLetter], int]:
+    """``letters`` without those of blank lines (:class:`~consumers.base.BlankLine`: the
+    decoder's ``blank_line``, or a failed batch's), and how many those were. Only batches
+    with letters get here: never a Python step per event."""
+    kept = [letter for letter in letters if not isinstance(letter.message, BlankLine)]
+    return kept, len(letters) - len(kept)
 
 
 def _by_reason(dead: Sequence[DeadLetter]) -> dict[str, int]:

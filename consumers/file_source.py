@@ -2,9 +2,12 @@
 
 One :class:`~consumers.base.RawMessage` per line: ``value`` is the line's bytes without the
 ``\\n`` (a ``\\r`` before it is kept; JSON treats it as whitespace), ``origin`` is
-``Origin(file=<path or "-">, line=<1-based>)``. Blank lines are skipped but still count as
-lines and positions. A last line without ``\\n`` is emitted at end of input, except in
-``follow`` mode, where only complete lines are emitted and the rest waits for its newline.
+``Origin(file=<path or "-">, line=<1-based>)``. A blank line (empty or whitespace only) is
+handed out as a :class:`~consumers.base.BlankLine` (``value`` ``None``): it holds no data, so
+it is neither an event nor a dead letter, but it is counted (``blank_lines``) and its
+position committed like any line's. A last line without ``\\n`` is emitted at end of input,
+except in ``follow`` mode, where only complete lines are emitted and the rest waits for its
+newline.
 
 The file is read in binary chunks (``chunk_bytes``), never wholly: memory is bounded by the
 chunk plus the longest line, and a line longer than ``max_line_bytes`` is cut to its first
@@ -44,7 +47,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from consumers.base import DeadLetter, Origin, RawMessage, message_slot_setters
+from consumers.base import BlankLine, DeadLetter, Origin, RawMessage, message_slot_setters
 from consumers.errors import SourceUnavailable
 from service.files.append_only import AppendOnlyFile, file_mark, lines_after
 from service.pacing import TokenBucket
@@ -475,7 +478,13 @@ class FileSource:
             self._ends.append(tail[1])
             if tail[0] and not tail[0].isspace():
                 out.append(self._make(tail[0], self._line))
+            else:
+                out.append(self._blank(self._line))
         return out
+
+    def _blank(self, line: int) -> RawMessage:
+        """The :class:`~consumers.base.BlankLine` of line ``line`` (rare: the constructor)."""
+        return BlankLine(None, Origin(file=self.path, line=line))
 
     def _scan(self, out: list[RawMessage], limit: int) -> bool:
         """Move complete buffered lines into ``out`` (up to ``limit``); False if there were none.
@@ -508,7 +517,9 @@ class FileSource:
                 value = self._cut_whole(value, line)
             if value and not value.isspace():
                 append(make(value, line))
-                room -= 1
+            else:  # no data, but a line: counted and committed as one (trial 22)
+                append(self._blank(line))
+            room -= 1
         self._pos, self._line = pos, line
         return line != first_line
 

@@ -38,7 +38,9 @@ Guarantees:
   committed before the next owner reads it (no double count at a rebalance). A failure of
   that checkpoint is raised on the consumer thread at its next step, as if it had failed there.
 
-Counts are exact: ``consumed == processed + dead_lettered + duplicates + other drops``.
+Counts are exact: ``consumed == processed + dead_lettered + duplicates + other drops``, and
+a JSONL input's blank lines (no data: :class:`~consumers.base.BlankLine`) are counted apart,
+``blank_lines``, so every line read is in one count or the other.
 """
 
 from __future__ import annotations
@@ -146,7 +148,9 @@ def _dead_letter_place(source: Source) -> object:
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    """Counts of a run. ``dead_lettered`` and ``dropped`` are by reason."""
+    """Counts of a run. ``dead_lettered`` and ``dropped`` are by reason; ``blank_lines``:
+    blank lines of a JSONL input, outside ``consumed`` (lines read = ``consumed +
+    blank_lines``)."""
 
     consumed: int
     processed: int
@@ -155,6 +159,7 @@ class Report:
     dropped: dict[str, int]
     batches: int
     checkpoints: int
+    blank_lines: int = 0
 
     @property
     def dead_lettered_total(self) -> int:
@@ -176,10 +181,12 @@ class _Tally:
     checkpoints: int = 0
     dead_lettered: dict[str, int] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)
+    blank_lines: int = 0
 
     def add(self, counts: BatchCounts, dropped: dict[str, int]) -> None:
         self.batches += 1
         self.consumed += counts.consumed
+        self.blank_lines += counts.blank_lines
         self.processed += counts.processed
         self.duplicates += counts.duplicates
         for target, source in ((self.dead_lettered, counts.dead_lettered), (self.dropped, dropped)):
@@ -195,6 +202,7 @@ class _Tally:
             dict(self.dropped),
             self.batches,
             self.checkpoints,
+            self.blank_lines,
         )
 
 

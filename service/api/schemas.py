@@ -77,6 +77,10 @@ class Totals(BaseModel):
     #: (``feedback.rating: wrong_type``), all-time like the other totals (checkpointed; a
     #: state written before this field starts it at zero).
     fields_dropped: dict[str, int] = {}
+    #: Blank (empty or whitespace-only) lines of a JSONL input (file source, stdin): no data,
+    #: so neither ``consumed`` nor dead letters; lines read = ``consumed + blank_lines``
+    #: (all-time, checkpointed; a state written before this field starts it at zero).
+    blank_lines: int = 0
     #: Personal-data items scrubbed from the questions and answers, by type (``email``,
     #: ``phone``...: every type, 0 included), all-time like the other totals: the annotation
     #: totals are checkpointed with the stages, where ``goldwatch_pii_scrubbed_total`` restarts

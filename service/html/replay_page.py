@@ -1,8 +1,9 @@
 """``goldwatch replay --html``: the replay report (see :mod:`service.jobs.replay`) as a page.
 
-Sections: ``ingest`` (consumed, processed, dead letters), then the analytics sections shared
-with the status page (:func:`analytics_sections`): ``languages`` and ``topics`` (live shares
-against the gold set's, over time when the report carries a ``series``), ``drift`` (each
+Sections: ``ingest`` (consumed, blank lines if any, processed, dead letters), then the
+analytics sections shared with the status page (:func:`analytics_sections`): ``languages``
+and ``topics`` (live shares against the gold set's, over time when the report carries a
+``series``), ``drift`` (each
 comparison's latest test and the alarm history, with alarm marks on a time line),
 ``refusals`` (refusal and out-of-scope rates against their baseline windows), ``quality``
 (live quality: :mod:`service.html.quality_section`), ``shadow`` and ``gold-candidates``
@@ -76,6 +77,7 @@ def render_replay_html(report: Mapping[str, Any]) -> str:
         *notices(report.get("notices") or ()),
         para(
             f"{report['file']}: {report['consumed']} events consumed"
+            + _blank_lines(report)
             + (" in this run." if report.get("resumed") else "."),
             "meta",
         ),  # fmt: skip
@@ -253,6 +255,12 @@ def share_rows(
     return rows
 
 
+def _blank_lines(report: Mapping[str, Any]) -> str:
+    """``", 2 blank lines (no data)"`` when the replayed log had blank lines, else ``""``."""
+    n = int(report.get("blank_lines") or 0)
+    return f", {n} blank line{'' if n == 1 else 's'} (no data)" if n else ""
+
+
 def _ingest(report: Mapping[str, Any]) -> Markup:
     rows = [
         ["consumed", report["consumed"]],
@@ -261,6 +269,8 @@ def _ingest(report: Mapping[str, Any]) -> Markup:
         ["dead-lettered", report["dead_lettered_total"]],
         ["batches", report.get("batches", 0)],
     ]
+    if report.get("blank_lines"):  # lines read = consumed + blank lines
+        rows.insert(1, ["blank lines (no data)", report["blank_lines"]])
     rows += [
         [f"dead-lettered: {reason}", n] for reason, n in sorted(report["dead_lettered"].items())
     ]

@@ -2,7 +2,7 @@
 
 The report (``--format json``)::
 
-    {"notices": [str, ...], "file", "consumed", "processed", "duplicates",
+    {"notices": [str, ...], "file", "consumed", "blank_lines", "processed", "duplicates",
      "dead_lettered": {reason: n},
      "dead_lettered_total", "dropped": {"<field>: <reason>": n}, "batches", "dlq_path",
      "analytics": {"languages": {lang: n},
@@ -31,6 +31,11 @@ The report (``--format json``)::
      "gold_candidates": {"n_suggestions", "by_reason": {reason: n}, "top": [record, ...],
                          "in_gaps": [{"dimension", "value", "gap", "n", "top": [...]}],
                          "n_gaps", "shed", "max_new_per_batch"}}
+
+``blank_lines`` counts the log's blank (empty or whitespace-only) lines: no data, so neither
+events consumed nor dead letters, but lines all the same (lines read = ``consumed +
+blank_lines``; trial 22 read 2,902 lines as "2,901 consumed" and said nothing of the blank one).
+The text and HTML reports name them when there are any.
 
 ``dropped`` counts what was dropped while its event was kept: optional fields with a wrong
 type or value (``"feedback.rating: wrong_type"``: the field path and reason, as the labels of
@@ -132,6 +137,7 @@ class ReplayReport(LiveReports):
     notices: list[str]
     file: str
     consumed: int
+    blank_lines: int
     processed: int
     duplicates: int
     dead_lettered: dict[str, int]
@@ -308,6 +314,7 @@ def run_replay(
         "notices": [notice for notice in notices if notice],
         "file": str(file),
         "consumed": report.consumed,
+        "blank_lines": report.blank_lines,
         "processed": report.processed,
         "duplicates": report.duplicates,
         "dead_lettered": report.dead_lettered,
@@ -393,12 +400,25 @@ def _language_shares(counts: Mapping[str, int], shown: int = 6) -> str:
     return ", ".join(parts)
 
 
+def blank_lines_text(n: int) -> str:
+    """``", 1 blank line (no data)"``: the blank lines of a replayed log, for the text and
+    HTML reports (``""`` without any).
+
+    >>> blank_lines_text(2), blank_lines_text(0)
+    (', 2 blank lines (no data)', '')
+    """
+    if not n:
+        return ""
+    return f", {n} blank line{'' if n == 1 else 's'} (no data)"
+
+
 def render_text(doc: ReplayReport) -> str:
     """A short human summary of :func:`run_replay`'s report (its notices first)."""
     lines = [f"NOTE: {notice}" for notice in doc.get("notices", ())]
     lines += [
         f"{doc['file']}: {doc['consumed']} consumed, {doc['processed']} processed, "
         f"{doc['duplicates']} duplicates, {doc['dead_lettered_total']} dead-lettered"
+        + blank_lines_text(doc.get("blank_lines", 0))
         + (" in this run" if "resumed" in doc else "")
     ]
     # this run's dead letters and dropped fields first: a resumed report's totals follow

@@ -367,7 +367,8 @@ class Runtime:
                 )
                 self.last_error = None
                 if not self.stop_event.is_set():
-                    log.info("input finished: %d consumed", report.consumed)
+                    log.info("input finished: %d consumed, %d blank lines", report.consumed,
+                             report.blank_lines)  # fmt: skip
                     # as a replay ends: fold in the shadow calls in flight and publish every
                     # suggestion, so what the API lists from now on is the final state (the
                     # periodic flushes hold back some until the next checkpoint, which a

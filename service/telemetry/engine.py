@@ -10,6 +10,7 @@ goldwatch_events_consumed_total                 counter source
 goldwatch_events_processed_total                counter source
 goldwatch_events_dead_lettered_total            counter source, reason (pre-initialised)
 goldwatch_events_duplicate_total                counter source
+goldwatch_blank_lines_total                     counter source (file, stdin)
 goldwatch_event_fields_dropped_total            counter field, reason (bounded)
 goldwatch_batch_size                            histo   (events per batch)
 goldwatch_batch_processing_seconds              histo   (decode → commit, seconds)
@@ -57,6 +58,8 @@ from service.telemetry.conventions import metric_name as _name
 
 #: Source kinds (``Source.name`` up to the first ``:``, e.g. ``kafka:queries`` → ``kafka``).
 SOURCES: tuple[str, ...] = ("kafka", "file", "stdin", "http")
+#: The source kinds that read lines, so have blank lines (``goldwatch_blank_lines_total``).
+LINE_SOURCES: tuple[str, ...] = ("file", "stdin")
 
 #: Dead-letter reasons: the decoder's codes (consumers.decoding.REASONS, kept equal by a
 #: test) plus ``processing_failed`` (a batch whose stage error was suppressed) and
@@ -115,13 +118,16 @@ class BatchCounts(NamedTuple):
 
     Attributes:
         source: the ``Source.name`` (bounded to a :data:`SOURCES` kind for the label).
-        consumed: messages polled; ``processed + sum(dead_lettered) + duplicates + other
-            drops == consumed``.
+        consumed: messages polled, blank lines left out; ``processed + sum(dead_lettered)
+            + duplicates + other drops == consumed``.
         processed: events that went through the whole pipeline.
         dead_lettered: dead letters by reason code.
         duplicates: events dropped by dedup.
         seconds: wall time from decode to the end of the batch's commit, in seconds.
         newest_event_s: newest processed event timestamp, Unix seconds (``None``: none).
+        blank_lines: blank lines of a JSONL input (:class:`~consumers.base.BlankLine`): no
+            data, neither consumed events nor dead letters; lines read = ``consumed +
+            blank_lines``.
     """
 
     source: str
@@ -131,6 +137,7 @@ class BatchCounts(NamedTuple):
     duplicates: int
     seconds: float
     newest_event_s: float | None
+    blank_lines: int = 0
 
 
 #: Cumulative counters of ``Source.status()`` mirrored into Prometheus counters.
@@ -152,6 +159,7 @@ class Metrics:
     events_processed: Counter
     events_dead_lettered: Counter
     events_duplicate: Counter
+    blank_lines: Counter
     event_fields_dropped: Counter
     batch_size: Histogram
     batch_processing_seconds: Histogram
@@ -183,6 +191,8 @@ class Metrics:
         self.events_consumed.labels(source=source).inc(counts.consumed)
         self.events_processed.labels(source=source).inc(counts.processed)
         self.events_duplicate.labels(source=source).inc(counts.duplicates)
+        if counts.blank_lines:
+            self.blank_lines.labels(source=source).inc(counts.blank_lines)
         for reason, n in counts.dead_lettered.items():
             self.dead_lettered(counts.source, reason).inc(n)
         self.batch_size.observe(counts.consumed)
@@ -287,6 +297,11 @@ def _event_counters(registry: CollectorRegistry) -> dict[str, Counter]:
         ),
         "events_duplicate": counter(
             "events_duplicate", "Events dropped because their event_id was seen recently."
+        ),
+        "blank_lines": counter(
+            "blank_lines",
+            "Blank (empty or whitespace-only) lines of a JSONL input: no data, so neither "
+            "events consumed nor dead letters; lines read = events consumed + blank lines.",
         ),
         "event_fields_dropped": counter(
             "event_fields_dropped",
@@ -398,6 +413,8 @@ def build_metrics(
     for source in sources:
         for counter in per_source:
             counter.labels(source=source)
+        if source in LINE_SOURCES:
+            metrics.blank_lines.labels(source=source)
         for reason in metrics.reasons:
             metrics.events_dead_lettered.labels(source=source, reason=reason)
     return metrics

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from consumers.base import DeadLetter, Origin, RawMessage
+from consumers.base import BlankLine, DeadLetter, Origin, RawMessage
 from consumers.errors import SourceUnavailable
 from consumers.file_source import FileSource, message_factory
 from service.pacing import TokenBucket
@@ -35,8 +35,12 @@ def test_one_message_per_line_blank_lines_counted(tmp_path: Path) -> None:
     path.write_bytes(b'{"a":1}\n\n   \n{"a":2}\r\n{"a":3}')  # no trailing newline
     source = FileSource(path)
     messages = drain(source, batch=2)
-    assert lines_of(messages) == [(1, b'{"a":1}'), (4, b'{"a":2}\r'), (5, b'{"a":3}')]
+    assert lines_of(messages) == [(1, b'{"a":1}'), (2, None), (3, None), (4, b'{"a":2}\r'),
+                                  (5, b'{"a":3}')]  # fmt: skip
+    # the blank lines are lines (counted, committed), not data (trial 22, LOW 6)
+    assert [type(m) is BlankLine for m in messages] == [False, True, True, False, False]
     assert messages[0].origin == Origin(file=str(path), line=1)
+    assert messages[1] == BlankLine(None, Origin(file=str(path), line=2))
     assert source.at_eof
     assert source.poll(10, 0) == []
     assert source.position_after(messages) == {
@@ -45,6 +49,20 @@ def test_one_message_per_line_blank_lines_counted(tmp_path: Path) -> None:
         "head": source.position_after(messages)["head"],
         "dlq": {"dev": None, "ino": None, "size": 0},  # no dead letter written yet
     }
+
+
+def test_blank_lines_are_handed_out_wherever_they_fall(tmp_path: Path) -> None:
+    """Leading, between events, CRLF-blank, trailing, and a whitespace-only last line
+    without its newline: each is one :class:`BlankLine` at its own line number, in order,
+    whatever the chunk and batch sizes, so the lines read are every line of the file."""
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'\n{"a":1}\n\r\n\t \n{"a":2}\n\n\n  ')
+    want = [(1, None), (2, b'{"a":1}'), (3, None), (4, None), (5, b'{"a":2}'), (6, None),
+            (7, None), (8, None)]  # fmt: skip
+    for chunk, batch in ((1 << 20, 1000), (3, 1), (5, 2)):
+        messages = drain(FileSource(path, chunk_bytes=chunk), batch=batch)
+        assert lines_of(messages) == want, (chunk, batch)
+        assert all((type(m) is BlankLine) == (m.value is None) for m in messages)
 
 
 def test_small_chunks_split_lines_correctly(tmp_path: Path) -> None:

@@ -401,6 +401,24 @@ def test_suppressed_stage_error_dead_letters_the_batch() -> None:
     assert registry.get_sample_value("goldwatch_events_dead_lettered_total", labels) == 2
 
 
+def test_a_failed_batch_dead_letters_its_events_not_its_blank_lines(tmp_path: Path) -> None:
+    """A suppressed stage error dead-letters the batch's messages as ``processing_failed``;
+    its blank lines stay blank lines (no letter of no data), so the accounting is still
+    whole: 4 lines = 2 failed + 1 processed + 1 blank."""
+    log_file = tmp_path / "queries.jsonl"
+    log_file.write_bytes(event(1) + b"\n\n" + event(2) + b"\n" + event(3) + b"\n")
+    report = run(FileSource(log_file), Pipeline([CrashAt(1), CountingStage()]),
+                 StateStore.in_memory(), fresh_metrics()[1], threading.Event(),
+                 config=PipelineConfig(max_batch_size=3, commit_interval_s=0,
+                                       status_interval_s=0),
+                 on_error=suppress_on_error, until_eof=True)  # fmt: skip
+    assert report.dead_lettered == {PROCESSING_FAILED: 2}
+    assert (report.processed, report.blank_lines, report.consumed) == (1, 1, 3)
+    assert report.balanced
+    letters = (tmp_path / "queries.jsonl.dlq.jsonl").read_text().splitlines()
+    assert [json.loads(row)["origin"]["line"] for row in letters] == [1, 3]
+
+
 def test_stop_event_finishes_the_current_batch() -> None:
     stop = threading.Event()
     source = FakeSource([kafka_messages([event(1), event(2)], 0), kafka_messages([event(3)], 2)])
@@ -473,16 +491,74 @@ def test_state_error_stops_before_commit(tmp_path: Path) -> None:
     state.close()
 
 
+#: A log with blank lines before, between and after its events (trial 22, LOW 6): 40 lines,
+#: 30 events (ids 0-29), 10 blank (empty, spaces, a lone ``\\r``).
+BLANKS = {0: b"", 4: b"   ", 9: b"\r", 10: b"", 17: b"\t", 25: b"", 36: b"", 37: b" ", 38: b"",
+          39: b""}  # fmt: skip
+
+
+def write_with_blanks(path: Path, first_id: int = 0) -> tuple[int, int]:
+    """Append :data:`BLANKS`'s 40 lines (events ``first_id``..``first_id + 29``); return
+    ``(events, blank lines)`` written."""
+    ids = iter(range(first_id, first_id + 30))
+    rows = [BLANKS[n] if n in BLANKS else event(next(ids)) for n in range(40)]
+    with path.open("ab") as handle:
+        handle.write(b"".join(row + b"\n" for row in rows))
+    return 30, len(BLANKS)
+
+
+def test_blank_lines_resume_exactly_after_a_crash_and_across_runs(tmp_path: Path) -> None:
+    """Blank lines are counted once each and their positions committed like any line's: a
+    run that crashes mid-file, its resumption, a run over the unchanged file and one over
+    lines appended later leave the all-time totals at exactly the file's lines (consumed +
+    blank_lines), with no dead letter of a blank line; the trailing blank lines are in the
+    stored position (a resumed run does not read them again)."""
+    log_file, state_file = tmp_path / "queries.jsonl", tmp_path / "state.db"
+    events, blanks = write_with_blanks(log_file)
+    config = PipelineConfig(max_batch_size=4, commit_interval_s=0, status_interval_s=0)
+    key = FileSource(log_file).state_key
+    assert key is not None
+    with StateStore.open(state_file) as state, pytest.raises(StageError, match="power cut"):
+        run(FileSource(log_file), Pipeline([CrashAt(4), CountingStage()]), state,
+            fresh_metrics()[1], threading.Event(), config=config)  # fmt: skip
+    with StateStore.open(state_file) as state:
+        stored, totals = state.get(key), state.get("totals")
+        assert stored["line"] == 12  # three batches of 4 lines checkpointed
+        assert totals["consumed"] + totals["blank_lines"] == 12
+        assert totals["blank_lines"] == 4  # lines 1, 5, 10, 11
+        report = run(FileSource(log_file), default_pipeline(config), state, fresh_metrics()[1],
+                     threading.Event(), config=config, until_eof=True)  # fmt: skip
+        assert (report.consumed, report.blank_lines) == (events - 8, blanks - 4)
+        assert state.get(key)["line"] == 40  # past the trailing blank lines
+        assert state.get("totals")["consumed"] == events
+        assert state.get("totals")["blank_lines"] == blanks
+        again = run(FileSource(log_file), default_pipeline(config), state, fresh_metrics()[1],
+                    threading.Event(), config=config, until_eof=True)  # fmt: skip
+        assert (again.consumed, again.blank_lines) == (0, 0)  # nothing read twice
+        more_events, more_blanks = write_with_blanks(log_file, first_id=100)
+        later = run(FileSource(log_file), default_pipeline(config), state, fresh_metrics()[1],
+                    threading.Event(), config=config, until_eof=True)  # fmt: skip
+        assert (later.consumed, later.blank_lines) == (more_events, more_blanks)
+        totals = state.get("totals")
+        assert (totals["consumed"], totals["blank_lines"]) == (60, 20)
+        assert totals["processed"] == 60 and not totals["dead_lettered"]
+    assert not (tmp_path / "queries.jsonl.dlq.jsonl").exists()  # no dead letter of a blank
+
+
 def test_replay_reports_counts_of_a_file(tmp_path: Path) -> None:
     log_file = tmp_path / "queries.jsonl"
     write_events(log_file, range(5))
     with log_file.open("ab") as handle:
         handle.write(event(0) + b"\n" + b"{oops\n\n" + b'{"event_id":"z","question":"q"}\n')
-    report = replay(FileSource(log_file), pipeline())
+    registry, metrics = fresh_metrics()
+    report = replay(FileSource(log_file), pipeline(), metrics=metrics)
     assert report.consumed == 8
+    assert report.blank_lines == 1  # line 8: counted, neither consumed nor dead-lettered
+    assert report.consumed + report.blank_lines == 9  # every line of the file
     assert (report.processed, report.duplicates) == (5, 1)
     assert report.dead_lettered == {"not_json": 1, "missing_field": 1}
     assert report.balanced
+    assert registry.get_sample_value("goldwatch_blank_lines_total", {"source": "file"}) == 1
     dlq = (tmp_path / "queries.jsonl.dlq.jsonl").read_text().splitlines()
     assert [json.loads(row)["origin"]["line"] for row in dlq] == [7, 9]
 

@@ -610,6 +610,11 @@ field with the former code's export: the question lost ``coverage_gap`` with its
 priorities moved in the 3rd-4th digit with topic-7's gap, and at the 5,000 cap three
 suggestions (``ways to transfer my 401k`` ...) gave way to three answered-out-of-scope ones
 (``how is the weather in austin`` ...); every other field equal).
+All three rewritten in the thirty-eighth session (s38-small; trial 22 LOW 6: a blank line of
+the log was neither consumed nor dead-lettered, and nothing said so) for one added field and
+nothing else: the report's ``blank_lines`` (the log's blank lines, beside ``consumed``; 0 in
+all three logs, which have none). The files written are the former ones with that key put in,
+and the three replays reproduce them.
 """
 
 from __future__ import annotations
