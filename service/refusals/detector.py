@@ -39,9 +39,15 @@ of the 3,685 distinct sentences, questions and answers of XQuAD's German passage
 
 A reply with no answer in it is counted as a refusal: an empty or blank text (NoMIRACL: 33
 aya-101 replies ``""``), a generation failure ("Unable to generate response.": 26
-gpt-*-azure replies) and an echo of the prompt's options with none chosen. There are two
+gpt-*-azure replies), a reply that is only the failure message of the serving stack
+(:data:`GENERATION_FAILURE`: "Error: upstream timeout", "Internal server error", "Request
+failed with status code 500", "502 Bad Gateway", "Rate limit exceeded"; the 38 such
+messages of ``benchmarks.bench_refusal_patterns``, none of ~48,000 answers, passages and
+questions of NQ-open, SQuAD 2.0, MultiHop-RAG, XQuAD, BANKING77 and CLINC150, and no NoMIRACL
+figure moved) and an echo of the prompt's options with none chosen. There are two
 verdicts, refused or answered, and the asker got no answer from any of these (a wave of
-failures then shows as a rise of the refusal rate, where an operator looks). An answer
+failures then shows as a rise of the refusal rate, where an operator looks; the reports'
+method sentence says so whenever the patterns decided). An answer
 object with neither text nor ``refused`` is no answer at all: not counted
 (:func:`answer_text`). A system that wants failures apart sets ``answer.refused``.
 """
@@ -60,6 +66,41 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from service.events import QueryLogEvent
+
+#: The phrases of a serving stack's failure message (NFKC-casefolded), one of which a reply
+#: must consist of to be :data:`GENERATION_FAILURE` (see there).
+_FAILURE_PHRASES = (
+    r"(?:an? )?(?:unexpected |unknown |internal |fatal )?(?:server |system |application |api "
+    r"|service |network |connection |upstream |gateway |proxy )?error(?: (?:has )?occurr?ed)?",
+    r"(?:the )?(?:request|call|generation|completion|query|connection) (?:has )?(?:failed"
+    r"|timed out|was aborted|was cancell?ed|was reset|was refused)",
+    r"(?:(?:upstream|gateway|connection|request|read|server|network|proxy) ){0,2}time[ -]?out"
+    r"|timed out",
+    r"(?:the )?(?:service|server|model|api|system) (?:is )?(?:currently |temporarily )?"
+    r"(?:unavailable|overloaded|busy|down)(?: or not ready yet)?",
+    r"(?:the )?server had an error(?: while processing your request)?",
+    r"bad gateway|bad request|no healthy upstream|upstream connect error[^\n]{0,200}",
+    r"something went wrong|(?:network|connection|upstream) (?:failure|failed|reset|refused)",
+    r"(?:failed|unable) to (?:generate|get|fetch|retrieve|produce|complete)(?: (?:a|an|the))? "
+    r"(?:response|answer|reply|completion|result)",
+    r"no (?:response|reply|output|completion)(?: (?:was )?(?:received|generated|returned))?",
+    r"rate limit(?:ed| exceeded| reached)?(?: for [^\n]{0,200})?|too many requests"
+    r"|(?:quota|capacity) exceeded",
+)
+#: A reply that is only a failure message (``answer.text`` filled with the error a request
+#: got): an optional code or label first (``Error:``, ``Error 503:``, ``HTTP 500``, ``502``),
+#: then one or more :data:`_FAILURE_PHRASES` (joined by punctuation, ``with``, ``due to``),
+#: then optionally ``please try again (later)`` / ``sorry about that``; anchored to the whole
+#: text, so a sentence that mentions an error (an answer about one) is not matched.
+GENERATION_FAILURE = (
+    r"^[^\w\n]*(?:(?:(?:error|exception|failure|http(?: error)?|status(?: code)?)(?: [45]\d\d)?"
+    r"|[45]\d\d)[^\w\n]+)?"
+    rf"(?:{'|'.join(_FAILURE_PHRASES)})"
+    r"(?:(?:[^\w\n]+|[^\w\n]*\b(?:with|due to|because of|from)\b[^\w\n]*)"
+    r"(?:(?:status )?(?:code )?[45]\d\d\b|" + "|".join(_FAILURE_PHRASES) + r"))*"
+    r"(?:[^\w\n]+(?:please try again(?: later)?|try again later|sorry about that))*"
+    r"[^\w\n]*$"
+)
 
 #: Default refusal patterns (regular expressions over NFKC-casefolded text).
 DEFAULT_PATTERNS: tuple[str, ...] = (
@@ -93,6 +134,13 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     # "Unable to generate response." (NoMIRACL's gpt-*-azure replies when no reply came):
     # no answer reached the user, counted with the refusals as an empty reply is
     r"\bunable to (?:answer|determine|find|generate (?:a |an )?(?:response|answer|reply))\b",
+    # a reply that is only a failure message of the serving stack (reviewers, s38): "Error:
+    # upstream timeout", "Internal server error", "Request failed with status code 500", "502
+    # Bad Gateway", "An error occurred. Please try again later.", "Rate limit exceeded". The
+    # whole reply must be such phrases (an optional "Error 503:" / "HTTP 500" first, "please
+    # try again later" last): "Error 404 means the page was not found", a bare "500" or "The
+    # request failed because the card had expired" are answers, not failures.
+    GENERATION_FAILURE,
     # a line that is only "not found" (trial 21: "Not found.", "नहीं मिला"; not "the body
     # was not found in the river", "उसे पुरस्कार नहीं मिला": answers)
     r"(?:^|\n)[^\S\n]*(?:(?:the )?answer )?not found[^\w\n]*(?=\n|$)",
@@ -179,7 +227,9 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
 #: ``tests/service/test_refusals.py``).
 _PATTERNS_CAVEAT = (
     "phrase patterns not measured on this traffic; precision 0.99, recall 1.00 on NoMIRACL's "
-    "LLM replies; set answer.refused for exact counts"
+    'LLM replies; a reply with no answer in it (empty, "Unable to generate response.", an '
+    'error message such as "Internal server error") counts as a refusal; set answer.refused '
+    "for exact counts"
 )
 
 

@@ -23,7 +23,12 @@ import pytest
 
 from service.events import QueryLogEvent
 from service.pipeline import Pipeline, Stage
-from service.refusals.detector import RefusalDetector, RefusalModel
+from service.refusals.detector import (
+    GENERATION_FAILURE,
+    RefusalDetector,
+    RefusalModel,
+    refusal_rate_method,
+)
 from service.refusals.stage import RefusalStage
 from service.topics.model import ArtefactError
 
@@ -379,3 +384,59 @@ def test_answer_items_can_be_turned_off() -> None:
     listing = "Context 1: Yes, answer is present\nContext 2: I don't know"
     assert not RefusalDetector().is_refusal(listing)
     assert RefusalDetector(answer_items=()).is_refusal(listing)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [  # reviewers (s38): generation failures passed on as the answer counted as answers
+        "Error: upstream timeout",
+        "Internal server error",
+        "Request failed",
+        "Request failed with status code 500",
+        "HTTP 500 Internal Server Error",
+        "502 Bad Gateway",
+        "Error 503: Service Unavailable",
+        "504 Gateway Time-out",
+        "upstream request timeout",
+        "An error occurred. Please try again later.",
+        "Something went wrong",
+        "Rate limit exceeded",
+        "429 Too Many Requests",
+        "  error : connection refused  ",
+        "Failed to generate response",
+    ],
+)
+def test_a_reply_that_is_only_a_failure_message_is_a_refusal(reply: str) -> None:
+    """No answer reached the asker: counted with the refusals, as an empty reply and "Unable
+    to generate response." are (``benchmarks.bench_refusal_patterns``: 38 of 38 such
+    messages, none of ~48,000 answers, passages and questions of six data sets)."""
+    assert RefusalDetector().is_refusal(reply)
+    assert RefusalDetector([GENERATION_FAILURE]).is_refusal(reply)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [  # a failure named inside an answer, or a bare code or status word, is an answer
+        "Error 404 means the page was not found.",
+        "The request failed because the card had expired.",
+        "500",
+        "Timeout is 30 seconds.",
+        "The error occurred in 1990 when the bridge fell.",
+        "Internal server error codes start with 5.",
+        "Please try again later.",
+        "Unavailable",
+        "The service is available 24/7.",
+        "No, the request failed only once.",
+    ],
+)
+def test_a_failure_named_in_an_answer_is_no_failure_message(reply: str) -> None:
+    assert not RefusalDetector([GENERATION_FAILURE]).is_refusal(reply)
+
+
+def test_the_method_sentence_says_failures_count_as_refusals() -> None:
+    """The reports' refusal method sentence says what README and the runbook say: a reply
+    with no answer in it (empty, a generation failure) counts as a refusal."""
+    method = refusal_rate_method(0, 5, refused_by=(0, 2))
+    assert 'a reply with no answer in it (empty, "Unable to generate response."' in method
+    assert 'an error message such as "Internal server error") counts as a refusal' in method
+    assert "counts as a refusal" not in refusal_rate_method(5, 0)  # the flag decided: exact

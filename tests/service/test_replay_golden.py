@@ -614,7 +614,13 @@ All three rewritten in the thirty-eighth session (s38-small; trial 22 LOW 6: a b
 the log was neither consumed nor dead-lettered, and nothing said so) for one added field and
 nothing else: the report's ``blank_lines`` (the log's blank lines, beside ``consumed``; 0 in
 all three logs, which have none). The files written are the former ones with that key put in,
-and the three replays reproduce them.
+and the three replays reproduce them. Then (s38-small, reviewers: the refusal method sentence
+did not say that generation failures count as refusals) for the sentence and nothing else
+(field-for-field diff: one difference per file, ``analytics.refusals.method``, which now says
+"a reply with no answer in it (empty, "Unable to generate response.", an error message such
+as "Internal server error") counts as a refusal" before "set answer.refused for exact
+counts"). The failure-message pattern added with it matches no answer of the three logs: the
+refusal counts, every other figure, the suggestions and the 20k digest are unchanged.
 """
 
 from __future__ import annotations
