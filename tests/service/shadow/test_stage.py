@@ -127,23 +127,63 @@ def test_pending_observations_are_increments(stage: ShadowStage) -> None:
 
 
 def test_errors_and_skips_are_counted() -> None:
+    """Every sampled event's failure is an error and every other event a ``not_sampled``
+    skip. The breaker is set so that it cannot open here (the most failures it allows,
+    10,000): with a threshold of 2 it opened, under load, while the first batch was still
+    being offered (its workers' first failures came back meanwhile), so fewer events were
+    queued than sampled (a flaky run); its skips are counted in the next test, whose
+    outcome no timing can change, and the breaker itself has its own tests
+    (``test_runner.py``)."""
     config = ShadowConfig(
         max_cpu_share=None,  # the CPU budget has its own tests
-        candidates=(CandidateConfig(name="bad", failure_threshold=2, sample_rate=0.5),),
+        # the most failures a breaker allows, and the longest deadline (no call times out)
+        candidates=(
+            CandidateConfig(name="bad", failure_threshold=10_000, sample_rate=0.5, timeout_s=300),
+        ),
+    )
+    stage = ShadowStage(ShadowRunner(config, {"bad": Switch()}))
+    stage.process(Batch.of([make_event(i) for i in range(200)], source="test"))
+    first = stage.report()["candidates"]["bad"]["queued"]
+    stage.process(Batch.of([make_event(i) for i in range(200, 300)], source="test"))
+    queued = stage.report()["candidates"]["bad"]["queued"]
+    settle(stage, queued)
+    report = stage.report()["candidates"]["bad"]
+    stage.runner.close()
+    assert 80 < first < 120 and 30 < queued - first < 70  # the sample: half, by event id
+    assert report["errors"] == {"http_error": queued} and report["completed"] == 0
+    assert report["offered"] == 300 and report["in_flight"] == 0 and _adds_up(report)
+    assert report["skipped"] == {"not_sampled": 300 - queued}
+    assert report["runner"]["breaker_state"] == "closed"
+    assert report["agreement"]["rbo"] is None  # nothing compared: undefined, not NaN
+
+
+def test_skips_of_an_open_breaker_are_counted() -> None:
+    """A breaker that opens at the first failure and stays open (a day's cool-down): once a
+    failure has come back, every sampled event of the next batch is a ``breaker_open`` skip,
+    whenever the first batch's failures arrived (those of its events offered after the first
+    one are ``breaker_open`` too, or queued and failed: either way counted once)."""
+    config = ShadowConfig(
+        max_cpu_share=None,
+        candidates=(
+            CandidateConfig(
+                name="bad", failure_threshold=1, cooldown_s=86_400, sample_rate=0.5, timeout_s=300
+            ),
+        ),
     )
     stage = ShadowStage(ShadowRunner(config, {"bad": Switch()}))
     stage.process(Batch.of([make_event(i) for i in range(200)], source="test"))
     queued = stage.report()["candidates"]["bad"]["queued"]
     settle(stage, queued)  # the breaker learns of failures only as results come back
+    before = stage.report()["candidates"]["bad"]
+    assert queued >= 1 and before["runner"]["breaker_state"] == "open"
     stage.process(Batch.of([make_event(i) for i in range(200, 300)], source="test"))
     report = stage.report()["candidates"]["bad"]
     stage.runner.close()
-    assert 80 < queued < 120 and report["queued"] == queued
-    assert report["errors"] == {"http_error": queued} and report["completed"] == 0
-    assert report["offered"] == 300
-    assert report["skipped"]["not_sampled"] + report["skipped"]["breaker_open"] == 300 - queued
-    assert report["skipped"]["breaker_open"] > 30
-    assert report["agreement"]["rbo"] is None  # nothing compared: undefined, not NaN
+    assert report["queued"] == queued and report["errors"] == {"http_error": queued}
+    assert report["offered"] == 300 and report["completed"] == 0 and _adds_up(report)
+    newly = report["skipped"]["breaker_open"] - before["skipped"].get("breaker_open", 0)
+    assert 30 < newly < 70  # every sampled event of the second batch (half, by event id)
+    assert newly + report["skipped"]["not_sampled"] - before["skipped"]["not_sampled"] == 100
 
 
 def test_snapshot_round_trip(stage: ShadowStage) -> None:
