@@ -1,10 +1,16 @@
 """``goldwatch topics fit`` and ``topics show``: fit the topic model drift is measured with
 on the gold set (and corpus) and save it as a versioned artefact; show a saved one.
+
+Both print a supervised model's held-out agreement with its Cohen's kappa and the gate the
+service applies to it (``analytics.topics.min_kappa``, from ``--config``): the words of the
+replay report and ``config check`` (:func:`kappa_lines`), so a model the service would run
+UNCALIBRATED is not shown as if it were fine.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -89,36 +95,88 @@ def topics_fit(
     except (ValueError, OSError) as exc:
         _fail(_describe(exc))
         return
-    _print_topics(model, as_json, out)
+    _print_topics(model, as_json, out, settings.analytics.topics.min_kappa)
 
 
 @topics_group.command("show")
+@config_option
 @click.argument("artefact", type=FilePath(path_type=Path, dir_okay=False, exists=True))
 @click.option("--json", "as_json", is_flag=True, help="Print the topics as JSON.")
-def topics_show(artefact: Path, as_json: bool) -> None:
+def topics_show(config: Path | None, artefact: Path, as_json: bool) -> None:
     """Show a saved topic model: its topics with their labels, sizes, top terms and most
-    representative gold questions, and the measured novelty quality."""
+    representative gold questions, the measured novelty quality, and a supervised model's
+    held-out agreement with its Cohen's kappa against the floor of the configuration
+    (analytics.topics.min_kappa): calibrated, or UNCALIBRATED and why."""
     from service.topics.model import TopicModel
 
+    min_kappa = _settings(config).analytics.topics.min_kappa
     try:
         model = TopicModel.load(artefact)
     except (ValueError, OSError) as exc:
         _fail(_describe(exc))
         return
-    _print_topics(model, as_json, artefact)
+    _print_topics(model, as_json, artefact, min_kappa)
 
 
-def _print_topics(model: Any, as_json: bool, path: Path) -> None:
-    from service.topics.quality import agreement_text, language_bias
+def kappa_lines(agreement: Mapping[str, Any] | None, min_kappa: float) -> list[str]:
+    """A supervised model's kappa and gate, in the words of the replay report and
+    ``config check``: its held-out Cohen's kappa with its 95 % interval
+    (:func:`~service.topics.quality.kappa_text`), then ``topic assignment calibrated`` or
+    ``topic assignment UNCALIBRATED (…): <why>``
+    (:func:`~service.topics.quality.kappa_uncalibrated`); ``[]`` without a kappa (an
+    unsupervised model, one saved before it was measured).
+
+    >>> from service.topics.quality import topic_agreement
+    >>> q = topic_agreement(["a"] * 20 + ["b"] * 24, ["a"] * 6 + ["b"] * 14 + ["a"] * 18
+    ...                     + ["b"] * 6, ["en"] * 44)
+    >>> for line in kappa_lines(q, 0.4):  # doctest: +NORMALIZE_WHITESPACE
+    ...     print(line)
+    Cohen's kappa -0.44 [-0.70, -0.18] (95 % interval on 44 rows; chance agreement 49.6%;
+    floor 0.4, analytics.topics.min_kappa)
+    topic assignment UNCALIBRATED (its shares are the model's reading, not facts; topic
+    drift and coverage gaps raise no alarm): topic labels held out agree with 12 of 44
+    (27.3%), chance 49.6%, Cohen's kappa -0.44 < 0.4 (analytics.topics.min_kappa): too low
+    to act on
+    """
+    from service.topics.quality import kappa_of, kappa_text, kappa_uncalibrated
+
+    found = kappa_of(agreement)
+    if found is None or agreement is None:
+        return []
+    lines = [kappa_text(*found, min_kappa, int(agreement["n"]))]
+    why = kappa_uncalibrated(agreement, min_kappa)
+    if why is not None:
+        gate = ("topic assignment UNCALIBRATED (its shares are the model's reading, not facts; "
+                f"topic drift and coverage gaps raise no alarm): {why}")  # fmt: skip
+    else:
+        gate = (f"topic assignment calibrated: Cohen's kappa {found[0]:.2f} >= {min_kappa:g} "
+                "(analytics.topics.min_kappa)")  # fmt: skip
+    return [*lines, gate]
+
+
+def _print_topics(model: Any, as_json: bool, path: Path, min_kappa: float) -> None:
+    from service.topics.quality import (
+        agreement_text,
+        kappa_of,
+        kappa_uncalibrated,
+        language_bias,
+    )
 
     quality = model.novelty_quality
+    agreement = model.topic_agreement
     if as_json:
+        found = kappa_of(agreement)
         click.echo(json.dumps({
             "version": model.version, "path": str(path), "embedder": model.embedder_name,
             "supervised": model.supervised, "novelty_threshold": model.threshold,
             "novelty_quality": quality.as_dict() if quality else None,
-            "topic_agreement": model.topic_agreement,
-            "language_bias": language_bias(model.topic_agreement),
+            "topic_agreement": agreement,
+            # as the replay report's topic_quality: None without a kappa
+            "kappa": None if found is None else found[0],
+            "chance": None if found is None else found[1],
+            "min_kappa": min_kappa,
+            "uncalibrated": kappa_uncalibrated(agreement, min_kappa),
+            "language_bias": language_bias(agreement),
             "topics": [{"name": t.name, "id": t.id, "label": t.label, "size": t.size,
                         "top_terms": list(t.top_terms), "examples": list(t.examples)}
                        for t in model.topics],
@@ -130,9 +188,11 @@ def _print_topics(model: Any, as_json: bool, path: Path) -> None:
     if quality is not None:
         click.echo(f"novelty: ROC AUC {quality.auc:.3f} [{quality.low:.3f}, {quality.high:.3f}] "
                    f"({quality.method})")  # fmt: skip
-    method = f" ({model.topic_agreement['method']})" if model.topic_agreement else ""
-    click.echo(agreement_text(model.topic_agreement, model.supervised) + method)
-    if (bias := language_bias(model.topic_agreement)) is not None:
+    method = f" ({agreement['method']})" if agreement else ""
+    click.echo(agreement_text(agreement, model.supervised) + method)
+    for line in kappa_lines(agreement, min_kappa):
+        click.echo(f"  {line}")
+    if (bias := language_bias(agreement)) is not None:
         click.echo(f"  {bias}")
     for topic in model.topics:
         click.echo(f"  {topic.label}  (n={topic.size})")

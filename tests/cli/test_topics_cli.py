@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -11,6 +12,7 @@ from click.testing import CliRunner
 from service.cli import main
 from tests.service.test_topic_ids_service import _gold
 from tests.service.test_topics import BUSES, EXAMS, FEES
+from tests.service.topics.test_kappa_gate import _write
 
 
 def _fit(*args: str) -> str:
@@ -47,3 +49,33 @@ def test_fit_with_previous_keeps_the_topic_ids(tmp_path: Path) -> None:
         labels.append({t["name"]: set(t["examples"]) for t in doc["topics"]})
     for name, examples in labels[0].items():
         assert examples & labels[1][name], name  # the same topic under the same id
+
+
+def test_show_states_the_kappa_and_its_gate_as_the_replay_report(tmp_path: Path) -> None:
+    """``topics show`` printed a supervised model's agreement but not its Cohen's kappa nor
+    the gate the service applies to it (s38): now the replay report's words, against the
+    floor of ``--config`` (``analytics.topics.min_kappa``). The same model is calibrated
+    under the default floor (0.4) and UNCALIBRATED under a floor above its kappa; the JSON
+    has the replay report's ``kappa``, ``chance``, ``min_kappa`` and ``uncalibrated``."""
+    config = _write(tmp_path, rotated=False)  # 30 rows, three clearly separate topics
+    out = tmp_path / "topics.model"
+    fitted = CliRunner().invoke(main, ["topics", "fit", "--config", str(config), "--out",
+                                       str(out)])  # fmt: skip
+    assert fitted.exit_code == 0, fitted.output
+    replay = CliRunner().invoke(main, ["replay", str(tmp_path / "log.jsonl"), "--config",
+                                       str(config)])  # fmt: skip
+    assert replay.exit_code == 0, replay.output
+    stated = re.search(r"Cohen's kappa [-0-9.]+ \[[^]]+\] \(95 % interval[^)]*\)", replay.output)
+    assert stated is not None
+    shown = CliRunner().invoke(main, ["topics", "show", str(out), "--config", str(config)])
+    assert shown.exit_code == 0, shown.output
+    assert stated.group(0) in shown.output  # the replay report's figure and words
+    assert "topic assignment calibrated: Cohen's kappa" in shown.output
+    strict = tmp_path / "strict.yaml"
+    strict.write_text(config.read_text() + "  topics:\n    min_kappa: 0.99\n")
+    doc = json.loads(CliRunner().invoke(main, ["topics", "show", str(out), "--config",
+                                               str(strict), "--json"]).output)  # fmt: skip
+    assert doc["min_kappa"] == 0.99 and doc["kappa"] < 0.99 and 0 < doc["chance"] < 1
+    assert doc["uncalibrated"].endswith("< 0.99 (analytics.topics.min_kappa): too low to act on")
+    text = CliRunner().invoke(main, ["topics", "show", str(out), "--config", str(strict)])
+    assert "topic assignment UNCALIBRATED (its shares are the model's reading" in text.output
