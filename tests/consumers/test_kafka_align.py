@@ -90,6 +90,37 @@ class Reader:
         return sum(1 for p, _ in self.handed if p == partition)
 
 
+#: The held-partition setup's partition 0: records early in event time, then far ahead.
+EARLY, AHEAD_RECORDS = 20, 280
+
+
+def start_holding(broker: TansuBroker, topic: str, config: KafkaSourceConfig,
+                  behind: int = 3_000) -> tuple[KafkaSource, Reader, dict[int, int]]:  # fmt: skip
+    """The held-partition setup the alignment tests share: on ``topic`` (2 partitions),
+    partition 0 gets :data:`EARLY` records early and :data:`AHEAD_RECORDS` far ahead in
+    event time, partition 1 ``behind`` records behind; an aligned source (``config``) is
+    read until partition 0's early records are handed out and the rest of it is held back
+    (and 50 of partition 1's are read). Returns ``(source, its reader, the partitions' end
+    offsets before any marker)``; the caller closes the source (it is closed here when
+    the setup fails).
+
+    Raises:
+        AssertionError: partition 0 was not held back within the reader's bound.
+    """
+    produce(broker, topic, 0, [*range(EARLY), *(AHEAD + i for i in range(AHEAD_RECORDS))])
+    produce(broker, topic, 1, range(behind))
+    ends = broker.end_offsets(topic)
+    source = KafkaSource(config, event_times=event_times, max_skew_s=SKEW_S)
+    try:
+        reader = Reader(source)
+        reader.until(lambda: reader.held(0) and reader.count(0) == EARLY and reader.count(1) >= 50,
+                     f"partition 0 held back after its {EARLY} early records")  # fmt: skip
+    except BaseException:
+        source.close()
+        raise
+    return source, reader, ends
+
+
 def first_held(source: KafkaSource) -> dict[int, int]:
     """``{partition: offset of its first record held back}``."""
     assert source._aligner is not None
@@ -187,21 +218,13 @@ def _keep_a_partition_while_holding(
     """
     other_topic = f"{topic}-other"
     kafka_broker.create_topic(other_topic, 1)
-    produce(kafka_broker, topic, 0, [*range(20), *(AHEAD + i for i in range(280))])
-    produce(kafka_broker, topic, 1, range(5_000))
-    ends = kafka_broker.end_offsets(topic)
-    source = KafkaSource(
-        source_config(topic=topic, consumer_group=consumer_group),
-        event_times=event_times,
-        max_skew_s=SKEW_S,
+    source, reader, ends = start_holding(
+        kafka_broker, topic, source_config(topic=topic, consumer_group=consumer_group), 5_000
     )
     stop = threading.Event()
     other: threading.Thread | None = None
     try:
-        reader = Reader(source)
-        reader.until(lambda: reader.held(0) and reader.count(0) == 20 and reader.count(1) >= 50,
-                     "partition 0 held back after its 20 early records")  # fmt: skip
-        assert first_held(source)[0] == 20
+        assert first_held(source)[0] == EARLY
         assert_commits_behind_held(kafka_broker, topic, consumer_group, source)
 
         def member() -> None:
@@ -289,14 +312,8 @@ def test_a_source_closed_holding_records_commits_none_of_them(
     exactly what it handed out, nothing held: the group's next member, not aligned, reads
     every record the first did not hand out, and none it did."""
     topic = make_topic(2)
-    produce(kafka_broker, topic, 0, [*range(20), *(AHEAD + i for i in range(280))])
-    produce(kafka_broker, topic, 1, range(3_000))
-    ends = kafka_broker.end_offsets(topic)
-    first = KafkaSource(source_config(), event_times=event_times, max_skew_s=SKEW_S)
+    first, reader, ends = start_holding(kafka_broker, topic, source_config())
     try:
-        reader = Reader(first)
-        reader.until(lambda: reader.held(0) and reader.count(0) == 20 and reader.count(1) >= 50,
-                     "partition 0 held back after its 20 early records")  # fmt: skip
         held = first_held(first)
     finally:
         first.close()

@@ -24,6 +24,7 @@ from tests.consumers.test_kafka_align import (
     finish,
     first_held,
     produce,
+    start_holding,
 )
 from tests.kafka_broker import TansuBroker
 
@@ -40,14 +41,8 @@ def test_a_member_kicked_out_of_the_group_while_holding_loses_nothing(
     ``max_poll_interval_ms`` (kafka-python leaves the group: the next poll reports the
     partitions lost) and then goes on: every record is handed out once."""
     topic = make_topic(2)
-    produce(kafka_broker, topic, 0, [*range(20), *(AHEAD + i for i in range(280))])
-    produce(kafka_broker, topic, 1, range(3_000))
-    ends = kafka_broker.end_offsets(topic)
-    source = KafkaSource(source_config(), event_times=event_times, max_skew_s=SKEW_S)
+    source, reader, ends = start_holding(kafka_broker, topic, source_config())
     try:
-        reader = Reader(source)
-        reader.until(lambda: reader.held(0) and reader.count(0) == 20 and reader.count(1) >= 50,
-                     "partition 0 held back after its 20 early records")  # fmt: skip
         assert_commits_behind_held(kafka_broker, topic, consumer_group, source)
         coordinator = source._consumer._coordinator
         deadline = time.monotonic() + 60
