@@ -155,7 +155,10 @@ def test_the_figure_survives_the_artefact_and_topics_show_prints_it(
         "73.1%]): en 12 of 12, es 0 of 10 (22-fold cross-validated nearest centroid on 22 "
         "labelled gold questions)"
     )
-    assert lines[3].startswith("  topic labels held out agree far less in es (0 of 10")
+    # then its kappa and gate (s38: as the replay report states them), then the bias
+    assert lines[3].startswith("  Cohen's kappa 0.09 [-0.33, 0.51] (95 % interval on 22 rows")
+    assert lines[4].startswith("  topic assignment UNCALIBRATED")
+    assert lines[5].startswith("  topic labels held out agree far less in es (0 of 10")
 
 
 # --- the drift side: a language-only shift under a language-biased assignment -----------
