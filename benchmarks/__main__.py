@@ -34,7 +34,9 @@ the consumer thread, per thread, and the broker requests of the timed window),
 like-for-like gold counts, each next to the TF-IDF/LSA path's), ``benchmarks.drift_sizing``
 (events a drift window needs to alarm on a given change; the table of docs/drift.md),
 ``benchmarks.bench_merge_rule`` (harvest's merge rule vs similarity alone: NQ-open merges undone
-and kept, precision and recall on labelled pools).
+and kept, precision and recall on labelled pools), ``benchmarks.bench_refusal_patterns`` (the
+refusal patterns' precision and recall on NoMIRACL's replies, with and without the
+generation-failure pattern, and what it matches among other data sets' texts).
 """
 
 from __future__ import annotations
