@@ -865,7 +865,7 @@ class HarvestStage:
             self._known.clear()
             self._exact_of.clear()
             self._exact_check.clear()
-        if check_gold and any(key.startswith(_GOLD) for key, _ in found):
+        if check_gold and found and any(key.startswith(_GOLD) for key, _ in found):
             self._known.add(probe.text)
             return None
         own = [key for key, _ in found if not key.startswith(_GOLD)] if found else []
