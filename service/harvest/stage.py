@@ -283,7 +283,9 @@ class HarvestStage:
         # suggestion id -> the texts _exact was given for it, and the ids whose texts may
         # point to no suggestion held or decided (placed since the last eviction, evicted,
         # or decisions forgotten): an eviction drops those texts, not a pass over _exact
-        self._exact_of: dict[str, list[str]] = {}
+        # (tuples of strings, which the garbage collector stops tracking; a list per id
+        # stayed tracked, walked by every full collection)
+        self._exact_of: dict[str, tuple[str, ...]] = {}
         self._exact_check: set[str] = set()
         self._known: set[str] = set()  # normalised texts near a gold question
         # event id -> (suggestion id, reasons counted for the event)
@@ -876,7 +878,8 @@ class HarvestStage:
             if not own and sid not in self.index and sid not in self._decided:
                 self.index.add(sid, probe)
         self._exact[probe.text] = sid
-        self._exact_of.setdefault(sid, []).append(probe.text)
+        exact_of = self._exact_of
+        exact_of[sid] = (*exact_of.get(sid, ()), probe.text)
         self._exact_check.add(sid)
         return sid
 
@@ -1308,7 +1311,7 @@ class HarvestStage:
         self.suggestions, self.index, self._decided = suggestions, index, decided
         self._decided_changes, self._decided_stored = 0, None  # the next snapshot stores them
         self._exact = {s.normalised: s.id for s in rows}
-        self._exact_of = {s.id: [s.normalised] for s in rows}
+        self._exact_of = {s.id: (s.normalised,) for s in rows}
         self._exact_check = set()
         self._known = set()
         self.coverage, self.scores, self._recent = coverage, scores, recent
