@@ -393,6 +393,19 @@ def _entries(keys: np.ndarray, rows: np.ndarray, wanted: np.ndarray, order: np.n
     return rows[entries], np.repeat(order[found], counts)
 
 
+def _merged(keys: np.ndarray, rows: np.ndarray, more_keys: np.ndarray, more_rows: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """The sorted band table ``keys`` (``(n,)`` ``uint64``, with its rows ``rows``) with the
+    sorted ``more_keys`` (``more_rows``) merged in, each new entry before the equal ones
+    already there, new equal ones in their order: what ``np.insert(keys, np.searchsorted(keys,
+    more_keys), more_keys)`` gives, and the rows likewise, by one stable sort of the two runs
+    (a merge of two runs to timsort; ``np.insert`` sorted its positions and masked, each
+    time: ~3x the time on a batch's delta insert)."""
+    both = np.concatenate((more_keys, keys))
+    order = np.argsort(both, kind="stable")
+    return both[order], np.concatenate((more_rows, rows))[order]
+
+
 def _signatures(hashes: tuple[np.ndarray, list[int]], num_perm: int,
                 permutations: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """:func:`signatures` from the sets' :func:`_crc32s`."""
@@ -649,13 +662,10 @@ class NearDupIndex:
                 keys = _band_keys(values, self.bands).ravel()
                 order = np.argsort(keys)
                 keys, owners = keys[order], np.repeat(rows, self.bands)[order]
-                at = np.searchsorted(self._delta_keys, keys)
-                delta_keys = np.insert(self._delta_keys, at, keys)
-                delta_rows = np.insert(self._delta_rows, at, owners)
+                delta_keys, delta_rows = _merged(self._delta_keys, self._delta_rows, keys, owners)
                 if len(delta_keys) > _DELTA_SHARE * len(self._band_keys):
-                    at = np.searchsorted(self._band_keys, delta_keys)
-                    self._band_keys = np.insert(self._band_keys, at, delta_keys)
-                    self._band_rows = np.insert(self._band_rows, at, delta_rows)
+                    self._band_keys, self._band_rows = _merged(
+                        self._band_keys, self._band_rows, delta_keys, delta_rows)  # fmt: skip
                     delta_keys, delta_rows = delta_keys[:0], delta_rows[:0]
                 self._delta_keys, self._delta_rows = delta_keys, delta_rows
                 entries += len(keys)

@@ -308,12 +308,15 @@ class ScoreWindow:
         it returned nothing scored, or ``is_low(*production_score(event), quantile)``
         (which its best score then joins); ``False`` for an event that logs no retrieval.
         Exactly those calls, in that order, as one loop over the batch (the harvest stage
-        judges every event: two calls and a tuple an event otherwise)."""
+        judges every event: two calls and a tuple an event otherwise). The quantile's place
+        is worked out again only when the window's size differs from the last event's (a
+        full window's is the same at every event)."""
         out: list[bool] = []
         append = out.append
         labels, sorted_of, recent_of = _RETRIEVER_LABELS, self._sorted, self._recent
         size, min_count = self.size, self.min_count
         insort, bisect_left = bisect.insort, bisect.bisect_left
+        last_n, at = -1, 0  # the window size the quantile's place ``at`` was worked out for
         for event in events:
             retrieval = event.retrieval
             if retrieval is None:
@@ -336,7 +339,8 @@ class ScoreWindow:
                 append(self.is_low(name, best, quantile))
                 continue
             n = len(ordered)
-            at = max(0, ceil(quantile * n - 1e-9) - 1)  # as is_low
+            if n != last_n:
+                last_n, at = n, max(0, ceil(quantile * n - 1e-9) - 1)  # as is_low
             append(n >= min_count and quantile > 0 and best < ordered[at])
             recent = recent_of[name]
             recent.append(best)

@@ -283,7 +283,9 @@ class HarvestStage:
         # suggestion id -> the texts _exact was given for it, and the ids whose texts may
         # point to no suggestion held or decided (placed since the last eviction, evicted,
         # or decisions forgotten): an eviction drops those texts, not a pass over _exact
-        self._exact_of: dict[str, list[str]] = {}
+        # (tuples of strings, which the garbage collector stops tracking; a list per id
+        # stayed tracked, walked by every full collection)
+        self._exact_of: dict[str, tuple[str, ...]] = {}
         self._exact_check: set[str] = set()
         self._known: set[str] = set()  # normalised texts near a gold question
         # event id -> (suggestion id, reasons counted for the event)
@@ -309,6 +311,11 @@ class HarvestStage:
         self._ranked: list[tuple[float, str, str]] = []
         # keys put in _order by _add (a suggestion it started) since the last eviction
         self._unranked: list[tuple[float, str, str]] = []
+        # ids of suggestions held that may have no key in _order: changed since keyed,
+        # started unkeyed (_key_started) or restored; cleared by the eviction that keys them
+        # (so always among the suggestions held: none leaves otherwise but by _forget,
+        # which drops it here too)
+        self._rekey: set[str] = set()
         self._repository = next((s for s in self.sinks if isinstance(s, CandidateRepository)), None)
         self._last_flush = float("-inf")
         self._idle_failed = float("-inf")  # when an idle turn's flush last failed
@@ -687,6 +694,7 @@ class HarvestStage:
         if suggestion is not None:
             text = suggestion.normalised
             self._order.pop(sid, None)
+            self._rekey.discard(sid)
             self._dirty.discard(sid)
             self._stale.discard(sid)
             self.index.remove(sid)
@@ -859,7 +867,7 @@ class HarvestStage:
             self._known.clear()
             self._exact_of.clear()
             self._exact_check.clear()
-        if check_gold and any(key.startswith(_GOLD) for key, _ in found):
+        if check_gold and found and any(key.startswith(_GOLD) for key, _ in found):
             self._known.add(probe.text)
             return None
         own = [key for key, _ in found if not key.startswith(_GOLD)] if found else []
@@ -870,7 +878,8 @@ class HarvestStage:
             if not own and sid not in self.index and sid not in self._decided:
                 self.index.add(sid, probe)
         self._exact[probe.text] = sid
-        self._exact_of.setdefault(sid, []).append(probe.text)
+        exact_of = self._exact_of
+        exact_of[sid] = (*exact_of.get(sid, ()), probe.text)
         self._exact_check.add(sid)
         return sid
 
@@ -905,6 +914,7 @@ class HarvestStage:
             return
         else:
             self._order.pop(sid, None)
+            self._rekey.add(sid)
         self._dirty.add(sid)
         self._stale.add(sid)
         counts = self._pending["reasons"]
@@ -923,9 +933,10 @@ class HarvestStage:
         the merge already knows (``_reason_weights``: the weights summed in the reasons'
         order, as ``eviction_keys`` sums them over the suggestion's reasons, the same keys
         in the same order) — a started suggestion is keyed when it starts, not looked for
-        among all those held at the next eviction. Left to the eviction when the reasons
-        repeat one (the suggestion's dictionary then holds fewer)."""
+        among all those held at the next eviction. Left to the eviction (``_rekey``) when
+        the reasons repeat one (the suggestion's dictionary then holds fewer)."""
         if len(reasons) != len(suggestion.reasons):
+            self._rekey.add(suggestion.id)
             return
         weight = self._reason_weights.get(reasons)
         if weight is None:
@@ -949,11 +960,13 @@ class HarvestStage:
         limit, suggestions = self.config.max_suggestions, self.suggestions
         if len(suggestions) <= limit * 1.1:
             return
-        order = self._order
-        # new or changed since the last time (eviction_keys: priority's floats), and those
-        # keyed when they started (_key_started) and unchanged since
-        fresh = eviction_keys([suggestions[sid] for sid in suggestions.keys() - order.keys()],
+        order, rekey = self._order, self._rekey
+        # new or changed since the last time (eviction_keys: priority's floats; those held
+        # without a key are among _rekey, not looked for among all held), and those keyed
+        # when they started (_key_started) and unchanged since
+        fresh = eviction_keys([suggestions[sid] for sid in rekey if sid not in order],
                               self.config)  # fmt: skip
+        rekey.clear()
         for key in fresh:
             order[key[2]] = key
         fresh += [key for key in self._unranked if order.get(key[2]) is key]
@@ -1298,7 +1311,7 @@ class HarvestStage:
         self.suggestions, self.index, self._decided = suggestions, index, decided
         self._decided_changes, self._decided_stored = 0, None  # the next snapshot stores them
         self._exact = {s.normalised: s.id for s in rows}
-        self._exact_of = {s.id: [s.normalised] for s in rows}
+        self._exact_of = {s.id: (s.normalised,) for s in rows}
         self._exact_check = set()
         self._known = set()
         self.coverage, self.scores, self._recent = coverage, scores, recent
@@ -1310,6 +1323,7 @@ class HarvestStage:
         self._held = {sid for sid in stored if sid in suggestions}
         self._committed, self._taken = set(self._held), None
         self._order, self._ranked, self._unranked = {}, [], []
+        self._rekey = set(suggestions)
         self._evictions = 0
         self._swept_at = self._sweep_taken = None  # the crashed run may have left records
         self._last_flush = float("-inf")

@@ -33,7 +33,7 @@ disagreeing shadow result) and keeps, bounded:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -90,6 +90,35 @@ def _rank_dicts(retriever: str, n: int) -> list[dict[str, int]]:
             _RANK_DICTS.clear()
         ranks = _RANK_DICTS[retriever] = [{retriever: rank} for rank in range(1, max(n, 10) + 1)]
     return ranks
+
+
+#: reasons (as an occurrence lists them) -> ``{reason: times listed}``, the dictionary
+#: :meth:`Suggestion.first` copies (:func:`_first_counts`)
+_FIRST_COUNTS: dict[tuple[str, ...], dict[str, int]] = {}
+
+
+def _counts(reasons: Iterable[str]) -> dict[str, int]:
+    """``{reason: times it is listed in reasons}``, keys in first-listed order."""
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        counts[reason] = counts.get(reason, 0) + 1
+    return counts
+
+
+def _first_counts(reasons: Sequence[str]) -> dict[str, int]:
+    """:func:`_counts` of ``reasons``, a new dictionary each call: copied from the one
+    remembered for a tuple of reasons (the few combinations of
+    :data:`~service.harvest.config.REASONS` a stream gives; a copy costs a fifth of the
+    counting loop, and every suggestion started counts its first reasons). At most 4,096
+    remembered (then forgotten)."""
+    if not isinstance(reasons, tuple):  # (a caller's list: counted, not remembered)
+        return _counts(reasons)
+    counts = _FIRST_COUNTS.get(reasons)
+    if counts is None:
+        if len(_FIRST_COUNTS) >= 4_096:
+            _FIRST_COUNTS.clear()
+        counts = _FIRST_COUNTS[reasons] = _counts(reasons)
+    return counts.copy()
 
 
 class Occurrence(NamedTuple):
@@ -243,9 +272,7 @@ class Suggestion:
         wording = occurrence.question
         question = _shown(wording if occurrence.scrubbed else scrub(wording).text)
         stamp = occurrence.timestamp.isoformat().replace("+00:00", "Z")
-        reasons: dict[str, int] = {}
-        for reason in occurrence.reasons:
-            reasons[reason] = reasons.get(reason, 0) + 1
+        reasons = _first_counts(occurrence.reasons)
         gap = occurrence.gap
         # add's rule against an empty suggestion's (0.0, None): any gap ≥ 0 is taken
         dimension = occurrence.gap_dimension if gap >= 0.0 else None

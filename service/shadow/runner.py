@@ -208,7 +208,7 @@ def production_ranking(event: QueryLogEvent) -> tuple[str, ...]:
     ids keep their best place."""
     retrieval = event.retrieval
     results: Sequence[RetrievedPassage] = retrieval.results if retrieval is not None else ()
-    ranks = [r.rank for r in results if r.rank is not None]
+    ranks = [rank for r in results if (rank := r.rank) is not None]  # each read once
     if len(ranks) == len(results):
         # logged best first (the usual case): a stable sort would change nothing
         if ranks != sorted(ranks):
