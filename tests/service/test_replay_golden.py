@@ -621,6 +621,14 @@ did not say that generation failures count as refusals) for the sentence and not
 as "Internal server error") counts as a refusal" before "set answer.refused for exact
 counts"). The failure-message pattern added with it matches no answer of the three logs: the
 refusal counts, every other figure, the suggestions and the 20k digest are unchanged.
+All three rewritten again in the thirty-eighth session (s38-refde; trial 23 HIGH 1: the
+method sentence quoted NoMIRACL's precision 0.99 / recall 1.00 to a German help desk) for
+the sentence and nothing else (field-for-field diff: one difference per file,
+``analytics.refusals.method``, which now says the figures are of "LLM replies to English and
+Hindi questions (the replies mostly English); not measured on replies in any other
+language"). The German, Spanish and French patterns added with it match no answer of the
+three logs: the refusal counts, every other figure, the suggestions and the 20k digest are
+unchanged.
 """
 
 from __future__ import annotations

@@ -461,7 +461,9 @@ def test_the_refusal_line_counts_flag_and_pattern_decisions_and_stays_without_an
         "refusals: 3/5 (60.0%; answer.refused decided 3 answers (2 refused), phrase patterns 2 "
         "(1 refused) (phrase "
         "patterns not measured on this traffic; precision 0.99, recall 1.00 on NoMIRACL's "
-        'LLM replies; a reply with no answer in it (empty, "Unable to generate response.", an '
+        "LLM replies to English and Hindi questions (the replies mostly English); not "
+        "measured on replies in any other language; a reply with no answer in it (empty, "
+        '"Unable to generate response.", an '
         'error message such as "Internal server error") counts as a refusal; set '
         "answer.refused for exact counts))"
     ) in render_text(doc).splitlines()
