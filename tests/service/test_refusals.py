@@ -260,6 +260,25 @@ def test_stage_flag_wins_and_missing_answer_is_none() -> None:
     ]  # fmt: skip
 
 
+def test_stage_reads_the_text_of_flagged_answers_without_changing_the_verdict() -> None:
+    """Trial 23: the patterns are measured against ``answer.refused`` where both exist; the
+    flag still decides, and a blank or missing text is not read."""
+    answers = [
+        {"text": "Ich konnte dazu nichts finden.", "refused": True},  # both refused
+        {"text": "Laut unserer Dokumentation: 1885.", "refused": True},  # text: an answer
+        {"text": "I don't know.", "refused": False},  # text: a refusal
+        {"text": "I don't know."},  # no flag: the patterns decide, nothing to compare
+        {"text": "  ", "refused": True},  # blank: nothing read
+        {"refused": True},  # no text
+    ]
+    batch = Pipeline([RefusalStage()]).process([_event(i, a) for i, a in enumerate(answers)],
+                                               "file")  # fmt: skip
+    assert [n["refused"] for n in batch.annotations] == [True, True, False, True, True, True]
+    assert [n.get("text_refused") for n in batch.annotations] == [
+        True, False, True, None, None, None,
+    ]  # fmt: skip
+
+
 NO, YES = "i don't know", "yes, answer is present"
 
 

@@ -190,6 +190,17 @@ def test_without_a_gold_set_every_output_says_so_first(out: Path) -> None:
     analytics = doc["analytics"]
     assert sum(analytics["languages"].values()) == len(QUESTIONS)
     by_language = analytics["refusals"].pop("by_language")
+    # every answer sets answer.refused and has a text: the patterns, measured against the
+    # flag, read all 20 as the refusals they are (trial 23's per-language check)
+    against = analytics["refusals"].pop("against_flag")
+    assert (
+        analytics["refusals"]
+        .pop("against_flag_text")
+        .startswith("the phrase patterns against answer.refused")
+    )
+    assert sum(row["checked"] for row in against) == 20
+    assert all(row["both"] == row["flagged"] == row["detected"] == row["checked"]
+               for row in against)  # fmt: skip
     assert analytics["refusals"] == {
         "answers": 20,
         "refused": 20,
