@@ -18,6 +18,15 @@ GENERATION_FAILURE`, the thirty-eighth session): what it adds and what it costs.
   generic templates) as a RAG service would pass them on as its answer: how many the
   patterns count as refusals (no answer reached the asker) with and without it.
 
+* **Per language** (trial 23: German refusals counted as answers while the reports quoted
+  NoMIRACL's English figures): every XQuAD language's context sentences, questions and
+  answers (real text that is no refusal; distinct per language) — how many the patterns flag,
+  each one a false positive; and :data:`WRITTEN_REFUSALS`, German, Spanish and French
+  refusals of the forms help-desk assistants use (the trial's templates first) — how many
+  they count. Those are written examples, not measured replies: the shared data holds no
+  real German, Spanish or French assistant replies (NoMIRACL's copy has en and hi only), so
+  no recall on real replies is claimed for those languages.
+
 Run: ``python -m benchmarks.bench_refusal_patterns`` (``GOLDWATCH_SHARED_DATA`` for the data;
 a few seconds).
 """
@@ -79,6 +88,74 @@ FAILURES: tuple[str, ...] = (
     "Error: Request failed due to upstream timeout",
     "error: connection refused",
 )
+
+
+#: Refusals as help-desk assistants write them, per language (trial 23's templates first,
+#: then its review's forms): written examples to check the patterns cover the phrasing, no
+#: measured sample of replies.
+WRITTEN_REFUSALS: dict[str, tuple[str, ...]] = {
+    "de": (
+        "Leider konnte ich dazu nichts in unserer Dokumentation finden.",
+        "Ich konnte dazu nichts finden.",
+        "Dazu habe ich leider nichts gefunden.",
+        "Dazu liegen mir keine Informationen vor.",
+        "Das steht nicht in unserer Dokumentation.",
+        "Entschuldigung, darauf habe ich keine Antwort.",
+        "Ich habe keine Informationen dazu gefunden.",
+        "Leider kann ich diese Frage nicht beantworten.",
+        "Diese Frage kann ich anhand der vorliegenden Dokumente nicht beantworten.",
+        "In den bereitgestellten Dokumenten finde ich dazu keine Angaben.",
+        "Ich habe dazu leider keine Antwort gefunden.",
+        "Es tut mir leid, aber dazu habe ich keine Informationen.",
+        "Das weiß ich leider nicht.",
+        "Der Kontext enthält keine Informationen darüber.",
+        "Ich kann Ihnen dabei leider nicht helfen.",
+        "Diese Information ist in unserer Dokumentation nicht enthalten.",
+        "Dazu gibt es in unserer Dokumentation keine Angaben.",
+        "Dazu kann ich leider nichts sagen.",
+        "Die Antwort ist in den Dokumenten nicht enthalten.",
+        "Keine Antwort gefunden.",
+        "Die Dokumente enthalten dazu keine Angaben.",
+    ),
+    "es": (
+        "Lo siento, no encontré esa información en nuestra documentación.",
+        "No tengo información sobre eso.",
+        "Lamentablemente, no puedo responder a esa pregunta.",
+        "No sé la respuesta.",
+        "La documentación no menciona nada al respecto.",
+        "Esa información no aparece en nuestra documentación.",
+        "No dispongo de datos sobre eso.",
+        "Disculpa, no pude encontrar nada sobre eso.",
+        "No se encontró información al respecto.",
+        "Desafortunadamente, no tengo la respuesta.",
+        "Los documentos proporcionados no contienen esa información.",
+        "No he podido encontrar una respuesta.",
+    ),
+    "fr": (
+        "Je suis désolé, je n'ai pas trouvé cette information dans notre documentation.",
+        "Je ne sais pas.",
+        "Malheureusement, je ne trouve rien à ce sujet.",
+        "Je n'ai aucune information à ce sujet.",
+        "Cette information ne figure pas dans notre documentation.",
+        "Je ne peux pas répondre à cette question.",
+        "Les documents fournis ne mentionnent pas cela.",
+        "Je n'ai rien trouvé à ce sujet.",
+        "Aucune réponse trouvée.",
+    ),
+}
+
+
+def xquad_texts(root: Path) -> dict[str, list[str]]:
+    """Each XQuAD language's context sentences, questions and answers (distinct, non-blank)."""
+    texts: dict[str, list[str]] = {}
+    for path in sorted((root / "xquad").glob("xquad.*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))["data"]
+        paragraphs = [p for article in data for p in article["paragraphs"]]
+        found = [s for p in paragraphs for s in _sentences(p["context"])]
+        found += [q["question"] for p in paragraphs for q in p["qas"]]
+        found += [a["text"] for p in paragraphs for q in p["qas"] for a in q["answers"]]
+        texts[path.stem.split(".")[1]] = list(dict.fromkeys(t for t in found if t.strip()))
+    return texts
 
 
 def _sentences(text: str) -> list[str]:
@@ -173,6 +250,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         new = set(_flagged(after, texts)) - set(_flagged(before, texts))
         print(f"  {source}: {len(texts)} texts, {len(matched)} matched, {len(new)} newly flagged"
               + (f": {sorted(new)[:10]}" if new else ""))  # fmt: skip
+    print("Per language: XQuAD's context sentences, questions and answers (no refusal), flagged:")
+    for lang, texts in xquad_texts(args.data).items():
+        flagged = _flagged(after, texts)
+        print(f"  {lang}: {len(flagged)} of {len(texts)}" + (f": {flagged[:5]}" if flagged else ""))
+    print("Per language: written refusals (examples, not measured replies), counted:")
+    for lang, refusals in WRITTEN_REFUSALS.items():
+        missed = [t for t in refusals if not after.is_refusal(t)]
+        print(f"  {lang}: {len(refusals) - len(missed)} of {len(refusals)}"
+              + (f"; not: {missed}" if missed else ""))  # fmt: skip
     print(f"Failure messages of serving stacks ({len(FAILURES)}), counted as refusals:")
     for name, detector in (("without", before), ("with", after)):
         missed = [t for t in FAILURES if not detector.is_refusal(t)]

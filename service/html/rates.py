@@ -134,6 +134,9 @@ def _by_language(analytics: Mapping[str, Any]) -> list[Markup]:
             parts.append(para(f"The languages cover {covered} of {refusals['answers']} "
                               "answers: those counted before refusals were counted per "
                               "language are in none.", "muted"))  # fmt: skip
+    against = refusals.get("against_flag_text")
+    if against:
+        parts.append(para(against[0].upper() + against[1:] + "."))
     known = refusals.get("known_over_refusal") or {}
     if known.get("text"):
         parts.append(para(known["text"][0].upper() + known["text"][1:] + "."))

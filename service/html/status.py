@@ -138,6 +138,8 @@ def moved_section(
                      f"refusal drift: {state}"
                      + (f"; by language: {rate_text(refusals['by_language'])}"
                         if refusals.get("by_language") else "")
+                     + (f"; {refusals['against_flag_text']}"
+                        if refusals.get("against_flag_text") else "")
                      + (f"; {(refusals.get('known_over_refusal') or {})['text']}"
                         if (refusals.get("known_over_refusal") or {}).get("text")
                         else "")])  # fmt: skip

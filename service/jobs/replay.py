@@ -777,7 +777,8 @@ def refusal_language_lines(refusals: Mapping[str, Any], min_n: int = 10) -> list
     """The refusal rate per language of the text report (``by_language`` of the analytics'
     ``refusals``: :func:`~service.quality.by_language.rate_rows`), one line; a note when
     the languages cover fewer answers than the total (totals kept before they were counted
-    per language); none without rows.
+    per language); none without rows. A second line with ``against_flag_text`` (the
+    patterns against ``answer.refused`` per language) when the answers set it.
 
     >>> from service.quality.by_language import rate_rows
     >>> print(refusal_language_lines({"answers": 10, "by_language_answers": 10,
@@ -795,7 +796,8 @@ def refusal_language_lines(refusals: Mapping[str, Any], min_n: int = 10) -> list
     if covered is not None and covered < refusals.get("answers", 0):
         line += (f" (of {covered} answers: the {refusals['answers'] - covered} counted before "
                  "refusals were counted per language are in no language)")  # fmt: skip
-    return [line]
+    against = refusals.get("against_flag_text")
+    return [line, f"  {against}"] if against else [line]
 
 
 def _cite_known(explained: str, scope: Mapping[str, Any], known: Mapping[str, Any]) -> str:

@@ -42,7 +42,13 @@ Counting rules (one per event, from the annotations the analytics stages left):
   instead: the event's ``language`` annotation, ``und`` without one
   (:func:`~service.quality.by_language.language_of`, the label the ``languages`` counts
   use), for the refusal rate per language (totals kept before session 37 start them empty:
-  the report then says the languages cover fewer answers than the total).
+  the report then says the languages cover fewer answers than the total); and, per the
+  same language label, of the answers that set ``answer.refused`` and have a text the
+  detector read (``text_refused``, :class:`~service.refusals.stage.RefusalStage`):
+  ``flag_checked`` (those answers), ``flag_refused`` (the flag says refused),
+  ``text_refused`` (the text reads as a refusal) and ``both_refused`` (both): the patterns'
+  precision and recall against the producer's flag (totals kept before session 38 start
+  them empty).
 
 :func:`count_annotations` is the one place these rules are written; the telemetry counts
 the same way through it.
@@ -62,7 +68,8 @@ __all__ = ["FLAGS", "AnnotationTotals", "count_annotations"]
 
 #: The per-language counts :class:`AnnotationTotals` keeps.
 BY_LANGUAGE = ("off_corpus", "not_judged", "no_gold_rows", "topic_no_gold_rows", "answers",
-               "refusals")  # fmt: skip
+               "refusals", "flag_checked", "flag_refused", "text_refused",
+               "both_refused")  # fmt: skip
 
 #: The per-event flags counted, in report order.
 FLAGS = ("answers", "refusals", "scope_scored", "out_of_scope", "over_refusals",
@@ -164,12 +171,21 @@ class AnnotationTotals:
         no_gold = self.by_language["no_gold_rows"]
         no_topic = self.by_language["topic_no_gold_rows"]
         answered, refused = self.by_language["answers"], self.by_language["refusals"]
+        checked, flag_refused = self.by_language["flag_checked"], self.by_language["flag_refused"]
+        text_refused, both_refused = (self.by_language["text_refused"],
+                                      self.by_language["both_refused"])  # fmt: skip
         for notes in batch.annotations:
             verdict = notes.get("refused")
             if verdict is not None:  # per language label (language_of)
                 label = str(notes.get("language") or "und")
                 answered[label] += 1
                 refused[label] += verdict is True
+                text_verdict = notes.get("text_refused")
+                if text_verdict is not None:  # the flag decided; the text read too
+                    checked[label] += 1
+                    flag_refused[label] += verdict is True
+                    text_refused[label] += text_verdict is True
+                    both_refused[label] += verdict is True and text_verdict is True
             get = notes.get
             is_off, unjudged = get("off_corpus") is True, get("off_corpus_judged") is False
             lacking = get("scope_unjudged_language") is True

@@ -30,7 +30,7 @@ tr 33.3% [6.1%, 79.2%] (n 3, few)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from service.coverage import wilson_bounds
@@ -86,3 +86,76 @@ def rate_text(rows: list[dict[str, Any]]) -> str:
         f"(n {r['n']}{', few' if r['few'] else ''})"
         for r in rows
     )
+
+
+def flag_agreement_rows(
+    counts: Mapping[str, tuple[int, int, int, int]], min_n: int = FEW
+) -> list[dict[str, Any]]:
+    """The refusal patterns measured against the producer's own ``answer.refused``, per
+    language: ``counts`` maps a language to ``(checked, flagged, detected, both)`` — answers
+    that set the flag and have a text the detector read, of those the ones the flag calls
+    refused, the ones the text reads as refused, and the ones both do (counts ≥ 0,
+    ``both ≤ min(flagged, detected)``). Each row: ``{"language", "checked", "flagged",
+    "detected", "both", "precision", "precision_low", "precision_high", "recall",
+    "recall_low", "recall_high", "few"}`` — precision ``both / detected`` and recall
+    ``both / flagged`` in [0, 1] with Wilson 95 % bounds (``None`` with a denominator 0),
+    ``few`` when fewer than ``min_n`` flagged refusals measure the recall. Languages with no
+    checked answer are left out; most checked first, then by language.
+
+    >>> row = flag_agreement_rows({"de": (716, 99, 0, 0), "en": (10, 2, 2, 2)})[0]
+    >>> row["language"], row["precision"], row["recall"], round(row["recall_high"], 4)
+    ('de', None, 0.0, 0.0374)
+    """
+    rows = []
+    for language, (checked, flagged, detected, both) in sorted(
+        counts.items(), key=lambda item: (-item[1][0], item[0])
+    ):
+        if checked <= 0:
+            continue
+        p_low, p_high = wilson(both, detected) if detected else (None, None)
+        r_low, r_high = wilson(both, flagged) if flagged else (None, None)
+        rows.append({"language": language, "checked": int(checked), "flagged": int(flagged),
+                     "detected": int(detected), "both": int(both),
+                     "precision": both / detected if detected else None,
+                     "precision_low": p_low, "precision_high": p_high,
+                     "recall": both / flagged if flagged else None,
+                     "recall_low": r_low, "recall_high": r_high,
+                     "few": flagged < min_n})  # fmt: skip
+    return rows
+
+
+def flag_agreement_text(rows: Sequence[Mapping[str, Any]], min_n: int = FEW) -> str | None:
+    """The rows of :func:`flag_agreement_rows` in one sentence, ``None`` without rows: per
+    language the patterns' precision and recall against ``answer.refused`` with counts and
+    Wilson 95 % intervals; a language with fewer than ``min_n`` flagged refusals is "too few
+    flagged refusals to measure recall".
+
+    >>> rows = flag_agreement_rows({"de": (716, 99, 0, 0), "en": (5, 1, 1, 1)})
+    >>> print(flag_agreement_text(rows))  # doctest: +NORMALIZE_WHITESPACE
+    the phrase patterns against answer.refused (the answers that set it and have a text;
+    Wilson 95 %): de recall 0/99 0.000 [0.000, 0.037], precision none read as refusals (716
+    answers); en precision 1/1 1.000 [0.207, 1.000], recall 1/1 (too few flagged refusals
+    to measure recall: fewer than 10) (5 answers)
+    """
+    if not rows:
+        return None
+
+    def ratio(x: int, n: int, low: float | None, high: float | None) -> str:
+        return f"{x}/{n} {x / n:.3f} [{low:.3f}, {high:.3f}]"
+
+    parts = []
+    for r in rows:
+        precision = "precision none read as refusals"
+        if r["detected"]:
+            precision = "precision " + ratio(
+                r["both"], r["detected"], r["precision_low"], r["precision_high"]
+            )
+        if r["few"]:
+            recall = (f"recall {r['both']}/{r['flagged']} (too few flagged refusals to measure "
+                      f"recall: fewer than {min_n})")  # fmt: skip
+        else:
+            recall = f"recall {ratio(r['both'], r['flagged'], r['recall_low'], r['recall_high'])}"
+        first, second = (recall, precision) if not r["detected"] else (precision, recall)
+        parts.append(f"{r['language']} {first}, {second} ({r['checked']} answers)")
+    return ("the phrase patterns against answer.refused (the answers that set it and have a "
+            "text; Wilson 95 %): " + "; ".join(parts))  # fmt: skip

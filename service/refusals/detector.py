@@ -36,6 +36,21 @@ they match none of 5,461 sentences of XQuAD's, SQuAD's and MultiHop-RAG's Englis
 The German first-person forms with a filler word ("Das weiß ich leider nicht", "dazu finde
 ich nichts in unseren Unterlagen") changed none of the NoMIRACL figures either, and match none
 of the 3,685 distinct sentences, questions and answers of XQuAD's German passages.
+Trial 23 (a German help desk's "Leider konnte ich dazu nichts in unserer Dokumentation
+finden." counted as an answer: its German refusal rate read 6.7 % for a true 13.7 %) added
+the German first person with nothing found in either word order ("konnte ich dazu nichts …
+finden", "habe ich leider nichts gefunden"), "habe ich keine Antwort", "kann ich nichts
+sagen", the documentation named as lacking the answer in German, Spanish and French ("steht
+nicht in unserer Dokumentation", "no aparece en nuestra documentación", "ne figure pas dans
+notre documentation") and a line that is only "Keine Antwort gefunden" / "Aucune réponse
+trouvée". Measured (``benchmarks.bench_refusal_patterns``): no NoMIRACL figure moved; they
+flag none of XQuAD's German (3,685) and Spanish (3,522) sentences, questions and answers
+(nor any other XQuAD language's: ru 1 and th 1 flagged before and after); on the trial's
+log, against its ground truth, 655 refusals counted of 655 (557 before), German 13.5 % by
+the detected language (6.7 % before; 13.7 % by the true one).
+Precision and recall on real replies exist for English only (NoMIRACL's replies, to Hindi
+questions too, are mostly English): the shared data hold no German, Spanish or French
+assistant replies, so :data:`_PATTERNS_CAVEAT` says "not measured" for every other language.
 
 A reply with no answer in it is counted as a refusal: an empty or blank text (NoMIRACL: 33
 aya-101 replies ``""``), a generation failure ("Unable to generate response.": 26
@@ -172,11 +187,35 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     r"\bno se (?:menciona|especifica|indica)\b",
     r"\blo siento\b",
     r"\bno (?:pude|he podido|puedo) encontrar\b|\bno (?:encontr[ée]|he encontrado)\b",
+    # the documentation named as lacking the answer, and "no data" in the first person
+    # (trial 23: "Esa información no aparece en nuestra documentación", "La documentación no
+    # menciona nada al respecto"; a bare "los documentos no mencionan" — historical
+    # documents in a passage — needs "proporcionados"/"disponibles"/"facilitados")
+    r"\bno (?:dispongo de|tengo|tenemos) (?:la |una |suficiente |suficientes )?(?:datos"
+    r"|informaci[oó]n|respuesta)\b",
+    r"\bno se (?:encontr[oó]|ha encontrado|han encontrado|pudo encontrar) (?:ninguna |ning[uú]n )?"
+    r"(?:informaci[oó]n|respuesta|resultados?|datos)\b",
+    r"\bno (?:aparece|figura|se encuentra|est[aá]|se menciona) en (?:la |nuestra |mi |los "
+    r"|nuestros )(?:documentaci[oó]n|documentos|fuentes|contexto|base de conocimientos?)\b",
+    r"\b(?:la |nuestra |mi )documentaci[oó]n no (?:menciona|contiene|incluye|dice|especifica"
+    r"|indica)\b|\bel contexto(?: proporcionado)? no (?:menciona|contiene|incluye|dice"
+    r"|especifica|indica)\b|\blos (?:documentos|textos|contextos|pasajes) (?:proporcionados"
+    r"|disponibles|facilitados) no (?:mencionan|contienen|incluyen|dicen|especifican|indican)\b",
     # French
     r"\bje ne (?:le )?sais pas\b|\bje ne peux pas r[ée]pondre\b",
     r"\b(?:pas|aucune?) (?:d'|de |assez d')?informations?\b",
     r"\bn'est pas (?:mentionn[ée]|indiqu[ée]|pr[ée]cis[ée])|\bd[ée]sol[ée]\b",
     r"\bje n'ai pas (?:pu )?trouv[ée]|\bje ne (?:trouve|peux pas trouver)\b",
+    # the documentation named as lacking the answer, "nothing found" (trial 23's review:
+    # "Cette information ne figure pas dans notre documentation", "Je n'ai rien trouvé")
+    r"\bne (?:figure|appara[iî]t|se trouve) pas dans (?:la |notre |ma |les |nos )(?:documentation"
+    r"|documents?|sources?|contexte|base de connaissances)\b",
+    r"\bles (?:documents|textes|passages) (?:fournis|disponibles) ne (?:mentionnent|contiennent"
+    r"|indiquent|pr[ée]cisent)\b|\ble contexte(?: fourni)? ne (?:mentionne|contient|indique"
+    r"|pr[ée]cise)\b|\b(?:la |notre )documentation ne (?:mentionne|contient|indique|pr[ée]cise)\b",
+    r"\bje n'ai (?:rien|aucune? (?:information|r[ée]ponse|r[ée]sultat)s?) trouv[ée]",
+    r"(?:^|\n)[^\S\n]*aucune? (?:r[ée]ponse|information|r[ée]sultat)s? trouv[ée]e?s?"
+    r"[^\w\n]*(?=\n|$)",
     # German (casefold: ß → ss)
     r"\bich weiss (?:es |das )?nicht\b|\bkeine (?:ausreichenden |genauen )?informationen\b",
     r"\b(?:kann|können) (?:ich |wir )?(?:die|diese|ihre) frage nicht beantworten\b",
@@ -193,6 +232,35 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     r"\b(?:ich kann|kann ich) (?:\w+ ){0,4}nicht (?:beantworten|sagen|helfen)\b",
     r"\bnicht in (?:unseren|meinen|den (?:vorliegenden|bereitgestellten)) (?:unterlagen"
     r"|dokumenten|quellen)\b",
+    # trial 23 (German refusals counted as answers): the first person with nothing found in
+    # German word order, a filler anywhere ("Leider konnte ich dazu nichts in unserer
+    # Dokumentation finden", "Dazu habe ich leider nichts gefunden", "Ich habe dazu keine
+    # Antwort gefunden"; not "Die Expedition fand nichts", "Es wurden keine Überlebenden
+    # gefunden": no first person), "darauf habe ich keine Antwort", "dazu kann ich nichts
+    # sagen"
+    r"\b(?:ich (?:konnte|kann|habe)|(?:konnte|kann|habe) ich) (?:\w+ ){0,6}(?:nichts|keine "
+    r"(?:\w+ ){0,2}(?:antwort|informationen?|angaben|hinweise|ergebnisse|daten)) (?:\w+ ){0,6}"
+    r"(?:finden|gefunden)\b",
+    r"\b(?:ich habe|habe ich) (?:\w+ ){0,3}keine (?:passende |genaue )?antwort\b",
+    r"\b(?:ich kann|kann ich) (?:\w+ ){0,4}nichts (?:\w+ )?sagen\b",
+    # the documentation named as lacking it ("Das steht nicht in unserer Dokumentation",
+    # "Diese Information ist in unserer Dokumentation nicht enthalten", "Die Dokumente
+    # enthalten dazu keine Angaben"; sources a passage cites, "in den Quellen wird er nicht
+    # erwähnt", need "vorliegenden"/"bereitgestellten")
+    r"\bnicht in (?:unserer|meiner|der (?:vorliegenden|bereitgestellten)) (?:dokumentation"
+    r"|wissensdatenbank)\b",
+    r"\bin (?:unserer (?:dokumentation|wissensdatenbank)|(?:unseren|meinen|den) (?:unterlagen"
+    r"|dokumenten)|den (?:vorliegenden|bereitgestellten) (?:dokumenten|unterlagen|quellen"
+    r"|texten|informationen)|dem (?:gegebenen |bereitgestellten )?kontext) (?:\w+ ){0,2}"
+    r"(?:nicht (?:enthalten|erwähnt|vorhanden|angegeben|zu finden)|keine (?:angaben"
+    r"|informationen|antwort|hinweise))\b",
+    r"\b(?:(?:die|unsere|meine) dokumentation|(?:die|unsere) (?:dokumente|unterlagen)|die "
+    r"(?:vorliegenden|bereitgestellten) (?:dokumente|unterlagen|quellen|informationen|texte)"
+    r"|der (?:gegebene |bereitgestellte )?kontext) (?:enthält|enthalten|erwähnt|erwähnen"
+    r"|nennt|nennen|beantwortet|beantworten) (?:\w+ ){0,2}(?:keine|nichts|nicht)\b",
+    # a line that is only "no answer found" ("Keine Antwort gefunden.", "Nichts gefunden.")
+    r"(?:^|\n)[^\S\n]*(?:leider )?(?:keine (?:antwort|informationen|ergebnisse|treffer"
+    r"|angaben)|nichts) gefunden[^\w\n]*(?=\n|$)",
     # Russian
     r"\bя не знаю\b|\bне могу ответить\b|\bнет (?:информации|данных|ответа)\b",
     r"\bнедостаточно (?:информации|данных)\b|\bне (?:упоминается|указано|указан)\b|извините",
@@ -224,12 +292,16 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
 
 #: Said of the phrase patterns whenever they decided some answers: their quality is known on
 #: NoMIRACL's LLM replies only, not on the user's traffic (the module docstring;
-#: ``tests/service/test_refusals.py``).
+#: ``tests/service/test_refusals.py``), and only in English: NoMIRACL's replies to English and
+#: to Hindi questions, which are mostly English (trial 23: a German help desk read "precision
+#: 0.99" while its German refusals were missed). Every other language's patterns have no
+#: measured precision or recall on replies, and the sentence says so.
 _PATTERNS_CAVEAT = (
     "phrase patterns not measured on this traffic; precision 0.99, recall 1.00 on NoMIRACL's "
-    'LLM replies; a reply with no answer in it (empty, "Unable to generate response.", an '
-    'error message such as "Internal server error") counts as a refusal; set answer.refused '
-    "for exact counts"
+    "LLM replies to English and Hindi questions (the replies mostly English); not measured "
+    "on replies in any other language; a reply with no answer in it (empty, "
+    '"Unable to generate response.", an error message such as "Internal server error") '
+    "counts as a refusal; set answer.refused for exact counts"
 )
 
 

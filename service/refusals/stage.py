@@ -35,7 +35,11 @@ class RefusalStage(StatelessStage):
     when the event has no answer at all. ``answer.refused`` wins when set; otherwise the
     detector reads ``answer.text`` (empty text counts as a refusal), one batched call.
     ``annotations[i]["refused_by"]`` says which decided an answer: ``"flag"`` or
-    ``"patterns"`` (absent without an answer).
+    ``"patterns"`` (absent without an answer). An answer that sets ``answer.refused`` and
+    has a non-blank text gets ``annotations[i]["text_refused"]`` too: what the detector reads
+    in its text (the same batched call), so the totals can measure the patterns against the
+    producer's own flag per language (trial 23: German refusals the patterns missed while
+    the reports quoted NoMIRACL's English figures); it changes no verdict.
     """
 
     name = "refusal"
@@ -46,14 +50,18 @@ class RefusalStage(StatelessStage):
     def process(self, batch: Batch) -> None:
         parsed = [answer_text(event) for event in batch.events]
         todo = [i for i, (has, _, flag) in enumerate(parsed) if has and flag is None]
-        verdicts = self.detector.is_refusal_many([parsed[i][1] for i in todo])
+        checked = [i for i, (has, text, flag) in enumerate(parsed)
+                   if has and flag is not None and text is not None and text.strip()]  # fmt: skip
+        verdicts = self.detector.is_refusal_many([parsed[i][1] for i in (*todo, *checked)])
         for notes, (has, _, flag) in zip(batch.annotations, parsed, strict=True):
             notes["refused"] = flag if has else None
             if has and flag is not None:
                 notes["refused_by"] = "flag"
-        for i, verdict in zip(todo, verdicts, strict=True):
+        for i, verdict in zip(todo, verdicts, strict=False):
             batch.annotations[i]["refused"] = verdict
             batch.annotations[i]["refused_by"] = "patterns"
+        for i, verdict in zip(checked, verdicts[len(todo) :], strict=True):
+            batch.annotations[i]["text_refused"] = verdict
 
 
 class ScopeStage(StatelessStage):

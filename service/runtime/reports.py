@@ -25,7 +25,7 @@ from service.language.unlabelled import (
     unlabelled_text,
 )
 from service.pipeline.totals import AnnotationTotals
-from service.quality.by_language import rate_rows
+from service.quality.by_language import flag_agreement_rows, flag_agreement_text, rate_rows
 from service.quality.stage import known_refusal_text
 from service.refusals.detector import refusal_rate_method
 from service.refusals.scope import describe
@@ -64,7 +64,11 @@ class RefusalCounts(TypedDict):
     :meth:`~service.quality.stage.LiveQualityStage.known_refusal`, ``{"n", "refused", "rate",
     "low", "high"}``, over the known questions the live-quality figures cover) with ``text``
     and ``brief`` (:func:`~service.quality.stage.known_refusal_text`, citing the drift
-    stage's ``known_refusal`` comparison)."""
+    stage's ``known_refusal`` comparison). ``against_flag``: the phrase patterns measured
+    against the producer's own ``answer.refused`` on the answers that set it and have a text,
+    per language (:func:`~service.quality.by_language.flag_agreement_rows`; ``[]`` when no
+    answer sets it) and ``against_flag_text`` the sentence (``None`` without rows): where the
+    patterns decide the other answers, this is how far to trust them in each language."""
 
     answers: int
     refused: int
@@ -76,6 +80,8 @@ class RefusalCounts(TypedDict):
     method: str
     by_language: list[dict[str, Any]]
     by_language_answers: int
+    against_flag: list[dict[str, Any]]
+    against_flag_text: str | None
     known_over_refusal: NotRequired[dict[str, Any]]
 
 
@@ -342,6 +348,12 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
                                                  *_topic_gold_languages(live))  # fmt: skip
     scope_lacking, scope_covered = split_by_gold(totals.by_language["no_gold_rows"],
                                                  *_scope_gold_languages(live))  # fmt: skip
+    by_language = totals.by_language
+    agreement = flag_agreement_rows(
+        {lang: (n, by_language["flag_refused"][lang], by_language["text_refused"][lang],
+                by_language["both_refused"][lang])
+         for lang, n in by_language["flag_checked"].items()},
+        live.analytics.quality_min_class)  # fmt: skip
     report: AnalyticsReport = {
         "languages": dict(drift.live_counts["language"].most_common()),
         "language_labels": language_labels_report(live.analytics.language_labeler,
@@ -365,7 +377,10 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
                          {lang: (totals.by_language["refusals"][lang], n)
                           for lang, n in totals.by_language["answers"].items()},
                          live.analytics.quality_min_class),
-                     "by_language_answers": sum(totals.by_language["answers"].values())},
+                     "by_language_answers": sum(totals.by_language["answers"].values()),
+                     "against_flag": agreement,
+                     "against_flag_text": flag_agreement_text(
+                         agreement, live.analytics.quality_min_class)},
         "out_of_scope": {
             "scored": scored, "out_of_scope": out, "share": out / scored if scored else None,
             "over_refusals": flags["over_refusals"], "under_refusals": flags["under_refusals"],

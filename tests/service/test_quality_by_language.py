@@ -21,7 +21,12 @@ from service.drift.windows import WindowConfig
 from service.jobs.replay import refusal_language_lines
 from service.pipeline import Batch
 from service.pipeline.totals import AnnotationTotals
-from service.quality.by_language import rate_rows, wilson
+from service.quality.by_language import (
+    flag_agreement_rows,
+    flag_agreement_text,
+    rate_rows,
+    wilson,
+)
 from service.quality.stage import known_refusal_text, language_lines
 from tests.service.test_quality import EVENTS, build, run
 
@@ -155,6 +160,39 @@ def test_annotation_totals_count_answers_and_refusals_per_language() -> None:
     again = AnnotationTotals()
     again.restore(json.loads(json.dumps(totals.state_snapshot())))
     assert again.by_language["answers"] == totals.by_language["answers"]
+
+
+def test_totals_measure_the_patterns_against_the_flag_per_language() -> None:
+    """de: 2 flagged answers read, both flagged refused, the text reads 1 as refused (both
+    1); en: 1 read, flagged answered, text refused. Precision de 1/1, recall 1/2 (Wilson
+    [0.0945, 0.9055]: centre 0.5, half-width 1.96·√(0.125 + 0.2401)/2.9208 = 0.4055); en
+    precision 0/1, recall undefined (no flagged refusal)."""
+    totals = AnnotationTotals()
+    notes = [{"refused": True, "language": "de", "text_refused": True},
+             {"refused": True, "language": "de", "text_refused": False},
+             {"refused": False, "language": "en", "text_refused": True},
+             {"refused": True, "language": "de"}]  # fmt: skip
+    totals.process(types.SimpleNamespace(annotations=notes, counted=None))  # type: ignore[arg-type]
+    by = totals.by_language
+    assert (+by["flag_checked"], +by["flag_refused"], +by["text_refused"], +by["both_refused"]) == (
+        {"de": 2, "en": 1}, {"de": 2}, {"de": 1, "en": 1}, {"de": 1})  # fmt: skip
+    again = AnnotationTotals()
+    again.restore(json.loads(json.dumps(totals.state_snapshot())))
+    assert again.by_language["both_refused"] == by["both_refused"]
+    rows = flag_agreement_rows(
+        {lang: (n, by["flag_refused"][lang], by["text_refused"][lang], by["both_refused"][lang])
+         for lang, n in by["flag_checked"].items()}, min_n=2)  # fmt: skip
+    de, en = rows
+    assert (de["language"], de["precision"], de["recall"], de["few"]) == ("de", 1.0, 0.5, False)
+    assert (de["recall_low"], de["recall_high"]) == pytest.approx((0.0945, 0.9055), abs=1e-4)
+    assert (en["precision"], en["recall"], en["few"]) == (0.0, None, True)
+    text = flag_agreement_text(rows, min_n=2)
+    assert text is not None
+    assert (
+        "de precision 1/1 1.000 [0.207, 1.000], recall 1/2 0.500 [0.095, 0.905] (2 answers)" in text
+    )
+    assert "en precision 0/1 0.000 [0.000, 0.793], recall 0/0 (too few flagged refusals" in text
+    assert flag_agreement_text([]) is None
 
 
 def test_refusal_language_lines_say_what_they_cover() -> None:

@@ -116,6 +116,25 @@ MISSED_REFUSALS = (
     "Das kann ich Ihnen leider nicht beantworten.",
     "Ich kann Ihnen dabei leider nicht helfen.",
     "Das steht nicht in unseren Unterlagen.",
+    # trial 23: a German help desk's refusals counted as answers (de refusal rate 6.7 % for a
+    # true 13.7 %), the same forms worded otherwise, and Spanish and French ones naming the
+    # documentation as lacking the answer
+    "Leider konnte ich dazu nichts in unserer Dokumentation finden.",
+    "Ich konnte dazu nichts finden.",
+    "Dazu habe ich leider nichts gefunden.",
+    "Das steht nicht in unserer Dokumentation.",
+    "Entschuldigung, darauf habe ich keine Antwort.",
+    "Ich habe dazu leider keine Antwort gefunden.",
+    "Diese Information ist in unserer Dokumentation nicht enthalten.",
+    "Die Dokumente enthalten dazu keine Angaben.",
+    "Dazu kann ich leider nichts sagen.",
+    "Keine Antwort gefunden.",
+    "Esa información no aparece en nuestra documentación.",
+    "La documentación no menciona nada al respecto.",
+    "No dispongo de datos sobre eso.",
+    "Los documentos proporcionados no contienen esa información.",
+    "Cette information ne figure pas dans notre documentation.",
+    "Je n'ai rien trouvé à ce sujet.",
 )
 #: Real answers that contain "sorry", "could not find", "नहीं पता" or a third person's
 #: "did not find": none is a refusal.
@@ -143,6 +162,14 @@ NOT_REFUSALS = (
     "Es tut mir leid, dass Sie warten mussten: die Gebühr beträgt 300 Euro.",
     "Ich weiß, dass die Gebühr 300 Euro beträgt.",
     "Ich finde, die Gebühr von 300 Euro ist angemessen.",
+    # nothing found, but by a third person, or a source that is no reply's documentation
+    "Die Expedition fand nichts.",
+    "Es wurden keine Überlebenden gefunden.",
+    "Die Frage, ob er schuldig war, konnte das Gericht nicht beantworten.",
+    "In den Quellen wird er nicht erwähnt, aber sein Bruder schon.",
+    "Laut unserer Dokumentation: 1885.",
+    "Los documentos de la época no mencionan su nombre.",
+    "No hay cargo por cancelación.",
 )
 
 
@@ -233,6 +260,25 @@ def test_stage_flag_wins_and_missing_answer_is_none() -> None:
     ]  # fmt: skip
 
 
+def test_stage_reads_the_text_of_flagged_answers_without_changing_the_verdict() -> None:
+    """Trial 23: the patterns are measured against ``answer.refused`` where both exist; the
+    flag still decides, and a blank or missing text is not read."""
+    answers = [
+        {"text": "Ich konnte dazu nichts finden.", "refused": True},  # both refused
+        {"text": "Laut unserer Dokumentation: 1885.", "refused": True},  # text: an answer
+        {"text": "I don't know.", "refused": False},  # text: a refusal
+        {"text": "I don't know."},  # no flag: the patterns decide, nothing to compare
+        {"text": "  ", "refused": True},  # blank: nothing read
+        {"refused": True},  # no text
+    ]
+    batch = Pipeline([RefusalStage()]).process([_event(i, a) for i, a in enumerate(answers)],
+                                               "file")  # fmt: skip
+    assert [n["refused"] for n in batch.annotations] == [True, True, False, True, True, True]
+    assert [n.get("text_refused") for n in batch.annotations] == [
+        True, False, True, None, None, None,
+    ]  # fmt: skip
+
+
 NO, YES = "i don't know", "yes, answer is present"
 
 
@@ -310,6 +356,24 @@ def test_no_german_sentence_of_xquad_is_a_refusal(shared_data: Path) -> None:
                 sentences += [qa["question"], *(a["text"] for a in qa["answers"])]
     distinct = list(dict.fromkeys(s for s in sentences if s.strip()))
     assert len(distinct) == 3685
+    flagged = [s for s, r in zip(distinct, RefusalDetector().is_refusal_many(distinct),
+                                 strict=True) if r]  # fmt: skip
+    assert flagged == []
+
+
+def test_no_spanish_sentence_of_xquad_is_a_refusal(shared_data: Path) -> None:
+    """The Spanish patterns (trial 23's "no aparece en nuestra documentación", "no dispongo
+    de datos" with the former ones) match none of the 3,522 distinct sentences, questions and
+    answers of XQuAD's Spanish Wikipedia passages (none of which is a refusal)."""
+    data = json.loads((shared_data / "xquad" / "xquad.es.json").read_text(encoding="utf-8"))
+    sentences: list[str] = []
+    for article in data["data"]:
+        for paragraph in article["paragraphs"]:
+            sentences += re.split(r"(?<=[.!?])\s+", paragraph["context"])
+            for qa in paragraph["qas"]:
+                sentences += [qa["question"], *(a["text"] for a in qa["answers"])]
+    distinct = list(dict.fromkeys(s for s in sentences if s.strip()))
+    assert len(distinct) == 3522
     flagged = [s for s, r in zip(distinct, RefusalDetector().is_refusal_many(distinct),
                                  strict=True) if r]  # fmt: skip
     assert flagged == []

@@ -621,6 +621,21 @@ did not say that generation failures count as refusals) for the sentence and not
 as "Internal server error") counts as a refusal" before "set answer.refused for exact
 counts"). The failure-message pattern added with it matches no answer of the three logs: the
 refusal counts, every other figure, the suggestions and the 20k digest are unchanged.
+All three rewritten again in the thirty-eighth session (s38-refde; trial 23 HIGH 1: the
+method sentence quoted NoMIRACL's precision 0.99 / recall 1.00 to a German help desk) for
+the sentence and nothing else (field-for-field diff: one difference per file,
+``analytics.refusals.method``, which now says the figures are of "LLM replies to English and
+Hindi questions (the replies mostly English); not measured on replies in any other
+language"). The German, Spanish and French patterns added with it match no answer of the
+three logs: the refusal counts, every other figure, the suggestions and the 20k digest are
+unchanged. Then (s38-refde, trial 23 HIGH 1 item 3) for two added fields and nothing else
+(field-for-field diff: two differences per file, both added keys):
+``analytics.refusals.against_flag`` (the patterns against the producer's ``answer.refused``
+per language, on the answers that set it and have a text) and ``against_flag_text`` (its
+sentence). Demo (649 answers set the flag; 649 of them have a text): en 519 read, 34 flagged
+refused, the text reads the same 34 (precision and recall 34/34, Wilson [0.898, 1]), hi-Latn
+116 read, 25/25 ([0.867, 1]), hi 14 read, 9/9 (few: fewer than 10 flagged refusals);
+production-shaped and 20k: ``[]`` and ``None`` (the benchmark's log sets no flag).
 """
 
 from __future__ import annotations

@@ -190,6 +190,17 @@ def test_without_a_gold_set_every_output_says_so_first(out: Path) -> None:
     analytics = doc["analytics"]
     assert sum(analytics["languages"].values()) == len(QUESTIONS)
     by_language = analytics["refusals"].pop("by_language")
+    # every answer sets answer.refused and has a text: the patterns, measured against the
+    # flag, read all 20 as the refusals they are (trial 23's per-language check)
+    against = analytics["refusals"].pop("against_flag")
+    assert (
+        analytics["refusals"]
+        .pop("against_flag_text")
+        .startswith("the phrase patterns against answer.refused")
+    )
+    assert sum(row["checked"] for row in against) == 20
+    assert all(row["both"] == row["flagged"] == row["detected"] == row["checked"]
+               for row in against)  # fmt: skip
     assert analytics["refusals"] == {
         "answers": 20,
         "refused": 20,
@@ -461,7 +472,9 @@ def test_the_refusal_line_counts_flag_and_pattern_decisions_and_stays_without_an
         "refusals: 3/5 (60.0%; answer.refused decided 3 answers (2 refused), phrase patterns 2 "
         "(1 refused) (phrase "
         "patterns not measured on this traffic; precision 0.99, recall 1.00 on NoMIRACL's "
-        'LLM replies; a reply with no answer in it (empty, "Unable to generate response.", an '
+        "LLM replies to English and Hindi questions (the replies mostly English); not "
+        "measured on replies in any other language; a reply with no answer in it (empty, "
+        '"Unable to generate response.", an '
         'error message such as "Internal server error") counts as a refusal; set '
         "answer.refused for exact counts))"
     ) in render_text(doc).splitlines()

@@ -261,7 +261,9 @@ def test_analytics_endpoints_and_metrics(tmp_path: Path) -> None:
         # neither answer sets answer.refused: the patterns decided both
         method = ("phrase patterns decided all 2 answers (1 refused) (phrase patterns not "
                   "measured on this traffic; precision 0.99, recall 1.00 on NoMIRACL's LLM "
-                  'replies; a reply with no answer in it (empty, "Unable to generate response.", '
+                  "replies to English and Hindi questions (the replies mostly English); not "
+                  "measured on replies in any other language; a reply with no answer in it "
+                  '(empty, "Unable to generate response.", '
                   'an error message such as "Internal server error") counts as a refusal; set '
                   "answer.refused for exact counts)")  # fmt: skip
         counts = refusals["refusals"]

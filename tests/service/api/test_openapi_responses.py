@@ -69,6 +69,8 @@ def test_report_fields_are_documented() -> None:
         "method",
         "by_language",
         "by_language_answers",
+        "against_flag",
+        "against_flag_text",
         "known_over_refusal",
     } == set(schemas["RefusalCounts"]["properties"])
     assert {"total", "offset", "limit", "items"} == set(schemas["CandidatePage"]["properties"])

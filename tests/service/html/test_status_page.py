@@ -297,3 +297,16 @@ def test_a_rate_test_shows_the_interval_of_its_change() -> None:
     analytics["drift"]["refusal"]["state"] = "ok"
     page = render_status_page(STATUS, analytics)
     assert "12.0% → 21.1% (change 95 % [+1.5, +17.5] points)" in page
+
+
+def test_the_patterns_against_the_flag_stand_next_to_the_refusal_rate() -> None:
+    """Trial 23: where the producer's ``answer.refused`` measured the patterns, the status
+    page's refusal row and its refusals section both say so (``against_flag_text``)."""
+    analytics = samples.replay_report()["analytics"]
+    sentence = ("the phrase patterns against answer.refused (the answers that set it and have a "
+                "text; Wilson 95 %): de recall 0/99 0.000 [0.000, 0.037], precision none read "
+                "as refusals (716 answers)")  # fmt: skip
+    analytics["refusals"] = {**analytics["refusals"], "against_flag_text": sentence}
+    page = render_status_page(STATUS, analytics, refresh_s=0)
+    assert f"; {sentence}" in page  # the "What moved" row
+    assert sentence[0].upper() + sentence[1:] + "." in page  # the refusals section
