@@ -279,6 +279,10 @@ class DriftStage:
         #: events kept out late and future since the metrics last took them (not persisted:
         #: a restarted process counts only the events it saw, as a counter must)
         self._pending_kept_out = {"late": 0, "future": 0}
+        #: (dimension, comparison) -> alarms raised (moves into ``drift``) since the metrics
+        #: last took them (not persisted, as :attr:`_pending_kept_out`: a restored open alarm
+        #: was counted by the process that raised it)
+        self._pending_alarms: dict[tuple[str, str], int] = {}
         self.alarms: list[dict[str, Any]] = []  # the last MAX_ALARMS state changes to drift
         self._last_state: dict[str, str] = {}
         #: "dimension/comparison" of a categorical dimension in drift -> the categories its
@@ -386,6 +390,15 @@ class DriftStage:
         are not counted here: their count falls when a confirmed jump releases them
         (:meth:`kept_out`)."""
         taken, self._pending_kept_out = self._pending_kept_out, {"late": 0, "future": 0}
+        return taken
+
+    def take_alarms(self) -> dict[tuple[str, str], int]:
+        """``{(dimension, comparison): n}``: the alarms raised (a comparison's move into
+        ``drift``; not a widening, nor a drift the confound keeps quiet) since the last call,
+        for ``goldwatch_drift_alarms_total``, then none. An alarm raised and cleared between
+        two calls is still counted (trial 38: alarms of a log read faster than real time
+        never held the drift state long enough to become an alert)."""
+        taken, self._pending_alarms = self._pending_alarms, {}
         return taken
 
     def recent_kept_out(self) -> tuple[int, int, int, int, float]:
@@ -765,6 +778,8 @@ class DriftStage:
                 entry.update(_what_moved(report.to_dict()))  # fmt: skip
                 if now == "drift" and dim in CATEGORICAL:
                     self._named[key] = self._rising_named(dim, entry)
+                if now == "drift":
+                    self._pending_alarms[dim, name] = self._pending_alarms.get((dim, name), 0) + 1
                 self.alarms = [*self.alarms, entry][-MAX_ALARMS:]
 
     def _rising_named(self, dim: str, moved: Mapping[str, Any]) -> list[str]:
