@@ -295,7 +295,8 @@ def _drift() -> list[Panel | list[Panel]]:
             state_timeline(
                 "Drift alarm state per dimension (service detectors)",
                 "State of the service's drift detectors per dimension (language, topic, "
-                "refusal, out_of_scope, known_refusal, terms) and comparison (reference = the "
+                "refusal, out_of_scope, known_refusal, known_miss = production missing the "
+                "gold passage of known questions, terms) and comparison (reference = the "
                 "gold set, baseline = "
                 "earlier traffic): drift if any replica's detector alarms (chi-square or "
                 "two-proportion test at a per-day false-alarm budget, plus an effect size), "

@@ -23,7 +23,7 @@ from service.telemetry.conventions import metric_name as _name
 
 #: Drift dimensions and comparisons (bounded label values).
 DRIFT_DIMENSIONS: tuple[str, ...] = ("language", "topic", "refusal", "out_of_scope",
-                                     "known_refusal", "terms")  # fmt: skip
+                                     "known_refusal", "known_miss", "terms")  # fmt: skip
 DRIFT_COMPARISONS: tuple[str, ...] = ("reference", "baseline")
 DRIFT_STATES: tuple[str, ...] = ("ok", "drift", "insufficient_data", "uncalibrated", "starved")
 #: Why the drift stage kept an event out of its windows for good (bounded label values of
