@@ -919,7 +919,9 @@ def recent_known_hits(
 
     Returns ``{"window_s", "k", "n", "hit_rate", "low", "high", "baseline_n",
     "baseline_hit_rate", "state", "timestamp"}`` (hit rate = 1 - miss rate, its Wilson 95 %
-    interval; a rate ``None`` when its window held no scored question; ``state``: the
+    interval; a rate ``None`` until the comparison is tested: while its baseline warms up —
+    the first ``known_window_s`` of traffic — or its window holds under ``known_min_count``
+    scored known questions, ``n`` still the window's count; ``state``: the
     dimension's, default the comparison's; ``timestamp``: the test's event time, Unix
     seconds), or ``None`` without a test. Never raises on a report with keys missing.
 
